@@ -1,0 +1,68 @@
+"""The one interface every placement algorithm implements."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from ..model import Problem
+from ..plan import Plan
+
+Status = Literal["feasible", "optimal", "fallback", "infeasible"]
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Knobs shared by the algorithms; each reads the ones it understands."""
+
+    seed: int = 0
+    time_limit_s: float = 60.0
+    gap: float = 1e-4
+    solver: str = "highs"
+    #: m-SCT: LP values below this make an edge a favourite
+    threshold: float = 0.5
+    #: exact solvers: write the model to this path (.lp or .mps) before solving
+    emit: str | None = None
+    #: called with (fraction done 0..1, message) by long-running algorithms
+    progress: Callable[[float, str], None] | None = None
+    #: a plan to warm-start exact solvers from (else they run m-SCT)
+    warm_start: Plan | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """What an algorithm returns: a plan, its status, and algorithm-specific figures.
+
+    `info` holds e.g. `objective_s`, `bound_s`, `gap`, `solver`, `build_s`, `solve_s`,
+    `reason` (for fallbacks), `chosen` (for `auto`). The makespan users see is always
+    the simulator's, never an algorithm's own estimate.
+    """
+
+    plan: Plan
+    status: Status = "feasible"
+    info: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    planning_s: float = 0.0
+
+    def timed(self, seconds: float) -> Solution:
+        """A copy with `planning_s` set."""
+        return dataclasses.replace(self, planning_s=seconds)
+
+    def with_plan(self, plan: Plan) -> Solution:
+        """A copy with another plan."""
+        return dataclasses.replace(self, plan=plan)
+
+
+@dataclass(frozen=True, slots=True)
+class AlgorithmInfo:
+    """An algorithm and its capabilities, declared as data."""
+
+    name: str
+    place: Callable[[Problem, Options], Plan | Solution]
+    summary: str
+    memory_aware: bool = True
+    exact: bool = False
+    needs_solver: bool = False
+    citation: str = ""

@@ -1,0 +1,221 @@
+"""The cost model: the one place its formulas live.
+
+- compute time of op `i` on device `d` (`compute_time`),
+- transfer time of `bytes` from device `a` to device `b`: `latency + bytes / bandwidth`
+  (0 on the same device, infinite without a link),
+- static memory of a placement (`static_memory`): per device, the `params` and `output` of
+  its ops, each tensor it receives from another device (once per producer, the largest
+  `bytes` among the edges to that device), and the largest `temp` among its ops.
+
+Algorithms and the simulator both call these; `Costs` holds them as dense tables built
+once per problem (`costs(problem)`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .model import Device, Graph, Op, Problem
+
+INF = math.inf
+
+
+def compute_time(op: Op, device: Device) -> float:
+    """Seconds `op` takes on `device`; `inf` if the device cannot run it.
+
+    `time[kind]` for the device's kind, else `time / speed`, else `flops / flop rate`.
+    """
+    if device.kind is not None and device.kind in op.time_by_kind:
+        return op.time_by_kind[device.kind]
+    if op.time_s is not None:
+        return op.time_s / device.speed
+    if op.flops is not None and device.flop_rate:
+        return op.flops / device.flop_rate
+    return INF
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Dense cost tables of one problem, indexed by op and device indices.
+
+    `compute[i][d]` seconds; `latency[a][b]` seconds and `inv_bandwidth[a][b]` s/B
+    (both `inf` where no link exists, 0 on the diagonal).
+    """
+
+    compute: tuple[tuple[float, ...], ...]
+    latency: tuple[tuple[float, ...], ...]
+    inv_bandwidth: tuple[tuple[float, ...], ...]
+
+    def transfer_time(self, nbytes: float, a: int, b: int) -> float:
+        """Seconds to move `nbytes` from device `a` to device `b` (0 when a == b)."""
+        if a == b:
+            return 0.0
+        return self.latency[a][b] + nbytes * self.inv_bandwidth[a][b]
+
+    def mean_compute(self, i: int) -> float:
+        """Mean compute time of op `i` over the devices that can run it."""
+        finite = [t for t in self.compute[i] if t < INF]
+        return sum(finite) / len(finite) if finite else INF
+
+    def mean_transfer(self, nbytes: float) -> float:
+        """Mean transfer time of `nbytes` over all ordered pairs of distinct linked devices."""
+        n = len(self.latency)
+        if n < 2:
+            return 0.0
+        total, count = 0.0, 0
+        for a in range(n):
+            for b in range(n):
+                if a != b and self.latency[a][b] < INF:
+                    total += self.latency[a][b] + nbytes * self.inv_bandwidth[a][b]
+                    count += 1
+        return total / count if count else 0.0
+
+    @property
+    def mean_latency(self) -> float:
+        """Mean latency over ordered pairs of distinct linked devices."""
+        return self.mean_transfer(0.0)
+
+    @property
+    def mean_inv_bandwidth(self) -> float:
+        """Mean seconds per byte over ordered pairs of distinct linked devices."""
+        return self.mean_transfer(1.0) - self.mean_transfer(0.0)
+
+
+def build_costs(problem: Problem) -> Costs:
+    """Build the dense tables of `problem` (prefer the cached `costs`)."""
+    devices = problem.cluster.devices
+    compute = tuple(tuple(compute_time(op, d) for d in devices) for op in problem.graph.ops)
+    n = len(devices)
+    lat = [[INF] * n for _ in range(n)]
+    inv = [[INF] * n for _ in range(n)]
+    for a in range(n):
+        lat[a][a] = inv[a][a] = 0.0
+    for lk in problem.cluster.links:
+        lat[lk.src][lk.dst] = lk.latency_s
+        inv[lk.src][lk.dst] = 1.0 / lk.bandwidth_Bps
+    return Costs(compute, tuple(map(tuple, lat)), tuple(map(tuple, inv)))
+
+
+def costs(problem: Problem) -> Costs:
+    """The cost tables of `problem`, built on first use and cached on the problem."""
+    cached = problem.__dict__.get("_costs")
+    if cached is None:
+        cached = build_costs(problem)
+        problem.__dict__["_costs"] = cached  # frozen, but derived data may be cached
+    return cached  # type: ignore[no-any-return]
+
+
+def op_static_bytes(op: Op) -> int:
+    """What an op alone keeps on its device under `static`: params + output + temp."""
+    return op.params_bytes + op.output_bytes + op.temp_bytes
+
+
+def static_memory(graph: Graph, placement: Sequence[int], n_devices: int) -> list[int]:
+    """Static memory per device of a complete placement (op index -> device index)."""
+    mem = [0] * n_devices
+    temp = [0] * n_devices
+    for i, op in enumerate(graph.ops):
+        d = placement[i]
+        mem[d] += op.params_bytes + op.output_bytes
+        if op.temp_bytes > temp[d]:
+            temp[d] = op.temp_bytes
+    received: dict[tuple[int, int], int] = {}
+    for e in graph.edges:
+        d = placement[e.dst]
+        if d != placement[e.src]:
+            key = (e.src, d)
+            if e.bytes > received.get(key, -1):
+                received[key] = e.bytes
+    for (_, d), b in received.items():
+        mem[d] += b
+    return [m + t for m, t in zip(mem, temp)]
+
+
+class StaticMemoryTracker:
+    """Incremental static memory of a partial placement, for list schedulers.
+
+    `extra(i, d)` is how many bytes placing op `i` on device `d` would add, given the ops
+    placed so far: its params and output, the tensors it would receive from producers on
+    other devices, and its temp above the device's current largest temp. Copies of its
+    output to consumers placed later are charged when those are placed.
+    """
+
+    def __init__(self, graph: Graph, n_devices: int) -> None:
+        self.graph = graph
+        self.used = [0] * n_devices
+        self.temp = [0] * n_devices
+        self.device_of = [-1] * len(graph.ops)
+        # (producer, device) -> bytes of the copy held there
+        self.copies: dict[tuple[int, int], int] = {}
+        self._pred = graph.predecessors
+        self._succ = graph.successors
+
+    def extra(self, i: int, d: int) -> int:
+        """Bytes that placing op `i` on device `d` would add to device `d` (and only `d`).
+
+        Consumers of `i` already placed elsewhere cannot exist (ops are placed after their
+        producers), except in algorithms that place out of order; those are charged too.
+        """
+        g = self.graph
+        op = g.ops[i]
+        add = op.params_bytes + op.output_bytes + max(0, op.temp_bytes - self.temp[d])
+        edges = g.edges
+        need: dict[int, int] = {}
+        for k in self._pred[i]:
+            e = edges[k]
+            src_dev = self.device_of[e.src]
+            if src_dev != -1 and src_dev != d:
+                held = self.copies.get((e.src, d), 0)
+                b = max(need.get(e.src, held), e.bytes)
+                need[e.src] = b
+        for src, b in need.items():
+            add += b - self.copies.get((src, d), 0)
+        return add
+
+    def fits(self, i: int, d: int, caps: Sequence[int]) -> bool:
+        """Whether placing op `i` on device `d` keeps every device within `caps`.
+
+        Checks `d` itself and, for algorithms that place out of topological order, the
+        devices of consumers already placed (they would receive a copy of `i`'s output).
+        """
+        if self.used[d] + self.extra(i, d) > caps[d]:
+            return False
+        g = self.graph
+        need: dict[int, int] = {}
+        for k in self._succ[i]:
+            e = g.edges[k]
+            cd = self.device_of[e.dst]
+            if cd != -1 and cd != d:
+                need[cd] = max(need.get(cd, 0), e.bytes)
+        return all(
+            self.used[cd] + max(0, b - self.copies.get((i, cd), 0)) <= caps[cd]
+            for cd, b in need.items()
+        )
+
+    def place(self, i: int, d: int) -> None:
+        """Record op `i` on device `d` and charge every device it affects."""
+        g = self.graph
+        op = g.ops[i]
+        self.used[d] += op.params_bytes + op.output_bytes
+        if op.temp_bytes > self.temp[d]:
+            self.used[d] += op.temp_bytes - self.temp[d]
+            self.temp[d] = op.temp_bytes
+        self.device_of[i] = d
+        for k in self._pred[i]:
+            e = g.edges[k]
+            sd = self.device_of[e.src]
+            if sd != -1 and sd != d:
+                self._charge_copy(e.src, d, e.bytes)
+        for k in self._succ[i]:
+            e = g.edges[k]
+            cd = self.device_of[e.dst]
+            if cd != -1 and cd != d:
+                self._charge_copy(i, cd, e.bytes)
+
+    def _charge_copy(self, src: int, d: int, nbytes: int) -> None:
+        held = self.copies.get((src, d), 0)
+        if nbytes > held:
+            self.copies[(src, d)] = nbytes
+            self.used[d] += nbytes - held

@@ -1,0 +1,198 @@
+"""Diagnostics as values, and the one exception family that carries them.
+
+Every problem the user can cause becomes a `Diagnostic` (code, severity, message, span,
+hints). Rendering is separate (`render`), compiler style:
+
+    tiny.plan:3:9: error[E201]: unknown device `gpu9`
+      3 |   pin x to gpu9
+        |            ^^^^
+      = hint: did you mean `gpu0`?
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+
+class Severity(str, enum.Enum):
+    """How bad a diagnostic is."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A region of a source file; lines and columns are 1-based, offsets 0-based."""
+
+    file: str
+    line: int = 1
+    column: int = 1
+    end_line: int = 1
+    end_column: int = 1
+    start: int = 0
+    end: int = 0
+
+    @classmethod
+    def start_of(cls, file: str) -> Span:
+        """Line 1, column 1 of `file`: where a whole-file problem is reported."""
+        return cls(file, 1, 1, 1, 2, 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem found in the user's input."""
+
+    code: str
+    message: str
+    span: Span | None = None
+    hints: tuple[str, ...] = ()
+    severity: Severity = Severity.ERROR
+    #: related places, e.g. ("first defined here", span)
+    notes: tuple[tuple[str, Span], ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict (stable keys)."""
+        span = self.span
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "message": self.message,
+            "file": span.file if span else None,
+            "line": span.line if span else None,
+            "column": span.column if span else None,
+            "end_line": span.end_line if span else None,
+            "end_column": span.end_column if span else None,
+            "hints": list(self.hints),
+            "notes": [
+                {"message": m, "file": s.file, "line": s.line, "column": s.column}
+                for m, s in self.notes
+            ],
+        }
+
+
+class PlannerError(Exception):
+    """Base of every error `planner` raises on purpose; carries diagnostics."""
+
+    exit_code = 1
+
+    def __init__(self, diagnostics: Sequence[Diagnostic] | Diagnostic) -> None:
+        if isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+        super().__init__("; ".join(d.message for d in self.diagnostics))
+
+
+class SpecError(PlannerError):
+    """The input (a spec, a placement file) is invalid. Exit code 1."""
+
+
+class UsageError(PlannerError):
+    """The command line asks for something impossible (unknown plan, algorithm). Exit 2."""
+
+    exit_code = 2
+
+
+class InfeasibleError(PlannerError):
+    """No plan satisfies the constraints (memory caps, pins), or a given plan violates them.
+
+    Exit code 3.
+    """
+
+    exit_code = 3
+
+
+class SolverError(PlannerError):
+    """An external solver failed in a way that left no plan. Exit code 4."""
+
+    exit_code = 4
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> tuple[str, ...]:
+    """A 'did you mean' hint for an unknown name, or nothing when no candidate is close."""
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return (f"did you mean `{close[0]}`?",) if close else ()
+
+
+@dataclass
+class DiagnosticSink:
+    """Collects diagnostics during a pass; `raise_if_errors` raises them all at once."""
+
+    items: list[Diagnostic] = field(default_factory=list)
+
+    def error(
+        self,
+        code: str,
+        message: str,
+        span: Span | None,
+        *hints: str,
+        notes: tuple[tuple[str, Span], ...] = (),
+    ) -> None:
+        """Record an error."""
+        self.items.append(Diagnostic(code, message, span, tuple(h for h in hints if h), notes=notes))
+
+    def warning(self, code: str, message: str, span: Span | None, *hints: str) -> None:
+        """Record a warning."""
+        self.items.append(
+            Diagnostic(code, message, span, tuple(hints), severity=Severity.WARNING)
+        )
+
+    @property
+    def has_errors(self) -> bool:
+        """Whether any error (not warning) was recorded."""
+        return any(d.severity is Severity.ERROR for d in self.items)
+
+    def raise_if_errors(self, cls: type[PlannerError] = SpecError) -> None:
+        """Raise `cls` with every diagnostic so far if any of them is an error."""
+        if self.has_errors:
+            raise cls(sorted(self.items, key=_order))
+
+
+def _order(d: Diagnostic) -> tuple[str, int, int]:
+    s = d.span
+    return (s.file, s.line, s.column) if s else ("", 0, 0)
+
+
+def render(diag: Diagnostic, sources: Mapping[str, str] | None = None) -> str:
+    """Render one diagnostic like a compiler: location, message, source line, caret, hints."""
+    sources = sources or {}
+    span = diag.span
+    head = f"{diag.severity.value}[{diag.code}]: {diag.message}"
+    lines = [f"{span.file}:{span.line}:{span.column}: {head}" if span else head]
+    if span is not None:
+        lines.extend(_excerpt(span, sources.get(span.file)))
+    for message, where in diag.notes:
+        lines.append(f"  = note: {message} at {where.file}:{where.line}:{where.column}")
+        lines.extend(_excerpt(where, sources.get(where.file)))
+    lines.extend(f"  = hint: {h}" for h in diag.hints)
+    return "\n".join(lines)
+
+
+def _excerpt(span: Span, text: str | None) -> list[str]:
+    if text is None:
+        return []
+    all_lines = text.split("\n")
+    if not 1 <= span.line <= len(all_lines):
+        return []
+    src = all_lines[span.line - 1].rstrip("\r")
+    if len(src) > 200:  # generated one-line specs: show a window around the column
+        lo = max(0, span.column - 60)
+        shown, col = src[lo : lo + 160], span.column - lo
+    else:
+        shown, col = src, span.column
+    width = span.end_column - span.column if span.end_line == span.line else len(shown) - col + 1
+    width = max(1, min(width, len(shown) - col + 1))
+    gutter = str(span.line)
+    pad = " " * len(gutter)
+    return [
+        f" {gutter} | {shown.expandtabs(1)}",
+        f" {pad} | {' ' * (col - 1)}{'^' * width}",
+    ]
+
+
+def render_all(diags: Iterable[Diagnostic], sources: Mapping[str, str] | None = None) -> str:
+    """Render several diagnostics, separated by blank lines."""
+    return "\n\n".join(render(d, sources) for d in diags)

@@ -1,0 +1,209 @@
+"""The frozen problem model: what the spec language lowers to and the algorithms consume.
+
+Units are in field names (`_s` seconds, `_bytes` bytes, `_Bps` bytes per second,
+`_flops` FLOP, `_flop_rate` FLOP per second). Ops and devices are addressed by dense
+integer indices; the name -> index maps are built once. Depends on nothing of ours.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Literal
+
+MemoryModel = Literal["static", "liveness"]
+Contention = Literal["none", "link", "device"]
+MEMORY_MODELS: tuple[str, ...] = ("static", "liveness")
+CONTENTIONS: tuple[str, ...] = ("none", "link", "device")
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """An operator of the graph.
+
+    Its compute time on a device is `time_by_kind[device.kind]` if present, else
+    `time_s / device.speed`, else `flops / device.flop_rate` (see `cost.compute_time`).
+    """
+
+    name: str
+    time_s: float | None = None
+    flops: float | None = None
+    time_by_kind: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    params_bytes: int = 0
+    output_bytes: int = 0
+    temp_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A tensor from op `src` to op `dst` (indices into `Graph.ops`)."""
+
+    src: int
+    dst: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Graph:
+    """Ops, edges and colocation groups (each a sorted tuple of op indices).
+
+    Not slotted, so derived tables can be cached per instance (`cached_property`).
+    """
+
+    name: str
+    ops: tuple[Op, ...]
+    edges: tuple[Edge, ...]
+    colocations: tuple[tuple[int, ...], ...] = ()
+
+    @cached_property
+    def op_index(self) -> Mapping[str, int]:
+        """Op name -> index."""
+        return MappingProxyType({o.name: i for i, o in enumerate(self.ops)})
+
+    @cached_property
+    def successors(self) -> tuple[tuple[int, ...], ...]:
+        """Per op, the indices of the edges leaving it (in edge order)."""
+        out: list[list[int]] = [[] for _ in self.ops]
+        for k, e in enumerate(self.edges):
+            out[e.src].append(k)
+        return tuple(tuple(x) for x in out)
+
+    @cached_property
+    def predecessors(self) -> tuple[tuple[int, ...], ...]:
+        """Per op, the indices of the edges entering it (in edge order)."""
+        inc: list[list[int]] = [[] for _ in self.ops]
+        for k, e in enumerate(self.edges):
+            inc[e.dst].append(k)
+        return tuple(tuple(x) for x in inc)
+
+    @cached_property
+    def topological_order(self) -> tuple[int, ...]:
+        """Ops in topological order, ties by smallest index (Kahn with a heap).
+
+        Raises ValueError on a cycle (lowering reports cycles before this can happen).
+        """
+        n = len(self.ops)
+        indeg = [0] * n
+        for e in self.edges:
+            indeg[e.dst] += 1
+        succ = self.successors
+        heap = [i for i in range(n) if indeg[i] == 0]
+        heapq.heapify(heap)
+        order: list[int] = []
+        while heap:
+            i = heapq.heappop(heap)
+            order.append(i)
+            for k in succ[i]:
+                j = self.edges[k].dst
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    heapq.heappush(heap, j)
+        if len(order) != n:
+            raise ValueError(f"graph `{self.name}` has a cycle")
+        return tuple(order)
+
+    @cached_property
+    def colocation_of(self) -> tuple[int, ...]:
+        """Per op, the index of its colocation group in `colocations`, or -1."""
+        group = [-1] * len(self.ops)
+        for g, members in enumerate(self.colocations):
+            for i in members:
+                group[i] = g
+        return tuple(group)
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """A device: memory cap, optional kind, relative speed, optional FLOP rate."""
+
+    name: str
+    memory_bytes: int
+    kind: str | None = None
+    speed: float = 1.0
+    flop_rate: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A directed link between devices `src` and `dst` (indices into `Cluster.devices`)."""
+
+    src: int
+    dst: int
+    bandwidth_Bps: float
+    latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Devices and the directed links between them (at most one per ordered pair)."""
+
+    name: str
+    devices: tuple[Device, ...]
+    links: tuple[Link, ...]
+
+    @cached_property
+    def device_index(self) -> Mapping[str, int]:
+        """Device name -> index."""
+        return MappingProxyType({d.name: i for i, d in enumerate(self.devices)})
+
+    @cached_property
+    def _link_table(self) -> dict[tuple[int, int], Link]:
+        return {(lk.src, lk.dst): lk for lk in self.links}
+
+    def link(self, src: int, dst: int) -> Link | None:
+        """The link from device `src` to device `dst`, or None."""
+        return self._link_table.get((src, dst))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One plan of a spec: a graph on a cluster, with a cost model and constraints.
+
+    `pins` and `placement` map op index -> device index. `placement` is the spec's given
+    placement (`place` statements; used by `--algo expert` and `planner simulate`).
+    """
+
+    name: str
+    graph: Graph
+    cluster: Cluster
+    memory_model: MemoryModel = "static"
+    contention: Contention = "link"
+    pins: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+    placement: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """Everything one load produced: graphs, clusters and plans by name, files read."""
+
+    graphs: Mapping[str, Graph]
+    clusters: Mapping[str, Cluster]
+    plans: Mapping[str, Problem]
+    files: tuple[str, ...] = ()
+
+    def plan(self, name: str | None = None) -> Problem:
+        """The plan called `name`, or the only plan when `name` is None.
+
+        Raises `LookupError` with a readable message otherwise (the CLI turns it into a
+        diagnostic).
+        """
+        if name is None:
+            if len(self.plans) == 1:
+                return next(iter(self.plans.values()))
+            if not self.plans:
+                raise LookupError("the spec defines no plan")
+            raise LookupError(
+                "the spec defines several plans; choose one with --plan: "
+                + ", ".join(self.plans)
+            )
+        try:
+            return self.plans[name]
+        except KeyError:
+            raise LookupError(
+                f"no plan named `{name}`; the spec defines: " + (", ".join(self.plans) or "none")
+            ) from None
+
+

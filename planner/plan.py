@@ -1,0 +1,160 @@
+"""A plan: which device runs each op, in what order, and optionally when.
+
+The JSON form is versioned and deterministic: keys in a fixed order, ops in graph order,
+devices in cluster order, times in seconds as floats, nothing that varies between runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import Diagnostic, SpecError, Span, did_you_mean
+from .model import Problem
+
+FORMAT = "planner.plan"
+VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Placement (op index -> device index), per-device order, optional start times.
+
+    `order[d]` lists the ops on device `d` in execution order; `None` lets the simulator
+    choose (its documented default priority). `start_s`, when given, are the planner's
+    intended start times (the simulator never trusts them; it re-times the plan).
+    """
+
+    placement: tuple[int, ...]
+    order: tuple[tuple[int, ...], ...] | None = None
+    start_s: tuple[float, ...] | None = None
+    algorithm: str = ""
+
+    @classmethod
+    def from_schedule(
+        cls,
+        placement: Sequence[int],
+        start_s: Sequence[float],
+        n_devices: int,
+        algorithm: str = "",
+    ) -> Plan:
+        """A plan whose per-device order is by start time (ties by op index)."""
+        order: list[list[int]] = [[] for _ in range(n_devices)]
+        for i in sorted(range(len(placement)), key=lambda i: (start_s[i], i)):
+            order[placement[i]].append(i)
+        return cls(tuple(placement), tuple(map(tuple, order)), tuple(start_s), algorithm)
+
+    def with_algorithm(self, name: str) -> Plan:
+        """A copy labelled with the algorithm that made it."""
+        return Plan(self.placement, self.order, self.start_s, name)
+
+    def to_json(self, problem: Problem) -> dict[str, Any]:
+        """The versioned JSON object of this plan (names, not indices)."""
+        ops = problem.graph.ops
+        devs = problem.cluster.devices
+        obj: dict[str, Any] = {
+            "format": FORMAT,
+            "version": VERSION,
+            "plan": problem.name,
+            "algorithm": self.algorithm,
+            "placement": {ops[i].name: devs[d].name for i, d in enumerate(self.placement)},
+        }
+        if self.order is not None:
+            obj["order"] = {
+                devs[d].name: [ops[i].name for i in seq] for d, seq in enumerate(self.order)
+            }
+        if self.start_s is not None:
+            obj["start_s"] = {ops[i].name: float(t) for i, t in enumerate(self.start_s)}
+        return obj
+
+    def dumps(self, problem: Problem) -> str:
+        """Deterministic JSON text (the same plan is the same bytes)."""
+        return json.dumps(self.to_json(problem), indent=2, ensure_ascii=False) + "\n"
+
+    def write(self, problem: Problem, path: str) -> None:
+        """Write the plan JSON atomically."""
+        from .io.atomic import write_text_atomic
+
+        write_text_atomic(path, self.dumps(problem))
+
+
+def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>") -> Plan:
+    """Read a plan JSON object, or a bare `{"placement": {op: device}}`, for `problem`.
+
+    Every op must be placed on a known device; problems are collected and raised together
+    as a `SpecError` with did-you-mean hints.
+    """
+    where = Span.start_of(source)
+    errors: list[Diagnostic] = []
+    if not isinstance(data, Mapping) or not isinstance(data.get("placement"), Mapping):
+        raise SpecError(
+            Diagnostic(
+                "E501",
+                "a placement file must be a JSON object with a `placement` object",
+                where,
+                ('for example {"placement": {"conv1": "gpu0"}}',),
+            )
+        )
+    version = data.get("version", VERSION)
+    if data.get("format", FORMAT) != FORMAT or version != VERSION:
+        errors.append(
+            Diagnostic(
+                "E502",
+                f"unsupported plan format {data.get('format')!r} version {version!r}",
+                where,
+                (f"this planner reads {FORMAT} version {VERSION}",),
+            )
+        )
+    op_index = problem.graph.op_index
+    dev_index = problem.cluster.device_index
+    placement = [-1] * len(problem.graph.ops)
+    for op_name, dev_name in data["placement"].items():
+        i = op_index.get(op_name)
+        d = dev_index.get(dev_name) if isinstance(dev_name, str) else None
+        if i is None:
+            errors.append(
+                Diagnostic("E503", f"unknown op `{op_name}` in placement", where,
+                           did_you_mean(str(op_name), op_index))
+            )
+        elif d is None:
+            errors.append(
+                Diagnostic("E504", f"op `{op_name}` is placed on unknown device `{dev_name}`",
+                           where, did_you_mean(str(dev_name), dev_index))
+            )
+        else:
+            placement[i] = d
+    missing = [problem.graph.ops[i].name for i, d in enumerate(placement) if d == -1]
+    if missing and not errors:
+        shown = ", ".join(f"`{m}`" for m in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        errors.append(
+            Diagnostic("E505", f"the placement leaves {len(missing)} op(s) unplaced: {shown}{more}",
+                       where, ("place every op of the graph",))
+        )
+    order = None
+    if not errors and isinstance(data.get("order"), Mapping):
+        seqs: list[list[int]] = [[] for _ in problem.cluster.devices]
+        for dev_name, names in data["order"].items():
+            d = dev_index.get(dev_name)
+            if d is None or not isinstance(names, list):
+                errors.append(Diagnostic("E504", f"unknown device `{dev_name}` in order", where,
+                                         did_you_mean(str(dev_name), dev_index)))
+                continue
+            for name in names:
+                i = op_index.get(name)
+                if i is None:
+                    errors.append(Diagnostic("E503", f"unknown op `{name}` in order", where,
+                                             did_you_mean(str(name), op_index)))
+                else:
+                    seqs[d].append(i)
+        order = tuple(map(tuple, seqs))
+    if errors:
+        raise SpecError(errors)
+    start = None
+    if isinstance(data.get("start_s"), Mapping):
+        st = data["start_s"]
+        if all(op.name in st for op in problem.graph.ops):
+            start = tuple(float(st[op.name]) for op in problem.graph.ops)
+    return Plan(tuple(placement), order, start, str(data.get("algorithm", "")))

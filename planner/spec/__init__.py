@@ -1,0 +1,1 @@
+"""The .plan language: parse (text -> syntax tree), lower (tree -> model), format."""

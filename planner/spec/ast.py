@@ -1,0 +1,166 @@
+"""The syntax tree: frozen dataclasses, each with the span it came from.
+
+It mirrors the text (names unresolved, ranges unexpanded, numbers unconverted) so that
+`planner fmt` can print it back and the lowering pass can point at exact places.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """A bare identifier or a double-quoted string (`text` is the decoded value)."""
+
+    text: str
+    quoted: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """An attribute's value as written: `16 GiB` (quantity), `0.05` (number), `v100` (name)."""
+
+    kind: Literal["quantity", "number", "name"]
+    number: str  # the number's text ("" for names)
+    unit: str  # the unit ("" unless a quantity)
+    name: Name | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    """`key[selector] value` inside a block, or a plan setting (no selector)."""
+
+    key: str
+    selector: Name | None
+    value: Value
+    span: Span  # the key
+
+
+@dataclass(frozen=True, slots=True)
+class DevRef:
+    """A device reference: a name, `prefix[lo..hi]` or `prefix[*]`."""
+
+    kind: Literal["name", "range", "wild"]
+    name: Name  # the name, or the prefix of a range or wildcard
+    lo: int
+    hi: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceDecl:
+    """`device REF { attrs }`."""
+
+    ref: DevRef
+    attrs: tuple[Attr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class LinkDecl:
+    """`link SRCS <-> DSTS { attrs }` (or `->` for one direction)."""
+
+    srcs: tuple[DevRef, ...]
+    both_ways: bool
+    dsts: tuple[DevRef, ...]
+    attrs: tuple[Attr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDecl:
+    """`cluster NAME { device... link... }`."""
+
+    name: Name
+    devices: tuple[DeviceDecl, ...]
+    links: tuple[LinkDecl, ...]
+    items: tuple[DeviceDecl | LinkDecl, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class OpDecl:
+    """`op NAME { attrs }`."""
+
+    name: Name
+    attrs: tuple[Attr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ChainDecl:
+    """`a -> b -> c { attrs }`: one edge per hop, each with the attrs."""
+
+    names: tuple[Name, ...]
+    attrs: tuple[Attr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ColocateDecl:
+    """`colocate OPS` (names or glob patterns)."""
+
+    ops: tuple[Name, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class GraphDecl:
+    """`graph NAME { op... chain... colocate... }`."""
+
+    name: Name
+    items: tuple[OpDecl | ChainDecl | ColocateDecl, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PinDecl:
+    """`pin OPS to DEVICE` (hard constraint) or `place OPS on DEVICE` (given placement)."""
+
+    ops: tuple[Name, ...]
+    device: Name
+    hard: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDecl:
+    """`plan NAME { settings, pins, places }`."""
+
+    name: Name
+    items: tuple[Attr | PinDecl, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ImportDecl:
+    """`import "path"` (relative to the importing file)."""
+
+    path: Name
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """A comment, kept for `planner fmt`."""
+
+    text: str
+    span: Span
+
+
+TopLevel = ImportDecl | ClusterDecl | GraphDecl | PlanDecl
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """One parsed file."""
+
+    file: str
+    items: tuple[TopLevel, ...]
+    comments: tuple[Comment, ...] = ()

@@ -1,0 +1,520 @@
+"""Syntax trees -> the frozen model: resolve names, expand ranges and globs, convert units,
+apply defaults, validate. Every problem of every file is collected, then raised at once.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from ..cost import compute_time
+from ..errors import DiagnosticSink, Span, did_you_mean
+from ..model import (
+    CONTENTIONS,
+    MEMORY_MODELS,
+    Cluster,
+    Device,
+    Edge,
+    Graph,
+    Link,
+    Op,
+    Problem,
+    Spec,
+)
+from ..units import EXAMPLES, UNIT_TABLE, parse_number
+from . import ast
+
+# key -> expected dimension ("number" for unitless, "name" for a name)
+OP_ATTRS = {"time": "time", "flops": "work", "params": "size", "output": "size", "temp": "size"}
+EDGE_ATTRS = {"bytes": "size"}
+DEVICE_ATTRS = {"kind": "name", "memory": "size", "flops": "rate", "speed": "number"}
+LINK_ATTRS = {"bandwidth": "bandwidth", "latency": "time"}
+PLAN_SETTINGS = {"graph": "name", "cluster": "name", "memory": "name", "contention": "name"}
+_GLOB = re.compile(r"[*?\[]")
+
+
+@dataclass
+class Locations:
+    """Where things were declared, for diagnostics raised after lowering."""
+
+    ops: dict[tuple[str, str], Span] = field(default_factory=dict)
+    devices: dict[tuple[str, str], Span] = field(default_factory=dict)
+    plans: dict[str, Span] = field(default_factory=dict)
+    graphs: dict[str, Span] = field(default_factory=dict)
+    clusters: dict[str, Span] = field(default_factory=dict)
+    edges: dict[tuple[str, int], Span] = field(default_factory=dict)
+    pins: dict[tuple[str, int], Span] = field(default_factory=dict)
+
+
+class _Attrs:
+    """Reads a block's attributes: unknown keys, duplicates, dimensions, all reported."""
+
+    def __init__(self, sink: DiagnosticSink, attrs: Sequence[ast.Attr],
+                 allowed: dict[str, str], what: str, selectable: frozenset[str] = frozenset()):
+        self.sink = sink
+        self.values: dict[str, ast.Attr] = {}
+        self.selected: dict[str, dict[str, tuple[ast.Attr, ast.Name]]] = {}
+        self.what = what
+        for a in attrs:
+            if a.key not in allowed:
+                sink.error("E210", f"unknown attribute `{a.key}` in {what}", a.span,
+                           *did_you_mean(a.key, allowed),
+                           "allowed here: " + ", ".join(f"`{k}`" for k in allowed))
+                continue
+            if a.selector is not None:
+                if a.key not in selectable:
+                    sink.error("E211", f"`{a.key}` takes no `[...]` selector in {what}",
+                               a.selector.span)
+                    continue
+                per = self.selected.setdefault(a.key, {})
+                if a.selector.text in per:
+                    sink.error("E212", f"`{a.key}[{a.selector.text}]` is given twice in {what}",
+                               a.span, notes=(("first given here", per[a.selector.text][0].span),))
+                per[a.selector.text] = (a, a.selector)
+                continue
+            if a.key in self.values:
+                sink.error("E212", f"`{a.key}` is given twice in {what}", a.span,
+                           notes=(("first given here", self.values[a.key].span),))
+                continue
+            self.values[a.key] = a
+        self.allowed = allowed
+
+    def quantity(self, key: str, attr: ast.Attr | None = None) -> float | None:
+        """The value of `key` in base units, or None if absent or wrong (reported)."""
+        attr = attr or self.values.get(key)
+        if attr is None:
+            return None
+        return quantity(self.sink, attr, self.allowed[key])
+
+    def name(self, key: str) -> str | None:
+        attr = self.values.get(key)
+        if attr is None:
+            return None
+        if attr.value.kind != "name" or attr.value.name is None:
+            self.sink.error("E213", f"`{key}` expects a name, not a number", attr.value.span)
+            return None
+        return attr.value.name.text
+
+    def number(self, key: str) -> float | None:
+        attr = self.values.get(key)
+        if attr is None:
+            return None
+        if attr.value.kind != "number":
+            self.sink.error("E214", f"`{key}` expects a plain number (no unit)", attr.value.span,
+                            f"for example `{key} 0.5`")
+            return None
+        return parse_number(attr.value.number)
+
+
+def quantity(sink: DiagnosticSink, attr: ast.Attr, dim: str) -> float | None:
+    """Convert an attribute's value to base units of `dim`, reporting mistakes."""
+    v = attr.value
+    example = f"{attr.key} {EXAMPLES.get(dim, '1')}"
+    if v.kind == "number":
+        sink.error("E220", f"`{attr.key}` needs a unit", v.span,
+                   f"expected a {_dim_word(dim)} such as `{EXAMPLES[dim]}`")
+        return None
+    if v.kind == "name":
+        sink.error("E221", f"`{attr.key}` expects a {_dim_word(dim)}, not a name", v.span,
+                   f"for example `{example}`")
+        return None
+    got_dim, factor = UNIT_TABLE[v.unit]
+    if got_dim != dim:
+        sink.error("E222", f"`{attr.key}` expects a {_dim_word(dim)}, but `{v.unit}` is a "
+                   f"unit of {_dim_word(got_dim)}", v.span, f"for example `{example}`")
+        return None
+    return parse_number(v.number) * factor
+
+
+def _dim_word(dim: str) -> str:
+    return {"time": "time", "size": "size", "bandwidth": "bandwidth", "work": "work (FLOP)",
+            "rate": "FLOP rate"}.get(dim, dim)
+
+
+def _bytes(x: float | None) -> int:
+    return 0 if x is None else int(round(x))
+
+
+# ---- the pass ---------------------------------------------------------------------------
+
+
+def lower(modules: Sequence[ast.Module], sink: DiagnosticSink | None = None) -> tuple[Spec, Locations]:
+    """Lower parsed modules (a file and its imports) into a `Spec`.
+
+    Raises `SpecError` with every error found (warnings are kept on the sink).
+    """
+    sink = sink or DiagnosticSink()
+    loc = Locations()
+    graph_decls: dict[str, ast.GraphDecl] = {}
+    cluster_decls: dict[str, ast.ClusterDecl] = {}
+    plan_decls: dict[str, ast.PlanDecl] = {}
+    first: dict[str, Span] = {}
+    for module in modules:
+        for item in module.items:
+            if isinstance(item, ast.ImportDecl):
+                continue
+            kind = {ast.GraphDecl: "graph", ast.ClusterDecl: "cluster", ast.PlanDecl: "plan"}[
+                type(item)]
+            table: dict[str, ast.GraphDecl] | dict[str, ast.ClusterDecl] | dict[str, ast.PlanDecl]
+            table = {"graph": graph_decls, "cluster": cluster_decls, "plan": plan_decls}[kind]
+            key = f"{kind}:{item.name.text}"
+            if key in first:
+                sink.error("E201", f"{kind} `{item.name.text}` is defined twice", item.name.span,
+                           "names of graphs, clusters and plans are global across imports",
+                           notes=((f"first definition of `{item.name.text}`", first[key]),))
+                continue
+            first[key] = item.name.span
+            table[item.name.text] = item  # type: ignore[assignment]
+    graphs = {n: _lower_graph(sink, d, loc) for n, d in graph_decls.items()}
+    clusters = {n: _lower_cluster(sink, d, loc) for n, d in cluster_decls.items()}
+    plans: dict[str, Problem] = {}
+    for n, d in plan_decls.items():
+        p = _lower_plan(sink, d, graphs, clusters, loc)
+        if p is not None:
+            plans[n] = p
+    sink.raise_if_errors()
+    files = tuple(m.file for m in modules)
+    spec = Spec(MappingProxyType({k: v for k, v in graphs.items() if v is not None}),
+                MappingProxyType({k: v for k, v in clusters.items() if v is not None}),
+                MappingProxyType(plans), files)
+    return spec, loc
+
+
+def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> Graph | None:
+    gname = decl.name.text
+    loc.graphs[gname] = decl.name.span
+    index: dict[str, int] = {}
+    ops: list[Op] = []
+    spans: list[Span] = []
+    for item in decl.items:
+        if not isinstance(item, ast.OpDecl):
+            continue
+        name = item.name.text
+        if name in index:
+            sink.error("E202", f"op `{name}` is defined twice in graph `{gname}`", item.name.span,
+                       notes=(("first definition", spans[index[name]]),))
+            continue
+        index[name] = len(ops)
+        spans.append(item.name.span)
+        loc.ops[(gname, name)] = item.name.span
+        ops.append(_lower_op(sink, item, f"op `{name}`"))
+    edges: dict[tuple[int, int], int] = {}
+    edge_spans: dict[tuple[int, int], Span] = {}
+    groups = _UnionFind(len(ops))
+    grouped = False
+    for item in decl.items:
+        if isinstance(item, ast.ChainDecl):
+            ids = [_resolve_op(sink, n, index, gname) for n in item.names]
+            attrs = _Attrs(sink, item.attrs, EDGE_ATTRS, "an edge")
+            explicit = attrs.quantity("bytes")
+            for n, a, b in zip(item.names[1:], ids, ids[1:]):
+                if a is None or b is None:
+                    continue
+                if a == b:
+                    sink.error("E230", f"edge from `{n.text}` to itself", n.span,
+                               "an op cannot consume its own output")
+                    continue
+                nbytes = _bytes(explicit) if explicit is not None else ops[a].output_bytes
+                edges[(a, b)] = nbytes
+                edge_spans.setdefault((a, b), n.span)
+        elif isinstance(item, ast.ColocateDecl):
+            members = _resolve_ops(sink, item.ops, index, gname)
+            for m in members[1:]:
+                groups.union(members[0], m)
+            grouped = grouped or len(members) > 1
+    edge_list = tuple(Edge(a, b, n) for (a, b), n in edges.items())
+    for k, e in enumerate(edge_list):
+        loc.edges[(gname, k)] = edge_spans[(e.src, e.dst)]
+    cycle = _find_cycle(len(ops), edge_list)
+    if cycle:
+        names = " -> ".join(ops[i].name for i in cycle + [cycle[0]])
+        sink.error("E231", f"graph `{gname}` has a cycle: {names}",
+                   edge_spans.get((cycle[0], cycle[1 % len(cycle)]), decl.name.span),
+                   "a graph must be acyclic; remove one of these edges")
+    colocations = groups.groups() if grouped else ()
+    return Graph(gname, tuple(ops), edge_list, colocations)
+
+
+def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str) -> Op:
+    attrs = _Attrs(sink, item.attrs, OP_ATTRS, what, frozenset({"time"}))
+    by_kind = {
+        sel.text: t
+        for a, sel in attrs.selected.get("time", {}).values()
+        if (t := attrs.quantity("time", a)) is not None
+    }
+    time_s = attrs.quantity("time")
+    flops = attrs.quantity("flops")
+    if time_s is None and flops is None and "time" not in attrs.values and "flops" not in attrs.values:
+        sink.error("E232", f"{what} has neither `time` nor `flops`", item.name.span,
+                   "give its compute cost, e.g. `time 1.5 ms` or `flops 2.4 GFLOP`")
+    return Op(item.name.text, time_s, flops, MappingProxyType(by_kind),
+              _bytes(attrs.quantity("params")), _bytes(attrs.quantity("output")),
+              _bytes(attrs.quantity("temp")))
+
+
+def _resolve_op(sink: DiagnosticSink, n: ast.Name, index: dict[str, int], g: str) -> int | None:
+    i = index.get(n.text)
+    if i is None:
+        sink.error("E203", f"unknown op `{n.text}` in graph `{g}`", n.span,
+                   *did_you_mean(n.text, index), "declare it with `op NAME { ... }`")
+    return i
+
+
+def _resolve_ops(sink: DiagnosticSink, names: Iterable[ast.Name], index: dict[str, int],
+                 g: str) -> list[int]:
+    """Op names or glob patterns -> sorted unique op indices (unknowns reported)."""
+    out: set[int] = set()
+    for n in names:
+        if n.text in index:
+            out.add(index[n.text])
+        elif _GLOB.search(n.text):
+            hits = [i for name, i in index.items() if fnmatch.fnmatchcase(name, n.text)]
+            if not hits:
+                sink.error("E204", f"pattern `{n.text}` matches no op of graph `{g}`", n.span)
+            out.update(hits)
+        else:
+            _resolve_op(sink, n, index, g)
+    return sorted(out)
+
+
+def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations) -> Cluster | None:
+    cname = decl.name.text
+    loc.clusters[cname] = decl.name.span
+    devices: list[Device] = []
+    index: dict[str, int] = {}
+    for d in decl.devices:
+        attrs = _Attrs(sink, d.attrs, DEVICE_ATTRS, "a device")
+        memory = attrs.quantity("memory")
+        if memory is None and "memory" not in attrs.values:
+            sink.error("E240", "device needs `memory`", d.ref.span,
+                       "for example `memory 16 GiB`")
+        speed = attrs.number("speed")
+        if speed is not None and speed <= 0:
+            sink.error("E241", "`speed` must be positive", attrs.values["speed"].value.span)
+            speed = None
+        flop_rate = attrs.quantity("flops")
+        if flop_rate is not None and flop_rate <= 0:
+            sink.error("E241", "`flops` must be positive", attrs.values["flops"].value.span)
+            flop_rate = None
+        kind = attrs.name("kind")
+        if d.ref.kind == "wild":
+            sink.error("E242", "`[*]` selects existing devices; declare a range instead",
+                       d.ref.span, f"for example `device {d.ref.name.text}[0..3]`")
+            continue
+        for name in _expand_decl(sink, d.ref):
+            if name in index:
+                sink.error("E205", f"device `{name}` is defined twice in cluster `{cname}`",
+                           d.ref.span, notes=(("first definition", loc.devices[(cname, name)]),))
+                continue
+            index[name] = len(devices)
+            loc.devices[(cname, name)] = d.ref.span
+            devices.append(Device(name, _bytes(memory), kind, speed or 1.0, flop_rate))
+    links: dict[tuple[int, int], Link] = {}
+    for lk in decl.links:
+        attrs = _Attrs(sink, lk.attrs, LINK_ATTRS, "a link")
+        bw = attrs.quantity("bandwidth")
+        if bw is None and "bandwidth" not in attrs.values:
+            sink.error("E243", "link needs `bandwidth`", lk.span, "for example `bandwidth 25 GB/s`")
+        if bw is not None and bw <= 0:
+            sink.error("E241", "`bandwidth` must be positive", attrs.values["bandwidth"].value.span)
+            bw = None
+        lat = attrs.quantity("latency") or 0.0
+        srcs = [i for r in lk.srcs for i in _resolve_devs(sink, r, index, cname)]
+        dsts = [i for r in lk.dsts for i in _resolve_devs(sink, r, index, cname)]
+        if bw is None:
+            continue
+        for a in srcs:
+            for b in dsts:
+                if a != b:
+                    links[(a, b)] = Link(a, b, bw, lat)
+                    if lk.both_ways:
+                        links[(b, a)] = Link(b, a, bw, lat)
+    missing = [(a, b) for a in range(len(devices)) for b in range(len(devices))
+               if a != b and (a, b) not in links]
+    if missing and not sink.has_errors:
+        shown = ", ".join(f"{devices[a].name} -> {devices[b].name}" for a, b in missing[:4])
+        more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+        sink.error("E244", f"cluster `{cname}` has devices with no link between them: "
+                   f"{shown}{more}", decl.name.span,
+                   "a transfer between them would be impossible; add a `link` statement")
+    ordered = tuple(links[k] for k in sorted(links))
+    return Cluster(cname, tuple(devices), ordered)
+
+
+def _expand_decl(sink: DiagnosticSink, ref: ast.DevRef) -> list[str]:
+    if ref.kind == "name":
+        return [ref.name.text]
+    if ref.lo > ref.hi:
+        sink.error("E245", f"empty range `{ref.name.text}[{ref.lo}..{ref.hi}]`", ref.span,
+                   f"write the smaller bound first: `{ref.name.text}[{ref.hi}..{ref.lo}]`")
+        return []
+    return [f"{ref.name.text}{i}" for i in range(ref.lo, ref.hi + 1)]
+
+
+def _resolve_devs(sink: DiagnosticSink, ref: ast.DevRef, index: dict[str, int],
+                  cname: str) -> list[int]:
+    if ref.kind == "wild":
+        pat = re.compile(re.escape(ref.name.text) + r"[0-9]+\Z")
+        hits = [i for n, i in index.items() if pat.match(n)]
+        if not hits:
+            sink.error("E206", f"`{ref.name.text}[*]` matches no device of cluster `{cname}`",
+                       ref.span)
+        return hits
+    out = []
+    for name in _expand_decl(sink, ref):
+        if name in index:
+            out.append(index[name])
+        else:
+            sink.error("E207", f"unknown device `{name}` in cluster `{cname}`", ref.span,
+                       *did_you_mean(name, index))
+    return out
+
+
+def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Graph | None],
+                clusters: dict[str, Cluster | None], loc: Locations) -> Problem | None:
+    pname = decl.name.text
+    loc.plans[pname] = decl.name.span
+    settings = _Attrs(sink, [i for i in decl.items if isinstance(i, ast.Attr)], PLAN_SETTINGS,
+                      f"plan `{pname}`")
+    graph = _lookup(sink, settings, "graph", graphs, decl)
+    cluster = _lookup(sink, settings, "cluster", clusters, decl)
+    memory = _choice(sink, settings, "memory", MEMORY_MODELS, "static")
+    contention = _choice(sink, settings, "contention", CONTENTIONS, "link")
+    if graph is None or cluster is None:
+        return None
+    op_index = dict(graph.op_index)
+    dev_index = cluster.device_index
+    pins: dict[int, int] = {}
+    placement: dict[int, int] = {}
+    pin_spans: dict[int, Span] = {}
+    for item in decl.items:
+        if not isinstance(item, ast.PinDecl):
+            continue
+        d = dev_index.get(item.device.text)
+        if d is None:
+            sink.error("E207", f"unknown device `{item.device.text}` in cluster `{cluster.name}`",
+                       item.device.span, *did_you_mean(item.device.text, dev_index))
+        ops = _resolve_ops(sink, item.ops, op_index, graph.name)
+        if d is None:
+            continue
+        table = pins if item.hard else placement
+        for i in ops:
+            if i in table and table[i] != d:
+                verb = "pinned" if item.hard else "placed"
+                sink.error("E250", f"op `{graph.ops[i].name}` is {verb} on both "
+                           f"`{cluster.devices[table[i]].name}` and `{item.device.text}`",
+                           item.span)
+            table[i] = d
+            if item.hard:
+                pin_spans.setdefault(i, item.span)
+    for i, d in placement.items():
+        if i in pins and pins[i] != d:
+            sink.error("E251", f"op `{graph.ops[i].name}` is pinned to "
+                       f"`{cluster.devices[pins[i]].name}` but placed on "
+                       f"`{cluster.devices[d].name}`", pin_spans[i])
+    for group in graph.colocations:
+        pinned = {pins[i] for i in group if i in pins}
+        if len(pinned) > 1:
+            names = ", ".join(f"`{graph.ops[i].name}` to `{cluster.devices[pins[i]].name}`"
+                              for i in group if i in pins)
+            first_pinned = next(i for i in group if i in pins)
+            sink.error("E252", f"colocated ops are pinned apart: {names}",
+                       pin_spans[first_pinned], "colocated ops must share one device")
+    for i, op in enumerate(graph.ops):
+        bad = [dev for dev in cluster.devices if compute_time(op, dev) == float("inf")]
+        if bad and (op.time_s is not None or op.flops is not None or op.time_by_kind):
+            dev = bad[0]
+            why = ("has only `flops` and device `{d}` has no `flops` rate" if op.flops is not None
+                   else "has no `time` for device `{d}` (kind `{k}`)")
+            sink.error("E253", f"op `{op.name}` cannot run in plan `{pname}`: it "
+                       + why.format(d=dev.name, k=dev.kind), loc.ops[(graph.name, op.name)],
+                       f"give it `time`, or give device `{dev.name}` a `flops` rate")
+    for i in pins:
+        loc.pins[(pname, i)] = pin_spans[i]
+    return Problem(pname, graph, cluster, memory, contention,  # type: ignore[arg-type]
+                   MappingProxyType(dict(sorted(pins.items()))),
+                   MappingProxyType(dict(sorted(placement.items()))))
+
+
+def _lookup(sink: DiagnosticSink, settings: _Attrs, key: str, table: dict[str, object],
+            decl: ast.PlanDecl) -> object:
+    name = settings.name(key)
+    if name is None:
+        if key not in settings.values:
+            sink.error("E254", f"plan `{decl.name.text}` needs a `{key}`", decl.name.span,
+                       f"add `{key} NAME`" + (f"; defined: {', '.join(table)}" if table else ""))
+        return None
+    if name not in table:
+        sink.error("E208", f"unknown {key} `{name}`", settings.values[key].value.span,
+                   *did_you_mean(name, table))
+        return None
+    return table[name]
+
+
+def _choice(sink: DiagnosticSink, settings: _Attrs, key: str, options: Sequence[str],
+            default: str) -> str:
+    value = settings.name(key)
+    if value is None:
+        return default
+    if value not in options:
+        sink.error("E255", f"unknown {key} model `{value}`", settings.values[key].value.span,
+                   *did_you_mean(value, options), "one of: " + " | ".join(options))
+        return default
+    return value
+
+
+def _find_cycle(n: int, edges: Sequence[Edge]) -> list[int] | None:
+    """One cycle as a list of op indices, or None (iterative DFS, no recursion)."""
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for e in edges:
+        succ[e.src].append(e.dst)
+    state = [0] * n  # 0 new, 1 on stack, 2 done
+    parent = [-1] * n
+    for root in range(n):
+        if state[root]:
+            continue
+        stack = [(root, 0)]
+        state[root] = 1
+        while stack:
+            v, k = stack[-1]
+            if k < len(succ[v]):
+                stack[-1] = (v, k + 1)
+                w = succ[v][k]
+                if state[w] == 0:
+                    state[w] = 1
+                    parent[w] = v
+                    stack.append((w, 0))
+                elif state[w] == 1:
+                    cycle = [v]
+                    while cycle[-1] != w:
+                        cycle.append(parent[cycle[-1]])
+                    return cycle[::-1]
+            else:
+                state[v] = 2
+                stack.pop()
+    return None
+
+
+class _UnionFind:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+    def groups(self) -> tuple[tuple[int, ...], ...]:
+        members: dict[int, list[int]] = {}
+        for i in range(len(self.parent)):
+            members.setdefault(self.find(i), []).append(i)
+        return tuple(tuple(m) for _, m in sorted(members.items()) if len(m) > 1)

@@ -1,0 +1,109 @@
+"""Physical quantities in specs: parsing units, converting to base units, formatting back.
+
+Base units: seconds, bytes, bytes per second, FLOP, FLOP per second. Bit rates are
+converted to bytes per second (1 Gbps = 125,000,000 B/s).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: dimension name -> {unit: factor to the base unit}
+UNITS: Final[dict[str, dict[str, float]]] = {
+    "time": {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0},
+    "size": {
+        "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+        "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4,
+    },
+    "bandwidth": {
+        "B/s": 1, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12,
+        "KiB/s": 1024, "MiB/s": 1024**2, "GiB/s": 1024**3, "TiB/s": 1024**4,
+        "bps": 1 / 8, "Kbps": 1e3 / 8, "Mbps": 1e6 / 8, "Gbps": 1e9 / 8, "Tbps": 1e12 / 8,
+    },
+    "work": {
+        "FLOP": 1, "KFLOP": 1e3, "MFLOP": 1e6, "GFLOP": 1e9, "TFLOP": 1e12, "PFLOP": 1e15,
+    },
+    "rate": {
+        "FLOPS": 1, "KFLOPS": 1e3, "MFLOPS": 1e6, "GFLOPS": 1e9, "TFLOPS": 1e12,
+        "PFLOPS": 1e15,
+    },
+}
+
+#: unit -> (dimension, factor)
+UNIT_TABLE: Final[dict[str, tuple[str, float]]] = {
+    unit: (dim, factor) for dim, table in UNITS.items() for unit, factor in table.items()
+}
+
+#: an example per dimension, for hints ("expected a size such as `16 GiB`")
+EXAMPLES: Final[dict[str, str]] = {
+    "time": "1.5 ms",
+    "size": "16 GiB",
+    "bandwidth": "25 GB/s",
+    "work": "2.4 GFLOP",
+    "rate": "15.7 TFLOPS",
+}
+
+
+def parse_number(text: str) -> float:
+    """Parse a spec number (`1_000`, `1.5`, `2e-3`)."""
+    return float(text.replace("_", ""))
+
+
+def to_base(value: float, unit: str) -> tuple[str, float]:
+    """Return (dimension, value in base units) of `value unit`; KeyError if unknown."""
+    dim, factor = UNIT_TABLE[unit]
+    return dim, value * factor
+
+
+def format_quantity(value: float, dim: str) -> str:
+    """Format a base-unit value as `number unit`, in the largest unit that reads short.
+
+    The text parses back to `value` within a relative 1e-12 (the float noise of unit
+    factors such as 1e-3); importers and generators use it to write specs.
+    """
+    if value == 0:
+        return f"0 {_PRINT_UNITS[dim][-1]}"
+    for unit in _PRINT_UNITS[dim]:
+        factor = UNITS[dim][unit]
+        scaled = round(value / factor, 9)
+        if abs(scaled) < 1 or (dim == "size" and scaled != int(scaled)):
+            continue
+        text = repr(scaled)
+        if text.endswith(".0"):
+            text = text[:-2]
+        if "e" not in text and len(text) <= 14:
+            back = parse_number(text) * factor
+            if abs(back - value) <= 1e-12 * abs(value):
+                return f"{text} {unit}"
+    unit = _PRINT_UNITS[dim][-1]
+    return f"{repr(float(value) / UNITS[dim][unit])} {unit}"
+
+
+# Preferred units for printing, largest first.
+_PRINT_UNITS: Final[dict[str, tuple[str, ...]]] = {
+    "time": ("s", "ms", "us", "ns"),
+    "size": ("TiB", "GiB", "MiB", "KiB", "TB", "GB", "MB", "KB", "B"),
+    "bandwidth": ("TB/s", "GB/s", "GiB/s", "Gbps", "MB/s", "MiB/s", "KB/s", "KiB/s", "B/s"),
+    "work": ("PFLOP", "TFLOP", "GFLOP", "MFLOP", "KFLOP", "FLOP"),
+    "rate": ("PFLOPS", "TFLOPS", "GFLOPS", "MFLOPS", "KFLOPS", "FLOPS"),
+}
+
+
+def format_seconds(seconds: float) -> str:
+    """Human-readable duration for reports (not for round trips)."""
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    if seconds >= 1e-6:
+        return f"{seconds * 1e6:.1f} us"
+    return f"{seconds * 1e9:.0f} ns"
+
+
+def format_bytes(n: float) -> str:
+    """Human-readable size for reports (binary units)."""
+    for unit in ("TiB", "GiB", "MiB", "KiB"):
+        f = UNITS["size"][unit]
+        if abs(n) >= f:
+            return f"{n / f:.2f} {unit}"
+    return f"{int(n)} B"
