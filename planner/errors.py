@@ -117,11 +117,25 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> tuple[str, ...]:
     return (f"did you mean `{close[0]}`?",) if close else ()
 
 
+MAX_DIAGNOSTICS = 100
+
+
 @dataclass
 class DiagnosticSink:
-    """Collects diagnostics during a pass; `raise_if_errors` raises them all at once."""
+    """Collects diagnostics during a pass; `raise_if_errors` raises them all at once.
+
+    After `MAX_DIAGNOSTICS` it only counts (`dropped`): a generated file with one mistake
+    repeated 100,000 times needs the first few reports, not all of them.
+    """
 
     items: list[Diagnostic] = field(default_factory=list)
+    dropped: int = 0
+
+    def _add(self, diag: Diagnostic) -> None:
+        if len(self.items) < MAX_DIAGNOSTICS:
+            self.items.append(diag)
+        else:
+            self.dropped += 1
 
     def error(
         self,
@@ -132,13 +146,11 @@ class DiagnosticSink:
         notes: tuple[tuple[str, Span], ...] = (),
     ) -> None:
         """Record an error."""
-        self.items.append(Diagnostic(code, message, span, tuple(h for h in hints if h), notes=notes))
+        self._add(Diagnostic(code, message, span, tuple(h for h in hints if h), notes=notes))
 
     def warning(self, code: str, message: str, span: Span | None, *hints: str) -> None:
         """Record a warning."""
-        self.items.append(
-            Diagnostic(code, message, span, tuple(hints), severity=Severity.WARNING)
-        )
+        self._add(Diagnostic(code, message, span, tuple(hints), severity=Severity.WARNING))
 
     @property
     def has_errors(self) -> bool:
@@ -148,7 +160,11 @@ class DiagnosticSink:
     def raise_if_errors(self, cls: type[PlannerError] = SpecError) -> None:
         """Raise `cls` with every diagnostic so far if any of them is an error."""
         if self.has_errors:
-            raise cls(sorted(self.items, key=_order))
+            items = sorted(self.items, key=_order)
+            if self.dropped:
+                items.append(Diagnostic("E000", f"{self.dropped} more diagnostic(s) not shown",
+                                        None, ("fix the ones above and run again",)))
+            raise cls(items)
 
 
 def _order(d: Diagnostic) -> tuple[str, int, int]:
@@ -156,9 +172,25 @@ def _order(d: Diagnostic) -> tuple[str, int, int]:
     return (s.file, s.line, s.column) if s else ("", 0, 0)
 
 
-def render(diag: Diagnostic, sources: Mapping[str, str] | None = None) -> str:
+class _Lines:
+    """Source lines per file, split once (rendering many diagnostics of one big file)."""
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        self.sources = sources
+        self.cache: dict[str, list[str]] = {}
+
+    def get(self, file: str) -> list[str] | None:
+        if file not in self.cache:
+            text = self.sources.get(file)
+            if text is None:
+                return None
+            self.cache[file] = text.split("\n")
+        return self.cache[file]
+
+
+def render(diag: Diagnostic, sources: Mapping[str, str] | _Lines | None = None) -> str:
     """Render one diagnostic like a compiler: location, message, source line, caret, hints."""
-    sources = sources or {}
+    sources = sources if isinstance(sources, _Lines) else _Lines(sources or {})
     span = diag.span
     head = f"{diag.severity.value}[{diag.code}]: {diag.message}"
     lines = [f"{span.file}:{span.line}:{span.column}: {head}" if span else head]
@@ -171,10 +203,9 @@ def render(diag: Diagnostic, sources: Mapping[str, str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def _excerpt(span: Span, text: str | None) -> list[str]:
-    if text is None:
+def _excerpt(span: Span, all_lines: list[str] | None) -> list[str]:
+    if all_lines is None:
         return []
-    all_lines = text.split("\n")
     if not 1 <= span.line <= len(all_lines):
         return []
     src = all_lines[span.line - 1].rstrip("\r")
@@ -195,4 +226,5 @@ def _excerpt(span: Span, text: str | None) -> list[str]:
 
 def render_all(diags: Iterable[Diagnostic], sources: Mapping[str, str] | None = None) -> str:
     """Render several diagnostics, separated by blank lines."""
-    return "\n\n".join(render(d, sources) for d in diags)
+    lines = _Lines(sources or {})
+    return "\n\n".join(render(d, lines) for d in diags)

@@ -1,0 +1,5 @@
+"""`python -m planner` runs the CLI."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,362 @@
+"""The `planner` command line: a thin shell over the library.
+
+Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
+`PlannerError` turned into a rendered diagnostic and an exit code in one place (`_guard`):
+
+    0  success
+    1  invalid input (diagnostics), `check` found errors, `fmt --check` would reformat
+    2  usage error (unknown plan, algorithm, option)
+    3  infeasible: no plan fits the constraints, or the given plan violates them
+    4  internal error or solver failure (a bug: please report it)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, Optional
+
+import typer
+
+from .errors import Diagnostic, PlannerError, SpecError, Span, UsageError, render_all
+
+app = typer.Typer(
+    name="planner",
+    help="Declarative model-parallel placement: check, format, simulate and solve .plan specs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INFEASIBLE, EXIT_INTERNAL = 0, 1, 2, 3, 4
+log = logging.getLogger("planner")
+
+
+def _sources(diags: tuple[Diagnostic, ...] | list[Diagnostic]) -> dict[str, str]:
+    """Best-effort source text of the files diagnostics point at (for caret lines)."""
+    out: dict[str, str] = {}
+    for d in diags:
+        for span in [d.span, *(s for _, s in d.notes)]:
+            if span is None or span.file in out:
+                continue
+            try:
+                p = Path(span.file)
+                if p.is_file() and p.stat().st_size < 64 * 1024 * 1024:
+                    out[span.file] = p.read_bytes().decode("utf-8", errors="replace")
+            except OSError:
+                pass
+    return out
+
+
+def _eprint(text: str) -> None:
+    sys.stderr.write(text + ("\n" if not text.endswith("\n") else ""))
+    sys.stderr.flush()
+
+
+def _fail(err: PlannerError) -> NoReturn:
+    _eprint(render_all(err.diagnostics, _sources(err.diagnostics)))
+    raise typer.Exit(err.exit_code)
+
+
+@contextlib.contextmanager
+def _guard() -> Iterator[None]:
+    """Turn every error into a diagnostic on stderr and a documented exit code."""
+    try:
+        yield
+    except PlannerError as err:
+        _fail(err)
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except MemoryError:
+        _eprint("error[E900]: out of memory")
+        raise typer.Exit(EXIT_INTERNAL) from None
+    except RecursionError:
+        _eprint("error[E901]: input too deeply nested")
+        raise typer.Exit(EXIT_INVALID) from None
+    except Exception as err:  # a bug: say so briefly, never a traceback
+        log.debug("internal error", exc_info=True)
+        _eprint(f"error[E999]: internal error: {type(err).__name__}: {err}\n"
+                "  = hint: this is a bug in planner; rerun with PLANNER_DEBUG=1 for details")
+        if _debug():
+            raise
+        raise typer.Exit(EXIT_INTERNAL) from None
+
+
+def _debug() -> bool:
+    import os
+
+    return bool(os.environ.get("PLANNER_DEBUG"))
+
+
+def _spec_files(paths: list[Path]) -> list[Path]:
+    """Files named, and `*.plan` files under folders named (sorted, recursively)."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend(sorted(x for x in p.rglob("*.plan") if x.is_file()))
+        else:
+            files.append(p)
+    return files
+
+
+def _load(spec: Path) -> Any:
+    from .spec.load import load_path
+
+    return load_path(spec)
+
+
+def _problem(loaded: Any, plan: str | None) -> Any:
+    try:
+        return loaded.spec.plan(plan)
+    except LookupError as err:
+        files = loaded.spec.files
+        where = Span.start_of(files[-1]) if files else None
+        raise UsageError(Diagnostic("E602", str(err).strip("'\""), where,
+                                    ("pick a plan with --plan NAME",))) from None
+
+
+# ---- check / fmt -------------------------------------------------------------------------
+
+
+@app.command()
+def check(
+    paths: Annotated[list[Path], typer.Argument(help="Spec files or folders (*.plan, recursively).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print diagnostics as a JSON list.")] = False,
+) -> None:
+    """Check specs for errors: syntax, names, units, cycles, memory that cannot fit."""
+    with _guard():
+        from .spec.checks import memory_diagnostics
+        from .spec.load import display_path
+
+        diags: list[Diagnostic] = []
+        files = _spec_files(paths)
+        if not files:
+            raise SpecError(Diagnostic("E006", "no .plan files found", None,
+                                       ("give files or folders that contain *.plan files",)))
+        for f in files:
+            try:
+                loaded = _load(f)
+            except SpecError as err:
+                diags.extend(err.diagnostics)
+                continue
+            diags.extend(loaded.warnings)
+            for problem in loaded.spec.plans.values():
+                diags.extend(memory_diagnostics(problem, loaded.locations))
+        diags = _dedupe(diags)
+        errors = [d for d in diags if d.severity.value == "error"]
+        if as_json:
+            sys.stdout.write(json.dumps([d.to_json() for d in diags], indent=2) + "\n")
+        elif diags:
+            _eprint(render_all(diags, _sources(diags)))
+        if not as_json:
+            shown = ", ".join(display_path(f) for f in files[:3]) + (
+                f" and {len(files) - 3} more" if len(files) > 3 else "")
+            _eprint(f"checked {len(files)} file(s) ({shown}): "
+                    + (f"{len(errors)} error(s)" if errors else "ok"))
+        if errors:
+            raise typer.Exit(EXIT_INVALID)
+
+
+def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
+    seen: set[tuple[object, ...]] = set()
+    out = []
+    for d in diags:
+        key = (d.code, d.message, d.span)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+@app.command()
+def fmt(
+    paths: Annotated[list[Path], typer.Argument(help="Spec files or folders to format in place.")],
+    check_only: Annotated[bool, typer.Option("--check", help="Change nothing; exit 1 and list "
+                                             "the files that would change.")] = False,
+) -> None:
+    """Rewrite specs in the canonical layout (comments kept; idempotent)."""
+    with _guard():
+        from .io.atomic import write_text_atomic
+        from .spec.format import format_source
+        from .spec.load import display_path, read_source
+
+        files = _spec_files(paths)
+        changed: list[str] = []
+        errors: list[Diagnostic] = []
+        for f in files:
+            shown = display_path(f.resolve())
+            try:
+                text = read_source(f, shown)
+                new = format_source(text, shown)
+            except SpecError as err:
+                errors.extend(err.diagnostics)
+                continue
+            if new != text:
+                changed.append(shown)
+                if not check_only:
+                    write_text_atomic(f, new)
+        if errors:
+            _eprint(render_all(errors, _sources(errors)))
+        for name in changed:
+            sys.stdout.write(f"{'would reformat' if check_only else 'reformatted'} {name}\n")
+        if errors or (check_only and changed):
+            raise typer.Exit(EXIT_INVALID)
+
+
+# ---- simulate / solve --------------------------------------------------------------------
+
+
+def _placement_from_spec(problem: Any) -> Any:
+    from .plan import Plan
+
+    merged = {**problem.placement, **problem.pins}
+    missing = [op.name for i, op in enumerate(problem.graph.ops) if i not in merged]
+    if missing:
+        shown = ", ".join(f"`{m}`" for m in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise SpecError(Diagnostic(
+            "E506", f"plan `{problem.name}` places only {len(merged)} of "
+            f"{len(problem.graph.ops)} ops; unplaced: {shown}{more}", None,
+            ("add `place OPS on DEVICE` statements, or pass --placement FILE",)))
+    return Plan(tuple(merged[i] for i in range(len(problem.graph.ops))), algorithm="expert")
+
+
+def _read_placement(problem: Any, path: Path) -> Any:
+    from .plan import load_plan
+    from .spec.load import display_path, read_source
+
+    shown = display_path(path.resolve())
+    text = read_source(path, shown)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
+                                   Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1,
+                                        err.pos, err.pos + 1))) from None
+    return load_plan(problem, data, shown)
+
+
+def _emit_result(problem: Any, plan: Any, *, as_json: bool, extra_json: dict[str, Any],
+                 extra_rows: dict[str, str]) -> Any:
+    from .bounds import lower_bound
+    from .render.terminal import print_plan
+    from .simulate import report_json, simulate
+
+    result = simulate(problem, plan)
+    bounds = lower_bound(problem)
+    if as_json:
+        obj = report_json(problem, result, bounds)
+        obj.update(extra_json)
+        sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    else:
+        from rich.console import Console
+
+        print_plan(Console(soft_wrap=False), problem, result, bounds, extra_rows)
+    return result
+
+
+def _infeasible_exit(problem: Any, result: Any) -> NoReturn:
+    lines = [f"error[E401]: plan `{problem.name}` is infeasible: "
+             f"{len(result.violations)} violation(s)"]
+    lines += [f"  - {v.kind}: {v.message}" for v in result.violations[:50]]
+    _eprint("\n".join(lines))
+    raise typer.Exit(EXIT_INFEASIBLE)
+
+
+@app.command()
+def simulate(
+    spec: Annotated[Path, typer.Argument(help="The spec file.")],
+    plan: Annotated[Optional[str], typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
+    placement: Annotated[Optional[Path], typer.Option("--placement", help="A plan JSON or {\"placement\": {op: device}} file; default: the spec's place/pin statements.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+) -> None:
+    """Simulate a given placement under the spec's cost model and verify it."""
+    with _guard():
+        loaded = _load(spec)
+        problem = _problem(loaded, plan)
+        the_plan = _read_placement(problem, placement) if placement else _placement_from_spec(problem)
+        result = _emit_result(problem, the_plan, as_json=as_json, extra_json={}, extra_rows={})
+        if not result.feasible:
+            _infeasible_exit(problem, result)
+
+
+@app.command()
+def solve(
+    spec: Annotated[Path, typer.Argument(help="The spec file.")],
+    plan: Annotated[Optional[str], typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
+    algo: Annotated[str, typer.Option("--algo", help="Algorithm: auto, msct, metf, mtopo, heft, cpop, single, roundrobin, random, expert, cpsat, ilp.")] = "auto",
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the plan JSON here (atomically).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    time_limit: Annotated[float, typer.Option("--time-limit", help="Seconds for exact solvers (auto, cpsat, ilp).")] = 60.0,
+    gap: Annotated[float, typer.Option("--gap", help="Relative optimality gap for exact solvers.")] = 1e-4,
+    solver: Annotated[str, typer.Option("--solver", help="ILP back-end: highs, cbc, glpk, or any Pyomo solver name.")] = "highs",
+    emit: Annotated[Optional[Path], typer.Option("--emit", help="With --algo ilp: write the model (.lp or .mps).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random.")] = 0,
+    html: Annotated[Optional[Path], typer.Option("--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
+) -> None:
+    """Place and schedule a spec's graph; print the simulated plan and its lower bound."""
+    with _guard():
+        from .algorithms import Options, run
+        from .render.terminal import fmt_info
+        from .units import format_seconds
+
+        loaded = _load(spec)
+        problem = _problem(loaded, plan)
+        options = Options(seed=seed, time_limit_s=time_limit, gap=gap, solver=solver,
+                          emit=str(emit) if emit else None)
+        solution = run(algo, problem, options)
+        info = dict(solution.info)
+        if out is not None:
+            solution.plan.write(problem, str(out))
+        extra_json: dict[str, Any] = {
+            "algorithm": solution.plan.algorithm or algo,
+            "status": solution.status,
+            "planning_s": solution.planning_s,
+            **{k: v for k, v in info.items() if _jsonable(v)},
+        }
+        rows = {"algorithm": algo + (f" → {info['chosen']}" if info.get("chosen") else ""),
+                "status": solution.status,
+                "planning time": format_seconds(solution.planning_s),
+                **fmt_info(info, ("solver", "objective_s", "bound_s", "gap", "reason"))}
+        result = _emit_result(problem, solution.plan, as_json=as_json, extra_json=extra_json,
+                              extra_rows=rows)
+        if html is not None:
+            from .render.html import write_plan_html
+
+            write_plan_html(str(html), problem, result)
+        if not result.feasible:
+            _infeasible_exit(problem, result)
+
+
+def _jsonable(v: Any) -> bool:
+    try:
+        json.dumps(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _mount_optional() -> None:
+    """Sub-commands living in their own modules (importers, exporters, generators, compare)."""
+    try:
+        from .io.commands import export_app, generate_app, import_app
+    except ImportError:  # pragma: no cover - during development only
+        return
+    app.add_typer(import_app, name="import", help="Make a .plan spec from a model file.")
+    app.add_typer(export_app, name="export", help="Write a spec in another format.")
+    app.add_typer(generate_app, name="generate", help="Generate analytic model graphs.")
+
+
+_mount_optional()
+
+
+def main() -> None:
+    """Console entry point."""
+    logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if _debug() else logging.WARNING,
+                        format="planner: %(levelname)s: %(message)s")
+    app()

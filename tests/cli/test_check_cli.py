@@ -1,0 +1,117 @@
+"""`planner check`: exit codes, diagnostics on stderr, JSON output, hostile inputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+GOOD = """
+cluster c { device gpu[0..1] { memory 1 GiB } link gpu0 <-> gpu1 { bandwidth 1 GB/s } }
+graph g { op a { time 1 ms output 1 MiB } op b { time 2 ms } a -> b }
+plan p { graph g cluster c }
+"""
+
+
+def invoke(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    """Run the CLI in-process in `cwd`; return (exit code, stdout, stderr)."""
+    import os
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        res = runner.invoke(app, args)
+    finally:
+        os.chdir(old)
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_clean_spec_exits_zero(tmp_path: Path) -> None:
+    (tmp_path / "ok.plan").write_text(GOOD)
+    code, out, err = invoke(["check", "ok.plan"], tmp_path)
+    assert code == 0, err
+    assert out == ""
+    assert "ok" in err
+
+
+def test_folder_is_checked_recursively_and_json_lists_diagnostics(tmp_path: Path) -> None:
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    (sub / "ok.plan").write_text(GOOD)
+    (sub / "bad.plan").write_text(GOOD.replace("memory 1 GiB", "memory 1"))
+    code, out, _ = invoke(["check", "--json", "."], tmp_path)
+    assert code == 1
+    diags = json.loads(out)
+    assert [d["code"] for d in diags] == ["E220"]
+    d = diags[0]
+    assert d["file"].endswith("bad.plan") and (d["line"], d["column"]) == (2, 39)
+    assert d["hints"] == ["expected a size such as `16 GiB`"]
+
+
+def test_op_too_big_for_largest_device_prints_both_figures(tmp_path: Path) -> None:
+    (tmp_path / "big.plan").write_text(GOOD.replace("output 1 MiB", "output 2 GiB"))
+    code, _, err = invoke(["check", "big.plan"], tmp_path)
+    assert code == 1
+    assert "error[E301]: op `a` needs 2.00 GiB (2147483648 B)" in err
+    assert "`gpu0`, has 1.00 GiB (1073741824 B)" in err
+    assert "big.plan:3:14" in err  # the op's declaration
+
+
+@pytest.mark.parametrize(
+    "name, content, code_expected",
+    [
+        ("empty.plan", b"", None),
+        ("junk.plan", bytes(range(256)) * 40, "E004"),
+        ("nul.plan", b"graph g {\x00}", "E106"),
+        ("nest.plan", b"graph g {" + b"{" * 10_000_000, "E101"),
+        ("deep.plan", b"graph g { op a { time 1 ms } " + b"a -> " * 50_000 + b"a }", "E230"),
+    ],
+)
+def test_hostile_input_gives_a_located_diagnostic_never_a_traceback(
+    tmp_path: Path, name: str, content: bytes, code_expected: str | None
+) -> None:
+    (tmp_path / name).write_bytes(content)
+    code, _, err = invoke(["check", "--json", name], tmp_path)
+    assert "Traceback" not in err
+    if code_expected is None:
+        assert code == 0
+        return
+    assert code == 1
+    code2, out, _ = invoke(["check", "--json", name], tmp_path)
+    diags = json.loads(out)
+    assert diags[0]["code"] == code_expected
+    assert diags[0]["line"] >= 1 and diags[0]["column"] >= 1
+
+
+def test_missing_file_and_directory_as_spec(tmp_path: Path) -> None:
+    code, _, err = invoke(["check", "nope.plan"], tmp_path)
+    assert code == 1 and "nope.plan:1:1: error[E001]: no such file" in err
+    (tmp_path / "d.plan").mkdir()
+    code, _, err = invoke(["simulate", "d.plan"], tmp_path)
+    assert code == 1 and "error[E002]" in err and "is a directory" in err
+
+
+def test_missing_import_points_at_the_import(tmp_path: Path) -> None:
+    (tmp_path / "main.plan").write_text('import "clusters/none.plan"\n')
+    code, _, err = invoke(["check", "main.plan"], tmp_path)
+    assert code == 1
+    assert "main.plan:1:8: error[E001]: no such file" in err
+
+
+def test_module_entry_point_runs_without_path_lookup(tmp_path: Path) -> None:
+    (tmp_path / "bad.plan").write_text("graph g { op a { tiem 1 ms } }")
+    proc = subprocess.run([sys.executable, "-m", "planner", "check", "bad.plan"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "bad.plan:1:18: error[E210]: unknown attribute `tiem` in op `a`" in proc.stderr
+    assert "did you mean `time`?" in proc.stderr
+    assert "Traceback" not in proc.stderr
