@@ -1,0 +1,104 @@
+"""Shared machinery of the generators: ops from FLOPs and element counts, roofline times."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import Diagnostic, UsageError
+from ..io.roofline import DTYPE_BYTES, PROFILES, DeviceProfile
+from ..io.training import BACKWARD_FLOP_FACTOR, add_backward
+from ..io.workload import Workload, WorkOp
+
+#: an op input: a producer's name, or (name, bytes) when it sends only part of its output
+Input = str | tuple[str, int]
+
+
+class Builder:
+    """Builds a workload op by op; sizes are given in elements of the chosen dtype."""
+
+    def __init__(self, name: str, profile: str, dtype: str) -> None:
+        if profile not in PROFILES:
+            raise UsageError(Diagnostic("E730", f"unknown device profile `{profile}`", None,
+                                        ("one of: " + ", ".join(PROFILES),)))
+        if dtype not in DTYPE_BYTES:
+            raise UsageError(Diagnostic("E730", f"unknown dtype `{dtype}`", None,
+                                        ("one of: " + ", ".join(DTYPE_BYTES),)))
+        self.w = Workload(name)
+        self.profile: DeviceProfile = PROFILES[profile]
+        self.dtype = dtype
+        self.elem = DTYPE_BYTES[dtype]
+        self.data_ops: list[str] = []
+        self._cost: dict[str, tuple[float, float]] = {}
+        self._matmul: set[str] = set()
+        self._out: dict[str, int] = {}
+
+    def data(self, name: str, nbytes: int) -> str:
+        """A data input (token ids): it writes its bytes to memory; no backward op."""
+        self.w.add(WorkOp(name, self.profile.time_s(0.0, nbytes, self.dtype), 0.0,
+                          output_bytes=nbytes))
+        self._out[name] = nbytes
+        self._cost[name] = (0.0, float(nbytes))
+        self.data_ops.append(name)
+        return name
+
+    def weights(self, name: str, elems: int) -> str:
+        """A variable shared by several ops: it holds the weights and sends them to its users.
+
+        Its time is reading them once from memory (bytes / bandwidth); its backward op, the
+        optimizer update, is timed by twice those bytes.
+        """
+        nbytes = elems * self.elem
+        self.w.add(WorkOp(name, self.profile.time_s(0.0, nbytes, self.dtype), 0.0,
+                          params_bytes=nbytes))
+        self._out[name] = nbytes
+        self._cost[name] = (0.0, float(nbytes))
+        return name
+
+    def op(self, name: str, flops: float, out_elems: int, inputs: Sequence[Input] = (),
+           params_elems: int = 0, matmul: bool = False, moved: float | None = None) -> str:
+        """Add a compute op; bytes moved default to its inputs + params + output."""
+        out = out_elems * self.elem
+        params = params_elems * self.elem
+        in_bytes = 0
+        for item in inputs:
+            src, nbytes = item if isinstance(item, tuple) else (item, self._out[item])
+            self.w.connect(src, name, nbytes)
+            in_bytes += nbytes
+        if moved is None:
+            moved = float(in_bytes + params + out)
+        self.w.add(WorkOp(name, self.profile.time_s(flops, moved, self.dtype), flops,
+                          params_bytes=params, output_bytes=out))
+        self._out[name] = out
+        self._cost[name] = (flops, moved)
+        if matmul:
+            self._matmul.add(name)
+        return name
+
+    def train(self, optimizer: str) -> None:
+        """Append the backward pass (see `planner.io.training`)."""
+        def backward(op: WorkOp) -> tuple[float, float | None]:
+            flops, moved = self._cost[op.name]
+            factor = BACKWARD_FLOP_FACTOR if op.name in self._matmul else 1.0
+            return self.profile.time_s(flops * factor, 2 * moved, self.dtype), flops * factor
+
+        add_backward(self.w, backward, optimizer, skip=self.data_ops)
+
+    def assumptions(self, batch: int, training: bool, optimizer: str) -> str:
+        """Header lines on how the numbers were made."""
+        lines = [(f"Op times: roofline max(FLOPs / peak, bytes / bandwidth) on "
+                 f"{self.profile.summary(self.dtype)}; {self.dtype} tensors, batch {batch}.")]
+        if training:
+            lines.append(f"Training step: one backward op per forward op (x"
+                         f"{BACKWARD_FLOP_FACTOR:g} FLOPs for matrix products), colocated "
+                         f"with it; gradients and {optimizer} state are their params.")
+        else:
+            lines.append("Inference (forward pass only).")
+        return "\n".join(lines)
+
+
+def check_positive(**values: int) -> None:
+    """Raise `UsageError` for a size option below 1."""
+    for key, value in values.items():
+        if value < 1:
+            raise UsageError(Diagnostic("E730", f"--{key.replace('_', '-')} must be at least "
+                                        f"1, not {value}", None))

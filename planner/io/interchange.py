@@ -1,0 +1,558 @@
+"""The JSON interchange: a neutral, versioned graph format other tools can hand us.
+
+Format `planner-graph`, version 1 (JSON Schema: `interchange.schema.json` beside this
+module; units are in the field names: seconds, bytes, FLOP, bytes per second)::
+
+    {
+      "format": "planner-graph", "version": 1,
+      "name": "GRAPH",                        # graph name (required)
+      "source": "free text",                  # provenance (optional, not exported)
+      "ops": [                                # in order; each needs time_s or flops
+        {"name": "conv1", "time_s": 1.2e-4, "time_by_kind_s": {"cpu": 3e-3},
+         "flops": 2.4e9, "params_bytes": 37632, "output_bytes": 3211264, "temp_bytes": 0,
+         "colocation": "conv1"}              # ops with equal strings share a device
+      ],
+      "edges": [{"src": "conv1", "dst": "bn1", "bytes": 3211264}],  # bytes: default the
+                                                                     # src's output_bytes
+      "cluster": {                            # optional
+        "name": "box",
+        "devices": [{"name": "gpu0", "memory_bytes": 17179869184, "kind": "v100",
+                     "speed": 1.0, "flop_rate": 1.57e13}],
+        "links": [{"src": "gpu0", "dst": "gpu1", "bandwidth_Bps": 5e10,
+                   "latency_s": 2e-6}]},     # directed; every ordered pair needs one
+      "plan": {"name": "P", "memory": "static", "contention": "link",
+               "pins": {"conv1": "gpu0"}}    # optional; needs "cluster"
+    }
+
+`planner import json` turns such a file into a spec (times printed so that they parse
+back to the same floats); `planner export json` writes one from a spec, in the canonical
+form: every op field present (absent times and FLOPs as `null`), a colocation group named
+after its first op, every edge with its bytes. For a file in canonical form,
+export(import(x)) == x for the ops and edges.
+
+`import json` also accepts the operator and layer graphs of msr-fiddle/dnn-partitioning
+(Tarnawski et al., NeurIPS 2020): `fpgaLatency` becomes `time`, `cpuLatency`
+`time[cpu]` (both ms), `size` the op's params, `colorClass` its colocation group; edges
+keep their `size` in bytes; the cluster has `maxFPGAs` accelerators of kind `fpga` with
+`maxSizePerFPGA` bytes each and `maxCPUs` CPUs of 1 TiB (fractional sizes, bits of
+boolean tensors, are rounded up to whole bytes), all linked at 2 GiB/s (the
+rate the dataset's edge costs imply).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, UsageError, did_you_mean
+from ..model import CONTENTIONS, MEMORY_MODELS, Cluster, Device, Graph, Link, Problem, Spec
+from .workload import (
+    Imported,
+    PlanDef,
+    Workload,
+    WorkOp,
+    find_cycle_edge,
+    render_cluster,
+)
+
+FORMAT = "planner-graph"
+VERSION = 1
+GIB = 1024**3
+TOP_FIELDS = ("format", "version", "name", "source", "ops", "edges", "cluster", "plan")
+OP_FIELDS = ("name", "time_s", "time_by_kind_s", "flops", "params_bytes", "output_bytes",
+             "temp_bytes", "colocation")
+EDGE_FIELDS = ("src", "dst", "bytes")
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of the interchange format (shipped inside the package)."""
+    text = resources.files("planner.io").joinpath("interchange.schema.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+# ---- import -------------------------------------------------------------------------------
+
+
+def import_json(path: str | os.PathLike[str], name: str | None = None,
+                command: str | None = None) -> Imported:
+    """Read an interchange (or dnn-partitioning) JSON file into an `Imported` spec."""
+    shown = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(Diagnostic("E701", f"no such file: {shown}",
+                                   Span.start_of(shown))) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise SpecError(Diagnostic("E701", f"cannot read {shown}: {err}",
+                                   Span.start_of(shown))) from None
+    return parse_json(text, shown, name, command)
+
+
+def parse_json(text: str, file: str = "<json>", name: str | None = None,
+               command: str | None = None) -> Imported:
+    """Parse interchange (or dnn-partitioning) JSON text; errors carry file:line."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SpecError(Diagnostic("E720", f"invalid JSON: {err.msg}",
+                                   Span(file, err.lineno, err.colno, err.lineno, err.colno + 1,
+                                        err.pos, err.pos + 1))) from None
+    check = _Checker(file, text)
+    if isinstance(data, dict) and data.get("format") == FORMAT:
+        return _from_interchange(check, data, name, command)
+    if isinstance(data, dict) and "nodes" in data and "maxFPGAs" in data:
+        return _from_dnn_partitioning(check, data, name or Path(file).stem, command)
+    raise SpecError(Diagnostic(
+        "E721", f"{file} is neither a `{FORMAT}` file nor a dnn-partitioning graph",
+        Span.start_of(file), ((f'a planner graph starts with {{"format": "{FORMAT}", '
+                              f'"version": {VERSION}, ...}}'),)))
+
+
+class _Checker:
+    """Type checks of decoded JSON that report the path and, where it can, the line."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self.text = text
+        self.sink = DiagnosticSink()
+
+    def at(self, needle: str | None) -> Span:
+        """The first place `needle` occurs in the text (or the file's start)."""
+        pos = self.text.find(needle) if needle else -1
+        if pos < 0:
+            return Span.start_of(self.file)
+        line = self.text.count("\n", 0, pos) + 1
+        col = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
+        return Span(self.file, line, col, line, col + len(needle or ""), pos,
+                    pos + len(needle or ""))
+
+    def error(self, path: str, message: str, near: str | None = None, *hints: str) -> None:
+        """Record an error about the value at JSON `path`."""
+        self.sink.error("E722", f"`{path}` {message}", self.at(near), *hints)
+
+    def keys(self, obj: Mapping[str, Any], allowed: tuple[str, ...], path: str,
+             near: str | None) -> None:
+        """Report keys the format does not define (typos such as `tiem_s`)."""
+        for key in obj:
+            if key not in allowed:
+                self.error(f"{path}.{key}" if path else key, "is not a field of "
+                           f"{FORMAT} v{VERSION}", near or json.dumps(key),
+                           *did_you_mean(key, allowed), "fields: " + ", ".join(allowed))
+
+    def number(self, obj: Mapping[str, Any], key: str, path: str, near: str | None,
+               required: bool = False, integer: bool = False,
+               positive: bool = False) -> Any:
+        """`obj[key]` if it is a number >= 0 (> 0 if `positive`), else report; None if absent."""
+        value = obj.get(key)
+        if value is None:
+            if required:
+                self.error(f"{path}.{key}", "is required", near)
+            return None
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if ok and integer:
+            ok = isinstance(value, int) or float(value).is_integer()
+        if ok and (value < 0 or (positive and value == 0) or math.isnan(value)):
+            ok = False
+        if not ok:
+            what = "an integer" if integer else "a number"
+            self.error(f"{path}.{key}", f"must be {what} {'> 0' if positive else '>= 0'}, "
+                       f"not {json.dumps(value)}", near)
+            return None
+        return int(value) if integer else float(value)
+
+    def string(self, obj: Mapping[str, Any], key: str, path: str, near: str | None,
+               required: bool = True) -> str | None:
+        """`obj[key]` if it is a non-empty string, else report (None if absent, optional)."""
+        value = obj.get(key)
+        if value is None and not required:
+            return None
+        if not isinstance(value, str) or not value:
+            self.error(f"{path}.{key}", "must be a non-empty string"
+                       if value is not None else "is required", near)
+            return None
+        return value
+
+    def items(self, obj: Mapping[str, Any], key: str, required: bool = True) -> list[Any]:
+        """`obj[key]` if it is a list (of objects), else report."""
+        value = obj.get(key)
+        if value is None and not required:
+            return []
+        if not isinstance(value, list):
+            self.error(key, "must be a list" if value is not None else "is required",
+                       f'"{key}"')
+            return []
+        return value
+
+
+def _from_interchange(check: _Checker, data: dict[str, Any], name: str | None,
+                      command: str | None) -> Imported:
+    version = data.get("version")
+    if version != VERSION:
+        check.sink.error("E723", f"unsupported {FORMAT} version {json.dumps(version)}",
+                         check.at('"version"'), f"this planner reads version {VERSION}")
+        check.sink.raise_if_errors()
+    check.keys(data, TOP_FIELDS, "", None)
+    graph_name = name or check.string(data, "name", "", '"name"') or "graph"
+    w = Workload(graph_name)
+    groups: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for k, raw in enumerate(check.items(data, "ops")):
+        path = f"ops[{k}]"
+        if not isinstance(raw, dict):
+            check.error(path, "must be an object", None)
+            continue
+        op_name = check.string(raw, "name", path, None)
+        if op_name is None:
+            continue
+        near = json.dumps(op_name, ensure_ascii=False)
+        check.keys(raw, OP_FIELDS, path, near)
+        if op_name in seen:
+            check.error(path, f"repeats the op name {near}", near)
+            continue
+        seen.add(op_name)
+        time_s = check.number(raw, "time_s", path, near)
+        flops = check.number(raw, "flops", path, near)
+        by_kind: dict[str, float] = {}
+        kinds = raw.get("time_by_kind_s") or {}
+        if not isinstance(kinds, dict):
+            check.error(f"{path}.time_by_kind_s", "must be an object {kind: seconds}", near)
+            kinds = {}
+        for kind in kinds:
+            t = check.number(kinds, kind, f"{path}.time_by_kind_s", near, required=True)
+            if t is not None:
+                by_kind[kind] = t
+        if time_s is None and flops is None:
+            check.error(path, "needs `time_s` or `flops`", near)
+        sizes = [check.number(raw, key, path, near, integer=True) or 0
+                 for key in ("params_bytes", "output_bytes", "temp_bytes")]
+        group = raw.get("colocation")
+        if group is not None:
+            if isinstance(group, str):
+                groups.setdefault(group, []).append(op_name)
+            else:
+                check.error(f"{path}.colocation", "must be a string or null", near)
+        w.add(WorkOp(op_name, time_s, flops, sizes[0], sizes[1], sizes[2], by_kind))
+    names = {o.name: o for o in w.ops}
+    if not w.ops and not check.sink.has_errors:
+        check.error("ops", "must hold at least one op", '"ops"')
+    _read_edges(check, data.get("edges", []), names, w)
+    w.colocations = [m for m in groups.values() if len(m) > 1]
+    out = Imported(w, "", exact=True)
+    cluster = data.get("cluster")
+    if cluster is not None:
+        built = _read_cluster(check, cluster)
+        if built is not None:
+            out.clusters.append(render_cluster(built, exact=True))
+            out.plans.append(_read_plan(check, data.get("plan") or {}, w, built))
+    elif data.get("plan") is not None:
+        check.error("plan", "needs a `cluster` to run on", '"plan"')
+    check.sink.raise_if_errors()
+    source = data.get("source")
+    out.header = "\n".join([
+        f"Generated by:\n$ {command}" if command else "Generated by planner.io.interchange",
+        f"Source: {check.file} ({FORMAT} v{VERSION})"
+        + (f"; provenance: {source}" if isinstance(source, str) and source else ""),
+        f"Graph: {len(w.ops)} ops, {len(w.edges)} edges; values as given in the file.",
+    ])
+    return out
+
+
+def _read_edges(check: _Checker, raw_edges: Any, names: Mapping[str, WorkOp],
+                w: Workload) -> None:
+    if not isinstance(raw_edges, list):
+        check.error("edges", "must be a list", '"edges"')
+        return
+    seen: set[tuple[str, str]] = set()
+    for k, raw in enumerate(raw_edges):
+        path = f"edges[{k}]"
+        if not isinstance(raw, dict):
+            check.error(path, "must be an object", None)
+            continue
+        src = check.string(raw, "src", path, None)
+        dst = check.string(raw, "dst", path, None)
+        if src is None or dst is None:
+            continue
+        near = json.dumps(dst, ensure_ascii=False)
+        check.keys(raw, EDGE_FIELDS, path, near)
+        bad = [n for n in (src, dst) if n not in names]
+        for n in bad:
+            check.error(path, f"names unknown op {json.dumps(n, ensure_ascii=False)}", near)
+        if bad:
+            continue
+        if src == dst:
+            check.error(path, f"goes from {near} to itself", near)
+            continue
+        if (src, dst) in seen:
+            check.error(path, f"repeats the edge {json.dumps(src)} -> {near}", near,
+                        "give one edge per pair, with the bytes of all its tensors")
+            continue
+        seen.add((src, dst))
+        nbytes = check.number(raw, "bytes", path, near, integer=True)
+        w.connect(src, dst, names[src].output_bytes if nbytes is None else nbytes)
+    if not check.sink.has_errors:
+        cycle = find_cycle_edge(list(names), [(e.src, e.dst) for e in w.edges])
+        if cycle is not None:
+            check.sink.error("E724", f"the edges form a cycle through `{cycle[0]}` -> "
+                             f"`{cycle[1]}`", check.at(json.dumps(cycle[1])),
+                             "a graph must be acyclic")
+
+
+def _read_cluster(check: _Checker, raw: Any) -> Cluster | None:
+    if not isinstance(raw, dict):
+        check.error("cluster", "must be an object", '"cluster"')
+        return None
+    check.keys(raw, ("name", "devices", "links"), "cluster", '"cluster"')
+    cname = check.string(raw, "name", "cluster", '"cluster"') or "cluster"
+    devices: list[Device] = []
+    index: dict[str, int] = {}
+    for k, d in enumerate(check.items(raw, "devices")):
+        path = f"cluster.devices[{k}]"
+        if not isinstance(d, dict):
+            check.error(path, "must be an object", None)
+            continue
+        dname = check.string(d, "name", path, None)
+        if dname is None:
+            continue
+        near = json.dumps(dname, ensure_ascii=False)
+        check.keys(d, ("name", "memory_bytes", "kind", "speed", "flop_rate"), path, near)
+        if dname in index:
+            check.error(path, f"repeats the device name {near}", near)
+            continue
+        memory = check.number(d, "memory_bytes", path, near, required=True, integer=True)
+        speed = check.number(d, "speed", path, near, positive=True)
+        rate = check.number(d, "flop_rate", path, near, positive=True)
+        kind = check.string(d, "kind", path, near, required=False)
+        index[dname] = len(devices)
+        devices.append(Device(dname, memory or 0, kind, 1.0 if speed is None else speed, rate))
+    links: dict[tuple[int, int], Link] = {}
+    for k, lk in enumerate(check.items(raw, "links", required=False)):
+        path = f"cluster.links[{k}]"
+        if not isinstance(lk, dict):
+            check.error(path, "must be an object", None)
+            continue
+        check.keys(lk, ("src", "dst", "bandwidth_Bps", "latency_s"), path, None)
+        a, b = (check.string(lk, key, path, None) for key in ("src", "dst"))
+        if a is None or b is None:
+            continue
+        bad = [n for n in (a, b) if n not in index]
+        for n in bad:
+            check.error(path, f"names unknown device {json.dumps(n)}", json.dumps(n))
+        bw = check.number(lk, "bandwidth_Bps", path, None, required=True, positive=True)
+        lat = check.number(lk, "latency_s", path, None) or 0.0
+        if bad or bw is None or a == b:
+            continue
+        links[(index[a], index[b])] = Link(index[a], index[b], bw, lat)
+    missing = [(a, b) for a in range(len(devices)) for b in range(len(devices))
+               if a != b and (a, b) not in links]
+    if missing:
+        shown = ", ".join(f"{devices[a].name} -> {devices[b].name}" for a, b in missing[:4])
+        check.error("cluster.links", f"lack a link for {len(missing)} ordered device pair(s): "
+                    f"{shown}", '"links"', "every ordered pair of devices needs a link")
+    if not devices:
+        check.error("cluster.devices", "must hold at least one device", '"devices"')
+    return Cluster(cname, tuple(devices), tuple(links[k] for k in sorted(links)))
+
+
+def _read_plan(check: _Checker, raw: Any, w: Workload, cluster: Cluster) -> PlanDef:
+    if not isinstance(raw, dict):
+        check.error("plan", "must be an object", '"plan"')
+        raw = {}
+    check.keys(raw, ("name", "memory", "contention", "pins"), "plan", '"plan"')
+    plan = PlanDef(check.string(raw, "name", "plan", '"plan"', required=False) or w.name,
+                   w.name, cluster.name)
+    for key, options in (("memory", MEMORY_MODELS), ("contention", CONTENTIONS)):
+        value = raw.get(key)
+        if value is None:
+            continue
+        if value not in options:
+            check.error(f"plan.{key}", f"must be one of {', '.join(options)}", f'"{key}"')
+        else:
+            setattr(plan, key, value)
+    pins = raw.get("pins") or {}
+    if not isinstance(pins, dict):
+        check.error("plan.pins", "must be an object {op: device}", '"pins"')
+        pins = {}
+    ops = {o.name for o in w.ops}
+    by_device: dict[str, list[str]] = {}
+    for op_name, dev in pins.items():
+        if op_name not in ops:
+            check.error("plan.pins", f"names unknown op {json.dumps(op_name)}",
+                        json.dumps(op_name))
+        elif not isinstance(dev, str) or dev not in cluster.device_index:
+            check.error("plan.pins", f"pins {json.dumps(op_name)} to unknown device "
+                        f"{json.dumps(dev)}", json.dumps(op_name))
+        else:
+            by_device.setdefault(dev, []).append(op_name)
+    plan.pins = [(members, dev) for dev, members in by_device.items()]
+    return plan
+
+
+def _from_dnn_partitioning(check: _Checker, data: dict[str, Any], name: str,
+                           command: str | None) -> Imported:
+    w = Workload(name)
+    by_id: dict[Any, WorkOp] = {}
+    groups: dict[Any, list[str]] = {}
+    for k, node in enumerate(check.items(data, "nodes")):
+        path = f"nodes[{k}]"
+        if not isinstance(node, dict) or "id" not in node:
+            check.error(path, "must be an object with an `id`", None)
+            continue
+        op_name = str(node.get("name") or f"n{node['id']}")
+        if node["id"] in by_id:
+            check.error(path, f"repeats node id {json.dumps(node['id'])}", None)
+            continue
+        near = json.dumps(node.get("name")) if node.get("name") else None
+        fpga = check.number(node, "fpgaLatency", path, near, required=True)
+        cpu = check.number(node, "cpuLatency", path, near)
+        size = math.ceil(check.number(node, "size", path, near) or 0)
+        op = w.add(WorkOp(op_name, (fpga or 0.0) * 1e-3, None, params_bytes=size,
+                          time_by_kind={} if cpu is None else {"cpu": cpu * 1e-3}))
+        by_id[node["id"]] = op
+        if node.get("colorClass") is not None:
+            groups.setdefault(node["colorClass"], []).append(op_name)
+    if len({o.name for o in w.ops}) != len(w.ops):
+        check.error("nodes", "repeat node names", '"nodes"')
+    pairs: dict[tuple[str, str], int] = {}
+    for k, e in enumerate(check.items(data, "edges")):
+        path = f"edges[{k}]"
+        if not isinstance(e, dict):
+            check.error(path, "must be an object", None)
+            continue
+        src, dst = by_id.get(e.get("sourceId")), by_id.get(e.get("destId"))
+        if src is None or dst is None or src is dst:
+            check.error(path, "must join two different known node ids", None)
+            continue
+        size = math.ceil(check.number(e, "size", path, None) or 0)  # some are bits (0.125)
+        key = (src.name, dst.name)
+        pairs[key] = pairs.get(key, 0) + size
+        src.output_bytes = max(src.output_bytes, size)
+    for (a, b), size in pairs.items():
+        w.connect(a, b, size)
+    w.colocations = [m for m in groups.values() if len(m) > 1]
+    n_acc = check.number(data, "maxFPGAs", "", '"maxFPGAs"', required=True, integer=True) or 0
+    n_cpu = check.number(data, "maxCPUs", "", '"maxCPUs"', integer=True) or 0
+    cap = check.number(data, "maxSizePerFPGA", "", '"maxSizePerFPGA"', required=True,
+                       integer=True) or 0
+    check.sink.raise_if_errors()
+    devices = ([Device(f"fpga{i}", cap, "fpga") for i in range(n_acc)]
+               + [Device(f"cpu{i}", 1024 * GIB, "cpu") for i in range(n_cpu)])
+    n = len(devices)
+    links = tuple(Link(a, b, 2 * GIB) for a in range(n) for b in range(n) if a != b)
+    cluster = Cluster(f"{name}_cluster", tuple(devices), links)
+    out = Imported(w, "", exact=True)
+    out.clusters.append(render_cluster(cluster))
+    out.plans.append(PlanDef(name, name, cluster.name))
+    out.header = "\n".join([
+        f"Generated by:\n$ {command}" if command else "Generated by planner.io.interchange",
+        (f"Source: {check.file} (msr-fiddle/dnn-partitioning operator/layer graph, "
+        "Tarnawski et al., NeurIPS 2020)."),
+        (f"Graph: {len(w.ops)} ops, {len(w.edges)} edges; time = fpgaLatency, time[cpu] = "
+        "cpuLatency, params = size, colocation = colorClass."),
+        (f"Cluster: {n_acc} accelerators of {cap} B (maxSizePerFPGA), {n_cpu} CPUs; links at "
+        "2 GiB/s as the dataset's edge costs assume."),
+    ])
+    return out
+
+
+# ---- export -------------------------------------------------------------------------------
+
+
+def export_graph(graph: Graph, problem: Problem | None = None) -> dict[str, Any]:
+    """The canonical interchange dict of `graph`, with `problem`'s cluster and plan if given."""
+    group_name: dict[int, str] = {}
+    for members in graph.colocations:
+        for i in members:
+            group_name[i] = graph.ops[members[0]].name
+    ops = [{
+        "name": op.name,
+        "time_s": op.time_s,
+        "time_by_kind_s": dict(op.time_by_kind),
+        "flops": op.flops,
+        "params_bytes": op.params_bytes,
+        "output_bytes": op.output_bytes,
+        "temp_bytes": op.temp_bytes,
+        "colocation": group_name.get(i),
+    } for i, op in enumerate(graph.ops)]
+    edges = [{"src": graph.ops[e.src].name, "dst": graph.ops[e.dst].name, "bytes": e.bytes}
+             for e in graph.edges]
+    data: dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": graph.name,
+                            "ops": ops, "edges": edges}
+    if problem is not None:
+        c = problem.cluster
+        data["cluster"] = {
+            "name": c.name,
+            "devices": [{"name": d.name, "memory_bytes": d.memory_bytes, "kind": d.kind,
+                         "speed": d.speed, "flop_rate": d.flop_rate} for d in c.devices],
+            "links": [{"src": c.devices[lk.src].name, "dst": c.devices[lk.dst].name,
+                       "bandwidth_Bps": lk.bandwidth_Bps, "latency_s": lk.latency_s}
+                      for lk in c.links],
+        }
+        data["plan"] = {"name": problem.name, "memory": problem.memory_model,
+                        "contention": problem.contention,
+                        "pins": {graph.ops[i].name: c.devices[d].name
+                                 for i, d in problem.pins.items()}}
+    return data
+
+
+def export_spec(spec: Spec, plan: str | None = None, graph: str | None = None) -> dict[str, Any]:
+    """Choose what to export from `spec`: a plan (with its cluster) or a bare graph.
+
+    `plan` or `graph` names it; otherwise the spec's only plan, else its only graph.
+    Raises `UsageError` when the choice is ambiguous or names nothing.
+    """
+    if plan is not None:
+        try:
+            problem = spec.plan(plan)
+        except LookupError as err:
+            raise UsageError(Diagnostic("E725", str(err), None)) from None
+        return export_graph(problem.graph, problem)
+    if graph is not None:
+        if graph not in spec.graphs:
+            raise UsageError(Diagnostic("E725", f"no graph named `{graph}`", None,
+                                        ("the spec defines: " + ", ".join(spec.graphs),)))
+        return export_graph(spec.graphs[graph])
+    if len(spec.plans) == 1:
+        problem = next(iter(spec.plans.values()))
+        return export_graph(problem.graph, problem)
+    if len(spec.graphs) == 1 and not spec.plans:
+        return export_graph(next(iter(spec.graphs.values())))
+    raise UsageError(Diagnostic(
+        "E725", "the spec defines several plans or graphs; choose one", None,
+        ((f"--plan one of: {', '.join(spec.plans) or 'none'}; --graph one of: "
+         f"{', '.join(spec.graphs) or 'none'}"),)))
+
+
+def dumps(data: Mapping[str, Any]) -> str:
+    """Interchange JSON text: one op, edge, device or link per line (diff-friendly)."""
+    def one(x: Any) -> str:
+        return json.dumps(x, ensure_ascii=False)
+
+    lines = ["{"]
+    keys = list(data)
+    for k, key in enumerate(keys):
+        comma = "," if k < len(keys) - 1 else ""
+        value = data[key]
+        if key in ("ops", "edges") and isinstance(value, list):
+            lines.append(f"  {one(key)}: [")
+            lines.extend(f"    {one(v)}{',' if j < len(value) - 1 else ''}"
+                         for j, v in enumerate(value))
+            lines.append(f"  ]{comma}")
+        elif key == "cluster" and isinstance(value, dict):
+            lines.append(f'  {one(key)}: {{"name": {one(value["name"])},')
+            for sub, last in (("devices", False), ("links", True)):
+                items = value.get(sub, [])
+                lines.append(f"    {one(sub)}: [")
+                lines.extend(f"      {one(v)}{',' if j < len(items) - 1 else ''}"
+                             for j, v in enumerate(items))
+                lines.append("    ]" + ("" if last else ","))
+            lines.append(f"  }}{comma}")
+        else:
+            lines.append(f"  {one(key)}: {one(value)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

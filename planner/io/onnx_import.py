@@ -1,0 +1,426 @@
+"""ONNX models -> workloads: one op per compute node, weights as params, roofline times.
+
+Reading. The model is read with the `onnx` package and its shape inference (symbolic
+dimensions of the graph inputs are fixed to 1 first). A tensor is *constant* when it is an
+initializer or the output of a node whose inputs are all constant (`Constant`,
+`ConstantOfShape` fed by an initializer, as in the weightless "light" model-zoo files, or
+an `Unsqueeze`/`Reshape` of a weight); constant nodes are folded away. Every other node
+becomes one op, and every graph input that is not an initializer becomes a data op taking
+the time to write its bytes to memory. The constants a node reads are the `params` of its
+op (a constant read by two ops is charged to both); the number of parameters counts the
+distinct floating-point constants once.
+
+Sizes. Floating-point tensors take the chosen dtype's size (fp32: 4 bytes, fp16: 2);
+integer tensors keep theirs. `--batch N` (default: the model's own) scales every
+activation (tensor that depends on a graph input), and every op's FLOPs, by N / the
+model's own batch (the first dimension of its first data input): exact for the per-sample
+layers of these models, and immune to reshapes that hard-code the batch. An op's output is
+the sum of its outputs that some op or the graph consumes; an edge carries the tensors its
+producer sends to its consumer.
+
+Time. `time = max(FLOPs / peak, bytes moved / memory bandwidth)` on a reference profile
+(`planner.io.roofline`), where bytes moved are the op's inputs (activations and weights)
+plus its outputs.
+
+FLOP formulas (1 FLOP = one add or one multiply; a multiply-add counts 2; shapes are the
+inferred ones; "elements" are output elements unless said otherwise):
+
+======================================  ===================================================
+op type                                 FLOPs
+======================================  ===================================================
+Conv                                    2 · out elements · (C_in / group) · kernel area,
+                                        + out elements if it has a bias
+ConvTranspose                           2 · in elements · (C_out / group) · kernel area,
+                                        + out elements if it has a bias
+Gemm                                    2 · M · N · K, + M · N if it has C
+MatMul                                  2 · out elements · K (K = last dim of A)
+BatchNormalization                      2 per element (folded scale and shift)
+LayerNormalization, InstanceNorm.,      7 per element (mean, centre, square, variance,
+GroupNormalization                      normalise, scale, shift)
+MaxPool, AveragePool, LpPool            out elements · kernel area
+GlobalAveragePool, GlobalMaxPool,       in elements
+ReduceMean, ReduceSum, ReduceMax, ...
+LRN                                     (2 · size + 3) per element
+Softmax, LogSoftmax                     5 per element (max, subtract, exp, sum, divide)
+Add, Sub, Mul, Div, Relu, Clip, ...     1 per element
+Sum, Max, Min (k inputs)                k - 1 per element; Mean: k per element
+Exp, Log, Sqrt, Sigmoid, Tanh, Erf,     4 per element (transcendental)
+Gelu, Pow, Softplus, Elu, ...
+Concat, Split, Slice, Transpose,        0 (data movement: only bytes moved count)
+Gather, Pad, Tile, Expand, Cast, ...
+Reshape, Flatten, Squeeze, Unsqueeze,   0, and no bytes moved (views)
+Identity, Dropout
+any other type                          1 per element; listed in a warning
+======================================  ===================================================
+
+ResNet-50 at batch 1 counts 8.2 GFLOP this way (4.1 G multiply-adds in its convolutions
+and its classifier, plus about 0.02 GFLOP of normalisation, activations and pooling).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import Diagnostic, Severity, Span, SpecError, UsageError
+from .roofline import DTYPE_BYTES, PROFILES, DeviceProfile
+from .training import BACKWARD_FLOP_FACTOR, add_backward
+from .workload import Imported, Workload, WorkOp
+
+CONV = {"Conv", "ConvTranspose"}
+MATMUL = {"Gemm", "MatMul"}
+VIEWS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"}
+MOVES = {"Concat", "Split", "Slice", "Transpose", "Gather", "GatherElements", "GatherND",
+         "Pad", "Tile", "Expand", "Cast", "CastLike", "DepthToSpace", "SpaceToDepth", "Shape",
+         "Size", "ConstantOfShape", "Resize", "Upsample", "ScatterND", "ScatterElements",
+         "OneHot", "Range", "NonZero", "TopK"}
+POOLS = {"MaxPool", "AveragePool", "LpPool"}
+GLOBAL_REDUCE = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "ReduceMean",
+                 "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                 "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin"}
+NORMS = {"LayerNormalization", "InstanceNormalization", "GroupNormalization"}
+SOFTMAX = {"Softmax", "LogSoftmax"}
+ARITH = {"Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "PRelu", "Clip", "Abs", "Neg",
+         "Floor", "Ceil", "Round", "Sign", "Reciprocal", "Where", "Equal", "Greater",
+         "GreaterOrEqual", "Less", "LessOrEqual", "Not", "And", "Or", "Xor", "Mod",
+         "ThresholdedRelu", "BitShift", "IsNaN", "IsInf"}
+NARY = {"Sum", "Max", "Min"}
+TRANSCENDENTAL = {"Exp", "Log", "Sqrt", "Sigmoid", "Tanh", "Erf", "Gelu", "Pow", "Softplus",
+                  "Softsign", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Mish", "Sin",
+                  "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
+                  "Atanh"}
+#: every op type with a formula (the rest get the default and a warning)
+KNOWN = (CONV | MATMUL | VIEWS | MOVES | POOLS | GLOBAL_REDUCE | NORMS | SOFTMAX | ARITH | NARY
+         | TRANSCENDENTAL | {"BatchNormalization", "LRN", "Mean"})
+
+_FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+
+
+def node_flops(op_type: str, attrs: dict[str, Any], ins: Sequence[tuple[int, ...] | None],
+               outs: Sequence[tuple[int, ...] | None]) -> float | None:
+    """FLOPs of one node from its input and output shapes (table in the module docstring).
+
+    Returns None for an unknown op type (the caller applies the default).
+    """
+    out = outs[0] if outs else None
+    n_out = _prod(out)
+    if op_type in VIEWS or op_type in MOVES:
+        return 0.0
+    if op_type == "Conv":
+        w = ins[1]
+        work = 2.0 * n_out * _prod(w[1:]) if w else 0.0
+        return work + (n_out if len(ins) > 2 and ins[2] is not None else 0.0)
+    if op_type == "ConvTranspose":
+        w, x = ins[1], ins[0]
+        work = 2.0 * _prod(x) * _prod(w[1:]) if w and x else 0.0
+        return work + (n_out if len(ins) > 2 and ins[2] is not None else 0.0)
+    if op_type == "Gemm":
+        a = ins[0] or (1, 1)
+        k = a[0] if attrs.get("transA", 0) else a[-1]
+        return 2.0 * n_out * k + (n_out if len(ins) > 2 and ins[2] is not None else 0.0)
+    if op_type == "MatMul":
+        a = ins[0] or (1,)
+        return 2.0 * n_out * a[-1]
+    if op_type == "BatchNormalization":
+        return 2.0 * n_out
+    if op_type in NORMS:
+        return 7.0 * n_out
+    if op_type in POOLS:
+        return float(n_out * _prod(tuple(attrs.get("kernel_shape", ()))))
+    if op_type in GLOBAL_REDUCE:
+        return float(_prod(ins[0]))
+    if op_type == "LRN":
+        return (2.0 * attrs.get("size", 1) + 3.0) * n_out
+    if op_type in SOFTMAX:
+        return 5.0 * n_out
+    if op_type in ARITH:
+        return float(n_out)
+    if op_type in NARY:
+        return float(max(1, len(ins) - 1) * n_out)
+    if op_type == "Mean":
+        return float(len(ins) * n_out)
+    if op_type in TRANSCENDENTAL:
+        return 4.0 * n_out
+    return None
+
+
+def _prod(shape: Sequence[int] | None) -> int:
+    return math.prod(shape) if shape else (1 if shape == () else 0)
+
+
+def zoo_dir() -> Path:
+    """The folder of the model zoo's weightless "light" files inside the onnx package."""
+    import onnx
+
+    return Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+
+def zoo_path(name: str) -> Path:
+    """The "light" file of zoo model `name` (`resnet50`, `inception_v2`, ...)."""
+    path = zoo_dir() / f"light_{name.removeprefix('light_')}.onnx"
+    if not path.is_file():
+        have = sorted(p.stem.removeprefix("light_") for p in zoo_dir().glob("light_*.onnx"))
+        raise UsageError(Diagnostic("E733", f"no model `{name}` in the onnx package's zoo", None,
+                                    ("available: " + ", ".join(have),)))
+    return path
+
+
+def load_model(path: str | os.PathLike[str]) -> Any:
+    """Read an ONNX file, turning every failure into a `SpecError` at the file."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    shown = str(path)
+    where = Span.start_of(shown)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise SpecError(Diagnostic("E701", f"no such file: {shown}", where)) from None
+    except OSError as err:
+        raise SpecError(Diagnostic("E701", f"cannot read {shown}: {err.strerror}",
+                                   where)) from None
+    try:
+        model = onnx.load_model_from_string(data)
+    except (DecodeError, ValueError, RuntimeError) as err:
+        raise SpecError(Diagnostic(
+            "E702", f"{shown} is not a valid ONNX model ({type(err).__name__}: {err})".rstrip(),
+            where, ("the file may be truncated, or not an ONNX protobuf",))) from None
+    if not model.graph.node:
+        raise SpecError(Diagnostic("E702", f"{shown} holds no ONNX graph (no nodes)", where,
+                                   ("the file may be truncated, or not an ONNX model",)))
+    return model
+
+
+def import_onnx(path: str | os.PathLike[str], batch: int | None = None, dtype: str = "fp32",
+                profile: str = "v100", training: bool = False, optimizer: str = "adam",
+                name: str | None = None, command: str | None = None) -> Imported:
+    """Import the ONNX file at `path` (see the module docstring for the model)."""
+    model = load_model(path)
+    graph_name = name or _graph_name(Path(path).stem)
+    origin = ("the ONNX model zoo's weightless 'light' file shipped inside the onnx package "
+              "(onnx/backend/test/data/light)" if "backend/test/data/light" in Path(path).as_posix()
+              else "ONNX")
+    source = (f"{Path(path).name}, {origin}; opset {_opset(model)}, producer "
+              f"{model.producer_name or 'unknown'}")
+    return import_model(model, batch, dtype, profile, training, optimizer, graph_name,
+                        source=source, file=str(path), command=command)
+
+
+def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", profile: str = "v100",
+                 training: bool = False, optimizer: str = "adam", name: str = "model",
+                 source: str = "an in-memory ONNX model", file: str = "<onnx>",
+                 command: str | None = None) -> Imported:
+    """Import an in-memory `onnx.ModelProto` (see the module docstring)."""
+    import onnx
+    from onnx import shape_inference
+
+    where = Span.start_of(file)
+    prof = _profile(profile)
+    if dtype not in DTYPE_BYTES:
+        raise UsageError(Diagnostic("E730", f"unknown dtype `{dtype}`", None,
+                                   ("one of: " + ", ".join(DTYPE_BYTES),)))
+    if batch is not None and batch < 1:
+        raise UsageError(Diagnostic("E730", "--batch must be at least 1", None))
+    model = onnx.ModelProto.FromString(model.SerializeToString())  # never edit the caller's
+    g = model.graph
+    inits = {t.name for t in g.initializer}
+    for inp in g.input:
+        if inp.name not in inits:
+            for d in inp.type.tensor_type.shape.dim:
+                if not d.HasField("dim_value"):
+                    d.dim_value = 1
+    try:
+        model = shape_inference.infer_shapes(model)
+    except Exception as err:  # noqa: BLE001 - onnx raises several internal types here
+        raise SpecError(Diagnostic("E702", f"shape inference failed on {file}: {err}", where,
+                                   ("the model may be invalid for its opset",))) from None
+    g = model.graph
+    info: dict[str, tuple[int, tuple[int, ...] | None]] = {}
+    for vi in [*g.input, *g.value_info, *g.output]:
+        tt = vi.type.tensor_type
+        dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim)
+        known = tt.HasField("shape") and all(x >= 0 for x in dims)
+        info[vi.name] = (tt.elem_type, dims if known else None)
+    for t in g.initializer:
+        info[t.name] = (t.data_type, tuple(t.dims))
+
+    def nbytes(tensor: str) -> int:
+        elem, shape = info.get(tensor, (0, None))
+        if shape is None:
+            return 0
+        size = DTYPE_BYTES[dtype] if elem in _FLOAT_TYPES else _itemsize(elem)
+        return math.prod(shape) * size
+
+    constant = set(inits)
+    data_inputs = [i.name for i in g.input if i.name not in inits]
+    compute_nodes = []
+    for node in g.node:
+        ins = [t for t in node.input if t]
+        if all(t in constant for t in ins):
+            constant.update(t for t in node.output if t)
+        else:
+            compute_nodes.append(node)
+    model_batch = 1
+    for t in data_inputs:
+        shape = info.get(t, (0, None))[1]
+        if shape:
+            model_batch = max(1, shape[0])
+            break
+    batch = batch or model_batch
+    scale = batch / model_batch
+    consumed: set[str] = {t.name for t in g.output}
+    for node in compute_nodes:
+        consumed.update(t for t in node.input if t)
+
+    w = Workload(name)
+    producer: dict[str, str] = {}
+    sink: list[Diagnostic] = []
+    used_names: set[str] = set()
+    matmul_like: set[str] = set()
+    fwd_cost: dict[str, tuple[float, float]] = {}
+    unknown: dict[str, int] = {}
+    unknown_shapes: list[str] = []
+    param_tensors: set[str] = set()
+    for t in data_inputs:
+        if t not in consumed:
+            continue
+        op_name = _unique(t, used_names)
+        size = round(nbytes(t) * scale)
+        w.add(WorkOp(op_name, prof.time_s(0.0, size, dtype), 0.0, output_bytes=size))
+        producer[t] = op_name
+        fwd_cost[op_name] = (0.0, float(size))
+    total_flops = 0.0
+    for node in compute_nodes:
+        base = node.name or node.output[0]
+        label = base if node.op_type.lower() in base.lower() else f"{base}.{node.op_type}"
+        op_name = _unique(label, used_names)
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        in_shapes = [info.get(t, (0, None))[1] if t else None for t in node.input]
+        out_shapes = [info.get(t, (0, None))[1] for t in node.output]
+        for t in (*node.input, *node.output):
+            if t and t in consumed and info.get(t, (0, None))[1] is None:
+                unknown_shapes.append(t)
+        flops = node_flops(node.op_type, attrs, in_shapes, out_shapes)
+        if flops is None:
+            unknown[node.op_type] = unknown.get(node.op_type, 0) + 1
+            flops = float(_prod(out_shapes[0] if out_shapes else None))
+        flops *= scale
+        params = 0
+        act_in = 0
+        seen_inputs: set[str] = set()
+        for t in node.input:
+            if not t or t in seen_inputs:
+                continue
+            seen_inputs.add(t)
+            if t in constant:
+                params += nbytes(t)
+                if info.get(t, (0, None))[0] in _FLOAT_TYPES:
+                    param_tensors.add(t)
+            else:
+                act_in += round(nbytes(t) * scale)
+        out_bytes = sum(round(nbytes(t) * scale) for t in node.output if t and t in consumed)
+        moved = 0.0 if node.op_type in VIEWS else float(params + act_in + out_bytes)
+        w.add(WorkOp(op_name, prof.time_s(flops, moved, dtype), flops, params_bytes=params,
+                     output_bytes=out_bytes))
+        fwd_cost[op_name] = (flops, moved)
+        total_flops += flops
+        if node.op_type in CONV or node.op_type in MATMUL:
+            matmul_like.add(op_name)
+        edge_bytes: dict[str, int] = {}
+        for t in dict.fromkeys(x for x in node.input if x):
+            src = producer.get(t)
+            if src is not None:
+                edge_bytes[src] = edge_bytes.get(src, 0) + round(nbytes(t) * scale)
+        for src, b in edge_bytes.items():
+            w.connect(src, op_name, b)
+        for t in node.output:
+            if t:
+                producer[t] = op_name
+    if unknown:
+        listed = ", ".join(f"{k} ({v})" for k, v in sorted(unknown.items()))
+        sink.append(Diagnostic(
+            "W701", f"no FLOP formula for op types {listed}; counted 1 FLOP per output "
+            "element", where, severity=Severity.WARNING))
+    if unknown_shapes:
+        shown = ", ".join(f"`{t}`" for t in unknown_shapes[:5])
+        more = f" and {len(unknown_shapes) - 5} more" if len(unknown_shapes) > 5 else ""
+        sink.append(Diagnostic(
+            "W702", f"shape inference left {len(unknown_shapes)} tensor(s) without a shape "
+            f"({shown}{more}); they count 0 bytes", where, severity=Severity.WARNING))
+    n_params = sum(math.prod(info[t][1] or ()) for t in param_tensors)
+    stats = {"flops": total_flops, "params": float(n_params), "ops_forward": float(len(w.ops))}
+    if training:
+        def backward(op: WorkOp) -> tuple[float, float | None]:
+            f, moved = fwd_cost[op.name]
+            bf = f * (BACKWARD_FLOP_FACTOR if op.name in matmul_like else 1.0)
+            return prof.time_s(bf, 2 * moved, dtype), bf
+
+        add_backward(w, backward, optimizer, skip=[producer[t] for t in data_inputs
+                                                   if t in producer])
+    header = _header(command, source, prof, dtype, batch, model_batch, training, optimizer,
+                     w, stats)
+    return Imported(w, header, sink, stats)
+
+
+def _header(command: str | None, source: str, prof: DeviceProfile, dtype: str, batch: int,
+            model_batch: int, training: bool, optimizer: str, w: Workload,
+            stats: dict[str, float]) -> str:
+    lines = [
+        f"Generated by:\n$ {command}" if command else "Generated by planner.io.onnx_import",
+        f"Source: {source}",
+        (f"Graph: {len(w.ops)} ops, {len(w.edges)} edges; forward {stats['flops'] / 1e9:.3g} "
+         f"GFLOP, {stats['params'] / 1e6:.4g} M parameters."),
+        (f"Op times: roofline max(FLOPs / peak, bytes / bandwidth) on {prof.summary(dtype)}; "
+         "FLOP formulas per op type in planner/io/onnx_import.py."),
+        (f"Batch {batch} "
+         + ("(the model's own)" if batch == model_batch else
+            f"(activations and FLOPs scaled from the model's own batch {model_batch})")
+         + f", {dtype} tensors; params = the weights each op reads."),
+    ]
+    if training:
+        lines.append(f"Training step: one backward op per forward op (x{BACKWARD_FLOP_FACTOR:g}"
+                     " FLOPs for conv/matmul), colocated with it; gradients and "
+                     f"{optimizer} state are the params of the backward ops.")
+    else:
+        lines.append("Inference (forward pass only).")
+    return "\n".join(lines)
+
+
+def _profile(name: str) -> DeviceProfile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise UsageError(Diagnostic("E730", f"unknown device profile `{name}`", None,
+                                   ("one of: " + ", ".join(PROFILES),))) from None
+
+
+def _itemsize(elem: int) -> int:
+    from onnx import helper
+
+    try:
+        return int(helper.tensor_dtype_to_np_dtype(elem).itemsize)
+    except (KeyError, TypeError, ValueError):
+        return 0
+
+
+def _opset(model: Any) -> int:
+    return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+               default=0)
+
+
+def _unique(name: str, used: set[str]) -> str:
+    out, k = name, 1
+    while out in used:
+        k += 1
+        out = f"{name}#{k}"
+    used.add(out)
+    return out
+
+
+def _graph_name(stem: str) -> str:
+    for prefix in ("light_",):
+        stem = stem.removeprefix(prefix)
+    return stem or "model"

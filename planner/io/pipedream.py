@@ -1,0 +1,184 @@
+"""PipeDream profiles (`graph.txt`) -> workloads, keeping the measured times.
+
+The format (msr-fiddle/pipedream's profiler): one node per line,
+
+    nodeK -- <module description> -- forward_compute_time=F, backward_compute_time=B,
+    activation_size=A, parameter_size=P
+
+(times in ms, sizes in bytes; `A` may be a list `[a; b; ...]` for a layer with several
+outputs), and one edge per line, indented with a tab: `\\tnodeI -- nodeJ`.
+
+Mapping: each node is an op named `nodeK` (its module is a comment above it) with
+`time F ms`, `params P`, `output sum(A)`. An edge carries the producer's activation; from
+a multi-output layer to `__getitem__(k)` it carries the k-th output only. Sizes are those of
+the batch the profile was taken with. With `training=True` a backward op `nodeK.bwd` of
+`time B ms` is added per node (see `planner.io.training`); data inputs (`Input*` modules)
+get none.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
+from .training import add_backward
+from .workload import Imported, Workload, WorkOp, find_cycle_edge
+
+_FIELDS = ("forward_compute_time", "backward_compute_time", "activation_size",
+           "parameter_size")
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_VALUE = re.compile(rf"\s*(?:({_NUMBER})|\[\s*({_NUMBER}(?:\s*;\s*{_NUMBER})*)\s*\])\s*\Z")
+_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
+_GETITEM = re.compile(r"__getitem__\((\d+)\)")
+
+
+@dataclass
+class _Node:
+    name: str
+    module: str
+    forward_ms: float
+    backward_ms: float
+    outputs: list[float]
+    params: float
+    line: int
+
+
+def import_pipedream(path: str | os.PathLike[str], training: bool = False,
+                     optimizer: str = "adam", name: str | None = None,
+                     command: str | None = None) -> Imported:
+    """Import a PipeDream `graph.txt` (see the module docstring)."""
+    shown = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(Diagnostic("E701", f"no such file: {shown}",
+                                   Span.start_of(shown))) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise SpecError(Diagnostic("E701", f"cannot read {shown}: {err}",
+                                   Span.start_of(shown))) from None
+    graph_name = name or Path(path).resolve().parent.name or "pipedream"
+    return parse_pipedream(text, shown, training, optimizer, graph_name, command)
+
+
+def parse_pipedream(text: str, file: str = "<pipedream>", training: bool = False,
+                    optimizer: str = "adam", name: str = "pipedream",
+                    command: str | None = None) -> Imported:
+    """Parse PipeDream profile text into an `Imported` workload; errors carry file:line."""
+    sink = DiagnosticSink()
+    nodes: dict[str, _Node] = {}
+    edges: list[tuple[str, str, int]] = []
+    broken: set[str] = set()
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        line = raw.rstrip("\r")
+        if not line.strip():
+            continue
+        span = Span(file, lineno, 1, lineno, len(line) + 1)
+        if line[0] in " \t":
+            parts = line.strip().split(" -- ")
+            if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
+                sink.error("E711", "malformed edge line; expected `<tab>nodeI -- nodeJ`", span)
+                continue
+            edges.append((parts[0], parts[1], lineno))
+            continue
+        node = _parse_node(sink, line, span)
+        if node is None:
+            broken.add(line.partition(" -- ")[0])  # its edges would only repeat the error
+            continue
+        node.line = lineno
+        if node.name in nodes:
+            sink.error("E715", f"node `{node.name}` is defined twice", span,
+                       f"first defined on line {nodes[node.name].line}")
+            continue
+        nodes[node.name] = node
+    seen: set[tuple[str, str]] = set()
+    pairs: list[tuple[str, str]] = []
+    for a, b, lineno in edges:
+        span = Span(file, lineno, 2, lineno, 2 + len(a) + 4 + len(b))
+        for n in (a, b):
+            if n not in nodes and n not in broken:
+                sink.error("E712", f"edge names unknown node `{n}`", span)
+        if a == b:
+            sink.error("E713", f"edge from `{a}` to itself", span)
+        if a in nodes and b in nodes and a != b and (a, b) not in seen:
+            seen.add((a, b))
+            pairs.append((a, b))
+    if not nodes and not sink.has_errors:
+        sink.error("E711", f"{file} holds no PipeDream node lines", Span.start_of(file),
+                   "expected lines like `node1 -- Conv2d(...) -- forward_compute_time=...`")
+    if not sink.has_errors:
+        cycle = find_cycle_edge(list(nodes), pairs)
+        if cycle is not None:
+            ln = next(ln for a, b, ln in edges if (a, b) == cycle)
+            sink.error("E714", f"the edges form a cycle through `{cycle[0]}` -> `{cycle[1]}`",
+                       Span(file, ln, 1, ln, 2), "a profile graph must be acyclic")
+    sink.raise_if_errors()
+
+    w = Workload(name)
+    for n in nodes.values():
+        w.add(WorkOp(n.name, n.forward_ms * 1e-3, None, params_bytes=round(n.params),
+                     output_bytes=round(sum(n.outputs)), comment=n.module))
+    for a, b in pairs:
+        outs = nodes[a].outputs
+        m = _GETITEM.fullmatch(nodes[b].module.strip())
+        k = int(m.group(1)) if m else -1
+        nbytes = outs[k] if len(outs) > 1 and 0 <= k < len(outs) else sum(outs)
+        w.connect(a, b, round(nbytes))
+    inputs = [n.name for n in nodes.values() if n.module.strip().startswith("Input")]
+    if training:
+        add_backward(w, lambda op: (nodes[op.name].backward_ms * 1e-3, None), optimizer,
+                     skip=inputs)
+    fwd_ms = sum(n.forward_ms for n in nodes.values())
+    bwd_ms = sum(n.backward_ms for n in nodes.values())
+    lines = [
+        f"Generated by:\n$ {command}" if command else "Generated by planner.io.pipedream",
+        f"Source: {file} (PipeDream profiler output, msr-fiddle/pipedream).",
+        (f"Graph: {len(w.ops)} ops, {len(w.edges)} edges; measured forward {fwd_ms:.6g} ms, "
+         f"backward {bwd_ms:.6g} ms in total."),
+        ("Times are as measured by the profiler (on the GPU it ran on, at its batch size); "
+         "sizes are its activation and parameter sizes."),
+        (f"Training step: backward ops with the measured backward times, colocated with "
+         f"their forward ops; gradients and {optimizer} state are their params.")
+        if training else "Forward pass only (import with --training for backward ops).",
+    ]
+    stats = {"forward_ms": fwd_ms, "backward_ms": bwd_ms, "nodes": float(len(nodes))}
+    # measured times are printed as measured, not rounded like estimates
+    return Imported(w, "\n".join(lines), list(sink.items), stats, exact=True)
+
+
+def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:
+    head, sep, rest = line.partition(" -- ")
+    module, sep2, fields = rest.rpartition(" -- ")
+    if not sep or not sep2 or not _NAME.match(head):
+        sink.error("E711", "malformed node line; expected `nodeK -- <module> -- "
+                   "forward_compute_time=F, backward_compute_time=B, activation_size=A, "
+                   "parameter_size=P`", span)
+        return None
+    values: dict[str, str] = {}
+    for item in fields.split(","):
+        key, eq, value = item.partition("=")
+        if eq:
+            values[key.strip()] = value
+    missing = [k for k in _FIELDS if k not in values]
+    if missing:
+        sink.error("E711", "node line lacks " + ", ".join(f"`{k}`" for k in missing), span)
+        return None
+    parsed: dict[str, list[float]] = {}
+    for key in _FIELDS:
+        m = _VALUE.match(values[key])
+        if m is None:
+            col = line.find(f"{key}=") + len(key) + 2
+            sink.error("E711", f"`{key}` is not a number or a `[a; b]` list: "
+                       f"`{values[key].strip()}`",
+                       Span(span.file, span.line, col, span.line, col + len(values[key])))
+            return None
+        nums = m.group(1) or m.group(2)
+        parsed[key] = [float(x) for x in nums.split(";")]
+        if any(x < 0 for x in parsed[key]):
+            sink.error("E711", f"`{key}` is negative", span)
+            return None
+    return _Node(head, module, parsed["forward_compute_time"][0],
+                 parsed["backward_compute_time"][0], parsed["activation_size"],
+                 parsed["parameter_size"][0], span.line)

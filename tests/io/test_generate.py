@@ -1,0 +1,132 @@
+"""The Transformer and GNMT generators: sizes from the formulas, structure, bad options."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+import planner
+from planner.errors import UsageError
+from planner.generate import gnmt, transformer
+from planner.io.workload import Workload
+
+
+def _ops(w: Workload) -> dict[str, object]:
+    return {o.name: o for o in w.ops}
+
+
+def _digraph(w: Workload) -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_nodes_from(o.name for o in w.ops)
+    g.add_edges_from((e.src, e.dst) for e in w.edges)
+    return g
+
+
+def test_gpt2_small_has_the_published_parameter_count() -> None:
+    h, v = 768, 50257
+    result = transformer.generate(layers=12, hidden=h, heads=12, seq=1024, batch=1, vocab=v)
+    # GPT-2 small: 124,439,808 parameters with the output layer tied to the embedding; ours
+    # has its own output layer (H x V more)
+    assert result.stats["params"] == 124_439_808 + h * v
+
+
+def test_transformer_op_flops_and_sizes_follow_the_dimensions() -> None:
+    b, s, h, a, f = 2, 16, 64, 4, 256
+    result = transformer.generate(layers=2, hidden=h, heads=a, ffn=f, seq=s, batch=b, vocab=100)
+    ops = {o.name: o for o in result.workload.ops}
+    q = ops["L0.q"]
+    assert q.flops == 2 * b * s * h * h + b * s * h
+    assert (q.params_bytes, q.output_bytes) == (4 * (h * h + h), 4 * b * s * h)
+    scores = ops["L1.scores"]
+    assert scores.flops == 2 * b * s * s * h + b * a * s * s
+    assert scores.output_bytes == 4 * b * a * s * s
+    assert ops["L1.ffn1"].output_bytes == 4 * b * s * f
+    assert ops["L0.gelu"].flops == 4 * b * s * f
+    edges = {(e.src, e.dst) for e in result.workload.edges}
+    assert {("L0.q", "L0.scores"), ("L0.k", "L0.scores"), ("L0.v", "L0.context"),
+            ("embed", "L0.add1"), ("L0.add1", "L0.add2")} <= edges  # residuals
+    assert len(result.workload.ops) == 2 + 14 * 2 + 3
+
+
+def test_encoder_decoder_cross_attends_to_the_encoder_output() -> None:
+    result = transformer.generate(arch="encdec", layers=2, decoder_layers=3, hidden=32,
+                                  heads=2, seq=8, tgt_seq=4, batch=1, vocab=50)
+    w = result.workload
+    assert len(w.ops) == (2 + 14 * 2 + 1) + (2 + 23 * 3 + 3)
+    edges = {(e.src, e.dst) for e in w.edges}
+    for layer in range(3):
+        assert ("enc.ln_f", f"dec.L{layer}.x.k") in edges
+    ops = {o.name: o for o in w.ops}
+    assert ops["dec.L1.x.scores"].output_bytes == 4 * 1 * 2 * 4 * 8  # B·A·T·S
+    g = _digraph(w)
+    # the decoder's first self-attention does not wait for the encoder: parallel branches
+    assert not nx.has_path(g, "enc.L1.add2", "dec.L0.add1")
+    planner.loads(result.to_spec())
+
+
+def test_gnmt_size_and_wavefront() -> None:
+    layers, s = 8, 50
+    result = gnmt.generate(layers=layers, seq=s)
+    w = result.workload
+    assert len(w.ops) == 2 + (2 * layers + 5) + s * (1 + 3 * layers) + 1 + s * (3 * layers + 4)
+    assert len(w.ops) >= 2000
+    g = _digraph(w)
+    preds = set(g.predecessors("enc.l3.t7.gates"))
+    assert {"enc.l2.t7.res", "enc.l3.t6.cell", "enc.l3.w"} <= preds
+    # the wavefront: layer 3 at step 6 and layer 2 at step 7 are independent
+    assert not nx.has_path(g, "enc.l3.t6.cell", "enc.l2.t7.cell")
+    assert not nx.has_path(g, "enc.l2.t7.cell", "enc.l3.t6.cell")
+    # the backward direction of the bottom layer runs from the last step to the first
+    assert g.has_edge("enc.l0.bw.t9.cell", "enc.l0.bw.t8.gates")
+    # attention of every decoder step reads the whole encoder memory
+    assert all(g.has_edge("enc.memory", f"dec.t{t}.attn.score") for t in range(s))
+    assert nx.is_directed_acyclic_graph(g)
+
+
+def test_gnmt_parameters_and_shared_weights() -> None:
+    h, v, layers = 1024, 32000, 8
+    result = gnmt.generate(layers=layers, hidden=h, vocab=v, seq=3, batch=1)
+    lstm = (
+        2 * (2 * h * 4 * h + 4 * h)  # bidirectional bottom layer, input H
+        + (3 * h * 4 * h + 4 * h)  # second encoder layer, input 2H
+        + (layers - 2) * (2 * h * 4 * h + 4 * h)
+        + layers * (3 * h * 4 * h + 4 * h)  # decoder layers, input H + context
+    )
+    expected = 2 * v * h + lstm + (h * h) + (h * h + h) + (h * v + v)
+    assert result.stats["params"] == expected
+    w = result.workload
+    weight = next(o for o in w.ops if o.name == "enc.l4.w")
+    users = [e for e in w.edges if e.src == "enc.l4.w"]
+    assert len(users) == 3 and all(e.bytes == weight.params_bytes for e in users)
+
+
+def test_training_graphs_load() -> None:
+    for result in (gnmt.generate(layers=2, seq=3, training=True),
+                   transformer.generate(layers=1, hidden=32, heads=2, seq=8, vocab=40,
+                                        training=True)):
+        names = {o.name for o in result.workload.ops}
+        assert all(n + ".bwd" in names for n in names
+                   if not n.endswith(".bwd") and "tokens" not in n and n not in ("src", "tgt"))
+        planner.loads(result.to_spec())
+
+
+def test_fp16_halves_activations() -> None:
+    a = transformer.generate(layers=1, hidden=32, heads=2, seq=8, vocab=40)
+    b = transformer.generate(layers=1, hidden=32, heads=2, seq=8, vocab=40, dtype="fp16")
+    assert _ops(b.workload)["L0.q"].output_bytes * 2 == (  # type: ignore[attr-defined]
+        _ops(a.workload)["L0.q"].output_bytes)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("call", [
+    lambda: transformer.generate(hidden=100, heads=3),
+    lambda: transformer.generate(arch="bert"),
+    lambda: transformer.generate(layers=0),
+    lambda: transformer.generate(profile="tpu"),
+    lambda: gnmt.generate(layers=1),
+    lambda: gnmt.generate(batch=0),
+    lambda: gnmt.generate(dtype="int8"),
+    lambda: gnmt.generate(seq=2, layers=2, training=True, optimizer="lion"),
+])
+def test_bad_options_are_usage_errors(call: object) -> None:
+    with pytest.raises(UsageError):
+        call()  # type: ignore[operator]

@@ -1,0 +1,202 @@
+"""The JSON interchange: exact round trips, the schema, errors, dnn-partitioning graphs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import planner
+from planner.errors import SpecError, UsageError
+from planner.io.interchange import dumps, export_graph, export_spec, parse_json, schema
+from planner.io.onnx_import import import_onnx, zoo_path
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
+DNN = REPO / "../shared/datasets/dnn-partitioning"
+DNN_FILES = sorted(DNN.glob("*/*/*.json")) if DNN.is_dir() else []
+
+
+def _validate(value: Any, rule: dict[str, Any], root: dict[str, Any], path: str = "$") -> None:
+    """A JSON Schema check for the keywords our schema uses (jsonschema is not a dependency)."""
+    if "$ref" in rule:
+        target: Any = root
+        for part in rule["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        _validate(value, target, root, path)
+    if "const" in rule:
+        assert value == rule["const"], path
+    if "enum" in rule:
+        assert value in rule["enum"], path
+    kinds = rule.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        python = {"object": dict, "array": list, "string": str, "null": type(None),
+                  "number": (int, float), "integer": int, "boolean": bool}
+        assert any(isinstance(value, python[k]) and not (k in ("number", "integer")
+                                                         and isinstance(value, bool))
+                   for k in kinds), f"{path}: {value!r} is not {kinds}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "minimum" in rule:
+            assert value >= rule["minimum"], path
+        if "exclusiveMinimum" in rule:
+            assert value > rule["exclusiveMinimum"], path
+    if isinstance(value, str) and "minLength" in rule:
+        assert len(value) >= rule["minLength"], path
+    for key in ("oneOf", "anyOf"):
+        if key in rule:
+            ok = 0
+            for sub in rule[key]:
+                try:
+                    _validate(value, sub, root, path)
+                    ok += 1
+                except AssertionError:
+                    pass
+            assert ok == 1 if key == "oneOf" else ok >= 1, f"{path}: {key}"
+    if isinstance(value, dict):
+        for key in rule.get("required", []):
+            assert key in value, f"{path}: lacks {key}"
+        props = rule.get("properties", {})
+        for key, item in value.items():
+            if key in props:
+                _validate(item, props[key], root, f"{path}.{key}")
+            elif isinstance(rule.get("additionalProperties"), dict):
+                _validate(item, rule["additionalProperties"], root, f"{path}.{key}")
+            else:
+                assert rule.get("additionalProperties", True) is not False, f"{path}.{key}"
+        for key, needs in rule.get("dependentRequired", {}).items():
+            if key in value:
+                assert all(n in value for n in needs), path
+    if isinstance(value, list):
+        assert len(value) >= rule.get("minItems", 0), path
+        for k, item in enumerate(value):
+            if "items" in rule:
+                _validate(item, rule["items"], root, f"{path}[{k}]")
+
+
+def _round_trip(data: dict[str, Any]) -> dict[str, Any]:
+    """export(import(data)): through the .plan text and the spec loader."""
+    result = parse_json(json.dumps(data), "x.json")
+    return export_spec(planner.loads(result.to_spec(), "x.plan"))
+
+
+def test_fixture_round_trips_exactly_through_a_spec() -> None:
+    text = (FIXTURES / "graph_v1.json").read_text()
+    data = json.loads(text)
+    back = _round_trip(data)
+    assert back == data
+    assert dumps(back) == text  # the canonical text too, byte for byte
+
+
+def test_resnet_round_trips_and_matches_the_schema() -> None:
+    result = import_onnx(zoo_path("resnet50"), training=True)
+    spec = planner.loads(result.to_spec())
+    data = export_spec(spec)
+    assert _round_trip(data) == data
+    assert len(data["ops"]) == len(result.workload.ops)
+    assert sum(1 for o in data["ops"] if o["colocation"]) == len(result.workload.ops) - 1
+    _validate(data, schema(), schema())
+
+
+def test_schema_rejects_what_the_importer_rejects() -> None:
+    sch = schema()
+    good = json.loads((FIXTURES / "graph_v1.json").read_text())
+    _validate(good, sch, sch)
+    for mutate in (lambda d: d.pop("ops"), lambda d: d["ops"][0].pop("name"),
+                   lambda d: d["ops"][1].update(flops=None),
+                   lambda d: d["edges"][0].update(bytes=-1), lambda d: d.update(version=2),
+                   lambda d: d["ops"][0].update(tiem_s=1.0)):
+        bad = json.loads(json.dumps(good))
+        mutate(bad)
+        with pytest.raises(AssertionError):
+            _validate(bad, sch, sch)
+        with pytest.raises(SpecError):
+            parse_json(json.dumps(bad))
+
+
+def test_optional_fields_take_documented_defaults() -> None:
+    data = {"format": "planner-graph", "version": 1, "name": "g",
+            "ops": [{"name": "a", "time_s": 0.001, "output_bytes": 100},
+                    {"name": "b", "flops": 1e9}],
+            "edges": [{"src": "a", "dst": "b"}]}
+    back = _round_trip(data)
+    assert back["edges"] == [{"src": "a", "dst": "b", "bytes": 100}]
+    assert back["ops"][1] == {"name": "b", "time_s": None, "time_by_kind_s": {}, "flops": 1e9,
+                              "params_bytes": 0, "output_bytes": 0, "temp_bytes": 0,
+                              "colocation": None}
+
+
+@pytest.mark.parametrize(("text", "code", "line"), [
+    ('{"format": "planner-graph",\n "version": 1,\n "name": "g", "ops": [}', "E720", 3),
+    ('{"format": "planner-graph", "version": 7, "name": "g", "ops": []}', "E723", 1),
+    ('{"nodes": []}', "E721", 1),
+    (('{"format": "planner-graph", "version": 1, "name": "g",\n "ops": [\n'
+     '  {"name": "a", "time_s": 1},\n  {"name": "a", "time_s": 1}]}'), "E722", 3),
+    (('{"format": "planner-graph", "version": 1, "name": "g",\n "ops": [\n'
+     '  {"name": "a", "time_s": -1}]}'), "E722", 3),
+    (('{"format": "planner-graph", "version": 1, "name": "g", "ops": [{"name": "a", '
+     '"time_s": 1}],\n "edges": [{"src": "a", "dst": "zz"}]}'), "E722", 2),
+    (('{"format": "planner-graph", "version": 1, "name": "g", "ops": [{"name": "a", '
+     '"time_s": 1}, {"name": "b", "time_s": 1}],\n "edges": [{"src": "a", "dst": "b"}, '
+     '{"src": "b", "dst": "a"}]}'), "E724", 1),
+])
+def test_bad_files_are_spec_errors_with_lines(text: str, code: str, line: int) -> None:
+    with pytest.raises(SpecError) as err:
+        parse_json(text, "bad.json")
+    d = err.value.diagnostics[0]
+    assert d.code == code and d.span is not None
+    assert (d.span.file, d.span.line) == ("bad.json", line)
+
+
+def test_cluster_without_all_links_is_rejected() -> None:
+    data = json.loads((FIXTURES / "graph_v1.json").read_text())
+    data["cluster"]["links"].pop()
+    with pytest.raises(SpecError) as err:
+        parse_json(json.dumps(data))
+    assert "cpu0 -> gpu1" in err.value.diagnostics[0].message
+
+
+def test_export_needs_a_choice_when_ambiguous() -> None:
+    text = (REPO / "specs" / "inception.plan")
+    spec = planner.load(text)
+    with pytest.raises(UsageError):
+        export_spec(spec)
+    plan = next(iter(spec.plans))
+    assert export_spec(spec, plan=plan)["plan"]["name"] == plan
+    graph = next(iter(spec.graphs))
+    assert "cluster" not in export_spec(spec, graph=graph)
+    with pytest.raises(UsageError):
+        export_spec(spec, plan="nope")
+    with pytest.raises(UsageError):
+        export_spec(spec, graph="nope")
+
+
+def test_export_graph_names_colocation_groups_after_their_first_op() -> None:
+    spec = planner.loads('graph g { op a { time 1 ms } op b { time 1 ms } op c { time 1 ms }\n'
+                         'a -> b -> c\ncolocate c, b }')
+    data = export_graph(spec.graphs["g"])
+    assert [o["colocation"] for o in data["ops"]] == [None, "b", "b"]
+
+
+@pytest.mark.skipif(not DNN_FILES, reason="../shared/datasets/dnn-partitioning is absent")
+@pytest.mark.parametrize("path", DNN_FILES, ids=[p.stem for p in DNN_FILES])
+def test_dnn_partitioning_graphs_import(path: Path) -> None:
+    raw = json.loads(path.read_text())
+    result = parse_json(path.read_text(), str(path))
+    spec = planner.loads(result.to_spec(), f"{path.stem}.plan")
+    (problem,) = spec.plans.values()
+    g = problem.graph
+    assert len(g.ops) == len(raw["nodes"])
+    assert len(g.edges) == len({(e["sourceId"], e["destId"]) for e in raw["edges"]})
+    node = raw["nodes"][-1]
+    op = g.ops[g.op_index[node["name"]]]
+    assert op.time_s == pytest.approx(node["fpgaLatency"] * 1e-3)
+    assert op.time_by_kind["cpu"] == pytest.approx(node["cpuLatency"] * 1e-3)
+    fpgas = [d for d in problem.cluster.devices if d.kind == "fpga"]
+    assert len(fpgas) == raw["maxFPGAs"]
+    assert {d.memory_bytes for d in fpgas} == {int(raw["maxSizePerFPGA"])}
+    colors = [n["colorClass"] for n in raw["nodes"] if n.get("colorClass") is not None]
+    sizes = [colors.count(c) for c in set(colors)]
+    assert len(g.colocations) == sum(1 for s in sizes if s > 1)

@@ -1,0 +1,212 @@
+"""The ONNX importer: the nine model-zoo files, FLOP formulas by hand, ResNet-50 totals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import planner
+from planner.errors import Severity, SpecError, UsageError
+from planner.io.onnx_import import KNOWN, import_model, import_onnx, zoo_dir, zoo_path
+from planner.io.roofline import PROFILES
+from planner.io.workload import Imported, WorkOp
+
+V100 = PROFILES["v100"]
+ZOO = sorted(zoo_dir().glob("light_*.onnx"))
+
+
+def _model(op_type: str, inputs: list[tuple[str, list[int]]],
+           weights: dict[str, list[int]] | None = None, opset: int = 17,
+           **attrs: Any) -> onnx.ModelProto:
+    """One node `op_type` reading data inputs and weights (initializers), output `y`."""
+    weights = weights or {}
+    node = helper.make_node(op_type, [n for n, _ in inputs] + list(weights), ["y"], **attrs)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(np.zeros(s, np.float32), n)
+                     for n, s in weights.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _node_op(result: Imported) -> WorkOp:
+    """The op of the model's one compute node (the others are data inputs)."""
+    (op,) = [o for o in result.workload.ops if "." in o.name or o.name == "y"]
+    return op
+
+
+# Hand-computed FLOPs: (op type, data inputs, weights, attributes, FLOPs)
+CASES = [
+    # 2 · out(1·4·8·8) · (3·3·3) + bias out = 13824 + 256
+    ("Conv", [("x", [1, 3, 8, 8])], {"w": [4, 3, 3, 3], "b": [4]}, {"pads": [1, 1, 1, 1]},
+     14080),
+    # groups: 2 · out(1·6·4·4) · (4/2 · 3·3)
+    ("Conv", [("x", [1, 4, 6, 6])], {"w": [6, 2, 3, 3]}, {"group": 2}, 3456),
+    # 2 · in(1·2·4·4) · (Cout 3 · 3·3)
+    ("ConvTranspose", [("x", [1, 2, 4, 4])], {"w": [2, 3, 3, 3]}, {}, 1728),
+    # 2 · M2 · N3 · K5 + M·N for C
+    ("Gemm", [("a", [2, 5])], {"bw": [3, 5], "c": [3]}, {"transB": 1}, 66),
+    # batched: 2 · out(2·4·3) · K5
+    ("MatMul", [("a", [2, 4, 5]), ("b", [2, 5, 3])], {}, {}, 240),
+    ("BatchNormalization", [("x", [1, 4, 3, 3])],
+     {"s": [4], "bb": [4], "m": [4], "v": [4]}, {}, 72),
+    ("LayerNormalization", [("x", [2, 5])], {"g": [5], "bb": [5]}, {}, 70),
+    # out(1·2·2·2) · kernel 2·2
+    ("MaxPool", [("x", [1, 2, 4, 4])], {}, {"kernel_shape": [2, 2], "strides": [2, 2]}, 32),
+    ("AveragePool", [("x", [1, 2, 4, 4])], {}, {"kernel_shape": [3, 3]}, 72),
+    ("GlobalAveragePool", [("x", [1, 2, 4, 4])], {}, {}, 32),
+    # (2 · size 5 + 3) · 32 elements
+    ("LRN", [("x", [1, 8, 2, 2])], {}, {"size": 5}, 416),
+    ("Softmax", [("x", [2, 5])], {}, {}, 50),
+    ("Relu", [("x", [2, 5])], {}, {}, 10),
+    ("Add", [("x", [2, 5]), ("z", [2, 5])], {}, {}, 10),
+    ("Sum", [("x", [2, 5]), ("z", [2, 5]), ("u", [2, 5])], {}, {}, 20),
+    ("Sigmoid", [("x", [2, 5])], {}, {}, 40),
+    ("Concat", [("x", [2, 5]), ("z", [2, 3])], {}, {"axis": 1}, 0),
+    ("Transpose", [("x", [2, 5])], {}, {}, 0),
+]
+
+
+@pytest.mark.parametrize(("op_type", "inputs", "weights", "attrs", "flops"), CASES,
+                         ids=[f"{c[0]}-{k}" for k, c in enumerate(CASES)])
+def test_flop_formulas_match_hand_counts(op_type: str, inputs: list[tuple[str, list[int]]],
+                                         weights: dict[str, list[int]], attrs: dict[str, Any],
+                                         flops: int) -> None:
+    result = import_model(_model(op_type, inputs, weights, **attrs))
+    op = _node_op(result)
+    assert op.flops == flops
+    assert op.params_bytes == sum(4 * int(np.prod(s)) for s in weights.values())
+    assert not result.warnings
+
+
+def test_views_take_no_time_and_copies_take_memory_time() -> None:
+    reshape = _node_op(import_model(_model("Reshape", [("x", [2, 6])], {"shape": [2]})))
+    assert reshape.flops == 0 and reshape.time_s == 0
+    concat = _node_op(import_model(_model("Concat", [("x", [2, 5]), ("z", [2, 3])], axis=1)))
+    moved = 4 * (10 + 6 + 16)  # both inputs read, the output written
+    assert concat.time_s == pytest.approx(moved / V100.memory_Bps)
+
+
+def test_roofline_time_is_the_larger_of_compute_and_memory() -> None:
+    small = _node_op(import_model(_model("Gemm", [("a", [2, 5])], {"bw": [3, 5], "c": [3]},
+                                         transB=1)))
+    moved = 4 * (10 + 15 + 3 + 6)
+    assert small.time_s == pytest.approx(moved / V100.memory_Bps)  # memory-bound
+    big = _node_op(import_model(_model("MatMul", [("a", [512, 512]), ("b", [512, 512])])))
+    assert big.time_s == pytest.approx(2 * 512**3 / V100.peak_flop_rate["fp32"])
+    fp16 = _node_op(import_model(_model("MatMul", [("a", [512, 512]), ("b", [512, 512])]),
+                                 dtype="fp16"))
+    assert fp16.time_s == pytest.approx(2 * 512**3 / V100.peak_flop_rate["fp16"])
+    assert fp16.output_bytes == big.output_bytes // 2
+
+
+def test_unknown_op_type_gets_default_and_a_warning() -> None:
+    result = import_model(_model("Hardmax", [("x", [2, 5])]))
+    assert "Hardmax" not in KNOWN
+    assert _node_op(result).flops == 10
+    (w,) = result.warnings
+    assert w.code == "W701" and w.severity is Severity.WARNING and "Hardmax (1)" in w.message
+
+
+def test_constant_of_shape_weights_are_params_of_their_consumer() -> None:
+    shape = numpy_helper.from_array(np.array([4, 3, 3, 3], np.int64), "w_shape")
+    nodes = [helper.make_node("ConstantOfShape", ["w_shape"], ["w"],
+                              value=numpy_helper.from_array(np.array([0.02], np.float32))),
+             helper.make_node("Conv", ["x", "w"], ["y"])]
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                             [1, 3, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[shape])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    result = import_model(model)
+    assert [o.name for o in result.workload.ops] == ["x", "y.Conv"]
+    conv = result.workload.ops[1]
+    assert conv.params_bytes == 4 * 108
+    assert conv.flops == 2 * (4 * 3 * 3) * 27
+    assert result.stats["params"] == 108
+
+
+def test_resnet50_totals_match_published_figures() -> None:
+    result = import_onnx(zoo_path("resnet50"))
+    # we count FLOPs (a multiply-add is 2): 4.1 G multiply-adds = 8.2 GFLOP
+    assert result.stats["flops"] == pytest.approx(8.2e9, rel=0.05)
+    assert result.stats["params"] == pytest.approx(25.6e6, rel=0.01)
+    convs = [o for o in result.workload.ops if o.name.endswith(".Conv")]
+    assert len(convs) == 53
+
+
+def test_batch_scales_activations_and_flops_not_weights() -> None:
+    one = import_onnx(zoo_path("resnet50"))
+    four = import_onnx(zoo_path("resnet50"), batch=4)
+    assert four.stats["flops"] == pytest.approx(4 * one.stats["flops"])
+    assert four.stats["params"] == one.stats["params"]
+    for a, b in zip(one.workload.ops, four.workload.ops, strict=True):
+        assert (b.params_bytes, b.output_bytes) == (a.params_bytes, 4 * a.output_bytes)
+
+
+def test_training_adds_colocated_backward_ops() -> None:
+    fwd = import_onnx(zoo_path("squeezenet"))
+    train = import_onnx(zoo_path("squeezenet"), training=True, optimizer="momentum")
+    n = len(fwd.workload.ops)
+    assert len(train.workload.ops) == 2 * n - 1  # no backward op for the one data input
+    by_name = {o.name: o for o in train.workload.ops}
+    conv = next(o for o in fwd.workload.ops if o.name.endswith(".Conv"))
+    bwd = by_name[conv.name + ".bwd"]
+    assert bwd.params_bytes == 2 * conv.params_bytes  # the gradient and the momentum
+    assert bwd.flops == pytest.approx(2 * (conv.flops or 0))
+    assert [conv.name, conv.name + ".bwd"] in train.workload.colocations
+    edges = {(e.src, e.dst) for e in train.workload.edges}
+    for e in fwd.workload.edges:
+        if e.src in by_name and e.src + ".bwd" in by_name:
+            assert (e.dst + ".bwd", e.src + ".bwd") in edges
+    planner.loads(train.to_spec())
+
+
+@pytest.mark.parametrize("path", ZOO, ids=[p.stem for p in ZOO])
+def test_every_zoo_model_imports_and_loads(path: Path) -> None:
+    result = import_onnx(path)
+    assert not [w for w in result.warnings if w.code == "W701"]
+    spec = planner.loads(result.to_spec(), f"{path.stem}.plan")
+    (graph,) = spec.graphs.values()
+    assert len(graph.ops) == len(result.workload.ops) > 10
+    assert all(op.time_s is not None and op.time_s >= 0 for op in graph.ops)
+    assert sum(op.params_bytes for op in graph.ops) >= 4 * result.stats["params"]
+
+
+def test_all_nine_zoo_files_are_there() -> None:
+    assert len(ZOO) == 9
+
+
+def test_truncated_or_missing_file_is_a_spec_error(tmp_path: Path) -> None:
+    data = zoo_path("resnet50").read_bytes()
+    bad = tmp_path / "cut.onnx"
+    bad.write_bytes(data[: len(data) // 3])
+    with pytest.raises(SpecError) as err:
+        import_onnx(bad)
+    (d,) = err.value.diagnostics
+    assert d.code == "E702" and d.span is not None and d.span.file == str(bad)
+    with pytest.raises(SpecError) as err:
+        import_onnx(tmp_path / "nope.onnx")
+    assert err.value.diagnostics[0].code == "E701"
+    garbage = tmp_path / "text.onnx"
+    garbage.write_text("this is not a protobuf at all\n")
+    with pytest.raises(SpecError):
+        import_onnx(garbage)
+
+
+def test_bad_options_are_usage_errors() -> None:
+    with pytest.raises(UsageError):
+        import_onnx(zoo_path("squeezenet"), dtype="fp8")
+    with pytest.raises(UsageError):
+        import_onnx(zoo_path("squeezenet"), profile="tpu")
+    with pytest.raises(UsageError):
+        import_onnx(zoo_path("squeezenet"), training=True, optimizer="lion")
+    with pytest.raises(UsageError):
+        zoo_path("resnet999")
