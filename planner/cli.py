@@ -12,17 +12,23 @@ Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, NoReturn
 
 import typer
 
-from .errors import Diagnostic, PlannerError, SpecError, Span, UsageError, render_all
+from .errors import Diagnostic, Span, SpecError, UsageError, render_all
+from .render.diagnostics import (
+    EXIT_INFEASIBLE,
+    EXIT_INVALID,
+    debug_enabled,
+    eprint,
+    guard,
+    source_texts,
+)
 
 app = typer.Typer(
     name="planner",
@@ -33,64 +39,10 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INFEASIBLE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 log = logging.getLogger("planner")
-
-
-def _sources(diags: tuple[Diagnostic, ...] | list[Diagnostic]) -> dict[str, str]:
-    """Best-effort source text of the files diagnostics point at (for caret lines)."""
-    out: dict[str, str] = {}
-    for d in diags:
-        for span in [d.span, *(s for _, s in d.notes)]:
-            if span is None or span.file in out:
-                continue
-            try:
-                p = Path(span.file)
-                if p.is_file() and p.stat().st_size < 64 * 1024 * 1024:
-                    out[span.file] = p.read_bytes().decode("utf-8", errors="replace")
-            except OSError:
-                pass
-    return out
-
-
-def _eprint(text: str) -> None:
-    sys.stderr.write(text + ("\n" if not text.endswith("\n") else ""))
-    sys.stderr.flush()
-
-
-def _fail(err: PlannerError) -> NoReturn:
-    _eprint(render_all(err.diagnostics, _sources(err.diagnostics)))
-    raise typer.Exit(err.exit_code)
-
-
-@contextlib.contextmanager
-def _guard() -> Iterator[None]:
-    """Turn every error into a diagnostic on stderr and a documented exit code."""
-    try:
-        yield
-    except PlannerError as err:
-        _fail(err)
-    except (typer.Exit, typer.Abort, KeyboardInterrupt):
-        raise
-    except MemoryError:
-        _eprint("error[E900]: out of memory")
-        raise typer.Exit(EXIT_INTERNAL) from None
-    except RecursionError:
-        _eprint("error[E901]: input too deeply nested")
-        raise typer.Exit(EXIT_INVALID) from None
-    except Exception as err:  # a bug: say so briefly, never a traceback
-        log.debug("internal error", exc_info=True)
-        _eprint(f"error[E999]: internal error: {type(err).__name__}: {err}\n"
-                "  = hint: this is a bug in planner; rerun with PLANNER_DEBUG=1 for details")
-        if _debug():
-            raise
-        raise typer.Exit(EXIT_INTERNAL) from None
-
-
-def _debug() -> bool:
-    import os
-
-    return bool(os.environ.get("PLANNER_DEBUG"))
+_guard = guard
+_sources = source_texts
+_eprint = eprint
 
 
 def _spec_files(paths: list[Path]) -> list[Path]:
@@ -261,8 +213,10 @@ def _emit_result(problem: Any, plan: Any, *, as_json: bool, extra_json: dict[str
 
 
 def _infeasible_exit(problem: Any, result: Any) -> NoReturn:
-    lines = [f"error[E401]: plan `{problem.name}` is infeasible: "
-             f"{len(result.violations)} violation(s)"]
+    lines = [
+        f"error[E401]: plan `{problem.name}` is infeasible: "
+        f"{len(result.violations)} violation(s)"
+    ]
     lines += [f"  - {v.kind}: {v.message}" for v in result.violations[:50]]
     _eprint("\n".join(lines))
     raise typer.Exit(EXIT_INFEASIBLE)
@@ -271,8 +225,8 @@ def _infeasible_exit(problem: Any, result: Any) -> NoReturn:
 @app.command()
 def simulate(
     spec: Annotated[Path, typer.Argument(help="The spec file.")],
-    plan: Annotated[Optional[str], typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
-    placement: Annotated[Optional[Path], typer.Option("--placement", help="A plan JSON or {\"placement\": {op: device}} file; default: the spec's place/pin statements.")] = None,
+    plan: Annotated[str | None, typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
+    placement: Annotated[Path | None, typer.Option("--placement", help="A plan JSON or {\"placement\": {op: device}} file; default: the spec's place/pin statements.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
 ) -> None:
     """Simulate a given placement under the spec's cost model and verify it."""
@@ -288,16 +242,16 @@ def simulate(
 @app.command()
 def solve(
     spec: Annotated[Path, typer.Argument(help="The spec file.")],
-    plan: Annotated[Optional[str], typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
+    plan: Annotated[str | None, typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
     algo: Annotated[str, typer.Option("--algo", help="Algorithm: auto, msct, metf, mtopo, heft, cpop, single, roundrobin, random, expert, cpsat, ilp.")] = "auto",
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write the plan JSON here (atomically).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the plan JSON here (atomically).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
     time_limit: Annotated[float, typer.Option("--time-limit", help="Seconds for exact solvers (auto, cpsat, ilp).")] = 60.0,
     gap: Annotated[float, typer.Option("--gap", help="Relative optimality gap for exact solvers.")] = 1e-4,
     solver: Annotated[str, typer.Option("--solver", help="ILP back-end: highs, cbc, glpk, or any Pyomo solver name.")] = "highs",
-    emit: Annotated[Optional[Path], typer.Option("--emit", help="With --algo ilp: write the model (.lp or .mps).")] = None,
+    emit: Annotated[Path | None, typer.Option("--emit", help="With --algo ilp: write the model (.lp or .mps).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random.")] = 0,
-    html: Annotated[Optional[Path], typer.Option("--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
 ) -> None:
     """Place and schedule a spec's graph; print the simulated plan and its lower bound."""
     with _guard():
@@ -357,6 +311,7 @@ _mount_optional()
 
 def main() -> None:
     """Console entry point."""
-    logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if _debug() else logging.WARNING,
+    logging.basicConfig(stream=sys.stderr,
+                        level=logging.DEBUG if debug_enabled() else logging.WARNING,
                         format="planner: %(levelname)s: %(message)s")
     app()

@@ -14,14 +14,14 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..errors import Diagnostic, PlannerError, Span, SpecError, UsageError, render_all
+from ..errors import Diagnostic, Span, SpecError, UsageError, render_all
+from ..render.diagnostics import guard
 from ..units import format_bytes
 from .atomic import write_text_atomic
 from .workload import Imported, PlanDef
@@ -59,41 +59,7 @@ Optimizer = Annotated[str, typer.Option("--optimizer", help="Optimizer state wit
                                         "sgd | momentum | adam.")]
 
 
-@contextmanager
-def _diagnostics() -> Iterator[None]:
-    """Render `PlannerError`s on stderr and exit with their code, as `planner/cli.py` does.
-
-    Any other exception is a bug: one line (E999, exit 4); a traceback only with
-    PLANNER_DEBUG set.
-    """
-    try:
-        yield
-    except PlannerError as err:
-        sys.stderr.write(render_all(err.diagnostics, _sources(err.diagnostics)) + "\n")
-        raise typer.Exit(err.exit_code) from None
-    except (typer.Exit, typer.Abort, KeyboardInterrupt):
-        raise
-    except Exception as err:  # a bug: say so briefly, never a traceback
-        if os.environ.get("PLANNER_DEBUG"):
-            raise
-        sys.stderr.write(f"error[E999]: internal error: {type(err).__name__}: {err}\n"
-                         "  = hint: this is a bug in planner; rerun with PLANNER_DEBUG=1 for "
-                         "details\n")
-        raise typer.Exit(4) from None
-
-
-def _sources(diags: tuple[Diagnostic, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for d in diags:
-        if d.span is None or d.span.file in out:
-            continue
-        p = Path(d.span.file)
-        try:
-            if p.is_file() and p.stat().st_size < 16 * 1024 * 1024:
-                out[d.span.file] = p.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue  # binary (ONNX) or unreadable: no excerpt
-    return out
+_diagnostics = guard
 
 
 def _command(parts: list[str], options: dict[str, object]) -> str:
