@@ -214,8 +214,8 @@ def _emit_result(problem: Any, plan: Any, *, as_json: bool, extra_json: dict[str
 
 def _infeasible_exit(problem: Any, result: Any) -> NoReturn:
     lines = [
-        f"error[E401]: plan `{problem.name}` is infeasible: "
-        f"{len(result.violations)} violation(s)"
+        (f"error[E401]: plan `{problem.name}` is infeasible: "
+        f"{len(result.violations)} violation(s)")
     ]
     lines += [f"  - {v.kind}: {v.message}" for v in result.violations[:50]]
     _eprint("\n".join(lines))
