@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import Diagnostic, SpecError, Span, did_you_mean
-from .model import Problem
+from .model import Graph, Problem
 
 FORMAT = "planner.plan"
 VERSION = 1
@@ -39,10 +39,24 @@ class Plan:
         start_s: Sequence[float],
         n_devices: int,
         algorithm: str = "",
+        graph: Graph | None = None,
     ) -> Plan:
-        """A plan whose per-device order is by start time (ties by op index)."""
+        """A plan whose per-device order is by start time.
+
+        Ties (ops starting at the same instant, e.g. after a zero-time op) are broken by
+        topological position when `graph` is given — a zero-time producer then precedes its
+        consumer — else by op index. Pass the graph whenever zero-time ops may occur.
+        """
+        rank: Sequence[int]
+        if graph is not None:
+            pos = [0] * len(placement)
+            for k, i in enumerate(graph.topological_order):
+                pos[i] = k
+            rank = pos
+        else:
+            rank = range(len(placement))
         order: list[list[int]] = [[] for _ in range(n_devices)]
-        for i in sorted(range(len(placement)), key=lambda i: (start_s[i], i)):
+        for i in sorted(range(len(placement)), key=lambda i: (start_s[i], rank[i])):
             order[placement[i]].append(i)
         return cls(tuple(placement), tuple(map(tuple, order)), tuple(start_s), algorithm)
 
