@@ -1,0 +1,334 @@
+"""Lower bounds on the makespan and on the devices a plan needs.
+
+Every bound holds for every plan that respects the problem's pins and colocation groups
+(plans that break them are infeasible anyway), under every contention model, because
+contention only delays transfers. Costs come from `planner.cost`.
+
+Allowed devices: op `i` may run on `A(i)`, the devices where its compute time is finite,
+narrowed to its pin when it has one, and to the devices allowed for every member of its
+colocation group (when that intersection is empty no plan is feasible and the group is
+ignored). An op with no allowed device contributes nothing (no plan of it is finite).
+
+- `critical_path_s`: the longest path with each op at its fastest device, no
+  communication. Every path's ops run one after another, each for at least its fastest
+  time.
+- `work_s`: the sum of fastest times divided by the number of devices. Some device
+  carries at least the average load.
+- `constrained_path_s`: the longest path where op `i` weighs `min over A(i)` of its time
+  and edge `i -> j` weighs 0 if `A(i)` and `A(j)` share a device, else the fastest
+  `latency + bytes / bandwidth` from a device of `A(i)` to one of `A(j)`: then the tensor
+  must cross, it cannot leave before `i` ends, and it carries at least the edge's bytes.
+- `load_s`: the assignment (load) bound. Treat each colocation group as one job `J` with
+  time `c_J(d)` = the sum of its members' times on `d ∈ A(J)`; every plan puts each job
+  on one allowed device, so its makespan is at least its busiest device's load, which is
+  at least the optimum `T*` of the fractional relaxation
+  `min T  s.t.  sum_d x_Jd = 1,  sum_J c_J(d) x_Jd <= T,  x >= 0`.
+  By LP duality, for every weight vector `y >= 0` with `sum_d y_d = 1`,
+  `sum_J min_{d ∈ A(J)} y_d c_J(d) <= T*` (multiply each load constraint by `y_d`, sum,
+  and bound each job's share by its cheapest device). We evaluate a few `y` (uniform,
+  which gives at least `work_s`; proportional to each device's throughput, which is exact
+  for related devices; one-hot, which gives the load of ops that can run only there) and
+  improve on them with Kelley's cutting planes (`_best_weights`), which in practice reach
+  the LP optimum. The bound is the exact value of the best `y` found, so it is valid even
+  where the search stops short. The relaxation may split a job across devices, so
+  `load_s` is also at least every job's time on its fastest allowed device (a colocation
+  group runs whole on one device).
+
+`makespan_s` is the largest of them. Memory: `memory_bytes` is a lower bound on the total
+bytes a plan's devices must hold together: under `static`, every op's params and output,
+plus the largest temp (one device holds that op); under `liveness`, every op's params
+plus the largest output + temp of one op that takes time (held while it runs; a buffer
+freed at the instant it is allocated never counts). `min_devices` is the
+fewest devices whose caps sum to at least that (the largest caps first); it is one more
+than the cluster has when even all devices together cannot hold it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from .cost import INF, costs
+from .model import Problem
+
+__all__ = ["Bounds", "lower_bound"]
+
+_KELLEY_STEPS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Lower bounds of one problem (see the module docstring for each proof)."""
+
+    #: the best (largest) valid lower bound on the makespan
+    makespan_s: float
+    #: each op at its fastest device, no communication
+    critical_path_s: float
+    #: sum of fastest times / number of devices
+    work_s: float
+    #: fewest devices whose caps could hold the minimal total memory
+    min_devices: int
+    #: longest path over allowed devices, with transfers that are forced
+    constrained_path_s: float = 0.0
+    #: the assignment bound: LP duality, and each job whole on one device (>= work_s)
+    load_s: float = 0.0
+    #: the minimal total memory behind `min_devices`
+    memory_bytes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict, fields in declaration order."""
+        return asdict(self)
+
+
+def lower_bound(problem: Problem) -> Bounds:
+    """Every lower bound of `problem` (see the module docstring)."""
+    g = problem.graph
+    devices = problem.cluster.devices
+    n, m = len(g.ops), len(devices)
+    if n == 0 or m == 0:
+        return Bounds(0.0, 0.0, 0.0, 0 if n == 0 else 1, memory_bytes=0)
+    c = costs(problem)
+    comp = c.compute
+    allowed = _allowed(problem)
+    fastest = [0.0] * n
+    wmin = [0.0] * n
+    everywhere = tuple(range(m))
+    for i in range(n):
+        row = comp[i]
+        f = min(row)
+        fastest[i] = f if f < INF else 0.0
+        a = allowed[i]
+        if a == everywhere:
+            wmin[i] = f
+        else:
+            wmin[i] = min(row[d] for d in a) if a else 0.0
+
+    critical = _longest_path(problem, fastest, None)
+    work = math.fsum(fastest) / m
+    constrained = _longest_path(problem, wmin, allowed)
+    load = max(_load_bound(problem, allowed), work)
+    need, min_dev = _memory_bound(problem, fastest)
+    best = max(critical, work, constrained, load)
+    return Bounds(best, critical, work, min_dev, constrained, load, need)
+
+
+def _allowed(problem: Problem) -> list[tuple[int, ...]]:
+    """Per op, the devices a feasible plan may put it on (sorted)."""
+    comp = costs(problem).compute
+    m = len(problem.cluster.devices)
+    allowed: list[tuple[int, ...]] = []
+    everywhere = tuple(range(m))
+    pins = problem.pins
+    for i, row in enumerate(comp):
+        pin = pins.get(i)
+        if pin is not None:
+            allowed.append((pin,) if 0 <= pin < m and row[pin] < INF else ())
+        elif INF not in row:
+            allowed.append(everywhere)
+        else:
+            allowed.append(tuple(d for d in range(m) if row[d] < INF))
+    for group in problem.graph.colocations:
+        common = set(allowed[group[0]])
+        for i in group[1:]:
+            common.intersection_update(allowed[i])
+        if common:
+            shared = tuple(sorted(common))
+            for i in group:
+                allowed[i] = shared
+    return allowed
+
+
+def _longest_path(problem: Problem, weight: list[float],
+                  allowed: list[tuple[int, ...]] | None) -> float:
+    """Longest path with op weights; with `allowed`, forced transfers weigh their minimum."""
+    g = problem.graph
+    edges = g.edges
+    e_src = [e.src for e in edges]
+    pred = g.predecessors
+    finish = [0.0] * len(g.ops)
+    mask: list[int] = []
+    c = costs(problem)
+    if allowed is not None:
+        bits: dict[tuple[int, ...], int] = {}
+        for a in allowed:
+            if a not in bits:
+                bits[a] = sum(1 << d for d in a)
+        mask = [bits[a] for a in allowed]
+    for j in g.topological_order:
+        start = 0.0
+        if allowed is None:
+            for k in pred[j]:
+                t = finish[e_src[k]]
+                if t > start:  # noqa: PLR1730 (hot loop: a call to max() costs more)
+                    start = t
+        else:
+            mj = mask[j]
+            for k in pred[j]:
+                i = e_src[k]
+                t = finish[i]
+                if mj and mask[i] and not mask[i] & mj:
+                    t += min(c.transfer_time(edges[k].bytes, a, b)
+                             for a in allowed[i] for b in allowed[j])
+                if t > start:  # noqa: PLR1730
+                    start = t
+        finish[j] = start + weight[j]
+    return max(finish, default=0.0)
+
+
+def _load_bound(problem: Problem, allowed: list[tuple[int, ...]]) -> float:
+    """The assignment bound: the best LP-dual value found, or a job whole on one device."""
+    g = problem.graph
+    n, m = len(g.ops), len(problem.cluster.devices)
+    comp = np.array(costs(problem).compute, dtype=float).reshape(n, m)
+    distinct: dict[tuple[int, ...], int] = {}
+    which = [distinct.setdefault(a, len(distinct)) for a in allowed]
+    table = np.zeros((len(distinct), m), dtype=bool)
+    for a, k in distinct.items():
+        table[k, list(a)] = True
+    ok = table[np.array(which, dtype=np.int64)].reshape(n, m)
+    cost = np.where(ok, comp, 0.0)
+    # one job per colocation group whose members share an allowed device
+    job = np.arange(n)
+    for group in g.colocations:
+        a = allowed[group[0]]
+        if a and all(allowed[i] == a for i in group):
+            job[list(group)] = group[0]
+    if g.colocations:
+        ids, job = np.unique(job, return_inverse=True)
+        summed = np.zeros((len(ids), m))
+        np.add.at(summed, job, cost)
+        # members of a merged group share one allowed set, so any member's row will do
+        member = np.zeros(len(ids), dtype=int)
+        member[job] = np.arange(n)
+        cost, ok = summed, ok[member]
+    keep = ok.any(axis=1) & (cost.max(axis=1) > 0)
+    cost, ok = cost[keep], ok[keep]
+    if not len(cost):
+        return 0.0
+    whole = float(np.where(ok, cost, INF).min(axis=1).max())
+    y = _best_weights(cost, ok)
+    # the bound is the exact dual value of y on every job: valid whatever y is
+    return max(_dual_value(cost, ok, y)[0], whole)
+
+
+def _dual_value(cost: np.ndarray, ok: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+    """`sum_J min_{d in A(J)} y_d c_J(d)` and its supergradient (load of each device)."""
+    scaled = np.where(ok, cost * y, INF)
+    arg = scaled.argmin(axis=1)
+    rows = np.arange(len(arg))
+    grad = np.bincount(arg, weights=cost[rows, arg], minlength=cost.shape[1])
+    return float(scaled[rows, arg].sum()), grad
+
+
+def _best_weights(cost: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Weights `y` on the simplex with a high dual value (Kelley's cutting planes).
+
+    The dual value is `f(y) = min over assignments a of g_a . y` (g_a: the device loads of
+    assignment a), concave and polyhedral. Each evaluation at `y_k` yields the cut
+    `f <= g_k . y`; the master problem `max_y min_k g_k . y` (a small matrix game, solved
+    by `_game`) proposes the next `y` and bounds the optimum from above, so the loop stops
+    when the gap closes. Jobs whose cost rows are proportional and share allowed devices
+    add up to one job, which usually leaves a handful of rows.
+    """
+    m = cost.shape[1]
+    scale = cost.max(axis=1)
+    shape = np.where(ok, np.round(cost / scale[:, None], 12), -1.0)
+    order = np.lexsort(shape.T[::-1])
+    ordered = shape[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    rows = ordered[new]
+    weight = np.bincount(inverse, weights=scale, minlength=len(rows))
+    c_ok = rows >= 0
+    c_cost = np.where(c_ok, rows, 0.0) * weight[:, None]
+
+    totals = c_cost.sum(axis=0)
+    starts = [np.full(m, 1.0 / m), *np.eye(m)]
+    if (totals > 0).all():
+        thr = 1.0 / totals  # exact for related devices (times proportional to 1/speed)
+        starts.append(thr / thr.sum())
+    cuts: list[np.ndarray] = []
+    best, best_y = -1.0, starts[0]
+    for y in starts:
+        v, grad = _dual_value(c_cost, c_ok, y)
+        cuts.append(grad)
+        if v > best:
+            best, best_y = v, y
+    for _ in range(_KELLEY_STEPS):
+        found = _game(np.array(cuts))
+        if found is None:
+            break
+        upper, y = found
+        v, grad = _dual_value(c_cost, c_ok, y)
+        if v > best:
+            best, best_y = v, y
+        if upper - best <= 1e-9 * upper:
+            break
+        cuts.append(grad)
+    return best_y
+
+
+def _game(payoff: np.ndarray) -> tuple[float, np.ndarray] | None:
+    """`max over y in the simplex of min_k (payoff @ y)_k` and its `y`, or None.
+
+    With a nonnegative payoff whose rows are not all zero, the value is `1 / max sum(w)`
+    over `payoff.T @ w <= 1, w >= 0` and `y` is that LP's dual solution, normalised. A
+    dense simplex with Bland's rule (sizes are tiny); None if it fails numerically.
+    """
+    top = float(payoff.max())
+    if top <= 0:
+        return None
+    a = payoff.T / top  # m x K, entries in [0, 1]
+    m, k = a.shape
+    tab = np.zeros((m + 1, k + m + 1))
+    tab[:m, :k] = a
+    tab[:m, k:k + m] = np.eye(m)
+    tab[:m, -1] = 1.0
+    tab[m, :k] = -1.0
+    basis = list(range(k, k + m))
+    eps = 1e-12
+    for _ in range(50 * (k + m)):
+        entering = next((j for j in range(k + m) if tab[m, j] < -eps), None)
+        if entering is None:
+            u = tab[m, k:k + m]
+            total = float(tab[m, -1])
+            if total <= 0 or u.sum() <= 0:
+                return None
+            y = np.maximum(u, 0.0)
+            return top / total, y / y.sum()
+        col = tab[:m, entering]
+        ratios = [(tab[i, -1] / col[i], basis[i], i) for i in range(m) if col[i] > eps]
+        if not ratios:
+            return None
+        row = min(ratios)[2]
+        tab[row] /= tab[row, entering]
+        for i in range(m + 1):
+            if i != row and tab[i, entering] != 0.0:
+                tab[i] -= tab[i, entering] * tab[row]
+        basis[row] = entering
+    return None
+
+
+def _memory_bound(problem: Problem, fastest: list[float]) -> tuple[int, int]:
+    """(minimal total bytes, fewest devices whose caps could hold them)."""
+    ops = problem.graph.ops
+    if problem.memory_model == "liveness":
+        # an op that may take no time may hold its output and temp for no time at all
+        need = sum(op.params_bytes for op in ops) + max(
+            (op.output_bytes + op.temp_bytes for op, f in zip(ops, fastest) if f > 0),
+            default=0)
+    else:
+        need = sum(op.params_bytes + op.output_bytes for op in ops) + max(
+            (op.temp_bytes for op in ops), default=0)
+    caps = sorted((d.memory_bytes for d in problem.cluster.devices), reverse=True)
+    held = 0
+    for k, cap in enumerate(caps, 1):
+        held += cap
+        if held >= need:
+            return need, k if ops else 0
+    return need, len(caps) + 1

@@ -1,0 +1,851 @@
+"""The simulator: an independent discrete-event re-execution of a plan.
+
+Every algorithm's plan is judged here, under the spec's cost model, with the formulas of
+`planner.cost` (compute times, `latency + bytes / bandwidth`, static memory). No algorithm
+can bend it: it ignores a plan's own start times except to check them.
+
+Semantics
+---------
+- **Compute.** An op runs on its device alone, without preemption, for `compute[i][d]`
+  seconds. It starts when its device is free and every input is on the device.
+- **Order.** With `Plan.order`, each device runs its ops in that order. Entries that
+  contradict the placement (an op listed on another device, twice, or not at all) are
+  `order` violations; the simulator drops them and runs left-out ops last, in topological
+  order. An order that contradicts precedence deadlocks; the simulator does not hang: the
+  stuck ops get start and end `inf` and an `order` violation names, per device, the op
+  that cannot start and the inputs it waits for. Without an order, devices dispatch
+  dynamically: a device that is idle starts, among its ops whose inputs have all arrived,
+  the one that became ready earliest, ties by larger upward rank (`upward_rank`: mean
+  compute plus the longest mean-cost path to an exit, from `cost.Costs`), then by smaller
+  op index. `default_order` returns the order this produces.
+- **Transfers.** A producer's tensor goes to another device at most once; it carries the
+  largest `bytes` of the edges to consumers there, is ready when the producer ends, and
+  takes `latency + bytes / bandwidth`. Consumers wait for its arrival; same-device edges
+  cost nothing. Transfers are committed in order of ready time, ties by (producer
+  topological position, destination device index). (A zero-duration op that starts and
+  ends at an instant after that instant's transfers were committed commits its own after
+  them.)
+  - `none`: a transfer starts when it is ready.
+  - `link`: each directed link carries one transfer at a time; a transfer starts at the
+    earliest time >= ready at which its link is free after every previously committed
+    transfer on it (no backfilling).
+  - `device`: the same, but the resource is the pair of both endpoints' single channels
+    (each device's sends and receives share one channel).
+- **Memory.** `static`: `cost.static_memory` (params and outputs of a device's ops, each
+  tensor it receives once, its largest temp). `liveness`: params are resident from t=0;
+  an op's output and temp are allocated at its start; the temp is freed at its end; the
+  output is freed when the last consumer on the same device finishes (never, without
+  one); a received copy is allocated when its transfer starts and freed when the last
+  consumer of it there finishes. Each buffer occupies memory on the half-open interval
+  [allocated, freed): at one instant frees happen before allocations, and a buffer freed
+  at the instant it is allocated never counts. `memory_peak_bytes` is the figure the
+  plan's memory model constrains (static total, or liveness peak); a device whose figure
+  exceeds its `memory` is a `memory` violation naming the device's ops (`static`) or the
+  ops whose buffers are live at the peak (`liveness`).
+- **Violations** (all are reported, not just the first): `unplaced` (no device, or one
+  that does not exist: the op never runs, so its consumers never start), `order`, `pin`,
+  `colocation` (a group split across devices), `unrunnable` (an op on a device where its
+  compute time is infinite: it never ends), `no_link` (a transfer between devices with no
+  link: it never arrives), `memory`; and, when the plan carries intended start times
+  (`Plan.start_s`, checked but never trusted), `overlap` (two ops on one device whose
+  intended runs `[start, start + compute)` intersect) and `precedence` (an op intended to
+  start before an input could arrive even without contention: the producer's intended
+  end, plus on another device `latency + bytes / bandwidth` of the copy sent there).
+  Comparisons of intended times allow a relative slack of 1e-9. Times that never happen
+  are `inf` (`null` in JSON).
+
+Everything is deterministic: no randomness, no dependence on set or dict iteration order.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import math
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from heapq import heappop, heappush
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .cost import INF, costs, static_memory
+from .model import Graph, Op, Problem
+from .plan import Plan
+from .units import format_bytes, format_seconds
+
+if TYPE_CHECKING:
+    from .bounds import Bounds
+
+__all__ = [
+    "SimResult", "Transfer", "Violation", "default_order", "report_json", "simulate",
+    "upward_rank",
+]
+
+#: violation kinds, in the order a report lists them
+KINDS: tuple[str, ...] = (
+    "unplaced", "order", "pin", "colocation", "unrunnable", "no_link", "precedence",
+    "overlap", "memory",
+)
+_CONTENTION_CODE = {"none": 0, "link": 1, "device": 2}
+_REL_TOL = 1e-9  # relative slack when checking a plan's own (rounded) start times
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One way a plan breaks the rules, with the ops and devices involved (indices)."""
+
+    kind: str
+    message: str
+    ops: tuple[int, ...]
+    devices: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """One tensor sent from `src_device` (where `src_op` ran) to `dst_device`."""
+
+    src_op: int
+    src_device: int
+    dst_device: int
+    bytes: int
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What a simulation found: times, transfers, busy time, memory, violations.
+
+    Per-op tuples are indexed by op, per-device tuples by device. Times that never happen
+    (stuck or downstream of an impossible op or transfer) are `inf`; an unplaced op has
+    device -1 in `placement`.
+    """
+
+    makespan_s: float
+    placement: tuple[int, ...]
+    #: per device, the ops in the order they ran
+    order: tuple[tuple[int, ...], ...]
+    start_s: tuple[float, ...]
+    end_s: tuple[float, ...]
+    #: in commit order
+    transfers: tuple[Transfer, ...]
+    busy_s: tuple[float, ...]
+    memory_static_bytes: tuple[int, ...]
+    #: the figure the plan's memory model constrains (static total or liveness peak)
+    memory_peak_bytes: tuple[int, ...]
+    #: per device, (time, bytes) steps under the plan's memory model (one step for static)
+    memory_timeline: tuple[tuple[tuple[float, int], ...], ...]
+    violations: tuple[Violation, ...]
+
+    @property
+    def feasible(self) -> bool:
+        """Whether the plan broke no rule (then its makespan is finite)."""
+        return not self.violations
+
+
+def upward_rank(problem: Problem) -> tuple[float, ...]:
+    """Per op, its upward rank under mean costs (HEFT; Topcuoglu et al., 2002).
+
+    `rank(i) = mean_compute(i) + max over edges i->j of (mean_transfer(bytes) + rank(j))`,
+    with the means of `cost.Costs` (mean transfer is linear in bytes, so it is computed as
+    mean latency + bytes * mean seconds per byte).
+    """
+    g = problem.graph
+    c = costs(problem)
+    lat = c.mean_latency
+    inv = c.mean_inv_bandwidth
+    t = _tables(g)
+    e_dst, e_bytes = t.e_dst, t.e_bytes
+    succ = g.successors
+    mean = c.mean_compute
+    rank = [0.0] * len(g.ops)
+    for i in reversed(g.topological_order):
+        best = 0.0
+        for k in succ[i]:
+            v = lat + e_bytes[k] * inv + rank[e_dst[k]]
+            if v > best:  # noqa: PLR1730 (hot loop: a call to max() costs more)
+                best = v
+        rank[i] = mean(i) + best
+    return tuple(rank)
+
+
+def default_order(problem: Problem, placement: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """The per-device order dynamic dispatch produces for `placement` (see module doc)."""
+    return simulate(problem, Plan(tuple(placement))).order
+
+
+def simulate(problem: Problem, plan: Plan) -> SimResult:
+    """Re-execute `plan` on `problem` under its cost model and check every rule."""
+    enabled = gc.isenabled()
+    # hundreds of thousands of small acyclic objects: the cyclic collector only costs time
+    gc.disable()
+    try:
+        return _simulate(problem, plan)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _simulate(problem: Problem, plan: Plan) -> SimResult:
+    g = problem.graph
+    devices = problem.cluster.devices
+    n, m = len(g.ops), len(devices)
+    c = costs(problem)
+    found: dict[str, list[Violation]] = {k: [] for k in KINDS}
+
+    place = _valid_placement(problem, plan, found["unplaced"])
+    _check_pins(problem, place, found["pin"])
+    _check_colocations(problem, place, found["colocation"])
+    compute = c.compute
+    dur = [compute[i][d] if d >= 0 else INF for i, d in enumerate(place)]
+    for i, d in enumerate(place):
+        if d >= 0 and dur[i] == INF:
+            found["unrunnable"].append(Violation(
+                "unrunnable", f"op `{g.ops[i].name}` cannot run on `{devices[d].name}`: "
+                "its compute time there is infinite", (i,), (d,)))
+
+    seqs = None
+    if plan.order is not None:
+        seqs = _normalize_order(problem, plan.order, place, found["order"])
+    run = _Run(problem, place, dur, seqs)
+    run.execute()
+    for i, di, dj in run.no_link:
+        found["no_link"].append(Violation(
+            "no_link", f"the output of `{g.ops[i].name}` cannot reach "
+            f"`{devices[dj].name}`: there is no link from `{devices[di].name}` to "
+            f"`{devices[dj].name}`", (i,), (di, dj)))
+    if run.stuck:
+        found["order"].append(_deadlock(problem, run))
+    if plan.start_s is not None:
+        _check_start_times(problem, plan.start_s, place, dur, found)
+
+    static = _static_bytes(g, place, m)
+    if problem.memory_model == "liveness":
+        peak, timeline, live = _liveness(problem, place, run)
+    else:
+        peak = list(static)
+        timeline = [((0.0, b),) for b in static]
+        live = None
+    what = "liveness peak" if live is not None else "static"
+    for d, dev in enumerate(devices):
+        if peak[d] > dev.memory_bytes:
+            ops = live[d] if live is not None else tuple(i for i in range(n) if place[i] == d)
+            found["memory"].append(Violation(
+                "memory", f"device `{dev.name}` needs {format_bytes(peak[d])} "
+                f"({what}) but its memory is {format_bytes(dev.memory_bytes)}",
+                tuple(sorted(ops)), (d,)))
+
+    busy = [0.0] * m
+    for d, seq in enumerate(run.order):
+        busy[d] = math.fsum(dur[i] for i in seq) if seq else 0.0
+    makespan = max(run.end, default=0.0)
+    transfers = tuple(map(Transfer, run.tr_src, run.tr_sd, run.tr_dd, run.tr_bytes,
+                          run.tr_start, run.tr_end))
+    return SimResult(
+        makespan_s=makespan,
+        placement=tuple(place),
+        order=tuple(tuple(s) for s in run.order),
+        start_s=tuple(run.start),
+        end_s=tuple(run.end),
+        transfers=transfers,
+        busy_s=tuple(busy),
+        memory_static_bytes=tuple(static),
+        memory_peak_bytes=tuple(peak),
+        memory_timeline=tuple(timeline),
+        violations=tuple(v for k in KINDS for v in found[k]),
+    )
+
+
+# -- checks ---------------------------------------------------------------------------
+
+
+def _valid_placement(problem: Problem, plan: Plan, out: list[Violation]) -> list[int]:
+    """The plan's placement with every missing or out-of-range device as -1."""
+    ops = problem.graph.ops
+    m = len(problem.cluster.devices)
+    given = plan.placement
+    place = [-1] * len(ops)
+    for i, op in enumerate(ops):
+        raw = given[i] if i < len(given) else None
+        try:
+            d = operator.index(raw)  # type: ignore[arg-type]
+        except TypeError:
+            d = -1
+        if 0 <= d < m:
+            place[i] = d
+        elif raw is None or d == -1:
+            out.append(Violation("unplaced", f"op `{op.name}` is not placed on any device",
+                                 (i,), ()))
+        else:
+            out.append(Violation(
+                "unplaced", f"op `{op.name}` is placed on device {d}, which does not exist "
+                f"(the cluster has {m} devices)", (i,), ()))
+    if len(given) > len(ops):
+        out.append(Violation(
+            "unplaced", f"the placement has {len(given)} entries but the graph has "
+            f"{len(ops)} ops", (), ()))
+    return place
+
+
+def _check_pins(problem: Problem, place: list[int], out: list[Violation]) -> None:
+    ops, devs = problem.graph.ops, problem.cluster.devices
+    for i, d in sorted(problem.pins.items()):
+        if place[i] >= 0 and place[i] != d:  # unplaced ops are reported as such
+            out.append(Violation(
+                "pin", f"op `{ops[i].name}` is pinned to `{devs[d].name}` but placed on "
+                f"`{devs[place[i]].name}`", (i,), (d, place[i])))
+
+
+def _check_colocations(problem: Problem, place: list[int], out: list[Violation]) -> None:
+    ops, devs = problem.graph.ops, problem.cluster.devices
+    for group in problem.graph.colocations:
+        used = sorted({place[i] for i in group if place[i] >= 0})
+        if len(used) > 1:
+            names = _names([ops[i].name for i in group])
+            where = ", ".join(f"`{devs[d].name}`" for d in used)
+            out.append(Violation("colocation", f"colocated ops {names} are split across "
+                                 f"{where}", tuple(group), tuple(used)))
+
+
+def _names(names: Sequence[str], limit: int = 4) -> str:
+    shown = ", ".join(f"`{x}`" for x in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _normalize_order(problem: Problem, order: Sequence[Sequence[int]], place: list[int],
+                     out: list[Violation]) -> list[list[int]]:
+    """Per-device sequences that hold exactly the ops placed there.
+
+    Entries that contradict the placement (wrong device, repeated, unknown op or device)
+    are dropped and reported; placed ops the order leaves out run last, in topological
+    order.
+    """
+    ops, devs = problem.graph.ops, problem.cluster.devices
+    n, m = len(ops), len(devs)
+    seqs: list[list[int]] = [[] for _ in range(m)]
+    listed = [False] * n
+    for d, seq in enumerate(order):
+        for entry in seq:
+            try:
+                i = operator.index(entry)
+            except TypeError:
+                i = -1
+            if not 0 <= i < n:
+                out.append(Violation("order", f"the order lists op {entry!r}, which does not "
+                                     "exist", (), (d,) if d < m else ()))
+            elif d >= m:
+                out.append(Violation("order", f"the order lists `{ops[i].name}` on device "
+                                     f"{d}, which does not exist", (i,), ()))
+            elif place[i] < 0:
+                continue  # reported as unplaced
+            elif place[i] != d:
+                out.append(Violation(
+                    "order", f"the order lists `{ops[i].name}` on `{devs[d].name}` but it "
+                    f"is placed on `{devs[place[i]].name}`", (i,), (d, place[i])))
+            elif listed[i]:
+                out.append(Violation("order", f"the order lists `{ops[i].name}` twice on "
+                                     f"`{devs[d].name}`", (i,), (d,)))
+            else:
+                listed[i] = True
+                seqs[d].append(i)
+    for i in problem.graph.topological_order:
+        d = place[i]
+        if d >= 0 and not listed[i]:
+            out.append(Violation("order", f"the order of `{devs[d].name}` leaves out "
+                                 f"`{ops[i].name}` (run last)", (i,), (d,)))
+            seqs[d].append(i)
+    return seqs
+
+
+def _deadlock(problem: Problem, run: _Run) -> Violation:
+    """The `order` violation naming each device's stuck op and the inputs it waits for."""
+    ops, devs = problem.graph.ops, problem.cluster.devices
+    edges, pred = problem.graph.edges, problem.graph.predecessors
+    heads: list[int] = []
+    parts: list[str] = []
+    for d, i in run.stuck:
+        heads.append(i)
+        waits = sorted({edges[k].src for k in pred[i] if not run.done[edges[k].src]})
+        parts.append(f"`{ops[i].name}` on `{devs[d].name}` waits for "
+                     + _names([ops[w].name for w in waits], 3))
+    shown = "; ".join(parts[:3]) + (f"; and {len(parts) - 3} more" if len(parts) > 3 else "")
+    return Violation("order", f"the order contradicts precedence and deadlocks: {shown}",
+                     tuple(heads), tuple(d for d, _ in run.stuck))
+
+
+def _check_start_times(problem: Problem, start_s: Sequence[float], place: list[int],
+                       dur: list[float], found: dict[str, list[Violation]]) -> None:
+    """Check a plan's intended start times for overlap and precedence (see module doc)."""
+    g, devs = problem.graph, problem.cluster.devices
+    ops = g.ops
+    n = len(ops)
+    if len(start_s) != n:
+        found["order"].append(Violation("order", f"the plan gives {len(start_s)} start "
+                                        f"times for {n} ops", (), ()))
+        return
+    c = costs(problem)
+    end = [s + t for s, t in zip(start_s, dur)]
+
+    def early(t: float, limit: float) -> bool:
+        return t < limit - _REL_TOL * max(1.0, abs(limit))
+
+    by_dev: list[list[int]] = [[] for _ in devs]
+    for i, d in enumerate(place):
+        if d >= 0 and math.isfinite(start_s[i]):
+            by_dev[d].append(i)
+    for d, seq in enumerate(by_dev):
+        seq.sort(key=lambda i: (start_s[i], i))
+        for a, b in itertools.pairwise(seq):
+            if early(start_s[b], end[a]):
+                found["overlap"].append(Violation(
+                    "overlap", f"ops `{ops[a].name}` and `{ops[b].name}` overlap on "
+                    f"`{devs[d].name}`: `{ops[b].name}` is meant to start at "
+                    f"{format_seconds(start_s[b])}, before `{ops[a].name}` ends at "
+                    f"{format_seconds(end[a])}", (a, b), (d,)))
+    # the tensor to a device carries the largest bytes of the edges to it
+    sent: dict[tuple[int, int], int] = {}
+    for e in g.edges:
+        key = (e.src, place[e.dst])
+        if e.bytes > sent.get(key, -1):
+            sent[key] = e.bytes
+    for e in g.edges:
+        i, j = e.src, e.dst
+        di, dj = place[i], place[j]
+        if di < 0 or dj < 0 or not math.isfinite(end[i]):
+            continue
+        arrive = end[i] + c.transfer_time(sent[(i, dj)], di, dj)
+        if math.isfinite(arrive) and early(start_s[j], arrive):
+            what = "ends" if di == dj else "can arrive"
+            found["precedence"].append(Violation(
+                "precedence", f"op `{ops[j].name}` is meant to start at "
+                f"{format_seconds(start_s[j])}, before its input from `{ops[i].name}` "
+                f"{what} at {format_seconds(arrive)}", (i, j),
+                (di,) if di == dj else (di, dj)))
+
+
+# -- the event loop -------------------------------------------------------------------
+
+
+class _Run:
+    """One execution: plain lists and a heap, no per-event objects beyond heap tuples."""
+
+    def __init__(self, problem: Problem, place: list[int], dur: list[float],
+                 seqs: list[list[int]] | None) -> None:
+        g = problem.graph
+        n, m = len(g.ops), len(problem.cluster.devices)
+        self.problem = problem
+        self.place = place
+        self.dur = dur
+        self.seqs = seqs
+        self.n, self.m = n, m
+        self.start = [INF] * n
+        self.end = [INF] * n
+        self.done = [False] * n
+        self.order: list[list[int]] = [[] for _ in range(m)]
+        self.tr_src: list[int] = []
+        self.tr_sd: list[int] = []
+        self.tr_dd: list[int] = []
+        self.tr_bytes: list[int] = []
+        self.tr_start: list[float] = []
+        self.tr_end: list[float] = []
+        self.no_link: list[tuple[int, int, int]] = []
+        self.stuck: list[tuple[int, int]] = []  # (device, op at the head of its order)
+
+    def execute(self) -> None:
+        """Run to completion (or to a deadlock of a static order)."""
+        p = self.problem
+        g = p.graph
+        c = costs(p)
+        n, m = self.n, self.m
+        place, dur = self.place, self.dur
+        start, end, done, order = self.start, self.end, self.done, self.order
+        tables = _tables(g)
+        e_dst, e_bytes, pos = tables.e_dst, tables.e_bytes, tables.pos
+        succ = g.successors
+        topo = g.topological_order
+        pending = [len(x) for x in g.predecessors]
+        ready = [0.0] * n
+        lat, inv = c.latency, c.inv_bandwidth
+        mode = _CONTENTION_CODE[p.contention]
+        link_free = [0.0] * (m * m)
+        chan_free = [0.0] * m
+        best = [-1] * m  # scratch: largest bytes to each device for the current producer
+        arrive = [0.0] * m  # scratch: arrival at each device for the current producer
+        tr_src, tr_sd, tr_dd = self.tr_src, self.tr_sd, self.tr_dd
+        tr_bytes, tr_start, tr_end = self.tr_bytes, self.tr_start, self.tr_end
+        no_link = self.no_link
+        ev: list[tuple[float, int]] = []  # (time, key): key < n completion of topo[key]
+        seqs = self.seqs
+        dynamic = seqs is None
+        t = 0.0
+
+        # static order state
+        ptr = [0] * m
+        free = [0.0] * m
+        # dynamic dispatch state
+        idle = [True] * m
+        rq: list[list[tuple[float, float, int]]] = [[] for _ in range(m)]
+        negrank: list[float] = []
+        dirty: list[int] = []
+        is_dirty = [False] * m
+        if dynamic:
+            negrank = [-r for r in upward_rank(p)]
+
+        def try_start(d: int) -> None:
+            # static order: start every head of d's order whose inputs are all known
+            seq = seqs[d]  # type: ignore[index]
+            k = ptr[d]
+            f = free[d]
+            while k < len(seq):
+                i = seq[k]
+                if pending[i]:
+                    break
+                s = max(f, ready[i])
+                f = s + dur[i]
+                start[i] = s
+                end[i] = f
+                order[d].append(i)
+                heappush(ev, (f, pos[i]))
+                k += 1
+            ptr[d] = k
+            free[d] = f
+
+        for i in range(n):
+            if place[i] < 0:
+                heappush(ev, (INF, pos[i]))  # never runs; its consumers never get inputs
+        if dynamic:
+            for i in range(n):
+                d = place[i]
+                if d >= 0 and not pending[i]:
+                    rq[d].append((0.0, negrank[i], i))
+            for d in range(m):
+                q = rq[d]
+                q.sort()
+                if q:
+                    dirty.append(d)
+                    is_dirty[d] = True
+        else:
+            for d in range(m):
+                try_start(d)
+
+        while ev or dirty:
+            if ev and not dirty:
+                t = ev[0][0]
+            while ev and ev[0][0] == t:
+                key = heappop(ev)[1]
+                if key >= n:  # dynamic: op key - n becomes ready now
+                    j = key - n
+                    d = place[j]
+                    heappush(rq[d], (t, negrank[j], j))
+                    if not is_dirty[d]:
+                        is_dirty[d] = True
+                        dirty.append(d)
+                    continue
+                i = topo[key]
+                done[i] = True
+                di = place[i]
+                if dynamic and di >= 0:
+                    idle[di] = True
+                    if not is_dirty[di]:
+                        is_dirty[di] = True
+                        dirty.append(di)
+                out = succ[i]
+                if not out:
+                    continue
+                touched: list[int] = []
+                for k in out:
+                    dj = place[e_dst[k]]
+                    if dj != di and dj >= 0:
+                        b = e_bytes[k]
+                        cur = best[dj]
+                        if cur < 0:
+                            best[dj] = b
+                            touched.append(dj)
+                        elif b > cur:
+                            best[dj] = b
+                if touched:
+                    touched.sort()
+                    lrow = lat[di] if di >= 0 else None
+                    irow = inv[di] if di >= 0 else None
+                    for dj in touched:
+                        b = best[dj]
+                        best[dj] = -1
+                        if lrow is None or t == INF:
+                            arrive[dj] = INF
+                            continue
+                        lt = lrow[dj]
+                        if lt == INF:
+                            arrive[dj] = INF
+                            no_link.append((i, di, dj))
+                            continue
+                        dt = lt + b * irow[dj]  # type: ignore[index]
+                        if mode == 0:
+                            s = t
+                        elif mode == 1:
+                            lk = di * m + dj
+                            s = link_free[lk]
+                            s = max(s, t)
+                            link_free[lk] = s + dt
+                        else:
+                            s = chan_free[di]
+                            s = max(s, chan_free[dj])
+                            s = max(s, t)
+                            chan_free[di] = chan_free[dj] = s + dt
+                        fin = s + dt
+                        arrive[dj] = fin
+                        tr_src.append(i)
+                        tr_sd.append(di)
+                        tr_dd.append(dj)
+                        tr_bytes.append(b)
+                        tr_start.append(s)
+                        tr_end.append(fin)
+                for k in out:
+                    j = e_dst[k]
+                    dj = place[j]
+                    a = t if dj == di else arrive[dj]
+                    ready[j] = max(ready[j], a)
+                    pending[j] -= 1
+                    if pending[j] or dj < 0:
+                        continue
+                    if not dynamic:
+                        if seqs[dj][ptr[dj]] == j:  # type: ignore[index]
+                            try_start(dj)
+                    elif ready[j] <= t:
+                        heappush(rq[dj], (ready[j], negrank[j], j))
+                        if not is_dirty[dj]:
+                            is_dirty[dj] = True
+                            dirty.append(dj)
+                    else:
+                        heappush(ev, (ready[j], n + j))
+            if dirty:
+                for d in dirty:
+                    is_dirty[d] = False
+                    q = rq[d]
+                    if idle[d] and q:
+                        i = heappop(q)[2]
+                        idle[d] = False
+                        start[i] = t
+                        f = t + dur[i]
+                        end[i] = f
+                        order[d].append(i)
+                        heappush(ev, (f, pos[i]))
+                dirty.clear()
+        if not dynamic:
+            for d in range(m):
+                if ptr[d] < len(seqs[d]):  # type: ignore[index]
+                    self.stuck.append((d, seqs[d][ptr[d]]))  # type: ignore[index]
+
+
+# -- memory ---------------------------------------------------------------------------
+
+
+def _static_bytes(graph: Graph, place: list[int], m: int) -> list[int]:
+    """`cost.static_memory`, ignoring unplaced ops and the edges that touch them."""
+    if all(d >= 0 for d in place):
+        return static_memory(graph, place, m)
+    if m == 0:
+        return []
+    ops = tuple(op if d >= 0 else Op(op.name) for op, d in zip(graph.ops, place))
+    edges = tuple(e for e in graph.edges if place[e.src] >= 0 and place[e.dst] >= 0)
+    return static_memory(Graph(graph.name, ops, edges), [max(d, 0) for d in place], m)
+
+
+def _liveness(problem: Problem, place: list[int], run: _Run
+              ) -> tuple[list[int], list[tuple[tuple[float, int], ...]], list[tuple[int, ...]]]:
+    """Per device: liveness peak, (time, bytes) timeline, and the ops live at the peak.
+
+    The live ops (whose output, temp or received copy is held at the first peak instant)
+    are only collected for devices over their cap.
+
+    Buffers live on [alloc, free). Because frees come before allocations at one instant,
+    only the net change per instant matters: the level after an instant is the highest
+    within it. Vectorised with numpy (one sort of all alloc and free events).
+    """
+    g = problem.graph
+    m = len(problem.cluster.devices)
+    if m == 0:
+        return [], [], []
+    caps = [dev.memory_bytes for dev in problem.cluster.devices]
+    t = _tables(g)
+    src, dst = t.src, t.dst
+    pl = np.array(place, dtype=np.int64)
+    start = np.array(run.start, dtype=float)
+    end = np.array(run.end, dtype=float)
+    placed = pl >= 0
+    # per producer, the last end of its consumers on its own device (-1: none there)
+    d_src, d_dst = pl[src], pl[dst]
+    local = (d_dst >= 0) & (d_src == d_dst)
+    last_local = np.full(len(pl), -1.0)
+    np.maximum.at(last_local, src[local], end[dst[local]])
+    # per (producer, other device), the last end of its consumers there
+    remote = (d_dst >= 0) & (d_src != d_dst)
+    r_keys = src[remote] * m + d_dst[remote]
+    uniq, inv = np.unique(r_keys, return_inverse=True)
+    last_remote = np.full(len(uniq), -1.0)
+    np.maximum.at(last_remote, inv, end[dst[remote]])
+
+    runs = placed & np.isfinite(start)
+    out_free = np.where(last_local >= 0.0, last_local, INF)
+    tr_src = np.array(run.tr_src, dtype=np.int64)
+    tr_dd = np.array(run.tr_dd, dtype=np.int64)
+    tr_start = np.array(run.tr_start, dtype=float)
+    tr_free = (last_remote[np.searchsorted(uniq, tr_src * m + tr_dd)]
+               if len(tr_src) else np.zeros(0))
+    # buffers: device, alloc, free, bytes, op
+    dev = np.concatenate([pl[runs], pl[runs], tr_dd])
+    alloc = np.concatenate([start[runs], start[runs], tr_start])
+    free = np.concatenate([out_free[runs], end[runs], tr_free])
+    size = np.concatenate([t.output[runs], t.temp[runs],
+                           np.array(run.tr_bytes, dtype=np.int64)])
+    owner = np.concatenate([np.flatnonzero(runs), np.flatnonzero(runs), tr_src])
+    keep = (size > 0) & np.isfinite(alloc) & (free > alloc)
+    dev, alloc, free, size, owner = dev[keep], alloc[keep], free[keep], size[keep], owner[keep]
+    base = np.zeros(m, dtype=np.int64)
+    np.add.at(base, pl[placed], t.params[placed])
+    freed = np.isfinite(free)
+    ev_d = np.concatenate([np.arange(m), dev, dev[freed]])
+    ev_t = np.concatenate([np.zeros(m), alloc, free[freed]])
+    ev_s = np.concatenate([base, size, -size[freed]])
+    order = np.lexsort((ev_t, ev_d))
+    ev_d, ev_t, ev_s = ev_d[order], ev_t[order], ev_s[order]
+    new = np.ones(len(ev_d), dtype=bool)
+    new[1:] = (ev_d[1:] != ev_d[:-1]) | (ev_t[1:] != ev_t[:-1])
+    first = np.flatnonzero(new)
+    g_d, g_t = ev_d[first], ev_t[first]
+    g_net = np.add.reduceat(ev_s, first)
+    level = np.cumsum(g_net)
+    lo = np.searchsorted(g_d, np.arange(m))  # every device has its t=0 group
+    hi = np.append(lo[1:], len(g_d))
+    before = np.where(lo > 0, level[np.maximum(lo - 1, 0)], 0)
+    level -= before[g_d]
+    shown = g_net != 0
+    shown[lo] = True
+    peaks: list[int] = []
+    timelines: list[tuple[tuple[float, int], ...]] = []
+    live: list[tuple[int, ...]] = []
+    for d in range(m):
+        seg = slice(lo[d], hi[d])
+        lv = level[seg]
+        k = int(np.argmax(lv))
+        peaks.append(int(lv[k]))
+        top_t = g_t[seg][k]
+        mask = shown[seg]
+        timelines.append(tuple(zip(g_t[seg][mask].tolist(), lv[mask].tolist())))
+        if peaks[-1] > caps[d]:
+            on = (dev == d) & (alloc <= top_t) & (top_t < free)
+            live.append(tuple(np.unique(owner[on]).tolist()))
+        else:
+            live.append(())
+    return peaks, timelines, live
+
+
+@dataclass(frozen=True)
+class _GraphTables:
+    """Per-graph arrays the simulator reuses across calls (cached on the graph)."""
+
+    e_dst: list[int]
+    e_bytes: list[int]
+    pos: list[int]
+    src: np.ndarray
+    dst: np.ndarray
+    params: np.ndarray
+    output: np.ndarray
+    temp: np.ndarray
+
+
+def _tables(graph: Graph) -> _GraphTables:
+    cached = graph.__dict__.get("_sim_tables")
+    if cached is None:
+        edges, ops = graph.edges, graph.ops
+        pos = [0] * len(ops)
+        for k, i in enumerate(graph.topological_order):
+            pos[i] = k
+        e_dst = [e.dst for e in edges]
+        cached = _GraphTables(
+            e_dst, [e.bytes for e in edges], pos,
+            np.array([e.src for e in edges], dtype=np.int64),
+            np.array(e_dst, dtype=np.int64),
+            np.array([op.params_bytes for op in ops], dtype=np.int64),
+            np.array([op.output_bytes for op in ops], dtype=np.int64),
+            np.array([op.temp_bytes for op in ops], dtype=np.int64),
+        )
+        graph.__dict__["_sim_tables"] = cached  # frozen, but derived data may be cached
+    return cached  # type: ignore[no-any-return]
+
+
+# -- JSON report ----------------------------------------------------------------------
+
+
+def _t(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def report_json(problem: Problem, result: SimResult, bounds: Bounds) -> dict[str, Any]:
+    """The `planner simulate --json` object: stable key order, ints for bytes.
+
+    Times are seconds as floats; times that never happen (`inf`) are `null`. `ratio` is
+    makespan / lower bound (`null` when either is not a positive finite number).
+    """
+    ops = problem.graph.ops
+    devs = problem.cluster.devices
+
+    def dev_name(d: int) -> str | None:
+        return devs[d].name if 0 <= d < len(devs) else None
+
+    ms, lb = result.makespan_s, bounds.makespan_s
+    ratio = ms / lb if math.isfinite(ms) and math.isfinite(lb) and lb > 0 else None
+    schedule = sorted(range(len(ops)), key=lambda i: (result.start_s[i],
+                                                      result.placement[i], i))
+    return {
+        "plan": problem.name,
+        "memory_model": problem.memory_model,
+        "contention": problem.contention,
+        "makespan_s": _t(ms),
+        "lower_bound_s": _t(lb),
+        "ratio": ratio,
+        "feasible": result.feasible,
+        "bounds": bounds.to_json(),
+        "violations": [
+            {
+                "kind": v.kind,
+                "message": v.message,
+                "ops": [ops[i].name for i in v.ops],
+                "devices": [dev_name(d) for d in v.devices],
+            }
+            for v in result.violations
+        ],
+        "placement": {op.name: dev_name(d) for op, d in zip(ops, result.placement)},
+        "devices": [
+            {
+                "name": dev.name,
+                "ops": [ops[i].name for i in result.order[d]],
+                "busy_s": _t(result.busy_s[d]),
+                "memory_static_bytes": int(result.memory_static_bytes[d]),
+                "memory_peak_bytes": int(result.memory_peak_bytes[d]),
+                "memory_cap_bytes": int(dev.memory_bytes),
+            }
+            for d, dev in enumerate(devs)
+        ],
+        "schedule": [
+            {
+                "op": ops[i].name,
+                "device": dev_name(result.placement[i]),
+                "start_s": _t(result.start_s[i]),
+                "end_s": _t(result.end_s[i]),
+            }
+            for i in schedule
+        ],
+        "transfers": [
+            {
+                "src_op": ops[tr.src_op].name,
+                "src_device": devs[tr.src_device].name,
+                "dst_device": devs[tr.dst_device].name,
+                "bytes": int(tr.bytes),
+                "start_s": _t(tr.start_s),
+                "end_s": _t(tr.end_s),
+            }
+            for tr in result.transfers
+        ],
+    }
