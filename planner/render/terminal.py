@@ -36,7 +36,7 @@ def summary_table(
               f"{len(problem.graph.ops)} / {len(problem.graph.edges)} / "
               f"{len(problem.cluster.devices)}")
     t.add_row("cost model", f"memory {problem.memory_model}, contention {problem.contention}")
-    t.add_row("makespan (simulated)", format_seconds(result.makespan_s))
+    t.add_row("makespan (simulated)", _time(result.makespan_s))
     lb = bounds.makespan_s
     ratio = result.makespan_s / lb if lb > 0 else float("nan")
     t.add_row("lower bound", f"{format_seconds(lb)}  (makespan is {ratio:.3f}× the bound; "
@@ -53,15 +53,15 @@ def device_table(problem: Problem, result: SimResult) -> Table:
     for col, just in (("device", "left"), ("ops", "right"), ("busy", "right"),
                       ("busy %", "right"), ("memory peak / cap", "right"), ("mem %", "right")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
-    span = result.makespan_s or 1.0
+    span = result.makespan_s if 0 < result.makespan_s < float("inf") else 0.0
     for d, dev in enumerate(problem.cluster.devices):
         n = len(result.order[d]) if d < len(result.order) else 0
         peak = result.memory_peak_bytes[d]
         cap = dev.memory_bytes
         pct = 100 * peak / cap if cap else 0.0
         style = "red" if peak > cap else ""
-        t.add_row(dev.name, str(n), format_seconds(result.busy_s[d]),
-                  f"{100 * result.busy_s[d] / span:.1f}",
+        t.add_row(dev.name, str(n), _time(result.busy_s[d]),
+                  f"{100 * result.busy_s[d] / span:.1f}" if span else "-",
                   f"{format_bytes(peak)} / {format_bytes(cap)}", f"[{style}]{pct:.1f}[/]"
                   if style else f"{pct:.1f}")
     return t
@@ -111,6 +111,10 @@ def gantt(problem: Problem, result: SimResult, width: int = 64) -> Text:
     return out
 
 
+def _time(t: float) -> str:
+    return format_seconds(t) if t < float("inf") else "never"
+
+
 def small_schedule(problem: Problem, result: SimResult, limit: int = 24) -> Table | None:
     """For small plans, the schedule itself: op, device, start, end."""
     n = len(problem.graph.ops)
@@ -120,9 +124,11 @@ def small_schedule(problem: Problem, result: SimResult, limit: int = 24) -> Tabl
     for col in ("op", "device", "start", "end"):
         t.add_column(col)
     order = sorted(range(n), key=lambda i: (result.start_s[i], result.placement[i], i))
+    devs = problem.cluster.devices
     for i in order:
-        t.add_row(problem.graph.ops[i].name, problem.cluster.devices[result.placement[i]].name,
-                  format_seconds(result.start_s[i]), format_seconds(result.end_s[i]))
+        d = result.placement[i]
+        t.add_row(problem.graph.ops[i].name, devs[d].name if 0 <= d < len(devs) else "-",
+                  _time(result.start_s[i]), _time(result.end_s[i]))
     return t
 
 
