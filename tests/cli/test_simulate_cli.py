@@ -1,0 +1,77 @@
+"""`planner simulate`: the spec's placement or a file, JSON report, exit 3 when infeasible."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .test_check_cli import invoke
+
+SPEC = """
+cluster c {
+  device gpu[0..1] { memory 10 MB }
+  link gpu0 <-> gpu1 { bandwidth 1 GB/s  latency 0 s }
+}
+graph g {
+  op a { time 1 ms  output 1 MB }
+  op b { time 2 ms }
+  op c { time 2 ms }
+  a -> b
+  a -> c
+}
+plan p {
+  graph g
+  cluster c
+  contention none
+  place a, b on gpu0
+  place c on gpu1
+}
+"""
+
+
+def test_spec_placement_is_simulated_and_reported_as_json(tmp_path: Path) -> None:
+    (tmp_path / "s.plan").write_text(SPEC)
+    code, out, err = invoke(["simulate", "s.plan", "--json"], tmp_path)
+    assert code == 0, err
+    rep = json.loads(out)
+    # a: 0-1 ms on gpu0; b: 1-3 ms on gpu0; a's 1 MB to gpu1 takes 1 MB / 1 GB/s = 1 ms,
+    # 1-2 ms; c: 2-4 ms on gpu1. Makespan 4 ms. Bound: path a->b = 3 ms.
+    assert rep["makespan_s"] == 0.004
+    assert rep["lower_bound_s"] == 0.003
+    assert rep["feasible"] is True and rep["violations"] == []
+    assert rep["placement"] == {"a": "gpu0", "b": "gpu0", "c": "gpu1"}
+    sched = {s["op"]: (s["device"], s["start_s"], s["end_s"]) for s in rep["schedule"]}
+    assert sched == {"a": ("gpu0", 0.0, 0.001), "b": ("gpu0", 0.001, 0.003),
+                     "c": ("gpu1", 0.002, 0.004)}
+    assert rep["transfers"] == [{"src_op": "a", "src_device": "gpu0", "dst_device": "gpu1",
+                                 "bytes": 1_000_000, "start_s": 0.001, "end_s": 0.002}]
+    mem = {d["name"]: d["memory_peak_bytes"] for d in rep["devices"]}
+    assert mem == {"gpu0": 1_000_000, "gpu1": 1_000_000}
+    # the same input gives the same bytes
+    assert invoke(["simulate", "s.plan", "--json"], tmp_path)[1] == out
+
+
+def test_placement_file_overrides_and_infeasible_exits_3(tmp_path: Path) -> None:
+    # gpu1 would hold b's 1 MB output and a received copy of a's 1 MB: 2 MB > 1.5 MB
+    spec = SPEC.replace("memory 10 MB", "memory 1500 KB")
+    (tmp_path / "s.plan").write_text(spec.replace("op b { time 2 ms }", "op b { time 2 ms  output 1 MB }"))
+    (tmp_path / "p.json").write_text(json.dumps({"placement": {"a": "gpu0", "b": "gpu1",
+                                                               "c": "gpu1"}}))
+    code, out, err = invoke(["simulate", "s.plan", "--placement", "p.json", "--json"], tmp_path)
+    assert code == 3
+    rep = json.loads(out)
+    assert rep["feasible"] is False
+    assert [v["kind"] for v in rep["violations"]] == ["memory"]
+    assert rep["violations"][0]["devices"] == ["gpu1"]
+    assert "error[E401]: plan `p` is infeasible" in err
+
+
+def test_unknown_plan_and_incomplete_placement_are_clear_errors(tmp_path: Path) -> None:
+    (tmp_path / "s.plan").write_text(SPEC.replace("  place c on gpu1\n", ""))
+    code, _, err = invoke(["simulate", "s.plan", "--plan", "q"], tmp_path)
+    assert code == 2 and "no plan named `q`" in err
+    code, _, err = invoke(["simulate", "s.plan"], tmp_path)
+    assert code == 1 and "places only 2 of 3 ops; unplaced: `c`" in err
+    (tmp_path / "bad.json").write_text("{not json")
+    code, _, err = invoke(["simulate", "s.plan", "--placement", "bad.json"], tmp_path)
+    assert code == 1 and "bad.json:1:2: error[E500]: invalid JSON" in err
