@@ -1,0 +1,1 @@
+"""CLI sub-commands that live in their own modules (registered by `planner.cli`)."""

@@ -1,0 +1,306 @@
+"""Executors: run sweep points in worker processes and yield results as they complete.
+
+- `local`: a `concurrent.futures.ProcessPoolExecutor` of `jobs` workers (the `forkserver`
+  start method where the platform has it: forking a process that runs threads, such as a
+  progress bar's, can deadlock). At most `jobs` points are in flight, so when a worker dies
+  (a segfault in a native solver, the OOM killer) the suspects are known: each point that
+  was in flight is run again alone, and a point that kills its worker when alone too
+  becomes a `crashed` row. The sweep carries on in a fresh pool.
+- `ray`: one Ray task per point on the cluster named by `RAY_ADDRESS`, else on a local
+  instance of `jobs` CPUs started for the sweep (and shut down after it). A Ray instance
+  the caller already started (`ray.init`) is used as it is. Ray retries a task whose worker
+  or node died once (`max_retries=1`); a second loss becomes a `crashed` row. Workers read
+  spec files by absolute path: on a multi-machine cluster, the files must be at the same
+  path on every node (a shared file system, or a job submitted with its working dir).
+- `inline`: in this process, one point after another (for debugging and profiling; a
+  crash takes the sweep down with it, and nothing is stopped at its hard limit).
+
+A point still running at its hard limit (`hard_limit`: twice its time limit plus 30 s)
+has its worker stopped and becomes a `timeout` row: the exact solvers keep their own time
+limits, so this only catches an algorithm that does not return.
+
+Every executor yields the same rows for the same points (apart from `rows.TIMING_FIELDS`),
+in completion order; the caller sorts them. Closing the generator (an exception in the
+caller, Ctrl-C) cancels what has not started and shuts the workers down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from ..errors import Diagnostic, SolverError, UsageError
+from .rows import empty_row
+from .worker import Point, PointResult, run_point
+
+EXECUTORS: tuple[str, ...] = ("local", "ray", "inline")
+
+Worker = Callable[[Point, bool], PointResult]
+
+
+def default_jobs() -> int:
+    """The number of workers when `--jobs` is not given: the machine's cores."""
+    return os.cpu_count() or 1
+
+
+def crashed(point: Point, reason: str) -> PointResult:
+    """The row of a point whose worker died."""
+    return PointResult(empty_row(
+        spec=point.spec, plan=point.plan, algorithm=point.algorithm,
+        bandwidth=point.bandwidth, memory=point.memory, devices=point.devices,
+        time_limit_s=float(point.time_limit_s), status="crashed", reason=reason))
+
+
+def hard_limit(point: Point) -> float:
+    """Seconds a point may run before its worker is stopped: twice the algorithms' own
+    time limit plus 30 s for loading, model building and simulation."""
+    return 2.0 * float(point.time_limit_s) + 30.0
+
+
+def timed_out(point: Point, limit: float) -> PointResult:
+    """The row of a point stopped at its hard limit."""
+    return PointResult(empty_row(
+        spec=point.spec, plan=point.plan, algorithm=point.algorithm,
+        bandwidth=point.bandwidth, memory=point.memory, devices=point.devices,
+        time_limit_s=float(point.time_limit_s), status="timeout",
+        reason=f"stopped after {limit:g} s (the hard limit: twice --time-limit plus 30 s); "
+        "the algorithm did not return"))
+
+
+def execute(points: Sequence[Point], *, executor: str = "local", jobs: int | None = None,
+            keep_plans: bool = False, worker: Worker = run_point,
+            deadline: Callable[[Point], float] = hard_limit) -> Iterator[PointResult]:
+    """Run `points`, yielding one `PointResult` per point as each completes.
+
+    `worker` must be a module-level function (it is pickled by reference). A point still
+    running `deadline(point)` seconds after it started is stopped (its worker process is
+    ended) and becomes a `timeout` row; `inline` cannot stop anything and ignores it.
+    """
+    jobs = max(1, jobs if jobs is not None else default_jobs())
+    if executor == "local":
+        return _local(points, jobs, keep_plans, worker, deadline)
+    if executor == "ray":
+        ray = import_ray()
+        return _ray(ray, points, jobs, keep_plans, worker, deadline)
+    if executor == "inline":
+        return (worker(p, keep_plans) for p in points)
+    raise UsageError(Diagnostic("E702", f"--executor: unknown executor `{executor}`", None,
+                                ("choose one of: " + ", ".join(EXECUTORS[:2]),)))
+
+
+def _context() -> Any:
+    methods = mp.get_all_start_methods()
+    if "forkserver" in methods:
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["planner.compare.worker"])
+        return ctx
+    return mp.get_context("spawn")
+
+
+def _quiet_stdout() -> None:
+    """Send a worker's stdout to stderr: solver banners must not mix with `--json`."""
+    try:
+        os.dup2(2, 1)
+    except OSError:  # pragma: no cover - no stderr to point at
+        pass
+
+
+#: a sweep where this many points crashed and none finished stops (workers cannot run)
+CRASH_LIMIT = 3
+
+
+def _hopeless(crashes: int, finished: int, reason: str) -> None:
+    """Stop a sweep whose workers die before finishing anything: a broken set-up."""
+    if crashes >= CRASH_LIMIT and finished == 0:
+        raise SolverError(Diagnostic(
+            "E711", f"the first {crashes} points all crashed their workers and none "
+            f"finished: {reason}", None,
+            (("a script that calls planner.compare must guard its entry point with "
+             "`if __name__ == \"__main__\":`"),
+             "try `--jobs 1`, or the other executor")))
+
+
+def _local(points: Sequence[Point], jobs: int, keep_plans: bool, worker: Worker,
+           deadline: Callable[[Point], float]) -> Iterator[PointResult]:
+    finished = crashes = idle_breaks = 0
+    pending: deque[tuple[Point, bool]] = deque((p, False) for p in points)
+    attempts: dict[int, int] = {}
+    index = {id(p): k for k, p in enumerate(points)}
+    ctx = _context()
+    while pending:
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                   initializer=_quiet_stdout)
+        inflight: dict[Future[PointResult], tuple[Point, bool]] = {}
+        # at most `jobs` points are in flight, so each starts when it is submitted
+        ends: dict[Future[PointResult], float] = {}
+        broken = False
+        overdue: list[Future[PointResult]] = []
+        try:
+            while pending or inflight:
+                # fill the pool; a `solo` point (a crash suspect) runs alone
+                while pending and len(inflight) < jobs:
+                    point, solo = pending[0]
+                    if solo and inflight:
+                        break
+                    if any(s for _, s in inflight.values()):
+                        break
+                    try:
+                        fut = pool.submit(worker, point, keep_plans)
+                    except BrokenProcessPool:  # a point in flight just killed its worker
+                        broken = True
+                        break
+                    pending.popleft()
+                    inflight[fut] = (point, solo)
+                    ends[fut] = time.monotonic() + deadline(point)
+                if broken:
+                    # every future in flight resolves now: a result, or BrokenProcessPool
+                    done, _ = wait(list(inflight))
+                else:
+                    wait_s = max(0.0, min(ends[f] for f in inflight) - time.monotonic())
+                    done, _ = wait(list(inflight), timeout=wait_s,
+                                   return_when=FIRST_COMPLETED)
+                    if not done:
+                        now = time.monotonic()
+                        overdue = [f for f in inflight if ends[f] <= now]
+                        if overdue:
+                            break
+                        continue
+                for fut in done:
+                    point, solo = inflight.pop(fut)
+                    try:
+                        result = fut.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        inflight[fut] = (point, solo)  # handled with the others below
+                        continue
+                    finished += 1
+                    yield result
+                if broken:
+                    break
+        except BaseException:
+            # closed early (Ctrl-C, the caller stopped): do not wait for running points
+            _terminate(pool)
+            raise
+        if overdue:
+            # the only way to stop one point is to end the pool; the others run again
+            _terminate(pool)
+            for fut in overdue:
+                point, _ = inflight.pop(fut)
+                finished += 1
+                yield timed_out(point, deadline(point))
+            pending.extendleft(sorted(inflight.values(), key=lambda ps: index[id(ps[0])],
+                                      reverse=True))
+            continue
+        pool.shutdown(wait=not broken, cancel_futures=True)
+        if not broken:
+            return
+        # every point in flight when the pool broke is a suspect
+        suspects = sorted(inflight.values(), key=lambda ps: index[id(ps[0])])
+        idle_breaks = 0 if suspects else idle_breaks + 1
+        if idle_breaks >= CRASH_LIMIT:  # workers die with nothing to do
+            _hopeless(CRASH_LIMIT, 0, "worker processes die before running anything")
+        alone = len(suspects) == 1
+        retry: list[tuple[Point, bool]] = []
+        for point, solo in suspects:
+            k = index[id(point)]
+            attempts[k] = attempts.get(k, 0) + (1 if (solo or alone) else 0)
+            if attempts[k] >= 2:
+                crashes += 1
+                reason = ("the worker process died running this point "
+                          f"({attempts[k]} attempts); a resumed sweep tries it again")
+                _hopeless(crashes, finished, reason)
+                yield crashed(point, reason)
+            else:
+                retry.append((point, True))
+        pending.extendleft(reversed(retry))
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now: cancel queued points and end its worker processes."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # private, best effort
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        with contextlib.suppress(Exception):  # best effort on the way out
+            proc.terminate()
+    for proc in procs:
+        proc.join(timeout=5)
+
+
+def import_ray() -> Any:
+    """The `ray` module, or a `UsageError` with an install hint."""
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(Diagnostic(
+            "E703", "--executor ray: the `ray` package is not installed", None,
+            ("install it with `pip install 'planner[ray]'` (or `pip install 'ray>=2.9'`)",
+             "or use `--executor local`"))) from None
+    return ray
+
+
+def _ray(ray: Any, points: Sequence[Point], jobs: int, keep_plans: bool, worker: Worker,
+         deadline: Callable[[Point], float]) -> Iterator[PointResult]:
+    import logging
+
+    started = False
+    if not ray.is_initialized():
+        address = os.environ.get("RAY_ADDRESS")
+        common = {"include_dashboard": False, "log_to_driver": False,
+                  "logging_level": logging.WARNING, "configure_logging": True}
+        if address:
+            ray.init(address=address, **common)
+        else:
+            ray.init(address="local", num_cpus=jobs, **common)
+        started = True
+    task = ray.remote(num_cpus=1, max_retries=1)(worker)
+    # as many tasks in flight as the cluster has CPUs, so each starts when submitted
+    capacity = max(1, int(ray.cluster_resources().get("CPU", jobs)))
+    queue = deque(points)
+    refs: dict[Any, Point] = {}
+    ends: dict[Any, float] = {}
+    finished = crashes = 0
+    try:
+        while queue or refs:
+            while queue and len(refs) < capacity:
+                p = queue.popleft()
+                ref = task.remote(p, keep_plans)
+                refs[ref] = p
+                ends[ref] = time.monotonic() + deadline(p)
+            wait_s = max(0.0, min(ends[r] for r in refs) - time.monotonic())
+            done, _ = ray.wait(list(refs), num_returns=1, timeout=wait_s)
+            if not done:
+                now = time.monotonic()
+                for ref in [r for r in refs if ends[r] <= now]:
+                    point = refs.pop(ref)
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref, force=True)
+                    finished += 1
+                    yield timed_out(point, deadline(point))
+                continue
+            for ref in done:
+                point = refs.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayError as err:
+                    text = str(err).strip().splitlines()
+                    reason = (f"the Ray task failed: {type(err).__name__}"
+                              + (f": {text[0]}" if text else ""))
+                    crashes += 1
+                    _hopeless(crashes, finished, reason)
+                    yield crashed(point, reason)
+                else:
+                    finished += 1
+                    yield result
+    finally:
+        for ref in refs:
+            with contextlib.suppress(Exception):  # best effort on the way out
+                ray.cancel(ref, force=True)
+        if started:
+            ray.shutdown()

@@ -1,0 +1,390 @@
+"""Result rows: the schema, derived columns, ordering, and CSV / JSON / JSONL files.
+
+One row per run (spec × plan × algorithm × setting), tidy data for pandas. Every row has
+every field of `FIELDS`, in that order; a missing value is `None` (an empty CSV cell,
+`null` in JSON). Rows are deterministic except the fields in `TIMING_FIELDS`.
+
+Statuses:
+
+- `optimal`, `feasible`, `fallback` — the algorithm's own status, and the simulator found
+  the plan valid: these rows have a makespan and count for `ratio_to_best` and wins.
+- `infeasible` — no plan satisfies the memory caps and pins (`InfeasibleError`).
+- `violated` — the algorithm returned a plan the simulator rejects (see `reason`).
+- `invalid` — the point cannot run: the setting does not apply (`--devices` larger than the
+  cluster) or the spec or plan is unusable (`SpecError`, `UsageError`).
+- `solver_error` — an external solver failed and left no plan (`SolverError`).
+- `error` — any other exception (`reason` is `Type: message`): a bug, reported as data.
+- `timeout` — the point ran past its hard limit (twice `time_limit_s` plus 30 s) and its
+  worker was stopped.
+- `crashed` — the worker process died twice running this point (a segfault, the OOM
+  killer, a lost Ray node). A resumed sweep runs crashed points again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..algorithms import names as algorithm_names
+from ..errors import Diagnostic, Span, UsageError
+from .settings import Setting, bandwidth_key, devices_key, memory_key
+
+Row = dict[str, Any]
+
+#: every column, in order, with its type (for reading CSV back)
+FIELDS: tuple[tuple[str, type], ...] = (
+    ("spec", str),
+    ("plan", str),
+    ("algorithm", str),
+    ("bandwidth", str),
+    ("memory", str),
+    ("devices", str),
+    ("time_limit_s", float),
+    ("status", str),
+    ("reason", str),
+    ("makespan_s", float),
+    ("lower_bound_s", float),
+    ("ratio_to_best", float),
+    ("ratio_to_bound", float),
+    ("planning_s", float),
+    ("wall_s", float),
+    ("devices_used", int),
+    ("n_devices", int),
+    ("n_ops", int),
+    ("n_edges", int),
+    ("peak_memory_bytes", int),
+    ("memory_cap_bytes", int),
+    ("peak_memory_device", str),
+    ("feasible", bool),
+    ("violations", int),
+    ("transfers", int),
+    ("transfer_bytes", int),
+    ("chosen", str),
+    ("solver", str),
+    ("gap", float),
+    ("objective_s", float),
+    ("bound_s", float),
+)
+FIELD_NAMES: tuple[str, ...] = tuple(name for name, _ in FIELDS)
+_TYPES: dict[str, type] = dict(FIELDS)
+
+#: fields that vary between identical runs (wall-clock measurements)
+TIMING_FIELDS: frozenset[str] = frozenset({"planning_s", "wall_s"})
+#: statuses of rows with a valid plan (these have a makespan)
+OK_STATUSES: frozenset[str] = frozenset({"optimal", "feasible", "fallback"})
+#: statuses a resumed sweep runs again (infrastructure failures, not results)
+RETRY_STATUSES: frozenset[str] = frozenset({"crashed"})
+#: the fields that identify a point (a row's key for resuming)
+KEY_FIELDS: tuple[str, ...] = ("spec", "plan", "algorithm", "bandwidth", "memory", "devices",
+                               "time_limit_s")
+#: the fields that identify a group of rows compared with each other (same problem)
+GROUP_FIELDS: tuple[str, ...] = ("spec", "plan", "bandwidth", "memory", "devices",
+                                 "time_limit_s")
+
+
+def empty_row(**values: Any) -> Row:
+    """A row with every field `None` except `values` (unknown names are a bug: KeyError)."""
+    row: Row = dict.fromkeys(FIELD_NAMES)
+    for k, v in values.items():
+        if k not in row:
+            raise KeyError(f"unknown row field {k!r}")
+        row[k] = v
+    return row
+
+
+def row_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The point a row belongs to."""
+    return tuple(_norm_limit(row[k]) if k == "time_limit_s" else row[k] for k in KEY_FIELDS)
+
+
+def group_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The group (same problem under the same setting) a row is compared within."""
+    return tuple(_norm_limit(row[k]) if k == "time_limit_s" else row[k] for k in GROUP_FIELDS)
+
+
+def _norm_limit(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def row_setting(row: Mapping[str, Any]) -> Setting:
+    """The setting of a row."""
+    return Setting(row["bandwidth"], row["memory"], row["devices"])
+
+
+def is_ok(row: Mapping[str, Any]) -> bool:
+    """Whether the row has a valid plan and a finite makespan."""
+    ms = row.get("makespan_s")
+    return row.get("status") in OK_STATUSES and isinstance(ms, (int, float)) and math.isfinite(ms)
+
+
+def _algo_position(name: str) -> tuple[int, str]:
+    known = algorithm_names()
+    return (known.index(name), "") if name in known else (len(known), name)
+
+
+def sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Deterministic order: spec, plan, devices, memory, bandwidth, time limit, algorithm."""
+    return (row["spec"], row["plan"], devices_key(row["devices"]), memory_key(row["memory"]),
+            bandwidth_key(row["bandwidth"]), _norm_limit(row["time_limit_s"]) or 0.0,
+            _algo_position(row["algorithm"]))
+
+
+def finalize(rows: Iterable[Row]) -> list[Row]:
+    """Sorted copies of `rows` with `ratio_to_best` filled in per group.
+
+    The best row of a group is the one with the smallest simulated makespan among the rows
+    with a valid plan; other rows get `None`.
+    """
+    out = [dict(r) for r in rows]
+    best: dict[tuple[Any, ...], float] = {}
+    for r in out:
+        if is_ok(r):
+            k = group_key(r)
+            best[k] = min(best.get(k, math.inf), r["makespan_s"])
+    for r in out:
+        b = best.get(group_key(r))
+        r["ratio_to_best"] = (r["makespan_s"] / b if is_ok(r) and b is not None and b > 0
+                              else (1.0 if is_ok(r) and b == 0 else None))
+    out.sort(key=sort_key)
+    return out
+
+
+def wins(rows: Sequence[Mapping[str, Any]], rel_tol: float = 1e-9) -> dict[str, dict[str, int]]:
+    """Per algorithm: `wins` (groups where it had the best makespan, ties all win),
+    `groups` (groups it ran in), `ok` and `failed` row counts. Algorithms in registry order.
+    """
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(group_key(r), []).append(r)
+    stats: dict[str, dict[str, int]] = {}
+    for members in groups.values():
+        ok = [r for r in members if is_ok(r)]
+        best = min((r["makespan_s"] for r in ok), default=None)
+        for r in members:
+            s = stats.setdefault(r["algorithm"], {"wins": 0, "groups": 0, "ok": 0, "failed": 0})
+            s["groups"] += 1
+            if is_ok(r):
+                s["ok"] += 1
+                if best is not None and r["makespan_s"] <= best * (1 + rel_tol):
+                    s["wins"] += 1
+            else:
+                s["failed"] += 1
+    return {k: stats[k] for k in sorted(stats, key=_algo_position)}
+
+
+# -- values -------------------------------------------------------------------------------
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def to_json_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row with every field, in order, non-finite floats as `None`."""
+    return {k: _json_value(row.get(k)) for k in FIELD_NAMES}
+
+
+def _from_text(name: str, text: str) -> Any:
+    if text == "":
+        return None
+    kind = _TYPES.get(name, str)
+    if kind is bool:
+        return text.strip().lower() in ("true", "1", "yes")
+    if kind is int:
+        return int(float(text))
+    if kind is float:
+        return float(text)
+    return text
+
+
+def _coerce(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    kind = _TYPES.get(name, str)
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str) and kind is not str:
+        return _from_text(name, value)
+    return value
+
+
+def from_json_row(obj: Mapping[str, Any]) -> Row:
+    """A row from a JSON object (missing fields `None`, unknown fields dropped)."""
+    return {k: _coerce(k, obj.get(k)) for k in FIELD_NAMES}
+
+
+def _csv_cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ""
+    return " ".join(str(v).splitlines())
+
+
+# -- files --------------------------------------------------------------------------------
+
+
+def file_format(path: str | os.PathLike[str]) -> str:
+    """`csv`, `json` (one array) or `jsonl` (one object per line), from the suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix == ".json":
+        return "json"
+    return "jsonl"
+
+
+def dumps_rows(rows: Sequence[Mapping[str, Any]], fmt: str) -> str:
+    """Rows as CSV (with a header), a JSON array, or JSON lines."""
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(FIELD_NAMES)
+        for r in rows:
+            w.writerow([_csv_cell(r.get(k)) for k in FIELD_NAMES])
+        return buf.getvalue()
+    if fmt == "json":
+        return json.dumps([to_json_row(r) for r in rows], indent=2, ensure_ascii=False) + "\n"
+    return "".join(json.dumps(to_json_row(r), ensure_ascii=False) + "\n" for r in rows)
+
+
+def write_rows(path: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]]) -> None:
+    """Write rows atomically, in the format the suffix names (`file_format`)."""
+    from ..io.atomic import write_text_atomic
+
+    write_text_atomic(path, dumps_rows(rows, file_format(path)))
+
+
+def parse_rows(text: str, fmt: str) -> tuple[list[Row], int]:
+    """Rows of a CSV / JSON / JSONL text and the length of its valid prefix (in characters).
+
+    A last line cut short (a killed writer) or a malformed line ends the valid prefix:
+    what follows it is ignored, so `append` can truncate there and carry on.
+    """
+    rows: list[Row] = []
+    if fmt == "json":
+        try:
+            data = json.loads(text) if text.strip() else []
+        except json.JSONDecodeError:
+            return [], 0
+        if not isinstance(data, list):
+            return [], 0
+        return [from_json_row(o) for o in data if isinstance(o, dict)], len(text)
+    pos = 0
+    header: list[str] | None = None
+    for line in text.splitlines(keepends=True):
+        if not line.endswith("\n"):
+            break  # cut short
+        body = line.rstrip("\r\n")
+        if fmt == "csv":
+            try:
+                cells = next(csv.reader([body]))
+            except (csv.Error, StopIteration):
+                break
+            if header is None:
+                header = cells
+                if "spec" not in header or "status" not in header:
+                    return [], 0
+            else:
+                if len(cells) != len(header):
+                    break
+                obj = dict(zip(header, cells))
+                rows.append({k: _from_text(k, obj.get(k, "")) for k in FIELD_NAMES})
+        elif body.strip():
+            try:
+                obj = json.loads(body)
+            except json.JSONDecodeError:
+                break
+            if not isinstance(obj, dict):
+                break
+            rows.append(from_json_row(obj))
+        pos += len(line)
+    return rows, pos
+
+
+def read_rows(path: str | os.PathLike[str]) -> list[Row]:
+    """The valid rows of a results file (see `parse_rows`); `[]` when it does not exist."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    rows, _ = parse_rows(p.read_text(encoding="utf-8"), file_format(p))
+    return rows
+
+
+class ResumeLog:
+    """An append-only results file (CSV or JSONL) that survives being killed mid-write.
+
+    `open` reads the rows already there and cuts off a partial last line; `append` writes
+    one row and flushes it to disk (flush + fsync) before returning.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        fmt = file_format(self.path)
+        if fmt == "json":
+            raise UsageError(Diagnostic(
+                "E704", f"--resume: {path} is a .json file; rows are appended one per line",
+                None, ("use a .csv or .jsonl file for --resume (and --out for .json)",)))
+        self.fmt = fmt
+        self.rows: list[Row] = []
+        self._fh: io.TextIOWrapper | None = None
+
+    def open(self) -> list[Row]:
+        """Read existing rows, cut off a partial last line, and open for appending.
+
+        Raises `UsageError` when the file holds something other than result rows (a bad
+        line before the last), rather than truncating what may be someone's data.
+        """
+        text = ""
+        if self.path.exists():
+            text = self.path.read_bytes().decode("utf-8", errors="replace")
+        rows, good = parse_rows(text, self.fmt)
+        if "\n" in text[good:]:
+            line = text[:good].count("\n") + 1
+            raise UsageError(Diagnostic(
+                "E705", f"--resume: line {line} of {self.path} is not a result row of "
+                "`planner compare`; not touching the file", Span(str(self.path), line, 1),
+                ("give a new file, or a CSV / JSONL file an earlier sweep wrote",)))
+        self.rows = rows
+        if self.path.exists() and good < len(text):
+            with open(self.path, "r+b") as fh:
+                fh.truncate(len(text[:good].encode("utf-8")))
+        # stays open across appends; `close` closes it
+        self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115
+        if self.fmt == "csv" and good == 0:
+            self._fh.write(dumps_rows([], "csv"))
+            self._sync()
+        return rows
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        """Append one row durably."""
+        assert self._fh is not None, "ResumeLog.open() first"
+        text = dumps_rows([row], self.fmt)
+        if self.fmt == "csv":
+            text = text.split("\n", 1)[1]  # no header
+        self._fh.write(text)
+        self._sync()
+        self.rows.append(dict(row))
+
+    def _sync(self) -> None:
+        assert self._fh is not None
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        """Close the file (rows already appended stay)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None

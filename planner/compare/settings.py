@@ -1,0 +1,252 @@
+"""Sweep settings: parse `--bandwidth`, `--memory`, `--devices` values; apply them to a Problem.
+
+A setting is three labels, one per dimension, each in a canonical text form so that the
+same setting written two ways (`1GB/s`, `1 GB/s`) is the same point of a sweep and the same
+row of a resume file:
+
+- bandwidth: `1x` (the spec's links as they are, the default), a factor `0.5x` (every
+  link's bandwidth scaled), or an absolute rate `10 GB/s` (every link set to it; latencies
+  are kept).
+- memory: `100%` (the default), a share `50%` or factor `0.5x` of every device's cap, or an
+  absolute size `8 GiB` (every device's cap set to it).
+- devices: `all` (the default) or `N`: keep the first N devices of the cluster (cluster
+  order) and the links among them. Pins to removed devices are dropped, and so are `place`
+  statements that name them; the row's `reason` says so (a warning, not a failure), since
+  the point of `--devices` is to ask what the graph does on a smaller cluster. A plan that
+  then cannot run (an op only the removed devices could run, `expert` with an incomplete
+  placement) fails on its own terms, with its own status.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from ..errors import Diagnostic, UsageError
+from ..model import Problem
+from ..units import UNITS, format_quantity, parse_number
+
+DEFAULT_BANDWIDTH = "1x"
+DEFAULT_MEMORY = "100%"
+DEFAULT_DEVICES = "all"
+
+_QUANTITY = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z/%]*)\s*$")
+
+
+class SettingError(ValueError):
+    """A setting label that cannot be applied to a given problem (e.g. too many devices)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One point of the settings grid: canonical labels for bandwidth, memory and devices."""
+
+    bandwidth: str = DEFAULT_BANDWIDTH
+    memory: str = DEFAULT_MEMORY
+    devices: str = DEFAULT_DEVICES
+
+
+# -- parsing ------------------------------------------------------------------------------
+
+
+def _usage(option: str, value: str, what: str, example: str) -> UsageError:
+    return UsageError(Diagnostic(
+        "E701", f"{option}: `{value}` is not {what}", None,
+        (f"for example `{option} {example}`",)))
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _dedupe(labels: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(labels))
+
+
+def _factor_label(value: float) -> str:
+    return f"{value:g}x"
+
+
+def parse_bandwidths(text: str | None, option: str = "--bandwidth") -> tuple[str, ...]:
+    """Canonical bandwidth labels of a comma-separated list (`1GB/s,10Gbps` or `0.5x,2x`).
+
+    Raises `UsageError` (E701) naming the option and the bad value.
+    """
+    if text is None or not text.strip():
+        return (DEFAULT_BANDWIDTH,)
+    out: list[str] = []
+    for part in _split(text):
+        out.append(canonical_bandwidth(part, option))
+    return _dedupe(out)
+
+
+def canonical_bandwidth(part: str, option: str = "--bandwidth") -> str:
+    """The canonical label of one bandwidth value; `UsageError` if it is not one."""
+    m = _QUANTITY.match(part)
+    if m is None:
+        raise _usage(option, part, "a bandwidth or a factor", "1GB/s,10GB/s or 0.5x,2x")
+    value = parse_number(m.group(1))
+    unit = m.group(2)
+    if unit.lower() == "x":
+        if not value > 0 or not math.isfinite(value):
+            raise _usage(option, part, "a positive factor", "0.5x,2x")
+        return _factor_label(value)
+    if unit not in UNITS["bandwidth"]:
+        raise _usage(option, part, "a bandwidth (units: " + ", ".join(UNITS["bandwidth"])
+                     + ") or a factor such as 2x", "1GB/s,10GB/s or 0.5x,2x")
+    base = value * UNITS["bandwidth"][unit]
+    if not base > 0 or not math.isfinite(base):
+        raise _usage(option, part, "a positive bandwidth", "1GB/s,10GB/s")
+    return format_quantity(base, "bandwidth")
+
+
+def parse_memories(text: str | None, option: str = "--memory") -> tuple[str, ...]:
+    """Canonical memory labels of a comma-separated list (`50%,100%`, `0.5x`, `8GiB`)."""
+    if text is None or not text.strip():
+        return (DEFAULT_MEMORY,)
+    return _dedupe([canonical_memory(part, option) for part in _split(text)])
+
+
+def canonical_memory(part: str, option: str = "--memory") -> str:
+    """The canonical label of one memory value; `UsageError` if it is not one."""
+    m = _QUANTITY.match(part)
+    if m is None:
+        raise _usage(option, part, "a share, a factor or a size", "50%,75%,100%")
+    value = parse_number(m.group(1))
+    unit = m.group(2)
+    if not value > 0 or not math.isfinite(value):
+        raise _usage(option, part, "a positive share, factor or size", "50%,75%,100%")
+    if unit == "%":
+        return f"{value:g}%"
+    if unit.lower() == "x":
+        return f"{value * 100:g}%"
+    if unit not in UNITS["size"]:
+        raise _usage(option, part, "a share (`50%`), a factor (`0.5x`) or a size (units: "
+                     + ", ".join(UNITS["size"]) + ")", "50%,75%,100%")
+    base = value * UNITS["size"][unit]
+    if base < 1:
+        raise _usage(option, part, "a size of at least 1 B", "8GiB,16GiB")
+    return format_quantity(float(int(base)), "size")
+
+
+def parse_devices(text: str | None, option: str = "--devices") -> tuple[str, ...]:
+    """Canonical device-count labels of a comma-separated list of positive integers."""
+    if text is None or not text.strip():
+        return (DEFAULT_DEVICES,)
+    out: list[str] = []
+    for part in _split(text):
+        if part == DEFAULT_DEVICES:
+            out.append(part)
+            continue
+        try:
+            n = int(part)
+        except ValueError:
+            raise _usage(option, part, "a number of devices", "2,4,8") from None
+        if n < 1:
+            raise _usage(option, part, "a positive number of devices", "2,4,8")
+        out.append(str(n))
+    return _dedupe(out)
+
+
+def grid(bandwidths: tuple[str, ...], memories: tuple[str, ...],
+         devices: tuple[str, ...]) -> tuple[Setting, ...]:
+    """Every combination, in the order given (devices outermost, bandwidth innermost)."""
+    return tuple(Setting(b, m, d) for d in devices for m in memories for b in bandwidths)
+
+
+# -- ordering (for sorted output and chart axes) ------------------------------------------
+
+
+def bandwidth_key(label: str) -> tuple[int, float]:
+    """Sort key: factors first (by factor), then absolute rates (by rate)."""
+    if label.endswith("x"):
+        return (0, parse_number(label[:-1]))
+    return (1, _base(label, "bandwidth"))
+
+
+def memory_key(label: str) -> tuple[int, float]:
+    """Sort key: shares first (by share), then absolute sizes (by size)."""
+    if label.endswith("%"):
+        return (0, parse_number(label[:-1]))
+    return (1, _base(label, "size"))
+
+
+def devices_key(label: str) -> tuple[int, int]:
+    """Sort key: counts ascending, `all` last."""
+    return (1, 0) if label == DEFAULT_DEVICES else (0, int(label))
+
+
+def setting_key(s: Setting) -> tuple[tuple[int, float], tuple[int, float], tuple[int, int]]:
+    """Sort key of a setting: bandwidth, then memory, then devices."""
+    return (bandwidth_key(s.bandwidth), memory_key(s.memory), devices_key(s.devices))
+
+
+def _base(label: str, dim: str) -> float:
+    number, _, unit = label.partition(" ")
+    return parse_number(number) * UNITS[dim][unit]
+
+
+# -- applying -----------------------------------------------------------------------------
+
+
+def apply_setting(problem: Problem, setting: Setting) -> tuple[Problem, list[str]]:
+    """`problem` under `setting`, and warnings for the row's reason.
+
+    Raises `SettingError` when the setting cannot apply (more devices than the cluster has).
+    The input problem is not changed (frozen dataclasses are replaced, never mutated).
+    """
+    warnings: list[str] = []
+    cluster = problem.cluster
+    devices = cluster.devices
+    links = cluster.links
+    pins = dict(problem.pins)
+    placement = dict(problem.placement)
+
+    if setting.devices != DEFAULT_DEVICES:
+        n = int(setting.devices)
+        if n > len(devices):
+            raise SettingError(f"--devices {n}: cluster `{cluster.name}` has only "
+                               f"{len(devices)} devices")
+        removed = {d.name for d in devices[n:]}
+        devices = devices[:n]
+        links = tuple(lk for lk in links if lk.src < n and lk.dst < n)
+        ops = problem.graph.ops
+        dropped = sorted((ops[i].name, cluster.devices[d].name)
+                         for i, d in pins.items() if d >= n)
+        pins = {i: d for i, d in pins.items() if d < n}
+        lost_places = sum(1 for d in placement.values() if d >= n)
+        placement = {i: d for i, d in placement.items() if d < n}
+        if dropped:
+            shown = ", ".join(f"{o}→{d}" for o, d in dropped[:3])
+            more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+            warnings.append(f"dropped {len(dropped)} pin(s) to removed devices: {shown}{more}")
+        if lost_places:
+            warnings.append(f"dropped {lost_places} place(s) on removed devices "
+                            f"({', '.join(sorted(removed)[:3])}{'…' if len(removed) > 3 else ''})")
+
+    if setting.memory != DEFAULT_MEMORY:
+        if setting.memory.endswith("%"):
+            share = parse_number(setting.memory[:-1]) / 100.0
+            devices = tuple(dataclasses.replace(d, memory_bytes=int(d.memory_bytes * share))
+                            for d in devices)
+        else:
+            cap = int(_base(setting.memory, "size"))
+            devices = tuple(dataclasses.replace(d, memory_bytes=cap) for d in devices)
+
+    if setting.bandwidth != DEFAULT_BANDWIDTH:
+        if setting.bandwidth.endswith("x"):
+            f = parse_number(setting.bandwidth[:-1])
+            links = tuple(dataclasses.replace(lk, bandwidth_Bps=lk.bandwidth_Bps * f)
+                          for lk in links)
+        else:
+            bw = _base(setting.bandwidth, "bandwidth")
+            links = tuple(dataclasses.replace(lk, bandwidth_Bps=bw) for lk in links)
+
+    if devices is cluster.devices and links is cluster.links:
+        return problem, warnings
+    new_cluster = dataclasses.replace(cluster, devices=devices, links=links)
+    return dataclasses.replace(problem, cluster=new_cluster, pins=MappingProxyType(pins),
+                               placement=MappingProxyType(placement)), warnings

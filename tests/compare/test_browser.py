@@ -1,0 +1,77 @@
+"""The HTML report in a real browser (headless Chromium): it renders, its script runs
+without errors, and the page has the expected number of chart elements.
+
+Skipped when Chromium is absent (`.ci/install-extras.sh` installs Debian's `chromium`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from planner.compare import SweepResult, best_plans
+from planner.render.html import write_compare_html
+
+from .browser import console_errors, distinct_colours, dump_dom, find_chromium, ink_fraction
+from .browser import screenshot as take_screenshot
+from .test_html import expected_marks
+
+CHROMIUM = find_chromium()
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium not found (/usr/bin/chromium); run .ci/install-extras.sh")
+
+
+@pytest.fixture(scope="module")
+def report(clean: SweepResult, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The standard sweep's report, written to a file."""
+    path = tmp_path_factory.mktemp("html") / "report.html"
+    write_compare_html(str(path), clean.rows, best_plans(clean))
+    return path
+
+
+def _body_attrs(dom: str) -> dict[str, str]:
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body is not None, "no <body> in the dumped DOM"
+    return dict(re.findall(r'([\w-]+)="([^"]*)"', body.group(1)))
+
+
+def test_script_runs_and_counts_the_chart_elements(report: Path, clean: SweepResult) -> None:
+    assert CHROMIUM is not None
+    run = dump_dom(CHROMIUM, report.as_uri())
+    attrs = _body_attrs(run.stdout)
+    assert attrs.get("data-ready") == "1", "the report's script did not finish"
+    assert "data-js-error" not in attrs
+    assert console_errors(run.stderr) == []
+    pts, _ = expected_marks(clean.rows)
+    views = best_plans(clean)
+    assert int(attrs["data-charts"]) == 8  # per spec: 2 line charts, a Gantt, a memory view
+    assert int(attrs["data-points"]) == pts
+    assert int(attrs["data-ops"]) == 18
+    assert int(attrs["data-transfers"]) == sum(len(v.result.transfers) for v in views)
+
+
+def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    png = tmp_path / "report.png"
+    take_screenshot(CHROMIUM, report.as_uri(), png, size=(900, 1100))
+    assert png.exists(), "Chromium wrote no screenshot"
+    assert ink_fraction(png) > 0.03
+    assert distinct_colours(png) >= 16  # text, grid, several line and bar colours
+
+
+def test_the_checks_catch_a_broken_page(tmp_path: Path) -> None:
+    # the same checks on a page whose script fails: they must notice
+    assert CHROMIUM is not None
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><html><body><p>x</p><script>notDefined();</script>"
+                    "</body></html>")
+    run = dump_dom(CHROMIUM, page.as_uri())
+    assert "data-ready" not in _body_attrs(run.stdout)
+    assert any("notDefined" in e for e in console_errors(run.stderr))
+    blank = tmp_path / "blank.png"
+    empty = tmp_path / "empty.html"
+    empty.write_text("<!DOCTYPE html><html><body></body></html>")
+    take_screenshot(CHROMIUM, empty.as_uri(), blank, size=(300, 200))
+    assert ink_fraction(blank) == 0.0

@@ -1,0 +1,103 @@
+"""`planner compare` through typer, registered the way `planner.cli` registers it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from planner.commands.compare import compare_command
+from planner.compare import FIELD_NAMES, read_rows
+from planner.errors import UsageError
+
+from .conftest import FIXTURES, SPECS
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app.command("compare")(compare_command)
+
+
+@app.command("version")
+def _version() -> None:
+    """A second command, so `compare` is a sub-command as in the real CLI."""
+
+
+runner = CliRunner()
+ARGS = ["compare", *map(str, SPECS), "--algos", "msct,heft,single", "--bandwidth",
+        "1GB/s,50GB/s", "--memory", "50%,100%", "--jobs", "2"]
+
+
+def test_tables_summary_and_files(tmp_path: Path) -> None:
+    out, html = tmp_path / "results.csv", tmp_path / "report.html"
+    result = runner.invoke(app, [*ARGS, "--out", str(out), "--html", str(html)],
+                           env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    for spec, plan in (("fork.plan", "fork_on_quad"), ("chain.plan", "chain_on_quad")):
+        for bw in ("1 GB/s", "50 GB/s"):
+            for mem in ("50%", "100%"):
+                assert f"{spec} · {plan} · bandwidth {bw} · memory {mem} · devices all" in text
+    assert text.count("algorithm") >= 9  # 8 tables and the wins table
+    assert "wins (shortest simulated makespan" in text
+    assert "single: no single device holds all" in text  # reasons under the tables
+    rows = read_rows(out)
+    assert len(rows) == 2 * 2 * 2 * 3
+    assert {r["status"] for r in rows} == {"feasible", "infeasible"}
+    assert html.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert f"wrote {out} (24 rows)" in result.stderr
+
+
+def test_json_prints_only_rows_on_stdout() -> None:
+    result = runner.invoke(app, [*ARGS, "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)  # nothing else on stdout
+    assert len(rows) == 24 and all(list(r) == list(FIELD_NAMES) for r in rows)
+    best = [r for r in rows if r["ratio_to_best"] == 1.0]
+    assert {(r["spec"], r["bandwidth"], r["memory"]) for r in best} == {
+        (r["spec"], r["bandwidth"], r["memory"]) for r in rows if r["makespan_s"] is not None}
+
+
+def test_resume_runs_nothing_twice(tmp_path: Path) -> None:
+    log = tmp_path / "rows.jsonl"
+    first = runner.invoke(app, [*ARGS, "--resume", str(log), "--json"])
+    assert first.exit_code == 0, first.output
+    assert "24 runs: 24 run now" in first.stderr
+    second = runner.invoke(app, [*ARGS, "--algos", "msct,heft,single,mtopo", "--resume",
+                                 str(log), "--json"])
+    assert second.exit_code == 0, second.output
+    assert "32 runs: 8 run now, 24 from the resume file" in second.stderr
+    assert len(read_rows(log)) == 32
+
+
+def test_no_spec_compares_every_plan_in_specs(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(FIXTURES, tmp_path / "specs")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["compare", "--algos", "heft", "--json", "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [(r["spec"], r["plan"]) for r in rows] == [
+        ("specs/chain.plan", "chain_on_quad"), ("specs/fork.plan", "fork_on_quad")]
+
+
+@pytest.mark.parametrize(("option", "value", "code"), [
+    ("--bandwidth", "fast", "E701"), ("--memory", "-5%", "E701"), ("--devices", "0", "E701"),
+    ("--algos", "msct,hfet", "E601"), ("--executor", "slurm", "E702"),
+    ("--jobs", "0", "E710"), ("--time-limit", "0", "E708"),
+])
+def test_bad_option_values_are_usage_errors(option: str, value: str, code: str) -> None:
+    result = runner.invoke(app, ["compare", str(SPECS[0]), option, value])
+    assert isinstance(result.exception, UsageError), result.output
+    diag = result.exception.diagnostics[0]
+    assert diag.code == code and option in diag.message
+
+
+def test_help_lists_the_options() -> None:
+    result = runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for option in ("--algos", "--plan", "--bandwidth", "--memory", "--devices", "--time-limit",
+                   "--jobs", "--executor", "--out", "--html", "--json", "--resume"):
+        assert option in result.stdout

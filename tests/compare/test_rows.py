@@ -1,0 +1,106 @@
+"""Result rows: files (CSV, JSON, JSONL), ratios, wins, and the append-only resume log."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from planner.compare.rows import (
+    FIELD_NAMES,
+    ResumeLog,
+    empty_row,
+    finalize,
+    read_rows,
+    wins,
+    write_rows,
+)
+from planner.errors import UsageError
+
+
+def _row(algo: str, makespan: float | None, status: str = "feasible", bw: str = "1x",
+         **extra: object) -> dict[str, object]:
+    return empty_row(spec="a.plan", plan="p", algorithm=algo, bandwidth=bw, memory="100%",
+                     devices="all", time_limit_s=2.0, status=status, makespan_s=makespan,
+                     feasible=status != "infeasible", n_ops=3, peak_memory_bytes=10,
+                     **extra)
+
+
+ROWS = [
+    _row("heft", 2.0), _row("msct", 1.0), _row("mtopo", None, "infeasible", reason="too big"),
+    _row("heft", 3.0, bw="2x"), _row("msct", 3.0, bw="2x"),
+]
+
+
+def test_finalize_sorts_and_fills_ratio_to_best_per_group() -> None:
+    rows = finalize(ROWS)
+    assert [(r["bandwidth"], r["algorithm"]) for r in rows] == [
+        ("1x", "msct"), ("1x", "mtopo"), ("1x", "heft"), ("2x", "msct"), ("2x", "heft")]
+    assert [r["ratio_to_best"] for r in rows] == [1.0, None, 2.0, 1.0, 1.0]
+    assert ROWS[0]["ratio_to_best"] is None  # inputs are not changed
+
+
+def test_wins_count_ties_for_each_and_failures_separately() -> None:
+    stats = wins(finalize(ROWS))
+    assert stats["msct"] == {"wins": 2, "groups": 2, "ok": 2, "failed": 0}
+    assert stats["heft"] == {"wins": 1, "groups": 2, "ok": 2, "failed": 0}
+    assert stats["mtopo"] == {"wins": 0, "groups": 1, "ok": 0, "failed": 1}
+    assert list(stats) == ["msct", "mtopo", "heft"]  # registry order
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".jsonl"])
+def test_files_round_trip_with_types(tmp_path: Path, suffix: str) -> None:
+    rows = finalize(ROWS)
+    rows[0]["reason"] = 'a "quoted", multi\nline reason'
+    path = tmp_path / f"rows{suffix}"
+    write_rows(path, rows)
+    back = read_rows(path)
+    assert len(back) == len(rows)
+    assert list(back[0]) == list(FIELD_NAMES)
+    assert back[0]["makespan_s"] == 1.0 and isinstance(back[0]["makespan_s"], float)
+    assert back[0]["n_ops"] == 3 and isinstance(back[0]["n_ops"], int)
+    assert back[0]["feasible"] is True and back[1]["feasible"] is False
+    assert back[1]["makespan_s"] is None and back[1]["reason"] == "too big"
+    assert back[0]["reason"].startswith('a "quoted", multi')
+    if suffix == ".csv":
+        assert path.read_text().splitlines()[0] == ",".join(FIELD_NAMES)
+
+
+def test_non_finite_values_become_empty(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    write_rows(path, [_row("msct", math.inf)])
+    assert read_rows(path)[0]["makespan_s"] is None
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_resume_log_cuts_a_partial_last_line_and_appends(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"log{suffix}"
+    log = ResumeLog(path)
+    assert log.open() == []
+    for r in ROWS[:3]:
+        log.append(r)
+    log.close()
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-25])  # killed in the middle of writing the third row
+    log = ResumeLog(path)
+    assert [r["algorithm"] for r in log.open()] == ["heft", "msct"]
+    log.append(ROWS[3])
+    log.close()
+    assert [(r["algorithm"], r["bandwidth"]) for r in read_rows(path)] == [
+        ("heft", "1x"), ("msct", "1x"), ("heft", "2x")]
+
+
+def test_resume_log_refuses_a_file_that_is_not_ours(tmp_path: Path) -> None:
+    path = tmp_path / "notes.jsonl"
+    path.write_text("my notes\nmore notes\n")
+    with pytest.raises(UsageError) as err:
+        ResumeLog(path).open()
+    assert err.value.diagnostics[0].code == "E705"
+    assert path.read_text() == "my notes\nmore notes\n"  # untouched
+
+
+def test_resume_to_a_json_array_file_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as err:
+        ResumeLog(tmp_path / "rows.json")
+    assert "--resume" in err.value.diagnostics[0].message

@@ -1,0 +1,100 @@
+"""Sweep settings: parsing option values and applying them to a problem."""
+
+from __future__ import annotations
+
+import pytest
+
+import planner
+from planner.compare.settings import (
+    Setting,
+    SettingError,
+    apply_setting,
+    grid,
+    parse_bandwidths,
+    parse_devices,
+    parse_memories,
+    setting_key,
+)
+from planner.errors import UsageError
+
+from .conftest import FIXTURES
+
+
+def _chain() -> planner.Problem:
+    return planner.load(FIXTURES / "chain.plan").plan("chain_on_quad")
+
+
+def test_labels_are_canonical_and_deduplicated() -> None:
+    assert parse_bandwidths("1GB/s, 1 GB/s,10Gbps,0.5x,2X") == ("1 GB/s", "1.25 GB/s",
+                                                                  "0.5x", "2x")
+    assert parse_memories("50%,0.75x,8GiB,50 %") == ("50%", "75%", "8 GiB")
+    assert parse_devices("2,4,all,2") == ("2", "4", "all")
+    assert (parse_bandwidths(None), parse_memories(""), parse_devices(None)) == (
+        ("1x",), ("100%",), ("all",))
+
+
+@pytest.mark.parametrize(("parse", "option", "value"), [
+    (parse_bandwidths, "--bandwidth", "fast"),
+    (parse_bandwidths, "--bandwidth", "3 parsecs"),
+    (parse_bandwidths, "--bandwidth", "0GB/s"),
+    (parse_bandwidths, "--bandwidth", "-2x"),
+    (parse_memories, "--memory", "0%"),
+    (parse_memories, "--memory", "lots"),
+    (parse_memories, "--memory", "5 GB/s"),
+    (parse_devices, "--devices", "zero"),
+    (parse_devices, "--devices", "0"),
+])
+def test_bad_values_name_the_option(parse, option: str, value: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UsageError) as err:
+        parse(value)
+    message = err.value.diagnostics[0].message
+    assert option in message and value.strip() in message
+    assert err.value.diagnostics[0].hints  # an example of a valid value
+
+
+def test_grid_order_and_sort_key() -> None:
+    settings = grid(("10 GB/s", "1 GB/s"), ("100%", "50%"), ("all", "2"))
+    assert len(settings) == 8
+    ordered = sorted(settings, key=setting_key)
+    assert ordered[0] == Setting("1 GB/s", "50%", "2")
+    assert ordered[-1] == Setting("10 GB/s", "100%", "all")
+
+
+def test_bandwidth_sets_or_scales_every_link_and_keeps_latency() -> None:
+    problem = _chain()
+    fixed, warnings = apply_setting(problem, Setting(bandwidth="10 GB/s"))
+    assert warnings == []
+    assert {lk.bandwidth_Bps for lk in fixed.cluster.links} == {1e10}
+    assert [lk.latency_s for lk in fixed.cluster.links] == [
+        lk.latency_s for lk in problem.cluster.links]
+    halved, _ = apply_setting(problem, Setting(bandwidth="0.5x"))
+    assert [lk.bandwidth_Bps for lk in halved.cluster.links] == [
+        lk.bandwidth_Bps * 0.5 for lk in problem.cluster.links]
+    # the input is untouched (frozen dataclasses are replaced, not mutated)
+    assert {lk.bandwidth_Bps for lk in problem.cluster.links} == {20e9, 5e9}
+
+
+def test_memory_scales_or_sets_every_cap() -> None:
+    problem = _chain()
+    half, _ = apply_setting(problem, Setting(memory="50%"))
+    assert [d.memory_bytes for d in half.cluster.devices] == [64 * 1024**2] * 4
+    fixed, _ = apply_setting(problem, Setting(memory="8 MiB"))
+    assert [d.memory_bytes for d in fixed.cluster.devices] == [8 * 1024**2] * 4
+    assert [d.memory_bytes for d in problem.cluster.devices] == [128 * 1024**2] * 4
+
+
+def test_devices_keeps_the_first_n_and_drops_pins_to_removed_ones() -> None:
+    problem = _chain()
+    small, warnings = apply_setting(problem, Setting(devices="2"))
+    assert [d.name for d in small.cluster.devices] == ["gpu0", "gpu1"]
+    assert all(lk.src < 2 and lk.dst < 2 for lk in small.cluster.links)
+    assert len(small.cluster.links) == 2  # gpu0 <-> gpu1
+    ops = problem.graph.op_index
+    assert dict(small.pins) == {ops["embed"]: 0}
+    assert warnings == ["dropped 1 pin(s) to removed devices: head→gpu3"]
+    assert len(problem.pins) == 2
+
+
+def test_more_devices_than_the_cluster_has_is_a_setting_error() -> None:
+    with pytest.raises(SettingError, match="has only 4 devices"):
+        apply_setting(_chain(), Setting(devices="5"))

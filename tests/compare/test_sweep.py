@@ -1,0 +1,191 @@
+"""Sweeps end to end: planning points, failure rows, the local executor, crashes, resume."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import planner.algorithms
+from planner.compare import (
+    FIELD_NAMES,
+    SweepResult,
+    plan_sweep,
+    read_rows,
+    run_sweep,
+)
+from planner.compare.executors import import_ray
+from planner.compare.rows import row_key
+from planner.errors import SolverError, SpecError, UsageError
+
+from .conftest import FIXTURES, SPECS, stable, standard_sweep
+from .workers import VICTIM, always_crash, crash_on_heft_5gbs, hang_on_mtopo
+
+
+def test_points_are_every_combination_in_a_fixed_order() -> None:
+    sweep = standard_sweep()
+    assert len(sweep.points) == 2 * 3 * 3 * 3
+    assert [Path(s).name for s in sweep.specs] == ["fork.plan", "chain.plan"]
+    first = sweep.points[0]
+    assert (first.plan, first.algorithm, first.bandwidth, first.memory, first.devices) == (
+        "fork_on_quad", "msct", "1 GB/s", "25%", "all")
+    assert len({p.key() for p in sweep.points}) == len(sweep.points)
+    assert standard_sweep().points == sweep.points
+
+
+def test_bad_options_are_usage_errors_naming_the_option() -> None:
+    with pytest.raises(UsageError, match="--algos: unknown algorithm `hfet`") as err:
+        plan_sweep(list(SPECS), "msct,hfet")
+    assert "did you mean `heft`?" in err.value.diagnostics[0].hints
+    with pytest.raises(UsageError, match="--bandwidth: `fast`"):
+        plan_sweep(list(SPECS), "msct", bandwidths="fast")
+    with pytest.raises(UsageError, match="--time-limit"):
+        plan_sweep(list(SPECS), "msct", time_limit_s=0)
+    with pytest.raises(UsageError, match="has no plan named `nope`"):
+        plan_sweep(list(SPECS), "msct", plan="nope")
+    with pytest.raises(UsageError, match="--jobs"):
+        run_sweep(standard_sweep(), jobs=0)
+
+
+def test_a_named_spec_that_does_not_load_is_a_spec_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.plan"
+    bad.write_text("graph g { op a { time 1 parsec } }\n")
+    with pytest.raises(SpecError):
+        plan_sweep([bad], "msct")
+
+
+def test_default_folder_skips_broken_specs_and_cluster_libraries(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(FIXTURES, tmp_path / "specs")
+    (tmp_path / "specs" / "broken.plan").write_text("plan p { graph nowhere }\n")
+    monkeypatch.chdir(tmp_path)
+    sweep = plan_sweep([], "msct")
+    assert sweep.specs == ("specs/chain.plan", "specs/fork.plan")
+    assert [w.code for w in sweep.warnings] == ["W701"]
+    assert "specs/broken.plan" in sweep.warnings[0].message
+    monkeypatch.chdir(tmp_path / "specs" / "clusters")
+    with pytest.raises(UsageError, match="no SPEC given and there is no `specs` folder"):
+        plan_sweep([], "msct")
+
+
+def test_failures_become_rows_and_never_stop_the_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_run = planner.algorithms.run
+
+    def flaky(name: str, problem: Any, options: Any = None) -> Any:
+        if name == "heft":
+            raise RuntimeError("boom")
+        return real_run(name, problem, options)
+
+    monkeypatch.setattr(planner.algorithms, "run", flaky)
+    sweep = plan_sweep([SPECS[1]], "msct,heft", memories="1%,100%", devices="2,9")
+    result = run_sweep(sweep, executor="inline")
+    by = {(r["algorithm"], r["memory"], r["devices"]): r for r in result.rows}
+    assert len(by) == 8
+    assert by[("heft", "100%", "2")]["status"] == "error"
+    assert by[("heft", "100%", "2")]["reason"].startswith("RuntimeError: boom")
+    assert by[("msct", "1%", "2")]["status"] == "infeasible"
+    assert by[("msct", "100%", "9")]["status"] == "invalid"
+    assert "has only 4 devices" in by[("msct", "100%", "9")]["reason"]
+    ok = by[("msct", "100%", "2")]
+    assert ok["status"] == "feasible" and ok["ratio_to_best"] == 1.0
+    assert "dropped 1 pin(s) to removed devices: head→gpu3" in ok["reason"]
+    assert ok["devices_used"] <= ok["n_devices"] == 2
+    assert ok["makespan_s"] >= ok["lower_bound_s"] > 0
+    assert ok["peak_memory_bytes"] <= ok["memory_cap_bytes"]
+
+
+def test_local_executor_gives_the_rows_of_the_reference(clean: SweepResult) -> None:
+    assert {r["status"] for r in clean.rows} >= {"feasible", "infeasible"}
+    local = run_sweep(standard_sweep(), executor="local", jobs=2)
+    assert local.ran == 54 and local.reused == 0
+    assert stable(local.rows) == stable(clean.rows)
+    assert all(set(r) == set(FIELD_NAMES) for r in local.rows)
+
+
+def test_a_crashing_worker_costs_one_row_and_resume_redoes_it(
+        clean: SweepResult, tmp_path: Path) -> None:
+    log = tmp_path / "rows.jsonl"
+    result = run_sweep(standard_sweep(), executor="local", jobs=2, resume=log,
+                       worker=crash_on_heft_5gbs)
+    crashed = [r for r in result.rows if r["status"] == "crashed"]
+    assert [(r["algorithm"], r["bandwidth"], r["memory"]) for r in crashed] == [VICTIM]
+    assert "worker process died" in crashed[0]["reason"]
+    others = [r for r in result.rows if r["status"] != "crashed"]
+    reference = {row_key(r): r for r in stable(clean.rows)}
+    # ratio_to_best may differ in the victim's group only
+    for r in stable(others):
+        want = dict(reference[row_key(r)])
+        if (r["spec"], r["bandwidth"], r["memory"]) != (crashed[0]["spec"], *VICTIM[1:]):
+            assert r == want
+    again = run_sweep(standard_sweep(), executor="local", jobs=2, resume=log)
+    assert (again.ran, again.reused) == (1, 53)
+    assert stable(again.rows) == stable(clean.rows)
+    assert stable(read_rows(log)) == stable(clean.rows)  # rewritten, sorted, complete
+
+
+def test_interrupted_sweep_resumes_where_it_stopped(clean: SweepResult, tmp_path: Path) -> None:
+    log = tmp_path / "rows.csv"
+    seen: list[int] = []
+
+    def stop_after_five(done: int, total: int, row: Any) -> None:
+        seen.append(done)
+        if done >= 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(standard_sweep(), executor="local", jobs=2, resume=log,
+                  progress=stop_after_five)
+    saved = read_rows(log)
+    assert len(saved) >= 5
+    again = run_sweep(standard_sweep(), executor="local", jobs=2, resume=log)
+    assert again.reused == len(saved) and again.ran == 54 - len(saved)
+    assert stable(again.rows) == stable(clean.rows)
+
+
+def test_a_truncated_resume_file_loses_only_the_cut_rows(
+        clean: SweepResult, tmp_path: Path) -> None:
+    log = tmp_path / "rows.csv"
+    run_sweep(standard_sweep(), executor="inline", resume=log)
+    lines = log.read_text().splitlines(keepends=True)
+    assert len(lines) == 55  # header + 54 rows
+    log.write_text("".join(lines[:21]) + lines[21][:40])  # 20 rows and a torn one
+    seen: list[Any] = []
+    again = run_sweep(standard_sweep(), executor="inline", resume=log,
+                      progress=lambda d, t, r: seen.append(r))
+    assert (again.reused, again.ran) == (20, 34)
+    assert seen[0] is None and len(seen) == 35
+    assert stable(again.rows) == stable(clean.rows)
+
+
+def test_workers_that_always_die_stop_the_sweep_with_a_diagnostic() -> None:
+    sweep = plan_sweep([SPECS[0]], "msct,heft,mtopo,metf")
+    with pytest.raises(SolverError) as err:
+        run_sweep(sweep, executor="local", jobs=2, worker=always_crash)
+    assert err.value.diagnostics[0].code == "E711"
+
+
+def test_a_point_past_its_hard_limit_becomes_a_timeout_row() -> None:
+    sweep = plan_sweep([SPECS[0]], "msct,mtopo,heft", memories="50%,100%")
+    t0 = time.monotonic()
+    result = run_sweep(sweep, executor="local", jobs=2, worker=hang_on_mtopo,
+                       deadline=lambda point: 1.0)
+    assert time.monotonic() - t0 < 30
+    status = {(r["algorithm"], r["memory"]): r["status"] for r in result.rows}
+    assert status == {("msct", "50%"): "feasible", ("mtopo", "50%"): "timeout",
+                      ("heft", "50%"): "feasible", ("msct", "100%"): "feasible",
+                      ("mtopo", "100%"): "timeout", ("heft", "100%"): "feasible"}
+    reason = next(r["reason"] for r in result.rows if r["status"] == "timeout")
+    assert reason.startswith("stopped after 1 s")
+
+
+def test_ray_missing_is_a_usage_error_with_an_install_hint(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(UsageError) as err:
+        import_ray()
+    assert "--executor ray" in err.value.diagnostics[0].message
+    assert any("planner[ray]" in h for h in err.value.diagnostics[0].hints)
