@@ -12,6 +12,7 @@ Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
@@ -28,6 +29,7 @@ from .render.diagnostics import (
     eprint,
     guard,
     source_texts,
+    stdout_to_stderr,
 )
 
 app = typer.Typer(
@@ -263,7 +265,8 @@ def solve(
         problem = _problem(loaded, plan)
         options = Options(seed=seed, time_limit_s=time_limit, gap=gap, solver=solver,
                           emit=str(emit) if emit else None)
-        solution = run(algo, problem, options)
+        with stdout_to_stderr():
+            solution = run(algo, problem, options)
         info = dict(solution.info)
         if out is not None:
             solution.plan.write(problem, str(out))
@@ -295,8 +298,22 @@ def _jsonable(v: Any) -> bool:
     return True
 
 
+def _guarded(fn: Any) -> Any:
+    """Run a command defined elsewhere inside `guard()` (typer reads the wrapped signature)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with guard():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def _mount_optional() -> None:
     """Sub-commands living in their own modules (importers, exporters, generators, compare)."""
+    from .commands.compare import compare_command
+
+    app.command("compare")(_guarded(compare_command))
     try:
         from .io.commands import export_app, generate_app, import_app
     except ImportError:  # pragma: no cover - during development only

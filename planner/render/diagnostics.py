@@ -80,3 +80,28 @@ def guard() -> Iterator[None]:
         eprint(f"error[E999]: internal error: {type(err).__name__}: {err}\n"
                "  = hint: this is a bug in planner; rerun with PLANNER_DEBUG=1 for details")
         raise typer.Exit(EXIT_INTERNAL) from None
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send file descriptor 1 to stderr for the duration (native solver banners and logs).
+
+    `--json` promises that stdout carries only the JSON; libraries such as HiGHS write to
+    the C-level stdout directly, past `sys.stdout`.
+    """
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):  # no real fd 1 (embedded use): nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        except ValueError:
+            pass
+        os.dup2(saved, 1)
+        os.close(saved)
