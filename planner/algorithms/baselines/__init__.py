@@ -1,0 +1,1 @@
+"""Baseline placements to compare against: single, roundrobin, random, expert."""

@@ -1,0 +1,42 @@
+"""`random`: each op on a uniformly random device with room for it, seeded.
+
+A baseline, not from a paper. Op by op in topological order, the devices the op may run on
+are shuffled by `random.Random(Options.seed)` and the first with room (static memory)
+takes it; pinned ops and later members of a colocation group go where they must. The same
+seed gives the same plan. The order is dynamic dispatch (`listsched.schedule_fixed`).
+
+Time: O(V·D) placement plus O((V + E)·log V).
+"""
+
+from __future__ import annotations
+
+import random
+
+from ...model import Problem
+from ..base import AlgorithmInfo, Options, Solution
+from ..listsched import Instance, Placer, explain_stuck, schedule_fixed, solution
+
+
+def place(problem: Problem, options: Options) -> Solution:
+    """Place each op on a random device with room (seeded by `options.seed`)."""
+    inst = Instance(problem)
+    placer = Placer(inst)
+    rng = random.Random(options.seed)
+    for i in inst.topo:
+        devices = list(placer.allowed(i))
+        rng.shuffle(devices)
+        d = next((d for d in devices if placer.fits(i, d)), -1)
+        if d < 0:
+            raise explain_stuck(placer, "random", i)
+        placer.commit(i, d)
+    placement = list(placer.device_of)
+    _, start = schedule_fixed(inst, placement)
+    return solution(inst, placement, start, "random", seed=options.seed)
+
+
+INFO = AlgorithmInfo(
+    name="random",
+    place=place,
+    summary="a seeded random device with room for each op",
+    memory_aware=True,
+)

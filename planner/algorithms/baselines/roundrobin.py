@@ -1,0 +1,42 @@
+"""`roundrobin`: ops in topological order dealt to the devices in turn.
+
+A baseline, not from a paper. Op by op in topological order (ties by op index), the next
+device in turn that may run the op and has room for it (static memory) takes it; pinned ops
+and later members of a colocation group go where they must. The order is dynamic dispatch
+(`listsched.schedule_fixed`).
+
+Time: O(V·D) placement (a memory check per device tried) plus O((V + E)·log V).
+"""
+
+from __future__ import annotations
+
+from ...model import Problem
+from ..base import AlgorithmInfo, Options, Solution
+from ..listsched import Instance, Placer, explain_stuck, schedule_fixed, solution
+
+
+def place(problem: Problem, options: Options) -> Solution:
+    """Deal the ops to the devices in turn, skipping devices without room."""
+    inst = Instance(problem)
+    placer = Placer(inst)
+    turn = 0
+    for i in inst.topo:
+        allowed = placer.allowed(i)
+        ring = sorted(allowed, key=lambda d: (d - turn) % inst.m)
+        d = next((d for d in ring if placer.fits(i, d)), -1)
+        if d < 0:
+            raise explain_stuck(placer, "roundrobin", i)
+        placer.commit(i, d)
+        if len(allowed) > 1:
+            turn = (d + 1) % inst.m
+    placement = list(placer.device_of)
+    _, start = schedule_fixed(inst, placement)
+    return solution(inst, placement, start, "roundrobin")
+
+
+INFO = AlgorithmInfo(
+    name="roundrobin",
+    place=place,
+    summary="ops in topological order dealt to the devices in turn (memory-aware)",
+    memory_aware=True,
+)

@@ -1,0 +1,82 @@
+"""CPOP: Critical Path On a Processor, with memory caps.
+
+Topcuoglu, Hariri and Wu, "Performance-effective and low-complexity task scheduling for
+heterogeneous computing", IEEE TPDS 13(3), 2002.
+
+Priority = upward rank + downward rank (mean costs). The critical path starts at the entry
+op of highest priority and follows, from each op, the successor of highest priority (ties by
+topological position) to an exit. The critical-path device is the one with the smallest
+total compute time of the critical-path ops (ties by smaller index). Ready ops go in
+decreasing priority: a critical-path op to the critical-path device when it may go there
+and fits in memory, every other op to the device of earliest finish with insertion (as in
+HEFT). See `listsched` for the shared rules.
+
+Time: O(V log V + E·D + V·D·g), as HEFT.
+"""
+
+from __future__ import annotations
+
+from ..cost import INF
+from ..model import Problem
+from .base import AlgorithmInfo, Options, Solution
+from .listsched import (
+    Instance,
+    Placer,
+    Stuck,
+    downward_rank,
+    explain_stuck,
+    insertion_schedule,
+    priority_positions,
+    solution,
+    upward_rank,
+)
+
+
+def critical_path(inst: Instance, priority: list[float]) -> list[int]:
+    """The critical path: from the best entry op, always the best successor, to an exit."""
+    if inst.n == 0:
+        return []
+    pos = inst.topo_pos
+    entries = [i for i in range(inst.n) if not inst.pred[i]]
+    i = min(entries, key=lambda k: (-priority[k], pos[k]))
+    path = [i]
+    while inst.succ[i]:
+        i = min((j for j, _ in inst.succ[i]), key=lambda k: (-priority[k], pos[k]))
+        path.append(i)
+    return path
+
+
+def place(problem: Problem, options: Options) -> Solution:
+    """Place and order `problem`'s ops with CPOP; raises `InfeasibleError` when stuck."""
+    inst = Instance(problem)
+    placer = Placer(inst)
+    up, down = upward_rank(inst), downward_rank(inst)
+    priority = [u + d for u, d in zip(up, down)]
+    path = critical_path(inst, priority)
+    cp_device = -1
+    if path:
+        totals = [sum(inst.compute[i][d] for i in path) for d in range(inst.m)]
+        cp_device = min(range(inst.m), key=lambda d: (totals[d], d))
+        if totals[cp_device] == INF:
+            cp_device = -1
+    on_path = [False] * inst.n
+    for i in path:
+        on_path[i] = True
+    try:
+        placement, start = insertion_schedule(
+            inst, placer, priority_positions(inst, priority),
+            preferred=lambda i: cp_device if on_path[i] else -1)
+    except Stuck as s:
+        raise explain_stuck(placer, "cpop", s.op) from None
+    return solution(inst, placement, start, "cpop", critical_path_ops=len(path),
+                    critical_path_device=problem.cluster.devices[cp_device].name
+                    if cp_device >= 0 else None)
+
+
+INFO = AlgorithmInfo(
+    name="cpop",
+    place=place,
+    summary="Critical Path On a Processor, insertion-based, memory-aware",
+    memory_aware=True,
+    citation="Topcuoglu, Hariri, Wu, IEEE TPDS 2002",
+)

@@ -1,0 +1,402 @@
+"""Solver back-ends of the exact models: profiles, availability, quiet and watched solves.
+
+Back-end capabilities are data (`solvers/profiles.toml`, shipped in the wheel as
+`planner/_data/solver_profiles.toml`): the Pyomo name, what must be present, and the option
+names of the time limit, gap, threads and warm start. Availability is decided without
+importing any native library (`shutil.which`, `importlib.util.find_spec`).
+
+Solver outcomes are mapped once, here, to `Outcome.status`: `optimal`, `feasible` (a limit
+was hit with an incumbent), `infeasible`, `nosolution` (a limit was hit without one) or
+`error` (missing, crashed, killed). Nothing a solver prints reaches stdout: every solve runs
+under `quiet_stdout`, which captures file descriptor 1 and `sys.stdout` and replays the text
+at DEBUG level on the `planner.solver` logger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import math
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+log = logging.getLogger("planner")
+solver_log = logging.getLogger("planner.solver")
+
+#: the watchdog kills a child-process solver this long after its own limit T:
+#: WATCHDOG_GRACE_S + WATCHDOG_FRACTION * T
+WATCHDOG_GRACE_S = 5.0
+WATCHDOG_FRACTION = 0.25
+
+OutcomeStatus = Literal["optimal", "feasible", "infeasible", "nosolution", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """One solver's option names and requirements (a table of `profiles.toml`)."""
+
+    name: str
+    pyomo: str = ""
+    executable: str = ""
+    module: str = ""
+    time_limit: str = ""
+    time_limit_integer: bool = False
+    gap: str = ""
+    threads: str = ""
+    workers: int = 0
+    warm_start: bool = False
+    watchdog: bool = False
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def profiles_text() -> str:
+    """The profiles file: the installed `planner/_data` copy first, else the checkout's."""
+    try:
+        packaged = resources.files("planner").joinpath("_data/solver_profiles.toml")
+        if packaged.is_file():
+            return packaged.read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError):  # pragma: no cover - odd installs
+        pass
+    return (Path(__file__).resolve().parents[3] / "solvers" / "profiles.toml").read_text("utf-8")
+
+
+@lru_cache(maxsize=1)
+def profiles() -> Mapping[str, Profile]:
+    """Every solver profile by name, in file order."""
+    data = tomllib.loads(profiles_text())
+    out: dict[str, Profile] = {}
+    for name, table in data.items():
+        fields = {k: v for k, v in table.items() if k != "options"}
+        out[name] = Profile(name=name, options=MappingProxyType(dict(table.get("options", {}))),
+                            **fields)
+    return MappingProxyType(out)
+
+
+def profile(name: str) -> Profile:
+    """The profile of `name`; an unknown name gets a bare one (Pyomo name = `name`)."""
+    return profiles().get(name) or Profile(name=name, pyomo=name)
+
+
+def available(name: str) -> bool:
+    """Whether solver `name` can run here, checked without importing a native library.
+
+    Names without a profile are asked of Pyomo (which imports it: only call this when a
+    solve with that name is about to happen).
+    """
+    prof = profiles().get(name)
+    if prof is not None:
+        if prof.executable:
+            return shutil.which(prof.executable) is not None
+        if prof.module:
+            try:
+                return importlib.util.find_spec(prof.module) is not None
+            except (ImportError, ValueError):
+                return False
+        return False
+    pyo = import_pyomo()
+    try:
+        return bool(pyo.SolverFactory(name).available(exception_flag=False))
+    except Exception:  # noqa: BLE001 - any failure of a foreign plugin means "not available"
+        return False
+
+
+def available_solvers() -> tuple[str, ...]:
+    """The MIP solvers with a profile that are present here (CP-SAT excluded)."""
+    return tuple(n for n in profiles() if n != "cpsat" and available(n))
+
+
+def threads_for(name: str) -> int:
+    """Threads to give solver `name`: its profile's `workers`, else `default_threads()`."""
+    prof = profiles().get(name)
+    return prof.workers if prof is not None and prof.workers > 0 else default_threads()
+
+
+def default_threads() -> int:
+    """Threads to give a solver: the cores this process may use, at most 8."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(8, cores))
+
+
+_pyomo_ready = False
+
+
+def import_pyomo() -> Any:
+    """Import `pyomo.environ` once, and keep Pyomo's own logging off stdout.
+
+    Pyomo attaches a handler writing to stdout to its `pyomo` logger, and warns about
+    statuses we map ourselves ("Loading a SolverResults object with an 'aborted' status").
+    Unless someone configured the `pyomo` logger, its records are replayed at DEBUG on
+    `planner.solver` instead (at DEBUG Pyomo would also pretty-print every component it
+    builds, so it is kept at WARNING).
+    """
+    global _pyomo_ready
+    import pyomo.environ as pyo
+
+    if not _pyomo_ready:
+        plog = logging.getLogger("pyomo")
+        if plog.level == logging.NOTSET:
+            for h in list(plog.handlers):
+                plog.removeHandler(h)
+            plog.addHandler(_Forward())
+            plog.propagate = False
+            plog.setLevel(logging.WARNING)
+        _pyomo_ready = True
+    return pyo
+
+
+class _Forward(logging.Handler):
+    """Re-emit a record on `planner.solver` at DEBUG."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Forward `record`."""
+        if solver_log.isEnabledFor(logging.DEBUG):
+            solver_log.debug("pyomo: %s", record.getMessage())
+
+
+@contextlib.contextmanager
+def quiet_stdout() -> Iterator[None]:
+    """Capture everything written to stdout (Python and C level); replay it at DEBUG.
+
+    The CLI prints JSON on stdout, so a solver banner there would corrupt it.
+    """
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        sys.stdout.flush()
+    fd = 1  # what native code writes to, whatever object sys.stdout is now
+    try:
+        os.fstat(fd)
+    except OSError:
+        fd = -1
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        saved = -1
+        if fd >= 0:
+            saved = os.dup(fd)
+            os.dup2(sink.fileno(), fd)
+        old_stdout = sys.stdout
+        buffer = _TextSink()
+        sys.stdout = buffer
+        try:
+            yield
+        finally:
+            sys.stdout = old_stdout
+            if saved >= 0:
+                os.dup2(saved, fd)
+                os.close(saved)
+            sink.seek(0)
+            text = sink.read().decode("utf-8", "replace") + buffer.getvalue()
+            if text.strip() and solver_log.isEnabledFor(logging.DEBUG):
+                for line in text.splitlines():
+                    solver_log.debug("%s", line)
+
+
+class _TextSink:
+    """A write-only text stream that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def write(self, s: str) -> int:
+        """Keep `s`."""
+        self._parts.append(s)
+        return len(s)
+
+    def flush(self) -> None:
+        """Nothing to flush."""
+
+    def isatty(self) -> bool:
+        """Never a terminal."""
+        return False
+
+    def getvalue(self) -> str:
+        """Everything written so far."""
+        return "".join(self._parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a solve produced, mapped to one vocabulary for every back-end.
+
+    `bound` is the solver's best bound on the objective (model units) when it reported one;
+    `loaded` says whether a solution was loaded into the model's variables.
+    """
+
+    status: OutcomeStatus
+    message: str = ""
+    bound: float | None = None
+    loaded: bool = False
+
+
+def solver_children(executable: str) -> list[int]:
+    """PIDs of this process's child processes running `executable` (Linux /proc)."""
+    me = os.getpid()
+    found: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # pragma: no cover - not Linux
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv0 = f.read().split(b"\0", 1)[0].decode("utf-8", "replace")
+        except OSError:
+            continue
+        # the command name may contain spaces or parentheses: fields follow the last ')'
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == me and os.path.basename(argv0) == executable:
+            found.append(int(entry))
+    return found
+
+
+def _map_results(results: Any) -> tuple[OutcomeStatus, bool]:
+    from pyomo.opt import SolutionStatus as SS
+    from pyomo.opt import TerminationCondition as TC
+
+    tc = results.solver.termination_condition
+    solutions = getattr(results, "solution", None)
+    n_solutions = len(solutions) if solutions is not None else 0
+    sol_status = solutions[0].status if n_solutions else None
+    if tc in (TC.infeasible, TC.infeasibleOrUnbounded):
+        return "infeasible", False
+    usable = n_solutions > 0 and sol_status not in (SS.infeasible, SS.error, SS.unbounded)
+    if tc in (TC.optimal, TC.globallyOptimal, TC.locallyOptimal):
+        return ("optimal", True) if usable else ("nosolution", False)
+    if tc in (TC.maxTimeLimit, TC.maxIterations, TC.maxEvaluations, TC.userInterrupt,
+              TC.resourceInterrupt, TC.intermediateNonInteger, TC.feasible, TC.other,
+              TC.unknown, TC.minFunctionValue, TC.minStepLength):
+        return ("feasible", True) if usable else ("nosolution", False)
+    return "error", False
+
+
+def solve_pyomo(
+    model: Any,
+    name: str,
+    *,
+    time_limit_s: float,
+    gap: float,
+    threads: int,
+    warm_start: bool,
+) -> Outcome:
+    """Solve the Pyomo `model` with solver `name`; load the solution when there is one.
+
+    The time limit is passed as the solver's own option (never Pyomo's `timelimit=`), and
+    the solve runs in a worker thread under a watchdog: when a child-process solver is
+    still running `5 s + T / 4` after its limit `T`, it is killed and the outcome is
+    `error` (CBC's limit is soft; its incumbent dies with it, the warm start remains).
+    """
+    prof = profile(name)
+    if name in profiles() and not prof.pyomo:
+        return Outcome("error", f"`{name}` is not a MIP solver for the ILP; use --algo {name}")
+    if not available(name):
+        known = ", ".join(n for n in profiles() if n != "cpsat")
+        return Outcome("error", f"solver `{name}` is not available here (known: {known}; "
+                                "run solvers/install.sh for cbc and glpk)")
+    pyo = import_pyomo()
+    opt = pyo.SolverFactory(prof.pyomo or name)
+    options: dict[str, Any] = dict(prof.options)
+    if prof.time_limit:
+        options[prof.time_limit] = (max(1, math.ceil(time_limit_s)) if prof.time_limit_integer
+                                    else max(0.01, time_limit_s))
+    if prof.gap:
+        options[prof.gap] = gap
+    if prof.threads and threads > 0:
+        options[prof.threads] = threads
+    kwargs: dict[str, Any] = {"load_solutions": False, "tee": False, "options": options}
+    if warm_start and prof.warm_start:
+        kwargs["warmstart"] = True
+    config = getattr(opt, "config", None)
+    if config is not None and hasattr(config, "solver_output_logger"):
+        config.solver_output_logger = solver_log  # appsi: the log goes through logging
+        config.log_level = logging.DEBUG
+    logfile = None
+    if not hasattr(opt, "config"):  # shell solvers: collect the log in a file
+        fd, logfile = tempfile.mkstemp(prefix="planner-", suffix=f".{name}.log")
+        os.close(fd)
+        kwargs["logfile"] = logfile
+
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["results"] = opt.solve(model, **kwargs)
+        except BaseException as err:  # noqa: BLE001 - reported as an outcome, never raised
+            box["error"] = err
+
+    grace = WATCHDOG_GRACE_S + WATCHDOG_FRACTION * time_limit_s
+    killed = False
+    with quiet_stdout():
+        worker = threading.Thread(target=work, name=f"planner-{name}", daemon=True)
+        worker.start()
+        worker.join(time_limit_s + grace if prof.watchdog and prof.executable else None)
+        if worker.is_alive():
+            for pid in solver_children(prof.executable):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed = True
+            worker.join(30.0)
+    if logfile is not None:
+        _replay_log(logfile)
+    if worker.is_alive():
+        return Outcome("error", f"{name} did not stop after its time limit and could not be "
+                                "killed")
+    if killed:
+        return Outcome("error", f"{name} overran its time limit of {time_limit_s:.3g} s by more "
+                                f"than {grace:.3g} s and was killed")
+    if "error" in box:
+        err = box["error"]
+        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return Outcome("error", f"{name} failed: {text}")
+    results = box["results"]
+    status, usable = _map_results(results)
+    bound = _finite(getattr(results.problem, "lower_bound", None))
+    if status == "error":
+        return Outcome("error", f"{name} stopped with "
+                                f"{results.solver.termination_condition}", bound)
+    loaded = False
+    if usable:
+        try:
+            model.solutions.load_from(results)
+            loaded = True
+        except Exception as err:  # noqa: BLE001 - a foreign plugin's failure is an outcome
+            return Outcome("nosolution", f"{name}: could not load its solution ({err})", bound)
+    return Outcome(status, str(results.solver.termination_condition), bound, loaded)
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _replay_log(path: str) -> None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    if solver_log.isEnabledFor(logging.DEBUG):
+        for line in text.splitlines():
+            solver_log.debug("%s", line)

@@ -1,0 +1,287 @@
+"""Warm start, fallback and the `Solution` both exact algorithms return.
+
+The warm start is `Options.warm_start` when given, else m-SCT's plan (`msct`). It serves
+three purposes: its placement and order become the MIP start / CP-SAT hints, its makespan
+(under the models' own contention-`none` timing) is the upper bound `U` that tightens the
+time windows and big-Ms, and it is the plan returned, with status `fallback`, when the
+solver is missing, crashes, is killed, or finds nothing. A warm plan that breaks the static
+model (possible under `memory liveness`, which the models over-approximate with static
+accounting) is kept for the fallback only; the models then start cold with `U` = the
+serial horizon.
+
+Whatever a solver answers, only its placement and the order of its start times are taken;
+the plan is re-timed, checked exactly (pins, colocation, links, bytes against caps), and
+compared with the warm start, so tolerances can never make the result worse than the
+warm start or infeasible.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import itertools
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ...errors import Diagnostic, InfeasibleError, PlannerError, SolverError
+from ...model import Problem
+from ...plan import Plan
+from ..base import Options, Solution, Status
+from .instance import Instance
+
+log = logging.getLogger("planner")
+
+
+@dataclass(frozen=True)
+class Warm:
+    """The warm start: the plan to fall back to, and its data for the models.
+
+    `placement`/`order`/`start_s` are None when the plan cannot seed the model (`note`
+    says why); `placement` is relabelled to the symmetry-breaking representative.
+    """
+
+    plan: Plan | None
+    source: str
+    placement: tuple[int, ...] | None = None
+    order: tuple[int, ...] | None = None
+    start_s: tuple[float, ...] | None = None
+    makespan_s: float = math.inf
+    error: PlannerError | None = None
+    note: str = ""
+
+    @property
+    def usable(self) -> bool:
+        """Whether the plan seeds the model (MIP start, hints, upper bound)."""
+        return self.placement is not None
+
+
+def warm_start(inst: Instance, options: Options) -> Warm:
+    """The warm start of `options`, else m-SCT's plan (see the module docstring)."""
+    if options.warm_start is not None:
+        return _prepare(inst, options.warm_start, options.warm_start.algorithm or "given")
+    from .. import run
+
+    try:
+        sol = run("msct", inst.problem, dataclasses.replace(options, warm_start=None,
+                                                             progress=None))
+    except PlannerError as err:
+        return Warm(None, "msct", error=err, note="m-SCT found no plan")
+    except ImportError as err:  # pragma: no cover - a broken install
+        return Warm(None, "msct", note=f"m-SCT is unavailable ({err})")
+    return _prepare(inst, sol.plan, "msct")
+
+
+def _prepare(inst: Instance, plan: Plan, source: str) -> Warm:
+    if len(plan.placement) != inst.n or not inst.respects(plan.placement):
+        return Warm(plan, source, note=f"the {source} plan breaks the static memory model, a "
+                                       "pin, a colocation group or a link")
+    order = plan_order(inst, plan)
+    placement = inst.canonical(plan.placement)
+    start, makespan = inst.timing(placement, order)
+    return Warm(plan, source, tuple(placement), tuple(order), tuple(start), makespan)
+
+
+def plan_order(inst: Instance, plan: Plan) -> list[int]:
+    """A global topological order that keeps the plan's per-device order where it can.
+
+    Ops are taken by the plan's start times (else their position on their device), ties by
+    topological rank; when the plan's order contradicts precedence it is ignored.
+    """
+    n = inst.n
+    pos = [0.0] * n
+    chains: list[tuple[int, int]] = []
+    if plan.order is not None:
+        for seq in plan.order:
+            for p, i in enumerate(seq):
+                if 0 <= i < n:
+                    pos[i] = float(p)
+            chains.extend((a, b) for a, b in itertools.pairwise(seq) if 0 <= a < n and 0 <= b < n)
+    key: Sequence[float] = plan.start_s if plan.start_s is not None and len(
+        plan.start_s) == n else pos
+    order = _kahn(inst, key, chains)
+    return order if len(order) == n else inst.priority_order(key)
+
+
+def _kahn(inst: Instance, key: Sequence[float], extra: list[tuple[int, int]]) -> list[int]:
+    n = inst.n
+    succ: list[list[int]] = [[inst.arcs[k].dst for k in inst.succ_arcs[i]] for i in range(n)]
+    for a, b in extra:
+        succ[a].append(b)
+    indeg = [0] * n
+    for i in range(n):
+        for j in succ[i]:
+            indeg[j] += 1
+    heap = [(key[i], inst.rank[i], i) for i in range(n) if indeg[i] == 0]
+    heapq.heapify(heap)
+    out: list[int] = []
+    while heap:
+        _, _, i = heapq.heappop(heap)
+        out.append(i)
+        for j in succ[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(heap, (key[j], inst.rank[j], j))
+    return out
+
+
+def lower_bound_s(inst: Instance) -> float:
+    """The best lower bound we know: `planner.bounds` (valid under every contention)."""
+    best = inst.trivial_bound
+    try:
+        from ...bounds import lower_bound
+
+        best = max(best, lower_bound(inst.problem).makespan_s)
+    except ImportError:  # pragma: no cover - bounds.py is part of the package
+        pass
+    return best
+
+
+class Clock:
+    """Wall time since the algorithm started, against `Options.time_limit_s`."""
+
+    def __init__(self, options: Options) -> None:
+        self.t0 = time.perf_counter()
+        self.limit = options.time_limit_s
+
+    def elapsed(self) -> float:
+        """Seconds since start."""
+        return time.perf_counter() - self.t0
+
+    def remaining(self, floor: float = 0.05) -> float:
+        """Seconds left for the solver (at least `floor`: the warm start answers anyway)."""
+        return max(floor, self.limit - self.elapsed())
+
+
+def empty_solution(problem: Problem, algorithm: str) -> Solution | None:
+    """The trivially optimal answer when the graph has no ops, else None."""
+    if problem.graph.ops:
+        return None
+    plan = Plan((), tuple(() for _ in problem.cluster.devices), (), algorithm)
+    return Solution(plan, "optimal", MappingProxyType({
+        "objective_s": 0.0, "bound_s": 0.0, "gap": 0.0, "solver": algorithm,
+        "build_s": 0.0, "solve_s": 0.0}))
+
+
+def make_plan(inst: Instance, placement: Sequence[int], order: Sequence[int],
+              start: Sequence[float], algorithm: str) -> Plan:
+    """A plan whose per-device order is the restriction of the global `order`.
+
+    Built directly rather than by sorting start times, so zero-duration ops tied at one
+    instant keep their precedence order (a sort by index could deadlock them).
+    """
+    seqs: list[list[int]] = [[] for _ in range(inst.m)]
+    for i in order:
+        seqs[placement[i]].append(i)
+    return Plan(tuple(placement), tuple(map(tuple, seqs)), tuple(float(t) for t in start),
+                algorithm)
+
+
+def conclude(
+    inst: Instance,
+    warm: Warm,
+    *,
+    algorithm: str,
+    solver: str,
+    outcome: str,
+    message: str,
+    placement: Sequence[int] | None,
+    key: Sequence[float] | None,
+    solver_bound_s: float | None,
+    lower_s: float,
+    build_s: float,
+    solve_s: float,
+    extra: dict[str, Any] | None = None,
+    warn: bool = True,
+) -> Solution:
+    """Turn a solver's answer into the `Solution` (see the module docstring).
+
+    `outcome` is the back-end's status (`optimal`, `feasible`, `infeasible`, `nosolution`,
+    `error`); `placement`/`key` its answer (op -> device, start times as an order key).
+    A fallback logs a warning on the `planner` logger unless `warn` is false.
+    """
+    info: dict[str, Any] = {"solver": solver, "build_s": build_s, "solve_s": solve_s,
+                            "warm_start": warm.source, "warm_start_s": _num(warm.makespan_s)}
+    info.update(extra or {})
+    bound = max(lower_s, solver_bound_s or 0.0)
+
+    candidate = None
+    if placement is not None and key is not None and inst.respects(placement):
+        order = inst.priority_order(key)
+        start, makespan = inst.timing(placement, order)
+        candidate = (list(placement), order, start, makespan)
+    elif placement is not None:
+        message = f"{message}; its answer broke a constraint when checked exactly"
+        outcome = "nosolution"
+
+    if outcome == "infeasible" and not warm.usable and warm.plan is None:
+        raise _infeasible(inst, warm)
+
+    if candidate is not None and outcome in ("optimal", "feasible"):
+        place, order, start, makespan = candidate
+        status: Status = "optimal" if outcome == "optimal" else "feasible"
+        if warm.usable and warm.makespan_s < makespan * (1 - 1e-12):
+            # the solver kept something worse than its start (tolerances): keep the start
+            assert warm.placement is not None and warm.order is not None
+            place, order, makespan = list(warm.placement), list(warm.order), warm.makespan_s
+            start = list(warm.start_s or ())
+            status = "feasible"
+        plan = make_plan(inst, place, order, start, algorithm)
+        info.update(objective_s=makespan, bound_s=min(bound, makespan),
+                    gap=_gap(makespan, bound))
+        return Solution(plan, status, MappingProxyType(info))
+
+    # no usable answer: fall back to the warm start
+    if outcome == "infeasible":
+        reason = (f"{solver} proved the static memory model infeasible; keeping the "
+                  f"{warm.source} plan" if inst.problem.memory_model == "liveness" else
+                  f"{solver} reported the model infeasible although the {warm.source} "
+                  "plan satisfies it")
+    elif outcome == "error":
+        reason = message
+    else:
+        reason = f"{solver} found no solution ({message})"
+    if warm.plan is None:
+        if isinstance(warm.error, InfeasibleError):
+            raise InfeasibleError((*warm.error.diagnostics, Diagnostic(
+                "E811", f"the exact solver found no plan either: {reason}", None)))
+        raise SolverError(Diagnostic("E812", f"no plan: {reason}", None, tuple(
+            d.message for d in (warm.error.diagnostics if warm.error else ())) + (
+            (warm.note,) if warm.note else ())))
+    if warn:
+        log.warning("%s: falling back to the %s plan: %s", algorithm, warm.source, reason)
+    objective = warm.makespan_s if warm.usable else math.inf
+    info.update(reason=reason, objective_s=_num(objective), bound_s=bound,
+                gap=_gap(objective, bound) if math.isfinite(objective) else None)
+    return Solution(warm.plan, "fallback", MappingProxyType(info))
+
+
+def _infeasible(inst: Instance, warm: Warm) -> InfeasibleError:
+    from ..infeasible import diagnose, facts
+
+    if isinstance(warm.error, InfeasibleError) and warm.error.diagnostics and all(
+            d.code != "E704" for d in warm.error.diagnostics):
+        return warm.error  # the heuristic's proofs are proofs
+    proofs = diagnose(inst.problem)
+    if proofs:
+        return InfeasibleError(proofs)
+    static = " (static accounting, an upper bound on liveness peaks)" \
+        if inst.problem.memory_model == "liveness" else ""
+    return InfeasibleError(Diagnostic(
+        "E813", "no placement satisfies the memory caps, pins, colocation groups and links "
+                f"together: the exact model is infeasible{static}", None,
+        (*facts(inst.problem), "add memory or devices, or relax pins and colocation")))
+
+
+def _gap(objective: float, bound: float) -> float:
+    if objective <= 0:
+        return 0.0
+    return max(0.0, (objective - bound) / objective)
+
+
+def _num(x: float) -> float | None:
+    return x if math.isfinite(x) else None

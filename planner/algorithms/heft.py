@@ -1,0 +1,50 @@
+"""HEFT: Heterogeneous Earliest Finish Time, with memory caps.
+
+Topcuoglu, Hariri and Wu, "Performance-effective and low-complexity task scheduling for
+heterogeneous computing", IEEE TPDS 13(3), 2002.
+
+Ops in decreasing upward rank (mean compute time over the devices plus the longest mean
+path to an exit, communication at the mean transfer time; ties by topological position),
+each to the device where it finishes earliest, inserted into the earliest idle gap that
+holds it; devices where it does not fit in memory are skipped (ties by smaller device
+index). See `listsched` for the shared rules.
+
+Time: O(V log V + E·D + V·D·g), g the gaps scanned per device (few: the scan starts at the
+op's data-ready time); O(V²·D) in the worst case, as in the paper.
+"""
+
+from __future__ import annotations
+
+from ..model import Problem
+from .base import AlgorithmInfo, Options, Solution
+from .listsched import (
+    Instance,
+    Placer,
+    Stuck,
+    explain_stuck,
+    insertion_schedule,
+    priority_positions,
+    solution,
+    upward_rank,
+)
+
+
+def place(problem: Problem, options: Options) -> Solution:
+    """Place and order `problem`'s ops with HEFT; raises `InfeasibleError` when stuck."""
+    inst = Instance(problem)
+    placer = Placer(inst)
+    prank = priority_positions(inst, upward_rank(inst))
+    try:
+        placement, start = insertion_schedule(inst, placer, prank)
+    except Stuck as s:
+        raise explain_stuck(placer, "heft", s.op) from None
+    return solution(inst, placement, start, "heft")
+
+
+INFO = AlgorithmInfo(
+    name="heft",
+    place=place,
+    summary="Heterogeneous Earliest Finish Time, insertion-based, memory-aware",
+    memory_aware=True,
+    citation="Topcuoglu, Hariri, Wu, IEEE TPDS 2002",
+)

@@ -1,0 +1,598 @@
+"""The one list-scheduling core behind m-ETF, m-SCT, HEFT, CPOP and the baselines.
+
+Three parts, composed by each algorithm:
+
+- `Instance`: a problem as dense Python lists (compute times, per-op input and output
+  edges, link latencies, pins, colocation groups, runnable devices), built once.
+- `Placer`: the constraints of a partial placement: which devices an op may still go to
+  (runnable, pins, its colocation group's device) and whether it fits in memory there
+  (`planner.cost.StaticMemoryTracker`, plus reservations for colocation groups).
+- Two drivers that choose (op, device) pairs and start times:
+  `etf_schedule` (event-driven earliest start time, used by m-ETF, m-SCT and to order
+  fixed placements) and `insertion_schedule` (ops in priority order, each on the device of
+  earliest finish with insertion into idle gaps, used by HEFT and CPOP).
+
+Shared rules, documented once:
+
+- **Communication estimates** use contention `none`: an input from another device arrives
+  `latency + bytes / bandwidth` after its producer ends (`cost.Costs`). The simulator judges
+  every plan under the plan's real contention model.
+- **Memory** is checked with static accounting (`cost.StaticMemoryTracker`) under both
+  memory models: the static total bounds the liveness peak from above, so a plan that fits
+  statically fits under `liveness` too.
+- **Colocation**: a group is placed as one unit. When its first op goes to device `d`,
+  the static memory of the whole group (params and outputs of the members not yet placed,
+  and their largest temp) must fit on `d` and is reserved there; the other members are then
+  forced to `d`. A pin on any member pins the group.
+- **Ties** never depend on hash order: ops by a static priority (an integer position,
+  see `priority_positions`), then devices by earliest finish, then smallest device index.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from ..cost import INF, StaticMemoryTracker, costs
+from ..errors import InfeasibleError
+from ..model import Problem
+from ..plan import Plan
+from .base import Solution
+from .infeasible import stuck_error
+
+
+class Instance:
+    """A problem as dense lists, precomputed once for the list schedulers.
+
+    `pred[i]` / `succ[i]` list `(other op, bytes)` per edge; `allowed[i]` the devices op `i`
+    may run on (finite compute time, its pin or its group's pin, and for a colocation group
+    the devices every member can run on); `pin[i]` its device or -1; `local[i]` per input
+    edge whether both ends are forced onto one device (same group or same pin), so the edge
+    never costs communication.
+    """
+
+    def __init__(self, problem: Problem) -> None:
+        g = problem.graph
+        cluster = problem.cluster
+        c = costs(problem)
+        self.problem = problem
+        self.n = n = len(g.ops)
+        self.m = m = len(cluster.devices)
+        self.compute: list[list[float]] = [list(row) for row in c.compute]
+        self.lat: list[list[float]] = [list(row) for row in c.latency]
+        self.inv: list[list[float]] = [list(row) for row in c.inv_bandwidth]
+        edges = g.edges
+        self.pred: list[list[tuple[int, int]]] = [
+            [(edges[k].src, edges[k].bytes) for k in ks] for ks in g.predecessors]
+        self.succ: list[list[tuple[int, int]]] = [
+            [(edges[k].dst, edges[k].bytes) for k in ks] for ks in g.successors]
+        self.topo: list[int] = list(g.topological_order)
+        self.topo_pos: list[int] = [0] * n
+        for p, i in enumerate(self.topo):
+            self.topo_pos[i] = p
+        self.caps: list[int] = [d.memory_bytes for d in cluster.devices]
+        self.group_of: list[int] = list(g.colocation_of)
+        self.groups: tuple[tuple[int, ...], ...] = g.colocations
+        ops = g.ops
+        self.po: list[int] = [o.params_bytes + o.output_bytes for o in ops]
+        self.temp: list[int] = [o.temp_bytes for o in ops]
+
+        pin = [-1] * n
+        for i, d in problem.pins.items():
+            pin[i] = d
+        for members in self.groups:
+            pinned = sorted({pin[i] for i in members if pin[i] >= 0})
+            if pinned:  # lowering rejects groups pinned apart; take the smallest otherwise
+                for i in members:
+                    pin[i] = pinned[0]
+        self.pin = pin
+        allowed: list[tuple[int, ...]] = []
+        for i in range(n):
+            row = self.compute[i]
+            if pin[i] >= 0:
+                allowed.append((pin[i],) if row[pin[i]] < INF else ())
+            else:
+                allowed.append(tuple(d for d in range(m) if row[d] < INF))
+        for members in self.groups:
+            common = set(allowed[members[0]])
+            for i in members[1:]:
+                common.intersection_update(allowed[i])
+            shared = tuple(sorted(common))
+            for i in members:
+                allowed[i] = shared
+        self.allowed = allowed
+
+        self.mean_compute: list[float] = []
+        for row in self.compute:
+            finite = [t for t in row if t < INF]
+            self.mean_compute.append(sum(finite) / len(finite) if finite else 0.0)
+        self.mean_lat = c.mean_latency if m > 1 else 0.0
+        self.mean_inv = c.mean_inv_bandwidth if m > 1 else 0.0
+        group_of = self.group_of
+        self.local: list[list[bool]] = [
+            [(group_of[i] >= 0 and group_of[p] == group_of[i]) or (pin[i] >= 0 and pin[p] == pin[i])
+             for p, _ in self.pred[i]]
+            for i in range(n)
+        ]
+
+    def mean_comm(self, nbytes: int) -> float:
+        """Mean transfer time of `nbytes` over the cluster's links (`cost.Costs.mean_transfer`)."""
+        return self.mean_lat + nbytes * self.mean_inv
+
+    def name(self, i: int) -> str:
+        """The name of op `i`."""
+        return self.problem.graph.ops[i].name
+
+
+# ---- static priorities --------------------------------------------------------------------
+
+
+def upward_rank(inst: Instance) -> list[float]:
+    """HEFT's upward rank: mean compute of the op plus the longest mean path to an exit.
+
+    `rank_u(i) = w̄(i) + max over successors j of (c̄(i, j) + rank_u(j))`, with `w̄` the mean
+    compute time over runnable devices and `c̄` the mean transfer time (0 on edges that are
+    forced local). O(V + E).
+    """
+    rank = [0.0] * inst.n
+    w = inst.mean_compute
+    ml, mi = inst.mean_lat, inst.mean_inv
+    pred, local = inst.pred, inst.local
+    # push each op's rank to its producers, in reverse topological order
+    best = [0.0] * inst.n
+    for i in reversed(inst.topo):
+        r = w[i] + best[i]
+        rank[i] = r
+        for (p, b), loc in zip(pred[i], local[i]):
+            v = r if loc else r + ml + b * mi
+            best[p] = max(best[p], v)
+    return rank
+
+
+def downward_rank(inst: Instance) -> list[float]:
+    """CPOP's downward rank: the longest mean path from an entry op to the op, excluded.
+
+    `rank_d(j) = max over predecessors i of (rank_d(i) + w̄(i) + c̄(i, j))`, 0 at entries.
+    O(V + E).
+    """
+    rank = [0.0] * inst.n
+    w = inst.mean_compute
+    ml, mi = inst.mean_lat, inst.mean_inv
+    for j in inst.topo:
+        best = 0.0
+        for (p, b), loc in zip(inst.pred[j], inst.local[j]):
+            v = rank[p] + w[p] + (0.0 if loc else ml + b * mi)
+            best = max(best, v)
+        rank[j] = best
+    return rank
+
+
+def priority_positions(inst: Instance, score: Sequence[float]) -> list[int]:
+    """Each op's position when sorted by larger `score`, ties by topological position.
+
+    Position 0 is the highest priority. Integer positions make heap keys cheap and ties
+    deterministic. With ranks, this order is also topological (a producer's rank is at least
+    its consumer's, and equal ranks fall back to topological position).
+    """
+    order = sorted(range(inst.n), key=lambda i: (-score[i], inst.topo_pos[i]))
+    pos = [0] * inst.n
+    for p, i in enumerate(order):
+        pos[i] = p
+    return pos
+
+
+# ---- constraints of a partial placement ---------------------------------------------------
+
+
+class Stuck(Exception):
+    """A list scheduler found no device for op `op` (memory or constraints); see infeasible.py."""
+
+    def __init__(self, op: int) -> None:
+        super().__init__(op)
+        self.op = op
+
+
+class Placer:
+    """Pins, colocation and memory of a partial placement (see the module docstring).
+
+    `need(i, d)` only grows as more ops are placed (reservations turn into real use), so an
+    op that does not fit on a device never fits there later.
+    """
+
+    def __init__(self, inst: Instance) -> None:
+        self.inst = inst
+        self.tracker = StaticMemoryTracker(inst.problem.graph, inst.m)
+        self.device_of: list[int] = self.tracker.device_of
+        self.group_dev = [-1] * len(inst.groups)
+        self.group_po_left = [sum(inst.po[i] for i in g) for g in inst.groups]
+        # reservations per device: params+outputs of unplaced members of bound groups, and
+        # per bound group the largest temp among its unplaced members
+        self.res_po = [0] * inst.m
+        self.res_temp: list[dict[int, int]] = [{} for _ in range(inst.m)]
+
+    def allowed(self, i: int) -> tuple[int, ...]:
+        """The devices op `i` may go to now."""
+        inst = self.inst
+        g = inst.group_of[i]
+        if g >= 0 and self.group_dev[g] >= 0:
+            d = self.group_dev[g]
+            return (d,) if d in inst.allowed[i] else ()
+        return inst.allowed[i]
+
+    def _unplaced_temp(self, g: int, without: int) -> int:
+        """Largest temp among group `g`'s unplaced members other than op `without`."""
+        temp, dev = self.inst.temp, self.device_of
+        return max((temp[j] for j in self.inst.groups[g] if dev[j] < 0 and j != without),
+                   default=0)
+
+    def need(self, i: int, d: int) -> int:
+        """Bytes device `d` would hold, reservations included, after placing op `i` there."""
+        inst = self.inst
+        tr = self.tracker
+        total = tr.used[d] + tr.extra(i, d) + self.res_po[d]
+        g = inst.group_of[i]
+        res = self.res_temp[d]
+        rest_temp = max((t for gg, t in res.items() if gg != g), default=0)
+        if g >= 0:
+            if self.group_dev[g] < 0:  # first member: reserve the rest of the group
+                total += self.group_po_left[g]
+            total -= inst.po[i]
+            rest_temp = max(rest_temp, self._unplaced_temp(g, i))
+        new_temp = max(tr.temp[d], inst.temp[i])
+        if rest_temp > new_temp:
+            total += rest_temp - new_temp
+        return total
+
+    def fits(self, i: int, d: int, caps: Sequence[int] | None = None) -> bool:
+        """Whether op `i` fits on device `d` (within `caps`, default the devices' memory)."""
+        return self.need(i, d) <= (caps or self.inst.caps)[d]
+
+    def commit(self, i: int, d: int) -> None:
+        """Place op `i` on device `d` (charging memory, binding its colocation group)."""
+        inst = self.inst
+        self.tracker.place(i, d)
+        g = inst.group_of[i]
+        if g < 0:
+            return
+        if self.group_dev[g] < 0:
+            self.group_dev[g] = d
+            self.res_po[d] += self.group_po_left[g]
+        self.res_po[d] -= inst.po[i]
+        self.group_po_left[g] -= inst.po[i]
+        if any(self.device_of[j] < 0 for j in inst.groups[g]):
+            self.res_temp[d][g] = self._unplaced_temp(g, i)
+        else:
+            self.res_temp[d].pop(g, None)
+
+
+# ---- driver 1: event-driven earliest start time -------------------------------------------
+
+
+def etf_schedule(
+    inst: Instance,
+    placer: Placer | None,
+    prank: Sequence[int],
+    *,
+    fixed: Sequence[int] | None = None,
+    favourite: Sequence[int] | None = None,
+) -> tuple[list[int], list[float]]:
+    """Earliest Task First: repeatedly commit the (ready op, device) pair that starts first.
+
+    A pair's start is `max(device free, inputs arrived)`. Ties: smaller `prank` (higher
+    priority), then earlier finish, then smaller device index. A pair whose op does not fit
+    in memory (checked only when the pair is chosen) is dropped for good: static memory only
+    grows, so it never fits later. With `fixed`, each op's device is given (no memory check):
+    this orders a placement made by another algorithm (dynamic dispatch).
+
+    With `favourite` (m-SCT): after device `d` runs op `i`, `d` is reserved for `i`'s
+    favourite child `f` while `f` is unplaced, all of `f`'s inputs are placed, and `d` is
+    among the devices where `f` can start earliest. A reserved device runs only `f` or an
+    *urgent* op, one whose inputs have arrived on every device it may run on: waiting can no
+    longer save it any communication. (Baechi also waits for every device to be free; that
+    needs a re-check of each ready op whenever a device gets busier, 3x slower on GNMT, and
+    made no consistent difference to the plans.) Urgent ops go first at equal times.
+
+    Returns (device per op, start time per op). Raises `Stuck` when a ready op has no device
+    left. Time: each ready op enters one arrival heap per allowed device, so O((V·D + E·D)
+    log V) for V ops, E edges, D devices, plus O(D) work per committed op (O(D²) with
+    reservations).
+    """
+    n, m = inst.n, inst.m
+    comp, lat, inv, pred, succ = inst.compute, inst.lat, inst.inv, inst.pred, inst.succ
+    group_of = inst.group_of
+    if placer is None:
+        placer = Placer(inst)
+    dev_of = placer.device_of
+    group_dev = placer.group_dev
+    start = [0.0] * n
+    end = [0.0] * n
+    avail = [0.0] * m
+    missing = [len(p) for p in pred]
+    forb = [0] * n  # bitmask of devices where the op does not fit
+    arr_of: list[list[float] | None] = [None] * n
+    arrived: list[list[tuple[int, int]]] = [[] for _ in range(m)]
+    pending: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
+    sct = favourite is not None
+    urgent_h: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
+    reserved = [-1] * m
+    heappush, heappop = heapq.heappush, heapq.heappop
+
+    def valid(i: int, d: int) -> bool:
+        if dev_of[i] >= 0 or (forb[i] >> d) & 1:
+            return False
+        g = group_of[i]
+        return g < 0 or group_dev[g] < 0 or group_dev[g] == d
+
+    cand: list[tuple[float, int, float, int, int] | None] = [None] * m
+    dirty = [True] * m
+    res_active = [False] * m
+
+    def make_ready(i: int) -> None:
+        devices = (fixed[i],) if fixed is not None else placer.allowed(i)
+        a = [INF] * m
+        ins = [(end[p], dev_of[p], b) for p, b in pred[i]]
+        pr = prank[i]
+        urgent = 0.0
+        for d in devices:
+            t = 0.0
+            for e, pd, b in ins:
+                x = e if pd == d else e + lat[pd][d] + b * inv[pd][d]
+                t = max(t, x)
+            a[d] = t
+            urgent = max(urgent, t)
+            if t <= avail[d]:
+                heappush(arrived[d], (pr, i))
+            else:
+                heappush(pending[d], (t, pr, i))
+            dirty[d] = True
+        arr_of[i] = a
+        if sct:
+            for d in devices:
+                heappush(urgent_h[d], (urgent, pr, i))
+            for d in range(m):
+                if reserved[d] == i:  # its reservation may become active
+                    dirty[d] = True
+
+    def candidate(d: int) -> tuple[float, int, float, int, int] | None:
+        """Device `d`'s best pair: (start, priority, finish, d, op), or None."""
+        av = avail[d]
+        pend = pending[d]
+        arrh = arrived[d]
+        while pend and pend[0][0] <= av:
+            _, pr, i = heappop(pend)
+            heappush(arrh, (pr, i))
+        while arrh and not valid(arrh[0][1], d):
+            heappop(arrh)
+        if arrh:
+            pr, i = arrh[0]
+            est = av
+        else:
+            while pend and not valid(pend[0][2], d):
+                heappop(pend)
+            if not pend:
+                i = -1
+            else:
+                est, pr, i = pend[0]
+        f = reserved[d]
+        res_active[d] = False
+        if f >= 0:
+            af = arr_of[f]
+            if dev_of[f] >= 0 or (af is not None and (af[d] == INF or not valid(f, d))):
+                reserved[d] = -1  # f is placed, or can never come here: void for good
+            elif af is not None:  # f is ready: is d among its earliest devices?
+                est_f = max(av, af[d])
+                if all(est_f <= max(avail[e], af[e]) for e in range(m)
+                       if e != d and af[e] < INF and valid(f, e)):
+                    res_active[d] = True
+                    uh = urgent_h[d]
+                    while uh and not valid(uh[0][2], d):
+                        heappop(uh)
+                    if uh and max(av, uh[0][0]) <= est_f:
+                        est, pr, i = max(av, uh[0][0]), uh[0][1], uh[0][2]
+                    else:
+                        est, pr, i = est_f, prank[f], f
+        if i < 0:
+            return None
+        return (est, pr, est + comp[i][d], d, i)
+
+    for i in inst.topo:
+        if missing[i] == 0:
+            make_ready(i)
+
+    placed = 0
+    while placed < n:
+        best: tuple[float, int, float, int, int] | None = None
+        for d in range(m):
+            c = cand[d]
+            # a cached pair stays best for its device until the device commits, gets a new
+            # ready op, or the pair's op is taken, forbidden or bound elsewhere (an inactive
+            # reservation is re-checked after every commit, see below)
+            if dirty[d] or (c is not None and not valid(c[4], d)):
+                c = cand[d] = candidate(d)
+                dirty[d] = False
+            if c is not None and (best is None or c < best):
+                best = c
+        if best is None:
+            for i in range(n):
+                if dev_of[i] < 0 and arr_of[i] is not None:
+                    raise Stuck(i)
+            raise Stuck(next(i for i in range(n) if dev_of[i] < 0))  # pragma: no cover
+        est, _, fin, d, i = best
+        if fixed is None and not placer.fits(i, d):
+            forb[i] |= 1 << d
+            continue
+        placer.commit(i, d)
+        start[i] = est
+        end[i] = fin
+        avail[d] = fin
+        dirty[d] = True
+        placed += 1
+        if sct:
+            assert favourite is not None
+            f = favourite[i]
+            reserved[d] = f if f >= 0 and dev_of[f] < 0 else -1
+            # another device got busier: a ready favourite may now start earliest on a
+            # device that waits for it (active reservations only stay active)
+            for dd in range(m):
+                ff = reserved[dd]
+                if ff >= 0 and not res_active[dd] and arr_of[ff] is not None:
+                    dirty[dd] = True
+        for j, _ in succ[i]:
+            missing[j] -= 1
+            if missing[j] == 0:
+                make_ready(j)
+    return list(dev_of), start
+
+
+def schedule_fixed(inst: Instance, placement: Sequence[int]) -> tuple[list[int], list[float]]:
+    """Start times for a given placement: each device runs its ready ops earliest first.
+
+    Ties by upward rank (higher first), then topological position. No memory check: the
+    caller chose the placement. O((V + E) log V).
+    """
+    prank = priority_positions(inst, upward_rank(inst))
+    return etf_schedule(inst, Placer(inst), prank, fixed=placement)
+
+
+# ---- driver 2: priority order, earliest finish with insertion -----------------------------
+
+
+def insertion_schedule(
+    inst: Instance,
+    placer: Placer,
+    prank: Sequence[int],
+    preferred: Callable[[int], int] | None = None,
+) -> tuple[list[int], list[float]]:
+    """Ops in priority order (smaller `prank` first among ready ops); each goes to the device
+    where it finishes earliest, inserted into the earliest idle gap that holds it.
+
+    Devices where the op does not fit in memory are skipped; ties by smaller device index.
+    `preferred(i)` may name a device to use whenever the op may go there and fits (CPOP's
+    critical-path device), or -1. Raises `Stuck` when no device takes an op.
+    Each device keeps its idle gaps (sorted, found from the op's data-ready time by
+    bisection) and the time it is last free. Time: O(V log V + E·D) plus the gap search,
+    O(V·D·g) with g the gaps scanned per query (few in practice; O(V) at worst).
+    """
+    n, m = inst.n, inst.m
+    comp, lat, inv, pred, succ = inst.compute, inst.lat, inst.inv, inst.pred, inst.succ
+    dev_of = placer.device_of
+    start = [0.0] * n
+    end = [0.0] * n
+    # per device: idle gaps before its last op (sorted, disjoint), and when it is last free
+    gap_s: list[list[float]] = [[] for _ in range(m)]
+    gap_e: list[list[float]] = [[] for _ in range(m)]
+    tail = [0.0] * m
+    missing = [len(p) for p in pred]
+    heap = [(prank[i], i) for i in range(n) if missing[i] == 0]
+    heapq.heapify(heap)
+    while heap:
+        _, i = heapq.heappop(heap)
+        ins = [(end[p], dev_of[p], b) for p, b in pred[i]]
+        cands: list[tuple[float, int, float, int]] = []
+        for d in placer.allowed(i):
+            ready = 0.0
+            for e, pd, b in ins:
+                x = e if pd == d else e + lat[pd][d] + b * inv[pd][d]
+                ready = max(ready, x)
+            dur = comp[i][d]
+            gs, ge = gap_s[d], gap_e[d]
+            k = bisect_right(ge, ready)
+            n_gaps = len(gs)
+            while k < n_gaps:
+                t = max(ready, gs[k])
+                if t + dur <= ge[k]:
+                    break
+                k += 1
+            else:
+                t = max(ready, tail[d])
+                k = -1
+            cands.append((t + dur, d, t, k))
+        cands.sort()
+        pref = preferred(i) if preferred is not None else -1
+        if pref >= 0:
+            cands.sort(key=lambda c: c[1] != pref)  # stable: the preferred device first
+        for fin, d, t, k in cands:
+            if placer.fits(i, d):
+                break
+        else:
+            raise Stuck(i)
+        placer.commit(i, d)
+        gs, ge = gap_s[d], gap_e[d]
+        if k < 0:  # after the last op, maybe leaving a gap
+            if t > tail[d]:
+                gs.append(tail[d])
+                ge.append(t)
+            tail[d] = fin
+        else:  # split gap k around [t, fin]
+            g0, g1 = gs[k], ge[k]
+            parts = [(a, b) for a, b in ((g0, t), (fin, g1)) if b > a]
+            gs[k:k + 1] = [a for a, _ in parts]
+            ge[k:k + 1] = [b for _, b in parts]
+        start[i] = t
+        end[i] = fin
+        for j, _ in succ[i]:
+            missing[j] -= 1
+            if missing[j] == 0:
+                heapq.heappush(heap, (prank[j], j))
+    return list(dev_of), start
+
+
+def explain_stuck(placer: Placer, algorithm: str, op: int) -> InfeasibleError:
+    """The `InfeasibleError` for a `Stuck` op: proofs if any, else the op and its shortfall."""
+    shortfall = [(d, placer.need(op, d)) for d in placer.allowed(op)]
+    return stuck_error(placer.inst.problem, algorithm, op, shortfall)
+
+
+def retime(inst: Instance, placement: Sequence[int], sequence: Sequence[int]) -> list[float]:
+    """Earliest start times of a placement and an op sequence under contention `none`.
+
+    The algorithms estimate an edge's transfer from its own bytes; the cost model sends a
+    producer's tensor to a device once, with the largest bytes of its edges to consumers
+    there. Re-timing with that rule makes a plan's start times ones the simulator accepts
+    (no op meant to start before its input can arrive). `sequence` lists every op once, in
+    an order consistent with precedence; each device runs its ops in that order (every
+    algorithm's schedule sorted by its own start times is such a sequence). O(V + E).
+    """
+    n = inst.n
+    lat, inv, comp = inst.lat, inst.inv, inst.compute
+    sent: dict[tuple[int, int], int] = {}
+    for j in range(n):
+        dj = placement[j]
+        for p, b in inst.pred[j]:
+            if placement[p] != dj and b > sent.get((p, dj), -1):
+                sent[(p, dj)] = b
+    start = [0.0] * n
+    end = [0.0] * n
+    free = [0.0] * inst.m
+    for j in sequence:
+        dj = placement[j]
+        t = free[dj]
+        for p, _ in inst.pred[j]:
+            dp = placement[p]
+            x = end[p] if dp == dj else end[p] + (lat[dp][dj] + sent[(p, dj)] * inv[dp][dj])
+            t = max(t, x)
+        start[j] = t
+        end[j] = free[dj] = t + comp[j][dj]
+    return start
+
+
+def solution(inst: Instance, placement: Sequence[int], start: Sequence[float], algorithm: str,
+             **info: Any) -> Solution:
+    """A `Solution` for an algorithm's schedule: each device ordered by the algorithm's start
+    times (ties by topological position), start times re-timed by `retime`.
+
+    `info["estimate_s"]` is the algorithm's own makespan estimate (contention `none`, per-edge
+    transfers); the makespan users see is always the simulator's.
+    """
+    m, comp, topo_pos = inst.m, inst.compute, inst.topo_pos
+    sequence = sorted(range(inst.n), key=lambda i: (start[i], topo_pos[i]))
+    seqs: list[list[int]] = [[] for _ in range(m)]
+    for i in sequence:
+        seqs[placement[i]].append(i)
+    est = max((start[i] + comp[i][placement[i]] for i in range(inst.n)), default=0.0)
+    timed = retime(inst, placement, sequence)
+    plan = Plan(tuple(placement), tuple(map(tuple, seqs)), tuple(timed), algorithm)
+    return Solution(plan, "feasible", MappingProxyType({"estimate_s": est, **info}))

@@ -1,0 +1,131 @@
+"""Every algorithm on every fixture spec (and the repo's specs) under every contention mode:
+the simulator finds the plan feasible and no faster than the lower bound."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from algo_support import ALL, HEURISTICS, SPECS, check_plan, load_spec
+
+import planner
+from planner.algorithms import Options, run
+from planner.errors import InfeasibleError, SpecError
+from planner.model import CONTENTIONS, Problem
+
+FIXTURES = sorted(p.stem for p in SPECS.glob("*.plan"))
+#: fixtures whose plan places every op (`place`/`pin`), so `expert` applies
+EXPERT_READY = {"chain", "pins"}
+REPO_SPECS = Path(__file__).resolve().parents[2] / "specs"
+MAX_REPO_OPS = 600  # larger repo specs run under their own contention mode only (speed)
+
+
+@pytest.mark.parametrize("contention", CONTENTIONS)
+@pytest.mark.parametrize("fixture", FIXTURES)
+@pytest.mark.parametrize("algorithm", ALL)
+def test_plan_is_feasible_and_above_the_bound(algorithm: str, fixture: str,
+                                               contention: str) -> None:
+    problem = dataclasses.replace(load_spec(fixture), contention=contention)
+    if algorithm == "expert" and fixture not in EXPERT_READY:
+        with pytest.raises(SpecError) as err:
+            run(algorithm, problem)
+        assert err.value.diagnostics[0].code == "E705"
+        return
+    if algorithm == "single" and fixture == "tight":  # 286 MiB of ops, 128 MiB devices
+        with pytest.raises(InfeasibleError) as err:
+            run(algorithm, problem)
+        assert err.value.diagnostics[0].code == "E706"
+        return
+    solution = run(algorithm, problem)
+    assert solution.plan.algorithm == algorithm
+    result = check_plan(problem, solution.plan)
+    for i, d in problem.pins.items():
+        assert solution.plan.placement[i] == d
+    for group in problem.graph.colocations:
+        assert len({solution.plan.placement[i] for i in group}) == 1
+    if contention == "none" and solution.plan.start_s is not None:
+        # re-timed start times are exactly what the simulator does without contention
+        assert result.start_s == pytest.approx(solution.plan.start_s, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("algorithm", HEURISTICS)
+def test_liveness_plans_are_feasible(algorithm: str) -> None:
+    # static accounting bounds the liveness peak, so memory checks stay valid
+    for fixture in ("tight", "diamond", "coloc"):
+        if algorithm == "single" and fixture == "tight":
+            continue
+        problem = dataclasses.replace(load_spec(fixture), memory_model="liveness")
+        check_plan(problem, run(algorithm, problem).plan)
+
+
+@pytest.mark.parametrize("algorithm", ALL)
+def test_same_input_same_plan(algorithm: str) -> None:
+    fixture = "pins" if algorithm == "expert" else "forkjoin"
+    a = run(algorithm, load_spec(fixture), Options(seed=7)).plan
+    b = run(algorithm, load_spec(fixture), Options(seed=7)).plan
+    assert a == b
+
+
+def test_random_depends_on_the_seed_only() -> None:
+    problem = load_spec("forkjoin")
+    plans = {run("random", problem, Options(seed=s)).plan.placement for s in range(6)}
+    assert len(plans) > 1
+    assert run("random", problem, Options(seed=3)).plan == run(
+        "random", problem, Options(seed=3)).plan
+
+
+def test_expert_keeps_the_given_placement() -> None:
+    problem = load_spec("pins")
+    plan = run("expert", problem).plan
+    names = {op.name: plan.placement[i] for i, op in enumerate(problem.graph.ops)}
+    dev = problem.cluster.device_index
+    assert names == {"input": dev["cpu0"], "stem": dev["gpu0"], "a": dev["gpu0"],
+                     "b": dev["gpu1"], "merge": dev["gpu1"], "head": dev["gpu1"]}
+
+
+def test_expert_names_the_unplaced_ops() -> None:
+    with pytest.raises(SpecError) as err:
+        run("expert", load_spec("coloc"))
+    diag = err.value.diagnostics[0]
+    assert diag.code == "E705"
+    assert "`w1`" in diag.message and "7 op(s)" in diag.message
+    assert any("place w1 on DEVICE" in h for h in diag.hints)
+
+
+def test_single_uses_the_fastest_device_and_keeps_pins() -> None:
+    problem = load_spec("hetero")
+    solution = run("single", problem)
+    dev = problem.cluster.device_index
+    load = problem.graph.op_index["load"]
+    assert solution.plan.placement[load] == dev["cpu0"]  # pinned
+    assert {d for i, d in enumerate(solution.plan.placement) if i != load} == {dev["fast0"]}
+
+
+def _repo_plans() -> list[tuple[str, str]]:
+    out = []
+    for path in sorted(REPO_SPECS.rglob("*.plan")):
+        try:
+            spec = planner.load(path)
+        except planner.PlannerError:
+            continue  # a cluster-only or broken file is the spec tests' business
+        for name in spec.plans:
+            out.append((str(path.relative_to(REPO_SPECS)), name))
+    return out
+
+
+@pytest.mark.parametrize(("path", "plan"), _repo_plans() or [pytest.param(
+    "", "", marks=pytest.mark.skip(reason="no specs in the repo's specs/ yet"))])
+@pytest.mark.parametrize("algorithm", HEURISTICS)
+def test_repo_specs(path: str, plan: str, algorithm: str) -> None:
+    problem: Problem = planner.load(REPO_SPECS / path).plan(plan)
+    small = len(problem.graph.ops) <= MAX_REPO_OPS
+    for contention in CONTENTIONS if small else (problem.contention,):
+        p = dataclasses.replace(problem, contention=contention)
+        try:
+            solution = run(algorithm, p)
+        except planner.PlannerError as err:
+            # only infeasibility is an acceptable outcome, and it must be explained
+            assert type(err).__name__ == "InfeasibleError" and err.diagnostics
+            return
+        check_plan(p, solution.plan)

@@ -1,0 +1,96 @@
+"""Infeasibility: every memory-aware algorithm raises `InfeasibleError` with a diagnosis
+that names the ops, devices and figures."""
+
+from __future__ import annotations
+
+import pytest
+from algo_dags import MIB
+from algo_support import HEURISTICS, check_plan
+
+from planner.algorithms import run
+from planner.algorithms.infeasible import diagnose
+from planner.errors import InfeasibleError
+from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
+
+
+def _problem(sizes: list[int], caps: list[int], *, groups: tuple[tuple[int, ...], ...] = (),
+             pins: dict[int, int] | None = None, chain: bool = False) -> Problem:
+    ops = tuple(Op(f"op{i}", 1e-3, params_bytes=s * MIB) for i, s in enumerate(sizes))
+    edges = tuple(Edge(i, i + 1, 0) for i in range(len(sizes) - 1)) if chain else ()
+    devs = tuple(Device(f"gpu{d}", c * MIB) for d, c in enumerate(caps))
+    links = tuple(Link(a, b, 1e9) for a in range(len(caps)) for b in range(len(caps)) if a != b)
+    return Problem("p", Graph("g", ops, edges, groups), Cluster("c", devs, links),
+                   pins=pins or {})
+
+
+def _codes(err: InfeasibleError) -> list[str]:
+    return [d.code for d in err.diagnostics]
+
+
+@pytest.mark.parametrize("algorithm", HEURISTICS)
+def test_total_capacity_too_small(algorithm: str) -> None:
+    problem = _problem([80, 80, 80], [100, 100])
+    with pytest.raises(InfeasibleError) as err:
+        run(algorithm, problem)
+    assert _codes(err.value) == ["E701"]
+    message = err.value.diagnostics[0].message
+    assert "240.00 MiB" in message and "200.00 MiB" in message and "2 device(s)" in message
+
+
+@pytest.mark.parametrize("algorithm", HEURISTICS)
+def test_group_larger_than_any_device(algorithm: str) -> None:
+    problem = _problem([60, 60, 10], [100, 100], groups=((0, 1),))
+    with pytest.raises(InfeasibleError) as err:
+        run(algorithm, problem)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E702"
+    assert "`op0` and `op1`" in diag.message and "120.00 MiB" in diag.message
+    assert "`gpu0`" in diag.message and "100.00 MiB" in diag.message
+
+
+@pytest.mark.parametrize("algorithm", HEURISTICS)
+def test_pins_overfill_their_device(algorithm: str) -> None:
+    problem = _problem([60, 60, 10], [100, 100], pins={0: 1, 1: 1})
+    with pytest.raises(InfeasibleError) as err:
+        run(algorithm, problem)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E703"
+    assert "pinned to `gpu1`" in diag.message and "`op0`, `op1`" in diag.message
+
+
+def test_a_heuristic_that_runs_out_of_room_says_so_honestly() -> None:
+    # a and b take one device each at t=0; the group {c, d} (80 MiB) then fits nowhere.
+    # No simple proof exists (200 MiB of ops, 200 MiB of devices, no unit over 100 MiB).
+    problem = _problem([60, 60, 40, 40], [100, 100], groups=((2, 3),))
+    assert diagnose(problem) == []
+    with pytest.raises(InfeasibleError) as err:
+        run("metf", problem)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E704"
+    assert "`metf` ran out of memory: op `op2` fits on no device" in diag.message
+    assert "`gpu0` would need 140.00 MiB of 100.00 MiB, 40.00 MiB short" in diag.message
+    assert any("total static memory 200.00 MiB vs total capacity 200.00 MiB" in h
+               for h in diag.hints)
+    assert any("may still be feasible" in h for h in diag.hints)
+
+
+def test_single_names_the_shortfall() -> None:
+    problem = _problem([60, 60], [100, 100])
+    with pytest.raises(InfeasibleError) as err:
+        run("single", problem)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E706"
+    assert diag.message == ("no single device holds all 2 ops: `gpu0` (the closest) would "
+                            "need 120.00 MiB but holds 100.00 MiB (short by 20.00 MiB)")
+    check_plan(problem, run("metf", problem).plan)  # while a spread plan exists
+
+
+def test_colocation_group_reserves_its_memory() -> None:
+    # group {0, 2} (50 + 50 MiB) on a chain 0 -> 1 -> 2; devices 120 and 200 MiB. m-ETF
+    # puts op0 first: gpu0 would have to hold the whole group (100) plus op1 later; the
+    # reservation keeps op1 (40 MiB) off gpu0 (100 + 40 > 120), so the plan stays feasible.
+    problem = _problem([50, 40, 50], [120, 200], groups=((0, 2),), chain=True)
+    for algorithm in ("metf", "msct", "heft", "cpop", "mtopo", "roundrobin", "random"):
+        plan = run(algorithm, problem).plan
+        check_plan(problem, plan)
+        assert plan.placement[0] == plan.placement[2]
