@@ -396,7 +396,7 @@ def _check_start_times(problem: Problem, start_s: Sequence[float], place: list[i
         if d >= 0 and math.isfinite(start_s[i]):
             by_dev[d].append(i)
     for d, seq in enumerate(by_dev):
-        seq.sort(key=lambda i: (start_s[i], i))
+        seq.sort(key=lambda i: (start_s[i], end[i], i))  # a zero-time op first
         for a, b in itertools.pairwise(seq):
             if early(start_s[b], end[a]):
                 found["overlap"].append(Violation(
