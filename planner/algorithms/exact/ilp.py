@@ -120,7 +120,7 @@ class IlpModel:
         mdl.C = pyo.Var(domain=pyo.Reals, bounds=(self.lower_s / tu, ub))
         C = mdl.C
         families = ("assign", "nolink", "transfer", "copy", "precedence", "same", "order",
-                            "memory", "makespan", "loadcut", "symmetry")
+                    "memory", "makespan", "loadcut", "symmetry")
         for fam in families:
             mdl.add_component(fam, pyo.ConstraintList())
         add_to = {fam: getattr(mdl, fam).add for fam in families}
