@@ -120,7 +120,7 @@ def _parse_algorithms(algorithms: str | Sequence[str] | None) -> tuple[str, ...]
         return DEFAULT_ALGORITHMS
     wanted = tuple(dict.fromkeys(a.strip() for a in text.split(",") if a.strip()))
     if not wanted:
-        raise UsageError(Diagnostic("E706", "--algos: no algorithm given", None,
+        raise UsageError(Diagnostic("E616", "--algos: no algorithm given", None,
                                     ("for example `--algos msct,heft,ilp`",)))
     known = names()
     for a in wanted:
@@ -138,7 +138,7 @@ def _spec_files(specs: Sequence[str | os.PathLike[str]], root: str | os.PathLike
         base = Path(root)
         if not base.is_dir():
             raise UsageError(Diagnostic(
-                "E707", f"no SPEC given and there is no `{_display(base)}` folder here", None,
+                "E617", f"no SPEC given and there is no `{_display(base)}` folder here", None,
                 ("name spec files, e.g. `planner compare specs/resnet.plan`",)))
         specs = [base]
     out: list[tuple[Path, bool]] = []
@@ -176,7 +176,7 @@ def plan_sweep(
                     parse_devices(_labels(devices)))
     if not (isinstance(time_limit_s, (int, float)) and time_limit_s > 0
             and math.isfinite(time_limit_s)):
-        raise UsageError(Diagnostic("E708", f"--time-limit: `{time_limit_s}` is not a "
+        raise UsageError(Diagnostic("E618", f"--time-limit: `{time_limit_s}` is not a "
                                     "positive number of seconds", None,
                                     ("for example `--time-limit 60`",)))
     warnings: list[Diagnostic] = []
@@ -217,7 +217,7 @@ def plan_sweep(
     if not points:
         where = "the named specs" if specs else f"`{_display(Path(root))}`"
         raise UsageError(Diagnostic(
-            "E709", f"nothing to compare: no plan found in {where}"
+            "E619", f"nothing to compare: no plan found in {where}"
             + (f" named `{plan}`" if plan else ""), None,
             ("a spec needs a `plan NAME { graph G cluster C }` block",)))
     return Sweep(tuple(points), tuple(shown_specs), algos, settings, tuple(warnings))
@@ -245,10 +245,10 @@ def run_sweep(
     longer than `deadline(point)` seconds is stopped and recorded as `timeout`.
     """
     if executor not in EXECUTORS:
-        raise UsageError(Diagnostic("E702", f"--executor: unknown executor `{executor}`", None,
+        raise UsageError(Diagnostic("E612", f"--executor: unknown executor `{executor}`", None,
                                     ("choose one of: local, ray",)))
     if jobs is not None and jobs < 1:
-        raise UsageError(Diagnostic("E710", f"--jobs: `{jobs}` is not a positive number",
+        raise UsageError(Diagnostic("E620", f"--jobs: `{jobs}` is not a positive number",
                                     None, ("for example `--jobs 4`",)))
     if executor == "ray":
         import_ray()  # a UsageError with an install hint, before touching any file

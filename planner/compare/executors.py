@@ -91,7 +91,7 @@ def execute(points: Sequence[Point], *, executor: str = "local", jobs: int | Non
         return _ray(ray, points, jobs, keep_plans, worker, deadline)
     if executor == "inline":
         return (worker(p, keep_plans) for p in points)
-    raise UsageError(Diagnostic("E702", f"--executor: unknown executor `{executor}`", None,
+    raise UsageError(Diagnostic("E612", f"--executor: unknown executor `{executor}`", None,
                                 ("choose one of: " + ", ".join(EXECUTORS[:2]),)))
 
 
@@ -120,7 +120,7 @@ def _hopeless(crashes: int, finished: int, reason: str) -> None:
     """Stop a sweep whose workers die before finishing anything: a broken set-up."""
     if crashes >= CRASH_LIMIT and finished == 0:
         raise SolverError(Diagnostic(
-            "E711", f"the first {crashes} points all crashed their workers and none "
+            "E621", f"the first {crashes} points all crashed their workers and none "
             f"finished: {reason}", None,
             (("a script that calls planner.compare must guard its entry point with "
              "`if __name__ == \"__main__\":`"),
@@ -239,7 +239,7 @@ def import_ray() -> Any:
         import ray
     except ImportError:
         raise UsageError(Diagnostic(
-            "E703", "--executor ray: the `ray` package is not installed", None,
+            "E613", "--executor ray: the `ray` package is not installed", None,
             ("install it with `pip install 'planner[ray]'` (or `pip install 'ray>=2.9'`)",
              "or use `--executor local`"))) from None
     return ray

@@ -335,7 +335,7 @@ class ResumeLog:
         fmt = file_format(self.path)
         if fmt == "json":
             raise UsageError(Diagnostic(
-                "E704", f"--resume: {path} is a .json file; rows are appended one per line",
+                "E614", f"--resume: {path} is a .json file; rows are appended one per line",
                 None, ("use a .csv or .jsonl file for --resume (and --out for .json)",)))
         self.fmt = fmt
         self.rows: list[Row] = []
@@ -354,7 +354,7 @@ class ResumeLog:
         if "\n" in text[good:]:
             line = text[:good].count("\n") + 1
             raise UsageError(Diagnostic(
-                "E705", f"--resume: line {line} of {self.path} is not a result row of "
+                "E615", f"--resume: line {line} of {self.path} is not a result row of "
                 "`planner compare`; not touching the file", Span(str(self.path), line, 1),
                 ("give a new file, or a CSV / JSONL file an earlier sweep wrote",)))
         self.rows = rows

@@ -54,7 +54,7 @@ class Setting:
 
 def _usage(option: str, value: str, what: str, example: str) -> UsageError:
     return UsageError(Diagnostic(
-        "E701", f"{option}: `{value}` is not {what}", None,
+        "E611", f"{option}: `{value}` is not {what}", None,
         (f"for example `{option} {example}`",)))
 
 
@@ -73,7 +73,7 @@ def _factor_label(value: float) -> str:
 def parse_bandwidths(text: str | None, option: str = "--bandwidth") -> tuple[str, ...]:
     """Canonical bandwidth labels of a comma-separated list (`1GB/s,10Gbps` or `0.5x,2x`).
 
-    Raises `UsageError` (E701) naming the option and the bad value.
+    Raises `UsageError` (E611) naming the option and the bad value.
     """
     if text is None or not text.strip():
         return (DEFAULT_BANDWIDTH,)

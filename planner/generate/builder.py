@@ -18,10 +18,10 @@ class Builder:
 
     def __init__(self, name: str, profile: str, dtype: str) -> None:
         if profile not in PROFILES:
-            raise UsageError(Diagnostic("E730", f"unknown device profile `{profile}`", None,
+            raise UsageError(Diagnostic("E930", f"unknown device profile `{profile}`", None,
                                         ("one of: " + ", ".join(PROFILES),)))
         if dtype not in DTYPE_BYTES:
-            raise UsageError(Diagnostic("E730", f"unknown dtype `{dtype}`", None,
+            raise UsageError(Diagnostic("E930", f"unknown dtype `{dtype}`", None,
                                         ("one of: " + ", ".join(DTYPE_BYTES),)))
         self.w = Workload(name)
         self.profile: DeviceProfile = PROFILES[profile]
@@ -100,5 +100,5 @@ def check_positive(**values: int) -> None:
     """Raise `UsageError` for a size option below 1."""
     for key, value in values.items():
         if value < 1:
-            raise UsageError(Diagnostic("E730", f"--{key.replace('_', '-')} must be at least "
+            raise UsageError(Diagnostic("E930", f"--{key.replace('_', '-')} must be at least "
                                         f"1, not {value}", None))

@@ -51,7 +51,7 @@ def generate(layers: int = 8, hidden: int = 1024, vocab: int = 32000, seq: int =
     t_len = tgt_seq or seq
     check_positive(hidden=hidden, vocab=vocab, seq=seq, tgt_seq=t_len, batch=batch)
     if layers < 2:
-        raise UsageError(Diagnostic("E730", "--layers must be at least 2 (GNMT has a "
+        raise UsageError(Diagnostic("E930", "--layers must be at least 2 (GNMT has a "
                                     "bidirectional bottom layer and one above it)", None,
                                     ("GNMT uses 4 or 8",)))
     b = Builder(name or f"gnmt{layers}", profile, dtype)

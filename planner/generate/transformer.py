@@ -45,7 +45,7 @@ def generate(arch: str = "gpt", layers: int = 12, hidden: int = 768, heads: int 
     from ..errors import Diagnostic, UsageError
 
     if arch not in ("gpt", "encdec"):
-        raise UsageError(Diagnostic("E730", f"unknown architecture `{arch}`", None,
+        raise UsageError(Diagnostic("E930", f"unknown architecture `{arch}`", None,
                                     ("one of: gpt, encdec",)))
     f = ffn or 4 * hidden
     dec_layers = layers if decoder_layers is None else decoder_layers
@@ -53,7 +53,7 @@ def generate(arch: str = "gpt", layers: int = 12, hidden: int = 768, heads: int 
     check_positive(layers=layers, hidden=hidden, heads=heads, ffn=f, seq=seq, batch=batch,
                    vocab=vocab, decoder_layers=max(dec_layers, 1), tgt_seq=t_len)
     if hidden % heads:
-        raise UsageError(Diagnostic("E730", f"--hidden {hidden} is not a multiple of --heads "
+        raise UsageError(Diagnostic("E930", f"--hidden {hidden} is not a multiple of --heads "
                                     f"{heads}", None))
     b = Builder(name or arch, profile, dtype)
     if arch == "gpt":

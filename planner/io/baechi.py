@@ -48,7 +48,7 @@ def load_baechi(
 ) -> Problem:
     """Read a Baechi graph JSON file into a `Problem` on Baechi's cluster (see module doc).
 
-    Raises `SpecError` (E720 unreadable, E721 not JSON, E722 not this format) with the file
+    Raises `SpecError` (E920 unreadable, E921 not JSON, E922 not this format) with the file
     named, never a raw exception.
     """
     shown = str(path)
@@ -56,12 +56,12 @@ def load_baechi(
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(Diagnostic("E720", f"cannot read {shown}: {err}", where)) from None
+        raise SpecError(Diagnostic("E920", f"cannot read {shown}: {err}", where)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic(
-            "E721", f"{shown} is not valid JSON: {err.msg}",
+            "E921", f"{shown} is not valid JSON: {err.msg}",
             Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1, err.pos, err.pos + 1),
         )) from None
     graph = baechi_graph(data, shown, colocation=colocation)
@@ -73,13 +73,13 @@ def baechi_graph(data: Any, source: str = "<baechi>", *, colocation: bool = True
     """The `Graph` of a parsed Baechi JSON object (times in µs, sizes in bytes).
 
     Duplicate edges between one pair of ops are merged (largest `bytes`); colocation groups
-    of two or more ops become `Graph.colocations`. Raises `SpecError` (E722) on a malformed
+    of two or more ops become `Graph.colocations`. Raises `SpecError` (E922) on a malformed
     object, an edge naming an unknown op, or a cycle.
     """
     where = Span.start_of(source)
 
     def bad(message: str, *hints: str) -> SpecError:
-        return SpecError(Diagnostic("E722", f"{source}: {message}", where, hints))
+        return SpecError(Diagnostic("E922", f"{source}: {message}", where, hints))
 
     if not isinstance(data, Mapping) or not isinstance(data.get("ops"), list) \
             or not isinstance(data.get("edges"), list):

@@ -89,13 +89,13 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
     for key, value, options in (("memory", memory, MEMORY_MODELS),
                                 ("contention", contention, CONTENTIONS)):
         if value not in options:
-            raise UsageError(Diagnostic("E730", f"unknown --{key} `{value}`", None,
+            raise UsageError(Diagnostic("E930", f"unknown --{key} `{value}`", None,
                                         ("one of: " + ", ".join(options),)))
     out_dir = output.resolve().parent
     for path in clusters or []:
         spec = planner.load(path)
         if not spec.clusters:
-            raise UsageError(Diagnostic("E731", f"{path} defines no cluster",
+            raise UsageError(Diagnostic("E931", f"{path} defines no cluster",
                                         Span.start_of(str(path))))
         rel = os.path.relpath(path.resolve(), out_dir).replace(os.sep, "/")
         result.imports.append(rel)
@@ -118,7 +118,7 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
     try:
         planner.loads(text, str(output), base=out_dir)
     except SpecError as err:  # a bug in an importer: say which, do not write the file
-        raise SpecError(Diagnostic("E732", "the generated spec does not load: "
+        raise SpecError(Diagnostic("E932", "the generated spec does not load: "
                                    + "; ".join(d.message for d in err.diagnostics[:3]), None,
                                    ("this is a bug in planner's importer; please report it",)
                                    )) from None

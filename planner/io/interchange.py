@@ -86,10 +86,10 @@ def import_json(path: str | os.PathLike[str], name: str | None = None,
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SpecError(Diagnostic("E701", f"no such file: {shown}",
+        raise SpecError(Diagnostic("E901", f"no such file: {shown}",
                                    Span.start_of(shown))) from None
     except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(Diagnostic("E701", f"cannot read {shown}: {err}",
+        raise SpecError(Diagnostic("E901", f"cannot read {shown}: {err}",
                                    Span.start_of(shown))) from None
     return parse_json(text, shown, name, command)
 
@@ -100,7 +100,7 @@ def parse_json(text: str, file: str = "<json>", name: str | None = None,
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise SpecError(Diagnostic("E720", f"invalid JSON: {err.msg}",
+        raise SpecError(Diagnostic("E920", f"invalid JSON: {err.msg}",
                                    Span(file, err.lineno, err.colno, err.lineno, err.colno + 1,
                                         err.pos, err.pos + 1))) from None
     check = _Checker(file, text)
@@ -109,7 +109,7 @@ def parse_json(text: str, file: str = "<json>", name: str | None = None,
     if isinstance(data, dict) and "nodes" in data and "maxFPGAs" in data:
         return _from_dnn_partitioning(check, data, name or Path(file).stem, command)
     raise SpecError(Diagnostic(
-        "E721", f"{file} is neither a `{FORMAT}` file nor a dnn-partitioning graph",
+        "E921", f"{file} is neither a `{FORMAT}` file nor a dnn-partitioning graph",
         Span.start_of(file), ((f'a planner graph starts with {{"format": "{FORMAT}", '
                               f'"version": {VERSION}, ...}}'),)))
 
@@ -134,7 +134,7 @@ class _Checker:
 
     def error(self, path: str, message: str, near: str | None = None, *hints: str) -> None:
         """Record an error about the value at JSON `path`."""
-        self.sink.error("E722", f"`{path}` {message}", self.at(near), *hints)
+        self.sink.error("E922", f"`{path}` {message}", self.at(near), *hints)
 
     def keys(self, obj: Mapping[str, Any], allowed: tuple[str, ...], path: str,
              near: str | None) -> None:
@@ -194,7 +194,7 @@ def _from_interchange(check: _Checker, data: dict[str, Any], name: str | None,
                       command: str | None) -> Imported:
     version = data.get("version")
     if version != VERSION:
-        check.sink.error("E723", f"unsupported {FORMAT} version {json.dumps(version)}",
+        check.sink.error("E923", f"unsupported {FORMAT} version {json.dumps(version)}",
                          check.at('"version"'), f"this planner reads version {VERSION}")
         check.sink.raise_if_errors()
     check.keys(data, TOP_FIELDS, "", None)
@@ -298,7 +298,7 @@ def _read_edges(check: _Checker, raw_edges: Any, names: Mapping[str, WorkOp],
     if not check.sink.has_errors:
         cycle = find_cycle_edge(list(names), [(e.src, e.dst) for e in w.edges])
         if cycle is not None:
-            check.sink.error("E724", f"the edges form a cycle through `{cycle[0]}` -> "
+            check.sink.error("E924", f"the edges form a cycle through `{cycle[0]}` -> "
                              f"`{cycle[1]}`", check.at(json.dumps(cycle[1])),
                              "a graph must be acyclic")
 
@@ -510,11 +510,11 @@ def export_spec(spec: Spec, plan: str | None = None, graph: str | None = None) -
         try:
             problem = spec.plan(plan)
         except LookupError as err:
-            raise UsageError(Diagnostic("E725", str(err), None)) from None
+            raise UsageError(Diagnostic("E925", str(err), None)) from None
         return export_graph(problem.graph, problem)
     if graph is not None:
         if graph not in spec.graphs:
-            raise UsageError(Diagnostic("E725", f"no graph named `{graph}`", None,
+            raise UsageError(Diagnostic("E925", f"no graph named `{graph}`", None,
                                         ("the spec defines: " + ", ".join(spec.graphs),)))
         return export_graph(spec.graphs[graph])
     if len(spec.plans) == 1:
@@ -523,7 +523,7 @@ def export_spec(spec: Spec, plan: str | None = None, graph: str | None = None) -
     if len(spec.graphs) == 1 and not spec.plans:
         return export_graph(next(iter(spec.graphs.values())))
     raise UsageError(Diagnostic(
-        "E725", "the spec defines several plans or graphs; choose one", None,
+        "E925", "the spec defines several plans or graphs; choose one", None,
         ((f"--plan one of: {', '.join(spec.plans) or 'none'}; --graph one of: "
          f"{', '.join(spec.graphs) or 'none'}"),)))
 

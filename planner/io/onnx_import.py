@@ -163,7 +163,7 @@ def zoo_path(name: str) -> Path:
     path = zoo_dir() / f"light_{name.removeprefix('light_')}.onnx"
     if not path.is_file():
         have = sorted(p.stem.removeprefix("light_") for p in zoo_dir().glob("light_*.onnx"))
-        raise UsageError(Diagnostic("E733", f"no model `{name}` in the onnx package's zoo", None,
+        raise UsageError(Diagnostic("E933", f"no model `{name}` in the onnx package's zoo", None,
                                     ("available: " + ", ".join(have),)))
     return path
 
@@ -178,18 +178,18 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
-        raise SpecError(Diagnostic("E701", f"no such file: {shown}", where)) from None
+        raise SpecError(Diagnostic("E901", f"no such file: {shown}", where)) from None
     except OSError as err:
-        raise SpecError(Diagnostic("E701", f"cannot read {shown}: {err.strerror}",
+        raise SpecError(Diagnostic("E901", f"cannot read {shown}: {err.strerror}",
                                    where)) from None
     try:
         model = onnx.load_model_from_string(data)
     except (DecodeError, ValueError, RuntimeError) as err:
         raise SpecError(Diagnostic(
-            "E702", f"{shown} is not a valid ONNX model ({type(err).__name__}: {err})".rstrip(),
+            "E902", f"{shown} is not a valid ONNX model ({type(err).__name__}: {err})".rstrip(),
             where, ("the file may be truncated, or not an ONNX protobuf",))) from None
     if not model.graph.node:
-        raise SpecError(Diagnostic("E702", f"{shown} holds no ONNX graph (no nodes)", where,
+        raise SpecError(Diagnostic("E902", f"{shown} holds no ONNX graph (no nodes)", where,
                                    ("the file may be truncated, or not an ONNX model",)))
     return model
 
@@ -220,10 +220,10 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
     where = Span.start_of(file)
     prof = _profile(profile)
     if dtype not in DTYPE_BYTES:
-        raise UsageError(Diagnostic("E730", f"unknown dtype `{dtype}`", None,
+        raise UsageError(Diagnostic("E930", f"unknown dtype `{dtype}`", None,
                                    ("one of: " + ", ".join(DTYPE_BYTES),)))
     if batch is not None and batch < 1:
-        raise UsageError(Diagnostic("E730", "--batch must be at least 1", None))
+        raise UsageError(Diagnostic("E930", "--batch must be at least 1", None))
     model = onnx.ModelProto.FromString(model.SerializeToString())  # never edit the caller's
     g = model.graph
     inits = {t.name for t in g.initializer}
@@ -235,7 +235,7 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
     try:
         model = shape_inference.infer_shapes(model)
     except Exception as err:  # noqa: BLE001 - onnx raises several internal types here
-        raise SpecError(Diagnostic("E702", f"shape inference failed on {file}: {err}", where,
+        raise SpecError(Diagnostic("E902", f"shape inference failed on {file}: {err}", where,
                                    ("the model may be invalid for its opset",))) from None
     g = model.graph
     info: dict[str, tuple[int, tuple[int, ...] | None]] = {}
@@ -393,7 +393,7 @@ def _profile(name: str) -> DeviceProfile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise UsageError(Diagnostic("E730", f"unknown device profile `{name}`", None,
+        raise UsageError(Diagnostic("E930", f"unknown device profile `{name}`", None,
                                    ("one of: " + ", ".join(PROFILES),))) from None
 
 

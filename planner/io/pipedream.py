@@ -54,10 +54,10 @@ def import_pipedream(path: str | os.PathLike[str], training: bool = False,
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SpecError(Diagnostic("E701", f"no such file: {shown}",
+        raise SpecError(Diagnostic("E901", f"no such file: {shown}",
                                    Span.start_of(shown))) from None
     except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(Diagnostic("E701", f"cannot read {shown}: {err}",
+        raise SpecError(Diagnostic("E901", f"cannot read {shown}: {err}",
                                    Span.start_of(shown))) from None
     graph_name = name or Path(path).resolve().parent.name or "pipedream"
     return parse_pipedream(text, shown, training, optimizer, graph_name, command)
@@ -79,7 +79,7 @@ def parse_pipedream(text: str, file: str = "<pipedream>", training: bool = False
         if line[0] in " \t":
             parts = line.strip().split(" -- ")
             if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
-                sink.error("E711", "malformed edge line; expected `<tab>nodeI -- nodeJ`", span)
+                sink.error("E911", "malformed edge line; expected `<tab>nodeI -- nodeJ`", span)
                 continue
             edges.append((parts[0], parts[1], lineno))
             continue
@@ -89,7 +89,7 @@ def parse_pipedream(text: str, file: str = "<pipedream>", training: bool = False
             continue
         node.line = lineno
         if node.name in nodes:
-            sink.error("E715", f"node `{node.name}` is defined twice", span,
+            sink.error("E915", f"node `{node.name}` is defined twice", span,
                        f"first defined on line {nodes[node.name].line}")
             continue
         nodes[node.name] = node
@@ -99,20 +99,20 @@ def parse_pipedream(text: str, file: str = "<pipedream>", training: bool = False
         span = Span(file, lineno, 2, lineno, 2 + len(a) + 4 + len(b))
         for n in (a, b):
             if n not in nodes and n not in broken:
-                sink.error("E712", f"edge names unknown node `{n}`", span)
+                sink.error("E912", f"edge names unknown node `{n}`", span)
         if a == b:
-            sink.error("E713", f"edge from `{a}` to itself", span)
+            sink.error("E913", f"edge from `{a}` to itself", span)
         if a in nodes and b in nodes and a != b and (a, b) not in seen:
             seen.add((a, b))
             pairs.append((a, b))
     if not nodes and not sink.has_errors:
-        sink.error("E711", f"{file} holds no PipeDream node lines", Span.start_of(file),
+        sink.error("E911", f"{file} holds no PipeDream node lines", Span.start_of(file),
                    "expected lines like `node1 -- Conv2d(...) -- forward_compute_time=...`")
     if not sink.has_errors:
         cycle = find_cycle_edge(list(nodes), pairs)
         if cycle is not None:
             ln = next(ln for a, b, ln in edges if (a, b) == cycle)
-            sink.error("E714", f"the edges form a cycle through `{cycle[0]}` -> `{cycle[1]}`",
+            sink.error("E914", f"the edges form a cycle through `{cycle[0]}` -> `{cycle[1]}`",
                        Span(file, ln, 1, ln, 2), "a profile graph must be acyclic")
     sink.raise_if_errors()
 
@@ -152,7 +152,7 @@ def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:
     head, sep, rest = line.partition(" -- ")
     module, sep2, fields = rest.rpartition(" -- ")
     if not sep or not sep2 or not _NAME.match(head):
-        sink.error("E711", "malformed node line; expected `nodeK -- <module> -- "
+        sink.error("E911", "malformed node line; expected `nodeK -- <module> -- "
                    "forward_compute_time=F, backward_compute_time=B, activation_size=A, "
                    "parameter_size=P`", span)
         return None
@@ -163,21 +163,21 @@ def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:
             values[key.strip()] = value
     missing = [k for k in _FIELDS if k not in values]
     if missing:
-        sink.error("E711", "node line lacks " + ", ".join(f"`{k}`" for k in missing), span)
+        sink.error("E911", "node line lacks " + ", ".join(f"`{k}`" for k in missing), span)
         return None
     parsed: dict[str, list[float]] = {}
     for key in _FIELDS:
         m = _VALUE.match(values[key])
         if m is None:
             col = line.find(f"{key}=") + len(key) + 2
-            sink.error("E711", f"`{key}` is not a number or a `[a; b]` list: "
+            sink.error("E911", f"`{key}` is not a number or a `[a; b]` list: "
                        f"`{values[key].strip()}`",
                        Span(span.file, span.line, col, span.line, col + len(values[key])))
             return None
         nums = m.group(1) or m.group(2)
         parsed[key] = [float(x) for x in nums.split(";")]
         if any(x < 0 for x in parsed[key]):
-            sink.error("E711", f"`{key}` is negative", span)
+            sink.error("E911", f"`{key}` is negative", span)
             return None
     return _Node(head, module, parsed["forward_compute_time"][0],
                  parsed["backward_compute_time"][0], parsed["activation_size"],

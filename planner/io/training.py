@@ -38,7 +38,7 @@ def add_backward(w: Workload, backward: Callable[[WorkOp], tuple[float, float | 
     (data inputs) get no backward op and receive no gradient.
     """
     if optimizer not in OPTIMIZER_STATE:
-        raise UsageError(Diagnostic("E730", f"unknown optimizer `{optimizer}`", None,
+        raise UsageError(Diagnostic("E930", f"unknown optimizer `{optimizer}`", None,
                                     ("one of: " + ", ".join(OPTIMIZER_STATE),)))
     state = 1 + OPTIMIZER_STATE[optimizer]
     names = {o.name for o in w.ops}

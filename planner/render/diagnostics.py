@@ -69,10 +69,10 @@ def guard() -> Iterator[None]:
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
         raise
     except MemoryError:
-        eprint("error[E900]: out of memory")
+        eprint("error[E990]: out of memory")
         raise typer.Exit(EXIT_INTERNAL) from None
     except RecursionError:
-        eprint("error[E901]: input too deeply nested")
+        eprint("error[E991]: input too deeply nested")
         raise typer.Exit(EXIT_INVALID) from None
     except Exception as err:  # a bug: say so briefly, never a traceback
         if debug_enabled():

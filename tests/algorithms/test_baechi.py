@@ -61,14 +61,14 @@ def test_small_graph_round_trip(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("data", "code", "words"), [
-    ("{not json", "E721", "not valid JSON"),
-    ({"ops": []}, "E722", "`ops` and `edges`"),
-    ({"ops": [{"name": "a"}], "edges": []}, "E722", "op #0"),
+    ("{not json", "E921", "not valid JSON"),
+    ({"ops": []}, "E922", "`ops` and `edges`"),
+    ({"ops": [{"name": "a"}], "edges": []}, "E922", "op #0"),
     ({"ops": [{"name": "a", "time_us": 1}], "edges": [{"src": "a", "dst": "z", "bytes": 1}]},
-     "E722", "unknown op 'z'"),
+     "E922", "unknown op 'z'"),
     ({"ops": [{"name": "a", "time_us": 1}, {"name": "b", "time_us": 1}],
       "edges": [{"src": "a", "dst": "b", "bytes": 1}, {"src": "b", "dst": "a", "bytes": 1}]},
-     "E722", "cycle"),
+     "E922", "cycle"),
 ])
 def test_malformed_input_is_a_spec_error(tmp_path: Path, data: object, code: str,
                                          words: str) -> None:
@@ -83,4 +83,4 @@ def test_malformed_input_is_a_spec_error(tmp_path: Path, data: object, code: str
 def test_missing_file_is_a_spec_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as err:
         load_baechi(tmp_path / "absent.json")
-    assert err.value.diagnostics[0].code == "E720"
+    assert err.value.diagnostics[0].code == "E920"

@@ -96,7 +96,7 @@ def test_resume_log_refuses_a_file_that_is_not_ours(tmp_path: Path) -> None:
     path.write_text("my notes\nmore notes\n")
     with pytest.raises(UsageError) as err:
         ResumeLog(path).open()
-    assert err.value.diagnostics[0].code == "E705"
+    assert err.value.diagnostics[0].code == "E615"
     assert path.read_text() == "my notes\nmore notes\n"  # untouched
 
 

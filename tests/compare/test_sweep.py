@@ -165,7 +165,7 @@ def test_workers_that_always_die_stop_the_sweep_with_a_diagnostic() -> None:
     sweep = plan_sweep([SPECS[0]], "msct,heft,mtopo,metf")
     with pytest.raises(SolverError) as err:
         run_sweep(sweep, executor="local", jobs=2, worker=always_crash)
-    assert err.value.diagnostics[0].code == "E711"
+    assert err.value.diagnostics[0].code == "E621"
 
 
 def test_a_point_past_its_hard_limit_becomes_a_timeout_row() -> None:

@@ -44,7 +44,7 @@ def test_truncated_onnx_is_a_diagnostic_not_a_traceback(tmp_path: Path) -> None:
     bad.write_bytes(zoo_path("squeezenet").read_bytes()[:1000])
     code, _, stderr = _invoke("import", "onnx", str(bad), "-o", str(tmp_path / "x.plan"))
     assert code == 1
-    assert "error[E702]" in stderr and str(bad) in stderr and "Traceback" not in stderr
+    assert "error[E902]" in stderr and str(bad) in stderr and "Traceback" not in stderr
     assert not (tmp_path / "x.plan").exists()
 
 
@@ -52,7 +52,7 @@ def test_malformed_pipedream_line_points_at_file_and_line(tmp_path: Path) -> Non
     path = FIXTURES / "pipedream_bad_line.txt"
     code, _, stderr = _invoke("import", "pipedream", str(path), "-o", str(tmp_path / "x.plan"))
     assert code == 1
-    assert f"{path}:2:" in stderr and "error[E711]" in stderr
+    assert f"{path}:2:" in stderr and "error[E911]" in stderr
     assert "| " in stderr  # the offending line is quoted with a caret
     assert "Traceback" not in stderr
 
@@ -99,4 +99,4 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
                                         / "inception.plan")]):
         code, _, stderr = _invoke(*args)
         assert code == 2, (args, stderr)
-        assert "error[E7" in stderr
+        assert "error[E9" in stderr

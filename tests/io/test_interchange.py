@@ -129,18 +129,18 @@ def test_optional_fields_take_documented_defaults() -> None:
 
 
 @pytest.mark.parametrize(("text", "code", "line"), [
-    ('{"format": "planner-graph",\n "version": 1,\n "name": "g", "ops": [}', "E720", 3),
-    ('{"format": "planner-graph", "version": 7, "name": "g", "ops": []}', "E723", 1),
-    ('{"nodes": []}', "E721", 1),
+    ('{"format": "planner-graph",\n "version": 1,\n "name": "g", "ops": [}', "E920", 3),
+    ('{"format": "planner-graph", "version": 7, "name": "g", "ops": []}', "E923", 1),
+    ('{"nodes": []}', "E921", 1),
     (('{"format": "planner-graph", "version": 1, "name": "g",\n "ops": [\n'
-     '  {"name": "a", "time_s": 1},\n  {"name": "a", "time_s": 1}]}'), "E722", 3),
+     '  {"name": "a", "time_s": 1},\n  {"name": "a", "time_s": 1}]}'), "E922", 3),
     (('{"format": "planner-graph", "version": 1, "name": "g",\n "ops": [\n'
-     '  {"name": "a", "time_s": -1}]}'), "E722", 3),
+     '  {"name": "a", "time_s": -1}]}'), "E922", 3),
     (('{"format": "planner-graph", "version": 1, "name": "g", "ops": [{"name": "a", '
-     '"time_s": 1}],\n "edges": [{"src": "a", "dst": "zz"}]}'), "E722", 2),
+     '"time_s": 1}],\n "edges": [{"src": "a", "dst": "zz"}]}'), "E922", 2),
     (('{"format": "planner-graph", "version": 1, "name": "g", "ops": [{"name": "a", '
      '"time_s": 1}, {"name": "b", "time_s": 1}],\n "edges": [{"src": "a", "dst": "b"}, '
-     '{"src": "b", "dst": "a"}]}'), "E724", 1),
+     '{"src": "b", "dst": "a"}]}'), "E924", 1),
 ])
 def test_bad_files_are_spec_errors_with_lines(text: str, code: str, line: int) -> None:
     with pytest.raises(SpecError) as err:

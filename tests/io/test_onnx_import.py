@@ -191,10 +191,10 @@ def test_truncated_or_missing_file_is_a_spec_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as err:
         import_onnx(bad)
     (d,) = err.value.diagnostics
-    assert d.code == "E702" and d.span is not None and d.span.file == str(bad)
+    assert d.code == "E902" and d.span is not None and d.span.file == str(bad)
     with pytest.raises(SpecError) as err:
         import_onnx(tmp_path / "nope.onnx")
-    assert err.value.diagnostics[0].code == "E701"
+    assert err.value.diagnostics[0].code == "E901"
     garbage = tmp_path / "text.onnx"
     garbage.write_text("this is not a protobuf at all\n")
     with pytest.raises(SpecError):

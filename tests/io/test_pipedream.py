@@ -52,23 +52,23 @@ def test_malformed_node_line_is_reported_at_file_and_line() -> None:
     with pytest.raises(SpecError) as err:
         import_pipedream(path)
     (d,) = err.value.diagnostics
-    assert d.code == "E711" and "forward_compute_time" in d.message
+    assert d.code == "E911" and "forward_compute_time" in d.message
     assert d.span is not None and (d.span.file, d.span.line) == (str(path), 2)
     assert d.span.column == path.read_text().splitlines()[1].index("abc") + 1
 
 
 @pytest.mark.parametrize(("text", "code", "line"), [
     (("node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, "
-     "parameter_size=0\n\tnode1 -- node9\n"), "E712", 2),
+     "parameter_size=0\n\tnode1 -- node9\n"), "E912", 2),
     (("node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, "
      "parameter_size=0\nnode1 -- A -- forward_compute_time=1, backward_compute_time=1, "
-     "activation_size=1, parameter_size=0\n"), "E715", 2),
+     "activation_size=1, parameter_size=0\n"), "E915", 2),
     ("node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1\n",
-     "E711", 1),
+     "E911", 1),
     (("node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=1, "
-     "parameter_size=0\n\tnode1 node1\n"), "E711", 2),
-    ("garbage\n", "E711", 1),
-    ("", "E711", 1),
+     "parameter_size=0\n\tnode1 node1\n"), "E911", 2),
+    ("garbage\n", "E911", 1),
+    ("", "E911", 1),
 ])
 def test_bad_profiles_are_spec_errors_with_lines(text: str, code: str, line: int) -> None:
     with pytest.raises(SpecError) as err:
@@ -84,7 +84,7 @@ def test_a_cycle_is_reported() -> None:
     text = line.format(k=1) + line.format(k=2) + "\tnode1 -- node2\n\tnode2 -- node1\n"
     with pytest.raises(SpecError) as err:
         parse_pipedream(text, "p.txt")
-    assert err.value.diagnostics[0].code == "E714"
+    assert err.value.diagnostics[0].code == "E914"
 
 
 @pytest.mark.skipif(not PROFILES, reason="../shared/datasets/pipedream is absent")
