@@ -42,6 +42,9 @@ app = typer.Typer(
 )
 
 log = logging.getLogger("planner")
+#: default `--time-limit` of `solve`: `auto` should answer a first-time user quickly
+AUTO_TIME_LIMIT_S = 10.0
+EXACT_TIME_LIMIT_S = 60.0
 _guard = guard
 _sources = source_texts
 _eprint = eprint
@@ -248,7 +251,7 @@ def solve(
     algo: Annotated[str, typer.Option("--algo", help="Algorithm: auto, msct, metf, mtopo, heft, cpop, single, roundrobin, random, expert, cpsat, ilp.")] = "auto",
     out: Annotated[Path | None, typer.Option("--out", help="Write the plan JSON here (atomically).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
-    time_limit: Annotated[float, typer.Option("--time-limit", help="Seconds for exact solvers (auto, cpsat, ilp).")] = 60.0,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds for the exact phase: default 10 for auto (0: heuristics only), 60 for cpsat and ilp.")] = None,
     gap: Annotated[float, typer.Option("--gap", help="Relative optimality gap for exact solvers.")] = 1e-4,
     solver: Annotated[str, typer.Option("--solver", help="ILP back-end: highs, cbc, glpk, or any Pyomo solver name.")] = "highs",
     emit: Annotated[Path | None, typer.Option("--emit", help="With --algo ilp: write the model (.lp or .mps).")] = None,
@@ -263,9 +266,15 @@ def solve(
 
         loaded = _load(spec)
         problem = _problem(loaded, plan)
+        if time_limit is None:
+            time_limit = AUTO_TIME_LIMIT_S if algo == "auto" else EXACT_TIME_LIMIT_S
+        if time_limit < 0:
+            raise UsageError(Diagnostic("E603", f"--time-limit: `{time_limit}` is negative",
+                                        None, ("give seconds, e.g. --time-limit 30",)))
         options = Options(seed=seed, time_limit_s=time_limit, gap=gap, solver=solver,
                           emit=str(emit) if emit else None)
-        with stdout_to_stderr():
+        with stdout_to_stderr(), _spinner(f"{algo}: placing {len(problem.graph.ops)} ops"
+                                          f" (up to {time_limit:g} s)"):
             solution = run(algo, problem, options)
         info = dict(solution.info)
         if out is not None:
@@ -288,6 +297,17 @@ def solve(
             write_plan_html(str(html), problem, result)
         if not result.feasible:
             _infeasible_exit(problem, result)
+
+
+def _spinner(message: str) -> Any:
+    """A spinner on stderr while the algorithm runs, only when stderr is a terminal."""
+    import contextlib
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(message)
 
 
 def _jsonable(v: Any) -> bool:

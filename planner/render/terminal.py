@@ -173,5 +173,10 @@ def fmt_info(info: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]:
     for k in keys:
         if k in info and info[k] is not None:
             v = info[k]
-            out[k] = format_seconds(v) if k.endswith("_s") and isinstance(v, float) else str(v)
+            if k == "gap" and isinstance(v, float):
+                out[k] = f"{100 * v:.2f}%"
+            elif k.endswith("_s") and isinstance(v, float):
+                out[k] = format_seconds(v)
+            else:
+                out[k] = str(v)
     return out
