@@ -1,0 +1,84 @@
+"""`planner solve`: JSON on stdout only, plan files, statuses and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .test_check_cli import invoke
+
+SPEC = """
+cluster c {
+  device gpu[0..1] { memory 64 MB }
+  link gpu0 <-> gpu1 { bandwidth 10 GB/s  latency 5 us }
+}
+graph g {
+  op a { time 1 ms  output 8 MB }
+  op b { time 2 ms  output 8 MB  params 16 MB }
+  op c { time 2 ms  output 8 MB  params 16 MB }
+  op d { time 1 ms }
+  a -> b -> d
+  a -> c -> d
+}
+plan p { graph g cluster c }
+"""
+
+
+@pytest.mark.parametrize("algo", ["msct", "metf", "heft", "cpop", "mtopo", "single",
+                                  "roundrobin", "random", "auto", "cpsat"])
+def test_json_is_the_only_stdout_and_the_plan_is_feasible(tmp_path: Path, algo: str) -> None:
+    (tmp_path / "s.plan").write_text(SPEC)
+    code, out, err = invoke(["solve", "s.plan", "--algo", algo, "--json", "--time-limit", "5"],
+                            tmp_path)
+    assert code == 0, err
+    rep = json.loads(out)  # the whole of stdout is one JSON document
+    assert rep["feasible"] is True and rep["violations"] == []
+    assert rep["status"] in {"feasible", "optimal"}
+    assert rep["planning_s"] >= 0
+    assert rep["makespan_s"] >= rep["lower_bound_s"] > 0
+    assert set(rep["placement"]) == {"a", "b", "c", "d"}
+
+
+def test_out_writes_the_same_plan_bytes_every_time(tmp_path: Path) -> None:
+    (tmp_path / "s.plan").write_text(SPEC)
+    assert invoke(["solve", "s.plan", "--algo", "msct", "--out", "p1.json"], tmp_path)[0] == 0
+    assert invoke(["solve", "s.plan", "--algo", "msct", "--out", "p2.json"], tmp_path)[0] == 0
+    one, two = (tmp_path / "p1.json").read_bytes(), (tmp_path / "p2.json").read_bytes()
+    assert one == two
+    plan = json.loads(one)
+    assert plan["format"] == "planner.plan" and plan["algorithm"] == "msct"
+    # the plan file simulates to the same makespan as solve reported
+    _, out, _ = invoke(["solve", "s.plan", "--algo", "msct", "--json"], tmp_path)
+    code, sim, _ = invoke(["simulate", "s.plan", "--placement", "p1.json", "--json"], tmp_path)
+    assert code == 0
+    assert json.loads(sim)["makespan_s"] == json.loads(out)["makespan_s"]
+
+
+def test_infeasible_memory_exits_3_with_a_diagnosis(tmp_path: Path) -> None:
+    # each device holds 20 MB; the ops alone need 8+24+24+0 = 56 MB > 40 MB in all
+    (tmp_path / "s.plan").write_text(SPEC.replace("memory 64 MB", "memory 20 MB"))
+    code, out, err = invoke(["solve", "s.plan", "--algo", "metf"], tmp_path)
+    assert code == 3
+    assert out == ""
+    assert "error[E70" in err
+    # total static memory (56e6 B = 53.41 MiB) against total capacity (40e6 B = 38.15 MiB),
+    # and the largest op (b: 24e6 B = 22.89 MiB) against the largest device (20e6 B)
+    assert "53.41 MiB" in err and "38.15 MiB" in err
+    assert "op `b` needs 22.89 MiB but the largest device `gpu0` holds 19.07 MiB" in err
+
+
+def test_unknown_algorithm_is_a_usage_error_with_a_suggestion(tmp_path: Path) -> None:
+    (tmp_path / "s.plan").write_text(SPEC)
+    code, _, err = invoke(["solve", "s.plan", "--algo", "msc"], tmp_path)
+    assert code == 2
+    assert "unknown algorithm `msc`" in err and "did you mean `msct`?" in err
+
+
+def test_expert_needs_every_op_placed(tmp_path: Path) -> None:
+    (tmp_path / "s.plan").write_text(SPEC.replace("plan p { graph g cluster c }",
+                                                  "plan p { graph g cluster c place a on gpu0 }"))
+    code, _, err = invoke(["solve", "s.plan", "--algo", "expert"], tmp_path)
+    assert code == 1
+    assert "`b`" in err
