@@ -203,6 +203,11 @@ def render(diag: Diagnostic, sources: Mapping[str, str] | _Lines | None = None) 
     return "\n".join(lines)
 
 
+# Control characters of the source (NUL, ESC, ...) are shown as U+FFFD, one column each:
+# echoed raw, they would garble the terminal.
+_VISIBLE = {i: "\ufffd" for i in (*range(0x20), 0x7F) if i != 0x09}
+
+
 def _excerpt(span: Span, all_lines: list[str] | None) -> list[str]:
     if all_lines is None:
         return []
@@ -219,7 +224,7 @@ def _excerpt(span: Span, all_lines: list[str] | None) -> list[str]:
     gutter = str(span.line)
     pad = " " * len(gutter)
     return [
-        f" {gutter} | {shown.expandtabs(1)}",
+        f" {gutter} | {shown.expandtabs(1).translate(_VISIBLE)}",
         f" {pad} | {' ' * (col - 1)}{'^' * width}",
     ]
 

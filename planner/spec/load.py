@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import Diagnostic, DiagnosticSink, SpecError, Span
+from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
 from ..model import Spec
 from . import ast
 from .lower import Locations, lower
@@ -40,6 +40,8 @@ def read_source(path: Path, shown: str, at: Span | None = None) -> str:
     """Read a spec file as UTF-8, turning every failure into a `SpecError`."""
     where = at or Span.start_of(shown)
     try:
+        if path.exists() and not path.is_file() and not path.is_dir():  # /dev/zero, a FIFO
+            raise SpecError(Diagnostic("E003", f"cannot read {shown}: not a regular file", where))
         data = path.read_bytes()
     except FileNotFoundError:
         raise SpecError(Diagnostic("E001", f"no such file: {shown}", where,
@@ -51,6 +53,8 @@ def read_source(path: Path, shown: str, at: Span | None = None) -> str:
                                    )) from None
     except OSError as err:
         raise SpecError(Diagnostic("E003", f"cannot read {shown}: {err.strerror}", where)) from None
+    except ValueError:  # a NUL in the path
+        raise SpecError(Diagnostic("E003", f"cannot read {shown!r}: invalid path", where)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -86,7 +90,11 @@ def load_modules(path: str | os.PathLike[str]) -> tuple[list[ast.Module], dict[s
         for item in module.items:
             if not isinstance(item, ast.ImportDecl):
                 continue
-            target = (p.parent / item.path.text).resolve()
+            try:
+                target = (p.parent / item.path.text).resolve()
+            except (OSError, ValueError):  # a NUL in the path, a symlink loop
+                sink.error("E001", f"invalid import path {item.path.text!r}", item.path.span)
+                continue
             if target in stack:
                 chain = " -> ".join(display_path(s) for s in (*stack[stack.index(target):], target))
                 sink.error("E005", f"import cycle: {chain}", item.path.span,
@@ -97,7 +105,11 @@ def load_modules(path: str | os.PathLike[str]) -> tuple[list[ast.Module], dict[s
                 visit(target, (*stack, target), item.path.span)
         modules.append(module)
 
-    root = Path(path).resolve()
+    try:
+        root = Path(path).resolve()
+    except (OSError, ValueError):
+        raise SpecError(Diagnostic("E003", f"cannot read {str(path)!r}: invalid path",
+                                   Span.start_of(str(path)))) from None
     seen.add(root)
     if Path(path).is_dir():
         shown = display_path(root)

@@ -5,6 +5,7 @@ apply defaults, validate. Every problem of every file is collected, then raised 
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from ..model import (
 )
 from ..units import EXAMPLES, UNIT_TABLE, parse_number
 from . import ast
+from .parse import paused_gc
 
 # key -> expected dimension ("number" for unitless, "name" for a name)
 OP_ATTRS = {"time": "time", "flops": "work", "params": "size", "output": "size", "temp": "size"}
@@ -34,6 +36,8 @@ DEVICE_ATTRS = {"kind": "name", "memory": "size", "flops": "rate", "speed": "num
 LINK_ATTRS = {"bandwidth": "bandwidth", "latency": "time"}
 PLAN_SETTINGS = {"graph": "name", "cluster": "name", "memory": "name", "contention": "name"}
 _GLOB = re.compile(r"[*?\[]")
+#: the most devices in a range or a cluster (a full mesh of links grows as its square)
+MAX_RANGE = 1024
 
 
 @dataclass
@@ -58,16 +62,22 @@ class _Attrs:
         self.values: dict[str, ast.Attr] = {}
         self.selected: dict[str, dict[str, tuple[ast.Attr, ast.Name]]] = {}
         self.what = what
+        #: an attribute was rejected (unknown key, misplaced selector): a required one that
+        #: seems missing is then most likely that one, misspelt; `missing` stays quiet
+        self.rejected = False
         for a in attrs:
             if a.key not in allowed:
                 sink.error("E210", f"unknown attribute `{a.key}` in {what}", a.span,
                            *did_you_mean(a.key, allowed),
                            "allowed here: " + ", ".join(f"`{k}`" for k in allowed))
+                self.rejected = True
                 continue
             if a.selector is not None:
                 if a.key not in selectable:
                     sink.error("E211", f"`{a.key}` takes no `[...]` selector in {what}",
-                               a.selector.span)
+                               a.selector.span,
+                               "a selector gives an op's time per device kind: `time[cpu] 3 ms`")
+                    self.rejected = True
                     continue
                 per = self.selected.setdefault(a.key, {})
                 if a.selector.text in per:
@@ -82,6 +92,10 @@ class _Attrs:
             self.values[a.key] = a
         self.allowed = allowed
 
+    def missing(self, *keys: str) -> bool:
+        """Whether none of `keys` was written (and nothing was rejected, see `rejected`)."""
+        return not self.rejected and not any(k in self.values for k in keys)
+
     def quantity(self, key: str, attr: ast.Attr | None = None) -> float | None:
         """The value of `key` in base units, or None if absent or wrong (reported)."""
         attr = attr or self.values.get(key)
@@ -94,7 +108,8 @@ class _Attrs:
         if attr is None:
             return None
         if attr.value.kind != "name" or attr.value.name is None:
-            self.sink.error("E213", f"`{key}` expects a name, not a number", attr.value.span)
+            self.sink.error("E213", f"`{key}` expects a name, not a number", attr.value.span,
+                            f"quote it to use it as a name: `{key} \"{_value_text(attr.value)}\"`")
             return None
         return attr.value.name.text
 
@@ -106,12 +121,16 @@ class _Attrs:
             self.sink.error("E214", f"`{key}` expects a plain number (no unit)", attr.value.span,
                             f"for example `{key} 0.5`")
             return None
-        return parse_number(attr.value.number)
+        return _finite(self.sink, attr, parse_number(attr.value.number))
 
 
 def quantity(sink: DiagnosticSink, attr: ast.Attr, dim: str) -> float | None:
     """Convert an attribute's value to base units of `dim`, reporting mistakes."""
     v = attr.value
+    if v.kind == "quantity":  # the usual case first, and no message built for it
+        got_dim, factor = UNIT_TABLE[v.unit]
+        if got_dim == dim:
+            return _finite(sink, attr, parse_number(v.number) * factor)
     example = f"{attr.key} {EXAMPLES.get(dim, '1')}"
     if v.kind == "number":
         sink.error("E220", f"`{attr.key}` needs a unit", v.span,
@@ -126,7 +145,20 @@ def quantity(sink: DiagnosticSink, attr: ast.Attr, dim: str) -> float | None:
         sink.error("E222", f"`{attr.key}` expects a {_dim_word(dim)}, but `{v.unit}` is a "
                    f"unit of {_dim_word(got_dim)}", v.span, f"for example `{example}`")
         return None
-    return parse_number(v.number) * factor
+    return _finite(sink, attr, parse_number(v.number) * factor)
+
+
+def _finite(sink: DiagnosticSink, attr: ast.Attr, value: float) -> float | None:
+    """`value`, or None (reported) when it overflowed to infinity (`1e999 GiB`)."""
+    if value != math.inf:  # numbers are never negative nor NaN
+        return value
+    sink.error("E223", f"`{attr.key}` is too large", attr.value.span,
+               "the value overflows a 64-bit float in base units")
+    return None
+
+
+def _value_text(v: ast.Value) -> str:
+    return f"{v.number} {v.unit}" if v.kind == "quantity" else v.number
 
 
 def _dim_word(dim: str) -> str:
@@ -135,7 +167,7 @@ def _dim_word(dim: str) -> str:
 
 
 def _bytes(x: float | None) -> int:
-    return 0 if x is None else int(round(x))
+    return 0 if x is None else round(x)
 
 
 # ---- the pass ---------------------------------------------------------------------------
@@ -146,7 +178,11 @@ def lower(modules: Sequence[ast.Module], sink: DiagnosticSink | None = None) -> 
 
     Raises `SpecError` with every error found (warnings are kept on the sink).
     """
-    sink = sink or DiagnosticSink()
+    with paused_gc():
+        return _lower(modules, sink or DiagnosticSink())
+
+
+def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink) -> tuple[Spec, Locations]:
     loc = Locations()
     graph_decls: dict[str, ast.GraphDecl] = {}
     cluster_decls: dict[str, ast.ClusterDecl] = {}
@@ -207,9 +243,11 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> G
     grouped = False
     for item in decl.items:
         if isinstance(item, ast.ChainDecl):
-            ids = [_resolve_op(sink, n, index, gname) for n in item.names]
-            attrs = _Attrs(sink, item.attrs, EDGE_ATTRS, "an edge")
-            explicit = attrs.quantity("bytes")
+            ids = [index.get(n.text) for n in item.names]
+            if None in ids:
+                ids = [_resolve_op(sink, n, index, gname) for n in item.names]
+            explicit = (_Attrs(sink, item.attrs, EDGE_ATTRS, "an edge").quantity("bytes")
+                        if item.attrs else None)
             for n, a, b in zip(item.names[1:], ids, ids[1:]):
                 if a is None or b is None:
                     continue
@@ -247,7 +285,7 @@ def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str) -> Op:
     }
     time_s = attrs.quantity("time")
     flops = attrs.quantity("flops")
-    if time_s is None and flops is None and "time" not in attrs.values and "flops" not in attrs.values:
+    if time_s is None and flops is None and attrs.missing("time", "flops"):
         sink.error("E232", f"{what} has neither `time` nor `flops`", item.name.span,
                    "give its compute cost, e.g. `time 1.5 ms` or `flops 2.4 GFLOP`")
     return Op(item.name.text, time_s, flops, MappingProxyType(by_kind),
@@ -288,7 +326,7 @@ def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations) 
     for d in decl.devices:
         attrs = _Attrs(sink, d.attrs, DEVICE_ATTRS, "a device")
         memory = attrs.quantity("memory")
-        if memory is None and "memory" not in attrs.values:
+        if memory is None and attrs.missing("memory"):
             sink.error("E240", "device needs `memory`", d.ref.span,
                        "for example `memory 16 GiB`")
         speed = attrs.number("speed")
@@ -304,7 +342,12 @@ def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations) 
             sink.error("E242", "`[*]` selects existing devices; declare a range instead",
                        d.ref.span, f"for example `device {d.ref.name.text}[0..3]`")
             continue
-        for name in _expand_decl(sink, d.ref):
+        names = _expand_decl(sink, d.ref)
+        if len(devices) + len(names) > MAX_RANGE:
+            sink.error("E246", f"cluster `{cname}` would have more than {MAX_RANGE} devices",
+                       d.ref.span)
+            break
+        for name in names:
             if name in index:
                 sink.error("E205", f"device `{name}` is defined twice in cluster `{cname}`",
                            d.ref.span, notes=(("first definition", loc.devices[(cname, name)]),))
@@ -316,7 +359,7 @@ def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations) 
     for lk in decl.links:
         attrs = _Attrs(sink, lk.attrs, LINK_ATTRS, "a link")
         bw = attrs.quantity("bandwidth")
-        if bw is None and "bandwidth" not in attrs.values:
+        if bw is None and attrs.missing("bandwidth"):
             sink.error("E243", "link needs `bandwidth`", lk.span, "for example `bandwidth 25 GB/s`")
         if bw is not None and bw <= 0:
             sink.error("E241", "`bandwidth` must be positive", attrs.values["bandwidth"].value.span)
@@ -350,6 +393,10 @@ def _expand_decl(sink: DiagnosticSink, ref: ast.DevRef) -> list[str]:
     if ref.lo > ref.hi:
         sink.error("E245", f"empty range `{ref.name.text}[{ref.lo}..{ref.hi}]`", ref.span,
                    f"write the smaller bound first: `{ref.name.text}[{ref.hi}..{ref.lo}]`")
+        return []
+    if ref.hi - ref.lo >= MAX_RANGE:  # `gpu[0..99999999]` would exhaust memory
+        sink.error("E246", f"range `{ref.name.text}[{ref.lo}..{ref.hi}]` has "
+                   f"{ref.hi - ref.lo + 1} devices; at most {MAX_RANGE} are allowed", ref.span)
         return []
     return [f"{ref.name.text}{i}" for i in range(ref.lo, ref.hi + 1)]
 
@@ -406,7 +453,7 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
                 verb = "pinned" if item.hard else "placed"
                 sink.error("E250", f"op `{graph.ops[i].name}` is {verb} on both "
                            f"`{cluster.devices[table[i]].name}` and `{item.device.text}`",
-                           item.span)
+                           item.span, f"an op is {verb} on one device; keep one of the two")
             table[i] = d
             if item.hard:
                 pin_spans.setdefault(i, item.span)
@@ -414,7 +461,8 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
         if i in pins and pins[i] != d:
             sink.error("E251", f"op `{graph.ops[i].name}` is pinned to "
                        f"`{cluster.devices[pins[i]].name}` but placed on "
-                       f"`{cluster.devices[d].name}`", pin_spans[i])
+                       f"`{cluster.devices[d].name}`", pin_spans[i],
+                       "a given placement must respect the pins; change the `place`")
     for group in graph.colocations:
         pinned = {pins[i] for i in group if i in pins}
         if len(pinned) > 1:
@@ -423,7 +471,9 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
             first_pinned = next(i for i in group if i in pins)
             sink.error("E252", f"colocated ops are pinned apart: {names}",
                        pin_spans[first_pinned], "colocated ops must share one device")
-    for i, op in enumerate(graph.ops):
+    for op in graph.ops:
+        if op.time_s is not None:  # finite `time` / positive `speed`: runs everywhere
+            continue
         bad = [dev for dev in cluster.devices if compute_time(op, dev) == float("inf")]
         if bad and (op.time_s is not None or op.flops is not None or op.time_by_kind):
             dev = bad[0]

@@ -2,15 +2,27 @@
 
 The Lark LALR parser is built once per process and builds the tree inline (Lark's
 `transformer=` option): no intermediate parse tree, no `propagate_positions`, which is
-about 3x cheaper on big specs. `lark-cython` is used when installed (the `fast` extra).
-The parse step raises only `SpecError`, never a domain error from inside a callback.
+about 3x cheaper on big specs. `lark-cython` is used when installed (the `fast` extra)
+unless `PLANNER_NO_CYTHON=1`. The parse step raises only `SpecError`, never a domain
+error from inside a callback.
+
+Even so, Lark's Python lexer alone needs ~3 us per token, too slow for 100,000-op specs.
+So `parse` first tries `_fast_parse`: one regular expression for all tokens and a
+recursive-descent reader of the common forms, building the very same tree (spans
+included). It gives up (returns None) at anything unusual or wrong, and Lark then parses
+the text, so Lark alone decides every error message. `PLANNER_PARSER=lark` skips the fast
+path (for benchmarks and the tests that compare the two).
 """
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -19,13 +31,12 @@ from typing import Any
 from lark import Lark, Transformer
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from ..errors import Diagnostic, SpecError, Span
+from ..errors import Diagnostic, Span, SpecError, did_you_mean
 from ..units import UNIT_TABLE
 from . import ast
 
-KEYWORDS = frozenset(
-    "import cluster device link graph op colocate plan pin place to on".split()
-)
+KEYWORDS = frozenset(["import", "cluster", "device", "link", "graph", "op", "colocate", "plan",
+                      "pin", "place", "to", "on"])
 _STATEMENT_KEYWORDS = {"IMPORT", "CLUSTER", "DEVICE", "LINK", "GRAPH", "OP", "COLOCATE",
                        "PLAN", "PIN", "PLACE"}
 
@@ -167,7 +178,9 @@ class _Parser:
     def __init__(self) -> None:
         self.builder = _Builder()
         kwargs: dict[str, Any] = {}
-        try:  # the `fast` extra: a Cython lexer/parser, same trees, ~2x faster
+        try:  # the `fast` extra: a Cython lexer/parser, same trees, faster
+            if os.environ.get("PLANNER_NO_CYTHON", "") not in ("", "0"):
+                raise ImportError("disabled by PLANNER_NO_CYTHON")
             import lark_cython  # type: ignore[import-not-found]
 
             kwargs["_plugins"] = lark_cython.plugins
@@ -190,11 +203,39 @@ def _parser() -> _Parser:
     return _Parser()
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building a big acyclic structure.
+
+    A tree of 10,000 ops is ~500,000 objects; every 700 allocations the collector would
+    traverse the young ones, and the old generations ever more often as they grow: ~40%
+    of the parse time. Nothing built here forms a cycle, so nothing is missed.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def parse(text: str, file: str = "<string>") -> ast.Module:
     """Parse `text` (the contents of `file`) into a syntax tree.
 
     Raises `SpecError` with one diagnostic (the first syntax error) on bad input.
     """
+    with paused_gc():
+        if os.environ.get("PLANNER_PARSER", "") != "lark":
+            module = _fast_parse(text, file)
+            if module is not None:
+                return module
+        return parse_lark(text, file)
+
+
+def parse_lark(text: str, file: str = "<string>") -> ast.Module:
+    """`parse` with Lark only (no fast path); the reference the fast path must match."""
     p = _parser()
     with p.lock:
         p.builder.file = file
@@ -207,9 +248,12 @@ def parse(text: str, file: str = "<string>") -> ast.Module:
             raise SpecError(
                 Diagnostic("E100", f"cannot parse: {err}", Span.start_of(file))
             ) from None
+        # Lark calls back on ignored tokens before setting their end, so derive it
+        # (a comment never spans lines).
         comments = tuple(
-            ast.Comment(str(t.value), Span(file, t.line, t.column, t.end_line,
-                                           t.end_column, t.start_pos, t.end_pos))
+            ast.Comment(str(t.value), Span(file, t.line, t.column, t.line,
+                                           t.column + len(t.value), t.start_pos,
+                                           t.start_pos + len(t.value)))
             for t in p.builder.comments
         )
     return ast.Module(file, items, comments)
@@ -268,10 +312,17 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic
             opener = _open_block(text, tok_pos - (len(text[max(0, tok_pos - 300):tok_pos]) - m.start()))
             if opener:
                 hints.append(f"missing `}}` to close `{opener}`")
-    if tok.type == "RBRACE" and "RBRACE" not in expected and not (
+    name_fits = "NAME" in expected and "STRING" in expected
+    if tok.type == "RBRACE" and "RBRACE" not in expected and not name_fits and not (
         expected & {"QUANTITY", "NUMBER"}
     ):
         return Diagnostic("E107", "unmatched `}`", span, ("remove it, or open a block before it",))
+    if text[:tok_pos].rstrip().endswith("->") and name_fits:
+        hints.append("an edge needs an op name after `->`, as in `a -> b`")
+    if tok.type == "NAME":  # a misspelt keyword (`plna`, `devise`)
+        words = [t.lower() for t in expected if t in _STATEMENT_KEYWORDS]
+        if words and not name_fits:
+            hints.extend(did_you_mean(str(tok.value), words))
     if tok.type in _STATEMENT_KEYWORDS:
         opener = _open_block(text, tok.start_pos or pos)
         if opener and "RBRACE" in expected:
@@ -280,8 +331,12 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic
         hints.append("expected a value, such as `16 GiB`, `1.5 ms` or a name")
     elif tok.type in {"QUANTITY", "NUMBER"} and "NAME" in expected:
         hints.append("a value must follow a key, as in `memory 16 GiB`")
-    if not hints:
-        words = sorted({_describe(t) for t in expected if not t.startswith("__ANON")} - {""})
+    if not hints or (tok.type == "NAME" and len(hints) == 1 and "did you mean" in hints[0]):
+        # Where a name fits, every keyword does too (`name` accepts them): say "a name".
+        shown_types = {t for t in expected if not t.startswith("__ANON")}
+        if name_fits:
+            shown_types = {t for t in shown_types if t.lower() not in KEYWORDS}
+        words = sorted({_describe(t) for t in shown_types} - {""})
         if words:
             hints.append("expected " + _or_list(words[:8]))
     return Diagnostic("E101", f"unexpected `{shown}`", span, tuple(hints))
@@ -301,7 +356,10 @@ def _unknown_unit(file: str, text: str, start: int, end: int) -> Diagnostic:
     import difflib
 
     unit = text[start:end]
-    close = difflib.get_close_matches(unit, list(UNIT_TABLE), n=1, cutoff=0.5)
+    dims = _key_dims(text, start)
+    close = difflib.get_close_matches(
+        unit, [u for u, (d, _) in UNIT_TABLE.items() if d in dims], n=1, cutoff=0.5
+    ) or difflib.get_close_matches(unit, list(UNIT_TABLE), n=1, cutoff=0.5)
     hints = [f"did you mean `{close[0]}`?"] if close else []
     hints.append("units: ns us ms s | B KB MB GB TB KiB MiB GiB TiB | GB/s GiB/s Gbps … "
                  "| FLOP GFLOP … | FLOPS TFLOPS …")
@@ -309,6 +367,46 @@ def _unknown_unit(file: str, text: str, start: int, end: int) -> Diagnostic:
     col = start - (text.rfind("\n", 0, start) + 1) + 1
     return Diagnostic("E103", f"unknown unit `{unit}`",
                       Span(file, line, col, line, col + len(unit), start, end), tuple(hints))
+
+
+def _key_dims(text: str, unit_start: int) -> set[str]:
+    """The dimensions the key before `16 GiBs` takes (`memory`: size), or none known."""
+    from .lower import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS  # lower imports us
+
+    m = re.search(r"([A-Za-z_][A-Za-z0-9_.\-]*)(?:\[[^\]\n]*\])?[ \t]+[0-9][0-9_.eE+\-]*[ \t]*$",
+                  text[max(0, unit_start - 120) : unit_start])
+    if m is None:
+        return set()
+    return {t[m.group(1)] for t in (OP_ATTRS, EDGE_ATTRS, DEVICE_ATTRS, LINK_ATTRS)
+            if m.group(1) in t}
+
+
+_STRING_PREFIX = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*')
+
+
+def _bad_string(text: str, file: str, line: int, col: int, pos: int) -> Diagnostic:
+    """Say what is wrong in the string opened at `pos`: an escape, a control character or
+    the missing closing quote."""
+    m = _STRING_PREFIX.match(text, pos)
+    at = m.end() if m else pos + 1
+    ch = text[at : at + 1]
+    c = col + (at - pos)
+    if ch == "\\":
+        esc = text[at : at + 2] if text[at + 1 : at + 2] != "u" else text[at : at + 6]
+        esc = esc.split("\n")[0]
+        return Diagnostic(
+            "E104", f"invalid escape `{esc}` in a string", Span(file, line, c, line, c + len(esc),
+                                                              at, at + len(esc)),
+            ('JSON escapes only: \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX',))
+    if ch and ch != "\n" and ch != "\r":
+        shown = repr(ch)[1:-1]
+        return Diagnostic(
+            "E104", f"control character `{shown}` in a string",
+            Span(file, line, c, line, c + 1, at, at + 1),
+            ("write it as an escape, such as `\\t`, or remove it",))
+    return Diagnostic("E104", "unterminated string", Span(file, line, col, line, col + 1, pos,
+                                                          pos + 1),
+                      ('close it with `"` on the same line',))
 
 
 def _unexpected_char(
@@ -321,11 +419,13 @@ def _unexpected_char(
     ch = text[pos] if 0 <= pos < len(text) else ""
     span = Span(file, line, col, line, col + 1, pos, pos + 1)
     if ch == '"':
-        return Diagnostic("E104", "unterminated or invalid string", span,
-                          ("strings use double quotes and JSON escapes, on one line",))
+        return _bad_string(text, file, line, col, pos)
     if ch == "-" or ch == "+":
         return Diagnostic("E105", f"unexpected `{ch}`", span,
                           ("quantities cannot be negative; an edge is written `a -> b`",))
+    if ch == ">" and text[pos - 1 : pos] == "-":  # `a->b`: NAME takes `a-`
+        hint = "names may contain `-`, so `a->b` reads as `a-` then `>`; write `a -> b`"
+        return Diagnostic("E106", "unexpected character `>`", span, (hint,))
     shown = repr(ch)[1:-1] if ch and (not ch.isprintable() or ch.isspace()) else ch
     return Diagnostic("E106", f"unexpected character `{shown}`", span,
                       ("names are letters, digits, `_`, `.` and `-`, or a quoted string",))
@@ -375,3 +475,355 @@ def _open_block(text: str, upto: int) -> str | None:
     head = head.split("\n")[-1] if head.strip().split("\n")[-1].strip() else head.strip()
     words = re.findall(r'"(?:[^"\\]|\\.)*"|[^\s{};]+', head)
     return " ".join(words[-2:]) if words else "block"
+
+
+# ---- the fast path ----------------------------------------------------------------------
+#
+# One regular expression yields every token with its offset, streamed (a token list for a
+# 100,000-op spec would take ~400 MB); a recursive-descent reader with one token of
+# lookahead accepts the usual forms and builds exactly the tree the Lark path builds. It is
+# deliberately conservative: wherever Lark's contextual lexer or LALR lookahead could read
+# the text differently (a keyword where only NAME fits, `op -> b`, `gpu[1_0..2]`), or on
+# any error, it gives up and Lark parses the text instead.
+
+_UNIT_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz/"
+_NL, _COMMENT, _QUANTITY, _NUMBER, _NAME, _STRING, _PUNCT, _END = 1, 2, 3, 4, 5, 6, 7, 0
+Tok = tuple[int, str, int, int, int]  # kind, text, offset, line, column
+
+
+class _Bail(Exception):
+    """The fast path cannot read this text; Lark will."""
+
+
+@lru_cache(maxsize=1)
+def _token_re() -> re.Pattern[str]:
+    """All tokens, each preceded by blanks; the terminals are read from the grammar."""
+    terms = dict(re.findall(r"(?m)^([A-Z]+)(?:\.\d+)?:\s*/(.*)/\s*$", grammar_text()))
+    return re.compile(
+        r"[ \t\r\f]*(?:(\n)|(#[^\n]*)|(" + terms["QUANTITY"] + ")|(" + terms["NUMBER"] + ")|("
+        + terms["NAME"] + ")|(" + terms["STRING"] + r")|(<->|->|\.\.|[{}\[\],;*]))"
+    )
+
+
+def _tokens(text: str, comments: list[Tok]) -> Iterator[Tok]:
+    """The tokens of `text`, then `_END`; comments go to `comments`. `_Bail` on junk."""
+    line, line_start, pos = 1, 0, 0
+    for m in _token_re().finditer(text):
+        if m.start() != pos:  # finditer skipped a character no token matches
+            raise _Bail
+        pos = m.end()
+        k = m.lastindex
+        if k == _NL:
+            line += 1
+            line_start = pos
+            continue
+        assert k is not None
+        s = m.start(k)
+        if k == _COMMENT:
+            comments.append((k, m.group(k), s, line, s - line_start + 1))
+        else:
+            yield (k, m.group(k), s, line, s - line_start + 1)
+    if text[pos:].strip(" \t\r\f"):
+        raise _Bail
+    yield (_END, "", len(text), line, len(text) - line_start + 1)
+
+
+def _fast_parse(text: str, file: str) -> ast.Module | None:
+    """The tree of `text`, or None when the fast path cannot read it."""
+    raw: list[Tok] = []
+    try:
+        items = _Reader(_tokens(text, raw), file).module()
+    except (_Bail, StopIteration):
+        return None
+    comments = tuple(
+        ast.Comment(v, Span(file, ln, col, ln, col + len(v), s, s + len(v)))
+        for _, v, s, ln, col in raw
+    )
+    return ast.Module(file, items, comments)
+
+
+# Spans are the bulk of a big tree (three per attribute). A frozen dataclass's __init__
+# sets each field through object.__setattr__; setting the slots directly is twice as fast
+# and builds an identical object.
+_new = object.__new__
+_SPAN_SLOTS = tuple(getattr(Span, f).__set__ for f in
+                    ("file", "line", "column", "end_line", "end_column", "start", "end"))
+
+
+def _span(file: str, line: int, col: int, end_line: int, end_col: int, start: int,
+          end: int) -> Span:
+    """`Span(...)`, built faster (see above)."""
+    s = _new(Span)
+    f, ln, c, el, ec, st, en = _SPAN_SLOTS
+    f(s, file)
+    ln(s, line)
+    c(s, col)
+    el(s, end_line)
+    ec(s, end_col)
+    st(s, start)
+    en(s, end)
+    return s  # type: ignore[no-any-return]
+
+
+def _unquote(v: str) -> str:
+    return v[1:-1] if "\\" not in v else str(json.loads(v))
+
+
+def _is(tok: Tok, punct: str) -> bool:
+    return tok[0] == _PUNCT and tok[1] == punct
+
+
+class _Reader:
+    """Recursive descent with one token of lookahead (`cur`); `_Bail` where unsure."""
+
+    def __init__(self, tokens: Iterator[Tok], file: str) -> None:
+        self.next = tokens.__next__
+        self.cur = self.next()
+        self.file = file
+
+    def take(self) -> Tok:
+        """Consume and return the lookahead token."""
+        tok = self.cur
+        self.cur = self.next()
+        return tok
+
+    def punct(self, ch: str) -> None:
+        """Consume the punctuation `ch`."""
+        if not _is(self.cur, ch):
+            raise _Bail
+        self.cur = self.next()
+
+    def span(self, tok: Tok) -> Span:
+        """The span of one token (tokens never span lines)."""
+        _, v, s, ln, col = tok
+        n = len(v)
+        return _span(self.file, ln, col, ln, col + n, s, s + n)
+
+    def join(self, a: Span, b: Span) -> Span:
+        """From the start of `a` to the end of `b`."""
+        return _span(self.file, a.line, a.column, b.end_line, b.end_column, a.start, b.end)
+
+    def name(self, tok: Tok) -> ast.Name:
+        """A `name`: NAME, any keyword, or a string."""
+        k = tok[0]
+        if k == _NAME:
+            return ast.Name(tok[1], False, self.span(tok))
+        if k == _STRING:
+            return ast.Name(_unquote(tok[1]), True, self.span(tok))
+        raise _Bail
+
+    def module(self) -> tuple[ast.TopLevel, ...]:
+        """`start: _item*`."""
+        items: list[ast.TopLevel] = []
+        while True:
+            tok = self.cur
+            k, v = tok[0], tok[1]
+            if k == _END:
+                return tuple(items)
+            self.cur = self.next()
+            if k == _PUNCT and v == ";":
+                continue
+            if k != _NAME:
+                raise _Bail
+            if v == "import":
+                path = self.take()
+                if path[0] != _STRING:
+                    raise _Bail
+                items.append(ast.ImportDecl(
+                    ast.Name(json.loads(path[1]), True, self.span(path)), self.span(tok)))
+            elif v == "cluster":
+                items.append(self.cluster())
+            elif v == "graph":
+                items.append(self.graph())
+            elif v == "plan":
+                items.append(self.plan())
+            else:
+                raise _Bail
+
+    # ---- clusters
+    def cluster(self) -> ast.ClusterDecl:
+        """`cluster NAME { device... link... }` (after the keyword)."""
+        name = self.name(self.take())
+        self.punct("{")
+        items: list[ast.DeviceDecl | ast.LinkDecl] = []
+        while True:
+            tok = self.take()
+            k, v = tok[0], tok[1]
+            if k == _PUNCT and v == "}":
+                break
+            if k == _PUNCT and v == ";":
+                continue
+            if k != _NAME:
+                raise _Bail
+            if v == "device":
+                ref = self.devref()
+                if not _is(self.cur, "{"):
+                    raise _Bail
+                items.append(ast.DeviceDecl(ref, self.block(), ref.span))
+            elif v == "link":
+                srcs = self.devlist()
+                arrow = self.take()
+                if arrow[0] != _PUNCT or arrow[1] not in ("->", "<->"):
+                    raise _Bail
+                dsts = self.devlist()
+                attrs = self.block() if _is(self.cur, "{") else ()
+                items.append(ast.LinkDecl(srcs, arrow[1] == "<->", dsts, attrs, self.span(tok)))
+            else:
+                raise _Bail
+        devices = tuple(i for i in items if isinstance(i, ast.DeviceDecl))
+        links = tuple(i for i in items if isinstance(i, ast.LinkDecl))
+        return ast.ClusterDecl(name, devices, links, tuple(items), name.span)
+
+    def devref(self) -> ast.DevRef:
+        """`name`, `NAME[lo..hi]` or `NAME[*]`."""
+        tok = self.take()
+        if not _is(self.cur, "["):
+            n = self.name(tok)
+            return ast.DevRef("name", n, 0, 0, n.span)
+        if tok[0] != _NAME or tok[1] in KEYWORDS:
+            raise _Bail
+        self.cur = self.next()
+        prefix = ast.Name(tok[1], False, self.span(tok))
+        lo = self.take()
+        if _is(lo, "*"):
+            self.punct("]")
+            return ast.DevRef("wild", prefix, 0, 0, prefix.span)
+        self.punct("..")
+        hi = self.take()
+        self.punct("]")
+        if not (lo[0] == hi[0] == _NUMBER and lo[1].isdigit() and hi[1].isdigit()):
+            raise _Bail
+        return ast.DevRef("range", prefix, int(lo[1]), int(hi[1]),
+                          self.join(prefix.span, self.span(hi)))
+
+    def devlist(self) -> tuple[ast.DevRef, ...]:
+        """`devref ("," devref)*`."""
+        refs = [self.devref()]
+        while _is(self.cur, ","):
+            self.cur = self.next()
+            refs.append(self.devref())
+        return tuple(refs)
+
+    # ---- graphs
+    def graph(self) -> ast.GraphDecl:
+        """`graph NAME { op... chain... colocate... }` (after the keyword)."""
+        name = self.name(self.take())
+        self.punct("{")
+        items: list[ast.OpDecl | ast.ChainDecl | ast.ColocateDecl] = []
+        append = items.append
+        nxt = self.next
+        while True:
+            tok = self.cur
+            cur = nxt()
+            k, v = tok[0], tok[1]
+            if k == _STRING or (k == _NAME and v not in KEYWORDS):  # a chain
+                names = [self.name(tok)]
+                while cur[0] == _PUNCT and (cur[1] == "->" or cur[1] == "<->"):
+                    names.append(self.name(nxt()))
+                    cur = nxt()
+                if len(names) < 2:
+                    raise _Bail
+                self.cur = cur
+                attrs = self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()
+                append(ast.ChainDecl(tuple(names), attrs,
+                                     self.join(names[0].span, names[-1].span)))
+            elif k == _NAME and v == "op":
+                n = self.name(cur)
+                self.cur = cur = nxt()
+                attrs = self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()
+                append(ast.OpDecl(n, attrs, n.span))
+            elif k == _NAME and v == "colocate":
+                self.cur = cur
+                append(ast.ColocateDecl(self.oplist(), self.span(tok)))
+            elif k == _PUNCT and v == "}":
+                self.cur = cur
+                break
+            elif k == _PUNCT and v == ";":
+                self.cur = cur
+            else:
+                raise _Bail
+        return ast.GraphDecl(name, tuple(items), name.span)
+
+    # ---- plans
+    def plan(self) -> ast.PlanDecl:
+        """`plan NAME { settings, pins, places }` (after the keyword)."""
+        name = self.name(self.take())
+        self.punct("{")
+        items: list[ast.Attr | ast.PinDecl] = []
+        while True:
+            tok = self.take()
+            k, v = tok[0], tok[1]
+            if k == _PUNCT and v == "}":
+                break
+            if k == _PUNCT and v == ";":
+                continue
+            if k != _NAME:
+                raise _Bail
+            if v == "pin" or v == "place":
+                ops = self.oplist()
+                word = self.take()
+                if word[0] != _NAME or word[1] != ("to" if v == "pin" else "on"):
+                    raise _Bail
+                device = self.name(self.take())
+                items.append(ast.PinDecl(ops, device, v == "pin", self.span(tok)))
+            elif v not in KEYWORDS or v == "graph" or v == "cluster":
+                items.append(ast.Attr(v, None, self.value(self.take()), self.span(tok)))
+            else:
+                raise _Bail
+        return ast.PlanDecl(name, tuple(items), name.span)
+
+    def oplist(self) -> tuple[ast.Name, ...]:
+        """`name ("," name)*`."""
+        ops = [self.name(self.take())]
+        while _is(self.cur, ","):
+            self.cur = self.next()
+            ops.append(self.name(self.take()))
+        return tuple(ops)
+
+    # ---- shared
+    def block(self) -> tuple[ast.Attr, ...]:
+        """`{ attr... }` (at the `{`)."""
+        nxt = self.next
+        file = self.file
+        attrs: list[ast.Attr] = []
+        while True:
+            tok = nxt()
+            k = tok[0]
+            if k == _NAME:
+                key = tok[1]
+                if key in KEYWORDS:
+                    raise _Bail
+                val = nxt()
+                sel = None
+                if val[0] == _PUNCT and val[1] == "[":
+                    sel = self.name(nxt())
+                    if not _is(nxt(), "]"):
+                        raise _Bail
+                    val = nxt()
+                _, _, s, ln, col = tok
+                n = len(key)
+                attrs.append(ast.Attr(key, sel, self.value(val),
+                                      _span(file, ln, col, ln, col + n, s, s + n)))
+            elif k == _PUNCT and tok[1] == "}":
+                break
+            elif k == _PUNCT and tok[1] == ";":
+                continue
+            else:
+                raise _Bail
+        self.cur = nxt()
+        return tuple(attrs)
+
+    def value(self, tok: Tok) -> ast.Value:
+        """`QUANTITY | NUMBER | name`."""
+        k, v, s, ln, col = tok
+        if k == _QUANTITY:
+            # The unit is the trailing run of letters and `/` (a number ends in a digit
+            # or `_`), as `_QUANTITY_SPLIT` finds it, but without a regex.
+            head = v.rstrip(_UNIT_CHARS)
+            n = len(v)
+            return ast.Value("quantity", head.rstrip(" \t"), v[len(head):], None,
+                             _span(self.file, ln, col, ln, col + n, s, s + n))
+        if k == _NUMBER:
+            return ast.Value("number", v, "", None, self.span(tok))
+        n2 = self.name(tok)
+        return ast.Value("name", "", "", n2, n2.span)

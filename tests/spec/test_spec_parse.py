@@ -1,0 +1,155 @@
+"""The parser: the fast path against Lark, the switches, spans, and hostile input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner.errors import SpecError
+from planner.spec import parse as parse_mod
+from planner.spec.load import load_path, load_text
+from planner.spec.parse import _fast_parse, parse, parse_lark
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = REPO / "tests" / "spec" / "valid" / "example" / "tiny.plan"
+
+
+@pytest.mark.parametrize("text", [
+    "graph g { op -> b }",                     # `op` as a name: Lark's lookahead decides
+    "graph g { graph -> b }",                  # a keyword starting a chain
+    "graph g { op a { op 1 ms } }",            # a keyword where only NAME fits (a key)
+    "plan p { op x }",                         # ... (a setting key)
+    "cluster c { device d[1_0..2] { memory 1 GiB } }",   # INT vs NUMBER
+    "cluster c { device link[0..1] { memory 1 GiB } }",  # keyword as a range prefix
+    "graph g { a ; }",                         # a chain needs an arrow
+    "graph g { op a { time 1 ms }",            # unclosed
+    "graph g {} @",                            # junk
+    "plan p {pin a tomato}",                   # `to` glued to a name
+])
+def test_fast_path_defers_to_lark(text: str) -> None:
+    """Where Lark might read text differently, or it is wrong, the fast path gives up and
+    `parse` answers exactly as Lark does (tree or diagnostic)."""
+    assert _fast_parse(text, "t.plan") is None
+    try:
+        expected = parse_lark(text, "t.plan")
+    except SpecError as err:
+        with pytest.raises(SpecError) as info:
+            parse(text, "t.plan")
+        assert info.value.diagnostics == err.diagnostics
+    else:
+        assert parse(text, "t.plan") == expected
+
+
+def test_fast_path_reads_the_common_forms_exactly_like_lark() -> None:
+    """Every construct of the language, comments and separators included."""
+    text = (
+        '# c0\nimport "x.plan"  # c1\n;cluster c { device d[0..3] { kind k  memory 1 GiB }\n'
+        'device "e" { memory 2GiB;speed 0.5 } link d0, d1 -> d[*], "e" { bandwidth 1 Gbps }\n'
+        'link d2 <-> d3 ; } graph "g" { op a { time 1 ms  time[k] 2 ms  flops 1e3 FLOP }\n'
+        'op "b\\u00e9\\n" op c {} a -> "b\\u00e9\\n" <-> c { bytes 1_000 B } colocate a, "b*"\n'
+        '} plan p { graph "g" ; cluster c memory static contention link pin a, c to d0\n'
+        'place "b\\u00e9\\n" on "e" }\n')
+    fast = _fast_parse(text, "t.plan")
+    assert fast is not None
+    assert fast == parse_lark(text, "t.plan")
+    assert len(fast.comments) == 2
+
+
+def test_planner_parser_lark_skips_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`PLANNER_PARSER=lark` (for benchmarks) parses with Lark only."""
+    def boom(text: str, file: str) -> None:
+        raise AssertionError("fast path used")
+
+    monkeypatch.setattr(parse_mod, "_fast_parse", boom)
+    monkeypatch.setenv("PLANNER_PARSER", "lark")
+    text = TINY.read_text(encoding="utf-8")
+    assert parse(text, "t.plan") == parse_lark(text, "t.plan")
+
+
+def test_planner_no_cython_disables_lark_cython() -> None:
+    """`PLANNER_NO_CYTHON=1` builds the pure-Python Lark parser."""
+    pytest.importorskip("lark_cython")
+    code = ("from planner.spec.parse import _parser; "
+            "print(bool(_parser().lark.options._plugins))")
+    env = {**os.environ, "PLANNER_NO_CYTHON": "1"}
+    off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    env["PLANNER_NO_CYTHON"] = "0"
+    on = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                        check=True).stdout.strip()
+    assert (off, on) == ("False", "True")
+
+
+def test_comment_spans_are_complete() -> None:
+    """Comments carry end positions on both paths (Lark leaves them unset on ignored tokens)."""
+    text = "graph g {  # hi there\n}\n"
+    for module in (parse_lark(text, "t"), _fast_parse(text, "t")):
+        assert module is not None
+        (c,) = module.comments
+        assert (c.span.line, c.span.column, c.span.end_line, c.span.end_column) == (1, 12, 1, 22)
+        assert text[c.span.start:c.span.end] == "# hi there"
+
+
+def test_spans_point_at_tokens() -> None:
+    """Line and column are 1-based and offsets index the text, on lines after the first."""
+    text = 'graph g {\n\t op "x y" { time  1.5 ms }\n}\n'
+    module = _fast_parse(text, "t")
+    assert module is not None
+    op = module.items[0].items[0]  # type: ignore[union-attr]
+    assert (op.name.span.line, op.name.span.column) == (2, 6)
+    assert text[op.name.span.start:op.name.span.end] == '"x y"'
+    value = op.attrs[0].value
+    assert (value.number, value.unit) == ("1.5", "ms")
+    assert text[value.span.start:value.span.end] == "1.5 ms"
+
+
+@pytest.mark.parametrize("text", [
+    "{" * 10_000_000,                              # 10 MB of nesting
+    "graph g { " + "op a { " * 200_000,            # unclosed blocks
+    "graph g {" + "\n" * 200_000 + "}}",           # far away
+    "\x00\x01\x02\xff\ufeff" * 1000,                # control characters, a BOM
+])
+def test_hostile_input_is_a_diagnostic(text: str) -> None:
+    """Huge or binary input ends in a positioned diagnostic, never a traceback."""
+    with pytest.raises(SpecError) as info:
+        load_text(text, "h.plan")
+    for d in info.value.diagnostics:
+        assert d.span is not None and d.span.line >= 1 and d.span.column >= 1
+
+
+@pytest.mark.parametrize("text, code", [
+    ("cluster c { device d[0..99999999] { memory 1 GiB } }", "E246"),
+    ("cluster c { device d[0..1] { memory 1 GiB }\n link d[0..99999999] <-> d[*] {} }", "E246"),
+    ("cluster c {" + " ".join(f"device d{i}_[0..999] {{ memory 1 GiB }}" for i in range(3))
+     + "}", "E246"),
+    ("cluster c { device d0 { memory 1e999 GiB } }", "E223"),
+    ("cluster c { device d0 { memory 1 GiB  speed 1e400 } }", "E223"),
+    ('import "a\\u0000b"', "E003"),
+    ('import "/dev/zero"', "E003"),  # would be read forever
+])
+def test_resource_limits(text: str, code: str) -> None:
+    """Ranges too big to expand, overflowing numbers and special files are errors, not a
+    crash, a hang or an OOM."""
+    with pytest.raises(SpecError) as info:
+        load_text(text, "r.plan", base=REPO / "tests" / "spec")
+    assert code in {d.code for d in info.value.diagnostics}
+
+
+def test_import_path_with_nul(tmp_path: Path) -> None:
+    """An import path with a NUL character is reported at the import."""
+    (tmp_path / "a.plan").write_text('import "x\\u0000y"\n', encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_path(tmp_path / "a.plan")
+    (d,) = info.value.diagnostics
+    assert d.code == "E001" and d.span is not None and (d.span.line, d.span.column) == (1, 8)
+
+
+def test_empty_file_is_valid(tmp_path: Path) -> None:
+    """An empty file is a valid spec that defines nothing."""
+    (tmp_path / "e.plan").write_text("", encoding="utf-8")
+    spec = load_path(tmp_path / "e.plan").spec
+    assert not spec.graphs and not spec.clusters and not spec.plans
