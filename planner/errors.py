@@ -112,9 +112,22 @@ class SolverError(PlannerError):
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> tuple[str, ...]:
-    """A 'did you mean' hint for an unknown name, or nothing when no candidate is close."""
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return (f"did you mean `{close[0]}`?",) if close else ()
+    """A 'did you mean' hint for an unknown name, or nothing when no candidate is close.
+
+    The closest candidate by difflib's ratio (at least 0.6) wins; ties go to the first in
+    the candidates' order (declaration order), not to the largest string.
+    """
+    best, best_score = None, 0.0
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(name)
+    for cand in candidates:
+        matcher.set_seq1(cand)
+        if matcher.real_quick_ratio() < 0.6 or matcher.quick_ratio() < 0.6:
+            continue  # cheap upper bounds of ratio() already too low
+        score = matcher.ratio()
+        if score >= 0.6 and score > best_score:
+            best, best_score = cand, score
+    return (f"did you mean `{best}`?",) if best is not None else ()
 
 
 MAX_DIAGNOSTICS = 100

@@ -115,7 +115,7 @@ def test_bare_placement_file_and_its_errors(problem: planner.Problem) -> None:
     with pytest.raises(SpecError) as err:
         load_plan(problem, {"placement": {"a": "gpu9", "bb": "gpu0"}})
     msgs = [(d.code, d.message, d.hints) for d in err.value.diagnostics]
-    assert ("E504", "op `a` is placed on unknown device `gpu9`", ("did you mean `gpu1`?",)) in msgs
+    assert ("E504", "op `a` is placed on unknown device `gpu9`", ("did you mean `gpu0`?",)) in msgs
     assert any(code == "E503" and "`bb`" in m for code, m, _ in msgs)
     with pytest.raises(SpecError) as err:
         load_plan(problem, {"placement": {"a": "gpu0"}})

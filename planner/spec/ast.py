@@ -95,11 +95,16 @@ class OpDecl:
 
 @dataclass(frozen=True, slots=True)
 class ChainDecl:
-    """`a -> b -> c { attrs }`: one edge per hop, each with the attrs."""
+    """`a -> b -> c { attrs }`: one edge per hop, each with the attrs.
+
+    `both_ways` holds the span of a `<->` written between ops (the grammar shares arrows
+    with links; lowering rejects it, since an edge has one direction).
+    """
 
     names: tuple[Name, ...]
     attrs: tuple[Attr, ...]
     span: Span
+    both_ways: Span | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,8 +66,8 @@ def memory_diagnostics(problem: Problem, loc: Locations | None = None) -> list[D
                 "E301", f"{what} needs {format_bytes(need)} ({need} B) but the largest device, "
                 f"`{devices[largest].name}`, has {format_bytes(cap)} ({cap} B) in plan "
                 f"`{problem.name}`", op_span(members[0]),
-                ("params + output + temp must fit on one device; shrink the op or add a "
-                 "larger device",)))
+                (("params + output + temp must fit on one device; shrink the op or add a "
+                 "larger device"),)))
         elif len(pinned) == 1:
             d = next(iter(pinned))
             if need > devices[d].memory_bytes:

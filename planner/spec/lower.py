@@ -243,6 +243,9 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> G
     grouped = False
     for item in decl.items:
         if isinstance(item, ast.ChainDecl):
+            if item.both_ways is not None:
+                sink.error("E233", "an edge has one direction; `<->` is for links",
+                           item.both_ways, "write `a -> b`; `a -> b` and `b -> a` would be a cycle")
             ids = [index.get(n.text) for n in item.names]
             if None in ids:
                 ids = [_resolve_op(sink, n, index, gname) for n in item.names]
@@ -285,7 +288,7 @@ def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str) -> Op:
     }
     time_s = attrs.quantity("time")
     flops = attrs.quantity("flops")
-    if time_s is None and flops is None and attrs.missing("time", "flops"):
+    if time_s is None and flops is None and not by_kind and attrs.missing("time", "flops"):
         sink.error("E232", f"{what} has neither `time` nor `flops`", item.name.span,
                    "give its compute cost, e.g. `time 1.5 ms` or `flops 2.4 GFLOP`")
     return Op(item.name.text, time_s, flops, MappingProxyType(by_kind),
@@ -477,11 +480,16 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
         bad = [dev for dev in cluster.devices if compute_time(op, dev) == float("inf")]
         if bad and (op.time_s is not None or op.flops is not None or op.time_by_kind):
             dev = bad[0]
-            why = ("has only `flops` and device `{d}` has no `flops` rate" if op.flops is not None
-                   else "has no `time` for device `{d}` (kind `{k}`)")
-            sink.error("E253", f"op `{op.name}` cannot run in plan `{pname}`: it "
-                       + why.format(d=dev.name, k=dev.kind), loc.ops[(graph.name, op.name)],
-                       f"give it `time`, or give device `{dev.name}` a `flops` rate")
+            kind = f"kind `{dev.kind}`" if dev.kind else "no kind"
+            if op.flops is not None:
+                why = f"has only `flops` and device `{dev.name}` has no `flops` rate"
+                hint = f"give it `time`, or give device `{dev.name}` a `flops` rate"
+            else:
+                why = f"has no `time` for device `{dev.name}` ({kind})"
+                hint = (f"give it `time[{dev.kind}]`, `time` or `flops`" if dev.kind
+                        else "give it `time` or `flops`")
+            sink.error("E253", f"op `{op.name}` cannot run in plan `{pname}`: it {why}",
+                       loc.ops[(graph.name, op.name)], hint)
     for i in pins:
         loc.pins[(pname, i)] = pin_spans[i]
     return Problem(pname, graph, cluster, memory, contention,  # type: ignore[arg-type]

@@ -138,7 +138,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def chain(self, c: list[Any]) -> ast.ChainDecl:
         names = tuple(x for x in c if isinstance(x, ast.Name))
         attrs = c[-1] if isinstance(c[-1], tuple) else ()
-        return ast.ChainDecl(names, attrs, self._join(names[0].span, names[-1].span))
+        both = next((self._span(t) for t in c if getattr(t, "value", None) == "<->"), None)
+        return ast.ChainDecl(names, attrs, self._join(names[0].span, names[-1].span), both)
 
     def colocate(self, c: list[Any]) -> ast.ColocateDecl:
         return ast.ColocateDecl(c[1], self._span(c[0]))
@@ -718,7 +719,7 @@ class _Reader:
             k, v = tok[0], tok[1]
             if k == _STRING or (k == _NAME and v not in KEYWORDS):  # a chain
                 names = [self.name(tok)]
-                while cur[0] == _PUNCT and (cur[1] == "->" or cur[1] == "<->"):
+                while cur[0] == _PUNCT and cur[1] == "->":  # `<->` is Lark's to report
                     names.append(self.name(nxt()))
                     cur = nxt()
                 if len(names) < 2:

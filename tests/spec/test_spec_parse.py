@@ -50,13 +50,21 @@ def test_fast_path_reads_the_common_forms_exactly_like_lark() -> None:
         '# c0\nimport "x.plan"  # c1\n;cluster c { device d[0..3] { kind k  memory 1 GiB }\n'
         'device "e" { memory 2GiB;speed 0.5 } link d0, d1 -> d[*], "e" { bandwidth 1 Gbps }\n'
         'link d2 <-> d3 ; } graph "g" { op a { time 1 ms  time[k] 2 ms  flops 1e3 FLOP }\n'
-        'op "b\\u00e9\\n" op c {} a -> "b\\u00e9\\n" <-> c { bytes 1_000 B } colocate a, "b*"\n'
+        'op "b\\u00e9\\n" op c {} a -> "b\\u00e9\\n" -> c { bytes 1_000 B } colocate a, "b*"\n'
         '} plan p { graph "g" ; cluster c memory static contention link pin a, c to d0\n'
         'place "b\\u00e9\\n" on "e" }\n')
     fast = _fast_parse(text, "t.plan")
     assert fast is not None
     assert fast == parse_lark(text, "t.plan")
     assert len(fast.comments) == 2
+
+
+def test_a_two_way_edge_is_left_to_lark_which_records_it() -> None:
+    """`a <-> b` in a graph is an error for lowering to report; the fast path bails."""
+    text = "graph g { op a {} op b {} a <-> b }"
+    assert _fast_parse(text, "t.plan") is None
+    chain = parse_lark(text, "t.plan").items[0].items[2]
+    assert chain.both_ways is not None and chain.both_ways.column == 29
 
 
 def test_planner_parser_lark_skips_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
