@@ -1,0 +1,364 @@
+"""The fast path of `parse`: a regular-expression lexer and a recursive-descent reader.
+
+One regular expression yields every token with its offset, streamed (a token list for a
+100,000-op spec would take ~400 MB); a reader with one token of lookahead accepts the
+usual forms and builds exactly the tree the Lark path builds (spans included). It is
+deliberately conservative: wherever Lark's contextual lexer or LALR lookahead could read
+the text differently (a keyword where only NAME fits, `op -> b`, `gpu[1_0..2]`, `a <-> b`
+in a graph), or on any error, it gives up (`fast_parse` returns None) and Lark parses the
+text instead, so Lark alone decides every error message. The tests compare both trees on
+every spec in the repository and on generated and mutated texts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+
+from ..errors import Span
+from . import ast
+from .grammar import KEYWORDS, grammar_text
+
+_UNIT_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz/"
+_NL, _COMMENT, _QUANTITY, _NUMBER, _NAME, _STRING, _PUNCT, _END = 1, 2, 3, 4, 5, 6, 7, 0
+Tok = tuple[int, str, int, int, int]  # kind, text, offset, line, column
+
+
+class _Bail(Exception):
+    """The fast path cannot read this text; Lark will."""
+
+
+@lru_cache(maxsize=1)
+def _token_re() -> re.Pattern[str]:
+    """All tokens, each preceded by blanks; the terminals are read from the grammar."""
+    terms = dict(re.findall(r"(?m)^([A-Z]+)(?:\.\d+)?:\s*/(.*)/\s*$", grammar_text()))
+    return re.compile(
+        r"[ \t\r\f]*(?:(\n)|(#[^\n]*)|(" + terms["QUANTITY"] + ")|(" + terms["NUMBER"] + ")|("
+        + terms["NAME"] + ")|(" + terms["STRING"] + r")|(<->|->|\.\.|[{}\[\],;*]))"
+    )
+
+
+def _tokens(text: str, comments: list[Tok]) -> Iterator[Tok]:
+    """The tokens of `text`, then `_END`; comments go to `comments`. `_Bail` on junk."""
+    line, line_start, pos = 1, 0, 0
+    for m in _token_re().finditer(text):
+        if m.start() != pos:  # finditer skipped a character no token matches
+            raise _Bail
+        pos = m.end()
+        k = m.lastindex
+        if k == _NL:
+            line += 1
+            line_start = pos
+            continue
+        assert k is not None
+        s = m.start(k)
+        if k == _COMMENT:
+            comments.append((k, m.group(k), s, line, s - line_start + 1))
+        else:
+            yield (k, m.group(k), s, line, s - line_start + 1)
+    if text[pos:].strip(" \t\r\f"):
+        raise _Bail
+    yield (_END, "", len(text), line, len(text) - line_start + 1)
+
+
+def _fast_parse(text: str, file: str) -> ast.Module | None:
+    """The tree of `text`, or None when the fast path cannot read it."""
+    raw: list[Tok] = []
+    try:
+        items = _Reader(_tokens(text, raw), file).module()
+    except (_Bail, StopIteration):
+        return None
+    comments = tuple(
+        ast.Comment(v, Span(file, ln, col, ln, col + len(v), s, s + len(v)))
+        for _, v, s, ln, col in raw
+    )
+    return ast.Module(file, items, comments)
+
+
+# Spans are the bulk of a big tree (three per attribute). A frozen dataclass's __init__
+# sets each field through object.__setattr__; setting the slots directly is twice as fast
+# and builds an identical object.
+_new = object.__new__
+_SPAN_SLOTS = tuple(getattr(Span, f).__set__ for f in
+                    ("file", "line", "column", "end_line", "end_column", "start", "end"))
+
+
+def _span(file: str, line: int, col: int, end_line: int, end_col: int, start: int,
+          end: int) -> Span:
+    """`Span(...)`, built faster (see above)."""
+    s = _new(Span)
+    f, ln, c, el, ec, st, en = _SPAN_SLOTS
+    f(s, file)
+    ln(s, line)
+    c(s, col)
+    el(s, end_line)
+    ec(s, end_col)
+    st(s, start)
+    en(s, end)
+    return s  # type: ignore[no-any-return]
+
+
+def _unquote(v: str) -> str:
+    return v[1:-1] if "\\" not in v else str(json.loads(v))
+
+
+def _is(tok: Tok, punct: str) -> bool:
+    return tok[0] == _PUNCT and tok[1] == punct
+
+
+class _Reader:
+    """Recursive descent with one token of lookahead (`cur`); `_Bail` where unsure."""
+
+    def __init__(self, tokens: Iterator[Tok], file: str) -> None:
+        self.next = tokens.__next__
+        self.cur = self.next()
+        self.file = file
+
+    def take(self) -> Tok:
+        """Consume and return the lookahead token."""
+        tok = self.cur
+        self.cur = self.next()
+        return tok
+
+    def punct(self, ch: str) -> None:
+        """Consume the punctuation `ch`."""
+        if not _is(self.cur, ch):
+            raise _Bail
+        self.cur = self.next()
+
+    def span(self, tok: Tok) -> Span:
+        """The span of one token (tokens never span lines)."""
+        _, v, s, ln, col = tok
+        n = len(v)
+        return _span(self.file, ln, col, ln, col + n, s, s + n)
+
+    def join(self, a: Span, b: Span) -> Span:
+        """From the start of `a` to the end of `b`."""
+        return _span(self.file, a.line, a.column, b.end_line, b.end_column, a.start, b.end)
+
+    def name(self, tok: Tok) -> ast.Name:
+        """A `name`: NAME, any keyword, or a string."""
+        k = tok[0]
+        if k == _NAME:
+            return ast.Name(tok[1], False, self.span(tok))
+        if k == _STRING:
+            return ast.Name(_unquote(tok[1]), True, self.span(tok))
+        raise _Bail
+
+    def module(self) -> tuple[ast.TopLevel, ...]:
+        """`start: _item*`."""
+        items: list[ast.TopLevel] = []
+        while True:
+            tok = self.cur
+            k, v = tok[0], tok[1]
+            if k == _END:
+                return tuple(items)
+            self.cur = self.next()
+            if k == _PUNCT and v == ";":
+                continue
+            if k != _NAME:
+                raise _Bail
+            if v == "import":
+                path = self.take()
+                if path[0] != _STRING:
+                    raise _Bail
+                items.append(ast.ImportDecl(
+                    ast.Name(json.loads(path[1]), True, self.span(path)), self.span(tok)))
+            elif v == "cluster":
+                items.append(self.cluster())
+            elif v == "graph":
+                items.append(self.graph())
+            elif v == "plan":
+                items.append(self.plan())
+            else:
+                raise _Bail
+
+    # ---- clusters
+    def cluster(self) -> ast.ClusterDecl:
+        """`cluster NAME { device... link... }` (after the keyword)."""
+        name = self.name(self.take())
+        self.punct("{")
+        items: list[ast.DeviceDecl | ast.LinkDecl] = []
+        while True:
+            tok = self.take()
+            k, v = tok[0], tok[1]
+            if k == _PUNCT and v == "}":
+                break
+            if k == _PUNCT and v == ";":
+                continue
+            if k != _NAME:
+                raise _Bail
+            if v == "device":
+                ref = self.devref()
+                if not _is(self.cur, "{"):
+                    raise _Bail
+                items.append(ast.DeviceDecl(ref, self.block(), ref.span))
+            elif v == "link":
+                srcs = self.devlist()
+                arrow = self.take()
+                if arrow[0] != _PUNCT or arrow[1] not in ("->", "<->"):
+                    raise _Bail
+                dsts = self.devlist()
+                attrs = self.block() if _is(self.cur, "{") else ()
+                items.append(ast.LinkDecl(srcs, arrow[1] == "<->", dsts, attrs, self.span(tok)))
+            else:
+                raise _Bail
+        devices = tuple(i for i in items if isinstance(i, ast.DeviceDecl))
+        links = tuple(i for i in items if isinstance(i, ast.LinkDecl))
+        return ast.ClusterDecl(name, devices, links, tuple(items), name.span)
+
+    def devref(self) -> ast.DevRef:
+        """`name`, `NAME[lo..hi]` or `NAME[*]`."""
+        tok = self.take()
+        if not _is(self.cur, "["):
+            n = self.name(tok)
+            return ast.DevRef("name", n, 0, 0, n.span)
+        if tok[0] != _NAME or tok[1] in KEYWORDS:
+            raise _Bail
+        self.cur = self.next()
+        prefix = ast.Name(tok[1], False, self.span(tok))
+        lo = self.take()
+        if _is(lo, "*"):
+            self.punct("]")
+            return ast.DevRef("wild", prefix, 0, 0, prefix.span)
+        self.punct("..")
+        hi = self.take()
+        self.punct("]")
+        if not (lo[0] == hi[0] == _NUMBER and lo[1].isdigit() and hi[1].isdigit()):
+            raise _Bail
+        return ast.DevRef("range", prefix, int(lo[1]), int(hi[1]),
+                          self.join(prefix.span, self.span(hi)))
+
+    def devlist(self) -> tuple[ast.DevRef, ...]:
+        """`devref ("," devref)*`."""
+        refs = [self.devref()]
+        while _is(self.cur, ","):
+            self.cur = self.next()
+            refs.append(self.devref())
+        return tuple(refs)
+
+    # ---- graphs
+    def graph(self) -> ast.GraphDecl:
+        """`graph NAME { op... chain... colocate... }` (after the keyword)."""
+        name = self.name(self.take())
+        self.punct("{")
+        items: list[ast.OpDecl | ast.ChainDecl | ast.ColocateDecl] = []
+        append = items.append
+        nxt = self.next
+        while True:
+            tok = self.cur
+            cur = nxt()
+            k, v = tok[0], tok[1]
+            if k == _STRING or (k == _NAME and v not in KEYWORDS):  # a chain
+                names = [self.name(tok)]
+                while cur[0] == _PUNCT and cur[1] == "->":  # `<->` is Lark's to report
+                    names.append(self.name(nxt()))
+                    cur = nxt()
+                if len(names) < 2:
+                    raise _Bail
+                self.cur = cur
+                attrs = self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()
+                append(ast.ChainDecl(tuple(names), attrs,
+                                     self.join(names[0].span, names[-1].span)))
+            elif k == _NAME and v == "op":
+                n = self.name(cur)
+                self.cur = cur = nxt()
+                attrs = self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()
+                append(ast.OpDecl(n, attrs, n.span))
+            elif k == _NAME and v == "colocate":
+                self.cur = cur
+                append(ast.ColocateDecl(self.oplist(), self.span(tok)))
+            elif k == _PUNCT and v == "}":
+                self.cur = cur
+                break
+            elif k == _PUNCT and v == ";":
+                self.cur = cur
+            else:
+                raise _Bail
+        return ast.GraphDecl(name, tuple(items), name.span)
+
+    # ---- plans
+    def plan(self) -> ast.PlanDecl:
+        """`plan NAME { settings, pins, places }` (after the keyword)."""
+        name = self.name(self.take())
+        self.punct("{")
+        items: list[ast.Attr | ast.PinDecl] = []
+        while True:
+            tok = self.take()
+            k, v = tok[0], tok[1]
+            if k == _PUNCT and v == "}":
+                break
+            if k == _PUNCT and v == ";":
+                continue
+            if k != _NAME:
+                raise _Bail
+            if v == "pin" or v == "place":
+                ops = self.oplist()
+                word = self.take()
+                if word[0] != _NAME or word[1] != ("to" if v == "pin" else "on"):
+                    raise _Bail
+                device = self.name(self.take())
+                items.append(ast.PinDecl(ops, device, v == "pin", self.span(tok)))
+            elif v not in KEYWORDS or v == "graph" or v == "cluster":
+                items.append(ast.Attr(v, None, self.value(self.take()), self.span(tok)))
+            else:
+                raise _Bail
+        return ast.PlanDecl(name, tuple(items), name.span)
+
+    def oplist(self) -> tuple[ast.Name, ...]:
+        """`name ("," name)*`."""
+        ops = [self.name(self.take())]
+        while _is(self.cur, ","):
+            self.cur = self.next()
+            ops.append(self.name(self.take()))
+        return tuple(ops)
+
+    # ---- shared
+    def block(self) -> tuple[ast.Attr, ...]:
+        """`{ attr... }` (at the `{`)."""
+        nxt = self.next
+        file = self.file
+        attrs: list[ast.Attr] = []
+        while True:
+            tok = nxt()
+            k = tok[0]
+            if k == _NAME:
+                key = tok[1]
+                if key in KEYWORDS:
+                    raise _Bail
+                val = nxt()
+                sel = None
+                if val[0] == _PUNCT and val[1] == "[":
+                    sel = self.name(nxt())
+                    if not _is(nxt(), "]"):
+                        raise _Bail
+                    val = nxt()
+                _, _, s, ln, col = tok
+                n = len(key)
+                attrs.append(ast.Attr(key, sel, self.value(val),
+                                      _span(file, ln, col, ln, col + n, s, s + n)))
+            elif k == _PUNCT and tok[1] == "}":
+                break
+            elif k == _PUNCT and tok[1] == ";":
+                continue
+            else:
+                raise _Bail
+        self.cur = nxt()
+        return tuple(attrs)
+
+    def value(self, tok: Tok) -> ast.Value:
+        """`QUANTITY | NUMBER | name`."""
+        k, v, s, ln, col = tok
+        if k == _QUANTITY:
+            # The unit is the trailing run of letters and `/` (a number ends in a digit
+            # or `_`), as `_QUANTITY_SPLIT` finds it, but without a regex.
+            head = v.rstrip(_UNIT_CHARS)
+            n = len(v)
+            return ast.Value("quantity", head.rstrip(" \t"), v[len(head):], None,
+                             _span(self.file, ln, col, ln, col + n, s, s + n))
+        if k == _NUMBER:
+            return ast.Value("number", v, "", None, self.span(tok))
+        n2 = self.name(tok)
+        return ast.Value("name", "", "", n2, n2.span)
