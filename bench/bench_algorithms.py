@@ -1,7 +1,7 @@
 """Benchmarks of the placement algorithms: one command, plain-text tables.
 
     python bench/bench_algorithms.py            # everything (a few minutes on 2 cores)
-    python bench/bench_algorithms.py --quick    # GNMT fused + 1k ops, one repeat
+    python bench/bench_algorithms.py --quick    # GNMT, training graphs, 1k ops, one repeat
 
 1. Baechi's GNMT graph (../shared/datasets/baechi-gnmt, skipped when absent) with Baechi's
    cost model: 4 GPUs of 8 GiB, 134 us + 0.0001754 us/B per transfer, contention `device`,
@@ -9,7 +9,12 @@
    `planner.algorithms.run`'s wall time of the algorithm alone) and the simulated makespan.
    Baechi's own m-ETF/m-SCT placements simulate at about 400 ms under these rules; one GPU
    alone takes 116.8 ms.
-2. Scaling on random layered DAGs (the generator below; seeded): planning_s per algorithm
+2. Memory-tight training graphs: ONNX zoo models imported with `--training` onto
+   specs/clusters/small4.plan (4 x 8 GiB), as `planner import onnx zoo:NAME --batch B
+   --training --cluster specs/clusters/small4.plan` does. Per algorithm: the status (a
+   `fallback` is m-TOPO's placement), the memory passes it took (1: no dead end), planning_s
+   and the simulated makespan. Skipped when the import fails (e.g. no onnx package).
+3. Scaling on random layered DAGs (the generator below; seeded): planning_s per algorithm
    for 1k, 2.5k, 10k and 100k ops. Algorithms expected to exceed ~30 s are skipped and say
    why.
 
@@ -21,11 +26,14 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import planner
 from planner.algorithms import Options, get, run
 from planner.errors import PlannerError
 from planner.io.baechi import load_baechi
@@ -35,6 +43,10 @@ from planner.simulate import simulate
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = ROOT / "../shared/datasets/baechi-gnmt"
 GNMT_ALGOS = ("metf", "msct", "heft", "cpop", "mtopo", "single")
+SMALL4 = ROOT / "specs" / "clusters" / "small4.plan"
+#: (ONNX zoo model, batch): training graphs whose greedy first passes dead-end on small4
+TRAINING = (("resnet50", 32), ("inception_v2", 64))
+TRAIN_ALGOS = ("msct", "metf", "heft", "cpop", "mtopo")
 SCALE_ALGOS = ("metf", "msct", "heft", "cpop", "mtopo", "single", "roundrobin")
 #: (ops, edges, devices)
 SCALES = ((1000, 1700, 4), (2500, 4200, 4), (10000, 20000, 8), (100_000, 200_000, 8))
@@ -128,8 +140,38 @@ def bench_gnmt(names: Sequence[str], repeat: int) -> None:
           "under these rules; one GPU alone: 116.8 ms")
 
 
+def bench_training(models: Sequence[tuple[str, int]], repeat: int) -> None:
+    """Table 2: ONNX zoo training graphs on the small4 cluster (memory-tight)."""
+    rows = []
+    for model, batch in models:
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = Path(tmp) / f"{model}.plan"
+            cmd = [sys.executable, "-m", "planner", "import", "onnx", f"zoo:{model}",
+                   "--batch", str(batch), "--training", "--cluster", str(SMALL4), "-o", str(spec)]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                print(f"\n{model}: skipped, import failed: {done.stderr.strip()[-200:]}")
+                continue
+            problem = planner.load(spec).plan()
+        for algorithm in TRAIN_ALGOS:
+            seconds, out = timed(algorithm, problem, repeat)
+            label = f"{model} b{batch} ({len(problem.graph.ops)} ops, {problem.contention})"
+            if isinstance(out, PlannerError):
+                rows.append([label, algorithm, "infeasible", "-", "-", "-"])
+                continue
+            result = simulate(problem, out.plan)  # type: ignore[attr-defined]
+            info = out.info  # type: ignore[attr-defined]
+            rows.append([label, algorithm, out.status if result.feasible else "NOT FEASIBLE",  # type: ignore[attr-defined]
+                         str(info.get("memory_passes", 1)), f"{seconds:.3f}",
+                         f"{result.makespan_s * 1e3:.1f}"])
+    if rows:
+        print("\nmemory-tight training graphs on small4 (4 x 8 GiB), the spec's contention")
+        print(table(["graph", "algorithm", "status", "passes", "planning_s", "makespan_ms"],
+                    rows))
+
+
 def bench_scaling(scales: Sequence[tuple[int, int, int]], repeat: int) -> None:
-    """Table 2: planning_s on random layered DAGs."""
+    """Table 3: planning_s on random layered DAGs."""
     rows = []
     for n, e, m in scales:
         problem = layered_dag(n, e, m)
@@ -155,15 +197,18 @@ def bench_scaling(scales: Sequence[tuple[int, int, int]], repeat: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks; `--quick` runs a small subset."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="GNMT fused and 1k ops, once")
+    parser.add_argument("--quick", action="store_true",
+                        help="GNMT, the training graphs and 1k ops, once")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     if args.quick:
-        bench_gnmt(["gnmt_baechi_fused"], 1)
+        bench_gnmt(["gnmt_baechi"], 1)
+        bench_training(TRAINING, 1)
         bench_scaling(SCALES[:1], 1)
     else:
         bench_gnmt(["gnmt_baechi", "gnmt_baechi_fused"], args.repeat)
+        bench_training(TRAINING, args.repeat)
         bench_scaling(SCALES, args.repeat)
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
     return 0

@@ -9,7 +9,9 @@ topological position) to an exit. The critical-path device is the one with the s
 total compute time of the critical-path ops (ties by smaller index). Ready ops go in
 decreasing priority: a critical-path op to the critical-path device when it may go there
 and fits in memory, every other op to the device of earliest finish with insertion (as in
-HEFT). See `listsched` for the shared rules.
+HEFT). See `listsched` for the shared rules (colocation groups are bound by their first
+data-carrying member; after a memory dead end, retries with budgets, then m-TOPO's
+placement: `listsched.memory_passes`).
 
 Time: O(V log V + E·D + V·D·g), as HEFT.
 """
@@ -21,11 +23,9 @@ from ..model import Problem
 from .base import AlgorithmInfo, Options, Solution
 from .listsched import (
     Instance,
-    Placer,
-    Stuck,
     downward_rank,
-    explain_stuck,
     insertion_schedule,
+    memory_passes,
     priority_positions,
     solution,
     upward_rank,
@@ -49,7 +49,6 @@ def critical_path(inst: Instance, priority: list[float]) -> list[int]:
 def place(problem: Problem, options: Options) -> Solution:
     """Place and order `problem`'s ops with CPOP; raises `InfeasibleError` when stuck."""
     inst = Instance(problem)
-    placer = Placer(inst)
     up, down = upward_rank(inst), downward_rank(inst)
     priority = [u + d for u, d in zip(up, down)]
     path = critical_path(inst, priority)
@@ -62,13 +61,11 @@ def place(problem: Problem, options: Options) -> Solution:
     on_path = [False] * inst.n
     for i in path:
         on_path[i] = True
-    try:
-        placement, start = insertion_schedule(
-            inst, placer, priority_positions(inst, priority),
-            preferred=lambda i: cp_device if on_path[i] else -1)
-    except Stuck as s:
-        raise explain_stuck(placer, "cpop", s.op) from None
-    return solution(inst, placement, start, "cpop", critical_path_ops=len(path),
+    prank = priority_positions(inst, priority)
+    placement, start, status, info = memory_passes(
+        inst, "cpop", lambda placer: insertion_schedule(
+            inst, placer, prank, preferred=lambda i: cp_device if on_path[i] else -1))
+    return solution(inst, placement, start, "cpop", status, **info, critical_path_ops=len(path),
                     critical_path_device=problem.cluster.devices[cp_device].name
                     if cp_device >= 0 else None)
 

@@ -7,7 +7,9 @@ Ops in decreasing upward rank (mean compute time over the devices plus the longe
 path to an exit, communication at the mean transfer time; ties by topological position),
 each to the device where it finishes earliest, inserted into the earliest idle gap that
 holds it; devices where it does not fit in memory are skipped (ties by smaller device
-index). See `listsched` for the shared rules.
+index). See `listsched` for the shared rules (colocation groups are bound by their first
+data-carrying member; after a memory dead end, retries with budgets, then m-TOPO's
+placement: `listsched.memory_passes`).
 
 Time: O(V log V + E·D + V·D·g), g the gaps scanned per device (few: the scan starts at the
 op's data-ready time); O(V²·D) in the worst case, as in the paper.
@@ -19,10 +21,8 @@ from ..model import Problem
 from .base import AlgorithmInfo, Options, Solution
 from .listsched import (
     Instance,
-    Placer,
-    Stuck,
-    explain_stuck,
     insertion_schedule,
+    memory_passes,
     priority_positions,
     solution,
     upward_rank,
@@ -32,13 +32,10 @@ from .listsched import (
 def place(problem: Problem, options: Options) -> Solution:
     """Place and order `problem`'s ops with HEFT; raises `InfeasibleError` when stuck."""
     inst = Instance(problem)
-    placer = Placer(inst)
     prank = priority_positions(inst, upward_rank(inst))
-    try:
-        placement, start = insertion_schedule(inst, placer, prank)
-    except Stuck as s:
-        raise explain_stuck(placer, "heft", s.op) from None
-    return solution(inst, placement, start, "heft")
+    placement, start, status, info = memory_passes(
+        inst, "heft", lambda placer: insertion_schedule(inst, placer, prank))
+    return solution(inst, placement, start, "heft", status, **info)
 
 
 INFO = AlgorithmInfo(

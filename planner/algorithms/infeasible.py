@@ -130,12 +130,15 @@ def diagnose(problem: Problem) -> list[Diagnostic]:
 
 
 def stuck_error(problem: Problem, algorithm: str, op: int,
-                shortfall: Sequence[tuple[int, int]] = ()) -> InfeasibleError:
+                shortfall: Sequence[tuple[int, int]] = (), *,
+                retried: bool = False) -> InfeasibleError:
     """The error a heuristic raises when op `op` found no device.
 
     `shortfall` lists `(device, bytes the device would need)` for the devices the op may
     use. Proofs from `diagnose` take precedence; otherwise the diagnostic names the op and
-    the devices' figures, and says that another algorithm may still find a plan.
+    the devices' figures, and says that another algorithm may still find a plan. `retried`:
+    the heuristic also retried with memory budgets and m-TOPO's placement (a list
+    scheduler's `memory_passes`), so m-TOPO is not suggested.
     """
     proofs = diagnose(problem)
     if proofs:
@@ -156,6 +159,9 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
     return InfeasibleError(Diagnostic(
         "E704", message, None,
         (*facts(problem),
+         ("it also retried with tighter memory budgets and m-TOPO's placement; the instance "
+          "may still be feasible: try --algo single or an exact solver (--algo ilp)")
+         if retried else
          "this heuristic fills devices greedily; the instance may still be feasible: "
          + "try --algo mtopo, --algo single or an exact solver (--algo ilp)"),
     ))

@@ -1,6 +1,6 @@
 """The one list-scheduling core behind m-ETF, m-SCT, HEFT, CPOP and the baselines.
 
-Three parts, composed by each algorithm:
+Four parts, composed by each algorithm:
 
 - `Instance`: a problem as dense Python lists (compute times, per-op input and output
   edges, link latencies, pins, colocation groups, runnable devices), built once.
@@ -11,6 +11,8 @@ Three parts, composed by each algorithm:
   `etf_schedule` (event-driven earliest start time, used by m-ETF, m-SCT and to order
   fixed placements) and `insertion_schedule` (ops in priority order, each on the device of
   earliest finish with insertion into idle gaps, used by HEFT and CPOP).
+- `memory_passes`: runs a driver again with tighter memory budgets when it dead-ends, and
+  falls back to m-TOPO's fill (`topo_fill`), so a plan is found whenever m-TOPO finds one.
 
 Shared rules, documented once:
 
@@ -24,6 +26,22 @@ Shared rules, documented once:
   the static memory of the whole group (params and outputs of the members not yet placed,
   and their largest temp) must fit on `d` and is reserved there; the other members are then
   forced to `d`. A pin on any member pins the group.
+- **Floating members** (`floating_members`): the device of a group is chosen by its first
+  member that receives data from outside the group, not by its constants. A member floats
+  when every input comes from a floating member of its group or carries 0 bytes, and every
+  consumer is in its group (constants, shapes, `perm`s: TensorFlow colocates these with
+  the op they feed). Until its group is bound, a floating op whose inputs are done waits,
+  counted as done for its group's other members; when a non-floating member binds the group
+  to `d`, the waiting floating ops run on `d` first, in the order they became ready. Why:
+  bound by whichever member is ready first, a group's device is decided by a 1 µs constant
+  that was free at that moment; on Baechi's GNMT graph this put the `loss` group away from
+  the 614 MB logits it reads (one 108 ms transfer) and left every list scheduler near
+  400 ms, Baechi's own figure; floating brings them to about 220 ms.
+- **Memory budgets** (`Placer.budget`, `memory_passes`): a retry after a dead end limits
+  the ops whose device is still a choice to a budget below the devices' memory, keeping the
+  rest for ops forced onto a device (pinned, or members of a bound group) and the tensors
+  they receive. An op that fits under its budget on no device may use the whole memory, as
+  m-TOPO's walk spills.
 - **Ties** never depend on hash order: ops by a static priority (an integer position,
   see `priority_positions`), then devices by earliest finish, then smallest device index.
 """
@@ -40,7 +58,7 @@ from ..cost import INF, StaticMemoryTracker, costs
 from ..errors import InfeasibleError
 from ..model import Problem
 from ..plan import Plan
-from .base import Solution
+from .base import Solution, Status
 from .infeasible import stuck_error
 
 
@@ -51,7 +69,8 @@ class Instance:
     may run on (finite compute time, its pin or its group's pin, and for a colocation group
     the devices every member can run on); `pin[i]` its device or -1; `local[i]` per input
     edge whether both ends are forced onto one device (same group or same pin), so the edge
-    never costs communication.
+    never costs communication; `floating[i]` whether op `i` floats in its colocation group
+    (`floating_members`).
     """
 
     def __init__(self, problem: Problem) -> None:
@@ -117,6 +136,7 @@ class Instance:
              for p, _ in self.pred[i]]
             for i in range(n)
         ]
+        self.floating = floating_members(self)
 
     def mean_comm(self, nbytes: int) -> float:
         """Mean transfer time of `nbytes` over the cluster's links (`cost.Costs.mean_transfer`)."""
@@ -125,6 +145,29 @@ class Instance:
     def name(self, i: int) -> str:
         """The name of op `i`."""
         return self.problem.graph.ops[i].name
+
+
+def floating_members(inst: Instance) -> list[bool]:
+    """Per op, whether it *floats* in its colocation group (see the module docstring).
+
+    An op floats when it is in an unpinned colocation group, every input comes from a
+    floating member of its group or carries 0 bytes, and every consumer is in its group:
+    constants, shapes and other bookkeeping that move no data into the group. A group whose
+    members would all float has nothing to be anchored by, so none of them floats. O(V + E).
+    """
+    group_of, pin = inst.group_of, inst.pin
+    out = [False] * inst.n
+    for i in inst.topo:
+        g = group_of[i]
+        if g < 0 or pin[i] >= 0:
+            continue
+        out[i] = all(group_of[j] == g for j, _ in inst.succ[i]) and all(
+            (out[p] if group_of[p] == g else b == 0) for p, b in inst.pred[i])
+    for members in inst.groups:
+        if all(out[i] for i in members):
+            for i in members:
+                out[i] = False
+    return out
 
 
 # ---- static priorities --------------------------------------------------------------------
@@ -200,10 +243,21 @@ class Placer:
 
     `need(i, d)` only grows as more ops are placed (reservations turn into real use), so an
     op that does not fit on a device never fits there later.
+
+    `budget` (bytes per device, see `memory_passes`) limits the ops whose device is still a
+    choice; an op whose device is forced (pinned, or its colocation group bound) may use the
+    device's whole memory, so room kept back by the budget serves the forced ops. With
+    `placement` every op's device is given (a placement found by another rule), and only
+    that device is allowed.
     """
 
-    def __init__(self, inst: Instance) -> None:
+    def __init__(self, inst: Instance, budget: Sequence[int] | None = None,
+                 placement: Sequence[int] | None = None) -> None:
         self.inst = inst
+        self.budget = budget
+        self.placement = placement
+        #: per op: fits under its budget on no device, so it may use the whole memory
+        self.spilled = [False] * inst.n
         self.tracker = StaticMemoryTracker(inst.problem.graph, inst.m)
         self.device_of: list[int] = self.tracker.device_of
         self.group_dev = [-1] * len(inst.groups)
@@ -216,6 +270,8 @@ class Placer:
     def allowed(self, i: int) -> tuple[int, ...]:
         """The devices op `i` may go to now."""
         inst = self.inst
+        if self.placement is not None:
+            return (self.placement[i],)
         g = inst.group_of[i]
         if g >= 0 and self.group_dev[g] >= 0:
             d = self.group_dev[g]
@@ -247,8 +303,18 @@ class Placer:
         return total
 
     def fits(self, i: int, d: int, caps: Sequence[int] | None = None) -> bool:
-        """Whether op `i` fits on device `d` (within `caps`, default the devices' memory)."""
-        return self.need(i, d) <= (caps or self.inst.caps)[d]
+        """Whether op `i` fits on device `d` (within `caps`; by default the devices' memory,
+        or the budget when op `i`'s device is still a choice)."""
+        if caps is None:
+            caps = self.inst.caps
+            if self.budget is not None and not self.spilled[i] and not self.forced(i):
+                caps = self.budget
+        return self.need(i, d) <= caps[d]
+
+    def forced(self, i: int) -> bool:
+        """Whether op `i`'s device is no longer a choice (pinned, or its group bound)."""
+        g = self.inst.group_of[i]
+        return self.inst.pin[i] >= 0 or (g >= 0 and self.group_dev[g] >= 0)
 
     def commit(self, i: int, d: int) -> None:
         """Place op `i` on device `d` (charging memory, binding its colocation group)."""
@@ -286,6 +352,14 @@ def etf_schedule(
     in memory (checked only when the pair is chosen) is dropped for good: static memory only
     grows, so it never fits later. With `fixed`, each op's device is given (no memory check):
     this orders a placement made by another algorithm (dynamic dispatch).
+
+    Floating members of unbound colocation groups wait and run on their group's device when
+    it binds (module docstring); their compute time is not in the binding member's start
+    estimate (it starts after them). With a budget (`Placer.budget`), a pair over the budget
+    is dropped like one that does not fit, until the limit changes: when a group binds to
+    `d`, its members' drops on `d` are forgotten (forced, they may use the whole memory);
+    an op over its budget on every device it may use spills (may use the whole memory) and
+    is made ready again.
 
     With `favourite` (m-SCT): after device `d` runs op `i`, `d` is reserved for `i`'s
     favourite child `f` while `f` is unplaced, all of `f`'s inputs are placed, and `d` is
@@ -330,19 +404,33 @@ def etf_schedule(
     dirty = [True] * m
     res_active = [False] * m
 
+    # floating members of unbound groups (see the module docstring): done in advance, in
+    # an order consistent with precedence, and committed when their group binds
+    flo = inst.floating if fixed is None else None
+    vend = [0.0] * n  # when a floating op's inputs are done (its members may use it then)
+    afloat: list[list[int]] = [[] for _ in inst.groups]
+
     def make_ready(i: int) -> None:
         devices = (fixed[i],) if fixed is not None else placer.allowed(i)
         a = [INF] * m
         ins = [(end[p], dev_of[p], b) for p, b in pred[i]]
+        base = 0.0
+        if flo is not None and group_of[i] >= 0:
+            # floating inputs are in i's group, so local wherever it goes
+            base = max((vend[p] for p, _ in pred[i] if dev_of[p] < 0), default=0.0)
+            ins = [x for x in ins if x[1] >= 0]
         pr = prank[i]
         urgent = 0.0
         for d in devices:
-            t = 0.0
+            t = base
             for e, pd, b in ins:
-                x = e if pd == d else e + lat[pd][d] + b * inv[pd][d]
-                t = max(t, x)
+                if pd != d:
+                    e += lat[pd][d] + b * inv[pd][d]
+                if e > t:  # noqa: PLR1730 (hot loop: a call to max() costs more)
+                    t = e
             a[d] = t
-            urgent = max(urgent, t)
+            if t > urgent:  # noqa: PLR1730
+                urgent = t
             if t <= avail[d]:
                 heappush(arrived[d], (pr, i))
             else:
@@ -398,9 +486,39 @@ def etf_schedule(
             return None
         return (est, pr, est + comp[i][d], d, i)
 
-    for i in inst.topo:
-        if missing[i] == 0:
-            make_ready(i)
+    def settle(i: int) -> None:
+        """All of op `i`'s inputs are done: make it ready, or let it float."""
+        stack = [i]
+        while stack:
+            i = stack.pop()
+            g = group_of[i]
+            if flo is None or not flo[i] or group_dev[g] >= 0:
+                make_ready(i)
+                continue
+            t = 0.0
+            for p, _ in pred[i]:
+                t = max(t, end[p] if dev_of[p] >= 0 else vend[p])
+            vend[i] = t
+            afloat[g].append(i)
+            for j, _ in succ[i]:  # all in the group
+                missing[j] -= 1
+                if missing[j] == 0:
+                    stack.append(j)
+
+    def land(g: int, d: int) -> None:
+        """Commit group `g`'s floating members, done so far, on `d` (it binds there)."""
+        for f in afloat[g]:
+            t = avail[d]
+            for p, b in pred[f]:
+                pd = dev_of[p]
+                t = max(t, end[p] if pd == d else end[p] + lat[pd][d] + b * inv[pd][d])
+            placer.commit(f, d)
+            start[f] = t
+            end[f] = avail[d] = t + comp[f][d]
+        afloat[g] = []
+
+    for i in [i for i in inst.topo if not pred[i]]:
+        settle(i)
 
     placed = 0
     while placed < n:
@@ -423,7 +541,23 @@ def etf_schedule(
         est, _, fin, d, i = best
         if fixed is None and not placer.fits(i, d):
             forb[i] |= 1 << d
+            if placer.budget is not None and not placer.spilled[i] and not placer.forced(i) \
+                    and all((forb[i] >> e) & 1 for e in placer.allowed(i)):
+                # over its budget everywhere: it may use the whole memory, as m-TOPO spills
+                placer.spilled[i] = True
+                forb[i] = 0
+                make_ready(i)
             continue
+        g = group_of[i]
+        if g >= 0 and group_dev[g] < 0:  # i binds its group to d
+            if afloat[g]:  # its floating members run first
+                placed += len(afloat[g])
+                land(g, d)
+                if avail[d] > est:
+                    est, fin = avail[d], avail[d] + comp[i][d]
+            if placer.budget is not None:  # members now forced to d: judged by the cap
+                for j in inst.groups[g]:
+                    forb[j] &= ~(1 << d)
         placer.commit(i, d)
         start[i] = est
         end[i] = fin
@@ -443,7 +577,10 @@ def etf_schedule(
         for j, _ in succ[i]:
             missing[j] -= 1
             if missing[j] == 0:
-                make_ready(j)
+                if flo is not None and flo[j]:
+                    settle(j)
+                else:
+                    make_ready(j)
     return list(dev_of), start
 
 
@@ -471,16 +608,22 @@ def insertion_schedule(
 
     Devices where the op does not fit in memory are skipped; ties by smaller device index.
     `preferred(i)` may name a device to use whenever the op may go there and fits (CPOP's
-    critical-path device), or -1. Raises `Stuck` when no device takes an op.
+    critical-path device), or -1. Floating members of unbound colocation groups wait, as in
+    `etf_schedule`, and are inserted on their group's device, before the member that binds
+    it. Raises `Stuck` when no device takes an op.
     Each device keeps its idle gaps (sorted, found from the op's data-ready time by
     bisection) and the time it is last free. Time: O(V log V + E·D) plus the gap search,
     O(V·D·g) with g the gaps scanned per query (few in practice; O(V) at worst).
     """
     n, m = inst.n, inst.m
     comp, lat, inv, pred, succ = inst.compute, inst.lat, inst.inv, inst.pred, inst.succ
+    group_of, flo = inst.group_of, inst.floating
     dev_of = placer.device_of
+    group_dev = placer.group_dev
     start = [0.0] * n
     end = [0.0] * n
+    vend = [0.0] * n
+    afloat: list[list[int]] = [[] for _ in inst.groups]
     # per device: idle gaps before its last op (sorted, disjoint), and when it is last free
     gap_s: list[list[float]] = [[] for _ in range(m)]
     gap_e: list[list[float]] = [[] for _ in range(m)]
@@ -488,37 +631,31 @@ def insertion_schedule(
     missing = [len(p) for p in pred]
     heap = [(prank[i], i) for i in range(n) if missing[i] == 0]
     heapq.heapify(heap)
-    while heap:
-        _, i = heapq.heappop(heap)
-        ins = [(end[p], dev_of[p], b) for p, b in pred[i]]
-        cands: list[tuple[float, int, float, int]] = []
-        for d in placer.allowed(i):
-            ready = 0.0
-            for e, pd, b in ins:
-                x = e if pd == d else e + lat[pd][d] + b * inv[pd][d]
-                ready = max(ready, x)
-            dur = comp[i][d]
-            gs, ge = gap_s[d], gap_e[d]
-            k = bisect_right(ge, ready)
-            n_gaps = len(gs)
-            while k < n_gaps:
-                t = max(ready, gs[k])
-                if t + dur <= ge[k]:
-                    break
-                k += 1
+
+    def slot(i: int, d: int) -> tuple[float, int]:
+        """Op `i`'s earliest start on `d` and the gap it goes in (-1: after the last op)."""
+        ready = 0.0
+        for p, b in pred[i]:
+            pd = dev_of[p]
+            if pd < 0:  # a floating member of i's group: local wherever the group goes
+                x = vend[p]
             else:
-                t = max(ready, tail[d])
-                k = -1
-            cands.append((t + dur, d, t, k))
-        cands.sort()
-        pref = preferred(i) if preferred is not None else -1
-        if pref >= 0:
-            cands.sort(key=lambda c: c[1] != pref)  # stable: the preferred device first
-        for fin, d, t, k in cands:
-            if placer.fits(i, d):
-                break
-        else:
-            raise Stuck(i)
+                x = end[p] if pd == d else end[p] + lat[pd][d] + b * inv[pd][d]
+            ready = max(ready, x)
+        dur = comp[i][d]
+        gs, ge = gap_s[d], gap_e[d]
+        k = bisect_right(ge, ready)
+        n_gaps = len(gs)
+        while k < n_gaps:
+            t = max(ready, gs[k])
+            if t + dur <= ge[k]:
+                return t, k
+            k += 1
+        return max(ready, tail[d]), -1
+
+    def occupy(i: int, d: int, t: float, k: int) -> None:
+        """Commit op `i` on `d` from `t`, in gap `k` (or after the last op)."""
+        fin = t + comp[i][d]
         placer.commit(i, d)
         gs, ge = gap_s[d], gap_e[d]
         if k < 0:  # after the last op, maybe leaving a gap
@@ -533,6 +670,41 @@ def insertion_schedule(
             ge[k:k + 1] = [b for _, b in parts]
         start[i] = t
         end[i] = fin
+
+    while heap:
+        _, i = heapq.heappop(heap)
+        g = group_of[i]
+        if flo[i] and group_dev[g] < 0:  # floats: done in advance, placed when g binds
+            vend[i] = max((end[p] if dev_of[p] >= 0 else vend[p] for p, _ in pred[i]),
+                          default=0.0)
+            afloat[g].append(i)
+        else:
+            cands: list[tuple[float, int, float, int]] = []
+            for d in placer.allowed(i):
+                t, k = slot(i, d)
+                cands.append((t + comp[i][d], d, t, k))
+            cands.sort()
+            pref = preferred(i) if preferred is not None else -1
+            if pref >= 0:
+                cands.sort(key=lambda c: c[1] != pref)  # stable: the preferred device first
+            for _, d, t, k in cands:
+                if placer.fits(i, d):
+                    break
+            else:
+                if placer.budget is None or placer.spilled[i] or placer.forced(i):
+                    raise Stuck(i)
+                placer.spilled[i] = True  # over its budget everywhere: may use the memory
+                for _, d, t, k in cands:
+                    if placer.fits(i, d):
+                        break
+                else:
+                    raise Stuck(i)
+            if g >= 0 and afloat[g]:  # i binds its group: its floating members go first
+                for f in afloat[g]:
+                    occupy(f, d, *slot(f, d))
+                afloat[g] = []
+                t, k = slot(i, d)
+            occupy(i, d, t, k)
         for j, _ in succ[i]:
             missing[j] -= 1
             if missing[j] == 0:
@@ -540,10 +712,136 @@ def insertion_schedule(
     return list(dev_of), start
 
 
-def explain_stuck(placer: Placer, algorithm: str, op: int) -> InfeasibleError:
-    """The `InfeasibleError` for a `Stuck` op: proofs if any, else the op and its shortfall."""
+# ---- memory: balanced budgets, the topological fill, and retries --------------------------
+
+
+def topo_budgets(inst: Instance) -> list[int]:
+    """m-TOPO's budget per device: min(its memory, total static memory // devices + largest
+    unit), where the total counts every op's params, output and temp, and the largest unit
+    is the largest op or colocation group."""
+    total = sum(inst.po) + sum(inst.temp)
+    largest = max((p + t for p, t in zip(inst.po, inst.temp)), default=0)
+    for members in inst.groups:
+        largest = max(largest, sum(inst.po[i] for i in members)
+                      + max(inst.temp[i] for i in members))
+    share = total // max(inst.m, 1) + largest
+    return [min(cap, share) for cap in inst.caps]
+
+
+def topo_fill(inst: Instance, placer: Placer) -> None:
+    """m-TOPO's walk (see `mtopo`): ops in topological order fill device after device up to
+    `topo_budgets`, then spill to the first device with room under its real cap.
+
+    Places every op through `placer`; raises `Stuck` for an op that fits nowhere. O(V + E),
+    plus O(D) devices tried per op in the spill.
+    """
+    budget = topo_budgets(inst)
+    current = 0
+    for i in inst.topo:
+        allowed = placer.allowed(i)
+        forced = len(allowed) == 1 and (inst.pin[i] >= 0 or (
+            inst.group_of[i] >= 0 and placer.group_dev[inst.group_of[i]] >= 0))
+        if forced:
+            d = allowed[0]
+            if not placer.fits(i, d, inst.caps):
+                raise Stuck(i)
+            placer.commit(i, d)
+            continue
+        chosen = -1
+        while current < inst.m:
+            if current in allowed:
+                if placer.fits(i, current, budget):
+                    chosen = current
+                    break
+                current += 1  # the current device is full
+                continue
+            # the op cannot run here: a later device, without giving this one up
+            chosen = next((d for d in allowed if d > current and placer.fits(i, d, budget)), -1)
+            break
+        if chosen < 0:  # spill: first device with room under its real cap
+            chosen = next((d for d in allowed if placer.fits(i, d, inst.caps)), -1)
+            if chosen < 0:
+                raise Stuck(i)
+        placer.commit(i, chosen)
+
+
+def budget_ladder(inst: Instance) -> list[list[int]]:
+    """The budgets `memory_passes` retries with, loosest first: per device, halfway from
+    its memory down to m-TOPO's budget (`topo_budgets`), m-TOPO's budget, and an even share
+    of the total static memory (each at most the device's memory; a rung equal to the
+    memory or to the rung before is left out)."""
+    caps = inst.caps
+    floor = topo_budgets(inst)
+    share = (sum(inst.po) + sum(inst.temp)) // max(inst.m, 1)
+    out: list[list[int]] = []
+    for rung in ([(c + f) // 2 for c, f in zip(caps, floor)], floor,
+                 [min(c, share) for c in caps]):
+        if rung != caps and (not out or rung != out[-1]):
+            out.append(rung)
+    return out
+
+
+def memory_passes(
+    inst: Instance,
+    algorithm: str,
+    attempt: Callable[[Placer], tuple[list[int], list[float]]],
+) -> tuple[list[int], list[float], Status, dict[str, Any]]:
+    """Run a list scheduler (`attempt`, given a fresh `Placer`) until it finds room.
+
+    A greedy scheduler can fill a device so far that an op forced there later (a pinned op,
+    or a member of a colocation group bound there, such as the backward op of a training
+    graph colocated with its forward op) finds no room for the tensors it must receive; it
+    then dead-ends (`Stuck`) although a plan exists. So:
+
+    1. the first pass uses the devices' memory (no budget): when it succeeds, nothing
+       changes;
+    2. after a dead end, one pass per rung of `budget_ladder`, tightest last: the ops whose
+       device is still a choice are held to the budget (`Placer.budget`), and the memory
+       held back serves the forced ops and the copies they receive;
+    3. if every pass dead-ends, m-TOPO's placement (`topo_fill`), ordered by the scheduler
+       itself (each op's device given): status `fallback`, with the reason in `info`. So
+       a plan is found whenever m-TOPO finds one.
+
+    Returns (placement, start times, status, info); after a dead end,
+    `info["memory_passes"]` counts the passes (the fallback counts as one) and
+    `info["memory_budget_bytes"]` is the budget of the pass that succeeded. Raises the
+    first pass's `InfeasibleError` (`explain_stuck`) when m-TOPO finds no placement either.
+    Each dead end costs one more pass: at most five in all.
+    """
+    placer = Placer(inst)
+    try:
+        placement, start = attempt(placer)
+    except Stuck as s:
+        stuck = s.op  # the first pass's dead end explains an infeasibility best
+    else:
+        return placement, start, "feasible", {}
+    ladder = budget_ladder(inst)
+    for k, budget in enumerate(ladder):
+        try:
+            placement, start = attempt(Placer(inst, budget))
+        except Stuck:
+            continue
+        return placement, start, "feasible", {"memory_passes": k + 2,
+                                               "memory_budget_bytes": tuple(budget)}
+    fill = Placer(inst)
+    try:
+        topo_fill(inst, fill)
+        placement, start = attempt(Placer(inst, placement=fill.device_of))
+    except Stuck:
+        raise explain_stuck(placer, algorithm, stuck, retried=True) from None
+    names = {"metf": "m-ETF", "msct": "m-SCT", "heft": "HEFT", "cpop": "CPOP"}
+    shown = names.get(algorithm, algorithm)
+    reason = (f"{shown} ran out of memory under every budget; this is m-TOPO's placement, "
+              f"ordered by {shown}")
+    return placement, start, "fallback", {"memory_passes": len(ladder) + 2, "reason": reason}
+
+
+def explain_stuck(placer: Placer, algorithm: str, op: int, *,
+                  retried: bool = False) -> InfeasibleError:
+    """The `InfeasibleError` for a `Stuck` op: proofs if any, else the op and its shortfall
+    (`retried`: after `memory_passes` tried budgets and m-TOPO's placement too)."""
     shortfall = [(d, placer.need(op, d)) for d in placer.allowed(op)]
-    return stuck_error(placer.inst.problem, algorithm, op, shortfall)
+    return stuck_error(placer.inst.problem, algorithm, op, shortfall, retried=retried)
 
 
 def retime(inst: Instance, placement: Sequence[int], sequence: Sequence[int]) -> list[float]:
@@ -580,7 +878,7 @@ def retime(inst: Instance, placement: Sequence[int], sequence: Sequence[int]) ->
 
 
 def solution(inst: Instance, placement: Sequence[int], start: Sequence[float], algorithm: str,
-             **info: Any) -> Solution:
+             status: Status = "feasible", **info: Any) -> Solution:
     """A `Solution` for an algorithm's schedule: each device ordered by the algorithm's start
     times (ties by topological position), start times re-timed by `retime`.
 
@@ -595,4 +893,4 @@ def solution(inst: Instance, placement: Sequence[int], start: Sequence[float], a
     est = max((start[i] + comp[i][placement[i]] for i in range(inst.n)), default=0.0)
     timed = retime(inst, placement, sequence)
     plan = Plan(tuple(placement), tuple(map(tuple, seqs)), tuple(timed), algorithm)
-    return Solution(plan, "feasible", MappingProxyType({"estimate_s": est, **info}))
+    return Solution(plan, status, MappingProxyType({"estimate_s": est, **info}))

@@ -13,29 +13,31 @@ smallest op index first), then earlier finish, then smaller device index. See
 `none`, static memory accounting, colocation groups as units).
 
 Why topological ties rather than upward rank: over the repo's specs, Baechi's GNMT graphs
-and random layered DAGs they were as good or better on average (2% shorter simulated
-makespans; GNMT under Baechi's cost model 329 ms against 411 ms), while m-SCT, whose
-favourites already follow the critical path, does better with upward rank.
+and random layered DAGs they were as good or better on average (1% shorter simulated
+makespans; GNMT under Baechi's cost model 225 ms against 229 ms, and 329 ms against 411 ms
+before colocation groups were bound by their first data-carrying member, see
+`listsched`'s floating members).
 
-Time: O((V·D + E·D) log V + V·D) for V ops, E edges, D devices.
+Memory: after a dead end, retries with budgets and falls back to m-TOPO's placement
+(`listsched.memory_passes`).
+
+Time: O((V·D + E·D) log V + V·D) for V ops, E edges, D devices, per pass (one pass unless
+the first dead-ends in memory; at most five).
 """
 
 from __future__ import annotations
 
 from ..model import Problem
 from .base import AlgorithmInfo, Options, Solution
-from .listsched import Instance, Placer, Stuck, etf_schedule, explain_stuck, solution
+from .listsched import Instance, etf_schedule, memory_passes, solution
 
 
 def place(problem: Problem, options: Options) -> Solution:
     """Place and order `problem`'s ops with m-ETF; raises `InfeasibleError` when stuck."""
     inst = Instance(problem)
-    placer = Placer(inst)
-    try:
-        placement, start = etf_schedule(inst, placer, inst.topo_pos)
-    except Stuck as s:
-        raise explain_stuck(placer, "metf", s.op) from None
-    return solution(inst, placement, start, "metf")
+    placement, start, status, info = memory_passes(
+        inst, "metf", lambda placer: etf_schedule(inst, placer, inst.topo_pos))
+    return solution(inst, placement, start, "metf", status, **info)
 
 
 INFO = AlgorithmInfo(

@@ -65,3 +65,51 @@ def layered_problem(
                   for a in range(n_devices) for b in range(n_devices) if a != b)
     return Problem(graph.name, graph, Cluster("c", devices, links), memory_model,  # type: ignore[arg-type]
                    contention)  # type: ignore[arg-type]
+
+
+def training_problem(
+    n_layers: int,
+    n_devices: int,
+    seed: int = 0,
+    *,
+    slack: float = 1.3,
+    contention: str = "none",
+) -> Problem:
+    """A training-like graph, memory-tight: a forward chain `f0 -> f1 -> ...` with some skip
+    edges, a `loss` op, and per forward op a backward op `fK.bwd` colocated with it. The
+    backward op reads the forward op's output (same device), its input activation and the
+    gradient from the next backward op; it holds 3x the forward params (gradients, optimiser
+    state) and outputs the gradient of the input. Every device holds `slack` times an even
+    share of the total static memory (params, outputs, largest temp). Deterministic in
+    `seed`."""
+    rng = random.Random(seed)
+    params = [rng.randrange(0, 16) * MIB for _ in range(n_layers)]
+    out = [rng.randrange(8, 64) * MIB for _ in range(n_layers)]
+    times = [rng.uniform(2e-4, 2e-3) for _ in range(n_layers)]
+    ops = [Op(f"f{k}", times[k], params_bytes=params[k], output_bytes=out[k])
+           for k in range(n_layers)]
+    ops.append(Op("loss", 1e-4, output_bytes=out[-1]))
+    loss = n_layers
+    ops += [Op(f"f{k}.bwd", 2 * times[k], params_bytes=3 * params[k],
+               output_bytes=out[k - 1] if k else MIB) for k in range(n_layers)]
+    bwd = [loss + 1 + k for k in range(n_layers)]
+    edges: dict[tuple[int, int], int] = {}
+    for k in range(n_layers - 1):
+        edges[(k, k + 1)] = out[k]
+        if k + 2 < n_layers and rng.random() < 0.3:
+            edges[(k, k + 2)] = out[k]
+    edges[(n_layers - 1, loss)] = out[-1]
+    for k in range(n_layers):
+        edges[(k, bwd[k])] = out[k]
+        if k:
+            edges[(k - 1, bwd[k])] = out[k - 1]
+        edges[(bwd[k + 1] if k + 1 < n_layers else loss, bwd[k])] = out[k]
+    graph = Graph("train", tuple(ops), tuple(Edge(a, b, nb) for (a, b), nb in sorted(edges.items())),
+                  tuple((k, bwd[k]) for k in range(n_layers)))
+    total = sum(o.params_bytes + o.output_bytes for o in ops)
+    cap = int(slack * total / n_devices)
+    devices = tuple(Device(f"gpu{d}", cap) for d in range(n_devices))
+    links = tuple(Link(a, b, 10e9, 10e-6)
+                  for a in range(n_devices) for b in range(n_devices) if a != b)
+    return Problem("train", graph, Cluster("c", devices, links), "static",  # type: ignore[arg-type]
+                   contention)  # type: ignore[arg-type]

@@ -4,6 +4,7 @@ the simulator finds the plan feasible and no faster than the lower bound."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,12 @@ def test_single_uses_the_fastest_device_and_keeps_pins() -> None:
     assert {d for i, d in enumerate(solution.plan.placement) if i != load} == {dev["fast0"]}
 
 
+@functools.cache
+def _repo_problem(path: str, plan: str) -> Problem:
+    """A repo spec's plan, parsed once for every algorithm (the problem is immutable)."""
+    return planner.load(REPO_SPECS / path).plan(plan)
+
+
 def _repo_plans() -> list[tuple[str, str]]:
     out = []
     for path in sorted(REPO_SPECS.rglob("*.plan")):
@@ -118,7 +125,7 @@ def _repo_plans() -> list[tuple[str, str]]:
     "", "", marks=pytest.mark.skip(reason="no specs in the repo's specs/ yet"))])
 @pytest.mark.parametrize("algorithm", HEURISTICS)
 def test_repo_specs(path: str, plan: str, algorithm: str) -> None:
-    problem: Problem = planner.load(REPO_SPECS / path).plan(plan)
+    problem = _repo_problem(path, plan)
     small = len(problem.graph.ops) <= MAX_REPO_OPS
     for contention in CONTENTIONS if small else (problem.contention,):
         p = dataclasses.replace(problem, contention=contention)

@@ -72,6 +72,10 @@ def test_a_heuristic_that_runs_out_of_room_says_so_honestly() -> None:
     assert any("total static memory 200.00 MiB vs total capacity 200.00 MiB" in h
                for h in diag.hints)
     assert any("may still be feasible" in h for h in diag.hints)
+    # m-ETF already retried with budgets and m-TOPO's placement: m-TOPO is not suggested
+    assert any("retried with tighter memory budgets and m-TOPO's placement" in h
+               for h in diag.hints)
+    assert not any("--algo mtopo" in h for h in diag.hints)
 
 
 def test_single_names_the_shortfall() -> None:

@@ -1,0 +1,108 @@
+"""Memory-tight training graphs: greedy passes that dead-end retry with budgets, and fall back
+to m-TOPO's placement, so a plan is found whenever m-TOPO finds one."""
+
+from __future__ import annotations
+
+import pytest
+from algo_dags import MIB, training_problem
+from algo_support import check_plan
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.algorithms import run
+from planner.algorithms.listsched import Instance, Placer, budget_ladder, topo_budgets, topo_fill
+from planner.errors import InfeasibleError
+from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
+
+LIST_SCHEDULERS = ("msct", "metf", "heft", "cpop")
+
+
+@pytest.mark.parametrize("algorithm", LIST_SCHEDULERS)
+@pytest.mark.parametrize(("layers", "seed", "slack"), [(16, 2, 2.0), (16, 3, 1.5)])
+def test_training_graphs_that_dead_end_retry_with_a_budget(algorithm: str, layers: int,
+                                                           seed: int, slack: float) -> None:
+    # the first pass fills devices with forward ops until a backward op, forced onto its
+    # forward op's device by their colocation, finds no room for the gradient it receives
+    problem = training_problem(layers, 4, seed, slack=slack)
+    solution = run(algorithm, problem)
+    assert solution.status == "feasible"
+    assert solution.info["memory_passes"] > 1
+    budget = solution.info["memory_budget_bytes"]
+    caps = [d.memory_bytes for d in problem.cluster.devices]
+    assert all(b < c for b, c in zip(budget, caps))
+    result = check_plan(problem, solution.plan)
+    assert len(set(solution.plan.placement)) > 1
+    assert max(result.memory_peak_bytes) <= caps[0]
+
+
+def test_the_last_resort_is_mtopos_placement() -> None:
+    # CPOP dead-ends under every budget here (its critical path fills one device), m-TOPO
+    # does not: CPOP returns m-TOPO's placement, in its own order, and says so
+    problem = training_problem(12, 4, 1, slack=1.5)
+    solution = run("cpop", problem)
+    assert solution.status == "fallback"
+    assert solution.info["memory_passes"] == len(budget_ladder(Instance(problem))) + 2
+    assert "CPOP ran out of memory under every budget" in solution.info["reason"]
+    assert solution.plan.placement == run("mtopo", problem).plan.placement
+    check_plan(problem, solution.plan)
+
+
+def test_the_ladder_tightens_towards_an_even_share() -> None:
+    problem = training_problem(16, 4, 2, slack=2.0)
+    inst = Instance(problem)
+    ladder = budget_ladder(inst)
+    share = (sum(inst.po) + sum(inst.temp)) // inst.m
+    assert [r[0] for r in ladder] == sorted((r[0] for r in ladder), reverse=True)
+    assert ladder[0][0] < inst.caps[0]
+    assert ladder[-1] == [share] * 4
+    assert topo_budgets(inst) in ladder
+
+
+def _budget_case() -> tuple[Instance, Placer]:
+    # o0 (60 MiB) in a group with o2 (30 MiB), o1 (30 MiB) pinned to gpu1, o3 (30 MiB) free
+    ops = tuple(Op(f"o{i}", 1e-3, params_bytes=s * MIB) for i, s in enumerate((60, 30, 30, 30)))
+    devs = (Device("gpu0", 100 * MIB), Device("gpu1", 100 * MIB))
+    links = (Link(0, 1, 1e9), Link(1, 0, 1e9))
+    problem = Problem("p", Graph("g", ops, (Edge(0, 2, 0),), ((0, 2),)),
+                      Cluster("c", devs, links), pins={1: 1})
+    inst = Instance(problem)
+    return inst, Placer(inst, budget=[50 * MIB, 50 * MIB])
+
+
+def test_budgets_bind_free_choices_only() -> None:
+    inst, placer = _budget_case()
+    assert not placer.fits(0, 0)  # binding the group takes 90 MiB: a choice, over budget
+    assert placer.fits(0, 0, inst.caps)
+    assert placer.fits(1, 1) and placer.forced(1)  # pinned: judged by the memory (30 MiB)
+    placer.spilled[0] = True  # fits under its budget nowhere: may use the whole memory
+    assert placer.fits(0, 0)
+    placer.commit(0, 0)
+    assert placer.forced(2) and placer.fits(2, 0)  # its group is bound: 90 MiB of 100
+    assert not placer.fits(3, 0)  # free: 60 + 30 reserved + 30 MiB, over the budget
+    placer.commit(1, 1)
+    assert not placer.forced(3) and not placer.fits(3, 1)  # 60 MiB, over the 50 MiB budget
+    assert placer.fits(3, 1, inst.caps)
+
+
+def test_fallback_placement_is_a_complete_fill() -> None:
+    problem = training_problem(12, 4, 1, slack=1.5)
+    inst = Instance(problem)
+    placer = Placer(inst)
+    topo_fill(inst, placer)
+    assert min(placer.device_of) >= 0
+    assert all(u <= c for u, c in zip(placer.tracker.used, inst.caps))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(4, 14), st.integers(2, 4), st.integers(0, 10_000),
+       st.sampled_from([1.3, 1.5, 2.0, 3.0]), st.sampled_from(["none", "device"]))
+def test_whenever_mtopo_finds_a_plan_every_list_scheduler_does(
+        layers: int, devices: int, seed: int, slack: float, contention: str) -> None:
+    problem = training_problem(layers, devices, seed, slack=slack, contention=contention)
+    try:
+        run("mtopo", problem)
+    except InfeasibleError:
+        return
+    for algorithm in LIST_SCHEDULERS:
+        check_plan(problem, run(algorithm, problem).plan)
