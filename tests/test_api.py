@@ -1,0 +1,48 @@
+"""The public API: load, solve, lower_bound, and the simulator, as a library user sees them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import planner
+from planner.errors import InfeasibleError, UsageError
+from planner.simulate import simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_load_solve_simulate_round_trip() -> None:
+    problem = planner.load(ROOT / "specs" / "resnet.plan").plan()
+    solution = planner.solve(problem, "heft")
+    result = simulate(problem, solution.plan)
+    assert result.feasible
+    assert solution.plan.algorithm == "heft"
+    assert result.makespan_s >= planner.lower_bound(problem).makespan_s > 0
+    # deterministic: the same input gives the same plan
+    assert planner.solve(problem, "heft").plan == solution.plan
+
+
+def test_options_are_passed_through_and_bad_names_are_usage_errors() -> None:
+    problem = planner.loads(
+        "cluster c { device d[0..1] { memory 1 GB } link d0 <-> d1 { bandwidth 1 GB/s } }"
+        " graph g { op a { time 1 ms } op b { time 1 ms } a -> b } plan p { graph g cluster c }"
+    ).plan()
+    one = planner.solve(problem, "random", seed=1).plan
+    assert one == planner.solve(problem, "random", seed=1).plan
+    with pytest.raises(UsageError):
+        planner.solve(problem, "nope")
+    with pytest.raises(TypeError):
+        planner.solve(problem, "heft", no_such_option=1)
+
+
+def test_infeasible_is_an_exception_with_diagnostics() -> None:
+    problem = planner.loads(
+        "cluster c { device d0 { memory 1 MB } } graph g { op a { time 1 ms output 2 MB } }"
+        " plan p { graph g cluster c }"
+    ).plan()
+    with pytest.raises(InfeasibleError) as err:
+        planner.solve(problem, "metf")
+    assert err.value.exit_code == 3
+    assert any("2 MB" in d.message or "1.91 MiB" in d.message for d in err.value.diagnostics)
