@@ -32,14 +32,16 @@ install_saga() {
   fi
   local py=""
   for cand in python3.13 python3.12 /root/.pyenv/versions/3.12*/bin/python3.12; do
-    if command -v "$cand" >/dev/null 2>&1 || [ -x "$cand" ]; then py=$cand; break; fi
+    # a pyenv shim may exist without its version being usable: ask the interpreter itself
+    if "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then
+      py=$cand; break
+    fi
   done
   if [ -z "$py" ]; then
     echo "install-extras: no Python >= 3.12 here; the saga comparison will skip" >&2
     return 0
   fi
-  "$py" -m venv "$venv"
-  "$venv/bin/pip" install --quiet anrg-saga || {
+  "$py" -m venv "$venv" && "$venv/bin/pip" install --quiet anrg-saga || {
     echo "install-extras: could not install anrg-saga; the saga comparison will skip" >&2
     return 0
   }
