@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from importlib import resources
-from pathlib import Path
+from ..resources import data_text
 
 KEYWORDS = frozenset(["import", "cluster", "device", "link", "graph", "op", "colocate", "plan",
                       "pin", "place", "to", "on"])
@@ -11,10 +10,4 @@ KEYWORDS = frozenset(["import", "cluster", "device", "link", "graph", "op", "col
 
 def grammar_text() -> str:
     """The grammar, from the installed wheel (`planner/_data`) or the source checkout."""
-    try:
-        packaged = resources.files("planner").joinpath("_data/plan.lark")
-        if packaged.is_file():
-            return packaged.read_text(encoding="utf-8")
-    except (FileNotFoundError, ModuleNotFoundError):  # pragma: no cover - odd installs
-        pass
-    return (Path(__file__).resolve().parents[2] / "grammar" / "plan.lark").read_text("utf-8")
+    return data_text("plan.lark", "grammar/plan.lark")

@@ -28,10 +28,10 @@ import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
+
+from ...resources import data_text
 
 log = logging.getLogger("planner")
 solver_log = logging.getLogger("planner.solver")
@@ -64,13 +64,7 @@ class Profile:
 
 def profiles_text() -> str:
     """The profiles file: the installed `planner/_data` copy first, else the checkout's."""
-    try:
-        packaged = resources.files("planner").joinpath("_data/solver_profiles.toml")
-        if packaged.is_file():
-            return packaged.read_text(encoding="utf-8")
-    except (FileNotFoundError, ModuleNotFoundError):  # pragma: no cover - odd installs
-        pass
-    return (Path(__file__).resolve().parents[3] / "solvers" / "profiles.toml").read_text("utf-8")
+    return data_text("solver_profiles.toml", "solvers/profiles.toml")
 
 
 @lru_cache(maxsize=1)
