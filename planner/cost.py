@@ -107,11 +107,6 @@ def costs(problem: Problem) -> Costs:
     return cached  # type: ignore[no-any-return]
 
 
-def op_static_bytes(op: Op) -> int:
-    """What an op alone keeps on its device under `static`: params + output + temp."""
-    return op.params_bytes + op.output_bytes + op.temp_bytes
-
-
 def static_memory(graph: Graph, placement: Sequence[int], n_devices: int) -> list[int]:
     """Static memory per device of a complete placement (op index -> device index)."""
     mem = [0] * n_devices
@@ -119,8 +114,7 @@ def static_memory(graph: Graph, placement: Sequence[int], n_devices: int) -> lis
     for i, op in enumerate(graph.ops):
         d = placement[i]
         mem[d] += op.params_bytes + op.output_bytes
-        if op.temp_bytes > temp[d]:
-            temp[d] = op.temp_bytes
+        temp[d] = max(temp[d], op.temp_bytes)
     received: dict[tuple[int, int], int] = {}
     for e in graph.edges:
         d = placement[e.dst]

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import Diagnostic, SpecError, Span, did_you_mean
+from .errors import Diagnostic, Span, SpecError, did_you_mean
 from .model import Graph, Problem
 
 FORMAT = "planner.plan"

@@ -69,14 +69,13 @@ def format_quantity(value: float, dim: str) -> str:
         if abs(scaled) < 1 or (dim == "size" and scaled != int(scaled)):
             continue
         text = repr(scaled)
-        if text.endswith(".0"):
-            text = text[:-2]
+        text = text.removesuffix(".0")
         if "e" not in text and len(text) <= 14:
             back = parse_number(text) * factor
             if abs(back - value) <= 1e-12 * abs(value):
                 return f"{text} {unit}"
     unit = _PRINT_UNITS[dim][-1]
-    return f"{repr(float(value) / UNITS[dim][unit])} {unit}"
+    return f"{float(value) / UNITS[dim][unit]!r} {unit}"
 
 
 # Preferred units for printing, largest first.
