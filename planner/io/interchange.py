@@ -51,6 +51,7 @@ from typing import Any
 
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, UsageError, did_you_mean
 from ..model import CONTENTIONS, MEMORY_MODELS, Cluster, Device, Graph, Link, Problem, Spec
+from ..spec.load import read_source
 from .workload import (
     Imported,
     PlanDef,
@@ -83,14 +84,7 @@ def import_json(path: str | os.PathLike[str], name: str | None = None,
                 command: str | None = None) -> Imported:
     """Read an interchange (or dnn-partitioning) JSON file into an `Imported` spec."""
     shown = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(Diagnostic("E901", f"no such file: {shown}",
-                                   Span.start_of(shown))) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(Diagnostic("E901", f"cannot read {shown}: {err}",
-                                   Span.start_of(shown))) from None
+    text = read_source(Path(path), shown)  # missing, a folder, not UTF-8: E001-E004
     return parse_json(text, shown, name, command)
 
 

@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
+from ..errors import DiagnosticSink, Span
+from ..spec.load import read_source
 from .training import add_backward
 from .workload import Imported, Workload, WorkOp, find_cycle_edge
 
@@ -51,14 +52,7 @@ def import_pipedream(path: str | os.PathLike[str], training: bool = False,
                      command: str | None = None) -> Imported:
     """Import a PipeDream `graph.txt` (see the module docstring)."""
     shown = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(Diagnostic("E901", f"no such file: {shown}",
-                                   Span.start_of(shown))) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(Diagnostic("E901", f"cannot read {shown}: {err}",
-                                   Span.start_of(shown))) from None
+    text = read_source(Path(path), shown)  # missing, a folder, not UTF-8: E001-E004
     graph_name = name or Path(path).resolve().parent.name or "pipedream"
     return parse_pipedream(text, shown, training, optimizer, graph_name, command)
 
