@@ -336,7 +336,7 @@ def solve_pyomo(
 
     grace = WATCHDOG_GRACE_S + WATCHDOG_FRACTION * time_limit_s
     killed = False
-    with quiet_stdout():
+    with quiet_stdout(), _private_tempdir():
         worker = threading.Thread(target=work, name=f"planner-{name}", daemon=True)
         worker.start()
         worker.join(time_limit_s + grace if prof.watchdog and prof.executable else None)
@@ -372,6 +372,24 @@ def solve_pyomo(
         except Exception as err:  # noqa: BLE001 - a foreign plugin's failure is an outcome
             return Outcome("nosolution", f"{name}: could not load its solution ({err})", bound)
     return Outcome(status, str(results.solver.termination_condition), bound, loaded)
+
+
+@contextlib.contextmanager
+def _private_tempdir() -> Iterator[None]:
+    """Point Pyomo's temporary files (model, solution, log) at a folder removed afterwards.
+
+    A solver killed by the watchdog would otherwise leave its `.lp` and `.soln` files in
+    the system's temporary folder.
+    """
+    from pyomo.common.tempfiles import TempfileManager
+
+    saved = TempfileManager.tempdir
+    with tempfile.TemporaryDirectory(prefix="planner-solve-") as folder:
+        TempfileManager.tempdir = folder
+        try:
+            yield
+        finally:
+            TempfileManager.tempdir = saved
 
 
 def _finite(value: Any) -> float | None:
