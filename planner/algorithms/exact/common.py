@@ -18,7 +18,6 @@ warm start or infeasible.
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import itertools
 import logging
 import math
@@ -103,30 +102,8 @@ def plan_order(inst: Instance, plan: Plan) -> list[int]:
             chains.extend((a, b) for a, b in itertools.pairwise(seq) if 0 <= a < n and 0 <= b < n)
     key: Sequence[float] = plan.start_s if plan.start_s is not None and len(
         plan.start_s) == n else pos
-    order = _kahn(inst, key, chains)
+    order = inst.priority_order(key, chains)
     return order if len(order) == n else inst.priority_order(key)
-
-
-def _kahn(inst: Instance, key: Sequence[float], extra: list[tuple[int, int]]) -> list[int]:
-    n = inst.n
-    succ: list[list[int]] = [[inst.arcs[k].dst for k in inst.succ_arcs[i]] for i in range(n)]
-    for a, b in extra:
-        succ[a].append(b)
-    indeg = [0] * n
-    for i in range(n):
-        for j in succ[i]:
-            indeg[j] += 1
-    heap = [(key[i], inst.rank[i], i) for i in range(n) if indeg[i] == 0]
-    heapq.heapify(heap)
-    out: list[int] = []
-    while heap:
-        _, _, i = heapq.heappop(heap)
-        out.append(i)
-        for j in succ[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                heapq.heappush(heap, (key[j], inst.rank[j], j))
-    return out
 
 
 def lower_bound_s(inst: Instance) -> float:

@@ -341,18 +341,29 @@ class Instance:
 
     # -- timing -------------------------------------------------------------------------
 
-    def priority_order(self, key: Sequence[float]) -> list[int]:
-        """A topological order of the ops following `key` (ties by topological rank)."""
+    def priority_order(self, key: Sequence[float],
+                       extra: Sequence[tuple[int, int]] = ()) -> list[int]:
+        """A topological order of the ops following `key` (ties by topological rank).
+
+        `extra` adds precedence pairs (e.g. a plan's per-device chains); if they make a
+        cycle, the result is shorter than `n` (the ops on the cycle are left out).
+        """
         n = self.n
-        indeg = [len(self.pred_arcs[i]) for i in range(n)]
+        succ: list[list[int]] = [[self.arcs[k].dst for k in self.succ_arcs[i]]
+                                 for i in range(n)]
+        for a, b in extra:
+            succ[a].append(b)
+        indeg = [0] * n
+        for targets in succ:
+            for j in targets:
+                indeg[j] += 1
         heap = [(key[i], self.rank[i], i) for i in range(n) if indeg[i] == 0]
         heapq.heapify(heap)
         out: list[int] = []
         while heap:
             _, _, i = heapq.heappop(heap)
             out.append(i)
-            for k in self.succ_arcs[i]:
-                j = self.arcs[k].dst
+            for j in succ[i]:
                 indeg[j] -= 1
                 if indeg[j] == 0:
                     heapq.heappush(heap, (key[j], self.rank[j], j))
