@@ -54,7 +54,7 @@ import numpy as np
 from .cost import INF, costs
 from .model import Problem
 
-__all__ = ["Bounds", "lower_bound"]
+__all__ = ["Bounds", "lower_bound", "relative_gap"]
 
 _KELLEY_STEPS = 60
 
@@ -81,6 +81,22 @@ class Bounds:
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict, fields in declaration order."""
         return asdict(self)
+
+
+def relative_gap(makespan_s: float, bound_s: float) -> float | None:
+    """How far above optimal a plan can be: `(makespan - bound) / bound`, the one definition
+    printed everywhere (terminal, JSON `gap`, compare, HTML).
+
+    With `bound <= optimum <= makespan`, `makespan <= (1 + gap) * optimum`, so "at most
+    `100 * gap` % above optimal" is a true statement. 0 when the makespan meets the bound
+    (within 1e-9 relative); None when the bound is 0 and the makespan is not (no finite gap
+    is proved).
+    """
+    if makespan_s <= bound_s * (1 + 1e-9):
+        return 0.0
+    if bound_s <= 0:
+        return None
+    return (makespan_s - bound_s) / bound_s
 
 
 def lower_bound(problem: Problem) -> Bounds:

@@ -11,7 +11,11 @@ from typing import Any, Literal
 from ..model import Problem
 from ..plan import Plan
 
-Status = Literal["feasible", "optimal", "fallback", "infeasible"]
+#: `optimal`: proved optimal for the simulator's own model (contention and memory);
+#: `feasible`: a valid plan, with the gap to the best proven bound; `fallback`: the
+#: algorithm could not finish its own method and returns another valid plan (its reason in
+#: `info["reason"]`); `interrupted`: the best valid plan found before Ctrl-C or SIGTERM.
+Status = Literal["feasible", "optimal", "fallback", "infeasible", "interrupted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,16 @@ class Solution:
     def with_plan(self, plan: Plan) -> Solution:
         """A copy with another plan."""
         return dataclasses.replace(self, plan=plan)
+
+
+class Interrupted(Exception):  # noqa: N818 (a signal, not an error)
+    """Raised instead of `KeyboardInterrupt` by an algorithm that holds a plan when the user
+    interrupts it: `solution` is the best valid plan so far (status `interrupted`), or None.
+    The CLI prints and writes it, and exits 130."""
+
+    def __init__(self, solution: Solution | None) -> None:
+        super().__init__("interrupted")
+        self.solution = solution
 
 
 @dataclass(frozen=True, slots=True)
