@@ -4,10 +4,9 @@ Every bound holds for every plan that respects the problem's pins and colocation
 (plans that break them are infeasible anyway), under every contention model, because
 contention only delays transfers. Costs come from `planner.cost`.
 
-Allowed devices: op `i` may run on `A(i)`, the devices where its compute time is finite,
-narrowed to its pin when it has one, and to the devices allowed for every member of its
-colocation group (when that intersection is empty no plan is feasible and the group is
-ignored). An op with no allowed device contributes nothing (no plan of it is finite).
+Allowed devices: op `i` may run on `A(i)` (`planner.facts`: the devices where every member
+of its colocation group has a finite compute time, narrowed to the group's pin). An op with
+no allowed device contributes nothing (no plan of it is valid).
 
 - `critical_path_s`: the longest path with each op at its fastest device, no
   communication. Every path's ops run one after another, each for at least its fastest
@@ -35,10 +34,8 @@ ignored). An op with no allowed device contributes nothing (no plan of it is fin
   group runs whole on one device).
 
 `makespan_s` is the largest of them. Memory: `memory_bytes` is a lower bound on the total
-bytes a plan's devices must hold together: under `static`, every op's params and output,
-plus the largest temp (one device holds that op); under `liveness`, every op's params
-plus the largest output + temp of one op that takes time (held while it runs; a buffer
-freed at the instant it is allocated never counts). `min_devices` is the
+bytes a plan's devices must hold together under the plan's memory model
+(`planner.facts`, `least_total_bytes`, proved there). `min_devices` is the
 fewest devices whose caps sum to at least that (the largest caps first); it is one more
 than the cluster has when even all devices together cannot hold it.
 """
@@ -52,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from .cost import INF, costs
+from .facts import facts
 from .model import Problem
 
 __all__ = ["Bounds", "lower_bound", "relative_gap"]
@@ -108,7 +106,7 @@ def lower_bound(problem: Problem) -> Bounds:
         return Bounds(0.0, 0.0, 0.0, 0 if n == 0 else 1, memory_bytes=0)
     c = costs(problem)
     comp = c.compute
-    allowed = _allowed(problem)
+    allowed = list(facts(problem).allowed)
     fastest = [0.0] * n
     wmin = [0.0] * n
     everywhere = tuple(range(m))
@@ -126,35 +124,9 @@ def lower_bound(problem: Problem) -> Bounds:
     work = math.fsum(fastest) / m
     constrained = _longest_path(problem, wmin, allowed)
     load = max(_load_bound(problem, allowed), work)
-    need, min_dev = _memory_bound(problem, fastest)
+    need, min_dev = _memory_bound(problem)
     best = max(critical, work, constrained, load)
     return Bounds(best, critical, work, min_dev, constrained, load, need)
-
-
-def _allowed(problem: Problem) -> list[tuple[int, ...]]:
-    """Per op, the devices a feasible plan may put it on (sorted)."""
-    comp = costs(problem).compute
-    m = len(problem.cluster.devices)
-    allowed: list[tuple[int, ...]] = []
-    everywhere = tuple(range(m))
-    pins = problem.pins
-    for i, row in enumerate(comp):
-        pin = pins.get(i)
-        if pin is not None:
-            allowed.append((pin,) if 0 <= pin < m and row[pin] < INF else ())
-        elif INF not in row:
-            allowed.append(everywhere)
-        else:
-            allowed.append(tuple(d for d in range(m) if row[d] < INF))
-    for group in problem.graph.colocations:
-        common = set(allowed[group[0]])
-        for i in group[1:]:
-            common.intersection_update(allowed[i])
-        if common:
-            shared = tuple(sorted(common))
-            for i in group:
-                allowed[i] = shared
-    return allowed
 
 
 def _longest_path(problem: Problem, weight: list[float],
@@ -330,21 +302,13 @@ def _game(payoff: np.ndarray) -> tuple[float, np.ndarray] | None:
     return None
 
 
-def _memory_bound(problem: Problem, fastest: list[float]) -> tuple[int, int]:
-    """(minimal total bytes, fewest devices whose caps could hold them)."""
-    ops = problem.graph.ops
-    if problem.memory_model == "liveness":
-        # an op that may take no time may hold its output and temp for no time at all
-        need = sum(op.params_bytes for op in ops) + max(
-            (op.output_bytes + op.temp_bytes for op, f in zip(ops, fastest) if f > 0),
-            default=0)
-    else:
-        need = sum(op.params_bytes + op.output_bytes for op in ops) + max(
-            (op.temp_bytes for op in ops), default=0)
+def _memory_bound(problem: Problem) -> tuple[int, int]:
+    """(least total bytes under the memory model, fewest devices whose caps could hold them)."""
+    need = facts(problem).least_total_bytes
     caps = sorted((d.memory_bytes for d in problem.cluster.devices), reverse=True)
     held = 0
     for k, cap in enumerate(caps, 1):
         held += cap
         if held >= need:
-            return need, k if ops else 0
+            return need, k if problem.graph.ops else 0
     return need, len(caps) + 1

@@ -56,8 +56,10 @@ from typing import Any
 
 from ..cost import INF, StaticMemoryTracker, costs
 from ..errors import InfeasibleError
+from ..facts import facts
 from ..model import Problem
 from ..plan import Plan
+from ..simulate import simulate
 from .base import Solution, Status
 from .infeasible import stuck_error
 
@@ -66,8 +68,7 @@ class Instance:
     """A problem as dense lists, precomputed once for the list schedulers.
 
     `pred[i]` / `succ[i]` list `(other op, bytes)` per edge; `allowed[i]` the devices op `i`
-    may run on (finite compute time, its pin or its group's pin, and for a colocation group
-    the devices every member can run on); `pin[i]` its device or -1; `local[i]` per input
+    may run on and `pin[i]` its device or -1 (both `planner.facts`'); `local[i]` per input
     edge whether both ends are forced onto one device (same group or same pin), so the edge
     never costs communication; `floating[i]` whether op `i` floats in its colocation group
     (`floating_members`).
@@ -99,30 +100,10 @@ class Instance:
         self.po: list[int] = [o.params_bytes + o.output_bytes for o in ops]
         self.temp: list[int] = [o.temp_bytes for o in ops]
 
-        pin = [-1] * n
-        for i, d in problem.pins.items():
-            pin[i] = d
-        for members in self.groups:
-            pinned = sorted({pin[i] for i in members if pin[i] >= 0})
-            if pinned:  # lowering rejects groups pinned apart; take the smallest otherwise
-                for i in members:
-                    pin[i] = pinned[0]
+        f = facts(problem)
+        pin = list(f.pin)
         self.pin = pin
-        allowed: list[tuple[int, ...]] = []
-        for i in range(n):
-            row = self.compute[i]
-            if pin[i] >= 0:
-                allowed.append((pin[i],) if row[pin[i]] < INF else ())
-            else:
-                allowed.append(tuple(d for d in range(m) if row[d] < INF))
-        for members in self.groups:
-            common = set(allowed[members[0]])
-            for i in members[1:]:
-                common.intersection_update(allowed[i])
-            shared = tuple(sorted(common))
-            for i in members:
-                allowed[i] = shared
-        self.allowed = allowed
+        self.allowed: list[tuple[int, ...]] = list(f.allowed)
 
         self.mean_compute: list[float] = []
         for row in self.compute:
@@ -252,10 +233,12 @@ class Placer:
     """
 
     def __init__(self, inst: Instance, budget: Sequence[int] | None = None,
-                 placement: Sequence[int] | None = None) -> None:
+                 placement: Sequence[int] | None = None, *, unbounded: bool = False) -> None:
         self.inst = inst
         self.budget = budget
         self.placement = placement
+        #: memory is not checked here (`liveness_pass` checks the whole plan by simulation)
+        self.unbounded = unbounded
         #: per op: fits under its budget on no device, so it may use the whole memory
         self.spilled = [False] * inst.n
         self.tracker = StaticMemoryTracker(inst.problem.graph, inst.m)
@@ -305,6 +288,8 @@ class Placer:
     def fits(self, i: int, d: int, caps: Sequence[int] | None = None) -> bool:
         """Whether op `i` fits on device `d` (within `caps`; by default the devices' memory,
         or the budget when op `i`'s device is still a choice)."""
+        if self.unbounded:
+            return True
         if caps is None:
             caps = self.inst.caps
             if self.budget is not None and not self.spilled[i] and not self.forced(i):
@@ -794,7 +779,9 @@ def memory_passes(
     then dead-ends (`Stuck`) although a plan exists. So:
 
     1. the first pass uses the devices' memory (no budget): when it succeeds, nothing
-       changes;
+       changes; under `memory liveness`, a dead end is then retried once without memory
+       checks, and that plan is kept when the simulator finds its liveness peaks within
+       the caps (`liveness_pass`): static accounting is only an upper bound there;
     2. after a dead end, one pass per rung of `budget_ladder`, tightest last: the ops whose
        device is still a choice are held to the budget (`Placer.budget`), and the memory
        held back serves the forced ops and the copies they receive;
@@ -815,6 +802,11 @@ def memory_passes(
         stuck = s.op  # the first pass's dead end explains an infeasibility best
     else:
         return placement, start, "feasible", {}
+    if inst.problem.memory_model == "liveness":
+        found = liveness_pass(inst, attempt)
+        if found is not None:
+            return (*found, "feasible", {"memory_passes": 2,
+                                         "memory_check": "liveness peak, by simulation"})
     ladder = budget_ladder(inst)
     for k, budget in enumerate(ladder):
         try:
@@ -834,6 +826,56 @@ def memory_passes(
     reason = (f"{shown} ran out of memory under every budget; this is m-TOPO's placement, "
               f"ordered by {shown}")
     return placement, start, "fallback", {"memory_passes": len(ladder) + 2, "reason": reason}
+
+
+def liveness_pass(
+    inst: Instance, attempt: Callable[[Placer], tuple[list[int], list[float]]],
+) -> tuple[list[int], list[float]] | None:
+    """A plan for `memory liveness` that static accounting rejected, checked by simulation.
+
+    Static memory bounds the liveness peak from above, so the schedulers' static check can
+    dead-end where a plan fits (five 1 GiB ops in a chain on a 3 GiB device peak at 2 GiB).
+    The scheduler runs once without memory checks; its plan is simulated with its own
+    order, then with the simulator's dynamic dispatch, and the first whose every liveness
+    peak is within the caps is returned (placement, start times), else None.
+    """
+    try:
+        placement, start = attempt(Placer(inst, unbounded=True))
+    except Stuck:
+        return None
+    ordered = solution(inst, placement, start, "").plan
+    for plan in (ordered, Plan(ordered.placement)):
+        sim = simulate(inst.problem, plan)
+        if sim.feasible:
+            return placement, list(sim.start_s)
+    return None
+
+
+def fill_and_order(
+    inst: Instance, algorithm: str, fill: Callable[[Placer], None],
+) -> tuple[list[int], list[float], dict[str, Any]]:
+    """Run a placement rule (`fill` places every op through the placer it is given, or
+    raises `Stuck`), then order the placement by dynamic dispatch (`schedule_fixed`).
+
+    For the rules that place first and order after (m-TOPO and the baselines). Under
+    `memory liveness` a dead end is retried by `liveness_pass`. Returns (placement, start
+    times, info); raises `explain_stuck`'s error for the first dead end.
+    """
+    def attempt(placer: Placer) -> tuple[list[int], list[float]]:
+        fill(placer)
+        placement = list(placer.device_of)
+        return placement, schedule_fixed(inst, placement)[1]
+
+    placer = Placer(inst)
+    try:
+        placement, start = attempt(placer)
+    except Stuck as s:
+        found = liveness_pass(inst, attempt) if inst.problem.memory_model == "liveness" \
+            else None
+        if found is None:
+            raise explain_stuck(placer, algorithm, s.op) from None
+        return (*found, {"memory_check": "liveness peak, by simulation"})
+    return placement, start, {}
 
 
 def explain_stuck(placer: Placer, algorithm: str, op: int, *,
