@@ -332,8 +332,17 @@ def etf_schedule(
 ) -> tuple[list[int], list[float]]:
     """Earliest Task First: repeatedly commit the (ready op, device) pair that starts first.
 
-    A pair's start is `max(device free, inputs arrived)`. Ties: smaller `prank` (higher
-    priority), then earlier finish, then smaller device index. A pair whose op does not fit
+    A pair's start is `max(device free, inputs arrived)`; pairs are compared by start plus
+    the op's *slowdown* on that device (its time there minus its time on its fastest
+    allowed device). Ties: smaller `prank` (higher priority), then earlier finish, then
+    smaller device index. Why the slowdown: ETF (and Baechi's m-ETF and m-SCT) were defined
+    for identical devices, where it is 0 and this is exactly their earliest-start rule. On
+    devices of different speeds, earliest start alone commits an op to whichever device is
+    idle, however slow: the README's `tiny.plan` put every op on a CPU 20x slower than the
+    GPUs (33.0 ms against 2.887 ms). For one op, start + slowdown orders its devices by
+    finish time (earliest finish, as HEFT); across ops it is the start the op would have on
+    its fastest device, so an op is never preferred for being slow. With `fixed` the device
+    is given and the slowdown is not used. A pair whose op does not fit
     in memory (checked only when the pair is chosen) is dropped for good: static memory only
     grows, so it never fits later. With `fixed`, each op's device is given (no memory check):
     this orders a placement made by another algorithm (dynamic dispatch).
@@ -372,8 +381,12 @@ def etf_schedule(
     missing = [len(p) for p in pred]
     forb = [0] * n  # bitmask of devices where the op does not fit
     arr_of: list[list[float] | None] = [None] * n
-    arrived: list[list[tuple[int, int]]] = [[] for _ in range(m)]
-    pending: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
+    # per device: ready ops whose inputs are there by the time it is free, by (slowdown,
+    # priority); and ops whose inputs arrive later, by (arrival + slowdown, priority, op,
+    # arrival); the slowdown is 0 with `fixed` and on identical devices (module docstring)
+    arrived: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
+    pending: list[list[tuple[float, int, int, float]]] = [[] for _ in range(m)]
+    fastest = facts(inst.problem).fastest
     sct = favourite is not None
     urgent_h: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
     reserved = [-1] * m
@@ -385,7 +398,7 @@ def etf_schedule(
         g = group_of[i]
         return g < 0 or group_dev[g] < 0 or group_dev[g] == d
 
-    cand: list[tuple[float, int, float, int, int] | None] = [None] * m
+    cand: list[tuple[float, int, float, int, int, float] | None] = [None] * m
     dirty = [True] * m
     res_active = [False] * m
 
@@ -416,10 +429,11 @@ def etf_schedule(
             a[d] = t
             if t > urgent:  # noqa: PLR1730
                 urgent = t
+            slow = 0.0 if fixed is not None else comp[i][d] - fastest[i]
             if t <= avail[d]:
-                heappush(arrived[d], (pr, i))
+                heappush(arrived[d], (slow, pr, i))
             else:
-                heappush(pending[d], (t, pr, i))
+                heappush(pending[d], (t + slow, pr, i, t))
             dirty[d] = True
         arr_of[i] = a
         if sct:
@@ -429,26 +443,25 @@ def etf_schedule(
                 if reserved[d] == i:  # its reservation may become active
                     dirty[d] = True
 
-    def candidate(d: int) -> tuple[float, int, float, int, int] | None:
-        """Device `d`'s best pair: (start, priority, finish, d, op), or None."""
+    def candidate(d: int) -> tuple[float, int, float, int, int, float] | None:
+        """Device `d`'s best pair: (start + slowdown, priority, finish, d, op, start), or
+        None."""
         av = avail[d]
         pend = pending[d]
         arrh = arrived[d]
-        while pend and pend[0][0] <= av:
-            _, pr, i = heappop(pend)
-            heappush(arrh, (pr, i))
-        while arrh and not valid(arrh[0][1], d):
+        while pend and pend[0][3] <= av:
+            key, pr, i, t = heappop(pend)
+            heappush(arrh, (key - t, pr, i))
+        while arrh and not valid(arrh[0][2], d):
             heappop(arrh)
+        while pend and not valid(pend[0][2], d):
+            heappop(pend)
+        i = -1
         if arrh:
-            pr, i = arrh[0]
-            est = av
-        else:
-            while pend and not valid(pend[0][2], d):
-                heappop(pend)
-            if not pend:
-                i = -1
-            else:
-                est, pr, i = pend[0]
+            slow, pr, i = arrh[0]
+            key, est = av + slow, av
+        if pend and (i < 0 or (pend[0][0], pend[0][1]) < (key, pr)):
+            key, pr, i, est = pend[0]  # a faster device's op beats the arrived ones
         f = reserved[d]
         res_active[d] = False
         if f >= 0:
@@ -457,19 +470,22 @@ def etf_schedule(
                 reserved[d] = -1  # f is placed, or can never come here: void for good
             elif af is not None:  # f is ready: is d among its earliest devices?
                 est_f = max(av, af[d])
-                if all(est_f <= max(avail[e], af[e]) for e in range(m)
-                       if e != d and af[e] < INF and valid(f, e)):
+                key_f = est_f + comp[f][d] - fastest[f]
+                if all(key_f <= max(avail[e], af[e]) + comp[f][e] - fastest[f]
+                       for e in range(m) if e != d and af[e] < INF and valid(f, e)):
                     res_active[d] = True
                     uh = urgent_h[d]
                     while uh and not valid(uh[0][2], d):
                         heappop(uh)
-                    if uh and max(av, uh[0][0]) <= est_f:
-                        est, pr, i = max(av, uh[0][0]), uh[0][1], uh[0][2]
+                    u = uh[0][2] if uh else -1
+                    if u >= 0 and max(av, uh[0][0]) + comp[u][d] - fastest[u] <= key_f:
+                        est, pr, i = max(av, uh[0][0]), uh[0][1], u
+                        key = est + comp[u][d] - fastest[u]
                     else:
-                        est, pr, i = est_f, prank[f], f
+                        key, est, pr, i = key_f, est_f, prank[f], f
         if i < 0:
             return None
-        return (est, pr, est + comp[i][d], d, i)
+        return (key, pr, est + comp[i][d], d, i, est)
 
     def settle(i: int) -> None:
         """All of op `i`'s inputs are done: make it ready, or let it float."""
@@ -507,7 +523,7 @@ def etf_schedule(
 
     placed = 0
     while placed < n:
-        best: tuple[float, int, float, int, int] | None = None
+        best: tuple[float, int, float, int, int, float] | None = None
         for d in range(m):
             c = cand[d]
             # a cached pair stays best for its device until the device commits, gets a new
@@ -523,7 +539,7 @@ def etf_schedule(
                 if dev_of[i] < 0 and arr_of[i] is not None:
                     raise Stuck(i)
             raise Stuck(next(i for i in range(n) if dev_of[i] < 0))  # pragma: no cover
-        est, _, fin, d, i = best
+        _, _, fin, d, i, est = best
         if fixed is None and not placer.fits(i, d):
             forb[i] |= 1 << d
             if placer.budget is not None and not placer.spilled[i] and not placer.forced(i) \
