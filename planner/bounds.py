@@ -33,6 +33,19 @@ no allowed device contributes nothing (no plan of it is valid).
   `load_s` is also at least every job's time on its fastest allowed device (a colocation
   group runs whole on one device).
 
+- `arrival_path_s`: per op `i` and allowed device `d`, a lower bound `EF(i, d)` on when
+  `i` can finish if it runs on `d`: `ES(i, d) = max over edges p -> i of min over a in A(p)
+  of EF(p, a) + T(a, d)`, `EF(i, d) = ES(i, d) + time(i, d)`, where `T(a, d)` is 0 when
+  `a = d` and `latency + bytes / bandwidth` of the edge's bytes otherwise (only `a = d`
+  when `p` and `i` are colocated; infinite without a link). Proof by induction in
+  topological order: in a valid plan with `p` on `a` and `i` on `d`, `i` starts after
+  `p` ends (`>= EF(p, a)`), and when `a != d` after `p`'s tensor crosses `a -> d`, which
+  starts after `p` ends and takes at least `T(a, d)` (the copy sent carries at least this
+  edge's bytes; contention only delays it). Every op runs somewhere in `A(i)`, so the
+  makespan is at least `min over d in A(i) of EF(i, d)` for every `i`. This sees what
+  the paths above miss: an input pinned to a CPU behind a slow link delays every GPU op
+  after it by the transfer, since running them on the CPU instead costs more.
+
 `makespan_s` is the largest of them. Memory: `memory_bytes` is a lower bound on the total
 bytes a plan's devices must hold together under the plan's memory model
 (`planner.facts`, `least_total_bytes`, proved there). `min_devices` is the
@@ -75,6 +88,9 @@ class Bounds:
     load_s: float = 0.0
     #: the minimal total memory behind `min_devices`
     memory_bytes: int = 0
+    #: earliest finish over each op's allowed devices, with every transfer a device
+    #: choice forces (pins, devices that cannot run an op, colocation)
+    arrival_path_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict, fields in declaration order."""
@@ -125,8 +141,59 @@ def lower_bound(problem: Problem) -> Bounds:
     constrained = _longest_path(problem, wmin, allowed)
     load = max(_load_bound(problem, allowed), work)
     need, min_dev = _memory_bound(problem)
-    best = max(critical, work, constrained, load)
-    return Bounds(best, critical, work, min_dev, constrained, load, need)
+    arrival = _arrival_path(problem)
+    best = max(critical, work, constrained, load, arrival)
+    return Bounds(best, critical, work, min_dev, constrained, load, need, arrival)
+
+
+def _arrival_path(problem: Problem) -> float:
+    """`arrival_path_s` (module docstring), vectorised over devices, one level at a time.
+
+    Ops are grouped by depth (longest edge count from a source); every edge into a level
+    comes from a lower one, so each level is one batch of numpy work. O(E·D²) arithmetic.
+    """
+    g = problem.graph
+    n, m = len(g.ops), len(problem.cluster.devices)
+    if n == 0:
+        return 0.0
+    c = costs(problem)
+    f = facts(problem)
+    comp = np.array(c.compute, dtype=float).reshape(n, m)
+    ok = np.zeros((n, m), dtype=bool)
+    for i, a in enumerate(f.allowed):
+        ok[i, list(a)] = True
+    lat = np.array(c.latency, dtype=float)
+    inv = np.where(np.isinf(lat), 0.0, np.array(c.inv_bandwidth, dtype=float))
+    src = np.fromiter((e.src for e in g.edges), dtype=np.int64, count=len(g.edges))
+    dst = np.fromiter((e.dst for e in g.edges), dtype=np.int64, count=len(g.edges))
+    nbytes = np.fromiter((e.bytes for e in g.edges), dtype=float, count=len(g.edges))
+    unit = np.array(f.unit_of, dtype=np.int64)
+    depth = [0] * n
+    pred = g.predecessors
+    for j in g.topological_order:
+        depth[j] = max((depth[g.edges[k].src] + 1 for k in pred[j]), default=0)
+    depth_arr = np.array(depth, dtype=np.int64)
+    edge_level = depth_arr[dst]
+    order = np.argsort(edge_level, kind="stable")
+    bounds_at = np.searchsorted(edge_level[order], np.arange(1, max(depth) + 2))
+    es = np.zeros((n, m))
+    ef = np.where(ok, comp, np.inf)  # level 0: sources start at 0
+    diag = np.eye(m, dtype=bool)
+    level_ops = np.argsort(depth_arr, kind="stable")
+    op_bounds = np.searchsorted(depth_arr[level_ops], np.arange(0, max(depth) + 2))
+    for level in range(1, max(depth) + 1):
+        ks = order[bounds_at[level - 1]:bounds_at[level]]
+        for chunk in range(0, len(ks), 4096):
+            k = ks[chunk:chunk + 4096]
+            t = lat[None] + nbytes[k, None, None] * inv[None]          # edge x a x d
+            t = np.where((unit[src[k]] == unit[dst[k]])[:, None, None] & ~diag, np.inf, t)
+            arrive = (ef[src[k]][:, :, None] + t).min(axis=1)             # edge x d
+            np.maximum.at(es, dst[k], arrive)
+        ops = level_ops[op_bounds[level]:op_bounds[level + 1]]
+        ef[ops] = np.where(ok[ops], es[ops] + comp[ops], np.inf)
+    best = np.where(ok, ef, np.inf).min(axis=1)
+    best = best[np.isfinite(best)]
+    return float(best.max()) if len(best) else 0.0
 
 
 def _longest_path(problem: Problem, weight: list[float],
