@@ -12,6 +12,7 @@ from planner.errors import InfeasibleError
 from planner.plan import Plan
 from planner.simulate import simulate
 from planner.spec.checks import memory_diagnostics
+from planner.spec.load import load_path
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 GiB = 2**30
@@ -134,7 +135,7 @@ plan p { graph g  cluster c  pin a, b to gpu0 }
 
 def test_ops_pinned_together_over_the_cap_are_caught_by_check(tmp_path: Path) -> None:
     (tmp_path / "pins.plan").write_text(PINNED)
-    loaded = planner.spec.load.load_path(tmp_path / "pins.plan")
+    loaded = load_path(tmp_path / "pins.plan")
     problem = loaded.spec.plan()
     (diag,) = memory_diagnostics(problem, loaded.locations)
     # on main `check` said ok while `solve --algo metf` said E703 (11.44 MiB > 9.54 MiB)
