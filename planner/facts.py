@@ -87,32 +87,42 @@ def _derive(problem: Problem) -> Facts:
     g = problem.graph
     n, m = len(g.ops), len(problem.cluster.devices)
     comp = costs(problem).compute
+    everywhere = tuple(range(m))
+    group_of = g.colocation_of
+    pins = problem.pins
     unit_of = [-1] * n
     units: list[tuple[int, ...]] = []
-    for i in range(n):
-        if unit_of[i] >= 0:
-            continue
-        grp = g.colocation_of[i]
-        members = tuple(sorted(g.colocations[grp])) if grp >= 0 else (i,)
-        for j in members:
-            unit_of[j] = len(units)
-        units.append(members)
     pin = [-1] * n
     unit_allowed: list[tuple[int, ...]] = []
     conflict: list[bool] = []
-    for members in units:
-        pins = sorted({problem.pins[i] for i in members if i in problem.pins})
-        devs = [d for d in range(m) if all(comp[i][d] < INF for i in members)]
-        if len(pins) > 1:
-            devs = []
-        elif pins:
-            devs = [d for d in devs if d == pins[0]]
-            for i in members:
-                pin[i] = pins[0]
-        unit_allowed.append(tuple(devs))
-        conflict.append(len(pins) > 1)
+    for i in range(n):
+        if unit_of[i] >= 0:
+            continue
+        grp = group_of[i]
+        members = tuple(sorted(g.colocations[grp])) if grp >= 0 else (i,)
+        u = len(units)
+        units.append(members)
+        for j in members:
+            unit_of[j] = u
+        rows = [comp[j] for j in members]
+        if all(INF not in row for row in rows):  # the common case, fast
+            devs: tuple[int, ...] = everywhere
+        else:
+            devs = tuple(d for d in range(m) if all(row[d] < INF for row in rows))
+        pinned = {pins[j] for j in members if j in pins} if pins else set()
+        if len(pinned) > 1:
+            devs = ()
+        elif pinned:
+            (d,) = pinned
+            devs = (d,) if d in devs else ()
+            for j in members:
+                pin[j] = d
+        unit_allowed.append(devs)
+        conflict.append(len(pinned) > 1)
     allowed = tuple(unit_allowed[unit_of[i]] for i in range(n))
-    fastest = tuple(min((comp[i][d] for d in allowed[i]), default=0.0) for i in range(n))
+    fastest = tuple(
+        (min(comp[i], default=0.0) if a is everywhere else min((comp[i][d] for d in a), default=0.0))
+        for i, a in enumerate(allowed))
     partial = Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
                     tuple(conflict), fastest, (), 0)
     unit_bytes = tuple(_least_bytes(problem, partial, members) for members in units)
