@@ -13,6 +13,7 @@ Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import logging
 import sys
@@ -61,10 +62,16 @@ def _spec_files(paths: list[Path]) -> list[Path]:
     return files
 
 
-def _load(spec: Path) -> Any:
+def _load(spec: Path, *, keep: bool = False) -> Any:
+    """Load `spec`; `keep`: the model lives until the command ends (one spec per process),
+    so it is moved out of the collector's sight (`gc.freeze`): its millions of objects are
+    otherwise traversed again by every full collection while the algorithms run."""
     from .spec.load import load_path
 
-    return load_path(spec)
+    loaded = load_path(spec)
+    if keep:
+        gc.freeze()
+    return loaded
 
 
 def _problem(loaded: Any, plan: str | None) -> Any:
@@ -236,7 +243,7 @@ def simulate(
 ) -> None:
     """Simulate a given placement under the spec's cost model and verify it."""
     with _guard():
-        loaded = _load(spec)
+        loaded = _load(spec, keep=True)
         problem = _problem(loaded, plan)
         the_plan = _read_placement(problem, placement) if placement else _placement_from_spec(problem)
         result = _emit_result(problem, the_plan, as_json=as_json, extra_json={}, extra_rows={})
@@ -264,7 +271,7 @@ def solve(
         from .render.terminal import fmt_info
         from .units import format_seconds
 
-        loaded = _load(spec)
+        loaded = _load(spec, keep=True)
         problem = _problem(loaded, plan)
         if time_limit is None:
             time_limit = AUTO_TIME_LIMIT_S if algo == "auto" else EXACT_TIME_LIMIT_S
