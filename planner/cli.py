@@ -169,18 +169,9 @@ def fmt(
 
 
 def _placement_from_spec(problem: Any) -> Any:
-    from .plan import Plan
+    from .plan import Plan, given_placement
 
-    merged = {**problem.placement, **problem.pins}
-    missing = [op.name for i, op in enumerate(problem.graph.ops) if i not in merged]
-    if missing:
-        shown = ", ".join(f"`{m}`" for m in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        raise SpecError(Diagnostic(
-            "E506", f"plan `{problem.name}` places only {len(merged)} of "
-            f"{len(problem.graph.ops)} ops; unplaced: {shown}{more}", None,
-            ("add `place OPS on DEVICE` statements, or pass --placement FILE",)))
-    return Plan(tuple(merged[i] for i in range(len(problem.graph.ops))), algorithm="expert")
+    return Plan(given_placement(problem, "or pass --placement FILE"), algorithm="expert")
 
 
 def _read_placement(problem: Any, path: Path) -> Any:
