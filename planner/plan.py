@@ -105,11 +105,10 @@ def given_placement(problem: Problem, *hints: str) -> tuple[int, ...]:
     if missing:
         shown = ", ".join(f"`{m}`" for m in missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        first = f"add `place {missing[0]} on DEVICE` (or `pin {missing[0]} to DEVICE`)"
         raise SpecError(Diagnostic(
             "E506", f"plan `{problem.name}` places only {len(given)} of {len(ops)} ops; "
-            f"unplaced: {shown}{more}", None,
-            (f"add `place {missing[0]} on DEVICE` (or `pin {missing[0]} to DEVICE`) to plan "
-             f"`{problem.name}`", *hints)))
+            f"unplaced: {shown}{more}", None, (f"{first} to plan `{problem.name}`", *hints)))
     return tuple(given[i] for i in range(len(ops)))
 
 
