@@ -337,6 +337,21 @@ def _mount_optional() -> None:
 _mount_optional()
 
 
+@app.command()
+def explain(code: Annotated[str, typer.Argument(
+        help="A diagnostic code: the CODE of `error[CODE]`.")]) -> None:
+    """Say what a diagnostic code means, its layer and its exit status."""
+    with _guard():
+        from .codes import CODES, describe
+        from .errors import did_you_mean
+
+        entry = CODES.get(code.strip().upper())
+        if entry is None:
+            raise UsageError(Diagnostic("E609", f"unknown code `{code}`", None,
+                                        did_you_mean(code.strip().upper(), CODES)))
+        sys.stdout.write(describe(entry) + "\n")
+
+
 def main() -> None:
     """Console entry point."""
     logging.basicConfig(stream=sys.stderr,

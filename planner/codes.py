@@ -5,6 +5,8 @@ code raised without one, and the README's table is generated from it:
 
     python -m planner.codes --markdown         # print the README section
     python -m planner.codes --update README.md  # rewrite it between the markers
+
+`planner explain CODE` prints one entry.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ TABLE: tuple[Code, ...] = (
     Code("E601", 2, "an unknown algorithm"),
     Code("E602", 2, "no plan of that name, or several plans and no `--plan`"),
     Code("E603", 2, "a negative `--time-limit`"),
+    Code("E609", 2, "`planner explain`: an unknown code"),
     Code("E611", 2, "an invalid `compare` sweep value (`--bandwidth`, `--memory`, `--devices`)"),
     Code("E612", 2, "an unknown `--executor`"),
     Code("E613", 2, "`--executor ray` without the `ray` package"),
@@ -166,6 +169,17 @@ def layer(code: str) -> str:
     """The layer a code's number belongs to (KeyError for a number outside every range)."""
     digits = code[1:]
     return LAYERS[digits[:2] if digits[:2] in LAYERS else digits[:1]]
+
+
+def describe(c: Code) -> str:
+    """What `planner explain CODE` prints: meaning, layer, exit status or replacement."""
+    prefix = c.code[:3] if c.code[1:3] == "99" else c.code[:2]
+    status = f"exit status {c.exit}" if c.exit else "a warning: the command goes on"
+    rng = prefix + "x" * (4 - len(prefix))
+    lines = [f"{c.code}: {c.meaning}", f"layer: {layer(c.code)} ({rng})", status]
+    if c.retired:
+        lines.append(f"retired: now reported as {c.retired}")
+    return "\n".join(lines)
 
 
 BEGIN, END = "<!-- codes:begin (python -m planner.codes --update README.md) -->", \

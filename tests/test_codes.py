@@ -215,3 +215,4 @@ def test_markdown_is_printed_on_request(capsys: pytest.CaptureFixture[str]) -> N
     assert codes.main(["--markdown"]) == 0
     assert capsys.readouterr().out == codes.markdown() + "\n"
     assert codes.main(["--bogus"]) == 2
+
