@@ -4,10 +4,9 @@ Every bound holds for every plan that respects the problem's pins and colocation
 (plans that break them are infeasible anyway), under every contention model, because
 contention only delays transfers. Costs come from `planner.cost`.
 
-Allowed devices: op `i` may run on `A(i)`, the devices where its compute time is finite,
-narrowed to its pin when it has one, and to the devices allowed for every member of its
-colocation group (when that intersection is empty no plan is feasible and the group is
-ignored). An op with no allowed device contributes nothing (no plan of it is finite).
+Allowed devices: op `i` may run on `A(i)` (`planner.facts`: the devices where every member
+of its colocation group has a finite compute time, narrowed to the group's pin). An op with
+no allowed device contributes nothing (no plan of it is valid).
 
 - `critical_path_s`: the longest path with each op at its fastest device, no
   communication. Every path's ops run one after another, each for at least its fastest
@@ -34,11 +33,22 @@ ignored). An op with no allowed device contributes nothing (no plan of it is fin
   `load_s` is also at least every job's time on its fastest allowed device (a colocation
   group runs whole on one device).
 
+- `arrival_path_s`: per op `i` and allowed device `d`, a lower bound `EF(i, d)` on when
+  `i` can finish if it runs on `d`: `ES(i, d) = max over edges p -> i of min over a in A(p)
+  of EF(p, a) + T(a, d)`, `EF(i, d) = ES(i, d) + time(i, d)`, where `T(a, d)` is 0 when
+  `a = d` and `latency + bytes / bandwidth` of the edge's bytes otherwise (only `a = d`
+  when `p` and `i` are colocated; infinite without a link). Proof by induction in
+  topological order: in a valid plan with `p` on `a` and `i` on `d`, `i` starts after
+  `p` ends (`>= EF(p, a)`), and when `a != d` after `p`'s tensor crosses `a -> d`, which
+  starts after `p` ends and takes at least `T(a, d)` (the copy sent carries at least this
+  edge's bytes; contention only delays it). Every op runs somewhere in `A(i)`, so the
+  makespan is at least `min over d in A(i) of EF(i, d)` for every `i`. This sees what
+  the paths above miss: an input pinned to a CPU behind a slow link delays every GPU op
+  after it by the transfer, since running them on the CPU instead costs more.
+
 `makespan_s` is the largest of them. Memory: `memory_bytes` is a lower bound on the total
-bytes a plan's devices must hold together: under `static`, every op's params and output,
-plus the largest temp (one device holds that op); under `liveness`, every op's params
-plus the largest output + temp of one op that takes time (held while it runs; a buffer
-freed at the instant it is allocated never counts). `min_devices` is the
+bytes a plan's devices must hold together under the plan's memory model
+(`planner.facts`, `least_total_bytes`, proved there). `min_devices` is the
 fewest devices whose caps sum to at least that (the largest caps first); it is one more
 than the cluster has when even all devices together cannot hold it.
 """
@@ -52,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from .cost import INF, costs
+from .facts import facts
 from .model import Problem
 
 __all__ = ["Bounds", "lower_bound", "relative_gap"]
@@ -77,6 +88,9 @@ class Bounds:
     load_s: float = 0.0
     #: the minimal total memory behind `min_devices`
     memory_bytes: int = 0
+    #: earliest finish over each op's allowed devices, with every transfer a device
+    #: choice forces (pins, devices that cannot run an op, colocation)
+    arrival_path_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict, fields in declaration order."""
@@ -108,7 +122,7 @@ def lower_bound(problem: Problem) -> Bounds:
         return Bounds(0.0, 0.0, 0.0, 0 if n == 0 else 1, memory_bytes=0)
     c = costs(problem)
     comp = c.compute
-    allowed = _allowed(problem)
+    allowed = list(facts(problem).allowed)
     fastest = [0.0] * n
     wmin = [0.0] * n
     everywhere = tuple(range(m))
@@ -126,35 +140,60 @@ def lower_bound(problem: Problem) -> Bounds:
     work = math.fsum(fastest) / m
     constrained = _longest_path(problem, wmin, allowed)
     load = max(_load_bound(problem, allowed), work)
-    need, min_dev = _memory_bound(problem, fastest)
-    best = max(critical, work, constrained, load)
-    return Bounds(best, critical, work, min_dev, constrained, load, need)
+    need, min_dev = _memory_bound(problem)
+    arrival = _arrival_path(problem)
+    best = max(critical, work, constrained, load, arrival)
+    return Bounds(best, critical, work, min_dev, constrained, load, need, arrival)
 
 
-def _allowed(problem: Problem) -> list[tuple[int, ...]]:
-    """Per op, the devices a feasible plan may put it on (sorted)."""
-    comp = costs(problem).compute
-    m = len(problem.cluster.devices)
-    allowed: list[tuple[int, ...]] = []
-    everywhere = tuple(range(m))
-    pins = problem.pins
-    for i, row in enumerate(comp):
-        pin = pins.get(i)
-        if pin is not None:
-            allowed.append((pin,) if 0 <= pin < m and row[pin] < INF else ())
-        elif INF not in row:
-            allowed.append(everywhere)
-        else:
-            allowed.append(tuple(d for d in range(m) if row[d] < INF))
-    for group in problem.graph.colocations:
-        common = set(allowed[group[0]])
-        for i in group[1:]:
-            common.intersection_update(allowed[i])
-        if common:
-            shared = tuple(sorted(common))
-            for i in group:
-                allowed[i] = shared
-    return allowed
+def _arrival_path(problem: Problem) -> float:
+    """`arrival_path_s` (module docstring), vectorised over devices, one level at a time.
+
+    Ops are grouped by depth (longest edge count from a source); every edge into a level
+    comes from a lower one, so each level is one batch of numpy work. O(E·D²) arithmetic.
+    """
+    g = problem.graph
+    n, m = len(g.ops), len(problem.cluster.devices)
+    if n == 0:
+        return 0.0
+    c = costs(problem)
+    f = facts(problem)
+    comp = np.array(c.compute, dtype=float).reshape(n, m)
+    ok = np.zeros((n, m), dtype=bool)
+    for i, a in enumerate(f.allowed):
+        ok[i, list(a)] = True
+    lat = np.array(c.latency, dtype=float)
+    inv = np.where(np.isinf(lat), 0.0, np.array(c.inv_bandwidth, dtype=float))
+    src = np.fromiter((e.src for e in g.edges), dtype=np.int64, count=len(g.edges))
+    dst = np.fromiter((e.dst for e in g.edges), dtype=np.int64, count=len(g.edges))
+    nbytes = np.fromiter((e.bytes for e in g.edges), dtype=float, count=len(g.edges))
+    unit = np.array(f.unit_of, dtype=np.int64)
+    depth = [0] * n
+    pred = g.predecessors
+    for j in g.topological_order:
+        depth[j] = max((depth[g.edges[k].src] + 1 for k in pred[j]), default=0)
+    depth_arr = np.array(depth, dtype=np.int64)
+    edge_level = depth_arr[dst]
+    order = np.argsort(edge_level, kind="stable")
+    bounds_at = np.searchsorted(edge_level[order], np.arange(1, max(depth) + 2))
+    es = np.zeros((n, m))
+    ef = np.where(ok, comp, np.inf)  # level 0: sources start at 0
+    diag = np.eye(m, dtype=bool)
+    level_ops = np.argsort(depth_arr, kind="stable")
+    op_bounds = np.searchsorted(depth_arr[level_ops], np.arange(0, max(depth) + 2))
+    for level in range(1, max(depth) + 1):
+        ks = order[bounds_at[level - 1]:bounds_at[level]]
+        for chunk in range(0, len(ks), 4096):
+            k = ks[chunk:chunk + 4096]
+            t = lat[None] + nbytes[k, None, None] * inv[None]          # edge x a x d
+            t = np.where((unit[src[k]] == unit[dst[k]])[:, None, None] & ~diag, np.inf, t)
+            arrive = (ef[src[k]][:, :, None] + t).min(axis=1)             # edge x d
+            np.maximum.at(es, dst[k], arrive)
+        ops = level_ops[op_bounds[level]:op_bounds[level + 1]]
+        ef[ops] = np.where(ok[ops], es[ops] + comp[ops], np.inf)
+    best = np.where(ok, ef, np.inf).min(axis=1)
+    best = best[np.isfinite(best)]
+    return float(best.max()) if len(best) else 0.0
 
 
 def _longest_path(problem: Problem, weight: list[float],
@@ -330,21 +369,13 @@ def _game(payoff: np.ndarray) -> tuple[float, np.ndarray] | None:
     return None
 
 
-def _memory_bound(problem: Problem, fastest: list[float]) -> tuple[int, int]:
-    """(minimal total bytes, fewest devices whose caps could hold them)."""
-    ops = problem.graph.ops
-    if problem.memory_model == "liveness":
-        # an op that may take no time may hold its output and temp for no time at all
-        need = sum(op.params_bytes for op in ops) + max(
-            (op.output_bytes + op.temp_bytes for op, f in zip(ops, fastest) if f > 0),
-            default=0)
-    else:
-        need = sum(op.params_bytes + op.output_bytes for op in ops) + max(
-            (op.temp_bytes for op in ops), default=0)
+def _memory_bound(problem: Problem) -> tuple[int, int]:
+    """(least total bytes under the memory model, fewest devices whose caps could hold them)."""
+    need = facts(problem).least_total_bytes
     caps = sorted((d.memory_bytes for d in problem.cluster.devices), reverse=True)
     held = 0
     for k, cap in enumerate(caps, 1):
         held += cap
         if held >= need:
-            return need, k if ops else 0
+            return need, k if problem.graph.ops else 0
     return need, len(caps) + 1

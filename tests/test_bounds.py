@@ -99,10 +99,25 @@ def test_forced_transfer_lengthens_the_path() -> None:
     assert b.makespan_s == pytest.approx(4 * MS)
 
 
+def test_an_input_pinned_behind_a_slow_link_delays_what_follows() -> None:
+    # `in` (1 ms, 100 MB) is pinned to d0, a CPU 100x slower than the GPUs d1, d2; every
+    # link is 1 GB/s, so 100 MB take 100 ms. `a` (10 ms on a GPU) runs on d0 in 1 + 1000 ms
+    # or on a GPU in 1 + 100 + 10 = 111 ms. On main the bound was the 11 ms critical path.
+    b = lower_bound(load("op in { time 1 ms output 100 MB }\nop a { time 10 ms time[cpu] "
+                         "1000 ms }\nin -> a", "pin in to d0",
+                         devices="device d0 { kind cpu memory 1 GB }\n"
+                                 "device d[1..2] { memory 1 GB }"))
+    assert b.critical_path_s == pytest.approx(11 * MS)
+    assert b.arrival_path_s == pytest.approx(111 * MS)
+    assert b.makespan_s == pytest.approx(111 * MS)
+
+
 @pytest.mark.parametrize(("n_ops", "memory", "need_mb", "devices"), [
     (3, "static", 10, 3),     # outputs 3 x 3 MB + the largest temp 1 MB; 4 + 4 < 10 <= 12
     (4, "static", 13, 4),     # 13 MB > 12 MB of caps: one more device than the cluster has
-    (3, "liveness", 4, 1),    # no params; one op's output + temp, 4 MB, fits one device
+    # no params; three sinks whose 3 MB outputs are never freed (no consumer): 9 MB, and
+    # 4 + 4 < 9 <= 12 (on main: 4 MB, one op's output + temp, blind to what sinks keep)
+    (3, "liveness", 9, 3),
 ])
 def test_memory_bound(n_ops: int, memory: str, need_mb: int, devices: int) -> None:
     ops = "\n".join(f"op o{i} {{ time 1 ms output 3 MB temp 1 MB }}" for i in range(n_ops))
@@ -120,7 +135,8 @@ def test_empty_graph() -> None:
 def test_to_json_is_plain_and_ordered() -> None:
     b = lower_bound(load("op a { time 1 ms }"))
     assert list(b.to_json()) == ["makespan_s", "critical_path_s", "work_s", "min_devices",
-                                 "constrained_path_s", "load_s", "memory_bytes"]
+                                 "constrained_path_s", "load_s", "memory_bytes",
+                                 "arrival_path_s"]
 
 
 # -- properties -----------------------------------------------------------------------
@@ -175,7 +191,9 @@ def test_property_every_respecting_plan_is_above_every_bound(
     r = simulate(p, Plan(placement))
     assert r.feasible
     b = lower_bound(p)
-    assert b.makespan_s == max(b.critical_path_s, b.work_s, b.constrained_path_s, b.load_s)
+    assert b.makespan_s == max(b.critical_path_s, b.work_s, b.constrained_path_s, b.load_s,
+                               b.arrival_path_s)
+    assert b.arrival_path_s >= b.constrained_path_s * (1 - 1e-12)
     assert b.constrained_path_s >= b.critical_path_s * (1 - 1e-12)
     assert b.load_s >= b.work_s * (1 - 1e-12)
     assert r.makespan_s >= b.makespan_s * (1 - 1e-9)

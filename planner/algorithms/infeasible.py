@@ -1,13 +1,8 @@
 """Why no plan fits: the one diagnosis every algorithm raises with `InfeasibleError`.
 
-`diagnose(problem)` returns the proofs that *no* placement fits under static accounting
-(each a Diagnostic with names and figures):
-
-- E701: the devices' total capacity is below the least total static memory of any
-  placement (every op's params and output, plus the largest temp once);
-- E702: an op, or a colocation group (placed as one unit), needs more than the largest
-  device it may run on;
-- E703: the ops pinned to a device need more than that device holds.
+`diagnose(problem)` returns the proofs of `planner.facts` (E301-E305: memory that cannot
+fit under the plan's memory model, units with no device, edges no link carries): the same
+proofs, with the same codes, that `planner check` reports.
 
 `stuck_error` is raised by a heuristic that ran out of room: it returns the proofs when there
 are any, else an E704 saying which op found no device, with the same figures as hints and
@@ -19,114 +14,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import Diagnostic, InfeasibleError
+from ..facts import facts, proofs, unit_name
 from ..model import Problem
 from ..units import format_bytes
 
-
-def _units(problem: Problem) -> list[tuple[tuple[int, ...], int]]:
-    """Placement units (colocation groups and lone ops) with their static bytes."""
-    g = problem.graph
-    ops = g.ops
-    out: list[tuple[tuple[int, ...], int]] = []
-    for members in g.colocations:
-        po = sum(ops[i].params_bytes + ops[i].output_bytes for i in members)
-        out.append((members, po + max(ops[i].temp_bytes for i in members)))
-    group_of = g.colocation_of
-    for i, op in enumerate(ops):
-        if group_of[i] < 0:
-            out.append(((i,), op.params_bytes + op.output_bytes + op.temp_bytes))
-    return out
+__all__ = ["diagnose", "memory_figures", "stuck_error", "unit_name"]
 
 
-def unit_name(problem: Problem, members: Sequence[int]) -> str:
-    """`op `x`` or `the colocation group of `x`, `y` and 3 more``."""
-    names = [f"`{problem.graph.ops[i].name}`" for i in members]
-    if len(names) == 1:
-        return f"op {names[0]}"
-    if len(names) <= 3:
-        shown = ", ".join(names[:-1]) + f" and {names[-1]}"
-    else:
-        shown = f"{names[0]}, {names[1]} and {len(names) - 2} more"
-    return f"the colocation group of {shown} ({len(names)} ops)"
-
-
-def _pins(problem: Problem) -> dict[int, int]:
-    """Op -> pinned device, with a pin on one group member pinning the whole group."""
-    pins = dict(problem.pins)
-    for members in problem.graph.colocations:
-        pinned = sorted({pins[i] for i in members if i in pins})
-        if pinned:
-            for i in members:
-                pins[i] = pinned[0]
-    return pins
-
-
-def facts(problem: Problem) -> tuple[str, ...]:
+def memory_figures(problem: Problem) -> tuple[str, ...]:
     """Two figures that explain most memory trouble: totals, and largest unit vs device."""
-    ops = problem.graph.ops
+    f = facts(problem)
     devs = problem.cluster.devices
-    total = sum(o.params_bytes + o.output_bytes for o in ops) + max(
-        (o.temp_bytes for o in ops), default=0)
     cap = sum(d.memory_bytes for d in devs)
-    members, size = max(_units(problem), key=lambda u: (u[1], -u[0][0]), default=((), 0))
-    big = max(range(len(devs)), key=lambda d: (devs[d].memory_bytes, -d))
-    out = [f"total static memory {format_bytes(total)} vs total capacity "
-           + f"{format_bytes(cap)} of {len(devs)} device(s)"]
-    if members:
-        out.append(f"largest unit: {unit_name(problem, members)} needs {format_bytes(size)}; "
-                   f"largest device `{devs[big].name}` holds {format_bytes(devs[big].memory_bytes)}")
+    out = [f"least total memory {format_bytes(f.least_total_bytes)} "
+           f"({problem.memory_model}) vs total capacity {format_bytes(cap)} of "
+           f"{len(devs)} device(s)"]
+    if f.units and devs:
+        u = max(range(len(f.units)), key=lambda k: (f.unit_bytes[k], -f.units[k][0]))
+        big = max(range(len(devs)), key=lambda d: (devs[d].memory_bytes, -d))
+        out.append(f"largest unit: {unit_name(problem, f.units[u])} needs at least "
+                   f"{format_bytes(f.unit_bytes[u])}; largest device `{devs[big].name}` "
+                   f"holds {format_bytes(devs[big].memory_bytes)}")
     return tuple(out)
 
 
 def diagnose(problem: Problem) -> list[Diagnostic]:
-    """Proofs that no placement fits the memory caps and pins (empty when none is found)."""
-    ops = problem.graph.ops
-    devs = problem.cluster.devices
-    out: list[Diagnostic] = []
-    total = sum(o.params_bytes + o.output_bytes for o in ops) + max(
-        (o.temp_bytes for o in ops), default=0)
-    cap = sum(d.memory_bytes for d in devs)
-    if total > cap:
-        out.append(Diagnostic(
-            "E701",
-            f"the ops need at least {format_bytes(total)} of static memory but the "
-            f"{len(devs)} device(s) hold {format_bytes(cap)} together "
-            f"(short by {format_bytes(total - cap)})",
-            None,
-            ("every op's params and output count once, plus the largest temp",
-             "add devices or memory, or shrink the ops"),
-        ))
-    pins = _pins(problem)
-    big = max(range(len(devs)), key=lambda d: (devs[d].memory_bytes, -d))
-    too_big = [(size, members) for members, size in _units(problem)
-               if members[0] not in pins and size > devs[big].memory_bytes]
-    if too_big:
-        size, members = max(too_big, key=lambda t: (t[0], -t[1][0]))
-        more = f" ({len(too_big) - 1} other unit(s) too)" if len(too_big) > 1 else ""
-        out.append(Diagnostic(
-            "E702",
-            f"{unit_name(problem, members)} needs {format_bytes(size)} but the largest device "
-            f"`{devs[big].name}` holds {format_bytes(devs[big].memory_bytes)}{more}",
-            None,
-            ("colocated ops are placed as one unit on one device",) if len(members) > 1 else (),
-        ))
-    per_dev: dict[int, list[int]] = {}
-    for i, d in sorted(pins.items()):
-        per_dev.setdefault(d, []).append(i)
-    for d, pinned_ops in sorted(per_dev.items()):
-        need = sum(ops[i].params_bytes + ops[i].output_bytes for i in pinned_ops) + max(
-            ops[i].temp_bytes for i in pinned_ops)
-        if need > devs[d].memory_bytes:
-            names = ", ".join(f"`{ops[i].name}`" for i in pinned_ops[:3])
-            more = f" and {len(pinned_ops) - 3} more" if len(pinned_ops) > 3 else ""
-            out.append(Diagnostic(
-                "E703",
-                f"the {len(pinned_ops)} op(s) pinned to `{devs[d].name}` ({names}{more}) need "
-                f"{format_bytes(need)} but it holds {format_bytes(devs[d].memory_bytes)}",
-                None,
-                ("a pin on one op of a colocation group pins the whole group",),
-            ))
-    return out
+    """Proofs that no placement is valid (`planner.facts.proofs`; empty when none)."""
+    return [p.diagnostic() for p in proofs(problem)]
 
 
 def stuck_error(problem: Problem, algorithm: str, op: int,
@@ -158,7 +72,7 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
                    "group and the devices that can run it leave none")
     return InfeasibleError(Diagnostic(
         "E704", message, None,
-        (*facts(problem),
+        (*memory_figures(problem),
          ("it also retried with tighter memory budgets and m-TOPO's placement; the instance "
           "may still be feasible: try --algo single or an exact solver (--algo ilp)")
          if retried else

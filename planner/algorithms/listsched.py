@@ -56,8 +56,10 @@ from typing import Any
 
 from ..cost import INF, StaticMemoryTracker, costs
 from ..errors import InfeasibleError
+from ..facts import facts
 from ..model import Problem
 from ..plan import Plan
+from ..simulate import simulate
 from .base import Solution, Status
 from .infeasible import stuck_error
 
@@ -66,8 +68,7 @@ class Instance:
     """A problem as dense lists, precomputed once for the list schedulers.
 
     `pred[i]` / `succ[i]` list `(other op, bytes)` per edge; `allowed[i]` the devices op `i`
-    may run on (finite compute time, its pin or its group's pin, and for a colocation group
-    the devices every member can run on); `pin[i]` its device or -1; `local[i]` per input
+    may run on and `pin[i]` its device or -1 (both `planner.facts`'); `local[i]` per input
     edge whether both ends are forced onto one device (same group or same pin), so the edge
     never costs communication; `floating[i]` whether op `i` floats in its colocation group
     (`floating_members`).
@@ -99,30 +100,10 @@ class Instance:
         self.po: list[int] = [o.params_bytes + o.output_bytes for o in ops]
         self.temp: list[int] = [o.temp_bytes for o in ops]
 
-        pin = [-1] * n
-        for i, d in problem.pins.items():
-            pin[i] = d
-        for members in self.groups:
-            pinned = sorted({pin[i] for i in members if pin[i] >= 0})
-            if pinned:  # lowering rejects groups pinned apart; take the smallest otherwise
-                for i in members:
-                    pin[i] = pinned[0]
+        f = facts(problem)
+        pin = list(f.pin)
         self.pin = pin
-        allowed: list[tuple[int, ...]] = []
-        for i in range(n):
-            row = self.compute[i]
-            if pin[i] >= 0:
-                allowed.append((pin[i],) if row[pin[i]] < INF else ())
-            else:
-                allowed.append(tuple(d for d in range(m) if row[d] < INF))
-        for members in self.groups:
-            common = set(allowed[members[0]])
-            for i in members[1:]:
-                common.intersection_update(allowed[i])
-            shared = tuple(sorted(common))
-            for i in members:
-                allowed[i] = shared
-        self.allowed = allowed
+        self.allowed: list[tuple[int, ...]] = list(f.allowed)
 
         self.mean_compute: list[float] = []
         for row in self.compute:
@@ -252,10 +233,12 @@ class Placer:
     """
 
     def __init__(self, inst: Instance, budget: Sequence[int] | None = None,
-                 placement: Sequence[int] | None = None) -> None:
+                 placement: Sequence[int] | None = None, *, unbounded: bool = False) -> None:
         self.inst = inst
         self.budget = budget
         self.placement = placement
+        #: memory is not checked here (`liveness_pass` checks the whole plan by simulation)
+        self.unbounded = unbounded
         #: per op: fits under its budget on no device, so it may use the whole memory
         self.spilled = [False] * inst.n
         self.tracker = StaticMemoryTracker(inst.problem.graph, inst.m)
@@ -305,6 +288,8 @@ class Placer:
     def fits(self, i: int, d: int, caps: Sequence[int] | None = None) -> bool:
         """Whether op `i` fits on device `d` (within `caps`; by default the devices' memory,
         or the budget when op `i`'s device is still a choice)."""
+        if self.unbounded:
+            return True
         if caps is None:
             caps = self.inst.caps
             if self.budget is not None and not self.spilled[i] and not self.forced(i):
@@ -347,8 +332,17 @@ def etf_schedule(
 ) -> tuple[list[int], list[float]]:
     """Earliest Task First: repeatedly commit the (ready op, device) pair that starts first.
 
-    A pair's start is `max(device free, inputs arrived)`. Ties: smaller `prank` (higher
-    priority), then earlier finish, then smaller device index. A pair whose op does not fit
+    A pair's start is `max(device free, inputs arrived)`; pairs are compared by start plus
+    the op's *slowdown* on that device (its time there minus its time on its fastest
+    allowed device). Ties: smaller `prank` (higher priority), then earlier finish, then
+    smaller device index. Why the slowdown: ETF (and Baechi's m-ETF and m-SCT) were defined
+    for identical devices, where it is 0 and this is exactly their earliest-start rule. On
+    devices of different speeds, earliest start alone commits an op to whichever device is
+    idle, however slow: the README's `tiny.plan` put every op on a CPU 20x slower than the
+    GPUs (33.0 ms against 2.887 ms). For one op, start + slowdown orders its devices by
+    finish time (earliest finish, as HEFT); across ops it is the start the op would have on
+    its fastest device, so an op is never preferred for being slow. With `fixed` the device
+    is given and the slowdown is not used. A pair whose op does not fit
     in memory (checked only when the pair is chosen) is dropped for good: static memory only
     grows, so it never fits later. With `fixed`, each op's device is given (no memory check):
     this orders a placement made by another algorithm (dynamic dispatch).
@@ -387,8 +381,12 @@ def etf_schedule(
     missing = [len(p) for p in pred]
     forb = [0] * n  # bitmask of devices where the op does not fit
     arr_of: list[list[float] | None] = [None] * n
-    arrived: list[list[tuple[int, int]]] = [[] for _ in range(m)]
-    pending: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
+    # per device: ready ops whose inputs are there by the time it is free, by (slowdown,
+    # priority); and ops whose inputs arrive later, by (arrival + slowdown, priority, op,
+    # arrival); the slowdown is 0 with `fixed` and on identical devices (module docstring)
+    arrived: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
+    pending: list[list[tuple[float, int, int, float]]] = [[] for _ in range(m)]
+    fastest = facts(inst.problem).fastest
     sct = favourite is not None
     urgent_h: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
     reserved = [-1] * m
@@ -400,7 +398,7 @@ def etf_schedule(
         g = group_of[i]
         return g < 0 or group_dev[g] < 0 or group_dev[g] == d
 
-    cand: list[tuple[float, int, float, int, int] | None] = [None] * m
+    cand: list[tuple[float, int, float, int, int, float] | None] = [None] * m
     dirty = [True] * m
     res_active = [False] * m
 
@@ -431,10 +429,11 @@ def etf_schedule(
             a[d] = t
             if t > urgent:  # noqa: PLR1730
                 urgent = t
+            slow = 0.0 if fixed is not None else comp[i][d] - fastest[i]
             if t <= avail[d]:
-                heappush(arrived[d], (pr, i))
+                heappush(arrived[d], (slow, pr, i))
             else:
-                heappush(pending[d], (t, pr, i))
+                heappush(pending[d], (t + slow, pr, i, t))
             dirty[d] = True
         arr_of[i] = a
         if sct:
@@ -444,26 +443,25 @@ def etf_schedule(
                 if reserved[d] == i:  # its reservation may become active
                     dirty[d] = True
 
-    def candidate(d: int) -> tuple[float, int, float, int, int] | None:
-        """Device `d`'s best pair: (start, priority, finish, d, op), or None."""
+    def candidate(d: int) -> tuple[float, int, float, int, int, float] | None:
+        """Device `d`'s best pair: (start + slowdown, priority, finish, d, op, start), or
+        None."""
         av = avail[d]
         pend = pending[d]
         arrh = arrived[d]
-        while pend and pend[0][0] <= av:
-            _, pr, i = heappop(pend)
-            heappush(arrh, (pr, i))
-        while arrh and not valid(arrh[0][1], d):
+        while pend and pend[0][3] <= av:
+            key, pr, i, t = heappop(pend)
+            heappush(arrh, (key - t, pr, i))
+        while arrh and not valid(arrh[0][2], d):
             heappop(arrh)
+        while pend and not valid(pend[0][2], d):
+            heappop(pend)
+        i = -1
         if arrh:
-            pr, i = arrh[0]
-            est = av
-        else:
-            while pend and not valid(pend[0][2], d):
-                heappop(pend)
-            if not pend:
-                i = -1
-            else:
-                est, pr, i = pend[0]
+            slow, pr, i = arrh[0]
+            key, est = av + slow, av
+        if pend and (i < 0 or (pend[0][0], pend[0][1]) < (key, pr)):
+            key, pr, i, est = pend[0]  # a faster device's op beats the arrived ones
         f = reserved[d]
         res_active[d] = False
         if f >= 0:
@@ -472,19 +470,22 @@ def etf_schedule(
                 reserved[d] = -1  # f is placed, or can never come here: void for good
             elif af is not None:  # f is ready: is d among its earliest devices?
                 est_f = max(av, af[d])
-                if all(est_f <= max(avail[e], af[e]) for e in range(m)
-                       if e != d and af[e] < INF and valid(f, e)):
+                key_f = est_f + comp[f][d] - fastest[f]
+                if all(key_f <= max(avail[e], af[e]) + comp[f][e] - fastest[f]
+                       for e in range(m) if e != d and af[e] < INF and valid(f, e)):
                     res_active[d] = True
                     uh = urgent_h[d]
                     while uh and not valid(uh[0][2], d):
                         heappop(uh)
-                    if uh and max(av, uh[0][0]) <= est_f:
-                        est, pr, i = max(av, uh[0][0]), uh[0][1], uh[0][2]
+                    u = uh[0][2] if uh else -1
+                    if u >= 0 and max(av, uh[0][0]) + comp[u][d] - fastest[u] <= key_f:
+                        est, pr, i = max(av, uh[0][0]), uh[0][1], u
+                        key = est + comp[u][d] - fastest[u]
                     else:
-                        est, pr, i = est_f, prank[f], f
+                        key, est, pr, i = key_f, est_f, prank[f], f
         if i < 0:
             return None
-        return (est, pr, est + comp[i][d], d, i)
+        return (key, pr, est + comp[i][d], d, i, est)
 
     def settle(i: int) -> None:
         """All of op `i`'s inputs are done: make it ready, or let it float."""
@@ -522,7 +523,7 @@ def etf_schedule(
 
     placed = 0
     while placed < n:
-        best: tuple[float, int, float, int, int] | None = None
+        best: tuple[float, int, float, int, int, float] | None = None
         for d in range(m):
             c = cand[d]
             # a cached pair stays best for its device until the device commits, gets a new
@@ -538,7 +539,7 @@ def etf_schedule(
                 if dev_of[i] < 0 and arr_of[i] is not None:
                     raise Stuck(i)
             raise Stuck(next(i for i in range(n) if dev_of[i] < 0))  # pragma: no cover
-        est, _, fin, d, i = best
+        _, _, fin, d, i, est = best
         if fixed is None and not placer.fits(i, d):
             forb[i] |= 1 << d
             if placer.budget is not None and not placer.spilled[i] and not placer.forced(i) \
@@ -794,7 +795,9 @@ def memory_passes(
     then dead-ends (`Stuck`) although a plan exists. So:
 
     1. the first pass uses the devices' memory (no budget): when it succeeds, nothing
-       changes;
+       changes; under `memory liveness`, a dead end is then retried once without memory
+       checks, and that plan is kept when the simulator finds its liveness peaks within
+       the caps (`liveness_pass`): static accounting is only an upper bound there;
     2. after a dead end, one pass per rung of `budget_ladder`, tightest last: the ops whose
        device is still a choice are held to the budget (`Placer.budget`), and the memory
        held back serves the forced ops and the copies they receive;
@@ -815,6 +818,11 @@ def memory_passes(
         stuck = s.op  # the first pass's dead end explains an infeasibility best
     else:
         return placement, start, "feasible", {}
+    if inst.problem.memory_model == "liveness":
+        found = liveness_pass(inst, attempt)
+        if found is not None:
+            return (*found, "feasible", {"memory_passes": 2,
+                                         "memory_check": "liveness peak, by simulation"})
     ladder = budget_ladder(inst)
     for k, budget in enumerate(ladder):
         try:
@@ -834,6 +842,56 @@ def memory_passes(
     reason = (f"{shown} ran out of memory under every budget; this is m-TOPO's placement, "
               f"ordered by {shown}")
     return placement, start, "fallback", {"memory_passes": len(ladder) + 2, "reason": reason}
+
+
+def liveness_pass(
+    inst: Instance, attempt: Callable[[Placer], tuple[list[int], list[float]]],
+) -> tuple[list[int], list[float]] | None:
+    """A plan for `memory liveness` that static accounting rejected, checked by simulation.
+
+    Static memory bounds the liveness peak from above, so the schedulers' static check can
+    dead-end where a plan fits (five 1 GiB ops in a chain on a 3 GiB device peak at 2 GiB).
+    The scheduler runs once without memory checks; its plan is simulated with its own
+    order, then with the simulator's dynamic dispatch, and the first whose every liveness
+    peak is within the caps is returned (placement, start times), else None.
+    """
+    try:
+        placement, start = attempt(Placer(inst, unbounded=True))
+    except Stuck:
+        return None
+    ordered = solution(inst, placement, start, "").plan
+    for plan in (ordered, Plan(ordered.placement)):
+        sim = simulate(inst.problem, plan)
+        if sim.feasible:
+            return placement, list(sim.start_s)
+    return None
+
+
+def fill_and_order(
+    inst: Instance, algorithm: str, fill: Callable[[Placer], None],
+) -> tuple[list[int], list[float], dict[str, Any]]:
+    """Run a placement rule (`fill` places every op through the placer it is given, or
+    raises `Stuck`), then order the placement by dynamic dispatch (`schedule_fixed`).
+
+    For the rules that place first and order after (m-TOPO and the baselines). Under
+    `memory liveness` a dead end is retried by `liveness_pass`. Returns (placement, start
+    times, info); raises `explain_stuck`'s error for the first dead end.
+    """
+    def attempt(placer: Placer) -> tuple[list[int], list[float]]:
+        fill(placer)
+        placement = list(placer.device_of)
+        return placement, schedule_fixed(inst, placement)[1]
+
+    placer = Placer(inst)
+    try:
+        placement, start = attempt(placer)
+    except Stuck as s:
+        found = liveness_pass(inst, attempt) if inst.problem.memory_model == "liveness" \
+            else None
+        if found is None:
+            raise explain_stuck(placer, algorithm, s.op) from None
+        return (*found, {"memory_check": "liveness peak, by simulation"})
+    return placement, start, {}
 
 
 def explain_stuck(placer: Placer, algorithm: str, op: int, *,

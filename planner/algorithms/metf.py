@@ -6,7 +6,9 @@ variant m-ETF is Baechi's (Jeon et al., "Baechi: fast device placement of machin
 graphs", ACM SoCC 2020).
 
 Event-driven: repeatedly commit the (ready op, device) pair with the earliest possible start
-time, `max(device free, inputs arrived)`, among the devices where the op fits in memory;
+time, `max(device free, inputs arrived)`, among the devices where the op fits in memory
+(on devices of different speeds: start plus the op's slowdown on the device, i.e. earliest
+finish per op; the same rule on identical devices, see `listsched.etf_schedule`);
 ties by topological position (Baechi's rule; the topological order is Kahn's with the
 smallest op index first), then earlier finish, then smaller device index. See
 `listsched.etf_schedule` for the shared rules (communication estimated with contention

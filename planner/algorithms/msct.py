@@ -17,7 +17,8 @@ machine learning graphs", ACM SoCC 2020).
    favourite child and the consumer no favourite parent yet (at most one of each).
 3. m-ETF (`listsched.etf_schedule`) with the SCT rule: a device that has just run op `i` is
    reserved for `i`'s favourite child `f` once all of `f`'s inputs are placed and the device
-   is among those where `f` can start earliest; meanwhile it may run only an urgent op (one
+   is among those where `f` can start earliest (start plus `f`'s slowdown there, on devices
+   of different speeds: `listsched.etf_schedule`); meanwhile it may run only an urgent op (one
    whose inputs have arrived on every device it may run on: its communication delays can no
    longer be saved), otherwise it waits for `f`. Ties by upward rank (then topological
    position): with favourites, topological ties (m-ETF's rule) were no better on average

@@ -24,16 +24,7 @@ from __future__ import annotations
 
 from ..model import Problem
 from .base import AlgorithmInfo, Options, Solution
-from .listsched import (
-    Instance,
-    Placer,
-    Stuck,
-    explain_stuck,
-    schedule_fixed,
-    solution,
-    topo_budgets,
-    topo_fill,
-)
+from .listsched import Instance, fill_and_order, solution, topo_budgets, topo_fill
 
 #: m-TOPO's per-device budget (the walk itself is `listsched.topo_fill`, which the other
 #: memory-aware list schedulers fall back to when they dead-end)
@@ -43,14 +34,8 @@ budgets = topo_budgets
 def place(problem: Problem, options: Options) -> Solution:
     """Place `problem`'s ops with m-TOPO and order them; raises `InfeasibleError` if stuck."""
     inst = Instance(problem)
-    placer = Placer(inst)
-    try:
-        topo_fill(inst, placer)
-    except Stuck as s:
-        raise explain_stuck(placer, "mtopo", s.op) from None
-    placement = list(placer.device_of)
-    _, start = schedule_fixed(inst, placement)
-    return solution(inst, placement, start, "mtopo", budget_bytes=tuple(budgets(inst)))
+    placement, start, info = fill_and_order(inst, "mtopo", lambda placer: topo_fill(inst, placer))
+    return solution(inst, placement, start, "mtopo", budget_bytes=tuple(budgets(inst)), **info)
 
 
 INFO = AlgorithmInfo(

@@ -73,21 +73,29 @@ def read_source(path: Path, shown: str, at: Span | None = None) -> str:
             ("spec files are UTF-8 text",))) from None
 
 
-def load_modules(path: str | os.PathLike[str]) -> tuple[list[ast.Module], dict[str, str]]:
-    """Parse `path` and everything it imports, depth first, each file once."""
-    sources: dict[str, str] = {}
-    modules: list[ast.Module] = []
-    seen: set[Path] = set()
-    sink = DiagnosticSink()
+class _Reader:
+    """Parses a file and, depth first, everything it imports, each file once.
 
-    def visit(p: Path, stack: tuple[Path, ...], at: Span | None) -> None:
+    A class rather than a recursive closure: a closure that calls itself is a reference
+    cycle (function -> cell -> function) that kept every parsed syntax tree alive until a
+    full garbage collection, about 4M objects at 100k ops.
+    """
+
+    def __init__(self) -> None:
+        self.sources: dict[str, str] = {}
+        self.modules: list[ast.Module] = []
+        self.seen: set[Path] = set()
+        self.sink = DiagnosticSink()
+
+    def visit(self, p: Path, stack: tuple[Path, ...], at: Span | None) -> None:
         shown = display_path(p)
+        sink = self.sink
         try:
             text = read_source(p, shown, at)
         except SpecError as err:
             sink.items.extend(err.diagnostics)
             return
-        sources[shown] = text
+        self.sources[shown] = text
         try:
             module = parse(text, shown)
         except SpecError as err:
@@ -106,26 +114,31 @@ def load_modules(path: str | os.PathLike[str]) -> tuple[list[ast.Module], dict[s
                 sink.error("E005", f"import cycle: {chain}", item.path.span,
                            "remove one of these imports")
                 continue
-            if target not in seen:
-                seen.add(target)
-                visit(target, (*stack, target), item.path.span)
-        modules.append(module)
+            if target not in self.seen:
+                self.seen.add(target)
+                self.visit(target, (*stack, target), item.path.span)
+        self.modules.append(module)
 
+
+def load_modules(path: str | os.PathLike[str]) -> tuple[list[ast.Module], dict[str, str]]:
+    """Parse `path` and everything it imports, depth first, each file once."""
+    reader = _Reader()
     try:
         root = Path(path).resolve()
     except (OSError, ValueError):
         raise SpecError(Diagnostic("E003", f"cannot read {str(path)!r}: invalid path",
                                    Span.start_of(str(path)))) from None
-    seen.add(root)
+    reader.seen.add(root)
     if Path(path).is_dir():
         shown = display_path(root)
-        sink.error("E002", f"{shown} is a directory, not a spec file", Span.start_of(shown),
-                   "`planner check` accepts folders; other commands want a file")
+        reader.sink.error("E002", f"{shown} is a directory, not a spec file",
+                          Span.start_of(shown),
+                          "`planner check` accepts folders; other commands want a file")
     else:
-        visit(root, (root,), None)
-    if sink.has_errors:
-        raise SpecError(sink.items)
-    return modules, sources
+        reader.visit(root, (root,), None)
+    if reader.sink.has_errors:
+        raise SpecError(reader.sink.items)
+    return reader.modules, reader.sources
 
 
 def load_path(path: str | os.PathLike[str]) -> Loaded:

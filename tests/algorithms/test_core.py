@@ -39,7 +39,7 @@ def test_a_pinned_favourite_child_stays_on_its_pin(algorithm: str) -> None:
     check_plan(_triangle(2), plan)
     with pytest.raises(InfeasibleError) as err:  # the pin cannot hold it
         run(algorithm, _triangle(1))
-    assert [d.code for d in err.value.diagnostics] == ["E703"]
+    assert [d.code for d in err.value.diagnostics] == ["E302"]
 
 
 def test_lp_favourites_respect_the_one_child_one_parent_rule() -> None:

@@ -16,7 +16,7 @@ from planner.errors import InfeasibleError
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
 
 MIB = 1024**2
-PROOFS = {"E701", "E702", "E703"}
+PROOFS = {"E301", "E302", "E303", "E304", "E305"}
 #: the memory-aware list schedulers: they find a plan whenever m-TOPO does
 LIST_SCHEDULERS = ("msct", "metf", "heft", "cpop")
 

@@ -61,8 +61,8 @@ def test_op_too_big_for_largest_device_prints_both_figures(tmp_path: Path) -> No
     (tmp_path / "big.plan").write_text(GOOD.replace("output 1 MiB", "output 2 GiB"))
     code, _, err = invoke(["check", "big.plan"], tmp_path)
     assert code == 1
-    assert "error[E301]: op `a` needs 2.00 GiB (2147483648 B)" in err
-    assert "`gpu0`, has 1.00 GiB (1073741824 B)" in err
+    assert "error[E301]: op `a` needs at least 2.00 GiB (2147483648 B)" in err
+    assert "`gpu0`, holds 1.00 GiB (1073741824 B)" in err
     assert "big.plan:3:14" in err  # the op's declaration
 
 

@@ -97,5 +97,5 @@ def test_conflicting_pins_in_a_colocation_group_are_infeasible() -> None:
     bad = Problem("bad", graph, problem.cluster, "static", "none", {0: 0, 1: 2})
     with pytest.raises(InfeasibleError) as err:
         Instance(bad)
-    assert err.value.diagnostics[0].code == "E810"
+    assert err.value.diagnostics[0].code == "E304"
     assert "pinned to several devices" in err.value.diagnostics[0].message

@@ -14,24 +14,25 @@ import random
 
 from ...model import Problem
 from ..base import AlgorithmInfo, Options, Solution
-from ..listsched import Instance, Placer, explain_stuck, schedule_fixed, solution
+from ..listsched import Instance, Placer, Stuck, fill_and_order, solution
 
 
 def place(problem: Problem, options: Options) -> Solution:
     """Place each op on a random device with room (seeded by `options.seed`)."""
     inst = Instance(problem)
-    placer = Placer(inst)
-    rng = random.Random(options.seed)
-    for i in inst.topo:
-        devices = list(placer.allowed(i))
-        rng.shuffle(devices)
-        d = next((d for d in devices if placer.fits(i, d)), -1)
-        if d < 0:
-            raise explain_stuck(placer, "random", i)
-        placer.commit(i, d)
-    placement = list(placer.device_of)
-    _, start = schedule_fixed(inst, placement)
-    return solution(inst, placement, start, "random", seed=options.seed)
+
+    def draw(placer: Placer) -> None:
+        rng = random.Random(options.seed)  # per attempt: a retry draws the same sequence
+        for i in inst.topo:
+            devices = list(placer.allowed(i))
+            rng.shuffle(devices)
+            d = next((d for d in devices if placer.fits(i, d)), -1)
+            if d < 0:
+                raise Stuck(i)
+            placer.commit(i, d)
+
+    placement, start, info = fill_and_order(inst, "random", draw)
+    return solution(inst, placement, start, "random", seed=options.seed, **info)
 
 
 INFO = AlgorithmInfo(

@@ -12,26 +12,27 @@ from __future__ import annotations
 
 from ...model import Problem
 from ..base import AlgorithmInfo, Options, Solution
-from ..listsched import Instance, Placer, explain_stuck, schedule_fixed, solution
+from ..listsched import Instance, Placer, Stuck, fill_and_order, solution
 
 
 def place(problem: Problem, options: Options) -> Solution:
     """Deal the ops to the devices in turn, skipping devices without room."""
     inst = Instance(problem)
-    placer = Placer(inst)
-    turn = 0
-    for i in inst.topo:
-        allowed = placer.allowed(i)
-        ring = sorted(allowed, key=lambda d: (d - turn) % inst.m)
-        d = next((d for d in ring if placer.fits(i, d)), -1)
-        if d < 0:
-            raise explain_stuck(placer, "roundrobin", i)
-        placer.commit(i, d)
-        if len(allowed) > 1:
-            turn = (d + 1) % inst.m
-    placement = list(placer.device_of)
-    _, start = schedule_fixed(inst, placement)
-    return solution(inst, placement, start, "roundrobin")
+
+    def deal(placer: Placer) -> None:
+        turn = 0
+        for i in inst.topo:
+            allowed = placer.allowed(i)
+            ring = sorted(allowed, key=lambda d: (d - turn) % inst.m)
+            d = next((d for d in ring if placer.fits(i, d)), -1)
+            if d < 0:
+                raise Stuck(i)
+            placer.commit(i, d)
+            if len(allowed) > 1:
+                turn = (d + 1) % inst.m
+
+    placement, start, info = fill_and_order(inst, "roundrobin", deal)
+    return solution(inst, placement, start, "roundrobin", **info)
 
 
 INFO = AlgorithmInfo(

@@ -2,8 +2,9 @@
 
 A baseline, not from a paper. Devices are tried by total compute time of the ops on them
 (smaller first, ties by smaller index); pinned ops (and their colocation groups) stay on
-their pins. The first device whose placement fits every device's memory (static accounting,
-an upper bound of the liveness peak) wins; the order is dynamic dispatch
+their pins. The first device whose placement fits every device's memory wins (static
+accounting, an upper bound of the liveness peak; under `memory liveness` a placement it
+rejects is simulated, and kept when its liveness peaks fit); the order is dynamic dispatch
 (`listsched.schedule_fixed`). If none fits, `InfeasibleError` names the shortfall.
 
 Time: O(D·(V + E)) to try the devices, plus O((V + E)·log V) for the ordering.
@@ -14,9 +15,10 @@ from __future__ import annotations
 from ...cost import INF, static_memory
 from ...errors import Diagnostic, InfeasibleError
 from ...model import Problem
+from ...simulate import simulate
 from ...units import format_bytes
 from ..base import AlgorithmInfo, Options, Solution
-from ..infeasible import diagnose, facts
+from ..infeasible import diagnose, memory_figures
 from ..listsched import Instance, schedule_fixed, solution
 
 
@@ -36,6 +38,12 @@ def place(problem: Problem, options: Options) -> Solution:
             _, start = schedule_fixed(inst, placement)
             return solution(inst, placement, start, "single",
                             device=problem.cluster.devices[d].name)
+        if problem.memory_model == "liveness":  # static is only an upper bound: simulate
+            _, start = schedule_fixed(inst, placement)
+            found = solution(inst, placement, start, "single",
+                             device=problem.cluster.devices[d].name)
+            if simulate(problem, found.plan).feasible:
+                return found
         tried.append((d, used))
     proofs = diagnose(problem)
     if proofs:
@@ -55,7 +63,7 @@ def place(problem: Problem, options: Options) -> Solution:
              f"with them on `{devs[d].name}` (the closest), `{devs[worst].name}` {short}")
     raise InfeasibleError(Diagnostic(
         "E706", f"no single device holds all {inst.n} ops: {where}", None,
-        (*facts(problem), "spread the ops with another algorithm, e.g. --algo mtopo"),
+        (*memory_figures(problem), "spread the ops with another algorithm, e.g. --algo mtopo"),
     ))
 
 

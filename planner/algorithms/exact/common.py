@@ -238,7 +238,7 @@ def conclude(
 
 
 def _infeasible(inst: Instance, warm: Warm) -> InfeasibleError:
-    from ..infeasible import diagnose, facts
+    from ..infeasible import diagnose, memory_figures
 
     if isinstance(warm.error, InfeasibleError) and warm.error.diagnostics and all(
             d.code != "E704" for d in warm.error.diagnostics):
@@ -251,7 +251,7 @@ def _infeasible(inst: Instance, warm: Warm) -> InfeasibleError:
     return InfeasibleError(Diagnostic(
         "E813", "no placement satisfies the memory caps, pins, colocation groups and links "
                 f"together: the exact model is infeasible{static}", None,
-        (*facts(inst.problem), "add memory or devices, or relax pins and colocation")))
+        (*memory_figures(inst.problem), "add memory or devices, or relax pins and colocation")))
 
 
 def _gap(objective: float, bound: float) -> float:

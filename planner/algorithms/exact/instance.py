@@ -1,9 +1,8 @@
 """What both exact models share: the problem as dense data, time windows, and timing.
 
-- **Units.** A colocation group is one placement unit (every member on one device); other
-  ops are units of their own. A unit may use the devices where every member's compute time
-  is finite, narrowed to its pin (a pin on one member pins the group; two different pins
-  in one group leave no device).
+- **Units** and their allowed devices are `planner.facts`' (a colocation group is one unit;
+  a pin on one member pins the group); a unit with no device (E304) or an edge no link can
+  carry (E305) is reported with the proofs `planner check` gives.
 - **Arcs.** Edges between two distinct ops, merged per (producer, consumer) pair with the
   largest `bytes` (under contention `none` the consumer waits for the slowest tensor).
   Transfer times come from `cost.Costs.transfer_time`: `latency + bytes / bandwidth`.
@@ -29,9 +28,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ...cost import INF, Costs, costs
-from ...errors import Diagnostic, InfeasibleError
+from ...errors import InfeasibleError
+from ...facts import facts, proofs
 from ...model import Problem
-from ..infeasible import facts, unit_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,38 +54,17 @@ class Instance:
         self.m = m = len(cl.devices)
         comp = self.costs.compute
 
-        # units: colocation groups, then lone ops, each listed by its smallest op index
-        unit_of = [-1] * n
-        members: list[list[int]] = []
-        for i in range(n):
-            if unit_of[i] >= 0:
-                continue
-            grp = g.colocation_of[i]
-            mem = list(g.colocations[grp]) if grp >= 0 else [i]
-            for j in mem:
-                unit_of[j] = len(members)
-            members.append(sorted(mem))
-        self.unit_of: tuple[int, ...] = tuple(unit_of)
-        self.units: tuple[tuple[int, ...], ...] = tuple(tuple(x) for x in members)
-        allowed: list[tuple[int, ...]] = []
-        self.pinned: tuple[int, ...]
-        pinned = [-1] * len(members)
-        conflicts: list[int] = []
-        for u, mem in enumerate(members):
-            devs = [d for d in range(m) if all(comp[i][d] < INF for i in mem)]
-            pins = sorted({problem.pins[i] for i in mem if i in problem.pins})
-            if len(pins) > 1:
-                conflicts.append(u)
-                devs = []
-            elif pins:
-                pinned[u] = pins[0]
-                devs = [d for d in devs if d == pins[0]]
-            allowed.append(tuple(devs))
-        self.pinned = tuple(pinned)
-        self.allowed: tuple[tuple[int, ...], ...] = tuple(allowed)
-        empty = [u for u, a in enumerate(allowed) if not a]
-        if empty:
-            raise InfeasibleError(self._no_device(empty, conflicts))
+        # units, allowed devices and pins: the shared placement facts
+        f = facts(problem)
+        unit_of = f.unit_of
+        self.unit_of: tuple[int, ...] = f.unit_of
+        self.units: tuple[tuple[int, ...], ...] = f.units
+        self.pinned: tuple[int, ...] = tuple(f.pin[mem[0]] for mem in f.units)
+        self.allowed: tuple[tuple[int, ...], ...] = f.unit_allowed
+        allowed = f.unit_allowed
+        no_plan = [p for p in proofs(problem) if p.code in ("E304", "E305")]
+        if no_plan:
+            raise InfeasibleError([p.diagnostic() for p in no_plan])
         self.proc: tuple[tuple[float, ...], ...] = tuple(
             tuple(comp[i][d] if d in allowed[unit_of[i]] else INF for d in range(m))
             for i in range(n))
@@ -121,32 +99,6 @@ class Instance:
         self.rank: tuple[int, ...] = tuple(rank)
         self.sinks: tuple[int, ...] = tuple(i for i in range(n) if not succ[i])
         self.caps: tuple[int, ...] = tuple(d.memory_bytes for d in cl.devices)
-        for a in self.arcs:
-            au, av = allowed[unit_of[a.src]], allowed[unit_of[a.dst]]
-            if len(au) == 1 and len(av) == 1 and au != av and \
-                    self.costs.latency[au[0]][av[0]] == INF:
-                ops, devs = g.ops, cl.devices
-                raise InfeasibleError(Diagnostic(
-                    "E817", f"`{ops[a.src].name}` must run on `{devs[au[0]].name}` and "
-                    f"`{ops[a.dst].name}` on `{devs[av[0]].name}`, but no link goes from "
-                    f"`{devs[au[0]].name}` to `{devs[av[0]].name}`", None,
-                    ("add the link, or change the pins",)))
-
-    # -- infeasibility ------------------------------------------------------------------
-
-    def _no_device(self, empty: list[int], conflicts: list[int]) -> list[Diagnostic]:
-        p = self.problem
-        out: list[Diagnostic] = []
-        for u in empty[:5]:
-            who = unit_name(p, self.units[u])
-            if u in conflicts:
-                pins = sorted({p.cluster.devices[p.pins[i]].name for i in self.units[u]
-                               if i in p.pins})
-                msg = f"{who} is pinned to several devices ({', '.join(pins)})"
-            else:
-                msg = f"{who} can run on no device its pin and colocation group allow"
-            out.append(Diagnostic("E810", msg, None, facts(p)[:1]))
-        return out
 
     # -- transfer times -----------------------------------------------------------------
 

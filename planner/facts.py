@@ -1,0 +1,315 @@
+"""Placement facts: what every placement of a problem must respect, derived once.
+
+`check`, the list schedulers, the exact models, the lower bounds and the infeasibility
+proofs all read these facts (cached on the problem by `facts(problem)`), so they can no
+longer disagree about which devices an op may use or what "cannot fit" means.
+
+- **Pins** spread through colocation groups: a pin on one member pins the whole group. A
+  group pinned to two devices has no device (lowering rejects it in specs; a problem built
+  in Python may still have it).
+- **Units**: each colocation group is one placement unit (all members on one device), every
+  other op is a unit of its own; units are listed by their smallest op index.
+- **Allowed devices** of a unit: the devices where every member's compute time is finite,
+  narrowed to its pin. An op's allowed devices are its unit's.
+- **Least memory** (`unit_bytes`, `pinned_bytes`, `least_total_bytes`): lower bounds on what
+  a device (or all devices together) must hold, valid for the problem's *own* memory model:
+  - `static`: a device holds the params and output of each of its ops and the largest temp
+    among them, so a set of ops needs at least `sum(params + output) + max(temp)`;
+  - `liveness`: params are resident throughout; an op that takes time on every device it
+    may use holds its output and temp while it runs, and a sink's output (no consumer, so
+    never freed) is held from its start to the end. So a set of ops needs at least
+    `sum(params) + max(max over timed ops of (output + temp), sum of its sinks' outputs)`.
+    A buffer allocated and freed at one instant (a zero-time op) never counts.
+  Received copies are left out: they only add, so the figures stay lower bounds.
+- **Proofs** (`proofs(problem)`): each a reason why *no* placement is valid, one code each:
+  - E301 a unit needs more memory than any device it may use holds;
+  - E302 the units pinned to one device need more than it holds together;
+  - E303 the least total memory exceeds the devices' total capacity;
+  - E304 a unit has no device (no device runs every member, its pin excluded them, or it is
+    pinned to two devices);
+  - E305 an edge must cross between two devices that no link joins in that direction (its
+    ends may share no device, and no allowed pair of devices is linked).
+  A proof holds for every algorithm and every contention model; `check` reports them with
+  locations, and an algorithm that finds no plan raises them when there are any.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .cost import INF, costs
+from .errors import Diagnostic, Span
+from .model import Problem
+from .units import format_bytes
+
+__all__ = ["Facts", "Proof", "facts", "proofs", "unit_name"]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The placement facts of one problem (see the module docstring)."""
+
+    #: per op: its device when pinned (directly or through its group), else -1
+    pin: tuple[int, ...]
+    #: placement units (colocation groups and lone ops), each sorted, by smallest member
+    units: tuple[tuple[int, ...], ...]
+    #: per op: the index of its unit in `units`
+    unit_of: tuple[int, ...]
+    #: per unit: the devices it may use (sorted); empty when it has none
+    unit_allowed: tuple[tuple[int, ...], ...]
+    #: per op: its unit's allowed devices
+    allowed: tuple[tuple[int, ...], ...]
+    #: per unit: pinned to two or more devices
+    pin_conflict: tuple[bool, ...]
+    #: per op: its least compute time over its allowed devices (0.0 when it has none)
+    fastest: tuple[float, ...]
+    #: per unit: the least bytes a device holding it must hold (under the memory model)
+    unit_bytes: tuple[int, ...]
+    #: the least bytes all devices together must hold (under the memory model)
+    least_total_bytes: int
+
+    def least_bytes(self, problem: Problem, ops: Iterable[int]) -> int:
+        """The least bytes one device must hold when it holds every op of `ops`."""
+        return _least_bytes(problem, self, list(ops))
+
+
+def facts(problem: Problem) -> Facts:
+    """The placement facts of `problem`, derived on first use and cached on the problem."""
+    cached = problem.__dict__.get("_facts")
+    if cached is None:
+        cached = _derive(problem)
+        problem.__dict__["_facts"] = cached  # frozen, but derived data may be cached
+    return cached  # type: ignore[no-any-return]
+
+
+def _derive(problem: Problem) -> Facts:
+    g = problem.graph
+    n, m = len(g.ops), len(problem.cluster.devices)
+    comp = costs(problem).compute
+    everywhere = tuple(range(m))
+    group_of = g.colocation_of
+    pins = problem.pins
+    unit_of = [-1] * n
+    units: list[tuple[int, ...]] = []
+    pin = [-1] * n
+    unit_allowed: list[tuple[int, ...]] = []
+    conflict: list[bool] = []
+    for i in range(n):
+        if unit_of[i] >= 0:
+            continue
+        grp = group_of[i]
+        members = tuple(sorted(g.colocations[grp])) if grp >= 0 else (i,)
+        u = len(units)
+        units.append(members)
+        for j in members:
+            unit_of[j] = u
+        rows = [comp[j] for j in members]
+        if all(INF not in row for row in rows):  # the common case, fast
+            devs: tuple[int, ...] = everywhere
+        else:
+            devs = tuple(d for d in range(m) if all(row[d] < INF for row in rows))
+        pinned = {pins[j] for j in members if j in pins} if pins else set()
+        if len(pinned) > 1:
+            devs = ()
+        elif pinned:
+            (d,) = pinned
+            devs = (d,) if d in devs else ()
+            for j in members:
+                pin[j] = d
+        unit_allowed.append(devs)
+        conflict.append(len(pinned) > 1)
+    allowed = tuple(unit_allowed[unit_of[i]] for i in range(n))
+    fastest = tuple(
+        (min(comp[i], default=0.0) if a is everywhere else min((comp[i][d] for d in a), default=0.0))
+        for i, a in enumerate(allowed))
+    partial = Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
+                    tuple(conflict), fastest, (), 0)
+    unit_bytes = tuple(_least_bytes(problem, partial, members) for members in units)
+    total = _least_bytes(problem, partial, range(n))
+    return Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
+                 tuple(conflict), fastest, unit_bytes, total)
+
+
+def _least_bytes(problem: Problem, f: Facts, ops: Iterable[int]) -> int:
+    """Least bytes one device (or all together) holding `ops` must hold (module docstring)."""
+    all_ops = problem.graph.ops
+    succ = problem.graph.successors
+    if problem.memory_model == "liveness":
+        params = held = sinks = 0
+        for i in ops:
+            op = all_ops[i]
+            params += op.params_bytes
+            if f.fastest[i] > 0:
+                held = max(held, op.output_bytes + op.temp_bytes)
+            if not succ[i] and f.fastest[i] > 0:
+                sinks += op.output_bytes
+        return params + max(held, sinks)
+    kept = temp = 0
+    for i in ops:
+        op = all_ops[i]
+        kept += op.params_bytes + op.output_bytes
+        temp = max(temp, op.temp_bytes)
+    return kept + temp
+
+
+# ---- proofs that no placement is valid -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Proof:
+    """A reason why no placement is valid: a diagnostic without a location, plus the ops
+    it is about (`check` points at the first) and the device, if one is involved."""
+
+    code: str
+    message: str
+    hints: tuple[str, ...]
+    ops: tuple[int, ...]
+    device: int = -1
+
+    def diagnostic(self, span: Span | None = None) -> Diagnostic:
+        """This proof as a `Diagnostic` at `span`."""
+        return Diagnostic(self.code, self.message, span, self.hints)
+
+
+def unit_name(problem: Problem, members: Sequence[int]) -> str:
+    """`op `x`` or `the colocation group of `x`, `y` and 3 more (5 ops)``."""
+    names = [f"`{problem.graph.ops[i].name}`" for i in members]
+    if len(names) == 1:
+        return f"op {names[0]}"
+    if len(names) <= 3:
+        shown = ", ".join(names[:-1]) + f" and {names[-1]}"
+    else:
+        shown = f"{names[0]}, {names[1]} and {len(names) - 2} more"
+    return f"the colocation group of {shown} ({len(names)} ops)"
+
+
+def _exact(nbytes: int) -> str:
+    """`2.00 GiB (2147483648 B)`: rounded for reading, exact for close calls."""
+    return f"{format_bytes(nbytes)} ({nbytes} B)"
+
+
+def _model_hint(problem: Problem) -> str:
+    if problem.memory_model == "liveness":
+        return ("memory model `liveness`: params count throughout, plus the largest output + "
+                "temp of an op that takes time (or the outputs of its sinks, never freed)")
+    return ("memory model `static`: params and outputs count once, plus the largest temp; "
+            "with `memory liveness` buffers are freed after use")
+
+
+def proofs(problem: Problem) -> list[Proof]:
+    """Every proof that no placement of `problem` is valid (empty when none is found)."""
+    cached = problem.__dict__.get("_proofs")
+    if cached is None:
+        cached = _proofs(problem)
+        problem.__dict__["_proofs"] = cached
+    return list(cached)
+
+
+def _proofs(problem: Problem) -> tuple[Proof, ...]:
+    f = facts(problem)
+    devs = problem.cluster.devices
+    if not devs:
+        return ()
+    out: list[Proof] = []
+    out.extend(_no_device(problem, f))
+    out.extend(_too_big(problem, f))
+    out.extend(_pinned_too_big(problem, f))
+    total = f.least_total_bytes
+    cap = sum(d.memory_bytes for d in devs)
+    if total > cap:
+        out.append(Proof(
+            "E303", f"plan `{problem.name}` needs at least {_exact(total)} but its "
+            f"{len(devs)} device(s) hold {_exact(cap)} together "
+            f"(short by {format_bytes(total - cap)})",
+            (_model_hint(problem), "add devices or memory, or shrink the ops"), ()))
+    out.extend(_unlinked(problem, f))
+    return tuple(out)
+
+
+def _no_device(problem: Problem, f: Facts) -> list[Proof]:
+    out: list[Proof] = []
+    devs = problem.cluster.devices
+    for u, members in enumerate(f.units):
+        if f.unit_allowed[u]:
+            continue
+        who = unit_name(problem, members)
+        if f.pin_conflict[u]:
+            pins = sorted({devs[problem.pins[i]].name for i in members if i in problem.pins})
+            msg, hint = (f"{who} is pinned to several devices ({', '.join(pins)})",
+                         "colocated ops share one device: pin them to one")
+        else:
+            pinned = f.pin[members[0]]
+            where = f" its pin `{devs[pinned].name}`" if pinned >= 0 else " any device"
+            msg = f"{who} has no device: no op time applies on{where}"
+            hint = ("give the op a `time` (or `time[kind]` for the device's kind), or `flops` "
+                    "with devices that declare `flops`")
+        out.append(Proof("E304", msg, (hint,), members))
+    return out
+
+
+def _too_big(problem: Problem, f: Facts) -> list[Proof]:
+    out: list[Proof] = []
+    devs = problem.cluster.devices
+    for u, members in enumerate(f.units):
+        allowed = f.unit_allowed[u]
+        if not allowed or f.pin[members[0]] >= 0:
+            continue  # no device: E304; pinned: E302 counts it with its device's other pins
+        need = f.unit_bytes[u]
+        big = max(allowed, key=lambda d: (devs[d].memory_bytes, -d))
+        if need > devs[big].memory_bytes:
+            where = ("the largest device" if len(allowed) == len(devs)
+                     else "the largest device it can run on")
+            out.append(Proof(
+                "E301", f"{unit_name(problem, members)} needs at least {_exact(need)} but "
+                f"{where}, `{devs[big].name}`, holds {_exact(devs[big].memory_bytes)}",
+                (_model_hint(problem),
+                 *(("colocated ops are placed as one unit on one device",)
+                   if len(members) > 1 else ()),
+                 "shrink the op or add a larger device"), members, big))
+    return out
+
+
+def _pinned_too_big(problem: Problem, f: Facts) -> list[Proof]:
+    out: list[Proof] = []
+    devs = problem.cluster.devices
+    per_dev: dict[int, list[int]] = {}
+    for i, d in enumerate(f.pin):
+        if d >= 0 and f.allowed[i]:
+            per_dev.setdefault(d, []).append(i)
+    for d, ops in sorted(per_dev.items()):
+        need = f.least_bytes(problem, ops)
+        if need > devs[d].memory_bytes:
+            names = ", ".join(f"`{problem.graph.ops[i].name}`" for i in ops[:3])
+            more = f" and {len(ops) - 3} more" if len(ops) > 3 else ""
+            out.append(Proof(
+                "E302", f"the {len(ops)} op(s) pinned to `{devs[d].name}` ({names}{more}) need at "
+                f"least {_exact(need)} together but it holds {_exact(devs[d].memory_bytes)}",
+                (_model_hint(problem), "a pin on one op of a colocation group pins the whole group",
+                 "pin fewer ops there, or to a larger device"), tuple(ops), d))
+    return out
+
+
+def _unlinked(problem: Problem, f: Facts) -> list[Proof]:
+    """E305: edges whose ends share no device and no allowed pair of devices is linked."""
+    out: list[Proof] = []
+    c = costs(problem)
+    seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
+    g = problem.graph
+    devs = problem.cluster.devices
+    for e in g.edges:
+        a, b = f.allowed[e.src], f.allowed[e.dst]
+        if not a or not b or f.unit_of[e.src] == f.unit_of[e.dst] or not set(a).isdisjoint(b):
+            continue
+        if any(c.latency[x][y] < INF for x in a for y in b):
+            continue
+        if (a, b) in seen:
+            continue
+        seen.add((a, b))
+        shown_a = ", ".join(f"`{devs[x].name}`" for x in a[:3]) + (" ..." if len(a) > 3 else "")
+        shown_b = ", ".join(f"`{devs[x].name}`" for x in b[:3]) + (" ..." if len(b) > 3 else "")
+        out.append(Proof(
+            "E305", f"`{g.ops[e.src].name}` (on {shown_a}) feeds `{g.ops[e.dst].name}` (on "
+            f"{shown_b}), but no link goes from the one to the other", (
+                "add a link in that direction, or change the pins",), (e.dst, e.src)))
+    return out
