@@ -18,16 +18,11 @@ PACKAGE = ROOT / "planner"
 CODE = re.compile(r"\b[EW]\d{3}\b")
 EXITS = {"SpecError": 1, "UsageError": 2, "InfeasibleError": 3, "SolverError": 4}
 
-# TODO(memory-proof merge): infeasible.py raises E701-E703 until they become E301-E303.
-RETIRED_BUT_RAISED = {"E701": "algorithms/infeasible.py", "E702": "algorithms/infeasible.py",
-                      "E703": "algorithms/infeasible.py"}
-
 # Codes used in several modules, each for the one meaning they share there.
 SHARED = {
     "E601": "unknown algorithm: `solve --algo` and `compare --algos`",
     "E602": "no such plan: `--plan` of solve/simulate and of compare",
     "E612": "unknown executor: compare checks it before the sweep, the executor again",
-    "E704": "raised by the heuristics, recognised by the exact solvers' fallback",
     "E814": "a model format the solver cannot write: ilp and cpsat",
     "E920": "invalid JSON: the Baechi and the `import json` readers",
     "E922": "a malformed imported JSON graph: the Baechi and the `import json` readers",
@@ -39,7 +34,7 @@ HOMES = {
     "0": ("spec/load.py", "errors.py", "cli"),
     "1": ("spec/parse.py", "spec/fastparse.py"),
     "2": ("spec/lower.py",),
-    "3": ("spec/checks.py",),
+    "3": ("facts.py",),
     "4": ("cli", "simulate.py"),
     "5": ("plan.py", "cli"),
     "6": ("cli", "commands/", "compare/", "algorithms/__init__.py"),
@@ -56,6 +51,7 @@ class Scan:
 
     mentioned: set[str] = field(default_factory=set)  # anywhere, comments included
     used: set[str] = field(default_factory=set)  # in string literals that are not docstrings
+    compared: set[str] = field(default_factory=set)  # only tested for (`d.code == "E704"`)
     exits: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
     warnings: set[str] = field(default_factory=set)  # codes given a warning severity
     built: list[int] = field(default_factory=list)  # lines that build a code at run time
@@ -86,9 +82,10 @@ def scan(text: str) -> Scan:
     tree = ast.parse(text)
     docs = _docstrings(tree)
     found = Scan(mentioned=set(CODE.findall(text)))
+    tested = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Compare) for c in ast.walk(n)}
     for n in ast.walk(tree):
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
-            found.used.update(CODE.findall(n.value))
+            (found.compared if id(n) in tested else found.used).update(CODE.findall(n.value))
         if isinstance(n, ast.JoinedStr):
             for a, b in zip(n.values, n.values[1:], strict=False):
                 if isinstance(a, ast.Constant) and isinstance(b, ast.FormattedValue) \
@@ -127,9 +124,9 @@ def test_the_scanner_finds_codes_and_their_exits_and_skips_docstrings() -> None:
                  '    """E222 too."""\n'
                  '    warn(Diagnostic("W333", "m", severity=Severity.WARNING))\n'
                  '    raise UsageError(Diagnostic("E444", f"x {n}"))  # E555\n'
-                 '    return f"E{n}"\n')
-    assert found.mentioned == {"E111", "E222", "W333", "E444", "E555"}
-    assert found.used == {"W333", "E444"}
+                 '    return f"E{n}" if n.code in ("E666",) else None\n')
+    assert found.mentioned == {"E111", "E222", "W333", "E444", "E555", "E666"}
+    assert found.used == {"W333", "E444"} and found.compared == {"E666"}
     assert dict(found.exits) == {"E444": {2}}
     assert found.warnings == {"W333"} and found.built == [6]
 
@@ -158,8 +155,8 @@ def test_every_registered_code_is_used_and_retired_ones_are_not() -> None:
         if not c.retired:
             assert where, f"{c.code} is raised nowhere: mark it retired or remove it"
             continue
-        allowed = {RETIRED_BUT_RAISED[c.code]} if c.code in RETIRED_BUT_RAISED else set()
-        assert where <= allowed, f"{c.code} is retired (now {c.retired}) but used in {where}"
+        tested = {m for m, s in MODULES.items() if c.code in s.compared}
+        assert not where | tested, f"{c.code} is retired (now {c.retired}): {where | tested}"
         for new in re.findall(r"[EW]\d{3}", c.retired):
             assert new in CODES and not CODES[new].retired, f"{c.code} -> {new}"
 
@@ -175,8 +172,7 @@ def test_codes_come_from_the_modules_of_their_layer() -> None:
     assert set(HOMES) == set(LAYERS)
     strays = {f"{c} ({layer(c)}) in planner/{m}"
               for m, s in MODULES.items() for c in s.used
-              if c in CODES and not m.startswith(HOMES[_prefix(c)])
-              and RETIRED_BUT_RAISED.get(c) != m}
+              if c in CODES and not m.startswith(HOMES[_prefix(c)])}
     assert not strays, "pick a code in the module's range, or add the module to HOMES"
 
 
