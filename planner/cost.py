@@ -86,7 +86,12 @@ class Costs:
 def build_costs(problem: Problem) -> Costs:
     """Build the dense tables of `problem` (prefer the cached `costs`)."""
     devices = problem.cluster.devices
-    compute = tuple(tuple(compute_time(op, d) for d in devices) for op in problem.graph.ops)
+    speeds = [d.speed for d in devices]
+    compute = tuple(
+        # the common case (a plain `time`, no per-kind times) without a call per device
+        tuple(op.time_s / sp for sp in speeds) if op.time_s is not None and not op.time_by_kind
+        else tuple(compute_time(op, d) for d in devices)
+        for op in problem.graph.ops)
     n = len(devices)
     lat = [[INF] * n for _ in range(n)]
     inv = [[INF] * n for _ in range(n)]

@@ -125,10 +125,21 @@ def _derive(problem: Problem) -> Facts:
         for i, a in enumerate(allowed))
     partial = Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
                     tuple(conflict), fastest, (), 0)
-    unit_bytes = tuple(_least_bytes(problem, partial, members) for members in units)
+    unit_bytes = tuple(_least_bytes(problem, partial, members) if len(members) > 1
+                       else _op_bytes(problem, partial, members[0]) for members in units)
     total = _least_bytes(problem, partial, range(n))
     return Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
                  tuple(conflict), fastest, unit_bytes, total)
+
+
+def _op_bytes(problem: Problem, f: Facts, i: int) -> int:
+    """`_least_bytes` of one op (the common unit), without the loop."""
+    op = problem.graph.ops[i]
+    if problem.memory_model == "liveness":
+        held = op.output_bytes + op.temp_bytes if f.fastest[i] > 0 else 0
+        sink = op.output_bytes if not problem.graph.successors[i] else 0
+        return op.params_bytes + max(held, sink)
+    return op.params_bytes + op.output_bytes + op.temp_bytes
 
 
 def _least_bytes(problem: Problem, f: Facts, ops: Iterable[int]) -> int:
@@ -142,7 +153,7 @@ def _least_bytes(problem: Problem, f: Facts, ops: Iterable[int]) -> int:
             params += op.params_bytes
             if f.fastest[i] > 0:
                 held = max(held, op.output_bytes + op.temp_bytes)
-            if not succ[i] and f.fastest[i] > 0:
+            if not succ[i]:
                 sinks += op.output_bytes
         return params + max(held, sinks)
     kept = temp = 0
@@ -251,12 +262,15 @@ def _no_device(problem: Problem, f: Facts) -> list[Proof]:
 def _too_big(problem: Problem, f: Facts) -> list[Proof]:
     out: list[Proof] = []
     devs = problem.cluster.devices
+    largest: dict[tuple[int, ...], int] = {}  # the largest device of each allowed set
     for u, members in enumerate(f.units):
         allowed = f.unit_allowed[u]
         if not allowed or f.pin[members[0]] >= 0:
             continue  # no device: E304; pinned: E302 counts it with its device's other pins
         need = f.unit_bytes[u]
-        big = max(allowed, key=lambda d: (devs[d].memory_bytes, -d))
+        big = largest.get(allowed, -1)
+        if big < 0:
+            big = largest[allowed] = max(allowed, key=lambda d: (devs[d].memory_bytes, -d))
         if need > devs[big].memory_bytes:
             where = ("the largest device" if len(allowed) == len(devs)
                      else "the largest device it can run on")
