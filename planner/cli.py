@@ -176,18 +176,9 @@ def fmt(
 
 
 def _placement_from_spec(problem: Any) -> Any:
-    from .plan import Plan
+    from .plan import Plan, given_placement
 
-    merged = {**problem.placement, **problem.pins}
-    missing = [op.name for i, op in enumerate(problem.graph.ops) if i not in merged]
-    if missing:
-        shown = ", ".join(f"`{m}`" for m in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        raise SpecError(Diagnostic(
-            "E506", f"plan `{problem.name}` places only {len(merged)} of "
-            f"{len(problem.graph.ops)} ops; unplaced: {shown}{more}", None,
-            ("add `place OPS on DEVICE` statements, or pass --placement FILE",)))
-    return Plan(tuple(merged[i] for i in range(len(problem.graph.ops))), algorithm="expert")
+    return Plan(given_placement(problem, "or pass --placement FILE"), algorithm="expert")
 
 
 def _read_placement(problem: Any, path: Path) -> Any:
@@ -351,6 +342,21 @@ def _mount_optional() -> None:
 
 
 _mount_optional()
+
+
+@app.command()
+def explain(code: Annotated[str, typer.Argument(
+        help="A diagnostic code: the CODE of `error[CODE]`.")]) -> None:
+    """Say what a diagnostic code means, its layer and its exit status."""
+    with _guard():
+        from .codes import CODES, describe
+        from .errors import did_you_mean
+
+        entry = CODES.get(code.strip().upper())
+        if entry is None:
+            raise UsageError(Diagnostic("E609", f"unknown code `{code}`", None,
+                                        did_you_mean(code.strip().upper(), CODES)))
+        sys.stdout.write(describe(entry) + "\n")
 
 
 def main() -> None:

@@ -94,6 +94,24 @@ class Plan:
         write_text_atomic(path, self.dumps(problem))
 
 
+def given_placement(problem: Problem, *hints: str) -> tuple[int, ...]:
+    """The device of every op from the plan's `place` and `pin` statements (a pin wins).
+
+    Raises `SpecError` (E506) naming the ops with neither; `hints` follow the usual one.
+    """
+    ops = problem.graph.ops
+    given = {**problem.placement, **problem.pins}
+    missing = [ops[i].name for i in range(len(ops)) if i not in given]
+    if missing:
+        shown = ", ".join(f"`{m}`" for m in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        first = f"add `place {missing[0]} on DEVICE` (or `pin {missing[0]} to DEVICE`)"
+        raise SpecError(Diagnostic(
+            "E506", f"plan `{problem.name}` places only {len(given)} of {len(ops)} ops; "
+            f"unplaced: {shown}{more}", None, (f"{first} to plan `{problem.name}`", *hints)))
+    return tuple(given[i] for i in range(len(ops)))
+
+
 def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>") -> Plan:
     """Read a plan JSON object, or a bare `{"placement": {op: device}}`, for `problem`.
 

@@ -191,7 +191,7 @@ def plan_sweep(
                 raise
             first = err.diagnostics[0] if err.diagnostics else None
             warnings.append(Diagnostic(
-                "W701", f"skipped {shown}: it does not load"
+                "W650", f"skipped {shown}: it does not load"
                 + (f" ({first.message})" if first else ""), Span.start_of(shown),
                 ("run `planner check` on it",), severity=Severity.WARNING))
             continue

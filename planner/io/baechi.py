@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import Diagnostic, Span, SpecError
 from ..model import Cluster, Contention, Device, Edge, Graph, Link, MemoryModel, Op, Problem
+from ..spec.load import read_source
 
 GIB = 1024**3
 #: Baechi's GNMT cost model: per transfer 134 µs + 0.0001754 µs/B
@@ -48,20 +49,16 @@ def load_baechi(
 ) -> Problem:
     """Read a Baechi graph JSON file into a `Problem` on Baechi's cluster (see module doc).
 
-    Raises `SpecError` (E920 unreadable, E921 not JSON, E922 not this format) with the file
-    named, never a raw exception.
+    Raises `SpecError` (E001-E004 unreadable, E920 not JSON, E922 not this format) with the
+    file named, never a raw exception.
     """
     shown = str(path)
-    where = Span.start_of(shown)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(Diagnostic("E920", f"cannot read {shown}: {err}", where)) from None
+    text = read_source(Path(path), shown)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic(
-            "E921", f"{shown} is not valid JSON: {err.msg}",
+            "E920", f"{shown} is not valid JSON: {err.msg}",
             Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1, err.pos, err.pos + 1),
         )) from None
     graph = baechi_graph(data, shown, colocation=colocation)

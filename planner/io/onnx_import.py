@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Diagnostic, Severity, Span, SpecError, UsageError
+from ..spec.load import read_bytes
 from .roofline import DTYPE_BYTES, PROFILES, DeviceProfile
 from .training import BACKWARD_FLOP_FACTOR, add_backward
 from .workload import Imported, Workload, WorkOp
@@ -175,13 +176,7 @@ def load_model(path: str | os.PathLike[str]) -> Any:
 
     shown = str(path)
     where = Span.start_of(shown)
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise SpecError(Diagnostic("E901", f"no such file: {shown}", where)) from None
-    except OSError as err:
-        raise SpecError(Diagnostic("E901", f"cannot read {shown}: {err.strerror}",
-                                   where)) from None
+    data = read_bytes(Path(path), shown)
     try:
         model = onnx.load_model_from_string(data)
     except (DecodeError, ValueError, RuntimeError) as err:
@@ -342,13 +337,13 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
     if unknown:
         listed = ", ".join(f"{k} ({v})" for k, v in sorted(unknown.items()))
         sink.append(Diagnostic(
-            "W701", f"no FLOP formula for op types {listed}; counted 1 FLOP per output "
+            "W940", f"no FLOP formula for op types {listed}; counted 1 FLOP per output "
             "element", where, severity=Severity.WARNING))
     if unknown_shapes:
         shown = ", ".join(f"`{t}`" for t in unknown_shapes[:5])
         more = f" and {len(unknown_shapes) - 5} more" if len(unknown_shapes) > 5 else ""
         sink.append(Diagnostic(
-            "W702", f"shape inference left {len(unknown_shapes)} tensor(s) without a shape "
+            "W941", f"shape inference left {len(unknown_shapes)} tensor(s) without a shape "
             f"({shown}{more}); they count 0 bytes", where, severity=Severity.WARNING))
     n_params = sum(math.prod(info[t][1] or ()) for t in param_tensors)
     stats = {"flops": total_flops, "params": float(n_params), "ops_forward": float(len(w.ops))}

@@ -36,8 +36,8 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def read_source(path: Path, shown: str, at: Span | None = None) -> str:
-    """Read a spec file as UTF-8, turning every failure into a `SpecError`."""
+def read_bytes(path: Path, shown: str, at: Span | None = None) -> bytes:
+    """Read any input file, turning every failure into a `SpecError` (E001-E003)."""
     where = at or Span.start_of(shown)
     try:
         if path.exists() and not path.is_file() and not path.is_dir():  # /dev/zero, a FIFO
@@ -55,6 +55,12 @@ def read_source(path: Path, shown: str, at: Span | None = None) -> str:
         raise SpecError(Diagnostic("E003", f"cannot read {shown}: {err.strerror}", where)) from None
     except ValueError:  # a NUL in the path
         raise SpecError(Diagnostic("E003", f"cannot read {shown!r}: invalid path", where)) from None
+    return data
+
+
+def read_source(path: Path, shown: str, at: Span | None = None) -> str:
+    """Read a spec file as UTF-8, turning every failure into a `SpecError` (E001-E004)."""
+    data = read_bytes(path, shown, at)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

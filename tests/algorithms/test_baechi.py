@@ -61,7 +61,7 @@ def test_small_graph_round_trip(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("data", "code", "words"), [
-    ("{not json", "E921", "not valid JSON"),
+    ("{not json", "E920", "not valid JSON"),
     ({"ops": []}, "E922", "`ops` and `edges`"),
     ({"ops": [{"name": "a"}], "edges": []}, "E922", "op #0"),
     ({"ops": [{"name": "a", "time_us": 1}], "edges": [{"src": "a", "dst": "z", "bytes": 1}]},
@@ -83,4 +83,13 @@ def test_malformed_input_is_a_spec_error(tmp_path: Path, data: object, code: str
 def test_missing_file_is_a_spec_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as err:
         load_baechi(tmp_path / "absent.json")
-    assert err.value.diagnostics[0].code == "E920"
+    assert err.value.diagnostics[0].code == "E001"  # the spec loader's code for it
+
+
+def test_a_file_that_is_not_utf8_is_located(tmp_path: Path) -> None:
+    path = tmp_path / "g.json"
+    path.write_bytes(b'{"ops": [\n  "\xff"]}')
+    with pytest.raises(SpecError) as err:
+        load_baechi(path)
+    diag = err.value.diagnostics[0]
+    assert (diag.code, diag.span.line if diag.span else None) == ("E004", 2)

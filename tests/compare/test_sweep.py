@@ -65,7 +65,7 @@ def test_default_folder_skips_broken_specs_and_cluster_libraries(
     monkeypatch.chdir(tmp_path)
     sweep = plan_sweep([], "msct")
     assert sweep.specs == ("specs/chain.plan", "specs/fork.plan")
-    assert [w.code for w in sweep.warnings] == ["W701"]
+    assert [w.code for w in sweep.warnings] == ["W650"]
     assert "specs/broken.plan" in sweep.warnings[0].message
     monkeypatch.chdir(tmp_path / "specs" / "clusters")
     with pytest.raises(UsageError, match="no SPEC given and there is no `specs` folder"):

@@ -1,0 +1,234 @@
+"""Every diagnostic code planner reports, with its meaning: the one table.
+
+A new code is one `Code(...)` line in `TABLE`, in order; `tests/test_codes.py` fails on a
+code raised without one, and the README's table is generated from it:
+
+    python -m planner.codes --markdown         # print the README section
+    python -m planner.codes --update README.md  # rewrite it between the markers
+
+`planner explain CODE` prints one entry.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """One diagnostic code. `exit` is the status of a command it stops (0: a warning)."""
+
+    code: str
+    exit: int
+    meaning: str
+    #: the code(s) now reported instead; a retired code is no longer raised
+    retired: str = ""
+
+
+#: number prefix -> layer; the longest matching prefix wins ("99" before "9")
+LAYERS: dict[str, str] = {
+    "0": "files and imports",
+    "1": "syntax",
+    "2": "names, units and structure",
+    "3": "proofs that no plan exists (`check` and every algorithm)",
+    "4": "plan verification",
+    "5": "placement files",
+    "6": "command-line usage (`compare` included)",
+    "7": "heuristics' infeasibility",
+    "8": "exact solvers",
+    "9": "importers and generators",
+    "99": "internal",
+}
+
+TABLE: tuple[Code, ...] = (
+    Code("E000", 1, "more diagnostics than the 100 shown"),
+    Code("E001", 1, "no such file, or an invalid import path"),
+    Code("E002", 1, "a folder where a file is expected"),
+    Code("E003", 1, "a file that cannot be read (permissions, not a regular file, bad path)"),
+    Code("E004", 1, "a file that is not valid UTF-8"),
+    Code("E005", 1, "an import cycle"),
+    Code("E006", 1, "no `.plan` files in the paths given to `check`"),
+    Code("E100", 1, "the parser failed with no located message (a bug)"),
+    Code("E101", 1, "an unexpected token"),
+    Code("E102", 1, "unexpected end of file (an unclosed block)"),
+    Code("E103", 1, "an unknown unit"),
+    Code("E104", 1, "a bad string: unterminated, an invalid escape or a control character"),
+    Code("E105", 1, "a `-` or `+` where none may be (quantities cannot be negative)"),
+    Code("E106", 1, "an unexpected character"),
+    Code("E107", 1, "an unmatched `}`"),
+    Code("E201", 1, "a graph, cluster or plan defined twice"),
+    Code("E202", 1, "an op defined twice in a graph"),
+    Code("E203", 1, "an unknown op"),
+    Code("E204", 1, "a pattern that matches no op"),
+    Code("E205", 1, "a device defined twice in a cluster"),
+    Code("E206", 1, "a `[*]` selector that matches no device"),
+    Code("E207", 1, "an unknown device"),
+    Code("E208", 1, "a plan names an unknown graph or cluster"),
+    Code("E210", 1, "an unknown attribute"),
+    Code("E211", 1, "a `[...]` selector on an attribute that takes none"),
+    Code("E212", 1, "an attribute given twice"),
+    Code("E213", 1, "a number where a name is expected"),
+    Code("E214", 1, "a unit where a plain number is expected"),
+    Code("E220", 1, "a quantity without its unit"),
+    Code("E221", 1, "a name where a quantity is expected"),
+    Code("E222", 1, "a quantity in the wrong unit (a time for a size, ...)"),
+    Code("E223", 1, "a quantity too large"),
+    Code("E230", 1, "an edge from an op to itself"),
+    Code("E231", 1, "a graph with a cycle"),
+    Code("E232", 1, "an op with neither `time` nor `flops`"),
+    Code("E233", 1, "`<->` in a graph (edges have one direction)"),
+    Code("E240", 1, "a device without `memory`"),
+    Code("E241", 1, "a `speed`, `flops` or `bandwidth` that is not positive"),
+    Code("E242", 1, "`[*]` in a device declaration"),
+    Code("E243", 1, "a link without `bandwidth`"),
+    Code("E244", 1, "devices of a cluster with no link between them"),
+    Code("E245", 1, "an empty device range"),
+    Code("E246", 1, "a device range or cluster too large"),
+    Code("E250", 1, "an op placed or pinned on two devices"),
+    Code("E251", 1, "an op pinned to a device and placed on another"),
+    Code("E252", 1, "colocated ops pinned to different devices"),
+    Code("E253", 1, "an op with no compute time on some device of its plan"),
+    Code("E254", 1, "a plan without its `graph` or `cluster`"),
+    Code("E255", 1, "an unknown memory or contention model"),
+    Code("E301", 3, "a placement unit (op or colocation group) larger than any device it may use"),
+    Code("E302", 3, "the ops pinned to a device need more memory than it holds"),
+    Code("E303", 3, "the plan's least total memory exceeds all devices together"),
+    Code("E304", 3, "a placement unit with no device (no op time applies, or pins conflict)"),
+    Code("E305", 3, "an edge must cross between devices that no link joins that way"),
+    Code("E401", 3, "the simulated plan violates the spec (each violation is listed)"),
+    Code("E500", 1, "a placement file that is not valid JSON"),
+    Code("E501", 1, "a placement file without a `placement` object"),
+    Code("E502", 1, "an unsupported plan file format or version"),
+    Code("E503", 1, "an unknown op in a placement file"),
+    Code("E504", 1, "an unknown device in a placement file"),
+    Code("E505", 1, "a placement file that leaves ops unplaced"),
+    Code("E506", 1, "the spec's `place`/`pin` statements leave ops unplaced"),
+    Code("E601", 2, "an unknown algorithm"),
+    Code("E602", 2, "no plan of that name, or several plans and no `--plan`"),
+    Code("E603", 2, "a negative `--time-limit`"),
+    Code("E609", 2, "`planner explain`: an unknown code"),
+    Code("E611", 2, "an invalid `compare` sweep value (`--bandwidth`, `--memory`, ...)"),
+    Code("E612", 2, "an unknown `--executor`"),
+    Code("E613", 2, "`--executor ray` without the `ray` package"),
+    Code("E614", 2, "a `--resume` file ending in `.json` (rows are JSON lines)"),
+    Code("E615", 2, "a `--resume` file line that is not a result row of this sweep"),
+    Code("E616", 2, "`--algos` names no algorithm"),
+    Code("E617", 2, "no SPEC given and no default specs folder here"),
+    Code("E618", 2, "an invalid `compare --time-limit`"),
+    Code("E619", 2, "nothing to compare: no plan found"),
+    Code("E620", 2, "`--jobs` not a positive number"),
+    Code("E621", 4, "`compare` workers crash before finishing any point"),
+    Code("W650", 0, "`compare` skipped a spec of a folder because it does not load"),
+    Code("E701", 3, "the plan's least total memory exceeds all devices together", "E303"),
+    Code("W701", 0, "a spec skipped by `compare`; ONNX ops without a FLOP formula",
+         "W650, W940"),
+    Code("E702", 3, "a placement unit larger than the largest device", "E301"),
+    Code("W702", 0, "ONNX tensors left without a shape", "W941"),
+    Code("E703", 3, "the ops pinned to a device need more memory than it holds", "E302"),
+    Code("E704", 3, "a heuristic found no device for an op (out of memory, or pin and group leave none)"),
+    Code("E705", 1, "`--algo expert` on a plan that leaves ops unplaced", "E506"),
+    Code("E706", 3, "`--algo single`: no one device can hold or run every op"),
+    Code("E710", 4, "m-SCT's LP relaxation failed"),
+    Code("E810", 3, "a placement unit that no device may run", "E304"),
+    Code("E811", 3, "the exact solver found no plan after the heuristics' proof"),
+    Code("E812", 4, "the exact solver failed and no heuristic plan is left"),
+    Code("E813", 3, "the exact model is infeasible"),
+    Code("E814", 2, "a model file format the solver cannot write"),
+    Code("E815", 2, "the model file cannot be written"),
+    Code("E816", 3, "`--algo auto`: no algorithm found a plan the simulator accepts"),
+    Code("E817", 3, "ops forced onto two devices with no link between them", "E305"),
+    Code("E901", 1, "an ONNX file that cannot be read", "E001, E003"),
+    Code("E902", 1, "not a valid ONNX model, or shape inference failed"),
+    Code("E911", 1, "a malformed PipeDream profile line"),
+    Code("E912", 1, "a PipeDream edge naming an unknown node"),
+    Code("E913", 1, "a PipeDream edge from a node to itself"),
+    Code("E914", 1, "PipeDream edges that form a cycle"),
+    Code("E915", 1, "a PipeDream node defined twice"),
+    Code("E920", 1, "an imported JSON file that is not valid JSON"),
+    Code("E921", 1, "JSON in none of the formats `import json` reads"),
+    Code("E922", 1, "an imported JSON graph with a malformed or missing field"),
+    Code("E923", 1, "an unsupported interchange format version"),
+    Code("E924", 1, "interchange edges that form a cycle"),
+    Code("E925", 2, "`export json`: no such graph or plan, or several and none chosen"),
+    Code("E930", 2, "an invalid option of a generator or importer (dtype, profile, size)"),
+    Code("E931", 2, "a `--cluster` file that defines no cluster"),
+    Code("E932", 1, "a generated spec that does not load (a bug)"),
+    Code("E933", 2, "no such model in the ONNX model zoo"),
+    Code("W940", 0, "ONNX op types without a FLOP formula (counted 1 FLOP per output element)"),
+    Code("W941", 0, "ONNX tensors left without a shape (counted 0 bytes)"),
+    Code("E990", 4, "out of memory"),
+    Code("E991", 1, "input too deeply nested"),
+    Code("E999", 4, "internal error: a bug in planner"),
+)
+
+CODES: dict[str, Code] = {c.code: c for c in TABLE}
+
+
+def layer(code: str) -> str:
+    """The layer a code's number belongs to (KeyError for a number outside every range)."""
+    digits = code[1:]
+    return LAYERS[digits[:2] if digits[:2] in LAYERS else digits[:1]]
+
+
+def describe(c: Code) -> str:
+    """What `planner explain CODE` prints: meaning, layer, exit status or replacement."""
+    prefix = c.code[:3] if c.code[1:3] == "99" else c.code[:2]
+    status = f"exit status {c.exit}" if c.exit else "a warning: the command goes on"
+    rng = prefix + "x" * (4 - len(prefix))
+    lines = [f"{c.code}: {c.meaning}", f"layer: {layer(c.code)} ({rng})", status]
+    if c.retired:
+        lines.append(f"retired: now reported as {c.retired}")
+    return "\n".join(lines)
+
+
+BEGIN, END = "<!-- codes:begin (python -m planner.codes --update README.md) -->", \
+    "<!-- codes:end -->"
+
+
+def markdown() -> str:
+    """The README's table of codes (retired ones last), between its markers."""
+    ranges = ", ".join(f"`E{p}{'x' * (3 - len(p))}` {name}" for p, name in LAYERS.items())
+    rows = [f"| `{c.code}` | {c.exit or 'warning'} | {c.meaning} |"
+            for c in TABLE if not c.retired]
+    rows += [f"| `{c.code}` | {c.exit or 'warning'} | retired: now {c.retired} ({c.meaning}) |"
+             for c in TABLE if c.retired]
+    intro = (f"Error codes by range: {ranges}; `W` codes are warnings. Exit is the status "
+             "of a command that stops on the error; `check` exits 1 on any.")
+    return "\n".join([
+        BEGIN,
+        textwrap.fill(intro, 90, break_on_hyphens=False),
+        "",
+        "| code | exit | meaning |",
+        "|---|---|---|",
+        *rows,
+        END,
+    ])
+
+
+def update(text: str) -> str:
+    """`text` (the README) with the section between the markers regenerated."""
+    head, sep, rest = text.partition(BEGIN)
+    _, sep2, tail = rest.partition(END)
+    if not (sep and sep2):
+        raise ValueError("the README lacks the codes markers")
+    return head + markdown() + tail
+
+
+def main(argv: list[str]) -> int:
+    """`--markdown` prints the section; `--update FILE` rewrites it in FILE."""
+    if argv == ["--markdown"]:
+        sys.stdout.write(markdown() + "\n")
+        return 0
+    if len(argv) == 2 and argv[0] == "--update":
+        path = Path(argv[1])
+        path.write_text(update(path.read_text(encoding="utf-8")), encoding="utf-8")
+        return 0
+    sys.stderr.write("usage: python -m planner.codes --markdown | --update README.md\n")
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,214 @@
+"""The registry of diagnostic codes (`planner/codes.py`) against the source that raises them."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from planner import codes
+from planner.codes import CODES, LAYERS, TABLE, layer
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "planner"
+CODE = re.compile(r"\b[EW]\d{3}\b")
+EXITS = {"SpecError": 1, "UsageError": 2, "InfeasibleError": 3, "SolverError": 4}
+
+# Codes used in several modules, each for the one meaning they share there.
+SHARED = {
+    "E601": "unknown algorithm: `solve --algo` and `compare --algos`",
+    "E602": "no such plan: `--plan` of solve/simulate and of compare",
+    "E612": "unknown executor: compare checks it before the sweep, the executor again",
+    "E814": "a model format the solver cannot write: ilp and cpsat",
+    "E920": "invalid JSON: the Baechi and the `import json` readers",
+    "E922": "a malformed imported JSON graph: the Baechi and the `import json` readers",
+    "E930": "an invalid option of any generator or importer",
+}
+
+# Where each layer's codes may come from: module path prefixes under planner/.
+HOMES = {
+    "0": ("spec/load.py", "errors.py", "cli"),
+    "1": ("spec/parse.py", "spec/fastparse.py"),
+    "2": ("spec/lower.py",),
+    "3": ("facts.py",),
+    "4": ("cli", "simulate.py"),
+    "5": ("plan.py", "cli"),
+    "6": ("cli", "commands/", "compare/", "algorithms/__init__.py"),
+    "7": ("algorithms/",),
+    "8": ("algorithms/exact/", "algorithms/auto.py"),
+    "9": ("io/", "generate/"),
+    "99": ("render/diagnostics.py",),
+}
+
+
+@dataclass
+class Scan:
+    """What one pass over source text finds."""
+
+    mentioned: set[str] = field(default_factory=set)  # anywhere, comments included
+    used: set[str] = field(default_factory=set)  # in string literals that are not docstrings
+    compared: set[str] = field(default_factory=set)  # only tested for (`d.code == "E704"`)
+    exits: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    warnings: set[str] = field(default_factory=set)  # codes given a warning severity
+    built: list[int] = field(default_factory=list)  # lines that build a code at run time
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for n in ast.walk(tree):
+        body = getattr(n, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant):
+            out.add(id(body[0].value))
+    return out
+
+
+def _name(call: ast.Call) -> str | None:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+
+
+def _strings(node: ast.AST) -> list[str]:
+    return [n.value for n in ast.walk(node)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def scan(text: str) -> Scan:
+    """The codes a module mentions, uses, raises with an exit status, or gives as warnings."""
+    tree = ast.parse(text)
+    docs = _docstrings(tree)
+    found = Scan(mentioned=set(CODE.findall(text)))
+    tested = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Compare) for c in ast.walk(n)}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
+            (found.compared if id(n) in tested else found.used).update(CODE.findall(n.value))
+        if isinstance(n, ast.JoinedStr):
+            for a, b in zip(n.values, n.values[1:], strict=False):
+                if isinstance(a, ast.Constant) and isinstance(b, ast.FormattedValue) \
+                        and re.search(r"(?<![A-Za-z])[EW]\d{0,2}$", str(a.value)):
+                    found.built.append(n.lineno)
+        if not isinstance(n, ast.Call):
+            continue
+        name = _name(n)
+        if name in EXITS:
+            for s in _strings(n):
+                for c in CODE.findall(s):
+                    found.exits[c].add(EXITS[name])
+        warns = name == "warning" or any(
+            k.arg == "severity" and "WARNING" in ast.unparse(k.value) for k in n.keywords)
+        first = n.args[0] if n.args else None
+        if warns and isinstance(first, ast.Constant) and CODE.fullmatch(str(first.value)):
+            found.warnings.add(first.value)
+    return found
+
+
+def _modules() -> dict[str, Scan]:
+    return {p.relative_to(PACKAGE).as_posix(): scan(p.read_text(encoding="utf-8"))
+            for p in sorted(PACKAGE.rglob("*.py")) if p.name != "codes.py"}
+
+
+MODULES = _modules()
+
+
+def _where(code: str) -> set[str]:
+    return {m for m, s in MODULES.items() if code in s.used}
+
+
+def test_the_scanner_finds_codes_and_their_exits_and_skips_docstrings() -> None:
+    found = scan('"""Docstring: E111."""\n'
+                 'def f(n):\n'
+                 '    """E222 too."""\n'
+                 '    warn(Diagnostic("W333", "m", severity=Severity.WARNING))\n'
+                 '    raise UsageError(Diagnostic("E444", f"x {n}"))  # E555\n'
+                 '    return f"E{n}" if n.code in ("E666",) else None\n')
+    assert found.mentioned == {"E111", "E222", "W333", "E444", "E555", "E666"}
+    assert found.used == {"W333", "E444"} and found.compared == {"E666"}
+    assert dict(found.exits) == {"E444": {2}}
+    assert found.warnings == {"W333"} and found.built == [6]
+
+
+def test_the_table_is_in_order_without_duplicates() -> None:
+    for c in TABLE:
+        assert re.fullmatch(r"[EW]\d{3}", c.code), c.code
+    keys = [(int(c.code[1:]), c.code[0]) for c in TABLE]
+    assert keys == sorted(set(keys)), "keep TABLE sorted by number, one line per code"
+
+
+def test_every_code_in_the_source_is_registered() -> None:
+    unknown = {f"{c} in planner/{m}" for m, s in MODULES.items() for c in s.mentioned
+               if c not in CODES}
+    assert not unknown, "add a Code(...) line to planner/codes.py for each"
+
+
+def test_no_code_is_built_at_run_time() -> None:
+    built = [f"planner/{m}:{line}" for m, s in MODULES.items() for line in s.built]
+    assert not built, "write codes as literals, so the registry tests can see them"
+
+
+def test_every_registered_code_is_used_and_retired_ones_are_not() -> None:
+    for c in TABLE:
+        where = _where(c.code)
+        if not c.retired:
+            assert where, f"{c.code} is raised nowhere: mark it retired or remove it"
+            continue
+        tested = {m for m, s in MODULES.items() if c.code in s.compared}
+        assert not where | tested, f"{c.code} is retired (now {c.retired}): {where | tested}"
+        for new in re.findall(r"[EW]\d{3}", c.retired):
+            assert new in CODES and not CODES[new].retired, f"{c.code} -> {new}"
+
+
+def test_a_code_lives_in_one_module_unless_shared_for_one_meaning() -> None:
+    several = {c.code for c in TABLE if len(_where(c.code)) > 1}
+    unexplained = {c: sorted(_where(c)) for c in several - set(SHARED)}
+    assert not unexplained, "give the new meaning its own code, or explain it in SHARED"
+    assert set(SHARED) <= several, "SHARED lists a code that one module uses alone"
+
+
+def test_codes_come_from_the_modules_of_their_layer() -> None:
+    assert set(HOMES) == set(LAYERS)
+    strays = {f"{c} ({layer(c)}) in planner/{m}"
+              for m, s in MODULES.items() for c in s.used
+              if c in CODES and not m.startswith(HOMES[_prefix(c)])}
+    assert not strays, "pick a code in the module's range, or add the module to HOMES"
+
+
+def _prefix(code: str) -> str:
+    return next(p for p in sorted(LAYERS, key=len, reverse=True) if code[1:].startswith(p))
+
+
+def test_exit_statuses_match_the_errors_that_carry_the_codes() -> None:
+    wrong = {f"{c} in planner/{m}: raised with exit {sorted(e)}, registered {CODES[c].exit}"
+             for m, s in MODULES.items() for c, e in s.exits.items()
+             if c in CODES and e != {CODES[c].exit}}
+    assert not wrong
+
+
+def test_warnings_and_only_warnings_are_w_codes() -> None:
+    for c in TABLE:
+        assert (c.code[0] == "W") == (c.exit == 0), c.code
+    given = {c for s in MODULES.values() for c in s.warnings}
+    assert given and all(c.startswith("W") for c in given), given
+
+
+def test_the_readme_table_is_generated_from_the_registry() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert codes.update(readme) == readme, "run `python -m planner.codes --update README.md`"
+    section = codes.markdown()
+    assert all(f"| `{c.code}` |" in section for c in TABLE)
+    assert "`E0xx` files and imports" in section and "`E99x` internal" in section
+
+
+def test_update_needs_the_markers() -> None:
+    with pytest.raises(ValueError, match="markers"):
+        codes.update("# a README without the section\n")
+
+
+def test_markdown_is_printed_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    assert codes.main(["--markdown"]) == 0
+    assert capsys.readouterr().out == codes.markdown() + "\n"
+    assert codes.main(["--bogus"]) == 2
+
