@@ -502,11 +502,13 @@ def _violations(problem: Problem, result: SimResult) -> str:
     return f'<ul class="status-bad">{items}{more}</ul>'
 
 
-def write_plan_html(path: str, problem: Problem, result: SimResult) -> None:
-    """Write `plan_report_html` atomically (`planner solve --html`)."""
+def write_plan_html(path: str, problem: Problem, result: SimResult,
+                    extra: Mapping[str, str] | None = None) -> None:
+    """Write `plan_report_html` atomically (`planner solve --html`); `extra` rows (algorithm,
+    status, lower bound and gap) go in its summary table."""
     from ..io.atomic import write_text_atomic
 
-    write_text_atomic(path, plan_report_html(problem, result))
+    write_text_atomic(path, plan_report_html(problem, result, extra=extra))
 
 
 # -- the compare report -------------------------------------------------------------------

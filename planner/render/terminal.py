@@ -7,6 +7,7 @@ plans (few ops per device) also get op labels in their bars.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,7 +15,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..bounds import Bounds
+from ..bounds import Bounds, relative_gap
 from ..model import Problem
 from ..simulate import SimResult
 from ..units import format_bytes, format_seconds
@@ -37,14 +38,24 @@ def summary_table(
               f"{len(problem.cluster.devices)}")
     t.add_row("cost model", f"memory {problem.memory_model}, contention {problem.contention}")
     t.add_row("makespan (simulated)", _time(result.makespan_s))
-    lb = bounds.makespan_s
-    ratio = result.makespan_s / lb if lb > 0 else float("nan")
-    t.add_row("lower bound", f"{format_seconds(lb)}  (makespan is {ratio:.3f}× the bound; "
-              f"at most {100 * (1 - 1 / ratio):.1f}% above optimal)" if lb > 0 and ratio >= 1
-              else format_seconds(lb))
+    t.add_row("lower bound", bound_text(result.makespan_s, bounds.makespan_s))
     t.add_row("feasible", "yes" if result.feasible else
               f"[red]no[/red] ({len(result.violations)} violation(s))")
     return t
+
+
+def bound_text(makespan_s: float, bound_s: float) -> str:
+    """`LB  (makespan is R× the bound; at most G% above optimal)`, G from `relative_gap`."""
+    gap = relative_gap(makespan_s, bound_s) if math.isfinite(makespan_s) else None
+    if gap is None or bound_s <= 0 or makespan_s < bound_s:
+        return format_seconds(bound_s)  # no finite gap proved: claim nothing
+    return (f"{format_seconds(bound_s)}  (makespan is {makespan_s / bound_s:.3f}× the bound; "
+            f"at most {format_gap(gap)} above optimal)")
+
+
+def format_gap(gap: float | None) -> str:
+    """A relative gap as a percentage with one decimal (`13.7%`); `—` when none is proved."""
+    return "—" if gap is None else f"{100 * gap:.1f}%"
 
 
 def device_table(problem: Problem, result: SimResult) -> Table:
@@ -174,7 +185,7 @@ def fmt_info(info: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]:
         if k in info and info[k] is not None:
             v = info[k]
             if k == "gap" and isinstance(v, float):
-                out[k] = f"{100 * v:.2f}%"
+                out[k] = format_gap(v)
             elif k.endswith("_s") and isinstance(v, float):
                 out[k] = format_seconds(v)
             else:
