@@ -60,7 +60,7 @@ class _App(TyperGroup):
             report.diagnostics.append(Diagnostic(
                 "E606", err.format_message(), None,
                 ("see `planner COMMAND --help` for the options",)))
-            _write_quietly(report, code)
+            code = _write_quietly(report, code)
         except typer.Abort:
             _eprint("Aborted!")
             code = 1
@@ -73,13 +73,14 @@ class _App(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-def _write_quietly(report: JsonReport, code: int) -> None:
+def _write_quietly(report: JsonReport, code: int) -> int:
     try:
         report.write(code)
     except OSError as err:
         if not is_broken_pipe(err):
             raise
-        _pipe_closed()
+        return _pipe_closed()
+    return code
 
 
 def _pipe_closed() -> int:

@@ -15,7 +15,7 @@ def _problem(path: Path) -> tuple[str, str] | None:
     it), with a hint; None when it can."""
     try:
         st = path.stat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         st = None
     except OSError as err:
         return f"it cannot be reached ({err.strerror})", "give a file path you can write"

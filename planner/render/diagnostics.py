@@ -3,6 +3,8 @@
 Every command runs its body inside `guard()`: a `PlannerError` is rendered on stderr
 (file:line:col, source line, caret, hints) and becomes its exit code; any other exception
 is a bug, reported in one line (E999, exit 4), with a traceback only under PLANNER_DEBUG.
+Under `--json` the same diagnostics go into the one JSON document on stdout instead
+(`JsonReport`). Ctrl-C is E607 and exit 130; a closed stdout pipe is a quiet exit 141.
 """
 
 from __future__ import annotations
@@ -156,9 +158,11 @@ def guard(command: str | None = None, as_json: bool = False) -> Iterator[JsonRep
         except typer.Abort:
             raise
         except KeyboardInterrupt:
+            diag = Diagnostic("E607", "interrupted")
             if not as_json:
-                raise
-            report.diagnostics.append(interrupted_diagnostic(None))
+                eprint(render_all([diag]))
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+            report.diagnostics.append(diag)
             code = EXIT_INTERRUPTED
         except Exception as err:  # noqa: BLE001 - a bug: say so briefly, never a traceback
             if is_broken_pipe(err):
