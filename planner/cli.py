@@ -127,6 +127,16 @@ def _load(spec: Path) -> Any:
     return load_path(spec)
 
 
+def _load_noting(spec: Path, report: JsonReport) -> Any:
+    """Load `spec`; its warnings go to stderr (or into the JSON document)."""
+    loaded = _load(spec)
+    if loaded.warnings:
+        report.diagnostics.extend(loaded.warnings)
+        if not report.enabled:
+            _eprint(render_all(loaded.warnings, _sources(loaded.warnings)))
+    return loaded
+
+
 def _problem(loaded: Any, plan: str | None) -> Any:
     try:
         return loaded.spec.plan(plan)
@@ -309,7 +319,7 @@ def simulate(
 ) -> None:
     """Simulate a given placement under the spec's cost model and verify it."""
     with _guard("simulate", as_json) as report:
-        loaded = _load(spec)
+        loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
         the_plan = _read_placement(problem, placement) if placement else _placement_from_spec(problem)
         result, _, _ = _emit_result(problem, the_plan, report, extra_json={}, extra_rows={})
@@ -349,7 +359,7 @@ def solve(
         if time_limit < 0:
             raise UsageError(Diagnostic("E603", f"--time-limit: `{time_limit}` is negative",
                                         None, ("give seconds, e.g. --time-limit 30",)))
-        loaded = _load(spec)
+        loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
         options = Options(seed=seed, time_limit_s=time_limit,
                           gap=1e-4 if gap is None else gap, solver=solver or "highs",
