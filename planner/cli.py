@@ -5,9 +5,13 @@ Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
 
     0  success
     1  invalid input (diagnostics), `check` found errors, `fmt --check` would reformat
-    2  usage error (unknown plan, algorithm, option)
+    2  usage error (unknown plan, algorithm, option; unwritable output; inapplicable option)
     3  infeasible: no plan fits the constraints, or the given plan violates them
     4  internal error or solver failure (a bug: please report it)
+  130  interrupted (solve: the best plan so far, if any, is printed and written)
+  141  stdout closed by its reader: a quiet exit
+
+With `--json`, stdout carries one JSON envelope on every outcome (`JsonReport`).
 """
 
 from __future__ import annotations
@@ -16,14 +20,15 @@ import json
 import logging
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
-from .errors import Diagnostic, Span, SpecError, UsageError, render_all
 from .algorithms import ALGORITHMS
+from .errors import Diagnostic, Span, SpecError, UsageError, render_all
 from .render.diagnostics import (
     EXIT_INFEASIBLE,
     EXIT_INTERRUPTED,
@@ -41,19 +46,22 @@ from .render.diagnostics import (
     stdout_to_stderr,
 )
 
+
 class _App(TyperGroup):
     """The command group: a command-line usage error under `--json` is still one JSON
     document (E606) on stdout, and a closed stdout pipe is a quiet exit."""
 
-    def main(self, args: Any = None, prog_name: str | None = None,
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
-             **extra: Any) -> Any:
+             windows_expand_args: bool = True, **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in argv
         try:
             if not as_json:  # typer renders its own usage errors
-                return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
-            code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+                return super().main(argv, prog_name, complete_var, standalone_mode,
+                                    windows_expand_args, **extra)
+            code = super().main(argv, prog_name, complete_var, False, windows_expand_args,
+                                **extra)
         except typer.TyperException as err:  # a usage error found by the parser
             code = err.exit_code
             report = JsonReport(next((a for a in argv if a in self.commands), None), True)
@@ -279,7 +287,8 @@ def _emit_result(problem: Any, plan: Any, report: JsonReport, *, extra_json: dic
     lower bound, or `bound_s` (an exact solver's proven bound) when that is higher.
     """
     from .bounds import lower_bound, relative_gap
-    from .render.terminal import format_gap, print_plan
+    from .render.figures import format_gap
+    from .render.terminal import print_plan
     from .simulate import report_json, simulate
 
     result = simulate(problem, plan)
@@ -335,7 +344,7 @@ def solve(
     out: Annotated[Path | None, typer.Option("--out", help="Write the plan JSON here (atomically).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds for the exact phase (auto, cpsat, ilp): default 10 for auto (0: heuristics only), 60 for cpsat and ilp.", show_default=False)] = None,
-    gap: Annotated[float | None, typer.Option("--gap", help="Relative optimality gap at which exact solvers stop (auto, cpsat, ilp). [default: 0.0001]", show_default=False)] = None,
+    gap: Annotated[float | None, typer.Option("--gap", help="Stop exact solvers at this relative gap, in the solver's own measure (auto, cpsat, ilp). [default: 0.0001]", show_default=False)] = None,
     solver: Annotated[str | None, typer.Option("--solver", help="ILP back-end (ilp only): highs, cbc, glpk, or any Pyomo solver name. [default: highs]", show_default=False)] = None,
     emit: Annotated[Path | None, typer.Option("--emit", help="Write the exact model (.lp or .mps; cpsat, ilp).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random.")] = 0,
@@ -425,8 +434,8 @@ def _report_solution(problem: Any, algo: str, solution: Any, report: JsonReport,
         else:
             _eprint(render_all([interrupted_diagnostic(kept)]))
     if html is not None:
+        from .render.figures import bound_text, format_gap
         from .render.html import write_plan_html
-        from .render.terminal import bound_text, format_gap
 
         write_plan_html(str(html), problem, result, extra={
             "algorithm": rows["algorithm"], "status": solution.status,

@@ -10,7 +10,6 @@ Registered by `planner.cli` as `app.command("compare")(compare_command)`.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Mapping, Sequence

@@ -164,7 +164,7 @@ def guard(command: str | None = None, as_json: bool = False) -> Iterator[JsonRep
                 raise typer.Exit(EXIT_INTERRUPTED) from None
             report.diagnostics.append(diag)
             code = EXIT_INTERRUPTED
-        except Exception as err:  # noqa: BLE001 - a bug: say so briefly, never a traceback
+        except Exception as err:
             if is_broken_pipe(err):
                 quiet_pipe_exit()
             if debug_enabled() and not isinstance(err, (MemoryError, RecursionError)):

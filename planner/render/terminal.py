@@ -7,7 +7,6 @@ plans (few ops per device) also get op labels in their bars.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,10 +14,11 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..bounds import Bounds, relative_gap
+from ..bounds import Bounds
 from ..model import Problem
 from ..simulate import SimResult
 from ..units import format_bytes, format_seconds
+from .figures import bound_text
 
 _SHADES = " ░▒▓█"
 
@@ -42,20 +42,6 @@ def summary_table(
     t.add_row("feasible", "yes" if result.feasible else
               f"[red]no[/red] ({len(result.violations)} violation(s))")
     return t
-
-
-def bound_text(makespan_s: float, bound_s: float) -> str:
-    """`LB  (makespan is R× the bound; at most G% above optimal)`, G from `relative_gap`."""
-    gap = relative_gap(makespan_s, bound_s) if math.isfinite(makespan_s) else None
-    if gap is None or bound_s <= 0 or makespan_s < bound_s:
-        return format_seconds(bound_s)  # no finite gap proved: claim nothing
-    return (f"{format_seconds(bound_s)}  (makespan is {makespan_s / bound_s:.3f}× the bound; "
-            f"at most {format_gap(gap)} above optimal)")
-
-
-def format_gap(gap: float | None) -> str:
-    """A relative gap as a percentage with one decimal (`13.7%`); `—` when none is proved."""
-    return "—" if gap is None else f"{100 * gap:.1f}%"
 
 
 def device_table(problem: Problem, result: SimResult) -> Table:
@@ -184,9 +170,7 @@ def fmt_info(info: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]:
     for k in keys:
         if k in info and info[k] is not None:
             v = info[k]
-            if k == "gap" and isinstance(v, float):
-                out[k] = format_gap(v)
-            elif k.endswith("_s") and isinstance(v, float):
+            if k.endswith("_s") and isinstance(v, float):
                 out[k] = format_seconds(v)
             else:
                 out[k] = str(v)

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.render.terminal import bound_text
+from planner.render.figures import bound_text
 
 _OPS = "\n".join(f"  op a{i} {{ time 1 ms }}" for i in range(18))
 NINETEEN = f"""
@@ -72,12 +72,15 @@ def test_solve_gap_row_json_and_html_agree(tmp_path: Path) -> None:
 
 
 def test_compare_rows_carry_the_same_gap(tmp_path: Path) -> None:
+    html = tmp_path / "c.html"
     code, out, err = _run(tmp_path, TWO, "compare", "--algos", "single,heft", "--json",
-                          "--jobs", "1")
+                          "--jobs", "1", "--html", str(html))
     assert code == 0, err
     gaps = {r["algorithm"]: r["gap"] for r in json.loads(out)["result"]}
     # heft puts the ops on two devices: 1 ms, the bound itself
     assert gaps == {"single": pytest.approx(0.137), "heft": 0.0}
+    page = html.read_text(encoding="utf-8")
+    assert ">13.7%</td>" in page and ">0.0%</td>" in page
 
 
 def test_bound_text_claims_nothing_without_a_finite_gap() -> None:
