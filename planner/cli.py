@@ -486,4 +486,13 @@ def main() -> None:
     logging.basicConfig(stream=sys.stderr,
                         level=logging.DEBUG if debug_enabled() else logging.WARNING,
                         format="planner: %(levelname)s: %(message)s")
-    app()
+    try:
+        app()
+    finally:
+        # output still buffered (e.g. `fmt`'s lines) meets a closed pipe only here
+        try:
+            sys.stdout.flush()
+        except OSError as err:
+            if not is_broken_pipe(err):
+                raise
+            sys.exit(_pipe_closed())

@@ -90,9 +90,11 @@ def test_sigint_to_a_searching_cpsat_exits_130(tmp_path: Path) -> None:
     ["simulate", "--json", "s.plan"],
     ["solve", "s.plan", "--algo", "heft"],  # rich tables
     ["check", "--json", "--no-such-option"],  # a parser error's envelope
+    ["fmt", "--check", "m.plan"],  # buffered lines, flushed at exit
 ])
 def test_closed_stdout_is_a_quiet_exit(tmp_path: Path, args: list[str]) -> None:
     (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "m.plan").write_text("graph g {   op a { time 1 ms } }\n")  # unformatted
     read, write = os.pipe()
     os.close(read)  # the reader is gone before the command writes anything
     try:
