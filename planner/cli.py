@@ -427,12 +427,6 @@ def _report_solution(problem: Any, algo: str, solution: Any, report: JsonReport,
     bound_s = float(bound) if isinstance(bound, (int, float)) and math.isfinite(bound) else None
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, bound_s=bound_s)
-    if solution.status == "interrupted":
-        kept = "the best plan found so far is shown" + (f" and written to {out}" if out else "")
-        if report.enabled:
-            report.diagnostics.append(interrupted_diagnostic(kept))
-        else:
-            _eprint(render_all([interrupted_diagnostic(kept)]))
     if html is not None:
         from .render.figures import bound_text, format_gap
         from .render.html import write_plan_html
@@ -441,6 +435,13 @@ def _report_solution(problem: Any, algo: str, solution: Any, report: JsonReport,
             "algorithm": rows["algorithm"], "status": solution.status,
             "lower bound": bound_text(result.makespan_s, bounds.makespan_s),
             **({"gap": format_gap(gap)} if "gap" in rows else {})})
+    if solution.status == "interrupted":
+        written = " and ".join(str(p) for p in (out, html) if p is not None)
+        kept = interrupted_diagnostic("the best plan found so far is shown"
+                                      + (f" and written to {written}" if written else ""))
+        report.diagnostics.append(kept)
+        if not report.enabled:
+            _eprint(render_all([kept]))
     if not result.feasible:
         _infeasible_exit(problem, result, report)
 

@@ -35,12 +35,13 @@ def test_interrupted_with_a_plan_prints_and_writes_it(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     _raising(monkeypatch, Interrupted)
     (tmp_path / "s.plan").write_text(GOOD)
-    code, out, err = invoke(["solve", "s.plan", "--algo", "cpsat", "--out", "p.json"],
-                            tmp_path)
+    code, out, err = invoke(["solve", "s.plan", "--algo", "cpsat", "--out", "p.json",
+                             "--html", "r.html"], tmp_path)
     assert code == 130
     assert "interrupted" in out.split("status", 1)[1].splitlines()[0]  # the status row
     assert "warning[E607]: interrupted: the best plan found so far is shown and written " \
-           "to p.json" in err
+           "to p.json and r.html" in err
+    assert "interrupted" in (tmp_path / "r.html").read_text(encoding="utf-8")
     plan = json.loads((tmp_path / "p.json").read_text())
     assert set(plan["placement"]) == {"a", "b"}
     code, out, _ = invoke(["solve", "s.plan", "--algo", "cpsat", "--json"], tmp_path)
