@@ -5,35 +5,103 @@ Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
 
     0  success
     1  invalid input (diagnostics), `check` found errors, `fmt --check` would reformat
-    2  usage error (unknown plan, algorithm, option)
+    2  usage error (unknown plan, algorithm, option; unwritable output; inapplicable option)
     3  infeasible: no plan fits the constraints, or the given plan violates them
     4  internal error or solver failure (a bug: please report it)
+  130  interrupted (solve: the best plan so far, if any, is printed and written)
+  141  stdout closed by its reader: a quiet exit
+
+With `--json`, stdout carries one JSON envelope on every outcome (`JsonReport`).
 """
 
 from __future__ import annotations
 
-import functools
 import gc
 import json
 import logging
+import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
+from .algorithms import ALGORITHMS
 from .errors import Diagnostic, Span, SpecError, UsageError, render_all
 from .render.diagnostics import (
     EXIT_INFEASIBLE,
+    EXIT_INTERRUPTED,
     EXIT_INVALID,
+    EXIT_PIPE,
+    JsonReport,
     debug_enabled,
     eprint,
     guard,
+    interrupted_diagnostic,
+    is_broken_pipe,
+    quiet_pipe_exit,
     source_texts,
+    stdout_console,
     stdout_to_stderr,
 )
 
+
+class _App(TyperGroup):
+    """The command group: a command-line usage error under `--json` is still one JSON
+    document (E606) on stdout, and a closed stdout pipe is a quiet exit."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        as_json = "--json" in argv
+        try:
+            if not as_json:  # typer renders its own usage errors
+                return super().main(argv, prog_name, complete_var, standalone_mode,
+                                    windows_expand_args, **extra)
+            code = super().main(argv, prog_name, complete_var, False, windows_expand_args,
+                                **extra)
+        except typer.TyperException as err:  # a usage error found by the parser
+            code = err.exit_code
+            report = JsonReport(next((a for a in argv if a in self.commands), None), True)
+            report.diagnostics.append(Diagnostic(
+                "E606", err.format_message(), None,
+                ("see `planner COMMAND --help` for the options",)))
+            code = _write_quietly(report, code)
+        except typer.Abort:
+            _eprint("Aborted!")
+            code = 1
+        except OSError as err:
+            if not is_broken_pipe(err):
+                raise
+            code = _pipe_closed()
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _write_quietly(report: JsonReport, code: int) -> int:
+    try:
+        report.write(code)
+    except OSError as err:
+        if not is_broken_pipe(err):
+            raise
+        return _pipe_closed()
+    return code
+
+
+def _pipe_closed() -> int:
+    try:
+        quiet_pipe_exit()
+    except typer.Exit as done:
+        return done.exit_code
+    return EXIT_PIPE  # pragma: no cover - quiet_pipe_exit always raises
+
+
 app = typer.Typer(
+    cls=_App,
     name="planner",
     help="Declarative model-parallel placement: check, format, simulate and solve .plan specs.",
     no_args_is_help=True,
@@ -74,6 +142,17 @@ def _load(spec: Path, *, keep: bool = False) -> Any:
     return loaded
 
 
+def _load_noting(spec: Path, report: JsonReport) -> Any:
+    """Load `spec` (for the rest of the process); its warnings go to stderr (or into the
+    JSON document)."""
+    loaded = _load(spec, keep=True)
+    if loaded.warnings:
+        report.diagnostics.extend(loaded.warnings)
+        if not report.enabled:
+            _eprint(render_all(loaded.warnings, _sources(loaded.warnings)))
+    return loaded
+
+
 def _problem(loaded: Any, plan: str | None) -> Any:
     try:
         return loaded.spec.plan(plan)
@@ -90,10 +169,10 @@ def _problem(loaded: Any, plan: str | None) -> Any:
 @app.command()
 def check(
     paths: Annotated[list[Path], typer.Argument(help="Spec files or folders (*.plan, recursively).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print diagnostics as a JSON list.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (the diagnostics in its envelope).")] = False,
 ) -> None:
     """Check specs for errors: syntax, names, units, cycles, memory that cannot fit."""
-    with _guard():
+    with _guard("check", as_json) as report:
         from .spec.checks import memory_diagnostics
         from .spec.load import display_path
 
@@ -113,11 +192,12 @@ def check(
                 diags.extend(memory_diagnostics(problem, loaded.locations))
         diags = _dedupe(diags)
         errors = [d for d in diags if d.severity.value == "error"]
-        if as_json:
-            sys.stdout.write(json.dumps([d.to_json() for d in diags], indent=2) + "\n")
-        elif diags:
-            _eprint(render_all(diags, _sources(diags)))
+        report.result = {"files": [display_path(f) for f in files], "errors": len(errors),
+                         "warnings": len(diags) - len(errors)}
+        report.diagnostics.extend(diags)
         if not as_json:
+            if diags:
+                _eprint(render_all(diags, _sources(diags)))
             shown = ", ".join(display_path(f) for f in files[:3]) + (
                 f" and {len(files) - 3} more" if len(files) > 3 else "")
             _eprint(f"checked {len(files)} file(s) ({shown}): "
@@ -196,32 +276,45 @@ def _read_placement(problem: Any, path: Path) -> Any:
     return load_plan(problem, data, shown)
 
 
-def _emit_result(problem: Any, plan: Any, *, as_json: bool, extra_json: dict[str, Any],
-                 extra_rows: dict[str, str]) -> Any:
-    from .bounds import lower_bound
+def _emit_result(problem: Any, plan: Any, report: JsonReport, *, extra_json: dict[str, Any],
+                 extra_rows: dict[str, str], bound_s: float | None = None
+                 ) -> tuple[Any, Any, float | None]:
+    """Simulate `plan`; put the report in `report.result` (--json) or print it. Returns the
+    simulation, the bounds and the gap.
+
+    `gap` is `relative_gap` of the simulated makespan to the best bound: planner's own
+    lower bound, or `bound_s` (an exact solver's proven bound) when that is higher.
+    """
+    from .bounds import lower_bound, relative_gap
+    from .render.figures import format_gap
     from .render.terminal import print_plan
     from .simulate import report_json, simulate
 
     result = simulate(problem, plan)
     bounds = lower_bound(problem)
-    if as_json:
+    best = max(bounds.makespan_s, bound_s or 0.0)
+    gap = relative_gap(result.makespan_s, best) if result.feasible else None
+    if report.enabled:
         obj = report_json(problem, result, bounds)
         obj.update(extra_json)
-        sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+        obj["gap"] = gap
+        report.result = obj
     else:
-        from rich.console import Console
+        if "gap" in extra_rows:
+            extra_rows = {**extra_rows, "gap": format_gap(gap)}
+        print_plan(stdout_console(), problem, result, bounds, extra_rows)
+    return result, bounds, gap
 
-        print_plan(Console(soft_wrap=False), problem, result, bounds, extra_rows)
-    return result
 
-
-def _infeasible_exit(problem: Any, result: Any) -> NoReturn:
-    lines = [
-        (f"error[E401]: plan `{problem.name}` is infeasible: "
-        f"{len(result.violations)} violation(s)")
-    ]
-    lines += [f"  - {v.kind}: {v.message}" for v in result.violations[:50]]
-    _eprint("\n".join(lines))
+def _infeasible_exit(problem: Any, result: Any, report: JsonReport) -> NoReturn:
+    head = (f"plan `{problem.name}` is infeasible: "
+            f"{len(result.violations)} violation(s)")
+    if report.enabled:
+        report.diagnostics.append(Diagnostic("E401", head))
+    else:
+        lines = [f"error[E401]: {head}"]
+        lines += [f"  - {v.kind}: {v.message}" for v in result.violations[:50]]
+        _eprint("\n".join(lines))
     raise typer.Exit(EXIT_INFEASIBLE)
 
 
@@ -230,71 +323,126 @@ def simulate(
     spec: Annotated[Path, typer.Argument(help="The spec file.")],
     plan: Annotated[str | None, typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
     placement: Annotated[Path | None, typer.Option("--placement", help="A plan JSON or {\"placement\": {op: device}} file; default: the spec's place/pin statements.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
 ) -> None:
     """Simulate a given placement under the spec's cost model and verify it."""
-    with _guard():
-        loaded = _load(spec, keep=True)
+    with _guard("simulate", as_json) as report:
+        loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
         the_plan = _read_placement(problem, placement) if placement else _placement_from_spec(problem)
-        result = _emit_result(problem, the_plan, as_json=as_json, extra_json={}, extra_rows={})
+        result, _, _ = _emit_result(problem, the_plan, report, extra_json={}, extra_rows={})
         if not result.feasible:
-            _infeasible_exit(problem, result)
+            _infeasible_exit(problem, result, report)
 
 
 @app.command()
 def solve(
     spec: Annotated[Path, typer.Argument(help="The spec file.")],
     plan: Annotated[str | None, typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
-    algo: Annotated[str, typer.Option("--algo", help="Algorithm: auto, msct, metf, mtopo, heft, cpop, single, roundrobin, random, expert, cpsat, ilp.")] = "auto",
+    algo: Annotated[str, typer.Option("--algo", help="Algorithm: " + ", ".join(ALGORITHMS) + ".")] = "auto",
     out: Annotated[Path | None, typer.Option("--out", help="Write the plan JSON here (atomically).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds for the exact phase: default 10 for auto (0: heuristics only), 60 for cpsat and ilp.")] = None,
-    gap: Annotated[float, typer.Option("--gap", help="Relative optimality gap for exact solvers.")] = 1e-4,
-    solver: Annotated[str, typer.Option("--solver", help="ILP back-end: highs, cbc, glpk, or any Pyomo solver name.")] = "highs",
-    emit: Annotated[Path | None, typer.Option("--emit", help="With --algo ilp: write the model (.lp or .mps).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds for the exact phase (auto, cpsat, ilp): default 10 for auto (0: heuristics only), 60 for cpsat and ilp.", show_default=False)] = None,
+    gap: Annotated[float | None, typer.Option("--gap", help="Stop exact solvers at this relative gap, in the solver's own measure (auto, cpsat, ilp). [default: 0.0001]", show_default=False)] = None,
+    solver: Annotated[str | None, typer.Option("--solver", help="ILP back-end (ilp only): highs, cbc, glpk, or any Pyomo solver name. [default: highs]", show_default=False)] = None,
+    emit: Annotated[Path | None, typer.Option("--emit", help="Write the exact model (.lp or .mps; cpsat, ilp).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random.")] = 0,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
 ) -> None:
-    """Place and schedule a spec's graph; print the simulated plan and its lower bound."""
-    with _guard():
-        from .algorithms import Options, run
-        from .render.terminal import fmt_info
-        from .units import format_seconds
+    """Place and schedule a spec's graph; print the simulated plan and its lower bound.
 
-        loaded = _load(spec, keep=True)
-        problem = _problem(loaded, plan)
+    Ctrl-C stops the search: the best plan found so far is printed and written (status
+    `interrupted`), exit 130; with no plan yet, nothing is written.
+    """
+    with _guard("solve", as_json) as report:
+        from .algorithms import Options
+        from .commands.applies import check_applicable
+        from .commands.outputs import check_outputs
+
+        given = {"--time-limit": time_limit, "--gap": gap, "--solver": solver, "--emit": emit}
+        check_applicable(algo, [k for k, v in given.items() if v is not None])
+        check_outputs({"--out": out, "--html": html, "--emit": emit})
         if time_limit is None:
             time_limit = AUTO_TIME_LIMIT_S if algo == "auto" else EXACT_TIME_LIMIT_S
         if time_limit < 0:
             raise UsageError(Diagnostic("E603", f"--time-limit: `{time_limit}` is negative",
                                         None, ("give seconds, e.g. --time-limit 30",)))
-        options = Options(seed=seed, time_limit_s=time_limit, gap=gap, solver=solver,
+        loaded = _load_noting(spec, report)
+        problem = _problem(loaded, plan)
+        options = Options(seed=seed, time_limit_s=time_limit,
+                          gap=1e-4 if gap is None else gap, solver=solver or "highs",
                           emit=str(emit) if emit else None)
-        with stdout_to_stderr(), _spinner(f"{algo}: placing {len(problem.graph.ops)} ops"
-                                          f" (up to {time_limit:g} s)"):
-            solution = run(algo, problem, options)
-        info = dict(solution.info)
-        if out is not None:
-            solution.plan.write(problem, str(out))
-        extra_json: dict[str, Any] = {
-            "algorithm": solution.plan.algorithm or algo,
-            "status": solution.status,
-            "planning_s": solution.planning_s,
-            **{k: v for k, v in info.items() if _jsonable(v)},
-        }
-        rows = {"algorithm": algo + (f" → {info['chosen']}" if info.get("chosen") else ""),
-                "status": solution.status,
-                "planning time": format_seconds(solution.planning_s),
-                **fmt_info(info, ("solver", "objective_s", "bound_s", "gap", "reason"))}
-        result = _emit_result(problem, solution.plan, as_json=as_json, extra_json=extra_json,
-                              extra_rows=rows)
-        if html is not None:
-            from .render.html import write_plan_html
+        solution = _place(algo, problem, options, report)
+        _report_solution(problem, algo, solution, report, out=out, html=html)
+        if solution.status == "interrupted":
+            raise typer.Exit(EXIT_INTERRUPTED)
 
-            write_plan_html(str(html), problem, result)
-        if not result.feasible:
-            _infeasible_exit(problem, result)
+
+def _place(algo: str, problem: Any, options: Any, report: JsonReport) -> Any:
+    """Run the algorithm; on Ctrl-C, the `interrupted` solution it holds, or exit 130."""
+    import dataclasses
+
+    from .algorithms import run
+    from .algorithms.base import Interrupted
+
+    try:
+        with stdout_to_stderr(), _spinner(f"{algo}: placing {len(problem.graph.ops)} ops"
+                                          f" (up to {options.time_limit_s:g} s)"):
+            return run(algo, problem, options)
+    except Interrupted as stop:
+        if stop.solution is not None:
+            return dataclasses.replace(stop.solution, status="interrupted")
+        nothing = interrupted_diagnostic(None)
+    except KeyboardInterrupt:
+        nothing = interrupted_diagnostic(None)
+    if report.enabled:
+        report.diagnostics.append(nothing)
+    else:
+        _eprint(render_all([nothing]))
+    raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _report_solution(problem: Any, algo: str, solution: Any, report: JsonReport, *,
+                     out: Path | None, html: Path | None) -> None:
+    from .render.terminal import fmt_info
+    from .units import format_seconds
+
+    info = dict(solution.info)
+    if out is not None:
+        solution.plan.write(problem, str(out))
+    extra_json: dict[str, Any] = {
+        "algorithm": solution.plan.algorithm or algo,
+        "status": solution.status,
+        "planning_s": solution.planning_s,
+        **{k: v for k, v in info.items() if _jsonable(v) and k != "gap"},
+    }
+    rows = {"algorithm": algo + (f" → {info['chosen']}" if info.get("chosen") else ""),
+            "status": solution.status,
+            "planning time": format_seconds(solution.planning_s),
+            **fmt_info(info, ("solver", "objective_s", "bound_s")),
+            **({"gap": ""} if "gap" in info or "bound_s" in info else {}),
+            **fmt_info(info, ("reason",))}
+    bound = info.get("bound_s")
+    bound_s = float(bound) if isinstance(bound, (int, float)) and math.isfinite(bound) else None
+    result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
+                                       extra_rows=rows, bound_s=bound_s)
+    if html is not None:
+        from .render.figures import bound_text, format_gap
+        from .render.html import write_plan_html
+
+        write_plan_html(str(html), problem, result, extra={
+            "algorithm": rows["algorithm"], "status": solution.status,
+            "lower bound": bound_text(result.makespan_s, bounds.makespan_s),
+            **({"gap": format_gap(gap)} if "gap" in rows else {})})
+    if solution.status == "interrupted":
+        written = " and ".join(str(p) for p in (out, html) if p is not None)
+        kept = interrupted_diagnostic("the best plan found so far is shown"
+                                      + (f" and written to {written}" if written else ""))
+        report.diagnostics.append(kept)
+        if not report.enabled:
+            _eprint(render_all([kept]))
+    if not result.feasible:
+        _infeasible_exit(problem, result, report)
 
 
 def _spinner(message: str) -> Any:
@@ -316,22 +464,11 @@ def _jsonable(v: Any) -> bool:
     return True
 
 
-def _guarded(fn: Any) -> Any:
-    """Run a command defined elsewhere inside `guard()` (typer reads the wrapped signature)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with guard():
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
 def _mount_optional() -> None:
     """Sub-commands living in their own modules (importers, exporters, generators, compare)."""
     from .commands.compare import compare_command
 
-    app.command("compare")(_guarded(compare_command))
+    app.command("compare")(compare_command)
     try:
         from .io.commands import export_app, generate_app, import_app
     except ImportError:  # pragma: no cover - during development only
@@ -364,4 +501,13 @@ def main() -> None:
     logging.basicConfig(stream=sys.stderr,
                         level=logging.DEBUG if debug_enabled() else logging.WARNING,
                         format="planner: %(levelname)s: %(message)s")
-    app()
+    try:
+        app()
+    finally:
+        # output still buffered (e.g. `fmt`'s lines) meets a closed pipe only here
+        try:
+            sys.stdout.flush()
+        except OSError as err:
+            if not is_broken_pipe(err):
+                raise
+            sys.exit(_pipe_closed())

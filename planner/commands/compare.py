@@ -10,7 +10,6 @@ Registered by `planner.cli` as `app.command("compare")(compare_command)`.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..compare import DEFAULT_ALGORITHMS, Row, SweepResult, wins
+from ..render.diagnostics import stdout_console
 
 _HELP_ALGOS = ("Comma-separated algorithms: auto, msct, metf, mtopo, heft, cpop, single, "
                "roundrobin, random, expert, cpsat, ilp.")
@@ -59,20 +59,38 @@ def compare_command(
     html: Annotated[Path | None, typer.Option(
         "--html", help="Write a self-contained HTML report (charts, Gantt, memory).")] = None,
     as_json: Annotated[bool, typer.Option(
-        "--json", help="Print the rows as a JSON array on stdout (no tables).")] = False,
+        "--json", help="Print one JSON document on stdout: the rows (an array) as its "
+        "result (no tables).")] = False,
     resume: Annotated[Path | None, typer.Option(
         "--resume", help="Append rows to this .csv or .jsonl file as they finish; points "
         "already in it are not run again.")] = None,
 ) -> None:
     """Compare placement algorithms across specs, bandwidths, memory caps and device counts."""
+    from ..render.diagnostics import guard
+
+    with guard("compare", as_json) as report:
+        _compare(report, specs, algos, plan=plan, bandwidth=bandwidth, memory=memory,
+                 devices=devices, time_limit=time_limit, jobs=jobs, executor=executor,
+                 out=out, html=html, resume=resume)
+
+
+def _compare(report: Any, specs: list[Path] | None, algos: str, *, plan: str | None,
+             bandwidth: str | None, memory: str | None, devices: str | None,
+             time_limit: float, jobs: int | None, executor: str, out: Path | None,
+             html: Path | None, resume: Path | None) -> None:
     from ..compare import best_plans, plan_sweep, run_sweep, write_rows
     from ..errors import render_all
+    from ..render.diagnostics import EXIT_INTERRUPTED, interrupted_diagnostic
+    from .outputs import check_outputs
 
+    check_outputs({"--out": out, "--html": html, "--resume": resume})
     sweep = plan_sweep(specs or [], algos, plan=plan, bandwidths=bandwidth, memories=memory,
                        devices=devices, time_limit_s=time_limit)
     err = Console(stderr=True, soft_wrap=False)
     if sweep.warnings:
-        sys.stderr.write(render_all(sweep.warnings) + "\n")
+        report.diagnostics.extend(sweep.warnings)
+        if not report.enabled:
+            sys.stderr.write(render_all(sweep.warnings) + "\n")
     try:
         with _Progress(err) as progress:
             result = run_sweep(sweep, executor=executor, jobs=jobs,
@@ -81,16 +99,17 @@ def compare_command(
     except KeyboardInterrupt:
         where = (f"finished rows are in {resume}; run the same command again to carry on"
                  if resume else "nothing was saved; use --resume FILE to keep finished rows")
-        sys.stderr.write(f"\ninterrupted: {where}\n")
-        raise typer.Exit(130) from None
+        report.diagnostics.append(interrupted_diagnostic(where))
+        if not report.enabled:
+            sys.stderr.write(f"\ninterrupted: {where}\n")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
-    if as_json:
+    if report.enabled:
         from ..compare.rows import to_json_row
 
-        sys.stdout.write(json.dumps([to_json_row(r) for r in result.rows], indent=2,
-                                    ensure_ascii=False) + "\n")
+        report.result = [to_json_row(r) for r in result.rows]
     else:
-        print_tables(Console(soft_wrap=False), result.rows)
+        print_tables(stdout_console(), result.rows)
     if out is not None:
         write_rows(out, result.rows)
         sys.stderr.write(f"wrote {out} ({len(result.rows)} rows)\n")

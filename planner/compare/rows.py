@@ -67,6 +67,7 @@ FIELDS: tuple[tuple[str, type], ...] = (
     ("transfer_bytes", int),
     ("chosen", str),
     ("solver", str),
+    #: `relative_gap(makespan_s, best bound)` for every valid plan, never an algorithm's own
     ("gap", float),
     ("objective_s", float),
     ("bound_s", float),

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from ..bounds import relative_gap
 from ..errors import InfeasibleError, PlannerError, SolverError, SpecError, UsageError
 from ..model import Problem, Spec
 from .rows import Row, empty_row
@@ -171,7 +172,7 @@ def _place_and_simulate(point: Point, problem: Problem, row: Row
     for k in ("solver", "chosen"):
         if isinstance(info.get(k), str):
             row[k] = info[k]
-    for k in ("gap", "objective_s", "bound_s"):
+    for k in ("objective_s", "bound_s"):
         row[k] = _finite(info.get(k))
     if isinstance(info.get("reason"), str) and info["reason"]:
         row["reason"] = info["reason"]
@@ -200,6 +201,10 @@ def _place_and_simulate(point: Point, problem: Problem, row: Row
     ms = row["makespan_s"]
     if ms is not None and lb is not None and lb > 0:
         row["ratio_to_bound"] = ms / lb
+    if ms is not None and result.feasible:
+        # the one gap definition, from the simulated makespan (never an algorithm's own)
+        best = max(lb or 0.0, row["bound_s"] or 0.0)
+        row["gap"] = relative_gap(ms, best)
     if result.feasible and ms is not None:
         row["status"] = solution.status
     else:

@@ -20,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from ..commands.outputs import check_outputs
 from ..errors import Diagnostic, Span, SpecError, UsageError, render_all
 from ..render.diagnostics import guard
 from ..units import format_bytes
@@ -132,6 +133,7 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
 def _run(make: Callable[[], Imported], output: Path, clusters: list[Path] | None, memory: str,
          contention: str) -> None:
     with _diagnostics():
+        check_outputs({"-o/--output": output})
         _finish(make(), output, clusters, memory, contention)
 
 
@@ -245,6 +247,7 @@ def export_json_command(
     from .interchange import dumps, export_spec
 
     with _diagnostics():
+        check_outputs({"-o/--output": output})
         text = dumps(export_spec(planner.load(spec), plan, graph))
         if output is None:
             sys.stdout.write(text)

@@ -3,21 +3,26 @@
 Every command runs its body inside `guard()`: a `PlannerError` is rendered on stderr
 (file:line:col, source line, caret, hints) and becomes its exit code; any other exception
 is a bug, reported in one line (E999, exit 4), with a traceback only under PLANNER_DEBUG.
+Under `--json` the same diagnostics go into the one JSON document on stdout instead
+(`JsonReport`). Ctrl-C is E607 and exit 130; a closed stdout pipe is a quiet exit 141.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
+import json
 import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
-from ..errors import Diagnostic, PlannerError, render_all
+from ..errors import Diagnostic, PlannerError, Severity, render_all
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INFEASIBLE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 log = logging.getLogger("planner")
@@ -53,33 +58,143 @@ def eprint(text: str) -> None:
     sys.stderr.flush()
 
 
+#: the `--json` envelope's version; bump on an incompatible change of its shape
+JSON_FORMAT_VERSION = 1
+EXIT_INTERRUPTED = 130
+#: a reader that closed stdout early (`| head`): the shell's code for SIGPIPE
+EXIT_PIPE = 141
+
+
+class JsonReport:
+    """The one JSON document a `--json` command prints, on every outcome:
+
+        {"format_version": 1, "command": "solve", "ok": true, "exit_code": 0,
+         "result": {...} or null, "diagnostics": [...]}
+
+    The command sets `result` (its successful output, or what it has on a failure, e.g. the
+    simulated report of an infeasible plan) and adds `diagnostics`; `guard` writes it.
+    """
+
+    def __init__(self, command: str | None, enabled: bool) -> None:
+        self.command = command
+        self.enabled = enabled
+        self.result: Any = None
+        self.diagnostics: list[Diagnostic] = []
+
+    def document(self, exit_code: int) -> dict[str, Any]:
+        """The envelope for `exit_code`."""
+        return {"format_version": JSON_FORMAT_VERSION, "command": self.command,
+                "ok": exit_code == EXIT_OK, "exit_code": exit_code, "result": self.result,
+                "diagnostics": [d.to_json() for d in self.diagnostics]}
+
+    def write(self, exit_code: int) -> None:
+        """Print the envelope on stdout."""
+        sys.stdout.write(json.dumps(self.document(exit_code), indent=2, ensure_ascii=False)
+                         + "\n")
+        sys.stdout.flush()
+
+
+def interrupted_diagnostic(kept: str | None) -> Diagnostic:
+    """E607: the user interrupted the command; `kept` says what was kept, if anything."""
+    if kept is None:
+        return Diagnostic("E607", "interrupted before any plan was found")
+    return Diagnostic("E607", f"interrupted: {kept}", severity=Severity.WARNING)
+
+
 def fail(err: PlannerError) -> NoReturn:
     """Render `err`'s diagnostics on stderr and exit with its code."""
     eprint(render_all(err.diagnostics, source_texts(err.diagnostics)))
     raise typer.Exit(err.exit_code)
 
 
-@contextlib.contextmanager
-def guard() -> Iterator[None]:
-    """Turn every error into a diagnostic on stderr and a documented exit code."""
+def _internal(err: BaseException) -> Diagnostic:
+    if isinstance(err, MemoryError):
+        return Diagnostic("E990", "out of memory")
+    if isinstance(err, RecursionError):
+        return Diagnostic("E991", "input too deeply nested")
+    return Diagnostic("E999", f"internal error: {type(err).__name__}: {err}", None,
+                      ("this is a bug in planner; rerun with PLANNER_DEBUG=1 for details",))
+
+
+def is_broken_pipe(err: BaseException) -> bool:
+    """Whether `err` says that the reader of stdout went away."""
+    return isinstance(err, BrokenPipeError) or (
+        isinstance(err, OSError) and err.errno == errno.EPIPE)
+
+
+def quiet_pipe_exit() -> NoReturn:
+    """Exit quietly after stdout's reader went away: point fd 1 at /dev/null first so that
+    the interpreter's final flush does not complain (as the Python docs advise)."""
     try:
-        yield
-    except PlannerError as err:
-        fail(err)
-    except (typer.Exit, typer.Abort, KeyboardInterrupt):
-        raise
-    except MemoryError:
-        eprint("error[E990]: out of memory")
-        raise typer.Exit(EXIT_INTERNAL) from None
-    except RecursionError:
-        eprint("error[E991]: input too deeply nested")
-        raise typer.Exit(EXIT_INVALID) from None
-    except Exception as err:  # a bug: say so briefly, never a traceback
-        if debug_enabled():
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass  # no real fd 1 (in-process use): nothing will flush to it
+    raise typer.Exit(EXIT_PIPE)
+
+
+@contextlib.contextmanager
+def guard(command: str | None = None, as_json: bool = False) -> Iterator[JsonReport]:
+    """Turn every error into a diagnostic and a documented exit code.
+
+    Without `as_json`, diagnostics go to stderr. With it, the `JsonReport` the body fills
+    is printed on every outcome, its diagnostics included, and stderr stays quiet.
+    """
+    report = JsonReport(command, as_json)
+    code = EXIT_OK
+    try:
+        try:
+            yield report
+        except PlannerError as err:
+            if not as_json:
+                fail(err)
+            report.diagnostics.extend(err.diagnostics)
+            code = err.exit_code
+        except typer.Exit as err:
+            code = err.exit_code
+            if not as_json:
+                raise
+        except typer.Abort:
             raise
-        eprint(f"error[E999]: internal error: {type(err).__name__}: {err}\n"
-               "  = hint: this is a bug in planner; rerun with PLANNER_DEBUG=1 for details")
-        raise typer.Exit(EXIT_INTERNAL) from None
+        except KeyboardInterrupt:
+            diag = Diagnostic("E607", "interrupted")
+            if not as_json:
+                eprint(render_all([diag]))
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+            report.diagnostics.append(diag)
+            code = EXIT_INTERRUPTED
+        except Exception as err:
+            if is_broken_pipe(err):
+                quiet_pipe_exit()
+            if debug_enabled() and not isinstance(err, (MemoryError, RecursionError)):
+                raise
+            diag = _internal(err)
+            code = EXIT_INVALID if isinstance(err, RecursionError) else EXIT_INTERNAL
+            if not as_json:
+                eprint(render_all([diag]))
+                raise typer.Exit(code) from None
+            report.diagnostics.append(diag)
+        if as_json:
+            report.write(code)
+    except Exception as err:  # writing the report itself can meet a closed pipe
+        if is_broken_pipe(err):
+            quiet_pipe_exit()
+        raise
+    if code != EXIT_OK:
+        raise typer.Exit(code)
+
+
+def stdout_console() -> Any:
+    """A rich console on stdout that treats a closed pipe like every other command does
+    (rich's own handler exits 1)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            quiet_pipe_exit()
+
+    return _Console(soft_wrap=False)
 
 
 @contextlib.contextmanager

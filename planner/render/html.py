@@ -27,6 +27,7 @@ from typing import Any
 from ..model import Problem
 from ..simulate import SimResult
 from ..units import format_bytes, format_seconds
+from .figures import format_gap
 
 __all__ = [
     "compare_report_html", "gantt_svg", "line_chart_svg", "memory_svg", "plan_report_html",
@@ -502,11 +503,13 @@ def _violations(problem: Problem, result: SimResult) -> str:
     return f'<ul class="status-bad">{items}{more}</ul>'
 
 
-def write_plan_html(path: str, problem: Problem, result: SimResult) -> None:
-    """Write `plan_report_html` atomically (`planner solve --html`)."""
+def write_plan_html(path: str, problem: Problem, result: SimResult,
+                    extra: Mapping[str, str] | None = None) -> None:
+    """Write `plan_report_html` atomically (`planner solve --html`); `extra` rows (algorithm,
+    status, lower bound and gap) go in its summary table."""
     from ..io.atomic import write_text_atomic
 
-    write_text_atomic(path, plan_report_html(problem, result))
+    write_text_atomic(path, plan_report_html(problem, result, extra=extra))
 
 
 # -- the compare report -------------------------------------------------------------------
@@ -605,7 +608,7 @@ def _wins_table(rows: Sequence[Mapping[str, Any]]) -> str:
 def _runs_table(rows: Sequence[Mapping[str, Any]]) -> str:
     cols = (("spec", "l"), ("plan", "l"), ("bandwidth", ""), ("memory", ""), ("devices", ""),
             ("algorithm", "l"), ("makespan", ""), ("× best", ""), ("× bound", ""),
-            ("planning", ""), ("devices used", ""), ("peak / cap", ""), ("status", "l"),
+            ("gap", ""), ("planning", ""), ("devices used", ""), ("peak / cap", ""), ("status", "l"),
             ("reason", "l"))
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in cols)
     out = []
@@ -621,6 +624,7 @@ def _runs_table(rows: Sequence[Mapping[str, Any]]) -> str:
             (_fmt_opt(ms, format_seconds), ms if _ok(r) else "", ""),
             (_ratio(r.get("ratio_to_best")), r.get("ratio_to_best") or "", ""),
             (_ratio(r.get("ratio_to_bound")), r.get("ratio_to_bound") or "", ""),
+            (format_gap(r.get("gap")), r.get("gap") if r.get("gap") is not None else "", ""),
             (_fmt_opt(r.get("planning_s"), format_seconds), r.get("planning_s") or "", ""),
             (r.get("devices_used") if r.get("devices_used") is not None else "—",
              r.get("devices_used") or "", ""),

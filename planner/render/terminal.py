@@ -18,6 +18,7 @@ from ..bounds import Bounds
 from ..model import Problem
 from ..simulate import SimResult
 from ..units import format_bytes, format_seconds
+from .figures import bound_text
 
 _SHADES = " ░▒▓█"
 
@@ -37,11 +38,7 @@ def summary_table(
               f"{len(problem.cluster.devices)}")
     t.add_row("cost model", f"memory {problem.memory_model}, contention {problem.contention}")
     t.add_row("makespan (simulated)", _time(result.makespan_s))
-    lb = bounds.makespan_s
-    ratio = result.makespan_s / lb if lb > 0 else float("nan")
-    t.add_row("lower bound", f"{format_seconds(lb)}  (makespan is {ratio:.3f}× the bound; "
-              f"at most {100 * (1 - 1 / ratio):.1f}% above optimal)" if lb > 0 and ratio >= 1
-              else format_seconds(lb))
+    t.add_row("lower bound", bound_text(result.makespan_s, bounds.makespan_s))
     t.add_row("feasible", "yes" if result.feasible else
               f"[red]no[/red] ({len(result.violations)} violation(s))")
     return t
@@ -173,9 +170,7 @@ def fmt_info(info: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]:
     for k in keys:
         if k in info and info[k] is not None:
             v = info[k]
-            if k == "gap" and isinstance(v, float):
-                out[k] = f"{100 * v:.2f}%"
-            elif k.endswith("_s") and isinstance(v, float):
+            if k.endswith("_s") and isinstance(v, float):
                 out[k] = format_seconds(v)
             else:
                 out[k] = str(v)

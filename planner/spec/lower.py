@@ -206,6 +206,8 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink) -> tuple[Spec, L
             table[item.name.text] = item  # type: ignore[assignment]
     graphs = {n: _lower_graph(sink, d, loc) for n, d in graph_decls.items()}
     clusters = {n: _lower_cluster(sink, d, loc) for n, d in cluster_decls.items()}
+    if clusters:
+        _unknown_time_kinds(sink, graph_decls, clusters)
     plans: dict[str, Problem] = {}
     for n, d in plan_decls.items():
         p = _lower_plan(sink, d, graphs, clusters, loc)
@@ -277,6 +279,33 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> G
                    "a graph must be acyclic; remove one of these edges")
     colocations = groups.groups() if grouped else ()
     return Graph(gname, tuple(ops), edge_list, colocations)
+
+
+def _unknown_time_kinds(sink: DiagnosticSink, graph_decls: dict[str, ast.GraphDecl],
+                        clusters: dict[str, Cluster | None]) -> None:
+    """W256 for `time[KIND]` naming a kind no device of the load has, once per graph and
+    kind (a generated graph repeats it on every op).
+
+    A warning, not an error: a graph file may serve clusters that other specs import.
+    A typo of a real kind usually also leaves the op without a time there (E253).
+    """
+    kinds = list(dict.fromkeys(d.kind for c in clusters.values() if c is not None
+                               for d in c.devices if d.kind))
+    for gname, decl in graph_decls.items():
+        seen: dict[str, list[ast.Name]] = {}
+        for item in decl.items:
+            if isinstance(item, ast.OpDecl):
+                for a in item.attrs:
+                    if a.key == "time" and a.selector is not None \
+                            and a.selector.text not in kinds:
+                        seen.setdefault(a.selector.text, []).append(a.selector)
+        for kind, where in seen.items():
+            n = len(where) - 1
+            more = f" (and {n} more op{'s' if n > 1 else ''})" if n else ""
+            known = ", ".join(f"`{k}`" for k in kinds) if kinds else "none"
+            sink.warning("W256", f"`time[{kind}]`{more} in graph `{gname}`: no device of "
+                         f"this spec has kind `{kind}`", where[0].span,
+                         *did_you_mean(kind, kinds), f"device kinds here: {known}")
 
 
 def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str) -> Op:

@@ -50,7 +50,11 @@ def test_folder_is_checked_recursively_and_json_lists_diagnostics(tmp_path: Path
     (sub / "bad.plan").write_text(GOOD.replace("memory 1 GiB", "memory 1"))
     code, out, _ = invoke(["check", "--json", "."], tmp_path)
     assert code == 1
-    diags = json.loads(out)
+    doc = json.loads(out)
+    assert (doc["command"], doc["ok"], doc["exit_code"]) == ("check", False, 1)
+    assert doc["result"] == {"files": ["a/b/bad.plan", "a/b/ok.plan"], "errors": 1,
+                             "warnings": 0}
+    diags = doc["diagnostics"]
     assert [d["code"] for d in diags] == ["E220"]
     d = diags[0]
     assert d["file"].endswith("bad.plan") and (d["line"], d["column"]) == (2, 39)
@@ -82,7 +86,9 @@ def test_hostile_input_gives_a_located_diagnostic_never_a_traceback(
     (tmp_path / name).write_bytes(content)
     code, out, err = invoke(["check", "--json", name], tmp_path)
     assert "Traceback" not in err
-    diags = json.loads(out)
+    doc = json.loads(out)
+    assert doc["exit_code"] == code
+    diags = doc["diagnostics"]
     if code_expected is None:
         assert code == 0 and diags == []
         return

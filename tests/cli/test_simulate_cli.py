@@ -33,7 +33,9 @@ def test_spec_placement_is_simulated_and_reported_as_json(tmp_path: Path) -> Non
     (tmp_path / "s.plan").write_text(SPEC)
     code, out, err = invoke(["simulate", "s.plan", "--json"], tmp_path)
     assert code == 0, err
-    rep = json.loads(out)
+    doc = json.loads(out)
+    assert (doc["ok"], doc["exit_code"], doc["diagnostics"]) == (True, 0, [])
+    rep = doc["result"]
     # a: 0-1 ms on gpu0; b: 1-3 ms on gpu0; a's 1 MB to gpu1 takes 1 MB / 1 GB/s = 1 ms,
     # 1-2 ms; c: 2-4 ms on gpu1. Makespan 4 ms. Bound: path a->b = 3 ms.
     assert rep["makespan_s"] == 0.004
@@ -59,10 +61,15 @@ def test_placement_file_overrides_and_infeasible_exits_3(tmp_path: Path) -> None
                                                                "c": "gpu1"}}))
     code, out, err = invoke(["simulate", "s.plan", "--placement", "p.json", "--json"], tmp_path)
     assert code == 3
-    rep = json.loads(out)
-    assert rep["feasible"] is False
+    doc = json.loads(out)
+    assert (doc["ok"], doc["exit_code"]) == (False, 3)
+    assert [d["code"] for d in doc["diagnostics"]] == ["E401"]
+    rep = doc["result"]  # the report of the plan that was simulated, violations listed
+    assert rep["feasible"] is False and rep["gap"] is None
     assert [v["kind"] for v in rep["violations"]] == ["memory"]
     assert rep["violations"][0]["devices"] == ["gpu1"]
+    code, out, err = invoke(["simulate", "s.plan", "--placement", "p.json"], tmp_path)
+    assert code == 3
     assert "error[E401]: plan `p` is infeasible" in err
 
 

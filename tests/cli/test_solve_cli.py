@@ -30,10 +30,10 @@ plan p { graph g cluster c }
                                   "roundrobin", "random", "auto", "cpsat"])
 def test_json_is_the_only_stdout_and_the_plan_is_feasible(tmp_path: Path, algo: str) -> None:
     (tmp_path / "s.plan").write_text(SPEC)
-    code, out, err = invoke(["solve", "s.plan", "--algo", algo, "--json", "--time-limit", "5"],
-                            tmp_path)
+    limit = ["--time-limit", "5"] if algo in ("auto", "cpsat") else []
+    code, out, err = invoke(["solve", "s.plan", "--algo", algo, "--json", *limit], tmp_path)
     assert code == 0, err
-    rep = json.loads(out)  # the whole of stdout is one JSON document
+    rep = json.loads(out)["result"]  # the whole of stdout is one JSON document
     assert rep["feasible"] is True and rep["violations"] == []
     assert rep["status"] in {"feasible", "optimal"}
     assert rep["planning_s"] >= 0
@@ -53,7 +53,7 @@ def test_out_writes_the_same_plan_bytes_every_time(tmp_path: Path) -> None:
     _, out, _ = invoke(["solve", "s.plan", "--algo", "msct", "--json"], tmp_path)
     code, sim, _ = invoke(["simulate", "s.plan", "--placement", "p1.json", "--json"], tmp_path)
     assert code == 0
-    assert json.loads(sim)["makespan_s"] == json.loads(out)["makespan_s"]
+    assert json.loads(sim)["result"]["makespan_s"] == json.loads(out)["result"]["makespan_s"]
 
 
 def test_infeasible_memory_exits_3_with_a_diagnosis(tmp_path: Path) -> None:

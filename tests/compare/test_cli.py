@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 
 from planner.commands.compare import compare_command
 from planner.compare import FIELD_NAMES, read_rows
-from planner.errors import UsageError
 
 from .conftest import FIXTURES, SPECS
 
@@ -53,7 +52,9 @@ def test_tables_summary_and_files(tmp_path: Path) -> None:
 def test_json_prints_only_rows_on_stdout() -> None:
     result = runner.invoke(app, [*ARGS, "--json"])
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)  # nothing else on stdout
+    doc = json.loads(result.stdout)  # nothing else on stdout
+    assert (doc["command"], doc["ok"], doc["exit_code"]) == ("compare", True, 0)
+    rows = doc["result"]
     assert len(rows) == 24 and all(list(r) == list(FIELD_NAMES) for r in rows)
     best = [r for r in rows if r["ratio_to_best"] == 1.0]
     assert {(r["spec"], r["bandwidth"], r["memory"]) for r in best} == {
@@ -78,7 +79,7 @@ def test_no_spec_compares_every_plan_in_specs(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["compare", "--algos", "heft", "--json", "--jobs", "1"])
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["result"]
     assert [(r["spec"], r["plan"]) for r in rows] == [
         ("specs/chain.plan", "chain_on_quad"), ("specs/fork.plan", "fork_on_quad")]
 
@@ -90,9 +91,14 @@ def test_no_spec_compares_every_plan_in_specs(tmp_path: Path,
 ])
 def test_bad_option_values_are_usage_errors(option: str, value: str, code: str) -> None:
     result = runner.invoke(app, ["compare", str(SPECS[0]), option, value])
-    assert isinstance(result.exception, UsageError), result.output
-    diag = result.exception.diagnostics[0]
-    assert diag.code == code and option in diag.message
+    assert result.exit_code == 2, result.output
+    assert f"error[{code}]: {option}" in result.stderr and result.stdout == ""
+    result = runner.invoke(app, ["compare", str(SPECS[0]), option, value, "--json"])
+    doc = json.loads(result.stdout)
+    assert (doc["command"], doc["ok"], doc["exit_code"], doc["result"]) == (
+        "compare", False, 2, None)
+    assert [d["code"] for d in doc["diagnostics"]] == [code]
+    assert option in doc["diagnostics"][0]["message"]
 
 
 def test_help_lists_the_options() -> None:

@@ -1,0 +1,25 @@
+"""Figures shown to people, worded once for the terminal, HTML and compare views (no rich
+import here, so the HTML writer stays light)."""
+
+from __future__ import annotations
+
+import math
+
+from ..bounds import relative_gap
+from ..units import format_seconds
+
+__all__ = ["bound_text", "format_gap"]
+
+
+def bound_text(makespan_s: float, bound_s: float) -> str:
+    """`LB  (makespan is R× the bound; at most G% above optimal)`, G from `relative_gap`."""
+    gap = relative_gap(makespan_s, bound_s) if math.isfinite(makespan_s) else None
+    if gap is None or bound_s <= 0 or makespan_s < bound_s * (1 - 1e-9):
+        return format_seconds(bound_s)  # no finite gap proved (or a bad bound): claim nothing
+    return (f"{format_seconds(bound_s)}  (makespan is {makespan_s / bound_s:.3f}× the bound; "
+            f"at most {format_gap(gap)} above optimal)")
+
+
+def format_gap(gap: float | None) -> str:
+    """A relative gap as a percentage with one decimal (`13.7%`); `—` when none is proved."""
+    return "—" if gap is None else f"{100 * gap:.1f}%"

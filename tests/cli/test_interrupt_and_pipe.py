@@ -1,0 +1,108 @@
+"""Ctrl-C during `solve` (exit 130, the best plan so far or nothing) and a closed stdout
+pipe (a quiet exit 141)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import planner.algorithms
+from planner.algorithms.base import Interrupted
+
+from .test_check_cli import ROOT, invoke
+from .test_json_envelope import GOOD
+
+
+def _raising(monkeypatch: pytest.MonkeyPatch, make: Any) -> None:
+    """Make every algorithm raise `make(heft's solution)` (heft's plan is a valid one)."""
+    real = planner.algorithms.run
+
+    def run(name: str, problem: Any, options: Any = None) -> Any:
+        raise make(real("heft", problem))
+
+    monkeypatch.setattr(planner.algorithms, "run", run)
+
+
+def test_interrupted_with_a_plan_prints_and_writes_it(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _raising(monkeypatch, Interrupted)
+    (tmp_path / "s.plan").write_text(GOOD)
+    code, out, err = invoke(["solve", "s.plan", "--algo", "cpsat", "--out", "p.json",
+                             "--html", "r.html"], tmp_path)
+    assert code == 130
+    assert "interrupted" in out.split("status", 1)[1].splitlines()[0]  # the status row
+    assert "warning[E607]: interrupted: the best plan found so far is shown and written " \
+           "to p.json and r.html" in err
+    assert "interrupted" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    plan = json.loads((tmp_path / "p.json").read_text())
+    assert set(plan["placement"]) == {"a", "b"}
+    code, out, _ = invoke(["solve", "s.plan", "--algo", "cpsat", "--json"], tmp_path)
+    doc = json.loads(out)
+    assert (code, doc["exit_code"], doc["ok"]) == (130, 130, False)
+    assert doc["result"]["status"] == "interrupted" and doc["result"]["feasible"] is True
+    assert [(d["code"], d["severity"]) for d in doc["diagnostics"]] == [("E607", "warning")]
+
+
+@pytest.mark.parametrize("make", [lambda _: KeyboardInterrupt(), lambda _: Interrupted(None)],
+                         ids=["KeyboardInterrupt", "Interrupted(None)"])
+def test_interrupted_before_any_plan_writes_nothing(tmp_path: Path, make: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    _raising(monkeypatch, make)
+    (tmp_path / "s.plan").write_text(GOOD)
+    code, out, err = invoke(["solve", "s.plan", "--algo", "heft", "--out", "p.json"], tmp_path)
+    assert code == 130 and out == ""
+    assert "error[E607]: interrupted before any plan was found" in err
+    assert "Traceback" not in err and not (tmp_path / "p.json").exists()
+    code, out, _ = invoke(["solve", "s.plan", "--algo", "heft", "--json"], tmp_path)
+    doc = json.loads(out)
+    assert (code, doc["exit_code"], doc["result"]) == (130, 130, None)
+    assert [d["code"] for d in doc["diagnostics"]] == ["E607"]
+
+
+@pytest.mark.xfail(reason="CP-SAT catches SIGINT itself and returns its plan as `feasible`, "
+                   "exit 0, until the cpsat back-end raises Interrupted", strict=False)
+def test_sigint_to_a_searching_cpsat_exits_130(tmp_path: Path) -> None:
+    # resnet on four 8 GiB GPUs: cpsat is still searching (gap open) after 30 s
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planner", "solve", str(ROOT / "specs" / "resnet.plan"),
+         "--algo", "cpsat", "--time-limit", "30", "--out", "p.json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err
+    assert proc.returncode == 130, err
+    if (tmp_path / "p.json").exists():  # a plan was found: shown, marked interrupted
+        assert "interrupted" in out.split("status", 1)[1].splitlines()[0]
+    else:
+        assert "interrupted" in err
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "--json", "s.plan"],
+    ["simulate", "--json", "s.plan"],
+    ["solve", "s.plan", "--algo", "heft"],  # rich tables
+    ["check", "--json", "--no-such-option"],  # a parser error's envelope
+    ["fmt", "--check", "m.plan"],  # buffered lines, flushed at exit
+])
+def test_closed_stdout_is_a_quiet_exit(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "m.plan").write_text("graph g {   op a { time 1 ms } }\n")  # unformatted
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the command writes anything
+    try:
+        proc = subprocess.run([sys.executable, "-m", "planner", *args], cwd=tmp_path,
+                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
+                              check=False)
+    finally:
+        os.close(write)
+    assert proc.returncode == 141
+    assert proc.stderr == ""

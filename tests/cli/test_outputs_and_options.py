@@ -1,0 +1,120 @@
+"""Command-line contracts checked before any work: output paths (E604) and options that do
+not apply to the chosen algorithm (E605)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import planner.algorithms
+import planner.compare
+from planner.commands.applies import applicable_to
+
+from .test_check_cli import invoke
+from .test_json_envelope import GOOD
+
+
+@pytest.fixture
+def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if an algorithm or a sweep starts."""
+
+    def boom(*_: Any, **__: Any) -> Any:
+        raise AssertionError("work started before the usage error")
+
+    monkeypatch.setattr(planner.algorithms, "run", boom)
+    monkeypatch.setattr(planner.compare, "run_sweep", boom)
+
+
+@pytest.mark.parametrize(("args", "named", "why"), [
+    (["solve", "s.plan", "--algo", "heft", "--out", "missing/p.json"], "--out `missing/p.json`",
+     "folder `missing` does not exist"),
+    (["solve", "s.plan", "--algo", "heft", "--html", "sub"], "--html `sub`", "it is a folder"),
+    (["solve", "s.plan", "--algo", "cpsat", "--emit", "/dev/null"], "--emit `/dev/null`",
+     "it is not a regular file"),
+    (["solve", "s.plan", "--out", "s.plan/p.json"], "--out `s.plan/p.json`",
+     "`s.plan` is not a folder"),
+    (["compare", "s.plan", "--algos", "heft", "--out", "missing/rows.csv"],
+     "--out `missing/rows.csv`", "folder `missing` does not exist"),
+    (["compare", "s.plan", "--algos", "heft", "--html", "sub"], "--html `sub`",
+     "it is a folder"),
+    (["compare", "s.plan", "--algos", "heft", "--resume", "missing/r.jsonl"],
+     "--resume `missing/r.jsonl`", "folder `missing` does not exist"),
+    (["export", "json", "s.plan", "-o", "missing/g.json"], "-o/--output `missing/g.json`",
+     "folder `missing` does not exist"),
+    (["generate", "gnmt", "--layers", "1", "--seq", "2", "-o", "missing/g.plan"],
+     "-o/--output `missing/g.plan`", "folder `missing` does not exist"),
+])
+def test_unwritable_output_is_a_usage_error_before_any_work(
+        tmp_path: Path, no_work: None, args: list[str], named: str, why: str) -> None:
+    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "sub").mkdir()
+    code, out, err = invoke(args, tmp_path)
+    assert code == 2, err
+    assert f"error[E604]: {named}: {why}" in err and "  = hint: " in err
+    assert out == "" and "E999" not in err
+    assert not (tmp_path / "missing").exists()
+
+
+def test_unwritable_output_under_json_is_an_envelope(tmp_path: Path, no_work: None) -> None:
+    (tmp_path / "s.plan").write_text(GOOD)
+    code, out, _ = invoke(["solve", "s.plan", "--json", "--out", "missing/p.json", "--html",
+                           "missing/r.html"], tmp_path)
+    doc = json.loads(out)
+    assert code == 2 and doc["exit_code"] == 2
+    assert [d["message"] for d in doc["diagnostics"]] == [
+        "--out `missing/p.json`: folder `missing` does not exist",
+        "--html `missing/r.html`: folder `missing` does not exist"]
+
+
+def test_options_for_other_algorithms_are_named_with_where_they_apply(
+        tmp_path: Path, no_work: None) -> None:
+    (tmp_path / "s.plan").write_text(GOOD)
+    code, out, err = invoke(["solve", "s.plan", "--algo", "heft", "--emit", "m.lp",
+                             "--solver", "cbc", "--gap", "0.5"], tmp_path)
+    assert code == 2 and out == ""
+    assert "error[E605]: --gap, --solver and --emit do not apply to --algo heft" in err
+    assert "= hint: --gap applies to: auto, cpsat, ilp" in err
+    assert "= hint: --solver applies to: ilp" in err
+    assert "= hint: --emit applies to: cpsat, ilp" in err
+    assert not (tmp_path / "m.lp").exists()
+
+
+@pytest.mark.parametrize(("algo", "args", "bad"), [
+    ("cpsat", ["--solver", "highs"], "--solver"),  # the default value, given: still counts
+    ("auto", ["--emit", "m.lp"], "--emit"),  # auto's CP-SAT phase does not emit
+    ("mtopo", ["--time-limit", "5"], "--time-limit"),
+])
+def test_one_inapplicable_option(tmp_path: Path, no_work: None, algo: str, args: list[str],
+                                 bad: str) -> None:
+    (tmp_path / "s.plan").write_text(GOOD)
+    code, _, err = invoke(["solve", "s.plan", "--algo", algo, *args], tmp_path)
+    assert code == 2
+    assert f"error[E605]: {bad} does not apply to --algo {algo}" in err
+
+
+def test_applicable_options_pass_through(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+
+    def fake_run(name: str, problem: Any, options: Any) -> Any:
+        seen.append((name, options))
+        return real_run("heft", problem)
+
+    real_run = planner.algorithms.run
+    monkeypatch.setattr(planner.algorithms, "run", fake_run)
+    (tmp_path / "s.plan").write_text(GOOD)
+    code, _, err = invoke(["solve", "s.plan", "--algo", "ilp", "--solver", "cbc", "--gap",
+                           "0.5", "--time-limit", "7", "--emit", "m.lp"], tmp_path)
+    assert code == 0, err
+    (name, options), = seen
+    assert (name, options.solver, options.gap, options.time_limit_s, options.emit) == (
+        "ilp", "cbc", 0.5, 7.0, "m.lp")
+
+
+def test_the_table_follows_the_registry_capabilities() -> None:
+    assert applicable_to("--emit") == ["cpsat", "ilp"]  # exact
+    assert applicable_to("--solver") == ["ilp"]  # needs an external solver
+    assert applicable_to("--time-limit") == applicable_to("--gap") == ["auto", "cpsat", "ilp"]
