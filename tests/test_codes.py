@@ -37,7 +37,7 @@ HOMES = {
     "3": ("facts.py",),
     "4": ("cli", "simulate.py"),
     "5": ("plan.py", "cli"),
-    "6": ("cli", "commands/", "compare/", "algorithms/__init__.py"),
+    "6": ("cli", "commands/", "compare/", "algorithms/__init__.py", "render/diagnostics.py"),
     "7": ("algorithms/",),
     "8": ("algorithms/exact/", "algorithms/auto.py"),
     "9": ("io/", "generate/"),

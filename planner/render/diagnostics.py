@@ -98,7 +98,7 @@ def interrupted_diagnostic(kept: str | None) -> Diagnostic:
     """E607: the user interrupted the command; `kept` says what was kept, if anything."""
     if kept is None:
         return Diagnostic("E607", "interrupted before any plan was found")
-    return Diagnostic("E607", f"interrupted: {kept}", severity=Severity.WARNING)
+    return Diagnostic("E607", f"interrupted: {kept}")  # exit 130 either way: an error
 
 
 def fail(err: PlannerError) -> NoReturn:

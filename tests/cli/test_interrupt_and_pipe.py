@@ -39,7 +39,7 @@ def test_interrupted_with_a_plan_prints_and_writes_it(tmp_path: Path,
                              "--html", "r.html"], tmp_path)
     assert code == 130
     assert "interrupted" in out.split("status", 1)[1].splitlines()[0]  # the status row
-    assert "warning[E607]: interrupted: the best plan found so far is shown and written " \
+    assert "error[E607]: interrupted: the best plan found so far is shown and written " \
            "to p.json and r.html" in err
     assert "interrupted" in (tmp_path / "r.html").read_text(encoding="utf-8")
     plan = json.loads((tmp_path / "p.json").read_text())
@@ -48,7 +48,7 @@ def test_interrupted_with_a_plan_prints_and_writes_it(tmp_path: Path,
     doc = json.loads(out)
     assert (code, doc["exit_code"], doc["ok"]) == (130, 130, False)
     assert doc["result"]["status"] == "interrupted" and doc["result"]["feasible"] is True
-    assert [(d["code"], d["severity"]) for d in doc["diagnostics"]] == [("E607", "warning")]
+    assert [(d["code"], d["severity"]) for d in doc["diagnostics"]] == [("E607", "error")]
 
 
 @pytest.mark.parametrize("make", [lambda _: KeyboardInterrupt(), lambda _: Interrupted(None)],
