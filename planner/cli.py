@@ -360,11 +360,11 @@ def solve(
     algo: Annotated[str, typer.Option("--algo", help="Algorithm: " + ", ".join(ALGORITHMS) + ".")] = "auto",
     out: Annotated[Path | None, typer.Option("--out", help="Write the plan JSON here (atomically).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds for the exact phase (auto, cpsat, ilp): default 10 for auto (0: heuristics only), 60 for cpsat and ilp.", show_default=False)] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds for the exact or search phase (auto, search, cpsat, ilp): default 10 for auto (0: heuristics only), 60 for search, cpsat and ilp.", show_default=False)] = None,
     gap: Annotated[float | None, typer.Option("--gap", help="Stop exact solvers at this relative gap, in the solver's own measure (auto, cpsat, ilp). [default: 0.0001]", show_default=False)] = None,
     solver: Annotated[str | None, typer.Option("--solver", help="ILP back-end (ilp only): highs, cbc, glpk, or any Pyomo solver name. [default: highs]", show_default=False)] = None,
     emit: Annotated[Path | None, typer.Option("--emit", help="Write the exact model (.lp or .mps; cpsat, ilp).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random and search.")] = 0,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
 ) -> None:
     """Place and schedule a spec's graph; print the simulated plan and its lower bound.

@@ -80,3 +80,5 @@ class AlgorithmInfo:
     exact: bool = False
     needs_solver: bool = False
     citation: str = ""
+    #: improves its plan for as long as `--time-limit` allows (and stops on Ctrl-C)
+    anytime: bool = False
