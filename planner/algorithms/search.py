@@ -165,6 +165,8 @@ class Scorer:
         sim = simulate(self.problem, plan)
         value = sim.makespan_s if sim.feasible else math.inf
         if value < self.best:
+            if plan.order is None:  # keep the order the simulator's dispatch found
+                plan = Plan(key, sim.order, sim.start_s, "search")
             # an improvement: the list schedulers' ETF order may do better still
             _, start = schedule_fixed(self.inst, key)
             ordered = Plan.from_schedule(key, start, self.inst.m, "search", self.problem.graph)
@@ -192,13 +194,14 @@ def _apply(placement: list[int], units: Sequence[tuple[int, ...]], group: Sequen
     return moved
 
 
-def _descend(scorer: Scorer, start: list[int], levels: list[list[tuple[int, ...]]]
-             ) -> tuple[list[int], float]:
-    """Multilevel coordinate descent (module docstring); returns the local optimum."""
+def _descend(scorer: Scorer, start: list[int], value: float,
+             levels: list[list[tuple[int, ...]]]) -> tuple[list[int], float]:
+    """Multilevel coordinate descent from `start` (simulated at `value`; module docstring);
+    returns the local optimum."""
     f = facts(scorer.problem)
     m = len(scorer.problem.cluster.devices)
     current = list(start)
-    value = scorer.score(current)
+    scorer.cache[tuple(current)] = value
     for level in levels:  # coarse to fine, each until a pass over it improves nothing
         improved = True
         while improved:
@@ -262,14 +265,14 @@ def place(problem: Problem, options: Options) -> Solution:
     scorer = Scorer(problem, budget, deadline, progress=options.progress)
     scorer.best, scorer.best_plan = first, start_plan
     start = list(start_plan.placement)
-    scorer.cache[tuple(start)] = first
     try:
         levels = move_levels(problem)
         if levels:
-            best_start, best_value = _descend(scorer, start, levels)
-            single = next((p for n, _, p in ranked.plans if n == "single"), None)
-            if single is not None and list(single.placement) != start:
-                other, other_value = _descend(scorer, list(single.placement), levels)
+            best_start, best_value = _descend(scorer, start, first, levels)
+            single = next(((p, v) for n, v, p in ranked.plans if n == "single"), None)
+            if single is not None and list(single[0].placement) != start:
+                other, other_value = _descend(scorer, list(single[0].placement), single[1],
+                                              levels)
                 if other_value < best_value:
                     best_start, best_value = other, other_value
             _anneal(scorer, best_start, best_value, levels, random.Random(options.seed))
