@@ -119,6 +119,15 @@ class Instance:
         ]
         self.floating = floating_members(self)
 
+    @classmethod
+    def of(cls, problem: Problem) -> Instance:
+        """The instance of `problem`, built on first use and cached on the problem: every
+        list scheduler reads it and none changes it, so `auto`'s candidates share one."""
+        cached = problem.__dict__.get("_instance")
+        if cached is None:
+            cached = problem.__dict__["_instance"] = cls(problem)
+        return cached  # type: ignore[no-any-return]
+
     def mean_comm(self, nbytes: int) -> float:
         """Mean transfer time of `nbytes` over the cluster's links (`cost.Costs.mean_transfer`)."""
         return self.mean_lat + nbytes * self.mean_inv

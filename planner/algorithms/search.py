@@ -139,7 +139,7 @@ class Scorer:
     capped: bool = False
 
     def __post_init__(self) -> None:
-        self.inst = Instance(self.problem)
+        self.inst = Instance.of(self.problem)
 
     @property
     def exhausted(self) -> bool:
