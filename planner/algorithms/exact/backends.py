@@ -24,6 +24,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ class Profile:
     gap: str = ""
     threads: str = ""
     workers: int = 0
+    seed: str = ""
     warm_start: bool = False
     watchdog: bool = False
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -288,6 +290,7 @@ def solve_pyomo(
     gap: float,
     threads: int,
     warm_start: bool,
+    seed: int = 0,
 ) -> Outcome:
     """Solve the Pyomo `model` with solver `name`; load the solution when there is one.
 
@@ -313,6 +316,8 @@ def solve_pyomo(
         options[prof.gap] = gap
     if prof.threads and threads > 0:
         options[prof.threads] = threads
+    if prof.seed:
+        options[prof.seed] = seed
     kwargs: dict[str, Any] = {"load_solutions": False, "tee": False, "options": options}
     if warm_start and prof.warm_start:
         kwargs["warmstart"] = True
@@ -339,12 +344,13 @@ def solve_pyomo(
     with quiet_stdout(), _private_tempdir():
         worker = threading.Thread(target=work, name=f"planner-{name}", daemon=True)
         worker.start()
-        worker.join(time_limit_s + grace if prof.watchdog and prof.executable else None)
+        try:
+            _wait(worker, time_limit_s + grace if prof.watchdog and prof.executable else None)
+        except KeyboardInterrupt:
+            _kill(prof.executable)  # an in-process solver dies with the daemon thread
+            raise
         if worker.is_alive():
-            for pid in solver_children(prof.executable):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed = True
+            killed = _kill(prof.executable)
             worker.join(30.0)
     if logfile is not None:
         _replay_log(logfile)
@@ -372,6 +378,26 @@ def solve_pyomo(
         except Exception as err:  # noqa: BLE001 - a foreign plugin's failure is an outcome
             return Outcome("nosolution", f"{name}: could not load its solution ({err})", bound)
     return Outcome(status, str(results.solver.termination_condition), bound, loaded)
+
+
+def _wait(worker: threading.Thread, timeout: float | None) -> None:
+    """Join `worker` in short slices, so Ctrl-C reaches the main thread meanwhile."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while worker.is_alive():
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return
+        worker.join(0.1 if left is None else min(0.1, left))
+
+
+def _kill(executable: str) -> bool:
+    """SIGKILL this process's children running `executable`; whether any was killed."""
+    killed = False
+    for pid in solver_children(executable) if executable else ():
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+            killed = True
+    return killed
 
 
 @contextlib.contextmanager
