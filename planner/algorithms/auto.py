@@ -92,6 +92,8 @@ def place(problem: Problem, options: Options) -> Solution:
             cpsat_note = "infeasible"
         else:
             cpsat_note = sol.status
+            if sol.status != "fallback" and sol.info.get("reason"):
+                cpsat_note = f"{sol.status} ({sol.info['reason']})"  # e.g. the safety cap
             claims.update(solver_optimal=bool(sol.info.get("proved")),
                           objective_s=sol.info.get("objective_s"),
                           solver_bound_s=sol.info.get("solver_bound_s"))

@@ -333,11 +333,15 @@ def solve_pyomo(
 
     box: dict[str, Any] = {}
 
+    done = threading.Event()
+
     def work() -> None:
         try:
             box["results"] = opt.solve(model, **kwargs)
         except BaseException as err:  # noqa: BLE001 - reported as an outcome, never raised
             box["error"] = err
+        finally:
+            done.set()
 
     grace = WATCHDOG_GRACE_S + WATCHDOG_FRACTION * time_limit_s
     killed = False
@@ -345,16 +349,18 @@ def solve_pyomo(
         worker = threading.Thread(target=work, name=f"planner-{name}", daemon=True)
         worker.start()
         try:
-            _wait(worker, time_limit_s + grace if prof.watchdog and prof.executable else None)
+            _wait(done, time_limit_s + grace if prof.watchdog and prof.executable else None)
         except KeyboardInterrupt:
-            _kill(prof.executable)  # an in-process solver dies with the daemon thread
+            _cancel(opt)
+            _kill(prof.executable)
+            done.wait(10.0)  # HiGHS stops at its next callback; a killed child at once
             raise
-        if worker.is_alive():
+        if not done.is_set():
             killed = _kill(prof.executable)
-            worker.join(30.0)
+            done.wait(30.0)
     if logfile is not None:
         _replay_log(logfile)
-    if worker.is_alive():
+    if not done.is_set():
         return Outcome("error", f"{name} did not stop after its time limit and could not be "
                                 "killed")
     if killed:
@@ -380,14 +386,22 @@ def solve_pyomo(
     return Outcome(status, str(results.solver.termination_condition), bound, loaded)
 
 
-def _wait(worker: threading.Thread, timeout: float | None) -> None:
-    """Join `worker` in short slices, so Ctrl-C reaches the main thread meanwhile."""
+def _wait(done: threading.Event, timeout: float | None) -> None:
+    """Wait for `done` in short slices, so Ctrl-C reaches the main thread meanwhile (an
+    Event, not Thread.join: a join interrupted by Ctrl-C may later return early)."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    while worker.is_alive():
+    while not done.is_set():
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             return
-        worker.join(0.1 if left is None else min(0.1, left))
+        done.wait(0.1 if left is None else min(0.1, left))
+
+
+def _cancel(opt: Any) -> None:
+    """Ask an in-process solver to stop (appsi's HiGHS handles user interrupts)."""
+    highs = getattr(opt, "_solver_model", None)
+    with contextlib.suppress(Exception):  # another plugin, or a HiGHS without it
+        highs.cancelSolve()
 
 
 def _kill(executable: str) -> bool:

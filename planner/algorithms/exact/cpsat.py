@@ -25,10 +25,11 @@ seconds (and judged by the simulator) afterwards.
 
 Every variable is hinted from the warm start. The search is reproducible: CP-SAT's
 portfolio of `num_workers` strategies (8 from the profile: its bound-proving workers
-matter more than cores, see `solvers/profiles.toml`) runs interleaved in deterministic
-batches (`interleave_search`, deterministic whatever the number of cores), with
-`random_seed` = `Options.seed`, to a work limit (`max_deterministic_time`) derived from
-`--time-limit` and the model's size; the wall clock is only a safety cap (`budget.py`).
+matter more than cores, see `solvers/profiles.toml`) runs interleaved, one task at a time
+in a fixed order (`interleave_search`, batch size 1: deterministic whatever the number of
+cores), with `random_seed` = `Options.seed`, to a work limit (`max_deterministic_time`)
+derived from `--time-limit` and the model's size; the wall clock is only a safety cap
+(`budget.py`).
 The log goes to the `planner.solver` logger at DEBUG (CP-SAT prints "The solution hint
 is complete and is feasible." when it takes the start), never to stdout.
 """
@@ -50,7 +51,7 @@ from ...errors import Diagnostic, UsageError
 from ...model import Problem
 from ..base import AlgorithmInfo, Interrupted, Options, Solution
 from . import backends
-from .budget import Budget, budget
+from .budget import BATCH_SIZE, Budget, budget
 from .common import Warm, conclude, empty_solution, lower_bound_s, warm_start
 from .instance import Instance
 
@@ -389,6 +390,7 @@ class CpsatModel:
         prm.relative_gap_limit = gap
         prm.num_workers = max(1, workers)
         prm.interleave_search = True  # the portfolio in deterministic batches
+        prm.interleave_batch_size = BATCH_SIZE
         prm.random_seed = seed
         prm.catch_sigint_signal = False  # Ctrl-C reaches Python, which stops the search
         prm.log_to_stdout = False
@@ -399,21 +401,25 @@ class CpsatModel:
         if progress is not None:
             callback = _Progress(progress, self.tick, bud.limit_s)
         box: dict[str, Any] = {}
+        done = threading.Event()
 
         def work() -> None:
-            box["status"] = solver.Solve(self.model, callback)
+            try:
+                box["status"] = solver.Solve(self.model, callback)
+            finally:
+                done.set()
 
         interrupted = False
         with backends.quiet_stdout():
-            worker = threading.Thread(target=work, name="planner-cpsat", daemon=True)
-            worker.start()
+            # an Event, not Thread.join: a join interrupted by Ctrl-C may return early later
+            threading.Thread(target=work, name="planner-cpsat", daemon=True).start()
             try:
-                while worker.is_alive():
-                    worker.join(0.1)
+                while not done.wait(0.1):
+                    pass
             except KeyboardInterrupt:
                 interrupted = True
                 solver.StopSearch()
-                worker.join()
+                done.wait()
         status = box["status"]
         name = solver.StatusName(status)
         outcome = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
