@@ -399,7 +399,7 @@ def _wait(done: threading.Event, timeout: float | None) -> None:
 
 def _cancel(opt: Any) -> None:
     """Ask an in-process solver to stop (appsi's HiGHS handles user interrupts)."""
-    highs = getattr(opt, "_solver_model", None)
+    highs: Any = getattr(opt, "_solver_model", None)
     with contextlib.suppress(Exception):  # another plugin, or a HiGHS without it
         highs.cancelSolve()
 

@@ -80,8 +80,8 @@ def judge(problem: Problem, plan: Plan, *, solver_optimal: bool = False,
     status: Status = "feasible"
     if solver_optimal and exact_model(problem) and objective_s is not None \
             and makespan <= objective_s * (1 + _TOL):
-        status, why = "optimal", "the solver proved its model optimal, and that model is " \
-                                 "the simulator's (contention none, memory static)"
+        status, why = "optimal", ("the solver proved its model optimal, and that model is "
+                                  "the simulator's (contention none, memory static)")
     elif meets:
         status, why = "optimal", ("the simulated makespan meets a valid lower bound" if gap == 0
                                   else "the gap to a valid lower bound is within --gap")
