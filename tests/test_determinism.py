@@ -2,7 +2,8 @@
 
 Each algorithm runs as a user runs it (`python -m planner solve ... --out`), twice, under
 two different `PYTHONHASHSEED`s, so neither hash order nor timing can leak into a plan.
-`cpsat` and `auto` stop at a work limit (not proved optimal within it on this spec); `ilp`
+`cpsat` and `auto` stop at a work limit (not proved optimal within it on this spec), and
+`search` at a move budget, all from `--time-limit 1`; `ilp`
 runs on `tiny.plan`, where HiGHS ends by itself well before its limit (the README states
 that `ilp` is reproducible only then).
 """
@@ -18,6 +19,7 @@ import pytest
 
 from planner.algorithms import names
 from planner.algorithms.exact import backends
+from planner.commands.applies import applicable_to
 
 HERE = Path(__file__).parent
 SPEC = (HERE / "exact" / "specs" / "determinism.plan", "forkjoin_placed")
@@ -31,9 +33,10 @@ def _solve(algo: str, out: Path, hashseed: str, where: tuple[Path, str] | None =
            limit: str = "1") -> bytes:
     spec, plan = where or (TINY if algo == "ilp" else SPEC)
     env = {**os.environ, "PYTHONHASHSEED": hashseed}
+    timed = ["--time-limit", limit] if algo in applicable_to("--time-limit") else []
     proc = subprocess.run(
         [sys.executable, "-m", "planner", "solve", str(spec), "--plan", plan, "--algo", algo,
-         "--time-limit", limit, "--out", str(out), "--json"],
+         *timed, "--out", str(out), "--json"],
         env=env, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     return out.read_bytes()

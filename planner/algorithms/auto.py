@@ -120,8 +120,9 @@ def _relabel(sol: Solution | None, candidates: dict[str, float | None]) -> Solut
     """CP-SAT's interrupted answer (the better of its incumbent and auto's best)."""
     if sol is None:
         return None
+    chosen = sol.info.get("warm_start") if "kept" in sol.info else sol.plan.algorithm
     return dataclasses.replace(sol, info=MappingProxyType(
-        {**sol.info, "candidates": candidates, "chosen": sol.plan.algorithm or "cpsat"}))
+        {**sol.info, "candidates": candidates, "chosen": chosen or "cpsat"}))
 
 
 def _all_infeasible(problem: Problem, errors: list[PlannerError]) -> InfeasibleError:
