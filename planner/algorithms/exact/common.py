@@ -268,11 +268,17 @@ def _infeasible(inst: Instance, warm: Warm) -> InfeasibleError:
     proofs = diagnose(inst.problem)
     if proofs:
         return InfeasibleError(proofs)
-    static = " (static accounting, an upper bound on liveness peaks)" \
-        if inst.problem.memory_model == "liveness" else ""
+    if inst.problem.memory_model == "liveness":
+        # the model counts static memory, stricter than liveness peaks: no proof here
+        return InfeasibleError(Diagnostic(
+            "E818", "no plan found: the exact model, which counts static memory (stricter "
+                    "than `memory liveness`), is infeasible, and no heuristic found a plan "
+                    "whose liveness peaks fit; one may still exist", None,
+            (*memory_figures(inst.problem), "add memory or devices, or relax pins and "
+             "colocation")))
     return InfeasibleError(Diagnostic(
         "E813", "no placement satisfies the memory caps, pins, colocation groups and links "
-                f"together: the exact model is infeasible{static}", None,
+                "together: the exact model is infeasible", None,
         (*memory_figures(inst.problem), "add memory or devices, or relax pins and colocation")))
 
 
