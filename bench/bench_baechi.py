@@ -206,7 +206,7 @@ def _lp_without_mosek(active: bool) -> Iterator[None]:
 
 def comm_cost(num_bytes: int) -> int:
     """Baechi's `placer_lib.get_comm_cost` with the GNMT coefficients (µs)."""
-    return int(round(COMM_COEF * num_bytes + COMM_INTERCEPT))
+    return round(COMM_COEF * num_bytes + COMM_INTERCEPT)
 
 
 def baechi_graphs(data: dict[str, Any]) -> tuple[Any, Any]:

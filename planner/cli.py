@@ -487,8 +487,8 @@ def _jsonable(v: Any) -> bool:
 #: name -> (module, attribute: a command function or a typer app, one-line help)
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("planner.commands.compare", "compare_command",
-                "Run algorithms side by side across specs, bandwidths, memory caps and "
-                "device counts."),
+                ("Run algorithms side by side across specs, bandwidths, memory caps and "
+                 "device counts.")),
     "import": ("planner.io.commands", "import_app", "Make a .plan spec from a model file."),
     "export": ("planner.io.commands", "export_app", "Write a spec in another format."),
     "generate": ("planner.io.commands", "generate_app", "Generate analytic model graphs."),

@@ -1,29 +1,36 @@
-"""`auto`: the fast heuristics and baselines, then CP-SAT on the best plan when it can help.
+"""`auto`: the fast heuristics and baselines, a search from the best of them, then CP-SAT
+on small graphs.
 
 1. `portfolio.rank`: run `msct`, `metf`, `mtopo`, `heft`, `cpop`, `single` and
    `roundrobin` (registry order), skipping any that raises `InfeasibleError`, plus
    `Options.warm_start` when one is given; each plan is simulated under the problem's own
    contention and memory model; the best feasible makespan wins, ties by registry order.
-2. When the graph has at most `CPSAT_MAX_OPS` ops, more than one device, and
+2. With more than one device and a time limit above 0: `search.improve` from that plan
+   (name-prefix groups, then units; the simulator is the objective) for a budget of moves
+   worth the time limit (`SEARCH_SHARE` of it when CP-SAT follows), stopping early once
+   `max(STALL_MIN, budget // STALL_DIVISOR)` moves in a row found nothing better: a search
+   that has stopped paying does not spend the user's time. On Baechi's GNMT graph, where
+   every heuristic is slower than one GPU, this is what finds a faster multi-GPU plan.
+3. When the graph has at most `CPSAT_MAX_OPS` ops, more than one device, and
    `Options.time_limit_s` is at least `CPSAT_MIN_S`, run `cpsat` warm-started from the
-   winner with the same time limit (its work budget counts the preparation by the model's
-   size, `exact/budget.py`); its plan replaces the winner only when it simulates strictly
-   faster (CP-SAT optimises contention `none`; the simulator has the last word).
+   best plan so far with the rest of the time limit (its work budget counts the
+   preparation by the model's size, `exact/budget.py`); its plan replaces the best only
+   when it simulates strictly faster (CP-SAT optimises contention `none`; the simulator
+   has the last word).
 
-Nothing here depends on a clock: whether CP-SAT runs and its budget are functions of the
-problem and the options, so `auto` returns the same plan on every run.
+Nothing here depends on a clock: whether each phase runs and its budget are functions of
+the problem and the options, so `auto` returns the same plan on every run.
 
-Threshold (measured with `bench/bench_exact.py` on this 2-core machine, layered DAGs on 4
-devices): CP-SAT proves 30-op instances optimal in 0.7-8 s (median 0.9 s), improves the
-m-SCT plan by 11% on 100 ops and by 2% on 300 ops within 60 s, with the gap still open.
-Beyond about 300 ops the gain no longer pays for the minute, so `auto` stays with the
-heuristics (well under a second) there.
+Thresholds (measured on this 2-core machine): CP-SAT proves 30-op instances optimal in
+0.7-8 s (median 0.9 s) and improves the m-SCT plan by 11% on 100 ops within 60 s; on
+ResNet-50 (177 ops) 10 s of it moved the plan by 0.03%, so larger graphs only search.
 
 `info`: `chosen` (the algorithm whose plan is returned), `candidates` (name -> simulated
-makespan, None when infeasible or skipped), `objective_s` (the returned plan's simulated
-makespan), `bound_s` and `gap` and the status from `exact.verdict.judge` (the same
-judgement `cpsat` makes, so both print the same status for the same plan), `why`, and
-`cpsat` (its status, or why it was skipped).
+makespan, None when infeasible or skipped; `search` and `cpsat` when they improved the
+plan), `objective_s` (the returned plan's simulated makespan), `bound_s` and `gap` and the
+status from `exact.verdict.judge` (the same judgement `cpsat` makes, so both print the
+same status for the same plan), `why`, `search` (moves spent, or why it stopped or was
+skipped) and `cpsat` (its status, or why it was skipped).
 """
 
 from __future__ import annotations
@@ -42,8 +49,14 @@ __all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "INFO", "place"]
 
 log = logging.getLogger("planner")
 
-#: graphs up to this many ops get the CP-SAT phase
-CPSAT_MAX_OPS = 300
+#: graphs up to this many ops get the CP-SAT phase (where it can prove optima in seconds;
+#: on ResNet-50's 177 ops 10 s of it moved the plan by 0.03%, so larger graphs only search)
+CPSAT_MAX_OPS = 100
+#: the share of the time limit the search gets when the CP-SAT phase follows
+SEARCH_SHARE = 0.3
+#: the search stops after max(STALL_MIN, budget // STALL_DIVISOR) moves without a better plan
+STALL_MIN = 200
+STALL_DIVISOR = 5
 #: CP-SAT runs only when the time limit is at least this (seconds)
 CPSAT_MIN_S = 0.5
 
@@ -72,6 +85,27 @@ def place(problem: Problem, options: Options) -> Solution:
     if best is None and cpsat_note is not None:
         raise _all_infeasible(problem, errors)
 
+    search_note: Any = "skipped: one device" if m < 2 else (
+        "skipped: no time limit" if options.time_limit_s <= 0 else None)
+    if best is not None and search_note is None:
+        from .search import improve, move_budget
+
+        share = SEARCH_SHARE if cpsat_note is None else 1.0
+        budget = move_budget(problem, share * options.time_limit_s)
+        if options.progress:
+            options.progress(0.3, "auto: search")
+        try:
+            found = improve(problem, ranked, options, budget,
+                            stall=max(STALL_MIN, budget // STALL_DIVISOR))
+        except Interrupted as stop:
+            raise Interrupted(stop.solution) from None
+        sim = simulate(problem, found.plan)
+        search_note = found.info.get("stopped") or found.info.get("reason") or (
+            f"{found.info['moves']} moves")
+        if sim.feasible and sim.makespan_s < best[1] * (1 - 1e-12):
+            candidates["search"] = sim.makespan_s
+            best = ("search", sim.makespan_s, found.plan)
+
     claims: dict[str, Any] = {"lower_s": lower_bound(problem).makespan_s,
                               "tolerance": options.gap}
     if cpsat_note is None:
@@ -80,8 +114,10 @@ def place(problem: Problem, options: Options) -> Solution:
         if options.progress:
             options.progress(0.3, "auto: cpsat")
         try:
+            left = options.time_limit_s * (1 - SEARCH_SHARE if "search" in candidates else 1)
             sol = cpsat.solve(problem, dataclasses.replace(
-                options, warm_start=best[2] if best else None, emit=None), warn=False)
+                options, warm_start=best[2] if best else None, emit=None, time_limit_s=left),
+                warn=False)
         except InfeasibleError:
             if best is None:
                 raise
@@ -109,7 +145,7 @@ def place(problem: Problem, options: Options) -> Solution:
     verdict = judge(problem, plan, **claims)
     info = {"candidates": candidates, "chosen": name, "objective_s": makespan,
             "bound_s": verdict.bound_s, "gap": verdict.gap, "why": verdict.why,
-            "cpsat": cpsat_note}
+            "search": search_note, "cpsat": cpsat_note}
     log.info("auto: %s gives %.6g s", name, makespan)
     if options.progress:
         options.progress(1.0, f"auto: {name}")

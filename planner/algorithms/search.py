@@ -53,7 +53,7 @@ from ..plan import Plan
 from ..simulate import simulate
 from .base import AlgorithmInfo, Interrupted, Options, Solution
 from .listsched import Instance, schedule_fixed
-from .portfolio import rank
+from .portfolio import Ranked, rank
 
 #: seconds one move is assumed to cost, fixed plus per op and edge, to turn `--time-limit`
 #: into a budget of moves without reading the clock (measured on this project's 2-core
@@ -136,15 +136,23 @@ class Scorer:
     best_plan: Plan | None = None
     cache: dict[tuple[int, ...], float] = field(default_factory=dict)
     progress: Any = None
+    #: stop after this many moves in a row without a new best (None: never)
+    stall: int | None = None
     capped: bool = False
+    stalled: bool = False
+    #: the move at which the best so far was found
+    found_at: int = 0
 
     def __post_init__(self) -> None:
         self.inst = Instance.of(self.problem)
 
     @property
     def exhausted(self) -> bool:
-        """The budget is spent (or the safety cap fired)."""
+        """The budget is spent (or the search stalled, or the safety cap fired)."""
         if self.moves >= self.budget:
+            return True
+        if self.stall is not None and self.moves - self.found_at >= self.stall:
+            self.stalled = True
             return True
         if time.monotonic() > self.deadline:
             self.capped = True
@@ -174,7 +182,7 @@ class Scorer:
             again = simulate(self.problem, ordered)
             if again.feasible and again.makespan_s < value:
                 value, plan = again.makespan_s, ordered
-            self.best, self.best_plan = value, plan
+            self.best, self.best_plan, self.found_at = value, plan, self.moves
             if self.progress is not None:
                 self.progress(min(1.0, self.moves / self.budget),
                               f"search: best {value * 1e3:.3f} ms")
@@ -254,15 +262,26 @@ def _anneal(scorer: Scorer, start: list[int], value: float,
 
 def place(problem: Problem, options: Options) -> Solution:
     """Search from the best constructive plan (module docstring)."""
-    budget = move_budget(problem, options.time_limit_s)
-    deadline = time.monotonic() + SAFETY_FACTOR * options.time_limit_s + 1.0
     ranked = rank(problem, options, progress_share=0.1)
     if ranked.best is None:
         from .auto import _all_infeasible  # the one diagnosis of "no heuristic found a plan"
 
         raise _all_infeasible(problem, list(ranked.errors))
+    return improve(problem, ranked, options, move_budget(problem, options.time_limit_s))
+
+
+def improve(problem: Problem, ranked: Ranked, options: Options, budget: int, *,
+            stall: int | None = None) -> Solution:
+    """Search from `ranked`'s best plan for `budget` moves (module docstring).
+
+    `stall`: stop once this many moves in a row found nothing better (`auto`: a search
+    that has stopped paying should not spend the user's time). Raises `Interrupted` with
+    the best plan so far on Ctrl-C.
+    """
+    assert ranked.best is not None
     name, first, start_plan = ranked.best
-    scorer = Scorer(problem, budget, deadline, progress=options.progress)
+    deadline = time.monotonic() + SAFETY_FACTOR * budget_seconds(problem, budget) + 1.0
+    scorer = Scorer(problem, budget, deadline, progress=options.progress, stall=stall)
     scorer.best, scorer.best_plan = first, start_plan
     start = list(start_plan.placement)
     try:
@@ -281,6 +300,12 @@ def place(problem: Problem, options: Options) -> Solution:
     return _solution(scorer, name, first, "feasible", budget)
 
 
+def budget_seconds(problem: Problem, budget: int) -> float:
+    """The time `move_budget` assumes `budget` moves take (the inverse of `move_budget`)."""
+    size = len(problem.graph.ops) + len(problem.graph.edges)
+    return budget * (SECONDS_PER_MOVE + SECONDS_PER_ELEMENT * size)
+
+
 def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int) -> Solution:
     assert scorer.best_plan is not None
     info: dict[str, Any] = {
@@ -290,6 +315,8 @@ def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int
     if scorer.capped:
         info["reason"] = ("the wall-clock safety cap stopped the search before its budget: "
                           "this plan may differ from run to run")
+    if scorer.stalled:
+        info["stopped"] = f"no better plan in the last {scorer.stall} moves"
     return Solution(scorer.best_plan.with_algorithm("search"), status, MappingProxyType(info))
 
 

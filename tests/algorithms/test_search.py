@@ -93,7 +93,7 @@ def test_search_improves_where_the_heuristics_leave_room() -> None:
 
 
 def test_ctrl_c_returns_the_best_plan_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
-    import planner.algorithms.search as search
+    from planner.algorithms import search
 
     problem = load_spec("forkjoin")
     calls = {"n": 0}

@@ -274,8 +274,8 @@ def _infeasible(inst: Instance, warm: Warm) -> InfeasibleError:
             "E818", "no plan found: the exact model, which counts static memory (stricter "
                     "than `memory liveness`), is infeasible, and no heuristic found a plan "
                     "whose liveness peaks fit; one may still exist", None,
-            (*memory_figures(inst.problem), "add memory or devices, or relax pins and "
-             "colocation")))
+            (*memory_figures(inst.problem),
+             "add memory or devices, or relax pins and colocation")))
     return InfeasibleError(Diagnostic(
         "E813", "no placement satisfies the memory caps, pins, colocation groups and links "
                 "together: the exact model is infeasible", None,
