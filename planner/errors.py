@@ -85,6 +85,11 @@ class PlannerError(Exception):
         self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
         super().__init__("; ".join(d.message for d in self.diagnostics))
 
+    def __reduce__(self) -> tuple[type[PlannerError], tuple[tuple[Diagnostic, ...]]]:
+        # rebuilt from the diagnostics (the default would pass the joined message back),
+        # so the error crosses process boundaries (`auto`'s workers) intact
+        return (type(self), (self.diagnostics,))
+
 
 class SpecError(PlannerError):
     """The input (a spec, a placement file) is invalid. Exit code 1."""

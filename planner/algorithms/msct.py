@@ -34,13 +34,18 @@ by a few ms at most. And a pass that dead-ends in memory is retried with budgets
 falls back to m-TOPO's placement (`listsched.memory_passes`; the LP is solved once).
 
 Time: the LP has E + V + 1 columns and at most E + 3V rows; HiGHS's dual simplex grows
-superlinearly (measured on this 2-core machine: ~0.07 s for 2,500 ops / 4,200 edges,
-~0.7 s for 10,000 / 20,000). Then O((V·D + E·D) log V + V·D²) for the list scheduling,
-per pass.
+superlinearly (measured on this 2-core machine: ~0.06 s for GNMT's 2,494 ops / 4,150 edges,
+~0.5 s for a layered 10,000 / 20,000, both in fewer iterations than 0.6 per row; but 7 s
+for a random 3,000 / 6,000 with long edges, 4 iterations per row, and 78 s at 10,000). So
+the LP may take `LP_ITERATIONS_PER_ROW` simplex iterations per row (a deterministic
+limit); past it the favourites come from the critical-path rule (`critical_children`:
+each op's child on its longest path, O(E log E)), and `info["favourites_by"]` says so.
+Then O((V·D + E·D) log V + V·D²) for the list scheduling, per pass.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -60,6 +65,9 @@ from .listsched import (
 )
 
 _BANNER_SHOWN = False
+#: simplex iterations the LP may take per row before the favourites come from the
+#: critical-path rule instead (deterministic, unlike a time limit)
+LP_ITERATIONS_PER_ROW = 0.75
 
 
 def _new_highs() -> highspy.Highs:
@@ -178,14 +186,48 @@ def lp_relaxation(inst: Instance) -> tuple[np.ndarray, float]:
     # Dantzig pricing: 1.3-2x faster than the default on these degenerate DAG LPs (measured
     # on GNMT and random layered DAGs of 2.5k-10k ops)
     h.setOptionValue("simplex_dual_edge_weight_strategy", 0)
+    # a deterministic work limit: random DAGs with long edges need 4x more iterations
+    # than rows and minutes at 10k ops (layered graphs and GNMT: under 0.6x)
+    h.setOptionValue("simplex_iteration_limit", int(LP_ITERATIONS_PER_ROW * lengths.size))
     h.passModel(lp)
     h.run()
+    if h.getModelStatus() == highspy.HighsModelStatus.kIterationLimit:
+        raise _LpTooLarge
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         raise SolverError(Diagnostic(
             "E710", f"m-SCT's LP relaxation failed in HiGHS: {h.modelStatusToString(h.getModelStatus())}",
             None, ("use --algo metf, which needs no LP",)))
     x = np.asarray(h.getSolution().col_value[:n_edges], dtype=np.float64)
     return x, float(h.getInfo().objective_function_value) * scale
+
+
+class _LpTooLarge(Exception):
+    """The LP needs more simplex iterations than `LP_ITERATIONS_PER_ROW` per row."""
+
+
+def critical_children(inst: Instance, rank: list[float]) -> list[int]:
+    """Favourite children without the LP: each op's child on its longest remaining path.
+
+    Edges are taken by larger mean transfer time plus the child's upward rank (the path an
+    edge's delay would lengthen most), then edge index, while the producer has no
+    favourite child and the consumer no favourite parent yet (at most one of each, as with
+    the LP). Edges forced local never matter and are skipped. O(E log E).
+    """
+    g = inst.problem.graph
+    fav = [-1] * inst.n
+    has_parent = [False] * inst.n
+    cands = []
+    for k, e in enumerate(g.edges):
+        if e.src != e.dst and not (inst.group_of[e.src] >= 0
+                                   and inst.group_of[e.src] == inst.group_of[e.dst]):
+            cands.append((-(inst.mean_comm(e.bytes) + rank[e.dst]), k))
+    cands.sort()
+    for _, k in cands:
+        e = g.edges[k]
+        if fav[e.src] < 0 and not has_parent[e.dst]:
+            fav[e.src] = e.dst
+            has_parent[e.dst] = True
+    return fav
 
 
 def favourite_children(inst: Instance, x: np.ndarray, threshold: float) -> list[int]:
@@ -211,15 +253,22 @@ def favourite_children(inst: Instance, x: np.ndarray, threshold: float) -> list[
 def place(problem: Problem, options: Options) -> Solution:
     """Place and order `problem`'s ops with m-SCT; raises `InfeasibleError` when stuck."""
     inst = Instance.of(problem)
-    prank = priority_positions(inst, upward_rank(inst))
+    rank = upward_rank(inst)
+    prank = priority_positions(inst, rank)
+    by = "lp"
     if inst.m > 1 and problem.graph.edges:
-        x, lp_w = lp_relaxation(inst)
-        fav = favourite_children(inst, x, options.threshold)
+        try:
+            x, lp_w = lp_relaxation(inst)
+            fav = favourite_children(inst, x, options.threshold)
+        except _LpTooLarge:
+            lp_w, by = math.nan, "critical path (the LP exceeded its iteration limit)"
+            fav = critical_children(inst, rank)
     else:  # one device, or no edges: nothing to communicate, SCT is ETF
         lp_w, fav = 0.0, [-1] * inst.n
     placement, start, status, info = memory_passes(
         inst, "msct", lambda placer: etf_schedule(inst, placer, prank, favourite=fav))
-    return solution(inst, placement, start, "msct", status, **info, lp_makespan_s=lp_w,
+    return solution(inst, placement, start, "msct", status, **info,
+                    lp_makespan_s=None if math.isnan(lp_w) else lp_w, favourites_by=by,
                     favourites=sum(1 for f in fav if f >= 0))
 
 

@@ -10,7 +10,11 @@ the ranking is the same on every run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -21,6 +25,8 @@ from .base import Interrupted, Options, Solution
 
 log = logging.getLogger("planner")
 
+#: graphs with at least this many ops run the candidates on two cores (`_outcomes`)
+PARALLEL_MIN_OPS = 20_000
 #: the fast algorithms tried, in the registry's order
 CANDIDATES = ("msct", "metf", "mtopo", "heft", "cpop", "single", "roundrobin")
 
@@ -49,8 +55,7 @@ def rank(problem: Problem, options: Options, *, progress_share: float = 1.0) -> 
 
     `progress_share`: the fraction of `Options.progress` these runs account for.
     """
-    from ..simulate import simulate
-    from . import ALGORITHMS, run
+    from . import ALGORITHMS
 
     quiet = dataclasses.replace(options, progress=None, warm_start=None)
     tried: list[tuple[str, Plan | None]] = []
@@ -61,30 +66,76 @@ def rank(problem: Problem, options: Options, *, progress_share: float = 1.0) -> 
     errors: list[PlannerError] = []
     found: list[tuple[float, int, str, Plan]] = []
     try:
-        for k, (name, plan) in enumerate(tried):
+        for k, (name, outcome) in enumerate(_outcomes(problem, quiet, tried)):
             if options.progress:
                 options.progress(progress_share * k / len(tried), f"heuristics: {name}")
-            if plan is None:
-                try:
-                    plan = run(name, problem, quiet).plan
-                except InfeasibleError as err:
-                    errors.append(err)
-                    candidates[name] = None
-                    continue
-                except ImportError as err:  # pragma: no cover - a module missing
-                    log.debug("%s unavailable: %s", name, err)
-                    candidates[name] = None
-                    continue
-            sim = simulate(problem, plan)
-            candidates[name] = sim.makespan_s if sim.feasible else None
-            if sim.feasible:
-                found.append((sim.makespan_s, k, name,
-                              plan.with_algorithm(plan.algorithm or name)))
+            plan, makespan, err = outcome()
+            if err is not None:
+                errors.append(err)
+            candidates[name] = makespan
+            if plan is not None and makespan is not None:
+                found.append((makespan, k, name, plan.with_algorithm(plan.algorithm or name)))
     except KeyboardInterrupt:
         raise Interrupted(_so_far(found, candidates)) from None
     found.sort(key=lambda t: (t[0], t[1]))
     return Ranked(tuple((name, ms, plan) for ms, _, name, plan in found), candidates,
                   tuple(errors))
+
+
+Outcome = tuple[Plan | None, float | None, PlannerError | None]
+
+
+def _evaluate(problem: Problem, options: Options, name: str, plan: Plan | None) -> Outcome:
+    """(plan, simulated makespan or None, the infeasibility met) of one candidate."""
+    from ..simulate import simulate
+    from . import run
+
+    if plan is None:
+        try:
+            plan = run(name, problem, options).plan
+        except InfeasibleError as err:
+            return None, None, err
+        except ImportError as err:  # pragma: no cover - a module missing from an install
+            log.debug("%s unavailable: %s", name, err)
+            return None, None, None
+    sim = simulate(problem, plan)
+    return plan, (sim.makespan_s if sim.feasible else None), None
+
+
+#: the problem and options the forked workers inherit (set only while a pool runs)
+_SHARED: tuple[Problem, Options] | None = None
+
+
+def _in_worker(name: str) -> Outcome:
+    assert _SHARED is not None
+    return _evaluate(_SHARED[0], _SHARED[1], name, None)
+
+
+def _outcomes(problem: Problem, options: Options, tried: list[tuple[str, Plan | None]]
+              ) -> Iterator[tuple[str, Callable[[], Outcome]]]:
+    """Each candidate's outcome, in the order tried. Graphs of `PARALLEL_MIN_OPS` ops or
+    more run the candidates in two forked processes (they inherit the problem, so nothing
+    big is sent; the results are the same, only sooner); smaller ones run here, where a
+    process would cost more than it saves."""
+    global _SHARED
+    parallel = (len(problem.graph.ops) >= PARALLEL_MIN_OPS and (os.cpu_count() or 1) >= 2
+                and "fork" in multiprocessing.get_all_start_methods())
+    if not parallel:
+        for name, plan in tried:
+            yield name, functools.partial(_evaluate, problem, options, name, plan)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    _SHARED = (problem, options)
+    try:
+        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = {name: pool.submit(_in_worker, name) for name, plan in tried
+                       if plan is None}
+            for name, plan in tried:
+                yield name, (futures[name].result if plan is None else
+                             functools.partial(_evaluate, problem, options, name, plan))
+    finally:
+        _SHARED = None
 
 
 def _so_far(found: list[tuple[float, int, str, Plan]],

@@ -1,0 +1,63 @@
+"""m-SCT past its LP's iteration limit: favourites from the critical path, still a plan."""
+
+from __future__ import annotations
+
+import pytest
+from algo_support import check_plan, load_spec
+
+import planner
+import planner.algorithms.msct as msct
+from planner.algorithms import run
+from planner.algorithms.listsched import Instance, upward_rank
+
+FORK = """
+cluster c { device gpu[0..1] { memory 1 GB }  link gpu[*] <-> gpu[*] { bandwidth 1 GB/s } }
+graph g {
+  op a { time 1 ms  output 1 MB }
+  op b { time 1 ms }
+  op c { time 5 ms }
+  op d { time 5 ms }
+  a -> b
+  a -> c -> d
+}
+plan p { graph g  cluster c }
+"""
+
+
+def test_the_critical_child_is_the_one_on_the_longest_path() -> None:
+    problem = planner.loads(FORK).plan()
+    inst = Instance.of(problem)
+    fav = msct.critical_children(inst, upward_rank(inst))
+    # a's children: b (1 ms to the end) and c (10 ms): c; c's only child d
+    assert fav == [2, -1, 3, -1]
+
+
+@pytest.mark.parametrize("fixture", ["forkjoin", "sct", "coloc"])
+def test_an_lp_over_its_iteration_limit_still_gives_a_feasible_plan(
+        monkeypatch: pytest.MonkeyPatch, fixture: str) -> None:
+    def too_large(inst: Instance) -> None:
+        raise msct._LpTooLarge  # what lp_relaxation raises past its iteration limit
+
+    monkeypatch.setattr(msct, "lp_relaxation", too_large)
+    problem = load_spec(fixture)
+    sol = run("msct", problem)
+    assert sol.info["favourites_by"].startswith("critical path")
+    assert sol.info["lp_makespan_s"] is None
+    check_plan(problem, sol.plan)
+
+
+def test_the_iteration_limit_stops_a_hard_lp() -> None:
+    # a random DAG with long edges: HiGHS needs more simplex iterations than rows
+    import random
+
+    rng = random.Random(0)
+    ops = "\n".join(f"op o{i} {{ time {rng.randint(1, 99)} us  output {rng.randint(1, 64)} "
+                    "MiB }" for i in range(600))
+    edges = sorted({(rng.randint(max(0, b - 64), b - 1), b)
+                    for b in (rng.randint(1, 599) for _ in range(1200))})
+    chain = "\n".join(f"o{a} -> o{b}" for a, b in edges)
+    problem = planner.loads(FORK.split("graph")[0] + f"graph g {{ {ops}\n{chain} }}\n"
+                            "plan p { graph g  cluster c }").plan()
+    inst = Instance.of(problem)
+    with pytest.raises(msct._LpTooLarge):
+        msct.lp_relaxation(inst)
