@@ -6,8 +6,7 @@ import pytest
 from algo_support import check_plan, load_spec
 
 import planner
-import planner.algorithms.msct as msct
-from planner.algorithms import run
+from planner.algorithms import msct, run
 from planner.algorithms.listsched import Instance, upward_rank
 
 FORK = """

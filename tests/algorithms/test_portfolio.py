@@ -7,8 +7,7 @@ import multiprocessing
 import pytest
 from algo_support import load_spec
 
-import planner.algorithms.portfolio as portfolio
-from planner.algorithms import Options
+from planner.algorithms import Options, portfolio
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
