@@ -37,8 +37,9 @@ Time: the LP has E + V + 1 columns and at most E + 3V rows; HiGHS's dual simplex
 superlinearly (measured on this 2-core machine: ~0.06 s for GNMT's 2,494 ops / 4,150 edges,
 ~0.5 s for a layered 10,000 / 20,000, both in fewer iterations than 0.6 per row; but 7 s
 for a random 3,000 / 6,000 with long edges, 4 iterations per row, and 78 s at 10,000). So
-the LP may take `LP_ITERATIONS_PER_ROW` simplex iterations per row (a deterministic
-limit); past it the favourites come from the critical-path rule (`critical_children`:
+the LP runs on graphs of at most `LP_MAX_EDGES` edges and may take `LP_ITERATIONS_PER_ROW`
+simplex iterations per row (deterministic limits); past them the favourites come from the
+critical-path rule (`critical_children`:
 each op's child on its longest path, O(E log E)), and `info["favourites_by"]` says so.
 Then O((V·D + E·D) log V + V·D²) for the list scheduling, per pass.
 """
@@ -68,6 +69,9 @@ _BANNER_SHOWN = False
 #: simplex iterations the LP may take per row before the favourites come from the
 #: critical-path rule instead (deterministic, unlike a time limit)
 LP_ITERATIONS_PER_ROW = 0.75
+#: graphs with more edges skip the LP for the critical-path rule (its time grows as about
+#: n^2 even within the iteration limit: 58 s on a random 30,000-op DAG)
+LP_MAX_EDGES = 20_000
 
 
 def _new_highs() -> highspy.Highs:
@@ -258,10 +262,12 @@ def place(problem: Problem, options: Options) -> Solution:
     by = "lp"
     if inst.m > 1 and problem.graph.edges:
         try:
+            if len(problem.graph.edges) > LP_MAX_EDGES:
+                raise _LpTooLarge
             x, lp_w = lp_relaxation(inst)
             fav = favourite_children(inst, x, options.threshold)
         except _LpTooLarge:
-            lp_w, by = math.nan, "critical path (the LP exceeded its iteration limit)"
+            lp_w, by = math.nan, "critical path (the LP is over its size or iteration limit)"
             fav = critical_children(inst, rank)
     else:  # one device, or no edges: nothing to communicate, SCT is ETF
         lp_w, fav = 0.0, [-1] * inst.n
