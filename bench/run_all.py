@@ -18,6 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHES = ["bench_parse.py", "bench_simulate.py", "bench_algorithms.py", "bench_baechi.py",
+           "bench_search.py",
            "bench_exact.py", "saga/compare_saga.py"]
 
 
