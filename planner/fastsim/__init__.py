@@ -210,6 +210,7 @@ class Evaluator:
                 placement, order, priority, full=True)
         except _Retry:
             return self._reference(placement, order, priority)
+        place = np.where((place >= 0) & (place < self.m), place, -1)
         devs = place[run]
         return FastResult(
             makespan_s=float(ms),
@@ -252,8 +253,7 @@ class Evaluator:
                       self._params, self._output, self._temp, self._caps)
         if out[0] & _RETRY:
             raise _Retry
-        clean = np.where((place >= 0) & (place < self.m), place, -1)
-        return (out[0] | bad, *out[1:], clean)
+        return (out[0] | bad, *out[1:], place)
 
     def _placement(self, placement: Any) -> tuple[np.ndarray, int]:
         """An int64 array of length n and the `unplaced` bit for entries beyond it."""

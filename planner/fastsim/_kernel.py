@@ -1,8 +1,12 @@
-"""The event loop of `planner.simulate`, compiled with numba over flat arrays.
+"""The compiled simulator: `planner.simulate`'s event loop and memory rules over arrays.
 
-Every step mirrors `simulate._Run.execute` in the same order of floating-point operations,
-so times come out bit-identical. Events carry unique keys, so any heap that pops in
-(time, key) order replays the reference exactly; the heaps here are plain arrays.
+Every step mirrors `simulate._Run.execute` (and `_static_bytes`, `_liveness`) in the same
+order of floating-point operations, so times come out bit-identical. Events carry unique
+keys, so any queue that pops in (time, key) order replays the reference exactly.
+
+All jitted code lives in this one file on purpose: numba's on-disk cache checks only the
+defining file's timestamp, so a caller cached here would keep a stale copy of a callee
+edited in another file.
 """
 
 from __future__ import annotations
@@ -10,9 +14,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._memory import liveness_peaks, static_bytes
-
 INF = np.inf
+#: helpers that allocate nothing compile without numba's reference counting: otherwise
+#: every call increments and decrements each array argument atomically, which made the
+#: queues below 20x slower
+_leaf = njit(cache=True, _nrt=False)
 # violation bits, in `simulate.KINDS` order
 UNPLACED, ORDER, PIN, COLOCATION, UNRUNNABLE, NO_LINK, MEMORY = 1, 2, 4, 8, 16, 32, 256
 RETRY = 1 << 20  # an assumption of the fast path failed: ask the reference instead
@@ -20,8 +26,13 @@ RETRY = 1 << 20  # an assumption of the fast path failed: ask the reference inst
 DISPATCH, GIVEN, PRIORITY = 0, 1, 2
 
 
-@njit(cache=True, inline="always")
-def _ev_push(ht, hk, size, t, k):  # type: ignore[no-untyped-def]
+# -- queues: plain arrays (numba has no fast heap of tuples). Heap branches mispredict about
+# half the time, so pops walk the hole down with a select and sift the last item up from
+# the leaf (bottom-up heapsort's trick).
+
+
+@_leaf
+def ev_push(ht, hk, size, t, k):  # type: ignore[no-untyped-def]
     """Push (t, k) onto the (time, key) heap of `size` items; return the new size."""
     c = size
     while c > 0:
@@ -36,8 +47,8 @@ def _ev_push(ht, hk, size, t, k):  # type: ignore[no-untyped-def]
     return size + 1
 
 
-@njit(cache=True, inline="always")
-def _ev_pop(ht, hk, size):  # type: ignore[no-untyped-def]
+@_leaf
+def ev_pop(ht, hk, size):  # type: ignore[no-untyped-def]
     """Remove the smallest (time, key) from a heap of `size` items; return its key.
 
     Bottom-up: the hole walks down along smaller children (a select, not a branch: heap
@@ -69,8 +80,8 @@ def _ev_pop(ht, hk, size):  # type: ignore[no-untyped-def]
     return top
 
 
-@njit(cache=True, inline="always")
-def _kpush(h, lo, size, key):  # type: ignore[no-untyped-def]
+@_leaf
+def kpush(h, lo, size, key):  # type: ignore[no-untyped-def]
     """Push an int64 key onto the heap in h[lo:lo + size]; return the new size."""
     c = size
     while c > 0:
@@ -83,8 +94,8 @@ def _kpush(h, lo, size, key):  # type: ignore[no-untyped-def]
     return size + 1
 
 
-@njit(cache=True, inline="always")
-def _kpop(h, lo, size):  # type: ignore[no-untyped-def]
+@_leaf
+def kpop(h, lo, size):  # type: ignore[no-untyped-def]
     """Remove and return the smallest key of the heap in h[lo:lo + size] (bottom-up)."""
     top = h[lo]
     size -= 1
@@ -106,6 +117,257 @@ def _kpop(h, lo, size):  # type: ignore[no-untyped-def]
         c = p
     h[lo + c] = key
     return top
+
+
+@_leaf
+def _cq_less(a, b, ft, fk, fh):  # type: ignore[no-untyped-def]
+    """Whether channel a's head event comes before channel b's, by (time, key)."""
+    ta, tb = ft[fh[a]], ft[fh[b]]
+    return ta < tb or (ta == tb and fk[fh[a]] < fk[fh[b]])
+
+
+@_leaf
+def _cq_up(hh, hp, pos, ft, fk, fh):  # type: ignore[no-untyped-def]
+    c = hh[pos]
+    while pos > 0:
+        p = (pos - 1) >> 1
+        if _cq_less(hh[p], c, ft, fk, fh):
+            break
+        hh[pos] = hh[p]
+        hp[hh[pos]] = pos
+        pos = p
+    hh[pos] = c
+    hp[c] = pos
+
+
+@_leaf
+def _cq_down(hh, hp, size, ft, fk, fh):  # type: ignore[no-untyped-def]
+    c = hh[0]
+    pos = 0
+    while True:
+        a = 2 * pos + 1
+        if a >= size:
+            break
+        if a + 1 < size and _cq_less(hh[a + 1], hh[a], ft, fk, fh):
+            a += 1
+        if _cq_less(c, hh[a], ft, fk, fh):
+            break
+        hh[pos] = hh[a]
+        hp[hh[pos]] = pos
+        pos = a
+    hh[pos] = c
+    hp[c] = pos
+
+
+@_leaf
+def _cq_push(ft, fk, fh, ftl, hh, hp, hn, c, t, k):  # type: ignore[no-untyped-def]
+    """Append event (t, k) to channel c; return the number of non-empty channels.
+
+    A channel is a FIFO in ft/fk[fh[c]:ftl[c]] kept in (time, key) order; `hh` is a heap
+    of the non-empty channels by head event, `hp` each channel's place in it. Returns -1,
+    appending nothing, if (t, k) would not come last.
+    """
+    q = ftl[c]
+    if q > fh[c] and (ft[q - 1] > t or (ft[q - 1] == t and fk[q - 1] > k)):
+        return -1
+    ft[q] = t
+    fk[q] = k
+    ftl[c] = q + 1
+    if q == fh[c]:
+        hh[hn] = c
+        _cq_up(hh, hp, hn, ft, fk, fh)
+        return hn + 1
+    return hn
+
+
+@_leaf
+def _cq_pop(ft, fk, fh, ftl, hh, hp, hn):  # type: ignore[no-untyped-def]
+    """Remove the earliest event of all channels; return its key and the new `hn`."""
+    c = hh[0]
+    k = fk[fh[c]]
+    fh[c] += 1
+    if fh[c] == ftl[c]:
+        hn -= 1
+        if hn > 0:
+            hh[0] = hh[hn]
+            _cq_down(hh, hp, hn, ft, fk, fh)
+    elif hn > 1:
+        _cq_down(hh, hp, hn, ft, fk, fh)
+    return k, hn
+
+
+@_leaf
+def sq_push(q, ht, hk, ft, fk, fh, ftl, hh, hp, c, t, k):  # type: ignore[no-untyped-def]
+    """Static order's event queue: (t, k) to channel c, or to the heap when out of order.
+
+    A device's completions come in time order under a static order (its next op cannot
+    end before its last), so they queue in a FIFO per device (channel m: the unplaced, at
+    `inf`). Only ties out of key order (zero-time ops) take the heap. `q` holds the
+    sizes: q[1] heap items, q[3] non-empty channels.
+    """
+    r = _cq_push(ft, fk, fh, ftl, hh, hp, q[3], c, t, k)
+    if r < 0:
+        q[1] = ev_push(ht, hk, q[1], t, k)
+    else:
+        q[3] = r
+
+
+@_leaf
+def sq_first(q, ht, hk, ft, fk, fh, hh):  # type: ignore[no-untyped-def]
+    """Whether the static queue's next event is a channel's (else the heap's)."""
+    if q[3] == 0:
+        return False
+    if q[1] == 0:
+        return True
+    e = fh[hh[0]]
+    return ft[e] < ht[0] or (ft[e] == ht[0] and fk[e] < hk[0])
+
+
+@_leaf
+def _sq_time(q, ht, hk, ft, fk, fh, hh):  # type: ignore[no-untyped-def]
+    """The time of the static queue's next event (`inf` when it is empty)."""
+    if sq_first(q, ht, hk, ft, fk, fh, hh):
+        return ft[fh[hh[0]]]
+    return ht[0] if q[1] else INF
+
+
+@_leaf
+def sq_pop(q, ht, hk, ft, fk, fh, ftl, hh, hp):  # type: ignore[no-untyped-def]
+    """Remove the static queue's next event; return its key."""
+    if sq_first(q, ht, hk, ft, fk, fh, hh):
+        k, q[3] = _cq_pop(ft, fk, fh, ftl, hh, hp, q[3])
+        return k
+    k = ev_pop(ht, hk, q[1])
+    q[1] -= 1
+    return k
+
+
+# -- memory: `simulate._static_bytes` and the peaks of `simulate._liveness` ----------------
+
+
+@njit(cache=True)
+def static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp):  # type: ignore[no-untyped-def]
+    """Per device: params and outputs of its ops, each copy it receives, its largest temp.
+
+    Unplaced ops (-1) and the edges touching them are ignored.
+    """
+    mem = np.zeros(m, np.int64)
+    big = np.zeros(m, np.int64)
+    best = np.full(m, -1, np.int64)
+    touched = np.empty(m, np.int64)
+    for i in range(place.shape[0]):
+        d = place[i]
+        if d < 0:
+            continue
+        mem[d] += params[i] + output[i]
+        if temp[i] > big[d]:
+            big[d] = temp[i]
+        nt = 0
+        for k in range(succ_ptr[i], succ_ptr[i + 1]):
+            dj = place[succ_dst[k]]
+            if dj < 0 or dj == d:
+                continue
+            if best[dj] < 0:
+                touched[nt] = dj
+                nt += 1
+            if succ_bytes[k] > best[dj]:
+                best[dj] = succ_bytes[k]
+        for q in range(nt):
+            dj = touched[q]
+            mem[dj] += best[dj]
+            best[dj] = -1
+    return mem + big
+
+
+@njit(cache=True)
+def liveness_peaks(place, m, start, end, succ_ptr, succ_dst, params, output, temp,
+                   tr_src, tr_dd, tr_bytes, tr_start):  # type: ignore[no-untyped-def]
+    """Per device, the highest level of live bytes over a run (buffers on [alloc, free)).
+
+    Params are live from t = 0; an op's output from its start to the last end of its
+    consumers on its device (never freed without one), its temp from start to end; a
+    received copy from its transfer's start to the last end of its consumers there. At one
+    instant frees and allocations net out, so the peak is the highest level after an
+    instant: the running sum at the end of each run of equal times.
+    """
+    n = place.shape[0]
+    n_tr = tr_src.shape[0]
+    cap = m + 4 * n + 2 * n_tr
+    ev_d = np.empty(cap, np.int64)
+    ev_t = np.empty(cap, np.float64)
+    ev_s = np.empty(cap, np.int64)
+    base = np.zeros(m, np.int64)
+    for i in range(n):
+        if place[i] >= 0:
+            base[place[i]] += params[i]
+    k = 0
+    for d in range(m):
+        ev_d[k] = d
+        ev_t[k] = 0.0
+        ev_s[k] = base[d]
+        k += 1
+    for i in range(n):
+        d = place[i]
+        if d < 0 or not np.isfinite(start[i]):
+            continue
+        last = -1.0
+        for q in range(succ_ptr[i], succ_ptr[i + 1]):
+            j = succ_dst[q]
+            if place[j] == d and end[j] > last:
+                last = end[j]
+        free = last if last >= 0.0 else INF
+        k = _buffer(ev_d, ev_t, ev_s, k, d, start[i], free, output[i])
+        k = _buffer(ev_d, ev_t, ev_s, k, d, start[i], end[i], temp[i])
+    for r in range(n_tr):
+        i, d = tr_src[r], tr_dd[r]
+        last = -1.0
+        for q in range(succ_ptr[i], succ_ptr[i + 1]):
+            j = succ_dst[q]
+            if place[j] == d and end[j] > last:
+                last = end[j]
+        k = _buffer(ev_d, ev_t, ev_s, k, d, tr_start[r], last, tr_bytes[r])
+    idx = np.argsort(ev_t[:k])
+    level = np.zeros(m, np.int64)
+    peak = np.zeros(m, np.int64)
+    seen = np.zeros(m, np.bool_)
+    touched = np.empty(m, np.int64)
+    nt = 0
+    for p in range(k):
+        e = idx[p]
+        d = ev_d[e]
+        level[d] += ev_s[e]
+        if not seen[d]:
+            seen[d] = True
+            touched[nt] = d
+            nt += 1
+        if p + 1 == k or ev_t[idx[p + 1]] != ev_t[e]:
+            for q in range(nt):
+                dd = touched[q]
+                seen[dd] = False
+                if level[dd] > peak[dd]:  # levels never go negative: frees follow allocs
+                    peak[dd] = level[dd]
+            nt = 0
+    return peak
+
+
+@_leaf
+def _buffer(ev_d, ev_t, ev_s, k, d, alloc, free, size):  # type: ignore[no-untyped-def]
+    """Append a buffer's alloc and free events when `simulate._liveness` keeps it."""
+    if size <= 0 or not np.isfinite(alloc) or not free > alloc:
+        return k
+    ev_d[k] = d
+    ev_t[k] = alloc
+    ev_s[k] = size
+    k += 1
+    if np.isfinite(free):
+        ev_d[k] = d
+        ev_t[k] = free
+        ev_s[k] = -size
+        k += 1
+    return k
+
+
+# -- the event loop --------------------------------------------------------------------
 
 
 @njit(cache=True)
@@ -158,7 +420,7 @@ def _sequences(place, m, kind, ord_dev, ord_op, topo):  # type: ignore[no-untype
     return seq, ptr, bad
 
 
-@njit(cache=True)
+@_leaf
 def _checks(place, m, dur, pins, grp_ptr, grp_ops):  # type: ignore[no-untyped-def]
     """The bits of the rules a placement breaks before anything runs."""
     bad = 0
@@ -184,10 +446,13 @@ def _checks(place, m, dur, pins, grp_ptr, grp_ops):  # type: ignore[no-untyped-d
     return bad
 
 
-@njit(cache=True, inline="always")
+@_leaf
 def _try_start(d, seq, ptr, head, free, pending, ready, dur, start, end, run, cnt,
-               ht, hk, pos):  # type: ignore[no-untyped-def]
-    """Static order: start every head of `d`'s sequence whose inputs are all known."""
+               ht, hk, ft, fk, fh, ftl, hh, hp, pos):  # type: ignore[no-untyped-def]
+    """Static order: start every head of `d`'s sequence whose inputs are all known.
+
+    Its completions go to the static queue (`sq_push`).
+    """
     k = head[d]
     f = free[d]
     while k < ptr[d + 1]:
@@ -200,7 +465,7 @@ def _try_start(d, seq, ptr, head, free, pending, ready, dur, start, end, run, cn
         end[i] = f
         run[cnt[0]] = i
         cnt[0] += 1
-        cnt[1] = _ev_push(ht, hk, cnt[1], f, pos[i])
+        sq_push(cnt, ht, hk, ft, fk, fh, ftl, hh, hp, d, f, pos[i])
         k += 1
     head[d] = k
     free[d] = f
@@ -226,9 +491,17 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
     end = np.full(n, INF)
     ready = np.zeros(n)
     run = np.empty(n, np.int64)
-    cnt = np.zeros(3, np.int64)  # ops started, heap size, transfers
+    cnt = np.zeros(4, np.int64)  # ops started, heap items, transfers, non-empty channels
+    # dynamic: one (time, key) heap; static: a channel per device and one for the unplaced
     ht = np.empty(2 * n + 1)
     hk = np.empty(2 * n + 1, np.int64)
+    ft = np.empty(0 if dynamic else n)
+    fk = np.empty(0 if dynamic else n, np.int64)
+    # channels: head and tail in ht/hk, a heap of the non-empty ones, their place in it
+    fh = np.zeros(m + 1, np.int64)
+    ftl = np.zeros(m + 1, np.int64)
+    hh = np.zeros(m + 1, np.int64)
+    hp = np.zeros(m + 1, np.int64)
     tr_i = np.empty((tr_cap, 4), np.int64)
     tr_t = np.empty((tr_cap, 2))
     link_free = np.zeros(m * m)
@@ -257,10 +530,21 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                 qlo[place[i] + 1] += 1
         for d in range(1, m):
             qlo[d] += qlo[d - 1]
+    if not dynamic:
+        for i in range(n):
+            if place[i] >= 0:
+                fh[place[i] + 1] += 1
+        for c in range(1, m + 1):
+            fh[c] += fh[c - 1]
+        ftl[:] = fh
     t = 0.0
-    for i in range(n):
+    for q in range(n):
+        i = topo[q]
         if place[i] < 0:
-            cnt[1] = _ev_push(ht, hk, cnt[1], INF, pos[i])
+            if dynamic:
+                cnt[1] = ev_push(ht, hk, cnt[1], INF, q)
+            else:
+                sq_push(cnt, ht, hk, ft, fk, fh, ftl, hh, hp, m, INF, q)
     if dynamic:
         for i in sources:
             if place[i] >= 0:
@@ -281,18 +565,23 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
     else:
         for d in range(m):
             _try_start(d, seq, ptr, head, free, pending, ready, dur, start, end, run, cnt,
-                       ht, hk, pos)
-    while cnt[1] or nd:
-        if cnt[1] and not nd and ht[0] != t:
-            t = ht[0]
+                       ht, hk, ft, fk, fh, ftl, hh, hp, pos)
+    while cnt[1] or cnt[3] or nd:
+        if not nd and ((cnt[1] and ht[0] != t) if dynamic else
+                       _sq_time(cnt, ht, hk, ft, fk, fh, hh) != t):
+            t = ht[0] if dynamic else _sq_time(cnt, ht, hk, ft, fk, fh, hh)
             instant += 1
-        while cnt[1] and ht[0] == t:
-            key = _ev_pop(ht, hk, cnt[1])
-            cnt[1] -= 1
+        while (cnt[1] and ht[0] == t) if dynamic else (
+                (cnt[1] or cnt[3]) and _sq_time(cnt, ht, hk, ft, fk, fh, hh) == t):
+            if dynamic:
+                key = ev_pop(ht, hk, cnt[1])
+                cnt[1] -= 1
+            else:
+                key = sq_pop(cnt, ht, hk, ft, fk, fh, ftl, hh, hp)
             if key >= n:  # dynamic: op key - n becomes ready now
                 j = key - n
                 d = place[j]
-                qn[d] = _kpush(qh, qlo[d], qn[d], (instant << 32) | rank[j])
+                qn[d] = kpush(qh, qlo[d], qn[d], (instant << 32) | rank[j])
                 if not is_dirty[d]:
                     is_dirty[d] = True
                     dirty[nd] = d
@@ -373,17 +662,17 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                 if not dynamic:
                     if seq[head[dj]] == j:
                         _try_start(dj, seq, ptr, head, free, pending, ready, dur, start, end,
-                                   run, cnt, ht, hk, pos)
+                                   run, cnt, ht, hk, ft, fk, fh, ftl, hh, hp, pos)
                 elif ready[j] <= t:
                     if ready[j] != t:  # a transfer that ends before it starts
                         bad |= RETRY
-                    qn[dj] = _kpush(qh, qlo[dj], qn[dj], (instant << 32) | rank[j])
+                    qn[dj] = kpush(qh, qlo[dj], qn[dj], (instant << 32) | rank[j])
                     if not is_dirty[dj]:
                         is_dirty[dj] = True
                         dirty[nd] = dj
                         nd += 1
                 else:
-                    cnt[1] = _ev_push(ht, hk, cnt[1], ready[j], n + j)
+                    cnt[1] = ev_push(ht, hk, cnt[1], ready[j], n + j)
         for q in range(nd):
             d = dirty[q]
             is_dirty[d] = False
@@ -393,7 +682,7 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                     i = src[s_at[d]]
                     s_at[d] += 1
                 else:
-                    i = byrank[_kpop(qh, qlo[d], qn[d]) & 0xFFFFFFFF]
+                    i = byrank[kpop(qh, qlo[d], qn[d]) & 0xFFFFFFFF]
                     qn[d] -= 1
                 idle[d] = False
                 start[i] = t
@@ -401,7 +690,7 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                 end[i] = f
                 run[cnt[0]] = i
                 cnt[0] += 1
-                cnt[1] = _ev_push(ht, hk, cnt[1], f, pos[i])
+                cnt[1] = ev_push(ht, hk, cnt[1], f, pos[i])
         nd = 0
     if not dynamic:
         for d in range(m):
@@ -434,7 +723,10 @@ def evaluate(place_in, m, compute, kind, ord_dev, ord_op, full, liveness, rank, 
     else:
         seq, ptr, obad = _sequences(place, m, kind, ord_dev, ord_op, topo)
         bad |= obad
-    static = static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp)
+    if full or not liveness:
+        static = static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp)
+    else:  # a liveness makespan needs no static figure
+        static = np.zeros(m, np.int64)
     if not liveness:
         for d in range(m):
             if static[d] > caps[d]:
