@@ -280,91 +280,124 @@ def static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp)
 
 
 @njit(cache=True)
-def liveness_peaks(place, m, start, end, succ_ptr, succ_dst, params, output, temp,
-                   tr_src, tr_dd, tr_bytes, tr_start):  # type: ignore[no-untyped-def]
+def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output, temp,
+                   tr_i, tr_t):  # type: ignore[no-untyped-def]
     """Per device, the highest level of live bytes over a run (buffers on [alloc, free)).
 
     Params are live from t = 0; an op's output from its start to the last end of its
     consumers on its device (never freed without one), its temp from start to end; a
-    received copy from its transfer's start to the last end of its consumers there. At one
-    instant frees and allocations net out, so the peak is the highest level after an
-    instant: the running sum at the end of each run of equal times.
+    received copy from its transfer's start to the last end of its consumers there. A
+    buffer freed when it is allocated never counts. At one instant frees and allocations
+    net out, so the peak is the highest level after an instant.
+
+    No sort: a device runs its ops one after another (`run`), so their starts and ends
+    come in that order, and every free happens at the end of an op on the device (the
+    buffer's last consumer there). Copies arrive in start order except under `link`
+    contention, where an insertion sort puts the few stragglers back.
     """
     n = place.shape[0]
-    n_tr = tr_src.shape[0]
-    cap = m + 4 * n + 2 * n_tr
-    ev_d = np.empty(cap, np.int64)
-    ev_t = np.empty(cap, np.float64)
-    ev_s = np.empty(cap, np.int64)
+    n_tr = tr_i.shape[0]
+    up = np.zeros(n, np.int64)  # bytes allocated at start[i]
+    down = np.zeros(n, np.int64)  # bytes freed at end[i]
     base = np.zeros(m, np.int64)
     for i in range(n):
-        if place[i] >= 0:
-            base[place[i]] += params[i]
-    k = 0
-    for d in range(m):
-        ev_d[k] = d
-        ev_t[k] = 0.0
-        ev_s[k] = base[d]
-        k += 1
-    for i in range(n):
         d = place[i]
-        if d < 0 or not np.isfinite(start[i]):
+        if d < 0:
             continue
-        last = -1.0
-        for q in range(succ_ptr[i], succ_ptr[i + 1]):
-            j = succ_dst[q]
-            if place[j] == d and end[j] > last:
-                last = end[j]
-        free = last if last >= 0.0 else INF
-        k = _buffer(ev_d, ev_t, ev_s, k, d, start[i], free, output[i])
-        k = _buffer(ev_d, ev_t, ev_s, k, d, start[i], end[i], temp[i])
+        base[d] += params[i]
+        if not np.isfinite(start[i]):
+            continue
+        last = _last_consumer(i, d, place, end, succ_ptr, succ_dst)
+        _account(up, down, i, last, output[i], start[i], end)
+        _account(up, down, i, i, temp[i], start[i], end)
+    # copies per destination, in start order
+    c_ptr = np.zeros(m + 1, np.int64)
     for r in range(n_tr):
-        i, d = tr_src[r], tr_dd[r]
-        last = -1.0
-        for q in range(succ_ptr[i], succ_ptr[i + 1]):
-            j = succ_dst[q]
-            if place[j] == d and end[j] > last:
-                last = end[j]
-        k = _buffer(ev_d, ev_t, ev_s, k, d, tr_start[r], last, tr_bytes[r])
-    idx = np.argsort(ev_t[:k])
-    level = np.zeros(m, np.int64)
-    peak = np.zeros(m, np.int64)
-    seen = np.zeros(m, np.bool_)
-    touched = np.empty(m, np.int64)
-    nt = 0
-    for p in range(k):
-        e = idx[p]
-        d = ev_d[e]
-        level[d] += ev_s[e]
-        if not seen[d]:
-            seen[d] = True
-            touched[nt] = d
-            nt += 1
-        if p + 1 == k or ev_t[idx[p + 1]] != ev_t[e]:
-            for q in range(nt):
-                dd = touched[q]
-                seen[dd] = False
-                if level[dd] > peak[dd]:  # levels never go negative: frees follow allocs
-                    peak[dd] = level[dd]
-            nt = 0
+        c_ptr[tr_i[r, 2] + 1] += 1
+    for d in range(m):
+        c_ptr[d + 1] += c_ptr[d]
+    fill = c_ptr[:m].copy()
+    c_t = np.empty(n_tr)
+    c_b = np.zeros(n_tr, np.int64)
+    for r in range(n_tr):
+        d = tr_i[r, 2]
+        alloc = tr_t[r, 0]
+        last = _last_consumer(tr_i[r, 0], d, place, end, succ_ptr, succ_dst)
+        free = end[last] if last >= 0 else -1.0
+        size = 0
+        if tr_i[r, 3] > 0 and np.isfinite(alloc) and free > alloc:
+            size = tr_i[r, 3]
+            if np.isfinite(free):
+                down[last] += size
+        q = fill[d]
+        fill[d] += 1
+        while q > c_ptr[d] and c_t[q - 1] > alloc:  # insertion sort (link contention)
+            c_t[q] = c_t[q - 1]
+            c_b[q] = c_b[q - 1]
+            q -= 1
+        c_t[q] = alloc
+        c_b[q] = size
+    # ops per device in the order they ran
+    o_ptr = np.zeros(m + 1, np.int64)
+    for i in run:
+        o_ptr[place[i] + 1] += 1
+    for d in range(m):
+        o_ptr[d + 1] += o_ptr[d]
+    fill = o_ptr[:m].copy()
+    ops = np.empty(run.shape[0], np.int64)
+    for i in run:
+        ops[fill[place[i]]] = i
+        fill[place[i]] += 1
+    peak = base.copy()
+    for d in range(m):
+        level = base[d]
+        a, f, c = o_ptr[d], o_ptr[d], c_ptr[d]
+        a_end, c_end = o_ptr[d + 1], c_ptr[d + 1]
+        while a < a_end or f < a_end or c < c_end:
+            t = INF
+            if a < a_end:
+                t = start[ops[a]]
+            if f < a_end and end[ops[f]] < t:
+                t = end[ops[f]]
+            if c < c_end and c_t[c] < t:
+                t = c_t[c]
+            if t == INF:
+                break  # what remains never happens
+            while a < a_end and start[ops[a]] == t:
+                level += up[ops[a]]
+                a += 1
+            while f < a_end and end[ops[f]] == t:
+                level -= down[ops[f]]
+                f += 1
+            while c < c_end and c_t[c] == t:
+                level += c_b[c]
+                c += 1
+            if level > peak[d]:
+                peak[d] = level
     return peak
 
 
 @_leaf
-def _buffer(ev_d, ev_t, ev_s, k, d, alloc, free, size):  # type: ignore[no-untyped-def]
-    """Append a buffer's alloc and free events when `simulate._liveness` keeps it."""
-    if size <= 0 or not np.isfinite(alloc) or not free > alloc:
-        return k
-    ev_d[k] = d
-    ev_t[k] = alloc
-    ev_s[k] = size
-    k += 1
+def _last_consumer(i, d, place, end, succ_ptr, succ_dst):  # type: ignore[no-untyped-def]
+    """The consumer of op i on device d that ends last (-1: none there)."""
+    last = -1
+    for q in range(succ_ptr[i], succ_ptr[i + 1]):
+        j = succ_dst[q]
+        if place[j] == d and (last < 0 or end[j] > end[last]):
+            last = j
+    return last
+
+
+@_leaf
+def _account(up, down, i, last, size, alloc, end):  # type: ignore[no-untyped-def]
+    """Count a buffer of op i freed at the end of op `last`, as `simulate._liveness`
+    keeps it: some bytes, allocated, and freed after it is allocated (or never)."""
+    free = end[last] if last >= 0 else INF
+    if size <= 0 or not free > alloc:
+        return
+    up[i] += size
     if np.isfinite(free):
-        ev_d[k] = d
-        ev_t[k] = free
-        ev_s[k] = -size
-        k += 1
-    return k
+        down[last] += size
 
 
 # -- the event loop --------------------------------------------------------------------
@@ -741,9 +774,8 @@ def evaluate(place_in, m, compute, kind, ord_dev, ord_op, full, liveness, rank, 
     bad |= rbad
     peak = static
     if liveness:
-        peak = liveness_peaks(place, m, start, end, succ_ptr, succ_dst, params, output,
-                              temp, tr_i[:, 0].copy(), tr_i[:, 2].copy(),
-                              tr_i[:, 3].copy(), tr_t[:, 0].copy())
+        peak = liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output,
+                              temp, tr_i, tr_t)
         for d in range(m):
             if peak[d] > caps[d]:
                 bad |= MEMORY
