@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import planner
-from planner import algorithms
+from planner import algorithms, fastsim
 from planner.fastsim import Evaluator, FastResult, evaluator, prepare
 from planner.errors import InfeasibleError
 from planner.model import CONTENTIONS, MEMORY_MODELS, Cluster, Device, Edge, Graph, Link, Op
@@ -62,7 +62,7 @@ def check(ev: Evaluator, placement: object, order: object = None,
     p = ev.problem
     ref_order = order
     if priority is not None:
-        place = [d if isinstance(d, int) and 0 <= d < ev.m else -1
+        place = [d if type(d) is int and 0 <= d < ev.m else -1
                  for d in placement]  # type: ignore[attr-defined]
         ref_order = tuple(tuple(int(i) for i in priority if place[i] == d)
                           for d in range(ev.m))
@@ -110,13 +110,13 @@ def random_problem(rng: random.Random) -> Problem:
                    rng.choice(MEMORY_MODELS), rng.choice(CONTENTIONS), pins)
 
 
-def random_placement(rng: random.Random, n: int, m: int) -> list[int | None]:
-    """Mostly valid device indices, sometimes unplaced, out of range or None."""
-    out: list[int | None] = []
+def random_placement(rng: random.Random, n: int, m: int) -> list[object]:
+    """Mostly valid device indices, sometimes unplaced, out of range, None or a float."""
+    out: list[object] = []
     for _ in range(n):
         r = rng.random()
         out.append(None if r < 0.02 else -1 if r < 0.04 else m + 1 if r < 0.06
-                   else rng.randrange(m))
+                   else 0.0 if r < 0.07 else rng.randrange(m))  # 0.0: not an index
     return out
 
 
@@ -134,7 +134,7 @@ def random_order(rng: random.Random, ref: SimResult, n: int) -> list[list[object
         order[rng.randrange(len(order))].append(s[0])
     elif how == 4:  # entries that are not ops, and a device that does not exist
         order.append([0] if n else [])
-        order[0].extend([n + 3, -2, "x"])
+        order[0].extend([n + 3, -2, "x", 0.0])
     return order
 
 
@@ -281,6 +281,16 @@ def test_reference_backend_gives_the_same_answers() -> None:
 def test_kernel_is_prepared_once_and_planner_does_not_import_numba() -> None:
     prepare()
     assert prepare() == 0.0
+    p = random_problem(random.Random(3))
+    ev = Evaluator(p)
+    n = len(p.graph.ops)
+    for place in ([0] * n, (0,) * n, np.zeros(n, np.int32), np.zeros(n, np.uint8)):
+        ev.makespan(place)
+        ev.makespan(place, [list(range(n))])
+        ev.makespan(place, priority=np.arange(n))
+        ev.run(place)
+    # every input form reaches the one compiled specialisation: no recompiling
+    assert len(fastsim._compiled.signatures) == 1
     code = ("import sys, planner, planner.fastsim, planner.algorithms, planner.cli; "
             "print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -24,6 +24,7 @@ Without numba (`backend="reference"`, or numba not installed) every call goes th
 
 from __future__ import annotations
 
+import array
 import importlib.util
 import math
 import operator
@@ -258,12 +259,13 @@ class Evaluator:
     def _placement(self, placement: Any) -> tuple[np.ndarray, int]:
         """An int64 array of length n and the `unplaced` bit for entries beyond it."""
         n = self.n
-        try:
-            a = np.asarray(placement)
-        except (ValueError, TypeError):
-            a = np.asarray(list(placement), dtype=object)
-        if a.ndim == 1 and a.dtype.kind in "iu" and a.shape[0] == n:
-            return np.ascontiguousarray(a, dtype=np.int64), 0
+        if isinstance(placement, np.ndarray):
+            if placement.ndim == 1 and placement.dtype.kind in "iu" and len(placement) == n:
+                return np.ascontiguousarray(placement, dtype=np.int64), 0
+        else:
+            a = _int64s(placement)
+            if a is not None and len(a) == n:
+                return a, 0
         given = list(placement)
         out = np.full(n, -1, np.int64)
         for i, raw in enumerate(given[:n]):
@@ -306,20 +308,34 @@ def _index(raw: object) -> int:
         return -1
 
 
+def _int64s(values: Any) -> np.ndarray | None:
+    """Python ints (or anything with `__index__`) as an int64 array; None if any is not.
+
+    `array.array` converts in C and refuses floats, None and ints beyond int64, which
+    `simulate` treats as no device or no op; about twice as fast as `np.asarray`.
+    """
+    if isinstance(values, np.ndarray):
+        ok = values.ndim == 1 and (values.dtype.kind in "iu" or values.size == 0)
+        return values.astype(np.int64) if ok else None
+    try:
+        return np.array(array.array("q", values), dtype=np.int64)
+    except (TypeError, OverflowError, ValueError):
+        return None
+
+
 def _order_arrays(order: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     """A `Plan.order` as flat (device position, op) arrays; -1 for a non-integer op."""
-    devs: list[np.ndarray] = []
-    ops: list[np.ndarray] = []
-    for d, seq in enumerate(order):
-        a = seq if isinstance(seq, np.ndarray) else np.asarray(seq)
-        if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
-            ints = [_index(x) for x in seq]
-            a = np.array([i if 0 <= i < _SAFE_BYTES else -1 for i in ints], dtype=np.int64)
-        ops.append(a.astype(np.int64, copy=False))
-        devs.append(np.full(a.shape[0], d, np.int64))
-    if not ops:
+    parts: list[np.ndarray] = []
+    for seq in order:
+        a = _int64s(seq)
+        if a is None:
+            a = np.array([i if 0 <= i < _SAFE_BYTES else -1 for i in map(_index, seq)],
+                         dtype=np.int64)
+        parts.append(a)
+    if not parts:
         return _EMPTY, _EMPTY
-    return np.concatenate(devs), np.concatenate(ops)
+    lens = [len(a) for a in parts]
+    return np.repeat(np.arange(len(parts), dtype=np.int64), lens), np.concatenate(parts)
 
 
 def evaluator(problem: Problem) -> Evaluator:
