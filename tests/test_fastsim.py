@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import random
 import subprocess
 import sys
@@ -296,3 +297,30 @@ def test_kernel_is_prepared_once_and_planner_does_not_import_numba() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_background_compile_answers_with_the_reference_meanwhile(tmp_path: Path) -> None:
+    """A search can start before the kernel exists: `simulate` answers until it does."""
+    code = """
+import sys
+import planner
+from planner import algorithms, fastsim
+from planner.plan import Plan
+from planner.simulate import simulate
+p = planner.load(sys.argv[1]).plan()
+place = algorithms.run("metf", p).plan.placement
+ev = fastsim.Evaluator(p)
+fastsim.prepare_in_background()
+first = ev.makespan(place)
+print(fastsim._compiled is None)  # still compiling in the child: the reference answered
+fastsim._background.wait()
+print(fastsim._background.returncode == 0)
+second = ev.makespan(place)
+print(fastsim._compiled is not None)  # loaded from the cache the child wrote
+print(first == second == simulate(p, Plan(place)).makespan_s)
+"""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "specs" / "resnet.plan")],
+                         env=env, capture_output=True, text=True, check=True, timeout=600)
+    assert out.stdout.split() == ["True"] * 4, out.stderr
+    assert list(tmp_path.rglob("*.nbi")), "the child left nothing in numba's cache"
