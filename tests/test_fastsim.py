@@ -71,7 +71,8 @@ def check(ev: Evaluator, placement: object, order: object = None,
     fast = ev.run(placement, order, priority=priority)  # type: ignore[arg-type]
     assert_same(fast, ref, where)
     want = ref.makespan_s if ref.feasible else math.inf
-    assert close(ev.makespan(placement, order, priority=priority), want), where  # type: ignore[arg-type]
+    got = ev.makespan(placement, order, priority=priority)  # type: ignore[arg-type]
+    assert close(got, want), where
     return ref
 
 

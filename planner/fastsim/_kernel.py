@@ -1,3 +1,5 @@
+# mypy: disallow-untyped-defs=False, disallow-untyped-calls=False
+# (numba types these functions from the arrays they are given)
 """The compiled simulator: `planner.simulate`'s event loop and memory rules over arrays.
 
 Every step mirrors `simulate._Run.execute` (and `_static_bytes`, `_liveness`) in the same
@@ -12,7 +14,7 @@ edited in another file.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit  # type: ignore[import-untyped]
 
 INF = np.inf
 #: helpers that allocate nothing compile without numba's reference counting: otherwise
@@ -32,7 +34,7 @@ DISPATCH, GIVEN, PRIORITY = 0, 1, 2
 
 
 @_leaf
-def ev_push(ht, hk, size, t, k):  # type: ignore[no-untyped-def]
+def ev_push(ht, hk, size, t, k):
     """Push (t, k) onto the (time, key) heap of `size` items; return the new size."""
     c = size
     while c > 0:
@@ -48,7 +50,7 @@ def ev_push(ht, hk, size, t, k):  # type: ignore[no-untyped-def]
 
 
 @_leaf
-def ev_pop(ht, hk, size):  # type: ignore[no-untyped-def]
+def ev_pop(ht, hk, size):
     """Remove the smallest (time, key) from a heap of `size` items; return its key.
 
     Bottom-up: the hole walks down along smaller children (a select, not a branch: heap
@@ -81,7 +83,7 @@ def ev_pop(ht, hk, size):  # type: ignore[no-untyped-def]
 
 
 @_leaf
-def kpush(h, lo, size, key):  # type: ignore[no-untyped-def]
+def kpush(h, lo, size, key):
     """Push an int64 key onto the heap in h[lo:lo + size]; return the new size."""
     c = size
     while c > 0:
@@ -95,7 +97,7 @@ def kpush(h, lo, size, key):  # type: ignore[no-untyped-def]
 
 
 @_leaf
-def kpop(h, lo, size):  # type: ignore[no-untyped-def]
+def kpop(h, lo, size):
     """Remove and return the smallest key of the heap in h[lo:lo + size] (bottom-up)."""
     top = h[lo]
     size -= 1
@@ -120,14 +122,14 @@ def kpop(h, lo, size):  # type: ignore[no-untyped-def]
 
 
 @_leaf
-def _cq_less(a, b, ft, fk, fh):  # type: ignore[no-untyped-def]
+def _cq_less(a, b, ft, fk, fh):
     """Whether channel a's head event comes before channel b's, by (time, key)."""
     ta, tb = ft[fh[a]], ft[fh[b]]
     return ta < tb or (ta == tb and fk[fh[a]] < fk[fh[b]])
 
 
 @_leaf
-def _cq_up(hh, hp, pos, ft, fk, fh):  # type: ignore[no-untyped-def]
+def _cq_up(hh, hp, pos, ft, fk, fh):
     c = hh[pos]
     while pos > 0:
         p = (pos - 1) >> 1
@@ -141,7 +143,7 @@ def _cq_up(hh, hp, pos, ft, fk, fh):  # type: ignore[no-untyped-def]
 
 
 @_leaf
-def _cq_down(hh, hp, size, ft, fk, fh):  # type: ignore[no-untyped-def]
+def _cq_down(hh, hp, size, ft, fk, fh):
     c = hh[0]
     pos = 0
     while True:
@@ -160,7 +162,7 @@ def _cq_down(hh, hp, size, ft, fk, fh):  # type: ignore[no-untyped-def]
 
 
 @_leaf
-def _cq_push(ft, fk, fh, ftl, hh, hp, hn, c, t, k):  # type: ignore[no-untyped-def]
+def _cq_push(ft, fk, fh, ftl, hh, hp, hn, c, t, k):
     """Append event (t, k) to channel c; return the number of non-empty channels.
 
     A channel is a FIFO in ft/fk[fh[c]:ftl[c]] kept in (time, key) order; `hh` is a heap
@@ -181,7 +183,7 @@ def _cq_push(ft, fk, fh, ftl, hh, hp, hn, c, t, k):  # type: ignore[no-untyped-d
 
 
 @_leaf
-def _cq_pop(ft, fk, fh, ftl, hh, hp, hn):  # type: ignore[no-untyped-def]
+def _cq_pop(ft, fk, fh, ftl, hh, hp, hn):
     """Remove the earliest event of all channels; return its key and the new `hn`."""
     c = hh[0]
     k = fk[fh[c]]
@@ -197,7 +199,7 @@ def _cq_pop(ft, fk, fh, ftl, hh, hp, hn):  # type: ignore[no-untyped-def]
 
 
 @_leaf
-def sq_push(q, ht, hk, ft, fk, fh, ftl, hh, hp, c, t, k):  # type: ignore[no-untyped-def]
+def sq_push(q, ht, hk, ft, fk, fh, ftl, hh, hp, c, t, k):
     """Static order's event queue: (t, k) to channel c, or to the heap when out of order.
 
     A device's completions come in time order under a static order (its next op cannot
@@ -213,7 +215,7 @@ def sq_push(q, ht, hk, ft, fk, fh, ftl, hh, hp, c, t, k):  # type: ignore[no-unt
 
 
 @_leaf
-def sq_first(q, ht, hk, ft, fk, fh, hh):  # type: ignore[no-untyped-def]
+def sq_first(q, ht, hk, ft, fk, fh, hh):
     """Whether the static queue's next event is a channel's (else the heap's)."""
     if q[3] == 0:
         return False
@@ -224,7 +226,7 @@ def sq_first(q, ht, hk, ft, fk, fh, hh):  # type: ignore[no-untyped-def]
 
 
 @_leaf
-def _sq_time(q, ht, hk, ft, fk, fh, hh):  # type: ignore[no-untyped-def]
+def _sq_time(q, ht, hk, ft, fk, fh, hh):
     """The time of the static queue's next event (`inf` when it is empty)."""
     if sq_first(q, ht, hk, ft, fk, fh, hh):
         return ft[fh[hh[0]]]
@@ -232,7 +234,7 @@ def _sq_time(q, ht, hk, ft, fk, fh, hh):  # type: ignore[no-untyped-def]
 
 
 @_leaf
-def sq_pop(q, ht, hk, ft, fk, fh, ftl, hh, hp):  # type: ignore[no-untyped-def]
+def sq_pop(q, ht, hk, ft, fk, fh, ftl, hh, hp):
     """Remove the static queue's next event; return its key."""
     if sq_first(q, ht, hk, ft, fk, fh, hh):
         k, q[3] = _cq_pop(ft, fk, fh, ftl, hh, hp, q[3])
@@ -246,7 +248,7 @@ def sq_pop(q, ht, hk, ft, fk, fh, ftl, hh, hp):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp):  # type: ignore[no-untyped-def]
+def static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp):
     """Per device: params and outputs of its ops, each copy it receives, its largest temp.
 
     Unplaced ops (-1) and the edges touching them are ignored.
@@ -281,7 +283,7 @@ def static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp)
 
 @njit(cache=True)
 def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output, temp,
-                   tr_i, tr_t):  # type: ignore[no-untyped-def]
+                   tr_i, tr_t):
     """Per device, the highest level of live bytes over a run (buffers on [alloc, free)).
 
     Params are live from t = 0; an op's output from its start to the last end of its
@@ -378,7 +380,7 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
 
 
 @_leaf
-def _last_consumer(i, d, place, end, succ_ptr, succ_dst):  # type: ignore[no-untyped-def]
+def _last_consumer(i, d, place, end, succ_ptr, succ_dst):
     """The consumer of op i on device d that ends last (-1: none there)."""
     last = -1
     for q in range(succ_ptr[i], succ_ptr[i + 1]):
@@ -389,7 +391,7 @@ def _last_consumer(i, d, place, end, succ_ptr, succ_dst):  # type: ignore[no-unt
 
 
 @_leaf
-def _account(up, down, i, last, size, alloc, end):  # type: ignore[no-untyped-def]
+def _account(up, down, i, last, size, alloc, end):
     """Count a buffer of op i freed at the end of op `last`, as `simulate._liveness`
     keeps it: some bytes, allocated, and freed after it is allocated (or never)."""
     free = end[last] if last >= 0 else INF
@@ -404,7 +406,7 @@ def _account(up, down, i, last, size, alloc, end):  # type: ignore[no-untyped-de
 
 
 @njit(cache=True)
-def _sequences(place, m, kind, ord_dev, ord_op, topo):  # type: ignore[no-untyped-def]
+def _sequences(place, m, kind, ord_dev, ord_op, topo):
     """Per-device sequences as (ops, offsets) and the `order` bit if entries were dropped.
 
     GIVEN: `simulate._normalize_order` (entries as (device position, op), op -1 when not an
@@ -454,7 +456,7 @@ def _sequences(place, m, kind, ord_dev, ord_op, topo):  # type: ignore[no-untype
 
 
 @_leaf
-def _checks(place, m, dur, pins, grp_ptr, grp_ops):  # type: ignore[no-untyped-def]
+def _checks(place, m, dur, pins, grp_ptr, grp_ops):
     """The bits of the rules a placement breaks before anything runs."""
     bad = 0
     for i in range(place.shape[0]):
@@ -481,7 +483,7 @@ def _checks(place, m, dur, pins, grp_ptr, grp_ops):  # type: ignore[no-untyped-d
 
 @_leaf
 def _try_start(d, seq, ptr, head, free, pending, ready, dur, start, end, run, cnt,
-               ht, hk, ft, fk, fh, ftl, hh, hp, pos):  # type: ignore[no-untyped-def]
+               ht, hk, ft, fk, fh, ftl, hh, hp, pos):
     """Static order: start every head of `d`'s sequence whose inputs are all known.
 
     Its completions go to the static queue (`sq_push`).
@@ -506,7 +508,7 @@ def _try_start(d, seq, ptr, head, free, pending, ready, dur, start, end, run, cn
 
 @njit(cache=True)
 def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, pending,
-            succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap):  # type: ignore[no-untyped-def]
+            succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap):
     """Run one simulation; see `simulate._Run.execute`, which this follows line by line.
 
     Returns start, end, the ops in the order they started (all devices interleaved; a
@@ -735,8 +737,8 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
 
 @njit(cache=True)
 def evaluate(place_in, m, compute, kind, ord_dev, ord_op, full, liveness, rank, byrank,
-             sources, topo, pos, pred_count, succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap,
-             pins, grp_ptr, grp_ops, params, output, temp, caps):  # type: ignore[no-untyped-def]
+             sources, topo, pos, pred_count, succ_ptr, succ_dst, succ_bytes, lat, inv, mode,
+             tr_cap, pins, grp_ptr, grp_ops, params, output, temp, caps):
     """Simulate one placement (and order); see `planner.fastsim.Evaluator`.
 
     With `full` false, stops at the first broken rule found before running (the makespan
@@ -769,8 +771,8 @@ def evaluate(place_in, m, compute, kind, ord_dev, ord_op, full, liveness, rank, 
         return (bad, INF, np.zeros(0), np.zeros(0), z, np.zeros((0, 4), np.int64),
                 np.zeros((0, 2)), static, static)
     start, end, run, tr_i, tr_t, rbad = execute(
-        place, m, dur, seq, ptr, kind == DISPATCH, rank, byrank, sources, topo, pos, pred_count.copy(),
-        succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap)
+        place, m, dur, seq, ptr, kind == DISPATCH, rank, byrank, sources, topo, pos,
+        pred_count.copy(), succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap)
     bad |= rbad
     peak = static
     if liveness:
