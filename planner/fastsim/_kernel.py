@@ -51,11 +51,7 @@ def ev_push(ht, hk, size, t, k):
 
 @_leaf
 def ev_pop(ht, hk, size):
-    """Remove the smallest (time, key) from a heap of `size` items; return its key.
-
-    Bottom-up: the hole walks down along smaller children (a select, not a branch: heap
-    branches mispredict half the time), then the last item sifts up from the leaf.
-    """
+    """Remove the smallest (time, key) from a heap of `size` items; return its key."""
     top = hk[0]
     size -= 1
     t, k = ht[size], hk[size]
@@ -226,7 +222,7 @@ def sq_first(q, ht, hk, ft, fk, fh, hh):
 
 
 @_leaf
-def _sq_time(q, ht, hk, ft, fk, fh, hh):
+def sq_time(q, ht, hk, ft, fk, fh, hh):
     """The time of the static queue's next event (`inf` when it is empty)."""
     if sq_first(q, ht, hk, ft, fk, fh, hh):
         return ft[fh[hh[0]]]
@@ -603,11 +599,11 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                        ht, hk, ft, fk, fh, ftl, hh, hp, pos)
     while cnt[1] or cnt[3] or nd:
         if not nd and ((cnt[1] and ht[0] != t) if dynamic else
-                       _sq_time(cnt, ht, hk, ft, fk, fh, hh) != t):
-            t = ht[0] if dynamic else _sq_time(cnt, ht, hk, ft, fk, fh, hh)
+                       sq_time(cnt, ht, hk, ft, fk, fh, hh) != t):
+            t = ht[0] if dynamic else sq_time(cnt, ht, hk, ft, fk, fh, hh)
             instant += 1
         while (cnt[1] and ht[0] == t) if dynamic else (
-                (cnt[1] or cnt[3]) and _sq_time(cnt, ht, hk, ft, fk, fh, hh) == t):
+                (cnt[1] or cnt[3]) and sq_time(cnt, ht, hk, ft, fk, fh, hh) == t):
             if dynamic:
                 key = ev_pop(ht, hk, cnt[1])
                 cnt[1] -= 1
