@@ -13,6 +13,7 @@ import os
 import random
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -267,6 +268,18 @@ def test_priority_keeps_an_order_valid_when_ops_move() -> None:
     assert math.isfinite(ev.makespan(moved, priority=prio))
     with pytest.raises(ValueError, match="every op exactly once"):
         ev.makespan(moved, priority=np.zeros(ev.n, np.int64))
+
+
+def test_threads_evaluate_in_parallel_with_the_same_answers() -> None:
+    p = planner.load(ROOT / "specs" / "inception.plan").plan("inception_v2_small4")
+    ev = evaluator(p)
+    rng = random.Random(5)
+    base = algorithms.run("metf", p).plan.placement
+    places = [[d if rng.random() > 0.05 else rng.randrange(ev.m) for d in base]
+              for _ in range(40)]
+    alone = [ev.makespan(x) for x in places]
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(ev.makespan, places)) == alone
 
 
 def test_reference_backend_gives_the_same_answers() -> None:

@@ -731,7 +731,7 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
     return start, end, run[:cnt[0]], tr_i[:r], tr_t[:r], bad
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # lets a search's threads overlap evaluations
 def evaluate(place_in, m, compute, kind, ord_dev, ord_op, full, liveness, rank, byrank,
              sources, topo, pos, pred_count, succ_ptr, succ_dst, succ_bytes, lat, inv, mode,
              tr_cap, pins, grp_ptr, grp_ops, params, output, temp, caps):
