@@ -3,6 +3,8 @@
     python bench/run_all.py            # the full runs (several minutes)
     python bench/run_all.py --quick    # small runs of each (about a minute)
 
+`bench_baechi.py` runs Baechi's own placers side by side when BAECHI_SRC names a checkout
+of github.com/beomyeol/baechi (and says so when it does not).
 Each benchmark is also runnable alone (`python bench/bench_parse.py --help`). Figures are
 wall-clock medians on a shared machine: compare ratios, not absolute times.
 """
@@ -16,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHES = ["bench_parse.py", "bench_simulate.py", "bench_fastsim.py", "bench_algorithms.py",
-           "bench_exact.py", "saga/compare_saga.py"]
+           "bench_baechi.py", "bench_exact.py", "saga/compare_saga.py"]
 
 
 def main(argv: list[str]) -> int:

@@ -52,6 +52,24 @@ class _App(TyperGroup):
     """The command group: a command-line usage error under `--json` is still one JSON
     document (E606) on stdout, and a closed stdout pipe is a quiet exit."""
 
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*super().list_commands(ctx), *LAZY_COMMANDS]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in LAZY_COMMANDS and cmd_name not in self.commands:
+            self.commands[cmd_name] = _lazy_command(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The command list of `--help`, without importing the lazy commands."""
+        rows = [(name, cmd.get_short_help_str(limit=formatter.width - 6 - len(name)))
+                for name, cmd in self.commands.items() if not cmd.hidden]
+        rows += [(name, entry[2]) for name, entry in LAZY_COMMANDS.items()
+                 if name not in self.commands]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
@@ -342,11 +360,11 @@ def solve(
     algo: Annotated[str, typer.Option("--algo", help="Algorithm: " + ", ".join(ALGORITHMS) + ".")] = "auto",
     out: Annotated[Path | None, typer.Option("--out", help="Write the plan JSON here (atomically).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds for the exact phase (auto, cpsat, ilp): default 10 for auto (0: heuristics only), 60 for cpsat and ilp.", show_default=False)] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds for the exact or search phase (auto, search, cpsat, ilp): default 10 for auto (0: heuristics only), 60 for search, cpsat and ilp.", show_default=False)] = None,
     gap: Annotated[float | None, typer.Option("--gap", help="Stop exact solvers at this relative gap, in the solver's own measure (auto, cpsat, ilp). [default: 0.0001]", show_default=False)] = None,
     solver: Annotated[str | None, typer.Option("--solver", help="ILP back-end (ilp only): highs, cbc, glpk, or any Pyomo solver name. [default: highs]", show_default=False)] = None,
     emit: Annotated[Path | None, typer.Option("--emit", help="Write the exact model (.lp or .mps; cpsat, ilp).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random and search.")] = 0,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
 ) -> None:
     """Place and schedule a spec's graph; print the simulated plan and its lower bound.
@@ -464,21 +482,35 @@ def _jsonable(v: Any) -> bool:
     return True
 
 
-def _mount_optional() -> None:
-    """Sub-commands living in their own modules (importers, exporters, generators, compare)."""
-    from .commands.compare import compare_command
+#: sub-commands in modules of their own, imported only when they run (their imports,
+#: e.g. compare's process pools and numpy, would otherwise slow every command's start):
+#: name -> (module, attribute: a command function or a typer app, one-line help)
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "compare": ("planner.commands.compare", "compare_command",
+                ("Run algorithms side by side across specs, bandwidths, memory caps and "
+                 "device counts.")),
+    "import": ("planner.io.commands", "import_app", "Make a .plan spec from a model file."),
+    "export": ("planner.io.commands", "export_app", "Write a spec in another format."),
+    "generate": ("planner.io.commands", "generate_app", "Generate analytic model graphs."),
+}
 
-    app.command("compare")(compare_command)
-    try:
-        from .io.commands import export_app, generate_app, import_app
-    except ImportError:  # pragma: no cover - during development only
-        return
-    app.add_typer(import_app, name="import", help="Make a .plan spec from a model file.")
-    app.add_typer(export_app, name="export", help="Write a spec in another format.")
-    app.add_typer(generate_app, name="generate", help="Generate analytic model graphs.")
 
+def _lazy_command(name: str) -> Any:
+    """The click command of lazy sub-command `name` (its module imported now)."""
+    import importlib
 
-_mount_optional()
+    module, attr, help_text = LAZY_COMMANDS[name]
+    target = getattr(importlib.import_module(module), attr)
+    if isinstance(target, typer.Typer):
+        command = typer.main.get_group(target)  # a group even with one sub-command
+    else:
+        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                             rich_markup_mode=None)
+        single.command(name)(target)
+        command = typer.main.get_command(single)
+    command.name = name
+    command.help = command.help or help_text
+    return command
 
 
 @app.command()

@@ -121,7 +121,8 @@ def _derive(problem: Problem) -> Facts:
         conflict.append(len(pinned) > 1)
     allowed = tuple(unit_allowed[unit_of[i]] for i in range(n))
     fastest = tuple(
-        (min(comp[i], default=0.0) if a is everywhere else min((comp[i][d] for d in a), default=0.0))
+        min(comp[i], default=0.0) if a is everywhere
+        else min((comp[i][d] for d in a), default=0.0)
         for i, a in enumerate(allowed))
     partial = Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
                     tuple(conflict), fastest, (), 0)

@@ -25,6 +25,7 @@ ALGORITHMS = MappingProxyType({
     "mtopo": "planner.algorithms.mtopo",
     "heft": "planner.algorithms.heft",
     "cpop": "planner.algorithms.cpop",
+    "search": "planner.algorithms.search",
     "single": "planner.algorithms.baselines.single",
     "roundrobin": "planner.algorithms.baselines.roundrobin",
     "random": "planner.algorithms.baselines.random",

@@ -1,48 +1,63 @@
-"""`auto`: the fast heuristics and baselines, then CP-SAT on the best plan when it can help.
+"""`auto`: the fast heuristics and baselines, a search from the best of them, then CP-SAT
+on small graphs.
 
-1. Run `msct`, `metf`, `mtopo`, `heft`, `cpop`, `single` and `roundrobin` (registry order),
-   skipping any that raises `InfeasibleError`, plus `Options.warm_start` when one is given.
-   Each plan is simulated under the problem's own contention and memory model; the best
-   feasible makespan wins, ties by registry order.
-2. When the graph has at most `CPSAT_MAX_OPS` ops, more than one device, and at least
-   `CPSAT_MIN_S` seconds of `Options.time_limit_s` remain, spend the rest on `cpsat`
-   warm-started from the winner; its plan replaces the winner only when it simulates
-   strictly faster (CP-SAT optimises contention `none`; the simulator has the last word).
+1. `portfolio.rank`: run `msct`, `metf`, `mtopo`, `heft`, `cpop`, `single` and
+   `roundrobin` (registry order), skipping any that raises `InfeasibleError`, plus
+   `Options.warm_start` when one is given; each plan is simulated under the problem's own
+   contention and memory model; the best feasible makespan wins, ties by registry order.
+2. With more than one device and a time limit above 0: `search.improve` from that plan
+   (name-prefix groups, then units; the simulator is the objective) for a budget of moves
+   worth the time limit (`SEARCH_SHARE` of it when CP-SAT follows), stopping early once
+   `max(STALL_MIN, budget // STALL_DIVISOR)` moves in a row found nothing better: a search
+   that has stopped paying does not spend the user's time. On Baechi's GNMT graph, where
+   every heuristic is slower than one GPU, this is what finds a faster multi-GPU plan.
+3. When the graph has at most `CPSAT_MAX_OPS` ops, more than one device, and
+   `Options.time_limit_s` is at least `CPSAT_MIN_S`, run `cpsat` warm-started from the
+   best plan so far with the rest of the time limit (its work budget counts the
+   preparation by the model's size, `exact/budget.py`); its plan replaces the best only
+   when it simulates strictly faster (CP-SAT optimises contention `none`; the simulator
+   has the last word).
 
-Threshold (measured with `bench/bench_exact.py` on this 2-core machine, layered DAGs on 4
-devices): CP-SAT proves 30-op instances optimal in 0.7-8 s (median 0.9 s), improves the
-m-SCT plan by 11% on 100 ops and by 2% on 300 ops within 60 s, with the gap still open.
-Beyond about 300 ops the gain no longer pays for the minute, so `auto` stays with the
-heuristics (well under a second) there.
+Nothing here depends on a clock: whether each phase runs and its budget are functions of
+the problem and the options, so `auto` returns the same plan on every run.
+
+Thresholds (measured on this 2-core machine): CP-SAT proves 30-op instances optimal in
+0.7-8 s (median 0.9 s) and improves the m-SCT plan by 11% on 100 ops within 60 s; on
+ResNet-50 (177 ops) 10 s of it moved the plan by 0.03%, so larger graphs only search.
 
 `info`: `chosen` (the algorithm whose plan is returned), `candidates` (name -> simulated
-makespan, None when infeasible or skipped), `objective_s` (the returned plan's simulated
-makespan), `bound_s` (the best lower bound: `planner.bounds`, or CP-SAT's bound, which
-holds under every contention because contention only delays), `gap`, and `cpsat` (its
-status, or why it was skipped). Status `optimal` only when CP-SAT proved its optimum and
-the problem's contention is `none` (then the model is the simulator's semantics).
+makespan, None when infeasible or skipped; `search` and `cpsat` when they improved the
+plan), `objective_s` (the returned plan's simulated makespan), `bound_s` and `gap` and the
+status from `exact.verdict.judge` (the same judgement `cpsat` makes, so both print the
+same status for the same plan), `why`, `search` (moves spent, or why it stopped or was
+skipped) and `cpsat` (its status, or why it was skipped).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from types import MappingProxyType
 from typing import Any
 
 from ..errors import InfeasibleError, PlannerError
 from ..model import Problem
-from ..plan import Plan
-from .base import AlgorithmInfo, Options, Solution, Status
+from .base import AlgorithmInfo, Interrupted, Options, Solution
+from .portfolio import CANDIDATES, rank
+
+__all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "INFO", "place"]
 
 log = logging.getLogger("planner")
 
-#: the fast algorithms `auto` tries, in the registry's order
-CANDIDATES = ("msct", "metf", "mtopo", "heft", "cpop", "single", "roundrobin")
-#: graphs up to this many ops get the CP-SAT phase
-CPSAT_MAX_OPS = 300
-#: CP-SAT runs only with at least this much of the time limit left (seconds)
+#: graphs up to this many ops get the CP-SAT phase (where it can prove optima in seconds;
+#: on ResNet-50's 177 ops 10 s of it moved the plan by 0.03%, so larger graphs only search)
+CPSAT_MAX_OPS = 100
+#: the share of the time limit the search gets when the CP-SAT phase follows
+SEARCH_SHARE = 0.3
+#: the search stops after max(STALL_MIN, budget // STALL_DIVISOR) moves without a better plan
+STALL_MIN = 200
+STALL_DIVISOR = 5
+#: CP-SAT runs only when the time limit is at least this (seconds)
 CPSAT_MIN_S = 0.5
 
 
@@ -50,95 +65,100 @@ def place(problem: Problem, options: Options) -> Solution:
     """Best of the heuristics, improved by CP-SAT on small graphs (module docstring)."""
     from ..bounds import lower_bound
     from ..simulate import simulate
-    from . import ALGORITHMS, run
+    from .exact.verdict import judge
 
-    t0 = time.perf_counter()
-    quiet = dataclasses.replace(options, progress=None)
-    candidates: dict[str, float | None] = {}
-    errors: list[PlannerError] = []
-    best: tuple[str, float, Plan] | None = None
-    tried: list[tuple[str, Plan | None]] = []
-    if options.warm_start is not None:
-        tried.append(("warm_start", options.warm_start))
-    tried.extend((name, None) for name in ALGORITHMS if name in CANDIDATES)
-    for k, (name, plan) in enumerate(tried):
-        if options.progress:
-            options.progress(0.3 * k / len(tried), f"auto: {name}")
-        if plan is None:
-            try:
-                plan = run(name, problem, quiet).plan
-            except InfeasibleError as err:
-                errors.append(err)
-                candidates[name] = None
-                continue
-            except ImportError as err:  # pragma: no cover - a module missing from an install
-                log.debug("auto: %s unavailable: %s", name, err)
-                candidates[name] = None
-                continue
-        sim = simulate(problem, plan)
-        if not sim.feasible:
-            candidates[name] = None
-            continue
-        candidates[name] = sim.makespan_s
-        if best is None or sim.makespan_s < best[1]:
-            best = (name, sim.makespan_s, plan.with_algorithm(plan.algorithm or name))
-
+    ranked = rank(problem, options, progress_share=0.3)
+    candidates = dict(ranked.candidates)
+    errors = list(ranked.errors)
+    best = ranked.best
     n, m = len(problem.graph.ops), len(problem.cluster.devices)
-    remaining = options.time_limit_s - (time.perf_counter() - t0)
     cpsat_note: Any
     if n > CPSAT_MAX_OPS:
         cpsat_note = f"skipped: {n} ops > {CPSAT_MAX_OPS}"
     elif m < 2:
         cpsat_note = "skipped: one device"
-    elif remaining < CPSAT_MIN_S:
-        cpsat_note = f"skipped: {remaining:.2f} s left of the time limit"
+    elif options.time_limit_s < CPSAT_MIN_S:
+        cpsat_note = f"skipped: a time limit of {options.time_limit_s:g} s < {CPSAT_MIN_S:g} s"
     else:
         cpsat_note = None
 
     if best is None and cpsat_note is not None:
         raise _all_infeasible(problem, errors)
 
-    info: dict[str, Any] = {"candidates": candidates}
-    status: Status = "feasible"
-    bound = lower_bound(problem).makespan_s
+    search_note: Any = "skipped: one device" if m < 2 else (
+        "skipped: no time limit" if options.time_limit_s <= 0 else None)
+    if best is not None and search_note is None:
+        from .search import improve, move_budget
+
+        share = SEARCH_SHARE if cpsat_note is None else 1.0
+        budget = move_budget(problem, share * options.time_limit_s)
+        if options.progress:
+            options.progress(0.3, "auto: search")
+        try:
+            found = improve(problem, ranked, options, budget,
+                            stall=max(STALL_MIN, budget // STALL_DIVISOR))
+        except Interrupted as stop:
+            raise Interrupted(stop.solution) from None
+        sim = simulate(problem, found.plan)
+        search_note = found.info.get("stopped") or found.info.get("reason") or (
+            f"{found.info['moves']} moves")
+        if sim.feasible and sim.makespan_s < best[1] * (1 - 1e-12):
+            candidates["search"] = sim.makespan_s
+            best = ("search", sim.makespan_s, found.plan)
+
+    claims: dict[str, Any] = {"lower_s": lower_bound(problem).makespan_s,
+                              "tolerance": options.gap}
     if cpsat_note is None:
         from .exact import cpsat
 
         if options.progress:
-            options.progress(0.3, f"auto: cpsat for {remaining:.1f} s")
+            options.progress(0.3, "auto: cpsat")
         try:
+            left = options.time_limit_s * (1 - SEARCH_SHARE if "search" in candidates else 1)
             sol = cpsat.solve(problem, dataclasses.replace(
-                options, time_limit_s=remaining, warm_start=best[2] if best else None,
-                emit=None), warn=False)
+                options, warm_start=best[2] if best else None, emit=None, time_limit_s=left),
+                warn=False)
         except InfeasibleError:
             if best is None:
                 raise
             sol = None
+        except Interrupted as stop:
+            raise Interrupted(_relabel(stop.solution, candidates)) from None
         if sol is None:
             cpsat_note = "infeasible"
         else:
             cpsat_note = sol.status
-            b = sol.info.get("bound_s")
-            if b is not None:
-                bound = max(bound, b)
+            if sol.status != "fallback" and sol.info.get("reason"):
+                cpsat_note = f"{sol.status} ({sol.info['reason']})"  # e.g. the safety cap
+            claims.update(solver_optimal=bool(sol.info.get("proved")),
+                          objective_s=sol.info.get("objective_s"),
+                          solver_bound_s=sol.info.get("solver_bound_s"))
             sim = simulate(problem, sol.plan)
             if sol.status != "fallback" and sim.feasible:
                 candidates["cpsat"] = sim.makespan_s
                 if best is None or sim.makespan_s < best[1] * (1 - 1e-12):
                     best = ("cpsat", sim.makespan_s, sol.plan.with_algorithm("cpsat"))
-            if sol.status == "optimal" and problem.contention == "none" and best is not None:
-                status = "optimal"
             if best is None:
                 raise _all_infeasible(problem, errors)
     assert best is not None
     name, makespan, plan = best
-    info.update(chosen=name, objective_s=makespan, bound_s=min(bound, makespan),
-                gap=max(0.0, (makespan - bound) / makespan) if makespan > 0 else 0.0,
-                cpsat=cpsat_note)
+    verdict = judge(problem, plan, **claims)
+    info = {"candidates": candidates, "chosen": name, "objective_s": makespan,
+            "bound_s": verdict.bound_s, "gap": verdict.gap, "why": verdict.why,
+            "search": search_note, "cpsat": cpsat_note}
     log.info("auto: %s gives %.6g s", name, makespan)
     if options.progress:
         options.progress(1.0, f"auto: {name}")
-    return Solution(plan, status, MappingProxyType(info))
+    return Solution(plan, verdict.status, MappingProxyType(info))
+
+
+def _relabel(sol: Solution | None, candidates: dict[str, float | None]) -> Solution | None:
+    """CP-SAT's interrupted answer (the better of its incumbent and auto's best)."""
+    if sol is None:
+        return None
+    chosen = sol.info.get("warm_start") if "kept" in sol.info else sol.plan.algorithm
+    return dataclasses.replace(sol, info=MappingProxyType(
+        {**sol.info, "candidates": candidates, "chosen": chosen or "cpsat"}))
 
 
 def _all_infeasible(problem: Problem, errors: list[PlannerError]) -> InfeasibleError:

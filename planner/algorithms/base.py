@@ -59,7 +59,7 @@ class Solution:
         return dataclasses.replace(self, plan=plan)
 
 
-class Interrupted(Exception):  # noqa: N818 (a signal, not an error)
+class Interrupted(Exception):
     """Raised instead of `KeyboardInterrupt` by an algorithm that holds a plan when the user
     interrupts it: `solution` is the best valid plan so far (status `interrupted`), or None.
     The CLI prints and writes it, and exits 130."""
@@ -80,3 +80,5 @@ class AlgorithmInfo:
     exact: bool = False
     needs_solver: bool = False
     citation: str = ""
+    #: improves its plan for as long as `--time-limit` allows (and stops on Ctrl-C)
+    anytime: bool = False

@@ -48,7 +48,7 @@ def critical_path(inst: Instance, priority: list[float]) -> list[int]:
 
 def place(problem: Problem, options: Options) -> Solution:
     """Place and order `problem`'s ops with CPOP; raises `InfeasibleError` when stuck."""
-    inst = Instance(problem)
+    inst = Instance.of(problem)
     up, down = upward_rank(inst), downward_rank(inst)
     priority = [u + d for u, d in zip(up, down)]
     path = critical_path(inst, priority)

@@ -31,7 +31,7 @@ from .listsched import (
 
 def place(problem: Problem, options: Options) -> Solution:
     """Place and order `problem`'s ops with HEFT; raises `InfeasibleError` when stuck."""
-    inst = Instance(problem)
+    inst = Instance.of(problem)
     prank = priority_positions(inst, upward_rank(inst))
     placement, start, status, info = memory_passes(
         inst, "heft", lambda placer: insertion_schedule(inst, placer, prank))

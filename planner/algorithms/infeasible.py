@@ -26,9 +26,9 @@ def memory_figures(problem: Problem) -> tuple[str, ...]:
     f = facts(problem)
     devs = problem.cluster.devices
     cap = sum(d.memory_bytes for d in devs)
-    out = [f"least total memory {format_bytes(f.least_total_bytes)} "
-           f"({problem.memory_model}) vs total capacity {format_bytes(cap)} of "
-           f"{len(devs)} device(s)"]
+    out = [(f"least total memory {format_bytes(f.least_total_bytes)} "
+            f"({problem.memory_model}) vs total capacity {format_bytes(cap)} of "
+            f"{len(devs)} device(s)")]
     if f.units and devs:
         u = max(range(len(f.units)), key=lambda k: (f.unit_bytes[k], -f.units[k][0]))
         big = max(range(len(devs)), key=lambda d: (devs[d].memory_bytes, -d))

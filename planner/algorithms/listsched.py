@@ -119,6 +119,15 @@ class Instance:
         ]
         self.floating = floating_members(self)
 
+    @classmethod
+    def of(cls, problem: Problem) -> Instance:
+        """The instance of `problem`, built on first use and cached on the problem: every
+        list scheduler reads it and none changes it, so `auto`'s candidates share one."""
+        cached = problem.__dict__.get("_instance")
+        if cached is None:
+            cached = problem.__dict__["_instance"] = cls(problem)
+        return cached  # type: ignore[no-any-return]
+
     def mean_comm(self, nbytes: int) -> float:
         """Mean transfer time of `nbytes` over the cluster's links (`cost.Costs.mean_transfer`)."""
         return self.mean_lat + nbytes * self.mean_inv
@@ -938,13 +947,18 @@ def retime(inst: Instance, placement: Sequence[int], sequence: Sequence[int]) ->
 def solution(inst: Instance, placement: Sequence[int], start: Sequence[float], algorithm: str,
              status: Status = "feasible", **info: Any) -> Solution:
     """A `Solution` for an algorithm's schedule: each device ordered by the algorithm's start
-    times (ties by topological position), start times re-timed by `retime`.
+    times (ties by finish time, so a zero-time op keeps its place before a long op that
+    started at the same instant, then by topological position), start times re-timed by
+    `retime`.
 
     `info["estimate_s"]` is the algorithm's own makespan estimate (contention `none`, per-edge
     transfers); the makespan users see is always the simulator's.
     """
     m, comp, topo_pos = inst.m, inst.compute, inst.topo_pos
-    sequence = sorted(range(inst.n), key=lambda i: (start[i], topo_pos[i]))
+    # at one start time, a zero-time op ran first: sort by finish before topological
+    # position (by position alone, a constant could queue behind a 25 ms op it preceded)
+    sequence = sorted(range(inst.n), key=lambda i: (start[i], start[i] + comp[i][placement[i]],
+                                                    topo_pos[i]))
     seqs: list[list[int]] = [[] for _ in range(m)]
     for i in sequence:
         seqs[placement[i]].append(i)

@@ -210,7 +210,7 @@ def favourite_children(inst: Instance, x: np.ndarray, threshold: float) -> list[
 
 def place(problem: Problem, options: Options) -> Solution:
     """Place and order `problem`'s ops with m-SCT; raises `InfeasibleError` when stuck."""
-    inst = Instance(problem)
+    inst = Instance.of(problem)
     prank = priority_positions(inst, upward_rank(inst))
     if inst.m > 1 and problem.graph.edges:
         x, lp_w = lp_relaxation(inst)

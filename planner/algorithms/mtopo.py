@@ -33,7 +33,7 @@ budgets = topo_budgets
 
 def place(problem: Problem, options: Options) -> Solution:
     """Place `problem`'s ops with m-TOPO and order them; raises `InfeasibleError` if stuck."""
-    inst = Instance(problem)
+    inst = Instance.of(problem)
     placement, start, info = fill_and_order(inst, "mtopo", lambda placer: topo_fill(inst, placer))
     return solution(inst, placement, start, "mtopo", budget_bytes=tuple(budgets(inst)), **info)
 

@@ -23,7 +23,7 @@ def _exact_phase(info: AlgorithmInfo) -> bool:
 
 #: option -> the capability an algorithm needs for the option to mean anything
 APPLIES: dict[str, Callable[[AlgorithmInfo], bool]] = {
-    "--time-limit": _exact_phase,
+    "--time-limit": lambda info: _exact_phase(info) or info.anytime,
     "--gap": _exact_phase,
     "--emit": lambda info: info.exact,
     "--solver": lambda info: info.needs_solver,

@@ -5,7 +5,7 @@ stderr, print the tables on stdout (or the rows as JSON with `--json`), write `-
 `--html`. User errors are `PlannerError`s (the CLI turns them into exit codes); Ctrl-C
 stops the sweep with exit code 130, and the rows already finished stay in `--resume FILE`.
 
-Registered by `planner.cli` as `app.command("compare")(compare_command)`.
+Registered by `planner.cli` in `LAZY_COMMANDS`: imported only when `planner compare` runs.
 """
 
 from __future__ import annotations

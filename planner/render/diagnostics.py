@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from ..errors import Diagnostic, PlannerError, Severity, render_all
+from ..errors import Diagnostic, PlannerError, render_all
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INFEASIBLE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 log = logging.getLogger("planner")

@@ -117,4 +117,5 @@ def test_applicable_options_pass_through(tmp_path: Path,
 def test_the_table_follows_the_registry_capabilities() -> None:
     assert applicable_to("--emit") == ["cpsat", "ilp"]  # exact
     assert applicable_to("--solver") == ["ilp"]  # needs an external solver
-    assert applicable_to("--time-limit") == applicable_to("--gap") == ["auto", "cpsat", "ilp"]
+    assert applicable_to("--gap") == ["auto", "cpsat", "ilp"]
+    assert applicable_to("--time-limit") == ["auto", "search", "cpsat", "ilp"]  # + anytime

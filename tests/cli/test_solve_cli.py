@@ -66,7 +66,8 @@ def test_infeasible_memory_exits_3_with_a_diagnosis(tmp_path: Path) -> None:
     # total static memory (56e6 B = 53.41 MiB) against total capacity (40e6 B = 38.15 MiB),
     # and the largest op (b: 24e6 B = 22.89 MiB) against the largest device (20e6 B)
     assert "53.41 MiB" in err and "38.15 MiB" in err
-    assert "op `b` needs at least 22.89 MiB (24000000 B) but the largest device, `gpu0`, holds 19.07 MiB" in err
+    assert ("op `b` needs at least 22.89 MiB (24000000 B) but the largest device, `gpu0`, "
+            "holds 19.07 MiB") in err
 
 
 def test_unknown_algorithm_is_a_usage_error_with_a_suggestion(tmp_path: Path) -> None:

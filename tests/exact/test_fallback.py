@@ -13,6 +13,7 @@ import pytest
 
 from planner.algorithms import Options, run
 from planner.algorithms.exact import backends
+from planner.algorithms.portfolio import rank
 from planner.simulate import simulate
 
 from .instances import layered_problem, random_problem
@@ -23,20 +24,34 @@ def _need(name: str) -> None:
         pytest.skip(f"solver `{name}` is not installed (run solvers/install.sh)")
 
 
-def test_missing_solver_falls_back_to_msct(caplog: pytest.LogCaptureFixture,
-                                           capfd: pytest.CaptureFixture[str]) -> None:
+def test_missing_solver_falls_back_to_the_best_simulated_heuristic(
+        caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]) -> None:
     problem = random_problem(3, 10, 3)
-    msct = run("msct", problem).plan
+    ranked = rank(problem, Options())
+    best_name, best_s, best = ranked.best
+    # the point of the test: m-SCT is not the best heuristic here
+    assert best_name != "msct" and ranked.candidates["msct"] > best_s
     with caplog.at_level(logging.WARNING, logger="planner"):
         sol = run("ilp", problem, Options(solver="nonexistent", time_limit_s=5.0))
     assert sol.status == "fallback"
-    assert sol.plan.placement == msct.placement
-    assert sol.plan.order == msct.order
+    assert sol.plan.placement == best.placement
+    assert sol.plan.order == best.order
+    assert simulate(problem, sol.plan).makespan_s == best_s
     assert "nonexistent" in sol.info["reason"] and "not available" in sol.info["reason"]
-    assert any("falling back to the msct plan" in r.getMessage() for r in caplog.records
-               if r.levelno == logging.WARNING)
+    assert any(f"falling back to the {best_name} plan" in r.getMessage()
+               for r in caplog.records if r.levelno == logging.WARNING)
     assert sol.info["objective_s"] is not None and sol.info["gap"] >= 0
     assert capfd.readouterr().out == ""
+
+
+def test_cpsat_without_search_time_falls_back_to_the_best_heuristic() -> None:
+    problem = random_problem(3, 10, 3)
+    _, best_s, best = rank(problem, Options()).best
+    sol = run("cpsat", problem, Options(time_limit_s=0.1))  # below the estimated build
+    assert sol.status == "fallback"
+    assert "no search time left" in sol.info["reason"]
+    assert sol.plan.placement == best.placement
+    assert simulate(problem, sol.plan).makespan_s == best_s
 
 
 def test_solver_killed_mid_solve_falls_back() -> None:
@@ -98,4 +113,4 @@ def test_time_out_returns_a_plan_no_worse_than_the_warm_start(algo: str, solver:
     sim = simulate(problem, sol.plan)
     assert sim.feasible
     if sol.status == "fallback":  # GLPK takes no MIP start: it may find nothing in time
-        assert sol.plan.placement == run("msct", problem).plan.placement
+        assert sol.plan.placement == rank(problem, Options()).best[2].placement

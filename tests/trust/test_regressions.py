@@ -146,3 +146,20 @@ def test_ops_pinned_together_over_the_cap_are_caught_by_check(tmp_path: Path) ->
         with pytest.raises(InfeasibleError) as err:
             run(algorithm, problem)
         assert [d.code for d in err.value.diagnostics] == ["E302"], algorithm
+
+
+def test_exact_solvers_claim_no_proof_under_liveness() -> None:
+    # b runs holding a's 2 GiB and its own 2 GiB: 4 GiB > 3 GiB, so no plan exists, but no
+    # simple proof sees it (the least memory is 2 GiB) and the exact models count static
+    # memory, stricter than liveness: their infeasibility is no proof (E818, not E813)
+    problem = planner.loads("""
+    cluster one { device gpu0 { memory 3 GiB } }
+    graph g { op a { time 1 ms output 2 GiB } op b { time 1 ms output 2 GiB } a -> b }
+    plan p { graph g cluster one memory liveness }
+    """).plan()
+    assert memory_diagnostics(problem) == []
+    for algorithm in ("cpsat", "ilp"):
+        with pytest.raises(InfeasibleError) as err:
+            run(algorithm, problem, planner.algorithms.Options(time_limit_s=2.0))
+        (diag,) = err.value.diagnostics
+        assert diag.code == "E818" and "one may still exist" in diag.message

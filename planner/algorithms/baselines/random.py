@@ -19,7 +19,7 @@ from ..listsched import Instance, Placer, Stuck, fill_and_order, solution
 
 def place(problem: Problem, options: Options) -> Solution:
     """Place each op on a random device with room (seeded by `options.seed`)."""
-    inst = Instance(problem)
+    inst = Instance.of(problem)
 
     def draw(placer: Placer) -> None:
         rng = random.Random(options.seed)  # per attempt: a retry draws the same sequence

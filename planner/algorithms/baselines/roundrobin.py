@@ -17,7 +17,7 @@ from ..listsched import Instance, Placer, Stuck, fill_and_order, solution
 
 def place(problem: Problem, options: Options) -> Solution:
     """Deal the ops to the devices in turn, skipping devices without room."""
-    inst = Instance(problem)
+    inst = Instance.of(problem)
 
     def deal(placer: Placer) -> None:
         turn = 0

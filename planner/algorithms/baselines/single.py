@@ -24,7 +24,7 @@ from ..listsched import Instance, schedule_fixed, solution
 
 def place(problem: Problem, options: Options) -> Solution:
     """Place every unpinned op on the fastest device that holds them all."""
-    inst = Instance(problem)
+    inst = Instance.of(problem)
     m = inst.m
     free = [i for i in range(inst.n) if inst.pin[i] < 0]
     totals = [sum(inst.compute[i][d] for i in free) for d in range(m)]

@@ -24,6 +24,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ class Profile:
     gap: str = ""
     threads: str = ""
     workers: int = 0
+    seed: str = ""
     warm_start: bool = False
     watchdog: bool = False
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -288,6 +290,7 @@ def solve_pyomo(
     gap: float,
     threads: int,
     warm_start: bool,
+    seed: int = 0,
 ) -> Outcome:
     """Solve the Pyomo `model` with solver `name`; load the solution when there is one.
 
@@ -313,6 +316,8 @@ def solve_pyomo(
         options[prof.gap] = gap
     if prof.threads and threads > 0:
         options[prof.threads] = threads
+    if prof.seed:
+        options[prof.seed] = seed
     kwargs: dict[str, Any] = {"load_solutions": False, "tee": False, "options": options}
     if warm_start and prof.warm_start:
         kwargs["warmstart"] = True
@@ -328,27 +333,34 @@ def solve_pyomo(
 
     box: dict[str, Any] = {}
 
+    done = threading.Event()
+
     def work() -> None:
         try:
             box["results"] = opt.solve(model, **kwargs)
         except BaseException as err:  # noqa: BLE001 - reported as an outcome, never raised
             box["error"] = err
+        finally:
+            done.set()
 
     grace = WATCHDOG_GRACE_S + WATCHDOG_FRACTION * time_limit_s
     killed = False
     with quiet_stdout(), _private_tempdir():
         worker = threading.Thread(target=work, name=f"planner-{name}", daemon=True)
         worker.start()
-        worker.join(time_limit_s + grace if prof.watchdog and prof.executable else None)
-        if worker.is_alive():
-            for pid in solver_children(prof.executable):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed = True
-            worker.join(30.0)
+        try:
+            _wait(done, time_limit_s + grace if prof.watchdog and prof.executable else None)
+        except KeyboardInterrupt:
+            _cancel(opt)
+            _kill(prof.executable)
+            done.wait(10.0)  # HiGHS stops at its next callback; a killed child at once
+            raise
+        if not done.is_set():
+            killed = _kill(prof.executable)
+            done.wait(30.0)
     if logfile is not None:
         _replay_log(logfile)
-    if worker.is_alive():
+    if not done.is_set():
         return Outcome("error", f"{name} did not stop after its time limit and could not be "
                                 "killed")
     if killed:
@@ -372,6 +384,34 @@ def solve_pyomo(
         except Exception as err:  # noqa: BLE001 - a foreign plugin's failure is an outcome
             return Outcome("nosolution", f"{name}: could not load its solution ({err})", bound)
     return Outcome(status, str(results.solver.termination_condition), bound, loaded)
+
+
+def _wait(done: threading.Event, timeout: float | None) -> None:
+    """Wait for `done` in short slices, so Ctrl-C reaches the main thread meanwhile (an
+    Event, not Thread.join: a join interrupted by Ctrl-C may later return early)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done.is_set():
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return
+        done.wait(0.1 if left is None else min(0.1, left))
+
+
+def _cancel(opt: Any) -> None:
+    """Ask an in-process solver to stop (appsi's HiGHS handles user interrupts)."""
+    highs: Any = getattr(opt, "_solver_model", None)
+    with contextlib.suppress(Exception):  # another plugin, or a HiGHS without it
+        highs.cancelSolve()
+
+
+def _kill(executable: str) -> bool:
+    """SIGKILL this process's children running `executable`; whether any was killed."""
+    killed = False
+    for pid in solver_children(executable) if executable else ():
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+            killed = True
+    return killed
 
 
 @contextlib.contextmanager

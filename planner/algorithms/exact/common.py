@@ -1,18 +1,19 @@
 """Warm start, fallback and the `Solution` both exact algorithms return.
 
-The warm start is `Options.warm_start` when given, else m-SCT's plan (`msct`). It serves
-three purposes: its placement and order become the MIP start / CP-SAT hints, its makespan
-(under the models' own contention-`none` timing) is the upper bound `U` that tightens the
-time windows and big-Ms, and it is the plan returned, with status `fallback`, when the
-solver is missing, crashes, is killed, or finds nothing. A warm plan that breaks the static
-model (possible under `memory liveness`, which the models over-approximate with static
-accounting) is kept for the fallback only; the models then start cold with `U` = the
+The warm start is `Options.warm_start` when given, else the best heuristic plan by
+simulation (`portfolio.rank`: m-SCT, m-ETF, m-TOPO, HEFT, CPOP, single, round-robin).
+It serves three purposes: its placement and order become the MIP start / CP-SAT hints,
+its makespan (under the models' own contention-`none` timing) is the upper bound `U`
+that tightens the time windows and big-Ms, and it is the plan returned, with status
+`fallback`, when the solver is missing, crashes, is killed, or finds nothing. The models
+are seeded by the best-ranked plan that satisfies the static model (under `memory
+liveness` the best simulated plan may not); with none, they start cold with `U` = the
 serial horizon.
 
 Whatever a solver answers, only its placement and the order of its start times are taken;
 the plan is re-timed, checked exactly (pins, colocation, links, bytes against caps), and
-compared with the warm start, so tolerances can never make the result worse than the
-warm start or infeasible.
+judged by the simulator against the warm start (`verdict.judge`), so tolerances can never
+make the result worse than the warm start or infeasible.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from typing import Any
 from ...errors import Diagnostic, InfeasibleError, PlannerError, SolverError
 from ...model import Problem
 from ...plan import Plan
-from ..base import Options, Solution, Status
+from ..base import Options, Solution
 from .instance import Instance
+from .verdict import judge
 
 log = logging.getLogger("planner")
 
@@ -46,6 +48,7 @@ class Warm:
 
     plan: Plan | None
     source: str
+    seed_source: str = ""
     placement: tuple[int, ...] | None = None
     order: tuple[int, ...] | None = None
     start_s: tuple[float, ...] | None = None
@@ -60,19 +63,22 @@ class Warm:
 
 
 def warm_start(inst: Instance, options: Options) -> Warm:
-    """The warm start of `options`, else m-SCT's plan (see the module docstring)."""
+    """The warm start of `options`, else the best heuristic plan (module docstring)."""
     if options.warm_start is not None:
         return _prepare(inst, options.warm_start, options.warm_start.algorithm or "given")
-    from .. import run
+    from ..portfolio import rank
 
-    try:
-        sol = run("msct", inst.problem, dataclasses.replace(options, warm_start=None,
-                                                             progress=None))
-    except PlannerError as err:
-        return Warm(None, "msct", error=err, note="m-SCT found no plan")
-    except ImportError as err:  # pragma: no cover - a broken install
-        return Warm(None, "msct", note=f"m-SCT is unavailable ({err})")
-    return _prepare(inst, sol.plan, "msct")
+    ranked = rank(inst.problem, dataclasses.replace(options, warm_start=None, progress=None))
+    error = ranked.errors[0] if ranked.errors else None
+    if ranked.best is None:
+        return Warm(None, "heuristics", error=error, note="no heuristic found a plan")
+    source, _, plan = ranked.best
+    for name, _, seed in ranked.plans:
+        warm = _prepare(inst, seed, name)
+        if warm.usable:
+            return dataclasses.replace(warm, plan=plan, source=source, error=error)
+    return Warm(plan, source, error=error,
+                note="no heuristic plan satisfies the static memory model")
 
 
 def _prepare(inst: Instance, plan: Plan, source: str) -> Warm:
@@ -82,7 +88,7 @@ def _prepare(inst: Instance, plan: Plan, source: str) -> Warm:
     order = plan_order(inst, plan)
     placement = inst.canonical(plan.placement)
     start, makespan = inst.timing(placement, order)
-    return Warm(plan, source, tuple(placement), tuple(order), tuple(start), makespan)
+    return Warm(plan, source, source, tuple(placement), tuple(order), tuple(start), makespan)
 
 
 def plan_order(inst: Instance, plan: Plan) -> list[int]:
@@ -172,25 +178,33 @@ def conclude(
     lower_s: float,
     build_s: float,
     solve_s: float,
+    proof_exact: bool = True,
+    tolerance: float = 0.0,
     extra: dict[str, Any] | None = None,
     warn: bool = True,
 ) -> Solution:
     """Turn a solver's answer into the `Solution` (see the module docstring).
 
     `outcome` is the back-end's status (`optimal`, `feasible`, `infeasible`, `nosolution`,
-    `error`); `placement`/`key` its answer (op -> device, start times as an order key).
-    A fallback logs a warning on the `planner` logger unless `warn` is false.
+    `error`, `skipped`); `placement`/`key` its answer (op -> device, start times as an
+    order key); `proof_exact` false when the solved model only approximates the seconds
+    (rounded ticks), so its optimality proof is not one; `tolerance`: `Options.gap`,
+    within which a plan counts as optimal. Status, bound and gap come from
+    `verdict.judge`. A fallback logs a warning on the `planner` logger unless `warn` is
+    false.
     """
+    problem = inst.problem
     info: dict[str, Any] = {"solver": solver, "build_s": build_s, "solve_s": solve_s,
-                            "warm_start": warm.source, "warm_start_s": _num(warm.makespan_s)}
+                            "warm_start": warm.source, "warm_start_s": _num(warm.makespan_s),
+                            "solver_status": outcome, "solver_bound_s": solver_bound_s}
     info.update(extra or {})
-    bound = max(lower_s, solver_bound_s or 0.0)
 
-    candidate = None
+    plan: Plan | None = None
+    makespan = math.inf
     if placement is not None and key is not None and inst.respects(placement):
         order = inst.priority_order(key)
         start, makespan = inst.timing(placement, order)
-        candidate = (list(placement), order, start, makespan)
+        plan = make_plan(inst, placement, order, start, algorithm)
     elif placement is not None:
         message = f"{message}; its answer broke a constraint when checked exactly"
         outcome = "nosolution"
@@ -198,27 +212,33 @@ def conclude(
     if outcome == "infeasible" and not warm.usable and warm.plan is None:
         raise _infeasible(inst, warm)
 
-    if candidate is not None and outcome in ("optimal", "feasible"):
-        place, order, start, makespan = candidate
-        status: Status = "optimal" if outcome == "optimal" else "feasible"
-        if warm.usable and warm.makespan_s < makespan * (1 - 1e-12):
-            # the solver kept something worse than its start (tolerances): keep the start
-            assert warm.placement is not None and warm.order is not None
-            place, order, makespan = list(warm.placement), list(warm.order), warm.makespan_s
-            start = list(warm.start_s or ())
-            status = "feasible"
-        plan = make_plan(inst, place, order, start, algorithm)
-        info.update(objective_s=makespan, bound_s=min(bound, makespan),
-                    gap=_gap(makespan, bound))
-        return Solution(plan, status, MappingProxyType(info))
+    claims: dict[str, Any] = {"solver_optimal": outcome == "optimal" and proof_exact,
+                              "objective_s": makespan if plan is not None else None,
+                              "solver_bound_s": solver_bound_s, "lower_s": lower_s,
+                              "tolerance": tolerance}
+    info["proved"] = claims["solver_optimal"]
+    if plan is not None and outcome in ("optimal", "feasible"):
+        verdict = judge(problem, plan, **claims)
+        if not verdict.feasible:
+            outcome, message = "nosolution", f"{message}; the simulator rejected its plan"
+        else:
+            if warm.plan is not None:
+                # the simulator, not the model's timing, decides against the warm start
+                other = judge(problem, warm.plan, **claims)
+                if other.feasible and other.makespan_s < verdict.makespan_s * (1 - 1e-12):
+                    plan, verdict = warm.plan.with_algorithm(algorithm), other
+                    info["kept"] = f"the {warm.source} warm start simulates faster"
+            info.update(objective_s=makespan, bound_s=verdict.bound_s, gap=verdict.gap,
+                        why=verdict.why)
+            return Solution(plan, verdict.status, MappingProxyType(info))
 
     # no usable answer: fall back to the warm start
     if outcome == "infeasible":
         reason = (f"{solver} proved the static memory model infeasible; keeping the "
-                  f"{warm.source} plan" if inst.problem.memory_model == "liveness" else
+                  f"{warm.source} plan" if problem.memory_model == "liveness" else
                   f"{solver} reported the model infeasible although the {warm.source} "
                   "plan satisfies it")
-    elif outcome == "error":
+    elif outcome in ("error", "skipped"):
         reason = message
     else:
         reason = f"{solver} found no solution ({message})"
@@ -231,9 +251,11 @@ def conclude(
             (warm.note,) if warm.note else ())))
     if warn:
         log.warning("%s: falling back to the %s plan: %s", algorithm, warm.source, reason)
-    objective = warm.makespan_s if warm.usable else math.inf
-    info.update(reason=reason, objective_s=_num(objective), bound_s=bound,
-                gap=_gap(objective, bound) if math.isfinite(objective) else None)
+    verdict = judge(problem, warm.plan, solver_bound_s=solver_bound_s, lower_s=lower_s)
+    if info.get("reason"):
+        reason = f"{reason}; {info['reason']}"
+    info.update(reason=reason, objective_s=_num(warm.makespan_s) if warm.seed_source == warm.source else None,
+                bound_s=verdict.bound_s, gap=verdict.gap)
     return Solution(warm.plan, "fallback", MappingProxyType(info))
 
 
@@ -246,18 +268,18 @@ def _infeasible(inst: Instance, warm: Warm) -> InfeasibleError:
     proofs = diagnose(inst.problem)
     if proofs:
         return InfeasibleError(proofs)
-    static = " (static accounting, an upper bound on liveness peaks)" \
-        if inst.problem.memory_model == "liveness" else ""
+    if inst.problem.memory_model == "liveness":
+        # the model counts static memory, stricter than liveness peaks: no proof here
+        return InfeasibleError(Diagnostic(
+            "E818", "no plan found: the exact model, which counts static memory (stricter "
+                    "than `memory liveness`), is infeasible, and no heuristic found a plan "
+                    "whose liveness peaks fit; one may still exist", None,
+            (*memory_figures(inst.problem),
+             "add memory or devices, or relax pins and colocation")))
     return InfeasibleError(Diagnostic(
         "E813", "no placement satisfies the memory caps, pins, colocation groups and links "
-                f"together: the exact model is infeasible{static}", None,
+                "together: the exact model is infeasible", None,
         (*memory_figures(inst.problem), "add memory or devices, or relax pins and colocation")))
-
-
-def _gap(objective: float, bound: float) -> float:
-    if objective <= 0:
-        return 0.0
-    return max(0.0, (objective - bound) / objective)
 
 
 def _num(x: float) -> float | None:

@@ -23,27 +23,36 @@ ops and `n − 1` transfers moves by less than `n · tick`, so rounding costs le
 the relative gap; the reported bound subtracts that slack. The plan is re-timed in
 seconds (and judged by the simulator) afterwards.
 
-Every variable is hinted from the warm start; `num_workers` is set explicitly from the
-profile (8: the portfolio's bound-proving workers matter more than cores, see
-`solvers/profiles.toml`). The log goes to the `planner.solver` logger
-at DEBUG (CP-SAT prints "The solution hint is complete and is feasible." when it takes
-the start), never to stdout.
+Every variable is hinted from the warm start. The search is reproducible: CP-SAT's
+portfolio of `num_workers` strategies (8 from the profile: its bound-proving workers
+matter more than cores, see `solvers/profiles.toml`) runs interleaved, one task at a time
+in a fixed order (`interleave_search`, batch size 1: deterministic whatever the number of
+cores), with `random_seed` = `Options.seed`, to a work limit (`max_deterministic_time`)
+derived from `--time-limit` and the model's size; the wall clock is only a safety cap
+(`budget.py`).
+The log goes to the `planner.solver` logger at DEBUG (CP-SAT prints "The solution hint
+is complete and is feasible." when it takes the start), never to stdout.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
+import threading
 import time
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ...cost import INF
 from ...errors import Diagnostic, UsageError
 from ...model import Problem
-from ..base import AlgorithmInfo, Options, Solution
+from ..base import AlgorithmInfo, Interrupted, Options, Solution
 from . import backends
-from .common import Clock, Warm, conclude, empty_solution, lower_bound_s, warm_start
+from .budget import BATCH_SIZE, Budget, budget
+from .common import Warm, conclude, empty_solution, lower_bound_s, warm_start
 from .instance import Instance
 
 log = logging.getLogger("planner")
@@ -293,17 +302,31 @@ class CpsatModel:
             if terms:
                 mdl.Add(C >= affine(terms))
 
-        # symmetry among identical devices
+        # symmetry among identical devices: unit u may use d_k only when an earlier unit
+        # uses d_(k-1); "an earlier unit uses d_(k-1)" is a chain of literals g, linear in
+        # size (a sum over all earlier units per row was quadratic: 10 s on gnmt)
+        self.sym: list[tuple[int, list[int], list[Any]]] = []
         for cls in inst.classes:
             members = [u for u, a in enumerate(allowed) if cls[0] in a]
             for k in range(1, len(cls)):
-                prev: list[Any] = []
+                seen: Any = None
+                chain: list[Any] = []
                 for u in members:
-                    if not prev:
+                    if seen is None:
                         mdl.Add(x[(u, cls[k])] == 0)
                     else:
-                        mdl.Add(x[(u, cls[k])] <= sum(prev))
-                    prev.append(x[(u, cls[k - 1])])
+                        mdl.AddImplication(x[(u, cls[k])], seen)
+                    cur = x[(u, cls[k - 1])]
+                    if seen is None:
+                        seen = cur
+                    else:
+                        g = mdl.NewBoolVar(f"g{u}_{cls[k - 1]}")
+                        mdl.AddImplication(seen, g)
+                        mdl.AddImplication(cur, g)
+                        mdl.AddBoolOr([seen, cur, g.Not()])
+                        seen = g
+                    chain.append(seen)
+                self.sym.append((cls[k - 1], members, chain))
 
         mdl.Minimize(C)
         if self.warm_start is not None:
@@ -332,6 +355,12 @@ class CpsatModel:
         for (p, d), var in self.r.items():
             b = max((bb for vv, bb in inst.fanout[p] if dev_of_unit[vv] == d), default=0)
             mdl.AddHint(var, b if place[p] != d else 0)
+        for d_prev, members, chain in self.sym:
+            on = False
+            for u, lit in zip(members, chain, strict=True):
+                on = on or dev_of_unit[u] == d_prev
+                if lit is not self.x.get((u, d_prev)):
+                    mdl.AddHint(lit, on)
         mt = inst.memory_terms
         for d, var in self.t.items():
             held = max((mt.temp[u] for u in range(len(inst.units)) if dev_of_unit[u] == d),
@@ -348,38 +377,65 @@ class CpsatModel:
         if not self.model.ExportToFile(path):
             raise UsageError(Diagnostic("E815", f"cannot write {path}", None))
 
-    def solve(self, time_limit_s: float, gap: float, threads: int, seed: int,
-              progress: Any = None) -> tuple[str, str, list[int] | None, list[float] | None,
-                                             float | None]:
-        """(outcome, message, placement, start seconds, bound seconds)."""
+    def solve(self, bud: Budget, gap: float, workers: int, seed: int,
+              progress: Any = None) -> Answer:
+        """Run CP-SAT within `bud` (see `budget.py`); Ctrl-C stops the search, keeping
+        its incumbent (`Answer.interrupted`)."""
         from ortools.sat.python import cp_model
 
         solver = cp_model.CpSolver()
         prm = solver.parameters
-        prm.max_time_in_seconds = max(0.01, time_limit_s)
+        prm.max_deterministic_time = bud.work
+        prm.max_time_in_seconds = bud.wall_cap_s
         prm.relative_gap_limit = gap
-        prm.num_workers = max(1, threads)
+        prm.num_workers = max(1, workers)
+        prm.interleave_search = True  # the portfolio in deterministic batches
+        prm.interleave_batch_size = BATCH_SIZE
         prm.random_seed = seed
+        prm.catch_sigint_signal = False  # Ctrl-C reaches Python, which stops the search
         prm.log_to_stdout = False
         if backends.solver_log.isEnabledFor(logging.DEBUG):
             prm.log_search_progress = True
             solver.log_callback = lambda line: backends.solver_log.debug("%s", line)
         callback = None
         if progress is not None:
-            callback = _Progress(progress, self.tick, time_limit_s)
+            callback = _Progress(progress, self.tick, bud.limit_s)
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box["status"] = solver.Solve(self.model, callback)
+            finally:
+                done.set()
+
+        interrupted = False
         with backends.quiet_stdout():
-            status = solver.Solve(self.model, callback)
+            # an Event, not Thread.join: a join interrupted by Ctrl-C may return early later
+            threading.Thread(target=work, name="planner-cpsat", daemon=True).start()
+            try:
+                while not done.wait(0.1):
+                    pass
+            except KeyboardInterrupt:
+                interrupted = True
+                solver.StopSearch()
+                done.wait()
+        status = box["status"]
         name = solver.StatusName(status)
         outcome = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
                    cp_model.INFEASIBLE: "infeasible", cp_model.UNKNOWN: "nosolution"}.get(
             status, "error")
-        bound = None
+        proved = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+        work_done = solver.ResponseProto().deterministic_time
+        capped = not proved and not interrupted and work_done < bud.work * 0.999
+        answer = Answer(outcome, f"CP-SAT status {name}", work_done=work_done, capped=capped,
+                        interrupted=interrupted)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN):
             raw = solver.BestObjectiveBound()
             if math.isfinite(raw):
-                bound = max(0.0, raw * self.tick - self.slack_s)
+                answer.bound_s = max(0.0, raw * self.tick - self.slack_s)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return outcome, f"CP-SAT status {name}", None, None, bound
+            return answer
         inst = self.inst
         place = [-1] * inst.n
         for u, mem in enumerate(inst.units):
@@ -387,8 +443,24 @@ class CpsatModel:
             d = a[0] if len(a) == 1 else next(dd for dd in a if solver.Value(self.x[(u, dd)]))
             for i in mem:
                 place[i] = d
-        start = [solver.Value(v) * self.tick for v in self.s]
-        return outcome, f"CP-SAT status {name}", place, start, bound
+        answer.placement = place
+        answer.start_s = [solver.Value(v) * self.tick for v in self.s]
+        return answer
+
+
+@dataclass
+class Answer:
+    """What one CP-SAT run produced (`solve`); `capped`: the wall-clock safety cap ended
+    it before its work limit, so another run may differ."""
+
+    outcome: str
+    message: str
+    placement: list[int] | None = None
+    start_s: list[float] | None = None
+    bound_s: float | None = None
+    work_done: float = 0.0
+    capped: bool = False
+    interrupted: bool = False
 
 
 class _Progress:
@@ -415,33 +487,66 @@ def place(problem: Problem, options: Options) -> Solution:
 
 
 def solve(problem: Problem, options: Options, *, warn: bool = True) -> Solution:
-    """`place`, with the fallback warning optional (`auto` reports its own outcome)."""
+    """`place`, with the fallback warning optional (`auto` reports its own outcome).
+
+    The search runs to a work limit derived from `Options.time_limit_s` and the model's
+    size (`budget.py`), so the same problem, options and seed give the same plan on any
+    load; Ctrl-C raises `Interrupted` with the better of CP-SAT's incumbent and the warm
+    start.
+    """
     trivial = empty_solution(problem, "cpsat")
     if trivial is not None:
         return trivial
-    clock = Clock(options)
     inst = Instance(problem)
-    warm = warm_start(inst, options)
+    warm = warm_start(inst, options)  # `portfolio.rank` raises Interrupted itself
     lower = lower_bound_s(inst)
-    t_build = time.perf_counter()
-    cp = CpsatModel(inst, warm, lower, options.gap)
-    cp.build(lower)
-    build_s = time.perf_counter() - t_build
-    if options.emit:
-        cp.emit(options.emit)
+    bud = budget(inst, options.time_limit_s)
+    extra: dict[str, Any] = {"work_limit": bud.work, "prep_estimate_s": bud.prep_s}
+    common: dict[str, Any] = {"algorithm": "cpsat", "solver": "cpsat", "lower_s": lower,
+                              "tolerance": options.gap, "warn": warn}
+    try:
+        if not bud.enough and not options.emit:
+            return conclude(inst, warm, outcome="skipped", message=(
+                f"no search time left: --time-limit {bud.limit_s:g} s is used up by the "
+                f"estimated preparation ({bud.prep_s:.3g} s for a model of this size)"),
+                placement=None, key=None, solver_bound_s=None, build_s=0.0, solve_s=0.0,
+                extra=extra, **common)
+        t_build = time.perf_counter()
+        cp = CpsatModel(inst, warm, lower, options.gap)
+        cp.build(lower)
+        build_s = time.perf_counter() - t_build
+        if options.emit:
+            cp.emit(options.emit)
+        if options.progress:
+            options.progress(0.05, "solving with CP-SAT")
+        t_solve = time.perf_counter()
+        ans = cp.solve(bud, options.gap, backends.threads_for("cpsat"), options.seed,
+                       options.progress)
+        solve_s = time.perf_counter() - t_solve
+    except KeyboardInterrupt:
+        raise Interrupted(_interrupted(warm, extra)) from None
     if options.progress:
-        options.progress(0.05, "solving with CP-SAT")
-    t_solve = time.perf_counter()
-    threads = backends.threads_for("cpsat")
-    outcome, message, placement, start, bound = cp.solve(
-        clock.remaining(), options.gap, threads, options.seed, options.progress)
-    solve_s = time.perf_counter() - t_solve
-    if options.progress:
-        options.progress(1.0, f"CP-SAT: {outcome}")
-    return conclude(
-        inst, warm, algorithm="cpsat", solver="cpsat", outcome=outcome, message=message,
-        placement=placement, key=start, solver_bound_s=bound, lower_s=lower,
-        build_s=build_s, solve_s=solve_s, extra={"tick_s": cp.tick}, warn=warn)
+        options.progress(1.0, f"CP-SAT: {ans.outcome}")
+    extra.update(tick_s=cp.tick, work_done=ans.work_done)
+    if ans.capped:
+        extra["reason"] = (f"the wall-clock safety cap ({bud.wall_cap_s:g} s) ended the "
+                           "search before its work limit: another run may return another "
+                           "plan")
+    sol = conclude(
+        inst, warm, outcome=ans.outcome, message=ans.message, placement=ans.placement,
+        key=ans.start_s, solver_bound_s=ans.bound_s, build_s=build_s, solve_s=solve_s,
+        proof_exact=cp.exact, extra=extra, **common)
+    if ans.interrupted:
+        raise Interrupted(dataclasses.replace(sol, status="interrupted"))
+    return sol
+
+
+def _interrupted(warm: Warm, info: dict[str, Any]) -> Solution | None:
+    """The warm start as the interrupted answer, when there is one."""
+    if warm.plan is None:
+        return None
+    return Solution(warm.plan, "interrupted", MappingProxyType(
+        {**info, "reason": "interrupted before the search", "warm_start": warm.source}))
 
 
 INFO = AlgorithmInfo(

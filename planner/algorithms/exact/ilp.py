@@ -50,12 +50,13 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import Any
 
 from ...cost import INF
 from ...errors import Diagnostic, UsageError
 from ...model import Problem
-from ..base import AlgorithmInfo, Options, Solution
+from ..base import AlgorithmInfo, Interrupted, Options, Solution
 from . import backends
 from .common import Clock, Warm, conclude, empty_solution, lower_bound_s, warm_start
 from .instance import Instance
@@ -549,14 +550,31 @@ def _lp_name(name: str) -> str:
 
 
 def place(problem: Problem, options: Options) -> Solution:
-    """Solve `problem` with the ILP and `options.solver`; see the module docstring."""
+    """Solve `problem` with the ILP and `options.solver`; see the module docstring.
+
+    The model's build counts inside `Options.time_limit_s` (measured: the MIP solvers'
+    limits are wall-clock anyway, so a run is reproducible only when the solver ends by
+    itself before its limit). Ctrl-C kills a child-process solver and raises
+    `Interrupted` with the warm start.
+    """
     trivial = empty_solution(problem, "ilp")
     if trivial is not None:
         return trivial
     clock = Clock(options)
-    progress = options.progress
     inst = Instance(problem)
-    warm = warm_start(inst, options)
+    warm = warm_start(inst, options)  # `portfolio.rank` raises Interrupted itself
+    try:
+        return _solve(inst, warm, clock, options)
+    except KeyboardInterrupt:
+        if warm.plan is None:
+            raise Interrupted(None) from None
+        raise Interrupted(Solution(warm.plan, "interrupted", MappingProxyType(
+            {"solver": options.solver, "warm_start": warm.source,
+             "reason": "interrupted before the solver answered"}))) from None
+
+
+def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Solution:
+    progress = options.progress
     lower = lower_bound_s(inst)
     upper = warm.makespan_s if warm.usable else inst.horizon
     if progress:
@@ -576,7 +594,8 @@ def place(problem: Problem, options: Options) -> Solution:
     t_solve = time.perf_counter()
     outcome = backends.solve_pyomo(
         ilp.model, options.solver, time_limit_s=clock.remaining(), gap=options.gap,
-        threads=backends.threads_for(options.solver), warm_start=warm.usable)
+        threads=backends.threads_for(options.solver), warm_start=warm.usable,
+        seed=options.seed)
     solve_s = time.perf_counter() - t_solve
     if progress:
         progress(1.0, f"{options.solver}: {outcome.status}")
@@ -586,13 +605,14 @@ def place(problem: Problem, options: Options) -> Solution:
         inst, warm, algorithm="ilp", solver=options.solver, outcome=outcome.status,
         message=outcome.message, placement=ans[0] if ans else None,
         key=ans[1] if ans else None, solver_bound_s=bound, lower_s=lower,
-        build_s=build_s, solve_s=solve_s, extra={"rows": ilp.n_rows})
+        build_s=build_s, solve_s=solve_s, tolerance=options.gap,
+        extra={"rows": ilp.n_rows})
 
 
 INFO = AlgorithmInfo(
     name="ilp",
     place=place,
-    summary="exact MILP (Pyomo; HiGHS, CBC, GLPK or any Pyomo solver), warm-started by m-SCT",
+    summary="exact MILP (Pyomo; HiGHS, CBC, GLPK or any Pyomo solver), warm-started by the best heuristic",
     memory_aware=True,
     exact=True,
     needs_solver=True,

@@ -1,0 +1,96 @@
+"""The one judgement of an exact solver's plan: its status, best valid bound and gap.
+
+`cpsat`, `ilp` and `auto` (for whatever plan it returns after its CP-SAT phase) all call
+`judge`, so the same plan with the same solver answer gets the same status everywhere.
+
+The exact models schedule under contention `none` and static memory. The plan is
+simulated under the problem's own model, and:
+
+- The best valid bound is `planner.bounds.lower_bound`, raised to the solver's proven
+  bound when the solved model is a relaxation of the problem's. Contention `none` relaxes
+  `link` and `device` (contention only delays, so no plan simulates faster than its
+  contention-free timing), and static memory is the problem's own model under `static`.
+  Under `memory liveness` the static model is a *restriction* (static accounting charges
+  at least the liveness peak), so its optimum can exceed the liveness optimum and the
+  solver's bound is not valid there.
+- `optimal` when the solver proved its model optimal, that model is the simulator's own
+  (contention `none`, memory `static`), and the plan simulates at no more than the
+  solver's objective; or when the gap to the best valid bound is at most the tolerance
+  `--gap` (then no plan is more than that fraction faster, whatever the solver proved).
+  Otherwise `feasible`.
+- The gap is `relative_gap(simulated makespan, best valid bound)`.
+
+"Optimal" is the MIP solvers' and CP-SAT's own meaning: proved within the relative
+tolerance `--gap` (default 1e-4); the printed gap shows what remains (0 when the bound
+meets the makespan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...bounds import lower_bound, relative_gap
+from ...model import Problem
+from ...plan import Plan
+from ..base import Status
+
+#: relative tolerance when comparing a simulated makespan with an objective or a bound
+_TOL = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A judged plan: `feasible` is the simulator's; the rest is None when it is false."""
+
+    feasible: bool
+    status: Status = "feasible"
+    makespan_s: float = 0.0
+    bound_s: float = 0.0
+    gap: float | None = None
+    why: str = ""
+
+
+def exact_model(problem: Problem) -> bool:
+    """Whether the exact models are the simulator's own model for `problem`."""
+    return problem.contention == "none" and problem.memory_model == "static"
+
+
+def judge(problem: Problem, plan: Plan, *, solver_optimal: bool = False,
+          objective_s: float | None = None, solver_bound_s: float | None = None,
+          lower_s: float | None = None, tolerance: float = 0.0) -> Verdict:
+    """Simulate `plan` and state what is proved about it (see the module docstring).
+
+    `solver_optimal`/`objective_s`/`solver_bound_s`: what the solver claims about its
+    model (its optimum proved, its objective in seconds, its bound in seconds); `lower_s`:
+    `lower_bound(problem).makespan_s` when the caller has it; `tolerance`: the relative
+    gap within which a plan counts as optimal (`Options.gap`).
+    """
+    from ...simulate import simulate
+
+    sim = simulate(problem, plan)
+    if not sim.feasible:
+        return Verdict(False)
+    makespan = sim.makespan_s
+    bound = lower_s if lower_s is not None else lower_bound(problem).makespan_s
+    if solver_bound_s is not None and problem.memory_model == "static":
+        bound = max(bound, solver_bound_s)
+    bound = min(bound, makespan)
+    gap = relative_gap(makespan, bound)
+    meets = gap is not None and gap <= tolerance
+    status: Status = "feasible"
+    if solver_optimal and exact_model(problem) and objective_s is not None \
+            and makespan <= objective_s * (1 + _TOL):
+        status, why = "optimal", ("the solver proved its model optimal, and that model is "
+                                  "the simulator's (contention none, memory static)")
+    elif meets:
+        status, why = "optimal", ("the simulated makespan meets a valid lower bound" if gap == 0
+                                  else "the gap to a valid lower bound is within --gap")
+    elif solver_optimal and not exact_model(problem):
+        why = (f"the solver proved optimal a model with contention none and static memory; "
+               f"this plan runs under contention {problem.contention}, memory "
+               f"{problem.memory_model}")
+    elif solver_optimal:
+        why = "the plan simulates slower than the solver's proved objective"
+    else:
+        why = "no proof of optimality"
+    return Verdict(True, status, makespan, bound, gap, why)

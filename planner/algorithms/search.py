@@ -1,0 +1,330 @@
+"""`search`: improve a placement by moving groups of ops between devices, judged by the
+simulator.
+
+The constructive algorithms plan with contention-free transfer estimates; under `link` or
+`device` contention their plans can be far from what they expect (on Baechi's GNMT graph
+every one of them is slower than one GPU). This search uses the simulator itself, under
+the plan's own contention and memory model, as its objective, so whatever it accepts is
+feasible and its makespan is the one users see.
+
+1. **Starts**: the best simulated plan of the constructive algorithms (`portfolio.rank`),
+   and everything on one device (`single`) when that is another feasible plan.
+2. **Move groups**, coarse to fine (`move_levels`): name-prefix groups (names split on
+   `/ . :`, depth 1 to 8; a level is kept when it splits the graph differently from the
+   one before), or, for graphs without structured names, windows of the topological order
+   halving in size; then colocation units (a group is always whole units; pinned ops never
+   move).
+3. **Multilevel coordinate descent** from each start: for every group of a level in turn,
+   move it to each other device it may use and keep every strict improvement; a level is
+   swept until a pass improves nothing, then the next finer one. The better start is kept.
+4. **Annealing** for the rest of the budget: a random group of a random level moves to a
+   random device, or two groups on different devices swap; worse plans are accepted with
+   probability `exp(-delta / T)`, T falling linearly to 0 from 1% of the makespan; the best
+   plan seen is returned.
+
+Scoring (`Scorer`): a placement is simulated with the simulator's dynamic dispatch and,
+when that improves on the best so far, also with the ETF order of the list schedulers
+(`listsched.schedule_fixed`); the better order is kept. Placements seen are memoised.
+
+Budget and determinism: the work is counted in moves tried. `--time-limit` is turned into
+a budget of moves from the problem's size alone (`move_budget`), so a given seed
+and limit give the same plan on any machine and at any load; the wall clock is only a
+safety cap at three times the limit (then `info["reason"]` says the plan may differ from
+run to run). Ctrl-C returns the best plan so far (`Interrupted`). Progress reports the best
+makespan as it improves.
+
+Time: O(budget · (V + E) log V) (one simulation each).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ..facts import facts
+from ..model import Problem
+from ..plan import Plan
+from ..simulate import simulate
+from .base import AlgorithmInfo, Interrupted, Options, Solution
+from .listsched import Instance, schedule_fixed
+from .portfolio import Ranked, rank
+
+#: seconds one move is assumed to cost, fixed plus per op and edge, to turn `--time-limit`
+#: into a budget of moves without reading the clock (measured on this project's 2-core
+#: machine, where a simulation takes about 0.1 ms + 2 us per op and edge)
+SECONDS_PER_MOVE = 2e-4
+SECONDS_PER_ELEMENT = 2.5e-6
+#: the fewest moves a search gets, whatever the limit
+MIN_BUDGET = 20
+#: annealing stops after this many moves in a row to placements seen before (a small
+#: graph's neighbourhood is soon exhausted)
+MAX_REVISITS = 2000
+#: the wall clock stops a search past this many times its limit (a safety cap only)
+SAFETY_FACTOR = 3.0
+_SPLIT = re.compile(r"[/.:]")
+
+
+def move_budget(problem: Problem, time_limit_s: float) -> int:
+    """Moves a search may try for `time_limit_s`, from the problem's size alone."""
+    size = len(problem.graph.ops) + len(problem.graph.edges)
+    return max(MIN_BUDGET, int(time_limit_s / (SECONDS_PER_MOVE + SECONDS_PER_ELEMENT * size)))
+
+
+def move_levels(problem: Problem) -> list[list[tuple[int, ...]]]:
+    """Groups of movable units, per level from coarse to fine (module docstring).
+
+    Each group is a sorted tuple of unit indices (`planner.facts` units); pinned units and
+    units with a single allowed device are left out, and so are groups that would be empty.
+    """
+    f = facts(problem)
+    movable = [u for u, members in enumerate(f.units)
+               if f.pin[members[0]] < 0 and len(f.unit_allowed[u]) > 1]
+    if not movable:
+        return []
+    names = [_SPLIT.split(problem.graph.ops[f.units[u][0]].name) for u in movable]
+    levels: list[list[tuple[int, ...]]] = []
+    seen: set[int] = set()
+    structured = any(len(parts) > 1 for parts in names)
+    if structured:
+        for depth in range(1, 9):
+            by_prefix: dict[str, list[int]] = {}
+            for u, parts in zip(movable, names):
+                by_prefix.setdefault("/".join(parts[:depth]), []).append(u)
+            _add_level(levels, seen, list(by_prefix.values()), len(movable))
+    else:
+        pos = {i: k for k, i in enumerate(problem.graph.topological_order)}
+        ordered = sorted(movable, key=lambda u: pos[f.units[u][0]])
+        size = len(ordered) // 2
+        while size > 1:
+            _add_level(levels, seen, [ordered[k:k + size] for k in range(0, len(ordered), size)],
+                       len(movable))
+            size //= 2
+    singles = [[u] for u in movable]
+    if len(movable) not in seen:
+        levels.append([tuple(g) for g in singles])
+    return levels
+
+
+def _add_level(levels: list[list[tuple[int, ...]]], seen: set[int],
+               groups: list[list[int]], total: int) -> None:
+    """Append a level unless it has as many groups as one kept already, or only one."""
+    if 1 < len(groups) < total and len(groups) not in seen:
+        seen.add(len(groups))
+        levels.append([tuple(sorted(g)) for g in groups])
+
+
+@dataclass
+class Scorer:
+    """Simulates placements (memoised) and keeps the best plan seen."""
+
+    problem: Problem
+    budget: int
+    deadline: float
+    inst: Instance = field(init=False)
+    #: moves tried (the budget's unit) and simulations run
+    moves: int = 0
+    used: int = 0
+    #: moves in a row to placements already seen
+    revisits: int = 0
+    best: float = math.inf
+    best_plan: Plan | None = None
+    cache: dict[tuple[int, ...], float] = field(default_factory=dict)
+    progress: Any = None
+    #: stop after this many moves in a row without a new best (None: never)
+    stall: int | None = None
+    capped: bool = False
+    stalled: bool = False
+    #: the move at which the best so far was found
+    found_at: int = 0
+
+    def __post_init__(self) -> None:
+        self.inst = Instance.of(self.problem)
+
+    @property
+    def exhausted(self) -> bool:
+        """The budget is spent (or the search stalled, or the safety cap fired)."""
+        if self.moves >= self.budget:
+            return True
+        if self.stall is not None and self.moves - self.found_at >= self.stall:
+            self.stalled = True
+            return True
+        if time.monotonic() > self.deadline:
+            self.capped = True
+            return True
+        return False
+
+    def score(self, placement: Sequence[int], order_hint: Plan | None = None) -> float:
+        """The simulated makespan of `placement` (inf when infeasible), memoised."""
+        key = tuple(placement)
+        self.moves += 1
+        known = self.cache.get(key)
+        if known is not None:
+            self.revisits += 1
+            return known
+        self.revisits = 0
+        self.used += 1
+        plan = order_hint if order_hint is not None else Plan(key)
+        sim = simulate(self.problem, plan)
+        value = sim.makespan_s if sim.feasible else math.inf
+        if value < self.best:
+            if plan.order is None:  # keep the order the simulator's dispatch found
+                plan = Plan(key, sim.order, sim.start_s, "search")
+            # an improvement: the list schedulers' ETF order may do better still
+            _, start = schedule_fixed(self.inst, key)
+            ordered = Plan.from_schedule(key, start, self.inst.m, "search", self.problem.graph)
+            self.used += 1
+            again = simulate(self.problem, ordered)
+            if again.feasible and again.makespan_s < value:
+                value, plan = again.makespan_s, ordered
+            self.best, self.best_plan, self.found_at = value, plan, self.moves
+            if self.progress is not None:
+                self.progress(min(1.0, self.moves / self.budget),
+                              f"search: best {value * 1e3:.3f} ms")
+        self.cache[key] = value
+        return value
+
+
+def _apply(placement: list[int], units: Sequence[tuple[int, ...]], group: Sequence[int],
+           device: int, allowed: Sequence[tuple[int, ...]]) -> bool:
+    """Move every unit of `group` that may use `device` there; whether anything moved."""
+    moved = False
+    for u in group:
+        if device in allowed[u] and placement[units[u][0]] != device:
+            for i in units[u]:
+                placement[i] = device
+            moved = True
+    return moved
+
+
+def _descend(scorer: Scorer, start: list[int], value: float,
+             levels: list[list[tuple[int, ...]]]) -> tuple[list[int], float]:
+    """Multilevel coordinate descent from `start` (simulated at `value`; module docstring);
+    returns the local optimum."""
+    f = facts(scorer.problem)
+    m = len(scorer.problem.cluster.devices)
+    current = list(start)
+    scorer.cache[tuple(current)] = value
+    for level in levels:  # coarse to fine, each until a pass over it improves nothing
+        improved = True
+        while improved:
+            improved = False
+            for group in level:
+                for d in range(m):
+                    if scorer.exhausted:
+                        return current, value
+                    trial = list(current)
+                    if not _apply(trial, f.units, group, d, f.unit_allowed):
+                        continue
+                    v = scorer.score(trial)
+                    if v < value * (1 - 1e-12):
+                        current, value, improved = trial, v, True
+    return current, value
+
+
+def _anneal(scorer: Scorer, start: list[int], value: float,
+            levels: list[list[tuple[int, ...]]], rng: random.Random) -> None:
+    """Simulated annealing for the rest of the budget (module docstring)."""
+    f = facts(scorer.problem)
+    m = len(scorer.problem.cluster.devices)
+    current = list(start)
+    first = scorer.moves
+    span = max(1, scorer.budget - first)
+    t0 = 0.01 * value if math.isfinite(value) else 0.0
+    while not scorer.exhausted and scorer.revisits < MAX_REVISITS:
+        temperature = t0 * max(0.0, 1.0 - (scorer.moves - first) / span)
+        level = levels[min(len(levels) - 1, int(len(levels) * rng.random() ** 0.5))]
+        trial = list(current)
+        if rng.random() < 0.2 and len(level) > 1:  # swap two groups' devices
+            a, b = rng.sample(range(len(level)), 2)
+            da, db = trial[f.units[level[a][0]][0]], trial[f.units[level[b][0]][0]]
+            if da == db:
+                scorer.moves += 1  # a move that changes nothing still counts
+                continue
+            moved = _apply(trial, f.units, level[a], db, f.unit_allowed)
+            moved = _apply(trial, f.units, level[b], da, f.unit_allowed) or moved
+        else:
+            moved = _apply(trial, f.units, level[rng.randrange(len(level))],
+                           rng.randrange(m), f.unit_allowed)
+        if not moved:
+            scorer.moves += 1
+            continue
+        v = scorer.score(trial)
+        if v < value or (math.isfinite(v) and temperature > 0
+                         and rng.random() < math.exp(-(v - value) / temperature)):
+            current, value = trial, v
+
+
+def place(problem: Problem, options: Options) -> Solution:
+    """Search from the best constructive plan (module docstring)."""
+    ranked = rank(problem, options, progress_share=0.1)
+    if ranked.best is None:
+        from .auto import _all_infeasible  # the one diagnosis of "no heuristic found a plan"
+
+        raise _all_infeasible(problem, list(ranked.errors))
+    return improve(problem, ranked, options, move_budget(problem, options.time_limit_s))
+
+
+def improve(problem: Problem, ranked: Ranked, options: Options, budget: int, *,
+            stall: int | None = None) -> Solution:
+    """Search from `ranked`'s best plan for `budget` moves (module docstring).
+
+    `stall`: stop once this many moves in a row found nothing better (`auto`: a search
+    that has stopped paying should not spend the user's time). Raises `Interrupted` with
+    the best plan so far on Ctrl-C.
+    """
+    assert ranked.best is not None
+    name, first, start_plan = ranked.best
+    deadline = time.monotonic() + SAFETY_FACTOR * budget_seconds(problem, budget) + 1.0
+    scorer = Scorer(problem, budget, deadline, progress=options.progress, stall=stall)
+    scorer.best, scorer.best_plan = first, start_plan
+    start = list(start_plan.placement)
+    try:
+        levels = move_levels(problem)
+        if levels:
+            best_start, best_value = _descend(scorer, start, first, levels)
+            single = next(((p, v) for n, v, p in ranked.plans if n == "single"), None)
+            if single is not None and list(single[0].placement) != start:
+                other, other_value = _descend(scorer, list(single[0].placement), single[1],
+                                              levels)
+                if other_value < best_value:
+                    best_start, best_value = other, other_value
+            _anneal(scorer, best_start, best_value, levels, random.Random(options.seed))
+    except KeyboardInterrupt:
+        raise Interrupted(_solution(scorer, name, first, "interrupted", budget)) from None
+    return _solution(scorer, name, first, "feasible", budget)
+
+
+def budget_seconds(problem: Problem, budget: int) -> float:
+    """The time `move_budget` assumes `budget` moves take (the inverse of `move_budget`)."""
+    size = len(problem.graph.ops) + len(problem.graph.edges)
+    return budget * (SECONDS_PER_MOVE + SECONDS_PER_ELEMENT * size)
+
+
+def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int) -> Solution:
+    assert scorer.best_plan is not None
+    info: dict[str, Any] = {
+        "start": start, "start_makespan_s": first, "objective_s": scorer.best,
+        "simulations": scorer.used, "moves": scorer.moves, "budget_moves": budget,
+    }
+    if scorer.capped:
+        info["reason"] = ("the wall-clock safety cap stopped the search before its budget: "
+                          "this plan may differ from run to run")
+    if scorer.stalled:
+        info["stopped"] = f"no better plan in the last {scorer.stall} moves"
+    return Solution(scorer.best_plan.with_algorithm("search"), status, MappingProxyType(info))
+
+
+INFO = AlgorithmInfo(
+    name="search",
+    place=place,
+    summary="moves groups of ops between devices from the best constructive plan, judged "
+            "by the simulator (descent, then annealing)",
+    memory_aware=True,
+    anytime=True,
+)

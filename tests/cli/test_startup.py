@@ -1,0 +1,43 @@
+"""Start-up: each command imports only what it needs (issue 16: a lint-like `check` in CI
+must not pay for `compare`'s process pools, numpy or the solvers)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("planner.commands.compare", "planner.compare", "multiprocessing", "numpy",
+         "ortools", "pyomo", "highspy", "onnx")
+
+PROBE = """
+import json, sys
+from planner.cli import main
+sys.argv = ["planner", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+heavy = {heavy!r}
+sys.__stdout__.write("\\n" + json.dumps(sorted(m for m in heavy if m in sys.modules)) + "\\n")
+"""
+
+
+def _imported(*args: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *args], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, check=False).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("args", [["--help"], ["check", "specs/resnet.plan"],
+                                  ["fmt", "--check", "specs/resnet.plan"]])
+def test_light_commands_import_nothing_heavy(args: list[str]) -> None:
+    assert _imported(*args) == []
+
+
+def test_compare_is_loaded_when_it_runs() -> None:
+    assert "planner.commands.compare" in _imported("compare", "--help")

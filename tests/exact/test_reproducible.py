@@ -1,0 +1,69 @@
+"""CP-SAT's work limit, its wall-clock safety cap, and Ctrl-C (`exact/budget.py`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from planner.algorithms import Options, run
+from planner.algorithms.base import Interrupted
+from planner.algorithms.exact import budget
+from planner.algorithms.exact.instance import Instance
+from planner.simulate import simulate
+
+from .instances import layered_problem
+
+
+def test_the_budget_is_a_function_of_the_limit_and_the_size_only() -> None:
+    inst = Instance(layered_problem(1, 100, 4))
+    b = budget.budget(inst, 10.0)
+    prep = budget.PREP_FIXED_S + budget.PREP_S_PER_TERM * budget.terms(inst)
+    assert b.prep_s == pytest.approx(prep)
+    assert b.work == pytest.approx(budget.WORK_PER_S * (10.0 - prep))
+    assert b.wall_cap_s == pytest.approx(budget.WALL_CAP_FACTOR * 10 + budget.WALL_CAP_EXTRA_S)
+    assert budget.budget(inst, 10.0) == b
+    assert not budget.budget(inst, prep / 2).enough
+
+
+def test_a_search_ended_by_the_safety_cap_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a work limit far beyond what 0.3 s of wall clock can do: the cap ends the search
+    monkeypatch.setattr(budget, "WORK_PER_S", 1000.0)
+    monkeypatch.setattr(budget, "WALL_CAP_FACTOR", 0.0)
+    monkeypatch.setattr(budget, "WALL_CAP_EXTRA_S", 0.3)
+    sol = run("cpsat", layered_problem(1, 100, 4), Options(time_limit_s=10.0))
+    assert sol.status in ("feasible", "fallback")
+    assert sol.info["work_done"] < sol.info["work_limit"]
+    assert "safety cap" in sol.info["reason"] and "another run" in sol.info["reason"]
+
+
+def test_a_search_ended_by_its_work_limit_is_not_marked() -> None:
+    sol = run("cpsat", layered_problem(1, 100, 4), Options(time_limit_s=2.0))
+    assert sol.status == "feasible"
+    assert sol.info["work_done"] >= sol.info["work_limit"] * 0.999
+    assert "reason" not in sol.info
+
+
+def _interrupt_after(seconds: float) -> threading.Timer:
+    timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+@pytest.mark.parametrize("algo", ["cpsat", "auto", "ilp"])
+def test_ctrl_c_stops_the_search_with_its_best_valid_plan(algo: str) -> None:
+    problem = layered_problem(1, 100, 4)
+    t0 = time.perf_counter()
+    timer = _interrupt_after(2.0)
+    try:
+        with pytest.raises(Interrupted) as stop:
+            run(algo, problem, Options(time_limit_s=300.0))
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 30  # not the 300 s limit
+    sol = stop.value.solution
+    assert sol is not None and sol.status == "interrupted"
+    assert simulate(problem, sol.plan).feasible

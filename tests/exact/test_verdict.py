@@ -1,0 +1,72 @@
+"""`optimal` only when true: exact plans judged by the simulator (`exact/verdict.py`).
+
+The figures are those derived by hand in `specs/contention6.plan`: under contention `none`
+the pinned plan takes 7 ms; under `device` the two 2 ms transfers out of gpu0 share one
+channel and it takes 8 ms.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planner import load
+from planner.algorithms import Options, run
+from planner.algorithms.exact.verdict import judge
+
+SPEC = Path(__file__).parent / "specs" / "contention6.plan"
+MS = 1e-3
+
+
+def _problem(name: str, **changes: str):  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    problem = load(SPEC).plan(name)
+    return dataclasses.replace(problem, **changes) if changes else problem
+
+
+def test_cpsat_under_device_contention_is_feasible_with_the_true_gap() -> None:
+    sol = run("cpsat", _problem("six_device"), Options(time_limit_s=2.0))
+    assert sol.info["solver_status"] == "optimal"  # of its contention-none model
+    assert sol.info["objective_s"] == pytest.approx(7 * MS)
+    assert sol.status == "feasible"
+    assert sol.info["bound_s"] == pytest.approx(7 * MS)  # CP-SAT's bound: a relaxation
+    assert sol.info["gap"] == pytest.approx((8 - 7) / 7)
+    assert "contention device" in sol.info["why"]
+
+
+def test_cpsat_without_contention_is_optimal() -> None:
+    sol = run("cpsat", _problem("six_none"), Options(time_limit_s=2.0))
+    assert sol.status == "optimal"
+    assert sol.info["objective_s"] == pytest.approx(7 * MS)
+    assert sol.info["gap"] == 0.0
+
+
+def test_auto_and_cpsat_give_the_same_status_for_the_same_plan() -> None:
+    problem = _problem("six_device")
+    cp = run("cpsat", problem, Options(time_limit_s=2.0))
+    auto = run("auto", problem, Options(time_limit_s=2.0))
+    assert auto.plan.placement == cp.plan.placement
+    assert (auto.status, auto.info["gap"]) == (cp.status, cp.info["gap"])
+    assert auto.info["bound_s"] == pytest.approx(cp.info["bound_s"])
+
+
+def test_a_bound_that_meets_the_makespan_proves_optimal_after_all() -> None:
+    problem = _problem("six_device")
+    plan = run("msct", problem).plan
+    v = judge(problem, plan, solver_optimal=False, solver_bound_s=8 * MS)
+    assert (v.status, v.makespan_s, v.gap) == ("optimal", pytest.approx(8 * MS), 0.0)
+    assert "meets a valid lower bound" in v.why
+
+
+def test_the_static_models_bound_is_not_used_under_liveness() -> None:
+    # the static model restricts liveness: its optimum, hence its bound, may exceed the
+    # liveness optimum, so only planner.bounds counts (6 ms: the chain a, c, e, f plus
+    # a's 2 ms transfer)
+    problem = _problem("six_none", memory_model="liveness")
+    plan = run("msct", problem).plan
+    v = judge(problem, plan, solver_optimal=True, objective_s=7 * MS, solver_bound_s=7 * MS)
+    assert v.status == "feasible"
+    assert v.bound_s == pytest.approx(6 * MS)
+    assert v.gap == pytest.approx((7 - 6) / 6)
