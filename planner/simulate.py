@@ -150,8 +150,17 @@ def upward_rank(problem: Problem) -> tuple[float, ...]:
 
     `rank(i) = mean_compute(i) + max over edges i->j of (mean_transfer(bytes) + rank(j))`,
     with the means of `cost.Costs` (mean transfer is linear in bytes, so it is computed as
-    mean latency + bytes * mean seconds per byte).
+    mean latency + bytes * mean seconds per byte). Cached on the problem: it does not
+    depend on the placement.
     """
+    cached = problem.__dict__.get("_upward_rank")
+    if cached is None:
+        cached = _upward_rank(problem)
+        problem.__dict__["_upward_rank"] = cached  # frozen, but derived data may be cached
+    return cached  # type: ignore[no-any-return]
+
+
+def _upward_rank(problem: Problem) -> tuple[float, ...]:
     g = problem.graph
     c = costs(problem)
     lat = c.mean_latency

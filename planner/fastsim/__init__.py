@@ -1,0 +1,374 @@
+"""A fast simulator for search loops, with results identical to `planner.simulate`.
+
+`Evaluator(problem)` builds the placement-independent tables once (topological order,
+upward rank, compute times, edge arrays in CSR form, link tables, memory figures, pins,
+colocation groups); each evaluation then runs one compiled kernel (numba) that follows
+`planner.simulate` step by step, in the same order of floating-point operations, so
+makespans, start and end times, transfers and memory peaks are bit-identical to the
+reference (tests/test_fastsim.py checks this on random problems in every contention and
+memory mode). `planner.simulate` stays the judge: reports, violation messages and
+intended start times are its business; this module answers "how long, and is it
+feasible" thousands of times a second.
+
+The kernel is compiled on the first evaluation in a process, never on import: about 12 s
+the first time on a machine, then about 0.35 s to load it from numba's on-disk cache.
+`prepare()` does it ahead and says how long it took; `prepare_in_background()` compiles
+in a child process while evaluations go through `simulate`; `python -m planner.fastsim`
+fills the cache at build time. Without numba (`backend="reference"`, or numba not
+installed) every call goes through `planner.simulate`: the same answers, slower.
+
+    ev = evaluator(problem)                     # cached on the problem
+    ev.makespan(placement)                      # dynamic dispatch; inf when infeasible
+    ev.makespan(placement, order)               # per-device order, as `Plan.order`
+    ev.makespan(placement, priority=ranked)     # each device runs its ops in `ranked`
+    ev.run(placement).start_s                   # the full timing (`FastResult`)
+"""
+
+from __future__ import annotations
+
+import array
+import importlib.util
+import math
+import operator
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from ..cost import costs
+from ..model import Cluster, Device, Edge, Graph, Op, Problem
+from ..plan import Plan
+from ..simulate import KINDS, simulate, upward_rank
+
+__all__ = ["Evaluator", "FastResult", "evaluator", "numba_available", "prepare",
+           "prepare_in_background"]
+
+Backend = Literal["auto", "numba", "reference"]
+#: violation kinds by bit (`simulate.KINDS` order; `precedence` and `overlap` need a
+#: plan's intended start times, which an evaluation never has)
+_BITS = {k: 1 << b for b, k in enumerate(KINDS)}
+_DISPATCH, _GIVEN, _PRIORITY = 0, 1, 2
+_CONTENTION = {"none": 0, "link": 1, "device": 2}
+_SAFE_BYTES = 1 << 62  # byte sums stay in int64 below this; above, use the reference
+_EMPTY = np.zeros(0, np.int64)
+_RETRY = 1 << 20  # `_kernel.RETRY`
+
+
+_compiled: Any = None  # `_kernel.evaluate` once prepared
+_background: subprocess.Popen[bytes] | None = None
+
+
+class _Retry(Exception):
+    """The kernel met a case it does not handle exactly (see `_kernel.execute`)."""
+
+
+def numba_available() -> bool:
+    """Whether numba can be imported (checked without importing it)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def prepare() -> float:
+    """Import numba and compile (or load from its cache) the kernel; return the seconds.
+
+    0.0 when it is ready already. Evaluations call this on first use.
+    """
+    global _compiled
+    if _compiled is not None:
+        return 0.0
+    t0 = time.perf_counter()
+    from . import _kernel  # numba is heavy to import: only when a search runs
+
+    _compiled = _kernel.evaluate
+    ev = Evaluator(_tiny_problem(), backend="numba")
+    ev.makespan(np.zeros(2, np.int64))  # compiles (or loads) the one specialisation
+    return time.perf_counter() - t0
+
+
+def prepare_in_background() -> None:
+    """Compile the kernel into numba's on-disk cache in a child process, now.
+
+    Until the child is done, evaluations go through `simulate` (same answers, slower);
+    the first one after it loads the kernel from the cache (about 0.35 s), so a search
+    starts at once even on a machine that never compiled the kernel (about 12 s). A no-op
+    when the kernel is ready or numba is missing.
+    """
+    global _background
+    if _compiled is None and _background is None and numba_available():
+        _background = subprocess.Popen([sys.executable, "-m", "planner.fastsim"],
+                                       stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+
+
+def _ready() -> bool:
+    """Whether the kernel can run now (preparing it unless a child is compiling it)."""
+    if _compiled is None:
+        if _background is not None and _background.poll() is None:
+            return False
+        prepare()  # loads what the child cached, or compiles if it could not cache
+    return True
+
+
+def _tiny_problem() -> Problem:
+    g = Graph("warm", (Op("a", time_s=1.0), Op("b", time_s=1.0)), (Edge(0, 1, 1),))
+    return Problem("warm", g, Cluster("c", (Device("d", 1 << 30),), ()))
+
+
+@dataclass(frozen=True, eq=False)
+class FastResult:
+    """One evaluation in full: what `simulate` would report, as arrays, less the messages.
+
+    `makespan_s` is the simulated makespan even when the plan is infeasible (a memory
+    violation leaves it finite); `violations` names the kinds broken, in `simulate.KINDS`
+    order. Per-op arrays are indexed by op, per-device ones by device; `placement` has -1
+    for an unplaced op. `transfers` rows are (src op, src device, dst device, bytes) with
+    `transfer_times` rows (start, end), in commit order.
+    """
+
+    makespan_s: float
+    violations: tuple[str, ...]
+    placement: np.ndarray
+    order: tuple[np.ndarray, ...]
+    start_s: np.ndarray
+    end_s: np.ndarray
+    transfers: np.ndarray
+    transfer_times: np.ndarray
+    memory_static_bytes: np.ndarray
+    memory_peak_bytes: np.ndarray
+
+    @property
+    def feasible(self) -> bool:
+        """Whether the plan broke no rule."""
+        return not self.violations
+
+
+class Evaluator:
+    """Placement → makespan for one problem, thousands of times a second.
+
+    Placements are sequences of device indices (an `np.int64` array is used without a
+    copy); -1, None or an index out of range leave an op unplaced, as in `simulate`.
+    `order` is per device the ops it runs, as `Plan.order` (entries that contradict the
+    placement are dropped, left-out ops run last, as in `simulate`, and make the plan
+    infeasible). `priority`, instead, lists ops from first to last (`priority_from`
+    builds one from keys): each device runs its own ops in that order, so moving an op
+    keeps a valid order. Neither: dynamic dispatch. The evaluator keeps no reference to
+    its arguments, so a search may mutate one placement array in place.
+    """
+
+    def __init__(self, problem: Problem, *, backend: Backend = "auto") -> None:
+        g = problem.graph
+        n, m = len(g.ops), len(problem.cluster.devices)
+        self.problem = problem
+        self.n, self.m = n, m
+        total = sum(op.params_bytes + op.output_bytes + op.temp_bytes for op in g.ops)
+        total += sum(e.bytes for e in g.edges)
+        # the kernel sums bytes in int64 and packs (instant, rank) keys into 32 + 32 bits
+        wide = total >= _SAFE_BYTES or n >= 1 << 30
+        if backend == "auto":
+            backend = "reference" if wide or not numba_available() else "numba"
+        elif backend == "numba" and wide:
+            raise ValueError("the problem is too large for the compiled kernel's int64 sums")
+        self.backend: Literal["numba", "reference"] = backend  # type: ignore[assignment]
+        topo = np.array(g.topological_order, dtype=np.int64)
+        pos = np.empty(n, np.int64)
+        pos[topo] = np.arange(n, dtype=np.int64)
+        self._topo, self._pos = topo, pos
+        if backend == "reference":
+            return
+        c = costs(problem)
+        succ = g.successors
+        self._compute = np.array(c.compute, dtype=float).reshape(n, m)
+        self._lat = np.array(c.latency, dtype=float).reshape(m, m)
+        self._inv = np.array(c.inv_bandwidth, dtype=float).reshape(m, m)
+        # dispatch priority among ops ready at one instant: larger upward rank, then index
+        self._byrank = np.lexsort((np.arange(n), -np.array(upward_rank(problem), dtype=float)))
+        self._rank = np.empty(n, np.int64)
+        self._rank[self._byrank] = np.arange(n, dtype=np.int64)
+        self._pred = np.array([len(p) for p in g.predecessors], dtype=np.int64)
+        self._sources = self._byrank[self._pred[self._byrank] == 0]
+        self._succ_ptr = np.zeros(n + 1, np.int64)
+        self._succ_ptr[1:] = np.cumsum([len(s) for s in succ])
+        edge_ids = [k for s in succ for k in s]
+        self._succ_dst = np.array([g.edges[k].dst for k in edge_ids], dtype=np.int64)
+        self._succ_bytes = np.array([g.edges[k].bytes for k in edge_ids], dtype=np.int64)
+        self._tr_cap = sum(min(len(s), max(m - 1, 0)) for s in succ)
+        self._mode = _CONTENTION[problem.contention]
+        self._liveness = problem.memory_model == "liveness"
+        self._pins = np.full(n, -1, np.int64)
+        for i, d in problem.pins.items():
+            self._pins[i] = d
+        groups = g.colocations
+        self._grp_ptr = np.zeros(len(groups) + 1, np.int64)
+        self._grp_ptr[1:] = np.cumsum([len(x) for x in groups])
+        self._grp_ops = np.array([i for x in groups for i in x], dtype=np.int64)
+        self._params = np.array([op.params_bytes for op in g.ops], dtype=np.int64)
+        self._output = np.array([op.output_bytes for op in g.ops], dtype=np.int64)
+        self._temp = np.array([op.temp_bytes for op in g.ops], dtype=np.int64)
+        self._caps = np.array([min(d.memory_bytes, (1 << 63) - 1)
+                               for d in problem.cluster.devices], dtype=np.int64)
+
+    # -- public -----------------------------------------------------------------------
+
+    def makespan(self, placement: Sequence[int | None] | np.ndarray,
+                 order: Sequence[Sequence[int]] | None = None, *,
+                 priority: np.ndarray | None = None) -> float:
+        """The simulated makespan in seconds, or `inf` if the plan breaks any rule.
+
+        Rules checked before running (pins, colocation, unplaced or unrunnable ops, a
+        contradictory order, static memory) skip the simulation.
+        """
+        try:
+            if self.backend == "numba" and _ready():
+                bad, ms = self._call(placement, order, priority, full=False)[:2]
+                return math.inf if bad else float(ms)
+        except _Retry:
+            pass
+        r = self._reference(placement, order, priority)
+        return r.makespan_s if r.feasible else math.inf
+
+    def run(self, placement: Sequence[int | None] | np.ndarray,
+            order: Sequence[Sequence[int]] | None = None, *,
+            priority: np.ndarray | None = None) -> FastResult:
+        """The full timing of one evaluation (see `FastResult`)."""
+        try:
+            if self.backend == "reference" or not _ready():
+                raise _Retry
+            bad, ms, start, end, run, tr_i, tr_t, static, peak, place = self._call(
+                placement, order, priority, full=True)
+        except _Retry:
+            return self._reference(placement, order, priority)
+        place = np.where((place >= 0) & (place < self.m), place, -1)
+        devs = place[run]
+        return FastResult(
+            makespan_s=float(ms),
+            violations=tuple(k for k in KINDS if bad & _BITS[k]),
+            placement=place,
+            order=tuple(run[devs == d] for d in range(self.m)),
+            start_s=start, end_s=end, transfers=tr_i, transfer_times=tr_t,
+            memory_static_bytes=static, memory_peak_bytes=peak)
+
+    def priority_from(self, keys: Sequence[float] | np.ndarray) -> np.ndarray:
+        """Ops by increasing key, ties by topological position (a `priority` argument).
+
+        E.g. the start times of a schedule (`FastResult.start_s`): each device then runs
+        its ops in the order they started there, whatever ops move.
+        """
+        k = np.asarray(keys, dtype=float)
+        if k.shape != (self.n,):
+            raise ValueError(f"need one key per op ({self.n}), got shape {k.shape}")
+        return np.lexsort((self._pos, k)).astype(np.int64)
+
+    # -- internals --------------------------------------------------------------------
+
+    def _call(self, placement: Any, order: Any, priority: Any, *, full: bool) -> tuple[Any, ...]:
+        place, bad = self._placement(placement)
+        if priority is not None:
+            kind, ord_dev, ord_op = _PRIORITY, _EMPTY, self._priority(priority)
+        elif order is not None:
+            kind, (ord_dev, ord_op) = _GIVEN, _order_arrays(order)
+        else:
+            kind, ord_dev, ord_op = _DISPATCH, _EMPTY, _EMPTY
+        if bad and not full:
+            return bad, math.inf
+        out = _compiled(place, self.m, self._compute, kind, ord_dev, ord_op, full,
+                      self._liveness, self._rank, self._byrank, self._sources, self._topo,
+                      self._pos, self._pred,
+                      self._succ_ptr, self._succ_dst, self._succ_bytes, self._lat, self._inv,
+                      self._mode, self._tr_cap, self._pins, self._grp_ptr, self._grp_ops,
+                      self._params, self._output, self._temp, self._caps)
+        if out[0] & _RETRY:
+            raise _Retry
+        return (out[0] | bad, *out[1:], place)
+
+    def _placement(self, placement: Any) -> tuple[np.ndarray, int]:
+        """An int64 array of length n and the `unplaced` bit for entries beyond it."""
+        n = self.n
+        if isinstance(placement, np.ndarray):
+            if placement.ndim == 1 and placement.dtype.kind in "iu" and len(placement) == n:
+                return np.ascontiguousarray(placement, dtype=np.int64), 0
+        else:
+            a = _int64s(placement)
+            if a is not None and len(a) == n:
+                return a, 0
+        given = list(placement)
+        out = np.full(n, -1, np.int64)
+        for i, raw in enumerate(given[:n]):
+            d = _index(raw)
+            out[i] = d if 0 <= d < self.m else -1
+        return out, _BITS["unplaced"] if len(given) > n else 0
+
+    def _priority(self, priority: Any) -> np.ndarray:
+        p = np.ascontiguousarray(priority, dtype=np.int64)
+        if p.shape != (self.n,) or not np.array_equal(np.sort(p), np.arange(self.n)):
+            raise ValueError("priority must list every op exactly once (see priority_from)")
+        return p
+
+    def _reference(self, placement: Any, order: Any, priority: Any) -> FastResult:
+        if priority is not None:
+            place, bad = self._placement(placement)
+            p = self._priority(priority)
+            order = tuple(tuple(int(i) for i in p if place[i] == d) for d in range(self.m))
+        r = simulate(self.problem, Plan(tuple(placement), order))
+        place = np.array(r.placement, dtype=np.int64)
+        tr = r.transfers
+        return FastResult(
+            makespan_s=r.makespan_s,
+            violations=tuple(k for k in KINDS if any(v.kind == k for v in r.violations)),
+            placement=place,
+            order=tuple(np.array(s, dtype=np.int64) for s in r.order),
+            start_s=np.array(r.start_s), end_s=np.array(r.end_s),
+            transfers=np.array([(x.src_op, x.src_device, x.dst_device, x.bytes) for x in tr],
+                               dtype=np.int64).reshape(-1, 4),
+            transfer_times=np.array([(x.start_s, x.end_s) for x in tr]).reshape(-1, 2),
+            memory_static_bytes=np.array(r.memory_static_bytes, dtype=np.int64),
+            memory_peak_bytes=np.array(r.memory_peak_bytes, dtype=np.int64))
+
+
+def _index(raw: object) -> int:
+    """`operator.index`, with -1 for anything that is not an integer."""
+    try:
+        return operator.index(raw)  # type: ignore[arg-type]
+    except TypeError:
+        return -1
+
+
+def _int64s(values: Any) -> np.ndarray | None:
+    """Python ints (or anything with `__index__`) as an int64 array; None if any is not.
+
+    `array.array` converts in C and refuses floats, None and ints beyond int64, which
+    `simulate` treats as no device or no op; about twice as fast as `np.asarray`.
+    """
+    if isinstance(values, np.ndarray):
+        ok = values.ndim == 1 and (values.dtype.kind in "iu" or values.size == 0)
+        return values.astype(np.int64) if ok else None
+    try:
+        return np.array(array.array("q", values), dtype=np.int64)
+    except (TypeError, OverflowError, ValueError):
+        return None
+
+
+def _order_arrays(order: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """A `Plan.order` as flat (device position, op) arrays; -1 for a non-integer op."""
+    parts: list[np.ndarray] = []
+    for seq in order:
+        a = _int64s(seq)
+        if a is None:
+            a = np.array([i if 0 <= i < _SAFE_BYTES else -1 for i in map(_index, seq)],
+                         dtype=np.int64)
+        parts.append(a)
+    if not parts:
+        return _EMPTY, _EMPTY
+    lens = [len(a) for a in parts]
+    return np.repeat(np.arange(len(parts), dtype=np.int64), lens), np.concatenate(parts)
+
+
+def evaluator(problem: Problem) -> Evaluator:
+    """The `Evaluator` of `problem`, built on first use and cached on the problem."""
+    cached = problem.__dict__.get("_fastsim")
+    if cached is None:
+        cached = Evaluator(problem)
+        problem.__dict__["_fastsim"] = cached  # frozen, but derived data may be cached
+    return cached  # type: ignore[no-any-return]

@@ -1,0 +1,784 @@
+# mypy: disallow-untyped-defs=False, disallow-untyped-calls=False
+# (numba types these functions from the arrays they are given)
+"""The compiled simulator: `planner.simulate`'s event loop and memory rules over arrays.
+
+Every step mirrors `simulate._Run.execute` (and `_static_bytes`, `_liveness`) in the same
+order of floating-point operations, so times come out bit-identical. Events carry unique
+keys, so any queue that pops in (time, key) order replays the reference exactly.
+
+All jitted code lives in this one file on purpose: numba's on-disk cache checks only the
+defining file's timestamp, so a caller cached here would keep a stale copy of a callee
+edited in another file.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit  # type: ignore[import-untyped]
+
+INF = np.inf
+#: helpers that allocate nothing compile without numba's reference counting: otherwise
+#: every call increments and decrements each array argument atomically, which made the
+#: queues below 20x slower
+_leaf = njit(cache=True, _nrt=False)
+# violation bits, in `simulate.KINDS` order
+UNPLACED, ORDER, PIN, COLOCATION, UNRUNNABLE, NO_LINK, MEMORY = 1, 2, 4, 8, 16, 32, 256
+RETRY = 1 << 20  # an assumption of the fast path failed: ask the reference instead
+# how per-device sequences are given
+DISPATCH, GIVEN, PRIORITY = 0, 1, 2
+
+
+# -- queues: plain arrays (numba has no fast heap of tuples). Heap branches mispredict about
+# half the time, so pops walk the hole down with a select and sift the last item up from
+# the leaf (bottom-up heapsort's trick).
+
+
+@_leaf
+def ev_push(ht, hk, size, t, k):
+    """Push (t, k) onto the (time, key) heap of `size` items; return the new size."""
+    c = size
+    while c > 0:
+        p = (c - 1) >> 1
+        if ht[p] < t or (ht[p] == t and hk[p] < k):
+            break
+        ht[c] = ht[p]
+        hk[c] = hk[p]
+        c = p
+    ht[c] = t
+    hk[c] = k
+    return size + 1
+
+
+@_leaf
+def ev_pop(ht, hk, size):
+    """Remove the smallest (time, key) from a heap of `size` items; return its key."""
+    top = hk[0]
+    size -= 1
+    t, k = ht[size], hk[size]
+    c = 0
+    while True:
+        a = 2 * c + 1
+        if a >= size:
+            break
+        if a + 1 < size:
+            b = a + 1
+            a += (ht[b] < ht[a]) | ((ht[b] == ht[a]) & (hk[b] < hk[a]))
+        ht[c] = ht[a]
+        hk[c] = hk[a]
+        c = a
+    while c > 0:
+        p = (c - 1) >> 1
+        if ht[p] < t or (ht[p] == t and hk[p] < k):
+            break
+        ht[c] = ht[p]
+        hk[c] = hk[p]
+        c = p
+    ht[c] = t
+    hk[c] = k
+    return top
+
+
+@_leaf
+def kpush(h, lo, size, key):
+    """Push an int64 key onto the heap in h[lo:lo + size]; return the new size."""
+    c = size
+    while c > 0:
+        p = (c - 1) >> 1
+        if h[lo + p] < key:
+            break
+        h[lo + c] = h[lo + p]
+        c = p
+    h[lo + c] = key
+    return size + 1
+
+
+@_leaf
+def kpop(h, lo, size):
+    """Remove and return the smallest key of the heap in h[lo:lo + size] (bottom-up)."""
+    top = h[lo]
+    size -= 1
+    key = h[lo + size]
+    c = 0
+    while True:
+        a = 2 * c + 1
+        if a >= size:
+            break
+        if a + 1 < size:
+            a += h[lo + a + 1] < h[lo + a]
+        h[lo + c] = h[lo + a]
+        c = a
+    while c > 0:
+        p = (c - 1) >> 1
+        if h[lo + p] < key:
+            break
+        h[lo + c] = h[lo + p]
+        c = p
+    h[lo + c] = key
+    return top
+
+
+@_leaf
+def _cq_less(a, b, ft, fk, fh):
+    """Whether channel a's head event comes before channel b's, by (time, key)."""
+    ta, tb = ft[fh[a]], ft[fh[b]]
+    return ta < tb or (ta == tb and fk[fh[a]] < fk[fh[b]])
+
+
+@_leaf
+def _cq_up(hh, hp, pos, ft, fk, fh):
+    c = hh[pos]
+    while pos > 0:
+        p = (pos - 1) >> 1
+        if _cq_less(hh[p], c, ft, fk, fh):
+            break
+        hh[pos] = hh[p]
+        hp[hh[pos]] = pos
+        pos = p
+    hh[pos] = c
+    hp[c] = pos
+
+
+@_leaf
+def _cq_down(hh, hp, size, ft, fk, fh):
+    c = hh[0]
+    pos = 0
+    while True:
+        a = 2 * pos + 1
+        if a >= size:
+            break
+        if a + 1 < size and _cq_less(hh[a + 1], hh[a], ft, fk, fh):
+            a += 1
+        if _cq_less(c, hh[a], ft, fk, fh):
+            break
+        hh[pos] = hh[a]
+        hp[hh[pos]] = pos
+        pos = a
+    hh[pos] = c
+    hp[c] = pos
+
+
+@_leaf
+def _cq_push(ft, fk, fh, ftl, hh, hp, hn, c, t, k):
+    """Append event (t, k) to channel c; return the number of non-empty channels.
+
+    A channel is a FIFO in ft/fk[fh[c]:ftl[c]] kept in (time, key) order; `hh` is a heap
+    of the non-empty channels by head event, `hp` each channel's place in it. Returns -1,
+    appending nothing, if (t, k) would not come last.
+    """
+    q = ftl[c]
+    if q > fh[c] and (ft[q - 1] > t or (ft[q - 1] == t and fk[q - 1] > k)):
+        return -1
+    ft[q] = t
+    fk[q] = k
+    ftl[c] = q + 1
+    if q == fh[c]:
+        hh[hn] = c
+        _cq_up(hh, hp, hn, ft, fk, fh)
+        return hn + 1
+    return hn
+
+
+@_leaf
+def _cq_pop(ft, fk, fh, ftl, hh, hp, hn):
+    """Remove the earliest event of all channels; return its key and the new `hn`."""
+    c = hh[0]
+    k = fk[fh[c]]
+    fh[c] += 1
+    if fh[c] == ftl[c]:
+        hn -= 1
+        if hn > 0:
+            hh[0] = hh[hn]
+            _cq_down(hh, hp, hn, ft, fk, fh)
+    elif hn > 1:
+        _cq_down(hh, hp, hn, ft, fk, fh)
+    return k, hn
+
+
+@_leaf
+def sq_push(q, ht, hk, ft, fk, fh, ftl, hh, hp, c, t, k):
+    """Static order's event queue: (t, k) to channel c, or to the heap when out of order.
+
+    A device's completions come in time order under a static order (its next op cannot
+    end before its last), so they queue in a FIFO per device (channel m: the unplaced, at
+    `inf`). Only ties out of key order (zero-time ops) take the heap. `q` holds the
+    sizes: q[1] heap items, q[3] non-empty channels.
+    """
+    r = _cq_push(ft, fk, fh, ftl, hh, hp, q[3], c, t, k)
+    if r < 0:
+        q[1] = ev_push(ht, hk, q[1], t, k)
+    else:
+        q[3] = r
+
+
+@_leaf
+def sq_first(q, ht, hk, ft, fk, fh, hh):
+    """Whether the static queue's next event is a channel's (else the heap's)."""
+    if q[3] == 0:
+        return False
+    if q[1] == 0:
+        return True
+    e = fh[hh[0]]
+    return ft[e] < ht[0] or (ft[e] == ht[0] and fk[e] < hk[0])
+
+
+@_leaf
+def sq_time(q, ht, hk, ft, fk, fh, hh):
+    """The time of the static queue's next event (`inf` when it is empty)."""
+    if sq_first(q, ht, hk, ft, fk, fh, hh):
+        return ft[fh[hh[0]]]
+    return ht[0] if q[1] else INF
+
+
+@_leaf
+def sq_pop(q, ht, hk, ft, fk, fh, ftl, hh, hp):
+    """Remove the static queue's next event; return its key."""
+    if sq_first(q, ht, hk, ft, fk, fh, hh):
+        k, q[3] = _cq_pop(ft, fk, fh, ftl, hh, hp, q[3])
+        return k
+    k = ev_pop(ht, hk, q[1])
+    q[1] -= 1
+    return k
+
+
+# -- memory: `simulate._static_bytes` and the peaks of `simulate._liveness` ----------------
+
+
+@njit(cache=True)
+def static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp):
+    """Per device: params and outputs of its ops, each copy it receives, its largest temp.
+
+    Unplaced ops (-1) and the edges touching them are ignored.
+    """
+    mem = np.zeros(m, np.int64)
+    big = np.zeros(m, np.int64)
+    best = np.full(m, -1, np.int64)
+    touched = np.empty(m, np.int64)
+    for i in range(place.shape[0]):
+        d = place[i]
+        if d < 0:
+            continue
+        mem[d] += params[i] + output[i]
+        if temp[i] > big[d]:
+            big[d] = temp[i]
+        nt = 0
+        for k in range(succ_ptr[i], succ_ptr[i + 1]):
+            dj = place[succ_dst[k]]
+            if dj < 0 or dj == d:
+                continue
+            if best[dj] < 0:
+                touched[nt] = dj
+                nt += 1
+            if succ_bytes[k] > best[dj]:
+                best[dj] = succ_bytes[k]
+        for q in range(nt):
+            dj = touched[q]
+            mem[dj] += best[dj]
+            best[dj] = -1
+    return mem + big
+
+
+@njit(cache=True)
+def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output, temp,
+                   tr_i, tr_t):
+    """Per device, the highest level of live bytes over a run (buffers on [alloc, free)).
+
+    Params are live from t = 0; an op's output from its start to the last end of its
+    consumers on its device (never freed without one), its temp from start to end; a
+    received copy from its transfer's start to the last end of its consumers there. A
+    buffer freed when it is allocated never counts. At one instant frees and allocations
+    net out, so the peak is the highest level after an instant.
+
+    No sort: a device runs its ops one after another (`run`), so their starts and ends
+    come in that order, and every free happens at the end of an op on the device (the
+    buffer's last consumer there). Copies arrive in start order except under `link`
+    contention, where an insertion sort puts the few stragglers back.
+    """
+    n = place.shape[0]
+    n_tr = tr_i.shape[0]
+    up = np.zeros(n, np.int64)  # bytes allocated at start[i]
+    down = np.zeros(n, np.int64)  # bytes freed at end[i]
+    base = np.zeros(m, np.int64)
+    for i in range(n):
+        d = place[i]
+        if d < 0:
+            continue
+        base[d] += params[i]
+        if not np.isfinite(start[i]):
+            continue
+        last = _last_consumer(i, d, place, end, succ_ptr, succ_dst)
+        _account(up, down, i, last, output[i], start[i], end)
+        _account(up, down, i, i, temp[i], start[i], end)
+    # copies per destination, in start order
+    c_ptr = np.zeros(m + 1, np.int64)
+    for r in range(n_tr):
+        c_ptr[tr_i[r, 2] + 1] += 1
+    for d in range(m):
+        c_ptr[d + 1] += c_ptr[d]
+    fill = c_ptr[:m].copy()
+    c_t = np.empty(n_tr)
+    c_b = np.zeros(n_tr, np.int64)
+    for r in range(n_tr):
+        d = tr_i[r, 2]
+        alloc = tr_t[r, 0]
+        last = _last_consumer(tr_i[r, 0], d, place, end, succ_ptr, succ_dst)
+        free = end[last] if last >= 0 else -1.0
+        size = 0
+        if tr_i[r, 3] > 0 and np.isfinite(alloc) and free > alloc:
+            size = tr_i[r, 3]
+            if np.isfinite(free):
+                down[last] += size
+        q = fill[d]
+        fill[d] += 1
+        while q > c_ptr[d] and c_t[q - 1] > alloc:  # insertion sort (link contention)
+            c_t[q] = c_t[q - 1]
+            c_b[q] = c_b[q - 1]
+            q -= 1
+        c_t[q] = alloc
+        c_b[q] = size
+    # ops per device in the order they ran
+    o_ptr = np.zeros(m + 1, np.int64)
+    for i in run:
+        o_ptr[place[i] + 1] += 1
+    for d in range(m):
+        o_ptr[d + 1] += o_ptr[d]
+    fill = o_ptr[:m].copy()
+    ops = np.empty(run.shape[0], np.int64)
+    for i in run:
+        ops[fill[place[i]]] = i
+        fill[place[i]] += 1
+    peak = base.copy()
+    for d in range(m):
+        level = base[d]
+        a, f, c = o_ptr[d], o_ptr[d], c_ptr[d]
+        a_end, c_end = o_ptr[d + 1], c_ptr[d + 1]
+        while a < a_end or f < a_end or c < c_end:
+            t = INF
+            if a < a_end:
+                t = start[ops[a]]
+            if f < a_end and end[ops[f]] < t:
+                t = end[ops[f]]
+            if c < c_end and c_t[c] < t:
+                t = c_t[c]
+            if t == INF:
+                break  # what remains never happens
+            while a < a_end and start[ops[a]] == t:
+                level += up[ops[a]]
+                a += 1
+            while f < a_end and end[ops[f]] == t:
+                level -= down[ops[f]]
+                f += 1
+            while c < c_end and c_t[c] == t:
+                level += c_b[c]
+                c += 1
+            if level > peak[d]:
+                peak[d] = level
+    return peak
+
+
+@_leaf
+def _last_consumer(i, d, place, end, succ_ptr, succ_dst):
+    """The consumer of op i on device d that ends last (-1: none there)."""
+    last = -1
+    for q in range(succ_ptr[i], succ_ptr[i + 1]):
+        j = succ_dst[q]
+        if place[j] == d and (last < 0 or end[j] > end[last]):
+            last = j
+    return last
+
+
+@_leaf
+def _account(up, down, i, last, size, alloc, end):
+    """Count a buffer of op i freed at the end of op `last`, as `simulate._liveness`
+    keeps it: some bytes, allocated, and freed after it is allocated (or never)."""
+    free = end[last] if last >= 0 else INF
+    if size <= 0 or not free > alloc:
+        return
+    up[i] += size
+    if np.isfinite(free):
+        down[last] += size
+
+
+# -- the event loop --------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _sequences(place, m, kind, ord_dev, ord_op, topo):
+    """Per-device sequences as (ops, offsets) and the `order` bit if entries were dropped.
+
+    GIVEN: `simulate._normalize_order` (entries as (device position, op), op -1 when not an
+    integer); PRIORITY: `ord_op` lists ops in priority order, each device keeps its own.
+    """
+    n = place.shape[0]
+    listed = np.zeros(n, np.bool_)
+    pick_d = np.empty(n, np.int64)
+    pick_i = np.empty(n, np.int64)
+    cnt = 0
+    bad = 0
+    for k in range(ord_op.shape[0]):
+        i = ord_op[k]
+        d = ord_dev[k] if kind == GIVEN else (place[i] if 0 <= i < n else -1)
+        if i < 0 or i >= n:
+            bad = ORDER
+        elif d >= m:
+            bad = ORDER
+        elif place[i] < 0:
+            continue
+        elif place[i] != d or listed[i]:
+            bad = ORDER
+        else:
+            listed[i] = True
+            pick_d[cnt] = d
+            pick_i[cnt] = i
+            cnt += 1
+    for q in range(n):
+        i = topo[q]
+        if place[i] >= 0 and not listed[i]:
+            bad = ORDER
+            pick_d[cnt] = place[i]
+            pick_i[cnt] = i
+            cnt += 1
+    ptr = np.zeros(m + 1, np.int64)
+    for q in range(cnt):
+        ptr[pick_d[q] + 1] += 1
+    for d in range(m):
+        ptr[d + 1] += ptr[d]
+    fill = ptr[:m].copy()
+    seq = np.empty(cnt, np.int64)
+    for q in range(cnt):
+        d = pick_d[q]
+        seq[fill[d]] = pick_i[q]
+        fill[d] += 1
+    return seq, ptr, bad
+
+
+@_leaf
+def _checks(place, m, dur, pins, grp_ptr, grp_ops):
+    """The bits of the rules a placement breaks before anything runs."""
+    bad = 0
+    for i in range(place.shape[0]):
+        d = place[i]
+        if d < 0:
+            bad |= UNPLACED
+        else:
+            if pins[i] >= 0 and pins[i] != d:
+                bad |= PIN
+            if dur[i] == INF:
+                bad |= UNRUNNABLE
+    for g in range(grp_ptr.shape[0] - 1):
+        first = -1
+        for q in range(grp_ptr[g], grp_ptr[g + 1]):
+            d = place[grp_ops[q]]
+            if d < 0:
+                continue
+            if first < 0:
+                first = d
+            elif d != first:
+                bad |= COLOCATION
+    return bad
+
+
+@_leaf
+def _try_start(d, seq, ptr, head, free, pending, ready, dur, start, end, run, cnt,
+               ht, hk, ft, fk, fh, ftl, hh, hp, pos):
+    """Static order: start every head of `d`'s sequence whose inputs are all known.
+
+    Its completions go to the static queue (`sq_push`).
+    """
+    k = head[d]
+    f = free[d]
+    while k < ptr[d + 1]:
+        i = seq[k]
+        if pending[i]:
+            break
+        s = max(f, ready[i])
+        f = s + dur[i]
+        start[i] = s
+        end[i] = f
+        run[cnt[0]] = i
+        cnt[0] += 1
+        sq_push(cnt, ht, hk, ft, fk, fh, ftl, hh, hp, d, f, pos[i])
+        k += 1
+    head[d] = k
+    free[d] = f
+
+
+@njit(cache=True)
+def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, pending,
+            succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap):
+    """Run one simulation; see `simulate._Run.execute`, which this follows line by line.
+
+    Returns start, end, the ops in the order they started (all devices interleaved; a
+    device's order is its subsequence), the transfers (src op, src device, dst device,
+    bytes, start, end), and the `no_link`, `order` (deadlock) and `RETRY` bits.
+
+    Dynamic dispatch pops (ready time, -upward rank, index), the reference's key. An op
+    enters its device's queue at the instant it becomes ready, so the ready times in a
+    queue only grow: the key is then one int64, (instant number << 32) | `rank` (the
+    op's place in (-upward rank, index) order). Ops without inputs are ready at t = 0 in
+    rank order, so they wait in a sorted list (`sources`) rather than in the heap.
+    """
+    n = place.shape[0]
+    start = np.full(n, INF)
+    end = np.full(n, INF)
+    ready = np.zeros(n)
+    run = np.empty(n, np.int64)
+    cnt = np.zeros(4, np.int64)  # ops started, heap items, transfers, non-empty channels
+    # dynamic: one (time, key) heap; static: a channel per device and one for the unplaced
+    ht = np.empty(2 * n + 1)
+    hk = np.empty(2 * n + 1, np.int64)
+    ft = np.empty(0 if dynamic else n)
+    fk = np.empty(0 if dynamic else n, np.int64)
+    # channels: head and tail in ht/hk, a heap of the non-empty ones, their place in it
+    fh = np.zeros(m + 1, np.int64)
+    ftl = np.zeros(m + 1, np.int64)
+    hh = np.zeros(m + 1, np.int64)
+    hp = np.zeros(m + 1, np.int64)
+    tr_i = np.empty((tr_cap, 4), np.int64)
+    tr_t = np.empty((tr_cap, 2))
+    link_free = np.zeros(m * m)
+    chan_free = np.zeros(m)
+    best = np.full(m, -1, np.int64)
+    arrive = np.zeros(m)
+    touched = np.empty(m, np.int64)
+    head = ptr[:m].copy()
+    free = np.zeros(m)
+    idle = np.ones(m, np.bool_)
+    # dynamic: per device, a heap of keys in its slice of qh and a list of sources
+    qh = np.empty(n, np.int64)
+    qlo = np.zeros(m, np.int64)
+    qn = np.zeros(m, np.int64)
+    src = np.empty(sources.shape[0], np.int64)
+    s_at = np.zeros(m + 1, np.int64)
+    s_end = np.zeros(m, np.int64)
+    instant = 0
+    dirty = np.empty(m, np.int64)
+    is_dirty = np.zeros(m, np.bool_)
+    nd = 0
+    bad = 0
+    if dynamic:
+        for i in range(n):
+            if place[i] >= 0 and place[i] + 1 < m:
+                qlo[place[i] + 1] += 1
+        for d in range(1, m):
+            qlo[d] += qlo[d - 1]
+    if not dynamic:
+        for i in range(n):
+            if place[i] >= 0:
+                fh[place[i] + 1] += 1
+        for c in range(1, m + 1):
+            fh[c] += fh[c - 1]
+        ftl[:] = fh
+    t = 0.0
+    for q in range(n):
+        i = topo[q]
+        if place[i] < 0:
+            if dynamic:
+                cnt[1] = ev_push(ht, hk, cnt[1], INF, q)
+            else:
+                sq_push(cnt, ht, hk, ft, fk, fh, ftl, hh, hp, m, INF, q)
+    if dynamic:
+        for i in sources:
+            if place[i] >= 0:
+                s_at[place[i] + 1] += 1
+        for d in range(m):
+            s_at[d + 1] += s_at[d]
+        s_end[:] = s_at[:m]
+        for i in sources:
+            d = place[i]
+            if d >= 0:
+                src[s_end[d]] = i
+                s_end[d] += 1
+        for d in range(m):
+            if s_end[d] > s_at[d]:
+                dirty[nd] = d
+                nd += 1
+                is_dirty[d] = True
+    else:
+        for d in range(m):
+            _try_start(d, seq, ptr, head, free, pending, ready, dur, start, end, run, cnt,
+                       ht, hk, ft, fk, fh, ftl, hh, hp, pos)
+    while cnt[1] or cnt[3] or nd:
+        if not nd and ((cnt[1] and ht[0] != t) if dynamic else
+                       sq_time(cnt, ht, hk, ft, fk, fh, hh) != t):
+            t = ht[0] if dynamic else sq_time(cnt, ht, hk, ft, fk, fh, hh)
+            instant += 1
+        while (cnt[1] and ht[0] == t) if dynamic else (
+                (cnt[1] or cnt[3]) and sq_time(cnt, ht, hk, ft, fk, fh, hh) == t):
+            if dynamic:
+                key = ev_pop(ht, hk, cnt[1])
+                cnt[1] -= 1
+            else:
+                key = sq_pop(cnt, ht, hk, ft, fk, fh, ftl, hh, hp)
+            if key >= n:  # dynamic: op key - n becomes ready now
+                j = key - n
+                d = place[j]
+                qn[d] = kpush(qh, qlo[d], qn[d], (instant << 32) | rank[j])
+                if not is_dirty[d]:
+                    is_dirty[d] = True
+                    dirty[nd] = d
+                    nd += 1
+                continue
+            i = topo[key]
+            di = place[i]
+            if dynamic and di >= 0:
+                idle[di] = True
+                if not is_dirty[di]:
+                    is_dirty[di] = True
+                    dirty[nd] = di
+                    nd += 1
+            lo, hi = succ_ptr[i], succ_ptr[i + 1]
+            if lo == hi:
+                continue
+            nt = 0
+            for k in range(lo, hi):
+                dj = place[succ_dst[k]]
+                if dj != di and dj >= 0:
+                    b = succ_bytes[k]
+                    cur = best[dj]
+                    if cur < 0:
+                        best[dj] = b
+                        touched[nt] = dj
+                        nt += 1
+                    elif b > cur:
+                        best[dj] = b
+            if nt:
+                for a in range(1, nt):  # insertion sort: m is small
+                    x = touched[a]
+                    c = a
+                    while c > 0 and touched[c - 1] > x:
+                        touched[c] = touched[c - 1]
+                        c -= 1
+                    touched[c] = x
+                for q in range(nt):
+                    dj = touched[q]
+                    b = best[dj]
+                    best[dj] = -1
+                    if di < 0 or t == INF:
+                        arrive[dj] = INF
+                        continue
+                    lt = lat[di, dj]
+                    if lt == INF:
+                        arrive[dj] = INF
+                        bad |= NO_LINK
+                        continue
+                    dt = lt + b * inv[di, dj]
+                    if mode == 0:
+                        s = t
+                    elif mode == 1:
+                        lk = di * m + dj
+                        s = max(link_free[lk], t)
+                        link_free[lk] = s + dt
+                    else:
+                        s = max(max(chan_free[di], chan_free[dj]), t)
+                        chan_free[di] = s + dt
+                        chan_free[dj] = s + dt
+                    fin = s + dt
+                    arrive[dj] = fin
+                    r = cnt[2]
+                    tr_i[r, 0] = i
+                    tr_i[r, 1] = di
+                    tr_i[r, 2] = dj
+                    tr_i[r, 3] = b
+                    tr_t[r, 0] = s
+                    tr_t[r, 1] = fin
+                    cnt[2] = r + 1
+            for k in range(lo, hi):
+                j = succ_dst[k]
+                dj = place[j]
+                a = t if dj == di else arrive[dj]
+                ready[j] = max(ready[j], a)
+                pending[j] -= 1
+                if pending[j] or dj < 0:
+                    continue
+                if not dynamic:
+                    if seq[head[dj]] == j:
+                        _try_start(dj, seq, ptr, head, free, pending, ready, dur, start, end,
+                                   run, cnt, ht, hk, ft, fk, fh, ftl, hh, hp, pos)
+                elif ready[j] <= t:
+                    if ready[j] != t:  # a transfer that ends before it starts
+                        bad |= RETRY
+                    qn[dj] = kpush(qh, qlo[dj], qn[dj], (instant << 32) | rank[j])
+                    if not is_dirty[dj]:
+                        is_dirty[dj] = True
+                        dirty[nd] = dj
+                        nd += 1
+                else:
+                    cnt[1] = ev_push(ht, hk, cnt[1], ready[j], n + j)
+        for q in range(nd):
+            d = dirty[q]
+            is_dirty[d] = False
+            if idle[d] and (qn[d] or s_at[d] < s_end[d]):
+                # a source's key is its rank (instant 0)
+                if s_at[d] < s_end[d] and (qn[d] == 0 or rank[src[s_at[d]]] < qh[qlo[d]]):
+                    i = src[s_at[d]]
+                    s_at[d] += 1
+                else:
+                    i = byrank[kpop(qh, qlo[d], qn[d]) & 0xFFFFFFFF]
+                    qn[d] -= 1
+                idle[d] = False
+                start[i] = t
+                f = t + dur[i]
+                end[i] = f
+                run[cnt[0]] = i
+                cnt[0] += 1
+                cnt[1] = ev_push(ht, hk, cnt[1], f, pos[i])
+        nd = 0
+    if not dynamic:
+        for d in range(m):
+            if head[d] < ptr[d + 1]:
+                bad |= ORDER  # the static order deadlocked
+    r = cnt[2]
+    return start, end, run[:cnt[0]], tr_i[:r], tr_t[:r], bad
+
+
+@njit(cache=True, nogil=True)  # lets a search's threads overlap evaluations
+def evaluate(place_in, m, compute, kind, ord_dev, ord_op, full, liveness, rank, byrank,
+             sources, topo, pos, pred_count, succ_ptr, succ_dst, succ_bytes, lat, inv, mode,
+             tr_cap, pins, grp_ptr, grp_ops, params, output, temp, caps):
+    """Simulate one placement (and order); see `planner.fastsim.Evaluator`.
+
+    With `full` false, stops at the first broken rule found before running (the makespan
+    is then `inf`). Returns (violation bits, makespan, start, end, run order, transfer
+    ints, transfer times, static bytes, peak bytes).
+    """
+    n = place_in.shape[0]
+    place = np.empty(n, np.int64)
+    dur = np.empty(n)
+    for i in range(n):
+        d = place_in[i]
+        place[i] = d if 0 <= d < m else -1
+        dur[i] = compute[i, d] if 0 <= d < m else INF
+    bad = _checks(place, m, dur, pins, grp_ptr, grp_ops)
+    if kind == DISPATCH:
+        seq, ptr = np.zeros(0, np.int64), np.zeros(m + 1, np.int64)
+    else:
+        seq, ptr, obad = _sequences(place, m, kind, ord_dev, ord_op, topo)
+        bad |= obad
+    if full or not liveness:
+        static = static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp)
+    else:  # a liveness makespan needs no static figure
+        static = np.zeros(m, np.int64)
+    if not liveness:
+        for d in range(m):
+            if static[d] > caps[d]:
+                bad |= MEMORY
+    if bad and not full:
+        z = np.zeros(0, np.int64)
+        return (bad, INF, np.zeros(0), np.zeros(0), z, np.zeros((0, 4), np.int64),
+                np.zeros((0, 2)), static, static)
+    start, end, run, tr_i, tr_t, rbad = execute(
+        place, m, dur, seq, ptr, kind == DISPATCH, rank, byrank, sources, topo, pos,
+        pred_count.copy(), succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap)
+    bad |= rbad
+    peak = static
+    if liveness:
+        peak = liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output,
+                              temp, tr_i, tr_t)
+        for d in range(m):
+            if peak[d] > caps[d]:
+                bad |= MEMORY
+    makespan = 0.0
+    for i in range(n):
+        if end[i] > makespan:
+            makespan = end[i]
+    return bad, makespan, start, end, run, tr_i, tr_t, static, peak
