@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,12 +80,12 @@ def row(name: str, ref: Callable[[int], float], fast: Callable[[int], float],
         ks = range(lo, min(lo + BLOCK, count))
         want = []
         for k in ks:
-            c, w, a = timed(lambda: ref(k))
+            c, w, a = timed(lambda k=k: ref(k))
             cpu_r.append(c)
             wall_r.append(w)
             want.append(a)
         for k, a in zip(ks, want):
-            c, w, b = timed(lambda: fast(k))
+            c, w, b = timed(lambda k=k: fast(k))
             cpu_f.append(c)
             wall_f.append(w)
             assert a == b, (name, k, a, b)
@@ -151,12 +152,12 @@ def main() -> int:
             lambda k, ev=ev: ev.makespan(arrays[k]), count)
         orders = [tuple(tuple(s.tolist()) for s in ev.run(a).order) for a in arrays]
 
-        def ref_order(k: int, p: Problem = p) -> float:
+        def ref_order(k: int, p: Problem = p, orders: list[Any] = orders) -> float:
             r = simulate(p, Plan(places[k], orders[k]))
             return r.makespan_s if r.feasible else math.inf
 
         row(f"makespan, given order ({label})", ref_order,
-            lambda k, ev=ev: ev.makespan(places[k], orders[k]), count)
+            lambda k, ev=ev, orders=orders: ev.makespan(places[k], orders[k]), count)
         row(f"full timing: `run` vs `simulate` ({label})",
             lambda k, p=p: simulate(p, Plan(places[k])).makespan_s,
             lambda k, ev=ev: ev.run(places[k]).makespan_s, count)

@@ -21,10 +21,19 @@ import pytest
 
 import planner
 from planner import algorithms, fastsim
-from planner.fastsim import Evaluator, FastResult, evaluator, prepare
 from planner.errors import InfeasibleError
-from planner.model import CONTENTIONS, MEMORY_MODELS, Cluster, Device, Edge, Graph, Link, Op
-from planner.model import Problem
+from planner.fastsim import Evaluator, FastResult, evaluator, prepare
+from planner.model import (
+    CONTENTIONS,
+    MEMORY_MODELS,
+    Cluster,
+    Device,
+    Edge,
+    Graph,
+    Link,
+    Op,
+    Problem,
+)
 from planner.plan import Plan
 from planner.simulate import SimResult, simulate
 

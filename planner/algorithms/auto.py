@@ -8,7 +8,8 @@ on small graphs.
 2. With more than one device and a time limit above 0: `search.improve` from that plan
    (name-prefix groups, then units; the simulator is the objective) for a budget of moves
    worth the time limit (`SEARCH_SHARE` of it when CP-SAT follows), stopping early once
-   `max(STALL_MIN, budget // STALL_DIVISOR)` moves in a row found nothing better: a search
+   `min(STALL_MAX, max(STALL_MIN, budget // STALL_DIVISOR))` moves in a row found nothing
+   better: a search
    that has stopped paying does not spend the user's time. On Baechi's GNMT graph, where
    every heuristic is slower than one GPU, this is what finds a faster multi-GPU plan.
 3. When the graph has at most `CPSAT_MAX_OPS` ops, more than one device, and
@@ -54,8 +55,10 @@ log = logging.getLogger("planner")
 CPSAT_MAX_OPS = 100
 #: the share of the time limit the search gets when the CP-SAT phase follows
 SEARCH_SHARE = 0.3
-#: the search stops after max(STALL_MIN, budget // STALL_DIVISOR) moves without a better plan
+#: the search stops after min(STALL_MAX, max(STALL_MIN, budget // STALL_DIVISOR)) moves
+#: without a better plan
 STALL_MIN = 200
+STALL_MAX = 2000
 STALL_DIVISOR = 5
 #: CP-SAT runs only when the time limit is at least this (seconds)
 CPSAT_MIN_S = 0.5
@@ -96,7 +99,7 @@ def place(problem: Problem, options: Options) -> Solution:
             options.progress(0.3, "auto: search")
         try:
             found = improve(problem, ranked, options, budget,
-                            stall=max(STALL_MIN, budget // STALL_DIVISOR))
+                            stall=min(STALL_MAX, max(STALL_MIN, budget // STALL_DIVISOR)))
         except Interrupted as stop:
             raise Interrupted(stop.solution) from None
         sim = simulate(problem, found.plan)

@@ -308,7 +308,7 @@ class Evaluator:
 
     def _reference(self, placement: Any, order: Any, priority: Any) -> FastResult:
         if priority is not None:
-            place, bad = self._placement(placement)
+            place, _ = self._placement(placement)
             p = self._priority(priority)
             order = tuple(tuple(int(i) for i in p if place[i] == d) for d in range(self.m))
         r = simulate(self.problem, Plan(tuple(placement), order))

@@ -1,3 +1,4 @@
+# ruff: noqa: PLR1730, SIM114  (numba kernel: explicit branches on purpose, as in simulate)
 # mypy: disallow-untyped-defs=False, disallow-untyped-calls=False
 # (numba types these functions from the arrays they are given)
 """The compiled simulator: `planner.simulate`'s event loop and memory rules over arrays.
