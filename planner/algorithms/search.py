@@ -34,7 +34,7 @@ results bit for bit about 30x faster (until it is compiled, the first time on a 
 Budget and determinism: the work is counted in moves tried. `--time-limit` is turned into
 a budget of moves from the problem's size alone (`move_budget`), so a given seed
 and limit give the same plan on any machine and at any load; the wall clock is only a
-safety cap at three times the limit (then `info["reason"]` says the plan may differ from
+safety cap at three times the limit plus 5 s (then `info["reason"]` says the plan may differ from
 run to run). Ctrl-C returns the best plan so far (`Interrupted`). Progress reports the best
 makespan as it improves.
 
@@ -284,7 +284,7 @@ def improve(problem: Problem, ranked: Ranked, options: Options, budget: int, *,
     """
     assert ranked.best is not None
     name, first, start_plan = ranked.best
-    deadline = time.monotonic() + SAFETY_FACTOR * budget_seconds(problem, budget) + 1.0
+    deadline = time.monotonic() + SAFETY_FACTOR * budget_seconds(problem, budget) + 5.0
     scorer = Scorer(problem, budget, deadline, progress=options.progress, stall=stall)
     scorer.best, scorer.best_plan = first, start_plan
     start = list(start_plan.placement)
