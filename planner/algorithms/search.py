@@ -34,8 +34,8 @@ results bit for bit about 30x faster (until it is compiled, the first time on a 
 Budget and determinism: the work is counted in moves tried. `--time-limit` is turned into
 a budget of moves from the problem's size alone (`move_budget`), so a given seed
 and limit give the same plan on any machine and at any load; the wall clock is only a
-safety cap at three times the limit plus 5 s (then `info["reason"]` says the plan may differ from
-run to run). Ctrl-C returns the best plan so far (`Interrupted`). Progress reports the best
+safety cap at three times the limit plus 5 s (then `info["reason"]` says the plan may
+differ from run to run). Ctrl-C returns the best plan so far (`Interrupted`). Progress reports the best
 makespan as it improves.
 
 Time: O(budget · (V + E) log V) (one simulation each).
