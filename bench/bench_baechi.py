@@ -79,6 +79,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench_algorithms import table  # this folder is the script's first sys.path entry
+
 from planner.algorithms import Options, get, run
 from planner.io.baechi import load_baechi
 from planner.model import Problem
@@ -293,15 +295,6 @@ class Row:
     @property
     def ratios(self) -> list[float]:
         return [b / p for p, b in zip(self.planner_cpu, self.baechi_cpu)]
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A markdown table with right-aligned cells."""
-    widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(header)]
-    line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |"
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    body = ["| " + " | ".join(c.rjust(w) for c, w in zip(r, widths)) + " |" for r in rows]
-    return "\n".join([line, sep, *body])
 
 
 def load_average() -> str:

@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .model import Device, Graph, Op, Problem
+from .model import Device, Graph, Op, Problem, derived
 
 INF = math.inf
 
@@ -105,11 +105,7 @@ def build_costs(problem: Problem) -> Costs:
 
 def costs(problem: Problem) -> Costs:
     """The cost tables of `problem`, built on first use and cached on the problem."""
-    cached = problem.__dict__.get("_costs")
-    if cached is None:
-        cached = build_costs(problem)
-        problem.__dict__["_costs"] = cached  # frozen, but derived data may be cached
-    return cached  # type: ignore[no-any-return]
+    return derived(problem, "_costs", lambda: build_costs(problem))
 
 
 def static_memory(graph: Graph, placement: Sequence[int], n_devices: int) -> list[int]:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from .cost import INF, costs
 from .errors import Diagnostic, Span
-from .model import Problem
+from .model import Problem, derived
 from .units import format_bytes
 
 __all__ = ["Facts", "Proof", "facts", "proofs", "unit_name"]
@@ -76,11 +76,7 @@ class Facts:
 
 def facts(problem: Problem) -> Facts:
     """The placement facts of `problem`, derived on first use and cached on the problem."""
-    cached = problem.__dict__.get("_facts")
-    if cached is None:
-        cached = _derive(problem)
-        problem.__dict__["_facts"] = cached  # frozen, but derived data may be cached
-    return cached  # type: ignore[no-any-return]
+    return derived(problem, "_facts", lambda: _derive(problem))
 
 
 def _derive(problem: Problem) -> Facts:
@@ -211,11 +207,7 @@ def _model_hint(problem: Problem) -> str:
 
 def proofs(problem: Problem) -> list[Proof]:
     """Every proof that no placement of `problem` is valid (empty when none is found)."""
-    cached = problem.__dict__.get("_proofs")
-    if cached is None:
-        cached = _proofs(problem)
-        problem.__dict__["_proofs"] = cached
-    return list(cached)
+    return list(derived(problem, "_proofs", lambda: _proofs(problem)))
 
 
 def _proofs(problem: Problem) -> tuple[Proof, ...]:

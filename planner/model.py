@@ -8,16 +8,31 @@ integer indices; the name -> index maps are built once. Depends on nothing of ou
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
 
 MemoryModel = Literal["static", "liveness"]
 Contention = Literal["none", "link", "device"]
 MEMORY_MODELS: tuple[str, ...] = ("static", "liveness")
 CONTENTIONS: tuple[str, ...] = ("none", "link", "device")
+
+
+def derived(owner: Any, key: str, build: Callable[[], T]) -> T:
+    """`build()`, computed once per `owner` (a frozen `Graph` or `Problem`) and cached on it.
+
+    The model is immutable, so anything computed from it alone (cost tables, placement
+    facts, ranks, a scheduler's dense arrays) may be kept beside it under `key`; objects
+    made by `dataclasses.replace` start with no cache.
+    """
+    cache = owner.__dict__
+    if key not in cache:
+        cache[key] = build()
+    return cache[key]  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)

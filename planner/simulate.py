@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .cost import INF, costs, static_memory
-from .model import Graph, Op, Problem
+from .model import Graph, Op, Problem, derived
 from .plan import Plan
 from .units import format_bytes, format_seconds
 
@@ -153,11 +153,7 @@ def upward_rank(problem: Problem) -> tuple[float, ...]:
     mean latency + bytes * mean seconds per byte). Cached on the problem: it does not
     depend on the placement.
     """
-    cached = problem.__dict__.get("_upward_rank")
-    if cached is None:
-        cached = _upward_rank(problem)
-        problem.__dict__["_upward_rank"] = cached  # frozen, but derived data may be cached
-    return cached  # type: ignore[no-any-return]
+    return derived(problem, "_upward_rank", lambda: _upward_rank(problem))
 
 
 def _upward_rank(problem: Problem) -> tuple[float, ...]:
@@ -765,23 +761,23 @@ class _GraphTables:
 
 
 def _tables(graph: Graph) -> _GraphTables:
-    cached = graph.__dict__.get("_sim_tables")
-    if cached is None:
-        edges, ops = graph.edges, graph.ops
-        pos = [0] * len(ops)
-        for k, i in enumerate(graph.topological_order):
-            pos[i] = k
-        e_dst = [e.dst for e in edges]
-        cached = _GraphTables(
-            e_dst, [e.bytes for e in edges], pos,
-            np.array([e.src for e in edges], dtype=np.int64),
-            np.array(e_dst, dtype=np.int64),
-            np.array([op.params_bytes for op in ops], dtype=np.int64),
-            np.array([op.output_bytes for op in ops], dtype=np.int64),
-            np.array([op.temp_bytes for op in ops], dtype=np.int64),
-        )
-        graph.__dict__["_sim_tables"] = cached  # frozen, but derived data may be cached
-    return cached  # type: ignore[no-any-return]
+    return derived(graph, "_sim_tables", lambda: _build_tables(graph))
+
+
+def _build_tables(graph: Graph) -> _GraphTables:
+    edges, ops = graph.edges, graph.ops
+    pos = [0] * len(ops)
+    for k, i in enumerate(graph.topological_order):
+        pos[i] = k
+    e_dst = [e.dst for e in edges]
+    return _GraphTables(
+        e_dst, [e.bytes for e in edges], pos,
+        np.array([e.src for e in edges], dtype=np.int64),
+        np.array(e_dst, dtype=np.int64),
+        np.array([op.params_bytes for op in ops], dtype=np.int64),
+        np.array([op.output_bytes for op in ops], dtype=np.int64),
+        np.array([op.temp_bytes for op in ops], dtype=np.int64),
+    )
 
 
 # -- JSON report ----------------------------------------------------------------------

@@ -57,7 +57,7 @@ from typing import Any
 from ..cost import INF, StaticMemoryTracker, costs
 from ..errors import InfeasibleError
 from ..facts import facts
-from ..model import Problem
+from ..model import Problem, derived
 from ..plan import Plan
 from ..simulate import simulate
 from .base import Solution, Status
@@ -123,10 +123,7 @@ class Instance:
     def of(cls, problem: Problem) -> Instance:
         """The instance of `problem`, built on first use and cached on the problem: every
         list scheduler reads it and none changes it, so `auto`'s candidates share one."""
-        cached = problem.__dict__.get("_instance")
-        if cached is None:
-            cached = problem.__dict__["_instance"] = cls(problem)
-        return cached  # type: ignore[no-any-return]
+        return derived(problem, "_instance", lambda: cls(problem))
 
     def mean_comm(self, nbytes: int) -> float:
         """Mean transfer time of `nbytes` over the cluster's links (`cost.Costs.mean_transfer`)."""

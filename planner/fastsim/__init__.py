@@ -40,7 +40,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..cost import costs
-from ..model import Cluster, Device, Edge, Graph, Op, Problem
+from ..model import Cluster, Device, Edge, Graph, Op, Problem, derived
 from ..plan import Plan
 from ..simulate import KINDS, simulate, upward_rank
 
@@ -367,8 +367,4 @@ def _order_arrays(order: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarra
 
 def evaluator(problem: Problem) -> Evaluator:
     """The `Evaluator` of `problem`, built on first use and cached on the problem."""
-    cached = problem.__dict__.get("_fastsim")
-    if cached is None:
-        cached = Evaluator(problem)
-        problem.__dict__["_fastsim"] = cached  # frozen, but derived data may be cached
-    return cached  # type: ignore[no-any-return]
+    return derived(problem, "_fastsim", lambda: Evaluator(problem))
