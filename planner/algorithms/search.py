@@ -66,6 +66,9 @@ from .portfolio import Ranked, rank
 #: on a machine, moves cost up to 30x more and the safety cap may end the search early)
 SECONDS_PER_MOVE = 5e-5
 SECONDS_PER_ELEMENT = 4.5e-8
+#: a search still running after this many seconds has the compiled simulator built in the
+#: background if it is not ready (shorter ones never start a compile)
+COMPILE_AFTER_S = 1.0
 #: the fewest moves a search gets, whatever the limit
 MIN_BUDGET = 20
 #: annealing stops after this many moves in a row to placements seen before (a small
@@ -150,9 +153,13 @@ class Scorer:
     #: the move at which annealing began (0: not yet); `stall` counts from there at most
     annealing: int = 0
 
+    #: when scoring began, and whether a background compile was asked for
+    started: float = field(init=False, default=0.0)
+    compiling: bool = field(init=False, default=False)
+
     def __post_init__(self) -> None:
         self.evaluator = evaluator(self.problem)
-        prepare_in_background()  # the compiled simulator, without waiting for it
+        self.started = time.monotonic()
 
     @property
     def exhausted(self) -> bool:
@@ -178,6 +185,11 @@ class Scorer:
             return known
         self.revisits = 0
         self.used += 1
+        if not self.compiling and time.monotonic() - self.started > COMPILE_AFTER_S:
+            # a search that lasts: have the compiled simulator built meanwhile (a child
+            # process fills numba's cache; answers are identical either way, only faster)
+            prepare_in_background()
+            self.compiling = True
         ev = self.evaluator
         value = ev.makespan(key)  # the simulator's dynamic dispatch
         if value < self.best:
