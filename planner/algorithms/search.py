@@ -153,6 +153,8 @@ class Scorer:
     #: the move at which annealing began (0: not yet); `stall` counts from there at most
     annealing: int = 0
 
+    #: the problem's `fastsim.Evaluator`
+    evaluator: Any = field(init=False, default=None)
     #: when scoring began, and whether a background compile was asked for
     started: float = field(init=False, default=0.0)
     compiling: bool = field(init=False, default=False)
