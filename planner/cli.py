@@ -206,8 +206,12 @@ def check(
                 diags.extend(err.diagnostics)
                 continue
             diags.extend(loaded.warnings)
-            for problem in loaded.spec.plans.values():
-                diags.extend(memory_diagnostics(problem, loaded.locations))
+            gc.freeze()  # the model is kept while its plans are checked: not worth traversing
+            try:
+                for problem in loaded.spec.plans.values():
+                    diags.extend(memory_diagnostics(problem, loaded.locations))
+            finally:
+                gc.unfreeze()  # the next file's model may replace it
         diags = _dedupe(diags)
         errors = [d for d in diags if d.severity.value == "error"]
         report.result = {"files": [display_path(f) for f in files], "errors": len(errors),
