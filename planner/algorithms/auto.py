@@ -5,9 +5,13 @@ on small graphs.
    `roundrobin` (registry order), skipping any that raises `InfeasibleError`, plus
    `Options.warm_start` when one is given; each plan is simulated under the problem's own
    contention and memory model; the best feasible makespan wins, ties by registry order.
+   With a time limit above 0, a candidate expected to take longer than the limit
+   (`portfolio.estimated_seconds`, from the graph's size) is skipped, its reason in
+   `info["skipped"]`; the fastest always runs.
 2. With more than one device and a time limit above 0: `search.improve` from that plan
    (name-prefix groups, then units; the simulator is the objective) for a budget of moves
-   worth the time limit (`SEARCH_SHARE` of it when CP-SAT follows), stopping early once
+   worth what the heuristics are expected to leave of the time limit (of `SEARCH_SHARE`
+   of it when CP-SAT follows), stopping early once
    `min(STALL_MAX, max(STALL_MIN, budget // STALL_DIVISOR))` moves in a row found nothing
    better: a search
    that has stopped paying does not spend the user's time. On Baechi's GNMT graph, where
@@ -44,7 +48,7 @@ from typing import Any
 from ..errors import InfeasibleError, PlannerError
 from ..model import Problem
 from .base import AlgorithmInfo, Interrupted, Options, Solution
-from .portfolio import CANDIDATES, rank
+from .portfolio import CANDIDATES, estimated_seconds, rank
 
 __all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "INFO", "place"]
 
@@ -70,7 +74,8 @@ def place(problem: Problem, options: Options) -> Solution:
     from ..simulate import simulate
     from .exact.verdict import judge
 
-    ranked = rank(problem, options, progress_share=0.3)
+    limit = options.time_limit_s if options.time_limit_s > 0 else None
+    ranked = rank(problem, options, progress_share=0.3, limit_s=limit)
     candidates = dict(ranked.candidates)
     errors = list(ranked.errors)
     best = ranked.best
@@ -88,13 +93,19 @@ def place(problem: Problem, options: Options) -> Solution:
     if best is None and cpsat_note is not None:
         raise _all_infeasible(problem, errors)
 
+    # the limit bounds auto as a whole: the heuristics' expected time comes off first
+    share = SEARCH_SHARE if cpsat_note is None else 1.0
+    spent = sum(estimated_seconds(problem, name) for name in ranked.candidates
+                if name not in ranked.skipped and name != "warm_start")
+    left = share * options.time_limit_s - spent
     search_note: Any = "skipped: one device" if m < 2 else (
-        "skipped: no time limit" if options.time_limit_s <= 0 else None)
+        "skipped: no time limit" if options.time_limit_s <= 0 else (
+            f"skipped: the heuristics are expected to take {spent:.1f} s of the "
+            f"{options.time_limit_s:g} s limit" if left <= 0 else None))
     if best is not None and search_note is None:
         from .search import improve, move_budget
 
-        share = SEARCH_SHARE if cpsat_note is None else 1.0
-        budget = move_budget(problem, share * options.time_limit_s)
+        budget = move_budget(problem, left)
         if options.progress:
             options.progress(0.3, "auto: search")
         try:
@@ -146,8 +157,9 @@ def place(problem: Problem, options: Options) -> Solution:
     assert best is not None
     name, makespan, plan = best
     verdict = judge(problem, plan, **claims)
-    info = {"candidates": candidates, "chosen": name, "objective_s": makespan,
-            "bound_s": verdict.bound_s, "gap": verdict.gap, "why": verdict.why,
+    info = {"candidates": candidates, "skipped": dict(ranked.skipped), "chosen": name,
+            "objective_s": makespan, "bound_s": verdict.bound_s, "gap": verdict.gap,
+            "why": verdict.why,
             "search": search_note, "cpsat": cpsat_note}
     log.info("auto: %s gives %.6g s", name, makespan)
     if options.progress:

@@ -23,3 +23,35 @@ def test_two_processes_rank_exactly_as_one(monkeypatch: pytest.MonkeyPatch,
     assert pooled.plans == alone.plans
     assert pooled.candidates == alone.candidates
     assert [e.diagnostics for e in pooled.errors] == [e.diagnostics for e in alone.errors]
+
+
+def test_candidates_expected_to_overrun_the_limit_are_skipped_with_a_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = load_spec("forkjoin")  # 18 ops and 24 edges: 42 elements
+    monkeypatch.setitem(portfolio.SECONDS_PER_ELEMENT, "cpop", 1.0)  # 42 s expected
+    ranked = portfolio.rank(problem, Options(), limit_s=10.0)
+    assert ranked.skipped == {"cpop": "skipped: expected to take 42 s > the 10 s limit"}
+    assert ranked.candidates["cpop"] is None
+    assert all(name != "cpop" for name, _, _ in ranked.plans)
+    assert portfolio.rank(problem, Options()).candidates["cpop"] is not None  # no limit
+
+
+def test_auto_leaves_the_search_out_when_the_heuristics_take_the_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.algorithms import run
+
+    problem = load_spec("forkjoin")
+    for name in portfolio.CANDIDATES:
+        monkeypatch.setitem(portfolio.SECONDS_PER_ELEMENT, name, 0.1)  # 4.2 s each
+    # 5 s: every candidate fits alone, but the seven take 29.4 s: no time left to search
+    sol = run("auto", problem, Options(time_limit_s=5.0))
+    assert sol.info["skipped"] == {}
+    assert sol.info["search"] == ("skipped: the heuristics are expected to take 29.4 s of "
+                                  "the 5 s limit")
+    # 4 s: each overruns; the fastest (ties: the first, msct) runs all the same
+    sol = run("auto", problem, Options(time_limit_s=4.0))
+    assert set(sol.info["skipped"]) == set(portfolio.CANDIDATES) - {"msct"}
+    assert sol.info["chosen"] == "msct"
+    # 100 s: 70.6 s are left, and the search runs
+    sol = run("auto", problem, Options(time_limit_s=100.0))
+    assert not sol.info["search"].startswith("skipped")
