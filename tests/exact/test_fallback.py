@@ -26,7 +26,7 @@ def _need(name: str) -> None:
 
 def test_missing_solver_falls_back_to_the_best_simulated_heuristic(
         caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]) -> None:
-    problem = random_problem(3, 10, 3)
+    problem = random_problem(1, 10, 3)
     ranked = rank(problem, Options())
     best_name, best_s, best = ranked.best
     # the point of the test: m-SCT is not the best heuristic here
