@@ -63,7 +63,6 @@ from ..simulate import simulate
 from .base import Solution, Status
 from .infeasible import stuck_error
 
-
 #: sources with one consumer follow it (`Instance._sources_follow_their_consumer`)
 FOLLOW_SOURCES = True
 

@@ -335,7 +335,14 @@ def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int
                           "this plan may differ from run to run")
     if scorer.stalled:
         info["stopped"] = f"no better plan in the last {scorer.stall} moves"
-    return Solution(scorer.best_plan.with_algorithm("search"), status, MappingProxyType(info))
+    plan = scorer.best_plan.with_algorithm("search")
+    if status == "feasible":  # what `auto` would say of this plan: optimal when at the bound
+        from .exact.verdict import judge
+
+        verdict = judge(scorer.problem, plan)
+        status = verdict.status
+        info.update(bound_s=verdict.bound_s, gap=verdict.gap, why=verdict.why)
+    return Solution(plan, status, MappingProxyType(info))
 
 
 INFO = AlgorithmInfo(

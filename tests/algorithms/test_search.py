@@ -127,3 +127,18 @@ def test_search_beats_one_gpu_on_baechis_gnmt(gnmt_path: Path) -> None:
     assert sol.info["start"] == "single"
     assert result.makespan_s < 0.100 < sol.info["start_makespan_s"]
     assert len(set(sol.plan.placement)) >= 2
+
+
+def test_a_plan_at_the_lower_bound_is_labelled_optimal_as_auto_labels_it() -> None:
+    # a chain of three 1 ms ops: 3 ms on one device is the critical path, so proved optimal
+    ops = "op a { time 1 ms output 1 MB }  op b { time 1 ms output 1 MB }  op c { time 1 ms }"
+    chain = planner.loads(GROUPS.split("graph")[0] + f"graph g {{ {ops}\n a -> b -> c }}\n"
+                          "plan p { graph g  cluster c }").plan()
+    sol = run("search", chain, QUICK)
+    assert (sol.status, sol.info["gap"]) == ("optimal", 0.0)
+    assert run("auto", chain, QUICK).status == "optimal"
+    # Inception's plan is 39% above its bound: not proved, so feasible
+    problem = planner.load(SPECS.parent.parent.parent / "specs" / "inception.plan").plan(
+        "inception_v2_small4")
+    sol = run("search", problem, QUICK)
+    assert sol.status == "feasible" and sol.info["gap"] > 0.3
