@@ -186,7 +186,9 @@ def lp_relaxation(inst: Instance) -> tuple[np.ndarray, float]:
     h = _new_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("random_seed", 0)
-    h.setOptionValue("threads", 1)
+    # no `threads` option: HiGHS sizes one task scheduler per process, and a later value
+    # that differs makes `run` fail ("Not Set") once any other HiGHS model has run here
+    # (the exact ILP through Pyomo, or a user's own); the dual simplex is serial anyway
     # Dantzig pricing: 1.3-2x faster than the default on these degenerate DAG LPs (measured
     # on GNMT and random layered DAGs of 2.5k-10k ops)
     h.setOptionValue("simplex_dual_edge_weight_strategy", 0)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from algo_support import check_plan, load_spec
 
@@ -60,3 +63,41 @@ def test_the_iteration_limit_stops_a_hard_lp() -> None:
     inst = Instance.of(problem)
     with pytest.raises(msct._LpTooLarge):
         msct.lp_relaxation(inst)
+
+
+def test_lp_runs_after_another_highs_model_ran_in_the_process(tmp_path) -> None:
+    # HiGHS keeps one task scheduler per process: m-SCT's LP used to ask for 1 thread and
+    # fail ("Not Set", E710) whenever another HiGHS model had run first with the default.
+    # A fresh process, so that the other model really is the first to run.
+    (tmp_path / "s.plan").write_text(SPEC_AFTER_HIGHS)
+    script = """
+import sys, highspy, planner
+from planner.algorithms import run
+from planner.simulate import simulate
+other = highspy.Highs()
+other.setOptionValue("output_flag", False)
+x = other.addVariable(lb=0.0)
+other.addConstr(x >= 1)
+other.run()
+problem = planner.load(sys.argv[1]).plan()
+sol = run("msct", problem)
+print(sol.info["favourites_by"], simulate(problem, sol.plan).feasible)
+"""
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s.plan")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-2:] == ["lp", "True"]
+
+
+SPEC_AFTER_HIGHS = """
+cluster c { device gpu[0..1] { memory 1 GB }  link gpu[*] <-> gpu[*] { bandwidth 1 GB/s } }
+graph g {
+  op a { time 1 ms  output 8 MB }
+  op b { time 2 ms }
+  op c { time 2 ms }
+  op d { time 1 ms }
+  a -> b -> d
+  a -> c -> d
+}
+plan p { graph g cluster c }
+"""
