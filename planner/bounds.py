@@ -46,6 +46,19 @@ no allowed device contributes nothing (no plan of it is valid).
   the paths above miss: an input pinned to a CPU behind a slow link delays every GPU op
   after it by the transfer, since running them on the CPU instead costs more.
 
+- `memory_path_s`: transfers forced by memory on a path. Take a path `v_1 -> ... -> v_k`
+  and any valid plan; cut the path into maximal runs of consecutive ops on one device. A
+  run lies on one device with the whole placement unit of each of its ops, so the least
+  bytes of those units together (`planner.facts`, under the plan's memory model) are at
+  most the largest device cap; and the tensor of the path edge between two runs crosses
+  devices, so the second run starts at least the edge's least transfer time (over the
+  distinct, linked device pairs its ends may use; no cut inside a unit) after the first
+  ends. So the path takes at least the sum of its ops' fastest times plus the cheapest
+  set of cuts that leaves every run within the largest cap (`_cheapest_cuts`, a sliding
+  window over the path, O(k log k)). It is evaluated on two paths: the critical path and
+  the path holding the most bytes; it exceeds `critical_path_s` only when memory forces a
+  path apart, e.g. a ResNet chain whose weights fill more than one device.
+
 `makespan_s` is the largest of them. Memory: `memory_bytes` is a lower bound on the total
 bytes a plan's devices must hold together under the plan's memory model
 (`planner.facts`, `least_total_bytes`, proved there). `min_devices` is the
@@ -55,6 +68,7 @@ than the cluster has when even all devices together cannot hold it.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -91,6 +105,8 @@ class Bounds:
     #: earliest finish over each op's allowed devices, with every transfer a device
     #: choice forces (pins, devices that cannot run an op, colocation)
     arrival_path_s: float = 0.0
+    #: a path's fastest times plus the transfers memory forces onto it
+    memory_path_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict, fields in declaration order."""
@@ -142,8 +158,158 @@ def lower_bound(problem: Problem) -> Bounds:
     load = max(_load_bound(problem, allowed), work)
     need, min_dev = _memory_bound(problem)
     arrival = _arrival_path(problem)
-    best = max(critical, work, constrained, load, arrival)
-    return Bounds(best, critical, work, min_dev, constrained, load, need, arrival)
+    memory_path = _memory_path(problem, fastest)
+    best = max(critical, work, constrained, load, arrival, memory_path)
+    return Bounds(best, critical, work, min_dev, constrained, load, need, arrival, memory_path)
+
+
+def _memory_path(problem: Problem, fastest: list[float]) -> float:
+    """`memory_path_s` (module docstring): the critical path and the path of most bytes,
+    each with the cheapest cuts that memory forces on it."""
+    g = problem.graph
+    f = facts(problem)
+    cap = max(d.memory_bytes for d in problem.cluster.devices)
+    if f.least_total_bytes <= cap:
+        return 0.0  # the whole graph fits on one device: no cut is forced
+    ops = g.ops
+    if problem.memory_model == "liveness":
+        weight = [float(o.params_bytes) for o in ops]
+    else:
+        weight = [float(o.params_bytes + o.output_bytes) for o in ops]
+    best = 0.0
+    for path in (_heaviest_path(g, fastest), _heaviest_path(g, weight)):
+        cuts = _cheapest_cuts(problem, path, cap)
+        if cuts < INF:
+            best = max(best, math.fsum(fastest[i] for i in path) + cuts)
+    return best
+
+
+def _heaviest_path(g: Any, weight: list[float]) -> list[int]:
+    """The ops of a path of largest total `weight` (ties: the first found), in order."""
+    edges, pred = g.edges, g.predecessors
+    total = [0.0] * len(g.ops)
+    back = [-1] * len(g.ops)
+    for j in g.topological_order:
+        best, arg = 0.0, -1
+        for k in pred[j]:
+            i = edges[k].src
+            if total[i] > best or arg < 0:
+                best, arg = total[i], i
+        total[j], back[j] = best + weight[j], arg
+    if not total:
+        return []
+    j = max(range(len(total)), key=total.__getitem__)
+    path = []
+    while j >= 0:
+        path.append(j)
+        j = back[j]
+    return path[::-1]
+
+
+def _cheapest_cuts(problem: Problem, path: list[int], cap: int) -> float:
+    """Least total transfer time of cuts that split `path` into runs whose units fit `cap`
+    together (INF when a single op's units do not: no plan exists, `facts.proofs` says why).
+
+    `best[j]`: the cheapest cuts of `path[:j + 1]` with a run ending at `j`; a run may
+    start at `i` when the units of `path[i..j]` fit, and the smallest such `i` only grows
+    with `j`, so a sliding window (units counted in and out) and a monotone deque of
+    `start[i]` (the cost of having cut before `i`) give every `best[j]` in one pass.
+    """
+    f = facts(problem)
+    c = costs(problem)
+    g = problem.graph
+    part = _unit_parts(problem, f)
+    # the path's edges: the cheapest transfer across each (INF where no cut is possible)
+    between: list[float] = []
+    for a, b in zip(path, path[1:]):
+        nbytes = min((g.edges[k].bytes for k in g.predecessors[b] if g.edges[k].src == a),
+                     default=0)
+        if f.unit_of[a] == f.unit_of[b]:
+            between.append(INF)
+            continue
+        between.append(min((c.transfer_time(nbytes, x, y) for x in f.allowed[a]
+                            for y in f.allowed[b] if x != y), default=INF))
+    count: dict[int, int] = {}
+    window = _Window(problem.memory_model)
+    start: list[float] = []
+    best: list[float] = []
+    lo = 0
+    deque: list[int] = []  # positions i in [lo, j], start[i] increasing
+    head = 0
+    for j, op in enumerate(path):
+        start.append(0.0 if j == 0 else best[j - 1] + between[j - 1])
+        while head < len(deque) and start[deque[-1]] >= start[j]:
+            deque.pop()
+        deque.append(j)
+        u = f.unit_of[op]
+        count[u] = count.get(u, 0) + 1
+        if count[u] == 1:
+            window.add(u, part[u])
+        while lo < j and window.need() > cap:
+            v = f.unit_of[path[lo]]
+            count[v] -= 1
+            if count[v] == 0:
+                window.remove(v, part[v])
+            lo += 1
+        if window.need() > cap:
+            return INF  # one op's units alone do not fit
+        while deque[head] < lo:
+            head += 1
+        best.append(start[deque[head]])
+    return best[-1] if best else 0.0
+
+
+def _unit_parts(problem: Problem, f: Any) -> list[tuple[int, int, int]]:
+    """Per unit, what it adds to a device's least bytes (`facts._least_bytes`): (summed
+    part, its largest single buffer, its sinks' outputs); static memory has no sink part."""
+    ops, succ = problem.graph.ops, problem.graph.successors
+    liveness = problem.memory_model == "liveness"
+    parts = []
+    for members in f.units:
+        summed = peak = sinks = 0
+        for i in members:
+            o = ops[i]
+            if liveness:
+                summed += o.params_bytes
+                if f.fastest[i] > 0:
+                    peak = max(peak, o.output_bytes + o.temp_bytes)
+                if not succ[i]:
+                    sinks += o.output_bytes
+            else:
+                summed += o.params_bytes + o.output_bytes
+                peak = max(peak, o.temp_bytes)
+        parts.append((summed, peak, sinks))
+    return parts
+
+
+class _Window:
+    """The least bytes of a changing set of units: sums kept as totals, the largest buffer
+    by a heap whose entries of removed units are skipped."""
+
+    def __init__(self, memory_model: str) -> None:
+        self.summed = self.sinks = 0
+        self.heap: list[tuple[int, int]] = []
+        self.present: set[int] = set()
+        self.liveness = memory_model == "liveness"
+
+    def add(self, u: int, part: tuple[int, int, int]) -> None:
+        self.summed += part[0]
+        self.sinks += part[2]
+        self.present.add(u)
+        heapq.heappush(self.heap, (-part[1], u))
+
+    def remove(self, u: int, part: tuple[int, int, int]) -> None:
+        self.summed -= part[0]
+        self.sinks -= part[2]
+        self.present.discard(u)
+
+    def need(self) -> int:
+        while self.heap and self.heap[0][1] not in self.present:
+            heapq.heappop(self.heap)
+        peak = -self.heap[0][0] if self.heap else 0
+        if self.liveness:
+            return self.summed + max(peak, self.sinks)
+        return self.summed + peak
 
 
 def _arrival_path(problem: Problem) -> float:

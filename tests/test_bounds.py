@@ -136,7 +136,7 @@ def test_to_json_is_plain_and_ordered() -> None:
     b = lower_bound(load("op a { time 1 ms }"))
     assert list(b.to_json()) == ["makespan_s", "critical_path_s", "work_s", "min_devices",
                                  "constrained_path_s", "load_s", "memory_bytes",
-                                 "arrival_path_s"]
+                                 "arrival_path_s", "memory_path_s"]
 
 
 # -- properties -----------------------------------------------------------------------
@@ -192,7 +192,7 @@ def test_property_every_respecting_plan_is_above_every_bound(
     assert r.feasible
     b = lower_bound(p)
     assert b.makespan_s == max(b.critical_path_s, b.work_s, b.constrained_path_s, b.load_s,
-                               b.arrival_path_s)
+                               b.arrival_path_s, b.memory_path_s)
     assert b.arrival_path_s >= b.constrained_path_s * (1 - 1e-12)
     assert b.constrained_path_s >= b.critical_path_s * (1 - 1e-12)
     assert b.load_s >= b.work_s * (1 - 1e-12)
@@ -241,3 +241,92 @@ def test_property_load_bound_is_the_lp_optimum(case: tuple[Problem, tuple[int, .
     b = lower_bound(p)
     assert b.load_s <= max(lp, whole) * (1 + 1e-9)
     assert b.load_s >= max(lp, whole) * (1 - 1e-6)
+
+
+# -- transfers forced by memory ----------------------------------------------------------
+
+
+CHAIN = """
+op a { time 1 ms  params 6 MB }
+op b { time 1 ms  params 6 MB }
+op c { time 1 ms  params 6 MB }
+a -> b { bytes 1 MB }
+b -> c { bytes 2 MB }
+"""
+
+
+@pytest.mark.parametrize("memory", ["static", "liveness"])
+def test_memory_forces_every_cut_of_a_chain(memory: str) -> None:
+    # no two ops' params fit one 10 MB device, so the chain crosses at both edges:
+    # 3 ms of compute + 1 ms (1 MB) + 2 ms (2 MB) at 1 GB/s = 6 ms, and the plan
+    # with one op per device takes exactly that: the bound is tight
+    p = load(CHAIN, devices="device d[0..2] { memory 10 MB }", memory=memory)
+    b = lower_bound(p)
+    assert b.critical_path_s == pytest.approx(3 * MS)
+    assert b.memory_path_s == pytest.approx(6 * MS)
+    assert b.makespan_s == pytest.approx(6 * MS)
+    r = simulate(p, Plan((0, 1, 2)))
+    assert r.feasible and r.makespan_s == pytest.approx(6 * MS)
+
+
+def test_memory_forces_only_the_cheapest_cut() -> None:
+    # 13 MB devices hold two ops: one cut, at the cheaper edge a -> b (1 ms)
+    b = lower_bound(load(CHAIN, devices="device d[0..1] { memory 13 MB }"))
+    assert b.memory_path_s == pytest.approx(4 * MS)
+
+
+def test_no_memory_forced_cut_when_everything_fits_one_device() -> None:
+    b = lower_bound(load(CHAIN, devices="device d[0..1] { memory 18 MB }"))
+    assert b.memory_path_s == 0.0
+    assert b.makespan_s == pytest.approx(3 * MS)
+
+
+def test_a_colocation_group_is_never_cut() -> None:
+    # with a and b colocated (12 MB, one 13 MB device), the one forced cut must be at
+    # b -> c (2 ms), although a -> b (1 ms) is cheaper: 3 + 2 = 5 ms, as the plan takes
+    p = load(CHAIN + "colocate a, b", devices="device d[0..1] { memory 13 MB }")
+    b = lower_bound(p)
+    assert b.memory_path_s == pytest.approx(5 * MS)
+    r = simulate(p, Plan((0, 0, 1)))
+    assert r.feasible and r.makespan_s == pytest.approx(5 * MS)
+
+
+@st.composite
+def tight(draw: st.DrawFn) -> tuple[Problem, tuple[int, ...]]:
+    """A random DAG around a chain whose ops carry params close to the devices' caps, and
+    a random placement that respects its colocation groups (it may not fit)."""
+    n = draw(st.integers(2, 8))
+    m = draw(st.integers(2, 4))
+    ops = tuple(Op(f"o{i}", time_s=draw(st.integers(1, 8)) * 0.25e-3,
+                   params_bytes=draw(st.integers(2, 6)) * MB,
+                   output_bytes=draw(st.integers(0, 2)) * MB,
+                   temp_bytes=draw(st.integers(0, 2)) * MB) for i in range(n))
+    pairs = draw(st.sets(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1))
+                         .filter(lambda t: t[0] < t[1]), max_size=n))
+    pairs |= {(i, i + 1) for i in range(n - 1)}
+    edges = tuple(Edge(a, b, draw(st.integers(0, 3)) * MB) for a, b in sorted(pairs))
+    groups = ((0, 1),) if n >= 3 and draw(st.booleans()) else ()
+    cap = draw(st.integers(8, 16)) * MB
+    devices = tuple(Device(f"d{d}", cap) for d in range(m))
+    links = tuple(Link(a, b, 1e9, draw(st.sampled_from([0.0, 1e-4])))
+                  for a in range(m) for b in range(m) if a != b)
+    placement = [draw(st.integers(0, m - 1)) for _ in range(n)]
+    if groups:
+        placement[1] = placement[0]
+    problem = Problem("p", Graph("g", ops, edges, groups), Cluster("c", devices, links),
+                      draw(st.sampled_from(["static", "liveness"])),
+                      draw(st.sampled_from(["none", "link", "device"])), {})
+    return problem, tuple(placement)
+
+
+@settings(PROPERTY, max_examples=300)
+@given(tight())
+def test_property_memory_path_is_below_every_plan_that_fits(
+        case: tuple[Problem, tuple[int, ...]]) -> None:
+    p, placement = case
+    r = simulate(p, Plan(placement))
+    if not r.feasible:
+        return  # over a cap: not a plan the bound speaks about
+    b = lower_bound(p)
+    assert r.makespan_s >= b.memory_path_s * (1 - 1e-9)
+    assert r.makespan_s >= b.makespan_s * (1 - 1e-9)
