@@ -7,8 +7,8 @@
    `planner check specs/resnet.plan`, each a fresh process, median of 5.
 2. Scale: `bench_parse.py`'s generated spec (devices enlarged to 2 TiB so that a plan
    fits) at 10,000 and 100,000 ops: `planner check` and `planner solve --algo metf` whole
-   process (median of 3 fresh processes), then each phase in one process (parse, lower,
-   checks, metf, simulate, bounds) with its growth exponent between the two sizes,
+   process (median of 3 fresh processes), then each phase (parse, lower, checks, metf,
+   simulate, bounds; median of 3 fresh processes) with its growth exponent between the two sizes,
    log(t100k / t10k) / log(10). The loaded model is moved out of the garbage collector's
    sight after lowering (`gc.freeze`), as the commands do: without it, full collections
    traverse the model's millions of objects during the later phases, and `checks` grew as
@@ -70,11 +70,16 @@ def cpu_of(args: list[str], repeat: int) -> float:
     return statistics.median(times)
 
 
-def phases_of(path: Path) -> dict[str, float]:
-    """CPU seconds of each phase, in one fresh process."""
-    out = subprocess.run([sys.executable, "-c", PHASES, str(path)], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout
-    return dict(eval(out.strip().splitlines()[-1]))
+def phases_of(path: Path, repeat: int = 3) -> dict[str, float]:
+    """CPU seconds of each phase, median over `repeat` fresh processes (one process is at
+    the mercy of whatever else the machine runs: a sub-second phase is easily off by 30%,
+    and a growth exponent with it)."""
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", PHASES, str(path)], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+        runs.append(dict(eval(out.strip().splitlines()[-1])))
+    return {name: statistics.median(r[name] for r in runs) for name in runs[0]}
 
 
 def verdict(value: float, target: float | None) -> str:
