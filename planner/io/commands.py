@@ -58,6 +58,12 @@ Training = Annotated[bool, typer.Option("--training", help="Add a backward op pe
                                         "gradients and optimizer state.")]
 Optimizer = Annotated[str, typer.Option("--optimizer", help="Optimizer state with --training: "
                                         "sgd | momentum | adam.")]
+Times = Annotated[Path | None, typer.Option(
+    "--times", help="Measured op times to lay over the estimates: CSV `name,seconds`, JSON "
+    "{name: seconds}, or a torch.profiler Chrome trace.", dir_okay=False)]
+TimesKind = Annotated[str | None, typer.Option(
+    "--times-kind", help="Write --times as `time[KIND]` (for devices of that kind) instead "
+    "of `time`.")]
 
 
 _diagnostics = guard
@@ -131,10 +137,24 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
 
 
 def _run(make: Callable[[], Imported], output: Path, clusters: list[Path] | None, memory: str,
-         contention: str) -> None:
+         contention: str, times: Path | None = None, times_kind: str | None = None) -> None:
     with _diagnostics():
         check_outputs({"-o/--output": output})
-        _finish(make(), output, clusters, memory, contention)
+        result = make()
+        if times is not None:
+            _overlay(result, times, times_kind)
+        _finish(result, output, clusters, memory, contention)
+
+
+def _overlay(result: Imported, times: Path, kind: str | None) -> None:
+    """Lay the measured times of `times` over `result` and say so in its header."""
+    from .times import overlay_times, read_times
+
+    hit, warnings = overlay_times(result.workload, read_times(times), str(times), kind)
+    result.warnings.extend(warnings)
+    where = "time" if kind is None else f"time[{kind}]"
+    result.header += (f"\n{where} of {hit} of {len(result.workload.ops)} ops measured, "
+                      f"from {times.name} (the others keep the estimate above).")
 
 
 def resolve_model(model: str) -> Path:
@@ -165,6 +185,8 @@ def import_onnx_command(
     cluster: Clusters = None,
     memory: Memory = "static",
     contention: Contention = "link",
+    times: Times = None,
+    times_kind: TimesKind = None,
 ) -> None:
     """Import an ONNX model: one op per node, weights as params, roofline op times."""
     from .onnx_import import import_onnx
@@ -174,13 +196,14 @@ def import_onnx_command(
         "device_profile": device_profile if device_profile != "v100" else None,
         "training": training, "optimizer": optimizer if training and optimizer != "adam"
         else None, "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
-        "contention": _nondefault(contention, "link"), "o": output})
+        "contention": _nondefault(contention, "link"), "times": times,
+        "times_kind": times_kind, "o": output})
 
     def make() -> Imported:
         return import_onnx(resolve_model(model), batch, dtype, device_profile, training,
                            optimizer, name, command)
 
-    _run(make, output, cluster, memory, contention)
+    _run(make, output, cluster, memory, contention, times, times_kind)
 
 
 @import_app.command("pipedream")
@@ -193,6 +216,8 @@ def import_pipedream_command(
     cluster: Clusters = None,
     memory: Memory = "static",
     contention: Contention = "link",
+    times: Times = None,
+    times_kind: TimesKind = None,
 ) -> None:
     """Import a PipeDream profile, keeping its measured times."""
     from .pipedream import import_pipedream
@@ -200,9 +225,10 @@ def import_pipedream_command(
     command = _command(["import", "pipedream", str(graph)], {
         "training": training, "optimizer": optimizer if training and optimizer != "adam"
         else None, "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
-        "contention": _nondefault(contention, "link"), "o": output})
+        "contention": _nondefault(contention, "link"), "times": times,
+        "times_kind": times_kind, "o": output})
     _run(lambda: import_pipedream(graph, training, optimizer, name, command), output, cluster,
-         memory, contention)
+         memory, contention, times, times_kind)
 
 
 @import_app.command("json")
@@ -214,14 +240,18 @@ def import_json_command(
     cluster: Clusters = None,
     memory: Memory = "static",
     contention: Contention = "link",
+    times: Times = None,
+    times_kind: TimesKind = None,
 ) -> None:
     """Import the JSON interchange format (schema: planner/io/interchange.schema.json)."""
     from .interchange import import_json
 
     command = _command(["import", "json", str(file)], {
         "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
-        "contention": _nondefault(contention, "link"), "o": output})
-    _run(lambda: import_json(file, name, command), output, cluster, memory, contention)
+        "contention": _nondefault(contention, "link"), "times": times,
+        "times_kind": times_kind, "o": output})
+    _run(lambda: import_json(file, name, command), output, cluster, memory, contention, times,
+         times_kind)
 
 
 def _nondefault(value: str, default: str) -> str | None:
