@@ -36,9 +36,11 @@ a spec is the one output of `planner` that is not the same byte for byte each ti
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import importlib.util
+import io
 import statistics
 import sys
 import time
@@ -236,21 +238,27 @@ def trace(model: Any, inputs: tuple[Any, ...]) -> Traced:
             return value
 
     values: dict[str, Any] = {}
+    current: list[str] = []
 
     class Recording(Counting):
         def run_node(self, n: fx.Node) -> Any:
+            current[:] = [n.name]
             value = super().run_node(n)
             values[n.name] = value
             return value
 
     try:
-        with torch.no_grad():
+        # ShapeProp prints the failing node's traceback itself: keep it off the terminal
+        with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
             Recording(gm).propagate(*inputs)
     except Exception as err:  # noqa: BLE001 - the user's model on the user's inputs
+        cause = err.__cause__ or err
+        text = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+        where = op_names(gm).get(current[0], current[0]) if current else "?"
         raise SpecError(Diagnostic(
-            "E944", f"{type(model).__name__} fails on the example inputs: "
-            f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err) else ''}",
-            None, ("check the --input shapes and dtypes against the model's forward()",))
+            "E944", f"{type(model).__name__} fails on the example inputs at op `{where}`: "
+            f"{type(cause).__name__}: {text}", None,
+            ("check the --input shapes and dtypes against the model's forward()",))
         ) from None
     traced = Traced(model, gm, inputs, op_names(gm), flops=flops)
     for name, value in values.items():
