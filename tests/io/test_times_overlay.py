@@ -133,3 +133,16 @@ def test_a_times_file_naming_no_op_fails_without_writing(tmp_path: Path) -> None
     code, output = _run("import", "pipedream", str(PROFILE), "--times", str(times), "-o",
                         str(out))
     assert code == 1 and "E936" in output and not out.exists()
+
+
+def test_baechi_graphs_take_times(tmp_path: Path) -> None:
+    from planner.io.baechi import load_baechi
+
+    f = tmp_path / "g.json"
+    f.write_text(json.dumps({"name": "g", "ops": [
+        {"name": "a", "time_us": 5.0}, {"name": "b", "time_us": 7.0}],
+        "edges": [{"src": "a", "dst": "b", "bytes": 4}]}))
+    times = tmp_path / "t.csv"
+    times.write_text("b,0.25\n")
+    graph = load_baechi(f, times=read_times(times)).graph
+    assert [op.time_s for op in graph.ops] == [5.0 * 1e-6, 0.25]

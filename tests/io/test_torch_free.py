@@ -6,6 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.errors import PlannerError
+from planner.io.torch_import import import_torch
+
 ROOT = Path(__file__).resolve().parents[2]
 TORCH_MODULES = {"planner.io.torch_import", "planner.io.torch_export"}
 
@@ -34,3 +41,15 @@ def test_no_other_planner_module_imports_torch() -> None:
 def test_the_torch_modules_are_the_ones_named_here() -> None:
     found = {f"planner.io.{p.stem}" for p in (ROOT / "planner" / "io").glob("torch*.py")}
     assert found == TORCH_MODULES
+
+
+def test_without_torch_the_commands_say_which_extra(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    with pytest.raises(PlannerError) as err:
+        import_torch("model.py:mlp", ["8x16"])
+    assert err.value.diagnostics[0].code == "E938"
+    result = CliRunner().invoke(app, ["import", "torch", "model.py:mlp", "--input",
+                                      "8x16", "-o", str(tmp_path / "m.plan")])
+    assert result.exit_code == 2 and "E938" in result.output and "planner[torch]" in \
+        result.output

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,11 +13,9 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip insta
 
 import planner  # noqa: E402
 from planner.cli import app  # noqa: E402
-from planner.errors import PlannerError  # noqa: E402
 from planner.io.roofline import PROFILES  # noqa: E402
 from planner.io.times import read_times  # noqa: E402
 from planner.io.torch_import import (  # noqa: E402
-    import_torch,
     measure,
     run_annotated,
     to_workload,
@@ -178,18 +175,6 @@ def test_mistakes_are_diagnostics(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     result = CliRunner().invoke(app, ["import", "torch", target, *inputs, "-o", "m.plan"])
     assert (result.exit_code, code in result.output) == (exit_code, True), result.output
     assert "Traceback" not in result.output and not (tmp_path / "m.plan").exists()
-
-
-def test_without_torch_the_commands_say_which_extra(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
-    with pytest.raises(PlannerError) as err:
-        import_torch(f"{MODELS_FILE}:mlp", ["8x16"])
-    assert err.value.diagnostics[0].code == "E938"
-    result = CliRunner().invoke(app, ["import", "torch", f"{MODELS_FILE}:mlp", "--input",
-                                      "8x16", "-o", str(tmp_path / "m.plan")])
-    assert result.exit_code == 2 and "E938" in result.output and "planner[torch]" in \
-        result.output
 
 
 def test_json_interchange_keeps_the_torch_names(tmp_path: Path) -> None:
