@@ -20,7 +20,8 @@ accelerate's `dispatch_model(model, device_map)` takes (`cuda:N` as `N`), when t
 maps cleanly onto modules: accelerate's hooks move a module's inputs to its device, but a
 function (`torch.add`, `x.view`) runs where its inputs already are, so every tensor reaching
 a function or method op across devices makes the map unclean (`device_map` is None and
-`device_map_note` says why). Parameters read by attribute appear under their own path.
+`device_map_note` says why). Parameters read by attribute appear under their own path;
+those no op uses go with the first op, as `dispatch_model` wants every tensor covered.
 
 Devices of the spec map to torch devices by `device_map` given by the user, else by kind:
 a device whose kind (or name) starts with `cpu` is `cpu`; any other is `cuda:N`, N being the
@@ -237,11 +238,18 @@ def module_device_map(traced: Traced, where: Mapping[str, str], devices: Mapping
                 return None, (f"`{names[n.name]}` is a function, not a module, and takes "
                               f"`{names[a.name]}` from another device; accelerate's hooks move "
                               "only a module's inputs")
-    out: dict[str, int | str] = {}
-    for key, dev in owners.items():
+    def value(dev: str) -> int | str:
         torch_dev = devices[dev]
-        out[key] = int(torch_dev.split(":")[1]) if re.fullmatch(r"cuda:\d+", torch_dev) \
+        return int(torch_dev.split(":")[1]) if re.fullmatch(r"cuda:\d+", torch_dev) \
             else torch_dev
+
+    out: dict[str, int | str] = {key: value(dev) for key, dev in owners.items()}
+    # accelerate wants every tensor covered: ones no op uses go with the first op
+    first = next(iter(where.values()), None)
+    model = traced.model
+    for name, _ in (*model.named_parameters(), *model.named_buffers()):
+        if first is not None and not any(name == k or name.startswith(f"{k}.") for k in out):
+            out[name.rpartition(".")[0] or name] = value(first)
     return out, "every cross-device tensor enters a module"
 
 

@@ -190,6 +190,12 @@ def test_accelerate_device_map_when_modules_carry_the_placement() -> None:
             for op in case.traced.names.values()}
     placed = apply_plan(case.traced, plan, {"cpu0": "cpu", "cpu1": "cuda:1"}, move=False)
     assert placed.device_map == {"0": "cpu", "1": "cpu", "2": 1, "3": 1, "4": 1}
+    case.model.add_module("unused", torch.nn.Linear(2, 2))  # never called: still covered
+    try:
+        placed = apply_plan(case.traced, plan, {"cpu0": "cpu", "cpu1": "cuda:1"}, move=False)
+    finally:
+        del case.model.unused
+    assert placed.device_map is not None and placed.device_map["unused"] == "cpu"
     cnn = _CASES.get("cnn") or Case("cnn")
     split = {op: ("cpu1" if op == "block1.add" else "cpu0") for op in cnn.traced.names.values()}
     unclean = apply_plan(cnn.traced, split, CPU, move=False)
