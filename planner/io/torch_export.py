@@ -13,7 +13,9 @@ and a map `{spec device: torch device}`, and returns a `Placed` model:
   and destination, as planner's cost model counts them. Two spec devices mapped to one torch
   device (every device on `cpu`, to check a plan numerically) still get their copies, so
   the copies always match the plan's cross-device edges;
-- ops run in the traced order, which is a valid topological order.
+- ops run in the traced order, which is a valid topological order;
+- the backward ops of a `--training` spec (`x.bwd`, colocated with `x`) need nothing: autograd
+  runs each where its forward op ran, `.to()` included.
 
 `device_map` is the placement as `{module path: device}` in the form Hugging Face
 accelerate's `dispatch_model(model, device_map)` takes (`cuda:N` as `N`), when the plan
@@ -38,6 +40,7 @@ from typing import Any
 
 from ..errors import Diagnostic, SpecError, UsageError, did_you_mean
 from .torch_import import Traced, require_torch
+from .training import BWD_SUFFIX
 
 
 @dataclass
@@ -102,6 +105,15 @@ def parse_device_map(text: str | None) -> dict[str, str]:
     return out
 
 
+def forward_placement(traced: Traced, placement: Mapping[str, str]) -> dict[str, str]:
+    """`placement` without the backward ops of a `--training` spec (`x.bwd`): autograd runs
+    each where its forward op ran, which is where the spec colocates it."""
+    ops = set(traced.names.values())
+    return {op: dev for op, dev in placement.items()
+            if not (op.endswith(BWD_SUFFIX) and op.removesuffix(BWD_SUFFIX) in ops
+                    and placement[op.removesuffix(BWD_SUFFIX)] == dev)}
+
+
 def check_placement(traced: Traced, placement: Mapping[str, str]) -> None:
     """E945 unless `placement` places exactly the traced model's ops."""
     ops = list(traced.names.values())
@@ -128,6 +140,7 @@ def apply_plan(traced: Traced, placement: Mapping[str, str], devices: Mapping[st
     a machine that lacks the devices).
     """
     torch = require_torch()
+    placement = forward_placement(traced, placement)
     check_placement(traced, placement)
     names = traced.names
     where = {fx_name: placement[op] for fx_name, op in names.items()}

@@ -245,3 +245,34 @@ def test_export_torch_command_writes_copies_and_code(tmp_path: Path) -> None:
                 if placement[a] != placement[b]}  # the MLP is a chain
     assert {(c["tensor"], c["to"]) for c in doc["copies"]} == crossing
     assert crossing and code.read_text().count(".to('cuda:") == len(crossing) + 1  # + input
+
+
+@pytest.mark.parametrize("name", ["cnn", "lstm"])
+def test_a_training_plan_applies_and_gradients_match_eager(name: str) -> None:
+    from planner.io.torch_import import import_torch
+
+    models = Path(__file__).parent / "torch_models.py"
+    spec = import_torch(f"{models}:{name}", example=f"{name}_inputs()", training=True)
+    totals = spec.workload.totals()
+    need = totals["params_bytes"] + totals["output_bytes"]
+    spec.plans.append(PlanDef("two", spec.workload.name, "two"))
+    cluster = spec.clusters
+    for share in (0.75, 0.85, 0.95):  # the least memory that still lets a plan exist
+        cluster[:] = [["cluster two {", "  device cpu[0..1] { kind cpu  memory "
+                       f"{math.ceil(need * share)} B }}",
+                       "  link cpu0 <-> cpu1 { bandwidth 10 GB/s }", "}"]]
+        problem = planner.loads(spec.to_spec()).plans["two"]
+        try:
+            placement = planner.solve(problem, "auto", time_limit_s=5).plan.to_json(
+                problem)["placement"]
+            break
+        except planner.PlannerError:
+            continue
+    assert any(op.endswith(".bwd") for op in placement) and len(set(placement.values())) == 2
+    make, inputs = MODELS[name]
+    model, x = make(), inputs()
+    placed = apply_plan(trace(model, x), placement, CPU)
+    model(*x).square().sum().backward()
+    placed.module(*x).square().sum().backward()
+    for param_name, p in placed.module.named_parameters():
+        assert torch.equal(p.grad, model.get_parameter(param_name).grad), param_name
