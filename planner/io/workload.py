@@ -94,7 +94,9 @@ class Imported:
     """An importer's or generator's result: a workload and what its spec file needs.
 
     `clusters` are cluster blocks already rendered (lines); `exact` prints times and FLOPs
-    so that they parse back to the very same floats (used by the JSON interchange).
+    so that they parse back to the very same floats (the planner-graph JSON interchange
+    alone, whose round trip is exact); otherwise they get 4 significant digits in the unit
+    that reads best, measured ones included (a profiler's 17 digits are noise).
     """
 
     workload: Workload
