@@ -46,10 +46,12 @@ def load_baechi(
     contention: Contention = "device",
     memory_model: MemoryModel = "static",
     colocation: bool = True,
+    times: Mapping[str, float] | None = None,
 ) -> Problem:
     """Read a Baechi graph JSON file into a `Problem` on Baechi's cluster (see module doc).
 
-    Raises `SpecError` (E001-E004 unreadable, E920 not JSON, E922 not this format) with the
+    `times` (`planner.io.times.read_times` of a `--times` file) replaces the measured time
+    of every op it names. Raises `SpecError` (E001-E004 unreadable, E920 not JSON, E922 not this format) with the
     file named, never a raw exception.
     """
     shown = str(path)
@@ -61,12 +63,13 @@ def load_baechi(
             "E920", f"{shown} is not valid JSON: {err.msg}",
             Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1, err.pos, err.pos + 1),
         )) from None
-    graph = baechi_graph(data, shown, colocation=colocation)
+    graph = baechi_graph(data, shown, colocation=colocation, times=times)
     cluster = baechi_cluster(devices, memory_bytes, latency_s, bandwidth_Bps)
     return Problem(graph.name, graph, cluster, memory_model, contention)
 
 
-def baechi_graph(data: Any, source: str = "<baechi>", *, colocation: bool = True) -> Graph:
+def baechi_graph(data: Any, source: str = "<baechi>", *, colocation: bool = True,
+                 times: Mapping[str, float] | None = None) -> Graph:
     """The `Graph` of a parsed Baechi JSON object (times in µs, sizes in bytes).
 
     Duplicate edges between one pair of ops are merged (largest `bytes`); colocation groups
@@ -88,7 +91,8 @@ def baechi_graph(data: Any, source: str = "<baechi>", *, colocation: bool = True
     for k, o in enumerate(data["ops"]):
         try:
             name = str(o["name"])
-            op = Op(name, float(o["time_us"]) * 1e-6,
+            time_s = float(o["time_us"]) * 1e-6
+            op = Op(name, times.get(name, time_s) if times else time_s,
                     params_bytes=int(o.get("params_bytes", 0)),
                     output_bytes=int(o.get("output_bytes", 0)),
                     temp_bytes=int(o.get("temp_bytes", 0)))

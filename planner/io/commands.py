@@ -58,6 +58,12 @@ Training = Annotated[bool, typer.Option("--training", help="Add a backward op pe
                                         "gradients and optimizer state.")]
 Optimizer = Annotated[str, typer.Option("--optimizer", help="Optimizer state with --training: "
                                         "sgd | momentum | adam.")]
+Times = Annotated[Path | None, typer.Option(
+    "--times", help="Measured op times to lay over the estimates: CSV `name,seconds`, JSON "
+    "{name: seconds}, or a torch.profiler Chrome trace.", dir_okay=False)]
+TimesKind = Annotated[str | None, typer.Option(
+    "--times-kind", help="Write --times as `time[KIND]` (for devices of that kind) instead "
+    "of `time`.")]
 
 
 _diagnostics = guard
@@ -131,10 +137,24 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
 
 
 def _run(make: Callable[[], Imported], output: Path, clusters: list[Path] | None, memory: str,
-         contention: str) -> None:
+         contention: str, times: Path | None = None, times_kind: str | None = None) -> None:
     with _diagnostics():
         check_outputs({"-o/--output": output})
-        _finish(make(), output, clusters, memory, contention)
+        result = make()
+        if times is not None:
+            _overlay(result, times, times_kind)
+        _finish(result, output, clusters, memory, contention)
+
+
+def _overlay(result: Imported, times: Path, kind: str | None) -> None:
+    """Lay the measured times of `times` over `result` and say so in its header."""
+    from .times import overlay_times, read_times
+
+    hit, warnings = overlay_times(result.workload, read_times(times), str(times), kind)
+    result.warnings.extend(warnings)
+    where = "time" if kind is None else f"time[{kind}]"
+    result.header += (f"\n{where} of {hit} of {len(result.workload.ops)} ops measured, "
+                      f"from {times.name} (the others keep the estimate above).")
 
 
 def resolve_model(model: str) -> Path:
@@ -165,6 +185,8 @@ def import_onnx_command(
     cluster: Clusters = None,
     memory: Memory = "static",
     contention: Contention = "link",
+    times: Times = None,
+    times_kind: TimesKind = None,
 ) -> None:
     """Import an ONNX model: one op per node, weights as params, roofline op times."""
     from .onnx_import import import_onnx
@@ -174,13 +196,14 @@ def import_onnx_command(
         "device_profile": device_profile if device_profile != "v100" else None,
         "training": training, "optimizer": optimizer if training and optimizer != "adam"
         else None, "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
-        "contention": _nondefault(contention, "link"), "o": output})
+        "contention": _nondefault(contention, "link"), "times": times,
+        "times_kind": times_kind, "o": output})
 
     def make() -> Imported:
         return import_onnx(resolve_model(model), batch, dtype, device_profile, training,
                            optimizer, name, command)
 
-    _run(make, output, cluster, memory, contention)
+    _run(make, output, cluster, memory, contention, times, times_kind)
 
 
 @import_app.command("pipedream")
@@ -193,6 +216,8 @@ def import_pipedream_command(
     cluster: Clusters = None,
     memory: Memory = "static",
     contention: Contention = "link",
+    times: Times = None,
+    times_kind: TimesKind = None,
 ) -> None:
     """Import a PipeDream profile, keeping its measured times."""
     from .pipedream import import_pipedream
@@ -200,9 +225,10 @@ def import_pipedream_command(
     command = _command(["import", "pipedream", str(graph)], {
         "training": training, "optimizer": optimizer if training and optimizer != "adam"
         else None, "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
-        "contention": _nondefault(contention, "link"), "o": output})
+        "contention": _nondefault(contention, "link"), "times": times,
+        "times_kind": times_kind, "o": output})
     _run(lambda: import_pipedream(graph, training, optimizer, name, command), output, cluster,
-         memory, contention)
+         memory, contention, times, times_kind)
 
 
 @import_app.command("json")
@@ -214,14 +240,72 @@ def import_json_command(
     cluster: Clusters = None,
     memory: Memory = "static",
     contention: Contention = "link",
+    times: Times = None,
+    times_kind: TimesKind = None,
 ) -> None:
     """Import the JSON interchange format (schema: planner/io/interchange.schema.json)."""
     from .interchange import import_json
 
     command = _command(["import", "json", str(file)], {
         "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
-        "contention": _nondefault(contention, "link"), "o": output})
-    _run(lambda: import_json(file, name, command), output, cluster, memory, contention)
+        "contention": _nondefault(contention, "link"), "times": times,
+        "times_kind": times_kind, "o": output})
+    _run(lambda: import_json(file, name, command), output, cluster, memory, contention, times,
+         times_kind)
+
+
+@import_app.command("torch")
+def import_torch_command(
+    model: Annotated[str, typer.Argument(help="MODULE:NAME or FILE.py:NAME (NAME: an "
+                                         "nn.Module or a function returning one; default "
+                                         "`model`).")],
+    output: Output,
+    inputs: Annotated[list[str] | None, typer.Option(
+        "--input", help="An example input SHAPE[:DTYPE], e.g. 8x16 or 2x10:int64 "
+        "(repeatable, in forward()'s order).")] = None,
+    example: Annotated[str | None, typer.Option(
+        "--example", help="A Python expression giving the example input(s), with `torch` "
+        "and the model's module in scope.")] = None,
+    device_profile: Profile = "v100",
+    measure: Annotated[str | None, typer.Option(
+        "--measure", help="Time every op on this torch device (cpu, cuda:0) and write "
+        "`time[KIND]`.")] = None,
+    kind: Annotated[str | None, typer.Option(
+        "--kind", help="The device kind measured times are for (default: cpu, or gpu for "
+        "cuda).")] = None,
+    warmup: Annotated[int, typer.Option("--warmup", help="Untimed runs before measuring.")
+                      ] = 3,
+    repeat: Annotated[int, typer.Option("--repeat", help="Timed runs; each op's median is "
+                                        "kept.")] = 10,
+    threads: Annotated[int | None, typer.Option(
+        "--threads", help="torch.set_num_threads while measuring (default: torch's).")] = None,
+    training: Training = False,
+    optimizer: Optimizer = "adam",
+    name: Name = None,
+    cluster: Clusters = None,
+    memory: Memory = "static",
+    contention: Contention = "link",
+    times: Times = None,
+    times_kind: TimesKind = None,
+) -> None:
+    """Import a PyTorch model through torch.fx: one op per node, module paths as names."""
+    command = _command(["import", "torch", model], {
+        "input": inputs, "example": example,
+        "device_profile": _nondefault(device_profile, "v100"), "measure": measure,
+        "kind": kind, "warmup": warmup if measure and warmup != 3 else None,
+        "repeat": repeat if measure and repeat != 10 else None, "threads": threads,
+        "training": training, "optimizer": optimizer if training and optimizer != "adam"
+        else None, "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
+        "contention": _nondefault(contention, "link"), "times": times,
+        "times_kind": times_kind, "o": output})
+
+    def make() -> Imported:
+        from .torch_import import import_torch
+
+        return import_torch(model, inputs or (), example, device_profile, measure, kind,
+                            warmup, repeat, training, optimizer, name, command, threads)
+
+    _run(make, output, cluster, memory, contention, times, times_kind)
 
 
 def _nondefault(value: str, default: str) -> str | None:
@@ -253,6 +337,55 @@ def export_json_command(
             sys.stdout.write(text)
         else:
             write_text_atomic(output, text)
+
+
+@export_app.command("torch")
+def export_torch_command(
+    spec: Annotated[Path, typer.Argument(help="The spec `planner import torch` wrote.")],
+    model: Annotated[str, typer.Argument(help="The model, as given to `import torch`.")],
+    placement: Annotated[Path, typer.Option(
+        "--placement", help="The plan JSON (`planner solve --out`) to apply.")],
+    plan: Annotated[str | None, typer.Option(
+        "--plan", help="The spec's plan the placement is for.")] = None,
+    inputs: Annotated[list[str] | None, typer.Option(
+        "--input", help="Example input SHAPE[:DTYPE], as for `import torch`.")] = None,
+    example: Annotated[str | None, typer.Option(
+        "--example", help="Example input expression, as for `import torch`.")] = None,
+    device_map: Annotated[str | None, typer.Option(
+        "--device-map", help="SPEC_DEVICE=TORCH_DEVICE,... (default: by kind, gpu3 -> "
+        "cuda:3, cpu0 -> cpu).")] = None,
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Write the JSON here instead of stdout.", dir_okay=False)] = None,
+    code: Annotated[Path | None, typer.Option(
+        "--code", help="Also write the placed model's forward() source here.",
+        dir_okay=False)] = None,
+) -> None:
+    """Apply a plan to a PyTorch model: devices, `.to()` copies, an accelerate device_map."""
+    import json
+
+    from ..cli import _load, _problem, _read_placement
+    from .torch_export import apply_plan, export_document, parse_device_map, torch_devices
+    from .torch_import import example_inputs, load_target, trace
+
+    with _diagnostics():
+        check_outputs({"-o/--output": output, "--code": code})
+        problem = _problem(_load(spec), plan)
+        chosen = _read_placement(problem, placement).to_json(problem)["placement"]
+        devices = torch_devices(problem.cluster, parse_device_map(device_map))
+        module, namespace = load_target(model)
+        traced = trace(module, example_inputs(inputs or (), example, namespace))
+        placed = apply_plan(traced, chosen, devices, move=False)
+        text = json.dumps(export_document(placed, problem.name, chosen), indent=2,
+                          ensure_ascii=False) + "\n"
+        if code is not None:
+            write_text_atomic(code, placed.module.code.lstrip("\n"))
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            write_text_atomic(output, text)
+        sys.stderr.write(f"{len(placed.copies)} copies at cross-device edges; device_map: "
+                         f"{'yes' if placed.device_map is not None else 'no'} "
+                         f"({placed.device_map_note})\n")
 
 
 # ---- generate ---------------------------------------------------------------------------

@@ -138,8 +138,8 @@ def parse_pipedream(text: str, file: str = "<pipedream>", training: bool = False
         if training else "Forward pass only (import with --training for backward ops).",
     ]
     stats = {"forward_ms": fwd_ms, "backward_ms": bwd_ms, "nodes": float(len(nodes))}
-    # measured times are printed as measured, not rounded like estimates
-    return Imported(w, "\n".join(lines), list(sink.items), stats, exact=True)
+    # 4 significant digits: the profiler's 17 are noise, not precision
+    return Imported(w, "\n".join(lines), list(sink.items), stats)
 
 
 def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:

@@ -94,7 +94,9 @@ class Imported:
     """An importer's or generator's result: a workload and what its spec file needs.
 
     `clusters` are cluster blocks already rendered (lines); `exact` prints times and FLOPs
-    so that they parse back to the very same floats (used by the JSON interchange).
+    so that they parse back to the very same floats (the planner-graph JSON interchange
+    alone, whose round trip is exact); otherwise they get 4 significant digits in the unit
+    that reads best, measured ones included (a profiler's 17 digits are noise).
     """
 
     workload: Workload
@@ -149,7 +151,25 @@ def time_text(seconds: float, digits: int | None = 4) -> str:
     """A time quantity; rounded to `digits` significant digits, exact when `digits` is None."""
     if digits is None:
         return quantity_text(seconds, "time", exact=True)
-    return format_quantity(round_sig(seconds, digits), "time")
+    return rounded_text(seconds, "time", digits)
+
+
+#: units that `rounded_text` writes, largest first
+ROUNDED_UNITS = {"time": ("s", "ms", "us", "ns"),
+                 "work": ("PFLOP", "TFLOP", "GFLOP", "MFLOP", "KFLOP", "FLOP")}
+
+
+def rounded_text(value: float, dim: str, digits: int = 4) -> str:
+    """`value` with `digits` significant digits in the largest unit that keeps it >= 1
+    (the smallest unit below that): `16.73 us`, never `16734.99991738936 ns`.
+
+    The number is rounded after scaling to its unit, so no float noise is printed.
+    """
+    units = ROUNDED_UNITS[dim]
+    rounded = round_sig(value, digits)  # picks 1 ms, not 1000 us, for 0.99995 ms
+    unit = next((u for u in units if abs(rounded) >= UNITS[dim][u]), units[-1])
+    number = repr(round_sig(value / UNITS[dim][unit], digits)).removesuffix(".0")
+    return f"{number} {unit}"
 
 
 def block(head: str, attrs: Sequence[tuple[str, str]], indent: str = "  ") -> list[str]:
@@ -178,8 +198,8 @@ def op_attrs(op: WorkOp, exact: bool = False) -> list[tuple[str, str]]:
     for kind, t in op.time_by_kind.items():
         out.append((f"time[{quote(kind)}]", time_text(t, digits)))
     if op.flops is not None and (op.flops > 0 or op.time_s is None or exact):
-        flops = op.flops if exact else round_sig(op.flops, 4)
-        out.append(("flops", quantity_text(flops, "work", exact)))
+        out.append(("flops", quantity_text(op.flops, "work", True) if exact
+                    else rounded_text(op.flops, "work")))
     for key, value in (("params", op.params_bytes), ("output", op.output_bytes),
                        ("temp", op.temp_bytes)):
         if value:

@@ -1,0 +1,181 @@
+"""Measured op times from a file, laid over an imported workload (`import ... --times FILE`).
+
+Three formats, told apart by their content:
+
+- CSV: one `name,seconds` row per op (quote names holding commas); a first row whose
+  second field is not a number is a header; blank lines and lines starting with `#` are
+  skipped;
+- JSON: an object `{"op name": seconds, ...}`;
+- a `torch.profiler` Chrome trace (JSON with `traceEvents`, as `prof.export_chrome_trace`
+  writes it): the complete events (`"ph": "X"`) named like an op give its time, the median
+  of their durations (one per profiled step). Events recorded with
+  `torch.profiler.record_function(NAME)` are preferred (on the GPU's timeline when there is
+  one); without any, every complete event counts. `planner.io.torch_import.run_annotated`
+  runs a traced model with one such event per op.
+
+Times replace the op's `time` (or `time[KIND]` with `--times-kind KIND`); ops the file does
+not name keep their estimate. Names the file gives that are no op are a warning (W937); a
+file naming no op at all is an error (E936).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import statistics
+from pathlib import Path
+from typing import Any
+
+from ..errors import Diagnostic, Severity, Span, SpecError, did_you_mean
+from ..spec.load import read_source
+from .workload import Workload
+
+#: Chrome-trace categories of `record_function` ranges, the GPU's timeline first
+ANNOTATIONS = ("gpu_user_annotation", "user_annotation")
+
+
+def read_times(path: str | os.PathLike[str]) -> dict[str, float]:
+    """`{op name: seconds}` from a CSV, JSON or Chrome-trace file (see the module doc)."""
+    shown = str(path)
+    text = read_source(Path(path), shown)
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise SpecError(Diagnostic(
+                "E935", f"{shown} is not valid JSON: {err.msg}",
+                Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1, err.pos,
+                     err.pos + 1))) from None
+        return _from_json(data, shown)
+    return _from_csv(text, shown)
+
+
+def _bad(shown: str, line: int, message: str, *hints: str) -> SpecError:
+    return SpecError(Diagnostic("E934", message, Span(shown, line, 1, line, 2), hints))
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) and x >= 0 else None
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _from_csv(text: str, shown: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    rows = csv.reader(io.StringIO(text))
+    first = True
+    for row in rows:
+        line = rows.line_num
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) != 2:
+            raise _bad(shown, line, f"expected `name,seconds`, found {len(row)} field(s)",
+                       "quote a name that holds a comma: \"a,b\",0.001")
+        name, raw = row[0].strip(), row[1].strip()
+        seconds = _seconds(raw)
+        if seconds is None:
+            if first and not _numeric(raw):  # a header row
+                first = False
+                continue
+            raise _bad(shown, line, f"`{raw}` is not a number of seconds (finite, >= 0)")
+        first = False
+        out[name] = seconds
+    if not out:
+        raise SpecError(Diagnostic("E935", f"{shown} holds no `name,seconds` rows",
+                                   Span.start_of(shown)))
+    return out
+
+
+def _from_json(data: Any, shown: str) -> dict[str, float]:
+    events = data.get("traceEvents") if isinstance(data, dict) else data
+    if isinstance(events, list):
+        return _from_trace(events, shown)
+    if not isinstance(data, dict) or not data:
+        raise SpecError(Diagnostic(
+            "E935", f"{shown} is neither an object of op times nor a Chrome trace",
+            Span.start_of(shown), ('expected {"op": seconds, ...} or {"traceEvents": [...]}',)))
+    out: dict[str, float] = {}
+    for name, value in data.items():
+        seconds = _seconds(value)
+        if seconds is None:
+            raise SpecError(Diagnostic(
+                "E934", f"the time of `{name}` is not a number of seconds (finite, >= 0): "
+                f"{json.dumps(value)}", Span.start_of(shown)))
+        out[name] = seconds
+    return out
+
+
+def _from_trace(events: list[Any], shown: str) -> dict[str, float]:
+    spans: dict[str, dict[str, list[float]]] = {}
+    for e in events:
+        if not isinstance(e, dict) or e.get("ph") != "X" or not isinstance(e.get("name"), str):
+            continue
+        dur = _seconds(e.get("dur"))
+        if dur is not None:
+            spans.setdefault(str(e.get("cat", "")), {}).setdefault(e["name"], []).append(dur)
+    chosen: dict[str, list[float]] = {}
+    for cat in (*ANNOTATIONS, None):
+        if cat is None:
+            if not chosen:
+                for by_name in spans.values():
+                    for name, durs in by_name.items():
+                        chosen.setdefault(name, []).extend(durs)
+            break
+        for name, durs in spans.get(cat, {}).items():
+            chosen.setdefault(name, durs)
+    if not chosen:
+        raise SpecError(Diagnostic("E935", f"{shown}: a Chrome trace without complete "
+                                   "(`\"ph\": \"X\"`) events", Span.start_of(shown)))
+    return {name: statistics.median(durs) * 1e-6 for name, durs in chosen.items()}
+
+
+def overlay_times(w: Workload, times: dict[str, float], file: str,
+                  kind: str | None = None) -> tuple[int, list[Diagnostic]]:
+    """Set the time (or `time[kind]`) of every op of `w` that `times` names.
+
+    Returns how many ops got a time, and warnings (W937) for names that are no op. Raises
+    `SpecError` (E936) when no name is an op's.
+    """
+    ops = {o.name: o for o in w.ops}
+    hit = 0
+    for name, seconds in times.items():
+        op = ops.get(name)
+        if op is None:
+            continue
+        hit += 1
+        if kind is None:
+            op.time_s = seconds
+        else:
+            op.time_by_kind[kind] = seconds
+    strays = [n for n in times if n not in ops]
+    where = Span.start_of(file)
+    if not hit:
+        first = next(iter(times), "")
+        raise SpecError(Diagnostic(
+            "E936", f"no name in {file} is an op of graph `{w.name}` ({len(times)} names, "
+            f"for example `{first}`)", where,
+            did_you_mean(first, ops) or (f"op names look like `{next(iter(ops), '')}`",)))
+    warnings: list[Diagnostic] = []
+    if strays:
+        shown = ", ".join(f"`{n}`" for n in strays[:5])
+        more = f" and {len(strays) - 5} more" if len(strays) > 5 else ""
+        warnings.append(Diagnostic(
+            "W937", f"{len(strays)} name(s) in {file} are no op of graph `{w.name}`: "
+            f"{shown}{more}; ignored", where, did_you_mean(strays[0], ops),
+            severity=Severity.WARNING))
+    return hit, warnings

@@ -1,0 +1,339 @@
+"""Apply a plan to a PyTorch model: an fx GraphModule with its ops on the planned devices.
+
+`apply_plan(traced, placement, devices)` takes a model traced by `planner.io.torch_import`
+(so op names are the importer's), a placement `{op: spec device}` (a plan's `placement`)
+and a map `{spec device: torch device}`, and returns a `Placed` model:
+
+- every module an op calls, and every tensor read by attribute, is moved to its op's device
+  (colocation in the imported spec keeps a module's calls on one device);
+- an input (placeholder) is moved to its op's device as it enters (a no-op when the caller
+  already put it there);
+- on every edge whose producer and consumer the plan puts on different *spec* devices, one
+  `x.to(device)` is inserted, shared by every consumer on that device: one copy per tensor
+  and destination, as planner's cost model counts them. Two spec devices mapped to one torch
+  device (every device on `cpu`, to check a plan numerically) still get their copies, so
+  the copies always match the plan's cross-device edges;
+- ops run in the traced order, which is a valid topological order;
+- the backward ops of a `--training` spec (`x.bwd`, colocated with `x`) need nothing: autograd
+  runs each where its forward op ran, `.to()` included.
+
+`device_map` is the placement as `{module path: device}` in the form Hugging Face
+accelerate's `dispatch_model(model, device_map)` takes (`cuda:N` as `N`), when the plan
+maps cleanly onto modules: accelerate's hooks move a module's inputs to its device, but a
+function (`torch.add`, `x.view`) runs where its inputs already are, so every tensor reaching
+a function or method op across devices makes the map unclean (`device_map` is None and
+`device_map_note` says why). Parameters read by attribute appear under their own path;
+those no op uses go with the first op, as `dispatch_model` wants every tensor covered.
+
+Devices of the spec map to torch devices by `device_map` given by the user, else by kind:
+a device whose kind (or name) starts with `cpu` is `cpu`; any other is `cuda:N`, N being the
+digits ending its name (`gpu3` -> `cuda:3`), or its position among the accelerators.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import Diagnostic, SpecError, UsageError, did_you_mean
+from .torch_import import Traced, require_torch
+from .training import BWD_SUFFIX
+
+
+@dataclass
+class Placed:
+    """A model with a plan applied (see the module docstring)."""
+
+    module: Any  # torch.fx.GraphModule
+    #: (producer op, spec device) of every inserted `.to()` at a cross-device edge
+    copies: list[tuple[str, str]] = field(default_factory=list)
+    #: (input op, spec device) of the inputs moved as they enter
+    inputs: list[tuple[str, str]] = field(default_factory=list)
+    devices: dict[str, str] = field(default_factory=dict)
+    #: module path or tensor attribute -> the spec device of the ops that use it
+    owners: dict[str, str] = field(default_factory=dict)
+    device_map: dict[str, int | str] | None = None
+    device_map_note: str = ""
+
+
+def torch_devices(cluster: Any, given: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`{spec device: torch device string}` for the devices of `cluster` (see module doc)."""
+    torch = require_torch()
+    names = [d.name for d in cluster.devices]
+    given = dict(given or {})
+    for name, value in given.items():
+        if name not in names:
+            raise UsageError(Diagnostic("E930", f"--device-map names `{name}`, no device of "
+                                        f"cluster `{cluster.name}`", None,
+                                        did_you_mean(name, names)))
+        try:
+            torch.device(value)
+        except (RuntimeError, TypeError) as err:
+            raise UsageError(Diagnostic("E930", f"--device-map {name}={value}: not a torch "
+                                        f"device ({err})", None,
+                                        ("e.g. cpu, cuda:0, meta",))) from None
+    out: dict[str, str] = {}
+    accelerators = 0
+    for d in cluster.devices:
+        if d.name in given:
+            out[d.name] = str(given[d.name])
+            continue
+        if (d.kind or d.name).lower().startswith("cpu"):
+            out[d.name] = "cpu"
+            continue
+        digits = re.search(r"(\d+)$", d.name)
+        out[d.name] = f"cuda:{int(digits.group(1)) if digits else accelerators}"
+        accelerators += 1
+    return out
+
+
+def parse_device_map(text: str | None) -> dict[str, str]:
+    """`gpu0=cuda:0,gpu1=cpu` -> a dict (E930 when malformed)."""
+    out: dict[str, str] = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise UsageError(Diagnostic("E930", f"--device-map item `{item}` is not "
+                                        "SPEC_DEVICE=TORCH_DEVICE", None,
+                                        ("e.g. --device-map gpu0=cuda:0,gpu1=cuda:1",)))
+        out[name.strip()] = value.strip()
+    return out
+
+
+def forward_placement(traced: Traced, placement: Mapping[str, str]) -> dict[str, str]:
+    """`placement` without the backward ops of a `--training` spec (`x.bwd`): autograd runs
+    each where its forward op ran, which is where the spec colocates it."""
+    ops = set(traced.names.values())
+    return {op: dev for op, dev in placement.items()
+            if not (op.endswith(BWD_SUFFIX) and op.removesuffix(BWD_SUFFIX) in ops
+                    and placement[op.removesuffix(BWD_SUFFIX)] == dev)}
+
+
+def check_placement(traced: Traced, placement: Mapping[str, str]) -> None:
+    """E945 unless `placement` places exactly the traced model's ops."""
+    ops = list(traced.names.values())
+    missing = [o for o in ops if o not in placement]
+    unknown = [o for o in placement if o not in set(ops)]
+    if missing or unknown:
+        parts = []
+        if unknown:
+            parts.append(f"{len(unknown)} op(s) the model lacks (`{unknown[0]}`...)")
+        if missing:
+            parts.append(f"leaves {len(missing)} of the model's ops unplaced (`{missing[0]}`...)")
+        hints = did_you_mean(unknown[0], ops) if unknown else ()
+        raise SpecError(Diagnostic(
+            "E945", "the plan does not match the traced model: it places "
+            + " and ".join(parts), None,
+            hints or ("import the model again (planner import torch) and solve that spec",)))
+
+
+def apply_plan(traced: Traced, placement: Mapping[str, str], devices: Mapping[str, str],
+               move: bool = True) -> Placed:
+    """The placed GraphModule and its copies (see the module docstring).
+
+    `move=False` builds the graph without moving modules and tensors (to write its code on
+    a machine that lacks the devices).
+    """
+    torch = require_torch()
+    placement = forward_placement(traced, placement)
+    check_placement(traced, placement)
+    names = traced.names
+    where = {fx_name: placement[op] for fx_name, op in names.items()}
+    unknown = sorted({d for d in where.values() if d not in devices})
+    if unknown:
+        raise SpecError(Diagnostic("E945", f"the plan uses device `{unknown[0]}`, which the "
+                                   "device map lacks", None))
+    old = traced.gm
+    root = copy.deepcopy(old)
+    graph = torch.fx.Graph()
+    env: dict[str, Any] = {}
+    copies: dict[tuple[str, str], Any] = {}
+    placed = Placed(root, devices=dict(devices))
+    owners = placed.owners
+    for n in old.graph.nodes:
+        if n.op == "placeholder":
+            env[n.name] = graph.node_copy(n, lambda a: env[a.name])
+            if n.name in names and n.name in traced.tensors:
+                moved = graph.call_method("to", (env[n.name], devices[where[n.name]]))
+                moved.meta["planner_input"] = (names[n.name], where[n.name])
+                placed.inputs.append((names[n.name], where[n.name]))
+                env[n.name] = moved
+            continue
+        if n.name not in names:  # get_attr and output
+            env[n.name] = graph.node_copy(n, lambda a: env[a.name])
+            continue
+        dev = where[n.name]
+        keys = [a.target for a in n.all_input_nodes if a.op == "get_attr"]
+        if n.op == "call_module":
+            keys.append(n.target)
+        for key in keys:
+            if owners.setdefault(key, dev) != dev:
+                raise SpecError(Diagnostic(
+                    "E945", f"`{key}` is used by ops on `{owners[key]}` and on `{dev}`; its "
+                    "parameters can live on one device only", None,
+                    ("solve the spec `planner import torch` wrote: it colocates such ops",)))
+
+        def arg(a: Any, dev: str = dev, consumer: str = n.name) -> Any:
+            if a.name not in names or where[a.name] == dev:
+                return env[a.name]
+            if a.name in traced.containers:
+                raise SpecError(Diagnostic(
+                    "E945", f"`{names[consumer]}` takes a tuple of tensors from "
+                    f"`{names[a.name]}` on another device", None,
+                    ("solve the spec `planner import torch` wrote: it colocates them",)))
+            if a.name not in traced.tensors:
+                return env[a.name]  # a Python value (a size): nothing to copy
+            key = (a.name, dev)
+            if key not in copies:
+                copies[key] = graph.call_method("to", (env[a.name], devices[dev]))
+                copies[key].meta["planner_copy"] = (names[a.name], dev)
+                placed.copies.append((names[a.name], dev))
+            return copies[key]
+
+        env[n.name] = graph.node_copy(n, arg)
+    graph.lint()
+    placed.module = torch.fx.GraphModule(root, graph, class_name="Placed" + type(
+        traced.model).__name__)
+    if move:
+        place_parameters(placed)
+    placed.device_map, placed.device_map_note = module_device_map(traced, where, devices,
+                                                                  owners)
+    return placed
+
+
+def place_parameters(placed: Placed) -> None:
+    """Move the modules and attributes of `placed.module` to their ops' devices (what
+    `apply_plan` does unless `move=False`; under `FakeTensorMode`, fake tensors result)."""
+    torch = require_torch()
+    for key, dev in placed.owners.items():
+        _move(placed.module, key, placed.devices[dev], torch)
+
+
+def _move(root: Any, path: str, device: str, torch: Any) -> None:
+    """Move module or tensor attribute `path` of `root` to `device`, in place.
+
+    Tensors are replaced one by one rather than by `Module.to`, which also works under
+    `FakeTensorMode` (where `Module.to` cannot swap a parameter's storage).
+    """
+    owner_path, _, leaf = path.rpartition(".")
+    owner = root.get_submodule(owner_path) if owner_path else root
+    thing = getattr(owner, leaf)
+    places = ([(m, n) for m in thing.modules() for n in (*m._parameters, *m._buffers)]
+              if isinstance(thing, torch.nn.Module) else [(owner, leaf)])
+    for module, name in places:
+        if name in module._parameters:
+            p = module._parameters[name]
+            if p is not None:
+                module._parameters[name] = torch.nn.Parameter(p.detach().to(device),
+                                                              p.requires_grad)
+        elif name in module._buffers:
+            b = module._buffers[name]
+            if b is not None:
+                module._buffers[name] = b.to(device)
+        else:
+            setattr(module, name, getattr(module, name).to(device))
+
+
+def module_device_map(traced: Traced, where: Mapping[str, str], devices: Mapping[str, str],
+                      owners: Mapping[str, str]) -> tuple[dict[str, int | str] | None, str]:
+    """The accelerate `device_map` of a placement, or None and the reason it is unclean."""
+    names = traced.names
+    for n in traced.nodes():
+        if n.op == "call_module":
+            continue
+        for a in n.all_input_nodes:
+            if a.name in traced.tensors and a.name in names and where[a.name] != where[n.name]:
+                return None, (f"`{names[n.name]}` is a function, not a module, and takes "
+                              f"`{names[a.name]}` from another device; accelerate's hooks move "
+                              "only a module's inputs")
+    def value(dev: str) -> int | str:
+        torch_dev = devices[dev]
+        return int(torch_dev.split(":")[1]) if re.fullmatch(r"cuda:\d+", torch_dev) \
+            else torch_dev
+
+    out: dict[str, int | str] = {key: value(dev) for key, dev in owners.items()}
+    # accelerate wants every tensor covered: ones no op uses go with the first op
+    first = next(iter(where.values()), None)
+    model = traced.model
+    for name, _ in (*model.named_parameters(), *model.named_buffers()):
+        if first is not None and not any(name == k or name.startswith(f"{k}.") for k in out):
+            out[name.rpartition(".")[0] or name] = value(first)
+    return out, "every cross-device tensor enters a module"
+
+
+def placement_of(placed: Placed, traced: Traced, inputs: tuple[Any, ...]) -> dict[str, str]:
+    """Re-trace a placed model, run it, and read back `{op: spec device}` from the device
+    each op's tensors come out on (ops that return no tensor are left out).
+
+    Needs distinct torch devices for distinct spec devices. Under
+    `torch._subclasses.FakeTensorMode` the devices need not exist: `cuda:1` can be checked
+    on a machine without a GPU, and an op given tensors of two devices still fails.
+    """
+    torch = require_torch()
+    back = {v: k for k, v in placed.devices.items()}
+    if len(back) != len(placed.devices):
+        raise UsageError(Diagnostic("E930", "reading a placement back needs one torch device "
+                                    "per spec device", None))
+    gm = torch.fx.symbolic_trace(placed.module)
+    found: dict[str, str] = {}
+
+    class Where(torch.fx.Interpreter):  # type: ignore[misc]
+        def run_node(self, n: Any) -> Any:
+            value = super().run_node(n)
+            if n.name in traced.names and n.op != "placeholder":
+                tensors = _flat(value, torch)
+                if tensors:
+                    found[traced.names[n.name]] = back[str(tensors[0].device)]
+            return value
+
+    with torch.no_grad():
+        Where(gm).run(*inputs)
+    return found
+
+
+def copies_of(placed: Any, traced: Traced) -> list[tuple[str, str]]:
+    """(producer op, torch device) of every `.to()` a re-trace of `placed` finds that is
+    not an input's move: what the placed model really copies."""
+    torch = require_torch()
+    gm = torch.fx.symbolic_trace(placed)
+    out = []
+    for n in gm.graph.nodes:
+        if n.op != "call_method" or n.target != "to" or n.args[0].op == "placeholder":
+            continue  # not a copy, or an input's move
+        src = n.args[0]
+        while src.op == "call_method" and src.target == "to":  # past an input's move
+            src = src.args[0]
+        if src.name in traced.names:
+            out.append((traced.names[src.name], str(n.args[1])))
+    return out
+
+
+def _flat(value: Any, torch: Any) -> list[Any]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _flat(v, torch)]
+    return []
+
+
+def export_document(placed: Placed, plan_name: str,
+                    placement: Mapping[str, str]) -> dict[str, Any]:
+    """What `planner export torch` writes: devices, copies and the accelerate map."""
+    return {
+        "format": "planner-torch-placement",
+        "version": 1,
+        "plan": plan_name,
+        "devices": dict(placed.devices),
+        "placement": dict(placement),
+        "copies": [{"tensor": op, "to": dev, "device": placed.devices[dev]}
+                   for op, dev in placed.copies],
+        "inputs": [{"input": op, "to": dev, "device": placed.devices[dev]}
+                   for op, dev in placed.inputs],
+        "device_map": placed.device_map,
+        "device_map_note": placed.device_map_note,
+    }

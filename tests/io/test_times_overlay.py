@@ -1,0 +1,148 @@
+"""`--times FILE` on every importer: CSV, JSON and Chrome traces; errors; 4-digit numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import planner
+from planner.cli import app
+from planner.errors import SpecError
+from planner.io.pipedream import parse_pipedream
+from planner.io.times import overlay_times, read_times
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PROFILE = FIXTURES / "pipedream_small.txt"
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def _times_of(path: Path) -> dict[str, float | None]:
+    (graph,) = planner.load(path).graphs.values()
+    return {op.name: op.time_s for op in graph.ops}
+
+
+def test_csv_with_a_header_and_comments(tmp_path: Path) -> None:
+    f = tmp_path / "t.csv"
+    f.write_text('name,seconds\n# measured\nnode2,0.0012345678\n"a,b",1e-3\n')
+    assert read_times(f) == {"node2": 0.0012345678, "a,b": 1e-3}
+
+
+def test_json_object(tmp_path: Path) -> None:
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"node2": 2e-3, "node5": 0}))
+    assert read_times(f) == {"node2": 2e-3, "node5": 0.0}
+
+
+def test_chrome_trace_prefers_annotations_and_takes_the_median(tmp_path: Path) -> None:
+    events = [{"ph": "X", "cat": "user_annotation", "name": "node2", "dur": d}
+              for d in (10.0, 30.0, 20.0)]
+    events += [{"ph": "X", "cat": "cpu_op", "name": "node2", "dur": 999.0},
+               {"ph": "X", "cat": "gpu_user_annotation", "name": "node5", "dur": 4.0},
+               {"ph": "X", "cat": "user_annotation", "name": "node5", "dur": 8.0},
+               {"ph": "i", "name": "node3", "ts": 1}]
+    f = tmp_path / "trace.json"
+    f.write_text(json.dumps({"traceEvents": events}))
+    times = read_times(f)
+    assert times["node2"] == pytest.approx(20e-6)
+    assert times["node5"] == pytest.approx(4e-6)  # the GPU's timeline wins
+    assert "node3" not in times
+
+
+@pytest.mark.parametrize(("text", "code", "line"), [
+    ("name,seconds\nnode2,fast\n", "E934", 2),
+    ("node2,1,2\n", "E934", 1),
+    ("node2,-1\n", "E934", 1),
+    ("name,seconds\n", "E935", 1),
+    ('{"node2": "x"}', "E934", 1),
+    ('{"node2": ', "E935", 1),
+    ("[]", "E935", 1),
+])
+def test_bad_files_are_located_diagnostics(tmp_path: Path, text: str, code: str,
+                                           line: int) -> None:
+    f = tmp_path / "t.csv"
+    f.write_text(text)
+    with pytest.raises(SpecError) as err:
+        read_times(f)
+    d = err.value.diagnostics[0]
+    assert (d.code, d.span.file if d.span else None, d.span.line if d.span else None) == (
+        code, str(f), line)
+
+
+def test_overlay_sets_time_or_time_of_a_kind_and_warns_on_strays() -> None:
+    w = parse_pipedream(PROFILE.read_text()).workload
+    hit, warnings = overlay_times(w, {"node2": 5e-3, "nodee5": 1.0}, "t.csv")
+    assert hit == 1 and w.ops[1].time_s == 5e-3
+    assert [d.code for d in warnings] == ["W937"] and "did you mean `node5`?" in warnings[0].hints
+    overlay_times(w, {"node5": 7e-3}, "t.csv", kind="v100")
+    assert w.ops[4].time_by_kind == {"v100": 7e-3}
+    with pytest.raises(SpecError) as err:
+        overlay_times(w, {"conv1": 1.0}, "t.csv")
+    assert err.value.diagnostics[0].code == "E936"
+
+
+def test_every_importer_takes_times(tmp_path: Path) -> None:
+    times = tmp_path / "t.csv"
+    times.write_text("node2,0.0016734999917389\n")
+    out = tmp_path / "p.plan"
+    code, output = _run("import", "pipedream", str(PROFILE), "--times", str(times), "-o",
+                        str(out))
+    assert code == 0, output
+    text = out.read_text()
+    assert "time 1.673 ms" in text and "--times" in text.splitlines()[1]
+    assert _times_of(out)["node2"] == pytest.approx(1.673e-3)
+    exported = tmp_path / "g.json"
+    assert _run("export", "json", str(out), "-o", str(exported))[0] == 0
+    times.write_text("node5,2e-6\n")
+    again = tmp_path / "j.plan"
+    code, output = _run("import", "json", str(exported), "--times", str(times),
+                        "--times-kind", "gpu", "-o", str(again))
+    assert code == 0, output
+    (graph,) = planner.load(again).graphs.values()
+    assert graph.ops[graph.op_index["node5"]].time_by_kind == {"gpu": 2e-6}
+
+
+def test_onnx_import_takes_times(tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    from planner.io.onnx_import import zoo_dir
+
+    model = zoo_dir() / "light_resnet50.onnx"
+    if not model.is_file():
+        pytest.skip("the onnx package ships no light_resnet50.onnx")
+    out = tmp_path / "r.plan"
+    first = tmp_path / "first.plan"
+    assert _run("import", "onnx", str(model), "-o", str(first))[0] == 0
+    name = next(iter(_times_of(first)))
+    times = tmp_path / "t.json"
+    times.write_text(json.dumps({name: 0.25}))
+    code, output = _run("import", "onnx", str(model), "--times", str(times), "-o", str(out))
+    assert code == 0, output
+    assert _times_of(out)[name] == 0.25
+
+
+def test_a_times_file_naming_no_op_fails_without_writing(tmp_path: Path) -> None:
+    times = tmp_path / "t.csv"
+    times.write_text("conv1,0.001\n")
+    out = tmp_path / "p.plan"
+    code, output = _run("import", "pipedream", str(PROFILE), "--times", str(times), "-o",
+                        str(out))
+    assert code == 1 and "E936" in output and not out.exists()
+
+
+def test_baechi_graphs_take_times(tmp_path: Path) -> None:
+    from planner.io.baechi import load_baechi
+
+    f = tmp_path / "g.json"
+    f.write_text(json.dumps({"name": "g", "ops": [
+        {"name": "a", "time_us": 5.0}, {"name": "b", "time_us": 7.0}],
+        "edges": [{"src": "a", "dst": "b", "bytes": 4}]}))
+    times = tmp_path / "t.csv"
+    times.write_text("b,0.25\n")
+    graph = load_baechi(f, times=read_times(times)).graph
+    assert [op.time_s for op in graph.ops] == [5.0 * 1e-6, 0.25]

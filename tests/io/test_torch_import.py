@@ -1,0 +1,185 @@
+"""`planner import torch`: names, shapes, params, FLOPs, measured times, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
+                            "'planner[torch]')")
+
+import planner  # noqa: E402
+from planner.cli import app  # noqa: E402
+from planner.io.roofline import PROFILES  # noqa: E402
+from planner.io.times import read_times  # noqa: E402
+from planner.io.torch_import import (  # noqa: E402
+    measure,
+    run_annotated,
+    to_workload,
+    trace,
+)
+
+from torch_models import MODELS, lstm, lstm_inputs  # noqa: E402  (tests/io is on sys.path)
+
+MODELS_FILE = Path(__file__).parent / "torch_models.py"
+
+
+def _cli(tmp_path: Path, *args: str) -> tuple[int, str, Path]:
+    out = tmp_path / "m.plan"
+    result = CliRunner().invoke(app, ["import", "torch", *args, "-o", str(out)])
+    return result.exit_code, result.output, out
+
+
+def _graph(path: Path) -> planner.Graph:
+    (graph,) = planner.load(path).graphs.values()
+    return graph
+
+
+def test_ops_are_named_after_modules_and_scopes() -> None:
+    make, inputs = MODELS["cnn"]
+    traced = trace(make(), inputs())
+    names = list(traced.names.values())
+    assert names[:4] == ["x", "stem.0", "stem.1", "stem.2"]
+    assert {"block1.conv1", "block1.add", "block2.add_1", "head"} <= set(names)
+    w = to_workload(traced, "cnn", PROFILES["v100"])
+    comments = {o.name: o.comment for o in w.ops}
+    assert comments["block1.bn1"] == "call_module block1.bn1: BatchNorm2d"
+    assert comments["block1.add"] == "call_function operator.add"
+
+
+def test_shapes_params_and_flops_come_from_the_model() -> None:
+    make, inputs = MODELS["cnn"]
+    model = make()
+    w = to_workload(trace(model, inputs()), "cnn", PROFILES["v100"])
+    ops = {o.name: o for o in w.ops}
+    assert ops["stem.0"].output_bytes == 2 * 8 * 16 * 16 * 4
+    assert ops["head"].flops == 2 * 2 * 8 * 10  # batch x in x out multiply-adds
+    assert ops["stem.0"].flops == 2 * (2 * 8 * 16 * 16) * 3 * 9
+    every = [*model.parameters(), *model.buffers()]
+    assert sum(o.params_bytes for o in w.ops) == sum(t.numel() * t.element_size()
+                                                      for t in every)
+    bn = model.block1.bn1
+    assert ops["block1.bn1"].params_bytes == sum(t.numel() * t.element_size()
+                                                 for t in (*bn.parameters(), *bn.buffers()))
+
+
+def test_shared_modules_and_tuples_are_colocated_and_charged_once() -> None:
+    traced = trace(lstm(), lstm_inputs())
+    w = to_workload(traced, "lstm", PROFILES["v100"])
+    ops = {o.name: o for o in w.ops}
+    assert [n for n in ops if n.startswith("cell")] == ["cell", "cell@1", "cell@2", "cell@3"]
+    assert ops["cell"].params_bytes > 0 and ops["cell@3"].params_bytes == 0
+    group = next(g for g in w.colocations if "cell" in g)
+    assert {"cell@1", "cell@2", "cell@3"} <= set(group)
+    assert any(n.startswith("getitem") for n in group)  # (h, c) is taken apart by its side
+
+
+def test_attributes_read_by_get_attr_are_params_of_their_user() -> None:
+    make, inputs = MODELS["transformer"]
+    model = make()
+    w = to_workload(trace(model, inputs()), "t", PROFILES["v100"])
+    assert {o.name: o for o in w.ops}["add"].params_bytes == model.pos.numel() * 4
+
+
+def test_measured_times_on_cpu() -> None:
+    make, inputs = MODELS["mlp"]
+    traced = trace(make(), inputs())
+    times = measure(traced, "cpu", warmup=1, repeat=3, threads=1)
+    assert set(times) == set(traced.names) - {"input_1"}
+    assert all(t > 0 for t in times.values())
+    w = to_workload(traced, "mlp", PROFILES["v100"], times, "cpu")
+    assert all("cpu" in o.time_by_kind for o in w.ops if o.name != "input_1")
+
+
+def test_the_command_writes_a_spec_that_loads(tmp_path: Path) -> None:
+    code, output, out = _cli(tmp_path, f"{MODELS_FILE}:mlp", "--input", "8x16", "--measure",
+                             "cpu", "--repeat", "3", "--threads", "1", "--training")
+    assert code == 0, output
+    text = out.read_text()
+    assert "--measure cpu" in text.splitlines()[1] and "median of 3 runs" in text
+    graph = _graph(out)
+    assert len(graph.ops) == 6 + 5  # forward ops and a backward op per non-input op
+    assert all(op.time_by_kind.get("cpu", 0) > 0 for op in graph.ops if op.name != "input_1")
+    assert len(graph.colocations) == 5
+
+
+def test_the_roofline_spec_is_the_same_byte_for_byte(tmp_path: Path) -> None:
+    runs = []
+    out = tmp_path / "m.plan"
+    for _ in range(2):
+        result = CliRunner().invoke(app, ["import", "torch", f"{MODELS_FILE}:transformer",
+                                          "--example", "transformer_inputs()", "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        runs.append(out.read_bytes())
+    assert runs[0] == runs[1]
+
+
+def test_a_profiler_trace_feeds_times(tmp_path: Path) -> None:
+    make, inputs = MODELS["mlp"]
+    traced = trace(make(), inputs())
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(3):
+            run_annotated(traced, *traced.inputs)
+    trace_file = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(trace_file))
+    times = read_times(trace_file)
+    assert set(traced.names.values()) <= set(times)
+    code, output, out = _cli(tmp_path, f"{MODELS_FILE}:mlp", "--input", "8x16", "--times",
+                             str(trace_file))
+    assert code == 0, output
+    assert _graph(out).ops[1].time_s == pytest.approx(times["0"], rel=1e-3)
+
+
+BROKEN = '''
+import torch
+
+class Branchy(torch.nn.Module):
+    def forward(self, x):
+        return x if x.sum() > 0 else -x
+
+def branchy():
+    return Branchy()
+
+def square():
+    return torch.nn.Linear(4, 4)
+
+def fails():
+    raise RuntimeError("no weights")
+
+not_a_model = 3
+'''
+
+
+@pytest.mark.parametrize(("target", "inputs", "code", "exit_code"), [
+    ("broken.py:branchy", ["--input", "2x4"], "E942", 1),
+    ("broken.py:square", ["--input", "2x5"], "E944", 1),
+    ("broken.py:fails", ["--input", "2x4"], "E939", 1),
+    ("broken.py:not_a_model", ["--input", "2x4"], "E939", 1),
+    ("broken.py:sqare", ["--input", "2x4"], "E939", 1),
+    ("missing.py:square", ["--input", "2x4"], "E939", 1),
+    ("no_such_package_here:model", ["--input", "2x4"], "E939", 1),
+    ("broken.py:square", ["--input", "2xfour"], "E943", 2),
+    ("broken.py:square", ["--input", "2x4:floaty"], "E943", 2),
+    ("broken.py:square", [], "E943", 2),
+    ("broken.py:square", ["--example", "torch.randn(2,"], "E943", 2),
+    ("broken.py:square", ["--input", "2x4", "--measure", "cuda:7"], "E930", 2),
+    ("broken.py:square", ["--input", "2x4", "--measure", "nowhere"], "E930", 2),
+])
+def test_mistakes_are_diagnostics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str,
+                                  inputs: list[str], code: str, exit_code: int) -> None:
+    (tmp_path / "broken.py").write_text(BROKEN)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["import", "torch", target, *inputs, "-o", "m.plan"])
+    assert (result.exit_code, code in result.output) == (exit_code, True), result.output
+    assert "Traceback" not in result.output and not (tmp_path / "m.plan").exists()
+
+
+def test_json_interchange_keeps_the_torch_names(tmp_path: Path) -> None:
+    code, output, out = _cli(tmp_path, f"{MODELS_FILE}:lstm", "--example", "lstm_inputs()")
+    assert code == 0, output
+    result = CliRunner().invoke(app, ["export", "json", str(out)])
+    names = [op["name"] for op in json.loads(result.output)["ops"]]
+    assert "cell@3" in names and names == [op.name for op in _graph(out).ops]
