@@ -11,9 +11,14 @@ feasible and its makespan is the one users see.
    and everything on one device (`single`) when that is another feasible plan.
 2. **Move groups**, coarse to fine (`move_levels`): name-prefix groups (names split on
    `/ . :`, depth 1 to 8; a level is kept when it splits the graph differently from the
-   one before), or, for graphs without structured names, windows of the topological order
-   halving in size; then colocation units (a group is always whole units; pinned ops never
-   move).
+   one before) and *cross* groups (ops with the same first component and the same
+   component at position k = 2..7, whatever lies between: an unrolled RNN names its ops
+   `decoder/rnn/multi_rnn_cell_5/cell_3/...`, so the prefixes group time steps and the
+   cross groups layers across time steps), ordered by their number of groups; or, for
+   graphs without structured names, windows of the topological order halving in size;
+   then colocation units (a group is always whole units; pinned ops never move). On
+   Baechi's GNMT the cross groups take `auto` from 94.06 to 93.40 ms; no spec in `specs/`
+   changes.
 3. **Multilevel coordinate descent** from each start: for every group of a level in turn,
    move it to each other device it may use and keep every strict improvement; a level is
    swept until a pass improves nothing, then the next finer one. The better start is kept.
@@ -106,6 +111,8 @@ def move_levels(problem: Problem) -> list[list[tuple[int, ...]]]:
             for u, parts in zip(movable, names):
                 by_prefix.setdefault("/".join(parts[:depth]), []).append(u)
             _add_level(levels, seen, list(by_prefix.values()), len(movable))
+        levels.extend(_cross_levels(movable, names, levels))
+        levels.sort(key=len)  # stable: prefix levels keep their order among themselves
     else:
         pos = {i: k for k, i in enumerate(problem.graph.topological_order)}
         ordered = sorted(movable, key=lambda u: pos[f.units[u][0]])
@@ -117,6 +124,25 @@ def move_levels(problem: Problem) -> list[list[tuple[int, ...]]]:
     singles = [[u] for u in movable]
     if len(movable) not in seen:
         levels.append([tuple(g) for g in singles])
+    return levels
+
+
+def _cross_levels(movable: list[int], names: list[list[str]],
+                  kept: list[list[tuple[int, ...]]]) -> list[list[tuple[int, ...]]]:
+    """Per position k = 2..7, the units grouped by (first component, k-th component), groups
+    of one left out (the last level moves every unit alone); a level equal to one kept
+    already, or of fewer than two groups, is dropped."""
+    known = {frozenset(level) for level in kept}
+    levels = []
+    for k in range(2, 8):
+        by_key: dict[tuple[str, str], list[int]] = {}
+        for u, parts in zip(movable, names):
+            if len(parts) > k:
+                by_key.setdefault((parts[0], parts[k]), []).append(u)
+        level = [tuple(sorted(g)) for g in by_key.values() if len(g) > 1]
+        if len(level) > 1 and frozenset(level) not in known:
+            known.add(frozenset(level))
+            levels.append(level)
     return levels
 
 

@@ -142,3 +142,20 @@ def test_a_plan_at_the_lower_bound_is_labelled_optimal_as_auto_labels_it() -> No
         "inception_v2_small4")
     sol = run("search", problem, QUICK)
     assert sol.status == "feasible" and sol.info["gap"] > 0.3
+
+
+def test_cross_groups_gather_a_layer_across_time_steps() -> None:
+    # an unrolled RNN: prefixes group the time steps (`rnn/step_k`); the cross level at
+    # position 2 groups each layer across steps (`cell_0`, `cell_1`), which no prefix can
+    steps = [f'op "rnn/step_{t}/cell_{c}/mul" {{ time 1 ms }}' for t in range(3) for c in range(2)]
+    chain = " -> ".join(f'"rnn/step_{t}/cell_{c}/mul"' for t in range(3) for c in range(2))
+    problem = planner.loads(GROUPS.split("graph")[0] + "graph g {\n" + "\n".join(steps)
+                            + f"\n{chain}\n}}\nplan p {{ graph g cluster c }}").plan()
+    f = facts(problem)
+    named = [sorted(sorted(problem.graph.ops[i].name for u in group for i in f.units[u])
+                    for group in level) for level in move_levels(problem)]
+    layers = [[f"rnn/step_{t}/cell_{c}/mul" for t in range(3)] for c in range(2)]
+    steps_groups = [[f"rnn/step_{t}/cell_{c}/mul" for c in range(2)] for t in range(3)]
+    assert layers in named and steps_groups in named
+    assert named.index(layers) < named.index(steps_groups)  # 2 groups before 3: coarse first
+    assert len(named[-1]) == 6  # then every op alone
