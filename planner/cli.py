@@ -455,13 +455,14 @@ def _report_solution(problem: Any, algo: str, solution: Any, report: JsonReport,
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, bound_s=bound_s)
     if html is not None:
-        from .render.figures import bound_text, format_gap
+        from .render.figures import format_gap
         from .render.html import write_plan_html
 
+        best = max(bounds.makespan_s, bound_s or 0.0)
         write_plan_html(str(html), problem, result, extra={
             "algorithm": rows["algorithm"], "status": solution.status,
-            "lower bound": bound_text(result.makespan_s, bounds.makespan_s),
-            **({"gap": format_gap(gap)} if "gap" in rows else {})})
+            "lower bound": format_seconds(best), "gap": format_gap(gap),
+            "planning time": format_seconds(solution.planning_s)}, bound_s=best)
     _write_trace(trace, problem, result)
     if solution.status == "interrupted":
         written = " and ".join(str(p) for p in (out, html, trace) if p is not None)

@@ -11,6 +11,7 @@ offline machine cannot; `test_perfetto_reads_the_trace` uses it where one is giv
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import Counter, defaultdict
@@ -108,7 +109,7 @@ def check_nesting(events: list[dict[str, Any]]) -> list[str]:
     bad = []
     for track, evs in slices_by_track(events).items():
         evs = sorted(evs, key=lambda e: (e["ts"], -e["dur"]))
-        for a, b in zip(evs, evs[1:]):
+        for a, b in itertools.pairwise(evs):
             if a["ts"] < b["ts"] < a["ts"] + a["dur"] - NS < b["ts"] + b["dur"] - NS:
                 bad.append(f"{track}: {a['name']} and {b['name']} overlap")
     return bad
