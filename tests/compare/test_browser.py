@@ -29,7 +29,7 @@ from .browser import (
 )
 from .browser import screenshot as take_screenshot
 from .test_html import expected_marks
-from .test_html_scale import big_html, resnet_html  # noqa: F401, F811 (fixtures)
+from .test_html_scale import big_html, resnet_html  # noqa: F401 (fixtures)
 
 CHROMIUM = find_chromium()
 pytestmark = [
