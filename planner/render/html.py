@@ -389,10 +389,10 @@ def _plan_section(problem: Problem, result: SimResult, bound_s: float | None = N
             f'{gantt_svg(problem, result, legend=legend, bound_s=bound_s)}'
             f'<p class="note">{_e(how)}; {_e(what)}; colours: op types (the last part of '
             f'the op name), the most compute time first.</p></figure>'
-            + (f'<figure><figcaption>Transfers per device pair</figcaption>{table}</figure>'
-               if table else "")
             + f'<figure><figcaption>Memory over time per device</figcaption>'
-            f'{memory_svg(problem, result)}</figure>')
+            f'{memory_svg(problem, result)}</figure>'
+            + (f'<figure><figcaption>Transfers per device pair</figcaption>{table}</figure>'
+               if table else ""))
 
 
 def _plan_summary(problem: Problem, result: SimResult) -> str:
