@@ -262,3 +262,28 @@ def test_perfetto_reads_the_trace(tmp_path: Path) -> None:
         tp.close()
     assert n_slices == len(report["schedule"]) + len(report["transfers"])
     assert n_flows >= len(report["transfers"])
+
+
+DEADLOCK = """
+cluster c { device d[0..1] { memory 1 GiB }  link d0 <-> d1 { bandwidth 1 GB/s } }
+graph g { op a { time 1 ms  output 1 MiB }  op b { time 1 ms }  op z { time 2 ms }  a -> b }
+plan p { graph g  cluster c  place a, b on d0  place z on d1 }
+"""
+
+
+def test_an_infeasible_plan_traces_what_ran(tmp_path: Path) -> None:
+    # an order that runs b before its input a on d0: both never run (times inf); z does
+    spec = tmp_path / "deadlock.plan"
+    spec.write_text(DEADLOCK)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"format": "planner.plan", "version": 1, "plan": "p",
+                                "placement": {"a": "d0", "b": "d0", "z": "d1"},
+                                "order": {"d0": ["b", "a"], "d1": ["z"]}}))
+    trace = tmp_path / "t.json"
+    code, _, err = cli("simulate", str(spec), "--placement", str(plan), "--trace", str(trace))
+    assert code == 3 and "order" in err, err
+    doc = json.loads(trace.read_text(encoding="utf-8"))
+    assert check_trace_format(doc) == []
+    assert [e["name"] for e in doc["traceEvents"] if e["ph"] == "X"] == ["z"]
+    assert doc["otherData"]["ops_traced"] == 1 and doc["otherData"]["ops"] == 3
+    assert doc["otherData"]["makespan_us"] is None
