@@ -346,13 +346,18 @@ def simulate(
     plan: Annotated[str | None, typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
     placement: Annotated[Path | None, typer.Option("--placement", help="A plan JSON or {\"placement\": {op: device}} file; default: the spec's place/pin statements.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    trace: Annotated[Path | None, typer.Option("--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev).")] = None,
 ) -> None:
     """Simulate a given placement under the spec's cost model and verify it."""
     with _guard("simulate", as_json) as report:
+        from .commands.outputs import check_outputs
+
+        check_outputs({"--trace": trace})
         loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
         the_plan = _read_placement(problem, placement) if placement else _placement_from_spec(problem)
         result, _, _ = _emit_result(problem, the_plan, report, extra_json={}, extra_rows={})
+        _write_trace(trace, problem, result)
         if not result.feasible:
             _infeasible_exit(problem, result, report)
 
@@ -370,6 +375,7 @@ def solve(
     emit: Annotated[Path | None, typer.Option("--emit", help="Write the exact model (.lp or .mps; cpsat, ilp).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random and search.")] = 0,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
+    trace: Annotated[Path | None, typer.Option("--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev).")] = None,
 ) -> None:
     """Place and schedule a spec's graph; print the simulated plan and its lower bound.
 
@@ -383,7 +389,7 @@ def solve(
 
         given = {"--time-limit": time_limit, "--gap": gap, "--solver": solver, "--emit": emit}
         check_applicable(algo, [k for k, v in given.items() if v is not None])
-        check_outputs({"--out": out, "--html": html, "--emit": emit})
+        check_outputs({"--out": out, "--html": html, "--emit": emit, "--trace": trace})
         if time_limit is None:
             time_limit = AUTO_TIME_LIMIT_S if algo == "auto" else EXACT_TIME_LIMIT_S
         if time_limit < 0:
@@ -395,7 +401,7 @@ def solve(
                           gap=1e-4 if gap is None else gap, solver=solver or "highs",
                           emit=str(emit) if emit else None)
         solution = _place(algo, problem, options, report)
-        _report_solution(problem, algo, solution, report, out=out, html=html)
+        _report_solution(problem, algo, solution, report, out=out, html=html, trace=trace)
         if solution.status == "interrupted":
             raise typer.Exit(EXIT_INTERRUPTED)
 
@@ -425,7 +431,7 @@ def _place(algo: str, problem: Any, options: Any, report: JsonReport) -> Any:
 
 
 def _report_solution(problem: Any, algo: str, solution: Any, report: JsonReport, *,
-                     out: Path | None, html: Path | None) -> None:
+                     out: Path | None, html: Path | None, trace: Path | None = None) -> None:
     from .render.terminal import fmt_info
     from .units import format_seconds
 
@@ -449,15 +455,17 @@ def _report_solution(problem: Any, algo: str, solution: Any, report: JsonReport,
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, bound_s=bound_s)
     if html is not None:
-        from .render.figures import bound_text, format_gap
+        from .render.figures import format_gap
         from .render.html import write_plan_html
 
+        best = max(bounds.makespan_s, bound_s or 0.0)
         write_plan_html(str(html), problem, result, extra={
             "algorithm": rows["algorithm"], "status": solution.status,
-            "lower bound": bound_text(result.makespan_s, bounds.makespan_s),
-            **({"gap": format_gap(gap)} if "gap" in rows else {})})
+            "lower bound": format_seconds(best), "gap": format_gap(gap),
+            "planning time": format_seconds(solution.planning_s)}, bound_s=best)
+    _write_trace(trace, problem, result)
     if solution.status == "interrupted":
-        written = " and ".join(str(p) for p in (out, html) if p is not None)
+        written = " and ".join(str(p) for p in (out, html, trace) if p is not None)
         kept = interrupted_diagnostic("the best plan found so far is shown"
                                       + (f" and written to {written}" if written else ""))
         report.diagnostics.append(kept)
@@ -465,6 +473,13 @@ def _report_solution(problem: Any, algo: str, solution: Any, report: JsonReport,
             _eprint(render_all([kept]))
     if not result.feasible:
         _infeasible_exit(problem, result, report)
+
+
+def _write_trace(path: Path | None, problem: Any, result: Any) -> None:
+    if path is not None:
+        from .render.trace import write_trace
+
+        write_trace(str(path), problem, result)
 
 
 def _spinner(message: str) -> Any:

@@ -3,35 +3,51 @@
 Two pages:
 
 - `write_compare_html` (`planner compare --html`): per spec and plan, makespan against
-  bandwidth, memory cap and device count (one line per algorithm; a dimension that was not
+  bandwidth, memory cap and device count (one line per algorithm, the lower bound as a
+  dashed grey line, failed runs as × in a band above the plot; a dimension that was not
   swept gets no chart, and a sweep of one setting gets a bar chart), the Gantt chart and
-  memory-over-time view of the best plan, a table of wins and a sortable table of every run.
-- `write_plan_html` (`planner solve --html`): the Gantt chart and memory view of one plan.
+  memory view of the best plan, a table of wins and a sortable table of every run.
+- `write_plan_html` (`planner solve --html`): the key figures (algorithm, status,
+  makespan, bound, gap, planning time), the Gantt chart and memory view of one plan.
 
-The charts are drawn here, in Python, as SVG: the page reads fine with JavaScript off. The
-script only adds tooltips, legend toggles (click an algorithm to hide its line), table
-sorting, and `data-ready` / counts on `<body>` for automated checks. Every chart is an
+The charts are hand-written SVG, drawn here in Python, not a charting library: the page
+reads fine with JavaScript off, the same input gives the same bytes, and the Gantt chart
+needs aggregation at scale whichever library draws it (`timeline`). The script only adds
+tooltips, legend toggles (click an algorithm to hide its line), table sorting, and
+`data-*` counts and chart boxes on `<body>` for automated checks. Every chart is an
 `<svg class="chart" data-chart="line|bar|gantt|memory">`; its marks carry the classes
-`pt` (data points), `fail` (failed runs), `op` (Gantt bars), `xfer` (transfers) and `mem`
-(memory curves). Output is deterministic: the same input gives the same bytes.
+`pt` (data points), `fail` (failed runs), `lb` (lower bounds), `op` (Gantt bars), `agg`
+and `bin` (aggregated Gantt columns), `xfer` (transfers) and `mem` (memory curves).
 """
 
 from __future__ import annotations
 
-import html
 import math
-import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..model import Problem
 from ..simulate import SimResult
 from ..units import format_bytes, format_seconds
-from .figures import format_gap
+from .figures import bound_text, format_gap
+from .svg import coord as _f
+from .svg import esc as _e
+from .svg import log_ticks, nice_ticks, svg_open, tick_seconds
+from .timeline import (
+    BIN_PX,
+    MAX_ARROWS,
+    detailed,
+    gantt_svg,
+    legend_html,
+    memory_svg,
+    plan_legend,
+    time_axis,
+    transfers_table,
+)
 
 __all__ = [
-    "compare_report_html", "gantt_svg", "line_chart_svg", "memory_svg", "plan_report_html",
-    "write_compare_html", "write_plan_html",
+    "bar_chart_svg", "compare_report_html", "gantt_svg", "line_chart_svg", "memory_svg",
+    "plan_report_html", "write_compare_html", "write_plan_html",
 ]
 
 #: algorithm line colours (colour-blind friendly, Okabe–Ito then Tableau)
@@ -39,9 +55,8 @@ PALETTE: tuple[str, ...] = (
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
     "#8c564b", "#7f7f7f", "#bcbd22", "#17becf",
 )
-#: transfers drawn at most (the largest first); the rest are counted in a note
-MAX_TRANSFERS = 1500
 _OK = ("optimal", "feasible", "fallback")
+BOUND_COLOUR = "#6b7280"
 
 _CSS = """
 :root { --fg:#1d2430; --muted:#5b6575; --grid:#e3e7ee; --bg:#fff; --accent:#0072B2; }
@@ -53,33 +68,56 @@ h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 34px 0 6p
   border-bottom: 1px solid var(--grid); padding-bottom: 4px; }
 h3 { font-size: 15px; margin: 18px 0 6px; }
 .meta { color: var(--muted); margin: 0 0 14px; }
-.row { display: flex; flex-wrap: wrap; gap: 18px; }
-figure { margin: 0; } figcaption { font-weight: 600; margin: 4px 0; }
+.row { display: flex; flex-wrap: wrap; gap: 18px; } .row figure { max-width: 560px; }
+figure { margin: 0 0 10px; } figcaption { font-weight: 600; margin: 4px 0; }
 svg.chart { display: block; background: #fff; overflow: visible; }
 svg text { font: 11px system-ui, "DejaVu Sans", sans-serif; fill: var(--fg); }
 svg .axis line, svg .axis path { stroke: #9aa3b2; }
 svg .gridline { stroke: var(--grid); }
 svg .muted { fill: var(--muted); }
 svg .series path { fill: none; stroke-width: 2; }
+svg .lb path { fill: none; stroke: #6b7280; stroke-width: 1.5; stroke-dasharray: 5 3; }
+svg .lb rect { fill: #6b7280; }
 svg .pt { stroke: #fff; stroke-width: 1; }
 svg .fail { stroke-width: 2; }
-svg .op { stroke: rgba(0,0,0,.35); stroke-width: .5; }
-svg .xfer { stroke: rgba(40,40,40,.45); stroke-width: 1; }
-svg .mem { fill: rgba(0,114,178,.18); stroke: #0072B2; stroke-width: 1.5; }
+svg .failband { fill: #fdf1ec; }
+svg .op { stroke: rgba(0,0,0,.3); stroke-width: .5; }
+svg .bin { fill: transparent; }
+svg .bin:hover { fill: rgba(0,0,0,.08); }
+svg .oplabel { pointer-events: none; font-size: 10px; }
+svg .xfer { stroke: rgba(40,40,40,.5); stroke-width: 1; }
+svg .mem { fill: rgba(0,114,178,.18); stroke: #0072B2; stroke-width: 1.2; }
 svg .mem.over { fill: rgba(213,94,0,.2); stroke: #D55E00; }
 svg .lane { fill: #f5f7fa; }
 svg .cap { stroke: #D55E00; stroke-dasharray: 4 3; stroke-width: 1.2; }
+svg .cap-label { fill: #b33c00; }
+svg .ms-mark { stroke: #1d2430; stroke-width: 1.2; }
+svg .lb-mark { stroke: #b33c00; stroke-width: 1.2; stroke-dasharray: 4 3; }
+svg .lb-label { fill: #b33c00; }
 .hidden { display: none; }
 .legend { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: 2px 0 6px; font-size: 12px; }
-.legend span { cursor: pointer; user-select: none; } .legend span.off { opacity: .35; }
+.legend span[data-series] { cursor: pointer; user-select: none; }
+.legend span.off { opacity: .35; }
 .legend i { display: inline-block; width: 18px; height: 3px; vertical-align: middle;
   margin-right: 5px; }
+.legend.cats i { height: 11px; width: 11px; border-radius: 2px; }
+.legend i.rule { width: 14px; height: 0; border-top: 2px solid #1d2430; border-radius: 0; }
+.legend i.rule.dashed { border-top-style: dashed; }
+.legend i.cross { width: auto; height: auto; background: none; font-style: normal;
+  font-weight: 700; color: #b33c00; }
+.legend small { color: var(--muted); }
+.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr));
+  gap: 8px; margin: 8px 0 14px; }
+.figures div { border: 1px solid var(--grid); border-radius: 4px; padding: 6px 10px; }
+.figures b { display: block; font-size: 16px; } .figures span { color: var(--muted);
+  font-size: 12px; }
 table { border-collapse: collapse; font-size: 12.5px; margin: 6px 0; }
 th, td { padding: 3px 8px; border-bottom: 1px solid var(--grid); text-align: right;
   white-space: nowrap; }
 th { background: #f5f7fa; cursor: pointer; position: sticky; top: 0; }
 td.l, th.l { text-align: left; } td.reason { white-space: normal; max-width: 420px;
   color: var(--muted); text-align: left; }
+.meter { display: inline-block; height: 9px; background: #56B4E9; }
 tr.best td { font-weight: 600; }
 .status-bad { color: #b33c00; } .note { color: var(--muted); font-size: 12px; }
 details summary { cursor: pointer; margin: 10px 0; font-weight: 600; }
@@ -139,69 +177,26 @@ _JS = """
   b.setAttribute('data-charts', count('svg.chart'));
   b.setAttribute('data-points', count('svg.chart .pt'));
   b.setAttribute('data-ops', count('svg.chart .op'));
+  b.setAttribute('data-bins', count('svg.chart .bin'));
   b.setAttribute('data-transfers', count('svg.chart .xfer'));
+  // where each chart is on the page, for screenshot checks
+  var boxes = Array.prototype.map.call(document.querySelectorAll('svg.chart'), function (c) {
+    var r = c.getBoundingClientRect();
+    return [c.getAttribute('data-chart'), Math.round(r.left + window.scrollX),
+            Math.round(r.top + window.scrollY), Math.round(r.width),
+            Math.round(r.height)].join(':');
+  });
+  b.setAttribute('data-boxes', boxes.join(' '));
+  b.setAttribute('data-height', Math.ceil(document.documentElement.scrollHeight));
   b.setAttribute('data-ready', '1');
   }
 })();
 """
 
 
-# -- small helpers ------------------------------------------------------------------------
-
-
-def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _f(x: float) -> str:
-    """Compact SVG coordinate."""
-    return f"{x:.2f}".rstrip("0").rstrip(".") if math.isfinite(x) else "0"
-
-
-def op_color(name: str) -> str:
-    """A stable colour for an op (from its name, not its position)."""
-    h = zlib.crc32(name.encode("utf-8"))
-    return f"hsl({h % 360},{55 + (h >> 9) % 20}%,{58 + (h >> 17) % 14}%)"
-
-
 def algo_color(index: int) -> str:
     """The line colour of the `index`-th algorithm."""
     return PALETTE[index % len(PALETTE)]
-
-
-def tick_seconds(t: float) -> str:
-    """A short axis label for a time: `0`, `250 us`, `1.5 ms`, `2 s`."""
-    if t == 0 or not math.isfinite(t):
-        return "0"
-    for unit, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(t) >= factor * 0.9999:
-            return f"{t / factor:.3g} {unit}"
-    return f"{t / 1e-9:.3g} ns"
-
-
-def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
-        return [lo]
-    raw = (hi - lo) / n
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw)
-    first = math.ceil(lo / step) * step
-    ticks = []
-    t = first
-    while t <= hi * (1 + 1e-9):
-        ticks.append(round(t, 12))
-        t += step
-    return ticks
-
-
-def _log_ticks(lo: float, hi: float) -> list[float]:
-    ticks = []
-    for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1):
-        for m in (1, 2, 5):
-            v = m * 10.0 ** e
-            if lo <= v <= hi:
-                ticks.append(v)
-    return ticks or [lo, hi]
 
 
 def _page(title: str, body: str) -> str:
@@ -219,12 +214,17 @@ def _page(title: str, body: str) -> str:
 # -- line and bar charts ------------------------------------------------------------------
 
 
+def _positive(v: float | None) -> TypeGuard[float]:
+    return v is not None and math.isfinite(v) and v > 0
+
+
 def line_chart_svg(
     x_labels: Sequence[str],
     series: Sequence[tuple[str, str, Sequence[float | None], Sequence[str]]],
     *,
     x_title: str,
     y_title: str = "makespan",
+    bounds: Sequence[float | None] = (),
     width: int = 540,
     height: int = 300,
     fmt: Callable[[float], str] = format_seconds,
@@ -232,25 +232,31 @@ def line_chart_svg(
 ) -> str:
     """A line chart over categorical x values; one series per (name, colour, ys, notes).
 
-    `ys[k]` is None for a failed run: the line breaks there and an × marks the axis (its
-    tooltip is `notes[k]`). The y axis is logarithmic when values span more than 30×.
+    `ys[k]` is None for a failed run: the line breaks there and an × marks it in a band
+    above the plot (its tooltip is `notes[k]`). `bounds[k]`, the lower bound at x k, is a
+    dashed grey line. The y axis is logarithmic when values span more than 30×, and spans
+    only the data (with a margin), bounds included.
     """
-    left, right, top, bottom = 70, 16, 12, 44
+    left, right, bottom = 70, 16, 44
+    fails = any(y is None or not math.isfinite(y) or y <= 0
+                for _, _, ys, _ in series for y in ys)
+    band = 18 if fails else 0
+    top = 10 + band
     pw, ph = width - left - right, height - top - bottom
-    values = [y for _, _, ys, _ in series for y in ys if y is not None and y > 0]
+    values = [y for _, _, ys, _ in series for y in ys if _positive(y)]
+    values += [b for b in bounds if _positive(b)]
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
     log = bool(values) and hi / lo > 30
     if log:
-        lo, hi = 10 ** math.floor(math.log10(lo) * 4) / 4, hi * 1.15
-        lo = min(lo, min(values) / 1.15)
-        ticks = _log_ticks(lo, hi)
+        lo, hi = lo / 1.25, hi * 1.25
+        ticks = log_ticks(lo, hi)
 
         def ymap(v: float) -> float:
             return top + ph - ph * (math.log10(v) - math.log10(lo)) / (
                 math.log10(hi) - math.log10(lo))
     else:
         lo, hi = 0.0, (hi * 1.08 if values else 1.0)
-        ticks = _nice_ticks(lo, hi)
+        ticks = nice_ticks(lo, hi)
 
         def ymap(v: float) -> float:
             return top + ph - ph * (v - lo) / (hi - lo)
@@ -259,16 +265,18 @@ def line_chart_svg(
     def xmap(k: int) -> float:
         return left + (pw * (k + 0.5) / n if n else 0)
 
-    out = [(f'<svg class="chart" data-chart="line" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" role="img" xmlns="http://www.w3.org/2000/svg">')]
-    out.append('<g class="axis">')
+    out = [svg_open("line", width, height), '<g class="axis">']
     for t in ticks:
-        y = ymap(t) if (not log or t > 0) else top + ph
+        y = ymap(t)
         out.append(f'<line class="gridline" x1="{left}" x2="{left + pw}" y1="{_f(y)}" '
                    f'y2="{_f(y)}"/><text x="{left - 6}" y="{_f(y + 4)}" '
                    f'text-anchor="end">{_e(tick(t))}</text>')
     out.append(f'<line x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}"/>'
                f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}"/>')
+    if band:
+        out.append(f'<rect class="failband" x="{left}" y="{top - band}" width="{pw}" '
+                   f'height="{band - 3}"/><text class="muted" x="{left - 6}" '
+                   f'y="{top - band + 11}" text-anchor="end">failed</text>')
     for k, label in enumerate(x_labels):
         out.append(f'<text x="{_f(xmap(k))}" y="{top + ph + 16}" text-anchor="middle">'
                    f'{_e(label)}</text>')
@@ -277,6 +285,7 @@ def line_chart_svg(
     out.append(f'<text class="muted" transform="translate(14,{top + ph / 2}) rotate(-90)" '
                f'text-anchor="middle">{_e(y_title)}{" (log)" if log else ""}</text>')
     out.append('</g>')
+    out += _bound_line(bounds, xmap, ymap, x_labels, fmt)
     for s_index, (name, color, ys, notes) in enumerate(series):
         # a small horizontal offset per series keeps equal values from hiding each other
         dx = (s_index - (len(series) - 1) / 2) * 3.0
@@ -287,188 +296,103 @@ def line_chart_svg(
         out.append(f'<g class="series" data-series="{_e(name)}">')
         d: list[str] = []
         pen_up = True
-        for k, y in enumerate(ys):
-            if y is None or y <= 0 and log:
+        for k, v in enumerate(ys):
+            if not _positive(v):
                 pen_up = True
                 continue
-            d.append(f'{"M" if pen_up else "L"}{_f(sx(k))},{_f(ymap(y))}')
+            d.append(f'{"M" if pen_up else "L"}{_f(sx(k))},{_f(ymap(v))}')
             pen_up = False
         if d:
             out.append(f'<path d="{" ".join(d)}" stroke="{color}"/>')
-        for k, y in enumerate(ys):
+        for k, v in enumerate(ys):
             note = notes[k] if k < len(notes) else ""
-            if y is None or (y <= 0 and log):
+            if not _positive(v):
                 x0 = xmap(k) + dx * 2.5  # crosses are wider than dots
-                y0 = top + ph - 6
+                y0 = top - band / 2 - 1
                 out.append(f'<path class="fail" data-series="{_e(name)}" stroke="{color}" '
                            f'd="M{_f(x0 - 3)},{_f(y0 - 3)}l6,6m0,-6l-6,6" data-tip="{_e(name)}'
-                           f' · {_e(x_labels[k])}\n{_e(note)}"/>')
+                           f' · {_e(x_labels[k])}: failed\n{_e(note)}"/>')
             else:
                 out.append(f'<circle class="pt" data-series="{_e(name)}" cx="{_f(sx(k))}" '
-                           f'cy="{_f(ymap(y))}" r="3.6" fill="{color}" data-tip="{_e(name)} · '
-                           f'{_e(x_labels[k])}\n{_e(fmt(y))}{_e(note)}"/>')
+                           f'cy="{_f(ymap(v))}" r="3.6" fill="{color}" data-tip="{_e(name)} · '
+                           f'{_e(x_labels[k])}\n{_e(fmt(v))}{_e(note)}"/>')
         out.append('</g>')
     out.append('</svg>')
     return "".join(out)
 
 
+def _bound_line(bounds: Sequence[float | None], xmap: Callable[[int], float],
+                ymap: Callable[[float], float], x_labels: Sequence[str],
+                fmt: Callable[[float], str]) -> list[str]:
+    """The lower bound per x as a dashed grey line with small square marks."""
+    pts = [(k, b) for k, b in enumerate(bounds) if _positive(b)]
+    if not pts:
+        return []
+    d = " ".join(f'{"M" if j == 0 else "L"}{_f(xmap(k))},{_f(ymap(b))}'
+                 for j, (k, b) in enumerate(pts) if b is not None)
+    marks = "".join(f'<rect x="{_f(xmap(k) - 2.5)}" y="{_f(ymap(b) - 2.5)}" width="5" '
+                    f'height="5" data-tip="lower bound · {_e(x_labels[k])}\n{_e(fmt(b))}"/>'
+                    for k, b in pts if b is not None)
+    return [f'<g class="lb" data-series="lower bound"><path d="{d}"/>{marks}</g>']
+
+
 def bar_chart_svg(bars: Sequence[tuple[str, str, float | None, str]], *, width: int = 540,
+                  bound_s: float | None = None,
                   fmt: Callable[[float], str] = format_seconds) -> str:
-    """Horizontal bars (name, colour, value or None for a failed run, note)."""
+    """Horizontal bars (name, colour, value or None for a failed run, note), with the lower
+    bound as a dashed vertical line."""
     left, right, top, row = 110, 80, 8, 22
-    height = top * 2 + row * max(1, len(bars))
+    height = top * 2 + row * max(1, len(bars)) + (16 if _positive(bound_s) else 0)
     pw = width - left - right
-    hi = max((v for _, _, v, _ in bars if v is not None), default=1.0) or 1.0
-    out = [(f'<svg class="chart" data-chart="bar" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" role="img" xmlns="http://www.w3.org/2000/svg">')]
+    hi = max([v for _, _, v, _ in bars if v is not None]
+             + ([bound_s] if bound_s is not None and _positive(bound_s) else []),
+             default=1.0) or 1.0
+    out = [svg_open("bar", width, height)]
     for k, (name, color, v, note) in enumerate(bars):
         y = top + k * row
         out.append(f'<text x="{left - 6}" y="{y + 15}" text-anchor="end">{_e(name)}</text>')
         if v is None:
             out.append(f'<text class="muted fail" x="{left + 4}" y="{y + 15}" '
-                       f'data-tip="{_e(name)}\n{_e(note)}">failed: {_e(note[:60])}</text>')
+                       f'data-tip="{_e(name)}\n{_e(note)}">× failed: {_e(note[:60])}</text>')
             continue
         w = max(1.0, pw * v / hi)
         out.append(f'<rect class="pt" data-series="{_e(name)}" x="{left}" y="{y + 3}" '
                    f'width="{_f(w)}" height="{row - 6}" fill="{color}" '
                    f'data-tip="{_e(name)}\n{_e(fmt(v))}{_e(note)}"/>')
         out.append(f'<text x="{_f(left + w + 5)}" y="{y + 15}">{_e(fmt(v))}</text>')
+    if bound_s is not None and _positive(bound_s):
+        x = _f(left + pw * bound_s / hi)
+        y_end = top + row * max(1, len(bars))
+        out.append(f'<g class="lb"><path d="M{x},{top}V{y_end}"/><text class="muted" '
+                   f'x="{x}" y="{y_end + 12}" text-anchor="middle">lower bound '
+                   f'{_e(fmt(bound_s))}</text></g>')
     out.append('</svg>')
     return "".join(out)
 
 
-# -- Gantt and memory ---------------------------------------------------------------------
+# -- one plan -----------------------------------------------------------------------------
 
 
-def gantt_svg(problem: Problem, result: SimResult, *, width: int = 1080,
-              max_transfers: int = MAX_TRANSFERS) -> str:
-    """Devices as rows, ops as bars coloured per op, transfers as arrows between rows.
-
-    Transfers are drawn from the sending device's row at their start to the receiving
-    device's row at their end; the `max_transfers` largest are drawn.
-    """
-    devs = problem.cluster.devices
-    ops = problem.graph.ops
-    left, right, top, row = 96, 16, 10, 26
-    pw = width - left - right
-    height = top + row * max(1, len(devs)) + 40
-    finite_ends = [t for t in result.end_s if math.isfinite(t)]
-    span = max([result.makespan_s if math.isfinite(result.makespan_s) else 0.0,
-                *finite_ends, 1e-12])
-
-    def xmap(t: float) -> float:
-        return left + pw * min(max(t, 0.0), span) / span
-
-    out = [(f'<svg class="chart" data-chart="gantt" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" role="img" xmlns="http://www.w3.org/2000/svg">'),
-           ('<defs><marker id="arrow" viewBox="0 0 6 6" refX="5" refY="3" markerWidth="5" '
-           'markerHeight="5" orient="auto"><path d="M0,0L6,3L0,6z" fill="#444"/></marker>'
-           '</defs>'), '<g class="axis">']
-    for t in _nice_ticks(0.0, span, 8):
-        x = xmap(t)
-        out.append(f'<line class="gridline" x1="{_f(x)}" x2="{_f(x)}" y1="{top}" '
-                   f'y2="{top + row * len(devs)}"/><text x="{_f(x)}" '
-                   f'y="{top + row * len(devs) + 14}" text-anchor="middle">'
-                   f'{_e(tick_seconds(t))}</text>')
-    for d, dev in enumerate(devs):
-        y = top + d * row
-        out.append(f'<text x="{left - 6}" y="{y + row / 2 + 4}" text-anchor="end">'
-                   f'{_e(dev.name)}</text>')
-    out.append(f'<text class="muted" x="{left + pw / 2}" y="{height - 4}" '
-               'text-anchor="middle">time</text></g><g class="ops">')
-    for d, seq in enumerate(result.order):
-        y = top + d * row + 3
-        for i in seq:
-            s, e = result.start_s[i], result.end_s[i]
-            if not (math.isfinite(s) and math.isfinite(e)):
-                continue
-            x0 = xmap(s)
-            w = max(xmap(e) - x0, 0.6)
-            name = ops[i].name
-            out.append(f'<rect class="op" x="{_f(x0)}" y="{y}" width="{_f(w)}" '
-                       f'height="{row - 6}" fill="{op_color(name)}" data-tip="{_e(name)} on '
-                       f'{_e(devs[d].name)}\n{_e(format_seconds(s))} → {_e(format_seconds(e))}'
-                       f' ({_e(format_seconds(e - s))})"/>')
-            if w > 7 * len(name) + 6 and len(seq) <= 200:
-                out.append(f'<text x="{_f(x0 + 3)}" y="{y + row / 2 + 1}" '
-                           f'style="pointer-events:none">{_e(name)}</text>')
-    out.append('</g><g class="transfers">')
-    drawn = sorted((t for t in result.transfers
-                    if math.isfinite(t.start_s) and math.isfinite(t.end_s)),
-                   key=lambda t: (-t.bytes, t.start_s, t.src_op, t.dst_device))[:max_transfers]
-    drawn.sort(key=lambda t: (t.start_s, t.src_op, t.dst_device))
-    for t in drawn:
-        y1 = top + t.src_device * row + row / 2
-        y2 = top + t.dst_device * row + row / 2
-        out.append(f'<line class="xfer" x1="{_f(xmap(t.start_s))}" y1="{_f(y1)}" '
-                   f'x2="{_f(xmap(t.end_s))}" y2="{_f(y2)}" marker-end="url(#arrow)" '
-                   f'data-tip="{_e(ops[t.src_op].name)}: {_e(devs[t.src_device].name)} → '
-                   f'{_e(devs[t.dst_device].name)}\n{_e(format_bytes(t.bytes))}, '
-                   f'{_e(format_seconds(t.start_s))} → {_e(format_seconds(t.end_s))}"/>')
-    out.append('</g></svg>')
-    return "".join(out)
-
-
-def memory_svg(problem: Problem, result: SimResult, *, width: int = 1080) -> str:
-    """Memory over time per device (the plan's memory model) against its cap (dashed)."""
-    devs = problem.cluster.devices
-    left, right, top, lane, gap = 96, 120, 8, 40, 12
-    pw = width - left - right
-    height = top + (lane + gap) * max(1, len(devs)) + 24
-    span = result.makespan_s if math.isfinite(result.makespan_s) and result.makespan_s > 0 \
-        else 1.0
-    out = [(f'<svg class="chart" data-chart="memory" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}" role="img" xmlns="http://www.w3.org/2000/svg">')]
-    for d, dev in enumerate(devs):
-        y0 = top + d * (lane + gap)
-        steps = list(result.memory_timeline[d]) if d < len(result.memory_timeline) else []
-        peak = result.memory_peak_bytes[d] if d < len(result.memory_peak_bytes) else 0
-        cap = dev.memory_bytes
-        scale = max(cap, peak, 1) * 1.08
-
-        def ymap(b: float, y0: float = y0, scale: float = scale) -> float:
-            return y0 + lane - lane * b / scale
-
-        def xmap(t: float) -> float:
-            return left + pw * min(max(t, 0.0), span) / span
-
-        pts = [f"M{left},{_f(ymap(0))}"]
-        level = 0
-        for t, b in steps:
-            if not math.isfinite(t):
-                continue
-            pts.append(f"L{_f(xmap(t))},{_f(ymap(level))}L{_f(xmap(t))},{_f(ymap(b))}")
-            level = b
-        pts.append(f"L{left + pw},{_f(ymap(level))}L{left + pw},{_f(ymap(0))}Z")
-        over = " over" if peak > cap else ""
-        pct = 100 * peak / cap if cap else math.inf
-        out.append(f'<rect class="lane" x="{left}" y="{_f(y0)}" width="{pw}" height="{lane}"/>')
-        out.append(f'<path class="mem{over}" d="{"".join(pts)}" data-tip="{_e(dev.name)}: '
-                   f'peak {_e(format_bytes(peak))} of {_e(format_bytes(cap))} '
-                   f'({pct:.1f}%)"/>')
-        out.append(f'<line class="cap" x1="{left}" x2="{left + pw}" y1="{_f(ymap(cap))}" '
-                   f'y2="{_f(ymap(cap))}" data-tip="{_e(dev.name)} cap '
-                   f'{_e(format_bytes(cap))}"/>')
-        out.append(f'<text x="{left - 6}" y="{_f(y0 + lane / 2 + 4)}" text-anchor="end">'
-                   f'{_e(dev.name)}</text>')
-        out.append(f'<text class="muted" x="{left + pw + 6}" y="{_f(y0 + lane / 2 + 4)}">'
-                   f'{_e(format_bytes(peak))} / {_e(format_bytes(cap))}</text>')
-    out.append(f'<text class="muted" x="{left + pw / 2}" y="{height - 6}" '
-               f'text-anchor="middle">time (0 → {_e(format_seconds(span))}); dashed: cap; '
-               f'memory model: {_e(problem.memory_model)}</text>')
-    out.append('</svg>')
-    return "".join(out)
-
-
-def _plan_section(problem: Problem, result: SimResult) -> str:
-    n_tr = len(result.transfers)
-    drawn = min(n_tr, MAX_TRANSFERS)
-    note = (f'<p class="note">{drawn} of {n_tr} transfers drawn (the largest).</p>'
-            if n_tr > drawn else "")
-    return (f'<figure><figcaption>Gantt chart (devices × time; arrows: transfers)'
-            f'</figcaption>{gantt_svg(problem, result)}</figure>{note}'
-            f'<figure><figcaption>Memory over time per device</figcaption>'
-            f'{memory_svg(problem, result)}</figure>')
+def _plan_section(problem: Problem, result: SimResult, bound_s: float | None = None) -> str:
+    legend = plan_legend(problem, result)
+    axis = time_axis(result)
+    n_tr = sum(1 for t in result.transfers if math.isfinite(t.end_s))
+    bars = detailed(result, axis)
+    arrows = bars and n_tr <= MAX_ARROWS
+    how = ("one bar per op" if bars else
+           f"too many ops for one bar each: per {BIN_PX} px column, how busy the device was, stacked by op type (hover for the op groups)")
+    what = (f"{n_tr} transfers drawn as arrows" if arrows and n_tr else
+            f"{n_tr} transfers, summed per device pair below" if n_tr else "no transfers")
+    table = "" if arrows else transfers_table(problem, result)
+    return (f'<figure><figcaption>Gantt chart: devices × time</figcaption>'
+            f'{legend_html(legend, bound=_positive(bound_s))}'
+            f'{gantt_svg(problem, result, legend=legend, bound_s=bound_s)}'
+            f'<p class="note">{_e(how)}; {_e(what)}; colours: op types (the last part of '
+            f'the op name), the most compute time first.</p></figure>'
+            + f'<figure><figcaption>Memory over time per device</figcaption>'
+            f'{memory_svg(problem, result)}</figure>'
+            + (f'<figure><figcaption>Transfers per device pair</figcaption>{table}</figure>'
+               if table else ""))
 
 
 def _plan_summary(problem: Problem, result: SimResult) -> str:
@@ -483,14 +407,21 @@ def _plan_summary(problem: Problem, result: SimResult) -> str:
 
 
 def plan_report_html(problem: Problem, result: SimResult, *, title: str | None = None,
-                     extra: Mapping[str, str] | None = None) -> str:
-    """The HTML page of one simulated plan: summary, Gantt chart, memory view."""
+                     extra: Mapping[str, str] | None = None,
+                     bound_s: float | None = None) -> str:
+    """The HTML page of one simulated plan: key figures, Gantt chart, memory view.
+
+    `extra` (label → text: algorithm, status, lower bound, gap, planning time) are shown
+    as key figures after the makespan; `bound_s` is marked on the Gantt chart."""
     title = title or f"plan {problem.name}"
-    rows = "".join(f'<tr><td class="l">{_e(k)}</td><td class="l">{_e(v)}</td></tr>'
-                   for k, v in (extra or {}).items())
+    ms = format_seconds(result.makespan_s) if math.isfinite(result.makespan_s) else "∞"
+    figures = "".join(f'<div><span>{_e(k)}</span><b>{_e(v)}</b></div>'
+                      for k, v in {"makespan": ms, **(extra or {})}.items())
+    claim = (f'<p class="note">Lower bound {_e(bound_text(result.makespan_s, bound_s))}.</p>'
+             if _positive(bound_s) else "")
     body = (f"<h1>{_e(title)}</h1>{_plan_summary(problem, result)}"
-            + (f"<table>{rows}</table>" if rows else "")
-            + _violations(problem, result) + _plan_section(problem, result))
+            f'<div class="figures">{figures}</div>{claim}'
+            + _violations(problem, result) + _plan_section(problem, result, bound_s))
     return _page(title, body)
 
 
@@ -504,12 +435,13 @@ def _violations(problem: Problem, result: SimResult) -> str:
 
 
 def write_plan_html(path: str, problem: Problem, result: SimResult,
-                    extra: Mapping[str, str] | None = None) -> None:
-    """Write `plan_report_html` atomically (`planner solve --html`); `extra` rows (algorithm,
-    status, lower bound and gap) go in its summary table."""
+                    extra: Mapping[str, str] | None = None,
+                    bound_s: float | None = None) -> None:
+    """Write `plan_report_html` atomically (`planner solve --html`); `extra` figures
+    (algorithm, status, lower bound, gap, planning time) go in its summary."""
     from ..io.atomic import write_text_atomic
 
-    write_text_atomic(path, plan_report_html(problem, result, extra=extra))
+    write_text_atomic(path, plan_report_html(problem, result, extra=extra, bound_s=bound_s))
 
 
 # -- the compare report -------------------------------------------------------------------
@@ -567,13 +499,14 @@ def _sweep_charts(rows: Sequence[Mapping[str, Any]], algos: Sequence[str]) -> st
                     ys.append(None)
                     notes.append(f"{r['status']}: {r.get('reason') or ''}" if r else "not run")
             series.append((a, colors[a], ys, notes))
+        bounds = [_bound_at([r for (_, x2), r in at.items() if x2 == x]) for x in xs]
         held = ", ".join(f"{o} {fixed[o]}" for o in others)
-        legend = "".join(f'<span data-series="{_e(a)}"><i style="background:{colors[a]}"></i>'
-                         f'{_e(a)}</span>' for a in algos)
+        failed = any(y is None for _, _, ys, _ in series for y in ys)
         figures.append(
             f'<figure><figcaption>Makespan vs {_e(title)}</figcaption>'
-            f'<div class="legend">{legend}</div>'
-            + line_chart_svg(xs, series, x_title=f"{title} · at {held}")
+            + _series_legend(algos, colors, bound=any(b is not None for b in bounds),
+                             failed=failed)
+            + line_chart_svg(xs, series, x_title=f"{title} · at {held}", bounds=bounds)
             + '</figure>')
     if not figures:  # one setting: bars
         r0 = rows[0]
@@ -587,8 +520,31 @@ def _sweep_charts(rows: Sequence[Mapping[str, Any]], algos: Sequence[str]) -> st
                          "" if ok else f"{r['status']}: {r.get('reason') or ''}"))
         figures.append(f'<figure><figcaption>Makespan per algorithm · bandwidth '
                        f'{_e(r0["bandwidth"])}, memory {_e(r0["memory"])}, devices '
-                       f'{_e(r0["devices"])}</figcaption>{bar_chart_svg(bars)}</figure>')
+                       f'{_e(r0["devices"])}</figcaption>'
+                       f'{bar_chart_svg(bars, bound_s=_bound_at(rows))}</figure>')
     return '<div class="row">' + "".join(figures) + "</div>"
+
+
+def _bound_at(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The lower bound of one setting: the same for every algorithm's row (None if none)."""
+    for r in rows:
+        b = r.get("lower_bound_s")
+        if isinstance(b, (int, float)) and math.isfinite(b) and b > 0:
+            return float(b)
+    return None
+
+
+def _series_legend(algos: Sequence[str], colors: Mapping[str, str], *, bound: bool,
+                   failed: bool) -> str:
+    items = "".join(f'<span data-series="{_e(a)}"><i style="background:{colors[a]}"></i>'
+                    f'{_e(a)}</span>' for a in algos)
+    if bound:
+        items += (f'<span data-series="lower bound"><i class="rule dashed" '
+                  f'style="border-color:{BOUND_COLOUR}"></i>lower bound</span>')
+    if failed:
+        items += ('<span title="no valid plan: infeasible, an error or a time-out">'
+                  '<i class="cross">×</i>failed run (hover for why)</span>')
+    return f'<div class="legend">{items}</div>'
 
 
 def _wins_table(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -665,9 +621,8 @@ def compare_report_html(rows: Sequence[Mapping[str, Any]], views: Sequence[Any] 
         body.append(f'<h2>{_e(spec)} · plan {_e(plan)}</h2>')
         first = members[0]
         if first.get("n_ops") is not None:
-            body.append(f'<p class="meta">{first["n_ops"]} ops, {first["n_edges"]} edges'
-                        + (f', lower bound {_e(_fmt_opt(first.get("lower_bound_s"), format_seconds))}'
-                           if first.get("lower_bound_s") else "") + "</p>")
+            body.append(f'<p class="meta">{first["n_ops"]} ops, {first["n_edges"]} edges; '
+                        'the lower bound of each setting is drawn dashed</p>')
         body.append(_sweep_charts(members, algos))
         view = view_of.get((spec, plan))
         if view is not None:
@@ -676,7 +631,7 @@ def compare_report_html(rows: Sequence[Mapping[str, Any]], views: Sequence[Any] 
                         f'{_e(r["bandwidth"])}, memory {_e(r["memory"])}, devices '
                         f'{_e(r["devices"])}</h3>')
             body.append(_plan_summary(view.problem, view.result))
-            body.append(_plan_section(view.problem, view.result))
+            body.append(_plan_section(view.problem, view.result, _bound_at([r])))
     body.append(f"<details><summary>All runs ({len(rows)})</summary>{_runs_table(rows)}"
                 "</details>")
     return _page(title, "\n".join(body))

@@ -1,6 +1,5 @@
-"""Headless Chromium for the HTML report tests: screenshots, DOM dumps, console errors.
-
-Also a tiny PNG reader (zlib + struct, no Pillow) to tell a blank screenshot from a page.
+"""Headless Chromium for the HTML report tests: screenshots, DOM dumps, console errors,
+and pixel statistics of screenshots (Pillow) to tell a blank chart from a drawn one.
 """
 
 from __future__ import annotations
@@ -8,10 +7,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import struct
 import subprocess
 import tempfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,87 +71,66 @@ def screenshot(chromium: str, url: str, path: Path, size: tuple[int, int] = (100
                         f"--window-size={size[0]},{size[1]}")
 
 
-def dump_dom(chromium: str, url: str) -> Run:
-    """The DOM after scripts ran (stdout)."""
-    return run_chromium(chromium, url, "--dump-dom", "--virtual-time-budget=2000")
+def dump_dom(chromium: str, url: str, size: tuple[int, int] = (1000, 1400)) -> Run:
+    """The DOM after scripts ran (stdout), laid out in a window of `size`."""
+    return run_chromium(chromium, url, "--dump-dom", "--virtual-time-budget=2000",
+                        f"--window-size={size[0]},{size[1]}")
 
 
-# -- PNG ----------------------------------------------------------------------------------
+# -- screenshots, read with Pillow ---------------------------------------------------------
 
 
-def read_png(path: Path) -> tuple[int, int, int, bytes]:
-    """(width, height, channels, pixels) of an 8-bit RGB/RGBA/grey PNG, rows unfiltered."""
-    data = path.read_bytes()
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        raise ValueError("not a PNG file")
-    pos, idat = 8, []
-    width = height = channels = 0
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind = data[pos + 4:pos + 8]
-        body = data[pos + 8:pos + 8 + length]
-        pos += 12 + length
-        if kind == b"IHDR":
-            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            if depth != 8 or interlace != 0:
-                raise ValueError(f"unsupported PNG: depth {depth}, interlace {interlace}")
-            channels = {0: 1, 2: 3, 4: 2, 6: 4}.get(color, 0)
-            if not channels:
-                raise ValueError(f"unsupported PNG colour type {color}")
-        elif kind == b"IDAT":
-            idat.append(body)
-        elif kind == b"IEND":
-            break
-    raw = zlib.decompress(b"".join(idat))
-    stride = width * channels
-    out = bytearray(stride * height)
-    prev = bytearray(stride)
-    bpp = channels
-    for y in range(height):
-        f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        if f == 1:
-            for i in range(bpp, stride):
-                line[i] = (line[i] + line[i - bpp]) & 255
-        elif f == 2:
-            line = bytearray((a + b) & 255 for a, b in zip(line, prev))
-        elif f == 3:
-            for i in range(stride):
-                left = line[i - bpp] if i >= bpp else 0
-                line[i] = (line[i] + ((left + prev[i]) >> 1)) & 255
-        elif f == 4:
-            for i in range(stride):
-                a = line[i - bpp] if i >= bpp else 0
-                b = prev[i]
-                c = prev[i - bpp] if i >= bpp else 0
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-                line[i] = (line[i] + pred) & 255
-        elif f != 0:
-            raise ValueError(f"bad PNG filter {f}")
-        out[y * stride:(y + 1) * stride] = line
-        prev = line
-    return width, height, channels, bytes(out)
+@dataclass(frozen=True)
+class Box:
+    """Where a chart is on the page (CSS pixels from the page's top left)."""
+
+    kind: str
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+def chart_boxes(attr: str) -> list[Box]:
+    """The report script's `data-boxes` (`kind:x:y:w:h ...`) as boxes."""
+    out = []
+    for item in attr.split():
+        kind, *nums = item.split(":")
+        x, y, w, h = (int(n) for n in nums)
+        out.append(Box(kind, x, y, w, h))
+    return out
+
+
+@dataclass(frozen=True)
+class Pixels:
+    """What a region of a screenshot holds."""
+
+    stddev: float  # of the luminance: 0 for a flat region
+    ink: float  # the share of pixels that are not (near) white
+    colours: int  # distinct colours (counted up to 256)
+
+
+def pixels(path: Path, box: Box | None = None) -> Pixels:
+    """Statistics of the screenshot `path`, or of `box` in it."""
+    from PIL import Image, ImageStat
+
+    with Image.open(path) as img:
+        rgb = img.convert("RGB")
+        if box is not None:
+            rgb = rgb.crop((box.x, box.y, box.x + box.width, box.y + box.height))
+        grey = rgb.convert("L")
+        stddev = ImageStat.Stat(grey).stddev[0]
+        hist = grey.histogram()
+        ink = sum(hist[:235]) / max(1, rgb.width * rgb.height)
+        colours = rgb.getcolors(maxcolors=256)
+    return Pixels(stddev, ink, 256 if colours is None else len(colours))
 
 
 def ink_fraction(path: Path) -> float:
     """The share of pixels that are not (near) white: 0.0 for a blank page."""
-    w, h, ch, px = read_png(path)
-    inked = 0
-    step = ch
-    for i in range(0, len(px), step):
-        if px[i] < 235 or (ch >= 3 and (px[i + 1] < 235 or px[i + 2] < 235)):
-            inked += 1
-    return inked / (w * h) if w and h else 0.0
+    return pixels(path).ink
 
 
 def distinct_colours(path: Path, limit: int = 64) -> int:
     """How many distinct pixel values the image has (stops counting at `limit`)."""
-    _, _, ch, px = read_png(path)
-    seen: set[bytes] = set()
-    for i in range(0, len(px), ch * 7):  # a sample is enough to tell charts from blank
-        seen.add(px[i:i + min(ch, 3)])
-        if len(seen) >= limit:
-            break
-    return len(seen)
+    return min(pixels(path).colours, limit)
