@@ -46,6 +46,7 @@ from .render.diagnostics import (
     stdout_console,
     stdout_to_stderr,
 )
+from .render.formats import OutputFormat, requested_format
 
 
 class _App(TyperGroup):
@@ -74,7 +75,8 @@ class _App(TyperGroup):
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
-        as_json = "--json" in argv
+        output = requested_format(argv)
+        as_json = output != "text"
         try:
             if not as_json:  # typer renders its own usage errors
                 return super().main(argv, prog_name, complete_var, standalone_mode,
@@ -83,7 +85,8 @@ class _App(TyperGroup):
                                 **extra)
         except typer.TyperException as err:  # a usage error found by the parser
             code = err.exit_code
-            report = JsonReport(next((a for a in argv if a in self.commands), None), True)
+            report = JsonReport(next((a for a in argv if a in self.commands), None), True,
+                                output)
             report.diagnostics.append(Diagnostic(
                 "E606", err.format_message(), None,
                 ("see `planner COMMAND --help` for the options",)))
@@ -181,6 +184,26 @@ def _problem(loaded: Any, plan: str | None) -> Any:
                                     ("pick a plan with --plan NAME",))) from None
 
 
+FormatOption = Annotated[OutputFormat | None, typer.Option(
+    "--format", "--output-format", case_sensitive=False, show_default=False,
+    help="Output: text (for people), json (the envelope), github (Actions annotations) or "
+         "sarif (code scanning); --json is --format json.")]
+
+
+def _output(output: OutputFormat | None, as_json: bool) -> str:
+    """The format chosen by `--format` and `--json` (contradicting ones: checked in
+    `_check_output`, inside the command's guard so that the error is in the format)."""
+    if output is None:
+        return "json" if as_json else "text"
+    return output.value
+
+
+def _check_output(output: OutputFormat | None, as_json: bool) -> None:
+    if as_json and output not in (None, OutputFormat.JSON):
+        raise UsageError(Diagnostic("E640", f"--json and --format {output.value} contradict "
+                                    "each other", None, ("give one of them",)))
+
+
 # ---- check / fmt -------------------------------------------------------------------------
 
 
@@ -188,9 +211,11 @@ def _problem(loaded: Any, plan: str | None) -> Any:
 def check(
     paths: Annotated[list[Path], typer.Argument(help="Spec files or folders (*.plan, recursively).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (the diagnostics in its envelope).")] = False,
+    output: FormatOption = None,
 ) -> None:
     """Check specs for errors: syntax, names, units, cycles, memory that cannot fit."""
-    with _guard("check", as_json) as report:
+    with _guard("check", _output(output, as_json)) as report:
+        _check_output(output, as_json)
         from .spec.checks import memory_diagnostics
         from .spec.load import display_path
 
@@ -217,8 +242,8 @@ def check(
         report.result = {"files": [display_path(f) for f in files], "errors": len(errors),
                          "warnings": len(diags) - len(errors)}
         report.diagnostics.extend(diags)
-        if not as_json:
-            if diags:
+        if report.output in ("text", "github"):  # github: the annotations go to stdout
+            if diags and not report.enabled:
                 _eprint(render_all(diags, _sources(diags)))
             shown = ", ".join(display_path(f) for f in files[:3]) + (
                 f" and {len(files) - 3} more" if len(files) > 3 else "")
@@ -321,9 +346,13 @@ def _emit_result(problem: Any, plan: Any, report: JsonReport, *, extra_json: dic
         obj.update(extra_json)
         obj["gap"] = gap
         report.result = obj
-    else:
-        if "gap" in extra_rows:
-            extra_rows = {**extra_rows, "gap": format_gap(gap)}
+    if "gap" in extra_rows:
+        extra_rows = {**extra_rows, "gap": format_gap(gap)}
+    if report.output == "github":  # the annotations go to stdout, the plan to the log
+        from rich.console import Console
+
+        print_plan(Console(stderr=True, soft_wrap=False), problem, result, bounds, extra_rows)
+    elif not report.enabled:
         print_plan(stdout_console(), problem, result, bounds, extra_rows)
     return result, bounds, gap
 
@@ -331,8 +360,10 @@ def _emit_result(problem: Any, plan: Any, report: JsonReport, *, extra_json: dic
 def _infeasible_exit(problem: Any, result: Any, report: JsonReport) -> NoReturn:
     head = (f"plan `{problem.name}` is infeasible: "
             f"{len(result.violations)} violation(s)")
-    if report.enabled:
-        report.diagnostics.append(Diagnostic("E401", head))
+    if report.enabled:  # the CI formats show each violation; the JSON has `violations`
+        listed = () if report.output == "json" else tuple(
+            f"{v.kind}: {v.message}" for v in result.violations[:50])
+        report.diagnostics.append(Diagnostic("E401", head, None, listed))
     else:
         lines = [f"error[E401]: {head}"]
         lines += [f"  - {v.kind}: {v.message}" for v in result.violations[:50]]
@@ -346,9 +377,12 @@ def simulate(
     plan: Annotated[str | None, typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
     placement: Annotated[Path | None, typer.Option("--placement", help="A plan JSON or {\"placement\": {op: device}} file; default: the spec's place/pin statements.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    output: FormatOption = None,
 ) -> None:
     """Simulate a given placement under the spec's cost model and verify it."""
-    with _guard("simulate", as_json) as report:
+    with _guard("simulate", _output(output, as_json)) as report:
+        _check_output(output, as_json)
+        report.subject = str(spec)
         loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
         the_plan = _read_placement(problem, placement) if placement else _placement_from_spec(problem)
