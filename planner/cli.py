@@ -4,10 +4,12 @@ Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
 `PlannerError` turned into a rendered diagnostic and an exit code in one place (`_guard`):
 
     0  success
-    1  invalid input (diagnostics), `check` found errors, `fmt --check` would reformat
+    1  invalid input (diagnostics), `check` found errors
     2  usage error (unknown plan, algorithm, option; unwritable output; inapplicable option)
     3  infeasible: no plan fits the constraints, or the given plan violates them
     4  internal error or solver failure (a bug: please report it)
+    5  a CI gate failed on valid input: `fmt --check`/`--diff` would reformat, `diff
+       --fail-if-slower` found the new plan too slow
   130  interrupted (solve: the best plan so far, if any, is printed and written)
   141  stdout closed by its reader: a quiet exit
 
@@ -266,37 +268,23 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
 
 @app.command()
 def fmt(
-    paths: Annotated[list[Path], typer.Argument(help="Spec files or folders to format in place.")],
-    check_only: Annotated[bool, typer.Option("--check", help="Change nothing; exit 1 and list "
-                                             "the files that would change.")] = False,
+    paths: Annotated[list[Path], typer.Argument(help="Spec files or folders to format in place; `-` reads standard input and writes the result to stdout.")],
+    check_only: Annotated[bool, typer.Option("--check", help="Change nothing; list the files that would change (exit 5 if any).")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Change nothing; print the changes as a unified diff (exit 5 if any).")] = False,
+    stdin_filename: Annotated[str | None, typer.Option("--stdin-filename", help="The name `fmt -` gives standard input in diagnostics and diffs.")] = None,
+    output: FormatOption = None,
 ) -> None:
-    """Rewrite specs in the canonical layout (comments kept; idempotent)."""
-    with _guard():
-        from .io.atomic import write_text_atomic
-        from .spec.format import format_source
-        from .spec.load import display_path, read_source
+    """Rewrite specs in the canonical layout (comments kept; idempotent).
 
-        files = _spec_files(paths)
-        changed: list[str] = []
-        errors: list[Diagnostic] = []
-        for f in files:
-            shown = display_path(f.resolve())
-            try:
-                text = read_source(f, shown)
-                new = format_source(text, shown)
-            except SpecError as err:
-                errors.extend(err.diagnostics)
-                continue
-            if new != text:
-                changed.append(shown)
-                if not check_only:
-                    write_text_atomic(f, new)
-        if errors:
-            _eprint(render_all(errors, _sources(errors)))
-        for name in changed:
-            sys.stdout.write(f"{'would reformat' if check_only else 'reformatted'} {name}\n")
-        if errors or (check_only and changed):
-            raise typer.Exit(EXIT_INVALID)
+    Exit 0: nothing to change (or rewritten); 1: an input does not parse; 5: `--check` or
+    `--diff` found a file to reformat.
+    """
+    with _guard("fmt", _output(output, False)) as report:
+        from .commands.fmt import STDIN, run_fmt
+
+        files = _spec_files([p for p in paths if str(p) != STDIN])
+        run_fmt(paths, files, report, check=check_only, diff=diff,
+                stdin_filename=stdin_filename)
 
 
 # ---- simulate / solve --------------------------------------------------------------------

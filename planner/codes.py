@@ -128,6 +128,8 @@ TABLE: tuple[Code, ...] = (
     Code("E620", 2, "`--jobs` not a positive number"),
     Code("E621", 4, "`compare` workers crash before finishing any point"),
     Code("E640", 2, "options that contradict each other (`--json` with another `--format`, ...)"),
+    Code("W640", 0, "a spec not in the canonical layout (`fmt --check`, `fmt --diff`)"),
+    Code("E641", 1, "`fmt -`: standard input that is not valid UTF-8"),
     Code("W650", 0, "`compare` skipped a spec of a folder because it does not load"),
     Code("E701", 3, "the plan's least total memory exceeds all devices together", "E303"),
     Code("W701", 0, "a spec skipped by `compare`; ONNX ops without a FLOP formula",

@@ -23,6 +23,7 @@ SHARED = {
     "E601": "unknown algorithm: `solve --algo` and `compare --algos`",
     "E602": "no such plan: `--plan` of solve/simulate and of compare",
     "E612": "unknown executor: compare checks it before the sweep, the executor again",
+    "E640": "contradicting options: `--json` with another `--format`, and `fmt`'s `-`",
     "E814": "a model format the solver cannot write: ilp and cpsat",
     "E920": "invalid JSON: the Baechi and the `import json` readers",
     "E922": "a malformed imported JSON graph: the Baechi and the `import json` readers",

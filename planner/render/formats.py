@@ -27,6 +27,9 @@ class OutputFormat(str, enum.Enum):
 
 
 FORMAT_OPTIONS = ("--format", "--output-format")
+#: a CI gate failed on valid input: `fmt --check`/`--diff` would reformat, `diff
+#: --fail-if-slower` found the new plan too slow (1 stays "invalid input" everywhere)
+EXIT_GATE = 5
 
 
 def requested_format(argv: Sequence[str]) -> str:
