@@ -128,10 +128,30 @@ app = typer.Typer(
     name="planner",
     help="Declarative model-parallel placement: check, format, simulate and solve .plan specs.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion, on the root only
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _print_version(value: bool) -> None:
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("planner")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        from . import __version__ as ours
+    sys.stdout.write(f"planner {ours}\n")
+    raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print planner's version and exit.")] = False) -> None:
+    pass
 
 log = logging.getLogger("planner")
 #: default `--time-limit` of `solve`: `auto` should answer a first-time user quickly
