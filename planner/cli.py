@@ -538,6 +538,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "import": ("planner.io.commands", "import_app", "Make a .plan spec from a model file."),
     "export": ("planner.io.commands", "export_app", "Write a spec in another format."),
     "generate": ("planner.io.commands", "generate_app", "Generate analytic model graphs."),
+    "diff": ("planner.commands.diff", "diff_command",
+             "Compare two plans: makespan, bound, memory, the ops that moved."),
 }
 
 

@@ -44,5 +44,6 @@ def _complete(words: str) -> list[str]:
 
 def test_the_script_completes_commands_and_format_names() -> None:
     assert _complete("planner ch") == ["check"]
-    assert _complete("planner co") == ["compare"]  # a lazily imported command too
+    assert _complete("planner co") == ["compare"]  # lazily imported commands too
+    assert _complete("planner di") == ["diff"]
     assert _complete("planner check --format ") == ["text", "json", "github", "sarif"]
