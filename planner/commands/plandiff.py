@@ -65,11 +65,13 @@ class Side:
                 "devices": [{"name": n, **d.to_json()} for n, d in self.devices.items()]}
 
 
+_PLAN_HINT = ("give a plan file (`planner solve --out PLAN.json`) or the output of "
+              "`planner solve --json` / `planner simulate --json`")
+
+
 def _not_a_plan(shown: str, why: str) -> SpecError:
-    return SpecError(Diagnostic(
-        "E642", f"no plan in {shown}: {why}", Span.start_of(shown),
-        ("give a plan file (`planner solve --out PLAN.json`) or the output of "
-         "`planner solve --json` / `planner simulate --json`",)))
+    return SpecError(Diagnostic("E642", f"no plan in {shown}: {why}", Span.start_of(shown),
+                                (_PLAN_HINT,)))
 
 
 def _number(v: Any) -> float | None:

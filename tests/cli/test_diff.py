@@ -60,8 +60,8 @@ def test_plan_files_are_simulated_on_the_spec(plans: Path) -> None:
 def test_text_output_for_review(plans: Path) -> None:
     code, out, err = run(["diff", "old.json", "new.json", "--spec", "s.plan"], plans)
     assert code == 0
-    assert re.search(r"^  makespan +3\.000 ms +4\.000 ms +\+33\.33%$", out, re.M)
-    assert re.search(r"^  peak memory gpu1 +0 B +1\.91 MiB +\+1\.91 MiB$", out, re.M)
+    assert re.search(r"^  makespan +3\.000 ms +4\.000 ms +\+33\.33%$", out, re.MULTILINE)
+    assert re.search(r"^  peak memory gpu1 +0 B +1\.91 MiB +\+1\.91 MiB$", out, re.MULTILINE)
     assert "1 of 2 op(s) moved:\n  b: gpu0 -> gpu1\n" in out
     assert "gpu1: 0 -> 1 ops, busy 0 ns -> 2.000 ms" in out
     assert "new.json:1:1: warning[W645]: the new plan is 33.33% slower" in err
