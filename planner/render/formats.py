@@ -101,7 +101,7 @@ def github_annotation(diag: Diagnostic, subject: str | None = None,
     span = locate(diag, subject)
     props: list[tuple[str, str]] = []
     if span is not None:
-        path = repo_path(span.file, root or repository_root()) or span.file
+        path = repo_path(span.file, root or repository_root()) or os.path.normpath(span.file)
         props += [("file", path), ("line", str(span.line)), ("col", str(span.column))]
         end_col = span.end_column - 1 if span.end_column > span.column else span.column
         props += [("endLine", str(max(span.end_line, span.line))),
