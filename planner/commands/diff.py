@@ -46,6 +46,9 @@ def diff_command(
             raise UsageError(Diagnostic("E643", f"--fail-if-slower: `{fail_if_slower}` is not "
                                         "a percentage of 0 or more", None,
                                         ("for example --fail-if-slower 5 (5 % slower at most)",)))
+        if plan is not None and spec is None:
+            raise UsageError(Diagnostic("E640", "--plan applies only with --spec", None,
+                                        ("give the spec to simulate the plans on: --spec SPEC",)))
         before = read_side(old, display_path(old.resolve()))
         after = read_side(new, display_path(new.resolve()))
         report.subject = after.file
@@ -64,11 +67,10 @@ def diff_command(
             from ..errors import render_all
 
             sys.stderr.write(render_all(verdict) + "\n")
-        if report.result is not None:
-            report.result["gate"] = None if fail_if_slower is None else {
-                "fail_if_slower_pct": fail_if_slower,
-                "passed": not any(d.code == "E645" for d in verdict)}
-        if any(d.code == "E645" for d in verdict):
+        failed = any(d.code == "E645" for d in verdict)
+        report.result["gate"] = None if fail_if_slower is None else {
+            "fail_if_slower_pct": fail_if_slower, "passed": not failed}
+        if failed:
             raise typer.Exit(EXIT_GATE)
 
 

@@ -105,6 +105,8 @@ def test_without_a_spec_only_placements_are_compared(plans: Path) -> None:
     assert code == 2 and "error[E644]" in err and "--spec" in err
     code, _, err = run(["diff", "old.json", "new.json", "--fail-if-slower", "-1"], plans)
     assert code == 2 and "error[E643]" in err
+    code, _, err = run(["diff", "old.json", "new.json", "--plan", "p"], plans)
+    assert code == 2 and "error[E640]: --plan applies only with --spec" in err
 
 
 def test_solve_json_outputs_carry_their_figures(plans: Path) -> None:
