@@ -4,10 +4,12 @@ Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
 `PlannerError` turned into a rendered diagnostic and an exit code in one place (`_guard`):
 
     0  success
-    1  invalid input (diagnostics), `check` found errors, `fmt --check` would reformat
+    1  invalid input (diagnostics), `check` found errors
     2  usage error (unknown plan, algorithm, option; unwritable output; inapplicable option)
     3  infeasible: no plan fits the constraints, or the given plan violates them
     4  internal error or solver failure (a bug: please report it)
+    5  a CI gate failed on valid input: `fmt --check`/`--diff` would reformat, `diff
+       --fail-if-slower` found the new plan too slow
   130  interrupted (solve: the best plan so far, if any, is printed and written)
   141  stdout closed by its reader: a quiet exit
 
@@ -46,6 +48,7 @@ from .render.diagnostics import (
     stdout_console,
     stdout_to_stderr,
 )
+from .render.formats import OutputFormat, requested_format
 
 
 class _App(TyperGroup):
@@ -74,7 +77,8 @@ class _App(TyperGroup):
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
-        as_json = "--json" in argv
+        output = requested_format(argv)
+        as_json = output != "text"
         try:
             if not as_json:  # typer renders its own usage errors
                 return super().main(argv, prog_name, complete_var, standalone_mode,
@@ -83,7 +87,8 @@ class _App(TyperGroup):
                                 **extra)
         except typer.TyperException as err:  # a usage error found by the parser
             code = err.exit_code
-            report = JsonReport(next((a for a in argv if a in self.commands), None), True)
+            report = JsonReport(next((a for a in argv if a in self.commands), None), True,
+                                output)
             report.diagnostics.append(Diagnostic(
                 "E606", err.format_message(), None,
                 ("see `planner COMMAND --help` for the options",)))
@@ -123,10 +128,30 @@ app = typer.Typer(
     name="planner",
     help="Declarative model-parallel placement: check, format, simulate and solve .plan specs.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion, on the root only
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _print_version(value: bool) -> None:
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("planner")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        from . import __version__ as ours
+    sys.stdout.write(f"planner {ours}\n")
+    raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print planner's version and exit.")] = False) -> None:
+    pass
 
 log = logging.getLogger("planner")
 #: default `--time-limit` of `solve`: `auto` should answer a first-time user quickly
@@ -181,6 +206,26 @@ def _problem(loaded: Any, plan: str | None) -> Any:
                                     ("pick a plan with --plan NAME",))) from None
 
 
+FormatOption = Annotated[OutputFormat | None, typer.Option(
+    "--format", "--output-format", case_sensitive=False, show_default=False,
+    help="Output: text (for people), json (the envelope), github (Actions annotations) or "
+         "sarif (code scanning); --json is --format json.")]
+
+
+def _output(output: OutputFormat | None, as_json: bool) -> str:
+    """The format chosen by `--format` and `--json` (contradicting ones: checked in
+    `_check_output`, inside the command's guard so that the error is in the format)."""
+    if output is None:
+        return "json" if as_json else "text"
+    return output.value
+
+
+def _check_output(output: OutputFormat | None, as_json: bool) -> None:
+    if as_json and output not in (None, OutputFormat.JSON):
+        raise UsageError(Diagnostic("E640", f"--json and --format {output.value} contradict "
+                                    "each other", None, ("give one of them",)))
+
+
 # ---- check / fmt -------------------------------------------------------------------------
 
 
@@ -188,9 +233,11 @@ def _problem(loaded: Any, plan: str | None) -> Any:
 def check(
     paths: Annotated[list[Path], typer.Argument(help="Spec files or folders (*.plan, recursively).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (the diagnostics in its envelope).")] = False,
+    output: FormatOption = None,
 ) -> None:
     """Check specs for errors: syntax, names, units, cycles, memory that cannot fit."""
-    with _guard("check", as_json) as report:
+    with _guard("check", _output(output, as_json)) as report:
+        _check_output(output, as_json)
         from .spec.checks import memory_diagnostics
         from .spec.load import display_path
 
@@ -217,8 +264,8 @@ def check(
         report.result = {"files": [display_path(f) for f in files], "errors": len(errors),
                          "warnings": len(diags) - len(errors)}
         report.diagnostics.extend(diags)
-        if not as_json:
-            if diags:
+        if report.output in ("text", "github"):  # github: the annotations go to stdout
+            if diags and not report.enabled:
                 _eprint(render_all(diags, _sources(diags)))
             shown = ", ".join(display_path(f) for f in files[:3]) + (
                 f" and {len(files) - 3} more" if len(files) > 3 else "")
@@ -241,37 +288,23 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
 
 @app.command()
 def fmt(
-    paths: Annotated[list[Path], typer.Argument(help="Spec files or folders to format in place.")],
-    check_only: Annotated[bool, typer.Option("--check", help="Change nothing; exit 1 and list "
-                                             "the files that would change.")] = False,
+    paths: Annotated[list[Path], typer.Argument(help="Spec files or folders to format in place; `-` reads standard input and writes the result to stdout.")],
+    check_only: Annotated[bool, typer.Option("--check", help="Change nothing; list the files that would change (exit 5 if any).")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Change nothing; print the changes as a unified diff (exit 5 if any).")] = False,
+    stdin_filename: Annotated[str | None, typer.Option("--stdin-filename", help="The name `fmt -` gives standard input in diagnostics and diffs.")] = None,
+    output: FormatOption = None,
 ) -> None:
-    """Rewrite specs in the canonical layout (comments kept; idempotent)."""
-    with _guard():
-        from .io.atomic import write_text_atomic
-        from .spec.format import format_source
-        from .spec.load import display_path, read_source
+    """Rewrite specs in the canonical layout (comments kept; idempotent).
 
-        files = _spec_files(paths)
-        changed: list[str] = []
-        errors: list[Diagnostic] = []
-        for f in files:
-            shown = display_path(f.resolve())
-            try:
-                text = read_source(f, shown)
-                new = format_source(text, shown)
-            except SpecError as err:
-                errors.extend(err.diagnostics)
-                continue
-            if new != text:
-                changed.append(shown)
-                if not check_only:
-                    write_text_atomic(f, new)
-        if errors:
-            _eprint(render_all(errors, _sources(errors)))
-        for name in changed:
-            sys.stdout.write(f"{'would reformat' if check_only else 'reformatted'} {name}\n")
-        if errors or (check_only and changed):
-            raise typer.Exit(EXIT_INVALID)
+    Exit 0: nothing to change (or rewritten); 1: an input does not parse; 5: `--check` or
+    `--diff` found a file to reformat.
+    """
+    with _guard("fmt", _output(output, False)) as report:
+        from .commands.fmt import STDIN, run_fmt
+
+        files = _spec_files([p for p in paths if str(p) != STDIN])
+        run_fmt(paths, files, report, check=check_only, diff=diff,
+                stdin_filename=stdin_filename)
 
 
 # ---- simulate / solve --------------------------------------------------------------------
@@ -321,9 +354,13 @@ def _emit_result(problem: Any, plan: Any, report: JsonReport, *, extra_json: dic
         obj.update(extra_json)
         obj["gap"] = gap
         report.result = obj
-    else:
-        if "gap" in extra_rows:
-            extra_rows = {**extra_rows, "gap": format_gap(gap)}
+    if "gap" in extra_rows:
+        extra_rows = {**extra_rows, "gap": format_gap(gap)}
+    if report.output == "github":  # the annotations go to stdout, the plan to the log
+        from rich.console import Console
+
+        print_plan(Console(stderr=True, soft_wrap=False), problem, result, bounds, extra_rows)
+    elif not report.enabled:
         print_plan(stdout_console(), problem, result, bounds, extra_rows)
     return result, bounds, gap
 
@@ -331,8 +368,10 @@ def _emit_result(problem: Any, plan: Any, report: JsonReport, *, extra_json: dic
 def _infeasible_exit(problem: Any, result: Any, report: JsonReport) -> NoReturn:
     head = (f"plan `{problem.name}` is infeasible: "
             f"{len(result.violations)} violation(s)")
-    if report.enabled:
-        report.diagnostics.append(Diagnostic("E401", head))
+    if report.enabled:  # the CI formats show each violation; the JSON has `violations`
+        listed = () if report.output == "json" else tuple(
+            f"{v.kind}: {v.message}" for v in result.violations[:50])
+        report.diagnostics.append(Diagnostic("E401", head, None, listed))
     else:
         lines = [f"error[E401]: {head}"]
         lines += [f"  - {v.kind}: {v.message}" for v in result.violations[:50]]
@@ -346,12 +385,15 @@ def simulate(
     plan: Annotated[str | None, typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
     placement: Annotated[Path | None, typer.Option("--placement", help="A plan JSON or {\"placement\": {op: device}} file; default: the spec's place/pin statements.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    output: FormatOption = None,
     trace: Annotated[Path | None, typer.Option("--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev).")] = None,
 ) -> None:
     """Simulate a given placement under the spec's cost model and verify it."""
-    with _guard("simulate", as_json) as report:
+    with _guard("simulate", _output(output, as_json)) as report:
         from .commands.outputs import check_outputs
 
+        _check_output(output, as_json)
+        report.subject = str(spec)
         check_outputs({"--trace": trace})
         loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
@@ -511,6 +553,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "import": ("planner.io.commands", "import_app", "Make a .plan spec from a model file."),
     "export": ("planner.io.commands", "export_app", "Write a spec in another format."),
     "generate": ("planner.io.commands", "generate_app", "Generate analytic model graphs."),
+    "diff": ("planner.commands.diff", "diff_command",
+             "Compare two plans: makespan, bound, memory, the ops that moved."),
 }
 
 

@@ -127,6 +127,17 @@ TABLE: tuple[Code, ...] = (
     Code("E619", 2, "nothing to compare: no plan found"),
     Code("E620", 2, "`--jobs` not a positive number"),
     Code("E621", 4, "`compare` workers crash before finishing any point"),
+    Code("E640", 2, "options that contradict each other (`--json` with another `--format`, ...)"),
+    Code("W640", 0, "a spec not in the canonical layout (`fmt --check`, `fmt --diff`)"),
+    Code("E641", 1, "`fmt -`: standard input that is not valid UTF-8"),
+    Code("E642", 1, "`diff`: a file that holds no plan (invalid JSON, another format, a "
+                    "failed run)"),
+    Code("E643", 2, "`diff --fail-if-slower`: not a percentage of 0 or more"),
+    Code("E644", 2, "`diff --fail-if-slower` without both makespans (plan files need "
+                    "`--spec`)"),
+    Code("E645", 5, "`diff --fail-if-slower`: the new plan is slower than allowed, or "
+                    "violates the spec"),
+    Code("W645", 0, "`diff`: the new plan is slower than the old one"),
     Code("W650", 0, "`compare` skipped a spec of a folder because it does not load"),
     Code("E701", 3, "the plan's least total memory exceeds all devices together", "E303"),
     Code("W701", 0, "a spec skipped by `compare`; ONNX ops without a FLOP formula",

@@ -21,8 +21,9 @@ EXITS = {"SpecError": 1, "UsageError": 2, "InfeasibleError": 3, "SolverError": 4
 # Codes used in several modules, each for the one meaning they share there.
 SHARED = {
     "E601": "unknown algorithm: `solve --algo` and `compare --algos`",
-    "E602": "no such plan: `--plan` of solve/simulate and of compare",
+    "E602": "no such plan: `--plan` of solve/simulate, of compare and of diff",
     "E612": "unknown executor: compare checks it before the sweep, the executor again",
+    "E640": "contradicting options: `--json` with another `--format`, and `fmt`'s `-`",
     "E814": "a model format the solver cannot write: ilp and cpsat",
     "E920": "invalid JSON: the Baechi and the `import json` readers",
     "E922": "a malformed imported JSON graph: the Baechi and the `import json` readers",

@@ -75,22 +75,38 @@ class JsonReport:
     simulated report of an infeasible plan) and adds `diagnostics`; `guard` writes it.
     """
 
-    def __init__(self, command: str | None, enabled: bool) -> None:
+    def __init__(self, command: str | None, enabled: bool, output: str = "json") -> None:
         self.command = command
         self.enabled = enabled
+        #: `json`, `github` or `sarif` when enabled (`render/formats.py`), else `text`
+        self.output = output if enabled else "text"
+        #: the command's main input: where `github`/`sarif` put diagnostics without a place
+        self.subject: str | None = None
         self.result: Any = None
         self.diagnostics: list[Diagnostic] = []
 
     def document(self, exit_code: int) -> dict[str, Any]:
-        """The envelope for `exit_code`."""
+        """The envelope for `exit_code`; `valid`: no diagnostic is an error."""
+        errors = sum(d.severity.value == "error" for d in self.diagnostics)
         return {"format_version": JSON_FORMAT_VERSION, "command": self.command,
-                "ok": exit_code == EXIT_OK, "exit_code": exit_code, "result": self.result,
+                "ok": exit_code == EXIT_OK, "exit_code": exit_code, "valid": errors == 0,
+                "errors": errors, "warnings": len(self.diagnostics) - errors,
+                "result": self.result,
                 "diagnostics": [d.to_json() for d in self.diagnostics]}
 
     def write(self, exit_code: int) -> None:
-        """Print the envelope on stdout."""
-        sys.stdout.write(json.dumps(self.document(exit_code), indent=2, ensure_ascii=False)
-                         + "\n")
+        """Print the envelope (or the `github` / `sarif` rendering) on stdout."""
+        if self.output == "github":
+            from .formats import github_annotations
+
+            text = github_annotations(self.diagnostics, self.subject)
+        elif self.output == "sarif":
+            from .sarif import dumps_sarif
+
+            text = dumps_sarif(self.diagnostics, exit_code, self.subject)
+        else:
+            text = json.dumps(self.document(exit_code), indent=2, ensure_ascii=False) + "\n"
+        sys.stdout.write(text)
         sys.stdout.flush()
 
 
@@ -135,13 +151,16 @@ def quiet_pipe_exit() -> NoReturn:
 
 
 @contextlib.contextmanager
-def guard(command: str | None = None, as_json: bool = False) -> Iterator[JsonReport]:
+def guard(command: str | None = None, as_json: bool | str = False) -> Iterator[JsonReport]:
     """Turn every error into a diagnostic and a documented exit code.
 
-    Without `as_json`, diagnostics go to stderr. With it, the `JsonReport` the body fills
-    is printed on every outcome, its diagnostics included, and stderr stays quiet.
+    Without `as_json`, diagnostics go to stderr. With it (True, or an output format other
+    than `text`), the `JsonReport` the body fills is printed on every outcome, its
+    diagnostics included, and stderr keeps only logs and summaries.
     """
-    report = JsonReport(command, as_json)
+    output = as_json if isinstance(as_json, str) else ("json" if as_json else "text")
+    as_json = output != "text"
+    report = JsonReport(command, as_json, output)
     code = EXIT_OK
     try:
         try:

@@ -24,7 +24,8 @@ plan p { graph g cluster c  place a, b on gpu0 }
 #: transfer copy of a's output is counted: every algorithm proves it, `check` too
 TIGHT = GOOD.replace("memory 64 MB", "memory 12 MB")
 BROKEN = GOOD.replace("memory 64 MB", "memory 64")
-KEYS = ["format_version", "command", "ok", "exit_code", "result", "diagnostics"]
+KEYS = ["format_version", "command", "ok", "exit_code", "valid", "errors", "warnings",
+        "result", "diagnostics"]
 
 
 def _doc(code: int, out: str, command: str) -> dict[str, Any]:
@@ -34,6 +35,9 @@ def _doc(code: int, out: str, command: str) -> dict[str, Any]:
     assert doc["exit_code"] == code and doc["ok"] is (code == 0)
     for d in doc["diagnostics"]:
         assert {"code", "severity", "message", "file", "line", "hints"} <= set(d)
+    errors = [d for d in doc["diagnostics"] if d["severity"] == "error"]
+    assert (doc["errors"], doc["warnings"]) == (len(errors), len(doc["diagnostics"]) - len(errors))
+    assert doc["valid"] is not errors
     return doc
 
 

@@ -1,0 +1,161 @@
+"""`planner diff OLD.json NEW.json [--spec S] [--plan NAME] [--fail-if-slower PCT]`: what a
+change did to a plan, for review, and a pull-request gate on its makespan.
+
+Exit 0 (or 1, 2 as usual); 5 when `--fail-if-slower PCT` is given and the new plan is more
+than PCT % slower than the old one, or violates the spec when the old one did not.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import Diagnostic, Severity, Span, UsageError
+from ..render.formats import EXIT_GATE, OutputFormat
+from .plandiff import PlanDiff, compare, read_side, simulate_side, spec_problem
+
+#: moved ops listed in the text output (all of them are in the JSON)
+SHOWN = 10
+
+
+def diff_command(
+    old: Annotated[Path, typer.Argument(help="The plan before: a plan file (solve --out) or solve/simulate --json output.")],
+    new: Annotated[Path, typer.Argument(help="The plan after, in either form.")],
+    spec: Annotated[Path | None, typer.Option("--spec", help="Simulate both plans on this spec when a file lacks figures (makespan, bound, memory).")] = None,
+    plan: Annotated[str | None, typer.Option("--plan", help="The spec's plan (default: the one the old file names, or the only one).")] = None,
+    fail_if_slower: Annotated[float | None, typer.Option("--fail-if-slower", metavar="PCT", help="Exit 5 when the new makespan is more than PCT % above the old one (or the new plan violates the spec).", show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    output: Annotated[OutputFormat | None, typer.Option(
+        "--format", "--output-format", case_sensitive=False, show_default=False,
+        help="Output: text, json, github (annotations) or sarif.")] = None,
+) -> None:
+    """Compare two plans: makespan, bound and memory before and after, the ops that moved."""
+    from ..render.diagnostics import guard
+    from ..spec.load import display_path
+
+    chosen = output.value if output is not None else ("json" if as_json else "text")
+    with guard("diff", chosen) as report:
+        if as_json and output not in (None, OutputFormat.JSON):
+            raise UsageError(Diagnostic("E640", f"--json and --format {output.value} "
+                                        "contradict each other", None, ("give one of them",)))
+        if fail_if_slower is not None and not (fail_if_slower >= 0 and math.isfinite(fail_if_slower)):
+            raise UsageError(Diagnostic("E643", f"--fail-if-slower: `{fail_if_slower}` is not "
+                                        "a percentage of 0 or more", None,
+                                        ("for example --fail-if-slower 5 (5 % slower at most)",)))
+        if plan is not None and spec is None:
+            raise UsageError(Diagnostic("E640", "--plan applies only with --spec", None,
+                                        ("give the spec to simulate the plans on: --spec SPEC",)))
+        before = read_side(old, display_path(old.resolve()))
+        after = read_side(new, display_path(new.resolve()))
+        report.subject = after.file
+        if spec is not None and not (before.has_figures and after.has_figures):
+            problem = spec_problem(spec, plan, before)
+            simulate_side(before, problem)
+            simulate_side(after, problem)
+        result = compare(before, after)
+        report.result = result.to_json()
+        verdict = _judge(result, fail_if_slower, spec is not None)
+        report.diagnostics.extend(verdict)
+        if report.output in ("text", "github"):
+            out = sys.stdout if report.output == "text" else sys.stderr
+            out.write(render_text(result))
+        if report.output == "text" and verdict:
+            from ..errors import render_all
+
+            sys.stderr.write(render_all(verdict) + "\n")
+        failed = any(d.code == "E645" for d in verdict)
+        report.result["gate"] = None if fail_if_slower is None else {
+            "fail_if_slower_pct": fail_if_slower, "passed": not failed}
+        if failed:
+            raise typer.Exit(EXIT_GATE)
+
+
+def _judge(d: PlanDiff, gate: float | None, have_spec: bool) -> list[Diagnostic]:
+    """W645 for a slower plan; E645 when it fails the gate; E644 when the gate lacks the
+    figures it needs."""
+    where = Span.start_of(d.new.file)
+    hint = ("look at the ops that moved: `planner diff OLD NEW` prints them",)
+    if gate is not None and d.new.feasible is False and d.old.feasible is not False:
+        return [Diagnostic("E645", "the new plan violates the spec (the old one did not)",
+                           where, hint)]
+    pct, a, b = d.slower_pct, d.old.makespan_s, d.new.makespan_s
+    if pct is None or a is None or b is None:
+        if gate is None:
+            return []
+        lacking = d.old.file if a is None else d.new.file
+        raise UsageError(Diagnostic(
+            "E644", f"--fail-if-slower needs both makespans, and {lacking} has none", None,
+            ("its plan may not run on the spec" if have_spec else
+             "give --spec SPEC to simulate the plans, or compare `planner solve --json` "
+             "outputs",)))
+    change = f"{a * 1e3:.6g} ms -> {b * 1e3:.6g} ms"
+    if gate is not None and pct > gate:
+        return [Diagnostic("E645", f"the new plan is {_pct(pct)} slower than the old one "
+                           f"({change}): more than --fail-if-slower {gate:g} % allows",
+                           where, hint)]
+    if pct > 0:
+        return [Diagnostic("W645", f"the new plan is {_pct(pct)} slower than the old one "
+                           f"({change})", where, severity=Severity.WARNING)]
+    return []
+
+
+def _pct(p: float) -> str:
+    return "infinitely" if math.isinf(p) else f"{p:.2f}%"
+
+
+def render_text(d: PlanDiff) -> str:
+    """The review for people: figures side by side, moved ops, devices whose load changed."""
+    from ..units import format_bytes, format_seconds
+
+    def sec(v: float | None) -> str:
+        return "-" if v is None else format_seconds(v)
+
+    def size(v: int | None) -> str:
+        return "-" if v is None else format_bytes(v)
+
+    name = d.new.plan or d.old.plan or "?"
+    rows: list[tuple[str, str, str, str]] = [("", "old", "new", "change")]
+    pct = d.slower_pct
+    rows.append(("makespan", sec(d.old.makespan_s), sec(d.new.makespan_s),
+                 "" if pct is None else ("+" if pct > 0 else "") + _pct(pct)))
+    rows.append(("lower bound", sec(d.old.lower_bound_s), sec(d.new.lower_bound_s), ""))
+    rows.append(("feasible", _yes(d.old.feasible), _yes(d.new.feasible), ""))
+    for dev in d.devices:
+        a, b = d.old.devices.get(dev), d.new.devices.get(dev)
+        pa, pb = a.memory_peak_bytes if a else None, b.memory_peak_bytes if b else None
+        delta = "" if pa is None or pb is None or pa == pb else (
+            ("+" if pb > pa else "-") + format_bytes(abs(pb - pa)))
+        rows.append((f"peak memory {dev}", size(pa), size(pb), delta))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [f"plan {name}: {d.old.file} -> {d.new.file}"]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+              for r in rows]
+    if not (d.old.has_figures and d.new.has_figures):
+        lines.append("  (figures need a simulation: give --spec SPEC)")
+    common = len(set(d.old.placement) & set(d.new.placement))
+    lines.append(f"{len(d.moved)} of {common} op(s) moved" + (":" if d.moved else ""))
+    lines += [f"  {op}: {a} -> {b}" for op, a, b in d.moved[:SHOWN]]
+    if len(d.moved) > SHOWN:
+        lines.append(f"  and {len(d.moved) - SHOWN} more")
+    for label, ops in (("added", d.added), ("removed", d.removed)):
+        if ops:
+            more = f" and {len(ops) - SHOWN} more" if len(ops) > SHOWN else ""
+            lines.append(f"{label} {len(ops)} ops: " + ", ".join(ops[:SHOWN]) + more)
+    lines.append(f"{len(d.changed_devices)} device(s) whose load changed"
+                 + (":" if d.changed_devices else ""))
+    for dev in d.changed_devices:
+        a, b = d.old.devices.get(dev), d.new.devices.get(dev)
+        text = f"  {dev}: {a.ops if a else 0} -> {b.ops if b else 0} ops"
+        if a and b and a.busy_s is not None and b.busy_s is not None:
+            text += f", busy {format_seconds(a.busy_s)} -> {format_seconds(b.busy_s)}"
+        lines.append(text)
+    return "\n".join(lines) + "\n"
+
+
+def _yes(v: bool | None) -> str:
+    return "-" if v is None else ("yes" if v else "no")
+

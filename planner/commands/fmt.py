@@ -1,0 +1,157 @@
+"""`planner fmt`: rewrite specs in the canonical layout, check it (`--check`), show it as a
+unified diff (`--diff`), or format standard input (`fmt -`, `--stdin-filename NAME`).
+
+Exit codes: 1 when an input is invalid (it cannot be parsed: the same 1 as every command
+gives invalid input), else 5 when `--check` or `--diff` finds a file to reformat (a CI
+gate that failed on valid input), else 0.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import typer
+
+from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, render_all
+from ..render.diagnostics import EXIT_INVALID, JsonReport, eprint, source_texts
+from ..render.formats import EXIT_GATE
+
+STDIN = "-"
+
+
+@dataclass
+class Formatted:
+    """One input and its canonical form."""
+
+    shown: str  # the name diagnostics and diffs use
+    text: str
+    new: str
+    path: Path | None = None  # None: standard input
+
+    @property
+    def changed(self) -> bool:
+        return self.new != self.text
+
+
+@dataclass
+class FmtRun:
+    """What `fmt` found over all its inputs."""
+
+    names: list[str] = field(default_factory=list)  # every input, valid or not
+    stdin_text: dict[str, str] = field(default_factory=dict)  # for caret lines
+    done: list[Formatted] = field(default_factory=list)
+    errors: list[Diagnostic] = field(default_factory=list)
+
+
+def read_stdin(shown: str) -> str:
+    """Standard input as UTF-8 text; E641 at the first bad byte otherwise."""
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        head = data[: err.start]
+        line, col = head.count(b"\n") + 1, err.start - (head.rfind(b"\n") + 1) + 1
+        raise SpecError(Diagnostic(
+            "E641", f"{shown} is not valid UTF-8 (byte 0x{data[err.start]:02x})",
+            Span(shown, line, col, line, col + 1, err.start, err.start + 1),
+            ("spec files are UTF-8 text",))) from None
+
+
+def check_inputs(paths: list[Path], stdin_filename: str | None) -> bool:
+    """Whether the input is standard input; E640 when `-` is mixed with paths, or
+    `--stdin-filename` is given without `-`."""
+    stdin = [p for p in paths if str(p) == STDIN]
+    if stdin and len(paths) > 1:
+        raise UsageError(Diagnostic("E640", "`-` (standard input) cannot be mixed with paths",
+                                    None, ("format standard input alone: planner fmt -",)))
+    if stdin_filename is not None and not stdin:
+        raise UsageError(Diagnostic("E640", "--stdin-filename applies only to `fmt -`", None,
+                                    ("add `-` to read the spec from standard input",)))
+    return bool(stdin)
+
+
+def format_inputs(files: list[Path], stdin_name: str | None) -> FmtRun:
+    """Format every file (or standard input when `stdin_name` is given), collecting the
+    diagnostics of those that do not parse."""
+    from ..spec.format import format_source
+    from ..spec.load import display_path, read_source
+
+    run = FmtRun()
+    inputs: list[tuple[Path | None, str]] = (
+        [(None, stdin_name)] if stdin_name is not None
+        else [(f, display_path(f.resolve())) for f in files])
+    for path, shown in inputs:
+        run.names.append(shown)
+        try:
+            text = read_stdin(shown) if path is None else read_source(path, shown)
+            if path is None:
+                run.stdin_text[shown] = text
+            run.done.append(Formatted(shown, text, format_source(text, shown), path))
+        except SpecError as err:
+            run.errors.extend(err.diagnostics)
+    return run
+
+
+def unified_diff(item: Formatted) -> str:
+    """The change `fmt` would make, as a unified diff (`patch -p0` applies it)."""
+    lines = difflib.unified_diff(item.text.splitlines(keepends=True),
+                                 item.new.splitlines(keepends=True), item.shown, item.shown)
+    return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n"
+                   for x in lines)
+
+
+def not_canonical(item: Formatted) -> Diagnostic:
+    """W640 at the first lines that would change (where an annotation is useful)."""
+    old, new = item.text.splitlines(), item.new.splitlines()
+    ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    _, i1, i2, _, _ = next(op for op in ops if op[0] != "equal")
+    first = min(i1, max(len(old) - 1, 0)) + 1
+    last = max(first, min(i2, max(len(old), 1)))
+    end_col = len(old[last - 1]) + 1 if 0 < last <= len(old) else 1
+    return Diagnostic("W640", f"{item.shown} is not in the canonical layout",
+                      Span(item.shown, first, 1, last, max(end_col, 2)),
+                      (f"run `planner fmt {item.shown}`",), Severity.WARNING)
+
+
+def run_fmt(paths: list[Path], files: list[Path], report: JsonReport, *, check: bool,
+            diff: bool, stdin_filename: str | None) -> None:
+    """The `fmt` command's body (inside its guard); raises `typer.Exit` for 1 and 5."""
+    from ..io.atomic import write_text_atomic
+
+    stdin = check_inputs(paths, stdin_filename)
+    run = format_inputs(files, (stdin_filename or "<stdin>") if stdin else None)
+    gate = check or diff  # nothing is written: say what would change
+    changed = [x for x in run.done if x.changed]
+    report.diagnostics.extend(run.errors)
+    if gate:
+        report.diagnostics.extend(not_canonical(x) for x in changed)
+    if run.errors and not report.enabled:
+        eprint(render_all(run.errors, {**source_texts(run.errors), **run.stdin_text}))
+    for x in changed:
+        if x.path is not None and not gate:
+            write_text_atomic(x.path, x.new)
+    diffs = "".join(unified_diff(x) for x in changed) if diff else ""
+    text = report.output == "text"
+    if text and stdin and not gate:
+        sys.stdout.write("".join(x.new for x in run.done))  # a filter: formatted text out
+    elif text and diff:
+        sys.stdout.write(diffs)
+    if not (stdin and not gate):
+        # which files changed: the output of `--check` and of a rewrite, else the log's
+        say = sys.stdout if text and not diff else sys.stderr
+        for x in changed:
+            say.write(f"{'would reformat' if gate else 'reformatted'} {x.shown}\n")
+    report.subject = run.done[0].shown if stdin and run.done else None
+    report.result = {"files": run.names, "changed": [x.shown for x in changed],
+                     "written": not gate and not stdin}
+    if stdin and not gate and report.enabled:
+        report.result["formatted"] = "".join(x.new for x in run.done)
+    if diff and report.enabled:
+        report.result["diff"] = diffs
+    if run.errors:
+        raise typer.Exit(EXIT_INVALID)
+    if gate and changed:
+        raise typer.Exit(EXIT_GATE)

@@ -1,0 +1,213 @@
+"""What changed between two plans: figures (makespan, bound, peak memory per device), the
+ops that moved, the devices whose load changed.
+
+A side is read from a plan file (`solve --out`: a placement and an order, no figures), a
+`solve --json` / `simulate --json` document (figures in its `result`), or a bare
+`{"placement": {op: device}}`. With a spec, sides without figures are simulated (both,
+so that the two are judged by one model); without one, only the placements are compared.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import Diagnostic, Span, SpecError, UsageError
+
+PLAN_FORMAT = "planner.plan"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceLoad:
+    """One device's share of a plan (None: not known without a simulation)."""
+
+    ops: int
+    busy_s: float | None = None
+    memory_peak_bytes: int | None = None
+    memory_cap_bytes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ops": self.ops, "busy_s": self.busy_s,
+                "memory_peak_bytes": self.memory_peak_bytes,
+                "memory_cap_bytes": self.memory_cap_bytes}
+
+
+@dataclass
+class Side:
+    """One plan as read (and perhaps simulated)."""
+
+    file: str
+    data: dict[str, Any]  # what `load_plan` reads: at least {"placement": {...}}
+    plan: str | None = None
+    algorithm: str = ""
+    source: str = "placement"  # figures: from the file; simulated: with --spec
+    makespan_s: float | None = None
+    lower_bound_s: float | None = None
+    feasible: bool | None = None
+    devices: dict[str, DeviceLoad] = field(default_factory=dict)
+
+    @property
+    def placement(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self.data["placement"].items()}
+
+    @property
+    def has_figures(self) -> bool:
+        return self.makespan_s is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "plan": self.plan, "algorithm": self.algorithm,
+                "source": self.source, "makespan_s": self.makespan_s,
+                "lower_bound_s": self.lower_bound_s, "feasible": self.feasible,
+                "devices": [{"name": n, **d.to_json()} for n, d in self.devices.items()]}
+
+
+_PLAN_HINT = ("give a plan file (`planner solve --out PLAN.json`) or the output of "
+              "`planner solve --json` / `planner simulate --json`")
+
+
+def _not_a_plan(shown: str, why: str) -> SpecError:
+    return SpecError(Diagnostic("E642", f"no plan in {shown}: {why}", Span.start_of(shown),
+                                (_PLAN_HINT,)))
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+
+def read_side(path: Path, shown: str) -> Side:
+    """Read one side; E642 for a file that holds no plan (E001-E004 to read it)."""
+    from ..spec.load import read_source
+
+    text = read_source(path, shown)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SpecError(Diagnostic("E642", f"invalid JSON: {err.msg}",
+                                   Span(shown, err.lineno, err.colno, err.lineno,
+                                        err.colno + 1, err.pos, err.pos + 1))) from None
+    if not isinstance(data, dict):
+        raise _not_a_plan(shown, "a JSON object was expected")
+    if "format_version" in data:  # a command's envelope: the plan is its result
+        if not isinstance(data.get("result"), dict):
+            raise _not_a_plan(shown, f"the `{data.get('command')}` run it records has no "
+                              "result (it failed)")
+        data = data["result"]
+    if data.get("format", PLAN_FORMAT) != PLAN_FORMAT:
+        raise _not_a_plan(shown, f"unknown format {data.get('format')!r}")
+    if not isinstance(data.get("placement"), Mapping):
+        raise _not_a_plan(shown, "no `placement` object")
+    side = Side(shown, data, data.get("plan") if isinstance(data.get("plan"), str) else None,
+                str(data.get("algorithm") or ""))
+    counts = _counts(side.placement)
+    if _number(data.get("makespan_s")) is not None:
+        side.source = "figures"
+        side.makespan_s = _number(data.get("makespan_s"))
+        side.lower_bound_s = _number(data.get("lower_bound_s"))
+        side.feasible = bool(data.get("feasible", True))
+        for d in data.get("devices") or []:
+            if isinstance(d, dict) and isinstance(d.get("name"), str):
+                side.devices[d["name"]] = DeviceLoad(
+                    counts.get(d["name"], 0), _number(d.get("busy_s")),
+                    _int(d.get("memory_peak_bytes")), _int(d.get("memory_cap_bytes")))
+    for name, n in counts.items():
+        side.devices.setdefault(name, DeviceLoad(n))
+    return side
+
+
+def _int(v: Any) -> int | None:
+    return int(v) if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+
+def _counts(placement: Mapping[str, str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for dev in placement.values():
+        out[dev] = out.get(dev, 0) + 1
+    return out
+
+
+def simulate_side(side: Side, problem: Any) -> None:
+    """Fill `side`'s figures by simulating its plan on `problem` (E503-E505 when the plan
+    does not fit the spec)."""
+    from ..bounds import lower_bound
+    from ..plan import load_plan
+    from ..simulate import simulate
+
+    plan = load_plan(problem, side.data, side.file)
+    result = simulate(problem, plan)
+    devs = problem.cluster.devices
+    side.source = "simulated"
+    side.makespan_s = _number(result.makespan_s)
+    side.lower_bound_s = _number(lower_bound(problem).makespan_s)
+    side.feasible = result.feasible
+    side.devices = {dev.name: DeviceLoad(len(result.order[d]), float(result.busy_s[d]),
+                                         int(result.memory_peak_bytes[d]),
+                                         int(dev.memory_bytes))
+                    for d, dev in enumerate(devs)}
+
+
+def spec_problem(spec: Path, plan: str | None, old: Side) -> Any:
+    """The spec's plan to simulate both sides with: `--plan`, else the plan the old file
+    names when the spec has it, else the spec's only plan (E602 otherwise)."""
+    from ..spec.load import load_path
+
+    loaded = load_path(spec)
+    plans = loaded.spec.plans
+    name = plan if plan is not None else (old.plan if old.plan in plans else None)
+    try:
+        return loaded.spec.plan(name)
+    except LookupError as err:
+        raise UsageError(Diagnostic("E602", str(err).strip("'\""), None,
+                                    ("pick a plan with --plan NAME",))) from None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDiff:
+    """What changed from `old` to `new`."""
+
+    old: Side
+    new: Side
+    moved: tuple[tuple[str, str, str], ...]  # (op, old device, new device), in new's order
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    devices: tuple[str, ...]  # every device either side knows, old's order first
+    changed_devices: tuple[str, ...]
+
+    @property
+    def slower_pct(self) -> float | None:
+        """How much slower the new plan is, in % of the old makespan (negative: faster)."""
+        a, b = self.old.makespan_s, self.new.makespan_s
+        if a is None or b is None:
+            return None
+        if a <= 0:
+            return 0.0 if b <= a else math.inf
+        return (b - a) / a * 100
+
+    def to_json(self) -> dict[str, Any]:
+        pct = self.slower_pct
+        return {"old": self.old.to_json(), "new": self.new.to_json(),
+                "slower_pct": pct if pct is None or math.isfinite(pct) else None,
+                "moved": [{"op": o, "from": a, "to": b} for o, a, b in self.moved],
+                "added": list(self.added), "removed": list(self.removed),
+                "devices_changed": list(self.changed_devices)}
+
+
+def compare(old: Side, new: Side) -> PlanDiff:
+    """The differences between two sides."""
+    a, b = old.placement, new.placement
+    moved = tuple((op, a[op], dev) for op, dev in b.items() if op in a and a[op] != dev)
+    devices = tuple(dict.fromkeys([*old.devices, *new.devices]))
+    empty = DeviceLoad(0)
+    changed = tuple(d for d in devices
+                    if _load(old.devices.get(d, empty)) != _load(new.devices.get(d, empty))
+                    or any(d in (x, y) for _, x, y in moved))
+    return PlanDiff(old, new, moved, tuple(op for op in b if op not in a),
+                    tuple(op for op in a if op not in b), devices, changed)
+
+
+def _load(d: DeviceLoad) -> tuple[int, float | None]:
+    # busy time rounded to a nanosecond: equal schedules re-timed give equal loads
+    return d.ops, None if d.busy_s is None else round(d.busy_s, 9)

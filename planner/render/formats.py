@@ -1,0 +1,117 @@
+"""Output formats for CI: `--format text|json|github|sarif` (`--json` is `--format json`).
+
+`text` is for people (diagnostics on stderr). The other three put every diagnostic on
+stdout: `json` as the versioned envelope (`diagnostics.JsonReport`), `github` as GitHub
+Actions workflow commands (`::error file=...::message`, shown as annotations on the pull
+request), `sarif` as one SARIF 2.1.0 log for GitHub code scanning (`sarif.py`).
+Paths in `github` and `sarif` are relative to the repository root, as GitHub wants them.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import Diagnostic, Severity, Span
+
+
+class OutputFormat(str, enum.Enum):
+    """What a command prints: for people, or for a machine."""
+
+    TEXT = "text"
+    JSON = "json"
+    GITHUB = "github"
+    SARIF = "sarif"
+
+
+FORMAT_OPTIONS = ("--format", "--output-format")
+#: a CI gate failed on valid input: `fmt --check`/`--diff` would reformat, `diff
+#: --fail-if-slower` found the new plan too slow (1 stays "invalid input" everywhere)
+EXIT_GATE = 5
+
+
+def requested_format(argv: Sequence[str]) -> str:
+    """The format asked for on a command line, read before the parser runs (so that a
+    parse error is reported in it); `text` when none or an unknown one."""
+    chosen = "json" if "--json" in argv else "text"
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if name in FORMAT_OPTIONS:
+            value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            if value in {f.value for f in OutputFormat}:
+                chosen = value
+    return chosen
+
+
+def repository_root() -> Path:
+    """Where GitHub's paths start: `$GITHUB_WORKSPACE` in Actions, else the nearest folder
+    above the working directory that holds `.git`, else the working directory."""
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if workspace:
+        return Path(workspace).resolve()
+    here = Path.cwd().resolve()
+    return next((p for p in (here, *here.parents) if (p / ".git").exists()), here)
+
+
+def repo_path(file: str, root: Path) -> str | None:
+    """`file` (as a diagnostic names it) relative to `root` in POSIX form, or None when it
+    lies outside (or is not a path, e.g. `<stdin>`)."""
+    if file.startswith("<"):
+        return None
+    try:
+        return Path(file).resolve().relative_to(root).as_posix()
+    except (ValueError, OSError):
+        return None
+
+
+def locate(diag: Diagnostic, subject: str | None) -> Span | None:
+    """Where a diagnostic is reported: its span, else the start of the command's main
+    input (`subject`, e.g. the spec a violated plan came from), else nowhere."""
+    if diag.span is not None:
+        return diag.span
+    return Span.start_of(subject) if subject else None
+
+
+def full_message(diag: Diagnostic) -> str:
+    """The message with its hints, one per line (annotations have no hint field)."""
+    return "\n".join([diag.message, *(f"hint: {h}" for h in diag.hints)])
+
+
+# ---- GitHub Actions workflow commands ------------------------------------------------------
+
+
+def _escape_data(text: str) -> str:
+    # GitHub's rules (actions/toolkit, command.ts: escapeData)
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    # command.ts: escapeProperty, which also escapes the separators of the properties
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotation(diag: Diagnostic, subject: str | None = None,
+                      root: Path | None = None) -> str:
+    """One workflow command: `::error file=F,line=L,col=C,endLine=..,endColumn=..,title=CODE::msg`.
+
+    GitHub's `endColumn` is the last column of the region (ours is the one after it)."""
+    level = "warning" if diag.severity is Severity.WARNING else "error"
+    span = locate(diag, subject)
+    props: list[tuple[str, str]] = []
+    if span is not None:
+        path = repo_path(span.file, root or repository_root()) or os.path.normpath(span.file)
+        props += [("file", path), ("line", str(span.line)), ("col", str(span.column))]
+        end_col = span.end_column - 1 if span.end_column > span.column else span.column
+        props += [("endLine", str(max(span.end_line, span.line))),
+                  ("endColumn", str(end_col))]
+    props.append(("title", diag.code))
+    listed = ",".join(f"{k}={_escape_property(v)}" for k, v in props)
+    return f"::{level} {listed}::{_escape_data(full_message(diag))}"
+
+
+def github_annotations(diags: Sequence[Diagnostic], subject: str | None = None) -> str:
+    """Every diagnostic as a workflow command, one per line (empty when none)."""
+    root = repository_root()
+    return "".join(github_annotation(d, subject, root) + "\n" for d in diags)

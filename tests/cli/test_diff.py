@@ -1,0 +1,141 @@
+"""`planner diff OLD NEW`: figures before and after, the ops that moved, the devices whose
+load changed, and `--fail-if-slower` as a pull-request gate (exit 5)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .test_formats_ci import _valid_sarif
+from .test_formats_fmt import run
+
+# a (1 ms) -> b (2 ms); a's 1 MB output crosses 1 GB/s in 1 ms when b runs elsewhere
+SPEC = """
+cluster c { device gpu[0..1] { memory 3 MB } link gpu0 <-> gpu1 { bandwidth 1 GB/s } }
+graph g { op a { time 1 ms  output 1 MB }  op b { time 2 ms  output 1 MB }  a -> b }
+plan p { graph g cluster c  contention none }
+"""
+
+
+def _plan(tmp: Path, name: str, placement: dict[str, str]) -> str:
+    data = {"format": "planner.plan", "version": 1, "plan": "p", "algorithm": "test",
+            "placement": placement}
+    (tmp / name).write_text(json.dumps(data))
+    return name
+
+
+@pytest.fixture
+def plans(tmp_path: Path) -> Path:
+    (tmp_path / "s.plan").write_text(SPEC)
+    _plan(tmp_path, "old.json", {"a": "gpu0", "b": "gpu0"})  # 1 + 2 = 3 ms
+    _plan(tmp_path, "new.json", {"a": "gpu0", "b": "gpu1"})  # 1 + 1 + 2 = 4 ms
+    return tmp_path
+
+
+def _json(args: list[str], cwd: Path) -> tuple[int, dict[str, Any]]:
+    code, out, _ = run([*args, "--format", "json"], cwd)
+    return code, json.loads(out)
+
+
+def test_plan_files_are_simulated_on_the_spec(plans: Path) -> None:
+    code, doc = _json(["diff", "old.json", "new.json", "--spec", "s.plan"], plans)
+    res = doc["result"]
+    assert code == 0 and doc["command"] == "diff"
+    assert (res["old"]["source"], res["new"]["source"]) == ("simulated", "simulated")
+    assert res["old"]["makespan_s"] == pytest.approx(3e-3)
+    assert res["new"]["makespan_s"] == pytest.approx(4e-3)
+    assert res["slower_pct"] == pytest.approx(100 / 3)
+    assert res["old"]["lower_bound_s"] == pytest.approx(3e-3)
+    assert res["moved"] == [{"op": "b", "from": "gpu0", "to": "gpu1"}]
+    assert res["devices_changed"] == ["gpu0", "gpu1"]
+    peak = {d["name"]: d["memory_peak_bytes"] for d in res["new"]["devices"]}
+    assert peak["gpu1"] == 2_000_000  # b's output and the received copy of a's
+    assert [d["code"] for d in doc["diagnostics"]] == ["W645"]  # slower: a warning
+
+
+def test_text_output_for_review(plans: Path) -> None:
+    code, out, err = run(["diff", "old.json", "new.json", "--spec", "s.plan"], plans)
+    assert code == 0
+    assert re.search(r"^  makespan +3\.000 ms +4\.000 ms +\+33\.33%$", out, re.MULTILINE)
+    assert re.search(r"^  peak memory gpu1 +0 B +1\.91 MiB +\+1\.91 MiB$", out, re.MULTILINE)
+    assert "1 of 2 op(s) moved:\n  b: gpu0 -> gpu1\n" in out
+    assert "gpu1: 0 -> 1 ops, busy 0 ns -> 2.000 ms" in out
+    assert "new.json:1:1: warning[W645]: the new plan is 33.33% slower" in err
+    assert run(["diff", "old.json", "new.json", "--spec", "s.plan"], plans)[1] == out
+
+
+def test_the_gate(plans: Path) -> None:
+    args = ["diff", "old.json", "new.json", "--spec", "s.plan"]
+    assert run([*args, "--fail-if-slower", "50"], plans)[0] == 0
+    code, out, _ = run([*args, "--fail-if-slower", "10", "--format", "github"], plans)
+    assert code == 5
+    assert out.startswith("::error file=new.json,line=1,col=1,endLine=1,endColumn=1,"
+                          "title=E645::the new plan is 33.33%25 slower than the old one")
+    code, out, _ = run([*args, "--fail-if-slower", "10", "--format", "sarif"], plans)
+    result = _valid_sarif(out)["runs"][0]["results"][0]
+    assert code == 5 and (result["ruleId"], result["level"]) == ("E645", "error")
+    code, doc = _json([*args, "--fail-if-slower", "10"], plans)
+    assert doc["result"]["gate"] == {"fail_if_slower_pct": 10.0, "passed": False}
+    # faster passes any gate
+    assert run(["diff", "new.json", "old.json", "--spec", "s.plan", "--fail-if-slower", "0"],
+               plans)[0] == 0
+
+
+def test_an_infeasible_new_plan_fails_the_gate(plans: Path) -> None:
+    # each op's 1 MB of params: together they exceed one device's 1.5 MB
+    tight = SPEC.replace("memory 3 MB", "memory 1500 KB").replace(
+        "output 1 MB", "output 1 KB  params 1 MB")
+    (plans / "s.plan").write_text(tight)
+    code, doc = _json(["diff", "new.json", "old.json", "--spec", "s.plan",
+                       "--fail-if-slower", "1000"], plans)
+    assert code == 5 and doc["result"]["new"]["feasible"] is False
+    assert [d["code"] for d in doc["diagnostics"]] == ["E645"]
+    assert "violates the spec" in doc["diagnostics"][0]["message"]
+
+
+def test_without_a_spec_only_placements_are_compared(plans: Path) -> None:
+    code, doc = _json(["diff", "old.json", "new.json"], plans)
+    assert code == 0 and doc["result"]["new"]["makespan_s"] is None
+    assert doc["result"]["moved"] == [{"op": "b", "from": "gpu0", "to": "gpu1"}]
+    code, _, err = run(["diff", "old.json", "new.json", "--fail-if-slower", "5"], plans)
+    assert code == 2 and "error[E644]" in err and "--spec" in err
+    code, _, err = run(["diff", "old.json", "new.json", "--fail-if-slower", "-1"], plans)
+    assert code == 2 and "error[E643]" in err
+    code, _, err = run(["diff", "old.json", "new.json", "--plan", "p"], plans)
+    assert code == 2 and "error[E640]: --plan applies only with --spec" in err
+
+
+def test_solve_json_outputs_carry_their_figures(plans: Path) -> None:
+    for algo in ("single", "heft"):
+        code, out, _ = run(["solve", "s.plan", "--algo", algo, "--json"], plans)
+        assert code == 0
+        (plans / f"{algo}.json").write_text(out)
+    code, doc = _json(["diff", "single.json", "heft.json"], plans)
+    single = json.loads((plans / "single.json").read_text())["result"]
+    assert code == 0 and doc["result"]["old"]["source"] == "figures"
+    assert doc["result"]["old"]["makespan_s"] == single["makespan_s"]
+    assert {d["name"]: d["memory_peak_bytes"] for d in doc["result"]["old"]["devices"]} == {
+        d["name"]: d["memory_peak_bytes"] for d in single["devices"]}
+
+
+def test_long_lists_are_capped(tmp_path: Path) -> None:
+    names = [f"op{i:02d}" for i in range(14)]
+    _plan(tmp_path, "a.json", dict.fromkeys(names, "gpu0"))
+    _plan(tmp_path, "b.json", dict.fromkeys(names, "gpu1"))
+    code, out, _ = run(["diff", "a.json", "b.json"], tmp_path)
+    assert code == 0 and "14 of 14 op(s) moved:" in out
+    assert "  op09: gpu0 -> gpu1\n  and 4 more\n" in out and "op10" not in out
+
+
+def test_files_without_a_plan_are_located_errors(plans: Path) -> None:
+    (plans / "bad.json").write_text('{"placement": {"a": "gpu0",}}')
+    code, _, err = run(["diff", "old.json", "bad.json"], plans)
+    assert code == 1 and "bad.json:1:28: error[E642]: invalid JSON" in err
+    failed = {"format_version": 1, "command": "solve", "ok": False, "result": None}
+    (plans / "failed.json").write_text(json.dumps(failed))
+    code, _, err = run(["diff", "failed.json", "new.json"], plans)
+    assert code == 1 and "error[E642]: no plan in failed.json" in err

