@@ -36,7 +36,7 @@ from planner.io.workload import Imported, PlanDef
 from planner.simulate import simulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "io"))
-from torch_models import MODELS  # noqa: E402
+from torch_models import MODELS
 
 
 def main() -> None:

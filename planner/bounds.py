@@ -69,6 +69,7 @@ than the cluster has when even all devices together cannot hold it.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -221,7 +222,7 @@ def _cheapest_cuts(problem: Problem, path: list[int], cap: int) -> float:
     part = _unit_parts(problem, f)
     # the path's edges: the cheapest transfer across each (INF where no cut is possible)
     between: list[float] = []
-    for a, b in zip(path, path[1:]):
+    for a, b in itertools.pairwise(path):
         nbytes = min((g.edges[k].bytes for k in g.predecessors[b] if g.edges[k].src == a),
                      default=0)
         if f.unit_of[a] == f.unit_of[b]:

@@ -55,7 +55,6 @@ from .training import BACKWARD_FLOP_FACTOR, add_backward
 from .workload import Imported, Workload, WorkOp
 
 if TYPE_CHECKING:
-    import torch
     from torch import fx
 
 #: node kinds that become ops
@@ -135,7 +134,7 @@ def example_inputs(shapes: Sequence[str] = (), expression: str | None = None,
                                     ("e.g. --input 8x16 or --example 'torch.randn(8, 16)'",)))
     if expression:
         try:
-            value = eval(expression, {"torch": torch, **(namespace or {})})  # noqa: S307
+            value = eval(expression, {"torch": torch, **(namespace or {})})
         except Exception as err:  # noqa: BLE001 - the user's expression
             raise UsageError(Diagnostic("E943", f"--example `{expression}` raised "
                                         f"{type(err).__name__}: {err}", None)) from None
@@ -224,10 +223,10 @@ def trace(model: Any, inputs: tuple[Any, ...]) -> Traced:
     except Exception as err:  # noqa: BLE001 - fx raises TraceError, TypeError, ...
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise SpecError(Diagnostic(
-            "E942", f"torch.fx cannot trace {type(model).__name__}: "
-            f"{type(err).__name__}: {first}", None,
-            ("control flow that depends on tensor values cannot be traced; move it into a "
-             "module torch.fx keeps whole, or make it depend on shapes only",))) from None
+            "E942", (f"torch.fx cannot trace {type(model).__name__}: "
+                     f"{type(err).__name__}: {first}"), None,
+            (("control flow that depends on tensor values cannot be traced; move it into a "
+              "module torch.fx keeps whole, or make it depend on shapes only"),))) from None
     flops: dict[str, float] = {}
 
     class Counting(ShapeProp):  # type: ignore[misc]

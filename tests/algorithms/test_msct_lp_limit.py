@@ -84,7 +84,7 @@ sol = run("msct", problem)
 print(sol.info["favourites_by"], simulate(problem, sol.plan).feasible)
 """
     out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s.plan")],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-2:] == ["lp", "True"]
 

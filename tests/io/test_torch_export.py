@@ -21,10 +21,12 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
                             "'planner[torch]')")
 
-import planner  # noqa: E402
-from planner.errors import SpecError  # noqa: E402
-from planner.io.roofline import PROFILES  # noqa: E402
-from planner.io.torch_export import (  # noqa: E402
+from torch_models import MODELS
+
+import planner
+from planner.errors import SpecError
+from planner.io.roofline import PROFILES
+from planner.io.torch_export import (
     apply_plan,
     copies_of,
     parse_device_map,
@@ -32,11 +34,9 @@ from planner.io.torch_export import (  # noqa: E402
     placement_of,
     torch_devices,
 )
-from planner.io.torch_import import Traced, to_workload, trace  # noqa: E402
-from planner.io.workload import Imported, PlanDef  # noqa: E402
-from planner.simulate import simulate  # noqa: E402
-
-from torch_models import MODELS  # noqa: E402  (tests/io is on sys.path)
+from planner.io.torch_import import Traced, to_workload, trace
+from planner.io.workload import Imported, PlanDef
+from planner.simulate import simulate
 
 FAKE = {"cpu0": "cpu", "cpu1": "meta"}
 CPU = {"cpu0": "cpu", "cpu1": "cpu"}
@@ -258,8 +258,8 @@ def test_a_training_plan_applies_and_gradients_match_eager(name: str) -> None:
     spec.plans.append(PlanDef("two", spec.workload.name, "two"))
     cluster = spec.clusters
     for share in (0.75, 0.85, 0.95):  # the least memory that still lets a plan exist
-        cluster[:] = [["cluster two {", "  device cpu[0..1] { kind cpu  memory "
-                       f"{math.ceil(need * share)} B }}",
+        cluster[:] = [["cluster two {", ("  device cpu[0..1] { kind cpu  memory "
+                                         f"{math.ceil(need * share)} B }}"),
                        "  link cpu0 <-> cpu1 { bandwidth 10 GB/s }", "}"]]
         problem = planner.loads(spec.to_spec()).plans["two"]
         try:

@@ -31,7 +31,8 @@ print("torch" in sys.modules)
 
 def test_no_other_planner_module_imports_torch() -> None:
     result = subprocess.run([sys.executable, "-c", CHECK, *sorted(TORCH_MODULES)],
-                            capture_output=True, text=True, cwd=ROOT, timeout=300)
+                            capture_output=True, text=True, cwd=ROOT, timeout=300,
+                            check=False)
     assert result.returncode == 0, result.stderr
     count, loaded = result.stdout.split()
     assert int(count) > 40  # every module was imported, not none

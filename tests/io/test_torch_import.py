@@ -11,18 +11,18 @@ from typer.testing import CliRunner
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
                             "'planner[torch]')")
 
-import planner  # noqa: E402
-from planner.cli import app  # noqa: E402
-from planner.io.roofline import PROFILES  # noqa: E402
-from planner.io.times import read_times  # noqa: E402
-from planner.io.torch_import import (  # noqa: E402
+from torch_models import MODELS, lstm, lstm_inputs
+
+import planner
+from planner.cli import app
+from planner.io.roofline import PROFILES
+from planner.io.times import read_times
+from planner.io.torch_import import (
     measure,
     run_annotated,
     to_workload,
     trace,
 )
-
-from torch_models import MODELS, lstm, lstm_inputs  # noqa: E402  (tests/io is on sys.path)
 
 MODELS_FILE = Path(__file__).parent / "torch_models.py"
 
