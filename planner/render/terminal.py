@@ -241,25 +241,30 @@ class SolveProgress:
         self.best_s = best if self.best_s is None else min(self.best_s, best)
 
     def line(self) -> str:
-        """One line: `auto · 3.2 s of up to 10 s · search: from metf · best 12.345 ms,
-        bound 10.000 ms, at most 23.5% above optimal`."""
+        """One line that fits 80 columns with the spinner: `auto · 3.2/10 s · search:
+        from metf · best 200.6 ms · bound 156.4 ms · gap 28.2%` (gap as everywhere:
+        (best - bound) / bound)."""
         elapsed = self.clock() - self.started
-        parts = [self.algorithm, f"{elapsed:.1f} s of up to {self.limit_s:g} s"
-                 if self.limit_s > 0 else f"{elapsed:.1f} s", self.phase]
-        figures = []
+        parts = [self.algorithm, f"{elapsed:.1f}/{self.limit_s:g} s" if self.limit_s > 0
+                 else f"{elapsed:.1f} s", self.phase]
         if self.best_s is not None:
-            figures.append(f"best {format_seconds(self.best_s)}")
+            parts.append(f"best {_short_time(self.best_s)}")
         if self.bound_s is not None:
-            figures.append(f"bound {format_seconds(self.bound_s)}")
+            parts.append(f"bound {_short_time(self.bound_s)}")
         if self.best_s is not None and self.bound_s:
-            gap = max(0.0, self.best_s / self.bound_s - 1)
-            figures.append(f"at most {100 * gap:.1f}% above optimal")
-        if figures:
-            parts.append(", ".join(figures))
+            parts.append(f"gap {100 * max(0.0, self.best_s / self.bound_s - 1):.1f}%")
         return " · ".join(parts)
 
     def __rich__(self) -> str:
         return self.line()
+
+
+def _short_time(seconds: float) -> str:
+    """4 significant digits in the unit that reads short (`200.6 ms`)."""
+    for unit, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= factor:
+            return f"{seconds / factor:.4g} {unit}"
+    return f"{seconds / 1e-9:.4g} ns"
 
 
 @contextlib.contextmanager
