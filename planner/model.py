@@ -9,6 +9,7 @@ the caller's line (`_check_indices`), not a raw `IndexError` later in an algorit
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 from collections.abc import Callable, Iterable, Mapping
@@ -214,7 +215,7 @@ class Problem:
     def __post_init__(self) -> None:
         n, m = len(self.graph.ops), len(self.cluster.devices)
         for what, table in (("pins", self.pins), ("placement", self.placement)):
-            if not _fits(lambda: all(0 <= i < n and 0 <= d < m for i, d in table.items())):
+            if not _fits(functools.partial(_pairs_below, table, n, m)):
                 _bad_index("E203", "op", n, f"graph `{self.graph.name}`",
                            ((f"{what} key {i!r}", i) for i in table))
                 _bad_index("E207", "device", m, f"cluster `{self.cluster.name}`",
@@ -277,6 +278,10 @@ def _bad_index(code: str, what: str, size: int, owner: str,
         hint = f"`{path}` takes an index, not a name; planner.ProblemBuilder takes names"
     raise SpecError(Diagnostic(code, f"`{path}`: {bad!r} is not the index of any {what} of "
                                f"{owner}", site_span(call_site()), (hint,)))
+
+
+def _pairs_below(table: Mapping[int, int], n: int, m: int) -> bool:
+    return all(0 <= i < n and 0 <= d < m for i, d in table.items())
 
 
 def _in_range(v: Any, size: int) -> bool:

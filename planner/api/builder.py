@@ -9,6 +9,7 @@ a unit as in a spec (`"1.5 ms"`, `"16 GiB"`, `"25 GB/s"`).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -93,7 +94,7 @@ class ProblemBuilder:
         site = call_site()
         size = self._q(bytes, "size", "bytes", site)
         names = [self._name(o, "op", site) for o in ops]
-        self._edges.extend((a, b, size, site) for a, b in zip(names, names[1:]))
+        self._edges.extend((a, b, size, site) for a, b in itertools.pairwise(names))
 
     def colocate(self, *ops: str) -> None:
         """Force `ops` onto one device."""
@@ -288,7 +289,7 @@ class ProblemBuilder:
 
     def _bytes(self, value: Quantity, key: str, site: CallSite | None) -> int:
         q = self._q(value, "size", key, site)
-        return 0 if q is None else int(round(q))
+        return 0 if q is None else round(q)
 
     def _q(self, value: Quantity | None, dim: str, key: str,
            site: CallSite | None) -> float | None:

@@ -109,7 +109,7 @@ def _graph(problem: Problem, err: Err) -> None:
     if any(e.src == e.dst for e in graph.edges):
         return
     try:
-        graph.topological_order
+        _ = graph.topological_order  # raises on a cycle
     except ValueError:
         cycle = _cycle(len(graph.ops), ((e.src, e.dst) for e in graph.edges))
         names = " -> ".join(graph.ops[i].name for i in cycle)
