@@ -4,7 +4,10 @@ Public API:
 
 - `load(path)` / `loads(text)`: parse and lower a `.plan` spec into a `Spec`;
   `Spec.plan(name)` is the `Problem` of one plan.
-- `solve(problem, algorithm="auto", **options)`: place and schedule -> `Solution`.
+- `ProblemBuilder`: a `Problem` by names in Python (or `ProblemBuilder.from_networkx`),
+  checked with the language's diagnostics.
+- `solve(problem, algorithm="auto", **options)`: place and schedule -> `Result` (a
+  `Solution` with names: `placement_by_name`, `schedule`, `makespan_s`).
 - `planner.simulate.simulate(problem, plan)`: re-execute and verify a plan -> `SimResult`
   (a function of the `planner.simulate` module: the module name is taken);
   `lower_bound(problem)` -> `Bounds`.
@@ -20,15 +23,29 @@ Public API:
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import Diagnostic, PlannerError, SpecError
+from .errors import Diagnostic, InfeasibleError, PlannerError, SpecError, UsageError
 from .model import Cluster, Device, Edge, Graph, Link, Op, Problem, Spec
 
+if TYPE_CHECKING:  # imported on first use at run time (`__getattr__`): `import planner` stays cheap
+    from .api import ProblemBuilder, Result, ScheduledOp
+    from .bounds import Bounds
+
 __all__ = [
-    "Cluster", "Device", "Diagnostic", "Edge", "Graph", "Link", "Op", "PlannerError",
-    "Problem", "Spec", "SpecError", "load", "loads", "lower_bound", "solve",
+    "Cluster", "Device", "Diagnostic", "Edge", "Graph", "InfeasibleError", "Link", "Op",
+    "PlannerError", "Problem", "ProblemBuilder", "Result", "ScheduledOp", "Spec", "SpecError",
+    "UsageError", "load", "loads", "lower_bound", "solve",
 ]
+_LAZY = {"ProblemBuilder", "Result", "ScheduledOp"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'planner' has no attribute {name!r}")
 __version__ = "0.1.0"
 
 
@@ -46,19 +63,27 @@ def loads(text: str, file: str = "<string>", base: str | os.PathLike[str] = ".")
     return load_text(text, file, base).spec
 
 
-def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Any:
-    """Run a placement algorithm (`planner.algorithms.names()`); options as `Options` fields.
+def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Result:
+    """Run a placement algorithm (`planner.algorithms.names()`); options as `Options` fields
+    (`time_limit_s`, `seed`, `gap`, `solver`, `progress`, ...).
 
-    Returns a `Solution` (plan, status, info, planning_s); raises `InfeasibleError` when no
-    plan fits.
+    Returns a `Result`: the `Solution` (plan, status, info, planning_s) with the placement
+    and schedule by name and the simulated makespan. Raises `SpecError` for a problem the
+    language would reject (located at this call; see `ProblemBuilder`), `UsageError` for an
+    unknown algorithm, `InfeasibleError` when no plan fits.
     """
     from .algorithms import Options, run
+    from .api import Result, check_problem
 
-    return run(algorithm, problem, Options(**options))
+    check_problem(problem)
+    return Result.of(problem, run(algorithm, problem, Options(**options)))
 
 
-def lower_bound(problem: Problem) -> Any:
-    """The proven lower bounds of `problem` (`planner.bounds.lower_bound`)."""
+def lower_bound(problem: Problem) -> Bounds:
+    """The proven lower bounds of `problem` (`planner.bounds.lower_bound`); `SpecError` as
+    for `solve`."""
+    from .api import check_problem
     from .bounds import lower_bound as _lower_bound
 
+    check_problem(problem)
     return _lower_bound(problem)

@@ -340,13 +340,13 @@ def _emit_result(problem: Any, plan: Any, report: JsonReport, *, extra_json: dic
     `gap` is `relative_gap` of the simulated makespan to the best bound: planner's own
     lower bound, or `bound_s` (an exact solver's proven bound) when that is higher.
     """
-    from .bounds import lower_bound, relative_gap
+    from .bounds import relative_gap
     from .render.figures import format_gap
     from .render.terminal import print_plan
     from .simulate import report_json, simulate
 
     result = simulate(problem, plan)
-    bounds = lower_bound(problem)
+    bounds = _bounds(problem)
     best = max(bounds.makespan_s, bound_s or 0.0)
     gap = relative_gap(result.makespan_s, best) if result.feasible else None
     if report.enabled:
@@ -454,11 +454,13 @@ def _place(algo: str, problem: Any, options: Any, report: JsonReport) -> Any:
 
     from .algorithms import run
     from .algorithms.base import Interrupted
+    from .render.terminal import SolveProgress, live_progress
 
+    progress = SolveProgress(algo, len(problem.graph.ops), options.time_limit_s)
     try:
-        with stdout_to_stderr(), _spinner(f"{algo}: placing {len(problem.graph.ops)} ops"
-                                          f" (up to {options.time_limit_s:g} s)"):
-            return run(algo, problem, options)
+        with stdout_to_stderr(), live_progress(progress):
+            progress.bound_s = _bounds(problem).makespan_s
+            return run(algo, problem, dataclasses.replace(options, progress=progress.update))
     except Interrupted as stop:
         if stop.solution is not None:
             return dataclasses.replace(stop.solution, status="interrupted")
@@ -524,15 +526,13 @@ def _write_trace(path: Path | None, problem: Any, result: Any) -> None:
         write_trace(str(path), problem, result)
 
 
-def _spinner(message: str) -> Any:
-    """A spinner on stderr while the algorithm runs, only when stderr is a terminal."""
-    import contextlib
+def _bounds(problem: Any) -> Any:
+    """The lower bounds of `problem`, computed once per command (the progress shows them
+    while the algorithm runs; the report prints them after)."""
+    from .bounds import lower_bound
+    from .model import derived
 
-    if not sys.stderr.isatty():
-        return contextlib.nullcontext()
-    from rich.console import Console
-
-    return Console(stderr=True).status(message)
+    return derived(problem, "cli.bounds", lambda: lower_bound(problem))
 
 
 def _jsonable(v: Any) -> bool:

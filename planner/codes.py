@@ -94,6 +94,8 @@ TABLE: tuple[Code, ...] = (
     Code("E254", 1, "a plan without its `graph` or `cluster`"),
     Code("E255", 1, "an unknown memory or contention model"),
     Code("W256", 0, "`time[KIND]` names a device kind no device of the spec has"),
+    Code("E290", 1, "Python API: a value that is not a number (wrong type, NaN) where a "
+                    "quantity is expected"),
     Code("E301", 3, "a placement unit (op or colocation group) larger than any device it may use"),
     Code("E302", 3, "the ops pinned to a device need more memory than it holds"),
     Code("E303", 3, "the plan's least total memory exceeds all devices together"),

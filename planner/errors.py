@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import difflib
 import enum
+import itertools
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import CodeType, FrameType
 
 
 class Severity(str, enum.Enum):
@@ -85,10 +88,22 @@ class PlannerError(Exception):
         self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
         super().__init__("; ".join(d.message for d in self.diagnostics))
 
+    def __str__(self) -> str:
+        """One line per diagnostic, located like the compiler output (`file:line:col: ...`),
+        so that a traceback of a library call says where the mistake is."""
+        return "\n".join(_one_line(d) for d in self.diagnostics)
+
     def __reduce__(self) -> tuple[type[PlannerError], tuple[tuple[Diagnostic, ...]]]:
         # rebuilt from the diagnostics (the default would pass the joined message back),
         # so the error crosses process boundaries (`auto`'s workers) intact
         return (type(self), (self.diagnostics,))
+
+
+def _one_line(d: Diagnostic) -> str:
+    s = d.span
+    where = f"{s.file}:{s.line}:{s.column}: " if s else ""
+    hints = "".join(f" (hint: {h})" for h in d.hints)
+    return f"{where}{d.severity.value}[{d.code}]: {d.message}{hints}"
 
 
 class SpecError(PlannerError):
@@ -133,6 +148,39 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> tuple[str, ...]:
         if score >= 0.6 and score > best_score:
             best, best_score = cand, score
     return (f"did you mean `{best}`?",) if best is not None else ()
+
+
+#: where a Python call was made: its code object and instruction offset (`frame.f_lasti`)
+CallSite = tuple[CodeType, int]
+
+
+def call_site() -> CallSite | None:
+    """The innermost call outside the `planner` package on the stack: the line of the
+    user's code that called into the library (a builder method, a model constructor).
+
+    Cheap (no source is read): the `Span` is made by `site_span` only when reported.
+    """
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not (module == "planner" or module.startswith("planner.")):
+            return (frame.f_code, frame.f_lasti)
+        frame = frame.f_back
+    return None
+
+
+def site_span(site: CallSite | None) -> Span | None:
+    """The file, line and columns of a call site (Python 3.11 keeps columns per
+    instruction), or None for no site."""
+    if site is None:
+        return None
+    code, lasti = site
+    pos = next(itertools.islice(code.co_positions(), lasti // 2, None), None)
+    line, end_line, col, end_col = pos or (None, None, None, None)
+    line = line or code.co_firstlineno
+    column = (col or 0) + 1
+    return Span(code.co_filename, line, column, end_line or line,
+                end_col + 1 if end_col is not None else column + 1)
 
 
 MAX_DIAGNOSTICS = 100

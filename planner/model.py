@@ -2,17 +2,23 @@
 
 Units are in field names (`_s` seconds, `_bytes` bytes, `_Bps` bytes per second,
 `_flops` FLOP, `_flop_rate` FLOP per second). Ops and devices are addressed by dense
-integer indices; the name -> index maps are built once. Depends on nothing of ours.
+integer indices; the name -> index maps are built once. Depends on nothing of ours but
+`errors` (a leaf): a constructor given an index out of range raises `SpecError` located at
+the caller's line (`_check_indices`), not a raw `IndexError` later in an algorithm.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar
+
+from .errors import Diagnostic, SpecError, call_site, site_span
 
 T = TypeVar("T")
 
@@ -72,6 +78,16 @@ class Graph:
     ops: tuple[Op, ...]
     edges: tuple[Edge, ...]
     colocations: tuple[tuple[int, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        n = len(self.ops)
+        if not _fits(lambda: all(0 <= e.src < n and 0 <= e.dst < n for e in self.edges)
+                     and all(0 <= i < n for grp in self.colocations for i in grp)):
+            _bad_index("E203", "op", n, f"graph `{self.name}`", itertools.chain(
+                ((f"edges[{k}].{end}", getattr(e, end)) for k, e in enumerate(self.edges)
+                 for end in ("src", "dst")),
+                ((f"colocations[{g}][{k}]", i) for g, grp in enumerate(self.colocations)
+                 for k, i in enumerate(grp))))
 
     @cached_property
     def op_index(self) -> Mapping[str, int]:
@@ -159,6 +175,13 @@ class Cluster:
     devices: tuple[Device, ...]
     links: tuple[Link, ...]
 
+    def __post_init__(self) -> None:
+        m = len(self.devices)
+        if not _fits(lambda: all(0 <= lk.src < m and 0 <= lk.dst < m for lk in self.links)):
+            _bad_index("E207", "device", m, f"cluster `{self.name}`",
+                       ((f"links[{k}].{end}", getattr(lk, end))
+                        for k, lk in enumerate(self.links) for end in ("src", "dst")))
+
     @cached_property
     def device_index(self) -> Mapping[str, int]:
         """Device name -> index."""
@@ -188,6 +211,15 @@ class Problem:
     contention: Contention = "link"
     pins: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
     placement: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        n, m = len(self.graph.ops), len(self.cluster.devices)
+        for what, table in (("pins", self.pins), ("placement", self.placement)):
+            if not _fits(functools.partial(_pairs_below, table, n, m)):
+                _bad_index("E203", "op", n, f"graph `{self.graph.name}`",
+                           ((f"{what} key {i!r}", i) for i in table))
+                _bad_index("E207", "device", m, f"cluster `{self.cluster.name}`",
+                           ((f"{what}[{i!r}]", d) for i, d in table.items()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,3 +254,35 @@ class Spec:
             ) from None
 
 
+
+
+def _fits(check: Callable[[], bool]) -> bool:
+    """`check()`, False where it compares a name or None with an index."""
+    try:
+        return check()
+    except TypeError:
+        return False
+
+
+def _bad_index(code: str, what: str, size: int, owner: str,
+               named: Iterable[tuple[str, Any]]) -> None:
+    """Raise `SpecError` (`code`, at the caller's line) for the first value of `named`
+    (`(path, value)`, e.g. `("edges[3].dst", 7)`) that is not an index below `size`."""
+    found = next(((p, v) for p, v in named if not _in_range(v, size)), None)
+    if found is None:
+        return
+    path, bad = found
+    hint = (f"{owner} has {size} {what}(s): indices 0..{size - 1}" if size
+            else f"{owner} has no {what}s")
+    if isinstance(bad, str):
+        hint = f"`{path}` takes an index, not a name; planner.ProblemBuilder takes names"
+    raise SpecError(Diagnostic(code, f"`{path}`: {bad!r} is not the index of any {what} of "
+                               f"{owner}", site_span(call_site()), (hint,)))
+
+
+def _pairs_below(table: Mapping[int, int], n: int, m: int) -> bool:
+    return all(0 <= i < n and 0 <= d < m for i, d in table.items())
+
+
+def _in_range(v: Any, size: int) -> bool:
+    return _fits(lambda: bool(0 <= v < size))

@@ -29,12 +29,19 @@ SHARED = {
     "E922": "a malformed imported JSON graph: the Baechi and the `import json` readers",
     "E930": "an invalid option of any generator or importer",
 }
+# The Python API (`planner/api/`; `model.py` for indices out of range) reports the mistakes
+# a spec can make with the spec's codes: one meaning, in a spec or in a Problem built in Python.
+SHARED.update(dict.fromkeys(
+    ("E103", "E105", "E202", "E203", "E205", "E207", "E210", "E213", "E220", "E221", "E222",
+     "E223", "E230", "E231", "E232", "E241", "E244", "E250", "E251", "E252", "E253", "E255"),
+    "the same mistake in a spec (spec/) and in a Problem built in Python (api/, model.py)"))
+SHARED["E290"] = "not a number: a builder's argument (api/builder.py) or a model field (api/checks.py)"
 
 # Where each layer's codes may come from: module path prefixes under planner/.
 HOMES = {
     "0": ("spec/load.py", "errors.py", "cli"),
-    "1": ("spec/parse.py", "spec/fastparse.py"),
-    "2": ("spec/lower.py",),
+    "1": ("spec/parse.py", "spec/fastparse.py", "api/"),
+    "2": ("spec/lower.py", "api/", "model.py"),
     "3": ("facts.py",),
     "4": ("cli", "simulate.py"),
     "5": ("plan.py", "cli"),

@@ -327,6 +327,8 @@ def improve(problem: Problem, ranked: Ranked, options: Options, budget: int, *,
     deadline = time.monotonic() + SAFETY_FACTOR * budget_seconds(problem, budget) + 5.0
     scorer = Scorer(problem, budget, deadline, progress=options.progress, stall=stall)
     scorer.best, scorer.best_plan = first, start_plan
+    if options.progress is not None:  # the best so far, before any move improves on it
+        options.progress(0.0, f"search: from {name}, best {first * 1e3:.3f} ms")
     start = list(start_plan.placement)
     try:
         levels = move_levels(problem)

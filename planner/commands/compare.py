@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Self
 
 import typer
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -133,7 +135,8 @@ def _footer(result: SweepResult) -> None:
 
 
 class _Progress:
-    """A rich progress bar with an ETA on stderr; quiet when stderr is not a terminal."""
+    """A rich progress bar with an ETA on stderr; when stderr is not a terminal (CI logs),
+    a plain line every few seconds instead (`render.terminal.plain_progress_lines`)."""
 
     def __init__(self, console: Console) -> None:
         from rich.progress import (
@@ -152,20 +155,38 @@ class _Progress:
             TimeRemainingColumn(), console=console, transient=True,
             disable=not self.enabled)
         self.task: Any = None
+        self.done, self.total, self.last = 0, 0, ""
+        self.started = time.monotonic()
+        self.lines: Any = None
 
     def __enter__(self) -> Self:
         self.progress.__enter__()
+        if not self.enabled:
+            from ..render.terminal import plain_progress_lines
+
+            self.lines = plain_progress_lines(self.line)
+            self.lines.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self.lines is not None:
+            self.lines.__exit__(*exc)
         self.progress.__exit__(*exc)  # type: ignore[arg-type]
+
+    def line(self) -> str:
+        """`compare · 3/12 runs · 4.1 s · last: metf · fork.plan` (the plain line)."""
+        last = f" · last: {self.last}" if self.last else ""
+        return (f"compare · {self.done}/{self.total} runs · "
+                f"{time.monotonic() - self.started:.1f} s{last}")
 
     def update(self, done: int, total: int, row: Row | None) -> None:
         """The `run_sweep` progress callback."""
+        self.done, self.total = done, total
         if self.task is None:
             self.task = self.progress.add_task("", total=total, completed=done)
             return
         label = "" if row is None else f"{row['algorithm']} · {Path(row['spec']).name}"
+        self.last = label or self.last
         self.progress.update(self.task, completed=done, description=label)
 
 
@@ -209,32 +230,58 @@ def settings_title(rows: Sequence[Mapping[str, Any]]) -> str:
             f"{r0['memory']} · devices {r0['devices']}")
 
 
-def settings_table(rows: Sequence[Mapping[str, Any]]) -> Table:
-    """One spec, plan and setting: a row per algorithm (the title is printed apart, so
-    that it never wraps)."""
+def _ok(r: Mapping[str, Any]) -> bool:
+    return r["status"] in ("optimal", "feasible", "fallback") and _num(r.get("makespan_s"))
+
+
+#: the columns of a settings table: header, justification, cell text of a row
+_COLUMNS: tuple[tuple[str, str, Callable[[Mapping[str, Any]], str]], ...] = (
+    ("algorithm", "left", lambda r: str(r["algorithm"])),
+    ("makespan", "right", lambda r: short_seconds(r["makespan_s"]) if _ok(r) else "—"),
+    ("×best", "right", lambda r: _ratio(r.get("ratio_to_best"))),
+    ("×bound", "right", lambda r: _ratio(r.get("ratio_to_bound"))),
+    ("status", "left", lambda r: str(r["status"])),
+    ("planning", "right", lambda r: short_seconds(r.get("planning_s"), 3)),
+    ("devs", "right", lambda r: f"{r['devices_used']}/{r['n_devices']}"
+     if _num(r.get("devices_used")) and _num(r.get("n_devices")) else "—"),
+    ("peak/cap", "right", _memory),
+)
+
+
+def settings_table(rows: Sequence[Mapping[str, Any]],
+                   columns: Sequence[str] | None = None) -> Table:
+    """One spec, plan and setting: a row per algorithm, with `columns` (default all; the
+    title is printed apart, so that it never wraps)."""
+    chosen = [c for c in _COLUMNS if columns is None or c[0] in columns]
     t = Table(box=box.SIMPLE_HEAD,
               pad_edge=False, padding=(0, 1), collapse_padding=True)
-    for name, just in (("algorithm", "left"), ("makespan", "right"), ("×best", "right"),
-                       ("×bound", "right"), ("planning", "right"), ("devs", "right"),
-                       ("peak/cap", "right"), ("status", "left")):
+    for name, just, _ in chosen:
         t.add_column(name, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for r in rows:
-        ok = r["status"] in ("optimal", "feasible", "fallback") and _num(r.get("makespan_s"))
-        best = ok and r.get("ratio_to_best") == 1.0
-        style = "bold green" if best else ("" if ok else "red")
-        cells = [
-            r["algorithm"],
-            short_seconds(r["makespan_s"]) if ok else "—",
-            _ratio(r.get("ratio_to_best")),
-            _ratio(r.get("ratio_to_bound")),
-            short_seconds(r.get("planning_s"), 3),
-            (f"{r['devices_used']}/{r['n_devices']}" if _num(r.get("devices_used"))
-             and _num(r.get("n_devices")) else "—"),
-            _memory(r),
-            r["status"],
-        ]
-        t.add_row(*map(str, cells), style=style)
+        style = "bold green" if _ok(r) and r.get("ratio_to_best") == 1.0 else (
+            "" if _ok(r) else "red")
+        t.add_row(*(cell(r) for _, _, cell in chosen), style=style)
     return t
+
+
+def settings_tables(console: Console, rows: Sequence[Mapping[str, Any]]) -> list[Table]:
+    """`settings_table`, split into several (each led by the algorithm) when it is wider
+    than the console: a narrow terminal gets every number whole, never `18.6…`."""
+    names = [c[0] for c in _COLUMNS]
+    tables: list[list[str]] = [[names[0]]]
+    for name in names[1:]:
+        trial = [*tables[-1], name]
+        if len(tables[-1]) > 1 and _width(console, settings_table(rows, trial)) > console.width:
+            tables.append([names[0], name])
+        else:
+            tables[-1] = trial
+    return [settings_table(rows, cols) for cols in tables]
+
+
+def _width(console: Console, table: Table) -> int:
+    """The width `table` takes when nothing is cut (rich's measure is capped by the
+    console's width, hence the wide options)."""
+    return Measurement.get(console, console.options.update_width(10_000), table).maximum
 
 
 def reason_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -246,13 +293,18 @@ def reason_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return [f"  {', '.join(algos)}: {reason}" for reason, algos in by_reason.items()]
 
 
+WINS_TITLE = "wins (shortest simulated makespan per spec, plan and setting)"
+
+
 def wins_table(rows: Sequence[Mapping[str, Any]]) -> Table:
     """Which algorithm won how often (ties count for each), with its mean ratio to best."""
     stats = wins(rows)
-    t = Table(title="wins (shortest simulated makespan per spec, plan and setting)",
-              title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    longest = max((len(str(a)) for a in stats), default=0)
     for name in ("algorithm", "wins", "settings", "valid plans", "failed", "geo-mean × best"):
-        t.add_column(name, justify="left" if name == "algorithm" else "right")
+        # headers may wrap; names and numbers never lose characters
+        t.add_column(name, justify="left" if name == "algorithm" else "right",
+                     min_width=longest if name == "algorithm" else 5)
     for algo, s in stats.items():
         ratios = [r["ratio_to_best"] for r in rows
                   if r["algorithm"] == algo and _num(r.get("ratio_to_best"))]
@@ -271,10 +323,12 @@ def print_tables(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
         groups.setdefault(group_key(r), []).append(r)
     for members in groups.values():
         console.print(Text(settings_title(members), style="bold"), soft_wrap=True)
-        console.print(settings_table(members))
+        for table in settings_tables(console, members):
+            console.print(table)
         notes = reason_notes(members)
         if notes:
             console.print(Text("\n".join(notes), style="dim"), overflow="fold")
         console.print()
     if rows:
+        console.print(Text(WINS_TITLE, style="bold"), soft_wrap=True)
         console.print(wins_table(rows))

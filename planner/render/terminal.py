@@ -7,7 +7,14 @@ plans (few ops per device) also get op labels in their bars.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import math
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from rich.console import Console, Group
@@ -164,14 +171,147 @@ def print_plan(console: Console, problem: Problem, result: SimResult, bounds: Bo
     console.print(plan_report(problem, result, bounds, extra))
 
 
+#: what people read for a solution-info key (the JSON keeps the keys)
+INFO_LABELS: Mapping[str, str] = {
+    "solver": "solver",
+    "objective_s": "solver's objective",
+    "bound_s": "proven bound",
+    "reason": "reason",
+}
+
+
+def info_label(key: str) -> str:
+    """The printed label of a solution-info key: `INFO_LABELS`, else the key in words
+    (`time_limit_s` -> `time limit`), never a raw `_s` key."""
+    if key in INFO_LABELS:
+        return INFO_LABELS[key]
+    for suffix in ("_s", "_bytes", "_Bps"):
+        key = key.removesuffix(suffix)
+    return key.replace("_", " ")
+
+
 def fmt_info(info: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]:
-    """Selected solution-info entries as display strings."""
+    """Selected solution-info entries as display strings, under human labels."""
     out = {}
     for k in keys:
         if k in info and info[k] is not None:
             v = info[k]
             if k.endswith("_s") and isinstance(v, float):
-                out[k] = format_seconds(v)
+                out[info_label(k)] = format_seconds(v)
             else:
-                out[k] = str(v)
+                out[info_label(k)] = str(v)
     return out
+
+
+# -- live progress of `solve` -------------------------------------------------------------
+
+#: seconds between plain progress lines when stderr is not a terminal (CI logs)
+PROGRESS_INTERVAL_ENV = "PLANNER_PROGRESS_INTERVAL"
+DEFAULT_PROGRESS_INTERVAL_S = 5.0
+# The algorithms report (fraction, message); the best makespan so far is in the message of
+# those that have one: `search: best 12.345 ms`, `cpsat incumbent 0.0123 s`.
+_BEST = re.compile(r"\b(?:best|incumbent) ([0-9.]+(?:e[+-]?[0-9]+)?) (ms|s)\b")
+
+
+class SolveProgress:
+    """What `solve` shows while an algorithm runs: elapsed time, phase, best makespan so
+    far, the lower bound and the gap between them. `update` is the algorithms'
+    `Options.progress` callback; rendering reads the clock, so the elapsed time moves even
+    while no progress arrives."""
+
+    def __init__(self, algorithm: str, n_ops: int, limit_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.algorithm, self.n_ops, self.limit_s = algorithm, n_ops, limit_s
+        self.clock = clock
+        self.started = clock()
+        self.phase = f"placing {n_ops} ops"
+        self.fraction = 0.0
+        self.best_s: float | None = None
+        self.bound_s: float | None = None
+
+    def update(self, fraction: float, message: str) -> None:
+        """Record a progress report of the algorithm."""
+        self.fraction = max(self.fraction, min(1.0, fraction))
+        m = _BEST.search(message)
+        if m is None:
+            self.phase = message
+            return
+        self.phase = message[:m.start()].rstrip(" ,:") or self.phase  # the figure is shown apart
+        best = float(m.group(1)) * (1e-3 if m.group(2) == "ms" else 1.0)
+        self.best_s = best if self.best_s is None else min(self.best_s, best)
+
+    def line(self) -> str:
+        """One line that fits 80 columns with the spinner: `auto · 3.2/10 s · search:
+        from metf · best 200.6 ms · bound 156.4 ms · gap 28.2%` (gap as everywhere:
+        (best - bound) / bound)."""
+        elapsed = self.clock() - self.started
+        parts = [self.algorithm, f"{elapsed:.1f}/{self.limit_s:g} s" if self.limit_s > 0
+                 else f"{elapsed:.1f} s", self.phase]
+        if self.best_s is not None:
+            parts.append(f"best {_short_time(self.best_s)}")
+        if self.bound_s is not None:
+            parts.append(f"bound {_short_time(self.bound_s)}")
+        if self.best_s is not None and self.bound_s:
+            parts.append(f"gap {100 * max(0.0, self.best_s / self.bound_s - 1):.1f}%")
+        return " · ".join(parts)
+
+    def __rich__(self) -> str:
+        return self.line()
+
+
+def _short_time(seconds: float) -> str:
+    """4 significant digits in the unit that reads short (`200.6 ms`)."""
+    for unit, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= factor:
+            return f"{seconds / factor:.4g} {unit}"
+    return f"{seconds / 1e-9:.4g} ns"
+
+
+@contextlib.contextmanager
+def live_progress(progress: SolveProgress) -> Iterator[None]:
+    """Show `progress` on stderr for the duration: a spinner whose text follows it on a
+    terminal; otherwise a plain line every `PLANNER_PROGRESS_INTERVAL` seconds (default 5;
+    0 turns the lines off), the first after one interval, so quick runs print nothing."""
+    if sys.stderr.isatty():
+        with Console(stderr=True).status(progress):
+            yield
+        return
+    with plain_progress_lines(progress.line):
+        yield
+
+
+@contextlib.contextmanager
+def plain_progress_lines(line: Callable[[], str]) -> Iterator[None]:
+    """Write `planner: {line()}` to stderr every `progress_interval()` seconds (the first
+    after one interval) for the duration; nothing when the interval is 0."""
+    interval = progress_interval()
+    if interval <= 0:
+        yield
+        return
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(interval):
+            try:
+                sys.stderr.write(f"planner: {line()}\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):  # stderr closed: nothing left to tell
+                return
+
+    ticker = threading.Thread(target=tick, name="planner-progress", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join()
+
+
+def progress_interval() -> float:
+    """Seconds between plain progress lines (`PLANNER_PROGRESS_INTERVAL`, default 5)."""
+    text = os.environ.get(PROGRESS_INTERVAL_ENV, "")
+    try:
+        value = float(text) if text.strip() else DEFAULT_PROGRESS_INTERVAL_S
+    except ValueError:
+        return DEFAULT_PROGRESS_INTERVAL_S
+    return value if math.isfinite(value) else DEFAULT_PROGRESS_INTERVAL_S

@@ -1,0 +1,348 @@
+"""`ProblemBuilder`: a `Problem` declared by names in Python, checked like a spec.
+
+Each method records what it was given and where it was called from (`errors.call_site`);
+`build()` resolves the names and runs the language's checks (`checks.problem_diagnostics`),
+then raises one `SpecError` with every mistake, each located at the user's line that made
+it. Quantities are numbers in base units (seconds, bytes, FLOP, FLOP/s, B/s) or strings with
+a unit as in a spec (`"1.5 ms"`, `"16 GiB"`, `"25 GB/s"`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from ..errors import CallSite, DiagnosticSink, Span, call_site, did_you_mean, site_span
+from ..model import Cluster, Device, Edge, Graph, Link, Op, Problem
+from ..units import EXAMPLES, UNIT_TABLE, parse_number
+from .checks import check_problem
+
+if TYPE_CHECKING:
+    import networkx  # type: ignore[import-untyped, unused-ignore]
+
+#: a quantity: a number in base units, or text with a unit (`"1.5 ms"`)
+Quantity: TypeAlias = "float | int | str"
+#: one name, or several
+Names: TypeAlias = "str | Iterable[str]"
+
+_QUANTITY = re.compile(r"\s*([+-]?(?:[0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)(?:[eE][+-]?[0-9]+)?)"
+                       r"\s*([A-Za-z][A-Za-z/]*)?\s*")
+_OP_KEYS = ("time", "flops", "time_by_kind", "params", "output", "temp")
+_WORDS = {"time": "time", "size": "size", "bandwidth": "bandwidth", "work": "FLOP count",
+          "rate": "FLOP rate"}
+
+
+class ProblemBuilder:
+    """Declare ops, edges, devices, links, pins and colocation by name; `build()` a
+    `Problem`.
+
+    >>> b = ProblemBuilder("tiny")
+    >>> b.op("a", time="1 ms", output="1 MB")
+    >>> b.op("b", time="2 ms")
+    >>> b.edge("a", "b")
+    >>> b.device("gpu0", memory="16 GiB")
+    >>> len(b.build().graph.ops)
+    2
+    """
+
+    def __init__(self, name: str = "problem", *, memory: str = "static",
+                 contention: str = "link", graph: str | None = None,
+                 cluster: str | None = None) -> None:
+        """`name` of the plan; `memory` (`static` | `liveness`) and `contention` (`none` |
+        `link` | `device`) pick the cost model; `graph` and `cluster` name the parts."""
+        self.name = name
+        self.memory, self.contention = memory, contention
+        self.graph_name, self.cluster_name = graph or name, cluster or f"{name}_cluster"
+        self._site = call_site()
+        self._sink = DiagnosticSink()
+        self._ops: list[tuple[Op, CallSite | None]] = []
+        self._edges: list[tuple[str, str, float | None, CallSite | None]] = []
+        self._devices: list[tuple[Device, CallSite | None]] = []
+        self._links: list[tuple[list[str], list[str], float, float, bool,
+                                CallSite | None]] = []
+        self._pins: list[tuple[list[str], str, bool, CallSite | None]] = []
+        self._colocations: list[tuple[list[str], CallSite | None]] = []
+
+    # -- the graph ---------------------------------------------------------------------
+
+    def op(self, name: str, *, time: Quantity | None = None, flops: Quantity | None = None,
+           time_by_kind: Mapping[str, Quantity] | None = None, params: Quantity = 0,
+           output: Quantity = 0, temp: Quantity = 0) -> None:
+        """An op: its compute `time` (or `flops`, or `time_by_kind` per device kind), its
+        resident `params`, its `output` tensor and its `temp` workspace."""
+        site = call_site()
+        by_kind = {str(k): t for k, v in (time_by_kind or {}).items()
+                   if (t := self._q(v, "time", f"time_by_kind[{k!r}]", site)) is not None}
+        self._ops.append((Op(self._name(name, "op", site),
+                             self._q(time, "time", "time", site),
+                             self._q(flops, "work", "flops", site), MappingProxyType(by_kind),
+                             self._bytes(params, "params", site),
+                             self._bytes(output, "output", site),
+                             self._bytes(temp, "temp", site)), site))
+
+    def edge(self, src: str, dst: str, *, bytes: Quantity | None = None) -> None:
+        """A tensor from op `src` to op `dst`: `bytes`, else the producer's `output`."""
+        site = call_site()
+        self._edges.append((self._name(src, "op", site), self._name(dst, "op", site),
+                            self._q(bytes, "size", "bytes", site), site))
+
+    def chain(self, *ops: str, bytes: Quantity | None = None) -> None:
+        """Edges `ops[0] -> ops[1] -> ...` (a spec's `a -> b -> c`)."""
+        site = call_site()
+        size = self._q(bytes, "size", "bytes", site)
+        names = [self._name(o, "op", site) for o in ops]
+        self._edges.extend((a, b, size, site) for a, b in itertools.pairwise(names))
+
+    def colocate(self, *ops: str) -> None:
+        """Force `ops` onto one device."""
+        site = call_site()
+        self._colocations.append(([self._name(o, "op", site) for o in ops], site))
+
+    @classmethod
+    def from_networkx(cls, graph: networkx.DiGraph, /, name: str = "problem",
+                      **options: Any) -> ProblemBuilder:
+        """A builder holding the ops and edges of a `networkx.DiGraph`: node attributes
+        are `op`'s keywords (`time`, `flops`, `time_by_kind`, `params`, `output`,
+        `temp`), the edge attribute `bytes`; node names become op names (`str(node)`).
+        `options` go to `ProblemBuilder(...)`; add devices and links before `build()`."""
+        builder = cls(name, **options)
+        site = builder._site
+        for node, attrs in graph.nodes(data=True):
+            unknown = sorted(set(attrs) - set(_OP_KEYS), key=str)
+            for key in unknown:
+                builder._sink.error("E210", f"unknown attribute `{key}` of node `{node}`",
+                                    site_span(site), *did_you_mean(str(key), _OP_KEYS),
+                                    "node attributes: " + ", ".join(_OP_KEYS))
+            builder.op(str(node), **{k: v for k, v in attrs.items() if k in _OP_KEYS})
+        for a, b, attrs in graph.edges(data=True):
+            for key in sorted(set(attrs) - {"bytes"}, key=str):
+                builder._sink.error("E210", f"unknown attribute `{key}` of edge `{a}` -> "
+                                    f"`{b}`", site_span(site), "edge attributes: bytes")
+            builder.edge(str(a), str(b), bytes=attrs.get("bytes"))
+        return builder  # each op and edge is located at the user's from_networkx call
+
+    # -- the cluster -------------------------------------------------------------------
+
+    def device(self, name: str, *, memory: Quantity, kind: str | None = None,
+               speed: float = 1.0, flops: Quantity | None = None) -> None:
+        """A device: its `memory` cap, optional `kind` (for `time_by_kind`), relative
+        `speed` (divides `time`) and FLOP rate `flops`."""
+        site = call_site()
+        self._devices.append((Device(self._name(name, "device", site),
+                                     self._bytes(memory, "memory", site),
+                                     kind, speed, self._q(flops, "rate", "flops", site)),
+                              site))
+
+    def link(self, src: Names, dst: Names, *, bandwidth: Quantity, latency: Quantity = 0,
+             both_ways: bool = True) -> None:
+        """Links from every device of `src` to every device of `dst` (and back, unless
+        `both_ways=False`); a later link overrides an earlier one for the same pair."""
+        site = call_site()
+        bw = self._q(bandwidth, "bandwidth", "bandwidth", site)
+        lat = self._q(latency, "time", "latency", site)
+        self._links.append((self._names(src, "device", site), self._names(dst, "device", site),
+                            0.0 if bw is None else bw, lat or 0.0, both_ways, site))
+
+    # -- the plan ----------------------------------------------------------------------
+
+    def pin(self, ops: Names, device: str) -> None:
+        """A hard constraint: `ops` run on `device`, for every algorithm."""
+        site = call_site()
+        self._pins.append((self._names(ops, "op", site), self._name(device, "device", site),
+                           True, site))
+
+    def place(self, ops: Names, device: str) -> None:
+        """A given placement (used by `solve(..., "expert")`)."""
+        site = call_site()
+        self._pins.append((self._names(ops, "op", site), self._name(device, "device", site),
+                           False, site))
+
+    # -- build -------------------------------------------------------------------------
+
+    def build(self) -> Problem:
+        """The `Problem`; raises `SpecError` with every mistake, each at its call."""
+        build_site = call_site()
+        # the calls' own mistakes, and this build's: a builder may be fixed and built again
+        sink = DiagnosticSink(list(self._sink.items), self._sink.dropped)
+        ops, op_sites, op_index = _unique(sink, self._ops, "op", f"graph `{self.graph_name}`")
+        devs, dev_sites, dev_index = _unique(sink, self._devices, "device",
+                                             f"cluster `{self.cluster_name}`")
+
+        def op_of(name: str, site: CallSite | None) -> int | None:
+            i = op_index.get(name)
+            if i is None:
+                sink.error("E203", f"unknown op `{name}` in graph `{self.graph_name}`",
+                           site_span(site), *did_you_mean(name, op_index),
+                           "declare it with op(NAME, ...)")
+            return i
+
+        def dev_of(name: str, site: CallSite | None) -> int | None:
+            d = dev_index.get(name)
+            if d is None:
+                sink.error("E207", f"unknown device `{name}` in cluster "
+                           f"`{self.cluster_name}`", site_span(site),
+                           *did_you_mean(name, dev_index), "declare it with device(NAME, ...)")
+            return d
+
+        edges: dict[tuple[int, int], tuple[int, CallSite | None]] = {}
+        for a_name, b_name, size, site in self._edges:
+            a, b = op_of(a_name, site), op_of(b_name, site)
+            if a is not None and b is not None:
+                nbytes = ops[a].output_bytes if size is None else int(size)
+                edges[(a, b)] = (nbytes, edges.get((a, b), (0, site))[1])
+        links: dict[tuple[int, int], tuple[Link, CallSite | None]] = {}
+        for srcs, dsts, bw, lat, both, site in self._links:
+            s_ids = [d for n in srcs if (d := dev_of(n, site)) is not None]
+            d_ids = [d for n in dsts if (d := dev_of(n, site)) is not None]
+            for a in s_ids:
+                for b in d_ids:
+                    if a != b:
+                        links[(a, b)] = (Link(a, b, bw, lat), site)
+                        if both:
+                            links[(b, a)] = (Link(b, a, bw, lat), site)
+        pins: dict[int, int] = {}
+        placement: dict[int, int] = {}
+        pin_sites: dict[int, CallSite | None] = {}
+        for names, dev_name, hard, site in self._pins:
+            d = dev_of(dev_name, site)
+            table = pins if hard else placement
+            for i in (op_of(n, site) for n in names):
+                if i is None or d is None:
+                    continue
+                if table.get(i, d) != d:
+                    verb = "pinned" if hard else "placed"
+                    sink.error("E250", f"op `{ops[i].name}` is {verb} on both "
+                               f"`{devs[table[i]].name}` and `{dev_name}`", site_span(site),
+                               f"an op is {verb} on one device; keep one of the two")
+                table[i] = d
+                if hard:
+                    pin_sites.setdefault(i, site)
+        groups, group_sites = self._groups(op_of, len(ops))
+        sink.raise_if_errors()
+
+        edge_keys = list(edges)
+        graph = Graph(self.graph_name, tuple(ops),
+                      tuple(Edge(a, b, edges[(a, b)][0]) for a, b in edge_keys), groups)
+        link_keys = sorted(links)
+        cluster = Cluster(self.cluster_name, tuple(devs),
+                          tuple(links[k][0] for k in link_keys))
+        problem = Problem(self.name, graph, cluster, self.memory,  # type: ignore[arg-type]
+                          self.contention,  # type: ignore[arg-type]
+                          MappingProxyType(dict(sorted(pins.items()))),
+                          MappingProxyType(dict(sorted(placement.items()))))
+        where: dict[str, list[CallSite | None]] = {
+            "graph.ops": op_sites, "cluster.devices": dev_sites,
+            "graph.edges": [edges[k][1] for k in edge_keys],
+            "cluster.links": [links[k][1] for k in link_keys],
+            "graph.colocations": group_sites,
+            "pins": [pin_sites.get(i) for i in range(len(ops))]}
+
+        def locate(path: str) -> Span | None:
+            m = _PATH.match(path)
+            sites = where.get(m.group(1), []) if m else []
+            k = int(m.group(2)) if m else -1
+            site = sites[k] if 0 <= k < len(sites) else None
+            return site_span(site or (self._site if m is None else build_site))
+
+        check_problem(problem, locate)
+        return problem
+
+    def _groups(self, op_of: Any, n: int
+                ) -> tuple[tuple[tuple[int, ...], ...], list[CallSite | None]]:
+        parent = list(range(n))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        first_site: dict[int, CallSite | None] = {}
+        for names, site in self._colocations:
+            members = [i for name in names if (i := op_of(name, site)) is not None]
+            for i in members:
+                first_site.setdefault(i, site)
+            for m in members[1:]:
+                parent[find(m)] = find(members[0])
+        by_root: dict[int, list[int]] = {}
+        for i in range(n):
+            by_root.setdefault(find(i), []).append(i)
+        groups = sorted(tuple(g) for g in by_root.values() if len(g) > 1)
+        return tuple(groups), [first_site.get(g[0]) for g in groups]
+
+    # -- values ------------------------------------------------------------------------
+
+    def _name(self, value: Any, what: str, site: CallSite | None) -> str:
+        if isinstance(value, str) and value:
+            return value
+        self._sink.error("E213", f"{what} names are non-empty strings, not {value!r}",
+                         site_span(site), f"for example {what}(\"x\", ...)" if what in
+                         ("op", "device") else "")
+        return str(value)
+
+    def _names(self, value: Names, what: str, site: CallSite | None) -> list[str]:
+        items = [value] if isinstance(value, str) else list(value)
+        return [self._name(v, what, site) for v in items]
+
+    def _bytes(self, value: Quantity, key: str, site: CallSite | None) -> int:
+        q = self._q(value, "size", key, site)
+        return 0 if q is None else round(q)
+
+    def _q(self, value: Quantity | None, dim: str, key: str,
+           site: CallSite | None) -> float | None:
+        """`value` in base units, or None (absent, or an error recorded)."""
+        if value is None:
+            return None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)  # the model's checks judge the sign and finiteness
+        where, word = site_span(site), _WORDS[dim]
+        if not isinstance(value, str):
+            self._sink.error("E290", f"`{key}` expects a {word}, not {value!r}", where,
+                             f"a number in base units or text such as \"{EXAMPLES[dim]}\"")
+            return None
+        m = _QUANTITY.fullmatch(value)
+        if m is None:
+            self._sink.error("E221", f"`{key}` expects a {word}, not {value!r}", where,
+                             f"for example \"{EXAMPLES[dim]}\"")
+            return None
+        number, unit = parse_number(m.group(1)), m.group(2)
+        if unit is None:
+            self._sink.error("E220", f"`{key}` needs a unit: {value!r}", where,
+                             f"for example \"{EXAMPLES[dim]}\", or a number in base units")
+            return None
+        if unit not in UNIT_TABLE:
+            self._sink.error("E103", f"unknown unit `{unit}` in `{key}`", where,
+                             *did_you_mean(unit, UNIT_TABLE))
+            return None
+        unit_dim, factor = UNIT_TABLE[unit]
+        if unit_dim != dim:
+            self._sink.error("E222", f"`{key}` expects a {word}, but `{unit}` is a unit of "
+                             f"{_WORDS[unit_dim]}", where, f"for example \"{EXAMPLES[dim]}\"")
+            return None
+        return number * factor
+
+
+_PATH = re.compile(r"(graph\.ops|graph\.edges|graph\.colocations|cluster\.devices|"
+                   r"cluster\.links|pins)\[(\d+)\]")
+
+
+def _unique(sink: DiagnosticSink, items: list[tuple[Any, CallSite | None]], what: str,
+            owner: str) -> tuple[list[Any], list[CallSite | None], dict[str, int]]:
+    """The named items without repeats (E202 / E205 at the repeat), sites, name -> index."""
+    kept: list[Any] = []
+    sites: list[CallSite | None] = []
+    index: dict[str, int] = {}
+    for item, site in items:
+        if item.name in index:
+            first = site_span(sites[index[item.name]])
+            sink.error("E202" if what == "op" else "E205",
+                       f"{what} `{item.name}` is defined twice in {owner}", site_span(site),
+                       notes=(("first definition", first),) if first else ())
+            continue
+        index[item.name] = len(kept)
+        kept.append(item)
+        sites.append(site)
+    return kept, sites, index

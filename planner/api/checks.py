@@ -1,0 +1,211 @@
+"""The language's checks, on a `Problem` built in Python.
+
+`lower` validates a spec while it reads it; a `Problem` made by `ProblemBuilder` or by the
+`planner.model` constructors never went through it. `problem_diagnostics` finds the same
+mistakes on the model, with the same codes (a negative quantity is E105 as `-1 ms` is in a
+spec, a cluster with a missing link E244, an op that cannot run E253, ...). Each message
+names the model path (`graph.ops[3].time_s`); `locate` turns a path into a `Span` (the
+builder's call that made it), else every diagnostic points at the user's call into planner.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..cost import compute_time
+from ..errors import Diagnostic, DiagnosticSink, Span, call_site, site_span
+from ..model import CONTENTIONS, MEMORY_MODELS, Problem
+
+#: model path (`graph.ops[3].time_s`) -> where it was made, or None
+Locate = Callable[[str], Span | None]
+
+
+def check_problem(problem: Problem, locate: Locate | None = None) -> None:
+    """Raise `SpecError` with every diagnostic of `problem` (checked once per problem)."""
+    if problem.__dict__.get(_CHECKED):  # a frozen model: its verdict cannot change
+        return
+    if locate is None:
+        here = site_span(call_site())
+
+        def locate(path: str) -> Span | None:  # one place: the user's call into planner
+            return here
+
+    sink = DiagnosticSink()
+    for d in problem_diagnostics(problem, locate):
+        sink.error(d.code, d.message, d.span, *d.hints)
+    sink.raise_if_errors()
+    problem.__dict__[_CHECKED] = True
+
+
+_CHECKED = "api.checked"
+
+
+def problem_diagnostics(problem: Problem, locate: Locate) -> list[Diagnostic]:
+    """Every mistake of `problem` a spec could not contain (see the module docstring)."""
+    out: list[Diagnostic] = []
+
+    def err(code: str, path: str, message: str, *hints: str) -> None:
+        out.append(Diagnostic(code, f"`{path}`: {message}", locate(path),
+                              tuple(h for h in hints if h)))
+
+    _ops(problem, err)
+    _graph(problem, err)
+    _cluster(problem, err)
+    _plan(problem, err)
+    return out
+
+
+Err = Callable[..., None]
+
+
+def _quantity(err: Err, path: str, what: str, value: Any, unit: str, *, positive: bool = False,
+              optional: bool = True) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        err("E290", path, f"{what} must be a number of {unit}, not {value!r}")
+    elif math.isnan(value):
+        err("E290", path, f"{what} is NaN", f"give a number of {unit}")
+    elif math.isinf(value):
+        err("E223", path, f"{what} is infinite", f"give a number of {unit}")
+    elif positive and value <= 0:
+        err("E241", path, f"{what} must be positive, not {value!r}")
+    elif value < 0:
+        err("E105", path, f"{what} is negative ({value!r} {unit})",
+            "quantities cannot be negative")
+
+
+def _ops(problem: Problem, err: Err) -> None:
+    seen: dict[str, int] = {}
+    for i, op in enumerate(problem.graph.ops):
+        at = f"graph.ops[{i}]"
+        if op.name in seen:
+            err("E202", f"{at}.name", f"op `{op.name}` is defined twice (first: "
+                f"graph.ops[{seen[op.name]}])")
+        seen.setdefault(op.name, i)
+        _quantity(err, f"{at}.time_s", f"the time of op `{op.name}`", op.time_s, "seconds")
+        _quantity(err, f"{at}.flops", f"the FLOP of op `{op.name}`", op.flops, "FLOP")
+        for kind, t in op.time_by_kind.items():
+            _quantity(err, f"{at}.time_by_kind[{kind!r}]",
+                      f"the time of op `{op.name}` on `{kind}`", t, "seconds", optional=False)
+        for key in ("params_bytes", "output_bytes", "temp_bytes"):
+            _quantity(err, f"{at}.{key}", f"`{key}` of op `{op.name}`", getattr(op, key),
+                      "bytes", optional=False)
+        if op.time_s is None and op.flops is None and not op.time_by_kind:
+            err("E232", at, f"op `{op.name}` has neither a time nor FLOP",
+                "give its compute cost, e.g. time=\"1.5 ms\" or flops=\"2.4 GFLOP\"")
+
+
+def _graph(problem: Problem, err: Err) -> None:
+    graph = problem.graph
+    for k, e in enumerate(graph.edges):
+        if e.src == e.dst:
+            err("E230", f"graph.edges[{k}]", f"edge from `{graph.ops[e.src].name}` to itself",
+                "an op cannot consume its own output")
+        _quantity(err, f"graph.edges[{k}].bytes", "the bytes of an edge", e.bytes, "bytes",
+                  optional=False)
+    if any(e.src == e.dst for e in graph.edges):
+        return
+    try:
+        _ = graph.topological_order  # raises on a cycle
+    except ValueError:
+        cycle = _cycle(len(graph.ops), ((e.src, e.dst) for e in graph.edges))
+        names = " -> ".join(graph.ops[i].name for i in cycle)
+        first = next(k for k, e in enumerate(graph.edges)
+                     if (e.src, e.dst) == (cycle[0], cycle[1]))
+        err("E231", f"graph.edges[{first}]", f"graph `{graph.name}` has a cycle: {names}",
+            "a graph must be acyclic; remove one of these edges")
+
+
+def _cycle(n: int, edges: Iterable[tuple[int, int]]) -> list[int]:
+    """A cycle `a -> ... -> a` of a graph known to have one (iterative depth-first)."""
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for a, b in edges:
+        succ[a].append(b)
+    state = [0] * n  # 0 new, 1 on the path, 2 done
+    for root in range(n):
+        if state[root]:
+            continue
+        path, stack = [root], [iter(succ[root])]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state[nxt] == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(succ[nxt]))
+    raise ValueError("no cycle")  # pragma: no cover - called only when there is one
+
+
+def _cluster(problem: Problem, err: Err) -> None:
+    cluster = problem.cluster
+    seen: dict[str, int] = {}
+    for d, dev in enumerate(cluster.devices):
+        at = f"cluster.devices[{d}]"
+        if dev.name in seen:
+            err("E205", f"{at}.name", f"device `{dev.name}` is defined twice (first: "
+                f"cluster.devices[{seen[dev.name]}])")
+        seen.setdefault(dev.name, d)
+        _quantity(err, f"{at}.memory_bytes", f"the memory of device `{dev.name}`",
+                  dev.memory_bytes, "bytes", optional=False)
+        _quantity(err, f"{at}.speed", f"the speed of device `{dev.name}`", dev.speed, "",
+                  positive=True, optional=False)
+        _quantity(err, f"{at}.flop_rate", f"the FLOP rate of device `{dev.name}`",
+                  dev.flop_rate, "FLOP/s", positive=True)
+    pairs = set()
+    for k, lk in enumerate(cluster.links):
+        _quantity(err, f"cluster.links[{k}].bandwidth_Bps", "the bandwidth of a link",
+                  lk.bandwidth_Bps, "B/s", positive=True, optional=False)
+        _quantity(err, f"cluster.links[{k}].latency_s", "the latency of a link",
+                  lk.latency_s, "seconds", optional=False)
+        pairs.add((lk.src, lk.dst))
+    n = len(cluster.devices)
+    missing = [(a, b) for a in range(n) for b in range(n) if a != b and (a, b) not in pairs]
+    if missing:
+        devs = cluster.devices
+        shown = ", ".join(f"{devs[a].name} -> {devs[b].name}" for a, b in missing[:4])
+        more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+        err("E244", f"cluster.devices[{missing[0][1]}]",
+            f"cluster `{cluster.name}` has devices with no link between them: {shown}{more}",
+            "a transfer between them would be impossible; add a link")
+
+
+def _plan(problem: Problem, err: Err) -> None:
+    graph, cluster, pins = problem.graph, problem.cluster, problem.pins
+    if problem.memory_model not in MEMORY_MODELS:
+        err("E255", "memory_model", f"unknown memory model `{problem.memory_model}`",
+            "one of: " + ", ".join(MEMORY_MODELS))
+    if problem.contention not in CONTENTIONS:
+        err("E255", "contention", f"unknown contention model `{problem.contention}`",
+            "one of: " + ", ".join(CONTENTIONS))
+    ops, devs = graph.ops, cluster.devices
+    for i, d in problem.placement.items():
+        if i in pins and pins[i] != d:
+            err("E251", f"pins[{i}]", f"op `{ops[i].name}` is pinned to `{devs[pins[i]].name}`"
+                f" but placed on `{devs[d].name}`", "a given placement must respect the pins")
+    for g, group in enumerate(graph.colocations):
+        pinned = {pins[i] for i in group if i in pins}
+        if len(pinned) > 1:
+            names = ", ".join(f"`{ops[i].name}` to `{devs[pins[i]].name}`"
+                              for i in group if i in pins)
+            err("E252", f"graph.colocations[{g}]", f"colocated ops are pinned apart: {names}",
+                "colocated ops must share one device")
+    for i, op in enumerate(ops):
+        if op.time_s is not None:  # a time runs everywhere
+            continue
+        bad = [dev for dev in devs if compute_time(op, dev) == math.inf]
+        if bad and (op.flops is not None or op.time_by_kind):
+            dev = bad[0]
+            if op.flops is not None:
+                why = f"has only FLOP and device `{dev.name}` has no FLOP rate"
+            else:
+                why = f"has no time for device `{dev.name}` (kind {dev.kind!r})"
+            err("E253", f"graph.ops[{i}]", f"op `{op.name}` cannot run: it {why}",
+                "give it a `time`, or the device a `flops` rate")

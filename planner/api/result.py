@@ -1,0 +1,101 @@
+"""`Result`: what `planner.solve` returns, by names.
+
+A `Solution` (so `.plan`, `.status`, `.info`, `.planning_s` keep their meaning, indices
+included) that also knows its `Problem`: the placement and the schedule by op and device
+names, and the simulator's verdict (computed on first use, then kept).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from functools import cached_property
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..algorithms.base import Solution
+from ..model import Problem
+
+if TYPE_CHECKING:
+    from ..bounds import Bounds
+    from ..simulate import SimResult
+
+
+class ScheduledOp(NamedTuple):
+    """One op of the simulated schedule."""
+
+    op: str
+    device: str
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Result(Solution):
+    """A `Solution` with its `Problem`: names instead of indices, and the simulation."""
+
+    problem: Problem
+
+    @classmethod
+    def of(cls, problem: Problem, solution: Solution) -> Result:
+        """`solution` of `problem`, as a `Result`."""
+        return cls(problem=problem,
+                   **{f.name: getattr(solution, f.name) for f in fields(Solution)})
+
+    @property
+    def placement_by_name(self) -> dict[str, str]:
+        """Op name -> device name, in graph order."""
+        ops, devs = self.problem.graph.ops, self.problem.cluster.devices
+        return {ops[i].name: devs[d].name for i, d in enumerate(self.plan.placement)}
+
+    @cached_property
+    def simulation(self) -> SimResult:
+        """The simulator's re-execution of the plan (the judge of every figure)."""
+        from ..simulate import simulate
+
+        return simulate(self.problem, self.plan)
+
+    @cached_property
+    def bounds(self) -> Bounds:
+        """The problem's proven lower bounds."""
+        from ..bounds import lower_bound
+
+        return lower_bound(self.problem)
+
+    @property
+    def makespan_s(self) -> float:
+        """The simulated makespan, in seconds (`inf` for an infeasible plan)."""
+        return self.simulation.makespan_s
+
+    @property
+    def feasible(self) -> bool:
+        """Whether the simulated plan breaks no rule (memory caps, pins, colocation)."""
+        return self.simulation.feasible
+
+    @property
+    def gap(self) -> float | None:
+        """`(makespan - bound) / bound`: the plan is within `1 + gap` of the optimum (None
+        when no finite gap is proved)."""
+        from ..bounds import relative_gap
+
+        if not self.feasible:
+            return None
+        bound = self.info.get("bound_s")
+        proven = float(bound) if isinstance(bound, (int, float)) else 0.0
+        best = max(self.bounds.makespan_s, proven if math.isfinite(proven) else 0.0)
+        return relative_gap(self.makespan_s, best)
+
+    @property
+    def order_by_name(self) -> dict[str, list[str]]:
+        """Device name -> the names of its ops, in the order they ran."""
+        ops, devs = self.problem.graph.ops, self.problem.cluster.devices
+        return {devs[d].name: [ops[i].name for i in seq]
+                for d, seq in enumerate(self.simulation.order)}
+
+    @property
+    def schedule(self) -> list[ScheduledOp]:
+        """Every op with its device and simulated start and end, by start time (ties by
+        device, then op, in declaration order)."""
+        sim, ops, devs = self.simulation, self.problem.graph.ops, self.problem.cluster.devices
+        order = sorted(range(len(ops)), key=lambda i: (sim.start_s[i], sim.placement[i], i))
+        return [ScheduledOp(ops[i].name, devs[sim.placement[i]].name if sim.placement[i] >= 0
+                            else "", sim.start_s[i], sim.end_s[i]) for i in order]

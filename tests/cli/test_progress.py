@@ -1,0 +1,106 @@
+"""`solve`'s live progress: the spinner's text follows the algorithm's reports (best
+makespan so far, bound, elapsed); without a terminal, a plain line every few seconds."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+import planner
+from planner.render.terminal import PROGRESS_INTERVAL_ENV, SolveProgress
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "specs" / "resnet.plan"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _spinner_text(console: Console, progress: SolveProgress) -> str:
+    """What the terminal shows at one refresh of `solve`'s spinner."""
+    out = io.StringIO()
+    console.file = out
+    with console.status(progress) as status:
+        console.print(status.renderable)
+    return out.getvalue()
+
+
+def test_the_spinner_text_follows_progress_and_the_clock() -> None:
+    clock = Clock()
+    progress = SolveProgress("auto", 177, 10.0, clock=clock)
+    progress.bound_s = 0.0779
+    console = Console(width=200, color_system=None, force_terminal=False)
+    first = _spinner_text(console, progress)
+    assert "auto · 0.0/10 s · placing 177 ops · bound 77.9 ms" in first
+    clock.now += 1.5
+    progress.update(0.1, "heuristics: metf")
+    second = _spinner_text(console, progress)
+    assert "auto · 1.5/10 s · heuristics: metf · bound" in second and "best" not in second
+    progress.update(0.3, "search: from metf, best 87.960 ms")
+    progress.update(0.4, "search: best 87.916 ms")
+    progress.update(0.5, "cpsat incumbent 0.09 s")  # worse: the best so far stays
+    third = _spinner_text(console, progress)
+    assert "cpsat · best 87.92 ms · bound 77.9 ms · gap 12.9%" in third
+    assert len(progress.line()) <= 76  # with the spinner, within 80 columns
+    assert len({first, second, third}) == 3
+
+
+def _solve(args: list[str], interval: str | None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != PROGRESS_INTERVAL_ENV}
+    if interval is not None:
+        env[PROGRESS_INTERVAL_ENV] = interval
+    return subprocess.run([sys.executable, "-m", "planner", "solve", str(SPEC), *args],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+                          check=False)
+
+
+def test_without_a_terminal_a_plain_line_comes_every_interval() -> None:
+    run = _solve(["--algo", "search", "--time-limit", "3", "--json"], "0.05")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["ok"] is True  # stdout keeps only the document
+    lines = [line for line in run.stderr.splitlines() if line.startswith("planner: search · ")]
+    assert len(lines) >= 3, run.stderr
+    elapsed = [float(re.search(r" · ([0-9.]+)/3 s · ", line).group(1))  # type: ignore[union-attr]
+               for line in lines]
+    assert elapsed == sorted(elapsed) and elapsed[-1] > elapsed[0]
+    bound_ms = planner.lower_bound(planner.load(SPEC).plan()).makespan_s * 1e3
+    assert all(f"bound {bound_ms:.4g} ms" in line for line in lines), lines
+    assert any(re.search(r"best [0-9.]+ ms · bound .* · gap [0-9.]+%$", line)
+               for line in lines), lines
+
+
+@pytest.mark.parametrize(("args", "interval"), [(["--algo", "metf"], None),
+                                              (["--algo", "search", "--time-limit", "3"], "0")])
+def test_a_quick_run_or_a_zero_interval_prints_no_progress(args: list[str],
+                                                           interval: str | None) -> None:
+    run = _solve(args, interval)  # metf: well under the default 5 s
+    assert run.returncode == 0, run.stderr
+    assert not re.search(r"^planner: \w+ · [0-9.]+(/[0-9.]+)? s · ", run.stderr, re.MULTILINE)
+    assert "makespan (simulated)" in run.stdout
+
+
+def test_compare_without_a_terminal_prints_plain_progress_lines() -> None:
+    fork = ROOT / "tests" / "compare" / "fixtures" / "fork.plan"
+    env = {**os.environ, PROGRESS_INTERVAL_ENV: "0.05"}
+    run = subprocess.run([sys.executable, "-m", "planner", "compare", str(fork), "--algos",
+                          "cpsat,metf", "--time-limit", "1", "--jobs", "1"],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+                          check=False)
+    assert run.returncode == 0, run.stderr
+    lines = re.findall(r"^planner: compare · (\d+)/2 runs · ([0-9.]+) s", run.stderr, re.MULTILINE)
+    assert len(lines) >= 3, run.stderr
+    assert [float(t) for _, t in lines] == sorted(float(t) for _, t in lines)
+    assert "×bound" in run.stdout and "planner: compare" not in run.stdout

@@ -1,0 +1,107 @@
+"""`compare` tables at 80 columns: every number whole (no `18.6…`, `×bou…`, `infeasib…`),
+whatever the widths of the cells; columns that do not fit move to a second table."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from typer.testing import CliRunner
+
+from planner.algorithms import names
+from planner.commands.compare import compare_command, print_tables, short_seconds
+from planner.compare.rows import empty_row
+
+from .conftest import SPECS
+
+GIB = 1024**3
+
+
+def _row(algorithm: str, status: str, makespan: float | None, **extra: Any) -> dict[str, Any]:
+    return empty_row(spec="specs/transformer.plan", plan="transformer_big_dgx1",
+                     bandwidth="1x", memory="100%", devices="all", algorithm=algorithm,
+                     status=status, makespan_s=makespan, **extra)
+
+
+def _wide_rows() -> list[dict[str, Any]]:
+    """Every algorithm, with the widest figures a sweep prints."""
+    rows = []
+    for k, algo in enumerate(names()):
+        ok = k % 3 != 2
+        rows.append(_row(algo, "feasible" if ok else ("infeasible", "solver_error",
+                                                      "interrupted")[k // 3 % 3],
+                         1234.567 + k if ok else None,
+                         ratio_to_best=18.603 + k if ok else None,
+                         ratio_to_bound=1760.303 + k if ok else None,
+                         planning_s=59.987 + k, devices_used=16, n_devices=16,
+                         peak_memory_bytes=15.99 * GIB, memory_cap_bytes=16 * GIB))
+    return rows
+
+
+def _render(rows: list[dict[str, Any]], width: int = 80) -> str:
+    out = io.StringIO()
+    print_tables(Console(file=out, width=width, color_system=None, legacy_windows=False),
+                 rows)
+    return out.getvalue()
+
+
+def _widest(text: str) -> int:
+    """The widest line but the settings titles (printed whole, for the terminal to wrap)."""
+    return max(len(line) for line in text.splitlines() if " · " not in line)
+
+
+def _whole(text: str, cell: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(cell)}(?![\w.])", text) is not None
+
+
+def test_every_figure_is_whole_at_80_columns() -> None:
+    rows = _wide_rows()
+    text = _render(rows)
+    assert "…" not in text
+    assert _widest(text) <= 80
+    for r in rows:
+        cells = [r["algorithm"], r["status"], short_seconds(r["planning_s"], 3), "16/16",
+                 "16/16 GiB"]
+        if r["makespan_s"] is not None:
+            cells += [short_seconds(r["makespan_s"]), f"{r['ratio_to_best']:.3f}",
+                      f"{r['ratio_to_bound']:.3f}"]
+        missing = [c for c in cells if not _whole(text, c)]
+        assert not missing, (missing, text)
+    assert _whole(text, "×bound") and _whole(text, "infeasible")
+
+
+def test_a_table_that_fits_stays_one_table() -> None:
+    rows = [_row("metf", "feasible", 0.0876, ratio_to_best=1.0, ratio_to_bound=1.129,
+                 planning_s=0.0014, devices_used=2, n_devices=4,
+                 peak_memory_bytes=7.99 * GIB, memory_cap_bytes=8 * GIB)]
+    text = _render(rows)
+    header = next(line for line in text.splitlines() if "makespan" in line)
+    assert header.split() == ["algorithm", "makespan", "×best", "×bound", "status",
+                              "planning", "devs", "peak/cap"]
+    assert text.count("algorithm") == 2  # the settings table and the wins table
+
+
+def test_a_real_sweep_prints_every_number_of_its_rows_at_80_columns(tmp_path: Path) -> None:
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command("compare")(compare_command)
+    app.command("version")(lambda: None)
+    out = tmp_path / "rows.json"
+    result = CliRunner().invoke(app, ["compare", *map(str, SPECS), "--algos",
+                                      "msct,heft,roundrobin,single", "--memory", "25%,100%",
+                                      "--jobs", "1", "--out", str(out)],
+                                env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "…" not in text and _widest(text) <= 80
+    rows = json.loads(out.read_text())
+    assert any(r["status"] == "infeasible" for r in rows)
+    for r in rows:
+        assert _whole(text, r["algorithm"]) and _whole(text, r["status"])
+        if r["makespan_s"] is not None and r["status"] == "feasible":
+            assert _whole(text, short_seconds(r["makespan_s"])), (r, text)
+            assert _whole(text, f"{r['ratio_to_bound']:.3f}"), (r, text)

@@ -1,0 +1,211 @@
+"""Problems built in Python: by names (`ProblemBuilder`), from networkx, or from the model's
+constructors; checked with the language's codes, located at the user's line."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+import planner
+from planner.algorithms.base import Solution
+from planner.bounds import Bounds
+from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
+from planner.simulate import simulate
+
+HERE = Path(__file__).read_text().splitlines()
+
+SPEC = """
+cluster c {
+  device cpu0 { kind cpu  memory 256 GiB  speed 0.05  flops 1.2 TFLOPS }
+  device gpu[0..1] { memory 16 GiB  flops 15 TFLOPS }
+  link gpu[0..1] <-> gpu[0..1] { bandwidth 50 GB/s  latency 2 us }
+  link cpu0 -> gpu[*] { bandwidth 96 Gbps  latency 10 us }
+  link gpu[*] -> cpu0 { bandwidth 1 GB/s }
+}
+graph g {
+  op input { time 0.05 ms  output 6 MiB }
+  op conv1 { flops 2.4 GFLOP  params 36 KiB  output 12 MiB  temp 1 MiB }
+  op conv2 { time 0.9 ms  time[cpu] 24 ms  output 12 MiB }
+  op head { time 0.3 ms  params 8 MiB  output 4 KiB }
+  input -> conv1 -> conv2 -> head
+  conv1 -> head { bytes 2 MiB }
+  colocate conv2, head
+}
+plan p { graph g  cluster c  memory liveness  contention device
+  pin input to cpu0
+  place conv1 on gpu0 }
+"""
+
+
+def _tiny() -> planner.ProblemBuilder:
+    b = planner.ProblemBuilder("p", memory="liveness", contention="device", graph="g",
+                               cluster="c")
+    b.device("cpu0", kind="cpu", memory="256 GiB", speed=0.05, flops="1.2 TFLOPS")
+    b.device("gpu0", memory="16 GiB", flops="15 TFLOPS")
+    b.device("gpu1", memory=16 * 2**30, flops=15e12)
+    b.link(["gpu0", "gpu1"], ["gpu0", "gpu1"], bandwidth="50 GB/s", latency="2 us")
+    b.link("cpu0", ["gpu0", "gpu1"], bandwidth="96 Gbps", latency="10 us", both_ways=False)
+    b.link(["gpu0", "gpu1"], "cpu0", bandwidth="1 GB/s", both_ways=False)
+    b.op("input", time="0.05 ms", output="6 MiB")
+    b.op("conv1", flops="2.4 GFLOP", params="36 KiB", output="12 MiB", temp="1 MiB")
+    b.op("conv2", time="0.9 ms", time_by_kind={"cpu": "24 ms"}, output="12 MiB")
+    b.op("head", time="0.3 ms", params="8 MiB", output="4 KiB")
+    b.chain("input", "conv1", "conv2", "head")
+    b.edge("conv1", "head", bytes="2 MiB")
+    b.colocate("conv2", "head")
+    b.pin("input", "cpu0")
+    b.place("conv1", "gpu0")
+    return b
+
+
+def test_the_builder_makes_the_problem_the_spec_makes() -> None:
+    built = _tiny().build()
+    spec = planner.loads(SPEC).plan()
+    assert built.graph.ops == spec.graph.ops
+    assert built.graph.edges == spec.graph.edges
+    assert built.graph.colocations == spec.graph.colocations
+    assert built.cluster.devices == spec.cluster.devices
+    assert built.cluster.links == spec.cluster.links
+    assert dict(built.pins) == dict(spec.pins) and dict(built.placement) == dict(spec.placement)
+    assert (built.memory_model, built.contention) == ("liveness", "device")
+    assert planner.solve(built, "heft").plan == planner.solve(spec, "heft").plan
+
+
+def test_networkx_graph_attributes_become_ops_and_edges() -> None:
+    g = nx.DiGraph()
+    g.add_node("input", time="0.05 ms", output="6 MiB")
+    g.add_node("conv1", flops="2.4 GFLOP", params="36 KiB", output="12 MiB", temp="1 MiB")
+    g.add_node("conv2", time="0.9 ms", time_by_kind={"cpu": "24 ms"}, output="12 MiB")
+    g.add_node("head", time="0.3 ms", params="8 MiB", output="4 KiB")
+    nx.add_path(g, ["input", "conv1", "conv2", "head"])
+    g.add_edge("conv1", "head", bytes=2 * 2**20)
+    b = planner.ProblemBuilder.from_networkx(g, "p", graph="g")
+    b.device("gpu0", memory="16 GiB", flops="15 TFLOPS")
+    built = b.build()
+    want = _tiny().build().graph
+    assert built.graph.ops == want.ops
+    assert set(built.graph.edges) == set(want.edges)
+
+
+def _line(marker: str) -> int:
+    """The line of this file that carries `# <marker>`."""
+    return next(k for k, text in enumerate(HERE, 1) if text.rstrip().endswith(f"# {marker}"))
+
+
+def _errors(build: planner.ProblemBuilder) -> list[tuple[str, int]]:
+    with pytest.raises(planner.SpecError) as err:
+        build.build()
+    for d in err.value.diagnostics:
+        assert d.span is not None and d.span.file == __file__, d
+    return [(d.code, d.span.line) for d in err.value.diagnostics if d.span]
+
+
+def test_names_and_units_are_checked_at_the_line_that_gave_them() -> None:
+    b = planner.ProblemBuilder("bad")
+    b.device("gpu0", memory="16 ms")  # unit
+    b.device("gpu0", memory="1 GiB")  # twice
+    b.op("a", time="1 ms", output="3 MIB")  # unknown-unit
+    b.op("b", time="5")  # no-unit
+    b.op("c", time=[1])  # not-a-number
+    b.edge("a", "nope")  # unknown-op
+    b.pin("a", "gpu9")  # unknown-device
+    b.op(3, time=1.0)  # type: ignore[arg-type]  # number-name
+    assert _errors(b) == [("E222", _line("unit")), ("E205", _line("twice")),
+                          ("E103", _line("unknown-unit")), ("E220", _line("no-unit")),
+                          ("E290", _line("not-a-number")), ("E203", _line("unknown-op")),
+                          ("E207", _line("unknown-device")), ("E213", _line("number-name"))]
+
+
+def test_the_languages_checks_run_on_the_built_problem() -> None:
+    b = planner.ProblemBuilder("bad")
+    b.device("gpu0", memory="1 GiB")
+    b.device("gpu1", memory="1 GiB", speed=0)  # speed
+    b.op("a", time="-1 ms")  # negative
+    b.op("b", time=float("nan"))  # nan
+    b.op("c")  # no-time
+    b.chain("a", "b", "a")  # cycle
+    assert _errors(b) == [("E241", _line("speed")), ("E244", _line("speed")),
+                          ("E105", _line("negative")), ("E290", _line("nan")),
+                          ("E232", _line("no-time")), ("E231", _line("cycle"))]
+
+
+def _pinned(b: planner.ProblemBuilder) -> planner.ProblemBuilder:
+    b.device("cpu0", memory="1 GiB", kind="cpu")
+    b.device("gpu0", memory="1 GiB")
+    b.link("cpu0", "gpu0", bandwidth="1 GB/s")
+    b.op("a", time="1 ms")
+    b.op("b", time="1 ms")
+    b.op("k", time_by_kind={"gpu": "1 ms"})  # no-time-here
+    b.colocate("a", "b")  # colocated
+    b.pin("a", "cpu0")  # first-pin
+    b.pin("b", "gpu0")
+    return b
+
+
+def test_pins_and_colocation_conflicts_are_the_languages() -> None:
+    b = _pinned(planner.ProblemBuilder("bad"))
+    b.pin("a", "gpu0")  # pinned-twice
+    assert _errors(b) == [("E250", _line("pinned-twice"))]
+    b = _pinned(planner.ProblemBuilder("bad"))
+    b.place("a", "gpu0")
+    assert _errors(b) == [("E253", _line("no-time-here")), ("E252", _line("colocated")),
+                          ("E251", _line("first-pin"))]
+    assert _errors(b) == _errors(b)  # building again reports the same, once
+
+
+def test_model_constructors_reject_bad_indices_at_the_callers_line() -> None:
+    ops = (Op("a", time_s=1.0), Op("b", time_s=1.0))
+    with pytest.raises(planner.SpecError) as err:
+        Graph("g", ops, (Edge(0, 1, 8), Edge(1, 2, 8)))  # bad-edge
+    d = err.value.diagnostics[0]
+    assert (d.code, d.span and d.span.line) == ("E203", _line("bad-edge"))
+    assert "`edges[1].dst`" in d.message and "0..1" in d.hints[0]
+    with pytest.raises(planner.SpecError, match=r"E203.*edges\[0\]\.src.*not the index"):
+        Graph("g", ops, (Edge("a", "b", 8),))  # type: ignore[arg-type]
+    devs = (Device("d0", 1), Device("d1", 1))
+    with pytest.raises(planner.SpecError, match=r"E207.*links\[0\]\.dst"):
+        Cluster("c", devs, (Link(0, 5, 1.0),))
+    cluster = Cluster("c", devs, (Link(0, 1, 1.0), Link(1, 0, 1.0)))
+    with pytest.raises(planner.SpecError, match=r"E207.*pins\[0\]"):
+        Problem("p", Graph("g", ops, ()), cluster, pins={0: 2})
+    with pytest.raises(planner.SpecError, match=r"E203.*placement key 7"):
+        Problem("p", Graph("g", ops, ()), cluster, placement={7: 0})
+
+
+def test_solve_checks_a_model_problem_and_points_at_the_call() -> None:
+    bad = Problem("p", Graph("g", (Op("a", time_s=-1.0),), ()),
+                  Cluster("c", (Device("d0", 100), Device("d1", 100)), ()))
+    with pytest.raises(planner.SpecError) as err:
+        planner.solve(bad, "metf")  # solve-call
+    assert [d.code for d in err.value.diagnostics] == ["E105", "E244"]
+    line = _line("solve-call")
+    column = HERE[line - 1].index("planner.solve") + 1
+    assert f"{__file__}:{line}:{column}: error[E105]: `graph.ops[0].time_s`" in str(err.value)
+    with pytest.raises(planner.SpecError):
+        planner.lower_bound(bad)
+
+
+def test_result_names_the_placement_and_the_schedule() -> None:
+    problem = _tiny().build()
+    result = planner.solve(problem, "metf")
+    assert isinstance(result, Solution) and isinstance(result, planner.Result)
+    ops, devs = problem.graph.ops, problem.cluster.devices
+    assert result.placement_by_name == {ops[i].name: devs[d].name
+                                        for i, d in enumerate(result.plan.placement)}
+    assert result.placement_by_name["input"] == "cpu0"  # the pin
+    sim = simulate(problem, result.plan)
+    assert result.makespan_s == sim.makespan_s and result.feasible
+    assert max(s.end_s for s in result.schedule) == sim.makespan_s
+    starts = [s.start_s for s in result.schedule]
+    assert starts == sorted(starts) and {s.op for s in result.schedule} == {o.name for o in ops}
+    assert all(result.placement_by_name[s.op] == s.device for s in result.schedule)
+    assert sum(map(len, result.order_by_name.values())) == len(ops)
+    bounds = planner.lower_bound(problem)
+    assert isinstance(bounds, Bounds) and result.gap is not None
+    assert result.gap == pytest.approx(result.makespan_s / bounds.makespan_s - 1)
+    again = dataclasses.replace(result, status="interrupted")
+    assert isinstance(again, planner.Result) and again.placement_by_name == \
+        result.placement_by_name
