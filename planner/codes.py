@@ -127,6 +127,10 @@ TABLE: tuple[Code, ...] = (
     Code("E619", 2, "nothing to compare: no plan found"),
     Code("E620", 2, "`--jobs` not a positive number"),
     Code("E621", 4, "`compare` workers crash before finishing any point"),
+    Code("E622", 2, "an output that is not a regular file when it is written (a device, a "
+                    "FIFO, a folder, or a symlink to one): nothing is written"),
+    Code("E623", 4, "writing an output failed (a full disk, an I/O error): the file is left "
+                    "as it was"),
     Code("W650", 0, "`compare` skipped a spec of a folder because it does not load"),
     Code("E701", 3, "the plan's least total memory exceeds all devices together", "E303"),
     Code("W701", 0, "a spec skipped by `compare`; ONNX ops without a FLOP formula",

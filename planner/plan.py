@@ -6,7 +6,6 @@ devices in cluster order, times in seconds as floats, nothing that varies betwee
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,7 +84,9 @@ class Plan:
 
     def dumps(self, problem: Problem) -> str:
         """Deterministic JSON text (the same plan is the same bytes)."""
-        return json.dumps(self.to_json(problem), indent=2, ensure_ascii=False) + "\n"
+        from .strictjson import dumps
+
+        return dumps(self.to_json(problem), indent=2) + "\n"
 
     def write(self, problem: Problem, path: str) -> None:
         """Write the plan JSON atomically."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
-import json
 import logging
 import os
 import sys
@@ -23,6 +22,7 @@ from typing import Any, NoReturn
 import typer
 
 from ..errors import Diagnostic, PlannerError, render_all
+from ..strictjson import dumps as strict_dumps
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INFEASIBLE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 log = logging.getLogger("planner")
@@ -89,7 +89,7 @@ class JsonReport:
 
     def write(self, exit_code: int) -> None:
         """Print the envelope on stdout."""
-        sys.stdout.write(json.dumps(self.document(exit_code), indent=2, ensure_ascii=False)
+        sys.stdout.write(strict_dumps(self.document(exit_code), indent=2)
                          + "\n")
         sys.stdout.flush()
 
