@@ -101,12 +101,16 @@ def main() -> int:
         import planner.spec.checks  # noqa: F401
         import planner.spec.load  # noqa: F401
         import planner.strictjson  # noqa: F401
+    harness.templates = True  # the structure-aware half (target.from_template)
     if args.fresh and CORPUS.exists():
         shutil.rmtree(CORPUS)
     _seed_corpus()
+    FINDINGS.mkdir(exist_ok=True)
     os.environ.setdefault("PLANNER_FUZZ", "1")
     engine = [sys.argv[0], str(CORPUS), f"-max_total_time={max(1, int(args.minutes * 60))}",
-              f"-max_len={8192}", "-timeout=120", "-rss_limit_mb=6144", "-print_final_stats=1"]
+              f"-max_len={8192}", "-timeout=120", "-rss_limit_mb=6144", "-print_final_stats=1",
+              f"-dict={HERE / 'plan.dict'}",  # the language's keywords, units, operators
+              f"-artifact_prefix={FINDINGS}/"]  # crash, timeout and out-of-memory inputs
     if args.runs:
         engine.append(f"-runs={args.runs}")
     atheris.Setup(engine, recorder)

@@ -54,6 +54,67 @@ KNOWN_ISSUES: tuple[tuple[str, str, str], ...] = (
 
 _IMPORT = re.compile(rb'import\s*"([^"]*)"')
 
+#: The structure-aware half: a valid spec whose numbers, units, names and options come
+#: from the input's bytes, so extreme values (1e308, 1e-320, huge counts) reach the
+#: solvers, the simulator and the writers instead of dying in the parser.
+TEMPLATE = """cluster k {{
+  device gpu[0..{ndev}] {{ kind v100  memory {mem}  flops {dflops}  speed {speed} }}
+  device {devname} {{ kind cpu  memory {mem2}  flops {dflops2} }}
+  link gpu[*] <-> gpu[*] {{ bandwidth {bw}  latency {lat} }}
+  link {devname} <-> gpu[*] {{ bandwidth {bw2} }}
+}}
+graph g {{
+  op a {{ time {t1}  output {b1} }}
+  op {opname} {{ flops {flops}  params {b2}  output {b3}  temp {b4} }}
+  op c {{ time {t2}  time[cpu] {t3}  output {b5} }}
+  op d {{ time {t4} }}
+  a -> {opname}  a -> c {{ bytes {b6} }}  {opname} -> d  c -> d
+}}
+plan p {{ graph g  cluster k  contention {contention}  memory {memory}{extra} }}
+"""
+_UNITS = {"time": ("s", "ms", "us", "ns"), "bytes": ("B", "KiB", "MB", "GiB", "TiB"),
+          "rate": ("B/s", "GB/s", "Gbps"), "flops": ("FLOP", "GFLOP", "TFLOP"),
+          "flop_rate": ("FLOPS", "GFLOPS", "TFLOPS")}
+_EXTREMES = (0.0, 1e-320, 5e-324, 1e-9, 1.0, 1e15, 1e300, 1.7e308, 1e308, 9e18, 2.0 ** 63)
+
+
+def from_template(data: bytes) -> str:
+    """A spec built from TEMPLATE with values drawn from `data` (atheris's provider)."""
+    import atheris
+
+    fdp = atheris.FuzzedDataProvider(data)
+
+    def number() -> str:
+        pick = fdp.ConsumeIntInRange(0, 15)
+        if pick == 0:
+            x = _EXTREMES[fdp.ConsumeIntInRange(0, len(_EXTREMES) - 1)]
+        elif pick == 1:
+            x = abs(fdp.ConsumeRegularFloat())
+        else:  # ordinary sizes, so that most specs load and reach the later stages
+            x = float(fdp.ConsumeIntInRange(1, 4096))
+        return repr(x) if x == x and x != float("inf") else "1"
+
+    def qty(kind: str) -> str:
+        units = _UNITS[kind]
+        return f"{number()} {units[fdp.ConsumeIntInRange(0, len(units) - 1)]}"
+
+    def name(default: str) -> str:
+        raw = fdp.ConsumeUnicodeNoSurrogates(fdp.ConsumeIntInRange(0, 6))
+        ok = "".join(ch for ch in raw if ch.isascii() and (ch.isalnum() or ch == "_"))
+        return ok if ok[:1].isalpha() and ok not in ("gpu", "a", "c", "d") else default
+
+    values = dict(
+        ndev=fdp.ConsumeIntInRange(0, 7), mem=qty("bytes"), dflops=qty("flop_rate"),
+        speed=number(), devname=name("cpu0"), dflops2=qty("flop_rate"), mem2=qty("bytes"), bw=qty("rate"),
+        lat=qty("time"), bw2=qty("rate"), t1=qty("time"), b1=qty("bytes"), opname=name("b"),
+        flops=qty("flops"), b2=qty("bytes"), b3=qty("bytes"), b4=qty("bytes"),
+        t2=qty("time"), t3=qty("time"), b5=qty("bytes"), t4=qty("time"), b6=qty("bytes"),
+        contention=("none", "link", "device")[fdp.ConsumeIntInRange(0, 2)],
+        memory=("static", "liveness")[fdp.ConsumeIntInRange(0, 1)],
+        extra=("", "  pin a to gpu0", "  pin d to gpu0", "  place a, c on gpu0")[
+            fdp.ConsumeIntInRange(0, 3)])
+    return TEMPLATE.format(**values)
+
 
 def seeds() -> list[Path]:
     """The seed files, sorted, each at most SEED_MAX_BYTES."""
@@ -79,6 +140,8 @@ class Harness:
 
     slack: float = 1.0
     strict: bool = False
+    #: also run each input through `from_template` (needs atheris)
+    templates: bool = False
     executions: int = 0
     findings: dict[tuple[str, str], Finding] = field(default_factory=dict)
     known: Counter[str] = field(default_factory=Counter)
@@ -112,6 +175,13 @@ class Harness:
             self.outcomes[_pipeline(text, self.sandbox, self._bound(len(data)))] += 1
         except Exception as err:  # noqa: BLE001 - classifying every escape is the point
             self._record(err, data)
+        if self.templates:
+            spec = from_template(data)
+            try:
+                self.outcomes["template " + _pipeline(spec, self.sandbox,
+                                                      self._bound(len(spec)))] += 1
+            except Exception as err:  # noqa: BLE001
+                self._record(err, spec.encode("utf-8"))
 
     def _bound(self, size: int) -> float:
         return (BASE_S + PER_BYTE_S * size) * self.slack

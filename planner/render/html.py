@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import html
 import math
+import sys
 import zlib
+from fractions import Fraction
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -158,6 +160,23 @@ def _f(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".") if math.isfinite(x) else "0"
 
 
+def _share(part: float, whole: float) -> float:
+    """`part / whole` clamped to [0, 1]; exact for integers beyond a float's range (bytes
+    of a spec at its limits), 0 when `whole` is not positive."""
+    try:
+        r = part / whole
+    except OverflowError:  # an int too large for a float: divide exactly
+        try:
+            r = float(Fraction(part) / Fraction(whole))
+        except (OverflowError, ValueError, ZeroDivisionError):
+            return 1.0
+    except ZeroDivisionError:
+        return 0.0
+    if math.isnan(r) or whole <= 0:
+        return 0.0
+    return min(1.0, max(0.0, r))
+
+
 def op_color(name: str) -> str:
     """A stable colour for an op (from its name, not its position)."""
     h = zlib.crc32(name.encode("utf-8"))
@@ -183,14 +202,18 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo]
     raw = (hi - lo) / n
-    mag = 10 ** math.floor(math.log10(raw))
+    if not math.isfinite(raw) or raw <= 0:
+        return [lo]
+    mag = 10.0 ** math.floor(math.log10(raw))  # a float: an int here overflows later
     step = next(s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw)
     first = math.ceil(lo / step) * step
     ticks = []
-    t = first
-    while t <= hi * (1 + 1e-9):
+    top = min(hi * (1 + 1e-9), sys.float_info.max)  # near the float limit, hi * 1.x is inf
+    for k in range(4 * n + 2):  # bounded: a tick that overflows must not loop for ever
+        t = first + k * step
+        if not math.isfinite(t) or t > top:
+            break
         ticks.append(round(t, 12))
-        t += step
     return ticks
 
 
@@ -357,7 +380,7 @@ def gantt_svg(problem: Problem, result: SimResult, *, width: int = 1080,
                 *finite_ends, 1e-12])
 
     def xmap(t: float) -> float:
-        return left + pw * min(max(t, 0.0), span) / span
+        return left + pw * _share(t, span)
 
     out = [(f'<svg class="chart" data-chart="gantt" viewBox="0 0 {width} {height}" '
            f'width="{width}" height="{height}" role="img" xmlns="http://www.w3.org/2000/svg">'),
@@ -424,13 +447,13 @@ def memory_svg(problem: Problem, result: SimResult, *, width: int = 1080) -> str
         steps = list(result.memory_timeline[d]) if d < len(result.memory_timeline) else []
         peak = result.memory_peak_bytes[d] if d < len(result.memory_peak_bytes) else 0
         cap = dev.memory_bytes
-        scale = max(cap, peak, 1) * 1.08
+        scale = max(cap, peak, 1)
 
         def ymap(b: float, y0: float = y0, scale: float = scale) -> float:
-            return y0 + lane - lane * b / scale
+            return y0 + lane - lane * _share(b, scale) / 1.08
 
         def xmap(t: float) -> float:
-            return left + pw * min(max(t, 0.0), span) / span
+            return left + pw * _share(t, span)
 
         pts = [f"M{left},{_f(ymap(0))}"]
         level = 0
@@ -441,7 +464,10 @@ def memory_svg(problem: Problem, result: SimResult, *, width: int = 1080) -> str
             level = b
         pts.append(f"L{left + pw},{_f(ymap(level))}L{left + pw},{_f(ymap(0))}Z")
         over = " over" if peak > cap else ""
-        pct = 100 * peak / cap if cap else math.inf
+        try:
+            pct = 100 * peak / cap if cap else math.inf
+        except OverflowError:  # bytes beyond a float's range
+            pct = math.inf
         out.append(f'<rect class="lane" x="{left}" y="{_f(y0)}" width="{pw}" height="{lane}"/>')
         out.append(f'<path class="mem{over}" d="{"".join(pts)}" data-tip="{_e(dev.name)}: '
                    f'peak {_e(format_bytes(peak))} of {_e(format_bytes(cap))} '

@@ -40,6 +40,7 @@ import dataclasses
 import logging
 import math
 import os
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -374,8 +375,18 @@ class CpsatModel:
             raise UsageError(Diagnostic(
                 "E814", f"cpsat writes its model as a text protocol buffer, not `{ext}`", None,
                 ("use a path ending in .pbtxt (or --algo ilp for .lp and .mps)",)))
-        if not self.model.ExportToFile(path):
-            raise UsageError(Diagnostic("E815", f"cannot write {path}", None))
+        from ...io.atomic import resolve_target
+
+        target = resolve_target(path)  # only a regular file is replaced (E622)
+        fd, tmp = tempfile.mkstemp(prefix=".planner-", suffix=".pbtxt", dir=target.parent)
+        os.close(fd)
+        try:
+            if not self.model.ExportToFile(tmp):
+                raise UsageError(Diagnostic("E815", f"cannot write {path}", None))
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
 
     def solve(self, bud: Budget, gap: float, workers: int, seed: int,
               progress: Any = None) -> Answer:
