@@ -101,3 +101,23 @@ def processes_with(marker: str) -> set[int]:
         if marker in cmd and alive(int(entry)):
             out.add(int(entry))
     return out
+
+
+def layered_spec(n: int, m: int, width: int = 6) -> str:
+    """A spec of `n` ops in layers of `width` (each op feeds the next layer's two
+    neighbours), on `m` linked GPUs: big enough that CP-SAT keeps searching."""
+    ops = [f"  op o{i} {{ time {1 + (i * 7) % 5} ms  output {4 + (i * 3) % 9} MB }}"
+           for i in range(n)]
+    edges = [f"  o{i} -> o{j}" for i in range(n) for j in (i + width, i + width + 1)
+             if j < n and j // width == i // width + 1]
+    return (f"cluster c {{ device gpu[0..{m - 1}] {{ memory 16 GB }}\n"
+            "  link gpu[*] <-> gpu[*] { bandwidth 10 GB/s  latency 10 us } }\n"
+            "graph g {\n" + "\n".join(ops + edges) + "\n}\n"
+            "plan p { graph g cluster c  contention none }\n")
+
+
+def layered_problem(n: int, m: int) -> Any:
+    """The problem of `layered_spec(n, m)`."""
+    import planner
+
+    return planner.loads(layered_spec(n, m)).plan("p")

@@ -546,11 +546,12 @@ def solve(problem: Problem, options: Options, *, warn: bool = True,
     common: dict[str, Any] = {"algorithm": "cpsat", "solver": "cpsat", "lower_s": lower,
                               "tolerance": options.gap, "warn": warn}
     try:
-        # the build is estimated at half the preparation estimate (heuristics and build)
-        late = hard_limit and (time.perf_counter() - t0 + bud.prep_s / 2
-                               > options.time_limit_s)
+        # the build cannot be cut: it starts only when the whole preparation estimate
+        # (heuristics and build, `budget.py`) still fits in what is left of the limit
+        late = hard_limit and (time.perf_counter() - t0 + bud.prep_s > options.time_limit_s)
         if (not bud.enough or late) and not options.emit:
-            why = (f"the heuristics took {time.perf_counter() - t0:.3g} s of it" if
+            why = (f"the heuristics took {time.perf_counter() - t0:.3g} s of it, and the "
+                   f"model needs about {bud.prep_s:.3g} s more to build" if
                    bud.enough else f"the estimated preparation ({bud.prep_s:.3g} s for a "
                    "model of this size) uses it up")
             return conclude(inst, warm, outcome="skipped", message=(
