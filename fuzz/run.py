@@ -52,6 +52,9 @@ class Recorder:
         for f in self.harness.findings.values():
             name = f"{f.kind}-{hashlib.sha1(f.where.encode()).hexdigest()[:8]}.plan"
             (FINDINGS / name).write_bytes(f.example)
+        for where, data in self.harness.known_examples.items():
+            tag = hashlib.sha1(where.encode()).hexdigest()[:8]
+            (FINDINGS / f"known-{tag}.plan").write_bytes(data)
         doc = {"engine": "atheris", "seconds": round(time.time() - self.started, 1),
                **self.harness.summary()}
         (FINDINGS / "last-run.json").write_text(json.dumps(doc, indent=2) + "\n")
