@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BENCHES = ["bench_parse.py", "bench_simulate.py", "bench_fastsim.py", "bench_algorithms.py",
            "bench_baechi.py", "bench_search.py", "bench_process.py", "bench_exact.py",
-           "bench_time_limit.py", "saga/compare_saga.py"]
+           "saga/compare_saga.py"]
 
 
 def main(argv: list[str]) -> int:
