@@ -6,6 +6,7 @@ devices in cluster order, times in seconds as floats, nothing that varies betwee
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -84,9 +85,10 @@ class Plan:
 
     def dumps(self, problem: Problem) -> str:
         """Deterministic JSON text (the same plan is the same bytes)."""
-        from .strictjson import dumps
+        from .strictjson import finite
 
-        return dumps(self.to_json(problem), indent=2) + "\n"
+        return json.dumps(finite(self.to_json(problem)), indent=2, ensure_ascii=False,
+                          allow_nan=False) + "\n"  # strict JSON: no NaN or Infinity
 
     def write(self, problem: Problem, path: str) -> None:
         """Write the plan JSON atomically."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import json
 import logging
 import os
 import sys
@@ -22,7 +23,7 @@ from typing import Any, NoReturn
 import typer
 
 from ..errors import Diagnostic, PlannerError, render_all
-from ..strictjson import dumps as strict_dumps
+from ..strictjson import finite
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INFEASIBLE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 log = logging.getLogger("planner")
@@ -89,7 +90,8 @@ class JsonReport:
 
     def write(self, exit_code: int) -> None:
         """Print the envelope on stdout."""
-        sys.stdout.write(strict_dumps(self.document(exit_code), indent=2)
+        sys.stdout.write(json.dumps(finite(self.document(exit_code)), indent=2,
+                                    ensure_ascii=False, allow_nan=False)
                          + "\n")
         sys.stdout.flush()
 
