@@ -4,7 +4,8 @@ Only a regular file is ever replaced (or a new one created). A rename over a dev
 FIFO or a folder would replace that thing itself (`--out /dev/full` as root used to turn
 the device into a JSON file), so anything else is refused (E622), also when it became so
 after the command's up-front check (`commands.outputs`). A symlink to a regular file is
-followed: the file it names is replaced and the link kept. A failed write (a full disk,
+followed: the file it names is replaced and the link kept; a symlink to nothing is
+refused (it would create a file wherever it points). A failed write (a full disk,
 an I/O error) leaves the target as it was, removes the temporary file and is reported as
 E623.
 """
@@ -28,6 +29,8 @@ def resolve_target(path: str | os.PathLike[str]) -> Path:
     try:
         st = os.stat(real)
     except FileNotFoundError:
+        if real is not target:  # a planted link would make us create a file elsewhere
+            raise _refused(path, "it is a symlink to a file that does not exist") from None
         return real
     except OSError as err:
         raise _refused(path, f"it cannot be reached ({err.strerror})") from None

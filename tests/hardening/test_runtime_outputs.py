@@ -36,7 +36,8 @@ def spec_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("how", ["fifo", "symlink to a fifo", "symlink to a folder"])
+@pytest.mark.parametrize("how", ["fifo", "symlink to a fifo", "symlink to a folder",
+                                 "symlink to nothing"])
 @pytest.mark.parametrize("args", WRITERS, ids=lambda a: " ".join(a[:2]) + " " + a[-1])
 def test_a_non_regular_output_is_a_usage_error_and_stays_what_it_was(
         spec_dir: Path, args: list[str], how: str) -> None:
@@ -45,6 +46,9 @@ def test_a_non_regular_output_is_a_usage_error_and_stays_what_it_was(
     target = spec_dir / "out"
     if how == "fifo":
         target = spec_dir / "pipe"
+    elif how == "symlink to nothing":
+        target.symlink_to("elsewhere/created.json")
+        (spec_dir / "elsewhere").mkdir()
     else:
         target.symlink_to("pipe" if "fifo" in how else "folder")
     code, _, err = invoke([*args, target.name], spec_dir)
@@ -53,6 +57,7 @@ def test_a_non_regular_output_is_a_usage_error_and_stays_what_it_was(
     assert "E604" in err or "is a directory" in err, err
     assert stat.S_ISFIFO(os.stat(spec_dir / "pipe").st_mode)
     assert (spec_dir / "folder").is_dir() and not any((spec_dir / "folder").iterdir())
+    assert not (spec_dir / "elsewhere" / "created.json").exists()
     assert not [p for p in spec_dir.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -103,3 +108,11 @@ def test_a_write_error_from_the_library_is_an_output_error(tmp_path: Path,
         atomic.write_text_atomic(tmp_path / "x.txt", "data")
     assert "disk is full" in err.value.diagnostics[0].message
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_writer_refuses_a_symlink_to_nothing(tmp_path: Path) -> None:
+    (tmp_path / "out.json").symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(UsageError) as err:
+        atomic.write_text_atomic(tmp_path / "out.json", "{}\n")
+    assert err.value.diagnostics[0].code == "E622"
+    assert not (tmp_path / "elsewhere.json").exists()
