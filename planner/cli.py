@@ -596,6 +596,9 @@ def main() -> None:
     logging.basicConfig(stream=sys.stderr,
                         level=logging.DEBUG if debug_enabled() else logging.WARNING,
                         format="planner: %(levelname)s: %(message)s")
+    from .signals import install
+
+    install()  # SIGTERM and SIGHUP clean up like Ctrl-C (exit 130)
     try:
         app()
     finally:

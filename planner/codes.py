@@ -129,6 +129,10 @@ TABLE: tuple[Code, ...] = (
     Code("E619", 2, "nothing to compare: no plan found"),
     Code("E620", 2, "`--jobs` not a positive number"),
     Code("E621", 4, "`compare` workers crash before finishing any point"),
+    Code("E622", 2, "an output that is not a regular file when it is written (a device, a "
+                    "FIFO, a folder, or a symlink to one): nothing is written"),
+    Code("E623", 4, "writing an output failed (a full disk, an I/O error): the file is left "
+                    "as it was"),
     Code("E640", 2, "options that contradict each other (`--json` with another `--format`, ...)"),
     Code("W640", 0, "a spec not in the canonical layout (`fmt --check`, `fmt --diff`)"),
     Code("E641", 1, "`fmt -`: standard input that is not valid UTF-8"),

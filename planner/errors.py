@@ -125,6 +125,12 @@ class InfeasibleError(PlannerError):
     exit_code = 3
 
 
+class OutputError(PlannerError):
+    """An output file could not be written (a full disk, an I/O error). Exit code 4."""
+
+    exit_code = 4
+
+
 class SolverError(PlannerError):
     """An external solver failed in a way that left no plan. Exit code 4."""
 

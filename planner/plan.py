@@ -85,7 +85,10 @@ class Plan:
 
     def dumps(self, problem: Problem) -> str:
         """Deterministic JSON text (the same plan is the same bytes)."""
-        return json.dumps(self.to_json(problem), indent=2, ensure_ascii=False) + "\n"
+        from .strictjson import finite
+
+        return json.dumps(finite(self.to_json(problem)), indent=2, ensure_ascii=False,
+                          allow_nan=False) + "\n"  # strict JSON: no NaN or Infinity
 
     def write(self, problem: Problem, path: str) -> None:
         """Write the plan JSON atomically."""

@@ -16,7 +16,8 @@ from planner.codes import CODES, LAYERS, TABLE, layer
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "planner"
 CODE = re.compile(r"\b[EW]\d{3}\b")
-EXITS = {"SpecError": 1, "UsageError": 2, "InfeasibleError": 3, "SolverError": 4}
+EXITS = {"SpecError": 1, "UsageError": 2, "InfeasibleError": 3, "SolverError": 4,
+         "OutputError": 4}
 
 # Codes used in several modules, each for the one meaning they share there.
 SHARED = {
@@ -45,7 +46,8 @@ HOMES = {
     "3": ("facts.py",),
     "4": ("cli", "simulate.py"),
     "5": ("plan.py", "cli"),
-    "6": ("cli", "commands/", "compare/", "algorithms/__init__.py", "render/diagnostics.py"),
+    "6": ("cli", "commands/", "compare/", "algorithms/__init__.py", "render/diagnostics.py",
+          "io/atomic.py"),
     "7": ("algorithms/",),
     "8": ("algorithms/exact/", "algorithms/auto.py"),
     "9": ("io/", "generate/"),

@@ -19,6 +19,10 @@ def _problem(path: Path) -> tuple[str, str] | None:
         st = None
     except OSError as err:
         return f"it cannot be reached ({err.strerror})", "give a file path you can write"
+    if st is None and path.is_symlink():
+        # following it would create a file wherever the link points
+        return ("it is a symlink to a file that does not exist",
+                "remove the link, or give the path of a regular file")
     if st is not None and stat.S_ISDIR(st.st_mode):
         return "it is a folder", "give a file name, e.g. `" + str(path / "out") + "`"
     if st is not None and not stat.S_ISREG(st.st_mode):

@@ -37,6 +37,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from ..errors import Diagnostic, SolverError, UsageError
+from ..signals import guarded, install_in_worker
 from .rows import empty_row
 from .worker import Point, PointResult, run_point
 
@@ -105,7 +106,10 @@ def _context() -> Any:
 
 
 def _quiet_stdout() -> None:
-    """Send a worker's stdout to stderr: solver banners must not mix with `--json`."""
+    """Set up a worker: its stdout goes to stderr (solver banners must not mix with
+    `--json`), and SIGTERM unwinds the point it runs (its solver's process group and
+    temporary files go with it) before the worker exits (`signals.install_in_worker`)."""
+    install_in_worker()
     try:
         os.dup2(2, 1)
     except OSError:  # pragma: no cover - no stderr to point at
@@ -152,7 +156,7 @@ def _local(points: Sequence[Point], jobs: int, keep_plans: bool, worker: Worker,
                     if any(s for _, s in inflight.values()):
                         break
                     try:
-                        fut = pool.submit(worker, point, keep_plans)
+                        fut = pool.submit(guarded, worker, point, keep_plans)
                     except BrokenProcessPool:  # a point in flight just killed its worker
                         broken = True
                         break
@@ -231,6 +235,11 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
             proc.terminate()
     for proc in procs:
         proc.join(timeout=5)
+    for proc in procs:  # a worker stuck past SIGTERM
+        if proc.is_alive():
+            with contextlib.suppress(Exception):
+                proc.kill()
+                proc.join(timeout=5)
 
 
 def import_ray() -> Any:

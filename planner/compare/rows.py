@@ -33,6 +33,7 @@ from typing import Any
 
 from ..algorithms import names as algorithm_names
 from ..errors import Diagnostic, Span, UsageError
+from ..strictjson import dumps as strict_dumps
 from .settings import Setting, bandwidth_key, devices_key, memory_key
 
 Row = dict[str, Any]
@@ -257,8 +258,8 @@ def dumps_rows(rows: Sequence[Mapping[str, Any]], fmt: str) -> str:
             w.writerow([_csv_cell(r.get(k)) for k in FIELD_NAMES])
         return buf.getvalue()
     if fmt == "json":
-        return json.dumps([to_json_row(r) for r in rows], indent=2, ensure_ascii=False) + "\n"
-    return "".join(json.dumps(to_json_row(r), ensure_ascii=False) + "\n" for r in rows)
+        return strict_dumps([to_json_row(r) for r in rows], indent=2) + "\n"
+    return "".join(strict_dumps(to_json_row(r)) + "\n" for r in rows)
 
 
 def write_rows(path: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]]) -> None:

@@ -1,30 +1,94 @@
-"""Atomic file writes: write a temporary file beside the target, then rename over it."""
+"""Atomic file writes: write a temporary file beside the target, then rename over it.
+
+Only a regular file is ever replaced (or a new one created). A rename over a device, a
+FIFO or a folder would replace that thing itself (`--out /dev/full` as root used to turn
+the device into a JSON file), so anything else is refused (E622), also when it became so
+after the command's up-front check (`commands.outputs`). A symlink to a regular file is
+followed: the file it names is replaced and the link kept; a symlink to nothing is
+refused (it would create a file wherever it points). A failed write (a full disk,
+an I/O error) leaves the target as it was, removes the temporary file and is reported as
+E623.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+from ..errors import Diagnostic, OutputError, UsageError
+
+
+def resolve_target(path: str | os.PathLike[str]) -> Path:
+    """The file a write to `path` replaces: symlinks followed to a regular file or to
+    nothing yet. Raises `UsageError` (E622) when it is anything else."""
+    target = Path(path)
+    real = Path(os.path.realpath(target)) if target.is_symlink() else target
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        if real is not target:  # a planted link would make us create a file elsewhere
+            raise _refused(path, "it is a symlink to a file that does not exist") from None
+        return real
+    except OSError as err:
+        raise _refused(path, f"it cannot be reached ({err.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise _refused(path, f"it is {kind}")
+    return real
+
+
+def _refused(path: str | os.PathLike[str], why: str) -> UsageError:
+    return UsageError(Diagnostic(
+        "E622", f"`{path}`: {why}; nothing was written", None,
+        ("outputs only replace regular files (a temporary file is renamed over them); "
+         "give a file path",)))
+
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write `text` (UTF-8) to `path` so readers see the old file or the new, never half."""
-    target = Path(path)
+    """Write `text` (UTF-8) to `path` so readers see the old file or the new, never half.
+
+    Raises `UsageError` (E622) when `path` is not a regular file (or a symlink to one) and
+    `OutputError` (E623) when the write fails; either way the target is untouched and no
+    temporary file is left.
+    """
+    target = resolve_target(path)
     directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    data = text.encode("utf-8")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if target.exists():
-            os.chmod(tmp, target.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as err:
+        raise _failed(path, err) from None
+    try:
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                mode = os.stat(target).st_mode & 0o777
+            except FileNotFoundError:
+                mode = 0o644
+            os.chmod(tmp, mode)
+            resolve_target(target)  # still a regular file (or nothing) at the last moment
+            os.replace(tmp, target)
+        except OSError as err:
+            raise _failed(path, err) from None
     except BaseException:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         raise
+
+
+def _failed(path: str | os.PathLike[str], err: OSError) -> OutputError:
+    why = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+           errno.EIO: "an input/output error", errno.EROFS: "the file system is read-only",
+           errno.EACCES: "permission denied", errno.EPERM: "permission denied"}.get(
+        err.errno or 0, err.strerror or type(err).__name__)
+    return OutputError(Diagnostic(
+        "E623", f"cannot write `{path}`: {why}; the file was left as it was", None,
+        ("free some space or choose another path, then run the command again",)))

@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 import typer
 
 from ..errors import Diagnostic, PlannerError, render_all
+from ..strictjson import finite
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INFEASIBLE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 log = logging.getLogger("planner")
@@ -105,7 +106,8 @@ class JsonReport:
 
             text = dumps_sarif(self.diagnostics, exit_code, self.subject)
         else:
-            text = json.dumps(self.document(exit_code), indent=2, ensure_ascii=False) + "\n"
+            text = json.dumps(finite(self.document(exit_code)), indent=2, ensure_ascii=False,
+                              allow_nan=False) + "\n"
         sys.stdout.write(text)
         sys.stdout.flush()
 

@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from ...resources import data_text
+from . import children
 
 log = logging.getLogger("planner")
 solver_log = logging.getLogger("planner.solver")
@@ -325,11 +326,7 @@ def solve_pyomo(
     if config is not None and hasattr(config, "solver_output_logger"):
         config.solver_output_logger = solver_log  # appsi: the log goes through logging
         config.log_level = logging.DEBUG
-    logfile = None
-    if not hasattr(opt, "config"):  # shell solvers: collect the log in a file
-        fd, logfile = tempfile.mkstemp(prefix="planner-", suffix=f".{name}.log")
-        os.close(fd)
-        kwargs["logfile"] = logfile
+    shell = not hasattr(opt, "config")  # a solver run as a child process
 
     box: dict[str, Any] = {}
 
@@ -345,21 +342,25 @@ def solve_pyomo(
 
     grace = WATCHDOG_GRACE_S + WATCHDOG_FRACTION * time_limit_s
     killed = False
-    with quiet_stdout(), _private_tempdir():
+    with quiet_stdout(), _private_tempdir() as folder, children.grouped():
+        logfile = os.path.join(folder, f"{name}.log") if shell else None
+        if logfile is not None:  # shell solvers: collect the log in a file
+            kwargs["logfile"] = logfile
         worker = threading.Thread(target=work, name=f"planner-{name}", daemon=True)
         worker.start()
         try:
-            _wait(done, time_limit_s + grace if prof.watchdog and prof.executable else None)
-        except KeyboardInterrupt:
+            _wait(done, time_limit_s + grace if shell else None)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM under the CLI
             _cancel(opt)
-            _kill(prof.executable)
+            children.kill_all()
             done.wait(10.0)  # HiGHS stops at its next callback; a killed child at once
             raise
+        finally:
+            if logfile is not None:
+                _replay_log(logfile)
         if not done.is_set():
-            killed = _kill(prof.executable)
+            killed = children.kill_all()
             done.wait(30.0)
-    if logfile is not None:
-        _replay_log(logfile)
     if not done.is_set():
         return Outcome("error", f"{name} did not stop after its time limit and could not be "
                                 "killed")
@@ -373,17 +374,51 @@ def solve_pyomo(
     results = box["results"]
     status, usable = _map_results(results)
     bound = _finite(getattr(results.problem, "lower_bound", None))
+    said = _said(results.solver.termination_condition)
     if status == "error":
-        return Outcome("error", f"{name} stopped with "
-                                f"{results.solver.termination_condition}", bound)
+        return Outcome("error", f"{name} stopped abnormally ({said})", bound)
+    if status == "nosolution":
+        return Outcome("nosolution", f"{name} said {said} but gave no solution" if
+                       said == "it was optimal" else f"{name} gave no solution ({said})", bound)
     loaded = False
     if usable:
+        # the MIP start's values are still in the variables: clear them, so a solution
+        # file that leaves variables out reads as incomplete, not as the warm start
+        _clear_values(model)
         try:
             model.solutions.load_from(results)
             loaded = True
-        except Exception as err:  # noqa: BLE001 - a foreign plugin's failure is an outcome
-            return Outcome("nosolution", f"{name}: could not load its solution ({err})", bound)
-    return Outcome(status, str(results.solver.termination_condition), bound, loaded)
+        except Exception:  # noqa: BLE001 - a foreign plugin's failure is an outcome
+            return Outcome("nosolution", f"{name} said {said}, but its solution file could "
+                                         "not be read")
+    return Outcome(status, said, bound, loaded)
+
+
+#: Pyomo termination conditions in words
+_SAID = {"optimal": "it was optimal", "globallyOptimal": "it was optimal",
+         "locallyOptimal": "it was optimal", "maxTimeLimit": "its time limit was reached",
+         "maxIterations": "its iteration limit was reached",
+         "userInterrupt": "it was interrupted", "feasible": "it found a solution",
+         "infeasible": "the model is infeasible", "unbounded": "the model is unbounded",
+         "error": "it failed", "solverFailure": "it failed",
+         "internalSolverError": "it failed"}
+
+
+def _said(condition: Any) -> str:
+    """A solver's termination condition as words (`it was optimal`)."""
+    key = str(getattr(condition, "name", condition))
+    return _SAID.get(key, f"status {key}")
+
+
+def _clear_values(model: Any) -> None:
+    """Forget every variable's value, except those their bounds fix (model writers leave
+    those out of the file, so no solver reports them)."""
+    pyo = import_pyomo()
+    for var in model.component_data_objects(pyo.Var, descend_into=True):
+        if var.fixed:
+            continue
+        lb, ub = var.lb, var.ub
+        var.set_value(lb if lb is not None and lb == ub else None, skip_validation=True)
 
 
 def _wait(done: threading.Event, timeout: float | None) -> None:
@@ -404,18 +439,8 @@ def _cancel(opt: Any) -> None:
         highs.cancelSolve()
 
 
-def _kill(executable: str) -> bool:
-    """SIGKILL this process's children running `executable`; whether any was killed."""
-    killed = False
-    for pid in solver_children(executable) if executable else ():
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-            killed = True
-    return killed
-
-
 @contextlib.contextmanager
-def _private_tempdir() -> Iterator[None]:
+def _private_tempdir() -> Iterator[str]:
     """Point Pyomo's temporary files (model, solution, log) at a folder removed afterwards.
 
     A solver killed by the watchdog would otherwise leave its `.lp` and `.soln` files in
@@ -427,7 +452,7 @@ def _private_tempdir() -> Iterator[None]:
     with tempfile.TemporaryDirectory(prefix="planner-solve-") as folder:
         TempfileManager.tempdir = folder
         try:
-            yield
+            yield folder
         finally:
             TempfileManager.tempdir = saved
 

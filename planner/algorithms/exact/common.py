@@ -241,7 +241,7 @@ def conclude(
     elif outcome in ("error", "skipped"):
         reason = message
     else:
-        reason = f"{solver} found no solution ({message})"
+        reason = message or f"{solver} found no solution"  # the back-ends word it
     if warm.plan is None:
         if isinstance(warm.error, InfeasibleError):
             raise InfeasibleError((*warm.error.diagnostics, Diagnostic(

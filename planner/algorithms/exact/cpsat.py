@@ -40,6 +40,7 @@ import dataclasses
 import logging
 import math
 import os
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -374,8 +375,18 @@ class CpsatModel:
             raise UsageError(Diagnostic(
                 "E814", f"cpsat writes its model as a text protocol buffer, not `{ext}`", None,
                 ("use a path ending in .pbtxt (or --algo ilp for .lp and .mps)",)))
-        if not self.model.ExportToFile(path):
-            raise UsageError(Diagnostic("E815", f"cannot write {path}", None))
+        from ...io.atomic import resolve_target
+
+        target = resolve_target(path)  # only a regular file is replaced (E622)
+        fd, tmp = tempfile.mkstemp(prefix=".planner-", suffix=".pbtxt", dir=target.parent)
+        os.close(fd)
+        try:
+            if not self.model.ExportToFile(tmp):
+                raise UsageError(Diagnostic("E815", f"cannot write {path}", None))
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
 
     def solve(self, bud: Budget, gap: float, workers: int, seed: int,
               progress: Any = None) -> Answer:
@@ -428,7 +439,7 @@ class CpsatModel:
         proved = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
         work_done = solver.ResponseProto().deterministic_time
         capped = not proved and not interrupted and work_done < bud.work * 0.999
-        answer = Answer(outcome, f"CP-SAT status {name}", work_done=work_done, capped=capped,
+        answer = Answer(outcome, _said(name, capped), work_done=work_done, capped=capped,
                         interrupted=interrupted)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN):
             raw = solver.BestObjectiveBound()
@@ -446,6 +457,19 @@ class CpsatModel:
         answer.placement = place
         answer.start_s = [solver.Value(v) * self.tick for v in self.s]
         return answer
+
+
+def _said(status: str, capped: bool) -> str:
+    """CP-SAT's status in words, for the fallback reason."""
+    if status == "UNKNOWN":
+        return ("CP-SAT found no solution in the search time left" if capped else
+                "CP-SAT found no solution within its work limit (try a longer --time-limit)")
+    if status == "MODEL_INVALID":
+        return ("CP-SAT could not use the model planner built (numbers out of its range, "
+                "or a bug in planner: please report it with the spec)")
+    return {"OPTIMAL": "CP-SAT proved its model optimal", "FEASIBLE": "CP-SAT found a plan",
+            "INFEASIBLE": "CP-SAT proved its model infeasible"}.get(
+        status, f"CP-SAT stopped with status {status}")
 
 
 @dataclass
@@ -482,18 +506,35 @@ class _Progress:
 
 
 def place(problem: Problem, options: Options) -> Solution:
-    """Solve `problem` exactly with CP-SAT, warm-started; see the module docstring."""
-    return solve(problem, options)
+    """Solve `problem` exactly with CP-SAT, warm-started; see the module docstring.
+
+    `--time-limit` bounds the whole run, heuristics and model build included
+    (`solve(hard_limit=True)`)."""
+    return solve(problem, options, hard_limit=True)
 
 
-def solve(problem: Problem, options: Options, *, warn: bool = True) -> Solution:
+#: a hard time limit T ends the search by T * (1 + OVERSHOOT_FRACTION) + OVERSHOOT_S
+#: since `solve` began, less FINISH_S for what follows the search (reading the answer,
+#: simulating and judging the plan): the overshoot lets a search on a machine with a core
+#: free reach its work limit (and so its reproducible plan) before the clock stops it
+OVERSHOOT_FRACTION = 0.1
+OVERSHOOT_S = 0.5
+FINISH_S = 0.2
+
+
+def solve(problem: Problem, options: Options, *, warn: bool = True,
+          hard_limit: bool = False) -> Solution:
     """`place`, with the fallback warning optional (`auto` reports its own outcome).
 
     The search runs to a work limit derived from `Options.time_limit_s` and the model's
     size (`budget.py`), so the same problem, options and seed give the same plan on any
     load; Ctrl-C raises `Interrupted` with the better of CP-SAT's incumbent and the warm
-    start.
+    start. `hard_limit`: the wall clock since this call also stops the search at the time
+    limit (with a small overshoot: `OVERSHOOT_FRACTION`, `OVERSHOOT_S`), and the model is not built when the heuristics have used the
+    limit up; a plan cut short that way is marked in `info["reason"]`. Without it (`auto`,
+    whose determinism comes first) only the safety cap of `budget.py` applies.
     """
+    t0 = time.perf_counter()
     trivial = empty_solution(problem, "cpsat")
     if trivial is not None:
         return trivial
@@ -505,10 +546,16 @@ def solve(problem: Problem, options: Options, *, warn: bool = True) -> Solution:
     common: dict[str, Any] = {"algorithm": "cpsat", "solver": "cpsat", "lower_s": lower,
                               "tolerance": options.gap, "warn": warn}
     try:
-        if not bud.enough and not options.emit:
+        # the build cannot be cut: it starts only when the whole preparation estimate
+        # (heuristics and build, `budget.py`) still fits in what is left of the limit
+        late = hard_limit and (time.perf_counter() - t0 + bud.prep_s > options.time_limit_s)
+        if (not bud.enough or late) and not options.emit:
+            why = (f"the heuristics took {time.perf_counter() - t0:.3g} s of it, and the "
+                   f"model needs about {bud.prep_s:.3g} s more to build" if
+                   bud.enough else f"the estimated preparation ({bud.prep_s:.3g} s for a "
+                   "model of this size) uses it up")
             return conclude(inst, warm, outcome="skipped", message=(
-                f"no search time left: --time-limit {bud.limit_s:g} s is used up by the "
-                f"estimated preparation ({bud.prep_s:.3g} s for a model of this size)"),
+                f"no search time left in --time-limit {bud.limit_s:g} s: {why}"),
                 placement=None, key=None, solver_bound_s=None, build_s=0.0, solve_s=0.0,
                 extra=extra, **common)
         t_build = time.perf_counter()
@@ -519,6 +566,10 @@ def solve(problem: Problem, options: Options, *, warn: bool = True) -> Solution:
             cp.emit(options.emit)
         if options.progress:
             options.progress(0.05, "solving with CP-SAT")
+        if hard_limit:
+            left = (options.time_limit_s * (1 + OVERSHOOT_FRACTION) + OVERSHOOT_S - FINISH_S
+                    - (time.perf_counter() - t0))
+            bud = dataclasses.replace(bud, wall_cap_s=max(0.01, min(bud.wall_cap_s, left)))
         t_solve = time.perf_counter()
         ans = cp.solve(bud, options.gap, backends.threads_for("cpsat"), options.seed,
                        options.progress)
@@ -529,9 +580,9 @@ def solve(problem: Problem, options: Options, *, warn: bool = True) -> Solution:
         options.progress(1.0, f"CP-SAT: {ans.outcome}")
     extra.update(tick_s=cp.tick, work_done=ans.work_done)
     if ans.capped:
-        extra["reason"] = (f"the wall-clock safety cap ({bud.wall_cap_s:g} s) ended the "
-                           "search before its work limit: another run may return another "
-                           "plan")
+        extra["reason"] = (f"the wall-clock safety cap ({bud.wall_cap_s:.3g} s of search) "
+                           "ended the search before its work limit: another run may return "
+                           "another plan")
     sol = conclude(
         inst, warm, outcome=ans.outcome, message=ans.message, placement=ans.placement,
         key=ans.start_s, solver_bound_s=ans.bound_s, build_s=build_s, solve_s=solve_s,

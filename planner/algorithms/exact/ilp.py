@@ -508,6 +508,9 @@ class IlpModel:
         if fmt is None:
             raise UsageError(Diagnostic("E814", f"cannot write the model as `{ext or path}`",
                                         None, ("use a path ending in .lp or .mps",)))
+        from ...io.atomic import resolve_target
+
+        path = str(resolve_target(path))  # only a regular file is replaced (E622)
         directory = os.path.dirname(os.path.abspath(path))
         fd, tmp = tempfile.mkstemp(prefix=".planner-", suffix=ext, dir=directory)
         os.close(fd)
@@ -600,6 +603,10 @@ def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Soluti
     if progress:
         progress(1.0, f"{options.solver}: {outcome.status}")
     ans = ilp.answer() if outcome.loaded else None
+    if outcome.loaded and ans is None:  # a claim without a whole, integral solution
+        outcome = backends.Outcome("nosolution", (
+            f"{options.solver} said {outcome.message}, but its solution leaves variables "
+            "without a value or fractional; it was not used"))
     bound = outcome.bound * ilp.time_unit if outcome.bound is not None else None
     return conclude(
         inst, warm, algorithm="ilp", solver=options.solver, outcome=outcome.status,
