@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.algorithms.exact.cpsat import OVERSHOOT_FRACTION, OVERSHOOT_S  # noqa: E402
+from planner.algorithms.exact.cpsat import OVERSHOOT_FRACTION, OVERSHOOT_S
 
 HOG = "import time\nend = time.time() + 600\nwhile time.time() < end: pass\n"
 

@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from target import Harness, seeds  # noqa: E402
+from target import Harness, seeds
 
 FINDINGS = HERE / "findings"
 CORPUS = HERE / ".corpus"
@@ -96,13 +96,13 @@ def main() -> int:
               file=sys.stderr)
         return 2
     with atheris.instrument_imports(include=["planner"]):
-        import planner.algorithms.heft  # noqa: F401
-        import planner.algorithms.metf  # noqa: F401
-        import planner.bounds  # noqa: F401
-        import planner.render.html  # noqa: F401
-        import planner.simulate  # noqa: F401
-        import planner.spec.checks  # noqa: F401
-        import planner.spec.load  # noqa: F401
+        import planner.algorithms.heft
+        import planner.algorithms.metf
+        import planner.bounds
+        import planner.render.html
+        import planner.simulate
+        import planner.spec.checks
+        import planner.spec.load
         import planner.strictjson  # noqa: F401
     harness.templates = True  # the structure-aware half (target.from_template)
     if args.fresh and CORPUS.exists():

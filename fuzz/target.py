@@ -15,6 +15,7 @@ counted, not reported: they belong to the spec layer, which is another change's 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import shutil
 import tempfile
@@ -95,7 +96,7 @@ def from_template(data: bytes) -> str:
             x = abs(fdp.ConsumeRegularFloat())
         else:  # ordinary sizes, so that most specs load and reach the later stages
             x = float(fdp.ConsumeIntInRange(1, 4096))
-        return repr(x) if x == x and x != float("inf") else "1"
+        return repr(x) if math.isfinite(x) else "1"
 
     def qty(kind: str) -> str:
         units = _UNITS[kind]
@@ -106,7 +107,7 @@ def from_template(data: bytes) -> str:
         ok = "".join(ch for ch in raw if ch.isascii() and (ch.isalnum() or ch == "_"))
         return ok if ok[:1].isalpha() and ok not in ("gpu", "a", "c", "d") else default
 
-    values = dict(
+    values = dict(  # noqa: C408 - keyword arguments read as a template's fields
         ndev=fdp.ConsumeIntInRange(0, 7), mem=qty("bytes"), dflops=qty("flop_rate"),
         speed=number(), devname=name("cpu0"), dflops2=qty("flop_rate"), mem2=qty("bytes"), bw=qty("rate"),
         lat=qty("time"), bw2=qty("rate"), t1=qty("time"), b1=qty("bytes"), opname=name("b"),

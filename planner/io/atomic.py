@@ -43,8 +43,8 @@ def resolve_target(path: str | os.PathLike[str]) -> Path:
 def _refused(path: str | os.PathLike[str], why: str) -> UsageError:
     return UsageError(Diagnostic(
         "E622", f"`{path}`: {why}; nothing was written", None,
-        ("outputs only replace regular files (a temporary file is renamed over them); "
-         "give a file path",)))
+        (("outputs only replace regular files (a temporary file is renamed over them); "
+          "give a file path"),)))
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import html
 import math
+import sys
+from fractions import Fraction
 from typing import Any
 
-__all__ = ["byte_ticks", "coord", "esc", "log_ticks", "nice_ticks", "svg_open", "tick_bytes", "tick_seconds"]
+__all__ = ["byte_ticks", "coord", "esc", "log_ticks", "nice_ticks", "share", "svg_open",
+           "tick_bytes", "tick_seconds"]
 
 
 def esc(text: Any) -> str:
@@ -49,22 +52,49 @@ def tick_bytes(b: float) -> str:
 
 def byte_ticks(hi: float, n: int = 2) -> list[float]:
     """Round sizes in binary units (0, 4 GiB, 8 GiB) covering [0, hi], about `n` steps."""
+    try:
+        hi = min(float(hi), sys.float_info.max)
+    except OverflowError:  # an int beyond a float's range
+        hi = sys.float_info.max
     unit = next((f for f in (2.0 ** 40, 2.0 ** 30, 2.0 ** 20, 2.0 ** 10) if hi >= f), 1.0)
     return [t * unit for t in nice_ticks(0.0, hi / unit, n)]
 
 
+def share(part: float, whole: float) -> float:
+    """`part / whole` clamped to [0, 1]; exact for integers beyond a float's range (bytes
+    of a spec at its limits), 0 when `whole` is not positive."""
+    try:
+        r = part / whole
+    except OverflowError:  # an int too large for a float: divide exactly
+        try:
+            r = float(Fraction(part) / Fraction(whole))
+        except (OverflowError, ValueError, ZeroDivisionError):
+            return 1.0
+    except ZeroDivisionError:
+        return 0.0
+    if math.isnan(r) or whole <= 0:
+        return 0.0
+    return min(1.0, max(0.0, r))
+
+
 def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    """Round tick values (1, 2, 2.5, 5 × 10^k steps) covering [lo, hi], about `n` of them."""
+    """Round tick values (1, 2, 2.5, 5 × 10^k steps) covering [lo, hi], about `n` of them
+    (at most `4n + 2`, also where `hi` is near the largest float)."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo]
     raw = (hi - lo) / n
-    mag = 10 ** math.floor(math.log10(raw))
+    if not math.isfinite(raw) or raw <= 0:
+        return [lo]
+    mag = 10.0 ** math.floor(math.log10(raw))  # a float: an int here overflows later
     step = next(s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw)
+    first = math.ceil(lo / step) * step
+    top = min(hi * (1 + 1e-9), sys.float_info.max)  # near the float limit, hi * 1.x is inf
     ticks = []
-    t = math.ceil(lo / step) * step
-    while t <= hi * (1 + 1e-9):
+    for k in range(4 * n + 2):  # bounded: a tick that overflows must not loop for ever
+        t = first + k * step
+        if not math.isfinite(t) or t > top:
+            break
         ticks.append(round(t, 12))
-        t += step
     return ticks
 
 

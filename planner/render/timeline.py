@@ -29,7 +29,7 @@ from ..model import Problem
 from ..simulate import SimResult, Transfer
 from ..units import format_bytes, format_seconds
 from .groups import Legend, legend_by_type, op_group
-from .svg import byte_ticks, coord, esc, nice_ticks, svg_open, tick_bytes, tick_seconds
+from .svg import byte_ticks, coord, esc, nice_ticks, share, svg_open, tick_bytes, tick_seconds
 
 __all__ = ["MAX_ARROWS", "TimeAxis", "gantt_svg", "legend_html", "memory_svg",
            "plan_legend", "time_axis", "transfers_table"]
@@ -54,7 +54,7 @@ class TimeAxis:
 
     def x(self, t: float) -> float:
         """The x of time `t` (clamped to the axis)."""
-        return self.left + self.plot_width * min(max(t, 0.0), self.span_s) / self.span_s
+        return self.left + self.plot_width * share(t, self.span_s)
 
     def ticks(self) -> list[float]:
         """Round times to label."""
@@ -309,10 +309,10 @@ def memory_svg(problem: Problem, result: SimResult, *, width: int = WIDTH) -> st
         steps = result.memory_timeline[d] if d < len(result.memory_timeline) else ()
         peak = result.memory_peak_bytes[d] if d < len(result.memory_peak_bytes) else 0
         cap = dev.memory_bytes
-        scale = max(cap, peak, 1) * 1.1
+        scale = max(cap, peak, 1)
 
         def y(b: float, y0: float = y0, scale: float = scale) -> float:
-            return y0 + lane - lane * b / scale
+            return y0 + lane - lane * share(b, scale) / 1.1
 
         for t in byte_ticks(scale):
             out.append(f'<line class="gridline" x1="{axis.left}" x2="{axis.left + axis.plot_width}"'
@@ -320,7 +320,12 @@ def memory_svg(problem: Problem, result: SimResult, *, width: int = WIDTH) -> st
                        f'x="{axis.left - 5}" y="{coord(y(t) + 4)}" text-anchor="end">'
                        f'{esc(tick_bytes(t))}</text>')
         over = " over" if peak > cap else ""
-        pct = f"{100 * peak / cap:.0f}%" if cap else "∞"
+        pct = f"{100 * share(peak, cap):.0f}%" if cap else "∞"
+        if peak > cap:  # over: the share is clamped, the figure is not
+            try:
+                pct = f"{100 * peak / cap:.0f}%"
+            except OverflowError:  # bytes beyond a float's range
+                pct = "∞"
         out.append(f'<path class="mem{over}" d="{_memory_path(steps, axis, y)}" '
                    f'data-tip="{esc(dev.name)}: peak {esc(format_bytes(peak))} of '
                    f'{esc(format_bytes(cap))} ({pct})"/>')

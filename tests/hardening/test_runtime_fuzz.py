@@ -14,7 +14,7 @@ import pytest
 from .runtime_support import ROOT
 
 sys.path.insert(0, str(ROOT / "fuzz"))
-from target import KNOWN_ISSUES, Harness, seeds  # noqa: E402
+from target import KNOWN_ISSUES, Harness, seeds
 
 
 def test_every_seed_goes_through_the_pipeline_without_a_finding() -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.render.html import _nice_ticks, _share
+from planner.render.svg import nice_ticks as _nice_ticks
+from planner.render.svg import share as _share
 
 from .runtime_support import invoke
 

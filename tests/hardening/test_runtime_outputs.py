@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import planner.io.atomic as atomic
 from planner.errors import OutputError, UsageError
+from planner.io import atomic
 
 from .runtime_support import SMALL, invoke
 

@@ -20,7 +20,6 @@ import logging
 import math
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import threading

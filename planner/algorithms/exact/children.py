@@ -45,13 +45,13 @@ def kill_all() -> bool:
     with _lock:
         groups = sorted(_live)
         _live.clear()
-    return any([kill_group(g) for g in groups])
+    return any([kill_group(g) for g in groups])  # noqa: C419 - kill every group, not the first
 
 
 atexit.register(kill_all)
 
 
-def run(cmd: Any, *, input: Any = None, timeout: float | None = None,  # noqa: A002
+def run(cmd: Any, *, input: Any = None, timeout: float | None = None,
         check: bool = False, **kwargs: Any) -> subprocess.CompletedProcess[Any]:
     """`subprocess.run`, with the child in a new session (its own process group) that is
     killed whenever this returns or raises."""
