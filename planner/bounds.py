@@ -472,7 +472,8 @@ def _best_weights(cost: np.ndarray, ok: np.ndarray) -> np.ndarray:
     totals = c_cost.sum(axis=0)
     starts = [np.full(m, 1.0 / m), *np.eye(m)]
     if (totals > 0).all() and np.isfinite(totals).all():
-        thr = 1.0 / totals  # exact for related devices (times proportional to 1/speed)
+        with np.errstate(over="ignore"):  # totals of a few 1e-320 s overflow: skipped
+            thr = 1.0 / totals  # exact for related devices (times proportional to 1/speed)
         if np.isfinite(thr.sum()) and thr.sum() > 0:  # not with times at a float's limits
             starts.append(thr / thr.sum())
     cuts: list[np.ndarray] = []
