@@ -29,6 +29,7 @@ import typer
 from typer.core import TyperGroup
 
 from .algorithms import ALGORITHMS
+from .commands.load_options import LimitOption, RootOption
 from .errors import Diagnostic, Span, SpecError, UsageError, render_all
 from .render.diagnostics import (
     EXIT_INFEASIBLE,
@@ -188,10 +189,12 @@ def _problem(loaded: Any, plan: str | None) -> Any:
 def check(
     paths: Annotated[list[Path], typer.Argument(help="Spec files or folders (*.plan, recursively).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (the diagnostics in its envelope).")] = False,
+    limit: LimitOption = None,
+    root: RootOption = None,
 ) -> None:
     """Check specs for errors: syntax, names, units, cycles, memory that cannot fit."""
     with _guard("check", as_json) as report:
-        from .spec.checks import memory_diagnostics
+        from .spec.checks import plan_diagnostics
         from .spec.load import display_path
 
         diags: list[Diagnostic] = []
@@ -208,8 +211,7 @@ def check(
             diags.extend(loaded.warnings)
             gc.freeze()  # the model is kept while its plans are checked: not worth traversing
             try:
-                for problem in loaded.spec.plans.values():
-                    diags.extend(memory_diagnostics(problem, loaded.locations))
+                diags.extend(plan_diagnostics(loaded.spec.plans.values(), loaded.locations))
             finally:
                 gc.unfreeze()  # the next file's model may replace it
         diags = _dedupe(diags)
@@ -244,6 +246,7 @@ def fmt(
     paths: Annotated[list[Path], typer.Argument(help="Spec files or folders to format in place.")],
     check_only: Annotated[bool, typer.Option("--check", help="Change nothing; exit 1 and list "
                                              "the files that would change.")] = False,
+    limit: LimitOption = None,
 ) -> None:
     """Rewrite specs in the canonical layout (comments kept; idempotent)."""
     with _guard():
@@ -346,6 +349,8 @@ def simulate(
     plan: Annotated[str | None, typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
     placement: Annotated[Path | None, typer.Option("--placement", help="A plan JSON or {\"placement\": {op: device}} file; default: the spec's place/pin statements.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    limit: LimitOption = None,
+    root: RootOption = None,
 ) -> None:
     """Simulate a given placement under the spec's cost model and verify it."""
     with _guard("simulate", as_json) as report:
@@ -370,6 +375,8 @@ def solve(
     emit: Annotated[Path | None, typer.Option("--emit", help="Write the exact model (.lp or .mps; cpsat, ilp).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random and search.")] = 0,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
+    limit: LimitOption = None,
+    root: RootOption = None,
 ) -> None:
     """Place and schedule a spec's graph; print the simulated plan and its lower bound.
 
