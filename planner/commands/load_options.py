@@ -1,9 +1,9 @@
 """`--limit NAME=VALUE` and `--root FOLDER`: the options of every command that loads specs.
 
 Both take effect while the command line is parsed (an option callback), before any file
-is read, and reach `compare`'s worker processes through the environment
-(`PLANNER_LIMITS`, `PLANNER_ROOT`). Every command invocation sets both afresh, so one
-command's `--limit` never leaks into the next one run in the same process.
+is read, reach `compare`'s worker processes through the environment (`PLANNER_LIMITS`,
+`PLANNER_ROOT`), and end with the command (`reset`), so one command's `--limit` or
+`--root` never leaks into the next one run in the same process.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from .. import limits
 from ..spec.load import ROOT_ENV
 
 
-def _set_limits(items: list[str] | None) -> list[str] | None:
+def _set_limits(ctx: typer.Context, items: list[str] | None) -> list[str] | None:
+    ctx.call_on_close(reset)  # they hold for this one command
     try:
         limits.configure(items or [])
     except ValueError as err:
@@ -26,7 +27,8 @@ def _set_limits(items: list[str] | None) -> list[str] | None:
     return items
 
 
-def _set_root(folder: Path | None) -> Path | None:
+def _set_root(ctx: typer.Context, folder: Path | None) -> Path | None:
+    ctx.call_on_close(reset)
     if folder is None:
         os.environ.pop(ROOT_ENV, None)
     elif not folder.is_dir():
@@ -46,3 +48,9 @@ RootOption = Annotated[Path | None, typer.Option(
     "--root", help="Imports (and symlinked specs) must stay inside this folder; default: "
     "the repository (the nearest folder with .git) holding each spec, else its folder.",
     callback=_set_root, show_default=False)]
+
+
+def reset() -> None:
+    """The defaults again, once a command is over (the next may run in this process)."""
+    limits.configure([])
+    os.environ.pop(ROOT_ENV, None)
