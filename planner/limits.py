@@ -54,6 +54,8 @@ DESCRIPTIONS: dict[str, str] = {
 DEFAULTS = Limits()
 #: the environment variable that carries `--limit` items to worker processes (`compare`)
 ENV = "PLANNER_LIMITS"
+#: the environment variable that carries `--root` to worker processes (`spec/load.py`)
+ROOT_ENV = "PLANNER_ROOT"
 
 
 def active() -> Limits:

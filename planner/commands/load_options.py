@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from .. import limits
-from ..spec.load import ROOT_ENV
+from ..limits import ROOT_ENV
 
 
 def _set_limits(ctx: typer.Context, items: list[str] | None) -> list[str] | None:

@@ -86,8 +86,7 @@ def read_source(path: Path, shown: str, at: Span | None = None) -> str:
             ("spec files are UTF-8 text",))) from None
 
 
-#: the environment variable that carries `--root` to worker processes (`compare`)
-ROOT_ENV = "PLANNER_ROOT"
+ROOT_ENV = limits.ROOT_ENV
 
 
 def default_root(path: str | os.PathLike[str]) -> Path:
@@ -260,5 +259,5 @@ def load_text(text: str, file: str = "<string>", base: str | os.PathLike[str] = 
 
 def _lower(modules: list[ast.Module], sources: dict[str, str]) -> Loaded:
     sink = DiagnosticSink()
-    spec, loc = lower(modules, sink)
+    spec, loc = lower(modules, sink, sources)
     return Loaded(spec, loc, sources, [d for d in sink.items])

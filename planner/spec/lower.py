@@ -7,7 +7,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -26,7 +26,15 @@ from ..model import (
     Problem,
     Spec,
 )
-from ..units import EXAMPLES, NON_FINITE, RANGES, SPEED_RANGE, UNIT_TABLE, format_quantity, parse_number
+from ..units import (
+    EXAMPLES,
+    NON_FINITE,
+    RANGES,
+    SPEED_RANGE,
+    UNIT_TABLE,
+    format_quantity,
+    parse_number,
+)
 from . import ast
 from .names import check_names
 from .parse import paused_gc
@@ -146,7 +154,11 @@ def quantity(sink: DiagnosticSink, attr: ast.Attr, dim: str) -> float | None:
     if v.kind == "quantity":  # the usual case first, and no message built for it
         got_dim, factor = UNIT_TABLE[v.unit]
         if got_dim == dim:
-            return _finite(sink, attr, parse_number(v.number) * factor, dim)
+            value = parse_number(v.number) * factor
+            lo, hi = RANGES[dim]
+            if lo <= value <= hi or value == 0:
+                return value
+            return _finite(sink, attr, value, dim)
     example = f"{attr.key} {EXAMPLES.get(dim, '1')}"
     if v.kind == "number":
         sink.error("E220", f"`{attr.key}` needs a unit", v.span,
@@ -206,17 +218,20 @@ def _bytes(x: float | None) -> int:
 # ---- the pass ---------------------------------------------------------------------------
 
 
-def lower(modules: Sequence[ast.Module], sink: DiagnosticSink | None = None) -> tuple[Spec, Locations]:
-    """Lower parsed modules (a file and its imports) into a `Spec`.
+def lower(modules: Sequence[ast.Module], sink: DiagnosticSink | None = None,
+          sources: Mapping[str, str] | None = None) -> tuple[Spec, Locations]:
+    """Lower parsed modules (a file and its imports) into a `Spec`; `sources`, the texts
+    of the modules' files when known, let the name rules skip files of plain ASCII.
 
     Raises `SpecError` with every error found (warnings are kept on the sink).
     """
     with paused_gc():
-        return _lower(modules, sink or DiagnosticSink())
+        return _lower(modules, sink or DiagnosticSink(), sources)
 
 
-def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink) -> tuple[Spec, Locations]:
-    check_names(modules, sink)
+def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
+           sources: Mapping[str, str] | None = None) -> tuple[Spec, Locations]:
+    check_names(modules, sink, sources)
     loc = Locations()
     max_plans = limits.active().plans
     graph_decls: dict[str, ast.GraphDecl] = {}
@@ -261,33 +276,13 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink) -> tuple[Spec, L
     return spec, loc
 
 
-def _over_limits(sink: DiagnosticSink, decl: ast.GraphDecl) -> bool:
-    """Whether `decl` has more ops or edges than the limits allow (reported at the first
-    one past the limit), counted on the syntax tree before any op is built."""
-    lim = limits.active()
-    n_ops = n_edges = 0
-    for item in decl.items:
-        if isinstance(item, ast.OpDecl):
-            n_ops += 1
-            if n_ops > lim.ops:
-                sink.error("E011", f"graph `{decl.name.text}` has more than {lim.ops:_} ops",
-                           item.name.span, f"raise the limit with `--limit ops={2 * lim.ops}`")
-                return True
-        elif isinstance(item, ast.ChainDecl):
-            n_edges += len(item.names) - 1
-            if n_edges > lim.edges:
-                sink.error("E012", f"graph `{decl.name.text}` has more than {lim.edges:_} "
-                           "edges", item.span,
-                           f"raise the limit with `--limit edges={2 * lim.edges}`")
-                return True
-    return False
-
-
 def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> Graph | None:
     gname = decl.name.text
     loc.graphs[gname] = decl.name.span
-    if _over_limits(sink, decl):
-        return None
+    # the limits stop the loops below at the first op or edge past them: what is built
+    # stays within them
+    lim = limits.active()
+    n_edges = 0
     index: dict[str, int] = {}
     ops: list[Op] = []
     spans: list[Span] = []
@@ -295,6 +290,10 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> G
         if not isinstance(item, ast.OpDecl):
             continue
         name = item.name.text
+        if len(ops) == lim.ops:
+            sink.error("E011", f"graph `{gname}` has more than {lim.ops:_} ops",
+                       item.name.span, f"raise the limit with `--limit ops={2 * lim.ops}`")
+            return None
         if name in index:
             sink.error("E202", f"op `{name}` is defined twice in graph `{gname}`", item.name.span,
                        notes=(("first definition", spans[index[name]]),))
@@ -309,6 +308,11 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> G
     grouped = False
     for item in decl.items:
         if isinstance(item, ast.ChainDecl):
+            n_edges += len(item.names) - 1
+            if n_edges > lim.edges:
+                sink.error("E012", f"graph `{gname}` has more than {lim.edges:_} edges",
+                           item.span, f"raise the limit with `--limit edges={2 * lim.edges}`")
+                return None
             if item.both_ways is not None:
                 sink.error("E233", "an edge has one direction; `<->` is for links",
                            item.both_ways, "write `a -> b`; `a -> b` and `b -> a` would be a cycle")

@@ -22,7 +22,7 @@ that has none costs one pass over its names.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from ..errors import DiagnosticSink, Span
 from . import ast
@@ -40,14 +40,22 @@ _ALLOWED_SPACE = " "
 _NOWHERE = Span("<name>")
 
 
-def check_names(modules: Sequence[ast.Module], sink: DiagnosticSink) -> None:
-    """Report every quoted name of `modules` that breaks a rule of the module docstring."""
+def check_names(modules: Sequence[ast.Module], sink: DiagnosticSink,
+                sources: Mapping[str, str] | None = None) -> None:
+    """Report every quoted name of `modules` that breaks a rule of the module docstring.
+
+    `sources` (file -> text), when it holds every module's text, spares the walk over
+    the names of a file of plain ASCII without escapes: no name of it can break a rule.
+    """
+    every = modules
+    if sources is not None:
+        modules = [m for m in modules if not _plain_file(sources.get(m.file))]
     odd = [n for m in modules for n in _names(m) if n.quoted and not _plain(n.text)]
     if not odd:
         return
     for n in odd:
         _check_one(n, sink)
-    plain = {n.text for m in modules for n in _names(m)}  # names with no look-alike
+    plain = {n.text for m in every for n in _names(m)}  # names with no look-alike
     plain = {t for t in plain if t.translate(_LOOKALIKE) == t}
     reported: set[str] = set()
     for n in odd:
@@ -69,6 +77,10 @@ def valid_name(text: str) -> bool:
 def skeleton(text: str) -> str:
     """`text` with its Cyrillic and Greek look-alikes of Latin letters made Latin (E263)."""
     return text.translate(_LOOKALIKE)
+
+
+def _plain_file(text: str | None) -> bool:
+    return text is not None and text.isascii() and "\\" not in text and "\x7f" not in text
 
 
 def _plain(text: str) -> bool:

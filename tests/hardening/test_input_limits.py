@@ -20,7 +20,8 @@ from planner.spec.load import load_path, load_text
 
 from .helpers import invoke
 
-CLUSTER = "cluster c {\n  device d[0..1] { memory 1 GiB }\n  link d[*] <-> d[*] { bandwidth 1 GB/s }\n}\n"
+CLUSTER = ("cluster c {\n  device d[0..1] { memory 1 GiB }\n"
+           "  link d[*] <-> d[*] { bandwidth 1 GB/s }\n}\n")
 
 
 def _diags(text: str, lim: Limits, base: Path | None = None) -> list[tuple[str, int]]:

@@ -60,4 +60,5 @@ def test_a_valid_order_and_start_are_still_read(tmp_path: Path) -> None:
     status, out, err = invoke(["simulate", "s.plan", "--placement", "p.json", "--json"],
                               tmp_path)
     assert status == 0, err
-    assert json.loads(out)["result"]["makespan_s"] == pytest.approx(0.002)  # a, then b (no bytes to move)
+    # a, then b (a has no output to move)
+    assert json.loads(out)["result"]["makespan_s"] == pytest.approx(0.002)

@@ -92,3 +92,15 @@ def test_table_cells_show_names_as_written(tmp_path: Path) -> None:
     from planner.render.terminal import _n
 
     assert _n("[red]gpu0\x1b") == "\\[red]gpu0\\u001b"
+
+
+def test_a_look_alike_of_a_name_in_another_file_is_found(tmp_path: Path) -> None:
+    from planner.spec.load import load_path
+
+    (tmp_path / "a.plan").write_text("graph op {\n  op x { time 1 ms }\n}\n")  # plain ASCII
+    (tmp_path / "b.plan").write_text(
+        'import "a.plan"\ncluster "ор" {\n  device d0 { memory 1 GiB }\n}\n')  # Cyrillic
+    with pytest.raises(SpecError) as info:
+        load_path(tmp_path / "b.plan")
+    (d,) = info.value.diagnostics
+    assert d.code == "E263" and d.span is not None and d.span.file.endswith("b.plan")
