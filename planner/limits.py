@@ -18,11 +18,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The limits of one load. The defaults admit a 64 MiB spec (about 300,000 ops written
-    as `planner generate` writes them) and every real spec we know many times over."""
+    """The limits of one load. Parsing takes about 70 bytes of memory per byte of spec, so
+    the default file size (32 MiB: about 150,000 ops as `bench/bench_parse.py` writes
+    them, the 100,000-op benchmark included) keeps a load near 2 GB; every real spec we
+    know is far smaller."""
 
     #: bytes of one input file (a spec, an import, a placement file): E007
-    file_bytes: int = 64 * 1024 * 1024
+    file_bytes: int = 32 * 1024 * 1024
     #: ops of one graph: E011
     ops: int = 500_000
     #: edges (chain hops) of one graph: E012

@@ -4,6 +4,7 @@ apply defaults, validate. Every problem of every file is collected, then raised 
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import math
 import re
@@ -258,14 +259,15 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
                 continue
             first[key] = item.name.span
             table[item.name.text] = item  # type: ignore[assignment]
-    graphs = {n: _lower_graph(sink, d, loc) for n, d in graph_decls.items()}
+    globs: dict[str, _Globs] = {}  # graph name -> its op names, for glob patterns
+    graphs = {n: _lower_graph(sink, d, loc, globs) for n, d in graph_decls.items()}
     clusters = {n: _lower_cluster(sink, d, loc) for n, d in cluster_decls.items()}
     if clusters:
         _unknown_time_kinds(sink, graph_decls, clusters)
     plans: dict[str, Problem] = {}
     unrunnable: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for n, d in plan_decls.items():
-        p = _lower_plan(sink, d, graphs, clusters, loc, unrunnable)
+        p = _lower_plan(sink, d, graphs, clusters, loc, unrunnable, globs)
         if p is not None:
             plans[n] = p
     sink.raise_if_errors()
@@ -276,7 +278,8 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
     return spec, loc
 
 
-def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> Graph | None:
+def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
+                 globs: dict[str, _Globs]) -> Graph | None:
     gname = decl.name.text
     loc.graphs[gname] = decl.name.span
     # the limits stop the loops below at the first op or edge past them: what is built
@@ -332,7 +335,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> G
                 edges[(a, b)] = nbytes
                 edge_spans.setdefault((a, b), n.span)
         elif isinstance(item, ast.ColocateDecl):
-            members = _resolve_ops(sink, item.ops, index, gname)
+            members = _resolve_ops(sink, item.ops, index, gname, globs)
             for m in members[1:]:
                 groups.union(members[0], m)
             grouped = grouped or len(members) > 1
@@ -401,15 +404,41 @@ def _resolve_op(sink: DiagnosticSink, n: ast.Name, index: dict[str, int], g: str
     return i
 
 
-def _resolve_ops(sink: DiagnosticSink, names: Iterable[ast.Name], index: dict[str, int],
-                 g: str) -> list[int]:
+class _Globs:
+    """Glob patterns over the op names of one graph: each pattern is matched once, and
+    only against the names that start with its literal prefix (found by bisection), so
+    `colocate "layer12/*"` on a 100,000-op graph does not scan every name."""
+
+    def __init__(self, index: Mapping[str, int]) -> None:
+        self.names = sorted(index)
+        self.index = index
+        self.done: dict[str, list[int]] = {}
+
+    def match(self, pattern: str) -> list[int]:
+        """The indices of the ops whose name matches `pattern`."""
+        hits = self.done.get(pattern)
+        if hits is None:
+            m = _GLOB.search(pattern)
+            prefix = pattern[: m.start()] if m else pattern
+            lo = bisect.bisect_left(self.names, prefix)
+            hi = bisect.bisect_left(self.names, prefix + "\U0010ffff", lo)
+            test = re.compile(fnmatch.translate(pattern)).match
+            hits = [self.index[n] for n in self.names[lo:hi] if test(n)]
+            self.done[pattern] = hits
+        return hits
+
+
+def _resolve_ops(sink: DiagnosticSink, names: Iterable[ast.Name], index: Mapping[str, int],
+                 g: str, globs: dict[str, _Globs]) -> list[int]:
     """Op names or glob patterns -> sorted unique op indices (unknowns reported)."""
     out: set[int] = set()
     for n in names:
         if n.text in index:
             out.add(index[n.text])
         elif _GLOB.search(n.text):
-            hits = [i for name, i in index.items() if fnmatch.fnmatchcase(name, n.text)]
+            if g not in globs:
+                globs[g] = _Globs(index)
+            hits = globs[g].match(n.text)
             if not hits:
                 sink.error("E204", f"pattern `{n.text}` matches no op of graph `{g}`", n.span)
             out.update(hits)
@@ -567,7 +596,8 @@ def _resolve_devs(sink: DiagnosticSink, ref: ast.DevRef, index: dict[str, int],
 
 def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Graph | None],
                 clusters: dict[str, Cluster | None], loc: Locations,
-                unrunnable: dict[tuple[str, str], list[tuple[int, int]]]) -> Problem | None:
+                unrunnable: dict[tuple[str, str], list[tuple[int, int]]],
+                globs: dict[str, _Globs]) -> Problem | None:
     pname = decl.name.text
     loc.plans[pname] = decl.name.span
     settings = _Attrs(sink, [i for i in decl.items if isinstance(i, ast.Attr)], PLAN_SETTINGS,
@@ -590,7 +620,7 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
         if d is None:
             sink.error("E207", f"unknown device `{item.device.text}` in cluster `{cluster.name}`",
                        item.device.span, *_hints(sink, item.device.text, dev_index))
-        ops = _resolve_ops(sink, item.ops, op_index, graph.name)
+        ops = _resolve_ops(sink, item.ops, op_index, graph.name, globs)
         if d is None:
             continue
         table = pins if item.hard else placement

@@ -421,7 +421,7 @@ def _key_dims(text: str, unit_start: int) -> set[str]:
             if m.group(1) in t}
 
 
-_STRING_PREFIX = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*')
+_STRING_PREFIX = re.compile(r'"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+')
 
 
 def _bad_string(text: str, file: str, line: int, col: int, pos: int) -> Diagnostic:
@@ -496,7 +496,7 @@ def _end_position(text: str) -> tuple[int, int, int]:
     return line, col, pos
 
 
-_SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|[{}]')
+_SCAN = re.compile(r'"(?:[^"\\\n]++|\\.)*+"|#[^\n]*+|[{}]')
 
 
 def _open_block(text: str, upto: int) -> str | None:

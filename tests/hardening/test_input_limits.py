@@ -33,7 +33,7 @@ def _diags(text: str, lim: Limits, base: Path | None = None) -> list[tuple[str, 
 def test_limits_live_in_one_frozen_table_with_documented_defaults() -> None:
     d = limits.DEFAULTS
     assert (d.file_bytes, d.ops, d.edges, d.devices, d.link_pairs, d.plans, d.import_depth,
-            d.diagnostics) == (64 * 2**20, 500_000, 2_000_000, 1024, 4 * 2**20, 10_000, 64, 100)
+            d.diagnostics) == (32 * 2**20, 500_000, 2_000_000, 1024, 4 * 2**20, 10_000, 64, 100)
     with pytest.raises(AttributeError):
         d.ops = 1  # type: ignore[misc]
     assert set(limits.DESCRIPTIONS) == set(Limits.__slots__)
@@ -114,3 +114,22 @@ def test_a_placement_file_of_unknown_ops_prints_a_bounded_report(tmp_path: Path)
     assert code == 1
     assert err.count("error[E503]") == 100 and "19900 more diagnostic(s)" in err
     assert len(err) < 40_000
+
+
+def test_an_unterminated_string_costs_no_memory_per_byte() -> None:
+    """A 2 MB unterminated string: the string terminal is possessive, so a failed match
+    keeps no backtracking state (before: 300 bytes per byte, 3 GB for 10 MB)."""
+    import tracemalloc
+
+    from planner.spec.parse import parse
+
+    text = 'graph g { op "' + "x" * 2_000_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(SpecError) as info:
+            parse(text, "s.plan")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert info.value.diagnostics[0].code == "E104"
+    assert peak < 40 * 2**20, peak  # the text itself is 2 MB; before: 600 MB
