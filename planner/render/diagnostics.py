@@ -37,9 +37,11 @@ def debug_enabled() -> bool:
 def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
     """The text of the files diagnostics point at, for caret lines.
 
-    Only a file that starts as a spec does (or a placement JSON object) is ever shown: a
-    diagnostic may point at any file an import or a symlink named (`.git-credentials`),
-    and its lines must not reach a CI log. Lone `\r` end lines, as for the parser.
+    A spec's diagnostic may point at any file an import or a symlink named
+    (`.git-credentials`), and its lines must not reach a CI log: a file is shown only if
+    it starts as a spec does, or, for a placement file's diagnostic (E5xx), as a placement
+    JSON object. An importer's diagnostic (E9xx, W9xx) shows the file the user asked to
+    import as that format. Lone `\r` end lines, as for the parser.
     """
     from ..limits import active
     from ..spec.parse import line_ends, looks_like_spec
@@ -47,6 +49,7 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
     cap = active().file_bytes
     out: dict[str, str] = {}
     for d in diags:
+        layer = d.code[1:2]
         for span in [d.span, *(s for _, s in d.notes)]:
             if span is None or span.file in out:
                 continue
@@ -58,7 +61,8 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
                 text = p.read_bytes().decode("utf-8", errors="replace")
             except OSError:
                 continue
-            if looks_like_spec(text) or _looks_like_placement(text):
+            if layer == "9" or looks_like_spec(text) or (
+                    layer == "5" and _looks_like_placement(text)):
                 out[span.file] = line_ends(text)
     return out
 
