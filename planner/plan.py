@@ -226,9 +226,13 @@ def _hints(sink: DiagnosticSink, name: Any, candidates: Mapping[str, int]) -> tu
 
 def _quoted(value: Any) -> str:
     """A value from the file as a message shows it: short, every control character
-    escaped (JSON's own escapes), in backticks."""
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else \
-        json.dumps(value, ensure_ascii=False)[1:-1]
+    escaped (JSON's own escapes), in backticks; a list or an object by its size only."""
+    if isinstance(value, (list, dict)):
+        return f"of {len(value)} item(s)"
+    if isinstance(value, str):
+        text = json.dumps(value[:81], ensure_ascii=False)[1:-1]
+    else:
+        text = json.dumps(value)
     return f"`{text[:80]}{'…' if len(text) > 80 else ''}`"
 
 
