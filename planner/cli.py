@@ -294,6 +294,9 @@ def _read_placement(problem: Any, path: Path) -> Any:
     text = read_source(path, shown)
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise SpecError(Diagnostic("E500", "invalid JSON: nested too deeply",
+                                   Span.start_of(shown))) from None
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
                                    Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1,

@@ -62,3 +62,13 @@ def test_a_valid_order_and_start_are_still_read(tmp_path: Path) -> None:
     assert status == 0, err
     # a, then b (a has no output to move)
     assert json.loads(out)["result"]["makespan_s"] == pytest.approx(0.002)
+
+
+def test_a_deeply_nested_placement_file_is_invalid_json_not_an_internal_error(
+        tmp_path: Path) -> None:
+    (tmp_path / "s.plan").write_text(SPEC)
+    (tmp_path / "p.json").write_text("[" * 100_000 + "]" * 100_000)
+    status, out, _ = invoke(["simulate", "s.plan", "--placement", "p.json", "--json"],
+                            tmp_path)
+    (d,) = json.loads(out)["diagnostics"]
+    assert (status, d["code"], d["file"]) == (1, "E500", "p.json")
