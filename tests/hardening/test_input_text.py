@@ -104,3 +104,11 @@ def test_a_look_alike_of_a_name_in_another_file_is_found(tmp_path: Path) -> None
         load_path(tmp_path / "b.plan")
     (d,) = info.value.diagnostics
     assert d.code == "E263" and d.span is not None and d.span.file.endswith("b.plan")
+
+
+def test_fmt_reads_cr_line_ends_like_lf() -> None:
+    from planner.spec.format import format_source
+
+    text = "# comment\n\ngraph g {\n  op a { time 1 ms }  # c2\n\n  op b { time 1 ms }\n}\n"
+    assert format_source(text.replace("\n", "\r")) == format_source(text)
+    assert "# comment\n\ngraph g" in format_source(text.replace("\n", "\r"))
