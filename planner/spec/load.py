@@ -221,8 +221,8 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
     elif _outside(first, base):  # a symlink that leads out, or --root elsewhere
         shown = display_path(Path(path))
         reader.sink.error("E008", f"{shown} leads outside the root `{display_path(base)}`",
-                          Span.start_of(shown), "a symlink out of the root is not followed; "
-                          "choose another root with `--root FOLDER`")
+                          Span.start_of(shown), "the file, or a symlink's target, is not "
+                          "read outside the root; choose another with `--root FOLDER`")
     else:
         reader.run(first)
     if reader.sink.has_errors:

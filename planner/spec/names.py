@@ -15,8 +15,8 @@ a located error:
   Latin, mapped to those) equals another name of the spec must equal it.
 
 Letters of any script remain valid (`"aé"`, `"层1"`). Bare names are ASCII by the grammar,
-so only quoted names with non-ASCII or non-printable characters are looked at: a spec
-that has none costs one pass over its names.
+so only quoted names with non-ASCII or non-printable characters are looked at, and a
+file of plain ASCII without escapes is not walked at all.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from ..errors import DiagnosticSink, Span
 from . import ast
 
-#: Cyrillic and Greek letters that look like Latin ones (Unicode's confusables.txt,
-#: the single-letter cases), to the Latin letter
+#: Cyrillic and Greek letters that look like Latin ones, to the Latin letter (the
+#: single-letter cases of Unicode's confusables.txt for these scripts, a subset)
 _LOOKALIKE = str.maketrans(
     "аВсеһіјКкМНОорԛѕТԝхуЅІЈАЕРСХУԁɡ"
     "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοικνρτυχ",
