@@ -49,18 +49,21 @@ def __getattr__(name: str) -> Any:
 __version__ = "0.1.0"
 
 
-def load(path: str | os.PathLike[str]) -> Spec:
-    """Load a spec file (and its imports). Raises `SpecError` with diagnostics."""
+def load(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> Spec:
+    """Load a spec file (and its imports, which stay inside `root`: by default the
+    repository holding `path`, else its folder). Raises `SpecError` with diagnostics."""
     from .spec.load import load_path
 
-    return load_path(path).spec
+    return load_path(path, root).spec
 
 
-def loads(text: str, file: str = "<string>", base: str | os.PathLike[str] = ".") -> Spec:
-    """Load spec text; imports are relative to `base`. Raises `SpecError`."""
+def loads(text: str, file: str = "<string>", base: str | os.PathLike[str] = ".",
+          root: str | os.PathLike[str] | None = None) -> Spec:
+    """Load spec text; imports are relative to `base` and stay inside `root` (by default
+    the repository holding `base`, else `base`). Raises `SpecError`."""
     from .spec.load import load_text
 
-    return load_text(text, file, base).spec
+    return load_text(text, file, base, root).spec
 
 
 def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Result:

@@ -31,6 +31,7 @@ import typer
 from typer.core import TyperGroup
 
 from .algorithms import ALGORITHMS
+from .commands.load_options import LimitOption, RootOption
 from .errors import Diagnostic, Span, SpecError, UsageError, render_all
 from .render.diagnostics import (
     EXIT_INFEASIBLE,
@@ -234,11 +235,13 @@ def check(
     paths: Annotated[list[Path], typer.Argument(help="Spec files or folders (*.plan, recursively).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (the diagnostics in its envelope).")] = False,
     output: FormatOption = None,
+    limit: LimitOption = None,
+    root: RootOption = None,
 ) -> None:
     """Check specs for errors: syntax, names, units, cycles, memory that cannot fit."""
     with _guard("check", _output(output, as_json)) as report:
         _check_output(output, as_json)
-        from .spec.checks import memory_diagnostics
+        from .spec.checks import plan_diagnostics
         from .spec.load import display_path
 
         diags: list[Diagnostic] = []
@@ -255,8 +258,7 @@ def check(
             diags.extend(loaded.warnings)
             gc.freeze()  # the model is kept while its plans are checked: not worth traversing
             try:
-                for problem in loaded.spec.plans.values():
-                    diags.extend(memory_diagnostics(problem, loaded.locations))
+                diags.extend(plan_diagnostics(loaded.spec.plans.values(), loaded.locations))
             finally:
                 gc.unfreeze()  # the next file's model may replace it
         diags = _dedupe(diags)
@@ -293,6 +295,7 @@ def fmt(
     diff: Annotated[bool, typer.Option("--diff", help="Change nothing; print the changes as a unified diff (exit 5 if any).")] = False,
     stdin_filename: Annotated[str | None, typer.Option("--stdin-filename", help="The name `fmt -` gives standard input in diagnostics and diffs.")] = None,
     output: FormatOption = None,
+    limit: LimitOption = None,
 ) -> None:
     """Rewrite specs in the canonical layout (comments kept; idempotent).
 
@@ -324,6 +327,9 @@ def _read_placement(problem: Any, path: Path) -> Any:
     text = read_source(path, shown)
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise SpecError(Diagnostic("E500", "invalid JSON: nested too deeply",
+                                   Span.start_of(shown))) from None
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
                                    Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1,
@@ -387,6 +393,8 @@ def simulate(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
     output: FormatOption = None,
     trace: Annotated[Path | None, typer.Option("--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev).")] = None,
+    limit: LimitOption = None,
+    root: RootOption = None,
 ) -> None:
     """Simulate a given placement under the spec's cost model and verify it."""
     with _guard("simulate", _output(output, as_json)) as report:
@@ -418,6 +426,8 @@ def solve(
     seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random and search.")] = 0,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
     trace: Annotated[Path | None, typer.Option("--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev).")] = None,
+    limit: LimitOption = None,
+    root: RootOption = None,
 ) -> None:
     """Place and schedule a spec's graph; print the simulated plan and its lower bound.
 

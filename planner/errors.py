@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
 
+from . import limits
+
 
 class Severity(str, enum.Enum):
     """How bad a diagnostic is."""
@@ -148,7 +150,8 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> tuple[str, ...]:
     matcher.set_seq2(name)
     for cand in candidates:
         matcher.set_seq1(cand)
-        if matcher.real_quick_ratio() < 0.6 or matcher.quick_ratio() < 0.6:
+        floor = max(0.6, best_score + 1e-12)  # to win, a candidate must beat the best
+        if matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor:
             continue  # cheap upper bounds of ratio() already too low
         score = matcher.ratio()
         if score >= 0.6 and score > best_score:
@@ -189,22 +192,26 @@ def site_span(site: CallSite | None) -> Span | None:
                 end_col + 1 if end_col is not None else column + 1)
 
 
-MAX_DIAGNOSTICS = 100
-
-
 @dataclass
 class DiagnosticSink:
     """Collects diagnostics during a pass; `raise_if_errors` raises them all at once.
 
-    After `MAX_DIAGNOSTICS` it only counts (`dropped`): a generated file with one mistake
-    repeated 100,000 times needs the first few reports, not all of them.
+    After the `diagnostics` limit (`planner.limits`) it only counts (`dropped`): a
+    generated file with one mistake repeated 100,000 times needs the first few reports,
+    not all of them. Callers test `full` before building costly hints (did you mean).
     """
 
     items: list[Diagnostic] = field(default_factory=list)
     dropped: int = 0
+    cap: int = field(default_factory=lambda: limits.active().diagnostics)
+
+    @property
+    def full(self) -> bool:
+        """Whether the next diagnostic would only be counted."""
+        return len(self.items) >= self.cap
 
     def _add(self, diag: Diagnostic) -> None:
-        if len(self.items) < MAX_DIAGNOSTICS:
+        if len(self.items) < self.cap:
             self.items.append(diag)
         else:
             self.dropped += 1
@@ -264,15 +271,20 @@ def render(diag: Diagnostic, sources: Mapping[str, str] | _Lines | None = None) 
     """Render one diagnostic like a compiler: location, message, source line, caret, hints."""
     sources = sources if isinstance(sources, _Lines) else _Lines(sources or {})
     span = diag.span
-    head = f"{diag.severity.value}[{diag.code}]: {diag.message}"
+    head = f"{diag.severity.value}[{diag.code}]: {_one_line(diag.message)}"
     lines = [f"{span.file}:{span.line}:{span.column}: {head}" if span else head]
     if span is not None:
         lines.extend(_excerpt(span, sources.get(span.file)))
     for message, where in diag.notes:
-        lines.append(f"  = note: {message} at {where.file}:{where.line}:{where.column}")
+        lines.append(f"  = note: {_one_line(message)} at {where.file}:{where.line}:{where.column}")
         lines.extend(_excerpt(where, sources.get(where.file)))
-    lines.extend(f"  = hint: {h}" for h in diag.hints)
+    lines.extend(f"  = hint: {_one_line(h)}" for h in diag.hints)
     return "\n".join(lines)
+
+
+def _one_line(text: str) -> str:
+    """A message on one line, whatever names it quotes (a name may come from JSON)."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 # Control characters of the source (NUL, ESC, ...) are shown as U+FFFD, one column each:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import Diagnostic, Span, SpecError, did_you_mean
+from .errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean
 from .model import Graph, Problem
 
 FORMAT = "planner.plan"
@@ -118,11 +118,14 @@ def given_placement(problem: Problem, *hints: str) -> tuple[int, ...]:
 def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>") -> Plan:
     """Read a plan JSON object, or a bare `{"placement": {op: device}}`, for `problem`.
 
-    Every op must be placed on a known device; problems are collected and raised together
-    as a `SpecError` with did-you-mean hints.
+    Every op must be placed on a known device; `order` must map devices to lists of op
+    names and `start_s` ops to finite seconds. Problems are collected (up to the
+    diagnostics limit, after which they are only counted and get no did-you-mean) and
+    raised together as a `SpecError`. Names from the file are quoted with `repr`-style
+    escapes, so a key holding control characters cannot forge output lines.
     """
     where = Span.start_of(source)
-    errors: list[Diagnostic] = []
+    sink = DiagnosticSink()
     if not isinstance(data, Mapping) or not isinstance(data.get("placement"), Mapping):
         raise SpecError(
             Diagnostic(
@@ -134,14 +137,8 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>")
         )
     version = data.get("version", VERSION)
     if data.get("format", FORMAT) != FORMAT or version != VERSION:
-        errors.append(
-            Diagnostic(
-                "E502",
-                f"unsupported plan format {data.get('format')!r} version {version!r}",
-                where,
-                (f"this planner reads {FORMAT} version {VERSION}",),
-            )
-        )
+        sink.error("E502", f"unsupported plan format {_quoted(data.get('format'))} version "
+                   f"{_quoted(version)}", where, f"this planner reads {FORMAT} version {VERSION}")
     op_index = problem.graph.op_index
     dev_index = problem.cluster.device_index
     placement = [-1] * len(problem.graph.ops)
@@ -149,47 +146,101 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>")
         i = op_index.get(op_name)
         d = dev_index.get(dev_name) if isinstance(dev_name, str) else None
         if i is None:
-            errors.append(
-                Diagnostic("E503", f"unknown op `{op_name}` in placement", where,
-                           did_you_mean(str(op_name), op_index))
-            )
+            sink.error("E503", f"unknown op {_quoted(op_name)} in placement", where,
+                       *_hints(sink, op_name, op_index))
         elif d is None:
-            errors.append(
-                Diagnostic("E504", f"op `{op_name}` is placed on unknown device `{dev_name}`",
-                           where, did_you_mean(str(dev_name), dev_index))
-            )
+            sink.error("E504", f"op {_quoted(op_name)} is placed on unknown device "
+                       f"{_quoted(dev_name)}", where, *_hints(sink, dev_name, dev_index))
         else:
             placement[i] = d
     missing = [problem.graph.ops[i].name for i, d in enumerate(placement) if d == -1]
-    if missing and not errors:
+    if missing and not sink.items:
         shown = ", ".join(f"`{m}`" for m in missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        errors.append(
-            Diagnostic("E505", f"the placement leaves {len(missing)} op(s) unplaced: {shown}{more}",
-                       where, ("place every op of the graph",))
-        )
-    order = None
-    if not errors and isinstance(data.get("order"), Mapping):
-        seqs: list[list[int]] = [[] for _ in problem.cluster.devices]
-        for dev_name, names in data["order"].items():
-            d = dev_index.get(dev_name)
-            if d is None or not isinstance(names, list):
-                errors.append(Diagnostic("E504", f"unknown device `{dev_name}` in order", where,
-                                         did_you_mean(str(dev_name), dev_index)))
-                continue
-            for name in names:
-                i = op_index.get(name)
-                if i is None:
-                    errors.append(Diagnostic("E503", f"unknown op `{name}` in order", where,
-                                             did_you_mean(str(name), op_index)))
-                else:
-                    seqs[d].append(i)
-        order = tuple(map(tuple, seqs))
-    if errors:
-        raise SpecError(errors)
-    start = None
-    if isinstance(data.get("start_s"), Mapping):
-        st = data["start_s"]
-        if all(op.name in st for op in problem.graph.ops):
-            start = tuple(float(st[op.name]) for op in problem.graph.ops)
+        sink.error("E505", f"the placement leaves {len(missing)} op(s) unplaced: {shown}{more}",
+                   where, "place every op of the graph")
+    order = _read_order(problem, data.get("order"), sink, where)
+    start = _read_start(problem, data.get("start_s"), sink, where)
+    sink.raise_if_errors()
     return Plan(tuple(placement), order, start, str(data.get("algorithm", "")))
+
+
+def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: Span
+                ) -> tuple[tuple[int, ...], ...] | None:
+    """`order`: {device: [op, ...]} -> per-device op indices (None when absent or when
+    the placement already failed)."""
+    if raw is None or sink.has_errors:
+        return None
+    if not isinstance(raw, Mapping):
+        sink.error("E508", f"`order` must be an object of device names to lists of op "
+                   f"names, not {_kind(raw)}", where, 'for example "order": {"gpu0": ["a", "b"]}')
+        return None
+    op_index = problem.graph.op_index
+    dev_index = problem.cluster.device_index
+    seqs: list[list[int]] = [[] for _ in problem.cluster.devices]
+    for dev_name, names in raw.items():
+        d = dev_index.get(dev_name)
+        if d is None:
+            sink.error("E504", f"unknown device {_quoted(dev_name)} in order", where,
+                       *_hints(sink, dev_name, dev_index))
+            continue
+        if not isinstance(names, list):
+            sink.error("E508", f"`order` of device {_quoted(dev_name)} must be a list of op "
+                       f"names, not {_kind(names)}", where)
+            continue
+        for name in names:
+            if not isinstance(name, str):
+                sink.error("E508", f"`order` of device {_quoted(dev_name)} holds "
+                           f"{_kind(name)} where an op name is expected", where)
+                continue
+            i = op_index.get(name)
+            if i is None:
+                sink.error("E503", f"unknown op {_quoted(name)} in order", where,
+                           *_hints(sink, name, op_index))
+            else:
+                seqs[d].append(i)
+    return tuple(map(tuple, seqs))
+
+
+def _read_start(problem: Problem, raw: Any, sink: DiagnosticSink, where: Span
+                ) -> tuple[float, ...] | None:
+    """`start_s`: {op: seconds}; used only when it gives every op a start."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        sink.error("E509", f"`start_s` must be an object of op names to seconds, not "
+                   f"{_kind(raw)}", where, 'for example "start_s": {"a": 0.0, "b": 0.0015}')
+        return None
+    for name, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not 0 <= value < float("inf"):
+            sink.error("E509", f"`start_s` of op {_quoted(name)} must be finite seconds, at "
+                       f"least 0, not {_kind(value)}", where)
+            return None
+    if not all(op.name in raw for op in problem.graph.ops):
+        return None
+    return tuple(float(raw[op.name]) for op in problem.graph.ops)
+
+
+def _hints(sink: DiagnosticSink, name: Any, candidates: Mapping[str, int]) -> tuple[str, ...]:
+    """A did-you-mean hint, but only while diagnostics are still shown."""
+    return () if sink.full else did_you_mean(str(name)[:200], candidates)
+
+
+def _quoted(value: Any) -> str:
+    """A value from the file as a message shows it: short, every control character
+    escaped (JSON's own escapes), in backticks; a list or an object by its size only."""
+    if isinstance(value, (list, dict)):
+        return f"of {len(value)} item(s)"
+    if isinstance(value, str):
+        text = json.dumps(value[:81], ensure_ascii=False)[1:-1]
+    else:
+        text = json.dumps(value)
+    return f"`{text[:80]}{'…' if len(text) > 80 else ''}`"
+
+
+def _kind(value: Any) -> str:
+    """`value` described by its JSON type and a short rendering."""
+    kinds = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+             list: "a list", dict: "an object", type(None): "null"}
+    return f"{kinds.get(type(value), 'a value')} {_quoted(value)}"

@@ -44,6 +44,25 @@ EXAMPLES: Final[dict[str, str]] = {
 }
 
 
+#: dimension -> (smallest positive, largest) value in base units that a spec may give; 0
+#: is valid where the attribute allows it (`speed`, `flops` rates and `bandwidth` must
+#: be positive). The bounds keep every later stage exact and finite: sizes stay far
+#: below 2**63 bytes when summed over 500,000 ops (CP-SAT's integers), and the longest
+#: step (1e6 s of compute at the slowest `speed`, the largest tensor over the slowest
+#: link) stays finite in every simulator, bound, LP and report.
+RANGES: Final[dict[str, tuple[float, float]]] = {
+    "time": (1e-12, 1e6),               # 1 ps .. about 11.6 days (op times, latencies)
+    "size": (1.0, float(2**50)),        # 1 B .. 1 PiB (memory, params, output, temp, bytes)
+    "bandwidth": (1.0, 1e15),           # 1 B/s .. 1 PB/s
+    "work": (1.0, 1e18),                # 1 FLOP .. 1 EFLOP
+    "rate": (1e6, 1e18),                # 1 MFLOPS .. 1 EFLOPS
+}
+#: the range of a device's unitless `speed`
+SPEED_RANGE: Final[tuple[float, float]] = (1e-6, 1e6)
+#: names that read as numbers to a person but are not numbers in a spec
+NON_FINITE: Final[frozenset[str]] = frozenset({"nan", "inf", "infinity", "-inf", "+inf"})
+
+
 def parse_number(text: str) -> float:
     """Parse a spec number (`1_000`, `1.5`, `2e-3`)."""
     return float(text.replace("_", ""))

@@ -27,6 +27,8 @@ from rich.text import Text
 from ..compare import DEFAULT_ALGORITHMS, Row, SweepResult, wins
 from ..render.diagnostics import stdout_console
 
+from .load_options import LimitOption, RootOption
+
 _HELP_ALGOS = ("Comma-separated algorithms: auto, msct, metf, mtopo, heft, cpop, single, "
                "roundrobin, random, expert, cpsat, ilp.")
 
@@ -66,6 +68,8 @@ def compare_command(
     resume: Annotated[Path | None, typer.Option(
         "--resume", help="Append rows to this .csv or .jsonl file as they finish; points "
         "already in it are not run again.")] = None,
+    limit: LimitOption = None,
+    root: RootOption = None,
 ) -> None:
     """Compare placement algorithms across specs, bandwidths, memory caps and device counts."""
     from ..render.diagnostics import guard

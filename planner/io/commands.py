@@ -122,8 +122,11 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
     result.header += (f"\nFootprint: params + outputs {footprint} in all (the static memory "
                       "model's minimum, before copies between devices).")
     text = result.to_spec()
+    # the spec imports the clusters given, wherever they are: check it with a root that
+    # holds them all (a later `planner check` of it may need `--root` the same way)
+    root = os.path.commonpath([out_dir, *(p.resolve().parent for p in clusters or [])])
     try:
-        planner.loads(text, str(output), base=out_dir)
+        planner.loads(text, str(output), base=out_dir, root=root)
     except SpecError as err:  # a bug in an importer: say which, do not write the file
         raise SpecError(Diagnostic("E932", "the generated spec does not load: "
                                    + "; ".join(d.message for d in err.diagnostics[:3]), None,

@@ -15,6 +15,7 @@ import io
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -35,26 +36,57 @@ def debug_enabled() -> bool:
 
 
 def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
-    """The text of the files diagnostics point at, for caret lines (binary files skipped)."""
+    """The text of the files diagnostics point at, for caret lines.
+
+    A spec's diagnostic may point at any file an import or a symlink named
+    (`.git-credentials`), and its lines must not reach a CI log: a file is shown only if
+    it starts as a spec does, or, for a placement file's diagnostic (E5xx), as a placement
+    JSON object. An importer's diagnostic (E9xx, W9xx) shows the file the user asked to
+    import as that format. Lone `\r` end lines, as for the parser.
+    """
+    from ..limits import active
+    from ..spec.parse import line_ends, looks_like_spec
+
+    cap = active().file_bytes
     out: dict[str, str] = {}
     for d in diags:
+        layer = d.code[1:2]
         for span in [d.span, *(s for _, s in d.notes)]:
             if span is None or span.file in out:
                 continue
             p = Path(span.file)
             try:
-                if p.is_file() and p.stat().st_size < 64 * 1024 * 1024:
-                    out[span.file] = p.read_bytes().decode("utf-8")
-            except UnicodeDecodeError:
+                if not p.is_file() or p.stat().st_size > cap:
+                    continue
                 # show the valid prefix so a non-UTF-8 diagnostic still gets its line
-                out[span.file] = p.read_bytes().decode("utf-8", errors="replace")
+                text = p.read_bytes().decode("utf-8", errors="replace")
             except OSError:
                 continue
+            if layer == "9" or looks_like_spec(text) or (
+                    layer == "5" and _looks_like_placement(text)):
+                out[span.file] = line_ends(text)
     return out
 
 
+def _looks_like_placement(text: str) -> bool:
+    return text.lstrip()[:1] == "{" and '"placement"' in text
+
+
+#: characters never written raw to a terminal: C0 and C1 controls but tab and newline,
+#: bidi and zero-width formatting, line separators and lone surrogates
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
+                     "\u2060-\u2069\ufeff\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` with every character of `_UNSAFE` written as `\\uXXXX`: a name from a
+    placement file cannot recolour the terminal, reorder a line or fake one."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def eprint(text: str) -> None:
-    """Write a line to stderr."""
+    """Write a line to stderr (unsafe characters escaped, see `printable`)."""
+    text = printable(text)
     sys.stderr.write(text if text.endswith("\n") else text + "\n")
     sys.stderr.flush()
 

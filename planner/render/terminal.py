@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -25,9 +26,17 @@ from ..bounds import Bounds
 from ..model import Problem
 from ..simulate import SimResult
 from ..units import format_bytes, format_seconds
+from .diagnostics import printable
 from .figures import bound_text
 
 _SHADES = " ░▒▓█"
+
+
+def _n(name: str) -> str:
+    """A name as a table cell: unsafe characters escaped (`printable`), and rich markup
+    (`[red]`) shown as written. Specs cannot hold such names; placement files and
+    library users can."""
+    return escape(printable(name))
 
 
 def summary_table(
@@ -37,7 +46,7 @@ def summary_table(
     t = Table.grid(padding=(0, 2))
     t.add_column(style="bold")
     t.add_column()
-    t.add_row("plan", problem.name)
+    t.add_row("plan", _n(problem.name))
     for k, v in (extra or {}).items():
         t.add_row(k, v)
     t.add_row("ops / edges / devices",
@@ -64,7 +73,7 @@ def device_table(problem: Problem, result: SimResult) -> Table:
         cap = dev.memory_bytes
         pct = 100 * peak / cap if cap else 0.0
         style = "red" if peak > cap else ""
-        t.add_row(dev.name, str(n), _time(result.busy_s[d]),
+        t.add_row(_n(dev.name), str(n), _time(result.busy_s[d]),
                   f"{100 * result.busy_s[d] / span:.1f}" if span else "-",
                   f"{format_bytes(peak)} / {format_bytes(cap)}", f"[{style}]{pct:.1f}[/]"
                   if style else f"{pct:.1f}")
@@ -81,7 +90,7 @@ def transfer_table(problem: Problem, result: SimResult, top: int = 5) -> Table |
     ops, devs = problem.graph.ops, problem.cluster.devices
     ranked = sorted(result.transfers, key=lambda x: (-x.bytes, x.start_s, x.src_op))[:top]
     for x in ranked:
-        t.add_row(ops[x.src_op].name, devs[x.src_device].name, devs[x.dst_device].name,
+        t.add_row(_n(ops[x.src_op].name), _n(devs[x.src_device].name), _n(devs[x.dst_device].name),
                   format_bytes(x.bytes), format_seconds(x.start_s), format_seconds(x.end_s))
     return t
 
@@ -90,7 +99,8 @@ def gantt(problem: Problem, result: SimResult, width: int = 64) -> Text:
     """A text Gantt chart: one row per device, shaded by busy fraction per time bucket."""
     span = result.makespan_s
     devs = problem.cluster.devices
-    name_w = max((len(d.name) for d in devs), default=4)
+    names = [printable(d.name) for d in devs]
+    name_w = max((len(n) for n in names), default=4)
     out = Text()
     if not span or span == float("inf"):
         return out
@@ -107,7 +117,7 @@ def gantt(problem: Problem, result: SimResult, width: int = 64) -> Text:
                 if hi > lo:
                     busy[b] += (hi - lo) / bucket
         row = "".join(_SHADES[min(4, round(f * 4))] if f > 0 else "·" for f in busy)
-        out.append(f"{dev.name:<{name_w}} │", style="bold")
+        out.append(f"{names[d]:<{name_w}} │", style="bold")
         out.append(row, style="cyan")
         out.append("│\n")
     axis = f"{'':<{name_w}} 0{format_seconds(span):>{width}}"
@@ -131,7 +141,7 @@ def small_schedule(problem: Problem, result: SimResult, limit: int = 24) -> Tabl
     devs = problem.cluster.devices
     for i in order:
         d = result.placement[i]
-        t.add_row(problem.graph.ops[i].name, devs[d].name if 0 <= d < len(devs) else "-",
+        t.add_row(_n(problem.graph.ops[i].name), _n(devs[d].name) if 0 <= d < len(devs) else "-",
                   _time(result.start_s[i]), _time(result.end_s[i]))
     return t
 
@@ -141,7 +151,7 @@ def violations_text(problem: Problem, result: SimResult, limit: int = 20) -> Tex
     out = Text()
     for v in result.violations[:limit]:
         out.append(f"{v.kind}: ", style="bold red")
-        out.append(v.message + "\n")
+        out.append(printable(v.message) + "\n")
     if len(result.violations) > limit:
         out.append(f"… and {len(result.violations) - limit} more\n")
     return out

@@ -22,7 +22,7 @@ from . import ast
 from .grammar import KEYWORDS, grammar_text
 
 _UNIT_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz/"
-_NL, _COMMENT, _QUANTITY, _NUMBER, _NAME, _STRING, _PUNCT, _END = 1, 2, 3, 4, 5, 6, 7, 0
+_NL, _COMMENT, _QUANTITY, _NUMBER, _NAME, _STRING, _PUNCT, _JUNK, _END = 1, 2, 3, 4, 5, 6, 7, 8, 0
 Tok = tuple[int, str, int, int, int]  # kind, text, offset, line, column
 
 
@@ -32,11 +32,17 @@ class _Bail(Exception):
 
 @lru_cache(maxsize=1)
 def _token_re() -> re.Pattern[str]:
-    """All tokens, each preceded by blanks; the terminals are read from the grammar."""
+    """All tokens, each preceded by blanks; the terminals are read from the grammar.
+
+    The last alternative takes any one character, so the expression matches at every
+    position: `finditer` then never searches ahead after a failed attempt, which made
+    20,000 blanks or digits before a stray character cost 20,000 attempts of 20,000 steps
+    each. The blanks are possessive (`*+`) for the same reason.
+    """
     terms = dict(re.findall(r"(?m)^([A-Z]+)(?:\.\d+)?:\s*/(.*)/\s*$", grammar_text()))
     return re.compile(
-        r"[ \t\r\f]*(?:(\n)|(#[^\n]*)|(" + terms["QUANTITY"] + ")|(" + terms["NUMBER"] + ")|("
-        + terms["NAME"] + ")|(" + terms["STRING"] + r")|(<->|->|\.\.|[{}\[\],;*]))"
+        r"[ \t\r\f]*+(?:(\n)|(#[^\n]*)|(" + terms["QUANTITY"] + ")|(" + terms["NUMBER"] + ")|("
+        + terms["NAME"] + ")|(" + terms["STRING"] + r")|(<->|->|\.\.|[{}\[\],;*])|([\s\S]))"
     )
 
 
@@ -44,10 +50,10 @@ def _tokens(text: str, comments: list[Tok]) -> Iterator[Tok]:
     """The tokens of `text`, then `_END`; comments go to `comments`. `_Bail` on junk."""
     line, line_start, pos = 1, 0, 0
     for m in _token_re().finditer(text):
-        if m.start() != pos:  # finditer skipped a character no token matches
+        k = m.lastindex
+        if k == _JUNK or m.start() != pos:  # a character no token takes
             raise _Bail
         pos = m.end()
-        k = m.lastindex
         if k == _NL:
             line += 1
             line_start = pos
@@ -63,8 +69,18 @@ def _tokens(text: str, comments: list[Tok]) -> Iterator[Tok]:
     yield (_END, "", len(text), line, len(text) - line_start + 1)
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def line_ends(text: str) -> str:
+    """`text` with every lone `\r` read as `\n`: `\r`, `\r\n` and `\n` all end a line
+    (a comment ends there too), and offsets stay those of the file."""
+    return _LONE_CR.sub("\n", text) if "\r" in text else text
+
+
 def _fast_parse(text: str, file: str) -> ast.Module | None:
     """The tree of `text`, or None when the fast path cannot read it."""
+    text = line_ends(text)
     raw: list[Tok] = []
     try:
         items = _Reader(_tokens(text, raw), file).module()

@@ -55,6 +55,7 @@ from functools import lru_cache
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 
 from . import ast
+from .fastparse import line_ends
 from .parse import parse, paused_gc
 
 #: the widest a line may be before a one-line block is broken up
@@ -76,6 +77,7 @@ def format_source(text: str, file: str = "<string>") -> str:
 
     Raises `SpecError` (from the parser) when `text` is not syntactically valid.
     """
+    text = line_ends(text)  # a lone \r ends a line here too (same offsets)
     module = parse(text, file)
     with paused_gc():  # only strings are made; see `paused_gc`
         return _Printer(text, module).module(module)

@@ -3,6 +3,12 @@
 Imports are relative to the importing file; a file imported twice is read once; an import
 cycle is an error at the `import` that closes it. Unreadable input (missing file, a
 directory, non-UTF-8 bytes) becomes a diagnostic at line 1, column 1 or better.
+
+Every file read stays inside a root (`--root`; by default the repository, the nearest
+folder with `.git`, that holds the file given, else that file's folder): an import, or a
+symlink, that leads out of it is refused (E008) before the file is opened, so a spec in a
+pull request cannot make CI read `~/.git-credentials`. Files are read only up to the
+`file_bytes` limit (E007) and chains of imports only `import_depth` files deep (E009).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import limits
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
 from ..model import Spec
 from . import ast
@@ -39,10 +46,16 @@ def display_path(path: Path) -> str:
 def read_bytes(path: Path, shown: str, at: Span | None = None) -> bytes:
     """Read any input file, turning every failure into a `SpecError` (E001-E003)."""
     where = at or Span.start_of(shown)
+    cap = limits.active().file_bytes
     try:
         if path.exists() and not path.is_file() and not path.is_dir():  # /dev/zero, a FIFO
             raise SpecError(Diagnostic("E003", f"cannot read {shown}: not a regular file", where))
-        data = path.read_bytes()
+        with path.open("rb") as f:  # /proc files claim size 0: read at most cap + 1 bytes
+            data = f.read(cap + 1)
+        if len(data) > cap:
+            raise SpecError(Diagnostic(
+                "E007", f"{shown} is larger than the limit of {cap:,} bytes", where,
+                f"raise it with `--limit file_bytes={max(2 * cap, path.stat().st_size)}`"))
     except FileNotFoundError:
         raise SpecError(Diagnostic("E001", f"no such file: {shown}", where,
                                    ("check the path (imports are relative to the importing file)",)
@@ -73,88 +86,169 @@ def read_source(path: Path, shown: str, at: Span | None = None) -> str:
             ("spec files are UTF-8 text",))) from None
 
 
+ROOT_ENV = limits.ROOT_ENV
+
+
+def default_root(path: str | os.PathLike[str]) -> Path:
+    """The folder that the files of a load of `path` must stay in: `PLANNER_ROOT` when
+    set (`--root`), else the nearest folder with `.git` holding `path`, else the folder of
+    `path` (or `path` itself when it is a folder). Found without following `path` itself
+    when it is a symlink: the link's target must be inside too."""
+    given = os.environ.get(ROOT_ENV)
+    if given:
+        return Path(given).resolve()
+    p = Path(os.path.abspath(path))
+    start = p if p.is_dir() else p.parent
+    for d in (start, *start.parents):
+        if (d / ".git").exists():
+            return d.resolve()
+    return start.resolve()
+
+
+def _outside(target: Path, root: Path) -> bool:
+    return target != root and root not in target.parents
+
+
+class _Frame:
+    """A file being read: its module and the imports still to follow."""
+
+    __slots__ = ("path", "module", "imports")
+
+    def __init__(self, path: Path, module: ast.Module) -> None:
+        self.path = path
+        self.module = module
+        self.imports = iter([i for i in module.items if isinstance(i, ast.ImportDecl)])
+
+
 class _Reader:
     """Parses a file and, depth first, everything it imports, each file once.
 
-    A class rather than a recursive closure: a closure that calls itself is a reference
-    cycle (function -> cell -> function) that kept every parsed syntax tree alive until a
-    full garbage collection, about 4M objects at 100k ops.
+    Iterative (an explicit stack of frames), so a chain of imports as deep as the
+    `import_depth` limit allows never meets Python's recursion limit. A class rather than
+    a recursive closure: a closure that calls itself is a reference cycle (function ->
+    cell -> function) that kept every parsed syntax tree alive until a full garbage
+    collection, about 4M objects at 100k ops.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path) -> None:
         self.sources: dict[str, str] = {}
         self.modules: list[ast.Module] = []
         self.seen: set[Path] = set()
         self.sink = DiagnosticSink()
+        self.root = root
 
-    def visit(self, p: Path, stack: tuple[Path, ...], at: Span | None) -> None:
+    def _open(self, p: Path, at: Span | None) -> _Frame | None:
         shown = display_path(p)
-        sink = self.sink
         try:
             text = read_source(p, shown, at)
+            self.sources[shown] = text
+            return _Frame(p, parse(text, shown))
         except SpecError as err:
-            sink.items.extend(err.diagnostics)
-            return
-        self.sources[shown] = text
+            self.sink.items.extend(err.diagnostics)
+            return None
+
+    def run(self, first: Path) -> None:
+        """Read `first` (resolved, inside the root) and everything it imports."""
+        depth_limit = limits.active().import_depth
+        frame = self._open(first, None)
+        frames = [frame] if frame is not None else []
+        on_stack = {first}
+        while frames:
+            top = frames[-1]
+            item = next(top.imports, None)
+            if item is None:
+                frames.pop()
+                on_stack.discard(top.path)
+                self.modules.append(top.module)
+                continue
+            target = self._target(top.path, item)
+            if target is None:
+                continue
+            if target in on_stack:
+                paths = [f.path for f in frames]
+                chain = " -> ".join(display_path(s) for s in (*paths[paths.index(target):], target))
+                self.sink.error("E005", f"import cycle: {chain}", item.path.span,
+                                "remove one of these imports")
+                continue
+            if target in self.seen:
+                continue
+            if len(frames) >= depth_limit:
+                self.sink.error(
+                    "E009", f"`{display_path(top.path)}` imports `{display_path(target)}` "
+                    f"deeper than {depth_limit} files in one chain of imports", item.path.span,
+                    f"raise the limit with `--limit import_depth={2 * depth_limit}`")
+                continue
+            self.seen.add(target)
+            frame = self._open(target, item.path.span)
+            if frame is not None:
+                frames.append(frame)
+                on_stack.add(target)
+
+    def _target(self, importer: Path, item: ast.ImportDecl) -> Path | None:
+        """The resolved file an import names, or None (reported) when it is invalid or
+        leads out of the root (directly or through a symlink)."""
         try:
-            module = parse(text, shown)
-        except SpecError as err:
-            sink.items.extend(err.diagnostics)
-            return
-        for item in module.items:
-            if not isinstance(item, ast.ImportDecl):
-                continue
-            try:
-                target = (p.parent / item.path.text).resolve()
-            except (OSError, ValueError):  # a NUL in the path, a symlink loop
-                sink.error("E001", f"invalid import path {item.path.text!r}", item.path.span)
-                continue
-            if target in stack:
-                chain = " -> ".join(display_path(s) for s in (*stack[stack.index(target):], target))
-                sink.error("E005", f"import cycle: {chain}", item.path.span,
-                           "remove one of these imports")
-                continue
-            if target not in self.seen:
-                self.seen.add(target)
-                self.visit(target, (*stack, target), item.path.span)
-        self.modules.append(module)
+            target = (importer.parent / item.path.text).resolve()
+        except (OSError, ValueError):  # a NUL in the path, a symlink loop
+            self.sink.error("E001", f"invalid import path {item.path.text!r}", item.path.span)
+            return None
+        if _outside(target, self.root):
+            self.sink.error("E008", f"import of `{item.path.text}` leads outside the root "
+                            f"`{display_path(self.root)}`", item.path.span,
+                            "imports stay inside the repository (or the folder of the files "
+                            "given); choose another with `--root FOLDER`")
+            return None
+        return target
 
 
-def load_modules(path: str | os.PathLike[str]) -> tuple[list[ast.Module], dict[str, str]]:
-    """Parse `path` and everything it imports, depth first, each file once."""
-    reader = _Reader()
+def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None
+                 ) -> tuple[list[ast.Module], dict[str, str]]:
+    """Parse `path` and everything it imports, depth first, each file once; every file
+    must be inside `root` (default: `default_root(path)`)."""
     try:
-        root = Path(path).resolve()
+        first = Path(path).resolve()
+        base = Path(root).resolve() if root is not None else default_root(path)
     except (OSError, ValueError):
         raise SpecError(Diagnostic("E003", f"cannot read {str(path)!r}: invalid path",
                                    Span.start_of(str(path)))) from None
-    reader.seen.add(root)
+    reader = _Reader(base)
+    reader.seen.add(first)
     if Path(path).is_dir():
-        shown = display_path(root)
+        shown = display_path(first)
         reader.sink.error("E002", f"{shown} is a directory, not a spec file",
                           Span.start_of(shown),
                           "`planner check` accepts folders; other commands want a file")
+    elif _outside(first, base):  # a symlink that leads out, or --root elsewhere
+        shown = display_path(Path(path))
+        reader.sink.error("E008", f"{shown} leads outside the root `{display_path(base)}`",
+                          Span.start_of(shown), "the file, or a symlink's target, is not "
+                          "read outside the root; choose another with `--root FOLDER`")
     else:
-        reader.visit(root, (root,), None)
+        reader.run(first)
     if reader.sink.has_errors:
         raise SpecError(reader.sink.items)
     return reader.modules, reader.sources
 
 
-def load_path(path: str | os.PathLike[str]) -> Loaded:
+def load_path(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None
+              ) -> Loaded:
     """Load a spec file with its imports into a `Loaded` (spec, places, sources)."""
-    modules, sources = load_modules(path)
+    modules, sources = load_modules(path, root)
     return _lower(modules, sources)
 
 
-def load_text(text: str, file: str = "<string>", base: str | os.PathLike[str] = ".") -> Loaded:
-    """Load spec text; its imports are resolved relative to `base`."""
+def load_text(text: str, file: str = "<string>", base: str | os.PathLike[str] = ".",
+              root: str | os.PathLike[str] | None = None) -> Loaded:
+    """Load spec text; its imports are resolved relative to `base` and stay inside `root`
+    (default: `default_root` of `base`)."""
     module = parse(text, file)
     modules: list[ast.Module] = []
     sources = {file: text}
+    folder = Path(base)
+    inside = Path(root).resolve() if root is not None else default_root(folder / "x")
     for item in module.items:
         if isinstance(item, ast.ImportDecl):
-            sub, subsrc = load_modules(Path(base) / item.path.text)
+            sub, subsrc = load_modules(folder / item.path.text, inside)
             sources.update(subsrc)
             for m in sub:
                 if m.file not in {x.file for x in modules}:
@@ -165,5 +259,5 @@ def load_text(text: str, file: str = "<string>", base: str | os.PathLike[str] = 
 
 def _lower(modules: list[ast.Module], sources: dict[str, str]) -> Loaded:
     sink = DiagnosticSink()
-    spec, loc = lower(modules, sink)
+    spec, loc = lower(modules, sink, sources)
     return Loaded(spec, loc, sources, [d for d in sink.items])

@@ -4,13 +4,15 @@ apply defaults, validate. Every problem of every file is collected, then raised 
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from .. import limits
 from ..cost import compute_time
 from ..errors import DiagnosticSink, Span, did_you_mean
 from ..model import (
@@ -25,8 +27,17 @@ from ..model import (
     Problem,
     Spec,
 )
-from ..units import EXAMPLES, UNIT_TABLE, parse_number
+from ..units import (
+    EXAMPLES,
+    NON_FINITE,
+    RANGES,
+    SPEED_RANGE,
+    UNIT_TABLE,
+    format_quantity,
+    parse_number,
+)
 from . import ast
+from .names import check_names
 from .parse import paused_gc
 
 # key -> expected dimension ("number" for unitless, "name" for a name)
@@ -36,8 +47,13 @@ DEVICE_ATTRS = {"kind": "name", "memory": "size", "flops": "rate", "speed": "num
 LINK_ATTRS = {"bandwidth": "bandwidth", "latency": "time"}
 PLAN_SETTINGS = {"graph": "name", "cluster": "name", "memory": "name", "contention": "name"}
 _GLOB = re.compile(r"[*?\[]")
-#: the most devices in a range or a cluster (a full mesh of links grows as its square)
-MAX_RANGE = 1024
+_TRAILING_DIGITS = re.compile(r"[0-9]+\Z")
+
+
+def _hints(sink: DiagnosticSink, name: str, candidates: Iterable[str]) -> tuple[str, ...]:
+    """`did_you_mean`, unless the sink is full: past the diagnostics limit every report is
+    only counted, and a hint costs a pass over every candidate."""
+    return () if sink.full else did_you_mean(name, candidates)
 
 
 @dataclass
@@ -121,7 +137,16 @@ class _Attrs:
             self.sink.error("E214", f"`{key}` expects a plain number (no unit)", attr.value.span,
                             f"for example `{key} 0.5`")
             return None
-        return _finite(self.sink, attr, parse_number(attr.value.number))
+        value = _finite(self.sink, attr, parse_number(attr.value.number))
+        if value is None or value <= 0:
+            return value  # not positive: the caller says so (E241)
+        lo, hi = SPEED_RANGE
+        if not lo <= value <= hi:
+            code, side = ("E223", "above") if value > hi else ("E260", "below")
+            self.sink.error(code, f"`{key}` {value:g} is {side} its valid range", attr.value.span,
+                            f"`{key}` is from {lo:g} to {hi:g}")
+            return None
+        return value
 
 
 def quantity(sink: DiagnosticSink, attr: ast.Attr, dim: str) -> float | None:
@@ -130,13 +155,22 @@ def quantity(sink: DiagnosticSink, attr: ast.Attr, dim: str) -> float | None:
     if v.kind == "quantity":  # the usual case first, and no message built for it
         got_dim, factor = UNIT_TABLE[v.unit]
         if got_dim == dim:
-            return _finite(sink, attr, parse_number(v.number) * factor)
+            value = parse_number(v.number) * factor
+            lo, hi = RANGES[dim]
+            if lo <= value <= hi or value == 0:
+                return value
+            return _finite(sink, attr, value, dim)
     example = f"{attr.key} {EXAMPLES.get(dim, '1')}"
     if v.kind == "number":
         sink.error("E220", f"`{attr.key}` needs a unit", v.span,
                    f"expected a {_dim_word(dim)} such as `{EXAMPLES[dim]}`")
         return None
     if v.kind == "name":
+        if v.name is not None and v.name.text.lower() in NON_FINITE:
+            sink.error("E221", f"`{attr.key}` expects a {_dim_word(dim)}: `{v.name.text}` is "
+                       "not a number", v.span, "quantities are finite numbers, "
+                       f"for example `{example}`")
+            return None
         sink.error("E221", f"`{attr.key}` expects a {_dim_word(dim)}, not a name", v.span,
                    f"for example `{example}`")
         return None
@@ -145,15 +179,27 @@ def quantity(sink: DiagnosticSink, attr: ast.Attr, dim: str) -> float | None:
         sink.error("E222", f"`{attr.key}` expects a {_dim_word(dim)}, but `{v.unit}` is a "
                    f"unit of {_dim_word(got_dim)}", v.span, f"for example `{example}`")
         return None
-    return _finite(sink, attr, parse_number(v.number) * factor)
+    return _finite(sink, attr, parse_number(v.number) * factor, dim)
 
 
-def _finite(sink: DiagnosticSink, attr: ast.Attr, value: float) -> float | None:
-    """`value`, or None (reported) when it overflowed to infinity (`1e999 GiB`)."""
-    if value != math.inf:  # numbers are never negative nor NaN
+def _finite(sink: DiagnosticSink, attr: ast.Attr, value: float,
+            dim: str | None = None) -> float | None:
+    """`value`, or None (reported) when it overflowed to infinity (`1e999 GiB`) or, for a
+    quantity of `dim`, lies outside that dimension's range (`units.RANGES`)."""
+    if value == math.inf:  # numbers are never negative nor NaN
+        sink.error("E223", f"`{attr.key}` is too large", attr.value.span,
+                   "the value overflows a 64-bit float in base units")
+        return None
+    if dim is None or value == 0:
         return value
-    sink.error("E223", f"`{attr.key}` is too large", attr.value.span,
-               "the value overflows a 64-bit float in base units")
+    lo, hi = RANGES[dim]
+    if lo <= value <= hi:
+        return value
+    shown = f"{_value_text(attr.value)}"
+    code, side = ("E223", "above") if value > hi else ("E260", "below")
+    sink.error(code, f"`{attr.key}` {shown} is {side} the valid range of a {_dim_word(dim)}",
+               attr.value.span, f"a {_dim_word(dim)} is 0 or from {format_quantity(lo, dim)} "
+               f"to {format_quantity(hi, dim)}")
     return None
 
 
@@ -173,17 +219,22 @@ def _bytes(x: float | None) -> int:
 # ---- the pass ---------------------------------------------------------------------------
 
 
-def lower(modules: Sequence[ast.Module], sink: DiagnosticSink | None = None) -> tuple[Spec, Locations]:
-    """Lower parsed modules (a file and its imports) into a `Spec`.
+def lower(modules: Sequence[ast.Module], sink: DiagnosticSink | None = None,
+          sources: Mapping[str, str] | None = None) -> tuple[Spec, Locations]:
+    """Lower parsed modules (a file and its imports) into a `Spec`; `sources`, the texts
+    of the modules' files when known, let the name rules skip files of plain ASCII.
 
     Raises `SpecError` with every error found (warnings are kept on the sink).
     """
     with paused_gc():
-        return _lower(modules, sink or DiagnosticSink())
+        return _lower(modules, sink or DiagnosticSink(), sources)
 
 
-def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink) -> tuple[Spec, Locations]:
+def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
+           sources: Mapping[str, str] | None = None) -> tuple[Spec, Locations]:
+    check_names(modules, sink, sources)
     loc = Locations()
+    max_plans = limits.active().plans
     graph_decls: dict[str, ast.GraphDecl] = {}
     cluster_decls: dict[str, ast.ClusterDecl] = {}
     plan_decls: dict[str, ast.PlanDecl] = {}
@@ -202,15 +253,21 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink) -> tuple[Spec, L
                            "names of graphs, clusters and plans are global across imports",
                            notes=((f"first definition of `{item.name.text}`", first[key]),))
                 continue
+            if kind == "plan" and len(plan_decls) == max_plans:
+                sink.error("E014", f"more than {max_plans} plans", item.name.span,
+                           f"raise the limit with `--limit plans={2 * max_plans}`")
+                continue
             first[key] = item.name.span
             table[item.name.text] = item  # type: ignore[assignment]
-    graphs = {n: _lower_graph(sink, d, loc) for n, d in graph_decls.items()}
+    globs: dict[str, _Globs] = {}  # graph name -> its op names, for glob patterns
+    graphs = {n: _lower_graph(sink, d, loc, globs) for n, d in graph_decls.items()}
     clusters = {n: _lower_cluster(sink, d, loc) for n, d in cluster_decls.items()}
     if clusters:
         _unknown_time_kinds(sink, graph_decls, clusters)
     plans: dict[str, Problem] = {}
+    unrunnable: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for n, d in plan_decls.items():
-        p = _lower_plan(sink, d, graphs, clusters, loc)
+        p = _lower_plan(sink, d, graphs, clusters, loc, unrunnable, globs)
         if p is not None:
             plans[n] = p
     sink.raise_if_errors()
@@ -221,9 +278,14 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink) -> tuple[Spec, L
     return spec, loc
 
 
-def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> Graph | None:
+def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
+                 globs: dict[str, _Globs]) -> Graph | None:
     gname = decl.name.text
     loc.graphs[gname] = decl.name.span
+    # the limits stop the loops below at the first op or edge past them: what is built
+    # stays within them
+    lim = limits.active()
+    n_edges = 0
     index: dict[str, int] = {}
     ops: list[Op] = []
     spans: list[Span] = []
@@ -231,6 +293,10 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> G
         if not isinstance(item, ast.OpDecl):
             continue
         name = item.name.text
+        if len(ops) == lim.ops:
+            sink.error("E011", f"graph `{gname}` has more than {lim.ops:_} ops",
+                       item.name.span, f"raise the limit with `--limit ops={2 * lim.ops}`")
+            return None
         if name in index:
             sink.error("E202", f"op `{name}` is defined twice in graph `{gname}`", item.name.span,
                        notes=(("first definition", spans[index[name]]),))
@@ -245,6 +311,11 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> G
     grouped = False
     for item in decl.items:
         if isinstance(item, ast.ChainDecl):
+            n_edges += len(item.names) - 1
+            if n_edges > lim.edges:
+                sink.error("E012", f"graph `{gname}` has more than {lim.edges:_} edges",
+                           item.span, f"raise the limit with `--limit edges={2 * lim.edges}`")
+                return None
             if item.both_ways is not None:
                 sink.error("E233", "an edge has one direction; `<->` is for links",
                            item.both_ways, "write `a -> b`; `a -> b` and `b -> a` would be a cycle")
@@ -264,7 +335,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations) -> G
                 edges[(a, b)] = nbytes
                 edge_spans.setdefault((a, b), n.span)
         elif isinstance(item, ast.ColocateDecl):
-            members = _resolve_ops(sink, item.ops, index, gname)
+            members = _resolve_ops(sink, item.ops, index, gname, globs)
             for m in members[1:]:
                 groups.union(members[0], m)
             grouped = grouped or len(members) > 1
@@ -305,7 +376,7 @@ def _unknown_time_kinds(sink: DiagnosticSink, graph_decls: dict[str, ast.GraphDe
             known = ", ".join(f"`{k}`" for k in kinds) if kinds else "none"
             sink.warning("W256", f"`time[{kind}]`{more} in graph `{gname}`: no device of "
                          f"this spec has kind `{kind}`", where[0].span,
-                         *did_you_mean(kind, kinds), f"device kinds here: {known}")
+                         *_hints(sink, kind, kinds), f"device kinds here: {known}")
 
 
 def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str) -> Op:
@@ -329,19 +400,45 @@ def _resolve_op(sink: DiagnosticSink, n: ast.Name, index: dict[str, int], g: str
     i = index.get(n.text)
     if i is None:
         sink.error("E203", f"unknown op `{n.text}` in graph `{g}`", n.span,
-                   *did_you_mean(n.text, index), "declare it with `op NAME { ... }`")
+                   *_hints(sink, n.text, index), "declare it with `op NAME { ... }`")
     return i
 
 
-def _resolve_ops(sink: DiagnosticSink, names: Iterable[ast.Name], index: dict[str, int],
-                 g: str) -> list[int]:
+class _Globs:
+    """Glob patterns over the op names of one graph: each pattern is matched once, and
+    only against the names that start with its literal prefix (found by bisection), so
+    `colocate "layer12/*"` on a 100,000-op graph does not scan every name."""
+
+    def __init__(self, index: Mapping[str, int]) -> None:
+        self.names = sorted(index)
+        self.index = index
+        self.done: dict[str, list[int]] = {}
+
+    def match(self, pattern: str) -> list[int]:
+        """The indices of the ops whose name matches `pattern`."""
+        hits = self.done.get(pattern)
+        if hits is None:
+            m = _GLOB.search(pattern)
+            prefix = pattern[: m.start()] if m else pattern
+            lo = bisect.bisect_left(self.names, prefix)
+            hi = bisect.bisect_left(self.names, prefix + "\U0010ffff", lo)
+            test = re.compile(fnmatch.translate(pattern)).match
+            hits = [self.index[n] for n in self.names[lo:hi] if test(n)]
+            self.done[pattern] = hits
+        return hits
+
+
+def _resolve_ops(sink: DiagnosticSink, names: Iterable[ast.Name], index: Mapping[str, int],
+                 g: str, globs: dict[str, _Globs]) -> list[int]:
     """Op names or glob patterns -> sorted unique op indices (unknowns reported)."""
     out: set[int] = set()
     for n in names:
         if n.text in index:
             out.add(index[n.text])
         elif _GLOB.search(n.text):
-            hits = [i for name, i in index.items() if fnmatch.fnmatchcase(name, n.text)]
+            if g not in globs:
+                globs[g] = _Globs(index)
+            hits = globs[g].match(n.text)
             if not hits:
                 sink.error("E204", f"pattern `{n.text}` matches no op of graph `{g}`", n.span)
             out.update(hits)
@@ -375,9 +472,10 @@ def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations) 
                        d.ref.span, f"for example `device {d.ref.name.text}[0..3]`")
             continue
         names = _expand_decl(sink, d.ref)
-        if len(devices) + len(names) > MAX_RANGE:
-            sink.error("E246", f"cluster `{cname}` would have more than {MAX_RANGE} devices",
-                       d.ref.span)
+        max_devices = limits.active().devices
+        if len(devices) + len(names) > max_devices:
+            sink.error("E246", f"cluster `{cname}` would have more than {max_devices} devices",
+                       d.ref.span, f"raise the limit with `--limit devices={2 * max_devices}`")
             break
         for name in names:
             if name in index:
@@ -387,26 +485,9 @@ def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations) 
             index[name] = len(devices)
             loc.devices[(cname, name)] = d.ref.span
             devices.append(Device(name, _bytes(memory), kind, speed or 1.0, flop_rate))
-    links: dict[tuple[int, int], Link] = {}
-    for lk in decl.links:
-        attrs = _Attrs(sink, lk.attrs, LINK_ATTRS, "a link")
-        bw = attrs.quantity("bandwidth")
-        if bw is None and attrs.missing("bandwidth"):
-            sink.error("E243", "link needs `bandwidth`", lk.span, "for example `bandwidth 25 GB/s`")
-        if bw is not None and bw <= 0:
-            sink.error("E241", "`bandwidth` must be positive", attrs.values["bandwidth"].value.span)
-            bw = None
-        lat = attrs.quantity("latency") or 0.0
-        srcs = [i for r in lk.srcs for i in _resolve_devs(sink, r, index, cname)]
-        dsts = [i for r in lk.dsts for i in _resolve_devs(sink, r, index, cname)]
-        if bw is None:
-            continue
-        for a in srcs:
-            for b in dsts:
-                if a != b:
-                    links[(a, b)] = Link(a, b, bw, lat)
-                    if lk.both_ways:
-                        links[(b, a)] = Link(b, a, bw, lat)
+    links = _lower_links(sink, decl, index)
+    if links is None:
+        return None
     missing = [(a, b) for a in range(len(devices)) for b in range(len(devices))
                if a != b and (a, b) not in links]
     if missing and not sink.has_errors:
@@ -419,6 +500,72 @@ def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations) 
     return Cluster(cname, tuple(devices), ordered)
 
 
+def _lower_links(sink: DiagnosticSink, decl: ast.ClusterDecl, index: dict[str, int]
+                 ) -> dict[tuple[int, int], Link] | None:
+    """The links of a cluster by (src, dst); None (reported, E013) when its statements name
+    more device pairs than the `link_pairs` limit, counted before any pair is built. A
+    device listed twice on one side (`gpu[*], gpu[*]`) counts once."""
+    budget = limits.active().link_pairs
+    cname = decl.name.text
+    groups: dict[str, list[int]] = {}  # `gpu[*]` -> the devices `gpu` + digits, found once
+    for name, i in index.items():
+        m = _TRAILING_DIGITS.search(name)
+        if m:  # `gpu12` is `gpu` + digits and `gpu1` + digits
+            for cut in range(m.start(), m.end()):
+                groups.setdefault(name[:cut], []).append(i)
+    links: dict[tuple[int, int], Link] = {}
+    for lk in decl.links:
+        attrs = _Attrs(sink, lk.attrs, LINK_ATTRS, "a link")
+        bw = attrs.quantity("bandwidth")
+        if bw is None and attrs.missing("bandwidth"):
+            sink.error("E243", "link needs `bandwidth`", lk.span, "for example `bandwidth 25 GB/s`")
+        if bw is not None and bw <= 0:
+            sink.error("E241", "`bandwidth` must be positive", attrs.values["bandwidth"].value.span)
+            bw = None
+        lat = attrs.quantity("latency") or 0.0
+        srcs = _resolve_side(sink, lk.srcs, index, groups, cname)
+        dsts = _resolve_side(sink, lk.dsts, index, groups, cname)
+        pairs = len(srcs) * len(dsts) * (2 if lk.both_ways else 1)
+        if pairs > budget:
+            lim = limits.active().link_pairs
+            sink.error("E013", f"the links of cluster `{cname}` name more than {lim:_} device "
+                       f"pairs", lk.span, f"this statement alone names {pairs:_}; raise the "
+                       f"limit with `--limit link_pairs={max(2 * lim, pairs)}`")
+            return None
+        budget -= pairs
+        if bw is None:
+            continue
+        for a in srcs:
+            for b in dsts:
+                if a != b:
+                    links[(a, b)] = Link(a, b, bw, lat)
+                    if lk.both_ways:
+                        links[(b, a)] = Link(b, a, bw, lat)
+    return links
+
+
+def _resolve_side(sink: DiagnosticSink, refs: Sequence[ast.DevRef], index: dict[str, int],
+                  groups: dict[str, list[int]], cname: str) -> list[int]:
+    """The devices one side of a link names, each once, in order of first mention; the
+    same reference written again is not expanded again."""
+    out: dict[int, None] = {}
+    done: set[tuple[str, str, int, int]] = set()
+    for r in refs:
+        key = (r.kind, r.name.text, r.lo, r.hi)
+        if key in done:
+            continue
+        done.add(key)
+        if r.kind == "wild":
+            hits = groups.get(r.name.text, [])
+            if not hits:
+                sink.error("E206", f"`{r.name.text}[*]` matches no device of cluster `{cname}`",
+                           r.span)
+            out.update(dict.fromkeys(hits))
+        else:
+            out.update(dict.fromkeys(_resolve_devs(sink, r, index, cname)))
+    return list(out)
+
+
 def _expand_decl(sink: DiagnosticSink, ref: ast.DevRef) -> list[str]:
     if ref.kind == "name":
         return [ref.name.text]
@@ -426,34 +573,31 @@ def _expand_decl(sink: DiagnosticSink, ref: ast.DevRef) -> list[str]:
         sink.error("E245", f"empty range `{ref.name.text}[{ref.lo}..{ref.hi}]`", ref.span,
                    f"write the smaller bound first: `{ref.name.text}[{ref.hi}..{ref.lo}]`")
         return []
-    if ref.hi - ref.lo >= MAX_RANGE:  # `gpu[0..99999999]` would exhaust memory
+    max_devices = limits.active().devices
+    if ref.hi - ref.lo >= max_devices:  # `gpu[0..99999999]` would exhaust memory
         sink.error("E246", f"range `{ref.name.text}[{ref.lo}..{ref.hi}]` has "
-                   f"{ref.hi - ref.lo + 1} devices; at most {MAX_RANGE} are allowed", ref.span)
+                   f"{ref.hi - ref.lo + 1} devices; at most {max_devices} are allowed", ref.span,
+                   f"raise the limit with `--limit devices={ref.hi - ref.lo + 1}`")
         return []
     return [f"{ref.name.text}{i}" for i in range(ref.lo, ref.hi + 1)]
 
 
 def _resolve_devs(sink: DiagnosticSink, ref: ast.DevRef, index: dict[str, int],
                   cname: str) -> list[int]:
-    if ref.kind == "wild":
-        pat = re.compile(re.escape(ref.name.text) + r"[0-9]+\Z")
-        hits = [i for n, i in index.items() if pat.match(n)]
-        if not hits:
-            sink.error("E206", f"`{ref.name.text}[*]` matches no device of cluster `{cname}`",
-                       ref.span)
-        return hits
     out = []
     for name in _expand_decl(sink, ref):
         if name in index:
             out.append(index[name])
         else:
             sink.error("E207", f"unknown device `{name}` in cluster `{cname}`", ref.span,
-                       *did_you_mean(name, index))
+                       *_hints(sink, name, index))
     return out
 
 
 def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Graph | None],
-                clusters: dict[str, Cluster | None], loc: Locations) -> Problem | None:
+                clusters: dict[str, Cluster | None], loc: Locations,
+                unrunnable: dict[tuple[str, str], list[tuple[int, int]]],
+                globs: dict[str, _Globs]) -> Problem | None:
     pname = decl.name.text
     loc.plans[pname] = decl.name.span
     settings = _Attrs(sink, [i for i in decl.items if isinstance(i, ast.Attr)], PLAN_SETTINGS,
@@ -464,7 +608,7 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
     contention = _choice(sink, settings, "contention", CONTENTIONS, "link")
     if graph is None or cluster is None:
         return None
-    op_index = dict(graph.op_index)
+    op_index = graph.op_index
     dev_index = cluster.device_index
     pins: dict[int, int] = {}
     placement: dict[int, int] = {}
@@ -475,8 +619,8 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
         d = dev_index.get(item.device.text)
         if d is None:
             sink.error("E207", f"unknown device `{item.device.text}` in cluster `{cluster.name}`",
-                       item.device.span, *did_you_mean(item.device.text, dev_index))
-        ops = _resolve_ops(sink, item.ops, op_index, graph.name)
+                       item.device.span, *_hints(sink, item.device.text, dev_index))
+        ops = _resolve_ops(sink, item.ops, op_index, graph.name, globs)
         if d is None:
             continue
         table = pins if item.hard else placement
@@ -503,27 +647,40 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
             first_pinned = next(i for i in group if i in pins)
             sink.error("E252", f"colocated ops are pinned apart: {names}",
                        pin_spans[first_pinned], "colocated ops must share one device")
-    for op in graph.ops:
-        if op.time_s is not None:  # finite `time` / positive `speed`: runs everywhere
-            continue
-        bad = [dev for dev in cluster.devices if compute_time(op, dev) == float("inf")]
-        if bad and (op.time_s is not None or op.flops is not None or op.time_by_kind):
-            dev = bad[0]
-            kind = f"kind `{dev.kind}`" if dev.kind else "no kind"
-            if op.flops is not None:
-                why = f"has only `flops` and device `{dev.name}` has no `flops` rate"
-                hint = f"give it `time`, or give device `{dev.name}` a `flops` rate"
-            else:
-                why = f"has no `time` for device `{dev.name}` ({kind})"
-                hint = (f"give it `time[{dev.kind}]`, `time` or `flops`" if dev.kind
-                        else "give it `time` or `flops`")
-            sink.error("E253", f"op `{op.name}` cannot run in plan `{pname}`: it {why}",
-                       loc.ops[(graph.name, op.name)], hint)
+    key = (graph.name, cluster.name)  # the same for every plan of this graph and cluster
+    if key not in unrunnable:
+        unrunnable[key] = _unrunnable(graph, cluster)
+    for i, d in unrunnable[key]:
+        op, dev = graph.ops[i], cluster.devices[d]
+        kind = f"kind `{dev.kind}`" if dev.kind else "no kind"
+        if op.flops is not None:
+            why = f"has only `flops` and device `{dev.name}` has no `flops` rate"
+            hint = f"give it `time`, or give device `{dev.name}` a `flops` rate"
+        else:
+            why = f"has no `time` for device `{dev.name}` ({kind})"
+            hint = (f"give it `time[{dev.kind}]`, `time` or `flops`" if dev.kind
+                    else "give it `time` or `flops`")
+        sink.error("E253", f"op `{op.name}` cannot run in plan `{pname}`: it {why}",
+                   loc.ops[(graph.name, op.name)], hint)
     for i in pins:
         loc.pins[(pname, i)] = pin_spans[i]
     return Problem(pname, graph, cluster, memory, contention,  # type: ignore[arg-type]
                    MappingProxyType(dict(sorted(pins.items()))),
                    MappingProxyType(dict(sorted(placement.items()))))
+
+
+def _unrunnable(graph: Graph, cluster: Cluster) -> list[tuple[int, int]]:
+    """(op, first device it cannot run on) for each op with a compute cost that some
+    device cannot run (E253); an op with a plain `time` runs everywhere."""
+    out = []
+    for i, op in enumerate(graph.ops):
+        if op.time_s is not None or (op.flops is None and not op.time_by_kind):
+            continue
+        bad = next((d for d, dev in enumerate(cluster.devices)
+                    if compute_time(op, dev) == float("inf")), None)
+        if bad is not None:
+            out.append((i, bad))
+    return out
 
 
 def _lookup(sink: DiagnosticSink, settings: _Attrs, key: str, table: dict[str, object],

@@ -31,7 +31,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 from ..errors import Diagnostic, Span, SpecError, did_you_mean
 from ..units import UNIT_TABLE
 from . import ast
-from .fastparse import _fast_parse
+from .fastparse import _fast_parse, line_ends
 from .grammar import KEYWORDS, grammar_text
 
 _STATEMENT_KEYWORDS = {"IMPORT", "CLUSTER", "DEVICE", "LINK", "GRAPH", "OP", "COLOCATE",
@@ -213,6 +213,7 @@ def parse(text: str, file: str = "<string>") -> ast.Module:
 
     Raises `SpecError` with one diagnostic (the first syntax error) on bad input.
     """
+    text = line_ends(text)
     with paused_gc():
         if os.environ.get("PLANNER_PARSER", "") != "lark":
             module = _fast_parse(text, file)
@@ -223,6 +224,7 @@ def parse(text: str, file: str = "<string>") -> ast.Module:
 
 def parse_lark(text: str, file: str = "<string>") -> ast.Module:
     """`parse` with Lark only (no fast path); the reference the fast path must match."""
+    text = line_ends(text)
     p = _parser()
     with p.lock:
         p.builder.file = file
@@ -230,7 +232,11 @@ def parse_lark(text: str, file: str = "<string>") -> ast.Module:
         try:
             items = p.lark.parse(text)
         except UnexpectedInput as err:
-            raise SpecError(_syntax_diagnostic(err, text, file)) from None
+            diag = _syntax_diagnostic(err, text, file)
+            head = _HEADER.match(text)
+            if head is None or (diag.span is not None and diag.span.start < head.end()):
+                diag = _not_a_spec(text, file)
+            raise SpecError(diag) from None
         except (LarkError, RecursionError) as err:  # pragma: no cover - defensive
             raise SpecError(
                 Diagnostic("E100", f"cannot parse: {err}", Span.start_of(file))
@@ -247,6 +253,32 @@ def parse_lark(text: str, file: str = "<string>") -> ast.Module:
 
 
 # ---- syntax errors -> diagnostics ------------------------------------------------------
+
+_BLANKS = r"[ \t\r\n\f]"
+_QUOTED = r'"(?:[^"\\\x00-\x1f]|\\.)*+"'
+#: what every spec starts with, after blanks, comments and `;`: `import "FILE"`, or a
+#: `cluster`, `graph` or `plan` header up to its `{`
+_HEADER = re.compile(
+    rf"(?:{_BLANKS}|;|#[^\r\n]*+)*+(?:import{_BLANKS}*+{_QUOTED}|(?:cluster|graph|plan)"
+    rf"(?:{_BLANKS}++[A-Za-z_][A-Za-z0-9_.\-]*+|{_BLANKS}*+{_QUOTED}){_BLANKS}*+\{{)")
+_FIRST_WORD = re.compile(rf"(?:{_BLANKS}|;|#[^\r\n]*+)*+([A-Za-z_]{{1,20}})")
+
+
+def looks_like_spec(text: str) -> bool:
+    """Whether `text` starts as a spec does (an import, or a block header up to its `{`):
+    only such a file's lines are ever shown in a diagnostic."""
+    return _HEADER.match(line_ends(text)) is not None
+
+
+def _not_a_spec(text: str, file: str) -> Diagnostic:
+    """E010 for a syntax error before the first header: the file may be anything (a
+    credentials file an import named), so neither its words nor its lines are shown."""
+    word = _FIRST_WORD.match(text)
+    close = did_you_mean(word.group(1), ("import", "cluster", "graph", "plan")) if word else ()
+    return Diagnostic("E010", f"{file} is not a planner spec (its content is not shown)",
+                      Span.start_of(file), (*close, 'a spec starts with `import "FILE"` or with '
+                                            "`cluster`, `graph` or `plan`, a name and `{`"))
+
 
 _TOKEN_WORDS = {
     "RBRACE": "`}`", "LBRACE": "`{`", "LSQB": "`[`", "RSQB": "`]`", "COMMA": "`,`",
@@ -286,6 +318,9 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic
                 tok.end_pos or pos)
     shown = str(tok.value)[:40]
     tok_pos = tok.start_pos if tok.start_pos is not None else pos
+    not_number = _non_finite_before(text, file, tok_pos)
+    if not_number is not None:
+        return not_number
     m = _GLUED.match(text, tok_pos)
     if m and m.group(1) not in UNIT_TABLE:  # `16GiBs`: a number glued to an unknown unit
         return _unknown_unit(file, text, m.start(1), m.end(1))
@@ -329,6 +364,24 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic
     return Diagnostic("E101", f"unexpected `{shown}`", span, tuple(hints))
 
 
+_NON_FINITE = re.compile(r"(?i)(?<![\w.\-])(nan|inf|infinity)(?![\w.\-])")
+
+
+def _non_finite_before(text: str, file: str, pos: int) -> Diagnostic | None:
+    """E108 when a `nan` or `inf` on the line before `pos` was meant as a number: `time nan
+    ms` reads as `time` = `nan`, then a key `ms`, and fails a token or two later."""
+    start = max(0, pos - 80, text.rfind("\n", 0, pos) + 1)
+    found = list(_NON_FINITE.finditer(text, start, pos))
+    if not found:
+        return None
+    m = found[-1]
+    line = text.count("\n", 0, m.start()) + 1
+    col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+    return Diagnostic("E108", f"`{m.group(1)}` is not a number", Span(
+        file, line, col, line, col + len(m.group(1)), m.start(), m.end()),
+        ("quantities are finite numbers with a unit, such as `1.5 ms`",))
+
+
 def _unit_before(text: str, pos: int) -> tuple[int, int] | None:
     """(start, end) of a word right after a number and right before `pos`: a unit typo."""
     window = text[max(0, pos - 80) : pos]
@@ -368,7 +421,7 @@ def _key_dims(text: str, unit_start: int) -> set[str]:
             if m.group(1) in t}
 
 
-_STRING_PREFIX = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*')
+_STRING_PREFIX = re.compile(r'"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+')
 
 
 def _bad_string(text: str, file: str, line: int, col: int, pos: int) -> Diagnostic:
@@ -443,7 +496,7 @@ def _end_position(text: str) -> tuple[int, int, int]:
     return line, col, pos
 
 
-_SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*|[{}]')
+_SCAN = re.compile(r'"(?:[^"\\\n]++|\\.)*+"|#[^\n]*+|[{}]')
 
 
 def _open_block(text: str, upto: int) -> str | None:

@@ -23,7 +23,8 @@ from planner.errors import SpecError
 from planner.spec.format import format_source
 from planner.spec.load import load_text
 from planner.spec.parse import KEYWORDS, _fast_parse, parse, parse_lark
-from planner.units import UNITS
+from planner.spec.names import skeleton, valid_name
+from planner.units import EXAMPLES, RANGES, SPEED_RANGE, UNITS, parse_number
 
 VALID = Path(__file__).resolve().parent / "valid"
 FIXTURES = sorted(p for folder in (VALID, VALID.parent / "format") for p in folder.rglob("*.plan")
@@ -36,8 +37,11 @@ SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=
 # ---- (a) random valid specs --------------------------------------------------------------
 
 bare_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.\-]{0,8}", fullmatch=True)
+# quoted names keep the rules of planner/spec/names.py (no control, bidi or look-alike
+# characters), which tests/hardening/test_input_names.py checks on their own
 any_names = st.one_of(bare_names, st.sampled_from(sorted(KEYWORDS)),
-                      st.text(min_size=0, max_size=8))
+                      st.text(min_size=0, max_size=8).filter(
+                          lambda t: valid_name(t) and skeleton(t) == t))
 
 
 def spell_name(name: str, draw: st.DrawFn) -> str:
@@ -65,8 +69,13 @@ def numbers(draw: st.DrawFn) -> str:
 
 
 def quantity(draw: st.DrawFn, dim: str) -> str:
+    """A quantity of `dim` inside its valid range (`units.RANGES`)."""
     unit = draw(st.sampled_from(sorted(UNITS[dim])))
-    return draw(numbers()) + draw(st.sampled_from([" ", "", "\t", "  "])) + unit
+    number = draw(numbers())
+    lo, hi = RANGES[dim]
+    if not lo <= parse_number(number) * UNITS[dim][unit] <= hi:
+        number, unit = EXAMPLES[dim].split()
+    return number + draw(st.sampled_from([" ", "", "\t", "  "])) + unit
 
 
 @dataclass
@@ -120,7 +129,10 @@ def valid_specs(draw: st.DrawFn) -> Generated:
         if draw(st.booleans()):
             attrs.append("kind " + spell_name(draw(any_names), draw))
         if draw(st.booleans()):
-            attrs.append("speed " + draw(numbers()))
+            speed = draw(numbers())
+            if not SPEED_RANGE[0] <= parse_number(speed) <= SPEED_RANGE[1]:
+                speed = "1.5"
+            attrs.append("speed " + speed)
         return draw(st.permutations(attrs))
     cluster = spell_name(draw(any_names), draw)
     body = [f"device {prefix}[0..{n - 1}]" + lay.block(dev_attrs())]

@@ -1,0 +1,122 @@
+"""The limits on what one load of specs may ask for: every one in this table.
+
+A spec arrives in a pull request and `planner check` runs on it in CI; a few hundred bytes
+must not be able to ask for hours of CPU or gigabytes of memory. Each limit is enforced
+with a located diagnostic *before* the work or the memory it bounds is spent, and each
+can be raised on the command line (`--limit NAME=VALUE`, repeatable) or in code
+(`with limits.using(Limits(ops=2_000_000)): ...`). Depends on nothing of ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The limits of one load. Parsing takes about 70 bytes of memory per byte of spec, so
+    the default file size (32 MiB: about 150,000 ops as `bench/bench_parse.py` writes
+    them, the 100,000-op benchmark included) keeps a load near 2 GB; every real spec we
+    know is far smaller."""
+
+    #: bytes of one input file (a spec, an import, a placement file): E007
+    file_bytes: int = 32 * 1024 * 1024
+    #: ops of one graph: E011
+    ops: int = 500_000
+    #: edges (chain hops) of one graph: E012
+    edges: int = 2_000_000
+    #: devices of one cluster, or of one `gpu[lo..hi]` range: E246
+    devices: int = 1024
+    #: directed device pairs the `link` statements of one cluster name, in all: E013
+    link_pairs: int = 4 * 1024 * 1024
+    #: plans of one load: E014
+    plans: int = 10_000
+    #: files in one chain of imports (the file itself counts): E009
+    import_depth: int = 64
+    #: diagnostics shown per command; the rest are counted (E000)
+    diagnostics: int = 100
+
+
+#: name -> what it bounds, for `--help`, errors and the README
+DESCRIPTIONS: dict[str, str] = {
+    "file_bytes": "bytes of one input file",
+    "ops": "ops of one graph",
+    "edges": "edges of one graph",
+    "devices": "devices of one cluster",
+    "link_pairs": "directed device pairs named by the links of one cluster",
+    "plans": "plans of one load",
+    "import_depth": "files in one chain of imports",
+    "diagnostics": "diagnostics shown",
+}
+
+DEFAULTS = Limits()
+#: the environment variable that carries `--limit` items to worker processes (`compare`)
+ENV = "PLANNER_LIMITS"
+#: the environment variable that carries `--root` to worker processes (`spec/load.py`)
+ROOT_ENV = "PLANNER_ROOT"
+
+
+def active() -> Limits:
+    """The limits in force (the defaults unless `using` or `configure` changed them)."""
+    return _active[-1]
+
+
+def configure(items: Sequence[str]) -> Limits:
+    """Put the defaults with `NAME=VALUE` `items` in force for the rest of the process and
+    its child processes (the command line does this; `ValueError` on a bad item)."""
+    limits = parse_overrides(items)
+    _active[0] = limits
+    del _active[1:]
+    if items:
+        os.environ[ENV] = ",".join(items)
+    else:
+        os.environ.pop(ENV, None)
+    return limits
+
+
+@contextlib.contextmanager
+def using(limits: Limits) -> Iterator[Limits]:
+    """Put `limits` in force for the duration."""
+    _active.append(limits)
+    try:
+        yield limits
+    finally:
+        _active.remove(limits)
+
+
+def parse_overrides(items: Sequence[str], base: Limits = DEFAULTS) -> Limits:
+    """`base` with `NAME=VALUE` items applied (`ops=2_000_000`, `file-bytes=1e9`).
+
+    Raises `ValueError` with a readable message on an unknown name or a value that is not
+    a positive whole number.
+    """
+    changes: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        key = name.strip().replace("-", "_")
+        if not sep or key not in DESCRIPTIONS:
+            raise ValueError(f"`{item}`: expected NAME=VALUE with NAME one of "
+                             + ", ".join(DESCRIPTIONS))
+        try:
+            number = float(value.strip().replace("_", ""))
+        except ValueError:
+            number = -1.0
+        if not (1 <= number < 2**63) or number != int(number):
+            raise ValueError(f"`{item}`: the value must be a whole number of at least 1")
+        changes[key] = int(number)
+    return dataclasses.replace(base, **changes)
+
+
+def _from_env() -> Limits:
+    items = [x for x in os.environ.get(ENV, "").split(",") if x.strip()]
+    try:
+        return parse_overrides(items)
+    except ValueError:
+        return DEFAULTS  # a stale or hand-made value: the defaults are the safe side
+
+
+_active: list[Limits] = [_from_env()]

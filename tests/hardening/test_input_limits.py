@@ -1,0 +1,135 @@
+"""Limits (`planner/limits.py`): each is a located diagnostic before the work or memory it
+bounds is spent, and `--limit NAME=VALUE` raises it.
+
+Before: no limit at all (a 10 MB unterminated string took 3 GB; 200,000 unknown ops in a
+placement file printed 49 MB of diagnostics; a 3,000-deep import chain said "input too
+deeply nested" with no file).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from planner import limits
+from planner.errors import SpecError
+from planner.limits import Limits
+from planner.spec.load import load_path, load_text
+
+from .helpers import invoke
+
+CLUSTER = ("cluster c {\n  device d[0..1] { memory 1 GiB }\n"
+           "  link d[*] <-> d[*] { bandwidth 1 GB/s }\n}\n")
+
+
+def _diags(text: str, lim: Limits, base: Path | None = None) -> list[tuple[str, int]]:
+    with limits.using(lim), pytest.raises(SpecError) as info:
+        load_text(text, "l.plan", base=base or Path("."))
+    return [(d.code, d.span.line if d.span else 0) for d in info.value.diagnostics]
+
+
+def test_limits_live_in_one_frozen_table_with_documented_defaults() -> None:
+    d = limits.DEFAULTS
+    assert (d.file_bytes, d.ops, d.edges, d.devices, d.link_pairs, d.plans, d.import_depth,
+            d.diagnostics) == (32 * 2**20, 500_000, 2_000_000, 1024, 4 * 2**20, 10_000, 64, 100)
+    with pytest.raises(AttributeError):
+        d.ops = 1  # type: ignore[misc]
+    assert set(limits.DESCRIPTIONS) == set(Limits.__slots__)
+
+
+def test_ops_edges_and_plans_are_counted_before_the_model_is_built() -> None:
+    ops = "graph g {\n" + "".join(f"  op o{i} {{ time 1 ms }}\n" for i in range(4)) + "}\n"
+    assert _diags(ops, Limits(ops=3)) == [("E011", 5)]  # at the fourth op
+    edges = "graph g {\n  op a { time 1 ms }\n  op b { time 1 ms }\n  a -> b\n  a -> b -> a\n}"
+    assert _diags(edges, Limits(edges=2)) == [("E012", 5)]
+    plans = CLUSTER + "graph g { op a { time 1 ms } }\n" + "".join(
+        f"plan p{i} {{ graph g  cluster c }}\n" for i in range(3))
+    assert _diags(plans, Limits(plans=2)) == [("E014", 8)]
+
+
+def test_devices_and_link_pairs_are_bounded_before_expansion() -> None:
+    assert _diags("cluster c { device d[0..4] { memory 1 GiB } }", Limits(devices=4)) == [
+        ("E246", 1)]
+    # 20 x `d[*]` on each side over 4 devices: 4 x 4 x 2 = 32 directed pairs once deduped
+    side = ", ".join(["d[*]"] * 20)
+    text = (f"cluster c {{\n  device d[0..3] {{ memory 1 GiB }}\n"
+            f"  link {side} <-> {side} {{ bandwidth 1 GB/s }}\n}}\n")
+    with limits.using(Limits(link_pairs=32)):
+        assert len(load_text(text, "l.plan").spec.clusters["c"].links) == 12
+    assert _diags(text, Limits(link_pairs=31)) == [("E013", 3)]
+
+
+def test_file_size_is_checked_before_reading(tmp_path: Path) -> None:
+    big = tmp_path / "big.plan"
+    big.write_text('graph g { op "' + "x" * 5000)  # an unterminated string
+    with limits.using(Limits(file_bytes=4096)), pytest.raises(SpecError) as info:
+        load_path(big)
+    (d,) = info.value.diagnostics
+    assert d.code == "E007" and "4,096" in d.message
+
+
+def test_import_depth_names_the_file(tmp_path: Path) -> None:
+    for i in range(100):
+        (tmp_path / f"f{i}.plan").write_text(f'import "f{i + 1}.plan"\n')
+    (tmp_path / "f100.plan").write_text("graph g { op a { time 1 ms } }\n")
+    with pytest.raises(SpecError) as info:
+        load_path(tmp_path / "f0.plan")
+    (d,) = info.value.diagnostics
+    assert d.code == "E009" and d.span is not None
+    assert d.span.file.endswith("f63.plan") and "f64.plan" in d.message
+    with limits.using(Limits(import_depth=200)):
+        assert "g" in load_path(tmp_path / "f0.plan").spec.graphs
+
+
+def test_diagnostics_are_capped_and_the_rest_counted() -> None:
+    text = "graph g {\n" + "".join(f"  op o{i} {{ tiem 1 ms }}\n" for i in range(30)) + "}"
+    found = _diags(text, Limits(diagnostics=5))
+    assert len(found) == 6 and found[-1] == ("E000", 0)
+
+
+def test_the_command_line_raises_a_limit_and_rejects_a_bad_one(tmp_path: Path) -> None:
+    (tmp_path / "s.plan").write_text(
+        CLUSTER + "graph g {\n" + "".join(f"  op o{i} {{ time 1 ms }}\n" for i in range(3))
+        + "}\nplan p { graph g  cluster c }\n")
+    code, _, err = invoke(["check", "s.plan", "--limit", "ops=2"], tmp_path)
+    assert code == 1 and "E011" in err and "--limit ops=4" in err
+    code, _, err = invoke(["check", "s.plan", "--limit", "ops=3", "--limit", "edges=9"],
+                          tmp_path)
+    assert code == 0, err
+    code, out, _ = invoke(["check", "s.plan", "--json", "--limit", "opz=3"], tmp_path)
+    doc = json.loads(out)
+    assert code == 2 and doc["diagnostics"][0]["code"] == "E606"
+    # the next command runs with the defaults again
+    assert limits.active() == limits.DEFAULTS
+
+
+def test_a_placement_file_of_unknown_ops_prints_a_bounded_report(tmp_path: Path) -> None:
+    (tmp_path / "s.plan").write_text(
+        CLUSTER + "graph g { op a { time 1 ms } }\nplan p { graph g  cluster c }\n")
+    (tmp_path / "p.json").write_text(json.dumps(
+        {"placement": {f"unknown{i}": "d0" for i in range(20_000)}}))
+    code, _, err = invoke(["simulate", "s.plan", "--placement", "p.json"], tmp_path)
+    assert code == 1
+    assert err.count("error[E503]") == 100 and "19900 more diagnostic(s)" in err
+    assert len(err) < 40_000
+
+
+def test_an_unterminated_string_costs_no_memory_per_byte() -> None:
+    """A 2 MB unterminated string: the string terminal is possessive, so a failed match
+    keeps no backtracking state (before: 300 bytes per byte, 3 GB for 10 MB)."""
+    import tracemalloc
+
+    from planner.spec.parse import parse
+
+    text = 'graph g { op "' + "x" * 2_000_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(SpecError) as info:
+            parse(text, "s.plan")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert info.value.diagnostics[0].code == "E104"
+    assert peak < 40 * 2**20, peak  # the text itself is 2 MB; before: 600 MB
