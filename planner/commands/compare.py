@@ -26,7 +26,6 @@ from rich.text import Text
 
 from ..compare import DEFAULT_ALGORITHMS, Row, SweepResult, wins
 from ..render.diagnostics import stdout_console
-
 from .load_options import LimitOption, RootOption
 
 _HELP_ALGOS = ("Comma-separated algorithms: auto, msct, metf, mtopo, heft, cpop, single, "

@@ -112,7 +112,7 @@ def _outside(target: Path, root: Path) -> bool:
 class _Frame:
     """A file being read: its module and the imports still to follow."""
 
-    __slots__ = ("path", "module", "imports")
+    __slots__ = ("imports", "module", "path")
 
     def __init__(self, path: Path, module: ast.Module) -> None:
         self.path = path

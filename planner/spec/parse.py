@@ -276,8 +276,8 @@ def _not_a_spec(text: str, file: str) -> Diagnostic:
     word = _FIRST_WORD.match(text)
     close = did_you_mean(word.group(1), ("import", "cluster", "graph", "plan")) if word else ()
     return Diagnostic("E010", f"{file} is not a planner spec (its content is not shown)",
-                      Span.start_of(file), (*close, 'a spec starts with `import "FILE"` or with '
-                                            "`cluster`, `graph` or `plan`, a name and `{`"))
+                      Span.start_of(file), (*close, ('a spec starts with `import "FILE"` or with '
+                                             "`cluster`, `graph` or `plan`, a name and `{`")))
 
 
 _TOKEN_WORDS = {
