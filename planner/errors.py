@@ -93,7 +93,7 @@ class PlannerError(Exception):
     def __str__(self) -> str:
         """One line per diagnostic, located like the compiler output (`file:line:col: ...`),
         so that a traceback of a library call says where the mistake is."""
-        return "\n".join(_one_line(d) for d in self.diagnostics)
+        return "\n".join(_located_line(d) for d in self.diagnostics)
 
     def __reduce__(self) -> tuple[type[PlannerError], tuple[tuple[Diagnostic, ...]]]:
         # rebuilt from the diagnostics (the default would pass the joined message back),
@@ -101,11 +101,12 @@ class PlannerError(Exception):
         return (type(self), (self.diagnostics,))
 
 
-def _one_line(d: Diagnostic) -> str:
+def _located_line(d: Diagnostic) -> str:
+    """`file:line:col: error[CODE]: message (hint: ...)` on one line (newlines escaped)."""
     s = d.span
     where = f"{s.file}:{s.line}:{s.column}: " if s else ""
-    hints = "".join(f" (hint: {h})" for h in d.hints)
-    return f"{where}{d.severity.value}[{d.code}]: {d.message}{hints}"
+    hints = "".join(f" (hint: {_one_line(h)})" for h in d.hints)
+    return f"{where}{d.severity.value}[{d.code}]: {_one_line(d.message)}{hints}"
 
 
 class SpecError(PlannerError):
