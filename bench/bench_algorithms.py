@@ -152,7 +152,8 @@ def bench_training(models: Sequence[tuple[str, int]], repeat: int) -> None:
             if done.returncode != 0:
                 print(f"\n{model}: skipped, import failed: {done.stderr.strip()[-200:]}")
                 continue
-            problem = planner.load(spec).plan()
+            # the spec imports its cluster from this repository, outside the temporary folder
+            problem = planner.load(spec, root="/").plan()
         for algorithm in TRAIN_ALGOS:
             seconds, out = timed(algorithm, problem, repeat)
             label = f"{model} b{batch} ({len(problem.graph.ops)} ops, {problem.contention})"
