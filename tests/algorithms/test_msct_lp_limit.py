@@ -69,7 +69,7 @@ def test_lp_runs_after_another_highs_model_ran_in_the_process(tmp_path) -> None:
     # HiGHS keeps one task scheduler per process: m-SCT's LP used to ask for 1 thread and
     # fail ("Not Set", E710) whenever another HiGHS model had run first with the default.
     # A fresh process, so that the other model really is the first to run.
-    (tmp_path / "s.plan").write_text(SPEC_AFTER_HIGHS)
+    (tmp_path / "s.plan").write_text(FORK)
     script = """
 import sys, highspy, planner
 from planner.algorithms import run
@@ -88,16 +88,3 @@ print(sol.info["favourites_by"], simulate(problem, sol.plan).feasible)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-2:] == ["lp", "True"]
 
-
-SPEC_AFTER_HIGHS = """
-cluster c { device gpu[0..1] { memory 1 GB }  link gpu[*] <-> gpu[*] { bandwidth 1 GB/s } }
-graph g {
-  op a { time 1 ms  output 8 MB }
-  op b { time 2 ms }
-  op c { time 2 ms }
-  op d { time 1 ms }
-  a -> b -> d
-  a -> c -> d
-}
-plan p { graph g cluster c }
-"""
