@@ -29,7 +29,8 @@ def main(spec_path: str, plan_path: str, device_map: str = "") -> None:
 
     m, x = model(), torch.randn(32, 256)
     traced = trace(m, (x,))  # the same op names as `planner import torch`
-    plan = json.load(open(plan_path))
+    with open(plan_path, encoding="utf-8") as f:
+        plan = json.load(f)
     cluster = planner.load(spec_path).plans[plan["plan"]].cluster
     devices = torch_devices(cluster, parse_device_map(device_map))  # gpu1 -> cuda:1
     placed = apply_plan(traced, plan["placement"], devices)

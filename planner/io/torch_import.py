@@ -41,6 +41,7 @@ import copy
 import importlib
 import importlib.util
 import io
+import os
 import statistics
 import sys
 import time
@@ -52,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Diagnostic, Span, SpecError, UsageError, did_you_mean
 from .roofline import PROFILES, DeviceProfile
 from .training import BACKWARD_FLOP_FACTOR, add_backward
-from .workload import Imported, Workload, WorkOp
+from .workload import Imported, Workload, WorkOp, rounded_text
 
 if TYPE_CHECKING:
     from torch import fx
@@ -102,7 +103,7 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
             sys.modules[name] = module  # dataclasses and pickling look modules up by name
             spec.loader.exec_module(module)
         else:
-            module = importlib.import_module(where_text)
+            module = _import_module(where_text)
     except SpecError:
         raise
     except Exception as err:  # noqa: BLE001 - user code may raise anything
@@ -122,6 +123,22 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
         raise bad(f"`{attr}` is a {type(found).__name__}, not a torch.nn.Module (or a "
                   "function returning one)")
     return found, namespace
+
+
+def _import_module(name: str) -> Any:
+    """`importlib.import_module`, also looking in the working directory, as `python -m`
+    does: the `planner` script's `sys.path` lacks it, so `planner import torch mymodel:model`
+    would miss `./mymodel.py`. The directory is appended (it shadows nothing installed), and
+    only when the module is found nowhere else."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        cwd = os.getcwd()
+        if err.name != name.partition(".")[0] or any(
+                os.path.abspath(p or ".") == cwd for p in sys.path):
+            raise
+        sys.path.append(cwd)
+        return importlib.import_module(name)
 
 
 def example_inputs(shapes: Sequence[str] = (), expression: str | None = None,
@@ -522,8 +539,9 @@ def import_torch(target: str, shapes: Sequence[str] = (), example: str | None = 
         (f"Source: {target}, {type(model).__name__} traced with torch.fx (PyTorch "
          f"{torch.__version__}); inputs "
          + ", ".join(_describe(x) for x in inputs) + "."),
-        (f"Graph: {len(w.ops)} ops, {len(w.edges)} edges; forward {total_flops / 1e9:.4g} "
-         f"GFLOP (torch.utils.flop_counter), {n_params / 1e6:.4g} M parameters."),
+        (f"Graph: {len(w.ops)} ops, {len(w.edges)} edges; forward "
+         f"{rounded_text(total_flops, 'work')} (torch.utils.flop_counter), "
+         f"{n_params:,} parameters."),
         (f"Op times: `time` is the roofline max(FLOPs / peak, bytes / bandwidth) on "
          f"{prof.summary('fp32')}."),
     ]

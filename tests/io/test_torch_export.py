@@ -245,6 +245,16 @@ def test_export_torch_command_writes_copies_and_code(tmp_path: Path) -> None:
                 if placement[a] != placement[b]}  # the MLP is a chain
     assert {(c["tensor"], c["to"]) for c in doc["copies"]} == crossing
     assert crossing and code.read_text().count(".to('cuda:") == len(crossing) + 1  # + input
+    mapped = ["export", "torch", str(spec), f"{root}:mlp", "--example", "mlp_inputs()",
+              "--placement", str(plan_file), "--code", str(code)]
+    result = runner.invoke(app, [*mapped, "--device-map", "gpu1=meta"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["devices"] == {"gpu0": "cuda:0", "gpu1": "meta"}
+    assert {c["device"] for c in doc["copies"]} == {"meta"}
+    assert code.read_text().count(".to('meta')") == len(crossing)
+    result = runner.invoke(app, [*mapped, "--device-map", "gpu7=cpu"])
+    assert result.exit_code == 2 and "E930" in result.output
 
 
 @pytest.mark.parametrize("name", ["cnn", "lstm"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from planner.cli import app
 from planner.io.roofline import PROFILES
 from planner.io.times import read_times
 from planner.io.torch_import import (
+    load_target,
     measure,
     run_annotated,
     to_workload,
@@ -104,6 +106,32 @@ def test_the_command_writes_a_spec_that_loads(tmp_path: Path) -> None:
     assert len(graph.ops) == 6 + 5  # forward ops and a backward op per non-input op
     assert all(op.time_by_kind.get("cpu", 0) > 0 for op in graph.ops if op.name != "input_1")
     assert len(graph.colocations) == 5
+
+
+def test_the_header_gives_flops_and_parameters_in_a_readable_unit(tmp_path: Path) -> None:
+    code, output, out = _cli(tmp_path, f"{MODELS_FILE}:mlp", "--input", "8x16")
+    assert code == 0, output
+    # 8 x (16x32 + 32x32 + 32x4) multiply-adds; 16x32+32 + 32x32+32 + 32x4+4 parameters
+    assert "forward 26.62 KFLOP (torch.utils.flop_counter), 1,732 parameters." in \
+        out.read_text().replace("\n# ", " ")
+
+
+def test_a_module_target_is_found_in_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As `planner` (the script, whose sys.path lacks the working directory) runs it."""
+    (tmp_path / "h15_local_model.py").write_text(
+        "import torch\nmodel = torch.nn.Linear(4, 2)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".")
+                                      and Path(p).resolve() != tmp_path.resolve()])
+    try:
+        module, namespace = load_target("h15_local_model:model")
+    finally:
+        sys.modules.pop("h15_local_model", None)
+    assert isinstance(module, torch.nn.Linear) and namespace["model"] is module
+    with pytest.raises(planner.PlannerError) as err:  # still an error when it is nowhere
+        load_target("h15_no_such_model:model")
+    assert err.value.diagnostics[0].code == "E939"
 
 
 def test_the_roofline_spec_is_the_same_byte_for_byte(tmp_path: Path) -> None:
