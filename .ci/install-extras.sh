@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Optional tools the tests use when present (idempotent; each step skips what is there):
 #   - Debian's `chromium`, for the headless browser test of the HTML report
-#     (tests/compare/test_html_browser.py skips without it);
+#     (tests/compare/test_browser.py skips without it);
 #   - a Python >= 3.12 venv with the saga scheduling library, for the saga comparison
 #     (tests/test_bench_saga.py and bench/saga/ skip without it).
 set -euo pipefail

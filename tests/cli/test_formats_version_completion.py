@@ -21,11 +21,16 @@ def test_version_comes_from_the_installed_metadata() -> None:
     assert (res.exit_code, res.stdout) == (0, f"planner {version('planner')}\n")
 
 
-def test_show_completion_prints_a_bash_script() -> None:
-    res = runner.invoke(app, ["--show-completion", "bash"], prog_name="planner")
-    assert res.exit_code == 0
-    assert "_PLANNER_COMPLETE=complete_bash" in res.stdout
-    assert "complete -o default -F _planner_completion planner" in res.stdout
+def test_show_completion_prints_the_script_of_the_calling_shell() -> None:
+    # typer finds the shell among the process's parents (shellingham; a shell name after the
+    # option is ignored), so the test runs planner from bash as a user would, whatever shell
+    # runs pytest (`exit $?` keeps bash from exec'ing python: bash stays its parent)
+    proc = subprocess.run(["bash", "-c", '"$1" -c "$2" --show-completion; exit $?', "bash",
+                           sys.executable, AS_PLANNER], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "_PLANNER_COMPLETE=complete_bash" in proc.stdout
+    assert "complete -o default -F _planner_completion planner" in proc.stdout
 
 
 def test_completion_is_on_the_root_only() -> None:
