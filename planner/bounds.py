@@ -470,7 +470,7 @@ def _best_weights(cost: np.ndarray, ok: np.ndarray) -> np.ndarray:
     c_cost = np.where(c_ok, rows, 0.0) * weight[:, None]
 
     totals = c_cost.sum(axis=0)
-    starts = [np.full(m, 1.0 / m), *np.eye(m)]
+    starts: list[np.ndarray] = [np.full(m, 1.0 / m), *np.eye(m)]
     if (totals > 0).all() and np.isfinite(totals).all():
         with np.errstate(over="ignore"):  # totals of a few 1e-320 s overflow: skipped
             thr = 1.0 / totals  # exact for related devices (times proportional to 1/speed)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from types import FrameType
+from typing import TypeVar, TypeVarTuple
 
 #: the signals that stop a command like Ctrl-C
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -40,6 +42,8 @@ def install() -> None:
 
 
 _running = False
+_R = TypeVar("_R")
+_Ts = TypeVarTuple("_Ts")
 
 
 def _worker_signal(signum: int, frame: FrameType | None) -> None:
@@ -55,12 +59,12 @@ def install_in_worker() -> None:
         signal.signal(sig, _worker_signal)
 
 
-def guarded(call: object, *args: object) -> object:
+def guarded(call: Callable[[*_Ts], _R], *args: *_Ts) -> _R:
     """Run `call(*args)` in a pool worker; exit the process once a signal unwound it."""
     global _running
     _running = True
     try:
-        return call(*args)  # type: ignore[operator]
+        return call(*args)
     except Terminated as stop:
         os._exit(128 + stop.signum)
     finally:

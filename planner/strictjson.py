@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 
-def finite(obj: Any) -> Any:
+def finite(obj: object) -> object:
     """`obj` with every non-finite float (at any depth) replaced by None."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None

@@ -14,9 +14,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Diagnostic, Span, SpecError, UsageError
+
+if TYPE_CHECKING:
+    from ..model import Problem
 
 PLAN_FORMAT = "planner.plan"
 
@@ -149,7 +152,7 @@ def simulate_side(side: Side, problem: Any) -> None:
                     for d, dev in enumerate(devs)}
 
 
-def spec_problem(spec: Path, plan: str | None, old: Side) -> Any:
+def spec_problem(spec: Path, plan: str | None, old: Side) -> Problem:
     """The spec's plan to simulate both sides with: `--plan`, else the plan the old file
     names when the spec has it, else the spec's only plan (E602 otherwise)."""
     from ..spec.load import load_path

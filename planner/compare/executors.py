@@ -34,6 +34,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from types import ModuleType
 from typing import Any
 
 from ..errors import Diagnostic, SolverError, UsageError
@@ -242,7 +243,7 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
                 proc.join(timeout=5)
 
 
-def import_ray() -> Any:
+def import_ray() -> ModuleType:
     """The `ray` module, or a `UsageError` with an install hint."""
     try:
         import ray

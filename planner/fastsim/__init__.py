@@ -171,7 +171,7 @@ class Evaluator:
             backend = "reference" if wide or not numba_available() else "numba"
         elif backend == "numba" and wide:
             raise ValueError("the problem is too large for the compiled kernel's int64 sums")
-        self.backend: Literal["numba", "reference"] = backend  # type: ignore[assignment]
+        self.backend: Literal["numba", "reference"] = backend
         topo = np.array(g.topological_order, dtype=np.int64)
         pos = np.empty(n, np.int64)
         pos[topo] = np.arange(n, dtype=np.int64)

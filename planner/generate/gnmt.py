@@ -37,6 +37,8 @@ attention context), other decoder layers H + H (the layer below and the context)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..io.workload import Imported
 from .builder import Builder, Input, check_positive
 
@@ -61,7 +63,7 @@ def generate(layers: int = 8, hidden: int = 1024, vocab: int = 32000, seq: int =
     src = b.data("src", batch * seq * 4)
     tgt = b.data("tgt", batch * t_len * 4)
 
-    def lstm(p: str, t: int, inputs: list[Input], width: int, w: str,
+    def lstm(p: str, t: int, inputs: Sequence[Input], width: int, w: str,
              prev: str | None) -> str:
         """One LSTM step: gates (a matrix product) then the cell (pointwise)."""
         ins: list[Input] = [*inputs, w]

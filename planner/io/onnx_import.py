@@ -63,13 +63,16 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Diagnostic, Severity, Span, SpecError, UsageError
 from ..spec.load import read_bytes
 from .roofline import DTYPE_BYTES, PROFILES, DeviceProfile
 from .training import BACKWARD_FLOP_FACTOR, add_backward
 from .workload import Imported, Workload, WorkOp
+
+if TYPE_CHECKING:
+    from onnx import ModelProto
 
 CONV = {"Conv", "ConvTranspose"}
 MATMUL = {"Gemm", "MatMul"}
@@ -134,7 +137,8 @@ def node_flops(op_type: str, attrs: dict[str, Any], ins: Sequence[tuple[int, ...
     if op_type in GLOBAL_REDUCE:
         return float(_prod(ins[0]))
     if op_type == "LRN":
-        return (2.0 * attrs.get("size", 1) + 3.0) * n_out
+        size: int = attrs.get("size", 1)
+        return (2.0 * size + 3.0) * n_out
     if op_type in SOFTMAX:
         return 5.0 * n_out
     if op_type in ARITH:
@@ -169,7 +173,7 @@ def zoo_path(name: str) -> Path:
     return path
 
 
-def load_model(path: str | os.PathLike[str]) -> Any:
+def load_model(path: str | os.PathLike[str]) -> ModelProto:
     """Read an ONNX file, turning every failure into a `SpecError` at the file."""
     import onnx
     from google.protobuf.message import DecodeError

@@ -111,9 +111,9 @@ def parse_pipedream(text: str, file: str = "<pipedream>", training: bool = False
     sink.raise_if_errors()
 
     w = Workload(name)
-    for n in nodes.values():
-        w.add(WorkOp(n.name, n.forward_ms * 1e-3, None, params_bytes=round(n.params),
-                     output_bytes=round(sum(n.outputs)), comment=n.module))
+    for node in nodes.values():
+        w.add(WorkOp(node.name, node.forward_ms * 1e-3, None, params_bytes=round(node.params),
+                     output_bytes=round(sum(node.outputs)), comment=node.module))
     for a, b in pairs:
         outs = nodes[a].outputs
         m = _GETITEM.fullmatch(nodes[b].module.strip())

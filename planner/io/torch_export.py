@@ -275,6 +275,8 @@ def placement_of(placed: Placed, traced: Traced, inputs: tuple[Any, ...]) -> dic
     on a machine without a GPU, and an op given tensors of two devices still fails.
     """
     torch = require_torch()
+    from torch.fx import Interpreter
+
     back = {v: k for k, v in placed.devices.items()}
     if len(back) != len(placed.devices):
         raise UsageError(Diagnostic("E930", "reading a placement back needs one torch device "
@@ -282,7 +284,7 @@ def placement_of(placed: Placed, traced: Traced, inputs: tuple[Any, ...]) -> dic
     gm = torch.fx.symbolic_trace(placed.module)
     found: dict[str, str] = {}
 
-    class Where(torch.fx.Interpreter):  # type: ignore[misc]
+    class Where(Interpreter):  # type: ignore[misc, unused-ignore]  # Any without torch
         def run_node(self, n: Any) -> Any:
             value = super().run_node(n)
             if n.name in traced.names and n.op != "placeholder":

@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Diagnostic, Span, SpecError, UsageError, did_you_mean
@@ -66,7 +67,7 @@ VIEWS = {"getitem", "getattr", "size", "dim", "view", "reshape", "flatten", "squ
          "unbind", "view_as", "expand_as", "unflatten", "contiguous", "detach"}
 
 
-def require_torch() -> Any:
+def require_torch() -> ModuleType:
     """The `torch` module, or a usage error (E938) naming the extra that installs it."""
     try:
         import torch
@@ -74,7 +75,8 @@ def require_torch() -> Any:
         raise UsageError(Diagnostic(
             "E938", "PyTorch is not installed", None,
             ("install the extra: pip install 'planner[torch]'",))) from None
-    return torch
+    module: ModuleType = torch  # (Any to mypy where torch is not installed)
+    return module
 
 
 # ---- loading ------------------------------------------------------------------------------
@@ -246,7 +248,7 @@ def trace(model: Any, inputs: tuple[Any, ...]) -> Traced:
               "module torch.fx keeps whole, or make it depend on shapes only"),))) from None
     flops: dict[str, float] = {}
 
-    class Counting(ShapeProp):  # type: ignore[misc]
+    class Counting(ShapeProp):  # type: ignore[misc, unused-ignore]  # Any without torch
         def run_node(self, n: fx.Node) -> Any:
             with FlopCounterMode(display=False) as counter:
                 value = super().run_node(n)
@@ -312,6 +314,8 @@ def measure(traced: Traced, device: str, warmup: int = 3, repeat: int = 10,
     runs (on a busy machine, 1 avoids threads waiting on each other for milliseconds).
     """
     torch = require_torch()
+    from torch.fx import Interpreter
+
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as err:
@@ -328,7 +332,7 @@ def measure(traced: Traced, device: str, warmup: int = 3, repeat: int = 10,
     inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in traced.inputs)
     samples: dict[str, list[float]] = {name: [] for name in traced.names}
 
-    class Timing(torch.fx.Interpreter):  # type: ignore[misc]
+    class Timing(Interpreter):  # type: ignore[misc, unused-ignore]  # Any without torch
         keep = False
 
         def run_node(self, n: fx.Node) -> Any:
@@ -372,13 +376,15 @@ def _synchronizer(torch: Any, dev: Any) -> Callable[[], None]:
     return lambda: module.synchronize(dev) if dev.type == "cuda" else module.synchronize()
 
 
-def run_annotated(traced: Traced, *inputs: Any) -> Any:
+def run_annotated(traced: Traced, *inputs: Any) -> object:
     """Run the traced graph with one `record_function(op name)` range per op, so that a
     `torch.profiler` Chrome trace of it feeds `--times` (see `planner.io.times`)."""
     torch = require_torch()
+    from torch.fx import Interpreter
+
     names = traced.names
 
-    class Annotated(torch.fx.Interpreter):  # type: ignore[misc]
+    class Annotated(Interpreter):  # type: ignore[misc, unused-ignore]  # Any without torch
         def run_node(self, n: fx.Node) -> Any:
             if n.name not in names:
                 return super().run_node(n)

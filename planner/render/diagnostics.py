@@ -19,12 +19,15 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 from ..errors import Diagnostic, PlannerError, render_all
 from ..strictjson import finite
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INFEASIBLE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 log = logging.getLogger("planner")
@@ -45,7 +48,8 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
     import as that format. Lone `\r` end lines, as for the parser.
     """
     from ..limits import active
-    from ..spec.parse import line_ends, looks_like_spec
+    from ..spec.fastparse import line_ends
+    from ..spec.parse import looks_like_spec
 
     cap = active().file_bytes
     out: dict[str, str] = {}
@@ -238,7 +242,7 @@ def guard(command: str | None = None, as_json: bool | str = False) -> Iterator[J
         raise typer.Exit(code)
 
 
-def stdout_console() -> Any:
+def stdout_console() -> Console:
     """A rich console on stdout that treats a closed pipe like every other command does
     (rich's own handler exits 1)."""
     from rich.console import Console

@@ -113,7 +113,7 @@ def _span(file: str, line: int, col: int, end_line: int, end_col: int, start: in
     ec(s, end_col)
     st(s, start)
     en(s, end)
-    return s  # type: ignore[no-any-return]
+    return s
 
 
 def _unquote(v: str) -> str:

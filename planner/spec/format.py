@@ -52,7 +52,7 @@ import json
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 
 from . import ast
 from .fastparse import line_ends

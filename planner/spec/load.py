@@ -55,7 +55,7 @@ def read_bytes(path: Path, shown: str, at: Span | None = None) -> bytes:
         if len(data) > cap:
             raise SpecError(Diagnostic(
                 "E007", f"{shown} is larger than the limit of {cap:,} bytes", where,
-                f"raise it with `--limit file_bytes={max(2 * cap, path.stat().st_size)}`"))
+                (f"raise it with `--limit file_bytes={max(2 * cap, path.stat().st_size)}`",)))
     except FileNotFoundError:
         raise SpecError(Diagnostic("E001", f"no such file: {shown}", where,
                                    ("check the path (imports are relative to the importing file)",)

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from lark import Lark, Transformer
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -168,7 +168,7 @@ class _Parser:
         try:  # the `fast` extra: a Cython lexer/parser, same trees, faster
             if os.environ.get("PLANNER_NO_CYTHON", "") not in ("", "0"):
                 raise ImportError("disabled by PLANNER_NO_CYTHON")
-            import lark_cython  # type: ignore[import-not-found]
+            import lark_cython
 
             kwargs["_plugins"] = lark_cython.plugins
         except ImportError:
@@ -230,7 +230,8 @@ def parse_lark(text: str, file: str = "<string>") -> ast.Module:
         p.builder.file = file
         p.builder.comments.clear()
         try:
-            items = p.lark.parse(text)
+            # the builder's `start` makes the tree a tuple of top-level items
+            items = cast("tuple[ast.TopLevel, ...]", p.lark.parse(text))
         except UnexpectedInput as err:
             diag = _syntax_diagnostic(err, text, file)
             head = _HEADER.match(text)
@@ -310,9 +311,9 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic
     if tok.type == "$END":
         line, col, pos = _end_position(text)
         opener = _open_block(text, len(text))
-        hints = (f"missing `}}` to close `{opener}`",) if opener else ()
+        end_hints = (f"missing `}}` to close `{opener}`",) if opener else ()
         span = Span(file, line, col, line, col + 1, pos, pos)
-        return Diagnostic("E102", "unexpected end of file", span, hints)
+        return Diagnostic("E102", "unexpected end of file", span, end_hints)
     span = Span(file, tok.line, tok.column, tok.end_line or tok.line,
                 tok.end_column or tok.column + 1, tok.start_pos or pos,
                 tok.end_pos or pos)
