@@ -30,9 +30,9 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from .algorithms import ALGORITHMS
+from .algorithms import completions, names, taking
 from .commands.load_options import LimitOption, RootOption
-from .errors import Diagnostic, Span, SpecError, UsageError, render_all
+from .errors import Diagnostic, Span, SpecError, UsageError, _one_line, render_all
 from .render.diagnostics import (
     EXIT_INFEASIBLE,
     EXIT_INTERRUPTED,
@@ -155,12 +155,43 @@ def _root(version: Annotated[bool, typer.Option(
     pass
 
 log = logging.getLogger("planner")
+#: `solve`'s algorithm when `--algo` is not given
+DEFAULT_ALGO = "auto"
 #: default `--time-limit` of `solve`: `auto` should answer a first-time user quickly
 AUTO_TIME_LIMIT_S = 10.0
 EXACT_TIME_LIMIT_S = 60.0
 _guard = guard
 _sources = source_texts
 _eprint = eprint
+
+
+def _and(items: Sequence[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _only(items: Sequence[str]) -> str:
+    """`a only`, `a, b`."""
+    return items[0] + " only" if len(items) == 1 else ", ".join(items)
+
+
+def _complete_algo(incomplete: str) -> list[tuple[str, str]]:
+    """`--algo`'s shell completion: the registered names, with their summaries."""
+    return completions(incomplete)
+
+
+#: `solve`'s option help, generated from the algorithm registry (`AlgorithmInfo.options`)
+_HELP_ALGO = "Algorithm: " + ", ".join(names()) + "."
+_HELP_TIME_LIMIT = (
+    f"Seconds for the exact or search phase ({', '.join(taking('time_limit_s'))}): default "
+    f"{AUTO_TIME_LIMIT_S:g} for {DEFAULT_ALGO} (0: heuristics only), {EXACT_TIME_LIMIT_S:g} "
+    f"for {_and([a for a in taking('time_limit_s') if a != DEFAULT_ALGO])}.")
+_HELP_GAP = ("Stop exact solvers at this relative gap, in the solver's own measure "
+             f"({', '.join(taking('gap'))}). [default: 0.0001]")
+_HELP_SOLVER = (f"ILP back-end ({_only(taking('solver'))}): highs, cbc, glpk, or any Pyomo "
+                "solver name. [default: highs]")
+_HELP_EMIT = f"Write the exact model (.lp or .mps; {', '.join(taking('emit'))})."
+_HELP_SEED = f"Seed for --algo {_and(sorted(taking('seed')))}."  # alphabetical, as it read
 
 
 def _spec_files(paths: list[Path]) -> list[Path]:
@@ -269,7 +300,7 @@ def check(
         if report.output in ("text", "github"):  # github: the annotations go to stdout
             if diags and not report.enabled:
                 _eprint(render_all(diags, _sources(diags)))
-            shown = ", ".join(display_path(f) for f in files[:3]) + (
+            shown = ", ".join(_one_line(display_path(f)) for f in files[:3]) + (
                 f" and {len(files) - 3} more" if len(files) > 3 else "")
             _eprint(f"checked {len(files)} file(s) ({shown}): "
                     + (f"{len(errors)} error(s)" if errors else "ok"))
@@ -416,14 +447,17 @@ def simulate(
 def solve(
     spec: Annotated[Path, typer.Argument(help="The spec file.")],
     plan: Annotated[str | None, typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
-    algo: Annotated[str, typer.Option("--algo", help="Algorithm: " + ", ".join(ALGORITHMS) + ".")] = "auto",
+    algo: Annotated[str, typer.Option(
+        "--algo", help=_HELP_ALGO, autocompletion=_complete_algo)] = DEFAULT_ALGO,
     out: Annotated[Path | None, typer.Option("--out", help="Write the plan JSON here (atomically).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds for the exact or search phase (auto, search, cpsat, ilp): default 10 for auto (0: heuristics only), 60 for search, cpsat and ilp.", show_default=False)] = None,
-    gap: Annotated[float | None, typer.Option("--gap", help="Stop exact solvers at this relative gap, in the solver's own measure (auto, cpsat, ilp). [default: 0.0001]", show_default=False)] = None,
-    solver: Annotated[str | None, typer.Option("--solver", help="ILP back-end (ilp only): highs, cbc, glpk, or any Pyomo solver name. [default: highs]", show_default=False)] = None,
-    emit: Annotated[Path | None, typer.Option("--emit", help="Write the exact model (.lp or .mps; cpsat, ilp).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for --algo random and search.")] = 0,
+    time_limit: Annotated[float | None, typer.Option(
+        "--time-limit", help=_HELP_TIME_LIMIT, show_default=False)] = None,
+    gap: Annotated[float | None, typer.Option("--gap", help=_HELP_GAP, show_default=False)] = None,
+    solver: Annotated[str | None, typer.Option(
+        "--solver", help=_HELP_SOLVER, show_default=False)] = None,
+    emit: Annotated[Path | None, typer.Option("--emit", help=_HELP_EMIT)] = None,
+    seed: Annotated[int, typer.Option("--seed", help=_HELP_SEED)] = 0,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
     trace: Annotated[Path | None, typer.Option("--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev).")] = None,
     limit: LimitOption = None,
@@ -443,10 +477,14 @@ def solve(
         check_applicable(algo, [k for k, v in given.items() if v is not None])
         check_outputs({"--out": out, "--html": html, "--emit": emit, "--trace": trace})
         if time_limit is None:
-            time_limit = AUTO_TIME_LIMIT_S if algo == "auto" else EXACT_TIME_LIMIT_S
-        if time_limit < 0:
-            raise UsageError(Diagnostic("E603", f"--time-limit: `{time_limit}` is negative",
-                                        None, ("give seconds, e.g. --time-limit 30",)))
+            time_limit = AUTO_TIME_LIMIT_S if algo == DEFAULT_ALGO else EXACT_TIME_LIMIT_S
+        if not (math.isfinite(time_limit) and time_limit >= 0):
+            raise UsageError(Diagnostic(
+                "E603", f"--time-limit: `{time_limit}` is not a number of seconds (0 or more)",
+                None, ("give seconds, e.g. --time-limit 30",)))
+        if gap is not None and not (math.isfinite(gap) and gap >= 0):
+            raise UsageError(Diagnostic("E608", f"--gap: `{gap}` is not a relative gap "
+                                        "(0 or more)", None, ("for example --gap 0.01 (1%)",)))
         loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
         options = Options(seed=seed, time_limit_s=time_limit,
@@ -575,12 +613,14 @@ def _lazy_command(name: str) -> Any:
     module, attr, help_text = LAZY_COMMANDS[name]
     target = getattr(importlib.import_module(module), attr)
     if isinstance(target, typer.Typer):
-        command = typer.main.get_group(target)  # a group even with one sub-command
-    else:
-        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
-                             rich_markup_mode=None)
-        single.command(name)(target)
-        command = typer.main.get_command(single)
+        group = typer.main.get_group(target)  # a group even with one sub-command
+        group.name = name
+        group.help = group.help or help_text
+        return group
+    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                         rich_markup_mode=None)
+    single.command(name)(target)
+    command = typer.main.get_command(single)
     command.name = name
     command.help = command.help or help_text
     return command

@@ -1,38 +1,82 @@
-"""Placement algorithms, registered by name in one ordered table.
+"""Placement algorithms, registered by name in one ordered table: `ALGORITHMS`.
 
-Every algorithm is one module exposing `place(problem, options) -> Plan | Solution` and an
-`INFO = AlgorithmInfo(...)` that declares its capabilities as data. Modules are imported
-lazily on first use, so `planner check` never pays for OR-Tools or Pyomo.
+Every algorithm is one module exposing `place(problem, options) -> Plan | Solution`, and one
+`AlgorithmInfo` line below that names the module and declares its capabilities as data:
+which `solve` options it takes, whether it is exact, anytime, a constructive candidate of
+`auto`'s portfolio, in `compare`'s default set, its name in prose. The CLI (`--algo` and
+its help, which options apply, `compare --algos`), `auto`'s candidates and the fallback
+messages all read this table, so adding an algorithm is its module plus one line here.
+The table is read without importing any algorithm module: modules are imported lazily on
+first use (`AlgorithmInfo.place`), so `planner check` never pays for OR-Tools or Pyomo.
 """
 
 from __future__ import annotations
 
-import importlib
 import time
+from collections.abc import Mapping
 from types import MappingProxyType
 
 from ..errors import Diagnostic, UsageError, did_you_mean
 from ..model import Problem
-from .base import AlgorithmInfo, Options, Solution
+from .base import TUNABLE, AlgorithmInfo, Options, Solution
 
-__all__ = ["ALGORITHMS", "AlgorithmInfo", "Options", "Solution", "get", "names", "run"]
+__all__ = ["ALGORITHMS", "TUNABLE", "AlgorithmInfo", "Options", "Solution", "compare_defaults",
+           "completions", "constructive", "display_name", "get", "names", "run", "taking"]
 
-#: name -> module; the order is the order of `planner solve --help` and `compare`.
-ALGORITHMS = MappingProxyType({
-    "auto": "planner.algorithms.auto",
-    "msct": "planner.algorithms.msct",
-    "metf": "planner.algorithms.metf",
-    "mtopo": "planner.algorithms.mtopo",
-    "heft": "planner.algorithms.heft",
-    "cpop": "planner.algorithms.cpop",
-    "search": "planner.algorithms.search",
-    "single": "planner.algorithms.baselines.single",
-    "roundrobin": "planner.algorithms.baselines.roundrobin",
-    "random": "planner.algorithms.baselines.random",
-    "expert": "planner.algorithms.baselines.expert",
-    "cpsat": "planner.algorithms.exact.cpsat",
-    "ilp": "planner.algorithms.exact.ilp",
-})
+_A = "planner.algorithms."
+_EXACT = ("time_limit_s", "gap", "emit")
+_LIST = "Topcuoglu, Hariri, Wu, IEEE TPDS 2002"
+_BAECHI = "Jeon et al., Baechi, SoCC 2020"
+
+
+def _table(*entries: AlgorithmInfo) -> Mapping[str, AlgorithmInfo]:
+    return MappingProxyType({e.name: e for e in entries})
+
+
+#: name -> entry; the order is the order of `planner solve --help`, `compare` and `auto`.
+ALGORITHMS: Mapping[str, AlgorithmInfo] = _table(
+    AlgorithmInfo("auto", _A + "auto", "best simulated plan of the heuristics and baselines, "
+                  "then CP-SAT on small graphs", options=("time_limit_s", "gap"),
+                  citation="see msct, metf, mtopo, heft, cpop and cpsat"),
+    AlgorithmInfo("msct", _A + "msct", "memory-constrained Small Communication Time: LP "
+                  "favourite children + m-ETF", display="m-SCT", options=("threshold",),
+                  constructive=True, seconds_per_element=1.6e-5, compare_default=True,
+                  citation="Hanen & Munier, Discrete Appl. Math. 2001; " + _BAECHI),
+    AlgorithmInfo("metf", _A + "metf", "memory-constrained Earliest Task First (Baechi's "
+                  "m-ETF)", display="m-ETF", constructive=True, seconds_per_element=1.6e-5,
+                  compare_default=True, citation="Hwang et al., SIAM J. Comput. 1989; " + _BAECHI),
+    AlgorithmInfo("mtopo", _A + "mtopo", "memory-balanced topological fill (Baechi's m-TOPO)",
+                  display="m-TOPO", constructive=True, seconds_per_element=1.2e-5,
+                  citation=_BAECHI),
+    AlgorithmInfo("heft", _A + "heft", "Heterogeneous Earliest Finish Time, insertion-based, "
+                  "memory-aware", display="HEFT", constructive=True, seconds_per_element=1.6e-5,
+                  compare_default=True, citation=_LIST),
+    AlgorithmInfo("cpop", _A + "cpop", "Critical Path On a Processor, insertion-based, "
+                  "memory-aware", display="CPOP", constructive=True, seconds_per_element=9.5e-5,
+                  compare_default=True, citation=_LIST),
+    AlgorithmInfo("search", _A + "search", "moves groups of ops between devices from the best "
+                  "constructive plan, judged by the simulator (descent, then annealing)",
+                  options=("time_limit_s", "seed"), anytime=True),
+    AlgorithmInfo("single", _A + "baselines.single", "everything on the fastest device that "
+                  "holds it all (pins excepted)", constructive=True, seconds_per_element=8e-6,
+                  compare_default=True),
+    AlgorithmInfo("roundrobin", _A + "baselines.roundrobin", "ops in topological order dealt "
+                  "to the devices in turn (memory-aware)", constructive=True,
+                  seconds_per_element=1.1e-5),
+    AlgorithmInfo("random", _A + "baselines.random", "a seeded random device with room for "
+                  "each op", options=("seed",)),
+    AlgorithmInfo("expert", _A + "baselines.expert", "the spec's `place` and `pin` statements, "
+                  "as given", memory_aware=False),
+    AlgorithmInfo("cpsat", _A + "exact.cpsat", "exact CP-SAT model (OR-Tools): intervals, "
+                  "NoOverlap per device, m-SCT hints", display="CP-SAT", options=_EXACT,
+                  exact=True, citation="Perron & Didier, CP-SAT (OR-Tools); flexible job shop "
+                  "with transfer delays"),
+    AlgorithmInfo("ilp", _A + "exact.ilp", "exact MILP (Pyomo; HiGHS, CBC, GLPK or any Pyomo "
+                  "solver), warm-started by the best heuristic", display="ILP",
+                  options=(*_EXACT, "solver"), exact=True, needs_solver=True,
+                  citation="continuous-time MILP with disjunctive pairs (Manne 1960); big-M "
+                  "from a warm start"),
+)
 
 
 def names() -> tuple[str, ...]:
@@ -41,15 +85,42 @@ def names() -> tuple[str, ...]:
 
 
 def get(name: str) -> AlgorithmInfo:
-    """The algorithm called `name` (its module imported on first use)."""
-    module_name = ALGORITHMS.get(name)
-    if module_name is None:
+    """The registry entry of algorithm `name` (no module is imported); `UsageError` E601
+    when there is none."""
+    info = ALGORITHMS.get(name)
+    if info is None:
         raise UsageError(Diagnostic("E601", f"unknown algorithm `{name}`", None,
                                     (*did_you_mean(name, ALGORITHMS),
                                      "available: " + ", ".join(ALGORITHMS))))
-    module = importlib.import_module(module_name)
-    info: AlgorithmInfo = module.INFO
     return info
+
+
+def taking(option: str) -> tuple[str, ...]:
+    """The algorithms that take the `TUNABLE` option `option`, in registry order."""
+    if option not in TUNABLE:
+        raise ValueError(f"`{option}` is not one of {TUNABLE}")
+    return tuple(n for n, info in ALGORITHMS.items() if info.takes(option))
+
+
+def constructive() -> tuple[str, ...]:
+    """The constructive candidates `portfolio.rank` runs, in registry order."""
+    return tuple(n for n, info in ALGORITHMS.items() if info.constructive)
+
+
+def compare_defaults() -> tuple[str, ...]:
+    """`compare`'s algorithms when `--algos` is not given, in registry order."""
+    return tuple(n for n, info in ALGORITHMS.items() if info.compare_default)
+
+
+def display_name(name: str) -> str:
+    """Algorithm `name` as prose writes it (m-SCT, HEFT); an unregistered name as it is."""
+    info = ALGORITHMS.get(name)
+    return name if info is None else info.shown
+
+
+def completions(prefix: str = "") -> list[tuple[str, str]]:
+    """(name, summary) of each algorithm whose name starts with `prefix` (shell completion)."""
+    return [(n, info.summary) for n, info in ALGORITHMS.items() if n.startswith(prefix)]
 
 
 def run(name: str, problem: Problem, options: Options | None = None) -> Solution:
@@ -57,10 +128,10 @@ def run(name: str, problem: Problem, options: Options | None = None) -> Solution
 
     Raises `InfeasibleError` when no plan satisfies the memory caps and pins.
     """
-    info = get(name)
+    place = get(name).place
     options = options or Options()
     t0 = time.perf_counter()
-    out = info.place(problem, options)
+    out = place(problem, options)
     elapsed = time.perf_counter() - t0
     solution = out if isinstance(out, Solution) else Solution(out)
     if not solution.plan.algorithm:

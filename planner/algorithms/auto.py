@@ -1,13 +1,13 @@
 """`auto`: the fast heuristics and baselines, a search from the best of them, then CP-SAT
 on small graphs.
 
-1. `portfolio.rank`: run `msct`, `metf`, `mtopo`, `heft`, `cpop`, `single` and
-   `roundrobin` (registry order), skipping any that raises `InfeasibleError`, plus
-   `Options.warm_start` when one is given; each plan is simulated under the problem's own
-   contention and memory model; the best feasible makespan wins, ties by registry order.
-   With a time limit above 0, a candidate expected to take longer than the limit
-   (`portfolio.estimated_seconds`, from the graph's size) is skipped, its reason in
-   `info["skipped"]`; the fastest always runs.
+1. `portfolio.rank`: run the registry's constructive algorithms (today `msct`, `metf`,
+   `mtopo`, `heft`, `cpop`, `single` and `roundrobin`, in registry order), skipping any
+   that raises `InfeasibleError`, plus `Options.warm_start` when one is given; each plan
+   is simulated under the problem's own contention and memory model; the best feasible
+   makespan wins, ties by registry order. With a time limit above 0, a candidate
+   expected to take longer than the limit (`portfolio.estimated_seconds`, from the
+   graph's size) is skipped, its reason in `info["skipped"]`; the fastest always runs.
 2. With more than one device and a time limit above 0: `search.improve` from that plan
    (name-prefix groups, then units; the simulator is the objective) for a budget of moves
    worth what the heuristics are expected to leave of the time limit (of `SEARCH_SHARE`
@@ -47,10 +47,10 @@ from typing import Any
 
 from ..errors import InfeasibleError, PlannerError
 from ..model import Problem
-from .base import AlgorithmInfo, Interrupted, Options, Solution
+from .base import Interrupted, Options, Solution
 from .portfolio import CANDIDATES, estimated_seconds, rank
 
-__all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "INFO", "place"]
+__all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "place"]
 
 log = logging.getLogger("planner")
 
@@ -189,14 +189,3 @@ def _all_infeasible(problem: Problem, errors: list[PlannerError]) -> InfeasibleE
     return InfeasibleError(Diagnostic(
         "E816", "no algorithm found a plan that the simulator accepts", None,
         ("try --algo cpsat with a longer --time-limit",)))
-
-
-INFO = AlgorithmInfo(
-    name="auto",
-    place=place,
-    summary="best simulated plan of the heuristics and baselines, then CP-SAT on small graphs",
-    memory_aware=True,
-    exact=False,
-    needs_solver=False,
-    citation="see msct, metf, mtopo, heft, cpop and cpsat",
-)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -69,16 +70,76 @@ class Interrupted(Exception):
         self.solution = solution
 
 
+#: the `Options` fields a user tunes, which an `AlgorithmInfo` lists in `options` when the
+#: algorithm takes them (`progress` and `warm_start` are the callers' business, not a user's)
+TUNABLE: tuple[str, ...] = ("time_limit_s", "gap", "solver", "emit", "seed", "threshold")
+
+
 @dataclass(frozen=True, slots=True)
 class AlgorithmInfo:
-    """An algorithm and its capabilities, declared as data."""
+    """One line of the algorithm registry (`planner.algorithms.ALGORITHMS`): the algorithm's
+    name, its module and what it can do, declared as data.
+
+    Everything here is read without importing `module`, so `planner check` and `--help`
+    never pay for numpy, HiGHS or OR-Tools; `place` imports the module on first use. The
+    module itself only defines `place(problem, options) -> Plan | Solution`.
+    """
 
     name: str
-    place: Callable[[Problem, Options], Plan | Solution]
+    #: the dotted module that defines `place`
+    module: str
+    #: one line: what it does (`--algo`'s shell completion shows it)
     summary: str
-    memory_aware: bool = True
+    #: the name in prose (m-SCT, HEFT); empty: `name`
+    display: str = ""
+    #: the `TUNABLE` options it takes: `solve` rejects `--time-limit`, `--gap`, `--solver`
+    #: and `--emit` for an algorithm that does not list them (E605), and the option's help
+    #: names the algorithms that do; `seed` is listed by those that draw random numbers of
+    #: their own (`--seed`'s help names them)
+    options: tuple[str, ...] = ()
+    #: proves optimality with a model of its own (`options` then has time_limit_s, gap, emit)
     exact: bool = False
+    #: needs an external solver chosen by `--solver` (`options` then has `solver`)
     needs_solver: bool = False
-    citation: str = ""
     #: improves its plan for as long as `--time-limit` allows (and stops on Ctrl-C)
     anytime: bool = False
+    #: respects the devices' memory caps by itself (`expert` takes the spec's word)
+    memory_aware: bool = True
+    #: a fast constructive heuristic or baseline: `portfolio.rank` runs it for `auto`,
+    #: `search` and the exact solvers' warm start, and ranks its plan by simulation
+    constructive: bool = False
+    #: `portfolio.estimated_seconds`: seconds per op and edge it takes, run and simulated
+    #: (None: the portfolio's default)
+    seconds_per_element: float | None = None
+    #: in `compare`'s default `--algos`
+    compare_default: bool = False
+    citation: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = [o for o in self.options if o not in TUNABLE]
+        needed = {"exact": ("time_limit_s", "gap", "emit") if self.exact else (),
+                  "needs_solver": ("solver",) if self.needs_solver else (),
+                  "anytime": ("time_limit_s",) if self.anytime else ()}
+        missing = [f"{cap} needs {o}" for cap, opts in needed.items() for o in opts
+                   if o not in self.options]
+        if "solver" in self.options and not self.needs_solver:
+            missing.append("solver is only for needs_solver")
+        if unknown or missing:
+            raise ValueError(f"algorithm {self.name}: options {unknown} are not in TUNABLE"
+                             if unknown else f"algorithm {self.name}: " + "; ".join(missing))
+
+    @property
+    def shown(self) -> str:
+        """The name in prose: `display`, else `name`."""
+        return self.display or self.name
+
+    def takes(self, option: str) -> bool:
+        """Whether the algorithm takes the `TUNABLE` option `option`."""
+        return option in self.options
+
+    @property
+    def place(self) -> Callable[[Problem, Options], Plan | Solution]:
+        """The module's `place` (the module imported on first use)."""
+        place: Callable[[Problem, Options], Plan | Solution] = importlib.import_module(
+            self.module).place
+        return place

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..cost import INF
 from ..model import Problem
-from .base import AlgorithmInfo, Options, Solution
+from .base import Options, Solution
 from .listsched import (
     Instance,
     downward_rank,
@@ -68,12 +68,3 @@ def place(problem: Problem, options: Options) -> Solution:
     return solution(inst, placement, start, "cpop", status, **info, critical_path_ops=len(path),
                     critical_path_device=problem.cluster.devices[cp_device].name
                     if cp_device >= 0 else None)
-
-
-INFO = AlgorithmInfo(
-    name="cpop",
-    place=place,
-    summary="Critical Path On a Processor, insertion-based, memory-aware",
-    memory_aware=True,
-    citation="Topcuoglu, Hariri, Wu, IEEE TPDS 2002",
-)

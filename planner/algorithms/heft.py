@@ -18,7 +18,7 @@ op's data-ready time); O(V²·D) in the worst case, as in the paper.
 from __future__ import annotations
 
 from ..model import Problem
-from .base import AlgorithmInfo, Options, Solution
+from .base import Options, Solution
 from .listsched import (
     Instance,
     insertion_schedule,
@@ -36,12 +36,3 @@ def place(problem: Problem, options: Options) -> Solution:
     placement, start, status, info = memory_passes(
         inst, "heft", lambda placer: insertion_schedule(inst, placer, prank))
     return solution(inst, placement, start, "heft", status, **info)
-
-
-INFO = AlgorithmInfo(
-    name="heft",
-    place=place,
-    summary="Heterogeneous Earliest Finish Time, insertion-based, memory-aware",
-    memory_aware=True,
-    citation="Topcuoglu, Hariri, Wu, IEEE TPDS 2002",
-)

@@ -60,6 +60,7 @@ from ..facts import facts
 from ..model import Problem, derived
 from ..plan import Plan
 from ..simulate import simulate
+from . import display_name
 from .base import Solution, Status
 from .infeasible import stuck_error
 
@@ -884,8 +885,7 @@ def memory_passes(
         placement, start = attempt(Placer(inst, placement=fill.device_of))
     except Stuck:
         raise explain_stuck(placer, algorithm, stuck, retried=True) from None
-    names = {"metf": "m-ETF", "msct": "m-SCT", "heft": "HEFT", "cpop": "CPOP"}
-    shown = names.get(algorithm, algorithm)
+    shown = display_name(algorithm)
     reason = (f"{shown} ran out of memory under every budget; this is m-TOPO's placement, "
               f"ordered by {shown}")
     return placement, start, "fallback", {"memory_passes": len(ladder) + 2, "reason": reason}

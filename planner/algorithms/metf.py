@@ -30,7 +30,7 @@ the first dead-ends in memory; at most five).
 from __future__ import annotations
 
 from ..model import Problem
-from .base import AlgorithmInfo, Options, Solution
+from .base import Options, Solution
 from .listsched import Instance, etf_schedule, memory_passes, solution
 
 
@@ -40,12 +40,3 @@ def place(problem: Problem, options: Options) -> Solution:
     placement, start, status, info = memory_passes(
         inst, "metf", lambda placer: etf_schedule(inst, placer, inst.topo_pos))
     return solution(inst, placement, start, "metf", status, **info)
-
-
-INFO = AlgorithmInfo(
-    name="metf",
-    place=place,
-    summary="memory-constrained Earliest Task First (Baechi's m-ETF)",
-    memory_aware=True,
-    citation="Hwang et al., SIAM J. Comput. 1989; Jeon et al., Baechi, SoCC 2020",
-)

@@ -55,7 +55,7 @@ import numpy as np
 
 from ..errors import Diagnostic, SolverError
 from ..model import Problem
-from .base import AlgorithmInfo, Options, Solution
+from .base import Options, Solution
 from .listsched import (
     Instance,
     etf_schedule,
@@ -278,12 +278,3 @@ def place(problem: Problem, options: Options) -> Solution:
     return solution(inst, placement, start, "msct", status, **info,
                     lp_makespan_s=None if math.isnan(lp_w) else lp_w, favourites_by=by,
                     favourites=sum(1 for f in fav if f >= 0))
-
-
-INFO = AlgorithmInfo(
-    name="msct",
-    place=place,
-    summary="memory-constrained Small Communication Time: LP favourite children + m-ETF",
-    memory_aware=True,
-    citation="Hanen & Munier, Discrete Appl. Math. 2001; Jeon et al., Baechi, SoCC 2020",
-)

@@ -23,7 +23,7 @@ spill), plus O((V + E)·log V) for the ordering.
 from __future__ import annotations
 
 from ..model import Problem
-from .base import AlgorithmInfo, Options, Solution
+from .base import Options, Solution
 from .listsched import Instance, fill_and_order, solution, topo_budgets, topo_fill
 
 #: m-TOPO's per-device budget (the walk itself is `listsched.topo_fill`, which the other
@@ -36,12 +36,3 @@ def place(problem: Problem, options: Options) -> Solution:
     inst = Instance.of(problem)
     placement, start, info = fill_and_order(inst, "mtopo", lambda placer: topo_fill(inst, placer))
     return solution(inst, placement, start, "mtopo", budget_bytes=tuple(budgets(inst)), **info)
-
-
-INFO = AlgorithmInfo(
-    name="mtopo",
-    place=place,
-    summary="memory-balanced topological fill (Baechi's m-TOPO)",
-    memory_aware=True,
-    citation="Jeon et al., Baechi, SoCC 2020",
-)

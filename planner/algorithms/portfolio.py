@@ -1,10 +1,11 @@
 """The best heuristic plan by simulation: the one loop `auto` and the exact fallback share.
 
-Each fast algorithm of `CANDIDATES` (registry order) runs once; an algorithm that proves
-the problem infeasible is skipped. Every plan, and `Options.warm_start` when one is given,
-is simulated under the problem's own contention and memory model, and ranked by simulated
-makespan, ties by the order tried (the warm start first). Nothing here reads a clock, so
-the ranking is the same on every run.
+Each constructive algorithm of the registry (`AlgorithmInfo.constructive`, in registry
+order: `CANDIDATES`) runs once; an algorithm that proves the problem infeasible is
+skipped. Every plan, and `Options.warm_start` when one is given, is simulated under the
+problem's own contention and memory model, and ranked by simulated makespan, ties by the
+order tried (the warm start first). Nothing here reads a clock, so the ranking is the same
+on every run.
 """
 
 from __future__ import annotations
@@ -21,19 +22,25 @@ from types import MappingProxyType
 from ..errors import InfeasibleError, PlannerError
 from ..model import Problem
 from ..plan import Plan
+from . import ALGORITHMS, constructive
 from .base import Interrupted, Options, Solution
 
 log = logging.getLogger("planner")
 
-#: seconds per op and edge each candidate takes, run and simulated (measured on this
-#: project's 2-core machine on a random 100,000-op / 200,000-edge DAG over 8 devices;
-#: CPOP's insertion scans idle gaps, so it grows faster than the others)
-SECONDS_PER_ELEMENT = {"msct": 1.6e-5, "metf": 1.6e-5, "mtopo": 1.2e-5, "heft": 1.6e-5,
-                       "cpop": 9.5e-5, "single": 8e-6, "roundrobin": 1.1e-5}
+#: the fast algorithms tried: the registry's constructive ones, in its order
+CANDIDATES: tuple[str, ...] = constructive()
+#: seconds per op and edge a candidate takes, run and simulated, when its registry entry
+#: declares none (m-ETF's figure)
+DEFAULT_SECONDS_PER_ELEMENT = 1.6e-5
+#: seconds per op and edge each candidate takes, run and simulated: the registry's
+#: `seconds_per_element` (measured on this project's 2-core machine on a random
+#: 100,000-op / 200,000-edge DAG over 8 devices; CPOP's insertion scans idle gaps, so it
+#: grows faster than the others)
+SECONDS_PER_ELEMENT: dict[str, float] = {
+    name: DEFAULT_SECONDS_PER_ELEMENT if per is None else per
+    for name in CANDIDATES for per in (ALGORITHMS[name].seconds_per_element,)}
 #: graphs with at least this many ops run the candidates on two cores (`_outcomes`)
 PARALLEL_MIN_OPS = 20_000
-#: the fast algorithms tried, in the registry's order
-CANDIDATES = ("msct", "metf", "mtopo", "heft", "cpop", "single", "roundrobin")
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,7 @@ def estimated_seconds(problem: Problem, name: str) -> float:
     """What candidate `name` is expected to take here, running and simulated, from the
     problem's size alone (`SECONDS_PER_ELEMENT`), so that skipping it is deterministic."""
     size = len(problem.graph.ops) + len(problem.graph.edges)
-    return SECONDS_PER_ELEMENT.get(name, SECONDS_PER_ELEMENT["metf"]) * size
+    return SECONDS_PER_ELEMENT.get(name, DEFAULT_SECONDS_PER_ELEMENT) * size
 
 
 def rank(problem: Problem, options: Options, *, progress_share: float = 1.0,
@@ -72,14 +79,12 @@ def rank(problem: Problem, options: Options, *, progress_share: float = 1.0,
     `limit_s`: candidates expected to take longer (`estimated_seconds`) are skipped, their
     reason in `Ranked.skipped` (the fastest one always runs, so a plan is found).
     """
-    from . import ALGORITHMS
-
     quiet = dataclasses.replace(options, progress=None, warm_start=None)
     tried: list[tuple[str, Plan | None]] = []
     if options.warm_start is not None:
         tried.append(("warm_start", options.warm_start))
     skipped: dict[str, str] = {}
-    names = [name for name in ALGORITHMS if name in CANDIDATES]
+    names = list(CANDIDATES)
     fastest = min(names, key=lambda n: estimated_seconds(problem, n))
     for name in names:
         est = estimated_seconds(problem, name)

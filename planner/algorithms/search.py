@@ -58,10 +58,10 @@ from types import MappingProxyType
 from typing import Any
 
 from ..facts import facts
-from ..fastsim import evaluator, prepare_in_background
+from ..fastsim import Evaluator, evaluator, prepare_in_background
 from ..model import Problem
 from ..plan import Plan
-from .base import AlgorithmInfo, Interrupted, Options, Solution
+from .base import Interrupted, Options, Solution
 from .portfolio import Ranked, rank
 
 #: seconds one move is assumed to cost, fixed plus per op and edge, to turn `--time-limit`
@@ -180,7 +180,7 @@ class Scorer:
     annealing: int = 0
 
     #: the problem's `fastsim.Evaluator`
-    evaluator: Any = field(init=False, default=None)
+    evaluator: Evaluator = field(init=False)
     #: when scoring began, and whether a background compile was asked for
     started: float = field(init=False, default=0.0)
     compiling: bool = field(init=False, default=False)
@@ -371,13 +371,3 @@ def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int
         status = verdict.status
         info.update(bound_s=verdict.bound_s, gap=verdict.gap, why=verdict.why)
     return Solution(plan, status, MappingProxyType(info))
-
-
-INFO = AlgorithmInfo(
-    name="search",
-    place=place,
-    summary="moves groups of ops between devices from the best constructive plan, judged "
-            "by the simulator (descent, then annealing)",
-    memory_aware=True,
-    anytime=True,
-)

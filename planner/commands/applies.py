@@ -1,5 +1,5 @@
-"""Which `solve` options apply to which algorithms, derived from the registry's
-`AlgorithmInfo` capabilities, so that a new algorithm needs no edit here.
+"""Which `solve` options apply to which algorithms: the registry's `AlgorithmInfo.options`,
+so that a new algorithm needs no edit here. Nothing here imports an algorithm module.
 
 An option the user passes to an algorithm that ignores it is a usage error (E605): a
 silently ignored `--solver cbc` would let a user believe CBC produced the plan.
@@ -7,38 +7,32 @@ silently ignored `--solver cbc` would let a user believe CBC produced the plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-from ..algorithms import AlgorithmInfo, get, names
+from ..algorithms import get, taking
 from ..errors import Diagnostic, UsageError
 
-#: `auto` runs CP-SAT as its last phase and passes it --time-limit and --gap (not --emit).
-#: AlgorithmInfo has no field for "runs an exact phase", so this one name stands for it.
-_PORTFOLIO = frozenset({"auto"})
-
-
-def _exact_phase(info: AlgorithmInfo) -> bool:
-    return info.exact or info.name in _PORTFOLIO
-
-
-#: option -> the capability an algorithm needs for the option to mean anything
-APPLIES: dict[str, Callable[[AlgorithmInfo], bool]] = {
-    "--time-limit": lambda info: _exact_phase(info) or info.anytime,
-    "--gap": _exact_phase,
-    "--emit": lambda info: info.exact,
-    "--solver": lambda info: info.needs_solver,
+#: `solve` option -> the `Options` field it sets, for the options an algorithm may not take
+#: (`--seed` is never rejected: every run has a seed)
+APPLIES: dict[str, str] = {
+    "--time-limit": "time_limit_s",
+    "--gap": "gap",
+    "--emit": "emit",
+    "--solver": "solver",
 }
 
 
 def applicable_to(option: str) -> list[str]:
-    """The registered algorithms `option` applies to, in registry order."""
-    return [n for n in names() if APPLIES[option](get(n))]
+    """The registered algorithms `option` (a key of `APPLIES`) applies to, in registry
+    order."""
+    return list(taking(APPLIES[option]))
 
 
 def check_applicable(algo: str, given: Iterable[str]) -> None:
-    """Raise `UsageError` E605 when options in `given` do not apply to algorithm `algo`."""
+    """Raise `UsageError` E605 when options in `given` do not apply to algorithm `algo`
+    (E601 when `algo` is not registered)."""
     info = get(algo)
-    bad = [o for o in given if o in APPLIES and not APPLIES[o](info)]
+    bad = [o for o in given if o in APPLIES and not info.takes(APPLIES[o])]
     if not bad:
         return
     listed = bad[0] if len(bad) == 1 else ", ".join(bad[:-1]) + " and " + bad[-1]

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Self, TypeGuard
 
 import typer
 from rich import box
@@ -24,19 +24,29 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..algorithms import completions, names, taking
 from ..compare import DEFAULT_ALGORITHMS, Row, SweepResult, wins
 from ..render.diagnostics import stdout_console
 from .load_options import LimitOption, RootOption
 
-_HELP_ALGOS = ("Comma-separated algorithms: auto, msct, metf, mtopo, heft, cpop, single, "
-               "roundrobin, random, expert, cpsat, ilp.")
+#: the option help, generated from the algorithm registry
+_HELP_ALGOS = "Comma-separated algorithms: " + ", ".join(names()) + "."
+#: the algorithms with a time-bounded exact phase (those that take `--gap` in `solve`)
+_HELP_TIME_LIMIT = f"Seconds per run for exact solvers ({', '.join(taking('gap'))})."
+
+
+def _complete_algos(incomplete: str) -> list[tuple[str, str]]:
+    """`--algos`' shell completion: the last name of the comma-separated list."""
+    head, comma, last = incomplete.rpartition(",")
+    return [(head + comma + name, summary) for name, summary in completions(last)]
 
 
 def compare_command(
     specs: Annotated[list[Path] | None, typer.Argument(
         help="Spec files or folders (*.plan, recursively). Default: every plan in ./specs.",
         show_default=False)] = None,
-    algos: Annotated[str, typer.Option("--algos", help=_HELP_ALGOS)] = ",".join(
+    algos: Annotated[str, typer.Option(
+        "--algos", help=_HELP_ALGOS, autocompletion=_complete_algos)] = ",".join(
         DEFAULT_ALGORITHMS),
     plan: Annotated[str | None, typer.Option(
         "--plan", help="Only this plan of each spec.")] = None,
@@ -49,8 +59,7 @@ def compare_command(
     devices: Annotated[str | None, typer.Option(
         "--devices", help="Keep the first N devices of the cluster (2,4,8); pins to removed "
         "devices are dropped (noted in the row's reason). Default: all.")] = None,
-    time_limit: Annotated[float, typer.Option(
-        "--time-limit", help="Seconds per run for exact solvers (auto, cpsat, ilp).")] = 60.0,
+    time_limit: Annotated[float, typer.Option("--time-limit", help=_HELP_TIME_LIMIT)] = 60.0,
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", help="Worker processes (default: the machine's cores).",
         show_default=False)] = None,
@@ -196,7 +205,7 @@ class _Progress:
 # -- tables -------------------------------------------------------------------------------
 
 
-def _num(v: Any) -> bool:
+def _num(v: Any) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 

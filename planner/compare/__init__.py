@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..algorithms import compare_defaults
 from ..errors import Diagnostic, PlannerError, Severity, Span, SpecError, UsageError, did_you_mean
 from .executors import EXECUTORS, Worker, default_jobs, execute, hard_limit, import_ray
 from .rows import (
@@ -63,8 +64,9 @@ __all__ = [
     "write_rows",
 ]
 
-#: `--algos` when not given: the fast heuristics and the single-device baseline
-DEFAULT_ALGORITHMS: tuple[str, ...] = ("msct", "metf", "heft", "cpop", "single")
+#: `--algos` when not given: the registry's `compare_default` algorithms (the fast heuristics
+#: and the single-device baseline)
+DEFAULT_ALGORITHMS: tuple[str, ...] = compare_defaults()
 
 Progress = Callable[[int, int, "Row | None"], None]
 

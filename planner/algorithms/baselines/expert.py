@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...model import Problem
 from ...plan import Plan, given_placement
-from ..base import AlgorithmInfo, Options, Solution
+from ..base import Options, Solution
 
 
 def place(problem: Problem, options: Options) -> Solution:
@@ -22,11 +22,3 @@ def place(problem: Problem, options: Options) -> Solution:
     placement = given_placement(problem, "or let an algorithm place them, e.g. --algo msct")
     order = default_order(problem, placement)
     return Solution(Plan(placement, order, None, "expert"))
-
-
-INFO = AlgorithmInfo(
-    name="expert",
-    place=place,
-    summary="the spec's `place` and `pin` statements, as given",
-    memory_aware=False,
-)

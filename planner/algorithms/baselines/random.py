@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 
 from ...model import Problem
-from ..base import AlgorithmInfo, Options, Solution
+from ..base import Options, Solution
 from ..listsched import Instance, Placer, Stuck, fill_and_order, solution
 
 
@@ -33,11 +33,3 @@ def place(problem: Problem, options: Options) -> Solution:
 
     placement, start, info = fill_and_order(inst, "random", draw)
     return solution(inst, placement, start, "random", seed=options.seed, **info)
-
-
-INFO = AlgorithmInfo(
-    name="random",
-    place=place,
-    summary="a seeded random device with room for each op",
-    memory_aware=True,
-)

@@ -11,7 +11,7 @@ Time: O(V·D) placement (a memory check per device tried) plus O((V + E)·log V)
 from __future__ import annotations
 
 from ...model import Problem
-from ..base import AlgorithmInfo, Options, Solution
+from ..base import Options, Solution
 from ..listsched import Instance, Placer, Stuck, fill_and_order, solution
 
 
@@ -33,11 +33,3 @@ def place(problem: Problem, options: Options) -> Solution:
 
     placement, start, info = fill_and_order(inst, "roundrobin", deal)
     return solution(inst, placement, start, "roundrobin", **info)
-
-
-INFO = AlgorithmInfo(
-    name="roundrobin",
-    place=place,
-    summary="ops in topological order dealt to the devices in turn (memory-aware)",
-    memory_aware=True,
-)

@@ -17,7 +17,7 @@ from ...errors import Diagnostic, InfeasibleError
 from ...model import Problem
 from ...simulate import simulate
 from ...units import format_bytes
-from ..base import AlgorithmInfo, Options, Solution
+from ..base import Options, Solution
 from ..infeasible import diagnose, memory_figures
 from ..listsched import Instance, schedule_fixed, solution
 
@@ -65,11 +65,3 @@ def place(problem: Problem, options: Options) -> Solution:
         "E706", f"no single device holds all {inst.n} ops: {where}", None,
         (*memory_figures(problem), "spread the ops with another algorithm, e.g. --algo mtopo"),
     ))
-
-
-INFO = AlgorithmInfo(
-    name="single",
-    place=place,
-    summary="everything on the fastest device that holds it all (pins excepted)",
-    memory_aware=True,
-)

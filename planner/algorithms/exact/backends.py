@@ -28,8 +28,8 @@ import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from types import MappingProxyType
-from typing import Any, Literal
+from types import MappingProxyType, ModuleType
+from typing import Any, Literal, cast
 
 from ...resources import data_text
 from . import children
@@ -132,7 +132,7 @@ def default_threads() -> int:
 _pyomo_ready = False
 
 
-def import_pyomo() -> Any:
+def import_pyomo() -> ModuleType:
     """Import `pyomo.environ` once, and keep Pyomo's own logging off stdout.
 
     Pyomo attaches a handler writing to stdout to its `pyomo` logger, and warns about
@@ -153,7 +153,7 @@ def import_pyomo() -> Any:
             plog.propagate = False
             plog.setLevel(logging.WARNING)
         _pyomo_ready = True
-    return pyo
+    return cast(ModuleType, pyo)  # pyomo ships no types
 
 
 class _Forward(logging.Handler):
@@ -267,7 +267,7 @@ def _map_results(results: Any) -> tuple[OutcomeStatus, bool]:
     from pyomo.opt import TerminationCondition as TC
 
     tc = results.solver.termination_condition
-    solutions = getattr(results, "solution", None)
+    solutions: Any = getattr(results, "solution", None)  # pyomo's results are untyped
     n_solutions = len(solutions) if solutions is not None else 0
     sol_status = solutions[0].status if n_solutions else None
     if tc in (TC.infeasible, TC.infeasibleOrUnbounded):

@@ -50,7 +50,7 @@ from typing import Any
 from ...cost import INF
 from ...errors import Diagnostic, UsageError
 from ...model import Problem
-from ..base import AlgorithmInfo, Interrupted, Options, Solution
+from ..base import Interrupted, Options, Solution
 from . import backends
 from .budget import BATCH_SIZE, Budget, budget
 from .common import Warm, conclude, empty_solution, lower_bound_s, warm_start
@@ -81,6 +81,9 @@ def choose_tick(values: list[float], lower_s: float, upper_s: float, n: int,
 
 class CpsatModel:
     """The CP-SAT model of one instance, in integer ticks."""
+
+    #: the warm start's start times in ticks (set by `build`; None without a usable one)
+    warm_start: list[float] | None
 
     def __init__(self, inst: Instance, warm: Warm, lower_s: float, gap: float) -> None:
         self.inst = inst
@@ -136,19 +139,20 @@ class CpsatModel:
         self.ub = ub_t
         mdl = cp_model.CpModel()
         self.model = mdl
-        self.s = [mdl.NewIntVar(int(head[i]), max(int(head[i]), ub_t - int(tail[i]) - pmin[i]),
-                                f"s{i}") for i in range(n)]
-        self.e = [mdl.NewIntVar(int(head[i]) + pmin[i], max(int(head[i]) + pmin[i],
-                                                            ub_t - int(tail[i])), f"e{i}")
+        self.s = [mdl.new_int_var(int(head[i]),
+                                  max(int(head[i]), ub_t - int(tail[i]) - pmin[i]), f"s{i}")
+                  for i in range(n)]
+        self.e = [mdl.new_int_var(int(head[i]) + pmin[i], max(int(head[i]) + pmin[i],
+                                                              ub_t - int(tail[i])), f"e{i}")
                   for i in range(n)]
         lb_t = max(0, math.floor((lower_s - self.slack_s) / self.tick))
-        self.C = C = mdl.NewIntVar(min(lb_t, ub_t), ub_t, "C")
+        self.C = C = mdl.new_int_var(min(lb_t, ub_t), ub_t, "C")
         x = self.x
-        for u, a in enumerate(allowed):
-            if len(a) > 1:
-                for d in a:
-                    x[(u, d)] = mdl.NewBoolVar(f"x{u}_{d}")
-                mdl.AddExactlyOne(x[(u, d)] for d in a)
+        for u, au in enumerate(allowed):
+            if len(au) > 1:
+                for d in au:
+                    x[(u, d)] = mdl.new_bool_var(f"x{u}_{d}")
+                mdl.add_exactly_one(x[(u, d)] for d in au)
 
         def X(u: int, d: int) -> tuple[int, Any]:
             """(constant, literal) of x_ud."""
@@ -184,25 +188,25 @@ class CpsatModel:
         per_device: list[list[Any]] = [[] for _ in range(m)]
         for i in range(n):
             u = unit_of[i]
-            a = allowed[u]
-            for d in a:
-                if len(a) == 1:
-                    iv = mdl.NewIntervalVar(self.s[i], dur[i][d], self.e[i], f"I{i}_{d}")
+            au = allowed[u]
+            for d in au:
+                if len(au) == 1:
+                    iv = mdl.new_interval_var(self.s[i], dur[i][d], self.e[i], f"I{i}_{d}")
                 else:
-                    iv = mdl.NewOptionalIntervalVar(self.s[i], dur[i][d], self.e[i], x[(u, d)],
-                                                    f"I{i}_{d}")
+                    iv = mdl.new_optional_interval_var(self.s[i], dur[i][d], self.e[i],
+                                                       x[(u, d)], f"I{i}_{d}")
                 if dur[i][d] > 0:
                     per_device[d].append(iv)
         for d in range(m):
             if len(per_device[d]) > 1:
-                mdl.AddNoOverlap(per_device[d])
+                mdl.add_no_overlap(per_device[d])
         # redundant: at most m ops run at once, each for at least its fastest time; this
         # gives CP-SAT energetic reasoning across devices (decisive on P|prec|Cmax)
         if m > 1:
-            main = [mdl.NewIntervalVar(self.s[i], pmin[i], self.s[i] + pmin[i], f"R{i}")
+            main = [mdl.new_interval_var(self.s[i], pmin[i], self.s[i] + pmin[i], f"R{i}")
                     for i in range(n) if pmin[i] > 0]
             if len(main) > m:
-                mdl.AddCumulative(main, [1] * len(main), m)
+                mdl.add_cumulative(main, [1] * len(main), m)
 
         # transfers
         self.c: dict[tuple[int, int], Any] = {}
@@ -217,14 +221,14 @@ class CpsatModel:
                         if a != b and self.xfer(nbytes, a, b) < 0:
                             ls = lits(X(u, a), X(v, b))
                             if ls is not None:
-                                mdl.AddBoolOr([lit.Not() for lit in ls])
+                                mdl.add_bool_or([lit.Not() for lit in ls])
                 finite = [self.xfer(bb, a, b) for _, bb in inst.fanout[p] for a in au
                           for b in av if a != b]
                 top = max((t for t in finite if t >= 0), default=0)
                 if top == 0:
                     delay[(p, v)] = 0
                     continue
-                cvar = mdl.NewIntVar(0, top, f"c{p}_{v}")
+                cvar = mdl.new_int_var(0, top, f"c{p}_{v}")
                 self.c[(p, v)] = cvar
                 delay[(p, v)] = cvar
                 for a in au:
@@ -232,7 +236,7 @@ class CpsatModel:
                              if b != a and self.xfer(nbytes, a, b) > 0]
                     if not terms:
                         continue
-                    ct = mdl.Add(cvar >= affine(terms))
+                    ct = mdl.add(cvar >= affine(terms))
                     ls = lits(X(u, a))
                     if ls is None:
                         continue
@@ -251,14 +255,14 @@ class CpsatModel:
                             ls = lits(X(u, a), X(v, b), X(v2, b))
                             if ls is None:
                                 continue
-                            ct = mdl.Add(cvar >= t2)
+                            ct = mdl.add(cvar >= t2)
                             if ls:
                                 ct.OnlyEnforceIf(ls)
         for arc in inst.arcs:
             i, j = arc.src, arc.dst
             v = unit_of[j]
             extra = delay[(i, v)] if v != unit_of[i] else 0
-            mdl.Add(self.s[j] >= self.e[i] + extra)
+            mdl.add(self.s[j] >= self.e[i] + extra)
 
         # memory, in exact bytes
         mt = inst.memory_terms
@@ -277,31 +281,31 @@ class CpsatModel:
                 cands = [(v, b) for v, b in per if d in allowed[v] and b > 0]
                 if not cands:
                     continue
-                rv = mdl.NewIntVar(0, max(b for _, b in cands), f"r{p}_{d}")
+                rv = mdl.new_int_var(0, max(b for _, b in cands), f"r{p}_{d}")
                 self.r[(p, d)] = rv
                 for v, b in cands:
-                    mdl.Add(rv >= affine([(b, X(v, d)), (-b, X(up, d))]))
+                    mdl.add(rv >= affine([(b, X(v, d)), (-b, X(up, d))]))
                 expr = expr + rv
             temps = [(mt.temp[u], X(u, d)) for u, a in enumerate(allowed)
                      if d in a and mt.temp[u] > 0]
             if temps:
                 fixed = max((tp for tp, (c, v) in temps if v is None and c), default=0)
-                tv = mdl.NewIntVar(fixed, max(tp for tp, _ in temps), f"t{d}")
+                tv = mdl.new_int_var(fixed, max(tp for tp, _ in temps), f"t{d}")
                 self.t[d] = tv
                 for tp, (_c, v) in temps:
                     if v is not None and tp > fixed:
-                        mdl.Add(tv >= tp * v)
+                        mdl.add(tv >= tp * v)
                 expr = expr + tv
-            mdl.Add(expr <= inst.caps[d])
+            mdl.add(expr <= inst.caps[d])
 
         # makespan
         for i in inst.sinks:
-            mdl.Add(C >= self.e[i])
+            mdl.add(C >= self.e[i])
         for d in range(m):
             terms = [(dur[i][d], X(unit_of[i], d)) for i in range(n)
                      if d in allowed[unit_of[i]] and dur[i][d] > 0]
             if terms:
-                mdl.Add(C >= affine(terms))
+                mdl.add(C >= affine(terms))
 
         # symmetry among identical devices: unit u may use d_k only when an earlier unit
         # uses d_(k-1); "an earlier unit uses d_(k-1)" is a chain of literals g, linear in
@@ -314,22 +318,22 @@ class CpsatModel:
                 chain: list[Any] = []
                 for u in members:
                     if seen is None:
-                        mdl.Add(x[(u, cls[k])] == 0)
+                        mdl.add(x[(u, cls[k])] == 0)
                     else:
-                        mdl.AddImplication(x[(u, cls[k])], seen)
+                        mdl.add_implication(x[(u, cls[k])], seen)
                     cur = x[(u, cls[k - 1])]
                     if seen is None:
                         seen = cur
                     else:
-                        g = mdl.NewBoolVar(f"g{u}_{cls[k - 1]}")
-                        mdl.AddImplication(seen, g)
-                        mdl.AddImplication(cur, g)
-                        mdl.AddBoolOr([seen, cur, g.Not()])
+                        g = mdl.new_bool_var(f"g{u}_{cls[k - 1]}")
+                        mdl.add_implication(seen, g)
+                        mdl.add_implication(cur, g)
+                        mdl.add_bool_or([seen, cur, g.Not()])
                         seen = g
                     chain.append(seen)
                 self.sym.append((cls[k - 1], members, chain))
 
-        mdl.Minimize(C)
+        mdl.minimize(C)
         if self.warm_start is not None:
             self._hint()
 
@@ -340,33 +344,33 @@ class CpsatModel:
         place = warm.placement
         start = [round(t) for t in self.warm_start]
         for (u, d), var in self.x.items():
-            mdl.AddHint(var, place[inst.units[u][0]] == d)
+            mdl.add_hint(var, place[inst.units[u][0]] == d)
         makespan = 0
         for i in range(inst.n):
             end = start[i] + self.dur[i][place[i]]
-            mdl.AddHint(self.s[i], start[i])
-            mdl.AddHint(self.e[i], end)
+            mdl.add_hint(self.s[i], start[i])
+            mdl.add_hint(self.e[i], end)
             makespan = max(makespan, end)
-        mdl.AddHint(self.C, makespan)
+        mdl.add_hint(self.C, makespan)
         dev_of_unit = [place[mem[0]] for mem in inst.units]
         for (p, v), var in self.c.items():
             a, b = place[p], dev_of_unit[v]
             nbytes = max(bb for vv, bb in inst.fanout[p] if dev_of_unit[vv] == b)
-            mdl.AddHint(var, self.xfer(nbytes, a, b) if a != b else 0)
+            mdl.add_hint(var, self.xfer(nbytes, a, b) if a != b else 0)
         for (p, d), var in self.r.items():
             b = max((bb for vv, bb in inst.fanout[p] if dev_of_unit[vv] == d), default=0)
-            mdl.AddHint(var, b if place[p] != d else 0)
+            mdl.add_hint(var, b if place[p] != d else 0)
         for d_prev, members, chain in self.sym:
             on = False
             for u, lit in zip(members, chain, strict=True):
                 on = on or dev_of_unit[u] == d_prev
                 if lit is not self.x.get((u, d_prev)):
-                    mdl.AddHint(lit, on)
+                    mdl.add_hint(lit, on)
         mt = inst.memory_terms
         for d, var in self.t.items():
             held = max((mt.temp[u] for u in range(len(inst.units)) if dev_of_unit[u] == d),
                        default=0)
-            mdl.AddHint(var, held)
+            mdl.add_hint(var, held)
 
     def emit(self, path: str) -> None:
         """Write the CP-SAT model as a text protocol buffer (`.txt`, `.pbtxt`)."""
@@ -381,7 +385,7 @@ class CpsatModel:
         fd, tmp = tempfile.mkstemp(prefix=".planner-", suffix=".pbtxt", dir=target.parent)
         os.close(fd)
         try:
-            if not self.model.ExportToFile(tmp):
+            if not self.model.export_to_file(tmp):
                 raise UsageError(Diagnostic("E815", f"cannot write {path}", None))
             os.replace(tmp, target)
         finally:
@@ -493,7 +497,7 @@ class _Progress:
     def __new__(cls, progress: Any, tick: float, limit: float) -> Any:
         from ortools.sat.python import cp_model
 
-        class Callback(cp_model.CpSolverSolutionCallback):  # type: ignore[misc]
+        class Callback(cp_model.CpSolverSolutionCallback):
             def __init__(self) -> None:
                 super().__init__()
                 self.t0 = time.perf_counter()
@@ -598,14 +602,3 @@ def _interrupted(warm: Warm, info: dict[str, Any]) -> Solution | None:
         return None
     return Solution(warm.plan, "interrupted", MappingProxyType(
         {**info, "reason": "interrupted before the search", "warm_start": warm.source}))
-
-
-INFO = AlgorithmInfo(
-    name="cpsat",
-    place=place,
-    summary="exact CP-SAT model (OR-Tools): intervals, NoOverlap per device, m-SCT hints",
-    memory_aware=True,
-    exact=True,
-    needs_solver=False,
-    citation="Perron & Didier, CP-SAT (OR-Tools); flexible job shop with transfer delays",
-)

@@ -56,7 +56,7 @@ from typing import Any
 from ...cost import INF
 from ...errors import Diagnostic, UsageError
 from ...model import Problem
-from ..base import AlgorithmInfo, Interrupted, Options, Solution
+from ..base import Interrupted, Options, Solution
 from . import backends
 from .common import Clock, Warm, conclude, empty_solution, lower_bound_s, warm_start
 from .instance import Instance
@@ -65,6 +65,13 @@ log = logging.getLogger("planner")
 
 #: a tiny slack on `U` so a warm start timed in floats never misses its own bound
 _UB_SLACK = 1e-9
+
+
+def _comment_text(text: str) -> str:
+    """`text` safe inside one comment line of an LP or MPS file: names built in Python may
+    hold line breaks, which would end the comment and inject rows."""
+    return "".join(c if c >= " " or c == "\t" else f"\\x{ord(c):02x}" for c in text
+                   ).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 class IlpModel:
@@ -156,9 +163,9 @@ class IlpModel:
 
         rows = 0
         # assignment
-        for u, a in enumerate(allowed):
-            if len(a) > 1:
-                add_to["assign"]((1, lin(0.0, [(1.0, x[(u, d)]) for d in a]), 1))
+        for u, au in enumerate(allowed):
+            if len(au) > 1:
+                add_to["assign"]((1, lin(0.0, [(1.0, x[(u, d)]) for d in au]), 1))
                 rows += 1
 
         # transfers: one delay variable per (producer, consumer unit) that needs one
@@ -207,14 +214,14 @@ class IlpModel:
                 cvar = self.c[(p, v)]
                 # c >= Σ_{b≠a} T_ab x_vb - M_a (1 - x_ua)
                 for a in au:
-                    terms = [(tt(nbytes, a, b) / tu, b) for b in av
-                             if b != a and tt(nbytes, a, b) < INF]
-                    big = max((t for t, _ in terms), default=0.0)
+                    to_b = [(tt(nbytes, a, b) / tu, b) for b in av
+                            if b != a and tt(nbytes, a, b) < INF]
+                    big = max((t for t, _ in to_b), default=0.0)
                     if big == 0:
                         continue
                     expr: list[tuple[float, Any]] = [(1.0, cvar)]
                     rhs = 0.0
-                    for coef, b in terms:
+                    for coef, b in to_b:
                         cx, vx = X(v, b)
                         if vx is None:
                             rhs += coef * cx
@@ -395,8 +402,8 @@ class IlpModel:
             self.t[d] = tv
             fixed = max((mt.temp[u] for u, a in enumerate(allowed) if a == (d,)), default=0)
             tv.setlb(fixed / mu)
-            for u, a in enumerate(allowed):
-                if len(a) > 1 and d in a and mt.temp[u] > fixed:
+            for u, au in enumerate(allowed):
+                if len(au) > 1 and d in au and mt.temp[u] > fixed:
                     add_to["memory"]((0.0, lin(0.0, [(1.0, tv), (-mt.temp[u] / mu, x[(u, d)])]),
                                       None))
                     rows += 1
@@ -520,7 +527,7 @@ class IlpModel:
                 body = f.read()
             mark = "\\" if fmt == "lp" else "*"
             with open(tmp, "w", encoding="utf-8") as f:
-                f.write("".join(f"{mark} {line}\n" for line in self.legend()))
+                f.write("".join(f"{mark} {_comment_text(line)}\n" for line in self.legend()))
                 f.write(body)
             os.replace(tmp, path)
         finally:
@@ -614,14 +621,3 @@ def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Soluti
         key=ans[1] if ans else None, solver_bound_s=bound, lower_s=lower,
         build_s=build_s, solve_s=solve_s, tolerance=options.gap,
         extra={"rows": ilp.n_rows})
-
-
-INFO = AlgorithmInfo(
-    name="ilp",
-    place=place,
-    summary="exact MILP (Pyomo; HiGHS, CBC, GLPK or any Pyomo solver), warm-started by the best heuristic",
-    memory_aware=True,
-    exact=True,
-    needs_solver=True,
-    citation="continuous-time MILP with disjunctive pairs (Manne 1960); big-M from a warm start",
-)
