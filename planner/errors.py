@@ -104,7 +104,7 @@ class PlannerError(Exception):
 def _located_line(d: Diagnostic) -> str:
     """`file:line:col: error[CODE]: message (hint: ...)` on one line (newlines escaped)."""
     s = d.span
-    where = f"{s.file}:{s.line}:{s.column}: " if s else ""
+    where = f"{_one_line(s.file)}:{s.line}:{s.column}: " if s else ""
     hints = "".join(f" (hint: {_one_line(h)})" for h in d.hints)
     return f"{where}{d.severity.value}[{d.code}]: {_one_line(d.message)}{hints}"
 
@@ -273,18 +273,20 @@ def render(diag: Diagnostic, sources: Mapping[str, str] | _Lines | None = None) 
     sources = sources if isinstance(sources, _Lines) else _Lines(sources or {})
     span = diag.span
     head = f"{diag.severity.value}[{diag.code}]: {_one_line(diag.message)}"
-    lines = [f"{span.file}:{span.line}:{span.column}: {head}" if span else head]
+    lines = [f"{_one_line(span.file)}:{span.line}:{span.column}: {head}" if span else head]
     if span is not None:
         lines.extend(_excerpt(span, sources.get(span.file)))
     for message, where in diag.notes:
-        lines.append(f"  = note: {_one_line(message)} at {where.file}:{where.line}:{where.column}")
+        lines.append(f"  = note: {_one_line(message)} at {_one_line(where.file)}:{where.line}:"
+                     f"{where.column}")
         lines.extend(_excerpt(where, sources.get(where.file)))
     lines.extend(f"  = hint: {_one_line(h)}" for h in diag.hints)
     return "\n".join(lines)
 
 
 def _one_line(text: str) -> str:
-    """A message on one line, whatever names it quotes (a name may come from JSON)."""
+    """A message or a file name on one line, whatever names it quotes (a name may come from
+    JSON, a file name from the pull request)."""
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
 

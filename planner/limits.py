@@ -29,10 +29,12 @@ class Limits:
     ops: int = 500_000
     #: edges (chain hops) of one graph: E012
     edges: int = 2_000_000
-    #: devices of one cluster, or of one `gpu[lo..hi]` range: E246
+    #: devices of one load, all clusters together (so of one `gpu[lo..hi]` range): E246
     devices: int = 1024
-    #: directed device pairs the `link` statements of one cluster name, in all: E013
+    #: directed device pairs the `link` statements of one load name, in all: E013
     link_pairs: int = 4 * 1024 * 1024
+    #: op names tested against glob patterns, plus the ops they select, in all: E015
+    glob_names: int = 20_000_000
     #: plans of one load: E014
     plans: int = 10_000
     #: files in one chain of imports (the file itself counts): E009
@@ -46,8 +48,9 @@ DESCRIPTIONS: dict[str, str] = {
     "file_bytes": "bytes of one input file",
     "ops": "ops of one graph",
     "edges": "edges of one graph",
-    "devices": "devices of one cluster",
-    "link_pairs": "directed device pairs named by the links of one cluster",
+    "devices": "devices of one load (all clusters together)",
+    "link_pairs": "directed device pairs named by the links of one load",
+    "glob_names": "op names tested against glob patterns, and ops they select, per load",
     "plans": "plans of one load",
     "import_depth": "files in one chain of imports",
     "diagnostics": "diagnostics shown",

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import typer
 
-from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, render_all
-from ..render.diagnostics import EXIT_INVALID, JsonReport, eprint, source_texts
+from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, _one_line, render_all
+from ..render.diagnostics import EXIT_INVALID, JsonReport, eprint, printable, source_texts
 from ..render.formats import EXIT_GATE
 
 STDIN = "-"
@@ -97,8 +97,9 @@ def format_inputs(files: list[Path], stdin_name: str | None) -> FmtRun:
 
 def unified_diff(item: Formatted) -> str:
     """The change `fmt` would make, as a unified diff (`patch -p0` applies it)."""
+    name = printable(_one_line(item.shown))  # a file name cannot fake a line
     lines = difflib.unified_diff(item.text.splitlines(keepends=True),
-                                 item.new.splitlines(keepends=True), item.shown, item.shown)
+                                 item.new.splitlines(keepends=True), name, name)
     return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n"
                    for x in lines)
 
@@ -143,7 +144,8 @@ def run_fmt(paths: list[Path], files: list[Path], report: JsonReport, *, check: 
         # which files changed: the output of `--check` and of a rewrite, else the log's
         say = sys.stdout if text and not diff else sys.stderr
         for x in changed:
-            say.write(f"{'would reformat' if gate else 'reformatted'} {x.shown}\n")
+            say.write(f"{'would reformat' if gate else 'reformatted'} "
+                      f"{printable(_one_line(x.shown))}\n")  # a file name from the PR
     report.subject = run.done[0].shown if stdin and run.done else None
     report.result = {"files": run.names, "changed": [x.shown for x in changed],
                      "written": not gate and not stdin}

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any, TypeVar
 
 from .. import limits
 from ..cost import compute_time
@@ -48,6 +49,7 @@ LINK_ATTRS = {"bandwidth": "bandwidth", "latency": "time"}
 PLAN_SETTINGS = {"graph": "name", "cluster": "name", "memory": "name", "contention": "name"}
 _GLOB = re.compile(r"[*?\[]")
 _TRAILING_DIGITS = re.compile(r"[0-9]+\Z")
+_T = TypeVar("_T")
 
 
 def _hints(sink: DiagnosticSink, name: str, candidates: Iterable[str]) -> tuple[str, ...]:
@@ -245,8 +247,10 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
                 continue
             kind = {ast.GraphDecl: "graph", ast.ClusterDecl: "cluster", ast.PlanDecl: "plan"}[
                 type(item)]
-            table: dict[str, ast.GraphDecl] | dict[str, ast.ClusterDecl] | dict[str, ast.PlanDecl]
-            table = {"graph": graph_decls, "cluster": cluster_decls, "plan": plan_decls}[kind]
+            # the declarations of `kind`, by name (`item` is of the type this table holds)
+            tables: dict[str, dict[str, Any]] = {
+                "graph": graph_decls, "cluster": cluster_decls, "plan": plan_decls}
+            table = tables[kind]
             key = f"{kind}:{item.name.text}"
             if key in first:
                 sink.error("E201", f"{kind} `{item.name.text}` is defined twice", item.name.span,
@@ -258,10 +262,11 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
                            f"raise the limit with `--limit plans={2 * max_plans}`")
                 continue
             first[key] = item.name.span
-            table[item.name.text] = item  # type: ignore[assignment]
-    globs: dict[str, _Globs] = {}  # graph name -> its op names, for glob patterns
+            table[item.name.text] = item
+    budget = _Budget.active()
+    globs = _GlobTable(budget)  # graph name -> its op names, for glob patterns
     graphs = {n: _lower_graph(sink, d, loc, globs) for n, d in graph_decls.items()}
-    clusters = {n: _lower_cluster(sink, d, loc) for n, d in cluster_decls.items()}
+    clusters = {n: _lower_cluster(sink, d, loc, budget) for n, d in cluster_decls.items()}
     if clusters:
         _unknown_time_kinds(sink, graph_decls, clusters)
     plans: dict[str, Problem] = {}
@@ -279,7 +284,7 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
 
 
 def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
-                 globs: dict[str, _Globs]) -> Graph | None:
+                 globs: _GlobTable) -> Graph | None:
     gname = decl.name.text
     loc.graphs[gname] = decl.name.span
     # the limits stop the loops below at the first op or edge past them: what is built
@@ -396,7 +401,8 @@ def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str) -> Op:
               _bytes(attrs.quantity("temp")))
 
 
-def _resolve_op(sink: DiagnosticSink, n: ast.Name, index: dict[str, int], g: str) -> int | None:
+def _resolve_op(sink: DiagnosticSink, n: ast.Name, index: Mapping[str, int],
+                g: str) -> int | None:
     i = index.get(n.text)
     if i is None:
         sink.error("E203", f"unknown op `{n.text}` in graph `{g}`", n.span,
@@ -404,41 +410,86 @@ def _resolve_op(sink: DiagnosticSink, n: ast.Name, index: dict[str, int], g: str
     return i
 
 
+@dataclass
+class _Budget:
+    """What is left of the limits that all the declarations of one load share
+    (`limits.py`): counted across clusters and graphs, so that many small declarations
+    cannot add up to what one may not ask for (200 clusters of `gpu[0..1023]` in 10 KB)."""
+
+    devices: int
+    link_pairs: int
+    glob_names: int
+    glob_reported: bool = False  # E015 is said once; later patterns are not matched
+
+    @classmethod
+    def active(cls) -> _Budget:
+        lim = limits.active()
+        return cls(lim.devices, lim.link_pairs, lim.glob_names)
+
+
 class _Globs:
     """Glob patterns over the op names of one graph: each pattern is matched once, and
     only against the names that start with its literal prefix (found by bisection), so
-    `colocate "layer12/*"` on a 100,000-op graph does not scan every name."""
+    `colocate "layer12/*"` on a 100,000-op graph does not scan every name. A pattern that
+    starts with `*` does scan every name, and every use of a pattern hands its ops over,
+    so both are charged to the load's `glob_names` budget before they are done."""
 
     def __init__(self, index: Mapping[str, int]) -> None:
         self.names = sorted(index)
         self.index = index
         self.done: dict[str, list[int]] = {}
 
-    def match(self, pattern: str) -> list[int]:
-        """The indices of the ops whose name matches `pattern`."""
+    def match(self, pattern: str, budget: _Budget) -> list[int] | None:
+        """The indices of the ops whose name matches `pattern`; None when the budget
+        cannot pay for it."""
         hits = self.done.get(pattern)
         if hits is None:
             m = _GLOB.search(pattern)
             prefix = pattern[: m.start()] if m else pattern
             lo = bisect.bisect_left(self.names, prefix)
             hi = bisect.bisect_left(self.names, prefix + "\U0010ffff", lo)
+            if hi - lo > budget.glob_names:
+                return None
+            budget.glob_names -= hi - lo
             test = re.compile(fnmatch.translate(pattern)).match
             hits = [self.index[n] for n in self.names[lo:hi] if test(n)]
             self.done[pattern] = hits
+        if len(hits) > budget.glob_names:
+            return None
+        budget.glob_names -= len(hits)
         return hits
 
 
+class _GlobTable(dict[str, _Globs]):
+    """Graph name -> its `_Globs`, with the load's budget they draw on."""
+
+    def __init__(self, budget: _Budget) -> None:
+        super().__init__()
+        self.budget = budget
+
+
 def _resolve_ops(sink: DiagnosticSink, names: Iterable[ast.Name], index: Mapping[str, int],
-                 g: str, globs: dict[str, _Globs]) -> list[int]:
+                 g: str, globs: _GlobTable) -> list[int]:
     """Op names or glob patterns -> sorted unique op indices (unknowns reported)."""
     out: set[int] = set()
+    budget = globs.budget
     for n in names:
         if n.text in index:
             out.add(index[n.text])
         elif _GLOB.search(n.text):
+            if budget.glob_reported:
+                continue
             if g not in globs:
                 globs[g] = _Globs(index)
-            hits = globs[g].match(n.text)
+            hits = globs[g].match(n.text, budget)
+            if hits is None:
+                budget.glob_reported = True
+                lim = limits.active().glob_names
+                sink.error("E015", f"glob patterns would test more than {lim:_} op names",
+                           n.span, f"name the ops, give patterns a literal prefix "
+                           f"(`layer1/*`), or raise the limit with `--limit glob_names="
+                           f"{2 * lim}`")
+                continue
             if not hits:
                 sink.error("E204", f"pattern `{n.text}` matches no op of graph `{g}`", n.span)
             out.update(hits)
@@ -447,9 +498,12 @@ def _resolve_ops(sink: DiagnosticSink, names: Iterable[ast.Name], index: Mapping
     return sorted(out)
 
 
-def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations) -> Cluster | None:
+def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
+                   budget: _Budget) -> Cluster | None:
     cname = decl.name.text
     loc.clusters[cname] = decl.name.span
+    if budget.devices < 0 or budget.link_pairs < 0:  # an earlier cluster used them up (said)
+        return None
     devices: list[Device] = []
     index: dict[str, int] = {}
     for d in decl.devices:
@@ -472,11 +526,15 @@ def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations) 
                        d.ref.span, f"for example `device {d.ref.name.text}[0..3]`")
             continue
         names = _expand_decl(sink, d.ref)
-        max_devices = limits.active().devices
-        if len(devices) + len(names) > max_devices:
-            sink.error("E246", f"cluster `{cname}` would have more than {max_devices} devices",
+        if len(names) > budget.devices:
+            max_devices = limits.active().devices
+            where = (f"cluster `{cname}` would have" if len(devices) + len(names) > max_devices
+                     else "the clusters of this load would have")
+            sink.error("E246", f"{where} more than {max_devices} devices",
                        d.ref.span, f"raise the limit with `--limit devices={2 * max_devices}`")
-            break
+            budget.devices = -1  # said once: later clusters are not expanded
+            return None  # nor this one's links (each would be an unknown device)
+        budget.devices -= len(names)
         for name in names:
             if name in index:
                 sink.error("E205", f"device `{name}` is defined twice in cluster `{cname}`",
@@ -485,14 +543,18 @@ def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations) 
             index[name] = len(devices)
             loc.devices[(cname, name)] = d.ref.span
             devices.append(Device(name, _bytes(memory), kind, speed or 1.0, flop_rate))
-    links = _lower_links(sink, decl, index)
+    links = _lower_links(sink, decl, index, budget)
     if links is None:
         return None
-    missing = [(a, b) for a in range(len(devices)) for b in range(len(devices))
-               if a != b and (a, b) not in links]
-    if missing and not sink.has_errors:
-        shown = ", ".join(f"{devices[a].name} -> {devices[b].name}" for a, b in missing[:4])
-        more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+    # counted, not listed: 1,024 devices and no link miss a million pairs (every key of
+    # `links` is a pair of two devices of this cluster)
+    n = len(devices)
+    n_missing = n * (n - 1) - len(links)
+    if n_missing and not sink.has_errors:
+        pairs = ((a, b) for a in range(n) for b in range(n) if a != b and (a, b) not in links)
+        first = [next(pairs) for _ in range(min(4, n_missing))]
+        shown = ", ".join(f"{devices[a].name} -> {devices[b].name}" for a, b in first)
+        more = f" and {n_missing - 4} more" if n_missing > 4 else ""
         sink.error("E244", f"cluster `{cname}` has devices with no link between them: "
                    f"{shown}{more}", decl.name.span,
                    "a transfer between them would be impossible; add a `link` statement")
@@ -500,12 +562,13 @@ def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations) 
     return Cluster(cname, tuple(devices), ordered)
 
 
-def _lower_links(sink: DiagnosticSink, decl: ast.ClusterDecl, index: dict[str, int]
-                 ) -> dict[tuple[int, int], Link] | None:
-    """The links of a cluster by (src, dst); None (reported, E013) when its statements name
-    more device pairs than the `link_pairs` limit, counted before any pair is built. A
-    device listed twice on one side (`gpu[*], gpu[*]`) counts once."""
-    budget = limits.active().link_pairs
+def _lower_links(sink: DiagnosticSink, decl: ast.ClusterDecl, index: dict[str, int],
+                 left: _Budget) -> dict[tuple[int, int], Link] | None:
+    """The links of a cluster by (src, dst); None (reported, E013) when its statements,
+    with those of the load's clusters before it, name more device pairs than the
+    `link_pairs` limit, counted before any pair is built. A device listed twice on one side
+    (`gpu[*], gpu[*]`) counts once."""
+    budget = start = left.link_pairs
     cname = decl.name.text
     groups: dict[str, list[int]] = {}  # `gpu[*]` -> the devices `gpu` + digits, found once
     for name, i in index.items():
@@ -528,9 +591,12 @@ def _lower_links(sink: DiagnosticSink, decl: ast.ClusterDecl, index: dict[str, i
         pairs = len(srcs) * len(dsts) * (2 if lk.both_ways else 1)
         if pairs > budget:
             lim = limits.active().link_pairs
-            sink.error("E013", f"the links of cluster `{cname}` name more than {lim:_} device "
+            whose = (f"cluster `{cname}`" if start - budget + pairs > lim
+                     else "the clusters of this load")
+            sink.error("E013", f"the links of {whose} name more than {lim:_} device "
                        f"pairs", lk.span, f"this statement alone names {pairs:_}; raise the "
                        f"limit with `--limit link_pairs={max(2 * lim, pairs)}`")
+            left.link_pairs = -1  # said once: later clusters' links are not built
             return None
         budget -= pairs
         if bw is None:
@@ -541,6 +607,7 @@ def _lower_links(sink: DiagnosticSink, decl: ast.ClusterDecl, index: dict[str, i
                     links[(a, b)] = Link(a, b, bw, lat)
                     if lk.both_ways:
                         links[(b, a)] = Link(b, a, bw, lat)
+    left.link_pairs = budget
     return links
 
 
@@ -597,7 +664,7 @@ def _resolve_devs(sink: DiagnosticSink, ref: ast.DevRef, index: dict[str, int],
 def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Graph | None],
                 clusters: dict[str, Cluster | None], loc: Locations,
                 unrunnable: dict[tuple[str, str], list[tuple[int, int]]],
-                globs: dict[str, _Globs]) -> Problem | None:
+                globs: _GlobTable) -> Problem | None:
     pname = decl.name.text
     loc.plans[pname] = decl.name.span
     settings = _Attrs(sink, [i for i in decl.items if isinstance(i, ast.Attr)], PLAN_SETTINGS,
@@ -683,8 +750,8 @@ def _unrunnable(graph: Graph, cluster: Cluster) -> list[tuple[int, int]]:
     return out
 
 
-def _lookup(sink: DiagnosticSink, settings: _Attrs, key: str, table: dict[str, object],
-            decl: ast.PlanDecl) -> object:
+def _lookup(sink: DiagnosticSink, settings: _Attrs, key: str, table: Mapping[str, _T | None],
+            decl: ast.PlanDecl) -> _T | None:
     name = settings.name(key)
     if name is None:
         if key not in settings.values:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
+import highspy
 import pytest
 
 from planner.algorithms import Options, run
@@ -15,7 +17,6 @@ from .instances import random_problem
 
 @pytest.mark.parametrize("ext", [".lp", ".mps"])
 def test_emitted_model_is_readable_and_has_the_same_optimum(tmp_path: Path, ext: str) -> None:
-    highspy = pytest.importorskip("highspy")
     problem = random_problem(2, 6, 3)
     path = tmp_path / f"model{ext}"
     sol = run("ilp", problem, Options(emit=str(path), time_limit_s=30.0, gap=1e-7))
@@ -51,3 +52,19 @@ def test_cpsat_emits_its_model_as_text_proto(tmp_path: Path) -> None:
     assert "variables" in text and "no_overlap" in text
     with pytest.raises(UsageError):
         run("cpsat", random_problem(2, 5, 2), Options(emit=str(tmp_path / "m.lp")))
+
+
+def test_a_name_cannot_end_its_legend_line(tmp_path: Path) -> None:
+    # a name built in Python (specs reject control characters: E261) once ended its
+    # comment and injected an LP row
+    problem = random_problem(2, 5, 2)
+    graph = problem.graph
+    bad = dataclasses.replace(graph.ops[0], name="a\nc_e_x: +1 C >= 1000000\r\u2028")
+    problem = dataclasses.replace(problem, graph=dataclasses.replace(
+        graph, ops=(bad, *graph.ops[1:])))
+    path = tmp_path / "model.lp"
+    run("ilp", problem, Options(emit=str(path), time_limit_s=30.0))
+    text = path.read_text()
+    assert "0=a\\x0ac_e_x: +1 C >= 1000000\\x0d\\u2028" in text
+    legend = text.split("\\* Source Pyomo", 1)[0].splitlines()  # planner's lines
+    assert len(legend) == 12 and all(line.startswith("\\ ") for line in legend)

@@ -61,6 +61,47 @@ def test_devices_and_link_pairs_are_bounded_before_expansion() -> None:
     assert _diags(text, Limits(link_pairs=31)) == [("E013", 3)]
 
 
+def test_devices_and_link_pairs_are_counted_across_the_clusters_of_a_load() -> None:
+    # per cluster, 200 clusters of `gpu[0..1023]` (10 KB) asked for 200k devices
+    three = "".join(f"cluster c{k} {{ device d[0..1] {{ memory 1 GiB }}  link d0 <-> d1 "
+                    "{ bandwidth 1 GB/s } }\n" for k in range(3))
+    with limits.using(Limits(devices=5)), pytest.raises(SpecError) as info:
+        load_text(three, "l.plan")
+    (d,) = info.value.diagnostics
+    assert (d.code, d.span.line if d.span else 0) == ("E246", 3)
+    assert "the clusters of this load would have more than 5 devices" in d.message
+    meshes = "".join(f"cluster c{k} {{\n  device d[0..3] {{ memory 1 GiB }}\n"
+                     f"  link d[*] <-> d[*] {{ bandwidth 1 GB/s }}\n}}\n" for k in range(3))
+    # 4 x 4 x 2 = 32 pairs a cluster: the third goes past 90, the first two stay within it
+    with limits.using(Limits(link_pairs=90)), pytest.raises(SpecError) as info:
+        load_text(meshes, "l.plan")
+    (d,) = info.value.diagnostics
+    assert (d.code, d.span.line if d.span else 0) == ("E013", 11)
+    assert "the links of the clusters of this load name more than 90" in d.message
+    with limits.using(Limits(link_pairs=96)):
+        assert len(load_text(meshes, "l.plan").spec.clusters) == 3
+
+
+def test_glob_work_is_bounded_across_patterns() -> None:
+    # 20k ops and 2k patterns `*_{i}` took 7.7 s: each scans every name
+    ops = "".join(f"  op o{i}_x {{ time 1 ms }}\n" for i in range(100))
+    # `*o{i}_x` tests all 100 names (no literal prefix) and selects one op: 101 each
+    cols = "".join(f'  colocate "*o{i}_x", o{i + 1}_x\n' for i in range(0, 98, 2))
+    text = CLUSTER + "graph g {\n" + ops + cols + "}\n"
+    with limits.using(Limits(glob_names=101 * 10)), pytest.raises(SpecError) as info:
+        load_text(text, "l.plan")
+    (d,) = info.value.diagnostics  # said once, at the 11th pattern (line 5 + 100 + 11)
+    assert (d.code, d.span.line if d.span else 0) == ("E015", 116)
+    assert "glob_names=2020" in d.hints[0]
+    with limits.using(Limits(glob_names=101 * 49)):
+        assert len(load_text(text, "l.plan").spec.graphs["g"].colocations) == 49
+    # a literal prefix keeps a pattern's work to the names that start with it
+    prefixed = CLUSTER + "graph g {\n" + ops + "".join(
+        f'  colocate "o{i}_*", o{i + 1}_x\n' for i in range(10, 98, 2)) + "}\n"
+    with limits.using(Limits(glob_names=101 * 10)):
+        assert len(load_text(prefixed, "l.plan").spec.graphs["g"].colocations) == 44
+
+
 def test_file_size_is_checked_before_reading(tmp_path: Path) -> None:
     big = tmp_path / "big.plan"
     big.write_text('graph g { op "' + "x" * 5000)  # an unterminated string
@@ -68,6 +109,8 @@ def test_file_size_is_checked_before_reading(tmp_path: Path) -> None:
         load_path(big)
     (d,) = info.value.diagnostics
     assert d.code == "E007" and "4,096" in d.message
+    # one hint, not one per character of it (a bare string was rendered letter by letter)
+    assert d.hints == ("raise it with `--limit file_bytes=8192`",)
 
 
 def test_import_depth_names_the_file(tmp_path: Path) -> None:

@@ -147,8 +147,6 @@ def test_extreme_valid_values_go_through_every_stage(spec: str, tmp_path: Path) 
 @pytest.mark.parametrize("algo", ["cpsat", "ilp", "auto"])
 def test_extreme_valid_values_go_through_the_exact_solvers(spec: str, algo: str,
                                                             tmp_path: Path) -> None:
-    pytest.importorskip("ortools" if algo == "cpsat" else "pyomo",
-                        reason=f"{algo} needs its optional solver package")
     (tmp_path / "x.plan").write_text(spec)
     run = subprocess.run([sys.executable, "-m", "planner", "solve", "x.plan", "--algo", algo,
                           "--time-limit", "5", "--json", "--html", "r.html"],
@@ -161,3 +159,16 @@ def test_extreme_valid_values_go_through_the_exact_solvers(spec: str, algo: str,
 
 def _reject(constant: str) -> None:
     raise AssertionError(f"non-standard JSON constant {constant}")
+
+
+@pytest.mark.parametrize(("option", "value", "code"), [
+    ("--gap", "nan", "E608"), ("--gap", "-0.5", "E608"), ("--gap", "inf", "E608"),
+    ("--time-limit", "nan", "E603"), ("--time-limit", "inf", "E603"),
+    ("--time-limit", "-1", "E603")])
+def test_solve_options_outside_their_range_are_usage_errors(option: str, value: str,
+                                                            code: str) -> None:
+    # before: `--gap nan` was an internal error (E999, exit 4) and `--time-limit nan` ran
+    root = Path(__file__).resolve().parents[2]
+    status, _, err = invoke(["solve", "specs/resnet.plan", "--algo", "cpsat", option, value],
+                            root)
+    assert status == 2 and f"error[{code}]: {option}: `" in err, err

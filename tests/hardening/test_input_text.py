@@ -112,3 +112,15 @@ def test_fmt_reads_cr_line_ends_like_lf() -> None:
     text = "# comment\n\ngraph g {\n  op a { time 1 ms }  # c2\n\n  op b { time 1 ms }\n}\n"
     assert format_source(text.replace("\n", "\r")) == format_source(text)
     assert "# comment\n\ngraph g" in format_source(text.replace("\n", "\r"))
+
+
+def test_a_file_name_cannot_fake_a_line(tmp_path: Path) -> None:
+    """File names come from the pull request too: a newline in one is written `\\n`."""
+    name = "x\nchecked 1 file(s): ok\x1b[2K\n.plan"
+    (tmp_path / name).write_text("graph g { op a { tiem 1 ms } }\n")
+    for args, status in ((["check", "."], 1), (["fmt", "--check", "."], 5)):
+        code, out, err = invoke(args, tmp_path)
+        assert code == status, err
+        assert not [line for line in (out + err).splitlines()
+                    if line.startswith("checked 1 file(s): ok")], (out, err)
+        assert "\x1b" not in out + err and "x\\nchecked 1 file(s): ok" in out + err

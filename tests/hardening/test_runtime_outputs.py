@@ -23,6 +23,8 @@ from .runtime_support import SMALL, invoke
 WRITERS = [
     ["solve", "s.plan", "--algo", "heft", "--out"],
     ["solve", "s.plan", "--algo", "heft", "--html"],
+    ["solve", "s.plan", "--algo", "heft", "--trace"],
+    ["solve", "s.plan", "--algo", "ilp", "--emit"],
     ["compare", "s.plan", "--algos", "heft", "--executor", "inline", "--out"],
     ["compare", "s.plan", "--algos", "heft", "--executor", "inline", "--html"],
     ["export", "json", "s.plan", "-o"],

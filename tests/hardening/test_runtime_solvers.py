@@ -132,7 +132,8 @@ def test_a_hanging_script_solver_is_killed_with_its_children(tmp_path: Path,
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_signal_during_an_external_solve_kills_it_and_cleans_up(tmp_path: Path,
                                                                   sig: int) -> None:
     env = _setup(tmp_path, HANG)
