@@ -53,7 +53,6 @@ def test_bad_checkout_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_baechi_graph_matches_the_dataset() -> None:
-    pytest.importorskip("networkx")
     data = json.loads(bb.DATASET.read_text(encoding="utf-8"))
     ops, devices = bb.baechi_graphs(data)
     assert ops.number_of_nodes() == len(data["ops"])

@@ -8,31 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from planner.cli import app
-
-ROOT = Path(__file__).resolve().parents[2]
-runner = CliRunner()
-
-GOOD = """
-cluster c { device gpu[0..1] { memory 1 GiB } link gpu0 <-> gpu1 { bandwidth 1 GB/s } }
-graph g { op a { time 1 ms output 1 MiB } op b { time 2 ms } a -> b }
-plan p { graph g cluster c }
-"""
-
-
-def invoke(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    """Run the CLI in-process in `cwd`; return (exit code, stdout, stderr)."""
-    import os
-
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        res = runner.invoke(app, args)
-    finally:
-        os.chdir(old)
-    return res.exit_code, res.stdout, res.stderr
+from .helpers import GOOD, invoke
 
 
 def test_clean_spec_exits_zero(tmp_path: Path) -> None:

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from .test_formats_ci import _valid_sarif
-from .test_formats_fmt import run
+from .helpers import invoke, valid_sarif
 
 # a (1 ms) -> b (2 ms); a's 1 MB output crosses 1 GB/s in 1 ms when b runs elsewhere
 SPEC = """
@@ -37,7 +36,7 @@ def plans(tmp_path: Path) -> Path:
 
 
 def _json(args: list[str], cwd: Path) -> tuple[int, dict[str, Any]]:
-    code, out, _ = run([*args, "--format", "json"], cwd)
+    code, out, _ = invoke([*args, "--format", "json"], cwd)
     return code, json.loads(out)
 
 
@@ -58,31 +57,31 @@ def test_plan_files_are_simulated_on_the_spec(plans: Path) -> None:
 
 
 def test_text_output_for_review(plans: Path) -> None:
-    code, out, err = run(["diff", "old.json", "new.json", "--spec", "s.plan"], plans)
+    code, out, err = invoke(["diff", "old.json", "new.json", "--spec", "s.plan"], plans)
     assert code == 0
     assert re.search(r"^  makespan +3\.000 ms +4\.000 ms +\+33\.33%$", out, re.MULTILINE)
     assert re.search(r"^  peak memory gpu1 +0 B +1\.91 MiB +\+1\.91 MiB$", out, re.MULTILINE)
     assert "1 of 2 op(s) moved:\n  b: gpu0 -> gpu1\n" in out
     assert "gpu1: 0 -> 1 ops, busy 0 ns -> 2.000 ms" in out
     assert "new.json:1:1: warning[W645]: the new plan is 33.33% slower" in err
-    assert run(["diff", "old.json", "new.json", "--spec", "s.plan"], plans)[1] == out
+    assert invoke(["diff", "old.json", "new.json", "--spec", "s.plan"], plans)[1] == out
 
 
 def test_the_gate(plans: Path) -> None:
     args = ["diff", "old.json", "new.json", "--spec", "s.plan"]
-    assert run([*args, "--fail-if-slower", "50"], plans)[0] == 0
-    code, out, _ = run([*args, "--fail-if-slower", "10", "--format", "github"], plans)
+    assert invoke([*args, "--fail-if-slower", "50"], plans)[0] == 0
+    code, out, _ = invoke([*args, "--fail-if-slower", "10", "--format", "github"], plans)
     assert code == 5
     assert out.startswith("::error file=new.json,line=1,col=1,endLine=1,endColumn=1,"
                           "title=E645::the new plan is 33.33%25 slower than the old one")
-    code, out, _ = run([*args, "--fail-if-slower", "10", "--format", "sarif"], plans)
-    result = _valid_sarif(out)["runs"][0]["results"][0]
+    code, out, _ = invoke([*args, "--fail-if-slower", "10", "--format", "sarif"], plans)
+    result = valid_sarif(out)["runs"][0]["results"][0]
     assert code == 5 and (result["ruleId"], result["level"]) == ("E645", "error")
     code, doc = _json([*args, "--fail-if-slower", "10"], plans)
     assert doc["result"]["gate"] == {"fail_if_slower_pct": 10.0, "passed": False}
     # faster passes any gate
-    assert run(["diff", "new.json", "old.json", "--spec", "s.plan", "--fail-if-slower", "0"],
-               plans)[0] == 0
+    assert invoke(["diff", "new.json", "old.json", "--spec", "s.plan", "--fail-if-slower",
+                   "0"], plans)[0] == 0
 
 
 def test_an_infeasible_new_plan_fails_the_gate(plans: Path) -> None:
@@ -101,17 +100,17 @@ def test_without_a_spec_only_placements_are_compared(plans: Path) -> None:
     code, doc = _json(["diff", "old.json", "new.json"], plans)
     assert code == 0 and doc["result"]["new"]["makespan_s"] is None
     assert doc["result"]["moved"] == [{"op": "b", "from": "gpu0", "to": "gpu1"}]
-    code, _, err = run(["diff", "old.json", "new.json", "--fail-if-slower", "5"], plans)
+    code, _, err = invoke(["diff", "old.json", "new.json", "--fail-if-slower", "5"], plans)
     assert code == 2 and "error[E644]" in err and "--spec" in err
-    code, _, err = run(["diff", "old.json", "new.json", "--fail-if-slower", "-1"], plans)
+    code, _, err = invoke(["diff", "old.json", "new.json", "--fail-if-slower", "-1"], plans)
     assert code == 2 and "error[E643]" in err
-    code, _, err = run(["diff", "old.json", "new.json", "--plan", "p"], plans)
+    code, _, err = invoke(["diff", "old.json", "new.json", "--plan", "p"], plans)
     assert code == 2 and "error[E640]: --plan applies only with --spec" in err
 
 
 def test_solve_json_outputs_carry_their_figures(plans: Path) -> None:
     for algo in ("single", "heft"):
-        code, out, _ = run(["solve", "s.plan", "--algo", algo, "--json"], plans)
+        code, out, _ = invoke(["solve", "s.plan", "--algo", algo, "--json"], plans)
         assert code == 0
         (plans / f"{algo}.json").write_text(out)
     code, doc = _json(["diff", "single.json", "heft.json"], plans)
@@ -126,16 +125,16 @@ def test_long_lists_are_capped(tmp_path: Path) -> None:
     names = [f"op{i:02d}" for i in range(14)]
     _plan(tmp_path, "a.json", dict.fromkeys(names, "gpu0"))
     _plan(tmp_path, "b.json", dict.fromkeys(names, "gpu1"))
-    code, out, _ = run(["diff", "a.json", "b.json"], tmp_path)
+    code, out, _ = invoke(["diff", "a.json", "b.json"], tmp_path)
     assert code == 0 and "14 of 14 op(s) moved:" in out
     assert "  op09: gpu0 -> gpu1\n  and 4 more\n" in out and "op10" not in out
 
 
 def test_files_without_a_plan_are_located_errors(plans: Path) -> None:
     (plans / "bad.json").write_text('{"placement": {"a": "gpu0",}}')
-    code, _, err = run(["diff", "old.json", "bad.json"], plans)
+    code, _, err = invoke(["diff", "old.json", "bad.json"], plans)
     assert code == 1 and "bad.json:1:28: error[E642]: invalid JSON" in err
     failed = {"format_version": 1, "command": "solve", "ok": False, "result": None}
     (plans / "failed.json").write_text(json.dumps(failed))
-    code, _, err = run(["diff", "failed.json", "new.json"], plans)
+    code, _, err = invoke(["diff", "failed.json", "new.json"], plans)
     assert code == 1 and "error[E642]: no plan in failed.json" in err

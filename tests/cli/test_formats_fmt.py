@@ -4,30 +4,17 @@ not parse), `fmt -` with `--stdin-filename`, and the CI formats."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from planner.cli import app
 from planner.spec.format import format_source
 
-from .test_formats_ci import _valid_sarif
+from .helpers import invoke, valid_sarif
 
 UGLY = "graph g {op a {time 1 ms}\n  op b { time 2 ms } a -> b }\n"
 CANONICAL = "graph g {\n  op a { time 1 ms }\n  op b { time 2 ms }\n  a -> b\n}\n"
 BROKEN = "graph g {\n  op a { time 1 ms junk }\n}\n"  # line 2: `}` where a value should be
-
-
-def run(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, str, str]:
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        res = CliRunner().invoke(app, args, input=stdin)
-    finally:
-        os.chdir(old)
-    return res.exit_code, res.stdout, res.stderr
 
 
 def test_the_fixture_is_what_the_formatter_makes() -> None:
@@ -37,66 +24,66 @@ def test_the_fixture_is_what_the_formatter_makes() -> None:
 def test_check_exits_5_and_changes_nothing(tmp_path: Path) -> None:
     (tmp_path / "u.plan").write_text(UGLY)
     (tmp_path / "ok.plan").write_text(CANONICAL)
-    code, out, _ = run(["fmt", "--check", "."], tmp_path)
+    code, out, _ = invoke(["fmt", "--check", "."], tmp_path)
     assert (code, out) == (5, "would reformat u.plan\n")
     assert (tmp_path / "u.plan").read_text() == UGLY
-    assert run(["fmt", "--check", "ok.plan"], tmp_path)[0] == 0
+    assert invoke(["fmt", "--check", "ok.plan"], tmp_path)[0] == 0
 
 
 def test_invalid_input_is_1_even_when_another_file_would_change(tmp_path: Path) -> None:
     (tmp_path / "u.plan").write_text(UGLY)
     (tmp_path / "b.plan").write_text(BROKEN)
-    code, _, err = run(["fmt", "--check", "u.plan", "b.plan"], tmp_path)
+    code, _, err = invoke(["fmt", "--check", "u.plan", "b.plan"], tmp_path)
     assert code == 1 and "b.plan:2:" in err and "error[E101]" in err
 
 
 def test_diff_is_a_unified_diff_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "u.plan").write_text(UGLY)
-    code, out, err = run(["fmt", "--diff", "u.plan"], tmp_path)
+    code, out, err = invoke(["fmt", "--diff", "u.plan"], tmp_path)
     assert code == 5 and err == "would reformat u.plan\n"
     assert out == ("--- u.plan\n+++ u.plan\n@@ -1,2 +1,5 @@\n"
                    "-graph g {op a {time 1 ms}\n-  op b { time 2 ms } a -> b }\n"
                    "+graph g {\n+  op a { time 1 ms }\n+  op b { time 2 ms }\n+  a -> b\n+}\n")
     assert (tmp_path / "u.plan").read_text() == UGLY
     (tmp_path / "u.plan").write_text(CANONICAL)
-    assert run(["fmt", "--diff", "u.plan"], tmp_path)[:2] == (0, "")
+    assert invoke(["fmt", "--diff", "u.plan"], tmp_path)[:2] == (0, "")
 
 
 def test_stdin_is_formatted_to_stdout(tmp_path: Path) -> None:
-    code, out, _ = run(["fmt", "-"], tmp_path, UGLY.encode())
+    code, out, _ = invoke(["fmt", "-"], tmp_path, UGLY.encode())
     assert (code, out) == (0, CANONICAL)
-    code, out, _ = run(["fmt", "--check", "-", "--stdin-filename", "specs/m.plan"], tmp_path,
-                       UGLY.encode())
+    code, out, _ = invoke(["fmt", "--check", "-", "--stdin-filename", "specs/m.plan"],
+                          tmp_path, UGLY.encode())
     assert (code, out) == (5, "would reformat specs/m.plan\n")
 
 
 def test_stdin_diagnostics_carry_the_stdin_filename(tmp_path: Path) -> None:
-    code, out, err = run(["fmt", "-", "--stdin-filename", "specs/m.plan"], tmp_path,
-                         BROKEN.encode())
+    code, out, err = invoke(["fmt", "-", "--stdin-filename", "specs/m.plan"], tmp_path,
+                            BROKEN.encode())
     assert code == 1 and out == ""
     assert err.startswith("specs/m.plan:2:") and "junk }" in err  # with its caret line
-    code, _, err = run(["fmt", "-"], tmp_path, b"graph g { op a { time 1 ms } \xff }\n")
+    code, _, err = invoke(["fmt", "-"], tmp_path, b"graph g { op a { time 1 ms } \xff }\n")
     assert code == 1 and "<stdin>:1:30: error[E641]" in err
 
 
 @pytest.mark.parametrize("args", [["fmt", "-", "x.plan"], ["fmt", "--stdin-filename", "a", "x"]])
 def test_contradicting_inputs_are_usage_errors(tmp_path: Path, args: list[str]) -> None:
-    code, _, err = run(args, tmp_path)
+    code, _, err = invoke(args, tmp_path)
     assert code == 2 and "error[E640]" in err
 
 
 def test_check_in_the_ci_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
     (tmp_path / "u.plan").write_text("# a comment stays\n" + UGLY)
-    code, out, _ = run(["fmt", "--check", "--format", "github", "u.plan"], tmp_path)
+    code, out, _ = invoke(["fmt", "--check", "--format", "github", "u.plan"], tmp_path)
     assert code == 5
     assert out == ("::warning file=u.plan,line=2,col=1,endLine=3,endColumn=29,title=W640::"
                    "u.plan is not in the canonical layout%0Ahint: run `planner fmt u.plan`\n")
-    code, out, _ = run(["fmt", "--diff", "--format", "json", "u.plan"], tmp_path)
+    code, out, _ = invoke(["fmt", "--diff", "--format", "json", "u.plan"], tmp_path)
     doc = json.loads(out)
     assert (code, doc["exit_code"], doc["valid"], doc["warnings"]) == (5, 5, True, 1)
     assert doc["result"]["changed"] == ["u.plan"] and doc["result"]["diff"].startswith("--- ")
-    code, out, _ = run(["fmt", "--check", "--format", "sarif", "u.plan"], tmp_path)
-    result = _valid_sarif(out)["runs"][0]["results"][0]
+    code, out, _ = invoke(["fmt", "--check", "--format", "sarif", "u.plan"], tmp_path)
+    result = valid_sarif(out)["runs"][0]["results"][0]
     assert code == 5 and result["ruleId"] == "W640"
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 2

@@ -17,8 +17,7 @@ import pytest
 import planner.algorithms
 from planner.algorithms.base import Interrupted
 
-from .test_check_cli import ROOT, invoke
-from .test_json_envelope import GOOD
+from .helpers import PLACED, ROOT, invoke
 
 
 def _raising(monkeypatch: pytest.MonkeyPatch, make: Any) -> None:
@@ -34,7 +33,7 @@ def _raising(monkeypatch: pytest.MonkeyPatch, make: Any) -> None:
 def test_interrupted_with_a_plan_prints_and_writes_it(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     _raising(monkeypatch, Interrupted)
-    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "s.plan").write_text(PLACED)
     code, out, err = invoke(["solve", "s.plan", "--algo", "cpsat", "--out", "p.json",
                              "--html", "r.html"], tmp_path)
     assert code == 130
@@ -56,7 +55,7 @@ def test_interrupted_with_a_plan_prints_and_writes_it(tmp_path: Path,
 def test_interrupted_before_any_plan_writes_nothing(tmp_path: Path, make: Any,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     _raising(monkeypatch, make)
-    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "s.plan").write_text(PLACED)
     code, out, err = invoke(["solve", "s.plan", "--algo", "heft", "--out", "p.json"], tmp_path)
     assert code == 130 and out == ""
     assert "error[E607]: interrupted before any plan was found" in err
@@ -93,7 +92,7 @@ def test_sigint_to_a_searching_cpsat_exits_130(tmp_path: Path) -> None:
     ["fmt", "--check", "m.plan"],  # buffered lines, flushed at exit
 ])
 def test_closed_stdout_is_a_quiet_exit(tmp_path: Path, args: list[str]) -> None:
-    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "s.plan").write_text(PLACED)
     (tmp_path / "m.plan").write_text("graph g {   op a { time 1 ms } }\n")  # unformatted
     read, write = os.pipe()
     os.close(read)  # the reader is gone before the command writes anything

@@ -9,21 +9,12 @@ from typing import Any
 
 import pytest
 
-from .test_check_cli import invoke
+from .helpers import PLACED, invoke
 
-GOOD = """
-cluster c { device gpu[0..1] { memory 64 MB } link gpu0 <-> gpu1 { bandwidth 10 GB/s } }
-graph g {
-  op a { time 1 ms  output 8 MB }
-  op b { time 2 ms  output 8 MB  params 16 MB }
-  a -> b
-}
-plan p { graph g cluster c  place a, b on gpu0 }
-"""
 #: a's 8 MB and b's 24 MB cannot share one 20 MB device, nor fit 40 MB of two, once the
 #: transfer copy of a's output is counted: every algorithm proves it, `check` too
-TIGHT = GOOD.replace("memory 64 MB", "memory 12 MB")
-BROKEN = GOOD.replace("memory 64 MB", "memory 64")
+TIGHT = PLACED.replace("memory 64 MB", "memory 12 MB")
+BROKEN = PLACED.replace("memory 64 MB", "memory 64")
 KEYS = ["format_version", "command", "ok", "exit_code", "valid", "errors", "warnings",
         "result", "diagnostics"]
 
@@ -56,7 +47,7 @@ COMMANDS = {
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_success(tmp_path: Path, command: str) -> None:
-    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "s.plan").write_text(PLACED)
     code, out, err = invoke(COMMANDS[command], tmp_path)
     doc = _doc(code, out, command)
     assert code == 0, err
@@ -78,7 +69,7 @@ def test_success(tmp_path: Path, command: str) -> None:
     ("compare", ["--bandwidth", "fast"], "E611"),
 ])
 def test_usage_error(tmp_path: Path, command: str, extra: list[str], expected: str) -> None:
-    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "s.plan").write_text(PLACED)
     code, out, _ = invoke([*COMMANDS[command], *extra], tmp_path)
     doc = _doc(code, out, command)
     assert code == 2 and doc["result"] is None

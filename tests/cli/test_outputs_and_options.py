@@ -13,8 +13,7 @@ import planner.algorithms
 import planner.compare
 from planner.commands.applies import applicable_to
 
-from .test_check_cli import invoke
-from .test_json_envelope import GOOD
+from .helpers import PLACED, invoke
 
 
 @pytest.fixture
@@ -49,7 +48,7 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
 ])
 def test_unwritable_output_is_a_usage_error_before_any_work(
         tmp_path: Path, no_work: None, args: list[str], named: str, why: str) -> None:
-    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "s.plan").write_text(PLACED)
     (tmp_path / "sub").mkdir()
     code, out, err = invoke(args, tmp_path)
     assert code == 2, err
@@ -59,7 +58,7 @@ def test_unwritable_output_is_a_usage_error_before_any_work(
 
 
 def test_unwritable_output_under_json_is_an_envelope(tmp_path: Path, no_work: None) -> None:
-    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "s.plan").write_text(PLACED)
     code, out, _ = invoke(["solve", "s.plan", "--json", "--out", "missing/p.json", "--html",
                            "missing/r.html"], tmp_path)
     doc = json.loads(out)
@@ -71,7 +70,7 @@ def test_unwritable_output_under_json_is_an_envelope(tmp_path: Path, no_work: No
 
 def test_options_for_other_algorithms_are_named_with_where_they_apply(
         tmp_path: Path, no_work: None) -> None:
-    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "s.plan").write_text(PLACED)
     code, out, err = invoke(["solve", "s.plan", "--algo", "heft", "--emit", "m.lp",
                              "--solver", "cbc", "--gap", "0.5"], tmp_path)
     assert code == 2 and out == ""
@@ -89,7 +88,7 @@ def test_options_for_other_algorithms_are_named_with_where_they_apply(
 ])
 def test_one_inapplicable_option(tmp_path: Path, no_work: None, algo: str, args: list[str],
                                  bad: str) -> None:
-    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "s.plan").write_text(PLACED)
     code, _, err = invoke(["solve", "s.plan", "--algo", algo, *args], tmp_path)
     assert code == 2
     assert f"error[E605]: {bad} does not apply to --algo {algo}" in err
@@ -105,7 +104,7 @@ def test_applicable_options_pass_through(tmp_path: Path,
 
     real_run = planner.algorithms.run
     monkeypatch.setattr(planner.algorithms, "run", fake_run)
-    (tmp_path / "s.plan").write_text(GOOD)
+    (tmp_path / "s.plan").write_text(PLACED)
     code, _, err = invoke(["solve", "s.plan", "--algo", "ilp", "--solver", "cbc", "--gap",
                            "0.5", "--time-limit", "7", "--emit", "m.lp"], tmp_path)
     assert code == 0, err

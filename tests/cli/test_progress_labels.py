@@ -10,7 +10,7 @@ import pytest
 
 from planner.render.terminal import INFO_LABELS, fmt_info, info_label
 
-from .test_check_cli import invoke
+from .helpers import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 FORK = ROOT / "tests" / "compare" / "fixtures" / "fork.plan"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .test_check_cli import invoke
+from .helpers import invoke
 
 SPEC = """
 cluster c {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_check_cli import invoke
+from .helpers import invoke
 
 SPEC = """
 cluster c {

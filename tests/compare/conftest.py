@@ -1,34 +1,35 @@
-"""Shared fixtures of the `planner compare` tests: two small specs and one standard grid."""
+"""Fixtures of the `planner compare` tests: the standard sweep's reference rows and two
+`solve --html` reports (the plain helpers they use are in helpers.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from planner.compare import TIMING_FIELDS, Sweep, SweepResult, plan_sweep, run_sweep
+from planner.compare import SweepResult, run_sweep
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-SPECS = (FIXTURES / "fork.plan", FIXTURES / "chain.plan")
-#: 2 specs × 3 bandwidths × 3 memory caps × 3 algorithms = 54 points
-GRID: dict[str, str] = {"algorithms": "msct,heft,mtopo", "bandwidths": "1GB/s,5GB/s,50GB/s",
-                        "memories": "25%,50%,100%"}
-
-
-def standard_sweep() -> Sweep:
-    """The standard grid on the two fixture specs."""
-    return plan_sweep(list(SPECS), GRID["algorithms"], bandwidths=GRID["bandwidths"],
-                      memories=GRID["memories"], time_limit_s=2.0)
-
-
-def stable(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows without the fields that vary between identical runs."""
-    return [{k: v for k, v in r.items() if k not in TIMING_FIELDS} for r in rows]
+from .helpers import ROOT, big_spec, solve_html, standard_sweep
 
 
 @pytest.fixture(scope="session")
 def clean() -> SweepResult:
     """The standard sweep run in-process, with plans kept: the reference rows."""
     return run_sweep(standard_sweep(), executor="inline", keep_plans=True)
+
+
+@pytest.fixture(scope="session")
+def resnet_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The solve report of specs/resnet.plan (177 ops)."""
+    out = tmp_path_factory.mktemp("resnet") / "resnet.html"
+    solve_html(ROOT / "specs" / "resnet.plan", out, "msct")
+    return out
+
+
+@pytest.fixture(scope="session")
+def big_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The solve report of a generated 10,000-op spec."""
+    folder = tmp_path_factory.mktemp("big")
+    out = folder / "big.html"
+    solve_html(big_spec(10_000, folder), out, "heft")
+    return out

@@ -28,8 +28,7 @@ from .browser import (
     pixels,
 )
 from .browser import screenshot as take_screenshot
-from .test_html import expected_marks
-from .test_html_scale import big_html, resnet_html  # noqa: F401 (fixtures)
+from .helpers import expected_marks
 
 CHROMIUM = find_chromium()
 pytestmark = [
@@ -125,7 +124,7 @@ def test_every_chart_in_the_screenshot_is_drawn(report_fixture: str, bars: bool,
     assert gantt.colours >= 24  # op types in their own colours, not one or two
 
 
-def test_the_chart_check_catches_a_blank_chart(resnet_html: Path,  # noqa: F811
+def test_the_chart_check_catches_a_blank_chart(resnet_html: Path,
                                                tmp_path: Path) -> None:
     # the same report with the Gantt chart's marks removed: its box must read as blank
     text = resnet_html.read_text(encoding="utf-8")

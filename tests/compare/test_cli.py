@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from planner.commands.compare import compare_command
 from planner.compare import FIELD_NAMES, read_rows
 
-from .conftest import FIXTURES, SPECS
+from .helpers import FIXTURES, SPECS
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 app.command("compare")(compare_command)

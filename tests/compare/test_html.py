@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import planner
 from planner.compare import PlanView, SweepResult, best_plans, plan_sweep, run_sweep
@@ -14,24 +12,7 @@ from planner.plan import Plan
 from planner.render.html import compare_report_html, write_compare_html, write_plan_html
 from planner.simulate import simulate
 
-from .conftest import SPECS
-
-
-def expected_marks(rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
-    """(points, failure marks) the standard grid's two line charts per spec should draw:
-    makespan vs bandwidth at memory 100%, and vs memory at the largest bandwidth."""
-    pts = fails = 0
-    for r in rows:
-        for on_chart in (r["memory"] == "100%", r["bandwidth"] == "50 GB/s"):
-            if on_chart:
-                pts += is_ok(r)
-                fails += not is_ok(r)
-    return pts, fails
-
-
-def count(pattern: str, text: str) -> int:
-    """Occurrences of a regular expression."""
-    return len(re.findall(pattern, text))
+from .helpers import SPECS, count, expected_marks
 
 
 def test_compare_report_has_every_chart_and_mark(clean: SweepResult) -> None:

@@ -8,60 +8,13 @@ and on a 10,000-op spec from bench/bench_parse.py's `generate`.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import time
 from pathlib import Path
 
-import pytest
-from typer.testing import CliRunner
-
-from planner.cli import app
 from planner.compare import SweepResult, best_plans
 from planner.render.html import compare_report_html, line_chart_svg
 
-from .test_html import count
-
-ROOT = Path(__file__).resolve().parents[2]
-runner = CliRunner()
-
-
-def big_spec(n_ops: int, folder: Path) -> Path:
-    """bench_parse's generated spec with `n_ops` ops, under the liveness memory model (the
-    static model does not fit 10,000 ops on its eight GPUs)."""
-    spec = importlib.util.spec_from_file_location("bench_parse", ROOT / "bench" / "bench_parse.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    text = module.generate(n_ops).replace("  cluster dgx8\n", "  cluster dgx8\n  memory liveness\n")
-    path = folder / f"big{n_ops}.plan"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def solve_html(spec: Path, out: Path, algo: str) -> float:
-    """`planner solve SPEC --algo ALGO --html OUT`; returns the seconds it took."""
-    start = time.perf_counter()
-    res = runner.invoke(app, ["solve", str(spec), "--algo", algo, "--html", str(out)])
-    assert res.exit_code == 0, res.stderr
-    return time.perf_counter() - start
-
-
-@pytest.fixture(scope="module")
-def resnet_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The solve report of specs/resnet.plan (177 ops)."""
-    out = tmp_path_factory.mktemp("resnet") / "resnet.html"
-    solve_html(ROOT / "specs" / "resnet.plan", out, "msct")
-    return out
-
-
-@pytest.fixture(scope="module")
-def big_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The solve report of a generated 10,000-op spec."""
-    folder = tmp_path_factory.mktemp("big")
-    out = folder / "big.html"
-    solve_html(big_spec(10_000, folder), out, "heft")
-    return out
+from .helpers import count
 
 
 def svg_of(kind: str, text: str) -> str:

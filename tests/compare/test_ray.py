@@ -9,7 +9,7 @@ import pytest
 
 from planner.compare import SweepResult, plan_sweep, read_rows, run_sweep
 
-from .conftest import SPECS, stable, standard_sweep
+from .helpers import SPECS, stable, standard_sweep
 from .workers import hang_on_mtopo
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'planner[ray]')")

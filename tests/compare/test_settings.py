@@ -17,7 +17,7 @@ from planner.compare.settings import (
 )
 from planner.errors import UsageError
 
-from .conftest import FIXTURES
+from .helpers import FIXTURES
 
 
 def _chain() -> planner.Problem:

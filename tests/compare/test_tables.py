@@ -17,7 +17,7 @@ from planner.algorithms import names
 from planner.commands.compare import compare_command, print_tables, short_seconds
 from planner.compare.rows import empty_row
 
-from .conftest import SPECS
+from .helpers import SPECS
 
 GIB = 1024**3
 

@@ -15,6 +15,7 @@ import planner
 from planner.cost import StaticMemoryTracker, static_memory
 from planner.io.commands import export_app, generate_app, import_app
 from planner.model import Problem
+from planner.spec.format import format_source
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = REPO / "specs"
@@ -63,7 +64,6 @@ def test_the_expected_specs_are_there() -> None:
 
 @pytest.mark.parametrize("path", MODELS + CLUSTERS, ids=lambda p: p.name)
 def test_specs_are_canonical(path: Path) -> None:
-    format_source = pytest.importorskip("planner.spec.format").format_source
     text = path.read_text()
     assert format_source(text, str(path)) == text
 

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 import planner
 from planner.cli import app
 from planner.errors import SpecError
+from planner.io.onnx_import import zoo_dir
 from planner.io.pipedream import parse_pipedream
 from planner.io.times import overlay_times, read_times
 
@@ -109,9 +110,6 @@ def test_every_importer_takes_times(tmp_path: Path) -> None:
 
 
 def test_onnx_import_takes_times(tmp_path: Path) -> None:
-    pytest.importorskip("onnx")
-    from planner.io.onnx_import import zoo_dir
-
     model = zoo_dir() / "light_resnet50.onnx"
     if not model.is_file():
         pytest.skip("the onnx package ships no light_resnet50.onnx")
