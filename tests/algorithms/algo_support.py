@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import planner
+from planner.algorithms import constructive
 from planner.bounds import lower_bound
 from planner.model import Problem
 from planner.plan import Plan
@@ -14,8 +15,10 @@ from planner.simulate import SimResult, simulate
 SPECS = Path(__file__).resolve().parent / "specs"
 DATASETS = Path(__file__).resolve().parents[2] / "../shared/datasets"
 
-#: the algorithms of this package (the exact solvers and `auto` are tested elsewhere)
-HEURISTICS = ("msct", "metf", "mtopo", "heft", "cpop", "single", "roundrobin", "random")
+#: the one-pass algorithms, read from the registry: `auto`'s constructive candidates and
+#: `random` (the exact solvers, `auto` and `search` are tested elsewhere)
+HEURISTICS = (*constructive(), "random")
+#: and `expert`, which needs a given placement
 ALL = (*HEURISTICS, "expert")
 
 
