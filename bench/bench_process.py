@@ -48,7 +48,7 @@ def phase(name, f):
 mods, src = phase("parse", lambda: load_modules(sys.argv[1]))
 loaded = phase("lower", lambda: _lower(mods, src))
 del mods
-gc.freeze()  # as `planner check` and `planner solve` do once the spec is loaded (cli.py)
+gc.freeze()  # as `planner check` and `planner solve` do once the spec is loaded (planner.cli)
 problem = next(iter(loaded.spec.plans.values()))
 phase("checks", lambda: memory_diagnostics(problem, loaded.locations))
 sol = phase("metf", lambda: run("metf", problem))

@@ -29,11 +29,11 @@ except ImportError:  # pragma: no cover - run_all.py on a machine without the to
     sys.exit(0)
 
 import planner
-from planner.io.roofline import PROFILES
 from planner.io.torch_export import apply_plan
 from planner.io.torch_import import measure, to_workload, trace
-from planner.io.workload import Imported, PlanDef
 from planner.simulate import simulate
+from planner.workload import Imported, PlanDef
+from planner.workload.roofline import PROFILES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "io"))
 from torch_models import MODELS

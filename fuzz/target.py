@@ -258,7 +258,8 @@ def _solve_one(problem: Any, algo: str, timed: Any) -> None:
     from planner.bounds import lower_bound
     from planner.errors import PlannerError, render_all
     from planner.render.html import plan_report_html
-    from planner.simulate import report_json, simulate
+    from planner.render.report import report_json
+    from planner.simulate import simulate
     from planner.strictjson import dumps
 
     try:

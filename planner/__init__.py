@@ -27,8 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import Diagnostic, InfeasibleError, PlannerError, SpecError, UsageError
 from .model import Cluster, Device, Edge, Graph, Link, Op, Problem, Spec
+from .version import __version__ as __version__
 
-if TYPE_CHECKING:  # imported on first use at run time (`__getattr__`): `import planner` stays cheap
+# Every `import planner.x` runs this module first, the CLI's included: what it imports at
+# the top must stay cheap (`tests/cli/test_startup.py`), so the rest is imported on first
+# use, each with its `TYPE_CHECKING` import for the types.
+if TYPE_CHECKING:
     from .api import ProblemBuilder, Result, ScheduledOp
     from .bounds import Bounds
 
@@ -42,17 +46,16 @@ _LAZY = {"ProblemBuilder", "Result", "ScheduledOp"}
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from . import api
+        from . import api  # lazy: start-up
 
         return getattr(api, name)
     raise AttributeError(f"module 'planner' has no attribute {name!r}")
-__version__ = "0.1.0"
 
 
 def load(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> Spec:
     """Load a spec file (and its imports, which stay inside `root`: by default the
     repository holding `path`, else its folder). Raises `SpecError` with diagnostics."""
-    from .spec.load import load_path
+    from .spec.load import load_path  # lazy: start-up
 
     return load_path(path, root).spec
 
@@ -61,7 +64,7 @@ def loads(text: str, file: str = "<string>", base: str | os.PathLike[str] = ".",
           root: str | os.PathLike[str] | None = None) -> Spec:
     """Load spec text; imports are relative to `base` and stay inside `root` (by default
     the repository holding `base`, else `base`). Raises `SpecError`."""
-    from .spec.load import load_text
+    from .spec.load import load_text  # lazy: start-up
 
     return load_text(text, file, base, root).spec
 
@@ -75,8 +78,8 @@ def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Result:
     language would reject (located at this call; see `ProblemBuilder`), `UsageError` for an
     unknown algorithm, `InfeasibleError` when no plan fits.
     """
-    from .algorithms import Options, run
-    from .api import Result, check_problem
+    from .algorithms import Options, run  # lazy: start-up
+    from .api import Result, check_problem  # lazy: start-up
 
     check_problem(problem)
     return Result.of(problem, run(algorithm, problem, Options(**options)))
@@ -85,8 +88,8 @@ def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Result:
 def lower_bound(problem: Problem) -> Bounds:
     """The proven lower bounds of `problem` (`planner.bounds.lower_bound`); `SpecError` as
     for `solve`."""
-    from .api import check_problem
-    from .bounds import lower_bound as _lower_bound
+    from .api import check_problem  # lazy: start-up
+    from .bounds import lower_bound as _lower_bound  # lazy: start-up
 
     check_problem(problem)
     return _lower_bound(problem)

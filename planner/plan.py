@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean
+from .files import write_text_atomic
 from .model import Graph, Problem
+from .strictjson import finite
 
 FORMAT = "planner.plan"
 VERSION = 1
@@ -85,15 +87,11 @@ class Plan:
 
     def dumps(self, problem: Problem) -> str:
         """Deterministic JSON text (the same plan is the same bytes)."""
-        from .strictjson import finite
-
         return json.dumps(finite(self.to_json(problem)), indent=2, ensure_ascii=False,
                           allow_nan=False) + "\n"  # strict JSON: no NaN or Infinity
 
     def write(self, problem: Problem, path: str) -> None:
         """Write the plan JSON atomically."""
-        from .io.atomic import write_text_atomic
-
         write_text_atomic(path, self.dumps(problem))
 
 

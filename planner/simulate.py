@@ -66,7 +66,6 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -75,12 +74,8 @@ from .model import Graph, Op, Problem, derived
 from .plan import Plan
 from .units import format_bytes, format_seconds
 
-if TYPE_CHECKING:
-    from .bounds import Bounds
-
 __all__ = [
-    "SimResult", "Transfer", "Violation", "default_order", "report_json", "simulate",
-    "upward_rank",
+    "SimResult", "Transfer", "Violation", "default_order", "simulate", "upward_rank",
 ]
 
 #: violation kinds, in the order a report lists them
@@ -778,79 +773,3 @@ def _build_tables(graph: Graph) -> _GraphTables:
         np.array([op.output_bytes for op in ops], dtype=np.int64),
         np.array([op.temp_bytes for op in ops], dtype=np.int64),
     )
-
-
-# -- JSON report ----------------------------------------------------------------------
-
-
-def _t(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
-def report_json(problem: Problem, result: SimResult, bounds: Bounds) -> dict[str, Any]:
-    """The `planner simulate --json` object: stable key order, ints for bytes.
-
-    Times are seconds as floats; times that never happen (`inf`) are `null`. `ratio` is
-    makespan / lower bound (`null` when either is not a positive finite number).
-    """
-    ops = problem.graph.ops
-    devs = problem.cluster.devices
-
-    def dev_name(d: int) -> str | None:
-        return devs[d].name if 0 <= d < len(devs) else None
-
-    ms, lb = result.makespan_s, bounds.makespan_s
-    ratio = ms / lb if math.isfinite(ms) and math.isfinite(lb) and lb > 0 else None
-    schedule = sorted(range(len(ops)), key=lambda i: (result.start_s[i],
-                                                      result.placement[i], i))
-    return {
-        "plan": problem.name,
-        "memory_model": problem.memory_model,
-        "contention": problem.contention,
-        "makespan_s": _t(ms),
-        "lower_bound_s": _t(lb),
-        "ratio": ratio,
-        "feasible": result.feasible,
-        "bounds": bounds.to_json(),
-        "violations": [
-            {
-                "kind": v.kind,
-                "message": v.message,
-                "ops": [ops[i].name for i in v.ops],
-                "devices": [dev_name(d) for d in v.devices],
-            }
-            for v in result.violations
-        ],
-        "placement": {op.name: dev_name(d) for op, d in zip(ops, result.placement)},
-        "devices": [
-            {
-                "name": dev.name,
-                "ops": [ops[i].name for i in result.order[d]],
-                "busy_s": _t(result.busy_s[d]),
-                "memory_static_bytes": int(result.memory_static_bytes[d]),
-                "memory_peak_bytes": int(result.memory_peak_bytes[d]),
-                "memory_cap_bytes": int(dev.memory_bytes),
-            }
-            for d, dev in enumerate(devs)
-        ],
-        "schedule": [
-            {
-                "op": ops[i].name,
-                "device": dev_name(result.placement[i]),
-                "start_s": _t(result.start_s[i]),
-                "end_s": _t(result.end_s[i]),
-            }
-            for i in schedule
-        ],
-        "transfers": [
-            {
-                "src_op": ops[tr.src_op].name,
-                "src_device": devs[tr.src_device].name,
-                "dst_device": devs[tr.dst_device].name,
-                "bytes": int(tr.bytes),
-                "start_s": _t(tr.start_s),
-                "end_s": _t(tr.end_s),
-            }
-            for tr in result.transfers
-        ],
-    }

@@ -48,12 +48,11 @@ HOMES = {
     "3": ("facts.py",),
     "4": ("cli", "simulate.py"),
     "5": ("plan.py", "cli"),
-    "6": ("cli", "commands/", "compare/", "algorithms/__init__.py", "render/diagnostics.py",
-          "io/atomic.py"),
+    "6": ("cli/", "compare/", "algorithms/__init__.py", "files.py"),
     "7": ("algorithms/",),
-    "8": ("algorithms/exact/", "algorithms/auto.py"),
-    "9": ("io/", "generate/"),
-    "99": ("render/diagnostics.py",),
+    "8": ("algorithms/exact/", "algorithms/auto.py", "algorithms/infeasible.py"),
+    "9": ("io/", "generate/", "workload/", "cli/io_commands.py"),
+    "99": ("cli/guard.py",),
 }
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from planner.algorithms import names
 from planner.algorithms.exact import backends
-from planner.commands.applies import applicable_to
+from planner.cli.applies import applicable_to
 
 HERE = Path(__file__).parent
 SPEC = (HERE / "exact" / "specs" / "determinism.plan", "forkjoin_placed")

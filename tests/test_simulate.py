@@ -22,7 +22,8 @@ from planner.bounds import lower_bound
 from planner.cost import costs, static_memory
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
 from planner.plan import Plan
-from planner.simulate import SimResult, default_order, report_json, simulate, upward_rank
+from planner.render.report import report_json
+from planner.simulate import SimResult, default_order, simulate, upward_rank
 
 MS = 1e-3
 MB = 1_000_000

@@ -45,10 +45,16 @@ import logging
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import InfeasibleError, PlannerError
+from ..bounds import lower_bound
+from ..errors import InfeasibleError
 from ..model import Problem
+from ..simulate import simulate
 from .base import Interrupted, Options, Solution
+from .exact import cpsat
+from .exact.verdict import judge
+from .infeasible import none_found
 from .portfolio import CANDIDATES, estimated_seconds, rank
+from .search import improve, move_budget
 
 __all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "place"]
 
@@ -70,10 +76,6 @@ CPSAT_MIN_S = 0.5
 
 def place(problem: Problem, options: Options) -> Solution:
     """Best of the heuristics, improved by CP-SAT on small graphs (module docstring)."""
-    from ..bounds import lower_bound
-    from ..simulate import simulate
-    from .exact.verdict import judge
-
     limit = options.time_limit_s if options.time_limit_s > 0 else None
     ranked = rank(problem, options, progress_share=0.3, limit_s=limit)
     candidates = dict(ranked.candidates)
@@ -91,7 +93,7 @@ def place(problem: Problem, options: Options) -> Solution:
         cpsat_note = None
 
     if best is None and cpsat_note is not None:
-        raise _all_infeasible(problem, errors)
+        raise none_found(problem, errors)
 
     # the limit bounds auto as a whole: the heuristics' expected time comes off first
     share = SEARCH_SHARE if cpsat_note is None else 1.0
@@ -103,8 +105,6 @@ def place(problem: Problem, options: Options) -> Solution:
             f"skipped: the heuristics are expected to take {spent:.1f} s of the "
             f"{options.time_limit_s:g} s limit" if left <= 0 else None))
     if best is not None and search_note is None:
-        from .search import improve, move_budget
-
         budget = move_budget(problem, left)
         if options.progress:
             options.progress(0.3, "auto: search")
@@ -123,8 +123,6 @@ def place(problem: Problem, options: Options) -> Solution:
     claims: dict[str, Any] = {"lower_s": lower_bound(problem).makespan_s,
                               "tolerance": options.gap}
     if cpsat_note is None:
-        from .exact import cpsat
-
         if options.progress:
             options.progress(0.3, "auto: cpsat")
         try:
@@ -153,7 +151,7 @@ def place(problem: Problem, options: Options) -> Solution:
                 if best is None or sim.makespan_s < best[1] * (1 - 1e-12):
                     best = ("cpsat", sim.makespan_s, sol.plan.with_algorithm("cpsat"))
             if best is None:
-                raise _all_infeasible(problem, errors)
+                raise none_found(problem, errors)
     assert best is not None
     name, makespan, plan = best
     verdict = judge(problem, plan, **claims)
@@ -174,18 +172,3 @@ def _relabel(sol: Solution | None, candidates: dict[str, float | None]) -> Solut
     chosen = sol.info.get("warm_start") if "kept" in sol.info else sol.plan.algorithm
     return dataclasses.replace(sol, info=MappingProxyType(
         {**sol.info, "candidates": candidates, "chosen": chosen or "cpsat"}))
-
-
-def _all_infeasible(problem: Problem, errors: list[PlannerError]) -> InfeasibleError:
-    from .infeasible import diagnose
-
-    proofs = diagnose(problem)
-    if proofs:
-        return InfeasibleError(proofs)
-    if errors:
-        return InfeasibleError(errors[0].diagnostics)
-    from ..errors import Diagnostic
-
-    return InfeasibleError(Diagnostic(
-        "E816", "no algorithm found a plan that the simulator accepts", None,
-        ("try --algo cpsat with a longer --time-limit",)))

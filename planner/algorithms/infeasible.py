@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import Diagnostic, InfeasibleError
+from ..errors import Diagnostic, InfeasibleError, PlannerError
 from ..facts import facts, proofs, unit_name
 from ..model import Problem
 from ..units import format_bytes
 
-__all__ = ["diagnose", "memory_figures", "stuck_error", "unit_name"]
+__all__ = ["diagnose", "memory_figures", "none_found", "stuck_error", "unit_name"]
 
 
 def memory_figures(problem: Problem) -> tuple[str, ...]:
@@ -79,3 +79,16 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
          "this heuristic fills devices greedily; the instance may still be feasible: "
          + "try --algo mtopo, --algo single or an exact solver (--algo ilp)"),
     ))
+
+
+def none_found(problem: Problem, errors: Sequence[PlannerError]) -> InfeasibleError:
+    """The error of `auto` and `search` when no heuristic found a plan: the proofs when
+    there are any, else the first heuristic's own diagnosis, else E816."""
+    found = diagnose(problem)
+    if found:
+        return InfeasibleError(found)
+    if errors:
+        return InfeasibleError(errors[0].diagnostics)
+    return InfeasibleError(Diagnostic(
+        "E816", "no algorithm found a plan that the simulator accepts", None,
+        ("try --algo cpsat with a longer --time-limit",)))

@@ -22,7 +22,8 @@ from types import MappingProxyType
 from ..errors import InfeasibleError, PlannerError
 from ..model import Problem
 from ..plan import Plan
-from . import ALGORITHMS, constructive
+from ..simulate import simulate
+from . import ALGORITHMS, constructive, run
 from .base import Interrupted, Options, Solution
 
 log = logging.getLogger("planner")
@@ -118,9 +119,6 @@ Outcome = tuple[Plan | None, float | None, PlannerError | None]
 
 def _evaluate(problem: Problem, options: Options, name: str, plan: Plan | None) -> Outcome:
     """(plan, simulated makespan or None, the infeasibility met) of one candidate."""
-    from ..simulate import simulate
-    from . import run
-
     if plan is None:
         try:
             plan = run(name, problem, options).plan

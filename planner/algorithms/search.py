@@ -62,6 +62,8 @@ from ..fastsim import Evaluator, evaluator, prepare_in_background
 from ..model import Problem
 from ..plan import Plan
 from .base import Interrupted, Options, Solution
+from .exact.verdict import judge
+from .infeasible import none_found
 from .portfolio import Ranked, rank
 
 #: seconds one move is assumed to cost, fixed plus per op and edge, to turn `--time-limit`
@@ -307,9 +309,7 @@ def place(problem: Problem, options: Options) -> Solution:
     """Search from the best constructive plan (module docstring)."""
     ranked = rank(problem, options, progress_share=0.1)
     if ranked.best is None:
-        from .auto import _all_infeasible  # the one diagnosis of "no heuristic found a plan"
-
-        raise _all_infeasible(problem, list(ranked.errors))
+        raise none_found(problem, list(ranked.errors))
     return improve(problem, ranked, options, move_budget(problem, options.time_limit_s))
 
 
@@ -365,8 +365,6 @@ def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int
         info["stopped"] = f"no better plan in the last {scorer.stall} moves"
     plan = scorer.best_plan.with_algorithm("search")
     if status == "feasible":  # what `auto` would say of this plan: optimal when at the bound
-        from .exact.verdict import judge
-
         verdict = judge(scorer.problem, plan)
         status = verdict.status
         info.update(bound_s=verdict.bound_s, gap=verdict.gap, why=verdict.why)

@@ -10,14 +10,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from ..algorithms.base import Solution
+from ..bounds import Bounds, lower_bound, relative_gap
 from ..model import Problem
-
-if TYPE_CHECKING:
-    from ..bounds import Bounds
-    from ..simulate import SimResult
+from ..simulate import SimResult, simulate
 
 
 class ScheduledOp(NamedTuple):
@@ -50,15 +48,11 @@ class Result(Solution):
     @cached_property
     def simulation(self) -> SimResult:
         """The simulator's re-execution of the plan (the judge of every figure)."""
-        from ..simulate import simulate
-
         return simulate(self.problem, self.plan)
 
     @cached_property
     def bounds(self) -> Bounds:
         """The problem's proven lower bounds."""
-        from ..bounds import lower_bound
-
         return lower_bound(self.problem)
 
     @property
@@ -75,8 +69,6 @@ class Result(Solution):
     def gap(self) -> float | None:
         """`(makespan - bound) / bound`: the plan is within `1 + gap` of the optimum (None
         when no finite gap is proved)."""
-        from ..bounds import relative_gap
-
         if not self.feasible:
             return None
         bound = self.info.get("bound_s")

@@ -1,61 +1,46 @@
 """Experiments: placement algorithms side by side across settings, in parallel, resumable.
 
-A sweep is a list of points, spec × plan × algorithm × setting (bandwidth, memory cap,
-device count; see `planner.compare.settings`). Each point runs in a worker
-(`planner.compare.worker.run_point`): load the spec (cached per worker), apply the setting,
-run the algorithm, simulate its plan, compute the lower bound. The result is one row of
-tidy data (`planner.compare.rows`); failures are rows too, with a status and a reason.
+From the bottom up: `settings` (the bandwidth, memory and device settings of a problem),
+`rows` (one row of tidy data per run; CSV and JSON Lines, ratios, wins), `worker` (one
+point: load, apply the setting, run, simulate, bound), `executors` (a process pool, Ray,
+or inline) and `sweep` (the engine: plan the points, run them, resumable; the best plan of
+each spec for the HTML report). The names below are the engine's, loaded on first use, so
+that importing `planner.compare.rows` or `.settings` (the HTML report does) starts no
+process pool:
 
     from planner.compare import plan_sweep, run_sweep
     sweep = plan_sweep(["specs/resnet.plan"], ["msct", "heft"], bandwidths="1GB/s,10GB/s")
     result = run_sweep(sweep, executor="local", jobs=2, resume="results.csv")
     result.rows          # sorted, with ratio_to_best
-
-`--resume FILE` appends each row to FILE (CSV or JSONL) as it completes, durably; a sweep
-started again with the same FILE skips the points already there (except `crashed` ones)
-and, once complete, rewrites FILE sorted with the ratios filled in.
 """
 
 from __future__ import annotations
 
-import math
-import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..algorithms import compare_defaults
-from ..errors import Diagnostic, PlannerError, Severity, Span, SpecError, UsageError, did_you_mean
-from .executors import EXECUTORS, Worker, default_jobs, execute, hard_limit, import_ray
-from .rows import (
-    FIELD_NAMES,
-    OK_STATUSES,
-    RETRY_STATUSES,
-    TIMING_FIELDS,
-    ResumeLog,
-    Row,
-    finalize,
-    is_ok,
-    read_rows,
-    row_key,
-    row_setting,
-    wins,
-    write_rows,
-)
-from .settings import (
-    DEFAULT_BANDWIDTH,
-    DEFAULT_DEVICES,
-    DEFAULT_MEMORY,
-    Setting,
-    apply_setting,
-    grid,
-    parse_bandwidths,
-    parse_devices,
-    parse_memories,
-    setting_key,
-)
-from .worker import Point, PointResult, load_spec, run_point
+if TYPE_CHECKING:
+    from .sweep import (
+        DEFAULT_ALGORITHMS,
+        EXECUTORS,
+        FIELD_NAMES,
+        OK_STATUSES,
+        TIMING_FIELDS,
+        PlanView,
+        Point,
+        PointResult,
+        Row,
+        Setting,
+        Sweep,
+        SweepResult,
+        best_plans,
+        default_jobs,
+        finalize,
+        plan_sweep,
+        read_rows,
+        run_sweep,
+        wins,
+        write_rows,
+    )
 
 __all__ = [
     "DEFAULT_ALGORITHMS", "EXECUTORS", "FIELD_NAMES", "OK_STATUSES", "TIMING_FIELDS",
@@ -64,302 +49,10 @@ __all__ = [
     "write_rows",
 ]
 
-#: `--algos` when not given: the registry's `compare_default` algorithms (the fast heuristics
-#: and the single-device baseline)
-DEFAULT_ALGORITHMS: tuple[str, ...] = compare_defaults()
 
-Progress = Callable[[int, int, "Row | None"], None]
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import sweep  # lazy: start-up (the engine imports multiprocessing)
 
-
-@dataclass(frozen=True)
-class Sweep:
-    """The points of a sweep, in a deterministic order, and warnings found planning it."""
-
-    points: tuple[Point, ...]
-    specs: tuple[str, ...]
-    algorithms: tuple[str, ...]
-    settings: tuple[Setting, ...]
-    warnings: tuple[Diagnostic, ...] = ()
-
-
-@dataclass
-class SweepResult:
-    """What a sweep produced: its rows (sorted, with `ratio_to_best`), counts, and plans.
-
-    `plans` maps a row key (`rows.row_key`) to the (placement, per-device order) of that
-    run, for the runs of this session when `keep_plans` was asked for.
-    """
-
-    sweep: Sweep
-    rows: list[Row]
-    ran: int
-    reused: int
-    plans: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = field(
-        default_factory=dict)
-
-
-# -- planning -----------------------------------------------------------------------------
-
-
-def _labels(value: str | Sequence[str] | None) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return ",".join(value)
-
-
-def _display(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:  # pragma: no cover - another drive on Windows
-        return str(path)
-
-
-def _parse_algorithms(algorithms: str | Sequence[str] | None) -> tuple[str, ...]:
-    from ..algorithms import names
-
-    text = _labels(algorithms)
-    if text is None:
-        return DEFAULT_ALGORITHMS
-    wanted = tuple(dict.fromkeys(a.strip() for a in text.split(",") if a.strip()))
-    if not wanted:
-        raise UsageError(Diagnostic("E616", "--algos: no algorithm given", None,
-                                    ("for example `--algos msct,heft,ilp`",)))
-    known = names()
-    for a in wanted:
-        if a not in known:
-            raise UsageError(Diagnostic(
-                "E601", f"--algos: unknown algorithm `{a}`", None,
-                (*did_you_mean(a, known), "available: " + ", ".join(known))))
-    return wanted
-
-
-def _spec_files(specs: Sequence[str | os.PathLike[str]], root: str | os.PathLike[str]
-                ) -> list[tuple[Path, bool]]:
-    """(file, named explicitly) for each spec: files as given, `*.plan` under folders."""
-    if not specs:
-        base = Path(root)
-        if not base.is_dir():
-            raise UsageError(Diagnostic(
-                "E617", f"no SPEC given and there is no `{_display(base)}` folder here", None,
-                ("name spec files, e.g. `planner compare specs/resnet.plan`",)))
-        specs = [base]
-    out: list[tuple[Path, bool]] = []
-    for s in specs:
-        p = Path(s)
-        if p.is_dir():
-            out.extend((f, False) for f in sorted(p.rglob("*.plan")) if f.is_file())
-        else:
-            out.append((p, True))
-    return out
-
-
-def plan_sweep(
-    specs: Sequence[str | os.PathLike[str]] = (),
-    algorithms: str | Sequence[str] | None = None,
-    *,
-    plan: str | None = None,
-    bandwidths: str | Sequence[str] | None = None,
-    memories: str | Sequence[str] | None = None,
-    devices: str | Sequence[str] | None = None,
-    time_limit_s: float = 60.0,
-    root: str | os.PathLike[str] = "specs",
-) -> Sweep:
-    """The points of a sweep: every plan of every spec × algorithm × setting.
-
-    With no `specs`, every `*.plan` under `root` (files there that fail to load are
-    skipped with a warning; files named explicitly must load: `SpecError`). Files that
-    define no plan (cluster libraries) contribute nothing. Raises `UsageError` for bad
-    option values, naming the option.
-    """
-    from ..spec.load import load_path
-
-    algos = _parse_algorithms(algorithms)
-    settings = grid(parse_bandwidths(_labels(bandwidths)), parse_memories(_labels(memories)),
-                    parse_devices(_labels(devices)))
-    if not (isinstance(time_limit_s, (int, float)) and time_limit_s > 0
-            and math.isfinite(time_limit_s)):
-        raise UsageError(Diagnostic("E618", f"--time-limit: `{time_limit_s}` is not a "
-                                    "positive number of seconds", None,
-                                    ("for example `--time-limit 60`",)))
-    warnings: list[Diagnostic] = []
-    points: list[Point] = []
-    shown_specs: list[str] = []
-    for path, explicit in _spec_files(specs, root):
-        shown = _display(path)
-        try:
-            spec = load_path(path).spec
-        except SpecError as err:
-            if explicit:
-                raise
-            first = err.diagnostics[0] if err.diagnostics else None
-            warnings.append(Diagnostic(
-                "W650", f"skipped {shown}: it does not load"
-                + (f" ({first.message})" if first else ""), Span.start_of(shown),
-                ("run `planner check` on it",), severity=Severity.WARNING))
-            continue
-        plans = list(spec.plans)
-        if plan is not None:
-            if plan not in spec.plans:
-                if explicit:
-                    raise UsageError(Diagnostic(
-                        "E602", f"{shown} has no plan named `{plan}`", Span.start_of(shown),
-                        (*did_you_mean(plan, spec.plans),
-                         "plans: " + (", ".join(spec.plans) or "none"))))
-                continue
-            plans = [plan]
-        if not plans:
-            continue
-        shown_specs.append(shown)
-        absolute = str(path.resolve())
-        for name in plans:
-            for s in sorted(settings, key=setting_key):
-                for a in algos:
-                    points.append(Point(shown, absolute, name, a, s.bandwidth, s.memory,
-                                        s.devices, float(time_limit_s)))
-    if not points:
-        where = "the named specs" if specs else f"`{_display(Path(root))}`"
-        raise UsageError(Diagnostic(
-            "E619", f"nothing to compare: no plan found in {where}"
-            + (f" named `{plan}`" if plan else ""), None,
-            ("a spec needs a `plan NAME { graph G cluster C }` block",)))
-    return Sweep(tuple(points), tuple(shown_specs), algos, settings, tuple(warnings))
-
-
-# -- running ------------------------------------------------------------------------------
-
-
-def run_sweep(
-    sweep: Sweep,
-    *,
-    executor: str = "local",
-    jobs: int | None = None,
-    resume: str | os.PathLike[str] | None = None,
-    keep_plans: bool = False,
-    progress: Progress | None = None,
-    worker: Worker = run_point,
-    deadline: Callable[[Point], float] = hard_limit,
-) -> SweepResult:
-    """Run every point of `sweep` not already in `resume`, and return the sorted rows.
-
-    `progress(done, total, row)` is called once before the first point (`row` None, `done`
-    the points taken from the resume file) and after each point. An exception (Ctrl-C
-    included) stops the sweep; rows already finished are in `resume`. A point running
-    longer than `deadline(point)` seconds is stopped and recorded as `timeout`.
-    """
-    if executor not in EXECUTORS:
-        raise UsageError(Diagnostic("E612", f"--executor: unknown executor `{executor}`", None,
-                                    ("choose one of: local, ray",)))
-    if jobs is not None and jobs < 1:
-        raise UsageError(Diagnostic("E620", f"--jobs: `{jobs}` is not a positive number",
-                                    None, ("for example `--jobs 4`",)))
-    if executor == "ray":
-        import_ray()  # a UsageError with an install hint, before touching any file
-    log = ResumeLog(resume) if resume is not None else None
-    done: dict[tuple[Any, ...], Row] = {}
-    if log is not None:
-        for r in log.open():
-            if r.get("status") not in RETRY_STATUSES:
-                done[row_key(r)] = r
-    todo: list[Point] = []
-    rows: list[Row] = []
-    for p in sweep.points:
-        hit = done.get(p.key())
-        if hit is None:
-            todo.append(p)
-        else:
-            rows.append(hit)
-    reused = len(rows)
-    total = len(sweep.points)
-    plans: dict[tuple[Any, ...], Any] = {}
-    try:
-        if progress is not None:
-            progress(reused, total, None)
-        results = execute(todo, executor=executor, jobs=jobs, keep_plans=keep_plans,
-                          worker=worker, deadline=deadline)
-        try:
-            for res in results:
-                if log is not None:
-                    log.append(res.row)
-                rows.append(res.row)
-                if res.placement is not None and res.order is not None:
-                    plans[row_key(res.row)] = (res.placement, res.order)
-                if progress is not None:
-                    progress(len(rows), total, res.row)
-        finally:
-            close = getattr(results, "close", None)
-            if close is not None:
-                close()
-    finally:
-        if log is not None:
-            log.close()
-    if log is not None:
-        # the sweep is complete: rewrite the file sorted, ratios filled in, one row a point
-        merged: dict[tuple[Any, ...], Row] = {}
-        for r in log.rows:
-            merged[row_key(r)] = r
-        write_rows(log.path, finalize(merged.values()))
-    return SweepResult(sweep, finalize(rows), ran=len(rows) - reused, reused=reused,
-                       plans=plans)
-
-
-# -- the best plan of each spec, for the HTML report ---------------------------------------
-
-
-@dataclass(frozen=True)
-class PlanView:
-    """One plan to draw: its row, the problem under the row's setting, its simulation."""
-
-    row: Row
-    problem: Any
-    result: Any
-
-
-def _preferred_setting(settings: Sequence[Setting]) -> list[Setting]:
-    """Settings from most to least preferred for showing "the" plan of a spec: the spec as
-    written if swept, else the least constrained (most devices, memory, bandwidth)."""
-    default = Setting(DEFAULT_BANDWIDTH, DEFAULT_MEMORY, DEFAULT_DEVICES)
-    rest = sorted((s for s in settings if s != default), key=setting_key, reverse=True)
-    return ([default] if default in settings else []) + rest
-
-
-def best_plans(result: SweepResult) -> list[PlanView]:
-    """For each (spec, plan): the best run at the preferred setting, re-simulated.
-
-    The plan comes from `result.plans` when the run kept it; otherwise (rows read from a
-    resume file) the algorithm is run again here, which is deterministic.
-    """
-    from ..plan import Plan
-    from ..simulate import simulate
-
-    by_plan: dict[tuple[str, str], list[Row]] = {}
-    for r in result.rows:
-        by_plan.setdefault((r["spec"], r["plan"]), []).append(r)
-    paths = {p.spec: p.path for p in result.sweep.points}
-    views: list[PlanView] = []
-    for (spec, plan_name), rows in sorted(by_plan.items()):
-        settings = list(dict.fromkeys(row_setting(r) for r in rows))
-        chosen: Row | None = None
-        for s in _preferred_setting(settings):
-            ok = [r for r in rows if row_setting(r) == s and is_ok(r)]
-            if ok:
-                chosen = min(ok, key=lambda r: r["makespan_s"])  # rows are in algo order
-                break
-        if chosen is None:
-            continue
-        point = Point(spec, paths.get(spec, spec), plan_name, chosen["algorithm"],
-                      chosen["bandwidth"], chosen["memory"], chosen["devices"],
-                      float(chosen["time_limit_s"]))
-        kept = result.plans.get(row_key(chosen))
-        if kept is None:
-            res = run_point(point, keep_plan=True)
-            if res.placement is None or res.order is None:
-                continue
-            kept = (res.placement, res.order)
-        try:
-            base = load_spec(point.path).plan(plan_name)
-            problem, _ = apply_setting(base, point.setting)
-        except (PlannerError, LookupError, ValueError):
-            continue
-        sim = simulate(problem, Plan(kept[0], kept[1], None, chosen["algorithm"]))
-        views.append(PlanView(chosen, problem, sim))
-    return views
+        return getattr(sweep, name)
+    raise AttributeError(f"module 'planner.compare' has no attribute {name!r}")

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..algorithms import names as algorithm_names
 from ..errors import Diagnostic, Span, UsageError
+from ..files import write_text_atomic
 from ..strictjson import dumps as strict_dumps
 from .settings import Setting, bandwidth_key, devices_key, memory_key
 
@@ -264,8 +265,6 @@ def dumps_rows(rows: Sequence[Mapping[str, Any]], fmt: str) -> str:
 
 def write_rows(path: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]]) -> None:
     """Write rows atomically, in the format the suffix names (`file_format`)."""
-    from ..io.atomic import write_text_atomic
-
     write_text_atomic(path, dumps_rows(rows, file_format(path)))
 
 

@@ -15,9 +15,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ..bounds import relative_gap
+from .. import algorithms
+from ..bounds import lower_bound, relative_gap
 from ..errors import InfeasibleError, PlannerError, SolverError, SpecError, UsageError
 from ..model import Problem, Spec
+from ..simulate import simulate
+from ..spec.load import load_path
 from .rows import Row, empty_row
 from .settings import Setting, SettingError, apply_setting
 
@@ -67,8 +70,6 @@ _CACHE_SIZE = 8
 
 def load_spec(path: str) -> Spec:
     """The spec at `path`, loaded once per worker (reloaded when the file changes)."""
-    from ..spec.load import load_path
-
     try:
         stamp = os.stat(path).st_mtime
     except OSError:
@@ -102,8 +103,6 @@ def _problem(point: Point) -> tuple[Problem, list[str], Any]:
     problem, warnings = apply_setting(base, point.setting)
     bound: Any = None
     try:
-        from ..bounds import lower_bound
-
         bound = lower_bound(problem).makespan_s
     except Exception as err:  # noqa: BLE001 - a bound is a nicety; the row notes its absence
         warnings = [*warnings, f"no lower bound ({type(err).__name__}: {err})"]
@@ -163,10 +162,9 @@ def run_point(point: Point, keep_plan: bool = False) -> PointResult:
 
 def _place_and_simulate(point: Point, problem: Problem, row: Row
                         ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
-    from ..algorithms import Options, run
-    from ..simulate import simulate
-
-    solution = run(point.algorithm, problem, Options(time_limit_s=float(point.time_limit_s)))
+    # through the module: a test (or a caller) may replace `run`
+    solution = algorithms.run(point.algorithm, problem,
+                              algorithms.Options(time_limit_s=float(point.time_limit_s)))
     info = dict(solution.info)
     row["planning_s"] = float(solution.planning_s)
     for k in ("solver", "chosen"):

@@ -80,7 +80,7 @@ def prepare() -> float:
     if _compiled is not None:
         return 0.0
     t0 = time.perf_counter()
-    from . import _kernel  # numba is heavy to import: only when a search runs
+    from . import _kernel  # lazy: numba (heavy to import): only when a search runs
 
     _compiled = _kernel.evaluate
     ev = Evaluator(_tiny_problem(), backend="numba")

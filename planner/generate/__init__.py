@@ -4,6 +4,6 @@
 - `gnmt.generate`: GNMT, stacked LSTMs with attention, unrolled over the sequence.
 
 FLOPs and bytes follow from the dimensions; times use the same roofline and device profiles
-as the ONNX importer (`planner.io.roofline`), and `training=True` adds the same backward
-ops (`planner.io.training`). Each returns a `planner.io.workload.Imported`.
+as the ONNX importer (`planner.workload.roofline`), and `training=True` adds the same backward
+ops (`planner.workload.training`). Each returns a `planner.workload.Imported`.
 """

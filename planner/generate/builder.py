@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import Diagnostic, UsageError
-from ..io.roofline import DTYPE_BYTES, PROFILES, DeviceProfile
-from ..io.training import BACKWARD_FLOP_FACTOR, add_backward
-from ..io.workload import Workload, WorkOp
+from ..workload import Workload, WorkOp
+from ..workload.roofline import DTYPE_BYTES, PROFILES, DeviceProfile
+from ..workload.training import BACKWARD_FLOP_FACTOR, add_backward
 
 #: an op input: a producer's name, or (name, bytes) when it sends only part of its output
 Input = str | tuple[str, int]
@@ -75,7 +75,7 @@ class Builder:
         return name
 
     def train(self, optimizer: str) -> None:
-        """Append the backward pass (see `planner.io.training`)."""
+        """Append the backward pass (see `planner.workload.training`)."""
         def backward(op: WorkOp) -> tuple[float, float | None]:
             flops, moved = self._cost[op.name]
             factor = BACKWARD_FLOP_FACTOR if op.name in self._matmul else 1.0

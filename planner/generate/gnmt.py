@@ -39,7 +39,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..io.workload import Imported
+from ..errors import Diagnostic, UsageError
+from ..workload import Imported
 from .builder import Builder, Input, check_positive
 
 
@@ -48,8 +49,6 @@ def generate(layers: int = 8, hidden: int = 1024, vocab: int = 32000, seq: int =
              profile: str = "v100", training: bool = False, optimizer: str = "adam",
              name: str | None = None, command: str | None = None) -> Imported:
     """A GNMT graph unrolled over `seq` source and `tgt_seq` target steps."""
-    from ..errors import Diagnostic, UsageError
-
     t_len = tgt_seq or seq
     check_positive(hidden=hidden, vocab=vocab, seq=seq, tgt_seq=t_len, batch=batch)
     if layers < 2:

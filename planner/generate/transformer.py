@@ -31,7 +31,8 @@ output; scores over T × S) before its FFN.
 
 from __future__ import annotations
 
-from ..io.workload import Imported
+from ..errors import Diagnostic, UsageError
+from ..workload import Imported
 from .builder import Builder, check_positive
 
 
@@ -42,8 +43,6 @@ def generate(arch: str = "gpt", layers: int = 12, hidden: int = 768, heads: int 
              optimizer: str = "adam", name: str | None = None,
              command: str | None = None) -> Imported:
     """A Transformer graph (`arch` "gpt" or "encdec"); see the module docstring."""
-    from ..errors import Diagnostic, UsageError
-
     if arch not in ("gpt", "encdec"):
         raise UsageError(Diagnostic("E930", f"unknown architecture `{arch}`", None,
                                     ("one of: gpt, encdec",)))

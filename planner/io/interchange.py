@@ -52,7 +52,7 @@ from typing import Any
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, UsageError, did_you_mean
 from ..model import CONTENTIONS, MEMORY_MODELS, Cluster, Device, Graph, Link, Problem, Spec
 from ..spec.load import read_source
-from .workload import (
+from ..workload import (
     Imported,
     PlanDef,
     Workload,

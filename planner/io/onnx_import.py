@@ -19,7 +19,7 @@ the sum of its outputs that some op or the graph consumes; an edge carries the t
 producer sends to its consumer.
 
 Time. `time = max(FLOPs / peak, bytes moved / memory bandwidth)` on a reference profile
-(`planner.io.roofline`), where bytes moved are the op's inputs (activations and weights)
+(`planner.workload.roofline`), where bytes moved are the op's inputs (activations and weights)
 plus its outputs.
 
 FLOP formulas (1 FLOP = one add or one multiply; a multiply-add counts 2; shapes are the
@@ -67,9 +67,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Diagnostic, Severity, Span, SpecError, UsageError
 from ..spec.load import read_bytes
-from .roofline import DTYPE_BYTES, PROFILES, DeviceProfile
-from .training import BACKWARD_FLOP_FACTOR, add_backward
-from .workload import Imported, Workload, WorkOp
+from ..workload import Imported, Workload, WorkOp
+from ..workload.roofline import DTYPE_BYTES, PROFILES, DeviceProfile
+from ..workload.training import BACKWARD_FLOP_FACTOR, add_backward
 
 if TYPE_CHECKING:
     from onnx import ModelProto

@@ -12,7 +12,7 @@ Mapping: each node is an op named `nodeK` (its module is a comment above it) wit
 `time F ms`, `params P`, `output sum(A)`. An edge carries the producer's activation; from
 a multi-output layer to `__getitem__(k)` it carries the k-th output only. Sizes are those of
 the batch the profile was taken with. With `training=True` a backward op `nodeK.bwd` of
-`time B ms` is added per node (see `planner.io.training`); data inputs (`Input*` modules)
+`time B ms` is added per node (see `planner.workload.training`); data inputs (`Input*` modules)
 get none.
 """
 
@@ -25,8 +25,8 @@ from pathlib import Path
 
 from ..errors import DiagnosticSink, Span
 from ..spec.load import read_source
-from .training import add_backward
-from .workload import Imported, Workload, WorkOp, find_cycle_edge
+from ..workload import Imported, Workload, WorkOp, find_cycle_edge
+from ..workload.training import add_backward
 
 _FIELDS = ("forward_compute_time", "backward_compute_time", "activation_size",
            "parameter_size")

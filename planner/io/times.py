@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import Diagnostic, Severity, Span, SpecError, did_you_mean
 from ..spec.load import read_source
-from .workload import Workload
+from ..workload import Workload
 
 #: Chrome-trace categories of `record_function` ranges, the GPU's timeline first
 ANNOTATIONS = ("gpu_user_annotation", "user_annotation")

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Diagnostic, SpecError, UsageError, did_you_mean
+from ..workload.training import BWD_SUFFIX
 from .torch_import import Traced, require_torch
-from .training import BWD_SUFFIX
 
 
 @dataclass

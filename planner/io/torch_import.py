@@ -24,7 +24,7 @@ node returns; an edge carries its producer's output. A consumer of a tuple of te
 `LSTMCell`'s `(h, c)`) is colocated with its producer, as such values are not copied;
 values that hold no tensor (`x.size(0)`) cost 0 bytes.
 
-Times. `time` is the roofline estimate on a reference profile (`planner.io.roofline`),
+Times. `time` is the roofline estimate on a reference profile (`planner.workload.roofline`),
 bytes moved being inputs, params and outputs (none for views). `--measure DEVICE` also
 runs the graph there (`warmup` runs, then `repeat` runs timing every node, synchronised
 on accelerators) and writes each node's median as `time[KIND]` (KIND: `cpu`, `gpu` for
@@ -52,9 +52,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Diagnostic, Span, SpecError, UsageError, did_you_mean
-from .roofline import PROFILES, DeviceProfile
-from .training import BACKWARD_FLOP_FACTOR, add_backward
-from .workload import Imported, Workload, WorkOp, rounded_text
+from ..workload import Imported, Workload, WorkOp, rounded_text
+from ..workload.roofline import PROFILES, DeviceProfile
+from ..workload.training import BACKWARD_FLOP_FACTOR, add_backward
 
 if TYPE_CHECKING:
     from torch import fx

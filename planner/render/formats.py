@@ -1,7 +1,7 @@
 """Output formats for CI: `--format text|json|github|sarif` (`--json` is `--format json`).
 
 `text` is for people (diagnostics on stderr). The other three put every diagnostic on
-stdout: `json` as the versioned envelope (`diagnostics.JsonReport`), `github` as GitHub
+stdout: `json` as the versioned envelope (`planner.cli.guard.JsonReport`), `github` as GitHub
 Actions workflow commands (`::error file=...::message`, shown as annotations on the pull
 request), `sarif` as one SARIF 2.1.0 log for GitHub code scanning (`sarif.py`).
 Paths in `github` and `sarif` are relative to the repository root, as GitHub wants them.
@@ -24,25 +24,6 @@ class OutputFormat(str, enum.Enum):
     JSON = "json"
     GITHUB = "github"
     SARIF = "sarif"
-
-
-FORMAT_OPTIONS = ("--format", "--output-format")
-#: a CI gate failed on valid input: `fmt --check`/`--diff` would reformat, `diff
-#: --fail-if-slower` found the new plan too slow (1 stays "invalid input" everywhere)
-EXIT_GATE = 5
-
-
-def requested_format(argv: Sequence[str]) -> str:
-    """The format asked for on a command line, read before the parser runs (so that a
-    parse error is reported in it); `text` when none or an unknown one."""
-    chosen = "json" if "--json" in argv else "text"
-    for i, arg in enumerate(argv):
-        name, eq, value = arg.partition("=")
-        if name in FORMAT_OPTIONS:
-            value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
-            if value in {f.value for f in OutputFormat}:
-                chosen = value
-    return chosen
 
 
 def repository_root() -> Path:

@@ -26,9 +26,21 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
+from ..algorithms import names
+from ..compare.rows import wins
+from ..compare.settings import (
+    DEFAULT_BANDWIDTH,
+    DEFAULT_DEVICES,
+    DEFAULT_MEMORY,
+    bandwidth_key,
+    devices_key,
+    memory_key,
+)
+from ..files import write_text_atomic
 from ..model import Problem
 from ..simulate import SimResult
 from ..units import format_bytes, format_seconds
+from ..version import __version__
 from .figures import bound_text, format_gap
 from .svg import coord as _f
 from .svg import esc as _e
@@ -200,8 +212,6 @@ def algo_color(index: int) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    from .. import __version__
-
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -439,8 +449,6 @@ def write_plan_html(path: str, problem: Problem, result: SimResult,
                     bound_s: float | None = None) -> None:
     """Write `plan_report_html` atomically (`planner solve --html`); `extra` figures
     (algorithm, status, lower bound, gap, planning time) go in its summary."""
-    from ..io.atomic import write_text_atomic
-
     write_text_atomic(path, plan_report_html(problem, result, extra=extra, bound_s=bound_s))
 
 
@@ -461,15 +469,6 @@ def _ratio(v: Any) -> str:
 
 
 def _sweep_charts(rows: Sequence[Mapping[str, Any]], algos: Sequence[str]) -> str:
-    from ..compare.settings import (
-        DEFAULT_BANDWIDTH,
-        DEFAULT_DEVICES,
-        DEFAULT_MEMORY,
-        bandwidth_key,
-        devices_key,
-        memory_key,
-    )
-
     dims = (("bandwidth", bandwidth_key, DEFAULT_BANDWIDTH, "link bandwidth"),
             ("memory", memory_key, DEFAULT_MEMORY, "memory cap (per device)"),
             ("devices", devices_key, DEFAULT_DEVICES, "devices (the first N)"))
@@ -548,8 +547,6 @@ def _series_legend(algos: Sequence[str], colors: Mapping[str, str], *, bound: bo
 
 
 def _wins_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    from ..compare.rows import wins
-
     stats = wins(rows)
     body = "".join(
         f'<tr><td class="l">{_e(a)}</td><td>{s["wins"]}</td><td>{s["groups"]}</td>'
@@ -603,8 +600,6 @@ def compare_report_html(rows: Sequence[Mapping[str, Any]], views: Sequence[Any] 
     `rows` are finalized result rows (`planner.compare.rows.finalize`); `views` are
     `planner.compare.PlanView` values (row, problem, simulation) of the plans to draw.
     """
-    from ..algorithms import names
-
     known = names()
     algos = sorted({str(r["algorithm"]) for r in rows},
                    key=lambda a: (known.index(a) if a in known else len(known), a))
@@ -640,6 +635,4 @@ def compare_report_html(rows: Sequence[Mapping[str, Any]], views: Sequence[Any] 
 def write_compare_html(path: str, rows: Sequence[Mapping[str, Any]],
                        views: Sequence[Any] = (), *, title: str = "planner compare") -> None:
     """Write `compare_report_html` atomically (`planner compare --html`)."""
-    from ..io.atomic import write_text_atomic
-
     write_text_atomic(path, compare_report_html(rows, views, title=title))

@@ -24,6 +24,7 @@ import json
 import math
 from typing import Any
 
+from ..files import write_text_atomic
 from ..model import Problem
 from ..simulate import SimResult, Transfer
 from .groups import op_type
@@ -177,6 +178,4 @@ def trace_json(problem: Problem, result: SimResult) -> str:
 
 def write_trace(path: str, problem: Problem, result: SimResult) -> None:
     """Write `trace_json` atomically."""
-    from ..io.atomic import write_text_atomic
-
     write_text_atomic(path, trace_json(problem, result))

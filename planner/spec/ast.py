@@ -11,6 +11,14 @@ from typing import Literal
 
 from ..errors import Span
 
+# The attributes each statement takes: key -> expected dimension ("number" for unitless,
+# "name" for a name). The lowering checks them; the parser's hints read them too.
+OP_ATTRS = {"time": "time", "flops": "work", "params": "size", "output": "size", "temp": "size"}
+EDGE_ATTRS = {"bytes": "size"}
+DEVICE_ATTRS = {"kind": "name", "memory": "size", "flops": "rate", "speed": "number"}
+LINK_ATTRS = {"bandwidth": "bandwidth", "latency": "time"}
+PLAN_SETTINGS = {"graph": "name", "cluster": "name", "memory": "name", "contention": "name"}
+
 
 @dataclass(frozen=True, slots=True)
 class Name:

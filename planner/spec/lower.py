@@ -38,15 +38,10 @@ from ..units import (
     parse_number,
 )
 from . import ast
+from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS, PLAN_SETTINGS
 from .names import check_names
 from .parse import paused_gc
 
-# key -> expected dimension ("number" for unitless, "name" for a name)
-OP_ATTRS = {"time": "time", "flops": "work", "params": "size", "output": "size", "temp": "size"}
-EDGE_ATTRS = {"bytes": "size"}
-DEVICE_ATTRS = {"kind": "name", "memory": "size", "flops": "rate", "speed": "number"}
-LINK_ATTRS = {"bandwidth": "bandwidth", "latency": "time"}
-PLAN_SETTINGS = {"graph": "name", "cluster": "name", "memory": "name", "contention": "name"}
 _GLOB = re.compile(r"[*?\[]")
 _TRAILING_DIGITS = re.compile(r"[0-9]+\Z")
 _T = TypeVar("_T")

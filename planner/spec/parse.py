@@ -31,6 +31,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 from ..errors import Diagnostic, Span, SpecError, did_you_mean
 from ..units import UNIT_TABLE
 from . import ast
+from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS
 from .fastparse import _fast_parse, line_ends
 from .grammar import KEYWORDS, grammar_text
 
@@ -412,8 +413,6 @@ def _unknown_unit(file: str, text: str, start: int, end: int) -> Diagnostic:
 
 def _key_dims(text: str, unit_start: int) -> set[str]:
     """The dimensions the key before `16 GiBs` takes (`memory`: size), or none known."""
-    from .lower import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS  # lower imports us
-
     m = re.search(r"([A-Za-z_][A-Za-z0-9_.\-]*)(?:\[[^\]\n]*\])?[ \t]+[0-9][0-9_.eE+\-]*[ \t]*$",
                   text[max(0, unit_start - 120) : unit_start])
     if m is None:

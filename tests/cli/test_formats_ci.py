@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from planner.cli.guard import requested_format
 from planner.errors import Diagnostic, Severity, Span
-from planner.render.formats import github_annotation, requested_format
+from planner.render.formats import github_annotation
 
 from .helpers import GOOD, invoke, valid_sarif
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import planner.algorithms
-import planner.compare
-from planner.commands.applies import applicable_to
+import planner.compare.sweep
+from planner.cli.applies import applicable_to
 
 from .helpers import PLACED, invoke
 
@@ -24,7 +24,7 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("work started before the usage error")
 
     monkeypatch.setattr(planner.algorithms, "run", boom)
-    monkeypatch.setattr(planner.compare, "run_sweep", boom)
+    monkeypatch.setattr(planner.compare.sweep, "run_sweep", boom)
 
 
 @pytest.mark.parametrize(("args", "named", "why"), [

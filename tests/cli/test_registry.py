@@ -15,7 +15,7 @@ import pytest
 
 import planner.algorithms as registry
 from planner.algorithms import TUNABLE, AlgorithmInfo, Options
-from planner.commands.applies import APPLIES, applicable_to
+from planner.cli.applies import APPLIES, applicable_to
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = "tests/algorithms/specs/diamond.plan"
@@ -116,7 +116,7 @@ def test_a_new_registry_line_is_completed(tmp_path: Path) -> None:
 def test_reading_the_registry_imports_no_algorithm_module() -> None:
     probe = ("import sys, json\n"
              "from planner.algorithms import compare_defaults, constructive, get, names\n"
-             "from planner.commands.applies import applicable_to, check_applicable\n"
+             "from planner.cli.applies import applicable_to, check_applicable\n"
              "facts = [names(), constructive(), compare_defaults(), get('ilp').summary,\n"
              "         [applicable_to(o) for o in ('--gap', '--solver')]]\n"
              "check_applicable('cpsat', ['--emit'])\n"

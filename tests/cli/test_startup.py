@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("planner.commands.compare", "planner.compare", "multiprocessing", "numpy",
-         "ortools", "pyomo", "highspy", "onnx")
+HEAVY = ("planner.cli.compare", "planner.compare", "planner.compare.sweep", "multiprocessing",
+         "numpy", "ortools", "pyomo", "highspy", "onnx")
 
 PROBE = """
 import json, sys
@@ -27,8 +27,8 @@ sys.__stdout__.write("\\n" + json.dumps(sorted(m for m in heavy if m in sys.modu
 """
 
 
-def _imported(*args: str) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *args], cwd=ROOT,
+def _imported(*args: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=heavy), *args], cwd=ROOT,
                          capture_output=True, text=True, timeout=120, check=False).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -39,5 +39,11 @@ def test_light_commands_import_nothing_heavy(args: list[str]) -> None:
     assert _imported(*args) == []
 
 
+def test_help_does_not_load_the_parser() -> None:
+    """`--help` (and shell completion, which runs the same start-up) reads no spec: Lark and
+    the parser's modules stay unloaded (the `# lazy: start-up` imports in `planner.cli`)."""
+    assert _imported("--help", heavy=("lark", "planner.spec.parse", "planner.spec.load")) == []
+
+
 def test_compare_is_loaded_when_it_runs() -> None:
-    assert "planner.commands.compare" in _imported("compare", "--help")
+    assert "planner.cli.compare" in _imported("compare", "--help")

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from planner.commands.compare import compare_command
+from planner.cli.compare import compare_command
 from planner.compare import FIELD_NAMES, read_rows
 
 from .helpers import FIXTURES, SPECS

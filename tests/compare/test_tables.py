@@ -14,8 +14,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from planner.algorithms import names
-from planner.commands.compare import compare_command, print_tables, short_seconds
+from planner.cli.compare import compare_command
 from planner.compare.rows import empty_row
+from planner.render.tables import print_tables, short_seconds
 
 from .helpers import SPECS
 

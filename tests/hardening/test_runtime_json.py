@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import planner.simulate
+import planner.render.report
 from planner.strictjson import dumps, finite
 
 from .runtime_support import SMALL, invoke, strict_loads
@@ -67,7 +67,7 @@ def test_every_json_output_parses_strictly(tmp_path: Path, spec: str, args: list
 
 def test_an_infinite_figure_is_null_in_the_json_report(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    real = planner.simulate.report_json
+    real = planner.render.report.report_json
 
     def overflowing(*args: Any) -> dict[str, Any]:
         obj = real(*args)
@@ -76,7 +76,7 @@ def test_an_infinite_figure_is_null_in_the_json_report(tmp_path: Path,
         obj["extra"] = [math.nan, {"deep": math.inf}]
         return obj
 
-    monkeypatch.setattr(planner.simulate, "report_json", overflowing)
+    monkeypatch.setattr(planner.render.report, "report_json", overflowing)
     (tmp_path / "s.plan").write_text(SMALL)
     code, out, _ = invoke(["simulate", "--json", "s.plan"], tmp_path)
     doc = strict_loads(out)

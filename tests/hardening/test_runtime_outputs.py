@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from planner import files
 from planner.errors import OutputError, UsageError
-from planner.io import atomic
 
 from .runtime_support import SMALL, invoke
 
@@ -68,7 +68,7 @@ def test_the_writer_itself_refuses_what_became_non_regular_after_the_check(
     fifo = tmp_path / "late"
     os.mkfifo(fifo)
     with pytest.raises(UsageError) as err:
-        atomic.write_text_atomic(fifo, "{}\n")
+        files.write_text_atomic(fifo, "{}\n")
     assert err.value.diagnostics[0].code == "E622"
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["late"]
@@ -92,7 +92,7 @@ def test_a_failed_write_is_a_diagnostic_and_leaves_the_target_and_no_temp_file(
     def full(fd: int) -> None:
         raise OSError(number, os.strerror(number))
 
-    monkeypatch.setattr(atomic.os, "fsync", full)
+    monkeypatch.setattr(files.os, "fsync", full)
     code, _, err = invoke(["solve", "s.plan", "--algo", "heft", "--out", "p.json"], spec_dir)
     assert code == 4, err
     assert "error[E623]" in err and "Traceback" not in err
@@ -105,9 +105,9 @@ def test_a_write_error_from_the_library_is_an_output_error(tmp_path: Path,
     def failing(*_: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(atomic.os, "replace", failing)
+    monkeypatch.setattr(files.os, "replace", failing)
     with pytest.raises(OutputError) as err:
-        atomic.write_text_atomic(tmp_path / "x.txt", "data")
+        files.write_text_atomic(tmp_path / "x.txt", "data")
     assert "disk is full" in err.value.diagnostics[0].message
     assert list(tmp_path.iterdir()) == []
 
@@ -115,6 +115,6 @@ def test_a_write_error_from_the_library_is_an_output_error(tmp_path: Path,
 def test_the_writer_refuses_a_symlink_to_nothing(tmp_path: Path) -> None:
     (tmp_path / "out.json").symlink_to(tmp_path / "elsewhere.json")
     with pytest.raises(UsageError) as err:
-        atomic.write_text_atomic(tmp_path / "out.json", "{}\n")
+        files.write_text_atomic(tmp_path / "out.json", "{}\n")
     assert err.value.diagnostics[0].code == "E622"
     assert not (tmp_path / "elsewhere.json").exists()

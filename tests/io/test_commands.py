@@ -10,7 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 import planner
-from planner.io.commands import export_app, generate_app, import_app
+from planner.cli.io_commands import export_app, generate_app, import_app
 from planner.io.onnx_import import zoo_path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

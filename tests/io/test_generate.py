@@ -8,7 +8,7 @@ import pytest
 import planner
 from planner.errors import UsageError
 from planner.generate import gnmt, transformer
-from planner.io.workload import Workload
+from planner.workload import Workload
 
 
 def _ops(w: Workload) -> dict[str, object]:

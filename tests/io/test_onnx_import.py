@@ -13,8 +13,8 @@ from onnx import TensorProto, helper, numpy_helper
 import planner
 from planner.errors import Severity, SpecError, UsageError
 from planner.io.onnx_import import KNOWN, import_model, import_onnx, zoo_dir, zoo_path
-from planner.io.roofline import PROFILES
-from planner.io.workload import Imported, WorkOp
+from planner.workload import Imported, WorkOp
+from planner.workload.roofline import PROFILES
 
 V100 = PROFILES["v100"]
 ZOO = sorted(zoo_dir().glob("light_*.onnx"))

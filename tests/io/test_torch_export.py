@@ -25,7 +25,6 @@ from torch_models import MODELS
 
 import planner
 from planner.errors import SpecError
-from planner.io.roofline import PROFILES
 from planner.io.torch_export import (
     apply_plan,
     copies_of,
@@ -35,8 +34,9 @@ from planner.io.torch_export import (
     torch_devices,
 )
 from planner.io.torch_import import Traced, to_workload, trace
-from planner.io.workload import Imported, PlanDef
 from planner.simulate import simulate
+from planner.workload import Imported, PlanDef
+from planner.workload.roofline import PROFILES
 
 FAKE = {"cpu0": "cpu", "cpu1": "meta"}
 CPU = {"cpu0": "cpu", "cpu1": "cpu"}

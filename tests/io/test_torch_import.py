@@ -16,7 +16,6 @@ from torch_models import MODELS, lstm, lstm_inputs
 
 import planner
 from planner.cli import app
-from planner.io.roofline import PROFILES
 from planner.io.times import read_times
 from planner.io.torch_import import (
     load_target,
@@ -25,6 +24,7 @@ from planner.io.torch_import import (
     to_workload,
     trace,
 )
+from planner.workload.roofline import PROFILES
 
 MODELS_FILE = Path(__file__).parent / "torch_models.py"
 

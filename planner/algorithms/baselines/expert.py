@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from ...model import Problem
 from ...plan import Plan, given_placement
+from ...simulate import default_order
 from ..base import Options, Solution
 
 
 def place(problem: Problem, options: Options) -> Solution:
     """The spec's placement, ordered by the simulator's default priority."""
-    from ...simulate import default_order
-
     placement = given_placement(problem, "or let an algorithm place them, e.g. --algo msct")
     order = default_order(problem, placement)
     return Solution(Plan(placement, order, None, "expert"))

@@ -379,7 +379,7 @@ class CpsatModel:
             raise UsageError(Diagnostic(
                 "E814", f"cpsat writes its model as a text protocol buffer, not `{ext}`", None,
                 ("use a path ending in .pbtxt (or --algo ilp for .lp and .mps)",)))
-        from ...io.atomic import resolve_target
+        from ...files import resolve_target
 
         target = resolve_target(path)  # only a regular file is replaced (E622)
         fd, tmp = tempfile.mkstemp(prefix=".planner-", suffix=".pbtxt", dir=target.parent)

@@ -515,7 +515,7 @@ class IlpModel:
         if fmt is None:
             raise UsageError(Diagnostic("E814", f"cannot write the model as `{ext or path}`",
                                         None, ("use a path ending in .lp or .mps",)))
-        from ...io.atomic import resolve_target
+        from ...files import resolve_target
 
         path = str(resolve_target(path))  # only a regular file is replaced (E622)
         directory = os.path.dirname(os.path.abspath(path))

@@ -1,10 +1,16 @@
-"""A neutral, mutable op graph that importers and generators build, and its `.plan` text.
+"""The intermediate form: a neutral, mutable op graph that importers and generators build,
+and its `.plan` text.
 
-Importers (ONNX, PipeDream, JSON) and generators (Transformer, GNMT) all produce a
-`Workload`; `render_spec` prints it, with clusters imported and plans defined, in the
-canonical layout of `planner fmt` (2-space indent, one-line blocks of at most 100 columns
-with attributes two spaces apart, otherwise one attribute per line with aligned values;
-names bare when they match `[A-Za-z_][A-Za-z0-9_.-]*`, JSON strings otherwise).
+Importers (`planner.io`: ONNX, PyTorch, PipeDream, JSON) and generators
+(`planner.generate`: Transformer, GNMT) all produce a `Workload`; `render_spec` prints it,
+with clusters imported and plans defined, in the canonical layout of `planner fmt` (2-space
+indent, one-line blocks of at most 100 columns with attributes two spaces apart, otherwise
+one attribute per line with aligned values; names bare when they match
+`[A-Za-z_][A-Za-z0-9_.-]*`, JSON strings otherwise). Beside it, the transforms both sides
+share: `roofline` (reference device profiles and the roofline time of an op) and
+`training` (a forward graph into a training step).
+
+Layer: above `planner.spec` (whose formatter prints the text), below `io` and `generate`.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ..errors import Diagnostic
 from ..model import Cluster
+from ..spec.format import format_source
 from ..units import UNITS, format_quantity, parse_number
 from .roofline import round_sig
 
@@ -320,11 +327,7 @@ def render_spec(header: str, workloads: Iterable[Workload], imports: Sequence[st
 
 
 def canonical(text: str, file: str = "<generated>") -> str:
-    """`text` in the canonical layout of `planner fmt` when that formatter is installed."""
-    try:
-        from ..spec.format import format_source
-    except ImportError:
-        return text
+    """`text` in the canonical layout of `planner fmt`."""
     return format_source(text, file)
 
 

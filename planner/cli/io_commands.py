@@ -1,5 +1,5 @@
 """`planner import|export|generate`: typer sub-applications over `planner.io` and
-`planner.generate` (mounted by `planner/cli.py`).
+`planner.generate` (mounted by `planner.cli` in `LAZY_COMMANDS`).
 
 Every command that makes a spec writes it atomically to `-o FILE`; `--cluster FILE`
 (repeatable) imports a cluster file into it and adds one plan per cluster defined there
@@ -11,6 +11,7 @@ code, never a traceback.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
@@ -20,12 +21,21 @@ from typing import Annotated
 
 import typer
 
-from ..commands.outputs import check_outputs
 from ..errors import Diagnostic, Span, SpecError, UsageError, render_all
-from ..render.diagnostics import guard
+from ..files import check_outputs, write_text_atomic
+from ..generate import gnmt, transformer
+from ..io.interchange import dumps, export_spec, import_json
+from ..io.onnx_import import import_onnx, zoo_path
+from ..io.pipedream import import_pipedream
+from ..io.times import overlay_times, read_times
+from ..io.torch_export import apply_plan, export_document, parse_device_map, torch_devices
+from ..io.torch_import import example_inputs, import_torch, load_target, trace
+from ..model import CONTENTIONS, MEMORY_MODELS
+from ..spec.load import load_path, load_text
 from ..units import format_bytes
-from .atomic import write_text_atomic
-from .workload import Imported, PlanDef
+from ..workload import Imported, PlanDef
+from . import _load, _problem, _read_placement
+from .guard import guard
 
 import_app = typer.Typer(help="Make a .plan spec from a model file.", no_args_is_help=True,
                          add_completion=False, pretty_exceptions_enable=False,
@@ -89,10 +99,6 @@ def _command(parts: list[str], options: dict[str, object]) -> str:
 def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory: str,
             contention: str) -> None:
     """Add cluster imports and plans, check the spec loads, write it, report on stderr."""
-    import planner
-
-    from ..model import CONTENTIONS, MEMORY_MODELS
-
     for key, value, options in (("memory", memory, MEMORY_MODELS),
                                 ("contention", contention, CONTENTIONS)):
         if value not in options:
@@ -100,7 +106,7 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
                                         ("one of: " + ", ".join(options),)))
     out_dir = output.resolve().parent
     for path in clusters or []:
-        spec = planner.load(path)
+        spec = load_path(path).spec
         if not spec.clusters:
             raise UsageError(Diagnostic("E931", f"{path} defines no cluster",
                                         Span.start_of(str(path))))
@@ -126,7 +132,7 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
     # holds them all (a later `planner check` of it may need `--root` the same way)
     root = os.path.commonpath([out_dir, *(p.resolve().parent for p in clusters or [])])
     try:
-        planner.loads(text, str(output), base=out_dir, root=root)
+        load_text(text, str(output), out_dir, root)
     except SpecError as err:  # a bug in an importer: say which, do not write the file
         raise SpecError(Diagnostic("E932", "the generated spec does not load: "
                                    + "; ".join(d.message for d in err.diagnostics[:3]), None,
@@ -151,8 +157,6 @@ def _run(make: Callable[[], Imported], output: Path, clusters: list[Path] | None
 
 def _overlay(result: Imported, times: Path, kind: str | None) -> None:
     """Lay the measured times of `times` over `result` and say so in its header."""
-    from .times import overlay_times, read_times
-
     hit, warnings = overlay_times(result.workload, read_times(times), str(times), kind)
     result.warnings.extend(warnings)
     where = "time" if kind is None else f"time[{kind}]"
@@ -164,8 +168,6 @@ def resolve_model(model: str) -> Path:
     """`zoo:NAME` -> the model-zoo "light" file shipped inside the onnx package; else a path."""
     if not model.startswith(ZOO_PREFIX):
         return Path(model)
-    from .onnx_import import zoo_path
-
     return zoo_path(model[len(ZOO_PREFIX):])
 
 
@@ -192,8 +194,6 @@ def import_onnx_command(
     times_kind: TimesKind = None,
 ) -> None:
     """Import an ONNX model: one op per node, weights as params, roofline op times."""
-    from .onnx_import import import_onnx
-
     command = _command(["import", "onnx", model], {
         "batch": batch, "dtype": dtype if dtype != "fp32" else None,
         "device_profile": device_profile if device_profile != "v100" else None,
@@ -223,8 +223,6 @@ def import_pipedream_command(
     times_kind: TimesKind = None,
 ) -> None:
     """Import a PipeDream profile, keeping its measured times."""
-    from .pipedream import import_pipedream
-
     command = _command(["import", "pipedream", str(graph)], {
         "training": training, "optimizer": optimizer if training and optimizer != "adam"
         else None, "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
@@ -247,8 +245,6 @@ def import_json_command(
     times_kind: TimesKind = None,
 ) -> None:
     """Import the JSON interchange format (schema: planner/io/interchange.schema.json)."""
-    from .interchange import import_json
-
     command = _command(["import", "json", str(file)], {
         "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
         "contention": _nondefault(contention, "link"), "times": times,
@@ -303,8 +299,6 @@ def import_torch_command(
         "times_kind": times_kind, "o": output})
 
     def make() -> Imported:
-        from .torch_import import import_torch
-
         return import_torch(model, inputs or (), example, device_profile, measure, kind,
                             warmup, repeat, training, optimizer, name, command, threads)
 
@@ -329,13 +323,9 @@ def export_json_command(
         "--graph", help="Export this graph alone.")] = None,
 ) -> None:
     """Export a graph (and its plan's cluster) as planner-graph JSON."""
-    import planner
-
-    from .interchange import dumps, export_spec
-
     with _diagnostics():
         check_outputs({"-o/--output": output})
-        text = dumps(export_spec(planner.load(spec), plan, graph))
+        text = dumps(export_spec(load_path(spec).spec, plan, graph))
         if output is None:
             sys.stdout.write(text)
         else:
@@ -364,12 +354,6 @@ def export_torch_command(
         dir_okay=False)] = None,
 ) -> None:
     """Apply a plan to a PyTorch model: devices, `.to()` copies, an accelerate device_map."""
-    import json
-
-    from ..cli import _load, _problem, _read_placement
-    from .torch_export import apply_plan, export_document, parse_device_map, torch_devices
-    from .torch_import import example_inputs, load_target, trace
-
     with _diagnostics():
         check_outputs({"-o/--output": output, "--code": code})
         problem = _problem(_load(spec), plan)
@@ -421,8 +405,6 @@ def generate_transformer_command(
     contention: Contention = "link",
 ) -> None:
     """A Transformer (GPT-style or encoder-decoder) as an op graph."""
-    from ..generate.transformer import generate
-
     options: dict[str, object] = {
         "arch": _nondefault(arch, "gpt"), "layers": layers, "decoder_layers": decoder_layers,
         "hidden": hidden, "heads": heads, "ffn": ffn, "seq": seq, "tgt_seq": tgt_seq,
@@ -432,8 +414,9 @@ def generate_transformer_command(
         "cluster": cluster, "memory": _nondefault(memory, "static"),
         "contention": _nondefault(contention, "link"), "o": output}
     command = _command(["generate", "transformer"], options)
-    _run(lambda: generate(arch, layers, hidden, heads, ffn, seq, batch, vocab, decoder_layers,
-                          tgt_seq, dtype, device_profile, training, optimizer, name, command),
+    _run(lambda: transformer.generate(arch, layers, hidden, heads, ffn, seq, batch, vocab,
+                                      decoder_layers, tgt_seq, dtype, device_profile,
+                                      training, optimizer, name, command),
          output, cluster, memory, contention)
 
 
@@ -458,8 +441,6 @@ def generate_gnmt_command(
     contention: Contention = "link",
 ) -> None:
     """GNMT (stacked LSTMs with attention), unrolled over the sequence."""
-    from ..generate.gnmt import generate
-
     options: dict[str, object] = {
         "layers": layers, "hidden": hidden, "vocab": vocab, "seq": seq, "tgt_seq": tgt_seq,
         "batch": batch, "dtype": _nondefault(dtype, "fp32"),
@@ -468,6 +449,6 @@ def generate_gnmt_command(
         "cluster": cluster, "memory": _nondefault(memory, "static"),
         "contention": _nondefault(contention, "link"), "o": output}
     command = _command(["generate", "gnmt"], options)
-    _run(lambda: generate(layers, hidden, vocab, seq, tgt_seq, batch, dtype, device_profile,
-                          training, optimizer, name, command),
+    _run(lambda: gnmt.generate(layers, hidden, vocab, seq, tgt_seq, batch, dtype,
+                               device_profile, training, optimizer, name, command),
          output, cluster, memory, contention)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection
 from typing import Final
 
 from ..errors import Diagnostic, UsageError
-from .workload import Workload, WorkOp
+from . import Workload, WorkOp
 
 #: backward FLOPs / forward FLOPs for ops whose weights (or second operand) need a gradient
 BACKWARD_FLOP_FACTOR: Final = 2.0

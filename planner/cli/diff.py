@@ -14,8 +14,11 @@ from typing import Annotated
 
 import typer
 
-from ..errors import Diagnostic, Severity, Span, UsageError
-from ..render.formats import EXIT_GATE, OutputFormat
+from ..errors import Diagnostic, Severity, Span, UsageError, render_all
+from ..render.formats import OutputFormat
+from ..spec.load import display_path
+from ..units import format_bytes, format_seconds
+from .guard import EXIT_GATE, guard
 from .plandiff import PlanDiff, compare, read_side, simulate_side, spec_problem
 
 #: moved ops listed in the text output (all of them are in the JSON)
@@ -34,9 +37,6 @@ def diff_command(
         help="Output: text, json, github (annotations) or sarif.")] = None,
 ) -> None:
     """Compare two plans: makespan, bound and memory before and after, the ops that moved."""
-    from ..render.diagnostics import guard
-    from ..spec.load import display_path
-
     chosen = output.value if output is not None else ("json" if as_json else "text")
     with guard("diff", chosen) as report:
         if as_json and output not in (None, OutputFormat.JSON):
@@ -64,8 +64,6 @@ def diff_command(
             out = sys.stdout if report.output == "text" else sys.stderr
             out.write(render_text(result))
         if report.output == "text" and verdict:
-            from ..errors import render_all
-
             sys.stderr.write(render_all(verdict) + "\n")
         failed = any(d.code == "E645" for d in verdict)
         report.result["gate"] = None if fail_if_slower is None else {
@@ -109,8 +107,6 @@ def _pct(p: float) -> str:
 
 def render_text(d: PlanDiff) -> str:
     """The review for people: figures side by side, moved ops, devices whose load changed."""
-    from ..units import format_bytes, format_seconds
-
     def sec(v: float | None) -> str:
         return "-" if v is None else format_seconds(v)
 

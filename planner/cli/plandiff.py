@@ -16,7 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..bounds import lower_bound
 from ..errors import Diagnostic, Span, SpecError, UsageError
+from ..plan import load_plan
+from ..simulate import simulate
+from ..spec.load import load_path, read_source
 
 if TYPE_CHECKING:
     from ..model import Problem
@@ -83,8 +87,6 @@ def _number(v: Any) -> float | None:
 
 def read_side(path: Path, shown: str) -> Side:
     """Read one side; E642 for a file that holds no plan (E001-E004 to read it)."""
-    from ..spec.load import read_source
-
     text = read_source(path, shown)
     try:
         data = json.loads(text)
@@ -135,10 +137,6 @@ def _counts(placement: Mapping[str, str]) -> dict[str, int]:
 def simulate_side(side: Side, problem: Any) -> None:
     """Fill `side`'s figures by simulating its plan on `problem` (E503-E505 when the plan
     does not fit the spec)."""
-    from ..bounds import lower_bound
-    from ..plan import load_plan
-    from ..simulate import simulate
-
     plan = load_plan(problem, side.data, side.file)
     result = simulate(problem, plan)
     devs = problem.cluster.devices
@@ -155,8 +153,6 @@ def simulate_side(side: Side, problem: Any) -> None:
 def spec_problem(spec: Path, plan: str | None, old: Side) -> Problem:
     """The spec's plan to simulate both sides with: `--plan`, else the plan the old file
     names when the spec has it, else the spec's only plan (E602 otherwise)."""
-    from ..spec.load import load_path
-
     loaded = load_path(spec)
     plans = loaded.spec.plans
     name = plan if plan is not None else (old.plan if old.plan in plans else None)

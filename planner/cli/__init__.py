@@ -1,7 +1,8 @@
 """The `planner` command line: a thin shell over the library.
 
 Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
-`PlannerError` turned into a rendered diagnostic and an exit code in one place (`_guard`):
+`PlannerError` turned into a rendered diagnostic and an exit code in one place
+(`guard.guard`):
 
     0  success
     1  invalid input (diagnostics), `check` found errors
@@ -14,42 +15,69 @@ Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
   141  stdout closed by its reader: a quiet exit
 
 With `--json`, stdout carries one JSON envelope on every outcome (`JsonReport`).
+
+Every line of command-line code lives in this package: this module (the app, `check`,
+`fmt`, `simulate`, `solve`, `explain`), `guard` (errors to exit codes, the `--json`
+envelope), `options` (`--limit`, `--root`), `applies` (which `solve` options apply to which
+algorithm) and the sub-commands in modules of their own, imported only when they run
+(`LAZY_COMMANDS`): `compare`, `diff` (with `plandiff`), `fmt` and `io_commands` (`import`,
+`export`, `generate`). Only `planner/__main__.py` imports it. Imports marked
+`# lazy: start-up` keep `--help` from loading Lark, and `--help`, `check` and `fmt` from
+loading numpy, process pools or the solvers (`tests/cli/test_startup.py`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import importlib
 import json
 import logging
 import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
-from .algorithms import completions, names, taking
-from .commands.load_options import LimitOption, RootOption
-from .errors import Diagnostic, Span, SpecError, UsageError, _one_line, render_all
-from .render.diagnostics import (
+from .. import algorithms
+from ..algorithms import completions, names, taking
+from ..algorithms.base import Interrupted
+from ..codes import CODES, describe
+from ..errors import Diagnostic, Span, SpecError, UsageError, _one_line, did_you_mean, render_all
+from ..files import check_outputs
+from ..model import Problem, derived
+from ..plan import Plan, given_placement, load_plan
+from ..render.diagnostics import eprint, source_texts
+from ..render.formats import OutputFormat
+from ..signals import install
+from ..units import format_seconds
+from ..version import installed_version
+from .applies import check_applicable
+from .guard import (
     EXIT_INFEASIBLE,
     EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_PIPE,
     JsonReport,
     debug_enabled,
-    eprint,
     guard,
     interrupted_diagnostic,
     is_broken_pipe,
     quiet_pipe_exit,
-    source_texts,
+    requested_format,
     stdout_console,
     stdout_to_stderr,
 )
-from .render.formats import OutputFormat, requested_format
+from .options import LimitOption, RootOption
+
+if TYPE_CHECKING:
+    from ..algorithms.base import Options, Solution
+    from ..bounds import Bounds
+    from ..simulate import SimResult
+    from ..spec.load import Loaded
 
 
 class _App(TyperGroup):
@@ -138,13 +166,7 @@ app = typer.Typer(
 def _print_version(value: bool) -> None:
     if not value:
         return
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        ours = version("planner")
-    except PackageNotFoundError:  # a source tree on sys.path, not installed
-        from . import __version__ as ours
-    sys.stdout.write(f"planner {ours}\n")
+    sys.stdout.write(f"planner {installed_version()}\n")
     raise typer.Exit()
 
 
@@ -205,11 +227,11 @@ def _spec_files(paths: list[Path]) -> list[Path]:
     return files
 
 
-def _load(spec: Path, *, keep: bool = False) -> Any:
+def _load(spec: Path, *, keep: bool = False) -> Loaded:
     """Load `spec`; `keep`: the model lives until the command ends (one spec per process),
     so it is moved out of the collector's sight (`gc.freeze`): its millions of objects are
     otherwise traversed again by every full collection while the algorithms run."""
-    from .spec.load import load_path
+    from ..spec.load import load_path  # lazy: start-up
 
     loaded = load_path(spec)
     if keep:
@@ -217,7 +239,7 @@ def _load(spec: Path, *, keep: bool = False) -> Any:
     return loaded
 
 
-def _load_noting(spec: Path, report: JsonReport) -> Any:
+def _load_noting(spec: Path, report: JsonReport) -> Loaded:
     """Load `spec` (for the rest of the process); its warnings go to stderr (or into the
     JSON document)."""
     loaded = _load(spec, keep=True)
@@ -228,7 +250,7 @@ def _load_noting(spec: Path, report: JsonReport) -> Any:
     return loaded
 
 
-def _problem(loaded: Any, plan: str | None) -> Any:
+def _problem(loaded: Loaded, plan: str | None) -> Problem:
     try:
         return loaded.spec.plan(plan)
     except LookupError as err:
@@ -272,8 +294,8 @@ def check(
     """Check specs for errors: syntax, names, units, cycles, memory that cannot fit."""
     with _guard("check", _output(output, as_json)) as report:
         _check_output(output, as_json)
-        from .spec.checks import plan_diagnostics
-        from .spec.load import display_path
+        from ..spec.checks import plan_diagnostics  # lazy: start-up
+        from ..spec.load import display_path  # lazy: start-up
 
         diags: list[Diagnostic] = []
         files = _spec_files(paths)
@@ -334,7 +356,7 @@ def fmt(
     `--diff` found a file to reformat.
     """
     with _guard("fmt", _output(output, False)) as report:
-        from .commands.fmt import STDIN, run_fmt
+        from .fmt import STDIN, run_fmt  # lazy: start-up
 
         files = _spec_files([p for p in paths if str(p) != STDIN])
         run_fmt(paths, files, report, check=check_only, diff=diff,
@@ -344,15 +366,12 @@ def fmt(
 # ---- simulate / solve --------------------------------------------------------------------
 
 
-def _placement_from_spec(problem: Any) -> Any:
-    from .plan import Plan, given_placement
-
+def _placement_from_spec(problem: Problem) -> Plan:
     return Plan(given_placement(problem, "or pass --placement FILE"), algorithm="expert")
 
 
-def _read_placement(problem: Any, path: Path) -> Any:
-    from .plan import load_plan
-    from .spec.load import display_path, read_source
+def _read_placement(problem: Problem, path: Path) -> Plan:
+    from ..spec.load import display_path, read_source  # lazy: start-up
 
     shown = display_path(path.resolve())
     text = read_source(path, shown)
@@ -368,19 +387,22 @@ def _read_placement(problem: Any, path: Path) -> Any:
     return load_plan(problem, data, shown)
 
 
-def _emit_result(problem: Any, plan: Any, report: JsonReport, *, extra_json: dict[str, Any],
+def _emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
+                 extra_json: dict[str, Any],
                  extra_rows: dict[str, str], bound_s: float | None = None
-                 ) -> tuple[Any, Any, float | None]:
+                 ) -> tuple[SimResult, Bounds, float | None]:
     """Simulate `plan`; put the report in `report.result` (--json) or print it. Returns the
     simulation, the bounds and the gap.
 
     `gap` is `relative_gap` of the simulated makespan to the best bound: planner's own
     lower bound, or `bound_s` (an exact solver's proven bound) when that is higher.
     """
-    from .bounds import relative_gap
-    from .render.figures import format_gap
-    from .render.terminal import print_plan
-    from .simulate import report_json, simulate
+    # lazy: start-up (each loads numpy)
+    from ..bounds import relative_gap
+    from ..render.figures import format_gap
+    from ..render.report import report_json
+    from ..render.terminal import print_plan
+    from ..simulate import simulate
 
     result = simulate(problem, plan)
     bounds = _bounds(problem)
@@ -394,7 +416,7 @@ def _emit_result(problem: Any, plan: Any, report: JsonReport, *, extra_json: dic
     if "gap" in extra_rows:
         extra_rows = {**extra_rows, "gap": format_gap(gap)}
     if report.output == "github":  # the annotations go to stdout, the plan to the log
-        from rich.console import Console
+        from rich.console import Console  # lazy: start-up
 
         print_plan(Console(stderr=True, soft_wrap=False), problem, result, bounds, extra_rows)
     elif not report.enabled:
@@ -402,7 +424,7 @@ def _emit_result(problem: Any, plan: Any, report: JsonReport, *, extra_json: dic
     return result, bounds, gap
 
 
-def _infeasible_exit(problem: Any, result: Any, report: JsonReport) -> NoReturn:
+def _infeasible_exit(problem: Problem, result: SimResult, report: JsonReport) -> NoReturn:
     head = (f"plan `{problem.name}` is infeasible: "
             f"{len(result.violations)} violation(s)")
     if report.enabled:  # the CI formats show each violation; the JSON has `violations`
@@ -429,8 +451,6 @@ def simulate(
 ) -> None:
     """Simulate a given placement under the spec's cost model and verify it."""
     with _guard("simulate", _output(output, as_json)) as report:
-        from .commands.outputs import check_outputs
-
         _check_output(output, as_json)
         report.subject = str(spec)
         check_outputs({"--trace": trace})
@@ -469,10 +489,6 @@ def solve(
     `interrupted`), exit 130; with no plan yet, nothing is written.
     """
     with _guard("solve", as_json) as report:
-        from .algorithms import Options
-        from .commands.applies import check_applicable
-        from .commands.outputs import check_outputs
-
         given = {"--time-limit": time_limit, "--gap": gap, "--solver": solver, "--emit": emit}
         check_applicable(algo, [k for k, v in given.items() if v is not None])
         check_outputs({"--out": out, "--html": html, "--emit": emit, "--trace": trace})
@@ -487,7 +503,7 @@ def solve(
                                         "(0 or more)", None, ("for example --gap 0.01 (1%)",)))
         loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
-        options = Options(seed=seed, time_limit_s=time_limit,
+        options = algorithms.Options(seed=seed, time_limit_s=time_limit,
                           gap=1e-4 if gap is None else gap, solver=solver or "highs",
                           emit=str(emit) if emit else None)
         solution = _place(algo, problem, options, report)
@@ -496,19 +512,17 @@ def solve(
             raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def _place(algo: str, problem: Any, options: Any, report: JsonReport) -> Any:
+def _place(algo: str, problem: Problem, options: Options, report: JsonReport) -> Solution:
     """Run the algorithm; on Ctrl-C, the `interrupted` solution it holds, or exit 130."""
-    import dataclasses
-
-    from .algorithms import run
-    from .algorithms.base import Interrupted
-    from .render.terminal import SolveProgress, live_progress
+    from ..render.terminal import SolveProgress, live_progress  # lazy: start-up
 
     progress = SolveProgress(algo, len(problem.graph.ops), options.time_limit_s)
     try:
         with stdout_to_stderr(), live_progress(progress):
             progress.bound_s = _bounds(problem).makespan_s
-            return run(algo, problem, dataclasses.replace(options, progress=progress.update))
+            # through the module: a test (or a caller) may replace `run`
+            return algorithms.run(algo, problem,
+                                  dataclasses.replace(options, progress=progress.update))
     except Interrupted as stop:
         if stop.solution is not None:
             return dataclasses.replace(stop.solution, status="interrupted")
@@ -522,10 +536,9 @@ def _place(algo: str, problem: Any, options: Any, report: JsonReport) -> Any:
     raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def _report_solution(problem: Any, algo: str, solution: Any, report: JsonReport, *,
+def _report_solution(problem: Problem, algo: str, solution: Solution, report: JsonReport, *,
                      out: Path | None, html: Path | None, trace: Path | None = None) -> None:
-    from .render.terminal import fmt_info
-    from .units import format_seconds
+    from ..render.terminal import fmt_info  # lazy: start-up
 
     info = dict(solution.info)
     if out is not None:
@@ -547,8 +560,8 @@ def _report_solution(problem: Any, algo: str, solution: Any, report: JsonReport,
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, bound_s=bound_s)
     if html is not None:
-        from .render.figures import format_gap
-        from .render.html import write_plan_html
+        from ..render.figures import format_gap  # lazy: start-up
+        from ..render.html import write_plan_html  # lazy: start-up
 
         best = max(bounds.makespan_s, bound_s or 0.0)
         write_plan_html(str(html), problem, result, extra={
@@ -567,18 +580,17 @@ def _report_solution(problem: Any, algo: str, solution: Any, report: JsonReport,
         _infeasible_exit(problem, result, report)
 
 
-def _write_trace(path: Path | None, problem: Any, result: Any) -> None:
+def _write_trace(path: Path | None, problem: Problem, result: SimResult) -> None:
     if path is not None:
-        from .render.trace import write_trace
+        from ..render.trace import write_trace  # lazy: start-up
 
         write_trace(str(path), problem, result)
 
 
-def _bounds(problem: Any) -> Any:
+def _bounds(problem: Problem) -> Bounds:
     """The lower bounds of `problem`, computed once per command (the progress shows them
     while the algorithm runs; the report prints them after)."""
-    from .bounds import lower_bound
-    from .model import derived
+    from ..bounds import lower_bound  # lazy: start-up
 
     return derived(problem, "cli.bounds", lambda: lower_bound(problem))
 
@@ -595,21 +607,19 @@ def _jsonable(v: Any) -> bool:
 #: e.g. compare's process pools and numpy, would otherwise slow every command's start):
 #: name -> (module, attribute: a command function or a typer app, one-line help)
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
-    "compare": ("planner.commands.compare", "compare_command",
+    "compare": ("planner.cli.compare", "compare_command",
                 ("Run algorithms side by side across specs, bandwidths, memory caps and "
                  "device counts.")),
-    "import": ("planner.io.commands", "import_app", "Make a .plan spec from a model file."),
-    "export": ("planner.io.commands", "export_app", "Write a spec in another format."),
-    "generate": ("planner.io.commands", "generate_app", "Generate analytic model graphs."),
-    "diff": ("planner.commands.diff", "diff_command",
+    "import": ("planner.cli.io_commands", "import_app", "Make a .plan spec from a model file."),
+    "export": ("planner.cli.io_commands", "export_app", "Write a spec in another format."),
+    "generate": ("planner.cli.io_commands", "generate_app", "Generate analytic model graphs."),
+    "diff": ("planner.cli.diff", "diff_command",
              "Compare two plans: makespan, bound, memory, the ops that moved."),
 }
 
 
 def _lazy_command(name: str) -> Any:
     """The click command of lazy sub-command `name` (its module imported now)."""
-    import importlib
-
     module, attr, help_text = LAZY_COMMANDS[name]
     target = getattr(importlib.import_module(module), attr)
     if isinstance(target, typer.Typer):
@@ -631,9 +641,6 @@ def explain(code: Annotated[str, typer.Argument(
         help="A diagnostic code: the CODE of `error[CODE]`.")]) -> None:
     """Say what a diagnostic code means, its layer and its exit status."""
     with _guard():
-        from .codes import CODES, describe
-        from .errors import did_you_mean
-
         entry = CODES.get(code.strip().upper())
         if entry is None:
             raise UsageError(Diagnostic("E609", f"unknown code `{code}`", None,
@@ -646,8 +653,6 @@ def main() -> None:
     logging.basicConfig(stream=sys.stderr,
                         level=logging.DEBUG if debug_enabled() else logging.WARNING,
                         format="planner: %(levelname)s: %(message)s")
-    from .signals import install
-
     install()  # SIGTERM and SIGHUP clean up like Ctrl-C (exit 130)
     try:
         app()

@@ -16,8 +16,11 @@ from pathlib import Path
 import typer
 
 from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, _one_line, render_all
-from ..render.diagnostics import EXIT_INVALID, JsonReport, eprint, printable, source_texts
-from ..render.formats import EXIT_GATE
+from ..files import write_text_atomic
+from ..render.diagnostics import eprint, printable, source_texts
+from ..spec.format import format_source
+from ..spec.load import display_path, read_source
+from .guard import EXIT_GATE, EXIT_INVALID, JsonReport
 
 STDIN = "-"
 
@@ -76,9 +79,6 @@ def check_inputs(paths: list[Path], stdin_filename: str | None) -> bool:
 def format_inputs(files: list[Path], stdin_name: str | None) -> FmtRun:
     """Format every file (or standard input when `stdin_name` is given), collecting the
     diagnostics of those that do not parse."""
-    from ..spec.format import format_source
-    from ..spec.load import display_path, read_source
-
     run = FmtRun()
     inputs: list[tuple[Path | None, str]] = (
         [(None, stdin_name)] if stdin_name is not None
@@ -120,8 +120,6 @@ def not_canonical(item: Formatted) -> Diagnostic:
 def run_fmt(paths: list[Path], files: list[Path], report: JsonReport, *, check: bool,
             diff: bool, stdin_filename: str | None) -> None:
     """The `fmt` command's body (inside its guard); raises `typer.Exit` for 1 and 5."""
-    from ..io.atomic import write_text_atomic
-
     stdin = check_inputs(paths, stdin_filename)
     run = format_inputs(files, (stdin_filename or "<stdin>") if stdin else None)
     gate = check or diff  # nothing is written: say what would change

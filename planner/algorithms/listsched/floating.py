@@ -1,0 +1,140 @@
+"""Floating colocation members: the policy that lets a group's constants wait for its anchor.
+
+The device of a colocation group is chosen by its first member that receives data from
+outside the group, not by its constants. A member floats (`floating_members`) when every
+input comes from a floating member of its group or carries 0 bytes, and every consumer is
+in its group (constants, shapes, `perm`s: TensorFlow colocates these with the op they
+feed). Until its group is bound, a floating op whose inputs are done waits, counted as done
+for its group's other members; when a non-floating member binds the group to `d`, the
+waiting floating ops run on `d` first, in the order they became ready. Why: bound by
+whichever member is ready first, a group's device is decided by a 1 µs constant that was
+free at that moment; on Baechi's GNMT graph this put the `loss` group away from the 614 MB
+logits it reads (one 108 ms transfer) and left every list scheduler near 400 ms, Baechi's
+own figure; floating brings them to about 220 ms.
+
+Each driver plugs the policy in through two hooks built here: `etf_policy` for
+`etf.etf_schedule` (let an op whose inputs are done float or become ready; land a group's
+waiting members when it binds) and `insertion_policy` for `insertion.insertion_schedule`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .etf import EtfRun
+    from .instance import Instance
+    from .placer import Placer
+
+
+def floating_members(inst: Instance) -> list[bool]:
+    """Per op, whether it *floats* in its colocation group (see the module docstring).
+
+    An op floats when it is in an unpinned colocation group, every input comes from a
+    floating member of its group or carries 0 bytes, and every consumer is in its group:
+    constants, shapes and other bookkeeping that move no data into the group. A group whose
+    members would all float has nothing to be anchored by, so none of them floats. O(V + E).
+    """
+    group_of, pin = inst.group_of, inst.pin
+    out = [False] * inst.n
+    for i in inst.topo:
+        g = group_of[i]
+        if g < 0 or pin[i] >= 0:
+            continue
+        out[i] = all(group_of[j] == g for j, _ in inst.succ[i]) and all(
+            (out[p] if group_of[p] == g else b == 0) for p, b in inst.pred[i])
+    for members in inst.groups:
+        if all(out[i] for i in members):
+            for i in members:
+                out[i] = False
+    return out
+
+
+def etf_policy(run: EtfRun, make_ready: Callable[[int], None]
+               ) -> tuple[Callable[[int], None], Callable[[int, int], None]]:
+    """The floating rule in the ETF engine: (`settle`, `land`).
+
+    `settle(i)`: all of op `i`'s inputs are done: make it ready (`make_ready`), or, when it
+    floats in a group not yet bound, let it wait (done in advance, at `run.vend[i]`, in an
+    order consistent with precedence) and settle the members it feeds in turn.
+    `land(g, d)`: commit group `g`'s waiting members on `d`, where it binds, one after the
+    other from the time `d` is free; their compute time is not in the binding member's
+    start estimate (it starts after them).
+    """
+    inst, placer, flo = run.inst, run.placer, run.flo
+    comp, lat, inv, pred, succ = inst.compute, inst.lat, inst.inv, inst.pred, inst.succ
+    group_of = inst.group_of
+    dev_of, group_dev = placer.device_of, placer.group_dev
+    start, end, avail, missing = run.start, run.end, run.avail, run.missing
+    vend, afloat = run.vend, run.afloat
+
+    def settle(i: int) -> None:
+        stack = [i]
+        while stack:
+            i = stack.pop()
+            g = group_of[i]
+            if flo is None or not flo[i] or group_dev[g] >= 0:
+                make_ready(i)
+                continue
+            t = 0.0
+            for p, _ in pred[i]:
+                t = max(t, end[p] if dev_of[p] >= 0 else vend[p])
+            vend[i] = t
+            afloat[g].append(i)
+            for j, _ in succ[i]:  # all in the group
+                missing[j] -= 1
+                if missing[j] == 0:
+                    stack.append(j)
+
+    def land(g: int, d: int) -> None:
+        for f in afloat[g]:
+            t = avail[d]
+            for p, b in pred[f]:
+                pd = dev_of[p]
+                t = max(t, end[p] if pd == d else end[p] + lat[pd][d] + b * inv[pd][d])
+            placer.commit(f, d)
+            start[f] = t
+            end[f] = avail[d] = t + comp[f][d]
+        afloat[g] = []
+
+    return settle, land
+
+
+def insertion_policy(
+    inst: Instance,
+    placer: Placer,
+    end: list[float],
+    vend: list[float],
+    slot: Callable[[int, int], tuple[float, int]],
+    occupy: Callable[[int, int, float, int], None],
+) -> tuple[Callable[[int], bool], Callable[[int, int], bool]]:
+    """The floating rule in the insertion driver: (`wait`, `land`).
+
+    `wait(i)`: op `i` is next in priority order; if it floats in a group not yet bound, it
+    waits (done in advance, at `vend[i]`) and True is returned. `land(g, d)`: group `g`
+    (g >= 0) binds to `d`: its waiting members are inserted on `d` (each in its earliest gap, in the
+    order they became ready), before the binding member; True if there were any.
+    """
+    pred, group_of, flo = inst.pred, inst.group_of, inst.floating
+    dev_of, group_dev = placer.device_of, placer.group_dev
+    afloat: list[list[int]] = [[] for _ in inst.groups]
+
+    def wait(i: int) -> bool:
+        g = group_of[i]
+        if not flo[i] or group_dev[g] >= 0:
+            return False  # not floating, or its group is bound: placed now
+        vend[i] = max((end[p] if dev_of[p] >= 0 else vend[p] for p, _ in pred[i]),
+                      default=0.0)
+        afloat[g].append(i)
+        return True
+
+    def land(g: int, d: int) -> bool:
+        if not afloat[g]:
+            return False
+        for f in afloat[g]:
+            occupy(f, d, *slot(f, d))
+        afloat[g] = []
+        return True
+
+    return wait, land

@@ -1,0 +1,148 @@
+"""The insertion driver behind HEFT and CPOP: ops in priority order, each on the device of
+earliest finish, inserted into the earliest idle gap that holds it (`insertion_schedule`).
+
+Parts: the per-device idle gaps (`_device_gaps`: a slot query and a commit), the device
+choice with CPOP's preferred device and the budget's spill (`_device_choice`), and the
+priority loop; floating colocation members plug in through `floating.insertion_policy`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+
+from .floating import insertion_policy
+from .instance import Instance
+from .placer import Placer, Stuck
+
+Slot = Callable[[int, int], tuple[float, int]]
+Occupy = Callable[[int, int, float, int], None]
+
+
+def insertion_schedule(
+    inst: Instance,
+    placer: Placer,
+    prank: Sequence[int],
+    preferred: Callable[[int], int] | None = None,
+) -> tuple[list[int], list[float]]:
+    """Ops in priority order (smaller `prank` first among ready ops); each goes to the device
+    where it finishes earliest, inserted into the earliest idle gap that holds it.
+
+    Devices where the op does not fit in memory are skipped; ties by smaller device index.
+    `preferred(i)` may name a device to use whenever the op may go there and fits (CPOP's
+    critical-path device), or -1. Floating members of unbound colocation groups wait, as in
+    `etf.etf_schedule`, and are inserted on their group's device, before the member that binds
+    it. Raises `Stuck` when no device takes an op.
+    Each device keeps its idle gaps (sorted, found from the op's data-ready time by
+    bisection) and the time it is last free. Time: O(V log V + E·D) plus the gap search,
+    O(V·D·g) with g the gaps scanned per query (few in practice; O(V) at worst).
+    """
+    n = inst.n
+    pred, succ, group_of = inst.pred, inst.succ, inst.group_of
+    start = [0.0] * n
+    end = [0.0] * n
+    vend = [0.0] * n
+    slot, occupy = _device_gaps(inst, placer, start, end, vend)
+    choose = _device_choice(inst, placer, slot, preferred)
+    wait, land = insertion_policy(inst, placer, end, vend, slot, occupy)
+    flo = inst.floating
+    missing = [len(p) for p in pred]
+    heap = [(prank[i], i) for i in range(n) if missing[i] == 0]
+    heapq.heapify(heap)
+    while heap:
+        _, i = heapq.heappop(heap)
+        if not (flo[i] and wait(i)):  # a floating op waits until its group binds
+            d, t, k = choose(i)
+            g = group_of[i]
+            if g >= 0 and land(g, d):  # i binds its group: its floating members went first
+                t, k = slot(i, d)
+            occupy(i, d, t, k)
+        for j, _ in succ[i]:
+            missing[j] -= 1
+            if missing[j] == 0:
+                heapq.heappush(heap, (prank[j], j))
+    return list(placer.device_of), start
+
+
+def _device_gaps(inst: Instance, placer: Placer, start: list[float], end: list[float],
+                 vend: list[float]) -> tuple[Slot, Occupy]:
+    """Per device, its idle gaps before its last op (sorted, disjoint) and when it is last
+    free: (`slot(i, d)`, op `i`'s earliest start on `d` and the gap it goes in, -1 after
+    the last op; `occupy(i, d, t, k)`, commit op `i` on `d` from `t` in gap `k`)."""
+    m = inst.m
+    comp, lat, inv, pred = inst.compute, inst.lat, inst.inv, inst.pred
+    dev_of = placer.device_of
+    gap_s: list[list[float]] = [[] for _ in range(m)]
+    gap_e: list[list[float]] = [[] for _ in range(m)]
+    tail = [0.0] * m
+
+    def slot(i: int, d: int) -> tuple[float, int]:
+        ready = 0.0
+        for p, b in pred[i]:
+            pd = dev_of[p]
+            if pd < 0:  # a floating member of i's group: local wherever the group goes
+                x = vend[p]
+            else:
+                x = end[p] if pd == d else end[p] + lat[pd][d] + b * inv[pd][d]
+            ready = max(ready, x)
+        dur = comp[i][d]
+        gs, ge = gap_s[d], gap_e[d]
+        k = bisect_right(ge, ready)
+        n_gaps = len(gs)
+        while k < n_gaps:
+            t = max(ready, gs[k])
+            if t + dur <= ge[k]:
+                return t, k
+            k += 1
+        return max(ready, tail[d]), -1
+
+    def occupy(i: int, d: int, t: float, k: int) -> None:
+        fin = t + comp[i][d]
+        placer.commit(i, d)
+        gs, ge = gap_s[d], gap_e[d]
+        if k < 0:  # after the last op, maybe leaving a gap
+            if t > tail[d]:
+                gs.append(tail[d])
+                ge.append(t)
+            tail[d] = fin
+        else:  # split gap k around [t, fin]
+            g0, g1 = gs[k], ge[k]
+            parts = [(a, b) for a, b in ((g0, t), (fin, g1)) if b > a]
+            gs[k:k + 1] = [a for a, _ in parts]
+            ge[k:k + 1] = [b for _, b in parts]
+        start[i] = t
+        end[i] = fin
+
+    return slot, occupy
+
+
+def _device_choice(inst: Instance, placer: Placer, slot: Slot,
+                   preferred: Callable[[int], int] | None
+                   ) -> Callable[[int], tuple[int, float, int]]:
+    """`choose(i)`: op `i`'s device, start and gap: the earliest finish among the devices
+    where it fits (the preferred device first, if any); over its budget everywhere, it
+    spills (`Placer.spill`) and is judged by the devices' memory. Raises `Stuck` when none
+    fits."""
+    comp, allowed, fits = inst.compute, placer.allowed, placer.fits
+
+    def choose(i: int) -> tuple[int, float, int]:
+        cands: list[tuple[float, int, float, int]] = []
+        for d in allowed(i):
+            t, k = slot(i, d)
+            cands.append((t + comp[i][d], d, t, k))
+        cands.sort()
+        pref = preferred(i) if preferred is not None else -1
+        if pref >= 0:
+            cands.sort(key=lambda c: c[1] != pref)  # stable: the preferred device first
+        for _, d, t, k in cands:
+            if fits(i, d):
+                return d, t, k
+        if not placer.spill(i):
+            raise Stuck(i)
+        for _, d, t, k in cands:  # over its budget everywhere: may use the memory
+            if fits(i, d):
+                return d, t, k
+        raise Stuck(i)
+
+    return choose

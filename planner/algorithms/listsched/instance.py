@@ -1,0 +1,124 @@
+"""`Instance`: a problem as dense Python lists, built once and shared by every list scheduler.
+
+Compute times, per-op input and output edges, link latencies, pins, colocation groups
+(the model's, plus the schedulers' own: `Instance._sources_follow_their_consumer`) and
+runnable devices; each op's floating flag comes from `floating.floating_members`.
+"""
+
+from __future__ import annotations
+
+from ...cost import INF, costs
+from ...facts import facts
+from ...model import Problem, derived
+from .floating import floating_members
+
+#: sources with one consumer follow it (`Instance._sources_follow_their_consumer`)
+FOLLOW_SOURCES = True
+
+
+class Instance:
+    """A problem as dense lists, precomputed once for the list schedulers.
+
+    `pred[i]` / `succ[i]` list `(other op, bytes)` per edge; `allowed[i]` the devices op `i`
+    may run on and `pin[i]` its device or -1 (both `planner.facts`'); `local[i]` per input
+    edge whether both ends are forced onto one device (same group or same pin), so the edge
+    never costs communication; `floating[i]` whether op `i` floats in its colocation group
+    (`floating_members`).
+    """
+
+    def __init__(self, problem: Problem) -> None:
+        g = problem.graph
+        cluster = problem.cluster
+        c = costs(problem)
+        self.problem = problem
+        self.n = n = len(g.ops)
+        self.m = m = len(cluster.devices)
+        self.compute: list[list[float]] = [list(row) for row in c.compute]
+        self.lat: list[list[float]] = [list(row) for row in c.latency]
+        self.inv: list[list[float]] = [list(row) for row in c.inv_bandwidth]
+        # one pass in edge order gives the lists `g.predecessors` / `g.successors` index;
+        # reading edges in sequence, not by index, is 2x cheaper at 100k ops (memory order)
+        self.pred: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.succ: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        for e in g.edges:
+            self.pred[e.dst].append((e.src, e.bytes))
+            self.succ[e.src].append((e.dst, e.bytes))
+        self.topo: list[int] = list(g.topological_order)
+        self.topo_pos: list[int] = [0] * n
+        for p, i in enumerate(self.topo):
+            self.topo_pos[i] = p
+        self.caps: list[int] = [d.memory_bytes for d in cluster.devices]
+        self.group_of: list[int] = list(g.colocation_of)
+        self.groups: tuple[tuple[int, ...], ...] = g.colocations
+        #: the model's own colocation groups (`groups` adds the schedulers' own, see
+        #: `_sources_follow_their_consumer`); m-TOPO's budgets count these
+        self.model_groups = g.colocations
+        ops = g.ops
+        self.po: list[int] = [o.params_bytes + o.output_bytes for o in ops]
+        self.temp: list[int] = [o.temp_bytes for o in ops]
+
+        f = facts(problem)
+        pin = list(f.pin)
+        self.pin = pin
+        self.allowed: list[tuple[int, ...]] = list(f.allowed)
+        if FOLLOW_SOURCES:
+            self._sources_follow_their_consumer()
+
+        self.mean_compute: list[float] = []
+        for row in self.compute:
+            finite = [t for t in row if t < INF]
+            self.mean_compute.append(sum(finite) / len(finite) if finite else 0.0)
+        self.mean_lat = c.mean_latency if m > 1 else 0.0
+        self.mean_inv = c.mean_inv_bandwidth if m > 1 else 0.0
+        group_of = self.group_of
+        self.local: list[list[bool]] = [
+            [(group_of[i] >= 0 and group_of[p] == group_of[i]) or (pin[i] >= 0 and pin[p] == pin[i])
+             for p, _ in self.pred[i]]
+            for i in range(n)
+        ]
+        self.floating = floating_members(self)
+
+    def _sources_follow_their_consumer(self) -> None:
+        """An op without inputs and with one consumer goes where that consumer goes.
+
+        It joins its consumer in a colocation group of the schedulers' own (the model's
+        groups are unchanged), in which it floats (`floating_members`): it is placed when
+        its consumer is, on the same device. Why: a list scheduler puts a constant or a
+        shape, ready at t = 0, on whichever device is idle then, and its tensor must then
+        cross to its consumer; on Baechi's GNMT graph 45-55% of the heuristics' transfers
+        start at such ops. Left alone: pinned or colocated sources, edges of 0 bytes,
+        consumers in a colocation group, and consumers that may use a device the source
+        may not. m-TOPO's budgets still count only the model's groups.
+        """
+        groups = list(self.groups)
+        group_of, pin, allowed = self.group_of, self.pin, self.allowed
+        joined: dict[int, int] = {}  # consumer -> its group of followers
+        for i in range(self.n):
+            if self.pred[i] or len(self.succ[i]) != 1 or pin[i] >= 0 or group_of[i] >= 0:
+                continue
+            j, nbytes = self.succ[i][0]
+            if nbytes == 0:
+                continue  # nothing would cross
+            if j not in joined and (group_of[j] >= 0 or not set(allowed[j]) <= set(allowed[i])):
+                continue
+            if j not in joined:
+                joined[j] = group_of[j] = len(groups)
+                groups.append((j,))
+            g = joined[j]
+            groups[g] = tuple(sorted((*groups[g], i)))
+            group_of[i], allowed[i], pin[i] = g, allowed[j], pin[j]
+        self.groups = tuple(groups)
+
+    @classmethod
+    def of(cls, problem: Problem) -> Instance:
+        """The instance of `problem`, built on first use and cached on the problem: every
+        list scheduler reads it and none changes it, so `auto`'s candidates share one."""
+        return derived(problem, "_instance", lambda: cls(problem))
+
+    def mean_comm(self, nbytes: int) -> float:
+        """Mean transfer time of `nbytes` over the cluster's links (`cost.Costs.mean_transfer`)."""
+        return self.mean_lat + nbytes * self.mean_inv
+
+    def name(self, i: int) -> str:
+        """The name of op `i`."""
+        return self.problem.graph.ops[i].name

@@ -1,0 +1,136 @@
+"""The memory-budget retry of the list schedulers (`memory_passes`), and the explanation of
+a dead end (`explain_stuck`).
+
+A retry after a dead end limits the ops whose device is still a choice to a budget below
+the devices' memory (`Placer.budget`), keeping the rest for ops forced onto a device
+(pinned, or members of a bound group) and the tensors they receive. An op that fits under
+its budget on no device may use the whole memory (`Placer.spill`), as m-TOPO's walk spills.
+The drivers apply the budget as they choose devices (`etf._drop` and `etf._bind`,
+`insertion._device_choice`); the passes, their budgets (`budget_ladder`) and the last
+resort, m-TOPO's placement (`topo.topo_fill`), are here. Under `memory liveness` a static
+dead end is first retried without memory checks, judged by simulation (`liveness_pass`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...errors import InfeasibleError
+from ...plan import Plan
+from ...simulate import simulate
+from .. import display_name
+from ..base import Status
+from ..infeasible import stuck_error
+from .instance import Instance
+from .placer import Placer, Stuck
+from .solution import solution
+from .topo import topo_budgets, topo_fill
+
+
+def budget_ladder(inst: Instance) -> list[list[int]]:
+    """The budgets `memory_passes` retries with, loosest first: per device, halfway from
+    its memory down to m-TOPO's budget (`topo_budgets`), m-TOPO's budget, and an even share
+    of the total static memory (each at most the device's memory; a rung equal to the
+    memory or to the rung before is left out)."""
+    caps = inst.caps
+    floor = topo_budgets(inst)
+    share = (sum(inst.po) + sum(inst.temp)) // max(inst.m, 1)
+    out: list[list[int]] = []
+    for rung in ([(c + f) // 2 for c, f in zip(caps, floor)], floor,
+                 [min(c, share) for c in caps]):
+        if rung != caps and (not out or rung != out[-1]):
+            out.append(rung)
+    return out
+
+
+def memory_passes(
+    inst: Instance,
+    algorithm: str,
+    attempt: Callable[[Placer], tuple[list[int], list[float]]],
+) -> tuple[list[int], list[float], Status, dict[str, Any]]:
+    """Run a list scheduler (`attempt`, given a fresh `Placer`) until it finds room.
+
+    A greedy scheduler can fill a device so far that an op forced there later (a pinned op,
+    or a member of a colocation group bound there, such as the backward op of a training
+    graph colocated with its forward op) finds no room for the tensors it must receive; it
+    then dead-ends (`Stuck`) although a plan exists. So:
+
+    1. the first pass uses the devices' memory (no budget): when it succeeds, nothing
+       changes; under `memory liveness`, a dead end is then retried once without memory
+       checks, and that plan is kept when the simulator finds its liveness peaks within
+       the caps (`liveness_pass`): static accounting is only an upper bound there;
+    2. after a dead end, one pass per rung of `budget_ladder`, tightest last: the ops whose
+       device is still a choice are held to the budget (`Placer.budget`), and the memory
+       held back serves the forced ops and the copies they receive;
+    3. if every pass dead-ends, m-TOPO's placement (`topo_fill`), ordered by the scheduler
+       itself (each op's device given): status `fallback`, with the reason in `info`. So
+       a plan is found whenever m-TOPO finds one.
+
+    Returns (placement, start times, status, info); after a dead end,
+    `info["memory_passes"]` counts the passes (the fallback counts as one) and
+    `info["memory_budget_bytes"]` is the budget of the pass that succeeded. Raises the
+    first pass's `InfeasibleError` (`explain_stuck`) when m-TOPO finds no placement either.
+    Each dead end costs one more pass: at most five in all.
+    """
+    placer = Placer(inst)
+    try:
+        placement, start = attempt(placer)
+    except Stuck as s:
+        stuck = s.op  # the first pass's dead end explains an infeasibility best
+    else:
+        return placement, start, "feasible", {}
+    if inst.problem.memory_model == "liveness":
+        found = liveness_pass(inst, attempt)
+        if found is not None:
+            return (*found, "feasible", {"memory_passes": 2,
+                                         "memory_check": "liveness peak, by simulation"})
+    ladder = budget_ladder(inst)
+    for k, budget in enumerate(ladder):
+        try:
+            placement, start = attempt(Placer(inst, budget))
+        except Stuck:
+            continue
+        return placement, start, "feasible", {"memory_passes": k + 2,
+                                               "memory_budget_bytes": tuple(budget)}
+    fill = Placer(inst)
+    try:
+        topo_fill(inst, fill)
+        placement, start = attempt(Placer(inst, placement=fill.device_of))
+    except Stuck:
+        raise explain_stuck(placer, algorithm, stuck, retried=True) from None
+    shown = display_name(algorithm)
+    reason = (f"{shown} ran out of memory under every budget; this is m-TOPO's placement, "
+              f"ordered by {shown}")
+    return placement, start, "fallback", {"memory_passes": len(ladder) + 2, "reason": reason}
+
+
+def liveness_pass(
+    inst: Instance, attempt: Callable[[Placer], tuple[list[int], list[float]]],
+) -> tuple[list[int], list[float]] | None:
+    """A plan for `memory liveness` that static accounting rejected, checked by simulation.
+
+    Static memory bounds the liveness peak from above, so the schedulers' static check can
+    dead-end where a plan fits (five 1 GiB ops in a chain on a 3 GiB device peak at 2 GiB).
+    The scheduler runs once without memory checks; its plan is simulated with its own
+    order, then with the simulator's dynamic dispatch, and the first whose every liveness
+    peak is within the caps is returned (placement, start times), else None.
+    """
+    try:
+        placement, start = attempt(Placer(inst, unbounded=True))
+    except Stuck:
+        return None
+    ordered = solution(inst, placement, start, "").plan
+    for plan in (ordered, Plan(ordered.placement)):
+        sim = simulate(inst.problem, plan)
+        if sim.feasible:
+            return placement, list(sim.start_s)
+    return None
+
+
+def explain_stuck(placer: Placer, algorithm: str, op: int, *,
+                  retried: bool = False) -> InfeasibleError:
+    """The `InfeasibleError` for a `Stuck` op: proofs if any, else the op and its shortfall
+    (`retried`: after `memory_passes` tried budgets and m-TOPO's placement too)."""
+    shortfall = [(d, placer.need(op, d)) for d in placer.allowed(op)]
+    return stuck_error(placer.inst.problem, algorithm, op, shortfall, retried=retried)

@@ -1,0 +1,159 @@
+"""The tables of `planner compare`: one per spec, plan and setting, then the wins.
+
+`print_tables` prints them on a rich console; `settings_tables` splits a table that is
+wider than the terminal into several (each led by the algorithm), so every number is shown
+whole. The rows are those of `planner.compare.rows` (`group_key`, `wins`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeGuard
+
+from rich import box
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from ..compare.rows import group_key, wins
+
+
+def _num(v: Any) -> TypeGuard[int | float]:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _ratio(v: Any) -> str:
+    return f"{v:.3f}" if _num(v) else "—"
+
+
+def short_seconds(x: Any, digits: int = 4) -> str:
+    """A duration in `digits` significant digits and the unit that reads short (`4.42 ms`)."""
+    if not _num(x):
+        return "—"
+    for unit, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(x) >= factor:
+            return f"{x / factor:.{digits}g} {unit}"
+    return f"{x / 1e-9:.{digits}g} ns"
+
+
+def _memory(r: Mapping[str, Any]) -> str:
+    """`peak/cap unit` in the cap's unit, e.g. `63/128 MiB` (the most loaded device)."""
+    peak, cap = r.get("peak_memory_bytes"), r.get("memory_cap_bytes")
+    if not (_num(peak) and _num(cap)):
+        return "—"
+    for unit, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2),
+                         ("KiB", 1024), ("B", 1)):
+        if cap >= factor or unit == "B":
+            return f"{peak / factor:.3g}/{cap / factor:.3g} {unit}"
+    return "—"  # pragma: no cover
+
+
+def settings_title(rows: Sequence[Mapping[str, Any]]) -> str:
+    """`spec · plan · bandwidth B · memory M · devices D` of a group of rows."""
+    r0 = rows[0]
+    return (f"{r0['spec']} · {r0['plan']} · bandwidth {r0['bandwidth']} · memory "
+            f"{r0['memory']} · devices {r0['devices']}")
+
+
+def _ok(r: Mapping[str, Any]) -> bool:
+    return r["status"] in ("optimal", "feasible", "fallback") and _num(r.get("makespan_s"))
+
+
+#: the columns of a settings table: header, justification, cell text of a row
+_COLUMNS: tuple[tuple[str, str, Callable[[Mapping[str, Any]], str]], ...] = (
+    ("algorithm", "left", lambda r: str(r["algorithm"])),
+    ("makespan", "right", lambda r: short_seconds(r["makespan_s"]) if _ok(r) else "—"),
+    ("×best", "right", lambda r: _ratio(r.get("ratio_to_best"))),
+    ("×bound", "right", lambda r: _ratio(r.get("ratio_to_bound"))),
+    ("status", "left", lambda r: str(r["status"])),
+    ("planning", "right", lambda r: short_seconds(r.get("planning_s"), 3)),
+    ("devs", "right", lambda r: f"{r['devices_used']}/{r['n_devices']}"
+     if _num(r.get("devices_used")) and _num(r.get("n_devices")) else "—"),
+    ("peak/cap", "right", _memory),
+)
+
+
+def settings_table(rows: Sequence[Mapping[str, Any]],
+                   columns: Sequence[str] | None = None) -> Table:
+    """One spec, plan and setting: a row per algorithm, with `columns` (default all; the
+    title is printed apart, so that it never wraps)."""
+    chosen = [c for c in _COLUMNS if columns is None or c[0] in columns]
+    t = Table(box=box.SIMPLE_HEAD,
+              pad_edge=False, padding=(0, 1), collapse_padding=True)
+    for name, just, _ in chosen:
+        t.add_column(name, justify=just, no_wrap=True)  # type: ignore[arg-type]
+    for r in rows:
+        style = "bold green" if _ok(r) and r.get("ratio_to_best") == 1.0 else (
+            "" if _ok(r) else "red")
+        t.add_row(*(cell(r) for _, _, cell in chosen), style=style)
+    return t
+
+
+def settings_tables(console: Console, rows: Sequence[Mapping[str, Any]]) -> list[Table]:
+    """`settings_table`, split into several (each led by the algorithm) when it is wider
+    than the console: a narrow terminal gets every number whole, never `18.6…`."""
+    names = [c[0] for c in _COLUMNS]
+    tables: list[list[str]] = [[names[0]]]
+    for name in names[1:]:
+        trial = [*tables[-1], name]
+        if len(tables[-1]) > 1 and _width(console, settings_table(rows, trial)) > console.width:
+            tables.append([names[0], name])
+        else:
+            tables[-1] = trial
+    return [settings_table(rows, cols) for cols in tables]
+
+
+def _width(console: Console, table: Table) -> int:
+    """The width `table` takes when nothing is cut (rich's measure is capped by the
+    console's width, hence the wide options)."""
+    return Measurement.get(console, console.options.update_width(10_000), table).maximum
+
+
+def reason_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """`algorithm: reason` lines for a table's rows, one line per distinct reason."""
+    by_reason: dict[str, list[str]] = {}
+    for r in rows:
+        if r.get("reason"):
+            by_reason.setdefault(str(r["reason"]), []).append(str(r["algorithm"]))
+    return [f"  {', '.join(algos)}: {reason}" for reason, algos in by_reason.items()]
+
+
+WINS_TITLE = "wins (shortest simulated makespan per spec, plan and setting)"
+
+
+def wins_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """Which algorithm won how often (ties count for each), with its mean ratio to best."""
+    stats = wins(rows)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    longest = max((len(str(a)) for a in stats), default=0)
+    for name in ("algorithm", "wins", "settings", "valid plans", "failed", "geo-mean × best"):
+        # headers may wrap; names and numbers never lose characters
+        t.add_column(name, justify="left" if name == "algorithm" else "right",
+                     min_width=longest if name == "algorithm" else 5)
+    for algo, s in stats.items():
+        ratios = [r["ratio_to_best"] for r in rows
+                  if r["algorithm"] == algo and _num(r.get("ratio_to_best"))]
+        mean = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None
+        t.add_row(algo, str(s["wins"]), str(s["groups"]), str(s["ok"]), str(s["failed"]),
+                  _ratio(mean))
+    return t
+
+
+def print_tables(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
+    """A table per spec, plan and setting, then the wins summary."""
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(group_key(r), []).append(r)
+    for members in groups.values():
+        console.print(Text(settings_title(members), style="bold"), soft_wrap=True)
+        for table in settings_tables(console, members):
+            console.print(table)
+        notes = reason_notes(members)
+        if notes:
+            console.print(Text("\n".join(notes), style="dim"), overflow="fold")
+        console.print()
+    if rows:
+        console.print(Text(WINS_TITLE, style="bold"), soft_wrap=True)
+        console.print(wins_table(rows))
