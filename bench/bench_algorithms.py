@@ -107,9 +107,10 @@ def timed(algorithm: str, problem: Problem, repeat: int) -> tuple[float, object]
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A plain-text table with right-aligned columns (markdown-compatible)."""
     widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(header)]
-    line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |"
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    body = ["| " + " | ".join(c.rjust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    body = ["| " + " | ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) + " |"
+            for r in rows]
     return "\n".join([line, sep, *body])
 
 

@@ -294,7 +294,7 @@ class Row:
 
     @property
     def ratios(self) -> list[float]:
-        return [b / p for p, b in zip(self.planner_cpu, self.baechi_cpu)]
+        return [b / p for p, b in zip(self.planner_cpu, self.baechi_cpu, strict=False)]
 
 
 def load_average() -> str:

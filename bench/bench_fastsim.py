@@ -84,7 +84,7 @@ def row(name: str, ref: Callable[[int], float], fast: Callable[[int], float],
             cpu_r.append(c)
             wall_r.append(w)
             want.append(a)
-        for k, a in zip(ks, want):
+        for k, a in zip(ks, want, strict=True):
             c, w, b = timed(lambda k=k: fast(k))
             cpu_f.append(c)
             wall_f.append(w)

@@ -99,7 +99,8 @@ def from_template(data: bytes) -> str:
 
     values = dict(  # noqa: C408 - keyword arguments read as a template's fields
         ndev=fdp.ConsumeIntInRange(0, 7), mem=qty("bytes"), dflops=qty("flop_rate"),
-        speed=number(), devname=name("cpu0"), dflops2=qty("flop_rate"), mem2=qty("bytes"), bw=qty("rate"),
+        speed=number(), devname=name("cpu0"), dflops2=qty("flop_rate"), mem2=qty("bytes"),
+        bw=qty("rate"),
         lat=qty("time"), bw2=qty("rate"), t1=qty("time"), b1=qty("bytes"), opname=name("b"),
         flops=qty("flops"), b2=qty("bytes"), b3=qty("bytes"), b4=qty("bytes"),
         t2=qty("time"), t3=qty("time"), b5=qty("bytes"), t4=qty("time"), b6=qty("bytes"),

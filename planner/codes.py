@@ -169,7 +169,8 @@ TABLE: tuple[Code, ...] = (
     Code("E702", 3, "a placement unit larger than the largest device", "E301"),
     Code("W702", 0, "ONNX tensors left without a shape", "W941"),
     Code("E703", 3, "the ops pinned to a device need more memory than it holds", "E302"),
-    Code("E704", 3, "a heuristic found no device for an op (out of memory, or pin and group leave none)"),
+    Code("E704", 3, "a heuristic found no device for an op (out of memory, or pin and group "
+         "leave none)"),
     Code("E705", 1, "`--algo expert` on a plan that leaves ops unplaced", "E506"),
     Code("E706", 3, "`--algo single`: no one device can hold or run every op"),
     Code("E710", 4, "m-SCT's LP relaxation failed"),
@@ -201,7 +202,8 @@ TABLE: tuple[Code, ...] = (
     Code("E932", 1, "a generated spec that does not load (a bug)"),
     Code("E933", 2, "no such model in the ONNX model zoo"),
     Code("E934", 1, "a malformed line or value in a `--times` file"),
-    Code("E935", 1, "a `--times` file in none of the formats it may take (CSV, JSON, Chrome trace)"),
+    Code("E935", 1, "a `--times` file in none of the formats it may take (CSV, JSON, Chrome "
+         "trace)"),
     Code("E936", 1, "a `--times` file that names no op of the imported graph"),
     Code("W937", 0, "names in a `--times` file that are no op (ignored)"),
     Code("E938", 2, "`import torch` or `export torch` without the `torch` package"),

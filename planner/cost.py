@@ -52,7 +52,9 @@ class Costs:
         """Seconds to move `nbytes` from device `a` to device `b` (0 when a == b)."""
         if a == b:
             return 0.0
-        return self.latency[a][b] + nbytes * self.inv_bandwidth[a][b]
+        lat = self.latency[a][b]
+        # no link: never, also for 0 bytes (inf + 0 * inf would be NaN)
+        return lat + nbytes * self.inv_bandwidth[a][b] if lat < INF else INF
 
     def mean_compute(self, i: int) -> float:
         """Mean compute time of op `i` over the devices that can run it."""
@@ -125,7 +127,7 @@ def static_memory(graph: Graph, placement: Sequence[int], n_devices: int) -> lis
                 received[key] = e.bytes
     for (_, d), b in received.items():
         mem[d] += b
-    return [m + t for m, t in zip(mem, temp)]
+    return [m + t for m, t in zip(mem, temp, strict=True)]
 
 
 class StaticMemoryTracker:

@@ -22,7 +22,7 @@ from types import CodeType, FrameType
 from . import limits
 
 
-class Severity(str, enum.Enum):
+class Severity(str, enum.Enum):  # noqa: UP042 - a StrEnum would print members as values
     """How bad a diagnostic is."""
 
     ERROR = "error"

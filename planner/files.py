@@ -20,6 +20,7 @@ write through it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -85,10 +86,8 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
         except OSError as err:
             raise _failed(path, err) from None
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

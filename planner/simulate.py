@@ -386,7 +386,7 @@ def _check_start_times(problem: Problem, start_s: Sequence[float], place: list[i
                                         f"times for {n} ops", (), ()))
         return
     c = costs(problem)
-    end = [s + t for s, t in zip(start_s, dur)]
+    end = [s + t for s, t in zip(start_s, dur, strict=True)]
 
     def early(t: float, limit: float) -> bool:
         return t < limit - _REL_TOL * max(1.0, abs(limit))
@@ -453,7 +453,10 @@ class _Run:
         self.no_link: list[tuple[int, int, int]] = []
         self.stuck: list[tuple[int, int]] = []  # (device, op at the head of its order)
 
-    def execute(self) -> None:
+    # long: the reference event loop, in one piece because fastsim/_kernel.py's `execute`
+    # follows it step for step (tests/test_fastsim.py checks that they agree); its state
+    # lives in locals, which keeps the per-event work free of attribute look-ups and calls
+    def execute(self) -> None:  # noqa: C901 - the event loop, mirrored step for step by fastsim
         """Run to completion (or to a deadlock of a static order)."""
         p = self.problem
         g = p.graph
@@ -647,7 +650,7 @@ def _static_bytes(graph: Graph, place: list[int], m: int) -> list[int]:
         return static_memory(graph, place, m)
     if m == 0:
         return []
-    ops = tuple(op if d >= 0 else Op(op.name) for op, d in zip(graph.ops, place))
+    ops = tuple(op if d >= 0 else Op(op.name) for op, d in zip(graph.ops, place, strict=True))
     edges = tuple(e for e in graph.edges if place[e.src] >= 0 and place[e.dst] >= 0)
     return static_memory(Graph(graph.name, ops, edges), [max(d, 0) for d in place], m)
 
@@ -732,7 +735,7 @@ def _liveness(problem: Problem, place: list[int], run: _Run
         peaks.append(int(lv[k]))
         top_t = g_t[seg][k]
         mask = shown[seg]
-        timelines.append(tuple(zip(g_t[seg][mask].tolist(), lv[mask].tolist())))
+        timelines.append(tuple(zip(g_t[seg][mask].tolist(), lv[mask].tolist(), strict=True)))
         if peaks[-1] > caps[d]:
             on = (dev == d) & (alloc <= top_t) & (top_t < free)
             live.append(tuple(np.unique(owner[on]).tolist()))

@@ -117,7 +117,8 @@ def test_run_saga_heft_matches_planner(tmp_path: Path) -> None:
     results = cs.run_saga(saga_py, insts, tmp_path, "t", "Heft,HeftPairMean", 60, 120)
     assert [(r["instance"], r["scheduler"]) for r in results] == [
         ("t0", "Heft"), ("t0", "HeftPairMean"), ("t1", "Heft"), ("t1", "HeftPairMean")]
-    for inst, (heft, pair_mean) in zip(insts, zip(results[::2], results[1::2])):
+    pairs = zip(results[::2], results[1::2], strict=True)
+    for inst, (heft, pair_mean) in zip(insts, pairs, strict=True):
         loaded = cs.load_problem(inst, tmp_path)
         chk = cs.check_saga(loaded, heft)
         assert chk.valid, chk.why

@@ -222,7 +222,7 @@ def fractional_assignment_optimum(problem: Problem) -> tuple[float, float]:
         whole = max(whole, min(row[d] for d in devices))
         share = [h.addVariable(lb=0.0) for _ in devices]
         h.addConstr(sum(share[1:], share[0]) == 1)
-        for x, d in zip(share, devices):
+        for x, d in zip(share, devices, strict=True):
             loads[d] = loads[d] + float(row[d]) * x
     for load in loads:
         h.addConstr(load - top <= 0)

@@ -94,7 +94,8 @@ def test_incremental_tracker_matches_static_memory(seed: int, n: int, n_dev: int
     assert tracker.used == static_memory(g, placement, n_dev)
 
 
-def test_plan_json_is_deterministic_and_round_trips(problem: planner.Problem, tmp_path: Path) -> None:
+def test_plan_json_is_deterministic_and_round_trips(problem: planner.Problem,
+                                                    tmp_path: Path) -> None:
     plan = Plan.from_schedule([0, 1, 0, 1], [0.0, 1e-3, 1e-3, 5e-3], 3, "test")
     text = plan.dumps(problem)
     assert text == plan.dumps(problem)

@@ -62,7 +62,8 @@ def assert_same(fast: FastResult, ref: SimResult, where: str = "") -> None:
     assert fast.transfers.tolist() == [[x.src_op, x.src_device, x.dst_device, x.bytes]
                                        for x in ref.transfers], where
     assert all(close(a, x.start_s) and close(b, x.end_s)
-               for (a, b), x in zip(fast.transfer_times.tolist(), ref.transfers)), where
+               for (a, b), x in zip(fast.transfer_times.tolist(), ref.transfers, strict=True)
+               ), where
     assert fast.memory_static_bytes.tolist() == list(ref.memory_static_bytes), where
     assert fast.memory_peak_bytes.tolist() == list(ref.memory_peak_bytes), where
 

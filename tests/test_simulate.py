@@ -453,7 +453,7 @@ def check_schedule(p: Problem, r: SimResult) -> None:
     tol = 1e-12
     arrival = {(t.src_op, t.dst_device): t for t in r.transfers}
     assert len(arrival) == len(r.transfers)  # at most once per (tensor, device)
-    for i, op in enumerate(p.graph.ops):
+    for i in range(len(p.graph.ops)):
         assert r.end_s[i] == pytest.approx(r.start_s[i] + c.compute[i][place[i]])
     ready = [0.0] * len(p.graph.ops)
     for e in p.graph.edges:
@@ -497,7 +497,7 @@ def test_property_schedule_is_valid_and_above_the_lower_bound(
     assert r.makespan_s >= bounds.makespan_s * (1 - 1e-9)
     assert sum(r.memory_peak_bytes) >= bounds.memory_bytes
     assert all(live <= static for live, static in
-               zip(r.memory_peak_bytes, r.memory_static_bytes))
+               zip(r.memory_peak_bytes, r.memory_static_bytes, strict=True))
     replay = simulate(p, Plan(placement, r.order))
     assert replay.start_s == r.start_s and replay.transfers == r.transfers
     assert simulate(p, Plan(placement)) == r  # deterministic
@@ -553,5 +553,5 @@ def test_property_contention_never_beats_none_for_a_fixed_order(
     free = simulate(dataclasses.replace(p, contention="none"), plan)
     for mode in ("link", "device"):
         r = simulate(dataclasses.replace(p, contention=mode), plan)
-        assert all(a <= b + 1e-12 for a, b in zip(free.end_s, r.end_s))
+        assert all(a <= b + 1e-12 for a, b in zip(free.end_s, r.end_s, strict=True))
         assert free.makespan_s <= r.makespan_s + 1e-12

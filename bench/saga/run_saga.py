@@ -192,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("instances", type=Path)
     parser.add_argument("results", type=Path)
     parser.add_argument("--schedulers", default="all",
-                        help="comma-separated: `all` and/or short names (Heft,Cpop,SMT,HeftPairMean)")
+                        help="comma-separated: `all` and/or short names "
+                        "(Heft,Cpop,SMT,HeftPairMean)")
     parser.add_argument("--timeout-s", type=float, default=60.0,
                         help="cap per scheduler run (seconds)")
     parser.add_argument("--self-strength", type=float, default=None,

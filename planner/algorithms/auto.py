@@ -46,14 +46,15 @@ from types import MappingProxyType
 from typing import Any
 
 from ..bounds import lower_bound
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, PlannerError
 from ..model import Problem
+from ..plan import Plan
 from ..simulate import simulate
 from .base import Interrupted, Options, Solution
 from .exact import cpsat
 from .exact.verdict import judge
 from .infeasible import none_found
-from .portfolio import CANDIDATES, estimated_seconds, rank
+from .portfolio import CANDIDATES, Ranked, estimated_seconds, rank
 from .search import improve, move_budget
 
 __all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "place"]
@@ -73,6 +74,9 @@ STALL_DIVISOR = 5
 #: CP-SAT runs only when the time limit is at least this (seconds)
 CPSAT_MIN_S = 0.5
 
+#: (name, simulated makespan, plan) of the best plan so far, or None when none is feasible
+Best = tuple[str, float, Plan] | None
+
 
 def place(problem: Problem, options: Options) -> Solution:
     """Best of the heuristics, improved by CP-SAT on small graphs (module docstring)."""
@@ -81,22 +85,52 @@ def place(problem: Problem, options: Options) -> Solution:
     candidates = dict(ranked.candidates)
     errors = list(ranked.errors)
     best = ranked.best
-    n, m = len(problem.graph.ops), len(problem.cluster.devices)
-    cpsat_note: Any
-    if n > CPSAT_MAX_OPS:
-        cpsat_note = f"skipped: {n} ops > {CPSAT_MAX_OPS}"
-    elif m < 2:
-        cpsat_note = "skipped: one device"
-    elif options.time_limit_s < CPSAT_MIN_S:
-        cpsat_note = f"skipped: a time limit of {options.time_limit_s:g} s < {CPSAT_MIN_S:g} s"
-    else:
-        cpsat_note = None
+    cpsat_note: Any = _cpsat_skipped(problem, options)
 
     if best is None and cpsat_note is not None:
         raise none_found(problem, errors)
 
+    search_note, best = _search_phase(problem, options, ranked, candidates, best,
+                                      cpsat_follows=cpsat_note is None)
+
+    claims: dict[str, Any] = {"lower_s": lower_bound(problem).makespan_s,
+                              "tolerance": options.gap}
+    if cpsat_note is None:
+        cpsat_note, best = _cpsat_phase(problem, options, candidates, errors, best, claims)
+    assert best is not None
+    name, makespan, plan = best
+    verdict = judge(problem, plan, **claims)
+    info = {"candidates": candidates, "skipped": dict(ranked.skipped), "chosen": name,
+            "objective_s": makespan, "bound_s": verdict.bound_s, "gap": verdict.gap,
+            "why": verdict.why,
+            "search": search_note, "cpsat": cpsat_note}
+    log.info("auto: %s gives %.6g s", name, makespan)
+    if options.progress:
+        options.progress(1.0, f"auto: {name}")
+    return Solution(plan, verdict.status, MappingProxyType(info))
+
+
+def _cpsat_skipped(problem: Problem, options: Options) -> str | None:
+    """Why the CP-SAT phase does not run here, or None when it does."""
+    n, m = len(problem.graph.ops), len(problem.cluster.devices)
+    if n > CPSAT_MAX_OPS:
+        return f"skipped: {n} ops > {CPSAT_MAX_OPS}"
+    if m < 2:
+        return "skipped: one device"
+    if options.time_limit_s < CPSAT_MIN_S:
+        return f"skipped: a time limit of {options.time_limit_s:g} s < {CPSAT_MIN_S:g} s"
+    return None
+
+
+def _search_phase(problem: Problem, options: Options, ranked: Ranked,
+                  candidates: dict[str, float | None], best: Best, *,
+                  cpsat_follows: bool) -> tuple[Any, Best]:
+    """Phase 2: the search from the best plan; (its note for `info`, the best plan after it).
+
+    Adds `candidates["search"]` when the search found a strictly faster plan."""
+    m = len(problem.cluster.devices)
     # the limit bounds auto as a whole: the heuristics' expected time comes off first
-    share = SEARCH_SHARE if cpsat_note is None else 1.0
+    share = SEARCH_SHARE if cpsat_follows else 1.0
     spent = sum(estimated_seconds(problem, name) for name in ranked.candidates
                 if name not in ranked.skipped and name != "warm_start")
     left = share * options.time_limit_s - spent
@@ -119,50 +153,46 @@ def place(problem: Problem, options: Options) -> Solution:
         if sim.feasible and sim.makespan_s < best[1] * (1 - 1e-12):
             candidates["search"] = sim.makespan_s
             best = ("search", sim.makespan_s, found.plan)
+    return search_note, best
 
-    claims: dict[str, Any] = {"lower_s": lower_bound(problem).makespan_s,
-                              "tolerance": options.gap}
-    if cpsat_note is None:
-        if options.progress:
-            options.progress(0.3, "auto: cpsat")
-        try:
-            left = options.time_limit_s * (1 - SEARCH_SHARE if "search" in candidates else 1)
-            sol = cpsat.solve(problem, dataclasses.replace(
-                options, warm_start=best[2] if best else None, emit=None, time_limit_s=left),
-                warn=False)
-        except InfeasibleError:
-            if best is None:
-                raise
-            sol = None
-        except Interrupted as stop:
-            raise Interrupted(_relabel(stop.solution, candidates)) from None
-        if sol is None:
-            cpsat_note = "infeasible"
-        else:
-            cpsat_note = sol.status
-            if sol.status != "fallback" and sol.info.get("reason"):
-                cpsat_note = f"{sol.status} ({sol.info['reason']})"  # e.g. the safety cap
-            claims.update(solver_optimal=bool(sol.info.get("proved")),
-                          objective_s=sol.info.get("objective_s"),
-                          solver_bound_s=sol.info.get("solver_bound_s"))
-            sim = simulate(problem, sol.plan)
-            if sol.status != "fallback" and sim.feasible:
-                candidates["cpsat"] = sim.makespan_s
-                if best is None or sim.makespan_s < best[1] * (1 - 1e-12):
-                    best = ("cpsat", sim.makespan_s, sol.plan.with_algorithm("cpsat"))
-            if best is None:
-                raise none_found(problem, errors)
-    assert best is not None
-    name, makespan, plan = best
-    verdict = judge(problem, plan, **claims)
-    info = {"candidates": candidates, "skipped": dict(ranked.skipped), "chosen": name,
-            "objective_s": makespan, "bound_s": verdict.bound_s, "gap": verdict.gap,
-            "why": verdict.why,
-            "search": search_note, "cpsat": cpsat_note}
-    log.info("auto: %s gives %.6g s", name, makespan)
+
+def _cpsat_phase(problem: Problem, options: Options, candidates: dict[str, float | None],
+                 errors: list[PlannerError], best: Best,
+                 claims: dict[str, Any]) -> tuple[Any, Best]:
+    """Phase 3: CP-SAT warm-started from the best plan; (its note for `info`, the best plan
+    after it).
+
+    Adds `candidates["cpsat"]` when its plan is feasible and the solver's claims to
+    `claims`; raises `none_found` when neither the heuristics nor CP-SAT found a plan."""
     if options.progress:
-        options.progress(1.0, f"auto: {name}")
-    return Solution(plan, verdict.status, MappingProxyType(info))
+        options.progress(0.3, "auto: cpsat")
+    try:
+        left = options.time_limit_s * (1 - SEARCH_SHARE if "search" in candidates else 1)
+        sol = cpsat.solve(problem, dataclasses.replace(
+            options, warm_start=best[2] if best else None, emit=None, time_limit_s=left),
+            warn=False)
+    except InfeasibleError:
+        if best is None:
+            raise
+        sol = None
+    except Interrupted as stop:
+        raise Interrupted(_relabel(stop.solution, candidates)) from None
+    if sol is None:
+        return "infeasible", best
+    cpsat_note: Any = sol.status
+    if sol.status != "fallback" and sol.info.get("reason"):
+        cpsat_note = f"{sol.status} ({sol.info['reason']})"  # e.g. the safety cap
+    claims.update(solver_optimal=bool(sol.info.get("proved")),
+                  objective_s=sol.info.get("objective_s"),
+                  solver_bound_s=sol.info.get("solver_bound_s"))
+    sim = simulate(problem, sol.plan)
+    if sol.status != "fallback" and sim.feasible:
+        candidates["cpsat"] = sim.makespan_s
+        if best is None or sim.makespan_s < best[1] * (1 - 1e-12):
+            best = ("cpsat", sim.makespan_s, sol.plan.with_algorithm("cpsat"))
+    if best is None:
+        raise none_found(problem, errors)
+    return cpsat_note, best
 
 
 def _relabel(sol: Solution | None, candidates: dict[str, float | None]) -> Solution | None:

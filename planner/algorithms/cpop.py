@@ -50,7 +50,7 @@ def place(problem: Problem, options: Options) -> Solution:
     """Place and order `problem`'s ops with CPOP; raises `InfeasibleError` when stuck."""
     inst = Instance.of(problem)
     up, down = upward_rank(inst), downward_rank(inst)
-    priority = [u + d for u, d in zip(up, down)]
+    priority = [u + d for u, d in zip(up, down, strict=True)]
     path = critical_path(inst, priority)
     cp_device = -1
     if path:

@@ -49,6 +49,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from typing import Any
 
 import highspy
 import numpy as np
@@ -111,10 +112,40 @@ def lp_relaxation(inst: Instance) -> tuple[np.ndarray, float]:
 
     Edge order is `problem.graph.edges`. Raises `SolverError` if HiGHS fails.
     """
-    g = inst.problem.graph
-    n, n_edges = inst.n, len(g.edges)
+    n_edges = len(inst.problem.graph.edges)
     if n_edges == 0:
         return np.zeros(0), max(inst.mean_compute, default=0.0)
+    lp, n_rows, scale = _lp_model(inst)
+    h = _new_highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("random_seed", 0)
+    # no `threads` option: HiGHS sizes one task scheduler per process, and a later value
+    # that differs makes `run` fail ("Not Set") once any other HiGHS model has run here
+    # (the exact ILP through Pyomo, or a user's own); the dual simplex is serial anyway
+    # Dantzig pricing: 1.3-2x faster than the default on these degenerate DAG LPs (measured
+    # on GNMT and random layered DAGs of 2.5k-10k ops)
+    h.setOptionValue("simplex_dual_edge_weight_strategy", 0)
+    # a deterministic work limit: random DAGs with long edges need 4x more iterations
+    # than rows and minutes at 10k ops (layered graphs and GNMT: under 0.6x)
+    h.setOptionValue("simplex_iteration_limit", int(LP_ITERATIONS_PER_ROW * n_rows))
+    h.passModel(lp)
+    h.run()
+    if h.getModelStatus() == highspy.HighsModelStatus.kIterationLimit:
+        raise _LpTooLarge
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        status = h.modelStatusToString(h.getModelStatus())
+        raise SolverError(Diagnostic(
+            "E710", f"m-SCT's LP relaxation failed in HiGHS: {status}",
+            None, ("use --algo metf, which needs no LP",)))
+    x = np.asarray(h.getSolution().col_value[:n_edges], dtype=np.float64)
+    return x, float(h.getInfo().objective_function_value) * scale
+
+
+def _lp_model(inst: Instance) -> tuple[Any, int, float]:
+    """The favourite-child LP of a graph with edges as a row-wise HiGHS model: (the
+    `HighsLp`, its number of rows, the scale its times are divided by)."""
+    g = inst.problem.graph
+    n, n_edges = inst.n, len(g.edges)
     src = np.fromiter((e.src for e in g.edges), np.int64, n_edges)
     dst = np.fromiter((e.dst for e in g.edges), np.int64, n_edges)
     nbytes = np.fromiter((e.bytes for e in g.edges), np.float64, n_edges)
@@ -183,28 +214,7 @@ def lp_relaxation(inst: Instance) -> tuple[np.ndarray, float]:
     lp.a_matrix_.start_ = start
     lp.a_matrix_.index_ = index
     lp.a_matrix_.value_ = value
-    h = _new_highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("random_seed", 0)
-    # no `threads` option: HiGHS sizes one task scheduler per process, and a later value
-    # that differs makes `run` fail ("Not Set") once any other HiGHS model has run here
-    # (the exact ILP through Pyomo, or a user's own); the dual simplex is serial anyway
-    # Dantzig pricing: 1.3-2x faster than the default on these degenerate DAG LPs (measured
-    # on GNMT and random layered DAGs of 2.5k-10k ops)
-    h.setOptionValue("simplex_dual_edge_weight_strategy", 0)
-    # a deterministic work limit: random DAGs with long edges need 4x more iterations
-    # than rows and minutes at 10k ops (layered graphs and GNMT: under 0.6x)
-    h.setOptionValue("simplex_iteration_limit", int(LP_ITERATIONS_PER_ROW * lengths.size))
-    h.passModel(lp)
-    h.run()
-    if h.getModelStatus() == highspy.HighsModelStatus.kIterationLimit:
-        raise _LpTooLarge
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise SolverError(Diagnostic(
-            "E710", f"m-SCT's LP relaxation failed in HiGHS: {h.modelStatusToString(h.getModelStatus())}",
-            None, ("use --algo metf, which needs no LP",)))
-    x = np.asarray(h.getSolution().col_value[:n_edges], dtype=np.float64)
-    return x, float(h.getInfo().objective_function_value) * scale
+    return lp, int(lengths.size), scale
 
 
 class _LpTooLarge(Exception):

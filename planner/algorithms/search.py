@@ -40,8 +40,8 @@ Budget and determinism: the work is counted in moves tried. `--time-limit` is tu
 a budget of moves from the problem's size alone (`move_budget`), so a given seed
 and limit give the same plan on any machine and at any load; the wall clock is only a
 safety cap at three times the limit plus 5 s (then `info["reason"]` says the plan may
-differ from run to run). Ctrl-C returns the best plan so far (`Interrupted`). Progress reports the best
-makespan as it improves.
+differ from run to run). Ctrl-C returns the best plan so far (`Interrupted`). Progress
+reports the best makespan as it improves.
 
 Time: O(budget · (V + E) log V) (one simulation each).
 """
@@ -110,7 +110,7 @@ def move_levels(problem: Problem) -> list[list[tuple[int, ...]]]:
     if structured:
         for depth in range(1, 9):
             by_prefix: dict[str, list[int]] = {}
-            for u, parts in zip(movable, names):
+            for u, parts in zip(movable, names, strict=True):
                 by_prefix.setdefault("/".join(parts[:depth]), []).append(u)
             _add_level(levels, seen, list(by_prefix.values()), len(movable))
         levels.extend(_cross_levels(movable, names, levels))
@@ -138,7 +138,7 @@ def _cross_levels(movable: list[int], names: list[list[str]],
     levels = []
     for k in range(2, 8):
         by_key: dict[tuple[str, str], list[int]] = {}
-        for u, parts in zip(movable, names):
+        for u, parts in zip(movable, names, strict=True):
             if len(parts) > k:
                 by_key.setdefault((parts[0], parts[k]), []).append(u)
         level = [tuple(sorted(g)) for g in by_key.values() if len(g) > 1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 Quantity: TypeAlias = "float | int | str"
 #: one name, or several
 Names: TypeAlias = "str | Iterable[str]"
+#: a name and the call that used it -> its index, or None (an error in the build's sink)
+_Resolve: TypeAlias = "Callable[[str, CallSite | None], int | None]"
 
 _QUANTITY = re.compile(r"\s*([+-]?(?:[0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)(?:[eE][+-]?[0-9]+)?)"
                        r"\s*([A-Za-z][A-Za-z/]*)?\s*")
@@ -187,39 +189,9 @@ class ProblemBuilder:
                            *did_you_mean(name, dev_index), "declare it with device(NAME, ...)")
             return d
 
-        edges: dict[tuple[int, int], tuple[int, CallSite | None]] = {}
-        for a_name, b_name, size, site in self._edges:
-            a, b = op_of(a_name, site), op_of(b_name, site)
-            if a is not None and b is not None:
-                nbytes = ops[a].output_bytes if size is None else int(size)
-                edges[(a, b)] = (nbytes, edges.get((a, b), (0, site))[1])
-        links: dict[tuple[int, int], tuple[Link, CallSite | None]] = {}
-        for srcs, dsts, bw, lat, both, site in self._links:
-            s_ids = [d for n in srcs if (d := dev_of(n, site)) is not None]
-            d_ids = [d for n in dsts if (d := dev_of(n, site)) is not None]
-            for a in s_ids:
-                for b in d_ids:
-                    if a != b:
-                        links[(a, b)] = (Link(a, b, bw, lat), site)
-                        if both:
-                            links[(b, a)] = (Link(b, a, bw, lat), site)
-        pins: dict[int, int] = {}
-        placement: dict[int, int] = {}
-        pin_sites: dict[int, CallSite | None] = {}
-        for names, dev_name, hard, site in self._pins:
-            d = dev_of(dev_name, site)
-            table = pins if hard else placement
-            for i in (op_of(n, site) for n in names):
-                if i is None or d is None:
-                    continue
-                if table.get(i, d) != d:
-                    verb = "pinned" if hard else "placed"
-                    sink.error("E250", f"op `{ops[i].name}` is {verb} on both "
-                               f"`{devs[table[i]].name}` and `{dev_name}`", site_span(site),
-                               f"an op is {verb} on one device; keep one of the two")
-                table[i] = d
-                if hard:
-                    pin_sites.setdefault(i, site)
+        edges = self._edge_table(op_of, ops)
+        links = self._link_table(dev_of)
+        pins, placement, pin_sites = self._pin_tables(sink, op_of, dev_of, ops, devs)
         groups, group_sites = self._groups(op_of, len(ops))
         sink.raise_if_errors()
 
@@ -249,6 +221,57 @@ class ProblemBuilder:
 
         check_problem(problem, locate)
         return problem
+
+    def _edge_table(self, op_of: _Resolve, ops: list[Op]
+                    ) -> dict[tuple[int, int], tuple[int, CallSite | None]]:
+        """(src, dst) -> (bytes, the first call that declared it); a repeated edge keeps
+        the last size."""
+        edges: dict[tuple[int, int], tuple[int, CallSite | None]] = {}
+        for a_name, b_name, size, site in self._edges:
+            a, b = op_of(a_name, site), op_of(b_name, site)
+            if a is not None and b is not None:
+                nbytes = ops[a].output_bytes if size is None else int(size)
+                edges[(a, b)] = (nbytes, edges.get((a, b), (0, site))[1])
+        return edges
+
+    def _link_table(self, dev_of: _Resolve
+                    ) -> dict[tuple[int, int], tuple[Link, CallSite | None]]:
+        """(src, dst) -> (the link, the call that declared it last)."""
+        links: dict[tuple[int, int], tuple[Link, CallSite | None]] = {}
+        for srcs, dsts, bw, lat, both, site in self._links:
+            s_ids = [d for n in srcs if (d := dev_of(n, site)) is not None]
+            d_ids = [d for n in dsts if (d := dev_of(n, site)) is not None]
+            for a in s_ids:
+                for b in d_ids:
+                    if a != b:
+                        links[(a, b)] = (Link(a, b, bw, lat), site)
+                        if both:
+                            links[(b, a)] = (Link(b, a, bw, lat), site)
+        return links
+
+    def _pin_tables(self, sink: DiagnosticSink, op_of: _Resolve, dev_of: _Resolve,
+                    ops: list[Op], devs: list[Device]
+                    ) -> tuple[dict[int, int], dict[int, int], dict[int, CallSite | None]]:
+        """(pins, the given placement, op -> the first call that pinned it); an op pinned
+        or placed on two devices is an E250 in `sink`."""
+        pins: dict[int, int] = {}
+        placement: dict[int, int] = {}
+        pin_sites: dict[int, CallSite | None] = {}
+        for names, dev_name, hard, site in self._pins:
+            d = dev_of(dev_name, site)
+            table = pins if hard else placement
+            for i in (op_of(n, site) for n in names):
+                if i is None or d is None:
+                    continue
+                if table.get(i, d) != d:
+                    verb = "pinned" if hard else "placed"
+                    sink.error("E250", f"op `{ops[i].name}` is {verb} on both "
+                               f"`{devs[table[i]].name}` and `{dev_name}`", site_span(site),
+                               f"an op is {verb} on one device; keep one of the two")
+                table[i] = d
+                if hard:
+                    pin_sites.setdefault(i, site)
+        return pins, placement, pin_sites
 
     def _groups(self, op_of: Any, n: int
                 ) -> tuple[tuple[tuple[int, ...], ...], list[CallSite | None]]:

@@ -285,8 +285,11 @@ def _check_output(output: OutputFormat | None, as_json: bool) -> None:
 
 @app.command()
 def check(
-    paths: Annotated[list[Path], typer.Argument(help="Spec files or folders (*.plan, recursively).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (the diagnostics in its envelope).")] = False,
+    paths: Annotated[list[Path], typer.Argument(
+        help="Spec files or folders (*.plan, recursively).")],
+    as_json: Annotated[bool, typer.Option(
+        "--json",
+        help="Print one JSON document on stdout (the diagnostics in its envelope).")] = False,
     output: FormatOption = None,
     limit: LimitOption = None,
     root: RootOption = None,
@@ -343,10 +346,18 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
 
 @app.command()
 def fmt(
-    paths: Annotated[list[Path], typer.Argument(help="Spec files or folders to format in place; `-` reads standard input and writes the result to stdout.")],
-    check_only: Annotated[bool, typer.Option("--check", help="Change nothing; list the files that would change (exit 5 if any).")] = False,
-    diff: Annotated[bool, typer.Option("--diff", help="Change nothing; print the changes as a unified diff (exit 5 if any).")] = False,
-    stdin_filename: Annotated[str | None, typer.Option("--stdin-filename", help="The name `fmt -` gives standard input in diagnostics and diffs.")] = None,
+    paths: Annotated[list[Path], typer.Argument(
+        help="Spec files or folders to format in place; `-` reads standard input and writes "
+        "the result to stdout.")],
+    check_only: Annotated[bool, typer.Option(
+        "--check",
+        help="Change nothing; list the files that would change (exit 5 if any).")] = False,
+    diff: Annotated[bool, typer.Option(
+        "--diff",
+        help="Change nothing; print the changes as a unified diff (exit 5 if any).")] = False,
+    stdin_filename: Annotated[str | None, typer.Option(
+        "--stdin-filename",
+        help="The name `fmt -` gives standard input in diagnostics and diffs.")] = None,
     output: FormatOption = None,
     limit: LimitOption = None,
 ) -> None:
@@ -441,11 +452,17 @@ def _infeasible_exit(problem: Problem, result: SimResult, report: JsonReport) ->
 @app.command()
 def simulate(
     spec: Annotated[Path, typer.Argument(help="The spec file.")],
-    plan: Annotated[str | None, typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
-    placement: Annotated[Path | None, typer.Option("--placement", help="A plan JSON or {\"placement\": {op: device}} file; default: the spec's place/pin statements.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    plan: Annotated[str | None, typer.Option(
+        "--plan", help="Plan name (needed when the spec has several).")] = None,
+    placement: Annotated[Path | None, typer.Option(
+        "--placement", help="A plan JSON or {\"placement\": {op: device}} file; default: the "
+        "spec's place/pin statements.")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON document on stdout.")] = False,
     output: FormatOption = None,
-    trace: Annotated[Path | None, typer.Option("--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev).")] = None,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
+        "ui.perfetto.dev).")] = None,
     limit: LimitOption = None,
     root: RootOption = None,
 ) -> None:
@@ -456,7 +473,8 @@ def simulate(
         check_outputs({"--trace": trace})
         loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
-        the_plan = _read_placement(problem, placement) if placement else _placement_from_spec(problem)
+        the_plan = (_read_placement(problem, placement) if placement
+                    else _placement_from_spec(problem))
         result, _, _ = _emit_result(problem, the_plan, report, extra_json={}, extra_rows={})
         _write_trace(trace, problem, result)
         if not result.feasible:
@@ -466,11 +484,14 @@ def simulate(
 @app.command()
 def solve(
     spec: Annotated[Path, typer.Argument(help="The spec file.")],
-    plan: Annotated[str | None, typer.Option("--plan", help="Plan name (needed when the spec has several).")] = None,
+    plan: Annotated[str | None, typer.Option(
+        "--plan", help="Plan name (needed when the spec has several).")] = None,
     algo: Annotated[str, typer.Option(
         "--algo", help=_HELP_ALGO, autocompletion=_complete_algo)] = DEFAULT_ALGO,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the plan JSON here (atomically).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Write the plan JSON here (atomically).")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON document on stdout.")] = False,
     time_limit: Annotated[float | None, typer.Option(
         "--time-limit", help=_HELP_TIME_LIMIT, show_default=False)] = None,
     gap: Annotated[float | None, typer.Option("--gap", help=_HELP_GAP, show_default=False)] = None,
@@ -478,8 +499,11 @@ def solve(
         "--solver", help=_HELP_SOLVER, show_default=False)] = None,
     emit: Annotated[Path | None, typer.Option("--emit", help=_HELP_EMIT)] = None,
     seed: Annotated[int, typer.Option("--seed", help=_HELP_SEED)] = 0,
-    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
-    trace: Annotated[Path | None, typer.Option("--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev).")] = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
+        "ui.perfetto.dev).")] = None,
     limit: LimitOption = None,
     root: RootOption = None,
 ) -> None:

@@ -26,12 +26,21 @@ SHOWN = 10
 
 
 def diff_command(
-    old: Annotated[Path, typer.Argument(help="The plan before: a plan file (solve --out) or solve/simulate --json output.")],
+    old: Annotated[Path, typer.Argument(
+        help="The plan before: a plan file (solve --out) or solve/simulate --json output.")],
     new: Annotated[Path, typer.Argument(help="The plan after, in either form.")],
-    spec: Annotated[Path | None, typer.Option("--spec", help="Simulate both plans on this spec when a file lacks figures (makespan, bound, memory).")] = None,
-    plan: Annotated[str | None, typer.Option("--plan", help="The spec's plan (default: the one the old file names, or the only one).")] = None,
-    fail_if_slower: Annotated[float | None, typer.Option("--fail-if-slower", metavar="PCT", help="Exit 5 when the new makespan is more than PCT % above the old one (or the new plan violates the spec).", show_default=False)] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+    spec: Annotated[Path | None, typer.Option(
+        "--spec", help="Simulate both plans on this spec when a file lacks figures "
+        "(makespan, bound, memory).")] = None,
+    plan: Annotated[str | None, typer.Option(
+        "--plan",
+        help="The spec's plan (default: the one the old file names, or the only one).")] = None,
+    fail_if_slower: Annotated[float | None, typer.Option(
+        "--fail-if-slower", metavar="PCT", show_default=False,
+        help="Exit 5 when the new makespan is more than PCT % above the old one (or the new "
+        "plan violates the spec).")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON document on stdout.")] = False,
     output: Annotated[OutputFormat | None, typer.Option(
         "--format", "--output-format", case_sensitive=False, show_default=False,
         help="Output: text, json, github (annotations) or sarif.")] = None,
@@ -42,7 +51,8 @@ def diff_command(
         if as_json and output not in (None, OutputFormat.JSON):
             raise UsageError(Diagnostic("E640", f"--json and --format {output.value} "
                                         "contradict each other", None, ("give one of them",)))
-        if fail_if_slower is not None and not (fail_if_slower >= 0 and math.isfinite(fail_if_slower)):
+        if fail_if_slower is not None and not (
+                fail_if_slower >= 0 and math.isfinite(fail_if_slower)):
             raise UsageError(Diagnostic("E643", f"--fail-if-slower: `{fail_if_slower}` is not "
                                         "a percentage of 0 or more", None,
                                         ("for example --fail-if-slower 5 (5 % slower at most)",)))

@@ -232,9 +232,7 @@ def stdout_to_stderr() -> Iterator[None]:
         os.dup2(2, 1)
         yield
     finally:
-        try:
+        with contextlib.suppress(ValueError):
             sys.stdout.flush()
-        except ValueError:
-            pass
         os.dup2(saved, 1)
         os.close(saved)

@@ -111,10 +111,8 @@ def _quiet_stdout() -> None:
     `--json`), and SIGTERM unwinds the point it runs (its solver's process group and
     temporary files go with it) before the worker exits (`signals.install_in_worker`)."""
     install_in_worker()
-    try:
+    with contextlib.suppress(OSError):  # no stderr to point at
         os.dup2(2, 1)
-    except OSError:  # pragma: no cover - no stderr to point at
-        pass
 
 
 #: a sweep where this many points crashed and none finished stops (workers cannot run)
@@ -149,21 +147,8 @@ def _local(points: Sequence[Point], jobs: int, keep_plans: bool, worker: Worker,
         overdue: list[Future[PointResult]] = []
         try:
             while pending or inflight:
-                # fill the pool; a `solo` point (a crash suspect) runs alone
-                while pending and len(inflight) < jobs:
-                    point, solo = pending[0]
-                    if solo and inflight:
-                        break
-                    if any(s for _, s in inflight.values()):
-                        break
-                    try:
-                        fut = pool.submit(guarded, worker, point, keep_plans)
-                    except BrokenProcessPool:  # a point in flight just killed its worker
-                        broken = True
-                        break
-                    pending.popleft()
-                    inflight[fut] = (point, solo)
-                    ends[fut] = time.monotonic() + deadline(point)
+                broken = _fill(pool, pending, inflight, ends, jobs, worker, keep_plans,
+                               deadline)
                 if broken:
                     # every future in flight resolves now: a result, or BrokenProcessPool
                     done, _ = wait(list(inflight))
@@ -225,6 +210,28 @@ def _local(points: Sequence[Point], jobs: int, keep_plans: bool, worker: Worker,
             else:
                 retry.append((point, True))
         pending.extendleft(reversed(retry))
+
+
+def _fill(pool: ProcessPoolExecutor, pending: deque[tuple[Point, bool]],
+          inflight: dict[Future[PointResult], tuple[Point, bool]],
+          ends: dict[Future[PointResult], float], jobs: int, worker: Worker,
+          keep_plans: bool, deadline: Callable[[Point], float]) -> bool:
+    """Submit pending points until `jobs` are in flight; a `solo` point (a crash suspect)
+    runs alone. Returns whether the pool is broken (a point in flight killed its worker)."""
+    while pending and len(inflight) < jobs:
+        point, solo = pending[0]
+        if solo and inflight:
+            break
+        if any(s for _, s in inflight.values()):
+            break
+        try:
+            fut = pool.submit(guarded, worker, point, keep_plans)
+        except BrokenProcessPool:  # a point in flight just killed its worker
+            return True
+        pending.popleft()
+        inflight[fut] = (point, solo)
+        ends[fut] = time.monotonic() + deadline(point)
+    return False
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:

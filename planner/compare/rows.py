@@ -301,7 +301,7 @@ def parse_rows(text: str, fmt: str) -> tuple[list[Row], int]:
             else:
                 if len(cells) != len(header):
                     break
-                obj = dict(zip(header, cells))
+                obj = dict(zip(header, cells, strict=True))
                 rows.append({k: _from_text(k, obj.get(k, "")) for k in FIELD_NAMES})
         elif body.strip():
             try:

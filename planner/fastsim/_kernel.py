@@ -278,6 +278,9 @@ def static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp)
     return mem + big
 
 
+# long: a numba kernel for `simulate._liveness`'s peaks, compared with it by
+# tests/test_fastsim.py; its passes (buffers, copies per device, ops per device, the sweep)
+# share their scratch arrays, and a split would change compiled code checked against it
 @njit(cache=True)
 def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output, temp,
                    tr_i, tr_t):
@@ -503,6 +506,9 @@ def _try_start(d, seq, ptr, head, free, pending, ready, dur, start, end, run, cn
     free[d] = f
 
 
+# long: the compiled event loop follows `simulate._Run.execute` step for step (the same
+# order of floating-point operations, so times agree; tests/test_fastsim.py compares them),
+# so it stays one function, as the reference does
 @njit(cache=True)
 def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, pending,
             succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap):

@@ -51,8 +51,8 @@ def load_baechi(
     """Read a Baechi graph JSON file into a `Problem` on Baechi's cluster (see module doc).
 
     `times` (`planner.io.times.read_times` of a `--times` file) replaces the measured time
-    of every op it names. Raises `SpecError` (E001-E004 unreadable, E920 not JSON, E922 not this format) with the
-    file named, never a raw exception.
+    of every op it names. Raises `SpecError` (E001-E004 unreadable, E920 not JSON, E922 not
+    this format) with the file named, never a raw exception.
     """
     shown = str(path)
     text = read_source(Path(path), shown)

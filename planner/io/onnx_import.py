@@ -62,6 +62,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -214,7 +215,6 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
                  command: str | None = None) -> Imported:
     """Import an in-memory `onnx.ModelProto` (see the module docstring)."""
     import onnx
-    from onnx import shape_inference
 
     where = Span.start_of(file)
     prof = _profile(profile)
@@ -223,38 +223,11 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
                                    ("one of: " + ", ".join(DTYPE_BYTES),)))
     if batch is not None and batch < 1:
         raise UsageError(Diagnostic("E930", "--batch must be at least 1", None))
-    model = onnx.ModelProto.FromString(model.SerializeToString())  # never edit the caller's
-    g = model.graph
+    g = _with_shapes(model, file, where).graph
+    info = _tensor_info(g)
     inits = {t.name for t in g.initializer}
-    for inp in g.input:
-        if inp.name not in inits:
-            for d in inp.type.tensor_type.shape.dim:
-                if not d.HasField("dim_value"):
-                    d.dim_value = 1
-    try:
-        model = shape_inference.infer_shapes(model)
-    except Exception as err:  # noqa: BLE001 - onnx raises several internal types here
-        raise SpecError(Diagnostic("E902", f"shape inference failed on {file}: {err}", where,
-                                   ("the model may be invalid for its opset",))) from None
-    g = model.graph
-    info: dict[str, tuple[int, tuple[int, ...] | None]] = {}
-    for vi in [*g.input, *g.value_info, *g.output]:
-        tt = vi.type.tensor_type
-        dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim)
-        known = tt.HasField("shape") and all(x >= 0 for x in dims)
-        info[vi.name] = (tt.elem_type, dims if known else None)
-    for t in g.initializer:
-        info[t.name] = (t.data_type, tuple(t.dims))
-
-    def nbytes(tensor: str) -> int:
-        elem, shape = info.get(tensor, (0, None))
-        if shape is None:
-            return 0
-        size = DTYPE_BYTES[dtype] if elem in _FLOAT_TYPES else _itemsize(elem)
-        return math.prod(shape) * size
-
-    constant = set(inits)
     data_inputs = [i.name for i in g.input if i.name not in inits]
+    constant = set(inits)
     compute_nodes = []
     for node in g.node:
         ins = [t for t in node.input if t]
@@ -269,42 +242,130 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
             model_batch = max(1, shape[0])
             break
     batch = batch or model_batch
-    scale = batch / model_batch
     consumed: set[str] = {t.name for t in g.output}
     for node in compute_nodes:
         consumed.update(t for t in node.input if t)
 
-    w = Workload(name)
-    producer: dict[str, str] = {}
-    sink: list[Diagnostic] = []
-    used_names: set[str] = set()
-    matmul_like: set[str] = set()
-    fwd_cost: dict[str, tuple[float, float]] = {}
-    unknown: dict[str, int] = {}
-    unknown_shapes: list[str] = []
-    param_tensors: set[str] = set()
+    b = _Build(Workload(name), prof, dtype, info, constant, consumed, batch / model_batch)
     for t in data_inputs:
-        if t not in consumed:
-            continue
-        op_name = _unique(t, used_names)
-        size = round(nbytes(t) * scale)
-        w.add(WorkOp(op_name, prof.time_s(0.0, size, dtype), 0.0, output_bytes=size))
-        producer[t] = op_name
-        fwd_cost[op_name] = (0.0, float(size))
-    total_flops = 0.0
+        if t in consumed:
+            b.add_input(t)
     for node in compute_nodes:
+        b.add_node(node, {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute})
+    w = b.w
+    n_params = sum(math.prod(info[t][1] or ()) for t in b.param_tensors)
+    stats = {"flops": b.total_flops, "params": float(n_params),
+             "ops_forward": float(len(w.ops))}
+    if training:
+        def backward(op: WorkOp) -> tuple[float, float | None]:
+            f, moved = b.fwd_cost[op.name]
+            bf = f * (BACKWARD_FLOP_FACTOR if op.name in b.matmul_like else 1.0)
+            return prof.time_s(bf, 2 * moved, dtype), bf
+
+        add_backward(w, backward, optimizer, skip=[b.producer[t] for t in data_inputs
+                                                   if t in b.producer])
+    header = _header(command, source, prof, dtype, batch, model_batch, training, optimizer,
+                     w, stats)
+    return Imported(w, header, b.warnings(where), stats)
+
+
+#: tensor name -> (ONNX element type, shape, or None where shape inference left none)
+_Info = dict[str, tuple[int, tuple[int, ...] | None]]
+
+
+def _with_shapes(model: Any, file: str, where: Span) -> ModelProto:
+    """A copy of `model` (the caller's is never edited) with the symbolic dimensions of its
+    data inputs fixed to 1 and ONNX's shape inference run."""
+    import onnx
+    from onnx import shape_inference
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    g = model.graph
+    inits = {t.name for t in g.initializer}
+    for inp in g.input:
+        if inp.name not in inits:
+            for d in inp.type.tensor_type.shape.dim:
+                if not d.HasField("dim_value"):
+                    d.dim_value = 1
+    try:
+        return shape_inference.infer_shapes(model)
+    except Exception as err:  # noqa: BLE001 - onnx raises several internal types here
+        raise SpecError(Diagnostic("E902", f"shape inference failed on {file}: {err}", where,
+                                   ("the model may be invalid for its opset",))) from None
+
+
+def _tensor_info(g: Any) -> _Info:
+    """The element type and inferred shape of every tensor of graph `g`."""
+    info: _Info = {}
+    for vi in [*g.input, *g.value_info, *g.output]:
+        tt = vi.type.tensor_type
+        dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim)
+        known = tt.HasField("shape") and all(x >= 0 for x in dims)
+        info[vi.name] = (tt.elem_type, dims if known else None)
+    for t in g.initializer:
+        info[t.name] = (t.data_type, tuple(t.dims))
+    return info
+
+
+@dataclass
+class _Build:
+    """The workload as `import_model` adds the graph's data inputs and compute nodes."""
+
+    w: Workload
+    prof: DeviceProfile
+    dtype: str
+    info: _Info
+    #: initializers and the outputs of nodes folded away
+    constant: set[str]
+    #: tensors some compute node or the graph's outputs read
+    consumed: set[str]
+    #: the batch asked for / the model's own
+    scale: float
+    #: tensor -> the op that produces it
+    producer: dict[str, str] = field(default_factory=dict)
+    used_names: set[str] = field(default_factory=set)
+    #: convolutions and matrix products (their backward costs more)
+    matmul_like: set[str] = field(default_factory=set)
+    #: op -> (forward FLOPs, bytes moved)
+    fwd_cost: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: op type without a FLOP formula -> how many nodes have it
+    unknown: dict[str, int] = field(default_factory=dict)
+    unknown_shapes: list[str] = field(default_factory=list)
+    #: floating-point constants some op reads (the parameters)
+    param_tensors: set[str] = field(default_factory=set)
+    total_flops: float = 0.0
+
+    def nbytes(self, tensor: str) -> int:
+        """The tensor's bytes at the model's own batch (0 without a shape)."""
+        elem, shape = self.info.get(tensor, (0, None))
+        if shape is None:
+            return 0
+        size = DTYPE_BYTES[self.dtype] if elem in _FLOAT_TYPES else _itemsize(elem)
+        return math.prod(shape) * size
+
+    def add_input(self, t: str) -> None:
+        """A data op for graph input `t`: the time to write its bytes to memory."""
+        op_name = _unique(t, self.used_names)
+        size = round(self.nbytes(t) * self.scale)
+        self.w.add(WorkOp(op_name, self.prof.time_s(0.0, size, self.dtype), 0.0,
+                          output_bytes=size))
+        self.producer[t] = op_name
+        self.fwd_cost[op_name] = (0.0, float(size))
+
+    def add_node(self, node: Any, attrs: dict[str, Any]) -> None:
+        """The op of compute node `node` (its attributes `attrs`) and its in-edges."""
+        info, scale, consumed = self.info, self.scale, self.consumed
         base = node.name or node.output[0]
         label = base if node.op_type.lower() in base.lower() else f"{base}.{node.op_type}"
-        op_name = _unique(label, used_names)
-        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        op_name = _unique(label, self.used_names)
         in_shapes = [info.get(t, (0, None))[1] if t else None for t in node.input]
         out_shapes = [info.get(t, (0, None))[1] for t in node.output]
         for t in (*node.input, *node.output):
             if t and t in consumed and info.get(t, (0, None))[1] is None:
-                unknown_shapes.append(t)
+                self.unknown_shapes.append(t)
         flops = node_flops(node.op_type, attrs, in_shapes, out_shapes)
         if flops is None:
-            unknown[node.op_type] = unknown.get(node.op_type, 0) + 1
+            self.unknown[node.op_type] = self.unknown.get(node.op_type, 0) + 1
             flops = float(_prod(out_shapes[0] if out_shapes else None))
         flops *= scale
         params = 0
@@ -314,54 +375,48 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
             if not t or t in seen_inputs:
                 continue
             seen_inputs.add(t)
-            if t in constant:
-                params += nbytes(t)
+            if t in self.constant:
+                params += self.nbytes(t)
                 if info.get(t, (0, None))[0] in _FLOAT_TYPES:
-                    param_tensors.add(t)
+                    self.param_tensors.add(t)
             else:
-                act_in += round(nbytes(t) * scale)
-        out_bytes = sum(round(nbytes(t) * scale) for t in node.output if t and t in consumed)
+                act_in += round(self.nbytes(t) * scale)
+        out_bytes = sum(round(self.nbytes(t) * scale) for t in node.output
+                        if t and t in consumed)
         moved = 0.0 if node.op_type in VIEWS else float(params + act_in + out_bytes)
-        w.add(WorkOp(op_name, prof.time_s(flops, moved, dtype), flops, params_bytes=params,
-                     output_bytes=out_bytes))
-        fwd_cost[op_name] = (flops, moved)
-        total_flops += flops
+        self.w.add(WorkOp(op_name, self.prof.time_s(flops, moved, self.dtype), flops,
+                          params_bytes=params, output_bytes=out_bytes))
+        self.fwd_cost[op_name] = (flops, moved)
+        self.total_flops += flops
         if node.op_type in CONV or node.op_type in MATMUL:
-            matmul_like.add(op_name)
+            self.matmul_like.add(op_name)
         edge_bytes: dict[str, int] = {}
         for t in dict.fromkeys(x for x in node.input if x):
-            src = producer.get(t)
+            src = self.producer.get(t)
             if src is not None:
-                edge_bytes[src] = edge_bytes.get(src, 0) + round(nbytes(t) * scale)
-        for src, b in edge_bytes.items():
-            w.connect(src, op_name, b)
+                edge_bytes[src] = edge_bytes.get(src, 0) + round(self.nbytes(t) * scale)
+        for src, nb in edge_bytes.items():
+            self.w.connect(src, op_name, nb)
         for t in node.output:
             if t:
-                producer[t] = op_name
-    if unknown:
-        listed = ", ".join(f"{k} ({v})" for k, v in sorted(unknown.items()))
-        sink.append(Diagnostic(
-            "W940", f"no FLOP formula for op types {listed}; counted 1 FLOP per output "
-            "element", where, severity=Severity.WARNING))
-    if unknown_shapes:
-        shown = ", ".join(f"`{t}`" for t in unknown_shapes[:5])
-        more = f" and {len(unknown_shapes) - 5} more" if len(unknown_shapes) > 5 else ""
-        sink.append(Diagnostic(
-            "W941", f"shape inference left {len(unknown_shapes)} tensor(s) without a shape "
-            f"({shown}{more}); they count 0 bytes", where, severity=Severity.WARNING))
-    n_params = sum(math.prod(info[t][1] or ()) for t in param_tensors)
-    stats = {"flops": total_flops, "params": float(n_params), "ops_forward": float(len(w.ops))}
-    if training:
-        def backward(op: WorkOp) -> tuple[float, float | None]:
-            f, moved = fwd_cost[op.name]
-            bf = f * (BACKWARD_FLOP_FACTOR if op.name in matmul_like else 1.0)
-            return prof.time_s(bf, 2 * moved, dtype), bf
+                self.producer[t] = op_name
 
-        add_backward(w, backward, optimizer, skip=[producer[t] for t in data_inputs
-                                                   if t in producer])
-    header = _header(command, source, prof, dtype, batch, model_batch, training, optimizer,
-                     w, stats)
-    return Imported(w, header, sink, stats)
+    def warnings(self, where: Span) -> list[Diagnostic]:
+        """W940 for op types without a formula, W941 for tensors without a shape."""
+        sink: list[Diagnostic] = []
+        if self.unknown:
+            listed = ", ".join(f"{k} ({v})" for k, v in sorted(self.unknown.items()))
+            sink.append(Diagnostic(
+                "W940", f"no FLOP formula for op types {listed}; counted 1 FLOP per output "
+                "element", where, severity=Severity.WARNING))
+        if self.unknown_shapes:
+            shapeless = self.unknown_shapes
+            shown = ", ".join(f"`{t}`" for t in shapeless[:5])
+            more = f" and {len(shapeless) - 5} more" if len(shapeless) > 5 else ""
+            sink.append(Diagnostic(
+                "W941", f"shape inference left {len(shapeless)} tensor(s) without a shape "
+                f"({shown}{more}); they count 0 bytes", where, severity=Severity.WARNING))
+        return sink
 
 
 def _header(command: str | None, source: str, prof: DeviceProfile, dtype: str, batch: int,

@@ -62,52 +62,8 @@ def parse_pipedream(text: str, file: str = "<pipedream>", training: bool = False
                     command: str | None = None) -> Imported:
     """Parse PipeDream profile text into an `Imported` workload; errors carry file:line."""
     sink = DiagnosticSink()
-    nodes: dict[str, _Node] = {}
-    edges: list[tuple[str, str, int]] = []
-    broken: set[str] = set()
-    for lineno, raw in enumerate(text.split("\n"), start=1):
-        line = raw.rstrip("\r")
-        if not line.strip():
-            continue
-        span = Span(file, lineno, 1, lineno, len(line) + 1)
-        if line[0] in " \t":
-            parts = line.strip().split(" -- ")
-            if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
-                sink.error("E911", "malformed edge line; expected `<tab>nodeI -- nodeJ`", span)
-                continue
-            edges.append((parts[0], parts[1], lineno))
-            continue
-        node = _parse_node(sink, line, span)
-        if node is None:
-            broken.add(line.partition(" -- ")[0])  # its edges would only repeat the error
-            continue
-        node.line = lineno
-        if node.name in nodes:
-            sink.error("E915", f"node `{node.name}` is defined twice", span,
-                       f"first defined on line {nodes[node.name].line}")
-            continue
-        nodes[node.name] = node
-    seen: set[tuple[str, str]] = set()
-    pairs: list[tuple[str, str]] = []
-    for a, b, lineno in edges:
-        span = Span(file, lineno, 2, lineno, 2 + len(a) + 4 + len(b))
-        for n in (a, b):
-            if n not in nodes and n not in broken:
-                sink.error("E912", f"edge names unknown node `{n}`", span)
-        if a == b:
-            sink.error("E913", f"edge from `{a}` to itself", span)
-        if a in nodes and b in nodes and a != b and (a, b) not in seen:
-            seen.add((a, b))
-            pairs.append((a, b))
-    if not nodes and not sink.has_errors:
-        sink.error("E911", f"{file} holds no PipeDream node lines", Span.start_of(file),
-                   "expected lines like `node1 -- Conv2d(...) -- forward_compute_time=...`")
-    if not sink.has_errors:
-        cycle = find_cycle_edge(list(nodes), pairs)
-        if cycle is not None:
-            ln = next(ln for a, b, ln in edges if (a, b) == cycle)
-            sink.error("E914", f"the edges form a cycle through `{cycle[0]}` -> `{cycle[1]}`",
-                       Span(file, ln, 1, ln, 2), "a profile graph must be acyclic")
+    nodes, edges, broken = _read_lines(sink, text, file)
+    pairs = _check_edges(sink, file, nodes, edges, broken)
     sink.raise_if_errors()
 
     w = Workload(name)
@@ -140,6 +96,66 @@ def parse_pipedream(text: str, file: str = "<pipedream>", training: bool = False
     stats = {"forward_ms": fwd_ms, "backward_ms": bwd_ms, "nodes": float(len(nodes))}
     # 4 significant digits: the profiler's 17 are noise, not precision
     return Imported(w, "\n".join(lines), list(sink.items), stats)
+
+
+def _read_lines(sink: DiagnosticSink, text: str, file: str
+                ) -> tuple[dict[str, _Node], list[tuple[str, str, int]], set[str]]:
+    """The node lines (name -> node), the edge lines (src, dst, line number) and the names
+    of nodes whose line is malformed; each mistake an error in `sink`."""
+    nodes: dict[str, _Node] = {}
+    edges: list[tuple[str, str, int]] = []
+    broken: set[str] = set()
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        line = raw.rstrip("\r")
+        if not line.strip():
+            continue
+        span = Span(file, lineno, 1, lineno, len(line) + 1)
+        if line[0] in " \t":
+            parts = line.strip().split(" -- ")
+            if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
+                sink.error("E911", "malformed edge line; expected `<tab>nodeI -- nodeJ`", span)
+                continue
+            edges.append((parts[0], parts[1], lineno))
+            continue
+        node = _parse_node(sink, line, span)
+        if node is None:
+            broken.add(line.partition(" -- ")[0])  # its edges would only repeat the error
+            continue
+        node.line = lineno
+        if node.name in nodes:
+            sink.error("E915", f"node `{node.name}` is defined twice", span,
+                       f"first defined on line {nodes[node.name].line}")
+            continue
+        nodes[node.name] = node
+    return nodes, edges, broken
+
+
+def _check_edges(sink: DiagnosticSink, file: str, nodes: dict[str, _Node],
+                 edges: list[tuple[str, str, int]], broken: set[str]) -> list[tuple[str, str]]:
+    """The distinct edges between known nodes, in file order; unknown nodes, self-loops,
+    an empty profile and a cycle are errors in `sink`."""
+    seen: set[tuple[str, str]] = set()
+    pairs: list[tuple[str, str]] = []
+    for a, b, lineno in edges:
+        span = Span(file, lineno, 2, lineno, 2 + len(a) + 4 + len(b))
+        for n in (a, b):
+            if n not in nodes and n not in broken:
+                sink.error("E912", f"edge names unknown node `{n}`", span)
+        if a == b:
+            sink.error("E913", f"edge from `{a}` to itself", span)
+        if a in nodes and b in nodes and a != b and (a, b) not in seen:
+            seen.add((a, b))
+            pairs.append((a, b))
+    if not nodes and not sink.has_errors:
+        sink.error("E911", f"{file} holds no PipeDream node lines", Span.start_of(file),
+                   "expected lines like `node1 -- Conv2d(...) -- forward_compute_time=...`")
+    if not sink.has_errors:
+        cycle = find_cycle_edge(list(nodes), pairs)
+        if cycle is not None:
+            ln = next(ln for a, b, ln in edges if (a, b) == cycle)
+            sink.error("E914", f"the edges form a cycle through `{cycle[0]}` -> `{cycle[1]}`",
+                       Span(file, ln, 1, ln, 2), "a profile graph must be acyclic")
+    return pairs
 
 
 def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:

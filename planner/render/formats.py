@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import Diagnostic, Severity, Span
 
 
-class OutputFormat(str, enum.Enum):
+class OutputFormat(str, enum.Enum):  # noqa: UP042 - a StrEnum would print members as values
     """What a command prints: for people, or for a machine."""
 
     TEXT = "text"

@@ -59,7 +59,7 @@ def legend_by_type(names: Sequence[str], weights: Sequence[float]) -> Legend:
     if len(set(keys)) <= 1:
         keys = [op_group(n) for n in names]
     total: dict[str, float] = {}
-    for k, w in zip(keys, weights):
+    for k, w in zip(keys, weights, strict=True):
         total[k] = total.get(k, 0.0) + max(w, 0.0)
     ranked = sorted(total, key=lambda k: (-total[k], k))
     keep = ranked if len(ranked) <= len(CATEGORY_COLOURS) else \

@@ -299,36 +299,47 @@ def line_chart_svg(
     for s_index, (name, color, ys, notes) in enumerate(series):
         # a small horizontal offset per series keeps equal values from hiding each other
         dx = (s_index - (len(series) - 1) / 2) * 3.0
-
-        def sx(k: int, dx: float = dx) -> float:
-            return xmap(k) + dx
-
-        out.append(f'<g class="series" data-series="{_e(name)}">')
-        d: list[str] = []
-        pen_up = True
-        for k, v in enumerate(ys):
-            if not _positive(v):
-                pen_up = True
-                continue
-            d.append(f'{"M" if pen_up else "L"}{_f(sx(k))},{_f(ymap(v))}')
-            pen_up = False
-        if d:
-            out.append(f'<path d="{" ".join(d)}" stroke="{color}"/>')
-        for k, v in enumerate(ys):
-            note = notes[k] if k < len(notes) else ""
-            if not _positive(v):
-                x0 = xmap(k) + dx * 2.5  # crosses are wider than dots
-                y0 = top - band / 2 - 1
-                out.append(f'<path class="fail" data-series="{_e(name)}" stroke="{color}" '
-                           f'd="M{_f(x0 - 3)},{_f(y0 - 3)}l6,6m0,-6l-6,6" data-tip="{_e(name)}'
-                           f' · {_e(x_labels[k])}: failed\n{_e(note)}"/>')
-            else:
-                out.append(f'<circle class="pt" data-series="{_e(name)}" cx="{_f(sx(k))}" '
-                           f'cy="{_f(ymap(v))}" r="3.6" fill="{color}" data-tip="{_e(name)} · '
-                           f'{_e(x_labels[k])}\n{_e(fmt(v))}{_e(note)}"/>')
-        out.append('</g>')
+        out += _series_svg(name, color, ys, notes, dx, xmap, ymap, x_labels, fmt,
+                           top - band / 2 - 1)
     out.append('</svg>')
     return "".join(out)
+
+
+def _series_svg(name: str, color: str, ys: Sequence[float | None], notes: Sequence[str],
+                dx: float, xmap: Callable[[int], float], ymap: Callable[[float], float],
+                x_labels: Sequence[str], fmt: Callable[[float], str], fail_y: float
+                ) -> list[str]:
+    """One series of `line_chart_svg`: its line, a dot per value and a cross at height
+    `fail_y` per failed run, moved `dx` to the side."""
+
+    def sx(k: int) -> float:
+        return xmap(k) + dx
+
+    out = [f'<g class="series" data-series="{_e(name)}">']
+    d: list[str] = []
+    pen_up = True
+    for k, v in enumerate(ys):
+        if not _positive(v):
+            pen_up = True
+            continue
+        d.append(f'{"M" if pen_up else "L"}{_f(sx(k))},{_f(ymap(v))}')
+        pen_up = False
+    if d:
+        out.append(f'<path d="{" ".join(d)}" stroke="{color}"/>')
+    for k, v in enumerate(ys):
+        note = notes[k] if k < len(notes) else ""
+        if not _positive(v):
+            x0 = xmap(k) + dx * 2.5  # crosses are wider than dots
+            y0 = fail_y
+            out.append(f'<path class="fail" data-series="{_e(name)}" stroke="{color}" '
+                       f'd="M{_f(x0 - 3)},{_f(y0 - 3)}l6,6m0,-6l-6,6" data-tip="{_e(name)}'
+                       f' · {_e(x_labels[k])}: failed\n{_e(note)}"/>')
+        else:
+            out.append(f'<circle class="pt" data-series="{_e(name)}" cx="{_f(sx(k))}" '
+                       f'cy="{_f(ymap(v))}" r="3.6" fill="{color}" data-tip="{_e(name)} · '
+                       f'{_e(x_labels[k])}\n{_e(fmt(v))}{_e(note)}"/>')
+    out.append('</g>')
+    return out
 
 
 def _bound_line(bounds: Sequence[float | None], xmap: Callable[[int], float],
@@ -390,7 +401,8 @@ def _plan_section(problem: Problem, result: SimResult, bound_s: float | None = N
     bars = detailed(result, axis)
     arrows = bars and n_tr <= MAX_ARROWS
     how = ("one bar per op" if bars else
-           f"too many ops for one bar each: per {BIN_PX} px column, how busy the device was, stacked by op type (hover for the op groups)")
+           f"too many ops for one bar each: per {BIN_PX} px column, how busy the device was, "
+           "stacked by op type (hover for the op groups)")
     what = (f"{n_tr} transfers drawn as arrows" if arrows and n_tr else
             f"{n_tr} transfers, summed per device pair below" if n_tr else "no transfers")
     table = "" if arrows else transfers_table(problem, result)
@@ -561,8 +573,8 @@ def _wins_table(rows: Sequence[Mapping[str, Any]]) -> str:
 def _runs_table(rows: Sequence[Mapping[str, Any]]) -> str:
     cols = (("spec", "l"), ("plan", "l"), ("bandwidth", ""), ("memory", ""), ("devices", ""),
             ("algorithm", "l"), ("makespan", ""), ("× best", ""), ("× bound", ""),
-            ("gap", ""), ("planning", ""), ("devices used", ""), ("peak / cap", ""), ("status", "l"),
-            ("reason", "l"))
+            ("gap", ""), ("planning", ""), ("devices used", ""), ("peak / cap", ""),
+            ("status", "l"), ("reason", "l"))
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in cols)
     out = []
     for r in rows:

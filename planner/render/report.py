@@ -53,7 +53,7 @@ def report_json(problem: Problem, result: SimResult, bounds: Bounds) -> dict[str
             }
             for v in result.violations
         ],
-        "placement": {op.name: dev_name(d) for op, d in zip(ops, result.placement)},
+        "placement": {op.name: dev_name(d) for op, d in zip(ops, result.placement, strict=True)},
         "devices": [
             {
                 "name": dev.name,

@@ -105,7 +105,7 @@ def gantt(problem: Problem, result: SimResult, width: int = 64) -> Text:
     if not span or span == float("inf"):
         return out
     bucket = span / width
-    for d, dev in enumerate(devs):
+    for d in range(len(devs)):
         busy = [0.0] * width
         for i in result.order[d]:
             s, e = result.start_s[i], result.end_s[i]

@@ -70,7 +70,7 @@ def time_axis(result: SimResult, width: int = WIDTH) -> TimeAxis:
 
 def _durations(result: SimResult) -> list[float]:
     return [e - s if math.isfinite(s) and math.isfinite(e) else 0.0
-            for s, e in zip(result.start_s, result.end_s)]
+            for s, e in zip(result.start_s, result.end_s, strict=True)]
 
 
 def plan_legend(problem: Problem, result: SimResult) -> Legend:
@@ -83,7 +83,8 @@ def legend_html(legend: Legend, *, bound: bool) -> str:
     items = "".join(
         f'<span data-cat="{k}"><i style="background:{c}"></i>{esc(n)} '
         f'<small>{100 * s:.0f}%</small></span>'
-        for k, (n, c, s) in enumerate(zip(legend.names, legend.colours, legend.shares)))
+        for k, (n, c, s) in enumerate(zip(legend.names, legend.colours, legend.shares,
+                                          strict=True)))
     marks = ('<span><i class="rule"></i>makespan</span>'
              + (f'<span><i class="rule dashed" style="border-color:{LB_COLOUR}"></i>'
                 'lower bound</span>' if bound else ""))
@@ -227,9 +228,9 @@ def _columns(problem: Problem, result: SimResult, legend: Legend, axis: TimeAxis
                            f'd="{path}"/>')
             below = np.minimum(below + h, lane)
         for b in np.flatnonzero(share[d].sum(axis=1) > 0):
+            tip = _column_tip(devs[d].name, int(b), width_s, share[d, b], legend, started[d][b])
             out.append(f'<rect class="bin" x="{coord(axis.left + b * px)}" y="{base - lane}" '
-                       f'width="{coord(px)}" height="{lane}" data-tip="'
-                       f'{esc(_column_tip(devs[d].name, int(b), width_s, share[d, b], legend, started[d][b]))}"/>')
+                       f'width="{coord(px)}" height="{lane}" data-tip="{esc(tip)}"/>')
     return out
 
 

@@ -120,7 +120,7 @@ def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
                                     "temp_bytes": op.temp_bytes}})
     flows: list[dict[str, Any]] = []
     succ = problem.graph.successors
-    for tr, track in zip(done, track_of):
+    for tr, track in zip(done, track_of, strict=True):
         ts, dur = _span(tr.start_s, tr.end_s)
         tid = track + 1
         producer = ops[tr.src_op].name

@@ -324,7 +324,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                 ids = [_resolve_op(sink, n, index, gname) for n in item.names]
             explicit = (_Attrs(sink, item.attrs, EDGE_ATTRS, "an edge").quantity("bytes")
                         if item.attrs else None)
-            for n, a, b in zip(item.names[1:], ids, ids[1:]):
+            for n, a, b in zip(item.names[1:], ids, ids[1:], strict=False):
                 if a is None or b is None:
                     continue
                 if a == b:

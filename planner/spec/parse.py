@@ -330,12 +330,8 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic
     if glued is not None and expected & {"QUANTITY", "NUMBER"}:
         return _unknown_unit(file, text, *glued)
     hints: list[str] = []
-    if tok.type == "LBRACE":  # `op b {` inside an unclosed block reads as `key value {`
-        m = re.search(r"(\w+)\s+(?:\"(?:[^\"\\]|\\.)*\"|\S+)\s*$", text[max(0, tok_pos - 300) : tok_pos])
-        if m and m.group(1) in KEYWORDS:
-            opener = _open_block(text, tok_pos - (len(text[max(0, tok_pos - 300):tok_pos]) - m.start()))
-            if opener:
-                hints.append(f"missing `}}` to close `{opener}`")
+    if tok.type == "LBRACE":
+        hints.extend(_unclosed_before_brace(text, tok_pos))
     name_fits = "NAME" in expected and "STRING" in expected
     if tok.type == "RBRACE" and "RBRACE" not in expected and not name_fits and not (
         expected & {"QUANTITY", "NUMBER"}
@@ -364,6 +360,18 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic
         if words:
             hints.append("expected " + _or_list(words[:8]))
     return Diagnostic("E101", f"unexpected `{shown}`", span, tuple(hints))
+
+
+def _unclosed_before_brace(text: str, pos: int) -> list[str]:
+    """`op b {` inside an unclosed block reads as `key value {`: the hint naming that block
+    when the words before the `{` at `pos` start with a keyword."""
+    window = text[max(0, pos - 300) : pos]
+    m = re.search(r"(\w+)\s+(?:\"(?:[^\"\\]|\\.)*\"|\S+)\s*$", window)
+    if m and m.group(1) in KEYWORDS:
+        opener = _open_block(text, pos - (len(window) - m.start()))
+        if opener:
+            return [f"missing `}}` to close `{opener}`"]
+    return []
 
 
 _NON_FINITE = re.compile(r"(?i)(?<![\w.\-])(nan|inf|infinity)(?![\w.\-])")

@@ -104,7 +104,8 @@ def training_problem(
         if k:
             edges[(k - 1, bwd[k])] = out[k - 1]
         edges[(bwd[k + 1] if k + 1 < n_layers else loss, bwd[k])] = out[k]
-    graph = Graph("train", tuple(ops), tuple(Edge(a, b, nb) for (a, b), nb in sorted(edges.items())),
+    graph = Graph("train", tuple(ops),
+                  tuple(Edge(a, b, nb) for (a, b), nb in sorted(edges.items())),
                   tuple((k, bwd[k]) for k in range(n_layers)))
     total = sum(o.params_bytes + o.output_bytes for o in ops)
     cap = int(slack * total / n_devices)

@@ -29,7 +29,7 @@ def test_training_graphs_that_dead_end_retry_with_a_budget(algorithm: str, layer
     assert solution.info["memory_passes"] > 1
     budget = solution.info["memory_budget_bytes"]
     caps = [d.memory_bytes for d in problem.cluster.devices]
-    assert all(b < c for b, c in zip(budget, caps))
+    assert all(b < c for b, c in zip(budget, caps, strict=True))
     result = check_plan(problem, solution.plan)
     assert len(set(solution.plan.placement)) > 1
     assert max(result.memory_peak_bytes) <= caps[0]
@@ -90,7 +90,7 @@ def test_fallback_placement_is_a_complete_fill() -> None:
     placer = Placer(inst)
     topo_fill(inst, placer)
     assert min(placer.device_of) >= 0
-    assert all(u <= c for u, c in zip(placer.tracker.used, inst.caps))
+    assert all(u <= c for u, c in zip(placer.tracker.used, inst.caps, strict=True))
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,

@@ -66,7 +66,7 @@ def test_cpop_reproduces_the_published_schedule() -> None:
     problem = load_spec("topcuoglu")
     inst = Instance(problem)
     up, down = upward_rank(inst), downward_rank(inst)
-    path = critical_path(inst, [u + d for u, d in zip(up, down)])
+    path = critical_path(inst, [u + d for u, d in zip(up, down, strict=True)])
     assert [problem.graph.ops[i].name for i in path] == ["n1", "n2", "n9", "n10"]
     solution = run("cpop", problem)
     assert solution.info["estimate_s"] == 86.0  # the paper's CPOP makespan

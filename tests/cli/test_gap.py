@@ -22,13 +22,14 @@ from planner.cli import app
 from planner.render.figures import bound_text
 
 _OPS = "\n".join(f"  op a{i} {{ time 1 ms }}" for i in range(18))
+_PLACED = ", ".join(f"a{i}" for i in range(18))
 NINETEEN = f"""
 cluster c {{ device gpu[0..18] {{ memory 1 GB }} link gpu[*] <-> gpu[*] {{ bandwidth 1 GB/s }} }}
 graph g {{
 {_OPS}
   op z {{ time 0.603 ms }}
 }}
-plan p {{ graph g cluster c contention none place {", ".join(f"a{i}" for i in range(18))}, z on gpu0 }}
+plan p {{ graph g cluster c contention none place {_PLACED}, z on gpu0 }}
 """
 TWO = """
 cluster c { device gpu[0..1] { memory 1 GB } link gpu0 <-> gpu1 { bandwidth 1 GB/s } }

@@ -56,7 +56,8 @@ def test_spec_placement_is_simulated_and_reported_as_json(tmp_path: Path) -> Non
 def test_placement_file_overrides_and_infeasible_exits_3(tmp_path: Path) -> None:
     # gpu1 would hold b's 1 MB output and a received copy of a's 1 MB: 2 MB > 1.5 MB
     spec = SPEC.replace("memory 10 MB", "memory 1500 KB")
-    (tmp_path / "s.plan").write_text(spec.replace("op b { time 2 ms }", "op b { time 2 ms  output 1 MB }"))
+    (tmp_path / "s.plan").write_text(spec.replace("op b { time 2 ms }",
+                                                  "op b { time 2 ms  output 1 MB }"))
     (tmp_path / "p.json").write_text(json.dumps({"placement": {"a": "gpu0", "b": "gpu1",
                                                                "c": "gpu1"}}))
     code, out, err = invoke(["simulate", "s.plan", "--placement", "p.json", "--json"], tmp_path)

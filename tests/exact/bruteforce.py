@@ -63,7 +63,7 @@ def valid_placements(problem: Problem) -> np.ndarray:
         if any(pl[e.src] != pl[e.dst] and math.isinf(c.latency[pl[e.src]][pl[e.dst]])
                for e in g.edges):
             continue
-        if any(u > cap for u, cap in zip(static_memory(g, pl, m), caps)):
+        if any(u > cap for u, cap in zip(static_memory(g, pl, m), caps, strict=True)):
             continue
         rows.append(pl)
     return np.array(rows, dtype=np.int64).reshape(len(rows), n)

@@ -10,6 +10,7 @@ two devices fails as it would on real ones), parameters included.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -241,7 +242,7 @@ def test_export_torch_command_writes_copies_and_code(tmp_path: Path) -> None:
     placement = json.loads(plan_file.read_text())["placement"]
     assert doc["devices"] == {"gpu0": "cuda:0", "gpu1": "cuda:1"}
     assert doc["placement"] == placement
-    crossing = {(a, placement[b]) for a, b in zip(list(placement), list(placement)[1:])
+    crossing = {(a, placement[b]) for a, b in itertools.pairwise(placement)
                 if placement[a] != placement[b]}  # the MLP is a chain
     assert {(c["tensor"], c["to"]) for c in doc["copies"]} == crossing
     assert crossing and code.read_text().count(".to('cuda:") == len(crossing) + 1  # + input

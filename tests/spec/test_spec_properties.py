@@ -115,7 +115,7 @@ class Generated:
 
 
 @st.composite
-def valid_specs(draw: st.DrawFn) -> Generated:
+def valid_specs(draw: st.DrawFn) -> Generated:  # noqa: C901 - one spec, drawn in file order
     """A syntactically and semantically valid spec with one cluster, graph and plan."""
     lay = Layout(draw)
     out: list[str] = []

@@ -34,7 +34,7 @@ def place(problem: Problem, options: Options) -> Solution:
             continue
         placement = [inst.pin[i] if inst.pin[i] >= 0 else d for i in range(inst.n)]
         used = static_memory(problem.graph, placement, m)
-        if all(u <= cap for u, cap in zip(used, inst.caps)):
+        if all(u <= cap for u, cap in zip(used, inst.caps, strict=True)):
             _, start = schedule_fixed(inst, placement)
             return solution(inst, placement, start, "single",
                             device=problem.cluster.devices[d].name)
@@ -54,7 +54,8 @@ def place(problem: Problem, options: Options) -> Solution:
             "E706", "no single device can run every op (each lacks a compute time for some)",
             None, ("use an algorithm that spreads ops, e.g. --algo heft",)))
     # the device that comes closest
-    d, used = min(tried, key=lambda t: (max(u - c for u, c in zip(t[1], inst.caps)), t[0]))
+    d, used = min(tried, key=lambda t: (
+        max(u - c for u, c in zip(t[1], inst.caps, strict=True)), t[0]))
     worst = max(range(m), key=lambda k: (used[k] - inst.caps[k], -k))
     short = (f"would need {format_bytes(used[worst])} but holds "
              f"{format_bytes(inst.caps[worst])} (short by "

@@ -306,6 +306,22 @@ def solve_pyomo(
         known = ", ".join(n for n in profiles() if n != "cpsat")
         return Outcome("error", f"solver `{name}` is not available here (known: {known}; "
                                 "run solvers/install.sh for cbc and glpk)")
+    opt, kwargs = _solver(prof, name, time_limit_s=time_limit_s, gap=gap, threads=threads,
+                          warm_start=warm_start, seed=seed)
+    box = _run_watched(opt, model, kwargs, name, time_limit_s)
+    if isinstance(box, Outcome):
+        return box
+    if "error" in box:
+        err = box["error"]
+        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return Outcome("error", f"{name} failed: {text}")
+    return _read(model, name, box["results"])
+
+
+def _solver(prof: Profile, name: str, *, time_limit_s: float, gap: float, threads: int,
+            warm_start: bool, seed: int) -> tuple[Any, dict[str, Any]]:
+    """Pyomo's solver object for `name` and the keyword arguments of its `solve`, with the
+    profile's option names for the limit, gap, threads, seed and warm start."""
     pyo = import_pyomo()
     opt = pyo.SolverFactory(prof.pyomo or name)
     options: dict[str, Any] = dict(prof.options)
@@ -325,8 +341,14 @@ def solve_pyomo(
     if config is not None and hasattr(config, "solver_output_logger"):
         config.solver_output_logger = solver_log  # appsi: the log goes through logging
         config.log_level = logging.DEBUG
-    shell = not hasattr(opt, "config")  # a solver run as a child process
+    return opt, kwargs
 
+
+def _run_watched(opt: Any, model: Any, kwargs: dict[str, Any], name: str,
+                 time_limit_s: float) -> dict[str, Any] | Outcome:
+    """Run `opt.solve` in a worker thread under the watchdog (`solve_pyomo`); its results
+    (`"results"`) or exception (`"error"`), or the `error` outcome of a killed solver."""
+    shell = not hasattr(opt, "config")  # a solver run as a child process
     box: dict[str, Any] = {}
 
     done = threading.Event()
@@ -366,11 +388,11 @@ def solve_pyomo(
     if killed:
         return Outcome("error", f"{name} overran its time limit of {time_limit_s:.3g} s by more "
                                 f"than {grace:.3g} s and was killed")
-    if "error" in box:
-        err = box["error"]
-        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return Outcome("error", f"{name} failed: {text}")
-    results = box["results"]
+    return box
+
+
+def _read(model: Any, name: str, results: Any) -> Outcome:
+    """The outcome of a finished solve; loads its solution into `model` when usable."""
     status, usable = _map_results(results)
     bound = _finite(getattr(results.problem, "lower_bound", None))
     said = _said(results.solver.termination_condition)

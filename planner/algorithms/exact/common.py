@@ -33,7 +33,7 @@ from ...model import Problem
 from ...plan import Plan
 from ..base import Options, Solution
 from .instance import Instance
-from .verdict import judge
+from .verdict import Verdict, judge
 
 log = logging.getLogger("planner")
 
@@ -219,20 +219,34 @@ def conclude(
     info["proved"] = claims["solver_optimal"]
     if plan is not None and outcome in ("optimal", "feasible"):
         verdict = judge(problem, plan, **claims)
-        if not verdict.feasible:
-            outcome, message = "nosolution", f"{message}; the simulator rejected its plan"
-        else:
-            if warm.plan is not None:
-                # the simulator, not the model's timing, decides against the warm start
-                other = judge(problem, warm.plan, **claims)
-                if other.feasible and other.makespan_s < verdict.makespan_s * (1 - 1e-12):
-                    plan, verdict = warm.plan.with_algorithm(algorithm), other
-                    info["kept"] = f"the {warm.source} warm start simulates faster"
-            info.update(objective_s=makespan, bound_s=verdict.bound_s, gap=verdict.gap,
-                        why=verdict.why)
-            return Solution(plan, verdict.status, MappingProxyType(info))
+        if verdict.feasible:
+            return _judged(problem, warm, plan, verdict, claims, info, algorithm, makespan)
+        outcome, message = "nosolution", f"{message}; the simulator rejected its plan"
+    return _fallback(inst, warm, info, algorithm=algorithm, solver=solver, outcome=outcome,
+                     message=message, solver_bound_s=solver_bound_s, lower_s=lower_s,
+                     warn=warn)
 
-    # no usable answer: fall back to the warm start
+
+def _judged(problem: Problem, warm: Warm, plan: Plan, verdict: Verdict,
+            claims: dict[str, Any], info: dict[str, Any], algorithm: str,
+            makespan: float) -> Solution:
+    """The solver's plan, feasible in the simulator, against the warm start."""
+    if warm.plan is not None:
+        # the simulator, not the model's timing, decides against the warm start
+        other = judge(problem, warm.plan, **claims)
+        if other.feasible and other.makespan_s < verdict.makespan_s * (1 - 1e-12):
+            plan, verdict = warm.plan.with_algorithm(algorithm), other
+            info["kept"] = f"the {warm.source} warm start simulates faster"
+    info.update(objective_s=makespan, bound_s=verdict.bound_s, gap=verdict.gap,
+                why=verdict.why)
+    return Solution(plan, verdict.status, MappingProxyType(info))
+
+
+def _fallback(inst: Instance, warm: Warm, info: dict[str, Any], *, algorithm: str,
+              solver: str, outcome: str, message: str, solver_bound_s: float | None,
+              lower_s: float, warn: bool) -> Solution:
+    """No usable answer: the warm start, with the reason (or the error when none)."""
+    problem = inst.problem
     if outcome == "infeasible":
         reason = (f"{solver} proved the static memory model infeasible; keeping the "
                   f"{warm.source} plan" if problem.memory_model == "liveness" else
@@ -254,7 +268,8 @@ def conclude(
     verdict = judge(problem, warm.plan, solver_bound_s=solver_bound_s, lower_s=lower_s)
     if info.get("reason"):
         reason = f"{reason}; {info['reason']}"
-    info.update(reason=reason, objective_s=_num(warm.makespan_s) if warm.seed_source == warm.source else None,
+    info.update(reason=reason, objective_s=_num(warm.makespan_s)
+                if warm.seed_source == warm.source else None,
                 bound_s=verdict.bound_s, gap=verdict.gap)
     return Solution(warm.plan, "fallback", MappingProxyType(info))
 

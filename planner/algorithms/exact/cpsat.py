@@ -1,19 +1,31 @@
 """`cpsat`: the ILP's problem with OR-Tools CP-SAT, hinted with the warm start.
 
 The same problem as `ilp.py` (contention `none`, static memory, pins, colocation, links,
-symmetry breaking among identical devices), in CP-SAT's terms:
+symmetry breaking among identical devices), built from the same family data
+(`families.py`), in CP-SAT's terms:
 
 - a literal `x_ud` per unit and allowed device (`Σ_d x_ud = 1`), integer start `s_i` and
   end `e_i` per op, and per allowed device an optional interval `[s_i, e_i)` of length
-  `p_id` present iff `x_ud`; one `NoOverlap` per device;
+  `p_id` present iff `x_ud`; one `NoOverlap` per device, and a redundant cumulative of
+  the fastest times on `m` devices (the ordering family: the ILP's big-M pairs);
 - per arc `i → j` between units `u ≠ v`: `s_j ≥ e_i + c_iv`, with
   `c_iv ≥ Σ_{b ≠ a} T_ab(B_iv) x_vb` enforced by `x_ua`, and `c_iv ≥ T_ab(B_iv')`
   enforced by `x_ua ∧ x_vb ∧ x_v'b` when another unit `v'` receives a larger copy
-  (one copy per device); `¬x_ua ∨ ¬x_vb` where no link joins `a` to `b`;
+  (one copy per device); `¬x_ua ∨ ¬x_vb` where no link joins `a` to `b`; `c_iv` exists
+  only when some transfer takes at least one tick;
 - memory per device in exact bytes: `Σ_u W_u x_ud + Σ_i r_id + t_d ≤ cap_d`,
   `r_id ≥ B_iv (x_vd − x_{u(i)d})`, `t_d ≥ temp_u x_ud`;
 - `C ≥ e_i` (sinks), `C ≥ Σ_i p_id x_ud` (loads), `C ≤ U` (the warm start's makespan), and
-  time windows `s_i ∈ [head_i, U − tail_i − pmin_i]`; minimise `C`.
+  time windows `s_i ∈ [head_i, U − tail_i − pmin_i]` (`Instance.windows` in ticks);
+  minimise `C`;
+- symmetry: per class of identical devices, `x_{u d_k}` implies a chain literal "an
+  earlier unit uses `d_(k−1)`".
+
+Build: `CpsatModel.build` takes `families.families(inst)` (seconds and bytes), converts
+each number to ticks (`ticks`, `xfer`) and translates one family per method:
+`_assignment`, `_intervals`, `_transfers` (no-link clauses, `_transfer_rows`,
+`_copy_rows`), the precedence rows, `_memory`, `_makespan`, `_symmetry`. A term that
+rounds to 0 ticks is left out, as a dominated copy is whose ticks do not exceed its own.
 
 Integer time ("ticks"): when every duration and transfer time is a whole number of some
 power of ten at least as coarse as the bound below, that power is the tick and the model
@@ -54,12 +66,16 @@ from ..base import Interrupted, Options, Solution
 from . import backends
 from .budget import BATCH_SIZE, Budget, budget
 from .common import Warm, conclude, empty_solution, lower_bound_s, warm_start
+from .families import Delay, Families, copy_bytes, families, held_temp
 from .instance import Instance
 
 log = logging.getLogger("planner")
 
 #: the largest makespan in ticks we let the model reach (CP-SAT is int64; leave headroom)
 _MAX_TICKS = 10**12
+
+#: x_ud as (constant, literal): (1, None) fixed there, (0, None) impossible, (0, literal)
+Lit = tuple[int, Any]
 
 
 def choose_tick(values: list[float], lower_s: float, upper_s: float, n: int,
@@ -114,31 +130,52 @@ class CpsatModel:
         return -1 if sec == INF else self.ticks(sec)
 
     def build(self, lower_s: float) -> None:
-        """Build the CP-SAT model (see the module docstring)."""
+        """Build the CP-SAT model: the variables, then each constraint family of
+        `families.py` in turn (see the module docstring)."""
         from ortools.sat.python import cp_model
 
-        inst = self.inst
-        n, m = inst.n, inst.m
+        fam = families(self.inst)
+        head, tail, pmin = self._windows()
+        self.model = cp_model.CpModel()
+        self._declare(head, tail, pmin, lower_s)
+        self._assignment(fam)
+        self._intervals(pmin)
+        delay = self._transfers(fam)
+        mdl = self.model
+        for i, j, dl in fam.precedence:
+            mdl.add(self.s[j] >= self.e[i] + (delay[(i, dl.v)] if dl is not None else 0))
+        self._memory(fam)
+        self._makespan(fam)
+        self._symmetry(fam)
+        mdl.minimize(self.C)
+        if self.warm_start is not None:
+            self._hint()
+
+    def _windows(self) -> tuple[list[float], list[float], list[int]]:
+        """(head, tail, pmin) in ticks; sets `ub` (U in ticks) and `warm_start`."""
+        inst, dur, warm = self.inst, self.dur, self.warm
         allowed, unit_of = inst.allowed, inst.unit_of
-        dur = self.dur
-        pmin = [min(dur[i][d] for d in allowed[unit_of[i]]) for i in range(n)]
+        pmin = [min(dur[i][d] for d in allowed[unit_of[i]]) for i in range(inst.n)]
 
         def min_xfer(k: int) -> float:
             return self.ticks(inst.min_transfer(k))
 
         head, tail = inst.windows(pmin, min_xfer)
-        warm = self.warm
         if warm.usable:
             assert warm.placement is not None and warm.order is not None
             self.warm_start, ub = inst.timing(warm.placement, warm.order,
                                               lambda i, d: dur[i][d], self.xfer)
-            ub_t = round(ub)
+            self.ub = round(ub)
         else:
             self.warm_start = None
-            ub_t = self.ticks(inst.horizon) + 2 * n + len(inst.arcs) + 1
-        self.ub = ub_t
-        mdl = cp_model.CpModel()
-        self.model = mdl
+            self.ub = self.ticks(inst.horizon) + 2 * inst.n + len(inst.arcs) + 1
+        return head, tail, pmin
+
+    def _declare(self, head: list[float], tail: list[float], pmin: list[int],
+                 lower_s: float) -> None:
+        """Start s_i and end e_i within the windows; LB ≤ C ≤ U."""
+        mdl, ub_t = self.model, self.ub
+        n = self.inst.n
         self.s = [mdl.new_int_var(int(head[i]),
                                   max(int(head[i]), ub_t - int(tail[i]) - pmin[i]), f"s{i}")
                   for i in range(n)]
@@ -146,173 +183,173 @@ class CpsatModel:
                                                               ub_t - int(tail[i])), f"e{i}")
                   for i in range(n)]
         lb_t = max(0, math.floor((lower_s - self.slack_s) / self.tick))
-        self.C = C = mdl.new_int_var(min(lb_t, ub_t), ub_t, "C")
-        x = self.x
-        for u, au in enumerate(allowed):
-            if len(au) > 1:
-                for d in au:
-                    x[(u, d)] = mdl.new_bool_var(f"x{u}_{d}")
-                mdl.add_exactly_one(x[(u, d)] for d in au)
+        self.C = mdl.new_int_var(min(lb_t, ub_t), ub_t, "C")
 
-        def X(u: int, d: int) -> tuple[int, Any]:
-            """(constant, literal) of x_ud."""
-            a = allowed[u]
-            if d not in a:
-                return 0, None
-            if len(a) == 1:
-                return 1, None
-            return 0, x[(u, d)]
+    # -- terms --------------------------------------------------------------------------
 
-        def lits(*pairs: tuple[int, Any]) -> list[Any] | None:
-            """The literals among the pairs; None when a constant is false."""
-            out = []
-            for c, v in pairs:
-                if v is None:
-                    if c == 0:
-                        return None
-                else:
-                    out.append(v)
-            return out
+    def _X(self, u: int, d: int) -> Lit:
+        """(constant, literal) of x_ud."""
+        a = self.inst.allowed[u]
+        if d not in a:
+            return 0, None
+        if len(a) == 1:
+            return 1, None
+        return 0, self.x[(u, d)]
 
-        def affine(terms: list[tuple[int, tuple[int, Any]]]) -> Any:
-            """Σ coef · x as a CP-SAT expression (constants folded)."""
-            const = 0
-            expr: Any = 0
-            for coef, (c, v) in terms:
-                if v is None:
-                    const += coef * c
-                else:
-                    expr = expr + coef * v
-            return expr + const
+    @staticmethod
+    def _lits(*pairs: Lit) -> list[Any] | None:
+        """The literals among the pairs; None when a constant is false."""
+        out = []
+        for c, v in pairs:
+            if v is None:
+                if c == 0:
+                    return None
+            else:
+                out.append(v)
+        return out
 
-        per_device: list[list[Any]] = [[] for _ in range(m)]
-        for i in range(n):
-            u = unit_of[i]
-            au = allowed[u]
+    @staticmethod
+    def _affine(terms: list[tuple[int, Lit]]) -> Any:
+        """Σ coef · x as a CP-SAT expression (constants folded)."""
+        const = 0
+        expr: Any = 0
+        for coef, (c, v) in terms:
+            if v is None:
+                const += coef * c
+            else:
+                expr = expr + coef * v
+        return expr + const
+
+    # -- constraint families ------------------------------------------------------------
+
+    def _assignment(self, fam: Families) -> None:
+        """A literal x_ud per unit with a choice and allowed device; exactly one holds."""
+        mdl, x = self.model, self.x
+        for u, au in fam.choices:
+            for d in au:
+                x[(u, d)] = mdl.new_bool_var(f"x{u}_{d}")
+            mdl.add_exactly_one(x[(u, d)] for d in au)
+
+    def _intervals(self, pmin: list[int]) -> None:
+        """The ordering family: per op and allowed device an (optional) interval, one
+        NoOverlap per device, and a redundant cumulative over the fastest times."""
+        inst, mdl, dur = self.inst, self.model, self.dur
+        per_device: list[list[Any]] = [[] for _ in range(inst.m)]
+        for i in range(inst.n):
+            u = inst.unit_of[i]
+            au = inst.allowed[u]
             for d in au:
                 if len(au) == 1:
                     iv = mdl.new_interval_var(self.s[i], dur[i][d], self.e[i], f"I{i}_{d}")
                 else:
                     iv = mdl.new_optional_interval_var(self.s[i], dur[i][d], self.e[i],
-                                                       x[(u, d)], f"I{i}_{d}")
+                                                       self.x[(u, d)], f"I{i}_{d}")
                 if dur[i][d] > 0:
                     per_device[d].append(iv)
-        for d in range(m):
+        for d in range(inst.m):
             if len(per_device[d]) > 1:
                 mdl.add_no_overlap(per_device[d])
         # redundant: at most m ops run at once, each for at least its fastest time; this
         # gives CP-SAT energetic reasoning across devices (decisive on P|prec|Cmax)
-        if m > 1:
+        if inst.m > 1:
             main = [mdl.new_interval_var(self.s[i], pmin[i], self.s[i] + pmin[i], f"R{i}")
-                    for i in range(n) if pmin[i] > 0]
-            if len(main) > m:
-                mdl.add_cumulative(main, [1] * len(main), m)
+                    for i in range(inst.n) if pmin[i] > 0]
+            if len(main) > inst.m:
+                mdl.add_cumulative(main, [1] * len(main), inst.m)
 
-        # transfers
+    def _transfers(self, fam: Families) -> dict[tuple[int, int], Any]:
+        """The no-link clauses, and a delay c_pv (with its transfer and copy rows) per
+        (producer, consumer unit) whose transfer takes at least a tick; returns each
+        one's delay (0 or the variable)."""
+        mdl = self.model
         self.c: dict[tuple[int, int], Any] = {}
         delay: dict[tuple[int, int], Any] = {}
-        for p in range(n):
-            u = unit_of[p]
-            au = allowed[u]
-            for v, nbytes in inst.fanout[p]:
-                av = allowed[v]
-                for a in au:
-                    for b in av:
-                        if a != b and self.xfer(nbytes, a, b) < 0:
-                            ls = lits(X(u, a), X(v, b))
-                            if ls is not None:
-                                mdl.add_bool_or([lit.Not() for lit in ls])
-                finite = [self.xfer(bb, a, b) for _, bb in inst.fanout[p] for a in au
-                          for b in av if a != b]
-                top = max((t for t in finite if t >= 0), default=0)
-                if top == 0:
-                    delay[(p, v)] = 0
-                    continue
-                cvar = mdl.new_int_var(0, top, f"c{p}_{v}")
-                self.c[(p, v)] = cvar
-                delay[(p, v)] = cvar
-                for a in au:
-                    terms = [(self.xfer(nbytes, a, b), X(v, b)) for b in av
-                             if b != a and self.xfer(nbytes, a, b) > 0]
-                    if not terms:
-                        continue
-                    ct = mdl.add(cvar >= affine(terms))
-                    ls = lits(X(u, a))
-                    if ls is None:
-                        continue
-                    if ls:
-                        ct.OnlyEnforceIf(ls)
-                for v2, b2 in inst.fanout[p]:
-                    if v2 == v or b2 <= nbytes:
-                        continue
-                    for a in au:
-                        for b in av:
-                            if a == b or b not in allowed[v2]:
-                                continue
-                            t2 = self.xfer(b2, a, b)
-                            if t2 < 0 or t2 <= self.xfer(nbytes, a, b):
-                                continue
-                            ls = lits(X(u, a), X(v, b), X(v2, b))
-                            if ls is None:
-                                continue
-                            ct = mdl.add(cvar >= t2)
-                            if ls:
-                                ct.OnlyEnforceIf(ls)
-        for arc in inst.arcs:
-            i, j = arc.src, arc.dst
-            v = unit_of[j]
-            extra = delay[(i, v)] if v != unit_of[i] else 0
-            mdl.add(self.s[j] >= self.e[i] + extra)
+        for dl in fam.delays:
+            key = (dl.p, dl.v)
+            for a, b in dl.nolink:
+                ls = self._lits(self._X(dl.u, a), self._X(dl.v, b))
+                if ls is not None:
+                    mdl.add_bool_or([lit.Not() for lit in ls])
+            top = self.ticks(dl.top_s)
+            if top == 0:
+                delay[key] = 0
+                continue
+            cvar = mdl.new_int_var(0, top, f"c{dl.p}_{dl.v}")
+            self.c[key] = cvar
+            delay[key] = cvar
+            self._transfer_rows(dl, cvar)
+            self._copy_rows(dl, cvar)
+        return delay
 
-        # memory, in exact bytes
-        mt = inst.memory_terms
+    def _transfer_rows(self, dl: Delay, cvar: Any) -> None:
+        """c_pv ≥ Σ_{b ≠ a} T_ab(B_pv) x_vb, enforced by x_ua, per a ∈ A(u)."""
+        for a, to_b in dl.rows:
+            terms = [(k, self._X(dl.v, b)) for b, t in to_b for k in (self.ticks(t),) if k > 0]
+            if not terms:
+                continue
+            ct = self.model.add(cvar >= self._affine(terms))
+            ls = self._lits(self._X(dl.u, a))
+            if ls is None:
+                continue
+            if ls:
+                ct.OnlyEnforceIf(ls)
+
+    def _copy_rows(self, dl: Delay, cvar: Any) -> None:
+        """One copy per device: c_pv ≥ T_ab(B_pv'), enforced by x_ua ∧ x_vb ∧ x_v'b."""
+        for cp in dl.copies:
+            t2 = self.ticks(cp.time_s)
+            if t2 <= self.ticks(cp.own_s):
+                continue
+            ls = self._lits(self._X(dl.u, cp.a), self._X(dl.v, cp.b), self._X(cp.v2, cp.b))
+            if ls is None:
+                continue
+            ct = self.model.add(cvar >= t2)
+            if ls:
+                ct.OnlyEnforceIf(ls)
+
+    def _memory(self, fam: Families) -> None:
+        """Per device whose cap can bind, in exact bytes: the copies r_pd, the largest
+        temp t_d and the cap row."""
+        mdl = self.model
         self.r: dict[tuple[int, int], Any] = {}
         self.t: dict[int, Any] = {}
-        for d in range(m):
-            if not mt.rows[d]:
-                continue
-            row: list[tuple[int, tuple[int, Any]]] = [
-                (mt.weight[u], X(u, d)) for u, a in enumerate(allowed) if d in a]
-            expr = affine(row)
-            for p, per in mt.receives:
-                up = unit_of[p]
-                if allowed[up] == (d,):
-                    continue
-                cands = [(v, b) for v, b in per if d in allowed[v] and b > 0]
-                if not cands:
-                    continue
+        for row in fam.memory:
+            d = row.d
+            expr = self._affine([(w, self._X(u, d)) for u, w in row.weights])
+            for p, up, cands in row.copies:
                 rv = mdl.new_int_var(0, max(b for _, b in cands), f"r{p}_{d}")
                 self.r[(p, d)] = rv
                 for v, b in cands:
-                    mdl.add(rv >= affine([(b, X(v, d)), (-b, X(up, d))]))
+                    mdl.add(rv >= self._affine([(b, self._X(v, d)), (-b, self._X(up, d))]))
                 expr = expr + rv
-            temps = [(mt.temp[u], X(u, d)) for u, a in enumerate(allowed)
-                     if d in a and mt.temp[u] > 0]
+            temps = [(tp, self._X(u, d)) for u, tp in row.temps]
             if temps:
-                fixed = max((tp for tp, (c, v) in temps if v is None and c), default=0)
+                fixed = row.fixed_temp
                 tv = mdl.new_int_var(fixed, max(tp for tp, _ in temps), f"t{d}")
                 self.t[d] = tv
                 for tp, (_c, v) in temps:
                     if v is not None and tp > fixed:
                         mdl.add(tv >= tp * v)
                 expr = expr + tv
-            mdl.add(expr <= inst.caps[d])
+            mdl.add(expr <= row.cap)
 
-        # makespan
-        for i in inst.sinks:
-            mdl.add(C >= self.e[i])
-        for d in range(m):
-            terms = [(dur[i][d], X(unit_of[i], d)) for i in range(n)
-                     if d in allowed[unit_of[i]] and dur[i][d] > 0]
+    def _makespan(self, fam: Families) -> None:
+        """C ≥ e_i for every sink; C ≥ the load of every device."""
+        mdl, dur, unit_of = self.model, self.dur, self.inst.unit_of
+        for i in self.inst.sinks:
+            mdl.add(self.C >= self.e[i])  # noqa: SIM300 - `C` is the makespan variable
+        for d, ops in enumerate(fam.loads):
+            terms = [(dur[i][d], self._X(unit_of[i], d)) for i in ops if dur[i][d] > 0]
             if terms:
-                mdl.add(C >= affine(terms))
+                mdl.add(self.C >= self._affine(terms))  # noqa: SIM300 - as above
 
-        # symmetry among identical devices: unit u may use d_k only when an earlier unit
-        # uses d_(k-1); "an earlier unit uses d_(k-1)" is a chain of literals g, linear in
-        # size (a sum over all earlier units per row was quadratic: 10 s on gnmt)
+    def _symmetry(self, fam: Families) -> None:
+        """Symmetry among identical devices: unit u may use d_k only when an earlier unit
+        uses d_(k-1); "an earlier unit uses d_(k-1)" is a chain of literals g, linear in
+        size (a sum over all earlier units per row was quadratic: 10 s on gnmt)."""
+        mdl, x = self.model, self.x
         self.sym: list[tuple[int, list[int], list[Any]]] = []
-        for cls in inst.classes:
-            members = [u for u, a in enumerate(allowed) if cls[0] in a]
+        for cls, members in fam.symmetry:
             for k in range(1, len(cls)):
                 seen: Any = None
                 chain: list[Any] = []
@@ -331,11 +368,7 @@ class CpsatModel:
                         mdl.add_bool_or([seen, cur, g.Not()])
                         seen = g
                     chain.append(seen)
-                self.sym.append((cls[k - 1], members, chain))
-
-        mdl.minimize(C)
-        if self.warm_start is not None:
-            self._hint()
+                self.sym.append((cls[k - 1], list(members), chain))
 
     def _hint(self) -> None:
         """Hint every variable with its value in the warm start."""
@@ -355,10 +388,10 @@ class CpsatModel:
         dev_of_unit = [place[mem[0]] for mem in inst.units]
         for (p, v), var in self.c.items():
             a, b = place[p], dev_of_unit[v]
-            nbytes = max(bb for vv, bb in inst.fanout[p] if dev_of_unit[vv] == b)
+            nbytes = copy_bytes(inst, dev_of_unit, p, b)
             mdl.add_hint(var, self.xfer(nbytes, a, b) if a != b else 0)
         for (p, d), var in self.r.items():
-            b = max((bb for vv, bb in inst.fanout[p] if dev_of_unit[vv] == d), default=0)
+            b = copy_bytes(inst, dev_of_unit, p, d)
             mdl.add_hint(var, b if place[p] != d else 0)
         for d_prev, members, chain in self.sym:
             on = False
@@ -366,11 +399,8 @@ class CpsatModel:
                 on = on or dev_of_unit[u] == d_prev
                 if lit is not self.x.get((u, d_prev)):
                     mdl.add_hint(lit, on)
-        mt = inst.memory_terms
         for d, var in self.t.items():
-            held = max((mt.temp[u] for u in range(len(inst.units)) if dev_of_unit[u] == d),
-                       default=0)
-            mdl.add_hint(var, held)
+            mdl.add_hint(var, held_temp(inst, dev_of_unit, d))
 
     def emit(self, path: str) -> None:
         """Write the CP-SAT model as a text protocol buffer (`.txt`, `.pbtxt`)."""
@@ -534,8 +564,9 @@ def solve(problem: Problem, options: Options, *, warn: bool = True,
     size (`budget.py`), so the same problem, options and seed give the same plan on any
     load; Ctrl-C raises `Interrupted` with the better of CP-SAT's incumbent and the warm
     start. `hard_limit`: the wall clock since this call also stops the search at the time
-    limit (with a small overshoot: `OVERSHOOT_FRACTION`, `OVERSHOOT_S`), and the model is not built when the heuristics have used the
-    limit up; a plan cut short that way is marked in `info["reason"]`. Without it (`auto`,
+    limit (with a small overshoot: `OVERSHOOT_FRACTION`, `OVERSHOOT_S`), and the model is
+    not built when the heuristics have used the limit up; a plan cut short that way is
+    marked in `info["reason"]`. Without it (`auto`,
     whose determinism comes first) only the safety cap of `budget.py` applies.
     """
     t0 = time.perf_counter()

@@ -10,12 +10,13 @@ colocation groups or lone ops, `A(u)` a unit's allowed devices, `p_id` op `i`'s 
     arc i → j, same unit:            s_j ≥ s_i + P_i
     arc i → j, units u ≠ v:          s_j ≥ s_i + P_i + c_iv
       c_iv ≥ Σ_{b ≠ a} T_ab(B_iv) x_vb − M_a (1 − x_ua)          ∀ a ∈ A(u)   (transfer)
-      c_iv ≥ T_ab(B_iv') (x_ua + x_vb + x_v'b − 2)   when B_iv' > B_iv          (one copy)
-      x_ua + x_vb ≤ 1                                when a, b have no link
+      c_iv ≥ T_ab(B_iv') (x_ua + x_vb + x_v'b − 2)   when T_ab(B_iv') > T_ab(B_iv) (one copy)
+      x_ua + x_vb ≤ 1                                when no link goes from a to b  (nolink)
     pairs i, j with no path between them whose windows overlap, units u, v:
       z_uv ≥ x_ud + x_vd − 1   ∀ d ∈ A(u) ∩ A(v)    (same device; ≡ 1 when u = v)
       s_j ≥ s_i + P_i − M_ij (2 − y_ij − z_uv)       (i before j, y_ij = 1)
       s_i ≥ s_j + P_j − M_ji (1 + y_ij − z_uv)       (j before i)
+      z_uv ≤ 0                                       (when neither order fits the windows)
     memory, per device d whose cap can bind (bytes, in units of 2^k B):
       Σ_u W_u x_ud + Σ_i r_id + t_d ≤ cap_d
       r_id ≥ B_iv (x_vd − x_{u(i)d})                 (the copy of i's output on d)
@@ -25,10 +26,24 @@ colocation groups or lone ops, `A(u)` a unit's allowed devices, `p_id` op `i`'s 
       x_{u d_k} ≤ Σ_{u' < u} x_{u' d_(k−1)}          (devices ordered by their first unit)
 
 `B_iv` is the largest `bytes` from op `i` into unit `v`; the copy a device receives is the
-largest among the units there (the cost model sends a producer's output to a device once).
-`M_a = max_b T_ab(B_iv)`; `M_ij = U − tail_i − head_j` (pair-specific, from the windows),
-and pairs whose windows admit only one order get one row and no `y`; pairs that can never
-overlap get none. Ordering binaries exist only for pairs with no path between them.
+largest among the units there (the cost model sends a producer's output to a device once),
+so the one-copy rows cover every other unit `v'` that `b` may hold with `B_iv' > B_iv`.
+`M_a = max_b T_ab(B_iv)` over the linked `b ≠ a`; `c_iv` exists only when some transfer
+from `i` into `v` takes time, and is the constant `T_ab(B_iv)` when both units are fixed
+(to `a ≠ b`) and no larger copy can land on `b`. `M_ij = U − tail_i − head_j`
+(pair-specific, from the windows), and pairs whose windows admit only one order get one
+row and no `y`; pairs that can never overlap get none. Ordering binaries exist only for
+pairs with no path between them.
+
+Build: `families.families` reduces the instance to each family's data (seconds, bytes,
+indices), shared with `cpsat.py`; `IlpModel.build` declares `x`, `s`, `C`, then translates
+one family per method, each into its own `ConstraintList` (`ROW_FAMILIES`, the row names
+of an emitted file): `_assignment`; `_transfers` (the `c` variables and the nolink,
+`_transfer_rows` and `_copy_rows`); `_precedence`; `_ordering` (the pairs of
+`families.ordering_pairs`: `_same_rows` for `z`, `_order_rows` for the big-M rows: this
+family is the ILP's own, CP-SAT orders with intervals); `_memory` and `_cap_row`;
+`_makespan` (sinks and load cuts); `_symmetry`. Every test on a number (is a term zero, is
+a delay needed) is made in the model's own units, as when the rows were built inline.
 
 Numerics: times are in units of `10^k` s chosen so that `U` is 10^3–10^4 units, so the
 solvers' absolute feasibility (~1e-6) and integrality tolerances cost far less than the
@@ -59,12 +74,30 @@ from ...model import Problem
 from ..base import Interrupted, Options, Solution
 from . import backends
 from .common import Clock, Warm, conclude, empty_solution, lower_bound_s, warm_start
+from .families import (
+    Delay,
+    Families,
+    MemoryRow,
+    Windows,
+    copy_bytes,
+    families,
+    held_temp,
+    ordering_pairs,
+    scaled_windows,
+)
 from .instance import Instance
 
 log = logging.getLogger("planner")
 
 #: a tiny slack on `U` so a warm start timed in floats never misses its own bound
 _UB_SLACK = 1e-9
+
+#: the row families, one ConstraintList each, in the order the model file lists them
+ROW_FAMILIES = ("assign", "nolink", "transfer", "copy", "precedence", "same", "order",
+                "memory", "makespan", "loadcut", "symmetry")
+
+#: a term of a linear row: (coefficient, Pyomo variable), or (constant, None)
+Term = tuple[float, Any]
 
 
 def _comment_text(text: str) -> str:
@@ -92,241 +125,253 @@ class IlpModel:
         self.c: dict[tuple[int, int], Any] = {}
         self.r: dict[tuple[int, int], Any] = {}
         self.t: dict[int, Any] = {}
+        self.s: list[Any] = []
         self.n_rows = 0
+        self._allowed = inst.allowed
+        # set by `build`: Pyomo's LinearExpression, the windows in time units, p_id in time
+        # units, each family's ConstraintList.add
+        self._linear: Any = None
+        self._eps = 0.0
+        self._win = Windows((), (), (), 0.0)
+        self._proc: list[list[float]] = []
+        self._add: dict[str, Any] = {}
 
     # -- building -----------------------------------------------------------------------
 
     def build(self) -> None:
-        """Build the Pyomo model (see the module docstring for every row)."""
+        """Build the Pyomo model: the variables, then each row family of `families.py`
+        in turn (the module docstring lists every row)."""
         pyo = backends.import_pyomo()
         from pyomo.core.expr.numeric_expr import LinearExpression
 
+        self._linear = LinearExpression
         inst = self.inst
-        n, m = inst.n, inst.m
+        fam = families(inst)
         tu = self.time_unit
         ub = self.upper_s / tu
-        eps = 1e-9 * ub
-        head = [h / tu for h in inst.head]
-        tail = [t / tu for t in inst.tail]
-        pmin = [p / tu for p in inst.pmin]
-        proc = [[p / tu if p < INF else INF for p in row] for row in inst.proc]
-        allowed = inst.allowed
-        unit_of = inst.unit_of
-
+        self._eps = 1e-9 * ub
+        self._win = scaled_windows(inst, tu, ub)
+        self._proc = [[p / tu if p < INF else INF for p in row] for row in inst.proc]
         mdl = pyo.ConcreteModel(name=_lp_name(inst.problem.name))
         self.model = mdl
-        xkeys = [(u, d) for u, a in enumerate(allowed) if len(a) > 1 for d in a]
+        self._declare(pyo, fam)
+        for name in ROW_FAMILIES:
+            mdl.add_component(name, pyo.ConstraintList())
+        self._add = {name: getattr(mdl, name).add for name in ROW_FAMILIES}
+        self._assignment(fam)
+        delay = self._transfers(pyo, fam)
+        self._precedence(fam, delay)
+        self._ordering(pyo)
+        self._memory(pyo, fam)
+        self._makespan(fam)
+        self._symmetry(fam)
+        mdl.obj = pyo.Objective(expr=mdl.C, sense=pyo.minimize)
+
+    def _declare(self, pyo: Any, fam: Families) -> None:
+        """x_ud per unit with a choice; s_i within its window; LB ≤ C ≤ U."""
+        mdl = self.model
+        xkeys = [(u, d) for u, a in fam.choices for d in a]
         mdl.x = pyo.Var(xkeys, domain=pyo.Binary)
-        x = self.x
         for key in xkeys:
-            x[key] = mdl.x[key]
+            self.x[key] = mdl.x[key]
+        n = self.inst.n
         mdl.s = pyo.Var(range(n), domain=pyo.Reals)
-        s = [mdl.s[i] for i in range(n)]
-        for i in range(n):
-            s[i].setlb(head[i])
-            s[i].setub(max(head[i], ub - tail[i] - pmin[i]) + eps)
-        mdl.C = pyo.Var(domain=pyo.Reals, bounds=(self.lower_s / tu, ub))
-        C = mdl.C
-        families = ("assign", "nolink", "transfer", "copy", "precedence", "same", "order",
-                    "memory", "makespan", "loadcut", "symmetry")
-        for fam in families:
-            mdl.add_component(fam, pyo.ConstraintList())
-        add_to = {fam: getattr(mdl, fam).add for fam in families}
+        self.s = [mdl.s[i] for i in range(n)]
+        win, eps = self._win, self._eps
+        for i, var in enumerate(self.s):
+            var.setlb(win.head[i])
+            var.setub(max(win.head[i], win.upper - win.tail[i] - win.pmin[i]) + eps)
+        mdl.C = pyo.Var(domain=pyo.Reals, bounds=(self.lower_s / self.time_unit, win.upper))
 
-        def X(u: int, d: int) -> tuple[float, Any]:
-            """(constant, var) of x_ud: (1, None) fixed there, (0, None) impossible."""
-            a = allowed[u]
-            if d not in a:
-                return 0.0, None
-            if len(a) == 1:
-                return 1.0, None
-            return 0.0, x[(u, d)]
+    # -- terms --------------------------------------------------------------------------
 
-        def xt(u: int, d: int) -> tuple[float, Any]:
-            """x_ud as a term: (1, var), or (constant, None)."""
-            c, v = X(u, d)
-            return (1.0, v) if v is not None else (c, None)
+    def _X(self, u: int, d: int) -> Term:
+        """(constant, var) of x_ud: (1, None) fixed there, (0, None) impossible."""
+        a = self._allowed[u]
+        if d not in a:
+            return 0.0, None
+        if len(a) == 1:
+            return 1.0, None
+        return 0.0, self.x[(u, d)]
 
-        def lin(const: float, terms: Sequence[tuple[float, Any]]) -> Any:
-            coefs = [c for c, v in terms if v is not None and c != 0]
-            vars_ = [v for c, v in terms if v is not None and c != 0]
-            const += sum(c for c, v in terms if v is None)
-            return LinearExpression(constant=const, linear_coefs=coefs, linear_vars=vars_)
+    def _xt(self, u: int, d: int) -> Term:
+        """x_ud as a term: (1, var), or (constant, None)."""
+        c, v = self._X(u, d)
+        return (1.0, v) if v is not None else (c, None)
 
-        def proc_terms(i: int, sign: float = 1.0) -> list[tuple[float, Any]]:
-            u = unit_of[i]
-            a = allowed[u]
-            vals = {proc[i][d] for d in a}
-            if len(vals) == 1 or len(a) == 1:
-                return [(sign * proc[i][a[0]], None)]
-            return [(sign * proc[i][d], x[(u, d)]) for d in a]
+    def _lin(self, const: float, terms: Sequence[Term]) -> Any:
+        """Σ terms (+ const) as one Pyomo linear expression, constants folded."""
+        coefs = [c for c, v in terms if v is not None and c != 0]
+        vars_ = [v for c, v in terms if v is not None and c != 0]
+        const += sum(c for c, v in terms if v is None)
+        return self._linear(constant=const, linear_coefs=coefs, linear_vars=vars_)
 
-        rows = 0
-        # assignment
-        for u, au in enumerate(allowed):
-            if len(au) > 1:
-                add_to["assign"]((1, lin(0.0, [(1.0, x[(u, d)]) for d in au]), 1))
-                rows += 1
+    def _proc_terms(self, i: int, sign: float = 1.0) -> list[Term]:
+        """P_i (times `sign`): a constant when every allowed device takes as long."""
+        u = self.inst.unit_of[i]
+        a = self._allowed[u]
+        proc = self._proc[i]
+        vals = {proc[d] for d in a}
+        if len(vals) == 1 or len(a) == 1:
+            return [(sign * proc[a[0]], None)]
+        return [(sign * proc[d], self.x[(u, d)]) for d in a]
 
-        # transfers: one delay variable per (producer, consumer unit) that needs one
-        tt = inst.costs.transfer_time
-        delay: dict[tuple[int, int], list[tuple[float, Any]]] = {}
+    def _row(self, family: str, row: tuple[Any, Any, Any]) -> None:
+        """Add `(lower, body, upper)` to the ConstraintList of `family`."""
+        self._add[family](row)
+        self.n_rows += 1
+
+    def _row_ge(self, family: str, rhs: float, terms: list[Term]) -> None:
+        """Σ terms ≥ rhs in `family`."""
+        self._row(family, (rhs, self._lin(0.0, terms), None))
+
+    # -- row families -------------------------------------------------------------------
+
+    def _assignment(self, fam: Families) -> None:
+        """Σ_d x_ud = 1 per unit with a choice."""
+        for u, au in fam.choices:
+            self._row("assign", (1, self._lin(0.0, [(1.0, self.x[(u, d)]) for d in au]), 1))
+
+    def _transfers(self, pyo: Any, fam: Families) -> dict[tuple[int, int], list[Term]]:
+        """One delay c_pv per (producer, consumer unit) that needs one (a constant when
+        both ends are fixed), its transfer and copy rows, and the no-link rows; returns
+        the delay terms each arc p → v adds to its precedence row."""
+        tu = self.time_unit
+        delay: dict[tuple[int, int], list[Term]] = {}
         ckeys: list[tuple[int, int]] = []
-        for p in range(n):
-            au = allowed[unit_of[p]]
-            biggest = max((bb for _, bb in inst.fanout[p]), default=0)
-            for v, nbytes in inst.fanout[p]:
-                av = allowed[v]
-                if len(au) == 1 and len(av) == 1:
-                    a, b = au[0], av[0]
-                    if a == b:
-                        delay[(p, v)] = []
-                        continue
-                    if not any(b2 > nbytes and b in allowed[v2] for v2, b2 in inst.fanout[p]):
-                        delay[(p, v)] = [(tt(nbytes, a, b) / tu, None)]
-                        continue
-                times = [tt(biggest, a, b) for a in au for b in av if a != b]
-                if not any(0 < t < INF for t in times):
-                    delay[(p, v)] = []
-                    continue
-                ckeys.append((p, v))
+        for dl in fam.delays:
+            key = (dl.p, dl.v)
+            if dl.fixed_s is not None:
+                delay[key] = [(dl.fixed_s / tu, None)]
+            elif dl.top_s > 0:
+                ckeys.append(key)
+            else:
+                delay[key] = []
+        mdl = self.model
         mdl.c = pyo.Var(ckeys, domain=pyo.NonNegativeReals)
         for key in ckeys:
             self.c[key] = mdl.c[key]
             delay[key] = [(1.0, mdl.c[key])]
+        for dl in fam.delays:
+            for a, b in dl.nolink:  # links that do not exist: never both ends there
+                self._row("nolink", (None, self._lin(0.0, [self._xt(dl.u, a),
+                                                           self._xt(dl.v, b)]), 1.0))
+            cvar = self.c.get((dl.p, dl.v))
+            if cvar is not None:
+                self._transfer_rows(dl, cvar)
+                self._copy_rows(dl, cvar)
+        return delay
 
-        def row_ge(fam: str, rhs: float, terms: list[tuple[float, Any]]) -> None:
-            """Σ terms ≥ rhs in family `fam`."""
-            add_to[fam]((rhs, lin(0.0, terms), None))
+    def _transfer_rows(self, dl: Delay, cvar: Any) -> None:
+        """c ≥ Σ_{b≠a} T_ab x_vb − M_a (1 − x_ua), per a ∈ A(u)."""
+        tu = self.time_unit
+        for a, to_b in dl.rows:
+            big = max((t / tu for _, t in to_b), default=0.0)
+            if big == 0:
+                continue
+            expr: list[Term] = [(1.0, cvar)]
+            rhs = 0.0
+            for b, t in to_b:
+                coef = t / tu
+                cx, vx = self._X(dl.v, b)
+                if vx is None:
+                    rhs += coef * cx
+                else:
+                    expr.append((-coef, vx))
+            _, va = self._X(dl.u, a)
+            if va is not None:
+                rhs -= big
+                expr.append((-big, va))
+            self._row_ge("transfer", rhs, expr)
 
-        for p in range(n):
-            u = unit_of[p]
-            au = allowed[u]
-            for v, nbytes in inst.fanout[p]:
-                av = allowed[v]
-                for a in au:  # links that do not exist: never both ends there
-                    for b in av:
-                        if a != b and tt(nbytes, a, b) == INF:
-                            add_to["nolink"]((None, lin(0.0, [xt(u, a), xt(v, b)]), 1.0))
-                            rows += 1
-                if (p, v) not in self.c:
-                    continue
-                cvar = self.c[(p, v)]
-                # c >= Σ_{b≠a} T_ab x_vb - M_a (1 - x_ua)
-                for a in au:
-                    to_b = [(tt(nbytes, a, b) / tu, b) for b in av
-                            if b != a and tt(nbytes, a, b) < INF]
-                    big = max((t for t, _ in to_b), default=0.0)
-                    if big == 0:
-                        continue
-                    expr: list[tuple[float, Any]] = [(1.0, cvar)]
-                    rhs = 0.0
-                    for coef, b in to_b:
-                        cx, vx = X(v, b)
-                        if vx is None:
-                            rhs += coef * cx
-                        else:
-                            expr.append((-coef, vx))
-                    _, va = X(u, a)
-                    if va is not None:
-                        rhs -= big
-                        expr.append((-big, va))
-                    row_ge("transfer", rhs, expr)
-                    rows += 1
-                # one copy per device: a larger copy for another unit on b delays v too:
-                # c >= T_ab(B') (x_ua + x_vb + x_v'b - 2)
-                for v2, b2 in inst.fanout[p]:
-                    if v2 == v or b2 <= nbytes:
-                        continue
-                    for a in au:
-                        for b in av:
-                            if a == b or b not in allowed[v2]:
-                                continue
-                            t2 = tt(b2, a, b)
-                            if t2 == INF or t2 <= tt(nbytes, a, b):
-                                continue
-                            t2 /= tu
-                            rhs = -2.0 * t2
-                            expr = [(1.0, cvar)]
-                            for cx, vx in (X(u, a), X(v, b), X(v2, b)):
-                                if vx is None:
-                                    rhs += t2 * cx
-                                else:
-                                    expr.append((-t2, vx))
-                            row_ge("copy", rhs, expr)
-                            rows += 1
+    def _copy_rows(self, dl: Delay, cvar: Any) -> None:
+        """One copy per device: a larger copy for another unit v' on b delays v too:
+        c ≥ T_ab(B') (x_ua + x_vb + x_v'b − 2)."""
+        for cp in dl.copies:
+            t2 = cp.time_s / self.time_unit
+            rhs = -2.0 * t2
+            expr: list[Term] = [(1.0, cvar)]
+            for cx, vx in (self._X(dl.u, cp.a), self._X(dl.v, cp.b), self._X(cp.v2, cp.b)):
+                if vx is None:
+                    rhs += t2 * cx
+                else:
+                    expr.append((-t2, vx))
+            self._row_ge("copy", rhs, expr)
 
-        # precedence
-        for arc in inst.arcs:
-            i, j = arc.src, arc.dst
-            terms: list[tuple[float, Any]] = [(1.0, s[j]), (-1.0, s[i])]
-            terms += proc_terms(i, -1.0)
-            v = unit_of[j]
-            if v != unit_of[i]:
-                terms += [(-cf, vv) for cf, vv in delay[(i, v)]]
-            add_to["precedence"]((0.0, lin(0.0, terms), None))
-            rows += 1
+    def _precedence(self, fam: Families, delay: dict[tuple[int, int], list[Term]]) -> None:
+        """s_j ≥ s_i + P_i (+ c_iv) per arc."""
+        s = self.s
+        for i, j, dl in fam.precedence:
+            terms: list[Term] = [(1.0, s[j]), (-1.0, s[i])]
+            terms += self._proc_terms(i, -1.0)
+            if dl is not None:
+                terms += [(-cf, vv) for cf, vv in delay[(i, dl.v)]]
+            self._row("precedence", (0.0, self._lin(0.0, terms), None))
 
-        # disjunctive pairs
-        desc = inst.descendants
+    def _ordering(self, pyo: Any) -> None:
+        """The ordering family: z_uv (same device), y_ij (i first) and the big-M rows."""
+        pairs = ordering_pairs(self.inst, self._win, self._eps)
+        self._same_rows(pyo, pairs)
+        mdl = self.model
+        ykeys = [(i, j) for i, j, ij, ji in pairs if ij and ji]
+        mdl.y = pyo.Var(ykeys, domain=pyo.Binary)
+        for key in ykeys:
+            self.y[key] = mdl.y[key]
+        self._order_rows(pairs)
+
+    def _same_rows(self, pyo: Any, pairs: list[tuple[int, int, bool, bool]]) -> None:
+        """z_uv ≥ x_ud + x_vd − 1 for the unit pairs of `pairs` that both have a choice."""
+        allowed, unit_of = self.inst.allowed, self.inst.unit_of
         zkeys: list[tuple[int, int]] = []
-        pairs: list[tuple[int, int, bool, bool]] = []
-        for i in range(n):
-            ui = unit_of[i]
-            for j in range(i + 1, n):
-                if (desc[i] >> j) & 1 or (desc[j] >> i) & 1:
-                    continue
-                uj = unit_of[j]
-                if ui != uj and not inst.can_share(ui, uj):
-                    continue
-                if ub - tail[i] <= head[j] + eps or ub - tail[j] <= head[i] + eps:
-                    continue  # one always ends before the other starts
-                ij = head[i] + pmin[i] <= ub - tail[j] - pmin[j] + eps
-                ji = head[j] + pmin[j] <= ub - tail[i] - pmin[i] + eps
-                pairs.append((i, j, ij, ji))
-                if ui != uj and len(allowed[ui]) > 1 and len(allowed[uj]) > 1:
-                    key = (min(ui, uj), max(ui, uj))
-                    if key not in self.z:
-                        self.z[key] = None
-                        zkeys.append(key)
+        for i, j, _, _ in pairs:
+            ui, uj = unit_of[i], unit_of[j]
+            if ui != uj and len(allowed[ui]) > 1 and len(allowed[uj]) > 1:
+                key = (min(ui, uj), max(ui, uj))
+                if key not in self.z:
+                    self.z[key] = None
+                    zkeys.append(key)
+        mdl = self.model
         mdl.z = pyo.Var(zkeys, bounds=(0, 1))
-        add_same, add_order = add_to["same"], add_to["order"]
+        x, add, linear = self.x, self._add["same"], self._linear  # hot: most rows are here
+        rows = 0
         for key in zkeys:
             zv = self.z[key] = mdl.z[key]
             u, v = key
             for d in allowed[u]:
                 if d in allowed[v]:
-                    add_same((-1.0, LinearExpression(
-                        constant=0.0, linear_coefs=[1.0, -1.0, -1.0],
-                        linear_vars=[zv, x[(u, d)], x[(v, d)]]), None))
+                    add((-1.0, linear(constant=0.0, linear_coefs=[1.0, -1.0, -1.0],
+                                      linear_vars=[zv, x[(u, d)], x[(v, d)]]), None))
                     rows += 1
-        ykeys = [(i, j) for i, j, ij, ji in pairs if ij and ji]
-        mdl.y = pyo.Var(ykeys, domain=pyo.Binary)
-        for key in ykeys:
-            self.y[key] = mdl.y[key]
+        self.n_rows += rows
 
-        def same(ui: int, uj: int) -> tuple[float, Any] | None:
-            """z_uv as (constant, var), or None when the units can never share."""
-            if ui == uj:
-                return 1.0, None
-            ai, aj = allowed[ui], allowed[uj]
-            if len(ai) == 1 and len(aj) == 1:
-                return (1.0, None) if ai[0] == aj[0] else None
-            if len(ai) == 1:
-                return X(uj, ai[0])
-            if len(aj) == 1:
-                return X(ui, aj[0])
-            return 0.0, self.z[(min(ui, uj), max(ui, uj))]
+    def _same(self, ui: int, uj: int) -> Term | None:
+        """z_uv as (constant, var), or None when the units can never share."""
+        if ui == uj:
+            return 1.0, None
+        ai, aj = self._allowed[ui], self._allowed[uj]
+        if len(ai) == 1 and len(aj) == 1:
+            return (1.0, None) if ai[0] == aj[0] else None
+        if len(ai) == 1:
+            return self._X(uj, ai[0])
+        if len(aj) == 1:
+            return self._X(ui, aj[0])
+        return 0.0, self.z[(min(ui, uj), max(ui, uj))]
 
-        # -P_i of every op as (constant, coefficients, variables), built once
-        neg_p: list[tuple[float, list[float], list[Any]]] = []
-        for i in range(n):
-            terms = proc_terms(i, -1.0)
-            neg_p.append((sum(c for c, v in terms if v is None),
-                          [c for c, v in terms if v is not None],
-                          [v for c, v in terms if v is not None]))
+    def _neg_proc(self, i: int) -> tuple[float, list[float], list[Any]]:
+        """−P_i as (constant, coefficients, variables)."""
+        terms = self._proc_terms(i, -1.0)
+        return (sum(c for c, v in terms if v is None), [c for c, v in terms if v is not None],
+                [v for c, v in terms if v is not None])
+
+    def _order_rows(self, pairs: list[tuple[int, int, bool, bool]]) -> None:
+        """Per pair on one device, the order (or orders) its windows allow (big-M)."""
+        n, unit_of = self.inst.n, self.inst.unit_of
+        head, tail, ub = self._win.head, self._win.tail, self._win.upper
+        s, add, linear = self.s, self._add["order"], self._linear  # hot: most rows are here
+        rows = 0
+        neg_p = [self._neg_proc(i) for i in range(n)]
         for i, j, ij, ji in pairs:
-            zz = same(unit_of[i], unit_of[j])
+            zz = self._same(unit_of[i], unit_of[j])
             if zz is None:
                 continue
             zc, zv = zz
@@ -335,7 +380,7 @@ class IlpModel:
             if not ij and not ji:  # they cannot share a device at all
                 if zv is None:
                     continue  # both fixed to one device: impossible below a valid U
-                add_order((None, lin(0.0, [(1.0, zv)]), 0.0))
+                add((None, self._lin(0.0, [(1.0, zv)]), 0.0))
                 rows += 1
                 continue
             both = ij and ji
@@ -361,78 +406,73 @@ class IlpModel:
                 else:
                     coefs.append(-big)
                     vars_.append(zv)
-                add_order((-pc + rhs, LinearExpression(constant=pc, linear_coefs=coefs,
-                                                       linear_vars=vars_), None))
+                add((-pc + rhs, linear(constant=pc, linear_coefs=coefs, linear_vars=vars_),
+                     None))
                 rows += 1
+        self.n_rows += rows
 
-        # memory
-        mt = inst.memory_terms
+    def _memory(self, pyo: Any, fam: Families) -> None:
+        """r_pd ≥ B_pv (x_vd − x_{u(p)d}) for the copies, then each device's cap row."""
         mu = self.mem_unit
-        rkeys: list[tuple[int, int]] = []
-        recv_rows: list[tuple[int, int, int, int]] = []
-        for d in range(m):
-            if not mt.rows[d]:
-                continue
-            for p, per in mt.receives:
-                up = unit_of[p]
-                if allowed[up] == (d,):
-                    continue
-                cands = [(v, b) for v, b in per if d in allowed[v] and b > 0]
-                if cands:
-                    rkeys.append((p, d))
-                    recv_rows.extend((p, d, v, b) for v, b in cands)
+        mdl = self.model
+        rkeys = [(p, row.d) for row in fam.memory for p, _, _ in row.copies]
         mdl.r = pyo.Var(rkeys, domain=pyo.NonNegativeReals)
         for key in rkeys:
             self.r[key] = mdl.r[key]
-        for p, d, v, b in recv_rows:
-            terms = [(1.0, mdl.r[(p, d)])]
-            cv, vv = X(v, d)
-            cp, vp = X(unit_of[p], d)
-            const = b / mu * (cv - cp)
-            if vv is not None:
-                terms.append((-b / mu, vv))
-            if vp is not None:
-                terms.append((b / mu, vp))
-            add_to["memory"]((const, lin(0.0, terms), None))
-            rows += 1
-        tkeys = [d for d in range(m) if mt.rows[d]]
-        mdl.t = pyo.Var(tkeys, domain=pyo.NonNegativeReals)
-        for d in tkeys:
-            tv = mdl.t[d]
-            self.t[d] = tv
-            fixed = max((mt.temp[u] for u, a in enumerate(allowed) if a == (d,)), default=0)
-            tv.setlb(fixed / mu)
-            for u, au in enumerate(allowed):
-                if len(au) > 1 and d in au and mt.temp[u] > fixed:
-                    add_to["memory"]((0.0, lin(0.0, [(1.0, tv), (-mt.temp[u] / mu, x[(u, d)])]),
-                                      None))
-                    rows += 1
-            terms = [(mt.weight[u] / mu * c, v) for u, a in enumerate(allowed)
-                     if d in a and mt.weight[u] > 0 for c, v in [xt(u, d)]]
-            terms += [(1.0, mdl.r[(p, dd)]) for (p, dd) in rkeys if dd == d]
-            terms.append((1.0, tv))
-            add_to["memory"]((None, lin(0.0, terms), inst.caps[d] / mu))
-            rows += 1
+        for row in fam.memory:
+            d = row.d
+            for p, up, cands in row.copies:
+                rv = mdl.r[(p, d)]
+                for v, b in cands:
+                    terms: list[Term] = [(1.0, rv)]
+                    cv, vv = self._X(v, d)
+                    cp, vp = self._X(up, d)
+                    const = b / mu * (cv - cp)
+                    if vv is not None:
+                        terms.append((-b / mu, vv))
+                    if vp is not None:
+                        terms.append((b / mu, vp))
+                    self._row("memory", (const, self._lin(0.0, terms), None))
+        mdl.t = pyo.Var([row.d for row in fam.memory], domain=pyo.NonNegativeReals)
+        for row in fam.memory:
+            self._cap_row(row, mdl.t[row.d])
 
-        # makespan: sinks, loads
-        for i in inst.sinks:
-            add_to["makespan"]((0.0, lin(0.0, [(1.0, C), (-1.0, s[i]), *proc_terms(i, -1.0)]),
-                                None))
-            rows += 1
-        for d in range(m):
-            terms = [(1.0, C)]
-            for i in range(n):
-                u = unit_of[i]
-                if d in allowed[u] and proc[i][d] > 0:
-                    c, v = xt(u, d)
+    def _cap_row(self, row: MemoryRow, tv: Any) -> None:
+        """t_d ≥ temp_u x_ud, and Σ_u W_u x_ud + Σ_p r_pd + t_d ≤ cap_d."""
+        d, mu = row.d, self.mem_unit
+        allowed = self.inst.allowed
+        self.t[d] = tv
+        fixed = row.fixed_temp
+        tv.setlb(fixed / mu)
+        for u, temp in row.temps:
+            if len(allowed[u]) > 1 and temp > fixed:
+                self._row("memory", (0.0, self._lin(0.0, [(1.0, tv),
+                                                          (-temp / mu, self.x[(u, d)])]), None))
+        terms = [(w / mu * c, v) for u, w in row.weights if w > 0 for c, v in [self._xt(u, d)]]
+        terms += [(1.0, self.r[(p, d)]) for p, _, _ in row.copies]
+        terms.append((1.0, tv))
+        self._row("memory", (None, self._lin(0.0, terms), row.cap / mu))
+
+    def _makespan(self, fam: Families) -> None:
+        """C ≥ s_i + P_i for every sink; C ≥ the load of every device (a cut)."""
+        C, s = self.model.C, self.s
+        for i in self.inst.sinks:
+            self._row("makespan", (0.0, self._lin(0.0, [(1.0, C), (-1.0, s[i]),
+                                                        *self._proc_terms(i, -1.0)]), None))
+        unit_of, proc = self.inst.unit_of, self._proc
+        for d, ops in enumerate(fam.loads):
+            terms: list[Term] = [(1.0, C)]
+            for i in ops:
+                if proc[i][d] > 0:
+                    c, v = self._xt(unit_of[i], d)
                     terms.append((-proc[i][d] * c, v))
             if len(terms) > 1:
-                add_to["loadcut"]((0.0, lin(0.0, terms), None))
-                rows += 1
+                self._row("loadcut", (0.0, self._lin(0.0, terms), None))
 
-        # symmetry among identical devices
-        for cls in inst.classes:
-            members = [u for u, a in enumerate(allowed) if cls[0] in a]
+    def _symmetry(self, fam: Families) -> None:
+        """x_{u d_k} ≤ Σ_{u' < u} x_{u' d_(k−1)} per class of identical devices."""
+        x = self.x
+        for cls, members in fam.symmetry:
             for k in range(1, len(cls)):
                 prev: list[Any] = []
                 for u in members:
@@ -440,14 +480,9 @@ class IlpModel:
                     if not prev:
                         xv.fix(0)
                     else:
-                        add_to["symmetry"]((None, lin(0.0, [(1.0, xv)] + [(-1.0, w) for w in prev]),
-                                            0.0))
-                        rows += 1
+                        self._row("symmetry", (None, self._lin(
+                            0.0, [(1.0, xv)] + [(-1.0, w) for w in prev]), 0.0))
                     prev.append(x[(u, cls[k - 1])])
-
-        mdl.obj = pyo.Objective(expr=C, sense=pyo.minimize)
-        self.s = s
-        self.n_rows = rows
 
     # -- warm start ---------------------------------------------------------------------
 
@@ -467,7 +502,7 @@ class IlpModel:
         tt = inst.costs.transfer_time
         for (p, v), var in self.c.items():
             a, b = place[p], dev_of_unit[v]
-            nbytes = max(bb for vv, bb in inst.fanout[p] if dev_of_unit[vv] == b)
+            nbytes = copy_bytes(inst, dev_of_unit, p, b)
             var.set_value(tt(nbytes, a, b) / tu if a != b else 0.0)
         for (u, v), var in self.z.items():
             var.set_value(1 if dev_of_unit[u] == dev_of_unit[v] else 0)
@@ -475,12 +510,10 @@ class IlpModel:
         for (i, j), var in self.y.items():
             var.set_value(1 if pos[i] < pos[j] else 0)
         for (p, d), var in self.r.items():
-            b = max((bb for vv, bb in inst.fanout[p] if dev_of_unit[vv] == d), default=0)
+            b = copy_bytes(inst, dev_of_unit, p, d)
             var.set_value(b / mu if place[p] != d else 0.0)
-        mt = inst.memory_terms
         for d, var in self.t.items():
-            var.set_value(max(var.lb or 0.0, max((mt.temp[u] for u in range(len(inst.units))
-                                                  if dev_of_unit[u] == d), default=0) / mu))
+            var.set_value(max(var.lb or 0.0, held_temp(inst, dev_of_unit, d) / mu))
 
     # -- reading ------------------------------------------------------------------------
 

@@ -248,7 +248,7 @@ class Instance:
             first_unit.setdefault(place[mem[0]], u)
         for c in self.classes:
             by_first = sorted(c, key=lambda d: (first_unit.get(d, self.n + 1), d))
-            relabel = dict(zip(by_first, c))
+            relabel = dict(zip(by_first, c, strict=True))
             place = [relabel.get(d, d) for d in place]
         return place
 
@@ -276,7 +276,7 @@ class Instance:
         from ...cost import static_memory
 
         used = static_memory(self.problem.graph, placement, self.m)
-        return all(u <= c for u, c in zip(used, self.caps))
+        return all(u <= c for u, c in zip(used, self.caps, strict=True))
 
     def respects(self, placement: Sequence[int]) -> bool:
         """Whether a placement keeps pins, colocation, runnable devices, links and memory."""

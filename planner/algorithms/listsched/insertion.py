@@ -83,8 +83,10 @@ def _device_gaps(inst: Instance, placer: Placer, start: list[float], end: list[f
             pd = dev_of[p]
             if pd < 0:  # a floating member of i's group: local wherever the group goes
                 x = vend[p]
+            elif pd == d:
+                x = end[p]
             else:
-                x = end[p] if pd == d else end[p] + lat[pd][d] + b * inv[pd][d]
+                x = end[p] + lat[pd][d] + b * inv[pd][d]
             ready = max(ready, x)
         dur = comp[i][d]
         gs, ge = gap_s[d], gap_e[d]

@@ -25,7 +25,7 @@ def upward_rank(inst: Instance) -> list[float]:
     for i in reversed(inst.topo):
         r = w[i] + best[i]
         rank[i] = r
-        for (p, b), loc in zip(pred[i], local[i]):
+        for (p, b), loc in zip(pred[i], local[i], strict=True):
             v = r if loc else r + ml + b * mi
             best[p] = max(best[p], v)
     return rank
@@ -42,7 +42,7 @@ def downward_rank(inst: Instance) -> list[float]:
     ml, mi = inst.mean_lat, inst.mean_inv
     for j in inst.topo:
         best = 0.0
-        for (p, b), loc in zip(inst.pred[j], inst.local[j]):
+        for (p, b), loc in zip(inst.pred[j], inst.local[j], strict=True):
             v = rank[p] + w[p] + (0.0 if loc else ml + b * mi)
             best = max(best, v)
         rank[j] = best

@@ -37,7 +37,7 @@ def budget_ladder(inst: Instance) -> list[list[int]]:
     floor = topo_budgets(inst)
     share = (sum(inst.po) + sum(inst.temp)) // max(inst.m, 1)
     out: list[list[int]] = []
-    for rung in ([(c + f) // 2 for c, f in zip(caps, floor)], floor,
+    for rung in ([(c + f) // 2 for c, f in zip(caps, floor, strict=True)], floor,
                  [min(c, share) for c in caps]):
         if rung != caps and (not out or rung != out[-1]):
             out.append(rung)

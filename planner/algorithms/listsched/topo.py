@@ -13,7 +13,7 @@ def topo_budgets(inst: Instance) -> list[int]:
     unit), where the total counts every op's params, output and temp, and the largest unit
     is the largest op or colocation group."""
     total = sum(inst.po) + sum(inst.temp)
-    largest = max((p + t for p, t in zip(inst.po, inst.temp)), default=0)
+    largest = max((p + t for p, t in zip(inst.po, inst.temp, strict=True)), default=0)
     for members in inst.model_groups:
         largest = max(largest, sum(inst.po[i] for i in members)
                       + max(inst.temp[i] for i in members))

@@ -1,0 +1,82 @@
+"""House rules that no linter checks for us.
+
+No function in `planner/` is longer than `MAX_LINES` lines unless a comment directly above
+it (above its decorators, if any) says why, in a line that starts with `# long:`. A long
+function is often several steps that want names of their own; when it is one piece for a
+reason (an event loop that mirrors the compiled kernel step for step, a command whose
+options typer needs in one signature), the reason is written where the next reader looks.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "planner"
+MAX_LINES = 80
+MARKER = "# long:"
+
+
+def _span(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines from the `def` line to the function's last line, less its docstring."""
+    assert fn.end_lineno is not None
+    lines = fn.end_lineno - fn.lineno + 1
+    first = fn.body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+        and first.end_lineno is not None
+    ):
+        lines -= first.end_lineno - first.lineno + 1
+    return lines
+
+
+def _has_reason(fn: ast.FunctionDef | ast.AsyncFunctionDef, source: list[str]) -> bool:
+    """A `# long: <reason>` line in the comment block directly above the function."""
+    top = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+    index = top - 2  # the line above `top` (1-based) as a 0-based index
+    while index >= 0 and source[index].lstrip().startswith("#"):
+        text = source[index].strip()
+        if text.startswith(MARKER) and text[len(MARKER) :].strip():
+            return True
+        index -= 1
+    return False
+
+
+def long_functions_without_reason(root: Path = PACKAGE) -> list[str]:
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        source = text.splitlines()
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            span = _span(node)
+            if span > MAX_LINES and not _has_reason(node, source):
+                name = path.relative_to(root.parent).as_posix()
+                offenders.append(f"{name}:{node.lineno} {node.name} ({span} lines)")
+    return offenders
+
+
+def test_no_long_function_without_a_reason() -> None:
+    offenders = long_functions_without_reason()
+    assert not offenders, (
+        f"functions over {MAX_LINES} lines (docstring excluded) need a `{MARKER} <reason>` "
+        "comment directly above the `def` or its decorators, or a split into named "
+        "helpers:\n  " + "\n  ".join(offenders)
+    )
+
+
+def test_the_rule_sees_long_functions(tmp_path: Path) -> None:
+    # `def` plus MAX_LINES - 1 lines is exactly MAX_LINES: allowed; one line more is not
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_LINES - 1))
+    (tmp_path / "a.py").write_text(
+        f'def short():\n    """Doc."""\n{body}\n\n'
+        f"def long():\n    y = 0\n{body}\n\n"
+        f"# long: a reason\n@staticmethod\ndef excused():\n    y = 0\n{body}\n\n"
+        f"# long:\ndef empty_reason():\n    y = 0\n{body}\n",
+        encoding="utf-8",
+    )
+    found = long_functions_without_reason(tmp_path)
+    assert [entry.split(" ")[1] for entry in found] == ["long", "empty_reason"]
