@@ -52,7 +52,7 @@ How Baechi is imported, without TensorFlow and without changing Baechi:
   Baechi's own runs used MOSEK (likely faster: the ratio would be lower with it), and the
   rounded favourite-child edges may differ from MOSEK's.
 - Baechi's placer modules log to stderr at INFO; their loggers are set to WARNING.
-So a CI job needs: a Baechi checkout (BAECHI_SRC), networkx (planner's dependency) and
+So a CI job needs: a Baechi checkout (BAECHI_SRC), networkx (in planner's `test` extra) and
 `cvxopt` for m-SCT; nothing else.
 
 Each placement is also re-timed in planner's simulator (`planner.simulate.simulate` with
