@@ -260,6 +260,9 @@ def _problem(loaded: Loaded, plan: str | None) -> Problem:
                                     ("pick a plan with --plan NAME",))) from None
 
 
+TraceOption = Annotated[Path | None, typer.Option(
+    "--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
+    "ui.perfetto.dev).")]
 FormatOption = Annotated[OutputFormat | None, typer.Option(
     "--format", "--output-format", case_sensitive=False, show_default=False,
     help="Output: text (for people), json (the envelope), github (Actions annotations) or "
@@ -460,9 +463,7 @@ def simulate(
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print one JSON document on stdout.")] = False,
     output: FormatOption = None,
-    trace: Annotated[Path | None, typer.Option(
-        "--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
-        "ui.perfetto.dev).")] = None,
+    trace: TraceOption = None,
     limit: LimitOption = None,
     root: RootOption = None,
 ) -> None:
@@ -501,9 +502,7 @@ def solve(
     seed: Annotated[int, typer.Option("--seed", help=_HELP_SEED)] = 0,
     html: Annotated[Path | None, typer.Option(
         "--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
-    trace: Annotated[Path | None, typer.Option(
-        "--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
-        "ui.perfetto.dev).")] = None,
+    trace: TraceOption = None,
     limit: LimitOption = None,
     root: RootOption = None,
 ) -> None:
