@@ -198,3 +198,13 @@ def test_ray_missing_is_a_usage_error_with_an_install_hint(
         import_ray()
     assert "--executor ray" in err.value.diagnostics[0].message
     assert any("planner[ray]" in h for h in err.value.diagnostics[0].hints)
+
+
+def test_the_lazy_facade_names_exactly_the_engine_s_exports() -> None:
+    # `planner.compare` lists the names without importing the engine (start-up), so the two
+    # lists are written twice: they must agree, and each name must resolve to the engine's
+    import planner.compare as facade
+    from planner.compare import sweep
+
+    assert facade.__all__ == sweep.__all__
+    assert all(getattr(facade, name) is getattr(sweep, name) for name in facade.__all__)
