@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("planner.cli.compare", "planner.compare", "planner.compare.sweep", "multiprocessing",
-         "numpy", "ortools", "pyomo", "highspy", "onnx")
+         "numpy", "ortools", "pyomo", "highspy", "onnx", "pydantic")
 
 PROBE = """
 import json, sys
