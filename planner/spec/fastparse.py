@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Generator
 from functools import lru_cache
 
 from ..errors import Span
@@ -46,24 +46,55 @@ def _token_re() -> re.Pattern[str]:
     )
 
 
-def _tokens(text: str, comments: list[Tok]) -> Iterator[Tok]:
-    """The tokens of `text`, then `_END`; comments go to `comments`. `_Bail` on junk."""
+@lru_cache(maxsize=1)
+def _line_res() -> tuple[re.Pattern[str], ...]:
+    """The pieces of the one-line forms `_Reader.line_*` reads without the lexer: a name,
+    `-> name`, `{`, `key[selector] value` with a number or quantity, and `}`.
+
+    Built from the same terminals and blanks as `_token_re`, so each piece matches exactly
+    the tokens the lexer would yield there; none crosses a line or a comment.
+    """
+    terms = dict(re.findall(r"(?m)^([A-Z]+)(?:\.\d+)?:\s*/(.*)/\s*$", grammar_text()))
+    blank, name = r"[ \t\r\f]*+", "(" + terms["NAME"] + "|" + terms["STRING"] + ")"
+    return (re.compile(blank + name), re.compile(blank + "->" + blank + name),
+            re.compile(blank + r"\{"),
+            re.compile(blank + "(" + terms["NAME"] + ")(?:" + blank + r"\[" + blank + name
+                       + blank + r"\])?" + blank + "(?:(" + terms["QUANTITY"] + ")|("
+                       + terms["NUMBER"] + "))"),
+            re.compile(blank + r"\}"))
+
+
+def _tokens(text: str, comments: list[Tok]) -> Generator[Tok, int | None, None]:
+    """The tokens of `text`, then `_END`; comments go to `comments`. `_Bail` on junk.
+
+    `send(pos)` instead of `next()`: the reader has read the text up to offset `pos`
+    itself (`_Lines`), on the line of the token last yielded; lexing resumes there.
+    """
     line, line_start, pos = 1, 0, 0
-    for m in _token_re().finditer(text):
-        k = m.lastindex
-        if k == _JUNK or m.start() != pos:  # a character no token takes
-            raise _Bail
-        pos = m.end()
-        if k == _NL:
-            line += 1
-            line_start = pos
-            continue
-        assert k is not None
-        s = m.start(k)
-        if k == _COMMENT:
-            comments.append((k, m.group(k), s, line, s - line_start + 1))
+    regex = _token_re()
+    matches = regex.finditer(text)
+    while True:
+        for m in matches:
+            k = m.lastindex
+            if k == _JUNK or m.start() != pos:  # a character no token takes
+                raise _Bail
+            pos = m.end()
+            if k == _NL:
+                line += 1
+                line_start = pos
+                continue
+            assert k is not None
+            s = m.start(k)
+            if k == _COMMENT:
+                comments.append((k, m.group(k), s, line, s - line_start + 1))
+                continue
+            jump = yield (k, m.group(k), s, line, s - line_start + 1)
+            if jump is not None:
+                pos = jump
+                matches = regex.finditer(text, pos)
+                break
         else:
-            yield (k, m.group(k), s, line, s - line_start + 1)
+            break
     if text[pos:].strip(" \t\r\f"):
         raise _Bail
     yield (_END, "", len(text), line, len(text) - line_start + 1)
@@ -83,7 +114,7 @@ def _fast_parse(text: str, file: str) -> ast.Module | None:
     text = line_ends(text)
     raw: list[Tok] = []
     try:
-        items = _Reader(_tokens(text, raw), file).module()
+        items = _Reader(_tokens(text, raw), file, text).module()
     except (_Bail, StopIteration):
         return None
     comments = tuple(
@@ -93,27 +124,15 @@ def _fast_parse(text: str, file: str) -> ast.Module | None:
     return ast.Module(file, items, comments)
 
 
-# Spans are the bulk of a big tree (three per attribute). A frozen dataclass's __init__
-# sets each field through object.__setattr__; setting the slots directly is twice as fast
-# and builds an identical object.
-_new = object.__new__
-_SPAN_SLOTS = tuple(getattr(Span, f).__set__ for f in
-                    ("file", "line", "column", "end_line", "end_column", "start", "end"))
+# Spans are the bulk of a big tree (three per attribute): a named tuple built with
+# `tuple.__new__` skips the generated `__new__`'s argument handling.
+_new_tuple = tuple.__new__
 
 
 def _span(file: str, line: int, col: int, end_line: int, end_col: int, start: int,
           end: int) -> Span:
     """`Span(...)`, built faster (see above)."""
-    s = _new(Span)
-    f, ln, c, el, ec, st, en = _SPAN_SLOTS
-    f(s, file)
-    ln(s, line)
-    c(s, col)
-    el(s, end_line)
-    ec(s, end_col)
-    st(s, start)
-    en(s, end)
-    return s
+    return _new_tuple(Span, (file, line, col, end_line, end_col, start, end))
 
 
 def _unquote(v: str) -> str:
@@ -127,10 +146,12 @@ def _is(tok: Tok, punct: str) -> bool:
 class _Reader:
     """Recursive descent with one token of lookahead (`cur`); `_Bail` where unsure."""
 
-    def __init__(self, tokens: Iterator[Tok], file: str) -> None:
+    def __init__(self, tokens: Generator[Tok, int | None, None], file: str, text: str) -> None:
         self.next = tokens.__next__
+        self.resume = tokens.send
         self.cur = self.next()
         self.file = file
+        self.text = text
 
     def take(self) -> Tok:
         """Consume and return the lookahead token."""
@@ -269,19 +290,30 @@ class _Reader:
             k, v = tok[0], tok[1]
             if k == _STRING or (k == _NAME and v not in KEYWORDS):  # a chain
                 names = [self.name(tok)]
-                while cur[0] == _PUNCT and cur[1] == "->":  # `<->` is Lark's to report
-                    names.append(self.name(nxt()))
-                    cur = nxt()
-                if len(names) < 2:
-                    raise _Bail
-                self.cur = cur
-                attrs = self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()
+                attrs = None
+                if cur[0] == _PUNCT and cur[1] == "->":
+                    attrs, cur = self.line_chain(tok, cur, names)
+                if attrs is None:
+                    while cur[0] == _PUNCT and cur[1] == "->":  # `<->` is Lark's to report
+                        names.append(self.name(nxt()))
+                        cur = nxt()
+                    if len(names) < 2:
+                        raise _Bail
+                    self.cur = cur
+                    attrs = self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()
+                else:
+                    self.cur = cur
                 append(ast.ChainDecl(tuple(names), attrs,
                                      self.join(names[0].span, names[-1].span)))
             elif k == _NAME and v == "op":
                 n = self.name(cur)
-                self.cur = cur = nxt()
-                attrs = self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()
+                block = self.line_block(cur[2] + len(cur[1]), cur)
+                if block is not None:
+                    attrs, end = block
+                    self.cur = self.resume(end)
+                else:
+                    self.cur = cur = nxt()
+                    attrs = self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()
                 append(ast.OpDecl(n, attrs, n.span))
             elif k == _NAME and v == "colocate":
                 self.cur = cur
@@ -294,6 +326,71 @@ class _Reader:
             else:
                 raise _Bail
         return ast.GraphDecl(name, tuple(items), name.span)
+
+    # ---- one-line forms, read without the lexer (a 100k-op graph is 2M tokens)
+    def line_chain(self, tok: Tok, cur: Tok, names: list[ast.Name]
+                   ) -> tuple[tuple[ast.Attr, ...] | None, Tok]:
+        """A chain from its first name `tok` (`cur`, the lookahead, is its `->`): the names
+        that follow on `tok`'s line go to `names`, and a block on that line is read too.
+        Returns (the block's attributes, or None when there is none on the line, the new
+        lookahead); with None, the chain may go on in the lexer's tokens (an `->` or a `{`
+        on a later line). Nothing is consumed when no name follows on the line."""
+        arrow = _line_res()[1]
+        text, file, ln, base = self.text, self.file, tok[3], tok[2] - tok[4]
+        pos = tok[2] + len(tok[1])
+        found = len(names)
+        while (m := arrow.match(text, pos)) is not None:
+            v, st = m.group(1), m.start(1)
+            n = len(v)
+            span = _span(file, ln, st - base, ln, st - base + n, st, st + n)
+            names.append(ast.Name(_unquote(v), True, span) if v[0] == '"'
+                         else ast.Name(v, False, span))
+            pos = m.end()
+        if len(names) == found:
+            return None, cur
+        block = self.line_block(pos, tok)
+        if block is None:
+            return None, self.resume(pos)
+        return block[0], self.resume(block[1])
+
+    def line_block(self, pos: int, ref: Tok) -> tuple[tuple[ast.Attr, ...], int] | None:
+        """`{ key[sel] value ... }` from offset `pos` to the end of its `}`, on the line of
+        token `ref`, when every value is a number or a quantity: (the attributes, the offset
+        after the `}`), built as `block` builds them; else None (nothing consumed)."""
+        _, _, opening, attr, closing = _line_res()
+        text = self.text
+        m = opening.match(text, pos)
+        if m is None:
+            return None
+        pos = m.end()
+        file, ln, base = self.file, ref[3], ref[2] - ref[4]
+        attrs: list[ast.Attr] = []
+        while (m := attr.match(text, pos)) is not None:
+            key, st = m.group(1), m.start(1)
+            if key in KEYWORDS:
+                return None
+            sel = None
+            if (sv := m.group(2)) is not None:
+                ss, sn = m.start(2), len(sv)
+                span = _span(file, ln, ss - base, ln, ss - base + sn, ss, ss + sn)
+                sel = (ast.Name(_unquote(sv), True, span) if sv[0] == '"'
+                       else ast.Name(sv, False, span))
+            if (v := m.group(3)) is not None:
+                vs, vn = m.start(3), len(v)
+                head = v.rstrip(_UNIT_CHARS)
+                value = ast.Value("quantity", head.rstrip(" \t"), v[len(head):], None,
+                                  _span(file, ln, vs - base, ln, vs - base + vn, vs, vs + vn))
+            else:
+                v = m.group(4)
+                vs, vn = m.start(4), len(v)
+                value = ast.Value("number", v, "", None,
+                                  _span(file, ln, vs - base, ln, vs - base + vn, vs, vs + vn))
+            n = len(key)
+            attrs.append(ast.Attr(key, sel, value,
+                                  _span(file, ln, st - base, ln, st - base + n, st, st + n)))
+            pos = m.end()
+        m = closing.match(text, pos)
+        return None if m is None else (tuple(attrs), m.end())
 
     # ---- plans
     def plan(self) -> ast.PlanDecl:

@@ -161,3 +161,68 @@ def test_empty_file_is_valid(tmp_path: Path) -> None:
     (tmp_path / "e.plan").write_text("", encoding="utf-8")
     spec = load_path(tmp_path / "e.plan").spec
     assert not spec.graphs and not spec.clusters and not spec.plans
+
+
+ONE_LINE_FORMS = [  # (graph body, whether the fast path reads it)
+    ('op "a:0" { time 1.5 us  time[cpu] 2 ms  flops 3e2 MFLOP  params 4 KiB }', True),
+    ("op a { time 1 ms }  op b {}  op c { time [ cpu ] 2 ms }", True),
+    ('op "a" { time[ "cp u" ] 1 ms  kind v100 }', True),   # a name value: the lexer reads it
+    ("op a\n{ time 1 ms }", True),                          # the block on the next line
+    ("op a { time 1 ms\n output 2 MiB }", True),           # a block over two lines
+    ("op a { time 1 ms; output 2 MiB }", True),             # a separator in the block
+    ("op a { time 1 ms }# after\nop b { time 1ms}", True),
+    ("op a {time 1 ms} op b {time 2 ms} a->b", False),    # NAME takes `a-`: Lark decides
+    ('op a {} op b {} op c {} a -> b -> "c" { bytes 1_000 B }', True),
+    ("op a {} op b {} op c {} a -> b\n -> c", True),       # a chain over lines
+    ("op a {} op b {} op c {} a -> b ->\n c { bytes 1 KiB }", True),
+    ("op a {} op b {} a -> b\n{ bytes 1 KiB }", True),     # its block on the next line
+    ("op a {} op b {} a -> b {}\n a -> b { bytes 2 KiB } ; b -> a", True),
+    ("op a {} op b {} a -> b { bytes 1 KiB } -> a", False),  # no arrow after a block
+    ("op a {} op b {} a -> b # c\n", True),
+    ("op a {} op b {} a -> b <-> a", False),
+    ('op a {} op "b\\u00e9" {} a -> "b\\u00e9" { bytes 1 KiB  op 2 }', False),  # keyword key
+    ("op a { time 1 msx }", False),                         # `1` then a key without a value
+    ("op a {} op b {} a ->  b\t{\tbytes 3 MiB\t}\r\n", True),
+]
+
+
+@pytest.mark.parametrize(("body", "reads"), ONE_LINE_FORMS)
+def test_one_line_forms_read_as_lark_reads_them(body: str, reads: bool) -> None:
+    """The reader's one-line forms (`_Reader.line_chain`, `line_block`) give Lark's tree,
+    and give way to the lexer where the text goes on in another form."""
+    text = f"graph g {{\n  {body}\n}}\n"
+    fast = _fast_parse(text, "t.plan")
+    assert (fast is not None) == reads
+    if fast is not None:
+        assert fast == parse_lark(text, "t.plan")
+
+
+def test_one_line_forms_under_random_blanks_and_breaks() -> None:
+    """Blanks, line breaks, comments and separators at random token boundaries of a
+    generated graph: the fast path's tree is Lark's every time it gives one."""
+    import random
+
+    rng = random.Random(7)
+    lines = ['op "x/a:0" { time 1.5 us  time[cpu] 2 ms  params 4 KiB }', "op b { output 1 MiB }",
+             'op c { flops 2 GFLOP }', '"x/a:0" -> b -> c { bytes 3 KiB }', 'b -> c', 'c']
+    seps = [" ", "  ", "\t", "\n", " # n\n", " ;", "\r\n"]
+    read = valid = 0
+    for _ in range(300):
+        body = []
+        for line in lines[:-1]:
+            toks = line.replace("{", " { ").replace("}", " } ").replace("->", " -> ").split(" ")
+            toks = [t for t in toks if t]
+            body.append("".join(t + (rng.choice(seps) if rng.random() < 0.2 else " ")
+                                for t in toks))
+        text = "graph g {\n" + "\n".join(body) + "\n}\n"
+        fast = _fast_parse(text, "t.plan")
+        try:
+            expected = parse_lark(text, "t.plan")
+        except SpecError:
+            assert fast is None
+            continue
+        valid += 1
+        if fast is not None:
+            read += 1
+            assert fast == expected, text
+    assert valid > 50 and read > valid // 2, (valid, read)  # the fast path read most
