@@ -153,12 +153,13 @@ def lower_bound(problem: Problem) -> Bounds:
         else:
             wmin[i] = min(row[d] for d in a) if a else 0.0
 
-    critical = _longest_path(problem, fastest, None)
+    levels = _levels(problem)
+    critical = _longest_path(problem, fastest, None, levels)
     work = math.fsum(fastest) / m
-    constrained = _longest_path(problem, wmin, allowed)
+    constrained = _longest_path(problem, wmin, allowed, levels)
     load = max(_load_bound(problem, allowed), work)
     need, min_dev = _memory_bound(problem)
-    arrival = _arrival_path(problem)
+    arrival = _arrival_path(problem, levels)
     memory_path = _memory_path(problem, fastest)
     best = max(critical, work, constrained, load, arrival, memory_path)
     return Bounds(best, critical, work, min_dev, constrained, load, need, arrival, memory_path)
@@ -178,8 +179,9 @@ def _memory_path(problem: Problem, fastest: list[float]) -> float:
     else:
         weight = [float(o.params_bytes + o.output_bytes) for o in ops]
     best = 0.0
+    parts = _unit_parts(problem, f)
     for path in (_heaviest_path(g, fastest), _heaviest_path(g, weight)):
-        cuts = _cheapest_cuts(problem, path, cap)
+        cuts = _cheapest_cuts(problem, path, cap, parts)
         if cuts < INF:
             best = max(best, math.fsum(fastest[i] for i in path) + cuts)
     return best
@@ -207,9 +209,11 @@ def _heaviest_path(g: Any, weight: list[float]) -> list[int]:
     return path[::-1]
 
 
-def _cheapest_cuts(problem: Problem, path: list[int], cap: int) -> float:
+def _cheapest_cuts(problem: Problem, path: list[int], cap: int,
+                   part: list[tuple[int, int, int]]) -> float:
     """Least total transfer time of cuts that split `path` into runs whose units fit `cap`
-    together (INF when a single op's units do not: no plan exists, `facts.proofs` says why).
+    together (INF when a single op's units do not: no plan exists, `facts.proofs` says why);
+    `part`: `_unit_parts`.
 
     `best[j]`: the cheapest cuts of `path[:j + 1]` with a run ending at `j`; a run may
     start at `i` when the units of `path[i..j]` fit, and the smallest such `i` only grows
@@ -219,17 +223,24 @@ def _cheapest_cuts(problem: Problem, path: list[int], cap: int) -> float:
     f = facts(problem)
     c = costs(problem)
     g = problem.graph
-    part = _unit_parts(problem, f)
     # the path's edges: the cheapest transfer across each (INF where no cut is possible)
     between: list[float] = []
+    # per pair of allowed sets, the distinct (latency, s/B) of their linked device pairs:
+    # the same minimum as `transfer_time` over every pair, without D² calls per edge
+    links: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[float, float]]] = {}
     for a, b in itertools.pairwise(path):
-        nbytes = min((g.edges[k].bytes for k in g.predecessors[b] if g.edges[k].src == a),
-                     default=0)
         if f.unit_of[a] == f.unit_of[b]:
             between.append(INF)
             continue
-        between.append(min((c.transfer_time(nbytes, x, y) for x in f.allowed[a]
-                            for y in f.allowed[b] if x != y), default=INF))
+        nbytes = min((g.edges[k].bytes for k in g.predecessors[b] if g.edges[k].src == a),
+                     default=0)
+        key = (f.allowed[a], f.allowed[b])
+        pairs = links.get(key)
+        if pairs is None:
+            pairs = links[key] = sorted({(c.latency[x][y], c.inv_bandwidth[x][y])
+                                         for x in key[0] for y in key[1]
+                                         if x != y and c.latency[x][y] < INF})
+        between.append(min((lat + nbytes * inv for lat, inv in pairs), default=INF))
     count: dict[int, int] = {}
     window = _Window(problem.memory_model)
     start: list[float] = []
@@ -313,12 +324,50 @@ class _Window:
         return self.summed + peak
 
 
-def _arrival_path(problem: Problem) -> float:
-    """`arrival_path_s` (module docstring), vectorised over devices, one level at a time.
+@dataclass(frozen=True)
+class _Levels:
+    """Ops by depth (the most edges on a path from a source) and edges by their consumer's
+    depth: every edge into a level comes from a lower one, so a longest-path recurrence
+    runs one level at a time in numpy batches (`ops_at[0]`: the sources; `edges_at[0]` is
+    empty)."""
 
-    Ops are grouped by depth (longest edge count from a source); every edge into a level
-    comes from a lower one, so each level is one batch of numpy work. O(E·D²) arithmetic.
-    """
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+    ops_at: list[np.ndarray]
+    edges_at: list[np.ndarray]
+
+
+def _levels(problem: Problem) -> _Levels:
+    g = problem.graph
+    n, edges = len(g.ops), g.edges
+    src = np.fromiter((e.src for e in edges), dtype=np.int64, count=len(edges))
+    dst = np.fromiter((e.dst for e in edges), dtype=np.int64, count=len(edges))
+    nbytes = np.fromiter((e.bytes for e in edges), dtype=float, count=len(edges))
+    depth = [0] * n
+    pred = g.predecessors
+    for j in g.topological_order:
+        d = 0
+        for k in pred[j]:
+            t = depth[edges[k].src] + 1
+            if t > d:  # noqa: PLR1730 (hot loop: a call to max() costs more)
+                d = t
+        depth[j] = d
+    top = max(depth, default=0)
+    depth_arr = np.array(depth, dtype=np.int64)
+    edge_level = depth_arr[dst]
+    order = np.argsort(edge_level, kind="stable")
+    at = np.searchsorted(edge_level[order], np.arange(0, top + 2))
+    level_ops = np.argsort(depth_arr, kind="stable")
+    op_at = np.searchsorted(depth_arr[level_ops], np.arange(0, top + 2))
+    return _Levels(src, dst, nbytes,
+                   [level_ops[op_at[v]:op_at[v + 1]] for v in range(top + 1)],
+                   [order[at[v]:at[v + 1]] for v in range(top + 1)])
+
+
+def _arrival_path(problem: Problem, lv: _Levels) -> float:
+    """`arrival_path_s` (module docstring), vectorised over devices, one level at a time
+    (`_Levels`). O(E·D²) arithmetic."""
     g = problem.graph
     n, m = len(g.ops), len(problem.cluster.devices)
     if n == 0:
@@ -331,32 +380,21 @@ def _arrival_path(problem: Problem) -> float:
         ok[i, list(a)] = True
     lat = np.array(c.latency, dtype=float)
     inv = np.where(np.isinf(lat), 0.0, np.array(c.inv_bandwidth, dtype=float))
-    src = np.fromiter((e.src for e in g.edges), dtype=np.int64, count=len(g.edges))
-    dst = np.fromiter((e.dst for e in g.edges), dtype=np.int64, count=len(g.edges))
-    nbytes = np.fromiter((e.bytes for e in g.edges), dtype=float, count=len(g.edges))
+    src, dst, nbytes = lv.src, lv.dst, lv.nbytes
     unit = np.array(f.unit_of, dtype=np.int64)
-    depth = [0] * n
-    pred = g.predecessors
-    for j in g.topological_order:
-        depth[j] = max((depth[g.edges[k].src] + 1 for k in pred[j]), default=0)
-    depth_arr = np.array(depth, dtype=np.int64)
-    edge_level = depth_arr[dst]
-    order = np.argsort(edge_level, kind="stable")
-    bounds_at = np.searchsorted(edge_level[order], np.arange(1, max(depth) + 2))
+    same_unit = unit[src] == unit[dst]
     es = np.zeros((n, m))
     ef = np.where(ok, comp, np.inf)  # level 0: sources start at 0
     diag = np.eye(m, dtype=bool)
-    level_ops = np.argsort(depth_arr, kind="stable")
-    op_bounds = np.searchsorted(depth_arr[level_ops], np.arange(0, max(depth) + 2))
-    for level in range(1, max(depth) + 1):
-        ks = order[bounds_at[level - 1]:bounds_at[level]]
+    for level in range(1, len(lv.ops_at)):
+        ks = lv.edges_at[level]
         for chunk in range(0, len(ks), 4096):
             k = ks[chunk:chunk + 4096]
             t = lat[None] + nbytes[k, None, None] * inv[None]          # edge x a x d
-            t = np.where((unit[src[k]] == unit[dst[k]])[:, None, None] & ~diag, np.inf, t)
+            t = np.where(same_unit[k][:, None, None] & ~diag, np.inf, t)
             arrive = (ef[src[k]][:, :, None] + t).min(axis=1)             # edge x d
             np.maximum.at(es, dst[k], arrive)
-        ops = level_ops[op_bounds[level]:op_bounds[level + 1]]
+        ops = lv.ops_at[level]
         ef[ops] = np.where(ok[ops], es[ops] + comp[ops], np.inf)
     best = np.where(ok, ef, np.inf).min(axis=1)
     best = best[np.isfinite(best)]
@@ -364,40 +402,36 @@ def _arrival_path(problem: Problem) -> float:
 
 
 def _longest_path(problem: Problem, weight: list[float],
-                  allowed: list[tuple[int, ...]] | None) -> float:
-    """Longest path with op weights; with `allowed`, forced transfers weigh their minimum."""
+                  allowed: list[tuple[int, ...]] | None, lv: _Levels) -> float:
+    """Longest path with op weights; with `allowed`, forced transfers weigh their minimum.
+    One level at a time (`_Levels`): the same additions and maxima as an op-by-op walk."""
     g = problem.graph
-    edges = g.edges
-    e_src = [e.src for e in edges]
-    pred = g.predecessors
-    finish = [0.0] * len(g.ops)
-    mask: list[int] = []
-    c = costs(problem)
+    n = len(g.ops)
+    if n == 0:
+        return 0.0
+    w = np.asarray(weight, dtype=float)
+    extra = np.zeros(len(lv.src))
     if allowed is not None:
+        c = costs(problem)
         bits: dict[tuple[int, ...], int] = {}
         for a in allowed:
             if a not in bits:
                 bits[a] = sum(1 << d for d in a)
-        mask = [bits[a] for a in allowed]
-    for j in g.topological_order:
-        start = 0.0
-        if allowed is None:
-            for k in pred[j]:
-                t = finish[e_src[k]]
-                if t > start:  # noqa: PLR1730 (hot loop: a call to max() costs more)
-                    start = t
-        else:
-            mj = mask[j]
-            for k in pred[j]:
-                i = e_src[k]
-                t = finish[i]
-                if mj and mask[i] and not mask[i] & mj:
-                    t += min(c.transfer_time(edges[k].bytes, a, b)
-                             for a in allowed[i] for b in allowed[j])
-                if t > start:  # noqa: PLR1730
-                    start = t
-        finish[j] = start + weight[j]
-    return max(finish, default=0.0)
+        mask = np.array([bits[a] for a in allowed], dtype=np.int64)
+        ms, md = mask[lv.src], mask[lv.dst]
+        for k in np.nonzero((ms != 0) & (md != 0) & ((ms & md) == 0))[0].tolist():
+            i, j = int(lv.src[k]), int(lv.dst[k])  # no device in common: the tensor crosses
+            extra[k] = min(c.transfer_time(g.edges[k].bytes, a, b)
+                           for a in allowed[i] for b in allowed[j])
+    start = np.zeros(n)
+    finish = np.zeros(n)
+    finish[lv.ops_at[0]] = w[lv.ops_at[0]]
+    for level in range(1, len(lv.ops_at)):
+        k = lv.edges_at[level]
+        np.maximum.at(start, lv.dst[k], finish[lv.src[k]] + extra[k])
+        ops = lv.ops_at[level]
+        finish[ops] = start[ops] + w[ops]
+    return float(finish.max())
 
 
 def _load_bound(problem: Problem, allowed: list[tuple[int, ...]]) -> float:
