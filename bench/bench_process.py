@@ -9,10 +9,11 @@
    fits) at 10,000 and 100,000 ops: `planner check` and `planner solve --algo metf` whole
    process (median of 3 fresh processes), then each phase (parse, lower, checks, metf,
    simulate, bounds; median of 3 fresh processes) with its growth exponent between the two sizes,
-   log(t100k / t10k) / log(10). The loaded model is moved out of the garbage collector's
-   sight after lowering (`gc.freeze`), as the commands do: without it, full collections
-   traverse the model's millions of objects during the later phases, and `checks` grew as
-   n^1.21 in this benchmark although the commands never pay that.
+   log(t100k / t10k) / log(10). The spec is loaded as the commands load it (`_load` in
+   planner.cli): the collector paused while parsing and lowering, the model then moved out
+   of its sight (`gc.freeze`); without that, collections traverse the model's millions of
+   objects during the later phases, and `checks` grew as n^1.21 in this benchmark although
+   the commands never pay that.
 
 Targets (issue 16): check of resnet <= 0.3 s, --help <= 0.2 s; at 100k ops check <= 8 s
 and metf <= 12 s whole process; every phase growing at most as n^1.05.
@@ -45,10 +46,12 @@ from planner.bounds import lower_bound
 out = {}
 def phase(name, f):
     t = time.process_time(); r = f(); out[name] = time.process_time() - t; return r
+gc.disable()  # as `planner check` and `planner solve` load (planner.cli._load)
 mods, src = phase("parse", lambda: load_modules(sys.argv[1]))
 loaded = phase("lower", lambda: _lower(mods, src))
 del mods
-gc.freeze()  # as `planner check` and `planner solve` do once the spec is loaded (planner.cli)
+gc.freeze()
+gc.enable()
 problem = next(iter(loaded.spec.plans.values()))
 phase("checks", lambda: memory_diagnostics(problem, loaded.locations))
 sol = phase("metf", lambda: run("metf", problem))
