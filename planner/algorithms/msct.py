@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from typing import Any
+from typing import NamedTuple
 
 import highspy
 import numpy as np
@@ -115,7 +115,8 @@ def lp_relaxation(inst: Instance) -> tuple[np.ndarray, float]:
     n_edges = len(inst.problem.graph.edges)
     if n_edges == 0:
         return np.zeros(0), max(inst.mean_compute, default=0.0)
-    lp, n_rows, scale = _lp_model(inst)
+    lp, scale = _lp_model(inst)
+    n_rows = lp.num_row
     h = _new_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("random_seed", 0)
@@ -128,7 +129,12 @@ def lp_relaxation(inst: Instance) -> tuple[np.ndarray, float]:
     # a deterministic work limit: random DAGs with long edges need 4x more iterations
     # than rows and minutes at 10k ops (layered graphs and GNMT: under 0.6x)
     h.setOptionValue("simplex_iteration_limit", int(LP_ITERATIONS_PER_ROW * n_rows))
-    h.passModel(lp)
+    # the arrays go to HiGHS as they are: through `HighsLp`'s properties each would be
+    # copied element by element (2.5 of the 5 ms of GNMT's model)
+    h.passModel(lp.num_col, lp.num_row, len(lp.index), int(highspy.MatrixFormat.kRowwise),
+                int(highspy.ObjSense.kMinimize), 0.0, lp.cost, lp.col_lower, lp.col_upper,
+                lp.row_lower, lp.row_upper, lp.start, lp.index, lp.value,
+                np.zeros(lp.num_col, dtype=np.int32))
     h.run()
     if h.getModelStatus() == highspy.HighsModelStatus.kIterationLimit:
         raise _LpTooLarge
@@ -141,19 +147,32 @@ def lp_relaxation(inst: Instance) -> tuple[np.ndarray, float]:
     return x, float(h.getInfo().objective_function_value) * scale
 
 
-def _lp_model(inst: Instance) -> tuple[Any, int, float]:
-    """The favourite-child LP of a graph with edges as a row-wise HiGHS model: (the
-    `HighsLp`, its number of rows, the scale its times are divided by)."""
+class _Lp(NamedTuple):
+    """The favourite-child LP as HiGHS's row-wise arrays."""
+
+    num_col: int
+    num_row: int
+    cost: np.ndarray
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    start: np.ndarray
+    index: np.ndarray
+    value: np.ndarray
+
+
+def _lp_model(inst: Instance) -> tuple[_Lp, float]:
+    """The favourite-child LP of a graph with edges, row-wise: (the arrays, the scale its
+    times are divided by)."""
     g = inst.problem.graph
     n, n_edges = inst.n, len(g.edges)
     src = np.fromiter((e.src for e in g.edges), np.int64, n_edges)
     dst = np.fromiter((e.dst for e in g.edges), np.int64, n_edges)
     nbytes = np.fromiter((e.bytes for e in g.edges), np.float64, n_edges)
-    local = np.zeros(n_edges, dtype=bool)
-    group_of, pin = inst.group_of, inst.pin
-    for k, e in enumerate(g.edges):
-        local[k] = (group_of[e.src] >= 0 and group_of[e.src] == group_of[e.dst]) or (
-            pin[e.src] >= 0 and pin[e.src] == pin[e.dst])
+    group_of, pin = np.asarray(inst.group_of), np.asarray(inst.pin)
+    g_src, p_src = group_of[src], pin[src]
+    local = ((g_src >= 0) & (g_src == group_of[dst])) | ((p_src >= 0) & (p_src == pin[dst]))
     p = np.asarray(inst.mean_compute, dtype=np.float64)
     c = np.where(local, 0.0, inst.mean_lat + nbytes * inst.mean_inv)
     positive = np.concatenate([p[p > 0], c[c > 0]])
@@ -198,23 +217,11 @@ def _lp_model(inst: Instance) -> tuple[Any, int, float]:
                                 np.full(i_counts.size, inf), -p[sinks]])
 
     n_cols = n_edges + n + 1
-    lp = highspy.HighsLp()
-    lp.num_col_ = n_cols
-    lp.num_row_ = int(lengths.size)
     cost = np.zeros(n_cols)
     cost[col_w] = 1.0
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.zeros(n_cols)
-    lp.col_upper_ = np.concatenate([np.ones(n_edges), np.full(n + 1, inf)])
-    lp.row_lower_ = row_lower
-    lp.row_upper_ = row_upper
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_ = n_cols
-    lp.a_matrix_.num_row_ = int(lengths.size)
-    lp.a_matrix_.start_ = start
-    lp.a_matrix_.index_ = index
-    lp.a_matrix_.value_ = value
-    return lp, int(lengths.size), scale
+    return _Lp(n_cols, int(lengths.size), cost, np.zeros(n_cols),
+               np.concatenate([np.ones(n_edges), np.full(n + 1, inf)]), row_lower, row_upper,
+               start[:-1], index, value), scale
 
 
 class _LpTooLarge(Exception):
