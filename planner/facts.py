@@ -95,14 +95,27 @@ def _derive(problem: Problem) -> Facts:
         if unit_of[i] >= 0:
             continue
         grp = group_of[i]
-        members = tuple(sorted(g.colocations[grp])) if grp >= 0 else (i,)
+        if grp < 0:  # a lone op, the common unit: the same as below, without the loops
+            unit_of[i] = len(units)
+            units.append((i,))
+            row = comp[i]
+            devs: tuple[int, ...] = (everywhere if INF not in row
+                                     else tuple(d for d in range(m) if row[d] < INF))
+            d = pins.get(i, -1) if pins else -1
+            if d >= 0:
+                devs = (d,) if d in devs else ()
+                pin[i] = d
+            unit_allowed.append(devs)
+            conflict.append(False)
+            continue
+        members = tuple(sorted(g.colocations[grp]))
         u = len(units)
         units.append(members)
         for j in members:
             unit_of[j] = u
         rows = [comp[j] for j in members]
         if all(INF not in row for row in rows):  # the common case, fast
-            devs: tuple[int, ...] = everywhere
+            devs = everywhere
         else:
             devs = tuple(d for d in range(m) if all(row[d] < INF for row in rows))
         pinned = {pins[j] for j in members if j in pins} if pins else set()
@@ -122,8 +135,12 @@ def _derive(problem: Problem) -> Facts:
         for i, a in enumerate(allowed))
     partial = Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
                     tuple(conflict), fastest, (), 0)
+    if problem.memory_model == "liveness":
+        lone = [_op_bytes(problem, partial, i) for i in range(n)]
+    else:  # `_op_bytes` of static memory, without a call per op
+        lone = [o.params_bytes + o.output_bytes + o.temp_bytes for o in g.ops]
     unit_bytes = tuple(_least_bytes(problem, partial, members) if len(members) > 1
-                       else _op_bytes(problem, partial, members[0]) for members in units)
+                       else lone[members[0]] for members in units)
     total = _least_bytes(problem, partial, range(n))
     return Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
                  tuple(conflict), fastest, unit_bytes, total)
