@@ -25,10 +25,11 @@ def retime(inst: Instance, placement: Sequence[int], sequence: Sequence[int]) ->
     """
     n = inst.n
     lat, inv, comp = inst.lat, inst.inv, inst.compute
+    pred = inst.pred
     sent: dict[tuple[int, int], int] = {}
     for j in range(n):
         dj = placement[j]
-        for p, b in inst.pred[j]:
+        for p, b in pred[j]:
             if placement[p] != dj and b > sent.get((p, dj), -1):
                 sent[(p, dj)] = b
     start = [0.0] * n
@@ -37,10 +38,11 @@ def retime(inst: Instance, placement: Sequence[int], sequence: Sequence[int]) ->
     for j in sequence:
         dj = placement[j]
         t = free[dj]
-        for p, _ in inst.pred[j]:
+        for p, _ in pred[j]:
             dp = placement[p]
             x = end[p] if dp == dj else end[p] + (lat[dp][dj] + sent[(p, dj)] * inv[dp][dj])
-            t = max(t, x)
+            if x > t:  # noqa: PLR1730 (hot loop: a call to max() costs more)
+                t = x
         start[j] = t
         end[j] = free[dj] = t + comp[j][dj]
     return start
@@ -59,12 +61,12 @@ def solution(inst: Instance, placement: Sequence[int], start: Sequence[float], a
     m, comp, topo_pos = inst.m, inst.compute, inst.topo_pos
     # at one start time, a zero-time op ran first: sort by finish before topological
     # position (by position alone, a constant could queue behind a 25 ms op it preceded)
-    sequence = sorted(range(inst.n), key=lambda i: (start[i], start[i] + comp[i][placement[i]],
-                                                    topo_pos[i]))
+    finish = [start[i] + comp[i][placement[i]] for i in range(inst.n)]
+    sequence = sorted(range(inst.n), key=lambda i: (start[i], finish[i], topo_pos[i]))
     seqs: list[list[int]] = [[] for _ in range(m)]
     for i in sequence:
         seqs[placement[i]].append(i)
-    est = max((start[i] + comp[i][placement[i]] for i in range(inst.n)), default=0.0)
+    est = max(finish, default=0.0)
     timed = retime(inst, placement, sequence)
     plan = Plan(tuple(placement), tuple(map(tuple, seqs)), tuple(timed), algorithm)
     return Solution(plan, status, MappingProxyType({"estimate_s": est, **info}))
