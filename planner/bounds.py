@@ -419,9 +419,9 @@ def _longest_path(problem: Problem, weight: list[float],
                 bits[a] = sum(1 << d for d in a)
         mask = np.array([bits[a] for a in allowed], dtype=np.int64)
         ms, md = mask[lv.src], mask[lv.dst]
-        for k in np.nonzero((ms != 0) & (md != 0) & ((ms & md) == 0))[0].tolist():
-            i, j = int(lv.src[k]), int(lv.dst[k])  # no device in common: the tensor crosses
-            extra[k] = min(c.transfer_time(g.edges[k].bytes, a, b)
+        for e in np.nonzero((ms != 0) & (md != 0) & ((ms & md) == 0))[0].tolist():
+            i, j = int(lv.src[e]), int(lv.dst[e])  # no device in common: the tensor crosses
+            extra[e] = min(c.transfer_time(g.edges[e].bytes, a, b)
                            for a in allowed[i] for b in allowed[j])
     start = np.zeros(n)
     finish = np.zeros(n)

@@ -131,9 +131,9 @@ def lp_relaxation(inst: Instance) -> tuple[np.ndarray, float]:
     h.setOptionValue("simplex_iteration_limit", int(LP_ITERATIONS_PER_ROW * n_rows))
     # the arrays go to HiGHS as they are: through `HighsLp`'s properties each would be
     # copied element by element (2.5 of the 5 ms of GNMT's model)
-    h.passModel(lp.num_col, lp.num_row, len(lp.index), int(highspy.MatrixFormat.kRowwise),
+    h.passModel(lp.num_col, lp.num_row, len(lp.a_index), int(highspy.MatrixFormat.kRowwise),
                 int(highspy.ObjSense.kMinimize), 0.0, lp.cost, lp.col_lower, lp.col_upper,
-                lp.row_lower, lp.row_upper, lp.start, lp.index, lp.value,
+                lp.row_lower, lp.row_upper, lp.a_start, lp.a_index, lp.a_value,
                 np.zeros(lp.num_col, dtype=np.int32))
     h.run()
     if h.getModelStatus() == highspy.HighsModelStatus.kIterationLimit:
@@ -157,9 +157,9 @@ class _Lp(NamedTuple):
     col_upper: np.ndarray
     row_lower: np.ndarray
     row_upper: np.ndarray
-    start: np.ndarray
-    index: np.ndarray
-    value: np.ndarray
+    a_start: np.ndarray
+    a_index: np.ndarray
+    a_value: np.ndarray
 
 
 def _lp_model(inst: Instance) -> tuple[_Lp, float]:

@@ -324,9 +324,9 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                 ids = [_resolve_op(sink, n, index, gname) for n in item.names]
             explicit = None
             if item.attrs:
-                (a, *more) = item.attrs
-                explicit = (_plain_quantity(a, "size") if a.key == "bytes" and not more
-                            and a.selector is None else None)
+                first, *more = item.attrs
+                explicit = (_plain_quantity(first, "size") if first.key == "bytes" and not more
+                            and first.selector is None else None)
                 if explicit is None:
                     explicit = _Attrs(sink, item.attrs, EDGE_ATTRS, "an edge").quantity("bytes")
             for n, a, b in zip(item.names[1:], ids, ids[1:], strict=False):
