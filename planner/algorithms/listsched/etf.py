@@ -22,12 +22,24 @@ Why closures, not methods: the engine is the hot path of m-ETF, m-SCT, m-TOPO an
 baselines; a closure reads the run's lists as cell variables, cheaper in CPython than an
 object's attributes, and calls no bound methods. Split so, the engine runs as fast as the
 single function it replaced (Baechi's GNMT: within the machine's noise, about 2%).
+
+The compiled twin: a first pass (no `fixed`, a placer without budget or given placement)
+runs on `_engine_kernel`, numba's copy of this engine (the same placements and start
+times to the bit, the same dead ends; m-SCT's pass on Baechi's GNMT in 7 ms instead of
+68), when it is loaded in the process or the graph is large enough that loading it pays
+(`ENGINE`, `KERNEL_MIN_OPS`, `prepare`). This module stays the reference, and runs every
+other case.
 """
 
 from __future__ import annotations
 
 import heapq
+import importlib.util
+import os
+import sys
+import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ...cost import INF
 from ...facts import facts
@@ -38,6 +50,22 @@ from .sct import reservation
 
 #: a device's best pair: (start + slowdown, priority, finish, device, op, start)
 Pair = tuple[float, int, float, int, int, float]
+
+#: which engine runs the cases the compiled one covers (`_kernel_case`): "auto" (compiled
+#: when loaded already, or when loading it pays: `KERNEL_MIN_OPS`), "kernel" (compiled,
+#: loading it if need be) or "reference" (Python); the environment variable
+#: PLANNER_ETF_ENGINE sets it at import, tests set it directly
+ENGINE = os.environ.get("PLANNER_ETF_ENGINE", "auto")
+#: the size from which a process that has not loaded the compiled engine loads it for an
+#: m-ETF run. Loading takes 0.45-0.55 s in a process without numba (0.2-0.25 s with numba
+#: imported, 0.03-0.04 s once numba has run, e.g. `fastsim`), when the Python engine takes
+#: 25-33 us per op for m-ETF and 45-60 us for m-SCT (8 devices; generated graphs of 2k to
+#: 20k ops; GNMT on 4: 18 and 27) and the compiled one 2.5-5.5 us, the arrays included:
+#: the break-even is ~18k ops for m-ETF, half that for m-SCT and half again with numba
+#: imported (`_min_ops`)
+KERNEL_MIN_OPS = 18_000
+_kernel: Any = None  # `_engine_kernel.schedule` once prepared
+_numba: bool | None = None  # whether numba can be imported (checked once)
 
 
 class EtfRun:
@@ -128,6 +156,8 @@ def etf_schedule(
     """
     if placer is None:
         placer = Placer(inst)
+    if fixed is None and _kernel_case(inst, placer, prank, favourite):
+        return _kernel(inst, placer, prank, favourite)  # type: ignore[no-any-return]
     run = EtfRun(inst, placer, prank, fixed)
     if favourite is not None:
         sct = reservation(run, favourite)
@@ -140,6 +170,62 @@ def etf_schedule(
         settle(i)
     _commit_loop(run, candidate, make_ready, settle, land, on_commit)
     return list(placer.device_of), run.start
+
+
+def prepare() -> float:
+    """Import numba and load the compiled engine (`_engine_kernel`) from numba's cache, or
+    compile it (about 18 s, once per machine: `python -m planner.algorithms.listsched`
+    does it ahead); return the seconds, 0.0 when it is loaded already. For processes that
+    plan repeatedly (benchmarks, `compare`, `auto`): from then on every run of the cases it
+    covers uses it, whatever the graph's size."""
+    global _kernel
+    if _kernel is not None:
+        return 0.0
+    t0 = time.perf_counter()
+    from . import _engine_kernel  # lazy: numba (heavy to import): only when it pays
+
+    _engine_kernel.warm_up()
+    _kernel = _engine_kernel.schedule
+    return time.perf_counter() - t0
+
+
+def _kernel_case(inst: Instance, placer: Placer, prank: Sequence[int],
+                 favourite: Sequence[int] | None) -> bool:
+    """Whether `etf_schedule` (without `fixed`) runs on the compiled engine: a fresh placer
+    without budget or given placement (the cases the kernel twins), int64-sized byte sums,
+    arguments the kernel can index without checks (the Python engine raises IndexError on
+    the others), and the kernel loaded, or worth loading (`ENGINE`, `KERNEL_MIN_OPS`);
+    loads it then."""
+    global _numba
+    if ENGINE == "reference" or placer.budget is not None or placer.placement is not None:
+        return False
+    if _kernel is None:
+        if ENGINE != "kernel" and inst.n < _min_ops(favourite is not None):
+            return False
+        if _numba is None:
+            _numba = importlib.util.find_spec("numba") is not None
+        if not _numba:
+            return False
+    n = inst.n
+    if placer.inst is not inst or inst.m == 0 or placer.device_of.count(-1) != n \
+            or len(prank) != n or (favourite is not None and (
+                len(favourite) != n or max(favourite, default=-1) >= n)) \
+            or inst.engine_arrays() is None:
+        return False
+    try:
+        prepare()
+    except ImportError:  # numba is there but does not import (a broken install)
+        if ENGINE == "kernel":
+            raise
+        _numba = False
+        return False
+    return True
+
+
+def _min_ops(sct: bool) -> int:
+    """The graph size from which loading the compiled engine pays (`KERNEL_MIN_OPS`)."""
+    n = KERNEL_MIN_OPS // 2 if sct else KERNEL_MIN_OPS
+    return n // 2 if "numba" in sys.modules else n
 
 
 def validity(run: EtfRun) -> Callable[[int, int], bool]:

@@ -7,6 +7,12 @@ runnable devices; each op's floating flag comes from `floating.floating_members`
 
 from __future__ import annotations
 
+from itertools import chain
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+
 from ...cost import INF, costs
 from ...facts import facts
 from ...model import Problem, derived
@@ -77,6 +83,7 @@ class Instance:
             for i in range(n)
         ]
         self.floating = floating_members(self)
+        self._engine: Any = False  # `engine_arrays`, built on first use
 
     def _sources_follow_their_consumer(self) -> None:
         """An op without inputs and with one consumer goes where that consumer goes.
@@ -115,6 +122,14 @@ class Instance:
         list scheduler reads it and none changes it, so `auto`'s candidates share one."""
         return derived(problem, "_instance", lambda: cls(problem))
 
+    def engine_arrays(self) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
+        """The instance as flat arrays for the compiled ETF engine (`_engine_kernel`), built
+        on first use and kept (`auto`'s candidates share them); None when its byte sums
+        might not fit the kernel's int64."""
+        if self._engine is False:
+            self._engine = _engine_arrays(self)
+        return self._engine  # type: ignore[no-any-return]
+
     def mean_comm(self, nbytes: int) -> float:
         """Mean transfer time of `nbytes` over the cluster's links (`cost.Costs.mean_transfer`)."""
         return self.mean_lat + nbytes * self.mean_inv
@@ -122,3 +137,51 @@ class Instance:
     def name(self, i: int) -> str:
         """The name of op `i`."""
         return self.problem.graph.ops[i].name
+
+
+def _engine_arrays(inst: Instance) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
+    """(the kernel's instance tuple `A`, topological order) for `Instance.engine_arrays`:
+    compute, lat, inv, pred and succ in CSR (edge order within an op, as `pred`/`succ`)
+    with bytes (pred's also as floats, rounded as Python's `b * inv` rounds b), group per op,
+    groups in CSR, floating flags, allowed devices (n x m), fastest (`facts`), params +
+    outputs, temps and caps."""
+    n, m = inst.n, inst.m
+    edges = inst.problem.graph.edges
+    ne = len(edges)
+    try:
+        src, dst, nbytes = (np.fromiter(map(attrgetter(a), edges), np.int64, ne)
+                            for a in ("src", "dst", "bytes"))
+        po = np.fromiter(inst.po, np.int64, n)
+        temp = np.fromiter(inst.temp, np.int64, n)
+    except OverflowError:
+        return None
+    # the kernel's sums of bytes stay far inside int64 below this
+    mass = np.abs(nbytes).sum(dtype=float) + np.abs(po).sum(dtype=float)
+    if mass + np.abs(temp).sum(dtype=float) >= 2.0**60:
+        return None
+    by_dst = np.argsort(dst, kind="stable")
+    by_src = np.argsort(src, kind="stable")
+    pred_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=pred_ptr[1:])
+    succ_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=succ_ptr[1:])
+    pred_b = nbytes[by_dst]
+    grp_ptr = np.zeros(len(inst.groups) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, inst.groups), np.int64, len(inst.groups)), out=grp_ptr[1:])
+    allow = np.ones((n, m), np.uint8)
+    for i, a in enumerate(inst.allowed):
+        if len(a) != m:
+            allow[i] = 0
+            allow[i, list(a)] = 1
+    arrays = (
+        np.fromiter(chain.from_iterable(inst.compute), np.float64, n * m).reshape(n, m),
+        np.array(inst.lat, dtype=np.float64).reshape(m, m),
+        np.array(inst.inv, dtype=np.float64).reshape(m, m),
+        pred_ptr, src[by_dst], pred_b, pred_b.astype(np.float64),
+        succ_ptr, dst[by_src], nbytes[by_src],
+        np.fromiter(inst.group_of, np.int64, n), grp_ptr,
+        np.fromiter(chain.from_iterable(inst.groups), np.int64, int(grp_ptr[-1])),
+        np.fromiter(inst.floating, np.bool_, n), allow,
+        np.fromiter(facts(inst.problem).fastest, np.float64, n), po, temp,
+        np.fromiter((min(c, (1 << 63) - 1) for c in inst.caps), np.int64, m))
+    return arrays, np.fromiter(inst.topo, np.int64, n)
