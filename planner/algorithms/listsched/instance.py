@@ -72,6 +72,9 @@ class Instance:
 
         self.mean_compute: list[float] = []
         for row in self.compute:
+            if INF not in row:  # runnable everywhere, the common case
+                self.mean_compute.append(sum(row) / m)
+                continue
             finite = [t for t in row if t < INF]
             self.mean_compute.append(sum(finite) / len(finite) if finite else 0.0)
         self.mean_lat = c.mean_latency if m > 1 else 0.0
@@ -79,7 +82,8 @@ class Instance:
         group_of = self.group_of
         self.local: list[list[bool]] = [
             [(group_of[i] >= 0 and group_of[p] == group_of[i]) or (pin[i] >= 0 and pin[p] == pin[i])
-             for p, _ in self.pred[i]]
+             for p, _ in self.pred[i]] if group_of[i] >= 0 or pin[i] >= 0
+            else [False] * len(self.pred[i])  # neither grouped nor pinned: nothing is local
             for i in range(n)
         ]
         self.floating = floating_members(self)

@@ -27,7 +27,8 @@ def upward_rank(inst: Instance) -> list[float]:
         rank[i] = r
         for (p, b), loc in zip(pred[i], local[i], strict=True):
             v = r if loc else r + ml + b * mi
-            best[p] = max(best[p], v)
+            if v > best[p]:  # noqa: PLR1730 (hot loop: a call to max() costs more)
+                best[p] = v
     return rank
 
 
