@@ -336,6 +336,9 @@ class _Levels:
     nbytes: np.ndarray
     ops_at: list[np.ndarray]
     edges_at: list[np.ndarray]
+    #: every edge in level order (`edges_at[v]` is `edge_order[edge_pos[v]:edge_pos[v + 1]]`)
+    edge_order: np.ndarray
+    edge_pos: np.ndarray
 
 
 def _levels(problem: Problem) -> _Levels:
@@ -362,7 +365,7 @@ def _levels(problem: Problem) -> _Levels:
     op_at = np.searchsorted(depth_arr[level_ops], np.arange(0, top + 2))
     return _Levels(src, dst, nbytes,
                    [level_ops[op_at[v]:op_at[v + 1]] for v in range(top + 1)],
-                   [order[at[v]:at[v + 1]] for v in range(top + 1)])
+                   [order[at[v]:at[v + 1]] for v in range(top + 1)], order, at)
 
 
 def _arrival_path(problem: Problem, lv: _Levels) -> float:
@@ -384,18 +387,31 @@ def _arrival_path(problem: Problem, lv: _Levels) -> float:
     unit = np.array(f.unit_of, dtype=np.int64)
     same_unit = unit[src] == unit[dst]
     es = np.zeros((n, m))
-    ef = np.where(ok, comp, np.inf)  # level 0: sources start at 0
-    diag = np.eye(m, dtype=bool)
+    comp_ok = np.where(ok, comp, np.inf)
+    ef = comp_ok.copy()  # level 0: sources start at 0
+    off_diag = ~np.eye(m, dtype=bool)
+    # the transfer tables of the edges (edge x a x d), for a block of consecutive levels at
+    # a time (their edges are consecutive in level order): a level is usually a few dozen
+    # edges, and a numpy call per level and step is most of the cost
+    block: np.ndarray = np.zeros((0, m, m))
+    block_start = block_end = 0
     for level in range(1, len(lv.ops_at)):
         ks = lv.edges_at[level]
+        first = lv.edge_pos[level]
         for chunk in range(0, len(ks), 4096):
             k = ks[chunk:chunk + 4096]
-            t = lat[None] + nbytes[k, None, None] * inv[None]          # edge x a x d
-            t = np.where(same_unit[k][:, None, None] & ~diag, np.inf, t)
+            lo = first + chunk
+            if lo + len(k) > block_end:  # the next block of edges, from this one on
+                block_start = lo
+                block_end = min(lo + max(len(k), 16384), len(lv.edge_order))
+                kb = lv.edge_order[block_start:block_end]
+                block = lat[None] + nbytes[kb, None, None] * inv[None]
+                block[same_unit[kb][:, None, None] & off_diag] = np.inf
+            t = block[lo - block_start:lo - block_start + len(k)]
             arrive = (ef[src[k]][:, :, None] + t).min(axis=1)             # edge x d
             np.maximum.at(es, dst[k], arrive)
         ops = lv.ops_at[level]
-        ef[ops] = np.where(ok[ops], es[ops] + comp[ops], np.inf)
+        ef[ops] = es[ops] + comp_ok[ops]
     best = np.where(ok, ef, np.inf).min(axis=1)
     best = best[np.isfinite(best)]
     return float(best.max()) if len(best) else 0.0
