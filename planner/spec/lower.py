@@ -305,8 +305,13 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
         spans.append(item.name.span)
         loc.ops[(gname, name)] = item.name.span
         ops.append(_lower_op(sink, item, f"op `{name}`"))
-    edges: dict[tuple[int, int], int] = {}
-    edge_spans: dict[tuple[int, int], Span] = {}
+    # per edge, in order of first appearance: its ends, bytes (the last given) and span
+    # (the first); `edge_at` finds a repeated edge
+    edge_at: dict[tuple[int, int], int] = {}
+    e_src: list[int] = []
+    e_dst: list[int] = []
+    e_bytes: list[int] = []
+    e_span: list[Span] = []
     groups = _UnionFind(len(ops))
     grouped = False
     for item in decl.items:
@@ -337,21 +342,27 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                                "an op cannot consume its own output")
                     continue
                 nbytes = _bytes(explicit) if explicit is not None else ops[a].output_bytes
-                edges[(a, b)] = nbytes
-                edge_spans.setdefault((a, b), n.span)
+                k = edge_at.setdefault((a, b), len(e_src))
+                if k == len(e_src):
+                    e_src.append(a)
+                    e_dst.append(b)
+                    e_bytes.append(nbytes)
+                    e_span.append(n.span)
+                else:
+                    e_bytes[k] = nbytes
         elif isinstance(item, ast.ColocateDecl):
             members = _resolve_ops(sink, item.ops, index, gname, globs)
             for m in members[1:]:
                 groups.union(members[0], m)
             grouped = grouped or len(members) > 1
-    edge_list = tuple(Edge(a, b, n) for (a, b), n in edges.items())
-    for k, e in enumerate(edge_list):
-        loc.edges[(gname, k)] = edge_spans[(e.src, e.dst)]
+    edge_list = tuple(map(Edge, e_src, e_dst, e_bytes))
+    loc.edges.update(zip(((gname, k) for k in range(len(e_span))), e_span, strict=True))
     cycle = _find_cycle(len(ops), edge_list)
     if cycle:
         names = " -> ".join(ops[i].name for i in cycle + [cycle[0]])
+        at = edge_at.get((cycle[0], cycle[1 % len(cycle)]))
         sink.error("E231", f"graph `{gname}` has a cycle: {names}",
-                   edge_spans.get((cycle[0], cycle[1 % len(cycle)]), decl.name.span),
+                   decl.name.span if at is None else e_span[at],
                    "a graph must be acyclic; remove one of these edges")
     colocations = groups.groups() if grouped else ()
     return Graph(gname, tuple(ops), edge_list, colocations)
