@@ -411,29 +411,31 @@ class _Reader:
         file, ln, base = self.file, ref[3], ref[2] - ref[4]
         attrs: list[ast.Attr] = []
         while (m := attr.match(text, pos)) is not None:
-            key, st = m.group(1), m.start(1)
+            key, sv, quantity, number = m.groups()
             if key in KEYWORDS:
                 return None
+            st = m.start(1)
+            pos = m.end()  # the value ends the match: its start follows from its length
             sel = None
-            if (sv := m.group(2)) is not None:
+            if sv is not None:
                 ss, sn = m.start(2), len(sv)
                 span = _span(file, ln, ss - base, ln, ss - base + sn, ss, ss + sn)
                 sel = (_name(_unquote(sv), True, span) if sv[0] == '"'
                        else _name(sv, False, span))
-            if (v := m.group(3)) is not None:
-                vs, vn = m.start(3), len(v)
-                head = v.rstrip(_UNIT_CHARS)
-                value = _value("quantity", head.rstrip(" \t"), v[len(head):],
-                               _span(file, ln, vs - base, ln, vs - base + vn, vs, vs + vn))
+            if quantity is not None:
+                vn = len(quantity)
+                vs = pos - vn
+                head = quantity.rstrip(_UNIT_CHARS)
+                value = _value("quantity", head.rstrip(" \t"), quantity[len(head):],
+                               _span(file, ln, vs - base, ln, vs - base + vn, vs, pos))
             else:
-                v = m.group(4)
-                vs, vn = m.start(4), len(v)
-                value = _value("number", v, "",
-                               _span(file, ln, vs - base, ln, vs - base + vn, vs, vs + vn))
+                vn = len(number)
+                vs = pos - vn
+                value = _value("number", number, "",
+                               _span(file, ln, vs - base, ln, vs - base + vn, vs, pos))
             n = len(key)
             attrs.append(_attr(key, sel, value,
-                                  _span(file, ln, st - base, ln, st - base + n, st, st + n)))
-            pos = m.end()
+                               _span(file, ln, st - base, ln, st - base + n, st, st + n)))
         m = closing.match(text, pos)
         return None if m is None else (tuple(attrs), m.end())
 
