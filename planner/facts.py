@@ -321,9 +321,13 @@ def _unlinked(problem: Problem, f: Facts) -> list[Proof]:
     seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
     g = problem.graph
     devs = problem.cluster.devices
+    allowed, unit_of = f.allowed, f.unit_of
     for e in g.edges:
-        a, b = f.allowed[e.src], f.allowed[e.dst]
-        if not a or not b or f.unit_of[e.src] == f.unit_of[e.dst] or not set(a).isdisjoint(b):
+        a, b = allowed[e.src], allowed[e.dst]
+        # `a is b`: one shared set (every op free to use every device shares one), so the
+        # ends share a device; no set built per edge for the common case
+        if not a or not b or a is b or unit_of[e.src] == unit_of[e.dst] \
+                or not set(a).isdisjoint(b):
             continue
         if any(c.latency[x][y] < INF for x in a for y in b):
             continue
