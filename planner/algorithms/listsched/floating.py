@@ -36,14 +36,23 @@ def floating_members(inst: Instance) -> list[bool]:
     constants, shapes and other bookkeeping that move no data into the group. A group whose
     members would all float has nothing to be anchored by, so none of them floats. O(V + E).
     """
-    group_of, pin = inst.group_of, inst.pin
+    group_of, pin, succ, pred = inst.group_of, inst.pin, inst.succ, inst.pred
     out = [False] * inst.n
     for i in inst.topo:
         g = group_of[i]
         if g < 0 or pin[i] >= 0:
             continue
-        out[i] = all(group_of[j] == g for j, _ in inst.succ[i]) and all(
-            (out[p] if group_of[p] == g else b == 0) for p, b in inst.pred[i])
+        floats = True  # loops, not all() over generators: this runs for every grouped op
+        for j, _ in succ[i]:
+            if group_of[j] != g:
+                floats = False
+                break
+        if floats:
+            for p, b in pred[i]:
+                if not (out[p] if group_of[p] == g else b == 0):
+                    floats = False
+                    break
+        out[i] = floats
     for members in inst.groups:
         if all(out[i] for i in members):
             for i in members:
