@@ -245,8 +245,9 @@ def _load(spec: Path) -> Loaded:
     try:
         loaded = load_path(spec)
     finally:
+        frozen = gc.get_freeze_count()
         gc.freeze()  # refcounting still frees the model when it is dropped
-        if gc.get_freeze_count() > BIG_MODEL_OBJECTS:
+        if gc.get_freeze_count() - frozen > BIG_MODEL_OBJECTS:
             # what follows allocates in proportion (a 100k-op m-ETF run: 2,900 collections,
             # 0.8-1.0 s CPU); collecting the young generation every 100,000 allocations
             # instead of 700 halves that

@@ -305,13 +305,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
         spans.append(item.name.span)
         loc.ops[(gname, name)] = item.name.span
         ops.append(_lower_op(sink, item, f"op `{name}`"))
-    # per edge, in order of first appearance: its ends, bytes (the last given) and span
-    # (the first); `edge_at` finds a repeated edge
-    edge_at: dict[tuple[int, int], int] = {}
-    e_src: list[int] = []
-    e_dst: list[int] = []
-    e_bytes: list[int] = []
-    e_span: list[Span] = []
+    edges = _Edges()
     groups = _UnionFind(len(ops))
     grouped = False
     for item in decl.items:
@@ -327,13 +321,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
             ids = [index.get(n.text) for n in item.names]
             if None in ids:
                 ids = [_resolve_op(sink, n, index, gname) for n in item.names]
-            explicit = None
-            if item.attrs:
-                first, *more = item.attrs
-                explicit = (_plain_quantity(first, "size") if first.key == "bytes" and not more
-                            and first.selector is None else None)
-                if explicit is None:
-                    explicit = _Attrs(sink, item.attrs, EDGE_ATTRS, "an edge").quantity("bytes")
+            explicit = _edge_bytes(sink, item.attrs) if item.attrs else None
             for n, a, b in zip(item.names[1:], ids, ids[1:], strict=False):
                 if a is None or b is None:
                     continue
@@ -341,31 +329,57 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                     sink.error("E230", f"edge from `{n.text}` to itself", n.span,
                                "an op cannot consume its own output")
                     continue
-                nbytes = _bytes(explicit) if explicit is not None else ops[a].output_bytes
-                k = edge_at.setdefault((a, b), len(e_src))
-                if k == len(e_src):
-                    e_src.append(a)
-                    e_dst.append(b)
-                    e_bytes.append(nbytes)
-                    e_span.append(n.span)
-                else:
-                    e_bytes[k] = nbytes
+                edges.add(a, b, _bytes(explicit) if explicit is not None else ops[a].output_bytes,
+                          n.span)
         elif isinstance(item, ast.ColocateDecl):
             members = _resolve_ops(sink, item.ops, index, gname, globs)
             for m in members[1:]:
                 groups.union(members[0], m)
             grouped = grouped or len(members) > 1
-    edge_list = tuple(map(Edge, e_src, e_dst, e_bytes))
-    loc.edges.update(zip(((gname, k) for k in range(len(e_span))), e_span, strict=True))
+    edge_list = tuple(map(Edge, edges.src, edges.dst, edges.bytes))
+    loc.edges.update(zip(((gname, k) for k in range(len(edges.span))), edges.span, strict=True))
     cycle = _find_cycle(len(ops), edge_list)
     if cycle:
         names = " -> ".join(ops[i].name for i in cycle + [cycle[0]])
-        at = edge_at.get((cycle[0], cycle[1 % len(cycle)]))
+        at = edges.at.get((cycle[0], cycle[1 % len(cycle)]))
         sink.error("E231", f"graph `{gname}` has a cycle: {names}",
-                   decl.name.span if at is None else e_span[at],
+                   decl.name.span if at is None else edges.span[at],
                    "a graph must be acyclic; remove one of these edges")
     colocations = groups.groups() if grouped else ()
     return Graph(gname, tuple(ops), edge_list, colocations)
+
+
+class _Edges:
+    """A graph's edges in order of first appearance: ends, bytes (the last given) and span
+    (the first); `at` finds a repeated one."""
+
+    def __init__(self) -> None:
+        self.at: dict[tuple[int, int], int] = {}
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.bytes: list[int] = []
+        self.span: list[Span] = []
+
+    def add(self, a: int, b: int, nbytes: int, span: Span) -> None:
+        k = self.at.setdefault((a, b), len(self.src))
+        if k == len(self.src):
+            self.src.append(a)
+            self.dst.append(b)
+            self.bytes.append(nbytes)
+            self.span.append(span)
+        else:
+            self.bytes[k] = nbytes
+
+
+def _edge_bytes(sink: DiagnosticSink, attrs: Sequence[ast.Attr]) -> float | None:
+    """A chain's `bytes`: a lone plain quantity directly, anything else through `_Attrs`
+    (which reports)."""
+    first, *more = attrs
+    if first.key == "bytes" and not more and first.selector is None:
+        plain = _plain_quantity(first, "size")
+        if plain is not None:
+            return plain
+    return _Attrs(sink, attrs, EDGE_ATTRS, "an edge").quantity("bytes")
 
 
 def _unknown_time_kinds(sink: DiagnosticSink, graph_decls: dict[str, ast.GraphDecl],
