@@ -59,10 +59,9 @@ def _lt(k1, r1, k2, r2):
 
 
 @_leaf
-def _push(hk, hr, hsz, base, d, key, r):
-    """heapq.heappush: append, then `_siftdown`."""
-    pos = hsz[d]
-    hsz[d] = pos + 1
+def _sift_to_root(hk, hr, base, pos, key, r):
+    """heapq's `_siftdown`: the item (`key`, `r`) moves from `pos` towards the root past
+    every parent it is less than."""
     while pos > 0:
         parent = (pos - 1) >> 1
         if not _lt(key, r, hk[base + parent], hr[base + parent]):
@@ -75,9 +74,17 @@ def _push(hk, hr, hsz, base, d, key, r):
 
 
 @_leaf
+def _push(hk, hr, hsz, base, d, key, r):
+    """heapq.heappush: append, then `_sift_to_root`."""
+    pos = hsz[d]
+    hsz[d] = pos + 1
+    _sift_to_root(hk, hr, base, pos, key, r)
+
+
+@_leaf
 def _pop(hk, hr, hsz, base, d):
     """heapq.heappop: the last item goes to the root, `_siftup` walks the smaller child
-    (the right one unless the left is less) to a leaf, `_siftdown` brings it back up."""
+    (the right one unless the left is less) to a leaf, `_sift_to_root` brings it back up."""
     size = hsz[d] - 1
     hsz[d] = size
     if size == 0:
@@ -95,15 +102,7 @@ def _pop(hk, hr, hsz, base, d):
         hr[base + pos] = hr[base + child]
         pos = child
         child = 2 * pos + 1
-    while pos > 0:
-        parent = (pos - 1) >> 1
-        if not _lt(key, r, hk[base + parent], hr[base + parent]):
-            break
-        hk[base + pos] = hk[base + parent]
-        hr[base + pos] = hr[base + parent]
-        pos = parent
-    hk[base + pos] = key
-    hr[base + pos] = r
+    _sift_to_root(hk, hr, base, pos, key, r)
 
 
 # -- memory: Placer and StaticMemoryTracker --------------------------------------------------
