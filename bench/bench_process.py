@@ -16,7 +16,9 @@
    the commands never pay that.
 
 Targets (issue 16): check of resnet <= 0.3 s, --help <= 0.2 s; at 100k ops check <= 8 s
-and metf <= 12 s whole process; every phase growing at most as n^1.05.
+and metf <= 12 s whole process; every phase growing at most as n^1.05. The machine's speed
+is printed before and after (`CALIBRATION`, a fixed workload): the same code has measured
+30-40% apart at different hours on this shared machine, so compare runs by it.
 """
 
 from __future__ import annotations
@@ -73,16 +75,40 @@ def cpu_of(args: list[str], repeat: int) -> float:
     return statistics.median(times)
 
 
-def phases_of(path: Path, repeat: int = 3) -> dict[str, float]:
-    """CPU seconds of each phase, median over `repeat` fresh processes (one process is at
-    the mercy of whatever else the machine runs: a sub-second phase is easily off by 30%,
-    and a growth exponent with it)."""
-    runs = []
+def phases_of(paths: dict[int, Path], repeat: int = 3) -> dict[int, dict[str, float]]:
+    """CPU seconds of each phase per size, median over `repeat` fresh processes (one
+    process is at the mercy of whatever else the machine runs: a sub-second phase is easily
+    off by 30%, and a growth exponent with it). The sizes take turns, so that a change in
+    the machine's speed during the run moves both sides of a growth exponent alike."""
+    runs: dict[int, list[dict[str, float]]] = {n: [] for n in paths}
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", PHASES, str(path)], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout
-        runs.append(dict(eval(out.strip().splitlines()[-1])))
-    return {name: statistics.median(r[name] for r in runs) for name in runs[0]}
+        for n, path in paths.items():
+            out = subprocess.run([sys.executable, "-c", PHASES, str(path)], cwd=ROOT,
+                                 capture_output=True, text=True, check=True).stdout
+            runs[n].append(dict(eval(out.strip().splitlines()[-1])))
+    return {n: {name: statistics.median(r[name] for r in rs) for name in rs[0]}
+            for n, rs in runs.items()}
+
+
+#: a fixed pure-Python workload (tuples, a dict, floats, a sort), CPU seconds in a fresh
+#: process: the machine's speed at the time of a run, to compare runs by. This machine is
+#: shared, and the same code has measured 30-40% apart an hour apart
+CALIBRATION = """
+import time
+t = time.process_time()
+d = {}
+for i in range(1_500_000):
+    d[(i & 1023, i)] = i * 0.5
+v = sorted(d.values(), reverse=True)
+print(time.process_time() - t)
+"""
+
+
+def machine_speed(repeat: int = 3) -> float:
+    """Median CPU seconds of `CALIBRATION` over `repeat` fresh processes."""
+    return statistics.median(
+        float(subprocess.run([sys.executable, "-c", CALIBRATION], capture_output=True,
+                             text=True, check=True).stdout) for _ in range(repeat))
 
 
 def verdict(value: float, target: float | None) -> str:
@@ -93,6 +119,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="start-up and 10k ops only")
     args = ap.parse_args()
+    before = machine_speed()
+    print(f"machine: the reference workload (`CALIBRATION`) took {before:.3f} s CPU")
+    print()
     print("| figure | CPU s (median) | target | |")
     print("|---|---|---|---|")
     for name, argv in (("help", ["--help"]), ("check resnet", ["check", "specs/resnet.plan"])):
@@ -100,10 +129,10 @@ def main() -> None:
         print(f"| `planner {' '.join(argv)}` | {t:.3f} | {TARGETS[name]} | "
               f"{verdict(t, TARGETS[name])} |")
     sizes = (10_000,) if args.quick else (10_000, 100_000)
-    phases: dict[int, dict[str, float]] = {}
+    paths: dict[int, Path] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
-            path = Path(tmp) / f"g{n}.plan"
+            path = paths[n] = Path(tmp) / f"g{n}.plan"
             path.write_text(generate(n).replace("memory 32 GiB", "memory 2 TiB"))
             for what, argv in (("check", ["check", str(path)]),
                                ("metf", ["solve", str(path), "--algo", "metf"])):
@@ -113,7 +142,7 @@ def main() -> None:
                 print(f"| `planner {what}` at {n:,} ops | {t:.2f} (wall "
                       f"{time.perf_counter() - t0:.0f} s for all runs) | "
                       f"{target or ''} | {verdict(t, target)} |", flush=True)
-            phases[n] = phases_of(path)
+        phases = phases_of(paths)
     print()
     print("| phase | " + " | ".join(f"{n:,} ops (s)" for n in sizes) + " | growth |")
     print("|---|" + "---|" * len(sizes) + "---|")
@@ -124,6 +153,9 @@ def main() -> None:
             exp = math.log(phases[sizes[1]][name] / phases[sizes[0]][name]) / math.log(10)
             growth = f"n^{exp:.2f} ({'met' if exp <= 1.05 else 'NOT met'}: <= n^1.05)"
         print(f"| {name} | {cells} | {growth} |")
+    print()
+    print(f"machine: the reference workload took {before:.3f} s CPU before the run and "
+          f"{machine_speed():.3f} s after it (lower is faster)")
 
 
 if __name__ == "__main__":
