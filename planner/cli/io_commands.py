@@ -309,6 +309,18 @@ def _nondefault(value: str, default: str) -> str | None:
     return None if value == default else value
 
 
+def _generated(dtype: str, device_profile: str, training: bool, optimizer: str,
+               name: str | None, cluster: list[Path] | None, memory: str, contention: str,
+               output: Path) -> dict[str, object]:
+    """The options every `generate` model shares, as its header's command line gives them
+    (defaults left out), after the model's own."""
+    return {"dtype": _nondefault(dtype, "fp32"),
+            "device_profile": _nondefault(device_profile, "v100"), "training": training,
+            "optimizer": optimizer if training and optimizer != "adam" else None,
+            "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
+            "contention": _nondefault(contention, "link"), "o": output}
+
+
 # ---- export -----------------------------------------------------------------------------
 
 
@@ -408,11 +420,9 @@ def generate_transformer_command(
     options: dict[str, object] = {
         "arch": _nondefault(arch, "gpt"), "layers": layers, "decoder_layers": decoder_layers,
         "hidden": hidden, "heads": heads, "ffn": ffn, "seq": seq, "tgt_seq": tgt_seq,
-        "batch": batch, "vocab": vocab, "dtype": _nondefault(dtype, "fp32"),
-        "device_profile": _nondefault(device_profile, "v100"), "training": training,
-        "optimizer": optimizer if training and optimizer != "adam" else None, "name": name,
-        "cluster": cluster, "memory": _nondefault(memory, "static"),
-        "contention": _nondefault(contention, "link"), "o": output}
+        "batch": batch, "vocab": vocab,
+        **_generated(dtype, device_profile, training, optimizer, name, cluster, memory,
+                     contention, output)}
     command = _command(["generate", "transformer"], options)
     _run(lambda: transformer.generate(arch, layers, hidden, heads, ffn, seq, batch, vocab,
                                       decoder_layers, tgt_seq, dtype, device_profile,
@@ -443,11 +453,9 @@ def generate_gnmt_command(
     """GNMT (stacked LSTMs with attention), unrolled over the sequence."""
     options: dict[str, object] = {
         "layers": layers, "hidden": hidden, "vocab": vocab, "seq": seq, "tgt_seq": tgt_seq,
-        "batch": batch, "dtype": _nondefault(dtype, "fp32"),
-        "device_profile": _nondefault(device_profile, "v100"), "training": training,
-        "optimizer": optimizer if training and optimizer != "adam" else None, "name": name,
-        "cluster": cluster, "memory": _nondefault(memory, "static"),
-        "contention": _nondefault(contention, "link"), "o": output}
+        "batch": batch,
+        **_generated(dtype, device_profile, training, optimizer, name, cluster, memory,
+                     contention, output)}
     command = _command(["generate", "gnmt"], options)
     _run(lambda: gnmt.generate(layers, hidden, vocab, seq, tgt_seq, batch, dtype,
                                device_profile, training, optimizer, name, command),
