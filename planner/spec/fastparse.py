@@ -53,23 +53,46 @@ def _line_res() -> tuple[re.Pattern[str], ...]:
     `-> name`, `{`, `key[selector] value` with a number or quantity, and `}`.
 
     Built from the same terminals and blanks as `_token_re`, so each piece matches exactly
-    the tokens the lexer would yield there; none crosses a line or a comment.
+    the tokens the lexer would yield there; none crosses a line or a comment. An
+    attribute's groups: key, selector, a quantity's number and unit, or a number.
     """
     terms = dict(re.findall(r"(?m)^([A-Z]+)(?:\.\d+)?:\s*/(.*)/\s*$", grammar_text()))
     blank, name = r"[ \t\r\f]*+", "(" + terms["NAME"] + "|" + terms["STRING"] + ")"
+    # a quantity's number and unit as groups of their own: the number, the blanks between
+    # (the one `[ \t]*` of the terminal), the unit
+    number, between, unit = terms["QUANTITY"].partition("[ \\t]*")
+    assert between and "[ \\t]*" not in unit, terms["QUANTITY"]
+    unit = between + "(" + unit + ")"
     return (re.compile(blank + name), re.compile(blank + "->" + blank + name),
             re.compile(blank + r"\{"),
             re.compile(blank + "(" + terms["NAME"] + ")(?:" + blank + r"\[" + blank + name
-                       + blank + r"\])?" + blank + "(?:(" + terms["QUANTITY"] + ")|("
+                       + blank + r"\])?" + blank + "(?:(" + number + ")" + unit + "|("
                        + terms["NUMBER"] + "))"),
             re.compile(blank + r"\}"))
 
 
-def _tokens(text: str, comments: list[Tok]) -> Generator[Tok, int | None, None]:
+@lru_cache(maxsize=1)
+def _whole_line_res() -> tuple[re.Pattern[str], ...]:
+    """The pieces `_Reader.lines` reads whole lines with: the rest of a line (blanks, a
+    comment, the break), an op's head (`op` and its name: the keyword followed by a blank,
+    so that it is not the start of a longer NAME), and a chain's first name; and the start
+    of a line whose first token can neither continue a chain nor give it a block (a name,
+    a string or `}`)."""
+    name = _line_res()[0].pattern[len(r"[ \t\r\f]*+"):]
+    return (re.compile(r"[ \t\r\f]*+(#[^\n]*)?\n"),
+            re.compile(r"[ \t\r\f]*+op[ \t\r\f]++" + name),
+            re.compile(r"[ \t\r\f]*+" + name),
+            re.compile(r'[ \t\r\f]*+[A-Za-z_"}]'))
+
+
+def _tokens(text: str, comments: list[Tok]
+            ) -> Generator[Tok, int | tuple[int, int, int] | None, None]:
     """The tokens of `text`, then `_END`; comments go to `comments`. `_Bail` on junk.
 
     `send(pos)` instead of `next()`: the reader has read the text up to offset `pos`
-    itself (`_Lines`), on the line of the token last yielded; lexing resumes there.
+    itself (`_Reader.line_*`), on the line of the token last yielded; lexing resumes
+    there. `send((pos, line, line_start))`: it has read whole lines (`_Reader.lines`), and
+    `pos` is on line `line`, which starts at offset `line_start`.
     """
     line, line_start, pos = 1, 0, 0
     regex = _token_re()
@@ -91,7 +114,10 @@ def _tokens(text: str, comments: list[Tok]) -> Generator[Tok, int | None, None]:
                 continue
             jump = yield (k, m.group(k), s, line, s - line_start + 1)
             if jump is not None:
-                pos = jump
+                if type(jump) is tuple:  # on a later line
+                    pos, line, line_start = jump
+                else:
+                    pos = jump
                 matches = regex.finditer(text, pos)
                 break
         else:
@@ -115,7 +141,7 @@ def _fast_parse(text: str, file: str) -> ast.Module | None:
     text = line_ends(text)
     raw: list[Tok] = []
     try:
-        items = _Reader(_tokens(text, raw), file, text).module()
+        items = _Reader(_tokens(text, raw), file, text, raw).module()
     except (_Bail, StopIteration):
         return None
     comments = tuple(
@@ -180,6 +206,31 @@ def _value(kind: str, number: str, unit: str, span: Span) -> ast.Value:
     return obj
 
 
+_OP_NAME, _OP_ATTRS, _OP_SPAN = _slots(ast.OpDecl)
+_CHAIN_NAMES, _CHAIN_ATTRS, _CHAIN_SPAN, _CHAIN_BOTH = _slots(ast.ChainDecl)
+
+
+def _op(name: ast.Name, attrs: tuple[ast.Attr, ...]) -> ast.OpDecl:
+    """`ast.OpDecl(name, attrs, name.span)`, built faster (see above)."""
+    obj = _new(ast.OpDecl)
+    _OP_NAME(obj, name)
+    _OP_ATTRS(obj, attrs)
+    _OP_SPAN(obj, name.span)
+    return obj
+
+
+def _chain(names: list[ast.Name], attrs: tuple[ast.Attr, ...]) -> ast.ChainDecl:
+    """`ast.ChainDecl(...)` of names written with `->`, from the first to the last name,
+    built faster (see above)."""
+    a, b = names[0].span, names[-1].span
+    obj = _new(ast.ChainDecl)
+    _CHAIN_NAMES(obj, tuple(names))
+    _CHAIN_ATTRS(obj, attrs)
+    _CHAIN_SPAN(obj, _span(a.file, a.line, a.column, b.end_line, b.end_column, a.start, b.end))
+    _CHAIN_BOTH(obj, None)
+    return obj
+
+
 def _unquote(v: str) -> str:
     return v[1:-1] if "\\" not in v else str(json.loads(v))
 
@@ -191,12 +242,14 @@ def _is(tok: Tok, punct: str) -> bool:
 class _Reader:
     """Recursive descent with one token of lookahead (`cur`); `_Bail` where unsure."""
 
-    def __init__(self, tokens: Generator[Tok, int | None, None], file: str, text: str) -> None:
+    def __init__(self, tokens: Generator[Tok, int | tuple[int, int, int] | None, None],
+                 file: str, text: str, comments: list[Tok]) -> None:
         self.next = tokens.__next__
         self.resume = tokens.send
         self.cur = self.next()
         self.file = file
         self.text = text
+        self.comments = comments  # the lexer's; `lines` adds the comments it reads
 
     def take(self) -> Tok:
         """Consume and return the lookahead token."""
@@ -335,31 +388,34 @@ class _Reader:
             k, v = tok[0], tok[1]
             if k == _STRING or (k == _NAME and v not in KEYWORDS):  # a chain
                 names = [self.name(tok)]
-                attrs = None
                 if cur[0] == _PUNCT and cur[1] == "->":
-                    attrs, cur = self.line_chain(tok, cur, names)
-                if attrs is None:
-                    while cur[0] == _PUNCT and cur[1] == "->":  # `<->` is Lark's to report
-                        names.append(self.name(nxt()))
-                        cur = nxt()
-                    if len(names) < 2:
-                        raise _Bail
-                    self.cur = cur
-                    attrs = self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()
-                else:
-                    self.cur = cur
-                append(ast.ChainDecl(tuple(names), attrs,
-                                     self.join(names[0].span, names[-1].span)))
+                    ln, base = tok[3], tok[2] - tok[4]
+                    end = self.line_names(tok[2] + len(v), ln, base, names)
+                    if end is not None:
+                        block = self.line_block(end, ln, base)
+                        if block is not None:
+                            append(_chain(names, block[0]))
+                            self.lines(block[1], ln, base, append)
+                            continue
+                        cur = self.resume(end)
+                while cur[0] == _PUNCT and cur[1] == "->":  # `<->` is Lark's to report
+                    names.append(self.name(nxt()))
+                    cur = nxt()
+                if len(names) < 2:
+                    raise _Bail
+                self.cur = cur
+                append(_chain(names, self.block() if cur[0] == _PUNCT and cur[1] == "{"
+                              else ()))
             elif k == _NAME and v == "op":
                 n = self.name(cur)
-                block = self.line_block(cur[2] + len(cur[1]), cur)
+                ln, base = cur[3], cur[2] - cur[4]
+                block = self.line_block(cur[2] + len(cur[1]), ln, base)
                 if block is not None:
-                    attrs, end = block
-                    self.cur = self.resume(end)
-                else:
-                    self.cur = cur = nxt()
-                    attrs = self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()
-                append(ast.OpDecl(n, attrs, n.span))
+                    append(_op(n, block[0]))
+                    self.lines(block[1], ln, base, append)
+                    continue
+                self.cur = cur = nxt()
+                append(_op(n, self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()))
             elif k == _NAME and v == "colocate":
                 self.cur = cur
                 append(ast.ColocateDecl(self.oplist(), self.span(tok)))
@@ -373,16 +429,11 @@ class _Reader:
         return ast.GraphDecl(name, tuple(items), name.span)
 
     # ---- one-line forms, read without the lexer (a 100k-op graph is 2M tokens)
-    def line_chain(self, tok: Tok, cur: Tok, names: list[ast.Name]
-                   ) -> tuple[tuple[ast.Attr, ...] | None, Tok]:
-        """A chain from its first name `tok` (`cur`, the lookahead, is its `->`): the names
-        that follow on `tok`'s line go to `names`, and a block on that line is read too.
-        Returns (the block's attributes, or None when there is none on the line, the new
-        lookahead); with None, the chain may go on in the lexer's tokens (an `->` or a `{`
-        on a later line). Nothing is consumed when no name follows on the line."""
+    def line_names(self, pos: int, ln: int, base: int, names: list[ast.Name]) -> int | None:
+        """The names that follow `-> ` from offset `pos` on line `ln` (columns are offsets
+        less `base`) go to `names`; the offset after the last, or None when none follows."""
         arrow = _line_res()[1]
-        text, file, ln, base = self.text, self.file, tok[3], tok[2] - tok[4]
-        pos = tok[2] + len(tok[1])
+        text, file = self.text, self.file
         found = len(names)
         while (m := arrow.match(text, pos)) is not None:
             v, st = m.group(1), m.start(1)
@@ -391,51 +442,129 @@ class _Reader:
             names.append(_name(_unquote(v), True, span) if v[0] == '"'
                          else _name(v, False, span))
             pos = m.end()
-        if len(names) == found:
-            return None, cur
-        block = self.line_block(pos, tok)
-        if block is None:
-            return None, self.resume(pos)
-        return block[0], self.resume(block[1])
+        return None if len(names) == found else pos
 
-    def line_block(self, pos: int, ref: Tok) -> tuple[tuple[ast.Attr, ...], int] | None:
-        """`{ key[sel] value ... }` from offset `pos` to the end of its `}`, on the line of
-        token `ref`, when every value is a number or a quantity: (the attributes, the offset
-        after the `}`), built as `block` builds them; else None (nothing consumed)."""
+    def lines(self, pos: int, ln: int, base: int,
+              append: Callable[[ast.OpDecl | ast.ChainDecl], None]) -> None:
+        """Whole lines, from offset `pos` just after a statement on line `ln` (columns are
+        offsets less `base`): each op with its block and each chain (with or without a
+        block) that one line holds, and the blank and comment lines between; the lexer
+        resumes where a line holds anything else, at its start (the new lookahead).
+
+        A chain without a block is taken only when the next line starts with a name, a
+        string or `}`: anything else (an `->`, a `{`, a blank or comment line) could still
+        continue it, and the lexer decides. What is not taken is left whole to the lexer,
+        which keeps the tree exactly the token path's (a 100k-op graph: 300k lines, each
+        otherwise three tokens through the lexer).
+        """
+        line_end, op_head, chain_head, ended = _whole_line_res()
+        text, file, comments = self.text, self.file, self.comments
+        at_start = False
+        while True:
+            if not at_start:
+                m = line_end.match(text, pos)
+                if m is None:  # more on this line
+                    break
+                if m.group(1) is not None:
+                    cs = m.start(1)
+                    comments.append((_COMMENT, m.group(1), cs, ln, cs - base))
+                pos = m.end()
+                ln += 1
+                base = pos - 1
+            at_start = False
+            m = op_head.match(text, pos)
+            if m is not None:
+                block = self.line_block(m.end(), ln, base)
+                if block is None:
+                    break
+                v, st = m.group(1), m.start(1)
+                n = len(v)
+                span = _span(file, ln, st - base, ln, st - base + n, st, st + n)
+                append(_op(_name(_unquote(v), True, span) if v[0] == '"'
+                           else _name(v, False, span), block[0]))
+                pos = block[1]
+                continue
+            m = chain_head.match(text, pos)
+            if m is None:  # a blank or comment line (read above), or the lexer's
+                continue
+            v, st = m.group(1), m.start(1)
+            if v in KEYWORDS:
+                break
+            n = len(v)
+            span = _span(file, ln, st - base, ln, st - base + n, st, st + n)
+            names = [_name(_unquote(v), True, span) if v[0] == '"' else _name(v, False, span)]
+            end = self.line_names(m.end(), ln, base, names)
+            if end is None:
+                break
+            block = self.line_block(end, ln, base)
+            if block is not None:
+                append(_chain(names, block[0]))
+                pos = block[1]
+                continue
+            m = line_end.match(text, end)
+            if m is None or ended.match(text, m.end()) is None:
+                break
+            append(_chain(names, ()))
+            if m.group(1) is not None:
+                cs = m.start(1)
+                comments.append((_COMMENT, m.group(1), cs, ln, cs - base))
+            pos = m.end()
+            ln += 1
+            base = pos - 1
+            at_start = True
+        self.cur = self.resume((pos, ln, base + 1))
+
+    def line_block(self, pos: int, ln: int, base: int
+                   ) -> tuple[tuple[ast.Attr, ...], int] | None:
+        """`{ key[sel] value ... }` from offset `pos` to the end of its `}`, on line `ln`
+        (columns are offsets less `base`), when every value is a number or a quantity:
+        (the attributes, the offset after the `}`), built as `block` builds them; else None
+        (nothing consumed)."""
         _, _, opening, attr, closing = _line_res()
         text = self.text
         m = opening.match(text, pos)
         if m is None:
             return None
         pos = m.end()
-        file, ln, base = self.file, ref[3], ref[2] - ref[4]
+        # built inline (`_span`, `_attr`, `_value`, `_name`): a call costs as much as the
+        # object, and a 100k-op spec has about 600k attributes
+        file, new, new_tuple, span_t = self.file, _new, _new_tuple, Span
+        attr_t, value_t = ast.Attr, ast.Value
         attrs: list[ast.Attr] = []
         while (m := attr.match(text, pos)) is not None:
-            key, sv, quantity, number = m.groups()
+            key, sv, head, unit, number = m.groups()
             if key in KEYWORDS:
                 return None
             st = m.start(1)
-            pos = m.end()  # the value ends the match: its start follows from its length
+            pos = m.end()  # the value ends the match
             sel = None
             if sv is not None:
-                ss, sn = m.start(2), len(sv)
-                span = _span(file, ln, ss - base, ln, ss - base + sn, ss, ss + sn)
-                sel = (_name(_unquote(sv), True, span) if sv[0] == '"'
-                       else _name(sv, False, span))
-            if quantity is not None:
-                vn = len(quantity)
-                vs = pos - vn
-                head = quantity.rstrip(_UNIT_CHARS)
-                value = _value("quantity", head.rstrip(" \t"), quantity[len(head):],
-                               _span(file, ln, vs - base, ln, vs - base + vn, vs, pos))
+                ss = m.start(2)
+                se = ss + len(sv)
+                sel = _name(_unquote(sv), True, new_tuple(
+                    span_t, (file, ln, ss - base, ln, se - base, ss, se))) if sv[0] == '"' \
+                    else _name(sv, False, new_tuple(
+                        span_t, (file, ln, ss - base, ln, se - base, ss, se)))
+            value = new(value_t)
+            if head is not None:
+                vs = m.start(3)
+                _VALUE_KIND(value, "quantity")
+                _VALUE_NUMBER(value, head)
+                _VALUE_UNIT(value, unit)
             else:
-                vn = len(number)
-                vs = pos - vn
-                value = _value("number", number, "",
-                               _span(file, ln, vs - base, ln, vs - base + vn, vs, pos))
-            n = len(key)
-            attrs.append(_attr(key, sel, value,
-                               _span(file, ln, st - base, ln, st - base + n, st, st + n)))
+                vs = m.start(5)
+                _VALUE_KIND(value, "number")
+                _VALUE_NUMBER(value, number)
+                _VALUE_UNIT(value, "")
+            _VALUE_NAME(value, None)
+            _VALUE_SPAN(value, new_tuple(span_t, (file, ln, vs - base, ln, pos - base, vs, pos)))
+            a = new(attr_t)
+            _ATTR_KEY(a, key)
+            _ATTR_SEL(a, sel)
+            _ATTR_VALUE(a, value)
+            ke = st + len(key)
+            _ATTR_SPAN(a, new_tuple(span_t, (file, ln, st - base, ln, ke - base, st, ke)))
+            attrs.append(a)
         m = closing.match(text, pos)
         return None if m is None else (tuple(attrs), m.end())
 

@@ -197,6 +197,75 @@ def test_one_line_forms_read_as_lark_reads_them(body: str, reads: bool) -> None:
         assert fast == parse_lark(text, "t.plan")
 
 
+WHOLE_LINES = [  # graph bodies after a first one-line op: what `_Reader.lines` meets
+    "op b { time 1 ms }\n\n  # c\nop c { time 2 ms }  # d\n",
+    "a -> b\nb -> c { bytes 1 KiB }\n\"a\" -> c\n}",
+    "a -> b\n  -> c\n",                    # a chain going on: the lexer's
+    "a -> b\n{ bytes 1 KiB }\n",           # ... its block on the next line
+    "a -> b\n\n-> c\n",                   # ... after a blank line
+    "a -> b # x\n# y\n-> c { bytes 2 B }\n",
+    "a -> b\ncolocate a, b\nop d { time 1 ms }\nd -> a",
+    "a -> b ; b -> c\n",                    # more on the line after a chain
+    "op b { time 1 ms } op c { time 1 ms }\nb -> c",
+    "op b\n{ time 1 ms }\nop c { time 1 ms }",
+    "op b { time 1 ms\n}\nop c {}",
+    "op b { kind x }\n",                    # a name value: the lexer reads it
+    "op -> b\n",                            # `op` as a name: Lark decides
+    "graph -> b\n",
+    "a -> b <-> c\n",
+    "a->b\n",
+    'op "b\\u00e9" { time 1 ms }\n"b\\u00e9" -> a { bytes 1 B }\n',
+    "a -> b { bytes 1 KiB }\tb -> c\r\nop d { time 1 ms }\r\n",
+]
+
+
+@pytest.mark.parametrize("body", WHOLE_LINES)
+def test_whole_lines_read_as_lark_reads_them(body: str) -> None:
+    """After a one-line statement the reader takes whole lines itself (`_Reader.lines`):
+    the tree is Lark's, comments included, or the fast path gives way as a whole."""
+    text = "graph g {\n  op a { time 1 ms }\n" + body + "\n}\n"
+    try:
+        expected = parse_lark(text, "t.plan")
+    except SpecError:
+        assert _fast_parse(text, "t.plan") is None
+        return
+    fast = _fast_parse(text, "t.plan")
+    if fast is not None:
+        assert fast == expected
+
+
+def test_whole_lines_skip_the_lexer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph of one-line ops and chains, with blank and comment lines between, goes past
+    the lexer nearly whole: a few tokens, not three a line (a change that silently hands
+    the lines back to the lexer fails here, though the tree would not change)."""
+    from planner.spec import fastparse
+
+    yielded = 0
+    tokens = fastparse._tokens
+
+    def counting(text: str, comments: list) -> object:
+        nonlocal yielded
+        gen = tokens(text, comments)
+        tok = next(gen)
+        while True:
+            yielded += 1
+            try:
+                tok = gen.send((yield tok))
+            except StopIteration:
+                return
+
+    monkeypatch.setattr(fastparse, "_tokens", counting)
+    ops = [f'  op "n{i}" {{ time {i + 1} us  output 1 MiB }}' for i in range(200)]
+    chains = [f'  "n{i}" -> "n{i + 1}"' + (" { bytes 2 KiB }" if i % 3 else "")
+              for i in range(199)]
+    body = "\n".join(ops[:100] + ["", "  # half"] + ops[100:] + chains)
+    text = f"graph g {{\n{body}\n}}\n"
+    fast = _fast_parse(text, "t.plan")
+    assert fast == parse_lark(text, "t.plan")
+    assert len(fast.comments) == 1 and fast.comments[0].span.line == 103
+    assert yielded < 20, yielded
+
+
 def test_one_line_forms_under_random_blanks_and_breaks() -> None:
     """Blanks, line breaks, comments and separators at random token boundaries of a
     generated graph: the fast path's tree is Lark's every time it gives one."""
