@@ -114,7 +114,7 @@ def _tokens(text: str, comments: list[Tok]
                 continue
             jump = yield (k, m.group(k), s, line, s - line_start + 1)
             if jump is not None:
-                if type(jump) is tuple:  # on a later line
+                if isinstance(jump, tuple):  # on a later line
                     pos, line, line_start = jump
                 else:
                     pos = jump
