@@ -306,9 +306,30 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
         loc.ops[(gname, name)] = item.name.span
         ops.append(_lower_op(sink, item, f"op `{name}`"))
     edges = _Edges()
+    at, src, dst, nbytes, edge_spans = edges.at, edges.src, edges.dst, edges.bytes, edges.span
     groups = _UnionFind(len(ops))
     grouped = False
+    chain_t = ast.ChainDecl
     for item in decl.items:
+        if type(item) is chain_t and len(item.names) == 2 and item.both_ways is None \
+                and n_edges < lim.edges:
+            # one edge between two ops of the graph, as nearly all are written: `_Edges.add`
+            # inlined (100k ops, 200k edges: 0.3 s)
+            first, second = item.names
+            a, b = index.get(first.text), index.get(second.text)
+            if a is not None and b is not None and a != b:
+                explicit = _edge_bytes(sink, item.attrs) if item.attrs else None
+                n_edges += 1
+                k = at.setdefault((a, b), len(src))
+                size = ops[a].output_bytes if explicit is None else round(explicit)
+                if k == len(src):
+                    src.append(a)
+                    dst.append(b)
+                    nbytes.append(size)
+                    edge_spans.append(second.span)
+                else:
+                    nbytes[k] = size
+                continue
         if isinstance(item, ast.ChainDecl):
             n_edges += len(item.names) - 1
             if n_edges > lim.edges:
@@ -338,7 +359,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
             grouped = grouped or len(members) > 1
     edge_list = tuple(map(Edge, edges.src, edges.dst, edges.bytes))
     loc.edges.update(zip(((gname, k) for k in range(len(edges.span))), edges.span, strict=True))
-    cycle = _find_cycle(len(ops), edge_list)
+    cycle = _find_cycle(len(ops), src, dst)
     if cycle:
         names = " -> ".join(ops[i].name for i in cycle + [cycle[0]])
         at = edges.at.get((cycle[0], cycle[1 % len(cycle)]))
@@ -423,31 +444,48 @@ def _plain_quantity(a: ast.Attr, dim: str) -> float | None:
     return value if lo <= value <= hi or value == 0 else None
 
 
+#: (key, unit) -> (factor, lo, hi) for each op key and each unit of its dimension: what
+#: `_plain_op` reads a value with in one look-up (a number or a name has unit "", which
+#: no key takes)
+_OP_UNITS: dict[tuple[str, str], tuple[float, float, float]] = {
+    (key, unit): (factor, *RANGES[dim]) for key, dim in OP_ATTRS.items()
+    for unit, (got, factor) in UNIT_TABLE.items() if got == dim}
+
+
 def _plain_op(item: ast.OpDecl) -> Op | None:
     """The op of a block as most are written (each key known and given once, a selector
     only on `time`, every value a quantity of its key's dimension within range, a time or
     FLOPs given), read without `_Attrs`' bookkeeping (100k ops: 1.5 s); None for any other
-    block, which `_lower_op` reads and reports on."""
+    block, which `_lower_op` reads and reports on. (`_plain_quantity` for each value, with
+    `parse_number` and the unit table inlined.)"""
     given: dict[str, float] = {}
     by_kind: dict[str, float] = {}
+    units = _OP_UNITS
     for a in item.attrs:
-        dim = OP_ATTRS.get(a.key)
-        value = None if dim is None else _plain_quantity(a, dim)
-        if value is None:
+        v = a.value
+        key = a.key
+        entry = units.get((key, v.unit))
+        if entry is None:
+            return None
+        factor, lo, hi = entry
+        value = float(v.number.replace("_", "")) * factor
+        if not (lo <= value <= hi or value == 0):
             return None
         if a.selector is None:
-            if a.key in given:
+            if key in given:
                 return None
-            given[a.key] = value
-        elif a.key == "time" and a.selector.text not in by_kind:
+            given[key] = value
+        elif key == "time" and a.selector.text not in by_kind:
             by_kind[a.selector.text] = value
         else:
             return None
     time_s, flops = given.get("time"), given.get("flops")
     if time_s is None and flops is None and not by_kind:
         return None
+    params, output, temp = given.get("params"), given.get("output"), given.get("temp")
     return Op(item.name.text, time_s, flops, MappingProxyType(by_kind),
-              _bytes(given.get("params")), _bytes(given.get("output")), _bytes(given.get("temp")))
+              0 if params is None else round(params), 0 if output is None else round(output),
+              0 if temp is None else round(temp))
 
 
 def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str) -> Op:
@@ -846,11 +884,26 @@ def _choice(sink: DiagnosticSink, settings: _Attrs, key: str, options: Sequence[
     return value
 
 
-def _find_cycle(n: int, edges: Sequence[Edge]) -> list[int] | None:
-    """One cycle as a list of op indices, or None (iterative DFS, no recursion)."""
+def _find_cycle(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int] | None:
+    """One cycle of the edges `src[k] -> dst[k]` as a list of op indices, or None.
+
+    Kahn's peeling first, which answers None for an acyclic graph (the usual case) in
+    two passes over flat lists; only a cyclic one takes the depth-first search (iterative,
+    no recursion) that names a cycle.
+    """
     succ: list[list[int]] = [[] for _ in range(n)]
-    for e in edges:
-        succ[e.src].append(e.dst)
+    indeg = [0] * n
+    for a, b in zip(src, dst, strict=True):
+        succ[a].append(b)
+        indeg[b] += 1
+    ready = [i for i in range(n) if not indeg[i]]
+    for v in ready:  # the list grows while it is read
+        for w in succ[v]:
+            indeg[w] -= 1
+            if not indeg[w]:
+                ready.append(w)
+    if len(ready) == n:
+        return None
     state = [0] * n  # 0 new, 1 on stack, 2 done
     parent = [-1] * n
     for root in range(n):
