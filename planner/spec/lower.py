@@ -362,9 +362,9 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
     cycle = _find_cycle(len(ops), src, dst)
     if cycle:
         names = " -> ".join(ops[i].name for i in cycle + [cycle[0]])
-        first = at.get((cycle[0], cycle[1 % len(cycle)]))
+        closing = at.get((cycle[0], cycle[1 % len(cycle)]))
         sink.error("E231", f"graph `{gname}` has a cycle: {names}",
-                   decl.name.span if first is None else edge_spans[first],
+                   decl.name.span if closing is None else edge_spans[closing],
                    "a graph must be acyclic; remove one of these edges")
     colocations = groups.groups() if grouped else ()
     return Graph(gname, tuple(ops), edge_list, colocations)
