@@ -72,6 +72,7 @@ import heapq
 import itertools
 import math
 from dataclasses import asdict, dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -328,17 +329,24 @@ class _Window:
 class _Levels:
     """Ops by depth (the most edges on a path from a source) and edges by their consumer's
     depth: every edge into a level comes from a lower one, so a longest-path recurrence
-    runs one level at a time in numpy batches (`ops_at[0]`: the sources; `edges_at[0]` is
-    empty)."""
+    runs one level at a time in numpy batches.
+
+    The edges are in level order and, within a level, grouped by consumer (in edge order
+    within a group): a level's maxima over each op's incoming edges are then one
+    `np.maximum.reduceat` over its slice of `edge_order`, and its ops (`ops_at[v]`,
+    ascending) are exactly the groups' consumers, in order. Every op past level 0 has an
+    incoming edge, so no group is empty. `ops_at[0]` holds the sources.
+    """
 
     src: np.ndarray
     dst: np.ndarray
     nbytes: np.ndarray
     ops_at: list[np.ndarray]
-    edges_at: list[np.ndarray]
-    #: every edge in level order (`edges_at[v]` is `edge_order[edge_pos[v]:edge_pos[v + 1]]`)
+    #: every edge in that order; level `v`'s are `edge_order[edge_pos[v]:edge_pos[v + 1]]`
     edge_order: np.ndarray
-    edge_pos: np.ndarray
+    edge_pos: list[int]
+    #: per level, where each of its ops' groups starts within the level's slice
+    group_at: list[np.ndarray]
 
 
 def _levels(problem: Problem) -> _Levels:
@@ -359,13 +367,21 @@ def _levels(problem: Problem) -> _Levels:
     top = max(depth, default=0)
     depth_arr = np.array(depth, dtype=np.int64)
     edge_level = depth_arr[dst]
-    order = np.argsort(edge_level, kind="stable")
+    order = np.lexsort((dst, edge_level))  # by level, then consumer; stable
     at = np.searchsorted(edge_level[order], np.arange(0, top + 2))
     level_ops = np.argsort(depth_arr, kind="stable")
     op_at = np.searchsorted(depth_arr[level_ops], np.arange(0, top + 2))
+    ordered_dst = dst[order]
+    new_group = np.ones(len(order), dtype=bool)
+    new_group[1:] = ordered_dst[1:] != ordered_dst[:-1]
+    starts = np.flatnonzero(new_group)
+    edge_pos = at.tolist()
+    group_pos = np.searchsorted(starts, at).tolist()
     return _Levels(src, dst, nbytes,
                    [level_ops[op_at[v]:op_at[v + 1]] for v in range(top + 1)],
-                   [order[at[v]:at[v + 1]] for v in range(top + 1)], order, at)
+                   order, edge_pos,
+                   [starts[group_pos[v]:group_pos[v + 1]] - edge_pos[v]
+                    for v in range(top + 1)])
 
 
 def _arrival_path(problem: Problem, lv: _Levels) -> float:
@@ -378,40 +394,34 @@ def _arrival_path(problem: Problem, lv: _Levels) -> float:
     c = costs(problem)
     f = facts(problem)
     comp = np.array(c.compute, dtype=float).reshape(n, m)
-    ok = np.zeros((n, m), dtype=bool)
-    for i, a in enumerate(f.allowed):
-        ok[i, list(a)] = True
+    ok = _allowed_mask(f.allowed, m)
     lat = np.array(c.latency, dtype=float)
     inv = np.where(np.isinf(lat), 0.0, np.array(c.inv_bandwidth, dtype=float))
-    src, dst, nbytes = lv.src, lv.dst, lv.nbytes
+    nbytes, order = lv.nbytes, lv.edge_order
     unit = np.array(f.unit_of, dtype=np.int64)
+    # the edges' ends and whether they share a unit, in level order
+    src, dst = lv.src[order], lv.dst[order]
     same_unit = unit[src] == unit[dst]
-    es = np.zeros((n, m))
     comp_ok = np.where(ok, comp, np.inf)
     ef = comp_ok.copy()  # level 0: sources start at 0
     off_diag = ~np.eye(m, dtype=bool)
     # the transfer tables of the edges (edge x a x d), for a block of consecutive levels at
-    # a time (their edges are consecutive in level order): a level is usually a few dozen
-    # edges, and a numpy call per level and step is most of the cost
+    # a time (their edges are consecutive): a level is usually a few dozen edges, and a
+    # numpy call per level and step is most of the cost
     block: np.ndarray = np.zeros((0, m, m))
     block_start = block_end = 0
+    pos = lv.edge_pos
     for level in range(1, len(lv.ops_at)):
-        ks = lv.edges_at[level]
-        first = lv.edge_pos[level]
-        for chunk in range(0, len(ks), 4096):
-            k = ks[chunk:chunk + 4096]
-            lo = first + chunk
-            if lo + len(k) > block_end:  # the next block of edges, from this one on
-                block_start = lo
-                block_end = min(lo + max(len(k), 16384), len(lv.edge_order))
-                kb = lv.edge_order[block_start:block_end]
-                block = lat[None] + nbytes[kb, None, None] * inv[None]
-                block[same_unit[kb][:, None, None] & off_diag] = np.inf
-            t = block[lo - block_start:lo - block_start + len(k)]
-            arrive = (ef[src[k]][:, :, None] + t).min(axis=1)             # edge x d
-            np.maximum.at(es, dst[k], arrive)
+        lo, hi = pos[level], pos[level + 1]
+        if hi > block_end:  # the next block of edges, from this level on
+            block_start, block_end = lo, max(hi, min(lo + 16384, len(order)))
+            kb = order[block_start:block_end]
+            block = lat[None] + nbytes[kb, None, None] * inv[None]
+            block[same_unit[block_start:block_end][:, None, None] & off_diag] = np.inf
+        t = block[lo - block_start:hi - block_start]
+        arrive = (ef[src[lo:hi]][:, :, None] + t).min(axis=1)             # edge x d
         ops = lv.ops_at[level]
-        ef[ops] = es[ops] + comp_ok[ops]
+        ef[ops] = np.maximum.reduceat(arrive, lv.group_at[level], axis=0) + comp_ok[ops]
     best = np.where(ok, ef, np.inf).min(axis=1)
     best = best[np.isfinite(best)]
     return float(best.max()) if len(best) else 0.0
@@ -439,15 +449,27 @@ def _longest_path(problem: Problem, weight: list[float],
             i, j = int(lv.src[e]), int(lv.dst[e])  # no device in common: the tensor crosses
             extra[e] = min(c.transfer_time(g.edges[e].bytes, a, b)
                            for a in allowed[i] for b in allowed[j])
-    start = np.zeros(n)
     finish = np.zeros(n)
     finish[lv.ops_at[0]] = w[lv.ops_at[0]]
+    order, pos = lv.edge_order, lv.edge_pos
+    src, extra = lv.src[order], extra[order]
     for level in range(1, len(lv.ops_at)):
-        k = lv.edges_at[level]
-        np.maximum.at(start, lv.dst[k], finish[lv.src[k]] + extra[k])
+        lo, hi = pos[level], pos[level + 1]
         ops = lv.ops_at[level]
-        finish[ops] = start[ops] + w[ops]
+        finish[ops] = np.maximum.reduceat(finish[src[lo:hi]] + extra[lo:hi],
+                                          lv.group_at[level]) + w[ops]
     return float(finish.max())
+
+
+def _allowed_mask(allowed: Sequence[tuple[int, ...]], m: int) -> np.ndarray:
+    """`ok[i, d]`: whether op `i` may run on device `d` (`allowed[i]` holds `d`); one row
+    per distinct allowed set, then indexed (an assignment per op costs 0.3 s at 100k)."""
+    distinct: dict[tuple[int, ...], int] = {}
+    which = [distinct.setdefault(a, len(distinct)) for a in allowed]
+    table = np.zeros((len(distinct), m), dtype=bool)
+    for a, k in distinct.items():
+        table[k, list(a)] = True
+    return table[np.array(which, dtype=np.int64)].reshape(len(allowed), m)
 
 
 def _load_bound(problem: Problem, allowed: list[tuple[int, ...]]) -> float:
@@ -455,12 +477,7 @@ def _load_bound(problem: Problem, allowed: list[tuple[int, ...]]) -> float:
     g = problem.graph
     n, m = len(g.ops), len(problem.cluster.devices)
     comp = np.array(costs(problem).compute, dtype=float).reshape(n, m)
-    distinct: dict[tuple[int, ...], int] = {}
-    which = [distinct.setdefault(a, len(distinct)) for a in allowed]
-    table = np.zeros((len(distinct), m), dtype=bool)
-    for a, k in distinct.items():
-        table[k, list(a)] = True
-    ok = table[np.array(which, dtype=np.int64)].reshape(n, m)
+    ok = _allowed_mask(allowed, m)
     cost = np.where(ok, comp, 0.0)
     # one job per colocation group whose members share an allowed device
     job = np.arange(n)
