@@ -71,8 +71,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from dataclasses import asdict, dataclass
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
