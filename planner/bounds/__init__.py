@@ -69,19 +69,79 @@ than the cluster has when even all devices together cannot hold it.
 from __future__ import annotations
 
 import heapq
+import importlib.util
 import itertools
 import math
+import os
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from .cost import INF, costs
-from .facts import facts
-from .model import Problem
+from ..cost import INF, costs
+from ..facts import facts
+from ..model import Problem
 
 __all__ = ["Bounds", "lower_bound", "relative_gap"]
+
+#: which code runs the graph passes (the two longest paths, the arrival path, the memory
+#: path's two heaviest paths): "auto" (compiled, `_kernel`, from `KERNEL_MIN_OPS`),
+#: "kernel" (compiled whatever the size) or "reference" (numpy, one level of the graph at
+#: a time); the environment variable PLANNER_BOUNDS_ENGINE sets it at import, tests set
+#: it directly. Both give the same bounds, bit for bit.
+ENGINE = os.environ.get("PLANNER_BOUNDS_ENGINE", "auto")
+#: the sizes from which "auto" compiles: (numba not imported yet, imported). Importing numba
+#: and loading the cached passes takes about 0.5 s (0.1 s once numba is imported), when
+#: numpy's passes take 8-11 us per op on generated graphs (10k-100k ops, 8 devices; deep
+#: graphs are the slow end: a numpy call per level) and the compiled ones under 1 us
+KERNEL_MIN_OPS = (60_000, 10_000)
+_passes: Any = None  # `_kernel.passes` once loaded
+_numba: bool | None = None  # whether numba can be imported (checked once)
+
+
+def prepare() -> float:
+    """Import numba and load the compiled passes (`_kernel`) from numba's cache, or compile
+    them (once per machine: `python -m planner.bounds` does it ahead); return the seconds,
+    0.0 when they are loaded already."""
+    global _passes
+    if _passes is not None:
+        return 0.0
+    t0 = time.perf_counter()
+    from . import _kernel  # lazy: numba (heavy to import): only when it pays
+
+    one, pair = np.zeros(1), np.zeros((1, 1))
+    none = np.zeros(0, dtype=np.int64)
+    _kernel.passes(np.zeros(1, np.int64), np.zeros(2, np.int64), none, none, one, one,
+                   np.zeros(0), pair, pair, pair, np.zeros(0), np.zeros(0, np.bool_), one,
+                   True)
+    _passes = _kernel.passes
+    return time.perf_counter() - t0
+
+
+def _compiled(n: int) -> bool:
+    """Whether `lower_bound` runs the compiled passes on a graph of `n` ops (`ENGINE`,
+    `KERNEL_MIN_OPS`); loads them then."""
+    global _numba
+    if ENGINE == "reference":
+        return False
+    if _passes is None:
+        if ENGINE != "kernel" and n < KERNEL_MIN_OPS["numba" in sys.modules]:
+            return False
+        if _numba is None:
+            _numba = importlib.util.find_spec("numba") is not None
+        if not _numba:
+            return False
+        try:
+            prepare()
+        except ImportError:  # numba is there but does not import (a broken install)
+            if ENGINE == "kernel":
+                raise
+            _numba = False
+            return False
+    return True
 
 _KELLEY_STEPS = 60
 
@@ -154,34 +214,48 @@ def lower_bound(problem: Problem) -> Bounds:
         else:
             wmin[i] = min(row[d] for d in a) if a else 0.0
 
-    levels = _levels(problem)
-    critical = _longest_path(problem, fastest, None, levels)
+    weight = _path_bytes(problem)  # the memory path's second path weighs bytes (or None)
+    if _compiled(n):
+        critical, constrained, arrival, heaviest = _compiled_passes(
+            problem, fastest, wmin, allowed, weight)
+    else:
+        levels = _levels(problem)
+        critical = _longest_path(problem, fastest, None, levels)
+        constrained = _longest_path(problem, wmin, allowed, levels)
+        arrival = _arrival_path(problem, levels)
+        heaviest = None if weight is None else (
+            _heaviest_path(g, fastest), _heaviest_path(g, weight))
     work = math.fsum(fastest) / m
-    constrained = _longest_path(problem, wmin, allowed, levels)
     load = max(_load_bound(problem, allowed), work)
     need, min_dev = _memory_bound(problem)
-    arrival = _arrival_path(problem, levels)
-    memory_path = _memory_path(problem, fastest)
+    memory_path = 0.0 if heaviest is None else _memory_path(problem, fastest, heaviest)
     best = max(critical, work, constrained, load, arrival, memory_path)
     return Bounds(best, critical, work, min_dev, constrained, load, need, arrival, memory_path)
 
 
-def _memory_path(problem: Problem, fastest: list[float]) -> float:
-    """`memory_path_s` (module docstring): the critical path and the path of most bytes,
-    each with the cheapest cuts that memory forces on it."""
-    g = problem.graph
+def _path_bytes(problem: Problem) -> list[float] | None:
+    """The op weights of the memory path's path of most bytes (what an op's unit holds
+    for the whole step under the memory model); None when the whole graph fits on one
+    device, so that no cut is forced and `memory_path_s` is 0."""
+    f = facts(problem)
+    if f.least_total_bytes <= max(d.memory_bytes for d in problem.cluster.devices):
+        return None
+    ops = problem.graph.ops
+    if problem.memory_model == "liveness":
+        return [float(o.params_bytes) for o in ops]
+    return [float(o.params_bytes + o.output_bytes) for o in ops]
+
+
+def _memory_path(problem: Problem, fastest: list[float],
+                 paths: tuple[list[int], list[int]]) -> float:
+    """`memory_path_s` (module docstring): the critical path and the path of most bytes
+    (`paths`: `_heaviest_path` of `fastest` and of `_path_bytes`), each with the cheapest
+    cuts that memory forces on it."""
     f = facts(problem)
     cap = max(d.memory_bytes for d in problem.cluster.devices)
-    if f.least_total_bytes <= cap:
-        return 0.0  # the whole graph fits on one device: no cut is forced
-    ops = g.ops
-    if problem.memory_model == "liveness":
-        weight = [float(o.params_bytes) for o in ops]
-    else:
-        weight = [float(o.params_bytes + o.output_bytes) for o in ops]
     best = 0.0
     parts = _unit_parts(problem, f)
-    for path in (_heaviest_path(g, fastest), _heaviest_path(g, weight)):
+    for path in paths:
         cuts = _cheapest_cuts(problem, path, cap, parts)
         if cuts < INF:
             best = max(best, math.fsum(fastest[i] for i in path) + cuts)
@@ -391,18 +465,9 @@ def _arrival_path(problem: Problem, lv: _Levels) -> float:
     n, m = len(g.ops), len(problem.cluster.devices)
     if n == 0:
         return 0.0
-    c = costs(problem)
-    f = facts(problem)
-    comp = np.array(c.compute, dtype=float).reshape(n, m)
-    ok = _allowed_mask(f.allowed, m)
-    lat = np.array(c.latency, dtype=float)
-    inv = np.where(np.isinf(lat), 0.0, np.array(c.inv_bandwidth, dtype=float))
     nbytes, order = lv.nbytes, lv.edge_order
-    unit = np.array(f.unit_of, dtype=np.int64)
-    # the edges' ends and whether they share a unit, in level order
-    src, dst = lv.src[order], lv.dst[order]
-    same_unit = unit[src] == unit[dst]
-    comp_ok = np.where(ok, comp, np.inf)
+    src = lv.src[order]  # the edges' producers, in level order
+    ok, comp_ok, lat, inv, same_unit = _arrival_tables(problem, src, lv.dst[order])
     ef = comp_ok.copy()  # level 0: sources start at 0
     off_diag = ~np.eye(m, dtype=bool)
     # the transfer tables of the edges (edge x a x d), for a block of consecutive levels at
@@ -436,19 +501,8 @@ def _longest_path(problem: Problem, weight: list[float],
     if n == 0:
         return 0.0
     w = np.asarray(weight, dtype=float)
-    extra = np.zeros(len(lv.src))
-    if allowed is not None:
-        c = costs(problem)
-        bits: dict[tuple[int, ...], int] = {}
-        for a in allowed:
-            if a not in bits:
-                bits[a] = sum(1 << d for d in a)
-        mask = np.array([bits[a] for a in allowed], dtype=np.int64)
-        ms, md = mask[lv.src], mask[lv.dst]
-        for e in np.nonzero((ms != 0) & (md != 0) & ((ms & md) == 0))[0].tolist():
-            i, j = int(lv.src[e]), int(lv.dst[e])  # no device in common: the tensor crosses
-            extra[e] = min(c.transfer_time(g.edges[e].bytes, a, b)
-                           for a in allowed[i] for b in allowed[j])
+    extra = (np.zeros(len(lv.src)) if allowed is None
+             else _forced_transfers(problem, allowed, lv.src, lv.dst))
     finish = np.zeros(n)
     finish[lv.ops_at[0]] = w[lv.ops_at[0]]
     order, pos = lv.edge_order, lv.edge_pos
@@ -459,6 +513,43 @@ def _longest_path(problem: Problem, weight: list[float],
         finish[ops] = np.maximum.reduceat(finish[src[lo:hi]] + extra[lo:hi],
                                           lv.group_at[level]) + w[ops]
     return float(finish.max())
+
+
+def _forced_transfers(problem: Problem, allowed: list[tuple[int, ...]], src: np.ndarray,
+                      dst: np.ndarray) -> np.ndarray:
+    """Per edge, the least transfer time it must take when its ends' allowed sets share no
+    device (the tensor crosses); 0 elsewhere."""
+    g = problem.graph
+    c = costs(problem)
+    extra = np.zeros(len(src))
+    bits: dict[tuple[int, ...], int] = {}
+    for a in allowed:
+        if a not in bits:
+            bits[a] = sum(1 << d for d in a)
+    mask = np.array([bits[a] for a in allowed], dtype=np.int64)
+    ms, md = mask[src], mask[dst]
+    for e in np.nonzero((ms != 0) & (md != 0) & ((ms & md) == 0))[0].tolist():
+        i, j = int(src[e]), int(dst[e])
+        extra[e] = min(c.transfer_time(g.edges[e].bytes, a, b)
+                       for a in allowed[i] for b in allowed[j])
+    return extra
+
+
+def _arrival_tables(problem: Problem, src: np.ndarray, dst: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The arrival path's operands: `ok` (allowed op x device), `comp_ok` (compute time,
+    infinite where not allowed), latency, seconds per byte (0 where there is no link), and
+    per edge `src[k] -> dst[k]` whether its ends share a placement unit."""
+    g = problem.graph
+    n, m = len(g.ops), len(problem.cluster.devices)
+    c = costs(problem)
+    f = facts(problem)
+    comp = np.array(c.compute, dtype=float).reshape(n, m)
+    ok = _allowed_mask(f.allowed, m)
+    lat = np.array(c.latency, dtype=float)
+    inv = np.where(np.isinf(lat), 0.0, np.array(c.inv_bandwidth, dtype=float))
+    unit = np.array(f.unit_of, dtype=np.int64)
+    return ok, np.where(ok, comp, np.inf), lat, inv, unit[src] == unit[dst]
 
 
 def _allowed_mask(allowed: Sequence[tuple[int, ...]], m: int) -> np.ndarray:
@@ -603,6 +694,45 @@ def _game(payoff: np.ndarray) -> tuple[float, np.ndarray] | None:
                 tab[i] -= tab[i, entering] * tab[row]
         basis[row] = entering
     return None
+
+
+def _compiled_passes(problem: Problem, fastest: list[float], wmin: list[float],
+                     allowed: list[tuple[int, ...]], weight: list[float] | None
+                     ) -> tuple[float, float, float, tuple[list[int], list[int]] | None]:
+    """The critical, constrained and arrival paths, and with `weight` the memory path's two
+    heaviest paths, from the compiled walk (`_kernel.passes`): what `_longest_path`,
+    `_arrival_path` and `_heaviest_path` give."""
+    g = problem.graph
+    n, edges = len(g.ops), g.edges
+    src = np.fromiter((e.src for e in edges), dtype=np.int64, count=len(edges))
+    dst = np.fromiter((e.dst for e in edges), dtype=np.int64, count=len(edges))
+    nbytes = np.fromiter((e.bytes for e in edges), dtype=float, count=len(edges))
+    by_dst = np.argsort(dst, kind="stable")  # each op's inputs in edge order
+    pred_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=pred_ptr[1:])
+    ok, comp_ok, lat, inv, same_unit = _arrival_tables(problem, src, dst)
+    heavy = weight is not None
+    critical, constrained, ef, total_a, back_a, total_b, back_b = _passes(
+        np.array(g.topological_order, dtype=np.int64), pred_ptr, src[by_dst], by_dst,
+        np.array(fastest), np.array(wmin), _forced_transfers(problem, allowed, src, dst),
+        comp_ok, lat, inv, nbytes, same_unit, np.array(weight if heavy else fastest), heavy)
+    best = np.where(ok, ef, np.inf).min(axis=1)
+    best = best[np.isfinite(best)]
+    arrival = float(best.max()) if len(best) else 0.0
+    paths = (_back_path(total_a, back_a), _back_path(total_b, back_b)) if heavy else None
+    return float(critical), float(constrained), arrival, paths
+
+
+def _back_path(total: np.ndarray, back: np.ndarray) -> list[int]:
+    """The path ending at the first op of largest `total`, following `back`, in order."""
+    if not len(total):
+        return []
+    j = int(np.argmax(total))
+    path = []
+    while j >= 0:
+        path.append(j)
+        j = int(back[j])
+    return path[::-1]
 
 
 def _memory_bound(problem: Problem) -> tuple[int, int]:
