@@ -94,10 +94,11 @@ __all__ = ["Bounds", "lower_bound", "relative_gap"]
 #: it directly. Both give the same bounds, bit for bit.
 ENGINE = os.environ.get("PLANNER_BOUNDS_ENGINE", "auto")
 #: the sizes from which "auto" compiles: (numba not imported yet, imported). Importing numba
-#: and loading the cached passes takes about 0.5 s (0.1 s once numba is imported), when
-#: numpy's passes take 8-11 us per op on generated graphs (10k-100k ops, 8 devices; deep
-#: graphs are the slow end: a numpy call per level) and the compiled ones under 1 us
-KERNEL_MIN_OPS = (60_000, 10_000)
+#: and loading the cached passes takes 0.4-0.5 s CPU, loading them once numba has run
+#: (e.g. the ETF engine's kernel) 0.01-0.05 s, when they save 4-6 us per op of
+#: `lower_bound`'s 9-12 (generated graphs of 10k and 100k ops on 8 devices, where a numpy
+#: call per level of the graph is most of the cost)
+KERNEL_MIN_OPS = (90_000, 5_000)
 _passes: Any = None  # `_kernel.passes` once loaded
 _numba: bool | None = None  # whether numba can be imported (checked once)
 
