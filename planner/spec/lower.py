@@ -285,26 +285,11 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
     # the limits stop the loops below at the first op or edge past them: what is built
     # stays within them
     lim = limits.active()
+    lowered = _graph_ops(sink, decl, loc, lim)
+    if lowered is None:
+        return None
+    index, ops = lowered
     n_edges = 0
-    index: dict[str, int] = {}
-    ops: list[Op] = []
-    spans: list[Span] = []
-    for item in decl.items:
-        if not isinstance(item, ast.OpDecl):
-            continue
-        name = item.name.text
-        if len(ops) == lim.ops:
-            sink.error("E011", f"graph `{gname}` has more than {lim.ops:_} ops",
-                       item.name.span, f"raise the limit with `--limit ops={2 * lim.ops}`")
-            return None
-        if name in index:
-            sink.error("E202", f"op `{name}` is defined twice in graph `{gname}`", item.name.span,
-                       notes=(("first definition", spans[index[name]]),))
-            continue
-        index[name] = len(ops)
-        spans.append(item.name.span)
-        loc.ops[(gname, name)] = item.name.span
-        ops.append(_lower_op(sink, item, f"op `{name}`"))
     edges = _Edges()
     at, src, dst, nbytes, edge_spans = edges.at, edges.src, edges.dst, edges.bytes, edges.span
     groups = _UnionFind(len(ops))
@@ -368,6 +353,32 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                    "a graph must be acyclic; remove one of these edges")
     colocations = groups.groups() if grouped else ()
     return Graph(gname, tuple(ops), edge_list, colocations)
+
+
+def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: limits.Limits
+               ) -> tuple[dict[str, int], list[Op]] | None:
+    """The ops of a graph, in order, and their indices by name; None past the op limit."""
+    gname = decl.name.text
+    index: dict[str, int] = {}
+    ops: list[Op] = []
+    spans: list[Span] = []
+    for item in decl.items:
+        if not isinstance(item, ast.OpDecl):
+            continue
+        name = item.name.text
+        if len(ops) == lim.ops:
+            sink.error("E011", f"graph `{gname}` has more than {lim.ops:_} ops",
+                       item.name.span, f"raise the limit with `--limit ops={2 * lim.ops}`")
+            return None
+        if name in index:
+            sink.error("E202", f"op `{name}` is defined twice in graph `{gname}`", item.name.span,
+                       notes=(("first definition", spans[index[name]]),))
+            continue
+        index[name] = len(ops)
+        spans.append(item.name.span)
+        loc.ops[(gname, name)] = item.name.span
+        ops.append(_lower_op(sink, item, f"op `{name}`"))
+    return index, ops
 
 
 class _Edges:
