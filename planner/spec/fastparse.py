@@ -54,7 +54,9 @@ def _line_res() -> tuple[re.Pattern[str], ...]:
 
     Built from the same terminals and blanks as `_token_re`, so each piece matches exactly
     the tokens the lexer would yield there; none crosses a line or a comment. An
-    attribute's groups: key, selector, a quantity's number and unit, or a number.
+    attribute's groups: key, selector, a quantity's number and unit, or a number. The key
+    is atomic (`(?>...)`): the lexer takes the longest NAME, so `time1ms` is one name
+    without a value, never `time` and `1ms` (a NAME's characters include digits and `-`).
     """
     terms = dict(re.findall(r"(?m)^([A-Z]+)(?:\.\d+)?:\s*/(.*)/\s*$", grammar_text()))
     blank, name = r"[ \t\r\f]*+", "(" + terms["NAME"] + "|" + terms["STRING"] + ")"
@@ -65,7 +67,7 @@ def _line_res() -> tuple[re.Pattern[str], ...]:
     unit = between + "(" + unit + ")"
     return (re.compile(blank + name), re.compile(blank + "->" + blank + name),
             re.compile(blank + r"\{"),
-            re.compile(blank + "(" + terms["NAME"] + ")(?:" + blank + r"\[" + blank + name
+            re.compile(blank + "((?>" + terms["NAME"] + "))(?:" + blank + r"\[" + blank + name
                        + blank + r"\])?" + blank + "(?:(" + number + ")" + unit + "|("
                        + terms["NUMBER"] + "))"),
             re.compile(blank + r"\}"))

@@ -182,6 +182,8 @@ ONE_LINE_FORMS = [  # (graph body, whether the fast path reads it)
     ("op a {} op b {} a -> b <-> a", False),
     ('op a {} op "b\\u00e9" {} a -> "b\\u00e9" { bytes 1 KiB  op 2 }', False),  # keyword key
     ("op a { time 1 msx }", False),                         # `1` then a key without a value
+    ("op a { time1ms }", False),                            # one NAME, no value: an error
+    ("op a { time-1 ms  t_2 ms }", True),                   # keys `time-1`, `t_2`: name values
     ("op a {} op b {} a ->  b\t{\tbytes 3 MiB\t}\r\n", True),
 ]
 
@@ -274,7 +276,7 @@ def test_one_line_forms_under_random_blanks_and_breaks() -> None:
     rng = random.Random(7)
     lines = ['op "x/a:0" { time 1.5 us  time[cpu] 2 ms  params 4 KiB }', "op b { output 1 MiB }",
              'op c { flops 2 GFLOP }', '"x/a:0" -> b -> c { bytes 3 KiB }', 'b -> c', 'c']
-    seps = [" ", "  ", "\t", "\n", " # n\n", " ;", "\r\n"]
+    seps = [" ", "  ", "\t", "\n", " # n\n", " ;", "\r\n", ""]  # "": tokens glued
     read = valid = 0
     for _ in range(300):
         body = []
