@@ -79,12 +79,18 @@ def _whole_line_res() -> tuple[re.Pattern[str], ...]:
     comment, the break), an op's head (`op` and its name: the keyword followed by a blank,
     so that it is not the start of a longer NAME), and a chain's first name; and the start
     of a line whose first token can neither continue a chain nor give it a block (a name,
-    a string or `}`)."""
+    a string or `}`); and the whole line of a chain of two names without a block."""
     name = _line_res()[0].pattern[len(r"[ \t\r\f]*+"):]
-    return (re.compile(r"[ \t\r\f]*+(#[^\n]*)?\n"),
-            re.compile(r"[ \t\r\f]*+op[ \t\r\f]++" + name),
-            re.compile(r"[ \t\r\f]*+" + name),
-            re.compile(r'[ \t\r\f]*+[A-Za-z_"}]'))
+    blank, ended = r"[ \t\r\f]*+", r'[ \t\r\f]*+[A-Za-z_"}]'
+    atomic = "((?>" + name[1:-1] + "))"  # the lexer's longest NAME, as in `_line_res`
+    return (re.compile(blank + r"(#[^\n]*)?\n"),
+            re.compile(blank + r"op[ \t\r\f]++" + name),
+            re.compile(blank + name),
+            re.compile(ended),
+            # `a -> b` alone on its line, the chain ended by the next line's start: what
+            # the pieces above read in six matches, in one
+            re.compile(blank + atomic + blank + "->" + blank + atomic + blank
+                       + r"(#[^\n]*)?\n(?=" + ended + ")"))
 
 
 def _tokens(text: str, comments: list[Tok]
@@ -459,7 +465,7 @@ class _Reader:
         which keeps the tree exactly the token path's (a 100k-op graph: 300k lines, each
         otherwise three tokens through the lexer).
         """
-        line_end, op_head, chain_head, ended = _whole_line_res()
+        line_end, op_head, chain_head, ended, pair = _whole_line_res()
         text, file, comments = self.text, self.file, self.comments
         at_start = False
         while True:
@@ -485,6 +491,25 @@ class _Reader:
                 append(_op(_name(_unquote(v), True, span) if v[0] == '"'
                            else _name(v, False, span), block[0]))
                 pos = block[1]
+                continue
+            m = pair.match(text, pos)
+            if m is not None and m.group(1) not in KEYWORDS:
+                v, w = m.group(1), m.group(2)
+                st, sw = m.start(1), m.start(2)
+                n, nw = len(v), len(w)
+                span = _span(file, ln, st - base, ln, st - base + n, st, st + n)
+                second = _span(file, ln, sw - base, ln, sw - base + nw, sw, sw + nw)
+                append(_chain([_name(_unquote(v), True, span) if v[0] == '"'
+                               else _name(v, False, span),
+                               _name(_unquote(w), True, second) if w[0] == '"'
+                               else _name(w, False, second)], ()))
+                if m.group(3) is not None:
+                    cs = m.start(3)
+                    comments.append((_COMMENT, m.group(3), cs, ln, cs - base))
+                pos = m.end()
+                ln += 1
+                base = pos - 1
+                at_start = True
                 continue
             m = chain_head.match(text, pos)
             if m is None:  # a blank or comment line (read above), or the lexer's

@@ -218,6 +218,10 @@ WHOLE_LINES = [  # graph bodies after a first one-line op: what `_Reader.lines` 
     "a->b\n",
     'op "b\\u00e9" { time 1 ms }\n"b\\u00e9" -> a { bytes 1 B }\n',
     "a -> b { bytes 1 KiB }\tb -> c\r\nop d { time 1 ms }\r\n",
+    'a -> b # c\n"b" -> "c"\t# d\nc -> a\n',  # two-name chains, each read in one match
+    "a -> op\nop -> a\n",
+    "a -> b-\nb- -> c\n",                  # `-` ends a NAME: `b-` is a name
+    "a -> b\t\r\n\nb -> c\n",
 ]
 
 
