@@ -8,6 +8,7 @@ plans (few ops per device) also get op labels in their bars.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import math
 import os
 import re
@@ -88,7 +89,9 @@ def transfer_table(problem: Problem, result: SimResult, top: int = 5) -> Table |
     for col in ("tensor of", "from", "to", "bytes", "start", "end"):
         t.add_column(col)
     ops, devs = problem.graph.ops, problem.cluster.devices
-    ranked = sorted(result.transfers, key=lambda x: (-x.bytes, x.start_s, x.src_op))[:top]
+    # `sorted(...)[:top]`, ties included (documented so), without sorting 90k transfers
+    ranked = heapq.nsmallest(top, result.transfers,
+                             key=lambda x: (-x.bytes, x.start_s, x.src_op))
     for x in ranked:
         t.add_row(_n(ops[x.src_op].name), _n(devs[x.src_device].name), _n(devs[x.dst_device].name),
                   format_bytes(x.bytes), format_seconds(x.start_s), format_seconds(x.end_s))
