@@ -55,6 +55,7 @@ from ..render.formats import OutputFormat
 from ..signals import install
 from ..units import format_seconds
 from ..version import installed_version
+from . import fastexit
 from .applies import check_applicable
 from .guard import (
     EXIT_INFEASIBLE,
@@ -252,6 +253,7 @@ def _load(spec: Path) -> Loaded:
             # 0.8-1.0 s CPU); collecting the young generation every 100,000 allocations
             # instead of 700 halves that
             gc.set_threshold(100_000, *gc.get_threshold()[1:])
+            fastexit.arm()  # and tearing it down at exit takes as long again
         if enabled:
             gc.enable()
     return loaded
@@ -696,6 +698,9 @@ def main() -> None:
     install()  # SIGTERM and SIGHUP clean up like Ctrl-C (exit 130)
     try:
         app()
+    except SystemExit as stop:
+        fastexit.finish(stop.code)  # after a big model: no teardown (returns otherwise)
+        raise
     finally:
         # output still buffered (e.g. `fmt`'s lines) meets a closed pipe only here
         try:

@@ -15,7 +15,9 @@ RESNET = Path(__file__).resolve().parents[2] / "specs" / "resnet.plan"
 
 
 @pytest.fixture(autouse=True)
-def _collector_restored() -> Iterator[None]:
+def _collector_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # a "big" model arms the fast exit (`cli.fastexit`); this process is pytest's
+    monkeypatch.setattr(cli.fastexit, "_armed", False)
     threshold = gc.get_threshold()
     gc.unfreeze()  # what earlier tests loaded in this process
     yield
