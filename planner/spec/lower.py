@@ -62,7 +62,8 @@ class Locations:
     plans: dict[str, Span] = field(default_factory=dict)
     graphs: dict[str, Span] = field(default_factory=dict)
     clusters: dict[str, Span] = field(default_factory=dict)
-    edges: dict[tuple[str, int], Span] = field(default_factory=dict)
+    #: per graph, each edge's span (its first declaration), by edge index
+    edges: dict[str, list[Span]] = field(default_factory=dict)
     pins: dict[tuple[str, int], Span] = field(default_factory=dict)
 
 
@@ -290,7 +291,8 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
         return None
     index, ops = lowered
     n_edges = 0
-    edges = _Edges()
+    n_ops = len(ops)
+    edges = _Edges(n_ops)
     at, src, dst, nbytes, edge_spans = edges.at, edges.src, edges.dst, edges.bytes, edges.span
     groups = _UnionFind(len(ops))
     grouped = False
@@ -305,7 +307,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
             if a is not None and b is not None and a != b:
                 explicit = _edge_bytes(sink, item.attrs) if item.attrs else None
                 n_edges += 1
-                k = at.setdefault((a, b), len(src))
+                k = at.setdefault(a * n_ops + b, len(src))
                 size = ops[a].output_bytes if explicit is None else round(explicit)
                 if k == len(src):
                     src.append(a)
@@ -343,11 +345,11 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                 groups.union(members[0], m)
             grouped = grouped or len(members) > 1
     edge_list = _new_edges(src, dst, nbytes)
-    loc.edges.update(zip(((gname, k) for k in range(len(edges.span))), edges.span, strict=True))
+    loc.edges[gname] = edge_spans
     cycle = _find_cycle(len(ops), src, dst)
     if cycle:
         names = " -> ".join(ops[i].name for i in cycle + [cycle[0]])
-        closing = at.get((cycle[0], cycle[1 % len(cycle)]))
+        closing = at.get(cycle[0] * n_ops + cycle[1 % len(cycle)])
         sink.error("E231", f"graph `{gname}` has a cycle: {names}",
                    decl.name.span if closing is None else edge_spans[closing],
                    "a graph must be acyclic; remove one of these edges")
@@ -383,17 +385,19 @@ def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: l
 
 class _Edges:
     """A graph's edges in order of first appearance: ends, bytes (the last given) and span
-    (the first); `at` finds a repeated one."""
+    (the first); `at` finds a repeated one by `a * n + b` for `n` ops (an int key: no pair
+    to build and hash per edge)."""
 
-    def __init__(self) -> None:
-        self.at: dict[tuple[int, int], int] = {}
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.at: dict[int, int] = {}
         self.src: list[int] = []
         self.dst: list[int] = []
         self.bytes: list[int] = []
         self.span: list[Span] = []
 
     def add(self, a: int, b: int, nbytes: int, span: Span) -> None:
-        k = self.at.setdefault((a, b), len(self.src))
+        k = self.at.setdefault(a * self.n + b, len(self.src))
         if k == len(self.src):
             self.src.append(a)
             self.dst.append(b)
