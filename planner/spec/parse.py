@@ -1,10 +1,10 @@
 """Text -> syntax tree, with spans taken from tokens and every error as a Diagnostic.
 
-The Lark LALR parser is built once per process and builds the tree inline (Lark's
-`transformer=` option): no intermediate parse tree, no `propagate_positions`, which is
-about 3x cheaper on big specs. `lark-cython` is used when installed (the `fast` extra)
-unless `PLANNER_NO_CYTHON=1`. The parse step raises only `SpecError`, never a domain
-error from inside a callback.
+The Lark LALR parser (`larkparse.py`, imported only when needed) is built once per process
+and builds the tree inline (Lark's `transformer=` option): no intermediate parse tree, no
+`propagate_positions`, which is about 3x cheaper on big specs. `lark-cython` is used when
+installed (the `fast` extra) unless `PLANNER_NO_CYTHON=1`. The parse step raises only
+`SpecError`, never a domain error from inside a callback.
 
 Even so, Lark's Python lexer alone needs ~3 us per token, too slow for 100,000-op specs.
 So `parse` first tries the fast path (`fastparse.py`), which builds the very same tree or
@@ -16,179 +16,27 @@ two).
 from __future__ import annotations
 
 import gc
-import json
 import os
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import lru_cache
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
-from lark import Lark, Transformer
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
-
-from ..errors import Diagnostic, Span, SpecError, did_you_mean
+from ..errors import Diagnostic, Span, did_you_mean
 from ..units import UNIT_TABLE
 from . import ast
 from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS
 from .fastparse import _fast_parse, line_ends
-from .grammar import KEYWORDS, grammar_text
+from .grammar import KEYWORDS
+
+if TYPE_CHECKING:  # Lark is imported only when the fast path hands a text on (`larkparse`)
+    from lark.exceptions import UnexpectedCharacters, UnexpectedInput
 
 _STATEMENT_KEYWORDS = {"IMPORT", "CLUSTER", "DEVICE", "LINK", "GRAPH", "OP", "COLOCATE",
                        "PLAN", "PIN", "PLACE"}
 
 
-class _Builder(Transformer):  # type: ignore[type-arg]
-    """Inline tree builder: one callback per grammar rule, spans from tokens."""
-
-    def __init__(self) -> None:
-        super().__init__(visit_tokens=False)
-        self.file = "<string>"
-        self.comments: list[Any] = []
-
-    def _span(self, tok: Any) -> Span:
-        return Span(self.file, tok.line, tok.column, tok.end_line, tok.end_column,
-                    tok.start_pos, tok.end_pos)
-
-    def _join(self, a: Span, b: Span) -> Span:
-        return Span(self.file, a.line, a.column, b.end_line, b.end_column, a.start, b.end)
-
-    # ---- shared
-    def name(self, c: list[Any]) -> ast.Name:
-        tok = c[0]
-        if tok.type == "STRING":
-            return ast.Name(json.loads(tok.value), True, self._span(tok))
-        return ast.Name(str(tok.value), False, self._span(tok))
-
-    def value(self, c: list[Any]) -> ast.Value:
-        item = c[0]
-        if isinstance(item, ast.Name):
-            return ast.Value("name", "", "", item, item.span)
-        text = str(item.value)
-        if item.type == "QUANTITY":
-            m = _QUANTITY_SPLIT.match(text)
-            assert m is not None
-            return ast.Value("quantity", m.group(1), m.group(2), None, self._span(item))
-        return ast.Value("number", text, "", None, self._span(item))
-
-    def selector(self, c: list[Any]) -> ast.Name:
-        return c[0]  # type: ignore[no-any-return]
-
-    def attr(self, c: list[Any]) -> ast.Attr:
-        key = c[0]
-        sel = c[1] if len(c) == 3 else None
-        return ast.Attr(str(key.value), sel, c[-1], self._span(key))
-
-    def block(self, c: list[Any]) -> tuple[ast.Attr, ...]:
-        return tuple(c)
-
-    def oplist(self, c: list[Any]) -> tuple[ast.Name, ...]:
-        return tuple(c)
-
-    # ---- clusters
-    def devref(self, c: list[Any]) -> ast.DevRef:
-        n: ast.Name = c[0]
-        return ast.DevRef("name", n, 0, 0, n.span)
-
-    def devrange(self, c: list[Any]) -> ast.DevRef:
-        prefix, lo, hi = c
-        n = ast.Name(str(prefix.value), False, self._span(prefix))
-        return ast.DevRef("range", n, int(lo.value), int(hi.value),
-                          self._join(n.span, self._span(hi)))
-
-    def devwild(self, c: list[Any]) -> ast.DevRef:
-        n = ast.Name(str(c[0].value), False, self._span(c[0]))
-        return ast.DevRef("wild", n, 0, 0, n.span)
-
-    def devlist(self, c: list[Any]) -> tuple[ast.DevRef, ...]:
-        return tuple(c)
-
-    def device(self, c: list[Any]) -> ast.DeviceDecl:
-        return ast.DeviceDecl(c[1], c[2], c[1].span)
-
-    def link(self, c: list[Any]) -> ast.LinkDecl:
-        attrs = c[4] if len(c) == 5 else ()
-        return ast.LinkDecl(c[1], c[2].value == "<->", c[3], attrs, self._span(c[0]))
-
-    def cluster(self, c: list[Any]) -> ast.ClusterDecl:
-        items = tuple(c[2:])
-        devices = tuple(i for i in items if isinstance(i, ast.DeviceDecl))
-        links = tuple(i for i in items if isinstance(i, ast.LinkDecl))
-        return ast.ClusterDecl(c[1], devices, links, items, c[1].span)
-
-    # ---- graphs
-    def op(self, c: list[Any]) -> ast.OpDecl:
-        attrs = c[2] if len(c) == 3 else ()
-        return ast.OpDecl(c[1], attrs, c[1].span)
-
-    def chain(self, c: list[Any]) -> ast.ChainDecl:
-        names = tuple(x for x in c if isinstance(x, ast.Name))
-        attrs = c[-1] if isinstance(c[-1], tuple) else ()
-        both = next((self._span(t) for t in c if getattr(t, "value", None) == "<->"), None)
-        return ast.ChainDecl(names, attrs, self._join(names[0].span, names[-1].span), both)
-
-    def colocate(self, c: list[Any]) -> ast.ColocateDecl:
-        return ast.ColocateDecl(c[1], self._span(c[0]))
-
-    def graph(self, c: list[Any]) -> ast.GraphDecl:
-        return ast.GraphDecl(c[1], tuple(c[2:]), c[1].span)
-
-    # ---- plans
-    def setting(self, c: list[Any]) -> ast.Attr:
-        return ast.Attr(str(c[0].value), None, c[1], self._span(c[0]))
-
-    def pin(self, c: list[Any]) -> ast.PinDecl:
-        return ast.PinDecl(c[1], c[3], True, self._span(c[0]))
-
-    def place(self, c: list[Any]) -> ast.PinDecl:
-        return ast.PinDecl(c[1], c[3], False, self._span(c[0]))
-
-    def plan(self, c: list[Any]) -> ast.PlanDecl:
-        return ast.PlanDecl(c[1], tuple(c[2:]), c[1].span)
-
-    def import_stmt(self, c: list[Any]) -> ast.ImportDecl:
-        tok = c[1]
-        path = ast.Name(json.loads(tok.value), True, self._span(tok))
-        return ast.ImportDecl(path, self._span(c[0]))
-
-    def start(self, c: list[Any]) -> tuple[ast.TopLevel, ...]:
-        return tuple(c)
-
-
 _GLUED = re.compile(r"[0-9][0-9_]*(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[ \t]*([A-Za-z/]+)")
-_QUANTITY_SPLIT = re.compile(r"([0-9][0-9_.eE+\-]*?)[ \t]*([A-Za-z/]+)$")
-
-
-class _Parser:
-    """A Lark parser with its builder; `parse` is serialised by a lock (builder state)."""
-
-    def __init__(self) -> None:
-        self.builder = _Builder()
-        kwargs: dict[str, Any] = {}
-        try:  # the `fast` extra: a Cython lexer/parser, same trees, faster
-            if os.environ.get("PLANNER_NO_CYTHON", "") not in ("", "0"):
-                raise ImportError("disabled by PLANNER_NO_CYTHON")
-            import lark_cython
-
-            kwargs["_plugins"] = lark_cython.plugins
-        except ImportError:
-            pass
-        self.lark = Lark(
-            grammar_text(),
-            parser="lalr",
-            lexer="contextual",
-            transformer=self.builder,
-            lexer_callbacks={"COMMENT": self.builder.comments.append},
-            maybe_placeholders=False,
-            **kwargs,
-        )
-        self.lock = threading.Lock()
-
-
-@lru_cache(maxsize=1)
-def _parser() -> _Parser:
-    return _Parser()
 
 
 @contextmanager
@@ -209,6 +57,15 @@ def paused_gc() -> Iterator[None]:
         gc.enable()
 
 
+def __getattr__(name: str) -> Any:
+    """`parse_lark` and `_parser` live in `larkparse` (imported on first use)."""
+    if name in ("parse_lark", "_parser"):
+        from . import larkparse
+
+        return getattr(larkparse, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def parse(text: str, file: str = "<string>") -> ast.Module:
     """Parse `text` (the contents of `file`) into a syntax tree.
 
@@ -220,41 +77,10 @@ def parse(text: str, file: str = "<string>") -> ast.Module:
             module = _fast_parse(text, file)
             if module is not None:
                 return module
+        from .larkparse import parse_lark  # lazy: start-up (most texts never need it)
+
         return parse_lark(text, file)
 
-
-def parse_lark(text: str, file: str = "<string>") -> ast.Module:
-    """`parse` with Lark only (no fast path); the reference the fast path must match."""
-    text = line_ends(text)
-    p = _parser()
-    with p.lock:
-        p.builder.file = file
-        p.builder.comments.clear()
-        try:
-            # the builder's `start` makes the tree a tuple of top-level items
-            items = cast("tuple[ast.TopLevel, ...]", p.lark.parse(text))
-        except UnexpectedInput as err:
-            diag = _syntax_diagnostic(err, text, file)
-            head = _HEADER.match(text)
-            if head is None or (diag.span is not None and diag.span.start < head.end()):
-                diag = _not_a_spec(text, file)
-            raise SpecError(diag) from None
-        except (LarkError, RecursionError) as err:  # pragma: no cover - defensive
-            raise SpecError(
-                Diagnostic("E100", f"cannot parse: {err}", Span.start_of(file))
-            ) from None
-        # Lark calls back on ignored tokens before setting their end, so derive it
-        # (a comment never spans lines).
-        comments = tuple(
-            ast.Comment(str(t.value), Span(file, t.line, t.column, t.line,
-                                           t.column + len(t.value), t.start_pos,
-                                           t.start_pos + len(t.value)))
-            for t in p.builder.comments
-        )
-    return ast.Module(file, items, comments)
-
-
-# ---- syntax errors -> diagnostics ------------------------------------------------------
 
 _BLANKS = r"[ \t\r\n\f]"
 _QUOTED = r'"(?:[^"\\\x00-\x1f]|\\.)*+"'
@@ -304,6 +130,8 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic
     pos = getattr(err, "pos_in_stream", None)
     if pos is None:
         pos = _offset(text, line, col)
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+
     if isinstance(err, UnexpectedCharacters):
         return _unexpected_char(err, text, file, line, col, pos)
     assert isinstance(err, UnexpectedToken)
