@@ -45,5 +45,14 @@ def test_help_does_not_load_the_parser() -> None:
     assert _imported("--help", heavy=("lark", "planner.spec.parse", "planner.spec.load")) == []
 
 
+def test_a_spec_the_fast_path_reads_does_not_load_lark() -> None:
+    """Lark (`planner.spec.larkparse`) is loaded only for a text the fast path hands on:
+    the specs in the repository need none of it; a syntax error does."""
+    lark = ("lark", "planner.spec.larkparse")
+    assert _imported("check", "specs/resnet.plan", heavy=lark) == []
+    assert _imported("check", "tests/spec/broken/arrow_without_spaces.plan",
+                     heavy=lark) == sorted(lark)
+
+
 def test_compare_is_loaded_when_it_runs() -> None:
     assert "planner.cli.compare" in _imported("compare", "--help")
