@@ -239,6 +239,21 @@ def _chain(names: list[ast.Name], attrs: tuple[ast.Attr, ...]) -> ast.ChainDecl:
     return obj
 
 
+def _line_name(file: str, ln: int, base: int, m: re.Match[str], group: int) -> ast.Name:
+    """The name (a NAME or a string) of `m`'s `group`, on line `ln` (columns are offsets
+    less `base`)."""
+    v, st = m.group(group), m.start(group)
+    end = st + len(v)
+    span = _new_tuple(Span, (file, ln, st - base, ln, end - base, st, end))
+    return _name(_unquote(v), True, span) if v[0] == '"' else _name(v, False, span)
+
+
+def _comment(comments: list[Tok], m: re.Match[str], group: int, ln: int, base: int) -> None:
+    """A comment `lines` read (`m`'s `group`, on line `ln`), as the lexer records one."""
+    cs = m.start(group)
+    comments.append((_COMMENT, m.group(group), cs, ln, cs - base))
+
+
 def _unquote(v: str) -> str:
     return v[1:-1] if "\\" not in v else str(json.loads(v))
 
@@ -474,8 +489,7 @@ class _Reader:
                 if m is None:  # more on this line
                     break
                 if m.group(1) is not None:
-                    cs = m.start(1)
-                    comments.append((_COMMENT, m.group(1), cs, ln, cs - base))
+                    _comment(comments, m, 1, ln, base)
                 pos = m.end()
                 ln += 1
                 base = pos - 1
@@ -485,27 +499,15 @@ class _Reader:
                 block = self.line_block(m.end(), ln, base)
                 if block is None:
                     break
-                v, st = m.group(1), m.start(1)
-                n = len(v)
-                span = _span(file, ln, st - base, ln, st - base + n, st, st + n)
-                append(_op(_name(_unquote(v), True, span) if v[0] == '"'
-                           else _name(v, False, span), block[0]))
+                append(_op(_line_name(file, ln, base, m, 1), block[0]))
                 pos = block[1]
                 continue
             m = pair.match(text, pos)
             if m is not None and m.group(1) not in KEYWORDS:
-                v, w = m.group(1), m.group(2)
-                st, sw = m.start(1), m.start(2)
-                n, nw = len(v), len(w)
-                span = _span(file, ln, st - base, ln, st - base + n, st, st + n)
-                second = _span(file, ln, sw - base, ln, sw - base + nw, sw, sw + nw)
-                append(_chain([_name(_unquote(v), True, span) if v[0] == '"'
-                               else _name(v, False, span),
-                               _name(_unquote(w), True, second) if w[0] == '"'
-                               else _name(w, False, second)], ()))
+                append(_chain([_line_name(file, ln, base, m, 1),
+                               _line_name(file, ln, base, m, 2)], ()))
                 if m.group(3) is not None:
-                    cs = m.start(3)
-                    comments.append((_COMMENT, m.group(3), cs, ln, cs - base))
+                    _comment(comments, m, 3, ln, base)
                 pos = m.end()
                 ln += 1
                 base = pos - 1
@@ -514,12 +516,9 @@ class _Reader:
             m = chain_head.match(text, pos)
             if m is None:  # a blank or comment line (read above), or the lexer's
                 continue
-            v, st = m.group(1), m.start(1)
-            if v in KEYWORDS:
+            if m.group(1) in KEYWORDS:
                 break
-            n = len(v)
-            span = _span(file, ln, st - base, ln, st - base + n, st, st + n)
-            names = [_name(_unquote(v), True, span) if v[0] == '"' else _name(v, False, span)]
+            names = [_line_name(file, ln, base, m, 1)]
             end = self.line_names(m.end(), ln, base, names)
             if end is None:
                 break
@@ -533,8 +532,7 @@ class _Reader:
                 break
             append(_chain(names, ()))
             if m.group(1) is not None:
-                cs = m.start(1)
-                comments.append((_COMMENT, m.group(1), cs, ln, cs - base))
+                _comment(comments, m, 1, ln, base)
             pos = m.end()
             ln += 1
             base = pos - 1
