@@ -8,7 +8,7 @@
 2. Scale: `bench_parse.py`'s generated spec (devices enlarged to 2 TiB so that a plan
    fits) at 10,000 and 100,000 ops: `planner check` and `planner solve --algo metf` whole
    process (median of 3 fresh processes), then each phase (parse, lower, checks, metf,
-   simulate, bounds; median of 3 fresh processes) with its growth exponent between the two sizes,
+   simulate, bounds; median of 5 fresh processes) with its growth exponent between the two sizes,
    log(t100k / t10k) / log(10). The spec is loaded as the commands load it (`_load` in
    planner.cli): the collector paused while parsing and lowering, the model then moved out
    of its sight (`gc.freeze`); without that, collections traverse the model's millions of
@@ -75,7 +75,7 @@ def cpu_of(args: list[str], repeat: int) -> float:
     return statistics.median(times)
 
 
-def phases_of(paths: dict[int, Path], repeat: int = 3) -> dict[int, dict[str, float]]:
+def phases_of(paths: dict[int, Path], repeat: int = 5) -> dict[int, dict[str, float]]:
     """CPU seconds of each phase per size, median over `repeat` fresh processes (one
     process is at the mercy of whatever else the machine runs: a sub-second phase is easily
     off by 30%, and a growth exponent with it). The sizes take turns, so that a change in
