@@ -28,15 +28,16 @@ def arm() -> None:
     _armed = True
 
 
-def armed() -> bool:
-    return _armed
-
-
 def finish(code: object) -> None:
     """If armed, and no thread but daemons is left, end the process now with the exit
     status of `SystemExit(code)`; otherwise return (the caller exits normally)."""
     if not _armed or any(not t.daemon for t in threading.enumerate()
                          if t is not threading.main_thread()):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: `main` reports it as it does without
         return
     if code is None:
         status = 0
@@ -45,11 +46,6 @@ def finish(code: object) -> None:
     else:  # as the interpreter does: the message to stderr, status 1
         print(code, file=sys.stderr)
         status = 1
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):  # a closed pipe: `main` reports it as it does without
-        return
     atexit._run_exitfuncs()  # the interpreter's own exit step, run now
     with contextlib.suppress(OSError, ValueError):  # what the handlers wrote
         sys.stdout.flush()
