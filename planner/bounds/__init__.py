@@ -275,14 +275,7 @@ def _heaviest_path(g: Any, weight: list[float]) -> list[int]:
             if total[i] > best or arg < 0:
                 best, arg = total[i], i
         total[j], back[j] = best + weight[j], arg
-    if not total:
-        return []
-    j = max(range(len(total)), key=total.__getitem__)
-    path = []
-    while j >= 0:
-        path.append(j)
-        j = back[j]
-    return path[::-1]
+    return _back_path(np.array(total), np.array(back, dtype=np.int64))
 
 
 def _cheapest_cuts(problem: Problem, path: list[int], cap: int,
@@ -488,6 +481,12 @@ def _arrival_path(problem: Problem, lv: _Levels) -> float:
         arrive = (ef[src[lo:hi]][:, :, None] + t).min(axis=1)             # edge x d
         ops = lv.ops_at[level]
         ef[ops] = np.maximum.reduceat(arrive, lv.group_at[level], axis=0) + comp_ok[ops]
+    return _latest_finish(ok, ef)
+
+
+def _latest_finish(ok: np.ndarray, ef: np.ndarray) -> float:
+    """`arrival_path_s` from the EF table: the largest, over ops that can run somewhere, of
+    their earliest finish on the best allowed device."""
     best = np.where(ok, ef, np.inf).min(axis=1)
     best = best[np.isfinite(best)]
     return float(best.max()) if len(best) else 0.0
@@ -717,9 +716,7 @@ def _compiled_passes(problem: Problem, fastest: list[float], wmin: list[float],
         np.array(g.topological_order, dtype=np.int64), pred_ptr, src[by_dst], by_dst,
         np.array(fastest), np.array(wmin), _forced_transfers(problem, allowed, src, dst),
         comp_ok, lat, inv, nbytes, same_unit, np.array(weight if heavy else fastest), heavy)
-    best = np.where(ok, ef, np.inf).min(axis=1)
-    best = best[np.isfinite(best)]
-    arrival = float(best.max()) if len(best) else 0.0
+    arrival = _latest_finish(ok, ef)
     paths = (_back_path(total_a, back_a), _back_path(total_b, back_b)) if heavy else None
     return float(critical), float(constrained), arrival, paths
 
