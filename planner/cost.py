@@ -8,7 +8,9 @@
   `bytes` among the edges to that device), and the largest `temp` among its ops.
 
 Algorithms and the simulator both call these; `Costs` holds them as dense tables built
-once per problem (`costs(problem)`).
+once per problem (`costs(problem)`), `Columns` the graph's sizes and edges as numpy arrays
+built once per graph (`columns(graph)`; numpy is imported on first use, not with this
+module, so that `planner check` on a small spec never loads it).
 """
 
 from __future__ import annotations
@@ -16,10 +18,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from .model import Device, Graph, Op, Problem, derived
 
+if TYPE_CHECKING:
+    import numpy as np
+
 INF = math.inf
+#: from this many ops on, `static_memory` sums with numpy over `columns(graph)`; below,
+#: a Python loop is faster than the arrays' set-up
+VECTOR_MIN_OPS = 2_000
+_EXACT_LIMIT = float(2**62)  # sums of int64 arrays below this cannot overflow
 
 
 def compute_time(op: Op, device: Device) -> float:
@@ -110,8 +121,60 @@ def costs(problem: Problem) -> Costs:
     return derived(problem, "_costs", lambda: build_costs(problem))
 
 
+@dataclass(frozen=True)
+class Columns:
+    """A graph's edges and sizes as numpy arrays (indexed like `edges` and `ops`).
+
+    Read from the model's objects once per graph (`columns`): the simulator and the
+    memory accounting work on these instead of touching 100,000s of `Op` and `Edge`
+    objects, scattered over memory, on every call. `src` and `dst` are int64; the sizes
+    are int64 when every one is an int that fits (`integral`), else float64 (a model built
+    in code with float or huge sizes: users of the arrays then take the objects' values).
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+    params: np.ndarray
+    output: np.ndarray
+    temp: np.ndarray
+    #: every size an int that fits int64
+    integral: bool
+    #: integral, and every sum of sizes fits int64 (their total is below `2**62`)
+    exact: bool
+
+
+def columns(graph: Graph) -> Columns:
+    """`Columns` of `graph`, built on first use and cached on it."""
+    return derived(graph, "_columns", lambda: _build_columns(graph))
+
+
+def _build_columns(graph: Graph) -> Columns:
+    import numpy as np  # noqa: PLC0415 - not on `planner check`'s path for small specs
+
+    ops, edges = graph.ops, graph.edges
+
+    def col(items: Sequence[object], name: str) -> np.ndarray:
+        values = list(map(attrgetter(name), items))
+        if not values:
+            return np.zeros(0, np.int64)
+        found = np.array(values)  # int64 for ints that fit, float64 or object otherwise
+        return found if found.dtype == np.int64 else np.array(values, dtype=np.float64)
+
+    sizes = (col(edges, "bytes"), col(ops, "params_bytes"), col(ops, "output_bytes"),
+             col(ops, "temp_bytes"))
+    integral = all(a.dtype == np.int64 for a in sizes)
+    total = sum(float(a.sum(dtype=np.float64)) for a in sizes)
+    return Columns(col(edges, "src").astype(np.int64), col(edges, "dst").astype(np.int64),
+                   *sizes, integral=integral, exact=integral and total < _EXACT_LIMIT)
+
+
 def static_memory(graph: Graph, placement: Sequence[int], n_devices: int) -> list[int]:
     """Static memory per device of a complete placement (op index -> device index)."""
+    if len(graph.ops) >= VECTOR_MIN_OPS:
+        found = _static_memory_arrays(graph, placement, n_devices)
+        if found is not None:
+            return found
     mem = [0] * n_devices
     temp = [0] * n_devices
     for i, op in enumerate(graph.ops):
@@ -128,6 +191,36 @@ def static_memory(graph: Graph, placement: Sequence[int], n_devices: int) -> lis
     for (_, d), b in received.items():
         mem[d] += b
     return [m + t for m, t in zip(mem, temp, strict=True)]
+
+
+def _static_memory_arrays(graph: Graph, placement: Sequence[int], n_devices: int
+                          ) -> list[int] | None:
+    """`static_memory` with numpy, the same integers; None where it cannot be exact (a
+    size that is no int64, sums that could overflow, a device index out of range: the
+    loop then answers, or fails, as it always has)."""
+    import numpy as np  # noqa: PLC0415
+
+    c = columns(graph)
+    place = np.asarray(placement)
+    if (not c.exact or place.dtype.kind not in "iu" or place.shape != (len(graph.ops),)
+            or (len(place) and not 0 <= place.min() <= place.max() < n_devices)):
+        return None
+    place = place.astype(np.int64, copy=False)
+    mem = np.zeros(n_devices, np.int64)
+    np.add.at(mem, place, c.params + c.output)
+    temp = np.zeros(n_devices, np.int64)
+    np.maximum.at(temp, place, c.temp)
+    # each tensor a device receives once per producer: the largest bytes of the edges
+    d_dst = place[c.dst]
+    remote = d_dst != place[c.src]
+    key = c.src[remote] * n_devices + d_dst[remote]
+    size = c.nbytes[remote]
+    order = np.lexsort((size, key))
+    key, size = key[order], size[order]
+    last = np.ones(len(key), dtype=bool)
+    last[:-1] = key[1:] != key[:-1]
+    np.add.at(mem, key[last] % n_devices, size[last])
+    return (mem + temp).tolist()  # type: ignore[no-any-return]
 
 
 class StaticMemoryTracker:

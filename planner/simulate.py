@@ -66,10 +66,11 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from heapq import heappop, heappush
+from typing import NamedTuple
 
 import numpy as np
 
-from .cost import INF, costs, static_memory
+from .cost import INF, columns, costs, static_memory
 from .model import Graph, Op, Problem, derived
 from .plan import Plan
 from .units import format_bytes, format_seconds
@@ -97,9 +98,12 @@ class Violation:
     devices: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Transfer:
-    """One tensor sent from `src_device` (where `src_op` ran) to `dst_device`."""
+class Transfer(NamedTuple):
+    """One tensor sent from `src_device` (where `src_op` ran) to `dst_device`.
+
+    A named tuple: a run makes one per copy (about 90,000 in a 100,000-op plan), and a
+    tuple is built in C where a frozen dataclass sets each field in Python.
+    """
 
     src_op: int
     src_device: int
@@ -199,12 +203,16 @@ def _simulate(problem: Problem, plan: Plan) -> SimResult:
     _check_pins(problem, place, found["pin"])
     _check_colocations(problem, place, found["colocation"])
     compute = c.compute
-    dur = [compute[i][d] if d >= 0 else INF for i, d in enumerate(place)]
-    for i, d in enumerate(place):
-        if d >= 0 and dur[i] == INF:
-            found["unrunnable"].append(Violation(
-                "unrunnable", f"op `{g.ops[i].name}` cannot run on `{devices[d].name}`: "
-                "its compute time there is infinite", (i,), (d,)))
+    if -1 in place:
+        dur = [compute[i][d] if d >= 0 else INF for i, d in enumerate(place)]
+    else:
+        dur = list(map(operator.getitem, compute, place))
+    if INF in dur:
+        for i, d in enumerate(place):
+            if d >= 0 and dur[i] == INF:
+                found["unrunnable"].append(Violation(
+                    "unrunnable", f"op `{g.ops[i].name}` cannot run on `{devices[d].name}`: "
+                    "its compute time there is infinite", (i,), (d,)))
 
     seqs = None
     if plan.order is not None:
@@ -239,10 +247,10 @@ def _simulate(problem: Problem, plan: Plan) -> SimResult:
 
     busy = [0.0] * m
     for d, seq in enumerate(run.order):
-        busy[d] = math.fsum(dur[i] for i in seq) if seq else 0.0
+        busy[d] = math.fsum(map(dur.__getitem__, seq)) if seq else 0.0
     makespan = max(run.end, default=0.0)
-    transfers = tuple(map(Transfer, run.tr_src, run.tr_sd, run.tr_dd, run.tr_bytes,
-                          run.tr_start, run.tr_end))
+    transfers = tuple(map(tuple.__new__, itertools.repeat(Transfer), zip(
+        run.tr_src, run.tr_sd, run.tr_dd, run.tr_bytes, run.tr_start, run.tr_end, strict=True)))
     return SimResult(
         makespan_s=makespan,
         placement=tuple(place),
@@ -266,6 +274,14 @@ def _valid_placement(problem: Problem, plan: Plan, out: list[Violation]) -> list
     ops = problem.graph.ops
     m = len(problem.cluster.devices)
     given = plan.placement
+    if len(given) == len(ops):  # the common case, without a look at each op
+        try:
+            place = list(map(operator.index, given))
+        except TypeError:
+            pass
+        else:
+            if not place or (min(place) >= 0 and max(place) < m):
+                return place
     place = [-1] * len(ops)
     for i, op in enumerate(ops):
         raw = given[i] if i < len(given) else None
@@ -324,6 +340,9 @@ def _normalize_order(problem: Problem, order: Sequence[Sequence[int]], place: li
     """
     ops, devs = problem.graph.ops, problem.cluster.devices
     n, m = len(ops), len(devs)
+    whole = _whole_order(order, place, n, m)
+    if whole is not None:
+        return whole
     seqs: list[list[int]] = [[] for _ in range(m)]
     listed = [False] * n
     for d, seq in enumerate(order):
@@ -359,6 +378,30 @@ def _normalize_order(problem: Problem, order: Sequence[Sequence[int]], place: li
     return seqs
 
 
+def _whole_order(order: Sequence[Sequence[int]], place: list[int], n: int, m: int
+                 ) -> list[list[int]] | None:
+    """The order as lists when it lists every placed op once, on its device (an
+    algorithm's order always does), checked with numpy; else None."""
+    if len(order) > m and any(order[m:]):
+        return None
+    try:
+        seqs = [list(map(operator.index, seq)) for seq in order[:m]]
+    except TypeError:
+        return None
+    seqs += [[] for _ in range(m - len(seqs))]
+    pl = np.array(place, dtype=np.int64)
+    try:
+        flat = np.fromiter(itertools.chain.from_iterable(seqs), np.int64, sum(map(len, seqs)))
+    except OverflowError:  # an index beyond int64: not an op
+        return None
+    if len(flat) != int((pl >= 0).sum()) or (len(flat) and not 0 <= flat.min() <= flat.max() < n):
+        return None
+    device = np.repeat(np.arange(m, dtype=np.int64), [len(seq) for seq in seqs])
+    if not (pl[flat] == device).all() or (len(flat) and np.bincount(flat).max() > 1):
+        return None
+    return seqs
+
+
 def _deadlock(problem: Problem, run: _Run) -> Violation:
     """The `order` violation naming each device's stuck op and the inputs it waits for."""
     ops, devs = problem.graph.ops, problem.cluster.devices
@@ -377,57 +420,67 @@ def _deadlock(problem: Problem, run: _Run) -> Violation:
 
 def _check_start_times(problem: Problem, start_s: Sequence[float], place: list[int],
                        dur: list[float], found: dict[str, list[Violation]]) -> None:
-    """Check a plan's intended start times for overlap and precedence (see module doc)."""
+    """Check a plan's intended start times for overlap and precedence (see module doc).
+
+    Vectorised over ops and edges (one sort for the overlaps, one for the largest copy per
+    producer and device); only the violations are visited one by one, in the order of
+    devices and start times (overlap) and of edges (precedence).
+    """
     g, devs = problem.graph, problem.cluster.devices
     ops = g.ops
-    n = len(ops)
+    n, m = len(ops), len(devs)
     if len(start_s) != n:
         found["order"].append(Violation("order", f"the plan gives {len(start_s)} start "
                                         f"times for {n} ops", (), ()))
         return
     c = costs(problem)
-    end = [s + t for s, t in zip(start_s, dur, strict=True)]
+    start = np.array(start_s, dtype=np.float64)
+    end = start + np.array(dur, dtype=np.float64)
+    pl = np.array(place, dtype=np.int64)
+    with np.errstate(invalid="ignore"):  # inf - inf where an op never ends: no violation
+        # per device, by (start, end, op): a zero-time op first
+        on = np.flatnonzero((pl >= 0) & np.isfinite(start))
+        seq = on[np.lexsort((on, end[on], start[on], pl[on]))]
+        a, b = seq[:-1], seq[1:]
+        limit = end[a]  # b meant to start early: before a ends, beyond the tolerance
+        early = (pl[a] == pl[b]) & (start[b] < limit - _REL_TOL * np.maximum(1.0, abs(limit)))
+        for k in np.flatnonzero(early).tolist():
+            i, j = int(a[k]), int(b[k])
+            found["overlap"].append(Violation(
+                "overlap", f"ops `{ops[i].name}` and `{ops[j].name}` overlap on "
+                f"`{devs[place[i]].name}`: `{ops[j].name}` is meant to start at "
+                f"{format_seconds(start_s[j])}, before `{ops[i].name}` ends at "
+                f"{format_seconds(float(end[i]))}", (i, j), (place[i],)))
 
-    by_dev: list[list[int]] = [[] for _ in devs]
-    for i, d in enumerate(place):
-        if d >= 0 and math.isfinite(start_s[i]):
-            by_dev[d].append(i)
-    for d, seq in enumerate(by_dev):
-        seq.sort(key=lambda i: (start_s[i], end[i], i))  # a zero-time op first
-        for a, b in itertools.pairwise(seq):
-            limit = end[a]  # b meant to start early: before a ends, beyond the tolerance
-            if start_s[b] < limit - _REL_TOL * max(1.0, abs(limit)):
-                found["overlap"].append(Violation(
-                    "overlap", f"ops `{ops[a].name}` and `{ops[b].name}` overlap on "
-                    f"`{devs[d].name}`: `{ops[b].name}` is meant to start at "
-                    f"{format_seconds(start_s[b])}, before `{ops[a].name}` ends at "
-                    f"{format_seconds(end[a])}", (a, b), (d,)))
-    # the tensor to a device carries the largest bytes of the edges to it
-    sent: dict[tuple[int, int], int] = {}
-    for e in g.edges:
-        key = (e.src, place[e.dst])
-        if e.bytes > sent.get(key, -1):
-            sent[key] = e.bytes
-    lat, inv, isfinite = c.latency, c.inv_bandwidth, math.isfinite
-    for e in g.edges:
-        i, j = e.src, e.dst
+        cols = columns(g)
+        src, dst = cols.src, cols.dst
+        d_src, d_dst = pl[src], pl[dst]
+        # the tensor to a device carries the largest bytes of the edges to it
+        pair, slot = np.unique(src * (m + 1) + (d_dst + 1), return_inverse=True)
+        top = np.zeros(len(pair), dtype=np.int64)
+        np.maximum.at(top, slot, cols.nbytes)
+        largest = top[slot]
+        ends = end[src]
+        check = (d_src >= 0) & (d_dst >= 0) & np.isfinite(ends)
+        local = d_src == d_dst
+        ds, dd = np.maximum(d_src, 0), np.maximum(d_dst, 0)
+        link = np.array(c.latency, dtype=np.float64).reshape(m, m)[ds, dd] if m else ends
+        inv = np.array(c.inv_bandwidth, dtype=np.float64).reshape(m, m)[ds, dd] if m else ends
+        # `c.transfer_time`, operation for operation: latency + bytes / bandwidth, inf
+        # without a link; same device: the producer's end
+        arrive = np.where(local, ends + 0.0, np.where(
+            link < INF, ends + (link + largest * inv), INF))
+        early = check & np.isfinite(arrive) & (
+            start[dst] < arrive - _REL_TOL * np.maximum(1.0, abs(arrive)))
+    for k in np.flatnonzero(early).tolist():
+        i, j = int(src[k]), int(dst[k])
         di, dj = place[i], place[j]
-        if di < 0 or dj < 0 or not isfinite(end[i]):
-            continue
-        # `c.transfer_time` and the early test inline: a call each per edge was a fifth
-        # of a 100k-op simulation
-        if di == dj:
-            arrive = end[i] + 0.0
-        else:
-            link = lat[di][dj]
-            arrive = end[i] + (link + sent[(i, dj)] * inv[di][dj] if link < INF else INF)
-        if isfinite(arrive) and start_s[j] < arrive - _REL_TOL * max(1.0, abs(arrive)):
-            what = "ends" if di == dj else "can arrive"
-            found["precedence"].append(Violation(
-                "precedence", f"op `{ops[j].name}` is meant to start at "
-                f"{format_seconds(start_s[j])}, before its input from `{ops[i].name}` "
-                f"{what} at {format_seconds(arrive)}", (i, j),
-                (di,) if di == dj else (di, dj)))
+        what = "ends" if di == dj else "can arrive"
+        found["precedence"].append(Violation(
+            "precedence", f"op `{ops[j].name}` is meant to start at "
+            f"{format_seconds(start_s[j])}, before its input from `{ops[i].name}` "
+            f"{what} at {format_seconds(float(arrive[k]))}", (i, j),
+            (di,) if di == dj else (di, dj)))
 
 
 # -- the event loop -------------------------------------------------------------------
@@ -510,7 +563,9 @@ class _Run:
                 i = seq[k]
                 if pending[i]:
                     break
-                s = max(f, ready[i])
+                s = ready[i]
+                if not s > f:  # s = max(f, ready[i]) without the call, NaN and all
+                    s = f
                 f = s + dur[i]
                 start[i] = s
                 end[i] = f
@@ -613,7 +668,8 @@ class _Run:
                     j = e_dst[k]
                     dj = place[j]
                     a = t if dj == di else arrive[dj]
-                    ready[j] = max(ready[j], a)
+                    if a > ready[j]:  # ready[j] = max(ready[j], a), without the call
+                        ready[j] = a
                     pending[j] -= 1
                     if pending[j] or dj < 0:
                         continue
@@ -676,8 +732,9 @@ def _liveness(problem: Problem, place: list[int], run: _Run
     if m == 0:
         return [], [], []
     caps = [dev.memory_bytes for dev in problem.cluster.devices]
-    t = _tables(g)
-    src, dst = t.src, t.dst
+    cols = columns(g)
+    src, dst = cols.src, cols.dst
+    params, output, temp = _int64_sizes(g)
     pl = np.array(place, dtype=np.int64)
     start = np.array(run.start, dtype=float)
     end = np.array(run.end, dtype=float)
@@ -705,13 +762,13 @@ def _liveness(problem: Problem, place: list[int], run: _Run
     dev = np.concatenate([pl[runs], pl[runs], tr_dd])
     alloc = np.concatenate([start[runs], start[runs], tr_start])
     free = np.concatenate([out_free[runs], end[runs], tr_free])
-    size = np.concatenate([t.output[runs], t.temp[runs],
+    size = np.concatenate([output[runs], temp[runs],
                            np.array(run.tr_bytes, dtype=np.int64)])
     owner = np.concatenate([np.flatnonzero(runs), np.flatnonzero(runs), tr_src])
     keep = (size > 0) & np.isfinite(alloc) & (free > alloc)
     dev, alloc, free, size, owner = dev[keep], alloc[keep], free[keep], size[keep], owner[keep]
     base = np.zeros(m, dtype=np.int64)
-    np.add.at(base, pl[placed], t.params[placed])
+    np.add.at(base, pl[placed], params[placed])
     freed = np.isfinite(free)
     ev_d = np.concatenate([np.arange(m), dev, dev[freed]])
     ev_t = np.concatenate([np.zeros(m), alloc, free[freed]])
@@ -749,18 +806,26 @@ def _liveness(problem: Problem, place: list[int], run: _Run
     return peaks, timelines, live
 
 
+def _int64_sizes(graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per op params, output and temp bytes as int64 (as numpy makes them of a model built
+    in code with float sizes: truncated; a size beyond int64 raises OverflowError)."""
+    cols = columns(graph)
+    if cols.integral:
+        return cols.params, cols.output, cols.temp
+    ops = graph.ops
+    return tuple(np.array([getattr(op, a) for op in ops], dtype=np.int64)  # type: ignore[return-value]
+                 for a in ("params_bytes", "output_bytes", "temp_bytes"))
+
+
 @dataclass(frozen=True)
 class _GraphTables:
-    """Per-graph arrays the simulator reuses across calls (cached on the graph)."""
+    """Per-graph lists the event loop indexes (cached on the graph), made from the graph's
+    `cost.Columns`: `tolist()` lays the new ints out side by side, where the edges' own
+    are scattered over the model."""
 
     e_dst: list[int]
     e_bytes: list[int]
     pos: list[int]
-    src: np.ndarray
-    dst: np.ndarray
-    params: np.ndarray
-    output: np.ndarray
-    temp: np.ndarray
 
 
 def _tables(graph: Graph) -> _GraphTables:
@@ -768,16 +833,10 @@ def _tables(graph: Graph) -> _GraphTables:
 
 
 def _build_tables(graph: Graph) -> _GraphTables:
-    edges, ops = graph.edges, graph.ops
-    pos = [0] * len(ops)
+    cols = columns(graph)
+    pos = [0] * len(graph.ops)
     for k, i in enumerate(graph.topological_order):
         pos[i] = k
-    e_dst = [e.dst for e in edges]
-    return _GraphTables(
-        e_dst, [e.bytes for e in edges], pos,
-        np.array([e.src for e in edges], dtype=np.int64),
-        np.array(e_dst, dtype=np.int64),
-        np.array([op.params_bytes for op in ops], dtype=np.int64),
-        np.array([op.output_bytes for op in ops], dtype=np.int64),
-        np.array([op.temp_bytes for op in ops], dtype=np.int64),
-    )
+    e_bytes = (cols.nbytes.tolist() if cols.integral
+               else [e.bytes for e in graph.edges])  # a float or huge size stays as given
+    return _GraphTables(cols.dst.tolist(), e_bytes, pos)
