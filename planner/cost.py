@@ -128,8 +128,9 @@ class Columns:
     Read from the model's objects once per graph (`columns`): the simulator and the
     memory accounting work on these instead of touching 100,000s of `Op` and `Edge`
     objects, scattered over memory, on every call. `src` and `dst` are int64; the sizes
-    are int64 when every one is an int that fits (`integral`), else float64 (a model built
-    in code with float or huge sizes: users of the arrays then take the objects' values).
+    are int64 when every one is a whole number below `2**53` (`integral`; a spec's are at
+    most `2**50`), else float64 (a model built in code with float or huge sizes: users of
+    the arrays then take the objects' own values).
     """
 
     src: np.ndarray
@@ -138,7 +139,7 @@ class Columns:
     params: np.ndarray
     output: np.ndarray
     temp: np.ndarray
-    #: every size an int that fits int64
+    #: every size a whole number below `2**53`, held exactly as int64
     integral: bool
     #: integral, and every sum of sizes fits int64 (their total is below `2**62`)
     exact: bool
@@ -154,19 +155,22 @@ def _build_columns(graph: Graph) -> Columns:
 
     ops, edges = graph.ops, graph.edges
 
-    def col(items: Sequence[object], name: str) -> np.ndarray:
-        values = list(map(attrgetter(name), items))
-        if not values:
-            return np.zeros(0, np.int64)
-        found = np.array(values)  # int64 for ints that fit, float64 or object otherwise
-        return found if found.dtype == np.int64 else np.array(values, dtype=np.float64)
+    def index(name: str) -> np.ndarray:  # `Graph` checked every index
+        return np.fromiter(map(attrgetter(name), edges), np.int64, len(edges))
 
-    sizes = (col(edges, "bytes"), col(ops, "params_bytes"), col(ops, "output_bytes"),
-             col(ops, "temp_bytes"))
+    def size(items: Sequence[object], name: str) -> np.ndarray:
+        # read as float64 (exact below 2**53, where every size of a spec is), then int64
+        # when every value is whole: `fromiter` into int64 would truncate a float silently
+        found = np.fromiter(map(attrgetter(name), items), np.float64, len(items))
+        whole = (np.floor(found) == found).all() and float(np.abs(found).max(initial=0)) < 2**53
+        return found.astype(np.int64) if whole else found
+
+    sizes = (size(edges, "bytes"), size(ops, "params_bytes"), size(ops, "output_bytes"),
+             size(ops, "temp_bytes"))
     integral = all(a.dtype == np.int64 for a in sizes)
     total = sum(float(a.sum(dtype=np.float64)) for a in sizes)
-    return Columns(col(edges, "src").astype(np.int64), col(edges, "dst").astype(np.int64),
-                   *sizes, integral=integral, exact=integral and total < _EXACT_LIMIT)
+    return Columns(index("src"), index("dst"), *sizes, integral=integral,
+                   exact=integral and total < _EXACT_LIMIT)
 
 
 def static_memory(graph: Graph, placement: Sequence[int], n_devices: int) -> list[int]:

@@ -165,7 +165,7 @@ def _upward_rank(problem: Problem) -> tuple[float, ...]:
     succ = g.successors
     mean = c.mean_compute
     rank = [0.0] * len(g.ops)
-    for i in reversed(g.topological_order):
+    for i in reversed(t.topo):
         best = 0.0
         for k in succ[i]:
             v = lat + e_bytes[k] * inv + rank[e_dst[k]]
@@ -205,8 +205,8 @@ def _simulate(problem: Problem, plan: Plan) -> SimResult:
     compute = c.compute
     if -1 in place:
         dur = [compute[i][d] if d >= 0 else INF for i, d in enumerate(place)]
-    else:
-        dur = list(map(operator.getitem, compute, place))
+    else:  # new float objects side by side: the table's are spread over memory
+        dur = np.fromiter(map(operator.getitem, compute, place), np.float64, n).tolist()
     if INF in dur:
         for i, d in enumerate(place):
             if d >= 0 and dur[i] == INF:
@@ -399,7 +399,9 @@ def _whole_order(order: Sequence[Sequence[int]], place: list[int], n: int, m: in
     device = np.repeat(np.arange(m, dtype=np.int64), [len(seq) for seq in seqs])
     if not (pl[flat] == device).all() or (len(flat) and np.bincount(flat).max() > 1):
         return None
-    return seqs
+    ops = flat.tolist()  # new ints side by side (see `_GraphTables`)
+    at = np.cumsum([0] + [len(seq) for seq in seqs]).tolist()
+    return [ops[a:b] for a, b in itertools.pairwise(at)]
 
 
 def _deadlock(problem: Problem, run: _Run) -> Violation:
@@ -523,9 +525,8 @@ class _Run:
         place, dur = self.place, self.dur
         start, end, done, order = self.start, self.end, self.done, self.order
         tables = _tables(g)
-        e_dst, e_bytes, pos = tables.e_dst, tables.e_bytes, tables.pos
+        e_dst, e_bytes, pos, topo = tables.e_dst, tables.e_bytes, tables.pos, tables.topo
         succ = g.successors
-        topo = g.topological_order
         pending = [len(x) for x in g.predecessors]
         ready = [0.0] * n
         lat, inv = c.latency, c.inv_bandwidth
@@ -820,11 +821,15 @@ def _int64_sizes(graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @dataclass(frozen=True)
 class _GraphTables:
     """Per-graph lists the event loop indexes (cached on the graph), made from the graph's
-    `cost.Columns`: `tolist()` lays the new ints out side by side, where the edges' own
-    are scattered over the model."""
+    `cost.Columns` with `tolist()`, which lays out new ints side by side: the model's own
+    (an edge's `dst`, the topological order's) are spread over memory, and at 100,000 ops
+    reading them costs more per op than at 10,000."""
 
+    #: per edge, its consumer and bytes
     e_dst: list[int]
     e_bytes: list[int]
+    #: the ops in `Graph.topological_order`, and each op's position in it
+    topo: list[int]
     pos: list[int]
 
 
@@ -834,9 +839,10 @@ def _tables(graph: Graph) -> _GraphTables:
 
 def _build_tables(graph: Graph) -> _GraphTables:
     cols = columns(graph)
-    pos = [0] * len(graph.ops)
-    for k, i in enumerate(graph.topological_order):
-        pos[i] = k
+    n = len(graph.ops)
     e_bytes = (cols.nbytes.tolist() if cols.integral
                else [e.bytes for e in graph.edges])  # a float or huge size stays as given
-    return _GraphTables(cols.dst.tolist(), e_bytes, pos)
+    topo = np.array(graph.topological_order, dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    pos[topo] = np.arange(n)
+    return _GraphTables(cols.dst.tolist(), e_bytes, topo.tolist(), pos.tolist())

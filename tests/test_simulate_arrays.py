@@ -131,14 +131,18 @@ def test_static_memory_with_arrays_is_the_loop(seed: int, monkeypatch: pytest.Mo
 
 def test_static_memory_falls_back_to_the_loop_where_arrays_cannot_be_exact(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Sizes whose sum passes 2**63, a float size, a device index out of range: the
-    Python integers of the loop (or its IndexError), never a wrapped int64."""
+    """Sizes beyond 2**53 whose sum passes 2**63, a float size, a device index out of
+    range: the Python integers of the loop (or its IndexError), never a rounded float or
+    a wrapped int64."""
     monkeypatch.setattr(cost, "VECTOR_MIN_OPS", 0)
     huge = Graph("g", (Op("a", 1.0, params_bytes=2**62), Op("b", 1.0, params_bytes=2**62)),
                  (Edge(0, 1, 2**61),))
-    assert columns(huge).integral and not columns(huge).exact
+    assert not columns(huge).integral and not columns(huge).exact  # beyond 2**53
     assert static_memory(huge, [0, 0], 1) == [2**63]
     assert static_memory(huge, [0, 1], 2) == [2**62, 2**62 + 2**61]
+    many = Graph("g", tuple(Op(f"o{i}", 1.0, params_bytes=2**52) for i in range(2100)), ())
+    assert columns(many).integral and not columns(many).exact  # 2100 * 2**52 > 2**63
+    assert static_memory(many, [0] * 2100, 1) == [2100 * 2**52]
     floats = Graph("g", (Op("a", 1.0, output_bytes=1.5),), ())
     assert not columns(floats).integral
     assert static_memory(floats, [0], 1) == [1.5]
