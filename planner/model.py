@@ -146,6 +146,13 @@ class Graph:
         return tuple(group)
 
 
+def prime_op_index(graph: Graph, index: Mapping[str, int]) -> None:
+    """Give `graph.op_index` the name -> index table its builder already holds (lowering
+    makes one while it reads the ops), instead of a second pass over 100,000s of names.
+    `index` must map each op's name to its index, as `op_index` would."""
+    graph.__dict__["op_index"] = MappingProxyType(index)  # where cached_property keeps it
+
+
 @dataclass(frozen=True, slots=True)
 class Device:
     """A device: memory cap, optional kind, relative speed, optional FLOP rate."""

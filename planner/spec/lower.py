@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
+import itertools
 import math
+import operator
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -27,6 +29,7 @@ from ..model import (
     Op,
     Problem,
     Spec,
+    prime_op_index,
 )
 from ..units import (
     EXAMPLES,
@@ -53,11 +56,40 @@ def _hints(sink: DiagnosticSink, name: str, candidates: Iterable[str]) -> tuple[
     return () if sink.full else did_you_mean(name, candidates)
 
 
+class OpSpans(Mapping[tuple[str, str], Span]):
+    """Where each op was declared, by (graph name, op name).
+
+    Kept per graph as the name index lowering builds anyway and the spans by op index:
+    a dict of 100,000 (graph, name) pairs cost a tuple and a hash-table slot per op, and
+    its look-ups miss the cache as the table outgrows it.
+    """
+
+    def __init__(self) -> None:
+        self._graphs: dict[str, tuple[Mapping[str, int], Sequence[Span]]] = {}
+
+    def add(self, graph: str, index: Mapping[str, int], spans: Sequence[Span]) -> None:
+        """The ops of `graph`: `spans[index[name]]` is where op `name` was declared."""
+        self._graphs[graph] = (index, spans)
+
+    def __getitem__(self, key: tuple[str, str]) -> Span:
+        graph, name = key
+        index, spans = self._graphs[graph]
+        return spans[index[name]]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        for graph, (index, _) in self._graphs.items():
+            for name in index:
+                yield graph, name
+
+    def __len__(self) -> int:
+        return sum(len(index) for index, _ in self._graphs.values())
+
+
 @dataclass
 class Locations:
     """Where things were declared, for diagnostics raised after lowering."""
 
-    ops: dict[tuple[str, str], Span] = field(default_factory=dict)
+    ops: OpSpans = field(default_factory=OpSpans)
     devices: dict[tuple[str, str], Span] = field(default_factory=dict)
     plans: dict[str, Span] = field(default_factory=dict)
     graphs: dict[str, Span] = field(default_factory=dict)
@@ -292,8 +324,8 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
     index, ops = lowered
     n_edges = 0
     n_ops = len(ops)
-    edges = _Edges(n_ops)
-    at, src, dst, nbytes, edge_spans = edges.at, edges.src, edges.dst, edges.bytes, edges.span
+    edges = _Edges()
+    src, dst, nbytes, edge_spans = edges.src, edges.dst, edges.bytes, edges.span
     groups = _UnionFind(len(ops))
     grouped = False
     chain_t = ast.ChainDecl
@@ -307,15 +339,10 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
             if a is not None and b is not None and a != b:
                 explicit = _edge_bytes(sink, item.attrs) if item.attrs else None
                 n_edges += 1
-                k = at.setdefault(a * n_ops + b, len(src))
-                size = ops[a].output_bytes if explicit is None else round(explicit)
-                if k == len(src):
-                    src.append(a)
-                    dst.append(b)
-                    nbytes.append(size)
-                    edge_spans.append(second.span)
-                else:
-                    nbytes[k] = size
+                src.append(a)
+                dst.append(b)
+                nbytes.append(ops[a].output_bytes if explicit is None else round(explicit))
+                edge_spans.append(second.span)
                 continue
         if isinstance(item, ast.ChainDecl):
             n_edges += len(item.names) - 1
@@ -344,17 +371,24 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
             for m in members[1:]:
                 groups.union(members[0], m)
             grouped = grouped or len(members) > 1
-    edge_list = _new_edges(src, dst, nbytes)
+    edges.merge_repeated(n_ops)
+    src, dst, edge_spans = edges.src, edges.dst, edges.span
+    edge_list = _new_edges(src, dst, edges.bytes)
     loc.edges[gname] = edge_spans
     cycle = _find_cycle(len(ops), src, dst)
     if cycle:
         names = " -> ".join(ops[i].name for i in cycle + [cycle[0]])
-        closing = at.get(cycle[0] * n_ops + cycle[1 % len(cycle)])
+        a, b = cycle[0], cycle[1 % len(cycle)]
+        closing = next((k for k, (x, y) in enumerate(zip(src, dst, strict=True))
+                        if x == a and y == b), None)
         sink.error("E231", f"graph `{gname}` has a cycle: {names}",
                    decl.name.span if closing is None else edge_spans[closing],
                    "a graph must be acyclic; remove one of these edges")
     colocations = groups.groups() if grouped else ()
-    return Graph(gname, tuple(ops), edge_list, colocations)
+    graph = Graph(gname, tuple(ops), edge_list, colocations)
+    if len(index) == len(ops):  # no name twice (E202): `index` is what op_index would be
+        prime_op_index(graph, index)
+    return graph
 
 
 def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: limits.Limits
@@ -364,6 +398,7 @@ def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: l
     index: dict[str, int] = {}
     ops: list[Op] = []
     spans: list[Span] = []
+    loc.ops.add(gname, index, spans)
     for item in decl.items:
         if not isinstance(item, ast.OpDecl):
             continue
@@ -378,33 +413,55 @@ def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: l
             continue
         index[name] = len(ops)
         spans.append(item.name.span)
-        loc.ops[(gname, name)] = item.name.span
         ops.append(_lower_op(sink, item, f"op `{name}`"))
     return index, ops
 
 
 class _Edges:
-    """A graph's edges in order of first appearance: ends, bytes (the last given) and span
-    (the first); `at` finds a repeated one by `a * n + b` for `n` ops (an int key: no pair
-    to build and hash per edge)."""
+    """A graph's edges as written (ends, bytes, span), then `merge_repeated`: one edge per
+    pair of ops, in order of first appearance, with the last bytes given and the first
+    span.
 
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.at: dict[int, int] = {}
+    Repeats are found after reading, by sorting the pairs' int keys `a * n + b` (nearly
+    sorted as written, so timsort takes about one pass) rather than by a dict per edge:
+    at 200,000 edges such a table outgrows the cache, and its look-ups cost ever more.
+    """
+
+    def __init__(self) -> None:
         self.src: list[int] = []
         self.dst: list[int] = []
         self.bytes: list[int] = []
         self.span: list[Span] = []
 
     def add(self, a: int, b: int, nbytes: int, span: Span) -> None:
-        k = self.at.setdefault(a * self.n + b, len(self.src))
-        if k == len(self.src):
-            self.src.append(a)
-            self.dst.append(b)
-            self.bytes.append(nbytes)
-            self.span.append(span)
-        else:
-            self.bytes[k] = nbytes
+        self.src.append(a)
+        self.dst.append(b)
+        self.bytes.append(nbytes)
+        self.span.append(span)
+
+    def merge_repeated(self, n: int) -> None:
+        """Merge each repeated pair into its first appearance (`n`: the graph's ops)."""
+        keys = list(map(operator.add, map(operator.mul, self.src, itertools.repeat(n)),
+                        self.dst))
+        ordered = sorted(keys)
+        if not any(map(operator.eq, ordered, itertools.islice(ordered, 1, None))):
+            return
+        at: dict[int, int] = {}
+        src: list[int] = []
+        dst: list[int] = []
+        size: list[int] = []
+        span: list[Span] = []
+        for key, a, b, nbytes, where in zip(keys, self.src, self.dst, self.bytes, self.span,
+                                            strict=True):
+            k = at.setdefault(key, len(src))
+            if k == len(src):
+                src.append(a)
+                dst.append(b)
+                size.append(nbytes)
+                span.append(where)
+            else:
+                size[k] = nbytes
+        self.src, self.dst, self.bytes, self.span = src, dst, size, span
 
 
 def _edge_bytes(sink: DiagnosticSink, attrs: Sequence[ast.Attr]) -> float | None:
