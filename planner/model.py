@@ -146,11 +146,22 @@ class Graph:
         return tuple(group)
 
 
-def prime_op_index(graph: Graph, index: Mapping[str, int]) -> None:
-    """Give `graph.op_index` the name -> index table its builder already holds (lowering
-    makes one while it reads the ops), instead of a second pass over 100,000s of names.
-    `index` must map each op's name to its index, as `op_index` would."""
-    graph.__dict__["op_index"] = MappingProxyType(index)  # where cached_property keeps it
+def indexed_graph(name: str, ops: tuple[Op, ...], edges: tuple[Edge, ...],
+                  colocations: tuple[tuple[int, ...], ...], op_index: dict[str, int]) -> Graph:
+    """A `Graph` from a builder whose indices all come from its own name table `op_index`
+    (lowering: each edge's ends and each group's members are looked up there), which maps
+    every op's name to its index.
+
+    Built without `Graph.__post_init__`'s pass over every edge (which such indices cannot
+    fail), and with `op_index` as the property's table instead of a second pass over
+    100,000s of names.
+    """
+    graph = object.__new__(Graph)
+    for key, value in (("name", name), ("ops", ops), ("edges", edges),
+                       ("colocations", colocations)):
+        object.__setattr__(graph, key, value)  # as the frozen dataclass's __init__ does
+    graph.__dict__["op_index"] = MappingProxyType(op_index)  # where cached_property keeps it
+    return graph
 
 
 @dataclass(frozen=True, slots=True)

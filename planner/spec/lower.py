@@ -29,7 +29,7 @@ from ..model import (
     Op,
     Problem,
     Spec,
-    prime_op_index,
+    indexed_graph,
 )
 from ..units import (
     EXAMPLES,
@@ -293,10 +293,13 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
             table[item.name.text] = item
     budget = _Budget.active()
     globs = _GlobTable(budget)  # graph name -> its op names, for glob patterns
-    graphs = {n: _lower_graph(sink, d, loc, globs) for n, d in graph_decls.items()}
+    # per graph, each `time[KIND]` selector's span by kind, gathered while reading the ops
+    time_kinds: dict[str, dict[str, list[Span]]] = {}
+    graphs = {n: _lower_graph(sink, d, loc, globs, time_kinds.setdefault(n, {}))
+              for n, d in graph_decls.items()}
     clusters = {n: _lower_cluster(sink, d, loc, budget) for n, d in cluster_decls.items()}
     if clusters:
-        _unknown_time_kinds(sink, graph_decls, clusters)
+        _unknown_time_kinds(sink, time_kinds, clusters)
     plans: dict[str, Problem] = {}
     unrunnable: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for n, d in plan_decls.items():
@@ -312,13 +315,15 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
 
 
 def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
-                 globs: _GlobTable) -> Graph | None:
+                 globs: _GlobTable, time_kinds: dict[str, list[Span]]) -> Graph | None:
+    """The graph of `decl` (None past a limit); `time_kinds` gets each `time[KIND]`
+    selector's span by kind."""
     gname = decl.name.text
     loc.graphs[gname] = decl.name.span
     # the limits stop the loops below at the first op or edge past them: what is built
     # stays within them
     lim = limits.active()
-    lowered = _graph_ops(sink, decl, loc, lim)
+    lowered = _graph_ops(sink, decl, loc, lim, time_kinds)
     if lowered is None:
         return None
     index, ops = lowered
@@ -385,15 +390,18 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                    decl.name.span if closing is None else edge_spans[closing],
                    "a graph must be acyclic; remove one of these edges")
     colocations = groups.groups() if grouped else ()
-    graph = Graph(gname, tuple(ops), edge_list, colocations)
     if len(index) == len(ops):  # no name twice (E202): `index` is what op_index would be
-        prime_op_index(graph, index)
-    return graph
+        return indexed_graph(gname, tuple(ops), edge_list, colocations, index)
+    return Graph(gname, tuple(ops), edge_list, colocations)
 
 
-def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: limits.Limits
-               ) -> tuple[dict[str, int], list[Op]] | None:
-    """The ops of a graph, in order, and their indices by name; None past the op limit."""
+def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: limits.Limits,
+               time_kinds: dict[str, list[Span]]) -> tuple[dict[str, int], list[Op]] | None:
+    """The ops of a graph, in order, and their indices by name; None past the op limit.
+
+    Each `time[KIND]` selector's span goes to `time_kinds` by kind, gathered here, while
+    each op's attributes are at hand (a second pass over a 100k-op tree, for W256 alone,
+    cost 5% of lowering)."""
     gname = decl.name.text
     index: dict[str, int] = {}
     ops: list[Op] = []
@@ -410,10 +418,11 @@ def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: l
         if name in index:
             sink.error("E202", f"op `{name}` is defined twice in graph `{gname}`", item.name.span,
                        notes=(("first definition", spans[index[name]]),))
+            _time_kinds(item, time_kinds)
             continue
         index[name] = len(ops)
         spans.append(item.name.span)
-        ops.append(_lower_op(sink, item, f"op `{name}`"))
+        ops.append(_lower_op(sink, item, f"op `{name}`", time_kinds))
     return index, ops
 
 
@@ -475,30 +484,26 @@ def _edge_bytes(sink: DiagnosticSink, attrs: Sequence[ast.Attr]) -> float | None
     return _Attrs(sink, attrs, EDGE_ATTRS, "an edge").quantity("bytes")
 
 
-def _unknown_time_kinds(sink: DiagnosticSink, graph_decls: dict[str, ast.GraphDecl],
+def _unknown_time_kinds(sink: DiagnosticSink, time_kinds: dict[str, dict[str, list[Span]]],
                         clusters: dict[str, Cluster | None]) -> None:
     """W256 for `time[KIND]` naming a kind no device of the load has, once per graph and
-    kind (a generated graph repeats it on every op).
+    kind (a generated graph repeats it on every op); `time_kinds`: per graph, each
+    selector's span by kind, as `_graph_ops` gathered them.
 
     A warning, not an error: a graph file may serve clusters that other specs import.
     A typo of a real kind usually also leaves the op without a time there (E253).
     """
     kinds = list(dict.fromkeys(d.kind for c in clusters.values() if c is not None
                                for d in c.devices if d.kind))
-    for gname, decl in graph_decls.items():
-        seen: dict[str, list[ast.Name]] = {}
-        for item in decl.items:
-            if isinstance(item, ast.OpDecl):
-                for a in item.attrs:
-                    if a.key == "time" and a.selector is not None \
-                            and a.selector.text not in kinds:
-                        seen.setdefault(a.selector.text, []).append(a.selector)
+    for gname, seen in time_kinds.items():
         for kind, where in seen.items():
+            if kind in kinds:
+                continue
             n = len(where) - 1
             more = f" (and {n} more op{'s' if n > 1 else ''})" if n else ""
             known = ", ".join(f"`{k}`" for k in kinds) if kinds else "none"
             sink.warning("W256", f"`time[{kind}]`{more} in graph `{gname}`: no device of "
-                         f"this spec has kind `{kind}`", where[0].span,
+                         f"this spec has kind `{kind}`", where[0],
                          *_hints(sink, kind, kinds), f"device kinds here: {known}")
 
 
@@ -524,12 +529,13 @@ _OP_UNITS: dict[tuple[str, str], tuple[float, float, float]] = {
     for unit, (got, factor) in UNIT_TABLE.items() if got == dim}
 
 
-def _plain_op(item: ast.OpDecl) -> Op | None:
+def _plain_op(item: ast.OpDecl, time_kinds: dict[str, list[Span]]) -> Op | None:
     """The op of a block as most are written (each key known and given once, a selector
     only on `time`, every value a quantity of its key's dimension within range, a time or
     FLOPs given), read without `_Attrs`' bookkeeping (100k ops: 1.5 s); None for any other
     block, which `_lower_op` reads and reports on. (`_plain_quantity` for each value, with
-    `parse_number` and the unit table inlined.)"""
+    `parse_number` and the unit table inlined.) The op's `time[KIND]` selectors go to
+    `time_kinds` when it returns an op."""
     given: dict[str, float] = {}
     by_kind: dict[str, float] = {}
     units = _OP_UNITS
@@ -554,6 +560,8 @@ def _plain_op(item: ast.OpDecl) -> Op | None:
     time_s, flops = given.get("time"), given.get("flops")
     if time_s is None and flops is None and not by_kind:
         return None
+    if by_kind:  # each selector is a `time` one, given once
+        _time_kinds(item, time_kinds)
     params, output, temp = given.get("params"), given.get("output"), given.get("temp")
     op = _new(Op)
     _OP_NAME(op, item.name.text)
@@ -588,10 +596,19 @@ def _new_edges(src: list[int], dst: list[int], nbytes: list[int]) -> tuple[Edge,
     return tuple(out)
 
 
-def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str) -> Op:
-    plain = _plain_op(item)
+def _time_kinds(item: ast.OpDecl, time_kinds: dict[str, list[Span]]) -> None:
+    """Add the spans of `item`'s `time[KIND]` selectors to `time_kinds`, by kind."""
+    for a in item.attrs:
+        if a.key == "time" and a.selector is not None:
+            time_kinds.setdefault(a.selector.text, []).append(a.selector.span)
+
+
+def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str,
+              time_kinds: dict[str, list[Span]]) -> Op:
+    plain = _plain_op(item, time_kinds)
     if plain is not None:
         return plain
+    _time_kinds(item, time_kinds)
     attrs = _Attrs(sink, item.attrs, OP_ATTRS, what, frozenset({"time"}))
     by_kind = {
         sel.text: t

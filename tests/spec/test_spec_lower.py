@@ -12,6 +12,7 @@ import random
 import pytest
 
 from planner.errors import SpecError
+from planner.model import Graph
 from planner.spec.load import Loaded, load_text
 
 CLUSTER = "cluster c { device d0 { memory 1 GB } }\n"
@@ -78,3 +79,14 @@ def test_op_locations_and_the_name_index() -> None:
     assert list(ops) == [("g", "a"), ("g", "b")] and len(ops) == 2
     g = loaded.spec.graphs["g"]
     assert dict(g.op_index) == {o.name: i for i, o in enumerate(g.ops)} == {"a": 0, "b": 1}
+    # built without `__post_init__` (`indexed_graph`), it is the graph the class builds
+    again = Graph(g.name, g.ops, g.edges, g.colocations)
+    assert again == g and repr(again) == repr(g)
+    assert dict(again.op_index) == dict(g.op_index)
+
+
+def test_a_graph_with_an_op_defined_twice_keeps_its_first_definition() -> None:
+    with pytest.raises(SpecError) as err:
+        load("  op a { time 1 ms }\n  op a { time 2 ms }\n")
+    (d,) = err.value.diagnostics
+    assert d.code == "E202" and d.span.line == 4 and d.notes[0][1].line == 3

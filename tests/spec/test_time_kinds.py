@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
+from planner.errors import SpecError
 from planner.spec.load import load_text
 
 CLUSTER = """
@@ -67,3 +68,22 @@ def test_solve_and_simulate_show_the_warning(tmp_path: Path,
     code, out, _ = invoke(["solve", "s.plan", "--algo", "heft", "--json"], tmp_path)
     doc = json.loads(out)
     assert code == 0 and [d["code"] for d in doc["diagnostics"]] == ["W256", "W256"]
+
+
+def test_every_selector_counts_whichever_way_its_op_is_read() -> None:
+    """W256 counts each `time[KIND]` of the kind: in a plain op block, in one that takes
+    the reporting path (a unit of the wrong dimension, the kind given twice), and in an
+    op defined twice (E202), and points at the first."""
+    graph = """
+graph g {
+  op a { time 2 ms  time[tpuu] 1 ms }
+  op b { time 2 ms  time[tpuu] 1 ms  time[tpuu] 2 ms }
+  op c { time 2 ms  time[tpuu] 3 GB }
+  op a { time 1 ms  time[tpuu] 1 ms }
+}
+"""
+    with pytest.raises(SpecError) as err:
+        load_text(graph + CLUSTER, "s.plan")
+    (w256,) = [d for d in err.value.diagnostics if d.code == "W256"]
+    assert "`time[tpuu]` (and 4 more ops)" in w256.message
+    assert (w256.span.line, w256.span.column) == (3, 26)
