@@ -19,12 +19,20 @@ from collections.abc import Callable, Generator
 from functools import lru_cache
 
 from ..errors import Span
+from ..units import UNIT_TABLE
 from . import ast
 from .grammar import KEYWORDS, grammar_text
 
 _UNIT_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz/"
 _NL, _COMMENT, _QUANTITY, _NUMBER, _NAME, _STRING, _PUNCT, _JUNK, _END = 1, 2, 3, 4, 5, 6, 7, 8, 0
 Tok = tuple[int, str, int, int, int]  # kind, text, offset, line, column
+
+
+#: attribute keys and units, each one string object that every block's attribute shares:
+#: the regular expression's groups are new strings, and a 100k-op spec has about 800k of
+#: these (45 MB), which lowering then reads and hashes one by one
+_SHARED: dict[str, str] = {k: k for k in (*ast.OP_ATTRS, *ast.EDGE_ATTRS, *ast.DEVICE_ATTRS,
+                                          *ast.LINK_ATTRS, *UNIT_TABLE)}
 
 
 class _Bail(Exception):
@@ -554,12 +562,13 @@ class _Reader:
         # built inline (`_span`, `_attr`, `_value`, `_name`): a call costs as much as the
         # object, and a 100k-op spec has about 600k attributes
         file, new, new_tuple, span_t = self.file, _new, _new_tuple, Span
-        attr_t, value_t = ast.Attr, ast.Value
+        attr_t, value_t, shared = ast.Attr, ast.Value, _SHARED
         attrs: list[ast.Attr] = []
         while (m := attr.match(text, pos)) is not None:
             key, sv, head, unit, number = m.groups()
             if key in KEYWORDS:
                 return None
+            key = shared.get(key, key)
             st = m.start(1)
             pos = m.end()  # the value ends the match
             sel = None
@@ -575,7 +584,7 @@ class _Reader:
                 vs = m.start(3)
                 _VALUE_KIND(value, "quantity")
                 _VALUE_NUMBER(value, head)
-                _VALUE_UNIT(value, unit)
+                _VALUE_UNIT(value, shared.get(unit, unit))
             else:
                 vs = m.start(5)
                 _VALUE_KIND(value, "number")

@@ -301,3 +301,16 @@ def test_one_line_forms_under_random_blanks_and_breaks() -> None:
             read += 1
             assert fast == expected, text
     assert valid > 50 and read > valid // 2, (valid, read)  # the fast path read most
+
+
+def test_one_line_blocks_share_their_keys_and_units() -> None:
+    """Every block's attribute keys and units are one string object each (a 100k-op tree
+    held 800k copies), and the tree is still Lark's."""
+    text = ("graph g {\n  op a { time 1 ms  output 2 MiB }\n  op b { time 3 ms  output 4 MiB }\n"
+            "  a -> b { bytes 1 KiB }\n}\n")
+    tree = _fast_parse(text, "s.plan")
+    assert tree == parse_lark(text, "s.plan")
+    ops = [i for i in tree.items[0].items if i.__class__.__name__ == "OpDecl"]
+    (a_time, a_out), (b_time, b_out) = (op.attrs for op in ops)
+    assert a_time.key is b_time.key and a_out.key is b_out.key
+    assert a_time.value.unit is b_time.value.unit and a_out.value.unit is b_out.value.unit
