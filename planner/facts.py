@@ -137,11 +137,19 @@ def _derive(problem: Problem) -> Facts:
                     tuple(conflict), fastest, (), 0)
     if problem.memory_model == "liveness":
         lone = [_op_bytes(problem, partial, i) for i in range(n)]
-    else:  # `_op_bytes` of static memory, without a call per op
-        lone = [o.params_bytes + o.output_bytes + o.temp_bytes for o in g.ops]
+        total = _least_bytes(problem, partial, range(n))
+    else:  # `_op_bytes` of each op and `_least_bytes` of all in one pass over the ops
+        lone = []
+        kept = top = 0
+        for o in g.ops:
+            held, temp = o.params_bytes + o.output_bytes, o.temp_bytes
+            lone.append(held + temp)
+            kept += held
+            if temp > top:
+                top = temp
+        total = kept + top
     unit_bytes = tuple(_least_bytes(problem, partial, members) if len(members) > 1
                        else lone[members[0]] for members in units)
-    total = _least_bytes(problem, partial, range(n))
     return Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
                  tuple(conflict), fastest, unit_bytes, total)
 
