@@ -35,6 +35,7 @@ longer disagree about which devices an op may use or what "cannot fit" means.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -330,6 +331,12 @@ def _unlinked(problem: Problem, f: Facts) -> list[Proof]:
     g = problem.graph
     devs = problem.cluster.devices
     allowed, unit_of = f.allowed, f.unit_of
+    # an edge needs a link only between disjoint allowed sets: when no two of the few
+    # distinct sets (ops free to use every device share one) are disjoint, no edge can
+    distinct = list({id(a): a for a in allowed}.values())
+    if len(distinct) <= 64 and not any(
+            a and b and set(a).isdisjoint(b) for a, b in itertools.combinations(distinct, 2)):
+        return out
     for e in g.edges:
         a, b = allowed[e.src], allowed[e.dst]
         # `a is b`: one shared set (every op free to use every device shares one), so the
