@@ -382,9 +382,9 @@ def _whole_order(order: Sequence[Sequence[int]], place: list[int], n: int, m: in
                  ) -> list[list[int]] | None:
     """The order as lists when it lists every placed op once, on its device (an
     algorithm's order always does), checked with numpy; else None."""
-    if len(order) > m and any(len(seq) for seq in order[m:]):
-        return None
-    try:
+    try:  # anything but sequences of indices goes entry by entry
+        if len(order) > m and any(len(seq) for seq in order[m:]):
+            return None
         seqs = [list(map(operator.index, seq)) for seq in order[:m]]
     except TypeError:
         return None
