@@ -141,7 +141,7 @@ class Columns:
     temp: np.ndarray
     #: every size a whole number below `2**53`, held exactly as int64
     integral: bool
-    #: integral, and every sum of sizes fits int64 (their total is below `2**62`)
+    #: integral, and every sum of sizes fits int64 (their absolute total is below `2**62`)
     exact: bool
 
 
@@ -168,7 +168,7 @@ def _build_columns(graph: Graph) -> Columns:
     sizes = (size(edges, "bytes"), size(ops, "params_bytes"), size(ops, "output_bytes"),
              size(ops, "temp_bytes"))
     integral = all(a.dtype == np.int64 for a in sizes)
-    total = sum(float(a.sum(dtype=np.float64)) for a in sizes)
+    total = sum(float(np.abs(a).sum(dtype=np.float64)) for a in sizes)  # bounds any sum
     return Columns(index("src"), index("dst"), *sizes, integral=integral,
                    exact=integral and total < _EXACT_LIMIT)
 
