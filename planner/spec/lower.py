@@ -72,7 +72,10 @@ class OpSpans(Mapping[tuple[str, str], Span]):
         self._graphs[graph] = (index, spans)
 
     def __getitem__(self, key: tuple[str, str]) -> Span:
-        graph, name = key
+        try:
+            graph, name = key
+        except (TypeError, ValueError):
+            raise KeyError(key) from None
         index, spans = self._graphs[graph]
         return spans[index[name]]
 

@@ -75,6 +75,7 @@ def test_op_locations_and_the_name_index() -> None:
     ops = loaded.locations.ops
     assert (ops[("g", "a")].line, ops[("g", "b")].line) == (3, 4)
     assert ops.get(("g", "zz")) is None and ops.get(("nope", "a")) is None
+    assert ops.get("g") is None and ops.get(("g", "a", "x")) is None  # not a pair
     assert ("g", "b") in ops and ("g", "c") not in ops
     assert list(ops) == [("g", "a"), ("g", "b")] and len(ops) == 2
     g = loaded.spec.graphs["g"]
