@@ -155,7 +155,7 @@ def _build_columns(graph: Graph) -> Columns:
 
     ops, edges = graph.ops, graph.edges
 
-    def index(name: str) -> np.ndarray:  # `Graph` checked every index
+    def index(name: str) -> np.ndarray:  # every index checked (by `Graph` or lowering)
         return np.fromiter(map(attrgetter(name), edges), np.int64, len(edges))
 
     def size(items: Sequence[object], name: str) -> np.ndarray:

@@ -3,7 +3,8 @@
 `cost.static_memory` sums with numpy from `VECTOR_MIN_OPS` ops on, and the simulator checks
 a plan's intended start times with numpy; both must give exactly what a loop over the ops
 and edges gives: the same integers, the same violations in the same order with the same
-messages. The loops below are the definitions, written as plainly as possible.
+messages. Static memory is compared with its own loop (below `VECTOR_MIN_OPS`); the start
+time checks with the loop below, their definition written as plainly as possible.
 """
 
 from __future__ import annotations
@@ -53,21 +54,6 @@ def random_problem(rng: random.Random, n: int, kinds: tuple[str, ...] = ("gpu", 
 
 
 # -- the definitions, as loops ----------------------------------------------------------
-
-
-def static_memory_loop(graph: Graph, placement: list[int], m: int) -> list[int]:
-    mem, temp = [0] * m, [0] * m
-    for op, d in zip(graph.ops, placement, strict=True):
-        mem[d] += op.params_bytes + op.output_bytes
-        temp[d] = max(temp[d], op.temp_bytes)
-    received: dict[tuple[int, int], int] = {}
-    for e in graph.edges:
-        d = placement[e.dst]
-        if d != placement[e.src]:
-            received[(e.src, d)] = max(received.get((e.src, d), 0), e.bytes)
-    for (_, d), b in received.items():
-        mem[d] += b
-    return [a + b for a, b in zip(mem, temp, strict=True)]
 
 
 def start_time_violations(problem: Problem, start: list[float], place: list[int],
@@ -120,10 +106,11 @@ def test_static_memory_with_arrays_is_the_loop(seed: int, monkeypatch: pytest.Mo
     rng = random.Random(seed)
     p = random_problem(rng, rng.randint(1, 60))
     m = len(p.cluster.devices)
-    monkeypatch.setattr(cost, "VECTOR_MIN_OPS", 0)
     for _ in range(5):
         place = [rng.randrange(m) for _ in p.graph.ops]
-        want = static_memory_loop(p.graph, place, m)
+        monkeypatch.setattr(cost, "VECTOR_MIN_OPS", 10**9)  # the loop
+        want = static_memory(p.graph, place, m)
+        monkeypatch.setattr(cost, "VECTOR_MIN_OPS", 0)  # the arrays
         got = static_memory(p.graph, place, m)
         assert got == want and all(type(x) is int for x in got)
         assert static_memory(p.graph, tuple(place), m) == want
@@ -228,6 +215,5 @@ def test_an_order_checked_at_once_is_the_order_checked_entry_by_entry(
     slow = normalized()
     assert fast == slow
     if how == 0:
-        assert simulate_module._whole_order(order, place, n, m) is None  # patched
         monkeypatch.undo()
         assert simulate_module._whole_order(order, place, n, m) == slow[0] and not slow[1]
