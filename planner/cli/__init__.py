@@ -380,6 +380,9 @@ def fmt(
     stdin_filename: Annotated[str | None, typer.Option(
         "--stdin-filename",
         help="The name `fmt -` gives standard input in diagnostics and diffs.")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json",
+        help="Print one JSON document on stdout (the diagnostics in its envelope).")] = False,
     output: FormatOption = None,
     limit: LimitOption = None,
 ) -> None:
@@ -388,7 +391,8 @@ def fmt(
     Exit 0: nothing to change (or rewritten); 1: an input does not parse; 5: `--check` or
     `--diff` found a file to reformat.
     """
-    with _guard("fmt", _output(output, False)) as report:
+    with _guard("fmt", _output(output, as_json)) as report:
+        _check_output(output, as_json)
         from .fmt import STDIN, run_fmt  # lazy: start-up
 
         files = _spec_files([p for p in paths if str(p) != STDIN])

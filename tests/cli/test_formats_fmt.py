@@ -87,3 +87,48 @@ def test_check_in_the_ci_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     result = valid_sarif(out)["runs"][0]["results"][0]
     assert code == 5 and result["ruleId"] == "W640"
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+
+
+def _envelope(out: str, code: int) -> dict[str, object]:
+    doc: dict[str, object] = json.loads(out)  # the whole of stdout: one document
+    assert list(doc) == ["format_version", "command", "ok", "exit_code", "valid", "errors",
+                         "warnings", "result", "diagnostics"]
+    assert (doc["format_version"], doc["command"]) == (1, "fmt")
+    assert (doc["exit_code"], doc["ok"]) == (code, code == 0)
+    return doc
+
+
+def test_json_is_the_envelope_on_every_outcome(tmp_path: Path) -> None:
+    (tmp_path / "u.plan").write_text(UGLY)
+    (tmp_path / "ok.plan").write_text(CANONICAL)
+    # --check: exit 5, the file that would change in `result` and as W640, nothing written
+    code, out, err = invoke(["fmt", "--check", "--json", "."], tmp_path)
+    doc = _envelope(out, 5)
+    assert doc["result"] == {"files": ["ok.plan", "u.plan"], "changed": ["u.plan"],
+                             "written": False}
+    assert [(d["code"], d["file"]) for d in doc["diagnostics"]] == [("W640", "u.plan")]
+    assert (doc["valid"], doc["errors"], doc["warnings"]) == (True, 0, 1)
+    assert err == "would reformat u.plan\n"  # the summary stays on stderr
+    assert (tmp_path / "u.plan").read_text() == UGLY
+    # a spec that does not parse: exit 1, its error in the document, not on stderr
+    (tmp_path / "b.plan").write_text(BROKEN)
+    code, out, err = invoke(["fmt", "--check", "--json", "b.plan"], tmp_path)
+    doc = _envelope(out, 1)
+    assert [(d["code"], d["line"]) for d in doc["diagnostics"]] == [("E101", 2)]
+    assert "E101" not in err
+    # a command-line mistake (E606) and a contradiction (E640): still the one document
+    assert _envelope(invoke(["fmt", "--json", "--nope", "."], tmp_path)[1], 2)["diagnostics"]
+    code, out, _ = invoke(["fmt", "--json", "--format", "github", "."], tmp_path)
+    assert code == 2 and "E640" in out
+    # a rewrite says what it wrote
+    code, out, _ = invoke(["fmt", "--json", "u.plan"], tmp_path)
+    assert _envelope(out, 0)["result"] == {"files": ["u.plan"], "changed": ["u.plan"],
+                                           "written": True}
+    assert (tmp_path / "u.plan").read_text() == CANONICAL
+
+
+def test_json_of_stdin_carries_the_formatted_text(tmp_path: Path) -> None:
+    code, out, _ = invoke(["fmt", "-", "--json"], tmp_path, UGLY.encode())
+    result = _envelope(out, 0)["result"]
+    assert result == {"files": ["<stdin>"], "changed": ["<stdin>"], "written": False,
+                      "formatted": CANONICAL}
