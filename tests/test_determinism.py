@@ -22,6 +22,10 @@ from planner.algorithms.exact import backends
 from planner.cli.applies import applicable_to
 
 HERE = Path(__file__).parent
+#: the spec imports from a sibling folder, so the root is this checkout, given explicitly:
+#: the default (the nearest folder with `.git`) would be the spec's own folder in a copy
+#: without `.git` (an sdist, `git archive`), and the import refused (E008)
+ROOT = HERE.parent
 SPEC = (HERE / "exact" / "specs" / "determinism.plan", "forkjoin_placed")
 TINY = (HERE / "spec" / "valid" / "example" / "tiny.plan", "tiny_on_dgx1")
 
@@ -36,7 +40,7 @@ def _solve(algo: str, out: Path, hashseed: str, where: tuple[Path, str] | None =
     timed = ["--time-limit", limit] if algo in applicable_to("--time-limit") else []
     proc = subprocess.run(
         [sys.executable, "-m", "planner", "solve", str(spec), "--plan", plan, "--algo", algo,
-         *timed, "--out", str(out), "--json"],
+         "--root", str(ROOT), *timed, "--out", str(out), "--json"],
         env=env, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     return out.read_bytes()
