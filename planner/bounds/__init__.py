@@ -84,6 +84,7 @@ import numpy as np
 from ..cost import INF, costs
 from ..facts import facts
 from ..model import Problem
+from ..signals import shielded
 
 __all__ = ["Bounds", "lower_bound", "relative_gap"]
 
@@ -712,7 +713,9 @@ def _compiled_passes(problem: Problem, fastest: list[float], wmin: list[float],
     np.cumsum(np.bincount(dst, minlength=n), out=pred_ptr[1:])
     ok, comp_ok, lat, inv, same_unit = _arrival_tables(problem, src, dst)
     heavy = weight is not None
-    critical, constrained, ef, total_a, back_a, total_b, back_b = _passes(
+    # a stop waits for the call: one during its return was an E999 (`signals`)
+    critical, constrained, ef, total_a, back_a, total_b, back_b = shielded(
+        _passes,
         np.array(g.topological_order, dtype=np.int64), pred_ptr, src[by_dst], by_dst,
         np.array(fastest), np.array(wmin), _forced_transfers(problem, allowed, src, dst),
         comp_ok, lat, inv, nbytes, same_unit, np.array(weight if heavy else fastest), heavy)

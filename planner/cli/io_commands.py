@@ -3,7 +3,10 @@
 
 Every command that makes a spec writes it atomically to `-o FILE`; `--cluster FILE`
 (repeatable) imports a cluster file into it and adds one plan per cluster defined there
-(named `GRAPH_CLUSTER`). The spec's header records the command that regenerates it.
+(named `GRAPH_CLUSTER`). The import is relative to the spec; a cluster file outside the
+root that later commands give the spec (its git repository, else its folder), whose import
+they would refuse (E008), is copied in instead, exactly, with a comment that says so. The
+spec's header records the command that regenerates it.
 Data goes to the output file (or stdout for `export` without `-o`); warnings and a one-line
 summary go to stderr. Failures are `PlannerError`s rendered as diagnostics with their exit
 code, never a traceback.
@@ -31,9 +34,9 @@ from ..io.times import overlay_times, read_times
 from ..io.torch_export import apply_plan, export_document, parse_device_map, torch_devices
 from ..io.torch_import import example_inputs, import_torch, load_target, trace
 from ..model import CONTENTIONS, MEMORY_MODELS
-from ..spec.load import load_path, load_text
+from ..spec.load import default_root, display_path, load_path, load_text
 from ..units import format_bytes
-from ..workload import Imported, PlanDef
+from ..workload import Imported, PlanDef, render_cluster
 from . import _load, _problem, _read_placement
 from .guard import guard
 
@@ -104,14 +107,65 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
         if value not in options:
             raise UsageError(Diagnostic("E930", f"unknown --{key} `{value}`", None,
                                         ("one of: " + ", ".join(options),)))
-    out_dir = output.resolve().parent
-    for path in clusters or []:
+    # the root that a later `planner solve OUTPUT` (or check, simulate) gives the spec: what
+    # it would refuse to import (E008) is copied in instead
+    root = default_root(output)
+    copied = _add_clusters(result, clusters or [], output.resolve().parent, root, memory,
+                           contention)
+    totals = result.workload.totals()
+    footprint = format_bytes(totals["params_bytes"] + totals["output_bytes"])
+    result.header += (f"\nFootprint: params + outputs {footprint} in all (the static memory "
+                      "model's minimum, before copies between devices).")
+    text = result.to_spec()
+    try:  # as the next command will load it: its imports inside its default root
+        load_text(text, str(output), output.resolve().parent, root)
+    except SpecError as err:  # a bug in an importer: say which, do not write the file
+        raise SpecError(Diagnostic("E932", "the generated spec does not load: "
+                                   + "; ".join(d.message for d in err.diagnostics[:3]), None,
+                                   ("this is a bug in planner's importer; please report it",)
+                                   )) from None
+    write_text_atomic(output, text)
+    for w in result.warnings:
+        sys.stderr.write(render_all([w]) + "\n")
+    sys.stderr.write(f"wrote {output}: {len(result.workload.ops)} ops, "
+                     f"{len(result.workload.edges)} edges, {len(result.plans)} plan(s)\n")
+    for line in copied:
+        sys.stderr.write(line + "\n")
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _add_clusters(result: Imported, clusters: list[Path], out_dir: Path, root: Path,
+                  memory: str, contention: str) -> list[str]:
+    """Each `--cluster` file's clusters, and a plan per cluster, into `result`: imported
+    (relative to the output's folder) when the file lies inside `root`, the output's
+    default root, else copied in, since a later command would refuse the import (E008).
+    Returns a line for stderr per file copied."""
+    copied: list[str] = []
+    done: set[str] = set()
+    for path in clusters:
         spec = load_path(path).spec
         if not spec.clusters:
             raise UsageError(Diagnostic("E931", f"{path} defines no cluster",
                                         Span.start_of(str(path))))
-        rel = os.path.relpath(path.resolve(), out_dir).replace(os.sep, "/")
-        result.imports.append(rel)
+        target = path.resolve()
+        rel = (os.path.relpath(target, out_dir).replace(os.sep, "/")
+               if _inside(target, root) else None)
+        if rel is not None:
+            result.imports.append(rel)
+        else:
+            why = (f"outside this spec's root ({display_path(root)}: its git repository, "
+                   "else its folder), where an import of it is refused (E008)")
+            names = ", ".join(f"`{c}`" for c in spec.clusters)
+            copied.append(f"copied cluster(s) {names} from {path} into the spec, {why}; to "
+                          "import it instead, keep the cluster file inside that root")
+            for cname, cluster in spec.clusters.items():
+                if cname not in done:
+                    result.clusters.append(render_cluster(
+                        cluster, exact=True, comment=f"Copied, exactly, from {path}, {why}."))
+        done.update(spec.clusters)
         totals = result.workload.totals()
         need = totals["params_bytes"] + totals["output_bytes"]
         for cname, cluster in spec.clusters.items():
@@ -123,26 +177,7 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
                     f"params + outputs ({format_bytes(need)}) fit on {fits}.")
             result.plans.append(PlanDef(name, result.workload.name, cname, memory, contention,
                                         comment=note))
-    totals = result.workload.totals()
-    footprint = format_bytes(totals["params_bytes"] + totals["output_bytes"])
-    result.header += (f"\nFootprint: params + outputs {footprint} in all (the static memory "
-                      "model's minimum, before copies between devices).")
-    text = result.to_spec()
-    # the spec imports the clusters given, wherever they are: check it with a root that
-    # holds them all (a later `planner check` of it may need `--root` the same way)
-    root = os.path.commonpath([out_dir, *(p.resolve().parent for p in clusters or [])])
-    try:
-        load_text(text, str(output), out_dir, root)
-    except SpecError as err:  # a bug in an importer: say which, do not write the file
-        raise SpecError(Diagnostic("E932", "the generated spec does not load: "
-                                   + "; ".join(d.message for d in err.diagnostics[:3]), None,
-                                   ("this is a bug in planner's importer; please report it",)
-                                   )) from None
-    write_text_atomic(output, text)
-    for w in result.warnings:
-        sys.stderr.write(render_all([w]) + "\n")
-    sys.stderr.write(f"wrote {output}: {len(result.workload.ops)} ops, "
-                     f"{len(result.workload.edges)} edges, {len(result.plans)} plan(s)\n")
+    return copied
 
 
 def _run(make: Callable[[], Imported], output: Path, clusters: list[Path] | None, memory: str,

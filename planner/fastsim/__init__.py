@@ -42,6 +42,7 @@ import numpy as np
 from ..cost import costs
 from ..model import Cluster, Device, Edge, Graph, Op, Problem, derived
 from ..plan import Plan
+from ..signals import shielded
 from ..simulate import KINDS, simulate, upward_rank
 
 __all__ = ["Evaluator", "FastResult", "evaluator", "numba_available", "prepare",
@@ -273,12 +274,13 @@ class Evaluator:
             kind, ord_dev, ord_op = _DISPATCH, _EMPTY, _EMPTY
         if bad and not full:
             return bad, math.inf
-        out = _compiled(place, self.m, self._compute, kind, ord_dev, ord_op, full,
-                      self._liveness, self._rank, self._byrank, self._sources, self._topo,
-                      self._pos, self._pred,
-                      self._succ_ptr, self._succ_dst, self._succ_bytes, self._lat, self._inv,
-                      self._mode, self._tr_cap, self._pins, self._grp_ptr, self._grp_ops,
-                      self._params, self._output, self._temp, self._caps)
+        # a stop waits for the call: one during its return was an E999 (`signals`)
+        out = shielded(_compiled, place, self.m, self._compute, kind, ord_dev, ord_op, full,
+                       self._liveness, self._rank, self._byrank, self._sources, self._topo,
+                       self._pos, self._pred,
+                       self._succ_ptr, self._succ_dst, self._succ_bytes, self._lat, self._inv,
+                       self._mode, self._tr_cap, self._pins, self._grp_ptr, self._grp_ops,
+                       self._params, self._output, self._temp, self._caps)
         if out[0] & _RETRY:
             raise _Retry
         return (out[0] | bad, *out[1:], place)

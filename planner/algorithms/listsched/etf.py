@@ -43,6 +43,7 @@ from typing import Any
 
 from ...cost import INF
 from ...facts import facts
+from ...signals import shielded
 from . import floating
 from .instance import Instance
 from .placer import Placer, Stuck
@@ -157,7 +158,8 @@ def etf_schedule(
     if placer is None:
         placer = Placer(inst)
     if fixed is None and _kernel_case(inst, placer, prank, favourite):
-        return _kernel(inst, placer, prank, favourite)  # type: ignore[no-any-return]
+        # a stop waits for the call: one during its return was an E999 (`signals`)
+        return shielded(_kernel, inst, placer, prank, favourite)  # type: ignore[no-any-return]
     run = EtfRun(inst, placer, prank, fixed)
     if favourite is not None:
         sct = reservation(run, favourite)
