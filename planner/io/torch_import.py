@@ -74,7 +74,9 @@ def require_torch() -> ModuleType:
     except ImportError:
         raise UsageError(Diagnostic(
             "E938", "PyTorch is not installed", None,
-            ("install the extra: pip install 'planner[torch]'",))) from None
+            ("install PyTorch's CPU build, then the extra: pip install torch --index-url "
+             "https://download.pytorch.org/whl/cpu && pip install 'planner[torch]' (for a "
+             "CUDA build, see https://pytorch.org/get-started/locally/)",))) from None
     module: ModuleType = torch  # (Any to mypy where torch is not installed)
     return module
 

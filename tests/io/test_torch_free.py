@@ -54,3 +54,6 @@ def test_without_torch_the_commands_say_which_extra(tmp_path: Path,
                                       "8x16", "-o", str(tmp_path / "m.plan")])
     assert result.exit_code == 2 and "E938" in result.output and "planner[torch]" in \
         result.output
+    # the CPU build first: a plain `pip install 'planner[torch]'` fetches a CUDA build
+    cpu = "pip install torch --index-url https://download.pytorch.org/whl/cpu && pip install"
+    assert cpu in " ".join(result.output.split())
