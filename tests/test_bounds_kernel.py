@@ -26,7 +26,9 @@ GNMT = ROOT.parent / "shared" / "datasets" / "baechi-gnmt" / "gnmt_baechi.json"
 
 @pytest.fixture(scope="module", autouse=True)
 def _kernel_ready() -> None:
-    bounds.prepare()  # compiles once per machine (numba's cache), then loads
+    # compiles once per machine (numba's cache), here rather than in the first test; each
+    # test still starts with it unloaded (tests/conftest.py), and reloads it in microseconds
+    bounds.prepare()
 
 
 def both(problem: Problem, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:

@@ -12,6 +12,9 @@ from planner.algorithms.infeasible import diagnose
 from planner.errors import InfeasibleError
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
 
+# both list-scheduling engines meet these hand-derived cases (`list_engine`, conftest.py)
+pytestmark = pytest.mark.usefixtures("list_engine")
+
 
 def _problem(sizes: list[int], caps: list[int], *, groups: tuple[tuple[int, ...], ...] = (),
              pins: dict[int, int] | None = None, chain: bool = False) -> Problem:

@@ -14,6 +14,9 @@ from planner.algorithms.listsched import Instance, Placer, budget_ladder, topo_b
 from planner.errors import InfeasibleError
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
 
+# both list-scheduling engines meet these hand-derived cases (`list_engine`, conftest.py)
+pytestmark = pytest.mark.usefixtures("list_engine")
+
 LIST_SCHEDULERS = ("msct", "metf", "heft", "cpop")
 
 

@@ -20,6 +20,9 @@ from planner.algorithms.listsched import (
 from planner.algorithms.mtopo import budgets
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
 
+# both list-scheduling engines meet these hand-derived cases (`list_engine`, conftest.py)
+pytestmark = pytest.mark.usefixtures("list_engine")
+
 # Topcuoglu, Hariri, Wu 2002, Fig. 3(b)/Table: HEFT's schedule (start times, processor);
 # p1..p3 are devices 0..2.
 HEFT_SCHEDULE = {

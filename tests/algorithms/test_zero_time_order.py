@@ -8,6 +8,9 @@ import planner
 from planner.algorithms import run
 from planner.simulate import simulate
 
+# both list-scheduling engines meet these hand-derived cases (`list_engine`, conftest.py)
+pytestmark = pytest.mark.usefixtures("list_engine")
+
 SPEC = """
 cluster c {
   device gpu[0..1] { memory 1 GB }

@@ -1,0 +1,50 @@
+"""Fixtures of the whole suite.
+
+The compiled engines have process-wide switches: which engine runs (`ENGINE`), and whether
+the compiled code is loaded (`etf._kernel`, `bounds._passes`: once loaded, "auto" runs it
+on graphs of any size). A test, a module's fixture or an in-process run that loads one
+would otherwise decide the engine of every test after it, so that which engine a test
+checks would depend on file order. Every test starts, and ends, with them as a fresh
+process has them (reloading costs microseconds once compiled: numba keeps the machine
+code in the imported module).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import planner.bounds as bounds
+from planner import fastsim
+from planner.algorithms.listsched import etf
+
+#: the switches, as this process had them before any test: (module, attribute, value)
+_AT_START = tuple((module, name, getattr(module, name))
+                  for module, names in ((etf, ("ENGINE", "_kernel")),
+                                        (bounds, ("ENGINE", "_passes")))
+                  for name in names)
+
+
+def _reset_engines() -> None:
+    for module, name, value in _AT_START:
+        setattr(module, name, value)
+
+
+@pytest.fixture(autouse=True)
+def _engines_as_at_start() -> Iterator[None]:
+    """The compiled engines' switches as at the start, before and after each test."""
+    _reset_engines()
+    yield
+    _reset_engines()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fast_simulator_loaded() -> None:
+    """The compiled simulator loaded (compiled here when numba's cache lacks it; CI fills
+    the cache first): a search's budget depends on which simulator runs
+    (`search.move_budget`), so without this a test's plan would depend on whether an
+    earlier command had built the kernel. The cold path has its own tests, in
+    subprocesses with a cache folder of their own (tests/test_compiled.py)."""
+    if fastsim.numba_available():
+        fastsim.prepare()
