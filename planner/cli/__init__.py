@@ -562,7 +562,10 @@ def _place(algo: str, problem: Problem, options: Options, report: JsonReport) ->
     """Run the algorithm; on Ctrl-C, the `interrupted` solution it holds, or exit 130."""
     from ..render.terminal import SolveProgress, live_progress  # lazy: start-up
 
-    progress = SolveProgress(algo, len(problem.graph.ops), options.time_limit_s)
+    # the limit, shown as `elapsed/limit s`, of an algorithm that takes one (a heuristic runs
+    # to its end: its line shows the elapsed time alone)
+    limit_s = options.time_limit_s if algorithms.get(algo).takes("time_limit_s") else 0.0
+    progress = SolveProgress(algo, len(problem.graph.ops), limit_s)
     try:
         with stdout_to_stderr(), live_progress(progress):
             progress.bound_s = _bounds(problem).makespan_s
