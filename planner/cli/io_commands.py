@@ -5,7 +5,7 @@ Every command that makes a spec writes it atomically to `-o FILE`; `--cluster FI
 (repeatable) imports a cluster file into it and adds one plan per cluster defined there
 (named `GRAPH_CLUSTER`). The import is relative to the spec; a cluster file outside the
 root that later commands give the spec (its git repository, else its folder), whose import
-they would refuse (E008), is copied in instead, exactly, with a comment that says so. The
+they would refuse, is copied in instead, exactly, with a comment that says so. The
 spec's header records the command that regenerates it.
 Data goes to the output file (or stdout for `export` without `-o`); warnings and a one-line
 summary go to stderr. Failures are `PlannerError`s rendered as diagnostics with their exit
@@ -107,8 +107,8 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
         if value not in options:
             raise UsageError(Diagnostic("E930", f"unknown --{key} `{value}`", None,
                                         ("one of: " + ", ".join(options),)))
-    # the root that a later `planner solve OUTPUT` (or check, simulate) gives the spec: what
-    # it would refuse to import (E008) is copied in instead
+    # the root that a later `planner solve OUTPUT` (or check, simulate) gives the spec: a file
+    # outside it, whose import the loader refuses, is copied in instead
     root = default_root(output)
     copied = _add_clusters(result, clusters or [], output.resolve().parent, root, memory,
                            contention)
@@ -141,7 +141,7 @@ def _add_clusters(result: Imported, clusters: list[Path], out_dir: Path, root: P
                   memory: str, contention: str) -> list[str]:
     """Each `--cluster` file's clusters, and a plan per cluster, into `result`: imported
     (relative to the output's folder) when the file lies inside `root`, the output's
-    default root, else copied in, since a later command would refuse the import (E008).
+    default root, else copied in, since a later command would refuse the import.
     Returns a line for stderr per file copied."""
     copied: list[str] = []
     done: set[str] = set()
@@ -157,7 +157,7 @@ def _add_clusters(result: Imported, clusters: list[Path], out_dir: Path, root: P
             result.imports.append(rel)
         else:
             why = (f"outside this spec's root ({display_path(root)}: its git repository, "
-                   "else its folder), where an import of it is refused (E008)")
+                   "else its folder), where an import of it is refused")
             names = ", ".join(f"`{c}`" for c in spec.clusters)
             copied.append(f"copied cluster(s) {names} from {path} into the spec, {why}; to "
                           "import it instead, keep the cluster file inside that root")
