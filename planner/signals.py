@@ -1,22 +1,40 @@
-"""SIGTERM and SIGHUP end a command the way Ctrl-C does, so its clean-up runs.
+"""The signals that stop a command: Ctrl-C (SIGINT), SIGTERM and SIGHUP.
 
-By default Python dies on SIGTERM at once: no `finally`, no `atexit`, so a `compare`
-left its worker processes, its forkserver and its temporary folder behind, and a `solve`
-its external solver and the solver's `.lp`/`.soln` files. Here the signal raises
-`Terminated` (a `KeyboardInterrupt`) in the main thread instead: every path that handles
-Ctrl-C (kill the solver's process group, stop the pool, keep the best plan so far) runs,
-and the command exits 130 with E607, as for Ctrl-C.
+1. SIGTERM and SIGHUP end a command the way Ctrl-C does, so its clean-up runs. By default
+   Python dies on SIGTERM at once: no `finally`, no `atexit`, so a `compare` left its
+   worker processes, its forkserver and its temporary folder behind, and a `solve` its
+   external solver and the solver's `.lp`/`.soln` files. Here the signal raises
+   `Terminated` (a `KeyboardInterrupt`) in the main thread instead: every path that
+   handles Ctrl-C (kill the solver's process group, stop the pool, keep the best plan so
+   far) runs, and the command exits 130 with E607, as for Ctrl-C.
+2. Never inside compiled code. A `KeyboardInterrupt` raised while a numba kernel returns
+   its result leaves the interpreter with a result *and* an exception: CPython turns that
+   into `SystemError: CPUDispatcher(...) returned a result with an exception set`, which
+   no `except KeyboardInterrupt` catches (issue 25: a search stopped in its loop ended
+   with E999 and lost its best plan). So every call of a compiled kernel runs in
+   `shielded`: a stop that arrives meanwhile is only recorded, and raised as soon as the
+   call has returned, where the callers' `except KeyboardInterrupt` keeps the best plan.
+   A second signal during the same call raises at once (a stuck call stays stoppable).
+   `deferred` holds stops off the same way around any stretch of code: the CLI's start-up
+   and exit, where no handler of a command's would see them (`allowed` lets a command's
+   body take them at once again).
+
+Handlers run in the main thread only, so only the main thread defers; elsewhere these
+are no-ops. This module imports nothing of planner's (the bottom layer).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-from collections.abc import Callable
-from types import FrameType
-from typing import TypeVar, TypeVarTuple
+import threading
+from collections.abc import Callable, Iterator
+from threading import get_ident
+from types import FrameType, TracebackType
+from typing import NoReturn, TypeVar, TypeVarTuple
 
-#: the signals that stop a command like Ctrl-C
+#: the signals other than SIGINT that stop a command like Ctrl-C
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
@@ -28,35 +46,144 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-def _raise(signum: int, frame: FrameType | None) -> None:
+_depth = 0  # how many `deferred` stretches the main thread is in
+_pending: int | None = None  # the signal that arrived in one, raised when the last ends
+_worker = False  # a pool worker (`install_in_worker`)
+_running = False  # a pool worker running a point (`guarded`)
+_armed = False  # `_arm` has run
+
+
+def _stop(signum: int) -> NoReturn:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Terminated(signum)
 
 
-def install() -> None:
-    """Turn SIGTERM and SIGHUP into `Terminated` (main thread only; elsewhere a no-op)."""
-    for sig in SIGNALS:
-        try:
-            signal.signal(sig, _raise)
-        except (ValueError, OSError):  # not the main thread, or an embedded interpreter
+def _handle(signum: int, frame: FrameType | None) -> None:
+    global _pending
+    if _worker and not _running:
+        os._exit(128 + signum)  # an idle worker: nothing to clean up
+    if _depth and _pending is None:
+        _pending = signum  # raised when the deferred stretch ends
+        return
+    _pending = None
+    _stop(signum)
+
+
+_main = threading.main_thread().ident  # where handlers run (a fork's: the forking thread)
+
+
+def _forked() -> None:
+    global _main
+    _main = get_ident()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _main_thread() -> bool:
+    return get_ident() == _main
+
+
+def _arm() -> None:
+    """Deferring needs this module's SIGINT handler: take Python's default one's place
+    (which it matches outside deferred stretches); leave any other handler alone. Once
+    per process, from the main thread: `getsignal` is slow (13 us; a kernel call may
+    take 5)."""
+    global _armed
+    _armed = True
+    with contextlib.suppress(ValueError, OSError):  # an embedded interpreter
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _handle)
+
+
+class _Deferral:
+    """`deferred()`'s context manager (one object: the state is the module's)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _depth
+        if get_ident() == _main:
+            if not _armed:
+                _arm()
+            _depth += 1
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        global _depth, _pending
+        if get_ident() != _main:
             return
+        _depth -= 1
+        if isinstance(err, SystemError) and isinstance(err.__cause__, KeyboardInterrupt):
+            # a handler not of this module's raised inside compiled code: the stop it meant
+            _pending = None
+            raise err.__cause__ from None
+        if not _depth and _pending is not None:
+            signum, _pending = _pending, None
+            _stop(signum)
 
 
-_running = False
+_DEFERRAL = _Deferral()
 _R = TypeVar("_R")
 _Ts = TypeVarTuple("_Ts")
 
 
-def _worker_signal(signum: int, frame: FrameType | None) -> None:
-    if _running:
-        raise Terminated(signum)  # unwinds the point: its solver group and files go too
-    os._exit(128 + signum)  # idle: nothing to clean up
+def deferred() -> _Deferral:
+    """A context in which SIGINT, SIGTERM and SIGHUP only record the stop they ask for,
+    raised (`KeyboardInterrupt`, `Terminated`) when the outermost such context ends; a
+    second signal meanwhile raises at once. Nests; a no-op outside the main thread."""
+    return _DEFERRAL
+
+
+def shielded(call: Callable[[*_Ts], _R], *args: *_Ts) -> _R:
+    """`call(*args)` with stops deferred until it returns: the way to call a compiled
+    (numba) kernel, which must not be interrupted as it returns (the module's docs)."""
+    with _DEFERRAL:
+        return call(*args)
+
+
+@contextlib.contextmanager
+def allowed() -> Iterator[None]:
+    """A stretch inside a deferred one (a command's body) where stops raise at once again,
+    a stop recorded before it included; the deferral resumes after it."""
+    global _depth, _pending
+    if not _main_thread():
+        yield
+        return
+    saved, _depth = _depth, 0
+    try:
+        if _pending is not None:
+            signum, _pending = _pending, None
+            _stop(signum)
+        yield
+    finally:
+        _depth = saved
+
+
+def install() -> None:
+    """Turn SIGTERM and SIGHUP into `Terminated`, and let SIGINT be deferred (main thread
+    only; elsewhere a no-op). An ignored signal (a command started with `nohup`, or in
+    the background) stays ignored."""
+    if not _main_thread():
+        return
+    _arm()
+    for sig in SIGNALS:
+        with contextlib.suppress(ValueError, OSError):  # an embedded interpreter
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                signal.signal(sig, _handle)
 
 
 def install_in_worker() -> None:
-    """A pool worker's handler: a running point is unwound (its `finally` blocks and
-    solver kills run), then `guarded` exits; an idle worker exits at once."""
+    """A pool worker's handlers: SIGTERM and SIGHUP unwind a running point (its `finally`
+    blocks and solver kills run, after any compiled call returns), then `guarded` exits;
+    an idle worker exits at once. SIGINT is ignored: Ctrl-C reaches the whole process
+    group, and the parent, which holds the results, stops the workers itself."""
+    global _worker
+    _worker = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for sig in SIGNALS:
-        signal.signal(sig, _worker_signal)
+        signal.signal(sig, _handle)
 
 
 def guarded(call: Callable[[*_Ts], _R], *args: *_Ts) -> _R:
