@@ -18,7 +18,7 @@ from types import MappingProxyType
 
 from ..errors import Diagnostic, UsageError, did_you_mean
 from ..model import Problem
-from .base import TUNABLE, AlgorithmInfo, Options, Solution
+from .base import TUNABLE, AlgorithmInfo, Interrupted, Options, Solution
 
 __all__ = ["ALGORITHMS", "TUNABLE", "AlgorithmInfo", "Options", "Solution", "compare_defaults",
            "completions", "constructive", "display_name", "get", "names", "run", "taking"]
@@ -126,14 +126,25 @@ def completions(prefix: str = "") -> list[tuple[str, str]]:
 def run(name: str, problem: Problem, options: Options | None = None) -> Solution:
     """Run algorithm `name` on `problem`; `Solution.planning_s` is its wall time alone.
 
-    Raises `InfeasibleError` when no plan satisfies the memory caps and pins.
+    Raises `InfeasibleError` when no plan satisfies the memory caps and pins, and
+    `Interrupted` on Ctrl-C, its solution (if any) timed the same way.
     """
     place = get(name).place
     options = options or Options()
     t0 = time.perf_counter()
-    out = place(problem, options)
+    try:
+        out = place(problem, options)
+    except Interrupted as stop:
+        if stop.solution is not None:  # it said 0 ns (issue 25)
+            elapsed = time.perf_counter() - t0
+            stop.solution = _named(stop.solution, name).timed(elapsed)
+        raise
     elapsed = time.perf_counter() - t0
-    solution = out if isinstance(out, Solution) else Solution(out)
-    if not solution.plan.algorithm:
-        solution = solution.with_plan(solution.plan.with_algorithm(name))
-    return solution.timed(elapsed)
+    return _named(out if isinstance(out, Solution) else Solution(out), name).timed(elapsed)
+
+
+def _named(solution: Solution, name: str) -> Solution:
+    """`solution` with its plan's algorithm set (to `name` when the algorithm left it)."""
+    if solution.plan.algorithm:
+        return solution
+    return solution.with_plan(solution.plan.with_algorithm(name))
