@@ -55,7 +55,7 @@ from .exact import cpsat
 from .exact.verdict import judge
 from .infeasible import none_found
 from .portfolio import CANDIDATES, Ranked, estimated_seconds, rank
-from .search import improve, move_budget
+from .search import CUT, cap, improve, move_budget, search_seconds
 
 __all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "place"]
 
@@ -81,6 +81,7 @@ Best = tuple[str, float, Plan] | None
 def place(problem: Problem, options: Options) -> Solution:
     """Best of the heuristics, improved by CP-SAT on small graphs (module docstring)."""
     limit = options.time_limit_s if options.time_limit_s > 0 else None
+    deadline = cap(options.time_limit_s)
     ranked = rank(problem, options, progress_share=0.3, limit_s=limit)
     candidates = dict(ranked.candidates)
     errors = list(ranked.errors)
@@ -91,7 +92,7 @@ def place(problem: Problem, options: Options) -> Solution:
         raise none_found(problem, errors)
 
     search_note, best = _search_phase(problem, options, ranked, candidates, best,
-                                      cpsat_follows=cpsat_note is None)
+                                      cpsat_follows=cpsat_note is None, deadline=deadline)
 
     claims: dict[str, Any] = {"lower_s": lower_bound(problem).makespan_s,
                               "tolerance": options.gap}
@@ -104,6 +105,8 @@ def place(problem: Problem, options: Options) -> Solution:
             "objective_s": makespan, "bound_s": verdict.bound_s, "gap": verdict.gap,
             "why": verdict.why,
             "search": search_note, "cpsat": cpsat_note}
+    if isinstance(search_note, str) and search_note.startswith(CUT):
+        info["reason"] = search_note  # the text output shows it, not only --json
     log.info("auto: %s gives %.6g s", name, makespan)
     if options.progress:
         options.progress(1.0, f"auto: {name}")
@@ -124,7 +127,7 @@ def _cpsat_skipped(problem: Problem, options: Options) -> str | None:
 
 def _search_phase(problem: Problem, options: Options, ranked: Ranked,
                   candidates: dict[str, float | None], best: Best, *,
-                  cpsat_follows: bool) -> tuple[Any, Best]:
+                  cpsat_follows: bool, deadline: float) -> tuple[Any, Best]:
     """Phase 2: the search from the best plan; (its note for `info`, the best plan after it).
 
     Adds `candidates["search"]` when the search found a strictly faster plan."""
@@ -133,7 +136,7 @@ def _search_phase(problem: Problem, options: Options, ranked: Ranked,
     share = SEARCH_SHARE if cpsat_follows else 1.0
     spent = sum(estimated_seconds(problem, name) for name in ranked.candidates
                 if name not in ranked.skipped and name != "warm_start")
-    left = share * options.time_limit_s - spent
+    left = search_seconds(problem, ranked, share * options.time_limit_s)
     search_note: Any = "skipped: one device" if m < 2 else (
         "skipped: no time limit" if options.time_limit_s <= 0 else (
             f"skipped: the heuristics are expected to take {spent:.1f} s of the "
@@ -143,12 +146,12 @@ def _search_phase(problem: Problem, options: Options, ranked: Ranked,
         if options.progress:
             options.progress(0.3, "auto: search")
         try:
-            found = improve(problem, ranked, options, budget,
+            found = improve(problem, ranked, options, budget, deadline=deadline,
                             stall=min(STALL_MAX, max(STALL_MIN, budget // STALL_DIVISOR)))
         except Interrupted as stop:
             raise Interrupted(stop.solution) from None
         sim = simulate(problem, found.plan)
-        search_note = found.info.get("stopped") or found.info.get("reason") or (
+        search_note = found.info.get("reason") or found.info.get("stopped") or (
             f"{found.info['moves']} moves")
         if sim.feasible and sim.makespan_s < best[1] * (1 - 1e-12):
             candidates["search"] = sim.makespan_s

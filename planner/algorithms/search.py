@@ -22,10 +22,14 @@ feasible and its makespan is the one users see.
 3. **Multilevel coordinate descent** from each start: for every group of a level in turn,
    move it to each other device it may use and keep every strict improvement; a level is
    swept until a pass improves nothing, then the next finer one. The better start is kept.
-4. **Annealing** for the rest of the budget: a random group of a random level moves to a
+4. **Annealing** for the rest of the budget, in cycles of `anneal_cycle(problem)` moves,
+   then twice, four times as many, and so on: a random group of a random level moves to a
    random device, or two groups on different devices swap; worse plans are accepted with
-   probability `exp(-delta / T)`, T falling linearly to 0 from 1% of the makespan; the best
-   plan seen is returned.
+   probability `exp(-delta / T)`, T falling linearly over the cycle to 0 from 1% of the
+   makespan; each cycle starts again from the best plan seen, which is what the search
+   returns. (One cooling over the whole budget, as before, made each budget a different
+   trajectory: on Baechi's fused GNMT 10/30/60/120 s gave 88.71/86.56/88.08/85.93 ms.
+   Doubling cycles keep a long cooling, a quarter to a half of any budget, without it.)
 
 Scoring (`Scorer`): the start keeps its algorithm's own order; every placement a move
 makes is simulated with the simulator's dynamic dispatch, and a better one is kept with the
@@ -33,15 +37,24 @@ order dispatch gave it (re-ordering each improvement with the list schedulers' E
 was tried: on Baechi's GNMT it steered the descent to 97.7 ms instead of 94.1 ms). Placements
 seen are memoised.
 Simulations go through `planner.fastsim`, whose compiled kernel gives the simulator's
-results bit for bit about 30x faster (until it is compiled, the first time on a machine,
-`planner.simulate` answers: the same plans, only fewer moves per second).
+results bit for bit 20-50x faster. Until numba's cache holds it (the first run after an
+install, while a background build compiles it: `planner.compiled`), `planner.simulate`
+answers, and the budget is sized for its speed (`PYTHON_SECONDS_PER_MOVE`): the limit is
+kept either way, and so is the rule that a limit and a seed give one plan per simulator.
 
 Budget and determinism: the work is counted in moves tried. `--time-limit` is turned into
-a budget of moves from the problem's size alone (`move_budget`), so a given seed
-and limit give the same plan on any machine and at any load; the wall clock is only a
-safety cap at three times the limit plus 5 s (then `info["reason"]` says the plan may
-differ from run to run). Ctrl-C returns the best plan so far (`Interrupted`). Progress
-reports the best makespan as it improves.
+a budget of moves from the problem's size and the simulator in use alone (`move_budget`),
+sized to fill `LOAD_HEADROOM` of the limit on an idle machine, so a given seed and limit
+give the same plan at any load (two busy processes on this 2-core machine leave it time
+to spare); the wall clock is a cap at the limit itself, which a normal run never meets
+(when it does, `info["reason"]` says so and that the plan may differ from run to run).
+
+More time never gives a worse plan: nothing the search does depends on its budget (the
+descent ends by itself; the annealing's cycles have a length set by the problem, not by
+the budget; `auto`'s stall rule grows with the budget), so the moves of a longer run
+begin with every move of a shorter one, and the best plan seen can only get better.
+Ctrl-C returns the best plan so far (`Interrupted`). Progress reports the best makespan as
+it improves.
 
 Time: O(budget · (V + E) log V) (one simulation each).
 """
@@ -58,38 +71,71 @@ from types import MappingProxyType
 from typing import Any
 
 from ..facts import facts
-from ..fastsim import Evaluator, evaluator, prepare_in_background
+from ..fastsim import Evaluator, evaluator
+from ..fastsim import ready as compiled_ready
 from ..model import Problem
 from ..plan import Plan
 from .base import Interrupted, Options, Solution
 from .exact.verdict import judge
 from .infeasible import none_found
-from .portfolio import Ranked, rank
+from .portfolio import Ranked, estimated_seconds, rank
 
 #: seconds one move is assumed to cost, fixed plus per op and edge, to turn `--time-limit`
 #: into a budget of moves without reading the clock (measured on this project's 2-core
 #: machine with the compiled simulator: about 0.1 ms a move on ResNet-50's 369 ops and
-#: edges, 0.3-0.4 ms on Baechi's GNMT's 6,644; until the kernel is compiled, the first time
-#: on a machine, moves cost up to 30x more and the safety cap may end the search early)
+#: edges, 0.3-0.4 ms on Baechi's GNMT's 6,644)
 SECONDS_PER_MOVE = 5e-5
 SECONDS_PER_ELEMENT = 4.5e-8
-#: a search still running after this many seconds has the compiled simulator built in the
-#: background if it is not ready (shorter ones never start a compile)
-COMPILE_AFTER_S = 1.0
+#: the same with `planner.simulate`, while the compiled simulator is not built (measured
+#: on the same machine: 0.75 ms a move on ResNet-50, 1.6 ms on Inception's 771 ops and
+#: edges, 4.9 ms on Baechi's fused GNMT's 2,788, 12-17 ms on GNMT's 6,644 and 9,239)
+PYTHON_SECONDS_PER_MOVE = 1e-4
+PYTHON_SECONDS_PER_ELEMENT = 2e-6
+#: the share of the limit a budget is sized to fill on an idle machine: the rest lets a
+#: run twice as slow (two busy processes on 2 cores slow planner by 1.5x) keep both the
+#: limit and its plan
+LOAD_HEADROOM = 0.5
+#: the wall clock stops a search this long after the limit at the latest (seconds)
+CAP_MIN_S = 0.5
+#: the first annealing cycle lasts this many moves per movable unit, within `CYCLE_MOVES`
+CYCLE_PER_UNIT = 10
+CYCLE_MOVES = (1000, 20_000)
 #: the fewest moves a search gets, whatever the limit
 MIN_BUDGET = 20
 #: annealing stops after this many moves in a row to placements seen before (a small
 #: graph's neighbourhood is soon exhausted)
 MAX_REVISITS = 2000
-#: the wall clock stops a search past this many times its limit (a safety cap only)
-SAFETY_FACTOR = 3.0
 _SPLIT = re.compile(r"[/.:]")
+#: how `info["reason"]` begins when the wall clock cut a search
+CUT = "the time limit ran out"
 
 
-def move_budget(problem: Problem, time_limit_s: float) -> int:
-    """Moves a search may try for `time_limit_s`, from the problem's size alone."""
+def move_budget(problem: Problem, time_limit_s: float, *, compiled: bool | None = None) -> int:
+    """Moves a search may try for `time_limit_s`, from the problem's size and the simulator
+    alone (`compiled`: whether the compiled one runs; None: ask `fastsim.ready`)."""
+    if compiled is None:
+        compiled = compiled_ready()
+    return max(MIN_BUDGET, int(LOAD_HEADROOM * time_limit_s
+                               / seconds_per_move(problem, compiled=compiled)))
+
+
+def seconds_per_move(problem: Problem, *, compiled: bool) -> float:
+    """What one move is assumed to cost on an idle machine (`SECONDS_PER_MOVE`, ...)."""
     size = len(problem.graph.ops) + len(problem.graph.edges)
-    return max(MIN_BUDGET, int(time_limit_s / (SECONDS_PER_MOVE + SECONDS_PER_ELEMENT * size)))
+    if compiled:
+        return SECONDS_PER_MOVE + SECONDS_PER_ELEMENT * size
+    return PYTHON_SECONDS_PER_MOVE + PYTHON_SECONDS_PER_ELEMENT * size
+
+
+def anneal_cycle(problem: Problem) -> int:
+    """Moves of the first annealing cycle: `CYCLE_PER_UNIT` per movable unit, within
+    `CYCLE_MOVES` (a function of the problem alone, so that a longer search extends a
+    shorter one)."""
+    f = facts(problem)
+    movable = sum(1 for u, members in enumerate(f.units)
+                  if f.pin[members[0]] < 0 and len(f.unit_allowed[u]) > 1)
+    low, high = CYCLE_MOVES
+    return min(high, max(low, CYCLE_PER_UNIT * movable))
 
 
 def move_levels(problem: Problem) -> list[list[tuple[int, ...]]]:
@@ -183,13 +229,9 @@ class Scorer:
 
     #: the problem's `fastsim.Evaluator`
     evaluator: Evaluator = field(init=False)
-    #: when scoring began, and whether a background compile was asked for
-    started: float = field(init=False, default=0.0)
-    compiling: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         self.evaluator = evaluator(self.problem)
-        self.started = time.monotonic()
 
     @property
     def exhausted(self) -> bool:
@@ -215,11 +257,6 @@ class Scorer:
             return known
         self.revisits = 0
         self.used += 1
-        if not self.compiling and time.monotonic() - self.started > COMPILE_AFTER_S:
-            # a search that lasts: have the compiled simulator built meanwhile (a child
-            # process fills numba's cache; answers are identical either way, only faster)
-            prepare_in_background()
-            self.compiling = True
         ev = self.evaluator
         value = ev.makespan(key)  # the simulator's dynamic dispatch
         if value < self.best:
@@ -273,16 +310,23 @@ def _descend(scorer: Scorer, start: list[int], value: float,
 
 def _anneal(scorer: Scorer, start: list[int], value: float,
             levels: list[list[tuple[int, ...]]], rng: random.Random) -> None:
-    """Simulated annealing for the rest of the budget (module docstring)."""
+    """Simulated annealing for the rest of the budget, in cycles that each start from the
+    best plan seen (module docstring)."""
     f = facts(scorer.problem)
     m = len(scorer.problem.cluster.devices)
     current = list(start)
     first = scorer.moves
     scorer.annealing = max(1, first)
-    span = max(1, scorer.budget - first)
+    cycle = anneal_cycle(scorer.problem)
+    began = first  # the move at which the current cycle began
     t0 = 0.01 * value if math.isfinite(value) else 0.0
     while not scorer.exhausted and scorer.revisits < MAX_REVISITS:
-        temperature = t0 * max(0.0, 1.0 - (scorer.moves - first) / span)
+        if scorer.moves - began >= cycle and scorer.best_plan is not None:
+            # the next cycle, twice as long, from the best plan seen
+            began, cycle = scorer.moves, 2 * cycle
+            current, value = list(scorer.best_plan.placement), scorer.best
+            t0 = 0.01 * value if math.isfinite(value) else 0.0
+        temperature = t0 * (1.0 - (scorer.moves - began) / cycle)
         level = levels[min(len(levels) - 1, int(len(levels) * rng.random() ** 0.5))]
         trial = list(current)
         if rng.random() < 0.2 and len(level) > 1:  # swap two groups' devices
@@ -307,24 +351,43 @@ def _anneal(scorer: Scorer, start: list[int], value: float,
 
 def place(problem: Problem, options: Options) -> Solution:
     """Search from the best constructive plan (module docstring)."""
+    deadline = cap(options.time_limit_s)
     ranked = rank(problem, options, progress_share=0.1)
     if ranked.best is None:
         raise none_found(problem, list(ranked.errors))
-    return improve(problem, ranked, options, move_budget(problem, options.time_limit_s))
+    budget = move_budget(problem, search_seconds(problem, ranked, options.time_limit_s))
+    return improve(problem, ranked, options, budget, deadline=deadline)
+
+
+def cap(time_limit_s: float) -> float:
+    """The wall-clock instant (`time.monotonic`) past which a search that starts now stops
+    whatever its budget: the limit, `CAP_MIN_S` at least."""
+    return time.monotonic() + max(CAP_MIN_S, time_limit_s)
+
+
+def search_seconds(problem: Problem, ranked: Ranked, seconds: float) -> float:
+    """The seconds of `seconds` a search after `ranked`'s heuristics may plan for:
+    what their expected time (`portfolio.estimated_seconds`, the budget's `LOAD_HEADROOM`
+    taken into account) leaves; 0 or less when nothing is left."""
+    spent = sum(estimated_seconds(problem, name) for name in ranked.candidates
+                if name not in ranked.skipped and name != "warm_start")
+    return seconds - spent / LOAD_HEADROOM
 
 
 def improve(problem: Problem, ranked: Ranked, options: Options, budget: int, *,
-            stall: int | None = None) -> Solution:
+            stall: int | None = None, deadline: float | None = None) -> Solution:
     """Search from `ranked`'s best plan for `budget` moves (module docstring).
 
     `stall`: stop annealing once this many moves in a row found nothing better (`auto`: a
     search that has stopped paying should not spend the user's time; the descent, which
-    ends by itself, always runs to its end or the budget). Raises `Interrupted` with
-    the best plan so far on Ctrl-C.
+    ends by itself, always runs to its end or the budget). `deadline`: the wall-clock cap
+    (`cap`; by default the limit from now). Raises `Interrupted` with the best plan so far
+    on Ctrl-C.
     """
     assert ranked.best is not None
     name, first, start_plan = ranked.best
-    deadline = time.monotonic() + SAFETY_FACTOR * budget_seconds(problem, budget) + 5.0
+    if deadline is None:
+        deadline = cap(options.time_limit_s)
     scorer = Scorer(problem, budget, deadline, progress=options.progress, stall=stall)
     scorer.best, scorer.best_plan = first, start_plan
     if options.progress is not None:  # the best so far, before any move improves on it
@@ -346,12 +409,6 @@ def improve(problem: Problem, ranked: Ranked, options: Options, budget: int, *,
     return _solution(scorer, name, first, "feasible", budget)
 
 
-def budget_seconds(problem: Problem, budget: int) -> float:
-    """The time `move_budget` assumes `budget` moves take (the inverse of `move_budget`)."""
-    size = len(problem.graph.ops) + len(problem.graph.edges)
-    return budget * (SECONDS_PER_MOVE + SECONDS_PER_ELEMENT * size)
-
-
 def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int) -> Solution:
     assert scorer.best_plan is not None
     info: dict[str, Any] = {
@@ -359,8 +416,8 @@ def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int
         "simulations": scorer.used, "moves": scorer.moves, "budget_moves": budget,
     }
     if scorer.capped:
-        info["reason"] = ("the wall-clock safety cap stopped the search before its budget: "
-                          "this plan may differ from run to run")
+        info["reason"] = (f"{CUT} after {scorer.moves} of {budget} moves (a slow or busy "
+                          "machine): this plan may differ from run to run")
     if scorer.stalled:
         info["stopped"] = f"no better plan in the last {scorer.stall} moves"
     plan = scorer.best_plan.with_algorithm("search")

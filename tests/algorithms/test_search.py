@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import pytest
 from algo_support import SPECS, check_plan, load_spec
 
 import planner
-from planner.algorithms import Options, run
+from planner.algorithms import Options, auto, run, search
 from planner.algorithms.base import Interrupted
 from planner.algorithms.portfolio import rank
 from planner.algorithms.search import move_budget, move_levels
@@ -159,3 +160,64 @@ def test_cross_groups_gather_a_layer_across_time_steps() -> None:
     assert layers in named and steps_groups in named
     assert named.index(layers) < named.index(steps_groups)  # 2 groups before 3: coarse first
     assert len(named[-1]) == 6  # then every op alone
+
+
+INCEPTION = SPECS.parent.parent.parent / "specs" / "inception.plan"
+
+
+def test_a_longer_search_begins_with_every_move_of_a_shorter_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing a search does depends on its budget (the annealing's cycles have lengths set
+    by the problem), so a longer run repeats a shorter one move for move, then goes on:
+    more time never gives a worse plan. (A cooling spread over the whole budget, as
+    before, made every budget a different trajectory.)"""
+    problem = planner.load(INCEPTION).plan("inception_v2_small4")
+    ranked = rank(problem, Options())
+    scored: list[tuple[int, ...]] = []
+    real = search.Scorer.score
+
+    def recording(self: search.Scorer, placement: list[int]) -> float:
+        scored.append(tuple(placement))
+        return real(self, placement)
+
+    monkeypatch.setattr(search.Scorer, "score", recording)
+    runs = []
+    cycle = search.anneal_cycle(problem)
+    for budget in (cycle + 500, 3 * cycle + 500):  # into the second cycle, and the third
+        scored.clear()
+        sol = search.improve(problem, ranked, Options(seed=5), budget)
+        assert sol.info["moves"] == budget and "reason" not in sol.info
+        runs.append((list(scored), sol.info["objective_s"]))
+    (short, short_best), (long, long_best) = runs
+    assert len(short) > 1000 and long[:len(short)] == short
+    assert long_best <= short_best
+
+
+def test_budgets_grow_with_the_limit_and_fit_it_with_room_for_load() -> None:
+    problem = planner.load(INCEPTION).plan("inception_v2_small4")
+    for compiled in (True, False):
+        budgets = [move_budget(problem, x, compiled=compiled) for x in (1, 5, 10, 20, 40)]
+        assert budgets == sorted(budgets)
+        # what the budget is assumed to take fills the headroom's share of the limit
+        per = search.seconds_per_move(problem, compiled=compiled)
+        assert budgets[2] * per == pytest.approx(search.LOAD_HEADROOM * 10, rel=1e-3)
+    # the Python simulator is slower: fewer moves for the same limit
+    assert move_budget(problem, 10, compiled=False) < move_budget(problem, 10, compiled=True)
+
+
+def test_the_wall_clock_cuts_a_search_and_says_so() -> None:
+    problem = planner.load(INCEPTION).plan("inception_v2_small4")
+    ranked = rank(problem, Options())
+    sol = search.improve(problem, ranked, Options(), 10**9, deadline=time.monotonic())
+    assert sol.info["reason"].startswith(search.CUT)
+    assert "may differ from run to run" in sol.info["reason"]
+    assert sol.info["moves"] < 10**9
+    check_plan(problem, sol.plan)
+
+
+def test_auto_says_when_the_clock_cut_its_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(auto, "cap", lambda limit: time.monotonic())  # a clock that ran out
+    problem = planner.load(INCEPTION).plan("inception_v2_small4")
+    sol = run("auto", problem, Options(time_limit_s=5))
+    assert sol.info["reason"].startswith(search.CUT)
+    assert sol.info["search"] == sol.info["reason"]
