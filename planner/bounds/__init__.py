@@ -81,6 +81,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import compiled
 from ..cost import INF, costs
 from ..facts import facts
 from ..model import Problem
@@ -89,7 +90,8 @@ from ..signals import shielded
 __all__ = ["Bounds", "lower_bound", "relative_gap"]
 
 #: which code runs the graph passes (the two longest paths, the arrival path, the memory
-#: path's two heaviest paths): "auto" (compiled, `_kernel`, from `KERNEL_MIN_OPS`),
+#: path's two heaviest paths): "auto" (compiled, `_kernel`, from `KERNEL_MIN_OPS`, when
+#: numba's cache holds them: a command never compiles them, `planner.compiled`),
 #: "kernel" (compiled whatever the size) or "reference" (numpy, one level of the graph at
 #: a time); the environment variable PLANNER_BOUNDS_ENGINE sets it at import, tests set
 #: it directly. Both give the same bounds, bit for bit.
@@ -136,14 +138,31 @@ def _compiled(n: int) -> bool:
             _numba = importlib.util.find_spec("numba") is not None
         if not _numba:
             return False
-        try:
-            prepare()
-        except ImportError:  # numba is there but does not import (a broken install)
-            if ENGINE == "kernel":
-                raise
-            _numba = False
-            return False
+        if ENGINE == "kernel":
+            prepare()  # asked for by name: compile them if need be
+            return True
+        return _load_cached()
     return True
+
+
+def _load_cached() -> bool:
+    """Load the compiled passes if numba's cache holds them; never compile on a command's
+    clock: otherwise start the background build (`planner.compiled`) and say False."""
+    global _numba
+    if compiled.building():
+        compiled.notice("the bounds' graph passes")
+        return False
+    try:
+        from . import _kernel  # lazy: numba (heavy to import): only when it pays
+    except ImportError:  # numba is there but does not import (a broken install)
+        _numba = False
+        return False
+    found = compiled.load_cached(_kernel.passes)
+    if found or (found is None and compiled.built_here()):
+        prepare()  # loaded from the cache: no compile
+        return True
+    compiled.build_in_background("the bounds' graph passes")
+    return False
 
 _KELLEY_STEPS = 60
 

@@ -697,11 +697,30 @@ def explain(code: Annotated[str, typer.Argument(
         sys.stdout.write(describe(entry) + "\n")
 
 
+class _StderrNow(logging.Handler):
+    """Writes to whatever `sys.stderr` is at the time (the live progress swaps it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(self.format(record) + "\n")
+
+
+def _show_setup_notices() -> None:
+    """One-time work (`planner.compiled`: kernels built in the background) is said on
+    stderr as `planner: ...`, whatever the log level."""
+    handler = _StderrNow()
+    handler.setFormatter(logging.Formatter("planner: %(message)s"))
+    setup = logging.getLogger("planner.setup")
+    setup.handlers[:] = [handler]
+    setup.setLevel(logging.INFO)
+    setup.propagate = False
+
+
 def main() -> None:
     """Console entry point."""
     logging.basicConfig(stream=sys.stderr,
                         level=logging.DEBUG if debug_enabled() else logging.WARNING,
                         format="planner: %(levelname)s: %(message)s")
+    _show_setup_notices()
     install()  # SIGTERM and SIGHUP clean up like Ctrl-C (exit 130)
     try:
         app()

@@ -10,12 +10,13 @@ memory mode). `planner.simulate` stays the judge: reports, violation messages an
 intended start times are its business; this module answers "how long, and is it
 feasible" thousands of times a second.
 
-The kernel is compiled on the first evaluation in a process, never on import: about 12 s
-the first time on a machine, then about 0.35 s to load it from numba's on-disk cache.
-`prepare()` does it ahead and says how long it took; `prepare_in_background()` compiles
-in a child process while evaluations go through `simulate`; `python -m planner.fastsim`
-fills the cache at build time. Without numba (`backend="reference"`, or numba not
-installed) every call goes through `planner.simulate`: the same answers, slower.
+The kernel is never compiled on a command's clock (`planner.compiled`): an evaluation
+uses it when numba's on-disk cache holds it (about 0.35 s to load), and otherwise goes
+through `planner.simulate` while a background build compiles it (about 12 s of CPU) for
+later evaluations and commands. `prepare()` compiles it here and now and says how long
+it took; `python -m planner.fastsim` fills the cache at build time. Without numba
+(`backend="reference"`, or numba not installed) every call goes through
+`planner.simulate`: the same answers, slower.
 
     ev = evaluator(problem)                     # cached on the problem
     ev.makespan(placement)                      # dynamic dispatch; inf when infeasible
@@ -27,11 +28,8 @@ installed) every call goes through `planner.simulate`: the same answers, slower.
 from __future__ import annotations
 
 import array
-import importlib.util
 import math
 import operator
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,14 +37,14 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .. import compiled
 from ..cost import costs
 from ..model import Cluster, Device, Edge, Graph, Op, Problem, derived
 from ..plan import Plan
 from ..signals import shielded
 from ..simulate import KINDS, simulate, upward_rank
 
-__all__ = ["Evaluator", "FastResult", "evaluator", "numba_available", "prepare",
-           "prepare_in_background"]
+__all__ = ["Evaluator", "FastResult", "evaluator", "numba_available", "prepare", "ready"]
 
 Backend = Literal["auto", "numba", "reference"]
 #: violation kinds by bit (`simulate.KINDS` order; `precedence` and `overlap` need a
@@ -60,7 +58,9 @@ _RETRY = 1 << 20  # `_kernel.RETRY`
 
 
 _compiled: Any = None  # `_kernel.evaluate` once prepared
-_background: subprocess.Popen[bytes] | None = None
+#: seconds between two looks at numba's cache while the kernel is not loaded
+LOOK_EVERY_S = 1.0
+_next_look = 0.0
 
 
 class _Retry(Exception):
@@ -69,13 +69,15 @@ class _Retry(Exception):
 
 def numba_available() -> bool:
     """Whether numba can be imported (checked without importing it)."""
-    return importlib.util.find_spec("numba") is not None
+    return compiled.numba_available()
 
 
 def prepare() -> float:
     """Import numba and compile (or load from its cache) the kernel; return the seconds.
 
-    0.0 when it is ready already. Evaluations call this on first use.
+    0.0 when it is ready already. Only for processes that choose to pay the compile
+    (`python -m planner.fastsim`, `python -m planner.cli.warm`, tests): evaluations never
+    compile (`ready`), unless an `Evaluator` was built with `backend="numba"`.
     """
     global _compiled
     if _compiled is not None:
@@ -89,28 +91,32 @@ def prepare() -> float:
     return time.perf_counter() - t0
 
 
-def prepare_in_background() -> None:
-    """Compile the kernel into numba's on-disk cache in a child process, now.
-
-    Until the child is done, evaluations go through `simulate` (same answers, slower);
-    the first one after it loads the kernel from the cache (about 0.35 s), so a search
-    starts at once even on a machine that never compiled the kernel (about 12 s). A no-op
-    when the kernel is ready or numba is missing.
-    """
-    global _background
-    if _compiled is None and _background is None and numba_available():
-        _background = subprocess.Popen([sys.executable, "-m", "planner.fastsim"],
-                                       stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL)
-
-
-def _ready() -> bool:
-    """Whether the kernel can run now (preparing it unless a child is compiling it)."""
-    if _compiled is None:
-        if _background is not None and _background.poll() is None:
-            return False
-        prepare()  # loads what the child cached, or compiles if it could not cache
-    return True
+def ready() -> bool:
+    """Whether evaluations run on the compiled kernel now: it is loaded, or numba's cache
+    holds it (then it is loaded, in about 0.3 s). Never compiles: when the cache does not
+    hold it, a background build starts (`planner.compiled`) and evaluations go through
+    `simulate` (the same answers, slower) until a later look finds it built. Looks at the
+    cache at most every `LOOK_EVERY_S` seconds."""
+    global _compiled, _next_look
+    if _compiled is not None:
+        return True
+    now = time.monotonic()
+    if now < _next_look or not numba_available():
+        return False
+    _next_look = now + LOOK_EVERY_S
+    if compiled.building():
+        compiled.notice("the fast simulator")
+        return False
+    try:
+        from . import _kernel  # lazy: numba (heavy to import): only when a search runs
+    except ImportError:  # numba is there but does not import (a broken install)
+        return False
+    found = compiled.load_cached(_kernel.evaluate)
+    if found or (found is None and compiled.built_here()):
+        prepare()  # loaded from the cache: no compile
+        return True
+    compiled.build_in_background("the fast simulator")
+    return False
 
 
 def _tiny_problem() -> Problem:
@@ -168,6 +174,8 @@ class Evaluator:
         total += sum(e.bytes for e in g.edges)
         # the kernel sums bytes in int64 and packs (instant, rank) keys into 32 + 32 bits
         wide = total >= _SAFE_BYTES or n >= 1 << 30
+        #: the kernel was asked for by name: compile it if need be (tests, benchmarks)
+        self._compile = backend == "numba"
         if backend == "auto":
             backend = "reference" if wide or not numba_available() else "numba"
         elif backend == "numba" and wide:
@@ -222,7 +230,7 @@ class Evaluator:
         contradictory order, static memory) skip the simulation.
         """
         try:
-            if self.backend == "numba" and _ready():
+            if self.backend == "numba" and self._kernel_ready():
                 bad, ms = self._call(placement, order, priority, full=False)[:2]
                 return math.inf if bad else float(ms)
         except _Retry:
@@ -235,7 +243,7 @@ class Evaluator:
             priority: np.ndarray | None = None) -> FastResult:
         """The full timing of one evaluation (see `FastResult`)."""
         try:
-            if self.backend == "reference" or not _ready():
+            if self.backend == "reference" or not self._kernel_ready():
                 raise _Retry
             bad, ms, start, end, run, tr_i, tr_t, static, peak, place = self._call(
                 placement, order, priority, full=True)
@@ -263,6 +271,12 @@ class Evaluator:
         return np.lexsort((self._pos, k)).astype(np.int64)
 
     # -- internals --------------------------------------------------------------------
+
+    def _kernel_ready(self) -> bool:
+        if self._compile:
+            prepare()
+            return True
+        return ready()
 
     def _call(self, placement: Any, order: Any, priority: Any, *, full: bool) -> tuple[Any, ...]:
         place, bad = self._placement(placement)

@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ... import compiled
 from ...cost import INF
 from ...facts import facts
 from ...signals import shielded
@@ -53,8 +54,9 @@ from .sct import reservation
 Pair = tuple[float, int, float, int, int, float]
 
 #: which engine runs the cases the compiled one covers (`_kernel_case`): "auto" (compiled
-#: when loaded already, or when loading it pays: `KERNEL_MIN_OPS`), "kernel" (compiled,
-#: loading it if need be) or "reference" (Python); the environment variable
+#: when loaded already, or when loading it pays, `KERNEL_MIN_OPS`, and numba's cache holds
+#: it: a command never compiles it, `planner.compiled`), "kernel" (compiled, compiling it
+#: if need be) or "reference" (Python); the environment variable
 #: PLANNER_ETF_ENGINE sets it at import, tests set it directly
 ENGINE = os.environ.get("PLANNER_ETF_ENGINE", "auto")
 #: the size from which a process that has not loaded the compiled engine loads it for an
@@ -214,14 +216,30 @@ def _kernel_case(inst: Instance, placer: Placer, prank: Sequence[int],
                 len(favourite) != n or max(favourite, default=-1) >= n)) \
             or inst.engine_arrays() is None:
         return False
+    if ENGINE == "kernel":
+        prepare()  # asked for by name: compile it if need be
+        return True
+    return _load_cached()
+
+
+def _load_cached() -> bool:
+    """Load the compiled engine if numba's cache holds it; never compile on a command's
+    clock: otherwise start the background build (`planner.compiled`) and say False."""
+    global _kernel, _numba
+    if compiled.building():
+        compiled.notice("the ETF engine")
+        return False
     try:
-        prepare()
+        from . import _engine_kernel  # lazy: numba (heavy to import): only when it pays
     except ImportError:  # numba is there but does not import (a broken install)
-        if ENGINE == "kernel":
-            raise
         _numba = False
         return False
-    return True
+    found = compiled.load_cached(_engine_kernel.schedule_arrays)
+    if found or (found is None and compiled.built_here()):
+        prepare()  # loaded from the cache: no compile
+        return True
+    compiled.build_in_background("the ETF engine")
+    return False
 
 
 def _min_ops(sct: bool) -> int:
