@@ -126,8 +126,8 @@ def build_in_background(what: str) -> bool:
     try:
         # a new session: Ctrl-C in the terminal stops the command, not the build, so the
         # next command finds the kernels ready
-        _child = subprocess.Popen([sys.executable, "-m", BUILD_MODULE, *BUILD_ARGS, "--lock", str(lock)],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        command = [sys.executable, "-m", BUILD_MODULE, *BUILD_ARGS, "--lock", str(lock)]
+        _child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
         with contextlib.suppress(OSError):

@@ -18,7 +18,6 @@ from .. import bounds, fastsim
 from ..algorithms.listsched import etf
 from ..compiled import numba_available
 
-
 #: the kernels, in the order they are compiled: what they are, how to prepare them
 KERNELS: dict[str, tuple[str, Callable[[], float]]] = {
     "fastsim": ("fast simulator", fastsim.prepare),
