@@ -24,7 +24,11 @@ on small graphs.
    has the last word).
 
 Nothing here depends on a clock: whether each phase runs and its budget are functions of
-the problem and the options, so `auto` returns the same plan on every run.
+the problem and the options, so `auto` returns the same plan on every run. The budgets
+are sized to half the time limit on an idle machine (`search.LOAD_HEADROOM`), so that a
+machine twice as slow or busy keeps both the limit and the plan; the wall clock stops the
+search and CP-SAT at the limit itself (`search.cap`), which a normal run never meets, and
+`info["reason"]` says so when it does.
 
 Thresholds (measured on this 2-core machine): CP-SAT proves 30-op instances optimal in
 0.7-8 s (median 0.9 s) and improves the m-SCT plan by 11% on 100 ops within 60 s; on
@@ -55,7 +59,7 @@ from .exact import cpsat
 from .exact.verdict import judge
 from .infeasible import none_found
 from .portfolio import CANDIDATES, Ranked, estimated_seconds, rank
-from .search import CUT, cap, improve, move_budget, search_seconds
+from .search import CUT, LOAD_HEADROOM, cap, improve, move_budget, search_seconds
 
 __all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "place"]
 
@@ -97,7 +101,8 @@ def place(problem: Problem, options: Options) -> Solution:
     claims: dict[str, Any] = {"lower_s": lower_bound(problem).makespan_s,
                               "tolerance": options.gap}
     if cpsat_note is None:
-        cpsat_note, best = _cpsat_phase(problem, options, candidates, errors, best, claims)
+        cpsat_note, best = _cpsat_phase(problem, options, candidates, errors, best, claims,
+                                        deadline)
     assert best is not None
     name, makespan, plan = best
     verdict = judge(problem, plan, **claims)
@@ -161,7 +166,7 @@ def _search_phase(problem: Problem, options: Options, ranked: Ranked,
 
 def _cpsat_phase(problem: Problem, options: Options, candidates: dict[str, float | None],
                  errors: list[PlannerError], best: Best,
-                 claims: dict[str, Any]) -> tuple[Any, Best]:
+                 claims: dict[str, Any], deadline: float) -> tuple[Any, Best]:
     """Phase 3: CP-SAT warm-started from the best plan; (its note for `info`, the best plan
     after it).
 
@@ -170,10 +175,13 @@ def _cpsat_phase(problem: Problem, options: Options, candidates: dict[str, float
     if options.progress:
         options.progress(0.3, "auto: cpsat")
     try:
-        left = options.time_limit_s * (1 - SEARCH_SHARE if "search" in candidates else 1)
+        # its work is sized, as the search's, to half of its share on an idle machine, so
+        # that a busy one still finishes it; the wall clock stops it at auto's limit
+        share = 1 - SEARCH_SHARE if "search" in candidates else 1
+        left = LOAD_HEADROOM * share * options.time_limit_s
         sol = cpsat.solve(problem, dataclasses.replace(
             options, warm_start=best[2] if best else None, emit=None, time_limit_s=left),
-            warn=False)
+            warn=False, deadline=deadline)
     except InfeasibleError:
         if best is None:
             raise

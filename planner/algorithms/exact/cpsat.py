@@ -557,7 +557,7 @@ FINISH_S = 0.2
 
 
 def solve(problem: Problem, options: Options, *, warn: bool = True,
-          hard_limit: bool = False) -> Solution:
+          hard_limit: bool = False, deadline: float | None = None) -> Solution:
     """`place`, with the fallback warning optional (`auto` reports its own outcome).
 
     The search runs to a work limit derived from `Options.time_limit_s` and the model's
@@ -566,8 +566,8 @@ def solve(problem: Problem, options: Options, *, warn: bool = True,
     start. `hard_limit`: the wall clock since this call also stops the search at the time
     limit (with a small overshoot: `OVERSHOOT_FRACTION`, `OVERSHOOT_S`), and the model is
     not built when the heuristics have used the limit up; a plan cut short that way is
-    marked in `info["reason"]`. Without it (`auto`,
-    whose determinism comes first) only the safety cap of `budget.py` applies.
+    marked in `info["reason"]`. Without it only the safety cap of `budget.py` applies,
+    and `deadline` (a `time.monotonic` instant: `auto`'s own limit) when given.
     """
     t0 = time.perf_counter()
     trivial = empty_solution(problem, "cpsat")
@@ -604,6 +604,9 @@ def solve(problem: Problem, options: Options, *, warn: bool = True,
         if hard_limit:
             left = (options.time_limit_s * (1 + OVERSHOOT_FRACTION) + OVERSHOOT_S - FINISH_S
                     - (time.perf_counter() - t0))
+            bud = dataclasses.replace(bud, wall_cap_s=max(0.01, min(bud.wall_cap_s, left)))
+        if deadline is not None:
+            left = deadline - time.monotonic() - FINISH_S
             bud = dataclasses.replace(bud, wall_cap_s=max(0.01, min(bud.wall_cap_s, left)))
         t_solve = time.perf_counter()
         ans = cp.solve(bud, options.gap, backends.threads_for("cpsat"), options.seed,
