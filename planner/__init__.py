@@ -22,34 +22,47 @@ Public API:
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from .errors import Diagnostic, InfeasibleError, PlannerError, SpecError, UsageError
-from .model import Cluster, Device, Edge, Graph, Link, Op, Problem, Spec
 from .version import __version__ as __version__
 
 # Every `import planner.x` runs this module first, the CLI's included: what it imports at
 # the top must stay cheap (`tests/cli/test_startup.py`), so the rest is imported on first
-# use, each with its `TYPE_CHECKING` import for the types.
+# use, each with its `TYPE_CHECKING` import for the types. Even the model and the errors:
+# `planner` (the command) holds Ctrl-C off from its first line on (`planner.__main__`),
+# and it runs only once this module is imported.
 if TYPE_CHECKING:
     from .api import ProblemBuilder, Result, ScheduledOp
     from .bounds import Bounds
+    from .errors import Diagnostic, InfeasibleError, PlannerError, SpecError, UsageError
+    from .model import Cluster, Device, Edge, Graph, Link, Op, Problem, Spec
 
 __all__ = [
     "Cluster", "Device", "Diagnostic", "Edge", "Graph", "InfeasibleError", "Link", "Op",
     "PlannerError", "Problem", "ProblemBuilder", "Result", "ScheduledOp", "Spec", "SpecError",
     "UsageError", "load", "loads", "lower_bound", "solve",
 ]
-_LAZY = {"ProblemBuilder", "Result", "ScheduledOp"}
+#: the module of each name imported on first use
+_LAZY = {**dict.fromkeys(("ProblemBuilder", "Result", "ScheduledOp"), "api"),
+         **dict.fromkeys(("Diagnostic", "InfeasibleError", "PlannerError", "SpecError",
+                          "UsageError"), "errors"),
+         **dict.fromkeys(("Cluster", "Device", "Edge", "Graph", "Link", "Op", "Problem",
+                          "Spec"), "model")}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from . import api  # lazy: start-up
-
-        return getattr(api, name)
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value  # looked up once
+        return value
     raise AttributeError(f"module 'planner' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def load(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> Spec:

@@ -52,7 +52,7 @@ from ..model import Problem, derived
 from ..plan import Plan, given_placement, load_plan
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
-from ..signals import install
+from ..signals import deferred, install
 from ..units import format_seconds
 from ..version import installed_version
 from . import fastexit
@@ -66,6 +66,7 @@ from .guard import (
     debug_enabled,
     guard,
     interrupted_diagnostic,
+    interrupted_exit,
     is_broken_pipe,
     quiet_pipe_exit,
     requested_format,
@@ -723,10 +724,14 @@ def main() -> None:
     _show_setup_notices()
     install()  # SIGTERM and SIGHUP clean up like Ctrl-C (exit 130)
     try:
-        app()
+        # a stop while parsing or exiting waits for the command's body (`guard`) or the end
+        with deferred():
+            app()
     except SystemExit as stop:
         fastexit.finish(stop.code)  # after a big model: no teardown (returns otherwise)
         raise
+    except KeyboardInterrupt:  # it came after the command's body
+        interrupted_exit()
     finally:
         # output still buffered (e.g. `fmt`'s lines) meets a closed pipe only here
         try:

@@ -28,10 +28,10 @@ def arm() -> None:
     _armed = True
 
 
-def finish(code: object) -> None:
-    """If armed, and no thread but daemons is left, end the process now with the exit
-    status of `SystemExit(code)`; otherwise return (the caller exits normally)."""
-    if not _armed or any(not t.daemon for t in threading.enumerate()
+def finish(code: object, *, always: bool = False) -> None:
+    """If armed (or `always`), and no thread but daemons is left, end the process now with
+    the exit status of `SystemExit(code)`; otherwise return (the caller exits normally)."""
+    if not (_armed or always) or any(not t.daemon for t in threading.enumerate()
                          if t is not threading.main_thread()):
         return
     try:

@@ -26,6 +26,7 @@ from ..errors import Diagnostic, PlannerError, render_all
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat, github_annotations
 from ..render.sarif import dumps_sarif
+from ..signals import allowed
 from ..strictjson import finite
 
 if TYPE_CHECKING:
@@ -116,6 +117,13 @@ def interrupted_diagnostic(kept: str | None) -> Diagnostic:
     return Diagnostic("E607", f"interrupted: {kept}")  # exit 130 either way: an error
 
 
+def interrupted_exit() -> NoReturn:
+    """A stop outside every command's body (while the CLI was imported or parsed its
+    arguments, or after the body): E607 on stderr, exit 130, as inside one."""
+    eprint(render_all([Diagnostic("E607", "interrupted")]))
+    raise SystemExit(EXIT_INTERRUPTED)
+
+
 def fail(err: PlannerError) -> NoReturn:
     """Render `err`'s diagnostics on stderr and exit with its code."""
     eprint(render_all(err.diagnostics, source_texts(err.diagnostics)))
@@ -163,7 +171,8 @@ def guard(command: str | None = None, as_json: bool | str = False) -> Iterator[J
     code = EXIT_OK
     try:
         try:
-            yield report
+            with allowed():  # a stop held off while the CLI parsed: now, and at once
+                yield report
         except PlannerError as err:
             if not as_json:
                 fail(err)
