@@ -235,7 +235,7 @@ class Scorer:
 
     @property
     def exhausted(self) -> bool:
-        """The budget is spent (or the search stalled, or the safety cap fired)."""
+        """The budget is spent (or the search stalled, or the wall clock reached the limit)."""
         if self.moves >= self.budget:
             return True
         if self.annealing and self.stall is not None and \
