@@ -41,6 +41,7 @@ def _mypy(tmp_path: Path, source: str) -> str:
     return out + err
 
 
+@pytest.mark.slow
 def test_a_users_script_sees_precise_types(tmp_path: Path) -> None:
     out = _mypy(tmp_path, SCRIPT)
     revealed = [line.split("Revealed type is ", 1)[1].strip('"').replace("builtins.", "")
@@ -57,6 +58,7 @@ def test_a_users_script_sees_precise_types(tmp_path: Path) -> None:
     assert ": error:" not in out, out
 
 
+@pytest.mark.slow
 def test_mypy_catches_a_misused_builder(tmp_path: Path) -> None:
     out = _mypy(tmp_path, 'import planner\nb = planner.ProblemBuilder("p")\n'
                           'b.op("a", time=["1 ms"])\nb.link("d0", "d1")\n')

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.skipif(
     not bb.DATASET.is_file(), reason=f"dataset absent: {bb.DATASET.resolve()}")
 
 
+@pytest.mark.slow
 def test_planner_only_path_reports_without_baechi(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("BAECHI_SRC", raising=False)
@@ -45,6 +46,7 @@ def test_planner_plans_are_complete_and_feasible() -> None:
         assert result.feasible, result
 
 
+@pytest.mark.slow
 def test_bad_checkout_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ImportError, match="not a Baechi checkout"):
         bb.load_placers(tmp_path)

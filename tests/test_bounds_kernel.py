@@ -19,6 +19,8 @@ from planner.model import Problem
 from planner.spec.load import load_path
 
 pytest.importorskip("numba", reason="numba is not installed: the numpy passes run alone")
+# compiles the kernel on a machine whose numba cache lacks it (CI fills it first)
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 GNMT = ROOT.parent / "shared" / "datasets" / "baechi-gnmt" / "gnmt_baechi.json"

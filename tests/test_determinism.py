@@ -32,6 +32,9 @@ TINY = (HERE / "spec" / "valid" / "example" / "tiny.plan", "tiny_on_dgx1")
 
 INCEPTION = (HERE.parent / "specs" / "inception.plan", "inception_v2_small4")
 
+# two `planner solve` processes per algorithm
+pytestmark = pytest.mark.slow
+
 
 def _solve(algo: str, out: Path, hashseed: str, where: tuple[Path, str] | None = None,
            limit: str = "1") -> bytes:

@@ -30,6 +30,8 @@ from planner.io.baechi import load_baechi
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
 
 pytest.importorskip("numba", reason="numba is not installed: the Python engine runs alone")
+# compiles the kernel on a machine whose numba cache lacks it (CI fills it first)
+pytestmark = pytest.mark.slow
 
 ROOT_SPECS = Path(__file__).resolve().parents[2] / "specs"
 N_RANDOM = 300

@@ -36,6 +36,7 @@ def test_candidates_expected_to_overrun_the_limit_are_skipped_with_a_reason(
     assert portfolio.rank(problem, Options()).candidates["cpop"] is not None  # no limit
 
 
+@pytest.mark.slow
 def test_auto_leaves_the_search_out_when_the_heuristics_take_the_limit(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from planner.algorithms import run

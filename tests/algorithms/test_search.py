@@ -118,6 +118,7 @@ def test_ctrl_c_returns_the_best_plan_so_far(monkeypatch: pytest.MonkeyPatch) ->
     check_plan(problem, sol.plan)
 
 
+@pytest.mark.slow
 def test_search_beats_one_gpu_on_baechis_gnmt(gnmt_path: Path) -> None:
     # every constructive plan is slower than one GPU (116.8 ms) under Baechi's cost model;
     # moving name-prefix groups finds a two-GPU plan below 100 ms within 5,000 moves

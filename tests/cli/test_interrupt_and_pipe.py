@@ -66,6 +66,7 @@ def test_interrupted_before_any_plan_writes_nothing(tmp_path: Path, make: Any,
     assert [d["code"] for d in doc["diagnostics"]] == ["E607"]
 
 
+@pytest.mark.slow
 def test_sigint_to_a_searching_cpsat_exits_130(tmp_path: Path) -> None:
     # resnet on four 8 GiB GPUs: cpsat is still searching (gap open) after 30 s; a signal
     # that lands earlier (heuristics, model build) ends the same way, exit 130

@@ -33,6 +33,7 @@ def _git(cwd: Path, *args: str) -> None:
 @pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
 @pytest.mark.skipif(not (ROOT / ".git").exists(),
                     reason="try-repo needs this checkout to be a git repository")
+@pytest.mark.slow
 def test_hooks_check_and_format_specs(tmp_path: Path) -> None:
     repo = _specs_repo(tmp_path)
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}

@@ -40,6 +40,7 @@ def test_a_stray_character_after_many_blanks_is_reported_quickly() -> None:
     assert time.process_time() - t < 20  # ~1 s
 
 
+@pytest.mark.slow
 def test_a_short_link_over_many_devices_is_expanded_once(tmp_path: Path) -> None:
     side = ", ".join(["gpu[*]"] * 20)
     (tmp_path / "l.plan").write_text(

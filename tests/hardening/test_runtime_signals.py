@@ -14,9 +14,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from .runtime_support import ROOT, alive, descendants, planner_argv
 
 
+@pytest.mark.slow
 def test_sigterm_on_compare_leaves_no_process_and_no_temp_folder(tmp_path: Path) -> None:
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
@@ -59,6 +62,7 @@ def _solve(out: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.slow
 def test_the_default_solve_is_byte_identical_next_to_a_cpu_hog(tmp_path: Path) -> None:
     quiet = _solve(tmp_path / "a.json")
     assert quiet.returncode == 0, quiet.stderr

@@ -110,6 +110,7 @@ def test_a_claimed_optimum_without_a_solution_is_a_fallback(tmp_path: Path) -> N
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_hanging_script_solver_is_killed_with_its_children(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch
                                                              ) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -214,6 +215,7 @@ def outcome(text: str) -> object:
     return dict(spec.graphs), dict(spec.clusters), dict(spec.plans)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(valid_specs())
 def test_random_valid_specs_round_trip(gen: Generated) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -72,6 +73,7 @@ def _some_valid_placement(problem: planner.Problem) -> bool:
                for p in itertools.product(range(m), repeat=n))
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(specs())
 def test_check_and_every_algorithm_agree(text: str) -> None:
