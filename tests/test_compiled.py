@@ -51,6 +51,7 @@ def _probe(tmp_path: Path, then: str) -> list[str]:
     return out.stdout.split()
 
 
+@pytest.mark.slow
 def test_load_cached_loads_what_the_cache_holds_and_never_compiles(tmp_path: Path) -> None:
     (tmp_path / "kern.py").write_text(KERNEL)
     # a cold cache: nothing loaded, nothing compiled
@@ -96,6 +97,7 @@ def test_one_background_build_at_a_time(tmp_path: Path, monkeypatch: pytest.Monk
     assert not lock.exists()  # the build removes its lock
 
 
+@pytest.mark.slow
 def test_the_cli_says_when_a_build_runs_in_the_background(tmp_path: Path) -> None:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(tmp_path)}
     lock = None

@@ -12,6 +12,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 EXTRAS: dict[str, list[str]] = PROJECT["optional-dependencies"]
@@ -100,6 +102,7 @@ def _distributions(module: str) -> set[str]:
     return {_name(d) for d in installed} | {_name(ALIASES.get(module, module))}
 
 
+@pytest.mark.slow
 def test_the_test_extra_installs_what_the_tests_import() -> None:
     ours = _local_modules() | {"planner", "__future__"}
     needed = {m: files for m, files in _imported_by_tests().items()

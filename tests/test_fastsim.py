@@ -323,6 +323,7 @@ def test_kernel_is_prepared_once_and_planner_does_not_import_numba() -> None:
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_a_cold_cache_is_built_in_the_background_never_on_the_clock(tmp_path: Path) -> None:
     """With nothing in numba's cache, evaluations answer through `simulate` and a detached
     child compiles the kernel; once it is done, the kernel is loaded from the cache (a
