@@ -161,6 +161,23 @@ def allowed() -> Iterator[None]:
         _depth = saved
 
 
+@contextlib.contextmanager
+def interrupts_ignored() -> Iterator[None]:
+    """A stretch where SIGINT is ignored, to start processes that must ignore it for life
+    (a process pool's forkserver, and through it the workers): an ignored signal stays
+    ignored across `exec`, and Python keeps it so from its first instruction. Ctrl-C
+    reaches the whole process group; the parent stops such children itself. A Ctrl-C
+    during the stretch (a fork and an exec: milliseconds) is lost."""
+    if not _main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def install() -> None:
     """Turn SIGTERM and SIGHUP into `Terminated`, and let SIGINT be deferred (main thread
     only; elsewhere a no-op). An ignored signal (a command started with `nohup`, or in

@@ -29,11 +29,16 @@ def arm() -> None:
 
 
 def finish(code: object, *, always: bool = False) -> None:
-    """If armed (or `always`), and no thread but daemons is left, end the process now with
-    the exit status of `SystemExit(code)`; otherwise return (the caller exits normally)."""
-    if not (_armed or always) or any(not t.daemon for t in threading.enumerate()
-                         if t is not threading.main_thread()):
+    """If armed, and no thread but daemons is left, end the process now with the exit
+    status of `SystemExit(code)`; otherwise return (the caller exits normally). With
+    `always` (`planner.__main__`: an interrupted command), end it in any case, once those
+    threads are done, as a normal exit waits for them."""
+    others = [t for t in threading.enumerate()
+              if not t.daemon and t is not threading.main_thread()]
+    if not (_armed or always) or (others and not always):
         return
+    for thread in others:  # a process pool's manager, ending
+        thread.join()
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -34,11 +34,12 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver
 from types import ModuleType
 from typing import Any
 
 from ..errors import Diagnostic, SolverError, UsageError
-from ..signals import guarded, install_in_worker
+from ..signals import guarded, install_in_worker, interrupts_ignored
 from .rows import empty_row
 from .worker import Point, PointResult, run_point
 
@@ -102,6 +103,10 @@ def _context() -> Any:
     if "forkserver" in methods:
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(["planner.compare.worker"])
+        # started now, ignoring Ctrl-C (its workers too): it printed a traceback when one
+        # came while it imported the worker's modules; the parent stops them (`_terminate`)
+        with interrupts_ignored():
+            forkserver.ensure_running()
         return ctx
     return mp.get_context("spawn")
 
