@@ -183,6 +183,7 @@ def constrained(draw: st.DrawFn) -> tuple[Problem, tuple[int, ...]]:
     return problem, tuple(placement)
 
 
+@pytest.mark.slow
 @settings(PROPERTY, max_examples=150)
 @given(constrained())
 def test_property_every_respecting_plan_is_above_every_bound(
@@ -319,6 +320,7 @@ def tight(draw: st.DrawFn) -> tuple[Problem, tuple[int, ...]]:
     return problem, tuple(placement)
 
 
+@pytest.mark.slow
 @settings(PROPERTY, max_examples=300)
 @given(tight())
 def test_property_memory_path_is_below_every_plan_that_fits(

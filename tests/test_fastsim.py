@@ -204,7 +204,9 @@ def spec_plans() -> list[tuple[Path, str]]:
             for name in planner.load(path).plans]
 
 
-@pytest.mark.parametrize(("path", "name"), spec_plans(), ids=lambda x: getattr(x, "name", x))
+@pytest.mark.parametrize(("path", "name"), [
+    pytest.param(path, name, marks=pytest.mark.slow) if path.name == "gnmt.plan" else (path, name)
+    for path, name in spec_plans()], ids=lambda x: getattr(x, "name", x))
 def test_every_spec_with_the_heuristics_plans(path: Path, name: str) -> None:
     problem = planner.load(path).plan(name)
     rng = random.Random(name)

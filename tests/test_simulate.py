@@ -485,6 +485,7 @@ def check_schedule(p: Problem, r: SimResult) -> None:
                     assert a.end_s <= b.start_s + tol or b.end_s <= a.start_s + tol
 
 
+@pytest.mark.slow
 @settings(PROPERTY, max_examples=150)
 @given(problems())
 def test_property_schedule_is_valid_and_above_the_lower_bound(
@@ -503,6 +504,7 @@ def test_property_schedule_is_valid_and_above_the_lower_bound(
     assert simulate(p, Plan(placement)) == r  # deterministic
 
 
+@pytest.mark.slow
 @settings(PROPERTY, max_examples=100)
 @given(problems(), st.randoms(use_true_random=False))
 def test_property_any_order_runs_or_reports_its_deadlock(
@@ -540,6 +542,7 @@ def test_property_one_device_runs_the_sum_of_compute_times(
     assert r.makespan_s == pytest.approx(sum(row[0] for row in costs(p).compute))
 
 
+@pytest.mark.slow
 @settings(PROPERTY, max_examples=100)
 @given(problems())
 def test_property_contention_never_beats_none_for_a_fixed_order(

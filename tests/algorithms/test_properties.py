@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+import pytest
 from algo_support import HEURISTICS, check_plan
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -64,6 +65,7 @@ def problems(draw: st.DrawFn) -> tuple[Problem, bool]:
 
 @settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
 @given(problems())
 def test_feasible_plan_or_explained_infeasibility(case: tuple[Problem, bool]) -> None:
     problem, generous = case

@@ -86,6 +86,7 @@ def test_search_is_deterministic_for_a_seed_and_limit() -> None:
     assert move_budget(problem, 0.3) == move_budget(problem, 0.3) > 20
 
 
+@pytest.mark.slow
 def test_search_improves_where_the_heuristics_leave_room() -> None:
     # Inception-v2 on four GPUs: m-ETF's plan simulates at 90.0 ms; moving name-prefix
     # groups finds a faster one (88.3 ms) within the moves of a 2 s budget
@@ -166,6 +167,7 @@ def test_cross_groups_gather_a_layer_across_time_steps() -> None:
 INCEPTION = SPECS.parent.parent.parent / "specs" / "inception.plan"
 
 
+@pytest.mark.slow
 def test_a_longer_search_begins_with_every_move_of_a_shorter_one(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing a search does depends on its budget (the annealing's cycles have lengths set

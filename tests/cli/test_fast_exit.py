@@ -12,6 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RESNET = ROOT / "specs" / "resnet.plan"
+# two `planner` processes per test
+pytestmark = pytest.mark.slow
 
 # `BIG_MODEL_OBJECTS` decides what counts as big; an object whose finaliser says when the
 # interpreter tears the process down (in a module of its own: the teardown clears every

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from importlib.metadata import version
 
+import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
@@ -47,6 +48,7 @@ def _complete(words: str) -> list[str]:
     return out.split()
 
 
+@pytest.mark.slow
 def test_the_script_completes_commands_and_format_names() -> None:
     assert _complete("planner ch") == ["check"]
     assert _complete("planner co") == ["compare"]  # lazily imported commands too

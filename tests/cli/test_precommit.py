@@ -91,6 +91,7 @@ def test_readme_snippet_names_no_tag_or_placeholder() -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("pre_commit") is None,
                     reason="pre-commit is not installed (pip install -e '.[test]')")
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git")
 def test_readme_snippet_works_as_written(tmp_path: Path) -> None:
     # `language: system` runs the `planner` on PATH: this interpreter's own console script

@@ -67,6 +67,7 @@ def _solve(args: list[str], interval: str | None) -> subprocess.CompletedProcess
                           check=False)
 
 
+@pytest.mark.slow
 def test_without_a_terminal_a_plain_line_comes_every_interval() -> None:
     run = _solve(["--algo", "search", "--time-limit", "3", "--json"], "0.05")
     assert run.returncode == 0, run.stderr
@@ -82,8 +83,9 @@ def test_without_a_terminal_a_plain_line_comes_every_interval() -> None:
                for line in lines), lines
 
 
-@pytest.mark.parametrize(("args", "interval"), [(["--algo", "metf"], None),
-                                              (["--algo", "search", "--time-limit", "3"], "0")])
+@pytest.mark.parametrize(("args", "interval"), [
+    (["--algo", "metf"], None),
+    pytest.param(["--algo", "search", "--time-limit", "3"], "0", marks=pytest.mark.slow)])
 def test_a_quick_run_or_a_zero_interval_prints_no_progress(args: list[str],
                                                            interval: str | None) -> None:
     run = _solve(args, interval)  # metf: well under the default 5 s
@@ -92,6 +94,7 @@ def test_a_quick_run_or_a_zero_interval_prints_no_progress(args: list[str],
     assert "makespan (simulated)" in run.stdout
 
 
+@pytest.mark.slow
 def test_compare_without_a_terminal_prints_plain_progress_lines() -> None:
     fork = ROOT / "tests" / "compare" / "fixtures" / "fork.plan"
     env = {**os.environ, PROGRESS_INTERVAL_ENV: "0.05"}

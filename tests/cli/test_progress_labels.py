@@ -18,7 +18,8 @@ FORK = ROOT / "tests" / "compare" / "fixtures" / "fork.plan"
 RAW_KEY = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_(?:s|bytes|Bps)\b")
 
 
-@pytest.mark.parametrize("algo", ["auto", "cpsat", "search", "metf", "ilp"])
+@pytest.mark.parametrize("algo", ["auto", "cpsat", "search", "metf",
+                                  pytest.param("ilp", marks=pytest.mark.slow)])
 def test_solve_prints_no_raw_keys(algo: str) -> None:
     limit = [] if algo == "metf" else ["--time-limit", "2"]
     code, out, err = invoke(["solve", str(FORK), "--algo", algo, *limit], ROOT)
@@ -27,6 +28,7 @@ def test_solve_prints_no_raw_keys(algo: str) -> None:
     assert not RAW_KEY.findall(out + err), out + err
 
 
+@pytest.mark.slow
 def test_compare_prints_no_raw_keys() -> None:
     code, out, err = invoke(["compare", str(FORK), "--algos", "auto,cpsat,metf,single",
                              "--memory", "10%,100%", "--time-limit", "2", "--jobs", "1"], ROOT)

@@ -63,6 +63,7 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+@pytest.mark.slow
 def test_a_new_registry_line_is_in_the_help_of_solve_and_compare(tmp_path: Path) -> None:
     solve = _with_fake(tmp_path, "solve", "--help")
     assert solve.returncode == 0, solve.stderr
@@ -77,6 +78,7 @@ def test_a_new_registry_line_is_in_the_help_of_solve_and_compare(tmp_path: Path)
     assert "msct,metf,heft,cpop,single,fake" in shown.replace(" ", "")  # the default
 
 
+@pytest.mark.slow
 def test_a_new_registry_line_is_accepted_by_solve(tmp_path: Path) -> None:
     done = _with_fake(tmp_path, "solve", SPEC, "--algo", "fake", "--seed", "3", "--json")
     assert done.returncode == 0, done.stderr
@@ -171,6 +173,7 @@ def _complete(words: str) -> list[str]:
                           text=True, timeout=60, check=True).stdout.split()
 
 
+@pytest.mark.slow
 def test_algorithm_names_complete_from_the_registry() -> None:
     assert _complete("planner solve x.plan --algo m") == ["msct", "metf", "mtopo"]
     assert _complete("planner compare x.plan --algos msct,h") == ["msct,heft"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from planner.compare import SweepResult, best_plans
 from planner.render.html import compare_report_html, line_chart_svg
 
@@ -72,6 +74,7 @@ def test_memory_panel_shares_the_gantt_time_axis(resnet_html: Path) -> None:
     assert count(r'class="cap-label"[^>]*>cap 8 GiB<', memory) == 4
 
 
+@pytest.mark.slow
 def test_big_report_aggregates_and_stays_small(big_html: Path) -> None:
     text = big_html.read_text(encoding="utf-8")
     size = len(text.encode("utf-8"))

@@ -174,6 +174,7 @@ def test_workers_that_always_die_stop_the_sweep_with_a_diagnostic() -> None:
 HANG_LIMIT_S, FINISH_LIMIT_S = 1.0, 120.0
 
 
+@pytest.mark.slow
 def test_a_point_past_its_hard_limit_becomes_a_timeout_row() -> None:
     sweep = plan_sweep([SPECS[0]], "msct,mtopo,heft", memories="50%,100%")
     t0 = time.monotonic()

@@ -103,6 +103,7 @@ def test_watchdog_kills_a_solver_that_ignores_its_limit(monkeypatch: pytest.Monk
 
 @pytest.mark.parametrize(("algo", "solver"), [("cpsat", "highs"), ("ilp", "highs"),
                                               ("ilp", "glpk")])
+@pytest.mark.slow
 def test_time_out_returns_a_plan_no_worse_than_the_warm_start(algo: str, solver: str) -> None:
     _need(solver)
     problem = layered_problem(7, 60, 4)

@@ -40,6 +40,7 @@ def test_a_search_ended_by_the_safety_cap_says_so(monkeypatch: pytest.MonkeyPatc
     assert "safety cap" in sol.info["reason"] and "another run" in sol.info["reason"]
 
 
+@pytest.mark.slow
 def test_a_search_ended_by_its_work_limit_is_not_marked(monkeypatch: pytest.MonkeyPatch
                                                          ) -> None:
     # only the safety cap applies (as in `auto`): `--time-limit`'s hard wall clock
@@ -53,6 +54,7 @@ def test_a_search_ended_by_its_work_limit_is_not_marked(monkeypatch: pytest.Monk
     assert "reason" not in sol.info
 
 
+@pytest.mark.slow
 def test_a_hard_limit_marks_exactly_the_searches_it_cut_short() -> None:
     sol = run("cpsat", layered_problem(1, 100, 4), Options(time_limit_s=2.0))
     cut = sol.info["work_done"] < sol.info["work_limit"] * 0.999
@@ -65,6 +67,7 @@ def _interrupt_after(seconds: float) -> threading.Timer:
     return timer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["cpsat", "auto", "ilp"])
 def test_ctrl_c_stops_the_search_with_its_best_valid_plan(algo: str) -> None:
     problem = layered_problem(1, 100, 4)

@@ -21,6 +21,7 @@ ACCEPTED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", list(ACCEPTED))
 def test_solver_log_shows_the_start_accepted(backend: str, caplog: pytest.LogCaptureFixture,
                                              capfd: pytest.CaptureFixture[str]) -> None:
@@ -37,6 +38,7 @@ def test_solver_log_shows_the_start_accepted(backend: str, caplog: pytest.LogCap
     assert capfd.readouterr().out == ""  # solver logs never reach stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["cpsat", "highs"])
 def test_incumbent_exists_from_the_start(backend: str) -> None:
     problem = layered_problem(6, 80, 4)

@@ -122,6 +122,7 @@ HEURISTICS = ["msct", "metf", "mtopo", "heft", "cpop", "single", "roundrobin", "
               "expert"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [LARGEST, SMALLEST], ids=["largest", "smallest"])
 def test_extreme_valid_values_go_through_every_stage(spec: str, tmp_path: Path) -> None:
     (tmp_path / "x.plan").write_text(spec)
@@ -143,6 +144,7 @@ def test_extreme_valid_values_go_through_every_stage(spec: str, tmp_path: Path) 
             assert json.loads((tmp_path / "r.json").read_text(), parse_constant=_reject)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [LARGEST, SMALLEST], ids=["largest", "smallest"])
 @pytest.mark.parametrize("algo", ["cpsat", "ilp", "auto"])
 def test_extreme_valid_values_go_through_the_exact_solvers(spec: str, algo: str,

@@ -45,6 +45,7 @@ def test_a_fallback_reason_is_a_sentence() -> None:
     assert not INTERNAL.search(sol.info["reason"])
 
 
+@pytest.mark.slow
 def test_cpsat_time_limit_bounds_the_whole_run(monkeypatch: pytest.MonkeyPatch) -> None:
     # a work limit no machine reaches in time: only the wall clock can end the search
     # (before: at the safety cap, 3 x the limit + 1 s = 7 s of search alone)

@@ -95,6 +95,7 @@ def _kill(pids: list[int]) -> None:
             os.kill(p, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_a_claimed_optimum_without_a_solution_is_a_fallback(tmp_path: Path) -> None:
     env = _setup(tmp_path, LIAR)
     proc = subprocess.run(planner_argv("solve", "s.plan", "--algo", "ilp", "--solver", "cbc",
@@ -135,6 +136,7 @@ def test_a_hanging_script_solver_is_killed_with_its_children(tmp_path: Path,
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
                          ids=["SIGINT", "SIGTERM", "SIGHUP"])
+@pytest.mark.slow
 def test_a_signal_during_an_external_solve_kills_it_and_cleans_up(tmp_path: Path,
                                                                   sig: int) -> None:
     env = _setup(tmp_path, HANG)

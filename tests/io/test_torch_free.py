@@ -29,6 +29,7 @@ print("torch" in sys.modules)
 """
 
 
+@pytest.mark.slow
 def test_no_other_planner_module_imports_torch() -> None:
     result = subprocess.run([sys.executable, "-c", CHECK, *sorted(TORCH_MODULES)],
                             capture_output=True, text=True, cwd=ROOT, timeout=300,
