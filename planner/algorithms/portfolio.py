@@ -15,13 +15,14 @@ import functools
 import logging
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..errors import InfeasibleError, PlannerError
 from ..model import Problem
 from ..plan import Plan
+from ..signals import interrupts_ignored
 from ..simulate import simulate
 from . import ALGORITHMS, constructive, run
 from .base import Interrupted, Options, Solution
@@ -96,8 +97,9 @@ def rank(problem: Problem, options: Options, *, progress_share: float = 1.0,
     candidates: dict[str, float | None] = {}
     errors: list[PlannerError] = []
     found: list[tuple[float, int, str, Plan]] = []
+    outcomes = _outcomes(problem, quiet, tried)
     try:
-        for k, (name, outcome) in enumerate(_outcomes(problem, quiet, tried)):
+        for k, (name, outcome) in enumerate(outcomes):
             if options.progress:
                 options.progress(progress_share * k / len(tried), f"heuristics: {name}")
             plan, makespan, err = outcome()
@@ -107,6 +109,7 @@ def rank(problem: Problem, options: Options, *, progress_share: float = 1.0,
             if plan is not None and makespan is not None:
                 found.append((makespan, k, name, plan.with_algorithm(plan.algorithm or name)))
     except KeyboardInterrupt:
+        outcomes.close()  # its workers end now, not when it is collected
         raise Interrupted(_so_far(found, candidates)) from None
     found.sort(key=lambda t: (t[0], t[1]))
     candidates.update(dict.fromkeys(skipped))
@@ -141,7 +144,7 @@ def _in_worker(name: str) -> Outcome:
 
 
 def _outcomes(problem: Problem, options: Options, tried: list[tuple[str, Plan | None]]
-              ) -> Iterator[tuple[str, Callable[[], Outcome]]]:
+              ) -> Generator[tuple[str, Callable[[], Outcome]], None, None]:
     """Each candidate's outcome, in the order tried. Graphs of `PARALLEL_MIN_OPS` ops or
     more run the candidates in two forked processes (they inherit the problem, so nothing
     big is sent; the results are the same, only sooner); smaller ones run here, where a
@@ -158,11 +161,19 @@ def _outcomes(problem: Problem, options: Options, tried: list[tuple[str, Plan | 
     _SHARED = (problem, options)
     try:
         with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = {name: pool.submit(_in_worker, name) for name, plan in tried
-                       if plan is None}
-            for name, plan in tried:
-                yield name, (futures[name].result if plan is None else
-                             functools.partial(_evaluate, problem, options, name, plan))
+            try:
+                with interrupts_ignored():  # by the workers forked now: Ctrl-C is ours
+                    futures = {name: pool.submit(_in_worker, name) for name, plan in tried
+                               if plan is None}
+                for name, plan in tried:
+                    yield name, (futures[name].result if plan is None else
+                                 functools.partial(_evaluate, problem, options, name, plan))
+            except BaseException:  # interrupted: no waiting for the candidates still running
+                procs = list((getattr(pool, "_processes", None) or {}).values())
+                pool.shutdown(wait=False, cancel_futures=True)
+                for proc in procs:
+                    proc.kill()
+                raise
     finally:
         _SHARED = None
 
