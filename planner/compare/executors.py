@@ -39,7 +39,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import Diagnostic, SolverError, UsageError
-from ..signals import guarded, install_in_worker, interrupts_ignored
+from ..signals import deferred, guarded, install_in_worker, interrupts_ignored
 from .rows import empty_row
 from .worker import Point, PointResult, run_point
 
@@ -230,7 +230,10 @@ def _fill(pool: ProcessPoolExecutor, pending: deque[tuple[Point, bool]],
         if any(s for _, s in inflight.values()):
             break
         try:
-            fut = pool.submit(guarded, worker, point, keep_plans)
+            # not stopped half-way: a worker asked of the forkserver but not yet known to
+            # the pool outlived an interrupted sweep and printed a traceback
+            with deferred():
+                fut = pool.submit(guarded, worker, point, keep_plans)
         except BrokenProcessPool:  # a point in flight just killed its worker
             return True
         pending.popleft()
