@@ -141,7 +141,8 @@ def _compiled(n: int) -> bool:
         if ENGINE == "kernel":
             prepare()  # asked for by name: compile them if need be
             return True
-        return _load_cached()
+        # in one piece: a Ctrl-C inside numba's loading left llvmlite objects half-built
+        return shielded(_load_cached)
     return True
 
 

@@ -41,7 +41,7 @@ from .. import compiled
 from ..cost import costs
 from ..model import Cluster, Device, Edge, Graph, Op, Problem, derived
 from ..plan import Plan
-from ..signals import shielded
+from ..signals import deferred, shielded
 from ..simulate import KINDS, simulate, upward_rank
 
 __all__ = ["Evaluator", "FastResult", "evaluator", "numba_available", "prepare", "ready"]
@@ -107,14 +107,16 @@ def ready() -> bool:
     if compiled.building():
         compiled.notice("the fast simulator")
         return False
-    try:
-        from . import _kernel  # lazy: numba (heavy to import): only when a search runs
-    except ImportError:  # numba is there but does not import (a broken install)
-        return False
-    found = compiled.load_cached(_kernel.evaluate)
-    if found or (found is None and compiled.built_here()):
-        prepare()  # loaded from the cache: no compile
-        return True
+    # in one piece: a Ctrl-C inside numba's loading left llvmlite objects half-built
+    with deferred():
+        try:
+            from . import _kernel  # lazy: numba (heavy to import): only when a search runs
+        except ImportError:  # numba is there but does not import (a broken install)
+            return False
+        found = compiled.load_cached(_kernel.evaluate)
+        if found or (found is None and compiled.built_here()):
+            prepare()  # loaded from the cache: no compile
+            return True
     compiled.build_in_background("the fast simulator")
     return False
 

@@ -219,7 +219,8 @@ def _kernel_case(inst: Instance, placer: Placer, prank: Sequence[int],
     if ENGINE == "kernel":
         prepare()  # asked for by name: compile it if need be
         return True
-    return _load_cached()
+    # in one piece: a Ctrl-C inside numba's loading left llvmlite objects half-built
+    return shielded(_load_cached)
 
 
 def _load_cached() -> bool:
