@@ -267,7 +267,8 @@ def import_ray() -> ModuleType:
             "E613", "--executor ray: the `ray` package is not installed", None,
             ("install it with `pip install 'planner[ray]'` (or `pip install 'ray>=2.9'`)",
              "or use `--executor local`"))) from None
-    return ray
+    module: ModuleType = ray  # Any where ray is absent (no stubs to read), a module where not
+    return module
 
 
 def _ray(ray: Any, points: Sequence[Point], jobs: int, keep_plans: bool, worker: Worker,
