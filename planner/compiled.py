@@ -133,6 +133,8 @@ def build_in_background(what: str) -> bool:
         with contextlib.suppress(OSError):
             lock.unlink()
         return False
+    with contextlib.suppress(OSError):
+        lock.write_text(f"{_child.pid}\n")  # who builds, for people and tests
     notice(what)
     return True
 
