@@ -34,11 +34,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 __all__ = ["BUILD_MODULE", "build_in_background", "building", "built_here", "load_cached",
-           "numba_available", "notice"]
+           "load_or_build", "numba_available", "notice"]
 
 #: the module a background build runs (`python -m BUILD_MODULE *BUILD_ARGS`)
 BUILD_MODULE = "planner.cli.warm"
@@ -80,6 +81,27 @@ def load_cached(dispatcher: Any) -> bool | None:
     for sig in valid:
         dispatcher.compile(sig)  # found in the cache: a load, not a compile
     return bool(valid)
+
+
+def load_or_build(entry: Callable[[], Any], prepare: Callable[[], float],
+                  what: str) -> bool | None:
+    """Ready a kernel without compiling it: True when numba's cache held it (`load_cached`,
+    then `prepare`, which only loads), False when it is not built yet (a background build
+    runs or starts now: `build_in_background`), None when numba does not import (a broken
+    install). `entry` imports the kernel's module and returns its entry point."""
+    if building():
+        notice(what)
+        return False
+    try:
+        dispatcher = entry()
+    except ImportError:
+        return None
+    found = load_cached(dispatcher)
+    if found or (found is None and built_here()):
+        prepare()  # the cache holds it: a load, not a compile
+        return True
+    build_in_background(what)
+    return False
 
 
 def _lock_path() -> Path:

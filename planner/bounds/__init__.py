@@ -148,22 +148,20 @@ def _compiled(n: int) -> bool:
 
 def _load_cached() -> bool:
     """Load the compiled passes if numba's cache holds them; never compile on a command's
-    clock: otherwise start the background build (`planner.compiled`) and say False."""
+    clock: otherwise the background build starts (`planner.compiled`) and this says
+    False."""
     global _numba
-    if compiled.building():
-        compiled.notice("the bounds' graph passes")
-        return False
-    try:
-        from . import _kernel  # lazy: numba (heavy to import): only when it pays
-    except ImportError:  # numba is there but does not import (a broken install)
+    ready = compiled.load_or_build(_entry, prepare, "the bounds' graph passes")
+    if ready is None:  # numba is there but does not import (a broken install)
         _numba = False
-        return False
-    found = compiled.load_cached(_kernel.passes)
-    if found or (found is None and compiled.built_here()):
-        prepare()  # loaded from the cache: no compile
-        return True
-    compiled.build_in_background("the bounds' graph passes")
-    return False
+    return bool(ready)
+
+
+def _entry() -> Any:
+    from . import _kernel  # lazy: numba (heavy to import): only when it pays
+
+    return _kernel.passes
+
 
 _KELLEY_STEPS = 60
 

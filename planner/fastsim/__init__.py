@@ -104,21 +104,15 @@ def ready() -> bool:
     if now < _next_look or not numba_available():
         return False
     _next_look = now + LOOK_EVERY_S
-    if compiled.building():
-        compiled.notice("the fast simulator")
-        return False
     # in one piece: a Ctrl-C inside numba's loading left llvmlite objects half-built
     with deferred():
-        try:
-            from . import _kernel  # lazy: numba (heavy to import): only when a search runs
-        except ImportError:  # numba is there but does not import (a broken install)
-            return False
-        found = compiled.load_cached(_kernel.evaluate)
-        if found or (found is None and compiled.built_here()):
-            prepare()  # loaded from the cache: no compile
-            return True
-    compiled.build_in_background("the fast simulator")
-    return False
+        return bool(compiled.load_or_build(_entry, prepare, "the fast simulator"))
+
+
+def _entry() -> Any:
+    from . import _kernel  # lazy: numba (heavy to import): only when a search runs
+
+    return _kernel.evaluate
 
 
 def _tiny_problem() -> Problem:

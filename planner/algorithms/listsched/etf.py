@@ -225,22 +225,19 @@ def _kernel_case(inst: Instance, placer: Placer, prank: Sequence[int],
 
 def _load_cached() -> bool:
     """Load the compiled engine if numba's cache holds it; never compile on a command's
-    clock: otherwise start the background build (`planner.compiled`) and say False."""
-    global _kernel, _numba
-    if compiled.building():
-        compiled.notice("the ETF engine")
-        return False
-    try:
-        from . import _engine_kernel  # lazy: numba (heavy to import): only when it pays
-    except ImportError:  # numba is there but does not import (a broken install)
+    clock: otherwise the background build starts (`planner.compiled`) and this says
+    False."""
+    global _numba
+    ready = compiled.load_or_build(_entry, prepare, "the ETF engine")
+    if ready is None:  # numba is there but does not import (a broken install)
         _numba = False
-        return False
-    found = compiled.load_cached(_engine_kernel.schedule_arrays)
-    if found or (found is None and compiled.built_here()):
-        prepare()  # loaded from the cache: no compile
-        return True
-    compiled.build_in_background("the ETF engine")
-    return False
+    return bool(ready)
+
+
+def _entry() -> Any:
+    from . import _engine_kernel  # lazy: numba (heavy to import): only when it pays
+
+    return _engine_kernel.schedule_arrays
 
 
 def _min_ops(sct: bool) -> int:
