@@ -95,7 +95,8 @@ PYTHON_SECONDS_PER_ELEMENT = 2e-6
 #: run twice as slow (two busy processes on 2 cores slow planner by 1.5x) keep both the
 #: limit and its plan
 LOAD_HEADROOM = 0.5
-#: the wall clock stops a search this long after the limit at the latest (seconds)
+#: the wall clock never stops a search sooner than this after it starts (seconds), so a
+#: limit of 0 still leaves `MIN_BUDGET` moves room to run
 CAP_MIN_S = 0.5
 #: the first annealing cycle lasts this many moves per movable unit, within `CYCLE_MOVES`
 CYCLE_PER_UNIT = 10
