@@ -11,6 +11,7 @@ code in the imported module).
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -24,6 +25,22 @@ _AT_START = tuple((module, name, getattr(module, name))
                   for module, names in ((etf, ("ENGINE", "_kernel")),
                                         (bounds, ("ENGINE", "_passes")))
                   for name in names)
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """Give this process Python's own SIGINT handler if it started with SIGINT ignored.
+
+    A shell ignores SIGINT in what it starts in the background (`pytest &`, a CI step run
+    detached): Python then keeps it ignored, and so does every process it starts. The
+    Ctrl-C tests (in this process and in `planner` subprocesses) would then see a command
+    that, rightly, ignores Ctrl-C, and fail or wait out their limits: their outcome would
+    depend on how the suite was started. Found at load 4, where the suite was started with
+    `&` beside the CPU hogs."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_ctrl_c_as_in_a_terminal()
 
 
 def _reset_engines() -> None:
