@@ -24,8 +24,11 @@ T = TypeVar("T")
 
 MemoryModel = Literal["static", "liveness"]
 Contention = Literal["none", "link", "device"]
+Schedule = Literal["gpipe", "1f1b", "interleaved"]
 MEMORY_MODELS: tuple[str, ...] = ("static", "liveness")
 CONTENTIONS: tuple[str, ...] = ("none", "link", "device")
+OBJECTIVES: tuple[str, ...] = ("makespan", "pipeline")
+SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved")
 
 
 def derived(owner: Any, key: str, build: Callable[[], T]) -> T:
@@ -71,6 +74,10 @@ class Edge:
 class Graph:
     """Ops, edges and colocation groups (each a sorted tuple of op indices).
 
+    `backward_of` maps each backward op of a training graph to the forward op it belongs
+    to (`op x.bwd { ...; backward_of x }`); every other op is a forward op. A pipeline
+    runs the forward ops of a micro-batch, then (in training) its backward ops.
+
     Not slotted, so derived tables can be cached per instance (`cached_property`).
     """
 
@@ -78,6 +85,7 @@ class Graph:
     ops: tuple[Op, ...]
     edges: tuple[Edge, ...]
     colocations: tuple[tuple[int, ...], ...] = ()
+    backward_of: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         n = len(self.ops)
@@ -88,6 +96,10 @@ class Graph:
                  for end in ("src", "dst")),
                 ((f"colocations[{g}][{k}]", i) for g, grp in enumerate(self.colocations)
                  for k, i in enumerate(grp))))
+        if not _fits(functools.partial(_pairs_below, self.backward_of, n, n)):
+            _bad_index("E203", "op", n, f"graph `{self.name}`", itertools.chain.from_iterable(
+                ((f"backward_of key {b!r}", b), (f"backward_of[{b!r}]", f))
+                for b, f in self.backward_of.items()))
 
     @cached_property
     def op_index(self) -> Mapping[str, int]:
@@ -147,7 +159,8 @@ class Graph:
 
 
 def indexed_graph(name: str, ops: tuple[Op, ...], edges: tuple[Edge, ...],
-                  colocations: tuple[tuple[int, ...], ...], op_index: dict[str, int]) -> Graph:
+                  colocations: tuple[tuple[int, ...], ...], op_index: dict[str, int],
+                  backward_of: Mapping[int, int] = MappingProxyType({})) -> Graph:
     """A `Graph` from a builder whose indices all come from its own name table `op_index`
     (lowering: each edge's ends and each group's members are looked up there), which maps
     every op's name to its index.
@@ -158,7 +171,7 @@ def indexed_graph(name: str, ops: tuple[Op, ...], edges: tuple[Edge, ...],
     """
     graph = object.__new__(Graph)
     for key, value in (("name", name), ("ops", ops), ("edges", edges),
-                       ("colocations", colocations)):
+                       ("colocations", colocations), ("backward_of", backward_of)):
         object.__setattr__(graph, key, value)  # as the frozen dataclass's __init__ does
     graph.__dict__["op_index"] = MappingProxyType(op_index)  # where cached_property keeps it
     return graph
@@ -214,12 +227,25 @@ class Cluster:
         return self._link_table.get((src, dst))
 
 
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """A plan's `objective pipeline` settings: `microbatches` copies of the graph (one
+    micro-batch each) flow through contiguous stages under `schedule`; with `interleaved`,
+    each device runs `stages_per_device` stages (Megatron's virtual stages)."""
+
+    microbatches: int = 1
+    schedule: Schedule = "1f1b"
+    stages_per_device: int = 1
+
+
 @dataclass(frozen=True)
 class Problem:
     """One plan of a spec: a graph on a cluster, with a cost model and constraints.
 
     `pins` and `placement` map op index -> device index. `placement` is the spec's given
     placement (`place` statements; used by `--algo expert` and `planner simulate`).
+    `pipeline` is None under `objective makespan` (one pass through the graph, as fast as
+    possible), else the pipeline it is planned for (`planner.pipeline`).
     """
 
     name: str
@@ -229,6 +255,7 @@ class Problem:
     contention: Contention = "link"
     pins: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
     placement: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+    pipeline: Pipeline | None = None
 
     def __post_init__(self) -> None:
         n, m = len(self.graph.ops), len(self.cluster.devices)

@@ -13,11 +13,14 @@ from ..errors import Span
 
 # The attributes each statement takes: key -> expected dimension ("number" for unitless,
 # "name" for a name). The lowering checks them; the parser's hints read them too.
-OP_ATTRS = {"time": "time", "flops": "work", "params": "size", "output": "size", "temp": "size"}
+OP_ATTRS = {"time": "time", "flops": "work", "params": "size", "output": "size", "temp": "size",
+            "backward_of": "name"}
 EDGE_ATTRS = {"bytes": "size"}
 DEVICE_ATTRS = {"kind": "name", "memory": "size", "flops": "rate", "speed": "number"}
 LINK_ATTRS = {"bandwidth": "bandwidth", "latency": "time"}
-PLAN_SETTINGS = {"graph": "name", "cluster": "name", "memory": "name", "contention": "name"}
+PLAN_SETTINGS = {"graph": "name", "cluster": "name", "memory": "name", "contention": "name",
+                 "objective": "name", "microbatches": "number", "schedule": "name",
+                 "stages_per_device": "number"}
 
 
 @dataclass(frozen=True, slots=True)

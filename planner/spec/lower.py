@@ -21,12 +21,15 @@ from ..errors import DiagnosticSink, Span, did_you_mean
 from ..model import (
     CONTENTIONS,
     MEMORY_MODELS,
+    OBJECTIVES,
+    SCHEDULES,
     Cluster,
     Device,
     Edge,
     Graph,
     Link,
     Op,
+    Pipeline,
     Problem,
     Spec,
     indexed_graph,
@@ -326,10 +329,12 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
     # the limits stop the loops below at the first op or edge past them: what is built
     # stays within them
     lim = limits.active()
-    lowered = _graph_ops(sink, decl, loc, lim, time_kinds)
+    backward: list[tuple[int, ast.Name]] = []
+    lowered = _graph_ops(sink, decl, loc, lim, time_kinds, backward)
     if lowered is None:
         return None
     index, ops = lowered
+    backward_of = _backward_of(sink, backward, index, ops, gname)
     n_edges = 0
     n_ops = len(ops)
     edges = _Edges()
@@ -394,13 +399,40 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                    "a graph must be acyclic; remove one of these edges")
     colocations = groups.groups() if grouped else ()
     if len(index) == len(ops):  # no name twice (E202): `index` is what op_index would be
-        return indexed_graph(gname, tuple(ops), edge_list, colocations, index)
-    return Graph(gname, tuple(ops), edge_list, colocations)
+        return indexed_graph(gname, tuple(ops), edge_list, colocations, index, backward_of)
+    return Graph(gname, tuple(ops), edge_list, colocations, backward_of)
+
+
+def _backward_of(sink: DiagnosticSink, backward: list[tuple[int, ast.Name]],
+                 index: dict[str, int], ops: list[Op], gname: str) -> Mapping[int, int]:
+    """Backward op -> its forward op, from the `backward_of` names: each names another op
+    of the graph, one that is not itself a backward op (E234)."""
+    out: dict[int, int] = {}
+    for b, name in backward:
+        f = _resolve_op(sink, name, index, gname)
+        if f is not None:
+            out[b] = f
+    for b, f in out.items():
+        if f == b:
+            sink.error("E234", f"op `{ops[b].name}` is its own `backward_of`", _backward_span(
+                backward, b), "name the forward op whose gradient this op computes")
+        elif f in out:
+            sink.error("E234", f"`backward_of {ops[f].name}`: `{ops[f].name}` is itself a "
+                       f"backward op (of `{ops[out[f]].name}`)", _backward_span(backward, b),
+                       "name the forward op whose gradient this op computes")
+    return MappingProxyType(dict(sorted(out.items())))
+
+
+def _backward_span(backward: list[tuple[int, ast.Name]], op: int) -> Span:
+    """The span of the name in op `op`'s `backward_of`."""
+    return next(name.span for b, name in backward if b == op)
 
 
 def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: limits.Limits,
-               time_kinds: dict[str, list[Span]]) -> tuple[dict[str, int], list[Op]] | None:
+               time_kinds: dict[str, list[Span]], backward: list[tuple[int, ast.Name]],
+               ) -> tuple[dict[str, int], list[Op]] | None:
     """The ops of a graph, in order, and their indices by name; None past the op limit.
+    Each `backward_of` goes to `backward` as (op's index, the forward op's name).
 
     Each `time[KIND]` selector's span goes to `time_kinds` by kind, gathered here, while
     each op's attributes are at hand (a second pass over a 100k-op tree, for W256 alone,
@@ -425,7 +457,7 @@ def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: l
             _time_kinds(item, time_kinds)
             continue
         spans.append(item.name.span)
-        ops.append(_lower_op(sink, item, f"op `{name}`", time_kinds))
+        ops.append(_lower_op(sink, item, f"op `{name}`", time_kinds, backward, len(ops)))
     return index, ops
 
 
@@ -528,7 +560,7 @@ def _plain_quantity(a: ast.Attr, dim: str) -> float | None:
 #: `_plain_op` reads a value with in one look-up (a number or a name has unit "", which
 #: no key takes)
 _OP_UNITS: dict[tuple[str, str], tuple[float, float, float]] = {
-    (key, unit): (factor, *RANGES[dim]) for key, dim in OP_ATTRS.items()
+    (key, unit): (factor, *RANGES[dim]) for key, dim in OP_ATTRS.items() if dim in RANGES
     for unit, (got, factor) in UNIT_TABLE.items() if got == dim}
 
 
@@ -610,12 +642,19 @@ def _time_kinds(item: ast.OpDecl, time_kinds: dict[str, list[Span]]) -> None:
 
 
 def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str,
-              time_kinds: dict[str, list[Span]]) -> Op:
+              time_kinds: dict[str, list[Span]], backward: list[tuple[int, ast.Name]],
+              position: int) -> Op:
+    """The op of `item`; its `backward_of` name, if any, goes to `backward` with the op's
+    `position` (resolved once every op of the graph is known)."""
     plain = _plain_op(item, time_kinds)
     if plain is not None:
         return plain
     _time_kinds(item, time_kinds)
     attrs = _Attrs(sink, item.attrs, OP_ATTRS, what, frozenset({"time"}))
+    if attrs.name("backward_of") is not None:
+        forward = attrs.values["backward_of"].value.name
+        assert forward is not None  # `name` said it is a name
+        backward.append((position, forward))
     by_kind = {
         sel.text: t
         for a, sel in attrs.selected.get("time", {}).values()
@@ -903,6 +942,7 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
     cluster = _lookup(sink, settings, "cluster", clusters, decl)
     memory = _choice(sink, settings, "memory", MEMORY_MODELS, "static")
     contention = _choice(sink, settings, "contention", CONTENTIONS, "link")
+    pipeline = _pipeline(sink, settings, pname)
     if graph is None or cluster is None:
         return None
     op_index = graph.op_index
@@ -963,7 +1003,72 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
         loc.pins[(pname, i)] = pin_spans[i]
     return Problem(pname, graph, cluster, memory, contention,  # type: ignore[arg-type]
                    MappingProxyType(dict(sorted(pins.items()))),
-                   MappingProxyType(dict(sorted(placement.items()))))
+                   MappingProxyType(dict(sorted(placement.items()))), pipeline)
+
+
+#: the most micro-batches a plan may ask for (the simulator runs that many copies of the graph)
+MAX_MICROBATCHES = 1024
+#: the pipeline settings, which need `objective pipeline`
+_PIPELINE_KEYS = ("microbatches", "schedule", "stages_per_device")
+
+
+def _pipeline(sink: DiagnosticSink, settings: _Attrs, pname: str) -> Pipeline | None:
+    """The plan's pipeline (`objective pipeline` and its settings), or None (`objective
+    makespan`, the default). Reports unknown names (E256) and counts that are not whole
+    numbers in range (E257)."""
+    objective = _named_choice(sink, settings, "objective", OBJECTIVES, "makespan")
+    if objective is None:  # unknown (reported): its settings are not judged by a guess
+        return None
+    if objective != "pipeline":
+        for key in _PIPELINE_KEYS:
+            if key in settings.values:
+                sink.error("E256", f"`{key}` is a pipeline setting, and plan `{pname}` has "
+                           f"`objective {objective}`", settings.values[key].span,
+                           "add `objective pipeline` to plan a pipeline of micro-batches")
+        return None
+    schedule = _named_choice(sink, settings, "schedule", SCHEDULES, "1f1b") or "1f1b"
+    microbatches = _count(sink, settings, "microbatches", MAX_MICROBATCHES) or 1
+    per_device = _count(sink, settings, "stages_per_device", 64) or 1
+    if schedule == "interleaved" and per_device < 2:
+        span = settings.values.get("stages_per_device", settings.values["schedule"]).span
+        sink.error("E257", "`schedule interleaved` runs several stages per device",
+                   span, "add `stages_per_device 2` (or more); with one, write `schedule 1f1b`")
+    elif schedule != "interleaved" and "stages_per_device" in settings.values:
+        sink.error("E256", f"`stages_per_device` is for `schedule interleaved`, not "
+                   f"`{schedule}`", settings.values["stages_per_device"].span,
+                   "write `schedule interleaved`, or remove `stages_per_device`")
+    return Pipeline(microbatches, schedule, per_device)  # type: ignore[arg-type]
+
+
+def _named_choice(sink: DiagnosticSink, settings: _Attrs, key: str, options: Sequence[str],
+                  default: str) -> str | None:
+    """Setting `key`, one of `options`; `default` when absent, None when unknown (E256)."""
+    if key not in settings.values:
+        return default
+    value = settings.name(key)
+    if value not in options:
+        if value is not None:
+            sink.error("E256", f"unknown {key} `{value}`", settings.values[key].value.span,
+                       *did_you_mean(value, options), "one of: " + " | ".join(options))
+        return None
+    return value
+
+
+def _count(sink: DiagnosticSink, settings: _Attrs, key: str, most: int) -> int | None:
+    """Setting `key` as a whole number from 1 to `most` (E257 otherwise), or None."""
+    attr = settings.values.get(key)
+    if attr is None:
+        return None
+    if attr.value.kind != "number":
+        sink.error("E214", f"`{key}` expects a plain number (no unit)", attr.value.span,
+                   f"for example `{key} 8`")
+        return None
+    value = parse_number(attr.value.number)
+    if not (math.isfinite(value) and value == int(value) and 1 <= value <= most):
+        sink.error("E257", f"`{key}` must be a whole number from 1 to {most}, not "
+                   f"`{attr.value.number}`", attr.value.span, f"for example `{key} 8`")
+        return None
+    return int(value)
 
 
 def _unrunnable(graph: Graph, cluster: Cluster) -> list[tuple[int, int]]:

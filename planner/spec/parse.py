@@ -136,7 +136,8 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic
         return _unexpected_char(err, text, file, line, col, pos)
     assert isinstance(err, UnexpectedToken)
     tok = err.token
-    expected = set(err.expected or ())
+    # `1f1b` is a name (the one that starts with a digit): "a name" says it
+    expected = set(err.expected or ()) - {"SCHEDULE_1F1B"}
     if tok.type == "$END":
         line, col, pos = _end_position(text)
         opener = _open_block(text, len(text))

@@ -44,6 +44,8 @@ class WorkOp:
     time_by_kind: dict[str, float] = field(default_factory=dict)
     #: printed as a comment line above the op (e.g. the source layer's description)
     comment: str = ""
+    #: the forward op whose gradient this backward op computes (training graphs)
+    backward_of: str = ""
 
 
 @dataclass
@@ -211,6 +213,8 @@ def op_attrs(op: WorkOp, exact: bool = False) -> list[tuple[str, str]]:
                        ("temp", op.temp_bytes)):
         if value:
             out.append((key, format_quantity(value, "size")))
+    if op.backward_of:
+        out.append(("backward_of", quote(op.backward_of)))
     return out
 
 

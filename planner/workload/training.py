@@ -2,7 +2,8 @@
 
 For every forward op `x` (except data inputs) a backward op `x.bwd` is added, colocated
 with `x` (as frameworks colocate gradients with their ops, so the weights, their gradient
-and the optimizer state share one device):
+and the optimizer state share one device) and marked `backward_of x` (a pipeline runs it
+in the micro-batch's backward pass):
 
 - edges: `x -> x.bwd` (the stashed activations, kept on the device), and for every forward
   edge `u -> v` of `b` bytes, `v.bwd -> u.bwd` of `b` bytes (the gradient of that tensor);
@@ -58,7 +59,7 @@ def add_backward(w: Workload, backward: Callable[[WorkOp], tuple[float, float | 
     for o in reversed(fwd):
         seconds, flops = backward(o)
         w.add(WorkOp(bwd_name[o.name], seconds, flops, params_bytes=o.params_bytes * state,
-                     output_bytes=grad_in.get(o.name, 0)))
+                     output_bytes=grad_in.get(o.name, 0), backward_of=o.name))
     for o in fwd:
         w.connect(o.name, bwd_name[o.name], o.output_bytes)
     for e in reversed(fwd_edges):
