@@ -57,6 +57,12 @@ ALGORITHMS: Mapping[str, AlgorithmInfo] = _table(
     AlgorithmInfo("search", _A + "search", "moves groups of ops between devices from the best "
                   "constructive plan, judged by the simulator (descent, then annealing)",
                   options=("time_limit_s", "seed"), anytime=True),
+    AlgorithmInfo("pipedp", _A + "pipedp", "the best contiguous pipeline split (stages on a "
+                  "chain of devices), exact by dynamic programming for `objective pipeline`",
+                  citation="Narayanan et al., PipeDream, SOSP 2019; Fan et al., DAPPLE, "
+                  "PPoPP 2021"),
+    AlgorithmInfo("uniform", _A + "baselines.uniform", "the same number of pipeline units per "
+                  "stage, stage k on device k (the uniform layer split)", memory_aware=False),
     AlgorithmInfo("single", _A + "baselines.single", "everything on the fastest device that "
                   "holds it all (pins excepted)", constructive=True, seconds_per_element=8e-6,
                   compare_default=True),

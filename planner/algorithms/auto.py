@@ -34,6 +34,9 @@ Thresholds (measured on this 2-core machine): CP-SAT proves 30-op instances opti
 0.7-8 s (median 0.9 s) and improves the m-SCT plan by 11% on 100 ops within 60 s; on
 ResNet-50 (177 ops) 10 s of it moved the plan by 0.03%, so larger graphs only search.
 
+Under `objective pipeline` (`Problem.pipeline`), `auto` is `pipedp`: the best contiguous
+split, exact for its model (`planner.algorithms.pipedp`).
+
 `info`: `chosen` (the algorithm whose plan is returned), `candidates` (name -> simulated
 makespan, None when infeasible or skipped; `search` and `cpsat` when they improved the
 plan), `objective_s` (the returned plan's simulated makespan), `bound_s` and `gap` and the
@@ -54,6 +57,7 @@ from ..errors import InfeasibleError, PlannerError
 from ..model import Problem
 from ..plan import Plan
 from ..simulate import simulate
+from . import pipedp
 from .base import Interrupted, Options, Solution
 from .exact import cpsat
 from .exact.verdict import judge
@@ -83,7 +87,12 @@ Best = tuple[str, float, Plan] | None
 
 
 def place(problem: Problem, options: Options) -> Solution:
-    """Best of the heuristics, improved by CP-SAT on small graphs (module docstring)."""
+    """Best of the heuristics, improved by CP-SAT on small graphs (module docstring); under
+    `objective pipeline`, the best contiguous split (`pipedp`)."""
+    if problem.pipeline is not None:
+        split = pipedp.place(problem, options)
+        return dataclasses.replace(split, info=MappingProxyType(
+            {**split.info, "chosen": "pipedp"}))
     limit = options.time_limit_s if options.time_limit_s > 0 else None
     deadline = cap(options.time_limit_s)
     ranked = rank(problem, options, progress_share=0.3, limit_s=limit)

@@ -462,6 +462,26 @@ def _emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
     return result, bounds, gap
 
 
+def _report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: Bounds,
+                     memory_note: str = "") -> None:
+    """Under `objective pipeline`: the plan run as the pipeline, next to one device, the
+    uniform split and the makespan plan (`--json`: the result's `pipeline`)."""
+    if problem.pipeline is None:
+        return
+    # lazy: start-up
+    from ..algorithms.pipecompare import rows
+    from ..pipeline.bound import pipeline_bound
+    from ..render.pipeline import pipeline_json, pipeline_report
+
+    compared = rows(problem, plan.placement, plan.algorithm or "given")
+    bound = pipeline_bound(problem, bounds.makespan_s)
+    if report.enabled:
+        if report.result is not None:
+            report.result["pipeline"] = pipeline_json(problem, compared, bound, memory_note)
+    else:
+        stdout_console().print(pipeline_report(problem, compared, bound, memory_note))
+
+
 def _infeasible_exit(problem: Problem, result: SimResult, report: JsonReport) -> NoReturn:
     head = (f"plan `{problem.name}` is infeasible: "
             f"{len(result.violations)} violation(s)")
@@ -609,6 +629,7 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
     bound_s = float(bound) if isinstance(bound, (int, float)) and math.isfinite(bound) else None
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, bound_s=bound_s)
+    _report_pipeline(problem, solution.plan, report, bounds, str(info.get("memory_note", "")))
     if html is not None:
         from ..render.figures import format_gap  # lazy: start-up
         from ..render.html import write_plan_html  # lazy: start-up

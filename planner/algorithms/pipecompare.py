@@ -1,0 +1,71 @@
+"""A pipeline plan next to the plans users would otherwise run, under the same model.
+
+Every row is a placement run as the plan's pipeline (`pipeline.schedule.run`: the
+simulator, M micro-batches, the plan's schedule) with the same lower bound:
+
+- `one device`: everything on the fastest device (`single`; where no device holds it all,
+  the fastest device anyway, marked as not fitting);
+- `uniform split`: the same number of units per stage (`uniform`);
+- `makespan plan`: the best one-pass plan of the heuristics `auto` starts from
+  (`portfolio.rank`, the plan's objective set to `makespan`);
+- `this plan`: the plan being reported.
+
+A row `fits` when every device holds what the split model says it needs (`memory_bytes`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..cost import INF, costs
+from ..errors import InfeasibleError
+from ..model import Pipeline, Problem
+from ..pipeline.schedule import PipelineRun, run
+from . import run as run_algorithm
+from .base import Options
+from .portfolio import rank
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One placement run as the pipeline."""
+
+    label: str
+    algorithm: str
+    run: PipelineRun
+    fits: bool
+
+
+def rows(problem: Problem, placement: Sequence[int], algorithm: str) -> list[Row]:
+    """The comparison rows for `problem`'s pipeline, `placement` last (module docstring)."""
+    pipeline = problem.pipeline or Pipeline()
+    out = [_row(problem, pipeline, "one device", "single", _one_device(problem))]
+    uniform = run_algorithm("uniform", problem).plan.placement
+    out.append(_row(problem, pipeline, "uniform split", "uniform", uniform))
+    flat = dataclasses.replace(problem, pipeline=None)
+    best = rank(flat, Options(time_limit_s=0.0)).best
+    if best is not None:
+        out.append(_row(problem, pipeline, "makespan plan", best[0], best[2].placement))
+    out.append(_row(problem, pipeline, "this plan", algorithm, placement))
+    return out
+
+
+def _one_device(problem: Problem) -> Sequence[int]:
+    try:
+        return run_algorithm("single", problem).plan.placement
+    except InfeasibleError:
+        c = costs(problem)
+        n, m = len(problem.graph.ops), len(problem.cluster.devices)
+        total = [sum(c.compute[i][d] for i in range(n)) for d in range(m)]
+        fastest = min(range(m), key=lambda d: (total[d] if total[d] < INF else INF, d))
+        return (fastest,) * n
+
+
+def _row(problem: Problem, pipeline: Pipeline, label: str, algorithm: str,
+         placement: Sequence[int]) -> Row:
+    result = run(problem, placement, pipeline)
+    caps = [d.memory_bytes for d in problem.cluster.devices]
+    fits = all(held <= cap for held, cap in zip(result.memory_bytes, caps, strict=True))
+    return Row(label, algorithm, result, fits)

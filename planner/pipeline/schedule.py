@@ -1,0 +1,199 @@
+"""Run a plan as a pipeline: M micro-batches under GPipe, 1F1B or interleaved 1F1B.
+
+The simulator (`planner.simulate`) is the judge here too: the graph is copied once per
+micro-batch (the copies share nothing but the devices and links), every copy placed as
+the plan places the graph, and each device runs its ops in the order the schedule gives
+(`Plan.order`), so compute, transfers and the contention model are today's, unchanged.
+
+A device's work for one micro-batch is a forward task (its forward ops, in topological
+order) and, in training, a backward task. Devices are ranked by their first stage in
+pipeline order (`split_of`). Per device of rank k among D:
+
+- `gpipe`: every forward task, micro-batch 0 to M - 1, then every backward task;
+- `1f1b`: min(D - k - 1, M) forward tasks, then one forward and one backward in turn,
+  then the backward tasks left (PipeDream-flush, `torch.distributed.pipelining`'s
+  `Schedule1F1B`);
+- `interleaved`: the device's K stages are virtual stages; tasks (stage, micro-batch) go in
+  groups of D micro-batches, stages ascending forward and descending backward, after
+  Megatron's warm-up of min((D - k - 1) * 2 + (K - 1) * D, M * K) forward tasks
+  (`ScheduleInterleaved1F1B`).
+
+A plan whose devices are not a chain of stages (a device's stage needing a later device's
+work of the same micro-batch, as in many one-pass plans) can deadlock under 1F1B: the
+simulator then finds ops that never start, and the run falls back to GPipe's order, which
+never deadlocks (every device's order follows one global order: micro-batch, then
+topological position), and says so in `note`.
+
+Memory is the split model's (`split.stage_bytes`), not the simulator's: a copy of the
+graph per micro-batch would count each copy's params, and the liveness model keeps a
+tensor sent to another device for good.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..cost import costs
+from ..model import Cluster, Edge, Graph, Pipeline, Problem
+from ..plan import Plan
+from ..simulate import SimResult, simulate
+from .split import Split, device_loads, split_of, stage_bytes, stage_loads
+from .units import units
+
+#: a memory cap no copy of a graph reaches: the copies' memory is not the simulator's to judge
+_UNBOUNDED = 2**62
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage of a run: its device, its ops, and its busy time over the iteration."""
+
+    device: int
+    ops: tuple[int, ...]
+    busy_s: float
+    load_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineRun:
+    """What running a plan as a pipeline gave (see the module docstring)."""
+
+    schedule: str
+    microbatches: int
+    iteration_s: float
+    stages: tuple[Stage, ...]
+    #: per device: busy seconds over the iteration
+    busy_s: tuple[float, ...]
+    #: per device: the split model's peak bytes (`split.stage_bytes`)
+    memory_bytes: tuple[float, ...]
+    #: per device: compute plus transfers of one micro-batch (`split.device_loads`)
+    loads_s: tuple[float, ...]
+    note: str = ""
+
+    @property
+    def time_per_microbatch_s(self) -> float:
+        """The iteration's time over its micro-batches."""
+        return self.iteration_s / self.microbatches
+
+    @property
+    def period_s(self) -> float:
+        """T: the busiest device's compute and transfers for one micro-batch."""
+        return max(self.loads_s, default=0.0)
+
+    @property
+    def bubble_fraction(self) -> float:
+        """The share of the iteration the devices that hold stages are idle, on average."""
+        used = sorted({s.device for s in self.stages})
+        if not used or not math.isfinite(self.iteration_s) or self.iteration_s <= 0:
+            return 0.0
+        busy = sum(self.busy_s[d] for d in used)
+        return max(0.0, 1.0 - busy / (self.iteration_s * len(used)))
+
+
+def run(problem: Problem, placement: Sequence[int], pipeline: Pipeline) -> PipelineRun:
+    """Simulate `placement` as a pipeline of `pipeline.microbatches` micro-batches."""
+    split = split_of(problem, placement)
+    schedule, note = pipeline.schedule, ""
+    if schedule == "interleaved" and not _interleaves(split, pipeline.stages_per_device):
+        schedule, note = "1f1b", (f"its stages are not {pipeline.stages_per_device} per "
+                                  "device in a repeating chain: run as 1f1b")
+    result = _simulate(problem, placement, split, pipeline, schedule)
+    if not math.isfinite(result.makespan_s) and schedule != "gpipe":
+        note = (f"its devices are not a chain of stages, and {schedule} would deadlock: "
+                "run in gpipe's order")
+        schedule = "gpipe"
+        result = _simulate(problem, placement, split, pipeline, schedule)
+    busy = tuple(result.busy_s)
+    loads = stage_loads(problem, split)
+    c = costs(problem)
+    u = units(problem)
+    stages = []
+    for k, d in enumerate(split.devices):
+        ops = tuple(i for unit in u.members[split.bounds[k]:split.bounds[k + 1]] for i in unit)
+        stages.append(Stage(d, ops, pipeline.microbatches * sum(c.compute[i][d] for i in ops),
+                            loads[k]))
+    return PipelineRun(schedule, pipeline.microbatches, result.makespan_s, tuple(stages), busy,
+                       tuple(stage_bytes(problem, split, pipeline)),
+                       tuple(device_loads(problem, placement)), note)
+
+
+def _interleaves(split: Split, per_device: int) -> bool:
+    """Whether the stages are D devices repeated `per_device` times in one order."""
+    s = split.stages
+    if s % per_device:
+        return False
+    d = s // per_device
+    chain = split.devices[:d]
+    return len(set(chain)) == d and all(split.devices[k] == chain[k % d] for k in range(s))
+
+
+def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
+              schedule: str) -> SimResult:
+    g = problem.graph
+    n, mb = len(g.ops), pipeline.microbatches
+    copies = Graph(f"{g.name}*{mb}", g.ops * mb, tuple(
+        Edge(e.src + k * n, e.dst + k * n, e.bytes) for k in range(mb) for e in g.edges))
+    cluster = problem.cluster
+    roomy = Cluster(cluster.name, tuple(dataclasses.replace(d, memory_bytes=_UNBOUNDED)
+                                        for d in cluster.devices), cluster.links)
+    expanded = Problem(problem.name, copies, roomy, "static", problem.contention)
+    order = _orders(problem, placement, split, pipeline, schedule)
+    plan = Plan(tuple(placement) * mb, order)
+    return simulate(expanded, plan)
+
+
+def _orders(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
+            schedule: str) -> tuple[tuple[int, ...], ...]:
+    """Per device, its ops of every micro-batch in the schedule's order."""
+    g = problem.graph
+    n, mb = len(g.ops), pipeline.microbatches
+    u = units(problem)
+    ranked: list[int] = []
+    for d in split.devices:
+        if d not in ranked:
+            ranked.append(d)
+    position = {i: k for k, i in enumerate(g.topological_order)}
+    order: list[tuple[int, ...]] = [() for _ in problem.cluster.devices]
+    for rank, d in enumerate(ranked):
+        chunks = [k for k, dev in enumerate(split.devices) if dev == d]
+        if schedule != "interleaved":
+            chunks = [-1]  # the device's stages as one task per micro-batch
+        tasks_f, tasks_b = [], []
+        for c in chunks:
+            ks = [k for k, dev in enumerate(split.devices) if dev == d] if c < 0 else [c]
+            ops = sorted((i for k in ks for unit in u.members[split.bounds[k]:split.bounds[k + 1]]
+                          for i in unit), key=position.__getitem__)
+            tasks_f.append([i for i in ops if not u.backward[i]])
+            tasks_b.append([i for i in ops if u.backward[i]])
+        seq = _sequence(schedule, rank, len(ranked), len(chunks), mb, u.training)
+        order[d] = tuple(i + m * n for forward, c, m in seq
+                         for i in (tasks_f[c] if forward else tasks_b[c]))
+    return tuple(order)
+
+
+def _sequence(schedule: str, rank: int, devices: int, chunks: int, mb: int,
+              training: bool) -> list[tuple[bool, int, int]]:
+    """(forward?, chunk, micro-batch) tasks of the device of `rank`, in schedule order."""
+    if schedule == "interleaved":
+        fwd = [(True, c, m) for g0 in range(0, mb, devices) for c in range(chunks)
+               for m in range(g0, min(g0 + devices, mb))]
+        bwd = [(False, c, m) for g0 in range(0, mb, devices) for c in reversed(range(chunks))
+               for m in range(g0, min(g0 + devices, mb))]
+        warm = min((devices - rank - 1) * 2 + (chunks - 1) * devices, mb * chunks)
+    else:
+        fwd = [(True, 0, m) for m in range(mb)]
+        bwd = [(False, 0, m) for m in range(mb)]
+        warm = mb if schedule == "gpipe" else min(devices - rank - 1, mb)
+    if not training:
+        return fwd
+    out = fwd[:warm]
+    f = warm
+    for task in bwd:
+        if f < len(fwd):
+            out.append(fwd[f])
+            f += 1
+        out.append(task)
+    return out

@@ -1,0 +1,180 @@
+"""Splits: contiguous stages of the pipeline units, each on a device, and their costs.
+
+The model of time (the one the split solvers optimise, `planner.algorithms.pipedp`): in
+the steady state a stage handles one micro-batch per period, and the period is set by the
+busiest stage. A stage's **load** is its compute for one micro-batch (forward and
+backward ops) plus the transfers across its two boundaries, each counted on both sides
+(the device sends or receives it): forward tensors over the link left to right, gradients
+right to left, each `latency + bytes / bandwidth`. The schedule adds a bubble of S - 1
+periods (GPipe, 1F1B) that the simulator (`planner.pipeline.schedule`) measures.
+
+The model of memory (a bound the liveness simulation never exceeds, for the splits the
+solvers make): a stage holds its units' params (gradients and optimizer state included,
+once), plus the activations of each micro-batch in flight (its forward outputs and the
+forward tensors it receives), plus the largest transient. In flight on stage k of S, with
+M micro-batches: GPipe M; 1F1B min(S - k, M); interleaved (stage k of device d, D
+devices), Megatron's warm-up count plus one, min((D - d - 1) * 2 + (K - 1) * D + 1, M * K),
+the activations of the device's largest stage each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cost import INF, costs
+from ..model import Pipeline, Problem
+from .units import units
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """Stages as unit boundaries `0 = bounds[0] < ... < bounds[S] = units` and a device per
+    stage (a device may run several, under `interleaved` or in a plan not made as a
+    pipeline)."""
+
+    bounds: tuple[int, ...]
+    devices: tuple[int, ...]
+
+    @property
+    def stages(self) -> int:
+        """How many stages there are."""
+        return len(self.devices)
+
+    def placement(self, problem: Problem) -> tuple[int, ...]:
+        """Op -> device: each op on its unit's stage's device."""
+        u = units(problem)
+        device_of_unit = np.repeat(np.array(self.devices, dtype=np.int64),
+                                   np.diff(np.array(self.bounds)))
+        return tuple(int(device_of_unit[k]) for k in u.unit_of)
+
+
+def split_of(problem: Problem, placement: Sequence[int]) -> Split:
+    """The stages of any placement: maximal runs of consecutive units on one device (a
+    unit split over devices is counted on its first op's device; the simulator reports the
+    broken colocation)."""
+    u = units(problem)
+    bounds = [0]
+    devices: list[int] = []
+    for k, ops in enumerate(u.members):
+        d = placement[ops[0]]
+        if not devices or devices[-1] != d:
+            if devices:
+                bounds.append(k)
+            devices.append(d)
+    bounds.append(u.count)
+    return Split(tuple(bounds), tuple(devices))
+
+
+def boundary_seconds(problem: Problem, x: int, left: int, right: int) -> float:
+    """Seconds of the transfers across boundary `x` between the devices of the stages on
+    its two sides (0 on one device)."""
+    if left == right:
+        return 0.0
+    u, c = units(problem), costs(problem)
+    return (_link(c, u.forward_count[x], u.forward_bytes[x], left, right)
+            + _link(c, u.backward_count[x], u.backward_bytes[x], right, left))
+
+
+def _link(c: object, count: float, nbytes: float, a: int, b: int) -> float:
+    if not count:
+        return 0.0
+    lat = c.latency[a][b]  # type: ignore[attr-defined]
+    if lat >= INF:
+        return INF
+    return float(count * lat + nbytes * c.inv_bandwidth[a][b])  # type: ignore[attr-defined]
+
+
+def stage_loads(problem: Problem, split: Split) -> list[float]:
+    """Each stage's load (compute plus its boundaries' transfers; the module docstring)."""
+    u = units(problem)
+    b, dev = split.bounds, split.devices
+    out = []
+    for k, d in enumerate(dev):
+        i, j = b[k], b[k + 1]
+        if u.banned_prefix[d, j] - u.banned_prefix[d, i] > 0:
+            out.append(INF)
+            continue
+        load = float(u.compute_prefix[d, j] - u.compute_prefix[d, i])
+        if k > 0:
+            load += boundary_seconds(problem, i, dev[k - 1], d)
+        if k + 1 < len(dev):
+            load += boundary_seconds(problem, j, d, dev[k + 1])
+        out.append(load)
+    return out
+
+
+def in_flight(pipeline: Pipeline, stages: int, k: int, training: bool,
+              device_rank: int = 0, devices: int = 1) -> int:
+    """Micro-batches whose activations stage `k` of `stages` holds at once (inference: one;
+    the module docstring for training)."""
+    m = pipeline.microbatches
+    if not training:
+        return 1
+    if pipeline.schedule == "gpipe":
+        return m
+    if pipeline.schedule == "interleaved":
+        per = pipeline.stages_per_device
+        return min((devices - device_rank - 1) * 2 + (per - 1) * devices + 1, m * per)
+    return min(stages - k, m)
+
+
+def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline) -> list[float]:
+    """Per device, the bytes its stages hold at the peak (the module docstring's model)."""
+    u = units(problem)
+    held = [0.0] * len(problem.cluster.devices)
+    by_device: dict[int, list[int]] = {}
+    for k, d in enumerate(split.devices):
+        by_device.setdefault(d, []).append(k)
+    order = list(by_device)
+    for rank, d in enumerate(order):
+        stages = by_device[d]
+        params = sum(_span(u.params_prefix, split, k) for k in stages)
+        acts = [_span(u.kept_prefix, split, k) + u.forward_bytes[split.bounds[k]]
+                for k in stages]
+        transient = max(float(u.transient[split.bounds[k]:split.bounds[k + 1]].max(initial=0))
+                        for k in stages)
+        if pipeline.schedule == "interleaved":
+            count = in_flight(pipeline, split.stages, stages[0], u.training, rank, len(order))
+            held[d] = params + count * max(acts) + transient
+        else:
+            held[d] = params + transient + sum(
+                in_flight(pipeline, split.stages, k, u.training) * a
+                for k, a in zip(stages, acts, strict=True))
+    return held
+
+
+def _span(prefix: np.ndarray, split: Split, k: int) -> float:
+    return float(prefix[split.bounds[k + 1]] - prefix[split.bounds[k]])
+
+
+def period(problem: Problem, split: Split) -> float:
+    """The busiest stage's load: the split model's time per micro-batch."""
+    return max(stage_loads(problem, split), default=0.0)
+
+
+
+def device_loads(problem: Problem, placement: Sequence[int]) -> list[float]:
+    """Per device, compute for one micro-batch plus every transfer it sends or receives
+    (one per producer and destination device, the largest tensor to that device, as the
+    simulator sends them): the time per micro-batch a device needs in the steady state
+    without overlap, for any placement (the `T` of a plan, which stage loads bound above
+    when stages relay)."""
+    g, c = problem.graph, costs(problem)
+    loads = [0.0] * len(problem.cluster.devices)
+    for i, d in enumerate(placement):
+        loads[d] += c.compute[i][d]
+    sent: dict[tuple[int, int], int] = {}
+    for e in g.edges:
+        a, b = placement[e.src], placement[e.dst]
+        if a != b:
+            key = (e.src, b)
+            sent[key] = max(sent.get(key, 0), e.bytes)
+    for (src, b), nbytes in sent.items():
+        a = placement[src]
+        t = c.transfer_time(nbytes, a, b)
+        loads[a] += t
+        loads[b] += t
+    return loads

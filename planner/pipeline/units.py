@@ -1,0 +1,178 @@
+"""The units a pipeline splits, in pipeline order, and the tables its splits are costed by.
+
+A **unit** is a placement unit (`facts`: a colocation group, or a lone op) merged with the
+backward ops of its forward ops (`Graph.backward_of`): a layer's forward and backward run
+on one stage. Units are ordered by their first forward op in the graph's topological
+order; a **split** cuts that order into contiguous stages.
+
+The tables are prefix sums over that order, so that a stage `[i, j)` is costed in O(1):
+
+- per device, the compute of one micro-batch (forward and backward ops);
+- per boundary `x` (between units `x - 1` and `x`), the tensors that cross it: forward
+  ones (produced before `x`, consumed at or after it) and backward ones (the other way),
+  one transfer per producer, as the simulator sends a tensor once per destination. A
+  tensor that skips stages is relayed across every boundary in between, as
+  `torch.distributed.pipelining` passes it stage to stage;
+- per unit, the bytes a stage holds for it: params (with the gradients and optimizer
+  state the backward ops hold, once), the activations one micro-batch keeps from its
+  forward pass to its backward pass (forward outputs), and the transient bytes (backward
+  outputs, temps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..cost import costs
+from ..facts import facts
+from ..model import Problem, derived
+
+
+@dataclass(frozen=True, slots=True)
+class Units:
+    """A problem's pipeline units and their cost tables (see the module docstring)."""
+
+    #: the units in pipeline order, each its ops in topological order
+    members: tuple[tuple[int, ...], ...]
+    #: per op: the position of its unit in `members`
+    unit_of: tuple[int, ...]
+    #: per op: whether it is a backward op
+    backward: tuple[bool, ...]
+    #: per unit: the devices it may use (pins, and devices that can run every member)
+    allowed: tuple[tuple[int, ...], ...]
+    #: [device, x]: compute seconds of units [0, x) on the device (0 where one cannot run)
+    compute_prefix: NDArray[np.float64]
+    #: [device, x]: how many of units [0, x) may not use the device
+    banned_prefix: NDArray[np.float64]
+    #: [x]: forward transfers across boundary x (count, bytes); x = 0 and x = n are 0
+    forward_count: NDArray[np.float64]
+    forward_bytes: NDArray[np.float64]
+    #: [x]: backward transfers across boundary x (count, bytes)
+    backward_count: NDArray[np.float64]
+    backward_bytes: NDArray[np.float64]
+    #: [x]: prefix sums over units of params, kept activations, and transient bytes
+    params_prefix: NDArray[np.float64]
+    kept_prefix: NDArray[np.float64]
+    #: per unit: its largest transient (a backward output or a temp)
+    transient: NDArray[np.float64]
+
+    @property
+    def count(self) -> int:
+        """How many units there are."""
+        return len(self.members)
+
+    @property
+    def training(self) -> bool:
+        """Whether the graph has backward ops."""
+        return any(self.backward)
+
+
+def units(problem: Problem) -> Units:
+    """The pipeline units of `problem`, derived once and cached on it."""
+    return derived(problem, "pipeline.units", lambda: _derive(problem))
+
+
+def _derive(problem: Problem) -> Units:
+    g = problem.graph
+    f = facts(problem)
+    n = len(g.ops)
+    parent = list(range(len(f.units)))
+
+    def root(u: int) -> int:
+        while parent[u] != u:
+            parent[u] = parent[parent[u]]
+            u = parent[u]
+        return u
+
+    for b, fwd in g.backward_of.items():
+        ra, rb = root(f.unit_of[b]), root(f.unit_of[fwd])
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    backward = tuple(i in g.backward_of for i in range(n))
+    position = [0] * n
+    for k, i in enumerate(g.topological_order):
+        position[i] = k
+    first: dict[int, int] = {}  # merged unit -> first forward position (else first any)
+    for i in g.topological_order:
+        r = root(f.unit_of[i])
+        key = position[i] if not backward[i] else n + position[i]
+        first[r] = min(first.get(r, key), key)
+    order = sorted(first, key=first.__getitem__)
+    slot = {r: k for k, r in enumerate(order)}
+    members: list[list[int]] = [[] for _ in order]
+    for i in g.topological_order:
+        members[slot[root(f.unit_of[i])]].append(i)
+    unit_of = [0] * n
+    for k, ops in enumerate(members):
+        for i in ops:
+            unit_of[i] = k
+    allowed = []
+    for ops in members:
+        common = set(f.allowed[ops[0]])
+        for i in ops[1:]:
+            common &= set(f.allowed[i])
+        allowed.append(tuple(sorted(common)))
+    return Units(tuple(map(tuple, members)), tuple(unit_of), backward, tuple(allowed),
+                 *_tables(problem, members, unit_of, backward, allowed))
+
+
+def _tables(problem: Problem, members: list[list[int]], unit_of: list[int],
+            backward: tuple[bool, ...], allowed: list[tuple[int, ...]],
+            ) -> tuple[NDArray[np.float64], ...]:
+    g = problem.graph
+    c = costs(problem)
+    u = len(members)
+    m = len(problem.cluster.devices)
+    compute = np.zeros((m, u))
+    banned = np.ones((m, u))
+    for k, devices in enumerate(allowed):
+        banned[list(devices), k] = 0.0
+    params = np.zeros(u)
+    kept = np.zeros(u)
+    transient = np.zeros(u)
+    for k, ops in enumerate(members):
+        for i in ops:
+            op = g.ops[i]
+            compute[:, k] += np.where(banned[:, k] > 0, 0.0, c.compute[i])
+            params[k] += op.params_bytes
+            if backward[i]:
+                transient[k] = max(transient[k], op.output_bytes + op.temp_bytes)
+            else:
+                kept[k] += op.output_bytes
+                transient[k] = max(transient[k], op.temp_bytes)
+    # per producer and direction: the farthest unit a consumer sits in, the largest bytes
+    ahead: dict[int, tuple[int, int]] = {}
+    behind: dict[int, tuple[int, int]] = {}
+    for e in g.edges:
+        a, b = unit_of[e.src], unit_of[e.dst]
+        if b > a:
+            far, size = ahead.get(e.src, (a, 0))
+            ahead[e.src] = (max(far, b), max(size, e.bytes))
+        elif b < a:
+            far, size = behind.get(e.src, (a, 0))
+            behind[e.src] = (min(far, b), max(size, e.bytes))
+    fc, fb, bc, bb = (np.zeros(u + 1) for _ in range(4))
+    for src, (far, size) in ahead.items():  # crosses boundaries unit_of[src] + 1 .. far
+        lo = unit_of[src] + 1
+        fc[lo] += 1
+        fc[far + 1 if far + 1 <= u else u] -= 1
+        fb[lo] += size
+        fb[far + 1 if far + 1 <= u else u] -= size
+    for src, (far, size) in behind.items():  # crosses boundaries far + 1 .. unit_of[src]
+        bc[far + 1] += 1
+        bb[far + 1] += size
+        hi = unit_of[src] + 1
+        bc[hi if hi <= u else u] -= 1
+        bb[hi if hi <= u else u] -= size
+    cut = [np.cumsum(t) for t in (fc, fb, bc, bb)]
+    for t in cut:
+        t[0] = 0.0
+        t[u] = 0.0
+    zero = np.zeros((m, 1))
+    prefix = np.concatenate([zero, np.cumsum(compute, axis=1)], axis=1)
+    banned_prefix = np.concatenate([zero, np.cumsum(banned, axis=1)], axis=1)
+    return (prefix, banned_prefix, *cut, np.concatenate([[0.0], np.cumsum(params)]),
+            np.concatenate([[0.0], np.cumsum(kept)]), transient)

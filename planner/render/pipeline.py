@@ -1,0 +1,134 @@
+"""A pipeline plan for people and machines: its run, its bound, and the plans beside it.
+
+`pipeline_json` is the `pipeline` object of `solve --json` and `simulate --json` under
+`objective pipeline`; `pipeline_report` the terminal section. Both show the same figures:
+the iteration and the time per micro-batch (simulated), the period T (the busiest
+device's compute and transfers for one micro-batch) with its lower bound and the gap
+between them, the bubble, each stage, each device's memory under the pipeline model, and
+the comparison rows (`algorithms.pipecompare`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..algorithms.pipecompare import Row
+from ..model import Problem
+from ..pipeline.bound import PipelineBound
+from ..pipeline.schedule import PipelineRun
+from ..units import format_bytes, format_seconds
+from .figures import format_gap
+
+
+def _t(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def period_gap(run: PipelineRun, bound: PipelineBound) -> float | None:
+    """(T - bound) / bound: how far above the best possible period T is, at most."""
+    if not (math.isfinite(run.period_s) and bound.period_s > 0):
+        return None
+    return max(0.0, run.period_s - bound.period_s) / bound.period_s
+
+
+def _fits(problem: Problem, run: PipelineRun) -> bool:
+    return all(held <= dev.memory_bytes
+               for held, dev in zip(run.memory_bytes, problem.cluster.devices, strict=True))
+
+
+def pipeline_json(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
+                  memory_note: str = "") -> dict[str, Any]:
+    """The `pipeline` object (the last row is the plan reported)."""
+    run = rows[-1].run
+    pipeline = problem.pipeline
+    assert pipeline is not None
+    ops, devs = problem.graph.ops, problem.cluster.devices
+    return {
+        "schedule": pipeline.schedule,
+        "schedule_run": run.schedule,
+        "microbatches": pipeline.microbatches,
+        "stages_per_device": pipeline.stages_per_device,
+        "iteration_s": _t(run.iteration_s),
+        "time_per_microbatch_s": _t(run.time_per_microbatch_s),
+        "bubble_fraction": run.bubble_fraction,
+        "period_s": _t(run.period_s),
+        "period_bound_s": bound.period_s,
+        "period_bound_reason": bound.reason,
+        "period_gap": period_gap(run, bound),
+        "iteration_bound_s": bound.iteration_s,
+        "fits": _fits(problem, run),
+        "note": run.note,
+        "memory_note": memory_note,
+        "stages": [{"devices": [devs[s.device].name], "ops": [ops[i].name for i in s.ops],
+                    "busy_s": s.busy_s, "load_s": _t(s.load_s)} for s in run.stages],
+        "devices": [{"name": dev.name, "busy_s": run.busy_s[d], "load_s": run.loads_s[d],
+                     "memory_bytes": int(run.memory_bytes[d]),
+                     "memory_cap_bytes": dev.memory_bytes} for d, dev in enumerate(devs)],
+        "compared": [{"plan": r.label, "algorithm": r.algorithm,
+                      "stages": len(r.run.stages), "period_s": _t(r.run.period_s),
+                      "iteration_s": _t(r.run.iteration_s),
+                      "time_per_microbatch_s": _t(r.run.time_per_microbatch_s),
+                      "bubble_fraction": r.run.bubble_fraction, "fits": r.fits}
+                     for r in rows],
+    }
+
+
+def pipeline_report(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
+                    memory_note: str = "") -> Group:
+    """The terminal section of a pipeline plan (the last row is the plan reported)."""
+    run = rows[-1].run
+    pipeline = problem.pipeline
+    assert pipeline is not None
+    devs = problem.cluster.devices
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    asked = pipeline.schedule + (f" ({pipeline.stages_per_device} stages per device)"
+                                 if pipeline.schedule == "interleaved" else "")
+    head.add_row("pipeline", f"{asked}, {pipeline.microbatches} micro-batch(es), "
+                 f"{len(run.stages)} stage(s)")
+    head.add_row("iteration (simulated)", f"{format_seconds(run.iteration_s)} "
+                 f"({format_seconds(run.time_per_microbatch_s)} per micro-batch), bound "
+                 f"{format_seconds(bound.iteration_s)}")
+    head.add_row("period T", f"{format_seconds(run.period_s)}, bound "
+                 f"{format_seconds(bound.period_s)} ({bound.reason}): at most "
+                 f"{format_gap(period_gap(run, bound))} above the best period")
+    head.add_row("bubble", f"{run.bubble_fraction:.1%}")
+    if not _fits(problem, run):
+        head.add_row("memory", "[red]does not fit[/red]: a device holds less than its stages' "
+                     "activations in flight need (devices below)")
+    for note in (run.note, memory_note):
+        if note:
+            head.add_row("note", note)
+    stages = Table(title="stages", title_justify="left")
+    for col in ("stage", "device", "ops", "busy", "load"):
+        stages.add_column(col, justify="left" if col in ("device",) else "right")
+    for k, s in enumerate(run.stages):
+        stages.add_row(str(k), devs[s.device].name, str(len(s.ops)), format_seconds(s.busy_s),
+                       format_seconds(s.load_s))
+    memory = Table(title="pipeline memory (params once, activations per micro-batch in "
+                   "flight)", title_justify="left")
+    for col in ("device", "held", "cap"):
+        memory.add_column(col, justify="left" if col == "device" else "right")
+    for d, dev in enumerate(devs):
+        if run.memory_bytes[d]:
+            held = format_bytes(int(run.memory_bytes[d]))
+            if run.memory_bytes[d] > dev.memory_bytes:
+                held = f"[red]{held}[/red]"
+            memory.add_row(dev.name, held, format_bytes(dev.memory_bytes))
+    compared = Table(title="compared, under the same pipeline", title_justify="left")
+    for col in ("plan", "algorithm", "stages", "period T", "iteration", "per micro-batch",
+                "bubble", "fits"):
+        compared.add_column(col, justify="left" if col in ("plan", "algorithm") else "right")
+    for r in rows:
+        compared.add_row(r.label, r.algorithm, str(len(r.run.stages)),
+                         format_seconds(r.run.period_s), format_seconds(r.run.iteration_s),
+                         format_seconds(r.run.time_per_microbatch_s),
+                         f"{r.run.bubble_fraction:.1%}", "yes" if r.fits else "[red]no[/red]")
+    return Group(Text(""), head, Text(""), stages, memory, compared)
