@@ -24,8 +24,8 @@ the best are simulated. Graphs of more than `MAX_UNITS` units are cut at `MAX_UN
 candidate boundaries (the cheapest boundary to cross within each window of units), and
 `info["candidate_cuts"]` says so: the split is then the best among those cuts.
 
-When the memory caps change the answer, `info["memory_note"]` says how: the split the
-same chain would take without caps, and its period.
+When the memory caps change the answer, `info["memory_note"]` says how: the least period
+of any split without them, and the device that split would overfill.
 """
 
 from __future__ import annotations
@@ -71,19 +71,7 @@ def place(problem: Problem, options: Options) -> Solution:
     pipeline = problem.pipeline or Pipeline()
     u = units(problem)
     cuts = _candidate_cuts(u)
-    per_stages: dict[int, Found] = {}
-    tried = total = 0
-    for stages in range(1, _most_stages(problem, pipeline, len(cuts) - 1) + 1):
-        chains = list(_chains(problem, stages, pipeline))
-        total += len(chains)
-        for chain in chains[:MAX_CHAINS]:
-            tried += 1
-            found = _best_split(problem, u, cuts, chain, pipeline, capped=True)
-            if found is not None and (stages not in per_stages
-                                      or found.period_s < per_stages[stages].period_s):
-                per_stages[stages] = found
-            if options.progress is not None:
-                options.progress(0.0, f"pipedp: {stages} stage(s), chain {tried}")
+    per_stages, tried, total = best_splits(problem, pipeline, options)
     if not per_stages:
         raise InfeasibleError(Diagnostic(
             "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "
@@ -100,11 +88,34 @@ def place(problem: Problem, options: Options) -> Solution:
     if len(cuts) - 1 < u.count:
         info["candidate_cuts"] = (f"{len(cuts) - 1} of {u.count} unit boundaries "
                                   "(the graph has more than " f"{MAX_UNITS} units)")
-    note = _memory_note(problem, u, cuts, chosen, pipeline)
+    note = _memory_note(problem, chosen, pipeline)
     if note:
         info["memory_note"] = note
     plan = Plan(chosen.split.placement(problem), algorithm="pipedp")
     return Solution(plan, "feasible", info)
+
+
+def best_splits(problem: Problem, pipeline: Pipeline, options: Options | None = None,
+                capped: bool = True) -> tuple[dict[int, Found], int, int]:
+    """Per stage count, the split with the least period over the chains tried (counts with
+    no split that fits are left out; with `capped` False, memory is not looked at), and
+    how many chains were tried of how many."""
+    u = units(problem)
+    cuts = _candidate_cuts(u)
+    per_stages: dict[int, Found] = {}
+    tried = total = 0
+    for stages in range(1, _most_stages(problem, pipeline, len(cuts) - 1) + 1):
+        chains = list(_chains(problem, stages, pipeline))
+        total += len(chains)
+        for chain in chains[:MAX_CHAINS]:
+            tried += 1
+            found = _best_split(problem, u, cuts, chain, pipeline, capped)
+            if found is not None and (stages not in per_stages
+                                      or found.period_s < per_stages[stages].period_s):
+                per_stages[stages] = found
+            if options is not None and options.progress is not None:
+                options.progress(0.0, f"pipedp: {stages} stage(s), chain {tried}")
+    return per_stages, tried, total
 
 
 def _most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
@@ -246,12 +257,12 @@ def _simulated_best(problem: Problem, pipeline: Pipeline,
     return per_stages[chosen], runs
 
 
-def _memory_note(problem: Problem, u: Units, cuts: NDArray[np.int64], chosen: Found,
-                 pipeline: Pipeline) -> str:
-    """How the memory caps shaped the split ('' when the same chain without caps gives no
-    shorter period)."""
-    free = _best_split(problem, u, cuts, chosen.split.devices, pipeline, capped=False)
-    if free is None or free.period_s >= chosen.period_s * (1 - 1e-9):
+def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline) -> str:
+    """How the memory caps shaped the split ('' when no split, caps aside, has a shorter
+    period)."""
+    free_splits, _, _ = best_splits(problem, pipeline, capped=False)
+    free = min(free_splits.values(), key=lambda f: (f.period_s, f.split.stages))
+    if free.period_s >= chosen.period_s * (1 - 1e-9):
         return ""
     held = stage_bytes(problem, free.split, pipeline)
     devices = problem.cluster.devices
@@ -259,8 +270,9 @@ def _memory_note(problem: Problem, u: Units, cuts: NDArray[np.int64], chosen: Fo
     where = ""
     if over:
         d = max(over, key=lambda d: held[d] - devices[d].memory_bytes)
-        where = (f" (it would need {format_bytes(int(held[d]))} on {devices[d].name}, which "
-                 f"holds {format_bytes(devices[d].memory_bytes)})")
+        where = (f" ({free.split.stages} stage(s); it would need "
+                 f"{format_bytes(int(held[d]))} on {devices[d].name}, which holds "
+                 f"{format_bytes(devices[d].memory_bytes)})")
     return (f"memory shaped this split: without the caps, the period would be "
             f"{format_seconds(free.period_s)} instead of {format_seconds(chosen.period_s)}"
-            f"{where}; a less balanced split fits")
+            f"{where}; this split is the best that fits")

@@ -1,0 +1,74 @@
+"""Spec texts for the pipeline tests: chains of stages, random graphs, written as users
+write them (the language is part of what is tested)."""
+
+from __future__ import annotations
+
+import random
+
+from planner import loads
+from planner.model import Problem
+
+
+def chain_spec(forward_ms: list[float], backward_ms: list[float] | None = None, *,
+               microbatches: int = 4, schedule: str = "1f1b", activation: str = "1 MB",
+               bandwidth: str = "1000000 GB/s", latency: str = "0 s",
+               contention: str = "link", memory: str = "64 GiB") -> Problem:
+    """A chain of ops `f0 -> f1 -> ...`, one per device (`place`d), each with its backward
+    op `fK.bwd` (`backward_of fK`, colocated) when `backward_ms` is given."""
+    n = len(forward_ms)
+    lines = [f"cluster c {{ device d[0..{n - 1}] {{ memory {memory} }}",
+             f"  link d[0..{n - 1}] <-> d[0..{n - 1}] {{ bandwidth {bandwidth} "
+             f"latency {latency} }} }}", "graph g {"]
+    for k, t in enumerate(forward_ms):
+        lines.append(f"  op f{k} {{ time {t} ms; output {activation} }}")
+    if backward_ms is not None:
+        for k, t in enumerate(backward_ms):
+            lines.append(f"  op f{k}.bwd {{ time {t} ms; backward_of f{k} }}")
+            lines.append(f"  f{k} -> f{k}.bwd")
+            lines.append(f"  colocate f{k}, f{k}.bwd")
+        for k in range(n - 1):
+            lines.append(f"  f{k + 1}.bwd -> f{k}.bwd {{ bytes {activation} }}")
+    for k in range(n - 1):
+        lines.append(f"  f{k} -> f{k + 1}")
+    lines.append("}")
+    lines.append(f"plan p {{ graph g; cluster c; contention {contention}; objective pipeline; "
+                 f"microbatches {microbatches}; schedule {schedule}")
+    lines += [f"  place f{k} on d{k}" for k in range(n)]
+    lines.append("}")
+    return loads("\n".join(lines)).plan("p")
+
+
+def random_spec(seed: int, units: int, devices: int, *, training: bool,
+                microbatches: int = 4, schedule: str = "1f1b") -> Problem:
+    """A random DAG of `units` forward ops (with backward ops when `training`) on
+    `devices` devices of different speeds and memories, links of different bandwidths."""
+    rng = random.Random(seed)
+    speeds = [rng.choice([0.5, 1.0, 1.0, 2.0]) for _ in range(devices)]
+    mems = [rng.choice([40, 60, 200]) for _ in range(devices)]
+    lines = ["cluster c {"]
+    for d in range(devices):
+        lines.append(f"  device d{d} {{ memory {mems[d]} MB; speed {speeds[d]} }}")
+    for a in range(devices):
+        for b in range(devices):
+            if a != b:
+                bw = rng.choice([1, 5, 20])
+                lines.append(f"  link d{a} -> d{b} {{ bandwidth {bw} GB/s latency "
+                             f"{rng.choice([0, 10])} us }}")
+    lines += ["}", "graph g {"]
+    for k in range(units):
+        lines.append(f"  op u{k} {{ time {rng.randint(1, 9)} ms; output "
+                     f"{rng.randint(1, 8)} MB; params {rng.randint(0, 6)} MB }}")
+        if training:
+            lines.append(f"  op u{k}.bwd {{ time {rng.randint(1, 18)} ms; output "
+                         f"{rng.randint(0, 4)} MB; backward_of u{k} }}")
+            lines.append(f"  u{k} -> u{k}.bwd")
+            lines.append(f"  colocate u{k}, u{k}.bwd")
+    for k in range(1, units):
+        for j in rng.sample(range(k), min(k, rng.choice([1, 1, 2]))):
+            lines.append(f"  u{j} -> u{k}")
+            if training:
+                lines.append(f"  u{k}.bwd -> u{j}.bwd {{ bytes {rng.randint(1, 8)} MB }}")
+    lines.append("}")
+    lines.append(f"plan p {{ graph g; cluster c; objective pipeline; "
+                 f"microbatches {microbatches}; schedule {schedule} }}")
+    return loads("\n".join(lines)).plan("p")

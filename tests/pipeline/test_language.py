@@ -1,0 +1,103 @@
+"""The pipeline settings and `backward_of` in the language (issue 26, item 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner import loads
+from planner.errors import SpecError
+from planner.model import Pipeline
+from planner.spec.format import format_source
+
+CLUSTER = ("cluster c { device d[0..1] { memory 1 GiB } "
+           "link d[0..1] <-> d[0..1] { bandwidth 1 GB/s } }\n")
+GRAPH = """graph g {
+  op a { time 1 ms; output 1 MB }
+  op a.bwd { time 2 ms; backward_of a }
+  a -> a.bwd
+}
+"""
+
+
+def _plan(settings: str) -> str:
+    return CLUSTER + GRAPH + f"plan p {{\n  graph g\n  cluster c\n{settings}}}\n"
+
+
+@pytest.mark.parametrize(("settings", "expected"), [
+    ("", None),
+    ("  objective makespan\n", None),
+    ("  objective pipeline\n", Pipeline(1, "1f1b", 1)),
+    ("  objective pipeline\n  microbatches 8\n  schedule gpipe\n", Pipeline(8, "gpipe", 1)),
+    ("  objective pipeline\n  schedule 1f1b\n  microbatches 16\n", Pipeline(16, "1f1b", 1)),
+    ("  objective pipeline; schedule interleaved; stages_per_device 2; microbatches 4\n",
+     Pipeline(4, "interleaved", 2)),
+])
+def test_settings_lower_to_the_pipeline(settings: str, expected: Pipeline | None) -> None:
+    problem = loads(_plan(settings)).plan("p")
+    assert problem.pipeline == expected
+    assert dict(problem.graph.backward_of) == {1: 0}
+
+
+@pytest.mark.parametrize(("settings", "code", "where", "words"), [
+    ("  microbatches 4\n", "E256", (1, 3), "add `objective pipeline`"),
+    ("  objective pipelin\n", "E256", (1, 13), "did you mean `pipeline`"),
+    ("  objective pipeline\n  schedule 2f2b\n", "E103", None, ""),
+    ("  objective pipeline\n  schedule zerobubble\n", "E256", (2, 12), "gpipe | 1f1b"),
+    ("  objective pipeline\n  microbatches 2.5\n", "E257", (2, 16), "whole number"),
+    ("  objective pipeline\n  microbatches 0\n", "E257", (2, 16), "from 1 to 1024"),
+    ("  objective pipeline\n  microbatches 4 ms\n", "E214", (2, 16), "plain number"),
+    ("  objective pipeline\n  schedule interleaved\n", "E257", (2, 3), "stages_per_device 2"),
+    ("  objective pipeline\n  stages_per_device 2\n", "E256", (2, 3), "schedule interleaved"),
+])
+def test_bad_settings_are_located(settings: str, code: str, where: tuple[int, int] | None,
+                                  words: str) -> None:
+    with pytest.raises(SpecError) as err:
+        loads(_plan(settings))
+    diags = err.value.diagnostics
+    assert diags[0].code == code, diags
+    if where is not None:
+        assert diags[0].span is not None
+        first = _plan("").count("\n")  # the line of the plan's first setting
+        assert (diags[0].span.line - first + 1, diags[0].span.column) == where
+        assert words in str(diags[0])
+
+
+@pytest.mark.parametrize(("graph", "code", "words"), [
+    ("op a { time 1 ms }\n op b { time 1 ms; backward_of nope }", "E203", "unknown op `nope`"),
+    ("op a { time 1 ms; backward_of a }", "E234", "its own `backward_of`"),
+    ("op a { time 1 ms }\n op b { time 1 ms; backward_of a }\n op c { time 1 ms; "
+     "backward_of b }", "E234", "is itself a backward op"),
+    ("op a { time 1 ms; backward_of 3 }", "E213", "expects a name"),
+])
+def test_bad_backward_of_is_located(graph: str, code: str, words: str) -> None:
+    with pytest.raises(SpecError) as err:
+        loads(CLUSTER + "graph g {\n " + graph + "\n}\n")
+    assert err.value.diagnostics[0].code == code
+    assert words in str(err.value.diagnostics[0])
+
+
+def test_fmt_keeps_the_settings_and_is_idempotent() -> None:
+    text = CLUSTER + GRAPH + ("plan p { graph g; cluster c; objective pipeline; "
+                              "microbatches 8; schedule 1f1b }\n")
+    once = format_source(text)
+    assert "  schedule     1f1b\n" in once and "  backward_of a" in once
+    assert format_source(once) == once
+    assert loads(once).plan("p").pipeline == Pipeline(8, "1f1b", 1)
+
+
+def test_the_training_generator_writes_backward_of(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    out = tmp_path / "t.plan"
+    proc = subprocess.run(
+        [sys.executable, "-m", "planner", "generate", "transformer", "--layers", "2",
+         "--hidden", "64", "--heads", "2", "--seq", "16", "--batch", "1", "--vocab", "100",
+         "--training", "--name", "tiny", "-o", str(out)],
+        capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    spec = loads(out.read_text(), str(out))
+    graph = spec.graphs["tiny"]
+    backward = {graph.ops[b].name: graph.ops[f].name for b, f in graph.backward_of.items()}
+    assert backward and all(b == f + ".bwd" for b, f in backward.items())
+    assert len(backward) == sum(1 for o in graph.ops if o.name.endswith(".bwd"))

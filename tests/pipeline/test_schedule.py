@@ -1,0 +1,114 @@
+"""The pipeline simulator against hand-derived figures (issue 26, item 2).
+
+Chains of S stages, one op per stage (and its backward op), stage k on device k: with no
+communication, GPipe and 1F1B both take (M + S - 1)(t_f + t_b); a slow stage sets the
+steady state; transfers follow the contention model; 1F1B holds min(S - k, M) activation
+sets on stage k, GPipe M.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pipe_support import chain_spec
+
+from planner.model import Pipeline
+from planner.pipeline.schedule import run
+from planner.pipeline.split import Split, split_of
+from planner.pipeline.units import units
+
+MS = 1e-3
+MB = 1e6
+
+
+def _chain_run(problem, pipeline=None):  # type: ignore[no-untyped-def]
+    n = units(problem).count
+    placement = Split(tuple(range(n + 1)), tuple(range(n))).placement(problem)
+    return run(problem, placement, pipeline or problem.pipeline)
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+@pytest.mark.parametrize(("stages", "microbatches"), [(2, 1), (3, 4), (4, 8), (4, 3)])
+def test_uniform_stages_take_m_plus_s_minus_1_slots(schedule: str, stages: int,
+                                                   microbatches: int) -> None:
+    p = chain_spec([2.0] * stages, [3.0] * stages, microbatches=microbatches,
+                   schedule=schedule)
+    r = _chain_run(p)
+    assert r.schedule == schedule and r.note == ""
+    assert r.iteration_s == pytest.approx((microbatches + stages - 1) * 5 * MS, rel=1e-6)
+    assert r.time_per_microbatch_s == pytest.approx(r.iteration_s / microbatches)
+    assert r.bubble_fraction == pytest.approx((stages - 1) / (microbatches + stages - 1),
+                                              rel=1e-5)
+    assert r.period_s == pytest.approx(5 * MS, rel=1e-6)
+    assert [s.busy_s for s in r.stages] == pytest.approx([microbatches * 5 * MS] * stages)
+
+
+def test_inference_pipelines_its_forward_ops() -> None:
+    p = chain_spec([2.0, 2.0, 2.0], None, microbatches=5)
+    r = _chain_run(p)
+    assert r.iteration_s == pytest.approx((5 + 3 - 1) * 2 * MS, rel=1e-6)
+
+
+def test_a_slow_stage_sets_the_steady_state() -> None:
+    fwd, bwd, m = [1.0, 3.0, 1.0, 1.0], [2.0, 6.0, 2.0, 2.0], 6
+    p = chain_spec(fwd, bwd, microbatches=m, schedule="gpipe")
+    r = _chain_run(p)
+    # the forward wave leaves the slow stage every 3 ms, the backward every 6 ms
+    expected = sum(fwd) + (m - 1) * 3.0 + sum(bwd) + (m - 1) * 6.0
+    assert r.iteration_s == pytest.approx(expected * MS, rel=1e-6)
+    assert r.period_s == pytest.approx(9 * MS, rel=1e-6)
+    one = _chain_run(p, Pipeline(m, "1f1b"))
+    assert m * 9 * MS <= one.iteration_s <= (m * 9 + sum(fwd) + sum(bwd)) * MS
+
+
+@pytest.mark.parametrize(("contention", "expected_ms"), [
+    ("none", (4 + 1) * 2 + 5),   # transfers overlap: the last arrives 5 ms after it is sent
+    ("link", 2 + 4 * 5 + 2),     # one link, one transfer at a time: 5 ms each
+    ("device", 2 + 4 * 5 + 2),   # each device's one channel: the same on a 2-device chain
+])
+def test_transfers_follow_the_contention_model(contention: str, expected_ms: float) -> None:
+    # 5 MB over 1 GB/s: 5 ms per micro-batch, more than a stage's 2 ms
+    p = chain_spec([2.0, 2.0], None, microbatches=4, activation="5 MB",
+                   bandwidth="1 GB/s", contention=contention)
+    r = _chain_run(p)
+    assert r.iteration_s == pytest.approx(expected_ms * MS, rel=1e-6)
+    # T counts the transfer on both devices: 2 ms + 5 ms
+    assert r.period_s == pytest.approx(7 * MS, rel=1e-6)
+
+
+@pytest.mark.parametrize(("schedule", "microbatches"), [("1f1b", 8), ("1f1b", 2), ("gpipe", 3)])
+def test_activations_in_flight(schedule: str, microbatches: int) -> None:
+    stages = 4
+    p = chain_spec([1.0] * stages, [2.0] * stages, microbatches=microbatches,
+                   schedule=schedule, activation="1 MB")
+    r = _chain_run(p)
+    for k in range(stages):
+        flight = min(stages - k, microbatches) if schedule == "1f1b" else microbatches
+        # its own output, and (after the first stage) the activation it received
+        per_microbatch = MB * (1 if k == 0 else 2)
+        assert r.memory_bytes[k] == pytest.approx(flight * per_microbatch), k
+
+
+def test_a_plan_that_is_not_a_chain_runs_in_gpipe_order_and_says_so() -> None:
+    # f0 and f3 on d0, f1 and f2 on d1: d0 needs d1's work of the same micro-batch twice
+    p = chain_spec([1.0] * 4, [1.0] * 4, microbatches=4, schedule="1f1b")
+    u = units(p)
+    split = Split((0, 1, 3, 4), (0, 1, 0))
+    placement = split.placement(p)
+    assert split_of(p, placement) == split
+    r = run(p, placement, p.pipeline)
+    assert r.schedule == "gpipe" and "deadlock" in r.note
+    assert r.iteration_s < float("inf")
+    assert len(r.stages) == 3 and u.count == 4
+
+
+def test_interleaved_runs_virtual_stages_round_robin() -> None:
+    p = chain_spec([1.0] * 4, [2.0] * 4, microbatches=4, schedule="1f1b")
+    inter = Pipeline(4, "interleaved", 2)
+    placement = Split((0, 1, 2, 3, 4), (0, 1, 0, 1)).placement(p)
+    r = run(p, placement, inter)
+    assert r.schedule == "interleaved" and r.note == ""
+    # each device does 2 stages' work for 4 micro-batches: 24 ms busy
+    assert [r.busy_s[0], r.busy_s[1]] == pytest.approx([24 * MS, 24 * MS])
+    flat = run(p, Split((0, 2, 4), (0, 1)).placement(p), Pipeline(4, "1f1b"))
+    # smaller chunks, a smaller bubble than the same devices with one stage each
+    assert r.iteration_s < flat.iteration_s
