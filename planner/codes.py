@@ -177,6 +177,9 @@ TABLE: tuple[Code, ...] = (
     Code("E705", 1, "`--algo expert` on a plan that leaves ops unplaced", "E506"),
     Code("E706", 3, "`--algo single`: no one device can hold or run every op"),
     Code("E707", 3, "`pipedp`: no contiguous pipeline split fits the devices' memory"),
+    Code("E708", 3, "`pipeilp`: no pipeline placement fits the devices' memory, even "
+                    "recomputing activations (the solver's proof)"),
+    Code("E709", 4, "`pipeilp`: the solver found no placement and no contiguous split fits"),
     Code("E710", 4, "m-SCT's LP relaxation failed"),
     Code("E810", 3, "a placement unit that no device may run", "E304"),
     Code("E811", 3, "the exact solver found no plan after the heuristics' proof"),

@@ -61,6 +61,11 @@ ALGORITHMS: Mapping[str, AlgorithmInfo] = _table(
                   "chain of devices), exact by dynamic programming for `objective pipeline`",
                   citation="Narayanan et al., PipeDream, SOSP 2019; Fan et al., DAPPLE, "
                   "PPoPP 2021"),
+    AlgorithmInfo("pipeilp", _A + "pipeilp", "the best pipeline placement (units on any device, "
+                  "not only contiguous stages) with per-device activation recomputation, exact "
+                  "as an ILP (Pyomo; HiGHS), warm-started by pipedp", options=(*_EXACT, "solver"),
+                  exact=True, needs_solver=True, citation="Chen et al., sublinear memory cost "
+                  "(recomputation), 2016; bottleneck assignment as a MILP"),
     AlgorithmInfo("uniform", _A + "baselines.uniform", "the same number of pipeline units per "
                   "stage, stage k on device k (the uniform layer split)", memory_aware=False),
     AlgorithmInfo("single", _A + "baselines.single", "everything on the fastest device that "

@@ -68,8 +68,8 @@ def test_a_new_registry_line_is_in_the_help_of_solve_and_compare(tmp_path: Path)
     solve = _with_fake(tmp_path, "solve", "--help")
     assert solve.returncode == 0, solve.stderr
     shown = _flat(solve.stdout)
-    assert ("Algorithm: auto, msct, metf, mtopo, heft, cpop, search, single, roundrobin, "
-            "random, expert, cpsat, ilp, fake.") in shown
+    assert ("Algorithm: auto, msct, metf, mtopo, heft, cpop, search, pipedp, pipeilp, uniform, "
+            "single, roundrobin, random, expert, cpsat, ilp, fake.") in shown
     assert "Seed for --algo fake, random and search." in shown
     compare = _with_fake(tmp_path, "compare", "--help")
     assert compare.returncode == 0, compare.stderr
@@ -157,7 +157,7 @@ def test_the_registry_answers_what_the_cli_needs() -> None:
     assert registry.constructive() == ("msct", "metf", "mtopo", "heft", "cpop", "single",
                                        "roundrobin")
     assert registry.compare_defaults() == ("msct", "metf", "heft", "cpop", "single")
-    assert applicable_to("--gap") == ["auto", "cpsat", "ilp"]
+    assert applicable_to("--gap") == ["auto", "pipeilp", "cpsat", "ilp"]
     assert registry.taking("seed") == ("search", "random")
     assert [registry.display_name(n) for n in ("msct", "metf", "heft", "cpop", "single")] == [
         "m-SCT", "m-ETF", "HEFT", "CPOP", "single"]

@@ -1,0 +1,1062 @@
+r"""pipeilp: the general pipeline split as an integer linear program (Pyomo), with each
+device's activation recomputation as a decision.
+
+pipedp (`planner.algorithms.pipedp`) cuts the pipeline units into contiguous stages on a
+chain of devices. Here a device may hold units from anywhere in the pipeline order, and a
+device may **recompute** its activations: it then keeps only the tensors it receives
+(its stages' inputs) for each micro-batch in flight, not its forward outputs, and runs
+its forward ops once more during backward (activation checkpointing per stage, as
+Megatron's full recomputation and `torch.utils.checkpoint` do). That is what lets a model
+fit that otherwise would not.
+
+**What is minimised** is the period T of `planner.pipeline.split.device_loads`, for any
+placement: per device, the compute of one micro-batch plus every transfer it sends or
+receives (one per producer and destination device, the largest tensor to that device,
+each `T_ab(B) = latency_ab + B / bandwidth_ab`, counted at the sender and at the
+receiver), plus, on a device that recomputes, its forward compute once more.
+
+**The memory model** is the pipeline's (`split.py`), per device rather than per stage. A
+device's **rank** is its place among the devices in use, ordered by their first unit in
+pipeline order (the order `pipeline.schedule` ranks them in); with D devices in use, the
+device of rank r holds `c = in_flight(pipeline, D, r)` micro-batches in flight (1F1B:
+min(D - r, M); GPipe: M; interleaved: Megatron's count, applied to all the device's
+activations, which over-counts; inference: 1) and needs
+
+    params + largest transient + c * (kept + received)         (keeps its activations)
+    params + largest transient + c * received + kept            (recomputes)
+
+where kept are the forward outputs of its units (one micro-batch) and received the forward
+tensors it receives from earlier units on other devices (one per producer, the largest to
+it): under recomputation one micro-batch's activations exist again while its backward
+runs. For a contiguous split of a chain this is `split.stage_bytes` exactly; with tensors
+that skip stages it is less (a tensor is sent to its consumer, not relayed).
+
+The model (units k with allowed devices A(k); producer groups p: producers alike, in one
+unit u(p), with the same consumer units v and largest bytes B_pv, counted mu_p times;
+C_kd, F_kd the compute and forward compute of unit k on d; P_k, K_k, tau_k its params,
+kept activations and largest transient; quantities in units of 10^i s and 2^j B):
+
+    minimise  T
+    x_kd ∈ {0,1}                 Σ_{d ∈ A(k)} x_kd = 1                         (assign)
+    s_pab ≥ T_ab(B_pv) (x_{u(p)a} + x_vb − 1)   per consumer unit v, a ≠ b   (transfer)
+    x_{u(p)a} + x_vb ≤ 1                        when no link goes from a to b  (nolink)
+    q_d ≥ Σ_k F_kd x_kd − F̄_d (1 − ρ_d),  ρ_d ∈ {0,1}                        (recompute)
+    T ≥ Σ_k C_kd x_kd + Σ_{p,b} mu_p s_pdb + Σ_{p,a} mu_p s_pad + q_d          (period)
+    g_pd ≥ B_pv (x_vd − x_{u(p)d})              per later consumer unit v      (received)
+    h_d ≥ Σ_k K_k x_kd − K̄_d ρ_d                                             (kept)
+    t_d ≥ tau_k x_kd                                                          (transient)
+    Σ_k (P_k + K_k) x_kd + t_d + c Σ_p mu_p g_pd + (c − 1) h_d
+        ≤ cap_d + big_dc (1 − used_e)                                         (memory)
+    used_e ≥ x_ke                                                             (inuse)
+    o_ka ≤ o_(k−1)a + x_ka,   x_kb ≤ o_(k−1)a   for consecutive a, b of an order (order)
+
+with F̄_d, K̄_d the sums over the units d may hold. The memory rows: device d of rank r
+gets one row per distinct count c over D = r + 1 .. m devices in use, switched on by
+`used_e` of the device e of rank D_min − 1, the first rank at which the count reaches c
+(the row for D = r + 1 always holds: an unused device holds nothing); counts never fall
+as D grows, so each row is valid whenever switched on. ρ, q and h exist only where a
+count above 1 makes recomputation worth anything (training). The `order` rows say that
+device b holds a unit only after device a holds an earlier one (`o_ka`: a holds a unit
+among 0..k), so the devices in use, ordered by first unit, follow the order.
+
+**Ranks and the claim.** When the in-flight count depends on the rank (1F1B and
+interleaved training with M ≥ 2), the rank of a device must be fixed in the model: the
+devices follow one order (their rank is their place in it). When all devices are alike
+(the same compute for every unit, memory, links to every other device, and pins), the
+order is the index order and loses nothing: any placement is one of these after renaming
+its devices. Otherwise the order is the warm start's (its devices by first unit, then the
+unused ones by index): the model then covers only placements whose devices in use,
+ordered by first unit, are a prefix of that order, its optimum is proved only among them
+(`info["proved_in_order"]`, and `info["why"]` names the order), and its bound is not
+used. When the count does not depend on the rank (GPipe, inference, M = 1), no order is
+fixed and only devices alike are ordered (within each class of interchangeable devices),
+which loses nothing.
+
+**Status.** The answer is re-checked exactly (`evaluate`: `device_loads`, the memory above
+in bytes, recomputation only where a device would not fit without it) and the better of it
+and the warm start is returned. `optimal` when the solver proved its model optimal within
+`--gap`, the model covers every placement (above), and the plan's exact period is no more
+than the solver's objective; or when the gap to a valid bound (the solver's when its model
+covers every placement, else `pipeline.bound.pipeline_bound`) is within `--gap`.
+Otherwise `feasible`, with `info["period_bound_s"]` and `info["period_gap"]`; `fallback`
+(the warm start) when the solver is missing, fails or finds nothing. T is the objective
+here, so the figures are `period_s` / `period_bound_s` / `period_gap`, not the makespan's
+`bound_s` / `gap`. The plan is a placement; `info["recompute"]` names the devices that
+recompute, `info["held_bytes"]` what each device holds, and `info["memory_note"]` says it
+in words for the report (whose pipeline section counts every activation kept and leaves
+the recomputation out of T).
+
+**Warm start.** `pipedp`'s plan (and `Options.warm_start` when given, whichever has the
+smaller period): its placement is the MIP start, its period the upper bound on T, and it
+is the plan returned when the solver does no better. When no contiguous split fits (E707)
+the model starts cold; where the order matters and the devices differ, the order is then
+taken from a first solve of a relaxation (every device holding the fewest micro-batches
+any rank holds): infeasible, it proves that nothing fits (E708); else its plan seeds the
+model when it fits, and its devices by first unit give the order (the model may then be
+infeasible where another order fits: E709, not a proof).
+
+**Budget.** HiGHS stops at a number of branch-and-bound nodes that is a function of
+`--time-limit` and the model's rows alone (`node_budget`), so where it stops does not
+depend on the machine's load, and the clock is a safety cap of 3x the limit plus 1 s (as
+CP-SAT's, `exact/budget.py`). Models of more than `BUDGETED_ROWS` rows stop at the limit
+itself, and `info["reason"]` says when the clock ended a search: another run may differ.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ..bounds import relative_gap
+from ..cost import INF, costs
+from ..errors import Diagnostic, InfeasibleError, SolverError
+from ..model import Pipeline, Problem, derived
+from ..pipeline.bound import pipeline_bound
+from ..pipeline.split import device_loads, in_flight
+from ..pipeline.units import units
+from ..plan import Plan
+from ..units import format_bytes, format_seconds
+from .base import Interrupted, Options, Solution, Status
+from .exact.budget import WALL_CAP_EXTRA_S, WALL_CAP_FACTOR
+from .exact.common import Clock, empty_solution
+
+log = logging.getLogger("planner")
+
+#: relative slack on the warm start's period as the upper bound on T (floats)
+_UB_SLACK = 1e-6
+#: relative tolerance when comparing periods computed two ways
+_TOL = 1e-9
+#: HiGHS's node budget: this many rows times nodes per second of `--time-limit` (on a
+#: 2-core machine, the fork-join spec's 547-row model ran about 320 nodes a second, 1.7e5
+#: row-nodes; a third of that, so the budget ends well within the limit when a core is free)
+NODE_ROWS_PER_S = 3e4
+#: models up to this many rows stop at the node budget, with the clock as a safety cap of
+#: `WALL_CAP_FACTOR` times the limit plus `WALL_CAP_EXTRA_S` (as CP-SAT's); larger ones at
+#: the limit itself: their root node alone can take longer than any budget (GPT-24 on four
+#: devices, 17 000 rows: 15 s of presolve, one node in 60 s), so a budget would not keep
+#: the time limit's promise
+BUDGETED_ROWS = 4000
+
+#: a term of a linear row: (coefficient, Pyomo variable), or (constant, None)
+Term = tuple[float, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Producers alike: in one unit, sending to the same consumer units the same bytes."""
+
+    unit: int
+    #: (consumer unit, the largest bytes into it), every consumer unit but its own
+    to: tuple[tuple[int, int], ...]
+    #: the consumers in later units: what a device receives and keeps as activations
+    ahead: tuple[tuple[int, int], ...]
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Data:
+    """A problem's pipeline units as the model's dense tables (per unit k, device d)."""
+
+    n: int
+    m: int
+    allowed: tuple[tuple[int, ...], ...]
+    compute: tuple[tuple[float, ...], ...]
+    forward: tuple[tuple[float, ...], ...]
+    params: tuple[float, ...]
+    kept: tuple[float, ...]
+    transient: tuple[float, ...]
+    groups: tuple[_Group, ...]
+    caps: tuple[int, ...]
+    training: bool
+
+    def seconds(self, problem: Problem, nbytes: float, a: int, b: int) -> float:
+        """T_ab(nbytes): a transfer's seconds (INF without a link)."""
+        return costs(problem).transfer_time(nbytes, a, b)
+
+
+def _data(problem: Problem) -> _Data:
+    return derived(problem, "pipeilp.data", lambda: _derive(problem))
+
+
+def _derive(problem: Problem) -> _Data:
+    u = units(problem)
+    c = costs(problem)
+    g = problem.graph
+    m = len(problem.cluster.devices)
+    compute, forward, params, kept, transient = [], [], [], [], []
+    for k, ops in enumerate(u.members):
+        allowed = set(u.allowed[k])
+        compute.append(tuple(sum(c.compute[i][d] for i in ops) if d in allowed else INF
+                             for d in range(m)))
+        forward.append(tuple(sum(c.compute[i][d] for i in ops if not u.backward[i])
+                             if d in allowed else INF for d in range(m)))
+        params.append(float(u.params_prefix[k + 1] - u.params_prefix[k]))
+        kept.append(float(u.kept_prefix[k + 1] - u.kept_prefix[k]))
+        transient.append(float(u.transient[k]))
+    out: dict[int, dict[int, int]] = {}
+    for e in g.edges:
+        a, b = u.unit_of[e.src], u.unit_of[e.dst]
+        if a != b:
+            to = out.setdefault(e.src, {})
+            to[b] = max(to.get(b, 0), e.bytes)
+    counted: dict[tuple[int, tuple[tuple[int, int], ...]], int] = {}
+    for k, ops in enumerate(u.members):
+        for i in ops:
+            if i in out:
+                key = (k, tuple(sorted(out[i].items())))
+                counted[key] = counted.get(key, 0) + 1
+    groups = tuple(_Group(k, to, tuple((v, b) for v, b in to if v > k), count)
+                   for (k, to), count in counted.items())
+    return _Data(u.count, m, u.allowed, tuple(compute), tuple(forward), tuple(params),
+                 tuple(kept), tuple(transient), groups,
+                 tuple(d.memory_bytes for d in problem.cluster.devices), u.training)
+
+
+def _pipeline(problem: Problem) -> Pipeline:
+    return problem.pipeline or Pipeline()
+
+
+def _count(problem: Problem, data: _Data, devices: int, rank: int) -> int:
+    """Micro-batches in flight on the device of `rank` among `devices` in use."""
+    return in_flight(_pipeline(problem), devices, rank, data.training, rank, devices)
+
+
+# -- the exact check ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """A placement under this module's model of time and memory (module docstring)."""
+
+    #: the largest load: `device_loads` plus the forward compute of recomputing devices
+    period_s: float
+    #: per device: its load
+    loads_s: tuple[float, ...]
+    #: per device: the bytes it holds (with recomputation where it recomputes)
+    held_bytes: tuple[float, ...]
+    #: the devices that recompute (those that would not fit otherwise), by rank
+    recompute: tuple[int, ...]
+    #: the devices in use, by their first unit in pipeline order (their rank)
+    ranks: tuple[int, ...]
+    #: whether every device holds what it needs
+    fits: bool
+
+
+def evaluate(problem: Problem, placement: Sequence[int]) -> Evaluation:
+    """The period and memory of `placement` under the module's model; a device recomputes
+    only when it would not fit otherwise and fits so (its cheapest choice)."""
+    data = _data(problem)
+    u = units(problem)
+    dev = [placement[ops[0]] for ops in u.members]
+    ranks = tuple(dict.fromkeys(dev))
+    loads = device_loads(problem, placement)
+    keep, redo = _held(problem, data, dev, ranks)
+    held, chosen = list(keep), []
+    for d in ranks:
+        if keep[d] > data.caps[d] and redo[d] < keep[d]:
+            chosen.append(d)
+            held[d] = redo[d]
+            loads[d] += sum(data.forward[k][d] for k in range(data.n) if dev[k] == d)
+    fits = all(h <= cap for h, cap in zip(held, data.caps, strict=True))
+    return Evaluation(max(loads, default=0.0), tuple(loads), tuple(held), tuple(chosen),
+                      ranks, fits)
+
+
+def _held(problem: Problem, data: _Data, dev: Sequence[int], ranks: Sequence[int],
+          ) -> tuple[list[float], list[float]]:
+    """Per device: bytes held keeping its activations, and recomputing them."""
+    m = data.m
+    params, kept, trans, received = [0.0] * m, [0.0] * m, [0.0] * m, [0.0] * m
+    for k, d in enumerate(dev):
+        params[d] += data.params[k]
+        kept[d] += data.kept[k]
+        trans[d] = max(trans[d], data.transient[k])
+    for grp in data.groups:
+        best: dict[int, int] = {}
+        for v, b in grp.ahead:
+            d = dev[v]
+            if d != dev[grp.unit]:
+                best[d] = max(best.get(d, 0), b)
+        for d, b in best.items():
+            received[d] += grp.count * b
+    keep, redo = [0.0] * m, [0.0] * m
+    for r, d in enumerate(ranks):
+        c = _count(problem, data, len(ranks), r)
+        keep[d] = params[d] + trans[d] + c * (kept[d] + received[d])
+        redo[d] = params[d] + trans[d] + c * received[d] + kept[d]
+    return keep, redo
+
+
+# -- orders, classes and the warm start ---------------------------------------------------
+
+
+def _rank_dependent(problem: Problem, data: _Data) -> bool:
+    """Whether the in-flight count depends on a device's rank or the devices in use."""
+    return len(_counts_all(problem, data)) > 1
+
+
+def _relaxed(problem: Problem, data: _Data) -> _Orders:
+    """No rank: every device holds the fewest micro-batches any rank does (a relaxation
+    of the memory rows; orders only within classes of alike devices, which loses nothing)."""
+    alike = tuple(tuple(c) for c in _classes(problem, data))
+    return _Orders(tuple(c for c in alike if len(c) > 1), None, True, alike,
+                   min(_counts_all(problem, data)))
+
+
+def _classes(problem: Problem, data: _Data) -> list[list[int]]:
+    """Classes of interchangeable devices (swapping two changes nothing the model sees:
+    compute, memory, pins, links to every other device), each in index order."""
+    c = costs(problem)
+    m = data.m
+
+    def key(d: int) -> tuple[object, ...]:
+        return (tuple(row[d] for row in data.compute), tuple(row[d] for row in data.forward),
+                data.caps[d], tuple(d in a for a in data.allowed))
+
+    def swappable(a: int, b: int) -> bool:
+        if key(a) != key(b):
+            return False
+        links = (c.latency, c.inv_bandwidth)
+        if any(t[a][b] != t[b][a] for t in links):
+            return False
+        return all(t[a][e] == t[b][e] and t[e][a] == t[e][b]
+                   for t in links for e in range(m) if e not in (a, b))
+
+    classes: list[list[int]] = []
+    for d in range(m):
+        for cls in classes:
+            if swappable(cls[0], d):
+                cls.append(d)
+                break
+        else:
+            classes.append([d])
+    return classes
+
+
+def _relabel(dev: Sequence[int], classes: Sequence[Sequence[int]]) -> list[int]:
+    """`dev` with each class's devices in use renamed, by first unit, to its first
+    members: the representative the order rows admit."""
+    rename: dict[int, int] = {}
+    first = list(dict.fromkeys(dev))
+    for cls in classes:
+        used = [d for d in first if d in cls]
+        rename.update(zip(used, cls, strict=False))
+    return [rename.get(d, d) for d in dev]
+
+
+@dataclass(frozen=True, slots=True)
+class _Orders:
+    """The devices the model orders by first unit, and what that costs the claim."""
+
+    #: sequences of devices: each one's devices in use come first, by first unit
+    orders: tuple[tuple[int, ...], ...]
+    #: the order fixing every device's rank (None: the count does not depend on it)
+    ranked: tuple[int, ...] | None
+    #: whether every placement has an equivalent the orders admit
+    complete: bool
+    #: relabel the warm start by these classes (empty: keep its names)
+    classes: tuple[tuple[int, ...], ...]
+    #: the in-flight count of every device when `ranked` is None
+    flat: int = 1
+
+
+def _counts_all(problem: Problem, data: _Data) -> set[int]:
+    return {_count(problem, data, big, r) for big in range(1, data.m + 1) for r in range(big)}
+
+
+def _orders(problem: Problem, data: _Data, warm: Sequence[int] | None) -> _Orders:
+    """The orders of the model (module docstring): none but within classes of alike
+    devices when the count does not depend on the rank; else the index order when all
+    devices are alike; else the warm start's order (`warm`: devices per unit)."""
+    classes = _classes(problem, data)
+    alike = tuple(tuple(c) for c in classes)
+    if not _rank_dependent(problem, data):
+        return _Orders(tuple(c for c in alike if len(c) > 1), None, True, alike,
+                       _count(problem, data, 1, 0))
+    if len(classes) == 1:
+        return _Orders(alike, alike[0], True, alike)
+    if warm is not None:
+        first = list(dict.fromkeys(warm))
+    else:  # devices that pinned units force early, then the others
+        pinned = {a[0]: k for k, a in reversed(list(enumerate(data.allowed))) if len(a) == 1}
+        first = sorted(pinned, key=lambda d: (pinned[d], d))
+    chain = tuple(first + [d for d in range(data.m) if d not in first])
+    return _Orders((chain,), chain, False, ())
+
+
+@dataclass(frozen=True, slots=True)
+class _Warm:
+    """A warm start: the unit-level devices, its evaluation, where it came from."""
+
+    dev: tuple[int, ...]
+    placement: tuple[int, ...]
+    evaluation: Evaluation
+    source: str
+
+
+def _as_warm(problem: Problem, placement: Sequence[int], source: str) -> _Warm | None:
+    """`placement` as a warm start, or None when it splits a unit, breaks a pin, or does
+    not fit the model."""
+    u = units(problem)
+    if len(placement) != len(problem.graph.ops):
+        return None
+    dev = tuple(placement[ops[0]] for ops in u.members)
+    if any(placement[i] != dev[k] for k, ops in enumerate(u.members) for i in ops) or any(
+            d not in u.allowed[k] for k, d in enumerate(dev)):
+        return None
+    ev = evaluate(problem, placement)
+    if not (ev.fits and math.isfinite(ev.period_s)):
+        return None
+    return _Warm(dev, tuple(placement), ev, source)
+
+
+def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, list[Diagnostic]]:
+    """The best warm start (module docstring), and pipedp's diagnostics when it found none."""
+    from . import pipedp
+
+    found: list[_Warm] = []
+    notes: list[Diagnostic] = []
+    if options.warm_start is not None:
+        given = _as_warm(problem, options.warm_start.placement,
+                         options.warm_start.algorithm or "given")
+        if given is not None:
+            found.append(given)
+    try:
+        dp = pipedp.place(problem, dataclasses.replace(options, warm_start=None))
+    except InfeasibleError as err:
+        if not any(d.code == "E707" for d in err.diagnostics):
+            raise  # a proof that no placement exists at all (planner.facts)
+        notes.extend(err.diagnostics)
+    else:
+        mine = _as_warm(problem, dp.plan.placement, "pipedp")
+        if mine is not None:
+            found.append(mine)
+    if not found:
+        return None, notes
+    return min(found, key=lambda w: w.evaluation.period_s), notes
+
+
+def _placement(problem: Problem, dev: Sequence[int]) -> tuple[int, ...]:
+    u = units(problem)
+    return tuple(dev[k] for k in u.unit_of)
+
+
+# -- the model ------------------------------------------------------------------------------
+
+
+class _Model:
+    """The Pyomo model of the module docstring and the handles to seed and read it."""
+
+    def __init__(self, problem: Problem, data: _Data, orders: _Orders, upper_s: float | None,
+                 lower_s: float, scale_s: float) -> None:
+        self.problem, self.data, self.orders = problem, data, orders
+        self.upper_s = None if upper_s is None else upper_s * (1 + _UB_SLACK)
+        self.lower_s = lower_s if upper_s is None else min(lower_s, upper_s)
+        top = scale_s if scale_s > 0 else 1.0
+        self.time_unit = 10.0 ** (math.floor(math.log10(top)) - 3)
+        cap = max(data.caps, default=1)
+        self.mem_unit = float(2 ** max(0, math.ceil(math.log2(max(1, cap) / 1e6))))
+        self.model: Any = None
+        self.x: dict[tuple[int, int], Any] = {}
+        self.s: dict[tuple[int, int, int], Any] = {}
+        self.g: dict[tuple[int, int], Any] = {}
+        self.rho: dict[int, Any] = {}
+        self.q: dict[int, Any] = {}
+        self.h: dict[int, Any] = {}
+        self.t: dict[int, Any] = {}
+        self.used: dict[int, Any] = {}
+        self.o: dict[tuple[int, int, int], Any] = {}
+        self.rows = 0
+        #: a row without variables that cannot hold: the model is infeasible as built
+        self.contradiction = False
+        self._linear: Any = None
+        self._lists: dict[str, Any] = {}
+
+    # -- terms and rows ---------------------------------------------------------------------
+
+    def _x(self, k: int, d: int) -> Term:
+        """x_kd: (0, var), or the constant (1, None) / (0, None) for a fixed unit."""
+        a = self.data.allowed[k]
+        if d not in a:
+            return 0.0, None
+        if len(a) == 1:
+            return 1.0, None
+        return 0.0, self.x[(k, d)]
+
+    def _xt(self, k: int, d: int, coef: float = 1.0) -> Term:
+        """coef * x_kd as a term."""
+        const, var = self._x(k, d)
+        return (coef, var) if var is not None else (coef * const, None)
+
+    def _row(self, family: str, lower: float | None, terms: Sequence[Term],
+             upper: float | None = None) -> None:
+        """lower ≤ Σ terms ≤ upper in `family`; rows without a variable are left out."""
+        coefs = [c for c, v in terms if v is not None and c != 0]
+        vars_ = [v for c, v in terms if v is not None and c != 0]
+        const = sum(c for c, v in terms if v is None)
+        if not vars_:  # a constant row: a fixed unit where the orders forbid it
+            if (lower is not None and const < lower - 1e-9) or (
+                    upper is not None and const > upper + 1e-9):
+                self.contradiction = True
+            return
+        body = self._linear(constant=0.0, linear_coefs=coefs, linear_vars=vars_)
+        lo = None if lower is None else lower - const
+        hi = None if upper is None else upper - const
+        self._lists[family].add((lo, body, hi))
+        self.rows += 1
+
+    # -- building -----------------------------------------------------------------------------
+
+    #: the row families, one ConstraintList each, in the order the model file lists them
+    FAMILIES = ("assign", "nolink", "transfer", "recompute", "period", "received", "kept",
+                "transient", "memory", "inuse", "order")
+
+    def build(self) -> None:
+        """Declare the variables and every row family (module docstring)."""
+        from .exact import backends
+
+        pyo = backends.import_pyomo()
+        from pyomo.core.expr.numeric_expr import LinearExpression
+
+        self._linear = LinearExpression
+        data = self.data
+        mdl = pyo.ConcreteModel(name="pipeilp")
+        self.model = mdl
+        for name in self.FAMILIES:
+            mdl.add_component(name, pyo.ConstraintList())
+        self._lists = {name: getattr(mdl, name) for name in self.FAMILIES}
+        xkeys = [(k, d) for k in range(data.n) if len(data.allowed[k]) > 1
+                 for d in data.allowed[k]]
+        mdl.x = pyo.Var(xkeys, domain=pyo.Binary)
+        self.x = {key: mdl.x[key] for key in xkeys}
+        tu = self.time_unit
+        mdl.T = pyo.Var(domain=pyo.Reals, bounds=(
+            self.lower_s / tu, None if self.upper_s is None else self.upper_s / tu))
+        for k in range(data.n):
+            if len(data.allowed[k]) > 1:
+                self._row("assign", 1.0, [(1.0, self.x[(k, d)]) for d in data.allowed[k]],
+                          1.0)
+        self._transfers(pyo)
+        self._recompute(pyo)
+        self._period()
+        self._memory(pyo)
+        self._order(pyo)
+        mdl.obj = pyo.Objective(expr=mdl.T, sense=pyo.minimize)
+
+    def _transfers(self, pyo: Any) -> None:
+        """s_pab per producer group and device pair that may carry a transfer, its rows,
+        and the no-link rows."""
+        data, tu, p = self.data, self.time_unit, self.problem
+        rows: dict[tuple[int, int, int], list[tuple[float, int]]] = {}
+        nolink: set[tuple[int, int, int, int]] = set()
+        for gi, grp in enumerate(data.groups):
+            for a in data.allowed[grp.unit]:
+                for v, nbytes in grp.to:
+                    for b in data.allowed[v]:
+                        if a == b:
+                            continue
+                        t = data.seconds(p, nbytes, a, b)
+                        if t >= INF:
+                            nolink.add((grp.unit, a, v, b))
+                        elif t > 0:
+                            rows.setdefault((gi, a, b), []).append((t / tu, v))
+        keys = list(rows)
+        self.model.s = pyo.Var(keys, domain=pyo.NonNegativeReals)
+        for key in keys:
+            sv = self.s[key] = self.model.s[key]
+            gi, a, b = key
+            for coef, v in rows[key]:
+                self._row("transfer", -coef, [(1.0, sv), self._xt(data.groups[gi].unit, a, -coef),
+                                              self._xt(v, b, -coef)])
+        for k, a, v, b in sorted(nolink):
+            self._row("nolink", None, [self._xt(k, a), self._xt(v, b)], 1.0)
+
+    def _recompute(self, pyo: Any) -> None:
+        """ρ_d, q_d and h_d on the devices where a count above 1 makes recomputation pay."""
+        data, tu, mu = self.data, self.time_unit, self.mem_unit
+        devices = [d for d in range(data.m) if data.training and any(
+            c > 1 for c, _ in self._counts(d)) and any(
+            data.kept[k] > 0 for k in range(data.n) if d in data.allowed[k])]
+        mdl = self.model
+        mdl.rho = pyo.Var(devices, domain=pyo.Binary)
+        mdl.q = pyo.Var(devices, domain=pyo.NonNegativeReals)
+        mdl.h = pyo.Var(devices, domain=pyo.NonNegativeReals)
+        for d in devices:
+            rho, q, h = mdl.rho[d], mdl.q[d], mdl.h[d]
+            self.rho[d], self.q[d], self.h[d] = rho, q, h
+            mine = [k for k in range(data.n) if d in data.allowed[k]]
+            big_f = sum(data.forward[k][d] for k in mine) / tu
+            big_k = sum(data.kept[k] for k in mine) / mu
+            self._row("recompute", -big_f, [(1.0, q), (-big_f, rho), *(
+                self._xt(k, d, -data.forward[k][d] / tu) for k in mine)])
+            self._row("kept", 0.0, [(1.0, h), (big_k, rho), *(
+                self._xt(k, d, -data.kept[k] / mu) for k in mine)])
+
+    def _period(self) -> None:
+        """T ≥ each device's load."""
+        data, tu, T = self.data, self.time_unit, self.model.T
+        on: dict[int, list[Term]] = {d: [] for d in range(data.m)}
+        for (gi, a, b), sv in self.s.items():
+            mult = float(data.groups[gi].count)
+            on[a].append((-mult, sv))
+            on[b].append((-mult, sv))
+        for d in range(data.m):
+            terms: list[Term] = [(1.0, T)]
+            terms += [self._xt(k, d, -data.compute[k][d] / tu) for k in range(data.n)
+                      if d in data.allowed[k] and data.compute[k][d] > 0]
+            terms += on[d]
+            if d in self.q:
+                terms.append((-1.0, self.q[d]))
+            self._row("period", 0.0, terms)
+
+    def _counts(self, d: int) -> list[tuple[int, int | None]]:
+        """Device d's memory rows: (in-flight count, the device whose use switches the row
+        on, None: always on)."""
+        data, ranked = self.data, self.orders.ranked
+        if ranked is None:
+            return [(self.orders.flat, None)]
+        r = ranked.index(d)
+        out: list[tuple[int, int | None]] = []
+        for big in range(r + 1, data.m + 1):
+            c = _count(self.problem, data, big, r)
+            if not out or c > out[-1][0]:
+                out.append((c, None if big == r + 1 else ranked[big - 1]))
+        return out
+
+    def _memory(self, pyo: Any) -> None:
+        """g_pd, t_d, used_e and each device's memory rows."""
+        data, mu, mdl = self.data, self.mem_unit, self.model
+        gkeys: list[tuple[int, int]] = []
+        for gi, grp in enumerate(data.groups):
+            dests = sorted({d for v, _ in grp.ahead for d in data.allowed[v]})
+            gkeys += [(gi, d) for d in dests if data.allowed[grp.unit] != (d,)]
+        mdl.g = pyo.Var(gkeys, domain=pyo.NonNegativeReals)
+        for gi, d in gkeys:
+            gv = self.g[(gi, d)] = mdl.g[(gi, d)]
+            grp = data.groups[gi]
+            for v, nbytes in grp.ahead:
+                if d in data.allowed[v]:
+                    self._row("received", 0.0, [(1.0, gv), self._xt(v, d, -nbytes / mu),
+                                                self._xt(grp.unit, d, nbytes / mu)])
+        mdl.t = pyo.Var(range(data.m), domain=pyo.NonNegativeReals)
+        switches = sorted({e for d in range(data.m) for _, e in self._counts(d)
+                           if e is not None})
+        mdl.used = pyo.Var(switches, bounds=(0, 1))
+        for e in switches:
+            self.used[e] = mdl.used[e]
+            for k in range(data.n):
+                if e in data.allowed[k]:
+                    self._row("inuse", 0.0, [(1.0, self.used[e]), self._xt(k, e, -1.0)])
+        received: dict[int, list[Term]] = {d: [] for d in range(data.m)}
+        for (gi, d), gv in self.g.items():
+            received[d].append((float(data.groups[gi].count), gv))
+        for d in range(data.m):
+            self._device_memory(d, mdl.t[d], received[d])
+
+    def _device_memory(self, d: int, tv: Any, received: list[Term]) -> None:
+        """t_d ≥ tau_k x_kd, then one memory row per count (`_counts`)."""
+        data, mu = self.data, self.mem_unit
+        self.t[d] = tv
+        mine = [k for k in range(data.n) if d in data.allowed[k]]
+        fixed = max((data.transient[k] for k in mine if len(data.allowed[k]) == 1), default=0.0)
+        tv.setlb(fixed / mu)
+        for k in mine:
+            if len(data.allowed[k]) > 1 and data.transient[k] > fixed:
+                self._row("transient", 0.0, [(1.0, tv),
+                                             self._xt(k, d, -data.transient[k] / mu)])
+        cap = data.caps[d] / mu
+        for c, switch in self._counts(d):
+            terms: list[Term] = [(1.0, tv)]
+            for k in mine:
+                keep = data.kept[k] if d in self.h else c * data.kept[k]
+                terms.append(self._xt(k, d, (data.params[k] + keep) / mu))
+            terms += [(c * coef, gv) for coef, gv in received]
+            if d in self.h:
+                terms.append((float(c - 1), self.h[d]))
+            if switch is None:
+                self._row("memory", None, terms, cap)
+                continue
+            most = (sum(data.params[k] + c * data.kept[k] for k in mine)
+                    + max((data.transient[k] for k in mine), default=0.0)
+                    + c * sum(data.groups[gi].count * _most_received(data, gi, d)
+                              for gi, dd in self.g if dd == d)) / mu
+            big = max(0.0, most - cap)
+            if big > 0:
+                self._row("memory", None, [*terms, (big, self.used[switch])], cap + big)
+
+    def _order(self, pyo: Any) -> None:
+        """o_ka ≤ o_(k−1)a + x_ka and x_kb ≤ o_(k−1)a for consecutive a, b of each order."""
+        data, mdl = self.data, self.model
+        okeys = [(oi, k, a) for oi, order in enumerate(self.orders.orders)
+                 for a in order[:-1] for k in range(data.n - 1)]
+        mdl.o = pyo.Var(okeys, bounds=(0, 1))
+        for key in okeys:
+            self.o[key] = mdl.o[key]
+        for oi, order in enumerate(self.orders.orders):
+            for a, b in zip(order, order[1:], strict=False):
+                for k in range(data.n):
+                    before: Term = (0.0, None) if k == 0 else (-1.0, self.o[(oi, k - 1, a)])
+                    if k < data.n - 1:
+                        self._row("order", None, [(1.0, self.o[(oi, k, a)]), before,
+                                                  self._xt(k, a, -1.0)], 0.0)
+                    self._row("order", None, [self._xt(k, b), before], 0.0)
+
+    # -- seeding and reading ----------------------------------------------------------------
+
+    def seed(self, warm: _Warm) -> None:
+        """Give every variable its value in the warm start."""
+        data, tu, mu, dev = self.data, self.time_unit, self.mem_unit, warm.dev
+        for (k, d), var in self.x.items():
+            var.set_value(1 if dev[k] == d else 0)
+        for (gi, a, b), var in self.s.items():
+            grp = data.groups[gi]
+            tops = [data.seconds(self.problem, nb, a, b) for v, nb in grp.to if dev[v] == b]
+            var.set_value(max(tops) / tu if dev[grp.unit] == a and tops else 0.0)
+        redo = set(warm.evaluation.recompute)
+        for d, var in self.rho.items():
+            var.set_value(1 if d in redo else 0)
+            mine = [k for k in range(data.n) if dev[k] == d]
+            self.q[d].set_value(sum(data.forward[k][d] for k in mine) / tu if d in redo else 0)
+            self.h[d].set_value(0.0 if d in redo else sum(data.kept[k] for k in mine) / mu)
+        for (gi, d), var in self.g.items():
+            grp = data.groups[gi]
+            tops = [nb for v, nb in grp.ahead if dev[v] == d]
+            var.set_value(max(tops) / mu if dev[grp.unit] != d and tops else 0.0)
+        for d, var in self.t.items():
+            most = max((data.transient[k] for k in range(data.n) if dev[k] == d), default=0.0)
+            var.set_value(max(var.lb or 0.0, most / mu))
+        for e, var in self.used.items():
+            var.set_value(1 if e in dev else 0)
+        for (_, k, a), var in self.o.items():
+            var.set_value(1 if a in dev[:k + 1] else 0)
+        T = self.model.T
+        value = max(T.lb, warm.evaluation.period_s / tu)
+        T.set_value(value if T.ub is None else min(T.ub, value))
+
+    def answer(self) -> list[int] | None:
+        """The unit-level devices of the loaded solution, or None (missing, fractional)."""
+        data = self.data
+        dev = []
+        for k in range(data.n):
+            a = data.allowed[k]
+            if len(a) == 1:
+                dev.append(a[0])
+                continue
+            vals = [(self.x[(k, d)].value, d) for d in a]
+            if any(v is None for v, _ in vals):
+                return None
+            best, d = max(vals, key=lambda t: (t[0], -t[1]))
+            if best < 0.5 or any(abs(v - round(v)) > 1e-4 for v, _ in vals):
+                return None
+            dev.append(d)
+        return dev
+
+    def objective_s(self) -> float | None:
+        """T of the loaded solution, in seconds."""
+        value = self.model.T.value
+        return None if value is None else float(value) * self.time_unit
+
+    def legend(self) -> list[str]:
+        """Comment lines for an emitted model file."""
+        p, data = self.problem, self.data
+        u = units(p)
+        devs = p.cluster.devices
+        lines = [
+            f"planner pipeilp model of plan `{p.name}`: {data.n} units, {data.m} devices",
+            f"times in units of {self.time_unit:g} s; memory in units of {self.mem_unit:g} B",
+            "x(k_d): unit k on device d   T: period   s(p_a_b): producer group p sends a to b",
+            "rho(d): d recomputes   q(d): its forward compute again   h(d): kept unless "
+            "recomputing   g(p_d): p's activation received on d   t(d): largest transient",
+            "used(d): d holds a unit   o(i_k_a): in order i, device a holds a unit <= k",
+            "devices: " + ", ".join(f"{d}={dev.name}" for d, dev in enumerate(devs)),
+        ]
+        ops = p.graph.ops
+        for k, mem in enumerate(u.members):
+            lines.append(f"unit {k}: " + ", ".join(ops[i].name for i in mem))
+        return lines
+
+
+def _most_received(data: _Data, gi: int, d: int) -> float:
+    return max((b for v, b in data.groups[gi].ahead if d in data.allowed[v]), default=0)
+
+
+def _emit(model: _Model, path: str) -> None:
+    """Write the model to `path` with the `ilp` writer (its formats, errors, legend)."""
+    from .exact.ilp import IlpModel
+
+    class _Writer(IlpModel):
+        def __init__(self) -> None:  # only what `emit` reads
+            self.model = model.model
+
+        def legend(self) -> list[str]:
+            return model.legend()
+
+    _Writer().emit(path)
+
+
+# -- the algorithm --------------------------------------------------------------------------
+
+
+def place(problem: Problem, options: Options) -> Solution:
+    """The least period over every placement with per-device recomputation (module
+    docstring), as a plan; the devices that recompute in `info["recompute"]`."""
+    trivial = empty_solution(problem, "pipeilp")
+    if trivial is not None:
+        return trivial
+    clock = Clock(options)
+    warm, notes = _warm_starts(problem, options)
+    try:
+        return _solve(problem, options, clock, warm, notes)
+    except KeyboardInterrupt:
+        if warm is None:
+            raise Interrupted(None) from None
+        raise Interrupted(Solution(Plan(warm.placement, algorithm="pipeilp"), "interrupted",
+                                   MappingProxyType({"warm_start": warm.source,
+                                                     "reason": "interrupted before the "
+                                                     "solver answered"}))) from None
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One model built and solved: the model, the solver's outcome, and the figures."""
+
+    ilp: _Model
+    outcome: Any
+    info: dict[str, Any]
+
+
+def _attempt(problem: Problem, orders: _Orders, warm: _Warm | None, options: Options,
+             clock: Clock) -> _Attempt:
+    """Build the model for `orders`, seed it with `warm`, solve it within the budget."""
+    from .exact import backends
+
+    data = _data(problem)
+    upper = warm.evaluation.period_s if warm else None
+    if options.progress:
+        options.progress(0.05, "building the pipeline ILP")
+    t0 = time.perf_counter()
+    ilp = _Model(problem, data, orders, upper, pipeline_bound(problem).period_s,
+                 upper if upper else _horizon(problem, data))
+    ilp.build()
+    if warm is not None:
+        ilp.seed(warm)
+    build_s = time.perf_counter() - t0
+    if options.emit:
+        _emit(ilp, options.emit)
+    if options.progress:
+        options.progress(0.1, f"solving with {options.solver}")
+    t1 = time.perf_counter()
+    nodes = node_budget(options.time_limit_s, ilp.rows)
+    cap_s = options.time_limit_s
+    if ilp.rows <= BUDGETED_ROWS:  # the budget ends the search; the clock is a safety cap
+        cap_s = WALL_CAP_FACTOR * options.time_limit_s + WALL_CAP_EXTRA_S
+    if ilp.contradiction:
+        outcome = backends.Outcome("infeasible", "the model is infeasible as built")
+    else:
+        wall_s = max(0.05, cap_s - clock.elapsed())
+        outcome = _run_solver(ilp.model, options, wall_s, nodes, warm is not None)
+    info: dict[str, Any] = {"solver": options.solver, "solver_status": outcome.status,
+                            "build_s": build_s, "solve_s": time.perf_counter() - t1,
+                            "rows": ilp.rows, "nodes": nodes}
+    if "time limit" in outcome.message:
+        info["reason"] = (f"the clock ({cap_s:.3g} s) ended the search before its budget of "
+                          f"{nodes} nodes: another run may give another plan")
+    if options.progress:
+        options.progress(1.0, f"{options.solver}: {outcome.status}")
+    return _Attempt(ilp, outcome, info)
+
+
+def _answer(problem: Problem, attempt: _Attempt, source: str = "pipeilp") -> _Warm | None:
+    """The solver's placement, if it fits when checked exactly."""
+    dev = attempt.ilp.answer() if attempt.outcome.loaded else None
+    found = None if dev is None else _as_warm(problem, _placement(problem, dev), source)
+    if dev is not None and found is None:
+        attempt.info["note"] = (f"{attempt.info['solver']}'s answer broke a constraint when "
+                                "checked exactly; it was not used")
+    return found
+
+
+def _first_order(problem: Problem, options: Options, clock: Clock,
+                 notes: list[Diagnostic]) -> tuple[tuple[int, ...] | None, _Warm | None]:
+    """Without a warm start where the order of the devices matters: solve the relaxation
+    (`_relaxed`) first. Infeasible, it proves that nothing fits (E708); else its plan is
+    a warm start when it fits, and its devices by first unit the order."""
+    data = _data(problem)
+    first = _attempt(problem, _relaxed(problem, data), None, options, clock)
+    if first.outcome.status == "infeasible":
+        raise _none_found(problem, "infeasible", "", True, notes)
+    dev = first.ilp.answer() if first.outcome.loaded else None
+    if dev is None:
+        return None, None
+    return tuple(dev), _answer(problem, first, "pipeilp (relaxed)")
+
+
+def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
+           notes: list[Diagnostic]) -> Solution:
+    """Build, seed and solve the model; check its answer exactly; judge (module docstring)."""
+    data = _data(problem)
+    orders = _orders(problem, data, warm.dev if warm else None)
+    if warm is None and not orders.complete:
+        order, warm = _first_order(problem, options, clock, notes)
+        if order is not None:
+            orders = _orders(problem, data, order)
+    if warm is not None and orders.classes:
+        dev = _relabel(warm.dev, orders.classes)
+        placement = _placement(problem, dev)
+        warm = _Warm(tuple(dev), placement, evaluate(problem, placement), warm.source)
+    attempt = _attempt(problem, orders, warm, options, clock)
+    outcome, info = attempt.outcome, attempt.info
+    info.update(warm_start=warm.source if warm else None,
+                warm_start_period_s=warm.evaluation.period_s if warm else None)
+    if orders.ranked is not None:
+        info["order"] = [problem.cluster.devices[d].name for d in orders.ranked]
+    found = _answer(problem, attempt)
+    best = warm
+    if found is not None and (best is None or found.evaluation.period_s
+                              < best.evaluation.period_s * (1 - 1e-12)):
+        best = found
+    if best is None:
+        raise _none_found(problem, outcome.status, outcome.message, orders.complete, notes)
+    if found is not None and best is warm:
+        info["kept"] = f"the {best.source} warm start is as good as the solver's answer"
+    bound = pipeline_bound(problem).period_s
+    if outcome.status not in ("optimal", "feasible"):
+        reason = outcome.message or f"{options.solver} found no solution"
+        if outcome.status == "infeasible":
+            reason = (f"{options.solver} reported the model infeasible although the "
+                      f"{best.source} plan satisfies it")
+        log.warning("pipeilp: falling back to the %s plan: %s", best.source, reason)
+        info["reason"] = reason
+        return _solution(problem, best, "fallback", bound, info)
+    objective = attempt.ilp.objective_s() if found is not None else None
+    scale = attempt.ilp.time_unit
+    solver_bound = outcome.bound * scale if outcome.bound is not None else None
+    status, valid = _judge(best.evaluation.period_s, bound, solver_bound, objective,
+                           outcome.status == "optimal", orders, options, info)
+    return _solution(problem, best, status, valid, info)
+
+
+def node_budget(limit_s: float, rows: int) -> int:
+    """HiGHS's branch-and-bound nodes for `--time-limit` `limit_s` on a model of `rows`
+    rows: a deterministic function of the two, so that where HiGHS stops does not depend on
+    the machine's load (`budget.py` does the same for CP-SAT)."""
+    return max(1, math.floor(NODE_ROWS_PER_S * limit_s / max(rows, 1)))
+
+
+def _run_solver(model: Any, options: Options, wall_s: float, nodes: int,
+                warm: bool) -> Any:
+    """Solve with `options.solver`; HiGHS also stops at `nodes` nodes (`node_budget`).
+
+    `backends.solve_pyomo` takes no solver options beyond its profile's, so for HiGHS its
+    steps are taken here with `mip_max_nodes` added (the same watchdog, quiet output and
+    reading of the outcome).
+    """
+    from .exact import backends
+
+    name = options.solver
+    prof = backends.profile(name)
+    threads = backends.threads_for(name)
+    if prof.pyomo != "appsi_highs" or not backends.available(name):
+        return backends.solve_pyomo(model, name, time_limit_s=wall_s, gap=options.gap,
+                                    threads=threads, warm_start=warm, seed=options.seed)
+    opt, kwargs = backends._solver(prof, name, time_limit_s=wall_s, gap=options.gap,
+                                   threads=threads, warm_start=warm, seed=options.seed)
+    kwargs["options"]["mip_max_nodes"] = nodes
+    box = backends._run_watched(opt, model, kwargs, name, wall_s)
+    if isinstance(box, backends.Outcome):
+        return box
+    if "error" in box:
+        err = box["error"]
+        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return backends.Outcome("error", f"{name} failed: {text}")
+    return backends._read(model, name, box["results"])
+
+
+def _judge(period: float, bound_s: float, solver_bound: float | None,
+           objective: float | None, solver_optimal: bool, orders: _Orders, options: Options,
+           info: dict[str, Any]) -> tuple[Status, float]:
+    """The status of a plan of `period` and the best valid bound (module docstring)."""
+    proved = solver_optimal and objective is not None and period <= objective * (1 + _TOL)
+    valid = bound_s
+    if orders.complete and solver_bound is not None:
+        valid = max(valid, solver_bound)
+    gap = relative_gap(period, min(valid, period))
+    status: Status = "feasible"
+    if proved and orders.complete:
+        status, why = "optimal", (f"{options.solver} proved the model optimal (within --gap), "
+                                  "and the model is the period and memory reported")
+    elif gap is not None and gap <= options.gap:
+        status, why = "optimal", "the period meets a valid lower bound (within --gap)"
+    elif proved:
+        why = ("proved optimal only among placements whose devices in use, by first unit, "
+               f"follow the order {', '.join(info['order'])} (the devices differ, and the "
+               "in-flight count depends on the rank)")
+    else:
+        why = "no proof of optimality"
+    info.update(proved=proved and orders.complete, why=why, solver_bound_s=solver_bound)
+    if proved and not orders.complete:
+        info["proved_in_order"] = True
+    return status, valid
+
+
+def _solution(problem: Problem, best: _Warm, status: Status, bound_s: float,
+              info: dict[str, Any]) -> Solution:
+    """The plan of `best` with its figures: period, bound, gap, recomputation."""
+    ev = best.evaluation
+    names = [d.name for d in problem.cluster.devices]
+    bound_s = min(bound_s, ev.period_s)
+    info.update(period_s=ev.period_s, period_bound_s=bound_s,
+                period_gap=relative_gap(ev.period_s, bound_s), devices_used=len(ev.ranks),
+                recompute=[names[d] for d in ev.recompute],
+                held_bytes={names[d]: ev.held_bytes[d] for d in ev.ranks})
+    if ev.recompute:
+        data = _data(problem)
+        extra = [sum(data.forward[k][d] for k in range(data.n) if best.dev[k] == d)
+                 for d in ev.recompute]
+        said = ", ".join(f"{names[d]} (+{format_seconds(t)} per micro-batch, holds "
+                         f"{format_bytes(int(ev.held_bytes[d]))})"
+                         for d, t in zip(ev.recompute, extra, strict=True))
+        info["memory_note"] = (
+            f"recomputes activations on {said}: these devices keep only the tensors they "
+            "receive for each micro-batch in flight and run their forward ops again in "
+            "backward; the pipeline memory above counts every activation kept, and the "
+            "period above leaves the recomputation out")
+    return Solution(Plan(best.placement, algorithm="pipeilp"), status, MappingProxyType(info))
+
+
+def _horizon(problem: Problem, data: _Data) -> float:
+    """A period of the size of the model's (it only scales the model's time unit when
+    there is no warm start): all compute on one device plus every transfer once."""
+    c = costs(problem)
+    work = max((sum(row[d] for row in data.compute if row[d] < INF)
+                for d in range(data.m)), default=0.0)
+    moves = sum(grp.count * max((t for a in range(data.m) for b in range(data.m)
+                                 if (t := c.transfer_time(nbytes, a, b)) < INF), default=0.0)
+                for grp in data.groups for _, nbytes in grp.to)
+    return work + moves
+
+
+def _none_found(problem: Problem, status: str, message: str, complete: bool,
+                notes: list[Diagnostic]) -> Exception:
+    """No warm start and no answer: a proof (the solver's, for a model that covers every
+    placement) or a failure."""
+    if status == "infeasible" and complete:
+        return InfeasibleError((*notes, Diagnostic(
+            "E708", f"no placement of plan `{problem.name}` fits the devices' memory as a "
+            "pipeline, even recomputing activations on every device", None,
+            ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
+             "fewer activations; or give the devices more `memory`",))))
+    said = message or status
+    if status == "infeasible":
+        said = ("the model, which fixes the order of the devices by first unit, is "
+                "infeasible; another order may fit")
+    return SolverError(Diagnostic(
+        "E709", f"pipeilp found no placement of plan `{problem.name}` ({said}), and no "
+        "contiguous split fits to fall back to", None,
+        tuple(d.message for d in notes) + ("a longer --time-limit may find one",)))

@@ -1,0 +1,291 @@
+"""pipeilp: the pipeline split as an ILP, with per-device recomputation (issue 26, item 3b).
+
+- Where pipedp's model and the ILP's coincide (chains of alike units, every edge to the
+  next unit, alike devices and links, memory to spare), the ILP proves pipedp's period
+  optimal: non-contiguous placements only add transfers there.
+- Where memory forbids every contiguous split without recomputation, the ILP finds the
+  split that fits by recomputing on one device (pipedp raises E707); where nothing fits
+  even so, it proves it (E708).
+- Every plan is simulated (feasible, pins and colocation kept), its period is at least the
+  pipeline bound, and on graphs small enough to enumerate it equals the least period of
+  every placement when the status says `optimal`.
+
+Every instance here is one HiGHS proves optimal, or stops at its node budget (a count, not
+a clock), so no assertion depends on the machine's speed or load.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from planner import loads
+from planner.algorithms import Options, run
+from planner.algorithms.exact import backends
+from planner.algorithms.pipeilp import evaluate, node_budget
+from planner.errors import InfeasibleError
+from planner.model import Problem
+from planner.pipeline.bound import pipeline_bound
+from planner.pipeline.split import Split, device_loads, stage_bytes, stage_loads
+from planner.pipeline.units import units
+from planner.simulate import simulate
+
+pytestmark = pytest.mark.skipif(not backends.available("highs"),
+                                reason="HiGHS (highspy) is not installed")
+
+
+def chain(n: int, devices: int, *, forward_ms: list[float] | None = None,
+          backward_ms: list[float] | None = None, outputs_mb: list[float] | None = None,
+          training: bool = True, microbatches: int = 8, schedule: str = "1f1b",
+          memory: str = "64 GiB", bandwidth: str = "10 GB/s", latency: str = "10 us",
+          objective: bool = True) -> Problem:
+    """A chain `f0 -> f1 -> ...` of `n` units (each op with its backward op, colocated,
+    when `training`) on `devices` alike devices, every pair linked alike."""
+    fwd = forward_ms or [4.0] * n
+    bwd = backward_ms or [2 * t for t in fwd]
+    out = outputs_mb or [1.0] * n
+    last = devices - 1
+    lines = [f"cluster c {{ device d[0..{last}] {{ memory {memory} }}",
+             f"  link d[0..{last}] <-> d[0..{last}] {{ bandwidth {bandwidth} latency {latency} }}",
+             "}", "graph g {"]
+    for k in range(n):
+        lines.append(f"  op f{k} {{ time {fwd[k]} ms; output {out[k]} MB }}")
+        if training:
+            lines += [f"  op f{k}.bwd {{ time {bwd[k]} ms; output 0 B; backward_of f{k} }}",
+                      f"  f{k} -> f{k}.bwd", f"  colocate f{k}, f{k}.bwd"]
+            if k:
+                lines.append(f"  f{k}.bwd -> f{k - 1}.bwd {{ bytes {out[k - 1]} MB }}")
+        if k:
+            lines.append(f"  f{k - 1} -> f{k}")
+    lines.append("}")
+    settings = (f"; objective pipeline; microbatches {microbatches}; schedule {schedule}"
+                if objective else "")
+    lines.append(f"plan p {{ graph g; cluster c{settings} }}")
+    return loads("\n".join(lines)).plan("p")
+
+
+def random_graph(seed: int, n: int, devices: int, *, training: bool, schedule: str = "1f1b",
+                 microbatches: int = 4, pin: bool = False) -> Problem:
+    """A random DAG of `n` forward ops (with backward ops when `training`) on devices of
+    different speeds and memories, links of different bandwidths; `pin` pins one op."""
+    rng = random.Random(seed)
+    lines = ["cluster c {"]
+    for d in range(devices):
+        lines.append(f"  device d{d} {{ memory {rng.choice([40, 60, 200])} MB; speed "
+                     f"{rng.choice([0.5, 1.0, 1.0, 2.0])} }}")
+    for a, b in itertools.permutations(range(devices), 2):
+        lines.append(f"  link d{a} -> d{b} {{ bandwidth {rng.choice([1, 5, 20])} GB/s "
+                     f"latency {rng.choice([0, 10])} us }}")
+    lines += ["}", "graph g {"]
+    for k in range(n):
+        lines.append(f"  op u{k} {{ time {rng.randint(1, 9)} ms; output {rng.randint(1, 8)} MB;"
+                     f" params {rng.randint(0, 6)} MB }}")
+        if training:
+            lines += [f"  op u{k}.bwd {{ time {rng.randint(1, 18)} ms; output "
+                      f"{rng.randint(0, 4)} MB; backward_of u{k} }}",
+                      f"  u{k} -> u{k}.bwd", f"  colocate u{k}, u{k}.bwd"]
+    for k in range(1, n):
+        for j in rng.sample(range(k), min(k, rng.choice([1, 1, 2]))):
+            lines.append(f"  u{j} -> u{k}")
+            if training:
+                lines.append(f"  u{k}.bwd -> u{j}.bwd {{ bytes {rng.randint(1, 8)} MB }}")
+    lines.append("}")
+    pinned = f"; pin u{n // 2} to d{devices - 1}" if pin else ""
+    lines.append(f"plan p {{ graph g; cluster c; objective pipeline; microbatches "
+                 f"{microbatches}; schedule {schedule}{pinned} }}")
+    return loads("\n".join(lines)).plan("p")
+
+
+def check(problem: Problem, solution_plan: tuple[int, ...]) -> None:
+    """The plan runs in the simulator, keeps pins and colocation, and fits the model.
+
+    The simulator judges one pass: its memory check is the static memory of one
+    micro-batch (every output and every tensor received, gradients included), not the
+    pipeline's, which `evaluate` checks (as tests/pipeline/test_pipedp.py does)."""
+    from planner.plan import Plan
+
+    result = simulate(problem, Plan(solution_plan))
+    assert not [v for v in result.violations if v.kind != "memory"], result.violations
+    assert math.isfinite(result.makespan_s)
+    for i, d in problem.pins.items():
+        assert solution_plan[i] == d
+    for group in problem.graph.colocations:
+        assert len({solution_plan[i] for i in group}) == 1
+    assert evaluate(problem, solution_plan).fits
+
+
+def period(problem: Problem, placement: tuple[int, ...]) -> float:
+    """T of a plan without recomputation: `device_loads`' busiest device."""
+    return max(device_loads(problem, placement))
+
+
+# -- the model against the split model ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("schedule", "training"), [("1f1b", True), ("gpipe", True),
+                                                    ("1f1b", False)])
+def test_on_contiguous_chain_splits_the_model_is_the_split_model(schedule: str,
+                                                                 training: bool) -> None:
+    p = chain(6, 3, forward_ms=[1, 2, 3, 4, 5, 6], outputs_mb=[3, 1, 4, 1, 5, 9],
+              training=training, schedule=schedule, microbatches=4)
+    assert p.pipeline is not None
+    for cuts in itertools.combinations(range(1, 6), 2):
+        for devices in itertools.permutations(range(3)):
+            split = Split((0, *cuts, 6), devices)
+            placement = split.placement(p)
+            ev = evaluate(p, placement)
+            assert ev.period_s == pytest.approx(max(stage_loads(p, split)), rel=1e-12)
+            assert list(ev.held_bytes) == pytest.approx(stage_bytes(p, split, p.pipeline))
+            assert ev.recompute == () and ev.ranks == devices
+
+
+# -- 1: where the models coincide, pipedp's period is proved optimal --------------------------
+
+
+@pytest.mark.parametrize(("n", "devices", "schedule", "training"), [
+    (4, 2, "1f1b", True), (6, 3, "1f1b", True), (6, 3, "gpipe", True), (8, 4, "1f1b", True),
+    (6, 2, "1f1b", False), pytest.param(12, 4, "1f1b", True, marks=pytest.mark.slow)])
+def test_the_ilp_proves_pipedps_split_optimal_where_the_models_coincide(
+        n: int, devices: int, schedule: str, training: bool) -> None:
+    p = chain(n, devices, training=training, schedule=schedule, microbatches=16)
+    dp = run("pipedp", p)
+    assert dp.info["stages"] == devices  # every device used: its period is the least
+    ilp = run("pipeilp", p)
+    assert ilp.status == "optimal", ilp.info["why"]
+    assert ilp.info["proved"] is True and ilp.info["recompute"] == []
+    expected = period(p, dp.plan.placement)
+    assert ilp.info["period_s"] == pytest.approx(expected, rel=1e-9)
+    assert period(p, ilp.plan.placement) == pytest.approx(expected, rel=1e-9)
+    assert ilp.info["period_bound_s"] <= ilp.info["period_s"]
+    check(p, ilp.plan.placement)
+
+
+# -- 2: recomputation fits what no contiguous split does ---------------------------------------
+
+
+def _tight(memory: str) -> Problem:
+    # kept activations 10, 10, 10, 1 MB; 1F1B holds 2 micro-batches on the first of two
+    # devices: [f0 f1 | f2 f3] needs 40 MB there, 20 MB recomputing (the others need more)
+    return chain(4, 2, outputs_mb=[10, 10, 10, 1], microbatches=4, memory=memory)
+
+
+def test_recomputation_fits_a_model_no_contiguous_split_fits() -> None:
+    p = _tight("25 MB")
+    with pytest.raises(InfeasibleError) as err:
+        run("pipedp", p)
+    assert [d.code for d in err.value.diagnostics] == ["E707"]
+    s = run("pipeilp", p)
+    assert s.status == "optimal", s.info["why"]
+    assert s.info["recompute"] == ["d0"] and s.info["warm_start"] is None
+    dev = [s.plan.placement[ops[0]] for ops in units(p).members]
+    assert dev == [0, 0, 1, 1]
+    ev = evaluate(p, s.plan.placement)
+    assert ev.recompute == (0,) and ev.fits
+    assert ev.held_bytes[0] == 20e6 and ev.held_bytes[1] == 21e6
+    # the recomputation's forward compute is in the period, and the report says so
+    assert s.info["period_s"] == pytest.approx(period(p, s.plan.placement) + 8e-3, rel=1e-9)
+    assert "recomputes activations on d0" in s.info["memory_note"]
+    check(p, s.plan.placement)
+
+
+def test_nothing_fits_even_recomputing_is_proved() -> None:
+    with pytest.raises(InfeasibleError) as err:
+        run("pipeilp", _tight("19 MB"))
+    assert [d.code for d in err.value.diagnostics] == ["E707", "E708"]
+
+
+# -- 3: every plan is simulated and above the bound; small graphs against enumeration ----------
+
+
+def _least_period(problem: Problem) -> float:
+    """The least period of any placement that fits the model, by enumeration."""
+    u = units(problem)
+    m = len(problem.cluster.devices)
+    best = math.inf
+    for dev in itertools.product(range(m), repeat=u.count):
+        if any(d not in u.allowed[k] for k, d in enumerate(dev)):
+            continue
+        ev = evaluate(problem, tuple(dev[k] for k in u.unit_of))
+        if ev.fits:
+            best = min(best, ev.period_s)
+    return best
+
+
+CASES = [(seed, n, devices, training, schedule, pin)
+         for seed, (n, devices) in enumerate([(4, 2), (5, 3), (6, 3), (6, 2)])
+         for training, schedule in [(True, "1f1b"), (True, "gpipe"), (False, "1f1b")]
+         for pin in (False, True)]
+
+
+@pytest.mark.parametrize(("seed", "n", "devices", "training", "schedule", "pin"), CASES)
+def test_plans_are_feasible_above_the_bound_and_optimal_when_said(
+        seed: int, n: int, devices: int, training: bool, schedule: str, pin: bool) -> None:
+    p = random_graph(seed, n, devices, training=training, schedule=schedule, pin=pin)
+    try:
+        s = run("pipeilp", p)
+    except InfeasibleError as err:
+        assert _least_period(p) == math.inf, err
+        return
+    check(p, s.plan.placement)
+    t = s.info["period_s"]
+    assert t == evaluate(p, s.plan.placement).period_s
+    assert t >= pipeline_bound(p).period_s * (1 - 1e-9)
+    assert s.info["period_bound_s"] <= t
+    least = _least_period(p)
+    assert t >= least * (1 - 1e-9)
+    if s.status == "optimal":
+        assert t <= least * (1 + 1e-4 + 1e-9)
+    if s.info.get("order") is None or len(set(s.info["order"])) == 1:
+        assert s.status == "optimal"  # the model covers every placement, and HiGHS ends
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_larger_random_plans_are_feasible_and_above_the_bound(seed: int) -> None:
+    p = random_graph(seed, 12, 4, training=True, pin=seed == 1)
+    s = run("pipeilp", p, Options(time_limit_s=1.0))  # a budget of nodes, not a clock
+    check(p, s.plan.placement)
+    assert s.info["period_s"] >= pipeline_bound(p).period_s * (1 - 1e-9)
+    assert s.status in ("optimal", "feasible")
+    if s.info["warm_start_period_s"] is not None:
+        assert s.info["period_s"] <= s.info["warm_start_period_s"]
+
+
+# -- odds and ends ------------------------------------------------------------------------------
+
+
+def test_a_makespan_plan_is_planned_as_a_default_pipeline() -> None:
+    p = chain(5, 2, forward_ms=[1, 2, 3, 2, 1], training=False, objective=False)
+    s = run("pipeilp", p)
+    assert s.status == "optimal" and s.plan.algorithm == "pipeilp"
+    check(p, s.plan.placement)
+
+
+def test_runs_are_identical() -> None:
+    p = random_graph(3, 7, 3, training=True)
+    assert run("pipeilp", p).plan == run("pipeilp", p).plan
+
+
+def test_without_its_solver_it_falls_back_to_pipedps_split() -> None:
+    p = chain(4, 2)
+    s = run("pipeilp", p, Options(solver="no-such-solver"))
+    assert s.status == "fallback" and "not available" in s.info["reason"]
+    assert s.plan.placement == run("pipedp", p).plan.placement
+
+
+def test_the_model_is_written_with_its_legend(tmp_path: Path) -> None:
+    path = tmp_path / "model.lp"
+    run("pipeilp", chain(3, 2), Options(emit=str(path)))
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("\\ planner pipeilp model of plan `p`: 3 units, 2 devices")
+    assert "unit 2: f2, f2.bwd" in text
+
+
+def test_the_node_budget_is_a_function_of_the_limit_and_the_size() -> None:
+    assert node_budget(1.0, 547) == node_budget(1.0, 547) == 54
+    assert node_budget(60.0, 500) > node_budget(1.0, 500) >= 1
+    assert node_budget(0.0, 10**6) == 1
