@@ -221,6 +221,12 @@ TABLE: tuple[Code, ...] = (
     Code("E943", 2, "invalid example inputs (`--input`, `--example`) for a PyTorch model"),
     Code("E944", 1, "the PyTorch model fails on its example inputs"),
     Code("E945", 1, "a plan whose ops do not match the traced PyTorch model"),
+    Code("E946", 1, "`export torch --pipeline`: the plan's stages do not begin at modules that "
+                    "torch's SplitPoint can name (the nearest split that does is offered; "
+                    "`--nearest` exports it)"),
+    Code("E947", 1, "`export torch --pipeline`: a plan torch's pipeline schedules cannot run as "
+                    "placed (no `objective pipeline`, a device with several stages, too few "
+                    "micro-batches)"),
     Code("E990", 4, "out of memory"),
     Code("E991", 1, "input too deeply nested"),
     Code("E999", 4, "internal error: a bug in planner"),

@@ -7,7 +7,8 @@ simulator, M micro-batches, the plan's schedule) with the same lower bound:
   the fastest device anyway, marked as not fitting);
 - `uniform split`: the same number of units per stage (`uniform`);
 - `makespan plan`: the best one-pass plan of the heuristics `auto` starts from
-  (`portfolio.rank`, the plan's objective set to `makespan`);
+  (`portfolio.rank`, the plan's objective set to `makespan`; those expected to take more
+  than `HEURISTICS_LIMIT_S` left out, the fastest always run);
 - `this plan`: the plan being reported.
 
 A row `fits` when every device holds what the split model says it needs (`memory_bytes`).
@@ -27,6 +28,9 @@ from . import run as run_algorithm
 from .base import Options
 from .portfolio import rank
 
+#: the makespan plan's heuristics expected to take longer are left out (`portfolio.rank`)
+HEURISTICS_LIMIT_S = 1.0
+
 
 @dataclass(frozen=True, slots=True)
 class Row:
@@ -38,18 +42,25 @@ class Row:
     fits: bool
 
 
-def rows(problem: Problem, placement: Sequence[int], algorithm: str) -> list[Row]:
-    """The comparison rows for `problem`'s pipeline, `placement` last (module docstring)."""
+def rows(problem: Problem, placement: Sequence[int], algorithm: str,
+         ) -> tuple[list[Row], list[str]]:
+    """The comparison rows for `problem`'s pipeline, `placement` last (module docstring),
+    and a note for each row left out."""
     pipeline = problem.pipeline or Pipeline()
     out = [_row(problem, pipeline, "one device", "single", _one_device(problem))]
     uniform = run_algorithm("uniform", problem).plan.placement
     out.append(_row(problem, pipeline, "uniform split", "uniform", uniform))
     flat = dataclasses.replace(problem, pipeline=None)
-    best = rank(flat, Options(time_limit_s=0.0)).best
-    if best is not None:
-        out.append(_row(problem, pipeline, "makespan plan", best[0], best[2].placement))
+    ranked = rank(flat, Options(), limit_s=HEURISTICS_LIMIT_S)
+    notes = []
+    if ranked.best is not None:
+        name, _, plan = ranked.best
+        out.append(_row(problem, pipeline, "makespan plan", name, plan.placement))
+    else:
+        notes.append(f"makespan plan: none, the heuristics expected to take at most "
+                     f"{HEURISTICS_LIMIT_S:g} s found no plan (the others were left out)")
     out.append(_row(problem, pipeline, "this plan", algorithm, placement))
-    return out
+    return out, notes
 
 
 def _one_device(problem: Problem) -> Sequence[int]:

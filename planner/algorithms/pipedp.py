@@ -20,9 +20,12 @@ and the split is optimal for the model when all were.
 
 Among stage counts 1..devices, the plan whose simulated iteration (`pipeline.schedule`)
 is shortest wins; only counts whose estimate (M + S - 1) T is within `ESTIMATE_SLACK` of
-the best are simulated. Graphs of more than `MAX_UNITS` units are cut at `MAX_UNITS`
-candidate boundaries (the cheapest boundary to cross within each window of units), and
-`info["candidate_cuts"]` says so: the split is then the best among those cuts.
+the best are simulated, and none when the M copies of the graph would pass
+`MAX_SIMULATED_OPS` ops (the best estimate wins). When the DP's work, stage rows times
+candidate cuts squared, would pass `MAX_CELLS`, the cuts are thinned to the cheapest
+boundary to cross within each of as many equal windows of units as fit, and
+`info["candidate_cuts"]` says so: the split is then the best among those cuts (GNMT's
+2,674 units on 4 GPUs: every boundary; a 100,000-op graph on 8 GPUs: about 560).
 
 When the memory caps change the answer, `info["memory_note"]` says how: the least period
 of any split without them, and the device that split would overfill.
@@ -40,7 +43,7 @@ from numpy.typing import NDArray
 
 from ..cost import INF, costs
 from ..errors import Diagnostic, InfeasibleError
-from ..model import Pipeline, Problem
+from ..model import Pipeline, Problem, derived
 from ..pipeline import schedule as pipeline_schedule
 from ..pipeline.split import Split, in_flight, stage_bytes
 from ..pipeline.units import Units, units
@@ -54,8 +57,15 @@ MAX_CHAINS = 24
 ESTIMATE_SLACK = 1.15
 #: device sequences examined per stage count (a cluster of many devices has too many to list)
 MAX_EXAMINED = 200_000
-#: above this many units, the split is chosen among this many candidate boundaries
-MAX_UNITS = 3000
+#: the DP's work: (stage rows over all chains tried) x (candidate cuts)^2 at most; more
+#: and the cuts are thinned (about 5 s on this machine)
+MAX_CELLS = 2e8
+#: the most candidate cuts, whatever the budget
+MAX_UNITS = 20_000
+#: copies of the graph's ops (micro-batches x ops) up to which stage counts are simulated
+MAX_SIMULATED_OPS = 200_000
+#: cells of one (starts x ends) block of the DP (numpy arrays of this many float64s)
+BLOCK_CELLS = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +79,8 @@ class Found:
 def place(problem: Problem, options: Options) -> Solution:
     """The best contiguous split (module docstring) as a plan, with the split's figures."""
     pipeline = problem.pipeline or Pipeline()
-    u = units(problem)
-    cuts = _candidate_cuts(u)
-    per_stages, tried, total = best_splits(problem, pipeline, options)
+    space = search_space(problem, pipeline)
+    per_stages = best_splits(problem, pipeline, options)
     if not per_stages:
         raise InfeasibleError(Diagnostic(
             "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "
@@ -82,12 +91,13 @@ def place(problem: Problem, options: Options) -> Solution:
     info: dict[str, object] = {
         "period_s": chosen.period_s,
         "stages": chosen.split.stages,
-        "iteration_s": runs[chosen.split.stages],
-        "chains": f"{tried} of {total} tried",
+        "chains": f"{space.tried} of {space.total} tried",
     }
-    if len(cuts) - 1 < u.count:
-        info["candidate_cuts"] = (f"{len(cuts) - 1} of {u.count} unit boundaries "
-                                  "(the graph has more than " f"{MAX_UNITS} units)")
+    if chosen.split.stages in runs:
+        info["iteration_s"] = runs[chosen.split.stages]
+    n = units(problem).count
+    if len(space.cuts) - 1 < n:
+        info["candidate_cuts"] = f"{len(space.cuts) - 1} of {n} unit boundaries"
     note = _memory_note(problem, chosen, pipeline)
     if note:
         info["memory_note"] = note
@@ -95,27 +105,65 @@ def place(problem: Problem, options: Options) -> Solution:
     return Solution(plan, "feasible", info)
 
 
-def best_splits(problem: Problem, pipeline: Pipeline, options: Options | None = None,
-                capped: bool = True) -> tuple[dict[int, Found], int, int]:
-    """Per stage count, the split with the least period over the chains tried (counts with
-    no split that fits are left out; with `capped` False, memory is not looked at), and
-    how many chains were tried of how many."""
-    u = units(problem)
-    cuts = _candidate_cuts(u)
-    per_stages: dict[int, Found] = {}
+@dataclass(frozen=True, slots=True)
+class Space:
+    """What the DP searches: the device chains per stage count (those tried), how many
+    distinct chains there were and were tried, and the candidate cuts."""
+
+    chains: dict[int, list[tuple[int, ...]]]
+    tried: int
+    total: int
+    cuts: NDArray[np.int64]
+    #: [i, j]: the largest transient over candidate segments i .. j - 1 (for memory)
+    largest: NDArray[np.float64]
+
+
+def search_space(problem: Problem, pipeline: Pipeline) -> Space:
+    """The chains and cuts the DP runs over: every unit boundary, unless the chains times
+    the squared boundaries would pass `MAX_CELLS` (then the cheapest to cross within as
+    many equal windows as fit). Derived once per problem and pipeline."""
+    spaces: dict[Pipeline, Space] = derived(problem, "pipedp.spaces", dict)
+    if pipeline not in spaces:
+        spaces[pipeline] = _search_space(problem, pipeline)
+    return spaces[pipeline]
+
+
+def _search_space(problem: Problem, pipeline: Pipeline) -> Space:
+    n = units(problem).count
+    chains: dict[int, list[tuple[int, ...]]] = {}
     tried = total = 0
-    for stages in range(1, _most_stages(problem, pipeline, len(cuts) - 1) + 1):
-        chains = list(_chains(problem, stages, pipeline))
-        total += len(chains)
-        for chain in chains[:MAX_CHAINS]:
-            tried += 1
-            found = _best_split(problem, u, cuts, chain, pipeline, capped)
+    for stages in range(1, _most_stages(problem, pipeline, n) + 1):
+        found = list(_chains(problem, stages, pipeline))
+        total += len(found)
+        chains[stages] = found[:MAX_CHAINS]
+        tried += len(chains[stages])
+    stage_rows = sum(s * len(c) for s, c in chains.items())
+    most = int(math.sqrt(MAX_CELLS / max(stage_rows, 1)))
+    cuts = _candidate_cuts(units(problem), min(MAX_UNITS, most))
+    return Space(chains, tried, total, cuts, _largest_transients(units(problem), cuts))
+
+
+def best_splits(problem: Problem, pipeline: Pipeline, options: Options | None = None,
+                capped: bool = True) -> dict[int, Found]:
+    """Per stage count, the split with the least period over the chains tried (counts with
+    no split that fits are left out; with `capped` False, memory is not looked at)."""
+    u = units(problem)
+    space = search_space(problem, pipeline)
+    per_stages: dict[int, Found] = {}
+    done = 0
+    for stages, chains in space.chains.items():
+        if stages > len(space.cuts) - 1:
+            continue
+        for chain in chains:
+            done += 1
+            found = _best_split(problem, u, space, chain, pipeline, capped)
             if found is not None and (stages not in per_stages
                                       or found.period_s < per_stages[stages].period_s):
                 per_stages[stages] = found
             if options is not None and options.progress is not None:
-                options.progress(0.0, f"pipedp: {stages} stage(s), chain {tried}")
-    return per_stages, tried, total
+                options.progress(done / space.tried * (0.5 if capped else 1.0),
+                                 f"pipedp: {stages} stage(s), chain {done} of {space.tried}")
+    return per_stages
 
 
 def _most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
@@ -124,14 +172,14 @@ def _most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
     return min(devices * per, n)
 
 
-def _candidate_cuts(u: Units) -> NDArray[np.int64]:
-    """Unit boundaries 0..n where stages may begin and end: all of them up to `MAX_UNITS`
-    units, else the cheapest to cross within each of `MAX_UNITS` windows."""
+def _candidate_cuts(u: Units, most: int) -> NDArray[np.int64]:
+    """Unit boundaries 0..n where stages may begin and end: all of them up to `most`
+    units, else the cheapest to cross within each of `most` windows."""
     n = u.count
-    if n <= MAX_UNITS:
+    if n <= most:
         return np.arange(n + 1)
     crossing = u.forward_bytes + u.backward_bytes + u.forward_count + u.backward_count
-    edges = np.linspace(0, n, MAX_UNITS + 1).astype(np.int64)
+    edges = np.linspace(0, n, most + 1).astype(np.int64)
     cuts = [0]
     for lo, hi in itertools.pairwise(edges):
         lo, hi = max(int(lo), cuts[-1] + 1), int(hi)
@@ -155,20 +203,24 @@ def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple
     width = stages // per
     m = len(problem.cluster.devices)
     c = costs(problem)
-    seen: dict[tuple[object, ...], tuple[float, float, tuple[int, ...]]] = {}
+    kinds: dict[tuple[object, ...], int] = {}
+    sig = [kinds.setdefault(_signature(problem, d), len(kinds)) for d in range(m)]
+    links: dict[tuple[float, ...], int] = {}
+    pair = [[links.setdefault((c.latency[a][b], c.inv_bandwidth[a][b], c.latency[b][a],
+                               c.inv_bandwidth[b][a]), len(links)) for b in range(m)]
+            for a in range(m)]
+    slow = [[max(c.inv_bandwidth[a][b], c.inv_bandwidth[b][a]) for b in range(m)]
+            for a in range(m)]
+    seen: dict[tuple[int, ...], tuple[float, float, tuple[int, ...]]] = {}
     for chain in itertools.islice(itertools.permutations(range(m), width), MAX_EXAMINED):
-        key: list[object] = [_signature(problem, chain[0])]
-        worst, total = INF, 0.0
+        key = [sig[chain[0]]]
+        worst, total = 0.0, 0.0
         for a, b in itertools.pairwise(chain):
-            link = (c.latency[a][b], c.inv_bandwidth[a][b], c.latency[b][a],
-                    c.inv_bandwidth[b][a])
-            key += [link, _signature(problem, b)]
-            speed = 1.0 / max(link[1], link[3], 1e-300)
-            worst, total = min(worst, speed), total + link[1] + link[3]
+            key += (pair[a][b], sig[b])
+            worst, total = max(worst, slow[a][b]), total + slow[a][b]
         if per > 1 and width > 1:  # the chain's last device sends on to its first
-            a, b = chain[-1], chain[0]
-            key.append((c.latency[a][b], c.inv_bandwidth[a][b]))
-        seen.setdefault(tuple(key), (-worst, total, chain * per))
+            key.append(pair[chain[-1]][chain[0]])
+        seen.setdefault(tuple(key), (worst, total, chain * per))
     yield from (ch for _, _, ch in sorted(seen.values()))
 
 
@@ -185,42 +237,40 @@ def _boundary(problem: Problem, u: Units, a: int, b: int) -> NDArray[np.float64]
     return out
 
 
-def _best_split(problem: Problem, u: Units, cuts: NDArray[np.int64], chain: Sequence[int],
+def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
                 pipeline: Pipeline, capped: bool) -> Found | None:
-    """The bottleneck DP over `cuts` for one chain (None: nothing fits)."""
-    s, p = len(chain), len(cuts)
+    """The bottleneck DP over `cuts` for one chain (None: nothing fits): each stage's row
+    of the recurrence in blocks of ends j, a (starts x ends) matrix at a time."""
+    s, p = len(chain), len(space.cuts)
     ranks = {d: r for r, d in enumerate(dict.fromkeys(chain))}
     width = len(ranks)
     per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    cuts = space.cuts
+    largest = space.largest if capped else None
     f = np.full(p, INF)
     f[0] = 0.0
     back = np.zeros((s, p), dtype=np.int64)
     left = np.zeros(p)  # the boundary into stage k, for each candidate start
     for k, d in enumerate(chain):
         right = (_boundary(problem, u, d, chain[k + 1])[cuts] if k + 1 < s else np.zeros(p))
-        compute = u.compute_prefix[d][cuts]
-        banned = u.banned_prefix[d][cuts]
-        params, kept = u.params_prefix[cuts], u.kept_prefix[cuts]
-        fwd_in = u.forward_bytes[cuts]
-        count = in_flight(pipeline, s, k, u.training, ranks[d], width)
-        cap = problem.cluster.devices[d].memory_bytes / per if capped else INF
+        stage = _Stage(u.compute_prefix[d][cuts], u.banned_prefix[d][cuts], left, right,
+                       in_flight(pipeline, s, k, u.training, ranks[d], width),
+                       problem.cluster.devices[d].memory_bytes / per if capped else INF)
+        ends = np.array([p - 1] if k == s - 1 else range(k + 1, p - (s - k) + 1),
+                        dtype=np.int64)
         new = np.full(p, INF)
-        for j in ([p - 1] if k == s - 1 else range(k + 1, p - (s - k) + 1)):
-            i = np.arange(k, j)
-            load = compute[j] - compute[i] + left[i] + right[j]
-            load = np.where(banned[j] - banned[i] > 0, INF, load)
-            if capped:
-                transient = _range_max(u.transient, cuts, i, j)
-                need = (params[j] - params[i] + count * (kept[j] - kept[i] + fwd_in[i])
-                        + transient)
-                load = np.where(need > cap, INF, load)
+        step = max(1, BLOCK_CELLS // p)
+        for lo in range(0, len(ends), step):
+            j = ends[lo:lo + step]
+            i = np.arange(k, int(j[-1]))[:, None]
+            load = stage.load(u, cuts, i, j[None, :],
+                              None if largest is None else largest[k:int(j[-1]), j])
             best = np.maximum(f[i], load)
-            at = int(np.argmin(best))
-            new[j] = best[at]
-            back[k, j] = i[at]
+            at = np.argmin(best, axis=0)
+            new[j] = best[at, np.arange(len(j))]
+            back[k, j] = at + k
         f = new
-        if k + 1 < s:
-            left = _boundary(problem, u, d, chain[k + 1])[cuts]
+        left = right
     if not math.isfinite(f[p - 1]):
         return None
     bounds = [p - 1]
@@ -230,14 +280,42 @@ def _best_split(problem: Problem, u: Units, cuts: NDArray[np.int64], chain: Sequ
     return Found(float(f[p - 1]), Split(tuple(int(cuts[b]) for b in bounds), tuple(chain)))
 
 
-def _range_max(values: NDArray[np.float64], cuts: NDArray[np.int64], starts: NDArray[np.int64],
-               j: int) -> NDArray[np.float64]:
-    """Per start i (a candidate index), the largest of `values` over units [cuts[i], cuts[j])."""
-    seg = values[cuts[starts[0]]:cuts[j]]
-    if not len(seg):
-        return np.zeros(len(starts))
-    suffix = np.maximum.accumulate(seg[::-1])[::-1]  # suffix[t]: max of seg[t:]
-    out: NDArray[np.float64] = suffix[cuts[starts] - cuts[starts[0]]]
+@dataclass(frozen=True, slots=True)
+class _Stage:
+    """One stage's tables over the candidate cuts (for `_best_split`)."""
+
+    compute: NDArray[np.float64]
+    banned: NDArray[np.float64]
+    left: NDArray[np.float64]
+    right: NDArray[np.float64]
+    in_flight: int
+    cap: float
+
+    def load(self, u: Units, cuts: NDArray[np.int64], i: NDArray[np.int64],
+             j: NDArray[np.int64], largest: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        """Per (start i, end j): the stage's load, inf where it may not be (i >= j, a unit
+        its device may not run, more memory than the cap; `largest`: the largest transient
+        of each (i, j), None to leave memory out)."""
+        load = self.compute[j] - self.compute[i] + self.left[i] + self.right[j]
+        bad = (i >= j) | (self.banned[j] - self.banned[i] > 0)
+        if largest is not None:
+            ci, cj = cuts[i], cuts[j]
+            need = (u.params_prefix[cj] - u.params_prefix[ci] + self.in_flight * (
+                u.kept_prefix[cj] - u.kept_prefix[ci] + u.forward_bytes[ci])
+                + largest)
+            bad |= need > self.cap
+        out: NDArray[np.float64] = np.where(bad, INF, load)
+        return out
+
+
+def _largest_transients(u: Units, cuts: NDArray[np.int64]) -> NDArray[np.float64]:
+    """[i, j]: the largest transient over candidate segments i .. j - 1 (0 where j <= i)."""
+    p = len(cuts)
+    segments = (np.maximum.reduceat(u.transient, cuts[:-1]) if u.count
+                else np.zeros(max(p - 1, 0)))
+    out = np.zeros((p, p))
+    for i in range(p - 1):
+        out[i, i + 1:] = np.maximum.accumulate(segments[i:])
     return out
 
 
@@ -249,6 +327,9 @@ def _simulated_best(problem: Problem, pipeline: Pipeline,
     estimate = {s: (m + s - 1) * f.period_s for s, f in per_stages.items()}
     best_estimate = min(estimate.values())
     runs: dict[int, float] = {}
+    if m * len(problem.graph.ops) > MAX_SIMULATED_OPS:
+        best = min(estimate, key=lambda s: (estimate[s], per_stages[s].period_s, s))
+        return per_stages[best], runs
     for s in sorted(per_stages):
         if estimate[s] <= ESTIMATE_SLACK * best_estimate:
             placement = per_stages[s].split.placement(problem)
@@ -260,7 +341,7 @@ def _simulated_best(problem: Problem, pipeline: Pipeline,
 def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline) -> str:
     """How the memory caps shaped the split ('' when no split, caps aside, has a shorter
     period)."""
-    free_splits, _, _ = best_splits(problem, pipeline, capped=False)
+    free_splits = best_splits(problem, pipeline, capped=False)
     free = min(free_splits.values(), key=lambda f: (f.period_s, f.split.stages))
     if free.period_s >= chosen.period_s * (1 - 1e-9):
         return ""

@@ -473,13 +473,14 @@ def _report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: B
     from ..pipeline.bound import pipeline_bound
     from ..render.pipeline import pipeline_json, pipeline_report
 
-    compared = rows(problem, plan.placement, plan.algorithm or "given")
+    compared, left_out = rows(problem, plan.placement, plan.algorithm or "given")
     bound = pipeline_bound(problem, bounds.makespan_s)
+    notes = [n for n in (memory_note, *left_out) if n]
     if report.enabled:
         if report.result is not None:
-            report.result["pipeline"] = pipeline_json(problem, compared, bound, memory_note)
+            report.result["pipeline"] = pipeline_json(problem, compared, bound, notes)
     else:
-        stdout_console().print(pipeline_report(problem, compared, bound, memory_note))
+        stdout_console().print(pipeline_report(problem, compared, bound, notes))
 
 
 def _infeasible_exit(problem: Problem, result: SimResult, report: JsonReport) -> NoReturn:

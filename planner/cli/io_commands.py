@@ -32,8 +32,15 @@ from ..io.onnx_import import import_onnx, zoo_path
 from ..io.pipedream import import_pipedream
 from ..io.times import overlay_times, read_times
 from ..io.torch_export import apply_plan, export_document, parse_device_map, torch_devices
-from ..io.torch_import import example_inputs, import_torch, load_target, trace
-from ..model import CONTENTIONS, MEMORY_MODELS
+from ..io.torch_import import Traced, example_inputs, import_torch, load_target, trace
+from ..io.torch_pipeline import (
+    pipeline_document,
+    pipeline_error,
+    pipeline_export,
+    pipeline_script,
+    summary,
+)
+from ..model import CONTENTIONS, MEMORY_MODELS, Problem
 from ..spec.load import default_root, display_path, load_path, load_text
 from ..units import format_bytes
 from ..workload import Imported, PlanDef, render_cluster
@@ -397,17 +404,33 @@ def export_torch_command(
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write the JSON here instead of stdout.", dir_okay=False)] = None,
     code: Annotated[Path | None, typer.Option(
-        "--code", help="Also write the placed model's forward() source here.",
-        dir_okay=False)] = None,
+        "--code", help="Also write the placed model's forward() source here (with "
+        "--pipeline: a script that runs one pipelined step).", dir_okay=False)] = None,
+    pipeline: Annotated[bool, typer.Option(
+        "--pipeline", help="Write what torch.distributed.pipelining reads: the split_spec, "
+        "the stages' devices, the schedule and the micro-batches of an `objective pipeline` "
+        "plan.")] = False,
+    nearest: Annotated[bool, typer.Option(
+        "--nearest", help="With --pipeline: when the plan's stages do not begin at modules, "
+        "export the nearest split that does (without it, the export stops and offers it).")
+    ] = False,
 ) -> None:
-    """Apply a plan to a PyTorch model: devices, `.to()` copies, an accelerate device_map."""
+    """Apply a plan to a PyTorch model: devices, `.to()` copies, an accelerate device_map;
+    with --pipeline, the split, schedule and a script for torch.distributed.pipelining."""
     with _diagnostics():
         check_outputs({"-o/--output": output, "--code": code})
+        if nearest and not pipeline:
+            raise UsageError(Diagnostic("E930", "--nearest is an option of --pipeline", None,
+                                        ("add --pipeline, or leave --nearest out",)))
         problem = _problem(_load(spec), plan)
         chosen = _read_placement(problem, placement).to_json(problem)["placement"]
         devices = torch_devices(problem.cluster, parse_device_map(device_map))
         module, namespace = load_target(model)
         traced = trace(module, example_inputs(inputs or (), example, namespace))
+        if pipeline:
+            _export_pipeline(problem, traced, chosen, devices, placement, nearest, output,
+                             code, (model, inputs or [], example, display_path(spec)))
+            return
         placed = apply_plan(traced, chosen, devices, move=False)
         text = json.dumps(export_document(placed, problem.name, chosen), indent=2,
                           ensure_ascii=False) + "\n"
@@ -420,6 +443,31 @@ def export_torch_command(
         sys.stderr.write(f"{len(placed.copies)} copies at cross-device edges; device_map: "
                          f"{'yes' if placed.device_map is not None else 'no'} "
                          f"({placed.device_map_note})\n")
+
+
+def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
+                     devices: dict[str, str], placement: Path, nearest: bool,
+                     output: Path | None, code: Path | None,
+                     source: tuple[str, list[str], str | None, str]) -> None:
+    """`export torch --pipeline`: the JSON to `output` (or stdout), the script to `code`;
+    E946 when the plan's stages are not at module boundaries, unless `nearest`."""
+    where = Span.start_of(display_path(placement.resolve()))
+    tp = pipeline_export(problem, traced, chosen, devices, where)
+    if not tp.exact and not nearest:
+        raise pipeline_error(tp, where)
+    text = json.dumps(pipeline_document(tp), indent=2, ensure_ascii=False) + "\n"
+    if code is not None:
+        model, shapes, example, spec = source
+        write_text_atomic(code, pipeline_script(tp, traced, model, shapes, example, spec,
+                                                code.name))
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_text_atomic(output, text)
+    if not tp.exact:
+        sys.stderr.write(f"plan `{tp.plan}`'s stages are not at module boundaries: "
+                         f"{tp.reason}\n")
+    sys.stderr.write(summary(tp) + "\n")
 
 
 # ---- generate ---------------------------------------------------------------------------

@@ -24,6 +24,9 @@ simulator then finds ops that never start, and the run falls back to GPipe's ord
 never deadlocks (every device's order follows one global order: micro-batch, then
 topological position), and says so in `note`.
 
+A plan on one device is not simulated: that device never waits, so the iteration is its
+work for M micro-batches.
+
 Memory is the split model's (`split.stage_bytes`), not the simulator's: a copy of the
 graph per micro-batch would count each copy's params, and the liveness model keeps a
 tensor sent to another device for good.
@@ -36,8 +39,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..cost import costs
-from ..model import Cluster, Edge, Graph, Pipeline, Problem
+from ..cost import Costs, costs
+from ..model import Cluster, Pipeline, Problem, derived, indexed_graph, new_edges
 from ..plan import Plan
 from ..simulate import SimResult, simulate
 from .split import Split, device_loads, split_of, stage_bytes, stage_loads
@@ -94,28 +97,44 @@ class PipelineRun:
 
 
 def run(problem: Problem, placement: Sequence[int], pipeline: Pipeline) -> PipelineRun:
-    """Simulate `placement` as a pipeline of `pipeline.microbatches` micro-batches."""
+    """Simulate `placement` as a pipeline of `pipeline.microbatches` micro-batches (once
+    per problem, placement and pipeline: the solver and the report ask for the same)."""
+    done: dict[tuple[tuple[int, ...], Pipeline], PipelineRun] = derived(
+        problem, "pipeline.runs", dict)
+    key = (tuple(placement), pipeline)
+    if key not in done:
+        done[key] = _run(problem, key[0], pipeline)
+    return done[key]
+
+
+def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline) -> PipelineRun:
     split = split_of(problem, placement)
     schedule, note = pipeline.schedule, ""
     if schedule == "interleaved" and not _interleaves(split, pipeline.stages_per_device):
         schedule, note = "1f1b", (f"its stages are not {pipeline.stages_per_device} per "
                                   "device in a repeating chain: run as 1f1b")
-    result = _simulate(problem, placement, split, pipeline, schedule)
-    if not math.isfinite(result.makespan_s) and schedule != "gpipe":
-        note = (f"its devices are not a chain of stages, and {schedule} would deadlock: "
-                "run in gpipe's order")
-        schedule = "gpipe"
-        result = _simulate(problem, placement, split, pipeline, schedule)
-    busy = tuple(result.busy_s)
-    loads = stage_loads(problem, split)
     c = costs(problem)
+    if split.stages == 1:  # one device never waits: its work, micro-batch after micro-batch
+        d = split.devices[0]
+        work = pipeline.microbatches * math.fsum(c.compute[i][d] for i in range(len(placement)))
+        iteration = work
+        busy = tuple(work if e == d else 0.0 for e in range(len(problem.cluster.devices)))
+    else:
+        result = _simulate(problem, placement, split, pipeline, schedule)
+        if not math.isfinite(result.makespan_s) and schedule != "gpipe":
+            note = (f"its devices are not a chain of stages, and {schedule} would deadlock: "
+                    "run in gpipe's order")
+            schedule = "gpipe"
+            result = _simulate(problem, placement, split, pipeline, schedule)
+        iteration, busy = result.makespan_s, tuple(result.busy_s)
+    loads = stage_loads(problem, split)
     u = units(problem)
     stages = []
     for k, d in enumerate(split.devices):
         ops = tuple(i for unit in u.members[split.bounds[k]:split.bounds[k + 1]] for i in unit)
         stages.append(Stage(d, ops, pipeline.microbatches * sum(c.compute[i][d] for i in ops),
                             loads[k]))
-    return PipelineRun(schedule, pipeline.microbatches, result.makespan_s, tuple(stages), busy,
+    return PipelineRun(schedule, pipeline.microbatches, iteration, tuple(stages), busy,
                        tuple(stage_bytes(problem, split, pipeline)),
                        tuple(device_loads(problem, placement)), note)
 
@@ -134,12 +153,23 @@ def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline
               schedule: str) -> SimResult:
     g = problem.graph
     n, mb = len(g.ops), pipeline.microbatches
-    copies = Graph(f"{g.name}*{mb}", g.ops * mb, tuple(
-        Edge(e.src + k * n, e.dst + k * n, e.bytes) for k in range(mb) for e in g.edges))
+    src = [e.src for e in g.edges]
+    dst = [e.dst for e in g.edges]
+    size = [e.bytes for e in g.edges]
+    # (no name table: the copies share their names, and nothing looks a copy up by name)
+    copies = indexed_graph(f"{g.name}*{mb}", g.ops * mb, new_edges(
+        (i + k * n for k in range(mb) for i in src), (i + k * n for k in range(mb) for i in dst),
+        size * mb), (), {})
+    # what the copies' graph would derive again, from the graph's own (the copies are
+    # independent: one graph's topological order, copy after copy, is theirs)
+    topo = g.topological_order
+    copies.__dict__["topological_order"] = tuple(i + k * n for k in range(mb) for i in topo)
     cluster = problem.cluster
     roomy = Cluster(cluster.name, tuple(dataclasses.replace(d, memory_bytes=_UNBOUNDED)
                                         for d in cluster.devices), cluster.links)
     expanded = Problem(problem.name, copies, roomy, "static", problem.contention)
+    c = costs(problem)
+    expanded.__dict__["_costs"] = Costs(c.compute * mb, c.latency, c.inv_bandwidth)
     order = _orders(problem, placement, split, pipeline, schedule)
     plan = Plan(tuple(placement) * mb, order)
     return simulate(expanded, plan)

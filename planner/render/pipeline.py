@@ -43,8 +43,9 @@ def _fits(problem: Problem, run: PipelineRun) -> bool:
 
 
 def pipeline_json(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
-                  memory_note: str = "") -> dict[str, Any]:
-    """The `pipeline` object (the last row is the plan reported)."""
+                  notes: Sequence[str] = ()) -> dict[str, Any]:
+    """The `pipeline` object (the last row is the plan reported; `notes`: how memory
+    shaped the plan, rows left out)."""
     run = rows[-1].run
     pipeline = problem.pipeline
     assert pipeline is not None
@@ -63,8 +64,7 @@ def pipeline_json(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
         "period_gap": period_gap(run, bound),
         "iteration_bound_s": bound.iteration_s,
         "fits": _fits(problem, run),
-        "note": run.note,
-        "memory_note": memory_note,
+        "notes": [n for n in (run.note, *notes) if n],
         "stages": [{"devices": [devs[s.device].name], "ops": [ops[i].name for i in s.ops],
                     "busy_s": s.busy_s, "load_s": _t(s.load_s)} for s in run.stages],
         "devices": [{"name": dev.name, "busy_s": run.busy_s[d], "load_s": run.loads_s[d],
@@ -80,7 +80,7 @@ def pipeline_json(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
 
 
 def pipeline_report(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
-                    memory_note: str = "") -> Group:
+                    notes: Sequence[str] = ()) -> Group:
     """The terminal section of a pipeline plan (the last row is the plan reported)."""
     run = rows[-1].run
     pipeline = problem.pipeline
@@ -103,7 +103,7 @@ def pipeline_report(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
     if not _fits(problem, run):
         head.add_row("memory", "[red]does not fit[/red]: a device holds less than its stages' "
                      "activations in flight need (devices below)")
-    for note in (run.note, memory_note):
+    for note in (run.note, *notes):
         if note:
             head.add_row("note", note)
     stages = Table(title="stages", title_justify="left")

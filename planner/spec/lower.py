@@ -25,7 +25,6 @@ from ..model import (
     SCHEDULES,
     Cluster,
     Device,
-    Edge,
     Graph,
     Link,
     Op,
@@ -33,6 +32,7 @@ from ..model import (
     Problem,
     Spec,
     indexed_graph,
+    new_edges,
 )
 from ..units import (
     EXAMPLES,
@@ -386,7 +386,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
             grouped = grouped or len(members) > 1
     edges.merge_repeated(n_ops)
     src, dst, edge_spans = edges.src, edges.dst, edges.span
-    edge_list = _new_edges(src, dst, edges.bytes)
+    edge_list = new_edges(src, dst, edges.bytes)
     loc.edges[gname] = edge_spans
     cycle = _find_cycle(len(ops), src, dst)
     if cycle:
@@ -615,23 +615,9 @@ def _plain_op(item: ast.OpDecl, time_kinds: dict[str, list[Span]]) -> Op | None:
 _new = object.__new__
 _OP_NAME, _OP_TIME, _OP_FLOPS, _OP_KINDS, _OP_PARAMS, _OP_OUTPUT, _OP_TEMP = (
     getattr(Op, f.name).__set__ for f in fields(Op))
-_EDGE_SRC, _EDGE_DST, _EDGE_BYTES = (getattr(Edge, f.name).__set__ for f in fields(Edge))
 #: the per-kind times of every op without any, shared: read-only, and nothing else holds
 #: the dict behind it (a dict and a proxy per op were 11 MB of a 100k-op graph)
 _NO_KINDS: Mapping[str, float] = MappingProxyType({})
-
-
-def _new_edges(src: list[int], dst: list[int], nbytes: list[int]) -> tuple[Edge, ...]:
-    """`tuple(map(Edge, src, dst, nbytes))`, built faster (see above)."""
-    out: list[Edge] = []
-    append = out.append
-    for a, b, size in zip(src, dst, nbytes, strict=True):
-        e = _new(Edge)
-        _EDGE_SRC(e, a)
-        _EDGE_DST(e, b)
-        _EDGE_BYTES(e, size)
-        append(e)
-    return tuple(out)
 
 
 def _time_kinds(item: ast.OpDecl, time_kinds: dict[str, list[Span]]) -> None:

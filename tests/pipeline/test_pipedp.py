@@ -15,7 +15,7 @@ import pytest
 from pipe_support import chain_spec, random_spec
 
 from planner.algorithms import run
-from planner.algorithms.pipedp import best_splits
+from planner.algorithms.pipedp import best_splits, search_space
 from planner.errors import InfeasibleError
 from planner.model import Problem
 from planner.pipeline.bound import pipeline_bound
@@ -55,8 +55,10 @@ CASES = [(seed, u, d, training, sched)
 def test_the_dp_equals_brute_force(seed: int, n_units: int, devices: int, training: bool,
                                    schedule: str) -> None:
     p = random_spec(seed, n_units, devices, training=training, schedule=schedule)
-    found, tried, total = best_splits(p, p.pipeline)
-    assert tried == total  # every distinct chain was tried: the claim is exactness
+    space = search_space(p, p.pipeline)
+    assert space.tried == space.total  # every distinct chain was tried: the claim is exactness
+    assert len(space.cuts) == units(p).count + 1  # and every boundary
+    found = best_splits(p, p.pipeline)
     expected = _brute_force(p)
     assert sorted(found) == sorted(expected)
     for s, f in found.items():

@@ -55,7 +55,7 @@ def test_gpt24_with_room_for_1f1b(gpt24: Path) -> None:
     problem = load(gpt24).plan("gpt24_32")
     sol = run("auto", problem)
     assert sol.info["chosen"] == "pipedp"
-    compared = {r.label: r for r in rows(problem, sol.plan.placement, "auto")}
+    compared = {r.label: r for r in rows(problem, sol.plan.placement, "auto")[0]}
     mine = compared["this plan"].run
     assert mine.period_s == pytest.approx(139.9e-3, rel=0.05)
     assert compared["this plan"].fits
@@ -68,7 +68,7 @@ def test_gpt24_on_8_gib_says_how_memory_shaped_it(gpt24: Path) -> None:
     problem = load(gpt24).plan("gpt24_8")
     sol = run("auto", problem)
     assert "memory shaped this split" in str(sol.info["memory_note"])
-    compared = {r.label: r for r in rows(problem, sol.plan.placement, "auto")}
+    compared = {r.label: r for r in rows(problem, sol.plan.placement, "auto")[0]}
     assert compared["this plan"].fits and not compared["one device"].fits
     roomy = load(gpt24).plan("gpt24_32")
     assert sol.info["period_s"] > run("pipedp", roomy).info["period_s"]
@@ -107,7 +107,7 @@ def test_baechis_gnmt_forward_only() -> None:
 
     problem = dataclasses.replace(load_baechi(GNMT), pipeline=Pipeline(8, "1f1b"))
     sol = run("auto", problem)
-    compared = {r.label: r for r in rows(problem, sol.plan.placement, "auto")}
+    compared = {r.label: r for r in rows(problem, sol.plan.placement, "auto")[0]}
     mine = compared["this plan"].run
     assert mine.period_s == pytest.approx(48.1e-3, rel=0.05)
     for other in ("uniform split", "makespan plan", "one device"):

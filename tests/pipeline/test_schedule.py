@@ -112,3 +112,19 @@ def test_interleaved_runs_virtual_stages_round_robin() -> None:
     flat = run(p, Split((0, 2, 4), (0, 1)).placement(p), Pipeline(4, "1f1b"))
     # smaller chunks, a smaller bubble than the same devices with one stage each
     assert r.iteration_s < flat.iteration_s
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_one_device_is_its_work_micro_batch_after_micro_batch(schedule: str) -> None:
+    p = chain_spec([1.0, 2.0, 3.0], [2.0, 4.0, 6.0], microbatches=5, schedule=schedule)
+    placement = Split((0, 3), (1,)).placement(p)
+    r = run(p, placement, p.pipeline)
+    assert r.iteration_s == pytest.approx(5 * 18 * MS)
+    assert r.busy_s[1] == pytest.approx(5 * 18 * MS) and r.busy_s[0] == 0.0
+    assert r.bubble_fraction == 0.0 and r.period_s == pytest.approx(18 * MS)
+    # the simulator agrees: the same plan on one device, simulated as a two-stage split
+    # that happens to use one device (split_of merges them), equals it
+    from planner.pipeline.schedule import _simulate
+
+    simulated = _simulate(p, placement, Split((0, 3), (1,)), p.pipeline, schedule)
+    assert simulated.makespan_s == pytest.approx(r.iteration_s, rel=1e-12)
