@@ -1,0 +1,356 @@
+"""`planner export torch --pipeline`: pipeline plans out to `torch.distributed.pipelining`.
+
+An MLP stack and a small Transformer encoder are imported with `--training`, planned under
+`objective pipeline` (4 micro-batches, GPipe or 1F1B) on 2 and 4 devices, solved (`auto` is
+`pipedp` there) and exported with `--pipeline`; the scripts it writes run one step on the
+CPU with gloo, 2 and 4 processes, and their loss and gradients must equal the unpipelined
+model's, each rank holding exactly the parameters of its stage's ops. A stage that begins
+at a function is E946, with the nearest split at module boundaries and both costs; plans
+torch's schedules cannot run are E947.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import planner
+from planner.cli import app
+from planner.errors import SpecError
+from planner.io.torch_export import torch_devices
+from planner.io.torch_import import Traced, example_inputs, load_target, trace
+from planner.io.torch_pipeline import pipeline_error, pipeline_export
+from planner.pipeline.schedule import run
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
+                            "'planner[torch]')")
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+MODELS = HERE / "torch_pipeline_models.py"
+RUNNER = HERE / "torch_pipeline_runner.py"
+#: per model of torch_pipeline_models.py: the `--input` of one micro-batch
+INPUTS = {"mlp": "8x16", "encoder": "2x6x16", "blocks": "2x6x16"}
+CONFIGS = [*((model, ranks, schedule) for model in ("mlp", "encoder") for ranks in (2, 4)
+             for schedule in ("gpipe", "1f1b")), ("mlp", 2, "interleaved")]
+CLASSES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
+           "interleaved": "ScheduleInterleaved1F1B"}
+
+
+def _planner(*args: str | Path) -> str:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+_IMPORTED: dict[str, str] = {}
+
+
+def _import(root: Path, model: str) -> Path:
+    """`planner import torch` of a test model, with its training step (once per model)."""
+    spec = root / f"{model}.plan"
+    if model not in _IMPORTED:
+        _planner("import", "torch", f"{MODELS}:{model}", "--input", INPUTS[model], "--training",
+                 "-o", spec)
+        _IMPORTED[model] = spec.read_text()
+    elif not spec.exists():
+        spec.write_text(_IMPORTED[model])
+    return spec
+
+
+def _plan(root: Path, model: str, ranks: int, schedule: str,
+          settings: str | None = None) -> Path:
+    """A spec importing the model's: `ranks` roomy GPUs on fast links, and plan `p` (a
+    pipeline of 4 micro-batches under `schedule`, unless `settings` says otherwise)."""
+    graph = re.search(r"^graph (\S+) \{", _import(root, model).read_text(), re.M)
+    assert graph is not None
+    if settings is None:
+        settings = f"objective pipeline  microbatches 4  schedule {schedule}" + (
+            "  stages_per_device 2" if schedule == "interleaved" else "")
+    path = root / f"{model}_{ranks}_{schedule}.plan"
+    last = ranks - 1
+    path.write_text(
+        f'import "{model}.plan"\n'
+        f"cluster c {{\n  device gpu[0..{last}] {{ kind gpu  memory 1 GiB  flops 10 TFLOPS }}\n"
+        f"  link gpu[0..{last}] <-> gpu[0..{last}] {{ bandwidth 1 TB/s }}\n}}\n"
+        f"plan p {{ graph {graph.group(1)}  cluster c  {settings} }}\n")
+    return path
+
+
+@dataclass
+class Exported:
+    """One configuration, solved and exported."""
+
+    model: str
+    ranks: int
+    schedule: str
+    plan: dict[str, Any]
+    doc: dict[str, Any]
+    script: Path
+    save: Path
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int, str], Exported]:
+    """Every configuration imported, planned, solved and exported (in this process)."""
+    root = tmp_path_factory.mktemp("pipelines")
+    out = {}
+    for model, ranks, schedule in CONFIGS:
+        spec = _plan(root, model, ranks, schedule)
+        name = spec.stem
+        _planner("solve", spec, "--out", root / f"{name}.json")
+        _planner("export", "torch", spec, f"{MODELS}:{model}", "--input", INPUTS[model],
+                 "--placement", root / f"{name}.json", "--pipeline", "--device-map",
+                 ",".join(f"gpu{k}=cpu" for k in range(ranks)), "-o", root / f"{name}.pipe.json",
+                 "--code", root / f"{name}.py")
+        (root / name).mkdir()
+        out[(model, ranks, schedule)] = Exported(
+            model, ranks, schedule, json.loads((root / f"{name}.json").read_text()),
+            json.loads((root / f"{name}.pipe.json").read_text()), root / f"{name}.py",
+            root / name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def ran(exported: dict[tuple[str, int, str], Exported],
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every configuration's step, run by its script in one set of 4 processes."""
+    root = tmp_path_factory.mktemp("rendezvous")
+    jobs = [{"script": str(e.script), "ranks": e.ranks, "save": str(e.save),
+             "rendezvous": str(root / f"job{k}")} for k, e in enumerate(exported.values())]
+    (root / "jobs.json").write_text(json.dumps(jobs))
+    result = subprocess.run([sys.executable, str(RUNNER), str(root / "jobs.json")],
+                            capture_output=True, text=True, timeout=900, check=False,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-4000:]
+
+
+def _script(path: Path) -> Any:
+    """The generated script as a module (its functions, not its main)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_script_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _params_of(traced: Traced, ops: set[str]) -> set[str]:
+    """The parameter names the ops use: a module's own, an attribute read by a function."""
+    out = set()
+    for n in traced.nodes():
+        if traced.names[n.name] not in ops:
+            continue
+        keys = [a.target for a in n.all_input_nodes if a.op == "get_attr"]
+        if n.op == "call_module":
+            keys.append(n.target)
+        for key in keys:
+            out |= {name for name, _ in traced.model.named_parameters()
+                    if name == key or name.startswith(key + ".")}
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", CONFIGS, ids=[f"{m}-{r}-{s}" for m, r, s in CONFIGS])
+def test_a_pipelined_step_equals_the_unpipelined_model(
+        config: tuple[str, int, str], exported: dict[tuple[str, int, str], Exported],
+        ran: None) -> None:
+    e = exported[config]
+    doc = e.doc
+    # the split is the plan's, at module boundaries; a stage per process (2 under interleaved)
+    assert doc["exact"] and doc["schedule"] == e.schedule and doc["microbatches"] == 4
+    assert doc["schedule_class"] == CLASSES[e.schedule] and doc["ranks"] == e.ranks
+    per_rank = 2 if e.schedule == "interleaved" else 1
+    assert [s["rank"] for s in doc["stages"]] == [k % e.ranks for k in range(e.ranks * per_rank)]
+    assert doc["placement"] == e.plan["placement"]
+    for stage in doc["stages"]:
+        assert {e.plan["placement"][op] for op in stage["ops"]} == {stage["device"]}
+    assert list(doc["split_spec"]) == [s["begins_at"] for s in doc["stages"][1:]]
+    assert set(doc["split_spec"].values()) == {"BEGINNING"}
+    # the step: the script's loss and gradients against the model's, in this process
+    script = _script(e.script)
+    results = [torch.load(e.save / f"rank{r}.pt") for r in range(e.ranks)]
+    expected = script.unpipelined()
+    losses = [x for r in results for x in r["losses"]]
+    assert len(losses) == 4 and all(not r["losses"] for r in results[:-1])
+    assert torch.allclose(torch.stack(losses).mean(), expected["loss"], atol=1e-5, rtol=1e-5)
+    model, namespace = load_target(f"{MODELS}:{e.model}")
+    traced = trace(model, example_inputs([INPUTS[e.model]], None, namespace))
+    for rank, result in enumerate(results):
+        ops = {op for s in doc["stages"] if s["rank"] == rank for op in s["ops"]}
+        assert set(result["grads"]) == _params_of(traced, ops)  # torch split where we said
+        for name, grad in result["grads"].items():
+            assert torch.allclose(grad, expected["grads"][name], atol=1e-5, rtol=1e-5), name
+    assert sum(len(r["grads"]) for r in results) == len(expected["grads"])
+    assert script.same(results, expected)
+    worse = [dict(r, grads={k: g + 1e-3 for k, g in r["grads"].items()}) for r in results]
+    assert not script.same(worse, expected)  # the script's check can fail
+
+
+def _blocks_case(tmp_path: Path) -> tuple[planner.Problem, Traced, dict[str, str], int, Path]:
+    """The hand-written blocks on 2 devices, stage 1 beginning at `x + self.pos` of block 1
+    (a function); returns the problem, the trace, that placement, its cut position and the
+    spec."""
+    spec = _plan(tmp_path, "blocks", 2, "1f1b")
+    problem = planner.load(spec).plans["p"]
+    model, namespace = load_target(f"{MODELS}:blocks")
+    traced = trace(model, example_inputs([INPUTS["blocks"]], None, namespace))
+    names = list(traced.names.values())
+    cut = next(k for k, op in enumerate(names) if op.startswith("blocks.1."))
+    assert traced.names[next(n.name for n in traced.nodes() if traced.names[n.name]
+                             == names[cut])].startswith("blocks.1.add")
+    placement = {op: "gpu0" if k < cut else "gpu1" for k, op in enumerate(names)}
+    placement.update({o.name: placement[o.name.removesuffix(".bwd")]
+                      for o in problem.graph.ops if o.name.endswith(".bwd")})
+    return problem, traced, placement, cut, spec
+
+
+def test_a_stage_beginning_at_a_function_is_E946_with_the_nearest_split(
+        tmp_path: Path) -> None:
+    problem, traced, placement, cut, _ = _blocks_case(tmp_path)
+    names = list(traced.names.values())
+    tp = pipeline_export(problem, traced, placement, torch_devices(problem.cluster))
+    assert not tp.exact and f"begins at `{names[cut]}`" in tp.reason and "function" in tp.reason
+    # nearest: block 1's first module; the shape ops and `x + pos` before it move to stage 0
+    ln1 = names.index("blocks.1.ln1")
+    assert tp.split_spec == {"blocks.1.ln1": "BEGINNING"}
+    assert tp.moved == tuple(names[cut:ln1]) and len(tp.moved) == 5
+    assert [(s.device, s.begins_at) for s in tp.stages] == [("gpu0", None),
+                                                            ("gpu1", "blocks.1.ln1")]
+    nearest = {op: "gpu0" if k < ln1 else "gpu1" for k, op in enumerate(names)}
+    nearest.update({o.name: nearest[o.name.removesuffix(".bwd")]
+                    for o in problem.graph.ops if o.name.endswith(".bwd")})
+    assert dict(tp.placement) == nearest
+    # both costs under the plan's model, as the simulator gives them
+    index = {d.name: k for k, d in enumerate(problem.cluster.devices)}
+    assert problem.pipeline is not None
+    for cost, chosen in ((tp.cost, nearest), (tp.plan_cost, placement)):
+        r = run(problem, [index[chosen[o.name]] for o in problem.graph.ops], problem.pipeline)
+        assert (cost.period_s, cost.iteration_s) == (r.period_s, r.iteration_s)
+    assert tp.cost.period_s != tp.plan_cost.period_s
+    error = pipeline_error(tp)
+    d = error.diagnostics[0]
+    assert d.code == "E946" and names[cut] in d.message
+    assert "blocks.1.ln1" in d.hints[0] and "--nearest" in d.hints[1]
+    assert tp.cost.describe() in d.hints[0] and tp.plan_cost.describe() in d.hints[0]
+    # the plan one op later (at block 1's first module) is exact
+    tp = pipeline_export(problem, traced, nearest, torch_devices(problem.cluster))
+    assert tp.exact and not tp.moved and tp.cost == tp.plan_cost
+
+
+@pytest.mark.slow
+def test_torch_splits_the_nearest_split_where_planner_says(tmp_path: Path) -> None:
+    """torch's own `pipeline()` (no process group needed) puts each parameter in the
+    stage whose ops use it."""
+    from torch.distributed.pipelining import SplitPoint, pipeline
+
+    problem, traced, placement, _, _ = _blocks_case(tmp_path)
+    tp = pipeline_export(problem, traced, placement, torch_devices(problem.cluster))
+    model, namespace = load_target(f"{MODELS}:blocks")
+    pipe = pipeline(model, mb_args=example_inputs([INPUTS["blocks"]], None, namespace),
+                    split_spec={k: SplitPoint[v] for k, v in tp.split_spec.items()})
+    assert pipe.num_stages == len(tp.stages) == 2
+    for k, stage in enumerate(tp.stages):
+        params = {name for name, _ in pipe.get_stage_module(k).named_parameters()}
+        assert params == _params_of(traced, set(stage.ops)), k
+    assert "blocks.1.pos" in _params_of(traced, set(tp.stages[0].ops))  # read by `x + pos`
+
+
+def test_export_pipeline_command_says_E946_or_exports_the_nearest_split(tmp_path: Path) -> None:
+    _, _, placement, _, spec = _blocks_case(tmp_path)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps({"placement": placement}))
+    out, code = tmp_path / "pipe.json", tmp_path / "pipe.py"
+    args = ["export", "torch", str(spec), f"{MODELS}:blocks", "--input", INPUTS["blocks"],
+            "--placement", str(plan_file), "--pipeline", "-o", str(out), "--code", str(code)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1 and "E946" in result.output, result.output
+    assert "not at module boundaries" in result.output and "plan.json" in result.output
+    time = r"[\d.]+ [nu]?s"
+    assert re.search(rf"period {time}, iteration {time}, against the plan's period {time}, "
+                     rf"iteration {time}", result.output), result.output
+    assert not out.exists() and not code.exists()
+    result = CliRunner().invoke(app, [*args, "--nearest"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert not doc["exact"] and doc["split_spec"] == {"blocks.1.ln1": "BEGINNING"}
+    assert doc["moved"][0].startswith("blocks.1.add") and len(doc["moved"]) == 5
+    assert doc["cost"]["period_s"] != doc["plan_cost"]["period_s"]
+    assert doc["plan_stages"][1]["first"] == doc["moved"][0]
+    assert "against the plan's" in result.output
+    text = code.read_text()
+    compile(text, str(code), "exec")
+    assert "'blocks.1.ln1': SplitPoint.BEGINNING" in text and "nearest split" in text
+    result = CliRunner().invoke(app, [*args[:-5], "--nearest"])  # without --pipeline
+    assert result.exit_code == 2 and "E930" in result.output
+
+
+def test_plans_torch_schedules_cannot_run_are_E947(tmp_path: Path) -> None:
+    model, namespace = load_target(f"{MODELS}:mlp")
+    traced = trace(model, example_inputs([INPUTS["mlp"]], None, namespace))
+    names = list(traced.names.values())
+
+    def export(settings: str, devices: list[str]) -> SpecError:
+        problem = planner.load(_plan(tmp_path, "mlp", 3, "x", settings)).plans["p"]
+        placement = dict(zip(names, devices, strict=True))
+        placement.update({o.name: placement[o.name.removesuffix(".bwd")]
+                          for o in problem.graph.ops if o.name.endswith(".bwd")})
+        with pytest.raises(SpecError) as err:
+            pipeline_export(problem, traced, placement, torch_devices(problem.cluster))
+        assert err.value.diagnostics[0].code == "E947"
+        return err.value
+
+    # input, 0..8: nine modules of an nn.Sequential
+    three = ["gpu0"] * 3 + ["gpu1"] * 4 + ["gpu2"] * 3
+    err = export("", three)  # objective makespan (the default)
+    assert "objective pipeline" in err.diagnostics[0].hints[0]
+    err = export("objective pipeline  microbatches 2  schedule 1f1b", three)
+    assert "3 stages for 2 micro-batch" in err.diagnostics[0].message
+    back = ["gpu0"] * 3 + ["gpu1"] * 4 + ["gpu0"] * 3  # gpu0 runs stages 0 and 2
+    err = export("objective pipeline  microbatches 4  schedule gpipe", back)
+    assert "stages 0, 2 on `gpu0`" in err.diagnostics[0].message
+    err = export("objective pipeline  microbatches 4  schedule interleaved  stages_per_device 2",
+                 ["gpu0"] * 3 + ["gpu1"] * 2 + ["gpu2"] * 2 + ["gpu0"] * 3)
+    assert "rank k mod D" in err.diagnostics[0].message
+
+
+def _readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("### Out to torch.distributed.pipelining")
+    section = text[start:text.index("\n## ", start)]
+    (block,) = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
+    return block.strip().splitlines()
+
+
+@pytest.mark.slow
+def test_the_readme_pipeline_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    """The README's commands as written: planner's in this process, the script's spawn in
+    a subprocess, which checks the step against the unpipelined model."""
+    shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
+    monkeypatch.chdir(tmp_path)
+    for line in _readme_commands():
+        words = shlex.split(line)
+        if words[0] == "planner":
+            _planner(*words[1:])
+            continue
+        assert words[0] == "python"
+        result = subprocess.run([sys.executable, *words[1:]], capture_output=True, text=True,
+                                timeout=600, check=False,
+                                env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert result.returncode == 0, result.stderr[-4000:]
+        assert "loss and gradients equal the unpipelined model's: True" in result.stdout
+    doc = json.loads((tmp_path / "pipe.json").read_text())
+    assert doc["exact"] and doc["ranks"] == 2 and doc["split_spec"]

@@ -1,0 +1,94 @@
+"""Models for the pipeline export tests (`tests/io/torch_pipeline_models.py:NAME`).
+
+Random weights (seeded), no downloads; the scripts `export torch --pipeline` writes load
+this file by path in every rank.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def mlp() -> nn.Module:
+    """Four hidden layers with ReLU, then a head: nine modules in an nn.Sequential."""
+    torch.manual_seed(0)
+    layers: list[nn.Module] = [nn.Linear(16, 32), nn.ReLU()]
+    for _ in range(3):
+        layers += [nn.Linear(32, 32), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(32, 4))
+
+
+class Encoder(nn.Module):
+    """An embedding, four `nn.TransformerEncoderLayer`s (each one op: fx keeps torch.nn
+    modules whole) and a head."""
+
+    def __init__(self, dim: int = 32, layers: int = 4) -> None:
+        super().__init__()
+        self.embed = nn.Linear(16, dim)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(dim, 4, 2 * dim, dropout=0.0, batch_first=True)
+            for _ in range(layers))
+        self.head = nn.Linear(dim, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.embed(x)
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x)
+
+
+def encoder() -> nn.Module:
+    """A small Transformer encoder."""
+    torch.manual_seed(0)
+    return Encoder()
+
+
+class Block(nn.Module):
+    """A pre-norm Transformer block written out, so that fx traces into it: its first op
+    is a function (`x + self.pos`), which no SplitPoint can name."""
+
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.pos = nn.Parameter(torch.randn(1, 6, dim) * 0.02)
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 2 * dim)
+        self.fc2 = nn.Linear(2 * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.pos
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q = q.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        att = torch.softmax(q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.fc2(torch.relu(self.fc1(self.ln2(x))))
+
+
+class Blocks(nn.Module):
+    """An embedding, three hand-written blocks and a head."""
+
+    def __init__(self, dim: int = 32) -> None:
+        super().__init__()
+        self.embed = nn.Linear(16, dim)
+        self.blocks = nn.ModuleList(Block(dim) for _ in range(3))
+        self.head = nn.Linear(dim, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.embed(x)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def blocks() -> nn.Module:
+    """A stack of hand-written Transformer blocks."""
+    torch.manual_seed(0)
+    return Blocks()
