@@ -17,7 +17,7 @@ A row `fits` when every device holds what the split model says it needs (`memory
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..cost import INF, costs
@@ -43,9 +43,10 @@ class Row:
 
 
 def rows(problem: Problem, placement: Sequence[int], algorithm: str,
-         ) -> tuple[list[Row], list[str]]:
-    """The comparison rows for `problem`'s pipeline, `placement` last (module docstring),
-    and a note for each row left out."""
+         recompute: Collection[int] = ()) -> tuple[list[Row], list[str]]:
+    """The comparison rows for `problem`'s pipeline, `placement` last (module docstring;
+    its devices in `recompute` recompute their activations), and a note for each row left
+    out."""
     pipeline = problem.pipeline or Pipeline()
     out = [_row(problem, pipeline, "one device", "single", _one_device(problem))]
     uniform = run_algorithm("uniform", problem).plan.placement
@@ -59,7 +60,7 @@ def rows(problem: Problem, placement: Sequence[int], algorithm: str,
     else:
         notes.append(f"makespan plan: none, the heuristics expected to take at most "
                      f"{HEURISTICS_LIMIT_S:g} s found no plan (the others were left out)")
-    out.append(_row(problem, pipeline, "this plan", algorithm, placement))
+    out.append(_row(problem, pipeline, "this plan", algorithm, placement, recompute))
     return out, notes
 
 
@@ -75,8 +76,8 @@ def _one_device(problem: Problem) -> Sequence[int]:
 
 
 def _row(problem: Problem, pipeline: Pipeline, label: str, algorithm: str,
-         placement: Sequence[int]) -> Row:
-    result = run(problem, placement, pipeline)
+         placement: Sequence[int], recompute: Collection[int] = ()) -> Row:
+    result = run(problem, placement, pipeline, recompute)
     caps = [d.memory_bytes for d in problem.cluster.devices]
     fits = all(held <= cap for held, cap in zip(result.memory_bytes, caps, strict=True))
     return Row(label, algorithm, result, fits)

@@ -463,17 +463,20 @@ def _emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
 
 
 def _report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: Bounds,
-                     memory_note: str = "") -> None:
-    """Under `objective pipeline`: the plan run as the pipeline, next to one device, the
-    uniform split and the makespan plan (`--json`: the result's `pipeline`)."""
+                     memory_note: str = "", recompute: Sequence[str] = ()) -> bool:
+    """Under `objective pipeline`: the plan run as the pipeline (the devices named in
+    `recompute` recomputing their activations), next to one device, the uniform split and
+    the makespan plan (`--json`: the result's `pipeline`). Whether it fits the memory."""
     if problem.pipeline is None:
-        return
+        return True
     # lazy: start-up
     from ..algorithms.pipecompare import rows
     from ..pipeline.bound import pipeline_bound
     from ..render.pipeline import pipeline_json, pipeline_report
 
-    compared, left_out = rows(problem, plan.placement, plan.algorithm or "given")
+    index = problem.cluster.device_index
+    again = [index[name] for name in recompute if name in index]
+    compared, left_out = rows(problem, plan.placement, plan.algorithm or "given", again)
     bound = pipeline_bound(problem, bounds.makespan_s)
     notes = [n for n in (memory_note, *left_out) if n]
     if report.enabled:
@@ -481,6 +484,7 @@ def _report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: B
             report.result["pipeline"] = pipeline_json(problem, compared, bound, notes)
     else:
         stdout_console().print(pipeline_report(problem, compared, bound, notes))
+    return compared[-1].fits
 
 
 def _infeasible_exit(problem: Problem, result: SimResult, report: JsonReport) -> NoReturn:
@@ -521,9 +525,13 @@ def simulate(
         problem = _problem(loaded, plan)
         the_plan = (_read_placement(problem, placement) if placement
                     else _placement_from_spec(problem))
-        result, _, _ = _emit_result(problem, the_plan, report, extra_json={}, extra_rows={})
+        result, bounds, _ = _emit_result(problem, the_plan, report, extra_json={},
+                                         extra_rows={})
+        fits = _report_pipeline(problem, the_plan, report, bounds)
         _write_trace(trace, problem, result)
-        if not result.feasible:
+        if problem.pipeline is not None:
+            _pipeline_verdict(problem, result, fits, report)
+        elif not result.feasible:
             _infeasible_exit(problem, result, report)
 
 
@@ -630,7 +638,8 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
     bound_s = float(bound) if isinstance(bound, (int, float)) and math.isfinite(bound) else None
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, bound_s=bound_s)
-    _report_pipeline(problem, solution.plan, report, bounds, str(info.get("memory_note", "")))
+    fits = _report_pipeline(problem, solution.plan, report, bounds,
+                            str(info.get("memory_note", "")), info.get("recompute") or ())
     if html is not None:
         from ..render.figures import format_gap  # lazy: start-up
         from ..render.html import write_plan_html  # lazy: start-up
@@ -648,8 +657,28 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
         report.diagnostics.append(kept)
         if not report.enabled:
             _eprint(render_all([kept]))
-    if not result.feasible:
+    if problem.pipeline is not None:
+        _pipeline_verdict(problem, result, fits, report)
+    elif not result.feasible:
         _infeasible_exit(problem, result, report)
+
+
+def _pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
+                      report: JsonReport) -> None:
+    """A pipeline plan's memory is the pipeline's (activations in flight, recomputation),
+    not one pass's: the one-pass simulation judges every other rule."""
+    others = [v for v in result.violations if v.kind != "memory"]
+    if others:
+        _infeasible_exit(problem, dataclasses.replace(result, violations=tuple(others)),
+                         report)
+    if not fits:
+        head = (f"plan `{problem.name}` does not fit as a pipeline: a device holds less than "
+                "its stages' activations in flight need (the pipeline's memory table)")
+        if report.enabled:
+            report.diagnostics.append(Diagnostic("E401", head, None, ()))
+        else:
+            _eprint(f"error[E401]: {head}")
+        raise typer.Exit(EXIT_INFEASIBLE)
 
 
 def _write_trace(path: Path | None, problem: Problem, result: SimResult) -> None:

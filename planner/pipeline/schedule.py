@@ -24,6 +24,9 @@ simulator then finds ops that never start, and the run falls back to GPipe's ord
 never deadlocks (every device's order follows one global order: micro-batch, then
 topological position), and says so in `note`.
 
+A device that recomputes its activations runs each unit's forward ops again right before
+the unit's first backward op (its compute is added to that op's).
+
 A plan on one device is not simulated: that device never waits, so the iteration is its
 work for M micro-batches.
 
@@ -36,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..cost import Costs, costs
@@ -96,18 +99,22 @@ class PipelineRun:
         return max(0.0, 1.0 - busy / (self.iteration_s * len(used)))
 
 
-def run(problem: Problem, placement: Sequence[int], pipeline: Pipeline) -> PipelineRun:
-    """Simulate `placement` as a pipeline of `pipeline.microbatches` micro-batches (once
-    per problem, placement and pipeline: the solver and the report ask for the same)."""
-    done: dict[tuple[tuple[int, ...], Pipeline], PipelineRun] = derived(
+def run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
+        recompute: Collection[int] = ()) -> PipelineRun:
+    """Simulate `placement` as a pipeline of `pipeline.microbatches` micro-batches, the
+    devices in `recompute` running their forward ops again in each backward pass (once
+    per problem, placement, pipeline and recomputation: the solver and the report ask for
+    the same)."""
+    done: dict[tuple[tuple[int, ...], Pipeline, frozenset[int]], PipelineRun] = derived(
         problem, "pipeline.runs", dict)
-    key = (tuple(placement), pipeline)
+    key = (tuple(placement), pipeline, frozenset(recompute))
     if key not in done:
-        done[key] = _run(problem, key[0], pipeline)
+        done[key] = _run(problem, key[0], pipeline, key[2])
     return done[key]
 
 
-def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline) -> PipelineRun:
+def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
+         recompute: frozenset[int]) -> PipelineRun:
     split = split_of(problem, placement)
     schedule, note = pipeline.schedule, ""
     if schedule == "interleaved" and not _interleaves(split, pipeline.stages_per_device):
@@ -116,27 +123,32 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline) -> Pipe
     c = costs(problem)
     if split.stages == 1:  # one device never waits: its work, micro-batch after micro-batch
         d = split.devices[0]
-        work = pipeline.microbatches * math.fsum(c.compute[i][d] for i in range(len(placement)))
+        again = d in recompute
+        work = pipeline.microbatches * math.fsum(
+            c.compute[i][d] * (2 if again and i not in problem.graph.backward_of else 1)
+            for i in range(len(placement)))
         iteration = work
         busy = tuple(work if e == d else 0.0 for e in range(len(problem.cluster.devices)))
     else:
-        result = _simulate(problem, placement, split, pipeline, schedule)
+        result = _simulate(problem, placement, split, pipeline, schedule, recompute)
         if not math.isfinite(result.makespan_s) and schedule != "gpipe":
             note = (f"its devices are not a chain of stages, and {schedule} would deadlock: "
                     "run in gpipe's order")
             schedule = "gpipe"
-            result = _simulate(problem, placement, split, pipeline, schedule)
+            result = _simulate(problem, placement, split, pipeline, schedule, recompute)
         iteration, busy = result.makespan_s, tuple(result.busy_s)
     loads = stage_loads(problem, split)
     u = units(problem)
     stages = []
     for k, d in enumerate(split.devices):
         ops = tuple(i for unit in u.members[split.bounds[k]:split.bounds[k + 1]] for i in unit)
-        stages.append(Stage(d, ops, pipeline.microbatches * sum(c.compute[i][d] for i in ops),
-                            loads[k]))
+        rerun = (math.fsum(c.compute[i][d] for i in ops if not u.backward[i])
+                 if d in recompute else 0.0)
+        stages.append(Stage(d, ops, pipeline.microbatches * (
+            math.fsum(c.compute[i][d] for i in ops) + rerun), loads[k] + rerun))
     return PipelineRun(schedule, pipeline.microbatches, iteration, tuple(stages), busy,
-                       tuple(stage_bytes(problem, split, pipeline)),
-                       tuple(device_loads(problem, placement)), note)
+                       tuple(stage_bytes(problem, split, pipeline, recompute)),
+                       tuple(device_loads(problem, placement, recompute)), note)
 
 
 def _interleaves(split: Split, per_device: int) -> bool:
@@ -150,7 +162,7 @@ def _interleaves(split: Split, per_device: int) -> bool:
 
 
 def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
-              schedule: str) -> SimResult:
+              schedule: str, recompute: Collection[int] = ()) -> SimResult:
     g = problem.graph
     n, mb = len(g.ops), pipeline.microbatches
     src = [e.src for e in g.edges]
@@ -169,10 +181,28 @@ def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline
                                         for d in cluster.devices), cluster.links)
     expanded = Problem(problem.name, copies, roomy, "static", problem.contention)
     c = costs(problem)
-    expanded.__dict__["_costs"] = Costs(c.compute * mb, c.latency, c.inv_bandwidth)
+    compute = c.compute
+    if recompute:  # a unit's first backward op runs the unit's forward ops again first
+        compute = _with_recompute(problem, placement, recompute)
+    expanded.__dict__["_costs"] = Costs(compute * mb, c.latency, c.inv_bandwidth)
     order = _orders(problem, placement, split, pipeline, schedule)
     plan = Plan(tuple(placement) * mb, order)
     return simulate(expanded, plan)
+
+
+def _with_recompute(problem: Problem, placement: Sequence[int],
+                    recompute: Collection[int]) -> tuple[tuple[float, ...], ...]:
+    """The compute table with each recomputing unit's forward compute added to its first
+    backward op (in topological order), on the unit's device."""
+    c = costs(problem)
+    u = units(problem)
+    table = [list(row) for row in c.compute]
+    for ops in u.members:
+        d = placement[ops[0]]
+        backward = [i for i in ops if u.backward[i]]
+        if d in recompute and backward:
+            table[backward[0]][d] += sum(c.compute[i][d] for i in ops if not u.backward[i])
+    return tuple(map(tuple, table))
 
 
 def _orders(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,

@@ -19,7 +19,7 @@ the activations of the device's largest stage each.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,8 +121,11 @@ def in_flight(pipeline: Pipeline, stages: int, k: int, training: bool,
     return min(stages - k, m)
 
 
-def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline) -> list[float]:
-    """Per device, the bytes its stages hold at the peak (the module docstring's model)."""
+def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
+                recompute: Collection[int] = ()) -> list[float]:
+    """Per device, the bytes its stages hold at the peak (the module docstring's model). A
+    device in `recompute` keeps only the forward tensors it receives per micro-batch in
+    flight, and one micro-batch's activations (rebuilt for its backward pass)."""
     u = units(problem)
     held = [0.0] * len(problem.cluster.devices)
     by_device: dict[int, list[int]] = {}
@@ -132,10 +135,14 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline) -> list[floa
     for rank, d in enumerate(order):
         stages = by_device[d]
         params = sum(_span(u.params_prefix, split, k) for k in stages)
-        acts = [_span(u.kept_prefix, split, k) + u.forward_bytes[split.bounds[k]]
-                for k in stages]
+        kept = [_span(u.kept_prefix, split, k) for k in stages]
+        received = [float(u.forward_bytes[split.bounds[k]]) for k in stages]
         transient = max(float(u.transient[split.bounds[k]:split.bounds[k + 1]].max(initial=0))
                         for k in stages)
+        if d in recompute:
+            transient += sum(kept)
+            kept = [0.0] * len(kept)
+        acts = [a + b for a, b in zip(kept, received, strict=True)]
         if pipeline.schedule == "interleaved":
             count = in_flight(pipeline, split.stages, stages[0], u.training, rank, len(order))
             held[d] = params + count * max(acts) + transient
@@ -156,16 +163,20 @@ def period(problem: Problem, split: Split) -> float:
 
 
 
-def device_loads(problem: Problem, placement: Sequence[int]) -> list[float]:
+def device_loads(problem: Problem, placement: Sequence[int],
+                 recompute: Collection[int] = ()) -> list[float]:
     """Per device, compute for one micro-batch plus every transfer it sends or receives
     (one per producer and destination device, the largest tensor to that device, as the
     simulator sends them): the time per micro-batch a device needs in the steady state
     without overlap, for any placement (the `T` of a plan, which stage loads bound above
-    when stages relay)."""
+    when stages relay); a device in `recompute` runs its forward ops twice."""
     g, c = problem.graph, costs(problem)
     loads = [0.0] * len(problem.cluster.devices)
+    backward = problem.graph.backward_of
     for i, d in enumerate(placement):
         loads[d] += c.compute[i][d]
+        if d in recompute and i not in backward:  # its forward pass once more
+            loads[d] += c.compute[i][d]
     sent: dict[tuple[int, int], int] = {}
     for e in g.edges:
         a, b = placement[e.src], placement[e.dst]
