@@ -91,7 +91,7 @@ def test_every_pipedp_plan_is_simulated_valid_and_above_the_bound(seed: int) -> 
 
 def test_memory_shapes_the_split_and_says_how() -> None:
     # under 1F1B stage 1 of 4 holds 3 micro-batches of its own 100 MB and the 100 MB it
-    # receives: 600 MB > 500 MB; one stage per unit does not fit, two stages of 16 ms do
+    # receives: 600 MB > 500 MB; one stage per unit does not fit, three stages (16 ms) do
     roomy = chain_spec([4, 4, 4, 4], [4, 4, 4, 4], microbatches=4, activation="100 MB",
                        memory="2 GiB")
     tight = chain_spec([4, 4, 4, 4], [4, 4, 4, 4], microbatches=4, activation="100 MB",
@@ -101,7 +101,7 @@ def test_memory_shapes_the_split_and_says_how() -> None:
     assert "memory_note" not in free.info
     assert "memory shaped this split" in str(shaped.info["memory_note"])
     assert shaped.info["period_s"] > free.info["period_s"]
-    assert shaped.info["stages"] == 2 and free.info["stages"] == 4  # by simulated iteration
+    assert shaped.info["stages"] == 3 and free.info["stages"] == 4  # by simulated iteration
     assert "4 stage(s); it would need 572.20 MiB on d1" in str(shaped.info["memory_note"])
 
 
@@ -121,3 +121,15 @@ def test_pins_are_kept() -> None:
     sol = run("pipedp", pinned)
     assert sol.plan.placement[first] == 2
     assert not [v for v in simulate(pinned, sol.plan).violations if v.kind == "pin"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pipedp_keeps_the_stage_count_with_the_shortest_simulated_iteration(seed: int) -> None:
+    from planner.pipeline.schedule import run as run_pipeline
+
+    p = random_spec(300 + seed, 9, 4, training=True)
+    sol = run("pipedp", p)
+    best = {s: run_pipeline(p, f.split.placement(p), p.pipeline).iteration_s
+            for s, f in best_splits(p, p.pipeline).items()}
+    assert sol.info["iteration_s"] == pytest.approx(min(best.values()))
+    assert best[sol.info["stages"]] == min(best.values())
