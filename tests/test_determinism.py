@@ -32,15 +32,15 @@ TINY = (HERE / "spec" / "valid" / "example" / "tiny.plan", "tiny_on_dgx1")
 
 INCEPTION = (HERE.parent / "specs" / "inception.plan", "inception_v2_small4")
 
-#: `planner` with the wall-clock safety cap lifted (`search.cap`, which `auto` shares): the
-#: budget alone (moves, CP-SAT's work units) ends the run, as on any machine that is not
-#: more than twice as busy as an idle one (`search.LOAD_HEADROOM`). The clock's cut, and
-#: that the text then says so, have tests of their own; here it would make the outcome
-#: depend on the load: at load 4 and more, `search --time-limit 1` was cut at different
-#: moves in the two runs.
+#: `planner` with the wall-clock safety cap lifted (`clock.cap`, which `search`, `auto` and
+#: `pipesearch` import): the budget alone (moves, CP-SAT's work units) ends the run, as on
+#: any machine not more than twice as busy as an idle one (`clock.LOAD_HEADROOM`). The
+#: clock's cut, and that the text then says so, have tests of their own; here it would
+#: make the outcome depend on the load: at load 4 and more, `search --time-limit 1` was cut
+#: at different moves in the two runs.
 NO_CLOCK = ("import sys\n"
-            "from planner.algorithms import auto, search\n"
-            "search.cap = auto.cap = lambda limit_s: float('inf')\n"
+            "from planner.algorithms import auto, pipesearch, search\n"
+            "search.cap = auto.cap = pipesearch.cap = lambda limit_s: float('inf')\n"
             "sys.argv = ['planner', *sys.argv[1:]]\n"
             "from planner.__main__ import run\n"
             "run()\n")

@@ -25,9 +25,9 @@ on small graphs.
 
 Nothing here depends on a clock: whether each phase runs and its budget are functions of
 the problem and the options, so `auto` returns the same plan on every run. The budgets
-are sized to half the time limit on an idle machine (`search.LOAD_HEADROOM`), so that a
+are sized to half the time limit on an idle machine (`clock.LOAD_HEADROOM`), so that a
 machine twice as slow or busy keeps both the limit and the plan; the wall clock stops the
-search and CP-SAT at the limit itself (`search.cap`), which a normal run never meets, and
+search and CP-SAT at the limit itself (`clock.cap`), which a normal run never meets, and
 `info["reason"]` says so when it does.
 
 Thresholds (measured on this 2-core machine): CP-SAT proves 30-op instances optimal in
@@ -59,11 +59,12 @@ from ..plan import Plan
 from ..simulate import simulate
 from . import pipedp
 from .base import Interrupted, Options, Solution
+from .clock import CUT, LOAD_HEADROOM, cap
 from .exact import cpsat
 from .exact.verdict import judge
 from .infeasible import none_found
 from .portfolio import CANDIDATES, Ranked, estimated_seconds, rank
-from .search import CUT, LOAD_HEADROOM, cap, improve, move_budget, search_seconds
+from .search import improve, move_budget, search_seconds
 
 __all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "place"]
 

@@ -75,7 +75,9 @@ from ..fastsim import Evaluator, evaluator
 from ..fastsim import ready as compiled_ready
 from ..model import Problem
 from ..plan import Plan
+from . import pipesearch
 from .base import Interrupted, Options, Solution
+from .clock import CUT, LOAD_HEADROOM, cap
 from .exact.verdict import judge
 from .infeasible import none_found
 from .portfolio import Ranked, estimated_seconds, rank
@@ -91,13 +93,6 @@ SECONDS_PER_ELEMENT = 4.5e-8
 #: edges, 4.9 ms on Baechi's fused GNMT's 2,788, 12-17 ms on GNMT's 6,644 and 9,239)
 PYTHON_SECONDS_PER_MOVE = 1e-4
 PYTHON_SECONDS_PER_ELEMENT = 2e-6
-#: the share of the limit a budget is sized to fill on an idle machine: the rest lets a
-#: run twice as slow (two busy processes on 2 cores slow planner by 1.5x) keep both the
-#: limit and its plan
-LOAD_HEADROOM = 0.5
-#: the wall clock never stops a search sooner than this after it starts (seconds), so a
-#: limit of 0 still leaves `MIN_BUDGET` moves room to run
-CAP_MIN_S = 0.5
 #: the first annealing cycle lasts this many moves per movable unit, within `CYCLE_MOVES`
 CYCLE_PER_UNIT = 10
 CYCLE_MOVES = (1000, 20_000)
@@ -107,8 +102,6 @@ MIN_BUDGET = 20
 #: graph's neighbourhood is soon exhausted)
 MAX_REVISITS = 2000
 _SPLIT = re.compile(r"[/.:]")
-#: how `info["reason"]` begins when the wall clock cut a search
-CUT = "the time limit ran out"
 
 
 def move_budget(problem: Problem, time_limit_s: float, *, compiled: bool | None = None) -> int:
@@ -351,19 +344,16 @@ def _anneal(scorer: Scorer, start: list[int], value: float,
 
 
 def place(problem: Problem, options: Options) -> Solution:
-    """Search from the best constructive plan (module docstring)."""
+    """Search from the best constructive plan (module docstring); under `objective
+    pipeline`, from pipedp's split, judged by the period (`pipesearch`)."""
+    if problem.pipeline is not None:
+        return pipesearch.place(problem, options)
     deadline = cap(options.time_limit_s)
     ranked = rank(problem, options, progress_share=0.1)
     if ranked.best is None:
         raise none_found(problem, list(ranked.errors))
     budget = move_budget(problem, search_seconds(problem, ranked, options.time_limit_s))
     return improve(problem, ranked, options, budget, deadline=deadline)
-
-
-def cap(time_limit_s: float) -> float:
-    """The wall-clock instant (`time.monotonic`) past which a search that starts now stops
-    whatever its budget: the limit, `CAP_MIN_S` at least."""
-    return time.monotonic() + max(CAP_MIN_S, time_limit_s)
 
 
 def search_seconds(problem: Problem, ranked: Ranked, seconds: float) -> float:

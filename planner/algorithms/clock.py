@@ -1,0 +1,27 @@
+"""The wall clock of the searches: what their budgets leave of a limit, and where it cuts.
+
+A search's budget (moves, CP-SAT's work) is a function of the problem and `--time-limit`
+alone, sized to fill `LOAD_HEADROOM` of the limit on an idle machine, so that the plan
+does not depend on the machine's load; the clock (`cap`) only stops a run that a slow or
+busy machine would carry past the limit, and `info["reason"]` then begins with `CUT`.
+"""
+
+from __future__ import annotations
+
+import time
+
+#: the share of the limit a budget is sized to fill on an idle machine: the rest lets a
+#: run twice as slow (two busy processes on 2 cores slow planner by 1.5x) keep both the
+#: limit and its plan
+LOAD_HEADROOM = 0.5
+#: the wall clock never stops a search sooner than this after it starts (seconds), so a
+#: limit of 0 still leaves a search its fewest moves room to run
+CAP_MIN_S = 0.5
+#: how `info["reason"]` begins when the wall clock cut a search
+CUT = "the time limit ran out"
+
+
+def cap(time_limit_s: float) -> float:
+    """The wall-clock instant (`time.monotonic`) past which a search that starts now stops
+    whatever its budget: the limit, `CAP_MIN_S` at least."""
+    return time.monotonic() + max(CAP_MIN_S, time_limit_s)
