@@ -28,7 +28,13 @@ A device that recomputes its activations runs each unit's forward ops again righ
 the unit's first backward op (its compute is added to that op's).
 
 A plan on one device is not simulated: that device never waits, so the iteration is its
-work for M micro-batches.
+work for M micro-batches (its tasks, for the timeline, back to back in the schedule's
+order).
+
+`PipelineRun.tasks` keeps when each task ran: per device, micro-batch and direction (and
+stage, under `interleaved`), from its first op's start to its last op's end in the
+simulation of the copies (op i of micro-batch m is op i + m * n there), for the HTML
+report's micro-batch timeline.
 
 Memory is the split model's (`split.stage_bytes`), not the simulator's: a copy of the
 graph per micro-batch would count each copy's params, and the liveness model keeps a
@@ -41,6 +47,8 @@ import dataclasses
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..cost import Costs, costs
 from ..model import Cluster, Pipeline, Problem, derived, indexed_graph, new_edges
@@ -64,6 +72,20 @@ class Stage:
 
 
 @dataclass(frozen=True, slots=True)
+class Task:
+    """When one task ran: a device's forward or backward ops of one micro-batch (of one of
+    its stages under `interleaved`; of all its stages otherwise)."""
+
+    device: int
+    #: the index in `PipelineRun.stages` of the task's (first) stage
+    stage: int
+    microbatch: int
+    forward: bool
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class PipelineRun:
     """What running a plan as a pipeline gave (see the module docstring)."""
 
@@ -78,6 +100,9 @@ class PipelineRun:
     #: per device: compute plus transfers of one micro-batch (`split.device_loads`)
     loads_s: tuple[float, ...]
     note: str = ""
+    #: when each task ran (module docstring), device by device in pipeline order; the
+    #: tasks that never ran (a deadlock) left out
+    tasks: tuple[Task, ...] = ()
 
     @property
     def time_per_microbatch_s(self) -> float:
@@ -129,6 +154,7 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
             for i in range(len(placement)))
         iteration = work
         busy = tuple(work if e == d else 0.0 for e in range(len(problem.cluster.devices)))
+        tasks = _one_device_tasks(problem, d, pipeline, schedule, again)
     else:
         result = _simulate(problem, placement, split, pipeline, schedule, recompute)
         if not math.isfinite(result.makespan_s) and schedule != "gpipe":
@@ -137,6 +163,7 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
             schedule = "gpipe"
             result = _simulate(problem, placement, split, pipeline, schedule, recompute)
         iteration, busy = result.makespan_s, tuple(result.busy_s)
+        tasks = _task_times(problem, split, schedule, pipeline.microbatches, result)
     loads = stage_loads(problem, split)
     u = units(problem)
     stages = []
@@ -148,7 +175,7 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
             math.fsum(c.compute[i][d] for i in ops) + rerun), loads[k] + rerun))
     return PipelineRun(schedule, pipeline.microbatches, iteration, tuple(stages), busy,
                        tuple(stage_bytes(problem, split, pipeline, recompute)),
-                       tuple(device_loads(problem, placement, recompute)), note)
+                       tuple(device_loads(problem, placement, recompute)), note, tasks)
 
 
 def _interleaves(split: Split, per_device: int) -> bool:
@@ -205,33 +232,79 @@ def _with_recompute(problem: Problem, placement: Sequence[int],
     return tuple(map(tuple, table))
 
 
-def _orders(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
-            schedule: str) -> tuple[tuple[int, ...], ...]:
-    """Per device, its ops of every micro-batch in the schedule's order."""
-    g = problem.graph
-    n, mb = len(g.ops), pipeline.microbatches
+def _task_ops(problem: Problem, split: Split, schedule: str
+              ) -> list[tuple[int, list[tuple[int, list[int], list[int]]]]]:
+    """Per device in pipeline order: its tasks' (first stage, forward ops, backward ops), one
+    per stage under `interleaved`, one for all its stages otherwise; ops in topological
+    order."""
     u = units(problem)
     ranked: list[int] = []
     for d in split.devices:
         if d not in ranked:
             ranked.append(d)
-    position = {i: k for k, i in enumerate(g.topological_order)}
-    order: list[tuple[int, ...]] = [() for _ in problem.cluster.devices]
-    for rank, d in enumerate(ranked):
-        chunks = [k for k, dev in enumerate(split.devices) if dev == d]
-        if schedule != "interleaved":
-            chunks = [-1]  # the device's stages as one task per micro-batch
-        tasks_f, tasks_b = [], []
-        for c in chunks:
-            ks = [k for k, dev in enumerate(split.devices) if dev == d] if c < 0 else [c]
+    position = {i: k for k, i in enumerate(problem.graph.topological_order)}
+    out = []
+    for d in ranked:
+        mine = [k for k, dev in enumerate(split.devices) if dev == d]
+        groups = [[k] for k in mine] if schedule == "interleaved" else [mine]
+        chunks = []
+        for ks in groups:
             ops = sorted((i for k in ks for unit in u.members[split.bounds[k]:split.bounds[k + 1]]
                           for i in unit), key=position.__getitem__)
-            tasks_f.append([i for i in ops if not u.backward[i]])
-            tasks_b.append([i for i in ops if u.backward[i]])
-        seq = _sequence(schedule, rank, len(ranked), len(chunks), mb, u.training)
+            chunks.append((ks[0], [i for i in ops if not u.backward[i]],
+                           [i for i in ops if u.backward[i]]))
+        out.append((d, chunks))
+    return out
+
+
+def _orders(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
+            schedule: str) -> tuple[tuple[int, ...], ...]:
+    """Per device, its ops of every micro-batch in the schedule's order."""
+    n, mb = len(problem.graph.ops), pipeline.microbatches
+    training = units(problem).training
+    devices = _task_ops(problem, split, schedule)
+    order: list[tuple[int, ...]] = [() for _ in problem.cluster.devices]
+    for rank, (d, chunks) in enumerate(devices):
+        seq = _sequence(schedule, rank, len(devices), len(chunks), mb, training)
         order[d] = tuple(i + m * n for forward, c, m in seq
-                         for i in (tasks_f[c] if forward else tasks_b[c]))
+                         for i in (chunks[c][1] if forward else chunks[c][2]))
     return tuple(order)
+
+
+def _task_times(problem: Problem, split: Split, schedule: str, mb: int,
+                result: SimResult) -> tuple[Task, ...]:
+    """When each task ran in `result` (the copies' simulation): its first op's start to
+    its last op's end; a task with an op that never ran is left out."""
+    n = len(problem.graph.ops)
+    start = np.asarray(result.start_s, dtype=np.float64).reshape(mb, n)
+    end = np.asarray(result.end_s, dtype=np.float64).reshape(mb, n)
+    out = []
+    for d, chunks in _task_ops(problem, split, schedule):
+        for stage, fwd, bwd in chunks:
+            for forward, ops in ((True, fwd), (False, bwd)):
+                if not ops:
+                    continue
+                first, last = start[:, ops].min(axis=1), end[:, ops].max(axis=1)
+                out += [Task(d, stage, m, forward, float(first[m]), float(last[m]))
+                        for m in range(mb)
+                        if math.isfinite(first[m]) and math.isfinite(last[m])]
+    return tuple(out)
+
+
+def _one_device_tasks(problem: Problem, d: int, pipeline: Pipeline, schedule: str,
+                      again: bool) -> tuple[Task, ...]:
+    """The tasks of a plan on device `d` alone: back to back in the schedule's order."""
+    c = costs(problem)
+    u = units(problem)
+    n = len(problem.graph.ops)
+    fwd = math.fsum(c.compute[i][d] for i in range(n) if not u.backward[i])
+    bwd = math.fsum(c.compute[i][d] for i in range(n) if u.backward[i]) + (fwd if again else 0)
+    out, t = [], 0.0
+    for forward, _, m in _sequence(schedule, 0, 1, 1, pipeline.microbatches, u.training):
+        took = fwd if forward else bwd
+        out.append(Task(d, 0, m, forward, t, t + took))
+        t += took
+    return tuple(out)
 
 
 def _sequence(schedule: str, rank: int, devices: int, chunks: int, mb: int,
