@@ -645,10 +645,18 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
         from ..render.html import write_plan_html  # lazy: start-up
 
         best = max(bounds.makespan_s, bound_s or 0.0)
+        view = None
+        if problem.pipeline is not None:
+            from ..render.pipeline_html import pipeline_view  # lazy: start-up
+
+            view = pipeline_view(problem, solution.plan.placement,
+                                 solution.plan.algorithm or "given", bounds.makespan_s,
+                                 info.get("recompute") or (), str(info.get("memory_note", "")))
         write_plan_html(str(html), problem, result, extra={
             "algorithm": rows["algorithm"], "status": solution.status,
             "lower bound": format_seconds(best), "gap": format_gap(gap),
-            "planning time": format_seconds(solution.planning_s)}, bound_s=best)
+            "planning time": format_seconds(solution.planning_s)}, bound_s=best,
+            pipeline=view)
     _write_trace(trace, problem, result)
     if solution.status == "interrupted":
         written = " and ".join(str(p) for p in (out, html, trace) if p is not None)

@@ -8,7 +8,10 @@ Two pages:
   swept gets no chart, and a sweep of one setting gets a bar chart), the Gantt chart and
   memory view of the best plan, a table of wins and a sortable table of every run.
 - `write_plan_html` (`planner solve --html`): the key figures (algorithm, status,
-  makespan, bound, gap, planning time), the Gantt chart and memory view of one plan.
+  makespan, bound, gap, planning time), the Gantt chart and memory view of one plan;
+  under `objective pipeline`, first the pipeline's figures, its micro-batch timeline
+  (`<svg data-chart="pipeline">`, one `.task` bar per device, micro-batch and direction)
+  and the comparison table (`pipeline_html`).
 
 The charts are hand-written SVG, drawn here in Python, not a charting library: the page
 reads fine with JavaScript off, the same input gives the same bytes, and the Gantt chart
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..algorithms import names
 from ..compare.rows import wins
@@ -56,6 +59,9 @@ from .timeline import (
     time_axis,
     transfers_table,
 )
+
+if TYPE_CHECKING:
+    from .pipeline_html import PipelineView
 
 __all__ = [
     "bar_chart_svg", "compare_report_html", "gantt_svg", "line_chart_svg", "memory_svg",
@@ -430,11 +436,14 @@ def _plan_summary(problem: Problem, result: SimResult) -> str:
 
 def plan_report_html(problem: Problem, result: SimResult, *, title: str | None = None,
                      extra: Mapping[str, str] | None = None,
-                     bound_s: float | None = None) -> str:
+                     bound_s: float | None = None,
+                     pipeline: PipelineView | None = None) -> str:
     """The HTML page of one simulated plan: key figures, Gantt chart, memory view.
 
     `extra` (label → text: algorithm, status, lower bound, gap, planning time) are shown
-    as key figures after the makespan; `bound_s` is marked on the Gantt chart."""
+    as key figures after the makespan; `bound_s` is marked on the Gantt chart. `pipeline`
+    (under `objective pipeline`) adds the pipeline's figures, micro-batch timeline and
+    comparison before the one-pass charts (`render.pipeline_html`)."""
     title = title or f"plan {problem.name}"
     ms = format_seconds(result.makespan_s) if math.isfinite(result.makespan_s) else "∞"
     figures = "".join(f'<div><span>{_e(k)}</span><b>{_e(v)}</b></div>'
@@ -443,8 +452,17 @@ def plan_report_html(problem: Problem, result: SimResult, *, title: str | None =
              if _positive(bound_s) else "")
     body = (f"<h1>{_e(title)}</h1>{_plan_summary(problem, result)}"
             f'<div class="figures">{figures}</div>{claim}'
-            + _violations(problem, result) + _plan_section(problem, result, bound_s))
+            + _violations(problem, result) + _pipeline_section(problem, pipeline)
+            + _plan_section(problem, result, bound_s))
     return _page(title, body)
+
+
+def _pipeline_section(problem: Problem, pipeline: PipelineView | None) -> str:
+    if pipeline is None:
+        return ""
+    from .pipeline_html import pipeline_section_html  # lazy: only pipeline plans need it
+
+    return pipeline_section_html(problem, pipeline)
 
 
 def _violations(problem: Problem, result: SimResult) -> str:
@@ -458,10 +476,13 @@ def _violations(problem: Problem, result: SimResult) -> str:
 
 def write_plan_html(path: str, problem: Problem, result: SimResult,
                     extra: Mapping[str, str] | None = None,
-                    bound_s: float | None = None) -> None:
+                    bound_s: float | None = None,
+                    pipeline: PipelineView | None = None) -> None:
     """Write `plan_report_html` atomically (`planner solve --html`); `extra` figures
-    (algorithm, status, lower bound, gap, planning time) go in its summary."""
-    write_text_atomic(path, plan_report_html(problem, result, extra=extra, bound_s=bound_s))
+    (algorithm, status, lower bound, gap, planning time) go in its summary, `pipeline` adds
+    the pipeline section."""
+    write_text_atomic(path, plan_report_html(problem, result, extra=extra, bound_s=bound_s,
+                                             pipeline=pipeline))
 
 
 # -- the compare report -------------------------------------------------------------------

@@ -1,0 +1,224 @@
+"""The pipeline section of `planner solve --html` under `objective pipeline`.
+
+The same figures as the terminal's pipeline section (`render.pipeline`): the iteration and
+the time per micro-batch (simulated), the period T with its lower bound and the gap, the
+bubble, the stages, and the comparison rows (one device, uniform split, makespan plan,
+this plan). Above them, the **micro-batch timeline**: one row per device (its stages),
+one bar per task (a micro-batch's forward or backward ops there, from the first op's start
+to the last op's end: `pipeline.schedule.Task`), coloured by micro-batch, backward bars
+lighter and labelled `B`; the gaps between bars are the bubble. It has S × M × 2 bars at
+most, however many ops the graph has.
+
+Only SVG attributes and the report's existing classes are used, so a page without a
+pipeline is byte for byte what it was. Every name is escaped (`svg.esc`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from ..algorithms.pipecompare import Row, rows
+from ..model import Op, Problem
+from ..pipeline.bound import PipelineBound, pipeline_bound
+from ..pipeline.schedule import PipelineRun, Task
+from ..units import format_bytes, format_seconds
+from .figures import format_gap
+from .pipeline import period_gap
+from .svg import coord, esc, svg_open, tick_seconds
+from .timeline import LEFT, RIGHT, WIDTH, TimeAxis
+
+__all__ = ["PipelineView", "pipeline_section_html", "pipeline_view", "timeline_svg"]
+
+#: micro-batch colours (Okabe–Ito, then Tableau), cycled
+COLOURS: tuple[str, ...] = (
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#8c564b",
+    "#7f7f7f", "#bcbd22", "#17becf", "#000000",
+)
+ROW = 30
+LEFT_CELL, BAD_CELL = ' class="l"', ' class="status-bad"'
+BACKWARD_OPACITY = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineView:
+    """What the pipeline section shows: the comparison rows (the plan reported last), the
+    pipeline's bounds and the notes (how memory shaped the plan, rows left out)."""
+
+    rows: tuple[Row, ...]
+    bound: PipelineBound
+    notes: tuple[str, ...] = ()
+
+
+def pipeline_view(problem: Problem, placement: Sequence[int], algorithm: str,
+                  one_pass_bound_s: float, recompute: Collection[str] = (),
+                  memory_note: str = "") -> PipelineView:
+    """The view of `placement` run as `problem`'s pipeline, as `solve` reports it (the
+    devices named in `recompute` recomputing their activations)."""
+    index = problem.cluster.device_index
+    again = [index[name] for name in recompute if name in index]
+    compared, left_out = rows(problem, placement, algorithm, again)
+    notes = tuple(n for n in (memory_note, *left_out) if n)
+    return PipelineView(tuple(compared), pipeline_bound(problem, one_pass_bound_s), notes)
+
+
+def _s(x: float) -> str:
+    return format_seconds(x) if math.isfinite(x) else "∞"
+
+
+def pipeline_section_html(problem: Problem, view: PipelineView) -> str:
+    """The section: figures, the micro-batch timeline, the stages and the comparison."""
+    run, bound = view.rows[-1].run, view.bound
+    pipeline = problem.pipeline
+    asked = run.schedule if pipeline is None else pipeline.schedule
+    if asked == "interleaved" and pipeline is not None:
+        asked += f" ({pipeline.stages_per_device} stages per device)"
+    if not asked.startswith(run.schedule):
+        asked += f", run as {run.schedule}"
+    figures = {
+        "schedule": asked,
+        "micro-batches": str(run.microbatches),
+        "stages": str(len(run.stages)),
+        "iteration (simulated)": _s(run.iteration_s),
+        "per micro-batch": _s(run.time_per_microbatch_s),
+        "iteration bound": _s(bound.iteration_s),
+        "period T": _s(run.period_s),
+        "period bound": f"{_s(bound.period_s)} ({bound.reason})",
+        "period gap": format_gap(period_gap(run, bound)),
+        "bubble": f"{run.bubble_fraction:.1%}",
+    }
+    cells = "".join(f'<div><span>{esc(k)}</span><b>{esc(v)}</b></div>'
+                    for k, v in figures.items())
+    notes = [n for n in (run.note, *view.notes) if n]
+    if not view.rows[-1].fits:
+        notes.insert(0, "does not fit: a device holds less than its stages' activations in "
+                     "flight need (stages below)")
+    noted = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
+    return ('<h2>Pipeline</h2>'
+            f'<div class="figures">{cells}</div>{noted}'
+            '<figure><figcaption>Micro-batch timeline: devices × time, one iteration'
+            f'</figcaption>{_legend(run)}{timeline_svg(problem, run)}'
+            '<p class="note">One bar per task: a micro-batch\'s forward (F) or backward (B) '
+            'work on a device, from its first op\'s start to its last op\'s end; colours: '
+            'micro-batches, backward lighter; the gaps are the bubble.</p></figure>'
+            f'<h3>Stages</h3>{_stages_table(problem, run)}'
+            f'<h3>Compared, under the same pipeline</h3>{_compared_table(view.rows)}'
+            '<h2>One pass</h2>')
+
+
+def _legend(run: PipelineRun) -> str:
+    shown = min(run.microbatches, len(COLOURS))
+    items = "".join(f'<span><i style="background:{COLOURS[m]}"></i>micro-batch {m}</span>'
+                    for m in range(shown))
+    more = (f'<span><small>… colours repeat every {len(COLOURS)}</small></span>'
+            if run.microbatches > len(COLOURS) else "")
+    return (f'<div class="legend cats">{items}{more}<span><i style="background:#0072B2">'
+            f'</i>F forward</span><span><i style="background:#0072B2;opacity:'
+            f'{BACKWARD_OPACITY}"></i>B backward</span></div>')
+
+
+def timeline_svg(problem: Problem, run: PipelineRun, width: int = WIDTH) -> str:
+    """The micro-batch timeline of `run` (module docstring): `<svg data-chart="pipeline">`,
+    its bars `<rect class="task" data-mb data-dir="fwd|bwd" data-stage>`."""
+    devs, ops = problem.cluster.devices, problem.graph.ops
+    lanes: dict[int, list[Task]] = {}
+    for task in run.tasks:
+        lanes.setdefault(task.device, []).append(task)
+    ends = [task.end_s for task in run.tasks if math.isfinite(task.end_s)]
+    span = run.iteration_s if math.isfinite(run.iteration_s) else 0.0
+    axis = TimeAxis(max([span, *ends, 1e-12]), LEFT, width - LEFT - RIGHT)
+    stages_of: dict[int, list[int]] = {}
+    for k, s in enumerate(run.stages):
+        stages_of.setdefault(s.device, []).append(k)
+    top = 24
+    bottom = top + ROW * max(1, len(lanes))
+    out = [svg_open("pipeline", width, bottom + 24)]
+    for row, d in enumerate(lanes):
+        y = top + row * ROW
+        ks = stages_of.get(d, [])
+        label = f"stage{'s' if len(ks) > 1 else ''} {', '.join(map(str, ks))}"
+        busy = (run.busy_s[d] / axis.span_s if d < len(run.busy_s) else 0.0)
+        mid = coord(y + ROW / 2 + 4)
+        out.append(f'<rect class="lane" x="{axis.left}" y="{y + 2}" width="{axis.plot_width}" '
+                   f'height="{ROW - 4}"/><text x="8" y="{mid}">{esc(devs[d].name)} <tspan '
+                   f'class="muted">{esc(label)}</tspan></text><text class="muted" '
+                   f'x="{axis.left + axis.plot_width + 8}" y="{mid}">busy {100 * busy:.0f}%'
+                   '</text>')
+    out.append('<g class="axis">')
+    for t in axis.ticks():
+        x = coord(axis.x(t))
+        out.append(f'<line class="gridline" x1="{x}" x2="{x}" y1="{top}" y2="{bottom}"/>'
+                   f'<text x="{x}" y="{bottom + 14}" text-anchor="middle">'
+                   f'{esc(tick_seconds(t))}</text>')
+    out.append('</g>')
+    if span > 0:
+        x = coord(axis.x(span))
+        out.append(f'<line class="ms-mark" x1="{x}" x2="{x}" y1="{top - 6}" y2="{bottom}"/>'
+                   f'<text x="{x}" y="{top - 9}" text-anchor="middle">iteration '
+                   f'{esc(format_seconds(span))}</text>')
+    out.append('<g class="tasks">')
+    for row, d in enumerate(lanes):
+        for task in lanes[d]:
+            out.append(_bar(task, top + row * ROW + 4, axis, devs[d].name,
+                            _ops_text(ops, run.stages[task.stage].ops)))
+    out.append('</g></svg>')
+    return "".join(out)
+
+
+def _ops_text(ops: Sequence[Op], members: Sequence[int]) -> str:
+    names = [ops[i].name for i in members]
+    return "" if not names else names[0] if len(names) == 1 else f"{names[0]} … {names[-1]}"
+
+
+def _bar(t: Task, y: float, axis: TimeAxis, device: str, ops: str) -> str:
+    x0 = axis.x(t.start_s)
+    w = max(axis.x(t.end_s) - x0, 0.6)
+    colour = COLOURS[t.microbatch % len(COLOURS)]
+    way = "forward" if t.forward else "backward"
+    tag = f"{'F' if t.forward else 'B'}{t.microbatch}"
+    opacity = "" if t.forward else f' fill-opacity="{BACKWARD_OPACITY}"'
+    tip = (f"micro-batch {t.microbatch} {way} · stage {t.stage} on {device}"
+           + (f" ({ops})" if ops else "")
+           + f"\n{format_seconds(t.start_s)} → {format_seconds(t.end_s)} "
+           f"({format_seconds(t.end_s - t.start_s)})")
+    bar = (f'<rect class="task" data-mb="{t.microbatch}" data-dir="'
+           f'{"fwd" if t.forward else "bwd"}" data-stage="{t.stage}" x="{coord(x0)}" '
+           f'y="{coord(y)}" width="{coord(w)}" height="{ROW - 8}" fill="{colour}"{opacity} '
+           f'stroke="rgba(0,0,0,.35)" stroke-width=".5" data-tip="{esc(tip)}"/>')
+    if w > 7 * len(tag) + 4:
+        bar += (f'<text class="oplabel" x="{coord(x0 + w / 2)}" y="{coord(y + 15)}" '
+                f'text-anchor="middle">{tag}</text>')
+    return bar
+
+
+def _stages_table(problem: Problem, run: PipelineRun) -> str:
+    devs = problem.cluster.devices
+    body = []
+    for k, s in enumerate(run.stages):
+        held, cap = run.memory_bytes[s.device], devs[s.device].memory_bytes
+        over = ' class="status-bad"' if held > cap else ""
+        body.append(f'<tr><td>{k}</td><td class="l">{esc(devs[s.device].name)}</td>'
+                    f'<td>{len(s.ops)}</td><td>{esc(_s(s.busy_s))}</td>'
+                    f'<td>{esc(_s(s.load_s))}</td><td{over}>{esc(format_bytes(int(held)))}'
+                    f'</td><td>{esc(format_bytes(cap))}</td></tr>')
+    return ('<table class="stages"><thead><tr><th>stage</th><th class="l">device</th>'
+            '<th>ops</th><th>busy</th><th>load</th><th>memory held</th><th>cap</th></tr>'
+            f'</thead><tbody>{"".join(body)}</tbody></table>')
+
+
+def _compared_table(compared: Sequence[Row]) -> str:
+    cols = ("plan", "algorithm", "stages", "period T", "iteration", "per micro-batch",
+            "bubble", "fits")
+    head = "".join(f'<th{LEFT_CELL if c in ("plan", "algorithm") else ""}>{esc(c)}</th>'
+                   for c in cols)
+    body = []
+    for r in compared:
+        cells = (r.label, r.algorithm, str(len(r.run.stages)), _s(r.run.period_s),
+                 _s(r.run.iteration_s), _s(r.run.time_per_microbatch_s),
+                 f"{r.run.bubble_fraction:.1%}", "yes" if r.fits else "no")
+        body.append("<tr>" + "".join(
+            f'<td{LEFT_CELL if k < 2 else BAD_CELL if k == 7 and not r.fits else ""}>'
+            f'{esc(v)}</td>' for k, v in enumerate(cells)) + "</tr>")
+    return (f'<table class="compared"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>')

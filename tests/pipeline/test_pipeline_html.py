@@ -1,0 +1,252 @@
+"""The micro-batch timeline (issue 26, item 4): task times against hand-derived GPipe and
+1F1B timelines, and the pipeline section of `solve --html`.
+
+On a chain of S uniform stages (stage k on device k, forward t_f and backward t_b, no
+communication to speak of), GPipe runs stage k's forward of micro-batch m at
+(k + m) t_f and its backward at (S + M - 1) t_f + (S - 1 - k + m) t_b; 1F1B's times follow
+from its order (min(S - k - 1, M) forwards, then one forward and one backward in turn) and
+the two dependencies (a forward after the previous stage's, a backward after the next
+stage's), derived below by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pipe_support import chain_spec
+from typer.testing import CliRunner
+
+import planner
+from planner.cli import app
+from planner.model import Problem
+from planner.pipeline.schedule import PipelineRun, run
+from planner.pipeline.split import Split
+from planner.pipeline.units import units
+from planner.plan import Plan
+from planner.render.html import plan_report_html
+from planner.render.pipeline_html import pipeline_view
+from planner.simulate import simulate
+from planner.units import format_seconds
+
+MS = 1e-3
+#: the chain's 1 MB activations over 1e15 B/s: a nanosecond per transfer
+TOL = 1e-7
+
+Key = tuple[int, int, bool]  # (stage, micro-batch, forward?)
+
+
+def _chain(problem: Problem) -> tuple[tuple[int, ...], PipelineRun]:
+    n = units(problem).count
+    placement = Split(tuple(range(n + 1)), tuple(range(n))).placement(problem)
+    assert problem.pipeline is not None
+    return placement, run(problem, placement, problem.pipeline)
+
+
+def _times(r: PipelineRun) -> dict[Key, tuple[float, float]]:
+    out = {(t.stage, t.microbatch, t.forward): (t.start_s, t.end_s) for t in r.tasks}
+    assert len(out) == len(r.tasks)  # one task per (stage, micro-batch, direction)
+    return out
+
+
+def _one_f_one_b(stages: int, mb: int, tf: float, tb: float) -> dict[Key, tuple[float, float]]:
+    """1F1B by hand: each device's order, each task as soon as its device is free and its
+    input is there."""
+    orders = []
+    for k in range(stages):
+        warm = min(stages - k - 1, mb)
+        seq = [(k, m, True) for m in range(warm)]
+        f = warm
+        for m in range(mb):
+            if f < mb:
+                seq.append((k, f, True))
+                f += 1
+            seq.append((k, m, False))
+        orders.append(seq)
+    done: dict[Key, tuple[float, float]] = {}
+    free = [0.0] * stages
+    at = [0] * stages
+    while len(done) < 2 * stages * mb:
+        moved = False
+        for k in range(stages):
+            if at[k] == len(orders[k]):
+                continue
+            _, m, fwd = orders[k][at[k]]
+            need = ((k - 1, m, True) if fwd else (k + 1, m, False) if k + 1 < stages
+                    else (k, m, True))
+            if fwd and k == 0:
+                ready = 0.0
+            elif need in done:
+                ready = done[need][1]
+            else:
+                continue
+            start = max(free[k], ready)
+            done[(k, m, fwd)] = (start, start + (tf if fwd else tb))
+            free[k] = start + (tf if fwd else tb)
+            at[k] += 1
+            moved = True
+        assert moved
+    return done
+
+
+@pytest.mark.parametrize(("stages", "mb"), [(2, 1), (3, 4), (4, 3)])
+def test_gpipe_tasks_follow_the_wavefront(stages: int, mb: int) -> None:
+    tf, tb = 2.0, 3.0
+    _, r = _chain(chain_spec([tf] * stages, [tb] * stages, microbatches=mb,
+                             schedule="gpipe"))
+    times = _times(r)
+    assert len(times) == stages * mb * 2
+    for k in range(stages):
+        assert {t.device for t in r.tasks if t.stage == k} == {k}
+        for m in range(mb):
+            fwd = (k + m) * tf
+            bwd = (stages + mb - 1) * tf + (stages - 1 - k + m) * tb
+            assert times[(k, m, True)] == pytest.approx((fwd * MS, (fwd + tf) * MS), abs=TOL)
+            assert times[(k, m, False)] == pytest.approx((bwd * MS, (bwd + tb) * MS), abs=TOL)
+
+
+def test_1f1b_on_two_stages_by_hand() -> None:
+    _, r = _chain(chain_spec([2.0, 2.0], [3.0, 3.0], microbatches=3, schedule="1f1b"))
+    expected = {  # stage 0: F0 F1 B0 F2 B1 B2; stage 1: F0 B0 F1 B1 F2 B2 (ms)
+        (0, 0, True): (0, 2), (0, 1, True): (2, 4), (0, 0, False): (7, 10),
+        (0, 2, True): (10, 12), (0, 1, False): (12, 15), (0, 2, False): (17, 20),
+        (1, 0, True): (2, 4), (1, 0, False): (4, 7), (1, 1, True): (7, 9),
+        (1, 1, False): (9, 12), (1, 2, True): (12, 14), (1, 2, False): (14, 17)}
+    times = _times(r)
+    assert times.keys() == expected.keys()
+    for key, (s, e) in expected.items():
+        assert times[key] == pytest.approx((s * MS, e * MS), abs=TOL)
+
+
+@pytest.mark.parametrize(("stages", "mb"), [(3, 5), (4, 8), (4, 2)])
+def test_1f1b_tasks_are_the_hand_derived_schedule(stages: int, mb: int) -> None:
+    tf, tb = 2.0, 3.0
+    _, r = _chain(chain_spec([tf] * stages, [tb] * stages, microbatches=mb, schedule="1f1b"))
+    times = _times(r)
+    expected = _one_f_one_b(stages, mb, tf, tb)
+    assert times.keys() == expected.keys()
+    for key, (s, e) in expected.items():
+        assert times[key] == pytest.approx((s * MS, e * MS), abs=TOL), key
+    assert max(e for _, e in times.values()) == pytest.approx(r.iteration_s, abs=TOL)
+
+
+def test_inference_has_forward_tasks_only() -> None:
+    _, r = _chain(chain_spec([2.0, 2.0, 2.0], None, microbatches=4))
+    assert len(r.tasks) == 3 * 4 and all(t.forward for t in r.tasks)
+    assert _times(r)[(2, 3, True)] == pytest.approx(((2 + 3) * 2 * MS, 6 * 2 * MS), abs=TOL)
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_one_device_runs_its_tasks_back_to_back(schedule: str) -> None:
+    p = chain_spec([2.0, 1.0], [3.0, 3.0], microbatches=3, schedule=schedule)
+    assert p.pipeline is not None
+    r = run(p, (0,) * len(p.graph.ops), p.pipeline)
+    assert len(r.tasks) == 6 and {t.device for t in r.tasks} == {0}
+    spans = sorted((t.start_s, t.end_s) for t in r.tasks)
+    assert spans[0][0] == 0.0 and spans[-1][1] == pytest.approx(r.iteration_s)
+    assert all(a[1] == pytest.approx(b[0]) for a, b in zip(spans, spans[1:], strict=False))
+    first = [t.forward for t in sorted(r.tasks, key=lambda t: t.start_s)]
+    assert first[:3] == ([True] * 3 if schedule == "gpipe" else [True, False, True])
+
+
+def test_interleaved_tasks_are_per_virtual_stage() -> None:
+    p = planner.loads(_interleaved_text()).plan("p")
+    assert p.pipeline is not None and p.pipeline.stages_per_device == 2
+    n = units(p).count
+    placement = Split(tuple(range(n + 1)), (0, 1, 0, 1)).placement(p)
+    r = run(p, placement, p.pipeline)
+    assert r.schedule == "interleaved"
+    assert len(_times(r)) == 4 * 4 * 2
+    for d in (0, 1):  # a device runs one task at a time
+        spans = sorted((t.start_s, t.end_s) for t in r.tasks if t.device == d)
+        assert all(a[1] <= b[0] + TOL for a, b in zip(spans, spans[1:], strict=False))
+
+
+def _interleaved_text() -> str:
+    ops = "\n".join(f"  op f{k} {{ time 1 ms; output 1 MB }}\n"
+                    f"  op f{k}.bwd {{ time 2 ms; backward_of f{k} }}\n"
+                    f"  f{k} -> f{k}.bwd\n  colocate f{k}, f{k}.bwd" for k in range(4))
+    edges = "\n".join(f"  f{k} -> f{k + 1}\n  f{k + 1}.bwd -> f{k}.bwd {{ bytes 1 MB }}"
+                      for k in range(3))
+    return ("cluster c { device d[0..1] { memory 64 GiB }\n"
+            "  link d[0..1] <-> d[0..1] { bandwidth 1000000 GB/s latency 0 s } }\n"
+            f"graph g {{\n{ops}\n{edges}\n}}\n"
+            "plan p { graph g; cluster c; objective pipeline; microbatches 4; "
+            "schedule interleaved; stages_per_device 2 }\n")
+
+
+# -- the HTML ---------------------------------------------------------------------------
+
+
+def _section(page: str) -> str:
+    return page[page.index("<h2>Pipeline</h2>"):page.index("<h2>One pass</h2>")]
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_html_draws_one_bar_per_stage_microbatch_and_direction(schedule: str) -> None:
+    stages, mb = 3, 4
+    p = chain_spec([2.0] * stages, [3.0] * stages, microbatches=mb, schedule=schedule)
+    placement, r = _chain(p)
+    view = pipeline_view(p, placement, "given", 0.0)
+    assert view.rows[-1].run is r and view.rows[-1].label == "this plan"
+    page = plan_report_html(p, simulate(p, Plan(placement)), pipeline=view)
+    section = _section(page)
+    assert section.count('data-chart="pipeline"') == 1
+    bars = set(re.findall(r'<rect class="task" data-mb="(\d+)" data-dir="(fwd|bwd)" '
+                          r'data-stage="(\d+)"', section))
+    assert len(re.findall(r'<rect class="task"', section)) == stages * mb * 2
+    assert bars == {(str(m), d, str(k)) for m in range(mb) for d in ("fwd", "bwd")
+                    for k in range(stages)}
+    for label, value in (("iteration (simulated)", r.iteration_s),
+                         ("per micro-batch", r.time_per_microbatch_s),
+                         ("period T", r.period_s)):
+        assert f"<span>{label}</span><b>{format_seconds(value)}</b>" in section
+    assert f"<span>bubble</span><b>{r.bubble_fraction:.1%}</b>" in section
+    assert f"<span>period bound</span><b>{format_seconds(view.bound.period_s)}" in section
+    for label in ("one device", "uniform split", "this plan"):
+        assert f'<td class="l">{label}</td>' in section
+    # the one-pass charts are still there, after the section
+    assert page.count('data-chart="gantt"') == 1
+    assert "href" not in section and "src=" not in section and "<link" not in section
+
+
+def test_a_makespan_plans_page_has_no_pipeline_section() -> None:
+    p = chain_spec([2.0, 2.0], [3.0, 3.0])
+    flat = planner.loads(_interleaved_text().replace(
+        "objective pipeline; microbatches 4; schedule interleaved; stages_per_device 2",
+        "objective makespan")).plan("p")
+    assert p.pipeline is not None and flat.pipeline is None
+    result = simulate(flat, Plan((0, 0, 1, 1, 0, 0, 1, 1)))
+    page = plan_report_html(flat, result)
+    assert page == plan_report_html(flat, result, pipeline=None)
+    assert "Pipeline" not in page and 'class="task"' not in page and "One pass" not in page
+
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+DEVICE = "<b>gpu</b>"
+
+
+def test_solve_html_escapes_names_in_the_pipeline_section(tmp_path: Path) -> None:
+    op, bwd = f'"{HOSTILE}"', f'"{HOSTILE}.bwd"'
+    (tmp_path / "s.plan").write_text(
+        f'cluster c {{ device "{DEVICE}" {{ memory 1 GiB }}  device d1 {{ memory 1 GiB }}\n'
+        f'  link "{DEVICE}" <-> d1 {{ bandwidth 1000 GB/s }} }}\n'
+        f"graph g {{\n  op {op} {{ time 2 ms; output 1 MB }}\n"
+        "  op f1 { time 2 ms; output 1 MB }\n"
+        f"  op {bwd} {{ time 3 ms; backward_of {op} }}\n"
+        "  op f1.bwd { time 3 ms; backward_of f1 }\n"
+        f"  {op} -> f1\n  {op} -> {bwd}\n  f1 -> f1.bwd\n  f1.bwd -> {bwd} {{ bytes 1 MB }}\n"
+        f"  colocate {op}, {bwd}\n  colocate f1, f1.bwd\n}}\n"
+        "plan p { graph g; cluster c; objective pipeline; microbatches 3; schedule gpipe }\n",
+        encoding="utf-8")
+    res = CliRunner().invoke(app, ["solve", str(tmp_path / "s.plan"), "--json",
+                                   "--html", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    section = _section(page)
+    assert "<img" not in page and "<b>gpu" not in page
+    assert "&lt;b&gt;gpu&lt;/b&gt;" in section and "&lt;img src=x onerror=alert(1)&gt;" in section
+    stages = int(re.findall(r"<span>stages</span><b>(\d+)</b>", section)[0])
+    assert section.count('<rect class="task"') == stages * 3 * 2
+    assert "<script" not in section
