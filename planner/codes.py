@@ -154,6 +154,8 @@ TABLE: tuple[Code, ...] = (
                     "FIFO, a folder, or a symlink to one): nothing is written"),
     Code("E623", 4, "writing an output failed (a full disk, an I/O error): the file is left "
                     "as it was"),
+    Code("E624", 2, "`compare --microbatches` with no point under the pipeline objective "
+                    "(add `--objective pipeline`)"),
     Code("E640", 2, "options that contradict each other (`--json` with another `--format`, ...)"),
     Code("W640", 0, "a spec not in the canonical layout (`fmt --check`, `fmt --diff`)"),
     Code("E641", 1, "`fmt -`: standard input that is not valid UTF-8"),

@@ -1,4 +1,5 @@
-"""`planner compare`: algorithms side by side across bandwidths, memory caps and devices.
+"""`planner compare`: algorithms side by side across bandwidths, memory caps, devices,
+objectives and micro-batch counts.
 
 A thin shell over `planner.compare`: parse the options, run the sweep with a progress bar on
 stderr, print the tables on stdout (or the rows as JSON with `--json`), write `--out` and
@@ -28,7 +29,7 @@ from rich.progress import (
 
 from ..algorithms import completions, names, taking
 from ..compare import sweep
-from ..compare.rows import Row, to_json_row, write_rows
+from ..compare.rows import Row, columns, to_json_row, write_rows
 from ..compare.sweep import DEFAULT_ALGORITHMS, SweepResult, best_plans, plan_sweep
 from ..errors import render_all
 from ..files import check_outputs
@@ -68,6 +69,13 @@ def compare_command(
     devices: Annotated[str | None, typer.Option(
         "--devices", help="Keep the first N devices of the cluster (2,4,8); pins to removed "
         "devices are dropped (noted in the row's reason). Default: all.")] = None,
+    objective: Annotated[str | None, typer.Option(
+        "--objective", help="Plan each point for its makespan (one pass) or as a pipeline "
+        "(makespan,pipeline); a plan without pipeline settings gets 1f1b and 8 "
+        "micro-batches. Default: as the spec says.")] = None,
+    microbatches: Annotated[str | None, typer.Option(
+        "--microbatches", help="The pipeline's micro-batch counts (4,8,16), for points "
+        "under the pipeline objective. Default: as the spec says.")] = None,
     time_limit: Annotated[float, typer.Option("--time-limit", help=_HELP_TIME_LIMIT)] = 60.0,
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", help="Worker processes (default: the machine's cores).",
@@ -91,17 +99,20 @@ def compare_command(
     """Compare placement algorithms across specs, bandwidths, memory caps and device counts."""
     with guard("compare", as_json) as report:
         _compare(report, specs, algos, plan=plan, bandwidth=bandwidth, memory=memory,
-                 devices=devices, time_limit=time_limit, jobs=jobs, executor=executor,
-                 out=out, html=html, resume=resume)
+                 devices=devices, objective=objective, microbatches=microbatches,
+                 time_limit=time_limit, jobs=jobs, executor=executor, out=out, html=html,
+                 resume=resume)
 
 
 def _compare(report: JsonReport, specs: list[Path] | None, algos: str, *, plan: str | None,
              bandwidth: str | None, memory: str | None, devices: str | None,
-             time_limit: float, jobs: int | None, executor: str, out: Path | None,
-             html: Path | None, resume: Path | None) -> None:
+             objective: str | None, microbatches: str | None, time_limit: float,
+             jobs: int | None, executor: str, out: Path | None, html: Path | None,
+             resume: Path | None) -> None:
     check_outputs({"--out": out, "--html": html, "--resume": resume})
     points = plan_sweep(specs or [], algos, plan=plan, bandwidths=bandwidth, memories=memory,
-                        devices=devices, time_limit_s=time_limit)
+                        devices=devices, objectives=objective, microbatches=microbatches,
+                        time_limit_s=time_limit)
     err = Console(stderr=True, soft_wrap=False)
     if points.warnings:
         report.diagnostics.extend(points.warnings)
@@ -122,7 +133,8 @@ def _compare(report: JsonReport, specs: list[Path] | None, algos: str, *, plan: 
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
     if report.enabled:
-        report.result = [to_json_row(r) for r in result.rows]
+        fields = columns(result.rows)
+        report.result = [to_json_row(r, fields) for r in result.rows]
     else:
         print_tables(stdout_console(), result.rows)
     if out is not None:

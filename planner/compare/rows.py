@@ -4,6 +4,19 @@ One row per run (spec × plan × algorithm × setting), tidy data for pandas. Ev
 every field of `FIELDS`, in that order; a missing value is `None` (an empty CSV cell,
 `null` in JSON). Rows are deterministic except the fields in `TIMING_FIELDS`.
 
+Files and `--json` hold the columns that apply (`columns`): a sweep of plans under the
+makespan objective only, with `--objective` and `--microbatches` left at `spec`, has the
+columns it had before those options existed. Rows read from an older file get `spec` for
+the settings it lacks (`SETTING_DEFAULTS`), so resuming one carries on where it stopped.
+
+Under the pipeline objective a row has, besides the one-pass columns (makespan, bound,
+peak memory), the plan run as the pipeline (`planner.pipeline.schedule.run`):
+`iteration_s`, `time_per_microbatch_s`, `period_s`, `bubble_fraction`, the bounds
+(`planner.pipeline.bound`), and `pipeline_fits` with the most loaded device's pipeline
+memory; `status`, `feasible` and `violations` are then the pipeline's verdict (as `planner
+solve` judges a pipeline plan: every one-pass rule but memory, and the pipeline's memory),
+and "best" (`ratio_to_best`, wins) is the shortest iteration (`score`).
+
 Statuses:
 
 - `optimal`, `feasible`, `fallback` — the algorithm's own status, and the simulator found
@@ -35,7 +48,16 @@ from ..algorithms import names as algorithm_names
 from ..errors import Diagnostic, Span, UsageError
 from ..files import write_text_atomic
 from ..strictjson import dumps as strict_dumps
-from .settings import Setting, bandwidth_key, devices_key, memory_key
+from .settings import (
+    DEFAULT_MICROBATCHES,
+    DEFAULT_OBJECTIVE,
+    Setting,
+    bandwidth_key,
+    devices_key,
+    memory_key,
+    microbatches_key,
+    objective_key,
+)
 
 Row = dict[str, Any]
 
@@ -47,6 +69,8 @@ FIELDS: tuple[tuple[str, type], ...] = (
     ("bandwidth", str),
     ("memory", str),
     ("devices", str),
+    ("objective", str),
+    ("microbatches", str),
     ("time_limit_s", float),
     ("status", str),
     ("reason", str),
@@ -73,6 +97,20 @@ FIELDS: tuple[tuple[str, type], ...] = (
     ("gap", float),
     ("objective_s", float),
     ("bound_s", float),
+    # under the pipeline objective only (PIPELINE_FIELDS)
+    ("schedule", str),
+    ("n_microbatches", int),
+    ("iteration_s", float),
+    ("time_per_microbatch_s", float),
+    ("period_s", float),
+    ("bubble_fraction", float),
+    ("period_bound_s", float),
+    ("iteration_bound_s", float),
+    ("period_gap", float),
+    ("pipeline_fits", bool),
+    ("pipeline_memory_bytes", int),
+    ("pipeline_memory_cap_bytes", int),
+    ("pipeline_memory_device", str),
 )
 FIELD_NAMES: tuple[str, ...] = tuple(name for name, _ in FIELDS)
 _TYPES: dict[str, type] = dict(FIELDS)
@@ -85,10 +123,29 @@ OK_STATUSES: frozenset[str] = frozenset({"optimal", "feasible", "fallback"})
 RETRY_STATUSES: frozenset[str] = frozenset({"crashed"})
 #: the fields that identify a point (a row's key for resuming)
 KEY_FIELDS: tuple[str, ...] = ("spec", "plan", "algorithm", "bandwidth", "memory", "devices",
-                               "time_limit_s")
+                               "objective", "microbatches", "time_limit_s")
 #: the fields that identify a group of rows compared with each other (same problem)
 GROUP_FIELDS: tuple[str, ...] = ("spec", "plan", "bandwidth", "memory", "devices",
-                                 "time_limit_s")
+                                 "objective", "microbatches", "time_limit_s")
+#: the settings added after the first files were written, and their value in those files
+SETTING_DEFAULTS: dict[str, str] = {"objective": DEFAULT_OBJECTIVE,
+                                    "microbatches": DEFAULT_MICROBATCHES}
+#: the columns of a run under the pipeline objective (empty for every other run)
+PIPELINE_FIELDS: tuple[str, ...] = FIELD_NAMES[FIELD_NAMES.index("schedule"):]
+
+
+def columns(rows: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The columns that apply to `rows` (module docstring): every field, less the settings
+    `objective` and `microbatches` when every row has them at `spec`, and less
+    `PIPELINE_FIELDS` when no row is a pipeline run or asked to be one."""
+    settings = pipeline = False
+    for r in rows:
+        settings = settings or any(r.get(k) not in (None, v) for k, v in SETTING_DEFAULTS.items())
+        pipeline = pipeline or r.get("objective") == "pipeline" or is_pipeline(r)
+        if settings and pipeline:
+            return FIELD_NAMES
+    return tuple(k for k in FIELD_NAMES if (settings or k not in SETTING_DEFAULTS)
+                 and (pipeline or k not in PIPELINE_FIELDS))
 
 
 def empty_row(**values: Any) -> Row:
@@ -117,13 +174,31 @@ def _norm_limit(v: Any) -> float | None:
 
 def row_setting(row: Mapping[str, Any]) -> Setting:
     """The setting of a row."""
-    return Setting(row["bandwidth"], row["memory"], row["devices"])
+    return Setting(row["bandwidth"], row["memory"], row["devices"],
+                   row.get("objective") or DEFAULT_OBJECTIVE,
+                   row.get("microbatches") or DEFAULT_MICROBATCHES)
+
+
+def is_pipeline(row: Mapping[str, Any]) -> bool:
+    """Whether the row was run as a pipeline (it has the pipeline's figures)."""
+    return row.get("n_microbatches") is not None
+
+
+def score(row: Mapping[str, Any]) -> float | None:
+    """What "best" minimises: the simulated iteration under the pipeline objective, else
+    the simulated makespan (None when the row has no such finite number)."""
+    v = row.get("iteration_s") if is_pipeline(row) else row.get("makespan_s")
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+        return float(v)
+    return None
 
 
 def is_ok(row: Mapping[str, Any]) -> bool:
-    """Whether the row has a valid plan and a finite makespan."""
+    """Whether the row has a valid plan and a finite makespan (and, under the pipeline
+    objective, a finite iteration)."""
     ms = row.get("makespan_s")
-    return row.get("status") in OK_STATUSES and isinstance(ms, (int, float)) and math.isfinite(ms)
+    return (row.get("status") in OK_STATUSES and isinstance(ms, (int, float))
+            and math.isfinite(ms) and score(row) is not None)
 
 
 def _algo_position(name: str) -> tuple[int, str]:
@@ -132,8 +207,12 @@ def _algo_position(name: str) -> tuple[int, str]:
 
 
 def sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    """Deterministic order: spec, plan, devices, memory, bandwidth, time limit, algorithm."""
-    return (row["spec"], row["plan"], devices_key(row["devices"]), memory_key(row["memory"]),
+    """Deterministic order: spec, plan, objective, micro-batches, devices, memory,
+    bandwidth, time limit, algorithm."""
+    return (row["spec"], row["plan"],
+            objective_key(row.get("objective") or DEFAULT_OBJECTIVE),
+            microbatches_key(row.get("microbatches") or DEFAULT_MICROBATCHES),
+            devices_key(row["devices"]), memory_key(row["memory"]),
             bandwidth_key(row["bandwidth"]), _norm_limit(row["time_limit_s"]) or 0.0,
             _algo_position(row["algorithm"]))
 
@@ -141,25 +220,28 @@ def sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
 def finalize(rows: Iterable[Row]) -> list[Row]:
     """Sorted copies of `rows` with `ratio_to_best` filled in per group.
 
-    The best row of a group is the one with the smallest simulated makespan among the rows
-    with a valid plan; other rows get `None`.
+    The best row of a group is the one with the smallest `score` (simulated makespan, or
+    iteration under the pipeline objective) among the rows with a valid plan; other rows
+    get `None`.
     """
     out = [dict(r) for r in rows]
     best: dict[tuple[Any, ...], float] = {}
     for r in out:
-        if is_ok(r):
+        v = score(r)
+        if is_ok(r) and v is not None:
             k = group_key(r)
-            best[k] = min(best.get(k, math.inf), r["makespan_s"])
+            best[k] = min(best.get(k, math.inf), v)
     for r in out:
         b = best.get(group_key(r))
-        r["ratio_to_best"] = (r["makespan_s"] / b if is_ok(r) and b is not None and b > 0
-                              else (1.0 if is_ok(r) and b == 0 else None))
+        v = score(r) if is_ok(r) else None
+        r["ratio_to_best"] = (v / b if v is not None and b is not None and b > 0
+                              else (1.0 if v is not None and b == 0 else None))
     out.sort(key=sort_key)
     return out
 
 
 def wins(rows: Sequence[Mapping[str, Any]], rel_tol: float = 1e-9) -> dict[str, dict[str, int]]:
-    """Per algorithm: `wins` (groups where it had the best makespan, ties all win),
+    """Per algorithm: `wins` (groups where it had the best `score`, ties all win),
     `groups` (groups it ran in), `ok` and `failed` row counts. Algorithms in registry order.
     """
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
@@ -168,13 +250,13 @@ def wins(rows: Sequence[Mapping[str, Any]], rel_tol: float = 1e-9) -> dict[str, 
     stats: dict[str, dict[str, int]] = {}
     for members in groups.values():
         ok = [r for r in members if is_ok(r)]
-        best = min((r["makespan_s"] for r in ok), default=None)
+        best = min((score(r) or 0.0 for r in ok), default=None)
         for r in members:
             s = stats.setdefault(r["algorithm"], {"wins": 0, "groups": 0, "ok": 0, "failed": 0})
             s["groups"] += 1
             if is_ok(r):
                 s["ok"] += 1
-                if best is not None and r["makespan_s"] <= best * (1 + rel_tol):
+                if best is not None and (score(r) or 0.0) <= best * (1 + rel_tol):
                     s["wins"] += 1
             else:
                 s["failed"] += 1
@@ -190,9 +272,10 @@ def _json_value(v: Any) -> Any:
     return v
 
 
-def to_json_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The row with every field, in order, non-finite floats as `None`."""
-    return {k: _json_value(row.get(k)) for k in FIELD_NAMES}
+def to_json_row(row: Mapping[str, Any],
+                fields: Sequence[str] = FIELD_NAMES) -> dict[str, Any]:
+    """The row with `fields` (default every field), in order, non-finite floats as `None`."""
+    return {k: _json_value(row.get(k)) for k in fields}
 
 
 def _from_text(name: str, text: str) -> Any:
@@ -221,9 +304,17 @@ def _coerce(name: str, value: Any) -> Any:
     return value
 
 
+def _with_defaults(row: Row) -> Row:
+    for k, v in SETTING_DEFAULTS.items():
+        if row.get(k) is None:
+            row[k] = v
+    return row
+
+
 def from_json_row(obj: Mapping[str, Any]) -> Row:
-    """A row from a JSON object (missing fields `None`, unknown fields dropped)."""
-    return {k: _coerce(k, obj.get(k)) for k in FIELD_NAMES}
+    """A row from a JSON object (missing fields `None`, missing settings `spec`, unknown
+    fields dropped)."""
+    return _with_defaults({k: _coerce(k, obj.get(k)) for k in FIELD_NAMES})
 
 
 def _csv_cell(v: Any) -> str:
@@ -249,22 +340,26 @@ def file_format(path: str | os.PathLike[str]) -> str:
     return "jsonl"
 
 
-def dumps_rows(rows: Sequence[Mapping[str, Any]], fmt: str) -> str:
-    """Rows as CSV (with a header), a JSON array, or JSON lines."""
+def dumps_rows(rows: Sequence[Mapping[str, Any]], fmt: str,
+               fields: Sequence[str] | None = None) -> str:
+    """Rows as CSV (with a header), a JSON array, or JSON lines, with `fields` (default:
+    the `columns` that apply to them)."""
+    fields = columns(rows) if fields is None else fields
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(FIELD_NAMES)
+        w.writerow(fields)
         for r in rows:
-            w.writerow([_csv_cell(r.get(k)) for k in FIELD_NAMES])
+            w.writerow([_csv_cell(r.get(k)) for k in fields])
         return buf.getvalue()
     if fmt == "json":
-        return strict_dumps([to_json_row(r) for r in rows], indent=2) + "\n"
-    return "".join(strict_dumps(to_json_row(r)) + "\n" for r in rows)
+        return strict_dumps([to_json_row(r, fields) for r in rows], indent=2) + "\n"
+    return "".join(strict_dumps(to_json_row(r, fields)) + "\n" for r in rows)
 
 
 def write_rows(path: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]]) -> None:
-    """Write rows atomically, in the format the suffix names (`file_format`)."""
+    """Write rows atomically, in the format the suffix names (`file_format`), with the
+    columns that apply to them (`columns`)."""
     write_text_atomic(path, dumps_rows(rows, file_format(path)))
 
 
@@ -302,7 +397,8 @@ def parse_rows(text: str, fmt: str) -> tuple[list[Row], int]:
                 if len(cells) != len(header):
                     break
                 obj = dict(zip(header, cells, strict=True))
-                rows.append({k: _from_text(k, obj.get(k, "")) for k in FIELD_NAMES})
+                rows.append(_with_defaults({k: _from_text(k, obj.get(k, ""))
+                                            for k in FIELD_NAMES}))
         elif body.strip():
             try:
                 obj = json.loads(body)
@@ -359,20 +455,24 @@ class ResumeLog:
                 "`planner compare`; not touching the file", Span(str(self.path), line, 1),
                 ("give a new file, or a CSV / JSONL file an earlier sweep wrote",)))
         self.rows = rows
-        if self.path.exists() and good < len(text):
+        if self.fmt == "csv" and good > 0 and text.split("\n", 1)[0] != ",".join(FIELD_NAMES):
+            # another set of columns (an older version's, or those `columns` kept): the
+            # rows appended now have every column, so the file gets them all first
+            write_text_atomic(self.path, dumps_rows(rows, "csv", FIELD_NAMES))
+        elif self.path.exists() and good < len(text):
             with open(self.path, "r+b") as fh:
                 fh.truncate(len(text[:good].encode("utf-8")))
         # stays open across appends; `close` closes it
         self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115
         if self.fmt == "csv" and good == 0:
-            self._fh.write(dumps_rows([], "csv"))
+            self._fh.write(dumps_rows([], "csv", FIELD_NAMES))
             self._sync()
         return rows
 
     def append(self, row: Mapping[str, Any]) -> None:
         """Append one row durably."""
         assert self._fh is not None, "ResumeLog.open() first"
-        text = dumps_rows([row], self.fmt)
+        text = dumps_rows([row], self.fmt, FIELD_NAMES)
         if self.fmt == "csv":
             text = text.split("\n", 1)[1]  # no header
         self._fh.write(text)

@@ -1,6 +1,7 @@
-"""Sweep settings: parse `--bandwidth`, `--memory`, `--devices` values; apply them to a Problem.
+"""Sweep settings: parse `--bandwidth`, `--memory`, `--devices`, `--objective`,
+`--microbatches` values; apply them to a Problem.
 
-A setting is three labels, one per dimension, each in a canonical text form so that the
+A setting is five labels, one per dimension, each in a canonical text form so that the
 same setting written two ways (`1GB/s`, `1 GB/s`) is the same point of a sweep and the same
 row of a resume file:
 
@@ -15,6 +16,13 @@ row of a resume file:
   the point of `--devices` is to ask what the graph does on a smaller cluster. A plan that
   then cannot run (an op only the removed devices could run, `expert` with an incomplete
   placement) fails on its own terms, with its own status.
+- objective: `spec` (the plan's own objective, the default), `makespan` (one pass through
+  the graph: the plan's pipeline settings are dropped) or `pipeline` (the plan's pipeline
+  settings; a plan without them gets `Pipeline()`'s schedule, 1f1b, and
+  `DEFAULT_PIPELINE_MICROBATCHES` micro-batches).
+- microbatches: `spec` (the plan's count, the default) or `N` (1 to 1024): the pipeline's
+  micro-batch count. It applies only to points under the pipeline objective; the sweep
+  gives every other point the label `spec` (`applies_microbatches`).
 """
 
 from __future__ import annotations
@@ -24,14 +32,24 @@ import math
 import re
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
-from ..errors import Diagnostic, UsageError
-from ..model import Problem
+from ..errors import Diagnostic, UsageError, did_you_mean
+from ..model import Pipeline, Problem
 from ..units import UNITS, format_quantity, parse_number
 
 DEFAULT_BANDWIDTH = "1x"
 DEFAULT_MEMORY = "100%"
 DEFAULT_DEVICES = "all"
+DEFAULT_OBJECTIVE = "spec"
+DEFAULT_MICROBATCHES = "spec"
+#: `--objective` values
+OBJECTIVE_LABELS: tuple[str, ...] = (DEFAULT_OBJECTIVE, "makespan", "pipeline")
+#: micro-batches of `--objective pipeline` on a plan that sets none and no `--microbatches`:
+#: the language's default (1) is one pass with nothing to overlap, not a pipeline
+DEFAULT_PIPELINE_MICROBATCHES = 8
+#: the most micro-batches a plan may ask for (the language's limit)
+MAX_MICROBATCHES = 1024
 
 _QUANTITY = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z/%]*)\s*$")
 
@@ -42,11 +60,14 @@ class SettingError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Setting:
-    """One point of the settings grid: canonical labels for bandwidth, memory and devices."""
+    """One point of the settings grid: canonical labels for bandwidth, memory, devices,
+    objective and micro-batches."""
 
     bandwidth: str = DEFAULT_BANDWIDTH
     memory: str = DEFAULT_MEMORY
     devices: str = DEFAULT_DEVICES
+    objective: str = DEFAULT_OBJECTIVE
+    microbatches: str = DEFAULT_MICROBATCHES
 
 
 # -- parsing ------------------------------------------------------------------------------
@@ -151,10 +172,59 @@ def parse_devices(text: str | None, option: str = "--devices") -> tuple[str, ...
     return _dedupe(out)
 
 
+def parse_objectives(text: str | None, option: str = "--objective") -> tuple[str, ...]:
+    """Objective labels of a comma-separated list (`makespan,pipeline`; `spec`: the plan's
+    own)."""
+    if text is None or not text.strip():
+        return (DEFAULT_OBJECTIVE,)
+    out: list[str] = []
+    for part in _split(text):
+        label = part.lower()
+        if label not in OBJECTIVE_LABELS:
+            raise UsageError(Diagnostic(
+                "E611", f"{option}: `{part}` is not an objective", None,
+                (*did_you_mean(label, OBJECTIVE_LABELS),
+                 f"choose from {', '.join(OBJECTIVE_LABELS)}, e.g. `{option} "
+                 "makespan,pipeline`")))
+        out.append(label)
+    return _dedupe(out)
+
+
+def parse_microbatches(text: str | None, option: str = "--microbatches") -> tuple[str, ...]:
+    """Micro-batch labels of a comma-separated list of counts from 1 to 1024 (`spec`: the
+    plan's own)."""
+    if text is None or not text.strip():
+        return (DEFAULT_MICROBATCHES,)
+    out: list[str] = []
+    for part in _split(text):
+        if part == DEFAULT_MICROBATCHES:
+            out.append(part)
+            continue
+        try:
+            n = int(part)
+        except ValueError:
+            raise _usage(option, part, "a number of micro-batches", "4,8,16") from None
+        if not 1 <= n <= MAX_MICROBATCHES:
+            raise _usage(option, part, f"a number of micro-batches from 1 to "
+                         f"{MAX_MICROBATCHES}", "4,8,16")
+        out.append(str(n))
+    return _dedupe(out)
+
+
 def grid(bandwidths: tuple[str, ...], memories: tuple[str, ...],
-         devices: tuple[str, ...]) -> tuple[Setting, ...]:
-    """Every combination, in the order given (devices outermost, bandwidth innermost)."""
-    return tuple(Setting(b, m, d) for d in devices for m in memories for b in bandwidths)
+         devices: tuple[str, ...], objectives: tuple[str, ...] = (DEFAULT_OBJECTIVE,),
+         microbatches: tuple[str, ...] = (DEFAULT_MICROBATCHES,)) -> tuple[Setting, ...]:
+    """Every combination, in the order given (objective outermost, then micro-batches,
+    devices, memory; bandwidth innermost)."""
+    return tuple(Setting(b, m, d, o, k) for o in objectives for k in microbatches
+                 for d in devices for m in memories for b in bandwidths)
+
+
+def applies_microbatches(problem: Problem, objective: str) -> bool:
+    """Whether a micro-batch count means anything for `problem` under `objective`: the
+    point is under the pipeline objective (asked for, or the plan's own)."""
+    return objective == "pipeline" or (objective == DEFAULT_OBJECTIVE
+                                       and problem.pipeline is not None)
 
 
 # -- ordering (for sorted output and chart axes) ------------------------------------------
@@ -179,9 +249,20 @@ def devices_key(label: str) -> tuple[int, int]:
     return (1, 0) if label == DEFAULT_DEVICES else (0, int(label))
 
 
-def setting_key(s: Setting) -> tuple[tuple[int, float], tuple[int, float], tuple[int, int]]:
-    """Sort key of a setting: bandwidth, then memory, then devices."""
-    return (bandwidth_key(s.bandwidth), memory_key(s.memory), devices_key(s.devices))
+def objective_key(label: str) -> int:
+    """Sort key: `spec`, `makespan`, `pipeline` (unknown labels last)."""
+    return OBJECTIVE_LABELS.index(label) if label in OBJECTIVE_LABELS else len(OBJECTIVE_LABELS)
+
+
+def microbatches_key(label: str) -> tuple[int, int]:
+    """Sort key: `spec` first, then counts ascending."""
+    return (0, 0) if label == DEFAULT_MICROBATCHES or not label.isdigit() else (1, int(label))
+
+
+def setting_key(s: Setting) -> tuple[Any, ...]:
+    """Sort key of a setting: bandwidth, then memory, devices, objective, micro-batches."""
+    return (bandwidth_key(s.bandwidth), memory_key(s.memory), devices_key(s.devices),
+            objective_key(s.objective), microbatches_key(s.microbatches))
 
 
 def _base(label: str, dim: str) -> float:
@@ -245,8 +326,31 @@ def apply_setting(problem: Problem, setting: Setting) -> tuple[Problem, list[str
             bw = _base(setting.bandwidth, "bandwidth")
             links = tuple(dataclasses.replace(lk, bandwidth_Bps=bw) for lk in links)
 
+    pipeline = _pipeline(problem, setting)
     if devices is cluster.devices and links is cluster.links:
-        return problem, warnings
+        if pipeline == problem.pipeline:
+            return problem, warnings
+        return dataclasses.replace(problem, pipeline=pipeline), warnings
     new_cluster = dataclasses.replace(cluster, devices=devices, links=links)
     return dataclasses.replace(problem, cluster=new_cluster, pins=MappingProxyType(pins),
-                               placement=MappingProxyType(placement)), warnings
+                               placement=MappingProxyType(placement),
+                               pipeline=pipeline), warnings
+
+
+def _pipeline(problem: Problem, setting: Setting) -> Pipeline | None:
+    """The problem's pipeline under the setting's objective and micro-batches (module
+    docstring); `SettingError` for micro-batches without a pipeline."""
+    if setting.objective == "makespan":
+        pipeline = None
+    elif setting.objective == "pipeline":
+        pipeline = problem.pipeline or Pipeline(microbatches=DEFAULT_PIPELINE_MICROBATCHES)
+    elif setting.objective == DEFAULT_OBJECTIVE:
+        pipeline = problem.pipeline
+    else:
+        raise SettingError(f"--objective {setting.objective}: not an objective")
+    if setting.microbatches != DEFAULT_MICROBATCHES:
+        if pipeline is None:
+            raise SettingError(f"--microbatches {setting.microbatches}: plan `{problem.name}` "
+                               "is not compared under the pipeline objective")
+        pipeline = dataclasses.replace(pipeline, microbatches=int(setting.microbatches))
+    return pipeline

@@ -1,7 +1,7 @@
 """The sweep engine: plan the points of a sweep, run them (resumable), pick the plans to draw.
 
 A sweep is a list of points, spec × plan × algorithm × setting (bandwidth, memory cap,
-device count; see `planner.compare.settings`). Each point runs in a worker
+device count, objective, micro-batches; see `planner.compare.settings`). Each point runs in a worker
 (`planner.compare.worker.run_point`) through an executor (`planner.compare.executors`):
 load the spec (cached per worker), apply the setting, run the algorithm, simulate its plan,
 compute the lower bound. The result is one row of tidy data (`planner.compare.rows`);
@@ -14,6 +14,7 @@ and, once complete, rewrites FILE sorted with the ratios filled in.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -40,6 +41,7 @@ from .rows import (
     read_rows,
     row_key,
     row_setting,
+    score,
     wins,
     write_rows,
 )
@@ -47,12 +49,17 @@ from .settings import (
     DEFAULT_BANDWIDTH,
     DEFAULT_DEVICES,
     DEFAULT_MEMORY,
+    DEFAULT_MICROBATCHES,
+    DEFAULT_OBJECTIVE,
     Setting,
+    applies_microbatches,
     apply_setting,
     grid,
     parse_bandwidths,
     parse_devices,
     parse_memories,
+    parse_microbatches,
+    parse_objectives,
     setting_key,
 )
 from .worker import Point, PointResult, load_spec, run_point
@@ -159,19 +166,26 @@ def plan_sweep(
     bandwidths: str | Sequence[str] | None = None,
     memories: str | Sequence[str] | None = None,
     devices: str | Sequence[str] | None = None,
+    objectives: str | Sequence[str] | None = None,
+    microbatches: str | Sequence[str] | None = None,
     time_limit_s: float = 60.0,
     root: str | os.PathLike[str] = "specs",
-) -> Sweep:
+) -> Sweep:  # long: one pass over specs and plans, each check where its facts are known
     """The points of a sweep: every plan of every spec × algorithm × setting.
 
     With no `specs`, every `*.plan` under `root` (files there that fail to load are
     skipped with a warning; files named explicitly must load: `SpecError`). Files that
-    define no plan (cluster libraries) contribute nothing. Raises `UsageError` for bad
-    option values, naming the option.
+    define no plan (cluster libraries) contribute nothing. A micro-batch count applies
+    only to a point under the pipeline objective (`settings.applies_microbatches`); the
+    other points of that plan get the label `spec`, once. Raises `UsageError` for bad
+    option values, naming the option, and (E624) for `microbatches` when no point is
+    under the pipeline objective.
     """
     algos = _parse_algorithms(algorithms)
+    mb_labels = parse_microbatches(_labels(microbatches))
     settings = grid(parse_bandwidths(_labels(bandwidths)), parse_memories(_labels(memories)),
-                    parse_devices(_labels(devices)))
+                    parse_devices(_labels(devices)), parse_objectives(_labels(objectives)),
+                    mb_labels)
     if not (isinstance(time_limit_s, (int, float)) and time_limit_s > 0
             and math.isfinite(time_limit_s)):
         raise UsageError(Diagnostic("E618", f"--time-limit: `{time_limit_s}` is not a "
@@ -180,6 +194,8 @@ def plan_sweep(
     warnings: list[Diagnostic] = []
     points: list[Point] = []
     shown_specs: list[str] = []
+    pipelined = False  # whether any point is under the pipeline objective
+    first_plan: tuple[str, str] | None = None  # where E624 points
     for path, explicit in _spec_files(specs, root):
         shown = _display(path)
         try:
@@ -208,10 +224,31 @@ def plan_sweep(
         shown_specs.append(shown)
         absolute = str(path.resolve())
         for name in plans:
+            problem = spec.plans[name]
+            chosen: dict[Setting, None] = {}
             for s in sorted(settings, key=setting_key):
+                if s.microbatches != DEFAULT_MICROBATCHES:
+                    if not applies_microbatches(problem, s.objective):
+                        s = dataclasses.replace(s, microbatches=DEFAULT_MICROBATCHES)
+                    else:
+                        pipelined = True
+                elif applies_microbatches(problem, s.objective):
+                    pipelined = True
+                chosen[s] = None
+            for s in chosen:
                 for a in algos:
                     points.append(Point(shown, absolute, name, a, s.bandwidth, s.memory,
-                                        s.devices, float(time_limit_s)))
+                                        s.devices, float(time_limit_s), s.objective,
+                                        s.microbatches))
+            first_plan = first_plan or (shown, name)
+    if points and mb_labels != (DEFAULT_MICROBATCHES,) and not pipelined:
+        where, plan_name = first_plan or ("", "")
+        raise UsageError(Diagnostic(
+            "E624", f"--microbatches {','.join(mb_labels)}: no plan is compared under the "
+            f"pipeline objective (`{plan_name}` of {where} is planned for its makespan)",
+            Span.start_of(where) if where else None,
+            ("add `--objective pipeline` (or `--objective makespan,pipeline`), or write "
+             "`objective pipeline` in the plan",)))
     if not points:
         where = "the named specs" if specs else f"`{_display(Path(root))}`"
         raise UsageError(Diagnostic(
@@ -312,9 +349,12 @@ class PlanView:
 
 def _preferred_setting(settings: Sequence[Setting]) -> list[Setting]:
     """Settings from most to least preferred for showing "the" plan of a spec: the spec as
-    written if swept, else the least constrained (most devices, memory, bandwidth)."""
+    written if swept, else the least constrained (most devices, memory, bandwidth), the
+    spec's own objective and micro-batches first."""
     default = Setting(DEFAULT_BANDWIDTH, DEFAULT_MEMORY, DEFAULT_DEVICES)
-    rest = sorted((s for s in settings if s != default), key=setting_key, reverse=True)
+    rest = sorted((s for s in settings if s != default), key=lambda s: (
+        s.objective == DEFAULT_OBJECTIVE, s.microbatches == DEFAULT_MICROBATCHES,
+        setting_key(s)[:3]), reverse=True)
     return ([default] if default in settings else []) + rest
 
 
@@ -335,13 +375,14 @@ def best_plans(result: SweepResult) -> list[PlanView]:
         for s in _preferred_setting(settings):
             ok = [r for r in rows if row_setting(r) == s and is_ok(r)]
             if ok:
-                chosen = min(ok, key=lambda r: r["makespan_s"])  # rows are in algo order
+                chosen = min(ok, key=lambda r: score(r) or 0.0)  # rows are in algo order
                 break
         if chosen is None:
             continue
         point = Point(spec, paths.get(spec, spec), plan_name, chosen["algorithm"],
                       chosen["bandwidth"], chosen["memory"], chosen["devices"],
-                      float(chosen["time_limit_s"]))
+                      float(chosen["time_limit_s"]), chosen["objective"],
+                      chosen["microbatches"])
         kept = result.plans.get(row_key(chosen))
         if kept is None:
             res = run_point(point, keep_plan=True)

@@ -18,11 +18,19 @@ from typing import Any
 from .. import algorithms
 from ..bounds import lower_bound, relative_gap
 from ..errors import InfeasibleError, PlannerError, SolverError, SpecError, UsageError
-from ..model import Problem, Spec
-from ..simulate import simulate
+from ..model import Pipeline, Problem, Spec
+from ..pipeline.bound import pipeline_bound
+from ..pipeline.schedule import run as run_pipeline
+from ..simulate import SimResult, Violation, simulate
 from ..spec.load import load_path
 from .rows import Row, empty_row
-from .settings import Setting, SettingError, apply_setting
+from .settings import (
+    DEFAULT_MICROBATCHES,
+    DEFAULT_OBJECTIVE,
+    Setting,
+    SettingError,
+    apply_setting,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,16 +49,26 @@ class Point:
     memory: str
     devices: str
     time_limit_s: float
+    objective: str = DEFAULT_OBJECTIVE
+    microbatches: str = DEFAULT_MICROBATCHES
 
     @property
     def setting(self) -> Setting:
         """The point's setting."""
-        return Setting(self.bandwidth, self.memory, self.devices)
+        return Setting(self.bandwidth, self.memory, self.devices, self.objective,
+                       self.microbatches)
 
     def key(self) -> tuple[Any, ...]:
         """The same tuple as `rows.row_key` of this point's row."""
         return (self.spec, self.plan, self.algorithm, self.bandwidth, self.memory,
-                self.devices, float(self.time_limit_s))
+                self.devices, self.objective, self.microbatches, float(self.time_limit_s))
+
+    def labels(self) -> dict[str, Any]:
+        """The fields of this point's row that name the point (`rows.KEY_FIELDS`)."""
+        return {"spec": self.spec, "plan": self.plan, "algorithm": self.algorithm,
+                "bandwidth": self.bandwidth, "memory": self.memory, "devices": self.devices,
+                "objective": self.objective, "microbatches": self.microbatches,
+                "time_limit_s": float(self.time_limit_s)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +81,7 @@ class PointResult:
 
 
 _SPECS: OrderedDict[tuple[str, float], Spec] = OrderedDict()
-_PROBLEMS: OrderedDict[tuple[Any, ...], tuple[Problem, list[str], Any]] = OrderedDict()
+_PROBLEMS: OrderedDict[tuple[Any, ...], tuple[Problem, list[str], Any, Any]] = OrderedDict()
 _STAMPS: dict[str, float] = {}
 _CACHE_SIZE = 8
 
@@ -87,11 +105,12 @@ def load_spec(path: str) -> Spec:
     return spec
 
 
-def _problem(point: Point) -> tuple[Problem, list[str], Any]:
-    """The point's problem under its setting, its warnings, and its lower bound (cached)."""
+def _problem(point: Point) -> tuple[Problem, list[str], Any, Any]:
+    """The point's problem under its setting, its warnings, its lower bound, and under the
+    pipeline objective the pipeline's bounds (`PipelineBound`; cached)."""
     spec = load_spec(point.path)
     key = (point.path, point.plan, point.bandwidth, point.memory, point.devices,
-           _STAMPS.get(point.path))
+           point.objective, point.microbatches, _STAMPS.get(point.path))
     hit = _PROBLEMS.get(key)
     if hit is not None:
         _PROBLEMS.move_to_end(key)
@@ -106,7 +125,13 @@ def _problem(point: Point) -> tuple[Problem, list[str], Any]:
         bound = lower_bound(problem).makespan_s
     except Exception as err:  # noqa: BLE001 - a bound is a nicety; the row notes its absence
         warnings = [*warnings, f"no lower bound ({type(err).__name__}: {err})"]
-    hit = (problem, warnings, bound)
+    pipe_bound: Any = None
+    if problem.pipeline is not None:
+        try:
+            pipe_bound = pipeline_bound(problem, _finite(bound) or 0.0)
+        except Exception as err:  # noqa: BLE001 - as above
+            warnings = [*warnings, f"no pipeline bound ({type(err).__name__}: {err})"]
+    hit = (problem, warnings, bound, pipe_bound)
     _PROBLEMS[key] = hit
     while len(_PROBLEMS) > _CACHE_SIZE:
         _PROBLEMS.popitem(last=False)
@@ -127,15 +152,19 @@ def _finite(x: Any) -> float | None:
 def run_point(point: Point, keep_plan: bool = False) -> PointResult:
     """Run one point and return its row (never raises for the point's own failures)."""
     t0 = time.perf_counter()
-    row = empty_row(spec=point.spec, plan=point.plan, algorithm=point.algorithm,
-                    bandwidth=point.bandwidth, memory=point.memory, devices=point.devices,
-                    time_limit_s=float(point.time_limit_s))
+    row = empty_row(**point.labels())
     placement = order = None
     warnings: list[str] = []
     try:
-        problem, warnings, bound = _problem(point)
+        problem, warnings, bound, pipe_bound = _problem(point)
         row.update(n_ops=len(problem.graph.ops), n_edges=len(problem.graph.edges),
                    n_devices=len(problem.cluster.devices), lower_bound_s=_finite(bound))
+        if problem.pipeline is not None:
+            row.update(schedule=problem.pipeline.schedule,
+                       n_microbatches=problem.pipeline.microbatches)
+            if pipe_bound is not None:
+                row.update(period_bound_s=_finite(pipe_bound.period_s),
+                           iteration_bound_s=_finite(pipe_bound.iteration_s))
         placement, order = _place_and_simulate(point, problem, row)
     except SettingError as err:
         row.update(status="invalid", reason=str(err))
@@ -199,15 +228,58 @@ def _place_and_simulate(point: Point, problem: Problem, row: Row
     ms = row["makespan_s"]
     if ms is not None and lb is not None and lb > 0:
         row["ratio_to_bound"] = ms / lb
-    if ms is not None and result.feasible:
+    feasible, violations = result.feasible, list(result.violations)
+    if problem.pipeline is not None:
+        feasible, violations = _run_pipeline(problem, problem.pipeline, info, result, row)
+        row["feasible"], row["violations"] = feasible, len(violations)
+    if ms is not None and feasible:
         # the one gap definition, from the simulated makespan (never an algorithm's own)
         best = max(lb or 0.0, row["bound_s"] or 0.0)
         row["gap"] = relative_gap(ms, best)
-    if result.feasible and ms is not None:
+    if feasible and ms is not None:
         row["status"] = solution.status
-    else:
-        first = result.violations[0].message if result.violations else "no finite makespan"
+    elif problem.pipeline is not None and not violations and ms is not None:
         row["status"] = "violated"
-        row["reason"] = (f"the simulator rejects the plan: {len(result.violations)} "
+        row["reason"] = (f"does not fit as a pipeline: {row['pipeline_memory_device']} "
+                         "holds less than its stages' activations in flight need")
+    else:
+        first = violations[0].message if violations else "no finite makespan"
+        row["status"] = "violated"
+        row["reason"] = (f"the simulator rejects the plan: {len(violations)} "
                          f"violation(s); first: {first}")
     return result.placement, result.order
+
+
+def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
+                  result: SimResult, row: Row) -> tuple[bool, list[Violation]]:
+    """Run the plan as `pipeline` (`pipeline.schedule.run`; the devices the algorithm names
+    in `info["recompute"]` recompute) and fill the row's pipeline columns. Returns the
+    pipeline's verdict, as `planner solve` judges a pipeline plan: whether it is feasible,
+    and the one-pass violations that count (every rule but memory, which the pipeline's
+    model judges instead)."""
+    index = problem.cluster.device_index
+    again = [index[name] for name in info.get("recompute") or () if name in index]
+    run = run_pipeline(problem, result.placement, pipeline, again)
+    devs = problem.cluster.devices
+    fits = all(held <= d.memory_bytes for held, d in zip(run.memory_bytes, devs, strict=True))
+    row.update(schedule=run.schedule, n_microbatches=run.microbatches,
+               iteration_s=_finite(run.iteration_s),
+               time_per_microbatch_s=_finite(run.time_per_microbatch_s),
+               period_s=_finite(run.period_s), bubble_fraction=_finite(run.bubble_fraction),
+               pipeline_fits=fits)
+    bound, period = row["period_bound_s"], row["period_s"]
+    if bound is not None and bound > 0 and period is not None:
+        row["period_gap"] = (period - bound) / bound
+    if devs:
+        def load(d: int) -> float:
+            cap = devs[d].memory_bytes
+            return run.memory_bytes[d] / cap if cap > 0 else math.inf
+
+        d = max(range(len(devs)), key=lambda d: (load(d), -d))
+        row.update(pipeline_memory_bytes=int(run.memory_bytes[d]),
+                   pipeline_memory_cap_bytes=int(devs[d].memory_bytes),
+                   pipeline_memory_device=devs[d].name)
+    if run.note:
+        row["reason"] = "; ".join(x for x in (row["reason"], run.note) if x)
+    others = [v for v in result.violations if v.kind != "memory"]
+    return (not others and fits and row["iteration_s"] is not None), others

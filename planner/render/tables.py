@@ -3,6 +3,12 @@
 `print_tables` prints them on a rich console; `settings_tables` splits a table that is
 wider than the terminal into several (each led by the algorithm), so every number is shown
 whole. The rows are those of `planner.compare.rows` (`group_key`, `wins`).
+
+A setting whose rows ran as a pipeline gets the pipeline's columns (`_PIPELINE_COLUMNS`:
+iteration first, since `×best` compares iterations there, then time per micro-batch, the
+period T against its bound, the bubble, and whether it fits the pipeline's memory, whose
+peak / cap it shows) before the one-pass makespan and its bound; other settings' tables
+are as they always were.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..compare.rows import group_key, wins
+from ..compare.rows import group_key, is_pipeline, wins
 
 
 def _num(v: Any) -> TypeGuard[int | float]:
@@ -50,11 +56,26 @@ def _memory(r: Mapping[str, Any]) -> str:
     return "—"  # pragma: no cover
 
 
+def _pipe_memory(r: Mapping[str, Any]) -> str:
+    """`_memory` of the most loaded device under the pipeline's memory model."""
+    return _memory({"peak_memory_bytes": r.get("pipeline_memory_bytes"),
+                    "memory_cap_bytes": r.get("pipeline_memory_cap_bytes")})
+
+
 def settings_title(rows: Sequence[Mapping[str, Any]]) -> str:
-    """`spec · plan · bandwidth B · memory M · devices D` of a group of rows."""
+    """`spec · plan · bandwidth B · memory M · devices D` of a group of rows, then the
+    objective when one was asked for, and the pipeline (`pipeline 8 micro-batches, 1f1b`)
+    when the rows ran as one."""
     r0 = rows[0]
-    return (f"{r0['spec']} · {r0['plan']} · bandwidth {r0['bandwidth']} · memory "
+    text = (f"{r0['spec']} · {r0['plan']} · bandwidth {r0['bandwidth']} · memory "
             f"{r0['memory']} · devices {r0['devices']}")
+    objective = r0.get("objective") or "spec"
+    if objective != "spec":
+        text += f" · objective {objective}"
+    piped = next((r for r in rows if is_pipeline(r)), None)
+    if piped is not None:
+        text += f" · {piped['n_microbatches']} micro-batches, {piped['schedule']}"
+    return text
 
 
 def _ok(r: Mapping[str, Any]) -> bool:
@@ -74,12 +95,34 @@ _COLUMNS: tuple[tuple[str, str, Callable[[Mapping[str, Any]], str]], ...] = (
     ("peak/cap", "right", _memory),
 )
 
+#: the columns of a setting whose rows ran as a pipeline (module docstring)
+_PIPELINE_COLUMNS: tuple[tuple[str, str, Callable[[Mapping[str, Any]], str]], ...] = (
+    _COLUMNS[0],
+    ("iteration", "right", lambda r: short_seconds(r.get("iteration_s"))),
+    _COLUMNS[2],
+    ("per µbatch", "right", lambda r: short_seconds(r.get("time_per_microbatch_s"))),
+    ("T", "right", lambda r: short_seconds(r.get("period_s"))),
+    ("T bound", "right", lambda r: short_seconds(r.get("period_bound_s"))),
+    ("bubble", "right", lambda r: f"{r['bubble_fraction']:.1%}"
+     if _num(r.get("bubble_fraction")) else "—"),
+    ("fits", "left", lambda r: "—" if r.get("pipeline_fits") is None
+     else ("yes" if r["pipeline_fits"] else "no")),
+    ("pipe peak/cap", "right", _pipe_memory),
+    ("makespan", "right", lambda r: short_seconds(r["makespan_s"])),
+    *_COLUMNS[3:7],
+)
+
+
+def _columns(rows: Sequence[Mapping[str, Any]]
+             ) -> tuple[tuple[str, str, Callable[[Mapping[str, Any]], str]], ...]:
+    return _PIPELINE_COLUMNS if any(is_pipeline(r) for r in rows) else _COLUMNS
+
 
 def settings_table(rows: Sequence[Mapping[str, Any]],
                    columns: Sequence[str] | None = None) -> Table:
     """One spec, plan and setting: a row per algorithm, with `columns` (default all; the
     title is printed apart, so that it never wraps)."""
-    chosen = [c for c in _COLUMNS if columns is None or c[0] in columns]
+    chosen = [c for c in _columns(rows) if columns is None or c[0] in columns]
     t = Table(box=box.SIMPLE_HEAD,
               pad_edge=False, padding=(0, 1), collapse_padding=True)
     for name, just, _ in chosen:
@@ -94,7 +137,7 @@ def settings_table(rows: Sequence[Mapping[str, Any]],
 def settings_tables(console: Console, rows: Sequence[Mapping[str, Any]]) -> list[Table]:
     """`settings_table`, split into several (each led by the algorithm) when it is wider
     than the console: a narrow terminal gets every number whole, never `18.6…`."""
-    names = [c[0] for c in _COLUMNS]
+    names = [c[0] for c in _columns(rows)]
     tables: list[list[str]] = [[names[0]]]
     for name in names[1:]:
         trial = [*tables[-1], name]
@@ -121,6 +164,9 @@ def reason_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 WINS_TITLE = "wins (shortest simulated makespan per spec, plan and setting)"
+#: the wins' title when some settings ran as a pipeline
+WINS_TITLE_PIPELINE = ("wins (shortest simulated makespan, or iteration where the setting "
+                       "ran as a pipeline, per spec, plan and setting)")
 
 
 def wins_table(rows: Sequence[Mapping[str, Any]]) -> Table:
@@ -155,5 +201,6 @@ def print_tables(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
             console.print(Text("\n".join(notes), style="dim"), overflow="fold")
         console.print()
     if rows:
-        console.print(Text(WINS_TITLE, style="bold"), soft_wrap=True)
+        title = WINS_TITLE_PIPELINE if any(is_pipeline(r) for r in rows) else WINS_TITLE
+        console.print(Text(title, style="bold"), soft_wrap=True)
         console.print(wins_table(rows))

@@ -1,0 +1,257 @@
+"""`planner compare` across objectives and micro-batch counts: the axes, the pipeline's
+columns (equal to `planner.pipeline.schedule.run` on the same placement), "best" by
+iteration, usage errors, and resume files written before these columns existed."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import planner
+from planner.cli import app
+from planner.compare import SweepResult, plan_sweep, read_rows, run_sweep
+from planner.compare.rows import (
+    FIELD_NAMES,
+    PIPELINE_FIELDS,
+    SETTING_DEFAULTS,
+    ResumeLog,
+    columns,
+    dumps_rows,
+    is_ok,
+    row_key,
+    row_setting,
+    score,
+)
+from planner.compare.settings import (
+    DEFAULT_PIPELINE_MICROBATCHES,
+    Setting,
+    SettingError,
+    apply_setting,
+    grid,
+    parse_microbatches,
+    parse_objectives,
+    setting_key,
+)
+from planner.errors import UsageError
+from planner.model import Pipeline
+from planner.pipeline.bound import pipeline_bound
+from planner.pipeline.schedule import run as run_pipeline
+from planner.render.tables import print_tables
+
+from .helpers import FIXTURES, stable
+
+TINY = Path(__file__).resolve().parent / "pipeline_specs" / "tiny.plan"
+#: the fields of a results file before `--objective` and `--microbatches` existed
+OLD_FIELDS = tuple(k for k in FIELD_NAMES if k not in SETTING_DEFAULTS
+                   and k not in PIPELINE_FIELDS)
+ALGOS = "heft,uniform,pipedp"
+runner = CliRunner()
+
+
+def _sweep(**kw: str) -> planner.compare.Sweep:
+    return plan_sweep([TINY], kw.pop("algos", ALGOS), plan=kw.pop("plan", "tiny_small4"),
+                      time_limit_s=5.0, **kw)
+
+
+@pytest.fixture(scope="module")
+def piped() -> SweepResult:
+    """makespan and pipeline × 4 and 8 micro-batches on the tiny training graph."""
+    return run_sweep(_sweep(objectives="makespan,pipeline", microbatches="4,8"),
+                     executor="inline", keep_plans=True)
+
+
+# -- the axes -----------------------------------------------------------------------------
+
+
+def test_axes_parse_to_canonical_labels() -> None:
+    assert parse_objectives(None) == ("spec",)
+    assert parse_objectives(" Pipeline,makespan, pipeline,spec") == ("pipeline", "makespan",
+                                                                     "spec")
+    assert parse_microbatches("") == ("spec",)
+    assert parse_microbatches("8, 4,08,spec,1024") == ("8", "4", "spec", "1024")
+    settings = grid(("1x",), ("100%",), ("all",), ("makespan", "pipeline"), ("4", "8"))
+    assert len(settings) == 4 and Setting() == Setting("1x", "100%", "all", "spec", "spec")
+    assert sorted(settings, key=setting_key)[0] == Setting("1x", "100%", "all", "makespan", "4")
+
+
+@pytest.mark.parametrize(("parse", "option", "value"), [
+    (parse_objectives, "--objective", "throughput"),
+    (parse_objectives, "--objective", "pipelines"),
+    (parse_microbatches, "--microbatches", "0"),
+    (parse_microbatches, "--microbatches", "1025"),
+    (parse_microbatches, "--microbatches", "eight"),
+])
+def test_bad_axis_values_name_the_option(parse, option: str, value: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UsageError) as err:
+        parse(value)
+    d = err.value.diagnostics[0]
+    assert d.code == "E611" and option in d.message and value in d.message and d.hints
+
+
+def test_the_objective_and_micro_batches_apply_to_the_problem() -> None:
+    spec = planner.load(TINY)
+    flat, pipe = spec.plan("tiny_small4"), spec.plan("tiny_pipe")
+    assert flat.pipeline is None and pipe.pipeline == Pipeline(4, "gpipe")
+    assert apply_setting(flat, Setting())[0] is flat
+    assert apply_setting(flat, Setting(objective="pipeline"))[0].pipeline == Pipeline(
+        DEFAULT_PIPELINE_MICROBATCHES, "1f1b")
+    assert apply_setting(flat, Setting(objective="pipeline", microbatches="16"))[
+        0].pipeline == Pipeline(16, "1f1b")
+    assert apply_setting(pipe, Setting(microbatches="16"))[0].pipeline == Pipeline(16, "gpipe")
+    assert apply_setting(pipe, Setting(objective="makespan"))[0].pipeline is None
+    with pytest.raises(SettingError):
+        apply_setting(flat, Setting(microbatches="4"))
+
+
+def test_micro_batches_only_split_points_under_the_pipeline_objective() -> None:
+    sweep = _sweep(algos="heft", objectives="makespan,pipeline", microbatches="4,8")
+    assert [(p.objective, p.microbatches) for p in sweep.points] == [
+        ("makespan", "spec"), ("pipeline", "4"), ("pipeline", "8")]
+    # the spec's own objective: micro-batches split its pipeline plan only
+    both = plan_sweep([TINY], "heft", microbatches="2,4")
+    assert [(p.plan, p.microbatches) for p in both.points] == [
+        ("tiny_small4", "spec"), ("tiny_pipe", "2"), ("tiny_pipe", "4")]
+
+
+def test_micro_batches_without_a_pipeline_are_a_located_usage_error() -> None:
+    chain = FIXTURES / "chain.plan"
+    with pytest.raises(UsageError) as err:
+        plan_sweep([chain], "heft", microbatches="4,8")
+    d = err.value.diagnostics[0]
+    assert d.code == "E624" and "--microbatches 4,8" in d.message
+    assert d.span is not None and d.span.file.endswith("chain.plan")
+    assert any("--objective pipeline" in h for h in d.hints)
+    result = runner.invoke(app, ["compare", str(chain), "--microbatches", "4"])
+    assert result.exit_code == 2 and "error[E624]" in result.stderr
+    assert "chain.plan" in result.stderr and result.stdout == ""
+    result = runner.invoke(app, ["compare", str(chain), "--objective", "fast", "--json"])
+    doc = json.loads(result.stdout)
+    assert doc["exit_code"] == 2 and [d["code"] for d in doc["diagnostics"]] == ["E611"]
+
+
+# -- the rows -----------------------------------------------------------------------------
+
+
+def test_pipeline_rows_equal_the_pipeline_run_of_their_placement(piped: SweepResult) -> None:
+    spec = planner.load(TINY)
+    rows = piped.rows
+    assert len(rows) == 3 * 3 and all(r["status"] == "feasible" or r["status"] == "optimal"
+                                      for r in rows)
+    for r in rows:
+        problem, _ = apply_setting(spec.plan("tiny_small4"), row_setting(r))
+        if r["objective"] == "makespan":
+            assert problem.pipeline is None
+            assert all(r[k] is None for k in PIPELINE_FIELDS)
+            continue
+        assert problem.pipeline is not None
+        placement, _ = piped.plans[row_key(r)]
+        run = run_pipeline(problem, placement, problem.pipeline)
+        bound = pipeline_bound(problem, r["lower_bound_s"])
+        assert (r["schedule"], r["n_microbatches"]) == ("1f1b", int(r["microbatches"]))
+        assert r["iteration_s"] == run.iteration_s
+        assert r["time_per_microbatch_s"] == run.time_per_microbatch_s
+        assert r["period_s"] == run.period_s and r["bubble_fraction"] == run.bubble_fraction
+        assert r["period_bound_s"] == bound.period_s
+        assert r["iteration_bound_s"] == bound.iteration_s
+        assert r["period_gap"] == pytest.approx((run.period_s - bound.period_s) / bound.period_s)
+        caps = [d.memory_bytes for d in problem.cluster.devices]
+        assert r["pipeline_fits"] is all(m <= c for m, c in zip(run.memory_bytes, caps,
+                                                                strict=True))
+        assert r["pipeline_memory_bytes"] == int(max(run.memory_bytes))
+        assert r["iteration_bound_s"] <= r["iteration_s"]
+    # the uniform split spreads over every device: the schedule's simulator ran
+    uniform = [r for r in rows if r["algorithm"] == "uniform" and r["objective"] == "pipeline"]
+    assert {r["devices_used"] for r in uniform} == {4}
+    assert uniform[0]["iteration_s"] < uniform[1]["iteration_s"]  # 4, then 8 micro-batches
+
+
+def test_best_is_the_shortest_iteration_under_the_pipeline_objective(
+        piped: SweepResult) -> None:
+    groups: dict[tuple[str, str], list[dict]] = {}  # type: ignore[type-arg]
+    for r in piped.rows:
+        groups.setdefault((r["objective"], r["microbatches"]), []).append(r)
+    assert len(groups) == 3
+    for (objective, _), members in groups.items():
+        metric = "iteration_s" if objective == "pipeline" else "makespan_s"
+        best = min(r[metric] for r in members)
+        for r in members:
+            assert is_ok(r) and score(r) == r[metric]
+            assert r["ratio_to_best"] == pytest.approx(r[metric] / best)
+
+
+def test_columns_apply_only_where_they_mean_something(piped: SweepResult) -> None:
+    assert columns(piped.rows) == FIELD_NAMES
+    flat = [r for r in piped.rows if r["objective"] == "makespan"]
+    assert set(columns(flat)) == set(FIELD_NAMES) - set(PIPELINE_FIELDS)
+    spec_only = [{**r, "objective": "spec"} for r in flat]
+    assert columns(spec_only) == OLD_FIELDS  # a makespan-only sweep: the columns it had
+
+
+def test_tables_show_the_pipeline_columns(piped: SweepResult) -> None:
+    from rich.console import Console
+
+    console = Console(width=200, record=True, color_system=None)
+    print_tables(console, piped.rows)
+    text = console.export_text()
+    assert "objective pipeline · 8 micro-batches, 1f1b" in text
+    assert "objective makespan\n" in text
+    for head in ("iteration", "per µbatch", "T bound", "bubble", "fits", "pipe peak/cap"):
+        assert head in text
+    assert "or iteration where the setting ran as a pipeline" in text
+
+
+def test_json_output_has_the_pipeline_columns(tmp_path: Path) -> None:
+    out = tmp_path / "rows.csv"
+    result = runner.invoke(app, ["compare", str(TINY), "--plan", "tiny_small4", "--algos",
+                                 "heft", "--objective", "pipeline", "--microbatches", "4",
+                                 "--jobs", "1", "--json", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["result"]
+    assert list(row) == list(FIELD_NAMES)
+    assert row["objective"] == "pipeline" and row["n_microbatches"] == 4
+    assert math.isclose(row["time_per_microbatch_s"] * 4, row["iteration_s"])
+    assert read_rows(out)[0]["iteration_s"] == row["iteration_s"]
+
+
+# -- resuming -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_resume_file_without_the_new_columns_carries_on(tmp_path: Path, suffix: str,
+                                                          piped: SweepResult) -> None:
+    old = [{k: r[k] for k in OLD_FIELDS} for r in piped.rows if r["objective"] == "makespan"]
+    path = tmp_path / f"rows{suffix}"
+    path.write_text(dumps_rows(old, suffix.lstrip("."), OLD_FIELDS), encoding="utf-8")
+    assert '"objective":' not in path.read_text() and ",objective," not in path.read_text()
+    back = read_rows(path)
+    assert [(r["objective"], r["microbatches"]) for r in back] == [("spec", "spec")] * 3
+    # the plan's own objective (makespan) reuses the old rows; the pipeline's run now
+    sweep = _sweep(objectives="spec,pipeline", microbatches="4")
+    result = run_sweep(sweep, executor="inline", resume=path)
+    assert (result.ran, result.reused) == (3, 3)
+    rows = read_rows(path)
+    assert len(rows) == 6 and [r["objective"] for r in rows] == ["spec"] * 3 + ["pipeline"] * 3
+    assert stable(rows[:3]) == stable(back)
+    assert all(r["iteration_s"] is not None for r in rows[3:])
+    if suffix == ".csv":
+        assert path.read_text().splitlines()[0] == ",".join(FIELD_NAMES)
+    again = run_sweep(sweep, executor="inline", resume=path)
+    assert (again.ran, again.reused) == (0, 6)
+
+
+def test_appending_to_an_old_csv_rewrites_its_header_first(tmp_path: Path,
+                                                           piped: SweepResult) -> None:
+    path = tmp_path / "rows.csv"
+    old = [{k: r[k] for k in OLD_FIELDS} for r in piped.rows[:2]]
+    path.write_text(dumps_rows(old, "csv", OLD_FIELDS), encoding="utf-8")
+    log = ResumeLog(path)
+    assert len(log.open()) == 2
+    log.append(piped.rows[-1])
+    log.close()
+    rows = read_rows(path)
+    assert len(rows) == 3 and rows[2]["iteration_s"] == piped.rows[-1]["iteration_s"]
+    assert rows[0]["objective"] == "spec"
