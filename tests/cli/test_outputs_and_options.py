@@ -75,9 +75,9 @@ def test_options_for_other_algorithms_are_named_with_where_they_apply(
                              "--solver", "cbc", "--gap", "0.5"], tmp_path)
     assert code == 2 and out == ""
     assert "error[E605]: --gap, --solver and --emit do not apply to --algo heft" in err
-    assert "= hint: --gap applies to: auto, cpsat, ilp" in err
-    assert "= hint: --solver applies to: ilp" in err
-    assert "= hint: --emit applies to: cpsat, ilp" in err
+    assert "= hint: --gap applies to: auto, pipeilp, cpsat, ilp" in err
+    assert "= hint: --solver applies to: pipeilp, ilp" in err
+    assert "= hint: --emit applies to: pipeilp, cpsat, ilp" in err
     assert not (tmp_path / "m.lp").exists()
 
 
@@ -114,7 +114,8 @@ def test_applicable_options_pass_through(tmp_path: Path,
 
 
 def test_the_table_follows_the_registry_capabilities() -> None:
-    assert applicable_to("--emit") == ["cpsat", "ilp"]  # exact
-    assert applicable_to("--solver") == ["ilp"]  # needs an external solver
-    assert applicable_to("--gap") == ["auto", "cpsat", "ilp"]
-    assert applicable_to("--time-limit") == ["auto", "search", "cpsat", "ilp"]  # + anytime
+    assert applicable_to("--emit") == ["pipeilp", "cpsat", "ilp"]  # exact
+    assert applicable_to("--solver") == ["pipeilp", "ilp"]  # needs an external solver
+    assert applicable_to("--gap") == ["auto", "pipeilp", "cpsat", "ilp"]
+    assert applicable_to("--time-limit") == [  # + anytime
+        "auto", "search", "pipeilp", "cpsat", "ilp"]
