@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..algorithms import names
-from ..compare.rows import wins
+from ..compare.rows import PIPELINE_FIELDS, SETTING_DEFAULTS, columns, is_pipeline, score, wins
 from ..compare.settings import (
     DEFAULT_BANDWIDTH,
     DEFAULT_DEVICES,
@@ -525,7 +525,7 @@ def _sweep_charts(rows: Sequence[Mapping[str, Any]], algos: Sequence[str]) -> st
             for x in xs:
                 r = at.get((a, x))
                 if r is not None and _ok(r):
-                    ys.append(float(r["makespan_s"]))
+                    ys.append(score(r) or 0.0)
                     notes.append(f" ({r['status']})" if r["status"] != "feasible" else "")
                 else:
                     ys.append(None)
@@ -535,7 +535,7 @@ def _sweep_charts(rows: Sequence[Mapping[str, Any]], algos: Sequence[str]) -> st
         held = ", ".join(f"{o} {fixed[o]}" for o in others)
         failed = any(y is None for _, _, ys, _ in series for y in ys)
         figures.append(
-            f'<figure><figcaption>Makespan vs {_e(title)}</figcaption>'
+            f'<figure><figcaption>{_e(_measure(rows))} vs {_e(title)}</figcaption>'
             + _series_legend(algos, colors, bound=any(b is not None for b in bounds),
                              failed=failed)
             + line_chart_svg(xs, series, x_title=f"{title} · at {held}", bounds=bounds)
@@ -548,19 +548,46 @@ def _sweep_charts(rows: Sequence[Mapping[str, Any]], algos: Sequence[str]) -> st
             if r is None:
                 continue
             ok = _ok(r)
-            bars.append((a, colors[a], float(r["makespan_s"]) if ok else None,
+            bars.append((a, colors[a], (score(r) or 0.0) if ok else None,
                          "" if ok else f"{r['status']}: {r.get('reason') or ''}"))
-        figures.append(f'<figure><figcaption>Makespan per algorithm · bandwidth '
+        figures.append(f'<figure><figcaption>{_e(_measure(rows))} per algorithm · bandwidth '
                        f'{_e(r0["bandwidth"])}, memory {_e(r0["memory"])}, devices '
                        f'{_e(r0["devices"])}</figcaption>'
                        f'{bar_chart_svg(bars, bound_s=_bound_at(rows))}</figure>')
     return '<div class="row">' + "".join(figures) + "</div>"
 
 
-def _bound_at(rows: Sequence[Mapping[str, Any]]) -> float | None:
-    """The lower bound of one setting: the same for every algorithm's row (None if none)."""
+def _measure(rows: Sequence[Mapping[str, Any]]) -> str:
+    """What a chart of these rows draws: the makespan, or the iteration of a pipeline."""
+    return "Iteration" if any(is_pipeline(r) for r in rows) else "Makespan"
+
+
+def _by_objective(rows: Sequence[Mapping[str, Any]]
+                  ) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """The rows per objective and micro-batches, each with its heading (none when every
+    row is at the spec's own): their charts draw different measures."""
+    parts: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in rows:
-        b = r.get("lower_bound_s")
+        parts.setdefault((str(r.get("objective") or "spec"),
+                          str(r.get("microbatches") or "spec")), []).append(r)
+    if list(parts) == [("spec", "spec")]:
+        return [("", list(rows))]
+    out = []
+    for (objective, microbatches), part in parts.items():
+        piped = next((r for r in part if is_pipeline(r)), None)
+        label = f"objective {objective}" + (
+            f" · {piped['n_microbatches']} micro-batches, {piped['schedule']}"
+            if piped is not None else (f" · micro-batches {microbatches}"
+                                       if microbatches != "spec" else ""))
+        out.append((label, part))
+    return out
+
+
+def _bound_at(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The lower bound of one setting: the same for every algorithm's row (None if none);
+    the iteration's bound for pipeline rows."""
+    for r in rows:
+        b = r.get("iteration_bound_s" if is_pipeline(r) else "lower_bound_s")
         if isinstance(b, (int, float)) and math.isfinite(b) and b > 0:
             return float(b)
     return None
@@ -592,10 +619,18 @@ def _wins_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _runs_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    cols = (("spec", "l"), ("plan", "l"), ("bandwidth", ""), ("memory", ""), ("devices", ""),
+    cols = [("spec", "l"), ("plan", "l"), ("bandwidth", ""), ("memory", ""), ("devices", ""),
             ("algorithm", "l"), ("makespan", ""), ("× best", ""), ("× bound", ""),
             ("gap", ""), ("planning", ""), ("devices used", ""), ("peak / cap", ""),
-            ("status", "l"), ("reason", "l"))
+            ("status", "l"), ("reason", "l")]
+    applies = columns(rows)
+    settings = SETTING_DEFAULTS.keys() <= set(applies)
+    pipeline = set(PIPELINE_FIELDS) <= set(applies)
+    if settings:
+        cols[5:5] = [("objective", ""), ("micro-batches", "")]
+    if pipeline:
+        cols[-2:-2] = [("iteration", ""), ("T", ""), ("T bound", ""), ("bubble", ""),
+                       ("fits", "")]
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in cols)
     out = []
     for r in rows:
@@ -618,12 +653,28 @@ def _runs_table(rows: Sequence[Mapping[str, Any]]) -> str:
             (r["status"], r["status"], "l" + ("" if _ok(r) else " status-bad")),
             (r.get("reason") or "", r.get("reason") or "", "reason"),
         ]
+        if settings:
+            cells[5:5] = [(r.get("objective") or "", r.get("objective") or "", ""),
+                          (r.get("microbatches") or "", r.get("microbatches") or "", "")]
+        if pipeline:
+            cells[-2:-2] = [_seconds_cell(r.get("iteration_s")),
+                            _seconds_cell(r.get("period_s")),
+                            _seconds_cell(r.get("period_bound_s")),
+                            (_fmt_opt(r.get("bubble_fraction"), lambda x: f"{x:.1%}"),
+                             r.get("bubble_fraction") or "", ""),
+                            ("—" if r.get("pipeline_fits") is None
+                             else ("yes" if r["pipeline_fits"] else "no"),
+                             str(r.get("pipeline_fits") or ""), "")]
         best = ' class="best"' if r.get("ratio_to_best") == 1.0 else ""
         out.append(f"<tr{best}>" + "".join(
             f'<td class="{c}" data-v="{_e(v)}">{_e(text)}</td>' for text, v, c in cells)
             + "</tr>")
     return (f'<table class="sortable runs"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(out)}</tbody></table>')
+
+
+def _seconds_cell(v: Any) -> tuple[str, Any, str]:
+    return (_fmt_opt(v, format_seconds), v if v is not None else "", "")
 
 
 def compare_report_html(rows: Sequence[Mapping[str, Any]], views: Sequence[Any] = (), *,
@@ -651,7 +702,10 @@ def compare_report_html(rows: Sequence[Mapping[str, Any]], views: Sequence[Any] 
         if first.get("n_ops") is not None:
             body.append(f'<p class="meta">{first["n_ops"]} ops, {first["n_edges"]} edges; '
                         'the lower bound of each setting is drawn dashed</p>')
-        body.append(_sweep_charts(members, algos))
+        for label, part in _by_objective(members):
+            if label:
+                body.append(f"<h3>{_e(label)}</h3>")
+            body.append(_sweep_charts(part, algos))
         view = view_of.get((spec, plan))
         if view is not None:
             r = view.row

@@ -255,3 +255,18 @@ def test_appending_to_an_old_csv_rewrites_its_header_first(tmp_path: Path,
     rows = read_rows(path)
     assert len(rows) == 3 and rows[2]["iteration_s"] == piped.rows[-1]["iteration_s"]
     assert rows[0]["objective"] == "spec"
+
+
+def test_the_html_report_charts_iterations_per_objective(piped: SweepResult) -> None:
+    from planner.render.html import compare_report_html
+
+    page = compare_report_html(piped.rows)
+    assert "<h3>objective makespan</h3>" in page
+    assert "<h3>objective pipeline · 8 micro-batches, 1f1b</h3>" in page
+    assert page.count("Iteration per algorithm") == 2 and "Makespan per algorithm" in page
+    for head in (">objective<", ">micro-batches<", ">iteration<", ">T bound<", ">bubble<",
+                 ">fits<"):
+        assert head in page
+    flat = compare_report_html([{**r, "objective": "spec"} for r in piped.rows
+                                if r["objective"] == "makespan"])
+    assert ">objective<" not in flat and ">iteration<" not in flat and "<h3>objective" not in flat
