@@ -9,7 +9,10 @@ A device's work for one micro-batch is a forward task (its forward ops, in topol
 order) and, in training, a backward task. Devices are ranked by their first stage in
 pipeline order (`split_of`). Per device of rank k among D:
 
-- `gpipe`: every forward task, micro-batch 0 to M - 1, then every backward task;
+- `gpipe`: every forward task, then every backward task; a device with several stages
+  (a plan that is not a chain) runs them stage by stage, all micro-batches of one before
+  the next (forward) and in reverse (backward), so that its later stage waits on nobody
+  while its earlier one could run;
 - `1f1b`: min(D - k - 1, M) forward tasks, then one forward and one backward in turn,
   then the backward tasks left (PipeDream-flush, `torch.distributed.pipelining`'s
   `Schedule1F1B`);
@@ -20,9 +23,11 @@ pipeline order (`split_of`). Per device of rank k among D:
 
 A plan whose devices are not a chain of stages (a device's stage needing a later device's
 work of the same micro-batch, as in many one-pass plans) can deadlock under 1F1B: the
-simulator then finds ops that never start, and the run falls back to GPipe's order, which
-never deadlocks (every device's order follows one global order: micro-batch, then
-topological position), and says so in `note`.
+simulator then finds ops that never start, and the run falls back to GPipe's order and
+says so in `note`. Should that deadlock too (stages whose units' edges run against the
+pipeline order, through colocation), each device's stages run as one task per micro-batch,
+micro-batch first, which never deadlocks (every device's order follows one global order:
+micro-batch, then topological position).
 
 A device that recomputes its activations runs each unit's forward ops again right before
 the unit's first backward op (its compute is added to that op's).
@@ -57,6 +62,9 @@ from ..simulate import SimResult, simulate
 from .split import Split, device_loads, split_of, stage_bytes, stage_loads
 from .units import units
 
+#: GPipe's order with a device's stages as one task per micro-batch, micro-batch first:
+#: the order that never deadlocks, for stages whose own order would
+_BY_MICROBATCH = "gpipe by micro-batch"
 #: a memory cap no copy of a graph reaches: the copies' memory is not the simulator's to judge
 _UNBOUNDED = 2**62
 
@@ -141,7 +149,8 @@ def run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
 def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
          recompute: frozenset[int]) -> PipelineRun:
     split = split_of(problem, placement)
-    schedule, note = pipeline.schedule, ""
+    schedule: str = pipeline.schedule
+    note = ""
     if schedule == "interleaved" and not _interleaves(split, pipeline.stages_per_device):
         schedule, note = "1f1b", (f"its stages are not {pipeline.stages_per_device} per "
                                   "device in a repeating chain: run as 1f1b")
@@ -162,8 +171,12 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
                     "run in gpipe's order")
             schedule = "gpipe"
             result = _simulate(problem, placement, split, pipeline, schedule, recompute)
+        if not math.isfinite(result.makespan_s):  # stages out of order: micro-batch first
+            schedule = _BY_MICROBATCH
+            result = _simulate(problem, placement, split, pipeline, schedule, recompute)
         iteration, busy = result.makespan_s, tuple(result.busy_s)
         tasks = _task_times(problem, split, schedule, pipeline.microbatches, result)
+        schedule = "gpipe" if schedule == _BY_MICROBATCH else schedule
     loads = stage_loads(problem, split)
     u = units(problem)
     stages = []
@@ -235,8 +248,8 @@ def _with_recompute(problem: Problem, placement: Sequence[int],
 def _task_ops(problem: Problem, split: Split, schedule: str
               ) -> list[tuple[int, list[tuple[int, list[int], list[int]]]]]:
     """Per device in pipeline order: its tasks' (first stage, forward ops, backward ops), one
-    per stage under `interleaved`, one for all its stages otherwise; ops in topological
-    order."""
+    per stage under `interleaved` and `gpipe`, one for all its stages otherwise; ops in
+    topological order."""
     u = units(problem)
     ranked: list[int] = []
     for d in split.devices:
@@ -246,7 +259,7 @@ def _task_ops(problem: Problem, split: Split, schedule: str
     out = []
     for d in ranked:
         mine = [k for k, dev in enumerate(split.devices) if dev == d]
-        groups = [[k] for k in mine] if schedule == "interleaved" else [mine]
+        groups = [[k] for k in mine] if schedule in ("interleaved", "gpipe") else [mine]
         chunks = []
         for ks in groups:
             ops = sorted((i for k in ks for unit in u.members[split.bounds[k]:split.bounds[k + 1]]
@@ -316,10 +329,14 @@ def _sequence(schedule: str, rank: int, devices: int, chunks: int, mb: int,
         bwd = [(False, c, m) for g0 in range(0, mb, devices) for c in reversed(range(chunks))
                for m in range(g0, min(g0 + devices, mb))]
         warm = min((devices - rank - 1) * 2 + (chunks - 1) * devices, mb * chunks)
+    elif schedule == "gpipe":  # stage by stage: a device's later stage waits for no one
+        fwd = [(True, c, m) for c in range(chunks) for m in range(mb)]
+        bwd = [(False, c, m) for c in reversed(range(chunks)) for m in range(mb)]
+        warm = mb * chunks
     else:
         fwd = [(True, 0, m) for m in range(mb)]
         bwd = [(False, 0, m) for m in range(mb)]
-        warm = mb if schedule == "gpipe" else min(devices - rank - 1, mb)
+        warm = mb if schedule == _BY_MICROBATCH else min(devices - rank - 1, mb)
     if not training:
         return fwd
     out = fwd[:warm]
