@@ -78,6 +78,7 @@ from .options import LimitOption, RootOption
 if TYPE_CHECKING:
     from ..algorithms.base import Options, Solution
     from ..bounds import Bounds
+    from ..render.pipeline_html import PipelineView
     from ..simulate import SimResult
     from ..spec.load import Loaded
 
@@ -463,28 +464,27 @@ def _emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
 
 
 def _report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: Bounds,
-                     memory_note: str = "", recompute: Sequence[str] = ()) -> bool:
+                     memory_note: str = "", recompute: Sequence[str] = (),
+                     ) -> tuple[bool, PipelineView | None]:
     """Under `objective pipeline`: the plan run as the pipeline (the devices named in
     `recompute` recomputing their activations), next to one device, the uniform split and
-    the makespan plan (`--json`: the result's `pipeline`). Whether it fits the memory."""
+    the makespan plan (`--json`: the result's `pipeline`). Whether it fits the memory, and
+    the view (for `--html`); None under `objective makespan`."""
     if problem.pipeline is None:
-        return True
+        return True, None
     # lazy: start-up
-    from ..algorithms.pipecompare import rows
-    from ..pipeline.bound import pipeline_bound
     from ..render.pipeline import pipeline_json, pipeline_report
+    from ..render.pipeline_html import pipeline_view
 
-    index = problem.cluster.device_index
-    again = [index[name] for name in recompute if name in index]
-    compared, left_out = rows(problem, plan.placement, plan.algorithm or "given", again)
-    bound = pipeline_bound(problem, bounds.makespan_s)
-    notes = [n for n in (memory_note, *left_out) if n]
+    view = pipeline_view(problem, plan.placement, plan.algorithm or "given",
+                         bounds.makespan_s, recompute, memory_note)
     if report.enabled:
         if report.result is not None:
-            report.result["pipeline"] = pipeline_json(problem, compared, bound, notes)
+            report.result["pipeline"] = pipeline_json(problem, view.rows, view.bound,
+                                                      view.notes)
     else:
-        stdout_console().print(pipeline_report(problem, compared, bound, notes))
-    return compared[-1].fits
+        stdout_console().print(pipeline_report(problem, view.rows, view.bound, view.notes))
+    return view.rows[-1].fits, view
 
 
 def _infeasible_exit(problem: Problem, result: SimResult, report: JsonReport) -> NoReturn:
@@ -527,7 +527,7 @@ def simulate(
                     else _placement_from_spec(problem))
         result, bounds, _ = _emit_result(problem, the_plan, report, extra_json={},
                                          extra_rows={})
-        fits = _report_pipeline(problem, the_plan, report, bounds)
+        fits, _ = _report_pipeline(problem, the_plan, report, bounds)
         _write_trace(trace, problem, result)
         if problem.pipeline is not None:
             _pipeline_verdict(problem, result, fits, report)
@@ -638,20 +638,13 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
     bound_s = float(bound) if isinstance(bound, (int, float)) and math.isfinite(bound) else None
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, bound_s=bound_s)
-    fits = _report_pipeline(problem, solution.plan, report, bounds,
-                            str(info.get("memory_note", "")), info.get("recompute") or ())
+    fits, view = _report_pipeline(problem, solution.plan, report, bounds,
+                                  str(info.get("memory_note", "")), info.get("recompute") or ())
     if html is not None:
         from ..render.figures import format_gap  # lazy: start-up
         from ..render.html import write_plan_html  # lazy: start-up
 
         best = max(bounds.makespan_s, bound_s or 0.0)
-        view = None
-        if problem.pipeline is not None:
-            from ..render.pipeline_html import pipeline_view  # lazy: start-up
-
-            view = pipeline_view(problem, solution.plan.placement,
-                                 solution.plan.algorithm or "given", bounds.makespan_s,
-                                 info.get("recompute") or (), str(info.get("memory_note", "")))
         write_plan_html(str(html), problem, result, extra={
             "algorithm": rows["algorithm"], "status": solution.status,
             "lower bound": format_seconds(best), "gap": format_gap(gap),

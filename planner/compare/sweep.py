@@ -158,6 +158,7 @@ def _spec_files(specs: Sequence[str | os.PathLike[str]], root: str | os.PathLike
     return out
 
 
+# long: one pass over specs and plans, each check where its facts are known
 def plan_sweep(
     specs: Sequence[str | os.PathLike[str]] = (),
     algorithms: str | Sequence[str] | None = None,
@@ -170,7 +171,7 @@ def plan_sweep(
     microbatches: str | Sequence[str] | None = None,
     time_limit_s: float = 60.0,
     root: str | os.PathLike[str] = "specs",
-) -> Sweep:  # long: one pass over specs and plans, each check where its facts are known
+) -> Sweep:
     """The points of a sweep: every plan of every spec × algorithm × setting.
 
     With no `specs`, every `*.plan` under `root` (files there that fail to load are
