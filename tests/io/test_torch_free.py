@@ -14,7 +14,7 @@ from planner.errors import PlannerError
 from planner.io.torch_import import import_torch
 
 ROOT = Path(__file__).resolve().parents[2]
-TORCH_MODULES = {"planner.io.torch_import", "planner.io.torch_export"}
+TORCH_MODULES = {"planner.io.torch_import", "planner.io.torch_export", "planner.io.torch_pipeline"}
 
 CHECK = """
 import importlib, pkgutil, sys
