@@ -10,9 +10,11 @@ order) and, in training, a backward task. Devices are ranked by their first stag
 pipeline order (`split_of`). Per device of rank k among D:
 
 - `gpipe`: every forward task, then every backward task; a device with several stages
-  (a plan that is not a chain) runs them stage by stage, all micro-batches of one before
-  the next (forward) and in reverse (backward), so that its later stage waits on nobody
-  while its earlier one could run;
+  (a plan that is not a chain) runs them either stage by stage (all micro-batches of one
+  before the next forward, in reverse backward: its later stage waits on nobody while its
+  earlier one could run) or as one task per micro-batch, micro-batch first: whichever the
+  simulator finds shorter (on a 1-10-1 ms sandwich the first, on GPT-24's one-pass plan
+  the second);
 - `1f1b`: min(D - k - 1, M) forward tasks, then one forward and one backward in turn,
   then the backward tasks left (PipeDream-flush, `torch.distributed.pipelining`'s
   `Schedule1F1B`);
@@ -24,10 +26,9 @@ pipeline order (`split_of`). Per device of rank k among D:
 A plan whose devices are not a chain of stages (a device's stage needing a later device's
 work of the same micro-batch, as in many one-pass plans) can deadlock under 1F1B: the
 simulator then finds ops that never start, and the run falls back to GPipe's order and
-says so in `note`. Should that deadlock too (stages whose units' edges run against the
-pipeline order, through colocation), each device's stages run as one task per micro-batch,
-micro-batch first, which never deadlocks (every device's order follows one global order:
-micro-batch, then topological position).
+says so in `note`. Micro-batch first never deadlocks (every device's order follows one
+global order: micro-batch, then topological position); stage by stage can (units whose
+edges run against the pipeline order, through colocation), and then loses to it.
 
 A device that recomputes its activations runs each unit's forward ops again right before
 the unit's first backward op (its compute is added to that op's).
@@ -171,9 +172,12 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
                     "run in gpipe's order")
             schedule = "gpipe"
             result = _simulate(problem, placement, split, pipeline, schedule, recompute)
-        if not math.isfinite(result.makespan_s):  # stages out of order: micro-batch first
-            schedule = _BY_MICROBATCH
-            result = _simulate(problem, placement, split, pipeline, schedule, recompute)
+        if schedule == "gpipe" and len(set(split.devices)) < split.stages:
+            # a device with several stages: stage by stage, or micro-batch first, whichever
+            # the simulator finds shorter (neither wins everywhere; the first can deadlock)
+            other = _simulate(problem, placement, split, pipeline, _BY_MICROBATCH, recompute)
+            if not other.makespan_s >= result.makespan_s:
+                schedule, result = _BY_MICROBATCH, other
         iteration, busy = result.makespan_s, tuple(result.busy_s)
         tasks = _task_times(problem, split, schedule, pipeline.microbatches, result)
         schedule = "gpipe" if schedule == _BY_MICROBATCH else schedule
