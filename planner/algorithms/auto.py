@@ -34,8 +34,12 @@ Thresholds (measured on this 2-core machine): CP-SAT proves 30-op instances opti
 0.7-8 s (median 0.9 s) and improves the m-SCT plan by 11% on 100 ops within 60 s; on
 ResNet-50 (177 ops) 10 s of it moved the plan by 0.03%, so larger graphs only search.
 
-Under `objective pipeline` (`Problem.pipeline`), `auto` is `pipedp`: the best contiguous
-split, exact for its model (`planner.algorithms.pipedp`).
+Under `objective pipeline` (`Problem.pipeline`), `auto` runs `pipedp` (the best contiguous
+split, exact for its model: `planner.algorithms.pipedp`) and the uniform split, and keeps
+the one whose simulated iteration is shorter among those that fit (pipedp's model relays a
+tensor across every boundary it skips, so on graphs with long skips, GNMT's attention over
+the encoder, the uniform split can simulate faster); `info["candidates"]` has both
+iterations.
 
 `info`: `chosen` (the algorithm whose plan is returned), `candidates` (name -> simulated
 makespan, None when infeasible or skipped; `search` and `cpsat` when they improved the
@@ -55,10 +59,13 @@ from typing import Any
 from ..bounds import lower_bound
 from ..errors import InfeasibleError, PlannerError
 from ..model import Problem
+from ..pipeline.schedule import run as run_pipeline
 from ..plan import Plan
 from ..simulate import simulate
+from ..units import format_seconds
 from . import pipedp
 from .base import Interrupted, Options, Solution
+from .baselines.uniform import place as run_uniform
 from .clock import CUT, LOAD_HEADROOM, cap
 from .exact import cpsat
 from .exact.verdict import judge
@@ -91,9 +98,7 @@ def place(problem: Problem, options: Options) -> Solution:
     """Best of the heuristics, improved by CP-SAT on small graphs (module docstring); under
     `objective pipeline`, the best contiguous split (`pipedp`)."""
     if problem.pipeline is not None:
-        split = pipedp.place(problem, options)
-        return dataclasses.replace(split, info=MappingProxyType(
-            {**split.info, "chosen": "pipedp"}))
+        return _pipeline(problem, options)
     limit = options.time_limit_s if options.time_limit_s > 0 else None
     deadline = cap(options.time_limit_s)
     ranked = rank(problem, options, progress_share=0.3, limit_s=limit)
@@ -126,6 +131,31 @@ def place(problem: Problem, options: Options) -> Solution:
     if options.progress:
         options.progress(1.0, f"auto: {name}")
     return Solution(plan, verdict.status, MappingProxyType(info))
+
+
+def _pipeline(problem: Problem, options: Options) -> Solution:
+    """Under `objective pipeline`: pipedp's split, or the uniform split where that fits
+    and the simulator runs it faster (pipedp is exact for its model, which relays a tensor
+    across every boundary it skips; the simulator sends it once)."""
+    pipeline = problem.pipeline
+    assert pipeline is not None
+    best = pipedp.place(problem, options)
+    runs = {"pipedp": run_pipeline(problem, best.plan.placement, pipeline)}
+    chosen = "pipedp"
+    uniform = run_uniform(problem, options)
+    other = run_pipeline(problem, uniform.plan.placement, pipeline)
+    runs["uniform"] = other
+    caps = [d.memory_bytes for d in problem.cluster.devices]
+    if (all(h <= c for h, c in zip(other.memory_bytes, caps, strict=True))
+            and other.iteration_s < runs["pipedp"].iteration_s):
+        best, chosen = uniform, "uniform"
+    info = {**best.info, "chosen": chosen,
+            "candidates": {name: r.iteration_s for name, r in runs.items()}}
+    if chosen == "uniform":
+        mine, theirs = other.iteration_s, runs["pipedp"].iteration_s
+        info["why"] = (f"the uniform split simulates faster ({format_seconds(mine)} an "
+                       f"iteration, pipedp's split {format_seconds(theirs)})")
+    return dataclasses.replace(best, info=MappingProxyType(info))
 
 
 def _cpsat_skipped(problem: Problem, options: Options) -> str | None:

@@ -133,3 +133,19 @@ def test_pipedp_keeps_the_stage_count_with_the_shortest_simulated_iteration(seed
             for s, f in best_splits(p, p.pipeline).items()}
     assert sol.info["iteration_s"] == pytest.approx(min(best.values()))
     assert best[sol.info["stages"]] == min(best.values())
+
+
+@pytest.mark.parametrize(("seed", "training", "winner"), [
+    (43, True, "uniform"), (11, False, "uniform"), (0, True, "pipedp"), (5, False, "pipedp")])
+def test_auto_keeps_the_split_that_simulates_faster(seed: int, training: bool,
+                                                    winner: str) -> None:
+    from planner.pipeline.schedule import run as run_pipeline
+
+    p = random_spec(seed, 10, 4, training=training)
+    sol = run("auto", p)
+    iterations = {name: run_pipeline(p, run(name, p).plan.placement, p.pipeline).iteration_s
+                  for name in ("pipedp", "uniform")}
+    assert sol.info["chosen"] == winner
+    assert dict(sol.info["candidates"]) == iterations
+    assert iterations[winner] == min(iterations.values())
+    assert run_pipeline(p, sol.plan.placement, p.pipeline).iteration_s == iterations[winner]
