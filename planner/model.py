@@ -29,6 +29,10 @@ MEMORY_MODELS: tuple[str, ...] = ("static", "liveness")
 CONTENTIONS: tuple[str, ...] = ("none", "link", "device")
 OBJECTIVES: tuple[str, ...] = ("makespan", "pipeline")
 SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved")
+#: the most micro-batches a plan may ask for (the simulator runs that many copies of the graph)
+MAX_MICROBATCHES = 1024
+#: the most stages a device may run under `interleaved`
+MAX_STAGES_PER_DEVICE = 64
 
 
 def derived(owner: Any, key: str, build: Callable[[], T]) -> T:

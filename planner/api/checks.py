@@ -16,7 +16,14 @@ from typing import Any
 
 from ..cost import compute_time
 from ..errors import Diagnostic, DiagnosticSink, Span, call_site, site_span
-from ..model import CONTENTIONS, MEMORY_MODELS, Problem
+from ..model import (
+    CONTENTIONS,
+    MAX_MICROBATCHES,
+    MAX_STAGES_PER_DEVICE,
+    MEMORY_MODELS,
+    SCHEDULES,
+    Problem,
+)
 
 #: model path (`graph.ops[3].time_s`) -> where it was made, or None
 Locate = Callable[[str], Span | None]
@@ -177,6 +184,31 @@ def _cluster(problem: Problem, err: Err) -> None:
             "a transfer between them would be impossible; add a link")
 
 
+def _pipeline(problem: Problem, err: Err) -> None:
+    """The pipeline settings and backward ops, as the language checks them (E256, E257,
+    E234)."""
+    pipe, graph = problem.pipeline, problem.graph
+    if pipe is not None:
+        if pipe.schedule not in SCHEDULES:
+            err("E256", "pipeline.schedule", f"unknown schedule `{pipe.schedule}`",
+                "one of: " + ", ".join(SCHEDULES))
+        for key, value, most in (("microbatches", pipe.microbatches, MAX_MICROBATCHES),
+                                 ("stages_per_device", pipe.stages_per_device,
+                                  MAX_STAGES_PER_DEVICE)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+                err("E257", f"pipeline.{key}", f"`{key}` must be a whole number from 1 to "
+                    f"{most}, not {value!r}")
+        if pipe.schedule == "interleaved" and pipe.stages_per_device == 1:
+            err("E257", "pipeline.stages_per_device", "`schedule interleaved` runs several "
+                "stages per device", "give stages_per_device=2 (or more), or schedule `1f1b`")
+    for b, f in graph.backward_of.items():
+        if f == b or f in graph.backward_of:
+            err("E234", f"graph.backward_of[{b}]", f"op `{graph.ops[b].name}` is marked the "
+                f"backward op of `{graph.ops[f].name}`, which is "
+                + ("itself" if f == b else "a backward op too"),
+                "name the forward op whose gradient it computes")
+
+
 def _plan(problem: Problem, err: Err) -> None:
     graph, cluster, pins = problem.graph, problem.cluster, problem.pins
     if problem.memory_model not in MEMORY_MODELS:
@@ -185,6 +217,7 @@ def _plan(problem: Problem, err: Err) -> None:
     if problem.contention not in CONTENTIONS:
         err("E255", "contention", f"unknown contention model `{problem.contention}`",
             "one of: " + ", ".join(CONTENTIONS))
+    _pipeline(problem, err)
     ops, devs = graph.ops, cluster.devices
     for i, d in problem.placement.items():
         if i in pins and pins[i] != d:

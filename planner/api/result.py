@@ -15,6 +15,8 @@ from typing import NamedTuple
 from ..algorithms.base import Solution
 from ..bounds import Bounds, lower_bound, relative_gap
 from ..model import Problem
+from ..pipeline.schedule import PipelineRun
+from ..pipeline.schedule import run as run_pipeline
 from ..simulate import SimResult, simulate
 
 
@@ -49,6 +51,18 @@ class Result(Solution):
     def simulation(self) -> SimResult:
         """The simulator's re-execution of the plan (the judge of every figure)."""
         return simulate(self.problem, self.plan)
+
+    @cached_property
+    def pipeline(self) -> PipelineRun | None:
+        """Under `objective pipeline`: the plan run as its pipeline (`pipeline.schedule.run`:
+        M micro-batches under the plan's schedule, the devices the algorithm says recompute
+        doing so): iteration, per micro-batch, period T, bubble, stages, memory. None under
+        `objective makespan`."""
+        if self.problem.pipeline is None:
+            return None
+        index = self.problem.cluster.device_index
+        again = [index[n] for n in self.info.get("recompute") or () if n in index]
+        return run_pipeline(self.problem, self.plan.placement, self.problem.pipeline, again)
 
     @cached_property
     def bounds(self) -> Bounds:

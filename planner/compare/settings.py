@@ -35,7 +35,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import Diagnostic, UsageError, did_you_mean
-from ..model import Pipeline, Problem
+from ..model import MAX_MICROBATCHES, Pipeline, Problem
 from ..units import UNITS, format_quantity, parse_number
 
 DEFAULT_BANDWIDTH = "1x"
@@ -48,8 +48,6 @@ OBJECTIVE_LABELS: tuple[str, ...] = (DEFAULT_OBJECTIVE, "makespan", "pipeline")
 #: micro-batches of `--objective pipeline` on a plan that sets none and no `--microbatches`:
 #: the language's default (1) is one pass with nothing to overlap, not a pipeline
 DEFAULT_PIPELINE_MICROBATCHES = 8
-#: the most micro-batches a plan may ask for (the language's limit)
-MAX_MICROBATCHES = 1024
 
 _QUANTITY = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z/%]*)\s*$")
 

@@ -20,6 +20,8 @@ from ..cost import compute_time
 from ..errors import DiagnosticSink, Span, did_you_mean
 from ..model import (
     CONTENTIONS,
+    MAX_MICROBATCHES,
+    MAX_STAGES_PER_DEVICE,
     MEMORY_MODELS,
     OBJECTIVES,
     SCHEDULES,
@@ -992,8 +994,6 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
                    MappingProxyType(dict(sorted(placement.items()))), pipeline)
 
 
-#: the most micro-batches a plan may ask for (the simulator runs that many copies of the graph)
-MAX_MICROBATCHES = 1024
 #: the pipeline settings, which need `objective pipeline`
 _PIPELINE_KEYS = ("microbatches", "schedule", "stages_per_device")
 
@@ -1014,7 +1014,7 @@ def _pipeline(sink: DiagnosticSink, settings: _Attrs, pname: str) -> Pipeline | 
         return None
     schedule = _named_choice(sink, settings, "schedule", SCHEDULES, "1f1b") or "1f1b"
     microbatches = _count(sink, settings, "microbatches", MAX_MICROBATCHES) or 1
-    per_device = _count(sink, settings, "stages_per_device", 64) or 1
+    per_device = _count(sink, settings, "stages_per_device", MAX_STAGES_PER_DEVICE) or 1
     if schedule == "interleaved" and per_device < 2:
         span = settings.values.get("stages_per_device", settings.values["schedule"]).span
         sink.error("E257", "`schedule interleaved` runs several stages per device",

@@ -101,3 +101,34 @@ def test_the_training_generator_writes_backward_of(tmp_path) -> None:  # type: i
     backward = {graph.ops[b].name: graph.ops[f].name for b, f in graph.backward_of.items()}
     assert backward and all(b == f + ".bwd" for b, f in backward.items())
     assert len(backward) == sum(1 for o in graph.ops if o.name.endswith(".bwd"))
+
+
+def test_the_api_checks_a_pipeline_built_in_python() -> None:
+    import dataclasses
+    from types import MappingProxyType
+
+    import planner
+
+    problem = loads(_plan("  objective pipeline\n")).plan("p")
+    for bad, code in ((Pipeline(0, "1f1b", 1), "E257"), (Pipeline(4, "zero", 1), "E256"),
+                      (Pipeline(4, "interleaved", 1), "E257")):
+        with pytest.raises(SpecError) as err:
+            planner.solve(dataclasses.replace(problem, pipeline=bad))
+        assert err.value.diagnostics[0].code == code
+    graph = dataclasses.replace(problem.graph, backward_of=MappingProxyType({1: 1}))
+    with pytest.raises(SpecError) as err:
+        planner.solve(dataclasses.replace(problem, graph=graph))
+    assert err.value.diagnostics[0].code == "E234"
+
+
+def test_the_api_result_carries_the_pipeline() -> None:
+    import planner
+    from planner.pipeline.schedule import run
+
+    problem = loads(_plan("  objective pipeline\n  microbatches 4\n")).plan("p")
+    result = planner.solve(problem)
+    assert result.pipeline is not None
+    assert result.pipeline == run(problem, result.plan.placement, problem.pipeline)
+    assert result.pipeline.iteration_s == pytest.approx(4 * 3e-3)  # one device: 4 x 3 ms
+    flat = loads(_plan("")).plan("p")
+    assert planner.solve(flat).pipeline is None
