@@ -10,7 +10,8 @@ module; units are in the field names: seconds, bytes, FLOP, bytes per second)::
       "ops": [                                # in order; each needs time_s or flops
         {"name": "conv1", "time_s": 1.2e-4, "time_by_kind_s": {"cpu": 3e-3},
          "flops": 2.4e9, "params_bytes": 37632, "output_bytes": 3211264, "temp_bytes": 0,
-         "colocation": "conv1"}              # ops with equal strings share a device
+         "colocation": "conv1",              # ops with equal strings share a device
+         "backward_of": null}                # a backward op: its forward op's name
       ],
       "edges": [{"src": "conv1", "dst": "bn1", "bytes": 3211264}],  # bytes: default the
                                                                      # src's output_bytes
@@ -21,13 +22,16 @@ module; units are in the field names: seconds, bytes, FLOP, bytes per second)::
         "links": [{"src": "gpu0", "dst": "gpu1", "bandwidth_Bps": 5e10,
                    "latency_s": 2e-6}]},     # directed; every ordered pair needs one
       "plan": {"name": "P", "memory": "static", "contention": "link",
-               "pins": {"conv1": "gpu0"}}    # optional; needs "cluster"
+               "pins": {"conv1": "gpu0"},    # optional; needs "cluster"
+               "objective": "pipeline", "microbatches": 8, "schedule": "1f1b"}
     }
 
 `planner import json` turns such a file into a spec (times printed so that they parse
 back to the same floats); `planner export json` writes one from a spec, in the canonical
 form: every op field present (absent times and FLOPs as `null`), a colocation group named
-after its first op, every edge with its bytes. For a file in canonical form,
+after its first op, every edge with its bytes; `backward_of` only on the backward ops of a
+training graph, and the plan's `objective`, `microbatches`, `schedule` (and
+`stages_per_device`) only under `objective pipeline`. For a file in canonical form,
 export(import(x)) == x for the ops and edges.
 
 `import json` also accepts the operator and layer graphs of msr-fiddle/dnn-partitioning
@@ -58,6 +62,7 @@ from ..workload import (
     Workload,
     WorkOp,
     find_cycle_edge,
+    quote,
     render_cluster,
 )
 
@@ -66,7 +71,8 @@ VERSION = 1
 GIB = 1024**3
 TOP_FIELDS = ("format", "version", "name", "source", "ops", "edges", "cluster", "plan")
 OP_FIELDS = ("name", "time_s", "time_by_kind_s", "flops", "params_bytes", "output_bytes",
-             "temp_bytes", "colocation")
+             "temp_bytes", "colocation", "backward_of")
+PIPELINE_FIELDS = ("objective", "microbatches", "schedule", "stages_per_device")
 EDGE_FIELDS = ("src", "dst", "bytes")
 
 
@@ -231,7 +237,13 @@ def _from_interchange(check: _Checker, data: dict[str, Any], name: str | None,
                 groups.setdefault(group, []).append(op_name)
             else:
                 check.error(f"{path}.colocation", "must be a string or null", near)
-        w.add(WorkOp(op_name, time_s, flops, sizes[0], sizes[1], sizes[2], by_kind))
+        op = w.add(WorkOp(op_name, time_s, flops, sizes[0], sizes[1], sizes[2], by_kind))
+        forward = raw.get("backward_of")
+        if forward is not None:
+            if isinstance(forward, str) and forward:
+                op.backward_of = forward  # a name the lowering resolves (E203, E234)
+            else:
+                check.error(f"{path}.backward_of", "must be an op name or null", near)
     names = {o.name: o for o in w.ops}
     if not w.ops and not check.sink.has_errors:
         check.error("ops", "must hold at least one op", '"ops"')
@@ -357,7 +369,8 @@ def _read_plan(check: _Checker, raw: Any, w: Workload, cluster: Cluster) -> Plan
     if not isinstance(raw, dict):
         check.error("plan", "must be an object", '"plan"')
         raw = {}
-    check.keys(raw, ("name", "memory", "contention", "pins"), "plan", '"plan"')
+    check.keys(raw, ("name", "memory", "contention", "pins", *PIPELINE_FIELDS), "plan",
+               '"plan"')
     plan = PlanDef(check.string(raw, "name", "plan", '"plan"', required=False) or w.name,
                    w.name, cluster.name)
     for key, options in (("memory", MEMORY_MODELS), ("contention", CONTENTIONS)):
@@ -368,6 +381,7 @@ def _read_plan(check: _Checker, raw: Any, w: Workload, cluster: Cluster) -> Plan
             check.error(f"plan.{key}", f"must be one of {', '.join(options)}", f'"{key}"')
         else:
             setattr(plan, key, value)
+    plan.pipeline = _read_pipeline(check, raw)
     pins = raw.get("pins") or {}
     if not isinstance(pins, dict):
         check.error("plan.pins", "must be an object {op: device}", '"pins"')
@@ -385,6 +399,24 @@ def _read_plan(check: _Checker, raw: Any, w: Workload, cluster: Cluster) -> Plan
             by_device.setdefault(dev, []).append(op_name)
     plan.pins = [(members, dev) for dev, members in by_device.items()]
     return plan
+
+
+def _read_pipeline(check: _Checker, raw: dict[str, Any]) -> list[tuple[str, str]]:
+    """The plan's pipeline settings as spec text (the lowering checks their values: E256,
+    E257); here only their JSON types."""
+    out: list[tuple[str, str]] = []
+    for key in PIPELINE_FIELDS:
+        value = raw.get(key)
+        if value is None:
+            continue
+        counted = key in ("microbatches", "stages_per_device")
+        if counted and (isinstance(value, bool) or not isinstance(value, int)):
+            check.error(f"plan.{key}", "must be a whole number", f'"{key}"')
+        elif not counted and not isinstance(value, str):
+            check.error(f"plan.{key}", "must be a string", f'"{key}"')
+        else:
+            out.append((key, str(value) if counted or value == "1f1b" else quote(value)))
+    return out
 
 
 def _from_dnn_partitioning(check: _Checker, data: dict[str, Any], name: str,
@@ -472,6 +504,8 @@ def export_graph(graph: Graph, problem: Problem | None = None) -> dict[str, Any]
         "output_bytes": op.output_bytes,
         "temp_bytes": op.temp_bytes,
         "colocation": group_name.get(i),
+        **({"backward_of": graph.ops[graph.backward_of[i]].name}
+           if i in graph.backward_of else {}),
     } for i, op in enumerate(graph.ops)]
     edges = [{"src": graph.ops[e.src].name, "dst": graph.ops[e.dst].name, "bytes": e.bytes}
              for e in graph.edges]
@@ -491,6 +525,12 @@ def export_graph(graph: Graph, problem: Problem | None = None) -> dict[str, Any]
                         "contention": problem.contention,
                         "pins": {graph.ops[i].name: c.devices[d].name
                                  for i, d in problem.pins.items()}}
+        if problem.pipeline is not None:
+            pipe = problem.pipeline
+            data["plan"].update(objective="pipeline", microbatches=pipe.microbatches,
+                                schedule=pipe.schedule)
+            if pipe.schedule == "interleaved":
+                data["plan"]["stages_per_device"] = pipe.stages_per_device
     return data
 
 

@@ -96,6 +96,8 @@ class PlanDef:
     contention: str = "link"
     pins: list[tuple[list[str], str]] = field(default_factory=list)
     comment: str = ""
+    #: `objective pipeline` settings as (key, value) text, in order (empty: makespan)
+    pipeline: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -302,7 +304,7 @@ def render_plan(p: PlanDef) -> list[str]:
     lines = comment_lines(p.comment) if p.comment else []
     lines.append(f"plan {quote(p.name)} {{")
     settings = [("graph", quote(p.graph)), ("cluster", quote(p.cluster)),
-                ("memory", p.memory), ("contention", p.contention)]
+                ("memory", p.memory), ("contention", p.contention), *p.pipeline]
     width = max(len(k) for k, _ in settings) + 1
     lines.extend(f"  {k.ljust(width)}{v}" for k, v in settings)
     for ops, dev in p.pins:

@@ -202,3 +202,36 @@ def test_dnn_partitioning_graphs_import(path: Path) -> None:
     colors = [n["colorClass"] for n in raw["nodes"] if n.get("colorClass") is not None]
     sizes = [colors.count(c) for c in set(colors)]
     assert len(g.colocations) == sum(1 for s in sizes if s > 1)
+
+
+def test_a_pipeline_plan_and_its_backward_ops_round_trip() -> None:
+    result = import_onnx(zoo_path("resnet50"), training=True)
+    text = result.to_spec()
+    graph = next(iter(planner.loads(text).graphs))
+    cluster = ("cluster two { device g[0..1] { memory 64 GiB }\n"
+               "  link g[0..1] <-> g[0..1] { bandwidth 10 GB/s } }\n")
+    text += cluster + (f"plan pp {{ graph {graph}; cluster two; objective pipeline; "
+                       "microbatches 8; schedule interleaved; stages_per_device 2 }\n")
+    spec = planner.loads(text)
+    data = export_spec(spec, plan="pp")
+    assert (data["plan"]["objective"], data["plan"]["microbatches"], data["plan"]["schedule"],
+            data["plan"]["stages_per_device"]) == ("pipeline", 8, "interleaved", 2)
+    backward = {o["name"]: o["backward_of"] for o in data["ops"] if "backward_of" in o}
+    assert backward and all(b == f + ".bwd" for b, f in backward.items())
+    _validate(data, schema(), schema())
+    assert _round_trip(data) == data
+    again = planner.loads(parse_json(json.dumps(data), "x.json").to_spec(), "x.plan").plan()
+    assert again.pipeline == spec.plan("pp").pipeline
+    assert dict(again.graph.backward_of) == dict(spec.plan("pp").graph.backward_of)
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("microbatches", "8", "must be a whole number"), ("schedule", 3, "must be a string"),
+    ("objective", "pipelin", "unknown objective `pipelin`")])
+def test_bad_pipeline_fields_are_spec_errors(field: str, value: Any, words: str) -> None:
+    data = json.loads((FIXTURES / "graph_v1.json").read_text())
+    data["plan"][field] = value
+    with pytest.raises(SpecError) as err:
+        result = parse_json(json.dumps(data), "x.json")
+        planner.loads(result.to_spec(), "x.plan")
+    assert words in str(err.value)
