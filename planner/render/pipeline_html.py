@@ -26,8 +26,8 @@ from ..pipeline.schedule import PipelineRun, Task
 from ..units import format_bytes, format_seconds
 from .figures import format_gap
 from .pipeline import period_gap
-from .svg import coord, esc, svg_open, tick_seconds
-from .timeline import LEFT, RIGHT, WIDTH, TimeAxis
+from .svg import coord, esc, svg_open
+from .timeline import LEFT, RIGHT, WIDTH, TimeAxis, axis_marks
 
 __all__ = ["PipelineView", "pipeline_section_html", "pipeline_view", "timeline_svg"]
 
@@ -145,18 +145,7 @@ def timeline_svg(problem: Problem, run: PipelineRun, width: int = WIDTH) -> str:
                    f'class="muted">{esc(label)}</tspan></text><text class="muted" '
                    f'x="{axis.left + axis.plot_width + 8}" y="{mid}">busy {100 * busy:.0f}%'
                    '</text>')
-    out.append('<g class="axis">')
-    for t in axis.ticks():
-        x = coord(axis.x(t))
-        out.append(f'<line class="gridline" x1="{x}" x2="{x}" y1="{top}" y2="{bottom}"/>'
-                   f'<text x="{x}" y="{bottom + 14}" text-anchor="middle">'
-                   f'{esc(tick_seconds(t))}</text>')
-    out.append('</g>')
-    if span > 0:
-        x = coord(axis.x(span))
-        out.append(f'<line class="ms-mark" x1="{x}" x2="{x}" y1="{top - 6}" y2="{bottom}"/>'
-                   f'<text x="{x}" y="{top - 9}" text-anchor="middle">iteration '
-                   f'{esc(format_seconds(span))}</text>')
+    out += axis_marks(axis, top, bottom, span, None, end="iteration")
     out.append('<g class="tasks">')
     for row, d in enumerate(lanes):
         for task in lanes[d]:

@@ -91,9 +91,10 @@ def legend_html(legend: Legend, *, bound: bool) -> str:
     return f'<div class="legend cats">{items}{marks}</div>'
 
 
-def _axis_marks(axis: TimeAxis, top: float, bottom: float, makespan_s: float,
-                bound_s: float | None, *, label: bool = True) -> list[str]:
-    """Grid lines and labels of the time axis, the makespan and the lower bound."""
+def axis_marks(axis: TimeAxis, top: float, bottom: float, makespan_s: float,
+               bound_s: float | None, *, label: bool = True, end: str = "makespan") -> list[str]:
+    """Grid lines and labels of the time axis, the end mark (`end`: what the end is, the
+    makespan or a pipeline's iteration) and the lower bound."""
     out = ['<g class="axis">']
     for t in axis.ticks():
         x = coord(axis.x(t))
@@ -104,8 +105,8 @@ def _axis_marks(axis: TimeAxis, top: float, bottom: float, makespan_s: float,
     if math.isfinite(makespan_s) and makespan_s > 0:
         x = coord(axis.x(makespan_s))
         out.append(f'<line class="ms-mark" x1="{x}" x2="{x}" y1="{top - 6}" y2="{bottom}" '
-                   f'data-tip="makespan {esc(format_seconds(makespan_s))}"/>'
-                   + (f'<text x="{x}" y="{top - 9}" text-anchor="middle">makespan '
+                   f'data-tip="{end} {esc(format_seconds(makespan_s))}"/>'
+                   + (f'<text x="{x}" y="{top - 9}" text-anchor="middle">{end} '
                       f'{esc(format_seconds(makespan_s))}</text>' if label else ""))
     if bound_s is not None and math.isfinite(bound_s) and bound_s > 0:
         x = coord(axis.x(bound_s))
@@ -144,7 +145,7 @@ def gantt_svg(problem: Problem, result: SimResult, *, legend: Legend | None = No
                    f'height="{row - 4}"/><text x="8" y="{y + row / 2 + 4}">{esc(dev.name)}'
                    f'</text><text class="muted" x="{axis.left + axis.plot_width + 8}" '
                    f'y="{y + row / 2 + 4}">busy {100 * busy:.0f}%</text>')
-    out += _axis_marks(axis, top, bottom, result.makespan_s, bound_s)
+    out += axis_marks(axis, top, bottom, result.makespan_s, bound_s)
     out.append('<g class="ops">')
     out += (_bars(problem, result, legend, axis, top) if bars
             else _columns(problem, result, legend, axis, top))
@@ -304,7 +305,7 @@ def memory_svg(problem: Problem, result: SimResult, *, width: int = WIDTH) -> st
         out.append(f'<rect class="lane" x="{axis.left}" y="{y0}" width="{axis.plot_width}" '
                    f'height="{lane}"/><text x="8" y="{y0 + lane / 2 + 4}">{esc(dev.name)}'
                    '</text>')
-    out += _axis_marks(axis, top, bottom, result.makespan_s, None, label=False)
+    out += axis_marks(axis, top, bottom, result.makespan_s, None, label=False)
     for d, dev in enumerate(devs):
         y0 = top + d * (lane + gap)
         steps = result.memory_timeline[d] if d < len(result.memory_timeline) else ()
