@@ -48,10 +48,11 @@ def _token_re() -> re.Pattern[str]:
     20,000 blanks or digits before a stray character cost 20,000 attempts of 20,000 steps
     each. The blanks are possessive (`*+`) for the same reason.
     """
-    terms = dict(re.findall(r"(?m)^([A-Z]+)(?:\.\d+)?:\s*/(.*)/\s*$", grammar_text()))
+    terms = dict(re.findall(r"(?m)^([A-Z][A-Z0-9_]*)(?:\.\d+)?:\s*/(.*)/\s*$", grammar_text()))
     return re.compile(
         r"[ \t\r\f]*+(?:(\n)|(#[^\n]*)|(" + terms["QUANTITY"] + ")|(" + terms["NUMBER"] + ")|("
-        + terms["NAME"] + ")|(" + terms["STRING"] + r")|(<->|->|\.\.|[{}\[\],;*])|([\s\S]))"
+        + terms["SCHEDULE_1F1B"] + "|" + terms["NAME"] + ")|(" + terms["STRING"]
+        + r")|(<->|->|\.\.|[{}\[\],;*])|([\s\S]))"
     )
 
 

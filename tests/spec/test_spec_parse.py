@@ -59,6 +59,18 @@ def test_fast_path_reads_the_common_forms_exactly_like_lark() -> None:
     assert len(fast.comments) == 2
 
 
+@pytest.mark.parametrize("value", ["1f1b", "gpipe", '"interleaved"'])
+def test_fast_path_reads_the_pipeline_settings_like_lark(value: str) -> None:
+    # `1f1b`, the one name that starts with a digit, is read by the fast path too: a
+    # 100k-op spec that names it would otherwise fall back to Lark, several times slower
+    text = ("graph g { op a { time 1 ms; backward_of b } op b { time 1 ms } }\n"
+            f"plan p {{ graph g; cluster c; objective pipeline; schedule {value}\n"
+            "  microbatches 8; stages_per_device 2 }\n")
+    fast = _fast_parse(text, "t.plan")
+    assert fast is not None
+    assert fast == parse_lark(text, "t.plan")
+
+
 def test_a_two_way_edge_is_left_to_lark_which_records_it() -> None:
     """`a <-> b` in a graph is an error for lowering to report; the fast path bails."""
     text = "graph g { op a {} op b {} a <-> b }"
