@@ -57,8 +57,14 @@ MAX_CHAINS = 24
 #: device sequences examined per stage count (a cluster of many devices has too many to list)
 MAX_EXAMINED = 200_000
 #: the DP's work: (stage rows over all chains tried) x (candidate cuts)^2 at most; more
-#: and the cuts are thinned (about 5 s on this machine)
+#: and the cuts are thinned (about 5 s on this machine, the memory note's second run
+#: included)
 MAX_CELLS = 2e8
+#: the work `auto` gives the DP per second of its time limit (`cells_for`: 2e8 at the
+#: default 10 s, half the time on an idle machine, as `clock.LOAD_HEADROOM` wants)
+CELLS_PER_SECOND = 2e7
+#: the least work, whatever the limit (a few candidate cuts per stage)
+MIN_CELLS = 1e5
 #: the most candidate cuts, whatever the budget
 MAX_UNITS = 20_000
 #: copies of the graph's ops (micro-batches x ops) up to which stage counts are simulated
@@ -77,9 +83,15 @@ class Found:
 
 def place(problem: Problem, options: Options) -> Solution:
     """The best contiguous split (module docstring) as a plan, with the split's figures."""
+    return place_within(problem, options, MAX_CELLS)
+
+
+def place_within(problem: Problem, options: Options, cells: float) -> Solution:
+    """`place`, with the DP's work (stage rows x candidate cuts squared) within `cells`
+    (`auto` sizes it to its time limit: `cells_for`)."""
     pipeline = problem.pipeline or Pipeline()
-    space = search_space(problem, pipeline)
-    per_stages = best_splits(problem, pipeline, options)
+    space = search_space(problem, pipeline, cells)
+    per_stages = best_splits(problem, pipeline, options, cells=cells)
     if not per_stages:
         raise InfeasibleError(Diagnostic(
             "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "
@@ -97,7 +109,7 @@ def place(problem: Problem, options: Options) -> Solution:
     n = units(problem).count
     if len(space.cuts) - 1 < n:
         info["candidate_cuts"] = f"{len(space.cuts) - 1} of {n} unit boundaries"
-    note = _memory_note(problem, chosen, pipeline)
+    note = _memory_note(problem, chosen, pipeline, cells)
     if note:
         info["memory_note"] = note
     plan = Plan(chosen.split.placement(problem), algorithm="pipedp")
@@ -117,17 +129,26 @@ class Space:
     largest: NDArray[np.float64]
 
 
-def search_space(problem: Problem, pipeline: Pipeline) -> Space:
+def cells_for(time_limit_s: float) -> float:
+    """The DP's work for a time limit (`CELLS_PER_SECOND` of it, `MAX_CELLS` at most; a
+    limit of 0: no limit): a function of the limit alone, so the plan is the same on any
+    machine."""
+    if time_limit_s <= 0:
+        return MAX_CELLS
+    return max(MIN_CELLS, min(MAX_CELLS, CELLS_PER_SECOND * time_limit_s))
+
+
+def search_space(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS) -> Space:
     """The chains and cuts the DP runs over: every unit boundary, unless the chains times
-    the squared boundaries would pass `MAX_CELLS` (then the cheapest to cross within as
-    many equal windows as fit). Derived once per problem and pipeline."""
-    spaces: dict[Pipeline, Space] = derived(problem, "pipedp.spaces", dict)
-    if pipeline not in spaces:
-        spaces[pipeline] = _search_space(problem, pipeline)
-    return spaces[pipeline]
+    the squared boundaries would pass `cells` (then the cheapest to cross within as many
+    equal windows as fit). Derived once per problem, pipeline and work."""
+    spaces: dict[tuple[Pipeline, float], Space] = derived(problem, "pipedp.spaces", dict)
+    if (pipeline, cells) not in spaces:
+        spaces[pipeline, cells] = _search_space(problem, pipeline, cells)
+    return spaces[pipeline, cells]
 
 
-def _search_space(problem: Problem, pipeline: Pipeline) -> Space:
+def _search_space(problem: Problem, pipeline: Pipeline, cells: float) -> Space:
     n = units(problem).count
     chains: dict[int, list[tuple[int, ...]]] = {}
     tried = total = 0
@@ -137,17 +158,17 @@ def _search_space(problem: Problem, pipeline: Pipeline) -> Space:
         chains[stages] = found[:MAX_CHAINS]
         tried += len(chains[stages])
     stage_rows = sum(s * len(c) for s, c in chains.items())
-    most = int(math.sqrt(MAX_CELLS / max(stage_rows, 1)))
+    most = max(2, int(math.sqrt(cells / max(stage_rows, 1))))
     cuts = _candidate_cuts(units(problem), min(MAX_UNITS, most))
     return Space(chains, tried, total, cuts, _largest_transients(units(problem), cuts))
 
 
 def best_splits(problem: Problem, pipeline: Pipeline, options: Options | None = None,
-                capped: bool = True) -> dict[int, Found]:
+                capped: bool = True, cells: float = MAX_CELLS) -> dict[int, Found]:
     """Per stage count, the split with the least period over the chains tried (counts with
     no split that fits are left out; with `capped` False, memory is not looked at)."""
     u = units(problem)
-    space = search_space(problem, pipeline)
+    space = search_space(problem, pipeline, cells)
     per_stages: dict[int, Found] = {}
     done = 0
     for stages, chains in space.chains.items():
@@ -335,10 +356,10 @@ def _simulated_best(problem: Problem, pipeline: Pipeline,
     return per_stages[chosen], runs
 
 
-def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline) -> str:
+def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, cells: float) -> str:
     """How the memory caps shaped the split ('' when no split, caps aside, has a shorter
     period)."""
-    free_splits = best_splits(problem, pipeline, capped=False)
+    free_splits = best_splits(problem, pipeline, capped=False, cells=cells)
     free = min(free_splits.values(), key=lambda f: (f.period_s, f.split.stages))
     if free.period_s >= chosen.period_s * (1 - 1e-9):
         return ""
