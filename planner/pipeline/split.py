@@ -157,11 +157,6 @@ def _span(prefix: np.ndarray, split: Split, k: int) -> float:
     return float(prefix[split.bounds[k + 1]] - prefix[split.bounds[k]])
 
 
-def period(problem: Problem, split: Split) -> float:
-    """The busiest stage's load: the split model's time per micro-batch."""
-    return max(stage_loads(problem, split), default=0.0)
-
-
 
 def device_loads(problem: Problem, placement: Sequence[int],
                  recompute: Collection[int] = ()) -> list[float]:
