@@ -13,9 +13,10 @@ plan on any machine; the wall clock stops it at the limit (`clock.cap`), and `re
 says so. At the end the simulator is the judge: the plan found is kept only when its
 simulated iteration is shorter than the start's.
 
-On the issue's GPT-24 and GNMT graphs no move improves on pipedp's split (an annealing on T
-from the same start found nothing better either); the search is there for graphs whose
-best plan is not contiguous.
+With `--time-limit 10`, on the issue's GPT-24 graph two of 1,701 moves lowered T but not
+the simulated iteration, and on Baechi's GNMT none of 496 lowered T: both keep pipedp's
+split (the issue's annealing on T from the same start found nothing better either). The
+search is there for graphs whose best plan is not contiguous.
 """
 
 from __future__ import annotations
