@@ -61,7 +61,7 @@ from ..bounds import lower_bound
 from ..errors import InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import device_loads, split_of, stage_bytes
+from ..pipeline.split import device_loads, fits, split_of, stage_bytes
 from ..plan import Plan
 from ..simulate import simulate
 from ..units import format_seconds
@@ -166,7 +166,6 @@ def _iteration(problem: Problem, placement: tuple[int, ...], pipeline: Pipeline,
                simulated: bool) -> tuple[float, bool]:
     """The plan's iteration (simulated, or estimated) and whether it fits the memory."""
     split = split_of(problem, placement)
-    caps = [d.memory_bytes for d in problem.cluster.devices]
     if simulated:
         run = run_pipeline(problem, placement, pipeline)
         held, iteration = list(run.memory_bytes), run.iteration_s
@@ -174,7 +173,7 @@ def _iteration(problem: Problem, placement: tuple[int, ...], pipeline: Pipeline,
         held = stage_bytes(problem, split, pipeline)
         iteration = ((pipeline.microbatches + split.stages - 1)
                      * max(device_loads(problem, placement)))
-    return iteration, all(h <= c for h, c in zip(held, caps, strict=True))
+    return iteration, fits(problem, held)
 
 
 def _cpsat_skipped(problem: Problem, options: Options) -> str | None:

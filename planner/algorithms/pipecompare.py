@@ -24,6 +24,7 @@ from ..cost import INF, costs
 from ..errors import InfeasibleError
 from ..model import Pipeline, Problem
 from ..pipeline.schedule import PipelineRun, run
+from ..pipeline.split import fits
 from . import run as run_algorithm
 from .base import Options
 from .portfolio import rank
@@ -78,6 +79,4 @@ def _one_device(problem: Problem) -> Sequence[int]:
 def _row(problem: Problem, pipeline: Pipeline, label: str, algorithm: str,
          placement: Sequence[int], recompute: Collection[int] = ()) -> Row:
     result = run(problem, placement, pipeline, recompute)
-    caps = [d.memory_bytes for d in problem.cluster.devices]
-    fits = all(held <= cap for held, cap in zip(result.memory_bytes, caps, strict=True))
-    return Row(label, algorithm, result, fits)
+    return Row(label, algorithm, result, fits(problem, result.memory_bytes))

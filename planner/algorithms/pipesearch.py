@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 from ..model import Pipeline, Problem
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import device_loads, split_of, stage_bytes
+from ..pipeline.split import device_loads, fits, split_of, stage_bytes
 from ..pipeline.units import units
 from ..plan import Plan
 from . import pipedp
@@ -52,7 +52,6 @@ def place(problem: Problem, options: Options) -> Solution:
     rng = random.Random(options.seed)
     best = _period(problem, placement)
     moved = tried = 0
-    caps = [d.memory_bytes for d in problem.cluster.devices]
     try:
         for tried in range(1, budget + 1):  # noqa: B007 (`tried` is reported)
             if time.monotonic() > deadline:
@@ -66,7 +65,7 @@ def place(problem: Problem, options: Options) -> Solution:
             for i in u.members[k]:
                 placement[i] = target
             period = _period(problem, placement)
-            if period < best and _fits(problem, placement, pipeline, caps):
+            if period < best and _fits(problem, placement, pipeline):
                 best, moved = period, moved + 1
             else:
                 for i in u.members[k]:
@@ -98,6 +97,5 @@ def _period(problem: Problem, placement: list[int]) -> float:
     return max(device_loads(problem, placement))
 
 
-def _fits(problem: Problem, placement: list[int], pipeline: Pipeline, caps: list[int]) -> bool:
-    held = stage_bytes(problem, split_of(problem, placement), pipeline)
-    return all(h <= c for h, c in zip(held, caps, strict=True))
+def _fits(problem: Problem, placement: list[int], pipeline: Pipeline) -> bool:
+    return fits(problem, stage_bytes(problem, split_of(problem, placement), pipeline))

@@ -21,6 +21,7 @@ from ..errors import InfeasibleError, PlannerError, SolverError, SpecError, Usag
 from ..model import Pipeline, Problem, Spec
 from ..pipeline.bound import pipeline_bound
 from ..pipeline.schedule import run as run_pipeline
+from ..pipeline.split import fits as pipeline_fits
 from ..simulate import SimResult, Violation, simulate
 from ..spec.load import load_path
 from .rows import Row, empty_row
@@ -261,7 +262,7 @@ def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
     again = [index[name] for name in info.get("recompute") or () if name in index]
     run = run_pipeline(problem, result.placement, pipeline, again)
     devs = problem.cluster.devices
-    fits = all(held <= d.memory_bytes for held, d in zip(run.memory_bytes, devs, strict=True))
+    fits = pipeline_fits(problem, run.memory_bytes)
     row.update(schedule=run.schedule, n_microbatches=run.microbatches,
                iteration_s=_finite(run.iteration_s),
                time_per_microbatch_s=_finite(run.time_per_microbatch_s),

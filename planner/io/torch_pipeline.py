@@ -48,7 +48,7 @@ from ..cost import costs
 from ..errors import Diagnostic, Span, SpecError
 from ..model import Problem
 from ..pipeline.schedule import PipelineRun, run
-from ..pipeline.split import Split, split_of
+from ..pipeline.split import Split, fits, split_of
 from ..pipeline.units import units
 from ..units import format_seconds
 from .torch_export import check_placement, forward_placement
@@ -407,9 +407,7 @@ def _placement_of(problem: Problem, nodes: Sequence[_Node], stage: Sequence[int]
 def _cost(problem: Problem, placement: Sequence[int]) -> Cost:
     assert problem.pipeline is not None
     r: PipelineRun = run(problem, placement, problem.pipeline)
-    caps = [d.memory_bytes for d in problem.cluster.devices]
-    fits = all(held <= cap for held, cap in zip(r.memory_bytes, caps, strict=True))
-    return Cost(r.period_s, r.iteration_s, r.schedule, r.note, fits)
+    return Cost(r.period_s, r.iteration_s, r.schedule, r.note, fits(problem, r.memory_bytes))
 
 
 def _stages(nodes: Sequence[_Node], stage: Sequence[int], kept: Sequence[int],

@@ -153,6 +153,11 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
     return held
 
 
+def fits(problem: Problem, held: Sequence[float]) -> bool:
+    """Whether every device holds what `held` (per device, `stage_bytes`) says it needs."""
+    return all(h <= d.memory_bytes for h, d in zip(held, problem.cluster.devices, strict=True))
+
+
 def _span(prefix: np.ndarray, split: Split, k: int) -> float:
     return float(prefix[split.bounds[k + 1]] - prefix[split.bounds[k]])
 

@@ -22,6 +22,7 @@ from ..algorithms.pipecompare import Row
 from ..model import Problem
 from ..pipeline.bound import PipelineBound
 from ..pipeline.schedule import PipelineRun
+from ..pipeline.split import fits
 from ..units import format_bytes, format_seconds
 from .figures import format_gap
 
@@ -35,11 +36,6 @@ def period_gap(run: PipelineRun, bound: PipelineBound) -> float | None:
     if not (math.isfinite(run.period_s) and bound.period_s > 0):
         return None
     return max(0.0, run.period_s - bound.period_s) / bound.period_s
-
-
-def _fits(problem: Problem, run: PipelineRun) -> bool:
-    return all(held <= dev.memory_bytes
-               for held, dev in zip(run.memory_bytes, problem.cluster.devices, strict=True))
 
 
 def pipeline_json(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
@@ -63,7 +59,7 @@ def pipeline_json(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
         "period_bound_reason": bound.reason,
         "period_gap": period_gap(run, bound),
         "iteration_bound_s": bound.iteration_s,
-        "fits": _fits(problem, run),
+        "fits": fits(problem, run.memory_bytes),
         "notes": [n for n in (run.note, *notes) if n],
         "stages": [{"devices": [devs[s.device].name], "ops": [ops[i].name for i in s.ops],
                     "busy_s": s.busy_s, "load_s": _t(s.load_s)} for s in run.stages],
@@ -100,7 +96,7 @@ def pipeline_report(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
                  f"{format_seconds(bound.period_s)} ({bound.reason}): at most "
                  f"{format_gap(period_gap(run, bound))} above the best period")
     head.add_row("bubble", f"{run.bubble_fraction:.1%}")
-    if not _fits(problem, run):
+    if not fits(problem, run.memory_bytes):
         head.add_row("memory", "[red]does not fit[/red]: a device holds less than its stages' "
                      "activations in flight need (devices below)")
     for note in (run.note, *notes):
