@@ -219,7 +219,9 @@ TABLE: tuple[Code, ...] = (
     Code("E939", 1, "a PyTorch model that cannot be loaded (module, file, factory or its result)"),
     Code("W940", 0, "ONNX op types without a FLOP formula (counted 1 FLOP per output element)"),
     Code("W941", 0, "ONNX tensors left without a shape (counted 0 bytes)"),
-    Code("E942", 1, "torch.fx cannot trace the model (data-dependent control flow, ...)"),
+    Code("E942", 1, "the PyTorch model cannot be captured by torch.export or torch.fx "
+                    "(data-dependent control flow, an output type, an op without a fake "
+                    "kernel, ...)"),
     Code("E943", 2, "invalid example inputs (`--input`, `--example`) for a PyTorch model"),
     Code("E944", 1, "the PyTorch model fails on its example inputs"),
     Code("E945", 1, "a plan whose ops do not match the traced PyTorch model"),
@@ -229,6 +231,10 @@ TABLE: tuple[Code, ...] = (
     Code("E947", 1, "`export torch --pipeline`: a plan torch's pipeline schedules cannot run as "
                     "placed (no `objective pipeline`, a device with several stages, too few "
                     "micro-batches)"),
+    Code("W948", 0, "PyTorch ops that may do matrix work without a FLOP formula (timed by "
+                    "bytes moved only)"),
+    Code("E949", 1, "an accelerate `device_map` that does not cover the spec's ops or names "
+                    "devices the cluster lacks"),
     Code("E990", 4, "out of memory"),
     Code("E991", 1, "input too deeply nested"),
     Code("E999", 4, "internal error: a bug in planner"),

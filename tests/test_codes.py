@@ -29,6 +29,8 @@ SHARED = {
     "E920": "invalid JSON: the Baechi and the `import json` readers",
     "E922": "a malformed imported JSON graph: the Baechi and the `import json` readers",
     "E930": "an invalid option of any generator or importer",
+    "E943": "invalid example inputs of a PyTorch model: loading them, capturing with them, or "
+            "the --granularity they are grouped by",
 }
 # The Python API (`planner/api/`; `model.py` for indices out of range) reports the mistakes
 # a spec can make with the spec's codes: one meaning, in a spec or in a Problem built in Python.

@@ -1,182 +1,70 @@
-"""PyTorch models -> workloads: torch.fx graphs with shapes, parameters and (measured) times.
+"""PyTorch models -> workloads: captured graphs with shapes, parameters and (measured) times.
 
-Loading. `TARGET` is `package.module:NAME` or `path/to/file.py:NAME` (NAME defaults to
-`model`): an `nn.Module`, or a callable without arguments that returns one. Example inputs
-are `--input SHAPE[:DTYPE]` (`8x16`, `4x3x32x32:float16`, `2x10:int64`; floats are
-`torch.randn` under seed 0, integers zeros) or `--example EXPR`, a Python expression
-evaluated with `torch` and the target's module in scope, giving a tensor or a tuple.
+Loading (`planner.io.torch_load`): `TARGET` is `package.module:NAME`, `file.py:NAME` or a
+saved program `file.pt2`; example inputs are `--input SHAPE[:DTYPE]` or `--example EXPR`
+(a tensor, a tuple of positional inputs or a dict of keyword inputs).
 
-Tracing. `torch.fx.symbolic_trace` (modules of `torch.nn` stay leaves, Python loops unroll),
-then `ShapeProp` runs the graph once on the example inputs for every node's shapes and
-dtypes, counting FLOPs with `torch.utils.flop_counter` as it goes (matrix products,
-convolutions and attention: 2 per multiply-add; everything else 0). `torch.export` is not
-used: its graph is of aten ops, whose names no longer say which module ran them, and
-applying a plan needs the modules.
+Capture (`planner.io.torch_capture`): `torch.export` (aten ops, keyword inputs, what
+Hugging Face models need), or `torch.fx.symbolic_trace` (`torch.nn` modules as leaves);
+by default export, falling back to fx. Then the graph runs once on the example inputs for
+every node's outputs, counting FLOPs with `torch.utils.flop_counter`
+(`planner.io.torch_flops`: 2 per multiply-add for matrix products, convolutions and
+attention; other ops 0, a warning W948 naming those that may do matrix work uncounted).
 
-Ops. Every placeholder, `call_module`, `call_function` and `call_method` node is one op,
-named after the module it runs or runs in: a module call by its path (`layer1.0.conv1`;
-the k-th further call of one module `path@k`, torch's own convention), a function or
-method by `scope.node` (`layer1.0.add_3`; top level: `add_3`). Each op's comment says what
-it calls (its `source`). `params` are the parameters and buffers of the module it calls,
-or the ones it reads by attribute (`get_attr`): charged to its first user, with every user
-colocated, since one tensor lives on one device. `output` is the bytes of the tensors the
-node returns; an edge carries its producer's output. A consumer of a tuple of tensors (an
-`LSTMCell`'s `(h, c)`) is colocated with its producer, as such values are not copied;
-values that hold no tensor (`x.size(0)`) cost 0 bytes.
+Ops (`planner.io.torch_units`). `--granularity op` makes every node one op; `module` or
+`module:DEPTH` one op per module call (and per run of glue code between calls), so that
+the spec's cuts can only fall on module boundaries, which is what an accelerate
+`device_map` can express. An op is named after its module: a whole call by its path
+(`layer1.0.conv1`; the k-th further call of one module `path@k`, torch's own convention),
+anything else by `scope.node` (`layer1.0.add_`; top level: `add_`). Each op's comment says
+what it runs and the module class. `params` are the parameters and buffers of the modules
+it calls or the tensors it reads by attribute (`get_attr`): charged to its first user, with
+every user colocated, since one tensor lives on one device. `output` is the bytes of the
+tensors an op gives to other ops; an edge carries those its consumer takes. A consumer of a
+tuple of tensors (an `LSTMCell`'s `(h, c)`) is colocated with its producer, as such values
+are not copied; values that hold no tensor (`x.size(0)`) cost 0 bytes.
 
 Times. `time` is the roofline estimate on a reference profile (`planner.workload.roofline`),
-bytes moved being inputs, params and outputs (none for views). `--measure DEVICE` also
-runs the graph there (`warmup` runs, then `repeat` runs timing every node, synchronised
-on accelerators) and writes each node's median as `time[KIND]` (KIND: `cpu`, `gpu` for
-`cuda`, else the device type, or `--kind`). Measured times differ from run to run, so such
-a spec is the one output of `planner` that is not the same byte for byte each time.
-`--training` adds backward ops as `import onnx --training` does (times:
+summed over an op's nodes, the bytes a node moves being its inputs, params and outputs
+(none for views; an embedding reads the rows it gathers, not its whole table).
+`--measure DEVICE` also runs the graph there (`warmup` runs, then `repeat` runs timing every
+node, synchronised on accelerators) and writes each op's summed medians as `time[KIND]`
+(KIND: `cpu`, `gpu` for `cuda`, else the device type, or `--kind`). Measured times differ
+from run to run, so such a spec is the one output of `planner` that is not the same byte
+for byte each time. `--training` adds backward ops as `import onnx --training` does (times:
 `BACKWARD_FLOP_FACTOR` x the forward for ops with FLOPs, 1 x otherwise, measured or not).
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import importlib
-import importlib.util
-import io
-import os
+import dataclasses
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import Diagnostic, Span, SpecError, UsageError, did_you_mean
+from ..errors import Diagnostic, Severity, SpecError, UsageError
 from ..workload import Imported, Workload, WorkOp, rounded_text
 from ..workload.roofline import PROFILES, DeviceProfile
-from ..workload.training import BACKWARD_FLOP_FACTOR, add_backward
+from ..workload.training import BACKWARD_FLOP_FACTOR, BWD_SUFFIX, add_backward
+from .torch_capture import capture
+from .torch_flops import Counter
+from .torch_load import Example, example_inputs, load_target, require_torch
+from .torch_units import OP_KINDS, Unit, stack_of, unique_names, units
+
+__all__ = ["OP_KINDS", "Example", "Traced", "example_inputs", "forward_ops", "import_torch",
+           "load_target", "measure", "regroup", "require_torch", "run_annotated", "to_workload",
+           "trace"]
 
 if TYPE_CHECKING:
     from torch import fx
 
-#: node kinds that become ops
-OP_KINDS = ("placeholder", "call_module", "call_function", "call_method")
 #: functions and methods that return a view (or a Python value): they move no bytes
 VIEWS = {"getitem", "getattr", "size", "dim", "view", "reshape", "flatten", "squeeze",
          "unsqueeze", "permute", "transpose", "t", "expand", "narrow", "chunk", "split",
          "unbind", "view_as", "expand_as", "unflatten", "contiguous", "detach"}
-
-
-def require_torch() -> ModuleType:
-    """The `torch` module, or a usage error (E938) naming the extra that installs it."""
-    try:
-        import torch
-    except ImportError:
-        raise UsageError(Diagnostic(
-            "E938", "PyTorch is not installed", None,
-            ("install PyTorch's CPU build, then the extra: pip install torch --index-url "
-             "https://download.pytorch.org/whl/cpu && pip install 'planner[torch]' (for a "
-             "CUDA build, see https://pytorch.org/get-started/locally/)",))) from None
-    module: ModuleType = torch  # (Any to mypy where torch is not installed)
-    return module
-
-
-# ---- loading ------------------------------------------------------------------------------
-
-
-def load_target(target: str) -> tuple[Any, dict[str, Any]]:
-    """The `nn.Module` that `TARGET` names, and the namespace of the module defining it."""
-    torch = require_torch()
-    where_text, sep, attr = target.rpartition(":")
-    if not sep or not attr.isidentifier():
-        where_text, attr = target, "model"
-    file = Path(where_text)
-    span = Span.start_of(where_text) if where_text.endswith(".py") else None
-
-    def bad(message: str, *hints: str) -> SpecError:
-        return SpecError(Diagnostic("E939", message, span, hints))
-
-    try:
-        if where_text.endswith(".py"):
-            if not file.is_file():
-                raise bad(f"no such Python file: {where_text}")
-            name = f"_planner_model_{abs(hash(str(file.resolve())))}"
-            spec = importlib.util.spec_from_file_location(name, file)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module  # dataclasses and pickling look modules up by name
-            spec.loader.exec_module(module)
-        else:
-            module = _import_module(where_text)
-    except SpecError:
-        raise
-    except Exception as err:  # noqa: BLE001 - user code may raise anything
-        raise bad(f"cannot import {where_text}: {type(err).__name__}: {err}",
-                  "TARGET is `package.module:NAME` or `file.py:NAME`") from None
-    namespace = vars(module)
-    if attr not in namespace:
-        raise bad(f"{where_text} defines no `{attr}`",
-                  *did_you_mean(attr, [k for k in namespace if not k.startswith("_")]))
-    found = namespace[attr]
-    if not isinstance(found, torch.nn.Module) and callable(found):
-        try:
-            found = found()
-        except Exception as err:  # noqa: BLE001
-            raise bad(f"`{attr}()` raised {type(err).__name__}: {err}") from None
-    if not isinstance(found, torch.nn.Module):
-        raise bad(f"`{attr}` is a {type(found).__name__}, not a torch.nn.Module (or a "
-                  "function returning one)")
-    return found, namespace
-
-
-def _import_module(name: str) -> Any:
-    """`importlib.import_module`, also looking in the working directory, as `python -m`
-    does: the `planner` script's `sys.path` lacks it, so `planner import torch mymodel:model`
-    would miss `./mymodel.py`. The directory is appended (it shadows nothing installed), and
-    only when the module is found nowhere else."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as err:
-        cwd = os.getcwd()
-        if err.name != name.partition(".")[0] or any(
-                os.path.abspath(p or ".") == cwd for p in sys.path):
-            raise
-        sys.path.append(cwd)
-        return importlib.import_module(name)
-
-
-def example_inputs(shapes: Sequence[str] = (), expression: str | None = None,
-                   namespace: dict[str, Any] | None = None) -> tuple[Any, ...]:
-    """Inputs from `--input SHAPE[:DTYPE]` options or an `--example` expression."""
-    torch = require_torch()
-    if bool(shapes) == bool(expression):
-        raise UsageError(Diagnostic("E943", "give the example inputs by --input or by "
-                                    "--example (one of the two)", None,
-                                    ("e.g. --input 8x16 or --example 'torch.randn(8, 16)'",)))
-    if expression:
-        try:
-            value = eval(expression, {"torch": torch, **(namespace or {})})
-        except Exception as err:  # noqa: BLE001 - the user's expression
-            raise UsageError(Diagnostic("E943", f"--example `{expression}` raised "
-                                        f"{type(err).__name__}: {err}", None)) from None
-        return tuple(value) if isinstance(value, (tuple, list)) else (value,)
-    generator = torch.Generator().manual_seed(0)
-    out = []
-    for text in shapes:
-        dims_text, _, dtype_text = text.partition(":")
-        dtype = getattr(torch, dtype_text or "float32", None)
-        try:
-            dims = tuple(int(d) for d in dims_text.replace(",", "x").split("x"))
-        except ValueError:
-            dims = ()
-        if not dims or any(d < 0 for d in dims) or not isinstance(dtype, torch.dtype):
-            raise UsageError(Diagnostic("E943", f"--input `{text}` is not SHAPE[:DTYPE]", None,
-                                        ("e.g. 8x16, 4x3x32x32:float16 or 2x10:int64",)))
-        if dtype.is_floating_point:
-            out.append(torch.randn(dims, generator=generator).to(dtype))
-        else:
-            out.append(torch.zeros(dims, dtype=dtype))
-    return tuple(out)
 
 
 # ---- tracing ------------------------------------------------------------------------------
@@ -184,13 +72,23 @@ def example_inputs(shapes: Sequence[str] = (), expression: str | None = None,
 
 @dataclass
 class Traced:
-    """A traced model: its fx graph, op names, and what each node produced."""
+    """A captured model: its fx graph, its ops (units of nodes), what each node produced."""
 
-    model: Any
+    model: Any  # the nn.Module, or the ExportedProgram a .pt2 held
     gm: Any  # torch.fx.GraphModule
+    #: the example inputs, flattened in the order of the graph's placeholders
     inputs: tuple[Any, ...]
-    #: fx node name -> op name, for every node that is an op (graph order)
+    #: fx node name -> op name, for every node that is (part of) an op (graph order)
     names: dict[str, str]
+    #: the ops, in graph order (`planner.io.torch_units`)
+    units: list[Unit] = field(default_factory=list)
+    method: str = "fx"
+    granularity: str = "op"
+    #: why capture fell back from torch.export to torch.fx, or ""
+    fallback: str = ""
+    #: the inputs the graph (and a placed model) takes: the example, plus `use_cache=False`
+    #: where capture added it
+    example: Example = field(default_factory=Example)
     #: fx node name -> bytes of the tensors it returned
     output_bytes: dict[str, int] = field(default_factory=dict)
     #: fx node names whose value is a single tensor (the ones `.to()` can copy)
@@ -198,97 +96,96 @@ class Traced:
     #: fx node names whose value holds tensors inside a tuple, list or dict
     containers: set[str] = field(default_factory=set)
     flops: dict[str, float] = field(default_factory=dict)
+    #: fx node name -> the shape of the tensor it returned (nodes returning one tensor)
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: fx node name -> aten ops it ran that no FLOP formula covers (`torch_flops`)
+    uncounted: dict[str, list[str]] = field(default_factory=dict)
     trace_s: float = 0.0
 
     def nodes(self) -> Iterator[Any]:
-        """The fx nodes that are ops, in graph order."""
+        """The fx nodes that are (part of) ops, in graph order."""
         return (n for n in self.gm.graph.nodes if n.name in self.names)
 
-
-def op_names(gm: Any) -> dict[str, str]:
-    """fx node name -> op name (see the module docstring), unique within the graph."""
-    calls: dict[str, int] = {}
-    used: set[str] = set()
-    out: dict[str, str] = {}
-    for n in gm.graph.nodes:
-        if n.op not in OP_KINDS:
-            continue
-        if n.op == "call_module":
-            k = calls.get(n.target, 0)
-            calls[n.target] = k + 1
-            name = n.target if k == 0 else f"{n.target}@{k}"
-        elif n.op == "placeholder":
-            name = n.name
-        else:
-            stack = n.meta.get("nn_module_stack") or {}
-            scope = next(reversed(stack)) if stack else ""
-            name = f"{scope}.{n.name}" if scope else n.name
-        base, k = name, 1
-        while name in used:
-            k += 1
-            name = f"{base}#{k}"
-        used.add(name)
-        out[n.name] = name
-    return out
+    def unit_of(self) -> dict[str, Unit]:
+        """Op name -> its unit."""
+        return {u.name: u for u in self.units}
 
 
-def trace(model: Any, inputs: tuple[Any, ...]) -> Traced:
-    """Trace `model` with torch.fx and run it once on `inputs` for shapes and FLOPs."""
+def trace(model: Any, example: Example | tuple[Any, ...], method: str = "auto",
+          granularity: str = "op") -> Traced:
+    """Capture `model` (`torch_capture`) and run it once on `example` for every node's
+    outputs and FLOPs; group the nodes into ops by `granularity` (`torch_units`)."""
     torch = require_torch()
-    from torch.fx.passes.shape_prop import ShapeProp
-    from torch.utils.flop_counter import FlopCounterMode
+    from torch.fx import Interpreter
 
+    if not isinstance(example, Example):
+        example = Example(tuple(example))
     start = time.perf_counter()
-    try:
-        gm = torch.fx.symbolic_trace(model)
-    except Exception as err:  # noqa: BLE001 - fx raises TraceError, TypeError, ...
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        raise SpecError(Diagnostic(
-            "E942", (f"torch.fx cannot trace {type(model).__name__}: "
-                     f"{type(err).__name__}: {first}"), None,
-            (("control flow that depends on tensor values cannot be traced; move it into a "
-              "module torch.fx keeps whole, or make it depend on shapes only"),))) from None
-    flops: dict[str, float] = {}
-
-    class Counting(ShapeProp):  # type: ignore[misc, unused-ignore]  # Any without torch
-        def run_node(self, n: fx.Node) -> Any:
-            with FlopCounterMode(display=False) as counter:
-                value = super().run_node(n)
-            flops[n.name] = float(counter.get_total_flops())
-            return value
-
+    captured = capture(model, example, method)
+    gm = captured.gm
+    found = units(gm, captured.method, granularity)
+    unique_names(found)
+    names = {n.name: u.name for u in found for n in u.nodes}
+    traced = Traced(model, gm, captured.inputs, names, found, captured.method, granularity,
+                    captured.fallback, captured.example)
+    counter = Counter()
     values: dict[str, Any] = {}
     current: list[str] = []
 
-    class Recording(Counting):
+    class Recording(Interpreter):  # type: ignore[misc, unused-ignore]  # Any without torch
         def run_node(self, n: fx.Node) -> Any:
             current[:] = [n.name]
-            value = super().run_node(n)
+            value, flops, missed = counter.run(lambda: super(Recording, self).run_node(n))
+            traced.flops[n.name] = flops
+            if missed:
+                traced.uncounted[n.name] = missed
             values[n.name] = value
             return value
 
     try:
-        # ShapeProp prints the failing node's traceback itself: keep it off the terminal
-        with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
-            Recording(gm).propagate(*inputs)
+        with torch.no_grad():
+            Recording(gm).run(*captured.inputs)
     except Exception as err:  # noqa: BLE001 - the user's model on the user's inputs
         cause = err.__cause__ or err
         text = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
-        where = op_names(gm).get(current[0], current[0]) if current else "?"
+        where = names.get(current[0], current[0]) if current else "?"
         raise SpecError(Diagnostic(
             "E944", f"{type(model).__name__} fails on the example inputs at op `{where}`: "
             f"{type(cause).__name__}: {text}", None,
             ("check the --input shapes and dtypes against the model's forward()",))
         ) from None
-    traced = Traced(model, gm, inputs, op_names(gm), flops=flops)
     for name, value in values.items():
         tensors = _tensors(value)
         traced.output_bytes[name] = sum(t.numel() * t.element_size() for t in tensors)
         if isinstance(value, torch.Tensor):
             traced.tensors.add(name)
+            traced.shapes[name] = tuple(int(d) for d in value.shape)
         elif tensors:
             traced.containers.add(name)
     traced.trace_s = time.perf_counter() - start
+    return traced
+
+
+def forward_ops(ops: Sequence[str]) -> set[str]:
+    """`ops` without the backward ops of a `--training` spec (`x.bwd` of an op `x`)."""
+    names = set(ops)
+    return {o for o in ops if not (o.endswith(BWD_SUFFIX) and o.removesuffix(BWD_SUFFIX)
+                                   in names)}
+
+
+def regroup(traced: Traced, ops: Sequence[str]) -> Traced:
+    """`traced` with the granularity whose ops are `ops` (a spec's, backward ops aside):
+    `export torch` finds the granularity `import torch` was given. Unchanged when none fits
+    (applying the plan then says which ops differ)."""
+    wanted = forward_ops(ops)
+    deepest = max((len(stack_of(n)) for n in traced.nodes()), default=0)
+    for granularity in ("op", "module", *(f"module:{d}" for d in range(1, deepest + 1))):
+        found = units(traced.gm, traced.method, granularity)
+        unique_names(found)
+        if {u.name for u in found} == wanted:
+            return dataclasses.replace(
+                traced, units=found, granularity=granularity,
+                names={n.name: u.name for u in found for n in u.nodes})
     return traced
 
 
@@ -338,6 +235,8 @@ def measure(traced: Traced, device: str, warmup: int = 3, repeat: int = 10,
         keep = False
 
         def run_node(self, n: fx.Node) -> Any:
+            if n.name not in traced.names and n.op in OP_KINDS and not n.users:
+                return None  # an exported graph's check of the example's own inputs
             if n.op not in OP_KINDS or n.op == "placeholder":
                 return super().run_node(n)
             args, kwargs = self.fetch_args_kwargs_from_env(n)
@@ -399,6 +298,7 @@ def run_annotated(traced: Traced, *inputs: Any) -> object:
 # ---- the workload -------------------------------------------------------------------------
 
 
+# long: one pass over the units, each summing its nodes' costs and edges
 def to_workload(traced: Traced, name: str, profile: DeviceProfile,
                 measured: dict[str, float] | None = None, kind: str = "cpu") -> Workload:
     """The op graph of `traced` (see the module docstring)."""
@@ -409,48 +309,145 @@ def to_workload(traced: Traced, name: str, profile: DeviceProfile,
     w = Workload(name)
     groups = _Groups()
     first_user: dict[str, str] = {}  # module path or attribute -> first op using it
-    for n in traced.nodes():
-        op_name = names[n.name]
-        out_bytes = traced.output_bytes.get(n.name, 0)
+    users_outside = _used_outside(traced)
+    for unit in traced.units:
+        op_name = unit.name
         params = 0
-        owned: list[str] = []
-        if n.op == "call_module":
-            owned.append(n.target)
-        owned.extend(a.target for a in n.all_input_nodes if a.op == "get_attr")
-        for key in owned:
-            if key in first_user:
-                groups.join(first_user[key], op_name)
-                continue
-            first_user[key] = op_name
-            params += _bytes_of(gm, key, torch)
-        in_bytes = 0
-        for a in n.all_input_nodes:
-            if a.name not in names:
-                continue
-            nbytes = traced.output_bytes.get(a.name, 0)
-            in_bytes += nbytes
-            w.connect(names[a.name], op_name, nbytes)
-            if a.name in traced.containers:
-                groups.join(names[a.name], op_name)
-        flops = traced.flops.get(n.name, 0.0)
-        target = _target_name(n)
-        moved = 0.0 if (n.op != "call_module" and target in VIEWS) else float(
-            in_bytes + params + out_bytes)
-        op = w.add(WorkOp(op_name, profile.time_s(flops, moved), flops, params_bytes=params,
-                          output_bytes=out_bytes, comment=_source(n, gm)))
-        if measured is not None and n.name in measured:
-            op.time_by_kind[kind] = measured[n.name]
+        time_s = 0.0
+        flops = 0.0
+        edges: dict[str, int] = {}
+        taken: set[str] = set()
+        temp = 0
+        for n in unit.nodes:
+            owned: list[str] = []
+            if n.op == "call_module":
+                owned.append(n.target)
+            owned.extend(a.target for a in n.all_input_nodes if a.op == "get_attr")
+            node_params = 0
+            for key in owned:
+                if key in first_user:
+                    if first_user[key] != op_name:
+                        groups.join(first_user[key], op_name)
+                    continue
+                first_user[key] = op_name
+                node_params += _bytes_of(gm, key, torch)
+            params += node_params
+            in_bytes = 0
+            for a in n.all_input_nodes:
+                if a.name not in names:
+                    continue
+                nbytes = traced.output_bytes.get(a.name, 0)
+                in_bytes += nbytes
+                source = names[a.name]
+                if source == op_name:
+                    continue
+                if a.name not in taken:
+                    taken.add(a.name)
+                    edges[source] = edges.get(source, 0) + nbytes
+                if a.name in traced.containers:
+                    groups.join(source, op_name)
+            out_bytes = traced.output_bytes.get(n.name, 0)
+            if n.name not in users_outside:
+                temp = max(temp, out_bytes)
+            node_flops = traced.flops.get(n.name, 0.0)
+            flops += node_flops
+            time_s += profile.time_s(node_flops, _moved(n, in_bytes, node_params, out_bytes))
+        for source, nbytes in edges.items():
+            w.connect(source, op_name, nbytes)
+        out = sum(traced.output_bytes.get(n.name, 0) for n in unit.nodes
+                  if n.name in users_outside)
+        op = w.add(WorkOp(op_name, time_s, flops, params_bytes=params, output_bytes=out,
+                          temp_bytes=temp if len(unit.nodes) > 1 else 0,
+                          comment=_unit_source(unit, gm)))
+        if measured is not None and all(n.name in measured for n in unit.nodes):
+            op.time_by_kind[kind] = sum(measured[n.name] for n in unit.nodes)
+    if traced.granularity != "op":
+        _keep_a_device_map(traced, groups)
     w.colocations = groups.lists([o.name for o in w.ops])
     return w
 
 
+def _keep_a_device_map(traced: Traced, groups: _Groups) -> None:
+    """At module granularity, colocate what an accelerate `device_map` cannot split: code
+    between module calls with the ops whose tensors it reads (accelerate moves only a
+    module's inputs, so such code runs where its inputs are), and the calls of one module
+    (a map gives a module one device). Every plan of the spec is then a device map."""
+    names = traced.names
+    first_call: dict[str, str] = {}
+    inputs = {u.name for u in traced.units if u.is_input}
+    for unit in traced.units:
+        if unit.module:
+            groups.join(first_call.setdefault(unit.module, unit.name), unit.name)
+        if unit.module or unit.is_input:
+            continue
+        for n in unit.nodes:
+            for a in n.all_input_nodes:
+                source = names.get(a.name)
+                if source is not None and source != unit.name and source not in inputs \
+                        and a.name in traced.tensors:
+                    groups.join(source, unit.name)
+
+
+def _used_outside(traced: Traced) -> set[str]:
+    """Nodes whose value leaves their op (to another op, or out of the model)."""
+    names = traced.names
+    out = set()
+    for n in traced.nodes():
+        if not n.users or any(u.name not in names or names[u.name] != names[n.name]
+                              for u in n.users):
+            out.add(n.name)
+    return out
+
+
+#: modules and aten ops that gather rows of a table: they read what they write
+_GATHERS = ("Embedding", "embedding")
+
+
+def _moved(n: Any, in_bytes: int, params: int, out_bytes: int) -> float:
+    """Bytes node `n` moves: none for a view; an embedding reads the rows it returns."""
+    target = _target_name(n)
+    if n.op != "call_module" and (target in VIEWS or target.split(".")[0] in VIEWS):
+        return 0.0
+    if target.split(".")[0] in _GATHERS or (
+            n.op == "call_module" and type_name(n) in _GATHERS):
+        return float(in_bytes + 2 * out_bytes)
+    return float(in_bytes + params + out_bytes)
+
+
+def type_name(n: Any) -> str:
+    """The class of the module a `call_module` node calls."""
+    stack = n.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    cls = next(reversed(stack.values()))[1]
+    return cls.__name__ if isinstance(cls, type) else str(cls).rpartition(".")[2]
+
+
+def _unit_source(unit: Unit, gm: Any) -> str:
+    if len(unit.nodes) == 1:
+        where = f" in {unit.module_type} {unit.scope}" if unit.module_type and \
+            unit.nodes[0].op != "call_module" else ""
+        return _source(unit.nodes[0], gm) + where
+    what = f"module {unit.module}" if unit.module else (
+        f"code of {unit.scope}" if unit.scope else "top-level code")
+    kinds = {_target_name(n) for n in unit.nodes}
+    return (f"{what}: {unit.module_type or 'model'} ({len(unit.nodes)} nodes: "
+            + ", ".join(sorted(kinds)[:6]) + (", ..." if len(kinds) > 6 else "") + ")")
+
+
 def _target_name(n: Any) -> str:
-    return n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+    """`conv1` for a module call, `add` for `operator.add`, `linear.default` for an aten op."""
+    if isinstance(n.target, str):
+        return n.target
+    name = getattr(n.target, "__name__", "")
+    return name.removeprefix("aten.") if name else str(n.target).removeprefix("aten.")
 
 
 def _source(n: Any, gm: Any) -> str:
     if n.op == "call_module":
         return f"call_module {n.target}: {type(gm.get_submodule(n.target)).__name__}"
+    if n.op == "call_function" and str(n.target).startswith("aten."):
+        return f"call_function {n.target}"
     if n.op == "call_function":
         where = getattr(n.target, "__module__", None) or ""
         where = "torch" if where.startswith("torch") else where
@@ -506,16 +503,17 @@ def import_torch(target: str, shapes: Sequence[str] = (), example: str | None = 
                  profile: str = "v100", measure_on: str | None = None, kind: str | None = None,
                  warmup: int = 3, repeat: int = 10, training: bool = False,
                  optimizer: str = "adam", name: str | None = None,
-                 command: str | None = None, threads: int | None = None) -> Imported:
-    """`planner import torch`: load, trace, (measure,) and build the workload."""
+                 command: str | None = None, threads: int | None = None,
+                 capture_method: str = "auto", granularity: str = "op") -> Imported:
+    """`planner import torch`: load, capture, (measure,) and build the workload."""
     torch = require_torch()
     prof = PROFILES.get(profile)
     if prof is None:
         raise UsageError(Diagnostic("E930", f"unknown device profile `{profile}`", None,
                                     ("one of: " + ", ".join(PROFILES),)))
     model, namespace = load_target(target)
-    inputs = example_inputs(shapes, example, namespace)
-    traced = trace(model, inputs)
+    inputs = example_inputs(shapes, example, namespace, model)
+    traced = trace(model, inputs, capture_method, granularity)
     measured = None
     measure_s = 0.0
     if measure_on is not None:
@@ -523,11 +521,13 @@ def import_torch(target: str, shapes: Sequence[str] = (), example: str | None = 
         measured = measure(traced, measure_on, warmup, repeat, training, threads)
         measure_s = time.perf_counter() - start
         kind = kind or _default_kind(torch.device(measure_on).type)
-    graph_name = name or _graph_name(type(model).__name__)
+    cls = type(model).__name__ if not target.endswith(".pt2") else target.rpartition("/")[
+        2].removesuffix(".pt2")
+    graph_name = name or _graph_name(cls)
     w = to_workload(traced, graph_name, prof, measured, kind or "cpu")
     forward_ops = len(w.ops)
     total_flops = sum(traced.flops.get(n.name, 0.0) for n in traced.nodes())
-    n_params = sum(p.numel() for p in model.parameters())
+    n_params = sum(p.numel() for p in traced.gm.parameters())
     if training:
         by_name = {o.name: o for o in w.ops}
         factor = {o.name: BACKWARD_FLOP_FACTOR if (o.flops or 0) > 0 else 1.0 for o in w.ops}
@@ -544,9 +544,13 @@ def import_torch(target: str, shapes: Sequence[str] = (), example: str | None = 
                 op.time_by_kind[kind] = fwd.time_by_kind[kind] * factor[fwd.name]
     lines = [
         f"Generated by:\n$ {command}" if command else "Generated by planner.io.torch_import",
-        (f"Source: {target}, {type(model).__name__} traced with torch.fx (PyTorch "
+        (f"Source: {target}, {cls} captured with {_how(traced)} (PyTorch "
          f"{torch.__version__}); inputs "
-         + ", ".join(_describe(x) for x in inputs) + "."),
+         + ", ".join([*(_describe(x) for x in inputs.args),
+                      *(f"{k}={_describe(x)}" for k, x in inputs.kwargs.items())]) + "."),
+        (f"Granularity: {granularity}"
+         + (" (one op per module call, and per run of code between calls)"
+            if granularity != "op" else " (one op per graph node)") + "."),
         (f"Graph: {len(w.ops)} ops, {len(w.edges)} edges; forward "
          f"{rounded_text(total_flops, 'work')} (torch.utils.flop_counter), "
          f"{n_params:,} parameters."),
@@ -565,7 +569,33 @@ def import_torch(target: str, shapes: Sequence[str] = (), example: str | None = 
         else "Inference (forward pass only).")
     stats = {"ops_forward": float(forward_ops), "flops": total_flops, "params": float(n_params),
              "trace_s": traced.trace_s, "measure_s": measure_s}
-    return Imported(w, "\n".join(lines), [], stats)
+    return Imported(w, "\n".join(lines), _uncounted_warning(traced, measured), stats)
+
+
+def _how(traced: Traced) -> str:
+    if traced.method == "export":
+        return "torch.export"
+    return "torch.fx" + (f" (torch.export failed: {traced.fallback})" if traced.fallback
+                         else "")
+
+
+def _uncounted_warning(traced: Traced, measured: dict[str, float] | None) -> list[Diagnostic]:
+    """W948 naming the ops that may do matrix work no FLOP formula counts (not measured)."""
+    found: dict[str, list[str]] = {}
+    for node, ops in traced.uncounted.items():
+        if measured is not None and node in measured:
+            continue
+        for op in ops:
+            found.setdefault(op, []).append(traced.names.get(node, node))
+    if not found:
+        return []
+    listed = "; ".join(f"aten.{op} in `{users[0]}`" + (f" and {len(users) - 1} more op(s)"
+                                                          if len(users) > 1 else "")
+                       for op, users in sorted(found.items()))
+    return [Diagnostic("W948", f"no FLOP formula for {listed}: their time counts the bytes "
+                       "they move only", None,
+                       ("measure them: --measure cpu (or cuda:0)",),
+                       severity=Severity.WARNING)]
 
 
 def _default_kind(device_type: str) -> str:

@@ -14,7 +14,10 @@ from planner.errors import PlannerError
 from planner.io.torch_import import import_torch
 
 ROOT = Path(__file__).resolve().parents[2]
-TORCH_MODULES = {"planner.io.torch_import", "planner.io.torch_export", "planner.io.torch_pipeline"}
+TORCH_MODULES = {"planner.io.torch_import", "planner.io.torch_export",
+                 "planner.io.torch_pipeline", "planner.io.torch_capture",
+                 "planner.io.torch_device_map", "planner.io.torch_flops",
+                 "planner.io.torch_load", "planner.io.torch_units"}
 
 CHECK = """
 import importlib, pkgutil, sys

@@ -42,20 +42,20 @@ def _graph(path: Path) -> planner.Graph:
 
 def test_ops_are_named_after_modules_and_scopes() -> None:
     make, inputs = MODELS["cnn"]
-    traced = trace(make(), inputs())
+    traced = trace(make(), inputs(), "fx")
     names = list(traced.names.values())
     assert names[:4] == ["x", "stem.0", "stem.1", "stem.2"]
     assert {"block1.conv1", "block1.add", "block2.add_1", "head"} <= set(names)
     w = to_workload(traced, "cnn", PROFILES["v100"])
     comments = {o.name: o.comment for o in w.ops}
     assert comments["block1.bn1"] == "call_module block1.bn1: BatchNorm2d"
-    assert comments["block1.add"] == "call_function operator.add"
+    assert comments["block1.add"] == "call_function operator.add in Residual block1"
 
 
 def test_shapes_params_and_flops_come_from_the_model() -> None:
     make, inputs = MODELS["cnn"]
     model = make()
-    w = to_workload(trace(model, inputs()), "cnn", PROFILES["v100"])
+    w = to_workload(trace(model, inputs(), "fx"), "cnn", PROFILES["v100"])
     ops = {o.name: o for o in w.ops}
     assert ops["stem.0"].output_bytes == 2 * 8 * 16 * 16 * 4
     assert ops["head"].flops == 2 * 2 * 8 * 10  # batch x in x out multiply-adds
@@ -69,7 +69,7 @@ def test_shapes_params_and_flops_come_from_the_model() -> None:
 
 
 def test_shared_modules_and_tuples_are_colocated_and_charged_once() -> None:
-    traced = trace(lstm(), lstm_inputs())
+    traced = trace(lstm(), lstm_inputs(), "fx")
     w = to_workload(traced, "lstm", PROFILES["v100"])
     ops = {o.name: o for o in w.ops}
     assert [n for n in ops if n.startswith("cell")] == ["cell", "cell@1", "cell@2", "cell@3"]
@@ -82,13 +82,13 @@ def test_shared_modules_and_tuples_are_colocated_and_charged_once() -> None:
 def test_attributes_read_by_get_attr_are_params_of_their_user() -> None:
     make, inputs = MODELS["transformer"]
     model = make()
-    w = to_workload(trace(model, inputs()), "t", PROFILES["v100"])
+    w = to_workload(trace(model, inputs(), "fx"), "t", PROFILES["v100"])
     assert {o.name: o for o in w.ops}["add"].params_bytes == model.pos.numel() * 4
 
 
 def test_measured_times_on_cpu() -> None:
     make, inputs = MODELS["mlp"]
-    traced = trace(make(), inputs())
+    traced = trace(make(), inputs(), "fx")
     times = measure(traced, "cpu", warmup=1, repeat=3, threads=1)
     assert set(times) == set(traced.names) - {"input_1"}
     assert all(t > 0 for t in times.values())
@@ -147,7 +147,7 @@ def test_the_roofline_spec_is_the_same_byte_for_byte(tmp_path: Path) -> None:
 
 def test_a_profiler_trace_feeds_times(tmp_path: Path) -> None:
     make, inputs = MODELS["mlp"]
-    traced = trace(make(), inputs())
+    traced = trace(make(), inputs(), "fx")
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         for _ in range(3):
             run_annotated(traced, *traced.inputs)
@@ -206,7 +206,8 @@ def test_mistakes_are_diagnostics(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_json_interchange_keeps_the_torch_names(tmp_path: Path) -> None:
-    code, output, out = _cli(tmp_path, f"{MODELS_FILE}:lstm", "--example", "lstm_inputs()")
+    code, output, out = _cli(tmp_path, f"{MODELS_FILE}:lstm", "--example", "lstm_inputs()",
+                             "--granularity", "module")
     assert code == 0, output
     result = CliRunner().invoke(app, ["export", "json", str(out)])
     names = [op["name"] for op in json.loads(result.output)["ops"]]

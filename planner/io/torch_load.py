@@ -1,0 +1,184 @@
+"""Load a PyTorch model and its example inputs for `import torch` and `export torch`.
+
+`TARGET` is `package.module:NAME` or `path/to/file.py:NAME` (NAME defaults to `model`): an
+`nn.Module`, or a callable without arguments that returns one. Loading a Python file or
+module runs it, as `python` would, and `--example` is evaluated as Python: give planner
+only models and expressions you would run yourself. `TARGET` may also be a saved
+`torch.export` program (`model.pt2`, `torch.export.save`), which is loaded, not run.
+
+Example inputs are `--input SHAPE[:DTYPE]` (`8x16`, `4x3x32x32:float16`, `2x10:int64`;
+floats are `torch.randn` under seed 0, integers zeros), in forward()'s order, or `--example
+EXPR`, a Python expression evaluated with `torch` and the target's module in scope, giving a
+tensor, a tuple or list of positional inputs, or a dict of keyword inputs (`dict(input_ids=
+torch.zeros(1, 64, dtype=torch.long), attention_mask=torch.ones(1, 64, dtype=torch.long))`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..errors import Diagnostic, Span, SpecError, UsageError, did_you_mean
+
+
+@dataclass
+class Example:
+    """Example inputs: positional and keyword."""
+
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def values(self) -> list[Any]:
+        """Every input, positional ones first."""
+        return [*self.args, *self.kwargs.values()]
+
+
+def require_torch() -> ModuleType:
+    """The `torch` module, or a usage error (E938) naming the extra that installs it."""
+    try:
+        import torch
+    except ImportError:
+        raise UsageError(Diagnostic(
+            "E938", "PyTorch is not installed", None,
+            ("install PyTorch's CPU build, then the extra: pip install torch --index-url "
+             "https://download.pytorch.org/whl/cpu && pip install 'planner[torch]' (for a "
+             "CUDA build, see https://pytorch.org/get-started/locally/)",))) from None
+    module: ModuleType = torch  # (Any to mypy where torch is not installed)
+    return module
+
+
+# ---- loading ------------------------------------------------------------------------------
+
+
+def load_target(target: str) -> tuple[Any, dict[str, Any]]:
+    """The `nn.Module` that `TARGET` names, and the namespace of the module defining it."""
+    torch = require_torch()
+    where_text, sep, attr = target.rpartition(":")
+    if not sep or not attr.isidentifier():
+        where_text, attr = target, "model"
+    file = Path(where_text)
+    span = Span.start_of(where_text) if where_text.endswith(".py") else None
+
+    def bad(message: str, *hints: str) -> SpecError:
+        return SpecError(Diagnostic("E939", message, span, hints))
+
+    if target.endswith(".pt2"):
+        return _load_program(target), {}
+    try:
+        if where_text.endswith(".py"):
+            if not file.is_file():
+                raise bad(f"no such Python file: {where_text}")
+            name = f"_planner_model_{abs(hash(str(file.resolve())))}"
+            spec = importlib.util.spec_from_file_location(name, file)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module  # dataclasses and pickling look modules up by name
+            spec.loader.exec_module(module)
+        else:
+            module = _import_module(where_text)
+    except SpecError:
+        raise
+    except Exception as err:  # noqa: BLE001 - user code may raise anything
+        raise bad(f"cannot import {where_text}: {type(err).__name__}: {err}",
+                  "TARGET is `package.module:NAME` or `file.py:NAME`") from None
+    namespace = vars(module)
+    if attr not in namespace:
+        raise bad(f"{where_text} defines no `{attr}`",
+                  *did_you_mean(attr, [k for k in namespace if not k.startswith("_")]))
+    found = namespace[attr]
+    if not isinstance(found, torch.nn.Module) and callable(found):
+        try:
+            found = found()
+        except Exception as err:  # noqa: BLE001
+            raise bad(f"`{attr}()` raised {type(err).__name__}: {err}") from None
+    if not isinstance(found, torch.nn.Module):
+        raise bad(f"`{attr}` is a {type(found).__name__}, not a torch.nn.Module (or a "
+                  "function returning one)")
+    return found, namespace
+
+
+def _load_program(path: str) -> Any:
+    """The `ExportedProgram` saved at `path` (E939 when it cannot be read)."""
+    torch = require_torch()
+    if not Path(path).is_file():
+        raise SpecError(Diagnostic("E939", f"no such file: {path}", Span.start_of(path)))
+    try:
+        return torch.export.load(path)
+    except Exception as err:  # noqa: BLE001 - a file that is no saved program
+        raise SpecError(Diagnostic(
+            "E939", f"cannot load {path} as a torch.export program: "
+            f"{type(err).__name__}: {str(err).strip()[:200]}", Span.start_of(path),
+            ("save it with torch.export.save(torch.export.export(model, args), PATH)",))
+        ) from None
+
+
+def _import_module(name: str) -> Any:
+    """`importlib.import_module`, also looking in the working directory, as `python -m`
+    does: the `planner` script's `sys.path` lacks it, so `planner import torch mymodel:model`
+    would miss `./mymodel.py`. The directory is appended (it shadows nothing installed), and
+    only when the module is found nowhere else."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        cwd = os.getcwd()
+        if err.name != name.partition(".")[0] or any(
+                os.path.abspath(p or ".") == cwd for p in sys.path):
+            raise
+        sys.path.append(cwd)
+        return importlib.import_module(name)
+
+
+def example_inputs(shapes: Sequence[str] = (), expression: str | None = None,
+                   namespace: dict[str, Any] | None = None, model: Any = None) -> Example:
+    """Inputs from `--input SHAPE[:DTYPE]` options or an `--example` expression; for a saved
+    program given neither, the inputs saved with it."""
+    torch = require_torch()
+    saved = getattr(model, "example_inputs", None)
+    if not shapes and not expression and isinstance(model, torch.export.ExportedProgram) \
+            and saved is not None:
+        args, kwargs = saved
+        return Example(tuple(args), dict(kwargs))
+    if bool(shapes) == bool(expression):
+        raise UsageError(Diagnostic("E943", "give the example inputs by --input or by "
+                                    "--example (one of the two)", None,
+                                    ("e.g. --input 8x16, or --example 'torch.randn(8, 16)', "
+                                     "or --example 'dict(input_ids=torch.zeros(1, 64, "
+                                     "dtype=torch.long))'",)))
+    if expression:
+        try:
+            value = eval(expression, {"torch": torch, **(namespace or {})})
+        except Exception as err:  # noqa: BLE001 - the user's expression
+            raise UsageError(Diagnostic("E943", f"--example `{expression}` raised "
+                                        f"{type(err).__name__}: {err}", None)) from None
+        if isinstance(value, dict):
+            bad = [k for k in value if not isinstance(k, str) or not k.isidentifier()]
+            if bad:
+                raise UsageError(Diagnostic("E943", f"--example gives a dict whose key "
+                                            f"{bad[0]!r} is not a keyword of forward()",
+                                            None))
+            return Example((), dict(value))
+        return Example(tuple(value) if isinstance(value, (tuple, list)) else (value,))
+    generator = torch.Generator().manual_seed(0)
+    out = []
+    for text in shapes:
+        dims_text, _, dtype_text = text.partition(":")
+        dtype = getattr(torch, dtype_text or "float32", None)
+        try:
+            dims = tuple(int(d) for d in dims_text.replace(",", "x").split("x"))
+        except ValueError:
+            dims = ()
+        if not dims or any(d < 0 for d in dims) or not isinstance(dtype, torch.dtype):
+            raise UsageError(Diagnostic("E943", f"--input `{text}` is not SHAPE[:DTYPE]", None,
+                                        ("e.g. 8x16, 4x3x32x32:float16 or 2x10:int64",)))
+        if dtype.is_floating_point:
+            out.append(torch.randn(dims, generator=generator).to(dtype))
+        else:
+            out.append(torch.zeros(dims, dtype=dtype))
+    return Example(tuple(out))
