@@ -423,6 +423,13 @@ def _read_placement(problem: Problem, path: Path) -> Plan:
         raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
                                    Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1,
                                         err.pos, err.pos + 1))) from None
+    if (isinstance(data, dict) and data and "placement" not in data
+            and all(isinstance(v, int | str) and not isinstance(v, bool)
+                    for v in data.values())):
+        # an accelerate device_map {module path: device}
+        from ..io.device_map import placement_from_device_map  # lazy: start-up
+
+        data = placement_from_device_map(problem, data, shown)
     return load_plan(problem, data, shown)
 
 
@@ -507,8 +514,9 @@ def simulate(
     plan: Annotated[str | None, typer.Option(
         "--plan", help="Plan name (needed when the spec has several).")] = None,
     placement: Annotated[Path | None, typer.Option(
-        "--placement", help="A plan JSON or {\"placement\": {op: device}} file; default: the "
-        "spec's place/pin statements.")] = None,
+        "--placement", help="A plan JSON, a {\"placement\": {op: device}} file or an "
+        "accelerate device_map {module: device}; default: the spec's place/pin statements.")
+    ] = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print one JSON document on stdout.")] = False,
     output: FormatOption = None,
