@@ -31,8 +31,18 @@ from ..io.interchange import dumps, export_spec, import_json
 from ..io.onnx_import import import_onnx, zoo_path
 from ..io.pipedream import import_pipedream
 from ..io.times import overlay_times, read_times
+from ..io.torch_device_map import nearest as nearest_plan
 from ..io.torch_export import apply_plan, export_document, parse_device_map, torch_devices
-from ..io.torch_import import Traced, example_inputs, import_torch, load_target, trace
+from ..io.torch_import import (
+    Example,
+    Traced,
+    example_inputs,
+    forward_ops,
+    import_torch,
+    load_target,
+    regroup,
+    trace,
+)
 from ..io.torch_pipeline import (
     pipeline_document,
     pipeline_error,
@@ -78,6 +88,12 @@ Training = Annotated[bool, typer.Option("--training", help="Add a backward op pe
                                         "gradients and optimizer state.")]
 Optimizer = Annotated[str, typer.Option("--optimizer", help="Optimizer state with --training: "
                                         "sgd | momentum | adam.")]
+CaptureOption = Annotated[str, typer.Option(
+    "--capture", help="How to capture the model: auto (torch.export, else torch.fx) | export "
+    "| fx.")]
+GranularityOption = Annotated[str, typer.Option(
+    "--granularity", help="One op per graph node (op), or per module call (module, or "
+    "module:DEPTH with the model's children at depth 1), so that cuts fall on modules.")]
 Times = Annotated[Path | None, typer.Option(
     "--times", help="Measured op times to lay over the estimates: CSV `name,seconds`, JSON "
     "{name: seconds}, or a torch.profiler Chrome trace.", dir_okay=False)]
@@ -320,6 +336,8 @@ def import_torch_command(
                                         "kept.")] = 10,
     threads: Annotated[int | None, typer.Option(
         "--threads", help="torch.set_num_threads while measuring (default: torch's).")] = None,
+    capture: CaptureOption = "auto",
+    granularity: GranularityOption = "op",
     training: Training = False,
     optimizer: Optimizer = "adam",
     name: Name = None,
@@ -329,9 +347,11 @@ def import_torch_command(
     times: Times = None,
     times_kind: TimesKind = None,
 ) -> None:
-    """Import a PyTorch model through torch.fx: one op per node, module paths as names."""
+    """Import a PyTorch model (torch.export, or torch.fx): one op per node or per module
+    call, module paths as names."""
     command = _command(["import", "torch", model], {
-        "input": inputs, "example": example,
+        "input": inputs, "example": example, "capture": _nondefault(capture, "auto"),
+        "granularity": _nondefault(granularity, "op"),
         "device_profile": _nondefault(device_profile, "v100"), "measure": measure,
         "kind": kind, "warmup": warmup if measure and warmup != 3 else None,
         "repeat": repeat if measure and repeat != 10 else None, "threads": threads,
@@ -342,7 +362,8 @@ def import_torch_command(
 
     def make() -> Imported:
         return import_torch(model, inputs or (), example, device_profile, measure, kind,
-                            warmup, repeat, training, optimizer, name, command, threads)
+                            warmup, repeat, training, optimizer, name, command, threads,
+                            capture, granularity)
 
     _run(make, output, cluster, memory, contention, times, times_kind)
 
@@ -411,29 +432,46 @@ def export_torch_command(
         "the stages' devices, the schedule and the micro-batches of an `objective pipeline` "
         "plan.")] = False,
     nearest: Annotated[bool, typer.Option(
-        "--nearest", help="With --pipeline: when the plan's stages do not begin at modules, "
-        "export the nearest split that does (without it, the export stops and offers it).")
-    ] = False,
+        "--nearest", help="When the plan cuts outside module boundaries, export the nearest "
+        "plan that does not (with --pipeline: the nearest split; else the nearest "
+        "module-level plan, whose device_map accelerate runs).")] = False,
+    capture: CaptureOption = "auto",
+    granularity: Annotated[str | None, typer.Option(
+        "--granularity", help="As given to `import torch` (default: the one whose ops are "
+        "the spec's).")] = None,
 ) -> None:
     """Apply a plan to a PyTorch model: devices, `.to()` copies, an accelerate device_map;
     with --pipeline, the split, schedule and a script for torch.distributed.pipelining."""
     with _diagnostics():
         check_outputs({"-o/--output": output, "--code": code})
-        if nearest and not pipeline:
-            raise UsageError(Diagnostic("E930", "--nearest is an option of --pipeline", None,
-                                        ("add --pipeline, or leave --nearest out",)))
         problem = _problem(_load(spec), plan)
-        chosen = _read_placement(problem, placement).to_json(problem)["placement"]
+        read = _read_placement(problem, placement)
+        chosen = read.to_json(problem)["placement"]
         devices = torch_devices(problem.cluster, parse_device_map(device_map))
         module, namespace = load_target(model)
-        traced = trace(module, example_inputs(inputs or (), example, namespace))
+        traced = _traced_for(problem, module, example_inputs(inputs or (), example, namespace,
+                                                             module), capture, granularity)
         if pipeline:
             _export_pipeline(problem, traced, chosen, devices, placement, nearest, output,
                              code, (model, inputs or [], example, display_path(spec)))
             return
         placed = apply_plan(traced, chosen, devices, move=False)
-        text = json.dumps(export_document(placed, problem.name, chosen), indent=2,
-                          ensure_ascii=False) + "\n"
+        alternative = nearest_plan(traced, problem, read) if placed.device_map is None \
+            else None
+        if nearest and alternative is not None:
+            chosen = alternative.placement
+            placed = apply_plan(traced, chosen, devices, move=False)
+        document = export_document(placed, problem.name, chosen)
+        if alternative is not None:
+            document["nearest_module_plan"] = {
+                "granularity": alternative.granularity, "exported": nearest,
+                "makespan_s": alternative.makespan_s,
+                "plan_makespan_s": alternative.plan_makespan_s, "fits": alternative.fits,
+                "placement": alternative.placement}
+            placed.device_map_note += "; " + alternative.describe() + (
+                " (exported, --nearest)" if nearest else " (--nearest exports it)")
+            document["device_map_note"] = placed.device_map_note
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
         if code is not None:
             write_text_atomic(code, placed.module.code.lstrip("\n"))
         if output is None:
@@ -443,6 +481,27 @@ def export_torch_command(
         sys.stderr.write(f"{len(placed.copies)} copies at cross-device edges; device_map: "
                          f"{'yes' if placed.device_map is not None else 'no'} "
                          f"({placed.device_map_note})\n")
+
+
+def _traced_for(problem: Problem, module: object, example: Example, capture: str,
+                granularity: str | None) -> Traced:
+    """The model captured as `import torch` captured it for `problem`'s spec: with `auto`
+    and no `--granularity`, the capture and granularity whose ops are the spec's (a spec
+    made with `--capture fx` or `--granularity module:2` needs no options to export)."""
+    ops = [o.name for o in problem.graph.ops]
+    wanted = forward_ops(ops)
+    traced = trace(module, example, capture, granularity or "op")
+    if granularity is None:
+        traced = regroup(traced, ops)
+    if capture == "auto" and {*traced.names.values()} != wanted and traced.method == "export":
+        try:
+            other = trace(module, example, "fx", granularity or "op")
+        except SpecError:
+            return traced
+        other = regroup(other, ops) if granularity is None else other
+        if {*other.names.values()} == wanted:
+            return other
+    return traced
 
 
 def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],

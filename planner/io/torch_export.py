@@ -33,13 +33,15 @@ digits ending its name (`gpu3` -> `cuda:3`), or its position among the accelerat
 from __future__ import annotations
 
 import copy
-import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Diagnostic, SpecError, UsageError, did_you_mean
 from ..workload.training import BWD_SUFFIX
+from .device_map import torch_device_names
+from .torch_device_map import device_map
 from .torch_import import Traced, require_torch
 
 
@@ -75,19 +77,7 @@ def torch_devices(cluster: Any, given: Mapping[str, str] | None = None) -> dict[
             raise UsageError(Diagnostic("E930", f"--device-map {name}={value}: not a torch "
                                         f"device ({err})", None,
                                         ("e.g. cpu, cuda:0, meta",))) from None
-    out: dict[str, str] = {}
-    accelerators = 0
-    for d in cluster.devices:
-        if d.name in given:
-            out[d.name] = str(given[d.name])
-            continue
-        if (d.kind or d.name).lower().startswith("cpu"):
-            out[d.name] = "cpu"
-            continue
-        digits = re.search(r"(\d+)$", d.name)
-        out[d.name] = f"cuda:{int(digits.group(1)) if digits else accelerators}"
-        accelerators += 1
-    return out
+    return {**torch_device_names(cluster), **{k: str(v) for k, v in given.items()}}
 
 
 def parse_device_map(text: str | None) -> dict[str, str]:
@@ -149,8 +139,13 @@ def apply_plan(traced: Traced, placement: Mapping[str, str], devices: Mapping[st
         raise SpecError(Diagnostic("E945", f"the plan uses device `{unknown[0]}`, which the "
                                    "device map lacks", None))
     old = traced.gm
-    root = copy.deepcopy(old)
+    with warnings.catch_warnings():  # torch's own deprecations, inside copying its specs
+        warnings.simplefilter("ignore", FutureWarning)
+        root = copy.deepcopy(old)
     graph = torch.fx.Graph()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        graph._codegen = copy.deepcopy(old.graph._codegen)  # an exported graph's inputs
     env: dict[str, Any] = {}
     copies: dict[tuple[str, str], Any] = {}
     placed = Placed(root, devices=dict(devices))
@@ -164,8 +159,9 @@ def apply_plan(traced: Traced, placement: Mapping[str, str], devices: Mapping[st
                 placed.inputs.append((names[n.name], where[n.name]))
                 env[n.name] = moved
             continue
-        if n.name not in names:  # get_attr and output
-            env[n.name] = graph.node_copy(n, lambda a: env[a.name])
+        if n.name not in names:  # get_attr, output, and an exported graph's checks
+            if not _is_check(n):
+                env[n.name] = graph.node_copy(n, lambda a: env[a.name])
             continue
         dev = where[n.name]
         keys = [a.target for a in n.all_input_nodes if a.op == "get_attr"]
@@ -196,14 +192,32 @@ def apply_plan(traced: Traced, placement: Mapping[str, str], devices: Mapping[st
             return copies[key]
 
         env[n.name] = graph.node_copy(n, arg)
+        env[n.name].meta["planner_op"] = names[n.name]
+        if traced.method == "export":
+            _retarget(env[n.name], torch.device(devices[dev]), torch)
     graph.lint()
     placed.module = torch.fx.GraphModule(root, graph, class_name="Placed" + type(
         traced.model).__name__)
     if move:
         place_parameters(placed)
-    placed.device_map, placed.device_map_note = module_device_map(traced, where, devices,
-                                                                  owners)
+    placed.device_map, placed.device_map_note = device_map(traced, where, devices, owners)
     return placed
+
+
+def _is_check(n: Any) -> bool:
+    """An exported graph's check of its own assumptions (`_assert_tensor_metadata`, the
+    input guards): dropped from a placed graph, since they assert the example's devices."""
+    if n.op == "call_module":
+        return str(n.target) == "_guards_fn"
+    return n.op == "call_function" and not n.users and "._assert" in f".{n.target}"
+
+
+def _retarget(node: Any, device: Any, torch: Any) -> None:
+    """Point the devices an exported graph baked in (`arange(..., device=cpu)`,
+    `x.to(cpu)`) at the device the plan runs `node` on."""
+    node.args = tuple(device if isinstance(a, torch.device) else a for a in node.args)
+    node.kwargs = {k: device if isinstance(v, torch.device) else v
+                   for k, v in node.kwargs.items()}
 
 
 def place_parameters(placed: Placed) -> None:
@@ -239,33 +253,6 @@ def _move(root: Any, path: str, device: str, torch: Any) -> None:
             setattr(module, name, getattr(module, name).to(device))
 
 
-def module_device_map(traced: Traced, where: Mapping[str, str], devices: Mapping[str, str],
-                      owners: Mapping[str, str]) -> tuple[dict[str, int | str] | None, str]:
-    """The accelerate `device_map` of a placement, or None and the reason it is unclean."""
-    names = traced.names
-    for n in traced.nodes():
-        if n.op == "call_module":
-            continue
-        for a in n.all_input_nodes:
-            if a.name in traced.tensors and a.name in names and where[a.name] != where[n.name]:
-                return None, (f"`{names[n.name]}` is a function, not a module, and takes "
-                              f"`{names[a.name]}` from another device; accelerate's hooks move "
-                              "only a module's inputs")
-    def value(dev: str) -> int | str:
-        torch_dev = devices[dev]
-        return int(torch_dev.split(":")[1]) if re.fullmatch(r"cuda:\d+", torch_dev) \
-            else torch_dev
-
-    out: dict[str, int | str] = {key: value(dev) for key, dev in owners.items()}
-    # accelerate wants every tensor covered: ones no op uses go with the first op
-    first = next(iter(where.values()), None)
-    model = traced.model
-    for name, _ in (*model.named_parameters(), *model.named_buffers()):
-        if first is not None and not any(name == k or name.startswith(f"{k}.") for k in out):
-            out[name.rpartition(".")[0] or name] = value(first)
-    return out, "every cross-device tensor enters a module"
-
-
 def placement_of(placed: Placed, traced: Traced, inputs: tuple[Any, ...]) -> dict[str, str]:
     """Re-trace a placed model, run it, and read back `{op: spec device}` from the device
     each op's tensors come out on (ops that return no tensor are left out).
@@ -281,16 +268,20 @@ def placement_of(placed: Placed, traced: Traced, inputs: tuple[Any, ...]) -> dic
     if len(back) != len(placed.devices):
         raise UsageError(Diagnostic("E930", "reading a placement back needs one torch device "
                                     "per spec device", None))
-    gm = torch.fx.symbolic_trace(placed.module)
+    gm = torch.fx.symbolic_trace(placed.module) if traced.method == "fx" else placed.module
     found: dict[str, str] = {}
 
     class Where(Interpreter):  # type: ignore[misc, unused-ignore]  # Any without torch
         def run_node(self, n: Any) -> Any:
             value = super().run_node(n)
-            if n.name in traced.names and n.op != "placeholder":
+            # a re-traced (fx) graph keeps the node names; an exported one is not re-traced,
+            # and its names shift where a copy took one (`to`), so the op rides in its meta
+            op = traced.names.get(n.name) if traced.method == "fx" else \
+                n.meta.get("planner_op")
+            if op is not None and n.op != "placeholder":
                 tensors = _flat(value, torch)
                 if tensors:
-                    found[traced.names[n.name]] = back[str(tensors[0].device)]
+                    found[op] = back[str(tensors[0].device)]
             return value
 
     with torch.no_grad():
@@ -302,7 +293,7 @@ def copies_of(placed: Any, traced: Traced) -> list[tuple[str, str]]:
     """(producer op, torch device) of every `.to()` a re-trace of `placed` finds that is
     not an input's move: what the placed model really copies."""
     torch = require_torch()
-    gm = torch.fx.symbolic_trace(placed)
+    gm = torch.fx.symbolic_trace(placed) if traced.method == "fx" else placed
     out = []
     for n in gm.graph.nodes:
         if n.op != "call_method" or n.target != "to" or n.args[0].op == "placeholder":

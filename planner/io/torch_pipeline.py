@@ -248,27 +248,23 @@ def _check_runnable(tp: TorchPipeline, where: Span | None) -> None:
 
 def _nodes(problem: Problem, traced: Traced) -> list[_Node]:
     """The traced model's ops in `forward()`'s order, and whether a SplitPoint can name
-    each (a call of a module called once)."""
-    calls: dict[str, int] = {}
-    for n in traced.nodes():
-        if n.op == "call_module":
-            calls[n.target] = calls.get(n.target, 0) + 1
+    each (a whole call of a module called once)."""
     out = []
     index = problem.graph.op_index
-    for n in traced.nodes():
-        name = traced.names[n.name]
-        if n.op == "call_module":
-            k = calls[n.target]
-            why = "" if k == 1 else (f"a call of module `{n.target}`, which forward() calls "
-                                     f"{k} times: a SplitPoint at `{n.target}` splits before "
-                                     "every call")
-        elif n.op == "placeholder":
+    for u in traced.units:
+        if u.is_input:
             why = "an input of the model"
+        elif u.module and u.calls == 1:
+            why = ""
+        elif u.module:
+            why = (f"a call of module `{u.module}`, which forward() calls {u.calls} times: a "
+                   f"SplitPoint at `{u.module}` splits before every call")
         else:
-            what = (f"Tensor.{n.target}" if n.op == "call_method"
-                    else getattr(n.target, "__name__", str(n.target)))
+            first = u.nodes[0]
+            what = (f"Tensor.{first.target}" if first.op == "call_method"
+                    else getattr(first.target, "__name__", str(first.target)))
             why = f"a call of `{what}`, a function, not a module: no SplitPoint can name it"
-        out.append(_Node(name, index[name], n.op == "placeholder", why))
+        out.append(_Node(u.name, index[u.name], u.is_input, why))
     return out
 
 
@@ -538,9 +534,10 @@ def _output_shape(traced: Traced) -> list[int] | None:
     """The shape of the model's output for one micro-batch, when it is one tensor."""
     output = next((n for n in traced.gm.graph.nodes if n.op == "output"), None)
     arg = output.args[0] if output is not None else None
-    meta = getattr(arg, "meta", {}).get("tensor_meta")
-    shape = getattr(meta, "shape", None)
-    return [int(d) for d in shape] if shape is not None else None
+    if isinstance(arg, (tuple, list)) and len(arg) == 1:  # an exported graph's flat outputs
+        arg = arg[0]
+    shape = traced.shapes.get(getattr(arg, "name", ""))
+    return list(shape) if shape is not None else None
 
 
 _SCRIPT = '''\

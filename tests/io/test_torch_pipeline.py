@@ -61,7 +61,8 @@ def _import(root: Path, model: str) -> Path:
     """`planner import torch` of a test model, with its training step (once per model)."""
     spec = root / f"{model}.plan"
     if model not in _IMPORTED:
-        _planner("import", "torch", f"{MODELS}:{model}", "--input", INPUTS[model], "--training",
+        _planner("import", "torch", f"{MODELS}:{model}", "--capture", "fx", "--input",
+                 INPUTS[model], "--training",
                  "-o", spec)
         _IMPORTED[model] = spec.read_text()
     elif not spec.exists():
@@ -187,7 +188,7 @@ def test_a_pipelined_step_equals_the_unpipelined_model(
     assert len(losses) == 4 and all(not r["losses"] for r in results[:-1])
     assert torch.allclose(torch.stack(losses).mean(), expected["loss"], atol=1e-5, rtol=1e-5)
     model, namespace = load_target(f"{MODELS}:{e.model}")
-    traced = trace(model, example_inputs([INPUTS[e.model]], None, namespace))
+    traced = trace(model, example_inputs([INPUTS[e.model]], None, namespace), "fx")
     for rank, result in enumerate(results):
         ops = {op for s in doc["stages"] if s["rank"] == rank for op in s["ops"]}
         assert set(result["grads"]) == _params_of(traced, ops)  # torch split where we said
@@ -206,7 +207,7 @@ def _blocks_case(tmp_path: Path) -> tuple[planner.Problem, Traced, dict[str, str
     spec = _plan(tmp_path, "blocks", 2, "1f1b")
     problem = planner.load(spec).plans["p"]
     model, namespace = load_target(f"{MODELS}:blocks")
-    traced = trace(model, example_inputs([INPUTS["blocks"]], None, namespace))
+    traced = trace(model, example_inputs([INPUTS["blocks"]], None, namespace), "fx")
     names = list(traced.names.values())
     cut = next(k for k, op in enumerate(names) if op.startswith("blocks.1."))
     assert traced.names[next(n.name for n in traced.nodes() if traced.names[n.name]
@@ -259,7 +260,7 @@ def test_torch_splits_the_nearest_split_where_planner_says(tmp_path: Path) -> No
     problem, traced, placement, _, _ = _blocks_case(tmp_path)
     tp = pipeline_export(problem, traced, placement, torch_devices(problem.cluster))
     model, namespace = load_target(f"{MODELS}:blocks")
-    pipe = pipeline(model, mb_args=example_inputs([INPUTS["blocks"]], None, namespace),
+    pipe = pipeline(model, mb_args=example_inputs([INPUTS["blocks"]], None, namespace).args,
                     split_spec={k: SplitPoint[v] for k, v in tp.split_spec.items()})
     assert pipe.num_stages == len(tp.stages) == 2
     for k, stage in enumerate(tp.stages):
@@ -293,13 +294,16 @@ def test_export_pipeline_command_says_E946_or_exports_the_nearest_split(tmp_path
     text = code.read_text()
     compile(text, str(code), "exec")
     assert "'blocks.1.ln1': SplitPoint.BEGINNING" in text and "nearest split" in text
-    result = CliRunner().invoke(app, [*args[:-5], "--nearest"])  # without --pipeline
-    assert result.exit_code == 2 and "E930" in result.output
+    mapped = tmp_path / "mapped.json"  # without --pipeline: the nearest module-level plan
+    result = CliRunner().invoke(app, [*args[:-5], "-o", str(mapped), "--nearest"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(mapped.read_text())
+    assert doc["device_map"] is not None, doc["device_map_note"]
 
 
 def test_plans_torch_schedules_cannot_run_are_E947(tmp_path: Path) -> None:
     model, namespace = load_target(f"{MODELS}:mlp")
-    traced = trace(model, example_inputs([INPUTS["mlp"]], None, namespace))
+    traced = trace(model, example_inputs([INPUTS["mlp"]], None, namespace), "fx")
     names = list(traced.names.values())
 
     def export(settings: str, devices: list[str]) -> SpecError:

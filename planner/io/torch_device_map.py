@@ -1,0 +1,196 @@
+"""A plan as an accelerate `device_map`, and the nearest module-level plan when it is none.
+
+Hugging Face accelerate's `dispatch_model(model, device_map)` (and transformers'
+`from_pretrained(..., device_map=...)`) puts every module named in the map on its device
+and hooks it so that its inputs move there when it is called. Code that is not a module
+call (`x + y`, a view, a mask built in a model's forward()) runs where its inputs already
+are. So a placement is a device map exactly when every tensor that crosses devices enters
+a module call that runs wholly on one device (as do the module's other calls).
+`device_map(...)` gives the map (keyed by the outermost module calls that run on one
+device), or None and the first op that breaks the rule.
+
+For a plan that is no device map, `nearest(...)` builds module-level alternatives: for each
+depth D, every module call at depth at most D (`--granularity module:D`) goes to the
+device holding most of its FLOPs in the plan (its nodes, the first device on ties), and code
+between calls goes with the ops whose tensors it reads (so that it needs no copy); the
+alternative that simulates fastest (planner's simulator, on the plan's own spec, memory
+caps included) is offered with its cost next to the plan's. `planner export torch
+--nearest` exports it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..model import Problem
+from ..plan import Plan
+from ..simulate import simulate
+from ..units import format_seconds
+from ..workload.training import BWD_SUFFIX
+from .torch_import import Traced
+from .torch_units import Unit, stack_of, units
+
+__all__ = ["Alternative", "device_map", "nearest"]
+
+
+def _value(torch_device: str) -> int | str:
+    """accelerate's spelling: `cuda:N` as N."""
+    return int(torch_device.split(":")[1]) if re.fullmatch(r"cuda:\d+", torch_device) \
+        else torch_device
+
+
+def device_map(traced: Traced, where: Mapping[str, str], devices: Mapping[str, str],
+               owners: Mapping[str, str]) -> tuple[dict[str, int | str] | None, str]:
+    """The accelerate map of the placement `where` ({fx node: spec device}), or None and
+    why (see the module docstring). Its keys are the outermost module calls that run on one
+    device (all calls of that module on the same one); code outside them must take its
+    tensors from its own device."""
+    names = traced.names
+    inputs = {n.name for u in traced.units if u.is_input for n in u.nodes}
+    nodes = [n for n in traced.nodes() if n.name not in inputs]
+    stacks = {n.name: stack_of(n) for n in nodes}
+    on: dict[str, set[str]] = {}  # module path -> devices its calls' nodes run on
+    for n in nodes:
+        for _, path, _ in stacks[n.name]:
+            on.setdefault(path, set()).add(where[n.name])
+    chosen: dict[str, str] = {}
+    for n in nodes:
+        mapped = next((p for _, p, _ in stacks[n.name] if len(on[p]) == 1), None)
+        if mapped is not None:
+            chosen[mapped] = where[n.name]
+            continue
+        for a in n.all_input_nodes:  # code outside every mapped module
+            if a.name in names and a.name not in inputs and a.name in traced.tensors \
+                    and where[a.name] != where[n.name]:
+                return None, (f"`{names[n.name]}` is code outside any module that runs on one "
+                              f"device, and takes `{names[a.name]}` from another device; "
+                              "accelerate's hooks move only a module's inputs")
+    out: dict[str, int | str] = {m: _value(devices[d]) for m, d in chosen.items()}
+    for key, dev in owners.items():  # tensors that code (not a mapped module) reads
+        if not any(key == m or key.startswith(f"{m}.") for m in chosen):
+            out[key] = _value(devices[dev])
+    first = next((where[n.name] for n in nodes), None)
+    model = traced.model if hasattr(traced.model, "named_buffers") else traced.gm
+    for name, _ in (*model.named_parameters(), *model.named_buffers()):
+        if first is None or any(name == k or name.startswith(f"{k}.") for k in out):
+            continue
+        owner = name.rpartition(".")[0]  # accelerate wants every tensor covered
+        inside = owner and not any(k.startswith(f"{owner}.") for k in out)
+        out[owner if inside else name] = _value(devices[first])
+    return out, "every tensor that crosses devices enters a module"
+
+
+@dataclass
+class Alternative:
+    """A module-level plan near a plan that is no device map."""
+
+    granularity: str
+    placement: dict[str, str]  # spec op -> spec device
+    makespan_s: float
+    plan_makespan_s: float
+    fits: bool
+
+    def describe(self) -> str:
+        """One line: what it is and what it costs."""
+        head = (f"the nearest module-level plan ({self.granularity}) simulates at "
+                f"{format_seconds(self.makespan_s)}")
+        if not math.isfinite(self.plan_makespan_s):
+            head += (" (the plan itself breaks the spec's rules: `planner simulate` with it "
+                     "says how)")
+        else:
+            extra = (self.makespan_s / self.plan_makespan_s - 1.0) * 100 \
+                if self.plan_makespan_s > 0 else 0.0
+            head += (f" against the plan's {format_seconds(self.plan_makespan_s)} "
+                     f"({extra:+.1f}%)")
+        return head + ("" if self.fits else "; it exceeds a device's memory")
+
+
+def nearest(traced: Traced, problem: Problem, plan: Plan) -> Alternative | None:
+    """The best module-level alternative to `plan`, or None when the model has no module
+    calls (see the module docstring). Alternatives run in the simulator's default order."""
+    ops = problem.graph.ops
+    devs = problem.cluster.devices
+    placement = {ops[i].name: devs[d].name for i, d in enumerate(plan.placement)}
+    node_dev = {n: placement[op] for n, op in traced.names.items() if op in placement}
+    plan_s = simulate(problem, plan).makespan_s
+    best: Alternative | None = None
+    depth, seen = 1, None
+    while True:
+        found = units(traced.gm, traced.method, f"module:{depth}")
+        shape = [len(u.nodes) for u in found]
+        if shape == seen or depth > 64:
+            break
+        seen = shape
+        moved = _assign(traced, problem, found, node_dev)
+        spec_placement = {op: moved[n] for n, op in traced.names.items()}
+        for op in ops:  # a training step's backward ops go where their forward ops do
+            forward = op.name.removesuffix(BWD_SUFFIX)
+            if op.name not in spec_placement and forward in spec_placement:
+                spec_placement[op.name] = spec_placement[forward]
+        makespan, fits = _makespan(problem, spec_placement)
+        alt = Alternative(f"module:{depth}", spec_placement, makespan, plan_s, fits)
+        if best is None or (alt.fits, -alt.makespan_s) > (best.fits, -best.makespan_s):
+            best = alt
+        depth += 1
+    return best
+
+
+def _assign(traced: Traced, problem: Problem, found: list[Unit],
+            node_dev: Mapping[str, str]) -> dict[str, str]:
+    """fx node -> device: module calls, each with the code that reads its tensors and with
+    the ops the spec colocates with it, on the device holding most of their FLOPs."""
+    unit_of = {n.name: k for k, u in enumerate(found) for n in u.nodes}
+    parent = list(range(len(found)))
+
+    def root(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def join(a: int, b: int) -> None:
+        parent[root(b)] = root(a)
+
+    first_call: dict[str, int] = {}
+    for k, u in enumerate(found):
+        if u.module:
+            join(first_call.setdefault(u.module, k), k)
+        if u.module or u.is_input:
+            continue
+        for n in u.nodes:
+            for a in n.all_input_nodes:
+                j = unit_of.get(a.name)
+                if j is not None and j != k and not found[j].is_input \
+                        and a.name in traced.tensors:
+                    join(j, k)
+    by_op = {op: n for n, op in traced.names.items()}
+    for group in problem.graph.colocations:
+        members = [unit_of[by_op[problem.graph.ops[i].name]] for i in group
+                   if problem.graph.ops[i].name in by_op]
+        for k in members[1:]:
+            join(members[0], k)
+    weight: dict[int, dict[str, float]] = {}
+    for k, u in enumerate(found):
+        w = weight.setdefault(root(k), {})
+        for n in u.nodes:
+            d = node_dev[n.name]
+            w[d] = w.get(d, 0.0) + traced.flops.get(n.name, 0.0) + 1e-9
+    out: dict[str, str] = {}
+    for k, u in enumerate(found):
+        w = weight[root(k)]
+        dev = max(w, key=lambda d: w[d])  # the first of the heaviest (dict order)
+        for n in u.nodes:
+            out[n.name] = dev
+    return out
+
+
+def _makespan(problem: Problem, placement: Mapping[str, str]) -> tuple[float, bool]:
+    """Simulated makespan of `placement` under the spec's models, and whether it fits."""
+    index = problem.cluster.device_index
+    plan = Plan(tuple(index[placement[o.name]] for o in problem.graph.ops))
+    result = simulate(problem, plan)
+    memory_ok = not any(v.kind == "memory" for v in result.violations)
+    return result.makespan_s, memory_ok
