@@ -23,7 +23,7 @@ CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 #: the extras for developing planner, and those `all` leaves out on purpose: PyTorch (its
 #: default build is the CUDA one, several GB) and atheris (a native wheel for CPython only)
 DEVELOPER = {"test", "lint"}
-LEFT_OUT_OF_ALL = {"torch", "fuzz"}
+LEFT_OUT_OF_ALL = {"torch", "hf", "fuzz"}
 #: what a test may import that no extra can install: Perfetto's trace processor downloads
 #: a binary at run time (tests/cli/test_trace.py runs it only where one is named)
 EXTERNAL = {"perfetto"}
@@ -117,7 +117,8 @@ def test_the_test_extra_installs_what_the_tests_import() -> None:
     # those skips without it and says why)
     skipped = {m for m in needed if _distributions(m) & optional
                and not _distributions(m) & (runtime | _names("test"))}
-    assert skipped <= {"torch", "ray", "lark_cython", "atheris"}, skipped
+    assert skipped <= {"torch", "ray", "lark_cython", "atheris", "accelerate", "transformers"}, \
+        skipped
 
 
 def _extras_named(text: str) -> set[str]:
