@@ -63,6 +63,9 @@ class Op:
     params_bytes: int = 0
     output_bytes: int = 0
     temp_bytes: int = 0
+    #: what kind of op it is, as its source says (`Conv2d`, a module's class, for a model
+    #: from PyTorch; `type` in a spec); charts group by it. "" = read from the name
+    type: str = ""
 
 
 @dataclass(frozen=True, slots=True)

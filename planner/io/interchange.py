@@ -11,7 +11,8 @@ module; units are in the field names: seconds, bytes, FLOP, bytes per second)::
         {"name": "conv1", "time_s": 1.2e-4, "time_by_kind_s": {"cpu": 3e-3},
          "flops": 2.4e9, "params_bytes": 37632, "output_bytes": 3211264, "temp_bytes": 0,
          "colocation": "conv1",              # ops with equal strings share a device
-         "backward_of": null}                # a backward op: its forward op's name
+         "backward_of": null,                # a backward op: its forward op's name
+         "type": "Conv2d"}                   # optional: the op's kind (for charts)
       ],
       "edges": [{"src": "conv1", "dst": "bn1", "bytes": 3211264}],  # bytes: default the
                                                                      # src's output_bytes
@@ -30,9 +31,9 @@ module; units are in the field names: seconds, bytes, FLOP, bytes per second)::
 back to the same floats); `planner export json` writes one from a spec, in the canonical
 form: every op field present (absent times and FLOPs as `null`), a colocation group named
 after its first op, every edge with its bytes; `backward_of` only on the backward ops of a
-training graph, and the plan's `objective`, `microbatches`, `schedule` (and
-`stages_per_device`) only under `objective pipeline`. For a file in canonical form,
-export(import(x)) == x for the ops and edges.
+training graph, `type` only on ops that declare one, and the plan's `objective`,
+`microbatches`, `schedule` (and `stages_per_device`) only under `objective pipeline`. For a
+file in canonical form, export(import(x)) == x for the ops and edges.
 
 `import json` also accepts the operator and layer graphs of msr-fiddle/dnn-partitioning
 (Tarnawski et al., NeurIPS 2020): `fpgaLatency` becomes `time`, `cpuLatency`
@@ -71,7 +72,7 @@ VERSION = 1
 GIB = 1024**3
 TOP_FIELDS = ("format", "version", "name", "source", "ops", "edges", "cluster", "plan")
 OP_FIELDS = ("name", "time_s", "time_by_kind_s", "flops", "params_bytes", "output_bytes",
-             "temp_bytes", "colocation", "backward_of")
+             "temp_bytes", "colocation", "backward_of", "type")
 PIPELINE_FIELDS = ("objective", "microbatches", "schedule", "stages_per_device")
 EDGE_FIELDS = ("src", "dst", "bytes")
 
@@ -190,6 +191,18 @@ class _Checker:
         return value
 
 
+def _text(check: _Checker, raw: Mapping[str, Any], key: str, path: str, near: str,
+          expected: str) -> str:
+    """The non-empty string `raw[key]`, "" when absent or null (else an error)."""
+    value = raw.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, str) and value:
+        return value
+    check.error(f"{path}.{key}", f"must be {expected}", near)
+    return ""
+
+
 def _from_interchange(check: _Checker, data: dict[str, Any], name: str | None,
                       command: str | None) -> Imported:
     version = data.get("version")
@@ -238,12 +251,9 @@ def _from_interchange(check: _Checker, data: dict[str, Any], name: str | None,
             else:
                 check.error(f"{path}.colocation", "must be a string or null", near)
         op = w.add(WorkOp(op_name, time_s, flops, sizes[0], sizes[1], sizes[2], by_kind))
-        forward = raw.get("backward_of")
-        if forward is not None:
-            if isinstance(forward, str) and forward:
-                op.backward_of = forward  # a name the lowering resolves (E203, E234)
-            else:
-                check.error(f"{path}.backward_of", "must be an op name or null", near)
+        # `backward_of`: a name the lowering resolves (E203, E234)
+        op.backward_of = _text(check, raw, "backward_of", path, near, "an op name or null")
+        op.type = _text(check, raw, "type", path, near, "a non-empty string or null")
     names = {o.name: o for o in w.ops}
     if not w.ops and not check.sink.has_errors:
         check.error("ops", "must hold at least one op", '"ops"')
@@ -506,6 +516,7 @@ def export_graph(graph: Graph, problem: Problem | None = None) -> dict[str, Any]
         "colocation": group_name.get(i),
         **({"backward_of": graph.ops[graph.backward_of[i]].name}
            if i in graph.backward_of else {}),
+        **({"type": op.type} if op.type else {}),
     } for i, op in enumerate(graph.ops)]
     edges = [{"src": graph.ops[e.src].name, "dst": graph.ops[e.dst].name, "bytes": e.bytes}
              for e in graph.edges]

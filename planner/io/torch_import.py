@@ -358,7 +358,7 @@ def to_workload(traced: Traced, name: str, profile: DeviceProfile,
                   if n.name in users_outside)
         op = w.add(WorkOp(op_name, time_s, flops, params_bytes=params, output_bytes=out,
                           temp_bytes=temp if len(unit.nodes) > 1 else 0,
-                          comment=_unit_source(unit, gm)))
+                          comment=_unit_source(unit, gm), type=_unit_type(unit)))
         if measured is not None and all(n.name in measured for n in unit.nodes):
             op.time_by_kind[kind] = sum(measured[n.name] for n in unit.nodes)
     if traced.granularity != "op":
@@ -421,6 +421,19 @@ def type_name(n: Any) -> str:
         return ""
     cls = next(reversed(stack.values()))[1]
     return cls.__name__ if isinstance(cls, type) else str(cls).rpartition(".")[2]
+
+
+def _unit_type(unit: Unit) -> str:
+    """The op's type: its module's class for a whole module call (`Conv2d`, `GPT2Block`),
+    the function for one call of code (`add`, `scaled_dot_product_attention`), else the
+    class whose code it is; `input` for an input."""
+    if unit.is_input:
+        return "input"
+    if unit.module:
+        return unit.module_type
+    if len(unit.nodes) == 1:
+        return _target_name(unit.nodes[0]).split(".")[0].strip("_") or "code"
+    return unit.module_type or "code"
 
 
 def _unit_source(unit: Unit, gm: Any) -> str:

@@ -1,9 +1,11 @@
 """Op types and groups read from op names, for colours, legends and trace categories.
 
-Op names carry structure by convention: `n12.Conv` (ONNX imports), `enc.L0.q`
-(generated Transformers), `layer3/MatMul_150:0` (TensorFlow-style paths). The *type* is
-the last path component without its index (`Conv`, `q`, `MatMul`); the *group* is the
-first path component (`enc`, `layer3`). Charts colour by type, which stays a small set as
+An op's *type* is the one its spec declares (`type Conv2d`: a PyTorch import writes the
+module's class), else read from its name, which carries structure by convention: `n12.Conv`
+(ONNX imports), `enc.L0.q` (generated Transformers), `layer3/MatMul_150:0`
+(TensorFlow-style paths): the last path component without its index (`Conv`, `q`,
+`MatMul`), a backward op (`x.bwd`) taking its forward op's. The *group* is the first path
+component (`enc`, `layer3`). Charts colour by type, which stays a small set as
 graphs grow (an ONNX graph of 100,000 ops still has a few dozen op types), and fold the
 rarest into `other`.
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from ..workload.training import BWD_SUFFIX
 
 __all__ = ["Legend", "legend_by_type", "op_group", "op_type"]
 
@@ -27,8 +31,12 @@ OTHER = "other"
 OTHER_COLOUR = "#9aa3b2"
 
 
-def op_type(name: str) -> str:
-    """`Conv` for `n12.Conv`, `MatMul` for `layer3/MatMul_150:0`, `ln` for `enc.L0.ln1`."""
+def op_type(name: str, declared: str = "") -> str:
+    """`declared` when given; else `Conv` for `n12.Conv`, `MatMul` for
+    `layer3/MatMul_150:0`, `ln` for `enc.L0.ln1` and for its backward op `enc.L0.ln1.bwd`."""
+    if declared:
+        return declared
+    name = name.removesuffix(BWD_SUFFIX) or name
     last = _SPLIT.split(name)[-1]
     return _INDEX.sub("", last) or last or name
 
@@ -51,11 +59,14 @@ class Legend:
     shares: tuple[float, ...]
 
 
-def legend_by_type(names: Sequence[str], weights: Sequence[float]) -> Legend:
-    """Categories by op type, the heaviest first (by `weights`, e.g. compute seconds),
-    at most `len(CATEGORY_COLOURS)` of them; the rest fold into `other`. When every op has
-    the same type (names without structure), the groups are used instead."""
-    keys = [op_type(n) for n in names]
+def legend_by_type(names: Sequence[str], weights: Sequence[float],
+                   types: Sequence[str] = ()) -> Legend:
+    """Categories by op type (`types`, declared, else read from `names`), the heaviest
+    first (by `weights`, e.g. compute seconds), at most `len(CATEGORY_COLOURS)` of them; the
+    rest fold into `other`. When every op has the same type (names without structure), the
+    groups are used instead."""
+    declared = list(types) or [""] * len(names)
+    keys = [op_type(n, t) for n, t in zip(names, declared, strict=True)]
     if len(set(keys)) <= 1:
         keys = [op_group(n) for n in names]
     total: dict[str, float] = {}

@@ -75,7 +75,8 @@ def _durations(result: SimResult) -> list[float]:
 
 def plan_legend(problem: Problem, result: SimResult) -> Legend:
     """Colour categories of a plan's ops: op types, weighted by simulated compute time."""
-    return legend_by_type([o.name for o in problem.graph.ops], _durations(result))
+    ops = problem.graph.ops
+    return legend_by_type([o.name for o in ops], _durations(result), [o.type for o in ops])
 
 
 def legend_html(legend: Legend, *, bound: bool) -> str:

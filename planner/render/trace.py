@@ -113,7 +113,7 @@ def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
             slices[i] = (ts, dur)
             ran += 1
             events.append({"ph": "X", "pid": DEVICES_PID, "tid": d + 1, "ts": ts, "dur": dur,
-                           "name": op.name, "cat": op_type(op.name),
+                           "name": op.name, "cat": op_type(op.name, op.type),
                            "args": {"op": op.name, "device": devs[d].name,
                                     "output_bytes": op.output_bytes,
                                     "params_bytes": op.params_bytes,

@@ -14,7 +14,7 @@ from ..errors import Span
 # The attributes each statement takes: key -> expected dimension ("number" for unitless,
 # "name" for a name). The lowering checks them; the parser's hints read them too.
 OP_ATTRS = {"time": "time", "flops": "work", "params": "size", "output": "size", "temp": "size",
-            "backward_of": "name"}
+            "backward_of": "name", "type": "name"}
 EDGE_ATTRS = {"bytes": "size"}
 DEVICE_ATTRS = {"kind": "name", "memory": "size", "flops": "rate", "speed": "number"}
 LINK_ATTRS = {"bandwidth": "bandwidth", "latency": "time"}

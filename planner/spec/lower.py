@@ -608,6 +608,7 @@ def _plain_op(item: ast.OpDecl, time_kinds: dict[str, list[Span]]) -> Op | None:
     _OP_PARAMS(op, 0 if params is None else round(params))
     _OP_OUTPUT(op, 0 if output is None else round(output))
     _OP_TEMP(op, 0 if temp is None else round(temp))
+    _OP_TYPE(op, "")  # a `type` sends the block to `_lower_op`
     return op
 
 
@@ -615,7 +616,7 @@ def _plain_op(item: ast.OpDecl, time_kinds: dict[str, list[Span]]) -> Op | None:
 # a frozen dataclass's `__init__` sets each field through `object.__setattr__`, and a
 # 100k-op graph has 300k of them (0.2 s). Neither class checks anything in `__init__`.
 _new = object.__new__
-_OP_NAME, _OP_TIME, _OP_FLOPS, _OP_KINDS, _OP_PARAMS, _OP_OUTPUT, _OP_TEMP = (
+_OP_NAME, _OP_TIME, _OP_FLOPS, _OP_KINDS, _OP_PARAMS, _OP_OUTPUT, _OP_TEMP, _OP_TYPE = (
     getattr(Op, f.name).__set__ for f in fields(Op))
 #: the per-kind times of every op without any, shared: read-only, and nothing else holds
 #: the dict behind it (a dict and a proxy per op were 11 MB of a 100k-op graph)
@@ -655,7 +656,7 @@ def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str,
                    "give its compute cost, e.g. `time 1.5 ms` or `flops 2.4 GFLOP`")
     return Op(item.name.text, time_s, flops, MappingProxyType(by_kind),
               _bytes(attrs.quantity("params")), _bytes(attrs.quantity("output")),
-              _bytes(attrs.quantity("temp")))
+              _bytes(attrs.quantity("temp")), attrs.name("type") or "")
 
 
 def _resolve_op(sink: DiagnosticSink, n: ast.Name, index: Mapping[str, int],

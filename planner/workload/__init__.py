@@ -46,6 +46,8 @@ class WorkOp:
     comment: str = ""
     #: the forward op whose gradient this backward op computes (training graphs)
     backward_of: str = ""
+    #: the op's kind as its source names it (a module's class): `type` in the spec
+    type: str = ""
 
 
 @dataclass
@@ -217,6 +219,8 @@ def op_attrs(op: WorkOp, exact: bool = False) -> list[tuple[str, str]]:
             out.append((key, format_quantity(value, "size")))
     if op.backward_of:
         out.append(("backward_of", quote(op.backward_of)))
+    if op.type:
+        out.append(("type", quote(op.type)))
     return out
 
 

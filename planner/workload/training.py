@@ -59,7 +59,7 @@ def add_backward(w: Workload, backward: Callable[[WorkOp], tuple[float, float | 
     for o in reversed(fwd):
         seconds, flops = backward(o)
         w.add(WorkOp(bwd_name[o.name], seconds, flops, params_bytes=o.params_bytes * state,
-                     output_bytes=grad_in.get(o.name, 0), backward_of=o.name))
+                     output_bytes=grad_in.get(o.name, 0), backward_of=o.name, type=o.type))
     for o in fwd:
         w.connect(o.name, bwd_name[o.name], o.output_bytes)
     for e in reversed(fwd_edges):

@@ -32,14 +32,18 @@ import real_models
 from torch._subclasses.fake_tensor import FakeTensorMode
 from typer.testing import CliRunner
 
+import planner
 from planner.cli import app
 from planner.io.torch_export import apply_plan, place_parameters, placement_of
 from planner.io.torch_import import Example, trace
 
 MODELS_FILE = Path(__file__).with_name("real_models.py")
-#: the module depth whose calls are the model's repeated blocks
+#: the module depth whose calls are the model's repeated blocks, and their class
 DEPTH = {"resnet18": 2, "mobilenet_v3_small": 2, "vit_b_16": 3, "gpt2": 2, "bert": 2,
          "llama": 2}
+BLOCK = {"resnet18": "BasicBlock", "mobilenet_v3_small": "InvertedResidual",
+         "vit_b_16": "EncoderBlock", "gpt2": "GPT2Block", "bert": "BertLayer",
+         "llama": "LlamaDecoderLayer"}
 CPU = {"gpu0": "cpu", "gpu1": "cpu"}
 FAKE = {"gpu0": "cpu", "gpu1": "meta"}
 CLUSTER = """
@@ -167,6 +171,10 @@ def test_a_model_people_use_goes_through_every_step(tmp_path: Path, name: str) -
                                    text)
             assert attention and all("flops" in body for _, body in attention), attention[:3]
         _cli("check", spec)
+        (graph,) = planner.load(spec).graphs.values()
+        assert all(e.bytes > 0 for e in graph.edges)  # every tensor's size is known
+        types = {o.type for o in graph.ops}
+        assert "" not in types and (BLOCK[name] in types) == (granularity != "op"), types
         solved = json.loads(_cli("solve", spec, "--out", work / "plan.json", "--json"))
         result = solved["result"]
         assert result["feasible"] and result["makespan_s"] >= result["lower_bound_s"] * (
