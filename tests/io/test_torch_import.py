@@ -212,3 +212,86 @@ def test_json_interchange_keeps_the_torch_names(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["export", "json", str(out)])
     names = [op["name"] for op in json.loads(result.output)["ops"]]
     assert "cell@3" in names and names == [op.name for op in _graph(out).ops]
+
+
+CAPTURED = '''
+import torch
+
+class Distance(torch.nn.Module):
+    def forward(self, x):
+        return torch.cdist(x, x)
+
+class Keywords(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, a, b=None):
+        return self.lin(a) + b
+
+def distance():
+    return Distance()
+
+def keywords():
+    torch.manual_seed(0)
+    return Keywords()
+'''
+KEYWORDS = "dict(a=torch.randn(2, 4), b=torch.randn(2, 4))"
+
+
+def test_keyword_inputs_a_saved_program_and_op_types(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "captured.py").write_text(CAPTURED)
+    monkeypatch.chdir(tmp_path)
+    code, output, out = _cli(tmp_path, "captured.py:keywords", "--example", KEYWORDS)
+    assert code == 0, output
+    graph = _graph(out)
+    assert [(o.name, o.type) for o in graph.ops] == [
+        ("a", "input"), ("b", "input"), ("lin", "Linear"), ("add", "add")]
+    assert "captured with torch.export" in " ".join(out.read_text().replace("#", "").split())
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("captured_models", tmp_path / "captured.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    program = torch.export.export(module.keywords(), (torch.randn(2, 4),),
+                                  {"b": torch.randn(2, 4)})
+    torch.export.save(program, tmp_path / "saved.pt2")
+    code, output, out = _cli(tmp_path, "saved.pt2")  # the inputs saved with the program
+    assert code == 0, output
+    assert [o.name for o in _graph(out).ops] == [o.name for o in graph.ops]
+    code, output, _ = _cli(tmp_path, "captured.py:keywords", "--example", KEYWORDS,
+                           "--capture", "fx")
+    assert code == 2 and "E943" in output and "keyword" in output
+
+
+def test_an_op_without_a_formula_is_named(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "captured.py").write_text(CAPTURED)
+    monkeypatch.chdir(tmp_path)
+    code, output, _ = _cli(tmp_path, "captured.py:distance", "--input", "3x5")
+    assert code == 0 and "W948" in output and "aten._cdist_forward in `cdist`" in output
+    code, output, _ = _cli(tmp_path, "captured.py:keywords", "--example", KEYWORDS)
+    assert code == 0 and "W948" not in output  # a Linear and an add: nothing missed
+
+
+def test_a_failed_capture_names_its_cause(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "broken.py").write_text(BROKEN)
+    monkeypatch.chdir(tmp_path)
+    code, output, _ = _cli(tmp_path, "broken.py:branchy", "--input", "2x4")
+    assert code == 1 and "E942" in output, output
+    assert "torch.export cannot capture Branchy" in output
+    assert "data-dependent control flow" in output and "torch.cond" in output
+    assert "control flow that depends on tensor values cannot be traced" not in output
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("--granularity", "module:0"), ("--granularity", "layer"), ("--granularity", "module:x"),
+    ("--capture", "sideways")])
+def test_bad_capture_options_are_E943(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      option: str, value: str) -> None:
+    (tmp_path / "broken.py").write_text(BROKEN)
+    monkeypatch.chdir(tmp_path)
+    code, output, out = _cli(tmp_path, "broken.py:square", "--input", "2x4", option, value)
+    assert code == 2 and "E943" in output and not out.exists(), output
