@@ -423,12 +423,9 @@ def _read_placement(problem: Problem, path: Path) -> Plan:
         raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
                                    Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1,
                                         err.pos, err.pos + 1))) from None
-    if (isinstance(data, dict) and data and "placement" not in data
-            and all(isinstance(v, int | str) and not isinstance(v, bool)
-                    for v in data.values())):
-        # an accelerate device_map {module path: device}
-        from ..io.device_map import placement_from_device_map  # lazy: start-up
+    from ..io.device_map import looks_like_device_map, placement_from_device_map  # start-up
 
+    if looks_like_device_map(data):  # an accelerate device_map {module path: device}
         data = placement_from_device_map(problem, data, shown)
     return load_plan(problem, data, shown)
 

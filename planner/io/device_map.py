@@ -43,6 +43,24 @@ _TRAILING_DIGITS = re.compile(r"(\d+)$")
 _LISTED = 16
 
 
+#: the device types of torch (and accelerate's `disk`): a value naming none of them is no
+#: device, and a file holding one is not read as a device map (nor quoted back)
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "npu", "hpu", "mlu", "xla", "meta", "ipu",
+                "privateuseone", "disk")
+_DEVICE_VALUE = re.compile(rf"(?:{'|'.join(DEVICE_TYPES)})(?::\d+)?")
+
+
+def looks_like_device_map(data: Any) -> bool:
+    """Whether `data` reads as an accelerate device map: a non-empty JSON object without a
+    `placement`, each value a device index or a device string (`cuda:1`, `cpu`, `disk`).
+    Anything else (a credentials file given by mistake) is left to the plan reader, which
+    says it is no placement without quoting it."""
+    return (isinstance(data, dict) and bool(data) and "placement" not in data
+            and all((isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+                    or (isinstance(v, str) and _DEVICE_VALUE.fullmatch(v) is not None)
+                    for v in data.values()))
+
+
 def torch_device_names(cluster: Cluster) -> dict[str, str]:
     """`{spec device: torch device}` by the default rule: a device whose kind (or name)
     starts with `cpu` is `cpu`; any other is `cuda:N`, N being the digits ending its name
