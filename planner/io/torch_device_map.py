@@ -103,6 +103,7 @@ class Alternative:
         else:
             extra = (self.makespan_s / self.plan_makespan_s - 1.0) * 100 \
                 if self.plan_makespan_s > 0 else 0.0
+            extra = 0.0 if abs(extra) < 0.05 else extra  # no "-0.0%"
             head += (f" against the plan's {format_seconds(self.plan_makespan_s)} "
                      f"({extra:+.1f}%)")
         return head + ("" if self.fits else "; it exceeds a device's memory")

@@ -1,8 +1,9 @@
 """Apply a plan to a PyTorch model: an fx GraphModule with its ops on the planned devices.
 
-`apply_plan(traced, placement, devices)` takes a model traced by `planner.io.torch_import`
-(so op names are the importer's), a placement `{op: spec device}` (a plan's `placement`)
-and a map `{spec device: torch device}`, and returns a `Placed` model:
+`apply_plan(traced, placement, devices)` takes a model captured by `planner.io.torch_import`
+(so op names are the importer's; an op may be several nodes of the graph), a placement
+`{op: spec device}` (a plan's `placement`) and a map `{spec device: torch device}`, and
+returns a `Placed` model, which takes the inputs the captured graph takes:
 
 - every module an op calls, and every tensor read by attribute, is moved to its op's device
   (colocation in the imported spec keeps a module's calls on one device);
@@ -14,16 +15,16 @@ and a map `{spec device: torch device}`, and returns a `Placed` model:
   device (every device on `cpu`, to check a plan numerically) still get their copies, so
   the copies always match the plan's cross-device edges;
 - ops run in the traced order, which is a valid topological order;
+- in a graph `torch.export` captured, devices baked in from the example (`arange(...,
+  device=cpu)`, `x.to(cpu)`) follow their op's device, and export's checks of its own
+  assumptions about the example (`_assert_tensor_metadata`, input guards) are left out;
 - the backward ops of a `--training` spec (`x.bwd`, colocated with `x`) need nothing: autograd
   runs each where its forward op ran, `.to()` included.
 
 `device_map` is the placement as `{module path: device}` in the form Hugging Face
-accelerate's `dispatch_model(model, device_map)` takes (`cuda:N` as `N`), when the plan
-maps cleanly onto modules: accelerate's hooks move a module's inputs to its device, but a
-function (`torch.add`, `x.view`) runs where its inputs already are, so every tensor reaching
-a function or method op across devices makes the map unclean (`device_map` is None and
-`device_map_note` says why). Parameters read by attribute appear under their own path;
-those no op uses go with the first op, as `dispatch_model` wants every tensor covered.
+accelerate's `dispatch_model(model, device_map)` takes (`cuda:N` as `N`) when the plan has
+one, else None with the reason in `device_map_note` (`planner.io.torch_device_map`, which
+also finds the nearest module-level plan).
 
 Devices of the spec map to torch devices by `device_map` given by the user, else by kind:
 a device whose kind (or name) starts with `cpu` is `cpu`; any other is `cuda:N`, N being the
