@@ -33,8 +33,6 @@ digits ending its name (`gpu3` -> `cuda:3`), or its position among the accelerat
 
 from __future__ import annotations
 
-import copy
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +42,7 @@ from ..workload.training import BWD_SUFFIX
 from .device_map import torch_device_names
 from .torch_device_map import device_map
 from .torch_import import Traced, require_torch
+from .torch_load import quiet_copy
 
 
 @dataclass
@@ -140,13 +139,9 @@ def apply_plan(traced: Traced, placement: Mapping[str, str], devices: Mapping[st
         raise SpecError(Diagnostic("E945", f"the plan uses device `{unknown[0]}`, which the "
                                    "device map lacks", None))
     old = traced.gm
-    with warnings.catch_warnings():  # torch's own deprecations, inside copying its specs
-        warnings.simplefilter("ignore", FutureWarning)
-        root = copy.deepcopy(old)
+    root = quiet_copy(old)
     graph = torch.fx.Graph()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        graph._codegen = copy.deepcopy(old.graph._codegen)  # an exported graph's inputs
+    graph._codegen = quiet_copy(old.graph._codegen)  # an exported graph's (args, kwargs)
     env: dict[str, Any] = {}
     copies: dict[tuple[str, str], Any] = {}
     placed = Placed(root, devices=dict(devices))

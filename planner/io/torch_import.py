@@ -37,7 +37,6 @@ for byte each time. `--training` adds backward ops as `import onnx --training` d
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import statistics
 import time
@@ -51,7 +50,7 @@ from ..workload.roofline import PROFILES, DeviceProfile
 from ..workload.training import BACKWARD_FLOP_FACTOR, BWD_SUFFIX, add_backward
 from .torch_capture import capture
 from .torch_flops import Counter
-from .torch_load import Example, example_inputs, load_target, require_torch
+from .torch_load import Example, example_inputs, load_target, quiet_copy, require_torch
 from .torch_units import OP_KINDS, Unit, stack_of, unique_names, units
 
 __all__ = ["OP_KINDS", "Example", "Traced", "example_inputs", "forward_ops", "import_torch",
@@ -227,7 +226,7 @@ def measure(traced: Traced, device: str, warmup: int = 3, repeat: int = 10,
         raise UsageError(Diagnostic("E930", "--warmup must be >= 0, --repeat and --threads "
                                     ">= 1", None))
     sync = _synchronizer(torch, dev)
-    gm = copy.deepcopy(traced.gm).to(dev)
+    gm = quiet_copy(traced.gm).to(dev)
     inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in traced.inputs)
     samples: dict[str, list[float]] = {name: [] for name in traced.names}
 

@@ -15,10 +15,12 @@ torch.zeros(1, 64, dtype=torch.long), attention_mask=torch.ones(1, 64, dtype=tor
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,3 +184,11 @@ def example_inputs(shapes: Sequence[str] = (), expression: str | None = None,
         else:
             out.append(torch.zeros(dims, dtype=dtype))
     return Example(tuple(out))
+
+
+def quiet_copy(value: Any) -> Any:
+    """`copy.deepcopy(value)` without the FutureWarning torch 2.13 raises while copying an
+    exported graph's input specs (its own deprecation, nothing a user can act on)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return copy.deepcopy(value)
