@@ -8,8 +8,8 @@ that do matrix work: `scaled_dot_product_attention`'s CPU kernel
 It records every aten op a node dispatches, so that ops with no FLOPs can be told apart:
 pointwise ops, views, copies, reductions, norms, pooling, indexing and embeddings are
 memory-bound (the roofline times them by bytes moved); any other op without a formula
-is *uncounted* and the importer warns about it (W948), naming it, unless its time is
-measured.
+(a custom op included) is *uncounted* and the importer warns about it (W948), naming it,
+unless its time is measured.
 """
 
 from __future__ import annotations
@@ -116,6 +116,7 @@ class Counter:
             if getattr(func, "is_view", False) or name.rstrip("_") in MEMORY_BOUND \
                     or name in MEMORY_BOUND:
                 continue
-            if name not in out:
-                out.append(name)
+            qualified = str(packet)  # `aten._cdist_forward`, `mylib.op`
+            if qualified not in out:
+                out.append(qualified)
         return out

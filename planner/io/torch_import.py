@@ -601,8 +601,8 @@ def _uncounted_warning(traced: Traced, measured: dict[str, float] | None) -> lis
             found.setdefault(op, []).append(traced.names.get(node, node))
     if not found:
         return []
-    listed = "; ".join(f"aten.{op} in `{users[0]}`" + (f" and {len(users) - 1} more op(s)"
-                                                          if len(users) > 1 else "")
+    listed = "; ".join(f"{op} in `{users[0]}`" + (f" and {len(users) - 1} more op(s)"
+                                                     if len(users) > 1 else "")
                        for op, users in sorted(found.items()))
     return [Diagnostic("W948", f"no FLOP formula for {listed}: their time counts the bytes "
                        "they move only", None,

@@ -270,9 +270,56 @@ def test_an_op_without_a_formula_is_named(tmp_path: Path,
     (tmp_path / "captured.py").write_text(CAPTURED)
     monkeypatch.chdir(tmp_path)
     code, output, _ = _cli(tmp_path, "captured.py:distance", "--input", "3x5")
-    assert code == 0 and "W948" in output and "aten._cdist_forward in `cdist`" in output
+    assert code == 0 and "W948" in output and "aten._cdist_forward in `cdist`" in output, output
     code, output, _ = _cli(tmp_path, "captured.py:keywords", "--example", KEYWORDS)
     assert code == 0 and "W948" not in output  # a Linear and an add: nothing missed
+
+
+UNCAPTURABLE = '''
+import torch
+
+try:  # registered once per process: the command loads this file anew each time
+    double = torch.ops.plannertest.double
+except (AttributeError, RuntimeError):
+    @torch.library.custom_op("plannertest::double", mutates_args=())
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+class Custom(torch.nn.Module):
+    def forward(self, x):
+        return double(x) + 1
+
+class Box:
+    def __init__(self, t):
+        self.t = t
+
+class Boxed(torch.nn.Module):
+    def forward(self, x):
+        return Box(x * 2)
+
+def custom():
+    return Custom()
+
+def boxed():
+    return Boxed()
+'''
+
+
+def test_an_op_export_cannot_run_falls_back_to_fx_or_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "bad.py").write_text(UNCAPTURABLE)
+    monkeypatch.chdir(tmp_path)
+    code, output, _ = _cli(tmp_path, "bad.py:custom", "--input", "2x3", "--capture", "export")
+    assert code == 1 and "E942" in output and "fake-tensor (meta) kernel" in output, output
+    assert "register_fake" in output
+    code, output, out = _cli(tmp_path, "bad.py:custom", "--input", "2x3")  # auto: fx
+    assert code == 0, output
+    header = " ".join(out.read_text().replace("#", " ").split())
+    assert "captured with torch.fx (torch.export failed: " in header
+    assert "W948" in output and "plannertest.double in `double" in output
+    code, output, _ = _cli(tmp_path, "bad.py:boxed", "--input", "2x3")
+    assert code == 1 and "E942" in output and "cannot flatten" in output, output
+    assert "register_pytree_node" in output
 
 
 def test_a_failed_capture_names_its_cause(tmp_path: Path,
