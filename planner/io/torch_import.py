@@ -277,19 +277,26 @@ def _synchronizer(torch: Any, dev: Any) -> Callable[[], None]:
 
 
 def run_annotated(traced: Traced, *inputs: Any) -> object:
-    """Run the traced graph with one `record_function(op name)` range per op, so that a
-    `torch.profiler` Chrome trace of it feeds `--times` (see `planner.io.times`)."""
+    """Run the traced graph with one `record_function(op name)` range per op (from its
+    first node to its last: an op of several nodes is one range), so that a `torch.profiler`
+    Chrome trace of it feeds `--times` (see `planner.io.times`)."""
     torch = require_torch()
     from torch.fx import Interpreter
 
-    names = traced.names
+    first = {u.nodes[0].name: u.name for u in traced.units}
+    last = {u.nodes[-1].name for u in traced.units}
+    ranges: list[Any] = []
 
     class Annotated(Interpreter):  # type: ignore[misc, unused-ignore]  # Any without torch
         def run_node(self, n: fx.Node) -> Any:
-            if n.name not in names:
+            if n.name in first:  # the units are runs of consecutive nodes: one at a time
+                ranges.append(torch.profiler.record_function(first[n.name]))
+                ranges[-1].__enter__()
+            try:
                 return super().run_node(n)
-            with torch.profiler.record_function(names[n.name]):
-                return super().run_node(n)
+            finally:
+                if n.name in last and ranges:
+                    ranges.pop().__exit__(None, None, None)
 
     return Annotated(traced.gm).run(*inputs)
 

@@ -161,6 +161,21 @@ def test_a_profiler_trace_feeds_times(tmp_path: Path) -> None:
     assert _graph(out).ops[1].time_s == pytest.approx(times["0"], rel=1e-3)
 
 
+def test_an_op_of_several_nodes_is_one_profiler_range(tmp_path: Path) -> None:
+    make, inputs = MODELS["cnn"]
+    traced = trace(make(), inputs(), "export", "module:1")
+    several = [u.name for u in traced.units if len(u.nodes) > 1]
+    assert several  # `block1` and `block2`: whole residual blocks
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        run_annotated(traced, *traced.inputs)
+    trace_file = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(trace_file))
+    events = [e for e in json.loads(trace_file.read_text())["traceEvents"]
+              if e.get("ph") == "X" and e.get("cat") == "user_annotation"]
+    counts = {name: sum(e["name"] == name for e in events) for name in traced.unit_of()}
+    assert all(count == 1 for count in counts.values()), counts
+
+
 BROKEN = '''
 import torch
 
