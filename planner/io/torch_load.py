@@ -87,6 +87,10 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
             module = _import_module(where_text)
     except SpecError:
         raise
+    except SystemExit as err:  # `sys.exit()` in the model's file: not planner's exit
+        raise bad(f"{where_text} exited ({_status(err)}) while it was loaded",
+                  "a model file must define the model, not run a program: guard its script "
+                  "part with `if __name__ == \"__main__\":`") from None
     except Exception as err:  # noqa: BLE001 - user code may raise anything
         raise bad(f"cannot import {where_text}: {type(err).__name__}: {err}",
                   "TARGET is `package.module:NAME` or `file.py:NAME`") from None
@@ -98,12 +102,20 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
     if not isinstance(found, torch.nn.Module) and callable(found):
         try:
             found = found()
+        except SystemExit as err:
+            raise bad(f"`{attr}()` exited ({_status(err)})") from None
         except Exception as err:  # noqa: BLE001
             raise bad(f"`{attr}()` raised {type(err).__name__}: {err}") from None
     if not isinstance(found, torch.nn.Module):
         raise bad(f"`{attr}` is a {type(found).__name__}, not a torch.nn.Module (or a "
                   "function returning one)")
     return found, namespace
+
+
+def _status(err: SystemExit) -> str:
+    """`status 0`, or the message `sys.exit("...")` was given."""
+    code = err.code
+    return f"status {code}" if code is None or isinstance(code, int) else repr(str(code))
 
 
 def _load_program(path: str) -> Any:
@@ -156,6 +168,9 @@ def example_inputs(shapes: Sequence[str] = (), expression: str | None = None,
     if expression:
         try:
             value = eval(expression, {"torch": torch, **(namespace or {})})
+        except SystemExit as err:
+            raise UsageError(Diagnostic("E943", f"--example `{expression}` exited "
+                                        f"({_status(err)})", None)) from None
         except Exception as err:  # noqa: BLE001 - the user's expression
             raise UsageError(Diagnostic("E943", f"--example `{expression}` raised "
                                         f"{type(err).__name__}: {err}", None)) from None
