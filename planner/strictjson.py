@@ -1,4 +1,6 @@
-"""Strict JSON out: every JSON document planner writes parses with a strict parser.
+"""Strict JSON, out and in: every JSON document planner writes parses with a strict
+parser, and every JSON document it reads is read by `loads`, whose every complaint is a
+located `json.JSONDecodeError`.
 
 Python's `json` writes `NaN`, `Infinity` and `-Infinity` by default, which JSON does not
 have (RFC 8259) and strict parsers reject. Here a non-finite float becomes `null` (its
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import sys
 from typing import Any
 
 
@@ -28,3 +32,123 @@ def dumps(obj: Any, **kwargs: Any) -> str:
     """`json.dumps` of `finite(obj)`, refusing NaN and infinities (`allow_nan=False`)."""
     kwargs.setdefault("ensure_ascii", False)
     return json.dumps(finite(obj), allow_nan=False, **kwargs)
+
+
+# ---- in ---------------------------------------------------------------------------------
+
+#: a byte order mark, which some editors write at a file's start
+_BOM = "\ufeff"
+_BLANK = re.compile(r"[ \t\n\r]*")
+#: what the readers below look for: a string's opening quote, a bracket, or a number
+#: (JSON's grammar, as `json.scanner` reads it: an integer part, a fraction, an exponent)
+_TOKEN = re.compile(r'["{}\[\]]|(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?')
+_PLAIN = json.JSONDecoder()
+
+
+class _Duplicate(Exception):
+    """An object with a key given twice (found; `_duplicate` says where)."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Duplicate
+    return obj
+
+
+_UNIQUE = json.JSONDecoder(object_pairs_hook=_unique)
+
+
+def loads(text: str) -> Any:
+    """Parse JSON input (a placement or plan file, an importer's input), strictly: every
+    problem is a `json.JSONDecodeError` at its place, which each reader reports with its
+    own code (E500 for a placement file, ...), never another exception:
+
+    - a key given twice in one object (RFC 8259: names SHOULD be unique; `json.loads`
+      keeps the last one silently) names the key and both values;
+    - an integer longer than Python converts (`sys.get_int_max_str_digits()`, 4,300
+      digits; `json.loads` raises a bare ValueError) is "number too long";
+    - nesting deeper than the parser's recursion (a RecursionError) is "nested too deeply".
+
+    A leading byte order mark is skipped; lines and columns are those of the text after
+    it. Valid input costs one pass of the C parser and a `dict` per object.
+    """
+    doc = text.removeprefix(_BOM)
+    try:
+        return _UNIQUE.decode(doc)
+    except json.JSONDecodeError:
+        raise
+    except _Duplicate:
+        raise _duplicate(doc) from None
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", doc, 0) from None
+    except ValueError:  # an integer too long to convert (the only other ValueError)
+        raise _too_long(doc) from None
+
+
+def _duplicate(doc: str) -> json.JSONDecodeError:
+    """The first key, in document order, given twice in one object of `doc` (valid JSON,
+    so every string and bracket is where the grammar puts it), at its second place."""
+    keys: list[dict[str, int] | None] = []  # per open bracket: an object's keys, or None
+    pos = 0
+    while (m := _TOKEN.search(doc, pos)) is not None:
+        c, pos = m.group(), m.end()
+        if c == '"':
+            key, pos = _PLAIN.raw_decode(doc, m.start())
+            colon = _skip(doc, pos)
+            seen = keys[-1] if keys else None
+            if seen is None or not doc.startswith(":", colon):
+                continue  # a value, not a key
+            if key in seen:
+                return json.JSONDecodeError(
+                    f"key {_short(key)} is given twice in one object: first "
+                    f"{_value_at(doc, seen[key])}, then {_value_at(doc, colon + 1)}",
+                    doc, m.start())
+            seen[key] = colon + 1
+        elif c == "{" or c == "[":
+            keys.append({} if c == "{" else None)
+        elif (c == "}" or c == "]") and keys:  # else a number
+            keys.pop()
+    return json.JSONDecodeError("a key is given twice in one object", doc, 0)
+
+
+def _too_long(doc: str) -> json.JSONDecodeError:
+    """The first integer of `doc` with more digits than Python converts to an `int`."""
+    most = sys.get_int_max_str_digits()
+    pos = 0
+    while most and (m := _TOKEN.search(doc, pos)) is not None:
+        pos = m.end()
+        if m.group() == '"':
+            pos = _PLAIN.raw_decode(doc, m.start())[1]
+        elif m.group(1) is not None and m.group(2) is None and m.group(3) is None:
+            digits = len(m.group(1).lstrip("-"))
+            if digits > most:
+                return json.JSONDecodeError(f"number too long: an integer of {digits:,} "
+                                            f"digits (at most {most:,})", doc, m.start())
+    return json.JSONDecodeError("number too long", doc, 0)
+
+
+def _skip(doc: str, pos: int) -> int:
+    """`pos` past the blanks there."""
+    m = _BLANK.match(doc, pos)
+    return m.end() if m else pos
+
+
+def _value_at(doc: str, pos: int) -> str:
+    """The value that starts at `pos` (after blanks) of `doc`, as `_short` shows it."""
+    try:
+        value, _ = _PLAIN.raw_decode(doc, _skip(doc, pos))
+    except (ValueError, RecursionError):
+        return "a value"
+    return _short(value)
+
+
+def _short(value: Any) -> str:
+    """A value from the input as a message shows it: JSON, a string's control characters
+    escaped, cut at 40 characters; a list or an object by its size."""
+    if isinstance(value, list):
+        return f"a list of {len(value)} item(s)"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} key(s)"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else f"{text[:39]}…"

@@ -68,6 +68,15 @@ def parse_number(text: str) -> float:
     return float(text.replace("_", ""))
 
 
+def underflows(text: str) -> bool:
+    """Whether the spec number `text`, which read as 0 (alone, or times its unit's
+    factor: `1e-320 ns` is a subnormal number of ns, 0 s), is not zero: it has a digit
+    other than 0 before its exponent (`1e-400`, `0.000…1`). Asked only about a value
+    that is 0, so a number in range never pays for it."""
+    mantissa = text.partition("e")[0].partition("E")[0]
+    return mantissa.strip("0._") != ""
+
+
 def to_base(value: float, unit: str) -> tuple[str, float]:
     """Return (dimension, value in base units) of `value unit`; KeyError if unknown."""
     dim, factor = UNIT_TABLE[unit]

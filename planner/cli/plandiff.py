@@ -21,6 +21,7 @@ from ..errors import Diagnostic, Span, SpecError, UsageError
 from ..plan import load_plan
 from ..simulate import simulate
 from ..spec.load import load_path, read_source
+from ..strictjson import loads as strict_loads
 
 if TYPE_CHECKING:
     from ..model import Problem
@@ -89,7 +90,7 @@ def read_side(path: Path, shown: str) -> Side:
     """Read one side; E642 for a file that holds no plan (E001-E004 to read it)."""
     text = read_source(path, shown)
     try:
-        data = json.loads(text)
+        data = strict_loads(text)
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic("E642", f"invalid JSON: {err.msg}",
                                    Span(shown, err.lineno, err.colno, err.lineno,

@@ -48,6 +48,7 @@ from ..algorithms import names as algorithm_names
 from ..errors import Diagnostic, Span, UsageError
 from ..files import write_text_atomic
 from ..strictjson import dumps as strict_dumps
+from ..strictjson import loads as strict_loads
 from .settings import (
     DEFAULT_MICROBATCHES,
     DEFAULT_OBJECTIVE,
@@ -372,7 +373,7 @@ def parse_rows(text: str, fmt: str) -> tuple[list[Row], int]:
     rows: list[Row] = []
     if fmt == "json":
         try:
-            data = json.loads(text) if text.strip() else []
+            data = strict_loads(text) if text.strip() else []
         except json.JSONDecodeError:
             return [], 0
         if not isinstance(data, list):
@@ -401,7 +402,7 @@ def parse_rows(text: str, fmt: str) -> tuple[list[Row], int]:
                                             for k in FIELD_NAMES}))
         elif body.strip():
             try:
-                obj = json.loads(body)
+                obj = strict_loads(body)
             except json.JSONDecodeError:
                 break
             if not isinstance(obj, dict):

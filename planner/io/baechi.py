@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import Diagnostic, Span, SpecError
 from ..model import Cluster, Contention, Device, Edge, Graph, Link, MemoryModel, Op, Problem
 from ..spec.load import read_source
+from ..strictjson import loads as strict_loads
 
 GIB = 1024**3
 #: Baechi's GNMT cost model: per transfer 134 µs + 0.0001754 µs/B
@@ -57,7 +58,7 @@ def load_baechi(
     shown = str(path)
     text = read_source(Path(path), shown)
     try:
-        data = json.loads(text)
+        data = strict_loads(text)
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic(
             "E920", f"{shown} is not valid JSON: {err.msg}",

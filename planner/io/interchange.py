@@ -57,6 +57,7 @@ from typing import Any
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, UsageError, did_you_mean
 from ..model import CONTENTIONS, MEMORY_MODELS, Cluster, Device, Graph, Link, Problem, Spec
 from ..spec.load import read_source
+from ..strictjson import loads as strict_loads
 from ..workload import (
     Imported,
     PlanDef,
@@ -97,9 +98,11 @@ def import_json(path: str | os.PathLike[str], name: str | None = None,
 
 def parse_json(text: str, file: str = "<json>", name: str | None = None,
                command: str | None = None) -> Imported:
-    """Parse interchange (or dnn-partitioning) JSON text; errors carry file:line."""
+    """Parse interchange (or dnn-partitioning) JSON text; errors carry file:line (E920 for
+    text that `strictjson.loads` refuses: invalid JSON, a key given twice, an integer too
+    long to convert, nesting too deep)."""
     try:
-        data = json.loads(text)
+        data = strict_loads(text)
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic("E920", f"invalid JSON: {err.msg}",
                                    Span(file, err.lineno, err.colno, err.lineno, err.colno + 1,

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..errors import Diagnostic, Severity, Span, SpecError, did_you_mean
 from ..spec.load import read_source
+from ..strictjson import loads as strict_loads
 from ..workload import Workload
 
 #: Chrome-trace categories of `record_function` ranges, the GPU's timeline first
@@ -43,7 +44,7 @@ def read_times(path: str | os.PathLike[str]) -> dict[str, float]:
     text = read_source(Path(path), shown)
     if text.lstrip()[:1] in ("{", "["):
         try:
-            data = json.loads(text)
+            data = strict_loads(text)
         except json.JSONDecodeError as err:
             raise SpecError(Diagnostic(
                 "E935", f"{shown} is not valid JSON: {err.msg}",

@@ -149,7 +149,12 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 
 def line_ends(text: str) -> str:
     """`text` with every lone `\r` read as `\n`: `\r`, `\r\n` and `\n` all end a line
-    (a comment ends there too), and offsets stay those of the file."""
+    (a comment ends there too), and offsets stay those of the file. A byte order mark
+    (U+FEFF) that starts the text is dropped, for both parsers, the formatter (whose
+    output has none) and the diagnostics' excerpts: offsets and columns are then those
+    of the text after it, as an editor shows them."""
+    if text[:1] == "\ufeff":
+        text = text[1:]
     return _LONE_CR.sub("\n", text) if "\r" in text else text
 
 

@@ -1,0 +1,32 @@
+"""`--times` and Baechi graph files are read by the strict JSON reader: a key given twice
+is an error naming both values, a 4,301-digit integer a located "number too long"
+(issue 29, findings 11 and 12, for the readers outside the CLI), never E999."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+
+GRAPH = {"format": "planner-graph", "version": 1, "name": "g",
+         "ops": [{"name": "a", "time_s": 0.001}, {"name": "b", "time_s": 0.002}],
+         "edges": [{"src": "a", "dst": "b"}]}
+
+
+@pytest.mark.parametrize(("times", "said"), [
+    ('{"a": 0.001, "a": 0.002}', 'key "a" is given twice'),
+    ('{"a": ' + "9" * 4301 + "}", "number too long"),
+])
+def test_a_times_file_with_a_key_twice_or_a_long_integer_is_e935(tmp_path: Path, times: str,
+                                                                  said: str) -> None:
+    (tmp_path / "g.json").write_text(json.dumps(GRAPH))
+    (tmp_path / "t.json").write_text(times)
+    result = CliRunner().invoke(app, ["import", "json", str(tmp_path / "g.json"), "--times",
+                                      str(tmp_path / "t.json"), "-o", str(tmp_path / "g.plan")])
+    assert result.exit_code == 1 and "E935" in result.output and said in result.output, \
+        result.output
+    assert "Traceback" not in result.output and not (tmp_path / "g.plan").exists()
