@@ -131,7 +131,7 @@ TABLE: tuple[Code, ...] = (
     Code("E509", 1, "a placement file `start_s` that is not finite seconds per op"),
     Code("E601", 2, "an unknown algorithm"),
     Code("E602", 2, "no plan of that name, or several plans and no `--plan`"),
-    Code("E603", 2, "a `solve --time-limit` that is negative or not a finite number"),
+    Code("E603", 2, "a `solve --time-limit` outside 0 to 1e6 s, or not a finite number"),
     Code("E604", 2, "an output path that cannot be written (no such folder, a folder, not a "
                     "regular file)"),
     Code("E605", 2, "an option that does not apply to the chosen `--algo`"),
@@ -146,7 +146,7 @@ TABLE: tuple[Code, ...] = (
     Code("E615", 2, "a `--resume` file line that is not a result row of this sweep"),
     Code("E616", 2, "`--algos` names no algorithm"),
     Code("E617", 2, "no SPEC given and no default specs folder here"),
-    Code("E618", 2, "an invalid `compare --time-limit`"),
+    Code("E618", 2, "an invalid `compare --time-limit` (above 0, at most 1e6 s)"),
     Code("E619", 2, "nothing to compare: no plan found"),
     Code("E620", 2, "`--jobs` not a positive number"),
     Code("E621", 4, "`compare` workers crash before finishing any point"),

@@ -12,7 +12,7 @@ after the command's up-front check. A symlink to a regular file is
 followed: the file it names is replaced and the link kept; a symlink to nothing is
 refused (it would create a file wherever it points). A failed write (a full disk,
 an I/O error) leaves the target as it was, removes the temporary file and is reported as
-E623.
+E623; so is standard output that cannot take a command's output (`unwritable_stdout`).
 
 Depends only on `planner.errors`: the algorithms (`--emit`), plans, rows and reports all
 write through it.
@@ -92,13 +92,32 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 
 def _failed(path: str | os.PathLike[str], err: OSError) -> OutputError:
-    why = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-           errno.EIO: "an input/output error", errno.EROFS: "the file system is read-only",
-           errno.EACCES: "permission denied", errno.EPERM: "permission denied"}.get(
-        err.errno or 0, err.strerror or type(err).__name__)
     return OutputError(Diagnostic(
-        "E623", f"cannot write `{path}`: {why}; the file was left as it was", None,
+        "E623", f"cannot write `{path}`: {_why(err)}; the file was left as it was", None,
         ("free some space or choose another path, then run the command again",)))
+
+
+def unwritable_stdout(err: BaseException) -> Diagnostic:
+    """E623 for standard output that cannot take the command's output (a full disk, an
+    I/O error, a closed descriptor): what was printed is incomplete. The command line
+    reports it (`cli.guard.stdout_failed`); a reader that went away is not this, but the
+    quiet exit 141."""
+    full = isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
+    return Diagnostic(
+        "E623", f"cannot write to standard output: {_why(err)}; the output is incomplete",
+        None, ("free some space, or send the output elsewhere" if full
+               else "send the output to a file or a pipe that can take it",))
+
+
+def _why(err: BaseException) -> str:
+    """What went wrong with a write, in words."""
+    if not isinstance(err, OSError):  # a closed file object (ValueError)
+        return "it is closed"
+    return {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+            errno.EIO: "an input/output error", errno.EROFS: "the file system is read-only",
+            errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+            errno.EBADF: "it is closed"}.get(err.errno or 0,
+                                             err.strerror or type(err).__name__)
 
 
 # -- checked before the work --------------------------------------------------------------

@@ -57,6 +57,12 @@ DESCRIPTIONS: dict[str, str] = {
 }
 
 DEFAULTS = Limits()
+#: the largest value `--limit` takes for any limit: 10**15, written `1e15` too (every whole
+#: number up to it is exact as a float, so both forms name the same limit); far above what
+#: any machine could load, and safe for every count and read size it bounds
+MAX_VALUE = 10**15
+#: the accepted range, as messages and hints say it
+RANGE_TEXT = f"a whole number from 1 to {MAX_VALUE:_} (1e15)"
 #: the environment variable that carries `--limit` items to worker processes (`compare`)
 ENV = "PLANNER_LIMITS"
 #: the environment variable that carries `--root` to worker processes (`spec/load.py`)
@@ -95,7 +101,7 @@ def parse_overrides(items: Sequence[str], base: Limits = DEFAULTS) -> Limits:
     """`base` with `NAME=VALUE` items applied (`ops=2_000_000`, `file-bytes=1e9`).
 
     Raises `ValueError` with a readable message on an unknown name or a value that is not
-    a positive whole number.
+    a whole number from 1 to `MAX_VALUE` (the message states that range).
     """
     changes: dict[str, int] = {}
     for item in items:
@@ -104,14 +110,37 @@ def parse_overrides(items: Sequence[str], base: Limits = DEFAULTS) -> Limits:
         if not sep or key not in DESCRIPTIONS:
             raise ValueError(f"`{item}`: expected NAME=VALUE with NAME one of "
                              + ", ".join(DESCRIPTIONS))
-        try:
-            number = float(value.strip().replace("_", ""))
-        except ValueError:
-            number = -1.0
-        if not (1 <= number < 2**63) or number != int(number):
-            raise ValueError(f"`{item}`: the value must be a whole number of at least 1")
-        changes[key] = int(number)
+        number = _whole(value)
+        if number is None:
+            raise ValueError(f"`{item}`: the value must be {RANGE_TEXT}")
+        changes[key] = number
     return dataclasses.replace(base, **changes)
+
+
+def _whole(text: str) -> int | None:
+    """The whole number `text` names (`2000000`, `2_000_000`, `2e6`) when it is from 1 to
+    `MAX_VALUE`; else None. Digits are read exactly, other forms as a float."""
+    text = text.strip().replace("_", "")
+    try:
+        number = int(text) if text.isdigit() else float(text)
+    except (ValueError, OverflowError):
+        return None
+    if not 1 <= number <= MAX_VALUE or number != int(number):  # nan fails the range
+        return None
+    return int(number)
+
+
+def raise_hint(name: str, need: int, suggest: int | None = None, *,
+               lead: str = "raise the limit with") -> str:
+    """The hint of a diagnostic over limit `name`: `{lead} --limit NAME=VALUE` with a
+    VALUE that `--limit` accepts, at least `need` (the least that would do) and `suggest`
+    when that is more, never above `MAX_VALUE`; when even `MAX_VALUE` is less than
+    `need`, it says so instead of suggesting a value that `--limit` would refuse."""
+    if need > MAX_VALUE:
+        return (f"`--limit {name}` takes at most {MAX_VALUE:_} (1e15), less than the "
+                f"{need:_} this needs")
+    value = min(max(need, suggest or need), MAX_VALUE)
+    return f"{lead} `--limit {name}={value}`"
 
 
 def _from_env() -> Limits:

@@ -8,7 +8,8 @@ Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
     1  invalid input (diagnostics), `check` found errors
     2  usage error (unknown plan, algorithm, option; unwritable output; inapplicable option)
     3  infeasible: no plan fits the constraints, or the given plan violates them
-    4  internal error or solver failure (a bug: please report it)
+    4  internal error or solver failure (a bug: please report it); an output, stdout
+       included, that could not be written (E623)
     5  a CI gate failed on valid input: `fmt --check`/`--diff` would reformat, `diff
        --fail-if-slower` found the new plan too slow
   130  interrupted (solve: the best plan so far, if any, is printed and written)
@@ -53,7 +54,7 @@ from ..plan import Plan, given_placement, load_plan
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
 from ..signals import deferred, install
-from ..units import format_seconds
+from ..units import RANGES, format_seconds
 from ..version import installed_version
 from . import fastexit
 from .applies import check_applicable
@@ -61,16 +62,16 @@ from .guard import (
     EXIT_INFEASIBLE,
     EXIT_INTERRUPTED,
     EXIT_INVALID,
-    EXIT_PIPE,
     JsonReport,
+    StdoutError,
+    checked_stdout,
     debug_enabled,
     guard,
     interrupted_diagnostic,
     interrupted_exit,
-    is_broken_pipe,
-    quiet_pipe_exit,
     requested_format,
     stdout_console,
+    stdout_failed,
     stdout_to_stderr,
 )
 from .options import LimitOption, RootOption
@@ -85,7 +86,8 @@ if TYPE_CHECKING:
 
 class _App(TyperGroup):
     """The command group: a command-line usage error under `--json` is still one JSON
-    document (E606) on stdout, and a closed stdout pipe is a quiet exit."""
+    document (E606) on stdout, and stdout that fails is answered here, once, for every
+    command (`guard.stdout_failed`: a closed pipe is a quiet exit 141, a full disk E623)."""
 
     def list_commands(self, ctx: Any) -> list[str]:
         return [*super().list_commands(ctx), *LAZY_COMMANDS]
@@ -109,50 +111,39 @@ class _App(TyperGroup):
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
-        output = requested_format(argv)
-        as_json = output != "text"
         try:
-            if not as_json:  # typer renders its own usage errors
-                return super().main(argv, prog_name, complete_var, standalone_mode,
-                                    windows_expand_args, **extra)
-            code = super().main(argv, prog_name, complete_var, False, windows_expand_args,
+            with checked_stdout():
+                try:
+                    code = self._main(argv, prog_name, complete_var, standalone_mode,
+                                      windows_expand_args, **extra)
+                finally:  # what is still buffered meets a full disk or a closed pipe here
+                    sys.stdout.flush()
+        except StdoutError as err:  # any write to stdout, in any command: the one answer
+            code = stdout_failed(err)
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+    def _main(self, argv: list[str], prog_name: str | None, complete_var: str | None,
+              standalone_mode: bool, windows_expand_args: bool, **extra: Any) -> Any:
+        output = requested_format(argv)
+        if output == "text":  # typer renders its own usage errors (and exits, standalone)
+            return super().main(argv, prog_name, complete_var, standalone_mode,
+                                windows_expand_args, **extra)
+        try:
+            return super().main(argv, prog_name, complete_var, False, windows_expand_args,
                                 **extra)
         except typer.TyperException as err:  # a usage error found by the parser
-            code = err.exit_code
             report = JsonReport(next((a for a in argv if a in self.commands), None), True,
                                 output)
             report.diagnostics.append(Diagnostic(
                 "E606", err.format_message(), None,
                 ("see `planner COMMAND --help` for the options",)))
-            code = _write_quietly(report, code)
+            report.write(err.exit_code)
+            return err.exit_code
         except typer.Abort:
             _eprint("Aborted!")
-            code = 1
-        except OSError as err:
-            if not is_broken_pipe(err):
-                raise
-            code = _pipe_closed()
-        if not standalone_mode:
-            return code
-        sys.exit(code if isinstance(code, int) else 0)
-
-
-def _write_quietly(report: JsonReport, code: int) -> int:
-    try:
-        report.write(code)
-    except OSError as err:
-        if not is_broken_pipe(err):
-            raise
-        return _pipe_closed()
-    return code
-
-
-def _pipe_closed() -> int:
-    try:
-        quiet_pipe_exit()
-    except typer.Exit as done:
-        return done.exit_code
-    return EXIT_PIPE  # pragma: no cover - quiet_pipe_exit always raises
+            return 1
 
 
 app = typer.Typer(
@@ -185,6 +176,12 @@ DEFAULT_ALGO = "auto"
 #: default `--time-limit` of `solve`: `auto` should answer a first-time user quickly
 AUTO_TIME_LIMIT_S = 10.0
 EXACT_TIME_LIMIT_S = 60.0
+#: the largest `--time-limit`: the largest time a spec may state (about 11.6 days); far
+#: larger ones overflowed the clocks and waits they reach (`1e10`: E999 in `compare`)
+MAX_TIME_LIMIT_S = RANGES["time"][1]
+#: the largest `--seed`: every solver takes the seed as it is (CP-SAT's `random_seed` is a
+#: 32-bit integer, HiGHS's is 0 to 2**31 - 1), so a seed is never folded onto another one
+MAX_SEED = 2**31 - 1
 _guard = guard
 _sources = source_texts
 _eprint = eprint
@@ -411,14 +408,12 @@ def _placement_from_spec(problem: Problem) -> Plan:
 
 def _read_placement(problem: Problem, path: Path) -> Plan:
     from ..spec.load import display_path, read_source  # lazy: start-up
+    from ..strictjson import loads as strict_loads
 
     shown = display_path(path.resolve())
     text = read_source(path, shown)
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise SpecError(Diagnostic("E500", "invalid JSON: nested too deeply",
-                                   Span.start_of(shown))) from None
+    try:  # keys given twice, integers too long, nesting too deep: all JSONDecodeError
+        data = strict_loads(text)
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
                                    Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1,
@@ -557,7 +552,7 @@ def solve(
     solver: Annotated[str | None, typer.Option(
         "--solver", help=_HELP_SOLVER, show_default=False)] = None,
     emit: Annotated[Path | None, typer.Option("--emit", help=_HELP_EMIT)] = None,
-    seed: Annotated[int, typer.Option("--seed", help=_HELP_SEED)] = 0,
+    seed: Annotated[int, typer.Option("--seed", help=_HELP_SEED, min=0, max=MAX_SEED)] = 0,
     html: Annotated[Path | None, typer.Option(
         "--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
     trace: TraceOption = None,
@@ -575,10 +570,11 @@ def solve(
         check_outputs({"--out": out, "--html": html, "--emit": emit, "--trace": trace})
         if time_limit is None:
             time_limit = AUTO_TIME_LIMIT_S if algo == DEFAULT_ALGO else EXACT_TIME_LIMIT_S
-        if not (math.isfinite(time_limit) and time_limit >= 0):
+        if not 0 <= time_limit <= MAX_TIME_LIMIT_S:  # nan fails too
             raise UsageError(Diagnostic(
-                "E603", f"--time-limit: `{time_limit}` is not a number of seconds (0 or more)",
-                None, ("give seconds, e.g. --time-limit 30",)))
+                "E603", f"--time-limit: `{time_limit:.15g}` is not a number of seconds from 0 "
+                f"to {MAX_TIME_LIMIT_S:.15g} (about 11.6 days)", None,
+                ("give seconds, e.g. --time-limit 30",)))
         if gap is not None and not (math.isfinite(gap) and gap >= 0):
             raise UsageError(Diagnostic("E608", f"--gap: `{gap}` is not a relative gap "
                                         "(0 or more)", None, ("for example --gap 0.01 (1%)",)))
@@ -789,11 +785,3 @@ def main() -> None:
         raise
     except KeyboardInterrupt:  # it came after the command's body
         interrupted_exit()
-    finally:
-        # output still buffered (e.g. `fmt`'s lines) meets a closed pipe only here
-        try:
-            sys.stdout.flush()
-        except OSError as err:
-            if not is_broken_pipe(err):
-                raise
-            sys.exit(_pipe_closed())

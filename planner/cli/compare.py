@@ -33,6 +33,7 @@ from ..compare.rows import Row, columns, to_json_row, write_rows
 from ..compare.sweep import DEFAULT_ALGORITHMS, SweepResult, best_plans, plan_sweep
 from ..errors import render_all
 from ..files import check_outputs
+from ..render.diagnostics import eprint
 from ..render.html import write_compare_html
 from ..render.tables import print_tables
 from ..render.terminal import plain_progress_lines
@@ -127,9 +128,11 @@ def _compare(report: JsonReport, specs: list[Path] | None, algos: str, *, plan: 
     except KeyboardInterrupt:
         where = (f"finished rows are in {resume}; run the same command again to carry on"
                  if resume else "nothing was saved; use --resume FILE to keep finished rows")
-        report.diagnostics.append(interrupted_diagnostic(where))
+        stopped = interrupted_diagnostic(where)  # E607, exit 130
+        report.diagnostics.append(stopped)
         if not report.enabled:
-            sys.stderr.write(f"\ninterrupted: {where}\n")
+            sys.stderr.write("\n")  # off the progress line
+            eprint(render_all([stopped]))
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
     if report.enabled:

@@ -42,8 +42,8 @@ def finish(code: object, *, always: bool = False) -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except (OSError, ValueError):  # a closed pipe: `main` reports it as it does without
-        return
+    except (OSError, ValueError, AttributeError):  # stdout that failed (or None: fd 1
+        return  # closed): the command group answered it (`guard.stdout_failed`)
     if code is None:
         status = 0
     elif isinstance(code, int):
@@ -52,7 +52,7 @@ def finish(code: object, *, always: bool = False) -> None:
         print(code, file=sys.stderr)
         status = 1
     atexit._run_exitfuncs()  # the interpreter's own exit step, run now
-    with contextlib.suppress(OSError, ValueError):  # what the handlers wrote
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # what the handlers wrote
         sys.stdout.flush()
         sys.stderr.flush()
     os._exit(status & 0xFF)

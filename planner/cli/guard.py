@@ -5,7 +5,14 @@ Every command runs its body inside `guard()`: a `PlannerError` is rendered on st
 exit code; any other exception is a bug, reported in one line (E999, exit 4), with a
 traceback only under PLANNER_DEBUG. Under `--json` (or `--format github|sarif`) the same
 diagnostics go into the one document on stdout instead (`JsonReport`). Ctrl-C is E607 and
-exit 130; a closed stdout pipe is a quiet exit 141. The exit codes are the constants below.
+exit 130. The exit codes are the constants below.
+
+Standard output that fails is answered in one place, `stdout_failed`: while a command runs,
+`sys.stdout` is `checked_stdout`'s stream, whose failed writes and flushes raise
+`StdoutError`; `guard` lets it through, and the command group's `main` (`planner.cli`)
+answers it: a reader that went away (EPIPE: `planner check --json x | head -c 10`) is a
+quiet exit 141, as for other Unix tools; any other failure (`> /dev/full`, an I/O error,
+a closed descriptor) is E623 on stderr and exit 4, never a traceback.
 """
 
 from __future__ import annotations
@@ -18,11 +25,12 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 import typer
 
 from ..errors import Diagnostic, PlannerError, render_all
+from ..files import unwritable_stdout
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat, github_annotations
 from ..render.sarif import dumps_sarif
@@ -141,20 +149,105 @@ def _internal(err: BaseException) -> Diagnostic:
 
 def is_broken_pipe(err: BaseException) -> bool:
     """Whether `err` says that the reader of stdout went away."""
+    if isinstance(err, StdoutError):
+        return is_broken_pipe(err.cause)
     return isinstance(err, BrokenPipeError) or (
         isinstance(err, OSError) and err.errno == errno.EPIPE)
 
 
-def quiet_pipe_exit() -> NoReturn:
-    """Exit quietly after stdout's reader went away: point fd 1 at /dev/null first so that
-    the interpreter's final flush does not complain (as the Python docs advise)."""
+class StdoutError(OSError):
+    """Writing to stdout failed; `cause` is the write's own error (EPIPE when the reader
+    went away, ENOSPC, EIO, EBADF, or a `ValueError` for a closed file). It has no errno
+    of its own: typer's runner would take an EPIPE for its own to answer (exit 1)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(f"cannot write to stdout: {cause}")
+        self.cause = cause
+
+
+class _CheckedStdout:
+    """`sys.stdout` while a command runs: the same stream (None when the process started
+    with descriptor 1 closed), whose failed writes and flushes raise `StdoutError`."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self.stream = stream
+
+    def _open(self) -> TextIO:
+        if self.stream is None:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        return self.stream
+
+    def write(self, text: str) -> int:
+        """Write `text`; `StdoutError` when stdout cannot take it."""
+        try:
+            return self._open().write(text)
+        except UnicodeError:
+            raise
+        except (OSError, ValueError) as err:  # ValueError: a closed file object
+            raise StdoutError(err) from None
+
+    def writelines(self, lines: Any) -> None:
+        """Write each of `lines`."""
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        """Flush; `StdoutError` when stdout cannot take what is buffered."""
+        if self.stream is None:
+            return  # nothing was buffered: every write failed
+        try:
+            self.stream.flush()
+        except (OSError, ValueError) as err:
+            raise StdoutError(err) from None
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...
+        if self.stream is None:
+            raise AttributeError(name)
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def checked_stdout() -> Iterator[None]:
+    """Run a command with `sys.stdout` raising `StdoutError` on a failed write (restored
+    after). A process started with descriptor 1 closed gets /dev/null there, so that no
+    file it opens takes that number (and native code's output along with it)."""
+    real = sys.stdout
+    if real is None:
+        try:
+            os.fstat(1)
+        except OSError:  # closed: hold the number with /dev/null
+            with contextlib.suppress(OSError):
+                fd = os.open(os.devnull, os.O_WRONLY)
+                if fd != 1:
+                    os.dup2(fd, 1)
+                    os.close(fd)
+    sys.stdout = cast(TextIO, _CheckedStdout(real))
+    try:
+        yield
+    finally:
+        sys.stdout = real
+
+
+def stdout_failed(err: StdoutError) -> int:
+    """The one answer to stdout failing, and the exit status: a reader that went away
+    (EPIPE) is a quiet exit 141; anything else (a full disk, an I/O error, a closed
+    descriptor) is E623 on stderr, exit 4. Either way fd 1 then points at /dev/null, so
+    the interpreter's last flush of what is still buffered cannot fail again."""
+    _discard_stdout()
+    if is_broken_pipe(err):
+        return EXIT_PIPE
+    eprint(render_all([unwritable_stdout(err.cause)]))
+    return EXIT_INTERNAL
+
+
+def _discard_stdout() -> None:
+    """Point fd 1 at /dev/null (as the Python docs advise after EPIPE)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
-        pass  # no real fd 1 (in-process use): nothing will flush to it
-    raise typer.Exit(EXIT_PIPE)
+        pass  # no real fd 1 (in-process use, or it is closed): nothing will flush to it
 
 
 @contextlib.contextmanager
@@ -170,56 +263,49 @@ def guard(command: str | None = None, as_json: bool | str = False) -> Iterator[J
     report = JsonReport(command, as_json, output)
     code = EXIT_OK
     try:
-        try:
-            with allowed():  # a stop held off while the CLI parsed: now, and at once
-                yield report
-        except PlannerError as err:
-            if not as_json:
-                fail(err)
-            report.diagnostics.extend(err.diagnostics)
-            code = err.exit_code
-        except typer.Exit as err:
-            code = err.exit_code
-            if not as_json:
-                raise
-        except typer.Abort:
+        with allowed():  # a stop held off while the CLI parsed: now, and at once
+            yield report
+    except PlannerError as err:
+        if not as_json:
+            fail(err)
+        report.diagnostics.extend(err.diagnostics)
+        code = err.exit_code
+    except typer.Exit as err:
+        code = err.exit_code
+        if not as_json:
             raise
-        except KeyboardInterrupt:
-            diag = Diagnostic("E607", "interrupted")
-            if not as_json:
-                eprint(render_all([diag]))
-                raise typer.Exit(EXIT_INTERRUPTED) from None
-            report.diagnostics.append(diag)
-            code = EXIT_INTERRUPTED
-        except Exception as err:
-            if is_broken_pipe(err):
-                quiet_pipe_exit()
-            if debug_enabled() and not isinstance(err, (MemoryError, RecursionError)):
-                raise
-            diag = _internal(err)
-            code = EXIT_INVALID if isinstance(err, RecursionError) else EXIT_INTERNAL
-            if not as_json:
-                eprint(render_all([diag]))
-                raise typer.Exit(code) from None
-            report.diagnostics.append(diag)
-        if as_json:
-            report.write(code)
-    except Exception as err:  # writing the report itself can meet a closed pipe
-        if is_broken_pipe(err):
-            quiet_pipe_exit()
-        raise
+    except (typer.Abort, StdoutError):
+        raise  # stdout that fails: answered once, by the command group (`stdout_failed`)
+    except KeyboardInterrupt:
+        diag = Diagnostic("E607", "interrupted")
+        if not as_json:
+            eprint(render_all([diag]))
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        report.diagnostics.append(diag)
+        code = EXIT_INTERRUPTED
+    except Exception as err:
+        if debug_enabled() and not isinstance(err, (MemoryError, RecursionError)):
+            raise
+        diag = _internal(err)
+        code = EXIT_INVALID if isinstance(err, RecursionError) else EXIT_INTERNAL
+        if not as_json:
+            eprint(render_all([diag]))
+            raise typer.Exit(code) from None
+        report.diagnostics.append(diag)
+    if as_json:
+        report.write(code)  # a `StdoutError` here too goes to the command group
     if code != EXIT_OK:
         raise typer.Exit(code)
 
 
 def stdout_console() -> Console:
-    """A rich console on stdout that treats a closed pipe like every other command does
-    (rich's own handler exits 1)."""
+    """A rich console on stdout that treats a closed pipe like every other write to stdout
+    (`stdout_failed`; rich's own handler exits 1)."""
     from rich.console import Console  # lazy: start-up (`check` and `fmt` print no tables)
 
     class _Console(Console):
         def on_broken_pipe(self) -> None:
-            quiet_pipe_exit()
+            raise StdoutError(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE)))
 
     return _Console(soft_wrap=False)
 

@@ -38,8 +38,9 @@ def _set_root(ctx: typer.Context, folder: Path | None) -> Path | None:
     return folder
 
 
-_LIMIT_HELP = ("Raise a limit, NAME=VALUE (repeatable): " + ", ".join(
-    f"{k} ({getattr(limits.DEFAULTS, k):_})" for k in limits.DESCRIPTIONS) + ".")
+_LIMIT_HELP = ("Raise a limit, NAME=VALUE (repeatable; VALUE a whole number, 1 to 1e15): "
+               + ", ".join(f"{k} ({getattr(limits.DEFAULTS, k):_})"
+                           for k in limits.DESCRIPTIONS) + ".")
 
 LimitOption = Annotated[list[str] | None, typer.Option(
     "--limit", metavar="NAME=VALUE", help=_LIMIT_HELP, callback=_set_limits,

@@ -86,7 +86,9 @@ def execute(points: Sequence[Point], *, executor: str = "local", jobs: int | Non
     running `deadline(point)` seconds after it started is stopped (its worker process is
     ended) and becomes a `timeout` row; `inline` cannot stop anything and ignores it.
     """
-    jobs = max(1, jobs if jobs is not None else default_jobs())
+    # no more workers than points: more would idle, and a count past a C int overflowed
+    # the pool's semaphore (`--jobs 99999999999999999999`: E999)
+    jobs = max(1, min(jobs if jobs is not None else default_jobs(), len(points)))
     if executor == "local":
         return _local(points, jobs, keep_plans, worker, deadline)
     if executor == "ray":

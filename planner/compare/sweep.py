@@ -15,7 +15,6 @@ and, once complete, rewrites FILE sorted with the ratios filled in.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from ..model import Problem
 from ..plan import Plan
 from ..simulate import SimResult, simulate
 from ..spec.load import load_path
+from ..units import RANGES
 from .executors import EXECUTORS, Worker, default_jobs, execute, hard_limit, import_ray
 from .rows import (
     FIELD_NAMES,
@@ -76,6 +76,9 @@ __all__ = [
 DEFAULT_ALGORITHMS: tuple[str, ...] = compare_defaults()
 
 Progress = Callable[[int, int, "Row | None"], None]
+#: the largest `--time-limit` (`time_limit_s`): the largest time a spec may state, about
+#: 11.6 days (`solve`'s too); `1e10` overflowed the waits of the local executor (E999)
+MAX_TIME_LIMIT_S = RANGES["time"][1]
 
 
 @dataclass(frozen=True)
@@ -187,10 +190,12 @@ def plan_sweep(
     settings = grid(parse_bandwidths(_labels(bandwidths)), parse_memories(_labels(memories)),
                     parse_devices(_labels(devices)), parse_objectives(_labels(objectives)),
                     mb_labels)
-    if not (isinstance(time_limit_s, (int, float)) and time_limit_s > 0
-            and math.isfinite(time_limit_s)):
-        raise UsageError(Diagnostic("E618", f"--time-limit: `{time_limit_s}` is not a "
-                                    "positive number of seconds", None,
+    number = isinstance(time_limit_s, (int, float))
+    if not (number and 0 < time_limit_s <= MAX_TIME_LIMIT_S):  # nan fails too
+        shown = f"{time_limit_s:.15g}" if number else repr(time_limit_s)
+        raise UsageError(Diagnostic("E618", f"--time-limit: `{shown}` is not a number of "
+                                    f"seconds above 0 and at most {MAX_TIME_LIMIT_S:.15g} "
+                                    "(about 11.6 days)", None,
                                     ("for example `--time-limit 60`",)))
     warnings: list[Diagnostic] = []
     points: list[Point] = []

@@ -22,7 +22,10 @@ from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
 from ..model import Spec
 from . import ast
 from .lower import Locations, lower
-from .parse import parse
+from .parse import looks_like_spec, parse
+
+#: a byte order mark, which some editors (Notepad, Excel's CSV) write at a file's start
+BOM = "\ufeff"
 
 
 @dataclass
@@ -55,7 +58,8 @@ def read_bytes(path: Path, shown: str, at: Span | None = None) -> bytes:
         if len(data) > cap:
             raise SpecError(Diagnostic(
                 "E007", f"{shown} is larger than the limit of {cap:,} bytes", where,
-                (f"raise it with `--limit file_bytes={max(2 * cap, path.stat().st_size)}`",)))
+                (limits.raise_hint("file_bytes", path.stat().st_size, 2 * cap,
+                                   lead="raise it with"),)))
     except FileNotFoundError:
         raise SpecError(Diagnostic("E001", f"no such file: {shown}", where,
                                    ("check the path (imports are relative to the importing file)",)
@@ -72,10 +76,15 @@ def read_bytes(path: Path, shown: str, at: Span | None = None) -> bytes:
 
 
 def read_source(path: Path, shown: str, at: Span | None = None) -> str:
-    """Read a spec file as UTF-8, turning every failure into a `SpecError` (E001-E004)."""
+    """Read a text file (a spec, a placement or plan file, an importer's input) as UTF-8,
+    turning every failure into a `SpecError` (E001-E004).
+
+    A leading byte order mark (`BOM`) is dropped, so that JSON and CSV readers never see
+    it, except before a spec (`looks_like_spec`): there it is kept for `planner fmt` to
+    see, whose canonical layout has none (the parsers, the formatter and `load` drop it)."""
     data = read_bytes(path, shown, at)
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         head = data[: err.start]
         line = head.count(b"\n") + 1
@@ -84,6 +93,9 @@ def read_source(path: Path, shown: str, at: Span | None = None) -> str:
             "E004", f"{shown} is not valid UTF-8 (byte 0x{data[err.start]:02x})",
             Span(shown, line, col, line, col + 1, err.start, err.start + 1),
             ("spec files are UTF-8 text",))) from None
+    if text.startswith(BOM) and not looks_like_spec(text):  # (it skips the mark)
+        return text[1:]
+    return text
 
 
 ROOT_ENV = limits.ROOT_ENV
@@ -140,7 +152,7 @@ class _Reader:
     def _open(self, p: Path, at: Span | None) -> _Frame | None:
         shown = display_path(p)
         try:
-            text = read_source(p, shown, at)
+            text = read_source(p, shown, at).removeprefix(BOM)
             self.sources[shown] = text
             return _Frame(p, parse(text, shown))
         except SpecError as err:
@@ -176,7 +188,7 @@ class _Reader:
                 self.sink.error(
                     "E009", f"`{display_path(top.path)}` imports `{display_path(target)}` "
                     f"deeper than {depth_limit} files in one chain of imports", item.path.span,
-                    f"raise the limit with `--limit import_depth={2 * depth_limit}`")
+                    limits.raise_hint("import_depth", depth_limit + 1, 2 * depth_limit))
                 continue
             self.seen.add(target)
             frame = self._open(target, item.path.span)
@@ -240,7 +252,8 @@ def load_path(path: str | os.PathLike[str], root: str | os.PathLike[str] | None 
 def load_text(text: str, file: str = "<string>", base: str | os.PathLike[str] = ".",
               root: str | os.PathLike[str] | None = None) -> Loaded:
     """Load spec text; its imports are resolved relative to `base` and stay inside `root`
-    (default: `default_root` of `base`)."""
+    (default: `default_root` of `base`); a leading byte order mark is dropped."""
+    text = text.removeprefix(BOM)
     module = parse(text, file)
     modules: list[ast.Module] = []
     sources = {file: text}

@@ -44,6 +44,7 @@ from ..units import (
     UNIT_TABLE,
     format_quantity,
     parse_number,
+    underflows,
 )
 from . import ast
 from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS, PLAN_SETTINGS
@@ -177,7 +178,7 @@ class _Attrs:
             return None
         value = _finite(self.sink, attr, parse_number(attr.value.number))
         if value is None or value <= 0:
-            return value  # not positive: the caller says so (E241)
+            return value  # not positive (a literal 0; an underflow is E260): E241 by the caller
         lo, hi = SPEED_RANGE
         if not lo <= value <= hi:
             code, side = ("E223", "above") if value > hi else ("E260", "below")
@@ -195,7 +196,7 @@ def quantity(sink: DiagnosticSink, attr: ast.Attr, dim: str) -> float | None:
         if got_dim == dim:
             value = parse_number(v.number) * factor
             lo, hi = RANGES[dim]
-            if lo <= value <= hi or value == 0:
+            if lo <= value <= hi or (value == 0 and not underflows(v.number)):
                 return value
             return _finite(sink, attr, value, dim)
     example = f"{attr.key} {EXAMPLES.get(dim, '1')}"
@@ -222,27 +223,58 @@ def quantity(sink: DiagnosticSink, attr: ast.Attr, dim: str) -> float | None:
 
 def _finite(sink: DiagnosticSink, attr: ast.Attr, value: float,
             dim: str | None = None) -> float | None:
-    """`value`, or None (reported) when it overflowed to infinity (`1e999 GiB`) or, for a
-    quantity of `dim`, lies outside that dimension's range (`units.RANGES`)."""
+    """`value`, or None (reported) when it overflowed to infinity (`1e999 GiB`), when a
+    number that is not zero underflowed to 0 (`1e-400 ms`, `1e-320 ns`: E260, so it is
+    not read as 0), or, for a quantity of `dim`, when it lies outside that dimension's
+    range (`units.RANGES`; a plain number's range is checked by the caller)."""
     if value == math.inf:  # numbers are never negative nor NaN
         sink.error("E223", f"`{attr.key}` is too large", attr.value.span,
                    "the value overflows a 64-bit float in base units")
         return None
-    if dim is None or value == 0:
+    if value == 0:
+        if not underflows(attr.value.number):
+            return value
+        sink.error("E260", f"`{attr.key}` {_value_text(attr.value, 40)} is below the valid "
+                   f"range{_of(dim)} (it is not 0, but a 64-bit float rounds it to 0)",
+                   attr.value.span, _range_hint(attr.key, dim))
+        return None
+    if dim is None:
         return value
     lo, hi = RANGES[dim]
     if lo <= value <= hi:
         return value
-    shown = f"{_value_text(attr.value)}"
     code, side = ("E223", "above") if value > hi else ("E260", "below")
-    sink.error(code, f"`{attr.key}` {shown} is {side} the valid range of a {_dim_word(dim)}",
-               attr.value.span, f"a {_dim_word(dim)} is 0 or from {format_quantity(lo, dim)} "
-               f"to {format_quantity(hi, dim)}")
+    sink.error(code, f"`{attr.key}` {_value_text(attr.value, 40)} is {side} the valid "
+               f"range{_of(dim)}", attr.value.span, _range_hint(attr.key, dim))
     return None
 
 
-def _value_text(v: ast.Value) -> str:
-    return f"{v.number} {v.unit}" if v.kind == "quantity" else v.number
+#: the dimensions whose attributes are all positive (`bandwidth`, a device's `flops`)
+_POSITIVE = frozenset({"bandwidth", "rate"})
+
+
+def _of(dim: str | None) -> str:
+    return "" if dim is None else f" of a {_dim_word(dim)}"
+
+
+def _range_hint(key: str, dim: str | None) -> str:
+    """The valid range of `key` (a quantity of `dim`, or the plain number `speed`)."""
+    if dim is None:
+        lo, hi = SPEED_RANGE
+        return f"`{key}` is from {lo:g} to {hi:g}"
+    lo, hi = RANGES[dim]
+    zero = "" if dim in _POSITIVE else "0 or "
+    return (f"a {_dim_word(dim)} is {zero}from {format_quantity(lo, dim)} "
+            f"to {format_quantity(hi, dim)}")
+
+
+def _value_text(v: ast.Value, most: int = 0) -> str:
+    """The value as written; with `most`, a number longer than that is cut in its middle
+    (`0.000…0001 ms`: a literal of 100,000 zeros is not printed whole)."""
+    number = v.number
+    if most and len(number) > most:
+        number = f"{number[: most // 2]}…{number[-(most // 2):]}"
+    return f"{number} {v.unit}" if v.kind == "quantity" else number
 
 
 def _dim_word(dim: str) -> str:
@@ -295,7 +327,7 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
                 continue
             if kind == "plan" and len(plan_decls) == max_plans:
                 sink.error("E014", f"more than {max_plans} plans", item.name.span,
-                           f"raise the limit with `--limit plans={2 * max_plans}`")
+                           limits.raise_hint("plans", max_plans + 1, 2 * max_plans))
                 continue
             first[key] = item.name.span
             table[item.name.text] = item
@@ -363,7 +395,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
             n_edges += len(item.names) - 1
             if n_edges > lim.edges:
                 sink.error("E012", f"graph `{gname}` has more than {lim.edges:_} edges",
-                           item.span, f"raise the limit with `--limit edges={2 * lim.edges}`")
+                           item.span, limits.raise_hint("edges", lim.edges + 1, 2 * lim.edges))
                 return None
             if item.both_ways is not None:
                 sink.error("E233", "an edge has one direction; `<->` is for links",
@@ -450,7 +482,7 @@ def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: l
         name = item.name.text
         if len(ops) == lim.ops:
             sink.error("E011", f"graph `{gname}` has more than {lim.ops:_} ops",
-                       item.name.span, f"raise the limit with `--limit ops={2 * lim.ops}`")
+                       item.name.span, limits.raise_hint("ops", lim.ops + 1, 2 * lim.ops))
             return None
         first = index.setdefault(name, len(ops))
         if first != len(ops):
@@ -555,7 +587,7 @@ def _plain_quantity(a: ast.Attr, dim: str) -> float | None:
         return None
     value = parse_number(v.number) * factor
     lo, hi = RANGES[dim]
-    return value if lo <= value <= hi or value == 0 else None
+    return value if lo <= value <= hi or (value == 0 and not underflows(v.number)) else None
 
 
 #: (key, unit) -> (factor, lo, hi) for each op key and each unit of its dimension: what
@@ -584,7 +616,7 @@ def _plain_op(item: ast.OpDecl, time_kinds: dict[str, list[Span]]) -> Op | None:
             return None
         factor, lo, hi = entry
         value = float(v.number.replace("_", "")) * factor
-        if not (lo <= value <= hi or value == 0):
+        if not (lo <= value <= hi or (value == 0 and not underflows(v.number))):
             return None
         if a.selector is None:
             if key in given:
@@ -744,9 +776,8 @@ def _resolve_ops(sink: DiagnosticSink, names: Iterable[ast.Name], index: Mapping
                 budget.glob_reported = True
                 lim = limits.active().glob_names
                 sink.error("E015", f"glob patterns would test more than {lim:_} op names",
-                           n.span, f"name the ops, give patterns a literal prefix "
-                           f"(`layer1/*`), or raise the limit with `--limit glob_names="
-                           f"{2 * lim}`")
+                           n.span, "name the ops, give patterns a literal prefix (`layer1/*`), "
+                           "or " + limits.raise_hint("glob_names", lim + 1, 2 * lim))
                 continue
             if not hits:
                 sink.error("E204", f"pattern `{n.text}` matches no op of graph `{g}`", n.span)
@@ -789,7 +820,7 @@ def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
             where = (f"cluster `{cname}` would have" if len(devices) + len(names) > max_devices
                      else "the clusters of this load would have")
             sink.error("E246", f"{where} more than {max_devices} devices",
-                       d.ref.span, f"raise the limit with `--limit devices={2 * max_devices}`")
+                       d.ref.span, limits.raise_hint("devices", max_devices + 1, 2 * max_devices))
             budget.devices = -1  # said once: later clusters are not expanded
             return None  # nor this one's links (each would be an unknown device)
         budget.devices -= len(names)
@@ -852,8 +883,8 @@ def _lower_links(sink: DiagnosticSink, decl: ast.ClusterDecl, index: dict[str, i
             whose = (f"cluster `{cname}`" if start - budget + pairs > lim
                      else "the clusters of this load")
             sink.error("E013", f"the links of {whose} name more than {lim:_} device "
-                       f"pairs", lk.span, f"this statement alone names {pairs:_}; raise the "
-                       f"limit with `--limit link_pairs={max(2 * lim, pairs)}`")
+                       f"pairs", lk.span, f"this statement alone names {pairs:_}; "
+                       + limits.raise_hint("link_pairs", pairs, 2 * lim))
             left.link_pairs = -1  # said once: later clusters' links are not built
             return None
         budget -= pairs
@@ -902,7 +933,7 @@ def _expand_decl(sink: DiagnosticSink, ref: ast.DevRef) -> list[str]:
     if ref.hi - ref.lo >= max_devices:  # `gpu[0..99999999]` would exhaust memory
         sink.error("E246", f"range `{ref.name.text}[{ref.lo}..{ref.hi}]` has "
                    f"{ref.hi - ref.lo + 1} devices; at most {max_devices} are allowed", ref.span,
-                   f"raise the limit with `--limit devices={ref.hi - ref.lo + 1}`")
+                   limits.raise_hint("devices", ref.hi - ref.lo + 1))
         return []
     return [f"{ref.name.text}{i}" for i in range(ref.lo, ref.hi + 1)]
 
