@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from ..errors import Diagnostic, Severity, Span, UsageError, render_all
+from ..render.diagnostics import printable
 from ..render.formats import OutputFormat
 from ..spec.load import display_path
 from ..units import format_bytes, format_seconds
@@ -115,6 +116,14 @@ def _pct(p: float) -> str:
     return "infinitely" if math.isinf(p) else f"{p:.2f}%"
 
 
+def shown(name: str) -> str:
+    """A name from a plan file as the review prints it: control, bidi and zero-width
+    characters, newlines and tabs included, written as escapes, so that no name can start
+    a line of its own (a GitHub workflow command such as `::warning::`) or recolour one."""
+    return printable(name).replace("\n", "\\n").replace("\t", "\\t")
+
+
+# long: one line of the review per figure, op and device, each name through `shown`
 def render_text(d: PlanDiff) -> str:
     """The review for people: figures side by side, moved ops, devices whose load changed."""
     def sec(v: float | None) -> str:
@@ -123,7 +132,7 @@ def render_text(d: PlanDiff) -> str:
     def size(v: int | None) -> str:
         return "-" if v is None else format_bytes(v)
 
-    name = d.new.plan or d.old.plan or "?"
+    name = shown(d.new.plan or d.old.plan or "?")
     rows: list[tuple[str, str, str, str]] = [("", "old", "new", "change")]
     pct = d.slower_pct
     rows.append(("makespan", sec(d.old.makespan_s), sec(d.new.makespan_s),
@@ -135,27 +144,28 @@ def render_text(d: PlanDiff) -> str:
         pa, pb = a.memory_peak_bytes if a else None, b.memory_peak_bytes if b else None
         delta = "" if pa is None or pb is None or pa == pb else (
             ("+" if pb > pa else "-") + format_bytes(abs(pb - pa)))
-        rows.append((f"peak memory {dev}", size(pa), size(pb), delta))
+        rows.append((f"peak memory {shown(dev)}", size(pa), size(pb), delta))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = [f"plan {name}: {d.old.file} -> {d.new.file}"]
+    lines = [f"plan {name}: {shown(d.old.file)} -> {shown(d.new.file)}"]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
               for r in rows]
     if not (d.old.has_figures and d.new.has_figures):
         lines.append("  (figures need a simulation: give --spec SPEC)")
     common = len(set(d.old.placement) & set(d.new.placement))
     lines.append(f"{len(d.moved)} of {common} op(s) moved" + (":" if d.moved else ""))
-    lines += [f"  {op}: {a} -> {b}" for op, a, b in d.moved[:SHOWN]]
+    lines += [f"  {shown(op)}: {shown(a)} -> {shown(b)}" for op, a, b in d.moved[:SHOWN]]
     if len(d.moved) > SHOWN:
         lines.append(f"  and {len(d.moved) - SHOWN} more")
     for label, ops in (("added", d.added), ("removed", d.removed)):
         if ops:
             more = f" and {len(ops) - SHOWN} more" if len(ops) > SHOWN else ""
-            lines.append(f"{label} {len(ops)} ops: " + ", ".join(ops[:SHOWN]) + more)
+            lines.append(f"{label} {len(ops)} ops: " + ", ".join(map(shown, ops[:SHOWN]))
+                         + more)
     lines.append(f"{len(d.changed_devices)} device(s) whose load changed"
                  + (":" if d.changed_devices else ""))
     for dev in d.changed_devices:
         a, b = d.old.devices.get(dev), d.new.devices.get(dev)
-        text = f"  {dev}: {a.ops if a else 0} -> {b.ops if b else 0} ops"
+        text = f"  {shown(dev)}: {a.ops if a else 0} -> {b.ops if b else 0} ops"
         if a and b and a.busy_s is not None and b.busy_s is not None:
             text += f", busy {format_seconds(a.busy_s)} -> {format_seconds(b.busy_s)}"
         lines.append(text)

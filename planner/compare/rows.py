@@ -318,6 +318,12 @@ def from_json_row(obj: Mapping[str, Any]) -> Row:
     return _with_defaults({k: _coerce(k, obj.get(k)) for k in FIELD_NAMES})
 
 
+#: what a spreadsheet takes a cell starting with for a formula (OWASP's "CSV injection"):
+#: such a text cell is written after a `'`, which spreadsheets show as text, and a text
+#: starting with `'` gets one more, so that reading a cell back drops exactly one
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
 def _csv_cell(v: Any) -> str:
     if v is None:
         return ""
@@ -325,7 +331,15 @@ def _csv_cell(v: Any) -> str:
         return "true" if v else "false"
     if isinstance(v, float):
         return repr(v) if math.isfinite(v) else ""
-    return " ".join(str(v).splitlines())
+    if isinstance(v, int):
+        return str(v)
+    text = " ".join(str(v).splitlines())
+    return f"'{text}" if text.startswith(_FORMULA_STARTS) else text
+
+
+def _csv_text(cell: str) -> str:
+    """A CSV cell as `_csv_cell` was given it (one leading `'` of a text cell dropped)."""
+    return cell[1:] if cell.startswith("'") else cell
 
 
 # -- files --------------------------------------------------------------------------------
@@ -397,7 +411,7 @@ def parse_rows(text: str, fmt: str) -> tuple[list[Row], int]:
             else:
                 if len(cells) != len(header):
                     break
-                obj = dict(zip(header, cells, strict=True))
+                obj = dict(zip(header, map(_csv_text, cells), strict=True))
                 rows.append(_with_defaults({k: _from_text(k, obj.get(k, ""))
                                             for k in FIELD_NAMES}))
         elif body.strip():
