@@ -54,6 +54,15 @@ def read_times(path: str | os.PathLike[str]) -> dict[str, float]:
     return _from_csv(text, shown)
 
 
+def _not_times(shown: str) -> SpecError:
+    """E935 for a file whose first rows are no `name,seconds` rows: nothing of it is quoted
+    (`--times /etc/passwd`, or a link to `/proc/self/environ`, must not print it)."""
+    return SpecError(Diagnostic(
+        "E935", f"{shown} is not a times file: it holds no `name,seconds` row or op time",
+        Span.start_of(shown), ("give a CSV of `name,seconds` rows, a JSON object "
+                               '{"op": seconds} or a torch.profiler Chrome trace',)))
+
+
 def _bad(shown: str, line: int, message: str, *hints: str) -> SpecError:
     return SpecError(Diagnostic("E934", message, Span(shown, line, 1, line, 2), hints))
 
@@ -80,11 +89,14 @@ def _from_csv(text: str, shown: str) -> dict[str, float]:
     out: dict[str, float] = {}
     rows = csv.reader(io.StringIO(text))
     first = True
+    header = False  # a `name,seconds` header makes it a times file as a first row does
     for row in rows:
         line = rows.line_num
         if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
             continue
         if len(row) != 2:
+            if not out and not header:  # not (yet) a times file: say so, quoting none of it
+                raise _not_times(shown)
             raise _bad(shown, line, f"expected `name,seconds`, found {len(row)} field(s)",
                        "quote a name that holds a comma: \"a,b\",0.001")
         name, raw = row[0].strip(), row[1].strip()
@@ -92,7 +104,10 @@ def _from_csv(text: str, shown: str) -> dict[str, float]:
         if seconds is None:
             if first and not _numeric(raw):  # a header row
                 first = False
+                header = True
                 continue
+            if not out and not header:
+                raise _not_times(shown)
             raise _bad(shown, line, f"`{raw}` is not a number of seconds (finite, >= 0)")
         first = False
         out[name] = seconds
@@ -110,6 +125,8 @@ def _from_json(data: Any, shown: str) -> dict[str, float]:
         raise SpecError(Diagnostic(
             "E935", f"{shown} is neither an object of op times nor a Chrome trace",
             Span.start_of(shown), ('expected {"op": seconds, ...} or {"traceEvents": [...]}',)))
+    if not any(_seconds(v) is not None for v in data.values()):
+        raise _not_times(shown)  # no time in it (a credentials file?): quote none of it
     out: dict[str, float] = {}
     for name, value in data.items():
         seconds = _seconds(value)

@@ -1,6 +1,7 @@
-"""`--times` and Baechi graph files are read by the strict JSON reader: a key given twice
-is an error naming both values, a 4,301-digit integer a located "number too long"
-(issue 29, findings 11 and 12, for the readers outside the CLI), never E999."""
+"""`--times` files (issue 29, findings 2, 11 and 12): read by the strict JSON reader (a key
+given twice is an error naming both values, a 4,301-digit integer a located "number too
+long", never E999), and a file that is no times file (`/etc/passwd`, a link to
+`/proc/self/environ`, a credentials JSON) is E935 quoting none of it."""
 
 from __future__ import annotations
 
@@ -30,3 +31,24 @@ def test_a_times_file_with_a_key_twice_or_a_long_integer_is_e935(tmp_path: Path,
     assert result.exit_code == 1 and "E935" in result.output and said in result.output, \
         result.output
     assert "Traceback" not in result.output and not (tmp_path / "g.plan").exists()
+
+
+SECRET = "SECRET_TOKEN=ghp_abcdef123456"
+
+
+@pytest.mark.parametrize("content", [
+    f"HOME=/root\0{SECRET}\0PATH=/usr/bin,/bin\0",  # /proc/self/environ
+    f"root:x:0:0:root:/root:/bin/bash\nme:x:1000:1000:{SECRET}:/home/me:/bin/sh\n",
+    f"{SECRET},-1\n",
+    f'{{"token": "{SECRET}"}}',
+    f'{{"token": "{SECRET}", "nested": {{"a": 1}}}}',
+])
+def test_a_file_that_is_no_times_file_is_not_quoted(tmp_path: Path, content: str) -> None:
+    (tmp_path / "g.json").write_text(json.dumps(GRAPH))
+    (tmp_path / "private").write_text(content)
+    (tmp_path / "times.csv").symlink_to(tmp_path / "private")
+    result = CliRunner().invoke(app, ["import", "json", str(tmp_path / "g.json"), "--times",
+                                      str(tmp_path / "times.csv"), "-o",
+                                      str(tmp_path / "g.plan")])
+    assert result.exit_code == 1 and "E935" in result.output, result.output
+    assert "ghp_" not in result.output and "root:x" not in result.output

@@ -58,10 +58,13 @@ def test_chrome_trace_prefers_annotations_and_takes_the_median(tmp_path: Path) -
 
 @pytest.mark.parametrize(("text", "code", "line"), [
     ("name,seconds\nnode2,fast\n", "E934", 2),
-    ("node2,1,2\n", "E934", 1),
-    ("node2,-1\n", "E934", 1),
+    ("node2,1,2\n", "E935", 1),  # no times file yet: nothing of it is quoted
+    ("node2,-1\n", "E935", 1),
+    ("name,seconds\nnode2,1,2\n", "E934", 2),
+    ("a,1\nnode2,-1\n", "E934", 2),
+    ('{"node2": "x", "node3": 1}', "E934", 1),
     ("name,seconds\n", "E935", 1),
-    ('{"node2": "x"}', "E934", 1),
+    ('{"node2": "x"}', "E935", 1),
     ('{"node2": ', "E935", 1),
     ("[]", "E935", 1),
 ])
