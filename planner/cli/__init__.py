@@ -384,6 +384,7 @@ def fmt(
         help="Print one JSON document on stdout (the diagnostics in its envelope).")] = False,
     output: FormatOption = None,
     limit: LimitOption = None,
+    root: RootOption = None,
 ) -> None:
     """Rewrite specs in the canonical layout (comments kept; idempotent).
 

@@ -9,6 +9,7 @@ gate that failed on valid input), else 0.
 from __future__ import annotations
 
 import difflib
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, _one_lin
 from ..files import write_text_atomic
 from ..render.diagnostics import eprint, printable, source_texts
 from ..spec.format import format_source
-from ..spec.load import display_path, read_source
+from ..spec.load import default_root, display_path, outside_root, read_source
 from .guard import EXIT_GATE, EXIT_INVALID, JsonReport
 
 STDIN = "-"
@@ -86,6 +87,8 @@ def format_inputs(files: list[Path], stdin_name: str | None) -> FmtRun:
     for path, shown in inputs:
         run.names.append(shown)
         try:
+            if path is not None:
+                refuse_outside_root(path)
             text = read_stdin(shown) if path is None else read_source(path, shown)
             if path is None:
                 run.stdin_text[shown] = text
@@ -93,6 +96,20 @@ def format_inputs(files: list[Path], stdin_name: str | None) -> FmtRun:
         except SpecError as err:
             run.errors.extend(err.diagnostics)
     return run
+
+
+def refuse_outside_root(path: Path) -> None:
+    """E008 for a file that is, or whose symlink leads, outside its root (`--root`, else
+    the repository holding it): `fmt` neither reads nor rewrites it, as `check` would not
+    read it."""
+    root = default_root(path)
+    if outside_root(path.resolve(), root):
+        shown = display_path(Path(os.path.abspath(path)))
+        raise SpecError(Diagnostic(
+            "E008", f"{printable(_one_line(shown))} leads outside the root "
+            f"`{display_path(root)}`", None,
+            ("the file, or a symlink's target, is neither read nor rewritten outside the root; "
+             "choose another with `--root FOLDER`",)))
 
 
 def unified_diff(item: Formatted) -> str:

@@ -8,6 +8,7 @@ line's guard (errors to exit codes, the `--json` envelope) is `planner.cli.guard
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -41,6 +42,8 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
             try:
                 if not p.is_file() or p.stat().st_size > cap:
                     continue
+                if d.code == "E008" and p.resolve() != Path(os.path.abspath(p)):
+                    continue  # the file the root refused, through a link: never read it
                 # show the valid prefix so a non-UTF-8 diagnostic still gets its line
                 text = p.read_bytes().decode("utf-8", errors="replace")
             except OSError:

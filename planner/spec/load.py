@@ -117,7 +117,8 @@ def default_root(path: str | os.PathLike[str]) -> Path:
     return start.resolve()
 
 
-def _outside(target: Path, root: Path) -> bool:
+def outside_root(target: Path, root: Path) -> bool:
+    """Whether the resolved path `target` lies outside the folder `root`."""
     return target != root and root not in target.parents
 
 
@@ -204,7 +205,7 @@ class _Reader:
         except (OSError, ValueError):  # a NUL in the path, a symlink loop
             self.sink.error("E001", f"invalid import path {item.path.text!r}", item.path.span)
             return None
-        if _outside(target, self.root):
+        if outside_root(target, self.root):
             self.sink.error("E008", f"import of `{item.path.text}` leads outside the root "
                             f"`{display_path(self.root)}`", item.path.span,
                             "imports stay inside the repository (or the folder of the files "
@@ -230,7 +231,7 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
         reader.sink.error("E002", f"{shown} is a directory, not a spec file",
                           Span.start_of(shown),
                           "`planner check` accepts folders; other commands want a file")
-    elif _outside(first, base):  # a symlink that leads out, or --root elsewhere
+    elif outside_root(first, base):  # a symlink that leads out, or --root elsewhere
         shown = display_path(Path(path))
         reader.sink.error("E008", f"{shown} leads outside the root `{display_path(base)}`",
                           Span.start_of(shown), "the file, or a symlink's target, is not "

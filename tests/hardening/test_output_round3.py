@@ -60,3 +60,23 @@ def test_compare_csv_cells_cannot_run_as_formulas(tmp_path: Path) -> None:
     assert {r["plan"] for r in read_rows(tmp_path / "rows.csv")} == {"=cmd|' /C calc'!A0"}
     code, out, err = invoke([*args[:-2], "--resume", "rows.csv"], tmp_path)
     assert code == 0 and "2 from the resume file" in err, out + err
+
+
+def test_fmt_and_check_neither_follow_nor_show_a_symlink_out_of_the_root(
+        tmp_path: Path) -> None:
+    repo, outside = tmp_path / "repo", tmp_path / "elsewhere"
+    (repo / ".git").mkdir(parents=True)
+    outside.mkdir()
+    secret = outside / "secret.plan"
+    text = "graph   leaked_TOKEN_ghp_123 {\n  op a { time 1 ms }\n}\n"  # a spec, not canonical
+    secret.write_text(text)
+    (repo / "link.plan").symlink_to(secret)
+    (repo / "ok.plan").write_text("graph g {\n  op a { time 1 ms }\n}\n")
+    for args in (["fmt", "."], ["fmt", "--diff", "."], ["fmt", "link.plan"],
+                 ["check", "link.plan"]):
+        code, out, err = invoke(args, repo)
+        assert code == 1 and "E008" in out + err, (args, out + err)
+        assert "leaked_TOKEN" not in out + err, (args, out + err)
+    assert secret.read_text() == text  # not rewritten
+    code, out, err = invoke(["fmt", "--root", str(tmp_path), "link.plan"], repo)
+    assert code == 0 and secret.read_text() != text  # a wider root lets fmt in
