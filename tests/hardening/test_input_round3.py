@@ -24,6 +24,7 @@ from planner.spec.parse import parse
 from planner.strictjson import loads as strict_loads
 
 from .helpers import invoke
+from .test_input_placement import SPEC as PLACEMENT_SPEC
 
 PARSERS = ["fast", "lark"]
 BOM = "\ufeff"
@@ -112,23 +113,7 @@ def test_the_command_line_reports_an_underflow_without_a_traceback(tmp_path: Pat
 
 # ---- a byte order mark --------------------------------------------------------------------
 
-SPEC = """\
-cluster c {
-  device gpu[0..1] { memory 1 GiB }
-  link gpu0 <-> gpu1 { bandwidth 1 GB/s }
-}
-
-graph g {
-  op a { time 1 ms }
-  op b { time 1 ms }
-  a -> b
-}
-
-plan p {
-  graph   g
-  cluster c
-}
-"""
+SPEC = format_source(PLACEMENT_SPEC)  # the canonical layout: `fmt` changes nothing but a mark
 
 
 def test_a_spec_may_start_with_a_byte_order_mark(parser: str, tmp_path: Path) -> None:
@@ -238,22 +223,10 @@ def test_import_json_reports_keys_given_twice_and_long_integers(
     assert not (tmp_path / "g.plan").exists()
 
 
-# Placement and plan files are parsed by `planner/cli/__init__.py` (`_read_placement`) and
-# `planner/cli/plandiff.py` (`read_side`) with `json.loads`; they pass the tests below once
-# both read with `planner.strictjson.loads` (then remove the marks).
+# Placement and plan files are read with `planner.strictjson.loads` too
+# (`planner/cli/__init__.py` `_read_placement`, `planner/cli/plandiff.py` `read_side`).
 
-SMALL = """
-cluster c {
-  device gpu[0..1] { memory 1 GiB }
-  link gpu0 <-> gpu1 { bandwidth 1 GB/s }
-}
-graph g {
-  op a { time 1 ms }
-  op b { time 1 ms }
-  a -> b
-}
-plan p { graph g  cluster c }
-"""
+SMALL = PLACEMENT_SPEC
 PLACED = '"placement": {"a": "gpu0", "b": "gpu1"}'
 
 
