@@ -29,6 +29,8 @@ SHARED = {
     "E920": "invalid JSON: the Baechi and the `import json` readers",
     "E922": "a malformed imported JSON graph: the Baechi and the `import json` readers",
     "E930": "an invalid option of any generator or importer",
+    "E008": "a file outside the root: an import or a symlinked spec (spec/load.py), a file "
+            "`fmt` was given (cli/fmt.py)",
     "E943": "invalid example inputs of a PyTorch model: loading them, capturing with them, or "
             "the --granularity they are grouped by",
 }

@@ -45,11 +45,10 @@ def read_times(path: str | os.PathLike[str]) -> dict[str, float]:
     if text.lstrip()[:1] in ("{", "["):
         try:
             data = strict_loads(text)
-        except json.JSONDecodeError as err:
+        except json.JSONDecodeError as err:  # no span: it may be no times file at all
             raise SpecError(Diagnostic(
-                "E935", f"{shown} is not valid JSON: {err.msg}",
-                Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1, err.pos,
-                     err.pos + 1))) from None
+                "E935", f"{shown} is not valid JSON (line {err.lineno}, column "
+                f"{err.colno}): {err.msg}", None)) from None
         return _from_json(data, shown)
     return _from_csv(text, shown)
 
@@ -57,10 +56,10 @@ def read_times(path: str | os.PathLike[str]) -> dict[str, float]:
 def _not_times(shown: str) -> SpecError:
     """E935 for a file whose first rows are no `name,seconds` rows: nothing of it is quoted
     (`--times /etc/passwd`, or a link to `/proc/self/environ`, must not print it)."""
-    return SpecError(Diagnostic(
+    return SpecError(Diagnostic(  # no span: a caret line would show a line of it
         "E935", f"{shown} is not a times file: it holds no `name,seconds` row or op time",
-        Span.start_of(shown), ("give a CSV of `name,seconds` rows, a JSON object "
-                               '{"op": seconds} or a torch.profiler Chrome trace',)))
+        None, ("give a CSV of `name,seconds` rows, a JSON object {\"op\": seconds} or a "
+               "torch.profiler Chrome trace",)))
 
 
 def _bad(shown: str, line: int, message: str, *hints: str) -> SpecError:
@@ -112,8 +111,7 @@ def _from_csv(text: str, shown: str) -> dict[str, float]:
         first = False
         out[name] = seconds
     if not out:
-        raise SpecError(Diagnostic("E935", f"{shown} holds no `name,seconds` rows",
-                                   Span.start_of(shown)))
+        raise _not_times(shown)
     return out
 
 

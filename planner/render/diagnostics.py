@@ -8,7 +8,6 @@ line's guard (errors to exit codes, the `--json` envelope) is `planner.cli.guard
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterable
@@ -42,36 +41,14 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
             try:
                 if not p.is_file() or p.stat().st_size > cap:
                     continue
-                if d.code == "E008" and p.resolve() != Path(os.path.abspath(p)):
-                    continue  # the file the root refused, through a link: never read it
                 # show the valid prefix so a non-UTF-8 diagnostic still gets its line
                 text = p.read_bytes().decode("utf-8", errors="replace")
             except OSError:
                 continue
-            if d.code in _TIMES:  # E935 says the file is none: none of it is shown
-                if d.code != "E935" and _looks_like_times(text):
-                    out[span.file] = line_ends(text)
-            elif layer == "9" or looks_like_spec(text) or (
+            if layer == "9" or looks_like_spec(text) or (
                     layer == "5" and _looks_like_placement(text)):
                 out[span.file] = line_ends(text)
     return out
-
-
-#: the codes of `--times` files, which any importer reads: a file given by mistake
-#: (`/etc/passwd`, a link to `/proc/self/environ`) is no file of the importer's format
-_TIMES = frozenset({"E934", "E935", "E936", "W937"})
-_NUMBER = re.compile(r"\s*[0-9.eE+-]+\s*")
-
-
-def _looks_like_times(text: str) -> bool:
-    """A times file's start: JSON, or a first CSV row `name,seconds` or `op,NUMBER`."""
-    first = next((line for line in text.splitlines()
-                  if line.strip() and not line.lstrip().startswith("#")), "")
-    if first.lstrip()[:1] in ("{", "["):
-        return True
-    cells = first.split(",")
-    return len(cells) == 2 and (_NUMBER.fullmatch(cells[1]) is not None
-                                or cells[1].strip().lower() in ("seconds", "time", "time_s"))
 
 
 def _looks_like_placement(text: str) -> bool:

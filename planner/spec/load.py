@@ -233,8 +233,9 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
                           "`planner check` accepts folders; other commands want a file")
     elif outside_root(first, base):  # a symlink that leads out, or --root elsewhere
         shown = display_path(Path(path))
+        # no span: a caret line would be read through the link, from the refused file
         reader.sink.error("E008", f"{shown} leads outside the root `{display_path(base)}`",
-                          Span.start_of(shown), "the file, or a symlink's target, is not "
+                          None, "the file, or a symlink's target, is not "
                           "read outside the root; choose another with `--root FOLDER`")
     else:
         reader.run(first)
