@@ -112,6 +112,8 @@ TABLE: tuple[Code, ...] = (
     Code("E262", 1, "a name that mixes Latin with Cyrillic or Greek letters"),
     Code("E263", 1, "a name that looks like another, different name of the spec"),
     Code("E264", 1, "a name not in Unicode NFKC form"),
+    Code("W265", 0, "a comment that holds control, bidi or zero-width characters (they can "
+                    "make a reviewer read other code than the parser does)"),
     Code("E290", 1, "Python API: a value that is not a number (wrong type, NaN) where a "
                     "quantity is expected"),
     Code("E301", 3, "a placement unit (op or colocation group) larger than any device it may use"),

@@ -14,6 +14,10 @@ a located error:
 - E263: a name whose Latin look-alike skeleton (Cyrillic and Greek letters that look
   Latin, mapped to those) equals another name of the spec must equal it.
 
+Comments may hold any text, but one holding a control, bidi or zero-width character is
+W265 (as compilers warn about "Trojan Source"): such a character can make a line read
+differently in review than the parser reads it.
+
 Letters of any script remain valid (`"aé"`, `"层1"`). Bare names are ASCII by the grammar,
 so only quoted names with non-ASCII or non-printable characters are looked at, and a
 file of plain ASCII without escapes is not walked at all.
@@ -21,6 +25,7 @@ file of plain ASCII without escapes is not walked at all.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -49,6 +54,7 @@ def check_names(modules: Sequence[ast.Module], sink: DiagnosticSink,
     """
     every = modules
     if sources is not None:
+        check_comments(sources, sink)
         modules = [m for m in modules if not _plain_file(sources.get(m.file))]
     odd = [n for m in modules for n in _names(m) if n.quoted and not _plain(n.text)]
     if not odd:
@@ -65,6 +71,39 @@ def check_names(modules: Sequence[ast.Module], sink: DiagnosticSink,
             sink.error("E263", f"name `{_shown(n.text)}` looks like `{_shown(twin)}` but is a "
                        "different name", n.span, f"its look-alike letters: {_odd_letters(n.text)}",
                        f"write `{_shown(twin)}` if that is meant")
+
+
+#: what a comment may not hold unwarned: C0 and C1 controls but tab, bidi and zero-width
+#: formatting, line and paragraph separators
+_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f"
+                     "\u2028-\u202e\u2060-\u2069\ufeff]")
+#: a line end, as the parser counts them (`\r\n`, a lone `\r`, `\n`)
+_LINE_BREAK = re.compile("\r\n|\r|\n")
+
+
+def check_comments(sources: Mapping[str, str], sink: DiagnosticSink) -> None:
+    """W265 at the first hidden character of each comment line of each file (a character
+    after a `#` on its line; in a name it is E261 already). Linear in the text."""
+    for file, text in sources.items():
+        line_no, start, warned = 1, 0, 0
+        breaks = _LINE_BREAK.finditer(text)
+        next_break = next(breaks, None)
+        for found in _HIDDEN.finditer(text):
+            at = found.start()
+            if at == 0 and found.group() == "\ufeff":
+                continue  # a byte order mark
+            while next_break is not None and next_break.end() <= at:
+                line_no, start = line_no + 1, next_break.end()
+                next_break = next(breaks, None)
+            if warned == line_no or "#" not in text[start:at]:
+                continue
+            warned = line_no
+            column = at - start + 1
+            sink.warning("W265", f"a comment holds U+{ord(found.group()):04X} "
+                         f"({unicodedata.name(found.group(), 'a control character')})",
+                         Span(file, line_no, column, line_no, column + 1),
+                         "such characters can make a line read differently in review than "
+                         "planner reads it; remove it")
 
 
 def valid_name(text: str) -> bool:

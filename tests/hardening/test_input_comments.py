@@ -1,0 +1,41 @@
+"""A comment that holds a control, bidi or zero-width character is W265 at that character,
+once per line ("Trojan Source": such a character makes a line read differently in review
+than the parser reads it); letters of any script and tabs stay quiet, a BOM is no comment,
+and the same characters in a name stay E261 (issue 29, finding 8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .helpers import invoke
+
+GOOD = "graph g {\n  op a { time 1 ms }\n}\n"
+
+
+@pytest.mark.parametrize(("comment", "column", "what"), [
+    ("# is admin \u202e nimda si", 12, "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+    ("# a\u200bb", 4, "U+200B (ZERO WIDTH SPACE)"),
+    ("# red \x1b[31m text", 7, "U+001B"),
+    ("# nul \x00 here \x00 twice", 7, "U+0000"),
+    ("# \u2066isolate\u2069", 3, "U+2066 (LEFT-TO-RIGHT ISOLATE)"),
+])
+def test_a_hidden_character_in_a_comment_is_w265(tmp_path: Path, comment: str, column: int,
+                                                 what: str) -> None:
+    (tmp_path / "s.plan").write_text(f"{comment}\n{GOOD}", encoding="utf-8")
+    code, out, err = invoke(["check", "s.plan"], tmp_path)
+    text = out + err
+    assert code == 0 and text.count("W265") == 1 and f"s.plan:1:{column}:" in text, text
+    assert what in text and "\x1b" not in text and "\u202e" not in text
+
+
+def test_plain_comments_names_and_a_bom_stay_quiet(tmp_path: Path) -> None:
+    (tmp_path / "s.plan").write_text("\ufeff# réseau, 层1, tab\there\n" + GOOD.replace(
+        "1 ms }", "1 ms }  # trailing é"), encoding="utf-8")
+    code, out, err = invoke(["check", "s.plan"], tmp_path)
+    assert code == 0 and "W265" not in out + err, out + err
+    (tmp_path / "s.plan").write_text('graph g {\n  op "a\u202eb" { time 1 ms }\n}\n',
+                                     encoding="utf-8")
+    code, out, err = invoke(["check", "s.plan"], tmp_path)
+    assert code == 1 and "E261" in out + err and "W265" not in out + err, out + err
