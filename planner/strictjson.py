@@ -65,7 +65,8 @@ def loads(text: str) -> Any:
     own code (E500 for a placement file, ...), never another exception:
 
     - a key given twice in one object (RFC 8259: names SHOULD be unique; `json.loads`
-      keeps the last one silently) names the key and both values;
+      keeps the last one silently) names the key and both places (not the values: a file
+      given by mistake may hold secrets);
     - an integer longer than Python converts (`sys.get_int_max_str_digits()`, 4,300
       digits; `json.loads` raises a bare ValueError) is "number too long";
     - nesting deeper than the parser's recursion (a RecursionError) is "nested too deeply".
@@ -99,12 +100,14 @@ def _duplicate(doc: str) -> json.JSONDecodeError:
             seen = keys[-1] if keys else None
             if seen is None or not doc.startswith(":", colon):
                 continue  # a value, not a key
-            if key in seen:
+            if key in seen:  # where, not what: the values may be a secret's
+                first = seen[key]
+                line = doc.count("\n", 0, first) + 1
+                column = first - (doc.rfind("\n", 0, first) + 1) + 1
                 return json.JSONDecodeError(
-                    f"key {_short(key)} is given twice in one object: first "
-                    f"{_value_at(doc, seen[key])}, then {_value_at(doc, colon + 1)}",
-                    doc, m.start())
-            seen[key] = colon + 1
+                    f"key {_short(key)} is given twice in one object: first at line {line}, "
+                    f"column {column}", doc, m.start())
+            seen[key] = m.start()
         elif c == "{" or c == "[":
             keys.append({} if c == "{" else None)
         elif (c == "}" or c == "]") and keys:  # else a number
@@ -132,15 +135,6 @@ def _skip(doc: str, pos: int) -> int:
     """`pos` past the blanks there."""
     m = _BLANK.match(doc, pos)
     return m.end() if m else pos
-
-
-def _value_at(doc: str, pos: int) -> str:
-    """The value that starts at `pos` (after blanks) of `doc`, as `_short` shows it."""
-    try:
-        value, _ = _PLAIN.raw_decode(doc, _skip(doc, pos))
-    except (ValueError, RecursionError):
-        return "a value"
-    return _short(value)
 
 
 def _short(value: Any) -> str:

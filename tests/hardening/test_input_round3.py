@@ -177,15 +177,15 @@ LONG = "1" * 4301
      '"order"'),
     ('[{"a": 1}, {"a": 2, "b": [1, {"x": null, "x": "y"}]}]', 1, 42, '"x"'),
 ])
-def test_strict_loads_names_a_key_given_twice_and_both_values(
+def test_strict_loads_names_a_key_given_twice_and_both_places(
         text: str, line: int, column: int, words: str) -> None:
     with pytest.raises(json.JSONDecodeError) as info:
         strict_loads(text)
     err = info.value
     assert (err.lineno, err.colno) == (line, column)
     assert words in err.msg and "given twice" in err.msg, err.msg
-    if words == '"a"':
-        assert '"gpu0"' in err.msg and '"gpu1"' in err.msg
+    assert "first at line " in err.msg  # both places, no value (it may be a secret's)
+    assert "gpu0" not in err.msg and "0.002" not in err.msg
 
 
 @pytest.mark.parametrize("text, column", [
@@ -210,7 +210,7 @@ def test_strict_loads_reads_valid_json_as_json_loads_does() -> None:
 
 @pytest.mark.parametrize("graph, words", [
     (json.dumps(GRAPH_JSON).replace('"name": "a",', '"name": "a", "time_s": 0.002,'),
-     'key "time_s" is given twice in one object: first 0.002, then 0.001'),
+     'key "time_s" is given twice in one object: first at line'),
     (json.dumps(GRAPH_JSON).replace('"bytes": 1000', f'"bytes": {LONG}'),
      "number too long: an integer of 4,301 digits"),
 ])
@@ -232,7 +232,7 @@ PLACED = '"placement": {"a": "gpu0", "b": "gpu1"}'
 
 @pytest.mark.parametrize("text, words", [
     ('{"placement": {"a": "gpu0", "a": "gpu1", "b": "gpu1"}}',
-     'key "a" is given twice in one object: first "gpu0", then "gpu1"'),
+     'key "a" is given twice in one object: first at line 1, column 16'),
     (f'{{{PLACED}, "order": {{"gpu0": ["a"], "gpu0": []}}}}', 'key "gpu0" is given twice'),
     (f'{{{PLACED}, "start_s": {{"a": 0, "b": 0.001}}, "start_s": {{}}}}',
      'key "start_s" is given twice'),

@@ -1,5 +1,5 @@
 """`--times` files (issue 29, findings 2, 11 and 12): read by the strict JSON reader (a key
-given twice is an error naming both values, a 4,301-digit integer a located "number too
+given twice is an error naming both places, a 4,301-digit integer a located "number too
 long", never E999), and a file that is no times file (`/etc/passwd`, a link to
 `/proc/self/environ`, a credentials JSON) is E935 quoting none of it."""
 
