@@ -30,7 +30,7 @@ from ..plan import Plan
 from ..simulate import simulate
 from ..units import format_seconds
 from ..workload.training import BWD_SUFFIX
-from .torch_import import Traced
+from .torch_import import Groups, Traced
 from .torch_units import Unit, stack_of, units
 
 __all__ = ["Alternative", "device_map", "nearest"]
@@ -69,9 +69,11 @@ def device_map(traced: Traced, where: Mapping[str, str], devices: Mapping[str, s
                               f"device, and takes `{names[a.name]}` from another device; "
                               "accelerate's hooks move only a module's inputs")
     out: dict[str, int | str] = {m: _value(devices[d]) for m, d in chosen.items()}
+    by_name: list[str] = []
     for key, dev in owners.items():  # tensors that code (not a mapped module) reads
         if not any(key == m or key.startswith(f"{m}.") for m in chosen):
             out[key] = _value(devices[dev])
+            by_name.append(key)
     first = next((where[n.name] for n in nodes), None)
     model = traced.model if hasattr(traced.model, "named_buffers") else traced.gm
     for name, _ in (*model.named_parameters(), *model.named_buffers()):
@@ -80,7 +82,12 @@ def device_map(traced: Traced, where: Mapping[str, str], devices: Mapping[str, s
         owner = name.rpartition(".")[0]  # accelerate wants every tensor covered
         inside = owner and not any(k.startswith(f"{owner}.") for k in out)
         out[owner if inside else name] = _value(devices[first])
-    return out, "every tensor that crosses devices enters a module"
+    note = "every tensor that crosses devices enters a module"
+    if by_name:  # keys accelerate's infer_auto_device_map writes too, but hooks no module
+        note += (f"; {len(by_name)} tensor(s) read outside any mapped module are keyed by "
+                 f"name (`{by_name[0]}`{', ...' if len(by_name) > 1 else ''}): "
+                 "accelerate's dispatch_model hooks modules only, so check where it puts them")
+    return out, note
 
 
 @dataclass
@@ -144,16 +151,13 @@ def _assign(traced: Traced, problem: Problem, found: list[Unit],
     """fx node -> device: module calls, each with the code that reads its tensors and with
     the ops the spec colocates with it, on the device holding most of their FLOPs."""
     unit_of = {n.name: k for k, u in enumerate(found) for n in u.nodes}
-    parent = list(range(len(found)))
-
-    def root(k: int) -> int:
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
+    groups = Groups()  # over the units' positions (as text): `units` names may repeat
 
     def join(a: int, b: int) -> None:
-        parent[root(b)] = root(a)
+        groups.join(str(a), str(b))
+
+    def root(k: int) -> str:
+        return groups.find(str(k))
 
     first_call: dict[str, int] = {}
     for k, u in enumerate(found):
@@ -173,7 +177,7 @@ def _assign(traced: Traced, problem: Problem, found: list[Unit],
                    if problem.graph.ops[i].name in by_op]
         for k in members[1:]:
             join(members[0], k)
-    weight: dict[int, dict[str, float]] = {}
+    weight: dict[str, dict[str, float]] = {}
     for k, u in enumerate(found):
         w = weight.setdefault(root(k), {})
         for n in u.nodes:

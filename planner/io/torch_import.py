@@ -53,9 +53,9 @@ from .torch_flops import Counter
 from .torch_load import Example, example_inputs, load_target, quiet_copy, require_torch
 from .torch_units import OP_KINDS, Unit, stack_of, unique_names, units
 
-__all__ = ["OP_KINDS", "Example", "Traced", "example_inputs", "forward_ops", "import_torch",
-           "load_target", "measure", "regroup", "require_torch", "run_annotated", "to_workload",
-           "trace"]
+__all__ = ["OP_KINDS", "Example", "Groups", "Traced", "example_inputs", "forward_ops",
+           "import_torch", "load_target", "measure", "regroup", "require_torch",
+           "run_annotated", "to_workload", "trace"]
 
 if TYPE_CHECKING:
     from torch import fx
@@ -313,7 +313,7 @@ def to_workload(traced: Traced, name: str, profile: DeviceProfile,
     gm = traced.gm
     names = traced.names
     w = Workload(name)
-    groups = _Groups()
+    groups = Groups()
     first_user: dict[str, str] = {}  # module path or attribute -> first op using it
     users_outside = _used_outside(traced)
     for unit in traced.units:
@@ -373,7 +373,7 @@ def to_workload(traced: Traced, name: str, profile: DeviceProfile,
     return w
 
 
-def _keep_a_device_map(traced: Traced, groups: _Groups) -> None:
+def _keep_a_device_map(traced: Traced, groups: Groups) -> None:
     """At module granularity, colocate what an accelerate `device_map` cannot split: code
     between module calls with the ops whose tensors it reads (accelerate moves only a
     module's inputs, so such code runs where its inputs are), and the calls of one module
@@ -415,12 +415,12 @@ def _moved(n: Any, in_bytes: int, params: int, out_bytes: int) -> float:
     if n.op != "call_module" and (target in VIEWS or target.split(".")[0] in VIEWS):
         return 0.0
     if target.split(".")[0] in _GATHERS or (
-            n.op == "call_module" and type_name(n) in _GATHERS):
+            n.op == "call_module" and _module_class(n) in _GATHERS):
         return float(in_bytes + 2 * out_bytes)
     return float(in_bytes + params + out_bytes)
 
 
-def type_name(n: Any) -> str:
+def _module_class(n: Any) -> str:
     """The class of the module a `call_module` node calls."""
     stack = n.meta.get("nn_module_stack") or {}
     if not stack:
@@ -489,8 +489,9 @@ def _bytes_of(gm: Any, path: str, torch: Any) -> int:
     return int(sum(t.numel() * t.element_size() for t in tensors))
 
 
-class _Groups:
-    """Union-find over op names, for colocation groups that share members."""
+class Groups:
+    """Union-find over names (op names here; `torch_device_map` groups units), for
+    colocation groups that share members."""
 
     def __init__(self) -> None:
         self.parent: dict[str, str] = {}

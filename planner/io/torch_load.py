@@ -37,10 +37,6 @@ class Example:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
 
-    def values(self) -> list[Any]:
-        """Every input, positional ones first."""
-        return [*self.args, *self.kwargs.values()]
-
 
 def require_torch() -> ModuleType:
     """The `torch` module, or a usage error (E938) naming the extra that installs it."""
