@@ -10,12 +10,14 @@ FIFO or a folder would replace that thing itself (`--out /dev/full` as root used
 the device into a JSON file), so anything else is refused (E622), also when it became so
 after the command's up-front check. A symlink to a regular file is
 followed: the file it names is replaced and the link kept; a symlink to nothing is
-refused (it would create a file wherever it points). A failed write (a full disk,
+refused (it would create a file wherever it points), and so is a path whose symlinks, at
+any depth, lead out of its root (`planner.roots`: `plan.json -> ~/.bashrc` planted in a
+pull request). A failed write (a full disk,
 an I/O error) leaves the target as it was, removes the temporary file and is reported as
 E623; so is standard output that cannot take a command's output (`unwritable_stdout`).
 
-Depends only on `planner.errors`: the algorithms (`--emit`), plans, rows and reports all
-write through it.
+Depends only on `planner.errors` and `planner.roots`: the algorithms (`--emit`), plans,
+rows and reports all write through it.
 """
 
 from __future__ import annotations
@@ -28,12 +30,16 @@ import tempfile
 from pathlib import Path
 
 from .errors import Diagnostic, OutputError, UsageError
+from .roots import display_path, escaped_root
 
 
 def resolve_target(path: str | os.PathLike[str]) -> Path:
     """The file a write to `path` replaces: symlinks followed to a regular file or to
     nothing yet. Raises `UsageError` (E622) when it is anything else."""
     target = Path(path)
+    root = escaped_root(target)
+    if root is not None:
+        raise _refused(path, _escape_why(root), _ESCAPE_HINT)
     real = Path(os.path.realpath(target)) if target.is_symlink() else target
     try:
         st = os.stat(real)
@@ -49,11 +55,21 @@ def resolve_target(path: str | os.PathLike[str]) -> Path:
     return real
 
 
-def _refused(path: str | os.PathLike[str], why: str) -> UsageError:
-    return UsageError(Diagnostic(
-        "E622", f"`{path}`: {why}; nothing was written", None,
-        (("outputs only replace regular files (a temporary file is renamed over them); "
-          "give a file path"),)))
+def _refused(path: str | os.PathLike[str], why: str, hint: str = (
+        "outputs only replace regular files (a temporary file is renamed over them); "
+        "give a file path")) -> UsageError:
+    return UsageError(Diagnostic("E622", f"`{path}`: {why}; nothing was written", None,
+                                 (hint,)))
+
+
+#: why and what to do when an output's symlinks lead out of its root (`planner.roots`)
+_ESCAPE_HINT = ("outputs are not written through a symlink that leads out of the "
+                "repository holding the link (its folder when there is none); give the "
+                "target's own path")
+
+
+def _escape_why(root: Path) -> str:
+    return f"it leads outside the root `{display_path(root)}` through a symlink"
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
@@ -132,6 +148,9 @@ def _problem(path: Path) -> tuple[str, str] | None:
         st = None
     except OSError as err:
         return f"it cannot be reached ({err.strerror})", "give a file path you can write"
+    root = escaped_root(path)
+    if root is not None:
+        return _escape_why(root), _ESCAPE_HINT
     if st is None and path.is_symlink():
         # following it would create a file wherever the link points
         return ("it is a symlink to a file that does not exist",

@@ -319,8 +319,8 @@ def check(
     """Check specs for errors: syntax, names, units, cycles, memory that cannot fit."""
     with _guard("check", _output(output, as_json)) as report:
         _check_output(output, as_json)
+        from ..roots import display_path
         from ..spec.checks import plan_diagnostics  # lazy: start-up
-        from ..spec.load import display_path  # lazy: start-up
 
         diags: list[Diagnostic] = []
         files = _spec_files(paths)
@@ -408,7 +408,8 @@ def _placement_from_spec(problem: Problem) -> Plan:
 
 
 def _read_placement(problem: Problem, path: Path) -> Plan:
-    from ..spec.load import display_path, read_source  # lazy: start-up
+    from ..roots import display_path
+    from ..spec.load import read_source  # lazy: start-up
     from ..strictjson import loads as strict_loads
 
     shown = display_path(path.resolve())

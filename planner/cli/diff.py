@@ -17,7 +17,7 @@ import typer
 from ..errors import Diagnostic, Severity, Span, UsageError, render_all
 from ..render.diagnostics import printable
 from ..render.formats import OutputFormat
-from ..spec.load import display_path
+from ..roots import display_path
 from ..units import format_bytes, format_seconds
 from .guard import EXIT_GATE, guard
 from .plandiff import PlanDiff, compare, read_side, simulate_side, spec_problem

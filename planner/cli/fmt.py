@@ -19,8 +19,9 @@ import typer
 from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, _one_line, render_all
 from ..files import write_text_atomic
 from ..render.diagnostics import eprint, printable, source_texts
+from ..roots import default_root, display_path, outside_root
 from ..spec.format import format_source
-from ..spec.load import default_root, display_path, outside_root, read_source
+from ..spec.load import read_source
 from .guard import EXIT_GATE, EXIT_INVALID, JsonReport
 
 STDIN = "-"

@@ -51,7 +51,8 @@ from ..io.torch_pipeline import (
     summary,
 )
 from ..model import CONTENTIONS, MEMORY_MODELS, Problem
-from ..spec.load import default_root, display_path, load_path, load_text
+from ..roots import default_root, display_path, outside_root
+from ..spec.load import load_path, load_text
 from ..units import format_bytes
 from ..workload import Imported, PlanDef, render_cluster
 from . import _load, _problem, _read_placement
@@ -156,10 +157,6 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
         sys.stderr.write(line + "\n")
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
 def _add_clusters(result: Imported, clusters: list[Path], out_dir: Path, root: Path,
                   memory: str, contention: str) -> list[str]:
     """Each `--cluster` file's clusters, and a plan per cluster, into `result`: imported
@@ -175,7 +172,7 @@ def _add_clusters(result: Imported, clusters: list[Path], out_dir: Path, root: P
                                         Span.start_of(str(path))))
         target = path.resolve()
         rel = (os.path.relpath(target, out_dir).replace(os.sep, "/")
-               if _inside(target, root) else None)
+               if not outside_root(target, root) else None)
         if rel is not None:
             result.imports.append(rel)
         else:

@@ -28,6 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import Diagnostic, Span, SpecError, UsageError, did_you_mean
+from ..spec.load import refuse_escape
 
 
 @dataclass
@@ -73,6 +74,7 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
         if where_text.endswith(".py"):
             if not file.is_file():
                 raise bad(f"no such Python file: {where_text}")
+            refuse_escape(file)  # a planted link must not make planner run code elsewhere
             name = f"_planner_model_{abs(hash(str(file.resolve())))}"
             spec = importlib.util.spec_from_file_location(name, file)
             assert spec is not None and spec.loader is not None
@@ -119,6 +121,7 @@ def _load_program(path: str) -> Any:
     torch = require_torch()
     if not Path(path).is_file():
         raise SpecError(Diagnostic("E939", f"no such file: {path}", Span.start_of(path)))
+    refuse_escape(Path(path))
     try:
         return torch.export.load(path)
     except Exception as err:  # noqa: BLE001 - a file that is no saved program

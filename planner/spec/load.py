@@ -20,6 +20,7 @@ from pathlib import Path
 from .. import limits
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
 from ..model import Spec
+from ..roots import default_root, display_path, escaped_root, outside_root
 from . import ast
 from .lower import Locations, lower
 from .parse import looks_like_spec, parse
@@ -38,17 +39,11 @@ class Loaded:
     warnings: list[Diagnostic] = field(default_factory=list)
 
 
-def display_path(path: Path) -> str:
-    """The path as shown in diagnostics: relative to the working directory when inside it."""
-    try:
-        return os.path.relpath(path)
-    except ValueError:  # pragma: no cover - another drive on Windows
-        return str(path)
-
-
 def read_bytes(path: Path, shown: str, at: Span | None = None) -> bytes:
-    """Read any input file, turning every failure into a `SpecError` (E001-E003)."""
+    """Read any input file, turning every failure into a `SpecError` (E001-E003, and
+    E008 when a symlink leads it out of its root: see `planner.roots`)."""
     where = at or Span.start_of(shown)
+    refuse_escape(path)
     cap = limits.active().file_bytes
     try:
         if path.exists() and not path.is_file() and not path.is_dir():  # /dev/zero, a FIFO
@@ -75,6 +70,20 @@ def read_bytes(path: Path, shown: str, at: Span | None = None) -> bytes:
     return data
 
 
+def refuse_escape(path: Path) -> None:
+    """E008, before the file is opened, for a `path` whose symlinks lead out of its root.
+    It names the path as given, not its target; no span: a caret line would be read
+    through the link, from the refused file."""
+    root = escaped_root(path)
+    if root is not None:
+        shown = display_path(Path(os.path.abspath(path)))
+        raise SpecError(Diagnostic(
+            "E008", f"{shown} leads outside the root `{display_path(root)}` through a symlink",
+            None, ("a file is not read through a symlink that leads out of the repository "
+                   "holding the link (its folder when there is none); give the target's own "
+                   "path",)))
+
+
 def read_source(path: Path, shown: str, at: Span | None = None) -> str:
     """Read a text file (a spec, a placement or plan file, an importer's input) as UTF-8,
     turning every failure into a `SpecError` (E001-E004).
@@ -96,30 +105,6 @@ def read_source(path: Path, shown: str, at: Span | None = None) -> str:
     if text.startswith(BOM) and not looks_like_spec(text):  # (it skips the mark)
         return text[1:]
     return text
-
-
-ROOT_ENV = limits.ROOT_ENV
-
-
-def default_root(path: str | os.PathLike[str]) -> Path:
-    """The folder that the files of a load of `path` must stay in: `PLANNER_ROOT` when
-    set (`--root`), else the nearest folder with `.git` holding `path`, else the folder of
-    `path` (or `path` itself when it is a folder). Found without following `path` itself
-    when it is a symlink: the link's target must be inside too."""
-    given = os.environ.get(ROOT_ENV)
-    if given:
-        return Path(given).resolve()
-    p = Path(os.path.abspath(path))
-    start = p if p.is_dir() else p.parent
-    for d in (start, *start.parents):
-        if (d / ".git").exists():
-            return d.resolve()
-    return start.resolve()
-
-
-def outside_root(target: Path, root: Path) -> bool:
-    """Whether the resolved path `target` lies outside the folder `root`."""
-    return target != root and root not in target.parents
 
 
 class _Frame:
@@ -232,6 +217,7 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
                           Span.start_of(shown),
                           "`planner check` accepts folders; other commands want a file")
     elif outside_root(first, base):  # a symlink that leads out, or --root elsewhere
+        refuse_escape(Path(path))  # worded as for every file read through a link
         shown = display_path(Path(path))
         # no span: a caret line would be read through the link, from the refused file
         reader.sink.error("E008", f"{shown} leads outside the root `{display_path(base)}`",

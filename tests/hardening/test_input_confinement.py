@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from planner.errors import SpecError
-from planner.spec.load import default_root, load_path
+from planner.roots import default_root
+from planner.spec.load import load_path
 
 from .helpers import invoke
 
