@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -163,3 +164,72 @@ def test_a_signal_during_an_external_solve_kills_it_and_cleans_up(tmp_path: Path
     assert json.loads((tmp_path / "p.json").read_text())["placement"]
     assert "interrupted" in out
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+#: hangs after starting a grandchild in a session of its own, out of the solver's group
+ESCAPE = _VERSION + """echo $$ >> "$PIDS"
+setsid sleep 301 &
+echo $! >> "$PIDS"
+sleep 300
+"""
+
+#: prints $FLOOD bytes of log, then hangs
+FLOOD = _VERSION + """echo $$ >> "$PIDS"
+head -c "$FLOOD" /dev/zero | tr '\\0' 'x' | fold -w 100
+sleep 300
+"""
+
+
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="needs setsid (util-linux)")
+@pytest.mark.slow
+def test_a_grandchild_that_leaves_the_process_group_is_killed_too(tmp_path: Path) -> None:
+    """Before: the `setsid` grandchild survived planner, and held the output pipe open, so
+    the solve waited 30 s more and said the solver "could not be killed" (40.6 s for
+    `--time-limit 3`)."""
+    env = _setup(tmp_path, ESCAPE)
+    try:
+        proc = subprocess.run(planner_argv("solve", "s.plan", "--algo", "ilp", "--solver",
+                                           "cbc", "--time-limit", "1", "--json"),
+                              cwd=tmp_path, env=env, text=True, capture_output=True,
+                              timeout=120, check=False)
+        pids = _pids(tmp_path)
+        assert len(pids) == 2, proc.stderr
+        assert _gone(pids) == [], "the solver or its setsid grandchild survived"
+    finally:
+        _kill(_pids(tmp_path))
+    result = json.loads(proc.stdout)["result"]
+    assert result["status"] == "fallback", result
+    assert "was killed" in result["reason"] and "could not" not in result["reason"], result
+
+
+@pytest.mark.slow
+def test_a_solver_that_prints_without_end_costs_bounded_memory(tmp_path: Path) -> None:
+    """Before: the whole log was kept (three times over): 300 MB of it took 1.73 GB."""
+    env = {**_setup(tmp_path, FLOOD), "FLOOD": str(200 * 2**20)}
+    measure = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:]); "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    try:
+        proc = subprocess.run([sys.executable, "-c", measure,
+                               *planner_argv("solve", "s.plan", "--algo", "ilp", "--solver",
+                                             "cbc", "--time-limit", "2", "--out", "p.json")],
+                              cwd=tmp_path, env=env, text=True, capture_output=True,
+                              timeout=300, check=False)
+    finally:
+        _kill(_pids(tmp_path))
+    peak_mib = int(proc.stdout.split()[-1]) / 1024
+    assert peak_mib < 600, f"planner peaked at {peak_mib:.0f} MiB for 200 MiB of solver log"
+    assert json.loads((tmp_path / "p.json").read_text())["placement"]  # the fallback plan
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_the_kept_output_is_its_start_and_its_end() -> None:
+    from planner.algorithms.exact import children
+
+    script = ("import sys; w = sys.stdout.write; w('FIRST\\n'); "
+              "[w('x' * 99 + '\\n') for _ in range(60_000)]; w('Result - Optimal\\n')")
+    done = children.run([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    out = done.stdout
+    assert out.startswith("FIRST\n") and out.endswith("Result - Optimal\n")
+    assert "bytes of solver output left out]" in out
+    assert len(out) <= children.HEAD_BYTES + children.TAIL_BYTES + 200
+    assert children.live_groups() == set()
