@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from .model import Device, Graph, Op, Problem, derived
+from .model import Cluster, Device, Graph, Op, Problem, derived
 
 if TYPE_CHECKING:
     import numpy as np
@@ -117,8 +117,19 @@ def build_costs(problem: Problem) -> Costs:
 
 
 def costs(problem: Problem) -> Costs:
-    """The cost tables of `problem`, built on first use and cached on the problem."""
-    return derived(problem, "_costs", lambda: build_costs(problem))
+    """The cost tables of `problem`, built on first use and cached on the problem. They
+    depend on its graph and cluster alone, so the plans that share both share one table
+    (kept on the graph, by cluster): thousands of plans of one graph cost one table."""
+    return derived(problem, "_costs", lambda: _shared_costs(problem))
+
+
+def _shared_costs(problem: Problem) -> Costs:
+    by_cluster: dict[int, tuple[Cluster, Costs]] = derived(problem.graph, "_costs_by_cluster",
+                                                           dict)
+    entry = by_cluster.get(id(problem.cluster))
+    if entry is None or entry[0] is not problem.cluster:  # (the cluster is kept alive too)
+        entry = by_cluster[id(problem.cluster)] = (problem.cluster, build_costs(problem))
+    return entry[1]
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,15 @@ def derived(owner: Any, key: str, build: Callable[[], T]) -> T:
     return cache[key]  # type: ignore[no-any-return]
 
 
+def forget(owner: Any) -> None:
+    """Drop what `derived` cached on `owner` (keys starting with `_`; the dataclass's own
+    fields stay): a command that goes through many problems once each (`check` of a spec
+    with thousands of plans) keeps its memory to one problem's tables at a time."""
+    cache = owner.__dict__
+    for key in [k for k in cache if k.startswith("_")]:
+        del cache[key]
+
+
 @dataclass(frozen=True, slots=True)
 class Op:
     """An operator of the graph.

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from ..errors import Diagnostic, Span
 from ..facts import Proof, proofs
-from ..model import Problem
+from ..model import Problem, forget
 from .lower import Locations
 
 
@@ -29,7 +29,9 @@ def memory_diagnostics(problem: Problem, loc: Locations | None = None) -> list[D
 def plan_diagnostics(problems: Iterable[Problem], loc: Locations | None = None
                      ) -> list[Diagnostic]:
     """`memory_diagnostics` of every problem; a problem whose twin (all but the name the
-    same) has no proof has none either, and is not derived again."""
+    same) has no proof has none either, and is not derived again. Each problem's tables
+    are dropped once it is checked (`forget`), so that memory stays that of the spec and
+    one problem's tables, however many plans share a large graph."""
     proven_fine: set[tuple[object, ...]] = set()
     out: list[Diagnostic] = []
     for problem in problems:
@@ -38,6 +40,7 @@ def plan_diagnostics(problems: Iterable[Problem], loc: Locations | None = None
         if key in proven_fine:
             continue
         found = memory_diagnostics(problem, loc)
+        forget(problem)
         if not found:
             proven_fine.add(key)
         out.extend(found)
