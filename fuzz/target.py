@@ -1,11 +1,18 @@
-"""The fuzz target: load -> check -> solve (metf, heft) -> simulate -> JSON and HTML.
+"""The fuzz target: load -> check -> solve (metf, heft) -> simulate -> JSON and HTML, and
+the same bytes read as each data file a command takes and written out in each format.
 
 `one_input(data)` runs the pipeline on one input and asserts:
 
 - no exception but planner's own diagnostics (`PlannerError` and subclasses, which must
   also render);
 - every phase within `BASE_S + PER_BYTE_S * len(data)` seconds (times `Harness.slack`);
-- `check` ok => every later stage succeeds or raises a `PlannerError`.
+- `check` ok => every later stage succeeds or raises a `PlannerError`;
+- `surfaces`: the bytes as a `--times` file, a `--placement` file (simulated on a fixed
+  spec) and a side of `planner diff` (rendered as text and as GitHub annotations) are
+  read or refused with a diagnostic; the input spec's diagnostics as GitHub annotations
+  and SARIF, and its names in `compare` rows as CSV, are written so that no line is a
+  workflow command of the input's making, the SARIF parses strictly, and every CSV cell
+  reads back as it was with none that a spreadsheet would run.
 
 A finding is recorded (`Harness.findings`, one per exception type and place) and, in
 strict mode, raised so the engine stops on it. Exceptions that match `KNOWN_ISSUES` are
@@ -14,7 +21,9 @@ counted, not reported: they belong to the spec layer, which is another change's 
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import math
 import re
 import shutil
@@ -29,7 +38,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 #: seeds: the small specs of specs/ and tests/ (broken ones included)
 SEED_GLOBS = ("specs/**/*.plan", "tests/spec/broken/*.plan", "tests/spec/valid/**/*.plan",
-              "tests/algorithms/specs/*.plan")
+              "tests/algorithms/specs/*.plan",
+              # the data files of `surfaces`: times, placements, plan files, envelopes
+              "fuzz/seeds/*")
 SEED_MAX_BYTES = 8192
 #: time bound of one phase: BASE_S + PER_BYTE_S * input bytes (then times the slack)
 BASE_S = 3.0
@@ -171,6 +182,10 @@ class Harness:
             self.outcomes[_pipeline(text, self.sandbox, self._bound(len(data)))] += 1
         except Exception as err:  # noqa: BLE001 - classifying every escape is the point
             self._record(err, data)
+        try:
+            self.outcomes["surfaces " + surfaces(data, self.sandbox)] += 1
+        except Exception as err:  # noqa: BLE001
+            self._record(err, data)
         if self.templates:
             spec = from_template(data)
             try:
@@ -310,3 +325,108 @@ def _place(err: BaseException) -> str:
     if name.startswith(str(ROOT)):
         name = Path(name).relative_to(ROOT).as_posix()
     return f"{name}:{f.name}"
+
+
+#: the spec that `--placement` and `diff --spec` inputs are read against
+SURFACE_SPEC = """cluster c {
+  device gpu0 { memory 1 GiB }
+  device gpu1 { memory 1 GiB }
+  link gpu0 <-> gpu1 { bandwidth 10 GB/s }
+}
+graph g {
+  op a { time 1 ms  output 1 MB }
+  op b { time 2 ms }
+  a -> b
+}
+plan p { graph g  cluster c }
+"""
+
+
+class ForgedOutput(AssertionError):
+    """An output that lets input text act as something planner did not write."""
+
+
+def surfaces(data: bytes, base: Path) -> str:
+    """`data` as each data file a command reads, and as names in each output format
+    (module docstring); returns how it ended."""
+    from planner.errors import PlannerError, render_all
+
+    path = base / "data.input"
+    path.write_bytes(data)
+    ended = []
+    for name, reader in (("times", _times), ("placement", _placement), ("diff", _diff)):
+        try:
+            reader(path)
+            ended.append(f"{name} ok")
+        except PlannerError as err:
+            render_all(err.diagnostics)
+            ended.append(f"{name} refused")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return ", ".join(ended)
+    _written(text, base)
+    return ", ".join(ended)
+
+
+def _times(path: Path) -> None:
+    from planner.io.times import read_times
+
+    read_times(path)
+
+
+def _placement(path: Path) -> None:
+    from planner.cli import _read_placement  # the command line's own reader
+    from planner.simulate import simulate
+    from planner.spec.load import load_text
+
+    problem = load_text(SURFACE_SPEC).spec.plan()
+    simulate(problem, _read_placement(problem, path))
+
+
+def _diff(path: Path) -> None:
+    from planner.cli.diff import render_text
+    from planner.cli.plandiff import compare, read_side
+    from planner.render.formats import github_annotations
+
+    side = read_side(path, "data.input")
+    text = render_text(compare(side, read_side(path, "data.input")))
+    _no_forged_command(text + github_annotations([]), "diff")
+
+
+def _written(text: str, base: Path) -> None:
+    """The input's diagnostics in GitHub and SARIF form, and names from it in CSV rows."""
+    from planner.compare.rows import dumps_rows, empty_row, parse_rows
+    from planner.errors import PlannerError
+    from planner.render.formats import github_annotations
+    from planner.render.sarif import dumps_sarif
+    from planner.spec.load import load_text
+    from planner.strictjson import loads
+
+    try:
+        loaded = load_text(text, "fuzz.plan", base)
+        diags = list(loaded.warnings)
+        names = [*loaded.spec.plans, *(o.name for g in loaded.spec.graphs.values()
+                                       for o in g.ops)][:20]
+    except PlannerError as err:
+        diags, names = list(err.diagnostics), []
+    _no_forged_command(github_annotations(diags), "github")
+    loads(dumps_sarif(diags, 1))
+    lines = text.splitlines()[:5]
+    names += [x for x in lines if x and all(ch.isprintable() for ch in x)]
+    rows = [empty_row(spec="fuzz.plan", plan=n, algorithm="metf") for n in names]
+    if rows:
+        back, _ = parse_rows(dumps_rows(rows, "csv"), "csv")
+        if [r["plan"] for r in back] != names:
+            raise ForgedOutput("a CSV cell did not read back as written")
+        cells = [c for row in csv.reader(io.StringIO(dumps_rows(rows, "csv"))) for c in row]
+        if any(cell[:1] in ("=", "+", "-", "@", "\t", "\r") for cell in cells):
+            raise ForgedOutput("a CSV cell a spreadsheet would run")
+
+
+def _no_forged_command(text: str, where: str) -> None:
+    for line in text.splitlines():
+        if line.startswith("::") and not line.startswith(("::error ", "::warning ",
+                                                          "::notice ")):
+            raise ForgedOutput(f"{where}: a line is a workflow command of the input's: "
+                               f"{line[:60]!r}")
