@@ -108,7 +108,8 @@ TABLE: tuple[Code, ...] = (
     Code("W256", 0, "`time[KIND]` names a device kind no device of the spec has"),
     Code("E257", 1, "a `microbatches` or `stages_per_device` that is not a whole number in range"),
     Code("E260", 1, "a positive quantity below its valid range"),
-    Code("E261", 1, "a name with a control, format (bidi, zero-width) or surrogate character"),
+    Code("E261", 1, "an empty name, or one with a control, format (bidi, zero-width) or "
+                    "surrogate character"),
     Code("E262", 1, "a name that mixes Latin with Cyrillic or Greek letters"),
     Code("E263", 1, "a name that looks like another, different name of the spec"),
     Code("E264", 1, "a name not in Unicode NFKC form"),

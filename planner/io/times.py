@@ -89,30 +89,39 @@ def _from_csv(text: str, shown: str) -> dict[str, float]:
     rows = csv.reader(io.StringIO(text))
     first = True
     header = False  # a `name,seconds` header makes it a times file as a first row does
-    for row in rows:
-        line = rows.line_num
-        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
-            continue
-        if len(row) != 2:
-            if not out and not header:  # not (yet) a times file: say so, quoting none of it
-                raise _not_times(shown)
-            raise _bad(shown, line, f"expected `name,seconds`, found {len(row)} field(s)",
-                       "quote a name that holds a comma: \"a,b\",0.001")
-        name, raw = row[0].strip(), row[1].strip()
-        seconds = _seconds(raw)
-        if seconds is None:
-            if first and not _numeric(raw):  # a header row
-                first = False
-                header = True
-                continue
-            if not out and not header:
-                raise _not_times(shown)
-            raise _bad(shown, line, f"`{raw}` is not a number of seconds (finite, >= 0)")
-        first = False
-        out[name] = seconds
+    try:
+        for row in rows:
+            first, header = _csv_row(row, rows.line_num, shown, out, first, header)
+    except csv.Error:  # a stray carriage return or NUL outside quotes
+        if not out and not header:  # not (yet) a times file: quote none of it
+            raise _not_times(shown) from None
+        raise _bad(shown, rows.line_num, "a carriage return or NUL character outside quotes",
+                   "save the file with plain line ends") from None
     if not out:
         raise _not_times(shown)
     return out
+
+
+def _csv_row(row: list[str], line: int, shown: str, out: dict[str, float], first: bool,
+             header: bool) -> tuple[bool, bool]:
+    """Add one row's time to `out`; returns the new (first, header)."""
+    if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+        return first, header
+    if len(row) != 2:
+        if not out and not header:  # not (yet) a times file: say so, quoting none of it
+            raise _not_times(shown)
+        raise _bad(shown, line, f"expected `name,seconds`, found {len(row)} field(s)",
+                   "quote a name that holds a comma: \"a,b\",0.001")
+    name, raw = row[0].strip(), row[1].strip()
+    seconds = _seconds(raw)
+    if seconds is None:
+        if first and not _numeric(raw):  # a header row
+            return False, True
+        if not out and not header:
+            raise _not_times(shown)
+        raise _bad(shown, line, f"`{raw}` is not a number of seconds (finite, >= 0)")
+    out[name] = seconds
+    return False, header
 
 
 def _from_json(data: Any, shown: str) -> dict[str, float]:

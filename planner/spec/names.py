@@ -5,7 +5,7 @@ A quoted name may hold any Unicode text, so without rules a spec could declare `
 1 file(s): ok" line, or reverse the rest of a terminal line with U+202E. The rules, each
 a located error:
 
-- E261: no control character (tab and newline included), format character (bidi
+- E261: not empty; no control character (tab and newline included), format character (bidi
   controls, zero-width joiners), line separator, unassigned, private-use or surrogate
   code point, and no space but U+0020;
 - E264: the name is in NFKC form (`ﬁ` is written `fi`, full-width `ｇ` as `g`), so one
@@ -119,15 +119,19 @@ def skeleton(text: str) -> str:
 
 
 def _plain_file(text: str | None) -> bool:
-    return text is not None and text.isascii() and "\\" not in text and "\x7f" not in text
+    return (text is not None and text.isascii() and "\\" not in text and "\x7f" not in text
+            and '""' not in text)
 
 
 def _plain(text: str) -> bool:
-    return text.isascii() and text.isprintable()
+    return text.isascii() and text.isprintable() and text != ""
 
 
 def _check_one(n: ast.Name, sink: DiagnosticSink) -> None:
     text = n.text
+    if not text:  # it would print as nothing: an empty CSV cell, ``, a blank row
+        sink.error("E261", "a name may not be empty", n.span, "give it a name: `op \"a\"`")
+        return
     for ch in text:
         if not _valid_char(ch):
             sink.error("E261", f"name `{_shown(text)}` contains {_describe(ch)}", n.span,

@@ -57,6 +57,7 @@ CLUSTER = "cluster c {{\n  device gpu0 {{ memory 1 GiB }}\n  device {} {{ memory
     ('"\\ud800"', "E261"),            # a lone surrogate
     ('"a\\u00a0b"', "E261"),          # a no-break space
     ('"ｇｐｕ1"', "E264"),             # full-width: not NFKC
+    ('""', "E261"),                  # empty: an empty CSV cell, a blank row (the fuzzer's)
 ])
 def test_names_with_hidden_or_look_alike_characters_are_errors(name: str, code: str) -> None:
     assert code in _codes(CLUSTER.format(name))
@@ -124,3 +125,8 @@ def test_a_file_name_cannot_fake_a_line(tmp_path: Path) -> None:
         assert not [line for line in (out + err).splitlines()
                     if line.startswith("checked 1 file(s): ok")], (out, err)
         assert "\x1b" not in out + err and "x\\nchecked 1 file(s): ok" in out + err
+
+
+def test_an_empty_name_is_an_error_in_a_plain_ascii_file_too() -> None:
+    """The plain-ASCII fast path skips the walk over names; an empty one must not pass."""
+    assert _codes('graph g {\n  op "" { time 2 ms }\n}\n') == ["E261"]

@@ -52,3 +52,18 @@ def test_a_file_that_is_no_times_file_is_not_quoted(tmp_path: Path, content: str
                                       str(tmp_path / "g.plan")])
     assert result.exit_code == 1 and "E935" in result.output, result.output
     assert "ghp_" not in result.output and "root:x" not in result.output
+
+
+@pytest.mark.parametrize(("content", "code"), [
+    ("\r\0", "E935"),  # no times file at all (the fuzzer's: a csv.Error, E999 before)
+    ("a,0.001\n\r\0", "E934"),  # a times file with a line the CSV reader cannot read
+])
+def test_a_carriage_return_or_nul_outside_quotes_is_a_diagnostic(tmp_path: Path,
+                                                                  content: str,
+                                                                  code: str) -> None:
+    (tmp_path / "g.json").write_text(json.dumps(GRAPH))
+    (tmp_path / "t.csv").write_bytes(content.encode())
+    result = CliRunner().invoke(app, ["import", "json", str(tmp_path / "g.json"), "--times",
+                                      str(tmp_path / "t.csv"), "-o", str(tmp_path / "g.plan")])
+    assert result.exit_code == 1 and code in result.output, result.output
+    assert "E999" not in result.output and "Traceback" not in result.output
