@@ -134,7 +134,7 @@ def _unplaced_temp(g, without, grp_ptr, grp_ops, dev_of, temp):
 def _need(i, d, A, M):
     """`Placer.need`, with `StaticMemoryTracker.extra` inline."""
     (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, fastest, po, temp, caps) = A
+     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
     (dev_of, used, trtemp, copies, group_dev, gpl, res_po, res_val, res_on, rdev, rlist, rsz,
      rpos, scratch, touched) = M
     add = po[i] + max(0, temp[i] - trtemp[d])
@@ -190,7 +190,7 @@ def _charge(s, d, nb, used, copies):
 def _commit(i, d, A, M):
     """`Placer.commit` (with `StaticMemoryTracker.place`)."""
     (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, fastest, po, temp, caps) = A
+     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
     (dev_of, used, trtemp, copies, group_dev, gpl, res_po, res_val, res_on, rdev, rlist, rsz,
      rpos, scratch, touched) = M
     used[d] += po[i]
@@ -243,7 +243,7 @@ def _commit(i, d, A, M):
 def _make_ready(i, A, M, R):
     """`etf.ready_set`'s make_ready, and the SCT reservation's `on_ready`."""
     (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, fastest, po, temp, caps) = A
+     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
     dev_of, group_dev = M[0], M[4]
     (m, prank, rank, end, avail, vend, arr, ready, dirty, hoff, ak, ar, asz, pk, pr_, psz,
      uk, ur, usz, reserved, sct) = R
@@ -278,7 +278,7 @@ def _make_ready(i, A, M, R):
             if x > t:
                 t = x
         arr[i, d] = t
-        slow = comp[i, d] - fastest[i]
+        slow = unit[i, d] - best[i]
         if t <= avail[d]:
             _push(ak, ar, asz, hoff[d], d, slow, r)
         else:
@@ -300,7 +300,7 @@ def _make_ready(i, A, M, R):
 def _settle(i, A, M, R, F):
     """`floating.etf_policy`'s settle: make op `i` ready, or let it float."""
     (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, fastest, po, temp, caps) = A
+     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
     dev_of, group_dev = M[0], M[4]
     end, vend = R[3], R[5]
     missing, stack, af_buf, af_len = F
@@ -334,7 +334,7 @@ def _settle(i, A, M, R, F):
 def _land(g, d, A, M, R, F, start):
     """`floating.etf_policy`'s land: commit group `g`'s waiting members on `d`."""
     (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, fastest, po, temp, caps) = A
+     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
     dev_of = M[0]
     end, avail = R[3], R[4]
     af_buf, af_len = F[2], F[3]
@@ -411,7 +411,7 @@ def _candidate(d, A, M, R, C, order, res_active, forb):
 @_part
 def _reserve(d, A, M, R, C, order, res_active, forb):
     """`sct.reservation`'s reserve(d, c), c being C's row d: f, an urgent op, or c."""
-    comp, fastest = A[0], A[15]
+    comp, best, unit = A[0], A[15], A[19]
     dev_of, group_of, group_dev = M[0], A[10], M[4]
     (m, prank, rank, end, avail, vend, arr, ready, dirty, hoff, ak, ar, asz, pk, pr_, psz,
      uk, ur, usz, reserved, sct) = R
@@ -430,13 +430,13 @@ def _reserve(d, A, M, R, C, order, res_active, forb):
     est_f = av
     if arr[f, d] > est_f:
         est_f = arr[f, d]
-    key_f = est_f + comp[f, d] - fastest[f]
+    key_f = est_f + unit[f, d] - best[f]
     for e in range(m):
         if e != d and arr[f, e] < INF and _valid(f, e, dev_of, forb, group_of, group_dev):
             te = avail[e]
             if arr[f, e] > te:
                 te = arr[f, e]
-            if not (key_f <= te + comp[f, e] - fastest[f]):
+            if not (key_f <= te + unit[f, e] - best[f]):
                 return
     res_active[d] = True
     while usz[d] > 0 and not _valid(order[ur[base]], d, dev_of, forb, group_of, group_dev):
@@ -446,9 +446,9 @@ def _reserve(d, A, M, R, C, order, res_active, forb):
         eu = av
         if uk[base] > eu:
             eu = uk[base]
-        if eu + comp[u, d] - fastest[u] <= key_f:
+        if eu + unit[u, d] - best[u] <= key_f:
             c_has[d] = True
-            c_key[d] = eu + comp[u, d] - fastest[u]
+            c_key[d] = eu + unit[u, d] - best[u]
             c_pr[d] = prank[u]
             c_fin[d] = eu + comp[u, d]
             c_op[d] = u
@@ -528,7 +528,7 @@ def _commit_loop(A, topo, M, R, F, C, forb, res_active, order, favourite, start,
     placed. Allocates nothing, so it runs without reference counting, and the parts
     (`_part`) are inlined into it."""
     (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, fastest, po, temp, caps) = A
+     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
     dev_of, group_dev = M[0], M[4]
     (m, prank, rank, end, avail, vend, arr, ready, dirty, hoff, ak, ar, asz, pk, pr_, psz,
      uk, ur, usz, reserved, sct) = R

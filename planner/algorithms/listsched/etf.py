@@ -43,7 +43,6 @@ from typing import Any
 
 from ... import compiled
 from ...cost import INF
-from ...facts import facts
 from ...signals import shielded
 from . import floating
 from .instance import Instance
@@ -84,9 +83,9 @@ class EtfRun:
     `flo` is `inst.floating`, or None with `fixed`; `valid` is `validity(self)`.
     """
 
-    __slots__ = ("afloat", "arr_of", "arrived", "avail", "cand", "dirty", "end", "fastest",
-                 "fixed", "flo", "forb", "inst", "missing", "pending", "placer", "prank",
-                 "reserved", "start", "valid", "vend")
+    __slots__ = ("afloat", "arr_of", "arrived", "avail", "cand", "dirty", "end", "fixed",
+                 "flo", "forb", "inst", "missing", "pending", "placer", "prank", "reserved",
+                 "start", "unit_best", "unit_time", "valid", "vend")
 
     def __init__(self, inst: Instance, placer: Placer, prank: Sequence[int],
                  fixed: Sequence[int] | None) -> None:
@@ -104,7 +103,7 @@ class EtfRun:
         self.arrived: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
         self.pending: list[list[tuple[float, int, int, float]]] = [[] for _ in range(m)]
         # the slowdown is 0 with `fixed` and on identical devices (`etf_schedule`)
-        self.fastest = facts(inst.problem).fastest
+        self.unit_time, self.unit_best = inst.unit_time, inst.unit_best
         self.cand: list[Pair | None] = [None] * m
         self.dirty = [True] * m
         self.reserved = [-1] * m
@@ -127,19 +126,20 @@ def etf_schedule(
     """Earliest Task First: repeatedly commit the (ready op, device) pair that starts first.
 
     A pair's start is `max(device free, inputs arrived)`; pairs are compared by start plus
-    the op's *slowdown* on that device (its time there minus its time on its fastest
-    allowed device). Ties: smaller `prank` (higher priority), then earlier finish, then
-    smaller device index. Why the slowdown: ETF (and Baechi's m-ETF and m-SCT) were defined
-    for identical devices, where it is 0 and this is exactly their earliest-start rule. On
-    devices of different speeds, earliest start alone commits an op to whichever device is
-    idle, however slow: the README's `tiny.plan` put every op on a CPU 20x slower than the
-    GPUs (33.0 ms against 2.887 ms). For one op, start + slowdown orders its devices by
-    finish time (earliest finish, as HEFT); across ops it is the start the op would have on
-    its fastest device, so an op is never preferred for being slow. With `fixed` the device
-    is given and the slowdown is not used. A pair whose op does not fit
-    in memory (checked only when the pair is chosen) is dropped for good: static memory only
-    grows, so it never fits later. With `fixed`, each op's device is given (no memory check):
-    this orders a placement made by another algorithm (dynamic dispatch).
+    the op's *slowdown* on that device (its time there minus its time on its fastest allowed
+    device; for a member of a colocation group, the whole group's: the group goes where its
+    first member goes, `Instance.unit_time`). Ties: smaller `prank` (higher priority), then
+    earlier finish, then smaller device index. Why the slowdown: ETF (and Baechi's m-ETF and
+    m-SCT) were defined for identical devices, where it is 0 and this is exactly their
+    earliest-start rule. On devices of different speeds, earliest start alone commits an op
+    to whichever device is idle, however slow: the README's `tiny.plan` put every op on a
+    CPU 20x slower than the GPUs (33.0 ms against 2.887 ms). For one op, start + slowdown
+    orders its devices by finish time (earliest finish, as HEFT); across ops it is the start
+    the op would have on its fastest device, so an op is never preferred for being slow.
+    With `fixed` the device is given and the slowdown is not used. A pair whose op does not
+    fit in memory (checked only when the pair is chosen) is dropped for good: static memory
+    only grows, so it never fits later. With `fixed`, each op's device is given (no memory
+    check): this orders a placement made by another algorithm (dynamic dispatch).
 
     Floating members of unbound colocation groups wait and run on their group's device when
     it binds (`floating`); their compute time is not in the binding member's start
@@ -271,10 +271,10 @@ def ready_set(run: EtfRun, on_ready: Callable[[int, tuple[int, ...], list[float]
     group goes: they are done at `run.vend`. `on_ready(i, devices, arrivals)` is a policy's
     hook (the SCT reservation's).
     """
-    inst, placer, fixed, prank, fastest, flo = (run.inst, run.placer, run.fixed, run.prank,
-                                                 run.fastest, run.flo)
+    inst, placer, fixed, prank, flo = run.inst, run.placer, run.fixed, run.prank, run.flo
+    unit_time, unit_best = run.unit_time, run.unit_best
     m = inst.m
-    comp, lat, inv, pred, group_of = inst.compute, inst.lat, inst.inv, inst.pred, inst.group_of
+    lat, inv, pred, group_of = inst.lat, inst.inv, inst.pred, inst.group_of
     dev_of = placer.device_of
     end, avail, vend, arr_of = run.end, run.avail, run.vend, run.arr_of
     arrived, pending, dirty = run.arrived, run.pending, run.dirty
@@ -298,7 +298,7 @@ def ready_set(run: EtfRun, on_ready: Callable[[int, tuple[int, ...], list[float]
                 if e > t:  # noqa: PLR1730 (hot loop: a call to max() costs more)
                     t = e
             a[d] = t
-            slow = 0.0 if fixed is not None else comp[i][d] - fastest[i]
+            slow = 0.0 if fixed is not None else unit_time[i][d] - unit_best[i]
             if t <= avail[d]:
                 heappush(arrived[d], (slow, pr, i))
             else:

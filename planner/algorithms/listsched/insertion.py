@@ -123,16 +123,17 @@ def _device_choice(inst: Instance, placer: Placer, slot: Slot,
                    preferred: Callable[[int], int] | None
                    ) -> Callable[[int], tuple[int, float, int]]:
     """`choose(i)`: op `i`'s device, start and gap: the earliest finish among the devices
-    where it fits (the preferred device first, if any); over its budget everywhere, it
+    where it fits (of its whole colocation group, which goes where `i` goes:
+    `Instance.unit_time`) (the preferred device first, if any); over its budget everywhere, it
     spills (`Placer.spill`) and is judged by the devices' memory. Raises `Stuck` when none
     fits."""
-    comp, allowed, fits = inst.compute, placer.allowed, placer.fits
+    unit_time, allowed, fits = inst.unit_time, placer.allowed, placer.fits
 
     def choose(i: int) -> tuple[int, float, int]:
         cands: list[tuple[float, int, float, int]] = []
         for d in allowed(i):
             t, k = slot(i, d)
-            cands.append((t + comp[i][d], d, t, k))
+            cands.append((t + unit_time[i][d], d, t, k))
         cands.sort()
         pref = preferred(i) if preferred is not None else -1
         if pref >= 0:

@@ -29,7 +29,8 @@ class Instance:
     may run on and `pin[i]` its device or -1 (both `planner.facts`'); `local[i]` per input
     edge whether both ends are forced onto one device (same group or same pin), so the edge
     never costs communication; `floating[i]` whether op `i` floats in its colocation group
-    (`floating_members`).
+    (`floating_members`); `unit_time[i][d]` and `unit_best[i]`, what the device choice of
+    op `i` weighs (`_unit_times`: its colocation group's, whole).
     """
 
     def __init__(self, problem: Problem) -> None:
@@ -87,6 +88,7 @@ class Instance:
             for i in range(n)
         ]
         self.floating = floating_members(self)
+        self.unit_time, self.unit_best = _unit_times(self)
         self._engine: Any = False  # `engine_arrays`, built on first use
 
     def _sources_follow_their_consumer(self) -> None:
@@ -143,12 +145,40 @@ class Instance:
         return self.problem.graph.ops[i].name
 
 
+def _unit_times(inst: Instance) -> tuple[list[list[float]], list[float]]:
+    """Per op and device, the time its unit takes there; per op, the least of those over
+    the devices the unit may use (0.0 when it may use none).
+
+    A unit is a colocation group of the model, whole, or a lone op. `unit_time[i][d]` is
+    the sum of its members' times on `d` (for a lone op its own time: the same row as
+    `compute`), and op `i`'s *slowdown* on `d` is `unit_time[i][d] - unit_best[i]`. Why the
+    whole group: a group goes where its first placed member goes, so a rule that weighed
+    that member alone put a group on a slow CPU because its first member (an embedding with
+    a fast CPU kernel) was quick there, and left the rest of the group 20x slower (a
+    two-tower model: 53.5 ms against a 16.02 ms optimum). The list schedulers compare a
+    pair by `start + unit_time - unit_best` (`etf`, `sct`, in that order of operations) and
+    a device by `start + unit_time` (`insertion`); for a lone op both are the rules they
+    were, to the bit (`facts.fastest` is its `unit_best`). The groups the schedulers add
+    themselves (`_sources_follow_their_consumer`) are left out: their sources are constants
+    and shapes, whose time would only round the consumer's.
+    """
+    comp, allowed = inst.compute, inst.allowed
+    unit_time = list(comp)
+    for members in inst.model_groups:
+        if len(members) > 1:
+            total = [sum(col) for col in zip(*(comp[j] for j in members), strict=True)]
+            for j in members:
+                unit_time[j] = total
+    best = [min((row[d] for d in allowed[i]), default=0.0) for i, row in enumerate(unit_time)]
+    return unit_time, best
+
+
 def _engine_arrays(inst: Instance) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
     """(the kernel's instance tuple `A`, topological order) for `Instance.engine_arrays`:
     compute, lat, inv, pred and succ in CSR (edge order within an op, as `pred`/`succ`)
     with bytes (pred's also as floats, rounded as Python's `b * inv` rounds b), group per op,
-    groups in CSR, floating flags, allowed devices (n x m), fastest (`facts`), params +
-    outputs, temps and caps."""
+    groups in CSR, floating flags, allowed devices (n x m), each unit's least time, params +
+    outputs, temps, caps, and unit times (n x m; `_unit_times`)."""
     n, m = inst.n, inst.m
     edges = inst.problem.graph.edges
     ne = len(edges)
@@ -186,6 +216,7 @@ def _engine_arrays(inst: Instance) -> tuple[tuple[np.ndarray, ...], np.ndarray] 
         np.fromiter(inst.group_of, np.int64, n), grp_ptr,
         np.fromiter(chain.from_iterable(inst.groups), np.int64, int(grp_ptr[-1])),
         np.fromiter(inst.floating, np.bool_, n), allow,
-        np.fromiter(facts(inst.problem).fastest, np.float64, n), po, temp,
-        np.fromiter((min(c, (1 << 63) - 1) for c in inst.caps), np.int64, m))
+        np.array(inst.unit_best, dtype=np.float64), po, temp,
+        np.fromiter((min(c, (1 << 63) - 1) for c in inst.caps), np.int64, m),
+        np.fromiter(chain.from_iterable(inst.unit_time), np.float64, n * m).reshape(n, m))
     return arrays, np.fromiter(inst.topo, np.int64, n)

@@ -41,7 +41,7 @@ def reservation(run: EtfRun, favourite: Sequence[int]) -> Reservation:
     O(D) per ready op and per commit.
     """
     m = run.inst.m
-    comp, prank, fastest = run.inst.compute, run.prank, run.fastest
+    comp, prank, unit_time, best = run.inst.compute, run.prank, run.unit_time, run.unit_best
     dev_of = run.placer.device_of
     avail, arr_of, dirty, valid = run.avail, run.arr_of, run.dirty, run.valid
     reserved = run.reserved
@@ -75,8 +75,8 @@ def reservation(run: EtfRun, favourite: Sequence[int]) -> Reservation:
         # f is ready: is d among its earliest devices?
         av = avail[d]
         est_f = max(av, af[d])
-        key_f = est_f + comp[f][d] - fastest[f]
-        if not all(key_f <= max(avail[e], af[e]) + comp[f][e] - fastest[f]
+        key_f = est_f + unit_time[f][d] - best[f]
+        if not all(key_f <= max(avail[e], af[e]) + unit_time[f][e] - best[f]
                    for e in range(m) if e != d and af[e] < INF and valid(f, e)):
             return c
         res_active[d] = True
@@ -84,9 +84,9 @@ def reservation(run: EtfRun, favourite: Sequence[int]) -> Reservation:
         while uh and not valid(uh[0][2], d):
             heappop(uh)
         u = uh[0][2] if uh else -1
-        if u >= 0 and max(av, uh[0][0]) + comp[u][d] - fastest[u] <= key_f:
+        if u >= 0 and max(av, uh[0][0]) + unit_time[u][d] - best[u] <= key_f:
             est = max(av, uh[0][0])
-            return (est + comp[u][d] - fastest[u], uh[0][1], est + comp[u][d], d, u, est)
+            return (est + unit_time[u][d] - best[u], uh[0][1], est + comp[u][d], d, u, est)
         return (key_f, prank[f], est_f + comp[f][d], d, f, est_f)
 
     def on_commit(i: int, d: int) -> None:
