@@ -59,6 +59,10 @@ no allowed device contributes nothing (no plan of it is valid).
   the path holding the most bytes; it exceeds `critical_path_s` only when memory forces a
   path apart, e.g. a ResNet chain whose weights fill more than one device.
 
+- `forced_colocation_s`: edges whose crossing alone would make a path longer than a
+  target glue their ends onto one device, where the glued ops run one after another
+  (`planner.bounds.forced`, with its proof).
+
 `makespan_s` is the largest of them. Memory: `memory_bytes` is a lower bound on the total
 bytes a plan's devices must hold together under the plan's memory model
 (`planner.facts`, `least_total_bytes`, proved there). `min_devices` is the
@@ -86,6 +90,7 @@ from ..cost import INF, costs
 from ..facts import facts
 from ..model import Problem
 from ..signals import shielded
+from .forced import forced_colocation_bound
 
 __all__ = ["Bounds", "lower_bound", "relative_gap"]
 
@@ -189,6 +194,8 @@ class Bounds:
     arrival_path_s: float = 0.0
     #: a path's fastest times plus the transfers memory forces onto it
     memory_path_s: float = 0.0
+    #: the serial time of ops that edges too costly to cross glue onto one device
+    forced_colocation_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict, fields in declaration order."""
@@ -249,8 +256,10 @@ def lower_bound(problem: Problem) -> Bounds:
     load = max(_load_bound(problem, allowed), work)
     need, min_dev = _memory_bound(problem)
     memory_path = 0.0 if heaviest is None else _memory_path(problem, fastest, heaviest)
-    best = max(critical, work, constrained, load, arrival, memory_path)
-    return Bounds(best, critical, work, min_dev, constrained, load, need, arrival, memory_path)
+    forced = forced_colocation_bound(problem, c, wmin, allowed)
+    best = max(critical, work, constrained, load, arrival, memory_path, forced)
+    return Bounds(best, critical, work, min_dev, constrained, load, need, arrival, memory_path,
+                  forced)
 
 
 def _path_bytes(problem: Problem) -> list[float] | None:
