@@ -122,6 +122,10 @@ TABLE: tuple[Code, ...] = (
     Code("E303", 3, "the plan's least total memory exceeds all devices together"),
     Code("E304", 3, "a placement unit with no device (no op time applies, or pins conflict)"),
     Code("E305", 3, "an edge must cross between devices that no link joins that way"),
+    Code("E306", 3, "a placement unit larger than any device it may use once the inputs it "
+                    "must hold (each producer, or a copy of its tensor) are counted"),
+    Code("E307", 3, "placement units that cannot share a device two by two outnumber the "
+                    "devices that can take them"),
     Code("E401", 3, "the simulated plan violates the spec (each violation is listed)"),
     Code("E500", 1, "a placement file that is not valid JSON"),
     Code("E501", 1, "a placement file without a `placement` object"),

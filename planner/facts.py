@@ -28,7 +28,16 @@ longer disagree about which devices an op may use or what "cannot fit" means.
   - E304 a unit has no device (no device runs every member, its pin excluded them, or it is
     pinned to two devices);
   - E305 an edge must cross between two devices that no link joins in that direction (its
-    ends may share no device, and no allowed pair of devices is linked).
+    ends may share no device, and no allowed pair of devices is linked);
+  - E306 (`static` only) a unit needs more than any device it may use holds once the
+    copies it must receive are counted: a device holding unit `U` holds, for every unit
+    `P` feeding it, either `P` itself (its params and outputs) or a copy of `P`'s tensor
+    (at least the largest edge from `P` into `U`), so at least the smaller of the two,
+    on top of `U`'s own least bytes;
+  - E307 (`static` only) units that cannot share a device two by two (a device holding both,
+    with the copies they receive counted as for E306, would need more than it holds) must
+    go to distinct devices, one each from those that hold it alone; no such assignment
+    exists (Hall's condition, checked by a matching).
   A proof holds for every algorithm and every contention model; `check` reports them with
   locations, and an algorithm that finds no plan raises them when there are any.
 """
@@ -254,6 +263,8 @@ def _proofs(problem: Problem) -> tuple[Proof, ...]:
             f"(short by {format_bytes(total - cap)})",
             (_model_hint(problem), "add devices or memory, or shrink the ops"), ()))
     out.extend(_unlinked(problem, f))
+    if not out and problem.memory_model == "static":
+        out.extend(_with_copies(problem, f))
     return tuple(out)
 
 
@@ -356,3 +367,124 @@ def _unlinked(problem: Problem, f: Facts) -> list[Proof]:
             f"{shown_b}), but no link goes from the one to the other", (
                 "add a link in that direction, or change the pins",), (e.dst, e.src)))
     return out
+
+
+# ---- proofs that count received copies (E306, E307) ---------------------------------------
+
+#: the units, largest first, among which E307 looks for units that cannot share a device
+#: (two units each under half the smallest cap can always share it: the largest decide)
+CONFLICT_CANDIDATES = 48
+
+
+class _Copies:
+    """Per unit, under `static`: its own least bytes, and per unit feeding it the bytes a
+    device holding it must add for that feeder (module docstring, E306)."""
+
+    def __init__(self, problem: Problem, f: Facts) -> None:
+        g = problem.graph
+        self.kept = [0] * len(f.units)
+        self.temp = [0] * len(f.units)
+        kept, temp, unit_of = self.kept, self.temp, f.unit_of
+        for i, op in enumerate(g.ops):
+            u = unit_of[i]
+            kept[u] += op.params_bytes + op.output_bytes
+            if op.temp_bytes > temp[u]:
+                temp[u] = op.temp_bytes
+        self.feeders: list[dict[int, int]] = [{} for _ in f.units]
+        feeders = self.feeders
+        for e in g.edges:
+            a, b = unit_of[e.src], unit_of[e.dst]
+            if a != b:
+                feed = feeders[b]
+                if e.bytes > feed.get(a, -1):
+                    feed[a] = e.bytes
+
+    def need(self, units: Sequence[int]) -> int:
+        """Least bytes of one device holding every unit of `units` (counted once each)."""
+        inside = set(units)
+        copies: dict[int, int] = {}
+        for u in inside:
+            for a, b in self.feeders[u].items():
+                if a not in inside:
+                    copies[a] = max(copies.get(a, 0), b)
+        own = sum(self.kept[u] for u in inside) + max(self.temp[u] for u in inside)
+        return own + sum(min(b, self.kept[a]) for a, b in copies.items())
+
+
+def _with_copies(problem: Problem, f: Facts) -> list[Proof]:
+    """E306 and E307 (module docstring), under `static`; [] when neither proves anything."""
+    devs = problem.cluster.devices
+    caps = [d.memory_bytes for d in devs]
+    copies = _Copies(problem, f)
+    out: list[Proof] = []
+    kept, temp, feeders = copies.kept, copies.temp, copies.feeders
+    need = [kept[u] + temp[u] + sum(min(b, kept[a]) for a, b in feeders[u].items())
+            if feeders[u] else kept[u] + temp[u] for u in range(len(f.units))]
+    fits = [tuple(d for d in f.unit_allowed[u] if need[u] <= caps[d])
+            for u in range(len(f.units))]
+    for u, members in enumerate(f.units):
+        if f.unit_allowed[u] and not fits[u]:
+            big = max(f.unit_allowed[u], key=lambda d: (caps[d], -d))
+            out.append(Proof(
+                "E306", f"{unit_name(problem, members)} needs at least {_exact(need[u])} with "
+                f"the inputs it must hold (each producer, or a copy of its tensor) but the "
+                f"largest device it may use, `{devs[big].name}`, holds {_exact(caps[big])}",
+                (_model_hint(problem) + "; a tensor from another device is held as a copy",
+                 "shrink the op or its inputs, or add a larger device"), members, big))
+    if out:
+        return out
+    clique = _crowded(copies, need, fits, caps)
+    if clique:
+        names = ", ".join(unit_name(problem, f.units[u]) for u in clique[:4])
+        more = f" and {len(clique) - 4} more" if len(clique) > 4 else ""
+        room = sorted({d for u in clique for d in fits[u]})
+        out.append(Proof(
+            "E307", f"{len(clique)} units ({names}{more}) cannot share a device two by two, "
+            f"but only {len(room)} device(s) can take them", (
+                _model_hint(problem) + "; a tensor from another device is held as a copy",
+                "two of them together, with the inputs they must hold, need more than any "
+                "device they may both use holds; add devices or memory, or shrink the ops"),
+            tuple(i for u in clique for i in f.units[u][:1])))
+    return out
+
+
+def _crowded(copies: _Copies, need: list[int], fits: list[tuple[int, ...]],
+             caps: list[int]) -> list[int]:
+    """Units that pairwise cannot share a device and that no assignment to distinct devices
+    (each from its `fits`) takes, found greedily among the largest; [] when none is."""
+    order = sorted(range(len(need)), key=lambda u: (-need[u], u))[:CONFLICT_CANDIDATES]
+    cache: dict[tuple[int, int], bool] = {}
+
+    def apart(u: int, v: int) -> bool:
+        key = (min(u, v), max(u, v))
+        if key not in cache:
+            both = set(fits[u]) & set(fits[v])
+            together = copies.need(key) if both else 0
+            cache[key] = all(together > caps[d] for d in both)
+        return cache[key]
+
+    for start in order:
+        clique = [start]
+        for v in order:
+            if v != start and all(apart(v, k) for k in clique):
+                clique.append(v)
+        if len(clique) > 1 and not _distinct_devices([fits[u] for u in clique]):
+            return clique
+    return []
+
+
+def _distinct_devices(choices: list[tuple[int, ...]]) -> bool:
+    """Whether each entry can get its own device from its choices (a bipartite matching,
+    by augmenting paths)."""
+    holder: dict[int, int] = {}
+
+    def place(k: int, seen: set[int]) -> bool:
+        for d in choices[k]:
+            if d not in seen:
+                seen.add(d)
+                if d not in holder or place(holder[d], seen):
+                    holder[d] = k
+                    return True
+        return False
+
+    return all(place(k, set()) for k in range(len(choices)))
