@@ -9,7 +9,7 @@ from planner.algorithms.auto import CANDIDATES, CPSAT_MAX_OPS
 from planner.errors import InfeasibleError
 from planner.simulate import simulate
 
-from .bruteforce import optimum
+from .bruteforce import optimum, valid_placements
 from .instances import layered_problem, random_problem
 
 
@@ -56,6 +56,7 @@ def test_auto_skips_cpsat_when_no_time_is_left() -> None:
 
 def test_auto_raises_infeasible_when_nothing_fits() -> None:
     problem = random_problem(10, 6, 2, memory=0.8, pins=1, colocate=True)
+    assert len(valid_placements(problem)) == 0  # the premise: brute force finds no placement
     with pytest.raises(InfeasibleError) as err:
         run("auto", problem, Options(time_limit_s=10.0))
     assert err.value.diagnostics
