@@ -11,14 +11,26 @@ code in the imported module).
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 import planner.bounds as bounds
 from planner import fastsim
 from planner.algorithms.listsched import etf
+
+#: Hypothesis profiles for the property tests, chosen by `PLANNER_HYPOTHESIS`: `ci` (the
+#: default) runs the same examples every time, so a run's outcome does not depend on luck;
+#: `random` draws new ones each run, for a scheduled job (`PLANNER_HYPOTHESIS=random python
+#: -m pytest -m "not slow or slow" tests/test_simulate.py tests/test_bounds.py tests/trust
+#: tests/spec tests/algorithms`); both print, on failure, the `@reproduce_failure` blob and
+#: the falsifying example, and neither keeps a database between runs
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("random", derandomize=False, database=None, print_blob=True)
+settings.load_profile(os.environ.get("PLANNER_HYPOTHESIS", "ci"))
 
 #: the switches, as this process had them before any test: (module, attribute, value)
 _AT_START = tuple((module, name, getattr(module, name))

@@ -27,9 +27,8 @@ from planner.simulate import SimResult, default_order, simulate, upward_rank
 
 MS = 1e-3
 MB = 1_000_000
-#: property tests: the same examples every run, no per-example deadline
-PROPERTY = settings(deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
+#: property tests: no per-example deadline (fixed or random examples: `tests/conftest.py`)
+PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 CLUSTER = """
 cluster c {

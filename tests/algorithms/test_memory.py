@@ -96,7 +96,7 @@ def test_fallback_placement_is_a_complete_fill() -> None:
     assert all(u <= c for u, c in zip(placer.tracker.used, inst.caps, strict=True))
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(4, 14), st.integers(2, 4), st.integers(0, 10_000),
        st.sampled_from([1.3, 1.5, 2.0, 3.0]), st.sampled_from(["none", "device"]))

@@ -63,7 +63,7 @@ def problems(draw: st.DrawFn) -> tuple[Problem, bool]:
     return problem, generous
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @pytest.mark.slow
 @given(problems())

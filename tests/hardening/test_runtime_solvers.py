@@ -25,7 +25,7 @@ from .runtime_support import alive, planner_argv
 
 pytestmark = pytest.mark.skipif(shutil.which("sh") is None, reason="needs /bin/sh")
 
-#: six ops on three devices, contention none: the heuristics' plan is 38% above the lower
+#: six ops on three devices, contention none: the heuristics' plan is 20% above the lower
 #: bound, so only a solver's (claimed) proof could make it `optimal`
 SPEC = """
 graph g {
@@ -107,7 +107,7 @@ def test_a_claimed_optimum_without_a_solution_is_a_fallback(tmp_path: Path) -> N
     assert result["status"] == "fallback", result
     assert result["solver_status"] == "nosolution"
     assert "cbc said it was optimal" in result["reason"] and "not used" in result["reason"]
-    assert result["gap"] > 0.3  # the warm start's gap: nothing was proved
+    assert result["gap"] > 0.15  # the warm start's gap (20%): nothing was proved
     assert doc["exit_code"] == 0  # a fallback is a plan, honestly labelled
     assert list((tmp_path / "tmp").iterdir()) == []
 

@@ -112,7 +112,7 @@ DIMS = sorted(UNITS)
 values = st.floats(min_value=1e-15, max_value=1e18, allow_nan=False, allow_infinity=False)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@settings(max_examples=150, deadline=None)
 @given(st.sampled_from(DIMS), values)
 def test_format_quantity_round_trip(dim: str, value: float) -> None:
     """format_quantity's text converts back to the value within a relative 1e-12."""
@@ -125,7 +125,7 @@ def test_format_quantity_round_trip(dim: str, value: float) -> None:
     assert math.isclose(back, value, rel_tol=1e-12, abs_tol=1e-300)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@settings(max_examples=60, deadline=None)
 @given(st.floats(min_value=1e-9, max_value=1e6), st.integers(0, 2**44),
        st.floats(min_value=1e3, max_value=1e13))
 def test_formatted_quantities_are_valid_spec_text(time_s: float, size: int, bw: float) -> None:

@@ -25,7 +25,7 @@ from planner.spec.load import load_text
 
 HEURISTICS = ("msct", "metf", "mtopo", "heft", "cpop", "single", "roundrobin", "random")
 PROOF_CODES = {"E301", "E302", "E303", "E304", "E305", "E306", "E307"}
-PROPERTY = settings(deadline=None, derandomize=True, max_examples=200,
+PROPERTY = settings(deadline=None, max_examples=200,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
