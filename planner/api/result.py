@@ -7,12 +7,13 @@ names, and the simulator's verdict (computed on first use, then kept).
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import NamedTuple
 
 from ..algorithms.base import Solution
+from ..algorithms.exact.verdict import plan_bound, standing
 from ..bounds import Bounds, lower_bound, relative_gap
 from ..model import Problem
 from ..pipeline.schedule import PipelineRun
@@ -37,9 +38,17 @@ class Result(Solution):
 
     @classmethod
     def of(cls, problem: Problem, solution: Solution) -> Result:
-        """`solution` of `problem`, as a `Result`."""
-        return cls(problem=problem,
-                   **{f.name: getattr(solution, f.name) for f in fields(Solution)})
+        """`solution` of `problem`, as a `Result`; its `status` as the command line shows
+        it (`verdict.standing`: `optimal` when a feasible plan meets its bound)."""
+        result = cls(problem=problem,
+                     **{f.name: getattr(solution, f.name) for f in fields(Solution)})
+        status = standing(result.status, result.gap)
+        if status == result.status:
+            return result
+        again = dataclasses.replace(result, status=status)
+        for cached in ("simulation", "bounds"):  # (computed for the gap: kept, not redone)
+            again.__dict__[cached] = result.__dict__[cached]
+        return again
 
     @property
     def placement_by_name(self) -> dict[str, str]:
@@ -80,15 +89,18 @@ class Result(Solution):
         return self.simulation.feasible
 
     @property
+    def bound_s(self) -> float:
+        """The plan's one lower bound (`verdict.plan_bound`): planner's, raised to one its
+        algorithm proved; what the command line prints beside it."""
+        return plan_bound(self.bounds.makespan_s, self.info)
+
+    @property
     def gap(self) -> float | None:
-        """`(makespan - bound) / bound`: the plan is within `1 + gap` of the optimum (None
-        when no finite gap is proved)."""
+        """`(makespan - bound_s) / bound_s`: the plan is within `1 + gap` of the optimum
+        (None when no finite gap is proved)."""
         if not self.feasible:
             return None
-        bound = self.info.get("bound_s")
-        proven = float(bound) if isinstance(bound, (int, float)) else 0.0
-        best = max(self.bounds.makespan_s, proven if math.isfinite(proven) else 0.0)
-        return relative_gap(self.makespan_s, best)
+        return relative_gap(self.makespan_s, self.bound_s)
 
     @property
     def order_by_name(self) -> dict[str, list[str]]:

@@ -36,7 +36,7 @@ import json
 import logging
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -429,15 +429,18 @@ def _read_placement(problem: Problem, path: Path) -> Plan:
 
 def _emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
                  extra_json: dict[str, Any],
-                 extra_rows: dict[str, str], bound_s: float | None = None
+                 extra_rows: dict[str, str], info: Mapping[str, Any] | None = None
                  ) -> tuple[SimResult, Bounds, float | None]:
     """Simulate `plan`; put the report in `report.result` (--json) or print it. Returns the
-    simulation, the bounds and the gap.
+    simulation, the bounds as shown and the gap.
 
-    `gap` is `relative_gap` of the simulated makespan to the best bound: planner's own
-    lower bound, or `bound_s` (an exact solver's proven bound) when that is higher.
+    One bound and one status per plan (`verdict.plan_bound`, `verdict.standing`): the
+    bounds shown (`lower bound`, JSON `lower_bound_s`) are planner's, raised to the bound
+    the algorithm proved in `info`; the gap is the makespan's to it; and a status given in
+    `extra_json`/`extra_rows` becomes `optimal` when a feasible plan meets it.
     """
     # lazy: start-up (each loads numpy)
+    from ..algorithms.exact.verdict import plan_bound, standing
     from ..bounds import relative_gap
     from ..render.figures import format_gap
     from ..render.report import report_json
@@ -446,8 +449,13 @@ def _emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
 
     result = simulate(problem, plan)
     bounds = _bounds(problem)
-    best = max(bounds.makespan_s, bound_s or 0.0)
+    best = plan_bound(bounds.makespan_s, info or {})
+    if best != bounds.makespan_s:
+        bounds = dataclasses.replace(bounds, makespan_s=best)
     gap = relative_gap(result.makespan_s, best) if result.feasible else None
+    for shown in (extra_json, extra_rows):
+        if shown.get("status") == "feasible":
+            shown["status"] = standing("feasible", gap)
     if report.enabled:
         obj = report_json(problem, result, bounds)
         obj.update(extra_json)
@@ -631,27 +639,27 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
         "planning_s": solution.planning_s,
         **{k: v for k, v in info.items() if _jsonable(v) and k != "gap"},
     }
+    # a solver's objective only where a solver made the plan (not auto's heuristic or
+    # search phase, not `search`); the one bound is the `lower bound` line (`_emit_result`)
+    by_solver = "solver" in info and info.get("chosen", "cpsat") == "cpsat"
     rows = {"algorithm": algo + (f" → {info['chosen']}" if info.get("chosen") else ""),
             "status": solution.status,
             "planning time": format_seconds(solution.planning_s),
-            **fmt_info(info, ("solver", "objective_s", "bound_s")),
+            **fmt_info(info, ("solver", "objective_s") if by_solver else ()),
             **({"gap": ""} if "gap" in info or "bound_s" in info else {}),
             **fmt_info(info, ("reason",))}
-    bound = info.get("bound_s")
-    bound_s = float(bound) if isinstance(bound, (int, float)) and math.isfinite(bound) else None
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
-                                       extra_rows=rows, bound_s=bound_s)
+                                       extra_rows=rows, info=info)
     fits, view = _report_pipeline(problem, solution.plan, report, bounds,
                                   str(info.get("memory_note", "")), info.get("recompute") or ())
     if html is not None:
         from ..render.figures import format_gap  # lazy: start-up
         from ..render.html import write_plan_html  # lazy: start-up
 
-        best = max(bounds.makespan_s, bound_s or 0.0)
         write_plan_html(str(html), problem, result, extra={
-            "algorithm": rows["algorithm"], "status": solution.status,
-            "lower bound": format_seconds(best), "gap": format_gap(gap),
-            "planning time": format_seconds(solution.planning_s)}, bound_s=best,
+            "algorithm": rows["algorithm"], "status": rows["status"],
+            "lower bound": format_seconds(bounds.makespan_s), "gap": format_gap(gap),
+            "planning time": format_seconds(solution.planning_s)}, bound_s=bounds.makespan_s,
             pipeline=view)
     _write_trace(trace, problem, result)
     if solution.status == "interrupted":

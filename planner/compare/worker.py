@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import algorithms
+from ..algorithms.exact.verdict import plan_bound, standing
 from ..bounds import lower_bound, relative_gap
 from ..errors import InfeasibleError, PlannerError, SolverError, SpecError, UsageError
 from ..model import Pipeline, Problem, Spec
@@ -225,8 +226,11 @@ def _place_and_simulate(point: Point, problem: Problem, row: Row
         row["peak_memory_bytes"] = int(result.memory_peak_bytes[d])
         row["memory_cap_bytes"] = int(devs[d].memory_bytes)
         row["peak_memory_device"] = devs[d].name
-    lb = row["lower_bound_s"]
     ms = row["makespan_s"]
+    if problem.pipeline is None and row["lower_bound_s"] is not None:
+        # one bound per plan, as `solve` prints it: planner's, raised to the algorithm's
+        row["lower_bound_s"] = _finite(plan_bound(row["lower_bound_s"], info))
+    lb = row["lower_bound_s"]
     if ms is not None and lb is not None and lb > 0:
         row["ratio_to_bound"] = ms / lb
     feasible, violations = result.feasible, list(result.violations)
@@ -238,7 +242,8 @@ def _place_and_simulate(point: Point, problem: Problem, row: Row
         best = max(lb or 0.0, row["bound_s"] or 0.0)
         row["gap"] = relative_gap(ms, best)
     if feasible and ms is not None:
-        row["status"] = solution.status
+        row["status"] = (standing(solution.status, row["gap"]) if problem.pipeline is None
+                         else solution.status)
     elif problem.pipeline is not None and not violations and ms is not None:
         row["status"] = "violated"
         row["reason"] = (f"does not fit as a pipeline: {row['pipeline_memory_device']} "

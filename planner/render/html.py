@@ -30,7 +30,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..algorithms import names
-from ..compare.rows import PIPELINE_FIELDS, SETTING_DEFAULTS, columns, is_pipeline, score, wins
+from ..compare.rows import (
+    PIPELINE_FIELDS,
+    SETTING_DEFAULTS,
+    columns,
+    is_ok,
+    is_pipeline,
+    score,
+    wins,
+)
 from ..compare.settings import (
     DEFAULT_BANDWIDTH,
     DEFAULT_DEVICES,
@@ -584,13 +592,13 @@ def _by_objective(rows: Sequence[Mapping[str, Any]]
 
 
 def _bound_at(rows: Sequence[Mapping[str, Any]]) -> float | None:
-    """The lower bound of one setting: the same for every algorithm's row (None if none);
+    """The lower bound of one setting: the largest of its rows' (each is planner's, raised
+    by what that row's algorithm proved, and each is valid for the setting; None if none);
     the iteration's bound for pipeline rows."""
-    for r in rows:
-        b = r.get("iteration_bound_s" if is_pipeline(r) else "lower_bound_s")
-        if isinstance(b, (int, float)) and math.isfinite(b) and b > 0:
-            return float(b)
-    return None
+    found = [float(b) for r in rows
+             for b in (r.get("iteration_bound_s" if is_pipeline(r) else "lower_bound_s"),)
+             if isinstance(b, (int, float)) and math.isfinite(b) and b > 0]
+    return max(found) if found else None
 
 
 def _series_legend(algos: Sequence[str], colors: Mapping[str, str], *, bound: bool,
@@ -709,14 +717,31 @@ def compare_report_html(rows: Sequence[Mapping[str, Any]], views: Sequence[Any] 
         view = view_of.get((spec, plan))
         if view is not None:
             r = view.row
-            body.append(f'<h3>Best plan: {_e(r["algorithm"])} at bandwidth '
-                        f'{_e(r["bandwidth"])}, memory {_e(r["memory"])}, devices '
-                        f'{_e(r["devices"])}</h3>')
+            body.append(f'<h3>Best plan at bandwidth {_e(r["bandwidth"])}, memory '
+                        f'{_e(r["memory"])}, devices {_e(r["devices"])}: '
+                        f'{_e(r["algorithm"])}</h3>')
+            body.append(_sweep_best_note(members, r))
             body.append(_plan_summary(view.problem, view.result))
             body.append(_plan_section(view.problem, view.result, _bound_at([r])))
     body.append(f"<details><summary>All runs ({len(rows)})</summary>{_runs_table(rows)}"
                 "</details>")
     return _page(title, "\n".join(body))
+
+
+def _sweep_best_note(members: Sequence[Mapping[str, Any]], shown: Mapping[str, Any]) -> str:
+    """Which setting the plan shown is the best of, and the fastest run of the whole sweep
+    when that is another (a sweep's best is not the best at the spec's own setting)."""
+    ok = [m for m in members if is_ok(m) and score(m) is not None
+          and is_pipeline(m) == is_pipeline(shown)]
+    if not ok:
+        return ""
+    best = min(ok, key=lambda m: score(m) or 0.0)
+    if score(best) == score(shown):
+        return '<p class="meta">the fastest run of the whole sweep</p>'
+    return (f'<p class="meta">the best run at this setting; the fastest of the sweep: '
+            f'{_e(best["algorithm"])} at bandwidth {_e(best["bandwidth"])}, memory '
+            f'{_e(best["memory"])}, devices {_e(best["devices"])} '
+            f'({_e(format_seconds(score(best) or 0.0))})</p>')
 
 
 def write_compare_html(path: str, rows: Sequence[Mapping[str, Any]],

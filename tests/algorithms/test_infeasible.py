@@ -62,16 +62,17 @@ def test_pins_overfill_their_device(algorithm: str) -> None:
 
 
 def test_a_heuristic_that_runs_out_of_room_says_so_honestly() -> None:
-    # a and b take one device each at t=0; the group {c, d} (80 MiB) then fits nowhere.
-    # No simple proof exists (200 MiB of ops, 200 MiB of devices, no unit over 100 MiB).
-    problem = _problem([60, 60, 40, 40], [100, 100], groups=((2, 3),))
+    # 200 MiB of ops on two 100 MiB devices, no two ops over 100 MiB: no cheap proof, but
+    # no subset makes exactly 100 MiB, so nothing fits (bin packing). (60, 60 and a group
+    # of 80 was the case before E307 proved it.)
+    problem = _problem([45, 45, 40, 35, 35], [100, 100])
     assert diagnose(problem) == []
     with pytest.raises(InfeasibleError) as err:
         run("metf", problem)
     (diag,) = err.value.diagnostics
     assert diag.code == "E704"
-    assert "`metf` ran out of memory: op `op2` fits on no device" in diag.message
-    assert "`gpu0` would need 140.00 MiB of 100.00 MiB, 40.00 MiB short" in diag.message
+    assert "`metf` ran out of memory: op `op4` fits on no device" in diag.message
+    assert "`gpu0` would need 120.00 MiB of 100.00 MiB, 20.00 MiB short" in diag.message
     assert any("least total memory 200.00 MiB (static) vs total capacity 200.00 MiB" in h
                for h in diag.hints)
     assert any("may still be feasible" in h for h in diag.hints)

@@ -27,7 +27,10 @@ meets the makespan).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ...bounds import lower_bound, relative_gap
 from ...model import Problem
@@ -94,3 +97,21 @@ def judge(problem: Problem, plan: Plan, *, solver_optimal: bool = False,
     else:
         why = "no proof of optimality"
     return Verdict(True, status, makespan, bound, gap, why)
+
+
+def plan_bound(bound_s: float, info: Mapping[str, Any]) -> float:
+    """The one lower bound a plan is shown with, everywhere (terminal, JSON, HTML, compare
+    rows, the API): planner's `bound_s`, raised to the bound its algorithm proved valid for
+    the problem's own model (`info["bound_s"]`, set by `judge`), when there is one."""
+    proven = info.get("bound_s")
+    if isinstance(proven, (int, float)) and not isinstance(proven, bool) \
+            and math.isfinite(proven):
+        return max(bound_s, float(proven))
+    return bound_s
+
+
+def standing(status: Status, gap: float | None) -> Status:
+    """A plan's status as shown, whatever algorithm made it: `optimal` for a `feasible` plan
+    that meets its bound (`gap` 0: no plan is faster), else the algorithm's own
+    (`optimal` from `judge`, `fallback`, `interrupted`, ...)."""
+    return "optimal" if status == "feasible" and gap == 0.0 else status
