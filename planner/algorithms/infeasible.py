@@ -70,15 +70,32 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
     else:
         message = (f"`{algorithm}` found no device for op `{name}`: its pin, its colocation "
                    "group and the devices that can run it leave none")
+    lead = ("it also retried with tighter memory budgets and m-TOPO's placement; "
+            if retried else "this heuristic fills devices greedily; ")
     return InfeasibleError(Diagnostic(
         "E704", message, None,
         (*memory_figures(problem),
-         ("it also retried with tighter memory budgets and m-TOPO's placement; the instance "
-          "may still be feasible: try --algo single or an exact solver (--algo ilp)")
-         if retried else
-         "this heuristic fills devices greedily; the instance may still be feasible: "
-         + "try --algo mtopo, --algo single or an exact solver (--algo ilp)"),
+         lead + "the instance may still be feasible: try " + _may_help(problem, retried)),
     ))
+
+
+def _may_help(problem: Problem, retried: bool) -> str:
+    """The algorithms that could still find a plan where a heuristic did not, and only
+    those: m-TOPO unless it was tried; `single` only when one device could hold and run
+    everything; `search` always (it moves ops with the simulator as the judge, under the
+    plan's own memory model); an exact solver only under `static` memory, which its model
+    counts exactly (under `liveness` it is stricter, and may prove nothing)."""
+    f = facts(problem)
+    caps = [d.memory_bytes for d in problem.cluster.devices]
+    everywhere = set(range(len(caps)))
+    for allowed in f.unit_allowed:
+        everywhere &= set(allowed)
+    one_device = any(caps[d] >= f.least_total_bytes for d in everywhere)
+    names: list[str] = [*(() if retried else ("--algo mtopo",)),
+                         *(("--algo single",) if one_device else ()), "--algo search"]
+    if problem.memory_model == "static":
+        names.append("an exact solver (--algo cpsat, or --algo ilp)")
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
 
 
 def none_found(problem: Problem, errors: Sequence[PlannerError]) -> InfeasibleError:

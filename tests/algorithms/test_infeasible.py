@@ -3,6 +3,8 @@ that names the ops, devices and figures."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from algo_dags import MIB
 from algo_support import HEURISTICS, check_plan
@@ -80,6 +82,11 @@ def test_a_heuristic_that_runs_out_of_room_says_so_honestly() -> None:
     assert any("retried with tighter memory budgets and m-TOPO's placement" in h
                for h in diag.hints)
     assert not any("--algo mtopo" in h for h in diag.hints)
+    # only what can help: 200 MiB fit no 100 MiB device, so not `single`; static memory,
+    # so an exact solver settles it
+    (hint,) = [h for h in diag.hints if "may still be feasible" in h]
+    assert "--algo single" not in hint
+    assert hint.endswith("try --algo search or an exact solver (--algo cpsat, or --algo ilp)")
 
 
 def test_single_names_the_shortfall() -> None:
@@ -102,3 +109,17 @@ def test_colocation_group_reserves_its_memory() -> None:
         plan = run(algorithm, problem).plan
         check_plan(problem, plan)
         assert plan.placement[0] == plan.placement[2]
+
+
+def test_e704_suggests_single_only_where_one_device_could_hold_it_all() -> None:
+    # the diagnostic a heuristic would raise, for a problem one device could hold
+    from planner.algorithms.infeasible import stuck_error
+
+    small = _problem([10, 10], [100, 100])
+    (hint,) = [h for h in stuck_error(small, "metf", 0).diagnostics[0].hints
+               if "may still be feasible" in h]
+    assert "--algo mtopo, --algo single, --algo search or an exact solver" in hint
+    liveness = dataclasses.replace(small, memory_model="liveness")
+    (hint,) = [h for h in stuck_error(liveness, "metf", 0, retried=True).diagnostics[0].hints
+               if "may still be feasible" in h]
+    assert hint.endswith("try --algo single or --algo search")  # no exact model: stricter
