@@ -14,23 +14,12 @@ from pathlib import Path
 import pytest
 
 from .helpers import invoke
+from .test_input_placement import SPEC  # two ops, a -> b, on gpu0 and gpu1
 
 SECRET = "SECRET_TOKEN=ghp_abcdef123456"
 GRAPH = {"format": "planner-graph", "version": 1, "name": "g",
          "ops": [{"name": "a", "time_s": 0.001}, {"name": "b", "time_s": 0.002}],
          "edges": [{"src": "a", "dst": "b"}]}
-SPEC = """cluster c {
-  device gpu0 { memory 1 GiB }
-  device gpu1 { memory 1 GiB }
-  link gpu0 <-> gpu1 { bandwidth 10 GB/s }
-}
-graph g {
-  op a { time 1 ms }
-  op b { time 1 ms }
-  a -> b
-}
-plan p { graph g  cluster c }
-"""
 PLAN = '{"placement": {"a": "gpu0", "b": "gpu1"}}'
 
 

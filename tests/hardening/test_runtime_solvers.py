@@ -90,6 +90,26 @@ def _gone(pids: list[int], within: float = 5.0) -> list[int]:
     return [p for p in pids if alive(p)]
 
 
+def _solve_and_reap(tmp_path: Path, env: dict[str, str]
+                    ) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`solve --algo ilp --solver cbc --time-limit 1` with the fake on PATH; asserts that
+    the solver and the process it started (as `$PIDS` records them) are gone after it.
+    Returns the run and its seconds."""
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(planner_argv("solve", "s.plan", "--algo", "ilp", "--solver",
+                                           "cbc", "--time-limit", "1", "--json"),
+                              cwd=tmp_path, env=env, text=True, capture_output=True,
+                              timeout=120, check=False)
+        took = time.monotonic() - t0
+        pids = _pids(tmp_path)
+        assert len(pids) == 2, proc.stderr
+        assert _gone(pids) == [], "the solver or the process it started survived"
+    finally:
+        _kill(_pids(tmp_path))
+    return proc, took
+
+
 def _kill(pids: list[int]) -> None:
     for p in pids:
         if alive(p):
@@ -116,19 +136,7 @@ def test_a_claimed_optimum_without_a_solution_is_a_fallback(tmp_path: Path) -> N
 def test_a_hanging_script_solver_is_killed_with_its_children(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch
                                                              ) -> None:
-    env = _setup(tmp_path, HANG)
-    t0 = time.monotonic()
-    try:
-        proc = subprocess.run(planner_argv("solve", "s.plan", "--algo", "ilp", "--solver",
-                                           "cbc", "--time-limit", "1", "--json"),
-                              cwd=tmp_path, env=env, text=True, capture_output=True,
-                              timeout=120, check=False)
-        took = time.monotonic() - t0
-        pids = _pids(tmp_path)
-        assert len(pids) == 2, proc.stderr
-        assert _gone(pids) == [], "the solver script or its child survived"
-    finally:
-        _kill(_pids(tmp_path))
+    proc, took = _solve_and_reap(tmp_path, _setup(tmp_path, HANG))
     result = json.loads(proc.stdout)["result"]
     assert result["status"] == "fallback" and "killed" in result["reason"]
     assert took < 60  # the watchdog: 1 s + 5 s grace, not the script's 300 s
@@ -186,17 +194,7 @@ def test_a_grandchild_that_leaves_the_process_group_is_killed_too(tmp_path: Path
     """Before: the `setsid` grandchild survived planner, and held the output pipe open, so
     the solve waited 30 s more and said the solver "could not be killed" (40.6 s for
     `--time-limit 3`)."""
-    env = _setup(tmp_path, ESCAPE)
-    try:
-        proc = subprocess.run(planner_argv("solve", "s.plan", "--algo", "ilp", "--solver",
-                                           "cbc", "--time-limit", "1", "--json"),
-                              cwd=tmp_path, env=env, text=True, capture_output=True,
-                              timeout=120, check=False)
-        pids = _pids(tmp_path)
-        assert len(pids) == 2, proc.stderr
-        assert _gone(pids) == [], "the solver or its setsid grandchild survived"
-    finally:
-        _kill(_pids(tmp_path))
+    proc, _ = _solve_and_reap(tmp_path, _setup(tmp_path, ESCAPE))
     result = json.loads(proc.stdout)["result"]
     assert result["status"] == "fallback", result
     assert "was killed" in result["reason"] and "could not" not in result["reason"], result
