@@ -40,7 +40,8 @@ _AT_START = tuple((module, name, getattr(module, name))
 
 
 def _ctrl_c_as_in_a_terminal() -> None:
-    """Give this process Python's own SIGINT handler if it started with SIGINT ignored.
+    """Give this process Python's own SIGINT handler if it started with SIGINT ignored, and
+    the default SIGHUP if it started with SIGHUP ignored.
 
     A shell ignores SIGINT in what it starts in the background (`pytest &`, a CI step run
     detached): Python then keeps it ignored, and so does every process it starts. The
@@ -50,6 +51,11 @@ def _ctrl_c_as_in_a_terminal() -> None:
     `&` beside the CPU hogs."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # and SIGHUP, which `nohup` ignores for all it starts: the SIGHUP tests would see a
+    # `planner` that rightly keeps it ignored, and wait out their limits (found running
+    # `.ci/run` under nohup)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 _ctrl_c_as_in_a_terminal()
