@@ -39,9 +39,12 @@ class Result(Solution):
     @classmethod
     def of(cls, problem: Problem, solution: Solution) -> Result:
         """`solution` of `problem`, as a `Result`; its `status` as the command line shows
-        it (`verdict.standing`: `optimal` when a feasible plan meets its bound)."""
+        it (`verdict.standing`: under `objective makespan`, `optimal` when a feasible plan
+        meets its bound)."""
         result = cls(problem=problem,
                      **{f.name: getattr(solution, f.name) for f in fields(Solution)})
+        if problem.pipeline is not None:  # the gap is one pass's, not the pipeline's
+            return result
         status = standing(result.status, result.gap)
         if status == result.status:
             return result

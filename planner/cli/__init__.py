@@ -49,7 +49,7 @@ from ..algorithms.base import Interrupted
 from ..codes import CODES, describe
 from ..errors import Diagnostic, Span, SpecError, UsageError, _one_line, did_you_mean, render_all
 from ..files import check_outputs
-from ..model import Problem, derived
+from ..model import Problem
 from ..plan import Plan, given_placement, load_plan
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
@@ -453,8 +453,8 @@ def _emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
     if best != bounds.makespan_s:
         bounds = dataclasses.replace(bounds, makespan_s=best)
     gap = relative_gap(result.makespan_s, best) if result.feasible else None
-    for shown in (extra_json, extra_rows):
-        if shown.get("status") == "feasible":
+    for shown in (extra_json, extra_rows):  # one pass's bound: not a pipeline's optimum
+        if shown.get("status") == "feasible" and problem.pipeline is None:
             shown["status"] = standing("feasible", gap)
     if report.enabled:
         obj = report_json(problem, result, bounds)
@@ -705,7 +705,7 @@ def _bounds(problem: Problem) -> Bounds:
     while the algorithm runs; the report prints them after)."""
     from ..bounds import lower_bound  # lazy: start-up
 
-    return derived(problem, "cli.bounds", lambda: lower_bound(problem))
+    return lower_bound(problem)  # (kept on the problem by `lower_bound` itself)
 
 
 def _jsonable(v: Any) -> bool:

@@ -103,3 +103,33 @@ def test_compare_rows_show_the_bound_their_status_is_judged_by(work: Path) -> No
         elif r["status"] == "feasible":
             assert r["gap"] > 0, r
     assert any(r["status"] == "optimal" and r["algorithm"] == "metf" for r in rows)
+
+
+PIPELINE = """cluster c {
+  device d[0..1] { memory 1 GiB }
+  link d0 <-> d1 { bandwidth 10 GB/s }
+}
+graph g {
+  op f0 { time 1 ms }
+  op f1 { time 1 ms }
+  op f2 { time 1 ms }
+  op f3 { time 1 ms }
+  f0 -> f1 { bytes 0 B }  f1 -> f2 { bytes 0 B }  f2 -> f3 { bytes 0 B }
+}
+plan p { graph g  cluster c  objective pipeline  microbatches 4
+  place f0, f1, f2 on d0
+  place f3 on d1
+}
+"""
+
+
+def test_a_pipeline_plan_is_not_called_optimal_by_its_one_pass_bound(work: Path) -> None:
+    # one pass takes 4 ms, its bound: gap 0; but the pipeline's period is 3 ms where a
+    # 2 + 2 split gives 2 ms: the one pass's bound says nothing of the pipeline's optimum
+    (work / "pipe.plan").write_text(PIPELINE)
+    code, out, err = invoke(["solve", "pipe.plan", "--algo", "expert", "--json"], work)
+    res = json.loads(out)["result"]
+    assert code == 0 and res["gap"] == 0.0, err
+    assert res["status"] == "feasible"
+    api = planner.solve(planner.loads(PIPELINE).plan(), "expert")
+    assert api.gap == 0.0 and api.status == "feasible"
