@@ -164,12 +164,13 @@ def _unit_times(inst: Instance) -> tuple[list[list[float]], list[float]]:
     """
     comp, allowed = inst.compute, inst.allowed
     unit_time = list(comp)
+    best = list(facts(inst.problem).fastest)  # a lone op's: its own least time
     for members in inst.model_groups:
         if len(members) > 1:
             total = [sum(col) for col in zip(*(comp[j] for j in members), strict=True)]
+            least = min((total[d] for d in allowed[members[0]]), default=0.0)
             for j in members:
-                unit_time[j] = total
-    best = [min((row[d] for d in allowed[i]), default=0.0) for i, row in enumerate(unit_time)]
+                unit_time[j], best[j] = total, least
     return unit_time, best
 
 
