@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..cost import static_memory
 from ..errors import Diagnostic, InfeasibleError, PlannerError
 from ..facts import facts, proofs, unit_name
 from ..model import Problem
+from ..plan import Plan
+from ..simulate import simulate
 from ..units import format_bytes
 
 __all__ = ["diagnose", "memory_figures", "none_found", "stuck_error", "unit_name"]
@@ -70,32 +73,52 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
     else:
         message = (f"`{algorithm}` found no device for op `{name}`: its pin, its colocation "
                    "group and the devices that can run it leave none")
-    lead = ("it also retried with tighter memory budgets and m-TOPO's placement; "
+    splits = " and contiguous splits" if problem.memory_model == "liveness" else ""
+    lead = (f"it also retried with tighter memory budgets{splits} and m-TOPO's placement; "
             if retried else "this heuristic fills devices greedily; ")
     return InfeasibleError(Diagnostic(
         "E704", message, None,
         (*memory_figures(problem),
-         lead + "the instance may still be feasible: try " + _may_help(problem, retried)),
+         lead + "the instance may still be feasible: try "
+         + _may_help(problem, algorithm, retried)),
     ))
 
 
-def _may_help(problem: Problem, retried: bool) -> str:
-    """The algorithms that could still find a plan where a heuristic did not, and only
-    those: m-TOPO unless it was tried; `single` only when one device could hold and run
-    everything; `search` always (it moves ops with the simulator as the judge, under the
-    plan's own memory model); an exact solver only under `static` memory, which its model
-    counts exactly (under `liveness` it is stricter, and may prove nothing)."""
+def _may_help(problem: Problem, algorithm: str, retried: bool) -> str:
+    """The algorithms that could still find a plan where heuristic `algorithm` did not, and
+    only those: m-TOPO unless it was tried (by the heuristic itself, or as its retry);
+    `single` only when one device holds and runs everything (`_one_device_fits`); `search`
+    always (it moves ops with the simulator as the judge, under the plan's own memory
+    model); an exact solver only under `static` memory, which its model counts exactly
+    (under `liveness` it is stricter, and may prove nothing)."""
+    mtopo = () if retried or algorithm == "mtopo" else ("--algo mtopo",)
+    names: list[str] = [*mtopo, *(("--algo single",) if _one_device_fits(problem) else ()),
+                        "--algo search"]
+    if problem.memory_model == "static":
+        names.append("an exact solver (--algo cpsat, or --algo ilp)")
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+
+
+def _one_device_fits(problem: Problem) -> bool:
+    """Whether some device that can run every op holds them all: by static accounting,
+    else (under `memory liveness`, where static only bounds the peak from above) by
+    simulating them there in dispatch order. At most one simulation per device, on an
+    error's path only."""
     f = facts(problem)
     caps = [d.memory_bytes for d in problem.cluster.devices]
     everywhere = set(range(len(caps)))
     for allowed in f.unit_allowed:
         everywhere &= set(allowed)
-    one_device = any(caps[d] >= f.least_total_bytes for d in everywhere)
-    names: list[str] = [*(() if retried else ("--algo mtopo",)),
-                         *(("--algo single",) if one_device else ()), "--algo search"]
-    if problem.memory_model == "static":
-        names.append("an exact solver (--algo cpsat, or --algo ilp)")
-    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+    n = len(problem.graph.ops)
+    for d in sorted(everywhere):
+        if caps[d] < f.least_total_bytes:
+            continue
+        placement = (d,) * n
+        if static_memory(problem.graph, placement, len(caps))[d] <= caps[d]:
+            return True
+        if problem.memory_model == "liveness" and simulate(problem, Plan(placement)).feasible:
+            return True
+    return False
 
 
 def none_found(problem: Problem, errors: Sequence[PlannerError]) -> InfeasibleError:

@@ -12,9 +12,11 @@ back). A colocation group goes where its first op goes, whole (its memory reserv
 ops go to their pins. If the walk runs past the last device, the remaining ops (still in
 topological order) spill to the first device where they fit within the real memory cap
 (budgets balance the load; they are not what makes a plan fail); an op that fits nowhere
-raises `InfeasibleError` with the diagnosis. The placement is then ordered by dynamic dispatch
-(`listsched.schedule_fixed`). The walk is `listsched.topo_fill`: m-ETF, m-SCT, HEFT and
-CPOP fall back to its placement when they dead-end in memory.
+raises `InfeasibleError` with the diagnosis (under `memory liveness`, where static
+accounting counts every tensor to the end, the best contiguous split that fits is taken
+instead, status `fallback`: `listsched.split_pass`). The placement is then ordered by
+dynamic dispatch (`listsched.schedule_fixed`). The walk is `listsched.topo_fill`: m-ETF,
+m-SCT, HEFT and CPOP fall back to its placement when they dead-end in memory.
 
 Time: O(V + E) for the walk (each op tries the current device, or O(D) devices in the
 spill), plus O((V + E)·log V) for the ordering.
@@ -23,7 +25,7 @@ spill), plus O((V + E)·log V) for the ordering.
 from __future__ import annotations
 
 from ..model import Problem
-from .base import Options, Solution
+from .base import Options, Solution, Status
 from .listsched import Instance, fill_and_order, solution, topo_budgets, topo_fill
 
 #: m-TOPO's per-device budget (the walk itself is `listsched.topo_fill`, which the other
@@ -34,5 +36,8 @@ budgets = topo_budgets
 def place(problem: Problem, options: Options) -> Solution:
     """Place `problem`'s ops with m-TOPO and order them; raises `InfeasibleError` if stuck."""
     inst = Instance.of(problem)
-    placement, start, info = fill_and_order(inst, "mtopo", lambda placer: topo_fill(inst, placer))
-    return solution(inst, placement, start, "mtopo", budget_bytes=tuple(budgets(inst)), **info)
+    placement, start, info = fill_and_order(inst, "mtopo", lambda placer: topo_fill(inst, placer),
+                                            contiguous=True)
+    status: Status = "fallback" if "reason" in info else "feasible"
+    return solution(inst, placement, start, "mtopo", status, budget_bytes=tuple(budgets(inst)),
+                    **info)

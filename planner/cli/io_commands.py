@@ -78,8 +78,9 @@ Clusters = Annotated[list[Path] | None, typer.Option(
     "--cluster", help="A cluster file to import; adds a plan per cluster in it (repeatable).")]
 Name = Annotated[str | None, typer.Option(
     "--name", help="The graph's name (default: from the model).")]
-Memory = Annotated[str, typer.Option("--memory", help="Memory model of the plans: "
-                                     "static | liveness.")]
+Memory = Annotated[str | None, typer.Option(
+    "--memory", help="Memory model of the plans: static | liveness (default: liveness for "
+    "a training graph, whose activations are freed by their backward ops; else static).")]
 Contention = Annotated[str, typer.Option("--contention", help="Contention model of the plans: "
                                          "none | link | device.")]
 Dtype = Annotated[str, typer.Option("--dtype", help="Tensor dtype: fp32 | fp16.")]
@@ -123,9 +124,16 @@ def _command(parts: list[str], options: dict[str, object]) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory: str,
+def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory: str | None,
             contention: str) -> None:
-    """Add cluster imports and plans, check the spec loads, write it, report on stderr."""
+    """Add cluster imports and plans, check the spec loads, write it, report on stderr.
+
+    Without `--memory`, a training graph's plans use `liveness`: static accounting holds
+    every tensor to the end of the step, about twice a training step's real peak (the
+    forward activations, held until their backward ops, and a few gradients)."""
+    if memory is None:
+        training = any(op.backward_of for op in result.workload.ops)
+        memory = "liveness" if training else "static"
     for key, value, options in (("memory", memory, MEMORY_MODELS),
                                 ("contention", contention, CONTENTIONS)):
         if value not in options:
@@ -193,6 +201,9 @@ def _add_clusters(result: Imported, clusters: list[Path], out_dir: Path, root: P
             largest = max((d.memory_bytes for d in cluster.devices), default=0)
             fits = ("more than one device: memory forces a split" if need > largest
                     else "one device, if placement chooses")
+            if memory == "liveness" and need > largest:
+                fits = ("more than one device by static accounting; `memory liveness` "
+                        "checks the lower peak of tensors freed after their last use")
             note = (f"{len(cluster.devices)} devices, the largest {format_bytes(largest)}; "
                     f"params + outputs ({format_bytes(need)}) fit on {fits}.")
             result.plans.append(PlanDef(name, result.workload.name, cname, memory, contention,
@@ -200,7 +211,8 @@ def _add_clusters(result: Imported, clusters: list[Path], out_dir: Path, root: P
     return copied
 
 
-def _run(make: Callable[[], Imported], output: Path, clusters: list[Path] | None, memory: str,
+def _run(make: Callable[[], Imported], output: Path, clusters: list[Path] | None,
+         memory: str | None,
          contention: str, times: Path | None = None, times_kind: str | None = None) -> None:
     with _diagnostics():
         check_outputs({"-o/--output": output})
@@ -243,7 +255,7 @@ def import_onnx_command(
     optimizer: Optimizer = "adam",
     name: Name = None,
     cluster: Clusters = None,
-    memory: Memory = "static",
+    memory: Memory = None,
     contention: Contention = "link",
     times: Times = None,
     times_kind: TimesKind = None,
@@ -253,7 +265,7 @@ def import_onnx_command(
         "batch": batch, "dtype": dtype if dtype != "fp32" else None,
         "device_profile": device_profile if device_profile != "v100" else None,
         "training": training, "optimizer": optimizer if training and optimizer != "adam"
-        else None, "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
+        else None, "name": name, "cluster": cluster, "memory": memory,
         "contention": _nondefault(contention, "link"), "times": times,
         "times_kind": times_kind, "o": output})
 
@@ -272,7 +284,7 @@ def import_pipedream_command(
     optimizer: Optimizer = "adam",
     name: Name = None,
     cluster: Clusters = None,
-    memory: Memory = "static",
+    memory: Memory = None,
     contention: Contention = "link",
     times: Times = None,
     times_kind: TimesKind = None,
@@ -280,7 +292,7 @@ def import_pipedream_command(
     """Import a PipeDream profile, keeping its measured times."""
     command = _command(["import", "pipedream", str(graph)], {
         "training": training, "optimizer": optimizer if training and optimizer != "adam"
-        else None, "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
+        else None, "name": name, "cluster": cluster, "memory": memory,
         "contention": _nondefault(contention, "link"), "times": times,
         "times_kind": times_kind, "o": output})
     _run(lambda: import_pipedream(graph, training, optimizer, name, command), output, cluster,
@@ -294,14 +306,14 @@ def import_json_command(
     output: Output,
     name: Name = None,
     cluster: Clusters = None,
-    memory: Memory = "static",
+    memory: Memory = None,
     contention: Contention = "link",
     times: Times = None,
     times_kind: TimesKind = None,
 ) -> None:
     """Import the JSON interchange format (schema: planner/io/interchange.schema.json)."""
     command = _command(["import", "json", str(file)], {
-        "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
+        "name": name, "cluster": cluster, "memory": memory,
         "contention": _nondefault(contention, "link"), "times": times,
         "times_kind": times_kind, "o": output})
     _run(lambda: import_json(file, name, command), output, cluster, memory, contention, times,
@@ -339,7 +351,7 @@ def import_torch_command(
     optimizer: Optimizer = "adam",
     name: Name = None,
     cluster: Clusters = None,
-    memory: Memory = "static",
+    memory: Memory = None,
     contention: Contention = "link",
     times: Times = None,
     times_kind: TimesKind = None,
@@ -353,7 +365,7 @@ def import_torch_command(
         "kind": kind, "warmup": warmup if measure and warmup != 3 else None,
         "repeat": repeat if measure and repeat != 10 else None, "threads": threads,
         "training": training, "optimizer": optimizer if training and optimizer != "adam"
-        else None, "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
+        else None, "name": name, "cluster": cluster, "memory": memory,
         "contention": _nondefault(contention, "link"), "times": times,
         "times_kind": times_kind, "o": output})
 
@@ -370,14 +382,15 @@ def _nondefault(value: str, default: str) -> str | None:
 
 
 def _generated(dtype: str, device_profile: str, training: bool, optimizer: str,
-               name: str | None, cluster: list[Path] | None, memory: str, contention: str,
+               name: str | None, cluster: list[Path] | None, memory: str | None,
+               contention: str,
                output: Path) -> dict[str, object]:
     """The options every `generate` model shares, as its header's command line gives them
     (defaults left out), after the model's own."""
     return {"dtype": _nondefault(dtype, "fp32"),
             "device_profile": _nondefault(device_profile, "v100"), "training": training,
             "optimizer": optimizer if training and optimizer != "adam" else None,
-            "name": name, "cluster": cluster, "memory": _nondefault(memory, "static"),
+            "name": name, "cluster": cluster, "memory": memory,
             "contention": _nondefault(contention, "link"), "o": output}
 
 
@@ -552,7 +565,7 @@ def generate_transformer_command(
     optimizer: Optimizer = "adam",
     name: Name = None,
     cluster: Clusters = None,
-    memory: Memory = "static",
+    memory: Memory = None,
     contention: Contention = "link",
 ) -> None:
     """A Transformer (GPT-style or encoder-decoder) as an op graph."""
@@ -586,7 +599,7 @@ def generate_gnmt_command(
     optimizer: Optimizer = "adam",
     name: Name = None,
     cluster: Clusters = None,
-    memory: Memory = "static",
+    memory: Memory = None,
     contention: Contention = "link",
 ) -> None:
     """GNMT (stacked LSTMs with attention), unrolled over the sequence."""

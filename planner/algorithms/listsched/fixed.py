@@ -12,7 +12,7 @@ from .etf import etf_schedule
 from .instance import Instance
 from .placer import Placer, Stuck
 from .ranks import priority_positions, upward_rank
-from .retry import explain_stuck, liveness_pass
+from .retry import explain_stuck, liveness_pass, split_pass
 
 
 def schedule_fixed(inst: Instance, placement: Sequence[int]) -> tuple[list[int], list[float]]:
@@ -26,14 +26,17 @@ def schedule_fixed(inst: Instance, placement: Sequence[int]) -> tuple[list[int],
 
 
 def fill_and_order(
-    inst: Instance, algorithm: str, fill: Callable[[Placer], None],
+    inst: Instance, algorithm: str, fill: Callable[[Placer], None], *,
+    contiguous: bool = False,
 ) -> tuple[list[int], list[float], dict[str, Any]]:
     """Run a placement rule (`fill` places every op through the placer it is given, or
     raises `Stuck`), then order the placement by dynamic dispatch (`schedule_fixed`).
 
     For the rules that place first and order after (m-TOPO and the baselines). Under
-    `memory liveness` a dead end is retried by `liveness_pass`. Returns (placement, start
-    times, info); raises `explain_stuck`'s error for the first dead end.
+    `memory liveness` a dead end is retried by `liveness_pass`, then, for a rule that
+    places contiguously (`contiguous`: m-TOPO's walk), by the best contiguous split that
+    fits (`split_pass`; `info["reason"]` says so). Returns (placement, start times, info);
+    raises `explain_stuck`'s error for the first dead end.
     """
     def attempt(placer: Placer) -> tuple[list[int], list[float]]:
         fill(placer)
@@ -44,9 +47,16 @@ def fill_and_order(
     try:
         placement, start = attempt(placer)
     except Stuck as s:
-        found = liveness_pass(inst, attempt) if inst.problem.memory_model == "liveness" \
-            else None
-        if found is None:
+        if inst.problem.memory_model != "liveness":
             raise explain_stuck(placer, algorithm, s.op) from None
-        return (*found, {"memory_check": "liveness peak, by simulation"})
+        found = liveness_pass(inst, attempt)
+        if found is not None:
+            return (*found, {"memory_check": "liveness peak, by simulation"})
+        split = split_pass(inst, attempt) if contiguous else None
+        if split is None:
+            raise explain_stuck(placer, algorithm, s.op) from None
+        return split[0], split[1], {
+            "memory_check": "liveness peak, by simulation",
+            "reason": f"the walk ran out of memory (static accounting); this is the best "
+                      f"contiguous split that fits ({split[2]} stage(s))"}
     return placement, start, {}

@@ -8,7 +8,10 @@ its budget on no device may use the whole memory (`Placer.spill`), as m-TOPO's w
 The drivers apply the budget as they choose devices (`etf._drop` and `etf._bind`,
 `insertion._device_choice`); the passes, their budgets (`budget_ladder`) and the last
 resort, m-TOPO's placement (`topo.topo_fill`), are here. Under `memory liveness` a static
-dead end is first retried without memory checks, judged by simulation (`liveness_pass`).
+dead end is first retried without memory checks, judged by simulation (`liveness_pass`),
+and when every budget dead-ends, the best contiguous splits are tried before m-TOPO's
+placement (`split_pass`): static accounting counts every tensor until the end, which a
+training step's liveness peak (about half of it) does not.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import InfeasibleError
+from ...model import Pipeline
 from ...plan import Plan
 from ...simulate import simulate
 from .. import display_name
 from ..base import Status
 from ..infeasible import stuck_error
+from ..pipedp import best_splits, cells_for
 from .instance import Instance
 from .placer import Placer, Stuck
 from .solution import solution
@@ -63,15 +68,21 @@ def memory_passes(
     2. after a dead end, one pass per rung of `budget_ladder`, tightest last: the ops whose
        device is still a choice are held to the budget (`Placer.budget`), and the memory
        held back serves the forced ops and the copies they receive;
-    3. if every pass dead-ends, m-TOPO's placement (`topo_fill`), ordered by the scheduler
-       itself (each op's device given): status `fallback`, with the reason in `info`. So
-       a plan is found whenever m-TOPO finds one.
+    3. if every pass dead-ends, under `memory liveness`, the best contiguous splits
+       (`split_pass`), ordered by the scheduler itself: status `fallback`. So a plan is
+       found whenever a contiguous split fits (by the pipeline's memory model, which the
+       liveness peak of one micro-batch does not exceed) and the scheduler's order keeps
+       to it;
+    4. then m-TOPO's placement (`topo_fill`), ordered by the scheduler itself (each op's
+       device given): status `fallback`, with the reason in `info`. So a plan is also
+       found whenever m-TOPO finds one.
 
     Returns (placement, start times, status, info); after a dead end,
     `info["memory_passes"]` counts the passes (the fallback counts as one) and
     `info["memory_budget_bytes"]` is the budget of the pass that succeeded. Raises the
     first pass's `InfeasibleError` (`explain_stuck`) when m-TOPO finds no placement either.
-    Each dead end costs one more pass: at most five in all.
+    Each dead end costs one more pass: at most five in all, plus one per device under
+    `liveness` (`split_pass`).
     """
     placer = Placer(inst)
     try:
@@ -93,13 +104,21 @@ def memory_passes(
             continue
         return placement, start, "feasible", {"memory_passes": k + 2,
                                                "memory_budget_bytes": tuple(budget)}
+    shown = display_name(algorithm)
+    if inst.problem.memory_model == "liveness":
+        split = split_pass(inst, attempt)
+        if split is not None:
+            reason = (f"{shown} ran out of memory under every budget (static accounting); "
+                      f"this is the best contiguous split that fits ({split[2]} stage(s)), "
+                      f"ordered by {shown}, its liveness peaks checked by simulation")
+            return split[0], split[1], "fallback", {"memory_passes": len(ladder) + 3,
+                                                   "reason": reason}
     fill = Placer(inst)
     try:
         topo_fill(inst, fill)
         placement, start = attempt(Placer(inst, placement=fill.device_of))
     except Stuck:
         raise explain_stuck(placer, algorithm, stuck, retried=True) from None
-    shown = display_name(algorithm)
     reason = (f"{shown} ran out of memory under every budget; this is m-TOPO's placement, "
               f"ordered by {shown}")
     return placement, start, "fallback", {"memory_passes": len(ladder) + 2, "reason": reason}
@@ -120,11 +139,47 @@ def liveness_pass(
         placement, start = attempt(Placer(inst, unbounded=True))
     except Stuck:
         return None
+    judged = _judged(inst, placement, start)
+    return None if judged is None else (placement, judged[1])
+
+
+def split_pass(
+    inst: Instance, attempt: Callable[[Placer], tuple[list[int], list[float]]],
+) -> tuple[list[int], list[float], int] | None:
+    """Under `memory liveness`, the best contiguous split's placement, ordered by the
+    scheduler (placement, start times, stages), or None.
+
+    The splits are `pipedp`'s for one micro-batch, one per stage count, each the least
+    period among those whose stages fit the pipeline's memory model (params, the one
+    micro-batch's activations and the largest transient: what a training step holds at
+    its peak). Each is ordered by the scheduler with its devices given and no memory
+    check, then judged as `liveness_pass` judges: the shortest that the simulator finds
+    within the caps wins (ties: fewer stages).
+    """
+    problem = inst.problem
+    found = best_splits(problem, Pipeline(), cells=cells_for(2.0))
+    best: tuple[float, int, list[int], list[float]] | None = None
+    for stages, split in sorted(found.items()):
+        try:
+            placement, start = attempt(Placer(inst, placement=split.split.placement(problem),
+                                              unbounded=True))
+        except Stuck:
+            continue
+        judged = _judged(inst, placement, start)
+        if judged is not None and (best is None or judged[0] < best[0]):
+            best = (judged[0], stages, placement, judged[1])
+    return None if best is None else (best[2], best[3], best[1])
+
+
+def _judged(inst: Instance, placement: list[int],
+            start: list[float]) -> tuple[float, list[float]] | None:
+    """The simulated makespan and start times of a placement under the scheduler's order,
+    else under dynamic dispatch: the first whose liveness peaks fit (None if neither)."""
     ordered = solution(inst, placement, start, "").plan
     for plan in (ordered, Plan(ordered.placement)):
         sim = simulate(inst.problem, plan)
         if sim.feasible:
-            return placement, list(sim.start_s)
+            return sim.makespan_s, list(sim.start_s)
     return None
 
 
