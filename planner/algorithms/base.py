@@ -25,7 +25,8 @@ class Options:
 
     seed: int = 0
     time_limit_s: float = 60.0
-    gap: float = 1e-4
+    #: where exact solvers may stop (relative); `optimal` needs 1e-6 (`bounds.OPTIMAL_GAP`)
+    gap: float = 1e-6
     solver: str = "highs"
     #: m-SCT: LP values below this make an edge a favourite
     threshold: float = 0.5

@@ -74,10 +74,10 @@ which loses nothing.
 
 **Status.** The answer is re-checked exactly (`evaluate`: `device_loads`, the memory above
 in bytes, recomputation only where a device would not fit without it) and the better of it
-and the warm start is returned. `optimal` when the solver proved its model optimal within
-`--gap`, the model covers every placement (above), and the plan's exact period is no more
-than the solver's objective; or when the gap to a valid bound (the solver's when its model
-covers every placement, else `pipeline.bound.pipeline_bound`) is within `--gap`.
+and the warm start is returned. `optimal` when the gap to a valid bound is within
+`OPTIMAL_GAP` (1e-6): the solver's bound when its model covers every placement (above), else
+`pipeline.bound.pipeline_bound`; a solver that proved such a model optimal within `--gap`,
+the plan's exact period no more than its objective, proves objective / (1 + `--gap`).
 Otherwise `feasible`, with `info["period_bound_s"]` and `info["period_gap"]`; `fallback`
 (the warm start) when the solver is missing, fails or finds nothing. T is the objective
 here, so the figures are `period_s` / `period_bound_s` / `period_gap`, not the makespan's
@@ -113,7 +113,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from ..bounds import relative_gap
+from ..bounds import OPTIMAL_GAP, relative_gap
 from ..cost import INF, costs
 from ..errors import Diagnostic, InfeasibleError, SolverError
 from ..model import Pipeline, Problem, derived
@@ -986,14 +986,19 @@ def _judge(period: float, bound_s: float, solver_bound: float | None,
     valid = bound_s
     if orders.complete and solver_bound is not None:
         valid = max(valid, solver_bound)
+    if proved and orders.complete and objective is not None:  # optimum within --gap of it
+        valid = max(valid, objective / (1 + options.gap))
     gap = relative_gap(period, min(valid, period))
     status: Status = "feasible"
-    if proved and orders.complete:
-        status, why = "optimal", (f"{options.solver} proved the model optimal (within --gap), "
-                                  "and the model is the period and memory reported")
+    if gap is not None and gap <= OPTIMAL_GAP:
+        status, why = "optimal", (
+            f"{options.solver} proved the model optimal, and the model is the period and "
+            "memory reported" if proved and orders.complete else
+            "the period meets a valid lower bound (within 1e-6)")
     elif gap is not None and gap <= options.gap:
-        status, why = "optimal", "the period meets a valid lower bound (within --gap)"
-    elif proved:
+        why = ("the solver stopped within --gap of a valid lower bound; `optimal` is kept "
+               "for a gap of at most 1e-6")
+    elif proved and not orders.complete:
         why = ("proved optimal only among placements whose devices in use, by first unit, "
                f"follow the order {', '.join(info['order'])} (the devices differ, and the "
                "in-flight count depends on the rank)")

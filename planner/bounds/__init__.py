@@ -92,7 +92,12 @@ from ..model import Problem, derived
 from ..signals import shielded
 from .forced import forced_colocation_bound
 
-__all__ = ["Bounds", "lower_bound", "relative_gap"]
+__all__ = ["OPTIMAL_GAP", "Bounds", "lower_bound", "relative_gap"]
+
+#: the largest `relative_gap` at which a plan is called `optimal`, whatever algorithm made
+#: it and whatever `--gap` let a solver stop at: "optimal" means the makespan (or period)
+#: is within (1 + 1e-6) of the bound printed beside it
+OPTIMAL_GAP = 1e-6
 
 #: which code runs the graph passes (the two longest paths, the arrival path, the memory
 #: path's two heaviest paths): "auto" (compiled, `_kernel`, from `KERNEL_MIN_OPS`, when
@@ -211,7 +216,7 @@ def relative_gap(makespan_s: float, bound_s: float) -> float | None:
     (within 1e-9 relative); None when the bound is 0 and the makespan is not (no finite gap
     is proved).
     """
-    if makespan_s <= bound_s * (1 + 1e-9):
+    if makespan_s <= bound_s * (1 + 1e-9):  # float noise: "meets", not "1e-10 above"
         return 0.0
     if bound_s <= 0:
         return None

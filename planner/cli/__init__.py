@@ -209,7 +209,7 @@ _HELP_TIME_LIMIT = (
     f"{AUTO_TIME_LIMIT_S:g} for {DEFAULT_ALGO} (0: heuristics only), {EXACT_TIME_LIMIT_S:g} "
     f"for {_and([a for a in taking('time_limit_s') if a != DEFAULT_ALGO])}.")
 _HELP_GAP = ("Stop exact solvers at this relative gap, in the solver's own measure "
-             f"({', '.join(taking('gap'))}). [default: 0.0001]")
+             f"({', '.join(taking('gap'))}). [default: 1e-06]")
 _HELP_SOLVER = (f"ILP back-end ({_only(taking('solver'))}): highs, cbc, glpk, or any Pyomo "
                 "solver name. [default: highs]")
 _HELP_EMIT = f"Write the exact model (.lp or .mps; {', '.join(taking('emit'))})."
@@ -591,7 +591,7 @@ def solve(
         loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
         options = algorithms.Options(seed=seed, time_limit_s=time_limit,
-                          gap=1e-4 if gap is None else gap, solver=solver or "highs",
+                          gap=1e-6 if gap is None else gap, solver=solver or "highs",
                           emit=str(emit) if emit else None)
         solution = _place(algo, problem, options, report)
         _report_solution(problem, algo, solution, report, out=out, html=html, trace=trace)

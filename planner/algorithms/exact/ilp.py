@@ -47,7 +47,7 @@ a delay needed) is made in the model's own units, as when the rows were built in
 
 Numerics: times are in units of `10^k` s chosen so that `U` is 10^3–10^4 units, so the
 solvers' absolute feasibility (~1e-6) and integrality tolerances cost far less than the
-relative gap `Options.gap` (default 1e-4). Memory rows are in units of `2^k` bytes with
+relative gap `Options.gap` (default 1e-6). Memory rows are in units of `2^k` bytes with
 the largest cap at most ~10^6 units; the plan is checked against the caps in exact bytes
 afterwards (`common.conclude`), so tolerances can never yield an over-full device.
 

@@ -13,16 +13,17 @@ simulated under the problem's own model, and:
   Under `memory liveness` the static model is a *restriction* (static accounting charges
   at least the liveness peak), so its optimum can exceed the liveness optimum and the
   solver's bound is not valid there.
-- `optimal` when the solver proved its model optimal, that model is the simulator's own
-  (contention `none`, memory `static`), and the plan simulates at no more than the
-  solver's objective; or when the gap to the best valid bound is at most the tolerance
-  `--gap` (then no plan is more than that fraction faster, whatever the solver proved).
-  Otherwise `feasible`.
+- `optimal` when the gap to the best valid bound is at most `OPTIMAL_GAP` (1e-6), the
+  one rule for every plan: a plan called optimal is within (1 + 1e-6) of the bound printed
+  beside it. A solver that proved its model optimal, where that model is the simulator's
+  (contention `none`, memory `static`) and the plan simulates at no more than its
+  objective, proves the bound objective / (1 + `--gap`) (its optimum is within `--gap` of
+  the objective) when it reports no better one. A plan within `--gap` but not within 1e-6
+  is `feasible`, and its `why` says the solver stopped at `--gap`.
 - The gap is `relative_gap(simulated makespan, best valid bound)`.
 
-"Optimal" is the MIP solvers' and CP-SAT's own meaning: proved within the relative
-tolerance `--gap` (default 1e-4); the printed gap shows what remains (0 when the bound
-meets the makespan).
+`--gap` (default 1e-6) is where the MIP solvers and CP-SAT may stop; the printed gap shows
+what remains (0 when the bound meets the makespan).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...bounds import lower_bound, relative_gap
+from ...bounds import OPTIMAL_GAP, lower_bound, relative_gap
 from ...model import Problem
 from ...plan import Plan
 from ..base import Status
@@ -77,17 +78,22 @@ def judge(problem: Problem, plan: Plan, *, solver_optimal: bool = False,
     bound = lower_s if lower_s is not None else lower_bound(problem).makespan_s
     if solver_bound_s is not None and problem.memory_model == "static":
         bound = max(bound, solver_bound_s)
+    proved = solver_optimal and exact_model(problem) and objective_s is not None \
+        and makespan <= objective_s * (1 + _TOL)
+    if proved and objective_s is not None:  # its optimum is within the tolerance
+        bound = max(bound, objective_s / (1 + tolerance))
     bound = min(bound, makespan)
     gap = relative_gap(makespan, bound)
-    meets = gap is not None and gap <= tolerance
     status: Status = "feasible"
-    if solver_optimal and exact_model(problem) and objective_s is not None \
-            and makespan <= objective_s * (1 + _TOL):
-        status, why = "optimal", ("the solver proved its model optimal, and that model is "
-                                  "the simulator's (contention none, memory static)")
-    elif meets:
-        status, why = "optimal", ("the simulated makespan meets a valid lower bound" if gap == 0
-                                  else "the gap to a valid lower bound is within --gap")
+    if gap is not None and gap <= OPTIMAL_GAP:
+        status, why = "optimal", (
+            "the solver proved its model optimal, and that model is the simulator's "
+            "(contention none, memory static)" if proved else
+            "the simulated makespan meets a valid lower bound" if gap == 0 else
+            "the simulated makespan is within 1e-6 of a valid lower bound")
+    elif gap is not None and gap <= tolerance:
+        why = ("the solver stopped within --gap of a valid lower bound; `optimal` is kept "
+               "for a gap of at most 1e-6")
     elif solver_optimal and not exact_model(problem):
         why = (f"the solver proved optimal a model with contention none and static memory; "
                f"this plan runs under contention {problem.contention}, memory "
@@ -112,6 +118,10 @@ def plan_bound(bound_s: float, info: Mapping[str, Any]) -> float:
 
 def standing(status: Status, gap: float | None) -> Status:
     """A plan's status as shown, whatever algorithm made it: `optimal` for a `feasible` plan
-    that meets its bound (`gap` 0: no plan is faster), else the algorithm's own
-    (`optimal` from `judge`, `fallback`, `interrupted`, ...)."""
-    return "optimal" if status == "feasible" and gap == 0.0 else status
+    within `OPTIMAL_GAP` of its bound, `feasible` for an `optimal` one that is not (a gap
+    from a bound other than the one `judge` saw), else the algorithm's own (`fallback`,
+    `interrupted`, ...)."""
+    within = gap is not None and gap <= OPTIMAL_GAP
+    if status in ("feasible", "optimal"):
+        return "optimal" if within else "feasible"
+    return status
