@@ -52,7 +52,8 @@ def gpt24(where: Path) -> Path:
     clusters = ROOT / "specs" / "clusters"
     subprocess.run([sys.executable, "-m", "planner", "generate", "transformer", "--layers",
                     "24", "--hidden", "1024", "--heads", "16", "--seq", "512", "--batch", "4",
-                    "--vocab", "50257", "--training", "--name", "gpt24", "--cluster",
+                    "--vocab", "50257", "--training", "--memory", "static",  # the figures' model
+                    "--name", "gpt24", "--cluster",
                     str(clusters / "small4.plan"), "--cluster", str(clusters / "dgx1.plan"),
                     "-o", str(out)], check=True, capture_output=True, cwd=where)
     out.write_text(out.read_text() + BIG_GPUS)

@@ -67,7 +67,8 @@ def graphs(quick: bool) -> Iterator[tuple[str, Problem | str]]:
         yield "pipedream", f"absent: {DATASETS / 'pipedream'}"
     for graph in pipedream:  # training graphs (backward ops, Adam state) on small4
         yield (f"pipedream_{graph.parent.name}_training",
-               _imported(["pipedream", str(graph), "--training", "--cluster",
+               _imported(["pipedream", str(graph), "--training", "--memory", "static",
+                          "--cluster",
                           str(ROOT / "specs" / "clusters" / "small4.plan")]))
     training = DATASETS / "dnn-partitioning/throughput-inputs/LayerGraphs/gnmt_training.json"
     if training.is_file():
