@@ -7,11 +7,11 @@ Priority = upward rank + downward rank (mean costs). The critical path starts at
 op of highest priority and follows, from each op, the successor of highest priority (ties by
 topological position) to an exit. The critical-path device is the one with the smallest
 total compute time of the critical-path ops (ties by smaller index). Ready ops go in
-decreasing priority: a critical-path op to the critical-path device when it may go there
-and fits in memory, every other op to the device of earliest finish with insertion (as in
-HEFT). See `listsched` for the shared rules (colocation groups are bound by their first
-data-carrying member; after a memory dead end, retries with budgets, then m-TOPO's
-placement: `listsched.memory_passes`).
+decreasing priority: a critical-path op to the critical-path device when it may go there and
+fits in memory, every other op to the device of earliest finish with insertion (as in HEFT,
+data arriving under the plan's contention model). See `listsched` for the shared rules
+(colocation groups are bound by their first data-carrying member; after a memory dead end,
+retries with budgets, then m-TOPO's placement: `listsched.memory_passes`).
 
 Time: O(V log V + E·D + V·D·g), as HEFT.
 """
