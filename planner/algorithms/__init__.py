@@ -49,10 +49,10 @@ ALGORITHMS: Mapping[str, AlgorithmInfo] = _table(
                   display="m-TOPO", constructive=True, seconds_per_element=1.2e-5,
                   citation=_BAECHI),
     AlgorithmInfo("heft", _A + "heft", "Heterogeneous Earliest Finish Time, insertion-based, "
-                  "memory-aware", display="HEFT", constructive=True, seconds_per_element=1.6e-5,
+                  "memory-aware", display="HEFT", constructive=True, seconds_per_element=4e-5,
                   compare_default=True, citation=_LIST),
     AlgorithmInfo("cpop", _A + "cpop", "Critical Path On a Processor, insertion-based, "
-                  "memory-aware", display="CPOP", constructive=True, seconds_per_element=9.5e-5,
+                  "memory-aware", display="CPOP", constructive=True, seconds_per_element=1.4e-4,
                   compare_default=True, citation=_LIST),
     AlgorithmInfo("search", _A + "search", "moves groups of ops between devices from the best "
                   "constructive plan, judged by the simulator (descent, then annealing)",

@@ -17,6 +17,8 @@ from .instance import Instance
 from .placer import Placer, Stuck
 
 Slot = Callable[[int, int], tuple[float, int]]
+#: gaps of a channel a crossing may go into, from its ready time (then after the last)
+GAPS_SCANNED = 4
 Occupy = Callable[[int, int, float, int], None]
 
 
@@ -169,9 +171,10 @@ class _Transfers:
             ready = max(ready, x)
         if len(crossing) > 1:
             crossing.sort()
-        held: list[tuple[_Intervals, float, float]] = []  # reserved for this query only
-        last = len(crossing) - 1
-        for k, (t, p, b) in enumerate(crossing):
+        # a query (no commit) keeps its own crossings aside, per channel: the later ones
+        # of the same op queue behind them
+        mine: dict[int, list[tuple[float, float]]] = {}
+        for t, p, b in crossing:
             pd = dev_of[p]
             chans = self._channels(pd, d)
             dur = lat[pd][d] + b * inv[pd][d]
@@ -179,53 +182,63 @@ class _Transfers:
             while True:  # the earliest instant every channel is free for `dur`
                 later = begin
                 for c in chans:
-                    later = max(later, c.earliest(begin, dur))
+                    ends = c.ends
+                    if ends and later < ends[-1]:  # else past its last crossing: free
+                        later = c.earliest(later, dur)
+                    if mine:
+                        for a, z in mine.get(id(c), ()):
+                            if a < later + dur and later < z:
+                                later = z
                 if later == begin:
                     break
                 begin = later
+            for c in chans:
+                if commit:
+                    c.add(begin, begin + dur)
+                elif len(crossing) > 1:
+                    mine.setdefault(id(c), []).append((begin, begin + dur))
             if commit:
-                for c in chans:
-                    c.add(begin, begin + dur)
                 self.copies[p, d] = begin + dur
-            elif k < last:  # the next crossings of this query queue behind it
-                for c in chans:
-                    c.add(begin, begin + dur)
-                    held.append((c, begin, begin + dur))
             ready = max(ready, begin + dur)
-        for c, a, z in held:
-            c.remove(a, z)
         return ready
 
 
 class _Intervals:
-    """Disjoint busy intervals of one channel, sorted: the earliest gap that holds a
-    transfer, by bisection from its ready time."""
+    """Busy intervals of one channel, sorted and disjoint (touching ones merged): the
+    earliest gap that holds a transfer, by bisection from its ready time, among the next
+    `GAPS_SCANNED` gaps; past them, after the last interval (a bound on the scan: on a
+    100,000-op graph a device's channel holds tens of thousands of small gaps)."""
 
     def __init__(self) -> None:
         self.starts: list[float] = []
         self.ends: list[float] = []
 
     def earliest(self, t: float, dur: float) -> float:
-        """The earliest start >= `t` of `dur` seconds that overlaps no interval."""
+        """The earliest start >= `t` of `dur` seconds that overlaps no interval, in one of
+        the next `GAPS_SCANNED` gaps, else after the last interval."""
         starts, ends = self.starts, self.ends
         k = bisect_right(ends, t)  # intervals ending at or before t are behind
-        while k < len(starts):
+        last = min(len(starts), k + GAPS_SCANNED)
+        while k < last:
             if t + dur <= starts[k]:
                 return t
             t = max(t, ends[k])
             k += 1
-        return t
+        return max(t, ends[-1]) if k < len(starts) else t
 
     def add(self, a: float, z: float) -> None:
-        k = bisect_right(self.starts, a)
-        self.starts.insert(k, a)
-        self.ends.insert(k, z)
-
-    def remove(self, a: float, z: float) -> None:
-        k = bisect_right(self.starts, a) - 1
-        while self.starts[k] != a or self.ends[k] != z:
-            k -= 1
-        del self.starts[k], self.ends[k]
+        starts, ends = self.starts, self.ends
+        k = bisect_right(starts, a)
+        if k and ends[k - 1] == a:  # touches the one before: extend it
+            ends[k - 1] = z
+            if k < len(starts) and starts[k] == z:  # and the one after: merge
+                ends[k - 1] = ends[k]
+                del starts[k], ends[k]
+        elif k < len(starts) and starts[k] == z:
+            starts[k] = a
+        else:
+            starts.insert(k, a)
+            ends.insert(k, z)
 
 
 def _device_choice(inst: Instance, placer: Placer, slot: Slot,
