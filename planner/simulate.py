@@ -22,9 +22,14 @@ Semantics
   largest `bytes` of the edges to consumers there, is ready when the producer ends, and
   takes `latency + bytes / bandwidth`. Consumers wait for its arrival; same-device edges
   cost nothing. Transfers are committed in order of ready time, ties by (producer
-  topological position, destination device index). (A zero-duration op that starts and
-  ends at an instant after that instant's transfers were committed commits its own after
-  them.)
+  topological position, destination device index). A zero-time op that starts at an
+  instant commits its transfers after those committed when it started, one rule for
+  dispatch and explicit orders: an instant is processed in rounds (the completions due,
+  in topological order, then each idle device starts one op), and a zero-time op
+  completes in the round after the one where dispatch would start it, the round its
+  inputs became known in (or the instant's first, for inputs that arrive then) or its
+  device's previous op completed in, whichever is later. So a placement run by dispatch
+  and the same placement in the order dispatch gave run the same schedule, to the bit.
   - `none`: a transfer starts when it is ready.
   - `link`: each directed link carries one transfer at a time; a transfer starts at the
     earliest time >= ready at which its link is free after every previously committed
@@ -546,6 +551,19 @@ class _Run:
         # static order state
         ptr = [0] * m
         free = [0.0] * m
+        # a zero-time op's completion waits for the batch after the one where dispatch would
+        # start it: the batch its inputs became known in (or the first of the instant they
+        # arrive at), and the one its device's previous op completed in
+        batch = first_batch = 0
+        known_batch = [0] * n
+        known_time = [0.0] * n
+        done_batch = [0] * n
+        prev_on = [-1] * n
+        deferred: list[int] = []
+        if not dynamic:
+            for s_d in seqs:  # type: ignore[union-attr]
+                for k in range(1, len(s_d)):
+                    prev_on[s_d[k]] = s_d[k - 1]
         # dynamic dispatch state
         idle = [True] * m
         rq: list[list[tuple[float, float, int]]] = [[] for _ in range(m)]
@@ -596,9 +614,20 @@ class _Run:
 
         while ev or dirty:
             if ev and not dirty:
+                if ev[0][0] != t:
+                    first_batch = batch
                 t = ev[0][0]
             while ev and ev[0][0] == t:
                 key = heappop(ev)[1]
+                if not dynamic and key < n and dur[topo[key]] == 0.0 and place[topo[key]] >= 0:
+                    i = topo[key]
+                    trig = known_batch[i] if known_time[i] == t else first_batch
+                    p_i = prev_on[i]
+                    if p_i >= 0 and end[p_i] == t:
+                        trig = max(trig, done_batch[p_i]) if done[p_i] else batch
+                    if batch <= trig:  # dispatch would start it in this batch or later
+                        deferred.append(key)
+                        continue
                 if key >= n:  # dynamic: op key - n becomes ready now
                     j = key - n
                     d = place[j]
@@ -609,6 +638,7 @@ class _Run:
                     continue
                 i = topo[key]
                 done[i] = True
+                done_batch[i] = batch
                 di = place[i]
                 if dynamic and di >= 0:
                     idle[di] = True
@@ -675,6 +705,8 @@ class _Run:
                     if pending[j] or dj < 0:
                         continue
                     if not dynamic:
+                        known_batch[j] = batch
+                        known_time[j] = t
                         if seqs[dj][ptr[dj]] == j:  # type: ignore[index]
                             try_start(dj)
                     elif ready[j] <= t:
@@ -697,6 +729,10 @@ class _Run:
                         order[d].append(i)
                         heappush(ev, (f, pos[i]))
                 dirty.clear()
+            for key in deferred:
+                heappush(ev, (t, key))
+            deferred.clear()
+            batch += 1
         if not dynamic:
             for d in range(m):
                 if ptr[d] < len(seqs[d]):  # type: ignore[index]

@@ -558,6 +558,15 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
     s_at = np.zeros(m + 1, np.int64)
     s_end = np.zeros(m, np.int64)
     instant = 0
+    # static: a zero-time op's completion waits as in the reference (`simulate._Run`)
+    batch = 0
+    first_batch = 0
+    known_batch = np.zeros(n, np.int64)
+    known_time = np.zeros(n)
+    done_batch = np.full(n, -1, np.int64)  # -1: not completed yet
+    prev_on = np.full(n, -1, np.int64)
+    deferred = np.empty(n, np.int64)
+    ndef = 0
     dirty = np.empty(m, np.int64)
     is_dirty = np.zeros(m, np.bool_)
     nd = 0
@@ -569,6 +578,9 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
         for d in range(1, m):
             qlo[d] += qlo[d - 1]
     if not dynamic:
+        for d in range(m):
+            for k in range(ptr[d] + 1, ptr[d + 1]):
+                prev_on[seq[k]] = seq[k - 1]
         for i in range(n):
             if place[i] >= 0:
                 fh[place[i] + 1] += 1
@@ -609,6 +621,7 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                        sq_time(cnt, ht, hk, ft, fk, fh, hh) != t):
             t = ht[0] if dynamic else sq_time(cnt, ht, hk, ft, fk, fh, hh)
             instant += 1
+            first_batch = batch
         while (cnt[1] and ht[0] == t) if dynamic else (
                 (cnt[1] or cnt[3]) and sq_time(cnt, ht, hk, ft, fk, fh, hh) == t):
             if dynamic:
@@ -616,6 +629,16 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                 cnt[1] -= 1
             else:
                 key = sq_pop(cnt, ht, hk, ft, fk, fh, ftl, hh, hp)
+                if key < n and dur[topo[key]] == 0.0 and place[topo[key]] >= 0:
+                    i = topo[key]
+                    trig = known_batch[i] if known_time[i] == t else first_batch
+                    p_i = prev_on[i]
+                    if p_i >= 0 and end[p_i] == t:
+                        trig = max(trig, done_batch[p_i]) if done_batch[p_i] >= 0 else batch
+                    if batch <= trig:  # dispatch would start it in this batch or later
+                        deferred[ndef] = key
+                        ndef += 1
+                        continue
             if key >= n:  # dynamic: op key - n becomes ready now
                 j = key - n
                 d = place[j]
@@ -626,6 +649,7 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                     nd += 1
                 continue
             i = topo[key]
+            done_batch[i] = batch
             di = place[i]
             if dynamic and di >= 0:
                 idle[di] = True
@@ -698,6 +722,8 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                 if pending[j] or dj < 0:
                     continue
                 if not dynamic:
+                    known_batch[j] = batch
+                    known_time[j] = t
                     if seq[head[dj]] == j:
                         _try_start(dj, seq, ptr, head, free, pending, ready, dur, start, end,
                                    run, cnt, ht, hk, ft, fk, fh, ftl, hh, hp, pos)
@@ -730,6 +756,10 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                 cnt[0] += 1
                 cnt[1] = ev_push(ht, hk, cnt[1], f, pos[i])
         nd = 0
+        for q in range(ndef):  # the heap takes them: a channel's times must not fall
+            cnt[1] = ev_push(ht, hk, cnt[1], t, deferred[q])
+        ndef = 0
+        batch += 1
     if not dynamic:
         for d in range(m):
             if head[d] < ptr[d + 1]:
