@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
@@ -114,3 +115,11 @@ def training_problem(
                   for a in range(n_devices) for b in range(n_devices) if a != b)
     return Problem("train", graph, Cluster("c", devices, links), "static",  # type: ignore[arg-type]
                    contention)  # type: ignore[arg-type]
+
+
+def with_zero_time_ops(problem: Problem, seed: int) -> Problem:
+    """A third of the ops take no time (shapes, views, casts), with their outputs kept."""
+    rng = random.Random(seed)
+    ops = tuple(dataclasses.replace(o, time_s=0.0) if rng.random() < 0.33 else o
+                for o in problem.graph.ops)
+    return dataclasses.replace(problem, graph=dataclasses.replace(problem.graph, ops=ops))

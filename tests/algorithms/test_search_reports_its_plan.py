@@ -7,24 +7,13 @@ ms simulated)."""
 
 from __future__ import annotations
 
-import dataclasses
-import random
-
 import pytest
-from algo_dags import layered_problem
+from algo_dags import layered_problem, with_zero_time_ops
 
 from planner.algorithms import Options, search
 from planner.algorithms.portfolio import rank
-from planner.model import CONTENTIONS, Problem
+from planner.model import CONTENTIONS
 from planner.simulate import simulate
-
-
-def _with_zero_time_ops(problem: Problem, seed: int) -> Problem:
-    """A third of the ops take no time (shapes, views, casts), with their outputs kept."""
-    rng = random.Random(seed)
-    ops = tuple(dataclasses.replace(o, time_s=0.0) if rng.random() < 0.33 else o
-                for o in problem.graph.ops)
-    return dataclasses.replace(problem, graph=dataclasses.replace(problem.graph, ops=ops))
 
 
 @pytest.mark.parametrize("contention", CONTENTIONS)
@@ -32,7 +21,7 @@ def _with_zero_time_ops(problem: Problem, seed: int) -> Problem:
 def test_the_returned_plan_simulates_at_the_reported_makespan(seed: int,
                                                                contention: str) -> None:
     base = layered_problem(40, 70, 3, seed, contention=contention, speeds=(1.0, 1.0, 0.5))
-    problem = _with_zero_time_ops(base, seed)
+    problem = with_zero_time_ops(base, seed)
     ranked = rank(problem, Options())
     sol = search.improve(problem, ranked, Options(seed=seed), 600)
     result = simulate(problem, sol.plan)

@@ -8,11 +8,10 @@ simulated slower than the figure it reported)."""
 
 from __future__ import annotations
 
-import dataclasses
 import random
 
 import pytest
-from algo_dags import layered_problem
+from algo_dags import layered_problem, with_zero_time_ops
 
 from planner.model import CONTENTIONS, Problem
 from planner.plan import Plan
@@ -21,10 +20,7 @@ from planner.simulate import simulate
 
 def _problem(seed: int, contention: str) -> Problem:
     base = layered_problem(40, 70, 3, seed, contention=contention, speeds=(1.0, 1.0, 0.5))
-    rng = random.Random(seed)
-    ops = tuple(dataclasses.replace(o, time_s=0.0) if rng.random() < 0.33 else o
-                for o in base.graph.ops)
-    return dataclasses.replace(base, graph=dataclasses.replace(base.graph, ops=ops))
+    return with_zero_time_ops(base, seed)
 
 
 @pytest.mark.parametrize("contention", CONTENTIONS)
