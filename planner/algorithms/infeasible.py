@@ -100,25 +100,25 @@ def _may_help(problem: Problem, algorithm: str, retried: bool) -> str:
 
 
 def _one_device_fits(problem: Problem) -> bool:
-    """Whether some device that can run every op holds them all: by static accounting,
-    else (under `memory liveness`, where static only bounds the peak from above) by
-    simulating them there in dispatch order. At most one simulation per device, on an
-    error's path only."""
+    """Whether the largest device that can run every op holds them all: by static
+    accounting, else (under `memory liveness`, where static only bounds the peak from
+    above) by simulating them there in dispatch order. One simulation at most, on an
+    error's path only; a smaller device is not tried (never a wrong suggestion, at worst
+    a missed one)."""
     f = facts(problem)
     caps = [d.memory_bytes for d in problem.cluster.devices]
     everywhere = set(range(len(caps)))
     for allowed in f.unit_allowed:
         everywhere &= set(allowed)
-    n = len(problem.graph.ops)
-    for d in sorted(everywhere):
-        if caps[d] < f.least_total_bytes:
-            continue
-        placement = (d,) * n
-        if static_memory(problem.graph, placement, len(caps))[d] <= caps[d]:
-            return True
-        if problem.memory_model == "liveness" and simulate(problem, Plan(placement)).feasible:
-            return True
-    return False
+    if not everywhere:
+        return False
+    d = max(sorted(everywhere), key=lambda k: caps[k])
+    if caps[d] < f.least_total_bytes:
+        return False
+    placement = (d,) * len(problem.graph.ops)
+    if static_memory(problem.graph, placement, len(caps))[d] <= caps[d]:
+        return True
+    return problem.memory_model == "liveness" and simulate(problem, Plan(placement)).feasible
 
 
 def none_found(problem: Problem, errors: Sequence[PlannerError]) -> InfeasibleError:
