@@ -17,9 +17,10 @@ from .instance import Instance
 from .placer import Placer, Stuck
 
 Slot = Callable[[int, int], tuple[float, int]]
+Occupy = Callable[[int, int, float, int], None]
+
 #: gaps of a channel a crossing may go into, from its ready time (then after the last)
 GAPS_SCANNED = 4
-Occupy = Callable[[int, int, float, int], None]
 
 
 def insertion_schedule(
