@@ -242,12 +242,17 @@ def _load(spec: Path) -> Loaded:
 
     enabled = gc.isenabled()
     gc.disable()  # loading builds millions of objects at 100k ops, nearly all acyclic
+    # the objects loading left (the young generation's count: each tracked object made
+    # adds one, each freed takes one off, and no collection runs meanwhile); not
+    # `gc.get_freeze_count()`, which walks every frozen object (in a process that ran
+    # many commands, such as a test session's, seconds a load)
+    young = gc.get_count()[0]
     try:
         loaded = load_path(spec)
     finally:
-        frozen = gc.get_freeze_count()
+        built = gc.get_count()[0] - young
         gc.freeze()  # refcounting still frees the model when it is dropped
-        if gc.get_freeze_count() - frozen > BIG_MODEL_OBJECTS:
+        if built > BIG_MODEL_OBJECTS:
             # what follows allocates in proportion (a 100k-op m-ETF run: 2,900 collections,
             # 0.8-1.0 s CPU); collecting the young generation every 100,000 allocations
             # instead of 700 halves that

@@ -53,3 +53,15 @@ def test_a_failed_load_leaves_the_collector_on(tmp_path: Path) -> None:
     with pytest.raises(cli.SpecError):
         cli._load(bad)
     assert gc.isenabled()
+
+
+def test_a_small_model_is_small_whatever_the_process_holds() -> None:
+    # an embedding process (a test session, a notebook) holds many objects of its own: they
+    # are frozen with the model but are not the model's (before: counted, so a small spec
+    # made collections rarer and armed the fast exit)
+    gc.set_threshold(700, 10, 10)
+    held = [[k] for k in range(2 * cli.BIG_MODEL_OBJECTS)]
+    cli._load(RESNET)
+    assert gc.get_threshold() == (700, 10, 10)
+    assert not cli.fastexit._armed
+    del held
