@@ -48,8 +48,8 @@ SHARED["E290"] = ("not a number: a builder's argument (api/builder.py) or a mode
 HOMES = {
     # limits on a graph's ops and edges and on plans are counted where the syntax tree is
     # lowered; "not a planner spec" is decided where a syntax error is
-    "0": ("spec/load.py", "errors.py", "cli", "spec/lower.py", "spec/parse.py"),
-    "1": ("spec/parse.py", "spec/larkparse.py", "spec/fastparse.py", "api/"),
+    "0": ("spec/load.py", "errors.py", "cli", "spec/lower.py", "spec/syntax.py"),
+    "1": ("spec/syntax.py", "spec/larkparse.py", "spec/fastparse.py", "api/"),
     "2": ("spec/lower.py", "spec/names.py", "api/", "model.py"),
     "3": ("facts.py",),
     "4": ("cli", "simulate.py"),

@@ -28,7 +28,7 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
     """
     # lazy: start-up (the parser's modules load Lark; `planner --help` needs neither)
     from ..spec.fastparse import line_ends
-    from ..spec.parse import looks_like_spec
+    from ..spec.syntax import looks_like_spec
 
     cap = active().file_bytes
     out: dict[str, str] = {}

@@ -20,7 +20,7 @@ from ..errors import Diagnostic, Span, SpecError
 from . import ast
 from .fastparse import line_ends
 from .grammar import grammar_text
-from .parse import _HEADER, _not_a_spec, _syntax_diagnostic
+from .syntax import HEADER, not_a_spec, syntax_diagnostic
 
 
 class _Builder(Transformer):  # type: ignore[type-arg]
@@ -185,10 +185,10 @@ def parse_lark(text: str, file: str = "<string>") -> ast.Module:
             # the builder's `start` makes the tree a tuple of top-level items
             items = cast("tuple[ast.TopLevel, ...]", p.lark.parse(text))
         except UnexpectedInput as err:
-            diag = _syntax_diagnostic(err, text, file)
-            head = _HEADER.match(text)
+            diag = syntax_diagnostic(err, text, file)
+            head = HEADER.match(text)
             if head is None or (diag.span is not None and diag.span.start < head.end()):
-                diag = _not_a_spec(text, file)
+                diag = not_a_spec(text, file)
             raise SpecError(diag) from None
         except (LarkError, RecursionError) as err:  # pragma: no cover - defensive
             raise SpecError(

@@ -23,7 +23,8 @@ from ..model import Spec
 from ..roots import default_root, display_path, escaped_root, outside_root
 from . import ast
 from .lower import Locations, lower
-from .parse import looks_like_spec, parse
+from .parse import parse
+from .syntax import looks_like_spec
 
 #: a byte order mark, which some editors (Notepad, Excel's CSV) write at a file's start
 BOM = "\ufeff"

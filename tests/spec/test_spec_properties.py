@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 
 from planner.errors import SpecError
 from planner.spec.format import format_source
+from planner.spec.grammar import KEYWORDS
 from planner.spec.load import load_text
 from planner.spec.names import skeleton, valid_name
-from planner.spec.parse import KEYWORDS, _fast_parse, parse, parse_lark
+from planner.spec.parse import _fast_parse, parse, parse_lark
 from planner.units import EXAMPLES, RANGES, SPEED_RANGE, UNITS, parse_number
 
 VALID = Path(__file__).resolve().parent / "valid"

@@ -1,0 +1,298 @@
+"""What the parsers say about text they reject: E010 for a file that is not a spec (its
+content never shown), and one diagnostic with a location, a reason and a hint for a syntax
+error Lark found (`syntax_diagnostic`).
+
+A module of its own below both parsers: `larkparse` raises these diagnostics, and `load`
+and the renderer ask `looks_like_spec`, without `parse` and `larkparse` importing each
+other's private names (they were a cycle).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import TYPE_CHECKING
+
+from ..errors import Diagnostic, Span, did_you_mean
+from ..units import UNIT_TABLE
+from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS
+from .fastparse import line_ends
+from .grammar import KEYWORDS
+
+if TYPE_CHECKING:  # Lark is imported only when the fast path hands a text on (`larkparse`)
+    from lark.exceptions import UnexpectedCharacters, UnexpectedInput
+
+_STATEMENT_KEYWORDS = {"IMPORT", "CLUSTER", "DEVICE", "LINK", "GRAPH", "OP", "COLOCATE",
+                       "PLAN", "PIN", "PLACE"}
+
+
+_GLUED = re.compile(r"[0-9][0-9_]*(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[ \t]*([A-Za-z/]+)")
+_BLANKS = r"[ \t\r\n\f]"
+_QUOTED = r'"(?:[^"\\\x00-\x1f]|\\.)*+"'
+#: what every spec starts with, after blanks, comments and `;`: `import "FILE"`, or a
+#: `cluster`, `graph` or `plan` header up to its `{`
+HEADER = re.compile(
+    rf"(?:{_BLANKS}|;|#[^\r\n]*+)*+(?:import{_BLANKS}*+{_QUOTED}|(?:cluster|graph|plan)"
+    rf"(?:{_BLANKS}++[A-Za-z_][A-Za-z0-9_.\-]*+|{_BLANKS}*+{_QUOTED}){_BLANKS}*+\{{)")
+_FIRST_WORD = re.compile(rf"(?:{_BLANKS}|;|#[^\r\n]*+)*+([A-Za-z_]{{1,20}})")
+
+
+def looks_like_spec(text: str) -> bool:
+    """Whether `text` starts as a spec does (an import, or a block header up to its `{`):
+    only such a file's lines are ever shown in a diagnostic."""
+    return HEADER.match(line_ends(text)) is not None
+
+
+def not_a_spec(text: str, file: str) -> Diagnostic:
+    """E010 for a syntax error before the first header: the file may be anything (a
+    credentials file an import named), so neither its words nor its lines are shown."""
+    word = _FIRST_WORD.match(text)
+    close = did_you_mean(word.group(1), ("import", "cluster", "graph", "plan")) if word else ()
+    return Diagnostic("E010", f"{file} is not a planner spec (its content is not shown)",
+                      Span.start_of(file), (*close, ('a spec starts with `import "FILE"` or with '
+                                             "`cluster`, `graph` or `plan`, a name and `{`")))
+
+
+_TOKEN_WORDS = {
+    "RBRACE": "`}`", "LBRACE": "`{`", "LSQB": "`[`", "RSQB": "`]`", "COMMA": "`,`",
+    "SEMICOLON": "`;`", "ARROW": "`->` or `<->`", "NAME": "a name", "STRING": "a quoted name",
+    "QUANTITY": "a quantity such as `16 GiB`", "NUMBER": "a number", "INT": "an integer",
+    "STAR": "`*`", "__ANON_0": "`..`", "$END": "end of file",
+}
+
+
+def _describe(tok_type: str) -> str:
+    if tok_type in _TOKEN_WORDS:
+        return _TOKEN_WORDS[tok_type]
+    if tok_type.isupper() and tok_type.lower() in KEYWORDS:
+        return f"`{tok_type.lower()}`"
+    return tok_type
+
+
+def syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
+    line = max(1, getattr(err, "line", 1) or 1)
+    col = max(1, getattr(err, "column", 1) or 1)
+    pos = getattr(err, "pos_in_stream", None)
+    if pos is None:
+        pos = _offset(text, line, col)
+    # lazy: start-up (Lark is loaded by now: it raised `err`)
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+
+    if isinstance(err, UnexpectedCharacters):
+        return _unexpected_char(err, text, file, line, col, pos)
+    assert isinstance(err, UnexpectedToken)
+    tok = err.token
+    # `1f1b` is a name (the one that starts with a digit): "a name" says it
+    expected = set(err.expected or ()) - {"SCHEDULE_1F1B"}
+    if tok.type == "$END":
+        line, col, pos = _end_position(text)
+        opener = _open_block(text, len(text))
+        end_hints = (f"missing `}}` to close `{opener}`",) if opener else ()
+        span = Span(file, line, col, line, col + 1, pos, pos)
+        return Diagnostic("E102", "unexpected end of file", span, end_hints)
+    span = Span(file, tok.line, tok.column, tok.end_line or tok.line,
+                tok.end_column or tok.column + 1, tok.start_pos or pos,
+                tok.end_pos or pos)
+    shown = str(tok.value)[:40]
+    tok_pos = tok.start_pos if tok.start_pos is not None else pos
+    not_number = _non_finite_before(text, file, tok_pos)
+    if not_number is not None:
+        return not_number
+    m = _GLUED.match(text, tok_pos)
+    if m and m.group(1) not in UNIT_TABLE:  # `16GiBs`: a number glued to an unknown unit
+        return _unknown_unit(file, text, m.start(1), m.end(1))
+    glued = _unit_before(text, tok_pos)
+    if glued is not None and expected & {"QUANTITY", "NUMBER"}:
+        return _unknown_unit(file, text, *glued)
+    hints: list[str] = []
+    if tok.type == "LBRACE":
+        hints.extend(_unclosed_before_brace(text, tok_pos))
+    name_fits = "NAME" in expected and "STRING" in expected
+    if tok.type == "RBRACE" and "RBRACE" not in expected and not name_fits and not (
+        expected & {"QUANTITY", "NUMBER"}
+    ):
+        return Diagnostic("E107", "unmatched `}`", span, ("remove it, or open a block before it",))
+    if text[:tok_pos].rstrip().endswith("->") and name_fits:
+        hints.append("an edge needs an op name after `->`, as in `a -> b`")
+    if tok.type == "NAME":  # a misspelt keyword (`plna`, `devise`)
+        words = [t.lower() for t in expected if t in _STATEMENT_KEYWORDS]
+        if words and not name_fits:
+            hints.extend(did_you_mean(str(tok.value), words))
+    if tok.type in _STATEMENT_KEYWORDS:
+        opener = _open_block(text, tok.start_pos or pos)
+        if opener and "RBRACE" in expected:
+            hints.append(f"missing `}}` to close `{opener}`")
+    if expected & {"QUANTITY", "NUMBER"} and "RBRACE" not in expected:
+        hints.append("expected a value, such as `16 GiB`, `1.5 ms` or a name")
+    elif tok.type in {"QUANTITY", "NUMBER"} and "NAME" in expected:
+        hints.append("a value must follow a key, as in `memory 16 GiB`")
+    if not hints or (tok.type == "NAME" and len(hints) == 1 and "did you mean" in hints[0]):
+        # Where a name fits, every keyword does too (`name` accepts them): say "a name".
+        shown_types = {t for t in expected if not t.startswith("__ANON")}
+        if name_fits:
+            shown_types = {t for t in shown_types if t.lower() not in KEYWORDS}
+        words = sorted({_describe(t) for t in shown_types} - {""})
+        if words:
+            hints.append("expected " + _or_list(words[:8]))
+    return Diagnostic("E101", f"unexpected `{shown}`", span, tuple(hints))
+
+
+def _unclosed_before_brace(text: str, pos: int) -> list[str]:
+    """`op b {` inside an unclosed block reads as `key value {`: the hint naming that block
+    when the words before the `{` at `pos` start with a keyword."""
+    window = text[max(0, pos - 300) : pos]
+    m = re.search(r"(\w+)\s+(?:\"(?:[^\"\\]|\\.)*\"|\S+)\s*$", window)
+    if m and m.group(1) in KEYWORDS:
+        opener = _open_block(text, pos - (len(window) - m.start()))
+        if opener:
+            return [f"missing `}}` to close `{opener}`"]
+    return []
+
+
+_NON_FINITE = re.compile(r"(?i)(?<![\w.\-])(nan|inf|infinity)(?![\w.\-])")
+
+
+def _non_finite_before(text: str, file: str, pos: int) -> Diagnostic | None:
+    """E108 when a `nan` or `inf` on the line before `pos` was meant as a number: `time nan
+    ms` reads as `time` = `nan`, then a key `ms`, and fails a token or two later."""
+    start = max(0, pos - 80, text.rfind("\n", 0, pos) + 1)
+    found = list(_NON_FINITE.finditer(text, start, pos))
+    if not found:
+        return None
+    m = found[-1]
+    line = text.count("\n", 0, m.start()) + 1
+    col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+    return Diagnostic("E108", f"`{m.group(1)}` is not a number", Span(
+        file, line, col, line, col + len(m.group(1)), m.start(), m.end()),
+        ("quantities are finite numbers with a unit, such as `1.5 ms`",))
+
+
+def _unit_before(text: str, pos: int) -> tuple[int, int] | None:
+    """(start, end) of a word right after a number and right before `pos`: a unit typo."""
+    window = text[max(0, pos - 80) : pos]
+    m = re.search(r"[0-9][0-9_]*(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[ \t]+([A-Za-z/]+)\s*$", window)
+    if m is None or m.group(1) in UNIT_TABLE:
+        return None
+    base = pos - len(window)
+    return base + m.start(1), base + m.end(1)
+
+
+def _unknown_unit(file: str, text: str, start: int, end: int) -> Diagnostic:
+    unit = text[start:end]
+    dims = _key_dims(text, start)
+    close = difflib.get_close_matches(
+        unit, [u for u, (d, _) in UNIT_TABLE.items() if d in dims], n=1, cutoff=0.5
+    ) or difflib.get_close_matches(unit, list(UNIT_TABLE), n=1, cutoff=0.5)
+    hints = [f"did you mean `{close[0]}`?"] if close else []
+    hints.append("units: ns us ms s | B KB MB GB TB KiB MiB GiB TiB | GB/s GiB/s Gbps … "
+                 "| FLOP GFLOP … | FLOPS TFLOPS …")
+    line = text.count("\n", 0, start) + 1
+    col = start - (text.rfind("\n", 0, start) + 1) + 1
+    return Diagnostic("E103", f"unknown unit `{unit}`",
+                      Span(file, line, col, line, col + len(unit), start, end), tuple(hints))
+
+
+def _key_dims(text: str, unit_start: int) -> set[str]:
+    """The dimensions the key before `16 GiBs` takes (`memory`: size), or none known."""
+    m = re.search(r"([A-Za-z_][A-Za-z0-9_.\-]*)(?:\[[^\]\n]*\])?[ \t]+[0-9][0-9_.eE+\-]*[ \t]*$",
+                  text[max(0, unit_start - 120) : unit_start])
+    if m is None:
+        return set()
+    return {t[m.group(1)] for t in (OP_ATTRS, EDGE_ATTRS, DEVICE_ATTRS, LINK_ATTRS)
+            if m.group(1) in t}
+
+
+_STRING_PREFIX = re.compile(r'"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+')
+
+
+def _bad_string(text: str, file: str, line: int, col: int, pos: int) -> Diagnostic:
+    """Say what is wrong in the string opened at `pos`: an escape, a control character or
+    the missing closing quote."""
+    m = _STRING_PREFIX.match(text, pos)
+    at = m.end() if m else pos + 1
+    ch = text[at : at + 1]
+    c = col + (at - pos)
+    if ch == "\\":
+        esc = text[at : at + 2] if text[at + 1 : at + 2] != "u" else text[at : at + 6]
+        esc = esc.split("\n")[0]
+        return Diagnostic(
+            "E104", f"invalid escape `{esc}` in a string", Span(file, line, c, line, c + len(esc),
+                                                              at, at + len(esc)),
+            ('JSON escapes only: \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX',))
+    if ch and ch != "\n" and ch != "\r":
+        shown = repr(ch)[1:-1]
+        return Diagnostic(
+            "E104", f"control character `{shown}` in a string",
+            Span(file, line, c, line, c + 1, at, at + 1),
+            ("write it as an escape, such as `\\t`, or remove it",))
+    return Diagnostic("E104", "unterminated string", Span(file, line, col, line, col + 1, pos,
+                                                          pos + 1),
+                      ('close it with `"` on the same line',))
+
+
+def _unexpected_char(
+    err: UnexpectedCharacters, text: str, file: str, line: int, col: int, pos: int
+) -> Diagnostic:
+    # A number glued to an unknown unit (`16 GiBs`, `3 hours`) is the usual cause.
+    m = _GLUED.match(text, pos)
+    if m and m.group(1) not in UNIT_TABLE:
+        return _unknown_unit(file, text, m.start(1), m.end(1))
+    ch = text[pos] if 0 <= pos < len(text) else ""
+    span = Span(file, line, col, line, col + 1, pos, pos + 1)
+    if ch == '"':
+        return _bad_string(text, file, line, col, pos)
+    if ch == "-" or ch == "+":
+        return Diagnostic("E105", f"unexpected `{ch}`", span,
+                          ("quantities cannot be negative; an edge is written `a -> b`",))
+    if ch == ">" and text[pos - 1 : pos] == "-":  # `a->b`: NAME takes `a-`
+        hint = "names may contain `-`, so `a->b` reads as `a-` then `>`; write `a -> b`"
+        return Diagnostic("E106", "unexpected character `>`", span, (hint,))
+    shown = repr(ch)[1:-1] if ch and (not ch.isprintable() or ch.isspace()) else ch
+    return Diagnostic("E106", f"unexpected character `{shown}`", span,
+                      ("names are letters, digits, `_`, `.` and `-`, or a quoted string",))
+
+
+def _or_list(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _offset(text: str, line: int, col: int) -> int:
+    off = 0
+    for _ in range(line - 1):
+        nxt = text.find("\n", off)
+        if nxt < 0:
+            return len(text)
+        off = nxt + 1
+    return min(len(text), off + col - 1)
+
+
+def _end_position(text: str) -> tuple[int, int, int]:
+    """Line, column and offset of the last non-blank character (or 1:1)."""
+    stripped = text.rstrip()
+    if not stripped:
+        return 1, 1, 0
+    pos = len(stripped) - 1
+    line = stripped.count("\n") + 1
+    col = pos - (stripped.rfind("\n") + 1) + 1
+    return line, col, pos
+
+
+_SCAN = re.compile(r'"(?:[^"\\\n]++|\\.)*+"|#[^\n]*+|[{}]')
+
+
+def _open_block(text: str, upto: int) -> str | None:
+    """The header (`op conv1`) of the innermost block still open at offset `upto`."""
+    stack: list[int] = []
+    for m in _SCAN.finditer(text, 0, upto):
+        tok = m.group(0)
+        if tok == "{":
+            stack.append(m.start())
+        elif tok == "}" and stack:
+            stack.pop()
+    if not stack:
+        return None
+    start = stack[-1]
+    head = text[max(0, start - 200) : start]
+    head = head.split("\n")[-1] if head.strip().split("\n")[-1].strip() else head.strip()
+    words = re.findall(r'"(?:[^"\\]|\\.)*"|[^\s{};]+', head)
+    return " ".join(words[-2:]) if words else "block"
