@@ -21,6 +21,7 @@ def run() -> None:
     try:
         try:
             with signals.deferred():
+                # the CLI is imported under `deferred`: a Ctrl-C meanwhile ends in one line
                 from .cli import main
         except KeyboardInterrupt:  # held off until the CLI was imported
             from .cli.guard import interrupted_exit  # imported by now
@@ -28,9 +29,11 @@ def run() -> None:
             interrupted_exit()
         main()
     except SystemExit as stop:
+        # lazy: the CLI loaded it (at the top it would load the CLI before `deferred`)
         from .cli.guard import EXIT_INTERRUPTED
 
         if stop.code == EXIT_INTERRUPTED:
+            # lazy: as above
             from .cli import fastexit
 
             fastexit.finish(stop.code, always=True)

@@ -5,6 +5,11 @@ it (above its decorators, if any) says why, in a line that starts with `# long:`
 function is often several steps that want names of their own; when it is one piece for a
 reason (an event loop that mirrors the compiled kernel step for step, a command whose
 options typer needs in one signature), the reason is written where the next reader looks.
+
+An import inside a function says why it is not at the top of its module (start-up time,
+an optional dependency, a cycle), in a comment on the line above its block of imports or
+on one of the block's lines: `# lazy: start-up`. Unexplained, such imports read as
+accidents and get hoisted by the next tidy-up (or copied by the next writer).
 """
 
 from __future__ import annotations
@@ -80,3 +85,73 @@ def test_the_rule_sees_long_functions(tmp_path: Path) -> None:
     )
     found = long_functions_without_reason(tmp_path)
     assert [entry.split(" ")[1] for entry in found] == ["long", "empty_reason"]
+
+
+def _import_blocks(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[list[ast.stmt]]:
+    """The runs of consecutive import statements in `fn`'s bodies (nested ones included,
+    not nested functions': those are visited on their own)."""
+    blocks: list[list[ast.stmt]] = []
+    stack: list[ast.AST] = [fn]
+    while stack:
+        node = stack.pop()
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            stmts = getattr(node, field, None)
+            if not isinstance(stmts, list):
+                continue
+            run: list[ast.stmt] = []
+            for stmt in stmts:
+                if isinstance(stmt, ast.Import | ast.ImportFrom):
+                    run.append(stmt)
+                    continue
+                if run:
+                    blocks.append(run)
+                    run = []
+                if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    stack.append(stmt)
+            if run:
+                blocks.append(run)
+    return blocks
+
+
+def _explained(block: list[ast.stmt], source: list[str]) -> bool:
+    first, last = block[0].lineno, block[-1].end_lineno or block[-1].lineno
+    above = source[first - 2].strip() if first >= 2 else ""
+    return above.startswith("#") or any("#" in source[k - 1] for k in range(first, last + 1))
+
+
+def function_imports_without_reason(root: Path = PACKAGE) -> list[str]:
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        source = text.splitlines()
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for block in _import_blocks(node):
+                    if not _explained(block, source):
+                        name = path.relative_to(root.parent).as_posix()
+                        offenders.append(f"{name}:{block[0].lineno} in {node.name}")
+    return offenders
+
+
+def test_no_import_inside_a_function_without_a_reason() -> None:
+    offenders = function_imports_without_reason()
+    assert not offenders, (
+        "imports inside functions need a comment saying why they are not at the top "
+        "(`# lazy: start-up`, `# lazy: optional, the torch extra`), or hoisting:\n  "
+        + "\n  ".join(offenders)
+    )
+
+
+def test_the_rule_sees_unexplained_imports(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(
+        "import os\n\n"
+        "def bare():\n    import json\n    import re\n    return json, re\n\n"
+        "def above():\n    # lazy: start-up\n    import json\n    import re\n    return json\n\n"
+        "def trailing():\n    import json  # lazy: start-up\n    return json\n\n"
+        "def nested(x):\n    if x:\n        x = 1\n        import json\n    return x\n\n"
+        "def second_block():\n    # lazy: start-up\n    import json\n    x = 1\n"
+        "    import re\n    return json, re, x\n",
+        encoding="utf-8",
+    )
+    found = function_imports_without_reason(tmp_path)
+    assert [entry.split(" in ")[1] for entry in found] == ["bare", "nested", "second_block"]

@@ -46,6 +46,8 @@ Then O((V·D + E·D) log V + V·D²) for the list scheduling, per pass.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import math
 import os
 import sys
@@ -94,12 +96,9 @@ def _new_highs() -> highspy.Highs:
     try:
         os.dup2(devnull, 1)
         h = highspy.Highs()  # type: ignore[no-untyped-call]
-        try:
-            import ctypes
-
+        # e.g. Windows: no C library to flush
+        with contextlib.suppress(OSError, AttributeError, TypeError):
             ctypes.CDLL(None).fflush(None)  # flush C stdio while fd 1 is /dev/null
-        except (OSError, AttributeError, TypeError):  # pragma: no cover - e.g. Windows
-            pass
     finally:
         os.dup2(saved, 1)
         os.close(saved)

@@ -122,9 +122,12 @@ from ..pipeline.split import device_loads, in_flight
 from ..pipeline.units import units
 from ..plan import Plan
 from ..units import format_bytes, format_seconds
+from . import pipedp
 from .base import Interrupted, Options, Solution, Status
+from .exact import backends
 from .exact.budget import WALL_CAP_EXTRA_S, WALL_CAP_FACTOR
 from .exact.common import Clock, empty_solution
+from .exact.ilp import IlpModel
 
 log = logging.getLogger("planner")
 
@@ -418,8 +421,6 @@ def _as_warm(problem: Problem, placement: Sequence[int], source: str) -> _Warm |
 
 def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, list[Diagnostic]]:
     """The best warm start (module docstring), and pipedp's diagnostics when it found none."""
-    from . import pipedp
-
     found: list[_Warm] = []
     notes: list[Diagnostic] = []
     if options.warm_start is not None:
@@ -519,9 +520,8 @@ class _Model:
 
     def build(self) -> None:
         """Declare the variables and every row family (module docstring)."""
-        from .exact import backends
-
         pyo = backends.import_pyomo()
+        # lazy: start-up (Pyomo, loaded by `import_pyomo` just above)
         from pyomo.core.expr.numeric_expr import LinearExpression
 
         self._linear = LinearExpression
@@ -788,8 +788,6 @@ def _most_received(data: _Data, gi: int, d: int) -> float:
 
 def _emit(model: _Model, path: str) -> None:
     """Write the model to `path` with the `ilp` writer (its formats, errors, legend)."""
-    from .exact.ilp import IlpModel
-
     class _Writer(IlpModel):
         def __init__(self) -> None:  # only what `emit` reads
             self.model = model.model
@@ -834,8 +832,6 @@ class _Attempt:
 def _attempt(problem: Problem, orders: _Orders, warm: _Warm | None, options: Options,
              clock: Clock) -> _Attempt:
     """Build the model for `orders`, seed it with `warm`, solve it within the budget."""
-    from .exact import backends
-
     data = _data(problem)
     upper = warm.evaluation.period_s if warm else None
     if options.progress:
@@ -957,8 +953,6 @@ def _run_solver(model: Any, options: Options, wall_s: float, nodes: int,
     steps are taken here with `mip_max_nodes` added (the same watchdog, quiet output and
     reading of the outcome).
     """
-    from .exact import backends
-
     name = options.solver
     prof = backends.profile(name)
     threads = backends.threads_for(name)

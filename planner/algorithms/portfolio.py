@@ -16,6 +16,7 @@ import logging
 import multiprocessing
 import os
 from collections.abc import Callable, Generator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -156,8 +157,6 @@ def _outcomes(problem: Problem, options: Options, tried: list[tuple[str, Plan | 
         for name, plan in tried:
             yield name, functools.partial(_evaluate, problem, options, name, plan)
         return
-    from concurrent.futures import ProcessPoolExecutor
-
     _SHARED = (problem, options)
     try:
         with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:

@@ -53,7 +53,9 @@ from ..model import Problem
 from ..plan import Plan, given_placement, load_plan
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
+from ..roots import display_path
 from ..signals import deferred, install
+from ..strictjson import loads as strict_loads
 from ..units import RANGES, format_seconds
 from ..version import installed_version
 from . import fastexit
@@ -324,7 +326,6 @@ def check(
     """Check specs for errors: syntax, names, units, cycles, memory that cannot fit."""
     with _guard("check", _output(output, as_json)) as report:
         _check_output(output, as_json)
-        from ..roots import display_path
         from ..spec.checks import plan_diagnostics  # lazy: start-up
 
         diags: list[Diagnostic] = []
@@ -413,9 +414,7 @@ def _placement_from_spec(problem: Problem) -> Plan:
 
 
 def _read_placement(problem: Problem, path: Path) -> Plan:
-    from ..roots import display_path
     from ..spec.load import read_source  # lazy: start-up
-    from ..strictjson import loads as strict_loads
 
     shown = display_path(path.resolve())
     text = read_source(path, shown)

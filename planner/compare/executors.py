@@ -27,6 +27,7 @@ caller, Ctrl-C) cancels what has not started and shuts the workers down.
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing as mp
 import os
 import time
@@ -263,6 +264,7 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
 def import_ray() -> ModuleType:
     """The `ray` module, or a `UsageError` with an install hint."""
     try:
+        # lazy: optional (the `ray` extra)
         import ray
     except ImportError:
         raise UsageError(Diagnostic(
@@ -275,8 +277,6 @@ def import_ray() -> ModuleType:
 
 def _ray(ray: Any, points: Sequence[Point], jobs: int, keep_plans: bool, worker: Worker,
          deadline: Callable[[Point], float]) -> Iterator[PointResult]:
-    import logging
-
     started = False
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS")

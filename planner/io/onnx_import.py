@@ -159,6 +159,7 @@ def _prod(shape: Sequence[int] | None) -> int:
 
 def zoo_dir() -> Path:
     """The folder of the model zoo's weightless "light" files inside the onnx package."""
+    # lazy: start-up (onnx loads protobuf; only importing an ONNX file needs it)
     import onnx
 
     return Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -176,6 +177,7 @@ def zoo_path(name: str) -> Path:
 
 def load_model(path: str | os.PathLike[str]) -> ModelProto:
     """Read an ONNX file, turning every failure into a `SpecError` at the file."""
+    # lazy: start-up (onnx loads protobuf; only importing an ONNX file needs it)
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -214,6 +216,7 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
                  source: str = "an in-memory ONNX model", file: str = "<onnx>",
                  command: str | None = None) -> Imported:
     """Import an in-memory `onnx.ModelProto` (see the module docstring)."""
+    # lazy: start-up (onnx loads protobuf; only importing an ONNX file needs it)
     import onnx
 
     where = Span.start_of(file)
@@ -276,6 +279,7 @@ _Info = dict[str, tuple[int, tuple[int, ...] | None]]
 def _with_shapes(model: Any, file: str, where: Span) -> ModelProto:
     """A copy of `model` (the caller's is never edited) with the symbolic dimensions of its
     data inputs fixed to 1 and ONNX's shape inference run."""
+    # lazy: start-up (onnx loads protobuf; only importing an ONNX file needs it)
     import onnx
     from onnx import shape_inference
 
@@ -452,6 +456,7 @@ def _profile(name: str) -> DeviceProfile:
 
 
 def _itemsize(elem: int) -> int:
+    # lazy: start-up (onnx loads protobuf; only importing an ONNX file needs it)
     from onnx import helper
 
     try:

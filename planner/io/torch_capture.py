@@ -112,6 +112,7 @@ def _fx(model: Any, example: Example) -> Captured:
 
 
 def _flat(example: Example) -> tuple[Any, ...]:
+    # lazy: optional (the `torch` extra)
     from torch.utils import _pytree
 
     leaves, _ = _pytree.tree_flatten((tuple(example.args), dict(example.kwargs)))

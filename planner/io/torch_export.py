@@ -258,6 +258,7 @@ def placement_of(placed: Placed, traced: Traced, inputs: tuple[Any, ...]) -> dic
     on a machine without a GPU, and an op given tensors of two devices still fails.
     """
     torch = require_torch()
+    # lazy: optional (the `torch` extra)
     from torch.fx import Interpreter
 
     back = {v: k for k, v in placed.devices.items()}

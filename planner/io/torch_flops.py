@@ -39,6 +39,7 @@ MEMORY_BOUND = frozenset("""
 
 
 def _formulas(torch: Any) -> dict[Any, Callable[..., int]]:
+    # lazy: optional (the `torch` extra)
     from torch.utils.flop_counter import sdpa_flop_count
 
     aten = torch.ops.aten
@@ -73,6 +74,7 @@ class Counter:
 
     def __init__(self) -> None:
         torch = require_torch()
+        # lazy: optional (the `torch` extra)
         from torch.utils._python_dispatch import TorchDispatchMode
         from torch.utils.flop_counter import FlopCounterMode
 
@@ -93,6 +95,7 @@ class Counter:
         self._pointwise = torch.Tag.pointwise
 
     def _registry(self) -> set[Any]:
+        # lazy: optional (the `torch` extra)
         from torch.utils.flop_counter import flop_registry
 
         return set(flop_registry)

@@ -115,6 +115,7 @@ def trace(model: Any, example: Example | tuple[Any, ...], method: str = "auto",
     """Capture `model` (`torch_capture`) and run it once on `example` for every node's
     outputs and FLOPs; group the nodes into ops by `granularity` (`torch_units`)."""
     torch = require_torch()
+    # lazy: optional (the `torch` extra)
     from torch.fx import Interpreter
 
     if not isinstance(example, Example):
@@ -189,6 +190,7 @@ def regroup(traced: Traced, ops: Sequence[str]) -> Traced:
 
 
 def _tensors(value: Any) -> list[Any]:
+    # lazy: optional (the `torch` extra)
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -212,6 +214,7 @@ def measure(traced: Traced, device: str, warmup: int = 3, repeat: int = 10,
     runs (on a busy machine, 1 avoids threads waiting on each other for milliseconds).
     """
     torch = require_torch()
+    # lazy: optional (the `torch` extra)
     from torch.fx import Interpreter
 
     try:
@@ -281,6 +284,7 @@ def run_annotated(traced: Traced, *inputs: Any) -> object:
     first node to its last: an op of several nodes is one range), so that a `torch.profiler`
     Chrome trace of it feeds `--times` (see `planner.io.times`)."""
     torch = require_torch()
+    # lazy: optional (the `torch` extra)
     from torch.fx import Interpreter
 
     first = {u.nodes[0].name: u.name for u in traced.units}
@@ -308,6 +312,7 @@ def run_annotated(traced: Traced, *inputs: Any) -> object:
 def to_workload(traced: Traced, name: str, profile: DeviceProfile,
                 measured: dict[str, float] | None = None, kind: str = "cpu") -> Workload:
     """The op graph of `traced` (see the module docstring)."""
+    # lazy: optional (the `torch` extra)
     import torch
 
     gm = traced.gm
@@ -623,6 +628,7 @@ def _default_kind(device_type: str) -> str:
 
 
 def _describe(x: Any) -> str:
+    # lazy: optional (the `torch` extra)
     import torch
 
     if isinstance(x, torch.Tensor):

@@ -42,6 +42,7 @@ class Example:
 def require_torch() -> ModuleType:
     """The `torch` module, or a usage error (E938) naming the extra that installs it."""
     try:
+        # lazy: optional (the `torch` extra)
         import torch
     except ImportError:
         raise UsageError(Diagnostic(

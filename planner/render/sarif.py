@@ -93,6 +93,7 @@ def sarif_log(diags: Sequence[Diagnostic], exit_code: int, subject: str | None =
 
 def dumps_sarif(diags: Sequence[Diagnostic], exit_code: int, subject: str | None = None) -> str:
     """The SARIF log as deterministic JSON text."""
+    # lazy: start-up (only `--format sarif` needs the version)
     from importlib.metadata import PackageNotFoundError, version
 
     try:

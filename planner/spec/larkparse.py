@@ -152,6 +152,7 @@ class _Parser:
         try:  # the `fast` extra: a Cython lexer/parser, same trees, faster
             if os.environ.get("PLANNER_NO_CYTHON", "") not in ("", "0"):
                 raise ImportError("disabled by PLANNER_NO_CYTHON")
+            # lazy: optional (the `fast` extra)
             import lark_cython
 
             kwargs["_plugins"] = lark_cython.plugins

@@ -142,6 +142,7 @@ def import_pyomo() -> ModuleType:
     builds, so it is kept at WARNING).
     """
     global _pyomo_ready
+    # lazy: start-up (Pyomo takes a quarter of a second; only an exact solve needs it)
     import pyomo.environ as pyo
 
     if not _pyomo_ready:
@@ -263,6 +264,7 @@ def solver_children(executable: str) -> list[int]:
 
 
 def _map_results(results: Any) -> tuple[OutcomeStatus, bool]:
+    # lazy: start-up (Pyomo; loaded by now, a solve ran)
     from pyomo.opt import SolutionStatus as SS
     from pyomo.opt import TerminationCondition as TC
 
@@ -467,6 +469,7 @@ def _private_tempdir() -> Iterator[str]:
     A solver killed by the watchdog would otherwise leave its `.lp` and `.soln` files in
     the system's temporary folder.
     """
+    # lazy: start-up (Pyomo, as in `import_pyomo`)
     from pyomo.common.tempfiles import TempfileManager
 
     saved = TempfileManager.tempdir

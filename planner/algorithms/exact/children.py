@@ -210,6 +210,7 @@ def _deliver(data: bytes, target: Any, text: bool) -> Any:
 @contextlib.contextmanager
 def grouped() -> Iterator[None]:
     """Make Pyomo's shell solvers start through `run` (one solve at a time per process)."""
+    # lazy: start-up (Pyomo, as in `backends.import_pyomo`)
     from pyomo.opt.solver import shellcmd
 
     shim = types.SimpleNamespace(**{k: getattr(subprocess, k) for k in dir(subprocess)

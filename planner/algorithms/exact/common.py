@@ -28,10 +28,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from ...bounds import lower_bound
 from ...errors import Diagnostic, InfeasibleError, PlannerError, SolverError
 from ...model import Problem
 from ...plan import Plan
 from ..base import Options, Solution
+from ..infeasible import diagnose, memory_figures
+from ..portfolio import rank
 from .instance import Instance
 from .verdict import Verdict, judge
 
@@ -66,8 +69,6 @@ def warm_start(inst: Instance, options: Options) -> Warm:
     """The warm start of `options`, else the best heuristic plan (module docstring)."""
     if options.warm_start is not None:
         return _prepare(inst, options.warm_start, options.warm_start.algorithm or "given")
-    from ..portfolio import rank
-
     ranked = rank(inst.problem, dataclasses.replace(options, warm_start=None, progress=None))
     error = ranked.errors[0] if ranked.errors else None
     if ranked.best is None:
@@ -114,14 +115,7 @@ def plan_order(inst: Instance, plan: Plan) -> list[int]:
 
 def lower_bound_s(inst: Instance) -> float:
     """The best lower bound we know: `planner.bounds` (valid under every contention)."""
-    best = inst.trivial_bound
-    try:
-        from ...bounds import lower_bound
-
-        best = max(best, lower_bound(inst.problem).makespan_s)
-    except ImportError:  # pragma: no cover - bounds.py is part of the package
-        pass
-    return best
+    return max(inst.trivial_bound, lower_bound(inst.problem).makespan_s)
 
 
 class Clock:
@@ -275,8 +269,6 @@ def _fallback(inst: Instance, warm: Warm, info: dict[str, Any], *, algorithm: st
 
 
 def _infeasible(inst: Instance, warm: Warm) -> InfeasibleError:
-    from ..infeasible import diagnose, memory_figures
-
     if isinstance(warm.error, InfeasibleError) and warm.error.diagnostics and all(
             d.code != "E704" for d in warm.error.diagnostics):
         return warm.error  # the heuristic's proofs are proofs

@@ -61,6 +61,7 @@ from typing import Any
 
 from ...cost import INF
 from ...errors import Diagnostic, UsageError
+from ...files import resolve_target
 from ...model import Problem
 from ..base import Interrupted, Options, Solution
 from . import backends
@@ -132,6 +133,7 @@ class CpsatModel:
     def build(self, lower_s: float) -> None:
         """Build the CP-SAT model: the variables, then each constraint family of
         `families.py` in turn (see the module docstring)."""
+        # lazy: start-up (OR-Tools is slow to import; only cpsat needs it)
         from ortools.sat.python import cp_model
 
         fam = families(self.inst)
@@ -409,8 +411,6 @@ class CpsatModel:
             raise UsageError(Diagnostic(
                 "E814", f"cpsat writes its model as a text protocol buffer, not `{ext}`", None,
                 ("use a path ending in .pbtxt (or --algo ilp for .lp and .mps)",)))
-        from ...files import resolve_target
-
         target = resolve_target(path)  # only a regular file is replaced (E622)
         fd, tmp = tempfile.mkstemp(prefix=".planner-", suffix=".pbtxt", dir=target.parent)
         os.close(fd)
@@ -426,6 +426,7 @@ class CpsatModel:
               progress: Any = None) -> Answer:
         """Run CP-SAT within `bud` (see `budget.py`); Ctrl-C stops the search, keeping
         its incumbent (`Answer.interrupted`)."""
+        # lazy: start-up (OR-Tools, as in `build`)
         from ortools.sat.python import cp_model
 
         solver = cp_model.CpSolver()
@@ -525,6 +526,7 @@ class _Progress:
     """Reports each improving solution to `Options.progress`."""
 
     def __new__(cls, progress: Any, tick: float, limit: float) -> Any:
+        # lazy: start-up (OR-Tools, as in `build`)
         from ortools.sat.python import cp_model
 
         class Callback(cp_model.CpSolverSolutionCallback):

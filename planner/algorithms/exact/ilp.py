@@ -70,6 +70,7 @@ from typing import Any
 
 from ...cost import INF
 from ...errors import Diagnostic, UsageError
+from ...files import resolve_target
 from ...model import Problem
 from ..base import Interrupted, Options, Solution
 from . import backends
@@ -142,6 +143,7 @@ class IlpModel:
         """Build the Pyomo model: the variables, then each row family of `families.py`
         in turn (the module docstring lists every row)."""
         pyo = backends.import_pyomo()
+        # lazy: start-up (Pyomo, loaded by `import_pyomo` just above)
         from pyomo.core.expr.numeric_expr import LinearExpression
 
         self._linear = LinearExpression
@@ -548,8 +550,6 @@ class IlpModel:
         if fmt is None:
             raise UsageError(Diagnostic("E814", f"cannot write the model as `{ext or path}`",
                                         None, ("use a path ending in .lp or .mps",)))
-        from ...files import resolve_target
-
         path = str(resolve_target(path))  # only a regular file is replaced (E622)
         directory = os.path.dirname(os.path.abspath(path))
         fd, tmp = tempfile.mkstemp(prefix=".planner-", suffix=ext, dir=directory)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from ...cost import INF, Costs, costs
+from ...cost import INF, Costs, costs, static_memory
 from ...errors import InfeasibleError
 from ...facts import facts, proofs
 from ...model import Problem
@@ -273,8 +273,6 @@ class Instance:
 
     def fits_memory(self, placement: Sequence[int]) -> bool:
         """Whether a complete placement respects every cap (static model, exact bytes)."""
-        from ...cost import static_memory
-
         used = static_memory(self.problem.graph, placement, self.m)
         return all(u <= c for u, c in zip(used, self.caps, strict=True))
 

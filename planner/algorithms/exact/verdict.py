@@ -36,6 +36,7 @@ from typing import Any
 from ...bounds import OPTIMAL_GAP, lower_bound, relative_gap
 from ...model import Problem
 from ...plan import Plan
+from ...simulate import simulate
 from ..base import Status
 
 #: relative tolerance when comparing a simulated makespan with an objective or a bound
@@ -69,8 +70,6 @@ def judge(problem: Problem, plan: Plan, *, solver_optimal: bool = False,
     `lower_bound(problem).makespan_s` when the caller has it; `tolerance`: the relative
     gap within which a plan counts as optimal (`Options.gap`).
     """
-    from ...simulate import simulate
-
     sim = simulate(problem, plan)
     if not sim.feasible:
         return Verdict(False)
