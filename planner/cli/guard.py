@@ -10,7 +10,7 @@ exit 130. The exit codes are the constants below.
 Standard output that fails is answered in one place, `stdout_failed`: while a command runs,
 `sys.stdout` is `checked_stdout`'s stream, whose failed writes and flushes raise
 `StdoutError`; `guard` lets it through, and the command group's `main` (`planner.cli`)
-answers it: a reader that went away (EPIPE: `planner check --json x | head -c 10`) is a
+answers it: a reader that went away (EPIPE: `planner check --json x | true`) is a
 quiet exit 141, as for other Unix tools; any other failure (`> /dev/full`, an I/O error,
 a closed descriptor) is E623 on stderr and exit 4, never a traceback.
 """

@@ -130,3 +130,14 @@ def test_example_loads_to_the_expected_model(monkeypatch: pytest.MonkeyPatch) ->
     assert dict(problem.placement) == {op["conv1"]: i["gpu0"], op["conv2"]: i["gpu1"],
                                        op["head/logits:0"]: i["gpu1"]}
     assert (problem.memory_model, problem.contention) == ("static", "link")
+
+
+def test_the_readme_tour_is_the_example_checked_here() -> None:
+    # the tour's two files are this folder's, so the checks above hold for what it shows
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    tour = readme[readme.index("## The language"):]
+    cluster, tiny = (block.split("\n", 1)[1] for block in tour.split("```")[1:4:2])
+    shipped = (EXAMPLE / "clusters" / "dgx1.plan").read_text(encoding="utf-8")
+    assert cluster.startswith("# clusters/dgx1.plan of tests/spec/valid/example/")
+    assert cluster.split("\n", 2)[2] == shipped.split("\n", 1)[1]
+    assert tiny == (EXAMPLE / "tiny.plan").read_text(encoding="utf-8")
