@@ -55,7 +55,8 @@ _noticed = False
 
 
 def numba_available() -> bool:
-    """Whether numba can be imported (checked once, without importing it)."""
+    """Whether numba can be imported (checked once, without importing it), and did not
+    fail to (`load_or_build`). The one check of the three compiled kernels' callers."""
     global _numba
     if _numba is None:
         _numba = importlib.util.find_spec("numba") is not None
@@ -88,13 +89,16 @@ def load_or_build(entry: Callable[[], Any], prepare: Callable[[], float],
     """Ready a kernel without compiling it: True when numba's cache held it (`load_cached`,
     then `prepare`, which only loads), False when it is not built yet (a background build
     runs or starts now: `build_in_background`), None when numba does not import (a broken
-    install). `entry` imports the kernel's module and returns its entry point."""
+    install: `numba_available` says False from then on). `entry` imports the kernel's
+    module and returns its entry point."""
+    global _numba
     if building():
         notice(what)
         return False
     try:
         dispatcher = entry()
     except ImportError:
+        _numba = False
         return None
     found = load_cached(dispatcher)
     if found or (found is None and built_here()):

@@ -117,3 +117,23 @@ def test_the_cli_says_when_a_build_runs_in_the_background(tmp_path: Path) -> Non
         for lock in locks:  # stop it: it would load the machine after this test
             with contextlib.suppress(ValueError, OSError):
                 os.killpg(int(lock.read_text()), signal.SIGTERM)
+
+
+def test_a_numba_that_fails_to_import_turns_every_kernel_off(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # numba's files are there (find_spec finds them) but importing it fails: the first
+    # kernel to try says so for all three (the simulator's, the ETF engine's, the bounds':
+    # each asks `compiled.numba_available`)
+    from planner import bounds, fastsim
+
+    monkeypatch.setattr(compiled, "_numba", True)
+    monkeypatch.setattr(compiled, "building", lambda: False)
+
+    def broken() -> None:
+        raise ImportError("numba: a broken install")
+
+    assert compiled.load_or_build(broken, lambda: 0.0, "a kernel") is None
+    assert not compiled.numba_available() and not fastsim.numba_available()
+    monkeypatch.setattr(bounds, "_passes", None)
+    monkeypatch.setattr(bounds, "ENGINE", "auto")
+    assert not bounds._compiled(10**9)  # a graph big enough to load the kernel for

@@ -73,7 +73,6 @@ than the cluster has when even all devices together cannot hold it.
 from __future__ import annotations
 
 import heapq
-import importlib.util
 import itertools
 import math
 import os
@@ -113,7 +112,6 @@ ENGINE = os.environ.get("PLANNER_BOUNDS_ENGINE", "auto")
 #: call per level of the graph is most of the cost)
 KERNEL_MIN_OPS = (90_000, 5_000)
 _passes: Any = None  # `_kernel.passes` once loaded
-_numba: bool | None = None  # whether numba can be imported (checked once)
 
 
 def prepare() -> float:
@@ -138,15 +136,12 @@ def prepare() -> float:
 def _compiled(n: int) -> bool:
     """Whether `lower_bound` runs the compiled passes on a graph of `n` ops (`ENGINE`,
     `KERNEL_MIN_OPS`); loads them then."""
-    global _numba
     if ENGINE == "reference":
         return False
     if _passes is None:
         if ENGINE != "kernel" and n < KERNEL_MIN_OPS["numba" in sys.modules]:
             return False
-        if _numba is None:
-            _numba = importlib.util.find_spec("numba") is not None
-        if not _numba:
+        if not compiled.numba_available():
             return False
         if ENGINE == "kernel":
             prepare()  # asked for by name: compile them if need be
@@ -160,11 +155,7 @@ def _load_cached() -> bool:
     """Load the compiled passes if numba's cache holds them; never compile on a command's
     clock: otherwise the background build starts (`planner.compiled`) and this says
     False."""
-    global _numba
-    ready = compiled.load_or_build(_entry, prepare, "the bounds' graph passes")
-    if ready is None:  # numba is there but does not import (a broken install)
-        _numba = False
-    return bool(ready)
+    return bool(compiled.load_or_build(_entry, prepare, "the bounds' graph passes"))
 
 
 def _entry() -> Any:

@@ -34,7 +34,6 @@ other case.
 from __future__ import annotations
 
 import heapq
-import importlib.util
 import os
 import sys
 import time
@@ -67,7 +66,6 @@ ENGINE = os.environ.get("PLANNER_ETF_ENGINE", "auto")
 #: imported (`_min_ops`)
 KERNEL_MIN_OPS = 18_000
 _kernel: Any = None  # `_engine_kernel.schedule` once prepared
-_numba: bool | None = None  # whether numba can be imported (checked once)
 
 
 class EtfRun:
@@ -200,15 +198,12 @@ def _kernel_case(inst: Instance, placer: Placer, prank: Sequence[int],
     arguments the kernel can index without checks (the Python engine raises IndexError on
     the others), and the kernel loaded, or worth loading (`ENGINE`, `KERNEL_MIN_OPS`);
     loads it then."""
-    global _numba
     if ENGINE == "reference" or placer.budget is not None or placer.placement is not None:
         return False
     if _kernel is None:
         if ENGINE != "kernel" and inst.n < _min_ops(favourite is not None):
             return False
-        if _numba is None:
-            _numba = importlib.util.find_spec("numba") is not None
-        if not _numba:
+        if not compiled.numba_available():
             return False
     n = inst.n
     if placer.inst is not inst or inst.m == 0 or placer.device_of.count(-1) != n \
@@ -227,11 +222,7 @@ def _load_cached() -> bool:
     """Load the compiled engine if numba's cache holds it; never compile on a command's
     clock: otherwise the background build starts (`planner.compiled`) and this says
     False."""
-    global _numba
-    ready = compiled.load_or_build(_entry, prepare, "the ETF engine")
-    if ready is None:  # numba is there but does not import (a broken install)
-        _numba = False
-    return bool(ready)
+    return bool(compiled.load_or_build(_entry, prepare, "the ETF engine"))
 
 
 def _entry() -> Any:
