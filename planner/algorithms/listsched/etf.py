@@ -71,45 +71,48 @@ _kernel: Any = None  # `_engine_kernel.schedule` once prepared
 class EtfRun:
     """The lists of one `etf_schedule` run, shared by the engine's parts and its policies.
 
-    Per op: `start`, `end`, `missing` (inputs not yet done), `forb` (bitmask of devices
-    where it does not fit), `arr_of` (per device, when its inputs arrive there; None until
-    it is ready), and for floating members `vend` (when their inputs are done). Per device:
-    `avail` (when it is free), the ready set's heaps `arrived` (by (slowdown, priority,
-    op)) and `pending` (by (arrival + slowdown, priority, op, arrival)), `cand` (its cached
-    best pair), `dirty` (whether that pair must be chosen again) and `reserved` (the op a
-    policy holds it for, or -1: `sct`). Per group: `afloat`, its waiting floating members.
-    `flo` is `inst.floating`, or None with `fixed`; `valid` is `validity(self)`.
+    Per op: `start`, `end`, `missing` (inputs not yet done), `unfit_mask` (bitmask of
+    devices where it does not fit), `arrivals` (per device, when its inputs arrive there;
+    None until it is ready), and for floating members `inputs_done` (when their inputs are
+    done). Per device: `avail` (when it is free), the ready set's heaps `arrived` (by
+    (slowdown, priority, op)) and `pending` (by (arrival + slowdown, priority, op,
+    arrival)), `best_pair` (its cached best pair), `dirty` (whether that pair must be
+    chosen again) and `reserved` (the op a policy holds it for, or -1: `sct`). Per group:
+    `waiting`, its waiting floating members. `floating` is `inst.floating`, or None with
+    `fixed`; `priority` is the ops' priority ranks (`prank`: smaller first); `valid` is
+    `validity(self)`. Hot loops alias these to short local names.
     """
 
-    __slots__ = ("afloat", "arr_of", "arrived", "avail", "cand", "dirty", "end", "fixed",
-                 "flo", "forb", "inst", "missing", "pending", "placer", "prank", "reserved",
-                 "start", "unit_best", "unit_time", "valid", "vend")
+    __slots__ = ("arrivals", "arrived", "avail", "best_pair", "dirty", "end", "fixed",
+                 "floating", "inputs_done", "inst", "missing", "pending", "placer",
+                 "priority", "reserved", "start", "unfit_mask", "unit_best", "unit_time",
+                 "valid", "waiting")
 
     def __init__(self, inst: Instance, placer: Placer, prank: Sequence[int],
                  fixed: Sequence[int] | None) -> None:
         n, m = inst.n, inst.m
         self.inst = inst
         self.placer = placer
-        self.prank = prank
+        self.priority = prank
         self.fixed = fixed
         self.start = [0.0] * n
         self.end = [0.0] * n
         self.avail = [0.0] * m
         self.missing = [len(p) for p in inst.pred]
-        self.forb = [0] * n
-        self.arr_of: list[list[float] | None] = [None] * n
+        self.unfit_mask = [0] * n
+        self.arrivals: list[list[float] | None] = [None] * n
         self.arrived: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
         self.pending: list[list[tuple[float, int, int, float]]] = [[] for _ in range(m)]
         # the slowdown is 0 with `fixed` and on identical devices (`etf_schedule`)
         self.unit_time, self.unit_best = inst.unit_time, inst.unit_best
-        self.cand: list[Pair | None] = [None] * m
+        self.best_pair: list[Pair | None] = [None] * m
         self.dirty = [True] * m
         self.reserved = [-1] * m
         # floating members of unbound groups (`floating`): done in advance, in an order
         # consistent with precedence, and committed when their group binds
-        self.flo = inst.floating if fixed is None else None
-        self.vend = [0.0] * n
-        self.afloat: list[list[int]] = [[] for _ in inst.groups]
+        self.floating = inst.floating if fixed is None else None
+        self.inputs_done = [0.0] * n
+        self.waiting: list[list[int]] = [[] for _ in inst.groups]
         self.valid = validity(self)
 
 
@@ -242,7 +245,7 @@ def validity(run: EtfRun) -> Callable[[int, int], bool]:
     dropped there, and its colocation group unbound or bound to `d`)."""
     group_of = run.inst.group_of
     dev_of, group_dev = run.placer.device_of, run.placer.group_dev
-    forb = run.forb
+    forb = run.unfit_mask
 
     def valid(i: int, d: int) -> bool:
         if dev_of[i] >= 0 or (forb[i] >> d) & 1:
@@ -256,18 +259,18 @@ def validity(run: EtfRun) -> Callable[[int, int], bool]:
 def ready_set(run: EtfRun, on_ready: Callable[[int, tuple[int, ...], list[float]], None] | None
               ) -> Callable[[int], None]:
     """`make_ready(i)`: op `i`'s inputs are done: record when they arrive on each device it
-    may use (`run.arr_of[i]`) and enter it in that device's `arrived` or `pending` heap.
+    may use (`run.arrivals[i]`) and enter it in that device's `arrived` or `pending` heap.
 
     Inputs from floating members (not yet placed, in `i`'s group) are local wherever the
-    group goes: they are done at `run.vend`. `on_ready(i, devices, arrivals)` is a policy's
+    group goes: they are done at `run.inputs_done`. `on_ready(i, devices, arrivals)` is a policy's
     hook (the SCT reservation's).
     """
-    inst, placer, fixed, prank, flo = run.inst, run.placer, run.fixed, run.prank, run.flo
+    inst, placer, fixed, prank, flo = run.inst, run.placer, run.fixed, run.priority, run.floating
     unit_time, unit_best = run.unit_time, run.unit_best
     m = inst.m
     lat, inv, pred, group_of = inst.lat, inst.inv, inst.pred, inst.group_of
     dev_of = placer.device_of
-    end, avail, vend, arr_of = run.end, run.avail, run.vend, run.arr_of
+    end, avail, vend, arr_of = run.end, run.avail, run.inputs_done, run.arrivals
     arrived, pending, dirty = run.arrived, run.pending, run.dirty
     heappush = heapq.heappush
 
@@ -360,8 +363,8 @@ def _commit_loop(
     n, m, comp, succ, group_of = inst.n, inst.m, inst.compute, inst.succ, inst.group_of
     group_dev = placer.group_dev
     start, end, avail, missing, cand, dirty = (run.start, run.end, run.avail, run.missing,
-                                               run.cand, run.dirty)
-    flo, valid = run.flo, run.valid
+                                               run.best_pair, run.dirty)
+    flo, valid = run.floating, run.valid
     check = run.fixed is None  # a given placement is not checked: its maker chose it
     placed = 0
     while placed < n:
@@ -410,11 +413,11 @@ def _bind(run: EtfRun, g: int, d: int, land: Callable[[int, int], None]) -> int:
     """An op is about to bind group `g` to device `d`: land the group's floating members
     there (`floating.etf_policy`) and return how many; under a budget, forget the members'
     drops on `d` (forced there now, they are judged by the device's memory)."""
-    landed = len(run.afloat[g])
+    landed = len(run.waiting[g])
     if landed:
         land(g, d)
     if run.placer.budget is not None:
-        forb = run.forb
+        forb = run.unfit_mask
         for j in run.inst.groups[g]:
             forb[j] &= ~(1 << d)
     return landed
@@ -424,7 +427,7 @@ def _drop(run: EtfRun, i: int, d: int, make_ready: Callable[[int], None]) -> Non
     """Op `i` does not fit on device `d`: drop the pair for good (static memory only grows).
     Over its budget on every device it may use, it spills (`Placer.spill`: it may use the
     whole memory, as m-TOPO spills) and is made ready again."""
-    forb, placer = run.forb, run.placer
+    forb, placer = run.unfit_mask, run.placer
     forb[i] |= 1 << d
     if placer.budget is not None and all((forb[i] >> e) & 1 for e in placer.allowed(i)) \
             and placer.spill(i):
@@ -434,7 +437,7 @@ def _drop(run: EtfRun, i: int, d: int, make_ready: Callable[[int], None]) -> Non
 
 def _stuck(run: EtfRun) -> Stuck:
     """The dead end when no device has a pair left: a ready op, else any unplaced op."""
-    dev_of, arr_of = run.placer.device_of, run.arr_of
+    dev_of, arr_of = run.placer.device_of, run.arrivals
     for i in range(run.inst.n):
         if dev_of[i] < 0 and arr_of[i] is not None:
             return Stuck(i)

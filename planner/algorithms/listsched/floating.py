@@ -65,18 +65,18 @@ def etf_policy(run: EtfRun, make_ready: Callable[[int], None]
     """The floating rule in the ETF engine: (`settle`, `land`).
 
     `settle(i)`: all of op `i`'s inputs are done: make it ready (`make_ready`), or, when it
-    floats in a group not yet bound, let it wait (done in advance, at `run.vend[i]`, in an
+    floats in a group not yet bound, let it wait (done in advance, at `run.inputs_done[i]`, in an
     order consistent with precedence) and settle the members it feeds in turn.
     `land(g, d)`: commit group `g`'s waiting members on `d`, where it binds, one after the
     other from the time `d` is free; their compute time is not in the binding member's
     start estimate (it starts after them).
     """
-    inst, placer, flo = run.inst, run.placer, run.flo
+    inst, placer, flo = run.inst, run.placer, run.floating
     comp, lat, inv, pred, succ = inst.compute, inst.lat, inst.inv, inst.pred, inst.succ
     group_of = inst.group_of
     dev_of, group_dev = placer.device_of, placer.group_dev
     start, end, avail, missing = run.start, run.end, run.avail, run.missing
-    vend, afloat = run.vend, run.afloat
+    vend, afloat = run.inputs_done, run.waiting
 
     def settle(i: int) -> None:
         stack = [i]

@@ -41,9 +41,9 @@ def reservation(run: EtfRun, favourite: Sequence[int]) -> Reservation:
     O(D) per ready op and per commit.
     """
     m = run.inst.m
-    comp, prank, unit_time, best = run.inst.compute, run.prank, run.unit_time, run.unit_best
+    comp, prank, unit_time, best = run.inst.compute, run.priority, run.unit_time, run.unit_best
     dev_of = run.placer.device_of
-    avail, arr_of, dirty, valid = run.avail, run.arr_of, run.dirty, run.valid
+    avail, arr_of, dirty, valid = run.avail, run.arrivals, run.dirty, run.valid
     reserved = run.reserved
     res_active = [False] * m
     urgent_h: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
