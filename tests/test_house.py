@@ -155,3 +155,32 @@ def test_the_rule_sees_unexplained_imports(tmp_path: Path) -> None:
     )
     found = function_imports_without_reason(tmp_path)
     assert [entry.split(" in ")[1] for entry in found] == ["bare", "nested", "second_block"]
+
+
+def _top_level_names(tree: ast.Module) -> tuple[set[str], list[str] | None]:
+    """The names a module binds at its top level, and its `__all__` (None without one)."""
+    bound: set[str] = set()
+    exported = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            exported = list(ast.literal_eval(node.value))
+    return bound, exported
+
+
+def test_every_list_scheduling_module_says_what_it_offers() -> None:
+    # the engine's parts import each other's names: `__all__` says which are meant to be
+    # (read from the source: importing the compiled engine's module would load numba)
+    for path in sorted((PACKAGE / "algorithms" / "listsched").glob("*.py")):
+        if path.stem == "__main__":
+            continue
+        bound, exported = _top_level_names(ast.parse(path.read_text(encoding="utf-8")))
+        assert exported is not None, f"{path.name} has no __all__"
+        assert [n for n in exported if n not in bound] == [], path.name

@@ -35,6 +35,8 @@ from ...model import Cluster, Device, Edge, Graph, Link, Op, Problem
 from .instance import Instance
 from .placer import Placer, Stuck
 
+__all__ = ["schedule", "schedule_arrays", "warm_up"]
+
 INF = np.inf
 #: helpers that allocate nothing compile without numba's reference counting (as in
 #: `planner.fastsim._kernel`: otherwise each call increments and decrements every array)

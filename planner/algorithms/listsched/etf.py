@@ -48,6 +48,11 @@ from .instance import Instance
 from .placer import Placer, Stuck
 from .sct import reservation
 
+__all__ = [
+    "ENGINE", "KERNEL_MIN_OPS", "EtfRun", "Pair", "device_choice", "etf_schedule", "prepare",
+    "ready_set", "validity"
+]
+
 #: a device's best pair: (start + slowdown, priority, finish, device, op, start)
 Pair = tuple[float, int, float, int, int, float]
 

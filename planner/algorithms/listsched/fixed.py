@@ -14,6 +14,8 @@ from .placer import Placer, Stuck
 from .ranks import priority_positions, upward_rank
 from .retry import explain_stuck, liveness_pass, split_pass
 
+__all__ = ["fill_and_order", "schedule_fixed"]
+
 
 def schedule_fixed(inst: Instance, placement: Sequence[int]) -> tuple[list[int], list[float]]:
     """Start times for a given placement: each device runs its ready ops earliest first.

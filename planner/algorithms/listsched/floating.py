@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from .instance import Instance
     from .placer import Placer
 
+__all__ = ["etf_policy", "floating_members", "insertion_policy"]
+
 
 def floating_members(inst: Instance) -> list[bool]:
     """Per op, whether it *floats* in its colocation group (see the module docstring).

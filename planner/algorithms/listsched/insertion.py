@@ -16,6 +16,8 @@ from .floating import insertion_policy
 from .instance import Instance
 from .placer import Placer, Stuck
 
+__all__ = ["GAPS_SCANNED", "insertion_schedule"]
+
 Slot = Callable[[int, int], tuple[float, int]]
 Occupy = Callable[[int, int, float, int], None]
 

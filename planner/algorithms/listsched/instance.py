@@ -18,6 +18,8 @@ from ...facts import facts
 from ...model import Problem, derived
 from .floating import floating_members
 
+__all__ = ["FOLLOW_SOURCES", "Instance"]
+
 #: sources with one consumer follow it (`Instance._sources_follow_their_consumer`)
 FOLLOW_SOURCES = True
 

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from ...cost import StaticMemoryTracker
 from .instance import Instance
 
+__all__ = ["Placer", "Stuck"]
+
 
 class Stuck(Exception):
     """A list scheduler found no device for op `op` (memory or constraints); see infeasible.py."""

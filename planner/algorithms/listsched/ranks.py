@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 from .instance import Instance
 
+__all__ = ["downward_rank", "priority_positions", "upward_rank"]
+
 
 def upward_rank(inst: Instance) -> list[float]:
     """HEFT's upward rank: mean compute of the op plus the longest mean path to an exit.

@@ -32,6 +32,8 @@ from .placer import Placer, Stuck
 from .solution import solution
 from .topo import topo_budgets, topo_fill
 
+__all__ = ["budget_ladder", "explain_stuck", "liveness_pass", "memory_passes", "split_pass"]
+
 
 def budget_ladder(inst: Instance) -> list[list[int]]:
     """The budgets `memory_passes` retries with, loosest first: per device, halfway from

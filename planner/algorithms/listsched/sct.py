@@ -20,6 +20,8 @@ from ...cost import INF
 if TYPE_CHECKING:
     from .etf import EtfRun, Pair
 
+__all__ = ["Reservation", "reservation"]
+
 
 class Reservation(NamedTuple):
     """The reservation's hooks into the engine: `on_ready(i, devices, arrivals)` when op `i`

@@ -12,6 +12,8 @@ from ...plan import Plan
 from ..base import Solution, Status
 from .instance import Instance
 
+__all__ = ["retime", "solution"]
+
 
 def retime(inst: Instance, placement: Sequence[int], sequence: Sequence[int]) -> list[float]:
     """Earliest start times of a placement and an op sequence under contention `none`.

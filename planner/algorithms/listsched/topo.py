@@ -7,6 +7,8 @@ from __future__ import annotations
 from .instance import Instance
 from .placer import Placer, Stuck
 
+__all__ = ["topo_budgets", "topo_fill"]
+
 
 def topo_budgets(inst: Instance) -> list[int]:
     """m-TOPO's budget per device: min(its memory, total static memory // devices + largest
