@@ -44,15 +44,15 @@ Shared rules, documented once:
 
 from __future__ import annotations
 
-from .etf import EtfRun, etf_schedule
+from .etf import etf_schedule
 from .fixed import fill_and_order, schedule_fixed
-from .floating import floating_members
 from .insertion import insertion_schedule
-from .instance import FOLLOW_SOURCES, Instance
+from .instance import FOLLOW_SOURCES, Instance, floating_members
 from .placer import Placer, Stuck
 from .ranks import downward_rank, priority_positions, upward_rank
 from .retry import budget_ladder, explain_stuck, liveness_pass, memory_passes
-from .sct import Reservation, reservation
+from .run import EtfRun, Reservation
+from .sct import reservation
 from .solution import retime, solution
 from .topo import topo_budgets, topo_fill
 

@@ -112,7 +112,7 @@ def _pop(hk, hr, hsz, base, d):
 
 @_leaf
 def _valid(i, d, dev_of, forb, group_of, group_dev):
-    """`etf.validity`."""
+    """`run.validity`."""
     if dev_of[i] >= 0 or forb[i, d]:
         return False
     g = group_of[i]

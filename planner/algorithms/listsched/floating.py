@@ -1,7 +1,7 @@
 """Floating colocation members: the policy that lets a group's constants wait for its anchor.
 
 The device of a colocation group is chosen by its first member that receives data from
-outside the group, not by its constants. A member floats (`floating_members`) when every
+outside the group, not by its constants. A member floats (`instance.floating_members`) when every
 input comes from a floating member of its group or carries 0 bytes, and every consumer is
 in its group (constants, shapes, `perm`s: TensorFlow colocates these with the op they
 feed). Until its group is bound, a floating op whose inputs are done waits, counted as done
@@ -20,46 +20,12 @@ waiting members when it binds) and `insertion_policy` for `insertion.insertion_s
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .etf import EtfRun
-    from .instance import Instance
-    from .placer import Placer
+from .instance import Instance
+from .placer import Placer
+from .run import EtfRun
 
-__all__ = ["etf_policy", "floating_members", "insertion_policy"]
-
-
-def floating_members(inst: Instance) -> list[bool]:
-    """Per op, whether it *floats* in its colocation group (see the module docstring).
-
-    An op floats when it is in an unpinned colocation group, every input comes from a
-    floating member of its group or carries 0 bytes, and every consumer is in its group:
-    constants, shapes and other bookkeeping that move no data into the group. A group whose
-    members would all float has nothing to be anchored by, so none of them floats. O(V + E).
-    """
-    group_of, pin, succ, pred = inst.group_of, inst.pin, inst.succ, inst.pred
-    out = [False] * inst.n
-    for i in inst.topo:
-        g = group_of[i]
-        if g < 0 or pin[i] >= 0:
-            continue
-        floats = True  # loops, not all() over generators: this runs for every grouped op
-        for j, _ in succ[i]:
-            if group_of[j] != g:
-                floats = False
-                break
-        if floats:
-            for p, b in pred[i]:
-                if not (out[p] if group_of[p] == g else b == 0):
-                    floats = False
-                    break
-        out[i] = floats
-    for members in inst.groups:
-        if all(out[i] for i in members):
-            for i in members:
-                out[i] = False
-    return out
+__all__ = ["etf_policy", "insertion_policy"]
 
 
 def etf_policy(run: EtfRun, make_ready: Callable[[int], None]

@@ -2,7 +2,8 @@
 
 Compute times, per-op input and output edges, link latencies, pins, colocation groups
 (the model's, plus the schedulers' own: `Instance._sources_follow_their_consumer`) and
-runnable devices; each op's floating flag comes from `floating.floating_members`.
+runnable devices; each op's floating flag comes from `floating_members` (the policy that
+uses it: `floating`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import numpy as np
 from ...cost import INF, costs
 from ...facts import facts
 from ...model import Problem, derived
-from .floating import floating_members
 
-__all__ = ["FOLLOW_SOURCES", "Instance"]
+__all__ = ["FOLLOW_SOURCES", "Instance", "floating_members"]
 
 #: sources with one consumer follow it (`Instance._sources_follow_their_consumer`)
 FOLLOW_SOURCES = True
@@ -223,3 +223,35 @@ def _engine_arrays(inst: Instance) -> tuple[tuple[np.ndarray, ...], np.ndarray] 
         np.fromiter((min(c, (1 << 63) - 1) for c in inst.caps), np.int64, m),
         np.fromiter(chain.from_iterable(inst.unit_time), np.float64, n * m).reshape(n, m))
     return arrays, np.fromiter(inst.topo, np.int64, n)
+
+
+def floating_members(inst: Instance) -> list[bool]:
+    """Per op, whether it *floats* in its colocation group (see the module docstring).
+
+    An op floats when it is in an unpinned colocation group, every input comes from a
+    floating member of its group or carries 0 bytes, and every consumer is in its group:
+    constants, shapes and other bookkeeping that move no data into the group. A group whose
+    members would all float has nothing to be anchored by, so none of them floats. O(V + E).
+    """
+    group_of, pin, succ, pred = inst.group_of, inst.pin, inst.succ, inst.pred
+    out = [False] * inst.n
+    for i in inst.topo:
+        g = group_of[i]
+        if g < 0 or pin[i] >= 0:
+            continue
+        floats = True  # loops, not all() over generators: this runs for every grouped op
+        for j, _ in succ[i]:
+            if group_of[j] != g:
+                floats = False
+                break
+        if floats:
+            for p, b in pred[i]:
+                if not (out[p] if group_of[p] == g else b == 0):
+                    floats = False
+                    break
+        out[i] = floats
+    for members in inst.groups:
+        if all(out[i] for i in members):
+            for i in members:
+                out[i] = False
+    return out

@@ -12,25 +12,12 @@ GNMT, and made no consistent difference to the plans.) Urgent ops go first at eq
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Sequence
 
 from ...cost import INF
+from .run import EtfRun, Pair, Reservation
 
-if TYPE_CHECKING:
-    from .etf import EtfRun, Pair
-
-__all__ = ["Reservation", "reservation"]
-
-
-class Reservation(NamedTuple):
-    """The reservation's hooks into the engine: `on_ready(i, devices, arrivals)` when op `i`
-    becomes ready, `reserve(d, pair)` the choice of a reserved device `d` (`pair`: its best
-    pair without the reservation), and `on_commit(i, d)` after op `i` is committed to `d`."""
-
-    on_ready: Callable[[int, tuple[int, ...], list[float]], None]
-    reserve: Callable[[int, Pair | None], Pair | None]
-    on_commit: Callable[[int, int], None]
+__all__ = ["reservation"]
 
 
 def reservation(run: EtfRun, favourite: Sequence[int]) -> Reservation:
