@@ -11,6 +11,10 @@ Algorithms and the simulator both call these; `Costs` holds them as dense tables
 once per problem (`costs(problem)`), `Columns` the graph's sizes and edges as numpy arrays
 built once per graph (`columns(graph)`; numpy is imported on first use, not with this
 module, so that `planner check` on a small spec never loads it).
+
+Twin: `planner.algorithms.listsched._engine_kernel` repeats `StaticMemoryTracker.extra` and
+`place` (the ETF engine's memory); the hand-derived battery (`tests/algorithms`, with the
+`list_engine` fixture) and `tests/algorithms/test_engine_kernel.py` run over both.
 """
 
 from __future__ import annotations

@@ -60,6 +60,11 @@ Semantics
   are `inf` (`null` in JSON).
 
 Everything is deterministic: no randomness, no dependence on set or dict iteration order.
+
+Twin: `planner.fastsim._kernel` repeats `_Run.execute`, `_static_bytes` and `_liveness` step
+for step; a rule changed here is changed there in the same commit, and the battery that pins
+the rules (`tests/trust/test_rules_pinned.py`, and `tests/test_fastsim.py` for bit-identity)
+runs over both.
 """
 
 from __future__ import annotations

@@ -184,3 +184,31 @@ def test_every_list_scheduling_module_says_what_it_offers() -> None:
         bound, exported = _top_level_names(ast.parse(path.read_text(encoding="utf-8")))
         assert exported is not None, f"{path.name} has no __all__"
         assert [n for n in exported if n not in bound] == [], path.name
+
+
+#: each module that has a compiled twin, or is one, and the modules its docstring must name
+#: in its `Twin:` paragraph (a change to a mirrored rule goes into both)
+TWINS = {
+    "simulate.py": ["planner.fastsim._kernel"],
+    "fastsim/_kernel.py": ["planner.simulate"],
+    "algorithms/listsched/etf.py": ["planner.algorithms.listsched._engine_kernel"],
+    "algorithms/listsched/floating.py": ["planner.algorithms.listsched._engine_kernel"],
+    "algorithms/listsched/sct.py": ["planner.algorithms.listsched._engine_kernel"],
+    "algorithms/listsched/placer.py": ["planner.algorithms.listsched._engine_kernel"],
+    "algorithms/listsched/run.py": ["planner.algorithms.listsched._engine_kernel"],
+    "cost.py": ["planner.algorithms.listsched._engine_kernel"],
+    "algorithms/listsched/_engine_kernel.py": [
+        "planner.algorithms.listsched.etf", "`floating`", "`sct`", "`placer`", "`run`",
+        "StaticMemoryTracker"],
+    "bounds/__init__.py": ["planner.bounds._kernel"],
+    "bounds/_kernel.py": ["planner.bounds"],
+}
+
+
+def test_every_mirrored_module_names_its_twin() -> None:
+    for name, twins in TWINS.items():
+        doc = ast.get_docstring(ast.parse((PACKAGE / name).read_text(encoding="utf-8"))) or ""
+        twin = doc[doc.find("Twin: "):] if "Twin: " in doc else ""
+        assert twin, f"{name}: no `Twin:` paragraph in its docstring"
+        paragraph = " ".join(twin.split("\n\n")[0].split())
+        assert [t for t in twins if t not in paragraph] == [], name

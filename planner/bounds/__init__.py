@@ -68,6 +68,9 @@ bytes a plan's devices must hold together under the plan's memory model
 (`planner.facts`, `least_total_bytes`, proved there). `min_devices` is the
 fewest devices whose caps sum to at least that (the largest caps first); it is one more
 than the cluster has when even all devices together cannot hold it.
+
+Twin: `planner.bounds._kernel` repeats the graph passes (`_passes`) for big graphs;
+`tests/test_bounds_kernel.py` compares both on every spec and random problems.
 """
 
 from __future__ import annotations

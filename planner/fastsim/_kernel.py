@@ -10,6 +10,10 @@ keys, so any queue that pops in (time, key) order replays the reference exactly.
 All jitted code lives in this one file on purpose: numba's on-disk cache checks only the
 defining file's timestamp, so a caller cached here would keep a stale copy of a callee
 edited in another file.
+
+Twin: `planner.simulate`, the reference; a rule changed here is changed there in the same
+commit, and the battery that pins the rules (`tests/trust/test_rules_pinned.py`, and
+`tests/test_fastsim.py` for bit-identity) runs over both.
 """
 
 from __future__ import annotations

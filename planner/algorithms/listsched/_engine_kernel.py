@@ -21,6 +21,11 @@ The Python engine stays the reference; `etf.etf_schedule` dispatches here (see t
 when), and `schedule` leaves the `Placer` as the Python engine would (on a dead end too:
 `retry.explain_stuck` reads it). All jitted code lives in this one file: numba's on-disk
 cache checks only the defining file's timestamp.
+
+Twin: `planner.algorithms.listsched.etf` with `floating`, `sct`, `placer`, `run` and
+`planner.cost`'s `StaticMemoryTracker`, the reference; the hand-derived battery
+(`tests/algorithms`, with the `list_engine` fixture) and
+`tests/algorithms/test_engine_kernel.py` run over both.
 """
 
 from __future__ import annotations

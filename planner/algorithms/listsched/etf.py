@@ -29,6 +29,10 @@ times to the bit, the same dead ends; m-SCT's pass on Baechi's GNMT in 7 ms inst
 68), when it is loaded in the process or the graph is large enough that loading it pays
 (`ENGINE`, `KERNEL_MIN_OPS`, `prepare`). This module stays the reference, and runs every
 other case.
+
+Twin: `planner.algorithms.listsched._engine_kernel` (see above); the hand-derived battery
+(`tests/algorithms`, with the `list_engine` fixture) and
+`tests/algorithms/test_engine_kernel.py` run over both.
 """
 
 from __future__ import annotations

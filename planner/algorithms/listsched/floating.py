@@ -15,6 +15,10 @@ own figure; floating brings them to about 220 ms.
 Each driver plugs the policy in through two hooks built here: `etf_policy` for
 `etf.etf_schedule` (let an op whose inputs are done float or become ready; land a group's
 waiting members when it binds) and `insertion_policy` for `insertion.insertion_schedule`.
+
+Twin: `planner.algorithms.listsched._engine_kernel` repeats `etf_policy` inside its commit
+loop; the hand-derived battery (`tests/algorithms`, with the `list_engine` fixture) and
+`tests/algorithms/test_engine_kernel.py` run over both.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 Which devices an op may still go to (runnable, pins, its colocation group's device) and
 whether it fits in memory there (`planner.cost.StaticMemoryTracker`, plus reservations for
 colocation groups); the memory budget of a retry (`budget`, `spill`: see `retry`).
+
+Twin: `planner.algorithms.listsched._engine_kernel` repeats `need`, `fits` and `commit` for
+a placer without budget; the hand-derived battery (`tests/algorithms`, with the
+`list_engine` fixture) and `tests/algorithms/test_engine_kernel.py` run over both.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ gives the engine (`Reservation`).
 A module below both the engine (`etf`) and the policies (`floating`, `sct`), so that the
 policies read and write the run's lists without importing the engine (they did, under
 `TYPE_CHECKING`: a cycle).
+
+Twin: `planner.algorithms.listsched._engine_kernel` holds these lists as arrays and repeats
+`validity`; the hand-derived battery (`tests/algorithms`, with the `list_engine` fixture)
+and `tests/algorithms/test_engine_kernel.py` run over both.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ only `f` or an *urgent* op, one whose inputs have arrived on every device it may
 waiting can no longer save it any communication. (Baechi also waits for every device to be
 free; that needs a re-check of each ready op whenever a device gets busier, 3x slower on
 GNMT, and made no consistent difference to the plans.) Urgent ops go first at equal times.
+
+Twin: `planner.algorithms.listsched._engine_kernel` repeats the reservation inside its
+commit loop; the hand-derived battery (`tests/algorithms`, with the `list_engine` fixture)
+and `tests/algorithms/test_engine_kernel.py` run over both.
 """
 
 from __future__ import annotations
