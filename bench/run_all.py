@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ["bench_parse.py", "bench_simulate.py", "bench_fastsim.py", "bench_algorithms.py",
-           "bench_baechi.py", "bench_search.py", "bench_process.py", "bench_exact.py",
-           "bench_torch.py", "saga/compare_saga.py"]
+BENCHES = ["bench_parse.py", "bench_simulate.py", "bench_fastsim.py", "bench_twins.py",
+           "bench_algorithms.py", "bench_baechi.py", "bench_search.py", "bench_process.py",
+           "bench_exact.py", "bench_torch.py", "saga/compare_saga.py"]
 
 
 def main(argv: list[str]) -> int:
