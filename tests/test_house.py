@@ -15,6 +15,7 @@ accidents and get hoisted by the next tidy-up (or copied by the next writer).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "planner"
@@ -49,19 +50,22 @@ def _has_reason(fn: ast.FunctionDef | ast.AsyncFunctionDef, source: list[str]) -
     return False
 
 
-def long_functions_without_reason(root: Path = PACKAGE) -> list[str]:
-    offenders = []
+def _functions(root: Path) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef,
+                                             list[str]]]:
+    """Every function under `root`: its file (relative to `root`'s parent), node, lines."""
     for path in sorted(root.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         source = text.splitlines()
+        name = path.relative_to(root.parent).as_posix()
         for node in ast.walk(ast.parse(text, filename=str(path))):
-            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            span = _span(node)
-            if span > MAX_LINES and not _has_reason(node, source):
-                name = path.relative_to(root.parent).as_posix()
-                offenders.append(f"{name}:{node.lineno} {node.name} ({span} lines)")
-    return offenders
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield name, node, source
+
+
+def long_functions_without_reason(root: Path = PACKAGE) -> list[str]:
+    return [f"{name}:{node.lineno} {node.name} ({_span(node)} lines)"
+            for name, node, source in _functions(root)
+            if _span(node) > MAX_LINES and not _has_reason(node, source)]
 
 
 def test_no_long_function_without_a_reason() -> None:
@@ -120,17 +124,9 @@ def _explained(block: list[ast.stmt], source: list[str]) -> bool:
 
 
 def function_imports_without_reason(root: Path = PACKAGE) -> list[str]:
-    offenders = []
-    for path in sorted(root.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        source = text.splitlines()
-        for node in ast.walk(ast.parse(text, filename=str(path))):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                for block in _import_blocks(node):
-                    if not _explained(block, source):
-                        name = path.relative_to(root.parent).as_posix()
-                        offenders.append(f"{name}:{block[0].lineno} in {node.name}")
-    return offenders
+    return [f"{name}:{block[0].lineno} in {node.name}"
+            for name, node, source in _functions(root)
+            for block in _import_blocks(node) if not _explained(block, source)]
 
 
 def test_no_import_inside_a_function_without_a_reason() -> None:
