@@ -614,6 +614,7 @@ def _place(algo: str, problem: Problem, options: Options, report: JsonReport) ->
     try:
         with stdout_to_stderr(), live_progress(progress):
             progress.bound_s = _bounds(problem).makespan_s
+            progress.begin()
             # through the module: a test (or a caller) may replace `run`
             return algorithms.run(algo, problem,
                                   dataclasses.replace(options, progress=progress.update))

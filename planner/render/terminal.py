@@ -242,6 +242,11 @@ class SolveProgress:
         self.best_s: float | None = None
         self.bound_s: float | None = None
 
+    def begin(self) -> None:
+        """Count the elapsed time from now, when the algorithm starts (after the lower
+        bound): the time shown and the report's `planning time` then measure one run."""
+        self.started = self.clock()
+
     def update(self, fraction: float, message: str) -> None:
         """Record a progress report of the algorithm."""
         self.fraction = max(self.fraction, min(1.0, fraction))
