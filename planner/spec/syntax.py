@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Diagnostic, Span, did_you_mean
 from ..units import UNIT_TABLE
@@ -70,6 +70,9 @@ def _describe(tok_type: str) -> str:
 
 
 def syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
+    """The one diagnostic for a syntax error Lark raised: where, what, and a hint. In
+    turn: a character no token starts with, the end of the file, a value written wrong (a
+    non-finite number, an unknown unit), then an unexpected token with its hints."""
     line = max(1, getattr(err, "line", 1) or 1)
     col = max(1, getattr(err, "column", 1) or 1)
     pos = getattr(err, "pos_in_stream", None)
@@ -85,16 +88,38 @@ def syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
     # `1f1b` is a name (the one that starts with a digit): "a name" says it
     expected = set(err.expected or ()) - {"SCHEDULE_1F1B"}
     if tok.type == "$END":
-        line, col, pos = _end_position(text)
-        opener = _open_block(text, len(text))
-        end_hints = (f"missing `}}` to close `{opener}`",) if opener else ()
-        span = Span(file, line, col, line, col + 1, pos, pos)
-        return Diagnostic("E102", "unexpected end of file", span, end_hints)
+        return _unexpected_end(text, file)
+    tok_pos = tok.start_pos if tok.start_pos is not None else pos
+    value = _bad_value(text, file, tok_pos, expected)
+    if value is not None:
+        return value
     span = Span(file, tok.line, tok.column, tok.end_line or tok.line,
                 tok.end_column or tok.column + 1, tok.start_pos or pos,
                 tok.end_pos or pos)
-    shown = str(tok.value)[:40]
-    tok_pos = tok.start_pos if tok.start_pos is not None else pos
+    name_fits = "NAME" in expected and "STRING" in expected
+    if tok.type == "RBRACE" and "RBRACE" not in expected and not name_fits and not (
+        expected & {"QUANTITY", "NUMBER"}
+    ):
+        return Diagnostic("E107", "unmatched `}`", span, ("remove it, or open a block before it",))
+    hints = _token_hints(tok, text, tok_pos, tok.start_pos or pos, expected, name_fits)
+    if not hints or (tok.type == "NAME" and len(hints) == 1 and "did you mean" in hints[0]):
+        hints.extend(_expected_words(expected, name_fits))
+    return Diagnostic("E101", f"unexpected `{str(tok.value)[:40]}`", span, tuple(hints))
+
+
+def _unexpected_end(text: str, file: str) -> Diagnostic:
+    """E102 at the end of the file, naming the block left open."""
+    line, col, pos = _end_position(text)
+    opener = _open_block(text, len(text))
+    end_hints = (f"missing `}}` to close `{opener}`",) if opener else ()
+    return Diagnostic("E102", "unexpected end of file", Span(file, line, col, line, col + 1,
+                                                             pos, pos), end_hints)
+
+
+def _bad_value(text: str, file: str, tok_pos: int, expected: set[str]) -> Diagnostic | None:
+    """A value written wrong before the token at `tok_pos`, which Lark only noticed there:
+    `nan` or `inf` meant as a number (E108), a number glued to an unknown unit (`16GiBs`),
+    or an unknown unit where a quantity was expected."""
     not_number = _non_finite_before(text, file, tok_pos)
     if not_number is not None:
         return not_number
@@ -104,14 +129,16 @@ def syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
     glued = _unit_before(text, tok_pos)
     if glued is not None and expected & {"QUANTITY", "NUMBER"}:
         return _unknown_unit(file, text, *glued)
+    return None
+
+
+def _token_hints(tok: Any, text: str, tok_pos: int, keyword_pos: int, expected: set[str],
+                 name_fits: bool) -> list[str]:
+    """The hints for an unexpected token: a block left open, an edge without its target,
+    a misspelt keyword, a value where a key belongs (or the other way round)."""
     hints: list[str] = []
     if tok.type == "LBRACE":
         hints.extend(_unclosed_before_brace(text, tok_pos))
-    name_fits = "NAME" in expected and "STRING" in expected
-    if tok.type == "RBRACE" and "RBRACE" not in expected and not name_fits and not (
-        expected & {"QUANTITY", "NUMBER"}
-    ):
-        return Diagnostic("E107", "unmatched `}`", span, ("remove it, or open a block before it",))
     if text[:tok_pos].rstrip().endswith("->") and name_fits:
         hints.append("an edge needs an op name after `->`, as in `a -> b`")
     if tok.type == "NAME":  # a misspelt keyword (`plna`, `devise`)
@@ -119,22 +146,24 @@ def syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
         if words and not name_fits:
             hints.extend(did_you_mean(str(tok.value), words))
     if tok.type in _STATEMENT_KEYWORDS:
-        opener = _open_block(text, tok.start_pos or pos)
+        opener = _open_block(text, keyword_pos)
         if opener and "RBRACE" in expected:
             hints.append(f"missing `}}` to close `{opener}`")
     if expected & {"QUANTITY", "NUMBER"} and "RBRACE" not in expected:
         hints.append("expected a value, such as `16 GiB`, `1.5 ms` or a name")
     elif tok.type in {"QUANTITY", "NUMBER"} and "NAME" in expected:
         hints.append("a value must follow a key, as in `memory 16 GiB`")
-    if not hints or (tok.type == "NAME" and len(hints) == 1 and "did you mean" in hints[0]):
-        # Where a name fits, every keyword does too (`name` accepts them): say "a name".
-        shown_types = {t for t in expected if not t.startswith("__ANON")}
-        if name_fits:
-            shown_types = {t for t in shown_types if t.lower() not in KEYWORDS}
-        words = sorted({_describe(t) for t in shown_types} - {""})
-        if words:
-            hints.append("expected " + _or_list(words[:8]))
-    return Diagnostic("E101", f"unexpected `{shown}`", span, tuple(hints))
+    return hints
+
+
+def _expected_words(expected: set[str], name_fits: bool) -> list[str]:
+    """`expected X, Y or Z`, from the tokens Lark expected (where a name fits, every
+    keyword does too, since `name` accepts them: "a name" says it)."""
+    shown_types = {t for t in expected if not t.startswith("__ANON")}
+    if name_fits:
+        shown_types = {t for t in shown_types if t.lower() not in KEYWORDS}
+    words = sorted({_describe(t) for t in shown_types} - {""})
+    return ["expected " + _or_list(words[:8])] if words else []
 
 
 def _unclosed_before_brace(text: str, pos: int) -> list[str]:
