@@ -157,13 +157,18 @@ def _top_level_names(tree: ast.Module) -> tuple[set[str], list[str] | None]:
     """The names a module binds at its top level, and its `__all__` (None without one)."""
     bound: set[str] = set()
     exported = None
-    for node in ast.walk(tree):
+    statements = list(tree.body)
+    while statements:  # the module's statements, and those of its top-level `if`s and `try`s
+        node = statements.pop()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             bound.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            bound.add(node.id)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.If | ast.Try):
+            statements += [*node.body, *node.orelse, *getattr(node, "finalbody", [])]
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
