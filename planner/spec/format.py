@@ -190,6 +190,31 @@ class _Printer:
             self.out.append(indent + self.comments[self.ci].text.rstrip())
             self.ci += 1
 
+    def _leading(self, upto: int, prev_end: int, prev_code: bool, indent: str,
+                 first: bool, separate: bool) -> tuple[int, bool, bool]:
+        """Print the comments before `upto`, the start of a container's next item (or its end).
+
+        A comment on the line of the code just printed (`prev_code`, ending at `prev_end`)
+        trails it; the others get their own lines at `indent`. A blank line goes before the
+        first own-line comment when `separate` (the top level's item separator), and before
+        any one that had a blank line above it in the source unless nothing of the container
+        is printed yet (`first`). Returns the new (prev_end, prev_code) and whether an
+        own-line comment was printed.
+        """
+        printed = False
+        while self.ci < len(self.cstarts) and self.cstarts[self.ci] < upto:
+            c = self.comments[self.ci]
+            self.ci += 1
+            if prev_code and self.text.find("\n", prev_end, c.span.start) < 0:
+                self._trail(c)
+            else:
+                if separate or (not first and self._blank(prev_end, c.span.start)):
+                    self.out.append("")
+                self.out.append(indent + c.text.rstrip())
+                printed, first, separate = True, False, False
+            prev_end, prev_code = c.span.end, False
+        return prev_end, prev_code, printed
+
     # ---- containers -----------------------------------------------------------------
 
     def module(self, module: ast.Module) -> str:
@@ -205,21 +230,12 @@ class _Printer:
             start = child.span.start if child is not None else len(text)
             both_imports = isinstance(prev_item, ast.ImportDecl) and isinstance(
                 child, ast.ImportDecl)
-            while self.ci < len(self.cstarts) and self.cstarts[self.ci] < start:
-                c = self.comments[self.ci]
-                self.ci += 1
-                if prev_code and text.find("\n", prev_end, c.span.start) < 0:
-                    self._trail(c)
-                else:
-                    if out and (
-                        (child is not None and prev_item is not None and not since_item
-                         and not both_imports)
-                        or self._blank(prev_end, c.span.start)
-                    ):
-                        out.append("")
-                    out.append(c.text.rstrip())
-                    since_item = True
-                prev_end, prev_code = c.span.end, False
+            # the separator between two items goes before the comments that lead the second
+            separate = (child is not None and prev_item is not None and not since_item
+                        and not both_imports)
+            prev_end, prev_code, printed = self._leading(start, prev_end, prev_code, "",
+                                                         not out, separate)
+            since_item = since_item or printed
             if child is None:
                 break
             if out and ((prev_item is not None and not since_item and not both_imports)
@@ -232,24 +248,16 @@ class _Printer:
     def _body(self, children: Sequence[Item], lo: int, hi: int, indent: str,
               pads: tuple[int, int] = (0, 0)) -> None:
         """The statements (or attributes) between a `{` at `lo - 1` and a `}` at `hi`."""
-        text, out = self.text, self.out
+        out = self.out
         prev_end, prev_code, first = lo, True, True
         runs = _link_runs(self, children) if children and isinstance(
             children[0], ast.DeviceDecl | ast.LinkDecl) else None
         n = len(children)
         for k in range(n + 1):
             start = children[k].span.start if k < n else hi
-            while self.ci < len(self.cstarts) and self.cstarts[self.ci] < start:
-                c = self.comments[self.ci]
-                self.ci += 1
-                if prev_code and text.find("\n", prev_end, c.span.start) < 0:
-                    self._trail(c)
-                else:
-                    if not first and self._blank(prev_end, c.span.start):
-                        out.append("")
-                    out.append(indent + c.text.rstrip())
-                    first = False
-                prev_end, prev_code = c.span.end, False
+            prev_end, prev_code, printed = self._leading(start, prev_end, prev_code, indent,
+                                                         first, False)
+            first = first and not printed
             if k == n:
                 break
             if not first and self._blank(prev_end, start):
