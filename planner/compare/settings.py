@@ -85,6 +85,28 @@ def _dedupe(labels: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(labels))
 
 
+def _parse_counts(text: str | None, option: str, *, default: str, most: int | None,
+                  what: str, in_range: str, example: str) -> tuple[str, ...]:
+    """Canonical labels of a comma-separated list of counts from 1 to `most` (no limit when
+    None); `default` (also what an empty list means) passes through. `what` and `in_range`
+    name the value a part that is no integer, or one out of range, is not."""
+    if text is None or not text.strip():
+        return (default,)
+    out: list[str] = []
+    for part in _split(text):
+        if part == default:
+            out.append(part)
+            continue
+        try:
+            n = int(part)
+        except ValueError:
+            raise _usage(option, part, what, example) from None
+        if n < 1 or (most is not None and n > most):
+            raise _usage(option, part, in_range, example)
+        out.append(str(n))
+    return _dedupe(out)
+
+
 def _factor_label(value: float) -> str:
     return f"{value:g}x"
 
@@ -153,21 +175,9 @@ def canonical_memory(part: str, option: str = "--memory") -> str:
 
 def parse_devices(text: str | None, option: str = "--devices") -> tuple[str, ...]:
     """Canonical device-count labels of a comma-separated list of positive integers."""
-    if text is None or not text.strip():
-        return (DEFAULT_DEVICES,)
-    out: list[str] = []
-    for part in _split(text):
-        if part == DEFAULT_DEVICES:
-            out.append(part)
-            continue
-        try:
-            n = int(part)
-        except ValueError:
-            raise _usage(option, part, "a number of devices", "2,4,8") from None
-        if n < 1:
-            raise _usage(option, part, "a positive number of devices", "2,4,8")
-        out.append(str(n))
-    return _dedupe(out)
+    return _parse_counts(text, option, default=DEFAULT_DEVICES, most=None,
+                         what="a number of devices", in_range="a positive number of devices",
+                         example="2,4,8")
 
 
 def parse_objectives(text: str | None, option: str = "--objective") -> tuple[str, ...]:
@@ -191,22 +201,10 @@ def parse_objectives(text: str | None, option: str = "--objective") -> tuple[str
 def parse_microbatches(text: str | None, option: str = "--microbatches") -> tuple[str, ...]:
     """Micro-batch labels of a comma-separated list of counts from 1 to 1024 (`spec`: the
     plan's own)."""
-    if text is None or not text.strip():
-        return (DEFAULT_MICROBATCHES,)
-    out: list[str] = []
-    for part in _split(text):
-        if part == DEFAULT_MICROBATCHES:
-            out.append(part)
-            continue
-        try:
-            n = int(part)
-        except ValueError:
-            raise _usage(option, part, "a number of micro-batches", "4,8,16") from None
-        if not 1 <= n <= MAX_MICROBATCHES:
-            raise _usage(option, part, f"a number of micro-batches from 1 to "
-                         f"{MAX_MICROBATCHES}", "4,8,16")
-        out.append(str(n))
-    return _dedupe(out)
+    return _parse_counts(text, option, default=DEFAULT_MICROBATCHES, most=MAX_MICROBATCHES,
+                         what="a number of micro-batches",
+                         in_range=f"a number of micro-batches from 1 to {MAX_MICROBATCHES}",
+                         example="4,8,16")
 
 
 def grid(bandwidths: tuple[str, ...], memories: tuple[str, ...],
