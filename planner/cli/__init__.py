@@ -293,6 +293,10 @@ FormatOption = Annotated[OutputFormat | None, typer.Option(
     "--format", "--output-format", case_sensitive=False, show_default=False,
     help="Output: text (for people), json (the envelope), github (Actions annotations) or "
          "sarif (code scanning); --json is --format json.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+#: `--json` of the commands whose result is their diagnostics (`check`, `fmt`)
+DiagnosticsJsonOption = Annotated[bool, typer.Option(
+    "--json", help="Print one JSON document on stdout (the diagnostics in its envelope).")]
 
 
 def _output(output: OutputFormat | None, as_json: bool) -> str:
@@ -316,9 +320,7 @@ def _check_output(output: OutputFormat | None, as_json: bool) -> None:
 def check(
     paths: Annotated[list[Path], typer.Argument(
         help="Spec files or folders (*.plan, recursively).")],
-    as_json: Annotated[bool, typer.Option(
-        "--json",
-        help="Print one JSON document on stdout (the diagnostics in its envelope).")] = False,
+    as_json: DiagnosticsJsonOption = False,
     output: FormatOption = None,
     limit: LimitOption = None,
     root: RootOption = None,
@@ -385,9 +387,7 @@ def fmt(
     stdin_filename: Annotated[str | None, typer.Option(
         "--stdin-filename",
         help="The name `fmt -` gives standard input in diagnostics and diffs.")] = None,
-    as_json: Annotated[bool, typer.Option(
-        "--json",
-        help="Print one JSON document on stdout (the diagnostics in its envelope).")] = False,
+    as_json: DiagnosticsJsonOption = False,
     output: FormatOption = None,
     limit: LimitOption = None,
     root: RootOption = None,
@@ -523,8 +523,7 @@ def simulate(
         "--placement", help="A plan JSON, a {\"placement\": {op: device}} file or an "
         "accelerate device_map {module: device}; default: the spec's place/pin statements.")
     ] = None,
-    as_json: Annotated[bool, typer.Option(
-        "--json", help="Print one JSON document on stdout.")] = False,
+    as_json: JsonOption = False,
     output: FormatOption = None,
     trace: TraceOption = None,
     limit: LimitOption = None,
@@ -558,8 +557,7 @@ def solve(
         "--algo", help=_HELP_ALGO, autocompletion=_complete_algo)] = DEFAULT_ALGO,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Write the plan JSON here (atomically).")] = None,
-    as_json: Annotated[bool, typer.Option(
-        "--json", help="Print one JSON document on stdout.")] = False,
+    as_json: JsonOption = False,
     time_limit: Annotated[float | None, typer.Option(
         "--time-limit", help=_HELP_TIME_LIMIT, show_default=False)] = None,
     gap: Annotated[float | None, typer.Option("--gap", help=_HELP_GAP, show_default=False)] = None,

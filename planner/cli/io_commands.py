@@ -14,13 +14,17 @@ code, never a traceback.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import shlex
 import sys
+import typing
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -102,6 +106,71 @@ Times = Annotated[Path | None, typer.Option(
 TimesKind = Annotated[str | None, typer.Option(
     "--times-kind", help="Write --times as `time[KIND]` (for devices of that kind) instead "
     "of `time`.")]
+
+
+@dataclass(frozen=True)
+class SpecOptions:
+    """The options shared by the commands that make a spec, each default stated once here.
+    A command lists those it takes with `_with_spec_options`; the rest keep their defaults."""
+
+    dtype: Dtype = "fp32"
+    device_profile: Profile = "v100"
+    training: Training = False
+    optimizer: Optimizer = "adam"
+    name: Name = None
+    cluster: Clusters = None
+    memory: Memory = None
+    contention: Contention = "link"
+    times: Times = None
+    times_kind: TimesKind = None
+
+    def recorded(self) -> dict[str, object]:
+        """The options as the spec's header records them: defaults left out, and
+        `--optimizer` only with `--training` (it means nothing without)."""
+        given = {f.name: value for f in fields(self)
+                 if (value := getattr(self, f.name)) != f.default}
+        if not self.training:
+            given.pop("optimizer", None)
+        return given
+
+
+#: `SpecOptions`' fields in groups that commands take whole, in their `--help` order
+ROOFLINE_OPTIONS = ("dtype", "device_profile")
+TRAINING_OPTIONS = ("training", "optimizer")
+PLAN_OPTIONS = ("name", "cluster", "memory", "contention")
+TIMES_OPTIONS = ("times", "times_kind")
+
+
+def _with_spec_options(*groups: tuple[str, ...]
+                       ) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A command that declares `*, options: SpecOptions` gets, in that parameter's place, a
+    typer option per field of `groups`, and is called with them as one `SpecOptions`.
+
+    typer reads a command's options from `inspect.signature(eval_str=True)` and
+    `typing.get_type_hints`, hence both `__signature__` and `__annotations__`."""
+    names = [name for group in groups for name in group]
+    hints = typing.get_type_hints(SpecOptions, include_extras=True)
+    defaults = {f.name: f.default for f in fields(SpecOptions)}
+    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                default=defaults[name], annotation=hints[name])
+              for name in names]
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        own = inspect.signature(command, eval_str=True)
+        params = [p for param in own.parameters.values()
+                  for p in (shared if param.name == "options" else [param])]
+
+        @functools.wraps(command)
+        def with_options(**given: Any) -> None:
+            options = SpecOptions(**{name: given.pop(name) for name in names})
+            command(**given, options=options)
+
+        with_options.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+        with_options.__annotations__ = {p.name: p.annotation for p in params}
+        with_options.__annotations__["return"] = own.return_annotation
+        return with_options
+
+    return decorate
 
 
 _diagnostics = guard
@@ -211,15 +280,13 @@ def _add_clusters(result: Imported, clusters: list[Path], out_dir: Path, root: P
     return copied
 
 
-def _run(make: Callable[[], Imported], output: Path, clusters: list[Path] | None,
-         memory: str | None,
-         contention: str, times: Path | None = None, times_kind: str | None = None) -> None:
+def _run(make: Callable[[], Imported], output: Path, options: SpecOptions) -> None:
     with _diagnostics():
         check_outputs({"-o/--output": output})
         result = make()
-        if times is not None:
-            _overlay(result, times, times_kind)
-        _finish(result, output, clusters, memory, contention)
+        if options.times is not None:
+            _overlay(result, options.times, options.times_kind)
+        _finish(result, output, options.cluster, options.memory, options.contention)
 
 
 def _overlay(result: Imported, times: Path, kind: str | None) -> None:
@@ -242,6 +309,7 @@ def resolve_model(model: str) -> Path:
 
 
 @import_app.command("onnx")
+@_with_spec_options(ROOFLINE_OPTIONS, TRAINING_OPTIONS, PLAN_OPTIONS, TIMES_OPTIONS)
 def import_onnx_command(
     model: Annotated[str, typer.Argument(help="An .onnx file, or zoo:NAME for a model-zoo "
                                          "'light' file inside the onnx package "
@@ -249,78 +317,50 @@ def import_onnx_command(
     output: Output,
     batch: Annotated[int | None, typer.Option(
         "--batch", help="Batch size (default: the model's own, 1 for the zoo files).")] = None,
-    dtype: Dtype = "fp32",
-    device_profile: Profile = "v100",
-    training: Training = False,
-    optimizer: Optimizer = "adam",
-    name: Name = None,
-    cluster: Clusters = None,
-    memory: Memory = None,
-    contention: Contention = "link",
-    times: Times = None,
-    times_kind: TimesKind = None,
+    *,
+    options: SpecOptions,
 ) -> None:
     """Import an ONNX model: one op per node, weights as params, roofline op times."""
-    command = _command(["import", "onnx", model], {
-        "batch": batch, "dtype": dtype if dtype != "fp32" else None,
-        "device_profile": device_profile if device_profile != "v100" else None,
-        "training": training, "optimizer": optimizer if training and optimizer != "adam"
-        else None, "name": name, "cluster": cluster, "memory": memory,
-        "contention": _nondefault(contention, "link"), "times": times,
-        "times_kind": times_kind, "o": output})
+    command = _command(["import", "onnx", model],
+                       {"batch": batch, **options.recorded(), "o": output})
 
     def make() -> Imported:
-        return import_onnx(resolve_model(model), batch, dtype, device_profile, training,
-                           optimizer, name, command)
+        return import_onnx(resolve_model(model), batch, options.dtype, options.device_profile,
+                           options.training, options.optimizer, options.name, command)
 
-    _run(make, output, cluster, memory, contention, times, times_kind)
+    _run(make, output, options)
 
 
 @import_app.command("pipedream")
+@_with_spec_options(TRAINING_OPTIONS, PLAN_OPTIONS, TIMES_OPTIONS)
 def import_pipedream_command(
     graph: Annotated[Path, typer.Argument(help="A PipeDream profile (graph.txt).")],
     output: Output,
-    training: Training = False,
-    optimizer: Optimizer = "adam",
-    name: Name = None,
-    cluster: Clusters = None,
-    memory: Memory = None,
-    contention: Contention = "link",
-    times: Times = None,
-    times_kind: TimesKind = None,
+    *,
+    options: SpecOptions,
 ) -> None:
     """Import a PipeDream profile, keeping its measured times."""
-    command = _command(["import", "pipedream", str(graph)], {
-        "training": training, "optimizer": optimizer if training and optimizer != "adam"
-        else None, "name": name, "cluster": cluster, "memory": memory,
-        "contention": _nondefault(contention, "link"), "times": times,
-        "times_kind": times_kind, "o": output})
-    _run(lambda: import_pipedream(graph, training, optimizer, name, command), output, cluster,
-         memory, contention, times, times_kind)
+    command = _command(["import", "pipedream", str(graph)], {**options.recorded(), "o": output})
+    _run(lambda: import_pipedream(graph, options.training, options.optimizer, options.name,
+                                  command), output, options)
 
 
 @import_app.command("json")
+@_with_spec_options(PLAN_OPTIONS, TIMES_OPTIONS)
 def import_json_command(
     file: Annotated[Path, typer.Argument(help="A planner-graph JSON file (or a "
                                          "dnn-partitioning graph).")],
     output: Output,
-    name: Name = None,
-    cluster: Clusters = None,
-    memory: Memory = None,
-    contention: Contention = "link",
-    times: Times = None,
-    times_kind: TimesKind = None,
+    *,
+    options: SpecOptions,
 ) -> None:
     """Import the JSON interchange format (schema: planner/io/interchange.schema.json)."""
-    command = _command(["import", "json", str(file)], {
-        "name": name, "cluster": cluster, "memory": memory,
-        "contention": _nondefault(contention, "link"), "times": times,
-        "times_kind": times_kind, "o": output})
-    _run(lambda: import_json(file, name, command), output, cluster, memory, contention, times,
-         times_kind)
+    command = _command(["import", "json", str(file)], {**options.recorded(), "o": output})
+    _run(lambda: import_json(file, options.name, command), output, options)
 
 
 @import_app.command("torch")
+@_with_spec_options(TRAINING_OPTIONS, PLAN_OPTIONS, TIMES_OPTIONS)
 def import_torch_command(
     model: Annotated[str, typer.Argument(help="MODULE:NAME or FILE.py:NAME (NAME: an "
                                          "nn.Module or a function returning one; default "
@@ -332,7 +372,8 @@ def import_torch_command(
     example: Annotated[str | None, typer.Option(
         "--example", help="A Python expression giving the example input(s), with `torch` "
         "and the model's module in scope.")] = None,
-    device_profile: Profile = "v100",
+    # its own, not ROOFLINE_OPTIONS: `--help` lists it here, with the measuring options
+    device_profile: Profile = SpecOptions.device_profile,
     measure: Annotated[str | None, typer.Option(
         "--measure", help="Time every op on this torch device (cpu, cuda:0) and write "
         "`time[KIND]`.")] = None,
@@ -347,51 +388,29 @@ def import_torch_command(
         "--threads", help="torch.set_num_threads while measuring (default: torch's).")] = None,
     capture: CaptureOption = "auto",
     granularity: GranularityOption = "op",
-    training: Training = False,
-    optimizer: Optimizer = "adam",
-    name: Name = None,
-    cluster: Clusters = None,
-    memory: Memory = None,
-    contention: Contention = "link",
-    times: Times = None,
-    times_kind: TimesKind = None,
+    *,
+    options: SpecOptions,
 ) -> None:
     """Import a PyTorch model (torch.export, or torch.fx): one op per node or per module
     call, module paths as names."""
     command = _command(["import", "torch", model], {
         "input": inputs, "example": example, "capture": _nondefault(capture, "auto"),
         "granularity": _nondefault(granularity, "op"),
-        "device_profile": _nondefault(device_profile, "v100"), "measure": measure,
-        "kind": kind, "warmup": warmup if measure and warmup != 3 else None,
+        "device_profile": _nondefault(device_profile, SpecOptions.device_profile),
+        "measure": measure, "kind": kind, "warmup": warmup if measure and warmup != 3 else None,
         "repeat": repeat if measure and repeat != 10 else None, "threads": threads,
-        "training": training, "optimizer": optimizer if training and optimizer != "adam"
-        else None, "name": name, "cluster": cluster, "memory": memory,
-        "contention": _nondefault(contention, "link"), "times": times,
-        "times_kind": times_kind, "o": output})
+        **options.recorded(), "o": output})
 
     def make() -> Imported:
         return import_torch(model, inputs or (), example, device_profile, measure, kind,
-                            warmup, repeat, training, optimizer, name, command, threads,
-                            capture, granularity)
+                            warmup, repeat, options.training, options.optimizer, options.name,
+                            command, threads, capture, granularity)
 
-    _run(make, output, cluster, memory, contention, times, times_kind)
+    _run(make, output, options)
 
 
 def _nondefault(value: str, default: str) -> str | None:
     return None if value == default else value
-
-
-def _generated(dtype: str, device_profile: str, training: bool, optimizer: str,
-               name: str | None, cluster: list[Path] | None, memory: str | None,
-               contention: str,
-               output: Path) -> dict[str, object]:
-    """The options every `generate` model shares, as its header's command line gives them
-    (defaults left out), after the model's own."""
-    return {"dtype": _nondefault(dtype, "fp32"),
-            "device_profile": _nondefault(device_profile, "v100"), "training": training,
-            "optimizer": optimizer if training and optimizer != "adam" else None,
-            "name": name, "cluster": cluster, "memory": memory,
-            "contention": _nondefault(contention, "link"), "o": output}
 
 
 # ---- export -----------------------------------------------------------------------------
@@ -543,6 +562,7 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
 
 
 @generate_app.command("transformer")
+@_with_spec_options(ROOFLINE_OPTIONS, TRAINING_OPTIONS, PLAN_OPTIONS)
 def generate_transformer_command(
     output: Output,
     arch: Annotated[str, typer.Option("--arch", help="gpt (decoder stack) | encdec.")] = "gpt",
@@ -559,30 +579,24 @@ def generate_transformer_command(
         "--tgt-seq", help="Target length of encdec (default: --seq).")] = None,
     batch: Annotated[int, typer.Option("--batch", help="Batch size.")] = 8,
     vocab: Annotated[int, typer.Option("--vocab", help="Vocabulary size.")] = 50257,
-    dtype: Dtype = "fp32",
-    device_profile: Profile = "v100",
-    training: Training = False,
-    optimizer: Optimizer = "adam",
-    name: Name = None,
-    cluster: Clusters = None,
-    memory: Memory = None,
-    contention: Contention = "link",
+    *,
+    options: SpecOptions,
 ) -> None:
     """A Transformer (GPT-style or encoder-decoder) as an op graph."""
-    options: dict[str, object] = {
+    given: dict[str, object] = {
         "arch": _nondefault(arch, "gpt"), "layers": layers, "decoder_layers": decoder_layers,
         "hidden": hidden, "heads": heads, "ffn": ffn, "seq": seq, "tgt_seq": tgt_seq,
-        "batch": batch, "vocab": vocab,
-        **_generated(dtype, device_profile, training, optimizer, name, cluster, memory,
-                     contention, output)}
-    command = _command(["generate", "transformer"], options)
+        "batch": batch, "vocab": vocab, **options.recorded(), "o": output}
+    command = _command(["generate", "transformer"], given)
     _run(lambda: transformer.generate(arch, layers, hidden, heads, ffn, seq, batch, vocab,
-                                      decoder_layers, tgt_seq, dtype, device_profile,
-                                      training, optimizer, name, command),
-         output, cluster, memory, contention)
+                                      decoder_layers, tgt_seq, options.dtype,
+                                      options.device_profile, options.training,
+                                      options.optimizer, options.name, command),
+         output, options)
 
 
 @generate_app.command("gnmt")
+@_with_spec_options(ROOFLINE_OPTIONS, TRAINING_OPTIONS, PLAN_OPTIONS)
 def generate_gnmt_command(
     output: Output,
     layers: Annotated[int, typer.Option("--layers", help="LSTM layers on each side "
@@ -593,22 +607,15 @@ def generate_gnmt_command(
     tgt_seq: Annotated[int | None, typer.Option(
         "--tgt-seq", help="Target steps unrolled (default: --seq).")] = None,
     batch: Annotated[int, typer.Option("--batch", help="Batch size.")] = 128,
-    dtype: Dtype = "fp32",
-    device_profile: Profile = "v100",
-    training: Training = False,
-    optimizer: Optimizer = "adam",
-    name: Name = None,
-    cluster: Clusters = None,
-    memory: Memory = None,
-    contention: Contention = "link",
+    *,
+    options: SpecOptions,
 ) -> None:
     """GNMT (stacked LSTMs with attention), unrolled over the sequence."""
-    options: dict[str, object] = {
+    given: dict[str, object] = {
         "layers": layers, "hidden": hidden, "vocab": vocab, "seq": seq, "tgt_seq": tgt_seq,
-        "batch": batch,
-        **_generated(dtype, device_profile, training, optimizer, name, cluster, memory,
-                     contention, output)}
-    command = _command(["generate", "gnmt"], options)
-    _run(lambda: gnmt.generate(layers, hidden, vocab, seq, tgt_seq, batch, dtype,
-                               device_profile, training, optimizer, name, command),
-         output, cluster, memory, contention)
+        "batch": batch, **options.recorded(), "o": output}
+    command = _command(["generate", "gnmt"], given)
+    _run(lambda: gnmt.generate(layers, hidden, vocab, seq, tgt_seq, batch, options.dtype,
+                               options.device_profile, options.training, options.optimizer,
+                               options.name, command),
+         output, options)

@@ -1,0 +1,55 @@
+"""The options shared by `import` and `generate` (`io_commands.SpecOptions`): what the
+spec's header records of them, and where `--help` lists them."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from .helpers import ROOT, invoke
+
+PROFILE = ROOT / "tests" / "io" / "fixtures" / "pipedream_small.txt"
+SMALL_GNMT = ["generate", "gnmt", "--layers", "2", "--hidden", "64", "--seq", "3"]
+
+
+def _recorded(spec: Path) -> str:
+    """The command line the spec's header records (its second line, after `# $ `)."""
+    return spec.read_text(encoding="utf-8").splitlines()[1].removeprefix("# $ ")
+
+
+def test_defaults_given_are_left_out_of_the_header(tmp_path: Path) -> None:
+    args = [*SMALL_GNMT, "--dtype", "fp32", "--device-profile", "v100", "--optimizer", "sgd",
+            "--contention", "link", "-o", "g.plan"]
+    code, _, err = invoke(args, tmp_path)
+    assert code == 0, err
+    assert _recorded(tmp_path / "g.plan") == (
+        "planner generate gnmt --layers 2 --hidden 64 --vocab 32000 --seq 3 --batch 128 "
+        "-o g.plan")
+
+
+def test_every_shared_option_is_recorded_in_order(tmp_path: Path) -> None:
+    cluster = ROOT / "specs" / "clusters" / "small4.plan"
+    args = [*SMALL_GNMT, "--contention", "none", "--memory", "static", "--cluster",
+            str(cluster), "--name", "g", "--optimizer", "sgd", "--training",
+            "--device-profile", "a100", "--dtype", "fp16", "-o", "g.plan"]
+    code, _, err = invoke(args, tmp_path)
+    assert code == 0, err
+    assert _recorded(tmp_path / "g.plan") == (
+        "planner generate gnmt --layers 2 --hidden 64 --vocab 32000 --seq 3 --batch 128 "
+        "--dtype fp16 --device-profile a100 --training --optimizer sgd --name g "
+        f"--cluster {shlex.quote(str(cluster))} --memory static --contention none -o g.plan")
+
+
+def test_an_import_takes_its_groups_only(tmp_path: Path) -> None:
+    code, out, _ = invoke(["import", "pipedream", "--help"], tmp_path)
+    assert code == 0
+    flags = [word for line in out.splitlines()
+             if (word := line.strip().split(" ")[0].rstrip(",")).startswith("-")]
+    assert flags == ["-o", "--training", "--optimizer", "--name", "--cluster", "--memory",
+                     "--contention", "--times", "--times-kind", "--help"]
+    code, _, err = invoke(["import", "pipedream", str(PROFILE), "--training", "--times-kind",
+                           "gpu", "-o", "p.plan"], tmp_path)
+    assert code == 0, err
+    assert _recorded(tmp_path / "p.plan") == (
+        f"planner import pipedream {shlex.quote(str(PROFILE))} --training --times-kind gpu "
+        "-o p.plan")
