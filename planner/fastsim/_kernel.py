@@ -26,6 +26,9 @@ INF = np.inf
 #: every call increments and decrements each array argument atomically, which made the
 #: queues below 20x slower
 _leaf = njit(cache=True, _nrt=False)
+#: the event loop's small steps, inlined into `execute` at numba's level (LLVM leaves calls
+#: with many array arguments alone, and each costs per event)
+_step = njit(cache=True, _nrt=False, inline="always")
 # violation bits, in `simulate.KINDS` order
 UNPLACED, ORDER, PIN, COLOCATION, UNRUNNABLE, NO_LINK, MEMORY = 1, 2, 4, 8, 16, 32, 256
 RETRY = 1 << 20  # an assumption of the fast path failed: ask the reference instead
@@ -510,13 +513,123 @@ def _try_start(d, seq, ptr, head, free, pending, ready, dur, start, end, run, cn
     free[d] = f
 
 
-# long: the compiled event loop follows `simulate._Run.execute` step for step (the same
-# order of floating-point operations, so times agree; tests/test_fastsim.py compares them),
-# so it stays one function, as the reference does
+@_leaf
+def _prepare_queues(place, m, seq, ptr, dynamic, qlo, prev_on, fh, ftl):
+    """Where each device's slice of the dynamic heap starts (`qlo`); for a static order,
+    each op's predecessor on its device and the channels' slices."""
+    n = place.shape[0]
+    if dynamic:
+        for i in range(n):
+            if place[i] >= 0 and place[i] + 1 < m:
+                qlo[place[i] + 1] += 1
+        for d in range(1, m):
+            qlo[d] += qlo[d - 1]
+        return
+    for d in range(m):
+        for k in range(ptr[d] + 1, ptr[d + 1]):
+            prev_on[seq[k]] = seq[k - 1]
+    for i in range(n):
+        if place[i] >= 0:
+            fh[place[i] + 1] += 1
+    for c in range(1, m + 1):
+        fh[c] += fh[c - 1]
+    for c in range(m + 1):  # no slices: they need reference counting
+        ftl[c] = fh[c]
+
+
+@_leaf
+def _seed(place, m, dynamic, sources, topo, src, s_at, s_end, dirty, is_dirty,
+          seq, ptr, head, free, pending, ready, dur, start, end, run, cnt,
+          ht, hk, ft, fk, fh, ftl, hh, hp, pos):
+    """`simulate._Run._seed`: unplaced ops never end; sources wait in per-device sorted
+    lists (dynamic) or start in order (static). Returns how many devices are woken."""
+    n = place.shape[0]
+    for q in range(n):
+        i = topo[q]
+        if place[i] < 0:
+            if dynamic:
+                cnt[1] = ev_push(ht, hk, cnt[1], INF, q)
+            else:
+                sq_push(cnt, ht, hk, ft, fk, fh, ftl, hh, hp, m, INF, q)
+    nd = 0
+    if not dynamic:
+        for d in range(m):
+            _try_start(d, seq, ptr, head, free, pending, ready, dur, start, end, run, cnt,
+                       ht, hk, ft, fk, fh, ftl, hh, hp, pos)
+        return nd
+    for i in sources:
+        if place[i] >= 0:
+            s_at[place[i] + 1] += 1
+    for d in range(m):
+        s_at[d + 1] += s_at[d]
+    for d in range(m):
+        s_end[d] = s_at[d]
+    for i in sources:
+        d = place[i]
+        if d >= 0:
+            src[s_end[d]] = i
+            s_end[d] += 1
+    for d in range(m):
+        if s_end[d] > s_at[d]:
+            nd = _wake(d, dirty, is_dirty, nd)
+    return nd
+
+
+@_step
+def _zero_time_waits(i, t, batch, first_batch, known_batch, known_time, prev_on, end,
+                     done_batch):
+    """`simulate._Run._zero_time_waits`: whether zero-time op `i`'s completion waits."""
+    trig = known_batch[i] if known_time[i] == t else first_batch
+    p_i = prev_on[i]
+    if p_i >= 0 and end[p_i] == t:
+        trig = max(trig, done_batch[p_i]) if done_batch[p_i] >= 0 else batch
+    return batch <= trig  # dispatch would start it in this batch or later
+
+
+@_step
+def _wake(d, dirty, is_dirty, nd):
+    """`simulate._Run._wake`; returns the new count of woken devices."""
+    if not is_dirty[d]:
+        is_dirty[d] = True
+        dirty[nd] = d
+        nd += 1
+    return nd
+
+
+@_step
+def _dispatch(t, nd, dirty, is_dirty, idle, qh, qlo, qn, src, s_at, s_end, rank, byrank,
+              dur, start, end, run, cnt, ht, hk, pos):
+    """`simulate._Run._dispatch`: each woken idle device starts its first queued op (a
+    source's key is its rank: instant 0)."""
+    for q in range(nd):
+        d = dirty[q]
+        is_dirty[d] = False
+        if idle[d] and (qn[d] or s_at[d] < s_end[d]):
+            if s_at[d] < s_end[d] and (qn[d] == 0 or rank[src[s_at[d]]] < qh[qlo[d]]):
+                i = src[s_at[d]]
+                s_at[d] += 1
+            else:
+                i = byrank[kpop(qh, qlo[d], qn[d]) & 0xFFFFFFFF]
+                qn[d] -= 1
+            idle[d] = False
+            start[i] = t
+            f = t + dur[i]
+            end[i] = f
+            run[cnt[0]] = i
+            cnt[0] += 1
+            cnt[1] = ev_push(ht, hk, cnt[1], f, pos[i])
+
+
+# long: the arrays of one run, then the loop of `simulate._Run.execute`. The per-event steps
+# `_becomes_ready`, `_complete`, `_send_outputs` and `_deliver` stay inline here, marked
+# with the reference's names: as functions (numba-inlined, arrays passed in groups) they
+# made 100k-op runs 30% slower (min of 25: 33 -> 44 ms dynamic, 39 -> 53 ms given)
 @njit(cache=True)
 def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, pending,
             succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap):
-    """Run one simulation; see `simulate._Run.execute`, which this follows line by line.
+    """Run one simulation; see `simulate._Run.execute`, whose steps this takes in the same
+    order under the same names (the same order of floating-point operations, so times
+    agree; tests/test_fastsim.py compares them).
 
     Returns start, end, the ops in the order they started (all devices interleaved; a
     device's order is its subsequence), the transfers (src op, src device, dst device,
@@ -561,65 +674,20 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
     src = np.empty(sources.shape[0], np.int64)
     s_at = np.zeros(m + 1, np.int64)
     s_end = np.zeros(m, np.int64)
-    instant = 0
     # static: a zero-time op's completion waits as in the reference (`simulate._Run`)
-    batch = 0
-    first_batch = 0
     known_batch = np.zeros(n, np.int64)
     known_time = np.zeros(n)
     done_batch = np.full(n, -1, np.int64)  # -1: not completed yet
     prev_on = np.full(n, -1, np.int64)
     deferred = np.empty(n, np.int64)
-    ndef = 0
     dirty = np.empty(m, np.int64)
     is_dirty = np.zeros(m, np.bool_)
-    nd = 0
-    bad = 0
-    if dynamic:
-        for i in range(n):
-            if place[i] >= 0 and place[i] + 1 < m:
-                qlo[place[i] + 1] += 1
-        for d in range(1, m):
-            qlo[d] += qlo[d - 1]
-    if not dynamic:
-        for d in range(m):
-            for k in range(ptr[d] + 1, ptr[d + 1]):
-                prev_on[seq[k]] = seq[k - 1]
-        for i in range(n):
-            if place[i] >= 0:
-                fh[place[i] + 1] += 1
-        for c in range(1, m + 1):
-            fh[c] += fh[c - 1]
-        ftl[:] = fh
+    _prepare_queues(place, m, seq, ptr, dynamic, qlo, prev_on, fh, ftl)
+    nd = _seed(place, m, dynamic, sources, topo, src, s_at, s_end, dirty, is_dirty,
+               seq, ptr, head, free, pending, ready, dur, start, end, run, cnt,
+               ht, hk, ft, fk, fh, ftl, hh, hp, pos)
     t = 0.0
-    for q in range(n):
-        i = topo[q]
-        if place[i] < 0:
-            if dynamic:
-                cnt[1] = ev_push(ht, hk, cnt[1], INF, q)
-            else:
-                sq_push(cnt, ht, hk, ft, fk, fh, ftl, hh, hp, m, INF, q)
-    if dynamic:
-        for i in sources:
-            if place[i] >= 0:
-                s_at[place[i] + 1] += 1
-        for d in range(m):
-            s_at[d + 1] += s_at[d]
-        s_end[:] = s_at[:m]
-        for i in sources:
-            d = place[i]
-            if d >= 0:
-                src[s_end[d]] = i
-                s_end[d] += 1
-        for d in range(m):
-            if s_end[d] > s_at[d]:
-                dirty[nd] = d
-                nd += 1
-                is_dirty[d] = True
-    else:
-        for d in range(m):
-            _try_start(d, seq, ptr, head, free, pending, ready, dur, start, end, run, cnt,
-                       ht, hk, ft, fk, fh, ftl, hh, hp, pos)
+    instant = batch = first_batch = ndef = bad = 0
     while cnt[1] or cnt[3] or nd:
         if not nd and ((cnt[1] and ht[0] != t) if dynamic else
                        sq_time(cnt, ht, hk, ft, fk, fh, hh) != t):
@@ -633,37 +701,29 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                 cnt[1] -= 1
             else:
                 key = sq_pop(cnt, ht, hk, ft, fk, fh, ftl, hh, hp)
-                if key < n and dur[topo[key]] == 0.0 and place[topo[key]] >= 0:
-                    i = topo[key]
-                    trig = known_batch[i] if known_time[i] == t else first_batch
-                    p_i = prev_on[i]
-                    if p_i >= 0 and end[p_i] == t:
-                        trig = max(trig, done_batch[p_i]) if done_batch[p_i] >= 0 else batch
-                    if batch <= trig:  # dispatch would start it in this batch or later
-                        deferred[ndef] = key
-                        ndef += 1
-                        continue
-            if key >= n:  # dynamic: op key - n becomes ready now
+                if (key < n and dur[topo[key]] == 0.0 and place[topo[key]] >= 0
+                        and _zero_time_waits(topo[key], t, batch, first_batch, known_batch,
+                                             known_time, prev_on, end, done_batch)):
+                    deferred[ndef] = key
+                    ndef += 1
+                    continue
+            if key >= n:  # `_becomes_ready`: op key - n's last input arrives now
                 j = key - n
                 d = place[j]
                 qn[d] = kpush(qh, qlo[d], qn[d], (instant << 32) | rank[j])
-                if not is_dirty[d]:
-                    is_dirty[d] = True
-                    dirty[nd] = d
-                    nd += 1
+                nd = _wake(d, dirty, is_dirty, nd)
                 continue
+            # `_complete`: op topo[key] ends now
             i = topo[key]
             done_batch[i] = batch
             di = place[i]
             if dynamic and di >= 0:
                 idle[di] = True
-                if not is_dirty[di]:
-                    is_dirty[di] = True
-                    dirty[nd] = di
-                    nd += 1
+                nd = _wake(di, dirty, is_dirty, nd)
             lo, hi = succ_ptr[i], succ_ptr[i + 1]
             if lo == hi:
                 continue
+            # `_send_outputs`: one transfer per other consuming device, in device order
             nt = 0
             for k in range(lo, hi):
                 dj = place[succ_dst[k]]
@@ -717,6 +777,8 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                     tr_t[r, 0] = s
                     tr_t[r, 1] = fin
                     cnt[2] = r + 1
+            # `_deliver`: the consumers get the output; one with all inputs known starts
+            # (static) or queues (dynamic)
             for k in range(lo, hi):
                 j = succ_dst[k]
                 dj = place[j]
@@ -735,30 +797,11 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                     if ready[j] != t:  # a transfer that ends before it starts
                         bad |= RETRY
                     qn[dj] = kpush(qh, qlo[dj], qn[dj], (instant << 32) | rank[j])
-                    if not is_dirty[dj]:
-                        is_dirty[dj] = True
-                        dirty[nd] = dj
-                        nd += 1
+                    nd = _wake(dj, dirty, is_dirty, nd)
                 else:
                     cnt[1] = ev_push(ht, hk, cnt[1], ready[j], n + j)
-        for q in range(nd):
-            d = dirty[q]
-            is_dirty[d] = False
-            if idle[d] and (qn[d] or s_at[d] < s_end[d]):
-                # a source's key is its rank (instant 0)
-                if s_at[d] < s_end[d] and (qn[d] == 0 or rank[src[s_at[d]]] < qh[qlo[d]]):
-                    i = src[s_at[d]]
-                    s_at[d] += 1
-                else:
-                    i = byrank[kpop(qh, qlo[d], qn[d]) & 0xFFFFFFFF]
-                    qn[d] -= 1
-                idle[d] = False
-                start[i] = t
-                f = t + dur[i]
-                end[i] = f
-                run[cnt[0]] = i
-                cnt[0] += 1
-                cnt[1] = ev_push(ht, hk, cnt[1], f, pos[i])
+        _dispatch(t, nd, dirty, is_dirty, idle, qh, qlo, qn, src, s_at, s_end, rank, byrank,
+                  dur, start, end, run, cnt, ht, hk, pos)
         nd = 0
         for q in range(ndef):  # the heap takes them: a channel's times must not fall
             cnt[1] = ev_push(ht, hk, cnt[1], t, deferred[q])
