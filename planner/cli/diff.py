@@ -123,16 +123,28 @@ def shown(name: str) -> str:
     return printable(name).replace("\n", "\\n").replace("\t", "\\t")
 
 
-# long: one line of the review per figure, op and device, each name through `shown`
 def render_text(d: PlanDiff) -> str:
-    """The review for people: figures side by side, moved ops, devices whose load changed."""
+    """The review for people: figures side by side, moved ops, devices whose load changed.
+    Every name goes through `shown`."""
+    name = shown(d.new.plan or d.old.plan or "?")
+    rows = _figure_rows(d)
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [f"plan {name}: {shown(d.old.file)} -> {shown(d.new.file)}"]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+              for r in rows]
+    if not (d.old.has_figures and d.new.has_figures):
+        lines.append("  (figures need a simulation: give --spec SPEC)")
+    return "\n".join([*lines, *_op_lines(d), *_device_lines(d)]) + "\n"
+
+
+def _figure_rows(d: PlanDiff) -> list[tuple[str, str, str, str]]:
+    """The table: makespan, lower bound, feasibility and each device's peak memory."""
     def sec(v: float | None) -> str:
         return "-" if v is None else format_seconds(v)
 
     def size(v: int | None) -> str:
         return "-" if v is None else format_bytes(v)
 
-    name = shown(d.new.plan or d.old.plan or "?")
     rows: list[tuple[str, str, str, str]] = [("", "old", "new", "change")]
     pct = d.slower_pct
     rows.append(("makespan", sec(d.old.makespan_s), sec(d.new.makespan_s),
@@ -145,14 +157,13 @@ def render_text(d: PlanDiff) -> str:
         delta = "" if pa is None or pb is None or pa == pb else (
             ("+" if pb > pa else "-") + format_bytes(abs(pb - pa)))
         rows.append((f"peak memory {shown(dev)}", size(pa), size(pb), delta))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = [f"plan {name}: {shown(d.old.file)} -> {shown(d.new.file)}"]
-    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-              for r in rows]
-    if not (d.old.has_figures and d.new.has_figures):
-        lines.append("  (figures need a simulation: give --spec SPEC)")
+    return rows
+
+
+def _op_lines(d: PlanDiff) -> list[str]:
+    """The moved ops (the first `SHOWN`), then the added and removed ones."""
     common = len(set(d.old.placement) & set(d.new.placement))
-    lines.append(f"{len(d.moved)} of {common} op(s) moved" + (":" if d.moved else ""))
+    lines = [f"{len(d.moved)} of {common} op(s) moved" + (":" if d.moved else "")]
     lines += [f"  {shown(op)}: {shown(a)} -> {shown(b)}" for op, a, b in d.moved[:SHOWN]]
     if len(d.moved) > SHOWN:
         lines.append(f"  and {len(d.moved) - SHOWN} more")
@@ -161,15 +172,20 @@ def render_text(d: PlanDiff) -> str:
             more = f" and {len(ops) - SHOWN} more" if len(ops) > SHOWN else ""
             lines.append(f"{label} {len(ops)} ops: " + ", ".join(map(shown, ops[:SHOWN]))
                          + more)
-    lines.append(f"{len(d.changed_devices)} device(s) whose load changed"
-                 + (":" if d.changed_devices else ""))
+    return lines
+
+
+def _device_lines(d: PlanDiff) -> list[str]:
+    """Each device whose load changed: its op count, and its busy time when both have one."""
+    lines = [f"{len(d.changed_devices)} device(s) whose load changed"
+             + (":" if d.changed_devices else "")]
     for dev in d.changed_devices:
         a, b = d.old.devices.get(dev), d.new.devices.get(dev)
         text = f"  {shown(dev)}: {a.ops if a else 0} -> {b.ops if b else 0} ops"
         if a and b and a.busy_s is not None and b.busy_s is not None:
             text += f", busy {format_seconds(a.busy_s)} -> {format_seconds(b.busy_s)}"
         lines.append(text)
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _yes(v: bool | None) -> str:

@@ -151,17 +151,35 @@ def run_fmt(paths: list[Path], files: list[Path], report: JsonReport, *, check: 
         if x.path is not None and not gate:
             write_text_atomic(x.path, x.new)
     diffs = "".join(unified_diff(x) for x in changed) if diff else ""
-    text = report.output == "text"
-    if text and stdin and not gate:
-        sys.stdout.write("".join(x.new for x in run.done))  # a filter: formatted text out
+    _print_outputs(run, changed, diffs, report.output == "text", stdin=stdin, gate=gate,
+                   diff=diff)
+    _fill_report(report, run, changed, diffs, stdin=stdin, gate=gate, diff=diff)
+    if run.errors:
+        raise typer.Exit(EXIT_INVALID)
+    if gate and changed:
+        raise typer.Exit(EXIT_GATE)
+
+
+def _print_outputs(run: FmtRun, changed: list[Formatted], diffs: str, text: bool, *,
+                   stdin: bool, gate: bool, diff: bool) -> None:
+    """Text output: the formatted text (a filter), the diff, and which files changed (on
+    stdout for `--check` and a rewrite, else on stderr, next to the log)."""
+    filtering = stdin and not gate  # `fmt -`: formatted text out
+    if text and filtering:
+        sys.stdout.write("".join(x.new for x in run.done))
     elif text and diff:
         sys.stdout.write(diffs)
-    if not (stdin and not gate):
-        # which files changed: the output of `--check` and of a rewrite, else the log's
-        say = sys.stdout if text and not diff else sys.stderr
-        for x in changed:
-            say.write(f"{'would reformat' if gate else 'reformatted'} "
-                      f"{printable(_one_line(x.shown))}\n")  # a file name from the PR
+    if filtering:
+        return
+    say = sys.stdout if text and not diff else sys.stderr
+    for x in changed:
+        say.write(f"{'would reformat' if gate else 'reformatted'} "
+                  f"{printable(_one_line(x.shown))}\n")  # a file name from the PR
+
+
+def _fill_report(report: JsonReport, run: FmtRun, changed: list[Formatted], diffs: str, *,
+                 stdin: bool, gate: bool, diff: bool) -> None:
+    """The JSON result: inputs, changes, and the formatted text or diff when asked for."""
     report.subject = run.done[0].shown if stdin and run.done else None
     report.result = {"files": run.names, "changed": [x.shown for x in changed],
                      "written": not gate and not stdin}
@@ -169,7 +187,3 @@ def run_fmt(paths: list[Path], files: list[Path], report: JsonReport, *, check: 
         report.result["formatted"] = "".join(x.new for x in run.done)
     if diff and report.enabled:
         report.result["diff"] = diffs
-    if run.errors:
-        raise typer.Exit(EXIT_INVALID)
-    if gate and changed:
-        raise typer.Exit(EXIT_GATE)

@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..model import Problem
 from ..plan import Plan
@@ -48,9 +49,33 @@ def device_map(traced: Traced, where: Mapping[str, str], devices: Mapping[str, s
     why (see the module docstring). Its keys are the outermost module calls that run on one
     device (all calls of that module on the same one); code outside them must take its
     tensors from its own device."""
-    names = traced.names
     inputs = {n.name for u in traced.units if u.is_input for n in u.nodes}
     nodes = [n for n in traced.nodes() if n.name not in inputs]
+    chosen, why = _mapped_modules(traced, where, nodes, inputs)
+    if chosen is None:
+        return None, why
+    out: dict[str, int | str] = {m: _value(devices[d]) for m, d in chosen.items()}
+    by_name: list[str] = []
+    for key, dev in owners.items():  # tensors that code (not a mapped module) reads
+        if not any(key == m or key.startswith(f"{m}.") for m in chosen):
+            out[key] = _value(devices[dev])
+            by_name.append(key)
+    first = next((where[n.name] for n in nodes), None)
+    if first is not None:
+        _cover_every_tensor(traced, out, _value(devices[first]))
+    note = "every tensor that crosses devices enters a module"
+    if by_name:  # keys accelerate's infer_auto_device_map writes too, but hooks no module
+        note += (f"; {len(by_name)} tensor(s) read outside any mapped module are keyed by "
+                 f"name (`{by_name[0]}`{', ...' if len(by_name) > 1 else ''}): "
+                 "accelerate's dispatch_model hooks modules only, so check where it puts them")
+    return out, note
+
+
+def _mapped_modules(traced: Traced, where: Mapping[str, str], nodes: list[Any],
+                    inputs: set[str]) -> tuple[dict[str, str] | None, str]:
+    """{module path: spec device} of the outermost module calls whose nodes all run on one
+    device, or None and why when code outside them takes a tensor from another device."""
+    names = traced.names
     stacks = {n.name: stack_of(n) for n in nodes}
     on: dict[str, set[str]] = {}  # module path -> devices its calls' nodes run on
     for n in nodes:
@@ -68,26 +93,19 @@ def device_map(traced: Traced, where: Mapping[str, str], devices: Mapping[str, s
                 return None, (f"`{names[n.name]}` is code outside any module that runs on one "
                               f"device, and takes `{names[a.name]}` from another device; "
                               "accelerate's hooks move only a module's inputs")
-    out: dict[str, int | str] = {m: _value(devices[d]) for m, d in chosen.items()}
-    by_name: list[str] = []
-    for key, dev in owners.items():  # tensors that code (not a mapped module) reads
-        if not any(key == m or key.startswith(f"{m}.") for m in chosen):
-            out[key] = _value(devices[dev])
-            by_name.append(key)
-    first = next((where[n.name] for n in nodes), None)
+    return chosen, ""
+
+
+def _cover_every_tensor(traced: Traced, out: dict[str, int | str], first: int | str) -> None:
+    """accelerate wants every parameter and buffer covered by a key: those no key covers
+    go to the first node's device, under their module's path where no key is inside it."""
     model = traced.model if hasattr(traced.model, "named_buffers") else traced.gm
     for name, _ in (*model.named_parameters(), *model.named_buffers()):
-        if first is None or any(name == k or name.startswith(f"{k}.") for k in out):
+        if any(name == k or name.startswith(f"{k}.") for k in out):
             continue
-        owner = name.rpartition(".")[0]  # accelerate wants every tensor covered
+        owner = name.rpartition(".")[0]
         inside = owner and not any(k.startswith(f"{owner}.") for k in out)
-        out[owner if inside else name] = _value(devices[first])
-    note = "every tensor that crosses devices enters a module"
-    if by_name:  # keys accelerate's infer_auto_device_map writes too, but hooks no module
-        note += (f"; {len(by_name)} tensor(s) read outside any mapped module are keyed by "
-                 f"name (`{by_name[0]}`{', ...' if len(by_name) > 1 else ''}): "
-                 "accelerate's dispatch_model hooks modules only, so check where it puts them")
-    return out, note
+        out[owner if inside else name] = first
 
 
 @dataclass
