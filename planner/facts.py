@@ -45,7 +45,7 @@ longer disagree about which devices an op may use or what "cannot fit" means.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .cost import INF, costs
@@ -91,53 +91,10 @@ def facts(problem: Problem) -> Facts:
 
 def _derive(problem: Problem) -> Facts:
     g = problem.graph
-    n, m = len(g.ops), len(problem.cluster.devices)
+    n = len(g.ops)
     comp = costs(problem).compute
-    everywhere = tuple(range(m))
-    group_of = g.colocation_of
-    pins = problem.pins
-    unit_of = [-1] * n
-    units: list[tuple[int, ...]] = []
-    pin = [-1] * n
-    unit_allowed: list[tuple[int, ...]] = []
-    conflict: list[bool] = []
-    for i in range(n):
-        if unit_of[i] >= 0:
-            continue
-        grp = group_of[i]
-        if grp < 0:  # a lone op, the common unit: the same as below, without the loops
-            unit_of[i] = len(units)
-            units.append((i,))
-            row = comp[i]
-            devs: tuple[int, ...] = (everywhere if INF not in row
-                                     else tuple(d for d in range(m) if row[d] < INF))
-            d = pins.get(i, -1) if pins else -1
-            if d >= 0:
-                devs = (d,) if d in devs else ()
-                pin[i] = d
-            unit_allowed.append(devs)
-            conflict.append(False)
-            continue
-        members = tuple(sorted(g.colocations[grp]))
-        u = len(units)
-        units.append(members)
-        for j in members:
-            unit_of[j] = u
-        rows = [comp[j] for j in members]
-        if all(INF not in row for row in rows):  # the common case, fast
-            devs = everywhere
-        else:
-            devs = tuple(d for d in range(m) if all(row[d] < INF for row in rows))
-        pinned = {pins[j] for j in members if j in pins} if pins else set()
-        if len(pinned) > 1:
-            devs = ()
-        elif pinned:
-            (d,) = pinned
-            devs = (d,) if d in devs else ()
-            for j in members:
-                pin[j] = d
-        unit_allowed.append(devs)
-        conflict.append(len(pinned) > 1)
+    everywhere = tuple(range(len(problem.cluster.devices)))
+    pin, units, unit_of, unit_allowed, conflict = _placement_units(problem, comp, everywhere)
     allowed = tuple(unit_allowed[unit_of[i]] for i in range(n))
     fastest = tuple(
         min(comp[i], default=0.0) if a is everywhere
@@ -145,6 +102,78 @@ def _derive(problem: Problem) -> Facts:
         for i, a in enumerate(allowed))
     partial = Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
                     tuple(conflict), fastest, (), 0)
+    unit_bytes, total = _unit_bytes(problem, partial)
+    return Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
+                 tuple(conflict), fastest, unit_bytes, total)
+
+
+def _placement_units(problem: Problem, comp: Sequence[Sequence[float]],
+                     everywhere: tuple[int, ...]
+                     ) -> tuple[list[int], list[tuple[int, ...]], list[int],
+                                list[tuple[int, ...]], list[bool]]:
+    """Per op its pin and unit; per unit its ops, the devices it may run on (those where
+    every member runs and that its pins allow) and whether its pins conflict."""
+    g = problem.graph
+    n, m = len(g.ops), len(everywhere)
+    group_of = g.colocation_of
+    pins = problem.pins
+    unit_of = [-1] * n
+    units: list[tuple[int, ...]] = []
+    pin = [-1] * n
+    unit_allowed: list[tuple[int, ...]] = []
+    conflict: list[bool] = []
+    devs: tuple[int, ...]
+    for i in range(n):
+        if unit_of[i] >= 0:
+            continue
+        if group_of[i] >= 0:
+            members = tuple(sorted(g.colocations[group_of[i]]))
+            devs, conflicts = _group_devices(members, comp, pins, pin, everywhere)
+            for j in members:
+                unit_of[j] = len(units)
+            units.append(members)
+            unit_allowed.append(devs)
+            conflict.append(conflicts)
+            continue
+        # a lone op, the common unit: `_group_devices` without the loops
+        unit_of[i] = len(units)
+        units.append((i,))
+        row = comp[i]
+        devs = everywhere if INF not in row else tuple(d for d in range(m) if row[d] < INF)
+        d = pins.get(i, -1) if pins else -1
+        if d >= 0:
+            devs = (d,) if d in devs else ()
+            pin[i] = d
+        unit_allowed.append(devs)
+        conflict.append(False)
+    return pin, units, unit_of, unit_allowed, conflict
+
+
+def _group_devices(members: tuple[int, ...], comp: Sequence[Sequence[float]],
+                   pins: Mapping[int, int], pin: list[int], everywhere: tuple[int, ...]
+                   ) -> tuple[tuple[int, ...], bool]:
+    """A colocation group's devices and whether its pins conflict; records its pin in
+    `pin` for each member."""
+    rows = [comp[j] for j in members]
+    if all(INF not in row for row in rows):  # the common case, fast
+        devs = everywhere
+    else:
+        devs = tuple(d for d in everywhere if all(row[d] < INF for row in rows))
+    pinned = {pins[j] for j in members if j in pins} if pins else set()
+    if len(pinned) > 1:
+        return (), True
+    if pinned:
+        (d,) = pinned
+        devs = (d,) if d in devs else ()
+        for j in members:
+            pin[j] = d
+    return devs, False
+
+
+def _unit_bytes(problem: Problem, partial: Facts) -> tuple[tuple[int, ...], int]:
+    """Each unit's least bytes on a device, and the least bytes of all ops on one."""
+    g = problem.graph
+    n = len(g.ops)
     if problem.memory_model == "liveness":
         lone = [_op_bytes(problem, partial, i) for i in range(n)]
         total = _least_bytes(problem, partial, range(n))
@@ -159,9 +188,8 @@ def _derive(problem: Problem) -> Facts:
                 top = temp
         total = kept + top
     unit_bytes = tuple(_least_bytes(problem, partial, members) if len(members) > 1
-                       else lone[members[0]] for members in units)
-    return Facts(tuple(pin), tuple(units), tuple(unit_of), tuple(unit_allowed), allowed,
-                 tuple(conflict), fastest, unit_bytes, total)
+                       else lone[members[0]] for members in partial.units)
+    return unit_bytes, total
 
 
 def _op_bytes(problem: Problem, f: Facts, i: int) -> int:

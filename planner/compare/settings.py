@@ -35,7 +35,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import Diagnostic, UsageError, did_you_mean
-from ..model import MAX_MICROBATCHES, Pipeline, Problem
+from ..model import MAX_MICROBATCHES, Device, Link, Pipeline, Problem
 from ..units import UNITS, format_quantity, parse_number
 
 DEFAULT_BANDWIDTH = "1x"
@@ -281,47 +281,18 @@ def apply_setting(problem: Problem, setting: Setting) -> tuple[Problem, list[str
     links = cluster.links
     pins = dict(problem.pins)
     placement = dict(problem.placement)
-
     if setting.devices != DEFAULT_DEVICES:
         n = int(setting.devices)
         if n > len(devices):
             raise SettingError(f"--devices {n}: cluster `{cluster.name}` has only "
                                f"{len(devices)} devices")
-        removed = {d.name for d in devices[n:]}
         devices = devices[:n]
         links = tuple(lk for lk in links if lk.src < n and lk.dst < n)
-        ops = problem.graph.ops
-        dropped = sorted((ops[i].name, cluster.devices[d].name)
-                         for i, d in pins.items() if d >= n)
-        pins = {i: d for i, d in pins.items() if d < n}
-        lost_places = sum(1 for d in placement.values() if d >= n)
-        placement = {i: d for i, d in placement.items() if d < n}
-        if dropped:
-            shown = ", ".join(f"{o}→{d}" for o, d in dropped[:3])
-            more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
-            warnings.append(f"dropped {len(dropped)} pin(s) to removed devices: {shown}{more}")
-        if lost_places:
-            warnings.append(f"dropped {lost_places} place(s) on removed devices "
-                            f"({', '.join(sorted(removed)[:3])}{'…' if len(removed) > 3 else ''})")
-
+        warnings += _drop_removed_devices(problem, n, pins, placement)
     if setting.memory != DEFAULT_MEMORY:
-        if setting.memory.endswith("%"):
-            share = parse_number(setting.memory[:-1]) / 100.0
-            devices = tuple(dataclasses.replace(d, memory_bytes=int(d.memory_bytes * share))
-                            for d in devices)
-        else:
-            cap = int(_base(setting.memory, "size"))
-            devices = tuple(dataclasses.replace(d, memory_bytes=cap) for d in devices)
-
+        devices = _scaled_memory(devices, setting.memory)
     if setting.bandwidth != DEFAULT_BANDWIDTH:
-        if setting.bandwidth.endswith("x"):
-            f = parse_number(setting.bandwidth[:-1])
-            links = tuple(dataclasses.replace(lk, bandwidth_Bps=lk.bandwidth_Bps * f)
-                          for lk in links)
-        else:
-            bw = _base(setting.bandwidth, "bandwidth")
-            links = tuple(dataclasses.replace(lk, bandwidth_Bps=bw) for lk in links)
-
+        links = _scaled_bandwidth(links, setting.bandwidth)
     pipeline = _pipeline(problem, setting)
     if devices is cluster.devices and links is cluster.links:
         if pipeline == problem.pipeline:
@@ -331,6 +302,48 @@ def apply_setting(problem: Problem, setting: Setting) -> tuple[Problem, list[str
     return dataclasses.replace(problem, cluster=new_cluster, pins=MappingProxyType(pins),
                                placement=MappingProxyType(placement),
                                pipeline=pipeline), warnings
+
+
+def _drop_removed_devices(problem: Problem, n: int, pins: dict[int, int],
+                          placement: dict[int, int]) -> list[str]:
+    """Remove from `pins` and `placement` what names a device from the `n`-th on; the
+    warnings that say so."""
+    cluster, ops = problem.cluster, problem.graph.ops
+    removed = {d.name for d in cluster.devices[n:]}
+    dropped = sorted((ops[i].name, cluster.devices[d].name) for i, d in pins.items() if d >= n)
+    lost_places = sum(1 for d in placement.values() if d >= n)
+    for table in (pins, placement):
+        for i in [i for i, d in table.items() if d >= n]:
+            del table[i]
+    warnings = []
+    if dropped:
+        shown = ", ".join(f"{o}→{d}" for o, d in dropped[:3])
+        more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+        warnings.append(f"dropped {len(dropped)} pin(s) to removed devices: {shown}{more}")
+    if lost_places:
+        warnings.append(f"dropped {lost_places} place(s) on removed devices "
+                        f"({', '.join(sorted(removed)[:3])}{'…' if len(removed) > 3 else ''})")
+    return warnings
+
+
+def _scaled_memory(devices: tuple[Device, ...], memory: str) -> tuple[Device, ...]:
+    """Each device's cap scaled by a share (`50%`) or set to a size."""
+    if memory.endswith("%"):
+        share = parse_number(memory[:-1]) / 100.0
+        return tuple(dataclasses.replace(d, memory_bytes=int(d.memory_bytes * share))
+                     for d in devices)
+    cap = int(_base(memory, "size"))
+    return tuple(dataclasses.replace(d, memory_bytes=cap) for d in devices)
+
+
+def _scaled_bandwidth(links: tuple[Link, ...], bandwidth: str) -> tuple[Link, ...]:
+    """Each link's bandwidth scaled by a factor (`2x`) or set to a bandwidth."""
+    if bandwidth.endswith("x"):
+        f = parse_number(bandwidth[:-1])
+        return tuple(dataclasses.replace(lk, bandwidth_Bps=lk.bandwidth_Bps * f)
+                     for lk in links)
+    bw = _base(bandwidth, "bandwidth")
+    return tuple(dataclasses.replace(lk, bandwidth_Bps=bw) for lk in links)
 
 
 def _pipeline(problem: Problem, setting: Setting) -> Pipeline | None:

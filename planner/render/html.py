@@ -510,6 +510,8 @@ def _ratio(v: Any) -> str:
 
 
 def _sweep_charts(rows: Sequence[Mapping[str, Any]], algos: Sequence[str]) -> str:
+    """A line chart per swept setting (the others held at their default, else their last
+    value); bars per algorithm when nothing was swept."""
     dims = (("bandwidth", bandwidth_key, DEFAULT_BANDWIDTH, "link bandwidth"),
             ("memory", memory_key, DEFAULT_MEMORY, "memory cap (per device)"),
             ("devices", devices_key, DEFAULT_DEVICES, "devices (the first N)"))
@@ -518,51 +520,60 @@ def _sweep_charts(rows: Sequence[Mapping[str, Any]], algos: Sequence[str]) -> st
     fixed = {name: (default if default in values[name] else values[name][-1])
              for name, _, default, _ in dims}
     colors = {a: algo_color(k) for k, a in enumerate(algos)}
-    figures: list[str] = []
-    for name, _, _, title in dims:
-        xs = values[name]
-        if len(xs) < 2:
-            continue
-        others = [n for n, _, _, _ in dims if n != name]
-        at = {(str(r["algorithm"]), str(r[name])): r for r in rows
-              if all(str(r[o]) == fixed[o] for o in others)}
-        series = []
-        for a in algos:
-            ys: list[float | None] = []
-            notes: list[str] = []
-            for x in xs:
-                r = at.get((a, x))
-                if r is not None and _ok(r):
-                    ys.append(score(r) or 0.0)
-                    notes.append(f" ({r['status']})" if r["status"] != "feasible" else "")
-                else:
-                    ys.append(None)
-                    notes.append(f"{r['status']}: {r.get('reason') or ''}" if r else "not run")
-            series.append((a, colors[a], ys, notes))
-        bounds = [_bound_at([r for (_, x2), r in at.items() if x2 == x]) for x in xs]
-        held = ", ".join(f"{o} {fixed[o]}" for o in others)
-        failed = any(y is None for _, _, ys, _ in series for y in ys)
-        figures.append(
-            f'<figure><figcaption>{_e(_measure(rows))} vs {_e(title)}</figcaption>'
+    figures = [_line_figure(rows, algos, colors, name, title, values[name],
+                            {n: fixed[n] for n, _, _, _ in dims if n != name})
+               for name, _, _, title in dims if len(values[name]) >= 2]
+    if not figures:  # one setting: bars
+        figures.append(_bar_figure(rows, algos, colors))
+    return '<div class="row">' + "".join(figures) + "</div>"
+
+
+def _line_figure(rows: Sequence[Mapping[str, Any]], algos: Sequence[str],
+                 colors: Mapping[str, str], name: str, title: str, xs: Sequence[str],
+                 held: Mapping[str, str]) -> str:
+    """One algorithm's series per line over setting `name`'s values `xs`, the other
+    settings at `held`; a failed run is a gap with its reason."""
+    at = {(str(r["algorithm"]), str(r[name])): r for r in rows
+          if all(str(r[o]) == v for o, v in held.items())}
+    series = []
+    for a in algos:
+        ys: list[float | None] = []
+        notes: list[str] = []
+        for x in xs:
+            r = at.get((a, x))
+            if r is not None and _ok(r):
+                ys.append(score(r) or 0.0)
+                notes.append(f" ({r['status']})" if r["status"] != "feasible" else "")
+            else:
+                ys.append(None)
+                notes.append(f"{r['status']}: {r.get('reason') or ''}" if r else "not run")
+        series.append((a, colors[a], ys, notes))
+    bounds = [_bound_at([r for (_, x2), r in at.items() if x2 == x]) for x in xs]
+    at_text = ", ".join(f"{o} {v}" for o, v in held.items())
+    failed = any(y is None for _, _, ys, _ in series for y in ys)
+    return (f'<figure><figcaption>{_e(_measure(rows))} vs {_e(title)}</figcaption>'
             + _series_legend(algos, colors, bound=any(b is not None for b in bounds),
                              failed=failed)
-            + line_chart_svg(xs, series, x_title=f"{title} · at {held}", bounds=bounds)
+            + line_chart_svg(xs, series, x_title=f"{title} · at {at_text}", bounds=bounds)
             + '</figure>')
-    if not figures:  # one setting: bars
-        r0 = rows[0]
-        bars = []
-        for a in algos:
-            r = next((x for x in rows if x["algorithm"] == a), None)
-            if r is None:
-                continue
-            ok = _ok(r)
-            bars.append((a, colors[a], (score(r) or 0.0) if ok else None,
-                         "" if ok else f"{r['status']}: {r.get('reason') or ''}"))
-        figures.append(f'<figure><figcaption>{_e(_measure(rows))} per algorithm · bandwidth '
-                       f'{_e(r0["bandwidth"])}, memory {_e(r0["memory"])}, devices '
-                       f'{_e(r0["devices"])}</figcaption>'
-                       f'{bar_chart_svg(bars, bound_s=_bound_at(rows))}</figure>')
-    return '<div class="row">' + "".join(figures) + "</div>"
+
+
+def _bar_figure(rows: Sequence[Mapping[str, Any]], algos: Sequence[str],
+                colors: Mapping[str, str]) -> str:
+    """One bar per algorithm that ran at the one setting."""
+    r0 = rows[0]
+    bars = []
+    for a in algos:
+        r = next((x for x in rows if x["algorithm"] == a), None)
+        if r is None:
+            continue
+        ok = _ok(r)
+        bars.append((a, colors[a], (score(r) or 0.0) if ok else None,
+                     "" if ok else f"{r['status']}: {r.get('reason') or ''}"))
+    return (f'<figure><figcaption>{_e(_measure(rows))} per algorithm · bandwidth '
+            f'{_e(r0["bandwidth"])}, memory {_e(r0["memory"])}, devices '
+            f'{_e(r0["devices"])}</figcaption>'
+            f'{bar_chart_svg(bars, bound_s=_bound_at(rows))}</figure>')
 
 
 def _measure(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -642,43 +653,52 @@ def _runs_table(rows: Sequence[Mapping[str, Any]]) -> str:
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in cols)
     out = []
     for r in rows:
-        ms = r.get("makespan_s")
-        peak, cap = r.get("peak_memory_bytes"), r.get("memory_cap_bytes")
-        mem = (f"{format_bytes(peak)} / {format_bytes(cap)}"
-               if isinstance(peak, int) and isinstance(cap, int) else "—")
-        cells = [
-            (r["spec"], r["spec"], "l"), (r["plan"], r["plan"], "l"),
-            (r["bandwidth"], r["bandwidth"], ""), (r["memory"], r["memory"], ""),
-            (r["devices"], r["devices"], ""), (r["algorithm"], r["algorithm"], "l"),
-            (_fmt_opt(ms, format_seconds), ms if _ok(r) else "", ""),
-            (_ratio(r.get("ratio_to_best")), r.get("ratio_to_best") or "", ""),
-            (_ratio(r.get("ratio_to_bound")), r.get("ratio_to_bound") or "", ""),
-            (format_gap(r.get("gap")), r.get("gap") if r.get("gap") is not None else "", ""),
-            (_fmt_opt(r.get("planning_s"), format_seconds), r.get("planning_s") or "", ""),
-            (r.get("devices_used") if r.get("devices_used") is not None else "—",
-             r.get("devices_used") or "", ""),
-            (mem, peak / cap if isinstance(peak, int) and cap else "", ""),
-            (r["status"], r["status"], "l" + ("" if _ok(r) else " status-bad")),
-            (r.get("reason") or "", r.get("reason") or "", "reason"),
-        ]
-        if settings:
-            cells[5:5] = [(r.get("objective") or "", r.get("objective") or "", ""),
-                          (r.get("microbatches") or "", r.get("microbatches") or "", "")]
-        if pipeline:
-            cells[-2:-2] = [_seconds_cell(r.get("iteration_s")),
-                            _seconds_cell(r.get("period_s")),
-                            _seconds_cell(r.get("period_bound_s")),
-                            (_fmt_opt(r.get("bubble_fraction"), lambda x: f"{x:.1%}"),
-                             r.get("bubble_fraction") or "", ""),
-                            ("—" if r.get("pipeline_fits") is None
-                             else ("yes" if r["pipeline_fits"] else "no"),
-                             str(r.get("pipeline_fits") or ""), "")]
         best = ' class="best"' if r.get("ratio_to_best") == 1.0 else ""
         out.append(f"<tr{best}>" + "".join(
-            f'<td class="{c}" data-v="{_e(v)}">{_e(text)}</td>' for text, v, c in cells)
-            + "</tr>")
+            f'<td class="{c}" data-v="{_e(v)}">{_e(text)}</td>'
+            for text, v, c in _run_cells(r, settings=settings, pipeline=pipeline)) + "</tr>")
     return (f'<table class="sortable runs"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(out)}</tbody></table>')
+
+
+def _run_cells(r: Mapping[str, Any], *, settings: bool, pipeline: bool
+               ) -> list[tuple[Any, Any, str]]:
+    """One run's cells, each (text, sort value, class), in `_runs_table`'s columns."""
+    ms = r.get("makespan_s")
+    peak, cap = r.get("peak_memory_bytes"), r.get("memory_cap_bytes")
+    mem = (f"{format_bytes(peak)} / {format_bytes(cap)}"
+           if isinstance(peak, int) and isinstance(cap, int) else "—")
+    cells = [
+        (r["spec"], r["spec"], "l"), (r["plan"], r["plan"], "l"),
+        (r["bandwidth"], r["bandwidth"], ""), (r["memory"], r["memory"], ""),
+        (r["devices"], r["devices"], ""), (r["algorithm"], r["algorithm"], "l"),
+        (_fmt_opt(ms, format_seconds), ms if _ok(r) else "", ""),
+        (_ratio(r.get("ratio_to_best")), r.get("ratio_to_best") or "", ""),
+        (_ratio(r.get("ratio_to_bound")), r.get("ratio_to_bound") or "", ""),
+        (format_gap(r.get("gap")), r.get("gap") if r.get("gap") is not None else "", ""),
+        (_fmt_opt(r.get("planning_s"), format_seconds), r.get("planning_s") or "", ""),
+        (r.get("devices_used") if r.get("devices_used") is not None else "—",
+         r.get("devices_used") or "", ""),
+        (mem, peak / cap if isinstance(peak, int) and cap else "", ""),
+        (r["status"], r["status"], "l" + ("" if _ok(r) else " status-bad")),
+        (r.get("reason") or "", r.get("reason") or "", "reason"),
+    ]
+    if settings:
+        cells[5:5] = [(r.get("objective") or "", r.get("objective") or "", ""),
+                      (r.get("microbatches") or "", r.get("microbatches") or "", "")]
+    if pipeline:
+        cells[-2:-2] = _pipeline_cells(r)
+    return cells
+
+
+def _pipeline_cells(r: Mapping[str, Any]) -> list[tuple[Any, Any, str]]:
+    """A pipeline run's iteration, period, period bound, bubble and fit."""
+    fits = r.get("pipeline_fits")
+    return [_seconds_cell(r.get("iteration_s")), _seconds_cell(r.get("period_s")),
+            _seconds_cell(r.get("period_bound_s")),
+            (_fmt_opt(r.get("bubble_fraction"), lambda x: f"{x:.1%}"),
+             r.get("bubble_fraction") or "", ""),
+            ("—" if fits is None else ("yes" if fits else "no"), str(fits or ""), "")]
 
 
 def _seconds_cell(v: Any) -> tuple[str, Any, str]:
