@@ -205,42 +205,43 @@ def ready_set(run: EtfRun, on_ready: Callable[[int, tuple[int, ...], list[float]
     group goes: they are done at `run.inputs_done`. `on_ready(i, devices, arrivals)` is a policy's
     hook (the SCT reservation's).
     """
-    inst, placer, fixed, prank, flo = run.inst, run.placer, run.fixed, run.priority, run.floating
+    inst, placer, fixed, priority = run.inst, run.placer, run.fixed, run.priority
+    floating = run.floating
     unit_time, unit_best = run.unit_time, run.unit_best
     m = inst.m
     lat, inv, pred, group_of = inst.lat, inst.inv, inst.pred, inst.group_of
     dev_of = placer.device_of
-    end, avail, vend, arr_of = run.end, run.avail, run.inputs_done, run.arrivals
+    end, avail, inputs_done, arrivals = run.end, run.avail, run.inputs_done, run.arrivals
     arrived, pending, dirty = run.arrived, run.pending, run.dirty
     heappush = heapq.heappush
 
     def make_ready(i: int) -> None:
         devices = (fixed[i],) if fixed is not None else placer.allowed(i)
-        a = [INF] * m
-        ins = [(end[p], dev_of[p], b) for p, b in pred[i]]
+        arrival = [INF] * m
+        inputs = [(end[p], dev_of[p], nbytes) for p, nbytes in pred[i]]
         base = 0.0
-        if flo is not None and group_of[i] >= 0:
+        if floating is not None and group_of[i] >= 0:
             # floating inputs are in i's group, so local wherever it goes
-            base = max((vend[p] for p, _ in pred[i] if dev_of[p] < 0), default=0.0)
-            ins = [x for x in ins if x[1] >= 0]
-        pr = prank[i]
+            base = max((inputs_done[p] for p, _ in pred[i] if dev_of[p] < 0), default=0.0)
+            inputs = [x for x in inputs if x[1] >= 0]
+        rank = priority[i]
         for d in devices:
             t = base
-            for e, pd, b in ins:
-                if pd != d:
-                    e += lat[pd][d] + b * inv[pd][d]
-                if e > t:  # noqa: PLR1730 (hot loop: a call to max() costs more)
-                    t = e
-            a[d] = t
+            for there, src, nbytes in inputs:
+                if src != d:
+                    there += lat[src][d] + nbytes * inv[src][d]
+                if there > t:  # noqa: PLR1730 (hot loop: a call to max() costs more)
+                    t = there
+            arrival[d] = t
             slow = 0.0 if fixed is not None else unit_time[i][d] - unit_best[i]
             if t <= avail[d]:
-                heappush(arrived[d], (slow, pr, i))
+                heappush(arrived[d], (slow, rank, i))
             else:
-                heappush(pending[d], (t + slow, pr, i, t))
+                heappush(pending[d], (t + slow, rank, i, t))
             dirty[d] = True
-        arr_of[i] = a
+        arrivals[i] = arrival
         if on_ready is not None:
-            on_ready(i, devices, a)
+            on_ready(i, devices, arrival)
 
     return make_ready
 
@@ -261,26 +262,26 @@ def device_choice(run: EtfRun, reserve: Callable[[int, Pair | None], Pair | None
     heappush, heappop = heapq.heappush, heapq.heappop
 
     def candidate(d: int) -> Pair | None:
-        av = avail[d]
-        pend = pending[d]
-        arrh = arrived[d]
-        while pend and pend[0][3] <= av:
-            key, pr, i, t = heappop(pend)
-            heappush(arrh, (key - t, pr, i))
-        while arrh and not valid(arrh[0][2], d):
-            heappop(arrh)
-        while pend and not valid(pend[0][2], d):
-            heappop(pend)
+        free_at = avail[d]
+        waiting = pending[d]
+        here = arrived[d]
+        while waiting and waiting[0][3] <= free_at:
+            key, rank, i, t = heappop(waiting)
+            heappush(here, (key - t, rank, i))
+        while here and not valid(here[0][2], d):
+            heappop(here)
+        while waiting and not valid(waiting[0][2], d):
+            heappop(waiting)
         i = -1
-        if arrh:
-            slow, pr, i = arrh[0]
-            key, est = av + slow, av
-        if pend and (i < 0 or (pend[0][0], pend[0][1]) < (key, pr)):
-            key, pr, i, est = pend[0]  # a faster device's op beats the arrived ones
-        c = None if i < 0 else (key, pr, est + comp[i][d], d, i, est)
+        if here:
+            slow, rank, i = here[0]
+            key, begin = free_at + slow, free_at
+        if waiting and (i < 0 or (waiting[0][0], waiting[0][1]) < (key, rank)):
+            key, rank, i, begin = waiting[0]  # a faster device's op beats the arrived ones
+        pair = None if i < 0 else (key, rank, begin + comp[i][d], d, i, begin)
         if reserved[d] >= 0 and reserve is not None:
-            return reserve(d, c)
-        return c
+            return reserve(d, pair)
+        return pair
 
     return candidate
 
@@ -302,40 +303,40 @@ def _commit_loop(
     inst, placer = run.inst, run.placer
     n, m, comp, succ, group_of = inst.n, inst.m, inst.compute, inst.succ, inst.group_of
     group_dev = placer.group_dev
-    start, end, avail, missing, cand, dirty = (run.start, run.end, run.avail, run.missing,
-                                               run.best_pair, run.dirty)
-    flo, valid = run.floating, run.valid
+    start, end, avail, missing, best_pair, dirty = (run.start, run.end, run.avail, run.missing,
+                                                    run.best_pair, run.dirty)
+    floating, valid = run.floating, run.valid
     check = run.fixed is None  # a given placement is not checked: its maker chose it
     placed = 0
     while placed < n:
         best: Pair | None = None
         for d in range(m):
-            c = cand[d]
+            pair = best_pair[d]
             # a cached pair stays best for its device until the device commits, gets a new
             # ready op, or the pair's op is taken, forbidden or bound elsewhere (an inactive
             # reservation is re-checked after every commit, see `sct`)
-            if dirty[d] or (c is not None and not valid(c[4], d)):
-                c = cand[d] = candidate(d)
+            if dirty[d] or (pair is not None and not valid(pair[4], d)):
+                pair = best_pair[d] = candidate(d)
                 dirty[d] = False
-            if c is not None and (best is None or c < best):
-                best = c
+            if pair is not None and (best is None or pair < best):
+                best = pair
         if best is None:
             raise _stuck(run)
-        _, _, fin, d, i, est = best
+        _, _, finish, d, i, begin = best
         if check and not placer.fits(i, d):
             _drop(run, i, d, make_ready)
             continue
-        g = group_of[i]
-        if g >= 0 and group_dev[g] < 0:  # i binds its group to d
-            landed = _bind(run, g, d, land)
+        group = group_of[i]
+        if group >= 0 and group_dev[group] < 0:  # i binds its group to d
+            landed = _bind(run, group, d, land)
             if landed:  # its floating members ran first
                 placed += landed
-                if avail[d] > est:
-                    est, fin = avail[d], avail[d] + comp[i][d]
+                if avail[d] > begin:
+                    begin, finish = avail[d], avail[d] + comp[i][d]
         placer.commit(i, d)
-        start[i] = est
-        end[i] = fin
-        avail[d] = fin
+        start[i] = begin
+        end[i] = finish
+        avail[d] = finish
         dirty[d] = True
         placed += 1
         if on_commit is not None:
@@ -343,7 +344,7 @@ def _commit_loop(
         for j, _ in succ[i]:
             missing[j] -= 1
             if missing[j] == 0:
-                if flo is not None and flo[j]:
+                if floating is not None and floating[j]:
                     settle(j)
                 else:
                     make_ready(j)

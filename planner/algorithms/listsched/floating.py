@@ -43,41 +43,41 @@ def etf_policy(run: EtfRun, make_ready: Callable[[int], None]
     other from the time `d` is free; their compute time is not in the binding member's
     start estimate (it starts after them).
     """
-    inst, placer, flo = run.inst, run.placer, run.floating
+    inst, placer, floating = run.inst, run.placer, run.floating
     comp, lat, inv, pred, succ = inst.compute, inst.lat, inst.inv, inst.pred, inst.succ
     group_of = inst.group_of
     dev_of, group_dev = placer.device_of, placer.group_dev
     start, end, avail, missing = run.start, run.end, run.avail, run.missing
-    vend, afloat = run.inputs_done, run.waiting
+    inputs_done, waiting = run.inputs_done, run.waiting
 
     def settle(i: int) -> None:
         stack = [i]
         while stack:
             i = stack.pop()
-            g = group_of[i]
-            if flo is None or not flo[i] or group_dev[g] >= 0:
+            group = group_of[i]
+            if floating is None or not floating[i] or group_dev[group] >= 0:
                 make_ready(i)
                 continue
             t = 0.0
             for p, _ in pred[i]:
-                t = max(t, end[p] if dev_of[p] >= 0 else vend[p])
-            vend[i] = t
-            afloat[g].append(i)
+                t = max(t, end[p] if dev_of[p] >= 0 else inputs_done[p])
+            inputs_done[i] = t
+            waiting[group].append(i)
             for j, _ in succ[i]:  # all in the group
                 missing[j] -= 1
                 if missing[j] == 0:
                     stack.append(j)
 
-    def land(g: int, d: int) -> None:
-        for f in afloat[g]:
+    def land(group: int, d: int) -> None:
+        for member in waiting[group]:
             t = avail[d]
-            for p, b in pred[f]:
-                pd = dev_of[p]
-                t = max(t, end[p] if pd == d else end[p] + lat[pd][d] + b * inv[pd][d])
-            placer.commit(f, d)
-            start[f] = t
-            end[f] = avail[d] = t + comp[f][d]
-        afloat[g] = []
+            for p, nbytes in pred[member]:
+                src = dev_of[p]
+                t = max(t, end[p] if src == d else end[p] + lat[src][d] + nbytes * inv[src][d])
+            placer.commit(member, d)
+            start[member] = t
+            end[member] = avail[d] = t + comp[member][d]
+        waiting[group] = []
 
     return settle, land
 
@@ -86,36 +86,36 @@ def insertion_policy(
     inst: Instance,
     placer: Placer,
     end: list[float],
-    vend: list[float],
+    inputs_done: list[float],
     slot: Callable[[int, int], tuple[float, int]],
     occupy: Callable[[int, int, float, int], None],
 ) -> tuple[Callable[[int], bool], Callable[[int, int], bool]]:
     """The floating rule in the insertion driver: (`wait`, `land`).
 
     `wait(i)`: op `i` is next in priority order; if it floats in a group not yet bound, it
-    waits (done in advance, at `vend[i]`) and True is returned. `land(g, d)`: group `g`
+    waits (done in advance, at `inputs_done[i]`) and True is returned. `land(g, d)`: group `g`
     (g >= 0) binds to `d`: its waiting members are inserted on `d` (each in its earliest gap, in the
     order they became ready), before the binding member; True if there were any.
     """
-    pred, group_of, flo = inst.pred, inst.group_of, inst.floating
+    pred, group_of, floating = inst.pred, inst.group_of, inst.floating
     dev_of, group_dev = placer.device_of, placer.group_dev
-    afloat: list[list[int]] = [[] for _ in inst.groups]
+    waiting: list[list[int]] = [[] for _ in inst.groups]
 
     def wait(i: int) -> bool:
-        g = group_of[i]
-        if not flo[i] or group_dev[g] >= 0:
+        group = group_of[i]
+        if not floating[i] or group_dev[group] >= 0:
             return False  # not floating, or its group is bound: placed now
-        vend[i] = max((end[p] if dev_of[p] >= 0 else vend[p] for p, _ in pred[i]),
-                      default=0.0)
-        afloat[g].append(i)
+        inputs_done[i] = max((end[p] if dev_of[p] >= 0 else inputs_done[p] for p, _ in pred[i]),
+                             default=0.0)
+        waiting[group].append(i)
         return True
 
-    def land(g: int, d: int) -> bool:
-        if not afloat[g]:
+    def land(group: int, d: int) -> bool:
+        if not waiting[group]:
             return False
-        for f in afloat[g]:
-            occupy(f, d, *slot(f, d))
-        afloat[g] = []
+        for member in waiting[group]:
+            occupy(member, d, *slot(member, d))
+        waiting[group] = []
         return True
 
     return wait, land

@@ -47,20 +47,20 @@ def insertion_schedule(
     pred, succ, group_of = inst.pred, inst.succ, inst.group_of
     start = [0.0] * n
     end = [0.0] * n
-    vend = [0.0] * n
-    slot, occupy = _device_gaps(inst, placer, start, end, vend)
+    inputs_done = [0.0] * n
+    slot, occupy = _device_gaps(inst, placer, start, end, inputs_done)
     choose = _device_choice(inst, placer, slot, preferred)
-    wait, land = insertion_policy(inst, placer, end, vend, slot, occupy)
-    flo = inst.floating
-    missing = [len(p) for p in pred]
+    wait, land = insertion_policy(inst, placer, end, inputs_done, slot, occupy)
+    floating = inst.floating
+    missing = [len(inputs) for inputs in pred]
     heap = [(prank[i], i) for i in range(n) if missing[i] == 0]
     heapq.heapify(heap)
     while heap:
         _, i = heapq.heappop(heap)
-        if not (flo[i] and wait(i)):  # a floating op waits until its group binds
+        if not (floating[i] and wait(i)):  # a floating op waits until its group binds
             d, t, k = choose(i)
-            g = group_of[i]
-            if g >= 0 and land(g, d):  # i binds its group: its floating members went first
+            group = group_of[i]
+            if group >= 0 and land(group, d):  # i binds its group: its members went first
                 t, k = slot(i, d)
             occupy(i, d, t, k)
         for j, _ in succ[i]:
@@ -71,14 +71,14 @@ def insertion_schedule(
 
 
 def _device_gaps(inst: Instance, placer: Placer, start: list[float], end: list[float],
-                 vend: list[float]) -> tuple[Slot, Occupy]:
+                 inputs_done: list[float]) -> tuple[Slot, Occupy]:
     """Per device, its idle gaps before its last op (sorted, disjoint) and when it is last
     free: (`slot(i, d)`, op `i`'s earliest start on `d` and the gap it goes in, -1 after
     the last op; `occupy(i, d, t, k)`, commit op `i` on `d` from `t` in gap `k`). Data
     arrives as `_Transfers` reckons it."""
     m = inst.m
     comp = inst.compute
-    transfers = _Transfers(inst, placer, end, vend)
+    transfers = _Transfers(inst, placer, end, inputs_done)
     gap_s: list[list[float]] = [[] for _ in range(m)]
     gap_e: list[list[float]] = [[] for _ in range(m)]
     tail = [0.0] * m
@@ -86,33 +86,33 @@ def _device_gaps(inst: Instance, placer: Placer, start: list[float], end: list[f
     def slot(i: int, d: int) -> tuple[float, int]:
         ready = transfers.ready(i, d)
         dur = comp[i][d]
-        gs, ge = gap_s[d], gap_e[d]
-        k = bisect_right(ge, ready)
-        n_gaps = len(gs)
+        starts, ends = gap_s[d], gap_e[d]
+        k = bisect_right(ends, ready)
+        n_gaps = len(starts)
         while k < n_gaps:
-            t = max(ready, gs[k])
-            if t + dur <= ge[k]:
+            t = max(ready, starts[k])
+            if t + dur <= ends[k]:
                 return t, k
             k += 1
         return max(ready, tail[d]), -1
 
     def occupy(i: int, d: int, t: float, k: int) -> None:
-        fin = t + comp[i][d]
+        finish = t + comp[i][d]
         transfers.ready(i, d, commit=True)
         placer.commit(i, d)
-        gs, ge = gap_s[d], gap_e[d]
+        starts, ends = gap_s[d], gap_e[d]
         if k < 0:  # after the last op, maybe leaving a gap
             if t > tail[d]:
-                gs.append(tail[d])
-                ge.append(t)
-            tail[d] = fin
-        else:  # split gap k around [t, fin]
-            g0, g1 = gs[k], ge[k]
-            parts = [(a, b) for a, b in ((g0, t), (fin, g1)) if b > a]
-            gs[k:k + 1] = [a for a, _ in parts]
-            ge[k:k + 1] = [b for _, b in parts]
+                starts.append(tail[d])
+                ends.append(t)
+            tail[d] = finish
+        else:  # split gap k around [t, finish]
+            gap_start, gap_end = starts[k], ends[k]
+            parts = [(a, z) for a, z in ((gap_start, t), (finish, gap_end)) if z > a]
+            starts[k:k + 1] = [a for a, _ in parts]
+            ends[k:k + 1] = [z for _, z in parts]
         start[i] = t
-        end[i] = fin
+        end[i] = finish
 
     return slot, occupy
 
@@ -131,8 +131,8 @@ class _Transfers:
     """
 
     def __init__(self, inst: Instance, placer: Placer, end: list[float],
-                 vend: list[float]) -> None:
-        self.inst, self.end, self.vend = inst, end, vend
+                 inputs_done: list[float]) -> None:
+        self.inst, self.end, self.inputs_done = inst, end, inputs_done
         self.dev_of = placer.device_of
         self.contention = inst.problem.contention
         #: per channel (a directed link (a, b), or a device), its busy intervals
@@ -142,12 +142,13 @@ class _Transfers:
         #: per (sender, receiver), the channels a crossing between them needs
         self.pairs: dict[tuple[int, int], tuple[_Intervals, ...]] = {}
 
-    def _channels(self, a: int, b: int) -> tuple[_Intervals, ...]:
-        found = self.pairs.get((a, b))
+    def _channels(self, sender: int, receiver: int) -> tuple[_Intervals, ...]:
+        found = self.pairs.get((sender, receiver))
         if found is None:
-            keys: tuple[object, ...] = ((a, b),) if self.contention == "link" else (a, b)
-            found = self.pairs[a, b] = tuple(self.busy.setdefault(k, _Intervals())
-                                             for k in keys)
+            keys: tuple[object, ...] = (((sender, receiver),) if self.contention == "link"
+                                        else (sender, receiver))
+            found = self.pairs[sender, receiver] = tuple(
+                self.busy.setdefault(k, _Intervals()) for k in keys)
         return found
 
     def ready(self, i: int, d: int, commit: bool = False) -> float:
@@ -157,30 +158,30 @@ class _Transfers:
         lat, inv = inst.lat, inst.inv
         ready = 0.0
         crossing: list[tuple[float, int, int]] = []  # (producer's end, producer, bytes)
-        for p, b in inst.pred[i]:
-            pd = dev_of[p]
-            if pd < 0:  # a floating member of i's group: local wherever the group goes
-                x = self.vend[p]
-            elif pd == d:
-                x = end[p]
+        for p, nbytes in inst.pred[i]:
+            src = dev_of[p]
+            if src < 0:  # a floating member of i's group: local wherever the group goes
+                there = self.inputs_done[p]
+            elif src == d:
+                there = end[p]
             elif self.contention == "none":
-                x = end[p] + lat[pd][d] + b * inv[pd][d]
+                there = end[p] + lat[src][d] + nbytes * inv[src][d]
             else:
                 sent = self.copies.get((p, d))
                 if sent is None:
-                    crossing.append((end[p], p, b))
+                    crossing.append((end[p], p, nbytes))
                     continue
-                x = sent
-            ready = max(ready, x)
+                there = sent
+            ready = max(ready, there)
         if len(crossing) > 1:
             crossing.sort()
         # a query (no commit) keeps its own crossings aside, per channel: the later ones
         # of the same op queue behind them
         mine: dict[int, list[tuple[float, float]]] = {}
-        for t, p, b in crossing:
-            pd = dev_of[p]
-            chans = self._channels(pd, d)
-            dur = lat[pd][d] + b * inv[pd][d]
+        for t, p, nbytes in crossing:
+            src = dev_of[p]
+            chans = self._channels(src, d)
+            dur = lat[src][d] + nbytes * inv[src][d]
             begin = t
             while True:  # the earliest instant every channel is free for `dur`
                 later = begin
@@ -189,9 +190,9 @@ class _Transfers:
                     if ends and later < ends[-1]:  # else past its last crossing: free
                         later = c.earliest(later, dur)
                     if mine:
-                        for a, z in mine.get(id(c), ()):
-                            if a < later + dur and later < z:
-                                later = z
+                        for busy_from, busy_to in mine.get(id(c), ()):
+                            if busy_from < later + dur and later < busy_to:
+                                later = busy_to
                 if later == begin:
                     break
                 begin = later

@@ -19,18 +19,18 @@ def upward_rank(inst: Instance) -> list[float]:
     forced local). O(V + E).
     """
     rank = [0.0] * inst.n
-    w = inst.mean_compute
-    ml, mi = inst.mean_lat, inst.mean_inv
+    mean_compute = inst.mean_compute
+    mean_lat, mean_inv = inst.mean_lat, inst.mean_inv
     pred, local = inst.pred, inst.local
     # push each op's rank to its producers, in reverse topological order
     best = [0.0] * inst.n
     for i in reversed(inst.topo):
-        r = w[i] + best[i]
-        rank[i] = r
-        for (p, b), loc in zip(pred[i], local[i], strict=True):
-            v = r if loc else r + ml + b * mi
-            if v > best[p]:  # noqa: PLR1730 (hot loop: a call to max() costs more)
-                best[p] = v
+        own = mean_compute[i] + best[i]
+        rank[i] = own
+        for (p, nbytes), forced_local in zip(pred[i], local[i], strict=True):
+            through = own if forced_local else own + mean_lat + nbytes * mean_inv
+            if through > best[p]:  # noqa: PLR1730 (hot loop: a call to max() costs more)
+                best[p] = through
     return rank
 
 
@@ -41,13 +41,14 @@ def downward_rank(inst: Instance) -> list[float]:
     O(V + E).
     """
     rank = [0.0] * inst.n
-    w = inst.mean_compute
-    ml, mi = inst.mean_lat, inst.mean_inv
+    mean_compute = inst.mean_compute
+    mean_lat, mean_inv = inst.mean_lat, inst.mean_inv
     for j in inst.topo:
         best = 0.0
-        for (p, b), loc in zip(inst.pred[j], inst.local[j], strict=True):
-            v = rank[p] + w[p] + (0.0 if loc else ml + b * mi)
-            best = max(best, v)
+        for (p, nbytes), forced_local in zip(inst.pred[j], inst.local[j], strict=True):
+            through = rank[p] + mean_compute[p] + (
+                0.0 if forced_local else mean_lat + nbytes * mean_inv)
+            best = max(best, through)
         rank[j] = best
     return rank
 
@@ -61,6 +62,6 @@ def priority_positions(inst: Instance, score: Sequence[float]) -> list[int]:
     """
     order = sorted(range(inst.n), key=lambda i: (-score[i], inst.topo_pos[i]))
     pos = [0] * inst.n
-    for p, i in enumerate(order):
-        pos[i] = p
+    for position, i in enumerate(order):
+        pos[i] = position
     return pos

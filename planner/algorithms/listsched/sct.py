@@ -34,62 +34,65 @@ def reservation(run: EtfRun, favourite: Sequence[int]) -> Reservation:
     O(D) per ready op and per commit.
     """
     m = run.inst.m
-    comp, prank, unit_time, best = run.inst.compute, run.priority, run.unit_time, run.unit_best
+    comp, priority = run.inst.compute, run.priority
+    unit_time, unit_best = run.unit_time, run.unit_best
     dev_of = run.placer.device_of
-    avail, arr_of, dirty, valid = run.avail, run.arrivals, run.dirty, run.valid
+    avail, arrivals, dirty, valid = run.avail, run.arrivals, run.dirty, run.valid
     reserved = run.reserved
     res_active = [False] * m
     urgent_h: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
     heappush, heappop = heapq.heappush, heapq.heappop
 
-    def on_ready(i: int, devices: tuple[int, ...], a: list[float]) -> None:
+    def on_ready(i: int, devices: tuple[int, ...], arrival: list[float]) -> None:
         urgent = 0.0  # when its inputs have arrived on every device it may use
         for d in devices:
-            if a[d] > urgent:  # noqa: PLR1730 (hot loop: a call to max() costs more)
-                urgent = a[d]
-        pr = prank[i]
+            if arrival[d] > urgent:  # noqa: PLR1730 (hot loop: a call to max() costs more)
+                urgent = arrival[d]
+        rank = priority[i]
         for d in devices:
-            heappush(urgent_h[d], (urgent, pr, i))
+            heappush(urgent_h[d], (urgent, rank, i))
         for d in range(m):
             if reserved[d] == i:  # its reservation may become active
                 dirty[d] = True
 
-    def reserve(d: int, c: Pair | None) -> Pair | None:
-        """Device `d`'s pair while it is reserved for `f`: `f` or an urgent op while the
-        reservation holds, else `c`."""
-        f = reserved[d]
+    def reserve(d: int, pair: Pair | None) -> Pair | None:
+        """Device `d`'s pair while it is reserved for `fav`: `fav` or an urgent op while
+        the reservation holds, else `pair`."""
+        fav = reserved[d]
         res_active[d] = False
-        af = arr_of[f]
-        if dev_of[f] >= 0 or (af is not None and (af[d] == INF or not valid(f, d))):
-            reserved[d] = -1  # f is placed, or can never come here: void for good
-            return c
-        if af is None:
-            return c
-        # f is ready: is d among its earliest devices?
-        av = avail[d]
-        est_f = max(av, af[d])
-        key_f = est_f + unit_time[f][d] - best[f]
-        if not all(key_f <= max(avail[e], af[e]) + unit_time[f][e] - best[f]
-                   for e in range(m) if e != d and af[e] < INF and valid(f, e)):
-            return c
+        fav_arrival = arrivals[fav]
+        if dev_of[fav] >= 0 or (fav_arrival is not None and (
+                fav_arrival[d] == INF or not valid(fav, d))):
+            reserved[d] = -1  # fav is placed, or can never come here: void for good
+            return pair
+        if fav_arrival is None:
+            return pair
+        # fav is ready: is d among its earliest devices?
+        free_at = avail[d]
+        fav_start = max(free_at, fav_arrival[d])
+        fav_key = fav_start + unit_time[fav][d] - unit_best[fav]
+        if not all(fav_key <= max(avail[e], fav_arrival[e]) + unit_time[fav][e] - unit_best[fav]
+                   for e in range(m) if e != d and fav_arrival[e] < INF and valid(fav, e)):
+            return pair
         res_active[d] = True
-        uh = urgent_h[d]
-        while uh and not valid(uh[0][2], d):
-            heappop(uh)
-        u = uh[0][2] if uh else -1
-        if u >= 0 and max(av, uh[0][0]) + unit_time[u][d] - best[u] <= key_f:
-            est = max(av, uh[0][0])
-            return (est + unit_time[u][d] - best[u], uh[0][1], est + comp[u][d], d, u, est)
-        return (key_f, prank[f], est_f + comp[f][d], d, f, est_f)
+        urgent = urgent_h[d]
+        while urgent and not valid(urgent[0][2], d):
+            heappop(urgent)
+        u = urgent[0][2] if urgent else -1
+        if u >= 0 and max(free_at, urgent[0][0]) + unit_time[u][d] - unit_best[u] <= fav_key:
+            begin = max(free_at, urgent[0][0])
+            return (begin + unit_time[u][d] - unit_best[u], urgent[0][1], begin + comp[u][d],
+                    d, u, begin)
+        return (fav_key, priority[fav], fav_start + comp[fav][d], d, fav, fav_start)
 
     def on_commit(i: int, d: int) -> None:
-        f = favourite[i]
-        reserved[d] = f if f >= 0 and dev_of[f] < 0 else -1
+        fav = favourite[i]
+        reserved[d] = fav if fav >= 0 and dev_of[fav] < 0 else -1
         # another device got busier: a ready favourite may now start earliest on a
         # device that waits for it (active reservations only stay active)
-        for dd in range(m):
-            ff = reserved[dd]
-            if ff >= 0 and not res_active[dd] and arr_of[ff] is not None:
-                dirty[dd] = True
+        for other in range(m):
+            waits_for = reserved[other]
+            if waits_for >= 0 and not res_active[other] and arrivals[waits_for] is not None:
+                dirty[other] = True
 
     return Reservation(on_ready, reserve, on_commit)

@@ -30,23 +30,24 @@ def retime(inst: Instance, placement: Sequence[int], sequence: Sequence[int]) ->
     pred = inst.pred
     sent: dict[tuple[int, int], int] = {}
     for j in range(n):
-        dj = placement[j]
-        for p, b in pred[j]:
-            if placement[p] != dj and b > sent.get((p, dj), -1):
-                sent[(p, dj)] = b
+        dev = placement[j]
+        for p, nbytes in pred[j]:
+            if placement[p] != dev and nbytes > sent.get((p, dev), -1):
+                sent[(p, dev)] = nbytes
     start = [0.0] * n
     end = [0.0] * n
     free = [0.0] * inst.m
     for j in sequence:
-        dj = placement[j]
-        t = free[dj]
+        dev = placement[j]
+        t = free[dev]
         for p, _ in pred[j]:
-            dp = placement[p]
-            x = end[p] if dp == dj else end[p] + (lat[dp][dj] + sent[(p, dj)] * inv[dp][dj])
-            if x > t:  # noqa: PLR1730 (hot loop: a call to max() costs more)
-                t = x
+            src = placement[p]
+            there = end[p] if src == dev else end[p] + (
+                lat[src][dev] + sent[(p, dev)] * inv[src][dev])
+            if there > t:  # noqa: PLR1730 (hot loop: a call to max() costs more)
+                t = there
         start[j] = t
-        end[j] = free[dj] = t + comp[j][dj]
+        end[j] = free[dev] = t + comp[j][dev]
     return start
 
 
