@@ -2,6 +2,7 @@
 
     python bench/bench_algorithms.py            # everything (a few minutes on 2 cores)
     python bench/bench_algorithms.py --quick    # GNMT, training graphs, 1k ops, one repeat
+    python bench/bench_algorithms.py --record   # also write README's figures (bench/results/)
 
 1. Baechi's GNMT graph (../shared/datasets/baechi-gnmt, skipped when absent) with Baechi's
    cost model: 4 GPUs of 8 GiB, 134 us + 0.0001754 us/B per transfer, contention `device`,
@@ -18,7 +19,9 @@
    for 1k, 2.5k, 10k and 100k ops. Algorithms expected to exceed ~30 s are skipped and say
    why.
 
-The machine may be shared: figures are medians, and noisy.
+The machine may be shared: figures are medians, and noisy. `--record` keeps tables 1 and 3:
+per GNMT graph and algorithm its planning_s and makespan, per scale and algorithm its
+planning_s.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from recording import Recording, value
 
 import planner
 from planner.algorithms import Options, get, run
@@ -114,7 +119,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line, sep, *body])
 
 
-def bench_gnmt(names: Sequence[str], repeat: int) -> None:
+def bench_gnmt(names: Sequence[str], repeat: int, recording: Recording | None) -> None:
     """Table 1: Baechi's GNMT graphs under Baechi's cost model."""
     for name in names:
         path = DATASET / f"{name}.json"
@@ -136,6 +141,12 @@ def bench_gnmt(names: Sequence[str], repeat: int) -> None:
             rows.append([algorithm, f"{seconds:.3f}", f"{result.makespan_s * 1e3:.1f}",
                          "yes" if result.feasible else "NO",
                          f"<= {target}" if target else ""])
+            if recording is not None and result.feasible:
+                how = f"{name}, {algorithm}"
+                recording.add(f"{name}_{algorithm}_planning_s", value(
+                    seconds, "s", f"{how}: planning_s, median of {repeat}", at_most=target))
+                recording.add(f"{name}_{algorithm}_makespan_ms", value(
+                    result.makespan_s * 1e3, "ms", f"{how}: simulated makespan"))
         print(table(["algorithm", "planning_s", "makespan_ms", "feasible", "target_s"], rows))
     print("reference: Baechi's own m-ETF / m-SCT placements simulate at about 400 ms "
           "under these rules; one GPU alone: 116.8 ms")
@@ -173,7 +184,8 @@ def bench_training(models: Sequence[tuple[str, int]], repeat: int) -> None:
                     rows))
 
 
-def bench_scaling(scales: Sequence[tuple[int, int, int]], repeat: int) -> None:
+def bench_scaling(scales: Sequence[tuple[int, int, int]], repeat: int,
+                  recording: Recording | None) -> None:
     """Table 3: planning_s on random layered DAGs."""
     rows = []
     for n, e, m in scales:
@@ -186,6 +198,10 @@ def bench_scaling(scales: Sequence[tuple[int, int, int]], repeat: int) -> None:
                 continue
             seconds, out = timed(algorithm, problem, reps)
             row.append("err" if isinstance(out, PlannerError) else f"{seconds:.3f}")
+            if recording is not None and not isinstance(out, PlannerError):
+                recording.add(f"layered_{n}_{algorithm}_planning_s", value(
+                    seconds, "s", f"random layered DAG, {n:,} ops, {m} devices, {algorithm}: "
+                    f"planning_s, median of {reps}", at_most=TARGETS.get((n, algorithm))))
         rows.append(row)
         print(f"  {n:,} ops done", file=sys.stderr)
     print("\nplanning_s (median) on random layered DAGs, contention device")
@@ -203,17 +219,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="GNMT, the training graphs and 1k ops, once")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--record", action="store_true",
+                        help="write the figures to bench/results/bench_algorithms.json")
     args = parser.parse_args(argv)
+    recording = Recording.start(__file__, args.quick, argv) if args.record else None
     t0 = time.perf_counter()
     if args.quick:
-        bench_gnmt(["gnmt_baechi"], 1)
+        bench_gnmt(["gnmt_baechi"], 1, recording)
         bench_training(TRAINING, 1)
-        bench_scaling(SCALES[:1], 1)
+        bench_scaling(SCALES[:1], 1, recording)
     else:
-        bench_gnmt(["gnmt_baechi", "gnmt_baechi_fused"], args.repeat)
+        bench_gnmt(["gnmt_baechi", "gnmt_baechi_fused"], args.repeat, recording)
         bench_training(TRAINING, args.repeat)
-        bench_scaling(SCALES, args.repeat)
+        bench_scaling(SCALES, args.repeat, recording)
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+    if recording is not None:
+        recording.write()
     return 0
 
 

@@ -3,6 +3,7 @@
     python bench/bench_baechi.py --baechi PATH      # 3 interleaved rounds (about 2 minutes)
     BAECHI_SRC=PATH python bench/bench_baechi.py --quick   # one round
     python bench/bench_baechi.py                    # no Baechi: planner's figures only
+    python bench/bench_baechi.py --baechi PATH --record   # also write README's figures
 
 PATH is a checkout of Baechi (github.com/beomyeol/baechi; the directory holding `placer/`
 and `utils/`). Baechi's code is never copied into this repository: the benchmark imports it
@@ -62,6 +63,10 @@ How Baechi is imported, without TensorFlow and without changing Baechi:
 So a CI job needs: a Baechi checkout (BAECHI_SRC), networkx (in planner's `test` extra) and
 `cvxopt` for m-SCT; nothing else.
 
+`--record` writes the table's figures to bench/results/bench_baechi.json for README's
+table (only with Baechi: without it there is no comparison to record), with Baechi's
+commit and the notes above (stand-ins, the LP solver).
+
 Each placement is also re-timed in planner's simulator (`planner.simulate.simulate` with
 `Plan(placement)`, Baechi's op -> device map taken by op name, the simulator choosing the
 order): the makespan columns compare the placements under one set of rules.
@@ -78,6 +83,7 @@ import json
 import logging
 import os
 import statistics
+import subprocess
 import sys
 import time
 import types
@@ -87,6 +93,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_algorithms import table  # this folder is the script's first sys.path entry
+from recording import Recording, value
 
 from planner.algorithms import Options, get, run
 from planner.algorithms.listsched import etf
@@ -393,6 +400,42 @@ def report(rows: Sequence[Row], baechi: Baechi | None) -> bool:
     return ok
 
 
+def record(recording: Recording, rows: Sequence[Row], baechi: Baechi) -> None:
+    """The table's figures, per planner algorithm (`metf_ratio`, `msct_baechi_ms`, ...)."""
+    rounds = f"{len(rows[0].planner_cpu)} interleaved round(s)"
+    for (algo, _, label), row in zip(PAIRS, rows, strict=True):
+        recording.add(f"{algo}_planner_cpu_s", value(statistics.median(row.planner_cpu), "s",
+                      f"planner {algo}, compiled engine loaded: CPU s, median of {rounds}"))
+        recording.add(f"{algo}_python_cpu_s", value(statistics.median(row.python_cpu), "s",
+                      f"planner {algo}, Python engine: CPU s, median of {rounds}"))
+        recording.add(f"{algo}_planner_ms", value(row.planner_ms, "ms",
+                                                  f"planner {algo}: simulated makespan"))
+        if not row.baechi_cpu:
+            continue
+        recording.add(f"{algo}_baechi_cpu_s", value(statistics.median(row.baechi_cpu), "s",
+                      f"Baechi's {label}: CPU s, median of {rounds}"))
+        recording.add(f"{algo}_ratio", value(
+            statistics.median(row.ratios), "×", f"Baechi's {label} CPU s / planner's (compiled "
+            f"engine loaded), median of the per-round ratios of {rounds}", at_least=TARGET,
+            per_round=row.ratios))
+        recording.add(f"{algo}_python_ratio", value(
+            statistics.median(row.python_ratios), "×", f"Baechi's {label} CPU s / planner's "
+            f"on the Python engine, median of the per-round ratios of {rounds}",
+            per_round=row.python_ratios))
+        recording.add(f"{algo}_baechi_ms", value(
+            row.baechi_ms, "ms", f"Baechi's {label} placement in planner's simulator",
+            feasible=row.baechi_feasible))
+    recording.context.update(baechi_commit=_commit_of(baechi.src), baechi_notes=baechi.notes,
+                             baechi_missing=baechi.missing)
+
+
+def _commit_of(src: Path) -> str | None:
+    """The checkout's commit (None when it is not a git checkout)."""
+    done = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baechi", metavar="PATH",
@@ -401,8 +444,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="one round")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 when a measured ratio misses the target")
+    parser.add_argument("--record", action="store_true",
+                        help="write the figures to bench/results/bench_baechi.json")
     parser.add_argument("--dataset", type=Path, default=DATASET, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    recording = Recording.start(__file__, args.quick, argv) if args.record else None
     repeat = 1 if args.quick else max(1, args.repeat)
     if not args.dataset.is_file():
         print(f"skipped: dataset absent ({args.dataset.resolve()})")
@@ -426,9 +472,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"note: {placer}: {why}")
     print(f"{args.dataset.name}: 4 GPUs x 8 GiB, 134 us + 0.0001754 us/B per tensor, "
           f"contention device; {repeat} interleaved round(s); load average {load_average()}")
+    if recording is not None and baechi is None:
+        print("nothing to record without Baechi: pass --baechi PATH or set BAECHI_SRC")
+        return 1
     rows = bench(repeat, baechi, args.dataset)
     ok = report(rows, baechi)
     print(f"load average after: {load_average()}")
+    if recording is not None and baechi is not None:
+        record(recording, rows, baechi)
+        recording.write()
     return 1 if args.strict and not ok else 0
 
 

@@ -4,6 +4,7 @@
     python bench/bench_exact.py --quick    # a small run (about a minute)
     python bench/bench_exact.py --cap 60   # the issue's 60 s per STG instance
     python bench/bench_exact.py --only build,cpsat30,cpsat-large,stg
+    python bench/bench_exact.py --only stg --solvers cpsat --record   # README's figure
 
 Sections:
 - `build`: Pyomo build time of the ILP for 200 ops × 4 devices (target ≤ 2 s), wall and
@@ -17,6 +18,7 @@ Sections:
   how many are proved optimal. Skipped when the dataset is absent.
 
 Random instances come from `tests/exact/instances.py` (seeded, deterministic).
+`--record` writes the sections' headline figures to bench/results/bench_exact.json.
 """
 
 from __future__ import annotations
@@ -33,12 +35,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from exact.instances import layered_problem, stg_optima, stg_path, stg_problem
+from recording import Recording, value
 
 from planner.algorithms import Options, run
 from planner.algorithms.exact import backends
 
 STG = ROOT / "../shared/datasets/stg"
 SECTIONS = ("build", "cpsat30", "cpsat-large", "stg")
+
+
+def keep(recording: Recording | None, name: str, figure: dict[str, object]) -> None:
+    """Add a figure to the run's recording (`--record`), if there is one."""
+    if recording is not None:
+        recording.add(name, figure)
 
 
 def table(title: str, head: list[str], rows: list[list[object]]) -> None:
@@ -57,7 +66,7 @@ def _fmt(c: object) -> str:
     return str(c)
 
 
-def bench_build(quick: bool) -> None:
+def bench_build(quick: bool, recording: Recording | None) -> None:
     """Pyomo build time, 200 ops × 4 devices."""
     from planner.algorithms.exact.common import lower_bound_s, warm_start
     from planner.algorithms.exact.ilp import IlpModel
@@ -65,6 +74,7 @@ def bench_build(quick: bool) -> None:
 
     backends.import_pyomo()
     rows: list[list[object]] = []
+    cpus: list[float] = []
     for seed in range(1 if quick else 3):
         problem = layered_problem(seed, 200, 4)
         inst = Instance(problem)
@@ -77,11 +87,15 @@ def bench_build(quick: bool) -> None:
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         rows.append([f"layered seed {seed}", len(problem.graph.edges), model.n_rows,
                      len(model.x) + len(model.y), wall, cpu])
+        cpus.append(cpu)
+    keep(recording, "build_200_cpu_s", value(
+        statistics.median(cpus), "s",
+        f"ILP build, 200 ops x 4 devices, CPU s, median of {len(cpus)}", at_most=2.0))
     table("ILP build (Pyomo), 200 ops × 4 devices; target ≤ 2 s",
           ["instance", "edges", "rows", "binaries", "wall s", "CPU s"], rows)
 
 
-def bench_cpsat30(quick: bool) -> None:
+def bench_cpsat30(quick: bool, recording: Recording | None) -> None:
     """CP-SAT time to optimality, 30 ops × 4 devices."""
     rows: list[list[object]] = []
     times: list[float] = []
@@ -97,6 +111,9 @@ def bench_cpsat30(quick: bool) -> None:
     proved = sum(1 for t in times if t < float("inf"))
     rows.append(["median", "", f"{proved}/{len(times)} optimal", statistics.median(times),
                  "", "", ""])
+    keep(recording, "cpsat30_median_s", value(
+        statistics.median(times), "s", f"CP-SAT to optimality, 30 ops x 4 devices, median "
+        f"of {len(times)} (cap {cap:g} s)", at_most=5.0, proved=proved, of=len(times)))
     table(f"CP-SAT, random layered DAGs, 30 ops × 4 devices (cap {cap:.0f} s); "
           "target median ≤ 5 s",
           ["seed", "edges", "status", "wall s", "m-SCT s", "result s", "gap"], rows)
@@ -120,7 +137,8 @@ def bench_cpsat_large(quick: bool) -> None:
           rows)
 
 
-def bench_stg(quick: bool, cap: float, solvers: list[str]) -> None:
+def bench_stg(quick: bool, cap: float, solvers: list[str],
+              recording: Recording | None) -> None:
     """Per back-end, STG instances solved to the published optimum within `cap`."""
     if not (STG / "optimal").is_dir():
         print(f"\n(stg: dataset not found at {STG.resolve()}; skipped)")
@@ -149,6 +167,15 @@ def bench_stg(quick: bool, cap: float, solvers: list[str]) -> None:
                 proved += 1
         rows.append([solver, f"{reached}/{len(cases)}", f"{proved}/{len(cases)}",
                      statistics.median(walls), max(walls)])
+        how = f"STG 50-task graphs x P in {{2, 4}}, {solver}, cap {cap:g} s each"
+        for name, figure in (
+                ("proved", value(proved, "instances", f"{how}: proved optimal",
+                                 of=len(cases))),
+                ("reached", value(reached, "instances", f"{how}: published optimum reached",
+                                  of=len(cases))),
+                ("max_s", value(max(walls), "s", f"{how}: the longest, wall s")),
+                ("median_s", value(statistics.median(walls), "s", f"{how}: median wall s"))):
+            keep(recording, f"stg_{solver}_{name}", figure)
     table(f"STG 50-task graphs × P ∈ {{2, 4}}: published optimum reached / proved "
           f"(cap {cap:.0f} s each)",
           ["back-end", "optimum reached", "proved optimal", "median wall s", "max wall s"],
@@ -165,20 +192,26 @@ def main() -> None:
                     help=f"comma-separated sections of {', '.join(SECTIONS)}")
     ap.add_argument("--solvers", default="cpsat,highs,cbc,glpk",
                     help="back-ends for the STG section")
+    ap.add_argument("--record", action="store_true",
+                    help="write the figures to bench/results/bench_exact.json")
     args = ap.parse_args()
+    recording = Recording.start(__file__, args.quick) if args.record else None
     logging.basicConfig(level=logging.ERROR)  # fallbacks are figures here, not news
     cap = args.cap if args.cap is not None else (5.0 if args.quick else 10.0)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     jobs: dict[str, Callable[[], None]] = {
-        "build": lambda: bench_build(args.quick),
-        "cpsat30": lambda: bench_cpsat30(args.quick),
+        "build": lambda: bench_build(args.quick, recording),
+        "cpsat30": lambda: bench_cpsat30(args.quick, recording),
         "cpsat-large": lambda: bench_cpsat_large(args.quick),
-        "stg": lambda: bench_stg(args.quick, cap, args.solvers.split(",")),
+        "stg": lambda: bench_stg(args.quick, cap, args.solvers.split(","), recording),
     }
     for name in only:
         if name not in jobs:
             ap.error(f"unknown section {name!r}; choose from {', '.join(SECTIONS)}")
         jobs[name]()
+    if recording is not None:
+        recording.context["sections"] = only
+        recording.write()
 
 
 if __name__ == "__main__":

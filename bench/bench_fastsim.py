@@ -2,13 +2,15 @@
 
     python bench/bench_fastsim.py            # 300 placements per row
     python bench/bench_fastsim.py --quick    # 40 placements per row
+    python bench/bench_fastsim.py --record   # also write README's figures (bench/results/)
 
 Placements are m-ETF's plan with 1-8 colocation groups (or lone ops) moved to another
 device, as a search would propose them. Each placement is timed with `simulate` and with
 `Evaluator.makespan` (or `.run`), in alternating blocks of 20 so both see the same load;
 cells are medians of CPU time per evaluation (wall-clock medians are printed too). Every pair is
 checked for the same makespan. The compile time is measured in fresh processes: cold (an
-empty numba cache) and warm (the cache filled).
+empty numba cache) and warm (the cache filled). `--record` keeps every row's speed-up (and
+their lowest and highest) and the two compile times.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from recording import Recording, spread, value
 
 from planner import algorithms
 from planner.fastsim import Evaluator, prepare
@@ -113,11 +116,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="40 placements per row")
     parser.add_argument("--count", type=int, help="placements per row")
+    parser.add_argument("--record", action="store_true",
+                        help="write the figures to bench/results/bench_fastsim.json")
     args = parser.parse_args()
     count = args.count or (40 if args.quick else 300)
     if not GNMT.exists():
         print(f"skipped: Baechi's GNMT graph is not at {GNMT}")
+        if args.record:
+            print("nothing recorded: no graph to measure")
+            return 1
         return 0
+    recording = Recording.start(__file__, args.quick) if args.record else None
     print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
     cold, warm = compile_times()
     print(f"compile: {cold:.1f} s cold (empty numba cache), {warm:.2f} s from the cache "
@@ -132,7 +141,7 @@ def main() -> int:
     print("| evaluation | simulate /s | fast /s | speed-up | median CPU per call "
           "(simulate / fast) | median wall |")
     print("|---|---|---|---|---|---|")
-    headline = 0.0
+    ratios: dict[str, float] = {}
     for contention, memory in [("device", "static"), ("device", "liveness"),
                                ("link", "static")]:
         p = dataclasses.replace(base, contention=contention, memory_model=memory)
@@ -143,26 +152,35 @@ def main() -> int:
             return r.makespan_s if r.feasible else math.inf
 
         label = f"{contention}, {memory}"
-        ratio = row(f"makespan, dispatch ({label})", ref,
-                    lambda k, ev=ev: ev.makespan(places[k]), count)
+        name = f"makespan, dispatch ({label})"
+        ratios[name] = row(name, ref, lambda k, ev=ev: ev.makespan(places[k]), count)
         if (contention, memory) != ("device", "static"):
             continue
-        headline = ratio
-        row(f"makespan, dispatch, int64 array ({label})", ref,
-            lambda k, ev=ev: ev.makespan(arrays[k]), count)
+        name = f"makespan, dispatch, int64 array ({label})"
+        ratios[name] = row(name, ref, lambda k, ev=ev: ev.makespan(arrays[k]), count)
         orders = [tuple(tuple(s.tolist()) for s in ev.run(a).order) for a in arrays]
 
         def ref_order(k: int, p: Problem = p, orders: list[Any] = orders) -> float:
             r = simulate(p, Plan(places[k], orders[k]))
             return r.makespan_s if r.feasible else math.inf
 
-        row(f"makespan, given order ({label})", ref_order,
-            lambda k, ev=ev, orders=orders: ev.makespan(places[k], orders[k]), count)
-        row(f"full timing: `run` vs `simulate` ({label})",
-            lambda k, p=p: simulate(p, Plan(places[k])).makespan_s,
-            lambda k, ev=ev: ev.run(places[k]).makespan_s, count)
+        name = f"makespan, given order ({label})"
+        ratios[name] = row(name, ref_order, lambda k, ev=ev, orders=orders: ev.makespan(
+            places[k], orders[k]), count)
+        name = f"full timing: `run` vs `simulate` ({label})"
+        ratios[name] = row(name, lambda k, p=p: simulate(p, Plan(places[k])).makespan_s,
+                           lambda k, ev=ev: ev.run(places[k]).makespan_s, count)
+    headline = ratios["makespan, dispatch (device, static)"]
     print(f"\ntarget: ≥ {TARGET:.0f}× on `makespan, dispatch (device, static)`")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if recording is not None:
+        how = f"GNMT, {count} placements per row, median CPU per evaluation"
+        recording.add("speedup", spread(ratios, "×", f"simulate / fast, every row; {how}"))
+        recording.add("speedup_dispatch", value(headline, "×", f"the target's row; {how}",
+                                                at_least=TARGET))
+        recording.add("compile_cold_s", value(cold, "s", "prepare() with an empty numba cache"))
+        recording.add("compile_warm_s", value(warm, "s", "prepare() from numba's cache"))
+        recording.write()
     return 0 if headline >= TARGET else 1
 
 

@@ -3,6 +3,7 @@
     python bench/bench_parse.py            # 10k (every parser) and 100k (fast path)
     python bench/bench_parse.py --quick    # 10k only
     python bench/bench_parse.py --full     # the Lark parsers at 100k too (minutes)
+    python bench/bench_parse.py --record   # also write README's figures (bench/results/)
 
 Each spec has one op per line with realistic attributes, two edges per op, an 8-GPU
 cluster and one plan. Every figure is the median of 3 runs, each in a fresh Python process
@@ -31,6 +32,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from recording import Recording, value
 
 VARIANTS = {
     "fast": {},
@@ -132,6 +135,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="10k ops only")
     ap.add_argument("--full", action="store_true", help="also the Lark parsers at 100k ops")
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per figure")
+    ap.add_argument("--record", action="store_true",
+                    help="write the figures to bench/results/bench_parse.json")
     ap.add_argument("--worker", nargs=2, metavar=("PATH", "WHAT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -143,6 +148,7 @@ def main() -> None:
     except ImportError:
         cython = "not installed"
     sizes = [10_000] if args.quick else [10_000, 100_000]
+    recording = Recording.start(__file__, args.quick) if args.record else None
     base = baseline_kb()
     header = (f"{'ops':>7} {'edges':>7} {'MB':>6} {'parser':<8} {'parse+lower':>11} "
               f"{'(cpu)':>7} {'process':>8} {'format':>8} {'memory':>9}  target")
@@ -170,11 +176,31 @@ def main() -> None:
                 print(f"{n:>7} {2 * n:>7} {size_mb:>6.1f} {variant:<8} {inside:>10.2f}s "
                       f"{cpu:>6.2f}s {whole:>7.2f}s {fmt:>7.2f}s {mem_mb:>6.0f} MB  {verdict}",
                       flush=True)
+                if recording is not None:
+                    record(recording, n, variant, args.runs, inside, cpu, whole, fmt, mem_mb)
     print(f"\nmedian of {args.runs} fresh processes each; memory = peak RSS - {base / 1024:.0f} MB "
           f"(a bare interpreter); lark-cython {cython}; Python {sys.version.split()[0]}; "
           f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     if misses:
         print("targets missed (fast path): " + ", ".join(f"{n} ops" for n in misses))
+    if recording is not None:
+        recording.context["lark_cython"] = cython
+        recording.write()
+
+
+def record(recording: Recording, n: int, variant: str, runs: int, inside: float,
+           cpu: float, whole: float, fmt: float, mem_mb: float) -> None:
+    """One table line's figures, named `<figure>_<size>k` (with the parser unless `fast`)."""
+    tag = f"{n // 1000}k" + ("" if variant == "fast" else f"_{variant.replace('-', '_')}")
+    how = f"{n:,} ops, parser {variant}, median of {runs} fresh processes"
+    recording.add(f"load_{tag}_s", value(inside, "s", f"parse + lower (load_path), {how}",
+                                         at_most=TARGETS[n] if variant == "fast" else None))
+    recording.add(f"load_{tag}_cpu_s", value(cpu, "s", f"parse + lower, CPU, {how}"))
+    recording.add(f"process_{tag}_s", value(whole, "s", f"the whole process, {how}"))
+    recording.add(f"format_{tag}_s", value(fmt, "s", f"format_source, {how}"))
+    recording.add(f"memory_{tag}_mb", value(
+        mem_mb, "MB", f"peak RSS above a bare interpreter, {how}",
+        at_most=MEMORY_TARGET_MB if variant == "fast" else None))
 
 
 if __name__ == "__main__":

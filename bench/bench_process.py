@@ -2,6 +2,7 @@
 
     python bench/bench_process.py            # start-up, 10k and 100k ops (a few minutes)
     python bench/bench_process.py --quick    # start-up and 10k ops
+    python bench/bench_process.py --rounds 3 --record   # README's figures (about 5 minutes)
 
 1. Start-up: CPU seconds (user + system, from `resource`) of `planner --help` and
    `planner check specs/resnet.plan`, each a fresh process, median of 5.
@@ -15,6 +16,12 @@
    objects during the later phases, and `checks` grew as n^1.21 in this benchmark although
    the commands never pay that. After a big model (100k ops, not 10k) the young
    generation is collected every 100,000 allocations, as `_load` sets it.
+
+`--rounds N` measures the whole-process figures (1 and the two commands of 2) N times in
+turns and reports the lowest and highest of the N medians: the machine's speed drifts
+between minutes, and one round's median hides that. `--record` writes them (a range when
+N > 1), the phases and the machine's speed to bench/results/bench_process.json for
+README's table (`bench/recording.py`).
 
 Targets (issue 16): check of resnet <= 0.3 s, --help <= 0.2 s; at 100k ops check <= 8 s
 and metf <= 12 s whole process; every phase growing at most as n^1.05. The machine's speed
@@ -35,9 +42,12 @@ import time
 from pathlib import Path
 
 from bench_parse import generate  # this folder is the script's first sys.path entry
+from recording import Recording, spread, value
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = {"help": 0.2, "check resnet": 0.3, ("check", 100_000): 8.0,
+#: a figure's key: a start-up command's name, or (command, ops)
+Key = str | tuple[str, int]
+TARGETS: dict[Key, float] = {"help": 0.2, "check resnet": 0.3, ("check", 100_000): 8.0,
            ("metf", 100_000): 12.0}
 PHASES = """
 import gc, sys, time
@@ -120,47 +130,135 @@ def verdict(value: float, target: float | None) -> str:
     return "" if target is None else ("met" if value <= target else "NOT met")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="start-up and 10k ops only")
-    args = ap.parse_args()
-    before = machine_speed()
-    print(f"machine: the reference workload (`CALIBRATION`) took {before:.3f} s CPU")
-    print()
-    print("| figure | CPU s (median) | target | |")
-    print("|---|---|---|---|")
-    for name, argv in (("help", ["--help"]), ("check resnet", ["check", "specs/resnet.plan"])):
-        t = cpu_of(argv, 5)
-        print(f"| `planner {' '.join(argv)}` | {t:.3f} | {TARGETS[name]} | "
-              f"{verdict(t, TARGETS[name])} |")
-    sizes = (10_000,) if args.quick else (10_000, 100_000)
-    paths: dict[int, Path] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in sizes:
-            path = paths[n] = Path(tmp) / f"g{n}.plan"
-            path.write_text(generate(n).replace("memory 32 GiB", "memory 2 TiB"))
-            for what, argv in (("check", ["check", str(path)]),
-                               ("metf", ["solve", str(path), "--algo", "metf"])):
-                t0 = time.perf_counter()
-                t = cpu_of(argv, 1 if n >= 100_000 and args.quick else 3)
-                target = TARGETS.get((what, n))
-                print(f"| `planner {what}` at {n:,} ops | {t:.2f} (wall "
-                      f"{time.perf_counter() - t0:.0f} s for all runs) | "
-                      f"{target or ''} | {verdict(t, target)} |", flush=True)
-        phases = phases_of(paths)
-    print()
+#: the whole-process figures: (key, label, planner's arguments; SPEC stands for the
+#: generated spec of the size in the key)
+STARTUP = (("help", "`planner --help`", ["--help"]),
+           ("check resnet", "`planner check specs/resnet.plan`", ["check", "specs/resnet.plan"]))
+AT_SIZE = (("check", ["check", "SPEC"]), ("metf", ["solve", "SPEC", "--algo", "metf"]))
+
+
+def whole_process_round(paths: dict[int, Path], quick: bool) -> dict[Key, float]:
+    """One round of the whole-process figures: median CPU seconds per key."""
+    out: dict[Key, float] = {}
+    for key, _, argv in STARTUP:
+        out[key] = cpu_of(argv, 5)
+    for n, path in paths.items():
+        for what, argv in AT_SIZE:
+            args = [str(path) if a == "SPEC" else a for a in argv]
+            out[(what, n)] = cpu_of(args, 1 if n >= 100_000 and quick else 3)
+            print(f"  `planner {what}` at {n:,} ops: {out[(what, n)]:.2f} s", flush=True)
+    return out
+
+
+def label_of(key: Key) -> str:
+    if isinstance(key, tuple):
+        what, n = key
+        return f"`planner {what}` at {n:,} ops"
+    return next(label for k, label, _ in STARTUP if k == key)
+
+
+def figure_name(key: Key) -> str:
+    """The recorded name: `help_cpu_s`, `check_resnet_cpu_s`, `metf_100k_cpu_s`, ..."""
+    if isinstance(key, tuple):
+        what, n = key
+        return f"{what}_{n // 1000}k_cpu_s"
+    return f"{str(key).replace(' ', '_')}_cpu_s"
+
+
+def print_rounds(rounds: list[dict[Key, float]]) -> None:
+    """The whole-process table: one column per round, then the lowest and highest."""
+    many = len(rounds) > 1
+    print("| figure | " + " | ".join(f"round {k + 1}" for k in range(len(rounds)))
+          + (" | min–max" if many else "") + " | target | |")
+    print("|---|" + "---|" * (len(rounds) + many) + "---|---|")
+    for key in rounds[0]:
+        times = [r[key] for r in rounds]
+        target = TARGETS.get(key)
+        cells = " | ".join(f"{t:.3f}" for t in times)
+        if many:
+            cells += f" | {min(times):.3f}–{max(times):.3f}"
+        print(f"| {label_of(key)} | {cells} | {target or ''} | "
+              f"{verdict(max(times), target)} |")
+
+
+def print_phases(phases: dict[int, dict[str, float]], sizes: tuple[int, ...]) -> None:
     print("| phase | " + " | ".join(f"{n:,} ops (s)" for n in sizes) + " | growth |")
     print("|---|" + "---|" * len(sizes) + "---|")
     for name in phases[sizes[0]]:
         cells = " | ".join(f"{phases[n][name]:.3f}" for n in sizes)
-        growth = ""
-        if len(sizes) == 2 and phases[sizes[0]][name] > 0:
-            exp = math.log(phases[sizes[1]][name] / phases[sizes[0]][name]) / math.log(10)
-            growth = f"n^{exp:.2f} ({'met' if exp <= 1.05 else 'NOT met'}: <= n^1.05)"
-        print(f"| {name} | {cells} | {growth} |")
+        exp = growth(phases, sizes, name)
+        shown = "" if exp is None else (
+            f"n^{exp:.2f} ({'met' if exp <= 1.05 else 'NOT met'}: <= n^1.05)")
+        print(f"| {name} | {cells} | {shown} |")
+
+
+def growth(phases: dict[int, dict[str, float]], sizes: tuple[int, ...],
+           name: str) -> float | None:
+    """log(t100k / t10k) / log(10) of one phase, or None with one size."""
+    if len(sizes) != 2 or phases[sizes[0]][name] <= 0:
+        return None
+    return math.log(phases[sizes[1]][name] / phases[sizes[0]][name]) / math.log(10)
+
+
+def record(recording: Recording, rounds: list[dict[Key, float]],
+           phases: dict[int, dict[str, float]], sizes: tuple[int, ...],
+           speeds: tuple[float, float]) -> None:
+    """The figures for README's table; a range when there are several rounds."""
+    how = f"CPU seconds, median of fresh processes; {len(rounds)} round(s)"
+    for key in rounds[0]:
+        times = [r[key] for r in rounds]
+        target = TARGETS.get(key)
+        what = f"{label_of(key)}: {how}"
+        recording.add(figure_name(key), spread(times, "s", what, at_most=target)
+                      if len(times) > 1 else value(times[0], "s", what, at_most=target))
+    for n in sizes:
+        for name, seconds in phases[n].items():
+            recording.add(f"phase_{name}_{n // 1000}k_cpu_s",
+                          value(seconds, "s", f"{name} at {n:,} ops, CPU s, median of 5"))
+    for name in phases[sizes[0]]:
+        exp = growth(phases, sizes, name)
+        if exp is not None:
+            recording.add(f"phase_{name}_growth", value(
+                exp, "exponent", f"{name}: log(t100k / t10k) / log(10)", at_most=1.05))
+    recording.add("calibration_s", spread(
+        {"before": speeds[0], "after": speeds[1]}, "s",
+        "the fixed reference workload's CPU seconds before and after (lower is faster)"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="start-up and 10k ops only")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure the whole-process figures this many times, in turns")
+    ap.add_argument("--record", action="store_true",
+                    help="write the figures to bench/results/bench_process.json")
+    args = ap.parse_args()
+    recording = Recording.start(__file__, args.quick) if args.record else None
+    before = machine_speed()
+    print(f"machine: the reference workload (`CALIBRATION`) took {before:.3f} s CPU")
+    sizes = (10_000,) if args.quick else (10_000, 100_000)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths: dict[int, Path] = {}
+        for n in sizes:
+            paths[n] = Path(tmp) / f"g{n}.plan"
+            paths[n].write_text(generate(n).replace("memory 32 GiB", "memory 2 TiB"))
+        rounds = []
+        for k in range(max(1, args.rounds)):
+            t0 = time.perf_counter()
+            rounds.append(whole_process_round(paths, args.quick))
+            print(f"round {k + 1}: {time.perf_counter() - t0:.0f} s wall", flush=True)
+        phases = phases_of(paths)
     print()
+    print_rounds(rounds)
+    print()
+    print_phases(phases, sizes)
+    print()
+    after = machine_speed()
     print(f"machine: the reference workload took {before:.3f} s CPU before the run and "
-          f"{machine_speed():.3f} s after it (lower is faster)")
+          f"{after:.3f} s after it (lower is faster)")
+    if recording is not None:
+        record(recording, rounds, phases, sizes, (before, after))
+        recording.write()
 
 
 if __name__ == "__main__":

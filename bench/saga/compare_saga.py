@@ -2,6 +2,7 @@
 
     python bench/saga/compare_saga.py            # 30 instances + 5 SMT instances
     python bench/saga/compare_saga.py --quick    # 6 instances + 1 SMT instance
+    python bench/saga/compare_saga.py --record   # also write README's figures (bench/results/)
 
 Runs in planner's own virtual environment; saga (Python >= 3.12) runs in a separate one,
 through `run_saga.py` in a subprocess. Without it, this prints how to create it and
@@ -37,7 +38,8 @@ Checks:
     `cpsat` (`time_limit_s=60`) on 15-18-task, 3-node random DAGs: time to an optimal
     schedule (target: cpsat 10x faster).
 Times are wall times of the scheduling call alone (saga: `scheduler.schedule`; planner:
-`Solution.planning_s`); the machine may be shared, so they are noisy.
+`Solution.planning_s`); the machine may be shared, so they are noisy. `--record` writes the
+checks' figures to bench/results/compare_saga.json for README's table.
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ from planner.plan import Plan
 from planner.simulate import simulate
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # bench/, for its `recording` module
+from recording import Recording, value  # noqa: E402 - after bench/ is on the path
+
 RUN_SAGA = HERE / "run_saga.py"
 DEFAULT_SAGA_PYTHON = "/tmp/saga-venv/bin/python"
 PYENV_312 = "/root/.pyenv/versions/3.12.1/bin/python3.12"
@@ -343,6 +348,7 @@ def rel(a: float, b: float) -> float:
 
 # ---------------------------------------------------------------------------- the benchmark
 
+# long: checks (a)-(c) share one pass over the instances, and print from its lists
 def bench_heuristics(saga_py: str, args: argparse.Namespace, workdir: Path,
                      log: Callable[[str], None]) -> dict[str, Any]:
     """Checks (a), (b), (c) on `args.instances` random instances; prints their tables."""
@@ -464,11 +470,26 @@ def bench_heuristics(saga_py: str, args: argparse.Namespace, workdir: Path,
                  "median runtime_s"], srows))
     for s, why in errors.items():
         print(f"  {s}: {why}")
-    return {"heft_ratio_mean": _mean(heft_ratio), "tie_or_beat": (wins + ties) / n}
+    return {
+        "saga_heft_resimulated": value(
+            max(heft_diff, default=math.nan), "relative",
+            f"(a) saga's HEFT schedule re-simulated by planner: the largest relative "
+            f"difference from saga's makespan, over {len(heft_diff)} instances"),
+        "heft_ratio_mean": value(_mean(heft_ratio), "ratio",
+                                 "(b) our heft / saga's Heft makespan, mean", at_most=1.02,
+                                 max=max(heft_ratio, default=math.nan)),
+        "auto_ties_or_beats": value(
+            wins + ties, "instances", f"(c) our auto ties or beats the best valid schedule "
+            f"of {len(scheds)} saga heuristics (auto's limit {args.time_limit:g} s)",
+            of=n, beats=wins, ties=ties, heuristics=len(scheds), at_least=0.9 * n),
+        "auto_over_best_mean": value(_mean(auto_ratio), "ratio",
+                                     "(c) our auto's makespan / the best saga schedule's, mean",
+                                     max=max(auto_ratio)),
+    }
 
 
 def bench_smt(saga_py: str, args: argparse.Namespace, workdir: Path,
-              log: Callable[[str], None]) -> None:
+              log: Callable[[str], None]) -> dict[str, Any]:
     """Check (d): saga's SMT scheduler vs our cpsat on small 3-node random DAGs."""
     insts = [make_instance(f"smt{k}", "random_dag", args.seed * 100_003 + 7919 + k,
                            (15, 18), (3, 3), args.per_edge_sizes)
@@ -503,9 +524,14 @@ def bench_smt(saga_py: str, args: argparse.Namespace, workdir: Path,
           "(time limit 60 s), 3 nodes")
     print(table(["inst", "tasks", "edges", "SMT s", "SMT makespan", "SMT", "cpsat s",
                  "cpsat status", "cpsat makespan", "speedup"], rows))
-    if speedups:
-        print(f"cpsat proved {solved}/{len(insts)} optimal; speedup median "
-              f"{statistics.median(speedups):.0f}x, min {min(speedups):.0f}x (target >= 10x)")
+    if not speedups:
+        return {}
+    print(f"cpsat proved {solved}/{len(insts)} optimal; speedup median "
+          f"{statistics.median(speedups):.0f}x, min {min(speedups):.0f}x (target >= 10x)")
+    return {"smt_speedup": value(
+        statistics.median(speedups), "×", f"(d) saga SMT s / our cpsat s, median over "
+        f"{len(insts)} instances (SMT capped at {args.smt_cap_s:g} s: a lower bound where "
+        "capped)", at_least=10.0, min=min(speedups), cpsat_optimal=solved, of=len(insts))}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -522,7 +548,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--saga-python", help="python of the saga venv")
     parser.add_argument("--keep", type=Path, help="write instances and saga results here")
     parser.add_argument("--verbose", action="store_true", help="progress on stderr")
+    parser.add_argument("--record", action="store_true",
+                        help="write the figures to bench/results/compare_saga.json")
     args = parser.parse_args(argv)
+    recording = Recording.start(__file__, args.quick, argv) if args.record else None
     if args.quick:
         args.instances, args.smt = min(args.instances, 6), min(args.smt, 1)
 
@@ -543,15 +572,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         try:
-            if args.instances > 0:
-                bench_heuristics(saga_py, args, workdir, log)
+            figures = bench_heuristics(saga_py, args, workdir, log) if args.instances else {}
             if args.smt > 0:
-                bench_smt(saga_py, args, workdir, log)
+                figures.update(bench_smt(saga_py, args, workdir, log))
         except SagaFailed as err:
             print(f"error: saga failed: {err}", file=sys.stderr)
             return 1
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
+    if recording is not None:
+        for name, figure in figures.items():
+            recording.add(name, figure)
+        recording.context["saga"] = saga_version(saga_py)
+        recording.write()
     return 0
+
+
+def saga_version(python: str) -> str:
+    """saga's version and its Python's, as the saga venv reports them."""
+    code = ("import platform; from importlib.metadata import version; "
+            "print(f\"anrg-saga {version('anrg-saga')} on Python {platform.python_version()}\")")
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or f"unknown ({done.stderr.strip()[-200:]})"
 
 
 if __name__ == "__main__":
