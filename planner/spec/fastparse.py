@@ -8,6 +8,15 @@ the text differently (a keyword where only NAME fits, `op -> b`, `gpu[1_0..2]`, 
 in a graph), or on any error, it gives up (`fast_parse` returns None) and Lark parses the
 text instead, so Lark alone decides every error message. The tests compare both trees on
 every spec in the repository and on generated and mutated texts.
+
+One language definition: the terminals' patterns, the keywords, the statements each
+block holds (by keyword), the keywords a plan setting's key may be and the punctuation
+are taken from the grammar (`grammar.grammar()`), so that a keyword, a setting key or a
+spelling is changed there alone. How each rule is read is the reader's code; `RULES_READ`
+states, for every rule, the grammar's text that code follows, and `mismatches` compares
+it with the grammar: where they differ (a rule changed or added in the grammar only), the
+fast path reads nothing (Lark parses every text) and tests/spec/test_spec_grammar.py
+fails, naming the rule and what to change.
 """
 
 from __future__ import annotations
@@ -17,15 +26,137 @@ import json
 import re
 from collections.abc import Callable, Generator
 from functools import lru_cache
+from typing import Any, NamedTuple
 
 from ..errors import Span
 from ..units import UNIT_TABLE
 from . import ast
-from .grammar import KEYWORDS, grammar_text
+from .grammar import Grammar, grammar, split_alternatives
+
+__all__ = ["HAND_READ_TERMINALS", "IGNORED", "LEFT_TO_LARK", "RULES_READ", "line_ends",
+           "mismatches"]
 
 _UNIT_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz/"
 _NL, _COMMENT, _QUANTITY, _NUMBER, _NAME, _STRING, _PUNCT, _JUNK, _END = 1, 2, 3, 4, 5, 6, 7, 8, 0
 Tok = tuple[int, str, int, int, int]  # kind, text, offset, line, column
+
+#: Every rule of grammar/plan.lark, as `_Reader` reads it. A string: the rule as the
+#: grammar writes it, which the reader's code follows. A tuple: the alternatives the
+#: reader reads by hand; each other alternative is a keyword, or a statement that a
+#: keyword starts, and the reader takes those from the grammar (`_syntax`), so they are
+#: added there alone. `mismatches` compares this with the grammar.
+RULES_READ: dict[str, str | tuple[str, ...]] = {
+    "start": "_item*",
+    "_item": ('";"',),
+    "import_stmt": "IMPORT STRING",
+    "cluster": 'CLUSTER name "{" _cluster_item* "}"',
+    "_cluster_item": ('";"',),
+    "device": "DEVICE devref block",
+    "link": "LINK devlist ARROW devlist block?",
+    "devlist": 'devref ("," devref)*',
+    "devref": 'name | NAME "[" INT ".." INT "]" -> devrange | NAME "[" "*" "]" -> devwild',
+    "graph": 'GRAPH name "{" _graph_item* "}"',
+    "_graph_item": ("chain", '";"'),
+    "op": "OP name block?",
+    "chain": "name (ARROW name)+ block?",
+    "colocate": "COLOCATE oplist",
+    "plan": 'PLAN name "{" _plan_item* "}"',
+    "_plan_item": ("setting", '";"'),
+    "setting": "_key value",
+    "_key": ("NAME",),
+    "pin": "PIN oplist TO name",
+    "place": "PLACE oplist ON name",
+    "oplist": 'name ("," name)*',
+    "block": '"{" _attr_item* "}"',
+    "_attr_item": 'attr | ";"',
+    "attr": "NAME selector? value",
+    "selector": '"[" name "]"',
+    "value": "QUANTITY | NUMBER | name",
+    # and every keyword, and the terminals lexed as names (`SCHEDULE_1F1B`)
+    "name": ("NAME", "STRING"),
+}
+#: Rules the fast path leaves to Lark (it bails wherever one is used), each with the
+#: reason; `mismatches` accepts them in place of an entry of `RULES_READ`.
+LEFT_TO_LARK: dict[str, str] = {}
+#: The terminals the lexer takes from the grammar by name, each a token kind of its own;
+#: the other terminals of `name` are lexed as NAMEs (before NAME, by priority), keywords
+#: as NAMEs and the grammar's strings as punctuation.
+_LEXED = ("COMMENT", "QUANTITY", "NUMBER", "NAME", "STRING")
+#: Terminals read in the reader's own way, as the grammar writes them: an INT is a NUMBER
+#: token of digits alone (`devref`'s range); the arrows are compared by their text.
+HAND_READ_TERMINALS = {"INT": "/[0-9]+/", "ARROW": '"<->" | "->"'}
+#: What the grammar skips between tokens, as the lexer and the line readers skip it
+#: (blanks, line breaks and comments).
+IGNORED = ("COMMENT", r"/[ \t\r\n\f]+/")
+
+
+def mismatches(g: Grammar) -> list[str]:
+    """Where grammar `g` and the reader (`RULES_READ`, `LEFT_TO_LARK`, the terminals
+    the lexer takes) differ, one line each; empty when the reader reads `g`."""
+    found = [f"rule `{rule}` is not read: give `_Reader` a reader for it and add it to "
+             "RULES_READ (or to LEFT_TO_LARK, with the reason the fast path bails on it)"
+             for rule in sorted(g.rules.keys() - RULES_READ.keys() - LEFT_TO_LARK.keys())]
+    found += [f"rule `{rule}` is read but the grammar has none: remove it"
+              for rule in sorted((RULES_READ.keys() | LEFT_TO_LARK.keys()) - g.rules.keys())]
+    found += _rule_mismatches(g)
+    found += _terminal_mismatches(g)
+    not_names = sorted(set(g.keywords.values()) - set(g.words("name")))
+    if not_names:
+        found.append(f"keyword(s) {', '.join(not_names)} not in rule `name`: the reader takes "
+                     "every keyword as a name, as the grammar says (add them to `name`)")
+    return found
+
+
+def _rule_mismatches(g: Grammar) -> list[str]:
+    """Where a rule of `RULES_READ` and the grammar's differ."""
+    found = []
+    # what the reader takes from the grammar: keywords, and the statements it has readers
+    # for (in whichever block); in `name`, the terminals lexed as names too
+    derived = {*g.keywords, *(rule for block in g.rules for rule in g.statements(block).values()
+                                if rule in _STATEMENTS)}
+    for rule, read in RULES_READ.items():
+        if rule not in g.rules:
+            continue
+        if isinstance(read, str):
+            if split_alternatives(read) != g.rules[rule]:
+                found.append(f"rule `{rule}` is read as `{read}`, not as the grammar writes "
+                             "it: change the reader and RULES_READ to match")
+            continue
+        lone = g.lone_symbols(rule)
+        found += [f"rule `{rule}` has no alternative `{symbol}` any more: change the reader "
+                  "and RULES_READ to match" for symbol in read if symbol not in lone]
+        taken = {*read, *derived, *(g.patterns if rule == "name" else ())}
+        found += [f"rule `{rule}`'s alternative `{' '.join(alt)}` is not read: give `_Reader` "
+                  "a reader for it and add it to RULES_READ"
+                  for alt in g.rules[rule] if len(alt) != 1 or alt[0] not in taken]
+    return found
+
+
+def _terminal_mismatches(g: Grammar) -> list[str]:
+    """Where the grammar's terminals and what the lexer takes differ."""
+    found = [f"terminal {t} is gone: the lexer reads it (`_LEXED`)"
+             for t in _LEXED if t not in g.patterns]
+    taken = {*_LEXED, *_name_terminals(g), *g.keywords}
+    for t, written in g.terminals.items():
+        if t in taken:
+            continue
+        if t not in HAND_READ_TERMINALS:
+            found.append(f"terminal {t} is not read: add it to `_LEXED` (a token kind of "
+                         "its own) or HAND_READ_TERMINALS")
+        elif split_alternatives(HAND_READ_TERMINALS[t]) != split_alternatives(written):
+            found.append(f"terminal {t} is {written}, read as {HAND_READ_TERMINALS[t]}: "
+                         "change HAND_READ_TERMINALS and the reader to match")
+    if g.ignored != IGNORED:
+        found.append(f"the grammar ignores {g.ignored}, the lexer {IGNORED}: change the lexer "
+                     "and IGNORED to match")
+    return found
+
+
+def _name_terminals(g: Grammar) -> list[str]:
+    """The terminals of `name` lexed as NAMEs: its patterns besides STRING, highest
+    priority first (NAME last)."""
+    found = [s for s in g.lone_symbols("name") if s in g.patterns and s != "STRING"]
+    return sorted(found, key=lambda t: -g.priorities.get(t, 0))
 
 
 #: attribute keys and units, each one string object that every block's attribute shares:
@@ -41,18 +172,24 @@ class _Bail(Exception):
 
 @lru_cache(maxsize=1)
 def _token_re() -> re.Pattern[str]:
-    """All tokens, each preceded by blanks; the terminals are read from the grammar.
+    """All tokens, each preceded by blanks; the terminals and the punctuation are read
+    from the grammar (the terminals of `name` as one kind, NAME last).
 
     The last alternative takes any one character, so the expression matches at every
     position: `finditer` then never searches ahead after a failed attempt, which made
     20,000 blanks or digits before a stray character cost 20,000 attempts of 20,000 steps
     each. The blanks are possessive (`*+`) for the same reason.
     """
-    terms = dict(re.findall(r"(?m)^([A-Z][A-Z0-9_]*)(?:\.\d+)?:\s*/(.*)/\s*$", grammar_text()))
+    g = grammar()
+    terms = g.patterns
+    names = "|".join(terms[t] for t in _name_terminals(g))
+    punctuation = g.punctuation()  # longest first: `<->` before `->`
+    singles = "".join(re.escape(p) for p in punctuation if len(p) == 1)
+    punct = "|".join([*(re.escape(p) for p in punctuation if len(p) > 1), f"[{singles}]"])
     return re.compile(
-        r"[ \t\r\f]*+(?:(\n)|(#[^\n]*)|(" + terms["QUANTITY"] + ")|(" + terms["NUMBER"] + ")|("
-        + terms["SCHEDULE_1F1B"] + "|" + terms["NAME"] + ")|(" + terms["STRING"]
-        + r")|(<->|->|\.\.|[{}\[\],;*])|([\s\S]))"
+        r"[ \t\r\f]*+(?:(\n)|(" + terms["COMMENT"] + ")|(" + terms["QUANTITY"] + ")|("
+        + terms["NUMBER"] + ")|(" + names + ")|(" + terms["STRING"] + ")|(" + punct
+        + r")|([\s\S]))"
     )
 
 
@@ -67,7 +204,7 @@ def _line_res() -> tuple[re.Pattern[str], ...]:
     is atomic (`(?>...)`): the lexer takes the longest NAME, so `time1ms` is one name
     without a value, never `time` and `1ms` (a NAME's characters include digits and `-`).
     """
-    terms = dict(re.findall(r"(?m)^([A-Z]+)(?:\.\d+)?:\s*/(.*)/\s*$", grammar_text()))
+    terms = grammar().patterns
     blank, name = r"[ \t\r\f]*+", "(" + terms["NAME"] + "|" + terms["STRING"] + ")"
     # a quantity's number and unit as groups of their own: the number, the blanks between
     # (the one `[ \t]*` of the terminal), the unit
@@ -92,14 +229,18 @@ def _whole_line_res() -> tuple[re.Pattern[str], ...]:
     name = _line_res()[0].pattern[len(r"[ \t\r\f]*+"):]
     blank, ended = r"[ \t\r\f]*+", r'[ \t\r\f]*+[A-Za-z_"}]'
     atomic = "((?>" + name[1:-1] + "))"  # the lexer's longest NAME, as in `_line_res`
-    return (re.compile(blank + r"(#[^\n]*)?\n"),
-            re.compile(blank + r"op[ \t\r\f]++" + name),
+    comment = "(" + grammar().patterns["COMMENT"] + ")?"
+    syntax = _syntax()
+    op_word = syntax.op_word if syntax is not None else None
+    op = re.escape(op_word) if op_word is not None else "(?!)"  # (no op: never matches)
+    return (re.compile(blank + comment + r"\n"),
+            re.compile(blank + op + r"[ \t\r\f]++" + name),
             re.compile(blank + name),
             re.compile(ended),
             # `a -> b` alone on its line, the chain ended by the next line's start: what
             # the pieces above read in six matches, in one
-            re.compile(blank + atomic + blank + "->" + blank + atomic + blank
-                       + r"(#[^\n]*)?\n(?=" + ended + ")"))
+            re.compile(blank + atomic + blank + "->" + blank + atomic + blank + comment
+                       + r"\n(?=" + ended + ")"))
 
 
 def _tokens(text: str, comments: list[Tok]
@@ -160,10 +301,13 @@ def line_ends(text: str) -> str:
 
 def _fast_parse(text: str, file: str) -> ast.Module | None:
     """The tree of `text`, or None when the fast path cannot read it."""
+    syntax = _syntax()
+    if syntax is None:  # the grammar is not the one the reader reads (`mismatches`)
+        return None
     text = line_ends(text)
     raw: list[Tok] = []
     try:
-        items = _Reader(_tokens(text, raw), file, text, raw).module()
+        items = _Reader(_tokens(text, raw), file, text, raw, syntax).module()
     except (_Bail, StopIteration):
         return None
     comments = tuple(
@@ -276,17 +420,53 @@ def _is(tok: Tok, punct: str) -> bool:
     return tok[0] == _PUNCT and tok[1] == punct
 
 
+class _Syntax(NamedTuple):
+    """What the reader takes from the grammar (`_syntax`)."""
+
+    keywords: frozenset[str]
+    #: a block's rule (`start` for the file) -> keyword -> the reader of the statement it
+    #: starts (but `op`'s, which `graph` reads inline)
+    statements: dict[str, dict[str, Callable[[_Reader, Tok], Any]]]
+    op_word: str | None  # the keyword of `op`, if a graph holds ops
+    setting_words: frozenset[str]  # the keywords a plan setting's key may be (`_key`)
+    joining_words: dict[str, str]  # the second keyword of `pin` and `place` (`to`, `on`)
+
+
+@lru_cache(maxsize=1)
+def _syntax() -> _Syntax | None:
+    """The keywords and statements of the grammar, as the reader dispatches on them; None
+    when the grammar is not the one the reader reads (`mismatches`)."""
+    g = grammar()
+    if mismatches(g):
+        return None
+    statements: dict[str, dict[str, Callable[[_Reader, Tok], Any]]] = {}
+    op_word = None
+    for block in ("start", "cluster", "graph", "plan"):
+        readers = statements[block] = {}
+        for word, rule in g.statements(block).items():
+            read = _STATEMENTS[rule]
+            if read is not None:
+                readers[word] = read
+            elif block == "graph" and rule == "op":
+                op_word = word
+    return _Syntax(frozenset(g.keywords.values()), statements, op_word,
+                   frozenset(g.words("_key")),
+                   {rule: g.rule_words(rule)[1] for rule in ("pin", "place")})
+
+
 class _Reader:
     """Recursive descent with one token of lookahead (`cur`); `_Bail` where unsure."""
 
     def __init__(self, tokens: Generator[Tok, int | tuple[int, int, int] | None, None],
-                 file: str, text: str, comments: list[Tok]) -> None:
+                 file: str, text: str, comments: list[Tok], syntax: _Syntax) -> None:
         self.next = tokens.__next__
         self.resume = tokens.send
         self.cur = self.next()
         self.file = file
         self.text = text
         self.comments = comments  # the lexer's; `lines` adds the comments it reads
+        self.syntax = syntax
+        self.keywords = syntax.keywords
 
     def take(self) -> Tok:
         """Consume and return the lookahead token."""
@@ -319,36 +499,36 @@ class _Reader:
             return _name(_unquote(tok[1]), True, self.span(tok))
         raise _Bail
 
+    def statement(self, block: str, tok: Tok) -> Any:
+        """The statement that keyword `tok` starts in `block` (the lookahead is the token
+        after it), read by the reader of the rule the grammar gives it (`_syntax`)."""
+        read = self.syntax.statements[block].get(tok[1]) if tok[0] == _NAME else None
+        if read is None:
+            raise _Bail
+        return read(self, tok)
+
     def module(self) -> tuple[ast.TopLevel, ...]:
         """`start: _item*`."""
         items: list[ast.TopLevel] = []
         while True:
             tok = self.cur
-            k, v = tok[0], tok[1]
+            k = tok[0]
             if k == _END:
                 return tuple(items)
             self.cur = self.next()
-            if k == _PUNCT and v == ";":
-                continue
-            if k != _NAME:
-                raise _Bail
-            if v == "import":
-                path = self.take()
-                if path[0] != _STRING:
-                    raise _Bail
-                items.append(ast.ImportDecl(
-                    ast.Name(json.loads(path[1]), True, self.span(path)), self.span(tok)))
-            elif v == "cluster":
-                items.append(self.cluster())
-            elif v == "graph":
-                items.append(self.graph())
-            elif v == "plan":
-                items.append(self.plan())
-            else:
-                raise _Bail
+            if k != _PUNCT or tok[1] != ";":
+                items.append(self.statement("start", tok))
+
+    def import_stmt(self, keyword: Tok) -> ast.ImportDecl:
+        """`import "path"` (after the keyword)."""
+        path = self.take()
+        if path[0] != _STRING:
+            raise _Bail
+        return ast.ImportDecl(ast.Name(json.loads(path[1]), True, self.span(path)),
+                              self.span(keyword))
 
     # ---- clusters
-    def cluster(self) -> ast.ClusterDecl:
+    def cluster(self, keyword: Tok) -> ast.ClusterDecl:
         """`cluster NAME { device... link... }` (after the keyword)."""
         name = self.name(self.take())
         self.punct("{")
@@ -358,28 +538,28 @@ class _Reader:
             k, v = tok[0], tok[1]
             if k == _PUNCT and v == "}":
                 break
-            if k == _PUNCT and v == ";":
-                continue
-            if k != _NAME:
-                raise _Bail
-            if v == "device":
-                ref = self.devref()
-                if not _is(self.cur, "{"):
-                    raise _Bail
-                items.append(ast.DeviceDecl(ref, self.block(), ref.span))
-            elif v == "link":
-                srcs = self.devlist()
-                arrow = self.take()
-                if arrow[0] != _PUNCT or arrow[1] not in ("->", "<->"):
-                    raise _Bail
-                dsts = self.devlist()
-                attrs = self.block() if _is(self.cur, "{") else ()
-                items.append(ast.LinkDecl(srcs, arrow[1] == "<->", dsts, attrs, self.span(tok)))
-            else:
-                raise _Bail
+            if k != _PUNCT or v != ";":
+                items.append(self.statement("cluster", tok))
         devices = tuple(i for i in items if isinstance(i, ast.DeviceDecl))
         links = tuple(i for i in items if isinstance(i, ast.LinkDecl))
         return ast.ClusterDecl(name, devices, links, tuple(items), name.span)
+
+    def device(self, keyword: Tok) -> ast.DeviceDecl:
+        """`device REF { attrs }` (after the keyword)."""
+        ref = self.devref()
+        if not _is(self.cur, "{"):
+            raise _Bail
+        return ast.DeviceDecl(ref, self.block(), ref.span)
+
+    def link(self, keyword: Tok) -> ast.LinkDecl:
+        """`link SRCS -> DSTS { attrs }`, or `<->` (after the keyword)."""
+        srcs = self.devlist()
+        arrow = self.take()
+        if arrow[0] != _PUNCT or arrow[1] not in ("->", "<->"):
+            raise _Bail
+        dsts = self.devlist()
+        attrs = self.block() if _is(self.cur, "{") else ()
+        return ast.LinkDecl(srcs, arrow[1] == "<->", dsts, attrs, self.span(keyword))
 
     def devref(self) -> ast.DevRef:
         """`name`, `NAME[lo..hi]` or `NAME[*]`."""
@@ -387,7 +567,7 @@ class _Reader:
         if not _is(self.cur, "["):
             n = self.name(tok)
             return ast.DevRef("name", n, 0, 0, n.span)
-        if tok[0] != _NAME or tok[1] in KEYWORDS:
+        if tok[0] != _NAME or tok[1] in self.keywords:
             raise _Bail
         self.cur = self.next()
         prefix = ast.Name(tok[1], False, self.span(tok))
@@ -412,18 +592,21 @@ class _Reader:
         return tuple(refs)
 
     # ---- graphs
-    def graph(self) -> ast.GraphDecl:
+    # complex: the loop over a graph's items, most of a big spec: chains and ops are read
+    # inline, on whole lines where they can be, without a call per item
+    def graph(self, keyword: Tok) -> ast.GraphDecl:
         """`graph NAME { op... chain... colocate... }` (after the keyword)."""
         name = self.name(self.take())
         self.punct("{")
         items: list[ast.OpDecl | ast.ChainDecl | ast.ColocateDecl] = []
         append = items.append
         nxt = self.next
+        keywords, op_word = self.keywords, self.syntax.op_word
         while True:
             tok = self.cur
             cur = nxt()
             k, v = tok[0], tok[1]
-            if k == _STRING or (k == _NAME and v not in KEYWORDS):  # a chain
+            if k == _STRING or (k == _NAME and v not in keywords):  # a chain
                 names = [self.name(tok)]
                 if cur[0] == _PUNCT and cur[1] == "->":
                     ln, base = tok[3], tok[2] - tok[4]
@@ -443,7 +626,7 @@ class _Reader:
                 self.cur = cur
                 append(_chain(names, self.block() if cur[0] == _PUNCT and cur[1] == "{"
                               else ()))
-            elif k == _NAME and v == "op":
+            elif k == _NAME and v == op_word:  # read here: most of a big spec
                 n = self.name(cur)
                 ln, base = cur[3], cur[2] - cur[4]
                 block = self.line_block(cur[2] + len(cur[1]), ln, base)
@@ -453,17 +636,19 @@ class _Reader:
                     continue
                 self.cur = cur = nxt()
                 append(_op(n, self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()))
-            elif k == _NAME and v == "colocate":
-                self.cur = cur
-                append(ast.ColocateDecl(self.oplist(), self.span(tok)))
             elif k == _PUNCT and v == "}":
                 self.cur = cur
                 break
             elif k == _PUNCT and v == ";":
                 self.cur = cur
             else:
-                raise _Bail
+                self.cur = cur
+                append(self.statement("graph", tok))
         return ast.GraphDecl(name, tuple(items), name.span)
+
+    def colocate(self, keyword: Tok) -> ast.ColocateDecl:
+        """`colocate OPS` (after the keyword)."""
+        return ast.ColocateDecl(self.oplist(), self.span(keyword))
 
     # ---- one-line forms, read without the lexer (a 100k-op graph is 2M tokens)
     def line_names(self, pos: int, ln: int, base: int, names: list[ast.Name]) -> int | None:
@@ -495,7 +680,7 @@ class _Reader:
         otherwise three tokens through the lexer).
         """
         line_end, op_head, chain_head, ended, pair = _whole_line_res()
-        text, file, comments = self.text, self.file, self.comments
+        text, file, comments, keywords = self.text, self.file, self.comments, self.keywords
         at_start = False
         while True:
             if not at_start:
@@ -517,7 +702,7 @@ class _Reader:
                 pos = block[1]
                 continue
             m = pair.match(text, pos)
-            if m is not None and m.group(1) not in KEYWORDS:
+            if m is not None and m.group(1) not in keywords:
                 append(_chain([_line_name(file, ln, base, m, 1),
                                _line_name(file, ln, base, m, 2)], ()))
                 if m.group(3) is not None:
@@ -530,7 +715,7 @@ class _Reader:
             m = chain_head.match(text, pos)
             if m is None:  # a blank or comment line (read above), or the lexer's
                 continue
-            if m.group(1) in KEYWORDS:
+            if m.group(1) in keywords:
                 break
             names = [_line_name(file, ln, base, m, 1)]
             end = self.line_names(m.end(), ln, base, names)
@@ -568,11 +753,11 @@ class _Reader:
         # built inline (`_span`, `_attr`, `_value`, `_name`): a call costs as much as the
         # object, and a 100k-op spec has about 600k attributes
         file, new, new_tuple, span_t = self.file, _new, _new_tuple, Span
-        attr_t, value_t, shared = ast.Attr, ast.Value, _SHARED
+        attr_t, value_t, shared, keywords = ast.Attr, ast.Value, _SHARED, self.keywords
         attrs: list[ast.Attr] = []
         while (m := attr.match(text, pos)) is not None:
             key, sv, head, unit, number = m.groups()
-            if key in KEYWORDS:
+            if key in keywords:
                 return None
             key = shared.get(key, key)
             st = m.start(1)
@@ -609,11 +794,13 @@ class _Reader:
         return None if m is None else (tuple(attrs), m.end())
 
     # ---- plans
-    def plan(self) -> ast.PlanDecl:
+    def plan(self, keyword: Tok) -> ast.PlanDecl:
         """`plan NAME { settings, pins, places }` (after the keyword)."""
         name = self.name(self.take())
         self.punct("{")
         items: list[ast.Attr | ast.PinDecl] = []
+        statements, keywords = self.syntax.statements["plan"], self.keywords
+        setting_words = self.syntax.setting_words
         while True:
             tok = self.take()
             k, v = tok[0], tok[1]
@@ -623,18 +810,30 @@ class _Reader:
                 continue
             if k != _NAME:
                 raise _Bail
-            if v == "pin" or v == "place":
-                ops = self.oplist()
-                word = self.take()
-                if word[0] != _NAME or word[1] != ("to" if v == "pin" else "on"):
-                    raise _Bail
-                device = self.name(self.take())
-                items.append(ast.PinDecl(ops, device, v == "pin", self.span(tok)))
-            elif v not in KEYWORDS or v == "graph" or v == "cluster":
+            if v in statements:
+                items.append(statements[v](self, tok))
+            elif v not in keywords or v in setting_words:  # `setting: _key value`
                 items.append(ast.Attr(v, None, self.value(self.take()), self.span(tok)))
             else:
                 raise _Bail
         return ast.PlanDecl(name, tuple(items), name.span)
+
+    def pin(self, keyword: Tok) -> ast.PinDecl:
+        """`pin OPS to DEVICE` (after the keyword)."""
+        return self.pinned(keyword, "pin")
+
+    def place(self, keyword: Tok) -> ast.PinDecl:
+        """`place OPS on DEVICE` (after the keyword)."""
+        return self.pinned(keyword, "place")
+
+    def pinned(self, keyword: Tok, rule: str) -> ast.PinDecl:
+        """`pin` or `place` (`rule`), after its keyword."""
+        ops = self.oplist()
+        word = self.take()
+        if word[0] != _NAME or word[1] != self.syntax.joining_words[rule]:
+            raise _Bail
+        device = self.name(self.take())
+        return ast.PinDecl(ops, device, rule == "pin", self.span(keyword))
 
     def oplist(self) -> tuple[ast.Name, ...]:
         """`name ("," name)*`."""
@@ -648,14 +847,14 @@ class _Reader:
     def block(self) -> tuple[ast.Attr, ...]:
         """`{ attr... }` (at the `{`)."""
         nxt = self.next
-        file = self.file
+        file, keywords = self.file, self.keywords
         attrs: list[ast.Attr] = []
         while True:
             tok = nxt()
             k = tok[0]
             if k == _NAME:
                 key = tok[1]
-                if key in KEYWORDS:
+                if key in keywords:
                     raise _Bail
                 val = nxt()
                 sel = None
@@ -691,3 +890,13 @@ class _Reader:
             return _value("number", v, "", self.span(tok))
         n2 = self.name(tok)
         return ast.Value("name", "", "", n2, n2.span)
+
+
+#: The reader of each statement a block may hold (`_syntax` gives each its keyword from
+#: the grammar), by the statement's rule; None: read inline by its block (`graph` reads
+#: `op`, most of a big spec, without a call).
+_STATEMENTS: dict[str, Callable[[_Reader, Tok], Any] | None] = {
+    "import_stmt": _Reader.import_stmt, "cluster": _Reader.cluster, "graph": _Reader.graph,
+    "plan": _Reader.plan, "device": _Reader.device, "link": _Reader.link, "op": None,
+    "colocate": _Reader.colocate, "pin": _Reader.pin, "place": _Reader.place,
+}
