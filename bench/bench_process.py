@@ -162,7 +162,7 @@ def figure_name(key: Key) -> str:
     if isinstance(key, tuple):
         what, n = key
         return f"{what}_{n // 1000}k_cpu_s"
-    return f"{str(key).replace(' ', '_')}_cpu_s"
+    return f"{key.replace(' ', '_')}_cpu_s"
 
 
 def print_rounds(rounds: list[dict[Key, float]]) -> None:
