@@ -362,6 +362,8 @@ def _pinned_too_big(problem: Problem, f: Facts) -> list[Proof]:
     return out
 
 
+# complex: the E305 proof: a shortcut when no two allowed sets are disjoint, per-edge filters
+# cheapest first (shared set, one unit, overlap, any link, seen), then one message per pair
 def _unlinked(problem: Problem, f: Facts) -> list[Proof]:
     """E305: edges whose ends share no device and no allowed pair of devices is linked."""
     out: list[Proof] = []

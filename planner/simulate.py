@@ -202,6 +202,8 @@ def simulate(problem: Problem, plan: Plan) -> SimResult:
             gc.enable()
 
 
+# complex: the checks around one run, in the order their data exists: placement, pins,
+# colocation, unrunnable, order, no link, deadlock, start times, memory; then the result
 def _simulate(problem: Problem, plan: Plan) -> SimResult:
     g = problem.graph
     devices = problem.cluster.devices

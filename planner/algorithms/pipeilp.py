@@ -709,6 +709,8 @@ class _Model:
 
     # -- seeding and reading ----------------------------------------------------------------
 
+    # complex: a loop per variable family of the model (x, s, rho/q/h, g, t, used, o, T), each
+    # giving its values in the warm start as that family's constraint defines them
     def seed(self, warm: _Warm) -> None:
         """Give every variable its value in the warm start."""
         data, tu, mu, dev = self.data, self.time_unit, self.mem_unit, warm.dev
@@ -893,6 +895,8 @@ def _first_order(problem: Problem, options: Options, clock: Clock,
     return tuple(dev), _answer(problem, first, "pipeilp (relaxed)")
 
 
+# complex: solve's steps in order, each reading the ones before: orders and warm start, the
+# attempt, the better of warm start and answer, fallback on a failed solve, else the judgement
 def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
            notes: list[Diagnostic]) -> Solution:
     """Build, seed and solve the model; check its answer exactly; judge (module docstring)."""

@@ -89,7 +89,7 @@ import numpy as np
 
 from .. import compiled
 from ..cost import INF, costs
-from ..facts import facts
+from ..facts import Facts, facts
 from ..model import Problem, derived
 from ..signals import shielded
 from .forced import forced_colocation_bound
@@ -323,26 +323,7 @@ def _cheapest_cuts(problem: Problem, path: list[int], cap: int,
     `start[i]` (the cost of having cut before `i`) give every `best[j]` in one pass.
     """
     f = facts(problem)
-    c = costs(problem)
-    g = problem.graph
-    # the path's edges: the cheapest transfer across each (INF where no cut is possible)
-    between: list[float] = []
-    # per pair of allowed sets, the distinct (latency, s/B) of their linked device pairs:
-    # the same minimum as `transfer_time` over every pair, without D² calls per edge
-    links: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[float, float]]] = {}
-    for a, b in itertools.pairwise(path):
-        if f.unit_of[a] == f.unit_of[b]:
-            between.append(INF)
-            continue
-        nbytes = min((g.edges[k].bytes for k in g.predecessors[b] if g.edges[k].src == a),
-                     default=0)
-        key = (f.allowed[a], f.allowed[b])
-        pairs = links.get(key)
-        if pairs is None:
-            pairs = links[key] = sorted({(c.latency[x][y], c.inv_bandwidth[x][y])
-                                         for x in key[0] for y in key[1]
-                                         if x != y and c.latency[x][y] < INF})
-        between.append(min((lat + nbytes * inv for lat, inv in pairs), default=INF))
+    between = _cut_costs(problem, f, path)
     count: dict[int, int] = {}
     window = _Window(problem.memory_model)
     start: list[float] = []
@@ -371,6 +352,31 @@ def _cheapest_cuts(problem: Problem, path: list[int], cap: int,
             head += 1
         best.append(start[deque[head]])
     return best[-1] if best else 0.0
+
+
+def _cut_costs(problem: Problem, f: Facts, path: list[int]) -> list[float]:
+    """The path's edges: the cheapest transfer across each (INF where no cut is possible:
+    both ends in one unit)."""
+    c = costs(problem)
+    g = problem.graph
+    between: list[float] = []
+    # per pair of allowed sets, the distinct (latency, s/B) of their linked device pairs:
+    # the same minimum as `transfer_time` over every pair, without D² calls per edge
+    links: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[float, float]]] = {}
+    for a, b in itertools.pairwise(path):
+        if f.unit_of[a] == f.unit_of[b]:
+            between.append(INF)
+            continue
+        nbytes = min((g.edges[k].bytes for k in g.predecessors[b] if g.edges[k].src == a),
+                     default=0)
+        key = (f.allowed[a], f.allowed[b])
+        pairs = links.get(key)
+        if pairs is None:
+            pairs = links[key] = sorted({(c.latency[x][y], c.inv_bandwidth[x][y])
+                                         for x in key[0] for y in key[1]
+                                         if x != y and c.latency[x][y] < INF})
+        between.append(min((lat + nbytes * inv for lat, inv in pairs), default=INF))
+    return between
 
 
 def _unit_parts(problem: Problem, f: Any) -> list[tuple[int, int, int]]:

@@ -23,6 +23,8 @@ import numpy as np
 from numba import njit  # type: ignore[import-untyped]
 
 
+# complex: a numba kernel that fuses `_longest_path`, `_arrival_path` and `_heaviest_path`
+# into one walk over each op's inputs; the fusion is the point, the references stay apart
 @njit(cache=True)
 def passes(topo, pred_ptr, pred_src, pred_edge, fastest, wmin, extra, comp_ok, lat, inv,
            nbytes, same_unit, weight, heavy):

@@ -138,6 +138,8 @@ def _hopeless(crashes: int, finished: int, reason: str) -> None:
              "try `--jobs 1`, or the other executor")))
 
 
+# complex: a generator over one pool per turn: results are yielded inside its wait loop, and
+# the overdue, broken-pool and retry paths share `pending`, `inflight` and `attempts`
 def _local(points: Sequence[Point], jobs: int, keep_plans: bool, worker: Worker,
            deadline: Callable[[Point], float]) -> Iterator[PointResult]:
     finished = crashes = idle_breaks = 0

@@ -162,6 +162,8 @@ def _spec_files(specs: Sequence[str | os.PathLike[str]], root: str | os.PathLike
 
 
 # long: one pass over specs and plans, each check where its facts are known
+# complex: its branches are the checks (E618, W650, E602, micro-batches per plan, E624, E619),
+# each made where the spec, plan or setting it names is at hand in that one pass
 def plan_sweep(
     specs: Sequence[str | os.PathLike[str]] = (),
     algorithms: str | Sequence[str] | None = None,
@@ -285,28 +287,9 @@ def run_sweep(
     included) stops the sweep; rows already finished are in `resume`. A point running
     longer than `deadline(point)` seconds is stopped and recorded as `timeout`.
     """
-    if executor not in EXECUTORS:
-        raise UsageError(Diagnostic("E612", f"--executor: unknown executor `{executor}`", None,
-                                    ("choose one of: local, ray",)))
-    if jobs is not None and jobs < 1:
-        raise UsageError(Diagnostic("E620", f"--jobs: `{jobs}` is not a positive number",
-                                    None, ("for example `--jobs 4`",)))
-    if executor == "ray":
-        import_ray()  # a UsageError with an install hint, before touching any file
+    _check_run_options(executor, jobs)
     log = ResumeLog(resume) if resume is not None else None
-    done: dict[tuple[Any, ...], Row] = {}
-    if log is not None:
-        for r in log.open():
-            if r.get("status") not in RETRY_STATUSES:
-                done[row_key(r)] = r
-    todo: list[Point] = []
-    rows: list[Row] = []
-    for p in sweep.points:
-        hit = done.get(p.key())
-        if hit is None:
-            todo.append(p)
-        else:
-            rows.append(hit)
+    todo, rows = _resumed(sweep.points, log)
     reused = len(rows)
     total = len(sweep.points)
     plans: dict[tuple[Any, ...], Any] = {}
@@ -351,6 +334,37 @@ class PlanView:
     row: Row
     problem: Problem
     result: SimResult
+
+
+def _check_run_options(executor: str, jobs: int | None) -> None:
+    """`run_sweep`'s options, checked before it touches any file (UsageError)."""
+    if executor not in EXECUTORS:
+        raise UsageError(Diagnostic("E612", f"--executor: unknown executor `{executor}`", None,
+                                    ("choose one of: local, ray",)))
+    if jobs is not None and jobs < 1:
+        raise UsageError(Diagnostic("E620", f"--jobs: `{jobs}` is not a positive number",
+                                    None, ("for example `--jobs 4`",)))
+    if executor == "ray":
+        import_ray()  # a UsageError with an install hint, before touching any file
+
+
+def _resumed(points: Sequence[Point], log: ResumeLog | None) -> tuple[list[Point], list[Row]]:
+    """(the points still to run, the rows `log` already holds for the others), in the
+    sweep's order; a row with a status in `RETRY_STATUSES` is run again."""
+    done: dict[tuple[Any, ...], Row] = {}
+    if log is not None:
+        for r in log.open():
+            if r.get("status") not in RETRY_STATUSES:
+                done[row_key(r)] = r
+    todo: list[Point] = []
+    rows: list[Row] = []
+    for p in points:
+        hit = done.get(p.key())
+        if hit is None:
+            todo.append(p)
+        else:
+            rows.append(hit)
+    return todo, rows
 
 
 def _preferred_setting(settings: Sequence[Setting]) -> list[Setting]:

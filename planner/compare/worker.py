@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import algorithms
+from ..algorithms.base import Status
 from ..algorithms.exact.verdict import plan_bound, standing
 from ..bounds import lower_bound, relative_gap
 from ..errors import InfeasibleError, PlannerError, SolverError, SpecError, UsageError
@@ -197,7 +198,30 @@ def _place_and_simulate(point: Point, problem: Problem, row: Row
     solution = algorithms.run(point.algorithm, problem,
                               algorithms.Options(time_limit_s=float(point.time_limit_s)))
     info = dict(solution.info)
-    row["planning_s"] = float(solution.planning_s)
+    _solution_columns(row, solution.planning_s, info)
+    if solution.status == "infeasible":
+        row.update(status="infeasible", reason=row["reason"] or "the algorithm found no plan")
+        return solution.plan.placement, ()
+    result = simulate(problem, solution.plan)
+    _simulation_columns(row, problem, result)
+    ms = row["makespan_s"]
+    if problem.pipeline is None and row["lower_bound_s"] is not None:
+        # one bound per plan, as `solve` prints it: planner's, raised to the algorithm's
+        row["lower_bound_s"] = _finite(plan_bound(row["lower_bound_s"], info))
+    lb = row["lower_bound_s"]
+    if ms is not None and lb is not None and lb > 0:
+        row["ratio_to_bound"] = ms / lb
+    feasible, violations = result.feasible, list(result.violations)
+    if problem.pipeline is not None:
+        feasible, violations = _run_pipeline(problem, problem.pipeline, info, result, row)
+        row["feasible"], row["violations"] = feasible, len(violations)
+    _verdict(row, problem, solution.status, feasible, violations)
+    return result.placement, result.order
+
+
+def _solution_columns(row: Row, planning_s: float, info: dict[str, Any]) -> None:
+    """The row's columns from the algorithm's answer: its time and what its `info` says."""
+    row["planning_s"] = float(planning_s)
     for k in ("solver", "chosen"):
         if isinstance(info.get(k), str):
             row[k] = info[k]
@@ -205,10 +229,10 @@ def _place_and_simulate(point: Point, problem: Problem, row: Row
         row[k] = _finite(info.get(k))
     if isinstance(info.get("reason"), str) and info["reason"]:
         row["reason"] = info["reason"]
-    if solution.status == "infeasible":
-        row.update(status="infeasible", reason=row["reason"] or "the algorithm found no plan")
-        return solution.plan.placement, ()
-    result = simulate(problem, solution.plan)
+
+
+def _simulation_columns(row: Row, problem: Problem, result: SimResult) -> None:
+    """The row's columns from one simulation of the plan: times, transfers, peak memory."""
     devs = problem.cluster.devices
     row["makespan_s"] = _finite(result.makespan_s)
     row["feasible"] = result.feasible
@@ -226,24 +250,21 @@ def _place_and_simulate(point: Point, problem: Problem, row: Row
         row["peak_memory_bytes"] = int(result.memory_peak_bytes[d])
         row["memory_cap_bytes"] = int(devs[d].memory_bytes)
         row["peak_memory_device"] = devs[d].name
-    ms = row["makespan_s"]
-    if problem.pipeline is None and row["lower_bound_s"] is not None:
-        # one bound per plan, as `solve` prints it: planner's, raised to the algorithm's
-        row["lower_bound_s"] = _finite(plan_bound(row["lower_bound_s"], info))
-    lb = row["lower_bound_s"]
-    if ms is not None and lb is not None and lb > 0:
-        row["ratio_to_bound"] = ms / lb
-    feasible, violations = result.feasible, list(result.violations)
-    if problem.pipeline is not None:
-        feasible, violations = _run_pipeline(problem, problem.pipeline, info, result, row)
-        row["feasible"], row["violations"] = feasible, len(violations)
+
+
+def _verdict(row: Row, problem: Problem, status: Status, feasible: bool,
+             violations: list[Violation]) -> None:
+    """The row's gap, status and reason, once its makespan, bounds and (for a pipeline
+    plan) pipeline columns are in; `status` is the algorithm's, `feasible` and
+    `violations` the verdict that counts (the pipeline's for a pipeline plan)."""
+    ms, lb = row["makespan_s"], row["lower_bound_s"]
     if ms is not None and feasible:
         # the one gap definition, from the simulated makespan (never an algorithm's own)
         best = max(lb or 0.0, row["bound_s"] or 0.0)
         row["gap"] = relative_gap(ms, best)
     if feasible and ms is not None:
-        row["status"] = (standing(solution.status, row["gap"]) if problem.pipeline is None
-                         else solution.status)
+        row["status"] = (standing(status, row["gap"]) if problem.pipeline is None
+                         else status)
     elif problem.pipeline is not None and not violations and ms is not None:
         row["status"] = "violated"
         row["reason"] = (f"does not fit as a pipeline: {row['pipeline_memory_device']} "
@@ -253,7 +274,6 @@ def _place_and_simulate(point: Point, problem: Problem, row: Row
         row["status"] = "violated"
         row["reason"] = (f"the simulator rejects the plan: {len(violations)} "
                          f"violation(s); first: {first}")
-    return result.placement, result.order
 
 
 def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],

@@ -161,6 +161,8 @@ class Evaluator:
     its arguments, so a search may mutate one placement array in place.
     """
 
+    # complex: the backend choice, then the kernel's arrays (CSR successors, ranks, pins, groups,
+    # sizes), each a numpy expression; the branches are mostly their comprehensions
     def __init__(self, problem: Problem, *, backend: Backend = "auto") -> None:
         g = problem.graph
         n, m = len(g.ops), len(problem.cluster.devices)

@@ -288,6 +288,8 @@ def static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp)
 # long: a numba kernel for `simulate._liveness`'s peaks, compared with it by
 # tests/test_fastsim.py; its passes (buffers, copies per device, ops per device, the sweep)
 # share their scratch arrays, and a split would change compiled code checked against it
+# complex: the passes' loops and the sweep's three-way merge of starts, ends and copies, each
+# a branch of its own; one numba kernel, kept whole for the reasons above
 @njit(cache=True)
 def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output, temp,
                    tr_i, tr_t):
@@ -624,6 +626,8 @@ def _dispatch(t, nd, dirty, is_dirty, idle, qh, qlo, qn, src, s_at, s_end, rank,
 # `_becomes_ready`, `_complete`, `_send_outputs` and `_deliver` stay inline here, marked
 # with the reference's names: as functions (numba-inlined, arrays passed in groups) they
 # made 100k-op runs 30% slower (min of 25: 33 -> 44 ms dynamic, 39 -> 53 ms given)
+# complex: the reference's event loop with its four per-event steps inline (see above): their
+# branches, plus dynamic or static dispatch and the three contention modes
 @njit(cache=True)
 def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, pending,
             succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap):

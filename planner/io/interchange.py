@@ -206,6 +206,8 @@ def _text(check: _Checker, raw: Mapping[str, Any], key: str, path: str, near: st
     return ""
 
 
+# complex: validates the interchange JSON: a check and a message per op field (name, time_s,
+# flops, time_by_kind_s, sizes, colocation), then cluster, plan and header
 def _from_interchange(check: _Checker, data: dict[str, Any], name: str | None,
                       command: str | None) -> Imported:
     version = data.get("version")
@@ -322,6 +324,8 @@ def _read_edges(check: _Checker, raw_edges: Any, names: Mapping[str, WorkOp],
                              "a graph must be acyclic")
 
 
+# complex: validates the interchange cluster: a check and a message per device and link
+# field, then the ordered pairs without a link; errors are collected, not raised one by one
 def _read_cluster(check: _Checker, raw: Any) -> Cluster | None:
     if not isinstance(raw, dict):
         check.error("cluster", "must be an object", '"cluster"')
@@ -432,6 +436,8 @@ def _read_pipeline(check: _Checker, raw: dict[str, Any]) -> list[tuple[str, str]
     return out
 
 
+# complex: reads the foreign dnn-partitioning JSON: a check and a message per node and edge
+# field, then the cluster its maxFPGAs/maxCPUs/maxSizePerFPGA describe, and the header
 def _from_dnn_partitioning(check: _Checker, data: dict[str, Any], name: str,
                            command: str | None) -> Imported:
     w = Workload(name)

@@ -104,6 +104,7 @@ KNOWN = (CONV | MATMUL | VIEWS | MOVES | POOLS | GLOBAL_REDUCE | NORMS | SOFTMAX
 _FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 
+# complex: a case per ONNX op type of the FLOP table in the module docstring, each a formula
 def node_flops(op_type: str, attrs: dict[str, Any], ins: Sequence[tuple[int, ...] | None],
                outs: Sequence[tuple[int, ...] | None]) -> float | None:
     """FLOPs of one node from its input and output shapes (table in the module docstring).
@@ -221,29 +222,13 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
 
     where = Span.start_of(file)
     prof = _profile(profile)
-    if dtype not in DTYPE_BYTES:
-        raise UsageError(Diagnostic("E930", f"unknown dtype `{dtype}`", None,
-                                   ("one of: " + ", ".join(DTYPE_BYTES),)))
-    if batch is not None and batch < 1:
-        raise UsageError(Diagnostic("E930", "--batch must be at least 1", None))
+    _check_options(dtype, batch)
     g = _with_shapes(model, file, where).graph
     info = _tensor_info(g)
     inits = {t.name for t in g.initializer}
     data_inputs = [i.name for i in g.input if i.name not in inits]
-    constant = set(inits)
-    compute_nodes = []
-    for node in g.node:
-        ins = [t for t in node.input if t]
-        if all(t in constant for t in ins):
-            constant.update(t for t in node.output if t)
-        else:
-            compute_nodes.append(node)
-    model_batch = 1
-    for t in data_inputs:
-        shape = info.get(t, (0, None))[1]
-        if shape:
-            model_batch = max(1, shape[0])
-            break
+    constant, compute_nodes = _fold_constants(g, inits)
+    model_batch = _model_batch(data_inputs, info)
     batch = batch or model_batch
     consumed: set[str] = {t.name for t in g.output}
     for node in compute_nodes:
@@ -274,6 +259,39 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
 
 #: tensor name -> (ONNX element type, shape, or None where shape inference left none)
 _Info = dict[str, tuple[int, tuple[int, ...] | None]]
+
+
+def _check_options(dtype: str, batch: int | None) -> None:
+    """`import_model`'s `dtype` and `batch`, checked before the model is read (UsageError)."""
+    if dtype not in DTYPE_BYTES:
+        raise UsageError(Diagnostic("E930", f"unknown dtype `{dtype}`", None,
+                                   ("one of: " + ", ".join(DTYPE_BYTES),)))
+    if batch is not None and batch < 1:
+        raise UsageError(Diagnostic("E930", "--batch must be at least 1", None))
+
+
+def _fold_constants(g: Any, inits: set[str]) -> tuple[set[str], list[Any]]:
+    """(the constant tensors: `inits` and the outputs of nodes that read only constants,
+    the other nodes: the compute nodes, in graph order)."""
+    constant = set(inits)
+    compute_nodes = []
+    for node in g.node:
+        ins = [t for t in node.input if t]
+        if all(t in constant for t in ins):
+            constant.update(t for t in node.output if t)
+        else:
+            compute_nodes.append(node)
+    return constant, compute_nodes
+
+
+def _model_batch(data_inputs: list[str], info: _Info) -> int:
+    """The model's own batch: the first dimension of the first data input with a known
+    shape (at least 1), else 1."""
+    for t in data_inputs:
+        shape = info.get(t, (0, None))[1]
+        if shape:
+            return max(1, shape[0])
+    return 1
 
 
 def _with_shapes(model: Any, file: str, where: Span) -> ModelProto:
@@ -356,6 +374,8 @@ class _Build:
         self.producer[t] = op_name
         self.fwd_cost[op_name] = (0.0, float(size))
 
+    # complex: one node's accounting: unknown shapes, FLOPs (a default for unknown types), each
+    # distinct input as params or activation, edges merged per producer; all feed one WorkOp
     def add_node(self, node: Any, attrs: dict[str, Any]) -> None:
         """The op of compute node `node` (its attributes `attrs`) and its in-edges."""
         info, scale, consumed = self.info, self.scale, self.consumed

@@ -164,6 +164,8 @@ def nearest(traced: Traced, problem: Problem, plan: Plan) -> Alternative | None:
     return best
 
 
+# complex: three unions (calls of one module, code between calls, spec colocations), then a
+# FLOP vote per group; they share `unit_of` and the union-find, the vote reads them all
 def _assign(traced: Traced, problem: Problem, found: list[Unit],
             node_dev: Mapping[str, str]) -> dict[str, str]:
     """fx node -> device: module calls, each with the code that reads its tensors and with

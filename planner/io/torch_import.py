@@ -309,6 +309,8 @@ def run_annotated(traced: Traced, *inputs: Any) -> object:
 
 
 # long: one pass over the units, each summing its nodes' costs and edges
+# complex: per node: params once per module or attribute (later users joined), input bytes
+# and edges once per input tensor, temp and time; the branches fill one unit's accumulators
 def to_workload(traced: Traced, name: str, profile: DeviceProfile,
                 measured: dict[str, float] | None = None, kind: str = "cpu") -> Workload:
     """The op graph of `traced` (see the module docstring)."""
@@ -524,6 +526,8 @@ class Groups:
 # ---- the importer -------------------------------------------------------------------------
 
 
+# complex: the command's steps in order (profile, load, trace, measure, build, backward ops,
+# header); the branches are its options, each read where its step uses it
 def import_torch(target: str, shapes: Sequence[str] = (), example: str | None = None,
                  profile: str = "v100", measure_on: str | None = None, kind: str | None = None,
                  warmup: int = 3, repeat: int = 10, training: bool = False,

@@ -149,6 +149,8 @@ def _import_module(name: str) -> Any:
         return importlib.import_module(name)
 
 
+# complex: the three sources of inputs (saved with the program, --example, --input) and an
+# E943 check and message for each way a user's value can be wrong
 def example_inputs(shapes: Sequence[str] = (), expression: str | None = None,
                    namespace: dict[str, Any] | None = None, model: Any = None) -> Example:
     """Inputs from `--input SHAPE[:DTYPE]` options or an `--example` expression; for a saved

@@ -146,6 +146,8 @@ class _Node:
     unnameable: str
 
 
+# complex: the export's steps (E947, the plan's stages, the nearest split when the plan's cuts
+# cannot run, the result); most branches are the comprehensions that fill TorchPipeline
 def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, str],
                     devices: Mapping[str, str], where: Span | None = None) -> TorchPipeline:
     """The pipeline `placement` (op -> device, a plan of `problem`) makes of `traced`, or

@@ -147,6 +147,8 @@ def run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
     return done[key]
 
 
+# complex: the schedule actually run: one device, or the simulator with its fallbacks
+# (interleaved -> 1f1b, deadlock -> gpipe, stage- or micro-batch-first), then stage totals
 def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
          recompute: frozenset[int]) -> PipelineRun:
     split = split_of(problem, placement)

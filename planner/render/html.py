@@ -661,6 +661,8 @@ def _runs_table(rows: Sequence[Mapping[str, Any]]) -> str:
             f'<tbody>{"".join(out)}</tbody></table>')
 
 
+# complex: a cell per column of the runs table, each with its missing-value fallback (an `or`,
+# a conditional); the list follows `_runs_table`'s header column for column
 def _run_cells(r: Mapping[str, Any], *, settings: bool, pipeline: bool
                ) -> list[tuple[Any, Any, str]]:
     """One run's cells, each (text, sort value, class), in `_runs_table`'s columns."""

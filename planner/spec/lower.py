@@ -354,6 +354,8 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
     return spec, loc
 
 
+# complex: a graph's edges and colocations: the inlined two-op edge (hot at 200k edges), then
+# E012/E233/E230 per chain, the colocations and the E231 cycle, all filling one `_Edges`
 def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                  globs: _GlobTable, time_kinds: dict[str, list[Span]]) -> Graph | None:
     """The graph of `decl` (None past a limit); `time_kinds` gets each `time[KIND]`
@@ -787,6 +789,8 @@ def _resolve_ops(sink: DiagnosticSink, names: Iterable[ast.Name], index: Mapping
     return sorted(out)
 
 
+# complex: validates each device statement: a check and a message per attribute and rule
+# (E240, E241, E242, E246, E205), then the links and the E244 pairs without one
 def _lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
                    budget: _Budget) -> Cluster | None:
     cname = decl.name.text
@@ -950,6 +954,8 @@ def _resolve_devs(sink: DiagnosticSink, ref: ast.DevRef, index: dict[str, int],
     return out
 
 
+# complex: a plan's rules, each a check and a message: E207 unknown device, E250/E251 pins and
+# placement disagree, E252 colocated ops pinned apart, E253 an op that cannot run
 def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Graph | None],
                 clusters: dict[str, Cluster | None], loc: Locations,
                 unrunnable: dict[tuple[str, str], list[tuple[int, int]]],

@@ -69,6 +69,8 @@ def _describe(tok_type: str) -> str:
     return tok_type
 
 
+# complex: the docstring's cases in turn, each a guard and its diagnostic: bad character, end
+# of file, bad value, unmatched `}`, then an unexpected token with its hints
 def syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
     """The one diagnostic for a syntax error Lark raised: where, what, and a hint. In
     turn: a character no token starts with, the end of the file, a value written wrong (a

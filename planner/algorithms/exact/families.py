@@ -167,6 +167,8 @@ def transfer_delays(inst: Instance) -> tuple[Delay, ...]:
     return tuple(out)
 
 
+# complex: the fields of one `Delay` (fixed, nolink, top, rows, copies), each a filter of the
+# pairs a ∈ A(u), b ∈ A(v), a ≠ b by their times in `own`, as the Delay docstring defines it
 def _delay(inst: Instance, p: int, v: int, nbytes: int, fan: tuple[tuple[int, int], ...],
            biggest: int, own: dict[int, dict[tuple[int, int], float]]) -> Delay:
     """The `Delay` of `p` into `v`; `own[v']`: `T_ab(B_pv')` for every unit `v'` fed."""

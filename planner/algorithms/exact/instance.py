@@ -45,6 +45,8 @@ class Arc:
 class Instance:
     """The dense data of one problem for the exact models (see the module docstring)."""
 
+    # complex: the instance's tables (proc, arcs, fanout, succ/pred arcs, rank, sinks), each
+    # computed beside its typed attribute; the branches are those loops and comprehensions
     def __init__(self, problem: Problem) -> None:
         g = problem.graph
         cl = problem.cluster

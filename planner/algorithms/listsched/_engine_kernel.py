@@ -246,6 +246,8 @@ def _commit(i, d, A, M):
 # -- the ready set and floating members ------------------------------------------------------
 
 
+# complex: `etf.ready_set`'s make_ready, with `Placer.allowed` and sct's on_ready inlined: a
+# numba part (inlined into `_commit_loop`) that mirrors those three, to be read beside them
 @_part
 def _make_ready(i, A, M, R):
     """`etf.ready_set`'s make_ready, and the SCT reservation's `on_ready`."""
@@ -529,6 +531,8 @@ def schedule_arrays(A, topo, prank, rank, order, favourite, sct, unbounded):
 
 
 # long: `etf._commit_loop` step for step, its hooks and the engine's parts inlined
+# complex: etf._commit_loop's branches, with `_stuck` and sct's on_commit inlined and the pair
+# order spelled out over the c_key/c_pr/c_fin arrays; kept step for step with the reference
 @_leaf
 def _commit_loop(A, topo, M, R, F, C, forb, res_active, order, favourite, start, unbounded):
     """The commit loop (`etf._commit_loop`); returns the stuck op, or -1 when all are

@@ -286,6 +286,8 @@ def device_choice(run: EtfRun, reserve: Callable[[int, Pair | None], Pair | None
     return candidate
 
 
+# complex: refresh the cached pairs, pick, drop, bind, commit, release the consumers: the steps
+# the numba twin `_engine_kernel._commit_loop` takes step for step, so the two read alike
 def _commit_loop(
     run: EtfRun,
     candidate: Callable[[int], Pair | None],

@@ -151,6 +151,8 @@ class _Transfers:
                 self.busy.setdefault(k, _Intervals()) for k in keys)
         return found
 
+    # complex: an input's arrival per case (floating, local, no contention, copy sent, crossing),
+    # then the crossings' search for free channels, one loop shared by the query and the commit
     def ready(self, i: int, d: int, commit: bool = False) -> float:
         """When op `i`'s last input reaches device `d`; with `commit`, reserve the
         channels and record the copies."""

@@ -35,6 +35,8 @@ class Instance:
     op `i` weighs (`_unit_times`: its colocation group's, whole).
     """
 
+    # complex: the scheduler's tables (pred/succ, topo_pos, mean_compute, local, ...), each
+    # computed beside its typed attribute; the branches are those loops and comprehensions
     def __init__(self, problem: Problem) -> None:
         g = problem.graph
         cluster = problem.cluster
