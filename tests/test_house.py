@@ -6,6 +6,11 @@ function is often several steps that want names of their own; when it is one pie
 reason (an event loop that mirrors the compiled kernel step for step, a command whose
 options typer needs in one signature), the reason is written where the next reader looks.
 
+No function is more complex than ruff's `max-complexity` (pyproject.toml) as radon counts
+it, unless a comment line above it starting with `# complex:` says why. Radon counts each
+`and`/`or` as a branch, which ruff's mccabe does not, so ruff's gate let functions of
+complexity 51 through; one number, counted the stricter way, is the gate of both.
+
 An import inside a function says why it is not at the top of its module (start-up time,
 an optional dependency, a cycle), in a comment on the line above its block of imports or
 on one of the block's lines: `# lazy: start-up`. Unexplained, such imports read as
@@ -15,12 +20,16 @@ accidents and get hoisted by the next tidy-up (or copied by the next writer).
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "planner"
 MAX_LINES = 80
 MARKER = "# long:"
+COMPLEX_MARKER = "# complex:"
 
 
 def _span(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -38,13 +47,15 @@ def _span(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return lines
 
 
-def _has_reason(fn: ast.FunctionDef | ast.AsyncFunctionDef, source: list[str]) -> bool:
-    """A `# long: <reason>` line in the comment block directly above the function."""
+def _has_reason(fn: ast.FunctionDef | ast.AsyncFunctionDef, source: list[str],
+                marker: str = MARKER) -> bool:
+    """A `# long: <reason>` line (or `marker`'s) in the comment block directly above the
+    function."""
     top = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
     index = top - 2  # the line above `top` (1-based) as a 0-based index
     while index >= 0 and source[index].lstrip().startswith("#"):
         text = source[index].strip()
-        if text.startswith(MARKER) and text[len(MARKER) :].strip():
+        if text.startswith(marker) and text[len(marker) :].strip():
             return True
         index -= 1
     return False
@@ -89,6 +100,61 @@ def test_the_rule_sees_long_functions(tmp_path: Path) -> None:
     )
     found = long_functions_without_reason(tmp_path)
     assert [entry.split(" ")[1] for entry in found] == ["long", "empty_reason"]
+
+
+def max_complexity() -> int:
+    """Ruff's mccabe limit, the one number both gates use."""
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    return int(config["tool"]["ruff"]["lint"]["mccabe"]["max-complexity"])
+
+
+def complex_functions_without_reason(root: Path = PACKAGE) -> list[str]:
+    """Functions (methods and closures too) over `max_complexity()` as radon counts them,
+    without a `# complex: <reason>` line above them."""
+    # lazy: radon is the test extra's; a bare install skips this rule
+    complexity = pytest.importorskip("radon.complexity", reason="radon (test extra) absent")
+    limit = max_complexity()
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        source = text.splitlines()
+        nodes = {n.lineno: n for n in ast.walk(ast.parse(text))
+                 if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        # functions and methods (classes' are listed at the top level too), then closures
+        blocks = [b for b in complexity.cc_visit(text) if hasattr(b, "closures")]
+        while blocks:
+            block = blocks.pop()
+            blocks += block.closures
+            if block.complexity > limit and not _has_reason(nodes[block.lineno], source,
+                                                            COMPLEX_MARKER):
+                found.append(f"{path.relative_to(root.parent).as_posix()}:{block.lineno} "
+                             f"{block.name} (complexity {block.complexity})")
+    return sorted(found)
+
+
+def test_no_complex_function_without_a_reason() -> None:
+    offenders = complex_functions_without_reason()
+    assert not offenders, (
+        f"functions over complexity {max_complexity()} (radon's count: each branch, loop, "
+        f"`and`/`or`) need a `{COMPLEX_MARKER} <reason>` comment directly above the `def` "
+        "or its decorators, or a split into named steps:\n  " + "\n  ".join(offenders)
+    )
+
+
+def test_the_rule_sees_complex_functions(tmp_path: Path) -> None:
+    limit = max_complexity()
+    at_limit = "".join(f"    if x == {k}:\n        return {k}\n" for k in range(limit - 1))
+    ors = " or ".join(f"x == {k}" for k in range(limit + 1))  # no branch: the `or`s count
+    (tmp_path / "a.py").write_text(
+        f"def simple(x):\n{at_limit}    return 0\n\n"
+        f"def branchy(x):\n{at_limit}    if x:\n        return 1\n    return 0\n\n"
+        f"def boolean(x):\n    return {ors}\n\n"
+        f"class C:\n    # complex: a reason\n    def excused(self, x):\n        return {ors}\n\n"
+        f"    def method(self, x):\n        return {ors}\n",
+        encoding="utf-8",
+    )
+    found = complex_functions_without_reason(tmp_path)
+    assert sorted(entry.split(" ")[1] for entry in found) == ["boolean", "branchy", "method"]
 
 
 def _import_blocks(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[list[ast.stmt]]:
