@@ -92,6 +92,11 @@ class Grammar:
                     found[keywords[first]] = statement
         return found
 
+    def statement_keywords(self) -> frozenset[str]:
+        """The keyword terminals that start a statement, in any block (`PIN`, `DEVICE`)."""
+        return frozenset(self.rules[rule][0][0] for block in self.rules
+                         for rule in self.statements(block).values())
+
     def punctuation(self) -> tuple[str, ...]:
         """Every string of the rules and terminals that is not a word, longest first."""
         found = {_unquote(s) for alts in self.rules.values() for alt in alts for s in alt

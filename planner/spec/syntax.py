@@ -17,13 +17,12 @@ from ..errors import Diagnostic, Span, did_you_mean
 from ..units import UNIT_TABLE
 from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS
 from .fastparse import line_ends
-from .grammar import KEYWORDS
+from .grammar import KEYWORDS, grammar
 
 if TYPE_CHECKING:  # Lark is imported only when the fast path hands a text on (`larkparse`)
     from lark.exceptions import UnexpectedCharacters, UnexpectedInput
 
-_STATEMENT_KEYWORDS = {"IMPORT", "CLUSTER", "DEVICE", "LINK", "GRAPH", "OP", "COLOCATE",
-                       "PLAN", "PIN", "PLACE"}
+_STATEMENT_KEYWORDS = grammar().statement_keywords()
 
 
 _GLUED = re.compile(r"[0-9][0-9_]*(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[ \t]*([A-Za-z/]+)")
