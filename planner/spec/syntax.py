@@ -5,6 +5,12 @@ error Lark found (`syntax_diagnostic`).
 A module of its own below both parsers: `larkparse` raises these diagnostics, and `load`
 and the renderer ask `looks_like_spec`, without `parse` and `larkparse` importing each
 other's private names (they were a cycle).
+
+Why not Lark's `match_examples`: it labels an error with the label of a known broken text
+that fails in the same parser state on the same token, so each state needs an example of
+its own, and a state no example shows gets no hint. The hints here are computed from what
+the state expects (`err.expected`) and the token, so they hold in every state; the broken
+specs of tests/spec/broken/ pin their wording, each with its expected diagnostic.
 """
 
 from __future__ import annotations
