@@ -67,24 +67,32 @@ from ..pipeline.units import Units, units
 from ..plan import Plan
 from ..units import format_bytes, format_seconds
 from .base import Options, Solution
+from .clock import LOAD_HEADROOM
 
 #: chains of devices tried per stage count (the best-linked first)
 MAX_CHAINS = 24
 #: device sequences examined per stage count (a cluster of many devices has too many to list)
 MAX_EXAMINED = 200_000
-#: the DP's work: (stage rows over all chains tried) x (candidate cuts)^2 at most; more
-#: and the cuts are thinned (about 5 s on this machine, the memory note's second run
-#: included)
-MAX_CELLS = 2e8
-#: the work `auto` gives the DP per second of its time limit (`cells_for`: 2e8 at the
+#: the DP's work: `DP_PASSES` x (stage rows over all chains tried) x (candidate cuts)^2
+#: at most; more and the cuts are thinned (about 5 s on this machine)
+MAX_CELLS = 4e8
+#: the work `auto` gives the DP per second of its time limit (`cells_for`: 4e8 at the
 #: default 10 s, half the time on an idle machine, as `clock.LOAD_HEADROOM` wants)
-CELLS_PER_SECOND = 2e7
+CELLS_PER_SECOND = 4e7
 #: the least work, whatever the limit (a few candidate cuts per stage)
-MIN_CELLS = 1e5
+MIN_CELLS = 2e5
 #: the most candidate cuts, whatever the budget
 MAX_UNITS = 20_000
-#: copies of the graph's ops (micro-batches x ops) up to which stage counts are simulated
+#: copies of the graph's ops (micro-batches x ops) up to which a candidate is simulated
 MAX_SIMULATED_OPS = 200_000
+#: copied ops the simulator runs per second of a time limit on an idle machine (80,000 in
+#: about 0.45 s), of which the candidates' simulations get a quarter (`simulation_budget`):
+#: the DP has half the limit, and `clock.LOAD_HEADROOM` leaves the rest for a busy machine
+SIMULATED_OPS_PER_SECOND = 1.5e5
+#: the DP's passes over the cells per chain and stage count (`search_space`): two kinds of
+#: split (by period, by compute), two passes each (least period, then most even), and the
+#: memory note's least period without the caps
+DP_PASSES = 5
 #: splits enumerated per stage count under `interleaved` (exact there) before the DP
 #: (a heuristic there) takes over
 MAX_ENUMERATED = 20_000
@@ -117,14 +125,18 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
             "devices' memory", None,
             ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
              "fewer activations; or give the devices more `memory`",)))
-    chosen, runs = _simulated_best(problem, pipeline, per_stages)
+    chosen, runs = _simulated_best(problem, pipeline, per_stages,
+                                   simulation_budget(options.time_limit_s))
     info: dict[str, object] = {
         "period_s": chosen.period_s,
         "stages": chosen.split.stages,
         "chains": f"{space.tried} of {space.total} tried",
     }
-    if chosen in runs:
-        info["iteration_s"] = runs[chosen]
+    info["iteration_s"] = runs.get(chosen, estimate(problem, pipeline, chosen.split))
+    info["candidates_compared_by"] = (
+        f"simulation ({len(runs)} candidate(s))" if chosen in runs else
+        "estimate: (M - 1) T plus each stage's load once (the candidates' simulations "
+        "would pass the time limit's budget)")
     if pipeline.schedule == "interleaved" and pipeline.stages_per_device > 1:
         info["split_search"] = (
             "exact: every split of every chain enumerated" if interleaved_exact(
@@ -182,7 +194,7 @@ def _search_space(problem: Problem, pipeline: Pipeline, cells: float) -> Space:
         total += len(found)
         chains[stages] = found[:MAX_CHAINS]
         tried += len(chains[stages])
-    stage_rows = sum(s * len(c) for s, c in chains.items())
+    stage_rows = DP_PASSES * sum(s * len(c) for s, c in chains.items())
     most = max(2, int(math.sqrt(cells / max(stage_rows, 1))))
     cuts = _candidate_cuts(units(problem), min(MAX_UNITS, most))
     return Space(chains, tried, total, cuts, _largest_transients(units(problem), cuts))
@@ -216,8 +228,8 @@ def split_candidates(problem: Problem, pipeline: Pipeline, options: Options | No
             done += 1
             for transfers in kinds:
                 found = (_enumerated(problem, space, chain, pipeline, capped, transfers)
-                         if exact else
-                         _best_split(problem, u, space, chain, pipeline, capped, transfers))
+                         if exact else _best_split(problem, u, space, chain, pipeline,
+                                                   capped, transfers, even=balanced))
                 if found is not None and (transfers not in best
                                           or found.period_s < best[transfers].period_s):
                     best[transfers] = found
@@ -359,17 +371,18 @@ def _boundary(problem: Problem, u: Units, a: int, b: int,
 # complex: the DP's two passes (least period, then the most even loads under it) over
 # blocks of (starts x ends), with the memory test per cell
 def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
-                pipeline: Pipeline, capped: bool, transfers: bool = True) -> Found | None:
+                pipeline: Pipeline, capped: bool, transfers: bool = True,
+                even: bool = True) -> Found | None:
     """The bottleneck DP over `cuts` for one chain (None: nothing fits), then among the
     splits of that period the one whose stage loads have the least sum of squares (the
     most even: non-bottleneck stages balanced, as torchgpipe's partition does, which the
     simulated iteration rewards). With `transfers` False the loads are compute alone
     (torchgpipe's kind of split). Each stage's row of a recurrence in blocks of ends j,
-    a (starts x ends) matrix at a time."""
+    a (starts x ends) matrix at a time; `even` False: the first pass alone."""
     s, p = len(chain), len(space.cuts)
     stages = _stage_tables(problem, u, space, chain, pipeline, capped, transfers)
     limit = None
-    for _ in range(2):  # the least period; then under it, the least sum of squared loads
+    for _ in range(2 if even else 1):  # the least period; then the most even loads under it
         f = np.full(p, INF)
         f[0] = 0.0
         back = np.zeros((s, p), dtype=np.int64)
@@ -467,22 +480,42 @@ def _largest_transients(u: Units, cuts: NDArray[np.int64]) -> NDArray[np.float64
     return out
 
 
+def simulation_budget(time_limit_s: float) -> float:
+    """Copied ops (micro-batches x ops) the candidates' simulations may run within a time
+    limit (a quarter of it at `SIMULATED_OPS_PER_SECOND`; a limit of 0: no limit): a
+    function of the limit alone, so the plan is the same on any machine."""
+    if time_limit_s <= 0:
+        return math.inf
+    return LOAD_HEADROOM * 0.5 * time_limit_s * SIMULATED_OPS_PER_SECOND
+
+
+def estimate(problem: Problem, pipeline: Pipeline, split: Split) -> float:
+    """The iteration without simulating: M - 1 periods of the busiest resource, plus each
+    stage's load once (the fill and drain pass every stage)."""
+    loads = resource_loads(problem, split)
+    return (pipeline.microbatches - 1) * loads.period_s + math.fsum(loads.stage_s)
+
+
 def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, list[Found]],
-                    ) -> tuple[Found, dict[Found, float]]:
+                    budget: float = math.inf) -> tuple[Found, dict[Found, float]]:
     """The candidate whose plan's simulated iteration is shortest (ties: the smaller
-    period, then fewer stages, then the least-period kind); above `MAX_SIMULATED_OPS`
-    copies, the best estimate (M + S - 1) T."""
-    m = pipeline.microbatches
+    period, then fewer stages, then the least-period kind). Candidates are simulated best
+    estimate first while their copies (M x ops each, at most `MAX_SIMULATED_OPS`) fit in
+    `budget`; when none is, the best estimate wins."""
     ranked = [(f, s, k) for s, found in sorted(per_stages.items())
               for k, f in enumerate(found)]
+    guess = {f: estimate(problem, pipeline, f.split) for f, _, _ in ranked}
+    ranked.sort(key=lambda c: (guess[c[0]], c[0].period_s, c[1], c[2]))
+    copies = pipeline.microbatches * len(problem.graph.ops)
     runs: dict[Found, float] = {}
-    if m * len(problem.graph.ops) > MAX_SIMULATED_OPS:
-        return min(ranked, key=lambda c: ((m + c[1] - 1) * c[0].period_s, c[0].period_s,
-                                          c[1], c[2]))[0], runs
-    for f, _, _ in ranked:
-        placement = f.split.placement(problem)
-        runs[f] = pipeline_schedule.run(problem, placement, pipeline).iteration_s
-    chosen = min(ranked, key=lambda c: (runs[c[0]], c[0].period_s, c[1], c[2]))[0]
+    if copies <= MAX_SIMULATED_OPS:
+        for f, _, _ in ranked[:max(0, int(budget // max(copies, 1)))]:
+            placement = f.split.placement(problem)
+            runs[f] = pipeline_schedule.run(problem, placement, pipeline).iteration_s
+    if not runs:
+        return ranked[0][0], runs
+    chosen = min((c for c in ranked if c[0] in runs),
+                 key=lambda c: (runs[c[0]], c[0].period_s, c[1], c[2]))[0]
     return chosen, runs
 
 

@@ -153,21 +153,27 @@ def test_auto_keeps_the_split_that_simulates_faster(seed: int, training: bool,
 
 def test_auto_sizes_the_dp_to_its_time_limit() -> None:
     from planner.algorithms import Options
-    from planner.algorithms.pipedp import MAX_CELLS, MIN_CELLS, cells_for
+    from planner.algorithms.pipedp import (
+        CELLS_PER_SECOND,
+        DP_PASSES,
+        MAX_CELLS,
+        MIN_CELLS,
+        cells_for,
+    )
 
     assert cells_for(10.0) == MAX_CELLS == cells_for(0.0)  # the default limit: all of it
     assert cells_for(1.0) == MAX_CELLS / 10 and cells_for(1e-6) == MIN_CELLS
     p = random_spec(2, 40, 4, training=False)
     rows = sum(s * len(c) for s, c in search_space(p, p.pipeline).chains.items())
     tight = MIN_CELLS
-    assert rows * 41**2 > tight  # so that the cuts are thinned below: the test can fail
+    assert DP_PASSES * rows * 41**2 > tight  # so that the cuts are thinned below: the test can fail
     thinned = search_space(p, p.pipeline, tight)
     assert len(thinned.cuts) < units(p).count + 1
-    sol = run("auto", p, Options(time_limit_s=tight / 2e7))
+    sol = run("auto", p, Options(time_limit_s=tight / CELLS_PER_SECOND))
     assert sol.info["candidate_cuts"] == f"{len(thinned.cuts) - 1} of 40 unit boundaries"
     assert sol.info["compared_by"] == "simulated iteration"
     assert not [v for v in simulate(p, sol.plan).violations if v.kind != "memory"]
-    again = run("auto", p, Options(time_limit_s=tight / 2e7))
+    again = run("auto", p, Options(time_limit_s=tight / CELLS_PER_SECOND))
     assert again.plan == sol.plan  # the limit, not the clock, sizes the work
 
 
