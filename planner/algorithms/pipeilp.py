@@ -110,7 +110,7 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -123,7 +123,7 @@ from ..cost import INF, costs
 from ..errors import Diagnostic, InfeasibleError, SearchLimitError, SolverError
 from ..model import Pipeline, Problem, derived
 from ..pipeline.bound import pipeline_bound
-from ..pipeline.split import Split, in_flight, split_of, stage_bytes
+from ..pipeline.split import Split, in_flight, resource_loads, split_of, stage_bytes
 from ..pipeline.units import units
 from ..plan import Plan
 from ..units import format_bytes, format_seconds
@@ -242,32 +242,6 @@ def _count(problem: Problem, data: _Data, devices: int, rank: int) -> int:
 # -- the exact check ----------------------------------------------------------------------
 
 
-def device_loads(problem: Problem, split: Split, recompute: Collection[int] = ()
-                 ) -> list[float]:
-    """Per device: its busiest resource for one micro-batch (module docstring): its
-    compute (+ its forward compute again where it recomputes) or a transfer resource it
-    uses under the plan's contention."""
-    data = _data(problem)
-    compute = [0.0] * data.m
-    for k, d in enumerate(split.devices):
-        for v in range(split.bounds[k], split.bounds[k + 1]):
-            compute[d] += data.compute[v][d] + (data.forward[v][d] if d in recompute else 0.0)
-    sent: dict[tuple[int, int], float] = {}
-    for k in range(1, split.stages):
-        a, b, x = split.devices[k - 1], split.devices[k], split.bounds[k]
-        sent[a, b] = sent.get((a, b), 0.0) + data.forward_s(x, a, b)
-        sent[b, a] = sent.get((b, a), 0.0) + data.backward_s(x, a, b)
-    channel = [0.0] * data.m
-    for (a, b), t in sent.items():
-        if problem.contention == "device":
-            channel[a] += t
-            channel[b] += t
-        elif problem.contention == "link":
-            channel[a] = max(channel[a], t)
-            channel[b] = max(channel[b], t)
-    return [max(c, t) for c, t in zip(compute, channel, strict=True)]
-
-
 @dataclass(frozen=True, slots=True)
 class Evaluation:
     """A placement under the pipeline's model of time and memory (module docstring)."""
@@ -299,9 +273,9 @@ def evaluate(problem: Problem, placement: Sequence[int]) -> Evaluation:
     held = stage_bytes(problem, split, pipe, over) if over else keep
     chosen = tuple(d for d in over if held[d] < keep[d])
     held = [held[d] if d in chosen else keep[d] for d in range(data.m)]
-    loads = device_loads(problem, split, chosen)
+    loads = resource_loads(problem, split, chosen).device_s
     fits = all(h <= cap for h, cap in zip(held, data.caps, strict=True))
-    return Evaluation(max(loads, default=0.0), tuple(loads), tuple(held), chosen, ranks, fits)
+    return Evaluation(max(loads, default=0.0), loads, tuple(held), chosen, ranks, fits)
 
 
 # -- the recomputing contiguous splits (warm starts) ---------------------------------------
@@ -352,11 +326,8 @@ class _Tables:
     def of(problem: Problem, cuts: NDArray[np.int64], largest: NDArray[np.float64]
            ) -> _Tables:
         """The tables of `problem` at `cuts` (`largest`: pipedp's largest transients)."""
-        u, data = units(problem), _data(problem)
-        fwd = np.array([[row[d] if row[d] < INF else 0.0 for row in data.forward]
-                        for d in range(data.m)]).reshape(data.m, data.n)
-        forward = np.concatenate([np.zeros((data.m, 1)), np.cumsum(fwd, axis=1)], axis=1)
-        return _Tables(cuts, u.compute_prefix[:, cuts], forward[:, cuts],
+        u = units(problem)
+        return _Tables(cuts, u.compute_prefix[:, cuts], u.forward_prefix[:, cuts],
                        u.banned_prefix[:, cuts], u.params_prefix[cuts], u.kept_prefix[cuts],
                        u.forward_bytes[cuts], largest)
 
