@@ -1158,8 +1158,9 @@ def _horizon(problem: Problem, data: _Data) -> float:
 def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
                 notes: list[Diagnostic], rejected: str = "") -> Exception:
     """No warm start and no answer: a proof (the solver's, for a model that covers every
-    placement: E708, exit 3), a search that ended without one (E709, exit 6), or a
-    failure (E711, exit 4)."""
+    placement: E708, exit 3), a search that ended at its limit or covered only some
+    placements without one (E709, exit 6), or a failure (E711, exit 4: the solver's own,
+    or an answer that broke a constraint when checked exactly)."""
     said = tuple(d.message for d in notes)
     if outcome.status == "infeasible" and complete:
         return InfeasibleError((*notes, Diagnostic(
@@ -1175,12 +1176,12 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
             "placement fits", None,
             (*said, "`schedule gpipe` lets pipeilp search every placement; or give the "
              "devices more `memory`")))
-    if outcome.status in ("error",) or rejected:
+    if rejected or "limit" not in outcome.message:
         return SolverError(Diagnostic(
             "E711", f"pipeilp found no placement of plan `{problem.name}`: "
-            f"{rejected or outcome.message or 'the solver failed'}; and no contiguous "
-            "split fits, even recomputing", None, said))
+            f"{rejected or outcome.message or outcome.status}; and no contiguous split "
+            "fits, even recomputing", None, said))
     return SearchLimitError(Diagnostic(
         "E709", f"pipeilp found no placement of plan `{problem.name}` within its time "
-        "limit, and no contiguous split fits, even recomputing: this is not a proof that "
-        "none exists", None, (*said, "a longer --time-limit may find one")))
+        f"limit ({outcome.message}), and no contiguous split fits, even recomputing: this "
+        "is not a proof that none exists", None, (*said, "a longer --time-limit may find one")))
