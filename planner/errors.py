@@ -138,17 +138,18 @@ class OutputError(PlannerError):
     exit_code = 4
 
 
-class SearchLimitError(PlannerError):
-    """A search ended (its time limit, or a search that covers only some plans) without
-    finding a plan, and without a proof that none exists. Exit code 6."""
-
-    exit_code = 6
-
-
 class SolverError(PlannerError):
     """An external solver failed in a way that left no plan. Exit code 4."""
 
     exit_code = 4
+
+
+class SearchLimitError(SolverError):
+    """A search ended (its time limit, or a search that covers only some plans) without
+    finding a plan, and without a proof that none exists. Exit code 6 (a `SolverError`
+    otherwise: whoever records solver failures records it)."""
+
+    exit_code = 6
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> tuple[str, ...]:

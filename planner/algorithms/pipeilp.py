@@ -342,8 +342,6 @@ def _boundary_s(problem: Problem, cuts: NDArray[np.int64], a: int, b: int
     return fwd, bwd
 
 
-# complex: one bottleneck recurrence whose stage cost takes memory (keep or recompute) and
-# the three contention models in turn, each a numpy expression over (start, end)
 def _chain_split(problem: Problem, t: _Tables, chain: Sequence[int]
                  ) -> tuple[float, Split] | None:
     """The bottleneck DP of one chain: f[k][j] = min_i max(f[k-1][i], cost_k(i, j)), the
@@ -830,6 +828,8 @@ class _Model:
 
     # -- seeding and reading ----------------------------------------------------------------
 
+    # complex: a loop per variable family of the model (x, z, rho/q/h, t, used, o, T), each
+    # giving its values in the warm start as that family's constraint defines them
     def seed(self, warm: _Warm) -> None:
         """Give every variable its value in the warm start."""
         data, tu, mu, dev = self.data, self.time_unit, self.mem_unit, warm.dev
