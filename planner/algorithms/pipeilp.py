@@ -473,6 +473,13 @@ def _counts_all(problem: Problem, data: _Data) -> set[int]:
     return {_count(problem, data, big, r) for big in range(1, data.m + 1) for r in range(big)}
 
 
+def _scope(runs: bool) -> str:
+    """The placements a rank-dependent model covers, in words."""
+    return ("placements with one stage per device" if runs else
+            "placements whose activations, summed over each device's stages, fit "
+            "Megatron's in-flight count")
+
+
 def _orders(problem: Problem, data: _Data, warm: Sequence[int] | None) -> _Orders:
     """The orders of the model (module docstring): none but within classes of alike
     devices when the count does not depend on the rank; else the index order when all
@@ -483,9 +490,7 @@ def _orders(problem: Problem, data: _Data, warm: Sequence[int] | None) -> _Order
         return _Orders(tuple(c for c in alike if len(c) > 1), None, True, alike,
                        _count(problem, data, 1, 0))
     runs = _pipeline(problem).schedule != "interleaved"
-    what = ("placements with one stage per device" if runs else
-            "placements whose activations, summed over each device's stages, fit "
-            "Megatron's in-flight count")
+    what = _scope(runs)
     if len(classes) == 1:
         return _Orders(alike, alike[0], False, alike, runs=runs, scope=what)
     if warm is not None:
@@ -999,7 +1004,7 @@ def _first_order(problem: Problem, options: Options, clock: Clock,
     first = _attempt(problem, _relaxed(problem, data), None, options, clock)
     if first.outcome.status == "infeasible":
         proof = _pipeline(problem).schedule != "interleaved"
-        raise _none_found(problem, first.outcome, proof, "", notes)
+        raise _none_found(problem, first.outcome, proof, _scope(False), notes)
     dev = first.ilp.answer() if first.outcome.loaded else None
     if dev is None:
         return None, None
@@ -1138,9 +1143,10 @@ def _solution(problem: Problem, best: _Warm, status: Status, bound_s: float,
                          f"{format_bytes(int(ev.held_bytes[d]))})"
                          for d, t in zip(ev.recompute, extra, strict=True))
         info["memory_note"] = (
-            f"recomputes activations on {said}: these devices keep only the tensors they "
-            "receive for each micro-batch in flight and run their forward ops again in "
-            "backward")
+            f"recomputes activations on {said}: these devices keep, for each micro-batch in "
+            "flight, only the tensors their stages receive, and run their forward ops again "
+            "in each backward pass (their own activations exist for one micro-batch at a "
+            "time)")
     return Solution(Plan(best.placement, algorithm="pipeilp"), status, MappingProxyType(info))
 
 
@@ -1171,7 +1177,7 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
     if outcome.status == "infeasible":
         return SearchLimitError(Diagnostic(
             "E709", f"pipeilp found no placement of plan `{problem.name}`: none of the "
-            f"placements its model covers ({scope or 'a relaxation'}) fits, and no "
+            f"placements its model covers ({scope}) fits, and no "
             "contiguous split fits, even recomputing; this is not a proof that no other "
             "placement fits", None,
             (*said, "`schedule gpipe` lets pipeilp search every placement; or give the "
