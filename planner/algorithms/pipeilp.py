@@ -1026,7 +1026,9 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
         dev = _relabel(warm.dev, orders.classes)
         placement = _placement(problem, dev)
         warm = _Warm(tuple(dev), placement, evaluate(problem, placement), warm.source)
-    attempt = _attempt(problem, orders, warm, options, clock)
+    admitted = warm if warm is None or not orders.runs or len(
+        split_of(problem, warm.placement).devices) == len(warm.evaluation.ranks) else None
+    attempt = _attempt(problem, orders, admitted, options, clock)
     outcome, info = attempt.outcome, attempt.info
     info.update(warm_start=warm.source if warm else None,
                 warm_start_period_s=warm.evaluation.period_s if warm else None)
@@ -1049,7 +1051,9 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
         reason = outcome.message or f"{options.solver} found no solution"
         if outcome.status == "infeasible":
             reason = (f"{options.solver} reported the model infeasible although the "
-                      f"{best.source} plan satisfies it")
+                      f"{best.source} plan satisfies it" if admitted is not None else
+                      f"the model ({orders.scope}) is infeasible; the {best.source} plan, "
+                      "outside it, is kept")
         log.warning("pipeilp: falling back to the %s plan: %s", best.source, reason)
         info["reason"] = reason
         return _solution(problem, best, "fallback", bound, info)

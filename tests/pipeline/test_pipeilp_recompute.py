@@ -290,3 +290,17 @@ def test_pipeilp_equals_brute_force_on_tiny_chains(seed: int, n: int, schedule: 
     assert period == pytest.approx(covered, rel=1e-6)
     if schedule == "gpipe":
         assert s.status == "optimal" and s.info["proved"] is True
+
+
+def test_a_given_warm_start_outside_the_1f1b_model_neither_bounds_it_nor_is_misdescribed(
+        ) -> None:
+    from planner.plan import Plan
+
+    p = loads(_tight_text("64 MB")).plan("p")
+    looped = tuple((0, 1, 0, 1)[k] for k in units(p).unit_of)  # two stages on each device
+    s = run("pipeilp", p, Options(warm_start=Plan(looped, algorithm="given")))
+    assert s.status in ("optimal", "feasible")
+    split = split_of(p, s.plan.placement)
+    assert len(split.devices) == len(set(split.devices))  # one stage per device
+    assert s.info["period_s"] <= evaluate(p, looped).period_s
+    assert "satisfies it" not in s.info.get("reason", "")
