@@ -47,6 +47,7 @@ quantities in units of 10^i s and 2^j B):
     used_e ≥ x_ke                                                             (inuse)
     o_ka ≤ o_(k−1)a + x_ka,   x_kb ≤ o_(k−1)a   for consecutive a, b of an order (order)
     x_0d + Σ_x Σ_{a≠d} z_xad ≤ 1           one stage per device (1F1B only)    (runs)
+    Σ_x Σ_{a≠b} z_xab ≤ M − 1              at most M stages (1F1B only)      (stages)
 
 with F̄_d, K̄_d the sums over the units d may hold. The z need not be integer: every
 row holds them from below. ρ, q and h exist only where a count above 1 makes
@@ -632,7 +633,7 @@ class _Model:
 
     #: the row families, one ConstraintList each, in the order the model file lists them
     FAMILIES = ("assign", "nolink", "cross", "recompute", "compute", "transfer", "kept",
-                "transient", "memory", "inuse", "order", "runs")
+                "transient", "memory", "inuse", "order", "runs", "stages")
 
     def build(self) -> None:
         """Declare the variables and every row family (module docstring)."""
@@ -664,6 +665,7 @@ class _Model:
         self._memory(pyo)
         self._order(pyo)
         self._runs()
+        self._stages()
         mdl.obj = pyo.Objective(expr=mdl.T, sense=pyo.minimize)
 
     def _crossing_s(self, x: int, a: int, b: int) -> tuple[float, float]:
@@ -676,7 +678,8 @@ class _Model:
         data = self.data
         keys: list[tuple[int, int, int]] = []
         for x in range(1, data.n):
-            needed = self.orders.runs or data.fc[x] + data.bc[x] + data.fb[x] > 0
+            needed = (self.orders.runs or self._stage_cap() < data.n
+                      or data.fc[x] + data.bc[x] + data.fb[x] > 0)
             if not needed:
                 continue
             for a in data.allowed[x - 1]:
@@ -830,6 +833,19 @@ class _Model:
             into[b].append((1.0, zv))
         for d in range(self.data.m):
             self._row("runs", None, into[d], 1.0)
+
+    def _stage_cap(self) -> int:
+        """Stages at most: under `1f1b`, the micro-batches (torch's `Schedule1F1B` needs
+        as many as stages; pipedp's cap too); else one per unit."""
+        pipe = _pipeline(self.problem)
+        return min(pipe.microbatches, self.data.n) if pipe.schedule == "1f1b" else self.data.n
+
+    def _stages(self) -> None:
+        """Σ_x Σ_ab z_xab ≤ cap − 1: the stage boundaries within the schedule's cap."""
+        cap = self._stage_cap()
+        if cap >= self.data.n:
+            return
+        self._row("stages", None, [(1.0, zv) for zv in self.z.values()], float(cap - 1))
 
     # -- seeding and reading ----------------------------------------------------------------
 

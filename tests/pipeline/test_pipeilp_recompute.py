@@ -304,3 +304,24 @@ def test_a_given_warm_start_outside_the_1f1b_model_neither_bounds_it_nor_is_misd
     assert len(split.devices) == len(set(split.devices))  # one stage per device
     assert s.info["period_s"] <= evaluate(p, looped).period_s
     assert "satisfies it" not in s.info.get("reason", "")
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_under_1f1b_no_more_stages_than_micro_batches(training: bool) -> None:
+    # six alike units on three devices: three stages would be best, but 1F1B with two
+    # micro-batches runs two stages at most (torch's Schedule1F1B; pipedp's cap too)
+    lines = ["cluster c { device d[0..2] { memory 64 GiB }",
+             "  link d[0..2] <-> d[0..2] { bandwidth 100 GB/s latency 1 us } }", "graph g {"]
+    for k in range(6):
+        lines.append(f"  op f{k} {{ time 4 ms; output 1 MB }}")
+        if training:
+            lines += [f"  op f{k}.bwd {{ time 8 ms; backward_of f{k} }}",
+                      f"  f{k} -> f{k}.bwd", f"  colocate f{k}, f{k}.bwd"]
+        if k:
+            lines.append(f"  f{k - 1} -> f{k}")
+    lines += ["}", "plan p { graph g; cluster c; objective pipeline; microbatches 2; "
+              "schedule 1f1b }"]
+    p = loads("\n".join(lines)).plan("p")
+    s = run("pipeilp", p)
+    assert split_of(p, s.plan.placement).stages <= 2
+    assert s.info["period_s"] == pytest.approx(evaluate(p, s.plan.placement).period_s)
