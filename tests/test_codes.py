@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "planner"
 CODE = re.compile(r"\b[EW]\d{3}\b")
 EXITS = {"SpecError": 1, "UsageError": 2, "InfeasibleError": 3, "SolverError": 4,
+         "SearchLimitError": 6,
          "OutputError": 4}
 
 # Codes used in several modules, each for the one meaning they share there.

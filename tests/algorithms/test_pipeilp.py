@@ -165,7 +165,10 @@ def test_the_ilp_proves_pipedps_split_optimal_where_the_models_coincide(
     assert dp.info["stages"] == devices  # every device used: its period is the least
     ilp = run("pipeilp", p)
     assert ilp.status == "optimal", ilp.info["why"]
-    assert ilp.info["proved"] is True and ilp.info["recompute"] == []
+    # under 1F1B the model holds each device to one stage (its count depends on the
+    # stage's place): optimal by the bound, not by the solver's proof
+    proved = schedule == "gpipe" or not training
+    assert ilp.info["proved"] is proved and ilp.info["recompute"] == []
     expected = period(p, dp.plan.placement)
     assert ilp.info["period_s"] == pytest.approx(expected, rel=1e-9)
     assert period(p, ilp.plan.placement) == pytest.approx(expected, rel=1e-9)
@@ -188,8 +191,12 @@ def test_recomputation_fits_a_model_no_contiguous_split_fits() -> None:
         run("pipedp", p)
     assert [d.code for d in err.value.diagnostics] == ["E707"]
     s = run("pipeilp", p)
-    assert s.status == "optimal", s.info["why"]
-    assert s.info["recompute"] == ["d0"] and s.info["warm_start"] is None
+    assert s.status == "feasible", s.info["why"]  # no bound meets it; 1F1B's scope
+    assert s.info["why"].startswith("proved optimal only among placements with one stage "
+                                    "per device")
+    # the recomputing DP finds it before the solver does
+    assert s.info["recompute"] == ["d0"]
+    assert s.info["warm_start"] == "recomputing contiguous split"
     dev = [s.plan.placement[ops[0]] for ops in units(p).members]
     assert dev == [0, 0, 1, 1]
     ev = evaluate(p, s.plan.placement)
