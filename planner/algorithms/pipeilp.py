@@ -46,7 +46,7 @@ quantities in units of 10^i s and 2^j B):
         ≤ cap_d + big_dc (1 − used_e)                                         (memory)
     used_e ≥ x_ke                                                             (inuse)
     o_ka ≤ o_(k−1)a + x_ka,   x_kb ≤ o_(k−1)a   for consecutive a, b of an order (order)
-    x_0d + Σ_x Σ_{a≠d} z_xad ≤ 1           one stage per device (1F1B only)    (runs)
+    x_0d + Σ_x Σ_{a≠d} z_xad ≤ 1           one stage per device (not interleaved) (runs)
     Σ_x Σ_{a≠b} z_xab ≤ M − 1              at most M stages (1F1B only)      (stages)
 
 with F̄_d, K̄_d the sums over the units d may hold. The z need not be integer: every
@@ -487,10 +487,12 @@ def _orders(problem: Problem, data: _Data, warm: Sequence[int] | None) -> _Order
     devices are alike; else the warm start's order (`warm`: devices per unit)."""
     classes = _classes(problem, data)
     alike = tuple(tuple(c) for c in classes)
-    if not _rank_dependent(problem, data):
-        return _Orders(tuple(c for c in alike if len(c) > 1), None, True, alike,
-                       _count(problem, data, 1, 0))
+    # torch's ScheduleGPipe and Schedule1F1B run one stage per rank: so does the model
     runs = _pipeline(problem).schedule != "interleaved"
+    if not _rank_dependent(problem, data):
+        return _Orders(tuple(c for c in alike if len(c) > 1), None, not runs, alike,
+                       _count(problem, data, 1, 0), runs=runs,
+                       scope=_scope(True) if runs else "")
     what = _scope(runs)
     if len(classes) == 1:
         return _Orders(alike, alike[0], False, alike, runs=runs, scope=what)

