@@ -29,6 +29,7 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
     quoted. Lone `\r` end lines, as for the parser.
     """
     # lazy: start-up (the parser's modules load Lark; `planner --help` needs neither)
+    from ..io.device_map import DEVICE_MAP_CODE
     from ..spec.fastparse import line_ends
     from ..spec.syntax import looks_like_spec
 
@@ -48,15 +49,13 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
                 continue
             # show the valid prefix so a non-UTF-8 diagnostic still gets its line
             text = raw.decode("utf-8", errors="replace")
-            placement = layer == "5" or d.code in _PLACEMENT_CODES
+            placement = layer == "5" or d.code == DEVICE_MAP_CODE
             if (layer == "9" and not placement and _is_text(raw)) or looks_like_spec(text) \
                     or (placement and _looks_like_placement(text)):
                 out[span.file] = line_ends(text)
     return out
 
 
-#: importer codes raised for a file read as a placement (`simulate --placement`)
-_PLACEMENT_CODES = frozenset({"E949"})
 #: how much of a file decides whether it is text
 _SNIFF = 8192
 

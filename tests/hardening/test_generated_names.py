@@ -279,3 +279,53 @@ def test_csv_rows_round_trip_every_plan_name(named: Path) -> None:
              r["plan"] for r in rows}
     assert plans == set(LEGAL)
     assert all(len(r) == len(rows[0]) and None not in r for r in rows)
+
+
+# ---- through `export torch`: the issue's spec, end to end (needs torch) --------------------
+
+PLAN = "x', __import__('os').system('touch PWNED_by_spec'), '"
+DEVICES = ["__FROM__0", "x'\"</script>{}%s,é 1"]
+
+
+@pytest.mark.slow
+def test_export_torch_writes_names_as_data_end_to_end(tmp_path: Path) -> None:
+    """Before: the plan's name ran at the pipeline script's module level (`--help`)."""
+    pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
+                        "'planner[torch]')")
+    models = Path(__file__).resolve().parents[1] / "io" / "torch_pipeline_models.py"
+    code, _, err = invoke(["import", "torch", f"{models}:mlp", "--capture", "fx", "--input",
+                           "8x16", "--training", "-o", "mlp.plan"], tmp_path)
+    assert code == 0, err
+    graph = next(line.split()[1] for line in (tmp_path / "mlp.plan").read_text().splitlines()
+                 if line.startswith("graph "))
+    d0, d1 = map(_q, DEVICES)
+    (tmp_path / "evil.plan").write_text(
+        f'import "mlp.plan"\ncluster c {{\n'
+        f"  device {d0} {{ kind gpu  memory 1 GiB  flops 10 TFLOPS }}\n"
+        f"  device {d1} {{ kind gpu  memory 1 GiB  flops 10 TFLOPS }}\n"
+        f"  link {d0} <-> {d1} {{ bandwidth 1 TB/s }}\n}}\n"
+        f"plan {_q(PLAN)} {{ graph {graph}  cluster c  objective pipeline  microbatches 4 "
+        " schedule gpipe }\n", encoding="utf-8")
+    for args in (["check", "evil.plan"], ["solve", "evil.plan", "--out", "p.json"]):
+        code, _, err = invoke(args, tmp_path)
+        assert code == 0, err
+    common = ["export", "torch", "evil.plan", f"{models}:mlp", "--input", "8x16",
+              "--placement", "p.json"]
+    code, _, err = invoke([*common, "-o", "placed.json", "--code", "forward.py"], tmp_path)
+    assert code == 0, err
+    doc = json.loads((tmp_path / "placed.json").read_text(encoding="utf-8"))
+    assert doc["plan"] == PLAN and list(doc["devices"]) == DEVICES
+    assert set(doc["placement"].values()) <= set(DEVICES)
+    assert doc["device_map"] and set(doc["device_map"].values()) <= {0, 1}
+    code, _, err = invoke([*common, "--pipeline", "-o", "pipe.json", "--code", "pipe.py"],
+                          tmp_path)
+    assert code == 0, err
+    pipe = json.loads((tmp_path / "pipe.json").read_text(encoding="utf-8"))
+    assert pipe["plan"] == PLAN
+    done = subprocess.run([sys.executable, "-c", _RUN_ALL, "pipe.py", "forward.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert not list(tmp_path.glob("PWNED*")), "a name ran as code"
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "usage: pipe.py" in done.stdout
+    values = _assigned(ast.parse((tmp_path / "pipe.py").read_text(encoding="utf-8")))
+    assert [d for _, d, _ in values["STAGES"]] == DEVICES

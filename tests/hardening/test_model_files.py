@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from planner.errors import SpecError
+from planner.io.torch_program import _check_calls
 
 from .helpers import invoke
 
@@ -139,9 +140,6 @@ def test_a_saved_program_with_symbolic_shapes_still_imports(saved: Path,
 
 def test_a_graph_calling_no_operator_is_refused() -> None:
     """torch's verifier refuses such a call too; planner checks again before running it."""
-    # lazy: optional (the torch extra), as the test module's importorskip
-    from planner.io.torch_program import _check_calls
-
     def program(target: Any) -> Any:
         node = SimpleNamespace(op="call_function", target=target, name="boom")
         module = SimpleNamespace(graph=SimpleNamespace(nodes=[node]))
