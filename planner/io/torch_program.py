@@ -1,6 +1,7 @@
 """Read a saved `torch.export` program (`model.pt2`) without running code the file holds.
 
-`torch.export.load` would run a file's code four ways, and `load_program` closes each:
+`torch.export.load` and `module()` would run a file's code five ways; `load_program`
+closes each:
 
 - **pickles.** The weights, constants and example inputs are `torch.save` pickles, and
   torch falls back to `weights_only=False` (a full unpickler: any callable) when the
@@ -18,6 +19,10 @@
 - **guards.** `ExportedProgram.module()` compiles and runs the program's `guards_code`
   (checks of the inputs, Python text). It is dropped: planner runs the program only on
   the inputs saved with it or its own.
+- **attribute paths.** `module()` writes the paths of parameters, buffers, constants and
+  submodules into Python source (`getattr(self.l, "NAME")`, the quote not escaped), which
+  runs when the module does. Every one must be identifiers and indices (`layers.0.weight`);
+  else E939.
 - **calls.** A node may name any attribute of `torch`, `operator` or `math` as its target
   (`torch.serialization.os.system`), and torch checks targets only under the verifiers the
   file lists (maybe none). Every call must be a torch operator (`aten`, higher-order, custom
@@ -76,6 +81,8 @@ _SYMPY_NAMES = frozenset({
     "evaluate",
 })
 _GENERATED_SYMPY_NAME = re.compile(r"(?:OpaqueUnaryFn|BitwiseFn)_[a-z0-9_]+")
+#: one part of an attribute path: an identifier or an index (`layers.0.weight`)
+_PATH_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _SYMBOL_STRING = re.compile(r"""(['"])[A-Za-z][A-Za-z0-9_]*\1""")
 _OPERATORS = frozenset({"(", ")", ",", "+", "-", "*", "/", "//", "%", "**", "=", "<", ">",
                         "<=", ">=", "==", "!=", "&", "|", "~", "^"})
@@ -186,6 +193,7 @@ def load_program(path: str, torch: Any) -> Any:
         raise _error(path, f"{path} would {_refused[0]} while it loads; planner runs no "
                      "code from a saved program", _NO_CODE)
     program._guards_code = []  # Python text that `module()` would compile and run
+    _check_names(program, path)
     _check_calls(program, path, torch)
     return program
 
@@ -266,6 +274,27 @@ def _unsafe_expression(text: str) -> str:
             continue
         return f"holding `{value}`"
     return ""
+
+
+def _check_names(program: Any, path: str) -> None:
+    """E939 for an attribute path (a parameter's, a buffer's, a constant's, a module's)
+    that is not dotted identifiers and indices: torch.fx writes such paths into the
+    module's Python source (`getattr(self.l, "NAME")`, the quote not escaped)."""
+    sig = program.graph_signature
+    names = [*program.state_dict, *program.constants,
+             *(s.target for s in (*sig.input_specs, *sig.output_specs)),
+             *(entry.fqn for entry in program.module_call_graph)]
+    for module in program.graph_module.modules():
+        graph = getattr(module, "graph", None)
+        names.extend(n.target for n in getattr(graph, "nodes", ())
+                     if n.op in ("get_attr", "call_module"))
+    for name in names:
+        if isinstance(name, str) and name and not all(
+                _PATH_PART.fullmatch(part) for part in name.split(".")):
+            shown = name if len(name) <= 60 else name[:60] + "…"
+            raise _error(path, f"{path} names the attribute {shown!r}, which is no path of "
+                         "identifiers; torch would write it into the module's Python source",
+                         _NO_CODE)
 
 
 def _check_calls(program: Any, path: str, torch: Any) -> None:

@@ -96,6 +96,24 @@ def _symbolic_shape(mark: str) -> Callable[[str, bytes], bytes]:
     return _edit_program(edit)
 
 
+def _attribute_path(mark: str) -> Callable[[str, bytes], bytes]:
+    """A parameter renamed so that `module()`'s source, `getattr(self.lin, "NAME")`, runs
+    `touch` when the module does."""
+    name = f'lin.w"+str(exec("import os;os"+chr(46)+"system(\'touch {mark}\')"))+"'
+
+    def change(member: str, data: bytes) -> bytes:
+        if not member.endswith(("models/model.json", "model_weights_config.json")):
+            return data
+        doc = json.loads(data)
+        if member.endswith("model_weights_config.json"):
+            doc["config"][name] = doc["config"].pop("lin.weight")
+        for spec in doc.get("graph_module", {}).get("signature", {}).get("input_specs", []):
+            if (spec.get("parameter") or {}).get("parameter_name") == "lin.weight":
+                spec["parameter"]["parameter_name"] = name
+        return json.dumps(doc).encode()
+    return change
+
+
 def _guards(mark: str) -> Callable[[str, bytes], bytes]:
     def edit(doc: dict[str, Any]) -> None:
         doc["guards_code"] = [f"__import__('os').system('touch {mark}') == 0"]
@@ -103,19 +121,23 @@ def _guards(mark: str) -> Callable[[str, bytes], bytes]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("way", ["sample_inputs", "symbolic_shape"])
+@pytest.mark.parametrize(("way", "said"), [
+    ("sample_inputs", "would import `posix.system`"),
+    ("symbolic_shape", "torch would evaluate it as Python"),
+    ("attribute_path", "torch would write it into the module's Python source")])
 def test_a_pt2_that_would_run_code_is_e939_and_runs_nothing(saved: Path, tmp_path: Path,
-                                                             way: str) -> None:
+                                                             way: str, said: str) -> None:
     """Before: the replaced example-inputs pickle ran `touch` (torch's fallback to
-    `weights_only=False`), and so did a symbolic shape (`sympy.sympify` evaluates it)."""
-    make = {"sample_inputs": _sample_inputs, "symbolic_shape": _symbolic_shape}[way]
+    `weights_only=False`), and so did a symbolic shape (`sympy.sympify` evaluates it); a
+    parameter's name went into the placed module's source, to run with it."""
+    make = {"sample_inputs": _sample_inputs, "symbolic_shape": _symbolic_shape,
+            "attribute_path": _attribute_path}[way]
     _rewrite(saved, tmp_path / "m.pt2", make("MARKED"))
     code, out, err = invoke(["import", "torch", "m.pt2", "-o", "m.plan"], tmp_path)
     assert not (tmp_path / "MARKED").exists(), "the file's code ran"
     assert code == 1 and out == "", err
     assert "m.pt2:1:1: error[E939]" in err and "Traceback" not in err
-    assert ("would import `posix.system`" in err if way == "sample_inputs"
-            else "torch would evaluate it as Python" in err), err
+    assert said in err, err
     assert not (tmp_path / "m.plan").exists()
 
 
