@@ -218,6 +218,9 @@ def _names_spec(big: str = "1 MB") -> str:
 def named(tmp_path: Path) -> Path:
     (tmp_path / "n.plan").write_text(_names_spec(), encoding="utf-8")
     (tmp_path / "big.plan").write_text(_names_spec("3 GiB"), encoding="utf-8")  # E301 each
+    (tmp_path / "pipe.plan").write_text(  # a pipeline plan: the pipeline report's names
+        _names_spec().replace("cluster c }", "cluster c  objective pipeline  microbatches 4 }"),
+        encoding="utf-8")
     return tmp_path
 
 
@@ -234,7 +237,10 @@ def test_html_shows_every_name_as_text(named: Path) -> None:
     assert code == 0, err
     code, _, err = invoke(["compare", "n.plan", "--algos", "metf", "--html", "c.html"], named)
     assert code == 0, err
-    for page in ("p.html", "c.html"):
+    code, _, err = invoke(["solve", "pipe.plan", "--plan", plan, "--html", "pipe.html"], named)
+    assert code == 0, err
+    assert 'data-chart="pipeline"' in (named / "pipe.html").read_text(encoding="utf-8")
+    for page in ("p.html", "c.html", "pipe.html"):
         text = (named / page).read_text(encoding="utf-8")
         tags = _Tags()
         tags.feed(text)
