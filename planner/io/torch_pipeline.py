@@ -585,7 +585,8 @@ def _logits_index(spec: Any) -> int | None:
                                                                              or ()):
         return None
     at = 0
-    for key, child in zip(spec.context, spec.children_specs, strict=True):
+    children = spec.children() if hasattr(spec, "children") else spec.children_specs
+    for key, child in zip(spec.context, children, strict=True):
         if key == "logits":
             return at if child.is_leaf() else None
         at += child.num_leaves
