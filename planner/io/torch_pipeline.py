@@ -121,6 +121,10 @@ class TorchPipeline:
     plan_cost: Cost
     #: the plan's stages, as (device, first op in forward()'s order)
     plan_stages: tuple[tuple[str, str], ...]
+    #: how the stages were mapped to other ranks than the plan's devices ("" when not)
+    regrouped: str = ""
+    #: how many ranks (devices) the plan's own stages take
+    plan_ranks: int = 0
 
     @property
     def split_spec(self) -> dict[str, str]:
@@ -152,9 +156,11 @@ class _Node:
 # complex: the export's steps (E947, the plan's stages, the nearest split when the plan's cuts
 # cannot run, the result); most branches are the comprehensions that fill TorchPipeline
 def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, str],
-                    devices: Mapping[str, str], where: Span | None = None) -> TorchPipeline:
+                    devices: Mapping[str, str], where: Span | None = None,
+                    ranks: int | None = None) -> TorchPipeline:
     """The pipeline `placement` (op -> device, a plan of `problem`) makes of `traced`, or
-    the nearest split at module boundaries (see the module docstring; `exact` says which).
+    the nearest split at module boundaries (see the module docstring; `exact` says which);
+    with `ranks`, run by that many processes where the split allows (`_at_ranks`).
 
     Raises E945 when the plan does not match the model and E947 when torch's schedules
     cannot run it; `where` locates those diagnostics (the placement file).
@@ -193,18 +199,160 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
         if nearest is None:
             raise _no_split(problem, reason, split.stages, where)
         stage_of = nearest
-    exported = _placement_of(problem, nodes, stage_of, split.devices)
-    kept = sorted(set(stage_of))
+    moved = tuple(n.name for n, a, b in zip(nodes, plan_stage, stage_of, strict=True) if a != b)
+    stage_devices, regrouped = list(split.devices), ""
+    if ranks is not None:
+        stage_of, stage_devices, regrouped = _at_ranks(problem, nodes, stage_of, stage_devices,
+                                                       ranks, where)
+    exported = _placement_of(problem, nodes, stage_of, stage_devices)
     result = TorchPipeline(
         problem.name, pipe.schedule, pipe.microbatches, u.training,
-        _stages(nodes, stage_of, kept, names, devices, pipe.schedule), dict(devices),
+        _stages(nodes, stage_of, sorted(set(stage_of)), [cluster[d] for d in stage_devices],
+                devices, pipe.schedule), dict(devices),
         {o.name: cluster[d] for o, d in zip(g.ops, exported, strict=True)},
-        _cost(problem, exported) if reason else plan_cost, not reason, reason,
-        tuple(n.name for n, a, b in zip(nodes, plan_stage, stage_of, strict=True) if a != b),
-        plan_cost, tuple((names[k], next((n.name for n, s in zip(nodes, plan_stage, strict=True)
-                                          if s == k), "")) for k in range(split.stages)))
+        _cost(problem, exported) if reason or regrouped else plan_cost, not reason, reason,
+        moved, plan_cost, tuple((names[k], next((n.name for n, s in zip(nodes, plan_stage,
+                                                                         strict=True)
+                                                 if s == k), "")) for k in range(split.stages)),
+        regrouped, len(dict.fromkeys(names)))
     _check_runnable(result, where)
     return result
+
+
+def _at_ranks(problem: Problem, nodes: Sequence[_Node], stage_of: Sequence[int],
+              devices: Sequence[int], ranks: int,
+              where: Span | None) -> tuple[list[int], list[int], str]:
+    """The split run by `ranks` processes: (stage per node, device per stage, a note; ""
+    when the split already takes that many). Under `interleaved` the stages loop over the
+    ranks (stage k on rank k mod `ranks`, which must divide the stage count; ranks beyond the
+    plan's devices take the cluster's other devices, in its order). Under `gpipe` and `1f1b`
+    (one stage per rank) consecutive stages merge into `ranks` groups, the grouping whose
+    busiest group computes least (`_merged`), each group on the device of one of its stages
+    that runs it fastest. E947 when the split has fewer stages than `ranks` or the stages
+    cannot loop over them."""
+    assert problem.pipeline is not None
+    kept = sorted(set(stage_of))
+    renumber = {s: k for k, s in enumerate(kept)}
+    stage_of = [renumber[s] for s in stage_of]
+    devices = [devices[s] for s in kept]
+    count, chain = len(kept), list(dict.fromkeys(devices))
+    if ranks == len(chain):
+        return stage_of, devices, ""
+    if problem.pipeline.schedule == "interleaved":
+        if ranks <= count and count % ranks == 0:
+            looped = _looped(problem, nodes, stage_of, chain, ranks, where)
+            return stage_of, looped, (f"the plan's {count} stages loop over {ranks} ranks "
+                                      f"instead of {len(chain)}")
+    elif ranks <= count:
+        return _merge(problem, nodes, stage_of, devices, ranks, where)
+    raise _refused(problem, count, ranks, where)
+
+
+def _refused(problem: Problem, count: int, ranks: int, where: Span | None) -> SpecError:
+    """E947: `ranks` processes cannot run the `count` stages (see `_at_ranks`)."""
+    assert problem.pipeline is not None
+    schedule = problem.pipeline.schedule
+    cls = SCHEDULE_CLASSES[schedule]
+    fits_in = [r for r in range(1, count + 1) if schedule != "interleaved" or count % r == 0]
+    why = (f"{cls} runs stage k on rank k mod {ranks}, as many stages on each rank"
+           if schedule == "interleaved" else f"{cls} runs one stage per rank")
+    return SpecError(Diagnostic(
+        "E947", f"plan `{problem.name}` cannot run on --ranks {ranks}: its split has "
+        f"{count} stage(s), and {why}", where,
+        (f"--ranks {_alternatives(fits_in)} runs this split; for more ranks, plan on a "
+         "cluster of that many devices",)))
+
+
+def _alternatives(values: Sequence[int]) -> str:
+    """`1 to 4` for a run of numbers, else `1, 2 or 4`."""
+    if len(values) > 2 and list(values) == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]} to {values[-1]}"
+    return " or ".join(filter(None, (", ".join(map(str, values[:-1])), str(values[-1]))))
+
+
+def _looped(problem: Problem, nodes: Sequence[_Node], stage_of: Sequence[int],
+            chain: Sequence[int], ranks: int, where: Span | None) -> list[int]:
+    """Device per stage when the stages loop over `ranks` ranks: the plan's devices in
+    order, then the cluster's others; E947 when the cluster lacks devices or an op may not
+    use its new device."""
+    cluster = problem.cluster.devices
+    pool = [*chain, *(d for d in range(len(cluster)) if d not in chain)]
+    if ranks > len(pool):
+        raise SpecError(Diagnostic(
+            "E947", f"plan `{problem.name}` cannot run on --ranks {ranks}: its cluster has "
+            f"{len(cluster)} device(s)", where, ("add devices to the cluster",)))
+    looped = [pool[k % ranks] for k in range(max(stage_of) + 1)]
+    u = units(problem)
+    for n, k in zip(nodes, stage_of, strict=True):
+        if looped[k] not in u.allowed[u.unit_of[n.op]]:
+            raise SpecError(Diagnostic(
+                "E947", f"plan `{problem.name}` cannot run on --ranks {ranks}: `{n.name}` "
+                f"would run on `{cluster[looped[k]].name}`, which it may not use", where,
+                (f"--ranks {len(chain)} runs the plan's own split",)))
+    return looped
+
+
+def _merge(problem: Problem, nodes: Sequence[_Node], stage_of: Sequence[int],
+           devices: Sequence[int], ranks: int,
+           where: Span | None) -> tuple[list[int], list[int], str]:
+    """Consecutive stages merged into `ranks` groups (`_merged`), as `_at_ranks` returns."""
+    count = len(devices)
+    groups = _merged(problem, nodes, stage_of, devices, ranks)
+    if groups is None:
+        raise SpecError(Diagnostic(
+            "E947", f"plan `{problem.name}` cannot run on --ranks {ranks}: every merge of its "
+            f"{count} stages puts ops on a device they may not use", where,
+            (f"--ranks {len(set(devices))} runs the plan's own split",)))
+    group_of = [k for k, (a, b, _) in enumerate(groups) for _ in range(a, b)]
+    spans = ", ".join(f"{a}" if b - a == 1 else f"{a}-{b - 1}" for a, b, _ in groups)
+    return [group_of[s] for s in stage_of], [d for _, _, d in groups], (
+        f"the plan's {count} stages merged into {ranks} (stages {spans}), the grouping whose "
+        "busiest rank computes least")
+
+
+def _merged(problem: Problem, nodes: Sequence[_Node], stage_of: Sequence[int],
+            devices: Sequence[int], ranks: int) -> list[tuple[int, int, int]] | None:
+    """Stages [0, S) in `ranks` runs of consecutive stages, as (first, end, device), that
+    minimise the largest run's compute (forward and backward ops, on the run's device: the
+    one of its stages' devices, allowed for all its ops, that computes it fastest; ties to
+    the earlier device and the earlier cuts); None when no grouping can run."""
+    c, u = costs(problem), units(problem)
+    count = len(devices)
+    backward: dict[int, list[int]] = {}
+    for b, f in problem.graph.backward_of.items():
+        backward.setdefault(f, []).append(b)
+    load = [[0.0] * len(problem.cluster.devices) for _ in range(count)]
+    banned = [[False] * len(problem.cluster.devices) for _ in range(count)]
+    for n, s in zip(nodes, stage_of, strict=True):
+        allowed = set(u.allowed[u.unit_of[n.op]])
+        for d in range(len(problem.cluster.devices)):
+            load[s][d] += sum(c.compute[i][d] for i in (n.op, *backward.get(n.op, ())))
+            banned[s][d] = banned[s][d] or d not in allowed
+
+    def run_of(a: int, b: int) -> tuple[float, int]:
+        options = [(sum(load[s][d] for s in range(a, b)), k, d)
+                   for k, d in enumerate(devices[a:b])
+                   if not any(banned[s][d] for s in range(a, b))]
+        best = min(options, default=(math.inf, 0, -1))
+        return best[0], best[2]
+
+    best = [[math.inf] * (count + 1) for _ in range(ranks + 1)]
+    cut = [[0] * (count + 1) for _ in range(ranks + 1)]
+    best[0][0] = 0.0
+    for g in range(1, ranks + 1):
+        for b in range(g, count + 1):
+            for a in range(g - 1, b):
+                value = max(best[g - 1][a], run_of(a, b)[0])
+                if value < best[g][b]:
+                    best[g][b], cut[g][b] = value, a
+    if not math.isfinite(best[ranks][count]):
+        return None
+    out, b = [], count
+    for g in range(ranks, 0, -1):
+        a = cut[g][b]
+        out.append((a, b, run_of(a, b)[1]))
+        b = a
+    return out[::-1]
 
 
 def _check_devices(problem: Problem, split: Split, where: Span | None) -> None:
@@ -466,6 +614,8 @@ def pipeline_document(tp: TorchPipeline) -> dict[str, Any]:
                     "torch_device": s.torch_device, "begins_at": s.begins_at,
                     "ops": list(s.ops)} for s in tp.stages],
         "ranks": tp.ranks,
+        "plan_ranks": tp.plan_ranks,
+        "regrouped": tp.regrouped,
         "devices": dict(tp.devices),
         "placement": dict(tp.placement),
         "exact": tp.exact,
@@ -486,10 +636,13 @@ def summary(tp: TorchPipeline) -> str:
     head = (f"{len(tp.stages)} stage(s) on {tp.ranks} rank(s), {tp.schedule_class}, "
             f"{tp.microbatches} micro-batch(es); split_spec: "
             + (", ".join(tp.split_spec) or "none (one stage)"))
-    if tp.exact:
+    if tp.regrouped:
+        head += f"; {tp.regrouped}"
+    if tp.exact and not tp.regrouped:
         return f"{head}; {tp.cost.describe()}"
-    return (f"{head}; the nearest split at module boundaries ({len(tp.moved)} op(s) moved): "
-            f"{tp.cost.describe()}, against the plan's {tp.plan_cost.describe()}")
+    what = "" if tp.exact else (f"the nearest split at module boundaries ({len(tp.moved)} "
+                                "op(s) moved): ")
+    return f"{head}; {what}{tp.cost.describe()}, against the plan's {tp.plan_cost.describe()}"
 
 
 # ---- the script -----------------------------------------------------------------------------
@@ -507,6 +660,9 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
     note = "" if tp.exact else (
         "\nThe plan's own stages do not begin at modules; this is the nearest split that does "
         f"({len(tp.moved)} op(s)\nmoved; `planner export torch --pipeline` says which).\n")
+    if tp.regrouped:
+        note += f"\nOn {tp.ranks} rank(s), not the plan's {tp.plan_ranks}: " + docstring_text(
+            tp.regrouped) + ".\n"
     outputs = _outputs(traced)
     values = {
         "__TARGET__": literal(target),
@@ -565,8 +721,9 @@ def _outputs(traced: Traced) -> _Outputs:
     from torch.utils import _pytree
 
     output = next((n for n in traced.gm.graph.nodes if n.op == "output"), None)
-    arg = output.args[0] if output is not None else None
-    leaves, structure = _pytree.tree_flatten(arg)
+    if output is None:
+        return _Outputs([], None, None)
+    leaves, structure = _pytree.tree_flatten(output.args[0])
     spec = getattr(traced.gm, "_out_spec", None) if traced.method == "export" else structure
     if spec is None or spec.num_leaves != len(leaves):
         spec = structure
@@ -633,7 +790,6 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch.distributed.pipelining import __SCHEDULE__, SplitPoint, pipeline
-from torch.utils import _pytree
 
 #: the schedule: its class in torch.distributed.pipelining
 SCHEDULE: Any = __SCHEDULE__
@@ -761,6 +917,8 @@ def _tensors(value: Any) -> list[torch.Tensor]:
 def model_output(value: Any) -> Any:
     """The last stage's output (a tensor, or a tuple of them in torch.export's flat order)
     as the model returns it: rebuilt by OUTPUT_SPEC (a ModelOutput, a dict, a tuple)."""
+    from torch.utils import _pytree  # torch's own structures of outputs (and ModelOutput's)
+
     if OUTPUT_SPEC is None:
         return value
     leaves = [value] if isinstance(value, torch.Tensor) else list(value)
@@ -854,7 +1012,9 @@ def run(rank: int, world_size: int = RANKS, device: str | None = None,
     """Join the process group (gloo on the CPU, else nccl), run one step, leave; with
     `save`, write the result to SAVE/rankN.pt."""
     if world_size != RANKS:
-        raise SystemExit(f"the plan has {RANKS} rank(s); this run has {world_size}")
+        raise SystemExit(f"this export runs on {RANKS} rank(s); this run has {world_size} "
+                         "(`planner export torch --pipeline --ranks N` exports the plan for "
+                         "N ranks where its split allows)")
     dev = torch.device(device or STAGES[[r for r, _, _ in STAGES].index(rank)][2])
     backend = "gloo" if dev.type == "cpu" else "nccl"
     dist.init_process_group(backend, init_method=init_method, rank=rank,
