@@ -1041,7 +1041,7 @@ def run(rank: int, world_size: int = RANKS, device: str | None = None,
 def _random_modules(model: torch.nn.Module) -> list[str]:
     """Modules in train mode whose result a pipelined step changes: dropout (each rank
     draws its own random numbers) and batch norm (statistics of a micro-batch)."""
-    kinds = (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._NormBase)
+    kinds = (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._BatchNorm)
     return [name for name, m in model.named_modules() if m.training and isinstance(m, kinds)]
 
 
