@@ -241,7 +241,7 @@ TABLE: tuple[Code, ...] = (
                     "`--nearest` exports it)"),
     Code("E947", 1, "`export torch --pipeline`: a plan torch's pipeline schedules cannot run as "
                     "placed (no `objective pipeline`, a device with several stages, too few "
-                    "micro-batches)"),
+                    "micro-batches) or on the `--ranks` asked"),
     Code("W948", 0, "PyTorch ops that may do matrix work without a FLOP formula (timed by "
                     "bytes moved only)"),
     Code("E949", 1, "an accelerate `device_map` that does not cover the spec's ops or names "
