@@ -18,9 +18,15 @@ is exact (PipeDream's and DAPPLE's partitioning DP; Narayanan et al., SOSP 2019)
 for n units, each row a numpy pass over i. Many splits share the least period: a second
 pass keeps, among those, the one whose stage loads have the least sum of squares (the
 most even; the simulated iteration rewards balanced non-bottleneck stages, as
-torchgpipe's partition has them). Per stage count a second candidate balances compute
-alone (torchgpipe's kind of split), which the simulator may prefer where transfers
-overlap. Chains: every distinct sequence of devices,
+torchgpipe's partition has them). The period bounds the steady state only: the fill, the
+drain and 1F1B's round trips (a window of S - k micro-batches in flight on stage k waits
+for each one's backward pass) pay the transfers' latency too, so per stage count the DP
+also finds the best split of three other kinds (`KINDS`): compute alone (torchgpipe's
+`balance_by_time`), compute plus every transfer of the stage's boundaries (a
+micro-batch's latency through it), and compute or a boundary's transfers both ways,
+whichever is more (PipeDream's partitioner). On PipeDream's resnet50 profile at 4 workers
+the least-period split (T 205.5 ms) simulates 3.47 s, PipeDream's kind (T 278.3 ms)
+3.04 s. Chains: every distinct sequence of devices,
 two devices being alike when they have the same kind, speed, FLOP rate and memory and,
 for the links, when the chain's consecutive links are alike; on clusters with one link
 type that is a sequence of device classes. At most `MAX_CHAINS` per stage count are tried,
@@ -75,12 +81,12 @@ MAX_CHAINS = 24
 MAX_EXAMINED = 200_000
 #: the DP's work: `DP_PASSES` x (stage rows over all chains tried) x (candidate cuts)^2
 #: at most; more and the cuts are thinned (about 5 s on this machine)
-MAX_CELLS = 4e8
-#: the work `auto` gives the DP per second of its time limit (`cells_for`: 4e8 at the
+MAX_CELLS = 5.6e8
+#: the work `auto` gives the DP per second of its time limit (`cells_for`: 5.6e8 at the
 #: default 10 s, half the time on an idle machine, as `clock.LOAD_HEADROOM` wants)
-CELLS_PER_SECOND = 4e7
+CELLS_PER_SECOND = 5.6e7
 #: the least work, whatever the limit (a few candidate cuts per stage)
-MIN_CELLS = 2e5
+MIN_CELLS = 2.8e5
 #: the most candidate cuts, whatever the budget
 MAX_UNITS = 20_000
 #: copies of the graph's ops (micro-batches x ops) up to which a candidate is simulated
@@ -89,10 +95,10 @@ MAX_SIMULATED_OPS = 200_000
 #: about 0.45 s), of which the candidates' simulations get a quarter (`simulation_budget`):
 #: the DP has half the limit, and `clock.LOAD_HEADROOM` leaves the rest for a busy machine
 SIMULATED_OPS_PER_SECOND = 1.5e5
-#: the DP's passes over the cells per chain and stage count (`search_space`): two kinds of
-#: split (by period, by compute), two passes each (least period, then most even), and the
+#: the DP's passes over the cells per chain and stage count (`search_space`): four kinds of
+#: split (`KINDS`), the first two in two passes (least bottleneck, then most even), and the
 #: memory note's least period without the caps
-DP_PASSES = 5
+DP_PASSES = 7
 #: splits enumerated per stage count under `interleaved` (exact there) before the DP
 #: (a heuristic there) takes over
 MAX_ENUMERATED = 20_000
@@ -208,31 +214,42 @@ def best_splits(problem: Problem, pipeline: Pipeline, options: Options | None = 
     return {s: f[0] for s, f in found.items()}
 
 
+#: the kinds of split tried per stage count (`split_candidates`): the least period of the
+#: model; compute balanced alone (torchgpipe's `balance_by_time`); compute plus every
+#: transfer of the stage's boundaries (a micro-batch's latency through the stage, which
+#: 1F1B's window of micro-batches in flight pays on its round trip); compute or a
+#: boundary's transfers both ways on one channel, whichever is more (PipeDream's
+#: partitioner, which counts each cut's activation twice)
+KINDS: tuple[str, ...] = ("period", "compute", "latency", "channel")
+
+
 def split_candidates(problem: Problem, pipeline: Pipeline, options: Options | None = None,
                      capped: bool = True, cells: float = MAX_CELLS, balanced: bool = True,
                      ) -> dict[int, list[Found]]:
     """Per stage count: the split with the least period over the chains tried, then (with
-    `balanced`, where transfers cost anything) the best of the splits that balance compute
-    alone (torchgpipe's kind, which the simulator may prefer where transfers overlap)."""
+    `balanced`) the best split of each other kind of `KINDS` where it differs, for the
+    simulator to judge (the period bounds the steady state; the fill, the drain and
+    1F1B's round trips are what the other kinds weigh)."""
     u = units(problem)
     space = search_space(problem, pipeline, cells)
-    kinds = (True, False) if balanced and problem.contention != "none" else (True,)
+    kinds = KINDS if balanced else KINDS[:1]
     per_stages: dict[int, list[Found]] = {}
     done = 0
     for stages, chains in space.chains.items():
         if stages > len(space.cuts) - 1:
             continue
-        best: dict[bool, Found] = {}
+        best: dict[str, Found] = {}
         exact = _enumerable(space, pipeline, stages, len(chains))
         for chain in chains:
             done += 1
-            for transfers in kinds:
-                found = (_enumerated(problem, space, chain, pipeline, capped, transfers)
-                         if exact else _best_split(problem, u, space, chain, pipeline,
-                                                   capped, transfers, even=balanced))
-                if found is not None and (transfers not in best
-                                          or found.period_s < best[transfers].period_s):
-                    best[transfers] = found
+            for kind in kinds:
+                found = (_enumerated(problem, space, chain, pipeline, capped, kind)
+                         if exact and kind in KINDS[:2] else
+                         _best_split(problem, u, space, chain, pipeline, capped, kind,
+                                     even=balanced and kind in KINDS[:2]))
+                if found is not None and (kind not in best
+                                          or found.period_s < best[kind].period_s):
+                    best[kind] = found
             if options is not None and options.progress is not None:
                 options.progress(done / space.tried * (0.5 if capped else 1.0),
                                  f"pipedp: {stages} stage(s), chain {done} of {space.tried}")
@@ -262,10 +279,11 @@ def _enumerable(space: Space, pipeline: Pipeline, stages: int, chains: int) -> b
 
 
 def _enumerated(problem: Problem, space: Space, chain: Sequence[int], pipeline: Pipeline,
-                capped: bool, transfers: bool) -> Found | None:
+                capped: bool, kind: str) -> Found | None:
     """The split of `chain` with the least period among all (the most even loads on ties),
-    by the report's own rules (`resource_loads`, `stage_bytes`); with `transfers` False,
-    the least compute instead (torchgpipe's kind)."""
+    by the report's own rules (`resource_loads`, `stage_bytes`); of kind `compute`, the
+    least compute instead (torchgpipe's kind)."""
+    transfers = kind == "period"
     best: tuple[float, float] | None = None
     found = None
     inner = [int(c) for c in space.cuts[1:-1]]
@@ -347,14 +365,14 @@ def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple
     yield from (ch for _, _, ch in sorted(seen.values()))
 
 
-def _boundary(problem: Problem, u: Units, a: int, b: int,
-              transfers: bool = True) -> NDArray[np.float64]:
-    """Per boundary x between devices a (left) and b: the load its transfers put on the
-    resources the stages on either side share with it under the plan's contention (the
-    busier of its two directed links under `link`, both directions under `device`, nothing
-    under `none` or with `transfers` False)."""
+def _boundary(problem: Problem, u: Units, a: int, b: int, kind: str) -> NDArray[np.float64]:
+    """Per boundary x between devices a (left) and b, what its transfers weigh for a split
+    of `kind` (`KINDS`): for `period`, the load they put on the resources the stages on
+    either side share (the busier of its two directed links under `link`, both directions
+    under `device`, nothing under `none`); for `latency` and `channel`, both directions;
+    for `compute`, nothing."""
     out = np.zeros(u.count + 1)
-    if a == b or not transfers or problem.contention == "none":
+    if a == b or kind == "compute" or (kind == "period" and problem.contention == "none"):
         return out
     c = costs(problem)
     directions = []
@@ -363,7 +381,7 @@ def _boundary(problem: Problem, u: Units, a: int, b: int,
         lat, inv = c.latency[src][dst], c.inv_bandwidth[src][dst]
         directions.append(np.where(count > 0, INF, 0.0) if lat >= INF
                           else count * lat + size * inv)
-    if problem.contention == "device":
+    if kind != "period" or problem.contention == "device":
         return directions[0] + directions[1]
     return np.maximum(directions[0], directions[1])
 
@@ -371,16 +389,16 @@ def _boundary(problem: Problem, u: Units, a: int, b: int,
 # complex: the DP's two passes (least period, then the most even loads under it) over
 # blocks of (starts x ends), with the memory test per cell
 def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
-                pipeline: Pipeline, capped: bool, transfers: bool = True,
+                pipeline: Pipeline, capped: bool, kind: str = "period",
                 even: bool = True) -> Found | None:
     """The bottleneck DP over `cuts` for one chain (None: nothing fits), then among the
     splits of that period the one whose stage loads have the least sum of squares (the
     most even: non-bottleneck stages balanced, as torchgpipe's partition does, which the
-    simulated iteration rewards). With `transfers` False the loads are compute alone
-    (torchgpipe's kind of split). Each stage's row of a recurrence in blocks of ends j,
-    a (starts x ends) matrix at a time; `even` False: the first pass alone."""
+    simulated iteration rewards). A stage's load is that of the split's `kind` (`KINDS`).
+    Each stage's row of a recurrence in blocks of ends j, a (starts x ends) matrix at a
+    time; `even` False: the first pass alone."""
     s, p = len(chain), len(space.cuts)
-    stages = _stage_tables(problem, u, space, chain, pipeline, capped, transfers)
+    stages = _stage_tables(problem, u, space, chain, pipeline, capped, kind)
     limit = None
     for _ in range(2 if even else 1):  # the least period; then the most even loads under it
         f = np.full(p, INF)
@@ -417,7 +435,7 @@ def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
 
 
 def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int],
-                  pipeline: Pipeline, capped: bool, transfers: bool) -> list[_Stage]:
+                  pipeline: Pipeline, capped: bool, kind: str) -> list[_Stage]:
     """Per stage of `chain`: its tables over the candidate cuts."""
     s = len(chain)
     ranks = {d: r for r, d in enumerate(dict.fromkeys(chain))}
@@ -426,10 +444,12 @@ def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int]
     out = []
     left = np.zeros(len(cuts))  # the boundary into stage k, for each candidate start
     for k, d in enumerate(chain):
-        right = (_boundary(problem, u, d, chain[k + 1], transfers)[cuts] if k + 1 < s
+        right = (_boundary(problem, u, d, chain[k + 1], kind)[cuts] if k + 1 < s
                  else np.zeros(len(cuts)))
+        combine = ("sum" if kind == "latency" else "max_sum" if (
+            kind == "period" and problem.contention == "device") else "max")
         out.append(_Stage(u.compute_prefix[d][cuts], u.banned_prefix[d][cuts], left, right,
-                          problem.contention == "device",
+                          combine,
                           in_flight(pipeline, s, k, u.training, ranks[d], len(ranks)),
                           problem.cluster.devices[d].memory_bytes / per if capped else INF))
         left = right
@@ -444,8 +464,9 @@ class _Stage:
     banned: NDArray[np.float64]
     left: NDArray[np.float64]
     right: NDArray[np.float64]
-    #: whether the two boundaries share the device's one channel (`device` contention)
-    one_channel: bool
+    #: how compute and the two boundaries make the load: `max` of the three, `max_sum`
+    #: (compute, or both boundaries on one channel), `sum` of the three
+    combine: str
     in_flight: int
     cap: float
 
@@ -455,9 +476,13 @@ class _Stage:
         its boundaries, whichever is busier), inf where it may not be (i >= j, a unit its
         device may not run, more memory than the cap; `largest`: the largest transient of
         each (i, j), None to leave memory out)."""
-        channel = (self.left[i] + self.right[j] if self.one_channel
-                   else np.maximum(self.left[i], self.right[j]))
-        load = np.maximum(self.compute[j] - self.compute[i], channel)
+        compute = self.compute[j] - self.compute[i]
+        if self.combine == "sum":
+            load = compute + self.left[i] + self.right[j]
+        elif self.combine == "max_sum":
+            load = np.maximum(compute, self.left[i] + self.right[j])
+        else:
+            load = np.maximum(compute, np.maximum(self.left[i], self.right[j]))
         bad = (i >= j) | (self.banned[j] - self.banned[i] > 0)
         if largest is not None:
             ci, cj = cuts[i], cuts[j]
