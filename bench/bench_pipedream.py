@@ -504,8 +504,10 @@ def summary(cases: Sequence[Case]) -> str:
     """In how many cases PipeDream's straight split iterates faster than planner's best,
     and by how much (PipeDream's iteration against planner's best, %)."""
     delta = gains(cases)
+    if not cases:
+        return "summary: no cases"
     if not delta:
-        return "summary: no PipeDream column (set PIPEDREAM_SRC)"
+        return "summary: no PipeDream column (the notes above say why)"
     searched = any("search" in c.iteration_s for c in cases)
     lost = {k: v for k, v in delta.items() if v < -1e-7}
     line = (f"summary: PipeDream's straight split iterates faster than planner's best "
