@@ -31,7 +31,7 @@ in planner's unit order (parallel branches) shows more stages than workers.
   optimizer does not work on Inception's branches otherwise), and a compressed node's
   stage maps back to the layers it merged. With `--hybrid` the same run without
   `--straight_pipeline` gives its hybrid (replicated) configuration, written to
-  `bench/results/pipedream_hybrid.json` (issue 39; minutes more). The script runs under
+  `bench/results/hybrid/pipedream.json` (issue 39; minutes more). The script runs under
   this Python with three shims: a `graphviz` module that draws nothing (`-o` draws the
   graph), `xrange = range` for its Python 2 remnants, and its layers hashed by name under
   `PYTHONHASHSEED=0` (they hash by address, which orders its float sums and so breaks its
@@ -105,7 +105,8 @@ class Settings:
 SEARCH_LIMIT_S = 10.0
 #: profiles whose branches PipeDream's optimizer needs compressed first (its README)
 COMPRESSED = ("inception_v3",)
-HYBRID_JSON = ROOT / "bench" / "results" / "pipedream_hybrid.json"
+#: not a recording (bench/results/*.json are): one folder down
+HYBRID_JSON = ROOT / "bench" / "results" / "hybrid" / "pipedream.json"
 
 CLUSTER = """
 cluster flat{n} {{
@@ -630,7 +631,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="write bench/results/bench_pipedream.json")
     ap.add_argument("--hybrid", action="store_true",
                     help="also run PipeDream's optimizer with replication and write its "
-                         "layouts to bench/results/pipedream_hybrid.json (minutes more)")
+                         "layouts to bench/results/hybrid/pipedream.json (minutes more)")
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS,
                     metavar="MODEL", help="profiles to run (default: all eight)")
     ap.add_argument("--workers", nargs="+", type=int, default=list(WORKERS),
