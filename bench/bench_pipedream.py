@@ -1,7 +1,7 @@
 """PipeDream's profiles: planner's pipeline plans against PipeDream's and torchgpipe's splits.
 
-    python bench/bench_pipedream.py              # 8 profiles x 4 and 8 workers (~6 min)
-    python bench/bench_pipedream.py --quick      # the same without `search` (~3 min)
+    python bench/bench_pipedream.py              # 8 profiles x 4 and 8 workers (4-5 min)
+    python bench/bench_pipedream.py --quick      # the same without `search` (about 3 min)
     PIPEDREAM_SRC=path/to/pipedream python bench/bench_pipedream.py --record
 
 The table issues 38 and 39 are judged by. Profiles: PipeDream's profiler outputs
@@ -30,8 +30,9 @@ in planner's unit order (parallel branches) shows more stages than workers.
   inception_v3 is first compressed by its `Graph.compress_branches` (its README: the
   optimizer does not work on Inception's branches otherwise), and a compressed node's
   stage maps back to the layers it merged. With `--hybrid` the same run without
-  `--straight_pipeline` gives its hybrid (replicated) configuration, written to
-  `bench/results/hybrid/pipedream.json` (issue 39; minutes more). The script runs under
+  `--straight_pipeline` gives its hybrid (replicated) configuration, printed per case
+  and with `--record` written to `bench/results/hybrid/pipedream.json` (each stage's
+  layers and replicas; issue 39; minutes more). The script runs under
   this Python with three shims: a `graphviz` module that draws nothing (`-o` draws the
   graph), `xrange = range` for its Python 2 remnants, and its layers hashed by name under
   `PYTHONHASHSEED=0` (they hash by address, which orders its float sums and so breaks its
@@ -68,6 +69,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from recording import Recording, spread, value
 
@@ -181,7 +183,7 @@ class Case:
     stages: dict[str, int] = field(default_factory=dict)
     planning_s: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    hybrid: dict[str, object] | None = None
+    hybrid: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -396,7 +398,7 @@ def complete(stage_of: dict[str, int], graph: Path) -> dict[str, int]:
     return out
 
 
-def hybrid_layout(printed: str, stage_of: Mapping[str, int]) -> dict[str, object]:
+def hybrid_layout(printed: str, stage_of: Mapping[str, int]) -> dict[str, Any]:
     """PipeDream's hybrid configuration: per stage its layers' count, replicas and
     compute time (its own figures), and its predicted time per stage."""
     stages = [{"states": [int(m.group(1)), int(m.group(2))], "compute_s": float(m.group(3)),
@@ -411,6 +413,14 @@ def hybrid_layout(printed: str, stage_of: Mapping[str, int]) -> dict[str, object
                                       key=lambda n: (len(n), n))
     m = re.search(r"Time per stage in pipeline: (\S+)", printed)
     return {"stages": stages, "time_per_stage_s": float(m.group(1)) if m else None}
+
+
+def describe(hybrid: Mapping[str, Any]) -> str:
+    """One line: a hybrid layout's stages (layers x replicas) and PipeDream's period."""
+    stages = ", ".join(f"{st['layers']} layers x {st['replicas']}" for st in hybrid["stages"])
+    period = hybrid["time_per_stage_s"]
+    return (f"[{stages}], {period * 1e3:.1f} ms per stage by its formula"
+            if period is not None else f"[{stages}]")
 
 
 # ---- one case --------------------------------------------------------------------------------
@@ -569,6 +579,7 @@ def model_cases(model: str, graph: Path, workers: Sequence[int], settings: Setti
             stage_of, printed = pipedream_split(src, pd_graph, merged, n, tmp, straight=False,
                                                 compression=settings.compression)
             case.hybrid = hybrid_layout(printed, complete(stage_of, graph))
+            case.notes.append("PipeDream's hybrid: " + describe(case.hybrid))
         out.append(case)
     return out
 
@@ -630,8 +641,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--record", action="store_true",
                     help="write bench/results/bench_pipedream.json")
     ap.add_argument("--hybrid", action="store_true",
-                    help="also run PipeDream's optimizer with replication and write its "
-                         "layouts to bench/results/hybrid/pipedream.json (minutes more)")
+                    help="also run PipeDream's optimizer with replication and print its "
+                         "layouts (with --record, also to bench/results/hybrid/"
+                         "pipedream.json; minutes more)")
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS,
                     metavar="MODEL", help="profiles to run (default: all eight)")
     ap.add_argument("--workers", nargs="+", type=int, default=list(WORKERS),
@@ -665,7 +677,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.record and found:
         record(rec, found, settings)
     hybrids = {c.label: c.hybrid for c in found if c.hybrid is not None}
-    if hybrids:
+    if hybrids and args.record:
         HYBRID_JSON.parent.mkdir(parents=True, exist_ok=True)
         HYBRID_JSON.write_text(json.dumps(hybrids, indent=1) + "\n")
         print(f"wrote PipeDream's hybrid configurations to {HYBRID_JSON.relative_to(ROOT)}")
