@@ -137,3 +137,14 @@ def test_pipedream_optimizer_runs_on_alexnet(alexnet4: Problem, tmp_path: Path) 
     assert sorted(set(stage_of.values())) == [0, 1, 2, 3]
     placement = bp.placement_of_layers(alexnet4, stage_of)
     assert split_of(alexnet4, placement).devices == (0, 1, 2, 3)
+
+
+def test_summary_counts_the_cases_pipedream_wins() -> None:
+    won = bp.Case("a", 4, {"pipedream": 0.9, "torchgpipe": 2.0, "pipedp": 1.0, "auto": 1.2})
+    lost = bp.Case("b", 8, {"pipedream": 2.0, "torchgpipe": 1.5, "pipedp": 1.5, "auto": 1.0,
+                            "search": 1.1})
+    assert [bp.verdict(c) for c in (won, lost)] == ["no", "yes"]
+    assert bp.gains([won, lost]) == pytest.approx({"a/4": -10.0, "b/8": 100.0})
+    line = bp.summary([won, lost])
+    assert "(pipedp, auto, search) in 1 of 2 cases, by 10.0-10.0% (a/4 -10.0%)" in line
+    assert bp.verdict(bp.Case("c", 4, {"torchgpipe": 1.0, "pipedp": 1.0})) == "n/a"
