@@ -60,6 +60,7 @@ TABLE: tuple[Code, ...] = (
     Code("E013", 1, "links naming more device pairs than the `link_pairs` limit"),
     Code("E014", 1, "more plans than the `plans` limit"),
     Code("E015", 1, "glob patterns that test more op names than the `glob_names` limit"),
+    Code("E016", 1, "a pipeline plan whose micro-batch copies pass the `pipeline_copies` limit"),
     Code("E100", 1, "the parser failed with no located message (a bug)"),
     Code("E101", 1, "an unexpected token"),
     Code("E102", 1, "unexpected end of file (an unclosed block)"),
