@@ -79,12 +79,25 @@ def test_without_a_terminal_a_plain_line_comes_every_interval() -> None:
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["ok"] is True  # stdout keeps only the document
     lines = [line for line in run.stderr.splitlines() if line.startswith("planner: search · ")]
-    assert len(lines) >= 3, run.stderr
     elapsed = [float(re.search(r" · ([0-9.]+)/3 s · ", line).group(1))  # type: ignore[union-attr]
                for line in lines]
-    assert elapsed == sorted(elapsed) and elapsed[-1] > elapsed[0]
+    # the elapsed time is the algorithm's: it restarts once, when the algorithm starts
+    # after the lower bound. On an idle machine the bound is done before the first line;
+    # on a loaded one lines can come while it is computed (this test failed there, issue
+    # 40): those come first, and before any best plan
+    drops = [k for k in range(1, len(elapsed)) if elapsed[k] < elapsed[k - 1]]
+    assert len(drops) <= 1, lines
+    start = drops[0] if drops else 0
+    assert all("best" not in line for line in lines[:start]), lines
+    assert len(elapsed) - start >= 3 and elapsed[-1] > elapsed[start], run.stderr
     bound_ms = planner.lower_bound(planner.load(SPEC).plan()).makespan_s * 1e3
-    assert all(f"bound {bound_ms:.4g} ms" in line for line in lines), lines
+    # the bound is shown from when it is known: on a loaded machine, lines can come while
+    # it is still computed, without one (this failed there, issue 40); once shown it is
+    # the right one, on every line after
+    shown = [f"bound {bound_ms:.4g} ms" in line for line in lines]
+    assert any(shown) and all(shown[shown.index(True):]), lines
+    assert all(" · bound " not in line for line, ok in zip(lines, shown, strict=True)
+               if not ok), lines
     assert any(re.search(r"best [0-9.]+ ms · bound .* · gap [0-9.]+%$", line)
                for line in lines), lines
 
