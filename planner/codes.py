@@ -108,6 +108,7 @@ TABLE: tuple[Code, ...] = (
     Code("E256", 1, "an unknown objective or schedule, or a pipeline setting that does not apply"),
     Code("W256", 0, "`time[KIND]` names a device kind no device of the spec has"),
     Code("E257", 1, "a `microbatches` or `stages_per_device` that is not a whole number in range"),
+    Code("W258", 0, "a pipeline plan that no split can interleave (it runs as `1f1b`)"),
     Code("E260", 1, "a positive quantity below its valid range"),
     Code("E261", 1, "an empty name, or one with a control, format (bidi, zero-width) or "
                     "surrogate character"),

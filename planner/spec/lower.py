@@ -973,6 +973,7 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
         return None
     if pipeline is not None:
         _check_copies(sink, settings, decl, graph, pipeline)
+        _check_interleaving(sink, settings, decl, graph, cluster, pipeline)
     op_index = graph.op_index
     dev_index = cluster.device_index
     pins: dict[int, int] = {}
@@ -1056,6 +1057,29 @@ def _check_copies(sink: DiagnosticSink, settings: _Attrs, decl: ast.PlanDecl, gr
                 if most >= 1 else "no number of micro-batches fits the limit for this graph"),
                limits.raise_hint("pipeline_copies", copies,
                                  lead="or, with the memory for it, raise the limit with"))
+
+
+def _check_interleaving(sink: DiagnosticSink, settings: _Attrs, decl: ast.PlanDecl,
+                        graph: Graph, cluster: Cluster, pipeline: Pipeline) -> None:
+    """W258 when no split can interleave: `stages_per_device K` needs K stages on each of
+    at least two devices, so 2K pipeline units, and a unit holds a forward op (one not in
+    `backward_of`); with fewer, every plan runs as `1f1b` (`pipeline.schedule`)."""
+    per = pipeline.stages_per_device
+    if pipeline.schedule != "interleaved" or per < 2:
+        return
+    forward = len(graph.ops) - len(graph.backward_of)
+    if forward >= 2 * per and len(cluster.devices) >= 2:
+        return
+    attr = settings.values.get("stages_per_device") or settings.values.get("schedule")
+    why = (f"cluster `{cluster.name}` has one device" if len(cluster.devices) < 2 else
+           f"graph `{graph.name}` has at most {forward} pipeline unit(s) (one per forward op)")
+    most = forward // 2
+    sink.warning("W258", f"plan `{decl.name.text}` cannot interleave: `stages_per_device "
+                 f"{per}` needs {2 * per} stages ({per} on each of at least two devices) "
+                 f"and {why}; every plan of it runs as `1f1b`",
+                 attr.span if attr is not None else decl.name.span,
+                 "write `schedule 1f1b`" + (f", or `stages_per_device {most}` or fewer"
+                                            if most >= 2 and len(cluster.devices) >= 2 else ""))
 
 
 #: the pipeline settings, which need `objective pipeline`

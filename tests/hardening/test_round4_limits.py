@@ -212,3 +212,34 @@ def test_the_python_api_refuses_the_same_pipeline(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as err:
         planner.solve(bigger, "pipedp")
     assert [d.code for d in err.value.diagnostics] == ["E016"]
+
+
+# -- 7: what no split can do ----------------------------------------------------------
+
+
+def test_interleaving_that_no_split_can_do_is_w258(tmp_path: Path) -> None:
+    # 64 stages per device need 128 pipeline units: a two-op graph has 2, so every plan
+    # runs as 1f1b (`pipeline.schedule` says so in its note); `check` said ok and said
+    # nothing, and `solve` ended in E707
+    _write(tmp_path, "plan p { graph g; cluster c; objective pipeline; microbatches 2; "
+                     "schedule interleaved; stages_per_device 64 }")
+    code, out, err = invoke(["check", "s.plan"], tmp_path)
+    text = out + err
+    assert code == 0 and text.count("warning[W258]") == 1, text
+    assert "plan `p` cannot interleave: `stages_per_device 64` needs 128 stages (64 on each " \
+        "of at least two devices) and graph `g` has at most 2 pipeline unit(s)" in text
+    assert "every plan of it runs as `1f1b`" in text and "write `schedule 1f1b`" in text
+    one = CLUSTER.replace("gpu[0..1]", "gpu[0..0]")
+    _write(tmp_path, "plan p { graph g; cluster c; objective pipeline; microbatches 2; "
+                     "schedule interleaved; stages_per_device 2 }", cluster=one)
+    code, out, err = invoke(["check", "s.plan"], tmp_path)
+    assert code == 0 and "cluster `c` has one device" in out + err, out + err
+
+
+def test_interleaving_that_a_split_can_do_is_quiet(tmp_path: Path) -> None:
+    ops = " ".join(f"op o{k} {{ time 1 ms }}" for k in range(4))
+    _write(tmp_path, "plan p { graph g; cluster c; objective pipeline; microbatches 2; "
+                     "schedule interleaved; stages_per_device 2 }",
+           graph=f"graph g {{ {ops} o0 -> o1 -> o2 -> o3 }}\n")
+    code, out, err = invoke(["check", "s.plan"], tmp_path)
+    assert code == 0 and "W258" not in out + err, out + err
