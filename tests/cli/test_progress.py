@@ -75,11 +75,15 @@ def _solve(args: list[str], interval: str | None) -> subprocess.CompletedProcess
 
 @pytest.mark.slow
 def test_without_a_terminal_a_plain_line_comes_every_interval() -> None:
-    run = _solve(["--algo", "search", "--time-limit", "3", "--json"], "0.05")
+    # 8 s: the heuristics `search` starts from take a fixed amount of work, about 0.3 s on
+    # an idle machine; at load 12 on two cores they took the whole of a 3 s limit, and the
+    # search never reported a best plan to show (this failed there, issue 40)
+    run = _solve(["--algo", "search", "--time-limit", "8", "--json"], "0.05")
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["ok"] is True  # stdout keeps only the document
+    doc = json.loads(run.stdout)
+    assert doc["ok"] is True  # stdout keeps only the document
     lines = [line for line in run.stderr.splitlines() if line.startswith("planner: search · ")]
-    elapsed = [float(re.search(r" · ([0-9.]+)/3 s · ", line).group(1))  # type: ignore[union-attr]
+    elapsed = [float(re.search(r" · ([0-9.]+)/8 s · ", line).group(1))  # type: ignore[union-attr]
                for line in lines]
     # the elapsed time is the algorithm's: it restarts once, when the algorithm starts
     # after the lower bound. On an idle machine the bound is done before the first line;
@@ -98,8 +102,13 @@ def test_without_a_terminal_a_plain_line_comes_every_interval() -> None:
     assert any(shown) and all(shown[shown.index(True):]), lines
     assert all(" · bound " not in line for line, ok in zip(lines, shown, strict=True)
                if not ok), lines
-    assert any(re.search(r"best [0-9.]+ ms · bound .* · gap [0-9.]+%$", line)
-               for line in lines), lines
+    with_best = [line for line in lines if re.search(r" · best [0-9.]+ ms · ", line)]
+    assert all(re.search(r" · best [0-9.]+ ms · bound .* · gap [0-9.]+%$", line)
+               for line in with_best), with_best
+    if doc["result"]["moves"] > 0:  # the search ran: the lines showed its best plan
+        assert with_best, lines
+    else:  # the heuristics took the whole limit (only on a very busy machine), and say so
+        assert "the time limit ran out after 0 of" in doc["result"]["reason"], doc
 
 
 @pytest.mark.parametrize(("args", "interval"), [
