@@ -60,6 +60,7 @@ TABLE: tuple[Code, ...] = (
     Code("E013", 1, "links naming more device pairs than the `link_pairs` limit"),
     Code("E014", 1, "more plans than the `plans` limit"),
     Code("E015", 1, "glob patterns that test more op names than the `glob_names` limit"),
+    Code("E016", 1, "a pipeline plan whose micro-batch copies pass the `pipeline_copies` limit"),
     Code("E100", 1, "the parser failed with no located message (a bug)"),
     Code("E101", 1, "an unexpected token"),
     Code("E102", 1, "unexpected end of file (an unclosed block)"),
@@ -107,6 +108,7 @@ TABLE: tuple[Code, ...] = (
     Code("E256", 1, "an unknown objective or schedule, or a pipeline setting that does not apply"),
     Code("W256", 0, "`time[KIND]` names a device kind no device of the spec has"),
     Code("E257", 1, "a `microbatches` or `stages_per_device` that is not a whole number in range"),
+    Code("W258", 0, "a pipeline plan that no split can interleave (it runs as `1f1b`)"),
     Code("E260", 1, "a positive quantity below its valid range"),
     Code("E261", 1, "an empty name, or one with a control, format (bidi, zero-width) or "
                     "surrogate character"),

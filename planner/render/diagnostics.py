@@ -79,15 +79,22 @@ def _looks_like_placement(text: str) -> bool:
 
 
 #: characters never written raw to a terminal: C0 and C1 controls but tab and newline,
-#: bidi and zero-width formatting, line separators and lone surrogates
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
-                     "\u2060-\u2069\ufeff\ud800-\udfff]")
+#: bidi and zero-width formatting, line separators, lone surrogates, and the other
+#: invisible ones W265 warns about (invisible operators, the tag block U+E0000-U+E007F)
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e"
+                     "\u2060-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]")
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def printable(text: str) -> str:
-    """`text` with every character of `_UNSAFE` written as `\\uXXXX`: a name from a
-    placement file cannot recolour the terminal, reorder a line or fake one."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """`text` with every character of `_UNSAFE` written as `\\uXXXX` (`\\UXXXXXXXX`
+    above U+FFFF): a name from a placement file cannot recolour the terminal, reorder a
+    line, fake one or hide text."""
+    return _UNSAFE.sub(lambda m: _escaped(m.group()), text)
 
 
 def eprint(text: str) -> None:
