@@ -28,8 +28,11 @@ boundary to cross within each of as many equal windows of units as fit, and
 `info["candidate_cuts"]` says so: the split is then the best among those cuts (GNMT's
 2,674 units on 4 GPUs: every boundary; a 100,000-op graph on 8 GPUs: about 560).
 
-When the memory caps change the answer, `info["memory_note"]` says how: the least period
-of any split without them, and the device that split would overfill.
+When the memory caps change the answer, `info["memory_note"]` says how: the split chosen
+by the same rule without them (its stage count, period and iteration) and the device it
+would overfill. Caps that rule out only splits that lose anyway are not mentioned. When
+the stage count with the least period is passed over because its iteration is longer,
+`info["stages_note"]` says so instead (with 1 TiB devices that was the "memory" note).
 """
 
 from __future__ import annotations
@@ -109,9 +112,7 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     n = units(problem).count
     if len(space.cuts) - 1 < n:
         info["candidate_cuts"] = f"{len(space.cuts) - 1} of {n} unit boundaries"
-    note = _memory_note(problem, chosen, pipeline, cells)
-    if note:
-        info["memory_note"] = note
+    info.update(_split_notes(problem, chosen, pipeline, cells, per_stages, runs))
     plan = Plan(chosen.split.placement(problem), algorithm="pipedp")
     return Solution(plan, "feasible", info)
 
@@ -356,22 +357,74 @@ def _simulated_best(problem: Problem, pipeline: Pipeline,
     return per_stages[chosen], runs
 
 
-def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, cells: float) -> str:
-    """How the memory caps shaped the split ('' when no split, caps aside, has a shorter
-    period)."""
-    free_splits = best_splits(problem, pipeline, capped=False, cells=cells)
-    free = min(free_splits.values(), key=lambda f: (f.period_s, f.split.stages))
-    if free.period_s >= chosen.period_s * (1 - 1e-9):
+def _split_notes(problem: Problem, chosen: Found, pipeline: Pipeline, cells: float,
+                 per_stages: dict[int, Found], runs: dict[int, float]) -> dict[str, str]:
+    """What shaped the split, for `info`: `memory_note` when the caps changed the answer
+    (the stage counts are compared as `_simulated_best` does, with and without the caps),
+    else `stages_note` when a split with a shorter period was passed over because its
+    iteration is longer; empty when neither."""
+    free = best_splits(problem, pipeline, capped=False, cells=cells)
+    shaped = {s for s, f in free.items()
+              if s not in per_stages or f.period_s < per_stages[s].period_s * (1 - 1e-9)}
+    if shaped:
+        note = _memory_note(problem, chosen, pipeline, free, shaped, runs)
+        return {"memory_note": note} if note else {}
+    note = _stages_note(problem, chosen, pipeline, per_stages, runs)
+    return {"stages_note": note} if note else {}
+
+
+def _iterations(problem: Problem, pipeline: Pipeline, splits: dict[int, Found],
+                runs: dict[int, float], fresh: set[int]) -> tuple[dict[int, float], str]:
+    """Per stage count, the iteration `_simulated_best` compared by: `runs` (simulated)
+    where given, the splits of counts in `fresh` simulated; the estimate (M + S - 1) T
+    where nothing was simulated. And the name of the figure."""
+    m = pipeline.microbatches
+    if not runs:
+        return {s: (m + s - 1) * f.period_s for s, f in splits.items()}, (
+            "estimated iteration, (M + S - 1) T")
+    out = {}
+    for s, f in splits.items():
+        out[s] = (pipeline_schedule.run(problem, f.split.placement(problem), pipeline)
+                  .iteration_s if s in fresh or s not in runs else runs[s])
+    return out, "simulated iteration"
+
+
+def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, free: dict[int, Found],
+                 shaped: set[int], runs: dict[int, float]) -> str:
+    """How the memory caps shaped the split ('' when the plan chosen without them, by the
+    same rule, is no faster: the caps then ruled out only splits that lose anyway)."""
+    figures, what = _iterations(problem, pipeline, free, runs, shaped)
+    best = min(figures, key=lambda s: (figures[s], free[s].period_s, s))
+    mine = _iterations(problem, pipeline, {chosen.split.stages: chosen}, runs, set())[0][
+        chosen.split.stages]
+    if figures[best] >= mine * (1 - 1e-9):
         return ""
-    held = stage_bytes(problem, free.split, pipeline)
+    split = free[best].split
+    held = stage_bytes(problem, split, pipeline)
     devices = problem.cluster.devices
     over = [d for d, dev in enumerate(devices) if held[d] > dev.memory_bytes]
     where = ""
     if over:
         d = max(over, key=lambda d: held[d] - devices[d].memory_bytes)
-        where = (f" ({free.split.stages} stage(s); it would need "
-                 f"{format_bytes(int(held[d]))} on {devices[d].name}, which holds "
-                 f"{format_bytes(devices[d].memory_bytes)})")
-    return (f"memory shaped this split: without the caps, the period would be "
-            f"{format_seconds(free.period_s)} instead of {format_seconds(chosen.period_s)}"
-            f"{where}; this split is the best that fits")
+        where = (f", but need {format_bytes(int(held[d]))} on {devices[d].name}, which holds "
+                 f"{format_bytes(devices[d].memory_bytes)}")
+    return (f"memory shaped this split: without the caps, {split.stages} stage(s) would give a "
+            f"period of {format_seconds(free[best].period_s)} and a {what} of "
+            f"{format_seconds(figures[best])} (this split: {format_seconds(chosen.period_s)} "
+            f"and {format_seconds(mine)}){where}")
+
+
+def _stages_note(problem: Problem, chosen: Found, pipeline: Pipeline,
+                 per_stages: dict[int, Found], runs: dict[int, float]) -> str:
+    """Why the stage count with the least period was passed over ('' when it was not):
+    its iteration is longer (the bubble, or transfers the period does not see)."""
+    least = min(per_stages, key=lambda s: (per_stages[s].period_s, s))
+    if per_stages[least].period_s >= chosen.period_s * (1 - 1e-9):
+        return ""
+    figures, what = _iterations(problem, pipeline, per_stages, runs, set())
+    return (f"{least} stage(s) would have a shorter period, "
+            f"{format_seconds(per_stages[least].period_s)} against "
+            f"{format_seconds(chosen.period_s)}, but a longer {what}, "
+            f"{format_seconds(figures[least])} against "
+            f"{format_seconds(figures[chosen.split.stages])}: the stage count is chosen by "
+            "the iteration")

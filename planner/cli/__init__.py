@@ -654,7 +654,8 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, info=info)
     fits, view = _report_pipeline(problem, solution.plan, report, bounds,
-                                  str(info.get("memory_note", "")), info.get("recompute") or ())
+                                  str(info.get("memory_note") or info.get("stages_note") or ""),
+                                  info.get("recompute") or ())
     if html is not None:
         from ..render.figures import format_gap  # lazy: start-up
         from ..render.html import write_plan_html  # lazy: start-up
