@@ -91,6 +91,8 @@ TABLE: tuple[Code, ...] = (
     Code("E232", 1, "an op with neither `time` nor `flops`"),
     Code("E233", 1, "`<->` in a graph (edges have one direction)"),
     Code("E234", 1, "a `backward_of` that names its own op or another backward op"),
+    Code("E235", 1, "under `objective pipeline`, a backward op that comes before its forward "
+                    "op (no path of edges leads from the forward op to it)"),
     Code("E240", 1, "a device without `memory`"),
     Code("E241", 1, "a `speed`, `flops` or `bandwidth` that is not positive"),
     Code("E242", 1, "`[*]` in a device declaration"),
@@ -107,6 +109,9 @@ TABLE: tuple[Code, ...] = (
     Code("E256", 1, "an unknown objective or schedule, or a pipeline setting that does not apply"),
     Code("W256", 0, "`time[KIND]` names a device kind no device of the spec has"),
     Code("E257", 1, "a `microbatches` or `stages_per_device` that is not a whole number in range"),
+    Code("E258", 1, "under `objective pipeline`, pins that split a pipeline unit (an op and its "
+                    "`backward_of` ops, with their colocation groups) between devices"),
+    Code("E259", 1, "`stages_per_device` above the number of pipeline units of the graph"),
     Code("E260", 1, "a positive quantity below its valid range"),
     Code("E261", 1, "an empty name, or one with a control, format (bidi, zero-width) or "
                     "surrogate character"),
@@ -185,7 +190,9 @@ TABLE: tuple[Code, ...] = (
          "leave none)"),
     Code("E705", 1, "`--algo expert` on a plan that leaves ops unplaced", "E506"),
     Code("E706", 3, "`--algo single`: no one device can hold or run every op"),
-    Code("E707", 3, "`pipedp`: no contiguous pipeline split fits the devices' memory"),
+    Code("E707", 3, "`pipedp`: no contiguous pipeline split fits the devices' memory, follows "
+                    "the devices the pins leave each unit, or gives each device its "
+                    "`stages_per_device`"),
     Code("E708", 3, "`pipeilp`: no pipeline placement fits the devices' memory, even "
                     "recomputing activations (the solver's proof)"),
     Code("E709", 4, "`pipeilp`: the solver found no placement and no contiguous split fits"),

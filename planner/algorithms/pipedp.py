@@ -94,13 +94,10 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     (`auto` sizes it to its time limit: `cells_for`)."""
     pipeline = problem.pipeline or Pipeline()
     space = search_space(problem, pipeline, cells)
+    check_units(problem, pipeline)
     per_stages = best_splits(problem, pipeline, options, cells=cells)
     if not per_stages:
-        raise InfeasibleError(Diagnostic(
-            "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "
-            "devices' memory", None,
-            ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
-             "fewer activations; or give the devices more `memory`",)))
+        raise _no_split(problem, pipeline, cells)
     chosen, runs = _simulated_best(problem, pipeline, per_stages)
     info: dict[str, object] = {
         "period_s": chosen.period_s,
@@ -115,6 +112,60 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     info.update(_split_notes(problem, chosen, pipeline, cells, per_stages, runs))
     plan = Plan(chosen.split.placement(problem), algorithm="pipedp")
     return Solution(plan, "feasible", info)
+
+
+def check_units(problem: Problem, pipeline: Pipeline) -> None:
+    """E707 with its cause where no pipeline split can exist whatever the memory: a unit
+    pinned to two devices, a unit no device can run, more stages per device than units
+    under `interleaved` (`check` reports the first and the last in a spec, with codes of
+    its own; a problem built in Python and handed to an algorithm may still have them)."""
+    u = units(problem)
+    devices = problem.cluster.devices
+    ops = problem.graph.ops
+    for members, allowed in zip(u.members, u.allowed, strict=True):
+        if allowed:
+            continue
+        pinned = {i: problem.pins[i] for i in members if i in problem.pins}
+        if len(set(pinned.values())) > 1:
+            raise InfeasibleError(Diagnostic(
+                "E707", f"no pipeline split of plan `{problem.name}` exists: its pins split "
+                "one pipeline unit between devices, "
+                + ", ".join(f"`{ops[i].name}` to `{devices[d].name}`" for i, d in pinned.items())
+                + " (a forward op, its `backward_of` ops and their colocation groups run on "
+                "one stage)", None,
+                ("pin them to one device, or plan `objective makespan` (`planner check` "
+                 "reports it too)",)))
+        raise InfeasibleError(Diagnostic(
+            "E707", f"no pipeline split of plan `{problem.name}` exists: no device runs every "
+            f"op of the pipeline unit of `{ops[members[0]].name}` (its forward and backward "
+            "ops, with their colocation groups)"
+            + (f" on its pin `{devices[next(iter(pinned.values()))].name}`" if pinned else ""),
+            None, ("give its ops a `time` that applies on one device for all of them",)))
+    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    if u.count < per:
+        raise InfeasibleError(Diagnostic(
+            "E707", f"no pipeline split of plan `{problem.name}` exists: `stages_per_device "
+            f"{per}` asks each device for more stages than the graph has pipeline units "
+            f"({u.count})", None,
+            (f"set `stages_per_device` to {u.count} or less, or use `schedule 1f1b` "
+             "(`planner check` reports it too)",)))
+
+
+def _no_split(problem: Problem, pipeline: Pipeline, cells: float) -> InfeasibleError:
+    """E707, with its cause: the memory caps (a split fits without them), else the devices
+    each unit may use (pins, op times), which no chain of stages follows."""
+    if best_splits(problem, pipeline, capped=False, cells=cells):
+        return InfeasibleError(Diagnostic(
+            "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "
+            "devices' memory", None,
+            ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
+             "fewer activations; or give the devices more `memory`",)))
+    return InfeasibleError(Diagnostic(
+        "E707", f"no contiguous pipeline split of plan `{problem.name}` honours the devices "
+        "its units may use, whatever the memory: the pins (or op times) put units in an order "
+        "that no chain of stages, one device after another, follows", None,
+        ("`--algo pipeilp` places each unit on any device it may use; or pin the units of "
+         "each stage together, stage after stage",)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from ..model import (
     SCHEDULES,
     Problem,
 )
+from ..spec.lower import backward_first, pipeline_units, units_pinned_apart
 
 #: model path (`graph.ops[3].time_s`) -> where it was made, or None
 Locate = Callable[[str], Span | None]
@@ -242,3 +243,26 @@ def _plan(problem: Problem, err: Err) -> None:
                 why = f"has no time for device `{dev.name}` (kind {dev.kind!r})"
             err("E253", f"graph.ops[{i}]", f"op `{op.name}` cannot run: it {why}",
                 "give it a `time`, or the device a `flops` rate")
+    if problem.pipeline is not None and graph.backward_of:
+        _pipeline_units(problem, err)
+
+
+def _pipeline_units(problem: Problem, err: Err) -> None:
+    """What a pipeline of the graph cannot run, as the language checks it (E235, E258,
+    E259)."""
+    graph, pipe, pins = problem.graph, problem.pipeline, problem.pins
+    ops, devs = graph.ops, problem.cluster.devices
+    assert pipe is not None
+    for b, f in backward_first(graph):
+        err("E235", f"graph.backward_of[{b}]", f"backward op `{ops[b].name}` comes before its "
+            f"forward op `{ops[f].name}`: no path of edges leads from `{ops[f].name}` to it",
+            f"add an edge from `{ops[f].name}` (or an op after it) to `{ops[b].name}`")
+    for a, i in units_pinned_apart(graph, pins):
+        err("E258", f"pins[{i}]", f"op `{ops[i].name}` is pinned to `{devs[pins[i]].name}` and "
+            f"op `{ops[a].name}` to `{devs[pins[a]].name}`, but they are one pipeline unit (a "
+            "forward op, its backward ops and their colocation groups run on one stage)",
+            "pin them to one device, or use objective `makespan`")
+    count = len(set(pipeline_units(graph))) if pipe.schedule == "interleaved" else 0
+    if pipe.schedule == "interleaved" and count < pipe.stages_per_device:
+        err("E259", "pipeline.stages_per_device", f"{pipe.stages_per_device} stages per device "
+            f"are more than the graph's {count} pipeline units", f"give at most {count}")
