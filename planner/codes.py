@@ -168,6 +168,12 @@ TABLE: tuple[Code, ...] = (
                     "as it was"),
     Code("E624", 2, "`compare --microbatches` with no point under the pipeline objective "
                     "(add `--objective pipeline`)"),
+    Code("E625", 2, "an `--algo` that does not plan for the plan's objective (`pipedp`, "
+                    "`pipeilp` and `uniform` plan pipelines; `cpsat` and `ilp` one pass)"),
+    Code("W625", 0, "`compare`: points left out because their algorithm does not plan for "
+                    "their objective"),
+    Code("W626", 0, "a pipeline plan torch's schedule cannot run as placed (more stages than "
+                    "micro-batches under 1f1b, ...): `export torch --pipeline` would refuse it"),
     Code("E640", 2, "options that contradict each other (`--json` with another `--format`, ...)"),
     Code("W640", 0, "a spec not in the canonical layout (`fmt --check`, `fmt --diff`)"),
     Code("E641", 1, "`fmt -`: standard input that is not valid UTF-8"),

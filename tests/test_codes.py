@@ -41,6 +41,8 @@ SHARED.update(dict.fromkeys(
      "E223", "E230", "E231", "E232", "E234", "E241", "E244", "E250", "E251", "E252", "E253",
      "E255", "E256", "E257", "E235", "E258", "E259"),
     "the same mistake in a spec (spec/) and in a Problem built in Python (api/, model.py)"))
+SHARED["E625"] = ("an algorithm that does not plan for the objective: `solve` and the library "
+                  "(algorithms/__init__.py), `compare` before its sweep (compare/sweep.py)")
 SHARED["E290"] = ("not a number: a builder's argument (api/builder.py) or a model field "
                   "(api/checks.py)")
 

@@ -6,17 +6,21 @@ forward op (E235) located at `check`."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
 from pipe_support import chain_spec, random_spec
+from typer.testing import CliRunner
 
 import planner
 from planner import loads
-from planner.algorithms import run
+from planner.algorithms import run, serving
 from planner.algorithms.pipedp import best_splits
-from planner.errors import Diagnostic, InfeasibleError, SpecError
+from planner.cli import app
+from planner.errors import Diagnostic, InfeasibleError, SpecError, UsageError
 from planner.model import Pipeline, Problem
+from planner.pipeline.runnable import refusal
 from planner.pipeline.schedule import run as run_pipeline
 
 
@@ -96,8 +100,8 @@ def test_pins_that_split_a_forward_backward_pair_are_a_located_spec_error() -> N
     assert "`a.bwd` is pinned to `d1` and op `a` to `d0`" in d.message
     assert d.notes and d.notes[0][1].line == 16 and "pin them to one device" in d.hints[0]
     # the same pins under `objective makespan` are fine: one pass has no units
-    loads((CLUSTER + TWO_LAYERS + "plan p { graph g; cluster c\n  pin a to d0\n"
-           "  pin a.bwd to d1\n}\n"))
+    loads(CLUSTER + TWO_LAYERS + "plan p { graph g; cluster c\n  pin a to d0\n"
+           "  pin a.bwd to d1\n}\n")
 
 
 @pytest.mark.parametrize("algo", ["pipedp", "pipeilp", "auto"])
@@ -163,3 +167,90 @@ def test_a_backward_op_before_its_forward_op_is_located_at_check(edge: str) -> N
     with pytest.raises(SpecError) as err:
         planner.solve(dataclasses.replace(problem, pipeline=Pipeline(4, "1f1b", 1)))
     assert err.value.diagnostics[0].code == "E235"
+
+
+def _solve(tmp_path: Path, text: str, *args: str) -> tuple[int, str, str]:
+    (tmp_path / "s.plan").write_text(text)
+    res = CliRunner().invoke(app, ["solve", str(tmp_path / "s.plan"), *args])
+    return res.exit_code, res.stdout, res.stderr
+
+
+TIGHT = _spec("", settings="schedule gpipe").replace("1 TiB", "700 MB").replace(
+    "microbatches 4", "microbatches 8").replace("output 1 MB", "output 100 MB")
+
+
+@pytest.mark.parametrize(("algo", "objective"), [
+    ("cpsat", "pipeline"), ("ilp", "pipeline"), ("pipedp", "makespan"),
+    ("pipeilp", "makespan"), ("uniform", "makespan")])
+def test_an_algorithm_is_refused_for_an_objective_it_does_not_plan_for(
+        tmp_path: Path, algo: str, objective: str) -> None:
+    # main: `--algo cpsat` under `objective pipeline` said `optimal` (one pass's optimum) for
+    # a 288 ms iteration where pipedp's is 238 ms; pipeilp under makespan, its period's
+    text = TIGHT.replace("700 MB", "10 GB")
+    if objective == "makespan":
+        text = text.replace("objective pipeline; microbatches 8; schedule gpipe", "")
+    code, out, err = _solve(tmp_path, text, "--algo", algo)
+    assert code == 2 and "error[E625]" in err and not out
+    assert f"--algo {algo} plans for `objective " in err
+    assert f"and plan `p` has `objective {objective}`" in err
+    problem = loads(text).plan("p")
+    with pytest.raises(UsageError) as raised:  # the library and `compare` alike
+        run(algo, problem)
+    assert raised.value.diagnostics[0].code == "E625"
+
+
+def test_a_one_pass_plan_under_a_pipeline_is_not_called_feasible_before_its_memory(
+        tmp_path: Path) -> None:
+    # main printed `status feasible`, then E401: the pipeline's activations do not fit
+    code, out, err = _solve(tmp_path, TIGHT, "--algo", "heft")
+    assert code == 3 and "error[E401]" in err and "does not fit as a pipeline" in err
+    status = next(line for line in out.splitlines() if line.startswith("status"))
+    assert status.split()[1] == "infeasible"
+    assert "feasible (one pass)" in out  # one pass's verdict, labelled as one pass's
+    assert {"heft", "msct", "single", "auto", "search"} <= set(serving("pipeline"))
+
+
+
+def _four_stages(microbatches: int, schedule: str = "1f1b") -> str:
+    """`chain_spec`'s text for four layers `place`d one per device."""
+    return (CLUSTER.replace("d[0..1]", "d[0..3]") + "graph g {\n"
+            + "".join(f"  op f{k} {{ time 4 ms; output 1 MB }}\n"
+                      f"  op f{k}.bwd {{ time 8 ms; backward_of f{k} }}\n" for k in range(4))
+            + "  f0 -> f1\n  f1 -> f2\n  f2 -> f3\n  f3 -> f3.bwd\n  f3.bwd -> f2.bwd\n"
+            "  f2.bwd -> f1.bwd\n  f1.bwd -> f0.bwd\n}\n"
+            f"plan p {{\n  graph g; cluster c; objective pipeline; microbatches {microbatches}; "
+            f"schedule {schedule}\n"
+            + "".join(f"  place f{k}, f{k}.bwd on d{k}\n" for k in range(4)) + "}\n")
+
+
+def test_more_stages_than_micro_batches_under_1f1b_is_said_before_export(
+        tmp_path: Path) -> None:
+    # main: check and solve said nothing; `export torch --pipeline` then refused it (E947)
+    (tmp_path / "s.plan").write_text(_four_stages(2))
+    res = CliRunner().invoke(app, ["check", str(tmp_path / "s.plan")])
+    assert res.exit_code == 0 and "warning[W626]" in res.stderr
+    assert "plan `p` runs 4 stages with 2 micro-batch(es): torch's Schedule1F1B" in res.stderr
+    assert "s.plan:22:6" in res.stderr and "set `microbatches 4` (or more)" in res.stderr
+    for algo in ("expert", "uniform"):
+        code, _, err = _solve(tmp_path, _four_stages(2), "--algo", algo)
+        assert code == 0 and "warning[W626]" in err, algo
+    for fine in (_four_stages(4), _four_stages(2, "gpipe")):
+        code, _, err = _solve(tmp_path, fine, "--algo", "expert")
+        assert code == 0 and "W626" not in err
+        res = CliRunner().invoke(app, ["check", str(tmp_path / "s.plan")])
+        assert "W626" not in res.stderr
+
+
+@pytest.mark.parametrize(("microbatches", "refused"), [(5, True), (4, False), (6, False)])
+def test_interleaved_micro_batches_torch_refuses_are_said(microbatches: int,
+                                                          refused: bool) -> None:
+    text = _four_stages(microbatches, "interleaved; stages_per_device 2")
+    text = text.replace("on d2\n", "on d0\n").replace("on d3\n", "on d1\n")
+    problem = loads(text).plan("p")
+    placement = tuple({**problem.placement}[i] for i in range(len(problem.graph.ops)))
+    found = refusal(problem, placement)
+    assert (found is not None) == refused
+    if found is not None:
+        assert "ScheduleInterleaved1F1B needs a multiple of its rounds, max(1, 5 // 2) = 2" in (
+            found[0])
+        assert found[1] == "set `microbatches` to a multiple of 2"
