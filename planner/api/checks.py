@@ -187,7 +187,7 @@ def _cluster(problem: Problem, err: Err) -> None:
 
 def _pipeline(problem: Problem, err: Err) -> None:
     """The pipeline settings and backward ops, as the language checks them (E256, E257,
-    E234)."""
+    E234; E235, E258, E259 in `_pipeline_units`)."""
     pipe, graph = problem.pipeline, problem.graph
     if pipe is not None:
         if pipe.schedule not in SCHEDULES:
@@ -202,6 +202,8 @@ def _pipeline(problem: Problem, err: Err) -> None:
         if pipe.schedule == "interleaved" and pipe.stages_per_device == 1:
             err("E257", "pipeline.stages_per_device", "`schedule interleaved` runs several "
                 "stages per device", "give stages_per_device=2 (or more), or schedule `1f1b`")
+        if graph.backward_of:
+            _pipeline_units(problem, err)
     for b, f in graph.backward_of.items():
         if f == b or f in graph.backward_of:
             err("E234", f"graph.backward_of[{b}]", f"op `{graph.ops[b].name}` is marked the "
@@ -243,8 +245,6 @@ def _plan(problem: Problem, err: Err) -> None:
                 why = f"has no time for device `{dev.name}` (kind {dev.kind!r})"
             err("E253", f"graph.ops[{i}]", f"op `{op.name}` cannot run: it {why}",
                 "give it a `time`, or the device a `flops` rate")
-    if problem.pipeline is not None and graph.backward_of:
-        _pipeline_units(problem, err)
 
 
 def _pipeline_units(problem: Problem, err: Err) -> None:
@@ -262,7 +262,10 @@ def _pipeline_units(problem: Problem, err: Err) -> None:
             f"op `{ops[a].name}` to `{devs[pins[a]].name}`, but they are one pipeline unit (a "
             "forward op, its backward ops and their colocation groups run on one stage)",
             "pin them to one device, or use objective `makespan`")
-    count = len(set(pipeline_units(graph))) if pipe.schedule == "interleaved" else 0
-    if pipe.schedule == "interleaved" and count < pipe.stages_per_device:
+    per = pipe.stages_per_device
+    if pipe.schedule != "interleaved" or not isinstance(per, int) or isinstance(per, bool):
+        return  # a bad count is E257's
+    count = len(set(pipeline_units(graph)))
+    if count < per:
         err("E259", "pipeline.stages_per_device", f"{pipe.stages_per_device} stages per device "
             f"are more than the graph's {count} pipeline units", f"give at most {count}")

@@ -700,8 +700,7 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, info=info)
     fits, view = _report_pipeline(problem, solution.plan, report, bounds,
-                                  str(info.get("memory_note") or info.get("stages_note") or ""),
-                                  info.get("recompute") or ())
+                                  _split_note(info), info.get("recompute") or ())
     if html is not None:
         from ..render.figures import format_gap  # lazy: start-up
         from ..render.html import write_plan_html  # lazy: start-up
@@ -723,6 +722,12 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
         _pipeline_verdict(problem, result, fits, report)
     elif not result.feasible:
         _infeasible_exit(problem, result, report)
+
+
+def _split_note(info: Mapping[str, Any]) -> str:
+    """What shaped the pipeline split, as the algorithm says (`pipedp`: the memory caps, or
+    the stage count passed over for a longer iteration)."""
+    return str(info.get("memory_note") or info.get("stages_note") or "")
 
 
 def _pipeline_status(problem: Problem, solution: Solution) -> str:
