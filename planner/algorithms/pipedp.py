@@ -33,6 +33,10 @@ by the same rule without them (its stage count, period and iteration) and the de
 would overfill. Caps that rule out only splits that lose anyway are not mentioned. When
 the stage count with the least period is passed over because its iteration is longer,
 `info["stages_note"]` says so instead (with 1 TiB devices that was the "memory" note).
+
+When no split exists, E707 says why (`check_units`, `_no_split`): a unit pinned to two
+devices or that no device runs, more stages per device than units, the memory caps (a
+split fits without them), or pins that leave the units an order no chain follows.
 """
 
 from __future__ import annotations
