@@ -201,8 +201,12 @@ TABLE: tuple[Code, ...] = (
                     "`stages_per_device`"),
     Code("E708", 3, "`pipeilp`: no pipeline placement fits the devices' memory, even "
                     "recomputing activations (the solver's proof)"),
-    Code("E709", 4, "`pipeilp`: the solver found no placement and no contiguous split fits"),
+    Code("E709", 6, "`pipeilp`: no placement found within the time limit (or among the "
+                    "placements its model covers) and no contiguous split fits, even "
+                    "recomputing: not a proof that none exists"),
     Code("E710", 4, "m-SCT's LP relaxation failed"),
+    Code("E711", 4, "`pipeilp`: the solver failed and no contiguous split fits, even "
+                    "recomputing"),
     Code("E810", 3, "a placement unit that no device may run", "E304"),
     Code("E811", 3, "the exact solver found no plan after the heuristics' proof"),
     Code("E812", 4, "the exact solver failed and no heuristic plan is left"),

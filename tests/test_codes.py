@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "planner"
 CODE = re.compile(r"\b[EW]\d{3}\b")
 EXITS = {"SpecError": 1, "UsageError": 2, "InfeasibleError": 3, "SolverError": 4,
+         "SearchLimitError": 6,
          "OutputError": 4}
 
 # Codes used in several modules, each for the one meaning they share there.
@@ -33,6 +34,8 @@ SHARED = {
             "`fmt` was given (cli/fmt.py)",
     "E943": "invalid example inputs of a PyTorch model: loading them, capturing with them, or "
             "the --granularity they are grouped by",
+    "E939": "a PyTorch model that cannot be loaded: a Python file or module (io/torch_load.py), "
+            "a saved program (io/torch_program.py)",
 }
 # The Python API (`planner/api/`; `model.py` for indices out of range) reports the mistakes
 # a spec can make with the spec's codes: one meaning, in a spec or in a Problem built in Python.

@@ -2,37 +2,54 @@
 
 The pipeline units (`planner.pipeline.units`: a layer's forward and backward ops together)
 are cut into S contiguous stages, stage k on device `chain[k]`; the split minimises the
-period T, the largest stage load (`planner.pipeline.split`: compute of one micro-batch plus
-the transfers across the stage's boundaries), subject to each device holding its stage's
-params and the activations of the micro-batches in flight under the plan's schedule.
+period T of `planner.pipeline.split` (the busiest resource for one micro-batch: a device's
+compute, or the transfers of a link or a device's channel under the plan's contention,
+tensors relayed stage to stage), subject to each device holding its stage's params and
+the activations of the micro-batches in flight under the plan's schedule.
 
-For one chain of devices, the bottleneck recurrence
+For one chain of distinct devices, a stage's load is the larger of its compute and the
+transfer resources its two boundaries use (their two directed links, the busier, under
+`link`; both boundaries together under `device`, the device's one channel; nothing under
+`none`), and the bottleneck recurrence
 
     f[k][j] = min over i < j of max(f[k - 1][i], load_k(i, j))
 
 is exact (PipeDream's and DAPPLE's partitioning DP; Narayanan et al., SOSP 2019), O(S n^2)
-for n units, each row a numpy pass over i. Chains: every distinct sequence of devices,
+for n units, each row a numpy pass over i. Many splits share the least period: a second
+pass keeps, among those, the one whose stage loads have the least sum of squares (the
+most even; the simulated iteration rewards balanced non-bottleneck stages, as
+torchgpipe's partition has them). Per stage count a second candidate balances compute
+alone (torchgpipe's kind of split), which the simulator may prefer where transfers
+overlap. Chains: every distinct sequence of devices,
 two devices being alike when they have the same kind, speed, FLOP rate and memory and,
 for the links, when the chain's consecutive links are alike; on clusters with one link
 type that is a sequence of device classes. At most `MAX_CHAINS` per stage count are tried,
 the best-linked first; `info["chains"]` says how many there were and how many were tried,
-and the split is optimal for the model when all were.
+and the split is optimal for the model when all were. Under `1f1b` there are at most M
+stages (torch's `Schedule1F1B` needs as many micro-batches as stages).
 
-Among stage counts 1..devices, the plan whose simulated iteration (`pipeline.schedule`)
-is shortest wins (each count's best split is simulated; where the M copies of the graph
-would pass `MAX_SIMULATED_OPS` ops, the best estimate (M + S - 1) T wins instead; the
-estimate missed the README's two-GPU MLP, where a 2-stage split beats one stage).
-When the DP's work, stage rows times
+Under `interleaved` a device runs K stages that share its compute, links and memory, which
+a stage-by-stage recurrence cannot see: up to `MAX_ENUMERATED` splits per stage count,
+every split of every chain is enumerated and judged by the report's own rules
+(`resource_loads`, `stage_bytes`), so the answer is exact; beyond that the DP (each stage
+within its device's memory over K) is a heuristic, and `info["split_search"]` says which.
+
+Among stage counts and candidates, the plan whose simulated iteration
+(`pipeline.schedule`) is shortest wins (ties: the smaller period, then fewer stages; where
+the M copies of the graph would pass `MAX_SIMULATED_OPS` ops, the best estimate
+(M + S - 1) T wins instead; the estimate missed the README's two-GPU MLP, where a 2-stage
+split beats one stage). When the DP's work, stage rows times
 candidate cuts squared, would pass `MAX_CELLS`, the cuts are thinned to the cheapest
 boundary to cross within each of as many equal windows of units as fit, and
 `info["candidate_cuts"]` says so: the split is then the best among those cuts (GNMT's
 2,674 units on 4 GPUs: every boundary; a 100,000-op graph on 8 GPUs: about 560).
 
-When the memory caps change the answer, `info["memory_note"]` says how: the split chosen
-by the same rule without them (its stage count, period and iteration) and the device it
-would overfill. Caps that rule out only splits that lose anyway are not mentioned. When
-the stage count with the least period is passed over because its iteration is longer,
-`info["stages_note"]` says so instead (with 1 TiB devices that was the "memory" note).
+When the memory caps change the answer, `info["memory_note"]` says how: the best of the
+candidates they ruled out, compared as the plan was chosen (by the simulated iteration, or
+the estimate), its stage count, period and iteration, and the device it would overfill.
+Caps that rule out only candidates that lose anyway are not mentioned. When the candidate
+with the least period is passed over because its iteration is longer, `info["stages_note"]`
+says so instead (with 1 TiB devices that was once the "memory" note).
 
 When no split exists, E707 says why (`check_units`, `_no_split`): a unit pinned to two
 devices or that no device runs, more stages per device than units, the memory caps (a
@@ -53,29 +70,40 @@ from ..cost import INF, costs
 from ..errors import Diagnostic, InfeasibleError
 from ..model import Pipeline, Problem, derived
 from ..pipeline import schedule as pipeline_schedule
-from ..pipeline.split import Split, in_flight, stage_bytes
+from ..pipeline.split import Split, fits, in_flight, resource_loads, stage_bytes
 from ..pipeline.units import Units, units
 from ..plan import Plan
 from ..units import format_bytes, format_seconds
 from .base import Options, Solution
+from .clock import LOAD_HEADROOM
 
 #: chains of devices tried per stage count (the best-linked first)
 MAX_CHAINS = 24
 #: device sequences examined per stage count (a cluster of many devices has too many to list)
 MAX_EXAMINED = 200_000
-#: the DP's work: (stage rows over all chains tried) x (candidate cuts)^2 at most; more
-#: and the cuts are thinned (about 5 s on this machine, the memory note's second run
-#: included)
-MAX_CELLS = 2e8
-#: the work `auto` gives the DP per second of its time limit (`cells_for`: 2e8 at the
+#: the DP's work: `DP_PASSES` x (stage rows over all chains tried) x (candidate cuts)^2
+#: at most; more and the cuts are thinned (about 5 s on this machine)
+MAX_CELLS = 4e8
+#: the work `auto` gives the DP per second of its time limit (`cells_for`: 4e8 at the
 #: default 10 s, half the time on an idle machine, as `clock.LOAD_HEADROOM` wants)
-CELLS_PER_SECOND = 2e7
+CELLS_PER_SECOND = 4e7
 #: the least work, whatever the limit (a few candidate cuts per stage)
-MIN_CELLS = 1e5
+MIN_CELLS = 2e5
 #: the most candidate cuts, whatever the budget
 MAX_UNITS = 20_000
-#: copies of the graph's ops (micro-batches x ops) up to which stage counts are simulated
+#: copies of the graph's ops (micro-batches x ops) up to which a candidate is simulated
 MAX_SIMULATED_OPS = 200_000
+#: copied ops the simulator runs per second of a time limit on an idle machine (80,000 in
+#: about 0.45 s), of which the candidates' simulations get a quarter (`simulation_budget`):
+#: the DP has half the limit, and `clock.LOAD_HEADROOM` leaves the rest for a busy machine
+SIMULATED_OPS_PER_SECOND = 1.5e5
+#: the DP's passes over the cells per chain and stage count (`search_space`): two kinds of
+#: split (by period, by compute), two passes each (least period, then most even), and the
+#: memory note's least period without the caps
+DP_PASSES = 5
+#: splits enumerated per stage count under `interleaved` (exact there) before the DP
+#: (a heuristic there) takes over
+MAX_ENUMERATED = 20_000
 #: cells of one (starts x ends) block of the DP (numpy arrays of this many float64s)
 BLOCK_CELLS = 1 << 20
 
@@ -97,23 +125,33 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     """`place`, with the DP's work (stage rows x candidate cuts squared) within `cells`
     (`auto` sizes it to its time limit: `cells_for`)."""
     pipeline = problem.pipeline or Pipeline()
-    space = search_space(problem, pipeline, cells)
     check_units(problem, pipeline)
-    per_stages = best_splits(problem, pipeline, options, cells=cells)
+    space = search_space(problem, pipeline, cells)
+    per_stages = split_candidates(problem, pipeline, options, cells=cells)
     if not per_stages:
         raise _no_split(problem, pipeline, cells)
-    chosen, runs = _simulated_best(problem, pipeline, per_stages)
+    budget = simulation_budget(options.time_limit_s)
+    chosen, runs = _simulated_best(problem, pipeline, per_stages, budget)
     info: dict[str, object] = {
         "period_s": chosen.period_s,
         "stages": chosen.split.stages,
         "chains": f"{space.tried} of {space.total} tried",
     }
-    if chosen.split.stages in runs:
-        info["iteration_s"] = runs[chosen.split.stages]
+    info["iteration_s"] = runs.get(chosen, estimate(problem, pipeline, chosen.split))
+    info["candidates_compared_by"] = (
+        f"simulation ({len(runs)} candidate(s))" if chosen in runs else
+        "estimate: (M - 1) T plus each stage's load once (the candidates' simulations "
+        "would pass the time limit's budget)")
+    if pipeline.schedule == "interleaved" and pipeline.stages_per_device > 1:
+        info["split_search"] = (
+            "exact: every split of every chain enumerated" if interleaved_exact(
+                problem, pipeline, cells) else
+            f"heuristic: over {MAX_ENUMERATED} splits per stage count, the per-stage DP (a "
+            "device's stages share its compute and memory, which it approximates)")
     n = units(problem).count
     if len(space.cuts) - 1 < n:
         info["candidate_cuts"] = f"{len(space.cuts) - 1} of {n} unit boundaries"
-    info.update(_split_notes(problem, chosen, pipeline, cells, per_stages, runs))
+    info.update(_split_notes(problem, chosen, pipeline, cells, per_stages, runs, budget))
     plan = Plan(chosen.split.placement(problem), algorithm="pipedp")
     return Solution(plan, "feasible", info)
 
@@ -213,7 +251,7 @@ def _search_space(problem: Problem, pipeline: Pipeline, cells: float) -> Space:
         total += len(found)
         chains[stages] = found[:MAX_CHAINS]
         tried += len(chains[stages])
-    stage_rows = sum(s * len(c) for s, c in chains.items())
+    stage_rows = DP_PASSES * sum(s * len(c) for s, c in chains.items())
     most = max(2, int(math.sqrt(cells / max(stage_rows, 1))))
     cuts = _candidate_cuts(units(problem), min(MAX_UNITS, most))
     return Space(chains, tried, total, cuts, _largest_transients(units(problem), cuts))
@@ -223,29 +261,95 @@ def best_splits(problem: Problem, pipeline: Pipeline, options: Options | None = 
                 capped: bool = True, cells: float = MAX_CELLS) -> dict[int, Found]:
     """Per stage count, the split with the least period over the chains tried (counts with
     no split that fits are left out; with `capped` False, memory is not looked at)."""
+    found = split_candidates(problem, pipeline, options, capped, cells, balanced=False)
+    return {s: f[0] for s, f in found.items()}
+
+
+def split_candidates(problem: Problem, pipeline: Pipeline, options: Options | None = None,
+                     capped: bool = True, cells: float = MAX_CELLS, balanced: bool = True,
+                     ) -> dict[int, list[Found]]:
+    """Per stage count: the split with the least period over the chains tried, then (with
+    `balanced`, where transfers cost anything) the best of the splits that balance compute
+    alone (torchgpipe's kind, which the simulator may prefer where transfers overlap)."""
     u = units(problem)
     space = search_space(problem, pipeline, cells)
-    per_stages: dict[int, Found] = {}
+    kinds = (True, False) if balanced and problem.contention != "none" else (True,)
+    per_stages: dict[int, list[Found]] = {}
     done = 0
     for stages, chains in space.chains.items():
         if stages > len(space.cuts) - 1:
             continue
+        best: dict[bool, Found] = {}
+        exact = _enumerable(space, pipeline, stages, len(chains))
         for chain in chains:
             done += 1
-            found = _best_split(problem, u, space, chain, pipeline, capped)
-            if found is not None and (stages not in per_stages
-                                      or found.period_s < per_stages[stages].period_s):
-                per_stages[stages] = found
+            for transfers in kinds:
+                found = (_enumerated(problem, space, chain, pipeline, capped, transfers)
+                         if exact else _best_split(problem, u, space, chain, pipeline,
+                                                   capped, transfers, even=balanced))
+                if found is not None and (transfers not in best
+                                          or found.period_s < best[transfers].period_s):
+                    best[transfers] = found
             if options is not None and options.progress is not None:
                 options.progress(done / space.tried * (0.5 if capped else 1.0),
                                  f"pipedp: {stages} stage(s), chain {done} of {space.tried}")
+        if best:
+            found_here = [best[t] for t in kinds if t in best]
+            per_stages[stages] = [f for k, f in enumerate(found_here)
+                                  if f.split not in [g.split for g in found_here[:k]]]
     return per_stages
 
 
+def interleaved_exact(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS) -> bool:
+    """Whether, under `interleaved`, every split of every chain tried is enumerated (so the
+    answer is exact for the model) rather than found by the per-stage DP, whose memory
+    cap (a device's memory over K per stage) and per-stage period are a heuristic there: a
+    device's K stages share its compute and memory."""
+    space = search_space(problem, pipeline, cells)
+    return all(_enumerable(space, pipeline, s, len(c)) for s, c in space.chains.items()
+               if s > 1)
+
+
+def _enumerable(space: Space, pipeline: Pipeline, stages: int, chains: int) -> bool:
+    """Whether to enumerate the splits of `stages` stages: under `interleaved` with K > 1,
+    when there are at most `MAX_ENUMERATED` of them over the chains."""
+    if pipeline.schedule != "interleaved" or pipeline.stages_per_device == 1 or stages == 1:
+        return False
+    return math.comb(len(space.cuts) - 2, stages - 1) * chains <= MAX_ENUMERATED
+
+
+def _enumerated(problem: Problem, space: Space, chain: Sequence[int], pipeline: Pipeline,
+                capped: bool, transfers: bool) -> Found | None:
+    """The split of `chain` with the least period among all (the most even loads on ties),
+    by the report's own rules (`resource_loads`, `stage_bytes`); with `transfers` False,
+    the least compute instead (torchgpipe's kind)."""
+    best: tuple[float, float] | None = None
+    found = None
+    inner = [int(c) for c in space.cuts[1:-1]]
+    for cuts in itertools.combinations(inner, len(chain) - 1):
+        split = Split((0, *cuts, int(space.cuts[-1])), tuple(chain))
+        if capped and not fits(problem, stage_bytes(problem, split, pipeline)):
+            continue
+        loads = resource_loads(problem, split)
+        if not math.isfinite(loads.period_s):
+            continue
+        weights = loads.stage_s if transfers else loads.compute_s
+        key = (loads.period_s if transfers else max(weights), math.fsum(w * w for w in weights))
+        if best is None or key < best:
+            best, found = key, split
+    return None if found is None else Found(resource_loads(problem, found).period_s, found)
+
+
 def _most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
+    """Stages at most: a stage per device (K per device under `interleaved`), a unit each,
+    and under `1f1b` no more than the micro-batches (torch's `Schedule1F1B` needs as many
+    micro-batches as stages)."""
     devices = len(problem.cluster.devices)
     per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
-    return min(devices * per, n)
+    most = min(devices * per, n)
+    if pipeline.schedule == "1f1b":
+        most = min(most, pipeline.microbatches)
+    return most
 
 
 def _candidate_cuts(u: Units, most: int) -> NDArray[np.int64]:
@@ -300,60 +404,93 @@ def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple
     yield from (ch for _, _, ch in sorted(seen.values()))
 
 
-def _boundary(problem: Problem, u: Units, a: int, b: int) -> NDArray[np.float64]:
-    """Per boundary x: the seconds of its transfers between devices a (left) and b."""
-    if a == b:
-        return np.zeros(u.count + 1)
-    c = costs(problem)
+def _boundary(problem: Problem, u: Units, a: int, b: int,
+              transfers: bool = True) -> NDArray[np.float64]:
+    """Per boundary x between devices a (left) and b: the load its transfers put on the
+    resources the stages on either side share with it under the plan's contention (the
+    busier of its two directed links under `link`, both directions under `device`, nothing
+    under `none` or with `transfers` False)."""
     out = np.zeros(u.count + 1)
+    if a == b or not transfers or problem.contention == "none":
+        return out
+    c = costs(problem)
+    directions = []
     for count, size, src, dst in ((u.forward_count, u.forward_bytes, a, b),
                                   (u.backward_count, u.backward_bytes, b, a)):
         lat, inv = c.latency[src][dst], c.inv_bandwidth[src][dst]
-        out = np.where(count > 0, INF, out) if lat >= INF else out + count * lat + size * inv
-    return out
+        directions.append(np.where(count > 0, INF, 0.0) if lat >= INF
+                          else count * lat + size * inv)
+    if problem.contention == "device":
+        return directions[0] + directions[1]
+    return np.maximum(directions[0], directions[1])
 
 
+# complex: the DP's two passes (least period, then the most even loads under it) over
+# blocks of (starts x ends), with the memory test per cell
 def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
-                pipeline: Pipeline, capped: bool) -> Found | None:
-    """The bottleneck DP over `cuts` for one chain (None: nothing fits): each stage's row
-    of the recurrence in blocks of ends j, a (starts x ends) matrix at a time."""
+                pipeline: Pipeline, capped: bool, transfers: bool = True,
+                even: bool = True) -> Found | None:
+    """The bottleneck DP over `cuts` for one chain (None: nothing fits), then among the
+    splits of that period the one whose stage loads have the least sum of squares (the
+    most even: non-bottleneck stages balanced, as torchgpipe's partition does, which the
+    simulated iteration rewards). With `transfers` False the loads are compute alone
+    (torchgpipe's kind of split). Each stage's row of a recurrence in blocks of ends j,
+    a (starts x ends) matrix at a time; `even` False: the first pass alone."""
     s, p = len(chain), len(space.cuts)
+    stages = _stage_tables(problem, u, space, chain, pipeline, capped, transfers)
+    limit = None
+    for _ in range(2 if even else 1):  # the least period; then the most even loads under it
+        f = np.full(p, INF)
+        f[0] = 0.0
+        back = np.zeros((s, p), dtype=np.int64)
+        for k, stage in enumerate(stages):
+            ends = np.array([p - 1] if k == s - 1 else range(k + 1, p - (s - k) + 1),
+                            dtype=np.int64)
+            new = np.full(p, INF)
+            step = max(1, BLOCK_CELLS // p)
+            for lo in range(0, len(ends), step):
+                j = ends[lo:lo + step]
+                i = np.arange(k, int(j[-1]))[:, None]
+                load = stage.load(u, space.cuts, i, j[None, :],
+                                  space.largest[k:int(j[-1]), j] if capped else None)
+                if limit is None:
+                    best = np.maximum(f[i], load)
+                else:
+                    best = f[i] + np.where(load <= limit, load * load, INF)
+                at = np.argmin(best, axis=0)
+                new[j] = best[at, np.arange(len(j))]
+                back[k, j] = at + k
+            f = new
+        if not math.isfinite(f[p - 1]):
+            return None
+        bounds = [p - 1]
+        for k in range(s - 1, -1, -1):
+            bounds.append(int(back[k, bounds[-1]]))
+        bounds.reverse()
+        found = Split(tuple(int(space.cuts[b]) for b in bounds), tuple(chain))
+        if limit is None:
+            limit = f[p - 1] * (1 + 1e-9)
+    return Found(resource_loads(problem, found).period_s, found)
+
+
+def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int],
+                  pipeline: Pipeline, capped: bool, transfers: bool) -> list[_Stage]:
+    """Per stage of `chain`: its tables over the candidate cuts."""
+    s = len(chain)
     ranks = {d: r for r, d in enumerate(dict.fromkeys(chain))}
-    width = len(ranks)
     per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
     cuts = space.cuts
-    largest = space.largest if capped else None
-    f = np.full(p, INF)
-    f[0] = 0.0
-    back = np.zeros((s, p), dtype=np.int64)
-    left = np.zeros(p)  # the boundary into stage k, for each candidate start
+    out = []
+    left = np.zeros(len(cuts))  # the boundary into stage k, for each candidate start
     for k, d in enumerate(chain):
-        right = (_boundary(problem, u, d, chain[k + 1])[cuts] if k + 1 < s else np.zeros(p))
-        stage = _Stage(u.compute_prefix[d][cuts], u.banned_prefix[d][cuts], left, right,
-                       in_flight(pipeline, s, k, u.training, ranks[d], width),
-                       problem.cluster.devices[d].memory_bytes / per if capped else INF)
-        ends = np.array([p - 1] if k == s - 1 else range(k + 1, p - (s - k) + 1),
-                        dtype=np.int64)
-        new = np.full(p, INF)
-        step = max(1, BLOCK_CELLS // p)
-        for lo in range(0, len(ends), step):
-            j = ends[lo:lo + step]
-            i = np.arange(k, int(j[-1]))[:, None]
-            load = stage.load(u, cuts, i, j[None, :],
-                              None if largest is None else largest[k:int(j[-1]), j])
-            best = np.maximum(f[i], load)
-            at = np.argmin(best, axis=0)
-            new[j] = best[at, np.arange(len(j))]
-            back[k, j] = at + k
-        f = new
+        right = (_boundary(problem, u, d, chain[k + 1], transfers)[cuts] if k + 1 < s
+                 else np.zeros(len(cuts)))
+        out.append(_Stage(u.compute_prefix[d][cuts], u.banned_prefix[d][cuts], left, right,
+                          problem.contention == "device",
+                          in_flight(pipeline, s, k, u.training, ranks[d], len(ranks)),
+                          problem.cluster.devices[d].memory_bytes / per if capped else INF))
         left = right
-    if not math.isfinite(f[p - 1]):
-        return None
-    bounds = [p - 1]
-    for k in range(s - 1, -1, -1):
-        bounds.append(int(back[k, bounds[-1]]))
-    bounds.reverse()
-    return Found(float(f[p - 1]), Split(tuple(int(cuts[b]) for b in bounds), tuple(chain)))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,15 +501,20 @@ class _Stage:
     banned: NDArray[np.float64]
     left: NDArray[np.float64]
     right: NDArray[np.float64]
+    #: whether the two boundaries share the device's one channel (`device` contention)
+    one_channel: bool
     in_flight: int
     cap: float
 
     def load(self, u: Units, cuts: NDArray[np.int64], i: NDArray[np.int64],
              j: NDArray[np.int64], largest: NDArray[np.float64] | None) -> NDArray[np.float64]:
-        """Per (start i, end j): the stage's load, inf where it may not be (i >= j, a unit
-        its device may not run, more memory than the cap; `largest`: the largest transient
-        of each (i, j), None to leave memory out)."""
-        load = self.compute[j] - self.compute[i] + self.left[i] + self.right[j]
+        """Per (start i, end j): the stage's load (its compute or the transfer resource of
+        its boundaries, whichever is busier), inf where it may not be (i >= j, a unit its
+        device may not run, more memory than the cap; `largest`: the largest transient of
+        each (i, j), None to leave memory out)."""
+        channel = (self.left[i] + self.right[j] if self.one_channel
+                   else np.maximum(self.left[i], self.right[j]))
+        load = np.maximum(self.compute[j] - self.compute[i], channel)
         bad = (i >= j) | (self.banned[j] - self.banned[i] > 0)
         if largest is not None:
             ci, cj = cuts[i], cuts[j]
@@ -395,66 +537,93 @@ def _largest_transients(u: Units, cuts: NDArray[np.int64]) -> NDArray[np.float64
     return out
 
 
-def _simulated_best(problem: Problem, pipeline: Pipeline,
-                    per_stages: dict[int, Found]) -> tuple[Found, dict[int, float]]:
-    """The stage count whose plan's simulated iteration is shortest (ties: the smaller
-    period, then fewer stages); above `MAX_SIMULATED_OPS` copies, the best estimate."""
-    m = pipeline.microbatches
-    estimate = {s: (m + s - 1) * f.period_s for s, f in per_stages.items()}
-    runs: dict[int, float] = {}
-    if m * len(problem.graph.ops) > MAX_SIMULATED_OPS:
-        best = min(estimate, key=lambda s: (estimate[s], per_stages[s].period_s, s))
-        return per_stages[best], runs
-    for s in sorted(per_stages):
-        placement = per_stages[s].split.placement(problem)
-        runs[s] = pipeline_schedule.run(problem, placement, pipeline).iteration_s
-    chosen = min(runs, key=lambda s: (runs[s], per_stages[s].period_s, s))
-    return per_stages[chosen], runs
+def simulation_budget(time_limit_s: float) -> float:
+    """Copied ops (micro-batches x ops) the candidates' simulations may run within a time
+    limit (a quarter of it at `SIMULATED_OPS_PER_SECOND`; a limit of 0: no limit): a
+    function of the limit alone, so the plan is the same on any machine."""
+    if time_limit_s <= 0:
+        return math.inf
+    return LOAD_HEADROOM * 0.5 * time_limit_s * SIMULATED_OPS_PER_SECOND
+
+
+def estimate(problem: Problem, pipeline: Pipeline, split: Split) -> float:
+    """The iteration without simulating: M - 1 periods of the busiest resource, plus each
+    stage's load once (the fill and drain pass every stage)."""
+    loads = resource_loads(problem, split)
+    return (pipeline.microbatches - 1) * loads.period_s + math.fsum(loads.stage_s)
+
+
+def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, list[Found]],
+                    budget: float = math.inf) -> tuple[Found, dict[Found, float]]:
+    """The candidate whose plan's simulated iteration is shortest (ties: the smaller
+    period, then fewer stages, then the least-period kind). Candidates are simulated best
+    estimate first while their copies (M x ops each, at most `MAX_SIMULATED_OPS`) fit in
+    `budget`; when none is, the best estimate wins."""
+    ranked = [(f, s, k) for s, found in sorted(per_stages.items())
+              for k, f in enumerate(found)]
+    guess = {f: estimate(problem, pipeline, f.split) for f, _, _ in ranked}
+    ranked.sort(key=lambda c: (guess[c[0]], c[0].period_s, c[1], c[2]))
+    copies = pipeline.microbatches * len(problem.graph.ops)
+    runs: dict[Found, float] = {}
+    if copies <= MAX_SIMULATED_OPS:
+        for f, _, _ in ranked[:max(0, int(budget // max(copies, 1)))]:
+            placement = f.split.placement(problem)
+            runs[f] = pipeline_schedule.run(problem, placement, pipeline).iteration_s
+    if not runs:
+        return ranked[0][0], runs
+    chosen = min((c for c in ranked if c[0] in runs),
+                 key=lambda c: (runs[c[0]], c[0].period_s, c[1], c[2]))[0]
+    return chosen, runs
 
 
 def _split_notes(problem: Problem, chosen: Found, pipeline: Pipeline, cells: float,
-                 per_stages: dict[int, Found], runs: dict[int, float]) -> dict[str, str]:
+                 per_stages: dict[int, list[Found]], runs: dict[Found, float],
+                 budget: float) -> dict[str, str]:
     """What shaped the split, for `info`: `memory_note` when the caps changed the answer
-    (the stage counts are compared as `_simulated_best` does, with and without the caps),
-    else `stages_note` when a split with a shorter period was passed over because its
-    iteration is longer; empty when neither."""
-    free = best_splits(problem, pipeline, capped=False, cells=cells)
-    shaped = {s for s, f in free.items()
-              if s not in per_stages or f.period_s < per_stages[s].period_s * (1 - 1e-9)}
-    if shaped:
-        note = _memory_note(problem, chosen, pipeline, free, shaped, runs)
+    (the candidates they ruled out compared as `_simulated_best` compares, by the
+    iteration), else `stages_note` when the candidate with the least period was passed over
+    because its iteration is longer; empty when neither."""
+    free = split_candidates(problem, pipeline, capped=False, cells=cells)
+    kept = {f.split for found in per_stages.values() for f in found}
+    ruled_out = [f for found in free.values() for f in found if f.split not in kept]
+    if ruled_out:
+        note = _memory_note(problem, chosen, pipeline, ruled_out, runs, budget)
         return {"memory_note": note} if note else {}
     note = _stages_note(problem, chosen, pipeline, per_stages, runs)
     return {"stages_note": note} if note else {}
 
 
-def _iterations(problem: Problem, pipeline: Pipeline, splits: dict[int, Found],
-                runs: dict[int, float], fresh: set[int]) -> tuple[dict[int, float], str]:
-    """Per stage count, the iteration `_simulated_best` compared by: `runs` (simulated)
-    where given, the splits of counts in `fresh` simulated; the estimate (M + S - 1) T
-    where nothing was simulated. And the name of the figure."""
-    m = pipeline.microbatches
-    if not runs:
-        return {s: (m + s - 1) * f.period_s for s, f in splits.items()}, (
-            "estimated iteration, (M + S - 1) T")
-    out = {}
-    for s, f in splits.items():
-        out[s] = (pipeline_schedule.run(problem, f.split.placement(problem), pipeline)
-                  .iteration_s if s in fresh or s not in runs else runs[s])
-    return out, "simulated iteration"
+#: the figure candidates are compared by, when they were not simulated
+_ESTIMATED = "estimated iteration ((M - 1) T plus each stage's load once)"
 
 
-def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, free: dict[int, Found],
-                 shaped: set[int], runs: dict[int, float]) -> str:
-    """How the memory caps shaped the split ('' when the plan chosen without them, by the
-    same rule, is no faster: the caps then ruled out only splits that lose anyway)."""
-    figures, what = _iterations(problem, pipeline, free, runs, shaped)
-    best = min(figures, key=lambda s: (figures[s], free[s].period_s, s))
-    mine = _iterations(problem, pipeline, {chosen.split.stages: chosen}, runs, set())[0][
-        chosen.split.stages]
+def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, ruled_out: list[Found],
+                 runs: dict[Found, float], budget: float) -> str:
+    """How the memory caps shaped the split ('' when none of the candidates they ruled out
+    beats the plan: the caps then ruled out only splits that lose anyway). Compared by the
+    simulated iteration where the plan was chosen by it (the ruled-out candidates simulated
+    best estimate first, within what is left of `budget`), else by the estimate."""
+    guess = {f: estimate(problem, pipeline, f.split) for f in (chosen, *ruled_out)}
+    ranked = sorted(ruled_out, key=lambda f: (guess[f], f.period_s, f.split.stages))
+    figures: dict[Found, float] = {}
+    if chosen in runs:
+        copies = pipeline.microbatches * len(problem.graph.ops)
+        left = budget - len(runs) * copies
+        for f in ranked:
+            if left < copies:
+                break
+            left -= copies
+            figures[f] = pipeline_schedule.run(problem, f.split.placement(problem),
+                                               pipeline).iteration_s
+        mine, what = runs[chosen], "simulated iteration"
+    else:
+        figures, mine, what = {f: guess[f] for f in ranked}, guess[chosen], _ESTIMATED
+    if not figures:
+        return ""
+    best = min(figures, key=lambda f: (figures[f], f.period_s, f.split.stages))
     if figures[best] >= mine * (1 - 1e-9):
         return ""
-    split = free[best].split
+    split = best.split
     held = stage_bytes(problem, split, pipeline)
     devices = problem.cluster.devices
     over = [d for d, dev in enumerate(devices) if held[d] > dev.memory_bytes]
@@ -464,22 +633,27 @@ def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, free: dict
         where = (f", but need {format_bytes(int(held[d]))} on {devices[d].name}, which holds "
                  f"{format_bytes(devices[d].memory_bytes)}")
     return (f"memory shaped this split: without the caps, {split.stages} stage(s) would give a "
-            f"period of {format_seconds(free[best].period_s)} and a {what} of "
+            f"period of {format_seconds(best.period_s)} and a {what} of "
             f"{format_seconds(figures[best])} (this split: {format_seconds(chosen.period_s)} "
             f"and {format_seconds(mine)}){where}")
 
 
 def _stages_note(problem: Problem, chosen: Found, pipeline: Pipeline,
-                 per_stages: dict[int, Found], runs: dict[int, float]) -> str:
-    """Why the stage count with the least period was passed over ('' when it was not):
-    its iteration is longer (the bubble, or transfers the period does not see)."""
-    least = min(per_stages, key=lambda s: (per_stages[s].period_s, s))
-    if per_stages[least].period_s >= chosen.period_s * (1 - 1e-9):
+                 per_stages: dict[int, list[Found]], runs: dict[Found, float]) -> str:
+    """Why the candidate with the least period was passed over ('' when it was not): its
+    iteration is longer (the fill and drain, or transfers the period does not see)."""
+    least = min((f for found in per_stages.values() for f in found),
+                key=lambda f: (f.period_s, f.split.stages))
+    if least.period_s >= chosen.period_s * (1 - 1e-9):
         return ""
-    figures, what = _iterations(problem, pipeline, per_stages, runs, set())
-    return (f"{least} stage(s) would have a shorter period, "
-            f"{format_seconds(per_stages[least].period_s)} against "
-            f"{format_seconds(chosen.period_s)}, but a longer {what}, "
-            f"{format_seconds(figures[least])} against "
-            f"{format_seconds(figures[chosen.split.stages])}: the stage count is chosen by "
-            "the iteration")
+    if least in runs and chosen in runs:
+        theirs, mine, what = runs[least], runs[chosen], "simulated iteration"
+    else:
+        theirs, mine, what = (estimate(problem, pipeline, least.split),
+                              estimate(problem, pipeline, chosen.split), _ESTIMATED)
+    if theirs <= mine * (1 + 1e-9):
+        return ""
+    return (f"{least.split.stages} stage(s) would have a shorter period, "
+            f"{format_seconds(least.period_s)} against {format_seconds(chosen.period_s)}, "
+            f"but a longer {what}, {format_seconds(theirs)} against {format_seconds(mine)}: "
+            "the split is chosen by the iteration")

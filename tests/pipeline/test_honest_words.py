@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import planner
 from planner import loads
 from planner.algorithms import run, serving
-from planner.algorithms.pipedp import best_splits
+from planner.algorithms.pipedp import split_candidates
 from planner.cli import app
 from planner.errors import Diagnostic, InfeasibleError, SpecError, UsageError
 from planner.model import Pipeline, Problem
@@ -24,12 +24,15 @@ from planner.pipeline.runnable import refusal
 from planner.pipeline.schedule import run as run_pipeline
 
 
-def _uncapped_choice(p: Problem) -> float:
-    """The simulated iteration of the plan pipedp would choose if the devices had no caps."""
+def _ruled_out_faster(p: Problem, iteration_s: float) -> bool:
+    """Whether a candidate split that only the memory caps rule out simulates faster than
+    `iteration_s` (pipedp's candidates, with and without the caps)."""
     assert p.pipeline is not None
-    free = best_splits(p, p.pipeline, capped=False)
-    return min(run_pipeline(p, f.split.placement(p), p.pipeline).iteration_s
-               for f in free.values())
+    kept = {f.split for found in split_candidates(p, p.pipeline).values() for f in found}
+    free = split_candidates(p, p.pipeline, capped=False)
+    return any(run_pipeline(p, f.split.placement(p), p.pipeline).iteration_s
+               < iteration_s * (1 - 1e-9)
+               for found in free.values() for f in found if f.split not in kept)
 
 
 def test_no_memory_note_with_1_tib_devices() -> None:
@@ -40,18 +43,20 @@ def test_no_memory_note_with_1_tib_devices() -> None:
     assert p.pipeline is not None
     sol = run("pipedp", p)
     assert "memory_note" not in sol.info
-    found = best_splits(p, p.pipeline)
-    least = min(found, key=lambda s: (found[s].period_s, s))
-    if found[least].period_s < sol.info["period_s"] * (1 - 1e-9):
+    found = [f for fs in split_candidates(p, p.pipeline).values() for f in fs]
+    least = min(found, key=lambda f: (f.period_s, f.split.stages))
+    runs = {f: run_pipeline(p, f.split.placement(p), p.pipeline).iteration_s for f in found}
+    if runs[least] > sol.info["iteration_s"] * (1 + 1e-9):
         note = str(sol.info["stages_note"])
-        assert note.startswith(f"{least} stage(s) would have a shorter period")
-        assert note.endswith("the stage count is chosen by the iteration")
+        assert note.startswith(f"{least.split.stages} stage(s) would have a shorter period")
+        assert note.endswith("the split is chosen by the iteration")
     else:
         assert "stages_note" not in sol.info
 
 
-# main noted memory where the caps ruled out only splits that simulate slower anyway (0, 6,
-# 8, 16), and kept silent where they did rule out a faster plan (9, 46)
+# main noted memory where the caps ruled out only splits that simulate slower anyway (0, 6;
+# before its candidates per stage count, also 8, 16), and once kept silent where they did
+# rule out a faster plan (9, 46); over seeds 0-149, 51 of 146 specs disagreed, now none
 @pytest.mark.parametrize("seed", [0, 6, 8, 9, 16, 46, 1, 2])
 def test_the_memory_note_appears_exactly_when_the_caps_change_the_plan(seed: int) -> None:
     p = random_spec(seed, 7, 3, training=True)
@@ -59,7 +64,7 @@ def test_the_memory_note_appears_exactly_when_the_caps_change_the_plan(seed: int
         sol = run("pipedp", p)
     except InfeasibleError:
         return
-    faster_without_caps = _uncapped_choice(p) < sol.info["iteration_s"] * (1 - 1e-9)
+    faster_without_caps = _ruled_out_faster(p, sol.info["iteration_s"])
     assert ("memory_note" in sol.info) == faster_without_caps, sol.info.get("memory_note")
     if faster_without_caps:
         assert "memory shaped this split: without the caps" in sol.info["memory_note"]
@@ -231,9 +236,10 @@ def test_more_stages_than_micro_batches_under_1f1b_is_said_before_export(
     assert res.exit_code == 0 and "warning[W626]" in res.stderr
     assert "plan `p` runs 4 stages with 2 micro-batch(es): torch's Schedule1F1B" in res.stderr
     assert "s.plan:22:6" in res.stderr and "set `microbatches 4` (or more)" in res.stderr
-    for algo in ("expert", "uniform"):
-        code, _, err = _solve(tmp_path, _four_stages(2), "--algo", algo)
-        assert code == 0 and "warning[W626]" in err, algo
+    code, _, err = _solve(tmp_path, _four_stages(2), "--algo", "expert")
+    assert code == 0 and "warning[W626]" in err
+    code, _, err = _solve(tmp_path, _four_stages(2), "--algo", "uniform")  # capped at M
+    assert code == 0 and "W626" not in err
     for fine in (_four_stages(4), _four_stages(2, "gpipe")):
         code, _, err = _solve(tmp_path, fine, "--algo", "expert")
         assert code == 0 and "W626" not in err
