@@ -489,21 +489,28 @@ def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]
                        "`tie` with their bytes summed",
                        notes=(("first tied here", pairs[x, y].span),))
             continue
-        bad = False
-        for i in members:
-            total = tied.get(i, 0) + nbytes
-            if total > ops[i].params_bytes:
-                more = f" ({format_bytes(total)} with its other ties)" if i in tied else ""
-                sink.error("E236", f"`{ops[i].name}` is tied to {format_bytes(nbytes)}{more} "
-                           f"but holds `params` {format_bytes(ops[i].params_bytes)}", at,
-                           "each tied op keeps a copy of the weight: its `params` include it")
-                bad = True
-        if bad:
+        if not _tie_fits(sink, members, nbytes, tied, ops, at):
             continue
         for i in members:
             tied[i] = tied.get(i, 0) + nbytes
         out.append(Tie(tuple(members), nbytes))
     return tuple(out)
+
+
+def _tie_fits(sink: DiagnosticSink, members: list[int], nbytes: int, tied: dict[int, int],
+              ops: list[Op], at: Span) -> bool:
+    """Whether each op's `params` hold `nbytes` more than its ties so far (`tied`); E236
+    for each that does not."""
+    fits = True
+    for i in members:
+        total = tied.get(i, 0) + nbytes
+        if total > ops[i].params_bytes:
+            more = f" ({format_bytes(total)} with its other ties)" if i in tied else ""
+            sink.error("E236", f"`{ops[i].name}` is tied to {format_bytes(nbytes)}{more} "
+                       f"but holds `params` {format_bytes(ops[i].params_bytes)}", at,
+                       "each tied op keeps a copy of the weight: its `params` include it")
+            fits = False
+    return fits
 
 
 def _backward_of(sink: DiagnosticSink, backward: list[tuple[int, ast.Name]],
