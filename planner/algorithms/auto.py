@@ -61,7 +61,7 @@ from ..bounds import lower_bound
 from ..errors import InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import device_loads, fits, split_of, stage_bytes
+from ..pipeline.split import fits, period_s, split_of, stage_bytes
 from ..plan import Plan
 from ..simulate import simulate
 from ..units import format_seconds
@@ -172,7 +172,7 @@ def _iteration(problem: Problem, placement: tuple[int, ...], pipeline: Pipeline,
     else:
         held = stage_bytes(problem, split, pipeline)
         iteration = ((pipeline.microbatches + split.stages - 1)
-                     * max(device_loads(problem, placement)))
+                     * period_s(problem, placement))
     return iteration, fits(problem, held)
 
 

@@ -46,7 +46,7 @@ from ..cost import INF, costs
 from ..errors import Diagnostic, InfeasibleError
 from ..model import Pipeline, Problem, derived
 from ..pipeline import schedule as pipeline_schedule
-from ..pipeline.split import Split, in_flight, stage_bytes
+from ..pipeline.split import Split, in_flight, resource_loads, stage_bytes
 from ..pipeline.units import Units, units
 from ..plan import Plan
 from ..units import format_bytes, format_seconds
@@ -91,7 +91,7 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     (`auto` sizes it to its time limit: `cells_for`)."""
     pipeline = problem.pipeline or Pipeline()
     space = search_space(problem, pipeline, cells)
-    per_stages = best_splits(problem, pipeline, options, cells=cells)
+    per_stages = split_candidates(problem, pipeline, options, cells=cells)
     if not per_stages:
         raise InfeasibleError(Diagnostic(
             "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "
@@ -104,8 +104,8 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
         "stages": chosen.split.stages,
         "chains": f"{space.tried} of {space.total} tried",
     }
-    if chosen.split.stages in runs:
-        info["iteration_s"] = runs[chosen.split.stages]
+    if chosen in runs:
+        info["iteration_s"] = runs[chosen]
     n = units(problem).count
     if len(space.cuts) - 1 < n:
         info["candidate_cuts"] = f"{len(space.cuts) - 1} of {n} unit boundaries"
@@ -167,29 +167,52 @@ def best_splits(problem: Problem, pipeline: Pipeline, options: Options | None = 
                 capped: bool = True, cells: float = MAX_CELLS) -> dict[int, Found]:
     """Per stage count, the split with the least period over the chains tried (counts with
     no split that fits are left out; with `capped` False, memory is not looked at)."""
+    found = split_candidates(problem, pipeline, options, capped, cells, balanced=False)
+    return {s: f[0] for s, f in found.items()}
+
+
+def split_candidates(problem: Problem, pipeline: Pipeline, options: Options | None = None,
+                     capped: bool = True, cells: float = MAX_CELLS, balanced: bool = True,
+                     ) -> dict[int, list[Found]]:
+    """Per stage count: the split with the least period over the chains tried, then (with
+    `balanced`, where transfers cost anything) the best of the splits that balance compute
+    alone (torchgpipe's kind, which the simulator may prefer where transfers overlap)."""
     u = units(problem)
     space = search_space(problem, pipeline, cells)
-    per_stages: dict[int, Found] = {}
+    kinds = (True, False) if balanced and problem.contention != "none" else (True,)
+    per_stages: dict[int, list[Found]] = {}
     done = 0
     for stages, chains in space.chains.items():
         if stages > len(space.cuts) - 1:
             continue
+        best: dict[bool, Found] = {}
         for chain in chains:
             done += 1
-            found = _best_split(problem, u, space, chain, pipeline, capped)
-            if found is not None and (stages not in per_stages
-                                      or found.period_s < per_stages[stages].period_s):
-                per_stages[stages] = found
+            for transfers in kinds:
+                found = _best_split(problem, u, space, chain, pipeline, capped, transfers)
+                if found is not None and (transfers not in best
+                                          or found.period_s < best[transfers].period_s):
+                    best[transfers] = found
             if options is not None and options.progress is not None:
                 options.progress(done / space.tried * (0.5 if capped else 1.0),
                                  f"pipedp: {stages} stage(s), chain {done} of {space.tried}")
+        if best:
+            found_here = [best[t] for t in kinds if t in best]
+            per_stages[stages] = [f for k, f in enumerate(found_here)
+                                  if f.split not in [g.split for g in found_here[:k]]]
     return per_stages
 
 
 def _most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
+    """Stages at most: a stage per device (K per device under `interleaved`), a unit each,
+    and under `1f1b` no more than the micro-batches (torch's `Schedule1F1B` needs as many
+    micro-batches as stages)."""
     devices = len(problem.cluster.devices)
     per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
-    return min(devices * per, n)
+    most = min(devices * per, n)
+    if pipeline.schedule == "1f1b":
+        most = min(most, pipeline.microbatches)
+    return most
 
 
 def _candidate_cuts(u: Units, most: int) -> NDArray[np.int64]:
@@ -244,60 +267,92 @@ def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple
     yield from (ch for _, _, ch in sorted(seen.values()))
 
 
-def _boundary(problem: Problem, u: Units, a: int, b: int) -> NDArray[np.float64]:
-    """Per boundary x: the seconds of its transfers between devices a (left) and b."""
-    if a == b:
-        return np.zeros(u.count + 1)
-    c = costs(problem)
+def _boundary(problem: Problem, u: Units, a: int, b: int,
+              transfers: bool = True) -> NDArray[np.float64]:
+    """Per boundary x between devices a (left) and b: the load its transfers put on the
+    resources the stages on either side share with it under the plan's contention (the
+    busier of its two directed links under `link`, both directions under `device`, nothing
+    under `none` or with `transfers` False)."""
     out = np.zeros(u.count + 1)
+    if a == b or not transfers or problem.contention == "none":
+        return out
+    c = costs(problem)
+    directions = []
     for count, size, src, dst in ((u.forward_count, u.forward_bytes, a, b),
                                   (u.backward_count, u.backward_bytes, b, a)):
         lat, inv = c.latency[src][dst], c.inv_bandwidth[src][dst]
-        out = np.where(count > 0, INF, out) if lat >= INF else out + count * lat + size * inv
-    return out
+        directions.append(np.where(count > 0, INF, 0.0) if lat >= INF
+                          else count * lat + size * inv)
+    if problem.contention == "device":
+        return directions[0] + directions[1]
+    return np.maximum(directions[0], directions[1])
 
 
+# complex: the DP's two passes (least period, then the most even loads under it) over
+# blocks of (starts x ends), with the memory test per cell
 def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
-                pipeline: Pipeline, capped: bool) -> Found | None:
-    """The bottleneck DP over `cuts` for one chain (None: nothing fits): each stage's row
-    of the recurrence in blocks of ends j, a (starts x ends) matrix at a time."""
+                pipeline: Pipeline, capped: bool, transfers: bool = True) -> Found | None:
+    """The bottleneck DP over `cuts` for one chain (None: nothing fits), then among the
+    splits of that period the one whose stage loads have the least sum of squares (the
+    most even: non-bottleneck stages balanced, as torchgpipe's partition does, which the
+    simulated iteration rewards). With `transfers` False the loads are compute alone
+    (torchgpipe's kind of split). Each stage's row of a recurrence in blocks of ends j,
+    a (starts x ends) matrix at a time."""
     s, p = len(chain), len(space.cuts)
+    stages = _stage_tables(problem, u, space, chain, pipeline, capped, transfers)
+    limit = None
+    for _ in range(2):  # the least period; then under it, the least sum of squared loads
+        f = np.full(p, INF)
+        f[0] = 0.0
+        back = np.zeros((s, p), dtype=np.int64)
+        for k, stage in enumerate(stages):
+            ends = np.array([p - 1] if k == s - 1 else range(k + 1, p - (s - k) + 1),
+                            dtype=np.int64)
+            new = np.full(p, INF)
+            step = max(1, BLOCK_CELLS // p)
+            for lo in range(0, len(ends), step):
+                j = ends[lo:lo + step]
+                i = np.arange(k, int(j[-1]))[:, None]
+                load = stage.load(u, space.cuts, i, j[None, :],
+                                  space.largest[k:int(j[-1]), j] if capped else None)
+                if limit is None:
+                    best = np.maximum(f[i], load)
+                else:
+                    best = f[i] + np.where(load <= limit, load * load, INF)
+                at = np.argmin(best, axis=0)
+                new[j] = best[at, np.arange(len(j))]
+                back[k, j] = at + k
+            f = new
+        if not math.isfinite(f[p - 1]):
+            return None
+        bounds = [p - 1]
+        for k in range(s - 1, -1, -1):
+            bounds.append(int(back[k, bounds[-1]]))
+        bounds.reverse()
+        found = Split(tuple(int(space.cuts[b]) for b in bounds), tuple(chain))
+        if limit is None:
+            limit = f[p - 1] * (1 + 1e-9)
+    return Found(resource_loads(problem, found).period_s, found)
+
+
+def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int],
+                  pipeline: Pipeline, capped: bool, transfers: bool) -> list[_Stage]:
+    """Per stage of `chain`: its tables over the candidate cuts."""
+    s = len(chain)
     ranks = {d: r for r, d in enumerate(dict.fromkeys(chain))}
-    width = len(ranks)
     per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
     cuts = space.cuts
-    largest = space.largest if capped else None
-    f = np.full(p, INF)
-    f[0] = 0.0
-    back = np.zeros((s, p), dtype=np.int64)
-    left = np.zeros(p)  # the boundary into stage k, for each candidate start
+    out = []
+    left = np.zeros(len(cuts))  # the boundary into stage k, for each candidate start
     for k, d in enumerate(chain):
-        right = (_boundary(problem, u, d, chain[k + 1])[cuts] if k + 1 < s else np.zeros(p))
-        stage = _Stage(u.compute_prefix[d][cuts], u.banned_prefix[d][cuts], left, right,
-                       in_flight(pipeline, s, k, u.training, ranks[d], width),
-                       problem.cluster.devices[d].memory_bytes / per if capped else INF)
-        ends = np.array([p - 1] if k == s - 1 else range(k + 1, p - (s - k) + 1),
-                        dtype=np.int64)
-        new = np.full(p, INF)
-        step = max(1, BLOCK_CELLS // p)
-        for lo in range(0, len(ends), step):
-            j = ends[lo:lo + step]
-            i = np.arange(k, int(j[-1]))[:, None]
-            load = stage.load(u, cuts, i, j[None, :],
-                              None if largest is None else largest[k:int(j[-1]), j])
-            best = np.maximum(f[i], load)
-            at = np.argmin(best, axis=0)
-            new[j] = best[at, np.arange(len(j))]
-            back[k, j] = at + k
-        f = new
+        right = (_boundary(problem, u, d, chain[k + 1], transfers)[cuts] if k + 1 < s
+                 else np.zeros(len(cuts)))
+        out.append(_Stage(u.compute_prefix[d][cuts], u.banned_prefix[d][cuts], left, right,
+                          problem.contention == "device",
+                          in_flight(pipeline, s, k, u.training, ranks[d], len(ranks)),
+                          problem.cluster.devices[d].memory_bytes / per if capped else INF))
         left = right
-    if not math.isfinite(f[p - 1]):
-        return None
-    bounds = [p - 1]
-    for k in range(s - 1, -1, -1):
-        bounds.append(int(back[k, bounds[-1]]))
-    bounds.reverse()
-    return Found(float(f[p - 1]), Split(tuple(int(cuts[b]) for b in bounds), tuple(chain)))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,15 +363,20 @@ class _Stage:
     banned: NDArray[np.float64]
     left: NDArray[np.float64]
     right: NDArray[np.float64]
+    #: whether the two boundaries share the device's one channel (`device` contention)
+    one_channel: bool
     in_flight: int
     cap: float
 
     def load(self, u: Units, cuts: NDArray[np.int64], i: NDArray[np.int64],
              j: NDArray[np.int64], largest: NDArray[np.float64] | None) -> NDArray[np.float64]:
-        """Per (start i, end j): the stage's load, inf where it may not be (i >= j, a unit
-        its device may not run, more memory than the cap; `largest`: the largest transient
-        of each (i, j), None to leave memory out)."""
-        load = self.compute[j] - self.compute[i] + self.left[i] + self.right[j]
+        """Per (start i, end j): the stage's load (its compute or the transfer resource of
+        its boundaries, whichever is busier), inf where it may not be (i >= j, a unit its
+        device may not run, more memory than the cap; `largest`: the largest transient of
+        each (i, j), None to leave memory out)."""
+        channel = (self.left[i] + self.right[j] if self.one_channel
+                   else np.maximum(self.left[i], self.right[j]))
+        load = np.maximum(self.compute[j] - self.compute[i], channel)
         bad = (i >= j) | (self.banned[j] - self.banned[i] > 0)
         if largest is not None:
             ci, cj = cuts[i], cuts[j]
@@ -339,21 +399,23 @@ def _largest_transients(u: Units, cuts: NDArray[np.int64]) -> NDArray[np.float64
     return out
 
 
-def _simulated_best(problem: Problem, pipeline: Pipeline,
-                    per_stages: dict[int, Found]) -> tuple[Found, dict[int, float]]:
-    """The stage count whose plan's simulated iteration is shortest (ties: the smaller
-    period, then fewer stages); above `MAX_SIMULATED_OPS` copies, the best estimate."""
+def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, list[Found]],
+                    ) -> tuple[Found, dict[Found, float]]:
+    """The candidate whose plan's simulated iteration is shortest (ties: the smaller
+    period, then fewer stages, then the least-period kind); above `MAX_SIMULATED_OPS`
+    copies, the best estimate (M + S - 1) T."""
     m = pipeline.microbatches
-    estimate = {s: (m + s - 1) * f.period_s for s, f in per_stages.items()}
-    runs: dict[int, float] = {}
+    ranked = [(f, s, k) for s, found in sorted(per_stages.items())
+              for k, f in enumerate(found)]
+    runs: dict[Found, float] = {}
     if m * len(problem.graph.ops) > MAX_SIMULATED_OPS:
-        best = min(estimate, key=lambda s: (estimate[s], per_stages[s].period_s, s))
-        return per_stages[best], runs
-    for s in sorted(per_stages):
-        placement = per_stages[s].split.placement(problem)
-        runs[s] = pipeline_schedule.run(problem, placement, pipeline).iteration_s
-    chosen = min(runs, key=lambda s: (runs[s], per_stages[s].period_s, s))
-    return per_stages[chosen], runs
+        return min(ranked, key=lambda c: ((m + c[1] - 1) * c[0].period_s, c[0].period_s,
+                                          c[1], c[2]))[0], runs
+    for f, _, _ in ranked:
+        placement = f.split.placement(problem)
+        runs[f] = pipeline_schedule.run(problem, placement, pipeline).iteration_s
+    chosen = min(ranked, key=lambda c: (runs[c[0]], c[0].period_s, c[1], c[2]))[0]
+    return chosen, runs
 
 
 def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, cells: float) -> str:

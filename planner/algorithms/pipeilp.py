@@ -118,7 +118,7 @@ from ..cost import INF, costs
 from ..errors import Diagnostic, InfeasibleError, SolverError
 from ..model import Pipeline, Problem, derived
 from ..pipeline.bound import pipeline_bound
-from ..pipeline.split import device_loads, in_flight
+from ..pipeline.split import in_flight, resource_loads, split_of
 from ..pipeline.units import units
 from ..plan import Plan
 from ..units import format_bytes, format_seconds
@@ -237,7 +237,7 @@ def _count(problem: Problem, data: _Data, devices: int, rank: int) -> int:
 class Evaluation:
     """A placement under this module's model of time and memory (module docstring)."""
 
-    #: the largest load: `device_loads` plus the forward compute of recomputing devices
+    #: the largest load: `split.resource_loads` with the forward compute of recomputing devices
     period_s: float
     #: per device: its load
     loads_s: tuple[float, ...]
@@ -258,14 +258,13 @@ def evaluate(problem: Problem, placement: Sequence[int]) -> Evaluation:
     u = units(problem)
     dev = [placement[ops[0]] for ops in u.members]
     ranks = tuple(dict.fromkeys(dev))
-    loads = device_loads(problem, placement)
     keep, redo = _held(problem, data, dev, ranks)
     held, chosen = list(keep), []
     for d in ranks:
         if keep[d] > data.caps[d] and redo[d] < keep[d]:
             chosen.append(d)
             held[d] = redo[d]
-            loads[d] += sum(data.forward[k][d] for k in range(data.n) if dev[k] == d)
+    loads = list(resource_loads(problem, split_of(problem, placement), chosen).device_s)
     fits = all(h <= cap for h, cap in zip(held, data.caps, strict=True))
     return Evaluation(max(loads, default=0.0), tuple(loads), tuple(held), tuple(chosen),
                       ranks, fits)

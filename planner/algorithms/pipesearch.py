@@ -3,9 +3,9 @@
 `search` (`planner.algorithms.search`) hands a plan with `objective pipeline` here. It
 starts from `pipedp`'s plan (the best contiguous split) and tries moving one pipeline unit
 at a time to another device it may use, any unit to any device (a plan need not stay
-contiguous), keeping a move when it lowers the period T (`split.device_loads`: the
-busiest device's compute and transfers for one micro-batch) and every device still holds
-what the pipeline needs (`split.stage_bytes` over the plan's stages). The units and
+contiguous), keeping a move when it lowers the period T (`split.period_s`: the busiest
+resource, a device's compute or a link's transfers, for one micro-batch) and every device
+still holds what the pipeline needs (`split.stage_bytes` over the plan's stages). The units and
 devices are drawn from a generator seeded by `--seed`, for a budget of moves set by
 `--time-limit` and the graph's size alone (`SECONDS_PER_MOVE`, `SECONDS_PER_ELEMENT`,
 half the limit as `clock.LOAD_HEADROOM` says), so the same seed and limit give the same
@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 from ..model import Pipeline, Problem
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import device_loads, fits, split_of, stage_bytes
+from ..pipeline.split import fits, period_s, split_of, stage_bytes
 from ..pipeline.units import units
 from ..plan import Plan
 from . import pipedp
@@ -94,7 +94,7 @@ def move_budget(problem: Problem, time_limit_s: float) -> int:
 
 
 def _period(problem: Problem, placement: list[int]) -> float:
-    return max(device_loads(problem, placement))
+    return period_s(problem, placement)
 
 
 def _fits(problem: Problem, placement: list[int], pipeline: Pipeline) -> bool:

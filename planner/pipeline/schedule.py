@@ -57,10 +57,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cost import Costs, costs
-from ..model import Cluster, Pipeline, Problem, derived, indexed_graph, new_edges
+from ..model import Cluster, Graph, Op, Pipeline, Problem, derived, indexed_graph, new_edges
 from ..plan import Plan
 from ..simulate import SimResult, simulate
-from .split import Split, device_loads, split_of, stage_bytes, stage_loads
+from .split import Split, resource_loads, split_of, stage_bytes
 from .units import units
 
 #: GPipe's order with a device's stages as one task per micro-batch, micro-batch first:
@@ -106,7 +106,8 @@ class PipelineRun:
     busy_s: tuple[float, ...]
     #: per device: the split model's peak bytes (`split.stage_bytes`)
     memory_bytes: tuple[float, ...]
-    #: per device: compute plus transfers of one micro-batch (`split.device_loads`)
+    #: per device: its busiest resource for one micro-batch, compute or transfers
+    #: (`split.resource_loads`)
     loads_s: tuple[float, ...]
     note: str = ""
     #: when each task ran (module docstring), device by device in pipeline order; the
@@ -120,7 +121,8 @@ class PipelineRun:
 
     @property
     def period_s(self) -> float:
-        """T: the busiest device's compute and transfers for one micro-batch."""
+        """T: the busiest resource (a device's compute, a link or channel's transfers) for
+        one micro-batch."""
         return max(self.loads_s, default=0.0)
 
     @property
@@ -183,7 +185,7 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
         iteration, busy = result.makespan_s, tuple(result.busy_s)
         tasks = _task_times(problem, split, schedule, pipeline.microbatches, result)
         schedule = "gpipe" if schedule == _BY_MICROBATCH else schedule
-    loads = stage_loads(problem, split)
+    loads = resource_loads(problem, split, recompute)
     u = units(problem)
     stages = []
     for k, d in enumerate(split.devices):
@@ -191,10 +193,10 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
         rerun = (math.fsum(c.compute[i][d] for i in ops if not u.backward[i])
                  if d in recompute else 0.0)
         stages.append(Stage(d, ops, pipeline.microbatches * (
-            math.fsum(c.compute[i][d] for i in ops) + rerun), loads[k] + rerun))
+            math.fsum(c.compute[i][d] for i in ops) + rerun), loads.stage_s[k]))
     return PipelineRun(schedule, pipeline.microbatches, iteration, tuple(stages), busy,
                        tuple(stage_bytes(problem, split, pipeline, recompute)),
-                       tuple(device_loads(problem, placement, recompute)), note, tasks)
+                       loads.device_s, note, tasks)
 
 
 def _interleaves(split: Split, per_device: int) -> bool:
@@ -207,9 +209,70 @@ def _interleaves(split: Split, per_device: int) -> bool:
     return len(set(chain)) == d and all(split.devices[k] == chain[k % d] for k in range(s))
 
 
+@dataclass(frozen=True, slots=True)
+class _Relayed:
+    """One micro-batch's graph as the stages run it: the graph's ops, then one zero-time
+    relay op per stage that a tensor passes through (as `torch.distributed.pipelining`
+    passes it stage to stage), the edges that skip stages rewired through them."""
+
+    graph: Graph
+    #: per op of `graph`: its device
+    placement: tuple[int, ...]
+    #: per relay (op `n + r`): its stage, and whether it runs in the backward task
+    stage: tuple[int, ...]
+    backward: tuple[bool, ...]
+
+
+def _relayed(problem: Problem, placement: Sequence[int], split: Split) -> _Relayed:
+    """The graph of `_Relayed`: a tensor consumed k stages away is sent to the next stage,
+    relayed on by each stage in between, and each hop carries the largest bytes its
+    consumers at or beyond that stage need (`units`' boundary model, hop for hop)."""
+    g = problem.graph
+    n = len(g.ops)
+    of_unit = np.repeat(np.arange(split.stages), np.diff(np.array(split.bounds)))
+    st = [int(of_unit[k]) for k in units(problem).unit_of]
+    kept = [e for e in g.edges if st[e.src] == st[e.dst]]
+    src, dst, size = [e.src for e in kept], [e.dst for e in kept], [e.bytes for e in kept]
+    stage: list[int] = []
+    back: list[bool] = []
+    by_src: dict[int, list[tuple[int, int]]] = {}
+    for e in g.edges:
+        if st[e.src] != st[e.dst]:
+            by_src.setdefault(e.src, []).append((e.dst, e.bytes))
+    for i, out in by_src.items():
+        for sign in (1, -1):
+            mine = [(j, b) for j, b in out if (st[j] - st[i]) * sign > 0]
+            if not mine:
+                continue
+            far = max(st[j] * sign for j, _ in mine) * sign
+            need: dict[int, int] = {}  # stage -> the largest bytes at or beyond it
+            for j, b in mine:
+                need[st[j]] = max(need.get(st[j], 0), b)
+            for t in range(far - sign, st[i], -sign):
+                need[t] = max(need.get(t, 0), need[t + sign])
+            holder = i
+            for t in range(st[i] + sign, far + sign, sign):
+                hops = [(j, b) for j, b in mine if st[j] == t]
+                if t != far:  # a relay on stage t sends on what the later stages need
+                    hops.append((n + len(stage), need[t + sign]))
+                    stage.append(t)
+                    back.append(i in g.backward_of)
+                src += [holder] * len(hops)
+                dst += [j for j, _ in hops]
+                size += [b for _, b in hops]
+                holder = dst[-1] if t != far else holder
+    ops = g.ops + (Op("relay", time_s=0.0),) * len(stage)
+    graph = indexed_graph(g.name, ops, new_edges(src, dst, size), (), {})
+    if not stage:  # the graph's own order holds (and is known)
+        graph.__dict__["topological_order"] = g.topological_order
+    return _Relayed(graph, tuple(placement) + tuple(split.devices[t] for t in stage),
+                    tuple(stage), tuple(back))
+
+
 def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
               schedule: str, recompute: Collection[int] = ()) -> SimResult:
-    g = problem.graph
+    relayed = _relayed(problem, placement, split)
+    g = relayed.graph
     n, mb = len(g.ops), pipeline.microbatches
     src = [e.src for e in g.edges]
     dst = [e.dst for e in g.edges]
@@ -230,9 +293,10 @@ def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline
     compute = c.compute
     if recompute:  # a unit's first backward op runs the unit's forward ops again first
         compute = _with_recompute(problem, placement, recompute)
+    compute = compute + ((0.0,) * len(cluster.devices),) * len(relayed.stage)
     expanded.__dict__["_costs"] = Costs(compute * mb, c.latency, c.inv_bandwidth)
-    order = _orders(problem, placement, split, pipeline, schedule)
-    plan = Plan(tuple(placement) * mb, order)
+    order = _orders(problem, relayed, split, pipeline, schedule)
+    plan = Plan(relayed.placement * mb, order)
     return simulate(expanded, plan)
 
 
@@ -255,7 +319,7 @@ def _task_ops(problem: Problem, split: Split, schedule: str
               ) -> list[tuple[int, list[tuple[int, list[int], list[int]]]]]:
     """Per device in pipeline order: its tasks' (first stage, forward ops, backward ops), one
     per stage under `interleaved` and `gpipe`, one for all its stages otherwise; ops in
-    topological order."""
+    topological order (relays aside: `_orders` adds them)."""
     u = units(problem)
     ranked: list[int] = []
     for d in split.devices:
@@ -276,17 +340,27 @@ def _task_ops(problem: Problem, split: Split, schedule: str
     return out
 
 
-def _orders(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
+def _orders(problem: Problem, relayed: _Relayed, split: Split, pipeline: Pipeline,
             schedule: str) -> tuple[tuple[int, ...], ...]:
-    """Per device, its ops of every micro-batch in the schedule's order."""
-    n, mb = len(problem.graph.ops), pipeline.microbatches
+    """Per device, its ops of every micro-batch in the schedule's order; a relay ends the
+    forward (or backward) task of its stage, as a stage sends its outputs when it is done."""
+    n, mb = len(relayed.graph.ops), pipeline.microbatches
     training = units(problem).training
     devices = _task_ops(problem, split, schedule)
+    per_stage = schedule in ("interleaved", "gpipe")  # a task per stage (as `_task_ops`)
+    tails: dict[tuple[int, int, bool], list[int]] = {}  # (device, chunk, backward?) -> relays
+    for r, (k, back) in enumerate(zip(relayed.stage, relayed.backward, strict=True)):
+        d = split.devices[k]
+        chunk = [j for j in range(split.stages) if split.devices[j] == d].index(k)
+        key = (d, chunk if per_stage else 0, back and training)
+        tails.setdefault(key, []).append(len(problem.graph.ops) + r)
     order: list[tuple[int, ...]] = [() for _ in problem.cluster.devices]
     for rank, (d, chunks) in enumerate(devices):
         seq = _sequence(schedule, rank, len(devices), len(chunks), mb, training)
+        ops = [(fwd + tails.get((d, c, False), []), bwd + tails.get((d, c, True), []))
+               for c, (_, fwd, bwd) in enumerate(chunks)]
         order[d] = tuple(i + m * n for forward, c, m in seq
-                         for i in (chunks[c][1] if forward else chunks[c][2]))
+                         for i in (ops[c][0] if forward else ops[c][1]))
     return tuple(order)
 
 
@@ -294,7 +368,7 @@ def _task_times(problem: Problem, split: Split, schedule: str, mb: int,
                 result: SimResult) -> tuple[Task, ...]:
     """When each task ran in `result` (the copies' simulation): its first op's start to
     its last op's end; a task with an op that never ran is left out."""
-    n = len(problem.graph.ops)
+    n = len(result.start_s) // mb  # the graph's ops and its relays, per micro-batch
     start = np.asarray(result.start_s, dtype=np.float64).reshape(mb, n)
     end = np.asarray(result.end_s, dtype=np.float64).reshape(mb, n)
     out = []

@@ -19,12 +19,13 @@ the activations of the device's largest stage each.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
-from ..cost import INF, costs
+from ..cost import INF, Costs, costs
 from ..model import Pipeline, Problem
 from .units import units
 
@@ -68,42 +69,111 @@ def split_of(problem: Problem, placement: Sequence[int]) -> Split:
     return Split(tuple(bounds), tuple(devices))
 
 
-def boundary_seconds(problem: Problem, x: int, left: int, right: int) -> float:
+def boundary_seconds(problem: Problem, x: int, left: int, right: int) -> tuple[float, float]:
     """Seconds of the transfers across boundary `x` between the devices of the stages on
-    its two sides (0 on one device)."""
+    its two sides: (forward, left to right; backward, right to left); (0, 0) on one
+    device."""
     if left == right:
-        return 0.0
+        return 0.0, 0.0
     u, c = units(problem), costs(problem)
-    return (_link(c, u.forward_count[x], u.forward_bytes[x], left, right)
-            + _link(c, u.backward_count[x], u.backward_bytes[x], right, left))
+    return (_link(c, u.forward_count[x], u.forward_bytes[x], left, right),
+            _link(c, u.backward_count[x], u.backward_bytes[x], right, left))
 
 
-def _link(c: object, count: float, nbytes: float, a: int, b: int) -> float:
+def _link(c: Costs, count: float, nbytes: float, a: int, b: int) -> float:
     if not count:
         return 0.0
-    lat = c.latency[a][b]  # type: ignore[attr-defined]
+    lat = c.latency[a][b]
     if lat >= INF:
         return INF
-    return float(count * lat + nbytes * c.inv_bandwidth[a][b])  # type: ignore[attr-defined]
+    return float(count * lat + nbytes * c.inv_bandwidth[a][b])
 
 
-def stage_loads(problem: Problem, split: Split) -> list[float]:
-    """Each stage's load (compute plus its boundaries' transfers; the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class Loads:
+    """What one micro-batch costs each resource of a split, in seconds (module docstring):
+    per device its compute (`compute_s`) and its busiest transfer resource (`transfer_s`:
+    its channel under `device` contention, the busiest link into or out of it under
+    `link`, 0 under `none`); per stage the same for its own compute and the resources
+    its boundaries use (`stage_s`)."""
+
+    compute_s: tuple[float, ...]
+    transfer_s: tuple[float, ...]
+    stage_s: tuple[float, ...]
+    #: per directed pair of devices (a, b): the seconds its boundaries send a -> b
+    sent_s: Mapping[tuple[int, int], float]
+
+    @property
+    def device_s(self) -> tuple[float, ...]:
+        """Per device: its busiest resource (compute or transfers)."""
+        return tuple(max(c, t) for c, t in zip(self.compute_s, self.transfer_s, strict=True))
+
+    @property
+    def period_s(self) -> float:
+        """T: the busiest resource of all (every stage's resources are some device's)."""
+        return max(self.device_s, default=0.0)
+
+
+def resource_loads(problem: Problem, split: Split,
+                   recompute: Collection[int] = ()) -> Loads:
+    """The loads of `split` (module docstring); a device in `recompute` runs its forward
+    ops twice."""
     u = units(problem)
+    m = len(problem.cluster.devices)
     b, dev = split.bounds, split.devices
-    out = []
+    compute = [0.0] * m
+    own: list[float] = []
     for k, d in enumerate(dev):
         i, j = b[k], b[k + 1]
         if u.banned_prefix[d, j] - u.banned_prefix[d, i] > 0:
-            out.append(INF)
-            continue
-        load = float(u.compute_prefix[d, j] - u.compute_prefix[d, i])
-        if k > 0:
-            load += boundary_seconds(problem, i, dev[k - 1], d)
-        if k + 1 < len(dev):
-            load += boundary_seconds(problem, j, d, dev[k + 1])
-        out.append(load)
+            own.append(INF)
+        else:
+            own.append(float(u.compute_prefix[d, j] - u.compute_prefix[d, i]
+                             + (u.forward_prefix[d, j] - u.forward_prefix[d, i]
+                                if d in recompute else 0.0)))
+        compute[d] += own[-1]
+    sent: dict[tuple[int, int], float] = {}
+    for k in range(1, len(dev)):
+        a, c = dev[k - 1], dev[k]
+        forward, backward = boundary_seconds(problem, b[k], a, c)
+        sent[a, c] = sent.get((a, c), 0.0) + forward
+        sent[c, a] = sent.get((c, a), 0.0) + backward
+    channel = _channels(problem.contention, m, sent)
+    stage = []
+    for k, d in enumerate(dev):
+        near = [channel[d]]
+        if problem.contention == "link":  # the links of its own boundaries only
+            near = [sent.get(pair, 0.0) for pair in _stage_pairs(dev, k)]
+        stage.append(max([own[k], *near]))
+    return Loads(tuple(compute), tuple(channel), tuple(stage), MappingProxyType(sent))
+
+
+def _channels(contention: str, m: int, sent: Mapping[tuple[int, int], float]) -> list[float]:
+    """Per device: its busiest transfer resource under `contention`."""
+    out = [0.0] * m
+    for (a, b), t in sent.items():
+        if contention == "device":
+            out[a] += t
+            out[b] += t
+        elif contention == "link":
+            out[a] = max(out[a], t)
+            out[b] = max(out[b], t)
     return out
+
+
+def _stage_pairs(dev: Sequence[int], k: int) -> list[tuple[int, int]]:
+    """The directed device pairs the boundaries of stage `k` send over."""
+    out = []
+    for n in (k - 1, k + 1):
+        if 0 <= n < len(dev):
+            out += [(dev[k], dev[n]), (dev[n], dev[k])]
+    return out
+
+
+def stage_loads(problem: Problem, split: Split) -> list[float]:
+    """Each stage's load: its compute, or the busiest transfer resource its boundaries use,
+    whichever is larger (the module docstring)."""
+    return list(resource_loads(problem, split).stage_s)
 
 
 def in_flight(pipeline: Pipeline, stages: int, k: int, training: bool,
@@ -162,30 +232,8 @@ def _span(prefix: np.ndarray, split: Split, k: int) -> float:
     return float(prefix[split.bounds[k + 1]] - prefix[split.bounds[k]])
 
 
-
-def device_loads(problem: Problem, placement: Sequence[int],
-                 recompute: Collection[int] = ()) -> list[float]:
-    """Per device, compute for one micro-batch plus every transfer it sends or receives
-    (one per producer and destination device, the largest tensor to that device, as the
-    simulator sends them): the time per micro-batch a device needs in the steady state
-    without overlap, for any placement (the `T` of a plan, which stage loads bound above
-    when stages relay); a device in `recompute` runs its forward ops twice."""
-    g, c = problem.graph, costs(problem)
-    loads = [0.0] * len(problem.cluster.devices)
-    backward = problem.graph.backward_of
-    for i, d in enumerate(placement):
-        loads[d] += c.compute[i][d]
-        if d in recompute and i not in backward:  # its forward pass once more
-            loads[d] += c.compute[i][d]
-    sent: dict[tuple[int, int], int] = {}
-    for e in g.edges:
-        a, b = placement[e.src], placement[e.dst]
-        if a != b:
-            key = (e.src, b)
-            sent[key] = max(sent.get(key, 0), e.bytes)
-    for (src, b), nbytes in sent.items():
-        a = placement[src]
-        t = c.transfer_time(nbytes, a, b)
-        loads[a] += t
-        loads[b] += t
-    return loads
+def period_s(problem: Problem, placement: Sequence[int],
+             recompute: Collection[int] = ()) -> float:
+    """T of any placement: the busiest resource of its stages (`split_of`) for one
+    micro-batch, tensors relayed stage to stage (module docstring)."""
+    return resource_loads(problem, split_of(problem, placement), recompute).period_s

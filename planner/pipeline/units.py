@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from ..cost import costs
 from ..facts import facts
-from ..model import Problem, derived
+from ..model import Graph, Problem, derived
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,8 @@ class Units:
     allowed: tuple[tuple[int, ...], ...]
     #: [device, x]: compute seconds of units [0, x) on the device (0 where one cannot run)
     compute_prefix: NDArray[np.float64]
+    #: [device, x]: the forward ops' share of `compute_prefix` (run again by recomputation)
+    forward_prefix: NDArray[np.float64]
     #: [device, x]: how many of units [0, x) may not use the device
     banned_prefix: NDArray[np.float64]
     #: [x]: forward transfers across boundary x (count, bytes); x = 0 and x = n are 0
@@ -127,6 +129,7 @@ def _tables(problem: Problem, members: list[list[int]], unit_of: list[int],
     u = len(members)
     m = len(problem.cluster.devices)
     compute = np.zeros((m, u))
+    forward = np.zeros((m, u))
     banned = np.ones((m, u))
     for k, devices in enumerate(allowed):
         banned[list(devices), k] = 0.0
@@ -137,42 +140,58 @@ def _tables(problem: Problem, members: list[list[int]], unit_of: list[int],
         for i in ops:
             op = g.ops[i]
             compute[:, k] += np.where(banned[:, k] > 0, 0.0, c.compute[i])
+            if not backward[i]:
+                forward[:, k] += np.where(banned[:, k] > 0, 0.0, c.compute[i])
             params[k] += op.params_bytes
             if backward[i]:
                 transient[k] = max(transient[k], op.output_bytes + op.temp_bytes)
             else:
                 kept[k] += op.output_bytes
                 transient[k] = max(transient[k], op.temp_bytes)
-    # per producer and direction: the farthest unit a consumer sits in, the largest bytes
-    ahead: dict[int, tuple[int, int]] = {}
-    behind: dict[int, tuple[int, int]] = {}
-    for e in g.edges:
-        a, b = unit_of[e.src], unit_of[e.dst]
-        if b > a:
-            far, size = ahead.get(e.src, (a, 0))
-            ahead[e.src] = (max(far, b), max(size, e.bytes))
-        elif b < a:
-            far, size = behind.get(e.src, (a, 0))
-            behind[e.src] = (min(far, b), max(size, e.bytes))
-    fc, fb, bc, bb = (np.zeros(u + 1) for _ in range(4))
-    for src, (far, size) in ahead.items():  # crosses boundaries unit_of[src] + 1 .. far
-        lo = unit_of[src] + 1
-        fc[lo] += 1
-        fc[far + 1 if far + 1 <= u else u] -= 1
-        fb[lo] += size
-        fb[far + 1 if far + 1 <= u else u] -= size
-    for src, (far, size) in behind.items():  # crosses boundaries far + 1 .. unit_of[src]
-        bc[far + 1] += 1
-        bb[far + 1] += size
-        hi = unit_of[src] + 1
-        bc[hi if hi <= u else u] -= 1
-        bb[hi if hi <= u else u] -= size
+    fc, fb, bc, bb = _crossings(g, unit_of, u)
     cut = [np.cumsum(t) for t in (fc, fb, bc, bb)]
     for t in cut:
         t[0] = 0.0
         t[u] = 0.0
     zero = np.zeros((m, 1))
     prefix = np.concatenate([zero, np.cumsum(compute, axis=1)], axis=1)
+    forward_prefix = np.concatenate([zero, np.cumsum(forward, axis=1)], axis=1)
     banned_prefix = np.concatenate([zero, np.cumsum(banned, axis=1)], axis=1)
-    return (prefix, banned_prefix, *cut, np.concatenate([[0.0], np.cumsum(params)]),
+    return (prefix, forward_prefix, banned_prefix, *cut, np.concatenate([[0.0], np.cumsum(params)]),
             np.concatenate([[0.0], np.cumsum(kept)]), transient)
+
+
+def _crossings(g: Graph, unit_of: list[int], u: int) -> tuple[NDArray[np.float64], ...]:
+    """Per boundary 0..u: forward (count, bytes) and backward (count, bytes) of the
+    tensors crossing it. A producer's tensor crosses every boundary between its unit and
+    its farthest consumer's, once, carrying the largest bytes of its consumers beyond
+    that boundary (what a stage relays on is what the stages after it still need)."""
+    consumers: dict[int, dict[int, int]] = {}
+    for e in g.edges:
+        at = consumers.setdefault(e.src, {})
+        b = unit_of[e.dst]
+        at[b] = max(at.get(b, 0), e.bytes)
+    fc, fb, bc, bb = (np.zeros(u + 1) for _ in range(4))
+    for src, sizes in consumers.items():
+        a = unit_of[src]
+        ahead = sorted((b for b in sizes if b > a), reverse=True)
+        largest = 0
+        for k, b in enumerate(ahead):  # boundaries (next consumer's unit, b]: `largest`
+            largest = max(largest, sizes[b])
+            lo = ahead[k + 1] if k + 1 < len(ahead) else a
+            fb[lo + 1] += largest
+            fb[b + 1] -= largest
+        if ahead:
+            fc[a + 1] += 1
+            fc[ahead[0] + 1] -= 1
+        behind = sorted(b for b in sizes if b < a)
+        largest = 0
+        for k, b in enumerate(behind):  # boundaries (b, next consumer's unit]: `largest`
+            largest = max(largest, sizes[b])
+            hi = behind[k + 1] if k + 1 < len(behind) else a
+            bb[b + 1] += largest
+            bb[hi + 1] -= largest
+        if behind:
+            bc[behind[0] + 1] += 1
+            bc[a + 1] -= 1
+    return fc, fb, bc, bb

@@ -34,7 +34,7 @@ from planner.algorithms.pipeilp import evaluate, node_budget
 from planner.errors import InfeasibleError
 from planner.model import Problem
 from planner.pipeline.bound import pipeline_bound
-from planner.pipeline.split import Split, device_loads, stage_bytes, stage_loads
+from planner.pipeline.split import Split, period_s, stage_bytes, stage_loads
 from planner.pipeline.units import units
 from planner.simulate import simulate
 
@@ -128,8 +128,8 @@ def check(problem: Problem, solution_plan: tuple[int, ...]) -> None:
 
 
 def period(problem: Problem, placement: tuple[int, ...]) -> float:
-    """T of a plan without recomputation: `device_loads`' busiest device."""
-    return max(device_loads(problem, placement))
+    """T of a plan without recomputation: its busiest resource (`split.period_s`)."""
+    return period_s(problem, placement)
 
 
 # -- the model against the split model ------------------------------------------------------
