@@ -13,10 +13,10 @@ solvers make): a stage holds its units' params (gradients and optimizer state in
 once; a tied weight once per device that holds it, `cost.tied_duplicate_bytes`: the DP and
 pipeilp count each holder's copy, exact when the holders' stages are on different devices
 and an over-count otherwise), plus the activations of each micro-batch in flight (its
-forward outputs and the forward tensors it receives), plus the largest transient. In flight on stage k of S, with
-M micro-batches: GPipe M; 1F1B min(S - k, M); interleaved (stage k of device d, D
-devices), Megatron's warm-up count plus one, min((D - d - 1) * 2 + (K - 1) * D + 1, M * K),
-the activations of the device's largest stage each.
+forward outputs and the forward tensors it receives), plus the largest transient. In
+flight on stage k of S, with M micro-batches: GPipe M; 1F1B min(S - k, M); interleaved
+(stage k of device d, D devices), Megatron's warm-up count plus one, min((D - d - 1) * 2 +
+(K - 1) * D + 1, M * K), the activations of the device's largest stage each.
 """
 
 from __future__ import annotations
