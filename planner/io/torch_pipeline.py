@@ -51,6 +51,7 @@ from ..pipeline.schedule import PipelineRun, run
 from ..pipeline.split import Split, fits, split_of
 from ..pipeline.units import units
 from ..units import format_seconds
+from .codegen import docstring_text, fill, literal
 from .torch_export import check_placement, forward_placement
 from .torch_import import Traced
 
@@ -498,38 +499,31 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
     """A runnable script (file `name`) for one pipelined step of `target`, the model as
     given to `planner import torch` with its `shapes` (`--input`) or `example` (the module
     docstring; the script's own says how to run it)."""
-    stages = "".join(f"\n    ({s.rank}, {s.device!r}, {s.torch_device!r}),"
+    stages = "".join(f"\n    {literal((s.rank, s.device, s.torch_device))},"
                      for s in tp.stages)
-    split = "".join(f"\n    {path!r}: SplitPoint.BEGINNING," for path in tp.split_spec)
+    split = "".join(f"\n    {literal(path)}: SplitPoint.BEGINNING," for path in tp.split_spec)
     note = "" if tp.exact else (
         "\nThe plan's own stages do not begin at modules; this is the nearest split that does "
         f"({len(tp.moved)} op(s)\nmoved; `planner export torch --pipeline` says which).\n")
     values = {
-        "__TARGET__": repr(target),
-        "__INPUTS__": repr(list(shapes)),
-        "__EXAMPLE__": repr(example),
-        "__MICROBATCHES__": repr(tp.microbatches),
+        "__TARGET__": literal(target),
+        "__INPUTS__": literal(list(shapes)),
+        "__EXAMPLE__": literal(example),
+        "__MICROBATCHES__": literal(tp.microbatches),
         "__SPLIT_SPEC__": "{" + split + ("\n}" if split else "}"),
         "__STAGES__": "[" + stages + "\n]",
-        "__TRAINING__": repr(tp.training),
-        "__OUTPUT_SHAPE__": repr(_output_shape(traced)),
-        "__SCHEDULE__": tp.schedule_class,
-        "__RANKS__": str(tp.ranks),
-        "__NSTAGES__": str(len(tp.stages)),
-        "__ABOUT__": _quoted(f"`{target}`"),
-        "__FROM__": _quoted(f"plan `{tp.plan}`" + (f" of `{spec}`" if spec else "")),
-        "__NAME__": _quoted(name),
+        "__TRAINING__": literal(tp.training),
+        "__OUTPUT_SHAPE__": literal(_output_shape(traced)),
+        "__SCHEDULE__": SCHEDULE_CLASSES[tp.schedule],
+        "__RANKS__": literal(tp.ranks),
+        "__NSTAGES__": literal(len(tp.stages)),
+        "__ABOUT__": docstring_text(f"`{target}`"),
+        "__FROM__": docstring_text(f"plan `{tp.plan}`" + (f" of `{spec}`" if spec else "")),
+        "__NAME__": docstring_text(name),
         "__NOTE__": note,
     }
-    text = _SCRIPT
-    for key, value in values.items():
-        text = text.replace(key, value)
-    return text
-
-
-def _quoted(text: str) -> str:
-    """`text` safe inside the script's docstring."""
-    return text.encode("unicode_escape").decode("ascii").replace('"', '\\"')
+    # one pass: a name holding a placeholder (a device `__FROM__0`) stays that text
+    return fill(_SCRIPT, values, name)
 
 
 def _output_shape(traced: Traced) -> list[int] | None:
@@ -770,7 +764,8 @@ def _report(result: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """`--spawn` starts the ranks here; otherwise this process is one rank of `torchrun`."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(  # `%` doubled: argparse formats `%(prog)s`
+        description=__doc__.splitlines()[0].replace("%", "%%"))
     parser.add_argument("--spawn", action="store_true",
                         help="start the ranks here (torch.multiprocessing.spawn)")
     parser.add_argument("--cpu", action="store_true",
