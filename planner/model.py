@@ -120,6 +120,9 @@ class Tie:
 
     ops: tuple[int, ...]  # sorted, at least two
     bytes: int
+    #: the weight's name in its model (`shared.weight`), "" when not given: an accelerate
+    #: `device_map` key for the module that registers it places no op
+    weight: str = ""
 
 
 @dataclass(frozen=True)

@@ -507,7 +507,11 @@ def export_torch_command(
             sys.stdout.write(text)
         else:
             write_text_atomic(output, text)
-        sys.stderr.write(f"{len(placed.copies)} copies at cross-device edges; device_map: "
+        ops = set(traced.names.values())
+        weights = sum(1 for tensor, _ in placed.copies if tensor not in ops)  # tied weights'
+        tied = f" and {weights} of tied weights" if weights else ""
+        sys.stderr.write(f"{len(placed.copies) - weights} copies at cross-device edges{tied}; "
+                         "device_map: "
                          f"{'yes' if placed.device_map is not None else 'no'} "
                          f"({placed.device_map_note})\n")
 

@@ -13,6 +13,8 @@ maybe a uniqueness suffix (`#2`). A key applies to an op that is the key's modul
 inside it (`layer1` applies to `layer1.0.add_`; `""` is the whole model), and to a module op
 it is part of (`transformer.h.0.attn` applies to the op `transformer.h.0`). The longest
 applying key wins; keys inside one op that disagree split it across devices: an error.
+A key naming the module that registers a tied weight (T5's `shared`, whose weight the
+embeddings and the head use: `tie ... { weight shared.weight }` in the spec) places no op.
 Ops no key covers (inputs, code outside every mapped module) are placed where accelerate
 would run them: where their first placed input comes from, else where their first placed
 consumer runs, else on the device of the first mapped op.
@@ -207,6 +209,10 @@ def _covered(graph: Graph, devices: Mapping[str, int | None], names: Sequence[st
             placement[i] = _one_device(graph, op.name, parts, devices, names, where, sink)
         elif outer:
             placement[i] = _index(devices[outer[-1]])
+    # a key for the module that registers a tied weight (T5's `shared`) places the weight,
+    # which each holder keeps a copy of (`tie ... { weight shared.weight }`): no op
+    used.update(k for k in devices for t in graph.ties if t.weight
+                and (k == "" or t.weight == k or t.weight.startswith(k + ".")))
     unused = [k for k in devices if k not in used]
     if unused:
         candidates = _module_paths(graph)

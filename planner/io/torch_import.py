@@ -430,12 +430,13 @@ class _Params:
             seen.setdefault(id(t), (f"{key}.{name}", t))
         return list(seen.values())
 
-    def ties(self, w: Workload) -> list[tuple[list[str], int]]:
+    def ties(self, w: Workload) -> list[tuple[list[str], int, str]]:
         """One tie per set of holders that may run apart (the bytes of the tensors they
         share summed); of holders colocated anyway, the first keeps the one copy."""
         groups = self.groups
         params = {o.name: o for o in w.ops}
         by_set: dict[tuple[str, ...], int] = {}
+        weight: dict[tuple[str, ...], str] = {}  # the name of the set's first weight
         for tid, hold in self.holders.items():
             first: dict[str, str] = {}
             for h in hold:
@@ -444,8 +445,9 @@ class _Params:
             ops = tuple(first.values())
             if len(ops) > 1:
                 by_set[ops] = by_set.get(ops, 0) + self.size[tid]
+                weight.setdefault(ops, self.names.get(tid, [self.first[tid][1]])[0])
         pairs: set[tuple[str, ...]] = set()
-        out: list[tuple[list[str], int]] = []
+        out: list[tuple[list[str], int, str]] = []
         for ops, nbytes in by_set.items():
             mine = {tuple(sorted(p)) for p in itertools.combinations(ops, 2)}
             if mine & pairs:  # ops sharing weights in two ways: one device, as before
@@ -454,7 +456,7 @@ class _Params:
                     params[h].params_bytes -= nbytes
                 continue
             pairs |= mine
-            out.append((list(ops), nbytes))
+            out.append((list(ops), nbytes, weight[ops]))
         return out
 
 

@@ -16,7 +16,7 @@ from ..errors import Span
 OP_ATTRS = {"time": "time", "flops": "work", "params": "size", "output": "size", "temp": "size",
             "backward_of": "name", "type": "name"}
 EDGE_ATTRS = {"bytes": "size"}
-TIE_ATTRS = {"bytes": "size"}
+TIE_ATTRS = {"bytes": "size", "weight": "name"}
 DEVICE_ATTRS = {"kind": "name", "memory": "size", "flops": "rate", "speed": "number"}
 LINK_ATTRS = {"bandwidth": "bandwidth", "latency": "time"}
 PLAN_SETTINGS = {"graph": "name", "cluster": "name", "memory": "name", "contention": "name",
@@ -129,8 +129,9 @@ class ColocateDecl:
 
 @dataclass(frozen=True, slots=True)
 class TieDecl:
-    """`tie OPS { bytes N }`: ops that share one weight of N bytes (names or glob patterns;
-    `bytes` defaults to the smallest `params` among them)."""
+    """`tie OPS { bytes N  weight NAME }`: ops that share one weight of N bytes (names or
+    glob patterns; `bytes` defaults to the smallest `params` among them; `weight`, the
+    weight's name in its model, is optional)."""
 
     ops: tuple[Name, ...]
     attrs: tuple[Attr, ...]

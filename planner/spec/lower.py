@@ -459,8 +459,8 @@ def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]
     tied: dict[int, int] = {}  # op -> its ties' bytes, so far
     pairs: dict[tuple[int, int], ast.TieDecl] = {}
     for decl, members in decls:
-        given = _Attrs(sink, decl.attrs, TIE_ATTRS, "a tie").quantity("bytes") \
-            if decl.attrs else None
+        attrs = _Attrs(sink, decl.attrs, TIE_ATTRS, "a tie") if decl.attrs else None
+        given = attrs.quantity("bytes") if attrs is not None else None
         if members is None:
             continue
         if len(members) < 2:
@@ -468,7 +468,8 @@ def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]
                        f"`{ops[members[0]].name}`", decl.span,
                        "list the ops that share the weight: `tie wte, lm_head`")
             continue
-        at = decl.attrs[0].value.span if decl.attrs else decl.span
+        at = attrs.values["bytes"].value.span if attrs is not None and "bytes" in attrs.values \
+            else decl.span
         nbytes = _bytes(given) if given is not None else min(ops[i].params_bytes
                                                              for i in members)
         if nbytes <= 0:
@@ -493,7 +494,7 @@ def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]
             continue
         for i in members:
             tied[i] = tied.get(i, 0) + nbytes
-        out.append(Tie(tuple(members), nbytes))
+        out.append(Tie(tuple(members), nbytes, (attrs.name("weight") or "") if attrs else ""))
     return tuple(out)
 
 

@@ -68,7 +68,8 @@ class Workload:
     ops: list[WorkOp] = field(default_factory=list)
     edges: list[WorkEdge] = field(default_factory=list)
     colocations: list[list[str]] = field(default_factory=list)
-    ties: list[tuple[list[str], int]] = field(default_factory=list)
+    #: (op names, bytes, the weight's name or "")
+    ties: list[tuple[list[str], int, str]] = field(default_factory=list)
 
     def add(self, op: WorkOp) -> WorkOp:
         """Append `op` and return it."""
@@ -261,9 +262,10 @@ def render_graph(w: Workload, exact: bool = False) -> list[str]:
         lines.append("")
     for group in w.colocations:
         lines.append("  colocate " + ", ".join(quote(n) for n in group))
-    for names, nbytes in w.ties:
+    for names, nbytes, weight in w.ties:
+        named = f"  weight {quote(weight)}" if weight else ""
         lines.append("  tie " + ", ".join(quote(n) for n in names)
-                     + f" {{ bytes {format_quantity(nbytes, 'size')} }}")
+                     + f" {{ bytes {format_quantity(nbytes, 'size')}{named} }}")
     lines.append("}")
     return lines
 

@@ -67,5 +67,5 @@ def add_backward(w: Workload, backward: Callable[[WorkOp], tuple[float, float | 
             w.connect(bwd_name[e.dst], bwd_name[e.src], e.bytes)
     w.colocations.extend([o.name, bwd_name[o.name]] for o in fwd)
     # tied forward ops' backward ops hold the tied weight's gradient and optimizer state
-    w.ties.extend(([bwd_name[n] for n in names], nbytes * state) for names, nbytes in list(w.ties)
-                  if all(n in bwd_name for n in names))
+    w.ties.extend(([bwd_name[n] for n in names], nbytes * state, weight)
+                  for names, nbytes, weight in list(w.ties) if all(n in bwd_name for n in names))
