@@ -19,7 +19,9 @@ the spec's cuts can only fall on module boundaries, which is what an accelerate
 anything else by `scope.node` (`layer1.0.add_`; top level: `add_`). Each op's comment says
 what it runs and the module class. `params` are the parameters and buffers of the modules
 it calls or the tensors it reads by attribute (`get_attr`): charged to its first user, with
-every user colocated, since one tensor lives on one device. `output` is the bytes of the
+every user of that name colocated, since one tensor lives on one device; a tensor the model
+reaches under several names (tied weights) is held by the first user under each, each
+keeping a copy (`tie` in the spec, see `_Params`). `output` is the bytes of the
 tensors an op gives to other ops; an edge carries those its consumer takes. A consumer of a
 tuple of tensors (an `LSTMCell`'s `(h, c)`) is colocated with its producer, as such values
 are not copied; values that hold no tensor (`x.size(0)`) cost 0 bytes.
@@ -310,7 +312,7 @@ def run_annotated(traced: Traced, *inputs: Any) -> object:
 
 
 # long: one pass over the units, each summing its nodes' costs and edges
-# complex: per node: params once per module or attribute (later users joined), input bytes
+# complex: per node: params (`_Params`: once per tensor, tied ones per name), input bytes
 # and edges once per input tensor, temp and time; the branches fill one unit's accumulators
 def to_workload(traced: Traced, name: str, profile: DeviceProfile,
                 measured: dict[str, float] | None = None, kind: str = "cpu") -> Workload:

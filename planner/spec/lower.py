@@ -479,16 +479,7 @@ def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]
                        "give the shared weight's size (`tie a, b { bytes 64 KiB }`) and each "
                        "op's `params` including it")
             continue
-        twice = next(((x, y) for x, y in itertools.combinations(members, 2)
-                      if (x, y) in pairs), None)
-        for x, y in itertools.combinations(members, 2):
-            pairs.setdefault((x, y), decl)
-        if twice is not None:
-            x, y = twice
-            sink.error("E237", f"`{ops[x].name}` and `{ops[y].name}` are tied twice",
-                       decl.span, "ops that share several weights share them in one "
-                       "`tie` with their bytes summed",
-                       notes=(("first tied here", pairs[x, y].span),))
+        if _tied_twice(sink, decl, members, pairs, ops):
             continue
         if not _tie_fits(sink, members, nbytes, tied, ops, at):
             continue
@@ -496,6 +487,23 @@ def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]
             tied[i] = tied.get(i, 0) + nbytes
         out.append(Tie(tuple(members), nbytes, (attrs.name("weight") or "") if attrs else ""))
     return tuple(out)
+
+
+def _tied_twice(sink: DiagnosticSink, decl: ast.TieDecl, members: list[int],
+                pairs: dict[tuple[int, int], ast.TieDecl], ops: list[Op]) -> bool:
+    """Whether two of `members` were tied by an earlier `tie` (E237); records their pairs
+    in `pairs` either way."""
+    twice = next(((x, y) for x, y in itertools.combinations(members, 2) if (x, y) in pairs),
+                 None)
+    for x, y in itertools.combinations(members, 2):
+        pairs.setdefault((x, y), decl)
+    if twice is None:
+        return False
+    x, y = twice
+    sink.error("E237", f"`{ops[x].name}` and `{ops[y].name}` are tied twice", decl.span,
+               "ops that share several weights share them in one `tie` with their bytes "
+               "summed", notes=(("first tied here", pairs[x, y].span),))
+    return True
 
 
 def _tie_fits(sink: DiagnosticSink, members: list[int], nbytes: int, tied: dict[int, int],
