@@ -451,9 +451,9 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
 
 def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]],
           ops: list[Op]) -> tuple[Tie, ...]:
-    """The graph's ties: each of two ops or more (E235), its `bytes` (default: the least
-    `params` of its ops) within every op's `params`, all the op's ties together (E236), and
-    no two ops tied together twice (E237: one weight, one `tie`). `None` for the ops of a
+    """The graph's ties: each of two ops or more (E236), its `bytes` (default: the least
+    `params` of its ops) within every op's `params`, all the op's ties together (E237), and
+    no two ops tied together twice (E238: one weight, one `tie`). `None` for the ops of a
     tie whose names were not all found (reported already)."""
     out: list[Tie] = []
     tied: dict[int, int] = {}  # op -> its ties' bytes, so far
@@ -464,7 +464,7 @@ def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]
         if members is None:
             continue
         if len(members) < 2:
-            sink.error("E235", "a `tie` needs two ops or more; this one names only "
+            sink.error("E236", "a `tie` needs two ops or more; this one names only "
                        f"`{ops[members[0]].name}`", decl.span,
                        "list the ops that share the weight: `tie wte, lm_head`")
             continue
@@ -474,7 +474,7 @@ def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]
                                                              for i in members)
         if nbytes <= 0:
             empty = next((ops[i].name for i in members if ops[i].params_bytes == 0), "")
-            sink.error("E236", "the tied ops share no bytes" if given is not None else
+            sink.error("E237", "the tied ops share no bytes" if given is not None else
                        f"`{empty}` has no `params`, so the tie shares nothing", at,
                        "give the shared weight's size (`tie a, b { bytes 64 KiB }`) and each "
                        "op's `params` including it")
@@ -491,7 +491,7 @@ def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]
 
 def _tied_twice(sink: DiagnosticSink, decl: ast.TieDecl, members: list[int],
                 pairs: dict[tuple[int, int], ast.TieDecl], ops: list[Op]) -> bool:
-    """Whether two of `members` were tied by an earlier `tie` (E237); records their pairs
+    """Whether two of `members` were tied by an earlier `tie` (E238); records their pairs
     in `pairs` either way."""
     twice = next(((x, y) for x, y in itertools.combinations(members, 2) if (x, y) in pairs),
                  None)
@@ -500,7 +500,7 @@ def _tied_twice(sink: DiagnosticSink, decl: ast.TieDecl, members: list[int],
     if twice is None:
         return False
     x, y = twice
-    sink.error("E237", f"`{ops[x].name}` and `{ops[y].name}` are tied twice", decl.span,
+    sink.error("E238", f"`{ops[x].name}` and `{ops[y].name}` are tied twice", decl.span,
                "ops that share several weights share them in one `tie` with their bytes "
                "summed", notes=(("first tied here", pairs[x, y].span),))
     return True
@@ -508,14 +508,14 @@ def _tied_twice(sink: DiagnosticSink, decl: ast.TieDecl, members: list[int],
 
 def _tie_fits(sink: DiagnosticSink, members: list[int], nbytes: int, tied: dict[int, int],
               ops: list[Op], at: Span) -> bool:
-    """Whether each op's `params` hold `nbytes` more than its ties so far (`tied`); E236
+    """Whether each op's `params` hold `nbytes` more than its ties so far (`tied`); E237
     for each that does not."""
     fits = True
     for i in members:
         total = tied.get(i, 0) + nbytes
         if total > ops[i].params_bytes:
             more = f" ({format_bytes(total)} with its other ties)" if i in tied else ""
-            sink.error("E236", f"`{ops[i].name}` is tied to {format_bytes(nbytes)}{more} "
+            sink.error("E237", f"`{ops[i].name}` is tied to {format_bytes(nbytes)}{more} "
                        f"but holds `params` {format_bytes(ops[i].params_bytes)}", at,
                        "each tied op keeps a copy of the weight: its `params` include it")
             fits = False

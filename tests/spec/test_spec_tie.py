@@ -40,12 +40,12 @@ def test_one_op_may_hold_several_weights_within_its_params() -> None:
 
 
 @pytest.mark.parametrize(("stmt", "code"), [
-    ("tie wte", "E235"),
-    ("tie wte, wte", "E235"),
-    ("tie wte, lm_head { bytes 65 KiB }", "E236"),
-    ("tie wte, lm_head { bytes 0 B }", "E236"),
-    ("tie wte, h { bytes 40 KiB }\n  tie wte, lm_head { bytes 40 KiB }", "E236"),
-    ("tie wte, lm_head\n  tie lm_head, wte, h { bytes 1 KiB }", "E237"),
+    ("tie wte", "E236"),
+    ("tie wte, wte", "E236"),
+    ("tie wte, lm_head { bytes 65 KiB }", "E237"),
+    ("tie wte, lm_head { bytes 0 B }", "E237"),
+    ("tie wte, h { bytes 40 KiB }\n  tie wte, lm_head { bytes 40 KiB }", "E237"),
+    ("tie wte, lm_head\n  tie lm_head, wte, h { bytes 1 KiB }", "E238"),
     ("tie wte, lm_head { bytes 1 KiB  size 2 KiB }", "E210"),
     ("tie wte, lm_head { bytes 1 ms }", "E222"),
 ])
