@@ -2,27 +2,43 @@
 
 The pipeline units (`planner.pipeline.units`: a layer's forward and backward ops together)
 are cut into S contiguous stages, stage k on device `chain[k]`; the split minimises the
-period T, the largest stage load (`planner.pipeline.split`: compute of one micro-batch plus
-the transfers across the stage's boundaries), subject to each device holding its stage's
-params and the activations of the micro-batches in flight under the plan's schedule.
+period T of `planner.pipeline.split` (the busiest resource for one micro-batch: a device's
+compute, or the transfers of a link or a device's channel under the plan's contention,
+tensors relayed stage to stage), subject to each device holding its stage's params and
+the activations of the micro-batches in flight under the plan's schedule.
 
-For one chain of devices, the bottleneck recurrence
+For one chain of distinct devices, a stage's load is the larger of its compute and the
+transfer resources its two boundaries use (their two directed links, the busier, under
+`link`; both boundaries together under `device`, the device's one channel; nothing under
+`none`), and the bottleneck recurrence
 
     f[k][j] = min over i < j of max(f[k - 1][i], load_k(i, j))
 
 is exact (PipeDream's and DAPPLE's partitioning DP; Narayanan et al., SOSP 2019), O(S n^2)
-for n units, each row a numpy pass over i. Chains: every distinct sequence of devices,
+for n units, each row a numpy pass over i. Many splits share the least period: a second
+pass keeps, among those, the one whose stage loads have the least sum of squares (the
+most even; the simulated iteration rewards balanced non-bottleneck stages, as
+torchgpipe's partition has them). Per stage count a second candidate balances compute
+alone (torchgpipe's kind of split), which the simulator may prefer where transfers
+overlap. Chains: every distinct sequence of devices,
 two devices being alike when they have the same kind, speed, FLOP rate and memory and,
 for the links, when the chain's consecutive links are alike; on clusters with one link
 type that is a sequence of device classes. At most `MAX_CHAINS` per stage count are tried,
 the best-linked first; `info["chains"]` says how many there were and how many were tried,
-and the split is optimal for the model when all were.
+and the split is optimal for the model when all were. Under `1f1b` there are at most M
+stages (torch's `Schedule1F1B` needs as many micro-batches as stages).
 
-Among stage counts 1..devices, the plan whose simulated iteration (`pipeline.schedule`)
-is shortest wins (each count's best split is simulated; where the M copies of the graph
-would pass `MAX_SIMULATED_OPS` ops, the best estimate (M + S - 1) T wins instead; the
-estimate missed the README's two-GPU MLP, where a 2-stage split beats one stage).
-When the DP's work, stage rows times
+Under `interleaved` a device runs K stages that share its compute, links and memory, which
+a stage-by-stage recurrence cannot see: up to `MAX_ENUMERATED` splits per stage count,
+every split of every chain is enumerated and judged by the report's own rules
+(`resource_loads`, `stage_bytes`), so the answer is exact; beyond that the DP (each stage
+within its device's memory over K) is a heuristic, and `info["split_search"]` says which.
+
+Among stage counts and candidates, the plan whose simulated iteration
+(`pipeline.schedule`) is shortest wins (ties: the smaller period, then fewer stages; where
+the M copies of the graph would pass `MAX_SIMULATED_OPS` ops, the best estimate
+(M + S - 1) T wins instead; the estimate missed the README's two-GPU MLP, where a 2-stage
+split beats one stage). When the DP's work, stage rows times
 candidate cuts squared, would pass `MAX_CELLS`, the cuts are thinned to the cheapest
 boundary to cross within each of as many equal windows of units as fit, and
 `info["candidate_cuts"]` says so: the split is then the best among those cuts (GNMT's
@@ -46,7 +62,7 @@ from ..cost import INF, costs
 from ..errors import Diagnostic, InfeasibleError
 from ..model import Pipeline, Problem, derived
 from ..pipeline import schedule as pipeline_schedule
-from ..pipeline.split import Split, in_flight, resource_loads, stage_bytes
+from ..pipeline.split import Split, fits, in_flight, resource_loads, stage_bytes
 from ..pipeline.units import Units, units
 from ..plan import Plan
 from ..units import format_bytes, format_seconds
@@ -69,6 +85,9 @@ MIN_CELLS = 1e5
 MAX_UNITS = 20_000
 #: copies of the graph's ops (micro-batches x ops) up to which stage counts are simulated
 MAX_SIMULATED_OPS = 200_000
+#: splits enumerated per stage count under `interleaved` (exact there) before the DP
+#: (a heuristic there) takes over
+MAX_ENUMERATED = 20_000
 #: cells of one (starts x ends) block of the DP (numpy arrays of this many float64s)
 BLOCK_CELLS = 1 << 20
 
@@ -106,6 +125,12 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     }
     if chosen in runs:
         info["iteration_s"] = runs[chosen]
+    if pipeline.schedule == "interleaved" and pipeline.stages_per_device > 1:
+        info["split_search"] = (
+            "exact: every split of every chain enumerated" if interleaved_exact(
+                problem, pipeline, cells) else
+            f"heuristic: over {MAX_ENUMERATED} splits per stage count, the per-stage DP (a "
+            "device's stages share its compute and memory, which it approximates)")
     n = units(problem).count
     if len(space.cuts) - 1 < n:
         info["candidate_cuts"] = f"{len(space.cuts) - 1} of {n} unit boundaries"
@@ -186,10 +211,13 @@ def split_candidates(problem: Problem, pipeline: Pipeline, options: Options | No
         if stages > len(space.cuts) - 1:
             continue
         best: dict[bool, Found] = {}
+        exact = _enumerable(space, pipeline, stages, len(chains))
         for chain in chains:
             done += 1
             for transfers in kinds:
-                found = _best_split(problem, u, space, chain, pipeline, capped, transfers)
+                found = (_enumerated(problem, space, chain, pipeline, capped, transfers)
+                         if exact else
+                         _best_split(problem, u, space, chain, pipeline, capped, transfers))
                 if found is not None and (transfers not in best
                                           or found.period_s < best[transfers].period_s):
                     best[transfers] = found
@@ -201,6 +229,46 @@ def split_candidates(problem: Problem, pipeline: Pipeline, options: Options | No
             per_stages[stages] = [f for k, f in enumerate(found_here)
                                   if f.split not in [g.split for g in found_here[:k]]]
     return per_stages
+
+
+def interleaved_exact(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS) -> bool:
+    """Whether, under `interleaved`, every split of every chain tried is enumerated (so the
+    answer is exact for the model) rather than found by the per-stage DP, whose memory
+    cap (a device's memory over K per stage) and per-stage period are a heuristic there: a
+    device's K stages share its compute and memory."""
+    space = search_space(problem, pipeline, cells)
+    return all(_enumerable(space, pipeline, s, len(c)) for s, c in space.chains.items()
+               if s > 1)
+
+
+def _enumerable(space: Space, pipeline: Pipeline, stages: int, chains: int) -> bool:
+    """Whether to enumerate the splits of `stages` stages: under `interleaved` with K > 1,
+    when there are at most `MAX_ENUMERATED` of them over the chains."""
+    if pipeline.schedule != "interleaved" or pipeline.stages_per_device == 1 or stages == 1:
+        return False
+    return math.comb(len(space.cuts) - 2, stages - 1) * chains <= MAX_ENUMERATED
+
+
+def _enumerated(problem: Problem, space: Space, chain: Sequence[int], pipeline: Pipeline,
+                capped: bool, transfers: bool) -> Found | None:
+    """The split of `chain` with the least period among all (the most even loads on ties),
+    by the report's own rules (`resource_loads`, `stage_bytes`); with `transfers` False,
+    the least compute instead (torchgpipe's kind)."""
+    best: tuple[float, float] | None = None
+    found = None
+    inner = [int(c) for c in space.cuts[1:-1]]
+    for cuts in itertools.combinations(inner, len(chain) - 1):
+        split = Split((0, *cuts, int(space.cuts[-1])), tuple(chain))
+        if capped and not fits(problem, stage_bytes(problem, split, pipeline)):
+            continue
+        loads = resource_loads(problem, split)
+        if not math.isfinite(loads.period_s):
+            continue
+        weights = loads.stage_s if transfers else loads.compute_s
+        key = (loads.period_s if transfers else max(weights), math.fsum(w * w for w in weights))
+        if best is None or key < best:
+            best, found = key, split
+    return None if found is None else Found(resource_loads(problem, found).period_s, found)
 
 
 def _most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:

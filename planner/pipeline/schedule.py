@@ -279,7 +279,7 @@ def _relayed(problem: Problem, placement: Sequence[int], split: Split) -> _Relay
     of_unit = np.repeat(np.arange(split.stages), np.diff(np.array(split.bounds)))
     st = [int(of_unit[k]) for k in units(problem).unit_of]
     kept = [e for e in g.edges if st[e.src] == st[e.dst]]
-    src, dst, size = [e.src for e in kept], [e.dst for e in kept], [e.bytes for e in kept]
+    edges = _Edges([e.src for e in kept], [e.dst for e in kept], [e.bytes for e in kept])
     stage: list[int] = []
     back: list[bool] = []
     by_src: dict[int, list[tuple[int, int]]] = {}
@@ -289,31 +289,50 @@ def _relayed(problem: Problem, placement: Sequence[int], split: Split) -> _Relay
     for i, out in by_src.items():
         for sign in (1, -1):
             mine = [(j, b) for j, b in out if (st[j] - st[i]) * sign > 0]
-            if not mine:
-                continue
-            far = max(st[j] * sign for j, _ in mine) * sign
-            need: dict[int, int] = {}  # stage -> the largest bytes at or beyond it
-            for j, b in mine:
-                need[st[j]] = max(need.get(st[j], 0), b)
-            for t in range(far - sign, st[i], -sign):
-                need[t] = max(need.get(t, 0), need[t + sign])
-            holder = i
-            for t in range(st[i] + sign, far + sign, sign):
-                hops = [(j, b) for j, b in mine if st[j] == t]
-                if t != far:  # a relay on stage t sends on what the later stages need
-                    hops.append((n + len(stage), need[t + sign]))
-                    stage.append(t)
-                    back.append(i in g.backward_of)
-                src += [holder] * len(hops)
-                dst += [j for j, _ in hops]
-                size += [b for _, b in hops]
-                holder = dst[-1] if t != far else holder
+            for t in _relay_hops(st, i, mine, sign, edges, n + len(stage)):
+                stage.append(t)
+                back.append(i in g.backward_of)
     ops = g.ops + (Op("relay", time_s=0.0),) * len(stage)
-    graph = indexed_graph(g.name, ops, new_edges(src, dst, size), (), {})
+    graph = indexed_graph(g.name, ops, new_edges(edges.src, edges.dst, edges.size), (), {})
     if not stage:  # the graph's own order holds (and is known)
         graph.__dict__["topological_order"] = g.topological_order
     return _Relayed(graph, tuple(placement) + tuple(split.devices[t] for t in stage),
                     tuple(stage), tuple(back))
+
+
+@dataclass(frozen=True, slots=True)
+class _Edges:
+    """Edge lists being built (sources, destinations, bytes)."""
+
+    src: list[int]
+    dst: list[int]
+    size: list[int]
+
+
+def _relay_hops(st: Sequence[int], i: int, consumers: Sequence[tuple[int, int]], sign: int,
+                edges: _Edges, first: int) -> list[int]:
+    """Adds to `edges` the hops of op `i`'s tensor to `consumers` (op, bytes) in the stages
+    after its own (`sign` 1) or before it (-1), through relays numbered from `first`;
+    returns the relays' stages."""
+    if not consumers:
+        return []
+    far = max(st[j] * sign for j, _ in consumers) * sign
+    need: dict[int, int] = {}  # stage -> the largest bytes at or beyond it
+    for j, b in consumers:
+        need[st[j]] = max(need.get(st[j], 0), b)
+    for t in range(far - sign, st[i], -sign):
+        need[t] = max(need.get(t, 0), need[t + sign])
+    holder, relays = i, list[int]()
+    for t in range(st[i] + sign, far + sign, sign):
+        hops = [(j, b) for j, b in consumers if st[j] == t]
+        if t != far:  # a relay on stage t sends on what the later stages need
+            hops.append((first + len(relays), need[t + sign]))
+            relays.append(t)
+        edges.src.extend([holder] * len(hops))
+        edges.dst.extend(j for j, _ in hops)
+        edges.size.extend(b for _, b in hops)
+        holder = edges.dst[-1]
+    return relays
 
 
 def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,

@@ -1,12 +1,24 @@
 """Splits: contiguous stages of the pipeline units, each on a device, and their costs.
 
-The model of time (the one the split solvers optimise, `planner.algorithms.pipedp`): in
-the steady state a stage handles one micro-batch per period, and the period is set by the
-busiest stage. A stage's **load** is its compute for one micro-batch (forward and
-backward ops) plus the transfers across its two boundaries, each counted on both sides
-(the device sends or receives it): forward tensors over the link left to right, gradients
-right to left, each `latency + bytes / bandwidth`. The schedule adds a bubble of S - 1
-periods (GPipe, 1F1B) that the simulator (`planner.pipeline.schedule`) measures.
+The model of time (one model for the split solvers, `planner.algorithms.pipedp` and
+`pipeilp`, the simulator's pipeline runs, `planner.pipeline.schedule`, and the report): a
+stage's boundaries carry, per micro-batch, the forward tensors that cross them left to
+right and the gradients right to left, each `latency + bytes / bandwidth`; a tensor that
+skips a stage is **relayed** by it, as `torch.distributed.pipelining` passes it stage to
+stage (the simulator runs those relays). The simulator overlaps compute and transfers, so
+in the steady state a micro-batch passes every **resource** once, and the period T is the
+busiest resource's time for one micro-batch:
+
+- a device's compute (its stages' forward and backward ops; its forward ops twice when it
+  recomputes its activations);
+- transfers, under the plan's `contention`: `link`, each directed link (the boundaries
+  that send over it, summed); `device`, each device's one channel (every boundary it sits
+  on, both directions); `none`, no resource (transfers only delay).
+
+`resource_loads` gives every resource's load, per device (`device_s`, the device view),
+per stage (`stage_s`: its compute or the busiest transfer resource its boundaries use) and
+T (`period_s`, the largest of all; with one stage per device also the largest stage
+load). The schedule adds the fill and drain that the simulator measures.
 
 The model of memory (a bound the liveness simulation never exceeds, for the splits the
 solvers make): a stage holds its units' params (gradients and optimizer state included,

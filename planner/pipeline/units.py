@@ -12,7 +12,8 @@ The tables are prefix sums over that order, so that a stage `[i, j)` is costed i
   ones (produced before `x`, consumed at or after it) and backward ones (the other way),
   one transfer per producer, as the simulator sends a tensor once per destination. A
   tensor that skips stages is relayed across every boundary in between, as
-  `torch.distributed.pipelining` passes it stage to stage;
+  `torch.distributed.pipelining` passes it stage to stage, each hop carrying the largest
+  bytes of the producer's consumers beyond it (what the later stages still need);
 - per unit, the bytes a stage holds for it: params (with the gradients and optimizer
   state the backward ops hold, once), the activations one micro-batch keeps from its
   forward pass to its backward pass (forward outputs), and the transient bytes (backward

@@ -169,3 +169,42 @@ def test_auto_sizes_the_dp_to_its_time_limit() -> None:
     assert not [v for v in simulate(p, sol.plan).violations if v.kind != "memory"]
     again = run("auto", p, Options(time_limit_s=tight / 2e7))
     assert again.plan == sol.plan  # the limit, not the clock, sizes the work
+
+
+def _brute_force_interleaved(problem: Problem, per: int) -> dict[int, float]:
+    """Per stage count D * K: the least period (`resource_loads`) of a split that fits by
+    the report's memory rule (`stage_bytes`), over every chain of D distinct devices
+    repeated K times."""
+    from planner.pipeline.split import fits, resource_loads
+
+    pipeline = problem.pipeline
+    assert pipeline is not None
+    n, m = units(problem).count, len(problem.cluster.devices)
+    best: dict[int, float] = {}
+    for width in range(1, m + 1):
+        s = width * per
+        if s > n:
+            break
+        for cuts in itertools.combinations(range(1, n), s - 1):
+            for chain in itertools.permutations(range(m), width):
+                split = Split((0, *cuts, n), chain * per)
+                if not fits(problem, stage_bytes(problem, split, pipeline)):
+                    continue
+                best[s] = min(best.get(s, math.inf), resource_loads(problem, split).period_s)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_interleaved_with_caps_equals_brute_force_by_the_reports_rule(seed: int) -> None:
+    import dataclasses
+
+    from planner.algorithms.pipedp import interleaved_exact
+    from planner.model import Pipeline
+
+    inter = Pipeline(4, "interleaved", 2)
+    p = dataclasses.replace(random_spec(500 + seed, 6 + seed % 4, 2 + seed % 2,
+                                        training=True, microbatches=4), pipeline=inter)
+    assert interleaved_exact(p, inter)
+    found = {s: f.period_s for s, f in best_splits(p, inter).items() if s > 1}
+    expected = {s: t for s, t in _brute_force_interleaved(p, 2).items() if s > 1}
+    assert found == pytest.approx(expected, rel=1e-12)

@@ -159,7 +159,8 @@ def split_pass(
     within the caps wins (ties: fewer stages).
     """
     problem = inst.problem
-    found = best_splits(problem, Pipeline(), cells=cells_for(2.0))
+    # one micro-batch in flight (GPipe's count with M = 1; 1F1B would cap the stages at M)
+    found = best_splits(problem, Pipeline(1, "gpipe"), cells=cells_for(2.0))
     best: tuple[float, int, list[int], list[float]] | None = None
     for stages, split in sorted(found.items()):
         try:
