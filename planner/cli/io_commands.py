@@ -464,6 +464,11 @@ def export_torch_command(
         "--nearest", help="When the plan cuts outside module boundaries, export the nearest "
         "plan that does not (with --pipeline: the nearest split; else the nearest "
         "module-level plan, whose device_map accelerate runs).")] = False,
+    ranks: Annotated[int | None, typer.Option(
+        "--ranks", min=1, help="With --pipeline: run the plan's stages on this many "
+        "processes where the split allows (gpipe, 1f1b: consecutive stages merge; "
+        "interleaved: the stages loop over the ranks). Default: a rank per planned "
+        "device.")] = None,
     capture: CaptureOption = "auto",
     granularity: Annotated[str | None, typer.Option(
         "--granularity", help="As given to `import torch` (default: the one whose ops are "
@@ -473,6 +478,9 @@ def export_torch_command(
     with --pipeline, the split, schedule and a script for torch.distributed.pipelining."""
     with _diagnostics():
         check_outputs({"-o/--output": output, "--code": code})
+        if ranks is not None and not pipeline:
+            raise UsageError(Diagnostic("E640", "--ranks applies only with --pipeline", None,
+                                        ("add --pipeline to export the plan's pipeline",)))
         problem = _problem(_load(spec), plan)
         read = _read_placement(problem, placement)
         chosen = read.to_json(problem)["placement"]
@@ -482,7 +490,7 @@ def export_torch_command(
                                                              module), capture, granularity)
         if pipeline:
             _export_pipeline(problem, traced, chosen, devices, placement, nearest, output,
-                             code, (model, inputs or [], example, display_path(spec)))
+                             code, (model, inputs or [], example, display_path(spec)), ranks)
             return
         placed = apply_plan(traced, chosen, devices, move=False)
         alternative = nearest_plan(traced, problem, read) if placed.device_map is None \
@@ -540,11 +548,13 @@ def _traced_for(problem: Problem, module: object, example: Example, capture: str
 def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
                      devices: dict[str, str], placement: Path, nearest: bool,
                      output: Path | None, code: Path | None,
-                     source: tuple[str, list[str], str | None, str]) -> None:
+                     source: tuple[str, list[str], str | None, str],
+                     ranks: int | None = None) -> None:
     """`export torch --pipeline`: the JSON to `output` (or stdout), the script to `code`;
-    E946 when the plan's stages are not at module boundaries, unless `nearest`."""
+    E946 when the plan's stages are not at module boundaries, unless `nearest`; on
+    `ranks` processes where the split allows (E947 where not)."""
     where = Span.start_of(display_path(placement.resolve()))
-    tp = pipeline_export(problem, traced, chosen, devices, where)
+    tp = pipeline_export(problem, traced, chosen, devices, where, ranks)
     if not tp.exact and not nearest:
         raise pipeline_error(tp, where)
     text = json.dumps(pipeline_document(tp), indent=2, ensure_ascii=False) + "\n"

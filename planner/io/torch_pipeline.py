@@ -52,8 +52,10 @@ from ..pipeline.split import Split, fits, split_of
 from ..pipeline.units import units
 from ..units import format_seconds
 from .codegen import docstring_text, fill, literal
+from .torch_capture import with_defaults
 from .torch_export import check_placement, forward_placement
 from .torch_import import Traced
+from .torch_load import Example
 
 #: the plan's `schedule` -> torch's class
 SCHEDULE_CLASSES: Mapping[str, str] = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
@@ -119,6 +121,10 @@ class TorchPipeline:
     plan_cost: Cost
     #: the plan's stages, as (device, first op in forward()'s order)
     plan_stages: tuple[tuple[str, str], ...]
+    #: how the stages were mapped to other ranks than the plan's devices ("" when not)
+    regrouped: str = ""
+    #: how many ranks (devices) the plan's own stages take
+    plan_ranks: int = 0
 
     @property
     def split_spec(self) -> dict[str, str]:
@@ -150,9 +156,11 @@ class _Node:
 # complex: the export's steps (E947, the plan's stages, the nearest split when the plan's cuts
 # cannot run, the result); most branches are the comprehensions that fill TorchPipeline
 def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, str],
-                    devices: Mapping[str, str], where: Span | None = None) -> TorchPipeline:
+                    devices: Mapping[str, str], where: Span | None = None,
+                    ranks: int | None = None) -> TorchPipeline:
     """The pipeline `placement` (op -> device, a plan of `problem`) makes of `traced`, or
-    the nearest split at module boundaries (see the module docstring; `exact` says which).
+    the nearest split at module boundaries (see the module docstring; `exact` says which);
+    with `ranks`, run by that many processes where the split allows (`_at_ranks`).
 
     Raises E945 when the plan does not match the model and E947 when torch's schedules
     cannot run it; `where` locates those diagnostics (the placement file).
@@ -191,18 +199,160 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
         if nearest is None:
             raise _no_split(problem, reason, split.stages, where)
         stage_of = nearest
-    exported = _placement_of(problem, nodes, stage_of, split.devices)
-    kept = sorted(set(stage_of))
+    moved = tuple(n.name for n, a, b in zip(nodes, plan_stage, stage_of, strict=True) if a != b)
+    stage_devices, regrouped = list(split.devices), ""
+    if ranks is not None:
+        stage_of, stage_devices, regrouped = _at_ranks(problem, nodes, stage_of, stage_devices,
+                                                       ranks, where)
+    exported = _placement_of(problem, nodes, stage_of, stage_devices)
     result = TorchPipeline(
         problem.name, pipe.schedule, pipe.microbatches, u.training,
-        _stages(nodes, stage_of, kept, names, devices, pipe.schedule), dict(devices),
+        _stages(nodes, stage_of, sorted(set(stage_of)), [cluster[d] for d in stage_devices],
+                devices, pipe.schedule), dict(devices),
         {o.name: cluster[d] for o, d in zip(g.ops, exported, strict=True)},
-        _cost(problem, exported) if reason else plan_cost, not reason, reason,
-        tuple(n.name for n, a, b in zip(nodes, plan_stage, stage_of, strict=True) if a != b),
-        plan_cost, tuple((names[k], next((n.name for n, s in zip(nodes, plan_stage, strict=True)
-                                          if s == k), "")) for k in range(split.stages)))
+        _cost(problem, exported) if reason or regrouped else plan_cost, not reason, reason,
+        moved, plan_cost, tuple((names[k], next((n.name for n, s in zip(nodes, plan_stage,
+                                                                         strict=True)
+                                                 if s == k), "")) for k in range(split.stages)),
+        regrouped, len(dict.fromkeys(names)))
     _check_runnable(result, where)
     return result
+
+
+def _at_ranks(problem: Problem, nodes: Sequence[_Node], stage_of: Sequence[int],
+              devices: Sequence[int], ranks: int,
+              where: Span | None) -> tuple[list[int], list[int], str]:
+    """The split run by `ranks` processes: (stage per node, device per stage, a note; ""
+    when the split already takes that many). Under `interleaved` the stages loop over the
+    ranks (stage k on rank k mod `ranks`, which must divide the stage count; ranks beyond the
+    plan's devices take the cluster's other devices, in its order). Under `gpipe` and `1f1b`
+    (one stage per rank) consecutive stages merge into `ranks` groups, the grouping whose
+    busiest group computes least (`_merged`), each group on the device of one of its stages
+    that runs it fastest. E947 when the split has fewer stages than `ranks` or the stages
+    cannot loop over them."""
+    assert problem.pipeline is not None
+    kept = sorted(set(stage_of))
+    renumber = {s: k for k, s in enumerate(kept)}
+    stage_of = [renumber[s] for s in stage_of]
+    devices = [devices[s] for s in kept]
+    count, chain = len(kept), list(dict.fromkeys(devices))
+    if ranks == len(chain):
+        return stage_of, devices, ""
+    if problem.pipeline.schedule == "interleaved":
+        if ranks <= count and count % ranks == 0:
+            looped = _looped(problem, nodes, stage_of, chain, ranks, where)
+            return stage_of, looped, (f"the plan's {count} stages loop over {ranks} ranks "
+                                      f"instead of {len(chain)}")
+    elif ranks <= count:
+        return _merge(problem, nodes, stage_of, devices, ranks, where)
+    raise _refused(problem, count, ranks, where)
+
+
+def _refused(problem: Problem, count: int, ranks: int, where: Span | None) -> SpecError:
+    """E947: `ranks` processes cannot run the `count` stages (see `_at_ranks`)."""
+    assert problem.pipeline is not None
+    schedule = problem.pipeline.schedule
+    cls = SCHEDULE_CLASSES[schedule]
+    fits_in = [r for r in range(1, count + 1) if schedule != "interleaved" or count % r == 0]
+    why = (f"{cls} runs stage k on rank k mod {ranks}, as many stages on each rank"
+           if schedule == "interleaved" else f"{cls} runs one stage per rank")
+    return SpecError(Diagnostic(
+        "E947", f"plan `{problem.name}` cannot run on --ranks {ranks}: its split has "
+        f"{count} stage(s), and {why}", where,
+        (f"--ranks {_alternatives(fits_in)} runs this split; for more ranks, plan on a "
+         "cluster of that many devices",)))
+
+
+def _alternatives(values: Sequence[int]) -> str:
+    """`1 to 4` for a run of numbers, else `1, 2 or 4`."""
+    if len(values) > 2 and list(values) == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]} to {values[-1]}"
+    return " or ".join(filter(None, (", ".join(map(str, values[:-1])), str(values[-1]))))
+
+
+def _looped(problem: Problem, nodes: Sequence[_Node], stage_of: Sequence[int],
+            chain: Sequence[int], ranks: int, where: Span | None) -> list[int]:
+    """Device per stage when the stages loop over `ranks` ranks: the plan's devices in
+    order, then the cluster's others; E947 when the cluster lacks devices or an op may not
+    use its new device."""
+    cluster = problem.cluster.devices
+    pool = [*chain, *(d for d in range(len(cluster)) if d not in chain)]
+    if ranks > len(pool):
+        raise SpecError(Diagnostic(
+            "E947", f"plan `{problem.name}` cannot run on --ranks {ranks}: its cluster has "
+            f"{len(cluster)} device(s)", where, ("add devices to the cluster",)))
+    looped = [pool[k % ranks] for k in range(max(stage_of) + 1)]
+    u = units(problem)
+    for n, k in zip(nodes, stage_of, strict=True):
+        if looped[k] not in u.allowed[u.unit_of[n.op]]:
+            raise SpecError(Diagnostic(
+                "E947", f"plan `{problem.name}` cannot run on --ranks {ranks}: `{n.name}` "
+                f"would run on `{cluster[looped[k]].name}`, which it may not use", where,
+                (f"--ranks {len(chain)} runs the plan's own split",)))
+    return looped
+
+
+def _merge(problem: Problem, nodes: Sequence[_Node], stage_of: Sequence[int],
+           devices: Sequence[int], ranks: int,
+           where: Span | None) -> tuple[list[int], list[int], str]:
+    """Consecutive stages merged into `ranks` groups (`_merged`), as `_at_ranks` returns."""
+    count = len(devices)
+    groups = _merged(problem, nodes, stage_of, devices, ranks)
+    if groups is None:
+        raise SpecError(Diagnostic(
+            "E947", f"plan `{problem.name}` cannot run on --ranks {ranks}: every merge of its "
+            f"{count} stages puts ops on a device they may not use", where,
+            (f"--ranks {len(set(devices))} runs the plan's own split",)))
+    group_of = [k for k, (a, b, _) in enumerate(groups) for _ in range(a, b)]
+    spans = ", ".join(f"{a}" if b - a == 1 else f"{a}-{b - 1}" for a, b, _ in groups)
+    return [group_of[s] for s in stage_of], [d for _, _, d in groups], (
+        f"the plan's {count} stages merged into {ranks} (stages {spans}), the grouping whose "
+        "busiest rank computes least")
+
+
+def _merged(problem: Problem, nodes: Sequence[_Node], stage_of: Sequence[int],
+            devices: Sequence[int], ranks: int) -> list[tuple[int, int, int]] | None:
+    """Stages [0, S) in `ranks` runs of consecutive stages, as (first, end, device), that
+    minimise the largest run's compute (forward and backward ops, on the run's device: the
+    one of its stages' devices, allowed for all its ops, that computes it fastest; ties to
+    the earlier device and the earlier cuts); None when no grouping can run."""
+    c, u = costs(problem), units(problem)
+    count = len(devices)
+    backward: dict[int, list[int]] = {}
+    for b, f in problem.graph.backward_of.items():
+        backward.setdefault(f, []).append(b)
+    load = [[0.0] * len(problem.cluster.devices) for _ in range(count)]
+    banned = [[False] * len(problem.cluster.devices) for _ in range(count)]
+    for n, s in zip(nodes, stage_of, strict=True):
+        allowed = set(u.allowed[u.unit_of[n.op]])
+        for d in range(len(problem.cluster.devices)):
+            load[s][d] += sum(c.compute[i][d] for i in (n.op, *backward.get(n.op, ())))
+            banned[s][d] = banned[s][d] or d not in allowed
+
+    def run_of(a: int, b: int) -> tuple[float, int]:
+        options = [(sum(load[s][d] for s in range(a, b)), k, d)
+                   for k, d in enumerate(devices[a:b])
+                   if not any(banned[s][d] for s in range(a, b))]
+        best = min(options, default=(math.inf, 0, -1))
+        return best[0], best[2]
+
+    best = [[math.inf] * (count + 1) for _ in range(ranks + 1)]
+    cut = [[0] * (count + 1) for _ in range(ranks + 1)]
+    best[0][0] = 0.0
+    for g in range(1, ranks + 1):
+        for b in range(g, count + 1):
+            for a in range(g - 1, b):
+                value = max(best[g - 1][a], run_of(a, b)[0])
+                if value < best[g][b]:
+                    best[g][b], cut[g][b] = value, a
+    if not math.isfinite(best[ranks][count]):
+        return None
+    out, b = [], count
+    for g in range(ranks, 0, -1):
+        a = cut[g][b]
+        out.append((a, b, run_of(a, b)[1]))
+        b = a
+    return out[::-1]
 
 
 def _check_devices(problem: Problem, split: Split, where: Span | None) -> None:
@@ -464,6 +614,8 @@ def pipeline_document(tp: TorchPipeline) -> dict[str, Any]:
                     "torch_device": s.torch_device, "begins_at": s.begins_at,
                     "ops": list(s.ops)} for s in tp.stages],
         "ranks": tp.ranks,
+        "plan_ranks": tp.plan_ranks,
+        "regrouped": tp.regrouped,
         "devices": dict(tp.devices),
         "placement": dict(tp.placement),
         "exact": tp.exact,
@@ -484,10 +636,13 @@ def summary(tp: TorchPipeline) -> str:
     head = (f"{len(tp.stages)} stage(s) on {tp.ranks} rank(s), {tp.schedule_class}, "
             f"{tp.microbatches} micro-batch(es); split_spec: "
             + (", ".join(tp.split_spec) or "none (one stage)"))
-    if tp.exact:
+    if tp.regrouped:
+        head += f"; {tp.regrouped}"
+    if tp.exact and not tp.regrouped:
         return f"{head}; {tp.cost.describe()}"
-    return (f"{head}; the nearest split at module boundaries ({len(tp.moved)} op(s) moved): "
-            f"{tp.cost.describe()}, against the plan's {tp.plan_cost.describe()}")
+    what = "" if tp.exact else (f"the nearest split at module boundaries ({len(tp.moved)} "
+                                "op(s) moved): ")
+    return f"{head}; {what}{tp.cost.describe()}, against the plan's {tp.plan_cost.describe()}"
 
 
 # ---- the script -----------------------------------------------------------------------------
@@ -505,6 +660,10 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
     note = "" if tp.exact else (
         "\nThe plan's own stages do not begin at modules; this is the nearest split that does "
         f"({len(tp.moved)} op(s)\nmoved; `planner export torch --pipeline` says which).\n")
+    if tp.regrouped:
+        note += f"\nOn {tp.ranks} rank(s), not the plan's {tp.plan_ranks}: " + docstring_text(
+            tp.regrouped) + ".\n"
+    outputs = _outputs(traced)
     values = {
         "__TARGET__": literal(target),
         "__INPUTS__": literal(list(shapes)),
@@ -513,7 +672,10 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
         "__SPLIT_SPEC__": "{" + split + ("\n}" if split else "}"),
         "__STAGES__": "[" + stages + "\n]",
         "__TRAINING__": literal(tp.training),
-        "__OUTPUT_SHAPE__": literal(_output_shape(traced)),
+        "__OUTPUT_SHAPES__": literal(outputs.shapes),
+        "__OUTPUT_SPEC__": literal(outputs.spec),
+        "__LOGITS__": literal(outputs.logits),
+        "__CAPTURE_KWARGS__": literal(_capture_kwargs(traced)),
         "__SCHEDULE__": SCHEDULE_CLASSES[tp.schedule],
         "__RANKS__": literal(tp.ranks),
         "__NSTAGES__": literal(len(tp.stages)),
@@ -542,14 +704,66 @@ def tied_parameters(model: Any) -> list[tuple[list[str], list[int], str]]:
             for group, p in names.values() if len(group) > 1]
 
 
-def _output_shape(traced: Traced) -> list[int] | None:
-    """The shape of the model's output for one micro-batch, when it is one tensor."""
+def _capture_kwargs(traced: Traced) -> dict[str, Any]:
+    """The keyword inputs the importer's capture adds where the example leaves them out
+    (`torch_capture.with_defaults`: `use_cache=False` for a Hugging Face model), which the
+    script passes the same way. None under fx, which takes positional inputs only."""
+    # lazy: optional (the torch extra)
+    import torch
+
+    if traced.method != "export" or not isinstance(traced.model, torch.nn.Module):
+        return {}
+    added = with_defaults(traced.model, Example()).kwargs
+    return {k: v for k, v in added.items() if isinstance(v, (bool, int, float, str))}
+
+
+@dataclass(frozen=True, slots=True)
+class _Outputs:
+    """The model's output as the last stage returns it: flat tensors, their shapes, how
+    they make the model's output and which is `logits`."""
+
+    shapes: list[list[int] | None]
+    #: `torch.utils._pytree.treespec_dumps` of the output's structure (None: one tensor, or
+    #: a structure that does not serialise)
+    spec: str | None
+    logits: int | None
+
+
+def _outputs(traced: Traced) -> _Outputs:
+    """The model's outputs for one micro-batch (`_Outputs`): an exported graph returns its
+    flat outputs and keeps their structure in `_out_spec` (a ModelOutput's); an fx graph
+    returns the structure itself."""
+    # lazy: optional (the torch extra)
+    from torch.utils import _pytree
+
     output = next((n for n in traced.gm.graph.nodes if n.op == "output"), None)
-    arg = output.args[0] if output is not None else None
-    if isinstance(arg, (tuple, list)) and len(arg) == 1:  # an exported graph's flat outputs
-        arg = arg[0]
-    shape = traced.shapes.get(getattr(arg, "name", ""))
-    return list(shape) if shape is not None else None
+    if output is None:
+        return _Outputs([], None, None)
+    leaves, structure = _pytree.tree_flatten(output.args[0])
+    spec = getattr(traced.gm, "_out_spec", None) if traced.method == "export" else structure
+    if spec is None or spec.num_leaves != len(leaves):
+        spec = structure
+    names = [getattr(leaf, "name", "") for leaf in leaves]
+    shapes = [list(traced.shapes[n]) if n in traced.shapes else None for n in names]
+    try:
+        text = None if spec.is_leaf() else _pytree.treespec_dumps(spec)
+    except Exception:  # noqa: BLE001 - a type that pytree cannot serialise
+        text = None
+    return _Outputs(shapes, text, _logits_index(spec))
+
+
+def _logits_index(spec: Any) -> int | None:
+    """Where `logits` is among the flat outputs of a dict-like output (a ModelOutput)."""
+    if spec.is_leaf() or not issubclass(spec.type, dict) or "logits" not in (spec.context
+                                                                             or ()):
+        return None
+    at = 0
+    children = spec.children() if hasattr(spec, "children") else spec.children_specs
+    for key, child in zip(spec.context, children, strict=True):
+        if key == "logits":
+            return at if child.is_leaf() else None
+        at += child.num_leaves
+    return None
 
 
 _SCRIPT = '''\
@@ -563,8 +777,19 @@ __NOTE__
     python __NAME__ --spawn --cpu --check  # spawn the ranks here: gloo on the CPU
 
 Every rank builds the model (seeded, so that the ranks agree), splits it with
-`pipeline(module, mb_args, split_spec=SPLIT_SPEC)`, builds its stage(s) and runs one
-`schedule.step`. `make_batch` and `loss_fn` are placeholders: put your data and loss there.
+`pipeline(module, mb_args, mb_kwargs, split_spec=SPLIT_SPEC)`, builds its stage(s) and runs
+one `schedule.step`. The inputs are the traced ones, positional and keyword, plus the
+keywords the importer's capture added (CAPTURE_KWARGS: a Hugging Face model's
+`use_cache=False`). `make_batch` is a placeholder: put your data there. The loss is
+`loss_fn` (cross-entropy of the output's `logits`, a Hugging Face ModelOutput's, against
+integer labels; else mean squared error), or yours: `--loss FILE.py:NAME` (or
+MODULE:NAME), a function (output, target) -> scalar tensor that gets the model's own
+output (a ModelOutput is rebuilt from the last stage's tensors by OUTPUT_SPEC).
+
+`--check` compares the loss and gradients with the unpipelined model's and says what
+differs and by how much. It runs both in eval mode unless `--mode` says otherwise: in train
+mode, dropout draws other random numbers on each rank and batch norm takes statistics per
+micro-batch, so a pipelined step cannot equal one process.
 """
 
 from __future__ import annotations
@@ -575,6 +800,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -586,9 +812,13 @@ SCHEDULE: Any = __SCHEDULE__
 
 #: the model, as given to `planner import torch` (FILE.py:NAME or MODULE:NAME)
 MODEL = __TARGET__
-#: one micro-batch, as traced: `--input` shapes, or an `--example` expression
+#: one micro-batch, as traced: `--input` shapes, or an `--example` expression (a tensor, a
+#: tuple of positional inputs or a dict of keyword inputs)
 INPUTS = __INPUTS__
 EXAMPLE = __EXAMPLE__
+#: keyword inputs the importer's capture added (forward() takes them, the example leaves
+#: them out): `use_cache=False` turns off a Hugging Face model's generation cache
+CAPTURE_KWARGS = __CAPTURE_KWARGS__
 MICROBATCHES = __MICROBATCHES__
 #: a stage begins at each of these modules (the first at the model's start)
 SPLIT_SPEC = __SPLIT_SPEC__
@@ -597,22 +827,31 @@ STAGES = __STAGES__
 RANKS = __RANKS__
 #: a training step (a loss, a backward pass) or inference
 TRAINING = __TRAINING__
-#: the model's output for one micro-batch (None: not one tensor)
-OUTPUT_SHAPE = __OUTPUT_SHAPE__
+#: the shapes of the model's output tensors for one micro-batch, in torch.export's flat
+#: order (what the last stage returns; None where the value is no tensor)
+OUTPUT_SHAPES = __OUTPUT_SHAPES__
+#: how those tensors make the model's output (torch.utils._pytree.treespec_dumps, e.g. a
+#: Hugging Face ModelOutput); None: the tensors as they are
+OUTPUT_SPEC = __OUTPUT_SPEC__
+#: the index among them of the output's `logits` (a ModelOutput's), or None
+LOGITS = __LOGITS__
+#: the loss: None for `loss_fn` below, or FILE.py:NAME / MODULE:NAME (`--loss`)
+LOSS: str | None = None
+#: how `--mode` sets the model before it is split (`model`: as its code leaves it)
+MODES = ("model", "train", "eval")
 #: tied weights: per parameter the model holds under several names (torch gives each stage
 #: that uses it a copy), its names (the first as `named_parameters()` keeps it), shape, dtype
 TIED = __TIED__
 
 
-def load_model(target: str = MODEL) -> tuple[torch.nn.Module, dict[str, Any]]:
-    """The module `target` names (an nn.Module or a function returning one) and the
-    namespace it is defined in; weights seeded, the same on every rank."""
+def _load(target: str, default: str) -> tuple[Any, dict[str, Any]]:
+    """What `target` (FILE.py:NAME or MODULE:NAME, NAME defaulting to `default`) names, and
+    the namespace of the module defining it."""
     where, sep, name = target.rpartition(":")
     if not sep or not name.isidentifier():
-        where, name = target, "model"
-    torch.manual_seed(0)
+        where, name = target, default
     if where.endswith(".py"):
-        spec = importlib.util.spec_from_file_location("_pipelined_model", where)
+        spec = importlib.util.spec_from_file_location(f"_pipelined_{default}", where)
         assert spec is not None and spec.loader is not None, where
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
@@ -620,17 +859,32 @@ def load_model(target: str = MODEL) -> tuple[torch.nn.Module, dict[str, Any]]:
     else:
         sys.path.append(os.getcwd())
         module = importlib.import_module(where)
-    found = getattr(module, name)
+    return getattr(module, name), vars(module)
+
+
+def load_model(target: str = MODEL, mode: str = "model") -> tuple[torch.nn.Module,
+                                                                  dict[str, Any]]:
+    """The module `target` names (an nn.Module or a function returning one) and the
+    namespace it is defined in; weights seeded, the same on every rank; in `mode`."""
+    torch.manual_seed(0)
+    found, namespace = _load(target, "model")
     if not isinstance(found, torch.nn.Module):
         found = found()
-    return found, vars(module)
+    if mode == "eval":
+        found.eval()
+    elif mode == "train":
+        found.train()
+    return found, namespace
 
 
-def microbatch(namespace: dict[str, Any], k: int) -> tuple[Any, ...]:
-    """The inputs of micro-batch `k`: random with `INPUTS` (seeded by k), else `EXAMPLE`."""
+def microbatch(namespace: dict[str, Any], k: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The positional and keyword inputs of micro-batch `k`: random with `INPUTS` (seeded
+    by k), else `EXAMPLE`."""
     if EXAMPLE is not None:
         value = eval(EXAMPLE, {"torch": torch, **namespace})
-        return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+        if isinstance(value, dict):
+            return (), dict(value)
+        return (tuple(value) if isinstance(value, (tuple, list)) else (value,)), {}
     generator = torch.Generator().manual_seed(k)
     out = []
     for text in INPUTS:
@@ -641,19 +895,32 @@ def microbatch(namespace: dict[str, Any], k: int) -> tuple[Any, ...]:
             out.append(torch.randn(dims, generator=generator).to(dtype))
         else:
             out.append(torch.zeros(dims, dtype=dtype))
-    return tuple(out)
+    return tuple(out), {}
 
 
-def make_batch(namespace: dict[str, Any]) -> tuple[tuple[Any, ...], torch.Tensor | None]:
-    """The batch of one step (MICROBATCHES micro-batches along dim 0) and the loss's target."""
+def _joined(values: list[Any]) -> Any:
+    """Micro-batches' values of one input: tensors joined along dim 0, else the first."""
+    return torch.cat(values) if isinstance(values[0], torch.Tensor) else values[0]
+
+
+def make_batch(namespace: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any],
+                                                   torch.Tensor | None]:
+    """The batch of one step (MICROBATCHES micro-batches along dim 0), positional and
+    keyword, with CAPTURE_KWARGS, and the loss's target: random labels for `logits`,
+    else a random tensor of the output's shape (None for inference or several outputs)."""
     parts = [microbatch(namespace, k) for k in range(MICROBATCHES)]
-    args = tuple(torch.cat(xs) for xs in zip(*parts, strict=True))
+    args = tuple(_joined(list(xs)) for xs in zip(*(a for a, _ in parts), strict=True))
+    kwargs = {**CAPTURE_KWARGS, **{key: _joined([kw[key] for _, kw in parts])
+                                   for key in parts[0][1]}}
     target = None
-    if TRAINING and OUTPUT_SHAPE is not None:
-        generator = torch.Generator().manual_seed(MICROBATCHES)
-        shape = [OUTPUT_SHAPE[0] * MICROBATCHES, *OUTPUT_SHAPE[1:]]
-        target = torch.randn(shape, generator=generator)
-    return args, target
+    generator = torch.Generator().manual_seed(MICROBATCHES)
+    if TRAINING and LOGITS is not None and OUTPUT_SHAPES[LOGITS] is not None:
+        *dims, vocab = OUTPUT_SHAPES[LOGITS]
+        target = torch.randint(vocab, [dims[0] * MICROBATCHES, *dims[1:]], generator=generator)
+    elif TRAINING and len(OUTPUT_SHAPES) == 1 and OUTPUT_SHAPES[0] is not None:
+        shape = OUTPUT_SHAPES[0]
+        target = torch.randn([shape[0] * MICROBATCHES, *shape[1:]], generator=generator)
+    return args, kwargs, target
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
@@ -666,42 +933,86 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return []
 
 
+def model_output(value: Any) -> Any:
+    """The last stage's output (a tensor, or a tuple of them in torch.export's flat order)
+    as the model returns it: rebuilt by OUTPUT_SPEC (a ModelOutput, a dict, a tuple)."""
+    from torch.utils import _pytree  # torch's own structures of outputs (and ModelOutput's)
+
+    if OUTPUT_SPEC is None:
+        return value
+    leaves = [value] if isinstance(value, torch.Tensor) else list(value)
+    return _pytree.tree_unflatten(leaves, _pytree.treespec_loads(OUTPUT_SPEC))
+
+
 def loss_fn(output: Any, target: torch.Tensor | None) -> torch.Tensor:
-    """A micro-batch's loss (a placeholder): mean squared error against `target`, or the
-    mean square of the outputs. A mean, as the schedule averages the micro-batches' gradients."""
+    """A micro-batch's loss (the default; `--loss` gives yours), the model's output in:
+    with `logits` (a Hugging Face ModelOutput's) and integer labels, their cross-entropy;
+    else mean squared error against `target`, or the mean square of the outputs. A mean,
+    as the schedule averages the micro-batches' gradients."""
+    logits = output.get("logits") if isinstance(output, dict) else None
+    if isinstance(logits, torch.Tensor) and target is not None \\
+            and not target.is_floating_point():
+        return torch.nn.functional.cross_entropy(logits.flatten(0, -2).float(),
+                                                 target.flatten())
     if target is not None:
-        return torch.nn.functional.mse_loss(output, target)
+        return torch.nn.functional.mse_loss(_tensors(output)[0], target)
     return sum(t.float().pow(2).mean() for t in _tensors(output))
 
 
-def build(rank: int, device: torch.device, target: str = MODEL) -> tuple[Any, list[Any], Any]:
+def the_loss(loss: str | None = LOSS) -> Callable[[Any, Any], torch.Tensor]:
+    """The loss function: `loss_fn`, or the one `loss` (FILE.py:NAME, MODULE:NAME) names."""
+    if loss is None:
+        return loss_fn
+    found, _ = _load(loss, "loss")
+    if not callable(found):
+        raise SystemExit(f"--loss {loss}: a {type(found).__name__}, not a function")
+    fn: Callable[[Any, Any], torch.Tensor] = found
+    return fn
+
+
+def _first(value: Any) -> Any:
+    return value.tensor_split(MICROBATCHES)[0] if isinstance(value, torch.Tensor) else value
+
+
+def build(rank: int, device: torch.device, target: str = MODEL, mode: str = "model",
+          loss: str | None = LOSS) -> tuple[Any, list[Any], Any]:
     """This rank's schedule and stage(s), and the batch."""
-    model, namespace = load_model(target)
-    args, label = make_batch(namespace)
-    mb_args = tuple(a.tensor_split(MICROBATCHES)[0] for a in args)
-    pipe = pipeline(model, mb_args=mb_args, split_spec=SPLIT_SPEC)
+    model, namespace = load_model(target, mode)
+    args, kwargs, label = make_batch(namespace)
+    pipe = pipeline(model, mb_args=tuple(_first(a) for a in args),
+                    mb_kwargs={k: _first(v) for k, v in kwargs.items()}, split_spec=SPLIT_SPEC)
     if pipe.num_stages != len(STAGES):
         raise RuntimeError(f"torch split the model into {pipe.num_stages} stages, the plan "
                            f"into {len(STAGES)}")
     stages = [pipe.build_stage(s, device) for s, (r, _, _) in enumerate(STAGES) if r == rank]
-    loss = loss_fn if TRAINING else None
+    fn = the_loss(loss)
+
+    def micro_loss(output: Any, target: Any) -> torch.Tensor:
+        return fn(model_output(output), target)
+
+    loss_of = micro_loss if TRAINING else None
     if SCHEDULE.__name__ == "ScheduleInterleaved1F1B":
-        schedule = SCHEDULE(stages, n_microbatches=MICROBATCHES, loss_fn=loss)
+        schedule = SCHEDULE(stages, n_microbatches=MICROBATCHES, loss_fn=loss_of)
     else:
-        schedule = SCHEDULE(stages[0], n_microbatches=MICROBATCHES, loss_fn=loss)
-    return schedule, stages, (args, label)
+        schedule = SCHEDULE(stages[0], n_microbatches=MICROBATCHES, loss_fn=loss_of)
+    return schedule, stages, (args, kwargs, label)
 
 
-def step(rank: int, device: str | None = None, target: str = MODEL) -> dict[str, Any]:
+def step(rank: int, device: str | None = None, target: str = MODEL, mode: str = "model",
+         loss: str | None = LOSS) -> dict[str, Any]:
     """One step on this rank (its process group is up): the losses of the micro-batches
-    (on the last stage's rank), the output (there too) and its parameters' gradients."""
+    (on the last stage's rank), the output tensors (there too) and its parameters'
+    gradients. Keyword inputs that are no tensors (`use_cache=False`) were fixed when the
+    model was split; the first stage takes the tensors."""
     dev = torch.device(device or STAGES[[r for r, _, _ in STAGES].index(rank)][2])
-    schedule, stages, (args, label) = build(rank, dev, target)
+    schedule, stages, (args, kwargs, label) = build(rank, dev, target, mode, loss)
     losses: list[torch.Tensor] = []
-    inputs = tuple(a.to(dev) for a in args) if rank == STAGES[0][0] else ()
     options: dict[str, Any] = {}
+    if rank == STAGES[0][0]:
+        options = {k: v.to(dev) for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
+    inputs = tuple(a.to(dev) for a in args) if rank == STAGES[0][0] else ()
     if rank == STAGES[-1][0] and TRAINING:
-        options = {"target": None if label is None else label.to(dev), "losses": losses}
+        options.update(target=None if label is None else label.to(dev), losses=losses)
     if TRAINING:
         output = schedule.step(*inputs, **options)
         sum_tied_gradients(stages, dev)
@@ -712,7 +1023,8 @@ def step(rank: int, device: str | None = None, target: str = MODEL) -> dict[str,
     grads = {first.get(name, name): p.grad.detach().cpu() for s in stages
              for name, p in s.submod.named_parameters() if p.grad is not None}
     return {"rank": rank, "losses": [x.detach().cpu() for x in losses], "grads": grads,
-            "output": output.detach().cpu() if isinstance(output, torch.Tensor) else None}
+            "output": [t.detach().cpu() for t in _tensors(output)] if output is not None
+            else None}
 
 
 def sum_tied_gradients(stages: list[Any], device: torch.device) -> None:
@@ -733,18 +1045,20 @@ def sum_tied_gradients(stages: list[Any], device: torch.device) -> None:
 
 
 def run(rank: int, world_size: int = RANKS, device: str | None = None,
-        init_method: str = "env://", save: str | None = None,
-        target: str = MODEL) -> dict[str, Any]:
+        init_method: str = "env://", save: str | None = None, target: str = MODEL,
+        mode: str = "model", loss: str | None = LOSS) -> dict[str, Any]:
     """Join the process group (gloo on the CPU, else nccl), run one step, leave; with
     `save`, write the result to SAVE/rankN.pt."""
     if world_size != RANKS:
-        raise SystemExit(f"the plan has {RANKS} rank(s); this run has {world_size}")
+        raise SystemExit(f"this export runs on {RANKS} rank(s); this run has {world_size} "
+                         "(`planner export torch --pipeline --ranks N` exports the plan for "
+                         "N ranks where its split allows)")
     dev = torch.device(device or STAGES[[r for r, _, _ in STAGES].index(rank)][2])
     backend = "gloo" if dev.type == "cpu" else "nccl"
     dist.init_process_group(backend, init_method=init_method, rank=rank,
                             world_size=world_size)
     try:
-        result = step(rank, device, target)
+        result = step(rank, device, target, mode, loss)
     finally:
         dist.destroy_process_group()
     if save is not None:
@@ -752,51 +1066,128 @@ def run(rank: int, world_size: int = RANKS, device: str | None = None,
     return result
 
 
-def unpipelined(target: str = MODEL) -> dict[str, Any]:
+def _random_modules(model: torch.nn.Module) -> list[str]:
+    """Modules in train mode whose result a pipelined step changes: dropout (each rank
+    draws its own random numbers) and batch norm (statistics of a micro-batch)."""
+    kinds = (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._NormBase)
+    return [name for name, m in model.named_modules() if m.training and isinstance(m, kinds)]
+
+
+def unpipelined(target: str = MODEL, mode: str = "model",
+                loss: str | None = LOSS) -> dict[str, Any]:
     """The same step on the whole model in this process: the loss and the gradients (the
-    output, for inference)."""
-    model, namespace = load_model(target)
-    args, label = make_batch(namespace)
+    output tensors, for inference), and the modules in train mode that draw random numbers
+    or take batch statistics."""
+    model, namespace = load_model(target, mode)
+    args, kwargs, label = make_batch(namespace)
+    random = _random_modules(model)
     if not TRAINING:
         with torch.no_grad():
-            return {"output": model(*args)}
-    loss = loss_fn(model(*args), label)
-    loss.backward()
-    return {"loss": loss.detach(), "grads": {name: p.grad.detach()
-                                             for name, p in model.named_parameters()
-                                             if p.grad is not None}}
+            return {"output": _tensors(model(*args, **kwargs)), "random": random}
+    value = the_loss(loss)(model(*args, **kwargs), label)
+    value.backward()
+    return {"loss": value.detach(), "random": random,
+            "grads": {name: p.grad.detach() for name, p in model.named_parameters()
+                      if p.grad is not None}}
+
+
+def _gap(a: torch.Tensor, b: torch.Tensor, tolerance: float) -> float | None:
+    """The largest difference of `a` and `b` when they are not close (inf for shapes that
+    differ), else None."""
+    if a.shape != b.shape:
+        return float("inf")
+    if torch.allclose(a, b, rtol=tolerance, atol=tolerance):
+        return None
+    return float((a.double() - b.double()).abs().max())
+
+
+def _outputs_differ(results: list[dict[str, Any]], expected: dict[str, Any],
+                    tolerance: float) -> list[str]:
+    outputs = [r["output"] for r in results if r["output"] is not None]
+    if len(outputs) != 1:
+        return [f"{len(outputs)} rank(s) returned outputs; the last stage's rank alone should"]
+    got, want = outputs[0], expected["output"]
+    if len(got) != len(want):
+        return [f"{len(got)} output tensor(s) against the model's {len(want)}"]
+    gaps = [(k, _gap(a, b, tolerance)) for k, (a, b) in enumerate(zip(got, want, strict=True))]
+    return [f"output {k} ({'x'.join(map(str, want[k].shape))}) differs by up to {g:.3g}"
+            for k, g in gaps if g is not None]
+
+
+def differences(results: list[dict[str, Any]], expected: dict[str, Any],
+                tolerance: float = 1e-5) -> list[str]:
+    """What differs between the ranks' step and the unpipelined one, and by how much: the
+    loss (the mean of the micro-batches'), the gradients (those missing or extra, those not
+    within `tolerance`), or for inference the last stage's outputs. Empty when equal."""
+    if not TRAINING:
+        return _outputs_differ(results, expected, tolerance)
+    out = []
+    losses = [x for r in results for x in r["losses"]]
+    if len(losses) != MICROBATCHES:
+        out.append(f"{len(losses)} micro-batch loss(es) came back, not {MICROBATCHES}")
+    else:
+        loss, want = torch.stack(losses).mean(), expected["loss"]
+        gap = _gap(loss, want, tolerance)
+        if gap is not None:
+            out.append(f"loss {loss.item():.8g} against {want.item():.8g} (by {gap:.3g})")
+    grads = {name: g for r in results for name, g in r["grads"].items()}
+    for what, names in (("missing on every rank", expected["grads"].keys() - grads.keys()),
+                        ("on a rank but not in the model", grads.keys() - expected["grads"])):
+        if names:
+            listed = sorted(names)
+            out.append(f"{len(listed)} gradient(s) {what}: " + ", ".join(listed[:3])
+                       + (", ..." if len(listed) > 3 else ""))
+    worst: dict[str, float] = {}
+    for r in results:  # every rank's copy (of a tied weight, on each rank holding it)
+        for name, got in r["grads"].items():
+            want = expected["grads"].get(name)
+            g = None if want is None else _gap(got, want, tolerance)
+            if g is not None:
+                worst[name] = max(g, worst.get(name, 0.0))
+    gaps = sorted(((g, name) for name, g in worst.items()), reverse=True)
+    if gaps:
+        out.append(f"{len(gaps)} of {len(expected['grads'])} gradients differ, the most: "
+                   + ", ".join(f"{name} by {g:.3g}" for g, name in gaps[:3]))
+    return out
 
 
 def same(results: list[dict[str, Any]], expected: dict[str, Any],
          tolerance: float = 1e-5) -> bool:
-    """Whether the ranks' loss (the mean of the micro-batches') and gradients equal the
-    unpipelined step's (for inference: the last stage's output)."""
-    def close(a: torch.Tensor, b: torch.Tensor) -> bool:
-        return a.shape == b.shape and bool(torch.allclose(a, b, rtol=tolerance,
-                                                          atol=tolerance))
+    """Whether the ranks' loss and gradients (for inference: the last stage's outputs)
+    equal the unpipelined step's within `tolerance` (`differences` says how they differ)."""
+    return not differences(results, expected, tolerance)
 
-    if not TRAINING:
-        outputs = [r["output"] for r in results if r["output"] is not None]
-        return len(outputs) == 1 and close(outputs[0], expected["output"])
-    losses = [x for r in results for x in r["losses"]]
-    grads = {name: g for r in results for name, g in r["grads"].items()}
-    if not losses or grads.keys() != expected["grads"].keys():
-        return False
-    return close(torch.stack(losses).mean(), expected["loss"]) and all(
-        close(g, expected["grads"][k]) for r in results for k, g in r["grads"].items())
+
+def check(results: list[dict[str, Any]], expected: dict[str, Any], mode: str,
+          tolerance: float = 1e-5) -> bool:
+    """Print the comparison: the verdict, each difference and its likely cause."""
+    what = "loss and gradients" if TRAINING else "outputs"
+    how = {"eval": "in eval mode (dropout off, batch norm on its running statistics)",
+           "train": "in train mode", "model": "in the modes the model's code left"}[mode]
+    print(f"compared {how}, within {tolerance:g}")
+    found = differences(results, expected, tolerance)
+    print(f"{what} equal the unpipelined model's: {not found}")
+    for line in found:
+        print(f"  {line}")
+    if found and expected["random"]:
+        names = expected["random"]
+        print(f"  {len(names)} module(s) in train mode draw random numbers or take batch "
+              f"statistics ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}): each "
+              "rank draws its own and a micro-batch is not the batch; compare with --mode eval")
+    return not found
 
 
 def _spawned(rank: int, world_size: int, device: str | None, init_method: str, save: str,
-             target: str) -> None:
-    result = run(rank, world_size, device, init_method, save, target)
+             target: str, mode: str, loss: str | None) -> None:
+    result = run(rank, world_size, device, init_method, save, target, mode, loss)
     _report(result)
 
 
 def _report(result: dict[str, Any]) -> None:
     losses, output = result["losses"], result["output"]
     tail = f"; loss {torch.stack(losses).mean().item():.6g}" if losses else ""
-    if output is not None:
-        tail += "; output " + "x".join(map(str, output.shape))
+    if output:
+        tail += "; output " + ", ".join("x".join(map(str, t.shape)) for t in output)
     print(f"rank {result['rank']}: {len(result['grads'])} gradient(s){tail}", flush=True)
 
 
@@ -810,26 +1201,33 @@ def main(argv: list[str] | None = None) -> None:
                         help="run every rank on the CPU (gloo), whatever the planned devices")
     parser.add_argument("--check", action="store_true",
                         help="with --spawn: compare the loss and gradients with the "
-                             "unpipelined model's")
+                             "unpipelined model's (exit status 1 when they differ)")
+    parser.add_argument("--mode", choices=MODES,
+                        help="set the model to train or eval mode before it is split "
+                             "(default: eval with --check, else as the model's code leaves it)")
+    parser.add_argument("--loss", default=LOSS, metavar="FILE.py:NAME",
+                        help="the loss: a function (output, target) -> scalar tensor "
+                             "(default: loss_fn in this script)")
     parser.add_argument("--save", metavar="DIR",
                         help="write each rank's losses and gradients to DIR/rankN.pt")
     parser.add_argument("--model", default=MODEL, help="the model (default: %(default)s)")
     options = parser.parse_args(argv)
     device = "cpu" if options.cpu else None
+    mode = options.mode or ("eval" if options.check else "model")
     if not options.spawn:
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-        _report(run(rank, world, device, "env://", options.save, options.model))
+        _report(run(rank, world, device, "env://", options.save, options.model, mode,
+                    options.loss))
         return
     with tempfile.TemporaryDirectory() as tmp:
         save = options.save or tmp
         torch.multiprocessing.spawn(
             _spawned, args=(RANKS, device, "file://" + os.path.join(tmp, "rendezvous"), save,
-                            options.model), nprocs=RANKS)
+                            options.model, mode, options.loss), nprocs=RANKS)
         if options.check:
             results = [torch.load(os.path.join(save, f"rank{r}.pt")) for r in range(RANKS)]
-            what = "loss and gradients" if TRAINING else "outputs"
-            print(f"{what} equal the unpipelined model's:",
-                  same(results, unpipelined(options.model)))
+            if not check(results, unpipelined(options.model, mode, options.loss), mode):
+                sys.exit(1)
 
 
 if __name__ == "__main__":

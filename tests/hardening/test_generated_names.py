@@ -94,7 +94,8 @@ def _pipeline(plan: str, devices: list[str], paths: list[str]) -> TorchPipeline:
                          cost, tuple((d, f"op{k}") for k, d in enumerate(devices)))
 
 
-_NO_GRAPH = SimpleNamespace(gm=SimpleNamespace(graph=SimpleNamespace(nodes=[])), shapes={})
+_NO_GRAPH = SimpleNamespace(gm=SimpleNamespace(graph=SimpleNamespace(nodes=[])), shapes={},
+                            method="fx", model=None)
 
 
 def _scripts() -> list[tuple[str, str, TorchPipeline]]:

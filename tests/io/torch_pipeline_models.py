@@ -6,6 +6,9 @@ this file by path in every rank.
 
 from __future__ import annotations
 
+import sys
+import types
+
 import torch
 from torch import nn
 
@@ -92,3 +95,34 @@ def blocks() -> nn.Module:
     """A stack of hand-written Transformer blocks."""
     torch.manual_seed(0)
     return Blocks()
+
+
+def gpt2() -> nn.Module:
+    """Hugging Face's GPT-2 from a small config (4 layers, width 64, 2 heads, 128 tokens),
+    random weights, embeddings untied; in train mode, as built (its dropout active)."""
+    # transformers imports torchvision: PyPI's is built against a CUDA torch and fails beside
+    # the CPU build while it registers its detection ops' kernels, which no model here uses
+    # (see tests/io/real_models.py)
+    sys.modules.setdefault("torchvision._meta_registrations",
+                           types.ModuleType("torchvision._meta_registrations"))
+    # lazy: optional (transformers)
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=4, n_embd=64, n_head=2, vocab_size=128, n_positions=64,
+                        tie_word_embeddings=False, bos_token_id=0, eos_token_id=0)
+    model: nn.Module = GPT2LMHeadModel(config)
+    return model
+
+
+def gpt2_tokens() -> dict[str, torch.Tensor]:
+    """GPT-2's keyword inputs for one micro-batch (`--example "gpt2_tokens()"`): 2
+    sequences of 16 tokens."""
+    return {"input_ids": torch.arange(32).reshape(2, 16) * 7 % 128,
+            "attention_mask": torch.ones(2, 16, dtype=torch.long)}
+
+
+def gpt2_loss(output: object, target: torch.Tensor) -> torch.Tensor:
+    """A loss as a user writes one for `--loss`: it reads `output.logits`."""
+    logits = output.logits  # type: ignore[attr-defined]
+    return nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten()) * 0.5

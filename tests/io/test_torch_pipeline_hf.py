@@ -1,0 +1,143 @@
+"""`export torch --pipeline` of a Hugging Face model: GPT-2 pipelined under gloo.
+
+transformers' GPT2LMHeadModel (a small config, random weights, untied embeddings, in train
+mode as built) is imported with its keyword inputs (`--example`, input_ids and
+attention_mask) and `--training`, planned as a pipeline on 2 fast-linked devices (two
+stages), exported with `--pipeline` (the nearest split at module boundaries) and run by
+the script it writes on 2 CPU processes (gloo). The script passes the keyword inputs and
+the importer's `use_cache=False`, rebuilds the ModelOutput for the loss (cross-entropy of
+its logits), and `--check` compares the loss and every gradient with one process (in eval
+mode, within 1e-5); in train mode it says that dropout makes them differ, and by how much.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
+                            "'planner[torch]')")
+pytest.importorskip("transformers", reason="transformers is not installed")
+
+HERE = Path(__file__).resolve().parent
+MODELS = HERE / "torch_pipeline_models.py"
+EXAMPLE = "gpt2_tokens()"
+
+
+def _planner(*args: str | Path) -> str:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@dataclass
+class Exported:
+    """GPT-2 imported, planned, solved and exported; the script as a module."""
+
+    doc: dict[str, Any]
+    path: Path
+    script: Any
+    root: Path
+
+
+def _module(path: Path) -> Any:
+    """The generated script as a module (its functions, not its main)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_script_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
+    root = tmp_path_factory.mktemp("gpt2")
+    _planner("import", "torch", f"{MODELS}:gpt2", "--example", EXAMPLE, "--training",
+             "--name", "gpt2", "-o", root / "gpt2.plan")
+    # compute-bound (tiny activations on a fast link): the plan takes both devices
+    (root / "pipe.plan").write_text(
+        'import "gpt2.plan"\n'
+        "cluster c {\n  device gpu[0..1] { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
+        "  link gpu0 <-> gpu1 { bandwidth 100 GB/s }\n}\n"
+        "plan p { graph gpt2  cluster c  objective pipeline  microbatches 4  schedule gpipe }\n")
+    _planner("solve", root / "pipe.plan", "--out", root / "plan.json")
+    _planner("export", "torch", root / "pipe.plan", f"{MODELS}:gpt2", "--example", EXAMPLE,
+             "--placement", root / "plan.json", "--pipeline", "--nearest", "--device-map",
+             "gpu0=cpu,gpu1=cpu", "-o", root / "pipe.json", "--code", root / "step.py")
+    return Exported(json.loads((root / "pipe.json").read_text()), root / "step.py",
+                    _module(root / "step.py"), root)
+
+
+def _spawn(e: Exported, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(e.path), "--spawn", "--cpu", *args],
+                          capture_output=True, text=True, timeout=900, check=False,
+                          cwd=e.root, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def test_the_script_takes_the_models_keywords_capture_settings_and_output(
+        exported: Exported) -> None:
+    script = exported.script
+    assert exported.doc["ranks"] == 2 and len(exported.doc["stages"]) == 2
+    assert script.CAPTURE_KWARGS == {"use_cache": False}  # as the importer captured it
+    args, kwargs, target = script.make_batch({"gpt2_tokens": lambda: {
+        "input_ids": torch.zeros(2, 16, dtype=torch.long),
+        "attention_mask": torch.ones(2, 16, dtype=torch.long)}})
+    assert args == () and kwargs["use_cache"] is False
+    assert kwargs["input_ids"].shape == (8, 16)  # 4 micro-batches of 2 sequences
+    # the loss's target: a label per token (the logits' last dimension is the vocabulary)
+    assert script.OUTPUT_SHAPES == [[2, 16, 128]] and script.LOGITS == 0
+    assert target is not None and target.dtype == torch.long and target.shape == (8, 16)
+    # the last stage returns the logits tensor; the loss gets the model's ModelOutput
+    output = script.model_output(torch.zeros(2, 16, 128))
+    assert type(output).__name__ == "CausalLMOutputWithCrossAttentions"
+    assert torch.equal(output.logits, torch.zeros(2, 16, 128))
+    labels = torch.zeros(2, 16, dtype=torch.long)
+    assert torch.allclose(script.loss_fn(output, labels), torch.log(torch.tensor(128.0)))
+    mine = script.the_loss(f"{MODELS}:gpt2_loss")  # --loss: a user's function, by path
+    assert torch.allclose(mine(output, labels), script.loss_fn(output, labels) * 0.5)
+
+
+@pytest.mark.slow
+def test_gpt2_pipelined_under_gloo_equals_one_process(exported: Exported) -> None:
+    save = exported.root / "eval"
+    save.mkdir()
+    result = _spawn(exported, "--check", "--save", str(save))
+    assert result.returncode == 0, result.stdout + result.stderr[-4000:]
+    assert "compared in eval mode (dropout off" in result.stdout
+    assert "loss and gradients equal the unpipelined model's: True" in result.stdout
+    # the same comparison here, within 1e-5: each rank holds its stage's gradients
+    script = exported.script
+    results = [torch.load(save / f"rank{r}.pt") for r in range(2)]
+    expected = script.unpipelined(mode="eval")
+    losses = [x for r in results for x in r["losses"]]
+    assert len(losses) == 4 and not results[0]["losses"]
+    assert torch.allclose(torch.stack(losses).mean(), expected["loss"], rtol=1e-5, atol=1e-5)
+    grads = [r["grads"] for r in results]
+    assert grads[0] and grads[1] and not grads[0].keys() & grads[1].keys()
+    assert grads[0].keys() | grads[1].keys() == expected["grads"].keys()
+    assert "transformer.wte.weight" in grads[0] and "lm_head.weight" in grads[1]
+    for name, want in expected["grads"].items():
+        got = grads[0].get(name, grads[1].get(name))
+        assert torch.allclose(got, want, rtol=1e-5, atol=1e-5), name
+    # in train mode, as built: dropout draws other numbers on each rank; --check says so
+    result = _spawn(exported, "--check", "--mode", "train")
+    assert result.returncode == 1, result.stdout + result.stderr[-4000:]
+    out = result.stdout
+    assert "compared in train mode" in out and "equal the unpipelined model's: False" in out
+    assert re.search(r"loss [\d.]+ against [\d.]+ \(by [\d.e-]+\)", out), out
+    assert re.search(r"\d+ of \d+ gradients differ, the most: \S+ by [\d.e-]+", out), out
+    assert "13 module(s) in train mode" in out and "transformer.drop" in out
+    assert "--mode eval" in out
