@@ -390,23 +390,28 @@ class _Params:
         for key, t in [*gm.named_parameters(remove_duplicate=False),
                        *gm.named_buffers(remove_duplicate=False)]:
             self.names.setdefault(id(t), []).append(key)
-        self.first: dict[int, tuple[str, str]] = {}  # tensor id -> (op, name it used)
+        #: tensor id -> (first op, the name it used, whether through a module call)
+        self.first: dict[int, tuple[str, str, bool]] = {}
         self.holders: dict[int, list[str]] = {}  # tied tensor id -> ops holding a copy
         self.size: dict[int, int] = {}
 
     def take(self, key: str, n: Any, op: str) -> int:
         """The bytes op `op` comes to hold by node `n`'s use of module or attribute `key`."""
         held = 0
+        owner, leaf = self._owner(key)
+        module = not isinstance(getattr(owner, leaf), self.torch.Tensor)
         for name, t in self._tensors(key, n):
             tid = id(t)
             first = self.first.get(tid)
             if first is None:
-                self.first[tid] = (op, name)
+                self.first[tid] = (op, name, module)
                 self.size[tid] = int(t.numel() * t.element_size())
                 held += self.size[tid]
             elif first[0] == op:
                 continue
-            elif first[1] == name or len(self.names.get(tid, ())) < 2:
+            elif first[1] == name or len(self.names.get(tid, ())) < 2 or module or first[2]:
+                # one name, or a module's own parameter (an export cannot copy it to a
+                # second device: `torch_export.apply_plan` moves whole modules): one device
                 self.groups.join(first[0], op)
             else:
                 hold = self.holders.setdefault(tid, [first[0]])
@@ -418,8 +423,7 @@ class _Params:
     def _tensors(self, key: str, n: Any) -> list[tuple[str, Any]]:
         """(name, tensor) of each parameter and buffer that `key` names, as node `n` uses
         it: a tied tensor by the name whose module `n` runs in."""
-        owner_path, _, leaf = key.rpartition(".")
-        owner = self.gm.get_submodule(owner_path) if owner_path else self.gm
+        owner, leaf = self._owner(key)
         thing = getattr(owner, leaf)
         if isinstance(thing, self.torch.Tensor):
             names = self.names.get(id(thing), [key])
@@ -431,6 +435,11 @@ class _Params:
                         *thing.named_buffers(remove_duplicate=False)]:
             seen.setdefault(id(t), (f"{key}.{name}", t))
         return list(seen.values())
+
+    def _owner(self, key: str) -> tuple[Any, str]:
+        """The module holding attribute `key`, and the attribute's name there."""
+        owner_path, _, leaf = key.rpartition(".")
+        return (self.gm.get_submodule(owner_path) if owner_path else self.gm), leaf
 
     def ties(self, w: Workload) -> list[tuple[list[str], int, str]]:
         """One tie per set of holders that may run apart (the bytes of the tensors they

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -24,11 +25,75 @@ from planner.spec.load import load_path
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
                             "'planner[torch]')")
-pytest.importorskip("transformers", reason="transformers is not installed (the `hf` extra)")
-
-import tied_models
+from planner.io.torch_export import apply_plan
+from planner.io.torch_import import to_workload, trace
+from planner.workload.roofline import PROFILES
 
 MODELS = Path(__file__).resolve().parent / "tied_models.py"
+
+
+def _hf() -> object:
+    """tied_models, whose models are transformers' (skipped without it)."""
+    pytest.importorskip("transformers", reason="transformers is not installed (the `hf` "
+                        "extra)")
+    import tied_models
+
+    return tied_models
+
+
+class TinyLM(torch.nn.Module):
+    """An embedding, a layer and a head that reads the embedding's table (tied)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.emb = torch.nn.Embedding(50, 8)
+        self.blk = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 50, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.blk(self.emb(x))))
+
+
+@pytest.mark.slow
+def test_a_module_sharing_a_weight_stays_colocated_under_fx() -> None:
+    # fx calls whole modules, and an export moves a module whole: one device for both
+    traced = trace(TinyLM(), (torch.arange(12).reshape(2, 6) % 50,), "fx")
+    w = to_workload(traced, "tiny", PROFILES["v100"])
+    assert w.ties == []
+    assert any({"emb", "head"} <= set(g) for g in w.colocations)
+    assert {o.name: o for o in w.ops}["head"].params_bytes == 0
+
+
+@pytest.mark.slow
+def test_a_tied_weight_is_a_tie_held_by_each_user_and_runs_apart() -> None:
+    model, x = TinyLM(), torch.arange(12).reshape(2, 6) % 50
+    traced = trace(model, (x,), "export")
+    w = to_workload(traced, "tiny", PROFILES["v100"])
+    ops = {o.name: o for o in w.ops}
+    table = 50 * 8 * 4
+    assert ops["emb"].params_bytes == ops["head"].params_bytes == table
+    assert [(names, nbytes) for names, nbytes, _ in w.ties] == [(["emb", "head"], table)]
+    assert w.ties[0][2] in ("emb.weight", "head.weight")
+    assert not any({"emb", "head"} <= set(g) for g in w.colocations)
+    # apart: the head reads a copy of the table; outputs and gradients equal eager mode's
+    placement = {op: ("gpu1" if op in ("head", "output") else "gpu0") for op in
+                 traced.names.values()}
+    placed = apply_plan(traced, placement, {"gpu0": "cpu", "gpu1": "cpu"})
+    assert any(t.endswith("weight") and dev == "gpu1" for t, dev in placed.copies)
+    out = placed.module(x)
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    want = model(x)
+    assert torch.equal(out, want)
+    out.pow(2).mean().backward()
+    want.pow(2).mean().backward()
+    # one parameter, both uses' gradients summed into it, as in eager mode
+    grads = [p.grad for p in placed.module.parameters()
+             if p.shape == (50, 8) and p.grad is not None]
+    assert len(grads) == 1
+    assert torch.allclose(grads[0], model.emb.weight.grad, atol=1e-6)
+
 FOUR_GPUS = """import "gpt2.plan"
 cluster four {
   device gpu[0..3] { kind gpu  memory 16 GiB  flops 15.7 TFLOPS }
@@ -46,6 +111,7 @@ def _planner(*args: str | Path) -> str:
 
 @pytest.mark.slow
 def test_gpt2s_tied_head_is_a_tie_and_gpt2_pipelines(tmp_path: Path) -> None:
+    _hf()
     spec = tmp_path / "gpt2.plan"
     _planner("import", "torch", f"{MODELS}:gpt2", "--example", "tokens()", "--granularity",
              "module:2", "--training", "--name", "gpt2", "-o", spec)
@@ -76,20 +142,21 @@ def test_gpt2s_tied_head_is_a_tie_and_gpt2_pipelines(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_pipelined_tied_gpt2_step_equals_one_process(tmp_path: Path) -> None:
+    _hf()
     spec = tmp_path / "gpt2.plan"
-    _planner("import", "torch", f"{MODELS}:gpt2_logits", "--input", "2x32:int64",
-             "--granularity", "module:3", "--training", "--name", "gpt2", "-o", spec)
+    _planner("import", "torch", f"{MODELS}:gpt2", "--example", "tokens()", "--granularity",
+             "module:2", "--training", "--name", "gpt2", "-o", spec)
     plan = tmp_path / "two.plan"
     plan.write_text(FOUR_GPUS.replace("gpu[0..3]", "gpu[0..1]").replace("microbatches 8",
                                                                         "microbatches 4"))
     _planner("solve", plan, "--out", tmp_path / "plan.json")
     script = tmp_path / "step.py"
-    _planner("export", "torch", plan, f"{MODELS}:gpt2_logits", "--input", "2x32:int64",
+    _planner("export", "torch", plan, f"{MODELS}:gpt2", "--example", "tokens()",
              "--placement", tmp_path / "plan.json", "--pipeline", "--device-map",
              "gpu0=cpu,gpu1=cpu", "-o", tmp_path / "pipe.json", "--code", script)
     text = script.read_text()
-    assert "TIED = [(['gpt2.transformer.wte.weight', 'gpt2.lm_head.weight'], [256, 64], " \
-        "'float32')]" in text
+    assert "TIED = [(['transformer.wte.weight', 'lm_head.weight'], [256, 64], 'float32')]" \
+        in text
     doc = json.loads((tmp_path / "pipe.json").read_text())
     assert len(doc["stages"]) == 2
     result = subprocess.run([sys.executable, str(script), "--spawn", "--cpu", "--check"],
@@ -111,6 +178,7 @@ plan t5p { graph t5  cluster two }
 @pytest.mark.slow
 def test_t5s_device_map_round_trips(tmp_path: Path) -> None:
     dispatch_model = pytest.importorskip("accelerate").dispatch_model
+    tied_models: Any = _hf()
     spec = tmp_path / "t5.plan"
     _planner("import", "torch", f"{MODELS}:t5", "--example", "t5_tokens()", "--granularity",
              "module:2", "--name", "t5", "-o", spec)

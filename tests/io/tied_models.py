@@ -1,6 +1,5 @@
 """Models with tied weights for `tests/io/test_torch_tied.py`: Hugging Face's GPT-2 and T5
-from small configs, random weights (no download), and GPT-2 with positional inputs for the
-pipeline script.
+from small configs, random weights (no download).
 
 `planner import torch tests/io/tied_models.py:NAME` loads them; `TOKENS` and `T5_TOKENS` are
 their `--example` expressions.
@@ -41,24 +40,6 @@ def gpt2() -> GPT2LMHeadModel:
 def tokens() -> dict[str, Any]:
     """GPT-2's keyword inputs: a batch of 32 tokens."""
     return {"input_ids": torch.arange(32).reshape(1, 32) % 97}
-
-
-class TiedGPT2(torch.nn.Module):
-    """`gpt2()` taking the token ids positionally and giving the logits (the pipeline
-    script's micro-batches are positional tensors and its loss takes a tensor)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gpt2 = gpt2()
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.gpt2(input_ids=input_ids, use_cache=False).logits  # type: ignore[no-any-return]
-
-
-def gpt2_logits() -> TiedGPT2:
-    """`TiedGPT2`, seeded."""
-    torch.manual_seed(0)
-    return TiedGPT2()
 
 
 def t5() -> T5ForConditionalGeneration:
