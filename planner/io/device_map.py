@@ -28,7 +28,7 @@ Problems are E949 errors located at the file's start; names from the file are qu
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean
@@ -209,10 +209,7 @@ def _covered(graph: Graph, devices: Mapping[str, int | None], names: Sequence[st
             placement[i] = _one_device(graph, op.name, parts, devices, names, where, sink)
         elif outer:
             placement[i] = _index(devices[outer[-1]])
-    # a key for the module that registers a tied weight (T5's `shared`) places the weight,
-    # which each holder keeps a copy of (`tie ... { weight shared.weight }`): no op
-    used.update(k for k in devices for t in graph.ties if t.weight
-                and (k == "" or t.weight == k or t.weight.startswith(k + ".")))
+    used.update(_tied_weight_keys(graph, devices))
     unused = [k for k in devices if k not in used]
     if unused:
         candidates = _module_paths(graph)
@@ -223,6 +220,14 @@ def _covered(graph: Graph, devices: Mapping[str, int | None], names: Sequence[st
                        *(hints or ("keys are module paths, as `planner import torch` names "
                                    "ops; a plan file is {\"placement\": {op: device}}",)))
     return placement
+
+
+def _tied_weight_keys(graph: Graph, keys: Iterable[str]) -> set[str]:
+    """The keys naming a module that registers a tied weight (T5's `shared`, `tie ... {
+    weight shared.weight }`): each places the weight, which every holder keeps a copy of,
+    and no op."""
+    weights = [t.weight for t in graph.ties if t.weight]
+    return {k for k in keys for w in weights if k in ("", w) or w.startswith(k + ".")}
 
 
 def _index(device: int | None) -> int:

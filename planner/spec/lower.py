@@ -433,20 +433,26 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
     src, dst, edge_spans = edges.src, edges.dst, edges.span
     edge_list = new_edges(src, dst, edges.bytes)
     loc.edges[gname] = edge_spans
+    _report_cycle(sink, decl, ops, src, dst, edge_spans)
+    colocations = groups.groups() if grouped else ()
+    if len(index) == len(ops):  # no name twice (E202): `index` is what op_index would be
+        return indexed_graph(gname, tuple(ops), edge_list, colocations, index, backward_of,
+                             ties)
+    return Graph(gname, tuple(ops), edge_list, colocations, backward_of, ties)
+
+
+def _report_cycle(sink: DiagnosticSink, decl: ast.GraphDecl, ops: list[Op], src: list[int],
+                  dst: list[int], edge_spans: list[Span]) -> None:
+    """E231 at an edge that closes a cycle of the graph, if it has one."""
     cycle = _find_cycle(len(ops), src, dst)
     if cycle:
         names = " -> ".join(ops[i].name for i in cycle + [cycle[0]])
         a, b = cycle[0], cycle[1 % len(cycle)]
         closing = next((k for k, (x, y) in enumerate(zip(src, dst, strict=True))
                         if x == a and y == b), None)
-        sink.error("E231", f"graph `{gname}` has a cycle: {names}",
+        sink.error("E231", f"graph `{decl.name.text}` has a cycle: {names}",
                    decl.name.span if closing is None else edge_spans[closing],
                    "a graph must be acyclic; remove one of these edges")
-    colocations = groups.groups() if grouped else ()
-    if len(index) == len(ops):  # no name twice (E202): `index` is what op_index would be
-        return indexed_graph(gname, tuple(ops), edge_list, colocations, index, backward_of,
-                             ties)
-    return Graph(gname, tuple(ops), edge_list, colocations, backward_of, ties)
 
 
 def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]],
