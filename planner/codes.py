@@ -60,6 +60,7 @@ TABLE: tuple[Code, ...] = (
     Code("E013", 1, "links naming more device pairs than the `link_pairs` limit"),
     Code("E014", 1, "more plans than the `plans` limit"),
     Code("E015", 1, "glob patterns that test more op names than the `glob_names` limit"),
+    Code("E016", 1, "a pipeline plan whose micro-batch copies pass the `pipeline_copies` limit"),
     Code("E100", 1, "the parser failed with no located message (a bug)"),
     Code("E101", 1, "an unexpected token"),
     Code("E102", 1, "unexpected end of file (an unclosed block)"),
@@ -110,6 +111,7 @@ TABLE: tuple[Code, ...] = (
     Code("E256", 1, "an unknown objective or schedule, or a pipeline setting that does not apply"),
     Code("W256", 0, "`time[KIND]` names a device kind no device of the spec has"),
     Code("E257", 1, "a `microbatches` or `stages_per_device` that is not a whole number in range"),
+    Code("W258", 0, "a pipeline plan that no split can interleave (it runs as `1f1b`)"),
     Code("E260", 1, "a positive quantity below its valid range"),
     Code("E261", 1, "an empty name, or one with a control, format (bidi, zero-width) or "
                     "surrogate character"),
@@ -191,8 +193,12 @@ TABLE: tuple[Code, ...] = (
     Code("E707", 3, "`pipedp`: no contiguous pipeline split fits the devices' memory"),
     Code("E708", 3, "`pipeilp`: no pipeline placement fits the devices' memory, even "
                     "recomputing activations (the solver's proof)"),
-    Code("E709", 4, "`pipeilp`: the solver found no placement and no contiguous split fits"),
+    Code("E709", 6, "`pipeilp`: no placement found within the time limit (or among the "
+                    "placements its model covers) and no contiguous split fits, even "
+                    "recomputing: not a proof that none exists"),
     Code("E710", 4, "m-SCT's LP relaxation failed"),
+    Code("E711", 4, "`pipeilp`: the solver failed and no contiguous split fits, even "
+                    "recomputing"),
     Code("E810", 3, "a placement unit that no device may run", "E304"),
     Code("E811", 3, "the exact solver found no plan after the heuristics' proof"),
     Code("E812", 4, "the exact solver failed and no heuristic plan is left"),
@@ -240,7 +246,7 @@ TABLE: tuple[Code, ...] = (
                     "`--nearest` exports it)"),
     Code("E947", 1, "`export torch --pipeline`: a plan torch's pipeline schedules cannot run as "
                     "placed (no `objective pipeline`, a device with several stages, too few "
-                    "micro-batches)"),
+                    "micro-batches) or on the `--ranks` asked"),
     Code("W948", 0, "PyTorch ops that may do matrix work without a FLOP formula (timed by "
                     "bytes moved only)"),
     Code("E949", 1, "an accelerate `device_map` that does not cover the spec's ops or names "

@@ -144,6 +144,14 @@ class SolverError(PlannerError):
     exit_code = 4
 
 
+class SearchLimitError(SolverError):
+    """A search ended (its time limit, or a search that covers only some plans) without
+    finding a plan, and without a proof that none exists. Exit code 6 (a `SolverError`
+    otherwise: whoever records solver failures records it)."""
+
+    exit_code = 6
+
+
 def did_you_mean(name: str, candidates: Iterable[str]) -> tuple[str, ...]:
     """A 'did you mean' hint for an unknown name, or nothing when no candidate is close.
 

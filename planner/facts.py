@@ -29,15 +29,19 @@ longer disagree about which devices an op may use or what "cannot fit" means.
     pinned to two devices);
   - E305 an edge must cross between two devices that no link joins in that direction (its
     ends may share no device, and no allowed pair of devices is linked);
-  - E306 (`static` only) a unit needs more than any device it may use holds once the
-    copies it must receive are counted: a device holding unit `U` holds, for every unit
+  - E306 a unit needs more than any device it may use holds once the copies it must
+    receive are counted: under `static`, a device holding unit `U` holds, for every unit
     `P` feeding it, either `P` itself (its params and outputs) or a copy of `P`'s tensor
     (at least the largest edge from `P` into `U`), so at least the smaller of the two,
-    on top of `U`'s own least bytes;
-  - E307 (`static` only) units that cannot share a device two by two (a device holding both,
-    with the copies they receive counted as for E306, would need more than it holds) must
-    go to distinct devices, one each from those that hold it alone; no such assignment
-    exists (Hall's condition, checked by a matching).
+    on top of `U`'s own least bytes; under `liveness`, when an op of `U` starts, its
+    device holds `U`'s params, the op's output and temp (when it takes time) and, for each
+    producer `P` outside `U` feeding the op, `P`'s params and output (same device: alive
+    until its consumers are done) or the received copy (kept), so at least the smaller;
+  - E307 units that cannot share a device two by two (a device holding both would need
+    more than it holds: under `static` with the copies they receive counted as for E306,
+    under `liveness` their least bytes together, sinks' outputs never freed) must go to
+    distinct devices, one each from those that hold it alone; no such assignment exists
+    (Hall's condition, checked by a matching).
   A proof holds for every algorithm and every contention model; `check` reports them with
   locations, and an algorithm that finds no plan raises them when there are any.
 """
@@ -45,7 +49,7 @@ longer disagree about which devices an op may use or what "cannot fit" means.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .cost import INF, costs
@@ -293,6 +297,8 @@ def _proofs(problem: Problem) -> tuple[Proof, ...]:
     out.extend(_unlinked(problem, f))
     if not out and problem.memory_model == "static":
         out.extend(_with_copies(problem, f))
+    elif not out:
+        out.extend(_live_copies(problem, f))
     return tuple(out)
 
 
@@ -463,7 +469,7 @@ def _with_copies(problem: Problem, f: Facts) -> list[Proof]:
                  "shrink the op or its inputs, or add a larger device"), members, big))
     if out:
         return out
-    clique = _crowded(copies, need, fits, caps)
+    clique = _crowded(copies.need, need, fits, caps)
     if clique:
         names = ", ".join(unit_name(problem, f.units[u]) for u in clique[:4])
         more = f" and {len(clique) - 4} more" if len(clique) > 4 else ""
@@ -478,10 +484,79 @@ def _with_copies(problem: Problem, f: Facts) -> list[Proof]:
     return out
 
 
-def _crowded(copies: _Copies, need: list[int], fits: list[tuple[int, ...]],
-             caps: list[int]) -> list[int]:
-    """Units that pairwise cannot share a device and that no assignment to distinct devices
-    (each from its `fits`) takes, found greedily among the largest; [] when none is."""
+def _live_need(problem: Problem, f: Facts, members: Sequence[int]) -> int:
+    """Under `liveness`: the least bytes a device holding the unit of `members` holds when
+    one of its ops that takes time starts (the most over them; the simulator's model,
+    `planner.simulate`): every param of the unit, the op's output and temp, and each input
+    from outside the unit, either its producer on the same device (its params, and its
+    output, freed when its last consumer there ends) or a received copy (at least the
+    edge's bytes, freed when its last consumer there ends), so at least the smaller."""
+    g = problem.graph
+    ops = g.ops
+    inside = set(members)
+    params = sum(ops[i].params_bytes for i in members)
+    feeds: dict[int, dict[int, int]] = {i: {} for i in members}
+    for e in g.edges:
+        if e.dst in inside and e.src not in inside:
+            feed = feeds[e.dst]
+            feed[e.src] = max(feed.get(e.src, 0), e.bytes)
+    best = params
+    for i in members:
+        if f.fastest[i] > 0:  # at its start (an instant later than its inputs' arrival)
+            inputs = sum(min(b, ops[p].params_bytes + ops[p].output_bytes)
+                         for p, b in feeds[i].items())
+            best = max(best, params + ops[i].output_bytes + ops[i].temp_bytes + inputs)
+    return best
+
+
+def _live_copies(problem: Problem, f: Facts) -> list[Proof]:
+    """E306 and E307 under `liveness` (the module docstring, with `_live_need` for what a
+    unit holds with its inputs, and `least_bytes` of two units together, copies left out,
+    for E307); [] when neither proves anything."""
+    devs = problem.cluster.devices
+    caps = [d.memory_bytes for d in devs]
+    need = [_live_need(problem, f, members) for members in f.units]
+    out: list[Proof] = []
+    for u, members in enumerate(f.units):
+        allowed = f.unit_allowed[u]
+        if allowed and all(need[u] > caps[d] for d in allowed):
+            big = max(allowed, key=lambda d: (caps[d], -d))
+            out.append(Proof(
+                "E306", f"{unit_name(problem, members)} needs at least {_exact(need[u])} with "
+                f"the inputs it must hold when it starts (each producer, or a copy of its "
+                f"tensor) but the largest device it may use, `{devs[big].name}`, holds "
+                f"{_exact(caps[big])}",
+                (_model_hint(problem) + "; a tensor received from another device is kept",
+                 "shrink the op or its inputs, or add a larger device"), members, big))
+    if out:
+        return out
+    own = list(f.unit_bytes)
+    fits = [tuple(d for d in f.unit_allowed[u] if own[u] <= caps[d])
+            for u in range(len(f.units))]
+
+    def together(pair: tuple[int, int]) -> int:
+        return f.least_bytes(problem, (*f.units[pair[0]], *f.units[pair[1]]))
+
+    clique = _crowded(together, own, fits, caps)
+    if clique:
+        names = ", ".join(unit_name(problem, f.units[u]) for u in clique[:4])
+        more = f" and {len(clique) - 4} more" if len(clique) > 4 else ""
+        room = sorted({d for u in clique for d in fits[u]})
+        out.append(Proof(
+            "E307", f"{len(clique)} units ({names}{more}) cannot share a device two by two, "
+            f"but only {len(room)} device(s) can take them", (
+                _model_hint(problem),
+                "two of them together need more than any device they may both use holds; "
+                "add devices or memory, or shrink the ops"),
+            tuple(i for u in clique for i in f.units[u][:1])))
+    return out
+
+
+def _crowded(together: Callable[[tuple[int, int]], int], need: list[int],
+             fits: list[tuple[int, ...]], caps: list[int]) -> list[int]:
+    """Units that pairwise cannot share a device (`together(pair)`: the least bytes of a
+    device holding both) and that no assignment to distinct devices (each from its `fits`)
+    takes, found greedily among the largest; [] when none is."""
     order = sorted(range(len(need)), key=lambda u: (-need[u], u))[:CONFLICT_CANDIDATES]
     cache: dict[tuple[int, int], bool] = {}
 
@@ -489,8 +564,8 @@ def _crowded(copies: _Copies, need: list[int], fits: list[tuple[int, ...]],
         key = (min(u, v), max(u, v))
         if key not in cache:
             both = set(fits[u]) & set(fits[v])
-            together = copies.need(key) if both else 0
-            cache[key] = all(together > caps[d] for d in both)
+            least = together(key) if both else 0
+            cache[key] = all(least > caps[d] for d in both)
         return cache[key]
 
     for start in order:

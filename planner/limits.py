@@ -41,6 +41,10 @@ class Limits:
     import_depth: int = 64
     #: diagnostics shown per command; the rest are counted (E000)
     diagnostics: int = 100
+    #: ops and edges of the copies of a graph that the simulation of a pipeline plan
+    #: makes, one per micro-batch (micro-batches x (ops + edges)): E016. About
+    #: `BYTES_PER_COPIED_ITEM` bytes each, so the default keeps a simulation near 2 GB
+    pipeline_copies: int = 5_000_000
 
 
 #: name -> what it bounds, for `--help`, errors and the README
@@ -54,7 +58,14 @@ DESCRIPTIONS: dict[str, str] = {
     "plans": "plans of one load",
     "import_depth": "files in one chain of imports",
     "diagnostics": "diagnostics shown",
+    "pipeline_copies": "ops and edges of a pipeline plan's graph copied per micro-batch",
 }
+
+#: memory of a pipeline simulation per op or edge of its copies (`pipeline_copies`),
+#: measured on training chains of 1,000-2,000 ops with 1.5 to 4.5 edges per op and 64 to
+#: 256 micro-batches: 360 to 400 bytes, about 1 KB per copied op with its edges (the 1.2
+#: MB spec of issue 40, 20,000 ops and 1,024 micro-batches, passed 2.6 GB after 60 s)
+BYTES_PER_COPIED_ITEM = 400
 
 DEFAULTS = Limits()
 #: the largest value `--limit` takes for any limit: 10**15, written `1e15` too (every whole
@@ -118,9 +129,11 @@ def parse_overrides(items: Sequence[str], base: Limits = DEFAULTS) -> Limits:
 
 
 def _whole(text: str) -> int | None:
-    """The whole number `text` names (`2000000`, `2_000_000`, `2e6`) when it is from 1 to
-    `MAX_VALUE`; else None. Digits are read exactly, other forms as a float."""
+    """The whole number `text` names (`2000000`, `2_000_000`, `2e6`, in ASCII) when it is
+    from 1 to `MAX_VALUE`; else None. Digits are read exactly, other forms as a float."""
     text = text.strip().replace("_", "")
+    if not text.isascii():  # `int` and `float` read any script's digits (`１０`, `١٠`)
+        return None
     try:
         number = int(text) if text.isdigit() else float(text)
     except (ValueError, OverflowError):
@@ -128,6 +141,12 @@ def _whole(text: str) -> int | None:
     if not 1 <= number <= MAX_VALUE or number != int(number):  # nan fails the range
         return None
     return int(number)
+
+
+def pipeline_copies(microbatches: int, ops: int, edges: int) -> int:
+    """The ops and edges the simulation of a pipeline of `microbatches` copies of a graph
+    of `ops` ops and `edges` edges holds (the `pipeline_copies` limit counts them)."""
+    return microbatches * (ops + edges)
 
 
 def raise_hint(name: str, need: int, suggest: int | None = None, *,

@@ -11,8 +11,13 @@ code in the imported module).
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import signal
+import sys
+import time
+import traceback
 from collections.abc import Iterator
 
 import pytest
@@ -83,3 +88,90 @@ def _fast_simulator_loaded() -> None:
     subprocesses with a cache folder of their own (tests/test_compiled.py)."""
     if fastsim.numba_available():
         fastsim.prepare()
+
+
+# -- tests that signal their own process -------------------------------------------------
+
+#: the longest a test in a process of its own may run (its own limits are far shorter)
+OWN_PROCESS_TIMEOUT_S = 900.0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run a test marked `own_process` in a forked copy of this process.
+
+    A test that sends a signal to its own process (`os.kill(os.getpid(), ...)`,
+    `signal.raise_signal`, a `threading.Timer` that does so) sends it, forked, to a process
+    of its own: a signal that comes late (a timer that fires as the test ends, on a loaded
+    machine) or is left pending can no longer reach pytest's runner, where a
+    KeyboardInterrupt stopped the whole suite (issue 40: at 44%, from
+    `planner/signals.py`'s handler, which the in-process CLI tests install). Fixtures run
+    here, as for any test (what they set up is inherited); the test's body, its signals
+    and its signal handlers live and die in the fork, whose outcome (passed, skipped, or
+    the failure's traceback) comes back through a pipe."""
+    if pyfuncitem.get_closest_marker("own_process") is None:
+        return None
+    names = pyfuncitem._fixtureinfo.argnames
+    kwargs = {name: pyfuncitem.funcargs[name] for name in names}
+    read, write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the fork: run the test, report, and never return into pytest
+        os.close(read)
+        outcome = _outcome(pyfuncitem, kwargs)
+        with open(write, "w", encoding="utf-8") as out:  # noqa: PTH123 - a pipe's fd
+            out.write(json.dumps(outcome))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+    os.close(write)
+    kind, text = _wait_for(pid, read, pyfuncitem.nodeid)
+    if kind == "skipped":
+        pytest.skip(text)
+    if kind != "passed":
+        pytest.fail(text, pytrace=False)
+    return True
+
+
+def _outcome(item: pytest.Function, kwargs: dict[str, object]) -> dict[str, str]:
+    """Run the test's function; what came of it, as text."""
+    try:
+        item.obj(**kwargs)
+    except pytest.skip.Exception as skip:
+        return {"kind": "skipped", "text": str(skip.msg)}
+    except BaseException:  # noqa: BLE001 - a KeyboardInterrupt too: reported, not raised
+        return {"kind": "failed", "text": traceback.format_exc()}
+    return {"kind": "passed", "text": ""}
+
+
+def _wait_for(pid: int, read: int, nodeid: str) -> tuple[str, str]:
+    """The fork's outcome (it is killed after `OWN_PROCESS_TIMEOUT_S`)."""
+    deadline = time.monotonic() + OWN_PROCESS_TIMEOUT_S
+    chunks: list[bytes] = []
+    with os.fdopen(read, "rb") as pipe:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return "failed", f"{nodeid}: still running after {OWN_PROCESS_TIMEOUT_S} s"
+            ready, _, _ = select.select([pipe], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(pipe.fileno(), 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    try:
+        outcome = json.loads(b"".join(chunks))
+    except ValueError:
+        return "failed", (f"{nodeid}: its process ended without an outcome "
+                          f"({_status_text(status)})")
+    return str(outcome["kind"]), str(outcome["text"])
+
+
+def _status_text(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit status {os.waitstatus_to_exitcode(status)}"

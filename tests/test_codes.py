@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "planner"
 CODE = re.compile(r"\b[EW]\d{3}\b")
 EXITS = {"SpecError": 1, "UsageError": 2, "InfeasibleError": 3, "SolverError": 4,
+         "SearchLimitError": 6,
          "OutputError": 4}
 
 # Codes used in several modules, each for the one meaning they share there.
@@ -33,6 +34,8 @@ SHARED = {
             "`fmt` was given (cli/fmt.py)",
     "E943": "invalid example inputs of a PyTorch model: loading them, capturing with them, or "
             "the --granularity they are grouped by",
+    "E939": "a PyTorch model that cannot be loaded: a Python file or module (io/torch_load.py), "
+            "a saved program (io/torch_program.py)",
 }
 # The Python API (`planner/api/`; `model.py` for indices out of range) reports the mistakes
 # a spec can make with the spec's codes: one meaning, in a spec or in a Problem built in Python.
@@ -41,14 +44,19 @@ SHARED.update(dict.fromkeys(
      "E223", "E230", "E231", "E232", "E234", "E241", "E244", "E250", "E251", "E252", "E253",
      "E255", "E256", "E257"),
     "the same mistake in a spec (spec/) and in a Problem built in Python (api/, model.py)"))
+SHARED["E016"] = ("the `pipeline_copies` limit, checked where a pipeline's micro-batches are "
+                  "set: a spec (spec/lower.py), a compare point's --microbatches "
+                  "(compare/settings.py), a Problem built in Python (api/checks.py)")
 SHARED["E290"] = ("not a number: a builder's argument (api/builder.py) or a model field "
                   "(api/checks.py)")
 
 # Where each layer's codes may come from: module path prefixes under planner/.
 HOMES = {
     # limits on a graph's ops and edges and on plans are counted where the syntax tree is
-    # lowered; "not a planner spec" is decided where a syntax error is
-    "0": ("spec/load.py", "errors.py", "cli", "spec/lower.py", "spec/syntax.py"),
+    # lowered; "not a planner spec" is decided where a syntax error is; the limit on a
+    # pipeline's copies wherever micro-batches are set (SHARED["E016"])
+    "0": ("spec/load.py", "errors.py", "cli", "spec/lower.py", "spec/syntax.py", "api/checks.py",
+          "compare/settings.py"),
     "1": ("spec/syntax.py", "spec/larkparse.py", "spec/fastparse.py", "api/"),
     "2": ("spec/lower.py", "spec/names.py", "api/", "model.py"),
     "3": ("facts.py",),

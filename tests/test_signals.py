@@ -33,6 +33,10 @@ from planner.spec.load import load_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: every test here signals its own process: each runs in a fork (tests/conftest.py), so
+#: that no signal, late or pending, reaches pytest's runner (issue 40, finding 9)
+pytestmark = pytest.mark.own_process
+
 
 @pytest.fixture(autouse=True)
 def _handlers() -> Iterator[None]:

@@ -61,7 +61,7 @@ from ..bounds import lower_bound
 from ..errors import InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import fits, period_s, split_of, stage_bytes
+from ..pipeline.split import fits, split_of, stage_bytes
 from ..plan import Plan
 from ..simulate import simulate
 from ..units import format_seconds
@@ -137,11 +137,10 @@ def place(problem: Problem, options: Options) -> Solution:
 
 def _pipeline(problem: Problem, options: Options) -> Solution:
     """Under `objective pipeline`: pipedp's split (its work sized to the time limit,
-    `pipedp.cells_for`), or the uniform split where that fits and runs faster (pipedp is
-    exact for its model, which relays a tensor across every boundary it skips; the
-    simulator sends it once). Faster: by the simulated iteration; where the M copies of
-    the graph pass `pipedp.MAX_SIMULATED_OPS` ops, by the estimate (M + S - 1) T, so that
-    the time limit holds on big graphs too (a simulation of 800k ops takes seconds)."""
+    `pipedp.cells_for`), or the uniform split where that fits and runs faster. Faster: by
+    the simulated iteration; where the M copies of the graph pass
+    `pipedp.MAX_SIMULATED_OPS` ops, by `pipedp.estimate`, so that the time limit holds on
+    big graphs too (a simulation of 800k ops takes seconds)."""
     pipeline = problem.pipeline
     assert pipeline is not None
     best = pipedp.place_within(problem, options, pipedp.cells_for(options.time_limit_s))
@@ -152,8 +151,10 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
     chosen = "pipedp"
     if figures["uniform"][1] and figures["uniform"][0] < figures["pipedp"][0]:
         best, chosen = uniform, "uniform"
-    what = "simulated iteration" if simulated else "estimated iteration, (M + S - 1) T"
+    what = ("simulated iteration" if simulated else
+            "estimated iteration, (M - 1) T plus each stage's load once")
     info = {**best.info, "chosen": chosen, "compared_by": what,
+            "iteration_s": figures[chosen][0],
             "candidates": {name: f[0] for name, f in figures.items()}}
     if chosen == "uniform":
         info["why"] = (f"the uniform split fits and runs faster by the {what} "
@@ -171,8 +172,7 @@ def _iteration(problem: Problem, placement: tuple[int, ...], pipeline: Pipeline,
         held, iteration = list(run.memory_bytes), run.iteration_s
     else:
         held = stage_bytes(problem, split, pipeline)
-        iteration = ((pipeline.microbatches + split.stages - 1)
-                     * period_s(problem, placement))
+        iteration = pipedp.estimate(problem, pipeline, split)
     return iteration, fits(problem, held)
 
 

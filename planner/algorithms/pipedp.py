@@ -18,9 +18,15 @@ is exact (PipeDream's and DAPPLE's partitioning DP; Narayanan et al., SOSP 2019)
 for n units, each row a numpy pass over i. Many splits share the least period: a second
 pass keeps, among those, the one whose stage loads have the least sum of squares (the
 most even; the simulated iteration rewards balanced non-bottleneck stages, as
-torchgpipe's partition has them). Per stage count a second candidate balances compute
-alone (torchgpipe's kind of split), which the simulator may prefer where transfers
-overlap. Chains: every distinct sequence of devices,
+torchgpipe's partition has them). The period bounds the steady state only: the fill, the
+drain and 1F1B's round trips (a window of S - k micro-batches in flight on stage k waits
+for each one's backward pass) pay the transfers' latency too, so per stage count the DP
+also finds the best split of three other kinds (`KINDS`): compute alone (torchgpipe's
+`balance_by_time`), compute plus every transfer of the stage's boundaries (a
+micro-batch's latency through it), and compute or a boundary's transfers both ways,
+whichever is more (PipeDream's partitioner). On PipeDream's resnet50 profile at 4 workers
+the least-period split (T 205.5 ms) simulates 3.47 s, PipeDream's kind (T 278.3 ms)
+3.04 s. Chains: every distinct sequence of devices,
 two devices being alike when they have the same kind, speed, FLOP rate and memory and,
 for the links, when the chain's consecutive links are alike; on clusters with one link
 type that is a sequence of device classes. At most `MAX_CHAINS` per stage count are tried,
@@ -67,24 +73,32 @@ from ..pipeline.units import Units, units
 from ..plan import Plan
 from ..units import format_bytes, format_seconds
 from .base import Options, Solution
+from .clock import LOAD_HEADROOM
 
 #: chains of devices tried per stage count (the best-linked first)
 MAX_CHAINS = 24
 #: device sequences examined per stage count (a cluster of many devices has too many to list)
 MAX_EXAMINED = 200_000
-#: the DP's work: (stage rows over all chains tried) x (candidate cuts)^2 at most; more
-#: and the cuts are thinned (about 5 s on this machine, the memory note's second run
-#: included)
-MAX_CELLS = 2e8
-#: the work `auto` gives the DP per second of its time limit (`cells_for`: 2e8 at the
+#: the DP's work: `DP_PASSES` x (stage rows over all chains tried) x (candidate cuts)^2
+#: at most; more and the cuts are thinned (about 5 s on this machine)
+MAX_CELLS = 5.6e8
+#: the work `auto` gives the DP per second of its time limit (`cells_for`: 5.6e8 at the
 #: default 10 s, half the time on an idle machine, as `clock.LOAD_HEADROOM` wants)
-CELLS_PER_SECOND = 2e7
+CELLS_PER_SECOND = 5.6e7
 #: the least work, whatever the limit (a few candidate cuts per stage)
-MIN_CELLS = 1e5
+MIN_CELLS = 2.8e5
 #: the most candidate cuts, whatever the budget
 MAX_UNITS = 20_000
-#: copies of the graph's ops (micro-batches x ops) up to which stage counts are simulated
+#: copies of the graph's ops (micro-batches x ops) up to which a candidate is simulated
 MAX_SIMULATED_OPS = 200_000
+#: copied ops the simulator runs per second of a time limit on an idle machine (80,000 in
+#: about 0.45 s), of which the candidates' simulations get a quarter (`simulation_budget`):
+#: the DP has half the limit, and `clock.LOAD_HEADROOM` leaves the rest for a busy machine
+SIMULATED_OPS_PER_SECOND = 1.5e5
+#: the DP's passes over the cells per chain and stage count (`search_space`): four kinds of
+#: split (`KINDS`), the first two in two passes (least bottleneck, then most even), and the
+#: memory note's least period without the caps
+DP_PASSES = 7
 #: splits enumerated per stage count under `interleaved` (exact there) before the DP
 #: (a heuristic there) takes over
 MAX_ENUMERATED = 20_000
@@ -117,14 +131,18 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
             "devices' memory", None,
             ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
              "fewer activations; or give the devices more `memory`",)))
-    chosen, runs = _simulated_best(problem, pipeline, per_stages)
+    chosen, runs = _simulated_best(problem, pipeline, per_stages,
+                                   simulation_budget(options.time_limit_s))
     info: dict[str, object] = {
         "period_s": chosen.period_s,
         "stages": chosen.split.stages,
         "chains": f"{space.tried} of {space.total} tried",
     }
-    if chosen in runs:
-        info["iteration_s"] = runs[chosen]
+    info["iteration_s"] = runs.get(chosen, estimate(problem, pipeline, chosen.split))
+    info["candidates_compared_by"] = (
+        f"simulation ({len(runs)} candidate(s))" if chosen in runs else
+        "estimate: (M - 1) T plus each stage's load once (the candidates' simulations "
+        "would pass the time limit's budget)")
     if pipeline.schedule == "interleaved" and pipeline.stages_per_device > 1:
         info["split_search"] = (
             "exact: every split of every chain enumerated" if interleaved_exact(
@@ -182,7 +200,7 @@ def _search_space(problem: Problem, pipeline: Pipeline, cells: float) -> Space:
         total += len(found)
         chains[stages] = found[:MAX_CHAINS]
         tried += len(chains[stages])
-    stage_rows = sum(s * len(c) for s, c in chains.items())
+    stage_rows = DP_PASSES * sum(s * len(c) for s, c in chains.items())
     most = max(2, int(math.sqrt(cells / max(stage_rows, 1))))
     cuts = _candidate_cuts(units(problem), min(MAX_UNITS, most))
     return Space(chains, tried, total, cuts, _largest_transients(units(problem), cuts))
@@ -196,31 +214,42 @@ def best_splits(problem: Problem, pipeline: Pipeline, options: Options | None = 
     return {s: f[0] for s, f in found.items()}
 
 
+#: the kinds of split tried per stage count (`split_candidates`): the least period of the
+#: model; compute balanced alone (torchgpipe's `balance_by_time`); compute plus every
+#: transfer of the stage's boundaries (a micro-batch's latency through the stage, which
+#: 1F1B's window of micro-batches in flight pays on its round trip); compute or a
+#: boundary's transfers both ways on one channel, whichever is more (PipeDream's
+#: partitioner, which counts each cut's activation twice)
+KINDS: tuple[str, ...] = ("period", "compute", "latency", "channel")
+
+
 def split_candidates(problem: Problem, pipeline: Pipeline, options: Options | None = None,
                      capped: bool = True, cells: float = MAX_CELLS, balanced: bool = True,
                      ) -> dict[int, list[Found]]:
     """Per stage count: the split with the least period over the chains tried, then (with
-    `balanced`, where transfers cost anything) the best of the splits that balance compute
-    alone (torchgpipe's kind, which the simulator may prefer where transfers overlap)."""
+    `balanced`) the best split of each other kind of `KINDS` where it differs, for the
+    simulator to judge (the period bounds the steady state; the fill, the drain and
+    1F1B's round trips are what the other kinds weigh)."""
     u = units(problem)
     space = search_space(problem, pipeline, cells)
-    kinds = (True, False) if balanced and problem.contention != "none" else (True,)
+    kinds = KINDS if balanced else KINDS[:1]
     per_stages: dict[int, list[Found]] = {}
     done = 0
     for stages, chains in space.chains.items():
         if stages > len(space.cuts) - 1:
             continue
-        best: dict[bool, Found] = {}
+        best: dict[str, Found] = {}
         exact = _enumerable(space, pipeline, stages, len(chains))
         for chain in chains:
             done += 1
-            for transfers in kinds:
-                found = (_enumerated(problem, space, chain, pipeline, capped, transfers)
-                         if exact else
-                         _best_split(problem, u, space, chain, pipeline, capped, transfers))
-                if found is not None and (transfers not in best
-                                          or found.period_s < best[transfers].period_s):
-                    best[transfers] = found
+            for kind in kinds:
+                found = (_enumerated(problem, space, chain, pipeline, capped, kind)
+                         if exact and kind in KINDS[:2] else
+                         _best_split(problem, u, space, chain, pipeline, capped, kind,
+                                     even=balanced and kind in KINDS[:2]))
+                if found is not None and (kind not in best
+                                          or found.period_s < best[kind].period_s):
+                    best[kind] = found
             if options is not None and options.progress is not None:
                 options.progress(done / space.tried * (0.5 if capped else 1.0),
                                  f"pipedp: {stages} stage(s), chain {done} of {space.tried}")
@@ -250,10 +279,11 @@ def _enumerable(space: Space, pipeline: Pipeline, stages: int, chains: int) -> b
 
 
 def _enumerated(problem: Problem, space: Space, chain: Sequence[int], pipeline: Pipeline,
-                capped: bool, transfers: bool) -> Found | None:
+                capped: bool, kind: str) -> Found | None:
     """The split of `chain` with the least period among all (the most even loads on ties),
-    by the report's own rules (`resource_loads`, `stage_bytes`); with `transfers` False,
-    the least compute instead (torchgpipe's kind)."""
+    by the report's own rules (`resource_loads`, `stage_bytes`); of kind `compute`, the
+    least compute instead (torchgpipe's kind)."""
+    transfers = kind == "period"
     best: tuple[float, float] | None = None
     found = None
     inner = [int(c) for c in space.cuts[1:-1]]
@@ -335,14 +365,14 @@ def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple
     yield from (ch for _, _, ch in sorted(seen.values()))
 
 
-def _boundary(problem: Problem, u: Units, a: int, b: int,
-              transfers: bool = True) -> NDArray[np.float64]:
-    """Per boundary x between devices a (left) and b: the load its transfers put on the
-    resources the stages on either side share with it under the plan's contention (the
-    busier of its two directed links under `link`, both directions under `device`, nothing
-    under `none` or with `transfers` False)."""
+def _boundary(problem: Problem, u: Units, a: int, b: int, kind: str) -> NDArray[np.float64]:
+    """Per boundary x between devices a (left) and b, what its transfers weigh for a split
+    of `kind` (`KINDS`): for `period`, the load they put on the resources the stages on
+    either side share (the busier of its two directed links under `link`, both directions
+    under `device`, nothing under `none`); for `latency` and `channel`, both directions;
+    for `compute`, nothing."""
     out = np.zeros(u.count + 1)
-    if a == b or not transfers or problem.contention == "none":
+    if a == b or kind == "compute" or (kind == "period" and problem.contention == "none"):
         return out
     c = costs(problem)
     directions = []
@@ -351,7 +381,7 @@ def _boundary(problem: Problem, u: Units, a: int, b: int,
         lat, inv = c.latency[src][dst], c.inv_bandwidth[src][dst]
         directions.append(np.where(count > 0, INF, 0.0) if lat >= INF
                           else count * lat + size * inv)
-    if problem.contention == "device":
+    if kind != "period" or problem.contention == "device":
         return directions[0] + directions[1]
     return np.maximum(directions[0], directions[1])
 
@@ -359,17 +389,18 @@ def _boundary(problem: Problem, u: Units, a: int, b: int,
 # complex: the DP's two passes (least period, then the most even loads under it) over
 # blocks of (starts x ends), with the memory test per cell
 def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
-                pipeline: Pipeline, capped: bool, transfers: bool = True) -> Found | None:
+                pipeline: Pipeline, capped: bool, kind: str = "period",
+                even: bool = True) -> Found | None:
     """The bottleneck DP over `cuts` for one chain (None: nothing fits), then among the
     splits of that period the one whose stage loads have the least sum of squares (the
     most even: non-bottleneck stages balanced, as torchgpipe's partition does, which the
-    simulated iteration rewards). With `transfers` False the loads are compute alone
-    (torchgpipe's kind of split). Each stage's row of a recurrence in blocks of ends j,
-    a (starts x ends) matrix at a time."""
+    simulated iteration rewards). A stage's load is that of the split's `kind` (`KINDS`).
+    Each stage's row of a recurrence in blocks of ends j, a (starts x ends) matrix at a
+    time; `even` False: the first pass alone."""
     s, p = len(chain), len(space.cuts)
-    stages = _stage_tables(problem, u, space, chain, pipeline, capped, transfers)
+    stages = _stage_tables(problem, u, space, chain, pipeline, capped, kind)
     limit = None
-    for _ in range(2):  # the least period; then under it, the least sum of squared loads
+    for _ in range(2 if even else 1):  # the least period; then the most even loads under it
         f = np.full(p, INF)
         f[0] = 0.0
         back = np.zeros((s, p), dtype=np.int64)
@@ -404,7 +435,7 @@ def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
 
 
 def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int],
-                  pipeline: Pipeline, capped: bool, transfers: bool) -> list[_Stage]:
+                  pipeline: Pipeline, capped: bool, kind: str) -> list[_Stage]:
     """Per stage of `chain`: its tables over the candidate cuts."""
     s = len(chain)
     ranks = {d: r for r, d in enumerate(dict.fromkeys(chain))}
@@ -413,10 +444,12 @@ def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int]
     out = []
     left = np.zeros(len(cuts))  # the boundary into stage k, for each candidate start
     for k, d in enumerate(chain):
-        right = (_boundary(problem, u, d, chain[k + 1], transfers)[cuts] if k + 1 < s
+        right = (_boundary(problem, u, d, chain[k + 1], kind)[cuts] if k + 1 < s
                  else np.zeros(len(cuts)))
+        combine = ("sum" if kind == "latency" else "max_sum" if (
+            kind == "period" and problem.contention == "device") else "max")
         out.append(_Stage(u.compute_prefix[d][cuts], u.banned_prefix[d][cuts], left, right,
-                          problem.contention == "device",
+                          combine,
                           in_flight(pipeline, s, k, u.training, ranks[d], len(ranks)),
                           problem.cluster.devices[d].memory_bytes / per if capped else INF))
         left = right
@@ -431,8 +464,9 @@ class _Stage:
     banned: NDArray[np.float64]
     left: NDArray[np.float64]
     right: NDArray[np.float64]
-    #: whether the two boundaries share the device's one channel (`device` contention)
-    one_channel: bool
+    #: how compute and the two boundaries make the load: `max` of the three, `max_sum`
+    #: (compute, or both boundaries on one channel), `sum` of the three
+    combine: str
     in_flight: int
     cap: float
 
@@ -442,9 +476,13 @@ class _Stage:
         its boundaries, whichever is busier), inf where it may not be (i >= j, a unit its
         device may not run, more memory than the cap; `largest`: the largest transient of
         each (i, j), None to leave memory out)."""
-        channel = (self.left[i] + self.right[j] if self.one_channel
-                   else np.maximum(self.left[i], self.right[j]))
-        load = np.maximum(self.compute[j] - self.compute[i], channel)
+        compute = self.compute[j] - self.compute[i]
+        if self.combine == "sum":
+            load = compute + self.left[i] + self.right[j]
+        elif self.combine == "max_sum":
+            load = np.maximum(compute, self.left[i] + self.right[j])
+        else:
+            load = np.maximum(compute, np.maximum(self.left[i], self.right[j]))
         bad = (i >= j) | (self.banned[j] - self.banned[i] > 0)
         if largest is not None:
             ci, cj = cuts[i], cuts[j]
@@ -467,22 +505,42 @@ def _largest_transients(u: Units, cuts: NDArray[np.int64]) -> NDArray[np.float64
     return out
 
 
+def simulation_budget(time_limit_s: float) -> float:
+    """Copied ops (micro-batches x ops) the candidates' simulations may run within a time
+    limit (a quarter of it at `SIMULATED_OPS_PER_SECOND`; a limit of 0: no limit): a
+    function of the limit alone, so the plan is the same on any machine."""
+    if time_limit_s <= 0:
+        return math.inf
+    return LOAD_HEADROOM * 0.5 * time_limit_s * SIMULATED_OPS_PER_SECOND
+
+
+def estimate(problem: Problem, pipeline: Pipeline, split: Split) -> float:
+    """The iteration without simulating: M - 1 periods of the busiest resource, plus each
+    stage's load once (the fill and drain pass every stage)."""
+    loads = resource_loads(problem, split)
+    return (pipeline.microbatches - 1) * loads.period_s + math.fsum(loads.stage_s)
+
+
 def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, list[Found]],
-                    ) -> tuple[Found, dict[Found, float]]:
+                    budget: float = math.inf) -> tuple[Found, dict[Found, float]]:
     """The candidate whose plan's simulated iteration is shortest (ties: the smaller
-    period, then fewer stages, then the least-period kind); above `MAX_SIMULATED_OPS`
-    copies, the best estimate (M + S - 1) T."""
-    m = pipeline.microbatches
+    period, then fewer stages, then the least-period kind). Candidates are simulated best
+    estimate first while their copies (M x ops each, at most `MAX_SIMULATED_OPS`) fit in
+    `budget`; when none is, the best estimate wins."""
     ranked = [(f, s, k) for s, found in sorted(per_stages.items())
               for k, f in enumerate(found)]
+    guess = {f: estimate(problem, pipeline, f.split) for f, _, _ in ranked}
+    ranked.sort(key=lambda c: (guess[c[0]], c[0].period_s, c[1], c[2]))
+    copies = pipeline.microbatches * len(problem.graph.ops)
     runs: dict[Found, float] = {}
-    if m * len(problem.graph.ops) > MAX_SIMULATED_OPS:
-        return min(ranked, key=lambda c: ((m + c[1] - 1) * c[0].period_s, c[0].period_s,
-                                          c[1], c[2]))[0], runs
-    for f, _, _ in ranked:
-        placement = f.split.placement(problem)
-        runs[f] = pipeline_schedule.run(problem, placement, pipeline).iteration_s
-    chosen = min(ranked, key=lambda c: (runs[c[0]], c[0].period_s, c[1], c[2]))[0]
+    if copies <= MAX_SIMULATED_OPS:
+        for f, _, _ in ranked[:max(0, int(budget // max(copies, 1)))]:
+            placement = f.split.placement(problem)
+            runs[f] = pipeline_schedule.run(problem, placement, pipeline).iteration_s
+    if not runs:
+        return ranked[0][0], runs
+    chosen = min((c for c in ranked if c[0] in runs),
+                 key=lambda c: (runs[c[0]], c[0].period_s, c[1], c[2]))[0]
     return chosen, runs
 
 

@@ -9,73 +9,70 @@ its forward ops once more during backward (activation checkpointing per stage, a
 Megatron's full recomputation and `torch.utils.checkpoint` do). That is what lets a model
 fit that otherwise would not.
 
-**What is minimised** is the period T of `planner.pipeline.split.device_loads`, for any
-placement: per device, the compute of one micro-batch plus every transfer it sends or
-receives (one per producer and destination device, the largest tensor to that device,
-each `T_ab(B) = latency_ab + B / bandwidth_ab`, counted at the sender and at the
-receiver), plus, on a device that recomputes, its forward compute once more.
+**What is minimised** is the pipeline's period T (`planner.pipeline.split`), for any
+placement: its stages are the maximal runs of consecutive units on one device; every
+boundary x between units x - 1 and x whose two units sit on devices a ≠ b carries its
+forward tensors a -> b and its backward tensors b -> a (`units.forward_count/bytes`,
+`backward_count/bytes`: a tensor that skips a stage is relayed by it), each
+`count * latency + bytes / bandwidth` of its directed pair; T is the busiest resource per
+micro-batch: each device's compute (plus its forward compute again when it recomputes)
+and, by the plan's `contention`, each directed link (`link`), each device's one transfer
+channel (`device`), or nothing (`none`).
 
-**The memory model** is the pipeline's (`split.py`), per device rather than per stage. A
-device's **rank** is its place among the devices in use, ordered by their first unit in
-pipeline order (the order `pipeline.schedule` ranks them in); with D devices in use, the
-device of rank r holds `c = in_flight(pipeline, D, r)` micro-batches in flight (1F1B:
-min(D - r, M); GPipe: M; interleaved: Megatron's count, applied to all the device's
-activations, which over-counts; inference: 1) and needs
+**The memory model** is the pipeline's (`split.stage_bytes`): a device holds its units'
+params, its largest transient, and per stage the activations of each micro-batch in
+flight: the stage's forward outputs (kept) and the forward tensors crossing its first
+boundary (received). A device that recomputes holds its kept activations once (rebuilt
+for one backward pass at a time) and only the received ones per micro-batch in flight.
 
-    params + largest transient + c * (kept + received)         (keeps its activations)
-    params + largest transient + c * received + kept            (recomputes)
-
-where kept are the forward outputs of its units (one micro-batch) and received the forward
-tensors it receives from earlier units on other devices (one per producer, the largest to
-it): under recomputation one micro-batch's activations exist again while its backward
-runs. For a contiguous split of a chain this is `split.stage_bytes` exactly; with tensors
-that skip stages it is less (a tensor is sent to its consumer, not relayed).
-
-The model (units k with allowed devices A(k); producer groups p: producers alike, in one
-unit u(p), with the same consumer units v and largest bytes B_pv, counted mu_p times;
-C_kd, F_kd the compute and forward compute of unit k on d; P_k, K_k, tau_k its params,
-kept activations and largest transient; quantities in units of 10^i s and 2^j B):
+The model (units k with allowed devices A(k); C_kd, F_kd the compute and forward compute
+of unit k on d; P_k, K_k, tau_k its params, kept activations and largest transient;
+boundary x's traffic f_x(a, b) (forward tensors sent a -> b) and r_x(a, b) (backward
+tensors, sent b -> a, when a is left of x and b right of it) and received bytes R_x;
+quantities in units of 10^i s and 2^j B):
 
     minimise  T
     x_kd ∈ {0,1}                 Σ_{d ∈ A(k)} x_kd = 1                         (assign)
-    s_pab ≥ T_ab(B_pv) (x_{u(p)a} + x_vb − 1)   per consumer unit v, a ≠ b   (transfer)
-    x_{u(p)a} + x_vb ≤ 1                        when no link goes from a to b  (nolink)
+    z_xab ≥ x_{x-1,a} + x_{x,b} − 1        a ≠ b: boundary x crosses a -> b    (cross)
+    x_{x-1,a} + x_{x,b} ≤ 1                when that crossing has no link      (nolink)
     q_d ≥ Σ_k F_kd x_kd − F̄_d (1 − ρ_d),  ρ_d ∈ {0,1}                        (recompute)
-    T ≥ Σ_k C_kd x_kd + Σ_{p,b} mu_p s_pdb + Σ_{p,a} mu_p s_pad + q_d          (period)
-    g_pd ≥ B_pv (x_vd − x_{u(p)d})              per later consumer unit v      (received)
+    T ≥ Σ_k C_kd x_kd + q_d                                                    (compute)
+    T ≥ Σ_x f_x(a,b) z_xab + r_x(b,a) z_xba          per link a -> b   (`link` transfer)
+    T ≥ Σ_x Σ_{a≠d} (f_x(a,d) + r_x(a,d)) z_xad
+         + Σ_x Σ_{b≠d} (f_x(d,b) + r_x(d,b)) z_xdb    per device d   (`device` transfer)
     h_d ≥ Σ_k K_k x_kd − K̄_d ρ_d                                             (kept)
     t_d ≥ tau_k x_kd                                                          (transient)
-    Σ_k (P_k + K_k) x_kd + t_d + c Σ_p mu_p g_pd + (c − 1) h_d
+    Σ_k (P_k + K_k) x_kd + t_d + c Σ_x R_x Σ_{a≠d} z_xad + (c − 1) h_d
         ≤ cap_d + big_dc (1 − used_e)                                         (memory)
     used_e ≥ x_ke                                                             (inuse)
     o_ka ≤ o_(k−1)a + x_ka,   x_kb ≤ o_(k−1)a   for consecutive a, b of an order (order)
+    x_0d + Σ_x Σ_{a≠d} z_xad ≤ 1           one stage per device (not interleaved) (runs)
+    Σ_x Σ_{a≠b} z_xab ≤ M − 1              at most M stages (1F1B only)      (stages)
 
-with F̄_d, K̄_d the sums over the units d may hold. The memory rows: device d of rank r
-gets one row per distinct count c over D = r + 1 .. m devices in use, switched on by
-`used_e` of the device e of rank D_min − 1, the first rank at which the count reaches c
-(the row for D = r + 1 always holds: an unused device holds nothing); counts never fall
-as D grows, so each row is valid whenever switched on. ρ, q and h exist only where a
-count above 1 makes recomputation worth anything (training). The `order` rows say that
-device b holds a unit only after device a holds an earlier one (`o_ka`: a holds a unit
-among 0..k), so the devices in use, ordered by first unit, follow the order.
+with F̄_d, K̄_d the sums over the units d may hold. The z need not be integer: every
+row holds them from below. ρ, q and h exist only where a count above 1 makes
+recomputation worth anything (training).
 
-**Ranks and the claim.** When the in-flight count depends on the rank (1F1B and
-interleaved training with M ≥ 2), the rank of a device must be fixed in the model: the
-devices follow one order (their rank is their place in it). When all devices are alike
-(the same compute for every unit, memory, links to every other device, and pins), the
-order is the index order and loses nothing: any placement is one of these after renaming
-its devices. Otherwise the order is the warm start's (its devices by first unit, then the
-unused ones by index): the model then covers only placements whose devices in use,
-ordered by first unit, are a prefix of that order, its optimum is proved only among them
-(`info["proved_in_order"]`, and `info["why"]` names the order), and its bound is not
-used. When the count does not depend on the rank (GPipe, inference, M = 1), no order is
-fixed and only devices alike are ordered (within each class of interchangeable devices),
-which loses nothing.
+**The in-flight count c.** GPipe holds M micro-batches on every stage, inference one: c
+does not depend on the placement, the memory rows are `stage_bytes` exactly, and the
+model covers every placement (only interchangeable devices are ordered, within their
+class, which loses nothing). Under 1F1B, stage k of S holds min(S − k, M): the model
+then keeps each device to **one stage** (`runs`), so that S is the number of devices in
+use and k a device's rank among them by first unit; the rank is fixed by an order of the
+devices (`order`: device b holds a unit only after device a holds an earlier one) and
+device d of rank r gets one memory row per distinct count over D = r + 1 .. m devices
+in use, switched on by `used_e` of the device e of rank D_min − 1 (the row for D = r + 1
+always holds; counts never fall as D grows). Under `interleaved` the count is
+Megatron's, by rank, applied to the sum of a device's stages' activations (the rule
+takes the largest stage's): the rows over-count, so every plan they admit fits. Either
+way the model covers only some placements (`info["scope"]`) and its optimum is proved
+only among them. The order is the index order when all devices are alike, else the warm
+start's (its devices by first unit, then the unused ones by index).
 
-**Status.** The answer is re-checked exactly (`evaluate`: `device_loads`, the memory above
-in bytes, recomputation only where a device would not fit without it) and the better of it
+**Status.** The answer is re-checked exactly (`evaluate`: `split.period_s`, `stage_bytes`
+with recomputation only where a device would not fit without it) and the better of it
 and the warm start is returned. `optimal` when the gap to a valid bound is within
-`OPTIMAL_GAP` (1e-6): the solver's bound when its model covers every placement (above), else
+`OPTIMAL_GAP` (1e-6): the solver's bound when its model covers every placement, else
 `pipeline.bound.pipeline_bound`; a solver that proved such a model optimal within `--gap`,
 the plan's exact period no more than its objective, proves objective / (1 + `--gap`).
 Otherwise `feasible`, with `info["period_bound_s"]` and `info["period_gap"]`; `fallback`
@@ -83,17 +80,23 @@ Otherwise `feasible`, with `info["period_bound_s"]` and `info["period_gap"]`; `f
 here, so the figures are `period_s` / `period_bound_s` / `period_gap`, not the makespan's
 `bound_s` / `gap`. The plan is a placement; `info["recompute"]` names the devices that
 recompute, `info["held_bytes"]` what each device holds, and `info["memory_note"]` says it
-in words for the report (whose pipeline section counts every activation kept and leaves
-the recomputation out of T).
+in words for the report.
 
-**Warm start.** `pipedp`'s plan (and `Options.warm_start` when given, whichever has the
-smaller period): its placement is the MIP start, its period the upper bound on T, and it
-is the plan returned when the solver does no better. When no contiguous split fits (E707)
-the model starts cold; where the order matters and the devices differ, the order is then
-taken from a first solve of a relaxation (every device holding the fewest micro-batches
-any rank holds): infeasible, it proves that nothing fits (E708); else its plan seeds the
-model when it fits, and its devices by first unit give the order (the model may then be
-infeasible where another order fits: E709, not a proof).
+**Warm starts.** The best, by exact period, of: `pipedp`'s plan; the best **recomputing
+contiguous split** per stage count (`contiguous_splits`: pipedp's chains and cuts, each
+stage's device recomputing exactly when that makes it fit, by a bottleneck DP on the
+period above); and `Options.warm_start` when given. Its placement is the MIP start, its
+period the upper bound on T, and it is the plan returned when the solver does no better,
+so that pipeilp never ends without a plan where a recomputing contiguous split fits.
+Without one, where the order matters and the devices differ, the order is taken from a
+first solve of a relaxation (every device holding one micro-batch, no order): infeasible,
+it proves that nothing fits (E708, exit 3; not under `interleaved`); else its devices by
+first unit give the order.
+
+**Nothing found.** A proof that nothing fits is E708 (exit 3); a search that ended at its
+time limit or covered only some placements without finding one is E709 (exit 6: not a
+proof; a longer `--time-limit` or another schedule may find one); a solver that failed is
+E711 (exit 4).
 
 **Budget.** HiGHS stops at a number of branch-and-bound nodes that is a function of
 `--time-limit` and the model's rows alone (`node_budget`), so where it stops does not
@@ -113,12 +116,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from ..bounds import OPTIMAL_GAP, relative_gap
 from ..cost import INF, costs
-from ..errors import Diagnostic, InfeasibleError, SolverError
+from ..errors import Diagnostic, InfeasibleError, SearchLimitError, SolverError
 from ..model import Pipeline, Problem, derived
 from ..pipeline.bound import pipeline_bound
-from ..pipeline.split import in_flight, resource_loads, split_of
+from ..pipeline.split import Split, in_flight, resource_loads, split_of, stage_bytes
 from ..pipeline.units import units
 from ..plan import Plan
 from ..units import format_bytes, format_seconds
@@ -141,30 +147,20 @@ _TOL = 1e-9
 NODE_ROWS_PER_S = 3e4
 #: models up to this many rows stop at the node budget, with the clock as a safety cap of
 #: `WALL_CAP_FACTOR` times the limit plus `WALL_CAP_EXTRA_S` (as CP-SAT's); larger ones at
-#: the limit itself: their root node alone can take longer than any budget (GPT-24 on four
-#: devices, 17 000 rows: 15 s of presolve, one node in 60 s), so a budget would not keep
-#: the time limit's promise
+#: the limit itself: their root node alone can take longer than any budget, so a budget
+#: would not keep the time limit's promise
 BUDGETED_ROWS = 4000
+#: candidate cuts of the recomputing DP at most (its tables are cuts x cuts)
+MAX_DP_CUTS = 1200
 
 #: a term of a linear row: (coefficient, Pyomo variable), or (constant, None)
 Term = tuple[float, Any]
 
 
 @dataclass(frozen=True, slots=True)
-class _Group:
-    """Producers alike: in one unit, sending to the same consumer units the same bytes."""
-
-    unit: int
-    #: (consumer unit, the largest bytes into it), every consumer unit but its own
-    to: tuple[tuple[int, int], ...]
-    #: the consumers in later units: what a device receives and keeps as activations
-    ahead: tuple[tuple[int, int], ...]
-    count: int
-
-
-@dataclass(frozen=True, slots=True)
 class _Data:
-    """A problem's pipeline units as the model's dense tables (per unit k, device d)."""
+    """A problem's pipeline units as the model's dense tables (per unit k, device d; per
+    boundary x, 0..n)."""
 
     n: int
     m: int
@@ -174,13 +170,34 @@ class _Data:
     params: tuple[float, ...]
     kept: tuple[float, ...]
     transient: tuple[float, ...]
-    groups: tuple[_Group, ...]
+    #: per boundary: forward (count, bytes) and backward (count, bytes) crossing it
+    fc: tuple[float, ...]
+    fb: tuple[float, ...]
+    bc: tuple[float, ...]
+    bb: tuple[float, ...]
     caps: tuple[int, ...]
     training: bool
+    #: [a][b]: latency and seconds per byte from a to b (INF latency: no link)
+    latency: tuple[tuple[float, ...], ...]
+    inv_bandwidth: tuple[tuple[float, ...], ...]
 
-    def seconds(self, problem: Problem, nbytes: float, a: int, b: int) -> float:
-        """T_ab(nbytes): a transfer's seconds (INF without a link)."""
-        return costs(problem).transfer_time(nbytes, a, b)
+    def sent(self, count: float, nbytes: float, a: int, b: int) -> float:
+        """Seconds of `count` tensors of `nbytes` in all from a to b (INF: no link)."""
+        if not count or a == b:
+            return 0.0
+        lat = self.latency[a][b]
+        if lat >= INF:
+            return INF
+        return float(count * lat + nbytes * self.inv_bandwidth[a][b])
+
+    def forward_s(self, x: int, a: int, b: int) -> float:
+        """f_x(a, b): boundary x's forward tensors, a (left) -> b (right)."""
+        return self.sent(self.fc[x], self.fb[x], a, b)
+
+    def backward_s(self, x: int, a: int, b: int) -> float:
+        """r_x(a, b): boundary x's backward tensors when a is left and b right of it,
+        sent b -> a."""
+        return self.sent(self.bc[x], self.bb[x], b, a)
 
 
 def _data(problem: Problem) -> _Data:
@@ -190,7 +207,6 @@ def _data(problem: Problem) -> _Data:
 def _derive(problem: Problem) -> _Data:
     u = units(problem)
     c = costs(problem)
-    g = problem.graph
     m = len(problem.cluster.devices)
     compute, forward, params, kept, transient = [], [], [], [], []
     for k, ops in enumerate(u.members):
@@ -202,23 +218,16 @@ def _derive(problem: Problem) -> _Data:
         params.append(float(u.params_prefix[k + 1] - u.params_prefix[k]))
         kept.append(float(u.kept_prefix[k + 1] - u.kept_prefix[k]))
         transient.append(float(u.transient[k]))
-    out: dict[int, dict[int, int]] = {}
-    for e in g.edges:
-        a, b = u.unit_of[e.src], u.unit_of[e.dst]
-        if a != b:
-            to = out.setdefault(e.src, {})
-            to[b] = max(to.get(b, 0), e.bytes)
-    counted: dict[tuple[int, tuple[tuple[int, int], ...]], int] = {}
-    for k, ops in enumerate(u.members):
-        for i in ops:
-            if i in out:
-                key = (k, tuple(sorted(out[i].items())))
-                counted[key] = counted.get(key, 0) + 1
-    groups = tuple(_Group(k, to, tuple((v, b) for v, b in to if v > k), count)
-                   for (k, to), count in counted.items())
+
+    def floats(t: NDArray[np.float64]) -> tuple[float, ...]:
+        return tuple(float(v) for v in t)
+
     return _Data(u.count, m, u.allowed, tuple(compute), tuple(forward), tuple(params),
-                 tuple(kept), tuple(transient), groups,
-                 tuple(d.memory_bytes for d in problem.cluster.devices), u.training)
+                 tuple(kept), tuple(transient), floats(u.forward_count),
+                 floats(u.forward_bytes), floats(u.backward_count), floats(u.backward_bytes),
+                 tuple(d.memory_bytes for d in problem.cluster.devices), u.training,
+                 tuple(tuple(float(v) for v in row) for row in c.latency),
+                 tuple(tuple(float(v) for v in row) for row in c.inv_bandwidth))
 
 
 def _pipeline(problem: Problem) -> Pipeline:
@@ -226,7 +235,8 @@ def _pipeline(problem: Problem) -> Pipeline:
 
 
 def _count(problem: Problem, data: _Data, devices: int, rank: int) -> int:
-    """Micro-batches in flight on the device of `rank` among `devices` in use."""
+    """Micro-batches in flight on the device of `rank` among `devices` in use, each
+    holding one stage (the `runs` rows)."""
     return in_flight(_pipeline(problem), devices, rank, data.training, rank, devices)
 
 
@@ -235,13 +245,13 @@ def _count(problem: Problem, data: _Data, devices: int, rank: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Evaluation:
-    """A placement under this module's model of time and memory (module docstring)."""
+    """A placement under the pipeline's model of time and memory (module docstring)."""
 
-    #: the largest load: `split.resource_loads` with the forward compute of recomputing devices
+    #: T: the busiest resource, with the recomputation's forward compute
     period_s: float
-    #: per device: its load
+    #: per device: its busiest resource
     loads_s: tuple[float, ...]
-    #: per device: the bytes it holds (with recomputation where it recomputes)
+    #: per device: the bytes it holds (`stage_bytes`, with recomputation where it recomputes)
     held_bytes: tuple[float, ...]
     #: the devices that recompute (those that would not fit otherwise), by rank
     recompute: tuple[int, ...]
@@ -252,47 +262,135 @@ class Evaluation:
 
 
 def evaluate(problem: Problem, placement: Sequence[int]) -> Evaluation:
-    """The period and memory of `placement` under the module's model; a device recomputes
-    only when it would not fit otherwise and fits so (its cheapest choice)."""
+    """The period and memory of `placement` by the shared rules (`split.stage_bytes`, the
+    period of the module docstring); a device recomputes only when it would not fit
+    otherwise and holds less so (its cheapest choice)."""
     data = _data(problem)
-    u = units(problem)
-    dev = [placement[ops[0]] for ops in u.members]
-    ranks = tuple(dict.fromkeys(dev))
-    keep, redo = _held(problem, data, dev, ranks)
-    held, chosen = list(keep), []
-    for d in ranks:
-        if keep[d] > data.caps[d] and redo[d] < keep[d]:
-            chosen.append(d)
-            held[d] = redo[d]
-    loads = list(resource_loads(problem, split_of(problem, placement), chosen).device_s)
+    split = split_of(problem, placement)
+    pipe = _pipeline(problem)
+    ranks = tuple(dict.fromkeys(split.devices))
+    keep = stage_bytes(problem, split, pipe)
+    over = [d for d in ranks if keep[d] > data.caps[d]]
+    held = stage_bytes(problem, split, pipe, over) if over else keep
+    chosen = tuple(d for d in over if held[d] < keep[d])
+    held = [held[d] if d in chosen else keep[d] for d in range(data.m)]
+    loads = resource_loads(problem, split, chosen).device_s
     fits = all(h <= cap for h, cap in zip(held, data.caps, strict=True))
-    return Evaluation(max(loads, default=0.0), tuple(loads), tuple(held), tuple(chosen),
-                      ranks, fits)
+    return Evaluation(max(loads, default=0.0), loads, tuple(held), chosen, ranks, fits)
 
 
-def _held(problem: Problem, data: _Data, dev: Sequence[int], ranks: Sequence[int],
-          ) -> tuple[list[float], list[float]]:
-    """Per device: bytes held keeping its activations, and recomputing them."""
-    m = data.m
-    params, kept, trans, received = [0.0] * m, [0.0] * m, [0.0] * m, [0.0] * m
-    for k, d in enumerate(dev):
-        params[d] += data.params[k]
-        kept[d] += data.kept[k]
-        trans[d] = max(trans[d], data.transient[k])
-    for grp in data.groups:
-        best: dict[int, int] = {}
-        for v, b in grp.ahead:
-            d = dev[v]
-            if d != dev[grp.unit]:
-                best[d] = max(best.get(d, 0), b)
-        for d, b in best.items():
-            received[d] += grp.count * b
-    keep, redo = [0.0] * m, [0.0] * m
-    for r, d in enumerate(ranks):
-        c = _count(problem, data, len(ranks), r)
-        keep[d] = params[d] + trans[d] + c * (kept[d] + received[d])
-        redo[d] = params[d] + trans[d] + c * received[d] + kept[d]
-    return keep, redo
+# -- the recomputing contiguous splits (warm starts) ---------------------------------------
+
+
+def contiguous_splits(problem: Problem) -> dict[int, Split]:
+    """Per stage count, the contiguous split of least period over pipedp's chains and
+    cuts, each stage's device recomputing exactly when that makes it fit (module
+    docstring); counts where nothing fits are left out."""
+    return derived(problem, "pipeilp.contiguous", lambda: _contiguous(problem))
+
+
+def _contiguous(problem: Problem) -> dict[int, Split]:
+    pipe = _pipeline(problem)
+    space = pipedp.search_space(problem, pipe)
+    if len(space.cuts) > MAX_DP_CUTS:
+        rows = sum(s * len(c) for s, c in space.chains.items())
+        space = pipedp.search_space(problem, pipe, float(rows * MAX_DP_CUTS ** 2))
+    tables = _Tables.of(problem, space.cuts, space.largest)
+    out: dict[int, Split] = {}
+    for stages, chains in space.chains.items():
+        if stages > len(space.cuts) - 1:
+            continue
+        best: tuple[float, Split] | None = None
+        for chain in chains:
+            found = _chain_split(problem, tables, chain)
+            if found is not None and (best is None or found[0] < best[0]):
+                best = found
+        if best is not None:
+            out[stages] = best[1]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Tables:
+    """Prefix tables over candidate cuts for the recomputing DP."""
+
+    cuts: NDArray[np.int64]
+    compute: NDArray[np.float64]
+    forward: NDArray[np.float64]
+    banned: NDArray[np.float64]
+    params: NDArray[np.float64]
+    kept: NDArray[np.float64]
+    received: NDArray[np.float64]
+    largest: NDArray[np.float64]
+
+    @staticmethod
+    def of(problem: Problem, cuts: NDArray[np.int64], largest: NDArray[np.float64]
+           ) -> _Tables:
+        """The tables of `problem` at `cuts` (`largest`: pipedp's largest transients)."""
+        u = units(problem)
+        return _Tables(cuts, u.compute_prefix[:, cuts], u.forward_prefix[:, cuts],
+                       u.banned_prefix[:, cuts], u.params_prefix[cuts], u.kept_prefix[cuts],
+                       u.forward_bytes[cuts], largest)
+
+
+def _boundary_s(problem: Problem, cuts: NDArray[np.int64], a: int, b: int
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per candidate cut, between devices a (left) and b (right): (forward a -> b,
+    backward b -> a) seconds."""
+    data = _data(problem)
+    fwd = np.array([data.forward_s(int(x), a, b) for x in cuts])
+    bwd = np.array([data.backward_s(int(x), a, b) for x in cuts])
+    return fwd, bwd
+
+
+def _chain_split(problem: Problem, t: _Tables, chain: Sequence[int]
+                 ) -> tuple[float, Split] | None:
+    """The bottleneck DP of one chain: f[k][j] = min_i max(f[k-1][i], cost_k(i, j)), the
+    stage cost its compute (recomputing when only that fits) or its boundaries' transfer
+    resources under the contention model."""
+    data, pipe = _data(problem), _pipeline(problem)
+    s, p = len(chain), len(t.cuts)
+    ranks = {d: r for r, d in enumerate(dict.fromkeys(chain))}
+    per = pipe.stages_per_device if pipe.schedule == "interleaved" else 1
+    i_, j_ = np.arange(p)[:, None], np.arange(p)[None, :]
+    zero = np.zeros(p)
+    f = np.full(p, INF)
+    f[0] = 0.0
+    back = np.zeros((s, p), dtype=np.int64)
+    left = (zero, zero)
+    for k, d in enumerate(chain):
+        right = _boundary_s(problem, t.cuts, d, chain[k + 1]) if k + 1 < s else (zero, zero)
+        count = in_flight(pipe, s, k, data.training, ranks[d], len(ranks))
+        cap = data.caps[d] / per
+        base = t.params[j_] - t.params[i_] + t.largest
+        kept = t.kept[j_] - t.kept[i_]
+        comp = t.compute[d][j_] - t.compute[d][i_]
+        redo = comp + t.forward[d][j_] - t.forward[d][i_]
+        received = t.received[i_]
+        load = np.where(base + count * (kept + received) <= cap, comp,
+                        np.where(base + kept + count * received <= cap, redo, INF))
+        if problem.contention == "link":
+            moves = np.maximum(np.maximum(*left)[i_], np.maximum(*right)[j_])
+        elif problem.contention == "device":
+            moves = (left[0] + left[1])[i_] + (right[0] + right[1])[j_]
+        else:
+            moves = np.zeros((p, p))
+        bad = (i_ >= j_) | (t.banned[d][j_] - t.banned[d][i_] > 0)
+        cost = np.where(bad, INF, np.maximum(load, moves))
+        best = np.maximum(f[:, None], cost)
+        at = np.argmin(best, axis=0)
+        f = best[at, np.arange(p)]
+        back[k] = at
+        left = right
+    if not math.isfinite(f[p - 1]):
+        return None
+    bounds = [p - 1]
+    for k in range(s - 1, -1, -1):
+        bounds.append(int(back[k, bounds[-1]]))
+    bounds.reverse()
+    if bounds[0] != 0:
+        return None
+    return float(f[p - 1]), Split(tuple(int(t.cuts[b]) for b in bounds), tuple(chain))
 
 
 # -- orders, classes and the warm start ---------------------------------------------------
@@ -304,8 +402,9 @@ def _rank_dependent(problem: Problem, data: _Data) -> bool:
 
 
 def _relaxed(problem: Problem, data: _Data) -> _Orders:
-    """No rank: every device holds the fewest micro-batches any rank does (a relaxation
-    of the memory rows; orders only within classes of alike devices, which loses nothing)."""
+    """No rank, no `runs`: every device holds the fewest micro-batches any rank does, once
+    per stage (a relaxation of `stage_bytes` but under `interleaved`; orders only within
+    classes of alike devices, which loses nothing)."""
     alike = tuple(tuple(c) for c in _classes(problem, data))
     return _Orders(tuple(c for c in alike if len(c) > 1), None, True, alike,
                    min(_counts_all(problem, data)))
@@ -314,7 +413,6 @@ def _relaxed(problem: Problem, data: _Data) -> _Orders:
 def _classes(problem: Problem, data: _Data) -> list[list[int]]:
     """Classes of interchangeable devices (swapping two changes nothing the model sees:
     compute, memory, pins, links to every other device), each in index order."""
-    c = costs(problem)
     m = data.m
 
     def key(d: int) -> tuple[object, ...]:
@@ -324,7 +422,7 @@ def _classes(problem: Problem, data: _Data) -> list[list[int]]:
     def swappable(a: int, b: int) -> bool:
         if key(a) != key(b):
             return False
-        links = (c.latency, c.inv_bandwidth)
+        links = (data.latency, data.inv_bandwidth)
         if any(t[a][b] != t[b][a] for t in links):
             return False
         return all(t[a][e] == t[b][e] and t[e][a] == t[e][b]
@@ -360,16 +458,27 @@ class _Orders:
     orders: tuple[tuple[int, ...], ...]
     #: the order fixing every device's rank (None: the count does not depend on it)
     ranked: tuple[int, ...] | None
-    #: whether every placement has an equivalent the orders admit
+    #: whether every placement has an equivalent the model admits
     complete: bool
     #: relabel the warm start by these classes (empty: keep its names)
     classes: tuple[tuple[int, ...], ...]
     #: the in-flight count of every device when `ranked` is None
     flat: int = 1
+    #: whether each device holds one stage (the `runs` rows: 1F1B)
+    runs: bool = False
+    #: the placements the model covers when it does not cover all, in words
+    scope: str = ""
 
 
 def _counts_all(problem: Problem, data: _Data) -> set[int]:
     return {_count(problem, data, big, r) for big in range(1, data.m + 1) for r in range(big)}
+
+
+def _scope(runs: bool) -> str:
+    """The placements a rank-dependent model covers, in words."""
+    return ("placements with one stage per device" if runs else
+            "placements whose activations, summed over each device's stages, fit "
+            "Megatron's in-flight count")
 
 
 def _orders(problem: Problem, data: _Data, warm: Sequence[int] | None) -> _Orders:
@@ -378,18 +487,24 @@ def _orders(problem: Problem, data: _Data, warm: Sequence[int] | None) -> _Order
     devices are alike; else the warm start's order (`warm`: devices per unit)."""
     classes = _classes(problem, data)
     alike = tuple(tuple(c) for c in classes)
+    # torch's ScheduleGPipe and Schedule1F1B run one stage per rank: so does the model
+    runs = _pipeline(problem).schedule != "interleaved"
     if not _rank_dependent(problem, data):
-        return _Orders(tuple(c for c in alike if len(c) > 1), None, True, alike,
-                       _count(problem, data, 1, 0))
+        return _Orders(tuple(c for c in alike if len(c) > 1), None, not runs, alike,
+                       _count(problem, data, 1, 0), runs=runs,
+                       scope=_scope(True) if runs else "")
+    what = _scope(runs)
     if len(classes) == 1:
-        return _Orders(alike, alike[0], True, alike)
+        return _Orders(alike, alike[0], False, alike, runs=runs, scope=what)
     if warm is not None:
         first = list(dict.fromkeys(warm))
     else:  # devices that pinned units force early, then the others
         pinned = {a[0]: k for k, a in reversed(list(enumerate(data.allowed))) if len(a) == 1}
         first = sorted(pinned, key=lambda d: (pinned[d], d))
     chain = tuple(first + [d for d in range(data.m) if d not in first])
-    return _Orders((chain,), chain, False, ())
+    names = ", ".join(problem.cluster.devices[d].name for d in chain)
+    return _Orders((chain,), chain, False, (), runs=runs,
+                   scope=f"{what}, in use in the order {names} by first unit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +519,7 @@ class _Warm:
 
 def _as_warm(problem: Problem, placement: Sequence[int], source: str) -> _Warm | None:
     """`placement` as a warm start, or None when it splits a unit, breaks a pin, or does
-    not fit the model."""
+    not fit."""
     u = units(problem)
     if len(placement) != len(problem.graph.ops):
         return None
@@ -419,7 +534,8 @@ def _as_warm(problem: Problem, placement: Sequence[int], source: str) -> _Warm |
 
 
 def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, list[Diagnostic]]:
-    """The best warm start (module docstring), and pipedp's diagnostics when it found none."""
+    """The best warm start (module docstring), and pipedp's diagnostics when no
+    contiguous split fits without recomputing."""
     found: list[_Warm] = []
     notes: list[Diagnostic] = []
     if options.warm_start is not None:
@@ -437,9 +553,14 @@ def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, list
         mine = _as_warm(problem, dp.plan.placement, "pipedp")
         if mine is not None:
             found.append(mine)
+    for split in contiguous_splits(problem).values():
+        split_warm = _as_warm(problem, split.placement(problem), "contiguous split")
+        if split_warm is not None:
+            found.append(dataclasses.replace(split_warm, source="recomputing contiguous split")
+                         if split_warm.evaluation.recompute else split_warm)
     if not found:
         return None, notes
-    return min(found, key=lambda w: w.evaluation.period_s), notes
+    return min(found, key=lambda w: (w.evaluation.period_s, len(w.evaluation.ranks))), notes
 
 
 def _placement(problem: Problem, dev: Sequence[int]) -> tuple[int, ...]:
@@ -464,8 +585,7 @@ class _Model:
         self.mem_unit = float(2 ** max(0, math.ceil(math.log2(max(1, cap) / 1e6))))
         self.model: Any = None
         self.x: dict[tuple[int, int], Any] = {}
-        self.s: dict[tuple[int, int, int], Any] = {}
-        self.g: dict[tuple[int, int], Any] = {}
+        self.z: dict[tuple[int, int, int], Any] = {}
         self.rho: dict[int, Any] = {}
         self.q: dict[int, Any] = {}
         self.h: dict[int, Any] = {}
@@ -514,8 +634,8 @@ class _Model:
     # -- building -----------------------------------------------------------------------------
 
     #: the row families, one ConstraintList each, in the order the model file lists them
-    FAMILIES = ("assign", "nolink", "transfer", "recompute", "period", "received", "kept",
-                "transient", "memory", "inuse", "order")
+    FAMILIES = ("assign", "nolink", "cross", "recompute", "compute", "transfer", "kept",
+                "transient", "memory", "inuse", "order", "runs", "stages")
 
     def build(self) -> None:
         """Declare the variables and every row family (module docstring)."""
@@ -541,40 +661,42 @@ class _Model:
             if len(data.allowed[k]) > 1:
                 self._row("assign", 1.0, [(1.0, self.x[(k, d)]) for d in data.allowed[k]],
                           1.0)
-        self._transfers(pyo)
+        self._crossings(pyo)
         self._recompute(pyo)
         self._period()
         self._memory(pyo)
         self._order(pyo)
+        self._runs()
+        self._stages()
         mdl.obj = pyo.Objective(expr=mdl.T, sense=pyo.minimize)
 
-    def _transfers(self, pyo: Any) -> None:
-        """s_pab per producer group and device pair that may carry a transfer, its rows,
-        and the no-link rows."""
-        data, tu, p = self.data, self.time_unit, self.problem
-        rows: dict[tuple[int, int, int], list[tuple[float, int]]] = {}
-        nolink: set[tuple[int, int, int, int]] = set()
-        for gi, grp in enumerate(data.groups):
-            for a in data.allowed[grp.unit]:
-                for v, nbytes in grp.to:
-                    for b in data.allowed[v]:
-                        if a == b:
-                            continue
-                        t = data.seconds(p, nbytes, a, b)
-                        if t >= INF:
-                            nolink.add((grp.unit, a, v, b))
-                        elif t > 0:
-                            rows.setdefault((gi, a, b), []).append((t / tu, v))
-        keys = list(rows)
-        self.model.s = pyo.Var(keys, domain=pyo.NonNegativeReals)
+    def _crossing_s(self, x: int, a: int, b: int) -> tuple[float, float]:
+        """Boundary x crossing a -> b: (forward seconds a -> b, backward seconds b -> a)."""
+        return self.data.forward_s(x, a, b), self.data.backward_s(x, a, b)
+
+    def _crossings(self, pyo: Any) -> None:
+        """z_xab for each crossing that costs time or memory (or every crossing, for the
+        `runs` rows), its rows, and the no-link rows."""
+        data = self.data
+        keys: list[tuple[int, int, int]] = []
+        for x in range(1, data.n):
+            needed = (self.orders.runs or self._stage_cap() < data.n
+                      or data.fc[x] + data.bc[x] + data.fb[x] > 0)
+            if not needed:
+                continue
+            for a in data.allowed[x - 1]:
+                for b in data.allowed[x]:
+                    if a == b:
+                        continue
+                    if INF in self._crossing_s(x, a, b):
+                        self._row("nolink", None, [self._xt(x - 1, a), self._xt(x, b)], 1.0)
+                    else:
+                        keys.append((x, a, b))
+        self.model.z = pyo.Var(keys, bounds=(0, 1))
         for key in keys:
-            sv = self.s[key] = self.model.s[key]
-            gi, a, b = key
-            for coef, v in rows[key]:
-                self._row("transfer", -coef, [(1.0, sv), self._xt(data.groups[gi].unit, a, -coef),
-                                              self._xt(v, b, -coef)])
-        for k, a, v, b in sorted(nolink):
-            self._row("nolink", None, [self._xt(k, a), self._xt(v, b)], 1.0)
+            zv = self.z[key] = self.model.z[key]
+            x, a, b = key
+            self._row("cross", -1.0, [(1.0, zv), self._xt(x - 1, a, -1.0), self._xt(x, b, -1.0)])
 
     def _recompute(self, pyo: Any) -> None:
         """ρ_d, q_d and h_d on the devices where a count above 1 makes recomputation pay."""
@@ -598,21 +720,29 @@ class _Model:
                 self._xt(k, d, -data.kept[k] / mu) for k in mine)])
 
     def _period(self) -> None:
-        """T ≥ each device's load."""
+        """T ≥ each device's compute, and each transfer resource of the contention model."""
         data, tu, T = self.data, self.time_unit, self.model.T
-        on: dict[int, list[Term]] = {d: [] for d in range(data.m)}
-        for (gi, a, b), sv in self.s.items():
-            mult = float(data.groups[gi].count)
-            on[a].append((-mult, sv))
-            on[b].append((-mult, sv))
         for d in range(data.m):
             terms: list[Term] = [(1.0, T)]
             terms += [self._xt(k, d, -data.compute[k][d] / tu) for k in range(data.n)
                       if d in data.allowed[k] and data.compute[k][d] > 0]
-            terms += on[d]
             if d in self.q:
                 terms.append((-1.0, self.q[d]))
-            self._row("period", 0.0, terms)
+            self._row("compute", 0.0, terms)
+        resources: dict[tuple[int, ...], list[Term]] = {}
+        contention = self.problem.contention
+        for (x, a, b), zv in self.z.items():
+            fwd, bwd = self._crossing_s(x, a, b)
+            shares: list[tuple[tuple[int, ...], float]] = []
+            if contention == "link":  # forward on link a -> b, backward on b -> a
+                shares = [((a, b), fwd), ((b, a), bwd)]
+            elif contention == "device":  # both on a's channel and on b's
+                shares = [((a,), fwd + bwd), ((b,), fwd + bwd)]
+            for res, sec in shares:
+                if sec > 0:
+                    resources.setdefault(res, []).append((-sec / tu, zv))
+        for res in sorted(resources):
+            self._row("transfer", 0.0, [(1.0, T), *resources[res]])
 
     def _counts(self, d: int) -> list[tuple[int, int | None]]:
         """Device d's memory rows: (in-flight count, the device whose use switches the row
@@ -628,21 +758,14 @@ class _Model:
                 out.append((c, None if big == r + 1 else ranked[big - 1]))
         return out
 
+    def _received(self, d: int) -> list[Term]:
+        """R_x z_xad over the crossings into d: the bytes its stages receive (memory units)."""
+        return [(self.data.fb[x] / self.mem_unit, zv) for (x, _, b), zv in self.z.items()
+                if b == d and self.data.fb[x] > 0]
+
     def _memory(self, pyo: Any) -> None:
-        """g_pd, t_d, used_e and each device's memory rows."""
-        data, mu, mdl = self.data, self.mem_unit, self.model
-        gkeys: list[tuple[int, int]] = []
-        for gi, grp in enumerate(data.groups):
-            dests = sorted({d for v, _ in grp.ahead for d in data.allowed[v]})
-            gkeys += [(gi, d) for d in dests if data.allowed[grp.unit] != (d,)]
-        mdl.g = pyo.Var(gkeys, domain=pyo.NonNegativeReals)
-        for gi, d in gkeys:
-            gv = self.g[(gi, d)] = mdl.g[(gi, d)]
-            grp = data.groups[gi]
-            for v, nbytes in grp.ahead:
-                if d in data.allowed[v]:
-                    self._row("received", 0.0, [(1.0, gv), self._xt(v, d, -nbytes / mu),
-                                                self._xt(grp.unit, d, nbytes / mu)])
+        """t_d, used_e and each device's memory rows."""
+        data, mdl = self.data, self.model
         mdl.t = pyo.Var(range(data.m), domain=pyo.NonNegativeReals)
         switches = sorted({e for d in range(data.m) for _, e in self._counts(d)
                            if e is not None})
@@ -652,13 +775,10 @@ class _Model:
             for k in range(data.n):
                 if e in data.allowed[k]:
                     self._row("inuse", 0.0, [(1.0, self.used[e]), self._xt(k, e, -1.0)])
-        received: dict[int, list[Term]] = {d: [] for d in range(data.m)}
-        for (gi, d), gv in self.g.items():
-            received[d].append((float(data.groups[gi].count), gv))
         for d in range(data.m):
-            self._device_memory(d, mdl.t[d], received[d])
+            self._device_memory(d, mdl.t[d])
 
-    def _device_memory(self, d: int, tv: Any, received: list[Term]) -> None:
+    def _device_memory(self, d: int, tv: Any) -> None:
         """t_d ≥ tau_k x_kd, then one memory row per count (`_counts`)."""
         data, mu = self.data, self.mem_unit
         self.t[d] = tv
@@ -670,21 +790,21 @@ class _Model:
                 self._row("transient", 0.0, [(1.0, tv),
                                              self._xt(k, d, -data.transient[k] / mu)])
         cap = data.caps[d] / mu
+        received = self._received(d)
         for c, switch in self._counts(d):
             terms: list[Term] = [(1.0, tv)]
             for k in mine:
                 keep = data.kept[k] if d in self.h else c * data.kept[k]
                 terms.append(self._xt(k, d, (data.params[k] + keep) / mu))
-            terms += [(c * coef, gv) for coef, gv in received]
+            terms += [(c * coef, zv) for coef, zv in received]
             if d in self.h:
                 terms.append((float(c - 1), self.h[d]))
             if switch is None:
                 self._row("memory", None, terms, cap)
                 continue
             most = (sum(data.params[k] + c * data.kept[k] for k in mine)
-                    + max((data.transient[k] for k in mine), default=0.0)
-                    + c * sum(data.groups[gi].count * _most_received(data, gi, d)
-                              for gi, dd in self.g if dd == d)) / mu
+                    + max((data.transient[k] for k in mine), default=0.0)) / mu + c * sum(
+                        coef for coef, _ in received)
             big = max(0.0, most - cap)
             if big > 0:
                 self._row("memory", None, [*terms, (big, self.used[switch])], cap + big)
@@ -706,29 +826,46 @@ class _Model:
                                                   self._xt(k, a, -1.0)], 0.0)
                     self._row("order", None, [self._xt(k, b), before], 0.0)
 
+    def _runs(self) -> None:
+        """x_0d + Σ_x Σ_a z_xad ≤ 1: each device holds one stage (when `orders.runs`)."""
+        if not self.orders.runs:
+            return
+        into: dict[int, list[Term]] = {d: [self._xt(0, d)] for d in range(self.data.m)}
+        for (_, _, b), zv in self.z.items():
+            into[b].append((1.0, zv))
+        for d in range(self.data.m):
+            self._row("runs", None, into[d], 1.0)
+
+    def _stage_cap(self) -> int:
+        """Stages at most: under `1f1b`, the micro-batches (torch's `Schedule1F1B` needs
+        as many as stages; pipedp's cap too); else one per unit."""
+        pipe = _pipeline(self.problem)
+        return min(pipe.microbatches, self.data.n) if pipe.schedule == "1f1b" else self.data.n
+
+    def _stages(self) -> None:
+        """Σ_x Σ_ab z_xab ≤ cap − 1: the stage boundaries within the schedule's cap."""
+        cap = self._stage_cap()
+        if cap >= self.data.n:
+            return
+        self._row("stages", None, [(1.0, zv) for zv in self.z.values()], float(cap - 1))
+
     # -- seeding and reading ----------------------------------------------------------------
 
-    # complex: a loop per variable family of the model (x, s, rho/q/h, g, t, used, o, T), each
+    # complex: a loop per variable family of the model (x, z, rho/q/h, t, used, o, T), each
     # giving its values in the warm start as that family's constraint defines them
     def seed(self, warm: _Warm) -> None:
         """Give every variable its value in the warm start."""
         data, tu, mu, dev = self.data, self.time_unit, self.mem_unit, warm.dev
         for (k, d), var in self.x.items():
             var.set_value(1 if dev[k] == d else 0)
-        for (gi, a, b), var in self.s.items():
-            grp = data.groups[gi]
-            tops = [data.seconds(self.problem, nb, a, b) for v, nb in grp.to if dev[v] == b]
-            var.set_value(max(tops) / tu if dev[grp.unit] == a and tops else 0.0)
+        for (x, a, b), var in self.z.items():
+            var.set_value(1 if dev[x - 1] == a and dev[x] == b else 0)
         redo = set(warm.evaluation.recompute)
         for d, var in self.rho.items():
             var.set_value(1 if d in redo else 0)
             mine = [k for k in range(data.n) if dev[k] == d]
             self.q[d].set_value(sum(data.forward[k][d] for k in mine) / tu if d in redo else 0)
             self.h[d].set_value(0.0 if d in redo else sum(data.kept[k] for k in mine) / mu)
-        for (gi, d), var in self.g.items():
-            grp = data.groups[gi]
-            tops = [nb for v, nb in grp.ahead if dev[v] == d]
-            var.set_value(max(tops) / mu if dev[grp.unit] != d and tops else 0.0)
         for d, var in self.t.items():
             most = max((data.transient[k] for k in range(data.n) if dev[k] == d), default=0.0)
             var.set_value(max(var.lb or 0.0, most / mu))
@@ -771,9 +908,9 @@ class _Model:
         lines = [
             f"planner pipeilp model of plan `{p.name}`: {data.n} units, {data.m} devices",
             f"times in units of {self.time_unit:g} s; memory in units of {self.mem_unit:g} B",
-            "x(k_d): unit k on device d   T: period   s(p_a_b): producer group p sends a to b",
+            "x(k_d): unit k on device d   T: period   z(x_a_b): boundary x crosses from a to b",
             "rho(d): d recomputes   q(d): its forward compute again   h(d): kept unless "
-            "recomputing   g(p_d): p's activation received on d   t(d): largest transient",
+            "recomputing   t(d): largest transient",
             "used(d): d holds a unit   o(i_k_a): in order i, device a holds a unit <= k",
             "devices: " + ", ".join(f"{d}={dev.name}" for d, dev in enumerate(devs)),
         ]
@@ -781,10 +918,6 @@ class _Model:
         for k, mem in enumerate(u.members):
             lines.append(f"unit {k}: " + ", ".join(ops[i].name for i in mem))
         return lines
-
-
-def _most_received(data: _Data, gi: int, d: int) -> float:
-    return max((b for v, b in data.groups[gi].ahead if d in data.allowed[v]), default=0)
 
 
 def _emit(model: _Model, path: str) -> None:
@@ -882,12 +1015,14 @@ def _answer(problem: Problem, attempt: _Attempt, source: str = "pipeilp") -> _Wa
 def _first_order(problem: Problem, options: Options, clock: Clock,
                  notes: list[Diagnostic]) -> tuple[tuple[int, ...] | None, _Warm | None]:
     """Without a warm start where the order of the devices matters: solve the relaxation
-    (`_relaxed`) first. Infeasible, it proves that nothing fits (E708); else its plan is
-    a warm start when it fits, and its devices by first unit the order."""
+    (`_relaxed`) first. Infeasible, it proves that nothing fits (E708; not under
+    `interleaved`, whose rule takes a device's largest stage, not the sum); else its plan
+    is a warm start when it fits, and its devices by first unit the order."""
     data = _data(problem)
     first = _attempt(problem, _relaxed(problem, data), None, options, clock)
     if first.outcome.status == "infeasible":
-        raise _none_found(problem, "infeasible", "", True, notes)
+        proof = _pipeline(problem).schedule != "interleaved"
+        raise _none_found(problem, first.outcome, proof, _scope(False), notes)
     dev = first.ilp.answer() if first.outcome.loaded else None
     if dev is None:
         return None, None
@@ -909,19 +1044,24 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
         dev = _relabel(warm.dev, orders.classes)
         placement = _placement(problem, dev)
         warm = _Warm(tuple(dev), placement, evaluate(problem, placement), warm.source)
-    attempt = _attempt(problem, orders, warm, options, clock)
+    admitted = warm if warm is None or not orders.runs or len(
+        split_of(problem, warm.placement).devices) == len(warm.evaluation.ranks) else None
+    attempt = _attempt(problem, orders, admitted, options, clock)
     outcome, info = attempt.outcome, attempt.info
     info.update(warm_start=warm.source if warm else None,
                 warm_start_period_s=warm.evaluation.period_s if warm else None)
     if orders.ranked is not None:
         info["order"] = [problem.cluster.devices[d].name for d in orders.ranked]
+    if orders.scope:
+        info["scope"] = orders.scope
     found = _answer(problem, attempt)
     best = warm
     if found is not None and (best is None or found.evaluation.period_s
                               < best.evaluation.period_s * (1 - 1e-12)):
         best = found
     if best is None:
-        raise _none_found(problem, outcome.status, outcome.message, orders.complete, notes)
+        raise _none_found(problem, outcome, orders.complete, orders.scope, notes,
+                          attempt.info.get("note", ""))
     if found is not None and best is warm:
         info["kept"] = f"the {best.source} warm start is as good as the solver's answer"
     bound = pipeline_bound(problem).period_s
@@ -929,7 +1069,9 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
         reason = outcome.message or f"{options.solver} found no solution"
         if outcome.status == "infeasible":
             reason = (f"{options.solver} reported the model infeasible although the "
-                      f"{best.source} plan satisfies it")
+                      f"{best.source} plan satisfies it" if admitted is not None else
+                      f"the model ({orders.scope}) is infeasible; the {best.source} plan, "
+                      "outside it, is kept")
         log.warning("pipeilp: falling back to the %s plan: %s", best.source, reason)
         info["reason"] = reason
         return _solution(problem, best, "fallback", bound, info)
@@ -996,9 +1138,7 @@ def _judge(period: float, bound_s: float, solver_bound: float | None,
         why = ("the solver stopped within --gap of a valid lower bound; `optimal` is kept "
                "for a gap of at most 1e-6")
     elif proved and not orders.complete:
-        why = ("proved optimal only among placements whose devices in use, by first unit, "
-               f"follow the order {', '.join(info['order'])} (the devices differ, and the "
-               "in-flight count depends on the rank)")
+        why = f"proved optimal only among {orders.scope}"
     else:
         why = "no proof of optimality"
     info.update(proved=proved and orders.complete, why=why, solver_bound_s=solver_bound)
@@ -1025,40 +1165,51 @@ def _solution(problem: Problem, best: _Warm, status: Status, bound_s: float,
                          f"{format_bytes(int(ev.held_bytes[d]))})"
                          for d, t in zip(ev.recompute, extra, strict=True))
         info["memory_note"] = (
-            f"recomputes activations on {said}: these devices keep only the tensors they "
-            "receive for each micro-batch in flight and run their forward ops again in "
-            "backward; the pipeline memory above counts every activation kept, and the "
-            "period above leaves the recomputation out")
+            f"recomputes activations on {said}: these devices keep, for each micro-batch in "
+            "flight, only the tensors their stages receive, and run their forward ops again "
+            "in each backward pass (their own activations exist for one micro-batch at a "
+            "time)")
     return Solution(Plan(best.placement, algorithm="pipeilp"), status, MappingProxyType(info))
 
 
 def _horizon(problem: Problem, data: _Data) -> float:
     """A period of the size of the model's (it only scales the model's time unit when
-    there is no warm start): all compute on one device plus every transfer once."""
-    c = costs(problem)
+    there is no warm start): all compute on one device plus every boundary crossed once."""
     work = max((sum(row[d] for row in data.compute if row[d] < INF)
                 for d in range(data.m)), default=0.0)
-    moves = sum(grp.count * max((t for a in range(data.m) for b in range(data.m)
-                                 if (t := c.transfer_time(nbytes, a, b)) < INF), default=0.0)
-                for grp in data.groups for _, nbytes in grp.to)
+    moves = sum(max((t for a in range(data.m) for b in range(data.m)
+                     if (t := data.forward_s(x, a, b) + data.backward_s(x, a, b)) < INF),
+                    default=0.0) for x in range(1, data.n))
     return work + moves
 
 
-def _none_found(problem: Problem, status: str, message: str, complete: bool,
-                notes: list[Diagnostic]) -> Exception:
+def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
+                notes: list[Diagnostic], rejected: str = "") -> Exception:
     """No warm start and no answer: a proof (the solver's, for a model that covers every
-    placement) or a failure."""
-    if status == "infeasible" and complete:
+    placement: E708, exit 3), a search that ended at its limit or covered only some
+    placements without one (E709, exit 6), or a failure (E711, exit 4: the solver's own,
+    or an answer that broke a constraint when checked exactly)."""
+    said = tuple(d.message for d in notes)
+    if outcome.status == "infeasible" and complete:
         return InfeasibleError((*notes, Diagnostic(
             "E708", f"no placement of plan `{problem.name}` fits the devices' memory as a "
             "pipeline, even recomputing activations on every device", None,
             ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
              "fewer activations; or give the devices more `memory`",))))
-    said = message or status
-    if status == "infeasible":
-        said = ("the model, which fixes the order of the devices by first unit, is "
-                "infeasible; another order may fit")
-    return SolverError(Diagnostic(
-        "E709", f"pipeilp found no placement of plan `{problem.name}` ({said}), and no "
-        "contiguous split fits to fall back to", None,
-        tuple(d.message for d in notes) + ("a longer --time-limit may find one",)))
+    if outcome.status == "infeasible":
+        return SearchLimitError(Diagnostic(
+            "E709", f"pipeilp found no placement of plan `{problem.name}`: none of the "
+            f"placements its model covers ({scope}) fits, and no "
+            "contiguous split fits, even recomputing; this is not a proof that no other "
+            "placement fits", None,
+            (*said, "`schedule gpipe` lets pipeilp search every placement; or give the "
+             "devices more `memory`")))
+    if rejected or "limit" not in outcome.message:
+        return SolverError(Diagnostic(
+            "E711", f"pipeilp found no placement of plan `{problem.name}`: "
+            f"{rejected or outcome.message or outcome.status}; and no contiguous split "
+            "fits, even recomputing", None, said))
+    return SearchLimitError(Diagnostic(
+        "E709", f"pipeilp found no placement of plan `{problem.name}` within its time "
+        f"limit ({outcome.message}), and no contiguous split fits, even recomputing: this "
+        "is not a proof that none exists", None, (*said, "a longer --time-limit may find one")))

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .. import limits
 from ..cost import compute_time
 from ..errors import Diagnostic, DiagnosticSink, Span, call_site, site_span
 from ..model import (
@@ -201,6 +202,15 @@ def _pipeline(problem: Problem, err: Err) -> None:
         if pipe.schedule == "interleaved" and pipe.stages_per_device == 1:
             err("E257", "pipeline.stages_per_device", "`schedule interleaved` runs several "
                 "stages per device", "give stages_per_device=2 (or more), or schedule `1f1b`")
+        mb = pipe.microbatches
+        if isinstance(mb, int) and not isinstance(mb, bool) and 1 <= mb <= MAX_MICROBATCHES:
+            copies = limits.pipeline_copies(mb, len(graph.ops), len(graph.edges))
+            if copies > limits.active().pipeline_copies:
+                err("E016", "pipeline.microbatches", f"{mb} micro-batches would copy "
+                    f"{copies:_} ops and edges of graph `{graph.name}` in the pipeline's "
+                    f"simulation, more than the `pipeline_copies` limit "
+                    f"({limits.active().pipeline_copies:_})",
+                    limits.raise_hint("pipeline_copies", copies, lead="fewer, or"))
     for b, f in graph.backward_of.items():
         if f == b or f in graph.backward_of:
             err("E234", f"graph.backward_of[{b}]", f"op `{graph.ops[b].name}` is marked the "

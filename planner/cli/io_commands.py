@@ -31,6 +31,7 @@ import typer
 from ..errors import Diagnostic, Span, SpecError, UsageError, render_all
 from ..files import check_outputs, write_text_atomic
 from ..generate import gnmt, transformer
+from ..io.codegen import compiled
 from ..io.interchange import dumps, export_spec, import_json
 from ..io.onnx_import import import_onnx, zoo_path
 from ..io.pipedream import import_pipedream
@@ -60,7 +61,7 @@ from ..io.torch_pipeline import (
     pipeline_script,
     summary,
 )
-from ..model import CONTENTIONS, MEMORY_MODELS, Problem
+from ..model import CONTENTIONS, MEMORY_MODELS, Problem, Spec
 from ..roots import default_root, display_path, outside_root
 from ..spec.load import load_path, load_text
 from ..units import format_bytes
@@ -199,8 +200,8 @@ def _command(parts: list[str], options: dict[str, object]) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory: str | None,
-            contention: str) -> None:
+def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
+            memory: str | None, contention: str) -> None:
     """Add cluster imports and plans, check the spec loads, write it, report on stderr.
 
     Without `--memory`, a training graph's plans use `liveness`: static accounting holds
@@ -217,8 +218,7 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
     # the root that a later `planner solve OUTPUT` (or check, simulate) gives the spec: a file
     # outside it, whose import the loader refuses, is copied in instead
     root = default_root(output)
-    copied = _add_clusters(result, clusters or [], output.resolve().parent, root, memory,
-                           contention)
+    copied = _add_clusters(result, clusters, output.resolve().parent, root, memory, contention)
     totals = result.workload.totals()
     footprint = format_bytes(totals["params_bytes"] + totals["output_bytes"])
     result.header += (f"\nFootprint: params + outputs {footprint} in all (the static memory "
@@ -240,19 +240,28 @@ def _finish(result: Imported, output: Path, clusters: list[Path] | None, memory:
         sys.stderr.write(line + "\n")
 
 
-def _add_clusters(result: Imported, clusters: list[Path], out_dir: Path, root: Path,
-                  memory: str, contention: str) -> list[str]:
+def _read_clusters(paths: list[Path] | None) -> list[tuple[Path, Spec]]:
+    """Each `--cluster` file loaded, before the import's work (a capture of a model takes
+    seconds): a mistake in one is reported at once. E931 for a file that defines none."""
+    out = []
+    for path in paths or []:
+        spec = load_path(path).spec
+        if not spec.clusters:
+            raise UsageError(Diagnostic("E931", f"{path} defines no cluster",
+                                        Span.start_of(str(path))))
+        out.append((path, spec))
+    return out
+
+
+def _add_clusters(result: Imported, clusters: list[tuple[Path, Spec]], out_dir: Path,
+                  root: Path, memory: str, contention: str) -> list[str]:
     """Each `--cluster` file's clusters, and a plan per cluster, into `result`: imported
     (relative to the output's folder) when the file lies inside `root`, the output's
     default root, else copied in, since a later command would refuse the import.
     Returns a line for stderr per file copied."""
     copied: list[str] = []
     done: set[str] = set()
-    for path in clusters:
-        spec = load_path(path).spec
-        if not spec.clusters:
-            raise UsageError(Diagnostic("E931", f"{path} defines no cluster",
-                                        Span.start_of(str(path))))
+    for path, spec in clusters:
         target = path.resolve()
         rel = (os.path.relpath(target, out_dir).replace(os.sep, "/")
                if not outside_root(target, root) else None)
@@ -289,10 +298,11 @@ def _add_clusters(result: Imported, clusters: list[Path], out_dir: Path, root: P
 def _run(make: Callable[[], Imported], output: Path, options: SpecOptions) -> None:
     with _diagnostics():
         check_outputs({"-o/--output": output})
+        clusters = _read_clusters(options.cluster)
         result = make()
         if options.times is not None:
             _overlay(result, options.times, options.times_kind)
-        _finish(result, output, options.cluster, options.memory, options.contention)
+        _finish(result, output, clusters, options.memory, options.contention)
 
 
 def _overlay(result: Imported, times: Path, kind: str | None) -> None:
@@ -516,7 +526,7 @@ def export_torch_command(
             document["device_map_note"] = placed.device_map_note
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
         if code is not None:
-            write_text_atomic(code, placed.module.code.lstrip("\n"))
+            write_text_atomic(code, compiled(placed.module.code.lstrip("\n"), code.name))
         if output is None:
             sys.stdout.write(text)
         else:

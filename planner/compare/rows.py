@@ -279,30 +279,70 @@ def to_json_row(row: Mapping[str, Any],
     return {k: _json_value(row.get(k)) for k in fields}
 
 
+class BadCell(ValueError):
+    """A cell whose value is not of its column's type (`column`, and `why` in words that
+    quote nothing of the file)."""
+
+    def __init__(self, column: str, why: str) -> None:
+        super().__init__(f"column `{column}`: {why}")
+        self.column = column
+        self.why = why
+
+
+#: the words for each column type, in the reasons of `BadCell`
+_KIND_WORDS = {float: "a number", int: "a whole number", bool: "true or false", str: "text"}
+#: how a bool column may be written in CSV (what `_csv_cell` writes, and older spellings)
+_CSV_BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
 def _from_text(name: str, text: str) -> Any:
+    """A CSV cell as its column's type (`BadCell` when it is not one)."""
     if text == "":
         return None
     kind = _TYPES.get(name, str)
+    if kind is str:
+        return text
     if kind is bool:
-        return text.strip().lower() in ("true", "1", "yes")
-    if kind is int:
-        return int(float(text))
+        value = _CSV_BOOLS.get(text.strip().lower())
+        if value is None:
+            raise BadCell(name, "text where true or false is expected")
+        return value
+    try:
+        number = float(text)
+    except ValueError:
+        raise BadCell(name, f"text where {_KIND_WORDS[kind]} is expected") from None
+    return _number(name, kind, number)
+
+
+def _number(name: str, kind: type, number: float) -> Any:
+    """`number` as column `name`'s type `kind` (`float` or `int`)."""
     if kind is float:
-        return float(text)
-    return text
+        return number
+    if not (math.isfinite(number) and number == int(number)):
+        raise BadCell(name, "a number that is not whole where a whole number is expected")
+    return int(number)
 
 
 def _coerce(name: str, value: Any) -> Any:
+    """A JSON value as column `name`'s type (`BadCell` when it is not one: a number where
+    text is expected, text where a number is, a list or an object anywhere)."""
     if value is None:
         return None
     kind = _TYPES.get(name, str)
-    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if kind is int and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value)
-    if isinstance(value, str) and kind is not str:
-        return _from_text(name, value)
-    return value
+    if isinstance(value, str):
+        return value if kind is str else _from_text(name, value)
+    if isinstance(value, bool):
+        if kind is not bool:
+            raise BadCell(name, f"true or false where {_KIND_WORDS[kind]} is expected")
+        return value
+    if isinstance(value, (int, float)) and kind in (int, float):
+        try:
+            return _number(name, kind, float(value))
+        except OverflowError:
+            raise BadCell(name, "a number too large for a 64-bit float") from None
+    what = ("a number" if isinstance(value, (int, float))
+            else "a list" if isinstance(value, list) else "an object")
+    raise BadCell(name, f"{what} where {_KIND_WORDS[kind]} is expected")
 
 
 def _with_defaults(row: Row) -> Row:
@@ -382,48 +422,61 @@ def parse_rows(text: str, fmt: str) -> tuple[list[Row], int]:
     """Rows of a CSV / JSON / JSONL text and the length of its valid prefix (in characters).
 
     A last line cut short (a killed writer) or a malformed line ends the valid prefix:
-    what follows it is ignored, so `append` can truncate there and carry on.
+    what follows it is ignored, so `append` can truncate there and carry on. A line with a
+    value of the wrong type for its column (`BadCell`) is malformed too.
     """
+    rows, pos, _ = _parse_rows(text, fmt)
+    return rows, pos
+
+
+# complex: one pass over the lines of either format, each way a line can end the prefix
+def _parse_rows(text: str, fmt: str) -> tuple[list[Row], int, BadCell | None]:
+    """`parse_rows`, and the bad cell that ended the valid prefix (None when none did)."""
     rows: list[Row] = []
     if fmt == "json":
         try:
             data = strict_loads(text) if text.strip() else []
+            if not isinstance(data, list):
+                return [], 0, None
+            return [from_json_row(o) for o in data if isinstance(o, dict)], len(text), None
         except json.JSONDecodeError:
-            return [], 0
-        if not isinstance(data, list):
-            return [], 0
-        return [from_json_row(o) for o in data if isinstance(o, dict)], len(text)
+            return [], 0, None
+        except BadCell as bad:
+            return [], 0, bad
     pos = 0
     header: list[str] | None = None
     for line in text.splitlines(keepends=True):
         if not line.endswith("\n"):
             break  # cut short
         body = line.rstrip("\r\n")
-        if fmt == "csv":
-            try:
-                cells = next(csv.reader([body]))
-            except (csv.Error, StopIteration):
-                break
-            if header is None:
-                header = cells
-                if "spec" not in header or "status" not in header:
-                    return [], 0
-            else:
-                if len(cells) != len(header):
+        try:
+            if fmt == "csv":
+                try:
+                    cells = next(csv.reader([body]))
+                except (csv.Error, StopIteration):
                     break
-                obj = dict(zip(header, map(_csv_text, cells), strict=True))
-                rows.append(_with_defaults({k: _from_text(k, obj.get(k, ""))
-                                            for k in FIELD_NAMES}))
-        elif body.strip():
-            try:
-                obj = strict_loads(body)
-            except json.JSONDecodeError:
-                break
-            if not isinstance(obj, dict):
-                break
-            rows.append(from_json_row(obj))
+                if header is None:
+                    header = cells
+                    if "spec" not in header or "status" not in header:
+                        return [], 0, None
+                else:
+                    if len(cells) != len(header):
+                        break
+                    obj = dict(zip(header, map(_csv_text, cells), strict=True))
+                    rows.append(_with_defaults({k: _from_text(k, obj.get(k, ""))
+                                                for k in FIELD_NAMES}))
+            elif body.strip():
+                try:
+                    obj = strict_loads(body)
+                except json.JSONDecodeError:
+                    break
+                if not isinstance(obj, dict):
+                    break
+                rows.append(from_json_row(obj))
+        except BadCell as bad:
+            return rows, pos, bad
         pos += len(line)
-    return rows, pos
+    return rows, pos, None
 
 
 def read_rows(path: str | os.PathLike[str]) -> list[Row]:
@@ -462,9 +515,16 @@ class ResumeLog:
         text = ""
         if self.path.exists():
             text = self.path.read_bytes().decode("utf-8", errors="replace")
-        rows, good = parse_rows(text, self.fmt)
+        rows, good, bad = _parse_rows(text, self.fmt)
         if "\n" in text[good:]:
             line = text[:good].count("\n") + 1
+            if bad is not None:
+                raise UsageError(Diagnostic(
+                    "E615", f"--resume: line {line} of {self.path} is not a result row of "
+                    f"`planner compare`: {bad}; not touching the file",
+                    Span(str(self.path), line, 1),
+                    (f"correct or delete line {line} (a point without its row is run "
+                     "again), or give a new file",)))
             raise UsageError(Diagnostic(
                 "E615", f"--resume: line {line} of {self.path} is not a result row of "
                 "`planner compare`; not touching the file", Span(str(self.path), line, 1),

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from .. import limits
 from ..errors import Diagnostic, UsageError, did_you_mean
 from ..model import MAX_MICROBATCHES, Device, Link, Pipeline, Problem
 from ..units import UNITS, format_quantity, parse_number
@@ -348,7 +349,8 @@ def _scaled_bandwidth(links: tuple[Link, ...], bandwidth: str) -> tuple[Link, ..
 
 def _pipeline(problem: Problem, setting: Setting) -> Pipeline | None:
     """The problem's pipeline under the setting's objective and micro-batches (module
-    docstring); `SettingError` for micro-batches without a pipeline."""
+    docstring); `SettingError` for micro-batches without a pipeline, or too many for the
+    `pipeline_copies` limit (E016, checked here before the point's work)."""
     if setting.objective == "makespan":
         pipeline = None
     elif setting.objective == "pipeline":
@@ -362,4 +364,13 @@ def _pipeline(problem: Problem, setting: Setting) -> Pipeline | None:
             raise SettingError(f"--microbatches {setting.microbatches}: plan `{problem.name}` "
                                "is not compared under the pipeline objective")
         pipeline = dataclasses.replace(pipeline, microbatches=int(setting.microbatches))
+    if pipeline is not None:  # the point's simulation copies the graph per micro-batch
+        ops, edges = len(problem.graph.ops), len(problem.graph.edges)
+        copies = limits.pipeline_copies(pipeline.microbatches, ops, edges)
+        if copies > limits.active().pipeline_copies:
+            raise SettingError(
+                f"{pipeline.microbatches} micro-batches of plan `{problem.name}` would copy "
+                f"{copies:_} ops and edges, more than the `pipeline_copies` limit "
+                f"({limits.active().pipeline_copies:_}, E016); "
+                + limits.raise_hint("pipeline_copies", copies, lead="fewer, or"))
     return pipeline

@@ -7,9 +7,10 @@ place is never searched again, so a name that holds another placeholder (a devic
 `__FROM__0`) stays the text it is. What fills a placeholder in code is a Python literal
 (`literal`: `repr` of a str, int, float, bool, None, or a list, tuple or dict of them,
 checked to read back equal); what fills a docstring is `docstring_text` (escaped so that it
-cannot end the string). `fill` then compiles the result: a template or a value that would
-make it anything but valid Python is a bug of planner's, raised as `GeneratedCodeError`
-before a file is written.
+cannot end the string). `fill` then compiles the result (`compiled`, which also checks the
+forward() source torch.fx writes for `export torch --code`): a template or a value that
+would make it anything but valid Python is a bug of planner's, raised as
+`GeneratedCodeError` before a file is written.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import ast
 import re
 from collections.abc import Mapping
 
-__all__ = ["GeneratedCodeError", "docstring_text", "fill", "literal"]
+__all__ = ["GeneratedCodeError", "compiled", "docstring_text", "fill", "literal"]
 
 #: a placeholder of a template: `__TARGET__`, `__SPLIT_SPEC__` (never `__name__`)
 PLACEHOLDER = re.compile(r"__[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*__")
@@ -61,7 +62,11 @@ def fill(template: str, values: Mapping[str, str], name: str = "<generated>") ->
         extra = sorted(set(values) - wanted)
         raise GeneratedCodeError(f"template placeholders and values differ: missing {missing}"
                                  f", unused {extra}")
-    text = PLACEHOLDER.sub(lambda m: values[m.group(0)], template)
+    return compiled(PLACEHOLDER.sub(lambda m: values[m.group(0)], template), name)
+
+
+def compiled(text: str, name: str = "<generated>") -> str:
+    """`text`, once it compiles as Python (GeneratedCodeError when it does not)."""
     try:
         compile(text, name, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as err:

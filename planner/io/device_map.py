@@ -45,6 +45,10 @@ _TRAILING_DIGITS = re.compile(r"(\d+)$")
 _LISTED = 16
 
 
+#: the code of every problem of a device_map read as a placement: the file is never quoted
+#: (README: a placement file is quoted only when it is a JSON object with `placement`)
+DEVICE_MAP_CODE = "E949"
+
 #: the device types of torch (and accelerate's `disk`): a value naming none of them is no
 #: device, and a file holding one is not read as a device map (nor quoted back)
 DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "npu", "hpu", "mlu", "xla", "meta", "ipu",

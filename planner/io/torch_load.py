@@ -4,7 +4,9 @@
 `nn.Module`, or a callable without arguments that returns one. Loading a Python file or
 module runs it, as `python` would, and `--example` is evaluated as Python: give planner
 only models and expressions you would run yourself. `TARGET` may also be a saved
-`torch.export` program (`model.pt2`, `torch.export.save`), which is loaded, not run.
+`torch.export` program (`model.pt2`, `torch.export.save`), which is loaded without running
+code it holds (`planner.io.torch_program`: pickles read weights-only, symbolic shapes
+checked before sympy reads them, guards dropped, calls only of operators).
 
 Example inputs are `--input SHAPE[:DTYPE]` (`8x16`, `4x3x32x32:float16`, `2x10:int64`;
 floats are `torch.randn` under seed 0, integers zeros), in forward()'s order, or `--example
@@ -29,6 +31,7 @@ from typing import Any
 
 from ..errors import Diagnostic, Span, SpecError, UsageError, did_you_mean
 from ..spec.load import refuse_escape
+from .torch_program import load_program
 
 
 @dataclass
@@ -118,19 +121,13 @@ def _status(err: SystemExit) -> str:
 
 
 def _load_program(path: str) -> Any:
-    """The `ExportedProgram` saved at `path` (E939 when it cannot be read)."""
+    """The `ExportedProgram` saved at `path` (E939 when it cannot be read, or would run
+    code: `planner.io.torch_program`)."""
     torch = require_torch()
     if not Path(path).is_file():
         raise SpecError(Diagnostic("E939", f"no such file: {path}", Span.start_of(path)))
     refuse_escape(Path(path))
-    try:
-        return torch.export.load(path)
-    except Exception as err:  # noqa: BLE001 - a file that is no saved program
-        raise SpecError(Diagnostic(
-            "E939", f"cannot load {path} as a torch.export program: "
-            f"{type(err).__name__}: {str(err).strip()[:200]}", Span.start_of(path),
-            ("save it with torch.export.save(torch.export.export(model, args), PATH)",))
-        ) from None
+    return load_program(path, torch)
 
 
 def _import_module(name: str) -> Any:

@@ -30,11 +30,21 @@ A plan that torch's schedules cannot run as placed (no `objective pipeline`, a d
 two stages outside `interleaved`'s loop order, fewer micro-batches than stages under
 `1f1b`) is E947.
 
+With `ranks` (`--ranks N`) the split runs on N processes where it allows (`_at_ranks`):
+under `gpipe` and `1f1b` consecutive stages merge into N groups (the grouping whose busiest
+group computes least), under `interleaved` the stages loop over N ranks; E947 otherwise,
+naming the N that fit. The cost of the split exported is given next to the plan's.
+
 `pipeline_script` writes a runnable script: every rank builds the model (seeded),
-`pipeline(module, mb_args=..., split_spec=...)`, `pipe.build_stage(...)` for its stage(s),
-the schedule with a loss, and one `schedule.step(...)`; under `torchrun` (env://) or, with
-`--spawn`, under `torch.multiprocessing.spawn` (gloo on the CPU with `--cpu`); `--check`
-compares the loss and gradients with the unpipelined model's.
+`pipeline(module, mb_args=..., mb_kwargs=..., split_spec=...)`, `pipe.build_stage(...)` for
+its stage(s), the schedule with a loss, and one `schedule.step(...)`; under `torchrun`
+(env://) or, with `--spawn`, under `torch.multiprocessing.spawn` (gloo on the CPU with
+`--cpu`). Keyword inputs go as keywords, with those the importer's capture adds
+(`torch_capture.with_defaults`: `use_cache=False`); the last stage's flat tensors are
+rebuilt into the model's output (`torch.utils._pytree`, a Hugging Face ModelOutput) for the
+loss: the cross-entropy of its `logits`, or the user's `--loss`. `--check` compares the loss
+and gradients with the unpipelined model's, in eval mode unless `--mode` says otherwise, and
+prints what differs and by how much (exit status 1).
 """
 
 from __future__ import annotations
@@ -1069,7 +1079,7 @@ def run(rank: int, world_size: int = RANKS, device: str | None = None,
 def _random_modules(model: torch.nn.Module) -> list[str]:
     """Modules in train mode whose result a pipelined step changes: dropout (each rank
     draws its own random numbers) and batch norm (statistics of a micro-batch)."""
-    kinds = (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._NormBase)
+    kinds = (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._BatchNorm)
     return [name for name, m in model.named_modules() if m.training and isinstance(m, kinds)]
 
 

@@ -22,11 +22,14 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
 
     A spec's diagnostic may point at any file an import or a symlink named
     (`.git-credentials`), and its lines must not reach a CI log: a file is shown only if
-    it starts as a spec does, or, for a placement file's diagnostic (E5xx), as a placement
-    JSON object. An importer's diagnostic (E9xx, W9xx) shows the file the user asked to
-    import as that format. Lone `\r` end lines, as for the parser.
+    it starts as a spec does, or, for a placement file's diagnostic (E5xx, and E949 of an
+    accelerate device_map given as the placement), as a placement JSON object. An
+    importer's diagnostic (E9xx, W9xx) shows the file the user asked to import as that
+    format, when it is text (no NUL, UTF-8): a binary file (`.pt2`, `.onnx`) is never
+    quoted. Lone `\r` end lines, as for the parser.
     """
     # lazy: start-up (the parser's modules load Lark; `planner --help` needs neither)
+    from ..io.device_map import DEVICE_MAP_CODE
     from ..spec.fastparse import line_ends
     from ..spec.syntax import looks_like_spec
 
@@ -41,14 +44,34 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
             try:
                 if not p.is_file() or p.stat().st_size > cap:
                     continue
-                # show the valid prefix so a non-UTF-8 diagnostic still gets its line
-                text = p.read_bytes().decode("utf-8", errors="replace")
+                raw = p.read_bytes()
             except OSError:
                 continue
-            if layer == "9" or looks_like_spec(text) or (
-                    layer == "5" and _looks_like_placement(text)):
+            # show the valid prefix so a non-UTF-8 diagnostic still gets its line
+            text = raw.decode("utf-8", errors="replace")
+            placement = layer == "5" or d.code == DEVICE_MAP_CODE
+            if (layer == "9" and not placement and _is_text(raw)) or looks_like_spec(text) \
+                    or (placement and _looks_like_placement(text)):
                 out[span.file] = line_ends(text)
     return out
+
+
+#: how much of a file decides whether it is text
+_SNIFF = 8192
+
+
+def _is_text(raw: bytes) -> bool:
+    """Whether a file reads as text: no NUL and valid UTF-8 in its first 8 KiB (a character
+    cut at that boundary allowed)."""
+    head = raw[:_SNIFF]
+    if b"\0" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return len(raw) > _SNIFF and err.start >= len(head) - 3 and err.reason.startswith(
+            "unexpected end")
+    return True
 
 
 def _looks_like_placement(text: str) -> bool:
@@ -56,15 +79,22 @@ def _looks_like_placement(text: str) -> bool:
 
 
 #: characters never written raw to a terminal: C0 and C1 controls but tab and newline,
-#: bidi and zero-width formatting, line separators and lone surrogates
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
-                     "\u2060-\u2069\ufeff\ud800-\udfff]")
+#: bidi and zero-width formatting, line separators, lone surrogates, and the other
+#: invisible ones W265 warns about (invisible operators, the tag block U+E0000-U+E007F)
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e"
+                     "\u2060-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]")
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def printable(text: str) -> str:
-    """`text` with every character of `_UNSAFE` written as `\\uXXXX`: a name from a
-    placement file cannot recolour the terminal, reorder a line or fake one."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """`text` with every character of `_UNSAFE` written as `\\uXXXX` (`\\UXXXXXXXX`
+    above U+FFFF): a name from a placement file cannot recolour the terminal, reorder a
+    line, fake one or hide text."""
+    return _UNSAFE.sub(lambda m: _escaped(m.group()), text)
 
 
 def eprint(text: str) -> None:

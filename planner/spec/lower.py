@@ -1060,6 +1060,9 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
     pipeline = _pipeline(sink, settings, pname)
     if graph is None or cluster is None:
         return None
+    if pipeline is not None:
+        _check_copies(sink, settings, decl, graph, pipeline)
+        _check_interleaving(sink, settings, decl, graph, cluster, pipeline)
     op_index = graph.op_index
     dev_index = cluster.device_index
     pins: dict[int, int] = {}
@@ -1121,6 +1124,53 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
                    MappingProxyType(dict(sorted(placement.items()))), pipeline)
 
 
+def _check_copies(sink: DiagnosticSink, settings: _Attrs, decl: ast.PlanDecl, graph: Graph,
+                  pipeline: Pipeline) -> None:
+    """E016 when simulating the pipeline would copy more ops and edges than the
+    `pipeline_copies` limit: its simulation (`pipeline.schedule`) copies the graph once
+    per micro-batch, and every command that plans or reports the pipeline runs it."""
+    lim = limits.active().pipeline_copies
+    n_ops, n_edges = len(graph.ops), len(graph.edges)
+    copies = limits.pipeline_copies(pipeline.microbatches, n_ops, n_edges)
+    if copies <= lim:
+        return
+    attr = settings.values.get("microbatches") or settings.values.get("objective")
+    span = attr.span if attr is not None else decl.name.span
+    most = lim // (n_ops + n_edges)
+    gb = copies * limits.BYTES_PER_COPIED_ITEM / 1e9
+    sink.error("E016", f"plan `{decl.name.text}` would simulate {pipeline.microbatches} "
+               f"copies of graph `{graph.name}` ({n_ops:_} ops, {n_edges:_} edges): "
+               f"{copies:_} ops and edges, about {gb:.3g} GB, more than the "
+               f"`pipeline_copies` limit ({lim:_})", span,
+               (f"at most {most} micro-batches fit the limit for this graph"
+                if most >= 1 else "no number of micro-batches fits the limit for this graph"),
+               limits.raise_hint("pipeline_copies", copies,
+                                 lead="or, with the memory for it, raise the limit with"))
+
+
+def _check_interleaving(sink: DiagnosticSink, settings: _Attrs, decl: ast.PlanDecl,
+                        graph: Graph, cluster: Cluster, pipeline: Pipeline) -> None:
+    """W258 when no split can interleave: `stages_per_device K` needs K stages on each of
+    at least two devices, so 2K pipeline units, and a unit holds a forward op (one not in
+    `backward_of`); with fewer, every plan runs as `1f1b` (`pipeline.schedule`)."""
+    per = pipeline.stages_per_device
+    if pipeline.schedule != "interleaved" or per < 2:
+        return
+    forward = len(graph.ops) - len(graph.backward_of)
+    if forward >= 2 * per and len(cluster.devices) >= 2:
+        return
+    attr = settings.values.get("stages_per_device") or settings.values.get("schedule")
+    why = (f"cluster `{cluster.name}` has one device" if len(cluster.devices) < 2 else
+           f"graph `{graph.name}` has at most {forward} pipeline unit(s) (one per forward op)")
+    most = forward // 2
+    sink.warning("W258", f"plan `{decl.name.text}` cannot interleave: `stages_per_device "
+                 f"{per}` needs {2 * per} stages ({per} on each of at least two devices) "
+                 f"and {why}; every plan of it runs as `1f1b`",
+                 attr.span if attr is not None else decl.name.span,
+                 "write `schedule 1f1b`" + (f", or `stages_per_device {most}` or fewer"
+                                            if most >= 2 and len(cluster.devices) >= 2 else ""))
+
+
 #: the pipeline settings, which need `objective pipeline`
 _PIPELINE_KEYS = ("microbatches", "schedule", "stages_per_device")
 
@@ -1141,8 +1191,12 @@ def _pipeline(sink: DiagnosticSink, settings: _Attrs, pname: str) -> Pipeline | 
         return None
     schedule = _named_choice(sink, settings, "schedule", SCHEDULES, "1f1b") or "1f1b"
     microbatches = _count(sink, settings, "microbatches", MAX_MICROBATCHES) or 1
-    per_device = _count(sink, settings, "stages_per_device", MAX_STAGES_PER_DEVICE) or 1
-    if schedule == "interleaved" and per_device < 2:
+    stated = _count(sink, settings, "stages_per_device", MAX_STAGES_PER_DEVICE)
+    per_device = stated or 1
+    # a value out of range or not a number is reported once, by `_count` (`1000` got a
+    # second E257 asking for `stages_per_device 2`)
+    reported = stated is None and "stages_per_device" in settings.values
+    if schedule == "interleaved" and per_device < 2 and not reported:
         span = settings.values.get("stages_per_device", settings.values["schedule"]).span
         sink.error("E257", "`schedule interleaved` runs several stages per device",
                    span, "add `stages_per_device 2` (or more); with one, write `schedule 1f1b`")

@@ -74,9 +74,12 @@ def check_names(modules: Sequence[ast.Module], sink: DiagnosticSink,
 
 
 #: what a comment may not hold unwarned: C0 and C1 controls but tab, bidi and zero-width
-#: formatting, line and paragraph separators
-_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f"
-                     "\u2028-\u202e\u2060-\u2069\ufeff]")
+#: formatting, line and paragraph separators, the other invisible format characters
+#: (Mongolian vowel separator, invisible operators, interlinear annotation) and the tag
+#: block U+E0000-U+E007F (invisible copies of ASCII: text a reviewer cannot see, the
+#: "ASCII smuggling" of prompts)
+_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f"
+                     "\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]")
 #: a line end, as the parser counts them (`\r\n`, a lone `\r`, `\n`)
 _LINE_BREAK = re.compile("\r\n|\r|\n")
 
@@ -100,10 +103,18 @@ def check_comments(sources: Mapping[str, str], sink: DiagnosticSink) -> None:
             warned = line_no
             column = at - start + 1
             sink.warning("W265", f"a comment holds U+{ord(found.group()):04X} "
-                         f"({unicodedata.name(found.group(), 'a control character')})",
+                         f"({_char_name(found.group())})",
                          Span(file, line_no, column, line_no, column + 1),
                          "such characters can make a line read differently in review than "
                          "planner reads it; remove it")
+
+
+def _char_name(char: str) -> str:
+    """A character's Unicode name, or what it is when it has none (a control character,
+    an unassigned code point such as U+E0000)."""
+    if name := unicodedata.name(char, ""):
+        return name
+    return "a control character" if unicodedata.category(char) == "Cc" else "an unnamed code point"
 
 
 def valid_name(text: str) -> bool:

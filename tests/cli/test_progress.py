@@ -10,13 +10,18 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 import planner
-from planner.render.terminal import PROGRESS_INTERVAL_ENV, SolveProgress
+from planner.render.terminal import (
+    DEFAULT_PROGRESS_INTERVAL_S,
+    PROGRESS_INTERVAL_ENV,
+    SolveProgress,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "resnet.plan"
@@ -70,18 +75,40 @@ def _solve(args: list[str], interval: str | None) -> subprocess.CompletedProcess
 
 @pytest.mark.slow
 def test_without_a_terminal_a_plain_line_comes_every_interval() -> None:
-    run = _solve(["--algo", "search", "--time-limit", "3", "--json"], "0.05")
+    # 8 s: the heuristics `search` starts from take a fixed amount of work, about 0.3 s on
+    # an idle machine; at load 12 on two cores they took the whole of a 3 s limit, and the
+    # search never reported a best plan to show (this failed there, issue 40)
+    run = _solve(["--algo", "search", "--time-limit", "8", "--json"], "0.05")
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["ok"] is True  # stdout keeps only the document
+    doc = json.loads(run.stdout)
+    assert doc["ok"] is True  # stdout keeps only the document
     lines = [line for line in run.stderr.splitlines() if line.startswith("planner: search · ")]
-    assert len(lines) >= 3, run.stderr
-    elapsed = [float(re.search(r" · ([0-9.]+)/3 s · ", line).group(1))  # type: ignore[union-attr]
+    elapsed = [float(re.search(r" · ([0-9.]+)/8 s · ", line).group(1))  # type: ignore[union-attr]
                for line in lines]
-    assert elapsed == sorted(elapsed) and elapsed[-1] > elapsed[0]
+    # the elapsed time is the algorithm's: it restarts once, when the algorithm starts
+    # after the lower bound. On an idle machine the bound is done before the first line;
+    # on a loaded one lines can come while it is computed (this test failed there, issue
+    # 40): those come first, and before any best plan
+    drops = [k for k in range(1, len(elapsed)) if elapsed[k] < elapsed[k - 1]]
+    assert len(drops) <= 1, lines
+    start = drops[0] if drops else 0
+    assert all("best" not in line for line in lines[:start]), lines
+    assert len(elapsed) - start >= 3 and elapsed[-1] > elapsed[start], run.stderr
     bound_ms = planner.lower_bound(planner.load(SPEC).plan()).makespan_s * 1e3
-    assert all(f"bound {bound_ms:.4g} ms" in line for line in lines), lines
-    assert any(re.search(r"best [0-9.]+ ms · bound .* · gap [0-9.]+%$", line)
-               for line in lines), lines
+    # the bound is shown from when it is known: on a loaded machine, lines can come while
+    # it is still computed, without one (this failed there, issue 40); once shown it is
+    # the right one, on every line after
+    shown = [f"bound {bound_ms:.4g} ms" in line for line in lines]
+    assert any(shown) and all(shown[shown.index(True):]), lines
+    assert all(" · bound " not in line for line, ok in zip(lines, shown, strict=True)
+               if not ok), lines
+    with_best = [line for line in lines if re.search(r" · best [0-9.]+ ms · ", line)]
+    assert all(re.search(r" · best [0-9.]+ ms · bound .* · gap [0-9.]+%$", line)
+               for line in with_best), with_best
+    if doc["result"]["moves"] > 0:  # the search ran: the lines showed its best plan
+        assert with_best, lines
+    else:  # the heuristics took the whole limit (only on a very busy machine), and say so
+        assert "the time limit ran out after 0 of" in doc["result"]["reason"], doc
 
 
 @pytest.mark.parametrize(("args", "interval"), [
@@ -89,9 +116,18 @@ def test_without_a_terminal_a_plain_line_comes_every_interval() -> None:
     pytest.param(["--algo", "search", "--time-limit", "3"], "0", marks=pytest.mark.slow)])
 def test_a_quick_run_or_a_zero_interval_prints_no_progress(args: list[str],
                                                            interval: str | None) -> None:
-    run = _solve(args, interval)  # metf: well under the default 5 s
+    t0 = time.monotonic()
+    run = _solve(args, interval)  # metf: well under the default 5 s on an idle machine
+    wall = time.monotonic() - t0
     assert run.returncode == 0, run.stderr
-    assert not re.search(r"^planner: \w+ · [0-9.]+(/[0-9.]+)? s · ", run.stderr, re.MULTILINE)
+    lines = re.findall(r"^planner: \w+ · [0-9.]+(?:/[0-9.]+)? s · ", run.stderr, re.MULTILINE)
+    if interval == "0":
+        assert not lines, run.stderr  # off, however long the run
+    else:
+        # the first line comes after one interval: none in a run shorter than it, at most
+        # one per interval in a longer one (a loaded machine can stretch a quick run past
+        # 5 s; that run was not a quick one, and failed here, issue 40)
+        assert len(lines) <= int(wall / DEFAULT_PROGRESS_INTERVAL_S), (wall, run.stderr)
     assert "makespan (simulated)" in run.stdout
 
 

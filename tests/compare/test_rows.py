@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 from pathlib import Path
 
@@ -105,3 +108,84 @@ def test_resume_to_a_json_array_file_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as err:
         ResumeLog(tmp_path / "rows.json")
     assert "--resume" in err.value.diagnostics[0].message
+
+
+def _tampered(path: Path, line: int, column: str, value: object) -> None:
+    """Write ROWS[:3] to `path` as the resume log does, then set `column` of data row
+    `line` (1-based) to `value`: in CSV the cell's text, in JSONL the JSON value."""
+    log = ResumeLog(path)
+    log.open()
+    for r in ROWS[:3]:
+        log.append(r)
+    log.close()
+    lines = path.read_text().splitlines(keepends=True)
+    if path.suffix == ".csv":
+        at = lines[0].rstrip("\n").split(",").index(column)
+        cells = next(csv.reader([lines[line]]))
+        cells[at] = str(value)
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(cells)
+        lines[line] = buf.getvalue()
+    else:
+        obj = json.loads(lines[line - 1])
+        obj[column] = value
+        lines[line - 1] = json.dumps(obj) + "\n"
+    path.write_text("".join(lines))
+
+
+# (suffix, column, value, what the message says), for a row in the middle of the file
+_BAD_CELLS = [
+    (".csv", "makespan_s", "fast", "text where a number is expected"),
+    (".csv", "n_ops", "three", "text where a whole number is expected"),
+    (".csv", "n_ops", "2.5", "a number that is not whole where a whole number is expected"),
+    (".csv", "feasible", "maybe", "text where true or false is expected"),
+    (".csv", "time_limit_s", "soon", "text where a number is expected"),
+    (".jsonl", "makespan_s", "fast", "text where a number is expected"),
+    (".jsonl", "time_limit_s", "soon", "text where a number is expected"),
+    (".jsonl", "plan", 5, "a number where text is expected"),
+    (".jsonl", "algorithm", 1.5, "a number where text is expected"),
+    (".jsonl", "status", True, "true or false where text is expected"),
+    (".jsonl", "n_ops", [3], "a list where a whole number is expected"),
+    (".jsonl", "feasible", "maybe", "text where true or false is expected"),
+    (".jsonl", "peak_memory_bytes", 10**400, "a number too large for a 64-bit float"),
+]
+
+
+@pytest.mark.parametrize(("suffix", "column", "value", "why"), _BAD_CELLS,
+                         ids=[f"{s[1:]}-{c}-{n}" for n, (s, c, _, _) in enumerate(_BAD_CELLS)])
+def test_resume_names_the_line_and_column_of_a_value_of_the_wrong_type(
+        tmp_path: Path, suffix: str, column: str, value: object, why: str) -> None:
+    # issue 40, finding 5: such a row was E999 (ValueError, or a TypeError comparing a
+    # number with text when the sweep sorted its points)
+    path = tmp_path / f"log{suffix}"
+    _tampered(path, 2, column, value)
+    before = path.read_bytes()
+    with pytest.raises(UsageError) as err:
+        ResumeLog(path).open()
+    diag = err.value.diagnostics[0]
+    line = 3 if suffix == ".csv" else 2  # the CSV header is line 1
+    assert diag.code == "E615"
+    assert diag.span is not None and (diag.span.file, diag.span.line) == (str(path), line)
+    assert f"line {line} of {path}" in diag.message
+    assert f"column `{column}`: {why}" in diag.message
+    assert f"correct or delete line {line}" in diag.hints[0]
+    assert path.read_bytes() == before  # not touched
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_resume_refuses_a_bad_value_in_the_last_line_too(tmp_path: Path, suffix: str) -> None:
+    # a complete last line is not one a killed writer cut short: it is not dropped silently
+    path = tmp_path / f"log{suffix}"
+    _tampered(path, 3, "makespan_s", "fast")
+    with pytest.raises(UsageError) as err:
+        ResumeLog(path).open()
+    assert "column `makespan_s`" in err.value.diagnostics[0].message
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_resume_reads_every_type_it_writes(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"log{suffix}"
+    _tampered(path, 1, "reason", "-5")  # text that looks like a number stays text
+    rows = ResumeLog(path).open()
+    assert rows[0]["reason"] == "-5" and rows[0]["n_ops"] == 3
+    assert rows[0]["feasible"] is True and rows[2]["feasible"] is False

@@ -13,8 +13,12 @@ names intact) and CSV (round trip through the csv module).
 from __future__ import annotations
 
 import ast
+import csv
+import html
+import json
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -28,6 +32,9 @@ from planner.io.torch_pipeline import (
     TorchStage,
     pipeline_script,
 )
+from planner.spec.names import valid_name
+
+from .helpers import invoke
 
 #: the file a successful injection would create (in the folder the script runs in)
 MARKER = "PWNED_by_name"
@@ -182,3 +189,150 @@ for path in sys.argv[1:]:
         print(path, traceback.format_exc(limit=0))
 sys.exit(1 if failed else 0)
 """
+
+
+# ---- through the commands: names a spec may hold ------------------------------------------
+
+#: the hostile names a spec accepts (E261 keeps out control, bidi and line-separator
+#: characters; E264 wants NFKC)
+LEGAL = [n for n in HOSTILE if valid_name(n)]
+
+
+def _q(name: str) -> str:
+    return json.dumps(name)  # a spec's quoted name takes JSON's escapes
+
+
+def _names_spec(big: str = "1 MB") -> str:
+    """Every legal hostile name as an op, on two devices named after placeholders and
+    quotes, and as a plan of its own."""
+    ops = "\n".join(f"  op {_q(n)} {{ time {k + 1} ms  output {big} }}"
+                    for k, n in enumerate(LEGAL))
+    edges = "\n".join(f"  {_q(a)} -> {_q(b)}" for a, b in zip(LEGAL, LEGAL[1:], strict=False))
+    d0, d1 = _q("__FROM__0"), _q("x'\"</script>{}%s,é 1")
+    plans = "\n".join(f"plan {_q(n)} {{ graph g  cluster c }}" for n in LEGAL)
+    return (f"cluster c {{\n  device {d0} {{ memory 1 GiB }}\n  device {d1} {{ memory 1 GiB }}\n"
+            f"  link {d0} <-> {d1} {{ bandwidth 10 GB/s }}\n}}\n"
+            f"graph g {{\n{ops}\n{edges}\n}}\n{plans}\n")
+
+
+@pytest.fixture()
+def named(tmp_path: Path) -> Path:
+    (tmp_path / "n.plan").write_text(_names_spec(), encoding="utf-8")
+    (tmp_path / "big.plan").write_text(_names_spec("3 GiB"), encoding="utf-8")  # E301 each
+    (tmp_path / "pipe.plan").write_text(  # a pipeline plan: the pipeline report's names
+        _names_spec().replace("cluster c }", "cluster c  objective pipeline  microbatches 4 }"),
+        encoding="utf-8")
+    return tmp_path
+
+
+def test_the_fuzz_covers_what_it_claims() -> None:
+    assert len(LEGAL) >= 20
+    for kind in ("__FROM__", "'", '"', "\\", "{}", "%s", "</script>", ",", "漢"):
+        assert any(kind in n for n in LEGAL), kind
+
+
+def test_html_shows_every_name_as_text(named: Path) -> None:
+    plan = LEGAL[4]  # x', __import__(...), '
+    code, _, err = invoke(["solve", "n.plan", "--plan", plan, "--algo", "metf", "--html",
+                           "p.html"], named)
+    assert code == 0, err
+    code, _, err = invoke(["compare", "n.plan", "--algos", "metf", "--html", "c.html"], named)
+    assert code == 0, err
+    code, _, err = invoke(["solve", "pipe.plan", "--plan", plan, "--html", "pipe.html"], named)
+    assert code == 0, err
+    assert 'data-chart="pipeline"' in (named / "pipe.html").read_text(encoding="utf-8")
+    for page in ("p.html", "c.html", "pipe.html"):
+        text = (named / page).read_text(encoding="utf-8")
+        tags = _Tags()
+        tags.feed(text)
+        assert tags.starts.count("script") == 1, page  # planner's own
+        assert not [a for a in tags.attrs if a.startswith("on")], page
+        assert "<b>bold</b>" not in text and "alert(1)</script>" not in text, page
+        shown = html.unescape(text)
+        assert "</script><script>alert(1)</script>" in shown and plan in shown, page
+        assert "<b>bold</b> & &amp;" in shown, page
+
+
+class _Tags(HTMLParser):
+    """The start tags and attribute names of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: list[str] = []
+        self.attrs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.starts.append(tag)
+        self.attrs.extend(name for name, _ in attrs)
+
+
+def test_sarif_is_valid_json_with_every_name_intact(named: Path) -> None:
+    code, out, err = invoke(["check", "big.plan", "--format", "sarif"], named)
+    assert code == 1, err
+    doc = json.loads(out)
+    messages = " ".join(r["message"]["text"] for run in doc["runs"] for r in run["results"])
+    missing = [n for n in LEGAL if f"`{n}`" not in messages]
+    assert not missing, missing
+
+
+def test_csv_rows_round_trip_every_plan_name(named: Path) -> None:
+    code, _, err = invoke(["compare", "n.plan", "--algos", "metf", "--out", "rows.csv"],
+                          named)
+    assert code == 0, err
+    with open(named / "rows.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    # a cell that a spreadsheet would run gets a `'` before it (README); the rest as given
+    plans = {r["plan"][1:] if r["plan"][:1] == "'" and r["plan"][1:2] in "=+-@'" else
+             r["plan"] for r in rows}
+    assert plans == set(LEGAL)
+    assert all(len(r) == len(rows[0]) and None not in r for r in rows)
+
+
+# ---- through `export torch`: the issue's spec, end to end (needs torch) --------------------
+
+PLAN = "x', __import__('os').system('touch PWNED_by_spec'), '"
+DEVICES = ["__FROM__0", "x'\"</script>{}%s,é 1"]
+
+
+@pytest.mark.slow
+def test_export_torch_writes_names_as_data_end_to_end(tmp_path: Path) -> None:
+    """Before: the plan's name ran at the pipeline script's module level (`--help`)."""
+    pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
+                        "'planner[torch]')")
+    models = Path(__file__).resolve().parents[1] / "io" / "torch_pipeline_models.py"
+    code, _, err = invoke(["import", "torch", f"{models}:mlp", "--capture", "fx", "--input",
+                           "8x16", "--training", "-o", "mlp.plan"], tmp_path)
+    assert code == 0, err
+    graph = next(line.split()[1] for line in (tmp_path / "mlp.plan").read_text().splitlines()
+                 if line.startswith("graph "))
+    d0, d1 = map(_q, DEVICES)
+    (tmp_path / "evil.plan").write_text(
+        f'import "mlp.plan"\ncluster c {{\n'
+        f"  device {d0} {{ kind gpu  memory 1 GiB  flops 10 TFLOPS }}\n"
+        f"  device {d1} {{ kind gpu  memory 1 GiB  flops 10 TFLOPS }}\n"
+        f"  link {d0} <-> {d1} {{ bandwidth 1 TB/s }}\n}}\n"
+        f"plan {_q(PLAN)} {{ graph {graph}  cluster c  objective pipeline  microbatches 4 "
+        " schedule gpipe }\n", encoding="utf-8")
+    for args in (["check", "evil.plan"], ["solve", "evil.plan", "--out", "p.json"]):
+        code, _, err = invoke(args, tmp_path)
+        assert code == 0, err
+    common = ["export", "torch", "evil.plan", f"{models}:mlp", "--input", "8x16",
+              "--placement", "p.json"]
+    code, _, err = invoke([*common, "-o", "placed.json", "--code", "forward.py"], tmp_path)
+    assert code == 0, err
+    doc = json.loads((tmp_path / "placed.json").read_text(encoding="utf-8"))
+    assert doc["plan"] == PLAN and list(doc["devices"]) == DEVICES
+    assert set(doc["placement"].values()) <= set(DEVICES)
+    assert doc["device_map"] and set(doc["device_map"].values()) <= {0, 1}
+    code, _, err = invoke([*common, "--pipeline", "-o", "pipe.json", "--code", "pipe.py"],
+                          tmp_path)
+    assert code == 0, err
+    pipe = json.loads((tmp_path / "pipe.json").read_text(encoding="utf-8"))
+    assert pipe["plan"] == PLAN
+    done = subprocess.run([sys.executable, "-c", _RUN_ALL, "pipe.py", "forward.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert not list(tmp_path.glob("PWNED*")), "a name ran as code"
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "usage: pipe.py" in done.stdout
+    values = _assigned(ast.parse((tmp_path / "pipe.py").read_text(encoding="utf-8")))
+    assert [d for _, d, _ in values["STAGES"]] == DEVICES

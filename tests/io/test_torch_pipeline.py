@@ -330,6 +330,98 @@ def test_plans_torch_schedules_cannot_run_are_E947(tmp_path: Path) -> None:
     assert "rank k mod D" in err.diagnostics[0].message
 
 
+def _mlp_placement(problem: planner.Problem, traced: Traced,
+                   devices: list[str]) -> dict[str, str]:
+    """The MLP's forward ops on `devices` (input, then its nine modules), backward ops with
+    their forward ops."""
+    placement = dict(zip(traced.names.values(), devices, strict=True))
+    placement.update({o.name: placement[o.name.removesuffix(".bwd")]
+                      for o in problem.graph.ops if o.name.endswith(".bwd")})
+    return placement
+
+
+def test_export_at_other_ranks_merges_or_loops_the_stages_or_says_which_ranks_fit(
+        tmp_path: Path) -> None:
+    model, namespace = load_target(f"{MODELS}:mlp")
+    traced = trace(model, example_inputs([INPUTS["mlp"]], None, namespace), "fx")
+    one_per_rank = planner.load(_plan(tmp_path, "mlp", 4, "1f1b")).plans["p"]
+    four = ["gpu0"] * 3 + ["gpu1"] * 2 + ["gpu2"] * 2 + ["gpu3"] * 3
+    placement = _mlp_placement(one_per_rank, traced, four)
+    devices = torch_devices(one_per_rank.cluster)
+    tp = pipeline_export(one_per_rank, traced, placement, devices, ranks=2)
+    # 1f1b: consecutive stages merge; module 2 (a Linear) costs most: 0-1 | 2-3 is balanced
+    assert (tp.ranks, tp.plan_ranks, len(tp.stages)) == (2, 4, 2)
+    assert [(s.rank, s.device) for s in tp.stages] == [(0, "gpu0"), (1, "gpu2")]
+    assert tp.split_spec == {"4": "BEGINNING"}
+    assert "the plan's 4 stages merged into 2 (stages 0-1, 2-3)" in tp.regrouped
+    assert {tp.placement[o] for o in [*tp.stages[0].ops, *tp.stages[1].ops]} == {"gpu0",
+                                                                                  "gpu2"}
+    assert tp.cost != tp.plan_cost and tp.exact
+    assert pipeline_export(one_per_rank, traced, placement, devices, ranks=4).regrouped == ""
+    with pytest.raises(SpecError) as err:
+        pipeline_export(one_per_rank, traced, placement, devices, ranks=5)
+    d = err.value.diagnostics[0]
+    assert d.code == "E947" and "its split has 4 stage(s)" in d.message
+    assert "one stage per rank" in d.message and "--ranks 1 to 4" in d.hints[0]
+    # interleaved: stage k on rank k mod N; N must divide the stages, and the cluster has 4
+    looped = planner.load(_plan(tmp_path, "mlp", 4, "x", "objective pipeline  microbatches "
+                                "4  schedule interleaved  stages_per_device 2")).plans["p"]
+    back = _mlp_placement(looped, traced, ["gpu0"] * 3 + ["gpu1"] * 2 + ["gpu0"] * 2
+                          + ["gpu1"] * 3)
+    tp = pipeline_export(looped, traced, back, devices, ranks=4)
+    assert [(s.rank, s.device) for s in tp.stages] == [(k, f"gpu{k}") for k in range(4)]
+    assert tp.plan_ranks == 2 and "loop over 4 ranks instead of 2" in tp.regrouped
+    for ranks, hint in ((3, "--ranks 1, 2 or 4"), (8, "--ranks 1, 2 or 4")):
+        with pytest.raises(SpecError) as err:
+            pipeline_export(looped, traced, back, devices, ranks=ranks)
+        assert err.value.diagnostics[0].code == "E947" and hint in err.value.diagnostics[0].hints[0]
+    # the command: --ranks needs --pipeline
+    (tmp_path / "plan.json").write_text(json.dumps({"placement": placement}))
+    result = CliRunner().invoke(app, ["export", "torch", str(_plan(tmp_path, "mlp", 4, "1f1b")),
+                                      f"{MODELS}:mlp", "--input", INPUTS["mlp"], "--placement",
+                                      str(tmp_path / "plan.json"), "--ranks", "2"])
+    assert result.exit_code == 2 and "E640" in result.output and "--pipeline" in result.output
+
+
+@pytest.mark.slow
+def test_a_plan_exported_at_other_ranks_runs_as_one_process(tmp_path: Path) -> None:
+    """The MLP planned on 4 devices, run on 2 ranks (merged) and its interleaved plan on 2
+    devices run on 4 ranks (looped): loss and gradients equal the unpipelined model's."""
+    model, namespace = load_target(f"{MODELS}:mlp")
+    traced = trace(model, example_inputs([INPUTS["mlp"]], None, namespace), "fx")
+    jobs, scripts = [], []
+    for k, (settings, devices, ranks) in enumerate((
+            (None, ["gpu0"] * 3 + ["gpu1"] * 2 + ["gpu2"] * 2 + ["gpu3"] * 3, 2),
+            ("objective pipeline  microbatches 4  schedule interleaved  stages_per_device 2",
+             ["gpu0"] * 3 + ["gpu1"] * 2 + ["gpu0"] * 2 + ["gpu1"] * 3, 4))):
+        spec = _plan(tmp_path, "mlp", 4, "1f1b", settings)
+        problem = planner.load(spec).plans["p"]
+        plan_file = tmp_path / f"plan{k}.json"
+        plan_file.write_text(json.dumps({"placement": _mlp_placement(problem, traced,
+                                                                     devices)}))
+        _planner("export", "torch", spec, f"{MODELS}:mlp", "--input", INPUTS["mlp"],
+                 "--placement", plan_file, "--pipeline", "--ranks", str(ranks), "--device-map",
+                 ",".join(f"gpu{d}=cpu" for d in range(4)), "-o", tmp_path / f"pipe{k}.json",
+                 "--code", tmp_path / f"pipe{k}.py")
+        (tmp_path / f"save{k}").mkdir()
+        jobs.append({"script": str(tmp_path / f"pipe{k}.py"), "ranks": ranks,
+                     "save": str(tmp_path / f"save{k}"), "rendezvous": str(tmp_path / f"r{k}")})
+        scripts.append(_script(tmp_path / f"pipe{k}.py"))
+        assert ranks == scripts[-1].RANKS and "not the plan's" in scripts[-1].__doc__
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    result = subprocess.run([sys.executable, str(RUNNER), str(tmp_path / "jobs.json")],
+                            capture_output=True, text=True, timeout=900, check=False,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-4000:]
+    for job, script in zip(jobs, scripts, strict=True):
+        results = [torch.load(Path(job["save"]) / f"rank{r}.pt") for r in range(job["ranks"])]
+        assert all(r["grads"] for r in results)  # every rank holds a stage
+        expected = script.unpipelined()
+        assert script.differences(results, expected) == [], job["script"]
+        losses = torch.stack([x for r in results for x in r["losses"]]).mean()
+        assert torch.allclose(losses, expected["loss"], rtol=1e-5, atol=1e-5)
+
+
 def _readme_commands() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     start = text.index("### Out to torch.distributed.pipelining")

@@ -4,7 +4,8 @@ A baseline, not from a paper: torchtitan's and gpt-neox's default (`uniform`) gi
 stage the same number of layers; here each stage gets the same number of pipeline units
 (`planner.pipeline.units`: a layer's forward and backward ops together), the first
 `n mod S` stages one more, stage k on device k (under `interleaved`, device k mod D).
-S is every device (times `stages_per_device`), or the number of units if smaller. It
+S is every device (times `stages_per_device`), or the number of units if smaller, and
+under `1f1b` at most the micro-batches (torch's `Schedule1F1B` needs one per stage). It
 reads neither costs nor memory: the simulator says whether the split fits.
 """
 
@@ -24,6 +25,8 @@ def place(problem: Problem, options: Options) -> Solution:
     devices = len(problem.cluster.devices)
     per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
     stages = max(1, min(devices * per, n))
+    if pipeline.schedule == "1f1b":
+        stages = min(stages, pipeline.microbatches)
     size, extra = divmod(n, stages)
     bounds = [0]
     for k in range(stages):

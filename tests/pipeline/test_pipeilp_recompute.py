@@ -1,0 +1,327 @@
+"""pipeilp with recomputation that finds the plans that exist (issue 38 item 3, issue 40
+finding 6), on the pipeline cost model every solver shares (`split.resource_loads`,
+`split.stage_bytes`).
+
+- A GPT-like training graph where only recomputing splits fit: pipeilp returns one that
+  fits by the shared memory rule, with T no more than the best recomputing contiguous
+  split's (enumerated here, independently of pipeilp's DP).
+- Exit codes by cause: a spec nothing fits is exit 3 (E708, the solver's proof); a time
+  limit that found nothing is E709, exit 6, and says so (never "it was optimal"); a solver
+  that failed is E711, exit 4; a time limit with a warm start returns the warm start,
+  labelled `fallback` with the reason.
+- Brute force on tiny chains (<= 6 units, 3 devices): pipeilp's optimum equals the least
+  period over every placement and every choice of recomputing devices, under GPipe (the
+  model covers every placement); under 1F1B, over the placements with one stage per device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner import load, loads
+from planner.algorithms import Options, run
+from planner.algorithms import pipeilp as pipeilp_module
+from planner.algorithms.exact import backends
+from planner.algorithms.pipeilp import contiguous_splits, evaluate
+from planner.codes import CODES
+from planner.errors import InfeasibleError, SearchLimitError, SolverError
+from planner.model import Pipeline, Problem
+from planner.pipeline.split import Split, resource_loads, split_of, stage_bytes
+from planner.pipeline.units import units
+
+pytestmark = pytest.mark.skipif(not backends.available("highs"),
+                                reason="HiGHS (highspy) is not installed")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fits_by_the_shared_rule(problem: Problem, placement: tuple[int, ...],
+                            recompute: list[str]) -> bool:
+    """The plan fits by `stage_bytes` with the devices it says recompute."""
+    index = problem.cluster.device_index
+    pipe = problem.pipeline or Pipeline()
+    held = stage_bytes(problem, split_of(problem, placement), pipe,
+                       [index[n] for n in recompute])
+    return all(h <= d.memory_bytes for h, d in zip(held, problem.cluster.devices, strict=True))
+
+
+def best_split(problem: Problem, split: Split) -> float:
+    """The least period of `split`, each device recomputing or not (INF: nothing fits)."""
+    pipe = problem.pipeline or Pipeline()
+    caps = [d.memory_bytes for d in problem.cluster.devices]
+    used = sorted(set(split.devices))
+    best = math.inf
+    for n in range(len(used) + 1):
+        for redo in itertools.combinations(used, n):
+            held = stage_bytes(problem, split, pipe, redo)
+            if all(held[d] <= caps[d] for d in used):
+                best = min(best, resource_loads(problem, split, redo).period_s)
+    return best
+
+
+def best_contiguous(problem: Problem, devices: int) -> tuple[float, bool]:
+    """Over every contiguous split into at most `devices` stages on alike devices (one
+    stage each, in index order): the least period recomputing where chosen, and whether
+    any split fits without recomputing."""
+    n = units(problem).count
+    pipe = problem.pipeline or Pipeline()
+    caps = [d.memory_bytes for d in problem.cluster.devices]
+    best, plain = math.inf, False
+    for s in range(1, devices + 1):
+        for cuts in itertools.combinations(range(1, n), s - 1):
+            split = Split((0, *cuts, n), tuple(range(s)))
+            held = stage_bytes(problem, split, pipe)
+            plain |= all(held[d] <= caps[d] for d in range(s))
+            best = min(best, best_split(problem, split))
+    return best, plain
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt(tmp_path_factory: pytest.TempPathFactory) -> Problem:
+    """A 2-layer GPT training step (the generator's, as for GPT-24) under GPipe, 8
+    micro-batches, on four alike devices with room for it only when recomputing."""
+    out = tmp_path_factory.mktemp("gpt") / "tiny.plan"
+    subprocess.run([sys.executable, "-m", "planner", "generate", "transformer", "--layers",
+                    "2", "--hidden", "64", "--heads", "2", "--seq", "64", "--batch", "2",
+                    "--vocab", "100", "--training", "--name", "tiny", "--cluster",
+                    str(ROOT / "specs" / "clusters" / "small4.plan"), "-o", str(out)],
+                   check=True, capture_output=True, cwd=ROOT)
+    roomy = load(str(out), root=str(out.parent)).plans["tiny_small4"]
+    roomy = dataclasses.replace(roomy, pipeline=Pipeline(microbatches=8, schedule="gpipe"))
+    # the cap: what the best recomputing 4-stage split needs, plus a little; every split
+    # without recomputation needs more (GPipe keeps 8 micro-batches' activations)
+    n = units(roomy).count
+    need = min(max(stage_bytes(roomy, Split((0, *cuts, n), (0, 1, 2, 3)), roomy.pipeline,
+                               (0, 1, 2, 3)))
+               for cuts in itertools.combinations(range(1, n), 3))
+    cap = int(need * 1.15)
+    cluster = dataclasses.replace(roomy.cluster, devices=tuple(
+        dataclasses.replace(d, memory_bytes=cap) for d in roomy.cluster.devices))
+    return dataclasses.replace(roomy, cluster=cluster)
+
+
+@pytest.mark.slow
+def test_only_recomputing_splits_fit_and_pipeilp_finds_the_best(tiny_gpt: Problem) -> None:
+    p = tiny_gpt
+    contiguous, plain = best_contiguous(p, 4)
+    assert math.isfinite(contiguous) and not plain  # only recomputing splits fit
+    with pytest.raises(InfeasibleError) as err:
+        run("pipedp", p)
+    assert [d.code for d in err.value.diagnostics] == ["E707"]
+    s = run("pipeilp", p, Options(time_limit_s=5.0))
+    assert s.status in ("optimal", "feasible")
+    assert s.info["recompute"], s.info
+    assert fits_by_the_shared_rule(p, s.plan.placement, s.info["recompute"])
+    index = p.cluster.device_index
+    period = resource_loads(p, split_of(p, s.plan.placement),
+                            [index[n] for n in s.info["recompute"]]).period_s
+    assert s.info["period_s"] == pytest.approx(period, rel=1e-12)
+    assert period <= contiguous * (1 + 1e-9)
+    # the DP's warm start is that best recomputing contiguous split
+    dp = min(best_split(p, split) for split in contiguous_splits(p).values())
+    assert dp == pytest.approx(contiguous, rel=1e-9)
+
+
+def _tight_text(memory: str) -> str:
+    """Four units of 10, 10, 10, 1 MB activations on two devices, 1F1B, 4 micro-batches."""
+    lines = [f"cluster c {{ device d[0..1] {{ memory {memory} }}",
+             "  link d[0..1] <-> d[0..1] { bandwidth 10 GB/s latency 10 us } }", "graph g {"]
+    for k, mb in enumerate([10, 10, 10, 1]):
+        lines += [f"  op f{k} {{ time 4 ms; output {mb} MB }}",
+                  f"  op f{k}.bwd {{ time 8 ms; output 0 B; backward_of f{k} }}",
+                  f"  f{k} -> f{k}.bwd", f"  colocate f{k}, f{k}.bwd"]
+        if k:
+            lines += [f"  f{k - 1} -> f{k}", f"  f{k}.bwd -> f{k - 1}.bwd {{ bytes 1 MB }}"]
+    lines += ["}", "plan p { graph g; cluster c; objective pipeline; microbatches 4; "
+              "schedule 1f1b }"]
+    return "\n".join(lines)
+
+
+@pytest.mark.slow
+def test_a_spec_nothing_fits_is_exit_3_with_the_solvers_proof(tmp_path: Path) -> None:
+    spec = tmp_path / "tight.plan"
+    spec.write_text(_tight_text("19 MB"))
+    proc = subprocess.run([sys.executable, "-m", "planner", "solve", str(spec), "--algo",
+                           "pipeilp", "--root", str(tmp_path)],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
+    assert proc.returncode == 3, proc.stderr
+    assert "error[E708]" in proc.stderr and "even recomputing" in proc.stderr
+    assert "a bug" not in proc.stderr
+
+
+def _no_solution(message: str) -> object:
+    def solver(*_: object, **__: object) -> backends.Outcome:
+        return backends.Outcome("nosolution", message)
+    return solver
+
+
+def test_a_time_limit_that_found_nothing_is_e709_exit_6_and_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    p = loads(_tight_text("25 MB")).plan("p")
+    monkeypatch.setattr(pipeilp_module, "contiguous_splits", lambda _: {})
+    monkeypatch.setattr(pipeilp_module, "_run_solver",
+                        _no_solution("highs gave no solution (its time limit was reached)"))
+    with pytest.raises(SearchLimitError) as err:
+        run("pipeilp", p)
+    assert err.value.exit_code == 6
+    (e709,) = err.value.diagnostics
+    assert e709.code == "E709"
+    assert "time limit" in e709.message and "not a proof" in e709.message
+    assert "it was optimal" not in str(err.value)
+    assert "a longer --time-limit may find one" in e709.hints
+    assert CODES["E709"].exit == 6
+
+
+def test_a_solver_that_said_optimal_without_a_solution_is_a_failure_not_a_time_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    p = loads(_tight_text("25 MB")).plan("p")
+    monkeypatch.setattr(pipeilp_module, "contiguous_splits", lambda _: {})
+    monkeypatch.setattr(pipeilp_module, "_run_solver",
+                        _no_solution("highs said it was optimal but gave no solution"))
+    with pytest.raises(SolverError) as err:
+        run("pipeilp", p)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E711" and err.value.exit_code == 4
+    assert "--time-limit" not in str(err.value)
+
+
+def test_a_time_limit_with_a_warm_start_returns_it_labelled_fallback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    p = loads(_tight_text("25 MB")).plan("p")
+    monkeypatch.setattr(pipeilp_module, "_run_solver",
+                        _no_solution("highs gave no solution (its time limit was reached)"))
+    s = run("pipeilp", p)
+    assert s.status == "fallback"
+    assert s.info["warm_start"] == "recomputing contiguous split"
+    assert s.info["reason"] == "highs gave no solution (its time limit was reached)"
+    assert s.info["recompute"] == ["d0"]
+    assert fits_by_the_shared_rule(p, s.plan.placement, ["d0"])
+    dev = [s.plan.placement[ops[0]] for ops in units(p).members]
+    assert dev == [0, 0, 1, 1]
+
+
+@pytest.mark.slow
+def test_solve_exits_0_with_a_recomputing_plan_where_pipedp_finds_none(tmp_path: Path) -> None:
+    spec = tmp_path / "tight.plan"
+    spec.write_text(_tight_text("25 MB"))
+    proc = subprocess.run([sys.executable, "-m", "planner", "solve", str(spec), "--algo",
+                           "pipeilp", "--json", "--root", str(tmp_path)],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)["result"]
+    assert result["recompute"] == ["d0"] and result["pipeline"]["fits"]
+    assert result["pipeline"]["period_s"] == pytest.approx(result["period_s"], rel=1e-12)
+
+
+# -- brute force on tiny chains ---------------------------------------------------------------
+
+
+def tiny(seed: int, n: int, schedule: str, contention: str) -> Problem:
+    """A random chain with skip edges of `n` training units on 3 devices of different
+    speeds and memories, links of different bandwidths (one pair unlinked one way)."""
+    rng = random.Random(seed)
+    lines = ["cluster c {"]
+    for d in range(3):
+        lines.append(f"  device d{d} {{ memory {rng.choice([30, 45, 60, 80])} MB; speed "
+                     f"{rng.choice([0.5, 1.0, 2.0])} }}")
+    for a, b in itertools.permutations(range(3), 2):
+        lines.append(f"  link d{a} -> d{b} {{ bandwidth {rng.choice([1, 5, 20])} GB/s "
+                     f"latency {rng.choice([0, 10])} us }}")
+    lines += ["}", "graph g {"]
+    for k in range(n):
+        lines += [f"  op u{k} {{ time {rng.randint(1, 9)} ms; output {rng.randint(1, 8)} MB;"
+                  f" params {rng.randint(0, 4)} MB }}",
+                  f"  op u{k}.bwd {{ time {rng.randint(1, 18)} ms; output "
+                  f"{rng.randint(0, 3)} MB; backward_of u{k} }}",
+                  f"  u{k} -> u{k}.bwd", f"  colocate u{k}, u{k}.bwd"]
+    for k in range(1, n):
+        for j in {k - 1, rng.randrange(k)}:
+            lines += [f"  u{j} -> u{k}",
+                      f"  u{k}.bwd -> u{j}.bwd {{ bytes {rng.randint(1, 8)} MB }}"]
+    lines.append("}")
+    lines.append(f"plan p {{ graph g; cluster c; objective pipeline; microbatches 4; "
+                 f"schedule {schedule}; contention {contention} }}")
+    return loads("\n".join(lines)).plan("p")
+
+
+def brute_force(problem: Problem, one_stage_each: bool) -> float:
+    """The least period over every placement of the units and every set of recomputing
+    devices that fits by `stage_bytes` (with `one_stage_each`, placements whose devices
+    each hold one run of units)."""
+    u = units(problem)
+    best = math.inf
+    for dev in itertools.product(range(len(problem.cluster.devices)), repeat=u.count):
+        split = split_of(problem, tuple(dev[k] for k in u.unit_of))
+        if one_stage_each and len(set(split.devices)) < split.stages:
+            continue
+        best = min(best, best_split(problem, split))
+    return best
+
+
+#: 4 to 6 units; GPipe and 1F1B (one stage per device, as torch's schedules run them);
+#: every contention model; recomputation on 0 to 3 devices among the optima
+CASES = [(seed, 4 + seed % 3, "gpipe" if seed < 10 else "1f1b",
+          ("link", "device", "none")[seed % 3]) for seed in range(14)]
+
+
+@pytest.mark.parametrize(("seed", "n", "schedule", "contention"), CASES)
+def test_pipeilp_equals_brute_force_on_tiny_chains(seed: int, n: int, schedule: str,
+                                                   contention: str) -> None:
+    p = tiny(seed, n, schedule, contention)
+    covered = brute_force(p, one_stage_each=True)
+    try:
+        s = run("pipeilp", p)
+    except InfeasibleError:
+        assert covered == math.inf
+        return
+    period = s.info["period_s"]
+    assert period == pytest.approx(evaluate(p, s.plan.placement).period_s, rel=1e-12)
+    assert fits_by_the_shared_rule(p, s.plan.placement, s.info["recompute"])
+    assert period >= brute_force(p, one_stage_each=False) * (1 - 1e-9)
+    assert period == pytest.approx(covered, rel=1e-6)
+    if schedule == "gpipe":  # proved among the placements torch's schedules run
+        assert s.info.get("proved_in_order") is True or s.info["proved"] is True
+
+
+def test_a_given_warm_start_outside_the_1f1b_model_neither_bounds_it_nor_is_misdescribed(
+        ) -> None:
+    from planner.plan import Plan
+
+    p = loads(_tight_text("64 MB")).plan("p")
+    looped = tuple((0, 1, 0, 1)[k] for k in units(p).unit_of)  # two stages on each device
+    s = run("pipeilp", p, Options(warm_start=Plan(looped, algorithm="given")))
+    assert s.status in ("optimal", "feasible")
+    split = split_of(p, s.plan.placement)
+    assert len(split.devices) == len(set(split.devices))  # one stage per device
+    assert s.info["period_s"] <= evaluate(p, looped).period_s
+    assert "satisfies it" not in s.info.get("reason", "")
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_under_1f1b_no_more_stages_than_micro_batches(training: bool) -> None:
+    # six alike units on three devices: three stages would be best, but 1F1B with two
+    # micro-batches runs two stages at most (torch's Schedule1F1B; pipedp's cap too)
+    lines = ["cluster c { device d[0..2] { memory 64 GiB }",
+             "  link d[0..2] <-> d[0..2] { bandwidth 100 GB/s latency 1 us } }", "graph g {"]
+    for k in range(6):
+        lines.append(f"  op f{k} {{ time 4 ms; output 1 MB }}")
+        if training:
+            lines += [f"  op f{k}.bwd {{ time 8 ms; backward_of f{k} }}",
+                      f"  f{k} -> f{k}.bwd", f"  colocate f{k}, f{k}.bwd"]
+        if k:
+            lines.append(f"  f{k - 1} -> f{k}")
+    lines += ["}", "plan p { graph g; cluster c; objective pipeline; microbatches 2; "
+              "schedule 1f1b }"]
+    p = loads("\n".join(lines)).plan("p")
+    s = run("pipeilp", p)
+    assert split_of(p, s.plan.placement).stages <= 2
+    assert s.info["period_s"] == pytest.approx(evaluate(p, s.plan.placement).period_s)
