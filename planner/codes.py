@@ -92,6 +92,8 @@ TABLE: tuple[Code, ...] = (
     Code("E232", 1, "an op with neither `time` nor `flops`"),
     Code("E233", 1, "`<->` in a graph (edges have one direction)"),
     Code("E234", 1, "a `backward_of` that names its own op or another backward op"),
+    Code("E235", 1, "under `objective pipeline`, a backward op that comes before its forward "
+                    "op (no path of edges leads from the forward op to it)"),
     Code("E236", 1, "a `tie` of fewer than two ops"),
     Code("E237", 1, "a `tie` whose bytes exceed a tied op's `params` (all its ties together)"),
     Code("E238", 1, "two ops tied together twice"),
@@ -111,7 +113,10 @@ TABLE: tuple[Code, ...] = (
     Code("E256", 1, "an unknown objective or schedule, or a pipeline setting that does not apply"),
     Code("W256", 0, "`time[KIND]` names a device kind no device of the spec has"),
     Code("E257", 1, "a `microbatches` or `stages_per_device` that is not a whole number in range"),
+    Code("E258", 1, "under `objective pipeline`, pins that split a pipeline unit (an op and its "
+                    "`backward_of` ops, with their colocation groups) between devices"),
     Code("W258", 0, "a pipeline plan that no split can interleave (it runs as `1f1b`)"),
+    Code("E259", 1, "`stages_per_device` above the number of pipeline units of the graph"),
     Code("E260", 1, "a positive quantity below its valid range"),
     Code("E261", 1, "an empty name, or one with a control, format (bidi, zero-width) or "
                     "surrogate character"),
@@ -168,6 +173,12 @@ TABLE: tuple[Code, ...] = (
                     "as it was"),
     Code("E624", 2, "`compare --microbatches` with no point under the pipeline objective "
                     "(add `--objective pipeline`)"),
+    Code("E625", 2, "an `--algo` that does not plan for the plan's objective (`pipedp`, "
+                    "`pipeilp` and `uniform` plan pipelines; `cpsat` and `ilp` one pass)"),
+    Code("W625", 0, "`compare`: points left out because their algorithm does not plan for "
+                    "their objective"),
+    Code("W626", 0, "a pipeline plan torch's schedule cannot run as placed (more stages than "
+                    "micro-batches under 1f1b, ...): `export torch --pipeline` would refuse it"),
     Code("E640", 2, "options that contradict each other (`--json` with another `--format`, ...)"),
     Code("W640", 0, "a spec not in the canonical layout (`fmt --check`, `fmt --diff`)"),
     Code("E641", 1, "`fmt -`: standard input that is not valid UTF-8"),
@@ -190,7 +201,9 @@ TABLE: tuple[Code, ...] = (
          "leave none)"),
     Code("E705", 1, "`--algo expert` on a plan that leaves ops unplaced", "E506"),
     Code("E706", 3, "`--algo single`: no one device can hold or run every op"),
-    Code("E707", 3, "`pipedp`: no contiguous pipeline split fits the devices' memory"),
+    Code("E707", 3, "`pipedp`: no contiguous pipeline split fits the devices' memory, follows "
+                    "the devices the pins leave each unit, or gives each device its "
+                    "`stages_per_device`"),
     Code("E708", 3, "`pipeilp`: no pipeline placement fits the devices' memory, even "
                     "recomputing activations (the solver's proof)"),
     Code("E709", 6, "`pipeilp`: no placement found within the time limit (or among the "

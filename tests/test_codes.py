@@ -42,11 +42,13 @@ SHARED = {
 SHARED.update(dict.fromkeys(
     ("E103", "E105", "E202", "E203", "E205", "E207", "E210", "E213", "E220", "E221", "E222",
      "E223", "E230", "E231", "E232", "E234", "E241", "E244", "E250", "E251", "E252", "E253",
-     "E255", "E256", "E257"),
+     "E255", "E256", "E257", "E235", "E258", "E259"),
     "the same mistake in a spec (spec/) and in a Problem built in Python (api/, model.py)"))
 SHARED["E016"] = ("the `pipeline_copies` limit, checked where a pipeline's micro-batches are "
                   "set: a spec (spec/lower.py), a compare point's --microbatches "
                   "(compare/settings.py), a Problem built in Python (api/checks.py)")
+SHARED["E625"] = ("an algorithm that does not plan for the objective: `solve` and the library "
+                  "(algorithms/__init__.py), `compare` before its sweep (compare/sweep.py)")
 SHARED["E290"] = ("not a number: a builder's argument (api/builder.py) or a model field "
                   "(api/checks.py)")
 

@@ -2,7 +2,8 @@
 
 Every algorithm is one module exposing `place(problem, options) -> Plan | Solution`, and one
 `AlgorithmInfo` line below that names the module and declares its capabilities as data:
-which `solve` options it takes, whether it is exact, anytime, a constructive candidate of
+which `solve` options it takes, the objectives it plans for (`run` refuses the others,
+E625), whether it is exact, anytime, a constructive candidate of
 `auto`'s portfolio, in `compare`'s default set, its name in prose. The CLI (`--algo` and
 its help, which options apply, `compare --algos`), `auto`'s candidates and the fallback
 messages all read this table, so adding an algorithm is its module plus one line here.
@@ -20,13 +21,18 @@ from ..errors import Diagnostic, UsageError, did_you_mean
 from ..model import Problem
 from .base import TUNABLE, AlgorithmInfo, Interrupted, Options, Solution
 
-__all__ = ["ALGORITHMS", "TUNABLE", "AlgorithmInfo", "Options", "Solution", "compare_defaults",
-           "completions", "constructive", "display_name", "get", "names", "run", "taking"]
+__all__ = ["ALGORITHMS", "TUNABLE", "AlgorithmInfo", "Options", "Solution", "check_objective",
+           "compare_defaults", "completions", "constructive", "display_name", "get", "names",
+           "run", "serving", "taking"]
 
 _A = "planner.algorithms."
 _EXACT = ("time_limit_s", "gap", "emit")
 _LIST = "Topcuoglu, Hariri, Wu, IEEE TPDS 2002"
 _BAECHI = "Jeon et al., Baechi, SoCC 2020"
+#: planned for `objective pipeline` alone (their figures are a pipeline's)
+_PIPELINE = ("pipeline",)
+#: exact for one pass: under `objective pipeline` their `optimal` would be one pass's
+_ONE_PASS = ("makespan",)
 
 
 def _table(*entries: AlgorithmInfo) -> Mapping[str, AlgorithmInfo]:
@@ -60,14 +66,16 @@ ALGORITHMS: Mapping[str, AlgorithmInfo] = _table(
     AlgorithmInfo("pipedp", _A + "pipedp", "the best contiguous pipeline split (stages on a "
                   "chain of devices), exact by dynamic programming for `objective pipeline`",
                   citation="Narayanan et al., PipeDream, SOSP 2019; Fan et al., DAPPLE, "
-                  "PPoPP 2021"),
+                  "PPoPP 2021", objectives=_PIPELINE),
     AlgorithmInfo("pipeilp", _A + "pipeilp", "the best pipeline placement (units on any device, "
                   "not only contiguous stages) with per-device activation recomputation, exact "
                   "as an ILP (Pyomo; HiGHS), warm-started by pipedp", options=(*_EXACT, "solver"),
                   exact=True, needs_solver=True, citation="Chen et al., sublinear memory cost "
-                  "(recomputation), 2016; bottleneck assignment as a MILP"),
+                  "(recomputation), 2016; bottleneck assignment as a MILP",
+                  objectives=_PIPELINE),
     AlgorithmInfo("uniform", _A + "baselines.uniform", "the same number of pipeline units per "
-                  "stage, stage k on device k (the uniform layer split)", memory_aware=False),
+                  "stage, stage k on device k (the uniform layer split)", memory_aware=False,
+                  objectives=_PIPELINE),
     AlgorithmInfo("single", _A + "baselines.single", "everything on the fastest device that "
                   "holds it all (pins excepted)", constructive=True, seconds_per_element=8e-6,
                   compare_default=True),
@@ -81,12 +89,12 @@ ALGORITHMS: Mapping[str, AlgorithmInfo] = _table(
     AlgorithmInfo("cpsat", _A + "exact.cpsat", "exact CP-SAT model (OR-Tools): intervals, "
                   "NoOverlap per device, m-SCT hints", display="CP-SAT", options=_EXACT,
                   exact=True, citation="Perron & Didier, CP-SAT (OR-Tools); flexible job shop "
-                  "with transfer delays"),
+                  "with transfer delays", objectives=_ONE_PASS),
     AlgorithmInfo("ilp", _A + "exact.ilp", "exact MILP (Pyomo; HiGHS, CBC, GLPK or any Pyomo "
                   "solver), warm-started by the best heuristic", display="ILP",
                   options=(*_EXACT, "solver"), exact=True, needs_solver=True,
                   citation="continuous-time MILP with disjunctive pairs (Manne 1960); big-M "
-                  "from a warm start"),
+                  "from a warm start", objectives=_ONE_PASS),
 )
 
 
@@ -113,6 +121,27 @@ def taking(option: str) -> tuple[str, ...]:
     return tuple(n for n, info in ALGORITHMS.items() if info.takes(option))
 
 
+def serving(objective: str) -> tuple[str, ...]:
+    """The algorithms that may plan for `objective`, in registry order."""
+    return tuple(n for n, info in ALGORITHMS.items() if info.serves(objective))
+
+
+def check_objective(name: str, problem: Problem) -> None:
+    """`UsageError` E625 when algorithm `name` does not plan for `problem`'s objective
+    (`AlgorithmInfo.objectives`), before any work; E601 when there is no such algorithm."""
+    info = get(name)
+    objective = "makespan" if problem.pipeline is None else "pipeline"
+    if info.serves(objective):
+        return
+    planned = info.objectives[0]
+    raise UsageError(Diagnostic(
+        "E625", f"--algo {name} plans for `objective {planned}`, and plan `{problem.name}` has "
+        f"`objective {objective}`", None,
+        (f"algorithms for `objective {objective}`: {', '.join(serving(objective))}",
+         f"or give plan `{problem.name}` `objective {planned}`" if planned == "pipeline" else
+         f"or plan `{problem.name}` as one pass (`objective makespan`, the default)")))
+
+
 def constructive() -> tuple[str, ...]:
     """The constructive candidates `portfolio.rank` runs, in registry order."""
     return tuple(n for n, info in ALGORITHMS.items() if info.constructive)
@@ -137,9 +166,11 @@ def completions(prefix: str = "") -> list[tuple[str, str]]:
 def run(name: str, problem: Problem, options: Options | None = None) -> Solution:
     """Run algorithm `name` on `problem`; `Solution.planning_s` is its wall time alone.
 
-    Raises `InfeasibleError` when no plan satisfies the memory caps and pins, and
-    `Interrupted` on Ctrl-C, its solution (if any) timed the same way.
+    Raises `UsageError` E625 when the algorithm does not plan for the problem's objective,
+    `InfeasibleError` when no plan satisfies the memory caps and pins, and `Interrupted` on
+    Ctrl-C, its solution (if any) timed the same way.
     """
+    check_objective(name, problem)
     place = get(name).place
     options = options or Options()
     t0 = time.perf_counter()

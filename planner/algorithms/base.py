@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ..model import Problem
+from ..model import OBJECTIVES, Problem
 from ..plan import Plan
 
 #: `optimal`: proved optimal for the simulator's own model (contention and memory);
@@ -115,6 +115,12 @@ class AlgorithmInfo:
     #: in `compare`'s default `--algos`
     compare_default: bool = False
     citation: str = ""
+    #: the plan objectives (`planner.model.OBJECTIVES`) it may be run under; any other is
+    #: refused before any work (E625, `planner.algorithms.check_objective`). A one-pass
+    #: scheduler that lists `pipeline` plans one pass and its plan is judged as the pipeline
+    #: (the pipeline's memory included); an exact solver of one pass does not list it, as
+    #: its `optimal` and bound would be one pass's, not the pipeline's
+    objectives: tuple[str, ...] = ("makespan", "pipeline")
 
     def __post_init__(self) -> None:
         unknown = [o for o in self.options if o not in TUNABLE]
@@ -125,6 +131,8 @@ class AlgorithmInfo:
                    if o not in self.options]
         if "solver" in self.options and not self.needs_solver:
             missing.append("solver is only for needs_solver")
+        if not self.objectives or not set(self.objectives) <= set(OBJECTIVES):
+            missing.append(f"objectives {self.objectives} are not some of {OBJECTIVES}")
         if unknown or missing:
             raise ValueError(f"algorithm {self.name}: options {unknown} are not in TUNABLE"
                              if unknown else f"algorithm {self.name}: " + "; ".join(missing))
@@ -137,6 +145,10 @@ class AlgorithmInfo:
     def takes(self, option: str) -> bool:
         """Whether the algorithm takes the `TUNABLE` option `option`."""
         return option in self.options
+
+    def serves(self, objective: str) -> bool:
+        """Whether the algorithm may plan for `objective` (`objectives`)."""
+        return objective in self.objectives
 
     @property
     def place(self) -> Callable[[Problem, Options], Plan | Solution]:

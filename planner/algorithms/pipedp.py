@@ -50,8 +50,16 @@ boundary to cross within each of as many equal windows of units as fit, and
 `info["candidate_cuts"]` says so: the split is then the best among those cuts (GNMT's
 2,674 units on 4 GPUs: every boundary; a 100,000-op graph on 8 GPUs: about 560).
 
-When the memory caps change the answer, `info["memory_note"]` says how: the least period
-of any split without them, and the device that split would overfill.
+When the memory caps change the answer, `info["memory_note"]` says how: the best of the
+candidates they ruled out, compared as the plan was chosen (by the simulated iteration, or
+the estimate), its stage count, period and iteration, and the device it would overfill.
+Caps that rule out only candidates that lose anyway are not mentioned. When the candidate
+with the least period is passed over because its iteration is longer, `info["stages_note"]`
+says so instead (with 1 TiB devices that was once the "memory" note).
+
+When no split exists, E707 says why (`check_units`, `_no_split`): a unit pinned to two
+devices or that no device runs, more stages per device than units, the memory caps (a
+split fits without them), or pins that leave the units an order no chain follows.
 """
 
 from __future__ import annotations
@@ -123,16 +131,13 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     """`place`, with the DP's work (stage rows x candidate cuts squared) within `cells`
     (`auto` sizes it to its time limit: `cells_for`)."""
     pipeline = problem.pipeline or Pipeline()
+    check_units(problem, pipeline)
     space = search_space(problem, pipeline, cells)
     per_stages = split_candidates(problem, pipeline, options, cells=cells)
     if not per_stages:
-        raise InfeasibleError(Diagnostic(
-            "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "
-            "devices' memory", None,
-            ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
-             "fewer activations; or give the devices more `memory`",)))
-    chosen, runs = _simulated_best(problem, pipeline, per_stages,
-                                   simulation_budget(options.time_limit_s))
+        raise _no_split(problem, pipeline, cells)
+    budget = simulation_budget(options.time_limit_s)
+    chosen, runs = _simulated_best(problem, pipeline, per_stages, budget)
     info: dict[str, object] = {
         "period_s": chosen.period_s,
         "stages": chosen.split.stages,
@@ -152,11 +157,63 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     n = units(problem).count
     if len(space.cuts) - 1 < n:
         info["candidate_cuts"] = f"{len(space.cuts) - 1} of {n} unit boundaries"
-    note = _memory_note(problem, chosen, pipeline, cells)
-    if note:
-        info["memory_note"] = note
+    info.update(_split_notes(problem, chosen, pipeline, cells, per_stages, runs, budget))
     plan = Plan(chosen.split.placement(problem), algorithm="pipedp")
     return Solution(plan, "feasible", info)
+
+
+def check_units(problem: Problem, pipeline: Pipeline) -> None:
+    """E707 with its cause where no pipeline split can exist whatever the memory: a unit
+    pinned to two devices, a unit no device can run, more stages per device than units
+    under `interleaved` (`check` reports the first and the last in a spec, with codes of
+    its own; a problem built in Python and handed to an algorithm may still have them)."""
+    u = units(problem)
+    devices = problem.cluster.devices
+    ops = problem.graph.ops
+    for members, allowed in zip(u.members, u.allowed, strict=True):
+        if allowed:
+            continue
+        pinned = {i: problem.pins[i] for i in members if i in problem.pins}
+        if len(set(pinned.values())) > 1:
+            raise InfeasibleError(Diagnostic(
+                "E707", f"no pipeline split of plan `{problem.name}` exists: its pins split "
+                "one pipeline unit between devices, "
+                + ", ".join(f"`{ops[i].name}` to `{devices[d].name}`" for i, d in pinned.items())
+                + " (a forward op, its `backward_of` ops and their colocation groups run on "
+                "one stage)", None,
+                ("pin them to one device, or plan `objective makespan` (`planner check` "
+                 "reports it too)",)))
+        raise InfeasibleError(Diagnostic(
+            "E707", f"no pipeline split of plan `{problem.name}` exists: no device runs every "
+            f"op of the pipeline unit of `{ops[members[0]].name}` (its forward and backward "
+            "ops, with their colocation groups)"
+            + (f" on its pin `{devices[next(iter(pinned.values()))].name}`" if pinned else ""),
+            None, ("give its ops a `time` that applies on one device for all of them",)))
+    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    if u.count < per:
+        raise InfeasibleError(Diagnostic(
+            "E707", f"no pipeline split of plan `{problem.name}` exists: `stages_per_device "
+            f"{per}` asks each device for more stages than the graph has pipeline units "
+            f"({u.count})", None,
+            (f"set `stages_per_device` to {u.count} or less, or use `schedule 1f1b` "
+             "(`planner check` reports it too)",)))
+
+
+def _no_split(problem: Problem, pipeline: Pipeline, cells: float) -> InfeasibleError:
+    """E707, with its cause: the memory caps (a split fits without them), else the devices
+    each unit may use (pins, op times), which no chain of stages follows."""
+    if best_splits(problem, pipeline, capped=False, cells=cells):
+        return InfeasibleError(Diagnostic(
+            "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "
+            "devices' memory", None,
+            ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
+             "fewer activations; or give the devices more `memory`",)))
+    return InfeasibleError(Diagnostic(
+        "E707", f"no contiguous pipeline split of plan `{problem.name}` honours the devices "
+        "its units may use, whatever the memory: the pins (or op times) put units in an order "
+        "that no chain of stages, one device after another, follows", None,
+        ("`--algo pipeilp` places each unit on any device it may use; or pin the units of "
+         "each stage together, stage after stage",)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,10 +300,8 @@ def split_candidates(problem: Problem, pipeline: Pipeline, options: Options | No
         for chain in chains:
             done += 1
             for kind in kinds:
-                found = (_enumerated(problem, space, chain, pipeline, capped, kind)
-                         if exact and kind in KINDS[:2] else
-                         _best_split(problem, u, space, chain, pipeline, capped, kind,
-                                     even=balanced and kind in KINDS[:2]))
+                found = _kind_split(problem, u, space, chain, pipeline, capped, kind,
+                                    exact=exact, even=balanced)
                 if found is not None and (kind not in best
                                           or found.period_s < best[kind].period_s):
                     best[kind] = found
@@ -254,10 +309,24 @@ def split_candidates(problem: Problem, pipeline: Pipeline, options: Options | No
                 options.progress(done / space.tried * (0.5 if capped else 1.0),
                                  f"pipedp: {stages} stage(s), chain {done} of {space.tried}")
         if best:
-            found_here = [best[t] for t in kinds if t in best]
-            per_stages[stages] = [f for k, f in enumerate(found_here)
-                                  if f.split not in [g.split for g in found_here[:k]]]
+            per_stages[stages] = _distinct([best[t] for t in kinds if t in best])
     return per_stages
+
+
+def _kind_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
+                pipeline: Pipeline, capped: bool, kind: str, *, exact: bool,
+                even: bool) -> Found | None:
+    """The best split of `chain` of `kind`: enumerated where `exact` (the period's and
+    compute's kinds), else by the DP (with its even pass for those two kinds)."""
+    if exact and kind in KINDS[:2]:
+        return _enumerated(problem, space, chain, pipeline, capped, kind)
+    return _best_split(problem, u, space, chain, pipeline, capped, kind,
+                       even=even and kind in KINDS[:2])
+
+
+def _distinct(found: list[Found]) -> list[Found]:
+    """`found` without the splits an earlier one has."""
+    return [f for k, f in enumerate(found) if f.split not in [g.split for g in found[:k]]]
 
 
 def interleaved_exact(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS) -> bool:
@@ -544,22 +613,84 @@ def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, 
     return chosen, runs
 
 
-def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, cells: float) -> str:
-    """How the memory caps shaped the split ('' when no split, caps aside, has a shorter
-    period)."""
-    free_splits = best_splits(problem, pipeline, capped=False, cells=cells)
-    free = min(free_splits.values(), key=lambda f: (f.period_s, f.split.stages))
-    if free.period_s >= chosen.period_s * (1 - 1e-9):
+def _split_notes(problem: Problem, chosen: Found, pipeline: Pipeline, cells: float,
+                 per_stages: dict[int, list[Found]], runs: dict[Found, float],
+                 budget: float) -> dict[str, str]:
+    """What shaped the split, for `info`: `memory_note` when the caps changed the answer
+    (the candidates they ruled out compared as `_simulated_best` compares, by the
+    iteration), else `stages_note` when the candidate with the least period was passed over
+    because its iteration is longer; empty when neither."""
+    free = split_candidates(problem, pipeline, capped=False, cells=cells)
+    kept = {f.split for found in per_stages.values() for f in found}
+    ruled_out = [f for found in free.values() for f in found if f.split not in kept]
+    if ruled_out:
+        note = _memory_note(problem, chosen, pipeline, ruled_out, runs, budget)
+        return {"memory_note": note} if note else {}
+    note = _stages_note(problem, chosen, pipeline, per_stages, runs)
+    return {"stages_note": note} if note else {}
+
+
+#: the figure candidates are compared by, when they were not simulated
+_ESTIMATED = "estimated iteration ((M - 1) T plus each stage's load once)"
+
+
+def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, ruled_out: list[Found],
+                 runs: dict[Found, float], budget: float) -> str:
+    """How the memory caps shaped the split ('' when none of the candidates they ruled out
+    beats the plan: the caps then ruled out only splits that lose anyway). Compared by the
+    simulated iteration where the plan was chosen by it (the ruled-out candidates simulated
+    best estimate first, within what is left of `budget`), else by the estimate."""
+    guess = {f: estimate(problem, pipeline, f.split) for f in (chosen, *ruled_out)}
+    ranked = sorted(ruled_out, key=lambda f: (guess[f], f.period_s, f.split.stages))
+    figures: dict[Found, float] = {}
+    if chosen in runs:
+        copies = pipeline.microbatches * len(problem.graph.ops)
+        left = budget - len(runs) * copies
+        for f in ranked:
+            if left < copies:
+                break
+            left -= copies
+            figures[f] = pipeline_schedule.run(problem, f.split.placement(problem),
+                                               pipeline).iteration_s
+        mine, what = runs[chosen], "simulated iteration"
+    else:
+        figures, mine, what = {f: guess[f] for f in ranked}, guess[chosen], _ESTIMATED
+    if not figures:
         return ""
-    held = stage_bytes(problem, free.split, pipeline)
+    best = min(figures, key=lambda f: (figures[f], f.period_s, f.split.stages))
+    if figures[best] >= mine * (1 - 1e-9):
+        return ""
+    split = best.split
+    held = stage_bytes(problem, split, pipeline)
     devices = problem.cluster.devices
     over = [d for d, dev in enumerate(devices) if held[d] > dev.memory_bytes]
     where = ""
     if over:
         d = max(over, key=lambda d: held[d] - devices[d].memory_bytes)
-        where = (f" ({free.split.stages} stage(s); it would need "
-                 f"{format_bytes(int(held[d]))} on {devices[d].name}, which holds "
-                 f"{format_bytes(devices[d].memory_bytes)})")
-    return (f"memory shaped this split: without the caps, the period would be "
-            f"{format_seconds(free.period_s)} instead of {format_seconds(chosen.period_s)}"
-            f"{where}; this split is the best that fits")
+        where = (f", but need {format_bytes(int(held[d]))} on {devices[d].name}, which holds "
+                 f"{format_bytes(devices[d].memory_bytes)}")
+    return (f"memory shaped this split: without the caps, {split.stages} stage(s) would give a "
+            f"period of {format_seconds(best.period_s)} and a {what} of "
+            f"{format_seconds(figures[best])} (this split: {format_seconds(chosen.period_s)} "
+            f"and {format_seconds(mine)}){where}")
+
+
+def _stages_note(problem: Problem, chosen: Found, pipeline: Pipeline,
+                 per_stages: dict[int, list[Found]], runs: dict[Found, float]) -> str:
+    """Why the candidate with the least period was passed over ('' when it was not): its
+    iteration is longer (the fill and drain, or transfers the period does not see)."""
+    least = min((f for found in per_stages.values() for f in found),
+                key=lambda f: (f.period_s, f.split.stages))
+    if least.period_s >= chosen.period_s * (1 - 1e-9):
+        return ""
+    if least in runs and chosen in runs:
+        theirs, mine, what = runs[least], runs[chosen], "simulated iteration"
+    else:
+        theirs, mine, what = (estimate(problem, pipeline, least.split),
+                              estimate(problem, pipeline, chosen.split), _ESTIMATED)
+    if theirs <= mine * (1 + 1e-9):
+        return ""
+    return (f"{least.split.stages} stage(s) would have a shorter period, "
+            f"{format_seconds(least.period_s)} against {format_seconds(chosen.period_s)}, "
+            f"but a longer {what}, {format_seconds(theirs)} against {format_seconds(mine)}: "
+            "the split is chosen by the iteration")

@@ -941,6 +941,7 @@ def place(problem: Problem, options: Options) -> Solution:
     trivial = empty_solution(problem, "pipeilp")
     if trivial is not None:
         return trivial
+    pipedp.check_units(problem, problem.pipeline or Pipeline())  # E258, E304, E259: the cause
     clock = Clock(options)
     warm, notes = _warm_starts(problem, options)
     try:

@@ -25,6 +25,7 @@ from ..model import (
     SCHEDULES,
     Problem,
 )
+from ..spec.lower import backward_first, pipeline_units, units_pinned_apart
 
 #: model path (`graph.ops[3].time_s`) -> where it was made, or None
 Locate = Callable[[str], Span | None]
@@ -187,7 +188,7 @@ def _cluster(problem: Problem, err: Err) -> None:
 
 def _pipeline(problem: Problem, err: Err) -> None:
     """The pipeline settings and backward ops, as the language checks them (E256, E257,
-    E234)."""
+    E234; E235, E258, E259 in `_pipeline_units`)."""
     pipe, graph = problem.pipeline, problem.graph
     if pipe is not None:
         if pipe.schedule not in SCHEDULES:
@@ -211,6 +212,8 @@ def _pipeline(problem: Problem, err: Err) -> None:
                     f"simulation, more than the `pipeline_copies` limit "
                     f"({limits.active().pipeline_copies:_})",
                     limits.raise_hint("pipeline_copies", copies, lead="fewer, or"))
+        if graph.backward_of:
+            _pipeline_units(problem, err)
     for b, f in graph.backward_of.items():
         if f == b or f in graph.backward_of:
             err("E234", f"graph.backward_of[{b}]", f"op `{graph.ops[b].name}` is marked the "
@@ -252,3 +255,27 @@ def _plan(problem: Problem, err: Err) -> None:
                 why = f"has no time for device `{dev.name}` (kind {dev.kind!r})"
             err("E253", f"graph.ops[{i}]", f"op `{op.name}` cannot run: it {why}",
                 "give it a `time`, or the device a `flops` rate")
+
+
+def _pipeline_units(problem: Problem, err: Err) -> None:
+    """What a pipeline of the graph cannot run, as the language checks it (E235, E258,
+    E259)."""
+    graph, pipe, pins = problem.graph, problem.pipeline, problem.pins
+    ops, devs = graph.ops, problem.cluster.devices
+    assert pipe is not None
+    for b, f in backward_first(graph):
+        err("E235", f"graph.backward_of[{b}]", f"backward op `{ops[b].name}` comes before its "
+            f"forward op `{ops[f].name}`: no path of edges leads from `{ops[f].name}` to it",
+            f"add an edge from `{ops[f].name}` (or an op after it) to `{ops[b].name}`")
+    for a, i in units_pinned_apart(graph, pins):
+        err("E258", f"pins[{i}]", f"op `{ops[i].name}` is pinned to `{devs[pins[i]].name}` and "
+            f"op `{ops[a].name}` to `{devs[pins[a]].name}`, but they are one pipeline unit (a "
+            "forward op, its backward ops and their colocation groups run on one stage)",
+            "pin them to one device, or use objective `makespan`")
+    per = pipe.stages_per_device
+    if pipe.schedule != "interleaved" or not isinstance(per, int) or isinstance(per, bool):
+        return  # a bad count is E257's
+    count = len(set(pipeline_units(graph)))
+    if count < per:
+        err("E259", "pipeline.stages_per_device", f"{pipe.stages_per_device} stages per device "
+            f"are more than the graph's {count} pipeline units", f"give at most {count}")

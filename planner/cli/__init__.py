@@ -36,7 +36,7 @@ import json
 import logging
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -47,7 +47,16 @@ from .. import algorithms
 from ..algorithms import completions, names, taking
 from ..algorithms.base import Interrupted
 from ..codes import CODES, describe
-from ..errors import Diagnostic, Span, SpecError, UsageError, _one_line, did_you_mean, render_all
+from ..errors import (
+    Diagnostic,
+    Severity,
+    Span,
+    SpecError,
+    UsageError,
+    _one_line,
+    did_you_mean,
+    render_all,
+)
 from ..files import check_outputs
 from ..model import Problem
 from ..plan import Plan, given_placement, load_plan
@@ -344,6 +353,8 @@ def check(
             diags.extend(loaded.warnings)
             try:
                 diags.extend(plan_diagnostics(loaded.spec.plans.values(), loaded.locations))
+                diags.extend(_unrunnable_pipelines(loaded.spec.plans.values(),
+                                                   loaded.locations.plans))
             finally:
                 gc.unfreeze()  # the next file's model may replace it
         diags = _dedupe(diags)
@@ -407,6 +418,34 @@ def fmt(
 
 
 # ---- simulate / solve --------------------------------------------------------------------
+
+
+def _unrunnable_pipelines(problems: Iterable[Problem], where: Mapping[str, Span]
+                          ) -> list[Diagnostic]:
+    """W626 for each pipeline plan whose `place` and `pin` statements place every op in a
+    way torch's schedule cannot run (`planner.pipeline.runnable`), at the plan's name."""
+    out = []
+    for problem in problems:
+        pipeline, given = problem.pipeline, {**problem.placement, **problem.pins}
+        if pipeline is None or pipeline.schedule == "gpipe" or len(given) < len(
+                problem.graph.ops):
+            continue
+        found = _refusal(problem, tuple(given[i] for i in range(len(problem.graph.ops))),
+                         where.get(problem.name))
+        out.extend([found] if found else [])
+    return out
+
+
+def _refusal(problem: Problem, placement: Sequence[int], span: Span | None
+             ) -> Diagnostic | None:
+    """W626 when torch's schedule cannot run `placement` as placed, else None."""
+    from ..pipeline.runnable import refusal  # lazy: start-up (numpy), pipeline plans only
+
+    found = refusal(problem, placement)
+    if found is None:
+        return None
+    why, change = found
+    return Diagnostic("W626", why, span, (change,), severity=Severity.WARNING)
 
 
 def _placement_from_spec(problem: Problem) -> Plan:
@@ -491,6 +530,11 @@ def _report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: B
 
     view = pipeline_view(problem, plan.placement, plan.algorithm or "given",
                          bounds.makespan_s, recompute, memory_note)
+    refused = _refusal(problem, plan.placement, None)
+    if refused is not None:  # what `export torch --pipeline` would refuse (E947)
+        report.diagnostics.append(refused)
+        if not report.enabled:
+            _eprint(render_all([refused]))
     if report.enabled:
         if report.result is not None:
             report.result["pipeline"] = pipeline_json(problem, view.rows, view.bound,
@@ -592,6 +636,7 @@ def solve(
                                         "(0 or more)", None, ("for example --gap 0.01 (1%)",)))
         loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
+        algorithms.check_objective(algo, problem)  # E625, before any work
         options = algorithms.Options(seed=seed, time_limit_s=time_limit,
                           gap=1e-6 if gap is None else gap, solver=solver or "highs",
                           emit=str(emit) if emit else None)
@@ -636,9 +681,10 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
     info = dict(solution.info)
     if out is not None:
         solution.plan.write(problem, str(out))
+    status = _pipeline_status(problem, solution)
     extra_json: dict[str, Any] = {
         "algorithm": solution.plan.algorithm or algo,
-        "status": solution.status,
+        "status": status,
         "planning_s": solution.planning_s,
         **{k: v for k, v in info.items() if _jsonable(v) and k != "gap"},
     }
@@ -646,7 +692,7 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
     # search phase, not `search`); the one bound is the `lower bound` line (`_emit_result`)
     by_solver = "solver" in info and info.get("chosen", "cpsat") == "cpsat"
     rows = {"algorithm": algo + (f" → {info['chosen']}" if info.get("chosen") else ""),
-            "status": solution.status,
+            "status": status,
             "planning time": format_seconds(solution.planning_s),
             **fmt_info(info, ("solver", "objective_s") if by_solver else ()),
             **({"gap": ""} if "gap" in info or "bound_s" in info else {}),
@@ -654,7 +700,7 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, info=info)
     fits, view = _report_pipeline(problem, solution.plan, report, bounds,
-                                  str(info.get("memory_note", "")), info.get("recompute") or ())
+                                  _split_note(info), info.get("recompute") or ())
     if html is not None:
         from ..render.figures import format_gap  # lazy: start-up
         from ..render.html import write_plan_html  # lazy: start-up
@@ -676,6 +722,29 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
         _pipeline_verdict(problem, result, fits, report)
     elif not result.feasible:
         _infeasible_exit(problem, result, report)
+
+
+def _split_note(info: Mapping[str, Any]) -> str:
+    """What shaped the pipeline split, as the algorithm says (`pipedp`: the memory caps, or
+    the stage count passed over for a longer iteration)."""
+    return str(info.get("memory_note") or info.get("stages_note") or "")
+
+
+def _pipeline_status(problem: Problem, solution: Solution) -> str:
+    """The status shown: the algorithm's, but `infeasible` for a plan that does not fit as
+    the pipeline (what `_pipeline_verdict` then reports, E401), which a one-pass scheduler
+    never looked at; the pipeline run is the one the report shows (cached)."""
+    pipeline = problem.pipeline
+    if pipeline is None or solution.status not in ("feasible", "optimal"):
+        return solution.status
+    # lazy: start-up
+    from ..pipeline.schedule import run as run_pipeline
+    from ..pipeline.split import fits
+
+    index = problem.cluster.device_index
+    again = [index[n] for n in solution.info.get("recompute") or () if n in index]
+    held = run_pipeline(problem, solution.plan.placement, pipeline, again).memory_bytes
+    return solution.status if fits(problem, held) else "infeasible"
 
 
 def _pipeline_verdict(problem: Problem, result: SimResult, fits: bool,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..algorithms import compare_defaults, names
+from ..algorithms import compare_defaults, get, names
 from ..errors import Diagnostic, PlannerError, Severity, Span, SpecError, UsageError, did_you_mean
 from ..model import Problem
 from ..plan import Plan
@@ -204,6 +204,10 @@ def plan_sweep(
     shown_specs: list[str] = []
     pipelined = False  # whether any point is under the pipeline objective
     first_plan: tuple[str, str] | None = None  # where E624 points
+    # algorithm -> the objectives of the points it does not plan for (left out), and the
+    # algorithms with a point
+    left_out: dict[str, set[str]] = {}
+    ran: set[str] = set()
     for path, explicit in _spec_files(specs, root):
         shown = _display(path)
         try:
@@ -244,7 +248,13 @@ def plan_sweep(
                     pipelined = True
                 chosen[s] = None
             for s in chosen:
+                objective = ("pipeline" if applies_microbatches(problem, s.objective)
+                             else "makespan")
                 for a in algos:
+                    if not get(a).serves(objective):  # E625 in `solve`: no such point
+                        left_out.setdefault(a, set()).add(objective)
+                        continue
+                    ran.add(a)
                     points.append(Point(shown, absolute, name, a, s.bandwidth, s.memory,
                                         s.devices, float(time_limit_s), s.objective,
                                         s.microbatches))
@@ -257,13 +267,34 @@ def plan_sweep(
             Span.start_of(where) if where else None,
             ("add `--objective pipeline` (or `--objective makespan,pipeline`), or write "
              "`objective pipeline` in the plan",)))
-    if not points:
+    warnings.extend(_left_out(left_out, ran))
+    if not points and not left_out:
         where = "the named specs" if specs else f"`{_display(Path(root))}`"
         raise UsageError(Diagnostic(
             "E619", f"nothing to compare: no plan found in {where}"
             + (f" named `{plan}`" if plan else ""), None,
             ("a spec needs a `plan NAME { graph G cluster C }` block",)))
     return Sweep(tuple(points), tuple(shown_specs), algos, settings, tuple(warnings))
+
+
+def _left_out(left_out: dict[str, set[str]], ran: set[str]) -> list[Diagnostic]:
+    """The points left out because their algorithm does not plan for their objective: a
+    warning (W625) when the algorithm has other points, else the error `solve` gives
+    (E625), before any work."""
+    none = sorted(a for a in left_out if a not in ran)
+    if none:
+        a = none[0]
+        planned = get(a).objectives[0]
+        raise UsageError(Diagnostic(
+            "E625", f"--algos {a}: it plans for `objective {planned}`, and no plan of the "
+            f"sweep is compared under it", None,
+            (f"add `--objective {planned}`, or drop {a}",)))
+    if not left_out:
+        return []
+    shown = "; ".join(f"{a} under `objective {', '.join(sorted(o))}`"
+                      for a, o in sorted(left_out.items()))
+    return [Diagnostic("W625", f"not run: {shown} (an algorithm runs only under the "
+                       "objectives it plans for)", None, severity=Severity.WARNING)]
 
 
 # -- running ------------------------------------------------------------------------------

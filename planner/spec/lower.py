@@ -1119,6 +1119,8 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
                    loc.ops[(graph.name, op.name)], hint)
     for i in pins:
         loc.pins[(pname, i)] = pin_spans[i]
+    if pipeline is not None:
+        _pipeline_rules(sink, graph, cluster, pipeline, pins, pin_spans, settings, loc, pname)
     return Problem(pname, graph, cluster, memory, contention,  # type: ignore[arg-type]
                    MappingProxyType(dict(sorted(pins.items()))),
                    MappingProxyType(dict(sorted(placement.items()))), pipeline)
@@ -1159,6 +1161,8 @@ def _check_interleaving(sink: DiagnosticSink, settings: _Attrs, decl: ast.PlanDe
     forward = len(graph.ops) - len(graph.backward_of)
     if forward >= 2 * per and len(cluster.devices) >= 2:
         return
+    if forward < per:  # fewer units than K: E259 says so (`_pipeline_rules`)
+        return
     attr = settings.values.get("stages_per_device") or settings.values.get("schedule")
     why = (f"cluster `{cluster.name}` has one device" if len(cluster.devices) < 2 else
            f"graph `{graph.name}` has at most {forward} pipeline unit(s) (one per forward op)")
@@ -1169,6 +1173,88 @@ def _check_interleaving(sink: DiagnosticSink, settings: _Attrs, decl: ast.PlanDe
                  attr.span if attr is not None else decl.name.span,
                  "write `schedule 1f1b`" + (f", or `stages_per_device {most}` or fewer"
                                             if most >= 2 and len(cluster.devices) >= 2 else ""))
+
+
+def backward_first(graph: Graph) -> list[tuple[int, int]]:
+    """(backward op, its forward op) for each backward op that comes before its forward op
+    in the graph's topological order: no path of edges leads from the forward op to it."""
+    if not graph.backward_of:
+        return []
+    try:
+        order = graph.topological_order
+    except ValueError:  # a cycle (E231, reported): no order to judge by
+        return []
+    position = [0] * len(graph.ops)
+    for k, i in enumerate(order):
+        position[i] = k
+    return [(b, f) for b, f in graph.backward_of.items() if position[b] < position[f]]
+
+
+def pipeline_units(graph: Graph) -> list[int]:
+    """Per op, the smallest op of its pipeline unit (`planner.pipeline.units`: a colocation
+    group or a lone op, merged with the backward ops of its forward ops)."""
+    units = _UnionFind(len(graph.ops))
+    for group in graph.colocations:
+        first = min(group)
+        for i in group:
+            units.union(first, i)
+    for b, f in graph.backward_of.items():
+        units.union(b, f)
+    return [units.find(i) for i in range(len(graph.ops))]
+
+
+def units_pinned_apart(graph: Graph, pins: Mapping[int, int]) -> list[tuple[int, int]]:
+    """(op, op) pairs of one pipeline unit pinned to different devices, one per unit, the
+    first pinned op of the unit and the first pinned elsewhere; none within one colocation
+    group (E252 reports those)."""
+    if not pins:
+        return []
+    unit = pipeline_units(graph)
+    group = graph.colocation_of
+    first: dict[int, int] = {}
+    out: dict[int, tuple[int, int]] = {}
+    for i in sorted(pins):
+        a = first.setdefault(unit[i], i)
+        if pins[a] != pins[i] and unit[i] not in out and (group[a] < 0 or group[a] != group[i]):
+            out[unit[i]] = (a, i)
+    return list(out.values())
+
+
+# complex: the three rules of a pipeline plan's graph, each a check and its message (E235 a
+# backward op first, E258 pins that split a unit, E259 more stages per device than units)
+def _pipeline_rules(sink: DiagnosticSink, graph: Graph, cluster: Cluster, pipeline: Pipeline,
+                    pins: Mapping[int, int], pin_spans: Mapping[int, Span], settings: _Attrs,
+                    loc: Locations, pname: str) -> None:
+    """What a pipeline of `graph` cannot run: a backward op before its forward op (E235),
+    pins that split a pipeline unit between devices (E258), and, under `interleaved`, more
+    stages per device than the graph has units (E259)."""
+    ops, devs = graph.ops, cluster.devices
+    for b, f in backward_first(graph):
+        sink.error("E235", f"backward op `{ops[b].name}` comes before its forward op "
+                   f"`{ops[f].name}` in graph `{graph.name}`: no path of edges leads from "
+                   f"`{ops[f].name}` to it, so nothing makes it wait for the forward pass, "
+                   f"which pipeline plan `{pname}` needs", loc.ops.get((graph.name, ops[b].name)),
+                   f"a backward op consumes what its forward op computed: add an edge from "
+                   f"`{ops[f].name}` (or an op after it) to `{ops[b].name}`, and none from "
+                   f"`{ops[b].name}` back to the forward pass")
+    for a, i in units_pinned_apart(graph, pins):
+        sink.error("E258", f"op `{ops[i].name}` is pinned to `{devs[pins[i]].name}` and op "
+                   f"`{ops[a].name}` to `{devs[pins[a]].name}`, but they are one pipeline "
+                   f"unit of plan `{pname}` (a forward op, its `backward_of` ops and their "
+                   "colocation groups run on one stage)", pin_spans[i],
+                   "pin them to one device, or plan `objective makespan`",
+                   notes=((f"`{ops[a].name}` pinned here", pin_spans[a]),))
+    if pipeline.schedule == "interleaved":
+        count = len(set(pipeline_units(graph)))
+        if count < pipeline.stages_per_device:
+            attr = settings.values.get("stages_per_device")
+            sink.error("E259", f"`stages_per_device {pipeline.stages_per_device}` asks each "
+                       f"device for more stages than graph `{graph.name}` has pipeline units "
+                       f"({count}): a stage holds one unit at least",
+                       attr.span if attr is not None else loc.plans.get(pname),
+                       f"set `stages_per_device` from 2 to {count}" if count > 2 else
+                       "set `stages_per_device 2`" if count == 2 else
+                       "the graph is one unit, one stage: use `schedule 1f1b`")
 
 
 #: the pipeline settings, which need `objective pipeline`

@@ -218,17 +218,24 @@ def test_the_python_api_refuses_the_same_pipeline(tmp_path: Path) -> None:
 
 
 def test_interleaving_that_no_split_can_do_is_w258(tmp_path: Path) -> None:
-    # 64 stages per device need 128 pipeline units: a two-op graph has 2, so every plan
-    # runs as 1f1b (`pipeline.schedule` says so in its note); `check` said ok and said
-    # nothing, and `solve` ended in E707
+    # 2 stages per device need 4 pipeline units on two devices: a three-op graph has 3, so
+    # every plan runs as 1f1b (`pipeline.schedule` says so in its note); `check` said ok and
+    # said nothing, and `solve` ended in E707
+    three = "graph g { op o0 { time 1 ms } op o1 { time 1 ms } op o2 { time 1 ms } " \
+            "o0 -> o1 -> o2 }\n"
     _write(tmp_path, "plan p { graph g; cluster c; objective pipeline; microbatches 2; "
-                     "schedule interleaved; stages_per_device 64 }")
+                     "schedule interleaved; stages_per_device 2 }", graph=three)
     code, out, err = invoke(["check", "s.plan"], tmp_path)
     text = out + err
     assert code == 0 and text.count("warning[W258]") == 1, text
-    assert "plan `p` cannot interleave: `stages_per_device 64` needs 128 stages (64 on each " \
-        "of at least two devices) and graph `g` has at most 2 pipeline unit(s)" in text
+    assert "plan `p` cannot interleave: `stages_per_device 2` needs 4 stages (2 on each " \
+        "of at least two devices) and graph `g` has at most 3 pipeline unit(s)" in text
     assert "every plan of it runs as `1f1b`" in text and "write `schedule 1f1b`" in text
+    # fewer units than stages per device is no warning but E259 (a stage holds a unit)
+    _write(tmp_path, "plan p { graph g; cluster c; objective pipeline; microbatches 2; "
+                     "schedule interleaved; stages_per_device 64 }")
+    code, out, err = invoke(["check", "s.plan"], tmp_path)
+    assert code == 1 and "E259" in out + err and "W258" not in out + err, out + err
     one = CLUSTER.replace("gpu[0..1]", "gpu[0..0]")
     _write(tmp_path, "plan p { graph g; cluster c; objective pipeline; microbatches 2; "
                      "schedule interleaved; stages_per_device 2 }", cluster=one)

@@ -29,13 +29,20 @@ def _plan(settings: str) -> str:
     ("  objective pipeline\n", Pipeline(1, "1f1b", 1)),
     ("  objective pipeline\n  microbatches 8\n  schedule gpipe\n", Pipeline(8, "gpipe", 1)),
     ("  objective pipeline\n  schedule 1f1b\n  microbatches 16\n", Pipeline(16, "1f1b", 1)),
-    ("  objective pipeline; schedule interleaved; stages_per_device 2; microbatches 4\n",
-     Pipeline(4, "interleaved", 2)),
 ])
 def test_settings_lower_to_the_pipeline(settings: str, expected: Pipeline | None) -> None:
     problem = loads(_plan(settings)).plan("p")
     assert problem.pipeline == expected
     assert dict(problem.graph.backward_of) == {1: 0}
+
+
+def test_interleaved_lowers_with_a_unit_per_stage() -> None:
+    # two stages per device need two pipeline units at least (E259 with GRAPH's one)
+    two = GRAPH.replace("  a -> a.bwd\n", "  op b { time 1 ms }\n  op b.bwd { time 1 ms; "
+                        "backward_of b }\n  a -> b\n  b -> b.bwd\n  b.bwd -> a.bwd\n")
+    text = CLUSTER + two + ("plan p { graph g; cluster c; objective pipeline; schedule "
+                            "interleaved; stages_per_device 2; microbatches 4 }\n")
+    assert loads(text).plan("p").pipeline == Pipeline(4, "interleaved", 2)
 
 
 @pytest.mark.parametrize(("settings", "code", "where", "words"), [
@@ -48,6 +55,8 @@ def test_settings_lower_to_the_pipeline(settings: str, expected: Pipeline | None
     ("  objective pipeline\n  microbatches 4 ms\n", "E214", (2, 16), "plain number"),
     ("  objective pipeline\n  schedule interleaved\n", "E257", (2, 3), "stages_per_device 2"),
     ("  objective pipeline\n  stages_per_device 2\n", "E256", (2, 3), "schedule interleaved"),
+    ("  objective pipeline\n  schedule interleaved\n  stages_per_device 2\n", "E259", (3, 3),
+     "the graph is one unit, one stage: use `schedule 1f1b`"),
 ])
 def test_bad_settings_are_located(settings: str, code: str, where: tuple[int, int] | None,
                                   words: str) -> None:

@@ -102,7 +102,9 @@ def test_memory_shapes_the_split_and_says_how() -> None:
     assert "memory shaped this split" in str(shaped.info["memory_note"])
     assert shaped.info["period_s"] > free.info["period_s"]
     assert shaped.info["stages"] == 3 and free.info["stages"] == 4  # by simulated iteration
-    assert "4 stage(s); it would need 572.20 MiB on d1" in str(shaped.info["memory_note"])
+    assert ("without the caps, 4 stage(s) would give a period of 8.000 ms and a simulated "
+            "iteration of 56.001 ms (this split: 16.000 ms and 80.000 ms), but need 572.20 MiB "
+            "on d1, which holds 476.84 MiB") in str(shaped.info["memory_note"])
 
 
 def test_no_split_fits_is_e707() -> None:

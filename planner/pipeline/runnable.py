@@ -1,0 +1,48 @@
+"""What torch's pipeline schedules cannot run as placed, for any plan of a pipeline.
+
+planner simulates every placement under the plan's schedule (`planner.pipeline.schedule`:
+1F1B with fewer micro-batches than stages warms up min(S - k - 1, M) forward passes, as
+Megatron does; stages that do not loop over one chain under `interleaved` run as 1F1B).
+`torch.distributed.pipelining`, which `planner export torch --pipeline` writes, is stricter:
+`Schedule1F1B` needs at least as many micro-batches as stages, and
+`ScheduleInterleaved1F1B` stage k on rank k mod D and micro-batches a multiple of its
+rounds, max(1, M // D). `refusal` says which of these a plan breaks, so that `check` and
+`solve` say it before `export` refuses (E947) a plan planner has just reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..model import Problem
+from .split import split_of
+
+
+def refusal(problem: Problem, placement: Sequence[int]) -> tuple[str, str] | None:
+    """(why, what to change) when torch's schedule for `problem`'s pipeline cannot run
+    `placement` as placed, else None (also for `objective makespan` and `gpipe`)."""
+    pipeline = problem.pipeline
+    if pipeline is None or pipeline.schedule == "gpipe" or not problem.graph.ops:
+        return None
+    split = split_of(problem, placement)
+    m, s = pipeline.microbatches, split.stages
+    names = [problem.cluster.devices[d].name for d in split.devices]
+    if pipeline.schedule == "1f1b":
+        if m >= s or len(set(names)) < s:  # several stages on a device: one pass's plan
+            return None
+        return (f"plan `{problem.name}` runs {s} stages with {m} micro-batch(es): torch's "
+                "Schedule1F1B (what `export torch --pipeline` writes) needs at least as many "
+                "micro-batches as stages, and refuses it (planner simulates it as Megatron "
+                "does, with fewer forward passes in flight)",
+                f"set `microbatches {s}` (or more), or `schedule gpipe`")
+    chain = list(dict.fromkeys(names))
+    if not (len(names) % len(chain) == 0
+            and all(names[k] == chain[k % len(chain)] for k in range(len(names)))):
+        return None  # not interleaved at all: the run's note says it ran as 1f1b
+    rounds = max(1, m // len(chain))
+    if m % rounds == 0:
+        return None
+    return (f"plan `{problem.name}` runs {m} micro-batches on {len(chain)} devices: torch's "
+            f"ScheduleInterleaved1F1B needs a multiple of its rounds, max(1, {m} // "
+            f"{len(chain)}) = {rounds}, and refuses it",
+            f"set `microbatches` to a multiple of {len(chain)}")
