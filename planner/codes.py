@@ -94,6 +94,9 @@ TABLE: tuple[Code, ...] = (
     Code("E234", 1, "a `backward_of` that names its own op or another backward op"),
     Code("E235", 1, "under `objective pipeline`, a backward op that comes before its forward "
                     "op (no path of edges leads from the forward op to it)"),
+    Code("E236", 1, "a `tie` of fewer than two ops"),
+    Code("E237", 1, "a `tie` whose bytes exceed a tied op's `params` (all its ties together)"),
+    Code("E238", 1, "two ops tied together twice"),
     Code("E240", 1, "a device without `memory`"),
     Code("E241", 1, "a `speed`, `flops` or `bandwidth` that is not positive"),
     Code("E242", 1, "`[*]` in a device declaration"),

@@ -5,7 +5,13 @@
   (0 on the same device, infinite without a link),
 - static memory of a placement (`static_memory`): per device, the `params` and `output` of
   its ops, each tensor it receives from another device (once per producer, the largest
-  `bytes` among the edges to that device), and the largest `temp` among its ops.
+  `bytes` among the edges to that device), and the largest `temp` among its ops,
+- tied weights (`tie`): each holder keeps a copy in its `params`; holders on one device
+  keep one (`tied_duplicate_bytes`, subtracted by the pipeline's stage memory; the
+  one-pass static memory counts each holder's, an over-count where holders share a
+  device); in training the holders' devices all-reduce the weight's gradient once per
+  iteration (`allreduce_time`, a ring all-reduce over the slowest link among them:
+  `2 (n - 1) / n * bytes / bandwidth + 2 (n - 1) * latency`).
 
 Algorithms and the simulator both call these; `Costs` holds them as dense tables built
 once per problem (`costs(problem)`), `Columns` the graph's sizes and edges as numpy arrays
@@ -98,6 +104,36 @@ class Costs:
     def mean_inv_bandwidth(self) -> float:
         """Mean seconds per byte over ordered pairs of distinct linked devices."""
         return self.mean_transfer(1.0) - self.mean_transfer(0.0)
+
+
+def allreduce_time(c: Costs, nbytes: float, devices: Sequence[int]) -> float:
+    """Seconds a ring all-reduce of `nbytes` takes among `devices` (distinct): `2 (n - 1)`
+    steps, each sending `nbytes / n` over the slowest link among them, so
+    `2 (n - 1) / n * nbytes / bandwidth + 2 (n - 1) * latency` with the least bandwidth and
+    the largest latency of any pair; 0 on one device, `inf` where a pair has no link."""
+    n = len(devices)
+    if n < 2:
+        return 0.0
+    inv_bw = max(c.inv_bandwidth[a][b] for a in devices for b in devices if a != b)
+    latency = max(c.latency[a][b] for a in devices for b in devices if a != b)
+    if inv_bw >= INF or latency >= INF:
+        return INF
+    steps = 2 * (n - 1)
+    return steps * latency + steps / n * nbytes * inv_bw
+
+
+def tied_duplicate_bytes(graph: Graph, placement: Sequence[int], n_devices: int) -> list[int]:
+    """Per device, the bytes its ops' `params` count more than once because several
+    holders of one tie run there (each holds the weight; the device keeps one copy)."""
+    out = [0] * n_devices
+    for tie in graph.ties:
+        held: dict[int, int] = {}
+        for i in tie.ops:
+            held[placement[i]] = held.get(placement[i], 0) + 1
+        for d, k in held.items():
+            if 0 <= d < n_devices:
+                out[d] += (k - 1) * tie.bytes
+    return out
 
 
 def build_costs(problem: Problem) -> Costs:

@@ -105,9 +105,29 @@ def new_edges(src: Iterable[int], dst: Iterable[int], nbytes: Iterable[int]) -> 
     return tuple(out)
 
 
+@dataclass(frozen=True, slots=True)
+class Tie:
+    """Ops that share one weight of `bytes` (`tie a, b { bytes N }`): each holds a copy,
+    counted in its `params`, so the ops may run on different devices.
+
+    Where the holders are forward ops of a training graph, each micro-batch's gradient of
+    the weight is summed across the holders' devices after their backward ops (one
+    all-reduce of `bytes` per iteration, `cost.allreduce_time`), as Megatron's embedding
+    group does; a tie of backward ops (their gradients and optimizer state) or of an
+    inference graph costs only memory. Holders on one device keep one copy
+    (`cost.tied_duplicate_bytes`).
+    """
+
+    ops: tuple[int, ...]  # sorted, at least two
+    bytes: int
+    #: the weight's name in its model (`shared.weight`), "" when not given: an accelerate
+    #: `device_map` key for the module that registers it places no op
+    weight: str = ""
+
+
 @dataclass(frozen=True)
 class Graph:
-    """Ops, edges and colocation groups (each a sorted tuple of op indices).
+    """Ops, edges, colocation groups (each a sorted tuple of op indices) and ties.
 
     `backward_of` maps each backward op of a training graph to the forward op it belongs
     to (`op x.bwd { ...; backward_of x }`); every other op is a forward op. A pipeline
@@ -121,16 +141,20 @@ class Graph:
     edges: tuple[Edge, ...]
     colocations: tuple[tuple[int, ...], ...] = ()
     backward_of: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+    ties: tuple[Tie, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.ops)
         if not _fits(lambda: all(0 <= e.src < n and 0 <= e.dst < n for e in self.edges)
-                     and all(0 <= i < n for grp in self.colocations for i in grp)):
+                     and all(0 <= i < n for grp in self.colocations for i in grp)
+                     and all(0 <= i < n for t in self.ties for i in t.ops)):
             _bad_index("E203", "op", n, f"graph `{self.name}`", itertools.chain(
                 ((f"edges[{k}].{end}", getattr(e, end)) for k, e in enumerate(self.edges)
                  for end in ("src", "dst")),
                 ((f"colocations[{g}][{k}]", i) for g, grp in enumerate(self.colocations)
-                 for k, i in enumerate(grp))))
+                 for k, i in enumerate(grp)),
+                ((f"ties[{g}].ops[{k}]", i) for g, t in enumerate(self.ties)
+                 for k, i in enumerate(t.ops))))
         if not _fits(functools.partial(_pairs_below, self.backward_of, n, n)):
             _bad_index("E203", "op", n, f"graph `{self.name}`", itertools.chain.from_iterable(
                 ((f"backward_of key {b!r}", b), (f"backward_of[{b!r}]", f))
@@ -195,7 +219,8 @@ class Graph:
 
 def indexed_graph(name: str, ops: tuple[Op, ...], edges: tuple[Edge, ...],
                   colocations: tuple[tuple[int, ...], ...], op_index: dict[str, int],
-                  backward_of: Mapping[int, int] = MappingProxyType({})) -> Graph:
+                  backward_of: Mapping[int, int] = MappingProxyType({}),
+                  ties: tuple[Tie, ...] = ()) -> Graph:
     """A `Graph` from a builder whose indices all come from its own name table `op_index`
     (lowering: each edge's ends and each group's members are looked up there), which maps
     every op's name to its index.
@@ -206,7 +231,8 @@ def indexed_graph(name: str, ops: tuple[Op, ...], edges: tuple[Edge, ...],
     """
     graph = object.__new__(Graph)
     for key, value in (("name", name), ("ops", ops), ("edges", edges),
-                       ("colocations", colocations), ("backward_of", backward_of)):
+                       ("colocations", colocations), ("backward_of", backward_of),
+                       ("ties", ties)):
         object.__setattr__(graph, key, value)  # as the frozen dataclass's __init__ does
     graph.__dict__["op_index"] = MappingProxyType(op_index)  # where cached_property keeps it
     return graph

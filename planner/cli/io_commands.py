@@ -37,7 +37,13 @@ from ..io.onnx_import import import_onnx, zoo_path
 from ..io.pipedream import import_pipedream
 from ..io.times import overlay_times, read_times
 from ..io.torch_device_map import nearest as nearest_plan
-from ..io.torch_export import apply_plan, export_document, parse_device_map, torch_devices
+from ..io.torch_export import (
+    Placed,
+    apply_plan,
+    export_document,
+    parse_device_map,
+    torch_devices,
+)
 from ..io.torch_import import (
     Example,
     Traced,
@@ -525,9 +531,16 @@ def export_torch_command(
             sys.stdout.write(text)
         else:
             write_text_atomic(output, text)
-        sys.stderr.write(f"{len(placed.copies)} copies at cross-device edges; device_map: "
-                         f"{'yes' if placed.device_map is not None else 'no'} "
-                         f"({placed.device_map_note})\n")
+        sys.stderr.write(_export_summary(placed, set(traced.names.values())))
+
+
+def _export_summary(placed: Placed, ops: set[str]) -> str:
+    """The export's line: its copies (at cross-device edges; of tied weights, whose tensor is
+    no op's) and whether it is a device_map."""
+    weights = sum(1 for tensor, _ in placed.copies if tensor not in ops)
+    tied = f" and {weights} of tied weights" if weights else ""
+    return (f"{len(placed.copies) - weights} copies at cross-device edges{tied}; device_map: "
+            f"{'yes' if placed.device_map is not None else 'no'} ({placed.device_map_note})\n")
 
 
 def _traced_for(problem: Problem, module: object, example: Example, capture: str,

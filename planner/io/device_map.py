@@ -13,6 +13,8 @@ maybe a uniqueness suffix (`#2`). A key applies to an op that is the key's modul
 inside it (`layer1` applies to `layer1.0.add_`; `""` is the whole model), and to a module op
 it is part of (`transformer.h.0.attn` applies to the op `transformer.h.0`). The longest
 applying key wins; keys inside one op that disagree split it across devices: an error.
+A key naming the module that registers a tied weight (T5's `shared`, whose weight the
+embeddings and the head use: `tie ... { weight shared.weight }` in the spec) places no op.
 Ops no key covers (inputs, code outside every mapped module) are placed where accelerate
 would run them: where their first placed input comes from, else where their first placed
 consumer runs, else on the device of the first mapped op.
@@ -26,7 +28,7 @@ Problems are E949 errors located at the file's start; names from the file are qu
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean
@@ -211,6 +213,7 @@ def _covered(graph: Graph, devices: Mapping[str, int | None], names: Sequence[st
             placement[i] = _one_device(graph, op.name, parts, devices, names, where, sink)
         elif outer:
             placement[i] = _index(devices[outer[-1]])
+    used.update(_tied_weight_keys(graph, devices))
     unused = [k for k in devices if k not in used]
     if unused:
         candidates = _module_paths(graph)
@@ -221,6 +224,14 @@ def _covered(graph: Graph, devices: Mapping[str, int | None], names: Sequence[st
                        *(hints or ("keys are module paths, as `planner import torch` names "
                                    "ops; a plan file is {\"placement\": {op: device}}",)))
     return placement
+
+
+def _tied_weight_keys(graph: Graph, keys: Iterable[str]) -> set[str]:
+    """The keys naming a module that registers a tied weight (T5's `shared`, `tie ... {
+    weight shared.weight }`): each places the weight, which every holder keeps a copy of,
+    and no op."""
+    weights = [t.weight for t in graph.ties if t.weight]
+    return {k for k in keys for w in weights if k in ("", w) or w.startswith(k + ".")}
 
 
 def _index(device: int | None) -> int:

@@ -32,7 +32,9 @@ back to the same floats); `planner export json` writes one from a spec, in the c
 form: every op field present (absent times and FLOPs as `null`), a colocation group named
 after its first op, every edge with its bytes; `backward_of` only on the backward ops of a
 training graph, `type` only on ops that declare one, and the plan's `objective`,
-`microbatches`, `schedule` (and `stages_per_device`) only under `objective pipeline`. For a
+`microbatches`, `schedule` (and `stages_per_device`) only under `objective pipeline`, and
+`ties` (ops sharing a weight: `[{"ops": [...], "bytes": N, "weight": NAME}]`) only where
+the graph has them. For a
 file in canonical form, export(import(x)) == x for the ops and edges.
 
 `import json` also accepts the operator and layer graphs of msr-fiddle/dnn-partitioning
@@ -71,7 +73,8 @@ from ..workload import (
 FORMAT = "planner-graph"
 VERSION = 1
 GIB = 1024**3
-TOP_FIELDS = ("format", "version", "name", "source", "ops", "edges", "cluster", "plan")
+TOP_FIELDS = ("format", "version", "name", "source", "ops", "edges", "cluster", "plan", "ties")
+TIE_FIELDS = ("ops", "bytes", "weight")
 OP_FIELDS = ("name", "time_s", "time_by_kind_s", "flops", "params_bytes", "output_bytes",
              "temp_bytes", "colocation", "backward_of", "type")
 PIPELINE_FIELDS = ("objective", "microbatches", "schedule", "stages_per_device")
@@ -264,6 +267,7 @@ def _from_interchange(check: _Checker, data: dict[str, Any], name: str | None,
         check.error("ops", "must hold at least one op", '"ops"')
     _read_edges(check, data.get("edges", []), names, w)
     w.colocations = [m for m in groups.values() if len(m) > 1]
+    _read_ties(check, data.get("ties", []), names, w)
     out = Imported(w, "", exact=True)
     cluster = data.get("cluster")
     if cluster is not None:
@@ -282,6 +286,28 @@ def _from_interchange(check: _Checker, data: dict[str, Any], name: str | None,
         f"Graph: {len(w.ops)} ops, {len(w.edges)} edges; values as given in the file.",
     ])
     return out
+
+
+def _read_ties(check: _Checker, raw_ties: Any, names: Mapping[str, WorkOp],
+               w: Workload) -> None:
+    """`ties`: [{"ops": [names], "bytes": N, "weight": NAME}] (`bytes` defaults to the least
+    `params_bytes` of the ops; the spec's lowering checks the rest: E236-E238)."""
+    if not isinstance(raw_ties, list):
+        check.error("ties", "must be a list", '"ties"')
+        return
+    for k, raw in enumerate(raw_ties):
+        path = f"ties[{k}]"
+        ops = raw.get("ops") if isinstance(raw, dict) else None
+        if not isinstance(ops, list) or len(ops) < 2 or not all(
+                isinstance(o, str) and o in names for o in ops):
+            check.error(path, "must be an object whose `ops` lists two op names or more",
+                        '"ties"')
+            continue
+        check.keys(raw, TIE_FIELDS, path, '"ties"')
+        given = check.number(raw, "bytes", path, '"ties"', integer=True)
+        nbytes = int(given) if given is not None else min(names[o].params_bytes for o in ops)
+        weight = _text(check, raw, "weight", path, '"ties"', "a non-empty string or null")
+        w.ties.append((list(ops), nbytes, weight or ""))
 
 
 def _read_edges(check: _Checker, raw_edges: Any, names: Mapping[str, WorkOp],
@@ -531,6 +557,9 @@ def export_graph(graph: Graph, problem: Problem | None = None) -> dict[str, Any]
              for e in graph.edges]
     data: dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": graph.name,
                             "ops": ops, "edges": edges}
+    if graph.ties:  # only where there are, so that a graph without keeps its form
+        data["ties"] = [{"ops": [graph.ops[i].name for i in t.ops], "bytes": t.bytes,
+                         **({"weight": t.weight} if t.weight else {})} for t in graph.ties]
     if problem is not None:
         c = problem.cluster
         data["cluster"] = {

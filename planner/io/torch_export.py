@@ -6,7 +6,10 @@
 returns a `Placed` model, which takes the inputs the captured graph takes:
 
 - every module an op calls, and every tensor read by attribute, is moved to its op's device
-  (colocation in the imported spec keeps a module's calls on one device);
+  (colocation in the imported spec keeps a module's calls on one device); a tensor that ops
+  on several devices read (a tied weight, `tie` in the spec) stays on its first user's and
+  is copied to each other device (`.to()`, listed in `copies` under the attribute's name),
+  so that autograd sums its gradient into the one parameter;
 - an input (placeholder) is moved to its op's device as it enters (a no-op when the caller
   already put it there);
 - on every edge whose producer and consumer the plan puts on different *spec* devices, one
@@ -160,9 +163,10 @@ def apply_plan(traced: Traced, placement: Mapping[str, str], devices: Mapping[st
                 env[n.name] = graph.node_copy(n, lambda a: env[a.name])
             continue
         dev = where[n.name]
-        keys = [a.target for a in n.all_input_nodes if a.op == "get_attr"]
-        if n.op == "call_module":
-            keys.append(n.target)
+        for a in n.all_input_nodes:
+            if a.op == "get_attr":  # a tensor used on two devices is copied (a tied weight)
+                owners.setdefault(a.target, dev)
+        keys = [n.target] if n.op == "call_module" else []
         for key in keys:
             if owners.setdefault(key, dev) != dev:
                 raise SpecError(Diagnostic(
@@ -171,6 +175,8 @@ def apply_plan(traced: Traced, placement: Mapping[str, str], devices: Mapping[st
                     ("solve the spec `planner import torch` wrote: it colocates such ops",)))
 
         def arg(a: Any, dev: str = dev, consumer: str = n.name) -> Any:
+            if a.op == "get_attr" and owners.get(a.target, dev) != dev:
+                return _attribute_copy(graph, env[a.name], a.target, dev, copies, placed)
             if a.name not in names or where[a.name] == dev:
                 return env[a.name]
             if a.name in traced.containers:
@@ -198,6 +204,18 @@ def apply_plan(traced: Traced, placement: Mapping[str, str], devices: Mapping[st
         place_parameters(placed)
     placed.device_map, placed.device_map_note = device_map(traced, where, devices, owners)
     return placed
+
+
+def _attribute_copy(graph: Any, node: Any, key: str, dev: str,
+                    copies: dict[tuple[str, str], Any], placed: Placed) -> Any:
+    """Tensor attribute `key` (a weight tied to an op on another device) copied to `dev`,
+    once per device: autograd sums the copies' gradients into the one parameter."""
+    at = (f"{key} (attribute)", dev)  # apart from the activations' (node name, device)
+    if at not in copies:
+        copies[at] = graph.call_method("to", (node, placed.devices[dev]))
+        copies[at].meta["planner_copy"] = (key, dev)
+        placed.copies.append((key, dev))
+    return copies[at]
 
 
 def _is_check(n: Any) -> bool:

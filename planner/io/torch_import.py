@@ -19,7 +19,9 @@ the spec's cuts can only fall on module boundaries, which is what an accelerate
 anything else by `scope.node` (`layer1.0.add_`; top level: `add_`). Each op's comment says
 what it runs and the module class. `params` are the parameters and buffers of the modules
 it calls or the tensors it reads by attribute (`get_attr`): charged to its first user, with
-every user colocated, since one tensor lives on one device. `output` is the bytes of the
+every user of that name colocated, since one tensor lives on one device; a tensor the model
+reaches under several names (tied weights) is held by the first user under each, each
+keeping a copy (`tie` in the spec, see `_Params`). `output` is the bytes of the
 tensors an op gives to other ops; an edge carries those its consumer takes. A consumer of a
 tuple of tensors (an `LSTMCell`'s `(h, c)`) is colocated with its producer, as such values
 are not copied; values that hold no tensor (`x.size(0)`) cost 0 bytes.
@@ -38,6 +40,7 @@ for byte each time. `--training` adds backward ops as `import onnx --training` d
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -309,7 +312,7 @@ def run_annotated(traced: Traced, *inputs: Any) -> object:
 
 
 # long: one pass over the units, each summing its nodes' costs and edges
-# complex: per node: params once per module or attribute (later users joined), input bytes
+# complex: per node: params (`_Params`: once per tensor, tied ones per name), input bytes
 # and edges once per input tensor, temp and time; the branches fill one unit's accumulators
 def to_workload(traced: Traced, name: str, profile: DeviceProfile,
                 measured: dict[str, float] | None = None, kind: str = "cpu") -> Workload:
@@ -321,7 +324,7 @@ def to_workload(traced: Traced, name: str, profile: DeviceProfile,
     names = traced.names
     w = Workload(name)
     groups = Groups()
-    first_user: dict[str, str] = {}  # module path or attribute -> first op using it
+    params_of = _Params(gm, torch, groups)
     users_outside = _used_outside(traced)
     for unit in traced.units:
         op_name = unit.name
@@ -336,14 +339,7 @@ def to_workload(traced: Traced, name: str, profile: DeviceProfile,
             if n.op == "call_module":
                 owned.append(n.target)
             owned.extend(a.target for a in n.all_input_nodes if a.op == "get_attr")
-            node_params = 0
-            for key in owned:
-                if key in first_user:
-                    if first_user[key] != op_name:
-                        groups.join(first_user[key], op_name)
-                    continue
-                first_user[key] = op_name
-                node_params += _bytes_of(gm, key, torch)
+            node_params = sum(params_of.take(key, n, op_name) for key in owned)
             params += node_params
             in_bytes = 0
             for a in n.all_input_nodes:
@@ -376,8 +372,103 @@ def to_workload(traced: Traced, name: str, profile: DeviceProfile,
             op.time_by_kind[kind] = sum(measured[n.name] for n in unit.nodes)
     if traced.granularity != "op":
         _keep_a_device_map(traced, groups)
+    w.ties = params_of.ties(w)
     w.colocations = groups.lists([o.name for o in w.ops])
     return w
+
+
+class _Params:
+    """Which op holds each parameter and buffer: its first user, and, for a tensor that
+    the model reaches under several names (tied weights: GPT-2's `transformer.wte.weight`
+    is `lm_head.weight`), the first user under each other name too, each holding a copy
+    (`tie` in the spec). Users of one name share a device (colocated): one module called
+    twice, or code reading an attribute."""
+
+    def __init__(self, gm: Any, torch: Any, groups: Groups) -> None:
+        self.gm, self.torch, self.groups = gm, torch, groups
+        self.names: dict[int, list[str]] = {}  # tensor id -> its names in the model
+        for key, t in [*gm.named_parameters(remove_duplicate=False),
+                       *gm.named_buffers(remove_duplicate=False)]:
+            self.names.setdefault(id(t), []).append(key)
+        #: tensor id -> (first op, the name it used, whether through a module call)
+        self.first: dict[int, tuple[str, str, bool]] = {}
+        self.holders: dict[int, list[str]] = {}  # tied tensor id -> ops holding a copy
+        self.size: dict[int, int] = {}
+
+    def take(self, key: str, n: Any, op: str) -> int:
+        """The bytes op `op` comes to hold by node `n`'s use of module or attribute `key`."""
+        held = 0
+        owner, leaf = self._owner(key)
+        module = not isinstance(getattr(owner, leaf), self.torch.Tensor)
+        for name, t in self._tensors(key, n):
+            tid = id(t)
+            first = self.first.get(tid)
+            if first is None:
+                self.first[tid] = (op, name, module)
+                self.size[tid] = int(t.numel() * t.element_size())
+                held += self.size[tid]
+            elif first[0] == op:
+                continue
+            elif first[1] == name or len(self.names.get(tid, ())) < 2 or module or first[2]:
+                # one name, or a module's own parameter (an export cannot copy it to a
+                # second device: `torch_export.apply_plan` moves whole modules): one device
+                self.groups.join(first[0], op)
+            else:
+                hold = self.holders.setdefault(tid, [first[0]])
+                if op not in hold:
+                    hold.append(op)
+                    held += self.size[tid]
+        return held
+
+    def _tensors(self, key: str, n: Any) -> list[tuple[str, Any]]:
+        """(name, tensor) of each parameter and buffer that `key` names, as node `n` uses
+        it: a tied tensor by the name whose module `n` runs in."""
+        owner, leaf = self._owner(key)
+        thing = getattr(owner, leaf)
+        if isinstance(thing, self.torch.Tensor):
+            names = self.names.get(id(thing), [key])
+            stack = {path for path, _ in (n.meta.get("nn_module_stack") or {}).values()}
+            used = [x for x in names if x.rpartition(".")[0] in stack]
+            return [(max(used, key=len) if used else key, thing)]
+        seen: dict[int, tuple[str, Any]] = {}
+        for name, t in [*thing.named_parameters(remove_duplicate=False),
+                        *thing.named_buffers(remove_duplicate=False)]:
+            seen.setdefault(id(t), (f"{key}.{name}", t))
+        return list(seen.values())
+
+    def _owner(self, key: str) -> tuple[Any, str]:
+        """The module holding attribute `key`, and the attribute's name there."""
+        owner_path, _, leaf = key.rpartition(".")
+        return (self.gm.get_submodule(owner_path) if owner_path else self.gm), leaf
+
+    def ties(self, w: Workload) -> list[tuple[list[str], int, str]]:
+        """One tie per set of holders that may run apart (the bytes of the tensors they
+        share summed); of holders colocated anyway, the first keeps the one copy."""
+        groups = self.groups
+        params = {o.name: o for o in w.ops}
+        by_set: dict[tuple[str, ...], int] = {}
+        weight: dict[tuple[str, ...], str] = {}  # the name of the set's first weight
+        for tid, hold in self.holders.items():
+            first: dict[str, str] = {}
+            for h in hold:
+                if first.setdefault(groups.find(h), h) != h:
+                    params[h].params_bytes -= self.size[tid]
+            ops = tuple(first.values())
+            if len(ops) > 1:
+                by_set[ops] = by_set.get(ops, 0) + self.size[tid]
+                weight.setdefault(ops, self.names.get(tid, [self.first[tid][1]])[0])
+        pairs: set[tuple[str, ...]] = set()
+        out: list[tuple[list[str], int, str]] = []
+        for ops, nbytes in by_set.items():
+            mine = {tuple(sorted(p)) for p in itertools.combinations(ops, 2)}
+            if mine & pairs:  # ops sharing weights in two ways: one device, as before
+                for h in ops[1:]:
+                    groups.join(ops[0], h)
+                    params[h].params_bytes -= nbytes
+                continue
+            pairs |= mine
+            out.append((list(ops), nbytes, weight[ops]))
+        return out
 
 
 def _keep_a_device_map(traced: Traced, groups: Groups) -> None:
@@ -483,17 +574,6 @@ def _source(n: Any, gm: Any) -> str:
     if n.op == "call_method":
         return f"call_method Tensor.{n.target}"
     return f"placeholder {n.name}"
-
-
-def _bytes_of(gm: Any, path: str, torch: Any) -> int:
-    """Bytes of the parameters and buffers of module or tensor attribute `path`."""
-    owner_path, _, leaf = path.rpartition(".")
-    owner = gm.get_submodule(owner_path) if owner_path else gm
-    thing = getattr(owner, leaf)
-    if isinstance(thing, torch.Tensor):
-        return int(thing.numel() * thing.element_size())
-    tensors = [*thing.parameters(), *thing.buffers()]
-    return int(sum(t.numel() * t.element_size() for t in tensors))
 
 
 class Groups:

@@ -33,6 +33,14 @@ edges run against the pipeline order, through colocation), and then loses to it.
 A device that recomputes its activations runs each unit's forward ops again right before
 the unit's first backward op (its compute is added to that op's).
 
+Tied weights (`tie` of forward ops whose holders have backward ops, on two devices or
+more): once every holder's backward ops of every micro-batch have run, the holders'
+devices all-reduce the weight's gradient (`cost.allreduce_time`, Megatron's embedding
+group), one all-reduce after another in the order they become ready; the iteration ends
+when the last one does, if after the pipeline's last op. The links are idle by then in a
+chain of stages (the first stage's backward ends the iteration), so the all-reduce is
+timed after the simulation, not inside it.
+
 A plan on one device is not simulated: that device never waits, so the iteration is its
 work for M micro-batches (its tasks, for the timeline, back to back in the schedule's
 order).
@@ -56,7 +64,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost import Costs, costs
+from ..cost import Costs, allreduce_time, costs
 from ..model import Cluster, Graph, Op, Pipeline, Problem, derived, indexed_graph, new_edges
 from ..plan import Plan
 from ..simulate import SimResult, simulate
@@ -113,6 +121,9 @@ class PipelineRun:
     #: when each task ran (module docstring), device by device in pipeline order; the
     #: tasks that never ran (a deadlock) left out
     tasks: tuple[Task, ...] = ()
+    #: seconds of the tied weights' gradient all-reduces (module docstring), in
+    #: `iteration_s` where they end after the pipeline's last op
+    allreduce_s: float = 0.0
 
     @property
     def time_per_microbatch_s(self) -> float:
@@ -160,6 +171,7 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
         schedule, note = "1f1b", (f"its stages are not {pipeline.stages_per_device} per "
                                   "device in a repeating chain: run as 1f1b")
     c = costs(problem)
+    allreduce = 0.0  # holders on one device share their weight
     if split.stages == 1:  # one device never waits: its work, micro-batch after micro-batch
         d = split.devices[0]
         again = d in recompute
@@ -184,6 +196,8 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
                 schedule, result = _BY_MICROBATCH, other
         iteration, busy = result.makespan_s, tuple(result.busy_s)
         tasks = _task_times(problem, split, schedule, pipeline.microbatches, result)
+        iteration, allreduce = _allreduces(problem, placement, pipeline.microbatches,
+                                           result, iteration)
         schedule = "gpipe" if schedule == _BY_MICROBATCH else schedule
     loads = resource_loads(problem, split, recompute)
     u = units(problem)
@@ -196,7 +210,40 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
             math.fsum(c.compute[i][d] for i in ops) + rerun), loads.stage_s[k]))
     return PipelineRun(schedule, pipeline.microbatches, iteration, tuple(stages), busy,
                        tuple(stage_bytes(problem, split, pipeline, recompute)),
-                       loads.device_s, note, tasks)
+                       loads.device_s, note, tasks, allreduce)
+
+
+def tied_gradients(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, ...], int]]:
+    """Per tie whose every holder is a forward op with backward ops: (holders, their
+    backward ops, the bytes of the weight's gradient)."""
+    g = problem.graph
+    backward: dict[int, list[int]] = {}
+    for b, f in g.backward_of.items():
+        backward.setdefault(f, []).append(b)
+    return [(t.ops, tuple(b for i in t.ops for b in backward[i]), t.bytes) for t in g.ties
+            if all(i in backward for i in t.ops)]
+
+
+def _allreduces(problem: Problem, placement: Sequence[int], mb: int, result: SimResult,
+                iteration: float) -> tuple[float, float]:
+    """(the iteration, the all-reduces' seconds) with the tied gradients' all-reduces run
+    after the simulation `result` (the module docstring)."""
+    ties = tied_gradients(problem)
+    if not ties:
+        return iteration, 0.0
+    c = costs(problem)
+    n = len(result.end_s) // mb  # the graph's ops and its relays, per micro-batch
+    end = np.asarray(result.end_s, dtype=np.float64).reshape(mb, n)
+    ready = []
+    for holders, backward, nbytes in ties:
+        took = allreduce_time(c, nbytes, sorted({placement[i] for i in holders}))
+        if took > 0:
+            ready.append((float(end[:, list(backward)].max()), took))
+    clock = total = 0.0
+    for start, took in sorted(ready):
+        clock = max(clock, start) + took
+        total += took
+    return max(iteration, clock), total
 
 
 def _interleaves(split: Split, per_device: int) -> bool:

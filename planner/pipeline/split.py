@@ -22,11 +22,13 @@ load). The schedule adds the fill and drain that the simulator measures.
 
 The model of memory (a bound the liveness simulation never exceeds, for the splits the
 solvers make): a stage holds its units' params (gradients and optimizer state included,
-once), plus the activations of each micro-batch in flight (its forward outputs and the
-forward tensors it receives), plus the largest transient. In flight on stage k of S, with
-M micro-batches: GPipe M; 1F1B min(S - k, M); interleaved (stage k of device d, D
-devices), Megatron's warm-up count plus one, min((D - d - 1) * 2 + (K - 1) * D + 1, M * K),
-the activations of the device's largest stage each.
+once; a tied weight once per device that holds it, `cost.tied_duplicate_bytes`: the DP and
+pipeilp count each holder's copy, exact when the holders' stages are on different devices
+and an over-count otherwise), plus the activations of each micro-batch in flight (its
+forward outputs and the forward tensors it receives), plus the largest transient. In
+flight on stage k of S, with M micro-batches: GPipe M; 1F1B min(S - k, M); interleaved
+(stage k of device d, D devices), Megatron's warm-up count plus one, min((D - d - 1) * 2 +
+(K - 1) * D + 1, M * K), the activations of the device's largest stage each.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..cost import INF, Costs, costs
+from ..cost import INF, Costs, costs, tied_duplicate_bytes
 from ..model import Pipeline, Problem
 from .units import units
 
@@ -210,13 +212,16 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
     flight, and one micro-batch's activations (rebuilt for its backward pass)."""
     u = units(problem)
     held = [0.0] * len(problem.cluster.devices)
+    # holders of one tied weight on one device keep one copy (`cost.tied_duplicate_bytes`)
+    twice = tied_duplicate_bytes(problem.graph, split.placement(problem), len(held)) \
+        if problem.graph.ties else [0] * len(held)
     by_device: dict[int, list[int]] = {}
     for k, d in enumerate(split.devices):
         by_device.setdefault(d, []).append(k)
     order = list(by_device)
     for rank, d in enumerate(order):
         stages = by_device[d]
-        params = sum(_span(u.params_prefix, split, k) for k in stages)
+        params = sum(_span(u.params_prefix, split, k) for k in stages) - twice[d]
         kept = [_span(u.kept_prefix, split, k) for k in stages]
         received = [float(u.forward_bytes[split.bounds[k]]) for k in stages]
         transient = max(float(u.transient[split.bounds[k]:split.bounds[k + 1]].max(initial=0))

@@ -59,6 +59,7 @@ def pipeline_json(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
         "period_bound_reason": bound.reason,
         "period_gap": period_gap(run, bound),
         "iteration_bound_s": bound.iteration_s,
+        "allreduce_s": _t(run.allreduce_s),
         "fits": fits(problem, run.memory_bytes),
         "notes": [n for n in (run.note, *notes) if n],
         "stages": [{"devices": [devs[s.device].name], "ops": [ops[i].name for i in s.ops],
@@ -96,6 +97,9 @@ def pipeline_report(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
                  f"{format_seconds(bound.period_s)} ({bound.reason}): at most "
                  f"{format_gap(period_gap(run, bound))} above the best period")
     head.add_row("bubble", f"{run.bubble_fraction:.1%}")
+    if run.allreduce_s:
+        head.add_row("all-reduce", f"{format_seconds(run.allreduce_s)} per iteration: the "
+                     "tied weights' gradients, summed across their holders' devices")
     if not fits(problem, run.memory_bytes):
         head.add_row("memory", "[red]does not fit[/red]: a device holds less than its stages' "
                      "activations in flight need (devices below)")

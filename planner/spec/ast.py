@@ -16,6 +16,7 @@ from ..errors import Span
 OP_ATTRS = {"time": "time", "flops": "work", "params": "size", "output": "size", "temp": "size",
             "backward_of": "name", "type": "name"}
 EDGE_ATTRS = {"bytes": "size"}
+TIE_ATTRS = {"bytes": "size", "weight": "name"}
 DEVICE_ATTRS = {"kind": "name", "memory": "size", "flops": "rate", "speed": "number"}
 LINK_ATTRS = {"bandwidth": "bandwidth", "latency": "time"}
 PLAN_SETTINGS = {"graph": "name", "cluster": "name", "memory": "name", "contention": "name",
@@ -127,11 +128,22 @@ class ColocateDecl:
 
 
 @dataclass(frozen=True, slots=True)
+class TieDecl:
+    """`tie OPS { bytes N  weight NAME }`: ops that share one weight of N bytes (names or
+    glob patterns; `bytes` defaults to the smallest `params` among them; `weight`, the
+    weight's name in its model, is optional)."""
+
+    ops: tuple[Name, ...]
+    attrs: tuple[Attr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class GraphDecl:
-    """`graph NAME { op... chain... colocate... }`."""
+    """`graph NAME { op... chain... colocate... tie... }`."""
 
     name: Name
-    items: tuple[OpDecl | ChainDecl | ColocateDecl, ...]
+    items: tuple[OpDecl | ChainDecl | ColocateDecl | TieDecl, ...]
     span: Span
 
 

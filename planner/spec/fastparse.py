@@ -60,6 +60,7 @@ RULES_READ: dict[str, str | tuple[str, ...]] = {
     "op": "OP name block?",
     "chain": "name (ARROW name)+ block?",
     "colocate": "COLOCATE oplist",
+    "tie": "TIE oplist block?",
     "plan": 'PLAN name "{" _plan_item* "}"',
     "_plan_item": ("setting", '";"'),
     "setting": "_key value",
@@ -595,10 +596,10 @@ class _Reader:
     # complex: the loop over a graph's items, most of a big spec: chains and ops are read
     # inline, on whole lines where they can be, without a call per item
     def graph(self, keyword: Tok) -> ast.GraphDecl:
-        """`graph NAME { op... chain... colocate... }` (after the keyword)."""
+        """`graph NAME { op... chain... colocate... tie... }` (after the keyword)."""
         name = self.name(self.take())
         self.punct("{")
-        items: list[ast.OpDecl | ast.ChainDecl | ast.ColocateDecl] = []
+        items: list[ast.OpDecl | ast.ChainDecl | ast.ColocateDecl | ast.TieDecl] = []
         append = items.append
         nxt = self.next
         keywords, op_word = self.keywords, self.syntax.op_word
@@ -649,6 +650,12 @@ class _Reader:
     def colocate(self, keyword: Tok) -> ast.ColocateDecl:
         """`colocate OPS` (after the keyword)."""
         return ast.ColocateDecl(self.oplist(), self.span(keyword))
+
+    def tie(self, keyword: Tok) -> ast.TieDecl:
+        """`tie OPS { attrs }` (after the keyword; the block is optional)."""
+        ops = self.oplist()
+        attrs = self.block() if _is(self.cur, "{") else ()
+        return ast.TieDecl(ops, attrs, self.span(keyword))
 
     # ---- one-line forms, read without the lexer (a 100k-op graph is 2M tokens)
     def line_names(self, pos: int, ln: int, base: int, names: list[ast.Name]) -> int | None:
@@ -898,5 +905,5 @@ class _Reader:
 _STATEMENTS: dict[str, Callable[[_Reader, Tok], Any] | None] = {
     "import_stmt": _Reader.import_stmt, "cluster": _Reader.cluster, "graph": _Reader.graph,
     "plan": _Reader.plan, "device": _Reader.device, "link": _Reader.link, "op": None,
-    "colocate": _Reader.colocate, "pin": _Reader.pin, "place": _Reader.place,
+    "colocate": _Reader.colocate, "tie": _Reader.tie, "pin": _Reader.pin, "place": _Reader.place,
 }

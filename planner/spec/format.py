@@ -69,7 +69,7 @@ _SKIP = re.compile(r"(?:[ \t\r\n\f;\[\]*]+|#[^\n]*)*")
 _BLANK = re.compile(r"\n[ \t\r\f;]*\n")
 
 Item = (ast.TopLevel | ast.DeviceDecl | ast.LinkDecl | ast.OpDecl | ast.ChainDecl
-        | ast.ColocateDecl | ast.Attr | ast.PinDecl)
+        | ast.ColocateDecl | ast.TieDecl | ast.Attr | ast.PinDecl)
 
 
 def format_source(text: str, file: str = "<string>") -> str:
@@ -362,6 +362,8 @@ def _header_end(item: Item) -> tuple[int, Sequence[ast.Attr]]:
         return item.name.span.end, item.attrs
     if isinstance(item, ast.ChainDecl):
         return item.names[-1].span.end, item.attrs
+    if isinstance(item, ast.TieDecl):
+        return item.ops[-1].span.end, item.attrs
     if isinstance(item, ast.DeviceDecl):
         return item.ref.span.end, item.attrs
     assert isinstance(item, ast.LinkDecl), type(item)
@@ -374,6 +376,8 @@ def _head(item: Item) -> str:
         return "op " + _name(item.name)
     if isinstance(item, ast.ChainDecl):
         return " -> ".join(map(_name, item.names))
+    if isinstance(item, ast.TieDecl):
+        return "tie " + _names(item.ops)
     if isinstance(item, ast.DeviceDecl):
         return "device " + _devref(item.ref)
     assert isinstance(item, ast.LinkDecl)

@@ -115,6 +115,10 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def colocate(self, c: list[Any]) -> ast.ColocateDecl:
         return ast.ColocateDecl(c[1], self._span(c[0]))
 
+    def tie(self, c: list[Any]) -> ast.TieDecl:
+        attrs = c[2] if len(c) == 3 else ()
+        return ast.TieDecl(c[1], attrs, self._span(c[0]))
+
     def graph(self, c: list[Any]) -> ast.GraphDecl:
         return ast.GraphDecl(c[1], tuple(c[2:]), c[1].span)
 

@@ -33,6 +33,7 @@ from ..model import (
     Pipeline,
     Problem,
     Spec,
+    Tie,
     indexed_graph,
     new_edges,
 )
@@ -42,12 +43,13 @@ from ..units import (
     RANGES,
     SPEED_RANGE,
     UNIT_TABLE,
+    format_bytes,
     format_quantity,
     parse_number,
     underflows,
 )
 from . import ast
-from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS, PLAN_SETTINGS
+from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS, PLAN_SETTINGS, TIE_ATTRS
 from .names import check_names
 from .parse import paused_gc
 
@@ -377,6 +379,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
     src, dst, nbytes, edge_spans = edges.src, edges.dst, edges.bytes, edges.span
     groups = _UnionFind(len(ops))
     grouped = False
+    tie_decls: list[tuple[ast.TieDecl, list[int] | None]] = []
     chain_t = ast.ChainDecl
     for item in decl.items:
         if type(item) is chain_t and len(item.names) == 2 and item.both_ways is None \
@@ -420,23 +423,109 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
             for m in members[1:]:
                 groups.union(members[0], m)
             grouped = grouped or len(members) > 1
+        elif isinstance(item, ast.TieDecl):
+            before = len(sink.items) + sink.dropped
+            members = _resolve_ops(sink, item.ops, index, gname, globs)
+            tie_decls.append((item, members if len(sink.items) + sink.dropped == before
+                              else None))
+    ties = _ties(sink, tie_decls, ops) if tie_decls else ()
     edges.merge_repeated(n_ops)
     src, dst, edge_spans = edges.src, edges.dst, edges.span
     edge_list = new_edges(src, dst, edges.bytes)
     loc.edges[gname] = edge_spans
+    _report_cycle(sink, decl, ops, src, dst, edge_spans)
+    colocations = groups.groups() if grouped else ()
+    if len(index) == len(ops):  # no name twice (E202): `index` is what op_index would be
+        return indexed_graph(gname, tuple(ops), edge_list, colocations, index, backward_of,
+                             ties)
+    return Graph(gname, tuple(ops), edge_list, colocations, backward_of, ties)
+
+
+def _report_cycle(sink: DiagnosticSink, decl: ast.GraphDecl, ops: list[Op], src: list[int],
+                  dst: list[int], edge_spans: list[Span]) -> None:
+    """E231 at an edge that closes a cycle of the graph, if it has one."""
     cycle = _find_cycle(len(ops), src, dst)
     if cycle:
         names = " -> ".join(ops[i].name for i in cycle + [cycle[0]])
         a, b = cycle[0], cycle[1 % len(cycle)]
         closing = next((k for k, (x, y) in enumerate(zip(src, dst, strict=True))
                         if x == a and y == b), None)
-        sink.error("E231", f"graph `{gname}` has a cycle: {names}",
+        sink.error("E231", f"graph `{decl.name.text}` has a cycle: {names}",
                    decl.name.span if closing is None else edge_spans[closing],
                    "a graph must be acyclic; remove one of these edges")
-    colocations = groups.groups() if grouped else ()
-    if len(index) == len(ops):  # no name twice (E202): `index` is what op_index would be
-        return indexed_graph(gname, tuple(ops), edge_list, colocations, index, backward_of)
-    return Graph(gname, tuple(ops), edge_list, colocations, backward_of)
+
+
+def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]],
+          ops: list[Op]) -> tuple[Tie, ...]:
+    """The graph's ties: each of two ops or more (E236), its `bytes` (default: the least
+    `params` of its ops) within every op's `params`, all the op's ties together (E237), and
+    no two ops tied together twice (E238: one weight, one `tie`). `None` for the ops of a
+    tie whose names were not all found (reported already)."""
+    out: list[Tie] = []
+    tied: dict[int, int] = {}  # op -> its ties' bytes, so far
+    pairs: dict[tuple[int, int], ast.TieDecl] = {}
+    for decl, members in decls:
+        attrs = _Attrs(sink, decl.attrs, TIE_ATTRS, "a tie") if decl.attrs else None
+        given = attrs.quantity("bytes") if attrs is not None else None
+        if members is None:
+            continue
+        if len(members) < 2:
+            sink.error("E236", "a `tie` needs two ops or more; this one names only "
+                       f"`{ops[members[0]].name}`", decl.span,
+                       "list the ops that share the weight: `tie wte, lm_head`")
+            continue
+        at = attrs.values["bytes"].value.span if attrs is not None and "bytes" in attrs.values \
+            else decl.span
+        nbytes = _bytes(given) if given is not None else min(ops[i].params_bytes
+                                                             for i in members)
+        if nbytes <= 0:
+            empty = next((ops[i].name for i in members if ops[i].params_bytes == 0), "")
+            sink.error("E237", "the tied ops share no bytes" if given is not None else
+                       f"`{empty}` has no `params`, so the tie shares nothing", at,
+                       "give the shared weight's size (`tie a, b { bytes 64 KiB }`) and each "
+                       "op's `params` including it")
+            continue
+        if _tied_twice(sink, decl, members, pairs, ops):
+            continue
+        if not _tie_fits(sink, members, nbytes, tied, ops, at):
+            continue
+        for i in members:
+            tied[i] = tied.get(i, 0) + nbytes
+        out.append(Tie(tuple(members), nbytes, (attrs.name("weight") or "") if attrs else ""))
+    return tuple(out)
+
+
+def _tied_twice(sink: DiagnosticSink, decl: ast.TieDecl, members: list[int],
+                pairs: dict[tuple[int, int], ast.TieDecl], ops: list[Op]) -> bool:
+    """Whether two of `members` were tied by an earlier `tie` (E238); records their pairs
+    in `pairs` either way."""
+    twice = next(((x, y) for x, y in itertools.combinations(members, 2) if (x, y) in pairs),
+                 None)
+    for x, y in itertools.combinations(members, 2):
+        pairs.setdefault((x, y), decl)
+    if twice is None:
+        return False
+    x, y = twice
+    sink.error("E238", f"`{ops[x].name}` and `{ops[y].name}` are tied twice", decl.span,
+               "ops that share several weights share them in one `tie` with their bytes "
+               "summed", notes=(("first tied here", pairs[x, y].span),))
+    return True
+
+
+def _tie_fits(sink: DiagnosticSink, members: list[int], nbytes: int, tied: dict[int, int],
+              ops: list[Op], at: Span) -> bool:
+    """Whether each op's `params` hold `nbytes` more than its ties so far (`tied`); E237
+    for each that does not."""
+    fits = True
+    for i in members:
+        total = tied.get(i, 0) + nbytes
+        if total > ops[i].params_bytes:
+            more = f" ({format_bytes(total)} with its other ties)" if i in tied else ""
+            sink.error("E237", f"`{ops[i].name}` is tied to {format_bytes(nbytes)}{more} "
+                       f"but holds `params` {format_bytes(ops[i].params_bytes)}", at,
+                       "each tied op keeps a copy of the weight: its `params` include it")
+            fits = False
+    return fits
 
 
 def _backward_of(sink: DiagnosticSink, backward: list[tuple[int, ast.Name]],

@@ -61,12 +61,15 @@ class WorkEdge:
 
 @dataclass
 class Workload:
-    """A graph under construction: ops, edges and colocation groups (lists of op names)."""
+    """A graph under construction: ops, edges, colocation groups (lists of op names) and
+    ties (op names, the bytes of the weight they share: `tie` in the spec)."""
 
     name: str
     ops: list[WorkOp] = field(default_factory=list)
     edges: list[WorkEdge] = field(default_factory=list)
     colocations: list[list[str]] = field(default_factory=list)
+    #: (op names, bytes, the weight's name or "")
+    ties: list[tuple[list[str], int, str]] = field(default_factory=list)
 
     def add(self, op: WorkOp) -> WorkOp:
         """Append `op` and return it."""
@@ -241,7 +244,7 @@ def comment_lines(text: str, indent: str = "") -> list[str]:
 
 
 def render_graph(w: Workload, exact: bool = False) -> list[str]:
-    """The `graph` block of `w`: ops, then edges, then colocation groups."""
+    """The `graph` block of `w`: ops, then edges, then colocation groups and ties."""
     lines = [f"graph {quote(w.name)} {{"]
     out_bytes = {o.name: o.output_bytes for o in w.ops}
     for op in w.ops:
@@ -255,10 +258,14 @@ def render_graph(w: Workload, exact: bool = False) -> list[str]:
         attrs = [] if e.bytes == out_bytes.get(e.src) else [("bytes",
                                                              format_quantity(e.bytes, "size"))]
         lines.extend(block(head, attrs))
-    if w.colocations:
+    if w.colocations or w.ties:
         lines.append("")
     for group in w.colocations:
         lines.append("  colocate " + ", ".join(quote(n) for n in group))
+    for names, nbytes, weight in w.ties:
+        named = f"  weight {quote(weight)}" if weight else ""
+        lines.append("  tie " + ", ".join(quote(n) for n in names)
+                     + f" {{ bytes {format_quantity(nbytes, 'size')}{named} }}")
     lines.append("}")
     return lines
 

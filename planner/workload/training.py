@@ -66,3 +66,6 @@ def add_backward(w: Workload, backward: Callable[[WorkOp], tuple[float, float | 
         if e.src in bwd_name and e.dst in bwd_name:
             w.connect(bwd_name[e.dst], bwd_name[e.src], e.bytes)
     w.colocations.extend([o.name, bwd_name[o.name]] for o in fwd)
+    # tied forward ops' backward ops hold the tied weight's gradient and optimizer state
+    w.ties.extend(([bwd_name[n] for n in names], nbytes * state, weight)
+                  for names, nbytes, weight in list(w.ties) if all(n in bwd_name for n in names))

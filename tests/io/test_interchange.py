@@ -235,3 +235,19 @@ def test_bad_pipeline_fields_are_spec_errors(field: str, value: Any, words: str)
         result = parse_json(json.dumps(data), "x.json")
         planner.loads(result.to_spec(), "x.plan")
     assert words in str(err.value)
+
+
+def test_ties_round_trip_and_match_the_schema() -> None:
+    spec = planner.load(REPO / "tests" / "spec" / "valid" / "tied.plan")
+    data = export_spec(spec)
+    assert data["ties"] == [{"ops": ["wte", "lm_head"], "bytes": 64 * 1024},
+                            {"ops": ["enc.pos", "dec.pos"], "bytes": 4 * 1024}]
+    _validate(data, schema(), schema())
+    assert _round_trip(data) == data
+    again = planner.loads(parse_json(json.dumps(data), "x.json").to_spec(), "x.plan")
+    assert again.plan().graph.ties == spec.plan().graph.ties
+    named = {**data, "ties": [{"ops": ["wte", "lm_head"], "weight": "wte.weight"}]}
+    assert _round_trip(named)["ties"] == [{"ops": ["wte", "lm_head"], "bytes": 64 * 1024,
+                                           "weight": "wte.weight"}]
+    with pytest.raises(SpecError):
+        parse_json(json.dumps({**data, "ties": [{"ops": ["wte"]}]}), "x.json")

@@ -86,5 +86,7 @@ def test_the_readme_models_example_runs(tmp_path: Path) -> None:
     assert placed["device_map"] is not None and "transformer.h.0" in placed["device_map"]
     ours = re.search(r"makespan \(simulated\)\s+([\d.]+ \w+)", solved)
     given = re.search(r"makespan \(simulated\)\s+([\d.]+ \w+)", theirs)
-    assert ours and given and f"both {given.group(1)} here" in _section() and \
-        ours.group(1) == given.group(1)
+    # the head keeps a copy of its tied embedding on the second GPU (`tie`): no activations
+    # go back to the first, as they do under accelerate's map
+    assert ours and given and \
+        f"planner's {ours.group(1)} against {given.group(1)} here" in _section()

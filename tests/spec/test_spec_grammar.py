@@ -416,8 +416,8 @@ def test_the_examples_show_every_production_of_an_edited_grammar(scratch_grammar
 
 def test_the_syntax_hints_take_the_statement_keywords_from_the_grammar() -> None:
     # syntax.py's hints ("`pin` starts a statement") name the words that start a statement
-    expected = {"IMPORT", "CLUSTER", "DEVICE", "LINK", "GRAPH", "OP", "COLOCATE", "PLAN", "PIN",
-                "PLACE"}
+    expected = {"IMPORT", "CLUSTER", "DEVICE", "LINK", "GRAPH", "OP", "COLOCATE", "TIE", "PLAN",
+                "PIN", "PLACE"}
     assert expected == syntax._STATEMENT_KEYWORDS
     assert "BUDGET" in read_grammar(_with_budget()).statement_keywords()
 

@@ -114,6 +114,7 @@ class Generated:
     device_names: list[str]
     n_edges: int
     pins: dict[str, str]
+    tied: list[str]
 
 
 @st.composite
@@ -158,11 +159,18 @@ def valid_specs(draw: st.DrawFn) -> Generated:  # noqa: C901 - one spec, drawn i
     names = draw(st.lists(any_names, min_size=1, max_size=6, unique=True))
     graph = spell_name(draw(any_names), draw)
     gbody = []
+    # maybe two ops that share a weight (`tie`): each holds at least its bytes
+    tied = draw(st.lists(st.sampled_from(names), min_size=2, max_size=2, unique=True)) \
+        if len(names) > 1 and draw(st.booleans()) else []
     for name in names:
         attrs = ["time " + quantity(draw, "time")] if draw(st.integers(0, 3)) else [
             "flops " + quantity(draw, "work")]
-        for key in draw(st.lists(st.sampled_from(["params", "output", "temp"]), unique=True)):
-            attrs.append(f"{key} " + quantity(draw, "size"))
+        keys = draw(st.lists(st.sampled_from(["params", "output", "temp"]), unique=True))
+        for key in keys:
+            attrs.append(f"{key} " + ("2 KiB" if key == "params" and name in tied
+                                      else quantity(draw, "size")))
+        if name in tied and "params" not in keys:
+            attrs.append("params 2 KiB")
         if draw(st.integers(0, 4)) == 0:
             attrs.append(f"time[{spell_name(draw(any_names), draw)}] " + quantity(draw, "time"))
         gbody.append("op " + spell_name(name, draw) + lay.block(draw(st.permutations(attrs))))
@@ -181,6 +189,9 @@ def valid_specs(draw: st.DrawFn) -> Generated:  # noqa: C901 - one spec, drawn i
     if len(names) > 1 and draw(st.booleans()):
         group = draw(st.lists(st.sampled_from(names), min_size=2, max_size=3, unique=True))
         gbody.append("colocate " + ", ".join(spell_name(x, draw) for x in group))
+    if tied:
+        gbody.append("tie " + ", ".join(spell_name(x, draw) for x in tied)
+                     + lay.block(["bytes 1 KiB"] if draw(st.booleans()) else []))
     ops_first = gbody[:len(names)] + draw(st.permutations(gbody[len(names):]))
     out.append(f"graph {graph} {{\n" + "".join(
         "  " + b + lay.comment() + lay.sep() + "\n" for b in ops_first) + "}")
@@ -204,7 +215,7 @@ def valid_specs(draw: st.DrawFn) -> Generated:  # noqa: C901 - one spec, drawn i
         "  " + b + lay.comment() + lay.sep() + "\n" for b in draw(st.permutations(pbody)))
         + "}")
     text = "".join(part + lay.comment() + "\n" + lay.sep() for part in out)
-    return Generated(text, names, devices, len(edges), pins)
+    return Generated(text, names, devices, len(edges), pins, tied)
 
 
 def outcome(text: str) -> object:
@@ -229,6 +240,8 @@ def test_random_valid_specs_round_trip(gen: Generated) -> None:
     assert [op.name for op in problem.graph.ops] == gen.op_names
     assert [d.name for d in problem.cluster.devices] == gen.device_names
     assert len(problem.graph.edges) == gen.n_edges
+    assert [sorted(problem.graph.ops[i].name for i in t.ops) for t in problem.graph.ties] \
+        == ([sorted(gen.tied)] if gen.tied else [])
     op, dev = problem.graph.op_index, problem.cluster.device_index
     assert dict(problem.pins) == {op[o]: dev[d] for o, d in gen.pins.items()}
     formatted = format_source(gen.text, "gen.plan")
