@@ -34,13 +34,12 @@ Thresholds (measured on this 2-core machine): CP-SAT proves 30-op instances opti
 0.7-8 s (median 0.9 s) and improves the m-SCT plan by 11% on 100 ops within 60 s; on
 ResNet-50 (177 ops) 10 s of it moved the plan by 0.03%, so larger graphs only search.
 
-Under `objective pipeline` (`Problem.pipeline`), `auto` runs `pipedp` (the best contiguous
-split, exact for its model: `planner.algorithms.pipedp`, its work sized to the time limit)
-and the uniform split, and keeps the one whose simulated (on big graphs: estimated)
-iteration is shorter among those that fit (pipedp's model relays a
-tensor across every boundary it skips, so on graphs with long skips, GNMT's attention over
-the encoder, the uniform split can simulate faster); `info["candidates"]` has both
-iterations.
+Under `objective pipeline` (`Problem.pipeline`), `auto` runs `pipedp` (its candidates per
+stage count, the least period exact for its model: `planner.algorithms.pipedp`, its work
+sized to the time limit), the uniform split, and the cut moves of `pipecuts` from pipedp's
+best candidates (judged by the simulated iteration, within half the limit's simulations),
+and keeps the one whose simulated (on big graphs: estimated, and no cut moves) iteration
+is shortest among those that fit; `info["candidates"]` has their iterations.
 
 `info`: `chosen` (the algorithm whose plan is returned), `candidates` (name -> simulated
 makespan, None when infeasible or skipped; `search` and `cpsat` when they improved the
@@ -65,7 +64,7 @@ from ..pipeline.split import fits, split_of, stage_bytes
 from ..plan import Plan
 from ..simulate import simulate
 from ..units import format_seconds
-from . import pipedp
+from . import pipecuts, pipedp
 from .base import Interrupted, Options, Solution
 from .baselines.uniform import place as run_uniform
 from .clock import CUT, LOAD_HEADROOM, cap
@@ -91,6 +90,9 @@ STALL_MAX = 2000
 STALL_DIVISOR = 5
 #: CP-SAT runs only when the time limit is at least this (seconds)
 CPSAT_MIN_S = 0.5
+#: the share of the time limit's simulations (`pipedp.simulation_budget`) that the cut
+#: moves get under `objective pipeline` (pipedp's candidates take another)
+CUT_SHARE = 0.5
 
 #: (name, simulated makespan, plan) of the best plan so far, or None when none is feasible
 Best = tuple[str, float, Plan] | None
@@ -137,20 +139,34 @@ def place(problem: Problem, options: Options) -> Solution:
 
 def _pipeline(problem: Problem, options: Options) -> Solution:
     """Under `objective pipeline`: pipedp's split (its work sized to the time limit,
-    `pipedp.cells_for`), or the uniform split where that fits and runs faster. Faster: by
-    the simulated iteration; where the M copies of the graph pass
-    `pipedp.MAX_SIMULATED_OPS` ops, by `pipedp.estimate`, so that the time limit holds on
-    big graphs too (a simulation of 800k ops takes seconds)."""
+    `pipedp.cells_for`), the uniform split, or pipedp's best candidates with their cuts
+    moved by the simulated iteration (`pipecuts`, a share of the limit's simulations),
+    whichever fits and runs fastest. Faster: by the simulated iteration; where the M
+    copies of the graph pass `pipedp.MAX_SIMULATED_OPS` ops, by `pipedp.estimate` (and
+    no cut moves), so that the time limit holds on big graphs too (a simulation of 800k
+    ops takes seconds)."""
     pipeline = problem.pipeline
     assert pipeline is not None
-    best = pipedp.place_within(problem, options, pipedp.cells_for(options.time_limit_s))
+    deadline = cap(options.time_limit_s)
+    cells = pipedp.cells_for(options.time_limit_s)
+    best = pipedp.place_within(problem, options, cells)
     uniform = run_uniform(problem, options)
     simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
+    refined = pipecuts.refine_pipedp(problem, pipeline, cells, options.time_limit_s,
+                                     CUT_SHARE, deadline)
+    plans = [("pipedp", best), ("uniform", uniform)]
+    if refined is not None:
+        plans.append(("pipedp, cuts moved", dataclasses.replace(
+            best, plan=Plan(refined.split.placement(problem), algorithm="pipedp"))))
+        best = dataclasses.replace(best, info=MappingProxyType({
+            **best.info, "cut_moves": f"{refined.simulations} simulation(s)" + (
+                f"; {CUT}: this plan may differ from run to run" if refined.cut else "")}))
     figures = {name: _iteration(problem, plan.plan.placement, pipeline, simulated)
-               for name, plan in (("pipedp", best), ("uniform", uniform))}
+               for name, plan in plans}
     chosen = "pipedp"
-    if figures["uniform"][1] and figures["uniform"][0] < figures["pipedp"][0]:
-        best, chosen = uniform, "uniform"
+    for name, plan in plans[1:]:  # only a plan that fits and runs faster
+        if figures[name][1] and figures[name][0] < figures[chosen][0]:
+            best, chosen = dataclasses.replace(plan, info=best.info), name
     what = ("simulated iteration" if simulated else
             "estimated iteration, (M - 1) T plus each stage's load once")
     info = {**best.info, "chosen": chosen, "compared_by": what,

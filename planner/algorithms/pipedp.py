@@ -252,7 +252,7 @@ def _search_space(problem: Problem, pipeline: Pipeline, cells: float) -> Space:
     n = units(problem).count
     chains: dict[int, list[tuple[int, ...]]] = {}
     tried = total = 0
-    for stages in range(1, _most_stages(problem, pipeline, n) + 1):
+    for stages in range(1, most_stages(problem, pipeline, n) + 1):
         found = list(_chains(problem, stages, pipeline))
         total += len(found)
         chains[stages] = found[:MAX_CHAINS]
@@ -286,7 +286,18 @@ def split_candidates(problem: Problem, pipeline: Pipeline, options: Options | No
     """Per stage count: the split with the least period over the chains tried, then (with
     `balanced`) the best split of each other kind of `KINDS` where it differs, for the
     simulator to judge (the period bounds the steady state; the fill, the drain and
-    1F1B's round trips are what the other kinds weigh)."""
+    1F1B's round trips are what the other kinds weigh). Derived once per problem and
+    arguments (`search` and `auto` ask for pipedp's again)."""
+    cache: dict[tuple[Pipeline, bool, float, bool], dict[int, list[Found]]] = derived(
+        problem, "pipedp.candidates", dict)
+    key = (pipeline, capped, cells, balanced)
+    if key not in cache:
+        cache[key] = _split_candidates(problem, pipeline, options, capped, cells, balanced)
+    return cache[key]
+
+
+def _split_candidates(problem: Problem, pipeline: Pipeline, options: Options | None,
+                      capped: bool, cells: float, balanced: bool) -> dict[int, list[Found]]:
     u = units(problem)
     space = search_space(problem, pipeline, cells)
     kinds = KINDS if balanced else KINDS[:1]
@@ -370,7 +381,7 @@ def _enumerated(problem: Problem, space: Space, chain: Sequence[int], pipeline: 
     return None if found is None else Found(resource_loads(problem, found).period_s, found)
 
 
-def _most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
+def most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
     """Stages at most: a stage per device (K per device under `interleaved`), a unit each,
     and under `1f1b` no more than the micro-batches (torch's `Schedule1F1B` needs as many
     micro-batches as stages)."""

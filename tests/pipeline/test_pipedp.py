@@ -141,20 +141,22 @@ def test_pipedp_keeps_the_candidate_with_the_shortest_simulated_iteration(seed: 
         assert run_pipeline(p, f.split.placement(p), p.pipeline).iteration_s >= min(runs)
 
 
-@pytest.mark.parametrize(("seed", "training", "winner"), [
-    (43, True, "uniform"), (11, False, "pipedp"), (0, True, "pipedp"), (5, False, "pipedp")])
-def test_auto_keeps_the_split_that_simulates_faster(seed: int, training: bool,
-                                                    winner: str) -> None:
+@pytest.mark.parametrize(("seed", "training"), [(43, True), (11, False), (0, True),
+                                              (5, False)])
+def test_auto_keeps_the_split_that_simulates_faster(seed: int, training: bool) -> None:
     from planner.pipeline.schedule import run as run_pipeline
 
     p = random_spec(seed, 10, 4, training=training)
     sol = run("auto", p)
-    iterations = {name: run_pipeline(p, run(name, p).plan.placement, p.pipeline).iteration_s
-                  for name in ("pipedp", "uniform")}
-    assert sol.info["chosen"] == winner
-    assert dict(sol.info["candidates"]) == iterations
-    assert iterations[winner] == min(iterations.values())
-    assert run_pipeline(p, sol.plan.placement, p.pipeline).iteration_s == iterations[winner]
+    candidates = dict(sol.info["candidates"])
+    for name in ("pipedp", "uniform"):  # each as its own algorithm plans it
+        assert candidates[name] == run_pipeline(p, run(name, p).plan.placement,
+                                                p.pipeline).iteration_s
+    # the cut moves start from pipedp's best candidates: never slower than pipedp
+    assert candidates.get("pipedp, cuts moved", candidates["pipedp"]) <= candidates["pipedp"]
+    assert candidates[sol.info["chosen"]] == min(candidates.values())
+    assert run_pipeline(p, sol.plan.placement, p.pipeline).iteration_s == min(
+        candidates.values()) == sol.info["iteration_s"]
 
 
 def test_auto_sizes_the_dp_to_its_time_limit() -> None:
