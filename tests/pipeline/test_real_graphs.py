@@ -56,7 +56,7 @@ def gpt24(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_gpt24_with_room_for_1f1b(gpt24: Path) -> None:
     problem = load(gpt24).plan("gpt24_32")
     sol = run("auto", problem)
-    assert sol.info["chosen"] == "pipedp"
+    assert sol.info["chosen"] in ("pipedp", "pipedp, cuts moved")
     compared = {r.label: r for r in rows(problem, sol.plan.placement, "auto")[0]}
     mine = compared["this plan"].run
     assert mine.period_s == pytest.approx(139.9e-3, rel=0.05)
