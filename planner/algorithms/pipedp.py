@@ -21,9 +21,10 @@ most even; the simulated iteration rewards balanced non-bottleneck stages, as
 torchgpipe's partition has them). The period bounds the steady state only: the fill, the
 drain and 1F1B's round trips (a window of S - k micro-batches in flight on stage k waits
 for each one's backward pass) pay the transfers' latency too, so per stage count the DP
-also finds the best split of two other kinds (`KINDS`): compute alone (torchgpipe's
-`balance_by_time`), and compute or a boundary's transfers both ways, whichever is more
-(PipeDream's partitioner). On PipeDream's resnet50 profile at 4 workers
+also finds the best split of three other kinds (`KINDS`): compute alone (torchgpipe's
+`balance_by_time`), compute plus every transfer of the stage's boundaries (a
+micro-batch's latency through it), and compute or a boundary's transfers both ways,
+whichever is more (PipeDream's partitioner). On PipeDream's resnet50 profile at 4 workers
 the least-period split (T 205.5 ms) simulates 3.47 s, PipeDream's kind (T 278.3 ms)
 3.04 s. Chains: every distinct sequence of devices,
 two devices being alike when they have the same kind, speed, FLOP rate and memory and,
@@ -88,12 +89,12 @@ MAX_CHAINS = 24
 MAX_EXAMINED = 200_000
 #: the DP's work: `DP_PASSES` x (stage rows over all chains tried) x (candidate cuts)^2
 #: at most; more and the cuts are thinned (about 5 s on this machine)
-MAX_CELLS = 4.8e8
-#: the work `auto` gives the DP per second of its time limit (`cells_for`: 4.8e8 at the
+MAX_CELLS = 5.6e8
+#: the work `auto` gives the DP per second of its time limit (`cells_for`: 5.6e8 at the
 #: default 10 s, half the time on an idle machine, as `clock.LOAD_HEADROOM` wants)
-CELLS_PER_SECOND = 4.8e7
+CELLS_PER_SECOND = 5.6e7
 #: the least work, whatever the limit (a few candidate cuts per stage)
-MIN_CELLS = 2.4e5
+MIN_CELLS = 2.8e5
 #: the most candidate cuts, whatever the budget
 MAX_UNITS = 20_000
 #: copies of the graph's ops (micro-batches x ops) up to which a candidate is simulated
@@ -102,10 +103,10 @@ MAX_SIMULATED_OPS = 200_000
 #: about 0.45 s), of which the candidates' simulations get a quarter (`simulation_budget`):
 #: the DP has half the limit, and `clock.LOAD_HEADROOM` leaves the rest for a busy machine
 SIMULATED_OPS_PER_SECOND = 1.5e5
-#: the DP's passes over the cells per chain and stage count (`search_space`): three kinds
+#: the DP's passes over the cells per chain and stage count (`search_space`): four kinds
 #: of split (`KINDS`), the first two in two passes (least bottleneck, then most even), and
 #: the memory note's least period without the caps
-DP_PASSES = 6
+DP_PASSES = 7
 #: splits enumerated per stage count under `interleaved` (exact there) before the DP
 #: (a heuristic there) takes over
 MAX_ENUMERATED = 20_000
@@ -271,12 +272,13 @@ def best_splits(problem: Problem, pipeline: Pipeline, options: Options | None = 
 
 
 #: the kinds of split tried per stage count (`split_candidates`): the least period of the
-#: model; compute balanced alone (torchgpipe's `balance_by_time`); compute or a boundary's
-#: transfers both ways on one channel, whichever is more (PipeDream's partitioner, which
-#: counts each cut's activation twice). `latency` (compute plus every transfer of the
-#: stage's boundaries) is `_boundary`'s and `_Stage`'s too, but not tried: on PipeDream's 16
-#: profiles it never gave the fastest candidate, and its DP pass cost 1/7 of the work
-KINDS: tuple[str, ...] = ("period", "compute", "channel")
+#: model; compute balanced alone (torchgpipe's `balance_by_time`); compute plus every
+#: transfer of the stage's boundaries (a micro-batch's latency through the stage, which
+#: 1F1B's window of micro-batches in flight pays on its round trip; without it Baechi's
+#: GNMT on 4 GPUs runs 450.4 ms instead of 439.9); compute or a boundary's transfers both
+#: ways on one channel, whichever is more (PipeDream's partitioner, which counts each
+#: cut's activation twice)
+KINDS: tuple[str, ...] = ("period", "compute", "latency", "channel")
 
 
 def split_candidates(problem: Problem, pipeline: Pipeline, options: Options | None = None,
