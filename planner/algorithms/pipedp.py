@@ -90,19 +90,22 @@ MAX_EXAMINED = 200_000
 #: the DP's work: `DP_PASSES` x (stage rows over all chains tried) x (candidate cuts)^2
 #: at most; more and the cuts are thinned (about 5 s on this machine)
 MAX_CELLS = 5.6e8
-#: the work `auto` gives the DP per second of its time limit (`cells_for`: 5.6e8 at the
-#: default 10 s, half the time on an idle machine, as `clock.LOAD_HEADROOM` wants)
-CELLS_PER_SECOND = 5.6e7
+#: the work `auto` gives the DP per second of its time limit (`cells_for`: 3e8 at the
+#: default 10 s, about 3.5 s on an idle machine: with the candidates' simulations and the
+#: cut moves, half the limit or so, as `clock.LOAD_HEADROOM` wants; a 10,000-op graph on
+#: 8 GPUs took 10.7 s of CPU at 5.6e8)
+CELLS_PER_SECOND = 3e7
 #: the least work, whatever the limit (a few candidate cuts per stage)
 MIN_CELLS = 2.8e5
 #: the most candidate cuts, whatever the budget
 MAX_UNITS = 20_000
 #: copies of the graph's ops (micro-batches x ops) up to which a candidate is simulated
 MAX_SIMULATED_OPS = 200_000
-#: copied ops the simulator runs per second of a time limit on an idle machine (80,000 in
-#: about 0.45 s), of which the candidates' simulations get a quarter (`simulation_budget`):
-#: the DP has half the limit, and `clock.LOAD_HEADROOM` leaves the rest for a busy machine
-SIMULATED_OPS_PER_SECOND = 1.5e5
+#: copied ops the simulator runs per second of a time limit on an idle machine (80,000 of a
+#: 10,000-op graph, relays included, in about 0.8 s), of which the candidates' simulations
+#: get a quarter (`simulation_budget`): the DP has about a third of the limit, and
+#: `clock.LOAD_HEADROOM` leaves the rest for a busy machine
+SIMULATED_OPS_PER_SECOND = 1e5
 #: the DP's passes over the cells per chain and stage count (`search_space`): four kinds
 #: of split (`KINDS`), the first two in two passes (least bottleneck, then most even), and
 #: the memory note's least period without the caps

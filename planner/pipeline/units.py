@@ -61,16 +61,14 @@ class Units:
     kept_prefix: NDArray[np.float64]
     #: per unit: its largest transient (a backward output or a temp)
     transient: NDArray[np.float64]
+    #: whether the graph has backward ops (a field: the DP asks per stage and chain)
+    training: bool = False
 
     @property
     def count(self) -> int:
         """How many units there are."""
         return len(self.members)
 
-    @property
-    def training(self) -> bool:
-        """Whether the graph has backward ops."""
-        return any(self.backward)
 
 
 def units(problem: Problem) -> Units:
@@ -118,8 +116,12 @@ def _derive(problem: Problem) -> Units:
         for i in ops[1:]:
             common &= set(f.allowed[i])
         allowed.append(tuple(sorted(common)))
+    tables = _tables(problem, members, unit_of, backward, allowed)
+    names = ("compute_prefix", "forward_prefix", "banned_prefix", "forward_count",
+             "forward_bytes", "backward_count", "backward_bytes", "params_prefix",
+             "kept_prefix", "transient")
     return Units(tuple(map(tuple, members)), tuple(unit_of), backward, tuple(allowed),
-                 *_tables(problem, members, unit_of, backward, allowed))
+                 training=bool(g.backward_of), **dict(zip(names, tables, strict=True)))
 
 
 def _tables(problem: Problem, members: list[list[int]], unit_of: list[int],
