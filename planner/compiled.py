@@ -159,8 +159,12 @@ def build_in_background(what: str) -> bool:
         with contextlib.suppress(OSError):
             lock.unlink()
         return False
-    with contextlib.suppress(OSError):
-        lock.write_text(f"{_child.pid}\n")  # who builds, for people and tests
+    with contextlib.suppress(OSError):  # who builds, for people and tests; never re-created:
+        # a quick build may have ended and removed its lock already (it did, next to four
+        # CPU hogs), and a lock left behind would say "building" for STALE_S
+        fd = os.open(lock, os.O_WRONLY | os.O_TRUNC)
+        with os.fdopen(fd, "w") as out:
+            out.write(f"{_child.pid}\n")
     notice(what)
     return True
 

@@ -67,6 +67,31 @@ def test_load_cached_loads_what_the_cache_holds_and_never_compiles(tmp_path: Pat
     assert _probe(tmp_path, "none")[:2] == ["False", "0"]
 
 
+def test_a_build_that_ends_before_its_pid_is_written_leaves_no_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # next to four CPU hogs a quick build ended, and removed its lock, before the parent
+    # wrote the child's pid into it: writing re-created the lock, and every command for
+    # STALE_S seconds after took a build to be running
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    monkeypatch.setattr(compiled, "_child", None)
+    monkeypatch.setattr(compiled, "_noticed", False)
+    lock = compiled._lock_path()
+
+    class Done:  # a build that has already finished and removed its lock
+        pid = 4242
+
+        def __init__(self, command: list[str], **_: object) -> None:
+            lock.unlink()
+
+        def poll(self) -> int:
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", Done)
+    assert compiled.build_in_background("the kernel") is True
+    assert not lock.exists() and not compiled.building()
+
+
 def test_one_background_build_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path))

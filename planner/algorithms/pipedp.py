@@ -41,14 +41,17 @@ every split of every chain is enumerated and judged by the report's own rules
 within its device's memory over K) is a heuristic, and `info["split_search"]` says which.
 
 Among stage counts and candidates, the plan whose simulated iteration
-(`pipeline.schedule`) is shortest wins (ties: the smaller period, then fewer stages; where
-the M copies of the graph would pass `MAX_SIMULATED_OPS` ops, the best estimate
-(M + S - 1) T wins instead; the estimate missed the README's two-GPU MLP, where a 2-stage
-split beats one stage). When the DP's work, stage rows times
+(`pipeline.schedule`) is shortest wins (ties: the smaller period, then fewer stages). The
+candidates are simulated best estimate first within a budget of simulations set by the
+time limit alone (`simulation_budget`); where the M copies of the graph would pass
+`MAX_SIMULATED_OPS` ops, or none fits the budget, the best estimate wins instead:
+(M - 1) T plus each stage's load once (`estimate`; `info["candidates_compared_by"]` says
+which). When the DP's work, stage rows times
 candidate cuts squared, would pass `MAX_CELLS`, the cuts are thinned to the cheapest
 boundary to cross within each of as many equal windows of units as fit, and
 `info["candidate_cuts"]` says so: the split is then the best among those cuts (GNMT's
-2,674 units on 4 GPUs: every boundary; a 100,000-op graph on 8 GPUs: about 560).
+2,674 units on 4 GPUs: every boundary; a 100,000-op graph on 8 GPUs under `auto`'s
+default limit of 10 s: about 260).
 
 When the memory caps change the answer, `info["memory_note"]` says how: the best of the
 candidates they ruled out, compared as the plan was chosen (by the simulated iteration, or
@@ -508,14 +511,21 @@ def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
             f = new
         if not math.isfinite(f[p - 1]):
             return None
-        bounds = [p - 1]
-        for k in range(s - 1, -1, -1):
-            bounds.append(int(back[k, bounds[-1]]))
-        bounds.reverse()
+        bounds = backtrack(back, s, p - 1)
         found = Split(tuple(int(space.cuts[b]) for b in bounds), tuple(chain))
         if limit is None:
             limit = f[p - 1] * (1 + 1e-9)
     return Found(resource_loads(problem, found).period_s, found)
+
+
+def backtrack(back: NDArray[np.int64], stages: int, last: int) -> list[int]:
+    """The cut indices, first to last, that a bottleneck DP's back pointers give
+    (`back[k, j]`: where stage k starts when it ends at j; the last stage ends at `last`)."""
+    bounds = [last]
+    for k in range(stages - 1, -1, -1):
+        bounds.append(int(back[k, bounds[-1]]))
+    bounds.reverse()
+    return bounds
 
 
 def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int],

@@ -384,10 +384,7 @@ def _chain_split(problem: Problem, t: _Tables, chain: Sequence[int]
         left = right
     if not math.isfinite(f[p - 1]):
         return None
-    bounds = [p - 1]
-    for k in range(s - 1, -1, -1):
-        bounds.append(int(back[k, bounds[-1]]))
-    bounds.reverse()
+    bounds = pipedp.backtrack(back, s, p - 1)
     if bounds[0] != 0:
         return None
     return float(f[p - 1]), Split(tuple(int(t.cuts[b]) for b in bounds), tuple(chain))
