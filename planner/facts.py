@@ -471,16 +471,11 @@ def _with_copies(problem: Problem, f: Facts) -> list[Proof]:
         return out
     clique = _crowded(copies.need, need, fits, caps)
     if clique:
-        names = ", ".join(unit_name(problem, f.units[u]) for u in clique[:4])
-        more = f" and {len(clique) - 4} more" if len(clique) > 4 else ""
-        room = sorted({d for u in clique for d in fits[u]})
-        out.append(Proof(
-            "E307", f"{len(clique)} units ({names}{more}) cannot share a device two by two, "
-            f"but only {len(room)} device(s) can take them", (
-                _model_hint(problem) + "; a tensor from another device is held as a copy",
-                "two of them together, with the inputs they must hold, need more than any "
-                "device they may both use holds; add devices or memory, or shrink the ops"),
-            tuple(i for u in clique for i in f.units[u][:1])))
+        out.append(_crowded_proof(
+            problem, f, clique, fits,
+            (_model_hint(problem) + "; a tensor from another device is held as a copy",
+             "two of them together, with the inputs they must hold, need more than any "
+             "device they may both use holds; add devices or memory, or shrink the ops")))
     return out
 
 
@@ -539,17 +534,25 @@ def _live_copies(problem: Problem, f: Facts) -> list[Proof]:
 
     clique = _crowded(together, own, fits, caps)
     if clique:
-        names = ", ".join(unit_name(problem, f.units[u]) for u in clique[:4])
-        more = f" and {len(clique) - 4} more" if len(clique) > 4 else ""
-        room = sorted({d for u in clique for d in fits[u]})
-        out.append(Proof(
-            "E307", f"{len(clique)} units ({names}{more}) cannot share a device two by two, "
-            f"but only {len(room)} device(s) can take them", (
-                _model_hint(problem),
-                "two of them together need more than any device they may both use holds; "
-                "add devices or memory, or shrink the ops"),
-            tuple(i for u in clique for i in f.units[u][:1])))
+        out.append(_crowded_proof(
+            problem, f, clique, fits,
+            (_model_hint(problem),
+             "two of them together need more than any device they may both use holds; "
+             "add devices or memory, or shrink the ops")))
     return out
+
+
+def _crowded_proof(problem: Problem, f: Facts, clique: list[int],
+                   fits: list[tuple[int, ...]], hints: tuple[str, ...]) -> Proof:
+    """E307 for `clique`: units no two of which share a device, more than the devices
+    that can take them (static memory and liveness say so with their own `hints`)."""
+    names = ", ".join(unit_name(problem, f.units[u]) for u in clique[:4])
+    more = f" and {len(clique) - 4} more" if len(clique) > 4 else ""
+    room = sorted({d for u in clique for d in fits[u]})
+    return Proof(
+        "E307", f"{len(clique)} units ({names}{more}) cannot share a device two by two, "
+        f"but only {len(room)} device(s) can take them", hints,
+        tuple(i for u in clique for i in f.units[u][:1]))
 
 
 def _crowded(together: Callable[[tuple[int, int]], int], need: list[int],
