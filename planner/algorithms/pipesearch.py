@@ -32,7 +32,7 @@ from types import MappingProxyType
 
 from ..model import Pipeline, Problem
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import fits, period_s, split_of, stage_bytes
+from ..pipeline.split import fits, period_s, resource_loads, split_of, stage_bytes
 from ..pipeline.units import units
 from ..plan import Plan
 from . import pipecuts, pipedp
@@ -58,8 +58,8 @@ def place(problem: Problem, options: Options) -> Solution:
     if refined is not None and refined.iteration_s < _iteration(problem, start, pipeline):
         start = Solution(Plan(refined.split.placement(problem), algorithm="search"),
                          "feasible", MappingProxyType({
-                             **start.info, "period_s": period_s(problem,
-                                                                refined.split.placement(problem)),
+                             **start.info,
+                             "period_s": resource_loads(problem, refined.split).period_s,
                              "iteration_s": refined.iteration_s, "stages": refined.split.stages,
                              "chosen": "search (cut moves)"}))
     if refined is not None:
