@@ -297,6 +297,12 @@ class Pipeline:
     microbatches: int = 1
     schedule: Schedule = "1f1b"
     stages_per_device: int = 1
+    #: 1: one pipeline, each stage on one device; N >= 2: N identical pipelines
+    #: (Megatron/DAPPLE), every stage replicated N times; "auto": the planner chooses
+    #: each stage's replicas (`planner.pipeline.hybrid`)
+    data_parallel: int | Literal["auto"] = 1
+    #: samples per micro-batch (for the throughput only)
+    microbatch_size: int = 1
 
 
 @dataclass(frozen=True)

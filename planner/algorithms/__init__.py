@@ -73,6 +73,11 @@ ALGORITHMS: Mapping[str, AlgorithmInfo] = _table(
                   exact=True, needs_solver=True, citation="Chen et al., sublinear memory cost "
                   "(recomputation), 2016; bottleneck assignment as a MILP",
                   objectives=_PIPELINE),
+    AlgorithmInfo("hybrid", _A + "pipehybrid", "pipeline stages replicated over groups of "
+                  "devices (data parallelism inside a stage), by dynamic programming over "
+                  "units and devices used, judged by the simulated iteration",
+                  citation="Narayanan et al., PipeDream, SOSP 2019 (its hybrid optimizer); "
+                  "Fan et al., DAPPLE, PPoPP 2021", objectives=_PIPELINE),
     AlgorithmInfo("uniform", _A + "baselines.uniform", "the same number of pipeline units per "
                   "stage, stage k on device k (the uniform layer split)", memory_aware=False,
                   objectives=_PIPELINE),

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from types import MappingProxyType
 from typing import Any
 
@@ -64,7 +65,7 @@ from ..pipeline.split import fits, split_of, stage_bytes
 from ..plan import Plan
 from ..simulate import simulate
 from ..units import format_seconds
-from . import pipecuts, pipedp
+from . import pipecuts, pipedp, pipehybrid
 from .base import Interrupted, Options, Solution
 from .baselines.uniform import place as run_uniform
 from .clock import CUT, LOAD_HEADROOM, cap
@@ -147,6 +148,11 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
     ops takes seconds)."""
     pipeline = problem.pipeline
     assert pipeline is not None
+    if pipeline.data_parallel not in (1, "auto"):  # N identical pipelines: nothing to compare
+        fixed = pipehybrid.place(problem, options)
+        return dataclasses.replace(fixed, info=MappingProxyType({
+            **fixed.info, "chosen": "hybrid", "compared_by": "simulated iteration",
+            "candidates": {"hybrid": fixed.info["iteration_s"]}}))
     deadline = cap(options.time_limit_s)
     cells = pipedp.cells_for(options.time_limit_s)
     best = pipedp.place_within(problem, options, cells)
@@ -167,6 +173,15 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
     for name, plan in plans[1:]:  # only a plan that fits and runs faster
         if figures[name][1] and figures[name][0] < figures[chosen][0]:
             best, chosen = dataclasses.replace(plan, info=best.info), name
+    if pipeline.data_parallel == "auto":  # replicated stages too, if they run faster
+        try:
+            mixed = pipehybrid.place(problem, options)
+        except InfeasibleError:  # no layout fits: the pure pipeline's verdict stands
+            figures["hybrid"] = (math.inf, False)
+        else:
+            figures["hybrid"] = (mixed.info["iteration_s"], True)
+            if not figures[chosen][1] or figures["hybrid"][0] < figures[chosen][0]:
+                best, chosen = mixed, "hybrid"
     what = ("simulated iteration" if simulated else
             "estimated iteration, (M - 1) T plus each stage's load once")
     info = {**best.info, "chosen": chosen, "compared_by": what,

@@ -265,7 +265,7 @@ def _search_space(problem: Problem, pipeline: Pipeline, cells: float) -> Space:
         tried += len(chains[stages])
     stage_rows = DP_PASSES * sum(s * len(c) for s, c in chains.items())
     most = max(2, int(math.sqrt(cells / max(stage_rows, 1))))
-    cuts = _candidate_cuts(units(problem), min(MAX_UNITS, most))
+    cuts = candidate_cuts(units(problem), min(MAX_UNITS, most))
     return Space(chains, tried, total, cuts, _largest_transients(units(problem), cuts))
 
 
@@ -400,7 +400,7 @@ def most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
     return most
 
 
-def _candidate_cuts(u: Units, most: int) -> NDArray[np.int64]:
+def candidate_cuts(u: Units, most: int) -> NDArray[np.int64]:
     """Unit boundaries 0..n where stages may begin and end: all of them up to `most`
     units, else the cheapest to cross within each of `most` windows."""
     n = u.count

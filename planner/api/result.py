@@ -16,8 +16,7 @@ from ..algorithms.base import Solution
 from ..algorithms.exact.verdict import plan_bound, standing
 from ..bounds import Bounds, lower_bound, relative_gap
 from ..model import Problem
-from ..pipeline.schedule import PipelineRun
-from ..pipeline.schedule import run as run_pipeline
+from ..pipeline.schedule import PipelineRun, run_planned
 from ..simulate import SimResult, simulate
 
 
@@ -68,13 +67,12 @@ class Result(Solution):
     def pipeline(self) -> PipelineRun | None:
         """Under `objective pipeline`: the plan run as its pipeline (`pipeline.schedule.run`:
         M micro-batches under the plan's schedule, the devices the algorithm says recompute
-        doing so): iteration, per micro-batch, period T, bubble, stages, memory. None under
-        `objective makespan`."""
+        doing so, the stages it replicates on their groups): iteration, per micro-batch,
+        period T, bubble, stages, memory. None under `objective makespan`."""
         if self.problem.pipeline is None:
             return None
-        index = self.problem.cluster.device_index
-        again = [index[n] for n in self.info.get("recompute") or () if n in index]
-        return run_pipeline(self.problem, self.plan.placement, self.problem.pipeline, again)
+        return run_planned(self.problem, self.plan.placement, self.problem.pipeline,
+                           self.info)
 
     @cached_property
     def bounds(self) -> Bounds:

@@ -738,12 +738,10 @@ def _pipeline_status(problem: Problem, solution: Solution) -> str:
     if pipeline is None or solution.status not in ("feasible", "optimal"):
         return solution.status
     # lazy: start-up
-    from ..pipeline.schedule import run as run_pipeline
+    from ..pipeline.schedule import run_planned
     from ..pipeline.split import fits
 
-    index = problem.cluster.device_index
-    again = [index[n] for n in solution.info.get("recompute") or () if n in index]
-    held = run_pipeline(problem, solution.plan.placement, pipeline, again).memory_bytes
+    held = run_planned(problem, solution.plan.placement, pipeline, solution.info).memory_bytes
     return solution.status if fits(problem, held) else "infeasible"
 
 

@@ -22,7 +22,7 @@ from ..bounds import lower_bound, relative_gap
 from ..errors import InfeasibleError, PlannerError, SolverError, SpecError, UsageError
 from ..model import Pipeline, Problem, Spec
 from ..pipeline.bound import pipeline_bound
-from ..pipeline.schedule import run as run_pipeline
+from ..pipeline.schedule import run_planned
 from ..pipeline.split import fits as pipeline_fits
 from ..simulate import SimResult, Violation, simulate
 from ..spec.load import load_path
@@ -278,14 +278,12 @@ def _verdict(row: Row, problem: Problem, status: Status, feasible: bool,
 
 def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
                   result: SimResult, row: Row) -> tuple[bool, list[Violation]]:
-    """Run the plan as `pipeline` (`pipeline.schedule.run`; the devices the algorithm names
-    in `info["recompute"]` recompute) and fill the row's pipeline columns. Returns the
-    pipeline's verdict, as `planner solve` judges a pipeline plan: whether it is feasible,
-    and the one-pass violations that count (every rule but memory, which the pipeline's
-    model judges instead)."""
-    index = problem.cluster.device_index
-    again = [index[name] for name in info.get("recompute") or () if name in index]
-    run = run_pipeline(problem, result.placement, pipeline, again)
+    """Run the plan as `pipeline` (`pipeline.schedule.run_planned`: the devices the algorithm
+    names in `info["recompute"]` recompute, its `info["replicas"]` run replicated stages)
+    and fill the row's pipeline columns. Returns the pipeline's verdict, as `planner solve`
+    judges a pipeline plan: whether it is feasible, and the one-pass violations that count
+    (every rule but memory, which the pipeline's model judges instead)."""
+    run = run_planned(problem, result.placement, pipeline, info)
     devs = problem.cluster.devices
     fits = pipeline_fits(problem, run.memory_bytes)
     row.update(schedule=run.schedule, n_microbatches=run.microbatches,

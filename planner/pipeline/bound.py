@@ -7,7 +7,8 @@ Every device handles its share of each micro-batch, so the busiest one needs at 
   devices), that is the total at one device's pace times the fraction of the whole
   cluster's pace; otherwise the sum of each op's fastest time over the device count;
 - **unit**: the largest unit (a layer's forward and backward ops, a colocation group)
-  cannot be split: its fastest time on a device it may use;
+  cannot be split: its fastest time on a device it may use (over the most replicas it may
+  have, min(devices, M), under `data_parallel`: replicas take turns at micro-batches);
 - **pins**: the units pinned to one device, on that device.
 
 Transfers and memory only add, so T >= the largest of these. M micro-batches need at least
@@ -54,6 +55,9 @@ def pipeline_bound(problem: Problem, one_pass_s: float = 0.0) -> PipelineBound:
         if len(u.allowed[k]) == 1:
             pinned[u.allowed[k][0]] += float(table[list(ops), u.allowed[k][0]].sum())
     candidates["pins"] = max(pinned, default=0.0)
+    pipe = problem.pipeline
+    if pipe is not None and pipe.data_parallel != 1:
+        candidates["unit"] /= max(1, min(m, pipe.microbatches))
     reason = max(candidates, key=lambda k: candidates[k])
     period = candidates[reason]
     microbatches = problem.pipeline.microbatches if problem.pipeline else 1

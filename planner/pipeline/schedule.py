@@ -59,8 +59,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -68,6 +70,7 @@ from ..cost import Costs, allreduce_time, costs
 from ..model import Cluster, Graph, Op, Pipeline, Problem, derived, indexed_graph, new_edges
 from ..plan import Plan
 from ..simulate import SimResult, simulate
+from . import hybrid
 from .split import Split, resource_loads, split_of, stage_bytes
 from .units import units
 
@@ -80,12 +83,21 @@ _UNBOUNDED = 2**62
 
 @dataclass(frozen=True, slots=True)
 class Stage:
-    """One stage of a run: its device, its ops, and its busy time over the iteration."""
+    """One stage of a run: its device, its ops, and its busy time over the iteration
+    (all its replicas'); replicated (`planner.pipeline.hybrid`), the devices of its
+    replicas (`device` first) and the seconds of its gradients' all-reduce."""
 
     device: int
     ops: tuple[int, ...]
     busy_s: float
     load_s: float
+    replicas: tuple[int, ...] = ()
+    allreduce_s: float = 0.0
+
+    @property
+    def devices(self) -> tuple[int, ...]:
+        """The devices that run the stage: its replicas', or its one device."""
+        return self.replicas or (self.device,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +133,18 @@ class PipelineRun:
     #: when each task ran (module docstring), device by device in pipeline order; the
     #: tasks that never ran (a deadlock) left out
     tasks: tuple[Task, ...] = ()
-    #: seconds of the tied weights' gradient all-reduces (module docstring), in
-    #: `iteration_s` where they end after the pipeline's last op
+    #: seconds of the gradient all-reduces (tied weights', module docstring; replicated
+    #: stages', `hybrid`), in `iteration_s` where they end after the pipeline's last op
     allreduce_s: float = 0.0
+    #: samples per micro-batch (`Pipeline.microbatch_size`)
+    microbatch_size: int = 1
+
+    @property
+    def throughput(self) -> float:
+        """Samples per second: the iteration's micro-batches times their size, over it."""
+        if not math.isfinite(self.iteration_s) or self.iteration_s <= 0:
+            return 0.0
+        return self.microbatches * self.microbatch_size / self.iteration_s
 
     @property
     def time_per_microbatch_s(self) -> float:
@@ -146,33 +167,54 @@ class PipelineRun:
         return max(0.0, 1.0 - busy / (self.iteration_s * len(used)))
 
 
+_NONE: Mapping[int, tuple[int, ...]] = MappingProxyType({})
+_Key = tuple[tuple[int, ...], Pipeline, frozenset[int], tuple[tuple[int, tuple[int, ...]], ...]]
+
+
 def run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
-        recompute: Collection[int] = ()) -> PipelineRun:
+        recompute: Collection[int] = (), replicas: Mapping[int, tuple[int, ...]] = _NONE,
+        ) -> PipelineRun:
     """Simulate `placement` as a pipeline of `pipeline.microbatches` micro-batches, the
-    devices in `recompute` running their forward ops again in each backward pass (once
-    per problem, placement, pipeline and recomputation: the solver and the report ask for
-    the same)."""
-    done: dict[tuple[tuple[int, ...], Pipeline, frozenset[int]], PipelineRun] = derived(
-        problem, "pipeline.runs", dict)
-    key = (tuple(placement), pipeline, frozenset(recompute))
+    devices in `recompute` running their forward ops again in each backward pass, and a
+    device in `replicas` running its stages on its group of replicas (`hybrid`: the
+    representative device -> its group, itself first). Once per problem, placement,
+    pipeline, recomputation and replicas: the solver and the report ask for the same."""
+    done: dict[_Key, PipelineRun] = derived(problem, "pipeline.runs", dict)
+    groups = tuple(sorted((d, tuple(g)) for d, g in replicas.items() if len(g) > 1))
+    key = (tuple(placement), pipeline, frozenset(recompute), groups)
     if key not in done:
-        done[key] = _run(problem, key[0], pipeline, key[2])
+        done[key] = _run(problem, key[0], pipeline, key[2], MappingProxyType(dict(groups)))
     return done[key]
+
+
+def run_planned(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
+                info: Mapping[str, Any]) -> PipelineRun:
+    """`run` of a solution's plan, with what its `info` says: the devices that recompute
+    (`info["recompute"]`, names) and the replicated stages' groups (`info["replicas"]`,
+    `hybrid.replica_groups`)."""
+    index = problem.cluster.device_index
+    again = [index[n] for n in info.get("recompute") or () if n in index]
+    return run(problem, placement, pipeline, again, hybrid.replica_groups(problem, info))
 
 
 # complex: the schedule actually run: one device, or the simulator with its fallbacks
 # (interleaved -> 1f1b, deadlock -> gpipe, stage- or micro-batch-first), then stage totals
 def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
-         recompute: frozenset[int]) -> PipelineRun:
+         recompute: frozenset[int], replicas: Mapping[int, tuple[int, ...]]) -> PipelineRun:
     split = split_of(problem, placement)
+    groups = {d: g for d, g in replicas.items() if d in split.devices}
     schedule: str = pipeline.schedule
     note = ""
-    if schedule == "interleaved" and not _interleaves(split, pipeline.stages_per_device):
-        schedule, note = "1f1b", (f"its stages are not {pipeline.stages_per_device} per "
-                                  "device in a repeating chain: run as 1f1b")
+    if schedule == "interleaved" and (groups or not _interleaves(
+            split, pipeline.stages_per_device)):
+        schedule, note = "1f1b", (
+            "its stages are replicated: run as 1f1b" if groups else
+            f"its stages are not {pipeline.stages_per_device} per device in a repeating "
+            "chain: run as 1f1b")
     c = costs(problem)
     allreduce = 0.0  # holders on one device share their weight
-    if split.stages == 1:  # one device never waits: its work, micro-batch after micro-batch
+    by_group: dict[int, float] = {}
+    if split.stages == 1 and not groups:  # one device never waits: its work, one after another
         d = split.devices[0]
         again = d in recompute
         work = pipeline.microbatches * math.fsum(
@@ -182,22 +224,24 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
         busy = tuple(work if e == d else 0.0 for e in range(len(problem.cluster.devices)))
         tasks = _one_device_tasks(problem, d, pipeline, schedule, again)
     else:
-        result = _simulate(problem, placement, split, pipeline, schedule, recompute)
+        result = _simulate(problem, placement, split, pipeline, schedule, recompute, groups)
         if not math.isfinite(result.makespan_s) and schedule != "gpipe":
             note = (f"its devices are not a chain of stages, and {schedule} would deadlock: "
                     "run in gpipe's order")
             schedule = "gpipe"
-            result = _simulate(problem, placement, split, pipeline, schedule, recompute)
+            result = _simulate(problem, placement, split, pipeline, schedule, recompute,
+                               groups)
         if schedule == "gpipe" and len(set(split.devices)) < split.stages:
             # a device with several stages: stage by stage, or micro-batch first, whichever
             # the simulator finds shorter (neither wins everywhere; the first can deadlock)
-            other = _simulate(problem, placement, split, pipeline, _BY_MICROBATCH, recompute)
+            other = _simulate(problem, placement, split, pipeline, _BY_MICROBATCH, recompute,
+                              groups)
             if not other.makespan_s >= result.makespan_s:
                 schedule, result = _BY_MICROBATCH, other
         iteration, busy = result.makespan_s, tuple(result.busy_s)
-        tasks = _task_times(problem, split, schedule, pipeline.microbatches, result)
-        iteration, allreduce = _allreduces(problem, placement, pipeline.microbatches,
-                                           result, iteration)
+        tasks = _task_times(problem, split, schedule, pipeline.microbatches, result, groups)
+        iteration, allreduce, by_group = _allreduces(problem, placement, split, pipeline,
+                                                     result, iteration, groups)
         schedule = "gpipe" if schedule == _BY_MICROBATCH else schedule
     loads = resource_loads(problem, split, recompute)
     u = units(problem)
@@ -206,11 +250,17 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
         ops = tuple(i for unit in u.members[split.bounds[k]:split.bounds[k + 1]] for i in unit)
         rerun = (math.fsum(c.compute[i][d] for i in ops if not u.backward[i])
                  if d in recompute else 0.0)
+        share = len(hybrid.group(groups, d))
         stages.append(Stage(d, ops, pipeline.microbatches * (
-            math.fsum(c.compute[i][d] for i in ops) + rerun), loads.stage_s[k]))
+            math.fsum(c.compute[i][d] for i in ops) + rerun), loads.stage_s[k] / share,
+            groups.get(d, ()), by_group.get(d, 0.0)))
+    device_s = list(loads.device_s)
+    for d, members in groups.items():  # a replica takes its share of the micro-batches
+        for e in members:
+            device_s[e] = loads.device_s[d] / len(members)
     return PipelineRun(schedule, pipeline.microbatches, iteration, tuple(stages), busy,
-                       tuple(stage_bytes(problem, split, pipeline, recompute)),
-                       loads.device_s, note, tasks, allreduce)
+                       tuple(stage_bytes(problem, split, pipeline, recompute, groups)),
+                       tuple(device_s), note, tasks, allreduce, pipeline.microbatch_size)
 
 
 def tied_gradients(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, ...], int]]:
@@ -224,26 +274,36 @@ def tied_gradients(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, .
             if all(i in backward for i in t.ops)]
 
 
-def _allreduces(problem: Problem, placement: Sequence[int], mb: int, result: SimResult,
-                iteration: float) -> tuple[float, float]:
-    """(the iteration, the all-reduces' seconds) with the tied gradients' all-reduces run
-    after the simulation `result` (the module docstring)."""
+def _allreduces(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
+                result: SimResult, iteration: float, groups: Mapping[int, tuple[int, ...]],
+                ) -> tuple[float, float, dict[int, float]]:
+    """(the iteration, the all-reduces' seconds, each replicated group's) with the gradient
+    all-reduces run after the simulation `result`: the tied weights' (the module
+    docstring; among every replica of their holders) and the replicated stages'
+    (`hybrid.allreduces`)."""
     ties = tied_gradients(problem)
-    if not ties:
-        return iteration, 0.0
+    if not ties and not groups:
+        return iteration, 0.0, {}
     c = costs(problem)
+    mb = pipeline.microbatches
     n = len(result.end_s) // mb  # the graph's ops and its relays, per micro-batch
     end = np.asarray(result.end_s, dtype=np.float64).reshape(mb, n)
     ready = []
     for holders, backward, nbytes in ties:
-        took = allreduce_time(c, nbytes, sorted({placement[i] for i in holders}))
+        took = allreduce_time(c, nbytes, sorted({e for i in holders
+                                                 for e in hybrid.group(groups, placement[i])}))
         if took > 0:
             ready.append((float(end[:, list(backward)].max()), took))
     clock = total = 0.0
     for start, took in sorted(ready):
         clock = max(clock, start) + took
         total += took
-    return max(iteration, clock), total
+    ops_of: dict[int, list[int]] = {}
+    for i, d in enumerate(placement):
+        if d in groups:
+            ops_of.setdefault(d, []).append(i)
+    finish, by_group = hybrid.allreduces(problem, groups, ops_of, end)
+    return max(iteration, clock, finish), total + math.fsum(by_group.values()), by_group
 
 
 def _interleaves(split: Split, per_device: int) -> bool:
@@ -336,7 +396,8 @@ def _relay_hops(st: Sequence[int], i: int, consumers: Sequence[tuple[int, int]],
 
 
 def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
-              schedule: str, recompute: Collection[int] = ()) -> SimResult:
+              schedule: str, recompute: Collection[int] = (),
+              groups: Mapping[int, tuple[int, ...]] = _NONE) -> SimResult:
     relayed = _relayed(problem, placement, split)
     g = relayed.graph
     n, mb = len(g.ops), pipeline.microbatches
@@ -361,8 +422,12 @@ def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline
         compute = _with_recompute(problem, placement, recompute)
     compute = compute + ((0.0,) * len(cluster.devices),) * len(relayed.stage)
     expanded.__dict__["_costs"] = Costs(compute * mb, c.latency, c.inv_bandwidth)
-    order = _orders(problem, relayed, split, pipeline, schedule)
-    plan = Plan(relayed.placement * mb, order)
+    order = _orders(problem, relayed, split, pipeline, schedule, groups)
+    # micro-batch m of a replicated stage on its replica m mod r (`hybrid`)
+    where = tuple(relayed.placement) if not groups else tuple(
+        hybrid.group(groups, d)[m % len(hybrid.group(groups, d))]
+        for m in range(mb) for d in relayed.placement)
+    plan = Plan(where * (1 if groups else mb), order)
     return simulate(expanded, plan)
 
 
@@ -407,9 +472,11 @@ def _task_ops(problem: Problem, split: Split, schedule: str
 
 
 def _orders(problem: Problem, relayed: _Relayed, split: Split, pipeline: Pipeline,
-            schedule: str) -> tuple[tuple[int, ...], ...]:
+            schedule: str, groups: Mapping[int, tuple[int, ...]] = _NONE,
+            ) -> tuple[tuple[int, ...], ...]:
     """Per device, its ops of every micro-batch in the schedule's order; a relay ends the
-    forward (or backward) task of its stage, as a stage sends its outputs when it is done."""
+    forward (or backward) task of its stage, as a stage sends its outputs when it is done.
+    A replica of a replicated stage runs its own micro-batches (`hybrid`)."""
     n, mb = len(relayed.graph.ops), pipeline.microbatches
     training = units(problem).training
     devices = _task_ops(problem, split, schedule)
@@ -420,20 +487,29 @@ def _orders(problem: Problem, relayed: _Relayed, split: Split, pipeline: Pipelin
         chunk = [j for j in range(split.stages) if split.devices[j] == d].index(k)
         key = (d, chunk if per_stage else 0, back and training)
         tails.setdefault(key, []).append(len(problem.graph.ops) + r)
+    sizes = [len(hybrid.group(groups, d)) for d, _ in devices]
     order: list[tuple[int, ...]] = [() for _ in problem.cluster.devices]
     for rank, (d, chunks) in enumerate(devices):
-        seq = _sequence(schedule, rank, len(devices), len(chunks), mb, training)
         ops = [(fwd + tails.get((d, c, False), []), bwd + tails.get((d, c, True), []))
                for c, (_, fwd, bwd) in enumerate(chunks)]
-        order[d] = tuple(i + m * n for forward, c, m in seq
-                         for i in (ops[c][0] if forward else ops[c][1]))
+        members = hybrid.group(groups, d)
+        for j, e in enumerate(members):
+            mine = range(j, mb, len(members))
+            warm = None
+            if groups and schedule == "1f1b":
+                warm = min(hybrid.in_flight(pipeline, sizes, rank, training), len(mine)) - 1
+            seq = _sequence(schedule, rank, len(devices), len(chunks), len(mine), training, warm)
+            order[e] = tuple(i + mine[m] * n for forward, c, m in seq
+                             for i in (ops[c][0] if forward else ops[c][1]))
     return tuple(order)
 
 
 def _task_times(problem: Problem, split: Split, schedule: str, mb: int,
-                result: SimResult) -> tuple[Task, ...]:
+                result: SimResult, groups: Mapping[int, tuple[int, ...]] = _NONE,
+                ) -> tuple[Task, ...]:
     """When each task ran in `result` (the copies' simulation): its first op's start to
-    its last op's end; a task with an op that never ran is left out."""
+    its last op's end, on the replica that ran it; a task with an op that never ran is
+    left out."""
     n = len(result.start_s) // mb  # the graph's ops and its relays, per micro-batch
     start = np.asarray(result.start_s, dtype=np.float64).reshape(mb, n)
     end = np.asarray(result.end_s, dtype=np.float64).reshape(mb, n)
@@ -444,7 +520,9 @@ def _task_times(problem: Problem, split: Split, schedule: str, mb: int,
                 if not ops:
                     continue
                 first, last = start[:, ops].min(axis=1), end[:, ops].max(axis=1)
-                out += [Task(d, stage, m, forward, float(first[m]), float(last[m]))
+                members = hybrid.group(groups, d)
+                out += [Task(members[m % len(members)], stage, m, forward, float(first[m]),
+                             float(last[m]))
                         for m in range(mb)
                         if math.isfinite(first[m]) and math.isfinite(last[m])]
     return tuple(out)
@@ -467,8 +545,9 @@ def _one_device_tasks(problem: Problem, d: int, pipeline: Pipeline, schedule: st
 
 
 def _sequence(schedule: str, rank: int, devices: int, chunks: int, mb: int,
-              training: bool) -> list[tuple[bool, int, int]]:
-    """(forward?, chunk, micro-batch) tasks of the device of `rank`, in schedule order."""
+              training: bool, warm_up: int | None = None) -> list[tuple[bool, int, int]]:
+    """(forward?, chunk, micro-batch) tasks of the device of `rank`, in schedule order
+    (under 1f1b, `warm_up` forward tasks first when given: a replica's, `hybrid`)."""
     if schedule == "interleaved":
         fwd = [(True, c, m) for g0 in range(0, mb, devices) for c in range(chunks)
                for m in range(g0, min(g0 + devices, mb))]
@@ -483,6 +562,8 @@ def _sequence(schedule: str, rank: int, devices: int, chunks: int, mb: int,
         fwd = [(True, 0, m) for m in range(mb)]
         bwd = [(False, 0, m) for m in range(mb)]
         warm = mb if schedule == _BY_MICROBATCH else min(devices - rank - 1, mb)
+        if warm_up is not None and schedule != _BY_MICROBATCH:
+            warm = warm_up
     if not training:
         return fwd
     out = fwd[:warm]

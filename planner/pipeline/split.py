@@ -41,6 +41,7 @@ import numpy as np
 
 from ..cost import INF, Costs, costs, tied_duplicate_bytes
 from ..model import Pipeline, Problem
+from . import hybrid
 from .units import units
 
 
@@ -206,10 +207,13 @@ def in_flight(pipeline: Pipeline, stages: int, k: int, training: bool,
 
 
 def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
-                recompute: Collection[int] = ()) -> list[float]:
+                recompute: Collection[int] = (),
+                replicas: Mapping[int, tuple[int, ...]] | None = None) -> list[float]:
     """Per device, the bytes its stages hold at the peak (the module docstring's model). A
     device in `recompute` keeps only the forward tensors it receives per micro-batch in
-    flight, and one micro-batch's activations (rebuilt for its backward pass)."""
+    flight, and one micro-batch's activations (rebuilt for its backward pass). A device
+    in `replicas` runs its stages on its group (`hybrid`): each replica holds them with
+    its own micro-batches in flight, plus one DDP bucket."""
     u = units(problem)
     held = [0.0] * len(problem.cluster.devices)
     # holders of one tied weight on one device keep one copy (`cost.tied_duplicate_bytes`)
@@ -233,10 +237,24 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
         if pipeline.schedule == "interleaved":
             count = in_flight(pipeline, split.stages, stages[0], u.training, rank, len(order))
             held[d] = params + count * max(acts) + transient
+        elif replicas:
+            sizes = [len(hybrid.group(replicas, e)) for e in split.devices]
+            held[d] = params + transient + sum(
+                hybrid.in_flight(pipeline, sizes, k, u.training) * a
+                for k, a in zip(stages, acts, strict=True))
         else:
             held[d] = params + transient + sum(
                 in_flight(pipeline, split.stages, k, u.training) * a
                 for k, a in zip(stages, acts, strict=True))
+    for d, members in (replicas or {}).items():
+        if d in by_device:
+            mine = [i for k in by_device[d] for unit in u.members[split.bounds[k]:
+                                                                 split.bounds[k + 1]]
+                    for i in unit]
+            each = held[d] + hybrid.bucket_bytes(hybrid.gradient_bytes(problem, mine),
+                                                 len(members))
+            for e in members:
+                held[e] = each
     return held
 
 

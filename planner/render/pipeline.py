@@ -62,8 +62,11 @@ def pipeline_json(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
         "allreduce_s": _t(run.allreduce_s),
         "fits": fits(problem, run.memory_bytes),
         "notes": [n for n in (run.note, *notes) if n],
-        "stages": [{"devices": [devs[s.device].name], "ops": [ops[i].name for i in s.ops],
-                    "busy_s": s.busy_s, "load_s": _t(s.load_s)} for s in run.stages],
+        "throughput": run.throughput,
+        "stages": [{"devices": [devs[d].name for d in s.devices],
+                    "ops": [ops[i].name for i in s.ops], "replicas": len(s.devices),
+                    "busy_s": s.busy_s, "load_s": _t(s.load_s),
+                    "allreduce_s": s.allreduce_s} for s in run.stages],
         "devices": [{"name": dev.name, "busy_s": run.busy_s[d], "load_s": run.loads_s[d],
                      "memory_bytes": int(run.memory_bytes[d]),
                      "memory_cap_bytes": dev.memory_bytes} for d, dev in enumerate(devs)],
@@ -97,9 +100,15 @@ def pipeline_report(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
                  f"{format_seconds(bound.period_s)} ({bound.reason}): at most "
                  f"{format_gap(period_gap(run, bound))} above the best period")
     head.add_row("bubble", f"{run.bubble_fraction:.1%}")
+    head.add_row("throughput", f"{run.throughput:.4g} samples/s "
+                 f"({pipeline.microbatch_size} per micro-batch)")
     if run.allreduce_s:
+        replicated = any(len(s.devices) > 1 for s in run.stages)
         head.add_row("all-reduce", f"{format_seconds(run.allreduce_s)} per iteration: the "
-                     "tied weights' gradients, summed across their holders' devices")
+                     + ("replicated stages' gradients among their replicas" if replicated else
+                        "") + (", " if replicated and problem.graph.ties else "")
+                     + ("the tied weights' gradients, summed across their holders' devices"
+                        if problem.graph.ties else ""))
     if not fits(problem, run.memory_bytes):
         head.add_row("memory", "[red]does not fit[/red]: a device holds less than its stages' "
                      "activations in flight need (devices below)")
@@ -110,7 +119,10 @@ def pipeline_report(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
     for col in ("stage", "device", "ops", "busy", "load"):
         stages.add_column(col, justify="left" if col in ("device",) else "right")
     for k, s in enumerate(run.stages):
-        stages.add_row(str(k), devs[s.device].name, str(len(s.ops)), format_seconds(s.busy_s),
+        where = devs[s.device].name + (f" (+{len(s.devices) - 1} replicas: "
+                                       + ", ".join(devs[d].name for d in s.devices[1:]) + ")"
+                                       if len(s.devices) > 1 else "")
+        stages.add_row(str(k), where, str(len(s.ops)), format_seconds(s.busy_s),
                        format_seconds(s.load_s))
     memory = Table(title="pipeline memory (params once, activations per micro-batch in "
                    "flight)", title_justify="left")

@@ -1,0 +1,339 @@
+"""`hybrid`: pipeline stages replicated over groups of devices (data parallelism inside a
+stage), chosen by dynamic programming and judged by the simulator.
+
+The model is `planner.pipeline.hybrid`'s: a stage on a group of r devices takes every r-th
+micro-batch on each replica, and its gradients are all-reduced among the group once per
+iteration. The devices are taken in the cluster's order (so a node's devices, declared
+together, form groups inside the node, and the slow links between nodes carry the
+pipeline's activations, not the all-reduces); the stages take consecutive blocks of them.
+
+**The DP** (PipeDream's, over units and devices used, with a replication choice per stage;
+extended to heterogeneous groups, whose slowest replica paces the stage, and to node
+hierarchies, whose slowest link paces the ring). Over the units' candidate cuts, from the
+last stage back: `best[i][p]` is the least cost of units `[i, n)` on the last p of the
+devices used, each stage `[i, j)` on the next r of them costing
+
+    F(i) + ceil(M / r) * max(C(i, j), X(i, j)) + B(j) + A(i, j, r)
+
+(F: the forward compute of the units before i, one micro-batch's way in; C: the stage's
+compute per micro-batch on its slowest replica; X: its boundaries' transfers; B: the
+backward compute after j, the way back; A: the ring all-reduce of its gradients,
+`cost.allreduce_time`), and a layout costs its costliest stage: each stage's replicas are
+busy `ceil(M / r)` micro-batches after the first reaches them, and the last leaves them
+`B` before the iteration ends. A stage's replica must hold its params, its micro-batches
+in flight (`hybrid.in_flight`: under 1F1B `ceil(p / r)` with p the devices from it to the
+last stage), the largest transient and one DDP bucket.
+
+The DP gives the best layout for each count of devices used; every one is simulated
+(`pipeline.schedule.run` with its replicas), with one stage on all devices (pure data
+parallelism) and the pure pipeline `auto` plans, and the shortest simulated iteration
+that fits wins. `data_parallel N` fixes r = N for every stage (N identical pipelines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..cost import INF, Costs, costs
+from ..errors import Diagnostic, InfeasibleError
+from ..model import Pipeline, Problem, derived
+from ..pipeline import hybrid
+from ..pipeline.schedule import run as run_pipeline
+from ..pipeline.split import Split, fits, stage_bytes
+from ..pipeline.units import Units, units
+from ..plan import Plan
+from .base import Options, Solution
+from .pipedp import MAX_SIMULATED_OPS, candidate_cuts
+
+#: unit boundaries the DP cuts at (the cheapest to cross in as many windows beyond it)
+MAX_CUTS = 400
+#: replica counts tried for a stage: all up to this, then powers of two
+MAX_EVERY_REPLICA = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Stages as unit boundaries and a group of devices per stage (its first device
+    holds the stage in the plan's placement; `hybrid`)."""
+
+    bounds: tuple[int, ...]
+    groups: tuple[tuple[int, ...], ...]
+
+    @property
+    def split(self) -> Split:
+        """The stages on their first devices."""
+        return Split(self.bounds, tuple(g[0] for g in self.groups))
+
+    @property
+    def replicas(self) -> dict[int, tuple[int, ...]]:
+        """Representative -> group, for the replicated stages."""
+        return {g[0]: g for g in self.groups if len(g) > 1}
+
+
+def place(problem: Problem, options: Options) -> Solution:
+    """The best hybrid layout (module docstring) as a plan; `info["replicas"]` names each
+    replicated stage's group."""
+    pipeline = problem.pipeline or Pipeline()
+    found = candidates(problem, pipeline)
+    if not found:
+        raise InfeasibleError(Diagnostic(
+            "E707", f"no hybrid layout of plan `{problem.name}` fits the devices' memory "
+            "(stages replicated or not)", None,
+            ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
+             "fewer activations; or give the devices more `memory`",)))
+    chosen, figures = best(problem, pipeline, found)
+    return solution(problem, pipeline, chosen, figures)
+
+
+def solution(problem: Problem, pipeline: Pipeline, chosen: Layout,
+             figures: dict[Layout, float]) -> Solution:
+    """`chosen` as a plan with its figures."""
+    info: dict[str, object] = {
+        "stages": len(chosen.groups),
+        "replicas": hybrid.replica_names(problem, chosen.replicas),
+        "layout": [len(g) for g in chosen.groups],
+        "iteration_s": figures[chosen],
+        "candidates_compared_by": f"simulation ({len(figures)} layout(s))",
+    }
+    plan = Plan(chosen.split.placement(problem), algorithm="hybrid")
+    return Solution(plan, "feasible", MappingProxyType(info))
+
+
+def best(problem: Problem, pipeline: Pipeline, found: Sequence[Layout],
+         ) -> tuple[Layout, dict[Layout, float]]:
+    """The layout of `found` whose simulated iteration is shortest among those that fit
+    (ties: fewer devices, then fewer stages, then the DP's order); each one's iteration."""
+    figures: dict[Layout, float] = {}
+    for lay in found:
+        figures[lay] = iteration(problem, pipeline, lay)
+    order = {lay: k for k, lay in enumerate(found)}
+    chosen = min(found, key=lambda lay: (figures[lay], sum(map(len, lay.groups)),
+                                         len(lay.groups), order[lay]))
+    return chosen, figures
+
+
+def iteration(problem: Problem, pipeline: Pipeline, lay: Layout) -> float:
+    """The simulated iteration of `lay`; inf where a replica runs out of memory."""
+    placement = lay.split.placement(problem)
+    if len(problem.graph.ops) * pipeline.microbatches > MAX_SIMULATED_OPS:
+        return INF
+    ran = run_pipeline(problem, placement, pipeline, (), lay.replicas)
+    return ran.iteration_s if fits(problem, ran.memory_bytes) else INF
+
+
+def candidates(problem: Problem, pipeline: Pipeline) -> list[Layout]:
+    """The DP's best layout per count of devices used, then pure data parallelism (one
+    stage on every device); without repeats, each fitting the memory model."""
+    out: list[Layout] = []
+    for lay in _dp(problem, pipeline):
+        if lay not in out and _fits(problem, pipeline, lay):
+            out.append(lay)
+    m = len(problem.cluster.devices)
+    n = units(problem).count
+    r = _fixed(pipeline)
+    width = min(m, pipeline.microbatches) if r is None else r
+    every = Layout((0, n), (tuple(range(width)),))
+    if (r is None or width <= m) and every not in out and _fits(problem, pipeline, every):
+        out.append(every)
+    return out
+
+
+def _fits(problem: Problem, pipeline: Pipeline, lay: Layout) -> bool:
+    return fits(problem, stage_bytes(problem, lay.split, pipeline, (), lay.replicas))
+
+
+def _fixed(pipeline: Pipeline) -> int | None:
+    """`data_parallel N`'s N, or None (`auto`: the DP chooses)."""
+    return None if pipeline.data_parallel == "auto" else int(pipeline.data_parallel)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tables:
+    """What the DP reads per unit boundary, beyond `Units`."""
+
+    cuts: NDArray[np.int64]
+    #: [x]: gradient bytes of units [0, x) (forward ops' params with backward ops)
+    grad_prefix: NDArray[np.float64]
+
+
+def _tables(problem: Problem) -> _Tables:
+    return derived(problem, "pipehybrid.tables", lambda: _derive(problem))
+
+
+def _derive(problem: Problem) -> _Tables:
+    u = units(problem)
+    g = problem.graph
+    trained = set(g.backward_of.values())
+    grad = np.zeros(u.count)
+    for k, ops in enumerate(u.members):
+        grad[k] = sum(g.ops[i].params_bytes for i in ops if i in trained)
+    return _Tables(candidate_cuts(u, MAX_CUTS), np.concatenate([[0.0], np.cumsum(grad)]))
+
+
+def _replica_counts(p: int, pipeline: Pipeline) -> list[int]:
+    """The replica counts a stage with p devices left may take."""
+    r = _fixed(pipeline)
+    if r is not None:
+        return [r] if r <= p else []
+    top = min(p, pipeline.microbatches)
+    return [k for k in range(1, top + 1) if k <= MAX_EVERY_REPLICA or not k & (k - 1)]
+
+
+# complex: one DP over cut positions x devices used x replicas, vectorised over the end cut
+def _dp(problem: Problem, pipeline: Pipeline) -> list[Layout]:
+    """The best layout per count of devices used (module docstring). On identical devices
+    joined by identical links a stage's cost does not depend on which devices it takes,
+    so one pass serves every count; otherwise one pass per count."""
+    u, t, c = units(problem), _tables(problem), costs(problem)
+    m = len(problem.cluster.devices)
+    cuts = t.cuts
+    k_n = len(cuts) - 1
+    out: list[Layout] = []
+    rings: dict[tuple[int, ...], tuple[float, float]] = {}  # group -> `_ring`
+    for used in ([m] if _uniform(problem) else range(1, m + 1)):  # devices [0, used)
+        best = np.full((k_n + 1, m + 1), INF)
+        best[k_n, 0] = 0.0
+        choice = np.zeros((k_n + 1, m + 1, 2), dtype=np.int64)  # (end cut index, replicas)
+        for a in range(k_n - 1, -1, -1):
+            start = _Start(problem, u, t, int(cuts[a]), cuts[a + 1:], rings)
+            for p in range(1, used + 1):
+                first = used - p
+                for r in _replica_counts(p, pipeline):
+                    group = tuple(range(first, first + r))
+                    cost = start.cost(problem, c, pipeline, group, first + r < used, p)
+                    total = np.maximum(cost, best[a + 1:, p - r])
+                    j = int(np.argmin(total))
+                    if total[j] < best[a, p]:
+                        best[a, p] = total[j]
+                        choice[a, p] = (a + 1 + j, r)
+        for p in range(1, used + 1) if used == m and _uniform(problem) else (used,):
+            if best[0, p] < INF:
+                lay = _backtrack(cuts, choice, p, used)
+                if lay not in out:
+                    out.append(lay)
+    return out
+
+
+def _uniform(problem: Problem) -> bool:
+    """Whether every device is alike and every pair joined alike (one DP pass serves)."""
+    return derived(problem, "pipehybrid.uniform", lambda: _alike(problem))
+
+
+def _alike(problem: Problem) -> bool:
+    c = costs(problem)
+    devs = problem.cluster.devices
+    m = len(devs)
+    kinds = {(d.kind, d.speed, d.flop_rate, d.memory_bytes) for d in devs}
+    pairs = {(c.latency[a][b], c.inv_bandwidth[a][b]) for a in range(m) for b in range(m)
+             if a != b}
+    return len(kinds) == 1 and len(pairs) <= 1
+
+
+def _backtrack(cuts: NDArray[np.int64], choice: NDArray[np.int64], p: int,
+               used: int) -> Layout:
+    """The layout of `p` devices the DP chose, its devices renumbered from 0 (the pass
+    took the last p of `used`)."""
+    bounds, groups = [0], []
+    a, left = 0, p
+    while left > 0:
+        b, r = (int(x) for x in choice[a, left])
+        first = used - left
+        groups.append(tuple(d - (used - p) for d in range(first, first + r)))
+        bounds.append(int(cuts[b]))
+        a, left = b, left - r
+    return Layout(tuple(bounds), tuple(groups))
+
+
+class _Start:
+    """The DP's figures of the stages that start at unit `i` and end at each of `ends`
+    (module docstring); what depends on the stage's group is computed per group once."""
+
+    def __init__(self, problem: Problem, u: Units, t: _Tables, i: int,
+                 ends: NDArray[np.int64], rings: dict[tuple[int, ...], tuple[float, float]],
+                 ) -> None:
+        self.u, self.i, self.ends, self.rings = u, i, ends, rings
+        self.grads = t.grad_prefix[ends] - t.grad_prefix[i]
+        self.params = u.params_prefix[ends] - u.params_prefix[i]
+        self.transient = np.maximum.accumulate(u.transient[i:])[ends - i - 1]
+        self.acts = u.kept_prefix[ends] - u.kept_prefix[i] + u.forward_bytes[i]
+        self.bucket = np.minimum(self.grads, hybrid.DDP_BUCKET_BYTES)
+        self._by_group: dict[tuple[tuple[int, ...], bool],
+                             tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+        self.uniform = _uniform(problem)
+
+    def _time(self, problem: Problem, c: Costs, group: tuple[int, ...], has_next: bool,
+              busy_of: int) -> NDArray[np.float64]:
+        """F(i) + ceil(M / r) max(C, X) + B(j), with `busy_of` = ceil(M / r); inf where a
+        replica may not run a unit."""
+        key = (group if not self.uniform else (len(group),), has_next)
+        if key not in self._by_group:
+            self._by_group[key] = self._figures(problem, c, group, has_next)
+        way, resource = self._by_group[key]
+        return way + busy_of * resource
+
+    def _figures(self, problem: Problem, c: Costs, group: tuple[int, ...], has_next: bool,
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(F(i) + B(j), max(C, X) or inf where a replica may not run a unit)."""
+        u, i, ends = self.u, self.i, self.ends
+        rows = list(group)
+        cp = u.compute_prefix[rows]
+        compute = (cp[:, ends] - cp[:, [i]]).max(axis=0)
+        banned = (u.banned_prefix[rows][:, ends] - u.banned_prefix[rows][:, [i]]).max(axis=0)
+        rep = group[0]
+        fwd = u.forward_prefix[rep]
+        way = float(fwd[i]) + (u.compute_prefix[rep, -1] - fwd[-1]) - (
+            u.compute_prefix[rep, ends] - fwd[ends])
+        transfers = np.zeros(len(ends))
+        if i > 0:  # from the stage before (on the device before the group)
+            before = group[0] - 1 if group[0] > 0 else group[-1] + 1
+            if before < len(problem.cluster.devices):
+                transfers += _cross_many(u, c, np.array([i]), before, group[0])[0]
+        if has_next:  # to the stage after (the device after the group)
+            transfers = transfers + _cross_many(u, c, ends, group[-1], group[-1] + 1)
+        resource = compute if problem.contention == "none" else np.maximum(compute, transfers)
+        return way, np.where(banned > 0, INF, resource)
+
+    def cost(self, problem: Problem, c: Costs, pipeline: Pipeline, group: tuple[int, ...],
+             has_next: bool, p: int) -> NDArray[np.float64]:
+        """Per end: the cost of the stage on `group`, `p` devices from it to the last stage
+        (module docstring); inf where it cannot run or a replica does not fit."""
+        r = len(group)
+        cost = self._time(problem, c, group, has_next, -(-pipeline.microbatches // r))
+        if r > 1:
+            if group not in self.rings:
+                self.rings[group] = _ring(c, group)
+            fixed, per_byte = self.rings[group]
+            cost = cost + (fixed + per_byte * self.grads)
+        flight = hybrid.in_flight(pipeline, [r, p - r] if p > r else [r], 0, self.u.training)
+        need = self.params + self.transient + flight * self.acts + (self.bucket if r > 1
+                                                                     else 0.0)
+        cap = min(problem.cluster.devices[d].memory_bytes for d in group)
+        return np.where(need > cap, INF, cost)
+
+
+def _cross_many(u: Units, c: Costs, xs: NDArray[np.int64], a: int, b: int
+                ) -> NDArray[np.float64]:
+    """Seconds of the transfers across boundaries `xs` between devices a and b, both ways."""
+    if c.latency[a][b] >= INF or c.latency[b][a] >= INF:
+        return np.full(len(xs), INF)
+    return (u.forward_count[xs] * c.latency[a][b] + u.forward_bytes[xs] * c.inv_bandwidth[a][b]
+            + u.backward_count[xs] * c.latency[b][a]
+            + u.backward_bytes[xs] * c.inv_bandwidth[b][a])
+
+
+def _ring(c: Costs, group: tuple[int, ...]) -> tuple[float, float]:
+    """A ring all-reduce among `group`: (its latency, its seconds per byte)."""
+    r = len(group)
+    if r < 2:
+        return 0.0, 0.0
+    inv_bw = max(c.inv_bandwidth[a][b] for a in group for b in group if a != b)
+    latency = max(c.latency[a][b] for a in group for b in group if a != b)
+    if inv_bw >= INF or latency >= INF:
+        return INF, 0.0
+    steps = 2 * (r - 1)
+    return steps * latency, steps / r * inv_bw
