@@ -144,6 +144,12 @@ def candidates(problem: Problem, pipeline: Pipeline) -> list[Layout]:
 
 
 def _fits(problem: Problem, pipeline: Pipeline, lay: Layout) -> bool:
+    """Whether every replica may run its stage's units (pins, op times) and holds them."""
+    u = units(problem)
+    for k, group in enumerate(lay.groups):
+        if any(not set(group) <= set(u.allowed[x])
+               for x in range(lay.bounds[k], lay.bounds[k + 1])):
+            return False
     return fits(problem, stage_bytes(problem, lay.split, pipeline, (), lay.replicas))
 
 
@@ -219,8 +225,27 @@ def _dp(problem: Problem, pipeline: Pipeline) -> list[Layout]:
     return out
 
 
+def layout_cost(problem: Problem, pipeline: Pipeline, lay: Layout) -> float:
+    """The DP's cost of `lay` (module docstring; its devices taken as the DP takes them,
+    from the last stage back): what the DP minimises, for the tests' brute force."""
+    u, t, c = units(problem), _tables(problem), costs(problem)
+    used = sum(map(len, lay.groups))
+    rings: dict[tuple[int, ...], tuple[float, float]] = {}
+    worst = 0.0
+    for k, group in enumerate(lay.groups):
+        i, j = lay.bounds[k], lay.bounds[k + 1]
+        p = sum(map(len, lay.groups[k:]))
+        first = used - p
+        start = _Start(problem, u, t, i, np.array([j]), rings)
+        cost = start.cost(problem, c, pipeline, tuple(range(first, first + len(group))),
+                          k + 1 < len(lay.groups), p)
+        worst = max(worst, float(cost[0]))
+    return worst
+
+
 def _uniform(problem: Problem) -> bool:
-    """Whether every device is alike and every pair joined alike (one DP pass serves)."""
+    """Whether every device is alike, every pair joined alike and every unit may run on
+    every device (one DP pass serves)."""
     return derived(problem, "pipehybrid.uniform", lambda: _alike(problem))
 
 
@@ -231,7 +256,8 @@ def _alike(problem: Problem) -> bool:
     kinds = {(d.kind, d.speed, d.flop_rate, d.memory_bytes) for d in devs}
     pairs = {(c.latency[a][b], c.inv_bandwidth[a][b]) for a in range(m) for b in range(m)
              if a != b}
-    return len(kinds) == 1 and len(pairs) <= 1
+    everywhere = all(len(a) == m for a in units(problem).allowed)  # no pins, no bans
+    return len(kinds) == 1 and len(pairs) <= 1 and everywhere
 
 
 def _backtrack(cuts: NDArray[np.int64], choice: NDArray[np.int64], p: int,

@@ -1,0 +1,208 @@
+"""Hybrid data x pipeline parallelism (issue 39): replicated stages, their simulation, their
+memory, and the DP that chooses them (`planner.pipeline.hybrid`, `planner.algorithms.pipehybrid`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import random
+
+import pytest
+
+from planner import loads
+from planner.algorithms import Options, pipehybrid
+from planner.algorithms import run as run_algorithm
+from planner.cost import allreduce_time, costs
+from planner.model import Problem
+from planner.pipeline import hybrid, schedule
+from planner.pipeline.split import Split, stage_bytes
+from planner.pipeline.units import units
+
+
+def _spec(forward_ms: list[float], backward_ms: list[float], params_mb: list[float], *,
+          devices: int, microbatches: int, schedule_name: str = "1f1b",
+          bandwidth: str = "1 GB/s", latency: str = "0 s", activation: str = "1 MB",
+          speeds: list[float] | None = None, pins: str = "", memory: str = "64 GiB",
+          data_parallel: str = "auto") -> Problem:
+    """A chain of layers `f0 -> f1 -> ...` with backward ops and params, on `devices`
+    devices joined all to all; `data_parallel` set on the problem (not in the text)."""
+    speeds = speeds or [1.0] * devices
+    lines = ["cluster c {"]
+    lines += [f"  device d{k} {{ memory {memory}; speed {s} }}" for k, s in enumerate(speeds)]
+    lines.append(f"  link d[0..{devices - 1}] <-> d[0..{devices - 1}] {{ bandwidth {bandwidth} "
+                 f"latency {latency} }}")
+    lines += ["}", "graph g {"]
+    for k, (f, b, mb) in enumerate(zip(forward_ms, backward_ms, params_mb, strict=True)):
+        lines.append(f"  op f{k} {{ time {f} ms; params {mb} MB; output {activation} }}")
+        lines.append(f"  op f{k}.bwd {{ time {b} ms; backward_of f{k} }}")
+        lines.append(f"  f{k} -> f{k}.bwd")
+        lines.append(f"  colocate f{k}, f{k}.bwd")
+    for k in range(len(forward_ms) - 1):
+        lines.append(f"  f{k} -> f{k + 1}")
+        lines.append(f"  f{k + 1}.bwd -> f{k}.bwd {{ bytes {activation} }}")
+    lines += ["}", f"plan p {{ graph g; cluster c; objective pipeline; microbatches "
+              f"{microbatches}; schedule {schedule_name}", pins, "}"]
+    p = loads("\n".join(lines)).plan("p")
+    assert p.pipeline is not None
+    dp: int | str = data_parallel if data_parallel == "auto" else int(data_parallel)
+    return dataclasses.replace(p, pipeline=dataclasses.replace(p.pipeline, data_parallel=dp))
+
+
+def _run(p: Problem, lay: pipehybrid.Layout) -> schedule.PipelineRun:
+    assert p.pipeline is not None
+    return schedule.run(p, lay.split.placement(p), p.pipeline, (), lay.replicas)
+
+
+def test_one_stage_on_two_replicas_by_hand() -> None:
+    # one layer, 10 ms forward and 20 ms backward, 1 MB of params; 2 micro-batches on two
+    # replicas: each runs one (30 ms), then the 1 MB gradient's ring all-reduce at 1 GB/s
+    # (2 (r - 1) / r * bytes / bandwidth = 1 ms)
+    p = _spec([10], [20], [1], devices=2, microbatches=2)
+    lay = pipehybrid.Layout((0, 1), ((0, 1),))
+    ran = _run(p, lay)
+    assert ran.allreduce_s == pytest.approx(1e-3)
+    assert ran.iteration_s == pytest.approx(0.031)
+    assert ran.stages[0].devices == (0, 1) and ran.stages[0].allreduce_s == pytest.approx(1e-3)
+    assert ran.throughput == pytest.approx(2 / 0.031)
+    # each micro-batch ran on its replica, m mod 2
+    assert {(t.microbatch, t.device) for t in ran.tasks} == {(0, 0), (1, 1)}
+    # on one device: 2 x 30 ms, no all-reduce
+    alone = schedule.run(p, (0, 0), p.pipeline)
+    assert alone.iteration_s == pytest.approx(0.060) and alone.allreduce_s == 0.0
+
+
+def test_the_dp_replicates_only_when_the_all_reduce_pays() -> None:
+    cheap = _spec([10], [20], [1], devices=2, microbatches=2)
+    dear = _spec([10], [20], [100], devices=2, microbatches=2)  # all-reduce 100 ms
+    assert run_algorithm("hybrid", cheap, Options()).info["layout"] == [2]
+    solution = run_algorithm("hybrid", dear, Options())
+    assert solution.info["layout"] == [1]
+    assert solution.info["iteration_s"] == pytest.approx(0.060)
+
+
+def test_gradients_all_reduce_in_ddp_buckets_as_the_backward_pass_makes_them() -> None:
+    # three layers of 20 MB each (DDP's buckets hold 25 MiB): the backward pass makes f2's
+    # gradient first; buckets [f2, f1] (40 MB, full past 25 MiB) then [f0] (20 MB)
+    p = _spec([1, 1, 1], [2, 2, 2], [20, 20, 20], devices=2, microbatches=2)
+    ops = list(range(len(p.graph.ops)))
+    buckets = hybrid.gradient_buckets(p, ops)
+    names = [[p.graph.ops[i].name for i in b] for b, _ in buckets]
+    assert names == [["f2.bwd", "f1.bwd"], ["f0.bwd"]]
+    assert [size for _, size in buckets] == [40e6, 20e6]
+    lay = pipehybrid.Layout((0, 3), ((0, 1),))
+    ran = _run(p, lay)
+    # one micro-batch per replica: the first bucket is ready when f1.bwd ends (3 x 1 ms +
+    # 2 x 2 ms) and all-reduces while f0.bwd runs; the second follows it (one stream)
+    c = costs(p)
+    each = [allreduce_time(c, size, (0, 1)) for _, size in buckets]
+    assert each == pytest.approx([0.040, 0.020])
+    assert ran.allreduce_s == pytest.approx(sum(each))
+    assert ran.iteration_s == pytest.approx(0.007 + each[0] + each[1], rel=1e-9)
+
+
+def test_a_replica_holds_its_micro_batches_in_flight_and_one_bucket() -> None:
+    # stages [f0 f1] x 2 replicas, [f2] x 1: under 1F1B the first stage's replicas hold
+    # ceil(3 / 2) = 2 micro-batches each (of 6), the last 1
+    p = _spec([1, 1, 1], [2, 2, 2], [10, 10, 10], devices=3, microbatches=6)
+    assert p.pipeline is not None
+    u = units(p)
+    split = Split((0, 2, 3), (0, 2))
+    replicas = {0: (0, 1)}
+    assert [hybrid.in_flight(p.pipeline, [2, 1], k, True) for k in (0, 1)] == [2, 1]
+    held = stage_bytes(p, split, p.pipeline, (), replicas)
+    pure = stage_bytes(p, split, p.pipeline)  # stage 0 holds min(2 - 0, 6) = 2 as well
+    kept = float(u.kept_prefix[2] - u.kept_prefix[0])
+    assert held[0] == held[1] == pytest.approx(pure[0] + 20e6 + 0 * kept)  # + a 20 MB bucket
+    assert held[2] == pytest.approx(pure[2])
+    gpipe = dataclasses.replace(p.pipeline, schedule="gpipe")
+    assert hybrid.in_flight(gpipe, [2, 1], 0, True) == 3  # its share of 6
+
+
+def _layouts(n: int, m: int, mb: int) -> list[pipehybrid.Layout]:
+    """Every layout of n units on at most m devices: contiguous stages, r <= M replicas."""
+    out = []
+    for s in range(1, n + 1):
+        for cuts in itertools.combinations(range(1, n), s - 1):
+            bounds = (0, *cuts, n)
+            for sizes in itertools.product(range(1, min(m, mb) + 1), repeat=s):
+                if sum(sizes) > m:
+                    continue
+                start = itertools.accumulate((0, *sizes))
+                firsts = list(start)
+                groups = tuple(tuple(range(firsts[k], firsts[k] + sizes[k])) for k in range(s))
+                out.append(pipehybrid.Layout(bounds, groups))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_dp_is_exact_for_its_cost_per_count_of_devices(seed: int) -> None:
+    rng = random.Random(seed)
+    n, m = rng.randint(2, 5), rng.randint(2, 4)
+    p = _spec([rng.uniform(1, 20) for _ in range(n)], [rng.uniform(1, 40) for _ in range(n)],
+              [rng.choice([0.5, 5, 50]) for _ in range(n)], devices=m,
+              microbatches=rng.choice([2, 4, 8]), activation=rng.choice(["1 MB", "20 MB"]))
+    assert p.pipeline is not None
+    brute: dict[int, float] = {}
+    for lay in _layouts(n, m, p.pipeline.microbatches):
+        used = sum(map(len, lay.groups))
+        brute[used] = min(brute.get(used, math.inf), pipehybrid.layout_cost(p, p.pipeline, lay))
+    found = {sum(map(len, lay.groups)): pipehybrid.layout_cost(p, p.pipeline, lay)
+             for lay in pipehybrid._dp(p, p.pipeline)}
+    assert found.keys() == {k for k, v in brute.items() if v < math.inf}
+    for used, cost in found.items():
+        assert cost == pytest.approx(brute[used], rel=1e-12), used
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_auto_with_data_parallel_auto_never_loses_to_the_pure_pipeline(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    n, m = rng.randint(3, 7), rng.randint(2, 4)
+    p = _spec([rng.uniform(1, 20) for _ in range(n)], [rng.uniform(1, 40) for _ in range(n)],
+              [rng.choice([0.5, 5, 50]) for _ in range(n)], devices=m,
+              microbatches=rng.choice([4, 8]), bandwidth=rng.choice(["1 GB/s", "10 GB/s"]))
+    assert p.pipeline is not None
+    pure = dataclasses.replace(p, pipeline=dataclasses.replace(p.pipeline, data_parallel=1))
+    mixed = run_algorithm("auto", p, Options(time_limit_s=5))
+    alone = run_algorithm("auto", pure, Options(time_limit_s=5))
+    ran = schedule.run_planned(p, mixed.plan.placement, p.pipeline, mixed.info)
+    assert ran.iteration_s == pytest.approx(mixed.info["iteration_s"])
+    assert ran.iteration_s <= alone.info["iteration_s"] * (1 + 1e-9)
+    groups = hybrid.replica_groups(p, mixed.info)
+    assert all(len(s.devices) == len(hybrid.group(groups, s.device)) for s in ran.stages)
+
+
+def test_data_parallel_n_replicates_every_stage_n_times() -> None:
+    p = _spec([5, 6, 7, 8], [10, 12, 14, 16], [1, 1, 1, 1], devices=4, microbatches=8,
+              data_parallel="2")
+    solution = run_algorithm("auto", p, Options(time_limit_s=5))
+    assert solution.info["chosen"] == "hybrid"
+    assert set(solution.info["layout"]) == {2}
+    ran = schedule.run_planned(p, solution.plan.placement, p.pipeline, solution.info)
+    assert all(len(s.devices) == 2 for s in ran.stages)
+    assert len({d for s in ran.stages for d in s.devices}) == 2 * len(ran.stages)
+
+
+def test_a_pinned_layer_is_never_replicated() -> None:
+    p = _spec([10, 10], [20, 20], [0.1, 0.1], devices=4, microbatches=8,
+              pins="  pin f0 to d0\n  pin f0.bwd to d0")
+    solution = run_algorithm("hybrid", p, Options())
+    ran = schedule.run_planned(p, solution.plan.placement, p.pipeline, solution.info)
+    first = next(s for s in ran.stages if 0 in s.ops)
+    assert first.devices == (0,)
+    # without the pin both layers would take every device as one replicated stage
+    free = _spec([10, 10], [20, 20], [0.1, 0.1], devices=4, microbatches=8)
+    assert run_algorithm("hybrid", free, Options()).info["layout"] == [4]
+
+
+def test_a_slow_replica_paces_its_stage() -> None:
+    # the DP's cost of a stage is its slowest replica's: d1 at half speed
+    p = _spec([10], [20], [0.001], devices=2, microbatches=2, speeds=[1.0, 0.5])
+    assert p.pipeline is not None
+    two = pipehybrid.Layout((0, 1), ((0, 1),))
+    one = pipehybrid.Layout((0, 1), ((0,),))
+    assert pipehybrid.layout_cost(p, p.pipeline, two) == pytest.approx(0.060, rel=1e-3)
+    assert pipehybrid.layout_cost(p, p.pipeline, one) == pytest.approx(0.060)
+    # and the simulator agrees: the slow replica's micro-batch takes 60 ms
+    assert _run(p, two).iteration_s == pytest.approx(0.060, rel=1e-3)
