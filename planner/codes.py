@@ -114,7 +114,8 @@ TABLE: tuple[Code, ...] = (
          "(`data_parallel` under `interleaved`)"),
     Code("W256", 0, "`time[KIND]` names a device kind no device of the spec has"),
     Code("E257", 1, "a `microbatches`, `stages_per_device`, `data_parallel` or `microbatch_size` "
-         "that is not a whole number in range (`data_parallel`: or `auto`; at most the devices)"),
+         "that is not a whole number in range (`data_parallel` may be `auto`, and at most the "
+         "cluster's devices)"),
     Code("E258", 1, "under `objective pipeline`, pins that split a pipeline unit (an op and its "
                     "`backward_of` ops, with their colocation groups) between devices"),
     Code("W258", 0, "a pipeline plan that no split can interleave (it runs as `1f1b`)"),
