@@ -110,9 +110,12 @@ TABLE: tuple[Code, ...] = (
     Code("E253", 1, "an op with no compute time on some device of its plan"),
     Code("E254", 1, "a plan without its `graph` or `cluster`"),
     Code("E255", 1, "an unknown memory or contention model"),
-    Code("E256", 1, "an unknown objective or schedule, or a pipeline setting that does not apply"),
+    Code("E256", 1, "an unknown objective or schedule, or a pipeline setting that does not apply "
+         "(`data_parallel` under `interleaved`)"),
     Code("W256", 0, "`time[KIND]` names a device kind no device of the spec has"),
-    Code("E257", 1, "a `microbatches` or `stages_per_device` that is not a whole number in range"),
+    Code("E257", 1, "a `microbatches`, `stages_per_device`, `data_parallel` or `microbatch_size` "
+         "that is not a whole number in range (`data_parallel` may be `auto`, and at most the "
+         "cluster's devices)"),
     Code("E258", 1, "under `objective pipeline`, pins that split a pipeline unit (an op and its "
                     "`backward_of` ops, with their colocation groups) between devices"),
     Code("W258", 0, "a pipeline plan that no split can interleave (it runs as `1f1b`)"),

@@ -33,6 +33,10 @@ SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved")
 MAX_MICROBATCHES = 1024
 #: the most stages a device may run under `interleaved`
 MAX_STAGES_PER_DEVICE = 64
+#: the most identical pipelines `data_parallel N` may ask for (N is at most the device count)
+MAX_DATA_PARALLEL = 1024
+#: the most samples a micro-batch may hold (`microbatch_size`, for the throughput only)
+MAX_MICROBATCH_SIZE = 1_048_576
 
 
 def derived(owner: Any, key: str, build: Callable[[], T]) -> T:

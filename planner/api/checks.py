@@ -19,10 +19,13 @@ from ..cost import compute_time
 from ..errors import Diagnostic, DiagnosticSink, Span, call_site, site_span
 from ..model import (
     CONTENTIONS,
+    MAX_DATA_PARALLEL,
+    MAX_MICROBATCH_SIZE,
     MAX_MICROBATCHES,
     MAX_STAGES_PER_DEVICE,
     MEMORY_MODELS,
     SCHEDULES,
+    Pipeline,
     Problem,
 )
 from ..spec.lower import backward_first, pipeline_units, units_pinned_apart
@@ -212,6 +215,7 @@ def _pipeline(problem: Problem, err: Err) -> None:
                     f"simulation, more than the `pipeline_copies` limit "
                     f"({limits.active().pipeline_copies:_})",
                     limits.raise_hint("pipeline_copies", copies, lead="fewer, or"))
+        _replication(problem, pipe, err)
         if graph.backward_of:
             _pipeline_units(problem, err)
     for b, f in graph.backward_of.items():
@@ -220,6 +224,33 @@ def _pipeline(problem: Problem, err: Err) -> None:
                 f"backward op of `{graph.ops[f].name}`, which is "
                 + ("itself" if f == b else "a backward op too"),
                 "name the forward op whose gradient it computes")
+
+
+def _replication(problem: Problem, pipe: Pipeline, err: Err) -> None:
+    """`data_parallel` and `microbatch_size`, as the language checks them (E257, E256)."""
+    size = pipe.microbatch_size
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_MICROBATCH_SIZE:
+        err("E257", "pipeline.microbatch_size", "`microbatch_size` must be a whole number from "
+            f"1 to {MAX_MICROBATCH_SIZE}, not {size!r}", "the samples in one micro-batch, "
+            "for example microbatch_size=8")
+    n, have = pipe.data_parallel, len(problem.cluster.devices)
+    if n != "auto" and (isinstance(n, bool) or not isinstance(n, int)
+                        or not 1 <= n <= MAX_DATA_PARALLEL):
+        err("E257", "pipeline.data_parallel", "`data_parallel` must be \"auto\" or a whole "
+            f"number from 1 to {MAX_DATA_PARALLEL}, not {n!r}",
+            "\"auto\" lets the planner choose each stage's replicas; 2 runs two identical "
+            "pipelines")
+        return
+    if n != 1 and pipe.schedule == "interleaved":
+        err("E256", "pipeline.data_parallel", f"data_parallel={n!r} "
+            + ("may replicate" if n == "auto" else "replicates") + " stages, and replicated "
+            "stages run under schedule `1f1b` or `gpipe`, not `interleaved`",
+            "give schedule=\"1f1b\" (or \"gpipe\"), or data_parallel=1")
+    elif n != "auto" and n > have:
+        err("E257", "pipeline.data_parallel", f"{n} pipelines need at least {n} devices; "
+            f"cluster `{problem.cluster.name}` has {have}",
+            f"give data_parallel from 1 to {have}, or \"auto\"" if have > 1 else
+            "a one-device cluster runs one pipeline: give data_parallel=1")
 
 
 def _plan(problem: Problem, err: Err) -> None:

@@ -32,7 +32,8 @@ back to the same floats); `planner export json` writes one from a spec, in the c
 form: every op field present (absent times and FLOPs as `null`), a colocation group named
 after its first op, every edge with its bytes; `backward_of` only on the backward ops of a
 training graph, `type` only on ops that declare one, and the plan's `objective`,
-`microbatches`, `schedule` (and `stages_per_device`) only under `objective pipeline`, and
+`microbatches`, `schedule` (and `stages_per_device`; `data_parallel` and `microbatch_size`
+where not 1) only under `objective pipeline`, and
 `ties` (ops sharing a weight: `[{"ops": [...], "bytes": N, "weight": NAME}]`) only where
 the graph has them. For a
 file in canonical form, export(import(x)) == x for the ops and edges.
@@ -77,7 +78,8 @@ TOP_FIELDS = ("format", "version", "name", "source", "ops", "edges", "cluster", 
 TIE_FIELDS = ("ops", "bytes", "weight")
 OP_FIELDS = ("name", "time_s", "time_by_kind_s", "flops", "params_bytes", "output_bytes",
              "temp_bytes", "colocation", "backward_of", "type")
-PIPELINE_FIELDS = ("objective", "microbatches", "schedule", "stages_per_device")
+PIPELINE_FIELDS = ("objective", "microbatches", "schedule", "stages_per_device", "data_parallel",
+                   "microbatch_size")
 EDGE_FIELDS = ("src", "dst", "bytes")
 
 
@@ -452,8 +454,14 @@ def _read_pipeline(check: _Checker, raw: dict[str, Any]) -> list[tuple[str, str]
         value = raw.get(key)
         if value is None:
             continue
-        counted = key in ("microbatches", "stages_per_device")
-        if counted and (isinstance(value, bool) or not isinstance(value, int)):
+        counted = key in ("microbatches", "stages_per_device", "microbatch_size")
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if key == "data_parallel":
+            if whole or value == "auto":
+                out.append((key, str(value)))
+            else:
+                check.error(f"plan.{key}", 'must be a whole number or "auto"', f'"{key}"')
+        elif counted and not whole:
             check.error(f"plan.{key}", "must be a whole number", f'"{key}"')
         elif not counted and not isinstance(value, str):
             check.error(f"plan.{key}", "must be a string", f'"{key}"')
@@ -580,6 +588,10 @@ def export_graph(graph: Graph, problem: Problem | None = None) -> dict[str, Any]
                                 schedule=pipe.schedule)
             if pipe.schedule == "interleaved":
                 data["plan"]["stages_per_device"] = pipe.stages_per_device
+            if pipe.data_parallel != 1:  # only where set, so that other plans keep their form
+                data["plan"]["data_parallel"] = pipe.data_parallel
+            if pipe.microbatch_size != 1:
+                data["plan"]["microbatch_size"] = pipe.microbatch_size
     return data
 
 

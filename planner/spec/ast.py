@@ -21,7 +21,8 @@ DEVICE_ATTRS = {"kind": "name", "memory": "size", "flops": "rate", "speed": "num
 LINK_ATTRS = {"bandwidth": "bandwidth", "latency": "time"}
 PLAN_SETTINGS = {"graph": "name", "cluster": "name", "memory": "name", "contention": "name",
                  "objective": "name", "microbatches": "number", "schedule": "name",
-                 "stages_per_device": "number"}
+                 "stages_per_device": "number", "data_parallel": "number",  # or `auto`
+                 "microbatch_size": "number"}
 
 
 @dataclass(frozen=True, slots=True)

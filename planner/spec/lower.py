@@ -13,13 +13,15 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from .. import limits
 from ..cost import compute_time
 from ..errors import DiagnosticSink, Span, did_you_mean
 from ..model import (
     CONTENTIONS,
+    MAX_DATA_PARALLEL,
+    MAX_MICROBATCH_SIZE,
     MAX_MICROBATCHES,
     MAX_STAGES_PER_DEVICE,
     MEMORY_MODELS,
@@ -1063,6 +1065,7 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
     if pipeline is not None:
         _check_copies(sink, settings, decl, graph, pipeline)
         _check_interleaving(sink, settings, decl, graph, cluster, pipeline)
+        _check_pipelines(sink, settings, cluster, pipeline)
     op_index = graph.op_index
     dev_index = cluster.device_index
     pins: dict[int, int] = {}
@@ -1258,7 +1261,8 @@ def _pipeline_rules(sink: DiagnosticSink, graph: Graph, cluster: Cluster, pipeli
 
 
 #: the pipeline settings, which need `objective pipeline`
-_PIPELINE_KEYS = ("microbatches", "schedule", "stages_per_device")
+_PIPELINE_KEYS = ("microbatches", "schedule", "stages_per_device", "data_parallel",
+                  "microbatch_size")
 
 
 def _pipeline(sink: DiagnosticSink, settings: _Attrs, pname: str) -> Pipeline | None:
@@ -1290,7 +1294,60 @@ def _pipeline(sink: DiagnosticSink, settings: _Attrs, pname: str) -> Pipeline | 
         sink.error("E256", f"`stages_per_device` is for `schedule interleaved`, not "
                    f"`{schedule}`", settings.values["stages_per_device"].span,
                    "write `schedule interleaved`, or remove `stages_per_device`")
-    return Pipeline(microbatches, schedule, per_device)  # type: ignore[arg-type]
+    replicas = _data_parallel(sink, settings, schedule)
+    size = _count(sink, settings, "microbatch_size", MAX_MICROBATCH_SIZE) or 1
+    return Pipeline(microbatches, schedule, per_device,  # type: ignore[arg-type]
+                    replicas, size)
+
+
+def _data_parallel(sink: DiagnosticSink, settings: _Attrs,
+                   schedule: str) -> int | Literal["auto"]:
+    """Setting `data_parallel`: `auto` or a whole number from 1 to `MAX_DATA_PARALLEL`
+    (E257 otherwise, and E256 with `schedule interleaved` unless 1); 1 when absent or
+    wrong (reported). `_check_pipelines` checks N against the cluster's devices."""
+    attr = settings.values.get("data_parallel")
+    if attr is None:
+        return 1
+    value = attr.value
+    if value.kind == "name" and value.name is not None and value.name.text == "auto":
+        out: int | Literal["auto"] = "auto"
+    elif value.kind == "quantity":
+        sink.error("E214", "`data_parallel` expects `auto` or a plain number (no unit)",
+                   value.span, "for example `data_parallel 2`, or `data_parallel auto`")
+        return 1
+    else:
+        number = parse_number(value.number) if value.kind == "number" else math.nan
+        if not (math.isfinite(number) and number == int(number)
+                and 1 <= number <= MAX_DATA_PARALLEL):
+            written = value.name.text if value.name is not None else _value_text(value, 40)
+            sink.error("E257", "`data_parallel` must be `auto` or a whole number from 1 to "
+                       f"{MAX_DATA_PARALLEL}, not `{written}`", value.span,
+                       *(did_you_mean(value.name.text, ("auto",)) if value.name else ()),
+                       "`data_parallel auto` lets the planner choose each stage's replicas; "
+                       "`data_parallel 2` runs two identical pipelines")
+            return 1
+        out = int(number)
+    if out != 1 and schedule == "interleaved":
+        does = "may replicate" if out == "auto" else "replicates"
+        sink.error("E256", f"`data_parallel {out}` {does} stages, and replicated stages "
+                   "run under `schedule 1f1b` or `gpipe`, not `interleaved`", value.span,
+                   "write `schedule 1f1b` (or `gpipe`), or remove `data_parallel`")
+        return 1
+    return out
+
+
+def _check_pipelines(sink: DiagnosticSink, settings: _Attrs, cluster: Cluster,
+                     pipeline: Pipeline) -> None:
+    """E257 when `data_parallel N` asks for more identical pipelines than the cluster has
+    devices (each pipeline needs one device at least)."""
+    n, have = pipeline.data_parallel, len(cluster.devices)
+    if n == "auto" or n <= have:
+        return
+    sink.error("E257", f"{n} pipelines need at least {n} devices; cluster `{cluster.name}` "
+               f"has {have}", settings.values["data_parallel"].value.span,
+               f"set `data_parallel` from 1 to {have}, or `data_parallel auto`"
+               if have > 1 else "a one-device cluster runs one pipeline: remove "
+               "`data_parallel`")
 
 
 def _named_choice(sink: DiagnosticSink, settings: _Attrs, key: str, options: Sequence[str],
