@@ -17,7 +17,7 @@ A row `fits` when every device holds what the split model says it needs (`memory
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..cost import INF, costs
@@ -44,10 +44,11 @@ class Row:
 
 
 def rows(problem: Problem, placement: Sequence[int], algorithm: str,
-         recompute: Collection[int] = ()) -> tuple[list[Row], list[str]]:
+         recompute: Collection[int] = (), replicas: Mapping[int, tuple[int, ...]] | None = None,
+         ) -> tuple[list[Row], list[str]]:
     """The comparison rows for `problem`'s pipeline, `placement` last (module docstring;
-    its devices in `recompute` recompute their activations), and a note for each row left
-    out."""
+    its devices in `recompute` recompute their activations, its stages on a device of
+    `replicas` run on that device's group), and a note for each row left out."""
     pipeline = problem.pipeline or Pipeline()
     out = [_row(problem, pipeline, "one device", "single", _one_device(problem))]
     uniform = run_algorithm("uniform", problem).plan.placement
@@ -61,7 +62,8 @@ def rows(problem: Problem, placement: Sequence[int], algorithm: str,
     else:
         notes.append(f"makespan plan: none, the heuristics expected to take at most "
                      f"{HEURISTICS_LIMIT_S:g} s found no plan (the others were left out)")
-    out.append(_row(problem, pipeline, "this plan", algorithm, placement, recompute))
+    out.append(_row(problem, pipeline, "this plan", algorithm, placement, recompute,
+                    replicas or {}))
     return out, notes
 
 
@@ -77,6 +79,7 @@ def _one_device(problem: Problem) -> Sequence[int]:
 
 
 def _row(problem: Problem, pipeline: Pipeline, label: str, algorithm: str,
-         placement: Sequence[int], recompute: Collection[int] = ()) -> Row:
-    result = run(problem, placement, pipeline, recompute)
+         placement: Sequence[int], recompute: Collection[int] = (),
+         replicas: Mapping[int, tuple[int, ...]] | None = None) -> Row:
+    result = run(problem, placement, pipeline, recompute, replicas or {})
     return Row(label, algorithm, result, fits(problem, result.memory_bytes))

@@ -82,10 +82,13 @@ def place(problem: Problem, options: Options) -> Solution:
     found = candidates(problem, pipeline)
     if not found:
         raise InfeasibleError(Diagnostic(
-            "E707", f"no hybrid layout of plan `{problem.name}` fits the devices' memory "
-            "(stages replicated or not)", None,
+            "E712", f"no hybrid layout of plan `{problem.name}` (stages on consecutive "
+            "devices in the cluster's order, replicated or not) fits the devices' memory and "
+            "the devices its units may use", None,
             ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
-             "fewer activations; or give the devices more `memory`",)))
+             "fewer activations, or give the devices more `memory`; pins that do not follow "
+             "the cluster's device order leave the hybrid DP no layout (`--algo pipedp` "
+             "tries device chains in any order)",)))
     chosen, figures = best(problem, pipeline, found)
     return solution(problem, pipeline, chosen, figures)
 
@@ -201,12 +204,13 @@ def _dp(problem: Problem, pipeline: Pipeline) -> list[Layout]:
     k_n = len(cuts) - 1
     out: list[Layout] = []
     rings: dict[tuple[int, ...], tuple[float, float]] = {}  # group -> `_ring`
+    starts = [_Start(problem, u, t, int(cuts[a]), cuts[a + 1:], rings) for a in range(k_n)]
     for used in ([m] if _uniform(problem) else range(1, m + 1)):  # devices [0, used)
         best = np.full((k_n + 1, m + 1), INF)
         best[k_n, 0] = 0.0
         choice = np.zeros((k_n + 1, m + 1, 2), dtype=np.int64)  # (end cut index, replicas)
         for a in range(k_n - 1, -1, -1):
-            start = _Start(problem, u, t, int(cuts[a]), cuts[a + 1:], rings)
+            start = starts[a]
             for p in range(1, used + 1):
                 first = used - p
                 for r in _replica_counts(p, pipeline):
@@ -223,6 +227,34 @@ def _dp(problem: Problem, pipeline: Pipeline) -> list[Layout]:
                 if lay not in out:
                     out.append(lay)
     return out
+
+
+def _group_key(problem: Problem, group: tuple[int, ...], has_next: bool, has_before: bool
+               ) -> tuple[object, ...]:
+    """What a stage's figures depend on besides its units: its devices' classes (their
+    compute and the units they may run) and the links to the stages beside it."""
+    kinds, link = _classes(problem)
+    m = len(problem.cluster.devices)
+    before = group[0] - 1 if group[0] > 0 else group[-1] + 1
+    return (tuple(kinds[d] for d in group),
+            link[before][group[0]] if has_before and before < m else None,
+            link[group[-1]][group[-1] + 1] if has_next else None)
+
+
+def _classes(problem: Problem) -> tuple[list[int], list[list[int]]]:
+    """Per device its class (alike compute and bans), per pair its link's class."""
+    def derive() -> tuple[list[int], list[list[int]]]:
+        u, c = units(problem), costs(problem)
+        m = len(problem.cluster.devices)
+        seen: dict[tuple[bytes, bytes], int] = {}
+        kinds = [seen.setdefault((u.compute_prefix[d].tobytes(), u.banned_prefix[d].tobytes()),
+                                 len(seen)) for d in range(m)]
+        pairs: dict[tuple[float, ...], int] = {}
+        link = [[pairs.setdefault((c.latency[a][b], c.inv_bandwidth[a][b], c.latency[b][a],
+                                   c.inv_bandwidth[b][a]), len(pairs)) for b in range(m)]
+                for a in range(m)]
+        return kinds, link
+    return derived(problem, "pipehybrid.classes", derive)
 
 
 def layout_cost(problem: Problem, pipeline: Pipeline, lay: Layout) -> float:
@@ -288,15 +320,14 @@ class _Start:
         self.transient = np.maximum.accumulate(u.transient[i:])[ends - i - 1]
         self.acts = u.kept_prefix[ends] - u.kept_prefix[i] + u.forward_bytes[i]
         self.bucket = np.minimum(self.grads, hybrid.DDP_BUCKET_BYTES)
-        self._by_group: dict[tuple[tuple[int, ...], bool],
+        self._by_group: dict[tuple[object, ...],
                              tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
-        self.uniform = _uniform(problem)
 
     def _time(self, problem: Problem, c: Costs, group: tuple[int, ...], has_next: bool,
               busy_of: int) -> NDArray[np.float64]:
         """F(i) + ceil(M / r) max(C, X) + B(j), with `busy_of` = ceil(M / r); inf where a
         replica may not run a unit."""
-        key = (group if not self.uniform else (len(group),), has_next)
+        key = _group_key(problem, group, has_next, self.i > 0)
         if key not in self._by_group:
             self._by_group[key] = self._figures(problem, c, group, has_next)
         way, resource = self._by_group[key]

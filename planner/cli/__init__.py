@@ -517,11 +517,13 @@ def _emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
 
 def _report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: Bounds,
                      memory_note: str = "", recompute: Sequence[str] = (),
+                     replicas: Mapping[str, Sequence[str]] | None = None,
                      ) -> tuple[bool, PipelineView | None]:
     """Under `objective pipeline`: the plan run as the pipeline (the devices named in
-    `recompute` recomputing their activations), next to one device, the uniform split and
-    the makespan plan (`--json`: the result's `pipeline`). Whether it fits the memory, and
-    the view (for `--html`); None under `objective makespan`."""
+    `recompute` recomputing their activations, the stages of `replicas`' devices on their
+    groups), next to one device, the uniform split and the makespan plan (`--json`: the
+    result's `pipeline`). Whether it fits the memory, and the view (for `--html`); None
+    under `objective makespan`."""
     if problem.pipeline is None:
         return True, None
     # lazy: start-up
@@ -529,7 +531,7 @@ def _report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: B
     from ..render.pipeline_html import pipeline_view
 
     view = pipeline_view(problem, plan.placement, plan.algorithm or "given",
-                         bounds.makespan_s, recompute, memory_note)
+                         bounds.makespan_s, recompute, memory_note, replicas or {})
     refused = _refusal(problem, plan.placement, None)
     if refused is not None:  # what `export torch --pipeline` would refuse (E947)
         report.diagnostics.append(refused)
@@ -700,7 +702,8 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, info=info)
     fits, view = _report_pipeline(problem, solution.plan, report, bounds,
-                                  _split_note(info), info.get("recompute") or ())
+                                  _split_note(info), info.get("recompute") or (),
+                                  info.get("replicas"))
     if html is not None:
         from ..render.figures import format_gap  # lazy: start-up
         from ..render.html import write_plan_html  # lazy: start-up

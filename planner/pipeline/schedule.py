@@ -561,11 +561,14 @@ def _sequence(schedule: str, rank: int, devices: int, chunks: int, mb: int,
     else:
         fwd = [(True, 0, m) for m in range(mb)]
         bwd = [(False, 0, m) for m in range(mb)]
-        warm = mb if schedule == _BY_MICROBATCH else min(devices - rank - 1, mb)
-        if warm_up is not None and schedule != _BY_MICROBATCH:
-            warm = warm_up
-    if not training:
-        return fwd
+        warm = (mb if schedule == _BY_MICROBATCH else
+                min(devices - rank - 1, mb) if warm_up is None else warm_up)
+    return _in_turn(fwd, bwd, warm) if training else fwd
+
+
+def _in_turn(fwd: list[tuple[bool, int, int]], bwd: list[tuple[bool, int, int]],
+             warm: int) -> list[tuple[bool, int, int]]:
+    """`warm` forward tasks, then one forward and one backward in turn, then the rest."""
     out = fwd[:warm]
     f = warm
     for task in bwd:

@@ -246,16 +246,23 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
             held[d] = params + transient + sum(
                 in_flight(pipeline, split.stages, k, u.training) * a
                 for k, a in zip(stages, acts, strict=True))
-    for d, members in (replicas or {}).items():
-        if d in by_device:
-            mine = [i for k in by_device[d] for unit in u.members[split.bounds[k]:
-                                                                 split.bounds[k + 1]]
-                    for i in unit]
+    _replicate(problem, split, held, replicas or {})
+    return held
+
+
+def _replicate(problem: Problem, split: Split, held: list[float],
+               replicas: Mapping[int, tuple[int, ...]]) -> None:
+    """Each replica of a replicated device's stages holds what it holds, plus one DDP
+    bucket (`hybrid`); `held` per device, updated in place."""
+    u = units(problem)
+    for d, members in replicas.items():
+        mine = [i for k, e in enumerate(split.devices) if e == d
+                for unit in u.members[split.bounds[k]:split.bounds[k + 1]] for i in unit]
+        if mine:
             each = held[d] + hybrid.bucket_bytes(hybrid.gradient_bytes(problem, mine),
                                                  len(members))
             for e in members:
                 held[e] = each
-    return held
 
 
 def fits(problem: Problem, held: Sequence[float]) -> bool:

@@ -105,27 +105,14 @@ def pipeline_report(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
     head.add_row("throughput", f"{run.throughput:.4g} samples/s "
                  f"({pipeline.microbatch_size} per micro-batch)")
     if run.allreduce_s:
-        replicated = any(len(s.devices) > 1 for s in run.stages)
-        head.add_row("all-reduce", f"{format_seconds(run.allreduce_s)} per iteration: the "
-                     + ("replicated stages' gradients among their replicas" if replicated else
-                        "") + (", " if replicated and problem.graph.ties else "")
-                     + ("the tied weights' gradients, summed across their holders' devices"
-                        if problem.graph.ties else ""))
+        head.add_row("all-reduce", _allreduce_line(problem, run))
     if not fits(problem, run.memory_bytes):
         head.add_row("memory", "[red]does not fit[/red]: a device holds less than its stages' "
                      "activations in flight need (devices below)")
     for note in (run.note, *notes):
         if note:
             head.add_row("note", note)
-    stages = Table(title="stages", title_justify="left")
-    for col in ("stage", "device", "ops", "busy", "load"):
-        stages.add_column(col, justify="left" if col in ("device",) else "right")
-    for k, s in enumerate(run.stages):
-        where = devs[s.device].name + (f" (+{len(s.devices) - 1} replicas: "
-                                       + ", ".join(devs[d].name for d in s.devices[1:]) + ")"
-                                       if len(s.devices) > 1 else "")
-        stages.add_row(str(k), where, str(len(s.ops)), format_seconds(s.busy_s),
-                       format_seconds(s.load_s))
+    stages = _stages_table(problem, run)
     memory = Table(title="pipeline memory (params once, activations per micro-batch in "
                    "flight)", title_justify="left")
     for col in ("device", "held", "cap"):
@@ -146,3 +133,28 @@ def pipeline_report(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
                          format_seconds(r.run.time_per_microbatch_s),
                          f"{r.run.bubble_fraction:.1%}", "yes" if r.fits else "[red]no[/red]")
     return Group(Text(""), head, Text(""), stages, memory, compared)
+
+
+def _allreduce_line(problem: Problem, run: PipelineRun) -> str:
+    """What the iteration's all-reduces are: the replicated stages', the tied weights'."""
+    what = []
+    if any(len(s.devices) > 1 for s in run.stages):
+        what.append("the replicated stages' gradients among their replicas")
+    if problem.graph.ties:
+        what.append("the tied weights' gradients, summed across their holders' devices")
+    return f"{format_seconds(run.allreduce_s)} per iteration: " + "; ".join(what)
+
+
+def _stages_table(problem: Problem, run: PipelineRun) -> Table:
+    """Each stage: its device (and its replicas'), ops, busy time and load."""
+    devs = problem.cluster.devices
+    stages = Table(title="stages", title_justify="left")
+    for col in ("stage", "device", "ops", "busy", "load"):
+        stages.add_column(col, justify="left" if col in ("device",) else "right")
+    for k, s in enumerate(run.stages):
+        where = devs[s.device].name + (f" (+{len(s.devices) - 1} replicas: "
+                                       + ", ".join(devs[d].name for d in s.devices[1:]) + ")"
+                                       if len(s.devices) > 1 else "")
+        stages.add_row(str(k), where, str(len(s.ops)), format_seconds(s.busy_s),
+                       format_seconds(s.load_s))
+    return stages

@@ -16,12 +16,13 @@ pipeline is byte for byte what it was. Every name is escaped (`svg.esc`).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..algorithms.pipecompare import Row, rows
 from ..model import Op, Problem
 from ..pipeline.bound import PipelineBound, pipeline_bound
+from ..pipeline.hybrid import replica_groups
 from ..pipeline.schedule import PipelineRun, Task
 from ..units import format_bytes, format_seconds
 from .figures import format_gap
@@ -53,12 +54,15 @@ class PipelineView:
 
 def pipeline_view(problem: Problem, placement: Sequence[int], algorithm: str,
                   one_pass_bound_s: float, recompute: Collection[str] = (),
-                  memory_note: str = "") -> PipelineView:
+                  memory_note: str = "", replicas: Mapping[str, Sequence[str]] | None = None,
+                  ) -> PipelineView:
     """The view of `placement` run as `problem`'s pipeline, as `solve` reports it (the
-    devices named in `recompute` recomputing their activations)."""
+    devices named in `recompute` recomputing their activations, `replicas`: a replicated
+    stage's device -> its group's, by name)."""
     index = problem.cluster.device_index
     again = [index[name] for name in recompute if name in index]
-    compared, left_out = rows(problem, placement, algorithm, again)
+    groups = replica_groups(problem, {"replicas": replicas or {}})
+    compared, left_out = rows(problem, placement, algorithm, again, groups)
     notes = tuple(n for n in (memory_note, *left_out) if n)
     return PipelineView(tuple(compared), pipeline_bound(problem, one_pass_bound_s), notes)
 
