@@ -160,7 +160,7 @@ class PipelineRun:
     @property
     def bubble_fraction(self) -> float:
         """The share of the iteration the devices that hold stages are idle, on average."""
-        used = sorted({s.device for s in self.stages})
+        used = sorted({d for s in self.stages for d in s.devices})
         if not used or not math.isfinite(self.iteration_s) or self.iteration_s <= 0:
             return 0.0
         busy = sum(self.busy_s[d] for d in used)

@@ -134,7 +134,8 @@ def timeline_svg(problem: Problem, run: PipelineRun, width: int = WIDTH) -> str:
     axis = TimeAxis(max([span, *ends, 1e-12]), LEFT, width - LEFT - RIGHT)
     stages_of: dict[int, list[int]] = {}
     for k, s in enumerate(run.stages):
-        stages_of.setdefault(s.device, []).append(k)
+        for d in s.devices:  # a replicated stage's lane on each of its replicas
+            stages_of.setdefault(d, []).append(k)
     top = 24
     bottom = top + ROW * max(1, len(lanes))
     out = [svg_open("pipeline", width, bottom + 24)]
@@ -191,7 +192,8 @@ def _stages_table(problem: Problem, run: PipelineRun) -> str:
     for k, s in enumerate(run.stages):
         held, cap = run.memory_bytes[s.device], devs[s.device].memory_bytes
         over = ' class="status-bad"' if held > cap else ""
-        body.append(f'<tr><td>{k}</td><td class="l">{esc(devs[s.device].name)}</td>'
+        where = ", ".join(devs[d].name for d in s.devices)  # its replicas, when replicated
+        body.append(f'<tr><td>{k}</td><td class="l">{esc(where)}</td>'
                     f'<td>{len(s.ops)}</td><td>{esc(_s(s.busy_s))}</td>'
                     f'<td>{esc(_s(s.load_s))}</td><td{over}>{esc(format_bytes(int(held)))}'
                     f'</td><td>{esc(format_bytes(cap))}</td></tr>')

@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
+import os
 import random
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +27,8 @@ from planner.model import Problem
 from planner.pipeline import hybrid, schedule
 from planner.pipeline.split import Split, stage_bytes
 from planner.pipeline.units import units
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _spec(forward_ms: list[float], backward_ms: list[float], params_mb: list[float], *,
@@ -206,3 +216,67 @@ def test_a_slow_replica_paces_its_stage() -> None:
     assert pipehybrid.layout_cost(p, p.pipeline, one) == pytest.approx(0.060)
     # and the simulator agrees: the slow replica's micro-batch takes 60 ms
     assert _run(p, two).iteration_s == pytest.approx(0.060, rel=1e-3)
+
+
+def _iteration_ms(spec: Path, plan: str, cwd: Path) -> tuple[float, dict[str, object]]:
+    done = subprocess.run([sys.executable, "-m", "planner", "solve", str(spec), "--plan", plan,
+                           "--json"], cwd=cwd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    pipeline = json.loads(done.stdout)["result"]["pipeline"]
+    return round(pipeline["iteration_s"] * 1e3, 1), pipeline
+
+
+@pytest.mark.slow
+def test_the_readmes_hybrid_example_runs_as_written_and_says_what_it_gives(
+        tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Hybrid parallelism", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.strip()]
+    assert len(commands) == 3 and commands[-1].startswith("planner solve")
+    shutil.copytree(ROOT / "specs" / "clusters", tmp_path / "specs" / "clusters")
+    (tmp_path / ".git").mkdir()  # the root of the spec's imports, as in a checkout
+    planner = f"{shlex.quote(sys.executable)} -m planner"
+    for line in commands:
+        line = line.replace("planner ", planner + " ", 1) if line.startswith("planner ") else line
+        proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True,
+                              text=True, check=False, env={**os.environ, "COLUMNS": "140"})
+        assert proc.returncode == 0, (line, proc.stderr)
+    assert "(+7 replicas" in proc.stdout and "samples/s" in proc.stdout
+    # the figures the prose quotes: the hybrid plan, the pure pipeline, two pipelines
+    spec = tmp_path / "gpt24n.plan"
+    with spec.open("a") as f:
+        for name, dp in (("pure", 1), ("two", 2)):
+            f.write(f"plan gpt24_{name} {{\n  graph gpt24\n  cluster two-nodes\n  objective "
+                    f"pipeline\n  microbatches 8\n  schedule 1f1b\n  data_parallel {dp}\n}}\n")
+    hybrid_ms, pipeline = _iteration_ms(spec, "gpt24_hybrid", tmp_path)
+    pure_ms, _ = _iteration_ms(spec, "gpt24_pure", tmp_path)
+    two_ms, two = _iteration_ms(spec, "gpt24_two", tmp_path)
+    said = re.sub(r"\s+", " ", section)
+    assert f"The pure pipeline (`data_parallel 1`) iterates in {pure_ms} ms" in said
+    assert f"iterate in {hybrid_ms} ms, {pure_ms / hybrid_ms:.2f}x faster" in said
+    assert f"({pipeline['throughput']:.1f} samples per second)" in said
+    assert f"then {pipeline['allreduce_s'] * 1e3:.1f} ms of all-reduce" in said
+    assert f"(`data_parallel 2`) take {two_ms} ms" in said
+    assert [len(s["devices"]) for s in pipeline["stages"]] == [8]  # type: ignore[index]
+    assert {len(s["devices"]) for s in two["stages"]} == {2}  # type: ignore[index]
+
+
+def test_the_report_and_the_timeline_show_every_replica() -> None:
+    from planner.render.pipeline import pipeline_json
+    from planner.render.pipeline_html import pipeline_view, timeline_svg
+
+    p = _spec([10, 10], [20, 20], [0.1, 0.1], devices=3, microbatches=4)
+    lay = pipehybrid.Layout((0, 1, 2), ((0, 1), (2,)))
+    names = hybrid.replica_names(p, lay.replicas)
+    assert names == {"d0": ["d0", "d1"]}
+    view = pipeline_view(p, lay.split.placement(p), "hybrid", 0.0, (), "", names)
+    ran = view.rows[-1].run
+    assert ran.iteration_s == _run(p, lay).iteration_s
+    stages = pipeline_json(p, view.rows, view.bound)["stages"]
+    assert [s["devices"] for s in stages] == [["d0", "d1"], ["d2"]]
+    assert [s["replicas"] for s in stages] == [2, 1]
+    svg = timeline_svg(p, ran)
+    for name in ("d0", "d1", "d2"):  # a lane per device that ran tasks, replicas included
+        assert f">{name} <tspan" in svg
+    assert {t.device for t in ran.tasks if t.stage == 0} == {0, 1}
