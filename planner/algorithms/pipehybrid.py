@@ -32,7 +32,8 @@ that fits wins. `data_parallel N` fixes r = N for every stage (N identical pipel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -41,7 +42,7 @@ from numpy.typing import NDArray
 
 from ..cost import INF, Costs, costs
 from ..errors import Diagnostic, InfeasibleError
-from ..model import Pipeline, Problem, derived
+from ..model import Cluster, Pipeline, Problem, derived
 from ..pipeline import hybrid
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import Split, fits, stage_bytes
@@ -91,6 +92,56 @@ def place(problem: Problem, options: Options) -> Solution:
              "tries device chains in any order)",)))
     chosen, figures = best(problem, pipeline, found)
     return solution(problem, pipeline, chosen, figures)
+
+
+def identical_pipelines(problem: Problem, options: Options,
+                        solve: Callable[[Problem, Options], Solution], name: str) -> Solution:
+    """`data_parallel N` for a solver of one pipeline (`pipeilp`): N identical pipelines,
+    stage k of each on device k of its block of N consecutive devices, so the solver plans
+    one pipeline over the first device of each block (its links, its pins), with its
+    share of the micro-batches, ceil(M / N), in flight, and a DDP bucket less memory; each
+    of its stages is then replicated over its block. The all-reduce is not in the solver's
+    model: the plan is judged by the simulator, and at best `feasible`."""
+    pipeline = problem.pipeline or Pipeline()
+    n = int(pipeline.data_parallel)
+    m = len(problem.cluster.devices)
+    reps = list(range(0, m - n + 1, n))
+    slot = {d: k for k, d in enumerate(reps)}
+    strays = sorted({d for d in problem.pins.values() if d not in slot})
+    if strays:
+        devs = problem.cluster.devices
+        raise InfeasibleError(Diagnostic(
+            "E712", f"`data_parallel {n}` runs stage k of each pipeline on device k of a "
+            f"block of {n}, and `{devs[strays[0]].name}` is pinned to but starts no block",
+            None, ("pin to the first device of a block of "
+                   f"{n} ({', '.join(devs[d].name for d in reps)}), or remove the pins",)))
+    cluster = problem.cluster
+    sub = Cluster(cluster.name, tuple(
+        dataclasses.replace(cluster.devices[d], memory_bytes=max(
+            0, cluster.devices[d].memory_bytes - hybrid.DDP_BUCKET_BYTES)) for d in reps),
+        tuple(dataclasses.replace(lk, src=slot[lk.src], dst=slot[lk.dst])
+              for lk in cluster.links if lk.src in slot and lk.dst in slot))
+    one = dataclasses.replace(pipeline, data_parallel=1, microbatches=ceil_share(pipeline, n))
+    planned = solve(Problem(problem.name, problem.graph, sub, problem.memory_model,
+                            problem.contention, MappingProxyType(
+                                {i: slot[d] for i, d in problem.pins.items()}),
+                            pipeline=one), options)
+    placement = tuple(reps[d] for d in planned.plan.placement)
+    groups = {reps[d]: tuple(range(reps[d], reps[d] + n)) for d in set(planned.plan.placement)}
+    ran = run_pipeline(problem, placement, pipeline, (), groups)
+    info = {**planned.info, "replicas": hybrid.replica_names(problem, groups),
+            "layout": [len(groups[s.device]) for s in ran.stages],
+            "iteration_s": ran.iteration_s,
+            "data_parallel": f"{name} planned one of {n} identical pipelines over the first "
+                             f"device of each block of {n} ({ceil_share(pipeline, n)} "
+                             "micro-batches each); the all-reduce is the simulator's alone"}
+    status = "feasible" if planned.status in ("feasible", "optimal") else planned.status
+    return Solution(Plan(placement, algorithm=name), status, MappingProxyType(info))
+
+
+def ceil_share(pipeline: Pipeline, n: int) -> int:
+    """The micro-batches each of n pipelines takes at most."""
+    return -(-pipeline.microbatches // n)
 
 
 def solution(problem: Problem, pipeline: Pipeline, chosen: Layout,

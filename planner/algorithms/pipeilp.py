@@ -9,6 +9,11 @@ its forward ops once more during backward (activation checkpointing per stage, a
 Megatron's full recomputation and `torch.utils.checkpoint` do). That is what lets a model
 fit that otherwise would not.
 
+**Replicated stages.** Under `data_parallel N` it plans one of N identical pipelines over
+the first device of each block of N (`pipehybrid.identical_pipelines`: the replicas'
+all-reduce is the simulator's alone, so the plan is at best `feasible`); under
+`data_parallel auto` it plans one pipeline (`hybrid` and `auto` choose replicas).
+
 **What is minimised** is the pipeline's period T (`planner.pipeline.split`), for any
 placement: its stages are the maximal runs of consecutive units on one device; every
 boundary x between units x - 1 and x whose two units sit on devices a ≠ b carries its
@@ -128,7 +133,7 @@ from ..pipeline.split import Split, in_flight, resource_loads, split_of, stage_b
 from ..pipeline.units import units
 from ..plan import Plan
 from ..units import format_bytes, format_seconds
-from . import pipedp
+from . import pipedp, pipehybrid
 from .base import Interrupted, Options, Solution, Status
 from .exact import backends
 from .exact.budget import WALL_CAP_EXTRA_S, WALL_CAP_FACTOR
@@ -938,6 +943,9 @@ def place(problem: Problem, options: Options) -> Solution:
     trivial = empty_solution(problem, "pipeilp")
     if trivial is not None:
         return trivial
+    replicated = (problem.pipeline or Pipeline()).data_parallel
+    if replicated not in (1, "auto"):  # N identical pipelines: one planned, replicated
+        return pipehybrid.identical_pipelines(problem, options, place, "pipeilp")
     pipedp.check_units(problem, problem.pipeline or Pipeline())  # E258, E304, E259: the cause
     clock = Clock(options)
     warm, notes = _warm_starts(problem, options)

@@ -23,6 +23,7 @@ from planner import loads
 from planner.algorithms import Options, pipehybrid
 from planner.algorithms import run as run_algorithm
 from planner.cost import allreduce_time, costs
+from planner.errors import InfeasibleError
 from planner.model import Problem
 from planner.pipeline import hybrid, schedule
 from planner.pipeline.split import Split, stage_bytes
@@ -280,3 +281,23 @@ def test_the_report_and_the_timeline_show_every_replica() -> None:
     for name in ("d0", "d1", "d2"):  # a lane per device that ran tasks, replicas included
         assert f">{name} <tspan" in svg
     assert {t.device for t in ran.tasks if t.stage == 0} == {0, 1}
+
+
+def test_pipeilp_plans_n_identical_pipelines_as_one_and_says_it_proves_nothing_more() -> None:
+    pytest.importorskip("pyomo")
+    p = _spec([5, 6, 7, 8], [10, 12, 14, 16], [1, 1, 1, 1], devices=4, microbatches=8,
+              data_parallel="2")
+    solution = run_algorithm("pipeilp", p, Options(time_limit_s=20))
+    assert solution.status == "feasible"  # the all-reduce is outside its model
+    groups = hybrid.replica_groups(p, solution.info)
+    assert groups and all(g == (d, d + 1) and d % 2 == 0 for d, g in groups.items())
+    ran = schedule.run_planned(p, solution.plan.placement, p.pipeline, solution.info)
+    assert ran.iteration_s == pytest.approx(solution.info["iteration_s"])
+    assert all(len(s.devices) == 2 for s in ran.stages)
+    # a pin to a device that starts no block of two is refused with its reason
+    pinned = _spec([5, 6], [10, 12], [1, 1], devices=4, microbatches=8, data_parallel="2",
+                   pins="  pin f0 to d1\n  pin f0.bwd to d1")
+    with pytest.raises(InfeasibleError) as caught:
+        run_algorithm("pipeilp", pinned, Options(time_limit_s=20))
+    assert caught.value.diagnostics[0].code == "E712"
+    assert "`d1` is pinned to but starts no block" in caught.value.diagnostics[0].message
