@@ -216,7 +216,8 @@ TABLE: tuple[Code, ...] = (
     Code("E711", 4, "`pipeilp`: the solver failed and no contiguous split fits, even "
                     "recomputing"),
     Code("E712", 3, "`hybrid`: no layout of stages, replicated or not, fits the devices' "
-                    "memory and honours the devices each unit may use, in the cluster's order"),
+                    "memory and honours the devices each unit may use, in the cluster's order; "
+                    "`data_parallel N` (pipeilp): a pin to a device that starts no block of N"),
     Code("E810", 3, "a placement unit that no device may run", "E304"),
     Code("E811", 3, "the exact solver found no plan after the heuristics' proof"),
     Code("E812", 4, "the exact solver failed and no heuristic plan is left"),
