@@ -3,10 +3,37 @@ write them (the language is part of what is tested)."""
 
 from __future__ import annotations
 
+import os
 import random
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 from planner import loads
 from planner.model import Problem
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_readme_commands(after: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run the first ```bash block of README.md after the text `after`, as written, in
+    `tmp_path` (a checkout's root with specs/clusters); each must exit 0. The last one's
+    outcome."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split(after, 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.strip()]
+    assert len(commands) == 3 and commands[-1].startswith("planner solve")
+    shutil.copytree(ROOT / "specs" / "clusters", tmp_path / "specs" / "clusters")
+    (tmp_path / ".git").mkdir()  # the root of the spec's imports, as in a checkout
+    planner = f"{shlex.quote(sys.executable)} -m planner"
+    for line in commands:
+        line = line.replace("planner ", planner + " ", 1) if line.startswith("planner ") else line
+        proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True,
+                              text=True, check=False, env={**os.environ, "COLUMNS": "140"})
+        assert proc.returncode == 0, (line, proc.stderr)
+    return proc
 
 
 def chain_spec(forward_ms: list[float], backward_ms: list[float] | None = None, *,

@@ -8,16 +8,14 @@ import dataclasses
 import itertools
 import json
 import math
-import os
 import random
 import re
-import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from pipe_support import run_readme_commands
 
 from planner import loads
 from planner.algorithms import Options, pipehybrid
@@ -232,17 +230,7 @@ def test_the_readmes_hybrid_example_runs_as_written_and_says_what_it_gives(
         tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Hybrid parallelism", 1)[1].split("\n## ", 1)[0]
-    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
-    commands = [line for line in block.splitlines() if line.strip()]
-    assert len(commands) == 3 and commands[-1].startswith("planner solve")
-    shutil.copytree(ROOT / "specs" / "clusters", tmp_path / "specs" / "clusters")
-    (tmp_path / ".git").mkdir()  # the root of the spec's imports, as in a checkout
-    planner = f"{shlex.quote(sys.executable)} -m planner"
-    for line in commands:
-        line = line.replace("planner ", planner + " ", 1) if line.startswith("planner ") else line
-        proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True,
-                              text=True, check=False, env={**os.environ, "COLUMNS": "140"})
-        assert proc.returncode == 0, (line, proc.stderr)
+    proc = run_readme_commands("## Hybrid parallelism", tmp_path)
     assert "(+7 replicas" in proc.stdout and "samples/s" in proc.stdout
     # the figures the prose quotes: the hybrid plan, the pure pipeline, two pipelines
     spec = tmp_path / "gpt24n.plan"

@@ -12,13 +12,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from pipe_support import run_readme_commands
 
 from planner import load
 from planner.algorithms import run
@@ -120,18 +119,6 @@ def test_baechis_gnmt_forward_only() -> None:
 
 @pytest.mark.slow
 def test_the_readmes_pipeline_commands_run_as_written(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split("A 24-layer GPT training step on four 8 GiB GPUs", 1)[1]
-    block = block.split("```bash\n", 1)[1].split("```", 1)[0]
-    commands = [line for line in block.splitlines() if line.strip()]
-    assert len(commands) == 3 and commands[-1].startswith("planner solve")
-    shutil.copytree(ROOT / "specs" / "clusters", tmp_path / "specs" / "clusters")
-    (tmp_path / ".git").mkdir()  # the root of the spec's imports, as in a checkout
-    planner = f"{shlex.quote(sys.executable)} -m planner"
-    for line in commands:
-        line = line.replace("planner ", planner + " ", 1) if line.startswith("planner ") else line
-        proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True,
-                              text=True, check=False, env={**os.environ, "COLUMNS": "140"})
-        assert proc.returncode == 0, (line, proc.stderr)
+    proc = run_readme_commands("A 24-layer GPT training step on four 8 GiB GPUs", tmp_path)
     assert "compared, under the same pipeline" in proc.stdout
     assert "memory shaped this split" in proc.stdout
