@@ -152,7 +152,11 @@ def solution(problem: Problem, pipeline: Pipeline, chosen: Layout,
         "replicas": hybrid.replica_names(problem, chosen.replicas),
         "layout": [len(g) for g in chosen.groups],
         "iteration_s": figures[chosen],
-        "candidates_compared_by": f"simulation ({len(figures)} layout(s))",
+        "candidates_compared_by": (
+            f"simulation ({len(figures)} layout(s))" if simulated(problem, pipeline) else
+            f"estimate ({len(figures)} layout(s)): the DP's cost, its costliest stage's "
+            f"way in, busy time, way back and all-reduce (the {pipeline.microbatches} "
+            f"copies of the graph pass {MAX_SIMULATED_OPS:_} ops)"),
     }
     plan = Plan(chosen.split.placement(problem), algorithm="hybrid")
     return Solution(plan, "feasible", MappingProxyType(info))
@@ -171,11 +175,18 @@ def best(problem: Problem, pipeline: Pipeline, found: Sequence[Layout],
     return chosen, figures
 
 
+def simulated(problem: Problem, pipeline: Pipeline) -> bool:
+    """Whether the layouts are simulated (their M copies of the graph within
+    `pipedp.MAX_SIMULATED_OPS` ops), else estimated by the DP's cost."""
+    return len(problem.graph.ops) * pipeline.microbatches <= MAX_SIMULATED_OPS
+
+
 def iteration(problem: Problem, pipeline: Pipeline, lay: Layout) -> float:
-    """The simulated iteration of `lay`; inf where a replica runs out of memory."""
+    """The simulated iteration of `lay` (on big graphs the DP's cost, `simulated`); inf
+    where a replica runs out of memory."""
     placement = lay.split.placement(problem)
-    if len(problem.graph.ops) * pipeline.microbatches > MAX_SIMULATED_OPS:
-        return INF
+    if not simulated(problem, pipeline):
+        return layout_cost(problem, pipeline, lay)
     ran = run_pipeline(problem, placement, pipeline, (), lay.replicas)
     return ran.iteration_s if fits(problem, ran.memory_bytes) else INF
 

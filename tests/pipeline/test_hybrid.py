@@ -289,3 +289,19 @@ def test_pipeilp_plans_n_identical_pipelines_as_one_and_says_it_proves_nothing_m
         run_algorithm("pipeilp", pinned, Options(time_limit_s=20))
     assert caught.value.diagnostics[0].code == "E712"
     assert "`d1` is pinned to but starts no block" in caught.value.diagnostics[0].message
+
+
+def test_big_graphs_compare_layouts_by_the_dps_cost_and_say_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    p = _spec([10, 12, 14], [20, 24, 28], [1, 1, 1], devices=4, microbatches=8)
+    assert p.pipeline is not None
+    monkeypatch.setattr(pipehybrid, "MAX_SIMULATED_OPS", 10)  # 8 x 6 ops pass it
+    solution = run_algorithm("hybrid", p, Options())
+    assert solution.info["candidates_compared_by"].startswith("estimate")
+    groups = hybrid.replica_groups(p, solution.info)
+    split = schedule.split_of(p, solution.plan.placement)
+    lay = pipehybrid.Layout(split.bounds, tuple(hybrid.group(groups, d) for d in split.devices))
+    assert solution.info["iteration_s"] == pipehybrid.layout_cost(p, p.pipeline, lay)
+    assert solution.info["iteration_s"] == min(
+        pipehybrid.layout_cost(p, p.pipeline, other) for other in pipehybrid.candidates(
+            p, p.pipeline))
