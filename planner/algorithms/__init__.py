@@ -13,6 +13,7 @@ first use (`AlgorithmInfo.place`), so `planner check` never pays for OR-Tools or
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -187,7 +188,25 @@ def run(name: str, problem: Problem, options: Options | None = None) -> Solution
             stop.solution = _named(stop.solution, name).timed(elapsed)
         raise
     elapsed = time.perf_counter() - t0
-    return _named(out if isinstance(out, Solution) else Solution(out), name).timed(elapsed)
+    solution = _named(out if isinstance(out, Solution) else Solution(out), name)
+    return _unreplicated(solution, name, problem).timed(elapsed)
+
+
+#: the algorithms that plan `data_parallel` (replicated stages); the others plan one device
+#: a stage and say so
+REPLICATING = ("auto", "hybrid", "pipeilp")
+
+
+def _unreplicated(solution: Solution, name: str, problem: Problem) -> Solution:
+    """`solution`, with a note when the plan asks for replicated stages and `name` plans
+    none (`info["data_parallel"]`)."""
+    pipeline = problem.pipeline
+    if pipeline is None or pipeline.data_parallel == 1 or name in REPLICATING:
+        return solution
+    note = (f"`{name}` gives each stage one device: `data_parallel "
+            f"{pipeline.data_parallel}` is planned by {', '.join(REPLICATING)}")
+    return dataclasses.replace(solution, info=MappingProxyType({**solution.info,
+                                                                "data_parallel": note}))
 
 
 def _named(solution: Solution, name: str) -> Solution:

@@ -698,7 +698,7 @@ def _report_solution(problem: Problem, algo: str, solution: Solution, report: Js
             "planning time": format_seconds(solution.planning_s),
             **fmt_info(info, ("solver", "objective_s") if by_solver else ()),
             **({"gap": ""} if "gap" in info or "bound_s" in info else {}),
-            **fmt_info(info, ("reason",))}
+            **fmt_info(info, ("reason", "data_parallel"))}
     result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, info=info)
     fits, view = _report_pipeline(problem, solution.plan, report, bounds,

@@ -305,3 +305,12 @@ def test_big_graphs_compare_layouts_by_the_dps_cost_and_say_so(
     assert solution.info["iteration_s"] == min(
         pipehybrid.layout_cost(p, p.pipeline, other) for other in pipehybrid.candidates(
             p, p.pipeline))
+
+
+def test_an_algorithm_that_plans_no_replicas_says_so_under_data_parallel() -> None:
+    p = _spec([5, 6, 7, 8], [10, 12, 14, 16], [1, 1, 1, 1], devices=4, microbatches=8,
+              data_parallel="2")
+    solution = run_algorithm("pipedp", p, Options())
+    assert "`pipedp` gives each stage one device" in solution.info["data_parallel"]
+    assert not hybrid.replica_groups(p, solution.info)
+    assert "data_parallel" not in run_algorithm("hybrid", p, Options()).info
