@@ -14,6 +14,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -146,3 +147,58 @@ def _short(value: Any) -> str:
         return f"an object of {len(value)} key(s)"
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 40 else f"{text[:39]}…"
+
+
+def locate(text: str, path: Sequence[str | int]) -> tuple[int, int]:
+    """Where the value at `path` (object keys and list indices from the top) is in `text`,
+    valid JSON as `loads` read it: its start and end offsets in the text after a byte order
+    mark; an object or a list ends after its opening bracket. A step that does not exist
+    stops at the deepest value found (the document itself for none). Read only when a
+    reader reports a problem: one pass of the C parser over the values skipped."""
+    doc = text.removeprefix(_BOM)
+    pos = _skip(doc, 0)
+    for step in path:
+        found = _member(doc, pos, step)
+        if found is None:
+            break
+        pos = found
+    if doc.startswith(("{", "["), pos):
+        return pos, pos + 1
+    try:
+        return pos, _PLAIN.raw_decode(doc, pos)[1]
+    except (json.JSONDecodeError, RecursionError):
+        return pos, pos + 1
+
+
+def _member(doc: str, pos: int, step: str | int) -> int | None:
+    """The offset of member `step` of the object (a key) or list (an index) at `pos`."""
+    if doc.startswith("{", pos) and isinstance(step, str):
+        pos = _skip(doc, pos + 1)
+        while doc.startswith('"', pos):
+            key, pos = _PLAIN.raw_decode(doc, pos)
+            pos = _skip(doc, _skip(doc, pos) + 1)  # past the colon
+            if key == step:  # keys are unique: `loads` refuses a key given twice
+                return pos
+            pos = _next(doc, pos)
+        return None
+    if doc.startswith("[", pos) and isinstance(step, int):
+        pos = _skip(doc, pos + 1)
+        for _ in range(step):
+            if doc.startswith("]", pos) or pos >= len(doc):
+                return None
+            pos = _next(doc, pos)
+        return None if doc.startswith("]", pos) or pos >= len(doc) else pos
+    return None
+
+
+def _next(doc: str, pos: int) -> int:
+    """Past the value at `pos` and the comma after it, at the next member (or the
+    closing bracket)."""
+    pos = _skip(doc, _PLAIN.raw_decode(doc, pos)[1])
+    return _skip(doc, pos + 1) if doc.startswith(",", pos) else pos
+
+
+def line_column(text: str, pos: int) -> tuple[int, int]:
+    """The 1-based line and column of offset `pos` of `text` (after a byte order mark)."""
+    doc = text.removeprefix(_BOM)
+    return doc.count("\n", 0, pos) + 1, pos - (doc.rfind("\n", 0, pos) + 1) + 1
