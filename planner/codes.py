@@ -140,15 +140,23 @@ TABLE: tuple[Code, ...] = (
     Code("E307", 3, "placement units that cannot share a device two by two outnumber the "
                     "devices that can take them"),
     Code("E401", 3, "the simulated plan violates the spec (each violation is listed)"),
-    Code("E500", 1, "a placement file that is not valid JSON"),
+    Code("E500", 1, "a placement or stages file that is not valid JSON"),
     Code("E501", 1, "a placement file without a `placement` object"),
     Code("E502", 1, "an unsupported plan file format or version"),
-    Code("E503", 1, "an unknown op in a placement file"),
-    Code("E504", 1, "an unknown device in a placement file"),
-    Code("E505", 1, "a placement file that leaves ops unplaced"),
+    Code("E503", 1, "an unknown op in a placement or stages file"),
+    Code("E504", 1, "an unknown device in a placement or stages file (`replicas` included)"),
+    Code("E505", 1, "a placement or stages file that leaves ops unplaced"),
     Code("E506", 1, "the spec's `place`/`pin` statements leave ops unplaced"),
     Code("E508", 1, "a placement file `order` that is not lists of op names"),
     Code("E509", 1, "a placement file `start_s` that is not finite seconds per op"),
+    Code("E510", 1, "a `simulate --stages` file that is not a list of stages (`{\"ops\": [...], "
+                    "\"devices\": [...]}` each), nor an object whose `stages` or "
+                    "`pipeline.stages` is one"),
+    Code("E511", 1, "a stages file that lists an op in two stages (or twice)"),
+    Code("E512", 1, "a stages file that lists a device in two stages (or twice)"),
+    Code("E513", 1, "a stages file with a stage of no ops or no devices"),
+    Code("E514", 1, "a plan file `replicas` that is not disjoint groups of devices, each named "
+                    "by its stage's device and listing it first"),
     Code("E601", 2, "an unknown algorithm"),
     Code("E602", 2, "no plan of that name, or several plans and no `--plan`"),
     Code("E603", 2, "a `solve --time-limit` outside 0 to 1e6 s, or not a finite number"),
@@ -193,6 +201,7 @@ TABLE: tuple[Code, ...] = (
     Code("E645", 5, "`diff --fail-if-slower`: the new plan is slower than allowed, or "
                     "violates the spec"),
     Code("W645", 0, "`diff`: the new plan is slower than the old one"),
+    Code("E646", 2, "`simulate --stages` on a plan without `objective pipeline`"),
     Code("W650", 0, "`compare` skipped a spec of a folder because it does not load"),
     Code("E701", 3, "the plan's least total memory exceeds all devices together", "E303"),
     Code("W701", 0, "a spec skipped by `compare`; ONNX ops without a FLOP formula",

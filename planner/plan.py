@@ -2,6 +2,8 @@
 
 The JSON form is versioned and deterministic: keys in a fixed order, ops in graph order,
 devices in cluster order, times in seconds as floats, nothing that varies between runs.
+A hybrid pipeline's plan adds `replicas` (`load_replicas`), an optional key: a plan
+without replicated stages is written as before, byte for byte.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from .errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean
@@ -18,6 +21,10 @@ from .strictjson import finite
 
 FORMAT = "planner.plan"
 VERSION = 1
+
+#: a hybrid pipeline's replicated stages: representative device -> its group, itself first
+Groups = Mapping[int, Sequence[int]]
+_NO_GROUPS: Groups = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +73,10 @@ class Plan:
         """A copy labelled with the algorithm that made it."""
         return Plan(self.placement, self.order, self.start_s, name)
 
-    def to_json(self, problem: Problem) -> dict[str, Any]:
-        """The versioned JSON object of this plan (names, not indices)."""
+    def to_json(self, problem: Problem, replicas: Groups = _NO_GROUPS) -> dict[str, Any]:
+        """The versioned JSON object of this plan (names, not indices); a hybrid pipeline's
+        `replicas` (representative device -> its group, itself first: `pipeline.hybrid`)
+        as `"replicas": {device: [devices]}`, only when a stage has 2+ replicas."""
         ops = problem.graph.ops
         devs = problem.cluster.devices
         obj: dict[str, Any] = {
@@ -77,6 +86,10 @@ class Plan:
             "algorithm": self.algorithm,
             "placement": {ops[i].name: devs[d].name for i, d in enumerate(self.placement)},
         }
+        groups = {d: g for d, g in sorted(replicas.items()) if len(g) > 1}
+        if groups:
+            obj["replicas"] = {devs[d].name: [devs[e].name for e in g]
+                               for d, g in groups.items()}
         if self.order is not None:
             obj["order"] = {
                 devs[d].name: [ops[i].name for i in seq] for d, seq in enumerate(self.order)
@@ -85,14 +98,14 @@ class Plan:
             obj["start_s"] = {ops[i].name: float(t) for i, t in enumerate(self.start_s)}
         return obj
 
-    def dumps(self, problem: Problem) -> str:
+    def dumps(self, problem: Problem, replicas: Groups = _NO_GROUPS) -> str:
         """Deterministic JSON text (the same plan is the same bytes)."""
-        return json.dumps(finite(self.to_json(problem)), indent=2, ensure_ascii=False,
-                          allow_nan=False) + "\n"  # strict JSON: no NaN or Infinity
+        return json.dumps(finite(self.to_json(problem, replicas)), indent=2,
+                          ensure_ascii=False, allow_nan=False) + "\n"  # strict: no NaN
 
-    def write(self, problem: Problem, path: str) -> None:
-        """Write the plan JSON atomically."""
-        write_text_atomic(path, self.dumps(problem))
+    def write(self, problem: Problem, path: str, replicas: Groups = _NO_GROUPS) -> None:
+        """Write the plan JSON atomically (with a hybrid pipeline's `replicas`)."""
+        write_text_atomic(path, self.dumps(problem, replicas))
 
 
 def given_placement(problem: Problem, *hints: str) -> tuple[int, ...]:
@@ -161,6 +174,79 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>")
     start = _read_start(problem, data.get("start_s"), sink, where)
     sink.raise_if_errors()
     return Plan(tuple(placement), order, start, str(data.get("algorithm", "")))
+
+
+def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence[int],
+                  source: str = "<plan>") -> dict[int, tuple[int, ...]]:
+    """A plan JSON's `replicas` (a hybrid pipeline's replicated stages: `{device: [devices]}`,
+    each a stage's device in `placement` mapped to its group, itself first) as device
+    indices; {} when absent. The groups are disjoint and no replica holds ops of its own;
+    problems are raised together as a `SpecError` (E504 an unknown device, E514 the rest)."""
+    raw = data.get("replicas") if isinstance(data, Mapping) else None
+    if raw is None:
+        return {}
+    where = Span.start_of(source)
+    shape = 'for example "replicas": {"gpu0": ["gpu0", "gpu1"]}'
+    if not isinstance(raw, Mapping):
+        raise SpecError(Diagnostic("E514", "`replicas` must be an object of device names to "
+                                   f"lists of device names, not {_kind(raw)}", where, (shape,)))
+    sink = DiagnosticSink()
+    dev_index = problem.cluster.device_index
+    used = set(placement)
+    taken: dict[int, str] = {}
+    out: dict[int, tuple[int, ...]] = {}
+    for rep_name, names in raw.items():
+        rep = dev_index.get(rep_name)
+        if rep is None:
+            sink.error("E504", f"unknown device {_quoted(rep_name)} in replicas", where,
+                       *_hints(sink, rep_name, dev_index))
+            continue
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            sink.error("E514", f"the replicas of device {_quoted(rep_name)} must be a list of "
+                       f"device names, not {_kind(names)}", where, shape)
+            continue
+        group = _group(sink, where, problem, rep_name, names, used, taken)
+        if group is not None and len(group) > 1:
+            out[rep] = group
+    sink.raise_if_errors()
+    return out
+
+
+def _group(sink: DiagnosticSink, where: Span, problem: Problem, rep_name: str,
+           names: Sequence[str], used: set[int], taken: dict[int, str]
+           ) -> tuple[int, ...] | None:
+    """One entry of `replicas` checked (`load_replicas`); `taken`: device -> the group it
+    is in so far."""
+    dev_index = problem.cluster.device_index
+    rep = dev_index[rep_name]
+    if rep not in used:
+        sink.error("E514", f"device {_quoted(rep_name)} has replicas but holds no op of the "
+                   "placement", where, "a group is named by its stage's device, the one its "
+                   "ops are placed on")
+        return None
+    if not names or names[0] != rep_name:
+        sink.error("E514", f"the replicas of device {_quoted(rep_name)} must list it first",
+                   where, f'for example "{rep_name}": ["{rep_name}", ...]')
+        return None
+    group: list[int] = []
+    for name in names:
+        d = dev_index.get(name)
+        if d is None:
+            sink.error("E504", f"unknown device {_quoted(name)} in replicas", where,
+                       *_hints(sink, name, dev_index))
+        elif d in taken:
+            sink.error("E514", f"device {_quoted(name)} is in the replicas of "
+                       f"{_quoted(taken[d])} and of {_quoted(rep_name)}" if taken[d] != rep_name
+                       else f"device {_quoted(name)} is listed twice in the replicas of "
+                       f"{_quoted(rep_name)}", where, "a device holds one replica")
+        elif d != rep and d in used:
+            sink.error("E514", f"device {_quoted(name)}, a replica of {_quoted(rep_name)}'s "
+                       "stage, holds ops of its own in the placement", where,
+                       "a replica runs its stage's ops and no others")
+        else:
+            taken[d] = rep_name
+            group.append(d)
+    return tuple(group)
 
 
 def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: Span
