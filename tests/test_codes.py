@@ -51,6 +51,10 @@ SHARED["E625"] = ("an algorithm that does not plan for the objective: `solve` an
                   "(algorithms/__init__.py), `compare` before its sweep (compare/sweep.py)")
 SHARED["E290"] = ("not a number: a builder's argument (api/builder.py) or a model field "
                   "(api/checks.py)")
+SHARED.update(dict.fromkeys(
+    ("E500", "E503", "E504", "E505"),
+    "the same mistake in a placement or plan file (plan.py, cli) and in a `simulate --stages` "
+    "file (io/stages.py): not JSON, an unknown op or device, ops left unplaced"))
 
 # Where each layer's codes may come from: module path prefixes under planner/.
 HOMES = {
@@ -63,7 +67,7 @@ HOMES = {
     "2": ("spec/lower.py", "spec/names.py", "api/", "model.py"),
     "3": ("facts.py",),
     "4": ("cli", "simulate.py"),
-    "5": ("plan.py", "cli"),
+    "5": ("plan.py", "cli", "io/stages.py"),
     "6": ("cli/", "compare/", "algorithms/__init__.py", "files.py"),
     "7": ("algorithms/",),
     "8": ("algorithms/exact/", "algorithms/auto.py", "algorithms/infeasible.py"),

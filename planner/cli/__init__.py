@@ -59,7 +59,7 @@ from ..errors import (
 )
 from ..files import check_outputs
 from ..model import Problem
-from ..plan import Plan, given_placement, load_plan
+from ..plan import Plan, given_placement, load_plan, load_replicas
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
 from ..roots import display_path
@@ -452,7 +452,40 @@ def _placement_from_spec(problem: Problem) -> Plan:
     return Plan(given_placement(problem, "or pass --placement FILE"), algorithm="expert")
 
 
+def _given(loaded: Loaded, problem: Problem, placement: Path | None, stages: Path | None
+           ) -> tuple[Plan, Mapping[int, tuple[int, ...]]]:
+    """The plan `simulate` runs and its replicated stages' groups: a stages file's layout
+    (`io.stages`), a placement or plan file (a hybrid plan's `replicas` with it), or the
+    spec's `place`/`pin` statements."""
+    if stages is None:
+        return _read_placed(problem, placement) if placement else (
+            _placement_from_spec(problem), {})
+    if problem.pipeline is None:
+        raise UsageError(Diagnostic(
+            "E646", f"--stages gives a pipeline's stages, and plan `{problem.name}` has "
+            "`objective makespan`", loaded.locations.plans.get(problem.name),
+            (f"give plan `{problem.name}` `objective pipeline` (with its `microbatches`)",
+             "or simulate one pass of a placement: --placement FILE")))
+    from ..io.stages import read_stages  # lazy: start-up
+
+    layout = read_stages(problem, stages, display_path(stages.resolve()))
+    return layout.plan, layout.replicas
+
+
+def _replica_names(problem: Problem, groups: Mapping[int, Sequence[int]]
+                   ) -> dict[str, list[str]]:
+    """`groups` (device indices) by name, as a solution's `info["replicas"]` gives them."""
+    devs = problem.cluster.devices
+    return {devs[d].name: [devs[e].name for e in g] for d, g in sorted(groups.items())}
+
+
 def _read_placement(problem: Problem, path: Path) -> Plan:
+    return _read_placed(problem, path)[0]
+
+
+def _read_placed(problem: Problem, path: Path) -> tuple[Plan, dict[int, tuple[int, ...]]]:
+    """A placement file's plan, with a plan file's `replicas` (a hybrid pipeline's groups,
+    by representative device)."""
     from ..spec.load import read_source  # lazy: start-up
 
     shown = display_path(path.resolve())
@@ -466,8 +499,9 @@ def _read_placement(problem: Problem, path: Path) -> Plan:
     from ..io.device_map import looks_like_device_map, placement_from_device_map  # start-up
 
     if looks_like_device_map(data):  # an accelerate device_map {module path: device}
-        data = placement_from_device_map(problem, data, shown)
-    return load_plan(problem, data, shown)
+        return load_plan(problem, placement_from_device_map(problem, data, shown), shown), {}
+    read = load_plan(problem, data, shown)
+    return read, load_replicas(problem, data, read.placement, shown)
 
 
 def _emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
@@ -560,15 +594,24 @@ def _infeasible_exit(problem: Problem, result: SimResult, report: JsonReport) ->
     raise typer.Exit(EXIT_INFEASIBLE)
 
 
+_HELP_STAGES = (
+    "Under `objective pipeline`: simulate these stages instead (JSON: a list of {\"ops\": "
+    "[op names], \"devices\": [device names]}, or `solve --json`'s output). A stage's ops "
+    "run on its first device, its other devices hold replicas (data parallelism); a "
+    "backward op not listed goes to its forward op's stage.")
+
+
 @app.command()
 def simulate(
     spec: Annotated[Path, typer.Argument(help="The spec file.")],
     plan: Annotated[str | None, typer.Option(
         "--plan", help="Plan name (needed when the spec has several).")] = None,
     placement: Annotated[Path | None, typer.Option(
-        "--placement", help="A plan JSON, a {\"placement\": {op: device}} file or an "
-        "accelerate device_map {module: device}; default: the spec's place/pin statements.")
-    ] = None,
+        "--placement", help="A plan JSON (a hybrid plan's `replicas` run too), a "
+        "{\"placement\": {op: device}} file or an accelerate device_map {module: device}; "
+        "default: the spec's place/pin statements.")] = None,
+    stages: Annotated[Path | None, typer.Option(
+        "--stages", help=_HELP_STAGES, show_default=False)] = None,
     as_json: JsonOption = False,
     output: FormatOption = None,
     trace: TraceOption = None,
@@ -579,14 +622,18 @@ def simulate(
     with _guard("simulate", _output(output, as_json)) as report:
         _check_output(output, as_json)
         report.subject = str(spec)
+        if stages is not None and placement is not None:
+            raise UsageError(Diagnostic(
+                "E640", "--stages and --placement both give the plan to simulate", None,
+                ("give one: --stages FILE (a pipeline's stages) or --placement FILE (a plan)",)))
         check_outputs({"--trace": trace})
         loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
-        the_plan = (_read_placement(problem, placement) if placement
-                    else _placement_from_spec(problem))
+        the_plan, groups = _given(loaded, problem, placement, stages)
         result, bounds, _ = _emit_result(problem, the_plan, report, extra_json={},
                                          extra_rows={})
-        fits, _ = _report_pipeline(problem, the_plan, report, bounds)
+        fits, _ = _report_pipeline(problem, the_plan, report, bounds,
+                                   replicas=_replica_names(problem, groups))
         _write_trace(trace, problem, result)
         if problem.pipeline is not None:
             _pipeline_verdict(problem, result, fits, report)
@@ -678,11 +725,14 @@ def _place(algo: str, problem: Problem, options: Options, report: JsonReport) ->
 
 def _report_solution(problem: Problem, algo: str, solution: Solution, report: JsonReport, *,
                      out: Path | None, html: Path | None, trace: Path | None = None) -> None:
-    from ..render.terminal import fmt_info  # lazy: start-up
+    # lazy: start-up
+    from ..pipeline.hybrid import replica_groups
+    from ..render.terminal import fmt_info
 
     info = dict(solution.info)
+    groups = replica_groups(problem, info)
     if out is not None:
-        solution.plan.write(problem, str(out))
+        solution.plan.write(problem, str(out), groups)
     status = _pipeline_status(problem, solution)
     extra_json: dict[str, Any] = {
         "algorithm": solution.plan.algorithm or algo,

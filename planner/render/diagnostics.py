@@ -23,9 +23,9 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
     A spec's diagnostic may point at any file an import or a symlink named
     (`.git-credentials`), and its lines must not reach a CI log: a file is shown only if
     it starts as a spec does, or, for a placement file's diagnostic (E5xx, and E949 of an
-    accelerate device_map given as the placement), as a placement JSON object. An
-    importer's diagnostic (E9xx, W9xx) shows the file the user asked to import as that
-    format, when it is text (no NUL, UTF-8): a binary file (`.pt2`, `.onnx`) is never
+    accelerate device_map given as the placement), as a placement JSON object or a stages
+    file. An importer's diagnostic (E9xx, W9xx) shows the file the user asked to import as
+    that format, when it is text (no NUL, UTF-8): a binary file (`.pt2`, `.onnx`) is never
     quoted. Lone `\r` end lines, as for the parser.
     """
     # lazy: start-up (the parser's modules load Lark; `planner --help` needs neither)
@@ -75,7 +75,11 @@ def _is_text(raw: bytes) -> bool:
 
 
 def _looks_like_placement(text: str) -> bool:
-    return text.lstrip()[:1] == "{" and '"placement"' in text
+    """A placement or plan object, or a `simulate --stages` file (a list of stages or an
+    object holding one)."""
+    head = text.lstrip()[:1]
+    return (head == "{" and ('"placement"' in text or '"stages"' in text)) or (
+        head == "[" and '"ops"' in text)
 
 
 #: characters never written raw to a terminal: C0 and C1 controls but tab and newline,

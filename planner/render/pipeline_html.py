@@ -15,6 +15,7 @@ pipeline is byte for byte what it was. Every name is escaped (`svg.esc`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -64,7 +65,11 @@ def pipeline_view(problem: Problem, placement: Sequence[int], algorithm: str,
     groups = replica_groups(problem, {"replicas": replicas or {}})
     compared, left_out = rows(problem, placement, algorithm, again, groups)
     notes = tuple(n for n in (memory_note, *left_out) if n)
-    return PipelineView(tuple(compared), pipeline_bound(problem, one_pass_bound_s), notes)
+    bounded = problem  # replicas given to a plan of one pipeline: its bound allows them
+    if groups and problem.pipeline is not None and problem.pipeline.data_parallel == 1:
+        bounded = dataclasses.replace(problem, pipeline=dataclasses.replace(
+            problem.pipeline, data_parallel="auto"))
+    return PipelineView(tuple(compared), pipeline_bound(bounded, one_pass_bound_s), notes)
 
 
 def _s(x: float) -> str:
