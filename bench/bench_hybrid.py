@@ -111,7 +111,7 @@ def judged(spec: Path, plan: str, stages: Path) -> float:
                           capture_output=True, text=True, cwd=ROOT)
     if done.returncode not in (0, 3):
         raise RuntimeError(f"simulate --stages failed ({done.returncode}): {done.stderr}")
-    return float(json.loads(done.stdout)["pipeline"]["iteration_s"])
+    return float(json.loads(done.stdout)["result"]["pipeline"]["iteration_s"])
 
 
 def pipedream_layout(model: str, workers: int, graph: Path, tmp: Path, live: bool
