@@ -22,6 +22,7 @@ device in two stages, E513 a stage of no ops or no devices, E505 ops in no stage
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -71,9 +72,12 @@ def parse_stages(problem: Problem, text: str, shown: str = "<stages>") -> Layout
     reader = _Reader(problem, text, shown)
     stages, at = _stage_list(data)
     if stages is None:
+        found = _at(data, at)
         raise SpecError(Diagnostic(
             "E510", "a stages file must be a list of stages, or an object whose `stages` "
-            "(or `pipeline.stages`) is one", reader.span(at),
+            "(or `pipeline.stages`) is one" + (f"; its `{'.'.join(map(str, at))}` is "
+                                               f"{_kind(found)}" if at else ""),
+            reader.span(at),
             (f"for example {_EXAMPLE}",
              "a stage's first device holds its ops; its other devices hold replicas")))
     if not stages:
@@ -95,6 +99,13 @@ def _stage_list(data: Any) -> tuple[list[Any] | None, Where]:
         if isinstance(data, dict) and key in data:
             data, at = data[key], (*at, key)
     return (data, at) if isinstance(data, list) else (None, at)
+
+
+def _at(data: Any, at: Where) -> Any:
+    """The value at `at` in `data`."""
+    for step in at:
+        data = data[step]
+    return data
 
 
 class _Reader:
@@ -155,7 +166,8 @@ class _Reader:
         i = self.problem.graph.op_index.get(name)
         if i is None:
             self.sink.error("E503", f"unknown op {_quoted(name)} in stage {k}", self.span(at),
-                            *self._hints(name, self.problem.graph.op_index))
+                            *self._hints(name, self.problem.graph.op_index,
+                                         f"the ops of graph `{self.problem.graph.name}`"))
         elif i in self.stage_of:
             first = self.stage_of[i]
             self.sink.error("E511", f"op {_quoted(name)} is listed in stage {first} and "
@@ -171,7 +183,9 @@ class _Reader:
         d = self.problem.cluster.device_index.get(name)
         if d is None:
             self.sink.error("E504", f"unknown device {_quoted(name)} in stage {k}",
-                            self.span(at), *self._hints(name, self.problem.cluster.device_index))
+                            self.span(at), *self._hints(
+                                name, self.problem.cluster.device_index,
+                                f"the devices of cluster `{self.problem.cluster.name}`"))
             return None
         if d in self.device_at:
             first, where = self.device_at[d]
@@ -185,8 +199,17 @@ class _Reader:
         self.device_at[d] = (k, at)
         return d
 
-    def _hints(self, name: str, candidates: Mapping[str, int]) -> tuple[str, ...]:
-        return () if self.sink.full else did_you_mean(name[:200], candidates)
+    def _hints(self, name: str, candidates: Mapping[str, int], where: str
+               ) -> tuple[str, ...]:
+        """Did you mean, else a few of the names there are (`where`: whose they are)."""
+        if self.sink.full:
+            return ()
+        close = did_you_mean(name[:200], candidates)
+        if close:
+            return close
+        names = ", ".join(_quoted(n) for n in itertools.islice(candidates, _SHOWN))
+        more = f" and {len(candidates) - _SHOWN} more" if len(candidates) > _SHOWN else ""
+        return (f"{where}: {names}{more}",)
 
     def unlisted(self, at: Where) -> None:
         """Backward ops to their forward op's stage; the ops then in no stage, reported."""

@@ -143,6 +143,9 @@ DIAGNOSED = [  # (file text, code, line, column, words of the message or a hint)
     ('[{"ops": ["f0"], "devices": ["d0"]},]', "E500", 1, 37, "invalid JSON"),
     ('{"stages": {"ops": ["f0"]}}', "E510", 1, 12, "must be a list of stages"),
     ('{"plan": "p"}', "E510", 1, 1, "must be a list of stages"),
+    ('{"result": null}', "E510", 1, 12, "its `result` is null"),  # a failed run's --json
+    ('{"result": {"pipeline": {"stages": [{"ops": ["f0", "f1", "f9"], "devices": ["d0"]}]}}}',
+     "E503", 1, 58, "unknown op `f9` in stage 0"),
     (_NOT_A_STAGE, "E510", 2, 2, "stage 1 must be an object"),
     ('[{"ops": "f0", "devices": ["d0"]}]', "E510", 1, 10, "a list of op names"),
     ('[{"ops": ["f0", "f1"], "devices": ["d0"]},\n {"ops": ["f11"], "devices": ["d1"]}]',
@@ -261,3 +264,10 @@ def test_bad_replicas_in_a_plan_file_are_refused(replicas: Any, code: str, words
         load_replicas(problem, data, placement, "plan.json")
     assert err.value.diagnostics[0].code == code
     assert words in err.value.diagnostics[0].message
+
+
+def test_the_help_says_how_stages_are_read(tmp_path: Path) -> None:
+    code, out, _ = _invoke(["simulate", "--help"], tmp_path)
+    said = " ".join(out.replace("│", " ").split())
+    assert code == 0 and "--stages" in said
+    assert "first device" in said and "backward op not listed goes to its forward op's" in said
