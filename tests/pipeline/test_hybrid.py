@@ -217,9 +217,11 @@ def test_a_slow_replica_paces_its_stage() -> None:
     assert _run(p, two).iteration_s == pytest.approx(0.060, rel=1e-3)
 
 
-def _iteration_ms(spec: Path, plan: str, cwd: Path) -> tuple[float, dict[str, object]]:
+def _iteration_ms(spec: Path, plan: str, cwd: Path, *algo: str
+                  ) -> tuple[float, dict[str, object]]:
     done = subprocess.run([sys.executable, "-m", "planner", "solve", str(spec), "--plan", plan,
-                           "--json"], cwd=cwd, capture_output=True, text=True, check=False)
+                           "--json", *algo], cwd=cwd, capture_output=True, text=True,
+                          check=False)
     assert done.returncode == 0, done.stderr
     pipeline = json.loads(done.stdout)["result"]["pipeline"]
     return round(pipeline["iteration_s"] * 1e3, 1), pipeline
@@ -239,10 +241,11 @@ def test_the_readmes_hybrid_example_runs_as_written_and_says_what_it_gives(
             f.write(f"plan gpt24_{name} {{\n  graph gpt24\n  cluster two-nodes\n  objective "
                     f"pipeline\n  microbatches 8\n  schedule 1f1b\n  data_parallel {dp}\n}}\n")
     hybrid_ms, pipeline = _iteration_ms(spec, "gpt24_hybrid", tmp_path)
-    pure_ms, _ = _iteration_ms(spec, "gpt24_pure", tmp_path)
+    # (pipedp: auto's cut moves stop at the wall clock on a loaded machine)
+    pure_ms, _ = _iteration_ms(spec, "gpt24_pure", tmp_path, "--algo", "pipedp")
     two_ms, two = _iteration_ms(spec, "gpt24_two", tmp_path)
     said = re.sub(r"\s+", " ", section)
-    assert f"The pure pipeline (`data_parallel 1`) iterates in {pure_ms} ms" in said
+    assert f"(`data_parallel 1`, `--algo pipedp`) iterates in {pure_ms} ms" in said
     assert f"iterate in {hybrid_ms} ms, {pure_ms / hybrid_ms:.2f}x faster" in said
     assert f"({pipeline['throughput']:.1f} samples per second)" in said
     assert f"then {pipeline['allreduce_s'] * 1e3:.1f} ms of all-reduce" in said
