@@ -32,6 +32,7 @@ from ..errors import Diagnostic, Span, SpecError, UsageError, render_all
 from ..files import check_outputs, write_text_atomic
 from ..generate import gnmt, transformer
 from ..io.codegen import compiled
+from ..io.device_map import looks_like_device_map
 from ..io.interchange import dumps, export_spec, import_json
 from ..io.onnx_import import import_onnx, zoo_path
 from ..io.pipedream import import_pipedream
@@ -59,11 +60,13 @@ from ..io.torch_pipeline import (
     pipeline_error,
     pipeline_export,
     pipeline_script,
+    replicas_of,
     summary,
 )
 from ..model import CONTENTIONS, MEMORY_MODELS, Problem, Spec
 from ..roots import default_root, display_path, outside_root
 from ..spec.load import load_path, load_text
+from ..strictjson import loads as strict_loads
 from ..units import format_bytes
 from ..workload import Imported, PlanDef, render_cluster
 from . import _load, _problem, _read_placement
@@ -571,9 +574,12 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
                      ranks: int | None = None) -> None:
     """`export torch --pipeline`: the JSON to `output` (or stdout), the script to `code`;
     E946 when the plan's stages are not at module boundaries, unless `nearest`; on
-    `ranks` processes where the split allows (E947 where not)."""
+    `ranks` processes where the split allows (E947 where not); its replicated stages (the
+    placement file's `replicas`, as `solve --json` writes them) on a 2-D mesh (E950 where
+    they make none)."""
     where = Span.start_of(display_path(placement.resolve()))
-    tp = pipeline_export(problem, traced, chosen, devices, where, ranks)
+    tp = pipeline_export(problem, traced, chosen, devices, where, ranks,
+                         _replicas(problem, placement, where))
     if not tp.exact and not nearest:
         raise pipeline_error(tp, where)
     text = json.dumps(pipeline_document(tp), indent=2, ensure_ascii=False) + "\n"
@@ -589,6 +595,15 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
         sys.stderr.write(f"plan `{tp.plan}`'s stages are not at module boundaries: "
                          f"{tp.reason}\n")
     sys.stderr.write(summary(tp) + "\n")
+
+
+def _replicas(problem: Problem, placement: Path, where: Span) -> dict[int, tuple[int, ...]]:
+    """The replicated stages the placement file names (`replicas_of`; none in an accelerate
+    device_map). The file was read once already (`_read_placement`): it is valid JSON."""
+    data = strict_loads(placement.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or looks_like_device_map(data):
+        return {}
+    return replicas_of(problem, data, where)
 
 
 # ---- generate ---------------------------------------------------------------------------

@@ -49,9 +49,10 @@ prints what differs and by how much (exit status 1).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..cost import costs
@@ -61,7 +62,7 @@ from ..pipeline.schedule import PipelineRun, run
 from ..pipeline.split import Split, fits, split_of
 from ..pipeline.units import units
 from ..units import format_seconds
-from .codegen import docstring_text, fill, literal
+from .codegen import GeneratedCodeError, docstring_text, fill, literal
 from .torch_capture import with_defaults
 from .torch_export import check_placement, forward_placement
 from .torch_import import Traced
@@ -135,6 +136,9 @@ class TorchPipeline:
     regrouped: str = ""
     #: how many ranks (devices) the plan's own stages take
     plan_ranks: int = 0
+    #: per pipeline rank, the spec devices holding replicas of its stage(s), the planned
+    #: one first (a 2-D DeviceMesh, pipeline x data); empty when no stage is replicated
+    replicas: tuple[tuple[str, ...], ...] = ()
 
     @property
     def split_spec(self) -> dict[str, str]:
@@ -147,9 +151,20 @@ class TorchPipeline:
         return SCHEDULE_CLASSES[self.schedule]
 
     @property
-    def ranks(self) -> int:
-        """How many processes run the pipeline (one per device)."""
+    def data_parallel(self) -> int:
+        """How many replicas each stage has (1: one pipeline, no data dimension)."""
+        return len(self.replicas[0]) if self.replicas else 1
+
+    @property
+    def pipeline_ranks(self) -> int:
+        """How many ranks one pipeline takes (the mesh's pipeline dimension)."""
         return len({s.rank for s in self.stages})
+
+    @property
+    def ranks(self) -> int:
+        """How many processes run the step (one per device): the pipeline's ranks times
+        the replicas of each stage."""
+        return self.pipeline_ranks * self.data_parallel
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,13 +182,17 @@ class _Node:
 # cannot run, the result); most branches are the comprehensions that fill TorchPipeline
 def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, str],
                     devices: Mapping[str, str], where: Span | None = None,
-                    ranks: int | None = None) -> TorchPipeline:
+                    ranks: int | None = None,
+                    replicas: Mapping[int, tuple[int, ...]] | None = None) -> TorchPipeline:
     """The pipeline `placement` (op -> device, a plan of `problem`) makes of `traced`, or
     the nearest split at module boundaries (see the module docstring; `exact` says which);
-    with `ranks`, run by that many processes where the split allows (`_at_ranks`).
+    with `ranks`, run by that many processes where the split allows (`_at_ranks`); with
+    `replicas` (a stage's device -> its group of devices holding replicas, itself first:
+    `replicas_of`), every stage replicated on the data dimension of a 2-D mesh (`_mesh`).
 
-    Raises E945 when the plan does not match the model and E947 when torch's schedules
-    cannot run it; `where` locates those diagnostics (the placement file).
+    Raises E945 when the plan does not match the model, E947 when torch's schedules
+    cannot run it and E950 when its replicas make no 2-D mesh; `where` locates those
+    diagnostics (the placement file).
     """
     pipe = problem.pipeline
     if pipe is None:
@@ -201,7 +220,8 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
     cuts = _valid_cuts(problem, nodes)
     names = [cluster[d] for d in split.devices]
     reason = _reason(nodes, plan_stage, cuts, names)
-    plan_cost = _cost(problem, chosen)
+    groups = {d: tuple(g) for d, g in (replicas or {}).items() if len(g) > 1}
+    plan_cost = _cost(problem, chosen, groups)
     stage_of = plan_stage
     if reason:
         nearest = _nearest(_moves(problem, nodes, plan_stage, split.devices), cuts,
@@ -220,13 +240,100 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
         _stages(nodes, stage_of, sorted(set(stage_of)), [cluster[d] for d in stage_devices],
                 devices, pipe.schedule), dict(devices),
         {o.name: cluster[d] for o, d in zip(g.ops, exported, strict=True)},
-        _cost(problem, exported) if reason or regrouped else plan_cost, not reason, reason,
+        _cost(problem, exported, groups) if reason or regrouped else plan_cost, not reason,
+        reason,
         moved, plan_cost, tuple((names[k], next((n.name for n, s in zip(nodes, plan_stage,
                                                                          strict=True)
                                                  if s == k), "")) for k in range(split.stages)),
         regrouped, len(dict.fromkeys(names)))
+    if groups:
+        result = replace(result, replicas=_mesh(problem, result, split.devices, groups, ranks,
+                                                where))
     _check_runnable(result, where)
     return result
+
+
+def replicas_of(problem: Problem, data: Mapping[str, Any],
+                where: Span | None = None) -> dict[int, tuple[int, ...]]:
+    """The replicated stages a plan file or solution's info names (`data["replicas"]`: a
+    stage's device -> the devices of its group, itself first; groups disjoint), as device
+    indices; groups of one device left out, {} without the key. E950 for a value of
+    another shape, a device the cluster lacks, a group that does not begin with its own
+    device, or a device in two groups."""
+    given = data.get("replicas")
+    if given is None:
+        return {}
+    index = problem.cluster.device_index
+
+    def refused(why: str) -> SpecError:
+        return SpecError(Diagnostic(
+            "E950", f"the plan's `replicas` {why}", where,
+            ('`replicas` maps a stage\'s device to the devices of its replicas, itself first:'
+             ' {"gpu0": ["gpu0", "gpu2"], "gpu1": ["gpu1", "gpu3"]}',)))
+
+    if not isinstance(given, Mapping) or not all(
+            isinstance(v, list) and all(isinstance(n, str) for n in v) for v in given.values()):
+        raise refused("is not an object of lists of device names")
+    out: dict[int, tuple[int, ...]] = {}
+    seen: dict[str, str] = {}
+    for rep, group in given.items():
+        unknown = next((n for n in (rep, *group) if n not in index), None)
+        if unknown is not None:
+            raise refused(f"name `{unknown}`, which cluster `{problem.cluster.name}` lacks")
+        if not group or group[0] != rep:
+            raise refused(f"list the group of `{rep}` without `{rep}` first")
+        for n in group:
+            if n in seen:
+                raise refused(f"put `{n}` in the groups of both `{seen[n]}` and `{rep}`")
+            seen[n] = rep
+        if len(group) > 1:
+            out[index[rep]] = tuple(index[n] for n in group)
+    return out
+
+
+def _mesh(problem: Problem, tp: TorchPipeline, planned: Sequence[int],
+          groups: Mapping[int, tuple[int, ...]], ranks: int | None,
+          where: Span | None) -> tuple[tuple[str, ...], ...]:
+    """Per pipeline rank of `tp`, its device's group of replicas (names, its own device
+    first; `groups` holds those of 2+ devices): the rows of a 2-D DeviceMesh (pipeline x
+    data), which needs every stage replicated equally. E950 for groups of devices that run
+    no stage, a device both a replica and a stage's, `--ranks`, stages replicated unequally
+    and micro-batches that do not split evenly over the replicas."""
+    cluster = problem.cluster.devices
+    index = problem.cluster.device_index
+    name = f"plan `{tp.plan}`"
+
+    def refused(message: str, hint: str) -> SpecError:
+        return SpecError(Diagnostic("E950", message, where, (hint,)))
+
+    stray = [cluster[d].name for d in groups if d not in planned]
+    if stray:
+        raise refused(f"{name} gives replicas to `{stray[0]}`, which runs none of its stages",
+                      "key `replicas` by the device of each replicated stage")
+    if ranks is not None:
+        raise refused(f"--ranks {ranks} regroups the stages of a pipeline, and {name} "
+                      "replicates its stages", "export it without --ranks: it runs on a rank "
+                      "per replica")
+    chain = [next(s.device for s in tp.stages if s.rank == r) for r in range(tp.pipeline_ranks)]
+    rows = tuple(tuple(cluster[e].name for e in groups.get(index[d], (index[d],)))
+                 for d in chain)
+    doubled = next((n for n in (n for row in rows for n in row)
+                    if sum(n in row for row in rows) > 1), None)
+    if doubled is not None:
+        raise refused(f"{name} puts `{doubled}` in the replicas of a stage and runs another "
+                      "stage on it", "give each device one stage or one replica")
+    sizes = [len(row) for row in rows]
+    if len(set(sizes)) > 1:
+        shown = ", ".join(f"{row[0]}'s on {len(row)} device(s)" for row in rows)
+        raise refused(f"{name} replicates its stages unequally ({shown}); the script runs "
+                      "a 2-D DeviceMesh (pipeline x data), every stage on as many replicas",
+                      "plan with `data_parallel N` (every stage replicated N times) to export "
+                      "to torch; `planner simulate` evaluates this plan as it is")
+    if tp.microbatches % sizes[0]:
+        raise refused(f"{name}'s {tp.microbatches} micro-batch(es) do not split evenly over "
+                      f"its {sizes[0]} replicas of each stage (each replica pipeline runs its "
+                      "share of them)", f"set `microbatches` to a multiple of {sizes[0]}")
+    return rows
 
 
 def _at_ranks(problem: Problem, nodes: Sequence[_Node], stage_of: Sequence[int],
@@ -395,18 +502,22 @@ def _check_devices(problem: Problem, split: Split, where: Span | None) -> None:
 
 def _check_runnable(tp: TorchPipeline, where: Span | None) -> None:
     """E947 for a split whose micro-batches torch's schedule refuses."""
-    m, s, d = tp.microbatches, len(tp.stages), tp.ranks
+    r = tp.data_parallel
+    m, s, d = tp.microbatches // r, len(tp.stages), tp.pipeline_ranks
+    each = f" (each of its {r} replica pipelines runs {m})" if r > 1 else ""
     if tp.schedule == "1f1b" and m < s:
         raise SpecError(Diagnostic(
             "E947", f"plan `{tp.plan}`: Schedule1F1B needs at least as many micro-batches as "
-            f"stages, and the split has {s} stages for {m} micro-batch(es)", where,
-            (f"set `microbatches {s}` (or more) in the plan, or `schedule gpipe`",)))
+            f"stages, and the split has {s} stages for {tp.microbatches} micro-batch(es)"
+            + each, where,
+            (f"set `microbatches {s * r}` (or more) in the plan, or `schedule gpipe`",)))
     rounds = max(1, m // d)
     if tp.schedule == "interleaved" and m % rounds:
         raise SpecError(Diagnostic(
-            "E947", f"plan `{tp.plan}`: ScheduleInterleaved1F1B needs the micro-batches ({m}) "
-            f"to be a multiple of its rounds, max(1, {m} // {d} ranks) = {rounds}", where,
-            (f"set `microbatches` to a multiple of {d} in the plan",)))
+            "E947", f"plan `{tp.plan}`: ScheduleInterleaved1F1B needs the micro-batches ({m}"
+            + (" per replica pipeline" if r > 1 else "") + ") to be a multiple of its rounds, "
+            f"max(1, {m} // {d} ranks) = {rounds}", where,
+            (f"set `microbatches` to a multiple of {d * r} in the plan",)))
 
 
 def _nodes(problem: Problem, traced: Traced) -> list[_Node]:
@@ -563,10 +674,24 @@ def _placement_of(problem: Problem, nodes: Sequence[_Node], stage: Sequence[int]
     return out
 
 
-def _cost(problem: Problem, placement: Sequence[int]) -> Cost:
+def _cost(problem: Problem, placement: Sequence[int],
+          groups: Mapping[int, tuple[int, ...]] | None = None) -> Cost:
     assert problem.pipeline is not None
-    r: PipelineRun = run(problem, placement, problem.pipeline)
+    r: PipelineRun = _run(problem, placement, groups) if groups else run(
+        problem, placement, problem.pipeline)
     return Cost(r.period_s, r.iteration_s, r.schedule, r.note, fits(problem, r.memory_bytes))
+
+
+def _run(problem: Problem, placement: Sequence[int],
+         groups: Mapping[int, tuple[int, ...]]) -> PipelineRun:
+    """The pipeline run with its replicated stages (issue 39's simulator, `run(...,
+    replicas=)`). MERGE NOTE: until that simulator is merged, `run` takes no replicas and
+    this is the run of one replica pipeline (drop the fallback once it is)."""
+    assert problem.pipeline is not None
+    if "replicas" in inspect.signature(run).parameters:
+        hybrid: Any = run
+        return hybrid(problem, placement, problem.pipeline, (), groups)  # type: ignore[no-any-return]
+    return run(problem, placement, problem.pipeline)
 
 
 def _stages(nodes: Sequence[_Node], stage: Sequence[int], kept: Sequence[int],
@@ -611,7 +736,7 @@ def pipeline_document(tp: TorchPipeline) -> dict[str, Any]:
         return {"period_s": c.period_s, "iteration_s": _finite(c.iteration_s),
                 "schedule_run": c.schedule, "note": c.note, "fits": c.fits}
 
-    return {
+    doc: dict[str, Any] = {
         "format": "planner-torch-pipeline",
         "version": 1,
         "plan": tp.plan,
@@ -635,6 +760,21 @@ def pipeline_document(tp: TorchPipeline) -> dict[str, Any]:
         "cost": cost(tp.cost),
         "plan_cost": cost(tp.plan_cost),
     }
+    if tp.replicas:  # a 2-D mesh: rank = pipeline rank x data_parallel + replica
+        doc["data_parallel"] = tp.data_parallel
+        doc["mesh"] = {"shape": [tp.pipeline_ranks, tp.data_parallel], "dims": ["pp", "dp"],
+                       "ranks": _mesh_ranks(tp)}
+        for stage in doc["stages"]:
+            stage["replicas"] = list(tp.replicas[stage["rank"]])
+    return doc
+
+
+def _mesh_ranks(tp: TorchPipeline) -> list[dict[str, Any]]:
+    """Each rank of the 2-D mesh: its coordinates (pipeline rank, replica), device and
+    torch device."""
+    return [{"rank": p * tp.data_parallel + j, "pp": p, "dp": j, "device": name,
+             "torch_device": tp.devices[name]}
+            for p, row in enumerate(tp.replicas) for j, name in enumerate(row)]
 
 
 def _finite(x: float) -> float | None:
@@ -643,7 +783,9 @@ def _finite(x: float) -> float | None:
 
 def summary(tp: TorchPipeline) -> str:
     """One line for stderr: stages, schedule, micro-batches and the cost."""
-    head = (f"{len(tp.stages)} stage(s) on {tp.ranks} rank(s), {tp.schedule_class}, "
+    replicated = (f" x {tp.data_parallel} replicas (a {tp.pipeline_ranks} x "
+                  f"{tp.data_parallel} DeviceMesh, pipeline x data)" if tp.replicas else "")
+    head = (f"{len(tp.stages)} stage(s){replicated} on {tp.ranks} rank(s), {tp.schedule_class}, "
             f"{tp.microbatches} micro-batch(es); split_spec: "
             + (", ".join(tp.split_spec) or "none (one stage)"))
     if tp.regrouped:
@@ -695,8 +837,14 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
         "__NOTE__": note,
         "__TIED__": literal(tied_parameters(traced.model)),
     }
-    # one pass: a name holding a placeholder (a device `__FROM__0`) stays that text
-    return fill(_SCRIPT, values, name)
+    if not tp.replicas:
+        # one pass: a name holding a placeholder (a device `__FROM__0`) stays that text
+        return fill(_SCRIPT, values, name)
+    mesh = "".join(f"\n    {literal((r['pp'], r['dp'], r['device'], r['torch_device']))},"
+                   for r in _mesh_ranks(tp))
+    values.update({"__DATA_PARALLEL__": literal(tp.data_parallel),
+                   "__MESH__": "[" + mesh + "\n]"})
+    return fill(_hybrid_script(), values, name)
 
 
 def tied_parameters(model: Any) -> list[tuple[list[str], list[int], str]]:
@@ -1243,3 +1391,187 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 '''
+
+#: how `_SCRIPT` becomes the script of a plan whose stages are replicated (`_hybrid_script`):
+#: (text found once in it, its replacement). Constant code, no names: those come in as the
+#: placeholders `__DATA_PARALLEL__` and `__MESH__` (literals), as every other. A plan
+#: without replicas gets `_SCRIPT` itself, byte for byte.
+_HYBRID_HUNKS: tuple[tuple[str, str], ...] = (
+    ('''from __FROM__: __NSTAGES__ stage(s) on
+__RANKS__ rank(s), __SCHEDULE__, __MICROBATCHES__ micro-batch(es) of the traced inputs.
+''', '''from __FROM__: __NSTAGES__ stage(s), each
+replicated on __DATA_PARALLEL__ ranks: __RANKS__ rank(s) in a 2-D DeviceMesh (pipeline x data),
+__SCHEDULE__, __MICROBATCHES__ micro-batch(es) of the traced inputs in all.
+'''),
+    ('''
+`--check` compares the loss and gradients with the unpipelined model's and says what
+''', '''
+The ranks make a 2-D DeviceMesh (`init_device_mesh`, dimensions "pp" x "dp"; rank =
+pipeline rank x DATA_PARALLEL + replica, MESH): the stages of one replica pipeline talk
+over its "pp" group, and each replica's stage module is wrapped in DistributedDataParallel
+over its "dp" group, as torchtitan composes them. The batch is split over the replicas
+first (along dim 0), then each replica pipeline runs MICROBATCHES / DATA_PARALLEL
+micro-batches of its share: the schedule accumulates its gradients (no_sync) and DDP
+averages them across the replicas on the last backward pass, so the step equals one
+process on the whole batch.
+
+`--check` compares the loss and gradients with the unpipelined model's and says what
+'''),
+    ('''from torch.distributed.pipelining import __SCHEDULE__, SplitPoint, pipeline
+''', '''from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.distributed.pipelining import __SCHEDULE__, SplitPoint, pipeline
+from torch.nn.parallel import DistributedDataParallel
+'''),
+    ('''#: per stage: (rank, planned device, torch device)
+STAGES = __STAGES__
+RANKS = __RANKS__
+''', '''#: per stage: (pipeline rank, planned device of its first replica, torch device)
+STAGES = __STAGES__
+RANKS = __RANKS__
+#: replicas of each stage: the mesh's data dimension (its pipeline one: RANKS // DATA_PARALLEL)
+DATA_PARALLEL = __DATA_PARALLEL__
+#: per rank: (pipeline rank, replica, planned device, torch device); rank = pipeline rank x
+#: DATA_PARALLEL + replica, as init_device_mesh numbers a 2-D mesh
+MESH = __MESH__
+'''),
+    ('''def build(rank: int, device: torch.device, target: str = MODEL, mode: str = "model",
+          loss: str | None = LOSS) -> tuple[Any, list[Any], Any]:
+    """This rank's schedule and stage(s), and the batch."""
+    model, namespace = load_model(target, mode)
+''', '''class StageDDP(DistributedDataParallel):
+    """DistributedDataParallel of a stage's traced module: torch's stage reads the module's
+    `graph` when its first step begins, and DDP holds the module as `module`."""
+
+    @property
+    def graph(self) -> Any:
+        return self.module.graph
+
+
+def device_mesh(device: torch.device) -> DeviceMesh:
+    """The ranks' 2-D mesh, pipeline x data (the process group is up)."""
+    return init_device_mesh(device.type, (RANKS // DATA_PARALLEL, DATA_PARALLEL),
+                            mesh_dim_names=("pp", "dp"))
+
+
+def share(value: Any, replica: int) -> Any:
+    """A replica's share of a batch's value: its part along dim 0 (tensors; else the value)."""
+    if isinstance(value, torch.Tensor):
+        return value.tensor_split(DATA_PARALLEL)[replica]
+    return value
+
+
+def build(rank: int, device: torch.device, target: str = MODEL, mode: str = "model",
+          loss: str | None = LOSS,
+          mesh: DeviceMesh | None = None) -> tuple[Any, list[Any], Any]:
+    """This rank's schedule and stage(s), and the (whole) batch. The stages talk over the
+    mesh's "pp" group; each is wrapped in DDP over its "dp" group (its replicas)."""
+    mesh = mesh if mesh is not None else device_mesh(device)
+    model, namespace = load_model(target, mode)
+'''),
+    ('''stages = [pipe.build_stage(s, device) for s, (r, _, _) in enumerate(STAGES) if r == rank]
+''', '''stages = [pipe.build_stage(s, device, group=mesh["pp"].get_group())
+              for s, (r, _, _) in enumerate(STAGES) if r == MESH[rank][0]]
+    for stage in stages:  # gradients averaged over the replicas on the last backward pass
+        stage.submod = StageDDP(stage.submod, process_group=mesh["dp"].get_group())
+'''),
+    ('''    if SCHEDULE.__name__ == "ScheduleInterleaved1F1B":
+        schedule = SCHEDULE(stages, n_microbatches=MICROBATCHES, loss_fn=loss_of)
+    else:
+        schedule = SCHEDULE(stages[0], n_microbatches=MICROBATCHES, loss_fn=loss_of)
+''', '''    each = MICROBATCHES // DATA_PARALLEL  # a replica pipeline's micro-batches
+    if SCHEDULE.__name__ == "ScheduleInterleaved1F1B":
+        schedule = SCHEDULE(stages, n_microbatches=each, loss_fn=loss_of)
+    else:
+        schedule = SCHEDULE(stages[0], n_microbatches=each, loss_fn=loss_of)
+'''),
+    ('''    """One step on this rank (its process group is up): the losses of the micro-batches
+    (on the last stage's rank), the output tensors (there too) and its parameters'
+    gradients. Keyword inputs that are no tensors (`use_cache=False`) were fixed when the
+    model was split; the first stage takes the tensors."""
+    dev = torch.device(device or STAGES[[r for r, _, _ in STAGES].index(rank)][2])
+    schedule, stages, (args, kwargs, label) = build(rank, dev, target, mode, loss)
+    losses: list[torch.Tensor] = []
+    options: dict[str, Any] = {}
+    if rank == STAGES[0][0]:
+        options = {k: v.to(dev) for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
+    inputs = tuple(a.to(dev) for a in args) if rank == STAGES[0][0] else ()
+    if rank == STAGES[-1][0] and TRAINING:
+        options.update(target=None if label is None else label.to(dev), losses=losses)
+    if TRAINING:
+        output = schedule.step(*inputs, **options)
+        sum_tied_gradients(stages, dev)
+''', '''    """One step on this rank (its process group is up), on its replica's share of the
+    batch: the losses of its micro-batches (on the last stage's ranks), the output tensors
+    (there too) and its parameters' gradients (averaged over the replicas). Keyword inputs
+    that are no tensors (`use_cache=False`) were fixed when the model was split; the first
+    stage takes the tensors."""
+    dev = torch.device(device or MESH[rank][3])
+    mesh = device_mesh(dev)
+    schedule, stages, (args, kwargs, label) = build(rank, dev, target, mode, loss, mesh)
+    pipeline_rank, replica = MESH[rank][0], MESH[rank][1]
+    args = tuple(share(a, replica) for a in args)
+    kwargs = {k: share(v, replica) for k, v in kwargs.items()}
+    label = share(label, replica)
+    losses: list[torch.Tensor] = []
+    options: dict[str, Any] = {}
+    if pipeline_rank == STAGES[0][0]:
+        options = {k: v.to(dev) for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
+    inputs = tuple(a.to(dev) for a in args) if pipeline_rank == STAGES[0][0] else ()
+    if pipeline_rank == STAGES[-1][0] and TRAINING:
+        options.update(target=None if label is None else label.to(dev), losses=losses)
+    if TRAINING:
+        output = schedule.step(*inputs, **options)
+        sum_tied_gradients(stages, dev, mesh["pp"].get_group())
+'''),
+    ('''             for name, p in s.submod.named_parameters() if p.grad is not None}
+''', '''             for name, p in s.submod.module.named_parameters() if p.grad is not None}
+'''),
+    ('''def sum_tied_gradients(stages: list[Any], device: torch.device) -> None:
+    """Each tied weight's gradient summed across the ranks whose stages hold a copy, so
+    that the copies stay equal after the optimizer step (Megatron's embedding group). Every
+    rank joins each all-reduce, with zeros where it holds no copy."""
+    for group, shape, dtype in TIED:
+        held = {id(p): p for s in stages
+                for name, p in s.submod.named_parameters(remove_duplicate=False)
+                if name in group}
+''', '''def sum_tied_gradients(stages: list[Any], device: torch.device, pipeline: Any) -> None:
+    """Each tied weight's gradient summed across the ranks of one replica pipeline (the
+    process group `pipeline`, the mesh's "pp") whose stages hold a copy, so that the copies
+    stay equal after the optimizer step (Megatron's embedding group); DDP has averaged each
+    copy over its replicas. Every rank joins each all-reduce, with zeros where it holds no
+    copy."""
+    for group, shape, dtype in TIED:
+        held = {id(p): p for s in stages
+                for name, p in s.submod.module.named_parameters(remove_duplicate=False)
+                if name in group}
+'''),
+    ('''        dist.all_reduce(total)
+''', '''        dist.all_reduce(total, group=pipeline)
+'''),
+    ('''    dev = torch.device(device or STAGES[[r for r, _, _ in STAGES].index(rank)][2])
+    backend = "gloo"''', '''    dev = torch.device(device or MESH[rank][3])
+    backend = "gloo"'''),
+    ('''    outputs = [r["output"] for r in results if r["output"] is not None]
+    if len(outputs) != 1:
+        return [f"{len(outputs)} rank(s) returned outputs; the last stage's rank alone should"]
+    got, want = outputs[0], expected["output"]
+''', '''    outputs = [r["output"] for r in results if r["output"] is not None]
+    if len(outputs) != DATA_PARALLEL:
+        return [f"{len(outputs)} rank(s) returned outputs; the last stage's {DATA_PARALLEL} "
+                "replicas alone should"]
+    # the replicas' shares of the batch, in rank order: the batch's outputs
+    got, want = [torch.cat(parts) for parts in zip(*outputs)], expected["output"]
+'''),
+)
+
+
+def _hybrid_script() -> str:
+    """`_SCRIPT` with `_HYBRID_HUNKS` applied (GeneratedCodeError when a hunk's text is not
+    found exactly once: the template changed under it)."""
+    text = _SCRIPT
+    for old, new in _HYBRID_HUNKS:
+        if text.count(old) != 1:
+            raise GeneratedCodeError(f"the hybrid script's hunk {old.strip()[:60]!r} is found "
+                                     f"{text.count(old)} times in the pipeline script")
+        text = text.replace(old, new)
+    return text
