@@ -324,7 +324,9 @@ def _mesh(problem: Problem, tp: TorchPipeline, planned: Sequence[int],
                       "stage on it", "give each device one stage or one replica")
     sizes = [len(row) for row in rows]
     if len(set(sizes)) > 1:
-        shown = ", ".join(f"{row[0]}'s on {len(row)} device(s)" for row in rows)
+        shown = ", ".join(
+            f"stage {', '.join(str(t.index) for t in tp.stages if t.rank == r)} ({row[0]}) "
+            f"on {len(row)} device{'s' if len(row) > 1 else ''}" for r, row in enumerate(rows))
         raise refused(f"{name} replicates its stages unequally ({shown}); the script runs "
                       "a 2-D DeviceMesh (pipeline x data), every stage on as many replicas",
                       "plan with `data_parallel N` (every stage replicated N times) to export "

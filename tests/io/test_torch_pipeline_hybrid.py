@@ -1,0 +1,274 @@
+"""`export torch --pipeline` of a hybrid plan: replicated stages on a 2-D DeviceMesh.
+
+A plan whose stages are replicated carries `replicas` (a stage's device -> the devices of
+its group, itself first; `solve --json` writes a solution's `info["replicas"]` so). The
+export writes a script whose ranks make a 2-D DeviceMesh (pipeline x data): rank = pipeline
+rank x replicas + replica; each stage is built on the mesh's "pp" group and wrapped in DDP
+over its "dp" group, and each replica pipeline runs its share of the batch. GPT-2 (a small
+config, as `test_torch_pipeline_hf.py`) exported as 2 stages x 2 replicas runs under gloo
+on 4 CPU processes, and its losses and every gradient equal one process on the whole
+batch. Replicas a 2-D mesh cannot run (unequal, micro-batches that do not split evenly,
+`--ranks`, malformed) are E950, located at the placement file; a plan without replicas
+exports as before.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import planner
+from planner.cli import app
+from planner.errors import SpecError
+from planner.io.torch_export import torch_devices
+from planner.io.torch_import import example_inputs, load_target, trace
+from planner.io.torch_pipeline import pipeline_export, replicas_of
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
+                            "'planner[torch]')")
+
+HERE = Path(__file__).resolve().parent
+MODELS = HERE / "torch_pipeline_models.py"
+CPU = ",".join(f"gpu{k}=cpu" for k in range(4))
+#: 2 stages (gpu0, gpu1), each on 2 devices
+TWO_BY_TWO = {"gpu0": ["gpu0", "gpu2"], "gpu1": ["gpu1", "gpu3"]}
+
+
+def _module(path: Path) -> Any:
+    """The generated script as a module (its functions, not its main)."""
+    spec = importlib.util.spec_from_file_location(f"_script_{path.parent.name}_{path.stem}",
+                                                  path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _mlp_spec(root: Path, settings: str = "microbatches 4  schedule 1f1b") -> Path:
+    """The MLP of torch_pipeline_models.py (its training step) on 4 fast-linked GPUs."""
+    graph = root / "mlp.plan"
+    if not graph.exists():
+        result = CliRunner().invoke(app, ["import", "torch", f"{MODELS}:mlp", "--capture", "fx",
+                                          "--input", "8x16", "--training", "--name", "mlp",
+                                          "-o", str(graph)])
+        assert result.exit_code == 0, result.output
+    spec = root / "p.plan"
+    spec.write_text(
+        'import "mlp.plan"\n'
+        "cluster c {\n  device gpu[0..3] { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
+        "  link gpu[0..3] <-> gpu[0..3] { bandwidth 1 TB/s }\n}\n"
+        f"plan p {{ graph mlp  cluster c  objective pipeline  {settings} }}\n")
+    return spec
+
+
+def _mlp_placement(problem: planner.Problem) -> dict[str, str]:
+    """The MLP's modules 0-3 (and the input) on gpu0, 4-8 on gpu1; backward ops with their
+    forward ops."""
+    forward = [o.name for o in problem.graph.ops if not o.name.endswith(".bwd")]
+    cut = forward.index("4")
+    return {o.name: "gpu0" if forward.index(o.name.removesuffix(".bwd")) < cut else "gpu1"
+            for o in problem.graph.ops}
+
+
+def _export(root: Path, name: str, placement: dict[str, Any], *extra: str,
+            spec: Path | None = None) -> Any:
+    """`export torch --pipeline` of the MLP with the placement file `placement`: the result
+    of the command (files NAME.json, NAME.py)."""
+    (root / f"{name}.plan.json").write_text(json.dumps(placement))
+    (root / name).mkdir(exist_ok=True)
+    return CliRunner().invoke(app, [
+        "export", "torch", str(spec or root / "p.plan"), f"{MODELS}:mlp", "--input", "8x16",
+        "--placement", str(root / f"{name}.plan.json"), "--pipeline", "--device-map", CPU,
+        "-o", str(root / f"{name}.json"), "--code", str(root / name / "step.py"), *extra])
+
+
+def test_replicated_stages_export_as_a_2d_mesh(tmp_path: Path) -> None:
+    problem = planner.load(_mlp_spec(tmp_path)).plans["p"]
+    placement = _mlp_placement(problem)
+    result = _export(tmp_path, "hybrid", {"placement": placement, "replicas": TWO_BY_TWO})
+    assert result.exit_code == 0, result.output
+    assert "2 stage(s) x 2 replicas (a 2 x 2 DeviceMesh, pipeline x data) on 4 rank(s)" \
+        in result.output
+    doc = json.loads((tmp_path / "hybrid.json").read_text())
+    assert (doc["ranks"], doc["data_parallel"]) == (4, 2)
+    assert doc["mesh"]["shape"] == [2, 2] and doc["mesh"]["dims"] == ["pp", "dp"]
+    assert [(r["rank"], r["pp"], r["dp"], r["device"]) for r in doc["mesh"]["ranks"]] == [
+        (0, 0, 0, "gpu0"), (1, 0, 1, "gpu2"), (2, 1, 0, "gpu1"), (3, 1, 1, "gpu3")]
+    assert [s["replicas"] for s in doc["stages"]] == [["gpu0", "gpu2"], ["gpu1", "gpu3"]]
+    assert [s["rank"] for s in doc["stages"]] == [0, 1] and doc["split_spec"] == {"4": "BEGINNING"}
+    script = _module(tmp_path / "hybrid" / "step.py")
+    assert (script.RANKS, script.DATA_PARALLEL, script.MICROBATCHES) == (4, 2, 4)
+    assert script.MESH == [(0, 0, "gpu0", "cpu"), (0, 1, "gpu2", "cpu"), (1, 0, "gpu1", "cpu"),
+                           (1, 1, "gpu3", "cpu")]
+    assert script.STAGES == [(0, "gpu0", "cpu"), (1, "gpu1", "cpu")]
+    assert "2-D DeviceMesh" in script.__doc__ and "torchrun --nproc-per-node 4" in script.__doc__
+    # the batch over the replicas first (dim 0), then into micro-batches
+    batch = torch.arange(32).reshape(32, 1)
+    assert torch.equal(script.share(batch, 1), batch[16:])
+    assert script.share(False, 1) is False
+    # the same through the API: indices in, the rows of the mesh out
+    index = problem.cluster.device_index
+    model, namespace = load_target(f"{MODELS}:mlp")
+    traced = trace(model, example_inputs(["8x16"], None, namespace), "fx")
+    groups = replicas_of(problem, {"replicas": TWO_BY_TWO})
+    assert groups == {index["gpu0"]: (index["gpu0"], index["gpu2"]),
+                      index["gpu1"]: (index["gpu1"], index["gpu3"])}
+    tp = pipeline_export(problem, traced, placement, torch_devices(problem.cluster),
+                         replicas=groups)
+    assert tp.replicas == (("gpu0", "gpu2"), ("gpu1", "gpu3"))
+    assert (tp.data_parallel, tp.pipeline_ranks, tp.ranks) == (2, 2, 4)
+
+
+def test_without_replicas_the_export_is_the_one_pipeline_script(tmp_path: Path) -> None:
+    """No `replicas`, `{}` or groups of one device: the script of one pipeline, the same
+    bytes, with no mesh."""
+    problem = planner.load(_mlp_spec(tmp_path)).plans["p"]
+    placement = _mlp_placement(problem)
+    texts = []
+    for k, extra in enumerate(({}, {"replicas": {}}, {"replicas": {"gpu0": ["gpu0"]}})):
+        result = _export(tmp_path, f"plain{k}", {"placement": placement, **extra})
+        assert result.exit_code == 0, result.output
+        texts.append(((tmp_path / f"plain{k}" / "step.py").read_bytes(),
+                      (tmp_path / f"plain{k}.json").read_bytes()))
+        assert "2 stage(s) on 2 rank(s)" in result.output
+    assert texts[0] == texts[1] == texts[2]
+    script, doc = texts[0][0].decode(), json.loads(texts[0][1])
+    assert "DeviceMesh" not in script and "DATA_PARALLEL" not in script
+    assert "DistributedDataParallel" not in script and "mesh" not in doc
+    assert doc["ranks"] == 2 and "replicas" not in doc["stages"][0]
+
+
+@pytest.mark.parametrize(("replicas", "settings", "extra", "said"), [
+    ({"gpu0": ["gpu0", "gpu2", "gpu3"]}, None, (),
+     "replicates its stages unequally (stage 0 (gpu0) on 3 devices, stage 1 (gpu1) on 1 "
+     "device)"),
+    (TWO_BY_TWO, "microbatches 3  schedule gpipe", (),
+     "3 micro-batch(es) do not split evenly over its 2 replicas"),
+    (TWO_BY_TWO, None, ("--ranks", "2"), "--ranks 2 regroups the stages"),
+    ({"gpu0": ["gpu0", "gpu1"]}, None, (), "puts `gpu1` in the replicas of a stage and runs"),
+    ({"gpu2": ["gpu2", "gpu3"]}, None, (), "gives replicas to `gpu2`, which runs none"),
+    ({"gpu0": ["gpu0", "gpu9"]}, None, (), "name `gpu9`, which cluster `c` lacks"),
+    ({"gpu0": ["gpu2", "gpu0"]}, None, (), "list the group of `gpu0` without `gpu0` first"),
+    ({"gpu0": ["gpu0", "gpu2"], "gpu1": ["gpu1", "gpu2"]}, None, (),
+     "put `gpu2` in the groups of both `gpu0` and `gpu1`"),
+    ({"gpu0": "gpu2"}, None, (), "is not an object of lists of device names"),
+], ids=["unequal", "microbatches", "ranks", "replica-runs-a-stage", "stray", "unknown",
+        "rep-not-first", "twice", "malformed"])
+def test_replicas_no_2d_mesh_runs_are_E950_at_the_placement_file(
+        tmp_path: Path, replicas: Any, settings: str | None, extra: tuple[str, ...],
+        said: str) -> None:
+    spec = _mlp_spec(tmp_path, *(() if settings is None else (settings,)))
+    placement = _mlp_placement(planner.load(spec).plans["p"])
+    result = _export(tmp_path, "bad", {"placement": placement, "replicas": replicas}, *extra)
+    assert result.exit_code == 1, result.output
+    assert "error[E950]" in result.output and "bad.plan.json:1:1" in result.output
+    assert said in result.output, result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "bad.json").exists() and not (tmp_path / "bad" / "step.py").exists()
+    if "unequally" in said:
+        assert "data_parallel N" in result.output
+
+
+def test_1f1b_counts_a_replica_pipelines_micro_batches(tmp_path: Path) -> None:
+    """4 micro-batches over 2 replicas: 2 per replica pipeline, fewer than 1F1B's 3 stages."""
+    problem = planner.load(_mlp_spec(tmp_path)).plans["p"]
+    forward = [o.name for o in problem.graph.ops if not o.name.endswith(".bwd")]
+    device = {op: "gpu0" if k < 3 else "gpu1" if k < 6 else "gpu2"
+              for k, op in enumerate(forward)}
+    placement = {o.name: device[o.name.removesuffix(".bwd")] for o in problem.graph.ops}
+    model, namespace = load_target(f"{MODELS}:mlp")
+    traced = trace(model, example_inputs(["8x16"], None, namespace), "fx")
+    index = problem.cluster.device_index
+    with pytest.raises(SpecError) as err:
+        pipeline_export(problem, traced, placement, torch_devices(problem.cluster),
+                        replicas={index["gpu0"]: (index["gpu0"], index["gpu3"])})
+    assert err.value.diagnostics[0].code == "E950"  # replicated unequally
+    spec = tmp_path / "six.plan"
+    spec.write_text(
+        'import "mlp.plan"\n'
+        "cluster c {\n  device gpu[0..5] { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
+        "  link gpu[0..5] <-> gpu[0..5] { bandwidth 1 TB/s }\n}\n"
+        "plan p { graph mlp  cluster c  objective pipeline  microbatches 4  schedule 1f1b }\n")
+    six = planner.load(spec).plans["p"]
+    index = six.cluster.device_index
+    groups = {index[f"gpu{k}"]: (index[f"gpu{k}"], index[f"gpu{k + 3}"]) for k in range(3)}
+    with pytest.raises(SpecError) as err:
+        pipeline_export(six, traced, placement, torch_devices(six.cluster), replicas=groups)
+    d = err.value.diagnostics[0]
+    assert d.code == "E947" and "each of its 2 replica pipelines runs 2" in d.message
+    assert "microbatches 6" in d.hints[0]
+
+
+# ---- GPT-2, 2 stages x 2 replicas, under gloo ------------------------------------------------
+
+
+@pytest.mark.slow
+def test_gpt2_as_2_stages_x_2_replicas_under_gloo_equals_one_process(tmp_path: Path) -> None:
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    example = "gpt2_tokens()"
+
+    def planner_ok(*args: str | Path) -> str:
+        result = CliRunner().invoke(app, [str(a) for a in args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    planner_ok("import", "torch", f"{MODELS}:gpt2", "--example", example, "--training",
+               "--name", "gpt2", "-o", tmp_path / "gpt2.plan")
+    # the pipeline planned on 2 devices; exported on 4, each stage's device with a replica
+    device = "{ kind gpu  memory 1 GiB  flops 10 TFLOPS }"
+    (tmp_path / "pipe.plan").write_text(
+        'import "gpt2.plan"\n'
+        f"cluster two {{\n  device gpu[0..1] {device}\n"
+        "  link gpu0 <-> gpu1 { bandwidth 100 GB/s }\n}\n"
+        f"cluster four {{\n  device gpu[0..3] {device}\n"
+        "  link gpu[0..3] <-> gpu[0..3] { bandwidth 100 GB/s }\n}\n"
+        "plan two { graph gpt2  cluster two  objective pipeline  microbatches 4  "
+        "schedule 1f1b }\n"
+        "plan p { graph gpt2  cluster four  objective pipeline  microbatches 4  "
+        "schedule 1f1b }\n")
+    planner_ok("solve", tmp_path / "pipe.plan", "--plan", "two", "--out", tmp_path / "two.json")
+    plan = json.loads((tmp_path / "two.json").read_text())
+    assert set(plan["placement"].values()) == {"gpu0", "gpu1"}
+    (tmp_path / "hybrid.json").write_text(json.dumps({"placement": plan["placement"],
+                                                      "replicas": TWO_BY_TWO}))
+    planner_ok("export", "torch", tmp_path / "pipe.plan", "--plan", "p", f"{MODELS}:gpt2",
+               "--example", example, "--placement", tmp_path / "hybrid.json", "--pipeline",
+               "--nearest", "--device-map", CPU, "-o", tmp_path / "pipe.json", "--code",
+               tmp_path / "step.py")
+    doc = json.loads((tmp_path / "pipe.json").read_text())
+    assert (doc["ranks"], doc["data_parallel"], len(doc["stages"])) == (4, 2, 2)
+    save = tmp_path / "save"
+    save.mkdir()
+    result = subprocess.run([sys.executable, str(tmp_path / "step.py"), "--spawn", "--cpu",
+                             "--check", "--save", str(save)],
+                            capture_output=True, text=True, timeout=900, check=False,
+                            cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stdout + result.stderr[-4000:]
+    assert "loss and gradients equal the unpipelined model's: True" in result.stdout
+    # here, within 1e-5: ranks 0, 1 hold stage 0's replicas, ranks 2, 3 stage 1's
+    script = _module(tmp_path / "step.py")
+    results = [torch.load(save / f"rank{r}.pt") for r in range(4)]
+    expected = script.unpipelined(mode="eval")
+    assert [len(r["losses"]) for r in results] == [0, 0, 2, 2]  # 2 micro-batches a replica
+    losses = [x for r in results for x in r["losses"]]
+    assert torch.allclose(torch.stack(losses).mean(), expected["loss"], rtol=1e-5, atol=1e-5)
+    # the replicas ran different halves of the batch...
+    assert not torch.allclose(torch.stack(results[2]["losses"]), torch.stack(results[3]["losses"]))
+    grads = [r["grads"] for r in results]
+    assert grads[0].keys() == grads[1].keys() and grads[2].keys() == grads[3].keys()
+    assert not grads[0].keys() & grads[2].keys()
+    assert grads[0].keys() | grads[2].keys() == expected["grads"].keys()
+    assert "transformer.wte.weight" in grads[0] and "lm_head.weight" in grads[2]
+    # ...and DDP averaged their gradients into the whole batch's, on every replica
+    for rank, got in enumerate(grads):
+        for name, grad in got.items():
+            assert torch.allclose(grad, expected["grads"][name], rtol=1e-5, atol=1e-5), \
+                (rank, name)
