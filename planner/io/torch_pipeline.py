@@ -35,6 +35,14 @@ under `gpipe` and `1f1b` consecutive stages merge into N groups (the grouping wh
 group computes least), under `interleaved` the stages loop over N ranks; E947 otherwise,
 naming the N that fit. The cost of the split exported is given next to the plan's.
 
+With `replicas` (a hybrid plan: a stage's device -> its group of devices holding replicas,
+itself first; `replicas_of` reads them from a placement file or a solution's info) the
+ranks make a 2-D DeviceMesh, pipeline x data (rank = pipeline rank x R + replica), as
+torchtitan composes them: each stage is built on the mesh's "pp" group and wrapped in DDP
+over its "dp" group, and each of the R replica pipelines runs M / R micro-batches of its
+share of the batch (split over the replicas first). That needs every stage on R devices
+and M a multiple of R (E950 otherwise, and with `ranks`).
+
 `pipeline_script` writes a runnable script: every rank builds the model (seeded),
 `pipeline(module, mb_args=..., mb_kwargs=..., split_spec=...)`, `pipe.build_stage(...)` for
 its stage(s), the schedule with a loss, and one `schedule.step(...)`; under `torchrun`
