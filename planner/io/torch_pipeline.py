@@ -1458,7 +1458,10 @@ MESH = __MESH__
     model, namespace = load_model(target, mode)
 ''', '''class StageDDP(DistributedDataParallel):
     """DistributedDataParallel of a stage's traced module: torch's stage reads the module's
-    `graph` when its first step begins, and DDP holds the module as `module`."""
+    `graph` when its first step begins, and DDP holds the module as `module`. A stage may
+    hold parameters that its ops do not use (the copy of a tied weight that another stage
+    uses): `find_unused_parameters=True`, without which DDP would wait for their gradients
+    and leave their buckets (and those after) unreduced."""
 
     @property
     def graph(self) -> Any:
@@ -1490,7 +1493,8 @@ def build(rank: int, device: torch.device, target: str = MODEL, mode: str = "mod
 ''', '''stages = [pipe.build_stage(s, device, group=mesh["pp"].get_group())
               for s, (r, _, _) in enumerate(STAGES) if r == MESH[rank][0]]
     for stage in stages:  # gradients averaged over the replicas on the last backward pass
-        stage.submod = StageDDP(stage.submod, process_group=mesh["dp"].get_group())
+        stage.submod = StageDDP(stage.submod, process_group=mesh["dp"].get_group(),
+                                find_unused_parameters=True)
 '''),
     ('''    if SCHEDULE.__name__ == "ScheduleInterleaved1F1B":
         schedule = SCHEDULE(stages, n_microbatches=MICROBATCHES, loss_fn=loss_of)

@@ -210,21 +210,20 @@ def test_1f1b_counts_a_replica_pipelines_micro_batches(tmp_path: Path) -> None:
 # ---- GPT-2, 2 stages x 2 replicas, under gloo ------------------------------------------------
 
 
-@pytest.mark.slow
-def test_gpt2_as_2_stages_x_2_replicas_under_gloo_equals_one_process(tmp_path: Path) -> None:
-    pytest.importorskip("transformers", reason="transformers is not installed")
-    example = "gpt2_tokens()"
-
+def _hybrid_step(root: Path, models: Path, example: str, *import_args: str) -> Any:
+    """GPT-2 (`models`:gpt2) imported with `example`, its 1F1B pipeline of 4 micro-batches
+    planned on 2 devices and exported on 4 with each stage's device replicated (TWO_BY_TWO);
+    the script run by `--spawn --cpu --check --save`. Returns the script (a module) and
+    each rank's result."""
     def planner_ok(*args: str | Path) -> str:
         result = CliRunner().invoke(app, [str(a) for a in args])
         assert result.exit_code == 0, result.output
         return result.output
 
-    planner_ok("import", "torch", f"{MODELS}:gpt2", "--example", example, "--training",
-               "--name", "gpt2", "-o", tmp_path / "gpt2.plan")
-    # the pipeline planned on 2 devices; exported on 4, each stage's device with a replica
+    planner_ok("import", "torch", f"{models}:gpt2", "--example", example, *import_args,
+               "--training", "--name", "gpt2", "-o", root / "gpt2.plan")
     device = "{ kind gpu  memory 1 GiB  flops 10 TFLOPS }"
-    (tmp_path / "pipe.plan").write_text(
+    (root / "pipe.plan").write_text(
         'import "gpt2.plan"\n'
         f"cluster two {{\n  device gpu[0..1] {device}\n"
         "  link gpu0 <-> gpu1 { bandwidth 100 GB/s }\n}\n"
@@ -234,34 +233,40 @@ def test_gpt2_as_2_stages_x_2_replicas_under_gloo_equals_one_process(tmp_path: P
         "schedule 1f1b }\n"
         "plan p { graph gpt2  cluster four  objective pipeline  microbatches 4  "
         "schedule 1f1b }\n")
-    planner_ok("solve", tmp_path / "pipe.plan", "--plan", "two", "--out", tmp_path / "two.json")
-    plan = json.loads((tmp_path / "two.json").read_text())
+    planner_ok("solve", root / "pipe.plan", "--plan", "two", "--out", root / "two.json")
+    plan = json.loads((root / "two.json").read_text())
     assert set(plan["placement"].values()) == {"gpu0", "gpu1"}
-    (tmp_path / "hybrid.json").write_text(json.dumps({"placement": plan["placement"],
-                                                      "replicas": TWO_BY_TWO}))
-    planner_ok("export", "torch", tmp_path / "pipe.plan", "--plan", "p", f"{MODELS}:gpt2",
-               "--example", example, "--placement", tmp_path / "hybrid.json", "--pipeline",
-               "--nearest", "--device-map", CPU, "-o", tmp_path / "pipe.json", "--code",
-               tmp_path / "step.py")
-    doc = json.loads((tmp_path / "pipe.json").read_text())
+    (root / "hybrid.json").write_text(json.dumps({"placement": plan["placement"],
+                                                  "replicas": TWO_BY_TWO}))
+    planner_ok("export", "torch", root / "pipe.plan", "--plan", "p", f"{models}:gpt2",
+               "--example", example, "--placement", root / "hybrid.json", "--pipeline",
+               "--nearest", "--device-map", CPU, "-o", root / "pipe.json", "--code",
+               root / "step.py")
+    doc = json.loads((root / "pipe.json").read_text())
     assert (doc["ranks"], doc["data_parallel"], len(doc["stages"])) == (4, 2, 2)
-    save = tmp_path / "save"
+    save = root / "save"
     save.mkdir()
-    result = subprocess.run([sys.executable, str(tmp_path / "step.py"), "--spawn", "--cpu",
+    result = subprocess.run([sys.executable, str(root / "step.py"), "--spawn", "--cpu",
                              "--check", "--save", str(save)],
                             capture_output=True, text=True, timeout=900, check=False,
-                            cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            cwd=root, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
+    return _module(root / "step.py"), [torch.load(save / f"rank{r}.pt") for r in range(4)]
+
+
+@pytest.mark.slow
+def test_gpt2_as_2_stages_x_2_replicas_under_gloo_equals_one_process(tmp_path: Path) -> None:
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    script, results = _hybrid_step(tmp_path, MODELS, "gpt2_tokens()")
     # here, within 1e-5: ranks 0, 1 hold stage 0's replicas, ranks 2, 3 stage 1's
-    script = _module(tmp_path / "step.py")
-    results = [torch.load(save / f"rank{r}.pt") for r in range(4)]
     expected = script.unpipelined(mode="eval")
     assert [len(r["losses"]) for r in results] == [0, 0, 2, 2]  # 2 micro-batches a replica
     losses = [x for r in results for x in r["losses"]]
     assert torch.allclose(torch.stack(losses).mean(), expected["loss"], rtol=1e-5, atol=1e-5)
     # the replicas ran different halves of the batch...
-    assert not torch.allclose(torch.stack(results[2]["losses"]), torch.stack(results[3]["losses"]))
+    assert not torch.allclose(torch.stack(results[2]["losses"]),
+                              torch.stack(results[3]["losses"]))
     grads = [r["grads"] for r in results]
     assert grads[0].keys() == grads[1].keys() and grads[2].keys() == grads[3].keys()
     assert not grads[0].keys() & grads[2].keys()
@@ -272,3 +277,21 @@ def test_gpt2_as_2_stages_x_2_replicas_under_gloo_equals_one_process(tmp_path: P
         for name, grad in got.items():
             assert torch.allclose(grad, expected["grads"][name], rtol=1e-5, atol=1e-5), \
                 (rank, name)
+
+
+@pytest.mark.slow
+def test_tied_gpt2_as_2_stages_x_2_replicas_sums_the_tie_within_each_pipeline(
+        tmp_path: Path) -> None:
+    """GPT-2 with its head tied to its token embedding (tied_models.py): each replica
+    pipeline sums the tied gradient over its own stages (the mesh's "pp" group), after DDP
+    averaged each copy over its replicas."""
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    script, results = _hybrid_step(tmp_path, HERE / "tied_models.py", "tokens()",
+                                   "--granularity", "module:2")
+    assert [group for group, _, _ in script.TIED] == [["transformer.wte.weight",
+                                                       "lm_head.weight"]]
+    expected = script.unpipelined(mode="eval")
+    tied = expected["grads"]["transformer.wte.weight"]
+    for rank, result in enumerate(results):  # every rank holds a copy: the whole gradient
+        assert torch.allclose(result["grads"]["transformer.wte.weight"], tied, rtol=1e-5,
+                              atol=1e-5), rank
