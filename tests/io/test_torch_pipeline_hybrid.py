@@ -295,3 +295,36 @@ def test_tied_gpt2_as_2_stages_x_2_replicas_sums_the_tie_within_each_pipeline(
     for rank, result in enumerate(results):  # every rank holds a copy: the whole gradient
         assert torch.allclose(result["grads"]["transformer.wte.weight"], tied, rtol=1e-5,
                               atol=1e-5), rank
+
+
+@pytest.mark.slow
+def test_an_inference_pipeline_as_2_x_2_returns_the_batchs_outputs(tmp_path: Path) -> None:
+    """The MLP without its training step, 2 stages x 2 replicas under gloo: the last
+    stage's two replicas each return their half of the batch's outputs, which together
+    equal one process's."""
+    result = CliRunner().invoke(app, ["import", "torch", f"{MODELS}:mlp", "--capture", "fx",
+                                      "--input", "8x16", "--name", "mlp", "-o",
+                                      str(tmp_path / "mlp.plan")])
+    assert result.exit_code == 0, result.output
+    problem = planner.load(_mlp_spec(tmp_path, "microbatches 4  schedule gpipe")).plans["p"]
+    result = _export(tmp_path, "infer", {"placement": _mlp_placement(problem),
+                                         "replicas": TWO_BY_TWO})
+    assert result.exit_code == 0, result.output
+    script_path = tmp_path / "infer" / "step.py"
+    save = tmp_path / "save"
+    save.mkdir()
+    run = subprocess.run([sys.executable, str(script_path), "--spawn", "--cpu", "--check",
+                          "--save", str(save)], capture_output=True, text=True, timeout=600,
+                         check=False, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stdout + run.stderr[-4000:]
+    assert "outputs equal the unpipelined model's: True" in run.stdout
+    script = _module(script_path)
+    assert not script.TRAINING
+    results = [torch.load(save / f"rank{r}.pt") for r in range(4)]
+    outputs = [r["output"] for r in results]
+    assert outputs[0] is None and outputs[1] is None
+    assert [t.shape for t in outputs[2]] == [t.shape for t in outputs[3]] == [(16, 4)]
+    want = script.unpipelined()["output"][0]
+    assert torch.allclose(torch.cat([outputs[2][0], outputs[3][0]]), want, atol=1e-5)
+    assert script.differences([results[0], results[1], results[2]], {"output": [want]}) == [
+        "1 rank(s) returned outputs; the last stage's 2 replicas alone should"]
