@@ -575,7 +575,7 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
     """`export torch --pipeline`: the JSON to `output` (or stdout), the script to `code`;
     E946 when the plan's stages are not at module boundaries, unless `nearest`; on
     `ranks` processes where the split allows (E947 where not); its replicated stages (the
-    placement file's `replicas`, as `solve --json` writes them) on a 2-D mesh (E950 where
+    placement file's `replicas`, a solution's `info["replicas"]`) on a 2-D mesh (E950 where
     they make none)."""
     where = Span.start_of(display_path(placement.resolve()))
     tp = pipeline_export(problem, traced, chosen, devices, where, ranks,

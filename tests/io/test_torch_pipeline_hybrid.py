@@ -1,9 +1,9 @@
 """`export torch --pipeline` of a hybrid plan: replicated stages on a 2-D DeviceMesh.
 
 A plan whose stages are replicated carries `replicas` (a stage's device -> the devices of
-its group, itself first; `solve --json` writes a solution's `info["replicas"]` so). The
-export writes a script whose ranks make a 2-D DeviceMesh (pipeline x data): rank = pipeline
-rank x replicas + replica; each stage is built on the mesh's "pp" group and wrapped in DDP
+its group, itself first: a solution's `info["replicas"]`). The export writes a script
+whose ranks make a 2-D DeviceMesh (pipeline x data): rank = pipeline rank x replicas +
+replica; each stage is built on the mesh's "pp" group and wrapped in DDP
 over its "dp" group, and each replica pipeline runs its share of the batch. GPT-2 (a small
 config, as `test_torch_pipeline_hf.py`) exported as 2 stages x 2 replicas runs under gloo
 on 4 CPU processes, and its losses and every gradient equal one process on the whole
