@@ -328,3 +328,28 @@ def test_an_inference_pipeline_as_2_x_2_returns_the_batchs_outputs(tmp_path: Pat
     assert torch.allclose(torch.cat([outputs[2][0], outputs[3][0]]), want, atol=1e-5)
     assert script.differences([results[0], results[1], results[2]], {"output": [want]}) == [
         "1 rank(s) returned outputs; the last stage's 2 replicas alone should"]
+
+
+@pytest.mark.slow
+def test_an_interleaved_plan_as_2_x_2_equals_one_process(tmp_path: Path) -> None:
+    """4 stages looping over 2 pipeline ranks (ScheduleInterleaved1F1B), each rank's two
+    stages in DDP over its replica: 4 processes, loss and gradients as one process's."""
+    spec = _mlp_spec(tmp_path, "microbatches 4  schedule interleaved  stages_per_device 2")
+    problem = planner.load(spec).plans["p"]
+    forward = [o.name for o in problem.graph.ops if not o.name.endswith(".bwd")]
+    # input, 0, 1 | 2, 3 | 4, 5 | 6, 7, 8 on gpu0, gpu1, gpu0, gpu1
+    stage = {op: (k >= 3) + (k >= 5) + (k >= 7) for k, op in enumerate(forward)}
+    device = {op: f"gpu{s % 2}" for op, s in stage.items()}
+    placement = {o.name: device[o.name.removesuffix(".bwd")] for o in problem.graph.ops}
+    result = _export(tmp_path, "looped", {"placement": placement, "replicas": TWO_BY_TWO})
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "looped.json").read_text())
+    assert [(s["rank"], s["replicas"]) for s in doc["stages"]] == [
+        (0, ["gpu0", "gpu2"]), (1, ["gpu1", "gpu3"]), (0, ["gpu0", "gpu2"]),
+        (1, ["gpu1", "gpu3"])]
+    assert doc["schedule_class"] == "ScheduleInterleaved1F1B" and doc["ranks"] == 4
+    run = subprocess.run([sys.executable, str(tmp_path / "looped" / "step.py"), "--spawn",
+                          "--cpu", "--check"], capture_output=True, text=True, timeout=600,
+                         check=False, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stdout + run.stderr[-4000:]
+    assert "loss and gradients equal the unpipelined model's: True" in run.stdout
