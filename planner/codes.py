@@ -279,10 +279,9 @@ TABLE: tuple[Code, ...] = (
                     "bytes moved only)"),
     Code("E949", 1, "an accelerate `device_map` that does not cover the spec's ops or names "
                     "devices the cluster lacks"),
-    Code("E950", 1, "`export torch --pipeline`: a plan's replicated stages that a 2-D DeviceMesh "
-                    "(pipeline x data) cannot run (stages replicated unequally, micro-batches "
-                    "that do not split evenly over the replicas, `--ranks`) or a `replicas` "
-                    "entry that is malformed or names unknown devices"),
+    Code("E950", 1, "`export torch --pipeline`: a hybrid plan's replicated stages that a 2-D "
+                    "DeviceMesh (pipeline x data) cannot run: stages replicated unequally, "
+                    "micro-batches that do not split evenly over the replicas, `--ranks`"),
     Code("E990", 4, "out of memory"),
     Code("E991", 1, "input too deeply nested"),
     Code("E999", 4, "internal error: a bug in planner"),

@@ -21,7 +21,7 @@ import os
 import shlex
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any
@@ -32,7 +32,6 @@ from ..errors import Diagnostic, Span, SpecError, UsageError, render_all
 from ..files import check_outputs, write_text_atomic
 from ..generate import gnmt, transformer
 from ..io.codegen import compiled
-from ..io.device_map import looks_like_device_map
 from ..io.interchange import dumps, export_spec, import_json
 from ..io.onnx_import import import_onnx, zoo_path
 from ..io.pipedream import import_pipedream
@@ -60,16 +59,14 @@ from ..io.torch_pipeline import (
     pipeline_error,
     pipeline_export,
     pipeline_script,
-    replicas_of,
     summary,
 )
 from ..model import CONTENTIONS, MEMORY_MODELS, Problem, Spec
 from ..roots import default_root, display_path, outside_root
 from ..spec.load import load_path, load_text
-from ..strictjson import loads as strict_loads
 from ..units import format_bytes
 from ..workload import Imported, PlanDef, render_cluster
-from . import _load, _problem, _read_placement
+from . import _load, _problem, _read_placed
 from .guard import guard
 
 import_app = typer.Typer(help="Make a .plan spec from a model file.", no_args_is_help=True,
@@ -501,7 +498,7 @@ def export_torch_command(
             raise UsageError(Diagnostic("E640", "--ranks applies only with --pipeline", None,
                                         ("add --pipeline to export the plan's pipeline",)))
         problem = _problem(_load(spec), plan)
-        read = _read_placement(problem, placement)
+        read, replicas = _read_placed(problem, placement)
         chosen = read.to_json(problem)["placement"]
         devices = torch_devices(problem.cluster, parse_device_map(device_map))
         module, namespace = load_target(model)
@@ -509,7 +506,8 @@ def export_torch_command(
                                                              module), capture, granularity)
         if pipeline:
             _export_pipeline(problem, traced, chosen, devices, placement, nearest, output,
-                             code, (model, inputs or [], example, display_path(spec)), ranks)
+                             code, (model, inputs or [], example, display_path(spec)), ranks,
+                             replicas)
             return
         placed = apply_plan(traced, chosen, devices, move=False)
         alternative = nearest_plan(traced, problem, read) if placed.device_map is None \
@@ -571,15 +569,15 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
                      devices: dict[str, str], placement: Path, nearest: bool,
                      output: Path | None, code: Path | None,
                      source: tuple[str, list[str], str | None, str],
-                     ranks: int | None = None) -> None:
+                     ranks: int | None = None,
+                     replicas: Mapping[int, tuple[int, ...]] | None = None) -> None:
     """`export torch --pipeline`: the JSON to `output` (or stdout), the script to `code`;
     E946 when the plan's stages are not at module boundaries, unless `nearest`; on
-    `ranks` processes where the split allows (E947 where not); its replicated stages (the
-    placement file's `replicas`, a solution's `info["replicas"]`) on a 2-D mesh (E950 where
+    `ranks` processes where the split allows (E947 where not); its replicated stages (`replicas`:
+    the plan file's, `plan.load_replicas`) on a 2-D mesh (E950 where
     they make none)."""
     where = Span.start_of(display_path(placement.resolve()))
-    tp = pipeline_export(problem, traced, chosen, devices, where, ranks,
-                         _replicas(problem, placement, where))
+    tp = pipeline_export(problem, traced, chosen, devices, where, ranks, replicas)
     if not tp.exact and not nearest:
         raise pipeline_error(tp, where)
     text = json.dumps(pipeline_document(tp), indent=2, ensure_ascii=False) + "\n"
@@ -595,15 +593,6 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
         sys.stderr.write(f"plan `{tp.plan}`'s stages are not at module boundaries: "
                          f"{tp.reason}\n")
     sys.stderr.write(summary(tp) + "\n")
-
-
-def _replicas(problem: Problem, placement: Path, where: Span) -> dict[int, tuple[int, ...]]:
-    """The replicated stages the placement file names (`replicas_of`; none in an accelerate
-    device_map). The file was read once already (`_read_placement`): it is valid JSON."""
-    data = strict_loads(placement.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or looks_like_device_map(data):
-        return {}
-    return replicas_of(problem, data, where)
 
 
 # ---- generate ---------------------------------------------------------------------------

@@ -36,7 +36,7 @@ group computes least), under `interleaved` the stages loop over N ranks; E947 ot
 naming the N that fit. The cost of the split exported is given next to the plan's.
 
 With `replicas` (a hybrid plan: a stage's device -> its group of devices holding replicas,
-itself first; `replicas_of` reads them from a placement file or a solution's info) the
+itself first: a plan file's `replicas`, a solution's `info["replicas"]`) the
 ranks make a 2-D DeviceMesh, pipeline x data (rank = pipeline rank x R + replica), as
 torchtitan composes them: each stage is built on the mesh's "pp" group and wrapped in DDP
 over its "dp" group, and each of the R replica pipelines runs M / R micro-batches of its
@@ -57,7 +57,6 @@ prints what differs and by how much (exit status 1).
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -196,7 +195,8 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
     the nearest split at module boundaries (see the module docstring; `exact` says which);
     with `ranks`, run by that many processes where the split allows (`_at_ranks`); with
     `replicas` (a stage's device -> its group of devices holding replicas, itself first:
-    `replicas_of`), every stage replicated on the data dimension of a 2-D mesh (`_mesh`).
+    a plan file's, `plan.load_replicas`), every stage replicated on the data dimension of a
+    2-D mesh (`_mesh`).
 
     Raises E945 when the plan does not match the model, E947 when torch's schedules
     cannot run it and E950 when its replicas make no 2-D mesh; `where` locates those
@@ -259,44 +259,6 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
                                                 where))
     _check_runnable(result, where)
     return result
-
-
-def replicas_of(problem: Problem, data: Mapping[str, Any],
-                where: Span | None = None) -> dict[int, tuple[int, ...]]:
-    """The replicated stages a plan file or solution's info names (`data["replicas"]`: a
-    stage's device -> the devices of its group, itself first; groups disjoint), as device
-    indices; groups of one device left out, {} without the key. E950 for a value of
-    another shape, a device the cluster lacks, a group that does not begin with its own
-    device, or a device in two groups."""
-    given = data.get("replicas")
-    if given is None:
-        return {}
-    index = problem.cluster.device_index
-
-    def refused(why: str) -> SpecError:
-        return SpecError(Diagnostic(
-            "E950", f"the plan's `replicas` {why}", where,
-            ('`replicas` maps a stage\'s device to the devices of its replicas, itself first:'
-             ' {"gpu0": ["gpu0", "gpu2"], "gpu1": ["gpu1", "gpu3"]}',)))
-
-    if not isinstance(given, Mapping) or not all(
-            isinstance(v, list) and all(isinstance(n, str) for n in v) for v in given.values()):
-        raise refused("is not an object of lists of device names")
-    out: dict[int, tuple[int, ...]] = {}
-    seen: dict[str, str] = {}
-    for rep, group in given.items():
-        unknown = next((n for n in (rep, *group) if n not in index), None)
-        if unknown is not None:
-            raise refused(f"name `{unknown}`, which cluster `{problem.cluster.name}` lacks")
-        if not group or group[0] != rep:
-            raise refused(f"list the group of `{rep}` without `{rep}` first")
-        for n in group:
-            if n in seen:
-                raise refused(f"put `{n}` in the groups of both `{seen[n]}` and `{rep}`")
-            seen[n] = rep
-        if len(group) > 1:
-            out[index[rep]] = tuple(index[n] for n in group)
-    return out
 
 
 def _mesh(problem: Problem, tp: TorchPipeline, planned: Sequence[int],
@@ -695,21 +657,8 @@ def _placement_of(problem: Problem, nodes: Sequence[_Node], stage: Sequence[int]
 def _cost(problem: Problem, placement: Sequence[int],
           groups: Mapping[int, tuple[int, ...]] | None = None) -> Cost:
     assert problem.pipeline is not None
-    r: PipelineRun = _run(problem, placement, groups) if groups else run(
-        problem, placement, problem.pipeline)
+    r: PipelineRun = run(problem, placement, problem.pipeline, (), groups or {})
     return Cost(r.period_s, r.iteration_s, r.schedule, r.note, fits(problem, r.memory_bytes))
-
-
-def _run(problem: Problem, placement: Sequence[int],
-         groups: Mapping[int, tuple[int, ...]]) -> PipelineRun:
-    """The pipeline run with its replicated stages (issue 39's simulator, `run(...,
-    replicas=)`). MERGE NOTE: until that simulator is merged, `run` takes no replicas and
-    this is the run of one replica pipeline (drop the fallback once it is)."""
-    assert problem.pipeline is not None
-    if "replicas" in inspect.signature(run).parameters:
-        hybrid: Any = run
-        return hybrid(problem, placement, problem.pipeline, (), groups)  # type: ignore[no-any-return]
-    return run(problem, placement, problem.pipeline)
 
 
 def _stages(nodes: Sequence[_Node], stage: Sequence[int], kept: Sequence[int],

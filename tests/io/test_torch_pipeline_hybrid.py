@@ -8,8 +8,8 @@ over its "dp" group, and each replica pipeline runs its share of the batch. GPT-
 config, as `test_torch_pipeline_hf.py`) exported as 2 stages x 2 replicas runs under gloo
 on 4 CPU processes, and its losses and every gradient equal one process on the whole
 batch. Replicas a 2-D mesh cannot run (unequal, micro-batches that do not split evenly,
-`--ranks`, malformed) are E950, located at the placement file; a plan without replicas
-exports as before.
+`--ranks`) are E950, located at the placement file (malformed ones, the plan file's E504 and
+E514); a plan without replicas exports as before.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from planner.cli import app
 from planner.errors import SpecError
 from planner.io.torch_export import torch_devices
 from planner.io.torch_import import example_inputs, load_target, trace
-from planner.io.torch_pipeline import pipeline_export, replicas_of
+from planner.io.torch_pipeline import pipeline_export
+from planner.plan import load_replicas
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
                             "'planner[torch]')")
@@ -118,7 +119,8 @@ def test_replicated_stages_export_as_a_2d_mesh(tmp_path: Path) -> None:
     index = problem.cluster.device_index
     model, namespace = load_target(f"{MODELS}:mlp")
     traced = trace(model, example_inputs(["8x16"], None, namespace), "fx")
-    groups = replicas_of(problem, {"replicas": TWO_BY_TWO})
+    chosen = [index[placement[o.name]] for o in problem.graph.ops]
+    groups = load_replicas(problem, {"replicas": TWO_BY_TWO}, chosen)
     assert groups == {index["gpu0"]: (index["gpu0"], index["gpu2"]),
                       index["gpu1"]: (index["gpu1"], index["gpu3"])}
     tp = pipeline_export(problem, traced, placement, torch_devices(problem.cluster),
@@ -146,35 +148,49 @@ def test_without_replicas_the_export_is_the_one_pipeline_script(tmp_path: Path) 
     assert doc["ranks"] == 2 and "replicas" not in doc["stages"][0]
 
 
-@pytest.mark.parametrize(("replicas", "settings", "extra", "said"), [
-    ({"gpu0": ["gpu0", "gpu2", "gpu3"]}, None, (),
+@pytest.mark.parametrize(("replicas", "settings", "extra", "code", "said"), [
+    ({"gpu0": ["gpu0", "gpu2", "gpu3"]}, None, (), "E950",
      "replicates its stages unequally (stage 0 (gpu0) on 3 devices, stage 1 (gpu1) on 1 "
      "device)"),
-    (TWO_BY_TWO, "microbatches 3  schedule gpipe", (),
+    (TWO_BY_TWO, "microbatches 3  schedule gpipe", (), "E950",
      "3 micro-batch(es) do not split evenly over its 2 replicas"),
-    (TWO_BY_TWO, None, ("--ranks", "2"), "--ranks 2 regroups the stages"),
-    ({"gpu0": ["gpu0", "gpu1"]}, None, (), "puts `gpu1` in the replicas of a stage and runs"),
-    ({"gpu2": ["gpu2", "gpu3"]}, None, (), "gives replicas to `gpu2`, which runs none"),
-    ({"gpu0": ["gpu0", "gpu9"]}, None, (), "name `gpu9`, which cluster `c` lacks"),
-    ({"gpu0": ["gpu2", "gpu0"]}, None, (), "list the group of `gpu0` without `gpu0` first"),
-    ({"gpu0": ["gpu0", "gpu2"], "gpu1": ["gpu1", "gpu2"]}, None, (),
-     "put `gpu2` in the groups of both `gpu0` and `gpu1`"),
-    ({"gpu0": "gpu2"}, None, (), "is not an object of lists of device names"),
-], ids=["unequal", "microbatches", "ranks", "replica-runs-a-stage", "stray", "unknown",
-        "rep-not-first", "twice", "malformed"])
+    (TWO_BY_TWO, None, ("--ranks", "2"), "E950", "--ranks 2 regroups the stages"),
+    ({"gpu0": ["gpu0", "gpu9"]}, None, (), "E504", "unknown device `gpu9` in replicas"),
+    ({"gpu0": ["gpu0", "gpu1"]}, None, (), "E514", "holds ops of its own"),
+    ({"gpu0": "gpu2"}, None, (), "E514", "must be a list of device names"),
+], ids=["unequal", "microbatches", "ranks", "unknown", "replica-runs-a-stage", "malformed"])
 def test_replicas_no_2d_mesh_runs_are_E950_at_the_placement_file(
         tmp_path: Path, replicas: Any, settings: str | None, extra: tuple[str, ...],
-        said: str) -> None:
+        code: str, said: str) -> None:
     spec = _mlp_spec(tmp_path, *(() if settings is None else (settings,)))
     placement = _mlp_placement(planner.load(spec).plans["p"])
     result = _export(tmp_path, "bad", {"placement": placement, "replicas": replicas}, *extra)
     assert result.exit_code == 1, result.output
-    assert "error[E950]" in result.output and "bad.plan.json:1:1" in result.output
+    assert f"error[{code}]" in result.output and "bad.plan.json:1:1" in result.output
     assert said in result.output, result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "bad.json").exists() and not (tmp_path / "bad" / "step.py").exists()
     if "unequally" in said:
         assert "data_parallel N" in result.output
+
+
+def test_groups_no_stage_holds_are_E950_through_the_api(tmp_path: Path) -> None:
+    """`pipeline_export` called with groups no plan file checked: a group keyed by a device
+    that runs no stage, a replica that runs a stage."""
+    problem = planner.load(_mlp_spec(tmp_path)).plans["p"]
+    placement = _mlp_placement(problem)
+    model, namespace = load_target(f"{MODELS}:mlp")
+    traced = trace(model, example_inputs(["8x16"], None, namespace), "fx")
+    index = problem.cluster.device_index
+    for groups, said in (({index["gpu2"]: (index["gpu2"], index["gpu3"])},
+                          "gives replicas to `gpu2`, which runs none of its stages"),
+                         ({index["gpu0"]: (index["gpu0"], index["gpu1"])},
+                          "puts `gpu1` in the replicas of a stage and runs another stage")):
+        with pytest.raises(SpecError) as err:
+            pipeline_export(problem, traced, placement, torch_devices(problem.cluster),
+                            replicas=groups)
+        d = err.value.diagnostics[0]
+        assert d.code == "E950" and said in d.message, d.message
 
 
 def test_1f1b_counts_a_replica_pipelines_micro_batches(tmp_path: Path) -> None:
