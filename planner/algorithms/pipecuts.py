@@ -131,7 +131,7 @@ def refine_pipedp(problem: Problem, pipeline: Pipeline, cells: float, time_limit
     copies = pipeline.microbatches * len(problem.graph.ops)
     if copies > pipedp.MAX_SIMULATED_OPS:
         return None
-    sims = max(1, int(share * pipedp.simulation_budget(time_limit_s) // max(copies, 1)))
+    sims = max(1, pipedp.simulations(share * pipedp.simulation_budget(time_limit_s), copies))
     found = sorted((f for fs in pipedp.split_candidates(problem, pipeline, cells=cells).values()
                     for f in fs),
                    key=lambda f: (pipedp.estimate(problem, pipeline, f.split), f.period_s,

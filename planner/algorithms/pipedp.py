@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -608,6 +609,14 @@ def simulation_budget(time_limit_s: float) -> float:
     return LOAD_HEADROOM * 0.5 * time_limit_s * SIMULATED_OPS_PER_SECOND
 
 
+def simulations(budget: float, copies: int) -> int:
+    """How many simulations of `copies` copied ops fit in `budget` (`simulation_budget`);
+    without a limit, as many as asked."""
+    if not math.isfinite(budget):
+        return sys.maxsize
+    return max(0, int(budget // max(copies, 1)))
+
+
 def estimate(problem: Problem, pipeline: Pipeline, split: Split) -> float:
     """The iteration without simulating: M - 1 periods of the busiest resource, plus each
     stage's load once (the fill and drain pass every stage)."""
@@ -628,7 +637,7 @@ def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, 
     copies = pipeline.microbatches * len(problem.graph.ops)
     runs: dict[Found, float] = {}
     if copies <= MAX_SIMULATED_OPS:
-        for f, _, _ in ranked[:max(0, int(budget // max(copies, 1)))]:
+        for f, _, _ in ranked[:simulations(budget, copies)]:
             placement = f.split.placement(problem)
             runs[f] = pipeline_schedule.run(problem, placement, pipeline).iteration_s
     if not runs:

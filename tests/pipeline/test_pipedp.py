@@ -223,3 +223,15 @@ def test_interleaved_with_caps_equals_brute_force_by_the_reports_rule(seed: int)
     found = {s: f.period_s for s, f in best_splits(p, inter).items() if s > 1}
     expected = {s: t for s, t in _brute_force_interleaved(p, 2).items() if s > 1}
     assert found == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("algo", ["pipedp", "auto"])
+def test_no_time_limit_simulates_every_candidate(algo: str) -> None:
+    # `--time-limit 0` (no limit) made the simulation budget inf // copies = nan: E999
+    from planner.algorithms import Options
+
+    p = random_spec(3, 8, 3, training=True)
+    solution = run(algo, p, Options(time_limit_s=0))
+    assert math.isfinite(solution.info["iteration_s"])
+    if algo == "pipedp":
+        assert solution.info["candidates_compared_by"].startswith("simulation")
