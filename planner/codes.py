@@ -185,7 +185,8 @@ TABLE: tuple[Code, ...] = (
     Code("E624", 2, "`compare --microbatches` with no point under the pipeline objective "
                     "(add `--objective pipeline`)"),
     Code("E625", 2, "an `--algo` that does not plan for the plan's objective (`pipedp`, "
-                    "`pipeilp` and `uniform` plan pipelines; `cpsat` and `ilp` one pass)"),
+                    "`pipeilp`, `hybrid` and `uniform` plan pipelines; `cpsat` and `ilp` one "
+                    "pass)"),
     Code("W625", 0, "`compare`: points left out because their algorithm does not plan for "
                     "their objective"),
     Code("W626", 0, "a pipeline plan torch's schedule cannot run as placed (more stages than "

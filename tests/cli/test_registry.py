@@ -68,8 +68,8 @@ def test_a_new_registry_line_is_in_the_help_of_solve_and_compare(tmp_path: Path)
     solve = _with_fake(tmp_path, "solve", "--help")
     assert solve.returncode == 0, solve.stderr
     shown = _flat(solve.stdout)
-    assert ("Algorithm: auto, msct, metf, mtopo, heft, cpop, search, pipedp, pipeilp, uniform, "
-            "single, roundrobin, random, expert, cpsat, ilp, fake.") in shown
+    assert ("Algorithm: auto, msct, metf, mtopo, heft, cpop, search, pipedp, pipeilp, hybrid, "
+            "uniform, single, roundrobin, random, expert, cpsat, ilp, fake.") in shown
     assert "Seed for --algo fake, random and search." in shown
     compare = _with_fake(tmp_path, "compare", "--help")
     assert compare.returncode == 0, compare.stderr
@@ -177,4 +177,4 @@ def _complete(words: str) -> list[str]:
 @pytest.mark.slow
 def test_algorithm_names_complete_from_the_registry() -> None:
     assert _complete("planner solve x.plan --algo m") == ["msct", "metf", "mtopo"]
-    assert _complete("planner compare x.plan --algos msct,h") == ["msct,heft"]
+    assert _complete("planner compare x.plan --algos msct,h") == ["msct,heft", "msct,hybrid"]
