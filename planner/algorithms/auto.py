@@ -191,7 +191,23 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
         info["why"] = (f"the uniform split fits and runs faster by the {what} "
                        f"({format_seconds(figures['uniform'][0])}, pipedp's split "
                        f"{format_seconds(figures['pipedp'][0])})")
+    if chosen == "hybrid":
+        info["why"] = _why_hybrid(info, figures, simulated)
     return dataclasses.replace(best, info=MappingProxyType(info))
+
+
+def _why_hybrid(info: dict[str, Any], figures: dict[str, tuple[float, bool]],
+                simulated: bool) -> str:
+    """Why `auto` keeps the hybrid layout over its pure pipeline."""
+    layout = f"replicated stages ({info.get('layout')} replicas per stage)"
+    pure = min((f for name, f in figures.items() if name != "hybrid"), key=lambda f: (
+        not f[1], f[0]))
+    if not pure[1]:
+        return f"{layout} fit the memory, and no pure pipeline split does"
+    how = ("the simulated iteration" if simulated else
+           "estimates (the hybrid DP's cost, the pipeline's (M - 1) T plus each stage's load)")
+    return (f"{layout} run faster by {how}: {format_seconds(figures['hybrid'][0])}, against "
+            f"{format_seconds(pure[0])}")
 
 
 def _iteration(problem: Problem, placement: tuple[int, ...], pipeline: Pipeline,

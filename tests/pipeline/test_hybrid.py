@@ -350,3 +350,13 @@ def test_the_cut_moves_bring_a_misplaced_cut_back_and_never_lose() -> None:
         moved = pipehybrid.refine(q, q.pipeline, chosen, seen)
         assert seen[moved] <= before
         assert run_algorithm("hybrid", q, Options()).info["iteration_s"] == seen[moved]
+
+
+def test_auto_says_why_it_keeps_the_replicated_stages() -> None:
+    p = _spec([10, 10], [20, 20], [0.1, 0.1], devices=4, microbatches=8)
+    solution = run_algorithm("auto", p, Options(time_limit_s=5))
+    assert solution.info["chosen"] == "hybrid"
+    candidates = solution.info["candidates"]
+    assert candidates["hybrid"] < min(v for k, v in candidates.items() if k != "hybrid")
+    assert solution.info["why"].startswith("replicated stages ([4] replicas per stage) run "
+                                           "faster by the simulated iteration")
