@@ -219,11 +219,12 @@ def simulated(problem: Problem, pipeline: Pipeline) -> bool:
 
 def iteration(problem: Problem, pipeline: Pipeline, lay: Layout) -> float:
     """The simulated iteration of `lay` (on big graphs the DP's cost, `simulated`); inf
-    where a replica runs out of memory."""
-    placement = lay.split.placement(problem)
+    where a replica may not run its stage's units (pins, op times) or runs out of memory."""
+    if not _allowed(problem, lay):
+        return INF
     if not simulated(problem, pipeline):
         return layout_cost(problem, pipeline, lay)
-    ran = run_pipeline(problem, placement, pipeline, (), lay.replicas)
+    ran = run_pipeline(problem, lay.split.placement(problem), pipeline, (), lay.replicas)
     return ran.iteration_s if fits(problem, ran.memory_bytes) else INF
 
 
@@ -246,12 +247,15 @@ def candidates(problem: Problem, pipeline: Pipeline) -> list[Layout]:
 
 def _fits(problem: Problem, pipeline: Pipeline, lay: Layout) -> bool:
     """Whether every replica may run its stage's units (pins, op times) and holds them."""
+    return _allowed(problem, lay) and fits(problem, stage_bytes(problem, lay.split, pipeline,
+                                                                (), lay.replicas))
+
+
+def _allowed(problem: Problem, lay: Layout) -> bool:
+    """Whether every replica may run its stage's units (pins, op times)."""
     u = units(problem)
-    for k, group in enumerate(lay.groups):
-        if any(not set(group) <= set(u.allowed[x])
-               for x in range(lay.bounds[k], lay.bounds[k + 1])):
-            return False
-    return fits(problem, stage_bytes(problem, lay.split, pipeline, (), lay.replicas))
+    return all(set(group) <= set(u.allowed[x]) for k, group in enumerate(lay.groups)
+               for x in range(lay.bounds[k], lay.bounds[k + 1]))
 
 
 def _fixed(pipeline: Pipeline) -> int | None:
@@ -319,7 +323,7 @@ def _dp(problem: Problem, pipeline: Pipeline) -> list[Layout]:
                     if total[j] < best[a, p]:
                         best[a, p] = total[j]
                         choice[a, p] = (a + 1 + j, r)
-        for p in range(1, used + 1) if used == m and _uniform(problem) else (used,):
+        for p in range(1, m + 1) if _uniform(problem) else (used,):
             if best[0, p] < INF:
                 lay = _backtrack(cuts, choice, p, used)
                 if lay not in out:

@@ -25,7 +25,6 @@ from planner.errors import InfeasibleError
 from planner.model import Problem
 from planner.pipeline import hybrid, schedule
 from planner.pipeline.split import Split, stage_bytes
-from planner.pipeline.units import units
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,14 +115,12 @@ def test_a_replica_holds_its_micro_batches_in_flight_and_one_bucket() -> None:
     # ceil(3 / 2) = 2 micro-batches each (of 6), the last 1
     p = _spec([1, 1, 1], [2, 2, 2], [10, 10, 10], devices=3, microbatches=6)
     assert p.pipeline is not None
-    u = units(p)
     split = Split((0, 2, 3), (0, 2))
     replicas = {0: (0, 1)}
     assert [hybrid.in_flight(p.pipeline, [2, 1], k, True) for k in (0, 1)] == [2, 1]
     held = stage_bytes(p, split, p.pipeline, (), replicas)
     pure = stage_bytes(p, split, p.pipeline)  # stage 0 holds min(2 - 0, 6) = 2 as well
-    kept = float(u.kept_prefix[2] - u.kept_prefix[0])
-    assert held[0] == held[1] == pytest.approx(pure[0] + 20e6 + 0 * kept)  # + a 20 MB bucket
+    assert held[0] == held[1] == pytest.approx(pure[0] + 20e6)  # + a 20 MB bucket
     assert held[2] == pytest.approx(pure[2])
     gpipe = dataclasses.replace(p.pipeline, schedule="gpipe")
     assert hybrid.in_flight(gpipe, [2, 1], 0, True) == 3  # its share of 6
@@ -360,3 +357,21 @@ def test_auto_says_why_it_keeps_the_replicated_stages() -> None:
     assert candidates["hybrid"] < min(v for k, v in candidates.items() if k != "hybrid")
     assert solution.info["why"].startswith("replicated stages ([4] replicas per stage) run "
                                            "faster by the simulated iteration")
+
+
+
+def test_the_cut_moves_never_break_a_pin() -> None:
+    # moving the cut left would put f1, pinned to d0, on the replicated stage (d1, d2): a
+    # shorter iteration, and not a plan
+    p = _spec([5, 20, 5], [10, 40, 10], [0.1] * 3, devices=3, microbatches=8,
+              pins="  pin f1 to d0\n  pin f1.bwd to d0")
+    assert p.pipeline is not None
+    lay = pipehybrid.Layout((0, 2, 3), ((0,), (1, 2)))
+    left = pipehybrid.Layout((0, 1, 3), ((0,), (1, 2)))
+    free = _spec([5, 20, 5], [10, 40, 10], [0.1] * 3, devices=3, microbatches=8)
+    assert free.pipeline is not None
+    assert pipehybrid.iteration(free, free.pipeline, left) < pipehybrid.iteration(
+        free, free.pipeline, lay)
+    assert pipehybrid.iteration(p, p.pipeline, left) == math.inf
+    figures = {lay: pipehybrid.iteration(p, p.pipeline, lay)}
+    assert pipehybrid.refine(p, p.pipeline, lay, figures) == lay
