@@ -195,15 +195,11 @@ def in_flight(pipeline: Pipeline, stages: int, k: int, training: bool,
               device_rank: int = 0, devices: int = 1) -> int:
     """Micro-batches whose activations stage `k` of `stages` holds at once (inference: one;
     the module docstring for training)."""
-    m = pipeline.microbatches
-    if not training:
-        return 1
-    if pipeline.schedule == "gpipe":
-        return m
-    if pipeline.schedule == "interleaved":
+    if training and pipeline.schedule == "interleaved":
         per = pipeline.stages_per_device
-        return min((devices - device_rank - 1) * 2 + (per - 1) * devices + 1, m * per)
-    return min(stages - k, m)
+        return min((devices - device_rank - 1) * 2 + (per - 1) * devices + 1,
+                   pipeline.microbatches * per)
+    return hybrid.in_flight(pipeline, [1] * stages, k, training)  # one device a stage
 
 
 def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
@@ -223,6 +219,7 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
     for k, d in enumerate(split.devices):
         by_device.setdefault(d, []).append(k)
     order = list(by_device)
+    sizes = [len(hybrid.group(replicas or {}, e)) for e in split.devices]
     for rank, d in enumerate(order):
         stages = by_device[d]
         params = sum(_span(u.params_prefix, split, k) for k in stages) - twice[d]
@@ -237,14 +234,9 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
         if pipeline.schedule == "interleaved":
             count = in_flight(pipeline, split.stages, stages[0], u.training, rank, len(order))
             held[d] = params + count * max(acts) + transient
-        elif replicas:
-            sizes = [len(hybrid.group(replicas, e)) for e in split.devices]
+        else:  # `hybrid.in_flight`: with one device a stage, GPipe M, 1F1B min(S - k, M)
             held[d] = params + transient + sum(
                 hybrid.in_flight(pipeline, sizes, k, u.training) * a
-                for k, a in zip(stages, acts, strict=True))
-        else:
-            held[d] = params + transient + sum(
-                in_flight(pipeline, split.stages, k, u.training) * a
                 for k, a in zip(stages, acts, strict=True))
     _replicate(problem, split, held, replicas or {})
     return held
