@@ -424,10 +424,10 @@ def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline
     expanded.__dict__["_costs"] = Costs(compute * mb, c.latency, c.inv_bandwidth)
     order = _orders(problem, relayed, split, pipeline, schedule, groups)
     # micro-batch m of a replicated stage on its replica m mod r (`hybrid`)
-    where = tuple(relayed.placement) if not groups else tuple(
+    where = tuple(relayed.placement) * mb if not groups else tuple(
         hybrid.group(groups, d)[m % len(hybrid.group(groups, d))]
         for m in range(mb) for d in relayed.placement)
-    plan = Plan(where * (1 if groups else mb), order)
+    plan = Plan(where, order)
     return simulate(expanded, plan)
 
 
@@ -495,8 +495,8 @@ def _orders(problem: Problem, relayed: _Relayed, split: Split, pipeline: Pipelin
         members = hybrid.group(groups, d)
         for j, e in enumerate(members):
             mine = range(j, mb, len(members))
-            warm = None
-            if groups and schedule == "1f1b":
+            warm = None  # 1F1B: its micro-batches in flight, less the one it starts on
+            if schedule == "1f1b":
                 warm = min(hybrid.in_flight(pipeline, sizes, rank, training), len(mine)) - 1
             seq = _sequence(schedule, rank, len(devices), len(chunks), len(mine), training, warm)
             order[e] = tuple(i + mine[m] * n for forward, c, m in seq
