@@ -472,13 +472,6 @@ def _given(loaded: Loaded, problem: Problem, placement: Path | None, stages: Pat
     return layout.plan, layout.replicas
 
 
-def _replica_names(problem: Problem, groups: Mapping[int, Sequence[int]]
-                   ) -> dict[str, list[str]]:
-    """`groups` (device indices) by name, as a solution's `info["replicas"]` gives them."""
-    devs = problem.cluster.devices
-    return {devs[d].name: [devs[e].name for e in g] for d, g in sorted(groups.items())}
-
-
 def _read_placement(problem: Problem, path: Path) -> Plan:
     return _read_placed(problem, path)[0]
 
@@ -630,10 +623,12 @@ def simulate(
         loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
         the_plan, groups = _given(loaded, problem, placement, stages)
+        from ..pipeline.hybrid import replica_names  # lazy: start-up
+
         result, bounds, _ = _emit_result(problem, the_plan, report, extra_json={},
                                          extra_rows={})
         fits, _ = _report_pipeline(problem, the_plan, report, bounds,
-                                   replicas=_replica_names(problem, groups))
+                                   replicas=replica_names(problem, groups))
         _write_trace(trace, problem, result)
         if problem.pipeline is not None:
             _pipeline_verdict(problem, result, fits, report)
