@@ -29,9 +29,10 @@ import pytest
 
 from planner import load, loads
 from planner.algorithms import Options, run
-from planner.algorithms import pipeilp as pipeilp_module
 from planner.algorithms.exact import backends
 from planner.algorithms.pipeilp import contiguous_splits, evaluate
+from planner.algorithms.pipeilp import solve as pipeilp_solve
+from planner.algorithms.pipeilp import warm as pipeilp_warm
 from planner.codes import CODES
 from planner.errors import InfeasibleError, SearchLimitError, SolverError
 from planner.model import Pipeline, Problem
@@ -167,8 +168,8 @@ def _no_solution(message: str) -> object:
 def test_a_time_limit_that_found_nothing_is_e709_exit_6_and_says_so(
         monkeypatch: pytest.MonkeyPatch) -> None:
     p = loads(_tight_text("25 MB")).plan("p")
-    monkeypatch.setattr(pipeilp_module, "contiguous_splits", lambda _: {})
-    monkeypatch.setattr(pipeilp_module, "_run_solver",
+    monkeypatch.setattr(pipeilp_warm, "contiguous_splits", lambda _: {})
+    monkeypatch.setattr(pipeilp_solve, "_run_solver",
                         _no_solution("highs gave no solution (its time limit was reached)"))
     with pytest.raises(SearchLimitError) as err:
         run("pipeilp", p)
@@ -184,8 +185,8 @@ def test_a_time_limit_that_found_nothing_is_e709_exit_6_and_says_so(
 def test_a_solver_that_said_optimal_without_a_solution_is_a_failure_not_a_time_limit(
         monkeypatch: pytest.MonkeyPatch) -> None:
     p = loads(_tight_text("25 MB")).plan("p")
-    monkeypatch.setattr(pipeilp_module, "contiguous_splits", lambda _: {})
-    monkeypatch.setattr(pipeilp_module, "_run_solver",
+    monkeypatch.setattr(pipeilp_warm, "contiguous_splits", lambda _: {})
+    monkeypatch.setattr(pipeilp_solve, "_run_solver",
                         _no_solution("highs said it was optimal but gave no solution"))
     with pytest.raises(SolverError) as err:
         run("pipeilp", p)
@@ -197,7 +198,7 @@ def test_a_solver_that_said_optimal_without_a_solution_is_a_failure_not_a_time_l
 def test_a_time_limit_with_a_warm_start_returns_it_labelled_fallback(
         monkeypatch: pytest.MonkeyPatch) -> None:
     p = loads(_tight_text("25 MB")).plan("p")
-    monkeypatch.setattr(pipeilp_module, "_run_solver",
+    monkeypatch.setattr(pipeilp_solve, "_run_solver",
                         _no_solution("highs gave no solution (its time limit was reached)"))
     s = run("pipeilp", p)
     assert s.status == "fallback"

@@ -1,0 +1,239 @@
+"""The algorithm: warm starts, the model built, seeded and solved within its budget, the
+answer checked exactly and judged."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ...cost import INF
+from ...errors import Diagnostic
+from ...model import Pipeline, Problem
+from ...pipeline.bound import pipeline_bound
+from ...pipeline.split import split_of
+from ...plan import Plan
+from .. import pipedp, pipehybrid
+from ..base import Interrupted, Options, Solution
+from ..exact import backends
+from ..exact.budget import WALL_CAP_EXTRA_S, WALL_CAP_FACTOR
+from ..exact.common import Clock, empty_solution
+from .check import evaluate
+from .data import _Data, _data, _pipeline
+from .model import _emit, _Model
+from .orders import _Orders, _orders, _relabel, _relaxed, _scope
+from .verdict import _judge, _none_found, _solution
+from .warm import _as_warm, _placement, _Warm, _warm_starts
+
+log = logging.getLogger("planner")
+
+#: HiGHS's node budget: this many rows times nodes per second of `--time-limit` (on a
+#: 2-core machine, the fork-join spec's 547-row model ran about 320 nodes a second, 1.7e5
+#: row-nodes; a third of that, so the budget ends well within the limit when a core is free)
+NODE_ROWS_PER_S = 3e4
+#: models up to this many rows stop at the node budget, with the clock as a safety cap of
+#: `WALL_CAP_FACTOR` times the limit plus `WALL_CAP_EXTRA_S` (as CP-SAT's); larger ones at
+#: the limit itself: their root node alone can take longer than any budget, so a budget
+#: would not keep the time limit's promise
+BUDGETED_ROWS = 4000
+
+
+def place(problem: Problem, options: Options) -> Solution:
+    """The least period over every placement with per-device recomputation (module
+    docstring), as a plan; the devices that recompute in `info["recompute"]`."""
+    trivial = empty_solution(problem, "pipeilp")
+    if trivial is not None:
+        return trivial
+    replicated = (problem.pipeline or Pipeline()).data_parallel
+    if replicated not in (1, "auto"):  # N identical pipelines: one planned, replicated
+        return pipehybrid.identical_pipelines(problem, options, place, "pipeilp")
+    pipedp.check_units(problem, problem.pipeline or Pipeline())  # E258, E304, E259: the cause
+    clock = Clock(options)
+    warm, notes = _warm_starts(problem, options)
+    try:
+        return _solve(problem, options, clock, warm, notes)
+    except KeyboardInterrupt:
+        if warm is None:
+            raise Interrupted(None) from None
+        raise Interrupted(Solution(Plan(warm.placement, algorithm="pipeilp"), "interrupted",
+                                   MappingProxyType({"warm_start": warm.source,
+                                                     "reason": "interrupted before the "
+                                                     "solver answered"}))) from None
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One model built and solved: the model, the solver's outcome, and the figures."""
+
+    ilp: _Model
+    outcome: Any
+    info: dict[str, Any]
+
+
+def _attempt(problem: Problem, orders: _Orders, warm: _Warm | None, options: Options,
+             clock: Clock) -> _Attempt:
+    """Build the model for `orders`, seed it with `warm`, solve it within the budget."""
+    data = _data(problem)
+    upper = warm.evaluation.period_s if warm else None
+    if options.progress:
+        options.progress(0.05, "building the pipeline ILP")
+    t0 = time.perf_counter()
+    ilp = _Model(problem, data, orders, upper, pipeline_bound(problem).period_s,
+                 upper if upper else _horizon(problem, data))
+    ilp.build()
+    if warm is not None:
+        ilp.seed(warm)
+    build_s = time.perf_counter() - t0
+    if options.emit:
+        _emit(ilp, options.emit)
+    if options.progress:
+        options.progress(0.1, f"solving with {options.solver}")
+    t1 = time.perf_counter()
+    nodes = node_budget(options.time_limit_s, ilp.rows)
+    cap_s = options.time_limit_s
+    if ilp.rows <= BUDGETED_ROWS:  # the budget ends the search; the clock is a safety cap
+        cap_s = WALL_CAP_FACTOR * options.time_limit_s + WALL_CAP_EXTRA_S
+    if ilp.contradiction:
+        outcome = backends.Outcome("infeasible", "the model is infeasible as built")
+    else:
+        wall_s = max(0.05, cap_s - clock.elapsed())
+        outcome = _run_solver(ilp.model, options, wall_s, nodes, warm is not None)
+    info: dict[str, Any] = {"solver": options.solver, "solver_status": outcome.status,
+                            "build_s": build_s, "solve_s": time.perf_counter() - t1,
+                            "rows": ilp.rows, "nodes": nodes}
+    if "time limit" in outcome.message:
+        info["reason"] = (f"the clock ({cap_s:.3g} s) ended the search before its budget of "
+                          f"{nodes} nodes: another run may give another plan")
+    if options.progress:
+        options.progress(1.0, f"{options.solver}: {outcome.status}")
+    return _Attempt(ilp, outcome, info)
+
+
+def _answer(problem: Problem, attempt: _Attempt, source: str = "pipeilp") -> _Warm | None:
+    """The solver's placement, if it fits when checked exactly."""
+    dev = attempt.ilp.answer() if attempt.outcome.loaded else None
+    found = None if dev is None else _as_warm(problem, _placement(problem, dev), source)
+    if dev is not None and found is None:
+        attempt.info["note"] = (f"{attempt.info['solver']}'s answer broke a constraint when "
+                                "checked exactly; it was not used")
+    return found
+
+
+def _first_order(problem: Problem, options: Options, clock: Clock,
+                 notes: list[Diagnostic]) -> tuple[tuple[int, ...] | None, _Warm | None]:
+    """Without a warm start where the order of the devices matters: solve the relaxation
+    (`_relaxed`) first. Infeasible, it proves that nothing fits (E708; not under
+    `interleaved`, whose rule takes a device's largest stage, not the sum); else its plan
+    is a warm start when it fits, and its devices by first unit the order."""
+    data = _data(problem)
+    first = _attempt(problem, _relaxed(problem, data), None, options, clock)
+    if first.outcome.status == "infeasible":
+        proof = _pipeline(problem).schedule != "interleaved"
+        raise _none_found(problem, first.outcome, proof, _scope(False), notes)
+    dev = first.ilp.answer() if first.outcome.loaded else None
+    if dev is None:
+        return None, None
+    return tuple(dev), _answer(problem, first, "pipeilp (relaxed)")
+
+
+# complex: solve's steps in order, each reading the ones before: orders and warm start, the
+# attempt, the better of warm start and answer, fallback on a failed solve, else the judgement
+def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
+           notes: list[Diagnostic]) -> Solution:
+    """Build, seed and solve the model; check its answer exactly; judge (package docstring)."""
+    data = _data(problem)
+    orders = _orders(problem, data, warm.dev if warm else None)
+    if warm is None and not orders.complete:
+        order, warm = _first_order(problem, options, clock, notes)
+        if order is not None:
+            orders = _orders(problem, data, order)
+    if warm is not None and orders.classes:
+        dev = _relabel(warm.dev, orders.classes)
+        placement = _placement(problem, dev)
+        warm = _Warm(tuple(dev), placement, evaluate(problem, placement), warm.source)
+    admitted = warm if warm is None or not orders.runs or len(
+        split_of(problem, warm.placement).devices) == len(warm.evaluation.ranks) else None
+    attempt = _attempt(problem, orders, admitted, options, clock)
+    outcome, info = attempt.outcome, attempt.info
+    info.update(warm_start=warm.source if warm else None,
+                warm_start_period_s=warm.evaluation.period_s if warm else None)
+    if orders.ranked is not None:
+        info["order"] = [problem.cluster.devices[d].name for d in orders.ranked]
+    if orders.scope:
+        info["scope"] = orders.scope
+    found = _answer(problem, attempt)
+    best = warm
+    if found is not None and (best is None or found.evaluation.period_s
+                              < best.evaluation.period_s * (1 - 1e-12)):
+        best = found
+    if best is None:
+        raise _none_found(problem, outcome, orders.complete, orders.scope, notes,
+                          attempt.info.get("note", ""))
+    if found is not None and best is warm:
+        info["kept"] = f"the {best.source} warm start is as good as the solver's answer"
+    bound = pipeline_bound(problem).period_s
+    if outcome.status not in ("optimal", "feasible"):
+        reason = outcome.message or f"{options.solver} found no solution"
+        if outcome.status == "infeasible":
+            reason = (f"{options.solver} reported the model infeasible although the "
+                      f"{best.source} plan satisfies it" if admitted is not None else
+                      f"the model ({orders.scope}) is infeasible; the {best.source} plan, "
+                      "outside it, is kept")
+        log.warning("pipeilp: falling back to the %s plan: %s", best.source, reason)
+        info["reason"] = reason
+        return _solution(problem, best, "fallback", bound, info)
+    objective = attempt.ilp.objective_s() if found is not None else None
+    scale = attempt.ilp.time_unit
+    solver_bound = outcome.bound * scale if outcome.bound is not None else None
+    status, valid = _judge(best.evaluation.period_s, bound, solver_bound, objective,
+                           outcome.status == "optimal", orders, options, info)
+    return _solution(problem, best, status, valid, info)
+
+
+def node_budget(limit_s: float, rows: int) -> int:
+    """HiGHS's branch-and-bound nodes for `--time-limit` `limit_s` on a model of `rows`
+    rows: a deterministic function of the two, so that where HiGHS stops does not depend on
+    the machine's load (`budget.py` does the same for CP-SAT)."""
+    return max(1, math.floor(NODE_ROWS_PER_S * limit_s / max(rows, 1)))
+
+
+def _run_solver(model: Any, options: Options, wall_s: float, nodes: int,
+                warm: bool) -> Any:
+    """Solve with `options.solver`; HiGHS also stops at `nodes` nodes (`node_budget`).
+
+    `backends.solve_pyomo` takes no solver options beyond its profile's, so for HiGHS its
+    steps are taken here with `mip_max_nodes` added (the same watchdog, quiet output and
+    reading of the outcome).
+    """
+    name = options.solver
+    prof = backends.profile(name)
+    threads = backends.threads_for(name)
+    if prof.pyomo != "appsi_highs" or not backends.available(name):
+        return backends.solve_pyomo(model, name, time_limit_s=wall_s, gap=options.gap,
+                                    threads=threads, warm_start=warm, seed=options.seed)
+    opt, kwargs = backends._solver(prof, name, time_limit_s=wall_s, gap=options.gap,
+                                   threads=threads, warm_start=warm, seed=options.seed)
+    kwargs["options"]["mip_max_nodes"] = nodes
+    box = backends._run_watched(opt, model, kwargs, name, wall_s)
+    if isinstance(box, backends.Outcome):
+        return box
+    if "error" in box:
+        err = box["error"]
+        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return backends.Outcome("error", f"{name} failed: {text}")
+    return backends._read(model, name, box["results"])
+
+
+
+def _horizon(problem: Problem, data: _Data) -> float:
+    """A period of the size of the model's (it only scales the model's time unit when
+    there is no warm start): all compute on one device plus every boundary crossed once."""
+    work = max((sum(row[d] for row in data.compute if row[d] < INF)
+                for d in range(data.m)), default=0.0)
+    moves = sum(max((t for a in range(data.m) for b in range(data.m)
+                     if (t := data.forward_s(x, a, b) + data.backward_s(x, a, b)) < INF),
+                    default=0.0) for x in range(1, data.n))
+    return work + moves

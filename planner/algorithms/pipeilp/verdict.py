@@ -1,0 +1,108 @@
+"""The judgement of the plan found (status, valid bound), its figures, and the
+diagnostics when nothing is found."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any
+
+from ...bounds import OPTIMAL_GAP, relative_gap
+from ...errors import Diagnostic, InfeasibleError, SearchLimitError, SolverError
+from ...model import Problem
+from ...plan import Plan
+from ...units import format_bytes, format_seconds
+from ..base import Options, Solution, Status
+from .data import _data
+from .orders import _Orders
+from .warm import _Warm
+
+#: relative tolerance when comparing periods computed two ways
+_TOL = 1e-9
+
+
+def _judge(period: float, bound_s: float, solver_bound: float | None,
+           objective: float | None, solver_optimal: bool, orders: _Orders, options: Options,
+           info: dict[str, Any]) -> tuple[Status, float]:
+    """The status of a plan of `period` and the best valid bound (package docstring)."""
+    proved = solver_optimal and objective is not None and period <= objective * (1 + _TOL)
+    valid = bound_s
+    if orders.complete and solver_bound is not None:
+        valid = max(valid, solver_bound)
+    if proved and orders.complete and objective is not None:  # optimum within --gap of it
+        valid = max(valid, objective / (1 + options.gap))
+    gap = relative_gap(period, min(valid, period))
+    status: Status = "feasible"
+    if gap is not None and gap <= OPTIMAL_GAP:
+        status, why = "optimal", (
+            f"{options.solver} proved the model optimal, and the model is the period and "
+            "memory reported" if proved and orders.complete else
+            "the period meets a valid lower bound (within 1e-6)")
+    elif gap is not None and gap <= options.gap:
+        why = ("the solver stopped within --gap of a valid lower bound; `optimal` is kept "
+               "for a gap of at most 1e-6")
+    elif proved and not orders.complete:
+        why = f"proved optimal only among {orders.scope}"
+    else:
+        why = "no proof of optimality"
+    info.update(proved=proved and orders.complete, why=why, solver_bound_s=solver_bound)
+    if proved and not orders.complete:
+        info["proved_in_order"] = True
+    return status, valid
+
+
+def _solution(problem: Problem, best: _Warm, status: Status, bound_s: float,
+              info: dict[str, Any]) -> Solution:
+    """The plan of `best` with its figures: period, bound, gap, recomputation."""
+    ev = best.evaluation
+    names = [d.name for d in problem.cluster.devices]
+    bound_s = min(bound_s, ev.period_s)
+    info.update(period_s=ev.period_s, period_bound_s=bound_s,
+                period_gap=relative_gap(ev.period_s, bound_s), devices_used=len(ev.ranks),
+                recompute=[names[d] for d in ev.recompute],
+                held_bytes={names[d]: ev.held_bytes[d] for d in ev.ranks})
+    if ev.recompute:
+        data = _data(problem)
+        extra = [sum(data.forward[k][d] for k in range(data.n) if best.dev[k] == d)
+                 for d in ev.recompute]
+        said = ", ".join(f"{names[d]} (+{format_seconds(t)} per micro-batch, holds "
+                         f"{format_bytes(int(ev.held_bytes[d]))})"
+                         for d, t in zip(ev.recompute, extra, strict=True))
+        info["memory_note"] = (
+            f"recomputes activations on {said}: these devices keep, for each micro-batch in "
+            "flight, only the tensors their stages receive, and run their forward ops again "
+            "in each backward pass (their own activations exist for one micro-batch at a "
+            "time)")
+    return Solution(Plan(best.placement, algorithm="pipeilp"), status, MappingProxyType(info))
+
+
+
+def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
+                notes: list[Diagnostic], rejected: str = "") -> Exception:
+    """No warm start and no answer: a proof (the solver's, for a model that covers every
+    placement: E708, exit 3), a search that ended at its limit or covered only some
+    placements without one (E709, exit 6), or a failure (E711, exit 4: the solver's own,
+    or an answer that broke a constraint when checked exactly)."""
+    said = tuple(d.message for d in notes)
+    if outcome.status == "infeasible" and complete:
+        return InfeasibleError((*notes, Diagnostic(
+            "E708", f"no placement of plan `{problem.name}` fits the devices' memory as a "
+            "pipeline, even recomputing activations on every device", None,
+            ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
+             "fewer activations; or give the devices more `memory`",))))
+    if outcome.status == "infeasible":
+        return SearchLimitError(Diagnostic(
+            "E709", f"pipeilp found no placement of plan `{problem.name}`: none of the "
+            f"placements its model covers ({scope}) fits, and no "
+            "contiguous split fits, even recomputing; this is not a proof that no other "
+            "placement fits", None,
+            (*said, "`schedule gpipe` lets pipeilp search every placement; or give the "
+             "devices more `memory`")))
+    if rejected or "limit" not in outcome.message:
+        return SolverError(Diagnostic(
+            "E711", f"pipeilp found no placement of plan `{problem.name}`: "
+            f"{rejected or outcome.message or outcome.status}; and no contiguous split "
+            "fits, even recomputing", None, said))
+    return SearchLimitError(Diagnostic(
+        "E709", f"pipeilp found no placement of plan `{problem.name}` within its time "
+        f"limit ({outcome.message}), and no contiguous split fits, even recomputing: this "
+        "is not a proof that none exists", None, (*said, "a longer --time-limit may find one")))

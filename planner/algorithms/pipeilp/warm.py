@@ -1,0 +1,77 @@
+"""Warm starts: pipedp's plan, the recomputing contiguous splits, `Options.warm_start`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...errors import Diagnostic, InfeasibleError
+from ...model import Problem
+from ...pipeline.units import units
+from .. import pipedp
+from ..base import Options
+from .check import Evaluation, evaluate
+from .contiguous import contiguous_splits
+
+
+@dataclass(frozen=True, slots=True)
+class _Warm:
+    """A warm start: the unit-level devices, its evaluation, where it came from."""
+
+    dev: tuple[int, ...]
+    placement: tuple[int, ...]
+    evaluation: Evaluation
+    source: str
+
+
+def _as_warm(problem: Problem, placement: Sequence[int], source: str) -> _Warm | None:
+    """`placement` as a warm start, or None when it splits a unit, breaks a pin, or does
+    not fit."""
+    u = units(problem)
+    if len(placement) != len(problem.graph.ops):
+        return None
+    dev = tuple(placement[ops[0]] for ops in u.members)
+    if any(placement[i] != dev[k] for k, ops in enumerate(u.members) for i in ops) or any(
+            d not in u.allowed[k] for k, d in enumerate(dev)):
+        return None
+    ev = evaluate(problem, placement)
+    if not (ev.fits and math.isfinite(ev.period_s)):
+        return None
+    return _Warm(dev, tuple(placement), ev, source)
+
+
+def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, list[Diagnostic]]:
+    """The best warm start (package docstring), and pipedp's diagnostics when no
+    contiguous split fits without recomputing."""
+    found: list[_Warm] = []
+    notes: list[Diagnostic] = []
+    if options.warm_start is not None:
+        given = _as_warm(problem, options.warm_start.placement,
+                         options.warm_start.algorithm or "given")
+        if given is not None:
+            found.append(given)
+    try:
+        dp = pipedp.place(problem, dataclasses.replace(options, warm_start=None))
+    except InfeasibleError as err:
+        if not any(d.code == "E707" for d in err.diagnostics):
+            raise  # a proof that no placement exists at all (planner.facts)
+        notes.extend(err.diagnostics)
+    else:
+        mine = _as_warm(problem, dp.plan.placement, "pipedp")
+        if mine is not None:
+            found.append(mine)
+    for split in contiguous_splits(problem).values():
+        split_warm = _as_warm(problem, split.placement(problem), "contiguous split")
+        if split_warm is not None:
+            found.append(dataclasses.replace(split_warm, source="recomputing contiguous split")
+                         if split_warm.evaluation.recompute else split_warm)
+    if not found:
+        return None, notes
+    return min(found, key=lambda w: (w.evaluation.period_s, len(w.evaluation.ranks))), notes
+
+
+def _placement(problem: Problem, dev: Sequence[int]) -> tuple[int, ...]:
+    u = units(problem)
+    return tuple(dev[k] for k in u.unit_of)
