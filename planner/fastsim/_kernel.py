@@ -622,18 +622,134 @@ def _dispatch(t, nd, dirty, is_dirty, idle, qh, qlo, qn, src, s_at, s_end, rank,
             cnt[1] = ev_push(ht, hk, cnt[1], f, pos[i])
 
 
-# long: the arrays of one run, then the loop of `simulate._Run.execute`. The per-event steps
-# `_becomes_ready`, `_complete`, `_send_outputs` and `_deliver` stay inline here, marked
-# with the reference's names: as functions (numba-inlined, arrays passed in groups) they
-# made 100k-op runs 30% slower (min of 25: 33 -> 44 ms dynamic, 39 -> 53 ms given)
-# complex: the reference's event loop with its four per-event steps inline (see above): their
-# branches, plus dynamic or static dispatch and the three contention modes
+@_step
+def _becomes_ready(j, instant, place, rank, qh, qlo, qn, dirty, is_dirty, nd):
+    """`simulate._Run._becomes_ready` (dynamic): op `j`'s last input arrives now; it
+    queues on its device, keyed (instant << 32) | rank. Returns the woken devices' count."""
+    d = place[j]
+    qn[d] = kpush(qh, qlo[d], qn[d], (instant << 32) | rank[j])
+    return _wake(d, dirty, is_dirty, nd)
+
+
+@_step
+def _send_outputs(i, di, t, lo, hi, bad, place, succ_dst, succ_bytes, lat, inv, mode, m,
+                  best, touched, arrive, link_free, chan_free, tr_i, tr_t, cnt):
+    """`simulate._Run._send_outputs`: one transfer per other consuming device, in device
+    order; each consumer device's arrival time in `arrive`. Returns `bad` with `NO_LINK`
+    where a transfer has no link."""
+    nt = 0
+    for k in range(lo, hi):
+        dj = place[succ_dst[k]]
+        if dj != di and dj >= 0:
+            b = succ_bytes[k]
+            cur = best[dj]
+            if cur < 0:
+                best[dj] = b
+                touched[nt] = dj
+                nt += 1
+            elif b > cur:
+                best[dj] = b
+    if nt:
+        for a in range(1, nt):  # insertion sort: m is small
+            x = touched[a]
+            c = a
+            while c > 0 and touched[c - 1] > x:
+                touched[c] = touched[c - 1]
+                c -= 1
+            touched[c] = x
+        for q in range(nt):
+            dj = touched[q]
+            b = best[dj]
+            best[dj] = -1
+            if di < 0 or t == INF:
+                arrive[dj] = INF
+                continue
+            lt = lat[di, dj]
+            if lt == INF:
+                arrive[dj] = INF
+                bad |= NO_LINK
+                continue
+            dt = lt + b * inv[di, dj]
+            if mode == 0:
+                s = t
+            elif mode == 1:
+                lk = di * m + dj
+                s = max(link_free[lk], t)
+                link_free[lk] = s + dt
+            else:
+                s = max(max(chan_free[di], chan_free[dj]), t)
+                chan_free[di] = s + dt
+                chan_free[dj] = s + dt
+            fin = s + dt
+            arrive[dj] = fin
+            r = cnt[2]
+            tr_i[r, 0] = i
+            tr_i[r, 1] = di
+            tr_i[r, 2] = dj
+            tr_i[r, 3] = b
+            tr_t[r, 0] = s
+            tr_t[r, 1] = fin
+            cnt[2] = r + 1
+    return bad
+
+
+@_leaf
+def _deliver(i, di, t, lo, hi, batch, instant, nd, bad, dynamic, n, place, succ_dst,
+             arrive, ready, pending, known_batch, known_time, seq, ptr, head, free, dur,
+             start, end, run, cnt, ht, hk, ft, fk, fh, ftl, hh, hp, pos, qh, qlo, qn, rank,
+             dirty, is_dirty):
+    """`simulate._Run._deliver`: the consumers get the output; one with all inputs known
+    starts (static) or queues (dynamic). Returns (woken devices, bits)."""
+    for k in range(lo, hi):
+        j = succ_dst[k]
+        dj = place[j]
+        a = t if dj == di else arrive[dj]
+        ready[j] = max(ready[j], a)
+        pending[j] -= 1
+        if pending[j] or dj < 0:
+            continue
+        if not dynamic:
+            known_batch[j] = batch
+            known_time[j] = t
+            if seq[head[dj]] == j:
+                _try_start(dj, seq, ptr, head, free, pending, ready, dur, start, end,
+                           run, cnt, ht, hk, ft, fk, fh, ftl, hh, hp, pos)
+        elif ready[j] <= t:
+            if ready[j] != t:  # a transfer that ends before it starts
+                bad |= RETRY
+            qn[dj] = kpush(qh, qlo[dj], qn[dj], (instant << 32) | rank[j])
+            nd = _wake(dj, dirty, is_dirty, nd)
+        else:
+            cnt[1] = ev_push(ht, hk, cnt[1], ready[j], n + j)
+    return nd, bad
+
+
+# long: the arrays of one run, then the loop of `simulate._Run.execute`. `_complete` stays
+# inline, marked with the reference's name: it reads and writes most of the run's arrays.
+# `_deliver` is a call (numba cannot inline a function of its many arguments: "calling a
+# closure with *args"), `_send_outputs` and `_becomes_ready` are inlined: so split, GNMT's
+# and a 100k-op graph's runs take as long as with all four inline (a non-inlined
+# `_send_outputs` made them 25% slower)
+# complex: the reference's event loop: its pops (dynamic or static, the zero-time waits), the
+# steps it calls, and the batch's end
 @njit(cache=True)
 def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, pending,
             succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap):
     """Run one simulation; see `simulate._Run.execute`, whose steps this takes in the same
     order under the same names (the same order of floating-point operations, so times
-    agree; tests/test_fastsim.py compares them).
+    agree; tests/test_fastsim.py compares them):
+
+    1. `_prepare_queues` (this kernel's own: the queues' slices of flat arrays), then
+       `_seed`: the first events.
+    2. Per instant t, in (time, key) order, each event due at t: a static order's zero-time
+       op whose completion waits (`_zero_time_waits`) is deferred; a key of n or more is
+       `_becomes_ready` (dynamic: an op's last input arrives); else `_complete` (inline):
+       its device idles, `_send_outputs` times the transfers to the other consuming
+       devices, `_deliver` hands the consumers the output, starting or queueing those
+       with every input known.
+    3. `_dispatch`: each woken idle device starts its first queued op; the deferred
+       events go back into the queue at t; the next batch.
+    4. A static order with ops left unstarted deadlocked (`ORDER`).
 
     Returns start, end, the ops in the order they started (all devices interleaved; a
     device's order is its subsequence), the transfers (src op, src device, dst device,
@@ -711,11 +827,9 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                     deferred[ndef] = key
                     ndef += 1
                     continue
-            if key >= n:  # `_becomes_ready`: op key - n's last input arrives now
-                j = key - n
-                d = place[j]
-                qn[d] = kpush(qh, qlo[d], qn[d], (instant << 32) | rank[j])
-                nd = _wake(d, dirty, is_dirty, nd)
+            if key >= n:
+                nd = _becomes_ready(key - n, instant, place, rank, qh, qlo, qn, dirty,
+                                    is_dirty, nd)
                 continue
             # `_complete`: op topo[key] ends now
             i = topo[key]
@@ -727,83 +841,13 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
             lo, hi = succ_ptr[i], succ_ptr[i + 1]
             if lo == hi:
                 continue
-            # `_send_outputs`: one transfer per other consuming device, in device order
-            nt = 0
-            for k in range(lo, hi):
-                dj = place[succ_dst[k]]
-                if dj != di and dj >= 0:
-                    b = succ_bytes[k]
-                    cur = best[dj]
-                    if cur < 0:
-                        best[dj] = b
-                        touched[nt] = dj
-                        nt += 1
-                    elif b > cur:
-                        best[dj] = b
-            if nt:
-                for a in range(1, nt):  # insertion sort: m is small
-                    x = touched[a]
-                    c = a
-                    while c > 0 and touched[c - 1] > x:
-                        touched[c] = touched[c - 1]
-                        c -= 1
-                    touched[c] = x
-                for q in range(nt):
-                    dj = touched[q]
-                    b = best[dj]
-                    best[dj] = -1
-                    if di < 0 or t == INF:
-                        arrive[dj] = INF
-                        continue
-                    lt = lat[di, dj]
-                    if lt == INF:
-                        arrive[dj] = INF
-                        bad |= NO_LINK
-                        continue
-                    dt = lt + b * inv[di, dj]
-                    if mode == 0:
-                        s = t
-                    elif mode == 1:
-                        lk = di * m + dj
-                        s = max(link_free[lk], t)
-                        link_free[lk] = s + dt
-                    else:
-                        s = max(max(chan_free[di], chan_free[dj]), t)
-                        chan_free[di] = s + dt
-                        chan_free[dj] = s + dt
-                    fin = s + dt
-                    arrive[dj] = fin
-                    r = cnt[2]
-                    tr_i[r, 0] = i
-                    tr_i[r, 1] = di
-                    tr_i[r, 2] = dj
-                    tr_i[r, 3] = b
-                    tr_t[r, 0] = s
-                    tr_t[r, 1] = fin
-                    cnt[2] = r + 1
-            # `_deliver`: the consumers get the output; one with all inputs known starts
-            # (static) or queues (dynamic)
-            for k in range(lo, hi):
-                j = succ_dst[k]
-                dj = place[j]
-                a = t if dj == di else arrive[dj]
-                ready[j] = max(ready[j], a)
-                pending[j] -= 1
-                if pending[j] or dj < 0:
-                    continue
-                if not dynamic:
-                    known_batch[j] = batch
-                    known_time[j] = t
-                    if seq[head[dj]] == j:
-                        _try_start(dj, seq, ptr, head, free, pending, ready, dur, start, end,
-                                   run, cnt, ht, hk, ft, fk, fh, ftl, hh, hp, pos)
-                elif ready[j] <= t:
-                    if ready[j] != t:  # a transfer that ends before it starts
-                        bad |= RETRY
-                    qn[dj] = kpush(qh, qlo[dj], qn[dj], (instant << 32) | rank[j])
-                    nd = _wake(dj, dirty, is_dirty, nd)
-                else:
-                    cnt[1] = ev_push(ht, hk, cnt[1], ready[j], n + j)
+            bad = _send_outputs(i, di, t, lo, hi, bad, place, succ_dst, succ_bytes, lat, inv,
+                                mode, m, best, touched, arrive, link_free, chan_free, tr_i,
+                                tr_t, cnt)
+            nd, bad = _deliver(i, di, t, lo, hi, batch, instant, nd, bad, dynamic, n, place,
+                               succ_dst, arrive, ready, pending, known_batch, known_time, seq,
+                               ptr, head, free, dur, start, end, run, cnt, ht, hk, ft, fk, fh,
+                               ftl, hh, hp, pos, qh, qlo, qn, rank, dirty, is_dirty)
         _dispatch(t, nd, dirty, is_dirty, idle, qh, qlo, qn, src, s_at, s_end, rank, byrank,
                   dur, start, end, run, cnt, ht, hk, pos)
         nd = 0
