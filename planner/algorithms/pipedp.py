@@ -474,8 +474,6 @@ def _boundary(problem: Problem, u: Units, a: int, b: int, kind: str) -> NDArray[
     return np.maximum(directions[0], directions[1])
 
 
-# complex: the DP's two passes (least period, then the most even loads under it) over
-# blocks of (starts x ends), with the memory test per cell
 def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
                 pipeline: Pipeline, capped: bool, kind: str = "period",
                 even: bool = True) -> Found | None:

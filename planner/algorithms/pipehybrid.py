@@ -295,7 +295,6 @@ def _replica_counts(p: int, pipeline: Pipeline) -> list[int]:
     return [k for k in range(1, top + 1) if k <= MAX_EVERY_REPLICA or not k & (k - 1)]
 
 
-# complex: one DP over cut positions x devices used x replicas, vectorised over the end cut
 def _dp(problem: Problem, pipeline: Pipeline) -> list[Layout]:
     """The best layout per count of devices used (module docstring). On identical devices
     joined by identical links a stage's cost does not depend on which devices it takes,

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..algorithms import compare_defaults, get, names
 from ..errors import Diagnostic, PlannerError, Severity, Span, SpecError, UsageError, did_you_mean
-from ..model import Problem
+from ..model import Problem, Spec
 from ..plan import Plan
 from ..simulate import SimResult, simulate
 from ..spec.load import load_path
@@ -161,9 +161,6 @@ def _spec_files(specs: Sequence[str | os.PathLike[str]], root: str | os.PathLike
     return out
 
 
-# long: one pass over specs and plans, each check where its facts are known
-# complex: its branches are the checks (E618, W650, E602, micro-batches per plan, E624, E619),
-# each made where the spec, plan or setting it names is at hand in that one pass
 def plan_sweep(
     specs: Sequence[str | os.PathLike[str]] = (),
     algorithms: str | Sequence[str] | None = None,
@@ -192,13 +189,7 @@ def plan_sweep(
     settings = grid(parse_bandwidths(_labels(bandwidths)), parse_memories(_labels(memories)),
                     parse_devices(_labels(devices)), parse_objectives(_labels(objectives)),
                     mb_labels)
-    number = isinstance(time_limit_s, (int, float))
-    if not (number and 0 < time_limit_s <= MAX_TIME_LIMIT_S):  # nan fails too
-        shown = f"{time_limit_s:.15g}" if number else repr(time_limit_s)
-        raise UsageError(Diagnostic("E618", f"--time-limit: `{shown}` is not a number of "
-                                    f"seconds above 0 and at most {MAX_TIME_LIMIT_S:.15g} "
-                                    "(about 11.6 days)", None,
-                                    ("for example `--time-limit 60`",)))
+    _check_time_limit(time_limit_s)
     warnings: list[Diagnostic] = []
     points: list[Point] = []
     shown_specs: list[str] = []
@@ -210,43 +201,18 @@ def plan_sweep(
     ran: set[str] = set()
     for path, explicit in _spec_files(specs, root):
         shown = _display(path)
-        try:
-            spec = load_path(path).spec
-        except SpecError as err:
-            if explicit:
-                raise
-            first = err.diagnostics[0] if err.diagnostics else None
-            warnings.append(Diagnostic(
-                "W650", f"skipped {shown}: it does not load"
-                + (f" ({first.message})" if first else ""), Span.start_of(shown),
-                ("run `planner check` on it",), severity=Severity.WARNING))
+        spec = _load_spec(path, shown, explicit, warnings)
+        if spec is None:
             continue
-        plans = list(spec.plans)
-        if plan is not None:
-            if plan not in spec.plans:
-                if explicit:
-                    raise UsageError(Diagnostic(
-                        "E602", f"{shown} has no plan named `{plan}`", Span.start_of(shown),
-                        (*did_you_mean(plan, spec.plans),
-                         "plans: " + (", ".join(spec.plans) or "none"))))
-                continue
-            plans = [plan]
+        plans = _plans_of(spec, plan, shown, explicit)
         if not plans:
             continue
         shown_specs.append(shown)
         absolute = str(path.resolve())
         for name in plans:
             problem = spec.plans[name]
-            chosen: dict[Setting, None] = {}
-            for s in sorted(settings, key=setting_key):
-                if s.microbatches != DEFAULT_MICROBATCHES:
-                    if not applies_microbatches(problem, s.objective):
-                        s = dataclasses.replace(s, microbatches=DEFAULT_MICROBATCHES)
-                    else:
-                        pipelined = True
-                elif applies_microbatches(problem, s.objective):
-                    pipelined = True
-                chosen[s] = None
+            chosen, piped = _plan_settings(problem, settings)
+            pipelined = pipelined or piped
             for s in chosen:
                 objective = ("pipeline" if applies_microbatches(problem, s.objective)
                              else "makespan")
@@ -275,6 +241,68 @@ def plan_sweep(
             + (f" named `{plan}`" if plan else ""), None,
             ("a spec needs a `plan NAME { graph G cluster C }` block",)))
     return Sweep(tuple(points), tuple(shown_specs), algos, settings, tuple(warnings))
+
+
+def _check_time_limit(time_limit_s: float) -> None:
+    """E618 unless `time_limit_s` is a number of seconds above 0 and at most
+    `MAX_TIME_LIMIT_S` (nan fails too)."""
+    number = isinstance(time_limit_s, (int, float))
+    if not (number and 0 < time_limit_s <= MAX_TIME_LIMIT_S):  # nan fails too
+        shown = f"{time_limit_s:.15g}" if number else repr(time_limit_s)
+        raise UsageError(Diagnostic("E618", f"--time-limit: `{shown}` is not a number of "
+                                    f"seconds above 0 and at most {MAX_TIME_LIMIT_S:.15g} "
+                                    "(about 11.6 days)", None,
+                                    ("for example `--time-limit 60`",)))
+
+
+def _load_spec(path: Path, shown: str, explicit: bool, warnings: list[Diagnostic]
+               ) -> Spec | None:
+    """The spec at `path`; one found under the root that does not load is skipped with a
+    warning (W650, into `warnings`: None), one named explicitly raises its `SpecError`."""
+    try:
+        return load_path(path).spec
+    except SpecError as err:
+        if explicit:
+            raise
+        first = err.diagnostics[0] if err.diagnostics else None
+        warnings.append(Diagnostic(
+            "W650", f"skipped {shown}: it does not load"
+            + (f" ({first.message})" if first else ""), Span.start_of(shown),
+            ("run `planner check` on it",), severity=Severity.WARNING))
+        return None
+
+
+def _plans_of(spec: Spec, plan: str | None, shown: str, explicit: bool) -> list[str]:
+    """The plans of `spec` in the sweep: all, or `plan` alone (none where the spec lacks
+    it; E602 for a spec named explicitly)."""
+    if plan is None:
+        return list(spec.plans)
+    if plan in spec.plans:
+        return [plan]
+    if explicit:
+        raise UsageError(Diagnostic(
+            "E602", f"{shown} has no plan named `{plan}`", Span.start_of(shown),
+            (*did_you_mean(plan, spec.plans), "plans: " + (", ".join(spec.plans) or "none"))))
+    return []
+
+
+def _plan_settings(problem: Problem, settings: Sequence[Setting]
+                   ) -> tuple[dict[Setting, None], bool]:
+    """The settings of one plan, in order, each once: a micro-batch count only where it
+    applies (`applies_microbatches`), else the spec's; and whether any point is under the
+    pipeline objective."""
+    chosen: dict[Setting, None] = {}
+    pipelined = False
+    for s in sorted(settings, key=setting_key):
+        if s.microbatches != DEFAULT_MICROBATCHES:
+            if not applies_microbatches(problem, s.objective):
+                s = dataclasses.replace(s, microbatches=DEFAULT_MICROBATCHES)
+            else:
+                pipelined = True
+        elif applies_microbatches(problem, s.objective):
+            pipelined = True
+        chosen[s] = None
+    return chosen, pipelined
 
 
 def _left_out(left_out: dict[str, set[str]], ran: set[str]) -> list[Diagnostic]:

@@ -470,50 +470,11 @@ def _read_pipeline(check: _Checker, raw: dict[str, Any]) -> list[tuple[str, str]
     return out
 
 
-# complex: reads the foreign dnn-partitioning JSON: a check and a message per node and edge
-# field, then the cluster its maxFPGAs/maxCPUs/maxSizePerFPGA describe, and the header
 def _from_dnn_partitioning(check: _Checker, data: dict[str, Any], name: str,
                            command: str | None) -> Imported:
     w = Workload(name)
-    by_id: dict[Any, WorkOp] = {}
-    groups: dict[Any, list[str]] = {}
-    for k, node in enumerate(check.items(data, "nodes")):
-        path = f"nodes[{k}]"
-        if not isinstance(node, dict) or "id" not in node:
-            check.error(path, "must be an object with an `id`", None)
-            continue
-        op_name = str(node.get("name") or f"n{node['id']}")
-        if node["id"] in by_id:
-            check.error(path, f"repeats node id {json.dumps(node['id'])}", None)
-            continue
-        near = json.dumps(node.get("name")) if node.get("name") else None
-        fpga = check.number(node, "fpgaLatency", path, near, required=True)
-        cpu = check.number(node, "cpuLatency", path, near)
-        size = math.ceil(check.number(node, "size", path, near) or 0)
-        op = w.add(WorkOp(op_name, (fpga or 0.0) * 1e-3, None, params_bytes=size,
-                          time_by_kind={} if cpu is None else {"cpu": cpu * 1e-3}))
-        by_id[node["id"]] = op
-        if node.get("colorClass") is not None:
-            groups.setdefault(node["colorClass"], []).append(op_name)
-    if len({o.name for o in w.ops}) != len(w.ops):
-        check.error("nodes", "repeat node names", '"nodes"')
-    pairs: dict[tuple[str, str], int] = {}
-    for k, e in enumerate(check.items(data, "edges")):
-        path = f"edges[{k}]"
-        if not isinstance(e, dict):
-            check.error(path, "must be an object", None)
-            continue
-        src, dst = by_id.get(e.get("sourceId")), by_id.get(e.get("destId"))
-        if src is None or dst is None or src is dst:
-            check.error(path, "must join two different known node ids", None)
-            continue
-        size = math.ceil(check.number(e, "size", path, None) or 0)  # some are bits (0.125)
-        key = (src.name, dst.name)
-        pairs[key] = pairs.get(key, 0) + size
-        src.output_bytes = max(src.output_bytes, size)
-    for (a, b), size in pairs.items():
-        w.connect(a, b, size)
-    w.colocations = [m for m in groups.values() if len(m) > 1]
+    by_id = _dnn_nodes(check, data, w)
+    _dnn_edges(check, data, w, by_id)
     n_acc = check.number(data, "maxFPGAs", "", '"maxFPGAs"', required=True, integer=True) or 0
     n_cpu = check.number(data, "maxCPUs", "", '"maxCPUs"', integer=True) or 0
     cap = check.number(data, "maxSizePerFPGA", "", '"maxSizePerFPGA"', required=True,
@@ -537,6 +498,57 @@ def _from_dnn_partitioning(check: _Checker, data: dict[str, Any], name: str,
         "2 GiB/s as the dataset's edge costs assume."),
     ])
     return out
+
+
+def _dnn_nodes(check: _Checker, data: dict[str, Any], w: Workload) -> dict[Any, WorkOp]:
+    """The dnn-partitioning nodes as `w`'s ops (fpgaLatency, cpuLatency in ms; size as
+    params) and colocations (colorClass), a message per bad field; the ops by node id."""
+    by_id: dict[Any, WorkOp] = {}
+    groups: dict[Any, list[str]] = {}
+    for k, node in enumerate(check.items(data, "nodes")):
+        path = f"nodes[{k}]"
+        if not isinstance(node, dict) or "id" not in node:
+            check.error(path, "must be an object with an `id`", None)
+            continue
+        op_name = str(node.get("name") or f"n{node['id']}")
+        if node["id"] in by_id:
+            check.error(path, f"repeats node id {json.dumps(node['id'])}", None)
+            continue
+        near = json.dumps(node.get("name")) if node.get("name") else None
+        fpga = check.number(node, "fpgaLatency", path, near, required=True)
+        cpu = check.number(node, "cpuLatency", path, near)
+        size = math.ceil(check.number(node, "size", path, near) or 0)
+        op = w.add(WorkOp(op_name, (fpga or 0.0) * 1e-3, None, params_bytes=size,
+                          time_by_kind={} if cpu is None else {"cpu": cpu * 1e-3}))
+        by_id[node["id"]] = op
+        if node.get("colorClass") is not None:
+            groups.setdefault(node["colorClass"], []).append(op_name)
+    if len({o.name for o in w.ops}) != len(w.ops):
+        check.error("nodes", "repeat node names", '"nodes"')
+    w.colocations = [m for m in groups.values() if len(m) > 1]
+    return by_id
+
+
+def _dnn_edges(check: _Checker, data: dict[str, Any], w: Workload,
+               by_id: Mapping[Any, WorkOp]) -> None:
+    """The dnn-partitioning edges as `w`'s edges, the sizes of repeated pairs summed, a
+    message per bad edge."""
+    pairs: dict[tuple[str, str], int] = {}
+    for k, e in enumerate(check.items(data, "edges")):
+        path = f"edges[{k}]"
+        if not isinstance(e, dict):
+            check.error(path, "must be an object", None)
+            continue
+        src, dst = by_id.get(e.get("sourceId")), by_id.get(e.get("destId"))
+        if src is None or dst is None or src is dst:
+            check.error(path, "must join two different known node ids", None)
+            continue
+        size = math.ceil(check.number(e, "size", path, None) or 0)  # some are bits (0.125)
+        key = (src.name, dst.name)
+        pairs[key] = pairs.get(key, 0) + size
+        src.output_bytes = max(src.output_bytes, size)
+    for (a, b), size in pairs.items():
+        w.connect(a, b, size)
 
 
 # ---- export -------------------------------------------------------------------------------

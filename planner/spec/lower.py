@@ -359,7 +359,7 @@ def _lower(modules: Sequence[ast.Module], sink: DiagnosticSink,
 
 
 # complex: a graph's edges and colocations: the inlined two-op edge (hot at 200k edges), then
-# E012/E233/E230 per chain, the colocations and the E231 cycle, all filling one `_Edges`
+# E012 and the other chains (`_chain_edges`), the colocations, ties and the E231 cycle
 def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                  globs: _GlobTable, time_kinds: dict[str, list[Span]]) -> Graph | None:
     """The graph of `decl` (None past a limit); `time_kinds` gets each `time[KIND]`
@@ -404,22 +404,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                 sink.error("E012", f"graph `{gname}` has more than {lim.edges:_} edges",
                            item.span, limits.raise_hint("edges", lim.edges + 1, 2 * lim.edges))
                 return None
-            if item.both_ways is not None:
-                sink.error("E233", "an edge has one direction; `<->` is for links",
-                           item.both_ways, "write `a -> b`; `a -> b` and `b -> a` would be a cycle")
-            ids = [index.get(n.text) for n in item.names]
-            if None in ids:
-                ids = [_resolve_op(sink, n, index, gname) for n in item.names]
-            explicit = _edge_bytes(sink, item.attrs) if item.attrs else None
-            for n, a, b in zip(item.names[1:], ids, ids[1:], strict=False):
-                if a is None or b is None:
-                    continue
-                if a == b:
-                    sink.error("E230", f"edge from `{n.text}` to itself", n.span,
-                               "an op cannot consume its own output")
-                    continue
-                edges.add(a, b, _bytes(explicit) if explicit is not None else ops[a].output_bytes,
-                          n.span)
+            _chain_edges(sink, item, index, ops, edges, gname)
         elif isinstance(item, ast.ColocateDecl):
             members = _resolve_ops(sink, item.ops, index, gname, globs)
             for m in members[1:]:
@@ -441,6 +426,28 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
         return indexed_graph(gname, tuple(ops), edge_list, colocations, index, backward_of,
                              ties)
     return Graph(gname, tuple(ops), edge_list, colocations, backward_of, ties)
+
+
+def _chain_edges(sink: DiagnosticSink, item: ast.ChainDecl, index: dict[str, int],
+                 ops: list[Op], edges: _Edges, gname: str) -> None:
+    """A chain's edges into `edges`: E233 for `<->`, unknown ops said by `_resolve_op`,
+    E230 for an edge from an op to itself."""
+    if item.both_ways is not None:
+        sink.error("E233", "an edge has one direction; `<->` is for links",
+                   item.both_ways, "write `a -> b`; `a -> b` and `b -> a` would be a cycle")
+    ids = [index.get(n.text) for n in item.names]
+    if None in ids:
+        ids = [_resolve_op(sink, n, index, gname) for n in item.names]
+    explicit = _edge_bytes(sink, item.attrs) if item.attrs else None
+    for n, a, b in zip(item.names[1:], ids, ids[1:], strict=False):
+        if a is None or b is None:
+            continue
+        if a == b:
+            sink.error("E230", f"edge from `{n.text}` to itself", n.span,
+                       "an op cannot consume its own output")
+            continue
+        edges.add(a, b, _bytes(explicit) if explicit is not None else ops[a].output_bytes,
+                  n.span)
 
 
 def _report_cycle(sink: DiagnosticSink, decl: ast.GraphDecl, ops: list[Op], src: list[int],
@@ -1045,8 +1052,6 @@ def _resolve_devs(sink: DiagnosticSink, ref: ast.DevRef, index: dict[str, int],
     return out
 
 
-# complex: a plan's rules, each a check and a message: E207 unknown device, E250/E251 pins and
-# placement disagree, E252 colocated ops pinned apart, E253 an op that cannot run
 def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Graph | None],
                 clusters: dict[str, Cluster | None], loc: Locations,
                 unrunnable: dict[tuple[str, str], list[tuple[int, int]]],
@@ -1066,6 +1071,22 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
         _check_copies(sink, settings, decl, graph, pipeline)
         _check_interleaving(sink, settings, decl, graph, cluster, pipeline)
         _check_pipelines(sink, settings, cluster, pipeline)
+    pins, placement, pin_spans = _plan_pins(sink, decl, graph, cluster, globs)
+    _check_pins(sink, graph, cluster, pins, placement, pin_spans)
+    _check_runnable(sink, pname, graph, cluster, loc, unrunnable)
+    for i in pins:
+        loc.pins[(pname, i)] = pin_spans[i]
+    if pipeline is not None:
+        _pipeline_rules(sink, graph, cluster, pipeline, pins, pin_spans, settings, loc, pname)
+    return Problem(pname, graph, cluster, memory, contention,  # type: ignore[arg-type]
+                   MappingProxyType(dict(sorted(pins.items()))),
+                   MappingProxyType(dict(sorted(placement.items()))), pipeline)
+
+
+def _plan_pins(sink: DiagnosticSink, decl: ast.PlanDecl, graph: Graph, cluster: Cluster,
+               globs: _GlobTable) -> tuple[dict[int, int], dict[int, int], dict[int, Span]]:
+    """A plan's `pin` and `place` lines: (pins, placement, each pinned op's first pin's
+    span); E207 for an unknown device, E250 for an op pinned (or placed) on two."""
     op_index = graph.op_index
     dev_index = cluster.device_index
     pins: dict[int, int] = {}
@@ -1091,6 +1112,12 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
             table[i] = d
             if item.hard:
                 pin_spans.setdefault(i, item.span)
+    return pins, placement, pin_spans
+
+
+def _check_pins(sink: DiagnosticSink, graph: Graph, cluster: Cluster, pins: dict[int, int],
+                placement: dict[int, int], pin_spans: dict[int, Span]) -> None:
+    """E251 for a placement that breaks a pin, E252 for colocated ops pinned apart."""
     for i, d in placement.items():
         if i in pins and pins[i] != d:
             sink.error("E251", f"op `{graph.ops[i].name}` is pinned to "
@@ -1105,6 +1132,13 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
             first_pinned = next(i for i in group if i in pins)
             sink.error("E252", f"colocated ops are pinned apart: {names}",
                        pin_spans[first_pinned], "colocated ops must share one device")
+
+
+def _check_runnable(sink: DiagnosticSink, pname: str, graph: Graph, cluster: Cluster,
+                    loc: Locations, unrunnable: dict[tuple[str, str], list[tuple[int, int]]]
+                    ) -> None:
+    """E253 for each op that cannot run on a device of the cluster (found once per graph
+    and cluster, in `unrunnable`, and said once per plan)."""
     key = (graph.name, cluster.name)  # the same for every plan of this graph and cluster
     if key not in unrunnable:
         unrunnable[key] = _unrunnable(graph, cluster)
@@ -1120,13 +1154,6 @@ def _lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Grap
                     else "give it `time` or `flops`")
         sink.error("E253", f"op `{op.name}` cannot run in plan `{pname}`: it {why}",
                    loc.ops[(graph.name, op.name)], hint)
-    for i in pins:
-        loc.pins[(pname, i)] = pin_spans[i]
-    if pipeline is not None:
-        _pipeline_rules(sink, graph, cluster, pipeline, pins, pin_spans, settings, loc, pname)
-    return Problem(pname, graph, cluster, memory, contention,  # type: ignore[arg-type]
-                   MappingProxyType(dict(sorted(pins.items()))),
-                   MappingProxyType(dict(sorted(placement.items()))), pipeline)
 
 
 def _check_copies(sink: DiagnosticSink, settings: _Attrs, decl: ast.PlanDecl, graph: Graph,
@@ -1223,8 +1250,6 @@ def units_pinned_apart(graph: Graph, pins: Mapping[int, int]) -> list[tuple[int,
     return list(out.values())
 
 
-# complex: the three rules of a pipeline plan's graph, each a check and its message (E235 a
-# backward op first, E258 pins that split a unit, E259 more stages per device than units)
 def _pipeline_rules(sink: DiagnosticSink, graph: Graph, cluster: Cluster, pipeline: Pipeline,
                     pins: Mapping[int, int], pin_spans: Mapping[int, Span], settings: _Attrs,
                     loc: Locations, pname: str) -> None:
