@@ -29,11 +29,15 @@ class Disjoint(Generic[T]):
             x = parent[x]
         return x
 
-    def union(self, a: T, b: T) -> None:
+    def union(self, a: T, b: T) -> tuple[T, T] | None:
+        """Join the sets of `a` and `b`: (the root kept, the root joined to it), or None
+        when they were one set."""
         ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            lo, hi = (ra, rb) if ra < rb else (rb, ra)
-            self.parent[hi] = lo
+        if ra == rb:
+            return None
+        lo, hi = (ra, rb) if ra < rb else (rb, ra)
+        self.parent[hi] = lo
+        return lo, hi
 
     def groups(self, order: Iterable[T]) -> list[list[T]]:
         """The sets of two members or more, each in `order` (members never seen left out),
