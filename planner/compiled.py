@@ -108,6 +108,13 @@ def load_or_build(entry: Callable[[], Any], prepare: Callable[[], float],
     return False
 
 
+def load_kernel(module: str, entry: str, prepare: Callable[[], float], what: str) -> bool:
+    """`load_or_build` for the entry point `entry` of the kernel module `module`, imported
+    only here and only then (numba is heavy to import): True when it is ready now."""
+    return bool(load_or_build(lambda: getattr(importlib.import_module(module), entry),
+                              prepare, what))
+
+
 def _lock_path() -> Path:
     """One lock per installed copy of planner (its folder, hashed into the name)."""
     here = str(Path(__file__).resolve().parent)

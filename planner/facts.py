@@ -447,26 +447,38 @@ class _Copies:
         return own + sum(min(b, self.kept[a]) for a, b in copies.items())
 
 
+def _too_big_with_inputs(problem: Problem, f: Facts, need: Sequence[int], when: str,
+                         held: str) -> list[Proof]:
+    """E306 for each unit that needs (`need`: with the inputs it holds `when`) more than
+    every device it may use holds; `held` says how an input from elsewhere is held."""
+    devs = problem.cluster.devices
+    out: list[Proof] = []
+    for u, members in enumerate(f.units):
+        allowed = f.unit_allowed[u]
+        if allowed and all(need[u] > devs[d].memory_bytes for d in allowed):
+            big = max(allowed, key=lambda d: (devs[d].memory_bytes, -d))
+            out.append(Proof(
+                "E306", f"{unit_name(problem, members)} needs at least {_exact(need[u])} with "
+                f"the inputs it must hold{when} (each producer, or a copy of its tensor) but "
+                f"the largest device it may use, `{devs[big].name}`, holds "
+                f"{_exact(devs[big].memory_bytes)}",
+                (f"{_model_hint(problem)}; {held}",
+                 "shrink the op or its inputs, or add a larger device"), members, big))
+    return out
+
+
 def _with_copies(problem: Problem, f: Facts) -> list[Proof]:
     """E306 and E307 (module docstring), under `static`; [] when neither proves anything."""
     devs = problem.cluster.devices
     caps = [d.memory_bytes for d in devs]
     copies = _Copies(problem, f)
-    out: list[Proof] = []
     kept, temp, feeders = copies.kept, copies.temp, copies.feeders
     need = [kept[u] + temp[u] + sum(min(b, kept[a]) for a, b in feeders[u].items())
             if feeders[u] else kept[u] + temp[u] for u in range(len(f.units))]
     fits = [tuple(d for d in f.unit_allowed[u] if need[u] <= caps[d])
             for u in range(len(f.units))]
-    for u, members in enumerate(f.units):
-        if f.unit_allowed[u] and not fits[u]:
-            big = max(f.unit_allowed[u], key=lambda d: (caps[d], -d))
-            out.append(Proof(
-                "E306", f"{unit_name(problem, members)} needs at least {_exact(need[u])} with "
-                f"the inputs it must hold (each producer, or a copy of its tensor) but the "
-                f"largest device it may use, `{devs[big].name}`, holds {_exact(caps[big])}",
-                (_model_hint(problem) + "; a tensor from another device is held as a copy",
-                 "shrink the op or its inputs, or add a larger device"), members, big))
+    out = _too_big_with_inputs(problem, f, need, "",
+                               "a tensor from another device is held as a copy")
     if out:
         return out
     clique = _crowded(copies.need, need, fits, caps)
@@ -511,18 +523,8 @@ def _live_copies(problem: Problem, f: Facts) -> list[Proof]:
     devs = problem.cluster.devices
     caps = [d.memory_bytes for d in devs]
     need = [_live_need(problem, f, members) for members in f.units]
-    out: list[Proof] = []
-    for u, members in enumerate(f.units):
-        allowed = f.unit_allowed[u]
-        if allowed and all(need[u] > caps[d] for d in allowed):
-            big = max(allowed, key=lambda d: (caps[d], -d))
-            out.append(Proof(
-                "E306", f"{unit_name(problem, members)} needs at least {_exact(need[u])} with "
-                f"the inputs it must hold when it starts (each producer, or a copy of its "
-                f"tensor) but the largest device it may use, `{devs[big].name}`, holds "
-                f"{_exact(caps[big])}",
-                (_model_hint(problem) + "; a tensor received from another device is kept",
-                 "shrink the op or its inputs, or add a larger device"), members, big))
+    out = _too_big_with_inputs(problem, f, need, " when it starts",
+                               "a tensor received from another device is kept")
     if out:
         return out
     own = list(f.unit_bytes)

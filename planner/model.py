@@ -172,18 +172,19 @@ class Graph:
     @cached_property
     def successors(self) -> tuple[tuple[int, ...], ...]:
         """Per op, the indices of the edges leaving it (in edge order)."""
-        out: list[list[int]] = [[] for _ in self.ops]
-        for k, e in enumerate(self.edges):
-            out[e.src].append(k)
-        return tuple(tuple(x) for x in out)
+        return self._edges_by(0)
 
     @cached_property
     def predecessors(self) -> tuple[tuple[int, ...], ...]:
         """Per op, the indices of the edges entering it (in edge order)."""
-        inc: list[list[int]] = [[] for _ in self.ops]
+        return self._edges_by(1)
+
+    def _edges_by(self, end: int) -> tuple[tuple[int, ...], ...]:
+        """Per op, the indices of the edges whose source (`end` 0) or destination (1) it is."""
+        out: list[list[int]] = [[] for _ in self.ops]
         for k, e in enumerate(self.edges):
-            inc[e.dst].append(k)
-        return tuple(tuple(x) for x in inc)
+            out[e.dst if end else e.src].append(k)
+        return tuple(tuple(x) for x in out)
 
     @cached_property
     def topological_order(self) -> tuple[int, ...]:

@@ -158,13 +158,8 @@ def _load_cached() -> bool:
     """Load the compiled passes if numba's cache holds them; never compile on a command's
     clock: otherwise the background build starts (`planner.compiled`) and this says
     False."""
-    return bool(compiled.load_or_build(_entry, prepare, "the bounds' graph passes"))
-
-
-def _entry() -> Any:
-    from . import _kernel  # lazy: numba (heavy to import): only when it pays
-
-    return _kernel.passes
+    return compiled.load_kernel("planner.bounds._kernel", "passes", prepare,
+                                "the bounds' graph passes")
 
 
 _KELLEY_STEPS = 60

@@ -48,6 +48,7 @@ import heapq
 from collections.abc import Sequence
 
 from ..cost import INF, Costs
+from ..disjoint import Disjoint
 from ..model import Problem
 
 #: the largest graph whose groups are bounded by Jackson's preemptive schedule as well
@@ -212,7 +213,7 @@ class _Groups:
         g = problem.graph
         self.problem, self.c, self.allowed, self.wmin = problem, c, allowed, wmin
         self.caps = [d.memory_bytes for d in problem.cluster.devices]
-        self.parent = list(range(len(g.ops)))
+        self.sets: Disjoint[int] = Disjoint(range(len(g.ops)))
         self.head, self.tail = list(head), list(tail)
         self.head0, self.tail0 = head, tail  # per op (`head`/`tail` become per group)
         # per op in a group: times per device (INF where not allowed), bytes parts
@@ -255,8 +256,8 @@ class _Groups:
         """The largest `J(G)` over the groups (module docstring), each member's length its
         least time on the devices that hold the group; infinite when a group fits none."""
         members: dict[int, list[int]] = {}
-        for i in range(len(self.parent)):
-            r = self.find(i)
+        for i in range(len(self.problem.graph.ops)):
+            r = self.sets.find(i)
             if r in self.time:  # a group of two or more
                 members.setdefault(r, []).append(i)
         caps, compute = self.caps, self.c.compute
@@ -272,20 +273,13 @@ class _Groups:
             best = max(best, jackson_preemptive(jobs))
         return best
 
-    def find(self, i: int) -> int:
-        parent = self.parent
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
     def unite(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
+        ra, rb = self.sets.find(a), self.sets.find(b)
         if ra == rb:
             return
         self._entry(ra)
         self._entry(rb)
-        self.parent[rb] = ra
+        ra, rb = self.sets.union(ra, rb) or (ra, rb)  # the root kept, the one it takes in
         ta, tb = self.time[ra], self.time.pop(rb)
         for d, t in enumerate(tb):
             ta[d] = ta[d] + t if ta[d] < INF and t < INF else INF

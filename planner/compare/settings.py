@@ -119,19 +119,21 @@ def parse_bandwidths(text: str | None, option: str = "--bandwidth") -> tuple[str
     """
     if text is None or not text.strip():
         return (DEFAULT_BANDWIDTH,)
-    out: list[str] = []
-    for part in _split(text):
-        out.append(canonical_bandwidth(part, option))
-    return _dedupe(out)
+    return _dedupe([canonical_bandwidth(part, option) for part in _split(text)])
+
+
+def _quantity(part: str, option: str, what: str, example: str) -> tuple[float, str]:
+    """A number and its unit (`8GiB`, `2x`, `50%`); `UsageError` (`what`, `example`) if
+    `part` is not one."""
+    m = _QUANTITY.match(part)
+    if m is None:
+        raise _usage(option, part, what, example)
+    return parse_number(m.group(1)), m.group(2)
 
 
 def canonical_bandwidth(part: str, option: str = "--bandwidth") -> str:
     """The canonical label of one bandwidth value; `UsageError` if it is not one."""
-    m = _QUANTITY.match(part)
-    if m is None:
-        raise _usage(option, part, "a bandwidth or a factor", "1GB/s,10GB/s or 0.5x,2x")
-    value = parse_number(m.group(1))
-    unit = m.group(2)
+    value, unit = _quantity(part, option, "a bandwidth or a factor", "1GB/s,10GB/s or 0.5x,2x")
     if unit.lower() == "x":
         if not value > 0 or not math.isfinite(value):
             raise _usage(option, part, "a positive factor", "0.5x,2x")
@@ -154,11 +156,7 @@ def parse_memories(text: str | None, option: str = "--memory") -> tuple[str, ...
 
 def canonical_memory(part: str, option: str = "--memory") -> str:
     """The canonical label of one memory value; `UsageError` if it is not one."""
-    m = _QUANTITY.match(part)
-    if m is None:
-        raise _usage(option, part, "a share, a factor or a size", "50%,75%,100%")
-    value = parse_number(m.group(1))
-    unit = m.group(2)
+    value, unit = _quantity(part, option, "a share, a factor or a size", "50%,75%,100%")
     if not value > 0 or not math.isfinite(value):
         raise _usage(option, part, "a positive share, factor or size", "50%,75%,100%")
     if unit == "%":

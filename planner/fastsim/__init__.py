@@ -106,13 +106,8 @@ def ready() -> bool:
     _next_look = now + LOOK_EVERY_S
     # in one piece: a Ctrl-C inside numba's loading left llvmlite objects half-built
     with deferred():
-        return bool(compiled.load_or_build(_entry, prepare, "the fast simulator"))
-
-
-def _entry() -> Any:
-    from . import _kernel  # lazy: numba (heavy to import): only when a search runs
-
-    return _kernel.evaluate
+        return compiled.load_kernel("planner.fastsim._kernel", "evaluate", prepare,
+                                    "the fast simulator")
 
 
 def _tiny_problem() -> Problem:

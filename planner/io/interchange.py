@@ -52,7 +52,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -198,6 +198,27 @@ class _Checker:
             return []
         return value
 
+    def named(self, obj: Mapping[str, Any], key: str, path: str, fields: tuple[str, ...],
+              what: str) -> Iterator[tuple[str, dict[str, Any], str, str]]:
+        """Each object of the list `obj[key]` with a name not seen before, as (its path,
+        itself, its name, the name quoted as JSON); reports the others."""
+        seen: set[str] = set()
+        for k, raw in enumerate(self.items(obj, key)):
+            at = f"{path}[{k}]"
+            if not isinstance(raw, dict):
+                self.error(at, "must be an object", None)
+                continue
+            name = self.string(raw, "name", at, None)
+            if name is None:
+                continue
+            near = json.dumps(name, ensure_ascii=False)
+            self.keys(raw, fields, at, near)
+            if name in seen:
+                self.error(at, f"repeats the {what} name {near}", near)
+                continue
+            seen.add(name)
+            yield at, raw, name, near
+
 
 def _text(check: _Checker, raw: Mapping[str, Any], key: str, path: str, near: str,
           expected: str) -> str:
@@ -224,21 +245,7 @@ def _from_interchange(check: _Checker, data: dict[str, Any], name: str | None,
     graph_name = name or check.string(data, "name", "", '"name"') or "graph"
     w = Workload(graph_name)
     groups: dict[str, list[str]] = {}
-    seen: set[str] = set()
-    for k, raw in enumerate(check.items(data, "ops")):
-        path = f"ops[{k}]"
-        if not isinstance(raw, dict):
-            check.error(path, "must be an object", None)
-            continue
-        op_name = check.string(raw, "name", path, None)
-        if op_name is None:
-            continue
-        near = json.dumps(op_name, ensure_ascii=False)
-        check.keys(raw, OP_FIELDS, path, near)
-        if op_name in seen:
-            check.error(path, f"repeats the op name {near}", near)
-            continue
-        seen.add(op_name)
+    for path, raw, op_name, near in check.named(data, "ops", "ops", OP_FIELDS, "op"):
         time_s = check.number(raw, "time_s", path, near)
         flops = check.number(raw, "flops", path, near)
         by_kind: dict[str, float] = {}
@@ -362,19 +369,9 @@ def _read_cluster(check: _Checker, raw: Any) -> Cluster | None:
     cname = check.string(raw, "name", "cluster", '"cluster"') or "cluster"
     devices: list[Device] = []
     index: dict[str, int] = {}
-    for k, d in enumerate(check.items(raw, "devices")):
-        path = f"cluster.devices[{k}]"
-        if not isinstance(d, dict):
-            check.error(path, "must be an object", None)
-            continue
-        dname = check.string(d, "name", path, None)
-        if dname is None:
-            continue
-        near = json.dumps(dname, ensure_ascii=False)
-        check.keys(d, ("name", "memory_bytes", "kind", "speed", "flop_rate"), path, near)
-        if dname in index:
-            check.error(path, f"repeats the device name {near}", near)
-            continue
+    for path, d, dname, near in check.named(
+            raw, "devices", "cluster.devices",
+            ("name", "memory_bytes", "kind", "speed", "flop_rate"), "device"):
         memory = check.number(d, "memory_bytes", path, near, required=True, integer=True)
         speed = check.number(d, "speed", path, near, positive=True)
         rate = check.number(d, "flop_rate", path, near, positive=True)

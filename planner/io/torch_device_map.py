@@ -26,12 +26,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..disjoint import Disjoint
 from ..model import Problem
 from ..plan import Plan
 from ..simulate import simulate
 from ..units import format_seconds
 from ..workload.training import BWD_SUFFIX
-from .torch_import import Groups, Traced
+from .torch_import import Traced
 from .torch_units import Unit, stack_of, units
 
 __all__ = ["Alternative", "device_map", "nearest"]
@@ -171,13 +172,8 @@ def _assign(traced: Traced, problem: Problem, found: list[Unit],
     """fx node -> device: module calls, each with the code that reads its tensors and with
     the ops the spec colocates with it, on the device holding most of their FLOPs."""
     unit_of = {n.name: k for k, u in enumerate(found) for n in u.nodes}
-    groups = Groups()  # over the units' positions (as text): `units` names may repeat
-
-    def join(a: int, b: int) -> None:
-        groups.join(str(a), str(b))
-
-    def root(k: int) -> str:
-        return groups.find(str(k))
+    groups: Disjoint[int] = Disjoint()  # over the units' positions: `units` names may repeat
+    join, root = groups.union, groups.find
 
     first_call: dict[str, int] = {}
     for k, u in enumerate(found):
@@ -197,7 +193,7 @@ def _assign(traced: Traced, problem: Problem, found: list[Unit],
                    if problem.graph.ops[i].name in by_op]
         for k in members[1:]:
             join(members[0], k)
-    weight: dict[str, dict[str, float]] = {}
+    weight: dict[int, dict[str, float]] = {}
     for k, u in enumerate(found):
         w = weight.setdefault(root(k), {})
         for n in u.nodes:

@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..disjoint import Disjoint
 from ..errors import Diagnostic, Severity, SpecError, UsageError
 from ..workload import Imported, Workload, WorkOp, rounded_text
 from ..workload.roofline import PROFILES, DeviceProfile
@@ -56,7 +57,7 @@ from .torch_flops import Counter
 from .torch_load import Example, example_inputs, load_target, quiet_copy, require_torch
 from .torch_units import OP_KINDS, Unit, stack_of, unique_names, units
 
-__all__ = ["OP_KINDS", "Example", "Groups", "Traced", "example_inputs", "forward_ops",
+__all__ = ["OP_KINDS", "Example", "Traced", "example_inputs", "forward_ops",
            "import_torch", "load_target", "measure", "regroup", "require_torch",
            "run_annotated", "to_workload", "trace"]
 
@@ -323,7 +324,7 @@ def to_workload(traced: Traced, name: str, profile: DeviceProfile,
     gm = traced.gm
     names = traced.names
     w = Workload(name)
-    groups = Groups()
+    groups: Disjoint[str] = Disjoint()
     params_of = _Params(gm, torch, groups)
     users_outside = _used_outside(traced)
     for unit in traced.units:
@@ -354,7 +355,7 @@ def to_workload(traced: Traced, name: str, profile: DeviceProfile,
                     taken.add(a.name)
                     edges[source] = edges.get(source, 0) + nbytes
                 if a.name in traced.containers:
-                    groups.join(source, op_name)
+                    groups.union(source, op_name)
             out_bytes = traced.output_bytes.get(n.name, 0)
             if n.name not in users_outside:
                 temp = max(temp, out_bytes)
@@ -373,7 +374,7 @@ def to_workload(traced: Traced, name: str, profile: DeviceProfile,
     if traced.granularity != "op":
         _keep_a_device_map(traced, groups)
     w.ties = params_of.ties(w)
-    w.colocations = groups.lists([o.name for o in w.ops])
+    w.colocations = groups.groups([o.name for o in w.ops])
     return w
 
 
@@ -384,7 +385,7 @@ class _Params:
     (`tie` in the spec). Users of one name share a device (colocated): one module called
     twice, or code reading an attribute."""
 
-    def __init__(self, gm: Any, torch: Any, groups: Groups) -> None:
+    def __init__(self, gm: Any, torch: Any, groups: Disjoint[str]) -> None:
         self.gm, self.torch, self.groups = gm, torch, groups
         self.names: dict[int, list[str]] = {}  # tensor id -> its names in the model
         for key, t in [*gm.named_parameters(remove_duplicate=False),
@@ -412,7 +413,7 @@ class _Params:
             elif first[1] == name or len(self.names.get(tid, ())) < 2 or module or first[2]:
                 # one name, or a module's own parameter (an export cannot copy it to a
                 # second device: `torch_export.apply_plan` moves whole modules): one device
-                self.groups.join(first[0], op)
+                self.groups.union(first[0], op)
             else:
                 hold = self.holders.setdefault(tid, [first[0]])
                 if op not in hold:
@@ -463,7 +464,7 @@ class _Params:
             mine = {tuple(sorted(p)) for p in itertools.combinations(ops, 2)}
             if mine & pairs:  # ops sharing weights in two ways: one device, as before
                 for h in ops[1:]:
-                    groups.join(ops[0], h)
+                    groups.union(ops[0], h)
                     params[h].params_bytes -= nbytes
                 continue
             pairs |= mine
@@ -471,7 +472,7 @@ class _Params:
         return out
 
 
-def _keep_a_device_map(traced: Traced, groups: Groups) -> None:
+def _keep_a_device_map(traced: Traced, groups: Disjoint[str]) -> None:
     """At module granularity, colocate what an accelerate `device_map` cannot split: code
     between module calls with the ops whose tensors it reads (accelerate moves only a
     module's inputs, so such code runs where its inputs are), and the calls of one module
@@ -481,7 +482,7 @@ def _keep_a_device_map(traced: Traced, groups: Groups) -> None:
     inputs = {u.name for u in traced.units if u.is_input}
     for unit in traced.units:
         if unit.module:
-            groups.join(first_call.setdefault(unit.module, unit.name), unit.name)
+            groups.union(first_call.setdefault(unit.module, unit.name), unit.name)
         if unit.module or unit.is_input:
             continue
         for n in unit.nodes:
@@ -489,7 +490,7 @@ def _keep_a_device_map(traced: Traced, groups: Groups) -> None:
                 source = names.get(a.name)
                 if source is not None and source != unit.name and source not in inputs \
                         and a.name in traced.tensors:
-                    groups.join(source, unit.name)
+                    groups.union(source, unit.name)
 
 
 def _used_outside(traced: Traced) -> set[str]:
@@ -574,33 +575,6 @@ def _source(n: Any, gm: Any) -> str:
     if n.op == "call_method":
         return f"call_method Tensor.{n.target}"
     return f"placeholder {n.name}"
-
-
-class Groups:
-    """Union-find over names (op names here; `torch_device_map` groups units), for
-    colocation groups that share members."""
-
-    def __init__(self) -> None:
-        self.parent: dict[str, str] = {}
-
-    def find(self, x: str) -> str:
-        self.parent.setdefault(x, x)
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
-
-    def join(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[rb] = ra
-
-    def lists(self, order: list[str]) -> list[list[str]]:
-        by_root: dict[str, list[str]] = {}
-        for name in order:
-            if name in self.parent:
-                by_root.setdefault(self.find(name), []).append(name)
-        return [m for m in by_root.values() if len(m) > 1]
 
 
 # ---- the importer -------------------------------------------------------------------------

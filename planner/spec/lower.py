@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from .. import limits
 from ..cost import compute_time
+from ..disjoint import Disjoint
 from ..errors import DiagnosticSink, Span, did_you_mean
 from ..model import (
     CONTENTIONS,
@@ -379,7 +380,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
     n_ops = len(ops)
     edges = _Edges()
     src, dst, nbytes, edge_spans = edges.src, edges.dst, edges.bytes, edges.span
-    groups = _UnionFind(len(ops))
+    groups: Disjoint[int] = Disjoint(range(len(ops)))
     grouped = False
     tie_decls: list[tuple[ast.TieDecl, list[int] | None]] = []
     chain_t = ast.ChainDecl
@@ -421,7 +422,7 @@ def _lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
     edge_list = new_edges(src, dst, edges.bytes)
     loc.edges[gname] = edge_spans
     _report_cycle(sink, decl, ops, src, dst, edge_spans)
-    colocations = groups.groups() if grouped else ()
+    colocations = tuple(map(tuple, groups.groups(range(len(ops))))) if grouped else ()
     if len(index) == len(ops):  # no name twice (E202): `index` is what op_index would be
         return indexed_graph(gname, tuple(ops), edge_list, colocations, index, backward_of,
                              ties)
@@ -1223,7 +1224,7 @@ def backward_first(graph: Graph) -> list[tuple[int, int]]:
 def pipeline_units(graph: Graph) -> list[int]:
     """Per op, the smallest op of its pipeline unit (`planner.pipeline.units`: a colocation
     group or a lone op, merged with the backward ops of its forward ops)."""
-    units = _UnionFind(len(graph.ops))
+    units: Disjoint[int] = Disjoint(range(len(graph.ops)))
     for group in graph.colocations:
         first = min(group)
         for i in group:
@@ -1492,25 +1493,3 @@ def _find_cycle(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int] | N
                 state[v] = 2
                 stack.pop()
     return None
-
-
-class _UnionFind:
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
-
-    def find(self, x: int) -> int:
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-
-    def groups(self) -> tuple[tuple[int, ...], ...]:
-        members: dict[int, list[int]] = {}
-        for i in range(len(self.parent)):
-            members.setdefault(self.find(i), []).append(i)
-        return tuple(tuple(m) for _, m in sorted(members.items()) if len(m) > 1)

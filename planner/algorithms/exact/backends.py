@@ -242,13 +242,7 @@ def solver_children(executable: str) -> list[int]:
     """PIDs of this process's child processes running `executable` (Linux /proc)."""
     me = os.getpid()
     found: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:  # pragma: no cover - not Linux
-        return found
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+    for entry in children.pids():
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
                 stat = f.read().decode("utf-8", "replace")
@@ -259,7 +253,7 @@ def solver_children(executable: str) -> list[int]:
         # the command name may contain spaces or parentheses: fields follow the last ')'
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         if ppid == me and os.path.basename(argv0) == executable:
-            found.append(int(entry))
+            found.append(entry)
     return found
 
 

@@ -59,20 +59,24 @@ def marked(token: str) -> list[int]:
     there is no /proc)."""
     needle = f"{TOKEN_VAR}={token}".encode()
     found: list[int] = []
+    for pid in pids():
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read()
+        except OSError:  # gone, or another user's
+            continue
+        if needle in env.split(b"\0"):
+            found.append(pid)
+    return found
+
+
+def pids() -> list[int]:
+    """The PIDs /proc lists (none where there is no /proc)."""
     try:
         entries = os.listdir("/proc")
     except OSError:  # pragma: no cover - not Linux
-        return found
-    for entry in entries:
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as f:
-                    env = f.read()
-            except OSError:  # gone, or another user's
-                continue
-            if needle in env.split(b"\0"):
-                found.append(int(entry))
-    return found
+        return []
+    return [int(entry) for entry in entries if entry.isdigit()]
 
 
 def kill_tree(pgid: int, token: str) -> bool:

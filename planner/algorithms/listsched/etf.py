@@ -181,13 +181,8 @@ def _load_cached() -> bool:
     """Load the compiled engine if numba's cache holds it; never compile on a command's
     clock: otherwise the background build starts (`planner.compiled`) and this says
     False."""
-    return bool(compiled.load_or_build(_entry, prepare, "the ETF engine"))
-
-
-def _entry() -> Any:
-    from . import _engine_kernel  # lazy: numba (heavy to import): only when it pays
-
-    return _engine_kernel.schedule_arrays
+    return compiled.load_kernel("planner.algorithms.listsched._engine_kernel",
+                                "schedule_arrays", prepare, "the ETF engine")
 
 
 def _min_ops(sct: bool) -> int:
