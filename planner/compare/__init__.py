@@ -19,28 +19,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .sweep import (
-        DEFAULT_ALGORITHMS,
-        EXECUTORS,
+    from .executors import EXECUTORS, default_jobs
+    from .rows import (
         FIELD_NAMES,
         OK_STATUSES,
         TIMING_FIELDS,
-        PlanView,
-        Point,
-        PointResult,
         Row,
-        Setting,
-        Sweep,
-        SweepResult,
-        best_plans,
-        default_jobs,
         finalize,
-        plan_sweep,
         read_rows,
-        run_sweep,
         wins,
         write_rows,
     )
+    from .settings import Setting
+    from .sweep import (
+        DEFAULT_ALGORITHMS,
+        PlanView,
+        Sweep,
+        SweepResult,
+        best_plans,
+        plan_sweep,
+        run_sweep,
+    )
+    from .worker import Point, PointResult
 
 __all__ = [
     "DEFAULT_ALGORITHMS", "EXECUTORS", "FIELD_NAMES", "OK_STATUSES", "TIMING_FIELDS",
@@ -52,7 +52,10 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from . import sweep  # lazy: start-up (the engine imports multiprocessing)
+        # lazy: start-up (the engine imports multiprocessing); each name from its own module
+        from . import executors, rows, settings, sweep, worker
 
-        return getattr(sweep, name)
+        for home in (sweep, rows, settings, worker, executors):
+            if name in vars(home):
+                return vars(home)[name]
     raise AttributeError(f"module 'planner.compare' has no attribute {name!r}")

@@ -28,21 +28,16 @@ from ..plan import Plan
 from ..simulate import SimResult, simulate
 from ..spec.load import load_path
 from ..units import RANGES
-from .executors import EXECUTORS, Worker, default_jobs, execute, hard_limit, import_ray
+from .executors import EXECUTORS, Worker, execute, hard_limit, import_ray
 from .rows import (
-    FIELD_NAMES,
-    OK_STATUSES,
     RETRY_STATUSES,
-    TIMING_FIELDS,
     ResumeLog,
     Row,
     finalize,
     is_ok,
-    read_rows,
     row_key,
     row_setting,
     score,
-    wins,
     write_rows,
 )
 from .settings import (
@@ -62,14 +57,10 @@ from .settings import (
     parse_objectives,
     setting_key,
 )
-from .worker import Point, PointResult, load_spec, run_point
+from .worker import Point, load_spec, run_point
 
-__all__ = [
-    "DEFAULT_ALGORITHMS", "EXECUTORS", "FIELD_NAMES", "OK_STATUSES", "TIMING_FIELDS",
-    "PlanView", "Point", "PointResult", "Row", "Setting", "Sweep", "SweepResult",
-    "best_plans", "default_jobs", "finalize", "plan_sweep", "read_rows", "run_sweep", "wins",
-    "write_rows",
-]
+__all__ = ["DEFAULT_ALGORITHMS", "PlanView", "Sweep", "SweepResult", "best_plans", "plan_sweep",
+           "run_sweep"]
 
 #: `--algos` when not given: the registry's `compare_default` algorithms (the fast heuristics
 #: and the single-device baseline)
