@@ -162,9 +162,6 @@ def _load_cached() -> bool:
                                 "the bounds' graph passes")
 
 
-_KELLEY_STEPS = 60
-
-
 @dataclass(frozen=True, slots=True)
 class Bounds:
     """Lower bounds of one problem (see the module docstring for each proof)."""
@@ -635,6 +632,10 @@ def _dual_value(cost: np.ndarray, ok: np.ndarray, y: np.ndarray) -> tuple[float,
     rows = np.arange(len(arg))
     grad = np.bincount(arg, weights=cost[rows, arg], minlength=cost.shape[1])
     return float(scaled[rows, arg].sum()), grad
+
+
+#: Kelley's cutting-plane steps at most (`_best_weights`)
+_KELLEY_STEPS = 60
 
 
 def _best_weights(cost: np.ndarray, ok: np.ndarray) -> np.ndarray:
