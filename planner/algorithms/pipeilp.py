@@ -125,7 +125,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..bounds import OPTIMAL_GAP, relative_gap
-from ..cost import INF, costs
+from ..cost import INF, costs, stage_memory, stage_share, transfer_seconds
 from ..errors import Diagnostic, InfeasibleError, SearchLimitError, SolverError
 from ..model import Pipeline, Problem, derived
 from ..pipeline.bound import pipeline_bound
@@ -188,12 +188,10 @@ class _Data:
 
     def sent(self, count: float, nbytes: float, a: int, b: int) -> float:
         """Seconds of `count` tensors of `nbytes` in all from a to b (INF: no link)."""
-        if not count or a == b:
+        if a == b:
             return 0.0
-        lat = self.latency[a][b]
-        if lat >= INF:
-            return INF
-        return float(count * lat + nbytes * self.inv_bandwidth[a][b])
+        return float(transfer_seconds(self.latency[a][b], self.inv_bandwidth[a][b], nbytes,
+                                      count))
 
     def forward_s(self, x: int, a: int, b: int) -> float:
         """f_x(a, b): boundary x's forward tensors, a (left) -> b (right)."""
@@ -366,14 +364,16 @@ def _chain_split(problem: Problem, t: _Tables, chain: Sequence[int]
     for k, d in enumerate(chain):
         right = _boundary_s(problem, t.cuts, d, chain[k + 1]) if k + 1 < s else (zero, zero)
         count = in_flight(pipe, s, k, data.training, ranks[d], len(ranks))
-        cap = data.caps[d] / per
-        base = t.params[j_] - t.params[i_] + t.largest
+        cap = stage_share(data.caps[d], per)
+        params = t.params[j_] - t.params[i_]
         kept = t.kept[j_] - t.kept[i_]
         comp = t.compute[d][j_] - t.compute[d][i_]
         redo = comp + t.forward[d][j_] - t.forward[d][i_]
         received = t.received[i_]
-        load = np.where(base + count * (kept + received) <= cap, comp,
-                        np.where(base + kept + count * received <= cap, redo, INF))
+        # recomputing, it keeps its activations once (rebuilt for one backward pass)
+        load = np.where(stage_memory(params, count, kept + received, t.largest) <= cap, comp,
+                        np.where(stage_memory(params, count, received, t.largest + kept)
+                                 <= cap, redo, INF))
         if problem.contention == "link":
             moves = np.maximum(np.maximum(*left)[i_], np.maximum(*right)[j_])
         elif problem.contention == "device":

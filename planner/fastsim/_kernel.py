@@ -268,7 +268,7 @@ def static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp)
         mem[d] += params[i] + output[i]
         if temp[i] > big[d]:
             big[d] = temp[i]
-        nt = 0
+        nt = 0  # `cost.copies`, inline: compiled code calls no Python
         for k in range(succ_ptr[i], succ_ptr[i + 1]):
             dj = place[succ_dst[k]]
             if dj < 0 or dj == d:
@@ -728,6 +728,7 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
             if lo == hi:
                 continue
             # `_send_outputs`: one transfer per other consuming device, in device order
+            # (`cost.copies`, inline: compiled code calls no Python)
             nt = 0
             for k in range(lo, hi):
                 dj = place[succ_dst[k]]
@@ -760,6 +761,7 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
                         arrive[dj] = INF
                         bad |= NO_LINK
                         continue
+                    # `cost.transfer_seconds`, inline: compiled code calls no Python
                     dt = lt + b * inv[di, dj]
                     if mode == 0:
                         s = t
