@@ -27,10 +27,10 @@ once per problem (`costs(problem)`), `Columns` the graph's sizes and edges as nu
 built once per graph (`columns(graph)`; numpy is imported on first use, not with this
 module, so that `planner check` on a small spec never loads it).
 
-Twins: `planner.algorithms.listsched._engine_kernel` repeats `StaticMemoryTracker.extra`
-and `place` (the ETF engine's memory), and with `planner.fastsim._kernel` and the
-simulator's event loop `transfer_seconds` and `copies` (compiled code calls no Python; a
-call per transfer costs the event loop 3%); the hand-derived battery
+Twin: `planner.algorithms.listsched._engine_kernel` repeats `StaticMemoryTracker.extra` and
+`place` (the ETF engine's memory), and `transfer_seconds`; `planner.fastsim._kernel` and
+the simulator's event loop repeat `transfer_seconds` and `copies` (compiled code calls no
+Python; a call per transfer costs the event loop 3%). The hand-derived battery
 (`tests/algorithms`, with the `list_engine` fixture), `tests/algorithms/test_engine_kernel.py`
 and `tests/test_fastsim.py` run over both.
 """
