@@ -2,10 +2,19 @@
 
 - compute time of op `i` on device `d` (`compute_time`),
 - transfer time of `bytes` from device `a` to device `b`: `latency + bytes / bandwidth`
-  (0 on the same device, infinite without a link),
+  (0 on the same device, infinite without a link); of `count` tensors over one link,
+  `count * latency + bytes / bandwidth` (`transfer_seconds`, and `transfer_seconds_array`
+  over numpy arrays: a pipeline boundary's tensors, the simulator's checks),
+- one transfer per producer and destination (`copies`, `copies_array`): a tensor goes to
+  each device (or pipeline unit) that consumes it once, carrying the largest `bytes` among
+  the edges to its consumers there,
 - static memory of a placement (`static_memory`): per device, the `params` and `output` of
-  its ops, each tensor it receives from another device (once per producer, the largest
-  `bytes` among the edges to that device), and the largest `temp` among its ops,
+  its ops, each tensor it receives from another device (one copy, as `copies` says), and
+  the largest `temp` among its ops,
+- a pipeline stage's memory (`stage_memory`): its params, the activations of each
+  micro-batch in flight, its largest transient; a device holding several stages
+  (`interleaved`) gives each an equal share of its memory where stages are judged one at
+  a time (`stage_share`),
 - tied weights (`tie`): each holder keeps a copy in its `params`; holders on one device
   keep one (`tied_duplicate_bytes`, subtracted by the pipeline's stage memory; the
   one-pass static memory counts each holder's, an over-count where holders share a
@@ -19,24 +28,29 @@ built once per graph (`columns(graph)`; numpy is imported on first use, not with
 module, so that `planner check` on a small spec never loads it).
 
 Twin: `planner.algorithms.listsched._engine_kernel` repeats `StaticMemoryTracker.extra` and
-`place` (the ETF engine's memory); the hand-derived battery (`tests/algorithms`, with the
-`list_engine` fixture) and `tests/algorithms/test_engine_kernel.py` run over both.
+`place` (the ETF engine's memory), and `transfer_seconds`; `planner.fastsim._kernel` and
+the simulator's event loop repeat `transfer_seconds` and `copies` (compiled code calls no
+Python; a call per transfer costs the event loop 3%). The hand-derived battery
+(`tests/algorithms`, with the `list_engine` fixture), `tests/algorithms/test_engine_kernel.py`
+and `tests/test_fastsim.py` run over both.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from .model import Cluster, Device, Graph, Op, Problem, derived
 
 if TYPE_CHECKING:
     import numpy as np
+    from numpy.typing import NDArray
 
 INF = math.inf
+Bytes = TypeVar("Bytes", int, float)
 #: from this many ops on, `static_memory` sums with numpy over `columns(graph)`; below,
 #: a Python loop is faster than the arrays' set-up
 VECTOR_MIN_OPS = 2_000
@@ -73,9 +87,7 @@ class Costs:
         """Seconds to move `nbytes` from device `a` to device `b` (0 when a == b)."""
         if a == b:
             return 0.0
-        lat = self.latency[a][b]
-        # no link: never, also for 0 bytes (inf + 0 * inf would be NaN)
-        return lat + nbytes * self.inv_bandwidth[a][b] if lat < INF else INF
+        return transfer_seconds(self.latency[a][b], self.inv_bandwidth[a][b], nbytes)
 
     def mean_compute(self, i: int) -> float:
         """Mean compute time of op `i` over the devices that can run it."""
@@ -91,7 +103,7 @@ class Costs:
         for a in range(n):
             for b in range(n):
                 if a != b and self.latency[a][b] < INF:
-                    total += self.latency[a][b] + nbytes * self.inv_bandwidth[a][b]
+                    total += self.transfer_time(nbytes, a, b)
                     count += 1
         return total / count if count else 0.0
 
@@ -106,6 +118,75 @@ class Costs:
         return self.mean_transfer(1.0) - self.mean_transfer(0.0)
 
 
+def transfer_seconds(latency: float, inv_bandwidth: float, nbytes: float,
+                     count: float = 1.0) -> float:
+    """Seconds `count` tensors of `nbytes` bytes in all take over one directed link of
+    `latency` seconds and `inv_bandwidth` seconds per byte: `count * latency + nbytes /
+    bandwidth`; 0 when nothing crosses (`count` 0), `inf` without a link (`latency` inf,
+    also for 0 bytes: inf + 0 * inf would be NaN)."""
+    if not count:
+        return 0.0
+    if latency >= INF:
+        return INF
+    return count * latency + nbytes * inv_bandwidth  # 1.0 * latency is latency, exactly
+
+
+def transfer_seconds_array(latency: float | np.ndarray, inv_bandwidth: float | np.ndarray,
+                           nbytes: float | np.ndarray, count: float | np.ndarray = 1.0,
+                           ) -> NDArray[np.float64]:
+    """`transfer_seconds` elementwise over numpy arrays (any argument may be a scalar),
+    the same floats operation for operation."""
+    import numpy as np  # noqa: PLC0415 - not on `planner check`'s path for small specs
+
+    with np.errstate(invalid="ignore"):  # 0 * inf where there is no link: masked below
+        sent = count * latency + nbytes * inv_bandwidth
+    out: NDArray[np.float64] = np.where(np.equal(count, 0), 0.0, np.where(
+        np.greater_equal(latency, INF), INF, sent))
+    return out
+
+
+def copies(edges: Iterable[tuple[int, int, Bytes]]) -> dict[tuple[int, int], Bytes]:
+    """One transfer per producer and destination: for edges (producer, destination,
+    bytes), where the destination is a consumer's device (or pipeline unit), the copy of
+    each (producer, destination) pair and its bytes, the largest of its edges; in the
+    order the pairs first appear."""
+    out: dict[tuple[int, int], Bytes] = {}
+    for src, dest, nbytes in edges:
+        key = (src, dest)
+        if nbytes > out.get(key, -1):
+            out[key] = nbytes
+    return out
+
+
+def copies_array(src: np.ndarray, dest: np.ndarray, nbytes: np.ndarray, n_dest: int,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`copies` over numpy arrays of edges (`dest` in 0 .. n_dest - 1): the pairs as keys
+    `src * n_dest + dest`, ascending; each edge's pair (an index into the keys); each
+    pair's bytes (the largest of its edges)."""
+    import numpy as np  # noqa: PLC0415
+
+    keys, slot = np.unique(src * n_dest + dest, return_inverse=True)
+    largest = np.zeros(len(keys), dtype=nbytes.dtype)
+    np.maximum.at(largest, slot, nbytes)
+    return keys, slot.reshape(-1), largest
+
+
+def stage_memory(params: float | np.ndarray, in_flight: float | np.ndarray,
+                 activations: float | np.ndarray, transient: float | np.ndarray,
+                 ) -> float | np.ndarray:
+    """Bytes a pipeline stage holds at its peak: its params (with their gradients and
+    optimizer state), the `activations` of each of its `in_flight` micro-batches, and its
+    largest transient (scalars or numpy arrays alike)."""
+    return params + in_flight * activations + transient
+
+
+def stage_share(memory_bytes: float, stages_per_device: int) -> float:
+    """The memory of a device running `stages_per_device` stages (`interleaved`) that one
+    of them may use where stages are judged one at a time (the DPs): an equal share. A
+    heuristic; the exact check holds a device's stages together (`stage_bytes`)."""
+    return memory_bytes / stages_per_device
+
+
 def allreduce_time(c: Costs, nbytes: float, devices: Sequence[int]) -> float:
     """Seconds a ring all-reduce of `nbytes` takes among `devices` (distinct): `2 (n - 1)`
     steps, each sending `nbytes / n` over the slowest link among them, so
@@ -114,12 +195,28 @@ def allreduce_time(c: Costs, nbytes: float, devices: Sequence[int]) -> float:
     n = len(devices)
     if n < 2:
         return 0.0
-    inv_bw = max(c.inv_bandwidth[a][b] for a in devices for b in devices if a != b)
+    return float(allreduce_seconds(nbytes, n, *ring_link(c, devices)))
+
+
+def ring_link(c: Costs, devices: Sequence[int]) -> tuple[float, float]:
+    """The link a ring all-reduce among `devices` (two or more, distinct) runs at: the
+    largest latency and the most seconds per byte of any pair, each `inf` where a pair has
+    no link."""
     latency = max(c.latency[a][b] for a in devices for b in devices if a != b)
-    if inv_bw >= INF or latency >= INF:
+    inv_bw = max(c.inv_bandwidth[a][b] for a in devices for b in devices if a != b)
+    return latency, inv_bw
+
+
+def allreduce_seconds(nbytes: float | np.ndarray, n: int, latency: float,
+                      inv_bandwidth: float) -> float | np.ndarray:
+    """`allreduce_time` of `nbytes` (a number or a numpy array of them) among `n` devices
+    whose slowest link (`ring_link`) has `latency` and `inv_bandwidth`."""
+    if n < 2:
+        return 0.0
+    if inv_bandwidth >= INF or latency >= INF:
         return INF
     steps = 2 * (n - 1)
-    return steps * latency + steps / n * nbytes * inv_bw
+    return steps * latency + steps / n * nbytes * inv_bandwidth
 
 
 def tied_duplicate_bytes(graph: Graph, placement: Sequence[int], n_devices: int) -> list[int]:
@@ -236,14 +333,9 @@ def static_memory(graph: Graph, placement: Sequence[int], n_devices: int) -> lis
         d = placement[i]
         mem[d] += op.params_bytes + op.output_bytes
         temp[d] = max(temp[d], op.temp_bytes)
-    received: dict[tuple[int, int], int] = {}
-    for e in graph.edges:
-        d = placement[e.dst]
-        if d != placement[e.src]:
-            key = (e.src, d)
-            if e.bytes > received.get(key, -1):
-                received[key] = e.bytes
-    for (_, d), b in received.items():
+    remote = ((e.src, placement[e.dst], e.bytes) for e in graph.edges
+              if placement[e.dst] != placement[e.src])
+    for (_, d), b in copies(remote).items():
         mem[d] += b
     return [m + t for m, t in zip(mem, temp, strict=True)]
 
@@ -268,13 +360,8 @@ def _static_memory_arrays(graph: Graph, placement: Sequence[int], n_devices: int
     # each tensor a device receives once per producer: the largest bytes of the edges
     d_dst = place[c.dst]
     remote = d_dst != place[c.src]
-    key = c.src[remote] * n_devices + d_dst[remote]
-    size = c.nbytes[remote]
-    order = np.lexsort((size, key))
-    key, size = key[order], size[order]
-    last = np.ones(len(key), dtype=bool)
-    last[:-1] = key[1:] != key[:-1]
-    np.add.at(mem, key[last] % n_devices, size[last])
+    key, _, size = copies_array(c.src[remote], d_dst[remote], c.nbytes[remote], n_devices)
+    np.add.at(mem, key % n_devices, size)
     return (mem + temp).tolist()  # type: ignore[no-any-return]
 
 

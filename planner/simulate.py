@@ -80,7 +80,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .cost import INF, columns, costs, static_memory
+from .cost import INF, columns, copies_array, costs, static_memory, transfer_seconds_array
 from .model import Graph, Op, Problem, derived
 from .plan import Plan
 from .units import format_bytes, format_seconds
@@ -469,10 +469,9 @@ def _check_start_times(problem: Problem, start_s: Sequence[float], place: list[i
         cols = columns(g)
         src, dst = cols.src, cols.dst
         d_src, d_dst = pl[src], pl[dst]
-        # the tensor to a device carries the largest bytes of the edges to it
-        pair, slot = np.unique(src * (m + 1) + (d_dst + 1), return_inverse=True)
-        top = np.zeros(len(pair), dtype=np.int64)
-        np.maximum.at(top, slot, cols.nbytes)
+        # the tensor to a device carries the largest bytes of the edges to it (an
+        # unplaced consumer's device, -1, is a destination of its own)
+        _, slot, top = copies_array(src, d_dst + 1, cols.nbytes, m + 1)
         largest = top[slot]
         ends = end[src]
         check = (d_src >= 0) & (d_dst >= 0) & np.isfinite(ends)
@@ -480,10 +479,8 @@ def _check_start_times(problem: Problem, start_s: Sequence[float], place: list[i
         ds, dd = np.maximum(d_src, 0), np.maximum(d_dst, 0)
         link = np.array(c.latency, dtype=np.float64).reshape(m, m)[ds, dd] if m else ends
         inv = np.array(c.inv_bandwidth, dtype=np.float64).reshape(m, m)[ds, dd] if m else ends
-        # `c.transfer_time`, operation for operation: latency + bytes / bandwidth, inf
-        # without a link; same device: the producer's end
-        arrive = np.where(local, ends + 0.0, np.where(
-            link < INF, ends + (link + largest * inv), INF))
+        # same device: the producer's end
+        arrive = np.where(local, ends + 0.0, ends + transfer_seconds_array(link, inv, largest))
         early = check & np.isfinite(arrive) & (
             start[dst] < arrive - _REL_TOL * np.maximum(1.0, abs(arrive)))
     for k in np.flatnonzero(early).tolist():
@@ -664,7 +661,9 @@ class _Run:
 
     def _send_outputs(self, i: int, di: int, out: Sequence[int], t: float) -> None:
         """One transfer of op `i`'s output to each other device that consumes it (the
-        largest edge's bytes), in device order; `arrival[d]` is when it lands on `d`."""
+        largest edge's bytes), in device order; `arrival[d]` is when it lands on `d`.
+        `cost.copies` and `cost.transfer_seconds` inline, as the kernel has them: a call
+        per transfer alone costs the whole run 3% (10,000 ops), `copies`' dict far more."""
         place, consumer, edge_bytes = self.place, self.consumer, self.edge_bytes
         largest, arrival = self.largest, self.arrival
         touched: list[int] = []

@@ -263,7 +263,7 @@ TWINS = {
     "algorithms/listsched/sct.py": ["planner.algorithms.listsched._engine_kernel"],
     "algorithms/listsched/placer.py": ["planner.algorithms.listsched._engine_kernel"],
     "algorithms/listsched/run.py": ["planner.algorithms.listsched._engine_kernel"],
-    "cost.py": ["planner.algorithms.listsched._engine_kernel"],
+    "cost.py": ["planner.algorithms.listsched._engine_kernel", "planner.fastsim._kernel"],
     "algorithms/listsched/_engine_kernel.py": [
         "planner.algorithms.listsched.etf", "`floating`", "`sct`", "`placer`", "`run`",
         "StaticMemoryTracker"],

@@ -76,7 +76,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..cost import INF, costs
+from ..cost import INF, costs, stage_memory, stage_share, transfer_seconds_array
 from ..errors import Diagnostic, InfeasibleError
 from ..model import Pipeline, Problem, derived
 from ..pipeline import schedule as pipeline_schedule
@@ -466,9 +466,8 @@ def _boundary(problem: Problem, u: Units, a: int, b: int, kind: str) -> NDArray[
     directions = []
     for count, size, src, dst in ((u.forward_count, u.forward_bytes, a, b),
                                   (u.backward_count, u.backward_bytes, b, a)):
-        lat, inv = c.latency[src][dst], c.inv_bandwidth[src][dst]
-        directions.append(np.where(count > 0, INF, 0.0) if lat >= INF
-                          else count * lat + size * inv)
+        directions.append(transfer_seconds_array(c.latency[src][dst],
+                                                 c.inv_bandwidth[src][dst], size, count))
     if kind != "period" or problem.contention == "device":
         return directions[0] + directions[1]
     return np.maximum(directions[0], directions[1])
@@ -544,7 +543,8 @@ def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int]
         out.append(_Stage(u.compute_prefix[d][cuts], u.banned_prefix[d][cuts], left, right,
                           combine,
                           in_flight(pipeline, s, k, u.training, ranks[d], len(ranks)),
-                          problem.cluster.devices[d].memory_bytes / per if capped else INF))
+                          stage_share(problem.cluster.devices[d].memory_bytes, per)
+                          if capped else INF))
         left = right
     return out
 
@@ -579,9 +579,9 @@ class _Stage:
         bad = (i >= j) | (self.banned[j] - self.banned[i] > 0)
         if largest is not None:
             ci, cj = cuts[i], cuts[j]
-            need = (u.params_prefix[cj] - u.params_prefix[ci] + self.in_flight * (
-                u.kept_prefix[cj] - u.kept_prefix[ci] + u.forward_bytes[ci])
-                + largest)
+            need = stage_memory(u.params_prefix[cj] - u.params_prefix[ci], self.in_flight,
+                                u.kept_prefix[cj] - u.kept_prefix[ci] + u.forward_bytes[ci],
+                                largest)
             bad |= need > self.cap
         out: NDArray[np.float64] = np.where(bad, INF, load)
         return out

@@ -44,7 +44,15 @@ from types import MappingProxyType
 import numpy as np
 from numpy.typing import NDArray
 
-from ..cost import INF, Costs, costs
+from ..cost import (
+    INF,
+    Costs,
+    allreduce_seconds,
+    costs,
+    ring_link,
+    stage_memory,
+    transfer_seconds_array,
+)
 from ..errors import Diagnostic, InfeasibleError
 from ..model import Cluster, Pipeline, Problem, derived
 from ..pipeline import hybrid
@@ -304,7 +312,7 @@ def _dp(problem: Problem, pipeline: Pipeline) -> list[Layout]:
     cuts = t.cuts
     k_n = len(cuts) - 1
     out: list[Layout] = []
-    rings: dict[tuple[int, ...], tuple[float, float]] = {}  # group -> `_ring`
+    rings: dict[tuple[int, ...], tuple[float, float]] = {}  # group -> `cost.ring_link`
     starts = [_Start(problem, u, t, int(cuts[a]), cuts[a + 1:], rings) for a in range(k_n)]
     for used in ([m] if _uniform(problem) else range(1, m + 1)):  # devices [0, used)
         best = np.full((k_n + 1, m + 1), INF)
@@ -464,12 +472,11 @@ class _Start:
         cost = self._time(problem, c, group, has_next, -(-pipeline.microbatches // r))
         if r > 1:
             if group not in self.rings:
-                self.rings[group] = _ring(c, group)
-            fixed, per_byte = self.rings[group]
-            cost = cost + (fixed + per_byte * self.grads)
+                self.rings[group] = ring_link(c, group)
+            cost = cost + allreduce_seconds(self.grads, r, *self.rings[group])
         flight = hybrid.in_flight(pipeline, [r, p - r] if p > r else [r], 0, self.u.training)
-        need = self.params + self.transient + flight * self.acts + (self.bucket if r > 1
-                                                                     else 0.0)
+        need = stage_memory(self.params, flight, self.acts, self.transient) + (
+            self.bucket if r > 1 else 0.0)
         cap = min(problem.cluster.devices[d].memory_bytes for d in group)
         return np.where(need > cap, INF, cost)
 
@@ -477,21 +484,9 @@ class _Start:
 def _cross_many(u: Units, c: Costs, xs: NDArray[np.int64], a: int, b: int
                 ) -> NDArray[np.float64]:
     """Seconds of the transfers across boundaries `xs` between devices a and b, both ways."""
-    if c.latency[a][b] >= INF or c.latency[b][a] >= INF:
+    if c.latency[a][b] >= INF or c.latency[b][a] >= INF:  # a missing link: none, both ways
         return np.full(len(xs), INF)
-    return (u.forward_count[xs] * c.latency[a][b] + u.forward_bytes[xs] * c.inv_bandwidth[a][b]
-            + u.backward_count[xs] * c.latency[b][a]
-            + u.backward_bytes[xs] * c.inv_bandwidth[b][a])
-
-
-def _ring(c: Costs, group: tuple[int, ...]) -> tuple[float, float]:
-    """A ring all-reduce among `group`: (its latency, its seconds per byte)."""
-    r = len(group)
-    if r < 2:
-        return 0.0, 0.0
-    inv_bw = max(c.inv_bandwidth[a][b] for a in group for b in group if a != b)
-    latency = max(c.latency[a][b] for a in group for b in group if a != b)
-    if inv_bw >= INF or latency >= INF:
-        return INF, 0.0
-    steps = 2 * (r - 1)
-    return steps * latency, steps / r * inv_bw
+    return (transfer_seconds_array(c.latency[a][b], c.inv_bandwidth[a][b],
+                                   u.forward_bytes[xs], u.forward_count[xs])
+            + transfer_seconds_array(c.latency[b][a], c.inv_bandwidth[b][a],
+                                     u.backward_bytes[xs], u.backward_count[xs]))

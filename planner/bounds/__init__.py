@@ -88,7 +88,7 @@ from typing import Any
 import numpy as np
 
 from .. import compiled
-from ..cost import INF, costs
+from ..cost import INF, costs, transfer_seconds
 from ..facts import Facts, facts
 from ..model import Problem, derived
 from ..signals import shielded
@@ -367,7 +367,8 @@ def _cut_costs(problem: Problem, f: Facts, path: list[int]) -> list[float]:
             pairs = links[key] = sorted({(c.latency[x][y], c.inv_bandwidth[x][y])
                                          for x in key[0] for y in key[1]
                                          if x != y and c.latency[x][y] < INF})
-        between.append(min((lat + nbytes * inv for lat, inv in pairs), default=INF))
+        between.append(min((transfer_seconds(lat, inv, nbytes) for lat, inv in pairs),
+                           default=INF))
     return between
 
 

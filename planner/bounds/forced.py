@@ -47,7 +47,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
-from ..cost import INF, Costs
+from ..cost import INF, Costs, transfer_seconds
 from ..disjoint import Disjoint
 from ..model import Problem
 
@@ -163,7 +163,7 @@ class _Crossings:
             front = self.fronts[(a, b)] = self._front(a, b)
         best = INF
         for lat, inv in front:
-            t = lat + nbytes * inv
+            t = transfer_seconds(lat, inv, nbytes)
             if t < best:
                 best = t
         return best

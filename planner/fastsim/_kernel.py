@@ -268,7 +268,7 @@ def static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp)
         mem[d] += params[i] + output[i]
         if temp[i] > big[d]:
             big[d] = temp[i]
-        nt = 0
+        nt = 0  # `cost.copies`, inline: compiled code calls no Python
         for k in range(succ_ptr[i], succ_ptr[i + 1]):
             dj = place[succ_dst[k]]
             if dj < 0 or dj == d:
@@ -636,7 +636,8 @@ def _send_outputs(i, di, t, lo, hi, bad, place, succ_dst, succ_bytes, lat, inv, 
                   best, touched, arrive, link_free, chan_free, tr_i, tr_t, cnt):
     """`simulate._Run._send_outputs`: one transfer per other consuming device, in device
     order; each consumer device's arrival time in `arrive`. Returns `bad` with `NO_LINK`
-    where a transfer has no link."""
+    where a transfer has no link (`cost.copies` and `cost.transfer_seconds`, inline:
+    compiled code calls no Python)."""
     nt = 0
     for k in range(lo, hi):
         dj = place[succ_dst[k]]

@@ -39,7 +39,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..cost import INF, Costs, costs, tied_duplicate_bytes
+from ..cost import INF, costs, stage_memory, tied_duplicate_bytes, transfer_seconds
 from ..model import Pipeline, Problem
 from . import hybrid
 from .units import units
@@ -91,17 +91,10 @@ def boundary_seconds(problem: Problem, x: int, left: int, right: int) -> tuple[f
     if left == right:
         return 0.0, 0.0
     u, c = units(problem), costs(problem)
-    return (_link(c, u.forward_count[x], u.forward_bytes[x], left, right),
-            _link(c, u.backward_count[x], u.backward_bytes[x], right, left))
-
-
-def _link(c: Costs, count: float, nbytes: float, a: int, b: int) -> float:
-    if not count:
-        return 0.0
-    lat = c.latency[a][b]
-    if lat >= INF:
-        return INF
-    return float(count * lat + nbytes * c.inv_bandwidth[a][b])
+    return (float(transfer_seconds(c.latency[left][right], c.inv_bandwidth[left][right],
+                                   u.forward_bytes[x], u.forward_count[x])),
+            float(transfer_seconds(c.latency[right][left], c.inv_bandwidth[right][left],
+                                   u.backward_bytes[x], u.backward_count[x])))
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,11 +226,12 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
         acts = [a + b for a, b in zip(kept, received, strict=True)]
         if pipeline.schedule == "interleaved":
             count = in_flight(pipeline, split.stages, stages[0], u.training, rank, len(order))
-            held[d] = params + count * max(acts) + transient
-        else:  # `hybrid.in_flight`: with one device a stage, GPipe M, 1F1B min(S - k, M)
-            held[d] = params + transient + sum(
+            held[d] = float(stage_memory(params, count, max(acts), transient))
+        else:  # `hybrid.in_flight`: with one device a stage, GPipe M, 1F1B min(S - k, M);
+            # each of its stages with its own micro-batches in flight
+            held[d] = float(stage_memory(params, 1, sum(
                 hybrid.in_flight(pipeline, sizes, k, u.training) * a
-                for k, a in zip(stages, acts, strict=True))
+                for k, a in zip(stages, acts, strict=True)), transient))
     _replicate(problem, split, held, replicas or {})
     return held
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..cost import costs
+from ..cost import copies, costs
 from ..facts import facts
 from ..model import Graph, Problem, derived
 
@@ -169,11 +169,9 @@ def _crossings(g: Graph, unit_of: list[int], u: int) -> tuple[NDArray[np.float64
     tensors crossing it. A producer's tensor crosses every boundary between its unit and
     its farthest consumer's, once, carrying the largest bytes of its consumers beyond
     that boundary (what a stage relays on is what the stages after it still need)."""
-    consumers: dict[int, dict[int, int]] = {}
-    for e in g.edges:
-        at = consumers.setdefault(e.src, {})
-        b = unit_of[e.dst]
-        at[b] = max(at.get(b, 0), e.bytes)
+    consumers: dict[int, dict[int, int]] = {}  # producer -> its consumers' unit -> bytes
+    for (src, b), nbytes in copies((e.src, unit_of[e.dst], e.bytes) for e in g.edges).items():
+        consumers.setdefault(src, {})[b] = nbytes
     fc, fb, bc, bb = (np.zeros(u + 1) for _ in range(4))
     for src, sizes in consumers.items():
         a = unit_of[src]

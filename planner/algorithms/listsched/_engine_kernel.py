@@ -282,7 +282,7 @@ def _make_ready(i, A, M, R):
             if filt and pd < 0:
                 continue
             x = end[p]
-            if pd != d:
+            if pd != d:  # `cost.transfer_seconds`, inline: compiled code calls no Python
                 x = x + (lat[pd, d] + pred_bf[e] * inv[pd, d])
             if x > t:
                 t = x
@@ -353,6 +353,7 @@ def _land(g, d, A, M, R, F, start):
         for e in range(pred_ptr[f], pred_ptr[f + 1]):
             p = pred_src[e]
             pd = dev_of[p]
+            # `cost.transfer_seconds`, inline: compiled code calls no Python
             x = end[p] if pd == d else end[p] + lat[pd, d] + pred_bf[e] * inv[pd, d]
             if x > t:
                 t = x

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ...cost import INF
+from ...cost import INF, stage_memory, stage_share
 from ...model import Problem, derived
 from ...pipeline.split import Split, in_flight
 from ...pipeline.units import units
@@ -100,14 +100,16 @@ def _chain_split(problem: Problem, t: _Tables, chain: Sequence[int]
     for k, d in enumerate(chain):
         right = _boundary_s(problem, t.cuts, d, chain[k + 1]) if k + 1 < s else (zero, zero)
         count = in_flight(pipe, s, k, data.training, ranks[d], len(ranks))
-        cap = data.caps[d] / per
-        base = t.params[j_] - t.params[i_] + t.largest
+        cap = stage_share(data.caps[d], per)
+        params = t.params[j_] - t.params[i_]
         kept = t.kept[j_] - t.kept[i_]
         comp = t.compute[d][j_] - t.compute[d][i_]
         redo = comp + t.forward[d][j_] - t.forward[d][i_]
         received = t.received[i_]
-        load = np.where(base + count * (kept + received) <= cap, comp,
-                        np.where(base + kept + count * received <= cap, redo, INF))
+        # recomputing, it keeps its activations once (rebuilt for one backward pass)
+        load = np.where(stage_memory(params, count, kept + received, t.largest) <= cap, comp,
+                        np.where(stage_memory(params, count, received, t.largest + kept)
+                                 <= cap, redo, INF))
         if problem.contention == "link":
             moves = np.maximum(np.maximum(*left)[i_], np.maximum(*right)[j_])
         elif problem.contention == "device":

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ...cost import INF, costs
+from ...cost import INF, costs, transfer_seconds
 from ...model import Pipeline, Problem, derived
 from ...pipeline.split import in_flight
 from ...pipeline.units import units
@@ -39,12 +39,10 @@ class _Data:
 
     def sent(self, count: float, nbytes: float, a: int, b: int) -> float:
         """Seconds of `count` tensors of `nbytes` in all from a to b (INF: no link)."""
-        if not count or a == b:
+        if a == b:
             return 0.0
-        lat = self.latency[a][b]
-        if lat >= INF:
-            return INF
-        return float(count * lat + nbytes * self.inv_bandwidth[a][b])
+        return float(transfer_seconds(self.latency[a][b], self.inv_bandwidth[a][b], nbytes,
+                                      count))
 
     def forward_s(self, x: int, a: int, b: int) -> float:
         """f_x(a, b): boundary x's forward tensors, a (left) -> b (right)."""
