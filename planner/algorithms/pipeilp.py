@@ -128,6 +128,7 @@ from ..bounds import OPTIMAL_GAP, relative_gap
 from ..cost import INF, costs
 from ..errors import Diagnostic, InfeasibleError, SearchLimitError, SolverError
 from ..model import Pipeline, Problem, derived
+from ..pipeline import splitdp
 from ..pipeline.bound import pipeline_bound
 from ..pipeline.split import Split, in_flight, resource_loads, split_of, stage_bytes
 from ..pipeline.units import units
@@ -296,10 +297,10 @@ def contiguous_splits(problem: Problem) -> dict[int, Split]:
 
 def _contiguous(problem: Problem) -> dict[int, Split]:
     pipe = _pipeline(problem)
-    space = pipedp.search_space(problem, pipe)
+    space = splitdp.search_space(problem, pipe)
     if len(space.cuts) > MAX_DP_CUTS:
         rows = sum(s * len(c) for s, c in space.chains.items())
-        space = pipedp.search_space(problem, pipe, float(rows * MAX_DP_CUTS ** 2))
+        space = splitdp.search_space(problem, pipe, float(rows * MAX_DP_CUTS ** 2))
     tables = _Tables.of(problem, space.cuts, space.largest)
     out: dict[int, Split] = {}
     for stages, chains in space.chains.items():
@@ -389,7 +390,7 @@ def _chain_split(problem: Problem, t: _Tables, chain: Sequence[int]
         left = right
     if not math.isfinite(f[p - 1]):
         return None
-    bounds = pipedp.backtrack(back, s, p - 1)
+    bounds = splitdp.backtrack(back, s, p - 1)
     if bounds[0] != 0:
         return None
     return float(f[p - 1]), Split(tuple(int(t.cuts[b]) for b in bounds), tuple(chain))

@@ -21,12 +21,12 @@ from typing import Any
 
 from ...errors import InfeasibleError
 from ...model import Pipeline
+from ...pipeline.splitdp import best_splits, cells_for
 from ...plan import Plan
 from ...simulate import simulate
 from .. import display_name
 from ..base import Status
 from ..infeasible import stuck_error
-from ..pipedp import best_splits, cells_for
 from .instance import Instance
 from .placer import Placer, Stuck
 from .solution import solution
