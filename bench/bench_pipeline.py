@@ -30,9 +30,9 @@ from pathlib import Path
 
 import planner
 from planner.algorithms import run
-from planner.algorithms.pipecompare import rows
 from planner.io.baechi import load_baechi
 from planner.model import Pipeline, Problem
+from planner.report.pipecompare import rows
 
 ROOT = Path(__file__).resolve().parents[1]
 GNMT = ROOT / "../shared/datasets/baechi-gnmt/gnmt_baechi.json"

@@ -60,6 +60,7 @@ from typing import Any
 from ..bounds import lower_bound
 from ..errors import InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
+from ..pipeline import splitdp
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import fits, split_of, stage_bytes
 from ..plan import Plan
@@ -140,7 +141,7 @@ def place(problem: Problem, options: Options) -> Solution:
 
 def _pipeline(problem: Problem, options: Options) -> Solution:
     """Under `objective pipeline`: pipedp's split (its work sized to the time limit,
-    `pipedp.cells_for`), the uniform split, or pipedp's best candidates with their cuts
+    `splitdp.cells_for`), the uniform split, or pipedp's best candidates with their cuts
     moved by the simulated iteration (`pipecuts`, a share of the limit's simulations),
     whichever fits and runs fastest. Faster: by the simulated iteration; where the M
     copies of the graph pass `pipedp.MAX_SIMULATED_OPS` ops, by `pipedp.estimate` (and
@@ -154,7 +155,7 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
             **fixed.info, "chosen": "hybrid", "compared_by": "simulated iteration",
             "candidates": {"hybrid": fixed.info["iteration_s"]}}))
     deadline = cap(options.time_limit_s)
-    cells = pipedp.cells_for(options.time_limit_s)
+    cells = splitdp.cells_for(options.time_limit_s)
     best = pipedp.place_within(problem, options, cells)
     uniform = run_uniform(problem, options)
     simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS

@@ -1,7 +1,7 @@
 """Cut moves judged by the simulated iteration: the pipeline's last refinement.
 
 pipedp minimises the period T exactly and proposes, per stage count, a split of each kind
-(`pipedp.KINDS`); T bounds only the steady state, and the simulated iteration (the fill,
+(`splitdp.KINDS`); T bounds only the steady state, and the simulated iteration (the fill,
 the drain, 1F1B's round trips) can prefer a split none of the kinds finds (on PipeDream's
 resnet18 profile at 4 workers, PipeDream's own [43 | 25 | 2 | 1] units, T 201.6 ms, runs
 1.73 s where the best candidate, two stages, runs 1.85 s). `refine` climbs from the best
@@ -28,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..model import Pipeline, Problem
+from ..pipeline import splitdp
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import Split, fits, resource_loads, stage_bytes
 from ..pipeline.units import units
@@ -123,7 +124,7 @@ def _new_cut(problem: Problem, split: Split) -> Iterator[Split]:
 
 def refine_pipedp(problem: Problem, pipeline: Pipeline, cells: float, time_limit_s: float,
                   share: float, deadline: float = math.inf, keep: int = 3) -> Refined | None:
-    """`refine` from the `keep` best of pipedp's candidates (`pipedp.split_candidates` with
+    """`refine` from the `keep` best of pipedp's candidates (`splitdp.split_candidates` with
     `cells`, cached) by their simulated iteration, within `share` of the time limit's
     simulation budget (`pipedp.simulation_budget`; the candidates are simulated best
     estimate first, as pipedp does, and count in it); None where the graph's copies pass
@@ -132,7 +133,7 @@ def refine_pipedp(problem: Problem, pipeline: Pipeline, cells: float, time_limit
     if copies > pipedp.MAX_SIMULATED_OPS:
         return None
     sims = max(1, pipedp.simulations(share * pipedp.simulation_budget(time_limit_s), copies))
-    found = sorted((f for fs in pipedp.split_candidates(problem, pipeline, cells=cells).values()
+    found = sorted((f for fs in splitdp.split_candidates(problem, pipeline, cells=cells).values()
                     for f in fs),
                    key=lambda f: (pipedp.estimate(problem, pipeline, f.split), f.period_s,
                                   f.split.stages))
@@ -140,5 +141,5 @@ def refine_pipedp(problem: Problem, pipeline: Pipeline, cells: float, time_limit
             for f in found[:max(keep, sims // 2)]}
     starts = [f.split for f in sorted(runs, key=lambda f: (runs[f], f.period_s,
                                                            f.split.stages))[:keep]]
-    most = pipedp.most_stages(problem, pipeline, units(problem).count)
+    most = splitdp.most_stages(problem, pipeline, units(problem).count)
     return refine(problem, pipeline, starts, max(sims - len(runs), 1), deadline, most)

@@ -58,10 +58,11 @@ from ..model import Cluster, Pipeline, Problem, derived
 from ..pipeline import hybrid
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import Split, fits, stage_bytes
+from ..pipeline.splitdp import candidate_cuts
 from ..pipeline.units import Units, units
 from ..plan import Plan
 from .base import Options, Solution
-from .pipedp import MAX_SIMULATED_OPS, candidate_cuts
+from .pipedp import MAX_SIMULATED_OPS
 
 #: unit boundaries the DP cuts at (the cheapest to cross in as many windows beyond it)
 MAX_CUTS = 400

@@ -31,6 +31,7 @@ import time
 from types import MappingProxyType
 
 from ..model import Pipeline, Problem
+from ..pipeline import splitdp
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import fits, period_s, resource_loads, split_of, stage_bytes
 from ..pipeline.units import units
@@ -53,7 +54,7 @@ def place(problem: Problem, options: Options) -> Solution:
     deadline = cap(options.time_limit_s)
     pipeline = problem.pipeline or Pipeline()
     start = pipedp.place(problem, options)
-    refined = pipecuts.refine_pipedp(problem, pipeline, pipedp.MAX_CELLS,
+    refined = pipecuts.refine_pipedp(problem, pipeline, splitdp.MAX_CELLS,
                                      options.time_limit_s, CUT_SHARE, deadline)
     if refined is not None and refined.iteration_s < _iteration(problem, start, pipeline):
         start = Solution(Plan(refined.split.placement(problem), algorithm="search"),

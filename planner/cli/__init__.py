@@ -90,7 +90,7 @@ from .options import LimitOption, RootOption
 if TYPE_CHECKING:
     from ..algorithms.base import Options, Solution
     from ..bounds import Bounds
-    from ..render.pipeline_html import PipelineView
+    from ..report.views import PipelineView
     from ..simulate import SimResult
     from ..spec.load import Loaded
 
@@ -555,7 +555,7 @@ def _report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: B
         return True, None
     # lazy: start-up
     from ..render.pipeline import pipeline_json, pipeline_report
-    from ..render.pipeline_html import pipeline_view
+    from ..report.pipeline import pipeline_view
 
     view = pipeline_view(problem, plan.placement, plan.algorithm or "given",
                          bounds.makespan_s, recompute, memory_note, replicas or {})

@@ -37,6 +37,7 @@ from ..render.diagnostics import eprint
 from ..render.html import write_compare_html
 from ..render.tables import print_tables
 from ..render.terminal import plain_progress_lines
+from ..report.compare import compare_report
 from .guard import EXIT_INTERRUPTED, JsonReport, guard, interrupted_diagnostic, stdout_console
 from .options import LimitOption, RootOption
 
@@ -139,12 +140,12 @@ def _compare(report: JsonReport, specs: list[Path] | None, algos: str, *, plan: 
         fields = columns(result.rows)
         report.result = [to_json_row(r, fields) for r in result.rows]
     else:
-        print_tables(stdout_console(), result.rows)
+        print_tables(stdout_console(), compare_report(result.rows))
     if out is not None:
         write_rows(out, result.rows)
         sys.stderr.write(f"wrote {out} ({len(result.rows)} rows)\n")
     if html is not None:
-        write_compare_html(str(html), result.rows, best_plans(result))
+        write_compare_html(str(html), compare_report(result.rows, best_plans(result)))
         sys.stderr.write(f"wrote {html}\n")
     _footer(result)
 

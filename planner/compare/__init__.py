@@ -5,7 +5,7 @@ From the bottom up: `settings` (the bandwidth, memory and device settings of a p
 point: load, apply the setting, run, simulate, bound), `executors` (a process pool, Ray,
 or inline) and `sweep` (the engine: plan the points, run them, resumable; the best plan of
 each spec for the HTML report). The names below are the engine's, loaded on first use, so
-that importing `planner.compare.rows` or `.settings` (the HTML report does) starts no
+that importing `planner.compare.rows` or `.settings` (the report layer does) starts no
 process pool:
 
     from planner.compare import plan_sweep, run_sweep

@@ -29,24 +29,6 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from ..algorithms import names
-from ..compare.rows import (
-    PIPELINE_FIELDS,
-    SETTING_DEFAULTS,
-    columns,
-    is_ok,
-    is_pipeline,
-    score,
-    wins,
-)
-from ..compare.settings import (
-    DEFAULT_BANDWIDTH,
-    DEFAULT_DEVICES,
-    DEFAULT_MEMORY,
-    bandwidth_key,
-    devices_key,
-    memory_key,
-)
 from ..files import write_text_atomic
 from ..model import Problem
 from ..simulate import SimResult
@@ -69,7 +51,7 @@ from .timeline import (
 )
 
 if TYPE_CHECKING:
-    from .pipeline_html import PipelineView
+    from ..report.views import CompareReport, CompareRun, PipelineView, SweepAxis, Wins
 
 __all__ = [
     "bar_chart_svg", "compare_report_html", "gantt_svg", "line_chart_svg", "memory_svg",
@@ -509,26 +491,30 @@ def _ratio(v: Any) -> str:
     return f"{v:.3f}×" if isinstance(v, (int, float)) and math.isfinite(v) else "—"
 
 
-def _sweep_charts(rows: Sequence[Mapping[str, Any]], algos: Sequence[str]) -> str:
+#: each swept setting's chart title
+_AXIS_TITLES = {"bandwidth": "link bandwidth", "memory": "memory cap (per device)",
+                "devices": "devices (the first N)"}
+
+
+def _sweep_charts(rows: Sequence[CompareRun], algos: Sequence[str],
+                  axes: Sequence[SweepAxis]) -> str:
     """A line chart per swept setting (the others held at their default, else their last
     value); bars per algorithm when nothing was swept."""
-    dims = (("bandwidth", bandwidth_key, DEFAULT_BANDWIDTH, "link bandwidth"),
-            ("memory", memory_key, DEFAULT_MEMORY, "memory cap (per device)"),
-            ("devices", devices_key, DEFAULT_DEVICES, "devices (the first N)"))
-    values = {name: sorted({str(r[name]) for r in rows}, key=key)
-              for name, key, _, _ in dims}
-    fixed = {name: (default if default in values[name] else values[name][-1])
-             for name, _, default, _ in dims}
+    values = {a.name: sorted({str(r[a.name]) for r in rows}, key=a.order.__getitem__)
+              for a in axes}
+    fixed = {a.name: (a.default if a.default in values[a.name] else values[a.name][-1])
+             for a in axes}
     colors = {a: algo_color(k) for k, a in enumerate(algos)}
-    figures = [_line_figure(rows, algos, colors, name, title, values[name],
-                            {n: fixed[n] for n, _, _, _ in dims if n != name})
-               for name, _, _, title in dims if len(values[name]) >= 2]
+    figures = [_line_figure(rows, algos, colors, a.name, _AXIS_TITLES[a.name],
+                            values[a.name], {b.name: fixed[b.name] for b in axes
+                                             if b.name != a.name})
+               for a in axes if len(values[a.name]) >= 2]
     if not figures:  # one setting: bars
         figures.append(_bar_figure(rows, algos, colors))
     return '<div class="row">' + "".join(figures) + "</div>"
 
 
-def _line_figure(rows: Sequence[Mapping[str, Any]], algos: Sequence[str],
+def _line_figure(rows: Sequence[CompareRun], algos: Sequence[str],
                  colors: Mapping[str, str], name: str, title: str, xs: Sequence[str],
                  held: Mapping[str, str]) -> str:
     """One algorithm's series per line over setting `name`'s values `xs`, the other
@@ -542,7 +528,7 @@ def _line_figure(rows: Sequence[Mapping[str, Any]], algos: Sequence[str],
         for x in xs:
             r = at.get((a, x))
             if r is not None and _ok(r):
-                ys.append(score(r) or 0.0)
+                ys.append(r.score or 0.0)
                 notes.append(f" ({r['status']})" if r["status"] != "feasible" else "")
             else:
                 ys.append(None)
@@ -558,7 +544,7 @@ def _line_figure(rows: Sequence[Mapping[str, Any]], algos: Sequence[str],
             + '</figure>')
 
 
-def _bar_figure(rows: Sequence[Mapping[str, Any]], algos: Sequence[str],
+def _bar_figure(rows: Sequence[CompareRun], algos: Sequence[str],
                 colors: Mapping[str, str]) -> str:
     """One bar per algorithm that ran at the one setting."""
     r0 = rows[0]
@@ -568,7 +554,7 @@ def _bar_figure(rows: Sequence[Mapping[str, Any]], algos: Sequence[str],
         if r is None:
             continue
         ok = _ok(r)
-        bars.append((a, colors[a], (score(r) or 0.0) if ok else None,
+        bars.append((a, colors[a], (r.score or 0.0) if ok else None,
                      "" if ok else f"{r['status']}: {r.get('reason') or ''}"))
     return (f'<figure><figcaption>{_e(_measure(rows))} per algorithm · bandwidth '
             f'{_e(r0["bandwidth"])}, memory {_e(r0["memory"])}, devices '
@@ -576,16 +562,15 @@ def _bar_figure(rows: Sequence[Mapping[str, Any]], algos: Sequence[str],
             f'{bar_chart_svg(bars, bound_s=_bound_at(rows))}</figure>')
 
 
-def _measure(rows: Sequence[Mapping[str, Any]]) -> str:
+def _measure(rows: Sequence[CompareRun]) -> str:
     """What a chart of these rows draws: the makespan, or the iteration of a pipeline."""
-    return "Iteration" if any(is_pipeline(r) for r in rows) else "Makespan"
+    return "Iteration" if any(r.pipeline for r in rows) else "Makespan"
 
 
-def _by_objective(rows: Sequence[Mapping[str, Any]]
-                  ) -> list[tuple[str, list[Mapping[str, Any]]]]:
+def _by_objective(rows: Sequence[CompareRun]) -> list[tuple[str, list[CompareRun]]]:
     """The rows per objective and micro-batches, each with its heading (none when every
     row is at the spec's own): their charts draw different measures."""
-    parts: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    parts: dict[tuple[str, str], list[CompareRun]] = {}
     for r in rows:
         parts.setdefault((str(r.get("objective") or "spec"),
                           str(r.get("microbatches") or "spec")), []).append(r)
@@ -593,7 +578,7 @@ def _by_objective(rows: Sequence[Mapping[str, Any]]
         return [("", list(rows))]
     out = []
     for (objective, microbatches), part in parts.items():
-        piped = next((r for r in part if is_pipeline(r)), None)
+        piped = next((r for r in part if r.pipeline), None)
         label = f"objective {objective}" + (
             f" · {piped['n_microbatches']} micro-batches, {piped['schedule']}"
             if piped is not None else (f" · micro-batches {microbatches}"
@@ -602,12 +587,12 @@ def _by_objective(rows: Sequence[Mapping[str, Any]]
     return out
 
 
-def _bound_at(rows: Sequence[Mapping[str, Any]]) -> float | None:
+def _bound_at(rows: Sequence[CompareRun]) -> float | None:
     """The lower bound of one setting: the largest of its rows' (each is planner's, raised
     by what that row's algorithm proved, and each is valid for the setting; None if none);
     the iteration's bound for pipeline rows."""
     found = [float(b) for r in rows
-             for b in (r.get("iteration_bound_s" if is_pipeline(r) else "lower_bound_s"),)
+             for b in (r.get("iteration_bound_s" if r.pipeline else "lower_bound_s"),)
              if isinstance(b, (int, float)) and math.isfinite(b) and b > 0]
     return max(found) if found else None
 
@@ -625,11 +610,10 @@ def _series_legend(algos: Sequence[str], colors: Mapping[str, str], *, bound: bo
     return f'<div class="legend">{items}</div>'
 
 
-def _wins_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    stats = wins(rows)
+def _wins_table(stats: Sequence[Wins]) -> str:
     body = "".join(
-        f'<tr><td class="l">{_e(a)}</td><td>{s["wins"]}</td><td>{s["groups"]}</td>'
-        f'<td>{s["ok"]}</td><td>{s["failed"]}</td></tr>' for a, s in stats.items())
+        f'<tr><td class="l">{_e(s.algorithm)}</td><td>{s.wins}</td><td>{s.groups}</td>'
+        f'<td>{s.ok}</td><td>{s.failed}</td></tr>' for s in stats)
     return ('<table class="wins"><thead><tr><th class="l">algorithm</th><th>wins</th>'
             '<th>settings</th><th>ok</th><th>failed</th></tr></thead>'
             f'<tbody>{body}</tbody></table>'
@@ -637,14 +621,12 @@ def _wins_table(rows: Sequence[Mapping[str, Any]]) -> str:
             'shortest simulated makespan; ties count for each.</p>')
 
 
-def _runs_table(rows: Sequence[Mapping[str, Any]]) -> str:
+def _runs_table(report: CompareReport) -> str:
     cols = [("spec", "l"), ("plan", "l"), ("bandwidth", ""), ("memory", ""), ("devices", ""),
             ("algorithm", "l"), ("makespan", ""), ("× best", ""), ("× bound", ""),
             ("gap", ""), ("planning", ""), ("devices used", ""), ("peak / cap", ""),
             ("status", "l"), ("reason", "l")]
-    applies = columns(rows)
-    settings = SETTING_DEFAULTS.keys() <= set(applies)
-    pipeline = set(PIPELINE_FIELDS) <= set(applies)
+    settings, pipeline = report.setting_columns, report.pipeline_columns
     if settings:
         cols[5:5] = [("objective", ""), ("micro-batches", "")]
     if pipeline:
@@ -652,7 +634,7 @@ def _runs_table(rows: Sequence[Mapping[str, Any]]) -> str:
                        ("fits", "")]
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in cols)
     out = []
-    for r in rows:
+    for r in report.runs:
         best = ' class="best"' if r.get("ratio_to_best") == 1.0 else ""
         out.append(f"<tr{best}>" + "".join(
             f'<td class="{c}" data-v="{_e(v)}">{_e(text)}</td>'
@@ -707,25 +689,20 @@ def _seconds_cell(v: Any) -> tuple[str, Any, str]:
     return (_fmt_opt(v, format_seconds), v if v is not None else "", "")
 
 
-def compare_report_html(rows: Sequence[Mapping[str, Any]], views: Sequence[Any] = (), *,
-                        title: str = "planner compare") -> str:
-    """The HTML page of a sweep: charts per spec and plan, best plans, wins, every run.
-
-    `rows` are finalized result rows (`planner.compare.rows.finalize`); `views` are
-    `planner.compare.PlanView` values (row, problem, simulation) of the plans to draw.
+def compare_report_html(report: CompareReport, *, title: str = "planner compare") -> str:
+    """The HTML page of a sweep: charts per spec and plan, best plans, wins, every run
+    (`report`: `planner.report.compare.compare_report`, its best plans the ones drawn).
     """
-    known = names()
-    algos = sorted({str(r["algorithm"]) for r in rows},
-                   key=lambda a: (known.index(a) if a in known else len(known), a))
-    specs: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    rows, algos = report.runs, report.algorithms
+    specs: dict[tuple[str, str], list[CompareRun]] = {}
     for r in rows:
         specs.setdefault((str(r["spec"]), str(r["plan"])), []).append(r)
-    view_of = {(str(v.row["spec"]), str(v.row["plan"])): v for v in views}
+    view_of = {(str(v.run["spec"]), str(v.run["plan"])): v for v in report.best}
     ok = sum(1 for r in rows if _ok(r))
     body = [f"<h1>{_e(title)}</h1>",
             (f'<p class="meta">{len(rows)} runs ({ok} with a valid plan, {len(rows) - ok} '
             f'failed) · {len(specs)} plan(s) · algorithms: {_e(", ".join(algos))}</p>'),
-            "<h3>Wins</h3>", _wins_table(rows)]
+            "<h3>Wins</h3>", _wins_table(report.wins)]
     for (spec, plan), members in specs.items():
         body.append(f'<h2>{_e(spec)} · plan {_e(plan)}</h2>')
         first = members[0]
@@ -735,38 +712,37 @@ def compare_report_html(rows: Sequence[Mapping[str, Any]], views: Sequence[Any] 
         for label, part in _by_objective(members):
             if label:
                 body.append(f"<h3>{_e(label)}</h3>")
-            body.append(_sweep_charts(part, algos))
+            body.append(_sweep_charts(part, algos, report.axes))
         view = view_of.get((spec, plan))
         if view is not None:
-            r = view.row
+            r = view.run
             body.append(f'<h3>Best plan at bandwidth {_e(r["bandwidth"])}, memory '
                         f'{_e(r["memory"])}, devices {_e(r["devices"])}: '
                         f'{_e(r["algorithm"])}</h3>')
             body.append(_sweep_best_note(members, r))
             body.append(_plan_summary(view.problem, view.result))
             body.append(_plan_section(view.problem, view.result, _bound_at([r])))
-    body.append(f"<details><summary>All runs ({len(rows)})</summary>{_runs_table(rows)}"
+    body.append(f"<details><summary>All runs ({len(rows)})</summary>{_runs_table(report)}"
                 "</details>")
     return _page(title, "\n".join(body))
 
 
-def _sweep_best_note(members: Sequence[Mapping[str, Any]], shown: Mapping[str, Any]) -> str:
+def _sweep_best_note(members: Sequence[CompareRun], shown: CompareRun) -> str:
     """Which setting the plan shown is the best of, and the fastest run of the whole sweep
     when that is another (a sweep's best is not the best at the spec's own setting)."""
-    ok = [m for m in members if is_ok(m) and score(m) is not None
-          and is_pipeline(m) == is_pipeline(shown)]
+    ok = [m for m in members if m.ok and m.score is not None and m.pipeline == shown.pipeline]
     if not ok:
         return ""
-    best = min(ok, key=lambda m: score(m) or 0.0)
-    if score(best) == score(shown):
+    best = min(ok, key=lambda m: m.score or 0.0)
+    if best.score == shown.score:
         return '<p class="meta">the fastest run of the whole sweep</p>'
     return (f'<p class="meta">the best run at this setting; the fastest of the sweep: '
             f'{_e(best["algorithm"])} at bandwidth {_e(best["bandwidth"])}, memory '
             f'{_e(best["memory"])}, devices {_e(best["devices"])} '
-            f'({_e(format_seconds(score(best) or 0.0))})</p>')
+            f'({_e(format_seconds(best.score or 0.0))})</p>')
 
 
-def write_compare_html(path: str, rows: Sequence[Mapping[str, Any]],
-                       views: Sequence[Any] = (), *, title: str = "planner compare") -> None:
+def write_compare_html(path: str, report: CompareReport, *,
+                       title: str = "planner compare") -> None:
     """Write `compare_report_html` atomically (`planner compare --html`)."""
-    write_text_atomic(path, compare_report_html(rows, views, title=title))
+    write_text_atomic(path, compare_report_html(report, title=title))

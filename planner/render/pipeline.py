@@ -5,7 +5,7 @@
 the iteration and the time per micro-batch (simulated), the period T (the busiest
 device's compute and transfers for one micro-batch) with its lower bound and the gap
 between them, the bubble, each stage, each device's memory under the pipeline model, and
-the comparison rows (`algorithms.pipecompare`).
+the comparison rows (`report.pipecompare`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..algorithms.pipecompare import Row
 from ..model import Problem
 from ..pipeline.bound import PipelineBound
 from ..pipeline.schedule import PipelineRun
 from ..pipeline.split import fits
+from ..report.views import PipelineRow
 from ..units import format_bytes, format_seconds
 from .figures import format_gap
 
@@ -38,7 +38,7 @@ def period_gap(run: PipelineRun, bound: PipelineBound) -> float | None:
     return max(0.0, run.period_s - bound.period_s) / bound.period_s
 
 
-def pipeline_json(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
+def pipeline_json(problem: Problem, rows: Sequence[PipelineRow], bound: PipelineBound,
                   notes: Sequence[str] = ()) -> dict[str, Any]:
     """The `pipeline` object (the last row is the plan reported; `notes`: how memory
     shaped the plan, rows left out)."""
@@ -81,7 +81,7 @@ def pipeline_json(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
     }
 
 
-def pipeline_report(problem: Problem, rows: Sequence[Row], bound: PipelineBound,
+def pipeline_report(problem: Problem, rows: Sequence[PipelineRow], bound: PipelineBound,
                     notes: Sequence[str] = ()) -> Group:
     """The terminal section of a pipeline plan (the last row is the plan reported)."""
     run = rows[-1].run

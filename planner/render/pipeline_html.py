@@ -3,11 +3,12 @@
 The same figures as the terminal's pipeline section (`render.pipeline`): the iteration and
 the time per micro-batch (simulated), the period T with its lower bound and the gap, the
 bubble, the stages, and the comparison rows (one device, uniform split, makespan plan,
-this plan). Above them, the **micro-batch timeline**: one row per device (its stages),
-one bar per task (a micro-batch's forward or backward ops there, from the first op's start
-to the last op's end: `pipeline.schedule.Task`), coloured by micro-batch, backward bars
-lighter and labelled `B`; the gaps between bars are the bubble. It has S × M × 2 bars at
-most, however many ops the graph has.
+this plan), as the report layer computed them (`report.pipeline.pipeline_view`). Above
+them, the **micro-batch timeline**: one row per device (its stages), one bar per task (a
+micro-batch's forward or backward ops there, from the first op's start to the last op's
+end: `pipeline.schedule.Task`), coloured by micro-batch, backward bars lighter and
+labelled `B`; the gaps between bars are the bubble. It has S × M × 2 bars at most,
+however many ops the graph has.
 
 Only SVG attributes and the report's existing classes are used, so a page without a
 pipeline is byte for byte what it was. Every name is escaped (`svg.esc`).
@@ -15,23 +16,19 @@ pipeline is byte for byte what it was. Every name is escaped (`svg.esc`).
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from ..algorithms.pipecompare import Row, rows
 from ..model import Op, Problem
-from ..pipeline.bound import PipelineBound, pipeline_bound
-from ..pipeline.hybrid import replica_groups
 from ..pipeline.schedule import PipelineRun, Task
+from ..report.views import PipelineRow, PipelineView
 from ..units import format_bytes, format_seconds
 from .figures import format_gap
 from .pipeline import period_gap
 from .svg import coord, esc, svg_open
 from .timeline import LEFT, RIGHT, WIDTH, TimeAxis, axis_marks
 
-__all__ = ["PipelineView", "pipeline_section_html", "pipeline_view", "timeline_svg"]
+__all__ = ["pipeline_section_html", "timeline_svg"]
 
 #: micro-batch colours (Okabe–Ito, then Tableau), cycled
 COLOURS: tuple[str, ...] = (
@@ -41,35 +38,6 @@ COLOURS: tuple[str, ...] = (
 ROW = 30
 LEFT_CELL, BAD_CELL = ' class="l"', ' class="status-bad"'
 BACKWARD_OPACITY = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class PipelineView:
-    """What the pipeline section shows: the comparison rows (the plan reported last), the
-    pipeline's bounds and the notes (how memory shaped the plan, rows left out)."""
-
-    rows: tuple[Row, ...]
-    bound: PipelineBound
-    notes: tuple[str, ...] = ()
-
-
-def pipeline_view(problem: Problem, placement: Sequence[int], algorithm: str,
-                  one_pass_bound_s: float, recompute: Collection[str] = (),
-                  memory_note: str = "", replicas: Mapping[str, Sequence[str]] | None = None,
-                  ) -> PipelineView:
-    """The view of `placement` run as `problem`'s pipeline, as `solve` reports it (the
-    devices named in `recompute` recomputing their activations, `replicas`: a replicated
-    stage's device -> its group's, by name)."""
-    index = problem.cluster.device_index
-    again = [index[name] for name in recompute if name in index]
-    groups = replica_groups(problem, {"replicas": replicas or {}})
-    compared, left_out = rows(problem, placement, algorithm, again, groups)
-    notes = tuple(n for n in (memory_note, *left_out) if n)
-    bounded = problem  # replicas given to a plan of one pipeline: its bound allows them
-    if groups and problem.pipeline is not None and problem.pipeline.data_parallel == 1:
-        bounded = dataclasses.replace(problem, pipeline=dataclasses.replace(
-            problem.pipeline, data_parallel="auto"))
-    return PipelineView(tuple(compared), pipeline_bound(bounded, one_pass_bound_s), notes)
 
 
 def _s(x: float) -> str:
@@ -207,7 +175,7 @@ def _stages_table(problem: Problem, run: PipelineRun) -> str:
             f'</thead><tbody>{"".join(body)}</tbody></table>')
 
 
-def _compared_table(compared: Sequence[Row]) -> str:
+def _compared_table(compared: Sequence[PipelineRow]) -> str:
     cols = ("plan", "algorithm", "stages", "period T", "iteration", "per micro-batch",
             "bubble", "fits")
     head = "".join(f'<th{LEFT_CELL if c in ("plan", "algorithm") else ""}>{esc(c)}</th>'

@@ -2,7 +2,8 @@
 
 `print_tables` prints them on a rich console; `settings_tables` splits a table that is
 wider than the terminal into several (each led by the algorithm), so every number is shown
-whole. The rows are those of `planner.compare.rows` (`group_key`, `wins`).
+whole. The groups, the wins and which rows ran as a pipeline come computed
+(`planner.report.compare.compare_report`).
 
 A setting whose rows ran as a pipeline gets the pipeline's columns (`_PIPELINE_COLUMNS`:
 iteration first, since `×best` compares iterations there, then time per micro-batch, the
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from rich import box
 from rich.console import Console
@@ -23,7 +24,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..compare.rows import group_key, is_pipeline, wins
+if TYPE_CHECKING:
+    from ..report.views import CompareReport, CompareRun, Wins
 
 
 def _num(v: Any) -> TypeGuard[int | float]:
@@ -62,7 +64,7 @@ def _pipe_memory(r: Mapping[str, Any]) -> str:
                     "memory_cap_bytes": r.get("pipeline_memory_cap_bytes")})
 
 
-def settings_title(rows: Sequence[Mapping[str, Any]]) -> str:
+def settings_title(rows: Sequence[CompareRun]) -> str:
     """`spec · plan · bandwidth B · memory M · devices D` of a group of rows, then the
     objective when one was asked for, and the pipeline (`pipeline 8 micro-batches, 1f1b`)
     when the rows ran as one."""
@@ -72,7 +74,7 @@ def settings_title(rows: Sequence[Mapping[str, Any]]) -> str:
     objective = r0.get("objective") or "spec"
     if objective != "spec":
         text += f" · objective {objective}"
-    piped = next((r for r in rows if is_pipeline(r)), None)
+    piped = next((r for r in rows if r.pipeline), None)
     if piped is not None:
         text += f" · {piped['n_microbatches']} micro-batches, {piped['schedule']}"
     return text
@@ -113,12 +115,12 @@ _PIPELINE_COLUMNS: tuple[tuple[str, str, Callable[[Mapping[str, Any]], str]], ..
 )
 
 
-def _columns(rows: Sequence[Mapping[str, Any]]
+def _columns(rows: Sequence[CompareRun]
              ) -> tuple[tuple[str, str, Callable[[Mapping[str, Any]], str]], ...]:
-    return _PIPELINE_COLUMNS if any(is_pipeline(r) for r in rows) else _COLUMNS
+    return _PIPELINE_COLUMNS if any(r.pipeline for r in rows) else _COLUMNS
 
 
-def settings_table(rows: Sequence[Mapping[str, Any]],
+def settings_table(rows: Sequence[CompareRun],
                    columns: Sequence[str] | None = None) -> Table:
     """One spec, plan and setting: a row per algorithm, with `columns` (default all; the
     title is printed apart, so that it never wraps)."""
@@ -134,7 +136,7 @@ def settings_table(rows: Sequence[Mapping[str, Any]],
     return t
 
 
-def settings_tables(console: Console, rows: Sequence[Mapping[str, Any]]) -> list[Table]:
+def settings_tables(console: Console, rows: Sequence[CompareRun]) -> list[Table]:
     """`settings_table`, split into several (each led by the algorithm) when it is wider
     than the console: a narrow terminal gets every number whole, never `18.6…`."""
     names = [c[0] for c in _columns(rows)]
@@ -169,30 +171,23 @@ WINS_TITLE_PIPELINE = ("wins (shortest simulated makespan, or iteration where th
                        "ran as a pipeline, per spec, plan and setting)")
 
 
-def wins_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+def wins_table(stats: Sequence[Wins]) -> Table:
     """Which algorithm won how often (ties count for each), with its mean ratio to best."""
-    stats = wins(rows)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    longest = max((len(str(a)) for a in stats), default=0)
+    longest = max((len(s.algorithm) for s in stats), default=0)
     for name in ("algorithm", "wins", "settings", "valid plans", "failed", "geo-mean × best"):
         # headers may wrap; names and numbers never lose characters
         t.add_column(name, justify="left" if name == "algorithm" else "right",
                      min_width=longest if name == "algorithm" else 5)
-    for algo, s in stats.items():
-        ratios = [r["ratio_to_best"] for r in rows
-                  if r["algorithm"] == algo and _num(r.get("ratio_to_best"))]
-        mean = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None
-        t.add_row(algo, str(s["wins"]), str(s["groups"]), str(s["ok"]), str(s["failed"]),
-                  _ratio(mean))
+    for s in stats:
+        t.add_row(s.algorithm, str(s.wins), str(s.groups), str(s.ok), str(s.failed),
+                  _ratio(s.mean_ratio))
     return t
 
 
-def print_tables(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
+def print_tables(console: Console, report: CompareReport) -> None:
     """A table per spec, plan and setting, then the wins summary."""
-    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
-    for r in rows:
-        groups.setdefault(group_key(r), []).append(r)
-    for members in groups.values():
+    for members in report.groups:
         console.print(Text(settings_title(members), style="bold"), soft_wrap=True)
         for table in settings_tables(console, members):
             console.print(table)
@@ -200,7 +195,8 @@ def print_tables(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
         if notes:
             console.print(Text("\n".join(notes), style="dim"), overflow="fold")
         console.print()
-    if rows:
-        title = WINS_TITLE_PIPELINE if any(is_pipeline(r) for r in rows) else WINS_TITLE
+    if report.runs:
+        title = (WINS_TITLE_PIPELINE if any(r.pipeline for r in report.runs)
+                 else WINS_TITLE)
         console.print(Text(title, style="bold"), soft_wrap=True)
-        console.print(wins_table(rows))
+        console.print(wins_table(report.wins))

@@ -16,6 +16,7 @@ import pytest
 
 from planner.compare import SweepResult, best_plans
 from planner.render.html import write_compare_html
+from planner.report.compare import compare_report
 
 from .browser import (
     Box,
@@ -44,7 +45,7 @@ WINDOW = (1200, 900)
 def report(clean: SweepResult, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The standard sweep's report, written to a file."""
     path = tmp_path_factory.mktemp("html") / "report.html"
-    write_compare_html(str(path), clean.rows, best_plans(clean))
+    write_compare_html(str(path), compare_report(clean.rows, best_plans(clean)))
     return path
 
 

@@ -10,6 +10,7 @@ from planner.compare import PlanView, SweepResult, best_plans, plan_sweep, run_s
 from planner.compare.rows import is_ok
 from planner.plan import Plan
 from planner.render.html import compare_report_html, write_compare_html, write_plan_html
+from planner.report.compare import compare_report
 from planner.simulate import simulate
 
 from .helpers import SPECS, count, expected_marks
@@ -23,7 +24,7 @@ def test_compare_report_has_every_chart_and_mark(clean: SweepResult) -> None:
     for v in views:  # the best of its setting, re-simulated to the same makespan
         assert v.row["ratio_to_best"] == 1.0
         assert v.result.feasible and v.result.makespan_s == v.row["makespan_s"]
-    text = compare_report_html(clean.rows, views)
+    text = compare_report_html(compare_report(clean.rows, views))
     assert count(r'<svg class="chart" data-chart="line"', text) == 4
     assert count(r'<svg class="chart" data-chart="gantt"', text) == 2
     assert count(r'<svg class="chart" data-chart="memory"', text) == 2
@@ -40,9 +41,9 @@ def test_compare_report_has_every_chart_and_mark(clean: SweepResult) -> None:
 def test_report_is_self_contained_and_deterministic(clean: SweepResult, tmp_path: Path) -> None:
     views = best_plans(clean)
     path = tmp_path / "report.html"
-    write_compare_html(str(path), clean.rows, views)
+    write_compare_html(str(path), compare_report(clean.rows, views))
     text = path.read_text(encoding="utf-8")
-    assert text == compare_report_html(clean.rows, views)
+    assert text == compare_report_html(compare_report(clean.rows, views))
     assert re.findall(r"https?://[^\"' ]+", text) == ["http://www.w3.org/2000/svg"] * 8
     assert "<link" not in text and " src=" not in text and "@import" not in text
     assert text.count("<script>") == 1 and text.count("<style>") == 1
@@ -58,7 +59,7 @@ def test_rows_read_back_give_the_same_best_plans(clean: SweepResult) -> None:
 
 def test_one_setting_gets_a_bar_chart() -> None:
     result = run_sweep(plan_sweep([SPECS[0]], "msct,heft,single"), executor="inline")
-    text = compare_report_html(result.rows, best_plans(result))
+    text = compare_report_html(compare_report(result.rows, best_plans(result)))
     assert count(r'data-chart="line"', text) == 0
     assert count(r'data-chart="bar"', text) == 1
     assert count(r'<rect class="pt"', text) == sum(is_ok(r) for r in result.rows) == 2

@@ -15,6 +15,7 @@ import pytest
 
 from planner.compare import SweepResult, best_plans
 from planner.render.html import compare_report_html, line_chart_svg
+from planner.report.compare import compare_report
 
 from .helpers import count
 
@@ -125,7 +126,7 @@ def test_failed_runs_sit_in_a_labelled_band() -> None:
 
 
 def test_compare_charts_draw_the_bound_and_explain_failures(clean: SweepResult) -> None:
-    text = compare_report_html(clean.rows, best_plans(clean))
+    text = compare_report_html(compare_report(clean.rows, best_plans(clean)))
     lines = re.findall(r'<svg class="chart" data-chart="line".*?</svg>', text, re.DOTALL)
     assert len(lines) == 4
     for svg in lines:

@@ -41,6 +41,7 @@ from planner.model import Pipeline
 from planner.pipeline.bound import pipeline_bound
 from planner.pipeline.schedule import run as run_pipeline
 from planner.render.tables import print_tables
+from planner.report.compare import compare_report
 
 from .helpers import FIXTURES, stable
 
@@ -196,7 +197,7 @@ def test_tables_show_the_pipeline_columns(piped: SweepResult) -> None:
     from rich.console import Console
 
     console = Console(width=200, record=True, color_system=None)
-    print_tables(console, piped.rows)
+    print_tables(console, compare_report(piped.rows))
     text = console.export_text()
     assert "objective pipeline · 8 micro-batches, 1f1b" in text
     assert "objective makespan\n" in text
@@ -262,13 +263,13 @@ def test_appending_to_an_old_csv_rewrites_its_header_first(tmp_path: Path,
 def test_the_html_report_charts_iterations_per_objective(piped: SweepResult) -> None:
     from planner.render.html import compare_report_html
 
-    page = compare_report_html(piped.rows)
+    page = compare_report_html(compare_report(piped.rows))
     assert "<h3>objective makespan</h3>" in page
     assert "<h3>objective pipeline · 8 micro-batches, 1f1b</h3>" in page
     assert page.count("Iteration per algorithm") == 2 and "Makespan per algorithm" in page
     for head in (">objective<", ">micro-batches<", ">iteration<", ">T bound<", ">bubble<",
                  ">fits<"):
         assert head in page
-    flat = compare_report_html([{**r, "objective": "spec"} for r in piped.rows
-                                if r["objective"] == "makespan"])
+    flat = compare_report_html(compare_report([{**r, "objective": "spec"} for r in piped.rows
+                                               if r["objective"] == "makespan"]))
     assert ">objective<" not in flat and ">iteration<" not in flat and "<h3>objective" not in flat

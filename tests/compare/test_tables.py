@@ -17,6 +17,7 @@ from planner.algorithms import names
 from planner.cli.compare import compare_command
 from planner.compare.rows import empty_row
 from planner.render.tables import print_tables, short_seconds
+from planner.report.compare import compare_report
 
 from .helpers import SPECS
 
@@ -47,7 +48,7 @@ def _wide_rows() -> list[dict[str, Any]]:
 def _render(rows: list[dict[str, Any]], width: int = 80) -> str:
     out = io.StringIO()
     print_tables(Console(file=out, width=width, color_system=None, legacy_windows=False),
-                 rows)
+                 compare_report(rows))
     return out.getvalue()
 
 

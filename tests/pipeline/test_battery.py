@@ -25,11 +25,11 @@ from pipe_support import random_spec
 
 from planner import loads
 from planner.algorithms import Options, run
-from planner.algorithms.pipedp import best_splits
 from planner.model import Pipeline, Problem
 from planner.pipeline.bound import pipeline_bound
 from planner.pipeline.schedule import run as run_pipeline
 from planner.pipeline.split import Split, fits, resource_loads, split_of, stage_bytes
+from planner.pipeline.splitdp import best_splits
 from planner.pipeline.units import units
 
 ALGORITHMS = ("pipedp", "pipeilp", "search", "auto", "uniform")

@@ -122,7 +122,7 @@ def test_the_period_is_the_busiest_resource(contention: str, period_ms: float) -
 
 
 def test_the_dp_minimises_the_simulators_period() -> None:
-    from planner.algorithms.pipedp import best_splits
+    from planner.pipeline.splitdp import best_splits
 
     for seed in range(12):
         p = random_spec(seed, 8, 3, training=True)

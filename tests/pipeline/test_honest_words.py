@@ -16,12 +16,12 @@ from typer.testing import CliRunner
 import planner
 from planner import loads
 from planner.algorithms import run, serving
-from planner.algorithms.pipedp import split_candidates
 from planner.cli import app
 from planner.errors import Diagnostic, InfeasibleError, SpecError, UsageError
 from planner.model import Pipeline, Problem
 from planner.pipeline.runnable import refusal
 from planner.pipeline.schedule import run as run_pipeline
+from planner.pipeline.splitdp import split_candidates
 
 
 def _ruled_out_faster(p: Problem, iteration_s: float) -> bool:

@@ -262,7 +262,8 @@ def _ms(text: str, pattern: str) -> float:
 
 def test_the_report_and_the_timeline_show_every_replica() -> None:
     from planner.render.pipeline import pipeline_json
-    from planner.render.pipeline_html import pipeline_view, timeline_svg
+    from planner.render.pipeline_html import timeline_svg
+    from planner.report.pipeline import pipeline_view
 
     p = _spec([10, 10], [20, 20], [0.1, 0.1], devices=3, microbatches=4)
     lay = pipehybrid.Layout((0, 1, 2), ((0, 1), (2,)))

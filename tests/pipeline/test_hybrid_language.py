@@ -11,13 +11,13 @@ import pytest
 
 import planner
 from planner import loads
-from planner.algorithms.pipecompare import Row
 from planner.errors import SpecError
 from planner.io.interchange import export_spec, parse_json, schema
 from planner.model import MAX_DATA_PARALLEL, MAX_MICROBATCH_SIZE, Pipeline
 from planner.pipeline import schedule
 from planner.pipeline.bound import PipelineBound
 from planner.render.pipeline import pipeline_json
+from planner.report.views import PipelineRow
 from planner.spec.format import format_source
 
 CLUSTER = ("cluster c { device d[0..1] { memory 1 GiB } "
@@ -191,7 +191,7 @@ def test_the_report_json_gives_the_settings() -> None:
                           "  microbatches 4\n")).plan("p")
     assert problem.pipeline is not None
     run = schedule.run(problem, (0, 1, 1, 0), problem.pipeline)
-    data = pipeline_json(problem, [Row("this plan", "expert", run, True)],
+    data = pipeline_json(problem, [PipelineRow("this plan", "expert", run, True)],
                          PipelineBound(0.0, 0.0, "work"))
     assert (data["data_parallel"], data["microbatch_size"]) == (2, 16)
     assert json.loads(json.dumps(data))["data_parallel"] == 2

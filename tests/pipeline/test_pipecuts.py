@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from pipe_support import random_spec
 
-from planner.algorithms import Options, pipedp, run
+from planner.algorithms import Options, run
 from planner.algorithms.pipecuts import refine, refine_pipedp
 from planner.model import Pipeline
+from planner.pipeline import splitdp
 from planner.pipeline.schedule import run as run_pipeline
 from planner.pipeline.split import Split, fits, split_of, stage_bytes
 
@@ -32,7 +33,7 @@ def test_refine_never_ends_slower_than_its_start_and_always_fits(seed: int) -> N
     p = random_spec(700 + seed, 9, 4, training=seed % 2 == 0)
     pipe = p.pipeline
     assert pipe is not None
-    starts = [f.split for fs in pipedp.split_candidates(p, pipe).values() for f in fs][:3]
+    starts = [f.split for fs in splitdp.split_candidates(p, pipe).values() for f in fs][:3]
     got = refine(p, pipe, starts, 60)
     fitting = [s for s in starts if fits(p, stage_bytes(p, s, pipe))]
     if got is None:
@@ -50,7 +51,7 @@ def test_under_1f1b_the_moves_keep_at_most_m_stages() -> None:
     p = random_spec(42, 9, 4, training=True, microbatches=2)
     pipe = p.pipeline
     assert pipe is not None
-    got = refine_pipedp(p, pipe, pipedp.MAX_CELLS, 10.0, 1.0)
+    got = refine_pipedp(p, pipe, splitdp.MAX_CELLS, 10.0, 1.0)
     assert got is not None and got.split.stages <= 2
 
 
@@ -59,7 +60,7 @@ def test_interleaved_moves_keep_each_devices_loop() -> None:
                             pipeline=Pipeline(4, "interleaved", 2))
     pipe = p.pipeline
     assert pipe is not None
-    got = refine_pipedp(p, pipe, pipedp.MAX_CELLS, 10.0, 1.0)
+    got = refine_pipedp(p, pipe, splitdp.MAX_CELLS, 10.0, 1.0)
     assert got is not None
     d = got.split.devices
     assert len(d) % 2 == 0 and d[:len(d) // 2] == d[len(d) // 2:]

@@ -15,11 +15,11 @@ import pytest
 from pipe_support import chain_spec, random_spec
 
 from planner.algorithms import run
-from planner.algorithms.pipedp import best_splits, search_space
 from planner.errors import InfeasibleError
 from planner.model import Problem
 from planner.pipeline.bound import pipeline_bound
 from planner.pipeline.split import Split, stage_bytes, stage_loads
+from planner.pipeline.splitdp import best_splits, search_space
 from planner.pipeline.units import units
 from planner.simulate import simulate
 
@@ -127,8 +127,8 @@ def test_pins_are_kept() -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_pipedp_keeps_the_candidate_with_the_shortest_simulated_iteration(seed: int) -> None:
-    from planner.algorithms.pipedp import split_candidates
     from planner.pipeline.schedule import run as run_pipeline
+    from planner.pipeline.splitdp import split_candidates
 
     p = random_spec(300 + seed, 9, 4, training=True)
     sol = run("pipedp", p)
@@ -161,7 +161,7 @@ def test_auto_keeps_the_split_that_simulates_faster(seed: int, training: bool) -
 
 def test_auto_sizes_the_dp_to_its_time_limit() -> None:
     from planner.algorithms import Options
-    from planner.algorithms.pipedp import (
+    from planner.pipeline.splitdp import (
         CELLS_PER_SECOND,
         DP_PASSES,
         MAX_CELLS,
@@ -213,8 +213,8 @@ def _brute_force_interleaved(problem: Problem, per: int) -> dict[int, float]:
 def test_interleaved_with_caps_equals_brute_force_by_the_reports_rule(seed: int) -> None:
     import dataclasses
 
-    from planner.algorithms.pipedp import interleaved_exact
     from planner.model import Pipeline
+    from planner.pipeline.splitdp import interleaved_exact
 
     inter = Pipeline(4, "interleaved", 2)
     p = dataclasses.replace(random_spec(500 + seed, 6 + seed % 4, 2 + seed % 2,

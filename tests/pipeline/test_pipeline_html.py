@@ -26,7 +26,7 @@ from planner.pipeline.split import Split
 from planner.pipeline.units import units
 from planner.plan import Plan
 from planner.render.html import plan_report_html
-from planner.render.pipeline_html import pipeline_view
+from planner.report.pipeline import pipeline_view
 from planner.simulate import simulate
 from planner.units import format_seconds
 

@@ -21,8 +21,8 @@ from pipe_support import run_readme_commands
 
 from planner import load
 from planner.algorithms import run
-from planner.algorithms.pipecompare import rows
 from planner.model import Pipeline
+from planner.report.pipecompare import rows
 
 ROOT = Path(__file__).resolve().parents[2]
 GNMT = ROOT.parent / "shared" / "datasets" / "baechi-gnmt" / "gnmt_baechi.json"

@@ -11,13 +11,13 @@ import pytest
 
 from planner import loads as load_text
 from planner.algorithms import run
-from planner.algorithms.pipecompare import Row
 from planner.cost import allreduce_time, costs, tied_duplicate_bytes
 from planner.model import Problem
 from planner.pipeline import schedule
 from planner.pipeline.bound import PipelineBound
 from planner.pipeline.split import split_of, stage_bytes
 from planner.render.pipeline import pipeline_json
+from planner.report.views import PipelineRow
 
 KIB = 1024
 SPEC = """
@@ -116,8 +116,8 @@ def test_the_planner_splits_the_tied_ops_across_stages(algo: str) -> None:
     assert sol.info["iteration_s"] == pytest.approx(result.iteration_s)
 
 
-def _row(p: Problem, result: schedule.PipelineRun) -> Row:
-    return Row("this plan", "expert", result, True)
+def _row(p: Problem, result: schedule.PipelineRun) -> PipelineRow:
+    return PipelineRow("this plan", "expert", result, True)
 
 
 def _bound() -> PipelineBound:

@@ -21,12 +21,12 @@ from typing import Any
 
 from ...errors import InfeasibleError
 from ...model import Pipeline
+from ...pipeline.splitdp import best_splits, cells_for
 from ...plan import Plan
 from ...simulate import simulate
 from .. import display_name
 from ..base import Status
 from ..infeasible import stuck_error
-from ..pipedp import best_splits, cells_for
 from .instance import Instance
 from .placer import Placer, Stuck
 from .solution import solution
@@ -151,12 +151,12 @@ def split_pass(
     """Under `memory liveness`, the best contiguous split's placement, ordered by the
     scheduler (placement, start times, stages), or None.
 
-    The splits are `pipedp`'s for one micro-batch, one per stage count, each the least
-    period among those whose stages fit the pipeline's memory model (params, the one
-    micro-batch's activations and the largest transient: what a training step holds at
-    its peak). Each is ordered by the scheduler with its devices given and no memory
-    check, then judged as `liveness_pass` judges: the shortest that the simulator finds
-    within the caps wins (ties: fewer stages).
+    The splits are the split DP's (`pipeline.splitdp`, pipedp's) for one micro-batch, one
+    per stage count, each the least period among those whose stages fit the pipeline's
+    memory model (params, the one micro-batch's activations and the largest transient:
+    what a training step holds at its peak). Each is ordered by the scheduler with its
+    devices given and no memory check, then judged as `liveness_pass` judges: the
+    shortest that the simulator finds within the caps wins (ties: fewer stages).
     """
     problem = inst.problem
     # one micro-batch in flight (GPipe's count with M = 1; 1F1B would cap the stages at M)

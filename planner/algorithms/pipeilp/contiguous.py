@@ -12,9 +12,9 @@ from numpy.typing import NDArray
 
 from ...cost import INF, stage_memory, stage_share
 from ...model import Problem, derived
+from ...pipeline import splitdp
 from ...pipeline.split import Split, in_flight
 from ...pipeline.units import units
-from .. import pipedp
 from .data import _data, _pipeline
 
 #: candidate cuts of the recomputing DP at most (its tables are cuts x cuts)
@@ -30,10 +30,10 @@ def contiguous_splits(problem: Problem) -> dict[int, Split]:
 
 def _contiguous(problem: Problem) -> dict[int, Split]:
     pipe = _pipeline(problem)
-    space = pipedp.search_space(problem, pipe)
+    space = splitdp.search_space(problem, pipe)
     if len(space.cuts) > MAX_DP_CUTS:
         rows = sum(s * len(c) for s, c in space.chains.items())
-        space = pipedp.search_space(problem, pipe, float(rows * MAX_DP_CUTS ** 2))
+        space = splitdp.search_space(problem, pipe, float(rows * MAX_DP_CUTS ** 2))
     tables = _Tables.of(problem, space.cuts, space.largest)
     out: dict[int, Split] = {}
     for stages, chains in space.chains.items():
@@ -125,7 +125,7 @@ def _chain_split(problem: Problem, t: _Tables, chain: Sequence[int]
         left = right
     if not math.isfinite(f[p - 1]):
         return None
-    bounds = pipedp.backtrack(back, s, p - 1)
+    bounds = splitdp.backtrack(back, s, p - 1)
     if bounds[0] != 0:
         return None
     return float(f[p - 1]), Split(tuple(int(t.cuts[b]) for b in bounds), tuple(chain))

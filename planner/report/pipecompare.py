@@ -11,41 +11,32 @@ simulator, M micro-batches, the plan's schedule) with the same lower bound:
   than `HEURISTICS_LIMIT_S` left out, the fastest always run);
 - `this plan`: the plan being reported.
 
-A row `fits` when every device holds what the split model says it needs (`memory_bytes`).
+Each row is a `views.PipelineRow`; it `fits` when every device holds what the split model
+says it needs (`memory_bytes`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 
+from ..algorithms import run as run_algorithm
+from ..algorithms.base import Options
+from ..algorithms.portfolio import rank
 from ..cost import INF, costs
 from ..errors import InfeasibleError
 from ..model import Pipeline, Problem
-from ..pipeline.schedule import PipelineRun, run
+from ..pipeline.schedule import run
 from ..pipeline.split import fits
-from . import run as run_algorithm
-from .base import Options
-from .portfolio import rank
+from .views import PipelineRow
 
 #: the makespan plan's heuristics expected to take longer are left out (`portfolio.rank`)
 HEURISTICS_LIMIT_S = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One placement run as the pipeline."""
-
-    label: str
-    algorithm: str
-    run: PipelineRun
-    fits: bool
-
-
 def rows(problem: Problem, placement: Sequence[int], algorithm: str,
          recompute: Collection[int] = (), replicas: Mapping[int, tuple[int, ...]] | None = None,
-         ) -> tuple[list[Row], list[str]]:
+         ) -> tuple[list[PipelineRow], list[str]]:
     """The comparison rows for `problem`'s pipeline, `placement` last (module docstring;
     its devices in `recompute` recompute their activations, its stages on a device of
     `replicas` run on that device's group), and a note for each row left out."""
@@ -80,6 +71,6 @@ def _one_device(problem: Problem) -> Sequence[int]:
 
 def _row(problem: Problem, pipeline: Pipeline, label: str, algorithm: str,
          placement: Sequence[int], recompute: Collection[int] = (),
-         replicas: Mapping[int, tuple[int, ...]] | None = None) -> Row:
+         replicas: Mapping[int, tuple[int, ...]] | None = None) -> PipelineRow:
     result = run(problem, placement, pipeline, recompute, replicas or {})
-    return Row(label, algorithm, result, fits(problem, result.memory_bytes))
+    return PipelineRow(label, algorithm, result, fits(problem, result.memory_bytes))

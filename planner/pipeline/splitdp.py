@@ -1,0 +1,443 @@
+"""The split DP of `pipedp` (its module docstring has the model): per stage count, the
+best contiguous splits of the pipeline units over chains of devices, of each kind of
+`KINDS`, within the memory caps (`best_splits`, `split_candidates`), and the work it may
+take (`cells_for`). Here, under the pipelines' layer, so that every algorithm that splits a
+pipeline (`pipedp`, list scheduling's memory retry) asks it, not one algorithm another.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..cost import INF, costs, stage_memory, stage_share, transfer_seconds_array
+from ..model import Pipeline, Problem, derived
+from .split import Split, fits, in_flight, resource_loads, stage_bytes
+from .units import Units, units
+
+
+class Progressing(Protocol):
+    """What the DP reads of an algorithm's options (`algorithms.base.Options`): where to
+    report its progress."""
+
+    @property
+    def progress(self) -> Callable[[float, str], None] | None: ...
+
+
+#: chains of devices tried per stage count (the best-linked first)
+MAX_CHAINS = 24
+#: device sequences examined per stage count (a cluster of many devices has too many to list)
+MAX_EXAMINED = 200_000
+#: the DP's work: `DP_PASSES` x (stage rows over all chains tried) x (candidate cuts)^2
+#: at most; more and the cuts are thinned (about 5 s on this machine)
+MAX_CELLS = 5.6e8
+#: the work `auto` gives the DP per second of its time limit (`cells_for`: 3e8 at the
+#: default 10 s, about 3.5 s on an idle machine: with the candidates' simulations and the
+#: cut moves, half the limit or so, as `clock.LOAD_HEADROOM` wants; a 10,000-op graph on
+#: 8 GPUs took 10.7 s of CPU at 5.6e8)
+CELLS_PER_SECOND = 3e7
+#: the least work, whatever the limit (a few candidate cuts per stage)
+MIN_CELLS = 2.8e5
+#: the most candidate cuts, whatever the budget
+MAX_UNITS = 20_000
+#: the DP's passes over the cells per chain and stage count (`search_space`): four kinds
+#: of split (`KINDS`), the first two in two passes (least bottleneck, then most even), and
+#: the memory note's least period without the caps
+DP_PASSES = 7
+#: splits enumerated per stage count under `interleaved` (exact there) before the DP
+#: (a heuristic there) takes over
+MAX_ENUMERATED = 20_000
+#: cells of one (starts x ends) block of the DP (numpy arrays of this many float64s)
+BLOCK_CELLS = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """The best split for one chain: its period and its boundaries."""
+
+    period_s: float
+    split: Split
+
+
+@dataclass(frozen=True, slots=True)
+class Space:
+    """What the DP searches: the device chains per stage count (those tried), how many
+    distinct chains there were and were tried, and the candidate cuts."""
+
+    chains: dict[int, list[tuple[int, ...]]]
+    tried: int
+    total: int
+    cuts: NDArray[np.int64]
+    #: [i, j]: the largest transient over candidate segments i .. j - 1 (for memory)
+    largest: NDArray[np.float64]
+
+
+def cells_for(time_limit_s: float) -> float:
+    """The DP's work for a time limit (`CELLS_PER_SECOND` of it, `MAX_CELLS` at most; a
+    limit of 0: no limit): a function of the limit alone, so the plan is the same on any
+    machine."""
+    if time_limit_s <= 0:
+        return MAX_CELLS
+    return max(MIN_CELLS, min(MAX_CELLS, CELLS_PER_SECOND * time_limit_s))
+
+
+def search_space(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS) -> Space:
+    """The chains and cuts the DP runs over: every unit boundary, unless the chains times
+    the squared boundaries would pass `cells` (then the cheapest to cross within as many
+    equal windows as fit). Derived once per problem, pipeline and work."""
+    spaces: dict[tuple[Pipeline, float], Space] = derived(problem, "pipedp.spaces", dict)
+    if (pipeline, cells) not in spaces:
+        spaces[pipeline, cells] = _search_space(problem, pipeline, cells)
+    return spaces[pipeline, cells]
+
+
+def _search_space(problem: Problem, pipeline: Pipeline, cells: float) -> Space:
+    n = units(problem).count
+    chains: dict[int, list[tuple[int, ...]]] = {}
+    tried = total = 0
+    for stages in range(1, most_stages(problem, pipeline, n) + 1):
+        found = list(_chains(problem, stages, pipeline))
+        total += len(found)
+        chains[stages] = found[:MAX_CHAINS]
+        tried += len(chains[stages])
+    stage_rows = DP_PASSES * sum(s * len(c) for s, c in chains.items())
+    most = max(2, int(math.sqrt(cells / max(stage_rows, 1))))
+    cuts = candidate_cuts(units(problem), min(MAX_UNITS, most))
+    return Space(chains, tried, total, cuts, _largest_transients(units(problem), cuts))
+
+
+def best_splits(problem: Problem, pipeline: Pipeline, options: Progressing | None = None,
+                capped: bool = True, cells: float = MAX_CELLS) -> dict[int, Found]:
+    """Per stage count, the split with the least period over the chains tried (counts with
+    no split that fits are left out; with `capped` False, memory is not looked at)."""
+    found = split_candidates(problem, pipeline, options, capped, cells, balanced=False)
+    return {s: f[0] for s, f in found.items()}
+
+
+#: the kinds of split tried per stage count (`split_candidates`): the least period of the
+#: model; compute balanced alone (torchgpipe's `balance_by_time`); compute plus every
+#: transfer of the stage's boundaries (a micro-batch's latency through the stage, which
+#: 1F1B's window of micro-batches in flight pays on its round trip; without it Baechi's
+#: GNMT on 4 GPUs runs 450.4 ms instead of 439.9); compute or a boundary's transfers both
+#: ways on one channel, whichever is more (PipeDream's partitioner, which counts each
+#: cut's activation twice)
+KINDS: tuple[str, ...] = ("period", "compute", "latency", "channel")
+
+
+def split_candidates(problem: Problem, pipeline: Pipeline, options: Progressing | None = None,
+                     capped: bool = True, cells: float = MAX_CELLS, balanced: bool = True,
+                     ) -> dict[int, list[Found]]:
+    """Per stage count: the split with the least period over the chains tried, then (with
+    `balanced`) the best split of each other kind of `KINDS` where it differs, for the
+    simulator to judge (the period bounds the steady state; the fill, the drain and
+    1F1B's round trips are what the other kinds weigh). Derived once per problem and
+    arguments (`search` and `auto` ask for pipedp's again)."""
+    cache: dict[tuple[Pipeline, bool, float, bool], dict[int, list[Found]]] = derived(
+        problem, "pipedp.candidates", dict)
+    key = (pipeline, capped, cells, balanced)
+    if key not in cache:
+        cache[key] = _split_candidates(problem, pipeline, options, capped, cells, balanced)
+    return cache[key]
+
+
+def _split_candidates(problem: Problem, pipeline: Pipeline, options: Progressing | None,
+                      capped: bool, cells: float, balanced: bool) -> dict[int, list[Found]]:
+    u = units(problem)
+    space = search_space(problem, pipeline, cells)
+    kinds = KINDS if balanced else KINDS[:1]
+    per_stages: dict[int, list[Found]] = {}
+    done = 0
+    for stages, chains in space.chains.items():
+        if stages > len(space.cuts) - 1:
+            continue
+        best: dict[str, Found] = {}
+        exact = _enumerable(space, pipeline, stages, len(chains))
+        for chain in chains:
+            done += 1
+            for kind in kinds:
+                found = _kind_split(problem, u, space, chain, pipeline, capped, kind,
+                                    exact=exact, even=balanced)
+                if found is not None and (kind not in best
+                                          or found.period_s < best[kind].period_s):
+                    best[kind] = found
+            if options is not None and options.progress is not None:
+                options.progress(done / space.tried * (0.5 if capped else 1.0),
+                                 f"pipedp: {stages} stage(s), chain {done} of {space.tried}")
+        if best:
+            per_stages[stages] = _distinct([best[t] for t in kinds if t in best])
+    return per_stages
+
+
+def _kind_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
+                pipeline: Pipeline, capped: bool, kind: str, *, exact: bool,
+                even: bool) -> Found | None:
+    """The best split of `chain` of `kind`: enumerated where `exact` (the period's and
+    compute's kinds), else by the DP (with its even pass for those two kinds)."""
+    if exact and kind in KINDS[:2]:
+        return _enumerated(problem, space, chain, pipeline, capped, kind)
+    return _best_split(problem, u, space, chain, pipeline, capped, kind,
+                       even=even and kind in KINDS[:2])
+
+
+def _distinct(found: list[Found]) -> list[Found]:
+    """`found` without the splits an earlier one has."""
+    return [f for k, f in enumerate(found) if f.split not in [g.split for g in found[:k]]]
+
+
+def interleaved_exact(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS) -> bool:
+    """Whether, under `interleaved`, every split of every chain tried is enumerated (so the
+    answer is exact for the model) rather than found by the per-stage DP, whose memory
+    cap (a device's memory over K per stage) and per-stage period are a heuristic there: a
+    device's K stages share its compute and memory."""
+    space = search_space(problem, pipeline, cells)
+    return all(_enumerable(space, pipeline, s, len(c)) for s, c in space.chains.items()
+               if s > 1)
+
+
+def _enumerable(space: Space, pipeline: Pipeline, stages: int, chains: int) -> bool:
+    """Whether to enumerate the splits of `stages` stages: under `interleaved` with K > 1,
+    when there are at most `MAX_ENUMERATED` of them over the chains."""
+    if pipeline.schedule != "interleaved" or pipeline.stages_per_device == 1 or stages == 1:
+        return False
+    return math.comb(len(space.cuts) - 2, stages - 1) * chains <= MAX_ENUMERATED
+
+
+def _enumerated(problem: Problem, space: Space, chain: Sequence[int], pipeline: Pipeline,
+                capped: bool, kind: str) -> Found | None:
+    """The split of `chain` with the least period among all (the most even loads on ties),
+    by the report's own rules (`resource_loads`, `stage_bytes`); of kind `compute`, the
+    least compute instead (torchgpipe's kind)."""
+    transfers = kind == "period"
+    best: tuple[float, float] | None = None
+    found = None
+    inner = [int(c) for c in space.cuts[1:-1]]
+    for cuts in itertools.combinations(inner, len(chain) - 1):
+        split = Split((0, *cuts, int(space.cuts[-1])), tuple(chain))
+        if capped and not fits(problem, stage_bytes(problem, split, pipeline)):
+            continue
+        loads = resource_loads(problem, split)
+        if not math.isfinite(loads.period_s):
+            continue
+        weights = loads.stage_s if transfers else loads.compute_s
+        key = (loads.period_s if transfers else max(weights), math.fsum(w * w for w in weights))
+        if best is None or key < best:
+            best, found = key, split
+    return None if found is None else Found(resource_loads(problem, found).period_s, found)
+
+
+def most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
+    """Stages at most: a stage per device (K per device under `interleaved`), a unit each,
+    and under `1f1b` no more than the micro-batches (torch's `Schedule1F1B` needs as many
+    micro-batches as stages)."""
+    devices = len(problem.cluster.devices)
+    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    most = min(devices * per, n)
+    if pipeline.schedule == "1f1b":
+        most = min(most, pipeline.microbatches)
+    return most
+
+
+def candidate_cuts(u: Units, most: int) -> NDArray[np.int64]:
+    """Unit boundaries 0..n where stages may begin and end: all of them up to `most`
+    units, else the cheapest to cross within each of `most` windows."""
+    n = u.count
+    if n <= most:
+        return np.arange(n + 1)
+    crossing = u.forward_bytes + u.backward_bytes + u.forward_count + u.backward_count
+    edges = np.linspace(0, n, most + 1).astype(np.int64)
+    cuts = [0]
+    for lo, hi in itertools.pairwise(edges):
+        lo, hi = max(int(lo), cuts[-1] + 1), int(hi)
+        if lo < hi < n:
+            cuts.append(lo + int(np.argmin(crossing[lo:hi + 1])))
+    cuts.append(n)
+    return np.array(sorted(set(cuts)), dtype=np.int64)
+
+
+def _signature(problem: Problem, d: int) -> tuple[object, ...]:
+    dev = problem.cluster.devices[d]
+    return (dev.kind, dev.speed, dev.flop_rate, dev.memory_bytes)
+
+
+def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple[int, ...]]:
+    """Distinct device chains for `stages` stages, the best-linked first (module docstring).
+    Under `interleaved`, a chain of D = stages / K devices is repeated K times."""
+    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    if stages % per:
+        return
+    width = stages // per
+    m = len(problem.cluster.devices)
+    c = costs(problem)
+    kinds: dict[tuple[object, ...], int] = {}
+    sig = [kinds.setdefault(_signature(problem, d), len(kinds)) for d in range(m)]
+    links: dict[tuple[float, ...], int] = {}
+    pair = [[links.setdefault((c.latency[a][b], c.inv_bandwidth[a][b], c.latency[b][a],
+                               c.inv_bandwidth[b][a]), len(links)) for b in range(m)]
+            for a in range(m)]
+    slow = [[max(c.inv_bandwidth[a][b], c.inv_bandwidth[b][a]) for b in range(m)]
+            for a in range(m)]
+    seen: dict[tuple[int, ...], tuple[float, float, tuple[int, ...]]] = {}
+    for chain in itertools.islice(itertools.permutations(range(m), width), MAX_EXAMINED):
+        key = [sig[chain[0]]]
+        worst, total = 0.0, 0.0
+        for a, b in itertools.pairwise(chain):
+            key += (pair[a][b], sig[b])
+            worst, total = max(worst, slow[a][b]), total + slow[a][b]
+        if per > 1 and width > 1:  # the chain's last device sends on to its first
+            key.append(pair[chain[-1]][chain[0]])
+        seen.setdefault(tuple(key), (worst, total, chain * per))
+    yield from (ch for _, _, ch in sorted(seen.values()))
+
+
+def _boundary(problem: Problem, u: Units, a: int, b: int, kind: str) -> NDArray[np.float64]:
+    """Per boundary x between devices a (left) and b, what its transfers weigh for a split
+    of `kind` (`KINDS`): for `period`, the load they put on the resources the stages on
+    either side share (the busier of its two directed links under `link`, both directions
+    under `device`, nothing under `none`); for `latency` and `channel`, both directions;
+    for `compute`, nothing."""
+    out = np.zeros(u.count + 1)
+    if a == b or kind == "compute" or (kind == "period" and problem.contention == "none"):
+        return out
+    c = costs(problem)
+    directions = []
+    for count, size, src, dst in ((u.forward_count, u.forward_bytes, a, b),
+                                  (u.backward_count, u.backward_bytes, b, a)):
+        directions.append(transfer_seconds_array(c.latency[src][dst],
+                                                 c.inv_bandwidth[src][dst], size, count))
+    if kind != "period" or problem.contention == "device":
+        return directions[0] + directions[1]
+    return np.maximum(directions[0], directions[1])
+
+
+# complex: the DP's two passes (least period, then the most even loads under it) over
+# blocks of (starts x ends), with the memory test per cell
+def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
+                pipeline: Pipeline, capped: bool, kind: str = "period",
+                even: bool = True) -> Found | None:
+    """The bottleneck DP over `cuts` for one chain (None: nothing fits), then among the
+    splits of that period the one whose stage loads have the least sum of squares (the
+    most even: non-bottleneck stages balanced, as torchgpipe's partition does, which the
+    simulated iteration rewards). A stage's load is that of the split's `kind` (`KINDS`).
+    Each stage's row of a recurrence in blocks of ends j, a (starts x ends) matrix at a
+    time; `even` False: the first pass alone."""
+    s, p = len(chain), len(space.cuts)
+    stages = _stage_tables(problem, u, space, chain, pipeline, capped, kind)
+    limit = None
+    for _ in range(2 if even else 1):  # the least period; then the most even loads under it
+        f = np.full(p, INF)
+        f[0] = 0.0
+        back = np.zeros((s, p), dtype=np.int64)
+        for k, stage in enumerate(stages):
+            ends = np.array([p - 1] if k == s - 1 else range(k + 1, p - (s - k) + 1),
+                            dtype=np.int64)
+            new = np.full(p, INF)
+            step = max(1, BLOCK_CELLS // p)
+            for lo in range(0, len(ends), step):
+                j = ends[lo:lo + step]
+                i = np.arange(k, int(j[-1]))[:, None]
+                load = stage.load(u, space.cuts, i, j[None, :],
+                                  space.largest[k:int(j[-1]), j] if capped else None)
+                if limit is None:
+                    best = np.maximum(f[i], load)
+                else:
+                    best = f[i] + np.where(load <= limit, load * load, INF)
+                at = np.argmin(best, axis=0)
+                new[j] = best[at, np.arange(len(j))]
+                back[k, j] = at + k
+            f = new
+        if not math.isfinite(f[p - 1]):
+            return None
+        bounds = backtrack(back, s, p - 1)
+        found = Split(tuple(int(space.cuts[b]) for b in bounds), tuple(chain))
+        if limit is None:
+            limit = f[p - 1] * (1 + 1e-9)
+    return Found(resource_loads(problem, found).period_s, found)
+
+
+def backtrack(back: NDArray[np.int64], stages: int, last: int) -> list[int]:
+    """The cut indices, first to last, that a bottleneck DP's back pointers give
+    (`back[k, j]`: where stage k starts when it ends at j; the last stage ends at `last`)."""
+    bounds = [last]
+    for k in range(stages - 1, -1, -1):
+        bounds.append(int(back[k, bounds[-1]]))
+    bounds.reverse()
+    return bounds
+
+
+def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int],
+                  pipeline: Pipeline, capped: bool, kind: str) -> list[_Stage]:
+    """Per stage of `chain`: its tables over the candidate cuts."""
+    s = len(chain)
+    ranks = {d: r for r, d in enumerate(dict.fromkeys(chain))}
+    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    cuts = space.cuts
+    out = []
+    left = np.zeros(len(cuts))  # the boundary into stage k, for each candidate start
+    for k, d in enumerate(chain):
+        right = (_boundary(problem, u, d, chain[k + 1], kind)[cuts] if k + 1 < s
+                 else np.zeros(len(cuts)))
+        combine = ("sum" if kind == "latency" else "max_sum" if (
+            kind == "period" and problem.contention == "device") else "max")
+        out.append(_Stage(u.compute_prefix[d][cuts], u.banned_prefix[d][cuts], left, right,
+                          combine,
+                          in_flight(pipeline, s, k, u.training, ranks[d], len(ranks)),
+                          stage_share(problem.cluster.devices[d].memory_bytes, per)
+                          if capped else INF))
+        left = right
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Stage:
+    """One stage's tables over the candidate cuts (for `_best_split`)."""
+
+    compute: NDArray[np.float64]
+    banned: NDArray[np.float64]
+    left: NDArray[np.float64]
+    right: NDArray[np.float64]
+    #: how compute and the two boundaries make the load: `max` of the three, `max_sum`
+    #: (compute, or both boundaries on one channel), `sum` of the three
+    combine: str
+    in_flight: int
+    cap: float
+
+    def load(self, u: Units, cuts: NDArray[np.int64], i: NDArray[np.int64],
+             j: NDArray[np.int64], largest: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        """Per (start i, end j): the stage's load (its compute or the transfer resource of
+        its boundaries, whichever is busier), inf where it may not be (i >= j, a unit its
+        device may not run, more memory than the cap; `largest`: the largest transient of
+        each (i, j), None to leave memory out)."""
+        compute = self.compute[j] - self.compute[i]
+        if self.combine == "sum":
+            load = compute + self.left[i] + self.right[j]
+        elif self.combine == "max_sum":
+            load = np.maximum(compute, self.left[i] + self.right[j])
+        else:
+            load = np.maximum(compute, np.maximum(self.left[i], self.right[j]))
+        bad = (i >= j) | (self.banned[j] - self.banned[i] > 0)
+        if largest is not None:
+            ci, cj = cuts[i], cuts[j]
+            need = stage_memory(u.params_prefix[cj] - u.params_prefix[ci], self.in_flight,
+                                u.kept_prefix[cj] - u.kept_prefix[ci] + u.forward_bytes[ci],
+                                largest)
+            bad |= need > self.cap
+        out: NDArray[np.float64] = np.where(bad, INF, load)
+        return out
+
+
+def _largest_transients(u: Units, cuts: NDArray[np.int64]) -> NDArray[np.float64]:
+    """[i, j]: the largest transient over candidate segments i .. j - 1 (0 where j <= i)."""
+    p = len(cuts)
+    segments = (np.maximum.reduceat(u.transient, cuts[:-1]) if u.count
+                else np.zeros(max(p - 1, 0)))
+    out = np.zeros((p, p))
+    for i in range(p - 1):
+        out[i, i + 1:] = np.maximum.accumulate(segments[i:])
+    return out
+

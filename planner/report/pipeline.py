@@ -1,0 +1,35 @@
+"""A pipeline plan's report: its comparison rows, its bounds and its notes, as `solve`
+(terminal, `--json`, `--html`) and `simulate` show them (`render.pipeline`,
+`render.pipeline_html`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Mapping, Sequence
+
+from ..model import Problem
+from ..pipeline.bound import pipeline_bound
+from ..pipeline.hybrid import replica_groups
+from .pipecompare import rows
+from .views import PipelineView
+
+__all__ = ["pipeline_view"]
+
+
+def pipeline_view(problem: Problem, placement: Sequence[int], algorithm: str,
+                  one_pass_bound_s: float, recompute: Collection[str] = (),
+                  memory_note: str = "", replicas: Mapping[str, Sequence[str]] | None = None,
+                  ) -> PipelineView:
+    """The view of `placement` run as `problem`'s pipeline, as `solve` reports it (the
+    devices named in `recompute` recomputing their activations, `replicas`: a replicated
+    stage's device -> its group's, by name)."""
+    index = problem.cluster.device_index
+    again = [index[name] for name in recompute if name in index]
+    groups = replica_groups(problem, {"replicas": replicas or {}})
+    compared, left_out = rows(problem, placement, algorithm, again, groups)
+    notes = tuple(n for n in (memory_note, *left_out) if n)
+    bounded = problem  # replicas given to a plan of one pipeline: its bound allows them
+    if groups and problem.pipeline is not None and problem.pipeline.data_parallel == 1:
+        bounded = dataclasses.replace(problem, pipeline=dataclasses.replace(
+            problem.pipeline, data_parallel="auto"))
+    return PipelineView(tuple(compared), pipeline_bound(bounded, one_pass_bound_s), notes)
