@@ -1,21 +1,23 @@
 """Plain helpers shared by the `planner compare` tests (their fixtures are in conftest.py):
 two small specs and one standard grid, the rows without timings, the marks a report's line
-charts should draw, and `solve --html` run in-process."""
+charts should draw, `solve --html` run in-process, and the check of a bad sweep value."""
 
 from __future__ import annotations
 
 import importlib.util
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
 from planner.compare import TIMING_FIELDS, Sweep, plan_sweep
 from planner.compare.rows import is_ok
+from planner.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -73,3 +75,12 @@ def solve_html(spec: Path, out: Path, algo: str) -> float:
     res = runner.invoke(app, ["solve", str(spec), "--algo", algo, "--html", str(out)])
     assert res.exit_code == 0, res.stderr
     return time.perf_counter() - start
+
+
+def assert_names_the_option(parse: Callable[[str], object], option: str, value: str) -> None:
+    """`parse(value)` is E611, naming `option` and `value`, with an example of a valid value
+    as its hint."""
+    with pytest.raises(UsageError) as err:
+        parse(value)
+    d = err.value.diagnostics[0]
+    assert d.code == "E611" and option in d.message and value.strip() in d.message and d.hints
