@@ -17,7 +17,6 @@ it, says so and exits 0, so that `run_all.py` goes on).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -28,15 +27,14 @@ except ImportError:  # pragma: no cover - run_all.py on a machine without the to
     print("torch not installed (pip install -e '.[torch]'): nothing to measure")
     sys.exit(0)
 
-import planner
 from planner.io.torch_export import apply_plan
 from planner.io.torch_import import measure, to_workload, trace
 from planner.simulate import simulate
-from planner.workload import Imported, PlanDef
 from planner.workload.roofline import PROFILES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "io"))
 from torch_models import MODELS
+from two_cpus import solve_on_two_cpus
 
 
 def main() -> None:
@@ -63,21 +61,8 @@ def main() -> None:
         times = measure(traced, "cpu", 3, args.repeat, threads=args.threads)
         measure_s = time.perf_counter() - start
         w = to_workload(traced, name, PROFILES["v100"], times, "cpu")
-        totals = w.totals()
-        need = totals["params_bytes"] + totals["output_bytes"]
-        for share in (0.6, 0.7, 0.8, 0.9, 1.0):
-            spec = Imported(w, name)
-            spec.clusters.append([
-                "cluster two {",
-                f"  device cpu[0..1] {{ kind cpu  memory {math.ceil(need * share)} B }}",
-                "  link cpu[0..1] <-> cpu[0..1] { bandwidth 10 GB/s  latency 2 us }", "}"])
-            spec.plans.append(PlanDef("two", name, "two"))
-            problem = planner.loads(spec.to_spec()).plans["two"]
-            try:
-                solution = planner.solve(problem, "auto", time_limit_s=args.time_limit)
-                break
-            except planner.PlannerError:
-                continue
+        problem, solution, share, need = solve_on_two_cpus(
+            w, name, (0.6, 0.7, 0.8, 0.9, 1.0), "auto", time_limit_s=args.time_limit)
         makespan = simulate(problem, solution.plan).makespan_s
         serial = sum(op.time_by_kind.get("cpu", op.time_s or 0.0) for op in problem.graph.ops)
         placement = solution.plan.to_json(problem)["placement"]

@@ -7,8 +7,9 @@ import dataclasses
 import highspy
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from placed_cases import PROPERTY, Case, simulated
 
 import planner
 from planner.bounds import Bounds, lower_bound
@@ -20,7 +21,6 @@ from planner.simulate import simulate
 MS = 1e-3
 MB = 1_000_000
 #: property tests: no per-example deadline (fixed or random examples: `tests/conftest.py`)
-PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def load(graph: str, plan: str = "", devices: str = "device d[0..2] { memory 1 GB }",
@@ -142,7 +142,7 @@ def test_to_json_is_plain_and_ordered() -> None:
 
 
 @st.composite
-def constrained(draw: st.DrawFn) -> tuple[Problem, tuple[int, ...]]:
+def constrained(draw: st.DrawFn) -> Case:
     """A random problem with pins, colocations and related/unrelated speeds, and a
     random placement that respects its pins and colocation groups."""
     n = draw(st.integers(1, 12))
@@ -185,10 +185,8 @@ def constrained(draw: st.DrawFn) -> tuple[Problem, tuple[int, ...]]:
 @pytest.mark.slow
 @settings(PROPERTY, max_examples=150)
 @given(constrained())
-def test_property_every_respecting_plan_is_above_every_bound(
-        case: tuple[Problem, tuple[int, ...]]) -> None:
-    p, placement = case
-    r = simulate(p, Plan(placement))
+def test_property_every_respecting_plan_is_above_every_bound(case: Case) -> None:
+    p, _, r = simulated(case)
     assert r.feasible
     b = lower_bound(p)
     assert b.makespan_s == max(b.critical_path_s, b.work_s, b.constrained_path_s, b.load_s,
@@ -233,7 +231,7 @@ def fractional_assignment_optimum(problem: Problem) -> tuple[float, float]:
 
 @settings(PROPERTY, max_examples=60)
 @given(constrained())
-def test_property_load_bound_is_the_lp_optimum(case: tuple[Problem, tuple[int, ...]]) -> None:
+def test_property_load_bound_is_the_lp_optimum(case: Case) -> None:
     # load_s is max(the LP-dual value found, the largest job whole on its fastest device):
     # never above the LP optimum or that job (valid), and the search reaches the optimum.
     p, _ = case
@@ -292,7 +290,7 @@ def test_a_colocation_group_is_never_cut() -> None:
 
 
 @st.composite
-def tight(draw: st.DrawFn) -> tuple[Problem, tuple[int, ...]]:
+def tight(draw: st.DrawFn) -> Case:
     """A random DAG around a chain whose ops carry params close to the devices' caps, and
     a random placement that respects its colocation groups (it may not fit)."""
     n = draw(st.integers(2, 8))
@@ -322,10 +320,8 @@ def tight(draw: st.DrawFn) -> tuple[Problem, tuple[int, ...]]:
 @pytest.mark.slow
 @settings(PROPERTY, max_examples=300)
 @given(tight())
-def test_property_memory_path_is_below_every_plan_that_fits(
-        case: tuple[Problem, tuple[int, ...]]) -> None:
-    p, placement = case
-    r = simulate(p, Plan(placement))
+def test_property_memory_path_is_below_every_plan_that_fits(case: Case) -> None:
+    p, _, r = simulated(case)
     if not r.feasible:
         return  # over a cap: not a plan the bound speaks about
     b = lower_bound(p)

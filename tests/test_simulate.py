@@ -14,8 +14,9 @@ import random
 
 import networkx as nx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from placed_cases import PROPERTY, Case, simulated
 
 import planner
 from planner.bounds import lower_bound
@@ -28,7 +29,6 @@ from planner.simulate import SimResult, default_order, simulate, upward_rank
 MS = 1e-3
 MB = 1_000_000
 #: property tests: no per-example deadline (fixed or random examples: `tests/conftest.py`)
-PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 CLUSTER = """
 cluster c {
@@ -422,7 +422,7 @@ def test_report_json_infeasible_uses_null_for_never() -> None:
 
 
 @st.composite
-def problems(draw: st.DrawFn, max_devices: int = 4) -> tuple[Problem, tuple[int, ...]]:
+def problems(draw: st.DrawFn, max_devices: int = 4) -> Case:
     """A random DAG on a random all-to-all cluster, and a random placement."""
     n = draw(st.integers(1, 14))
     m = draw(st.integers(1, max_devices))
@@ -487,10 +487,8 @@ def check_schedule(p: Problem, r: SimResult) -> None:
 @pytest.mark.slow
 @settings(PROPERTY, max_examples=150)
 @given(problems())
-def test_property_schedule_is_valid_and_above_the_lower_bound(
-        case: tuple[Problem, tuple[int, ...]]) -> None:
-    p, placement = case
-    r = simulate(p, Plan(placement))
+def test_property_schedule_is_valid_and_above_the_lower_bound(case: Case) -> None:
+    p, placement, r = simulated(case)
     assert r.feasible or kinds(r) == ["memory"] * len(r.violations)
     check_schedule(p, r)
     bounds = lower_bound(p)
@@ -506,8 +504,7 @@ def test_property_schedule_is_valid_and_above_the_lower_bound(
 @pytest.mark.slow
 @settings(PROPERTY, max_examples=100)
 @given(problems(), st.randoms(use_true_random=False))
-def test_property_any_order_runs_or_reports_its_deadlock(
-        case: tuple[Problem, tuple[int, ...]], rnd: random.Random) -> None:
+def test_property_any_order_runs_or_reports_its_deadlock(case: Case, rnd: random.Random) -> None:
     # A given order deadlocks exactly when edges plus each device's order form a cycle.
     p, placement = case
     seqs = [[i for i in range(len(placement)) if placement[i] == d]
@@ -533,8 +530,7 @@ def test_property_any_order_runs_or_reports_its_deadlock(
 
 @settings(PROPERTY, max_examples=60)
 @given(problems())
-def test_property_one_device_runs_the_sum_of_compute_times(
-        case: tuple[Problem, tuple[int, ...]]) -> None:
+def test_property_one_device_runs_the_sum_of_compute_times(case: Case) -> None:
     p, _ = case
     r = simulate(p, Plan((0,) * len(p.graph.ops)))
     assert r.transfers == ()
@@ -544,8 +540,7 @@ def test_property_one_device_runs_the_sum_of_compute_times(
 @pytest.mark.slow
 @settings(PROPERTY, max_examples=100)
 @given(problems())
-def test_property_contention_never_beats_none_for_a_fixed_order(
-        case: tuple[Problem, tuple[int, ...]]) -> None:
+def test_property_contention_never_beats_none_for_a_fixed_order(case: Case) -> None:
     # With each device's order fixed, start times are monotone in arrival times, and a
     # contended transfer never arrives before the uncontended one: none <= link, device.
     # (link vs device, and any model under dynamic dispatch, can go either way.)

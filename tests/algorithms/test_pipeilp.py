@@ -19,13 +19,13 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import random
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pipeline.pipe_support import chain_text, random_spec  # tests/ is on the path (conftest)
 
 from planner import loads
 from planner.algorithms import Options, run
@@ -45,68 +45,6 @@ pytestmark = pytest.mark.skipif(not backends.available("highs"),
 def chain(n: int, devices: int, **kwargs: Any) -> Problem:
     """`chain_text`'s spec, loaded: its plan `p`."""
     return loads(chain_text(n, devices, **kwargs)).plan("p")
-
-
-def chain_text(n: int, devices: int, *, forward_ms: list[float] | None = None,
-               backward_ms: list[float] | None = None, outputs_mb: list[float] | None = None,
-               training: bool = True, microbatches: int = 8, schedule: str = "1f1b",
-               memory: str = "64 GiB", bandwidth: str = "10 GB/s", latency: str = "10 us",
-               objective: bool = True) -> str:
-    """A chain `f0 -> f1 -> ...` of `n` units (each op with its backward op, colocated,
-    when `training`) on `devices` alike devices, every pair linked alike."""
-    fwd = forward_ms or [4.0] * n
-    bwd = backward_ms or [2 * t for t in fwd]
-    out = outputs_mb or [1.0] * n
-    last = devices - 1
-    lines = [f"cluster c {{ device d[0..{last}] {{ memory {memory} }}",
-             f"  link d[0..{last}] <-> d[0..{last}] {{ bandwidth {bandwidth} latency {latency} }}",
-             "}", "graph g {"]
-    for k in range(n):
-        lines.append(f"  op f{k} {{ time {fwd[k]} ms; output {out[k]} MB }}")
-        if training:
-            lines += [f"  op f{k}.bwd {{ time {bwd[k]} ms; output 0 B; backward_of f{k} }}",
-                      f"  f{k} -> f{k}.bwd", f"  colocate f{k}, f{k}.bwd"]
-            if k:
-                lines.append(f"  f{k}.bwd -> f{k - 1}.bwd {{ bytes {out[k - 1]} MB }}")
-        if k:
-            lines.append(f"  f{k - 1} -> f{k}")
-    lines.append("}")
-    settings = (f"; objective pipeline; microbatches {microbatches}; schedule {schedule}"
-                if objective else "")
-    lines.append(f"plan p {{ graph g; cluster c{settings} }}")
-    return "\n".join(lines)
-
-
-def random_graph(seed: int, n: int, devices: int, *, training: bool, schedule: str = "1f1b",
-                 microbatches: int = 4, pin: bool = False) -> Problem:
-    """A random DAG of `n` forward ops (with backward ops when `training`) on devices of
-    different speeds and memories, links of different bandwidths; `pin` pins one op."""
-    rng = random.Random(seed)
-    lines = ["cluster c {"]
-    for d in range(devices):
-        lines.append(f"  device d{d} {{ memory {rng.choice([40, 60, 200])} MB; speed "
-                     f"{rng.choice([0.5, 1.0, 1.0, 2.0])} }}")
-    for a, b in itertools.permutations(range(devices), 2):
-        lines.append(f"  link d{a} -> d{b} {{ bandwidth {rng.choice([1, 5, 20])} GB/s "
-                     f"latency {rng.choice([0, 10])} us }}")
-    lines += ["}", "graph g {"]
-    for k in range(n):
-        lines.append(f"  op u{k} {{ time {rng.randint(1, 9)} ms; output {rng.randint(1, 8)} MB;"
-                     f" params {rng.randint(0, 6)} MB }}")
-        if training:
-            lines += [f"  op u{k}.bwd {{ time {rng.randint(1, 18)} ms; output "
-                      f"{rng.randint(0, 4)} MB; backward_of u{k} }}",
-                      f"  u{k} -> u{k}.bwd", f"  colocate u{k}, u{k}.bwd"]
-    for k in range(1, n):
-        for j in rng.sample(range(k), min(k, rng.choice([1, 1, 2]))):
-            lines.append(f"  u{j} -> u{k}")
-            if training:
-                lines.append(f"  u{k}.bwd -> u{j}.bwd {{ bytes {rng.randint(1, 8)} MB }}")
-    lines.append("}")
-    pinned = f"; pin u{n // 2} to d{devices - 1}" if pin else ""
-    lines.append(f"plan p {{ graph g; cluster c; objective pipeline; microbatches "
-                 f"{microbatches}; schedule {schedule}{pinned} }}")
-    return loads("\n".join(lines)).plan("p")
 
 
 def check(problem: Problem, solution_plan: tuple[int, ...]) -> None:
@@ -261,7 +199,7 @@ CASES = [(seed, n, devices, training, schedule, pin)
 @pytest.mark.parametrize(("seed", "n", "devices", "training", "schedule", "pin"), CASES)
 def test_plans_are_feasible_above_the_bound_and_optimal_when_said(
         seed: int, n: int, devices: int, training: bool, schedule: str, pin: bool) -> None:
-    p = random_graph(seed, n, devices, training=training, schedule=schedule, pin=pin)
+    p = random_spec(seed, n, devices, training=training, schedule=schedule, pin=pin)
     try:
         s = run("pipeilp", p)
     except InfeasibleError as err:
@@ -284,7 +222,7 @@ def test_plans_are_feasible_above_the_bound_and_optimal_when_said(
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_larger_random_plans_are_feasible_and_above_the_bound(seed: int) -> None:
-    p = random_graph(seed, 12, 4, training=True, pin=seed == 1)
+    p = random_spec(seed, 12, 4, training=True, pin=seed == 1)
     s = run("pipeilp", p, Options(time_limit_s=1.0))  # a budget of nodes, not a clock
     check(p, s.plan.placement)
     assert s.info["period_s"] >= pipeline_bound(p).period_s * (1 - 1e-9)
@@ -307,7 +245,7 @@ def test_a_makespan_plan_is_refused() -> None:
 
 
 def test_runs_are_identical() -> None:
-    p = random_graph(3, 7, 3, training=True)
+    p = random_spec(3, 7, 3, training=True)
     assert run("pipeilp", p).plan == run("pipeilp", p).plan
 
 

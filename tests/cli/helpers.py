@@ -36,15 +36,19 @@ plan p { graph g cluster c  place a, b on gpu0 }
 """
 
 
-def invoke(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, str, str]:
+def invoke(args: list[str], cwd: Path, stdin: bytes | None = None, *,
+           guarded: bool = False) -> tuple[int, str, str]:
     """Run the CLI in-process in `cwd` (with `stdin` as its input); return (exit code,
-    stdout, stderr)."""
+    stdout, stderr). `guarded`: fail on an exception that escaped the CLI's guard (which
+    answers every other one with E999)."""
     old = os.getcwd()
     os.chdir(cwd)
     try:
         res = runner.invoke(app, args, input=stdin)
     finally:
         os.chdir(old)
+    if guarded:
+        assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
     return res.exit_code, res.stdout, res.stderr
 
 

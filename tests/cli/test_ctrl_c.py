@@ -226,6 +226,17 @@ def _pool(pid: int) -> set[int]:
     return found
 
 
+def _pool_of_at_least(run: Running, count: int, every_s: float) -> set[int]:
+    """`run`'s pool processes (`_pool`), looked for every `every_s` until there are `count`
+    of them or 120 s have passed."""
+    deadline = time.monotonic() + 120
+    children: set[int] = set()
+    while time.monotonic() < deadline and len(children) < count:
+        time.sleep(every_s)
+        children |= _pool(run.proc.pid)
+    return children
+
+
 def _planners_lines(err: str) -> list[str]:
     """`err`'s lines less multiprocessing's resource tracker's (a process of CPython's that
     shares the stderr and outlives compare: once in many CI runs, never here in 80, it
@@ -252,11 +263,7 @@ def test_ctrl_c_to_compare_ends_it_and_its_workers_at_once(tmp_path: Path) -> No
     # its workers, which are searching (in the compiled simulator, where it is built)
     run = _compare(tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        children: set[int] = set()
-        while time.monotonic() < deadline and len(children) < 3:  # forkserver + 2 workers
-            time.sleep(0.1)
-            children |= _pool(run.proc.pid)
+        children = _pool_of_at_least(run, 3, 0.1)  # its forkserver and 2 workers
         assert len(children) >= 3, "compare never started its workers"
         run.wait_for(lambda line: "compare ·" in line)  # both points are at work
         children |= _pool(run.proc.pid)
@@ -272,11 +279,7 @@ def test_ctrl_c_while_compare_starts_its_forkserver(tmp_path: Path) -> None:
     # so: a Ctrl-C to the group then printed its KeyboardInterrupt traceback
     run = _compare(tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        children: set[int] = set()
-        while time.monotonic() < deadline and not children:
-            time.sleep(0.005)
-            children = _pool(run.proc.pid)
+        children = _pool_of_at_least(run, 1, 0.005)
         assert children, "compare never started its forkserver"
         time.sleep(0.05)  # compare is past starting it (a Ctrl-C during that millisecond
         took = run.stop(group=True)  # is lost: `signals.interrupts_ignored`)

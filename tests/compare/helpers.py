@@ -1,21 +1,24 @@
 """Plain helpers shared by the `planner compare` tests (their fixtures are in conftest.py):
 two small specs and one standard grid, the rows without timings, the marks a report's line
-charts should draw, and `solve --html` run in-process."""
+charts should draw, `solve --html` run in-process, and the check of a bad sweep value."""
 
 from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
 from planner.compare import TIMING_FIELDS, Sweep, plan_sweep
 from planner.compare.rows import is_ok
+from planner.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -57,6 +60,8 @@ def count(pattern: str, text: str) -> int:
 def big_spec(n_ops: int, folder: Path) -> Path:
     """bench_parse's generated spec with `n_ops` ops, under the liveness memory model (the
     static model does not fit 10,000 ops on its eight GPUs)."""
+    if str(ROOT / "bench") not in sys.path:  # bench_parse imports its sibling `recording`
+        sys.path.insert(0, str(ROOT / "bench"))
     spec = importlib.util.spec_from_file_location("bench_parse", ROOT / "bench" / "bench_parse.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -73,3 +78,12 @@ def solve_html(spec: Path, out: Path, algo: str) -> float:
     res = runner.invoke(app, ["solve", str(spec), "--algo", algo, "--html", str(out)])
     assert res.exit_code == 0, res.stderr
     return time.perf_counter() - start
+
+
+def assert_names_the_option(parse: Callable[[str], object], option: str, value: str) -> None:
+    """`parse(value)` is E611, naming `option` and `value`, with an example of a valid value
+    as its hint."""
+    with pytest.raises(UsageError) as err:
+        parse(value)
+    d = err.value.diagnostics[0]
+    assert d.code == "E611" and option in d.message and value.strip() in d.message and d.hints

@@ -9,9 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from typer.testing import CliRunner
-
-from planner.cli import app
+from cli.helpers import invoke, runner  # noqa: F401 - the hardening tests' too
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,20 +25,6 @@ graph g {
 }
 plan p { graph g cluster c  place a, b on gpu0  place c on gpu1 }
 """
-
-runner = CliRunner()
-
-
-def invoke(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    """Run the CLI in-process in `cwd`; (exit code, stdout, stderr)."""
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        res = runner.invoke(app, args)
-    finally:
-        os.chdir(old)
-    return res.exit_code, res.stdout, res.stderr
-
 
 def _reject(token: str) -> Any:
     raise ValueError(f"not strict JSON: {token}")

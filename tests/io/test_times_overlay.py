@@ -24,6 +24,16 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def _import_profile(tmp_path: Path, times_csv: str) -> tuple[int, str, Path, Path]:
+    """`import pipedream` of the small profile with `times_csv` as its `--times` file
+    (t.csv), written to p.plan: (exit code, output, the times file, the spec)."""
+    times, out = tmp_path / "t.csv", tmp_path / "p.plan"
+    times.write_text(times_csv)
+    code, output = _run("import", "pipedream", str(PROFILE), "--times", str(times), "-o",
+                        str(out))
+    return code, output, times, out
+
+
 def _times_of(path: Path) -> dict[str, float | None]:
     (graph,) = planner.load(path).graphs.values()
     return {op.name: op.time_s for op in graph.ops}
@@ -93,11 +103,7 @@ def test_overlay_sets_time_or_time_of_a_kind_and_warns_on_strays() -> None:
 
 
 def test_every_importer_takes_times(tmp_path: Path) -> None:
-    times = tmp_path / "t.csv"
-    times.write_text("node2,0.0016734999917389\n")
-    out = tmp_path / "p.plan"
-    code, output = _run("import", "pipedream", str(PROFILE), "--times", str(times), "-o",
-                        str(out))
+    code, output, times, out = _import_profile(tmp_path, "node2,0.0016734999917389\n")
     assert code == 0, output
     text = out.read_text()
     assert "time 1.673 ms" in text and "--times" in text.splitlines()[1]
@@ -129,11 +135,7 @@ def test_onnx_import_takes_times(tmp_path: Path) -> None:
 
 
 def test_a_times_file_naming_no_op_fails_without_writing(tmp_path: Path) -> None:
-    times = tmp_path / "t.csv"
-    times.write_text("conv1,0.001\n")
-    out = tmp_path / "p.plan"
-    code, output = _run("import", "pipedream", str(PROFILE), "--times", str(times), "-o",
-                        str(out))
+    code, output, _, out = _import_profile(tmp_path, "conv1,0.001\n")
     assert code == 1 and "E936" in output and not out.exists()
 
 

@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip insta
                             "'planner[torch]')")
 
 from torch_models import MODELS
+from two_cpus import solve_on_two_cpus
 
 import planner
 from planner.errors import SpecError
@@ -36,7 +37,7 @@ from planner.io.torch_export import (
 )
 from planner.io.torch_import import Traced, to_workload, trace
 from planner.simulate import simulate
-from planner.workload import Imported, PlanDef
+from planner.workload import PlanDef
 from planner.workload.roofline import PROFILES
 
 FAKE = {"cpu0": "cpu", "cpu1": "meta"}
@@ -52,21 +53,9 @@ class Case:
         self.traced: Traced = trace(self.model, self.inputs)
         w = to_workload(self.traced, name, PROFILES["v100"])
         self.groups = w.colocations
-        totals = w.totals()
-        need = totals["params_bytes"] + totals["output_bytes"]
-        for share in (0.6, 0.7, 0.8, 0.9):  # the least memory that still lets a plan exist
-            spec = Imported(w, name)
-            spec.clusters.append([
-                "cluster two {",
-                f"  device cpu[0..1] {{ kind cpu  memory {math.ceil(need * share)} B }}",
-                "  link cpu[0..1] <-> cpu[0..1] { bandwidth 10 GB/s  latency 2 us }", "}"])
-            spec.plans.append(PlanDef("two", name, "two"))
-            self.problem = planner.loads(spec.to_spec()).plans["two"]
-            try:
-                self.solution = planner.solve(self.problem, "msct")
-                break
-            except planner.PlannerError:
-                continue
+        # the least memory that still lets a plan exist
+        self.problem, self.solution, _, _ = solve_on_two_cpus(w, name, (0.6, 0.7, 0.8, 0.9),
+                                                              "msct")
         self.plan: dict[str, str] = self.solution.plan.to_json(self.problem)["placement"]
         self.makespan_s = simulate(self.problem, self.solution.plan).makespan_s
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from torch_support import load_script, planner_ok
 from typer.testing import CliRunner
 
 import planner
@@ -48,12 +49,6 @@ CLASSES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
            "interleaved": "ScheduleInterleaved1F1B"}
 
 
-def _planner(*args: str | Path) -> str:
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
 _IMPORTED: dict[str, str] = {}
 
 
@@ -61,9 +56,9 @@ def _import(root: Path, model: str) -> Path:
     """`planner import torch` of a test model, with its training step (once per model)."""
     spec = root / f"{model}.plan"
     if model not in _IMPORTED:
-        _planner("import", "torch", f"{MODELS}:{model}", "--capture", "fx", "--input",
-                 INPUTS[model], "--training",
-                 "-o", spec)
+        planner_ok("import", "torch", f"{MODELS}:{model}", "--capture", "fx", "--input",
+                   INPUTS[model], "--training",
+                   "-o", spec)
         _IMPORTED[model] = spec.read_text()
     elif not spec.exists():
         spec.write_text(_IMPORTED[model])
@@ -110,11 +105,11 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int, s
     for model, ranks, schedule in CONFIGS:
         spec = _plan(root, model, ranks, schedule)
         name = spec.stem
-        _planner("solve", spec, "--out", root / f"{name}.json")
-        _planner("export", "torch", spec, f"{MODELS}:{model}", "--input", INPUTS[model],
-                 "--placement", root / f"{name}.json", "--pipeline", "--device-map",
-                 ",".join(f"gpu{k}=cpu" for k in range(ranks)), "-o", root / f"{name}.pipe.json",
-                 "--code", root / f"{name}.py")
+        planner_ok("solve", spec, "--out", root / f"{name}.json")
+        planner_ok("export", "torch", spec, f"{MODELS}:{model}", "--input", INPUTS[model],
+                   "--placement", root / f"{name}.json", "--pipeline", "--device-map",
+                   ",".join(f"gpu{k}=cpu" for k in range(ranks)), "-o", root / f"{name}.pipe.json",
+                   "--code", root / f"{name}.py")
         (root / name).mkdir()
         out[(model, ranks, schedule)] = Exported(
             model, ranks, schedule, json.loads((root / f"{name}.json").read_text()),
@@ -135,17 +130,6 @@ def ran(exported: dict[tuple[str, int, str], Exported],
                             capture_output=True, text=True, timeout=900, check=False,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-4000:]
-
-
-def _script(path: Path) -> Any:
-    """The generated script as a module (its functions, not its main)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"_script_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _params_of(traced: Traced, ops: set[str]) -> set[str]:
@@ -181,7 +165,7 @@ def test_a_pipelined_step_equals_the_unpipelined_model(
     assert list(doc["split_spec"]) == [s["begins_at"] for s in doc["stages"][1:]]
     assert set(doc["split_spec"].values()) == {"BEGINNING"}
     # the step: the script's loss and gradients against the model's, in this process
-    script = _script(e.script)
+    script = load_script(e.script)
     results = [torch.load(e.save / f"rank{r}.pt") for r in range(e.ranks)]
     expected = script.unpipelined()
     losses = [x for r in results for x in r["losses"]]
@@ -399,14 +383,14 @@ def test_a_plan_exported_at_other_ranks_runs_as_one_process(tmp_path: Path) -> N
         plan_file = tmp_path / f"plan{k}.json"
         plan_file.write_text(json.dumps({"placement": _mlp_placement(problem, traced,
                                                                      devices)}))
-        _planner("export", "torch", spec, f"{MODELS}:mlp", "--input", INPUTS["mlp"],
-                 "--placement", plan_file, "--pipeline", "--ranks", str(ranks), "--device-map",
-                 ",".join(f"gpu{d}=cpu" for d in range(4)), "-o", tmp_path / f"pipe{k}.json",
-                 "--code", tmp_path / f"pipe{k}.py")
+        planner_ok("export", "torch", spec, f"{MODELS}:mlp", "--input", INPUTS["mlp"],
+                   "--placement", plan_file, "--pipeline", "--ranks", str(ranks), "--device-map",
+                   ",".join(f"gpu{d}=cpu" for d in range(4)), "-o", tmp_path / f"pipe{k}.json",
+                   "--code", tmp_path / f"pipe{k}.py")
         (tmp_path / f"save{k}").mkdir()
         jobs.append({"script": str(tmp_path / f"pipe{k}.py"), "ranks": ranks,
                      "save": str(tmp_path / f"save{k}"), "rendezvous": str(tmp_path / f"r{k}")})
-        scripts.append(_script(tmp_path / f"pipe{k}.py"))
+        scripts.append(load_script(tmp_path / f"pipe{k}.py"))
         assert ranks == scripts[-1].RANKS and "not the plan's" in scripts[-1].__doc__
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
     result = subprocess.run([sys.executable, str(RUNNER), str(tmp_path / "jobs.json")],
@@ -440,7 +424,7 @@ def test_the_readme_pipeline_example_runs(tmp_path: Path, monkeypatch: pytest.Mo
     for line in _readme_commands():
         words = shlex.split(line)
         if words[0] == "planner":
-            _planner(*words[1:])
+            planner_ok(*words[1:])
             continue
         assert words[0] == "python"
         result = subprocess.run([sys.executable, *words[1:]], capture_output=True, text=True,

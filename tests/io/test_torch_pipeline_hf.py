@@ -22,9 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
-
-from planner.cli import app
+from torch_support import load_script, planner_ok
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
                             "'planner[torch]')")
@@ -33,12 +31,6 @@ pytest.importorskip("transformers", reason="transformers is not installed")
 HERE = Path(__file__).resolve().parent
 MODELS = HERE / "torch_pipeline_models.py"
 EXAMPLE = "gpt2_tokens()"
-
-
-def _planner(*args: str | Path) -> str:
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 @dataclass
@@ -51,34 +43,23 @@ class Exported:
     root: Path
 
 
-def _module(path: Path) -> Any:
-    """The generated script as a module (its functions, not its main)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"_script_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
     root = tmp_path_factory.mktemp("gpt2")
-    _planner("import", "torch", f"{MODELS}:gpt2", "--example", EXAMPLE, "--training",
-             "--name", "gpt2", "-o", root / "gpt2.plan")
+    planner_ok("import", "torch", f"{MODELS}:gpt2", "--example", EXAMPLE, "--training",
+               "--name", "gpt2", "-o", root / "gpt2.plan")
     # compute-bound (tiny activations on a fast link): the plan takes both devices
     (root / "pipe.plan").write_text(
         'import "gpt2.plan"\n'
         "cluster c {\n  device gpu[0..1] { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
         "  link gpu0 <-> gpu1 { bandwidth 100 GB/s }\n}\n"
         "plan p { graph gpt2  cluster c  objective pipeline  microbatches 4  schedule gpipe }\n")
-    _planner("solve", root / "pipe.plan", "--out", root / "plan.json")
-    _planner("export", "torch", root / "pipe.plan", f"{MODELS}:gpt2", "--example", EXAMPLE,
-             "--placement", root / "plan.json", "--pipeline", "--nearest", "--device-map",
-             "gpu0=cpu,gpu1=cpu", "-o", root / "pipe.json", "--code", root / "step.py")
+    planner_ok("solve", root / "pipe.plan", "--out", root / "plan.json")
+    planner_ok("export", "torch", root / "pipe.plan", f"{MODELS}:gpt2", "--example", EXAMPLE,
+               "--placement", root / "plan.json", "--pipeline", "--nearest", "--device-map",
+               "gpu0=cpu,gpu1=cpu", "-o", root / "pipe.json", "--code", root / "step.py")
     return Exported(json.loads((root / "pipe.json").read_text()), root / "step.py",
-                    _module(root / "step.py"), root)
+                    load_script(root / "step.py"), root)
 
 
 def _spawn(e: Exported, *args: str) -> subprocess.CompletedProcess[str]:

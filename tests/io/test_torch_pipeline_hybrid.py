@@ -14,7 +14,6 @@ E514); a plan without replicas exports as before.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from torch_support import load_script
 from typer.testing import CliRunner
 
 import planner
@@ -41,16 +41,6 @@ MODELS = HERE / "torch_pipeline_models.py"
 CPU = ",".join(f"gpu{k}=cpu" for k in range(4))
 #: 2 stages (gpu0, gpu1), each on 2 devices
 TWO_BY_TWO = {"gpu0": ["gpu0", "gpu2"], "gpu1": ["gpu1", "gpu3"]}
-
-
-def _module(path: Path) -> Any:
-    """The generated script as a module (its functions, not its main)."""
-    spec = importlib.util.spec_from_file_location(f"_script_{path.parent.name}_{path.stem}",
-                                                  path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _mlp_spec(root: Path, settings: str = "microbatches 4  schedule 1f1b") -> Path:
@@ -105,7 +95,7 @@ def test_replicated_stages_export_as_a_2d_mesh(tmp_path: Path) -> None:
         (0, 0, 0, "gpu0"), (1, 0, 1, "gpu2"), (2, 1, 0, "gpu1"), (3, 1, 1, "gpu3")]
     assert [s["replicas"] for s in doc["stages"]] == [["gpu0", "gpu2"], ["gpu1", "gpu3"]]
     assert [s["rank"] for s in doc["stages"]] == [0, 1] and doc["split_spec"] == {"4": "BEGINNING"}
-    script = _module(tmp_path / "hybrid" / "step.py")
+    script = load_script(tmp_path / "hybrid" / "step.py")
     assert (script.RANKS, script.DATA_PARALLEL, script.MICROBATCHES) == (4, 2, 4)
     assert script.MESH == [(0, 0, "gpu0", "cpu"), (0, 1, "gpu2", "cpu"), (1, 0, "gpu1", "cpu"),
                            (1, 1, "gpu3", "cpu")]
@@ -268,7 +258,7 @@ def _hybrid_step(root: Path, models: Path, example: str, *import_args: str) -> A
                             cwd=root, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
-    return _module(root / "step.py"), [torch.load(save / f"rank{r}.pt") for r in range(4)]
+    return load_script(root / "step.py"), [torch.load(save / f"rank{r}.pt") for r in range(4)]
 
 
 @pytest.mark.slow
@@ -334,7 +324,7 @@ def test_an_inference_pipeline_as_2_x_2_returns_the_batchs_outputs(tmp_path: Pat
                          check=False, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert run.returncode == 0, run.stdout + run.stderr[-4000:]
     assert "outputs equal the unpipelined model's: True" in run.stdout
-    script = _module(script_path)
+    script = load_script(script_path)
     assert not script.TRAINING
     results = [torch.load(save / f"rank{r}.pt") for r in range(4)]
     outputs = [r["output"] for r in results]

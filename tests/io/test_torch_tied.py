@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from torch_support import planner_ok
 
-from planner.cli import app
 from planner.spec.load import load_path
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
@@ -103,18 +102,18 @@ plan pipe { graph gpt2  cluster four  objective pipeline  microbatches 8  schedu
 """
 
 
-def _planner(*args: str | Path) -> str:
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return result.output
+def _import_gpt2(tmp_path: Path) -> Path:
+    """tied_models.py's GPT-2, imported for training (`--granularity module:2`): gpt2.plan."""
+    _hf()
+    spec = tmp_path / "gpt2.plan"
+    planner_ok("import", "torch", f"{MODELS}:gpt2", "--example", "tokens()", "--granularity",
+               "module:2", "--training", "--name", "gpt2", "-o", spec)
+    return spec
 
 
 @pytest.mark.slow
 def test_gpt2s_tied_head_is_a_tie_and_gpt2_pipelines(tmp_path: Path) -> None:
-    _hf()
-    spec = tmp_path / "gpt2.plan"
-    _planner("import", "torch", f"{MODELS}:gpt2", "--example", "tokens()", "--granularity",
-             "module:2", "--training", "--name", "gpt2", "-o", spec)
+    spec = _import_gpt2(tmp_path)
     text = spec.read_text()
     assert "  tie transformer.wte, lm_head { bytes 64 KiB  weight transformer.wte.weight }\n" \
         in text
@@ -126,7 +125,7 @@ def test_gpt2s_tied_head_is_a_tie_and_gpt2_pipelines(tmp_path: Path) -> None:
         != graph.colocation_of[wte]
     plan = tmp_path / "four.plan"
     plan.write_text(FOUR_GPUS)
-    result = json.loads(_planner("solve", plan, "--json"))["result"]
+    result = json.loads(planner_ok("solve", plan, "--json"))["result"]
     pipe = result["pipeline"]
     one = next(r for r in pipe["compared"] if r["plan"] == "one device")
     assert len(pipe["stages"]) >= 2
@@ -142,18 +141,15 @@ def test_gpt2s_tied_head_is_a_tie_and_gpt2_pipelines(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_pipelined_tied_gpt2_step_equals_one_process(tmp_path: Path) -> None:
-    _hf()
-    spec = tmp_path / "gpt2.plan"
-    _planner("import", "torch", f"{MODELS}:gpt2", "--example", "tokens()", "--granularity",
-             "module:2", "--training", "--name", "gpt2", "-o", spec)
+    _import_gpt2(tmp_path)  # gpt2.plan, which two.plan imports
     plan = tmp_path / "two.plan"
     plan.write_text(FOUR_GPUS.replace("gpu[0..3]", "gpu[0..1]").replace("microbatches 8",
                                                                         "microbatches 4"))
-    _planner("solve", plan, "--out", tmp_path / "plan.json")
+    planner_ok("solve", plan, "--out", tmp_path / "plan.json")
     script = tmp_path / "step.py"
-    _planner("export", "torch", plan, f"{MODELS}:gpt2", "--example", "tokens()",
-             "--placement", tmp_path / "plan.json", "--pipeline", "--device-map",
-             "gpu0=cpu,gpu1=cpu", "-o", tmp_path / "pipe.json", "--code", script)
+    planner_ok("export", "torch", plan, f"{MODELS}:gpt2", "--example", "tokens()",
+               "--placement", tmp_path / "plan.json", "--pipeline", "--device-map",
+               "gpu0=cpu,gpu1=cpu", "-o", tmp_path / "pipe.json", "--code", script)
     text = script.read_text()
     assert "TIED = [(['transformer.wte.weight', 'lm_head.weight'], [256, 64], 'float32')]" \
         in text
@@ -180,23 +176,23 @@ def test_t5s_device_map_round_trips(tmp_path: Path) -> None:
     dispatch_model = pytest.importorskip("accelerate").dispatch_model
     tied_models: Any = _hf()
     spec = tmp_path / "t5.plan"
-    _planner("import", "torch", f"{MODELS}:t5", "--example", "t5_tokens()", "--granularity",
-             "module:2", "--name", "t5", "-o", spec)
+    planner_ok("import", "torch", f"{MODELS}:t5", "--example", "t5_tokens()", "--granularity",
+               "module:2", "--name", "t5", "-o", spec)
     assert "  tie encoder.embed_tokens, decoder.embed_tokens, lm_head { bytes 16 KiB  " \
         "weight shared.weight }" in spec.read_text()
     plan = tmp_path / "two.plan"
     plan.write_text(T5_CLUSTER)
-    _planner("solve", plan, "--out", tmp_path / "plan.json")
+    planner_ok("solve", plan, "--out", tmp_path / "plan.json")
     placement = json.loads((tmp_path / "plan.json").read_text())["placement"]
     assert len(set(placement.values())) == 2  # 180 KiB each: the model must split
-    _planner("export", "torch", plan, f"{MODELS}:t5", "--example", "t5_tokens()",
-             "--placement", tmp_path / "plan.json", "-o", tmp_path / "placed.json")
+    planner_ok("export", "torch", plan, f"{MODELS}:t5", "--example", "t5_tokens()",
+               "--placement", tmp_path / "plan.json", "-o", tmp_path / "placed.json")
     device_map = json.loads((tmp_path / "placed.json").read_text())["device_map"]
     assert device_map is not None and "shared" in device_map
     assert len(set(device_map.values())) == 2
     # back as a placement: `shared` places the tied weight, no op (E949 before)
     (tmp_path / "map.json").write_text(json.dumps(device_map))
-    _planner("simulate", plan, "--placement", tmp_path / "map.json")
+    planner_ok("simulate", plan, "--placement", tmp_path / "map.json")
     # accelerate runs it (every device on the CPU here) with eager mode's outputs
     model, inputs = tied_models.t5(), tied_models.t5_tokens()
     with torch.no_grad():

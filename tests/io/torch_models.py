@@ -1,13 +1,15 @@
 """Small PyTorch models for the torch import/export tests (imported only when torch is).
 
 Each factory returns `(model, example inputs)`; `planner import torch` reaches them as
-`tests/io/torch_models.py:NAME` with `--example 'NAME_inputs()'`.
+`tests/io/torch_models.py:NAME` with `--example 'NAME_inputs()'`, `tests/io` on the path (as
+under pytest): the Transformer block is torch_pipeline_models.py's.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+from torch_pipeline_models import Block
 
 
 def mlp() -> nn.Module:
@@ -66,36 +68,10 @@ def cnn_inputs() -> tuple[torch.Tensor]:
     return (torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(1)),)
 
 
-class Block(nn.Module):
-    """A pre-norm Transformer block: attention written out, then an MLP, with residuals."""
-
-    def __init__(self, dim: int = 32, heads: int = 4) -> None:
-        super().__init__()
-        self.heads = heads
-        self.pos = nn.Parameter(torch.randn(1, 6, dim) * 0.02)  # read by attribute (get_attr)
-        self.ln1 = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-        self.ln2 = nn.LayerNorm(dim)
-        self.fc1 = nn.Linear(dim, 4 * dim)
-        self.fc2 = nn.Linear(4 * dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.pos
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q = q.view(b, t, self.heads, d // self.heads).transpose(1, 2)
-        k = k.view(b, t, self.heads, d // self.heads).transpose(1, 2)
-        v = v.view(b, t, self.heads, d // self.heads).transpose(1, 2)
-        att = torch.softmax(q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5, dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(b, t, d)
-        x = x + self.proj(y)
-        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
-
-
 def transformer() -> nn.Module:
+    """A pre-norm Transformer block (MLP 4x wide, GELU)."""
     torch.manual_seed(0)
-    return Block().eval()
+    return Block(hidden=4, activation=nn.functional.gelu).eval()
 
 
 def transformer_inputs() -> tuple[torch.Tensor]:

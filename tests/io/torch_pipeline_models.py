@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -48,19 +49,23 @@ def encoder() -> nn.Module:
 
 
 class Block(nn.Module):
-    """A pre-norm Transformer block written out, so that fx traces into it: its first op
-    is a function (`x + self.pos`), which no SplitPoint can name."""
+    """A pre-norm Transformer block written out, so that fx traces into it: attention, then
+    an MLP `hidden` times `dim` wide, with residuals. Its first op is a function
+    (`x + self.pos`), which no SplitPoint can name. (tests/io/torch_models.py's
+    `transformer` is one too.)"""
 
-    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+    def __init__(self, dim: int = 32, heads: int = 4, hidden: int = 2,
+                 activation: Callable[[torch.Tensor], torch.Tensor] = torch.relu) -> None:
         super().__init__()
         self.heads = heads
-        self.pos = nn.Parameter(torch.randn(1, 6, dim) * 0.02)
+        self.activation = activation
+        self.pos = nn.Parameter(torch.randn(1, 6, dim) * 0.02)  # read by attribute (get_attr)
         self.ln1 = nn.LayerNorm(dim)
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
         self.ln2 = nn.LayerNorm(dim)
-        self.fc1 = nn.Linear(dim, 2 * dim)
-        self.fc2 = nn.Linear(2 * dim, dim)
+        self.fc1 = nn.Linear(dim, hidden * dim)
+        self.fc2 = nn.Linear(hidden * dim, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.pos
@@ -72,7 +77,7 @@ class Block(nn.Module):
         att = torch.softmax(q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5, dim=-1)
         y = (att @ v).transpose(1, 2).reshape(b, t, d)
         x = x + self.proj(y)
-        return x + self.fc2(torch.relu(self.fc1(self.ln2(x))))
+        return x + self.fc2(self.activation(self.fc1(self.ln2(x))))
 
 
 class Blocks(nn.Module):

@@ -65,10 +65,41 @@ def chain_spec(forward_ms: list[float], backward_ms: list[float] | None = None, 
     return loads("\n".join(lines)).plan("p")
 
 
+def chain_text(n: int, devices: int, *, forward_ms: list[float] | None = None,
+               backward_ms: list[float] | None = None, outputs_mb: list[float] | None = None,
+               training: bool = True, microbatches: int = 8, schedule: str = "1f1b",
+               memory: str = "64 GiB", bandwidth: str = "10 GB/s", latency: str = "10 us",
+               objective: bool = True) -> str:
+    """A chain `f0 -> f1 -> ...` of `n` units (each op with its backward op, colocated,
+    when `training`) on `devices` alike devices, every pair linked alike."""
+    fwd = forward_ms or [4.0] * n
+    bwd = backward_ms or [2 * t for t in fwd]
+    out = outputs_mb or [1.0] * n
+    last = devices - 1
+    lines = [f"cluster c {{ device d[0..{last}] {{ memory {memory} }}",
+             f"  link d[0..{last}] <-> d[0..{last}] {{ bandwidth {bandwidth} latency {latency} }}",
+             "}", "graph g {"]
+    for k in range(n):
+        lines.append(f"  op f{k} {{ time {fwd[k]} ms; output {out[k]} MB }}")
+        if training:
+            lines += [f"  op f{k}.bwd {{ time {bwd[k]} ms; output 0 B; backward_of f{k} }}",
+                      f"  f{k} -> f{k}.bwd", f"  colocate f{k}, f{k}.bwd"]
+            if k:
+                lines.append(f"  f{k}.bwd -> f{k - 1}.bwd {{ bytes {out[k - 1]} MB }}")
+        if k:
+            lines.append(f"  f{k - 1} -> f{k}")
+    lines.append("}")
+    settings = (f"; objective pipeline; microbatches {microbatches}; schedule {schedule}"
+                if objective else "")
+    lines.append(f"plan p {{ graph g; cluster c{settings} }}")
+    return "\n".join(lines)
+
+
 def random_spec(seed: int, units: int, devices: int, *, training: bool,
-                microbatches: int = 4, schedule: str = "1f1b") -> Problem:
+                microbatches: int = 4, schedule: str = "1f1b", pin: bool = False) -> Problem:
     """A random DAG of `units` forward ops (with backward ops when `training`) on
-    `devices` devices of different speeds and memories, links of different bandwidths."""
+    `devices` devices of different speeds and memories, links of different bandwidths;
+    `pin` pins one op."""
     rng = random.Random(seed)
     speeds = [rng.choice([0.5, 1.0, 1.0, 2.0]) for _ in range(devices)]
     mems = [rng.choice([40, 60, 200]) for _ in range(devices)]
@@ -96,6 +127,7 @@ def random_spec(seed: int, units: int, devices: int, *, training: bool,
             if training:
                 lines.append(f"  u{k}.bwd -> u{j}.bwd {{ bytes {rng.randint(1, 8)} MB }}")
     lines.append("}")
+    pinned = f"; pin u{units // 2} to d{devices - 1}" if pin else ""
     lines.append(f"plan p {{ graph g; cluster c; objective pipeline; "
-                 f"microbatches {microbatches}; schedule {schedule} }}")
+                 f"microbatches {microbatches}; schedule {schedule}{pinned} }}")
     return loads("\n".join(lines)).plan("p")

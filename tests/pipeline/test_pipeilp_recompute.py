@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pipe_support import chain_text
 
 from planner import load, loads
 from planner.algorithms import Options, run
@@ -34,7 +35,7 @@ from planner.algorithms.pipeilp import contiguous_splits, evaluate
 from planner.algorithms.pipeilp import solve as pipeilp_solve
 from planner.algorithms.pipeilp import warm as pipeilp_warm
 from planner.codes import CODES
-from planner.errors import InfeasibleError, SearchLimitError, SolverError
+from planner.errors import Diagnostic, InfeasibleError, PlannerError, SearchLimitError, SolverError
 from planner.model import Pipeline, Problem
 from planner.pipeline.split import Split, resource_loads, split_of, stage_bytes
 from planner.pipeline.units import units
@@ -159,47 +160,53 @@ def test_a_spec_nothing_fits_is_exit_3_with_the_solvers_proof(tmp_path: Path) ->
     assert "a bug" not in proc.stderr
 
 
-def _no_solution(message: str) -> object:
+def _no_solution(monkeypatch: pytest.MonkeyPatch, message: str, *,
+                 warm_start: bool = True) -> Problem:
+    """`_tight_text("25 MB")`'s plan, pipeilp's solver made to end with no solution and
+    `message`; without `warm_start`, no contiguous split fits either (none to fall back to)."""
     def solver(*_: object, **__: object) -> backends.Outcome:
         return backends.Outcome("nosolution", message)
-    return solver
+
+    if not warm_start:
+        monkeypatch.setattr(pipeilp_warm, "contiguous_splits", lambda _: {})
+    monkeypatch.setattr(pipeilp_solve, "_run_solver", solver)
+    return loads(_tight_text("25 MB")).plan("p")
+
+
+def _no_plan(monkeypatch: pytest.MonkeyPatch, message: str,
+             raises: type[PlannerError]) -> tuple[PlannerError, Diagnostic]:
+    """What pipeilp raises (`raises`) when its solver ends with `message` and no solution,
+    with nothing to fall back to; and its one diagnostic."""
+    p = _no_solution(monkeypatch, message, warm_start=False)
+    with pytest.raises(raises) as err:
+        run("pipeilp", p)
+    (diag,) = err.value.diagnostics
+    return err.value, diag
 
 
 def test_a_time_limit_that_found_nothing_is_e709_exit_6_and_says_so(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    p = loads(_tight_text("25 MB")).plan("p")
-    monkeypatch.setattr(pipeilp_warm, "contiguous_splits", lambda _: {})
-    monkeypatch.setattr(pipeilp_solve, "_run_solver",
-                        _no_solution("highs gave no solution (its time limit was reached)"))
-    with pytest.raises(SearchLimitError) as err:
-        run("pipeilp", p)
-    assert err.value.exit_code == 6
-    (e709,) = err.value.diagnostics
+    err, e709 = _no_plan(monkeypatch, "highs gave no solution (its time limit was reached)",
+                         SearchLimitError)
+    assert err.exit_code == 6
     assert e709.code == "E709"
     assert "time limit" in e709.message and "not a proof" in e709.message
-    assert "it was optimal" not in str(err.value)
+    assert "it was optimal" not in str(err)
     assert "a longer --time-limit may find one" in e709.hints
     assert CODES["E709"].exit == 6
 
 
 def test_a_solver_that_said_optimal_without_a_solution_is_a_failure_not_a_time_limit(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    p = loads(_tight_text("25 MB")).plan("p")
-    monkeypatch.setattr(pipeilp_warm, "contiguous_splits", lambda _: {})
-    monkeypatch.setattr(pipeilp_solve, "_run_solver",
-                        _no_solution("highs said it was optimal but gave no solution"))
-    with pytest.raises(SolverError) as err:
-        run("pipeilp", p)
-    (diag,) = err.value.diagnostics
-    assert diag.code == "E711" and err.value.exit_code == 4
-    assert "--time-limit" not in str(err.value)
+    err, diag = _no_plan(monkeypatch, "highs said it was optimal but gave no solution",
+                         SolverError)
+    assert diag.code == "E711" and err.exit_code == 4
+    assert "--time-limit" not in str(err)
 
 
 def test_a_time_limit_with_a_warm_start_returns_it_labelled_fallback(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    p = loads(_tight_text("25 MB")).plan("p")
-    monkeypatch.setattr(pipeilp_solve, "_run_solver",
-                        _no_solution("highs gave no solution (its time limit was reached)"))
+    p = _no_solution(monkeypatch, "highs gave no solution (its time limit was reached)")
     s = run("pipeilp", p)
     assert s.status == "fallback"
     assert s.info["warm_start"] == "recomputing contiguous split"
@@ -311,18 +318,8 @@ def test_a_given_warm_start_outside_the_1f1b_model_neither_bounds_it_nor_is_misd
 def test_under_1f1b_no_more_stages_than_micro_batches(training: bool) -> None:
     # six alike units on three devices: three stages would be best, but 1F1B with two
     # micro-batches runs two stages at most (torch's Schedule1F1B; pipedp's cap too)
-    lines = ["cluster c { device d[0..2] { memory 64 GiB }",
-             "  link d[0..2] <-> d[0..2] { bandwidth 100 GB/s latency 1 us } }", "graph g {"]
-    for k in range(6):
-        lines.append(f"  op f{k} {{ time 4 ms; output 1 MB }}")
-        if training:
-            lines += [f"  op f{k}.bwd {{ time 8 ms; backward_of f{k} }}",
-                      f"  f{k} -> f{k}.bwd", f"  colocate f{k}, f{k}.bwd"]
-        if k:
-            lines.append(f"  f{k - 1} -> f{k}")
-    lines += ["}", "plan p { graph g; cluster c; objective pipeline; microbatches 2; "
-              "schedule 1f1b }"]
-    p = loads("\n".join(lines)).plan("p")
+    p = loads(chain_text(6, 3, training=training, microbatches=2, bandwidth="100 GB/s",
+                         latency="1 us")).plan("p")
     s = run("pipeilp", p)
     assert split_of(p, s.plan.placement).stages <= 2
     assert s.info["period_s"] == pytest.approx(evaluate(p, s.plan.placement).period_s)

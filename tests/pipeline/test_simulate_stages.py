@@ -6,15 +6,13 @@ plans are; its diagnostics; and a hybrid plan's `replicas` through a plan file
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli.helpers import invoke
 
 import planner
-from planner.cli import app
 from planner.errors import SpecError
 from planner.io.stages import parse_stages
 from planner.model import Problem
@@ -50,14 +48,7 @@ def _problem() -> Problem:
 
 
 def _invoke(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        res = CliRunner().invoke(app, args)
-    finally:
-        os.chdir(old)
-    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    return res.exit_code, res.stdout, res.stderr
+    return invoke(args, cwd, guarded=True)
 
 
 def _simulate(tmp_path: Path, stages: Any, *more: str) -> tuple[int, dict[str, Any]]:

@@ -225,22 +225,17 @@ def test_a_statement_added_to_the_grammar_alone_is_named(scratch_grammar: Any) -
     assert _fast_parse("plan p { graph g }", "t.plan") is None  # until the reader reads it
 
 
-def test_a_keyword_added_to_the_setting_keys_is_read_as_the_grammar_says(
-        scratch_grammar: Any) -> None:
-    text = _edited("_key: NAME | GRAPH | CLUSTER", "_key: NAME | GRAPH | CLUSTER | OP")
+@pytest.mark.parametrize(("old", "new", "spec"), [
+    pytest.param("_key: NAME | GRAPH | CLUSTER", "_key: NAME | GRAPH | CLUSTER | OP",
+                 "plan p { graph g op x }", id="added-to-the-setting-keys"),
+    pytest.param('COLOCATE: "colocate"', 'COLOCATE: "together"',
+                 "graph g { op a op b\n together a, b colocate -> a }", id="spelled-differently"),
+])
+def test_a_keyword_changed_in_the_grammar_is_read_as_the_grammar_says(
+        scratch_grammar: Any, old: str, new: str, spec: str) -> None:
+    text = _edited(old, new)
     assert mismatches(read_grammar(text)) == []
     scratch_grammar(text)
-    spec = "plan p { graph g op x }"
-    fast = _fast_parse(spec, "t.plan")
-    assert fast is not None and fast.items == _as_lark_reads(text, spec)
-
-
-def test_a_keyword_spelled_differently_is_read_as_the_grammar_says(
-        scratch_grammar: Any) -> None:
-    text = _edited('COLOCATE: "colocate"', 'COLOCATE: "together"')
-    assert mismatches(read_grammar(text)) == []
-    scratch_grammar(text)
-    spec = "graph g { op a op b\n together a, b colocate -> a }"
     fast = _fast_parse(spec, "t.plan")
     assert fast is not None and fast.items == _as_lark_reads(text, spec)
 

@@ -7,18 +7,16 @@ objective is shown only where a solver made the plan."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli.helpers import invoke
 
 import planner
 from planner.algorithms.base import Status
 from planner.algorithms.exact.verdict import judge, standing
-from planner.cli import app
 from planner.compare import read_rows
 from planner.plan import Plan
 from planner.simulate import simulate
@@ -36,17 +34,6 @@ def work(tmp_path: Path) -> Path:
     (tmp_path / "tower_none.plan").write_text(
         text.replace("plan p {", "plan p {\n  contention none"))
     return tmp_path
-
-
-def invoke(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    """The CLI in-process in `cwd`: (exit code, stdout, stderr)."""
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        res = CliRunner().invoke(app, args)
-    finally:
-        os.chdir(old)
-    return res.exit_code, res.stdout, res.stderr
 
 
 def _terminal_bound_ms(out: str) -> float:
