@@ -26,8 +26,8 @@ INF = np.inf
 #: every call increments and decrements each array argument atomically, which made the
 #: queues below 20x slower
 _leaf = njit(cache=True, _nrt=False)
-#: the event loop's small steps, inlined into `execute` at numba's level (LLVM leaves calls
-#: with many array arguments alone, and each costs per event)
+#: the event loop's small steps and the heaps' shared sift, inlined into their callers at
+#: numba's level (LLVM leaves calls with many array arguments alone, and each costs per event)
 _step = njit(cache=True, _nrt=False, inline="always")
 # violation bits, in `simulate.KINDS` order
 UNPLACED, ORDER, PIN, COLOCATION, UNRUNNABLE, NO_LINK, MEMORY = 1, 2, 4, 8, 16, 32, 256
@@ -41,10 +41,10 @@ DISPATCH, GIVEN, PRIORITY = 0, 1, 2
 # the leaf (bottom-up heapsort's trick).
 
 
-@_leaf
-def ev_push(ht, hk, size, t, k):
-    """Push (t, k) onto the (time, key) heap of `size` items; return the new size."""
-    c = size
+@_step
+def _ev_sift_up(ht, hk, c, t, k):
+    """Put (t, k) in the (time, key) heap's hole at `c`, moving it up past every parent
+    that comes after it."""
     while c > 0:
         p = (c - 1) >> 1
         if ht[p] < t or (ht[p] == t and hk[p] < k):
@@ -54,6 +54,12 @@ def ev_push(ht, hk, size, t, k):
         c = p
     ht[c] = t
     hk[c] = k
+
+
+@_leaf
+def ev_push(ht, hk, size, t, k):
+    """Push (t, k) onto the (time, key) heap of `size` items; return the new size."""
+    _ev_sift_up(ht, hk, size, t, k)
     return size + 1
 
 
@@ -74,22 +80,14 @@ def ev_pop(ht, hk, size):
         ht[c] = ht[a]
         hk[c] = hk[a]
         c = a
-    while c > 0:
-        p = (c - 1) >> 1
-        if ht[p] < t or (ht[p] == t and hk[p] < k):
-            break
-        ht[c] = ht[p]
-        hk[c] = hk[p]
-        c = p
-    ht[c] = t
-    hk[c] = k
+    _ev_sift_up(ht, hk, c, t, k)
     return top
 
 
-@_leaf
-def kpush(h, lo, size, key):
-    """Push an int64 key onto the heap in h[lo:lo + size]; return the new size."""
-    c = size
+@_step
+def _k_sift_up(h, lo, c, key):
+    """Put `key` in the hole at `c` of the heap in h[lo:], moving it up past every greater
+    parent."""
     while c > 0:
         p = (c - 1) >> 1
         if h[lo + p] < key:
@@ -97,6 +95,12 @@ def kpush(h, lo, size, key):
         h[lo + c] = h[lo + p]
         c = p
     h[lo + c] = key
+
+
+@_leaf
+def kpush(h, lo, size, key):
+    """Push an int64 key onto the heap in h[lo:lo + size]; return the new size."""
+    _k_sift_up(h, lo, size, key)
     return size + 1
 
 
@@ -115,13 +119,7 @@ def kpop(h, lo, size):
             a += h[lo + a + 1] < h[lo + a]
         h[lo + c] = h[lo + a]
         c = a
-    while c > 0:
-        p = (c - 1) >> 1
-        if h[lo + p] < key:
-            break
-        h[lo + c] = h[lo + p]
-        c = p
-    h[lo + c] = key
+    _k_sift_up(h, lo, c, key)
     return top
 
 
@@ -132,6 +130,13 @@ def _cq_less(a, b, ft, fk, fh):
     return ta < tb or (ta == tb and fk[fh[a]] < fk[fh[b]])
 
 
+@_step
+def _cq_put(hh, hp, pos, c):
+    """Channel c takes place `pos` of the channels' heap."""
+    hh[pos] = c
+    hp[c] = pos
+
+
 @_leaf
 def _cq_up(hh, hp, pos, ft, fk, fh):
     c = hh[pos]
@@ -139,11 +144,9 @@ def _cq_up(hh, hp, pos, ft, fk, fh):
         p = (pos - 1) >> 1
         if _cq_less(hh[p], c, ft, fk, fh):
             break
-        hh[pos] = hh[p]
-        hp[hh[pos]] = pos
+        _cq_put(hh, hp, pos, hh[p])
         pos = p
-    hh[pos] = c
-    hp[c] = pos
+    _cq_put(hh, hp, pos, c)
 
 
 @_leaf
@@ -158,11 +161,9 @@ def _cq_down(hh, hp, size, ft, fk, fh):
             a += 1
         if _cq_less(c, hh[a], ft, fk, fh):
             break
-        hh[pos] = hh[a]
-        hp[hh[pos]] = pos
+        _cq_put(hh, hp, pos, hh[a])
         pos = a
-    hh[pos] = c
-    hp[c] = pos
+    _cq_put(hh, hp, pos, c)
 
 
 @_leaf

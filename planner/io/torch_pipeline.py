@@ -58,6 +58,7 @@ prints what differs and by how much (exit status 1).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -806,12 +807,12 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
     }
     if not tp.replicas:
         # one pass: a name holding a placeholder (a device `__FROM__0`) stays that text
-        return fill(_SCRIPT, values, name)
+        return fill(_script(hybrid=False), values, name)
     mesh = "".join(f"\n    {literal((r['pp'], r['dp'], r['device'], r['torch_device']))},"
                    for r in _mesh_ranks(tp))
     values.update({"__DATA_PARALLEL__": literal(tp.data_parallel),
                    "__MESH__": "[" + mesh + "\n]"})
-    return fill(_hybrid_script(), values, name)
+    return fill(_script(hybrid=True), values, name)
 
 
 def tied_parameters(model: Any) -> list[tuple[list[str], list[int], str]]:
@@ -891,12 +892,17 @@ def _logits_index(spec: Any) -> int | None:
     return None
 
 
+#: the script; where a plan with replicas gets other lines (`_HYBRID`), a region is marked
+#: (`_REGION`), and `_script` takes the markers out: a plan without replicas gets the
+#: region's own lines, byte for byte as they stand here
 _SCRIPT = '''\
 #!/usr/bin/env python3
 """One pipelined step of __ABOUT__ under torch.distributed.pipelining, as planned.
 
+#<about>
 Written by `planner export torch --pipeline` from __FROM__: __NSTAGES__ stage(s) on
 __RANKS__ rank(s), __SCHEDULE__, __MICROBATCHES__ micro-batch(es) of the traced inputs.
+#</about>
 __NOTE__
     torchrun --nproc-per-node __RANKS__ __NAME__   # a process per rank (env:// rendezvous)
     python __NAME__ --spawn --cpu --check  # spawn the ranks here: gloo on the CPU
@@ -910,6 +916,7 @@ keywords the importer's capture added (CAPTURE_KWARGS: a Hugging Face model's
 integer labels; else mean squared error), or yours: `--loss FILE.py:NAME` (or
 MODULE:NAME), a function (output, target) -> scalar tensor that gets the model's own
 output (a ModelOutput is rebuilt from the last stage's tensors by OUTPUT_SPEC).
+#<mesh_about/>
 
 `--check` compares the loss and gradients with the unpipelined model's and says what
 differs and by how much. It runs both in eval mode unless `--mode` says otherwise: in train
@@ -930,7 +937,9 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+#<imports>
 from torch.distributed.pipelining import __SCHEDULE__, SplitPoint, pipeline
+#</imports>
 
 #: the schedule: its class in torch.distributed.pipelining
 SCHEDULE: Any = __SCHEDULE__
@@ -947,9 +956,12 @@ CAPTURE_KWARGS = __CAPTURE_KWARGS__
 MICROBATCHES = __MICROBATCHES__
 #: a stage begins at each of these modules (the first at the model's start)
 SPLIT_SPEC = __SPLIT_SPEC__
+#<stages_doc>
 #: per stage: (rank, planned device, torch device)
+#</stages_doc>
 STAGES = __STAGES__
 RANKS = __RANKS__
+#<mesh_constants/>
 #: a training step (a loss, a backward pass) or inference
 TRAINING = __TRAINING__
 #: the shapes of the model's output tensors for one micro-batch, in torch.export's flat
@@ -1099,9 +1111,11 @@ def _first(value: Any) -> Any:
     return value.tensor_split(MICROBATCHES)[0] if isinstance(value, torch.Tensor) else value
 
 
+#<build_head>
 def build(rank: int, device: torch.device, target: str = MODEL, mode: str = "model",
           loss: str | None = LOSS) -> tuple[Any, list[Any], Any]:
     """This rank's schedule and stage(s), and the batch."""
+#</build_head>
     model, namespace = load_model(target, mode)
     args, kwargs, label = make_batch(namespace)
     pipe = pipeline(model, mb_args=tuple(_first(a) for a in args),
@@ -1109,62 +1123,80 @@ def build(rank: int, device: torch.device, target: str = MODEL, mode: str = "mod
     if pipe.num_stages != len(STAGES):
         raise RuntimeError(f"torch split the model into {pipe.num_stages} stages, the plan "
                            f"into {len(STAGES)}")
+#<build_stages>
     stages = [pipe.build_stage(s, device) for s, (r, _, _) in enumerate(STAGES) if r == rank]
+#</build_stages>
     fn = the_loss(loss)
 
     def micro_loss(output: Any, target: Any) -> torch.Tensor:
         return fn(model_output(output), target)
 
     loss_of = micro_loss if TRAINING else None
+#<schedule>
     if SCHEDULE.__name__ == "ScheduleInterleaved1F1B":
         schedule = SCHEDULE(stages, n_microbatches=MICROBATCHES, loss_fn=loss_of)
     else:
         schedule = SCHEDULE(stages[0], n_microbatches=MICROBATCHES, loss_fn=loss_of)
+#</schedule>
     return schedule, stages, (args, kwargs, label)
 
 
 def step(rank: int, device: str | None = None, target: str = MODEL, mode: str = "model",
          loss: str | None = LOSS) -> dict[str, Any]:
+#<step>
     """One step on this rank (its process group is up): the losses of the micro-batches
     (on the last stage's rank), the output tensors (there too) and its parameters'
     gradients. Keyword inputs that are no tensors (`use_cache=False`) were fixed when the
     model was split; the first stage takes the tensors."""
     dev = torch.device(device or STAGES[[r for r, _, _ in STAGES].index(rank)][2])
     schedule, stages, (args, kwargs, label) = build(rank, dev, target, mode, loss)
+#</step>
     losses: list[torch.Tensor] = []
     options: dict[str, Any] = {}
+#<step_ranks>
     if rank == STAGES[0][0]:
         options = {k: v.to(dev) for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
     inputs = tuple(a.to(dev) for a in args) if rank == STAGES[0][0] else ()
     if rank == STAGES[-1][0] and TRAINING:
+#</step_ranks>
         options.update(target=None if label is None else label.to(dev), losses=losses)
     if TRAINING:
         output = schedule.step(*inputs, **options)
+#<tied_call>
         sum_tied_gradients(stages, dev)
+#</tied_call>
     else:
         with torch.no_grad():
             output = schedule.step(*inputs, **options)
     first = {name: group[0] for group, _, _ in TIED for name in group}
     grads = {first.get(name, name): p.grad.detach().cpu() for s in stages
+#<grads>
              for name, p in s.submod.named_parameters() if p.grad is not None}
+#</grads>
     return {"rank": rank, "losses": [x.detach().cpu() for x in losses], "grads": grads,
             "output": [t.detach().cpu() for t in _tensors(output)] if output is not None
             else None}
 
 
+#<tied_head>
 def sum_tied_gradients(stages: list[Any], device: torch.device) -> None:
     """Each tied weight's gradient summed across the ranks whose stages hold a copy, so
     that the copies stay equal after the optimizer step (Megatron's embedding group). Every
     rank joins each all-reduce, with zeros where it holds no copy."""
+#</tied_head>
     for group, shape, dtype in TIED:
         held = {id(p): p for s in stages
+#<tied_params>
                 for name, p in s.submod.named_parameters(remove_duplicate=False)
+#</tied_params>
                 if name in group}
         total = torch.zeros(shape, dtype=getattr(torch, dtype), device=device)
         for p in held.values():
             if p.grad is not None:
                 total += p.grad
+#<all_reduce>
         dist.all_reduce(total)
+#</all_reduce>
         for p in held.values():
             p.grad = total.clone()
 
@@ -1178,7 +1210,9 @@ def run(rank: int, world_size: int = RANKS, device: str | None = None,
         raise SystemExit(f"this export runs on {RANKS} rank(s); this run has {world_size} "
                          "(`planner export torch --pipeline --ranks N` exports the plan for "
                          "N ranks where its split allows)")
+#<run_device>
     dev = torch.device(device or STAGES[[r for r, _, _ in STAGES].index(rank)][2])
+#</run_device>
     backend = "gloo" if dev.type == "cpu" else "nccl"
     dist.init_process_group(backend, init_method=init_method, rank=rank,
                             world_size=world_size)
@@ -1229,9 +1263,11 @@ def _gap(a: torch.Tensor, b: torch.Tensor, tolerance: float) -> float | None:
 def _outputs_differ(results: list[dict[str, Any]], expected: dict[str, Any],
                     tolerance: float) -> list[str]:
     outputs = [r["output"] for r in results if r["output"] is not None]
+#<outputs>
     if len(outputs) != 1:
         return [f"{len(outputs)} rank(s) returned outputs; the last stage's rank alone should"]
     got, want = outputs[0], expected["output"]
+#</outputs>
     if len(got) != len(want):
         return [f"{len(got)} output tensor(s) against the model's {len(want)}"]
     gaps = [(k, _gap(a, b, tolerance)) for k, (a, b) in enumerate(zip(got, want, strict=True))]
@@ -1359,20 +1395,17 @@ if __name__ == "__main__":
     main()
 '''
 
-#: how `_SCRIPT` becomes the script of a plan whose stages are replicated (`_hybrid_script`):
-#: (text found once in it, its replacement). Constant code, no names: those come in as the
-#: placeholders `__DATA_PARALLEL__` and `__MESH__` (literals), as every other. A plan
-#: without replicas gets `_SCRIPT` itself, byte for byte.
-_HYBRID_HUNKS: tuple[tuple[str, str], ...] = (
-    ('''from __FROM__: __NSTAGES__ stage(s) on
-__RANKS__ rank(s), __SCHEDULE__, __MICROBATCHES__ micro-batch(es) of the traced inputs.
-''', '''from __FROM__: __NSTAGES__ stage(s), each
+#: the script of a plan whose stages are replicated: per region of `_SCRIPT`, its text there.
+#: Constant code, no names: those come in as the placeholders `__DATA_PARALLEL__` and
+#: `__MESH__` (literals), as every other
+_HYBRID: dict[str, str] = {
+    "about": '''\
+Written by `planner export torch --pipeline` from __FROM__: __NSTAGES__ stage(s), each
 replicated on __DATA_PARALLEL__ ranks: __RANKS__ rank(s) in a 2-D DeviceMesh (pipeline x data),
 __SCHEDULE__, __MICROBATCHES__ micro-batch(es) of the traced inputs in all.
-'''),
-    ('''
-`--check` compares the loss and gradients with the unpipelined model's and says what
-''', '''
+''',
+    "mesh_about": '''\
+
 The ranks make a 2-D DeviceMesh (`init_device_mesh`, dimensions "pp" x "dp"; rank =
 pipeline rank x DATA_PARALLEL + replica, MESH): the stages of one replica pipeline talk
 over its "pp" group, and each replica's stage module is wrapped in DistributedDataParallel
@@ -1381,31 +1414,24 @@ first (along dim 0), then each replica pipeline runs MICROBATCHES / DATA_PARALLE
 micro-batches of its share: the schedule accumulates its gradients (no_sync) and DDP
 averages them across the replicas on the last backward pass, so the step equals one
 process on the whole batch.
-
-`--check` compares the loss and gradients with the unpipelined model's and says what
-'''),
-    ('''from torch.distributed.pipelining import __SCHEDULE__, SplitPoint, pipeline
-''', '''from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+''',
+    "imports": '''\
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.pipelining import __SCHEDULE__, SplitPoint, pipeline
 from torch.nn.parallel import DistributedDataParallel
-'''),
-    ('''#: per stage: (rank, planned device, torch device)
-STAGES = __STAGES__
-RANKS = __RANKS__
-''', '''#: per stage: (pipeline rank, planned device of its first replica, torch device)
-STAGES = __STAGES__
-RANKS = __RANKS__
+''',
+    "stages_doc": '''\
+#: per stage: (pipeline rank, planned device of its first replica, torch device)
+''',
+    "mesh_constants": '''\
 #: replicas of each stage: the mesh's data dimension (its pipeline one: RANKS // DATA_PARALLEL)
 DATA_PARALLEL = __DATA_PARALLEL__
 #: per rank: (pipeline rank, replica, planned device, torch device); rank = pipeline rank x
 #: DATA_PARALLEL + replica, as init_device_mesh numbers a 2-D mesh
 MESH = __MESH__
-'''),
-    ('''def build(rank: int, device: torch.device, target: str = MODEL, mode: str = "model",
-          loss: str | None = LOSS) -> tuple[Any, list[Any], Any]:
-    """This rank's schedule and stage(s), and the batch."""
-    model, namespace = load_model(target, mode)
-''', '''class StageDDP(DistributedDataParallel):
+''',
+    "build_head": '''\
+class StageDDP(DistributedDataParallel):
     """DistributedDataParallel of a stage's traced module: torch's stage reads the module's
     `graph` when its first step begins, and DDP holds the module as `module`. A stage may
     hold parameters that its ops do not use (the copy of a tied weight that another stage
@@ -1436,42 +1462,23 @@ def build(rank: int, device: torch.device, target: str = MODEL, mode: str = "mod
     """This rank's schedule and stage(s), and the (whole) batch. The stages talk over the
     mesh's "pp" group; each is wrapped in DDP over its "dp" group (its replicas)."""
     mesh = mesh if mesh is not None else device_mesh(device)
-    model, namespace = load_model(target, mode)
-'''),
-    ('''stages = [pipe.build_stage(s, device) for s, (r, _, _) in enumerate(STAGES) if r == rank]
-''', '''stages = [pipe.build_stage(s, device, group=mesh["pp"].get_group())
+''',
+    "build_stages": '''\
+    stages = [pipe.build_stage(s, device, group=mesh["pp"].get_group())
               for s, (r, _, _) in enumerate(STAGES) if r == MESH[rank][0]]
     for stage in stages:  # gradients averaged over the replicas on the last backward pass
         stage.submod = StageDDP(stage.submod, process_group=mesh["dp"].get_group(),
                                 find_unused_parameters=True)
-'''),
-    ('''    if SCHEDULE.__name__ == "ScheduleInterleaved1F1B":
-        schedule = SCHEDULE(stages, n_microbatches=MICROBATCHES, loss_fn=loss_of)
-    else:
-        schedule = SCHEDULE(stages[0], n_microbatches=MICROBATCHES, loss_fn=loss_of)
-''', '''    each = MICROBATCHES // DATA_PARALLEL  # a replica pipeline's micro-batches
+''',
+    "schedule": '''\
+    each = MICROBATCHES // DATA_PARALLEL  # a replica pipeline's micro-batches
     if SCHEDULE.__name__ == "ScheduleInterleaved1F1B":
         schedule = SCHEDULE(stages, n_microbatches=each, loss_fn=loss_of)
     else:
         schedule = SCHEDULE(stages[0], n_microbatches=each, loss_fn=loss_of)
-'''),
-    ('''    """One step on this rank (its process group is up): the losses of the micro-batches
-    (on the last stage's rank), the output tensors (there too) and its parameters'
-    gradients. Keyword inputs that are no tensors (`use_cache=False`) were fixed when the
-    model was split; the first stage takes the tensors."""
-    dev = torch.device(device or STAGES[[r for r, _, _ in STAGES].index(rank)][2])
-    schedule, stages, (args, kwargs, label) = build(rank, dev, target, mode, loss)
-    losses: list[torch.Tensor] = []
-    options: dict[str, Any] = {}
-    if rank == STAGES[0][0]:
-        options = {k: v.to(dev) for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
-    inputs = tuple(a.to(dev) for a in args) if rank == STAGES[0][0] else ()
-    if rank == STAGES[-1][0] and TRAINING:
-        options.update(target=None if label is None else label.to(dev), losses=losses)
-    if TRAINING:
-        output = schedule.step(*inputs, **options)
-        sum_tied_gradients(stages, dev)
-''', '''    """One step on this rank (its process group is up), on its replica's share of the
+''',
+    "step": '''\
+    """One step on this rank (its process group is up), on its replica's share of the
     batch: the losses of its micro-batches (on the last stage's ranks), the output tensors
     (there too) and its parameters' gradients (averaged over the replicas). Keyword inputs
     that are no tensors (`use_cache=False`) were fixed when the model was split; the first
@@ -1483,66 +1490,60 @@ def build(rank: int, device: torch.device, target: str = MODEL, mode: str = "mod
     args = tuple(share(a, replica) for a in args)
     kwargs = {k: share(v, replica) for k, v in kwargs.items()}
     label = share(label, replica)
-    losses: list[torch.Tensor] = []
-    options: dict[str, Any] = {}
+''',
+    "step_ranks": '''\
     if pipeline_rank == STAGES[0][0]:
         options = {k: v.to(dev) for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
     inputs = tuple(a.to(dev) for a in args) if pipeline_rank == STAGES[0][0] else ()
     if pipeline_rank == STAGES[-1][0] and TRAINING:
-        options.update(target=None if label is None else label.to(dev), losses=losses)
-    if TRAINING:
-        output = schedule.step(*inputs, **options)
+''',
+    "tied_call": '''\
         sum_tied_gradients(stages, dev, mesh["pp"].get_group())
-'''),
-    ('''             for name, p in s.submod.named_parameters() if p.grad is not None}
-''', '''             for name, p in s.submod.module.named_parameters() if p.grad is not None}
-'''),
-    ('''def sum_tied_gradients(stages: list[Any], device: torch.device) -> None:
-    """Each tied weight's gradient summed across the ranks whose stages hold a copy, so
-    that the copies stay equal after the optimizer step (Megatron's embedding group). Every
-    rank joins each all-reduce, with zeros where it holds no copy."""
-    for group, shape, dtype in TIED:
-        held = {id(p): p for s in stages
-                for name, p in s.submod.named_parameters(remove_duplicate=False)
-                if name in group}
-''', '''def sum_tied_gradients(stages: list[Any], device: torch.device, pipeline: Any) -> None:
+''',
+    "grads": '''\
+             for name, p in s.submod.module.named_parameters() if p.grad is not None}
+''',
+    "tied_head": '''\
+def sum_tied_gradients(stages: list[Any], device: torch.device, pipeline: Any) -> None:
     """Each tied weight's gradient summed across the ranks of one replica pipeline (the
     process group `pipeline`, the mesh's "pp") whose stages hold a copy, so that the copies
     stay equal after the optimizer step (Megatron's embedding group); DDP has averaged each
     copy over its replicas. Every rank joins each all-reduce, with zeros where it holds no
     copy."""
-    for group, shape, dtype in TIED:
-        held = {id(p): p for s in stages
+''',
+    "tied_params": '''\
                 for name, p in s.submod.module.named_parameters(remove_duplicate=False)
-                if name in group}
-'''),
-    ('''        dist.all_reduce(total)
-''', '''        dist.all_reduce(total, group=pipeline)
-'''),
-    ('''    dev = torch.device(device or STAGES[[r for r, _, _ in STAGES].index(rank)][2])
-    backend = "gloo"''', '''    dev = torch.device(device or MESH[rank][3])
-    backend = "gloo"'''),
-    ('''    outputs = [r["output"] for r in results if r["output"] is not None]
-    if len(outputs) != 1:
-        return [f"{len(outputs)} rank(s) returned outputs; the last stage's rank alone should"]
-    got, want = outputs[0], expected["output"]
-''', '''    outputs = [r["output"] for r in results if r["output"] is not None]
+''',
+    "all_reduce": '''\
+        dist.all_reduce(total, group=pipeline)
+''',
+    "run_device": '''\
+    dev = torch.device(device or MESH[rank][3])
+''',
+    "outputs": '''\
     if len(outputs) != DATA_PARALLEL:
         return [f"{len(outputs)} rank(s) returned outputs; the last stage's {DATA_PARALLEL} "
                 "replicas alone should"]
     # the replicas' shares of the batch, in rank order: the batch's outputs
     got, want = [torch.cat(parts) for parts in zip(*outputs)], expected["output"]
-'''),
-)
+''',
+}
 
 
-def _hybrid_script() -> str:
-    """`_SCRIPT` with `_HYBRID_HUNKS` applied (GeneratedCodeError when a hunk's text is not
-    found exactly once: the template changed under it)."""
-    text = _SCRIPT
-    for old, new in _HYBRID_HUNKS:
-        if text.count(old) != 1:
-            raise GeneratedCodeError(f"the hybrid script's hunk {old.strip()[:60]!r} is found "
-                                     f"{text.count(old)} times in the pipeline script")
-        text = text.replace(old, new)
-    return text
+#: a region of `_SCRIPT` that the hybrid script replaces: lines between `#<name>` and
+#: `#</name>`, or the point `#<name/>` where it adds lines
+_REGION = re.compile(r"^#<(\w+)>\n(.*?)^#</\1>\n|^#<(\w+)/>\n", re.MULTILINE | re.DOTALL)
+
+
+def _script(hybrid: bool) -> str:
+    """`_SCRIPT` with each region's own lines (a plan without replicas) or its `_HYBRID`
+    text, the markers gone (GeneratedCodeError when the regions and `_HYBRID` do not name
+    the same texts, each once: the template changed under them)."""
+    names = sorted(m.group(1) or m.group(3) for m in _REGION.finditer(_SCRIPT))
+    if names != sorted(_HYBRID) or re.search(r"^#</?\w+/?>$", _REGION.sub("", _SCRIPT),
+                                             re.MULTILINE):
+        raise GeneratedCodeError(f"the pipeline script's regions {names} are not the hybrid "
+                                 f"script's {sorted(_HYBRID)}, each once")
+    if hybrid:
+        return _REGION.sub(lambda m: _HYBRID[m.group(1) or m.group(3)], _SCRIPT)
+    return _REGION.sub(lambda m: m.group(2) or "", _SCRIPT)

@@ -688,18 +688,14 @@ class _Reader:
         """
         line_end, op_head, chain_head, ended, pair = _whole_line_res()
         text, file, comments, keywords = self.text, self.file, self.comments, self.keywords
-        at_start = False
-        while True:
-            if not at_start:
-                m = line_end.match(text, pos)
-                if m is None:  # more on this line
-                    break
-                if m.group(1) is not None:
-                    _comment(comments, m, 1, ln, base)
-                pos = m.end()
-                ln += 1
-                base = pos - 1
-            at_start = False
+        # the match that ends the line (None: more on it) and its comment's group
+        eol, note = line_end.match(text, pos), 1
+        while eol is not None:
+            if eol.group(note) is not None:
+                _comment(comments, eol, note, ln, base)
+            pos = eol.end()
+            ln += 1
+            base = pos - 1
             m = op_head.match(text, pos)
             if m is not None:
                 block = self.line_block(m.end(), ln, base)
@@ -707,20 +703,17 @@ class _Reader:
                     break
                 append(_op(_line_name(file, ln, base, m, 1), block[0]))
                 pos = block[1]
+                eol, note = line_end.match(text, pos), 1
                 continue
             m = pair.match(text, pos)
             if m is not None and m.group(1) not in keywords:
                 append(_chain([_line_name(file, ln, base, m, 1),
                                _line_name(file, ln, base, m, 2)], ()))
-                if m.group(3) is not None:
-                    _comment(comments, m, 3, ln, base)
-                pos = m.end()
-                ln += 1
-                base = pos - 1
-                at_start = True
+                eol, note = m, 3  # the pair's match takes its line's end
                 continue
             m = chain_head.match(text, pos)
-            if m is None:  # a blank or comment line (read above), or the lexer's
+            if m is None:  # a blank or comment line, or the lexer's
+                eol, note = line_end.match(text, pos), 1
                 continue
             if m.group(1) in keywords:
                 break
@@ -732,17 +725,12 @@ class _Reader:
             if block is not None:
                 append(_chain(names, block[0]))
                 pos = block[1]
+                eol, note = line_end.match(text, pos), 1
                 continue
-            m = line_end.match(text, end)
-            if m is None or ended.match(text, m.end()) is None:
+            eol, note = line_end.match(text, end), 1
+            if eol is None or ended.match(text, eol.end()) is None:
                 break
             append(_chain(names, ()))
-            if m.group(1) is not None:
-                _comment(comments, m, 1, ln, base)
-            pos = m.end()
-            ln += 1
-            base = pos - 1
-            at_start = True
         self.cur = self.resume((pos, ln, base + 1))
 
     def line_block(self, pos: int, ln: int, base: int
