@@ -155,7 +155,7 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
         f"simulation ({len(runs)} candidate(s))" if chosen in runs else
         "estimate: (M - 1) T plus each stage's load once (the candidates' simulations "
         "would pass the time limit's budget)")
-    if pipeline.schedule == "interleaved" and pipeline.stages_per_device > 1:
+    if pipeline.per_device > 1:
         info["split_search"] = (
             "exact: every split of every chain enumerated" if interleaved_exact(
                 problem, pipeline, cells) else
@@ -196,7 +196,7 @@ def check_units(problem: Problem, pipeline: Pipeline) -> None:
             "ops, with their colocation groups)"
             + (f" on its pin `{devices[next(iter(pinned.values()))].name}`" if pinned else ""),
             None, ("give its ops a `time` that applies on one device for all of them",)))
-    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    per = pipeline.per_device
     if u.count < per:
         raise InfeasibleError(Diagnostic(
             "E707", f"no pipeline split of plan `{problem.name}` exists: `stages_per_device "
@@ -361,7 +361,7 @@ def interleaved_exact(problem: Problem, pipeline: Pipeline, cells: float = MAX_C
 def _enumerable(space: Space, pipeline: Pipeline, stages: int, chains: int) -> bool:
     """Whether to enumerate the splits of `stages` stages: under `interleaved` with K > 1,
     when there are at most `MAX_ENUMERATED` of them over the chains."""
-    if pipeline.schedule != "interleaved" or pipeline.stages_per_device == 1 or stages == 1:
+    if pipeline.per_device == 1 or stages == 1:
         return False
     return math.comb(len(space.cuts) - 2, stages - 1) * chains <= MAX_ENUMERATED
 
@@ -394,9 +394,9 @@ def most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
     and under `1f1b` no more than the micro-batches (torch's `Schedule1F1B` needs as many
     micro-batches as stages)."""
     devices = len(problem.cluster.devices)
-    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    per = pipeline.per_device
     most = min(devices * per, n)
-    if pipeline.schedule == "1f1b":
+    if pipeline.schedule_spec.stages_at_most_microbatches:
         most = min(most, pipeline.microbatches)
     return most
 
@@ -426,7 +426,7 @@ def _signature(problem: Problem, d: int) -> tuple[object, ...]:
 def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple[int, ...]]:
     """Distinct device chains for `stages` stages, the best-linked first (module docstring).
     Under `interleaved`, a chain of D = stages / K devices is repeated K times."""
-    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    per = pipeline.per_device
     if stages % per:
         return
     width = stages // per
@@ -534,7 +534,7 @@ def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int]
     """Per stage of `chain`: its tables over the candidate cuts."""
     s = len(chain)
     ranks = {d: r for r, d in enumerate(dict.fromkeys(chain))}
-    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    per = pipeline.per_device
     cuts = space.cuts
     out = []
     left = np.zeros(len(cuts))  # the boundary into stage k, for each candidate start
@@ -621,7 +621,7 @@ def estimate(problem: Problem, pipeline: Pipeline, split: Split) -> float:
     """The iteration without simulating: M - 1 periods of the busiest resource, plus each
     stage's load once (the fill and drain pass every stage)."""
     loads = resource_loads(problem, split)
-    return (pipeline.microbatches - 1) * loads.period_s + math.fsum(loads.stage_s)
+    return pipeline.schedule_spec.estimate(pipeline.microbatches, loads.period_s, loads.stage_s)
 
 
 def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, list[Found]],

@@ -356,7 +356,7 @@ def _chain_split(problem: Problem, t: _Tables, chain: Sequence[int]
     data, pipe = _data(problem), _pipeline(problem)
     s, p = len(chain), len(t.cuts)
     ranks = {d: r for r, d in enumerate(dict.fromkeys(chain))}
-    per = pipe.stages_per_device if pipe.schedule == "interleaved" else 1
+    per = pipe.per_device
     i_, j_ = np.arange(p)[:, None], np.arange(p)[None, :]
     zero = np.zeros(p)
     f = np.full(p, INF)
@@ -490,7 +490,7 @@ def _orders(problem: Problem, data: _Data, warm: Sequence[int] | None) -> _Order
     classes = _classes(problem, data)
     alike = tuple(tuple(c) for c in classes)
     # torch's ScheduleGPipe and Schedule1F1B run one stage per rank: so does the model
-    runs = _pipeline(problem).schedule != "interleaved"
+    runs = not _pipeline(problem).schedule_spec.virtual_stages
     if not _rank_dependent(problem, data):
         return _Orders(tuple(c for c in alike if len(c) > 1), None, not runs, alike,
                        _count(problem, data, 1, 0), runs=runs,
@@ -842,7 +842,8 @@ class _Model:
         """Stages at most: under `1f1b`, the micro-batches (torch's `Schedule1F1B` needs
         as many as stages; pipedp's cap too); else one per unit."""
         pipe = _pipeline(self.problem)
-        return min(pipe.microbatches, self.data.n) if pipe.schedule == "1f1b" else self.data.n
+        return (min(pipe.microbatches, self.data.n)
+                if pipe.schedule_spec.stages_at_most_microbatches else self.data.n)
 
     def _stages(self) -> None:
         """Σ_x Σ_ab z_xab ≤ cap − 1: the stage boundaries within the schedule's cap."""
@@ -1027,7 +1028,7 @@ def _first_order(problem: Problem, options: Options, clock: Clock,
     data = _data(problem)
     first = _attempt(problem, _relaxed(problem, data), None, options, clock)
     if first.outcome.status == "infeasible":
-        proof = _pipeline(problem).schedule != "interleaved"
+        proof = not _pipeline(problem).schedule_spec.virtual_stages
         raise _none_found(problem, first.outcome, proof, _scope(False), notes)
     dev = first.ilp.answer() if first.outcome.loaded else None
     if dev is None:
