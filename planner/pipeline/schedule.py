@@ -240,10 +240,10 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
                 and len(set(split.devices)) < split.stages):
             # a device with several stages: stage by stage, or micro-batch first, whichever
             # the simulator finds shorter (neither wins everywhere; the first can deadlock)
-            other = _simulate(problem, placement, split, pipeline, schedule.by_microbatch(),
-                              recompute, groups)
+            first = schedule.by_microbatch()
+            other = _simulate(problem, placement, split, pipeline, first, recompute, groups)
             if not other.makespan_s >= result.makespan_s:
-                ran, result = schedule.by_microbatch(), other
+                ran, result = first, other
         iteration, busy = result.makespan_s, tuple(result.busy_s)
         tasks = _task_times(problem, split, ran, pipeline.microbatches, result, groups)
         iteration, allreduce, by_group = _allreduces(problem, placement, split, pipeline,
