@@ -18,6 +18,14 @@ Per device of rank k among D running M micro-batches (`order`):
   min((D - k - 1) * 2 + (K - 1) * D, M * K) forward tasks (`ScheduleInterleaved1F1B`).
 
 Imports nothing of planner's: the model derives its names from it.
+
+Two limits of "one entry": a name is read as a plain name of the language (a letter
+first); `1f1b`, the one that starts with a digit, has a terminal of its own in
+`grammar/plan.lark` (`SCHEDULE_1F1B`), which another such name would need too (or be
+written quoted). And the script `export torch --pipeline` writes gives torch's
+`ScheduleInterleaved1F1B` a rank's stages, any other class its one stage: a schedule of
+virtual stages run by another torch class needs that test (`io/torch_pipeline.py`'s
+template) widened.
 """
 
 from __future__ import annotations
