@@ -260,6 +260,14 @@ def costs(problem: Problem) -> Costs:
     return derived(problem, "_costs", lambda: _shared_costs(problem))
 
 
+def with_costs(problem: Problem, table: Costs) -> Problem:
+    """`problem`, new and not yet costed, with `table` as its cost tables (`costs`): for a
+    problem built from another whose tables give its own (a pipeline's micro-batch copies,
+    `planner.pipeline.schedule`)."""
+    derived(problem, "_costs", lambda: table)
+    return problem
+
+
 def _shared_costs(problem: Problem) -> Costs:
     by_cluster: dict[int, tuple[Cluster, Costs]] = derived(problem.graph, "_costs_by_cluster",
                                                            dict)

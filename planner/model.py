@@ -3,8 +3,9 @@
 Units are in field names (`_s` seconds, `_bytes` bytes, `_Bps` bytes per second,
 `_flops` FLOP, `_flop_rate` FLOP per second). Ops and devices are addressed by dense
 integer indices; the name -> index maps are built once. Depends on nothing of ours but
-`errors` (a leaf): a constructor given an index out of range raises `SpecError` located at
-the caller's line (`_check_indices`), not a raw `IndexError` later in an algorithm.
+`errors` and `schedules` (leaves; the latter the pipeline schedules' table): a constructor
+given an index out of range raises `SpecError` located at the caller's line
+(`_check_indices`), not a raw `IndexError` later in an algorithm.
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
+from . import schedules
 from .errors import Diagnostic, SpecError, call_site, site_span
 
 T = TypeVar("T")
 
 MemoryModel = Literal["static", "liveness"]
 Contention = Literal["none", "link", "device"]
-Schedule = Literal["gpipe", "1f1b", "interleaved"]
+#: a name of `schedules.TABLE` (a `Literal` cannot be derived from the table)
+Schedule = str
 MEMORY_MODELS: tuple[str, ...] = ("static", "liveness")
 CONTENTIONS: tuple[str, ...] = ("none", "link", "device")
 OBJECTIVES: tuple[str, ...] = ("makespan", "pipeline")
-SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved")
+SCHEDULES: tuple[str, ...] = schedules.NAMES
 #: the most micro-batches a plan may ask for (the simulator runs that many copies of the graph)
 MAX_MICROBATCHES = 1024
 #: the most stages a device may run under `interleaved`
@@ -225,10 +228,11 @@ class Graph:
 def indexed_graph(name: str, ops: tuple[Op, ...], edges: tuple[Edge, ...],
                   colocations: tuple[tuple[int, ...], ...], op_index: dict[str, int],
                   backward_of: Mapping[int, int] = MappingProxyType({}),
-                  ties: tuple[Tie, ...] = ()) -> Graph:
+                  ties: tuple[Tie, ...] = (),
+                  topological_order: tuple[int, ...] | None = None) -> Graph:
     """A `Graph` from a builder whose indices all come from its own name table `op_index`
     (lowering: each edge's ends and each group's members are looked up there), which maps
-    every op's name to its index.
+    every op's name to its index; with `topological_order` when the builder knows it.
 
     Built without `Graph.__post_init__`'s pass over every edge (which such indices cannot
     fail), and with `op_index` as the property's table instead of a second pass over
@@ -240,7 +244,26 @@ def indexed_graph(name: str, ops: tuple[Op, ...], edges: tuple[Edge, ...],
                        ("ties", ties)):
         object.__setattr__(graph, key, value)  # as the frozen dataclass's __init__ does
     graph.__dict__["op_index"] = MappingProxyType(op_index)  # where cached_property keeps it
+    if topological_order is not None:
+        graph.__dict__["topological_order"] = topological_order
     return graph
+
+
+def repeated_graph(graph: Graph, times: int) -> Graph:
+    """`times` independent copies of `graph` as one graph, op i of copy k its op
+    i + k * n (a pipeline's micro-batches, `planner.pipeline.schedule`): no name table (the
+    copies share their names, and nothing looks a copy up by name), colocations, backward
+    ops or ties. Its topological order is the graph's, copy after copy, given rather than
+    derived again (the copies share no edge)."""
+    n = len(graph.ops)
+    src = [e.src for e in graph.edges]
+    dst = [e.dst for e in graph.edges]
+    size = [e.bytes for e in graph.edges]
+    edges = new_edges((i + k * n for k in range(times) for i in src),
+                      (i + k * n for k in range(times) for i in dst), size * times)
+    topo = graph.topological_order
+    return indexed_graph(f"{graph.name}*{times}", graph.ops * times, edges, (), {},
+                         topological_order=tuple(i + k * n for k in range(times) for i in topo))
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,11 +319,12 @@ class Cluster:
 @dataclass(frozen=True, slots=True)
 class Pipeline:
     """A plan's `objective pipeline` settings: `microbatches` copies of the graph (one
-    micro-batch each) flow through contiguous stages under `schedule`; with `interleaved`,
-    each device runs `stages_per_device` stages (Megatron's virtual stages)."""
+    micro-batch each) flow through contiguous stages under `schedule` (a name of
+    `schedules.TABLE`); under one of virtual stages (`interleaved`), each device runs
+    `stages_per_device` stages (Megatron's)."""
 
     microbatches: int = 1
-    schedule: Schedule = "1f1b"
+    schedule: Schedule = schedules.DEFAULT
     stages_per_device: int = 1
     #: 1: one pipeline, each stage on one device; N >= 2: N identical pipelines
     #: (Megatron/DAPPLE), every stage replicated N times; "auto": the planner chooses
@@ -308,6 +332,16 @@ class Pipeline:
     data_parallel: int | Literal["auto"] = 1
     #: samples per micro-batch (for the throughput only)
     microbatch_size: int = 1
+
+    @property
+    def schedule_spec(self) -> schedules.Schedule:
+        """The schedule's rules (`schedules.TABLE`); KeyError for a name not in it."""
+        return schedules.of(self.schedule)
+
+    @property
+    def per_device(self) -> int:
+        """Stages a device runs: `stages_per_device` under virtual stages, else one."""
+        return self.schedule_spec.per_device(self.stages_per_device)
 
 
 @dataclass(frozen=True)

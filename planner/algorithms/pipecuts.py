@@ -95,7 +95,7 @@ def _neighbours(problem: Problem, pipeline: Pipeline, split: Split,
             x = b[k] + step
             if b[k - 1] < x < b[k + 1]:
                 yield Split((*b[:k], x, *b[k + 1:]), dev)
-    if pipeline.schedule == "interleaved":
+    if pipeline.schedule_spec.virtual_stages:  # merges and new cuts break the loop of chains
         return
     for k in range(1, len(b) - 1):  # stages k - 1 and k as one, on stage k - 1's device
         yield Split((*b[:k], *b[k + 1:]), (*dev[:k], *dev[k + 1:]))

@@ -124,7 +124,7 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
         f"simulation ({len(runs)} candidate(s))" if chosen in runs else
         "estimate: (M - 1) T plus each stage's load once (the candidates' simulations "
         "would pass the time limit's budget)")
-    if pipeline.schedule == "interleaved" and pipeline.stages_per_device > 1:
+    if pipeline.per_device > 1:
         info["split_search"] = (
             "exact: every split of every chain enumerated" if interleaved_exact(
                 problem, pipeline, cells) else
@@ -165,7 +165,7 @@ def check_units(problem: Problem, pipeline: Pipeline) -> None:
             "ops, with their colocation groups)"
             + (f" on its pin `{devices[next(iter(pinned.values()))].name}`" if pinned else ""),
             None, ("give its ops a `time` that applies on one device for all of them",)))
-    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    per = pipeline.per_device
     if u.count < per:
         raise InfeasibleError(Diagnostic(
             "E707", f"no pipeline split of plan `{problem.name}` exists: `stages_per_device "
@@ -213,7 +213,7 @@ def estimate(problem: Problem, pipeline: Pipeline, split: Split) -> float:
     """The iteration without simulating: M - 1 periods of the busiest resource, plus each
     stage's load once (the fill and drain pass every stage)."""
     loads = resource_loads(problem, split)
-    return (pipeline.microbatches - 1) * loads.period_s + math.fsum(loads.stage_s)
+    return pipeline.schedule_spec.estimate(pipeline.microbatches, loads.period_s, loads.stage_s)
 
 
 def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, list[Found]],

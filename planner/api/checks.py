@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import limits
+from .. import limits, schedules
 from ..cost import compute_time
 from ..errors import Diagnostic, DiagnosticSink, Span, call_site, site_span
 from ..model import (
@@ -203,9 +203,11 @@ def _pipeline(problem: Problem, err: Err) -> None:
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
                 err("E257", f"pipeline.{key}", f"`{key}` must be a whole number from 1 to "
                     f"{most}, not {value!r}")
-        if pipe.schedule == "interleaved" and pipe.stages_per_device == 1:
-            err("E257", "pipeline.stages_per_device", "`schedule interleaved` runs several "
-                "stages per device", "give stages_per_device=2 (or more), or schedule `1f1b`")
+        rules = schedules.find(pipe.schedule)  # None: unknown, just reported
+        if rules is not None and rules.virtual_stages and pipe.stages_per_device == 1:
+            err("E257", "pipeline.stages_per_device", f"`schedule {rules.name}` runs several "
+                "stages per device",
+                f"give stages_per_device=2 (or more), or schedule `{rules.fallback}`")
         mb = pipe.microbatches
         if isinstance(mb, int) and not isinstance(mb, bool) and 1 <= mb <= MAX_MICROBATCHES:
             copies = limits.pipeline_copies(mb, len(graph.ops), len(graph.edges))
@@ -241,10 +243,11 @@ def _replication(problem: Problem, pipe: Pipeline, err: Err) -> None:
             "\"auto\" lets the planner choose each stage's replicas; 2 runs two identical "
             "pipelines")
         return
-    if n != 1 and pipe.schedule == "interleaved":
+    rules = schedules.find(pipe.schedule)
+    if n != 1 and rules is not None and rules.virtual_stages:
         err("E256", "pipeline.data_parallel", f"data_parallel={n!r} "
             + ("may replicate" if n == "auto" else "replicates") + " stages, and replicated "
-            "stages run under schedule `1f1b` or `gpipe`, not `interleaved`",
+            f"stages run under schedule `1f1b` or `gpipe`, not `{rules.name}`",
             "give schedule=\"1f1b\" (or \"gpipe\"), or data_parallel=1")
     elif n != "auto" and n > have:
         err("E257", "pipeline.data_parallel", f"{n} pipelines need at least {n} devices; "
@@ -304,8 +307,10 @@ def _pipeline_units(problem: Problem, err: Err) -> None:
             "forward op, its backward ops and their colocation groups run on one stage)",
             "pin them to one device, or use objective `makespan`")
     per = pipe.stages_per_device
-    if pipe.schedule != "interleaved" or not isinstance(per, int) or isinstance(per, bool):
-        return  # a bad count is E257's
+    rules = schedules.find(pipe.schedule)
+    if rules is None or not rules.virtual_stages or not isinstance(per, int) \
+            or isinstance(per, bool):
+        return  # a bad count is E257's; an unknown schedule E256's
     count = len(set(pipeline_units(graph)))
     if count < per:
         err("E259", "pipeline.stages_per_device", f"{pipe.stages_per_device} stages per device "

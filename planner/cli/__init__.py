@@ -427,7 +427,7 @@ def _unrunnable_pipelines(problems: Iterable[Problem], where: Mapping[str, Span]
     out = []
     for problem in problems:
         pipeline, given = problem.pipeline, {**problem.placement, **problem.pins}
-        if pipeline is None or pipeline.schedule == "gpipe" or len(given) < len(
+        if pipeline is None or not pipeline.schedule_spec.torch_limited or len(given) < len(
                 problem.graph.ops):
             continue
         found = _refusal(problem, tuple(given[i] for i in range(len(problem.graph.ops))),

@@ -57,6 +57,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import schedules
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, UsageError, did_you_mean
 from ..model import CONTENTIONS, MEMORY_MODELS, Cluster, Device, Graph, Link, Problem, Spec
 from ..spec.load import read_source
@@ -84,9 +85,11 @@ EDGE_FIELDS = ("src", "dst", "bytes")
 
 
 def schema() -> dict[str, Any]:
-    """The JSON Schema of the interchange format (shipped inside the package)."""
+    """The JSON Schema of the interchange format (shipped inside the package), with the
+    schedules' names from their table (`planner.schedules`)."""
     text = resources.files("planner.io").joinpath("interchange.schema.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
+    data["$defs"]["plan"]["properties"]["schedule"]["enum"] = list(schedules.NAMES)
     return data
 
 
@@ -463,7 +466,9 @@ def _read_pipeline(check: _Checker, raw: dict[str, Any]) -> list[tuple[str, str]
         elif not counted and not isinstance(value, str):
             check.error(f"plan.{key}", "must be a string", f'"{key}"')
         else:
-            out.append((key, str(value) if counted or value == "1f1b" else quote(value)))
+            # a schedule's name as the language reads it: bare (`1f1b` is a name there)
+            bare = counted or value in schedules.NAMES
+            out.append((key, str(value) if bare else quote(value)))
     return out
 
 
@@ -595,7 +600,7 @@ def export_graph(graph: Graph, problem: Problem | None = None) -> dict[str, Any]
             pipe = problem.pipeline
             data["plan"].update(objective="pipeline", microbatches=pipe.microbatches,
                                 schedule=pipe.schedule)
-            if pipe.schedule == "interleaved":
+            if pipe.schedule_spec.virtual_stages:
                 data["plan"]["stages_per_device"] = pipe.stages_per_device
             if pipe.data_parallel != 1:  # only where set, so that other plans keep their form
                 data["plan"]["data_parallel"] = pipe.data_parallel

@@ -63,6 +63,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .. import schedules
 from ..cost import costs
 from ..errors import Diagnostic, Span, SpecError
 from ..model import Problem
@@ -76,9 +77,8 @@ from .torch_export import check_placement, forward_placement
 from .torch_import import Traced
 from .torch_load import Example
 
-#: the plan's `schedule` -> torch's class
-SCHEDULE_CLASSES: Mapping[str, str] = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
-                                       "interleaved": "ScheduleInterleaved1F1B"}
+#: the plan's `schedule` -> torch's class (`schedules.Schedule.torch_class`)
+SCHEDULE_CLASSES: Mapping[str, str] = {s.name: s.torch_class for s in schedules.TABLE}
 #: the DP's infinity, and the cost of an op on a device it may not use (below infinity)
 _NEVER = 1 << 200
 _FORBIDDEN = 1 << 190
@@ -234,7 +234,7 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
     stage_of = plan_stage
     if reason:
         nearest = _nearest(_moves(problem, nodes, plan_stage, split.devices), cuts,
-                           pipe.schedule != "interleaved")
+                           not pipe.schedule_spec.virtual_stages)
         if nearest is None:
             raise _no_split(problem, reason, split.stages, where)
         stage_of = nearest
@@ -247,7 +247,7 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
     result = TorchPipeline(
         problem.name, pipe.schedule, pipe.microbatches, u.training,
         _stages(nodes, stage_of, sorted(set(stage_of)), [cluster[d] for d in stage_devices],
-                devices, pipe.schedule), dict(devices),
+                devices, pipe.schedule_spec), dict(devices),
         {o.name: cluster[d] for o, d in zip(g.ops, exported, strict=True)},
         _cost(problem, exported, groups) if reason or regrouped else plan_cost, not reason,
         reason,
@@ -336,7 +336,7 @@ def _at_ranks(problem: Problem, nodes: Sequence[_Node], stage_of: Sequence[int],
     count, chain = len(kept), list(dict.fromkeys(devices))
     if ranks == len(chain):
         return stage_of, devices, ""
-    if problem.pipeline.schedule == "interleaved":
+    if problem.pipeline.schedule_spec.virtual_stages:
         if ranks <= count and count % ranks == 0:
             looped = _looped(problem, nodes, stage_of, chain, ranks, where)
             return stage_of, looped, (f"the plan's {count} stages loop over {ranks} ranks "
@@ -349,11 +349,11 @@ def _at_ranks(problem: Problem, nodes: Sequence[_Node], stage_of: Sequence[int],
 def _refused(problem: Problem, count: int, ranks: int, where: Span | None) -> SpecError:
     """E947: `ranks` processes cannot run the `count` stages (see `_at_ranks`)."""
     assert problem.pipeline is not None
-    schedule = problem.pipeline.schedule
-    cls = SCHEDULE_CLASSES[schedule]
-    fits_in = [r for r in range(1, count + 1) if schedule != "interleaved" or count % r == 0]
+    schedule = problem.pipeline.schedule_spec
+    cls = schedule.torch_class
+    fits_in = [r for r in range(1, count + 1) if not schedule.virtual_stages or count % r == 0]
     why = (f"{cls} runs stage k on rank k mod {ranks}, as many stages on each rank"
-           if schedule == "interleaved" else f"{cls} runs one stage per rank")
+           if schedule.virtual_stages else f"{cls} runs one stage per rank")
     return SpecError(Diagnostic(
         "E947", f"plan `{problem.name}` cannot run on --ranks {ranks}: its split has "
         f"{count} stage(s), and {why}", where,
@@ -459,15 +459,15 @@ def _check_devices(problem: Problem, split: Split, where: Span | None) -> None:
     assert problem.pipeline is not None
     names = [problem.cluster.devices[d].name for d in split.devices]
     chain = list(dict.fromkeys(names))
-    schedule = problem.pipeline.schedule
-    if schedule != "interleaved":
+    schedule = problem.pipeline.schedule_spec
+    if not schedule.virtual_stages:
         if len(chain) == len(names):
             return
         twice = next(d for d in chain if names.count(d) > 1)
         stages = ", ".join(str(k) for k, d in enumerate(names) if d == twice)
         raise SpecError(Diagnostic(
             "E947", f"plan `{problem.name}` runs stages {stages} on `{twice}`; torch's "
-            f"{SCHEDULE_CLASSES[schedule]} runs one stage per rank", where,
+            f"{schedule.torch_class} runs one stage per rank", where,
             ("solve the plan with `--algo pipedp` (what `auto` runs under objective pipeline)"
              ": its stages are a chain of devices",)))
     if all(names[k] == chain[k % len(chain)] for k in range(len(names))) \
@@ -475,10 +475,10 @@ def _check_devices(problem: Problem, split: Split, where: Span | None) -> None:
         return
     raise SpecError(Diagnostic(
         "E947", f"plan `{problem.name}`'s stages are on " + " -> ".join(names) + "; torch's "
-        "ScheduleInterleaved1F1B runs stage k on rank k mod D (here the devices " +
+        f"{schedule.torch_class} runs stage k on rank k mod D (here the devices " +
         ", ".join(chain) + " repeated in that order)", where,
-        ("solve the plan with `--algo pipedp`: under `schedule interleaved` its stages loop "
-         "over one chain of devices",)))
+        (f"solve the plan with `--algo pipedp`: under `schedule {schedule.name}` its stages "
+         "loop over one chain of devices",)))
 
 
 def _check_runnable(tp: TorchPipeline, where: Span | None) -> None:
@@ -486,16 +486,17 @@ def _check_runnable(tp: TorchPipeline, where: Span | None) -> None:
     r = tp.data_parallel
     m, s, d = tp.microbatches // r, len(tp.stages), tp.pipeline_ranks
     each = f" (each of its {r} replica pipelines runs {m})" if r > 1 else ""
-    if tp.schedule == "1f1b" and m < s:
+    schedule = schedules.of(tp.schedule)
+    if schedule.stages_at_most_microbatches and m < s:
         raise SpecError(Diagnostic(
-            "E947", f"plan `{tp.plan}`: Schedule1F1B needs at least as many micro-batches as "
-            f"stages, and the split has {s} stages for {tp.microbatches} micro-batch(es)"
-            + each, where,
+            "E947", f"plan `{tp.plan}`: {tp.schedule_class} needs at least as many "
+            f"micro-batches as stages, and the split has {s} stages for {tp.microbatches} "
+            "micro-batch(es)" + each, where,
             (f"set `microbatches {s * r}` (or more) in the plan, or `schedule gpipe`",)))
     rounds = max(1, m // d)
-    if tp.schedule == "interleaved" and m % rounds:
+    if schedule.virtual_stages and m % rounds:
         raise SpecError(Diagnostic(
-            "E947", f"plan `{tp.plan}`: ScheduleInterleaved1F1B needs the micro-batches ({m}"
+            "E947", f"plan `{tp.plan}`: {tp.schedule_class} needs the micro-batches ({m}"
             + (" per replica pipeline" if r > 1 else "") + ") to be a multiple of its rounds, "
             f"max(1, {m} // {d} ranks) = {rounds}", where,
             (f"set `microbatches` to a multiple of {d * r} in the plan",)))
@@ -664,14 +665,14 @@ def _cost(problem: Problem, placement: Sequence[int],
 
 def _stages(nodes: Sequence[_Node], stage: Sequence[int], kept: Sequence[int],
             names: Sequence[str], devices: Mapping[str, str],
-            schedule: str) -> tuple[TorchStage, ...]:
+            schedule: schedules.Schedule) -> tuple[TorchStage, ...]:
     """The stages left, renumbered, with their ranks (one per device, in stage order)."""
     chain = list(dict.fromkeys(names[s] for s in kept))
     out = []
     for k, s in enumerate(kept):
         ops = tuple(n.name for n, t in zip(nodes, stage, strict=True) if t == s)
         begins = None if k == 0 else ops[0]
-        rank = k % len(chain) if schedule == "interleaved" else chain.index(names[s])
+        rank = k % len(chain) if schedule.virtual_stages else chain.index(names[s])
         out.append(TorchStage(k, rank, names[s], devices[names[s]], begins, ops))
     return tuple(out)
 

@@ -75,14 +75,8 @@ def group(groups: Groups, d: int) -> tuple[int, ...]:
 
 def in_flight(pipeline: Pipeline, sizes: Sequence[int], k: int, training: bool) -> int:
     """Micro-batches a replica of stage `k` holds at once, its stages' replica counts
-    `sizes` in pipeline order (the module docstring)."""
-    r = sizes[k]
-    share = -(-pipeline.microbatches // r)
-    if not training:
-        return 1
-    if pipeline.schedule == "gpipe":
-        return share
-    return min(-(-sum(sizes[k:]) // r), share)
+    `sizes` in pipeline order (the module docstring; `Schedule.in_flight`)."""
+    return pipeline.schedule_spec.in_flight(pipeline.microbatches, sizes, k, training)
 
 
 def bucket_bytes(gradient: float, r: int) -> float:

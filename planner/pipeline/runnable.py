@@ -20,20 +20,24 @@ from .split import split_of
 
 def refusal(problem: Problem, placement: Sequence[int]) -> tuple[str, str] | None:
     """(why, what to change) when torch's schedule for `problem`'s pipeline cannot run
-    `placement` as placed, else None (also for `objective makespan` and `gpipe`)."""
+    `placement` as placed, else None (also for `objective makespan` and for a schedule
+    torch runs whatever the micro-batches, `gpipe`)."""
     pipeline = problem.pipeline
-    if pipeline is None or pipeline.schedule == "gpipe" or not problem.graph.ops:
+    if pipeline is None or not problem.graph.ops:
+        return None
+    schedule = pipeline.schedule_spec
+    if not schedule.torch_limited:
         return None
     split = split_of(problem, placement)
     m, s = pipeline.microbatches, split.stages
     names = [problem.cluster.devices[d].name for d in split.devices]
-    if pipeline.schedule == "1f1b":
+    if schedule.stages_at_most_microbatches:
         if m >= s or len(set(names)) < s:  # several stages on a device: one pass's plan
             return None
         return (f"plan `{problem.name}` runs {s} stages with {m} micro-batch(es): torch's "
-                "Schedule1F1B (what `export torch --pipeline` writes) needs at least as many "
-                "micro-batches as stages, and refuses it (planner simulates it as Megatron "
-                "does, with fewer forward passes in flight)",
+                f"{schedule.torch_class} (what `export torch --pipeline` writes) needs at "
+                "least as many micro-batches as stages, and refuses it (planner simulates it "
+                "as Megatron does, with fewer forward passes in flight)",
                 f"set `microbatches {s}` (or more), or `schedule gpipe`")
     chain = list(dict.fromkeys(names))
     if not (len(names) % len(chain) == 0
@@ -43,6 +47,6 @@ def refusal(problem: Problem, placement: Sequence[int]) -> tuple[str, str] | Non
     if m % rounds == 0:
         return None
     return (f"plan `{problem.name}` runs {m} micro-batches on {len(chain)} devices: torch's "
-            f"ScheduleInterleaved1F1B needs a multiple of its rounds, max(1, {m} // "
+            f"{schedule.torch_class} needs a multiple of its rounds, max(1, {m} // "
             f"{len(chain)}) = {rounds}, and refuses it",
             f"set `microbatches` to a multiple of {len(chain)}")

@@ -7,28 +7,22 @@ the plan places the graph, and each device runs its ops in the order the schedul
 
 A device's work for one micro-batch is a forward task (its forward ops, in topological
 order) and, in training, a backward task. Devices are ranked by their first stage in
-pipeline order (`split_of`). Per device of rank k among D:
-
-- `gpipe`: every forward task, then every backward task; a device with several stages
-  (a plan that is not a chain) runs them either stage by stage (all micro-batches of one
-  before the next forward, in reverse backward: its later stage waits on nobody while its
-  earlier one could run) or as one task per micro-batch, micro-batch first: whichever the
-  simulator finds shorter (on a 1-10-1 ms sandwich the first, on GPT-24's one-pass plan
-  the second);
-- `1f1b`: min(D - k - 1, M) forward tasks, then one forward and one backward in turn,
-  then the backward tasks left (PipeDream-flush, `torch.distributed.pipelining`'s
-  `Schedule1F1B`);
-- `interleaved`: the device's K stages are virtual stages; tasks (stage, micro-batch) go in
-  groups of D micro-batches, stages ascending forward and descending backward, after
-  Megatron's warm-up of min((D - k - 1) * 2 + (K - 1) * D, M * K) forward tasks
-  (`ScheduleInterleaved1F1B`).
+pipeline order (`split_of`), and each runs its tasks in its schedule's order
+(`planner.schedules`: GPipe's, 1F1B's, interleaved 1F1B's). Under `gpipe` (a schedule
+with every micro-batch in flight and a task per stage), a device with several stages (a
+plan that is not a chain) runs them either stage by stage (all micro-batches of one
+before the next forward, in reverse backward: its later stage waits on nobody while its
+earlier one could run) or as one task per micro-batch, micro-batch first: whichever the
+simulator finds shorter (on a 1-10-1 ms sandwich the first, on GPT-24's one-pass plan
+the second).
 
 A plan whose devices are not a chain of stages (a device's stage needing a later device's
 work of the same micro-batch, as in many one-pass plans) can deadlock under 1F1B: the
-simulator then finds ops that never start, and the run falls back to GPipe's order and
-says so in `note`. Micro-batch first never deadlocks (every device's order follows one
-global order: micro-batch, then topological position); stage by stage can (units whose
-edges run against the pipeline order, through colocation), and then loses to it.
+simulator then finds ops that never start, and the run falls back to GPipe's order
+(`Schedule.deadlock_fallback`) and says so in `note`. Micro-batch first never deadlocks
+(every device's order follows one global order: micro-batch, then topological position);
+stage by stage can (units whose edges run against the pipeline order, through
+colocation), and then loses to it.
 
 A device that recomputes its activations runs each unit's forward ops again right before
 the unit's first backward op (its compute is added to that op's).
@@ -66,17 +60,26 @@ from typing import Any
 
 import numpy as np
 
-from ..cost import Costs, allreduce_time, costs
-from ..model import Cluster, Graph, Op, Pipeline, Problem, derived, indexed_graph, new_edges
+from ..cost import Costs, allreduce_time, costs, with_costs
+from ..model import (
+    Cluster,
+    Graph,
+    Op,
+    Pipeline,
+    Problem,
+    derived,
+    indexed_graph,
+    new_edges,
+    repeated_graph,
+)
 from ..plan import Plan
+from ..schedules import Schedule
+from ..schedules import of as schedule_of
 from ..simulate import SimResult, simulate
 from . import hybrid
 from .split import Split, resource_loads, split_of, stage_bytes
 from .units import units
 
-#: GPipe's order with a device's stages as one task per micro-batch, micro-batch first:
-#: the order that never deadlocks, for stages whose own order would
-_BY_MICROBATCH = "gpipe by micro-batch"
 #: a memory cap no copy of a graph reaches: the copies' memory is not the simulator's to judge
 _UNBOUNDED = 2**62
 
@@ -203,14 +206,14 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
          recompute: frozenset[int], replicas: Mapping[int, tuple[int, ...]]) -> PipelineRun:
     split = split_of(problem, placement)
     groups = {d: g for d, g in replicas.items() if d in split.devices}
-    schedule: str = pipeline.schedule
+    schedule = pipeline.schedule_spec
     note = ""
-    if schedule == "interleaved" and (groups or not _interleaves(
+    if schedule.fallback is not None and (groups or not _interleaves(
             split, pipeline.stages_per_device)):
-        schedule, note = "1f1b", (
-            "its stages are replicated: run as 1f1b" if groups else
-            f"its stages are not {pipeline.stages_per_device} per device in a repeating "
-            "chain: run as 1f1b")
+        schedule = schedule_of(schedule.fallback)
+        note = (f"its stages are replicated: run as {schedule.name}" if groups else
+                f"its stages are not {pipeline.stages_per_device} per device in a repeating "
+                f"chain: run as {schedule.name}")
     c = costs(problem)
     allreduce = 0.0  # holders on one device share their weight
     by_group: dict[int, float] = {}
@@ -225,24 +228,26 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
         tasks = _one_device_tasks(problem, d, pipeline, schedule, again)
     else:
         result = _simulate(problem, placement, split, pipeline, schedule, recompute, groups)
-        if not math.isfinite(result.makespan_s) and schedule != "gpipe":
-            note = (f"its devices are not a chain of stages, and {schedule} would deadlock: "
-                    "run in gpipe's order")
-            schedule = "gpipe"
+        if not math.isfinite(result.makespan_s) and schedule.deadlock_fallback is not None:
+            fallback = schedule_of(schedule.deadlock_fallback)
+            note = (f"its devices are not a chain of stages, and {schedule.name} would "
+                    f"deadlock: run in {fallback.name}'s order")
+            schedule = fallback
             result = _simulate(problem, placement, split, pipeline, schedule, recompute,
                                groups)
-        if schedule == "gpipe" and len(set(split.devices)) < split.stages:
+        ran = schedule  # the order run (micro-batch first: under the schedule's name)
+        if (schedule.all_in_flight and schedule.task_per_stage
+                and len(set(split.devices)) < split.stages):
             # a device with several stages: stage by stage, or micro-batch first, whichever
             # the simulator finds shorter (neither wins everywhere; the first can deadlock)
-            other = _simulate(problem, placement, split, pipeline, _BY_MICROBATCH, recompute,
-                              groups)
+            first = schedule.by_microbatch()
+            other = _simulate(problem, placement, split, pipeline, first, recompute, groups)
             if not other.makespan_s >= result.makespan_s:
-                schedule, result = _BY_MICROBATCH, other
+                ran, result = first, other
         iteration, busy = result.makespan_s, tuple(result.busy_s)
-        tasks = _task_times(problem, split, schedule, pipeline.microbatches, result, groups)
+        tasks = _task_times(problem, split, ran, pipeline.microbatches, result, groups)
         iteration, allreduce, by_group = _allreduces(problem, placement, split, pipeline,
                                                      result, iteration, groups)
-        schedule = "gpipe" if schedule == _BY_MICROBATCH else schedule
     loads = resource_loads(problem, split, recompute)
     u = units(problem)
     stages = []
@@ -258,7 +263,7 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
     for d, members in groups.items():  # a replica takes its share of the micro-batches
         for e in members:
             device_s[e] = loads.device_s[d] / len(members)
-    return PipelineRun(schedule, pipeline.microbatches, iteration, tuple(stages), busy,
+    return PipelineRun(schedule.name, pipeline.microbatches, iteration, tuple(stages), busy,
                        tuple(stage_bytes(problem, split, pipeline, recompute, groups)),
                        tuple(device_s), note, tasks, allreduce, pipeline.microbatch_size)
 
@@ -353,9 +358,9 @@ def _relayed(problem: Problem, placement: Sequence[int], split: Split) -> _Relay
                 stage.append(t)
                 back.append(i in g.backward_of)
     ops = g.ops + (Op("relay", time_s=0.0),) * len(stage)
-    graph = indexed_graph(g.name, ops, new_edges(edges.src, edges.dst, edges.size), (), {})
-    if not stage:  # the graph's own order holds (and is known)
-        graph.__dict__["topological_order"] = g.topological_order
+    graph = indexed_graph(g.name, ops, new_edges(edges.src, edges.dst, edges.size), (), {},
+                          # without relays the graph's own order holds (and is known)
+                          topological_order=None if stage else g.topological_order)
     return _Relayed(graph, tuple(placement) + tuple(split.devices[t] for t in stage),
                     tuple(stage), tuple(back))
 
@@ -396,32 +401,22 @@ def _relay_hops(st: Sequence[int], i: int, consumers: Sequence[tuple[int, int]],
 
 
 def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
-              schedule: str, recompute: Collection[int] = (),
+              schedule: Schedule, recompute: Collection[int] = (),
               groups: Mapping[int, tuple[int, ...]] = _NONE) -> SimResult:
     relayed = _relayed(problem, placement, split)
-    g = relayed.graph
-    n, mb = len(g.ops), pipeline.microbatches
-    src = [e.src for e in g.edges]
-    dst = [e.dst for e in g.edges]
-    size = [e.bytes for e in g.edges]
-    # (no name table: the copies share their names, and nothing looks a copy up by name)
-    copies = indexed_graph(f"{g.name}*{mb}", g.ops * mb, new_edges(
-        (i + k * n for k in range(mb) for i in src), (i + k * n for k in range(mb) for i in dst),
-        size * mb), (), {})
-    # what the copies' graph would derive again, from the graph's own (the copies are
-    # independent: one graph's topological order, copy after copy, is theirs)
-    topo = g.topological_order
-    copies.__dict__["topological_order"] = tuple(i + k * n for k in range(mb) for i in topo)
+    mb = pipeline.microbatches
     cluster = problem.cluster
     roomy = Cluster(cluster.name, tuple(dataclasses.replace(d, memory_bytes=_UNBOUNDED)
                                         for d in cluster.devices), cluster.links)
-    expanded = Problem(problem.name, copies, roomy, "static", problem.contention)
     c = costs(problem)
     compute = c.compute
     if recompute:  # a unit's first backward op runs the unit's forward ops again first
         compute = _with_recompute(problem, placement, recompute)
     compute = compute + ((0.0,) * len(cluster.devices),) * len(relayed.stage)
-    expanded.__dict__["_costs"] = Costs(compute * mb, c.latency, c.inv_bandwidth)
+    # the copies' costs are the graph's, copy after copy
+    expanded = with_costs(Problem(problem.name, repeated_graph(relayed.graph, mb), roomy,
+                                  "static", problem.contention),
+                          Costs(compute * mb, c.latency, c.inv_bandwidth))
     order = _orders(problem, relayed, split, pipeline, schedule, groups)
     # micro-batch m of a replicated stage on its replica m mod r (`hybrid`)
     where = tuple(relayed.placement) * mb if not groups else tuple(
@@ -446,11 +441,11 @@ def _with_recompute(problem: Problem, placement: Sequence[int],
     return tuple(map(tuple, table))
 
 
-def _task_ops(problem: Problem, split: Split, schedule: str
+def _task_ops(problem: Problem, split: Split, schedule: Schedule
               ) -> list[tuple[int, list[tuple[int, list[int], list[int]]]]]:
     """Per device in pipeline order: its tasks' (first stage, forward ops, backward ops), one
-    per stage under `interleaved` and `gpipe`, one for all its stages otherwise; ops in
-    topological order (relays aside: `_orders` adds them)."""
+    per stage under a schedule of a task per stage (`interleaved`, `gpipe`), one for all
+    its stages otherwise; ops in topological order (relays aside: `_orders` adds them)."""
     u = units(problem)
     ranked: list[int] = []
     for d in split.devices:
@@ -460,7 +455,7 @@ def _task_ops(problem: Problem, split: Split, schedule: str
     out = []
     for d in ranked:
         mine = [k for k, dev in enumerate(split.devices) if dev == d]
-        groups = [[k] for k in mine] if schedule in ("interleaved", "gpipe") else [mine]
+        groups = [[k] for k in mine] if schedule.task_per_stage else [mine]
         chunks = []
         for ks in groups:
             ops = sorted((i for k in ks for unit in u.members[split.bounds[k]:split.bounds[k + 1]]
@@ -472,7 +467,7 @@ def _task_ops(problem: Problem, split: Split, schedule: str
 
 
 def _orders(problem: Problem, relayed: _Relayed, split: Split, pipeline: Pipeline,
-            schedule: str, groups: Mapping[int, tuple[int, ...]] = _NONE,
+            schedule: Schedule, groups: Mapping[int, tuple[int, ...]] = _NONE,
             ) -> tuple[tuple[int, ...], ...]:
     """Per device, its ops of every micro-batch in the schedule's order; a relay ends the
     forward (or backward) task of its stage, as a stage sends its outputs when it is done.
@@ -480,7 +475,7 @@ def _orders(problem: Problem, relayed: _Relayed, split: Split, pipeline: Pipelin
     n, mb = len(relayed.graph.ops), pipeline.microbatches
     training = units(problem).training
     devices = _task_ops(problem, split, schedule)
-    per_stage = schedule in ("interleaved", "gpipe")  # a task per stage (as `_task_ops`)
+    per_stage = schedule.task_per_stage  # (as `_task_ops`)
     tails: dict[tuple[int, int, bool], list[int]] = {}  # (device, chunk, backward?) -> relays
     for r, (k, back) in enumerate(zip(relayed.stage, relayed.backward, strict=True)):
         d = split.devices[k]
@@ -495,16 +490,16 @@ def _orders(problem: Problem, relayed: _Relayed, split: Split, pipeline: Pipelin
         members = hybrid.group(groups, d)
         for j, e in enumerate(members):
             mine = range(j, mb, len(members))
-            warm = None  # 1F1B: its micro-batches in flight, less the one it starts on
-            if schedule == "1f1b":
-                warm = min(hybrid.in_flight(pipeline, sizes, rank, training), len(mine)) - 1
-            seq = _sequence(schedule, rank, len(devices), len(chunks), len(mine), training, warm)
+            # its micro-batches in flight, less the one it starts on (1F1B's; `order`
+            # takes its own count under virtual stages, or with all in flight)
+            warm = min(schedule.in_flight(mb, sizes, rank, training), len(mine)) - 1
+            seq = schedule.order(rank, len(devices), len(chunks), len(mine), training, warm)
             order[e] = tuple(i + mine[m] * n for forward, c, m in seq
                              for i in (ops[c][0] if forward else ops[c][1]))
     return tuple(order)
 
 
-def _task_times(problem: Problem, split: Split, schedule: str, mb: int,
+def _task_times(problem: Problem, split: Split, schedule: Schedule, mb: int,
                 result: SimResult, groups: Mapping[int, tuple[int, ...]] = _NONE,
                 ) -> tuple[Task, ...]:
     """When each task ran in `result` (the copies' simulation): its first op's start to
@@ -528,7 +523,7 @@ def _task_times(problem: Problem, split: Split, schedule: str, mb: int,
     return tuple(out)
 
 
-def _one_device_tasks(problem: Problem, d: int, pipeline: Pipeline, schedule: str,
+def _one_device_tasks(problem: Problem, d: int, pipeline: Pipeline, schedule: Schedule,
                       again: bool) -> tuple[Task, ...]:
     """The tasks of a plan on device `d` alone: back to back in the schedule's order."""
     c = costs(problem)
@@ -537,43 +532,8 @@ def _one_device_tasks(problem: Problem, d: int, pipeline: Pipeline, schedule: st
     fwd = math.fsum(c.compute[i][d] for i in range(n) if not u.backward[i])
     bwd = math.fsum(c.compute[i][d] for i in range(n) if u.backward[i]) + (fwd if again else 0)
     out, t = [], 0.0
-    for forward, _, m in _sequence(schedule, 0, 1, 1, pipeline.microbatches, u.training):
+    for forward, _, m in schedule.order(0, 1, 1, pipeline.microbatches, u.training):
         took = fwd if forward else bwd
         out.append(Task(d, 0, m, forward, t, t + took))
         t += took
     return tuple(out)
-
-
-def _sequence(schedule: str, rank: int, devices: int, chunks: int, mb: int,
-              training: bool, warm_up: int | None = None) -> list[tuple[bool, int, int]]:
-    """(forward?, chunk, micro-batch) tasks of the device of `rank`, in schedule order
-    (under 1f1b, `warm_up` forward tasks first when given: a replica's, `hybrid`)."""
-    if schedule == "interleaved":
-        fwd = [(True, c, m) for g0 in range(0, mb, devices) for c in range(chunks)
-               for m in range(g0, min(g0 + devices, mb))]
-        bwd = [(False, c, m) for g0 in range(0, mb, devices) for c in reversed(range(chunks))
-               for m in range(g0, min(g0 + devices, mb))]
-        warm = min((devices - rank - 1) * 2 + (chunks - 1) * devices, mb * chunks)
-    elif schedule == "gpipe":  # stage by stage: a device's later stage waits for no one
-        fwd = [(True, c, m) for c in range(chunks) for m in range(mb)]
-        bwd = [(False, c, m) for c in reversed(range(chunks)) for m in range(mb)]
-        warm = mb * chunks
-    else:
-        fwd = [(True, 0, m) for m in range(mb)]
-        bwd = [(False, 0, m) for m in range(mb)]
-        warm = (mb if schedule == _BY_MICROBATCH else
-                min(devices - rank - 1, mb) if warm_up is None else warm_up)
-    return _in_turn(fwd, bwd, warm) if training else fwd
-
-
-def _in_turn(fwd: list[tuple[bool, int, int]], bwd: list[tuple[bool, int, int]],
-             warm: int) -> list[tuple[bool, int, int]]:
-    """`warm` forward tasks, then one forward and one backward in turn, then the rest."""
-    out = fwd[:warm]
-    f = warm
-    for task in bwd:
-        if f < len(fwd):
-            out.append(fwd[f])
-            f += 1
-        out.append(task)
-    return out

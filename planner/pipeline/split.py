@@ -188,10 +188,10 @@ def in_flight(pipeline: Pipeline, stages: int, k: int, training: bool,
               device_rank: int = 0, devices: int = 1) -> int:
     """Micro-batches whose activations stage `k` of `stages` holds at once (inference: one;
     the module docstring for training)."""
-    if training and pipeline.schedule == "interleaved":
-        per = pipeline.stages_per_device
-        return min((devices - device_rank - 1) * 2 + (per - 1) * devices + 1,
-                   pipeline.microbatches * per)
+    schedule = pipeline.schedule_spec
+    if training and schedule.virtual_stages:
+        return schedule.virtual_in_flight(pipeline.microbatches, pipeline.stages_per_device,
+                                          device_rank, devices)
     return hybrid.in_flight(pipeline, [1] * stages, k, training)  # one device a stage
 
 
@@ -224,7 +224,7 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
             transient += sum(kept)
             kept = [0.0] * len(kept)
         acts = [a + b for a, b in zip(kept, received, strict=True)]
-        if pipeline.schedule == "interleaved":
+        if pipeline.schedule_spec.virtual_stages:
             count = in_flight(pipeline, split.stages, stages[0], u.training, rank, len(order))
             held[d] = float(stage_memory(params, count, max(acts), transient))
         else:  # `hybrid.in_flight`: with one device a stage, GPipe M, 1F1B min(S - k, M);

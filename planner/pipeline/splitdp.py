@@ -203,7 +203,7 @@ def interleaved_exact(problem: Problem, pipeline: Pipeline, cells: float = MAX_C
 def _enumerable(space: Space, pipeline: Pipeline, stages: int, chains: int) -> bool:
     """Whether to enumerate the splits of `stages` stages: under `interleaved` with K > 1,
     when there are at most `MAX_ENUMERATED` of them over the chains."""
-    if pipeline.schedule != "interleaved" or pipeline.stages_per_device == 1 or stages == 1:
+    if pipeline.per_device == 1 or stages == 1:
         return False
     return math.comb(len(space.cuts) - 2, stages - 1) * chains <= MAX_ENUMERATED
 
@@ -236,9 +236,9 @@ def most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
     and under `1f1b` no more than the micro-batches (torch's `Schedule1F1B` needs as many
     micro-batches as stages)."""
     devices = len(problem.cluster.devices)
-    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    per = pipeline.per_device
     most = min(devices * per, n)
-    if pipeline.schedule == "1f1b":
+    if pipeline.schedule_spec.stages_at_most_microbatches:
         most = min(most, pipeline.microbatches)
     return most
 
@@ -268,7 +268,7 @@ def _signature(problem: Problem, d: int) -> tuple[object, ...]:
 def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple[int, ...]]:
     """Distinct device chains for `stages` stages, the best-linked first (module docstring).
     Under `interleaved`, a chain of D = stages / K devices is repeated K times."""
-    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    per = pipeline.per_device
     if stages % per:
         return
     width = stages // per
@@ -375,7 +375,7 @@ def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int]
     """Per stage of `chain`: its tables over the candidate cuts."""
     s = len(chain)
     ranks = {d: r for r, d in enumerate(dict.fromkeys(chain))}
-    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
+    per = pipeline.per_device
     cuts = space.cuts
     out = []
     left = np.zeros(len(cuts))  # the boundary into stage k, for each candidate start

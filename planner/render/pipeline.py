@@ -92,7 +92,7 @@ def pipeline_report(problem: Problem, rows: Sequence[PipelineRow], bound: Pipeli
     head.add_column(style="bold")
     head.add_column()
     asked = pipeline.schedule + (f" ({pipeline.stages_per_device} stages per device)"
-                                 if pipeline.schedule == "interleaved" else "")
+                                 if pipeline.schedule_spec.virtual_stages else "")
     head.add_row("pipeline", f"{asked}, {pipeline.microbatches} micro-batch(es), "
                  f"{len(run.stages)} stage(s)")
     head.add_row("iteration (simulated)", f"{format_seconds(run.iteration_s)} "

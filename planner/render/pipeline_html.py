@@ -49,7 +49,7 @@ def pipeline_section_html(problem: Problem, view: PipelineView) -> str:
     run, bound = view.rows[-1].run, view.bound
     pipeline = problem.pipeline
     asked = run.schedule if pipeline is None else pipeline.schedule
-    if asked == "interleaved" and pipeline is not None:
+    if pipeline is not None and pipeline.schedule_spec.virtual_stages:
         asked += f" ({pipeline.stages_per_device} stages per device)"
     if not asked.startswith(run.schedule):
         asked += f", run as {run.schedule}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
-from .. import limits
+from .. import limits, schedules
 from ..cost import compute_time
 from ..disjoint import Disjoint
 from ..errors import DiagnosticSink, Span, did_you_mean
@@ -1187,7 +1187,8 @@ def _check_interleaving(sink: DiagnosticSink, settings: _Attrs, decl: ast.PlanDe
     at least two devices, so 2K pipeline units, and a unit holds a forward op (one not in
     `backward_of`); with fewer, every plan runs as `1f1b` (`pipeline.schedule`)."""
     per = pipeline.stages_per_device
-    if pipeline.schedule != "interleaved" or per < 2:
+    schedule = pipeline.schedule_spec
+    if not schedule.virtual_stages or per < 2:
         return
     forward = len(graph.ops) - len(graph.backward_of)
     if forward >= 2 * per and len(cluster.devices) >= 2:
@@ -1200,10 +1201,11 @@ def _check_interleaving(sink: DiagnosticSink, settings: _Attrs, decl: ast.PlanDe
     most = forward // 2
     sink.warning("W258", f"plan `{decl.name.text}` cannot interleave: `stages_per_device "
                  f"{per}` needs {2 * per} stages ({per} on each of at least two devices) "
-                 f"and {why}; every plan of it runs as `1f1b`",
+                 f"and {why}; every plan of it runs as `{schedule.fallback}`",
                  attr.span if attr is not None else decl.name.span,
-                 "write `schedule 1f1b`" + (f", or `stages_per_device {most}` or fewer"
-                                            if most >= 2 and len(cluster.devices) >= 2 else ""))
+                 f"write `schedule {schedule.fallback}`"
+                 + (f", or `stages_per_device {most}` or fewer"
+                    if most >= 2 and len(cluster.devices) >= 2 else ""))
 
 
 def backward_first(graph: Graph) -> list[tuple[int, int]]:
@@ -1273,7 +1275,7 @@ def _pipeline_rules(sink: DiagnosticSink, graph: Graph, cluster: Cluster, pipeli
                    "colocation groups run on one stage)", pin_spans[i],
                    "pin them to one device, or plan `objective makespan`",
                    notes=((f"`{ops[a].name}` pinned here", pin_spans[a]),))
-    if pipeline.schedule == "interleaved":
+    if pipeline.schedule_spec.virtual_stages:
         count = len(set(pipeline_units(graph)))
         if count < pipeline.stages_per_device:
             attr = settings.values.get("stages_per_device")
@@ -1283,7 +1285,8 @@ def _pipeline_rules(sink: DiagnosticSink, graph: Graph, cluster: Cluster, pipeli
                        attr.span if attr is not None else loc.plans.get(pname),
                        f"set `stages_per_device` from 2 to {count}" if count > 2 else
                        "set `stages_per_device 2`" if count == 2 else
-                       "the graph is one unit, one stage: use `schedule 1f1b`")
+                       "the graph is one unit, one stage: use "
+                       f"`schedule {pipeline.schedule_spec.fallback}`")
 
 
 #: the pipeline settings, which need `objective pipeline`
@@ -1305,32 +1308,36 @@ def _pipeline(sink: DiagnosticSink, settings: _Attrs, pname: str) -> Pipeline | 
                            f"`objective {objective}`", settings.values[key].span,
                            "add `objective pipeline` to plan a pipeline of micro-batches")
         return None
-    schedule = _named_choice(sink, settings, "schedule", SCHEDULES, "1f1b") or "1f1b"
+    schedule = (_named_choice(sink, settings, "schedule", SCHEDULES, schedules.DEFAULT)
+                or schedules.DEFAULT)
+    rules = schedules.of(schedule)
     microbatches = _count(sink, settings, "microbatches", MAX_MICROBATCHES) or 1
     stated = _count(sink, settings, "stages_per_device", MAX_STAGES_PER_DEVICE)
     per_device = stated or 1
     # a value out of range or not a number is reported once, by `_count` (`1000` got a
     # second E257 asking for `stages_per_device 2`)
     reported = stated is None and "stages_per_device" in settings.values
-    if schedule == "interleaved" and per_device < 2 and not reported:
+    if rules.virtual_stages and per_device < 2 and not reported:
         span = settings.values.get("stages_per_device", settings.values["schedule"]).span
-        sink.error("E257", "`schedule interleaved` runs several stages per device",
-                   span, "add `stages_per_device 2` (or more); with one, write `schedule 1f1b`")
-    elif schedule != "interleaved" and "stages_per_device" in settings.values:
-        sink.error("E256", f"`stages_per_device` is for `schedule interleaved`, not "
+        sink.error("E257", f"`schedule {schedule}` runs several stages per device",
+                   span, "add `stages_per_device 2` (or more); with one, write "
+                   f"`schedule {rules.fallback}`")
+    elif not rules.virtual_stages and "stages_per_device" in settings.values:
+        virtual = " or ".join(f"`schedule {s.name}`" for s in schedules.TABLE
+                              if s.virtual_stages)
+        sink.error("E256", f"`stages_per_device` is for {virtual}, not "
                    f"`{schedule}`", settings.values["stages_per_device"].span,
-                   "write `schedule interleaved`, or remove `stages_per_device`")
-    replicas = _data_parallel(sink, settings, schedule)
+                   f"write {virtual}, or remove `stages_per_device`")
+    replicas = _data_parallel(sink, settings, rules)
     size = _count(sink, settings, "microbatch_size", MAX_MICROBATCH_SIZE) or 1
-    return Pipeline(microbatches, schedule, per_device,  # type: ignore[arg-type]
-                    replicas, size)
+    return Pipeline(microbatches, schedule, per_device, replicas, size)
 
 
 def _data_parallel(sink: DiagnosticSink, settings: _Attrs,
-                   schedule: str) -> int | Literal["auto"]:
+                   schedule: schedules.Schedule) -> int | Literal["auto"]:
     """Setting `data_parallel`: `auto` or a whole number from 1 to `MAX_DATA_PARALLEL`
-    (E257 otherwise, and E256 with `schedule interleaved` unless 1); 1 when absent or
-    wrong (reported). `_check_pipelines` checks N against the cluster's devices."""
+    (E257 otherwise, and E256 under virtual stages, `schedule interleaved`, unless 1); 1 when
+    absent or wrong (reported). `_check_pipelines` checks N against the cluster's devices."""
     attr = settings.values.get("data_parallel")
     if attr is None:
         return 1
@@ -1353,10 +1360,10 @@ def _data_parallel(sink: DiagnosticSink, settings: _Attrs,
                        "`data_parallel 2` runs two identical pipelines")
             return 1
         out = int(number)
-    if out != 1 and schedule == "interleaved":
+    if out != 1 and schedule.virtual_stages:
         does = "may replicate" if out == "auto" else "replicates"
         sink.error("E256", f"`data_parallel {out}` {does} stages, and replicated stages "
-                   "run under `schedule 1f1b` or `gpipe`, not `interleaved`", value.span,
+                   f"run under `schedule 1f1b` or `gpipe`, not `{schedule.name}`", value.span,
                    "write `schedule 1f1b` (or `gpipe`), or remove `data_parallel`")
         return 1
     return out

@@ -17,6 +17,7 @@ import pytest
 from pipe_support import chain_spec, random_spec
 
 from planner import loads as load_text
+from planner import schedules
 from planner.cost import costs
 from planner.model import Pipeline, Problem
 from planner.pipeline import schedule
@@ -44,7 +45,7 @@ def _link_seconds(p: Problem, placement: tuple[int, ...], split: Split) -> dict[
     (as it runs the pipeline: relays included)."""
     c = costs(p)
     one = dataclasses.replace(p.pipeline, microbatches=1)
-    result = schedule._simulate(p, placement, split, one, "gpipe")
+    result = schedule._simulate(p, placement, split, one, schedules.of("gpipe"))
     out: dict[tuple[int, int], float] = {}
     for t in result.transfers:
         key = (t.src_device, t.dst_device)

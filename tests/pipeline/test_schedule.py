@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from pipe_support import chain_spec
 
+from planner import schedules
 from planner.model import Pipeline
 from planner.pipeline.schedule import run
 from planner.pipeline.split import Split, split_of
@@ -129,20 +130,22 @@ def test_one_device_is_its_work_micro_batch_after_micro_batch(schedule: str) -> 
     # that happens to use one device (split_of merges them), equals it
     from planner.pipeline.schedule import _simulate
 
-    simulated = _simulate(p, placement, Split((0, 3), (1,)), p.pipeline, schedule)
+    simulated = _simulate(p, placement, Split((0, 3), (1,)), p.pipeline,
+                          schedules.of(schedule))
     assert simulated.makespan_s == pytest.approx(r.iteration_s, rel=1e-12)
 
 
 def test_gpipe_takes_the_shorter_of_its_two_orders_for_a_plan_that_is_not_a_chain() -> None:
-    from planner.pipeline.schedule import _BY_MICROBATCH, _simulate
+    from planner.pipeline.schedule import _simulate
 
     p = chain_spec([1.0, 3.0, 1.0, 2.0], [2.0, 1.0, 3.0, 1.0], microbatches=4,
                    schedule="gpipe")
     split = Split((0, 1, 3, 4), (0, 1, 0))
     placement = split.placement(p)
     r = run(p, placement, p.pipeline)
-    by_stage = _simulate(p, placement, split, p.pipeline, "gpipe").makespan_s
-    by_microbatch = _simulate(p, placement, split, p.pipeline, _BY_MICROBATCH).makespan_s
+    gpipe = schedules.of("gpipe")
+    by_stage = _simulate(p, placement, split, p.pipeline, gpipe).makespan_s
+    by_microbatch = _simulate(p, placement, split, p.pipeline, gpipe.by_microbatch()).makespan_s
     assert r.iteration_s == min(by_stage, by_microbatch)
     assert by_stage != by_microbatch  # the two orders differ here: the choice matters
     assert r.schedule == "gpipe"

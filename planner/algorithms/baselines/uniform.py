@@ -23,9 +23,8 @@ def place(problem: Problem, options: Options) -> Solution:
     pipeline = problem.pipeline or Pipeline()
     n = units(problem).count
     devices = len(problem.cluster.devices)
-    per = pipeline.stages_per_device if pipeline.schedule == "interleaved" else 1
-    stages = max(1, min(devices * per, n))
-    if pipeline.schedule == "1f1b":
+    stages = max(1, min(devices * pipeline.per_device, n))
+    if pipeline.schedule_spec.stages_at_most_microbatches:
         stages = min(stages, pipeline.microbatches)
     size, extra = divmod(n, stages)
     bounds = [0]

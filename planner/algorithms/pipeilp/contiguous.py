@@ -90,7 +90,7 @@ def _chain_split(problem: Problem, t: _Tables, chain: Sequence[int]
     data, pipe = _data(problem), _pipeline(problem)
     s, p = len(chain), len(t.cuts)
     ranks = {d: r for r, d in enumerate(dict.fromkeys(chain))}
-    per = pipe.stages_per_device if pipe.schedule == "interleaved" else 1
+    per = pipe.per_device
     i_, j_ = np.arange(p)[:, None], np.arange(p)[None, :]
     zero = np.zeros(p)
     f = np.full(p, INF)

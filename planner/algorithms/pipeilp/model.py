@@ -290,7 +290,8 @@ class _Model:
         """Stages at most: under `1f1b`, the micro-batches (torch's `Schedule1F1B` needs
         as many as stages; pipedp's cap too); else one per unit."""
         pipe = _pipeline(self.problem)
-        return min(pipe.microbatches, self.data.n) if pipe.schedule == "1f1b" else self.data.n
+        return (min(pipe.microbatches, self.data.n)
+                if pipe.schedule_spec.stages_at_most_microbatches else self.data.n)
 
     def _stages(self) -> None:
         """Σ_x Σ_ab z_xab ≤ cap − 1: the stage boundaries within the schedule's cap."""

@@ -101,7 +101,7 @@ def _orders(problem: Problem, data: _Data, warm: Sequence[int] | None) -> _Order
     classes = _classes(problem, data)
     alike = tuple(tuple(c) for c in classes)
     # torch's ScheduleGPipe and Schedule1F1B run one stage per rank: so does the model
-    runs = _pipeline(problem).schedule != "interleaved"
+    runs = not _pipeline(problem).schedule_spec.virtual_stages
     if not _rank_dependent(problem, data):
         return _Orders(tuple(c for c in alike if len(c) > 1), None, not runs, alike,
                        _count(problem, data, 1, 0), runs=runs,

@@ -131,7 +131,7 @@ def _first_order(problem: Problem, options: Options, clock: Clock,
     data = _data(problem)
     first = _attempt(problem, _relaxed(problem, data), None, options, clock)
     if first.outcome.status == "infeasible":
-        proof = _pipeline(problem).schedule != "interleaved"
+        proof = not _pipeline(problem).schedule_spec.virtual_stages
         raise _none_found(problem, first.outcome, proof, _scope(False), notes)
     dev = first.ilp.answer() if first.outcome.loaded else None
     if dev is None:
