@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate every image in docs/ (the one script for them), from the commands the README shows:
+# Regenerate every image in docs/ (the one script for them), from the commands README.md and docs/compare.md show:
 #   docs/report.png         a compare sweep over two of the repo's specs, its HTML report
 #   docs/report-resnet.png  `solve --html` of specs/resnet.plan (177 ops: a bar per op)
 #   docs/report-10k.png     `solve --html` of a 10,000-op spec from bench/bench_parse.py's

@@ -1,20 +1,13 @@
 """Every diagnostic code planner reports, with its meaning: the one table.
 
-A new code is one row of `ROWS` (read into `TABLE`), in order; `tests/test_codes.py` fails on a
-code raised without one, and the README's table is generated from it:
-
-    python -m planner.codes --markdown         # print the README section
-    python -m planner.codes --update README.md  # rewrite it between the markers
-
-`planner explain CODE` prints one entry.
+A new code is one row of `ROWS` (read into `TABLE`), in order; `tests/test_codes.py` fails
+on a code raised without one, and the documentation's page of codes is generated from it
+(`python docs/gen_codes.py > docs/codes.md`). `planner explain CODE` prints one entry.
 """
 
 from __future__ import annotations
 
-import sys
-import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,52 +301,3 @@ def describe(c: Code) -> str:
         lines.append(f"retired: now reported as {c.retired}")
     return "\n".join(lines)
 
-
-BEGIN, END = "<!-- codes:begin (python -m planner.codes --update README.md) -->", \
-    "<!-- codes:end -->"
-
-
-def markdown() -> str:
-    """The README's table of codes (retired ones last), between its markers."""
-    ranges = ", ".join(f"`E{p}{'x' * (3 - len(p))}` {name}" for p, name in LAYERS.items())
-    rows = [f"| `{c.code}` | {c.exit or 'warning'} | {c.meaning} |"
-            for c in TABLE if not c.retired]
-    rows += [f"| `{c.code}` | {c.exit or 'warning'} | retired: now {c.retired} ({c.meaning}) |"
-             for c in TABLE if c.retired]
-    intro = (f"Error codes by range: {ranges}; `W` codes are warnings. Exit is the status "
-             "of a command that stops on the error; `check` exits 1 on any.")
-    return "\n".join([
-        BEGIN,
-        textwrap.fill(intro, 90, break_on_hyphens=False),
-        "",
-        "| code | exit | meaning |",
-        "|---|---|---|",
-        *rows,
-        END,
-    ])
-
-
-def update(text: str) -> str:
-    """`text` (the README) with the section between the markers regenerated."""
-    head, sep, rest = text.partition(BEGIN)
-    _, sep2, tail = rest.partition(END)
-    if not (sep and sep2):
-        raise ValueError("the README lacks the codes markers")
-    return head + markdown() + tail
-
-
-def main(argv: list[str]) -> int:
-    """`--markdown` prints the section; `--update FILE` rewrites it in FILE."""
-    if argv == ["--markdown"]:
-        sys.stdout.write(markdown() + "\n")
-        return 0
-    if len(argv) == 2 and argv[0] == "--update":
-        path = Path(argv[1])
-        path.write_text(update(path.read_text(encoding="utf-8")), encoding="utf-8")
-        return 0
-    sys.stderr.write("usage: python -m planner.codes --markdown | --update README.md\n")
-    return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

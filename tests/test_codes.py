@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
+import subprocess
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
-import pytest
-
-from planner import codes
 from planner.codes import CODES, LAYERS, TABLE, layer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,21 +226,24 @@ def test_warnings_and_only_warnings_are_w_codes() -> None:
     assert given and all(c.startswith("W") for c in given), given
 
 
-def test_the_readme_table_is_generated_from_the_registry() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert codes.update(readme) == readme, "run `python -m planner.codes --update README.md`"
-    section = codes.markdown()
-    assert all(f"| `{c.code}` |" in section for c in TABLE)
-    assert "`E0xx` files and imports" in section and "`E99x` internal" in section
+def _gen_codes() -> ModuleType:
+    """docs/gen_codes.py, the script that writes docs/codes.md (docs/ is no package)."""
+    spec = importlib.util.spec_from_file_location("gen_codes", ROOT / "docs" / "gen_codes.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def test_update_needs_the_markers() -> None:
-    with pytest.raises(ValueError, match="markers"):
-        codes.update("# a README without the section\n")
+def test_the_codes_page_is_generated_from_the_registry() -> None:
+    gen_codes = _gen_codes()
+    page = (ROOT / "docs" / "codes.md").read_text(encoding="utf-8")
+    assert page == gen_codes.page(), f"run `{gen_codes.COMMAND}`, never edit the page by hand"
+    assert all(f"| `{c.code}` |" in page for c in TABLE)
+    assert "`E0xx` files and imports" in page and "`E99x` internal" in page
 
 
-def test_markdown_is_printed_on_request(capsys: pytest.CaptureFixture[str]) -> None:
-    assert codes.main(["--markdown"]) == 0
-    assert capsys.readouterr().out == codes.markdown() + "\n"
-    assert codes.main(["--bogus"]) == 2
-
+def test_the_generator_prints_the_page() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_codes.py")],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout == _gen_codes().page()

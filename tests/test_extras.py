@@ -143,3 +143,18 @@ def test_the_readme_installs_torch_as_its_cpu_build_first() -> None:
     assert "https://download.pytorch.org/whl/cu" in README
     # CI keeps its own pinned CPU build
     assert re.search(r"pip install[^\n]* torch==\d+\.\d+\.\d+", CI)
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    # the Quickstart's test command, its `pip install` and `python -m pytest` as CI runs them
+    # (CI adds `--quiet` and its own venv); keep the two in sync
+    found = re.search(r"pip install (-e '\.\[test\]') && (python -m pytest)\n", README)
+    assert found, "the README's Quickstart gives no test command"
+    install, test = found.groups()
+    assert re.search(rf"pip install --quiet {re.escape(install)} && {re.escape(test)}\n", CI)
+
+
+def test_the_license_is_named_and_shipped() -> None:
+    # PEP 639: an SPDX expression, and the file hatchling puts in the wheel's .dist-info
+    assert PROJECT["license"] == "MIT" and PROJECT["license-files"] == ["LICENSE"]
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License\n")

@@ -1,4 +1,4 @@
-"""The README's Hugging Face example: a small GPT-2 to place, and its device_map run.
+"""The Hugging Face example of docs/pytorch.md: a small GPT-2 to place, and its device_map run.
 
     python docs/examples/hf_gpt2.py PLACED.json
 

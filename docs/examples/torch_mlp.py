@@ -1,4 +1,4 @@
-"""The README's PyTorch example: a model to place, and a plan applied to it in Python.
+"""The PyTorch example of docs/pytorch.md: a model to place, and a plan applied to it in Python.
 
     python docs/examples/torch_mlp.py SPEC PLAN.json [SPEC_DEVICE=TORCH_DEVICE,...]
 

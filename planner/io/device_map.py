@@ -46,7 +46,7 @@ _LISTED = 16
 
 
 #: the code of every problem of a device_map read as a placement: the file is never quoted
-#: (README: a placement file is quoted only when it is a JSON object with `placement`)
+#: (docs/limits.md: a placement file is quoted only when it is a JSON object with `placement`)
 DEVICE_MAP_CODE = "E949"
 
 #: the device types of torch (and accelerate's `disk`): a value naming none of them is no

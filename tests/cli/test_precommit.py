@@ -72,11 +72,11 @@ def _hooks_did_their_work(repo: Path, proc: subprocess.CompletedProcess[str]) ->
 
 
 def _readme_precommit_config() -> str:
-    """The `.pre-commit-config.yaml` the README gives, as written there."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("**pre-commit.**", 1)[1]
+    """The `.pre-commit-config.yaml` that docs/ci.md gives, as written there."""
+    page = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    section = page.split("**pre-commit.**", 1)[1]
     found = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
-    assert found is not None, "the README's pre-commit section has no yaml snippet"
+    assert found is not None, "the pre-commit section of docs/ci.md has no yaml snippet"
     return found.group(1)
 
 

@@ -407,9 +407,10 @@ def test_a_plan_exported_at_other_ranks_runs_as_one_process(tmp_path: Path) -> N
 
 
 def _readme_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("### Out to torch.distributed.pipelining")
-    section = text[start:text.index("\n## ", start)]
+    text = (ROOT / "docs" / "pytorch.md").read_text(encoding="utf-8")
+    start = text.index("\n## Out to torch.distributed.pipelining\n")
+    end = text.find("\n## ", start + 1)
+    section = text[start:end if end >= 0 else len(text)]
     (block,) = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
     return block.strip().splitlines()
 
@@ -417,7 +418,7 @@ def _readme_commands() -> list[str]:
 @pytest.mark.slow
 def test_the_readme_pipeline_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                            ) -> None:
-    """The README's commands as written: planner's in this process, the script's spawn in
+    """The commands of docs/pytorch.md as written: planner's in this process, the script's spawn in
     a subprocess, which checks the step against the unpipelined model."""
     shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
     monkeypatch.chdir(tmp_path)

@@ -1,4 +1,5 @@
-"""The README's "From PyTorch and back" example runs as written, and shows what it prints."""
+"""The examples of docs/pytorch.md, "From PyTorch and back", run as written, and show what they
+print."""
 
 from __future__ import annotations
 
@@ -20,9 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## From PyTorch and back")
-    return text[start:text.index("\n## ", start + 1)]
+    """The page, which is the section "From PyTorch and back" that the README held."""
+    return (ROOT / "docs" / "pytorch.md").read_text(encoding="utf-8")
 
 
 def _blocks(kind: str) -> list[str]:

@@ -17,12 +17,13 @@ from planner.model import Problem
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_readme_commands(after: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """Run the first ```bash block of README.md after the text `after`, as written, in
-    `tmp_path` (a checkout's root with specs/clusters); each must exit 0. The last one's
-    outcome."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split(after, 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+def run_doc_commands(page: str, after: str, tmp_path: Path
+                     ) -> subprocess.CompletedProcess[str]:
+    """Run the first ```bash block of the documentation page `page` (README.md, or
+    docs/NAME.md) after the text `after`, as written, in `tmp_path` (a checkout's root with
+    specs/clusters); each must exit 0. The last one's outcome."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    block = text.split(after, 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
     commands = [line for line in block.splitlines() if line.strip()]
     assert len(commands) == 3 and commands[-1].startswith("planner solve")
     shutil.copytree(ROOT / "specs" / "clusters", tmp_path / "specs" / "clusters")

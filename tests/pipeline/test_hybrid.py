@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pipe_support import run_readme_commands
+from pipe_support import run_doc_commands
 
 from planner import loads
 from planner.algorithms import Options, pipehybrid
@@ -228,8 +228,8 @@ def _iteration_ms(spec: Path, plan: str, cwd: Path, *algo: str
 def test_the_readmes_hybrid_example_runs_as_written_and_says_what_it_gives(
         tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Hybrid parallelism", 1)[1].split("\n## ", 1)[0]
-    proc = run_readme_commands("## Hybrid parallelism", tmp_path)
+    section = readme.split("\n### Hybrid parallelism\n", 1)[1].split("\n## ", 1)[0]
+    proc = run_doc_commands("README.md", "\n### Hybrid parallelism\n", tmp_path)
     assert "(+7 replicas" in proc.stdout and "samples/s" in proc.stdout
     # the figures the prose quotes: the hybrid plan, the pure pipeline, two pipelines
     spec = tmp_path / "gpt24n.plan"

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pipe_support import run_readme_commands
+from pipe_support import run_doc_commands
 
 from planner import load
 from planner.algorithms import run
@@ -119,6 +119,7 @@ def test_baechis_gnmt_forward_only() -> None:
 
 @pytest.mark.slow
 def test_the_readmes_pipeline_commands_run_as_written(tmp_path: Path) -> None:
-    proc = run_readme_commands("A 24-layer GPT training step on four 8 GiB GPUs", tmp_path)
+    proc = run_doc_commands("README.md", "A 24-layer GPT training step on four 8 GiB GPUs",
+                            tmp_path)
     assert "compared, under the same pipeline" in proc.stdout
     assert "memory shaped this split" in proc.stdout
