@@ -68,7 +68,7 @@ from . import backends
 from .budget import BATCH_SIZE, Budget, budget
 from .common import Warm, conclude, empty_solution, lower_bound_s, warm_start
 from .families import Delay, Families, copy_bytes, families, held_temp
-from .instance import Instance
+from .instance import Instance, choice_term
 
 log = logging.getLogger("planner")
 
@@ -191,12 +191,7 @@ class CpsatModel:
 
     def _X(self, u: int, d: int) -> Lit:
         """(constant, literal) of x_ud."""
-        a = self.inst.allowed[u]
-        if d not in a:
-            return 0, None
-        if len(a) == 1:
-            return 1, None
-        return 0, self.x[(u, d)]
+        return choice_term(self.inst.allowed[u], d, self.x, (u, d), 1, 0)
 
     @staticmethod
     def _lits(*pairs: Lit) -> list[Any] | None:

@@ -86,7 +86,7 @@ from .families import (
     ordering_pairs,
     scaled_windows,
 )
-from .instance import Instance
+from .instance import Instance, choice_term
 
 log = logging.getLogger("planner")
 
@@ -189,12 +189,7 @@ class IlpModel:
 
     def _X(self, u: int, d: int) -> Term:
         """(constant, var) of x_ud: (1, None) fixed there, (0, None) impossible."""
-        a = self._allowed[u]
-        if d not in a:
-            return 0.0, None
-        if len(a) == 1:
-            return 1.0, None
-        return 0.0, self.x[(u, d)]
+        return choice_term(self._allowed[u], d, self.x, (u, d), 1.0, 0.0)
 
     def _xt(self, u: int, d: int) -> Term:
         """x_ud as a term: (1, var), or (constant, None)."""

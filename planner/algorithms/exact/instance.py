@@ -23,14 +23,29 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, TypeVar
 
 from ...cost import INF, Costs, costs, static_memory
 from ...errors import InfeasibleError
 from ...facts import facts, proofs
 from ...model import Problem
+
+N = TypeVar("N", int, float)
+
+
+def choice_term(allowed: Sequence[int], d: int, x: Mapping[tuple[int, int], Any],
+                key: tuple[int, int], one: N, zero: N) -> tuple[N, Any]:
+    """A unit's placement on device `d` as a (constant, variable) term of the exact models:
+    (zero, None) where `d` is not allowed, (one, None) where it is the unit's only device
+    (no variable was made), else (zero, `x[key]`)."""
+    if d not in allowed:
+        return zero, None
+    if len(allowed) == 1:
+        return one, None
+    return zero, x[key]
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from ...model import Problem
 from ...pipeline.units import units
 from ..exact import backends
 from ..exact.ilp import IlpModel
+from ..exact.instance import choice_term
 from .data import _count, _Data, _pipeline
 from .orders import _Orders
 from .warm import _Warm
@@ -52,12 +53,7 @@ class _Model:
 
     def _x(self, k: int, d: int) -> Term:
         """x_kd: (0, var), or the constant (1, None) / (0, None) for a fixed unit."""
-        a = self.data.allowed[k]
-        if d not in a:
-            return 0.0, None
-        if len(a) == 1:
-            return 1.0, None
-        return 0.0, self.x[(k, d)]
+        return choice_term(self.data.allowed[k], d, self.x, (k, d), 1.0, 0.0)
 
     def _xt(self, k: int, d: int, coef: float = 1.0) -> Term:
         """coef * x_kd as a term."""
