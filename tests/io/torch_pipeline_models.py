@@ -23,29 +23,31 @@ def mlp() -> nn.Module:
     return nn.Sequential(*layers, nn.Linear(32, 4))
 
 
-class Encoder(nn.Module):
-    """An embedding, four `nn.TransformerEncoderLayer`s (each one op: fx keeps torch.nn
-    modules whole) and a head."""
+class Stack(nn.Module):
+    """An embedding, `count` layers `make(dim)` and a head. The layers are kept under the
+    attribute `name`, which fx puts before their ops' names (`blocks.1.ln1`)."""
 
-    def __init__(self, dim: int = 32, layers: int = 4) -> None:
+    def __init__(self, name: str, make: Callable[[int], nn.Module], count: int,
+                 dim: int = 32) -> None:
         super().__init__()
         self.embed = nn.Linear(16, dim)
-        self.layers = nn.ModuleList(
-            nn.TransformerEncoderLayer(dim, 4, 2 * dim, dropout=0.0, batch_first=True)
-            for _ in range(layers))
+        self.stack = name
+        self.add_module(name, nn.ModuleList(make(dim) for _ in range(count)))
         self.head = nn.Linear(dim, 4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.embed(x)
-        for layer in self.layers:
+        for layer in getattr(self, self.stack):
             x = layer(x)
         return self.head(x)
 
 
 def encoder() -> nn.Module:
-    """A small Transformer encoder."""
+    """A small Transformer encoder: an embedding, four `nn.TransformerEncoderLayer`s (each
+    one op: fx keeps torch.nn modules whole) and a head."""
     torch.manual_seed(0)
-    return Encoder()
+    return Stack("layers", lambda dim: nn.TransformerEncoderLayer(
+        dim, 4, 2 * dim, dropout=0.0, batch_first=True), 4)
 
 
 class Block(nn.Module):
@@ -80,26 +82,10 @@ class Block(nn.Module):
         return x + self.fc2(self.activation(self.fc1(self.ln2(x))))
 
 
-class Blocks(nn.Module):
-    """An embedding, three hand-written blocks and a head."""
-
-    def __init__(self, dim: int = 32) -> None:
-        super().__init__()
-        self.embed = nn.Linear(16, dim)
-        self.blocks = nn.ModuleList(Block(dim) for _ in range(3))
-        self.head = nn.Linear(dim, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.embed(x)
-        for block in self.blocks:
-            x = block(x)
-        return self.head(x)
-
-
 def blocks() -> nn.Module:
-    """A stack of hand-written Transformer blocks."""
+    """A stack of hand-written Transformer blocks: an embedding, three blocks and a head."""
     torch.manual_seed(0)
-    return Blocks()
+    return Stack("blocks", Block, 3)
 
 
 def gpt2() -> nn.Module:
