@@ -95,7 +95,7 @@ class Schedule:
         """Micro-batches whose activations each stage of the device of `rank` among
         `devices` holds at once, with `per_device` virtual stages (training): Megatron's
         warm-up and the one it starts on."""
-        return min((devices - rank - 1) * 2 + (per_device - 1) * devices + 1,
+        return min(_virtual_warm_up(rank, devices, per_device, microbatches) + 1,
                    microbatches * per_device)
 
     def order(self, rank: int, devices: int, chunks: int, microbatches: int, training: bool,
@@ -109,7 +109,7 @@ class Schedule:
                    for m in range(g0, min(g0 + devices, mb))]
             bwd = [(False, c, m) for g0 in range(0, mb, devices)
                    for c in reversed(range(chunks)) for m in range(g0, min(g0 + devices, mb))]
-            warm = min((devices - rank - 1) * 2 + (chunks - 1) * devices, mb * chunks)
+            warm = _virtual_warm_up(rank, devices, chunks, mb)
         else:  # chunk after chunk: a device's later stage waits for no one
             fwd = [(True, c, m) for c in range(chunks) for m in range(mb)]
             bwd = [(False, c, m) for c in reversed(range(chunks)) for m in range(mb)]
@@ -127,6 +127,12 @@ class Schedule:
         """The iteration without simulating: M - 1 periods of the busiest resource, plus
         each stage's load once (the fill and drain pass every stage)."""
         return (microbatches - 1) * period_s + math.fsum(stage_s)
+
+
+def _virtual_warm_up(rank: int, devices: int, chunks: int, microbatches: int) -> int:
+    """Megatron's warm-up of interleaved 1F1B: the forward tasks the device of `rank` among
+    `devices`, with `chunks` virtual stages, runs before its first backward task."""
+    return min((devices - rank - 1) * 2 + (chunks - 1) * devices, microbatches * chunks)
 
 
 def _in_turn(fwd: list[Task], bwd: list[Task], warm: int) -> list[Task]:
