@@ -136,16 +136,18 @@ def _compare(report: JsonReport, specs: list[Path] | None, algos: str, *, plan: 
             eprint(render_all([stopped]))
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
+    # one report for the tables and the HTML (its best plans only drawn there)
+    summary = compare_report(result.rows, best_plans(result) if html is not None else ())
     if report.enabled:
         fields = columns(result.rows)
         report.result = [to_json_row(r, fields) for r in result.rows]
     else:
-        print_tables(stdout_console(), compare_report(result.rows))
+        print_tables(stdout_console(), summary)
     if out is not None:
         write_rows(out, result.rows)
         sys.stderr.write(f"wrote {out} ({len(result.rows)} rows)\n")
     if html is not None:
-        write_compare_html(str(html), compare_report(result.rows, best_plans(result)))
+        write_compare_html(str(html), summary)
         sys.stderr.write(f"wrote {html}\n")
     _footer(result)
 
