@@ -40,6 +40,11 @@ MAX_STAGES_PER_DEVICE = 64
 MAX_DATA_PARALLEL = 1024
 #: the most samples a micro-batch may hold (`microbatch_size`, for the throughput only)
 MAX_MICROBATCH_SIZE = 1_048_576
+#: each whole-number pipeline setting's largest value (the least is 1): the one table the
+#: language (`spec.lower`) and the API (`api.checks`) both check a `Pipeline` against
+PIPELINE_COUNTS: Mapping[str, int] = MappingProxyType({
+    "microbatches": MAX_MICROBATCHES, "stages_per_device": MAX_STAGES_PER_DEVICE,
+    "data_parallel": MAX_DATA_PARALLEL, "microbatch_size": MAX_MICROBATCH_SIZE})
 
 
 def derived(owner: Any, key: str, build: Callable[[], T]) -> T:

@@ -19,11 +19,8 @@ from ..cost import compute_time
 from ..errors import Diagnostic, DiagnosticSink, Span, call_site, site_span
 from ..model import (
     CONTENTIONS,
-    MAX_DATA_PARALLEL,
-    MAX_MICROBATCH_SIZE,
-    MAX_MICROBATCHES,
-    MAX_STAGES_PER_DEVICE,
     MEMORY_MODELS,
+    PIPELINE_COUNTS,
     SCHEDULES,
     Pipeline,
     Problem,
@@ -197,19 +194,15 @@ def _pipeline(problem: Problem, err: Err) -> None:
         if pipe.schedule not in SCHEDULES:
             err("E256", "pipeline.schedule", f"unknown schedule `{pipe.schedule}`",
                 "one of: " + ", ".join(SCHEDULES))
-        for key, value, most in (("microbatches", pipe.microbatches, MAX_MICROBATCHES),
-                                 ("stages_per_device", pipe.stages_per_device,
-                                  MAX_STAGES_PER_DEVICE)):
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-                err("E257", f"pipeline.{key}", f"`{key}` must be a whole number from 1 to "
-                    f"{most}, not {value!r}")
+        for key in ("microbatches", "stages_per_device"):
+            _count(pipe, key, err)
         rules = schedules.find(pipe.schedule)  # None: unknown, just reported
         if rules is not None and rules.virtual_stages and pipe.stages_per_device == 1:
             err("E257", "pipeline.stages_per_device", f"`schedule {rules.name}` runs several "
                 "stages per device",
                 f"give stages_per_device=2 (or more), or schedule `{rules.fallback}`")
         mb = pipe.microbatches
-        if isinstance(mb, int) and not isinstance(mb, bool) and 1 <= mb <= MAX_MICROBATCHES:
+        if _whole(mb, PIPELINE_COUNTS["microbatches"]):
             copies = limits.pipeline_copies(mb, len(graph.ops), len(graph.edges))
             if copies > limits.active().pipeline_copies:
                 err("E016", "pipeline.microbatches", f"{mb} micro-batches would copy "
@@ -230,16 +223,12 @@ def _pipeline(problem: Problem, err: Err) -> None:
 
 def _replication(problem: Problem, pipe: Pipeline, err: Err) -> None:
     """`data_parallel` and `microbatch_size`, as the language checks them (E257, E256)."""
-    size = pipe.microbatch_size
-    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_MICROBATCH_SIZE:
-        err("E257", "pipeline.microbatch_size", "`microbatch_size` must be a whole number from "
-            f"1 to {MAX_MICROBATCH_SIZE}, not {size!r}", "the samples in one micro-batch, "
-            "for example microbatch_size=8")
+    _count(pipe, "microbatch_size", err,
+           "the samples in one micro-batch, for example microbatch_size=8")
     n, have = pipe.data_parallel, len(problem.cluster.devices)
-    if n != "auto" and (isinstance(n, bool) or not isinstance(n, int)
-                        or not 1 <= n <= MAX_DATA_PARALLEL):
+    if n != "auto" and not _whole(n, PIPELINE_COUNTS["data_parallel"]):
         err("E257", "pipeline.data_parallel", "`data_parallel` must be \"auto\" or a whole "
-            f"number from 1 to {MAX_DATA_PARALLEL}, not {n!r}",
+            f"number from 1 to {PIPELINE_COUNTS['data_parallel']}, not {n!r}",
             "\"auto\" lets the planner choose each stage's replicas; 2 runs two identical "
             "pipelines")
         return
@@ -254,6 +243,20 @@ def _replication(problem: Problem, pipe: Pipeline, err: Err) -> None:
             f"cluster `{problem.cluster.name}` has {have}",
             f"give data_parallel from 1 to {have}, or \"auto\"" if have > 1 else
             "a one-device cluster runs one pipeline: give data_parallel=1")
+
+
+def _whole(value: object, most: int) -> bool:
+    """Whether `value` is an int (not a bool) from 1 to `most`."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most
+
+
+def _count(pipe: Pipeline, key: str, err: Err, *hints: str) -> None:
+    """E257 unless the pipeline's setting `key` is a whole number from 1 to its
+    `PIPELINE_COUNTS` (the language's `_count`)."""
+    value, most = getattr(pipe, key), PIPELINE_COUNTS[key]
+    if not _whole(value, most):
+        err("E257", f"pipeline.{key}", f"`{key}` must be a whole number from 1 to {most}, "
+            f"not {value!r}", *hints)
 
 
 def _plan(problem: Problem, err: Err) -> None:

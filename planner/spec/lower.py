@@ -21,12 +21,9 @@ from ..disjoint import Disjoint
 from ..errors import DiagnosticSink, Span, did_you_mean
 from ..model import (
     CONTENTIONS,
-    MAX_DATA_PARALLEL,
-    MAX_MICROBATCH_SIZE,
-    MAX_MICROBATCHES,
-    MAX_STAGES_PER_DEVICE,
     MEMORY_MODELS,
     OBJECTIVES,
+    PIPELINE_COUNTS,
     SCHEDULES,
     Cluster,
     Device,
@@ -1311,8 +1308,8 @@ def _pipeline(sink: DiagnosticSink, settings: _Attrs, pname: str) -> Pipeline | 
     schedule = (_named_choice(sink, settings, "schedule", SCHEDULES, schedules.DEFAULT)
                 or schedules.DEFAULT)
     rules = schedules.of(schedule)
-    microbatches = _count(sink, settings, "microbatches", MAX_MICROBATCHES) or 1
-    stated = _count(sink, settings, "stages_per_device", MAX_STAGES_PER_DEVICE)
+    microbatches = _count(sink, settings, "microbatches") or 1
+    stated = _count(sink, settings, "stages_per_device")
     per_device = stated or 1
     # a value out of range or not a number is reported once, by `_count` (`1000` got a
     # second E257 asking for `stages_per_device 2`)
@@ -1329,13 +1326,13 @@ def _pipeline(sink: DiagnosticSink, settings: _Attrs, pname: str) -> Pipeline | 
                    f"`{schedule}`", settings.values["stages_per_device"].span,
                    f"write {virtual}, or remove `stages_per_device`")
     replicas = _data_parallel(sink, settings, rules)
-    size = _count(sink, settings, "microbatch_size", MAX_MICROBATCH_SIZE) or 1
+    size = _count(sink, settings, "microbatch_size") or 1
     return Pipeline(microbatches, schedule, per_device, replicas, size)
 
 
 def _data_parallel(sink: DiagnosticSink, settings: _Attrs,
                    schedule: schedules.Schedule) -> int | Literal["auto"]:
-    """Setting `data_parallel`: `auto` or a whole number from 1 to `MAX_DATA_PARALLEL`
+    """Setting `data_parallel`: `auto` or a whole number from 1 to its `PIPELINE_COUNTS`
     (E257 otherwise, and E256 under virtual stages, `schedule interleaved`, unless 1); 1 when
     absent or wrong (reported). `_check_pipelines` checks N against the cluster's devices."""
     attr = settings.values.get("data_parallel")
@@ -1349,12 +1346,12 @@ def _data_parallel(sink: DiagnosticSink, settings: _Attrs,
                    value.span, "for example `data_parallel 2`, or `data_parallel auto`")
         return 1
     else:
+        most = PIPELINE_COUNTS["data_parallel"]
         number = parse_number(value.number) if value.kind == "number" else math.nan
-        if not (math.isfinite(number) and number == int(number)
-                and 1 <= number <= MAX_DATA_PARALLEL):
+        if not (math.isfinite(number) and number == int(number) and 1 <= number <= most):
             written = value.name.text if value.name is not None else _value_text(value, 40)
             sink.error("E257", "`data_parallel` must be `auto` or a whole number from 1 to "
-                       f"{MAX_DATA_PARALLEL}, not `{written}`", value.span,
+                       f"{most}, not `{written}`", value.span,
                        *(did_you_mean(value.name.text, ("auto",)) if value.name else ()),
                        "`data_parallel auto` lets the planner choose each stage's replicas; "
                        "`data_parallel 2` runs two identical pipelines")
@@ -1397,8 +1394,10 @@ def _named_choice(sink: DiagnosticSink, settings: _Attrs, key: str, options: Seq
     return value
 
 
-def _count(sink: DiagnosticSink, settings: _Attrs, key: str, most: int) -> int | None:
-    """Setting `key` as a whole number from 1 to `most` (E257 otherwise), or None."""
+def _count(sink: DiagnosticSink, settings: _Attrs, key: str) -> int | None:
+    """Setting `key` as a whole number from 1 to its `PIPELINE_COUNTS` (E257 otherwise), or
+    None."""
+    most = PIPELINE_COUNTS[key]
     attr = settings.values.get(key)
     if attr is None:
         return None

@@ -6,7 +6,7 @@ import pytest
 
 from planner import loads
 from planner.errors import SpecError
-from planner.model import Pipeline
+from planner.model import PIPELINE_COUNTS, Pipeline
 from planner.spec.format import format_source
 
 CLUSTER = ("cluster c { device d[0..1] { memory 1 GiB } "
@@ -128,6 +128,34 @@ def test_the_api_checks_a_pipeline_built_in_python() -> None:
     with pytest.raises(SpecError) as err:
         planner.solve(dataclasses.replace(problem, graph=graph))
     assert err.value.diagnostics[0].code == "E234"
+
+
+@pytest.mark.parametrize("key", sorted(PIPELINE_COUNTS))
+def test_the_language_and_the_api_share_each_counts_range(key: str) -> None:
+    # one table (`PIPELINE_COUNTS`): a value past its end is E257 in a spec and in Python,
+    # and both messages name the same range
+    import dataclasses
+
+    import planner
+
+    most = PIPELINE_COUNTS[key]
+    schedule = "interleaved" if key == "stages_per_device" else "1f1b"
+    with pytest.raises(SpecError) as spec:
+        loads(_plan(f"  objective pipeline\n  schedule {schedule}\n  {key} {most + 1}\n"))
+    problem = loads(_plan("  objective pipeline\n")).plan("p")
+    assert problem.pipeline is not None
+    for value in (0, most + 1, True):
+        bad = dataclasses.replace(problem.pipeline, schedule=schedule, **{key: value})
+        with pytest.raises(SpecError) as api:
+            planner.solve(dataclasses.replace(problem, pipeline=bad))
+        found = [d for d in api.value.diagnostics if d.code == "E257"
+                 and d.message.startswith(f"`pipeline.{key}`: `{key}` must be")]
+        assert len(found) == 1, api.value.diagnostics
+        assert f"from 1 to {most}, not {value!r}" in found[0].message
+    found = [d for d in spec.value.diagnostics
+             if d.code == "E257" and d.message.startswith(f"`{key}` must be")]
+    assert len(found) == 1, spec.value.diagnostics
+    assert f"from 1 to {most}, not `{most + 1}`" in found[0].message
 
 
 def test_the_api_result_carries_the_pipeline() -> None:
