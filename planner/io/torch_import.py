@@ -122,6 +122,8 @@ def trace(model: Any, example: Example | tuple[Any, ...], method: str = "auto",
     # lazy: optional (the `torch` extra)
     from torch.fx import Interpreter
 
+    from .torch_values import flat_tensors
+
     if not isinstance(example, Example):
         example = Example(tuple(example))
     start = time.perf_counter()
@@ -159,7 +161,7 @@ def trace(model: Any, example: Example | tuple[Any, ...], method: str = "auto",
             ("check the --input shapes and dtypes against the model's forward()",))
         ) from None
     for name, value in values.items():
-        tensors = _tensors(value)
+        tensors = flat_tensors(value)
         traced.output_bytes[name] = sum(t.numel() * t.element_size() for t in tensors)
         if isinstance(value, torch.Tensor):
             traced.tensors.add(name)
@@ -191,19 +193,6 @@ def regroup(traced: Traced, ops: Sequence[str]) -> Traced:
                 traced, units=found, granularity=granularity,
                 names={n.name: u.name for u in found for n in u.nodes})
     return traced
-
-
-def _tensors(value: Any) -> list[Any]:
-    # lazy: optional (the `torch` extra)
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
 
 
 # ---- measuring ----------------------------------------------------------------------------

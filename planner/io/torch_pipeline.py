@@ -805,6 +805,7 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
         "__NAME__": docstring_text(name),
         "__NOTE__": note,
         "__TIED__": literal(tied_parameters(traced.model)),
+        "__FLAT_TENSORS__": _flat_tensors_source(),
     }
     if not tp.replicas:
         # one pass: a name holding a placeholder (a device `__FROM__0`) stays that text
@@ -814,6 +815,14 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
     values.update({"__DATA_PARALLEL__": literal(tp.data_parallel),
                    "__MESH__": "[" + mesh + "\n]"})
     return fill(_script(hybrid=True), values, name)
+
+
+def _flat_tensors_source() -> str:
+    """`torch_values.flat_tensors`'s source, for the script (lazy: torch_values imports torch,
+    which writing the script does not otherwise need)."""
+    from . import torch_values
+
+    return torch_values.SOURCE
 
 
 def tied_parameters(model: Any) -> list[tuple[list[str], list[int], str]]:
@@ -1061,15 +1070,7 @@ def make_batch(namespace: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, An
     return args, kwargs, target
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
-
+__FLAT_TENSORS__
 
 def model_output(value: Any) -> Any:
     """The last stage's output (a tensor, or a tuple of them in torch.export's flat order)
@@ -1093,8 +1094,8 @@ def loss_fn(output: Any, target: torch.Tensor | None) -> torch.Tensor:
         return torch.nn.functional.cross_entropy(logits.flatten(0, -2).float(),
                                                  target.flatten())
     if target is not None:
-        return torch.nn.functional.mse_loss(_tensors(output)[0], target)
-    return sum(t.float().pow(2).mean() for t in _tensors(output))
+        return torch.nn.functional.mse_loss(flat_tensors(output)[0], target)
+    return sum(t.float().pow(2).mean() for t in flat_tensors(output))
 
 
 def the_loss(loss: str | None = LOSS) -> Callable[[Any, Any], torch.Tensor]:
@@ -1175,7 +1176,7 @@ def step(rank: int, device: str | None = None, target: str = MODEL, mode: str = 
              for name, p in s.submod.named_parameters() if p.grad is not None}
 #</grads>
     return {"rank": rank, "losses": [x.detach().cpu() for x in losses], "grads": grads,
-            "output": [t.detach().cpu() for t in _tensors(output)] if output is not None
+            "output": [t.detach().cpu() for t in flat_tensors(output)] if output is not None
             else None}
 
 
@@ -1243,7 +1244,7 @@ def unpipelined(target: str = MODEL, mode: str = "model",
     random = _random_modules(model)
     if not TRAINING:
         with torch.no_grad():
-            return {"output": _tensors(model(*args, **kwargs)), "random": random}
+            return {"output": flat_tensors(model(*args, **kwargs)), "random": random}
     value = the_loss(loss)(model(*args, **kwargs), label)
     value.backward()
     return {"loss": value.detach(), "random": random,
