@@ -29,6 +29,7 @@ loading numpy, process pools or the solvers (`tests/cli/test_startup.py`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import importlib
@@ -36,7 +37,7 @@ import json
 import logging
 import math
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -295,6 +296,10 @@ def _problem(loaded: Loaded, plan: str | None) -> Problem:
                                     ("pick a plan with --plan NAME",))) from None
 
 
+#: the spec file and plan of the commands that run one plan (`simulate`, `solve`)
+SpecArgument = Annotated[Path, typer.Argument(help="The spec file.")]
+PlanOption = Annotated[str | None, typer.Option(
+    "--plan", help="Plan name (needed when the spec has several).")]
 TraceOption = Annotated[Path | None, typer.Option(
     "--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
     "ui.perfetto.dev).")]
@@ -308,18 +313,17 @@ DiagnosticsJsonOption = Annotated[bool, typer.Option(
     "--json", help="Print one JSON document on stdout (the diagnostics in its envelope).")]
 
 
-def _output(output: OutputFormat | None, as_json: bool) -> str:
-    """The format chosen by `--format` and `--json` (contradicting ones: checked in
-    `_check_output`, inside the command's guard so that the error is in the format)."""
-    if output is None:
-        return "json" if as_json else "text"
-    return output.value
-
-
-def _check_output(output: OutputFormat | None, as_json: bool) -> None:
-    if as_json and output not in (None, OutputFormat.JSON):
-        raise UsageError(Diagnostic("E640", f"--json and --format {output.value} contradict "
-                                    "each other", None, ("give one of them",)))
+@contextlib.contextmanager
+def _formatted(command: str, output: OutputFormat | None,
+               as_json: bool) -> Iterator[JsonReport]:
+    """`guard` in the format `--format` and `--json` choose; when they contradict, E640,
+    raised inside the guard so that the error comes in the format asked for."""
+    with _guard(command, ("json" if as_json else "text") if output is None
+                else output.value) as report:
+        if as_json and output not in (None, OutputFormat.JSON):
+            raise UsageError(Diagnostic("E640", f"--json and --format {output.value} "
+                                        "contradict each other", None, ("give one of them",)))
+        yield report
 
 
 # ---- check / fmt -------------------------------------------------------------------------
@@ -335,8 +339,7 @@ def check(
     root: RootOption = None,
 ) -> None:
     """Check specs for errors: syntax, names, units, cycles, memory that cannot fit."""
-    with _guard("check", _output(output, as_json)) as report:
-        _check_output(output, as_json)
+    with _formatted("check", output, as_json) as report:
         from ..spec.checks import plan_diagnostics  # lazy: start-up
 
         diags: list[Diagnostic] = []
@@ -408,8 +411,7 @@ def fmt(
     Exit 0: nothing to change (or rewritten); 1: an input does not parse; 5: `--check` or
     `--diff` found a file to reformat.
     """
-    with _guard("fmt", _output(output, as_json)) as report:
-        _check_output(output, as_json)
+    with _formatted("fmt", output, as_json) as report:
         from .fmt import STDIN, run_fmt  # lazy: start-up
 
         files = _spec_files([p for p in paths if str(p) != STDIN])
@@ -596,9 +598,8 @@ _HELP_STAGES = (
 
 @app.command()
 def simulate(
-    spec: Annotated[Path, typer.Argument(help="The spec file.")],
-    plan: Annotated[str | None, typer.Option(
-        "--plan", help="Plan name (needed when the spec has several).")] = None,
+    spec: SpecArgument,
+    plan: PlanOption = None,
     placement: Annotated[Path | None, typer.Option(
         "--placement", help="A plan JSON (a hybrid plan's `replicas` run too), a "
         "{\"placement\": {op: device}} file or an accelerate device_map {module: device}; "
@@ -612,8 +613,7 @@ def simulate(
     root: RootOption = None,
 ) -> None:
     """Simulate a given placement under the spec's cost model and verify it."""
-    with _guard("simulate", _output(output, as_json)) as report:
-        _check_output(output, as_json)
+    with _formatted("simulate", output, as_json) as report:
         report.subject = str(spec)
         if stages is not None and placement is not None:
             raise UsageError(Diagnostic(
@@ -638,9 +638,8 @@ def simulate(
 
 @app.command()
 def solve(
-    spec: Annotated[Path, typer.Argument(help="The spec file.")],
-    plan: Annotated[str | None, typer.Option(
-        "--plan", help="Plan name (needed when the spec has several).")] = None,
+    spec: SpecArgument,
+    plan: PlanOption = None,
     algo: Annotated[str, typer.Option(
         "--algo", help=_HELP_ALGO, autocompletion=_complete_algo)] = DEFAULT_ALGO,
     out: Annotated[Path | None, typer.Option(
