@@ -42,6 +42,26 @@ DISPATCH, GIVEN, PRIORITY = 0, 1, 2
 
 
 @_step
+def _hole_to_leaf(ht, hk, lo, size):
+    """Walk the hole at the root of the (time, key) heap in ht/hk[lo:lo + size] down to a
+    leaf, moving the lesser child up at each level; return the leaf's place. A heap of
+    plain keys passes its array as both `ht` and `hk` (the same order, and the compiler
+    drops the second comparison and copy)."""
+    c = 0
+    while True:
+        a = 2 * c + 1
+        if a >= size:
+            break
+        if a + 1 < size:
+            x = lo + a  # the first child, x + 1 the second
+            a += (ht[x + 1] < ht[x]) | ((ht[x + 1] == ht[x]) & (hk[x + 1] < hk[x]))
+        ht[lo + c] = ht[lo + a]
+        hk[lo + c] = hk[lo + a]
+        c = a
+    return c
+
+
+@_step
 def _ev_sift_up(ht, hk, c, t, k):
     """Put (t, k) in the (time, key) heap's hole at `c`, moving it up past every parent
     that comes after it."""
@@ -69,18 +89,7 @@ def ev_pop(ht, hk, size):
     top = hk[0]
     size -= 1
     t, k = ht[size], hk[size]
-    c = 0
-    while True:
-        a = 2 * c + 1
-        if a >= size:
-            break
-        if a + 1 < size:
-            b = a + 1
-            a += (ht[b] < ht[a]) | ((ht[b] == ht[a]) & (hk[b] < hk[a]))
-        ht[c] = ht[a]
-        hk[c] = hk[a]
-        c = a
-    _ev_sift_up(ht, hk, c, t, k)
+    _ev_sift_up(ht, hk, _hole_to_leaf(ht, hk, 0, size), t, k)
     return top
 
 
@@ -110,16 +119,7 @@ def kpop(h, lo, size):
     top = h[lo]
     size -= 1
     key = h[lo + size]
-    c = 0
-    while True:
-        a = 2 * c + 1
-        if a >= size:
-            break
-        if a + 1 < size:
-            a += h[lo + a + 1] < h[lo + a]
-        h[lo + c] = h[lo + a]
-        c = a
-    _k_sift_up(h, lo, c, key)
+    _k_sift_up(h, lo, _hole_to_leaf(h, h, lo, size), key)  # a key's time is itself
     return top
 
 

@@ -31,7 +31,7 @@ Twin: `planner.algorithms.listsched.etf` with `floating`, `sct`, `placer`, `run`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit  # type: ignore[import-untyped]
@@ -46,9 +46,104 @@ INF = np.inf
 #: helpers that allocate nothing compile without numba's reference counting (as in
 #: `planner.fastsim._kernel`: otherwise each call increments and decrements every array)
 _leaf = njit(cache=True, _nrt=False)
-#: the engine's parts take the run's arrays as tuples; numba passes every array as seven
-#: scalars, so a call costs hundreds of stores: they are inlined into the loop instead
+#: the engine's parts take the run's arrays as named tuples; numba passes every array as
+#: seven scalars, so a call costs hundreds of stores: they are inlined into the loop instead
 _part = njit(cache=True, inline="always")
+
+
+# -- the run's arrays, as named tuples: numba reads a field at no cost, and the classes live
+# here, beside the kernels typed by them, so that numba's cache sees an edit to them too
+
+
+class InstArrays(NamedTuple):
+    """`A`, the instance: `Instance.engine_arrays`' tuple, field for field (see there)."""
+
+    comp: np.ndarray  # (n, m) compute seconds
+    lat: np.ndarray  # (m, m) link latency
+    inv: np.ndarray  # (m, m) seconds per byte
+    pred_ptr: np.ndarray  # inputs in CSR: op i's edges pred_ptr[i]:pred_ptr[i + 1]
+    pred_src: np.ndarray  # their producer,
+    pred_b: np.ndarray  # bytes,
+    pred_bf: np.ndarray  # and bytes as floats
+    succ_ptr: np.ndarray  # outputs in CSR
+    succ_dst: np.ndarray  # their consumer,
+    succ_b: np.ndarray  # and bytes
+    group_of: np.ndarray  # colocation group per op, -1 for none
+    grp_ptr: np.ndarray  # groups in CSR
+    grp_ops: np.ndarray  # their members
+    flo: np.ndarray  # whether op floats in its group
+    allow: np.ndarray  # (n, m) op may run on device
+    best: np.ndarray  # its unit's least time
+    po: np.ndarray  # params + outputs per op
+    temp: np.ndarray  # temp per op
+    caps: np.ndarray  # memory per device
+    unit: np.ndarray  # (n, m) unit times
+
+
+class MemState(NamedTuple):
+    """`M`, memory as `Placer` and `StaticMemoryTracker` hold it."""
+
+    dev_of: np.ndarray  # device per op, -1 unplaced
+    used: np.ndarray  # tracker's used per device
+    trtemp: np.ndarray  # tracker's temp per device
+    copies: np.ndarray  # (n, m) bytes of op's output held on device
+    group_dev: np.ndarray  # device per group, -1 unbound
+    gpl: np.ndarray  # group params + outputs left to place
+    res_po: np.ndarray  # reserved params + outputs per device
+    res_val: np.ndarray  # group's reserved temp (res_temp[rdev[g]][g])
+    res_on: np.ndarray  # whether group has one,
+    rdev: np.ndarray  # on which device,
+    rlist: np.ndarray  # (m, groups) the groups with one per device,
+    rsz: np.ndarray  # how many,
+    rpos: np.ndarray  # and group's place in rlist
+    scratch: np.ndarray  # per op, -1 between uses (`_need`)
+    touched: np.ndarray  # the ops `_need` set in scratch
+
+
+class RunState(NamedTuple):
+    """`R`, the run: times, the ready set's heaps and the SCT reservation."""
+
+    m: int  # devices
+    prank: np.ndarray  # priority per op
+    rank: np.ndarray  # rank by (priority, op): a heap entry's r
+    end: np.ndarray  # finish per op
+    avail: np.ndarray  # free from, per device
+    vend: np.ndarray  # floating op's inputs done
+    arr: np.ndarray  # (n, m) inputs' arrival on device
+    ready: np.ndarray  # per op
+    dirty: np.ndarray  # device's cached candidate stale
+    hoff: np.ndarray  # where device d's part of each heap array starts
+    ak: np.ndarray  # arrived heap: keys,
+    ar: np.ndarray  # ranks,
+    asz: np.ndarray  # sizes
+    pk: np.ndarray  # pending heap
+    pr: np.ndarray
+    psz: np.ndarray
+    uk: np.ndarray  # urgent heap (SCT)
+    ur: np.ndarray
+    usz: np.ndarray
+    reserved: np.ndarray  # SCT's favourite op per device, -1 none
+    sct: bool  # the SCT reservation is on
+
+
+class FloatState(NamedTuple):
+    """`F`, floating members waiting for their group's device."""
+
+    missing: np.ndarray  # inputs not done, per op
+    stack: np.ndarray  # `_settle`'s
+    af_buf: np.ndarray  # group's waiting members, in grp_ptr's slots
+    af_len: np.ndarray  # how many, per group
+
+
+class Candidates(NamedTuple):
+    """`C`, per device the cached candidate pair (`etf.device_choice`)."""
+
+    has: np.ndarray  # whether there is one
+    key: np.ndarray  # its key,
+    pr: np.ndarray  # op's priority,
+    fin: np.ndarray  # finish,
+    op: np.ndarray  # op,
+    est: np.ndarray  # and start
 
 
 # -- heaps of (key, r) in hk/hr[base:base + hsz[d]], one per device: heapq's algorithm and
@@ -140,44 +235,42 @@ def _unplaced_temp(g, without, grp_ptr, grp_ops, dev_of, temp):
 @_part
 def _need(i, d, A, M):
     """`Placer.need`, with `StaticMemoryTracker.extra` inline."""
-    (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
-    (dev_of, used, trtemp, copies, group_dev, gpl, res_po, res_val, res_on, rdev, rlist, rsz,
-     rpos, scratch, touched) = M
-    add = po[i] + max(0, temp[i] - trtemp[d])
+    po, temp, dev_of = A.po, A.temp, M.dev_of
+    copies, scratch, touched = M.copies, M.scratch, M.touched
+    add = po[i] + max(0, temp[i] - M.trtemp[d])
     nt = 0
-    for e in range(pred_ptr[i], pred_ptr[i + 1]):
-        s = pred_src[e]
+    for e in range(A.pred_ptr[i], A.pred_ptr[i + 1]):
+        s = A.pred_src[e]
         sd = dev_of[s]
         if sd != -1 and sd != d:
             if scratch[s] < 0:
                 scratch[s] = copies[s, d]
                 touched[nt] = s
                 nt += 1
-            if pred_b[e] > scratch[s]:
-                scratch[s] = pred_b[e]
+            if A.pred_b[e] > scratch[s]:
+                scratch[s] = A.pred_b[e]
     for k in range(nt):
         s = touched[k]
         add += scratch[s] - copies[s, d]
         scratch[s] = -1
-    total = used[d] + add + res_po[d]
-    g = group_of[i]
+    total = M.used[d] + add + M.res_po[d]
+    g = A.group_of[i]
     rest = 0
     found = False
-    for k in range(rsz[d]):
-        gg = rlist[d, k]
-        if gg != g and (not found or res_val[gg] > rest):
-            rest = res_val[gg]
+    for k in range(M.rsz[d]):
+        gg = M.rlist[d, k]
+        if gg != g and (not found or M.res_val[gg] > rest):
+            rest = M.res_val[gg]
             found = True
     if g >= 0:
-        if group_dev[g] < 0:
-            total += gpl[g]
+        if M.group_dev[g] < 0:
+            total += M.gpl[g]
         total -= po[i]
-        ut = _unplaced_temp(g, i, grp_ptr, grp_ops, dev_of, temp)
+        ut = _unplaced_temp(g, i, A.grp_ptr, A.grp_ops, dev_of, temp)
         if ut > rest:
             rest = ut
         # Python's max(rest, ut) keeps rest on ties: the same value
-    new_temp = trtemp[d]
+    new_temp = M.trtemp[d]
     if temp[i] > new_temp:
         new_temp = temp[i]
     if rest > new_temp:
@@ -196,38 +289,36 @@ def _charge(s, d, nb, used, copies):
 @_part
 def _commit(i, d, A, M):
     """`Placer.commit` (with `StaticMemoryTracker.place`)."""
-    (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
-    (dev_of, used, trtemp, copies, group_dev, gpl, res_po, res_val, res_on, rdev, rlist, rsz,
-     rpos, scratch, touched) = M
+    po, temp, dev_of, used, trtemp = A.po, A.temp, M.dev_of, M.used, M.trtemp
     used[d] += po[i]
     if temp[i] > trtemp[d]:
         used[d] += temp[i] - trtemp[d]
         trtemp[d] = temp[i]
     dev_of[i] = d
-    for e in range(pred_ptr[i], pred_ptr[i + 1]):
-        sd = dev_of[pred_src[e]]
+    for e in range(A.pred_ptr[i], A.pred_ptr[i + 1]):
+        sd = dev_of[A.pred_src[e]]
         if sd != -1 and sd != d:
-            _charge(pred_src[e], d, pred_b[e], used, copies)
-    for e in range(succ_ptr[i], succ_ptr[i + 1]):
-        cd = dev_of[succ_dst[e]]
+            _charge(A.pred_src[e], d, A.pred_b[e], used, M.copies)
+    for e in range(A.succ_ptr[i], A.succ_ptr[i + 1]):
+        cd = dev_of[A.succ_dst[e]]
         if cd != -1 and cd != d:
-            _charge(i, cd, succ_b[e], used, copies)
-    g = group_of[i]
+            _charge(i, cd, A.succ_b[e], used, M.copies)
+    g = A.group_of[i]
     if g < 0:
         return
-    if group_dev[g] < 0:
-        group_dev[g] = d
-        res_po[d] += gpl[g]
+    res_po, res_on, rdev, rlist, rsz, rpos = M.res_po, M.res_on, M.rdev, M.rlist, M.rsz, M.rpos
+    if M.group_dev[g] < 0:
+        M.group_dev[g] = d
+        res_po[d] += M.gpl[g]
     res_po[d] -= po[i]
-    gpl[g] -= po[i]
+    M.gpl[g] -= po[i]
     left = False
-    for k in range(grp_ptr[g], grp_ptr[g + 1]):
-        if dev_of[grp_ops[k]] < 0:
+    for k in range(A.grp_ptr[g], A.grp_ptr[g + 1]):
+        if dev_of[A.grp_ops[k]] < 0:
             left = True
             break
     if left:
-        res_val[g] = _unplaced_temp(g, i, grp_ptr, grp_ops, dev_of, temp)
+        M.res_val[g] = _unplaced_temp(g, i, A.grp_ptr, A.grp_ops, dev_of, temp)
         if not res_on[g]:  # res_temp[d][g], d being the group's device
             res_on[g] = True
             rdev[g] = d
@@ -251,26 +342,22 @@ def _commit(i, d, A, M):
 @_part
 def _make_ready(i, A, M, R):
     """`etf.ready_set`'s make_ready, and the SCT reservation's `on_ready`."""
-    (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
-    dev_of, group_dev = M[0], M[4]
-    (m, prank, rank, end, avail, vend, arr, ready, dirty, hoff, ak, ar, asz, pk, pr_, psz,
-     uk, ur, usz, reserved, sct) = R
-    g = group_of[i]
+    pred_ptr, pred_src, dev_of, allow, hoff = A.pred_ptr, A.pred_src, M.dev_of, A.allow, R.hoff
+    g = A.group_of[i]
     filt = g >= 0  # floating inputs are in i's group, so local wherever it goes
     base = 0.0
     if filt:
         first = True
         for e in range(pred_ptr[i], pred_ptr[i + 1]):
             p = pred_src[e]
-            if dev_of[p] < 0 and (first or vend[p] > base):  # max(..., default=0.0)
-                base = vend[p]
+            if dev_of[p] < 0 and (first or R.vend[p] > base):  # max(..., default=0.0)
+                base = R.vend[p]
                 first = False
-    lo, hi = 0, m
-    if g >= 0 and group_dev[g] >= 0:  # Placer.allowed: the group's device, if allowed
-        lo = group_dev[g]
+    lo, hi = 0, R.m
+    if g >= 0 and M.group_dev[g] >= 0:  # Placer.allowed: the group's device, if allowed
+        lo = M.group_dev[g]
         hi = lo + 1
-    r = rank[i]
+    r = R.rank[i]
     urgent = 0.0
     for d in range(lo, hi):
         if not allow[i, d]:
@@ -281,58 +368,54 @@ def _make_ready(i, A, M, R):
             pd = dev_of[p]
             if filt and pd < 0:
                 continue
-            x = end[p]
+            x = R.end[p]
             if pd != d:  # `cost.transfer_seconds`, inline: compiled code calls no Python
-                x = x + (lat[pd, d] + pred_bf[e] * inv[pd, d])
+                x = x + (A.lat[pd, d] + A.pred_bf[e] * A.inv[pd, d])
             if x > t:
                 t = x
-        arr[i, d] = t
-        slow = unit[i, d] - best[i]
-        if t <= avail[d]:
-            _push(ak, ar, asz, hoff[d], d, slow, r)
+        R.arr[i, d] = t
+        slow = A.unit[i, d] - A.best[i]
+        if t <= R.avail[d]:
+            _push(R.ak, R.ar, R.asz, hoff[d], d, slow, r)
         else:
-            _push(pk, pr_, psz, hoff[d], d, t + slow, r)
-        dirty[d] = True
+            _push(R.pk, R.pr, R.psz, hoff[d], d, t + slow, r)
+        R.dirty[d] = True
         if t > urgent:
             urgent = t
-    ready[i] = True
-    if sct:
+    R.ready[i] = True
+    if R.sct:
         for d in range(lo, hi):
             if allow[i, d]:
-                _push(uk, ur, usz, hoff[d], d, urgent, r)
-        for d in range(m):
-            if reserved[d] == i:  # its reservation may become active
-                dirty[d] = True
+                _push(R.uk, R.ur, R.usz, hoff[d], d, urgent, r)
+        for d in range(R.m):
+            if R.reserved[d] == i:  # its reservation may become active
+                R.dirty[d] = True
 
 
 @_part
 def _settle(i, A, M, R, F):
     """`floating.etf_policy`'s settle: make op `i` ready, or let it float."""
-    (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
-    dev_of, group_dev = M[0], M[4]
-    end, vend = R[3], R[5]
-    missing, stack, af_buf, af_len = F
+    stack, missing = F.stack, F.missing
     stack[0] = i
     top = 1
     while top > 0:
         top -= 1
         i = stack[top]
-        g = group_of[i]
-        if not flo[i] or group_dev[g] >= 0:
+        g = A.group_of[i]
+        if not A.flo[i] or M.group_dev[g] >= 0:
             _make_ready(i, A, M, R)
             continue
         t = 0.0
-        for e in range(pred_ptr[i], pred_ptr[i + 1]):
-            p = pred_src[e]
-            x = end[p] if dev_of[p] >= 0 else vend[p]
+        for e in range(A.pred_ptr[i], A.pred_ptr[i + 1]):
+            p = A.pred_src[e]
+            x = R.end[p] if M.dev_of[p] >= 0 else R.vend[p]
             if x > t:
                 t = x
-        vend[i] = t
-        af_buf[grp_ptr[g] + af_len[g]] = i
-        af_len[g] += 1
-        for e in range(succ_ptr[i], succ_ptr[i + 1]):  # all in the group
-            j = succ_dst[e]
+        R.vend[i] = t
+        F.af_buf[A.grp_ptr[g] + F.af_len[g]] = i
+        F.af_len[g] += 1
+        for e in range(A.succ_ptr[i], A.succ_ptr[i + 1]):  # all in the group
+            j = A.succ_dst[e]
             missing[j] -= 1
             if missing[j] == 0:
                 stack[top] = j
@@ -342,26 +425,22 @@ def _settle(i, A, M, R, F):
 @_part
 def _land(g, d, A, M, R, F, start):
     """`floating.etf_policy`'s land: commit group `g`'s waiting members on `d`."""
-    (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
-    dev_of = M[0]
-    end, avail = R[3], R[4]
-    af_buf, af_len = F[2], F[3]
-    for k in range(af_len[g]):
-        f = af_buf[grp_ptr[g] + k]
+    end, avail = R.end, R.avail
+    for k in range(F.af_len[g]):
+        f = F.af_buf[A.grp_ptr[g] + k]
         t = avail[d]
-        for e in range(pred_ptr[f], pred_ptr[f + 1]):
-            p = pred_src[e]
-            pd = dev_of[p]
+        for e in range(A.pred_ptr[f], A.pred_ptr[f + 1]):
+            p = A.pred_src[e]
+            pd = M.dev_of[p]
             # `cost.transfer_seconds`, inline: compiled code calls no Python
-            x = end[p] if pd == d else end[p] + lat[pd, d] + pred_bf[e] * inv[pd, d]
+            x = end[p] if pd == d else end[p] + A.lat[pd, d] + A.pred_bf[e] * A.inv[pd, d]
             if x > t:
                 t = x
         _commit(f, d, A, M)
         start[f] = t
-        end[f] = t + comp[f, d]
+        end[f] = t + A.comp[f, d]
         avail[d] = end[f]
-    af_len[g] = 0
+    F.af_len[g] = 0
 
 
 # -- the candidate choice, the SCT reservation and the commit loop ---------------------------
@@ -371,16 +450,13 @@ def _land(g, d, A, M, R, F, start):
 def _candidate(d, A, M, R, C, order, res_active, forb):
     """`etf.device_choice`'s candidate(d) into C's row d, then `sct`'s reserve
     (`_reserve`) while d is reserved."""
-    comp = A[0]
-    dev_of, group_of, group_dev = M[0], A[10], M[4]
-    (m, prank, rank, end, avail, vend, arr, ready, dirty, hoff, ak, ar, asz, pk, pr_, psz,
-     uk, ur, usz, reserved, sct) = R
-    c_has, c_key, c_pr, c_fin, c_op, c_est = C
-    base = hoff[d]
-    av = avail[d]
+    dev_of, group_of, group_dev = M.dev_of, A.group_of, M.group_dev
+    ak, ar, asz, pk, pr_, psz = R.ak, R.ar, R.asz, R.pk, R.pr, R.psz
+    base = R.hoff[d]
+    av = R.avail[d]
     while psz[d] > 0:
         i = order[pr_[base]]
-        t = arr[i, d]
+        t = R.arr[i, d]
         if not (t <= av):
             break
         key = pk[base]
@@ -397,51 +473,48 @@ def _candidate(d, A, M, R, C, order, res_active, forb):
     est = 0.0
     if asz[d] > 0:
         i = order[ar[base]]
-        pr = prank[i]
+        pr = R.prank[i]
         key = av + ak[base]
         est = av
     if psz[d] > 0:
         j = order[pr_[base]]
-        if i < 0 or pk[base] < key or (pk[base] == key and prank[j] < pr):
+        if i < 0 or pk[base] < key or (pk[base] == key and R.prank[j] < pr):
             key = pk[base]  # a faster device's op beats the arrived ones
             i = j
-            pr = prank[j]
-            est = arr[j, d]
-    c_has[d] = i >= 0
+            pr = R.prank[j]
+            est = R.arr[j, d]
+    C.has[d] = i >= 0
     if i >= 0:
-        c_key[d] = key
-        c_pr[d] = pr
-        c_fin[d] = est + comp[i, d]
-        c_op[d] = i
-        c_est[d] = est
-    if sct and reserved[d] >= 0:
+        C.key[d] = key
+        C.pr[d] = pr
+        C.fin[d] = est + A.comp[i, d]
+        C.op[d] = i
+        C.est[d] = est
+    if R.sct and R.reserved[d] >= 0:
         _reserve(d, A, M, R, C, order, res_active, forb)
 
 
 @_part
 def _reserve(d, A, M, R, C, order, res_active, forb):
     """`sct.reservation`'s reserve(d, c), c being C's row d: f, an urgent op, or c."""
-    comp, best, unit = A[0], A[15], A[19]
-    dev_of, group_of, group_dev = M[0], A[10], M[4]
-    (m, prank, rank, end, avail, vend, arr, ready, dirty, hoff, ak, ar, asz, pk, pr_, psz,
-     uk, ur, usz, reserved, sct) = R
-    c_has, c_key, c_pr, c_fin, c_op, c_est = C
-    base = hoff[d]
+    comp, best, unit, arr, avail = A.comp, A.best, A.unit, R.arr, R.avail
+    dev_of, group_of, group_dev = M.dev_of, A.group_of, M.group_dev
+    base = R.hoff[d]
     av = avail[d]
-    f = reserved[d]
+    f = R.reserved[d]
     res_active[d] = False
-    if dev_of[f] >= 0 or (ready[f] and (arr[f, d] == INF
-                                        or not _valid(f, d, dev_of, forb, group_of,
-                                                      group_dev))):
-        reserved[d] = -1  # f is placed, or can never come here: void for good
+    if dev_of[f] >= 0 or (R.ready[f] and (arr[f, d] == INF
+                                          or not _valid(f, d, dev_of, forb, group_of,
+                                                        group_dev))):
+        R.reserved[d] = -1  # f is placed, or can never come here: void for good
         return
-    if not ready[f]:
+    if not R.ready[f]:
         return
     est_f = av
     if arr[f, d] > est_f:
         est_f = arr[f, d]
     key_f = est_f + unit[f, d] - best[f]
-    for e in range(m):
+    for e in range(R.m):
         if e != d and arr[f, e] < INF and _valid(f, e, dev_of, forb, group_of, group_dev):
             te = avail[e]
             if arr[f, e] > te:
@@ -449,6 +522,7 @@ def _reserve(d, A, M, R, C, order, res_active, forb):
             if not (key_f <= te + unit[f, e] - best[f]):
                 return
     res_active[d] = True
+    uk, ur, usz = R.uk, R.ur, R.usz
     while usz[d] > 0 and not _valid(order[ur[base]], d, dev_of, forb, group_of, group_dev):
         _pop(uk, ur, usz, base, d)
     if usz[d] > 0:
@@ -457,53 +531,48 @@ def _reserve(d, A, M, R, C, order, res_active, forb):
         if uk[base] > eu:
             eu = uk[base]
         if eu + unit[u, d] - best[u] <= key_f:
-            c_has[d] = True
-            c_key[d] = eu + unit[u, d] - best[u]
-            c_pr[d] = prank[u]
-            c_fin[d] = eu + comp[u, d]
-            c_op[d] = u
-            c_est[d] = eu
+            C.has[d] = True
+            C.key[d] = eu + unit[u, d] - best[u]
+            C.pr[d] = R.prank[u]
+            C.fin[d] = eu + comp[u, d]
+            C.op[d] = u
+            C.est[d] = eu
             return
-    c_has[d] = True
-    c_key[d] = key_f
-    c_pr[d] = prank[f]
-    c_fin[d] = est_f + comp[f, d]
-    c_op[d] = f
-    c_est[d] = est_f
+    C.has[d] = True
+    C.key[d] = key_f
+    C.pr[d] = R.prank[f]
+    C.fin[d] = est_f + comp[f, d]
+    C.op[d] = f
+    C.est[d] = est_f
 
 
 @njit(cache=True)
 def schedule_arrays(A, topo, prank, rank, order, favourite, sct, unbounded):
-    """The first pass of `etf.etf_schedule` over arrays (see the module docstring).
+    """The first pass of `etf.etf_schedule` over arrays (see the module docstring), `A`
+    being an `InstArrays`.
 
     Returns (stuck op or -1, then the state a `Placer` is synced from: device per op,
     start per op, used and temp per device, copies per (producer, device), group device,
     group params+outputs left, reserved params+outputs per device, and per group its
     reserved temp, whether it has one and on which device).
     """
-    comp, pred_ptr, grp_ptr, grp_ops, allow, po = A[0], A[3], A[11], A[12], A[14], A[16]
-    n, m = comp.shape
+    grp_ptr, grp_ops, allow, po = A.grp_ptr, A.grp_ops, A.allow, A.po
+    n, m = A.comp.shape
     ng = len(grp_ptr) - 1
-    dev_of = np.full(n, -1, np.int64)
-    used = np.zeros(m, np.int64)
-    trtemp = np.zeros(m, np.int64)
-    copies = np.zeros((n, m), np.int64)
-    group_dev = np.full(ng, -1, np.int64)
     gpl = np.zeros(ng, np.int64)
     for g in range(ng):
         for k in range(grp_ptr[g], grp_ptr[g + 1]):
             gpl[g] += po[grp_ops[k]]
-    res_po = np.zeros(m, np.int64)
-    res_val = np.zeros(ng, np.int64)
-    res_on = np.zeros(ng, np.bool_)
-    rdev = np.full(ng, -1, np.int64)
     maxin = 1
     for i in range(n):
-        if pred_ptr[i + 1] - pred_ptr[i] > maxin:
-            maxin = pred_ptr[i + 1] - pred_ptr[i]
-    M = (dev_of, used, trtemp, copies, group_dev, gpl, res_po, res_val, res_on, rdev,
-         np.empty((m, max(ng, 1)), np.int64), np.zeros(m, np.int64), np.zeros(ng, np.int64),
-         np.full(n, -1, np.int64), np.empty(maxin, np.int64))
+        if A.pred_ptr[i + 1] - A.pred_ptr[i] > maxin:
+            maxin = A.pred_ptr[i + 1] - A.pred_ptr[i]
+    M = MemState(np.full(n, -1, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64),
+                 np.zeros((n, m), np.int64), np.full(ng, -1, np.int64), gpl,
+                 np.zeros(m, np.int64), np.zeros(ng, np.int64), np.zeros(ng, np.bool_),
+                 np.full(ng, -1, np.int64), np.empty((m, max(ng, 1)), np.int64),
+                 np.zeros(m, np.int64), np.zeros(ng, np.int64), np.full(n, -1, np.int64),
+                 np.empty(maxin, np.int64))
     hoff = np.zeros(m, np.int64)  # device d's heaps: [hoff[d], hoff[d] + ops allowed on d)
     total = 0
     for d in range(m):
@@ -511,44 +580,41 @@ def schedule_arrays(A, topo, prank, rank, order, favourite, sct, unbounded):
         for i in range(n):
             total += allow[i, d] != 0
     nu = total if sct else 0
-    R = (m, prank, rank, np.zeros(n), np.zeros(m), np.zeros(n), np.full((n, m), INF),
-         np.zeros(n, np.bool_), np.ones(m, np.bool_), hoff,
-         np.empty(total), np.empty(total, np.int64), np.zeros(m, np.int64),
-         np.empty(total), np.empty(total, np.int64), np.zeros(m, np.int64),
-         np.empty(nu), np.empty(nu, np.int64), np.zeros(m, np.int64),
-         np.full(m, -1, np.int64), sct)
+    R = RunState(m, prank, rank, np.zeros(n), np.zeros(m), np.zeros(n), np.full((n, m), INF),
+                 np.zeros(n, np.bool_), np.ones(m, np.bool_), hoff,
+                 np.empty(total), np.empty(total, np.int64), np.zeros(m, np.int64),
+                 np.empty(total), np.empty(total, np.int64), np.zeros(m, np.int64),
+                 np.empty(nu), np.empty(nu, np.int64), np.zeros(m, np.int64),
+                 np.full(m, -1, np.int64), sct)
     missing = np.empty(n, np.int64)
     for i in range(n):
-        missing[i] = pred_ptr[i + 1] - pred_ptr[i]
-    F = (missing, np.empty(max(n, 1), np.int64), np.empty(max(len(grp_ops), 1), np.int64),
-         np.zeros(ng, np.int64))
-    C = (np.zeros(m, np.bool_), np.zeros(m), np.zeros(m, np.int64), np.zeros(m),
-         np.zeros(m, np.int64), np.zeros(m))
+        missing[i] = A.pred_ptr[i + 1] - A.pred_ptr[i]
+    F = FloatState(missing, np.empty(max(n, 1), np.int64),
+                   np.empty(max(len(grp_ops), 1), np.int64), np.zeros(ng, np.int64))
+    C = Candidates(np.zeros(m, np.bool_), np.zeros(m), np.zeros(m, np.int64), np.zeros(m),
+                   np.zeros(m, np.int64), np.zeros(m))
     start = np.zeros(n)
     stuck = _commit_loop(A, topo, M, R, F, C, np.zeros((n, m), np.uint8), np.zeros(m, np.bool_),
                          order, favourite, start, unbounded)
-    return (stuck, dev_of, start, used, trtemp, copies, group_dev, gpl, res_po, res_val,
-            res_on, rdev)
+    return (stuck, M.dev_of, start, M.used, M.trtemp, M.copies, M.group_dev, gpl, M.res_po,
+            M.res_val, M.res_on, M.rdev)
 
 
 # long: `etf._commit_loop` step for step, its hooks and the engine's parts inlined
 # complex: etf._commit_loop's branches, with `_stuck` and sct's on_commit inlined and the pair
-# order spelled out over the c_key/c_pr/c_fin arrays; kept step for step with the reference
+# order spelled out over the C.key/C.pr/C.fin arrays; kept step for step with the reference
 @_leaf
 def _commit_loop(A, topo, M, R, F, C, forb, res_active, order, favourite, start, unbounded):
     """The commit loop (`etf._commit_loop`); returns the stuck op, or -1 when all are
     placed. Allocates nothing, so it runs without reference counting, and the parts
     (`_part`) are inlined into it."""
-    (comp, lat, inv, pred_ptr, pred_src, pred_b, pred_bf, succ_ptr, succ_dst, succ_b,
-     group_of, grp_ptr, grp_ops, flo, allow, best, po, temp, caps, unit) = A
-    dev_of, group_dev = M[0], M[4]
-    (m, prank, rank, end, avail, vend, arr, ready, dirty, hoff, ak, ar, asz, pk, pr_, psz,
-     uk, ur, usz, reserved, sct) = R
-    missing, af_len = F[0], F[3]
-    c_has, c_key, c_pr, c_fin, c_op, c_est = C
+    dev_of, group_of, group_dev = M.dev_of, A.group_of, M.group_dev
+    dirty, reserved = R.dirty, R.reserved
+    c_has, c_key, c_pr, c_fin, c_op = C.has, C.key, C.pr, C.fin, C.op
+    m = R.m
     n = len(dev_of)
     for i in topo:
-        if pred_ptr[i + 1] == pred_ptr[i]:
+        if A.pred_ptr[i + 1] == A.pred_ptr[i]:
             _settle(i, A, M, R, F)
     placed = 0
     while placed < n:
@@ -568,7 +634,7 @@ def _commit_loop(A, topo, M, R, F, C, forb, res_active, order, favourite, start,
                 b, bk, bp, bf = d, c_key[d], c_pr[d], c_fin[d]
         if b < 0:
             for i in range(n):  # etf._stuck: a ready op, else any unplaced op
-                if dev_of[i] < 0 and ready[i]:
+                if dev_of[i] < 0 and R.ready[i]:
                     return i
             for i in range(n):
                 if dev_of[i] < 0:
@@ -577,36 +643,36 @@ def _commit_loop(A, topo, M, R, F, C, forb, res_active, order, favourite, start,
         d = b
         i = c_op[d]
         fin = c_fin[d]
-        est = c_est[d]
-        if not unbounded and _need(i, d, A, M) > caps[d]:
+        est = C.est[d]
+        if not unbounded and _need(i, d, A, M) > A.caps[d]:
             forb[i, d] = 1  # etf._drop without a budget: no spill
             continue
         g = group_of[i]
         if g >= 0 and group_dev[g] < 0:  # i binds its group to d (etf._bind)
-            landed = af_len[g]
+            landed = F.af_len[g]
             if landed:
                 _land(g, d, A, M, R, F, start)
                 placed += landed
-                if avail[d] > est:
-                    est, fin = avail[d], avail[d] + comp[i, d]
+                if R.avail[d] > est:
+                    est, fin = R.avail[d], R.avail[d] + A.comp[i, d]
         _commit(i, d, A, M)
         start[i] = est
-        end[i] = fin
-        avail[d] = fin
+        R.end[i] = fin
+        R.avail[d] = fin
         dirty[d] = True
         placed += 1
-        if sct:  # sct.reservation's on_commit
+        if R.sct:  # sct.reservation's on_commit
             f = favourite[i]
             reserved[d] = f if f >= 0 and dev_of[f] < 0 else -1
             for dd in range(m):
                 ff = reserved[dd]
-                if ff >= 0 and not res_active[dd] and ready[ff]:
+                if ff >= 0 and not res_active[dd] and R.ready[ff]:
                     dirty[dd] = True
-        for e in range(succ_ptr[i], succ_ptr[i + 1]):
-            j = succ_dst[e]
-            missing[j] -= 1
-            if missing[j] == 0:
-                if flo[j]:
+        for e in range(A.succ_ptr[i], A.succ_ptr[i + 1]):
+            j = A.succ_dst[e]
+            F.missing[j] -= 1
+            if F.missing[j] == 0:
+                if A.flo[j]:
                     _settle(j, A, M, R, F)
                 else:
                     _make_ready(j, A, M, R)
@@ -621,7 +687,7 @@ def schedule(inst: Instance, placer: Placer, prank: Sequence[int],
     n = inst.n
     arrays = inst.engine_arrays()
     assert arrays is not None  # etf._kernel_case checked
-    A, topo = arrays
+    A, topo = InstArrays(*arrays[0]), arrays[1]
     p = np.ascontiguousarray(prank, dtype=np.int64)
     if n and p.min() >= 0 and p.max() < n and np.bincount(p, minlength=n).max() == 1:
         rank = p  # a permutation (as every caller's): (priority, op) order is priority order

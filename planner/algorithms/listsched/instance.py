@@ -179,7 +179,8 @@ def _unit_times(inst: Instance) -> tuple[list[list[float]], list[float]]:
 
 
 def _engine_arrays(inst: Instance) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
-    """(the kernel's instance tuple `A`, topological order) for `Instance.engine_arrays`:
+    """(the kernel's instance tuple `A`, topological order) for `Instance.engine_arrays`;
+    `A` holds, in the order of `_engine_kernel.InstArrays`' fields (which names them):
     compute, lat, inv, pred and succ in CSR (edge order within an op, as `pred`/`succ`)
     with bytes (pred's also as floats, rounded as Python's `b * inv` rounds b), group per op,
     groups in CSR, floating flags, allowed devices (n x m), each unit's least time, params +
