@@ -4,6 +4,7 @@ makespan so far, bound, elapsed); without a terminal, a plain line every few sec
 from __future__ import annotations
 
 import functools
+import importlib
 import io
 import json
 import os
@@ -162,13 +163,25 @@ def test_the_elapsed_time_shown_is_the_algorithms_as_planning_time_is(
         clock.now += 5.0  # the bound takes 5 s on this clock
         return bounds(problem)
 
+    # and so does the algorithm's module, imported on first use: `auto`'s takes 0.1-0.2 s
+    imported: set[str] = set()
+    import_module = importlib.import_module
+
+    def slow_import(name: str, package: str | None = None) -> object:
+        if name.startswith("planner.algorithms.") and name not in imported:
+            imported.add(name)
+            clock.now += 5.0
+        return import_module(name, package)
+
     shown: list[str] = []
     run = cli.algorithms.run
 
     def watched(name: str, problem: planner.Problem, options: object) -> object:
+        out = run(name, problem, options)  # type: ignore[arg-type]
         shown.append(options.progress.__self__.line())  # type: ignore[attr-defined]
-        return run(name, problem, options)  # type: ignore[arg-type]
+        return out
 
+    monkeypatch.setattr(importlib, "import_module", slow_import)
     monkeypatch.setattr(cli, "_bounds", slow_bounds)
     monkeypatch.setattr(cli.algorithms, "run", watched)
     monkeypatch.chdir(tmp_path)
