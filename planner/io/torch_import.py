@@ -119,7 +119,7 @@ def trace(model: Any, example: Example | tuple[Any, ...], method: str = "auto",
     """Capture `model` (`torch_capture`) and run it once on `example` for every node's
     outputs and FLOPs; group the nodes into ops by `granularity` (`torch_units`)."""
     torch = require_torch()
-    # lazy: optional (the `torch` extra)
+    # lazy: optional (the `torch` extra; torch_values imports torch)
     from torch.fx import Interpreter
 
     from .torch_values import flat_tensors

@@ -818,8 +818,8 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
 
 
 def _flat_tensors_source() -> str:
-    """`torch_values.flat_tensors`'s source, for the script (lazy: torch_values imports torch,
-    which writing the script does not otherwise need)."""
+    """`torch_values.flat_tensors`'s source, for the script."""
+    # lazy: optional (torch_values imports torch, which this module does not otherwise need)
     from . import torch_values
 
     return torch_values.SOURCE
