@@ -701,9 +701,9 @@ def _place(algo: str, problem: Problem, options: Options, report: JsonReport) ->
     try:
         with stdout_to_stderr(), live_progress(progress):
             progress.bound_s = _bounds(problem).makespan_s
-            # the algorithm's module imported before the line's clock starts, as before
-            # `run`'s (`planning_s`): `auto`'s import takes 0.1-0.2 s, which the line
-            # counted and the report's planning time did not
+            # the algorithm's module is imported before the line's clock starts, as `run`
+            # imports it before its own (`planning_s`): `auto`'s import takes 0.1-0.2 s,
+            # which the line counted and the report's planning time did not
             importlib.import_module(info.module)
             progress.begin()
             # through the module: a test (or a caller) may replace `run`
