@@ -57,6 +57,7 @@ prints what differs and by how much (exit status 1).
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -818,11 +819,12 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
 
 
 def _flat_tensors_source() -> str:
-    """`torch_values.flat_tensors`'s source, for the script."""
+    """`torch_values.flat_tensors`'s source, for the script (which imports torch and `Any`
+    itself)."""
     # lazy: optional (torch_values imports torch, which this module does not otherwise need)
-    from . import torch_values
+    from .torch_values import flat_tensors
 
-    return torch_values.SOURCE
+    return inspect.getsource(flat_tensors)
 
 
 def tied_parameters(model: Any) -> list[tuple[list[str], list[int], str]]:

@@ -1,19 +1,19 @@
 """The tensors inside a value a model takes or returns: `flat_tensors`.
 
 One definition runs in two places: the importer counts each op's output bytes with it, and
-the pipeline script that `torch_pipeline` writes carries its source (`SOURCE`), since
-that script runs where planner may not be installed. Like every `torch_*` module, import
+the pipeline script that `torch_pipeline` writes carries its source (`inspect.getsource`,
+read there, when a script is written), since that script runs where planner may not be
+installed. Like every `torch_*` module, import
 it only where torch is wanted.
 """
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import torch
 
-__all__ = ["SOURCE", "flat_tensors"]
+__all__ = ["flat_tensors"]
 
 
 def flat_tensors(value: Any) -> list[torch.Tensor]:
@@ -26,7 +26,3 @@ def flat_tensors(value: Any) -> list[torch.Tensor]:
     if isinstance(value, dict):
         return [t for v in value.values() for t in flat_tensors(v)]
     return []
-
-
-#: `flat_tensors` as the generated script defines it (it imports torch and `Any` itself)
-SOURCE = inspect.getsource(flat_tensors)
