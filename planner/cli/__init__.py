@@ -702,8 +702,8 @@ def _place(algo: str, problem: Problem, options: Options, report: JsonReport) ->
         with stdout_to_stderr(), live_progress(progress):
             progress.bound_s = _bounds(problem).makespan_s
             # the algorithm's module is imported before the line's clock starts, as `run`
-            # imports it before its own (`planning_s`): `auto`'s import takes 0.1-0.2 s,
-            # which the line counted and the report's planning time did not
+            # imports it before its own (`planning_s`): `auto`'s import (0.09 s idle, more
+            # on a loaded machine) was counted by the line, not by the planning time
             importlib.import_module(info.module)
             progress.begin()
             # through the module: a test (or a caller) may replace `run`

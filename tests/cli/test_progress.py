@@ -163,7 +163,7 @@ def test_the_elapsed_time_shown_is_the_algorithms_as_planning_time_is(
         clock.now += 5.0  # the bound takes 5 s on this clock
         return bounds(problem)
 
-    # and so does the algorithm's module, imported on first use: `auto`'s takes 0.1-0.2 s
+    # and so does the algorithm's module, imported on first use: `auto`'s takes 0.09 s idle
     imported: set[str] = set()
     import_module = importlib.import_module
 
