@@ -44,6 +44,8 @@ from ..signals import deferred, guarded, install_in_worker, interrupts_ignored
 from .rows import empty_row
 from .worker import Point, PointResult, run_point
 
+_log = logging.getLogger(__name__)
+
 EXECUTORS: tuple[str, ...] = ("local", "ray", "inline")
 
 Worker = Callable[[Point, bool], PointResult]
@@ -109,7 +111,15 @@ def _context() -> Any:
         # started now, ignoring Ctrl-C (its workers too): it printed a traceback when one
         # came while it imported the worker's modules; the parent stops them (`_terminate`)
         with interrupts_ignored():
-            forkserver.ensure_running()
+            try:
+                forkserver.ensure_running()
+            except OSError as err:
+                # its socket is a file in TMPDIR: a deep TMPDIR makes the path longer than
+                # AF_UNIX takes (107 bytes on Linux; pytest-xdist's tmp_path, Bazel's
+                # sandboxes), or TMPDIR is not writable. Before: E999. Spawned workers
+                # need neither, and start no thread-holding fork either.
+                _log.info("the forkserver could not start (%s): spawning workers", err)
+                return mp.get_context("spawn")
         return ctx
     return mp.get_context("spawn")
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -190,6 +193,31 @@ def test_a_point_past_its_hard_limit_becomes_a_timeout_row() -> None:
                       ("mtopo", "100%"): "timeout", ("heft", "100%"): "feasible"}
     reason = next(r["reason"] for r in result.rows if r["status"] == "timeout")
     assert reason.startswith("stopped after 1 s")
+
+
+#: the forkserver's socket, `$TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX`, adds 32 bytes to
+#: TMPDIR; AF_UNIX takes 107 on Linux (104 on macOS)
+SOCKET_SUFFIX, AF_UNIX_MAX = 32, 107
+
+
+@pytest.mark.slow
+def test_a_tmpdir_too_deep_for_the_forkserver_socket_still_runs_the_workers(
+        tmp_path: Path) -> None:
+    # before: `error[E999]: internal error: OSError: AF_UNIX path too long` (exit 4), as
+    # under pytest-xdist or in a Bazel sandbox; now the workers are spawned instead
+    deep = tmp_path / ("t" * 90)
+    deep.mkdir()
+    assert len(str(deep)) + SOCKET_SUFFIX > AF_UNIX_MAX
+    proc = subprocess.run(
+        [sys.executable, "-m", "planner", "compare", str(SPECS[0]), "--algos", "msct,heft",
+         "--jobs", "2", "--json"],
+        env={**os.environ, "TMPDIR": str(deep)}, capture_output=True, text=True,
+        timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["result"]
+    assert sorted((r["algorithm"], r["status"]) for r in rows) == [
+        ("heft", "feasible"), ("msct", "feasible")]
+    assert sorted(p.name for p in deep.iterdir()) == []  # nothing left behind
 
 
 def test_ray_missing_is_a_usage_error_with_an_install_hint(
