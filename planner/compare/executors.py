@@ -115,9 +115,9 @@ def _context() -> Any:
                 forkserver.ensure_running()
             except OSError as err:
                 # its socket is a file in TMPDIR: a deep TMPDIR makes the path longer than
-                # AF_UNIX takes (107 bytes on Linux; pytest-xdist's tmp_path, Bazel's
-                # sandboxes), or TMPDIR is not writable. Before: E999. Spawned workers
-                # need neither, and start no thread-holding fork either.
+                # AF_UNIX takes (107 bytes on Linux; pytest-xdist's tmp_path, some build
+                # sandboxes). Before: E999. Spawned workers need no socket, and are no
+                # fork of a process that runs threads either.
                 _log.info("the forkserver could not start (%s): spawning workers", err)
                 return mp.get_context("spawn")
         return ctx

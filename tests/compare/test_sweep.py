@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -204,20 +205,31 @@ SOCKET_SUFFIX, AF_UNIX_MAX = 32, 107
 def test_a_tmpdir_too_deep_for_the_forkserver_socket_still_runs_the_workers(
         tmp_path: Path) -> None:
     # before: `error[E999]: internal error: OSError: AF_UNIX path too long` (exit 4), as
-    # under pytest-xdist or in a Bazel sandbox; now the workers are spawned instead
+    # under pytest-xdist or in a build sandbox; now the workers are spawned instead
     deep = tmp_path / ("t" * 90)
     deep.mkdir()
     assert len(str(deep)) + SOCKET_SUFFIX > AF_UNIX_MAX
+    short = Path(tempfile.mkdtemp(prefix="sweep-", dir="/tmp"))  # the forkserver's way
+    try:
+        spawned, forked = (_compare_rows(t) for t in (deep, short))
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    assert sorted((r["algorithm"], r["status"]) for r in spawned) == [
+        ("heft", "feasible"), ("msct", "feasible")]
+    assert stable(spawned) == stable(forked)
+    assert list(deep.iterdir()) == []  # nothing left behind
+
+
+def _compare_rows(temp: Path) -> list[dict[str, Any]]:
+    """The rows of `compare` on the fork spec (msct and heft, 2 workers), TMPDIR `temp`."""
     proc = subprocess.run(
         [sys.executable, "-m", "planner", "compare", str(SPECS[0]), "--algos", "msct,heft",
          "--jobs", "2", "--json"],
-        env={**os.environ, "TMPDIR": str(deep)}, capture_output=True, text=True,
+        env={**os.environ, "TMPDIR": str(temp)}, capture_output=True, text=True,
         timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
-    rows = json.loads(proc.stdout)["result"]
-    assert sorted((r["algorithm"], r["status"]) for r in rows) == [
-        ("heft", "feasible"), ("msct", "feasible")]
-    assert sorted(p.name for p in deep.iterdir()) == []  # nothing left behind
+    rows: list[dict[str, Any]] = json.loads(proc.stdout)["result"]
+    return rows
 
 
 def test_ray_missing_is_a_usage_error_with_an_install_hint(
