@@ -158,3 +158,22 @@ def test_the_license_is_named_and_shipped() -> None:
     # PEP 639: an SPDX expression, and the file hatchling puts in the wheel's .dist-info
     assert PROJECT["license"] == "MIT" and PROJECT["license-files"] == ["LICENSE"]
     assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License\n")
+
+
+#: the plugin behind each option of pyproject's `addopts` that pytest itself lacks
+PLUGIN_OPTIONS = {"-n": "pytest-xdist", "--maxprocesses": "pytest-xdist",
+                  "--dist": "pytest-xdist"}
+
+
+def test_the_test_extra_installs_the_plugins_addopts_needs(
+        pytestconfig: pytest.Config) -> None:
+    # an option of a plugin the extra lacks ends every run at once ("unrecognized
+    # arguments: -n"), the README's test command included
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    options = [o for o in ini["tool"]["pytest"]["ini_options"]["addopts"].split()
+               if o.startswith("-") and o != "-q"]
+    assert options, "addopts: no option beyond -q? update PLUGIN_OPTIONS"
+    assert set(options) <= set(PLUGIN_OPTIONS), set(options) - set(PLUGIN_OPTIONS)
+    for option in options:
+        assert PLUGIN_OPTIONS[option] in _names("test"), option
+    assert pytestconfig.pluginmanager.has_plugin("xdist")
