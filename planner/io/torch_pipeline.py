@@ -57,11 +57,12 @@ prints what differs and by how much (exit status 1).
 
 from __future__ import annotations
 
-import inspect
+import ast
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from .. import schedules
@@ -820,11 +821,15 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
 
 def _flat_tensors_source() -> str:
     """`torch_values.flat_tensors`'s source, for the script (which imports torch and `Any`
-    itself)."""
-    # lazy: optional (torch_values imports torch, which this module does not otherwise need)
-    from .torch_values import flat_tensors
-
-    return inspect.getsource(flat_tensors)
+    itself), read from its file: importing the module would import torch, which writing a
+    script does not need."""
+    path = Path(__file__).with_name("torch_values.py")
+    text = path.read_text(encoding="utf-8")
+    found = next(node for node in ast.parse(text).body
+                 if isinstance(node, ast.FunctionDef) and node.name == "flat_tensors")
+    source = ast.get_source_segment(text, found)
+    assert source is not None  # the node came from this text
+    return source + "\n"
 
 
 def tied_parameters(model: Any) -> list[tuple[list[str], list[int], str]]:
@@ -846,10 +851,13 @@ def _capture_kwargs(traced: Traced) -> dict[str, Any]:
     """The keyword inputs the importer's capture adds where the example leaves them out
     (`torch_capture.with_defaults`: `use_cache=False` for a Hugging Face model), which the
     script passes the same way. None under fx, which takes positional inputs only."""
-    # lazy: optional (the torch extra)
+    if traced.method != "export":
+        return {}
+    # lazy: optional (the torch extra), and only for an exported graph: an fx one's script
+    # is written without torch (tests/hardening/test_generated_names.py)
     import torch
 
-    if traced.method != "export" or not isinstance(traced.model, torch.nn.Module):
+    if not isinstance(traced.model, torch.nn.Module):
         return {}
     added = with_defaults(traced.model, Example()).kwargs
     return {k: v for k, v in added.items() if isinstance(v, (bool, int, float, str))}
@@ -871,12 +879,13 @@ def _outputs(traced: Traced) -> _Outputs:
     """The model's outputs for one micro-batch (`_Outputs`): an exported graph returns its
     flat outputs and keeps their structure in `_out_spec` (a ModelOutput's); an fx graph
     returns the structure itself."""
-    # lazy: optional (the torch extra)
-    from torch.utils import _pytree
-
     output = next((n for n in traced.gm.graph.nodes if n.op == "output"), None)
     if output is None:
         return _Outputs([], None, None)
+    # lazy: optional (the torch extra), and only for an output: a script of a graph that
+    # has none is written without torch (tests/hardening/test_generated_names.py)
+    from torch.utils import _pytree
+
     leaves, structure = _pytree.tree_flatten(output.args[0])
     spec = getattr(traced.gm, "_out_spec", None) if traced.method == "export" else structure
     if spec is None or spec.num_leaves != len(leaves):
