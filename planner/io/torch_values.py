@@ -1,10 +1,10 @@
 """The tensors inside a value a model takes or returns: `flat_tensors`.
 
 One definition runs in two places: the importer counts each op's output bytes with it, and
-the pipeline script that `torch_pipeline` writes carries its source (`inspect.getsource`,
-read there, when a script is written), since that script runs where planner may not be
-installed. Like every `torch_*` module, import
-it only where torch is wanted.
+the pipeline script that `torch_pipeline` writes carries its source, since that script runs
+where planner may not be installed. `torch_pipeline` reads that source from this file when
+it writes a script, without importing this module: writing a script needs no torch. Like
+every `torch_*` module, import it only where torch is wanted.
 """
 
 from __future__ import annotations
