@@ -197,7 +197,7 @@ def test_a_point_past_its_hard_limit_becomes_a_timeout_row() -> None:
 
 
 #: the forkserver's socket, `$TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX`, adds 32 bytes to
-#: TMPDIR; AF_UNIX takes 107 on Linux (104 on macOS)
+#: TMPDIR; AF_UNIX takes 107 on Linux
 SOCKET_SUFFIX, AF_UNIX_MAX = 32, 107
 
 
