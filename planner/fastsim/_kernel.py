@@ -62,24 +62,25 @@ def _hole_to_leaf(ht, hk, lo, size):
 
 
 @_step
-def _ev_sift_up(ht, hk, c, t, k):
-    """Put (t, k) in the (time, key) heap's hole at `c`, moving it up past every parent
-    that comes after it."""
+def _sift_up(ht, hk, lo, c, t, k):
+    """Put (t, k) in the hole at `c` of the (time, key) heap in ht/hk[lo:], moving it up
+    past every parent that comes after it. A heap of plain keys passes as `_hole_to_leaf`
+    does (its array twice, the key as both), where the test reduces to `h[p] < key`."""
     while c > 0:
         p = (c - 1) >> 1
-        if ht[p] < t or (ht[p] == t and hk[p] < k):
+        if ht[lo + p] < t or (ht[lo + p] == t and hk[lo + p] < k):
             break
-        ht[c] = ht[p]
-        hk[c] = hk[p]
+        ht[lo + c] = ht[lo + p]
+        hk[lo + c] = hk[lo + p]
         c = p
-    ht[c] = t
-    hk[c] = k
+    ht[lo + c] = t
+    hk[lo + c] = k
 
 
 @_leaf
 def ev_push(ht, hk, size, t, k):
     """Push (t, k) onto the (time, key) heap of `size` items; return the new size."""
-    _ev_sift_up(ht, hk, size, t, k)
+    _sift_up(ht, hk, 0, size, t, k)
     return size + 1
 
 
@@ -89,27 +90,14 @@ def ev_pop(ht, hk, size):
     top = hk[0]
     size -= 1
     t, k = ht[size], hk[size]
-    _ev_sift_up(ht, hk, _hole_to_leaf(ht, hk, 0, size), t, k)
+    _sift_up(ht, hk, 0, _hole_to_leaf(ht, hk, 0, size), t, k)
     return top
-
-
-@_step
-def _k_sift_up(h, lo, c, key):
-    """Put `key` in the hole at `c` of the heap in h[lo:], moving it up past every greater
-    parent."""
-    while c > 0:
-        p = (c - 1) >> 1
-        if h[lo + p] < key:
-            break
-        h[lo + c] = h[lo + p]
-        c = p
-    h[lo + c] = key
 
 
 @_leaf
 def kpush(h, lo, size, key):
     """Push an int64 key onto the heap in h[lo:lo + size]; return the new size."""
-    _k_sift_up(h, lo, size, key)
+    _sift_up(h, h, lo, size, key, key)
     return size + 1
 
 
@@ -119,7 +107,7 @@ def kpop(h, lo, size):
     top = h[lo]
     size -= 1
     key = h[lo + size]
-    _k_sift_up(h, lo, _hole_to_leaf(h, h, lo, size), key)  # a key's time is itself
+    _sift_up(h, h, lo, _hole_to_leaf(h, h, lo, size), key, key)  # a key's time is itself
     return top
 
 
