@@ -108,6 +108,16 @@ def _comment_text(text: str) -> str:
                    ).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+def model_units(top_s: float, caps: Sequence[int]) -> tuple[float, float]:
+    """The (time, memory) units a model's rows are written in (module docstring, Numerics):
+    10^k s with `top_s` at 10^3 to 10^4 units, and 2^k B with the largest cap at most about
+    10^6 units. The pipeline ILP writes its rows in the same units."""
+    top = top_s if top_s > 0 else 1.0
+    cap = max(caps, default=1)
+    return (10.0 ** (math.floor(math.log10(top)) - 3),
+            float(2 ** max(0, math.ceil(math.log2(max(1, cap) / 1e6)))))
+
+
 class IlpModel:
     """A built Pyomo model and the handles needed to seed it and read its answer."""
 
@@ -115,10 +125,7 @@ class IlpModel:
         self.inst = inst
         self.upper_s = upper_s * (1 + _UB_SLACK)
         self.lower_s = min(lower_s, self.upper_s)
-        top = self.upper_s if self.upper_s > 0 else 1.0
-        self.time_unit = 10.0 ** (math.floor(math.log10(top)) - 3)
-        cap = max(inst.caps, default=1)
-        self.mem_unit = float(2 ** max(0, math.ceil(math.log2(max(1, cap) / 1e6))))
+        self.time_unit, self.mem_unit = model_units(self.upper_s, inst.caps)
         self.model: Any = None
         self.x: dict[tuple[int, int], Any] = {}
         self.z: dict[tuple[int, int], Any] = {}

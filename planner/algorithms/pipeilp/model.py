@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,7 +9,7 @@ from ...cost import INF
 from ...model import Problem
 from ...pipeline.units import units
 from ..exact import backends
-from ..exact.ilp import IlpModel
+from ..exact.ilp import IlpModel, model_units
 from ..exact.instance import choice_term
 from .data import _count, _Data, _pipeline
 from .orders import _Orders
@@ -30,10 +29,7 @@ class _Model:
         self.problem, self.data, self.orders = problem, data, orders
         self.upper_s = None if upper_s is None else upper_s * (1 + _UB_SLACK)
         self.lower_s = lower_s if upper_s is None else min(lower_s, upper_s)
-        top = scale_s if scale_s > 0 else 1.0
-        self.time_unit = 10.0 ** (math.floor(math.log10(top)) - 3)
-        cap = max(data.caps, default=1)
-        self.mem_unit = float(2 ** max(0, math.ceil(math.log2(max(1, cap) / 1e6))))
+        self.time_unit, self.mem_unit = model_units(scale_s, data.caps)
         self.model: Any = None
         self.x: dict[tuple[int, int], Any] = {}
         self.z: dict[tuple[int, int, int], Any] = {}
