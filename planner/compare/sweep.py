@@ -25,6 +25,7 @@ from ..algorithms import compare_defaults, get, names
 from ..errors import Diagnostic, PlannerError, Severity, Span, SpecError, UsageError, did_you_mean
 from ..model import Problem, Spec
 from ..plan import Plan
+from ..roots import display_path
 from ..simulate import SimResult, simulate
 from ..spec.load import load_path
 from ..units import RANGES
@@ -108,13 +109,6 @@ def _labels(value: str | Sequence[str] | None) -> str | None:
     return ",".join(value)
 
 
-def _display(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:  # pragma: no cover - another drive on Windows
-        return str(path)
-
-
 def _parse_algorithms(algorithms: str | Sequence[str] | None) -> tuple[str, ...]:
     text = _labels(algorithms)
     if text is None:
@@ -139,7 +133,7 @@ def _spec_files(specs: Sequence[str | os.PathLike[str]], root: str | os.PathLike
         base = Path(root)
         if not base.is_dir():
             raise UsageError(Diagnostic(
-                "E617", f"no SPEC given and there is no `{_display(base)}` folder here", None,
+                "E617", f"no SPEC given and there is no `{display_path(base)}` folder here", None,
                 ("name spec files, e.g. `planner compare specs/resnet.plan`",)))
         specs = [base]
     out: list[tuple[Path, bool]] = []
@@ -191,7 +185,7 @@ def plan_sweep(
     left_out: dict[str, set[str]] = {}
     ran: set[str] = set()
     for path, explicit in _spec_files(specs, root):
-        shown = _display(path)
+        shown = display_path(path)
         spec = _load_spec(path, shown, explicit, warnings)
         if spec is None:
             continue
@@ -226,7 +220,7 @@ def plan_sweep(
              "`objective pipeline` in the plan",)))
     warnings.extend(_left_out(left_out, ran))
     if not points and not left_out:
-        where = "the named specs" if specs else f"`{_display(Path(root))}`"
+        where = "the named specs" if specs else f"`{display_path(Path(root))}`"
         raise UsageError(Diagnostic(
             "E619", f"nothing to compare: no plan found in {where}"
             + (f" named `{plan}`" if plan else ""), None,
