@@ -56,6 +56,7 @@ from typing import NamedTuple
 import highspy
 import numpy as np
 
+from ..cost import columns
 from ..errors import Diagnostic, SolverError
 from ..model import Problem
 from .base import Options, Solution
@@ -166,9 +167,9 @@ def _lp_model(inst: Instance) -> tuple[_Lp, float]:
     times are divided by)."""
     g = inst.problem.graph
     n, n_edges = inst.n, len(g.edges)
-    src = np.fromiter((e.src for e in g.edges), np.int64, n_edges)
-    dst = np.fromiter((e.dst for e in g.edges), np.int64, n_edges)
-    nbytes = np.fromiter((e.bytes for e in g.edges), np.float64, n_edges)
+    cols = columns(g)  # the graph's cached edge arrays: read, never written
+    src, dst = cols.src, cols.dst
+    nbytes = cols.nbytes.astype(np.float64, copy=False)
     group_of, pin = np.asarray(inst.group_of), np.asarray(inst.pin)
     g_src, p_src = group_of[src], pin[src]
     local = ((g_src >= 0) & (g_src == group_of[dst])) | ((p_src >= 0) & (p_src == pin[dst]))

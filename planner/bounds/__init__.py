@@ -88,9 +88,9 @@ from typing import Any
 import numpy as np
 
 from .. import compiled
-from ..cost import INF, costs, transfer_seconds
+from ..cost import INF, columns, costs, transfer_seconds
 from ..facts import Facts, facts
-from ..model import Problem, derived
+from ..model import Graph, Problem, derived
 from ..signals import shielded
 from .forced import forced_colocation_bound
 
@@ -449,12 +449,17 @@ class _Levels:
     group_at: list[np.ndarray]
 
 
+def _edge_columns(g: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The edges' sources and destinations (int64) and bytes (float64), from the graph's
+    cached `cost.columns` (not to be written to)."""
+    cols = columns(g)
+    return cols.src, cols.dst, cols.nbytes.astype(np.float64, copy=False)
+
+
 def _levels(problem: Problem) -> _Levels:
     g = problem.graph
     n, edges = len(g.ops), g.edges
-    src = np.fromiter((e.src for e in edges), dtype=np.int64, count=len(edges))
-    dst = np.fromiter((e.dst for e in edges), dtype=np.int64, count=len(edges))
-    nbytes = np.fromiter((e.bytes for e in edges), dtype=float, count=len(edges))
+    src, dst, nbytes = _edge_columns(g)
     depth = [0] * n
     pred = g.predecessors
     for j in g.topological_order:
@@ -739,10 +744,8 @@ def _compiled_passes(problem: Problem, fastest: list[float], wmin: list[float],
     heaviest paths, from the compiled walk (`_kernel.passes`): what `_longest_path`,
     `_arrival_path` and `_heaviest_path` give."""
     g = problem.graph
-    n, edges = len(g.ops), g.edges
-    src = np.fromiter((e.src for e in edges), dtype=np.int64, count=len(edges))
-    dst = np.fromiter((e.dst for e in edges), dtype=np.int64, count=len(edges))
-    nbytes = np.fromiter((e.bytes for e in edges), dtype=float, count=len(edges))
+    n = len(g.ops)
+    src, dst, nbytes = _edge_columns(g)
     by_dst = np.argsort(dst, kind="stable")  # each op's inputs in edge order
     pred_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(dst, minlength=n), out=pred_ptr[1:])
