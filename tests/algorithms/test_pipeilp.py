@@ -268,3 +268,24 @@ def test_the_node_budget_is_a_function_of_the_limit_and_the_size() -> None:
     assert node_budget(1.0, 547) == node_budget(1.0, 547) == 54
     assert node_budget(60.0, 500) > node_budget(1.0, 500) >= 1
     assert node_budget(0.0, 10**6) == 1
+
+
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_the_node_budget_reaches_highs_and_no_other_solver(
+        solver: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not backends.available(solver):
+        pytest.skip(f"{solver} is not installed (solvers/install.sh)")
+    from planner.algorithms.pipeilp import solve as pipeilp_solve
+    seen: dict[str, Any] = {}
+
+    def watched(opt: Any, model: Any, kwargs: dict[str, Any], name: str,
+                limit_s: float) -> dict[str, Any]:
+        seen.update(kwargs["options"])
+        return {"error": RuntimeError("stopped by the test\nsecond line")}
+
+    monkeypatch.setattr(backends, "_run_watched", watched)
+    outcome = pipeilp_solve._run_solver(None, Options(solver=solver, gap=0.01), 2.0, 17, False)
+    assert (outcome.status, outcome.message) == ("error", f"{solver} failed: stopped by the test")
+    assert seen.get("mip_max_nodes") == (17 if solver == "highs" else None)
+    gap = backends.profile(solver).gap
+    assert gap and seen[gap] == 0.01  # the profile's options are there beside it

@@ -287,8 +287,12 @@ def solve_pyomo(
     threads: int,
     warm_start: bool,
     seed: int = 0,
+    options: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Solve the Pyomo `model` with solver `name`; load the solution when there is one.
+
+    `options` are passed to the solver beside its profile's (the pipeline ILP's node budget
+    for HiGHS, `mip_max_nodes`), in the solver's own names.
 
     The time limit is passed as the solver's own option (never Pyomo's `timelimit=`), and
     the solve runs in a worker thread under a watchdog: when a child-process solver is
@@ -304,6 +308,7 @@ def solve_pyomo(
                                 "run solvers/install.sh for cbc and glpk)")
     opt, kwargs = _solver(prof, name, time_limit_s=time_limit_s, gap=gap, threads=threads,
                           warm_start=warm_start, seed=seed)
+    kwargs["options"].update(options or {})
     box = _run_watched(opt, model, kwargs, name, time_limit_s)
     if isinstance(box, Outcome):
         return box

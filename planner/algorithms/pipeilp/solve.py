@@ -202,30 +202,13 @@ def node_budget(limit_s: float, rows: int) -> int:
 
 def _run_solver(model: Any, options: Options, wall_s: float, nodes: int,
                 warm: bool) -> Any:
-    """Solve with `options.solver`; HiGHS also stops at `nodes` nodes (`node_budget`).
-
-    `backends.solve_pyomo` takes no solver options beyond its profile's, so for HiGHS its
-    steps are taken here with `mip_max_nodes` added (the same watchdog, quiet output and
-    reading of the outcome).
-    """
+    """Solve with `options.solver`; HiGHS also stops at `nodes` nodes (`node_budget`)."""
     name = options.solver
-    prof = backends.profile(name)
-    threads = backends.threads_for(name)
-    if prof.pyomo != "appsi_highs" or not backends.available(name):
-        return backends.solve_pyomo(model, name, time_limit_s=wall_s, gap=options.gap,
-                                    threads=threads, warm_start=warm, seed=options.seed)
-    opt, kwargs = backends._solver(prof, name, time_limit_s=wall_s, gap=options.gap,
-                                   threads=threads, warm_start=warm, seed=options.seed)
-    kwargs["options"]["mip_max_nodes"] = nodes
-    box = backends._run_watched(opt, model, kwargs, name, wall_s)
-    if isinstance(box, backends.Outcome):
-        return box
-    if "error" in box:
-        err = box["error"]
-        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return backends.Outcome("error", f"{name} failed: {text}")
-    return backends._read(model, name, box["results"])
-
+    highs = backends.profile(name).pyomo == "appsi_highs"
+    return backends.solve_pyomo(model, name, time_limit_s=wall_s, gap=options.gap,
+                                threads=backends.threads_for(name), warm_start=warm,
+                                seed=options.seed,
+                                options={"mip_max_nodes": nodes} if highs else None)
 
 
 def _horizon(problem: Problem, data: _Data) -> float:
