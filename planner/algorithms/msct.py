@@ -236,38 +236,36 @@ def critical_children(inst: Instance, rank: list[float]) -> list[int]:
     favourite child and the consumer no favourite parent yet (at most one of each, as with
     the LP). Edges forced local never matter and are skipped. O(E log E).
     """
-    g = inst.problem.graph
-    fav = [-1] * inst.n
-    has_parent = [False] * inst.n
     cands = []
-    for k, e in enumerate(g.edges):
+    for k, e in enumerate(inst.problem.graph.edges):
         if e.src != e.dst and not (inst.group_of[e.src] >= 0
                                    and inst.group_of[e.src] == inst.group_of[e.dst]):
             cands.append((-(inst.mean_comm(e.bytes) + rank[e.dst]), k))
     cands.sort()
-    for _, k in cands:
-        e = g.edges[k]
-        if fav[e.src] < 0 and not has_parent[e.dst]:
-            fav[e.src] = e.dst
-            has_parent[e.dst] = True
-    return fav
+    return _take_favourites(inst, [k for _, k in cands])
 
 
 def favourite_children(inst: Instance, x: np.ndarray, threshold: float) -> list[int]:
     """Per op, its favourite child (or -1): edges with `x < threshold`, at most one favourite
     child per op and one favourite parent per op, taken by smaller x, larger mean
     communication time, then edge index."""
-    g = inst.problem.graph
-    fav = [-1] * inst.n
-    has_parent = [False] * inst.n
     cands = []
     ml, mi = inst.mean_lat, inst.mean_inv  # `inst.mean_comm`, without a call per edge
-    for k, (xk, e) in enumerate(zip(x.tolist(), g.edges, strict=True)):
+    for k, (xk, e) in enumerate(zip(x.tolist(), inst.problem.graph.edges, strict=True)):
         if xk < threshold and e.src != e.dst:
             cands.append((xk, -(ml + e.bytes * mi), k))
     cands.sort()
-    for _, _, k in cands:
-        e = g.edges[k]
+    return _take_favourites(inst, [k for _, _, k in cands])
+
+
+def _take_favourites(inst: Instance, edge_order: list[int]) -> list[int]:
+    """Per op, its favourite child (or -1): the edges in `edge_order`, each taken while its
+    producer has no favourite child and its consumer no favourite parent yet."""
+    edges = inst.problem.graph.edges
+    fav = [-1] * inst.n
+    has_parent = [False] * inst.n
+    for k in edge_order:
+        e = edges[k]
         if fav[e.src] < 0 and not has_parent[e.dst]:
             fav[e.src] = e.dst
             has_parent[e.dst] = True
