@@ -73,7 +73,7 @@ import gc
 import itertools
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from heapq import heappop, heappush
 from typing import NamedTuple
@@ -152,6 +152,19 @@ class SimResult:
     def feasible(self) -> bool:
         """Whether the plan broke no rule (then its makespan is finite)."""
         return not self.violations
+
+    def ran(self) -> Iterator[tuple[int, int, float, float]]:
+        """(device, op, start, end) of each op that ran (finite times), device by device
+        in the order they ran: what a timeline or a trace draws."""
+        for d, seq in enumerate(self.order):
+            for i in seq:
+                s, e = self.start_s[i], self.end_s[i]
+                if math.isfinite(s) and math.isfinite(e):
+                    yield d, i, s, e
+
+    def sent(self) -> list[Transfer]:
+        """The transfers that happened (finite times), in commit order."""
+        return [t for t in self.transfers if math.isfinite(t.start_s) and math.isfinite(t.end_s)]
 
 
 def upward_rank(problem: Problem) -> tuple[float, ...]:

@@ -151,7 +151,7 @@ def gantt_svg(problem: Problem, result: SimResult, *, legend: Legend | None = No
     out += (_bars(problem, result, legend, axis, top) if bars
             else _columns(problem, result, legend, axis, top))
     out.append('</g>')
-    done = _finite(result.transfers)
+    done = result.sent()
     if bars and len(done) <= MAX_ARROWS:
         out.append('<g class="transfers">')
         out += _arrows(problem, done, axis, top)
@@ -160,32 +160,24 @@ def gantt_svg(problem: Problem, result: SimResult, *, legend: Legend | None = No
     return "".join(out)
 
 
-def _finite(transfers: Sequence[Transfer]) -> list[Transfer]:
-    return [t for t in transfers if math.isfinite(t.start_s) and math.isfinite(t.end_s)]
-
-
 def _bars(problem: Problem, result: SimResult, legend: Legend, axis: TimeAxis,
           top: float) -> list[str]:
     ops, devs = problem.graph.ops, problem.cluster.devices
     out = []
-    for d, seq in enumerate(result.order):
+    for d, i, s, e in result.ran():
         y = top + d * ROW + 4
-        for i in seq:
-            s, e = result.start_s[i], result.end_s[i]
-            if not (math.isfinite(s) and math.isfinite(e)):
-                continue
-            x0 = axis.x(s)
-            w = max(axis.x(e) - x0, 0.6)
-            name, cat = ops[i].name, legend.of_op[i]
-            out.append(f'<rect class="op" data-cat="{cat}" x="{coord(x0)}" y="{y}" '
-                       f'width="{coord(w)}" height="{ROW - 8}" '
-                       f'fill="{legend.colours[cat]}" data-tip="{esc(name)} '
-                       f'({esc(legend.names[cat])}) on {esc(devs[d].name)}\n'
-                       f'{esc(format_seconds(s))} → {esc(format_seconds(e))} '
-                       f'({esc(format_seconds(e - s))})"/>')
-            if w > 7 * len(name) + 6:
-                out.append(f'<text class="oplabel" x="{coord(x0 + 3)}" y="{y + 13}">'
-                           f'{esc(name)}</text>')
+        x0 = axis.x(s)
+        w = max(axis.x(e) - x0, 0.6)
+        name, cat = ops[i].name, legend.of_op[i]
+        out.append(f'<rect class="op" data-cat="{cat}" x="{coord(x0)}" y="{y}" '
+                   f'width="{coord(w)}" height="{ROW - 8}" '
+                   f'fill="{legend.colours[cat]}" data-tip="{esc(name)} '
+                   f'({esc(legend.names[cat])}) on {esc(devs[d].name)}\n'
+                   f'{esc(format_seconds(s))} → {esc(format_seconds(e))} '
+                   f'({esc(format_seconds(e - s))})"/>')
+        if w > 7 * len(name) + 6:
+            out.append(f'<text class="oplabel" x="{coord(x0 + 3)}" y="{y + 13}">'
+                       f'{esc(name)}</text>')
     return out
 
 
@@ -198,20 +190,16 @@ def _columns(problem: Problem, result: SimResult, legend: Legend, axis: TimeAxis
     n_cat = len(legend.names)
     busy = np.zeros((len(devs), n_bins, n_cat))
     started: list[list[Counter[str]]] = [[Counter() for _ in range(n_bins)] for _ in devs]
-    for d, seq in enumerate(result.order):
-        for i in seq:
-            s, e = result.start_s[i], result.end_s[i]
-            if not (math.isfinite(s) and math.isfinite(e)):
-                continue
-            c = legend.of_op[i]
-            b0, b1 = min(int(s / width_s), n_bins - 1), min(int(e / width_s), n_bins - 1)
-            started[d][b0][op_group(ops[i].name)] += 1
-            if b0 == b1:
-                busy[d, b0, c] += e - s
-                continue
-            busy[d, b0, c] += (b0 + 1) * width_s - s
-            busy[d, b0 + 1:b1, c] += width_s
-            busy[d, b1, c] += e - b1 * width_s
+    for d, i, s, e in result.ran():
+        c = legend.of_op[i]
+        b0, b1 = min(int(s / width_s), n_bins - 1), min(int(e / width_s), n_bins - 1)
+        started[d][b0][op_group(ops[i].name)] += 1
+        if b0 == b1:
+            busy[d, b0, c] += e - s
+            continue
+        busy[d, b0, c] += (b0 + 1) * width_s - s
+        busy[d, b0 + 1:b1, c] += width_s
+        busy[d, b1, c] += e - b1 * width_s
     share = np.clip(busy / width_s, 0.0, 1.0)
     lane = AGG_ROW - 8
     px = axis.plot_width / n_bins
@@ -270,7 +258,7 @@ def transfers_table(problem: Problem, result: SimResult, limit: int = 24) -> str
     """Transfers summed per (from, to) device pair, the most bytes first."""
     devs = problem.cluster.devices
     pairs: dict[tuple[int, int], list[float]] = {}
-    for t in _finite(result.transfers):
+    for t in result.sent():
         acc = pairs.setdefault((t.src_device, t.dst_device), [0, 0, 0.0])
         acc[0] += 1
         acc[1] += t.bytes

@@ -94,7 +94,7 @@ def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
     for d, dev in enumerate(devs):
         events.append(_meta(DEVICES_PID, d + 1, "thread_name", {"name": dev.name}))
         events.append(_meta(DEVICES_PID, d + 1, "thread_sort_index", {"sort_index": d}))
-    done = [t for t in result.transfers if math.isfinite(t.start_s) and math.isfinite(t.end_s)]
+    done = result.sent()
     tracks, track_of = _link_tracks(done)
     for j, (src, dst, lane) in enumerate(tracks):
         name = f"{devs[src].name} → {devs[dst].name}" + (f" #{lane + 1}" if lane else "")
@@ -103,21 +103,17 @@ def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
 
     slices: dict[int, tuple[float, float]] = {}  # op -> (ts, dur) of its slice
     ran = 0
-    for d, seq in enumerate(result.order):
-        for i in seq:
-            s, e = result.start_s[i], result.end_s[i]
-            if not (math.isfinite(s) and math.isfinite(e)):
-                continue
-            op = ops[i]
-            ts, dur = _span(s, e)
-            slices[i] = (ts, dur)
-            ran += 1
-            events.append({"ph": "X", "pid": DEVICES_PID, "tid": d + 1, "ts": ts, "dur": dur,
-                           "name": op.name, "cat": op_type(op.name, op.type),
-                           "args": {"op": op.name, "device": devs[d].name,
-                                    "output_bytes": op.output_bytes,
-                                    "params_bytes": op.params_bytes,
-                                    "temp_bytes": op.temp_bytes}})
+    for d, i, s, e in result.ran():
+        op = ops[i]
+        ts, dur = _span(s, e)
+        slices[i] = (ts, dur)
+        ran += 1
+        events.append({"ph": "X", "pid": DEVICES_PID, "tid": d + 1, "ts": ts, "dur": dur,
+                       "name": op.name, "cat": op_type(op.name, op.type),
+                       "args": {"op": op.name, "device": devs[d].name,
+                                "output_bytes": op.output_bytes,
+                                "params_bytes": op.params_bytes,
+                                "temp_bytes": op.temp_bytes}})
     flows: list[dict[str, Any]] = []
     succ = problem.graph.successors
     for tr, track in zip(done, track_of, strict=True):
