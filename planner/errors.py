@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import enum
 import itertools
+import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,11 @@ class Span(NamedTuple):
     def start_of(cls, file: str) -> Span:
         """Line 1, column 1 of `file`: where a whole-file problem is reported."""
         return cls(file, 1, 1, 1, 2, 0, 0)
+
+    @classmethod
+    def at_json_error(cls, file: str, err: json.JSONDecodeError) -> Span:
+        """The character of `file` where `json` (or `strictjson`) stopped reading it."""
+        return cls(file, err.lineno, err.colno, err.lineno, err.colno + 1, err.pos, err.pos + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +176,25 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> tuple[str, ...]:
         if score >= 0.6 and score > best_score:
             best, best_score = cand, score
     return (f"did you mean `{best}`?",) if best is not None else ()
+
+
+def quoted(value: object) -> str:
+    """A value read from a JSON file as a message shows it: short, every control character
+    escaped (JSON's own escapes), in backticks; a list or an object by its size only."""
+    if isinstance(value, (list, dict)):
+        return f"of {len(value)} item(s)"
+    if isinstance(value, str):
+        text = json.dumps(value[:81], ensure_ascii=False)[1:-1]
+    else:
+        text = json.dumps(value)
+    return f"`{text[:80]}{'…' if len(text) > 80 else ''}`"
+
+
+def json_type(value: object) -> str:
+    """`value`'s JSON type as a message names it: `a string`, `a number`, `null`..."""
+    kinds = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+             list: "a list", dict: "an object", type(None): "null"}
+    return kinds.get(type(value), "a value")
 
 
 #: where a Python call was made: its code object and instruction offset (`frame.f_lasti`)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from .errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean
+from .errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean, json_type, quoted
 from .files import write_text_atomic
 from .model import Graph, Problem
 from .strictjson import finite
@@ -148,8 +148,8 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>")
         )
     version = data.get("version", VERSION)
     if data.get("format", FORMAT) != FORMAT or version != VERSION:
-        sink.error("E502", f"unsupported plan format {_quoted(data.get('format'))} version "
-                   f"{_quoted(version)}", where, f"this planner reads {FORMAT} version {VERSION}")
+        sink.error("E502", f"unsupported plan format {quoted(data.get('format'))} version "
+                   f"{quoted(version)}", where, f"this planner reads {FORMAT} version {VERSION}")
     op_index = problem.graph.op_index
     dev_index = problem.cluster.device_index
     placement = [-1] * len(problem.graph.ops)
@@ -157,11 +157,11 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>")
         i = op_index.get(op_name)
         d = dev_index.get(dev_name) if isinstance(dev_name, str) else None
         if i is None:
-            sink.error("E503", f"unknown op {_quoted(op_name)} in placement", where,
+            sink.error("E503", f"unknown op {quoted(op_name)} in placement", where,
                        *_hints(sink, op_name, op_index))
         elif d is None:
-            sink.error("E504", f"op {_quoted(op_name)} is placed on unknown device "
-                       f"{_quoted(dev_name)}", where, *_hints(sink, dev_name, dev_index))
+            sink.error("E504", f"op {quoted(op_name)} is placed on unknown device "
+                       f"{quoted(dev_name)}", where, *_hints(sink, dev_name, dev_index))
         else:
             placement[i] = d
     missing = [problem.graph.ops[i].name for i, d in enumerate(placement) if d == -1]
@@ -198,11 +198,11 @@ def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence
     for rep_name, names in raw.items():
         rep = dev_index.get(rep_name)
         if rep is None:
-            sink.error("E504", f"unknown device {_quoted(rep_name)} in replicas", where,
+            sink.error("E504", f"unknown device {quoted(rep_name)} in replicas", where,
                        *_hints(sink, rep_name, dev_index))
             continue
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            sink.error("E514", f"the replicas of device {_quoted(rep_name)} must be a list of "
+            sink.error("E514", f"the replicas of device {quoted(rep_name)} must be a list of "
                        f"device names, not {_kind(names)}", where, shape)
             continue
         group = _group(sink, where, problem, rep_name, names, used, taken)
@@ -220,27 +220,27 @@ def _group(sink: DiagnosticSink, where: Span, problem: Problem, rep_name: str,
     dev_index = problem.cluster.device_index
     rep = dev_index[rep_name]
     if rep not in used:
-        sink.error("E514", f"device {_quoted(rep_name)} has replicas but holds no op of the "
+        sink.error("E514", f"device {quoted(rep_name)} has replicas but holds no op of the "
                    "placement", where, "a group is named by its stage's device, the one its "
                    "ops are placed on")
         return None
     if not names or names[0] != rep_name:
-        sink.error("E514", f"the replicas of device {_quoted(rep_name)} must list it first",
+        sink.error("E514", f"the replicas of device {quoted(rep_name)} must list it first",
                    where, f'for example "{rep_name}": ["{rep_name}", ...]')
         return None
     group: list[int] = []
     for name in names:
         d = dev_index.get(name)
         if d is None:
-            sink.error("E504", f"unknown device {_quoted(name)} in replicas", where,
+            sink.error("E504", f"unknown device {quoted(name)} in replicas", where,
                        *_hints(sink, name, dev_index))
         elif d in taken:
-            sink.error("E514", f"device {_quoted(name)} is in the replicas of "
-                       f"{_quoted(taken[d])} and of {_quoted(rep_name)}" if taken[d] != rep_name
-                       else f"device {_quoted(name)} is listed twice in the replicas of "
-                       f"{_quoted(rep_name)}", where, "a device holds one replica")
+            sink.error("E514", f"device {quoted(name)} is in the replicas of "
+                       f"{quoted(taken[d])} and of {quoted(rep_name)}" if taken[d] != rep_name
+                       else f"device {quoted(name)} is listed twice in the replicas of "
+                       f"{quoted(rep_name)}", where, "a device holds one replica")
         elif d != rep and d in used:
-            sink.error("E514", f"device {_quoted(name)}, a replica of {_quoted(rep_name)}'s "
+            sink.error("E514", f"device {quoted(name)}, a replica of {quoted(rep_name)}'s "
                        "stage, holds ops of its own in the placement", where,
                        "a replica runs its stage's ops and no others")
         else:
@@ -265,21 +265,21 @@ def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: Span
     for dev_name, names in raw.items():
         d = dev_index.get(dev_name)
         if d is None:
-            sink.error("E504", f"unknown device {_quoted(dev_name)} in order", where,
+            sink.error("E504", f"unknown device {quoted(dev_name)} in order", where,
                        *_hints(sink, dev_name, dev_index))
             continue
         if not isinstance(names, list):
-            sink.error("E508", f"`order` of device {_quoted(dev_name)} must be a list of op "
+            sink.error("E508", f"`order` of device {quoted(dev_name)} must be a list of op "
                        f"names, not {_kind(names)}", where)
             continue
         for name in names:
             if not isinstance(name, str):
-                sink.error("E508", f"`order` of device {_quoted(dev_name)} holds "
+                sink.error("E508", f"`order` of device {quoted(dev_name)} holds "
                            f"{_kind(name)} where an op name is expected", where)
                 continue
             i = op_index.get(name)
             if i is None:
-                sink.error("E503", f"unknown op {_quoted(name)} in order", where,
+                sink.error("E503", f"unknown op {quoted(name)} in order", where,
                            *_hints(sink, name, op_index))
             else:
                 seqs[d].append(i)
@@ -298,7 +298,7 @@ def _read_start(problem: Problem, raw: Any, sink: DiagnosticSink, where: Span
     for name, value in raw.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not 0 <= value < float("inf"):
-            sink.error("E509", f"`start_s` of op {_quoted(name)} must be finite seconds, at "
+            sink.error("E509", f"`start_s` of op {quoted(name)} must be finite seconds, at "
                        f"least 0, not {_kind(value)}", where)
             return None
     if not all(op.name in raw for op in problem.graph.ops):
@@ -311,20 +311,6 @@ def _hints(sink: DiagnosticSink, name: Any, candidates: Mapping[str, int]) -> tu
     return () if sink.full else did_you_mean(str(name)[:200], candidates)
 
 
-def _quoted(value: Any) -> str:
-    """A value from the file as a message shows it: short, every control character
-    escaped (JSON's own escapes), in backticks; a list or an object by its size only."""
-    if isinstance(value, (list, dict)):
-        return f"of {len(value)} item(s)"
-    if isinstance(value, str):
-        text = json.dumps(value[:81], ensure_ascii=False)[1:-1]
-    else:
-        text = json.dumps(value)
-    return f"`{text[:80]}{'…' if len(text) > 80 else ''}`"
-
-
 def _kind(value: Any) -> str:
     """`value` described by its JSON type and a short rendering."""
-    kinds = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
-             list: "a list", dict: "an object", type(None): "null"}
-    return f"{kinds.get(type(value), 'a value')} {_quoted(value)}"
+    return f"{json_type(value)} {quoted(value)}"

@@ -489,8 +489,7 @@ def _read_placed(problem: Problem, path: Path) -> tuple[Plan, dict[int, tuple[in
         data = strict_loads(text)
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
-                                   Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1,
-                                        err.pos, err.pos + 1))) from None
+                                   Span.at_json_error(shown, err))) from None
     from ..io.device_map import looks_like_device_map, placement_from_device_map  # start-up
 
     if looks_like_device_map(data):  # an accelerate device_map {module path: device}

@@ -93,8 +93,7 @@ def read_side(path: Path, shown: str) -> Side:
         data = strict_loads(text)
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic("E642", f"invalid JSON: {err.msg}",
-                                   Span(shown, err.lineno, err.colno, err.lineno,
-                                        err.colno + 1, err.pos, err.pos + 1))) from None
+                                   Span.at_json_error(shown, err))) from None
     if not isinstance(data, dict):
         raise _not_a_plan(shown, "a JSON object was expected")
     if "format_version" in data:  # a command's envelope: the plan is its result

@@ -62,7 +62,7 @@ def load_baechi(
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic(
             "E920", f"{shown} is not valid JSON: {err.msg}",
-            Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1, err.pos, err.pos + 1),
+            Span.at_json_error(shown, err),
         )) from None
     graph = baechi_graph(data, shown, colocation=colocation, times=times)
     cluster = baechi_cluster(devices, memory_bytes, latency_s, bandwidth_Bps)

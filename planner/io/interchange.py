@@ -113,8 +113,7 @@ def parse_json(text: str, file: str = "<json>", name: str | None = None,
         data = strict_loads(text)
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic("E920", f"invalid JSON: {err.msg}",
-                                   Span(file, err.lineno, err.colno, err.lineno, err.colno + 1,
-                                        err.pos, err.pos + 1))) from None
+                                   Span.at_json_error(file, err))) from None
     check = _Checker(file, text)
     if isinstance(data, dict) and data.get("format") == FORMAT:
         return _from_interchange(check, data, name, command)

@@ -29,7 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean
+from ..errors import (
+    Diagnostic,
+    DiagnosticSink,
+    Span,
+    SpecError,
+    did_you_mean,
+    json_type,
+    quoted,
+)
 from ..model import Problem
 from ..plan import Plan
 from ..spec.load import read_source
@@ -66,8 +74,7 @@ def parse_stages(problem: Problem, text: str, shown: str = "<stages>") -> Layout
         data = strict_loads(text)
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
-                                   Span(shown, err.lineno, err.colno, err.lineno, err.colno + 1,
-                                        err.pos, err.pos + 1),
+                                   Span.at_json_error(shown, err),
                                    (f"a stages file is JSON, for example {_EXAMPLE}",))) from None
     reader = _Reader(problem, text, shown)
     stages, at = _stage_list(data)
@@ -76,7 +83,7 @@ def parse_stages(problem: Problem, text: str, shown: str = "<stages>") -> Layout
         raise SpecError(Diagnostic(
             "E510", "a stages file must be a list of stages, or an object whose `stages` "
             "(or `pipeline.stages`) is one" + (f"; its `{'.'.join(map(str, at))}` is "
-                                               f"{_kind(found)}" if at else ""),
+                                               f"{json_type(found)}" if at else ""),
             reader.span(at),
             (f"for example {_EXAMPLE}",
              "a stage's first device holds its ops; its other devices hold replicas")))
@@ -132,7 +139,7 @@ class _Reader:
         k = int(at[-1])
         if not isinstance(stage, dict):
             self.sink.error("E510", f"stage {k} must be an object with `ops` and `devices`, "
-                            f"not {_kind(stage)}", self.span(at), f"for example {_EXAMPLE}")
+                            f"not {json_type(stage)}", self.span(at), f"for example {_EXAMPLE}")
             self.groups.append(())
             return
         ops = self._names(stage, "ops", at)
@@ -155,8 +162,8 @@ class _Reader:
             return names
         where = (*at, key) if key in stage else at
         shape = (f"no `{key}`" if key not in stage else
-                 f"`{key}` {_kind(names)}" if not isinstance(names, list) else
-                 f"`{key}` holding {_kind(next(n for n in names if not isinstance(n, str)))}")
+                 f"`{key}` {json_type(names)}" if not isinstance(names, list) else
+                 f"`{key}` holding {json_type(next(n for n in names if not isinstance(n, str)))}")
         self.sink.error("E510", f"stage {k} must have `{key}`: a list of "
                         f"{'op' if key == 'ops' else 'device'} names; it has {shape}",
                         self.span(where), f"for example {_EXAMPLE}")
@@ -165,14 +172,14 @@ class _Reader:
     def _op(self, name: str, k: int, at: Where) -> None:
         i = self.problem.graph.op_index.get(name)
         if i is None:
-            self.sink.error("E503", f"unknown op {_quoted(name)} in stage {k}", self.span(at),
+            self.sink.error("E503", f"unknown op {quoted(name)} in stage {k}", self.span(at),
                             *self._hints(name, self.problem.graph.op_index,
                                          f"the ops of graph `{self.problem.graph.name}`"))
         elif i in self.stage_of:
             first = self.stage_of[i]
-            self.sink.error("E511", f"op {_quoted(name)} is listed in stage {first} and "
+            self.sink.error("E511", f"op {quoted(name)} is listed in stage {first} and "
                             f"again in stage {k}" if first != k else
-                            f"op {_quoted(name)} is listed twice in stage {k}", self.span(at),
+                            f"op {quoted(name)} is listed twice in stage {k}", self.span(at),
                             "an op runs in one stage: list it once",
                             notes=(("first listed here", self.span(self.op_at[i])),))
         else:
@@ -182,16 +189,16 @@ class _Reader:
     def _device(self, name: str, k: int, at: Where) -> int | None:
         d = self.problem.cluster.device_index.get(name)
         if d is None:
-            self.sink.error("E504", f"unknown device {_quoted(name)} in stage {k}",
+            self.sink.error("E504", f"unknown device {quoted(name)} in stage {k}",
                             self.span(at), *self._hints(
                                 name, self.problem.cluster.device_index,
                                 f"the devices of cluster `{self.problem.cluster.name}`"))
             return None
         if d in self.device_at:
             first, where = self.device_at[d]
-            self.sink.error("E512", f"device {_quoted(name)} is listed in stage {first} and "
+            self.sink.error("E512", f"device {quoted(name)} is listed in stage {first} and "
                             f"again in stage {k}" if first != k else
-                            f"device {_quoted(name)} is listed twice in stage {k}",
+                            f"device {quoted(name)} is listed twice in stage {k}",
                             self.span(at), "a device runs one stage: a stage's first device "
                             "holds its ops, the others its replicas",
                             notes=(("first listed here", self.span(where)),))
@@ -207,7 +214,7 @@ class _Reader:
         close = did_you_mean(name[:200], candidates)
         if close:
             return close
-        names = ", ".join(_quoted(n) for n in itertools.islice(candidates, _SHOWN))
+        names = ", ".join(quoted(n) for n in itertools.islice(candidates, _SHOWN))
         more = f" and {len(candidates) - _SHOWN} more" if len(candidates) > _SHOWN else ""
         return (f"{where}: {names}{more}",)
 
@@ -224,13 +231,13 @@ class _Reader:
         gone = set(left)
         missing = [graph.ops[i].name for i in left if graph.backward_of.get(i, -1)
                    not in gone] or [graph.ops[i].name for i in left]
-        shown = ", ".join(_quoted(m) for m in missing[:_SHOWN])
+        shown = ", ".join(quoted(m) for m in missing[:_SHOWN])
         more = f" and {len(missing) - _SHOWN} more" if len(missing) > _SHOWN else ""
         backward = len(left) - len(missing)
         theirs = f" (and {backward} backward op(s) of theirs)" if backward > 0 else ""
         self.sink.error("E505", f"the stages leave {len(missing)} op(s) in no stage: "
                         f"{shown}{more}{theirs}", self.span(at),
-                        f"list {_quoted(missing[0])} in a stage's `ops` (a backward op not "
+                        f"list {quoted(missing[0])} in a stage's `ops` (a backward op not "
                         "listed goes with its forward op)")
 
     def layout(self) -> Layout:
@@ -240,13 +247,3 @@ class _Reader:
         return Layout(Plan(placement), replicas)
 
 
-def _quoted(value: str) -> str:
-    """A name from the file as a message shows it: short, control characters escaped."""
-    text = json.dumps(value[:81], ensure_ascii=False)[1:-1]
-    return f"`{text[:80]}{'…' if len(text) > 80 else ''}`"
-
-
-def _kind(value: Any) -> str:
-    kinds = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
-             list: "a list", dict: "an object", type(None): "null"}
-    return kinds.get(type(value), "a value")
