@@ -1,5 +1,6 @@
 """Union-find over hashable, ordered members: the colocation groups of the language
-(`spec.lower`) and of `import torch`, and the pipeline units built from them."""
+(`spec.lower`), of the Python API (`api.builder`) and of `import torch`, and the pipeline
+units built from them."""
 
 from __future__ import annotations
 

@@ -74,6 +74,23 @@ def test_the_builder_makes_the_problem_the_spec_makes() -> None:
     assert planner.solve(built, "heft").plan == planner.solve(spec, "heft").plan
 
 
+def test_colocations_that_share_ops_merge_as_the_languages_do() -> None:
+    names = "abcdefgh"
+    pairs = [("d", "e"), ("g", "b"), ("e", "g"), ("h", "c"), ("c", "h")]  # b, d, e, g: one
+    b = planner.ProblemBuilder("p", graph="g", cluster="c")
+    b.device("gpu0", memory="1 GiB")
+    for name in names:
+        b.op(name, time="1 ms")
+    for pair in pairs:
+        b.colocate(*pair)
+    text = ("cluster c { device gpu0 { memory 1 GiB } }\ngraph g {\n"
+            + "".join(f"  op {n} {{ time 1 ms }}\n" for n in names)
+            + "".join(f"  colocate {x}, {y}\n" for x, y in pairs)
+            + "}\nplan p { graph g  cluster c }\n")
+    built, spec = b.build(), planner.loads(text).plan()
+    assert built.graph.colocations == spec.graph.colocations == ((1, 3, 4, 6), (2, 7))
+
+
 def test_networkx_graph_attributes_become_ops_and_edges() -> None:
     g = nx.DiGraph()
     g.add_node("input", time="0.05 ms", output="6 MiB")

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from ..disjoint import Disjoint
 from ..errors import CallSite, DiagnosticSink, Span, call_site, did_you_mean, site_span
 from ..model import Cluster, Device, Edge, Graph, Link, Op, Problem
 from ..units import EXAMPLES, UNIT_TABLE, parse_number
@@ -275,25 +276,15 @@ class ProblemBuilder:
 
     def _groups(self, op_of: Any, n: int
                 ) -> tuple[tuple[tuple[int, ...], ...], list[CallSite | None]]:
-        parent = list(range(n))
-
-        def find(x: int) -> int:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
+        sets: Disjoint[int] = Disjoint(range(n))
         first_site: dict[int, CallSite | None] = {}
         for names, site in self._colocations:
             members = [i for name in names if (i := op_of(name, site)) is not None]
             for i in members:
                 first_site.setdefault(i, site)
             for m in members[1:]:
-                parent[find(m)] = find(members[0])
-        by_root: dict[int, list[int]] = {}
-        for i in range(n):
-            by_root.setdefault(find(i), []).append(i)
-        groups = sorted(tuple(g) for g in by_root.values() if len(g) > 1)
+                sets.union(members[0], m)
+        groups = sorted(tuple(g) for g in sets.groups(range(n)))
         return tuple(groups), [first_site.get(g[0]) for g in groups]
 
     # -- values ------------------------------------------------------------------------
