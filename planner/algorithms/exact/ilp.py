@@ -64,7 +64,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -116,6 +116,22 @@ def model_units(top_s: float, caps: Sequence[int]) -> tuple[float, float]:
     cap = max(caps, default=1)
     return (10.0 ** (math.floor(math.log10(top)) - 3),
             float(2 ** max(0, math.ceil(math.log2(max(1, cap) / 1e6)))))
+
+
+def chosen_device(x: Mapping[tuple[int, int], Any], u: int, allowed: Sequence[int]
+                  ) -> int | None:
+    """The device a loaded solution gives unit `u`: its only allowed one, else the one whose
+    binary x_ud is largest (ties to the lowest); None when a value is missing or fractional
+    (an LP point, not a solution). The pipeline ILP reads its units the same way."""
+    if len(allowed) == 1:
+        return allowed[0]
+    vals = [(x[(u, d)].value, d) for d in allowed]
+    if any(v is None for v, _ in vals):
+        return None
+    best, d = max(vals, key=lambda t: (t[0], -t[1]))
+    if best < 0.5 or any(abs(v - round(v)) > 1e-4 for v, _ in vals):
+        return None
+    return d
 
 
 class IlpModel:
@@ -526,16 +542,9 @@ class IlpModel:
         inst = self.inst
         place = [-1] * inst.n
         for u, mem in enumerate(inst.units):
-            a = inst.allowed[u]
-            if len(a) == 1:
-                d = a[0]
-            else:
-                vals = [(self.x[(u, dd)].value, dd) for dd in a]
-                if any(v is None for v, _ in vals):
-                    return None
-                best, d = max(vals, key=lambda t: (t[0], -t[1]))
-                if best < 0.5 or any(abs(v - round(v)) > 1e-4 for v, _ in vals):
-                    return None  # fractional: an LP point, not a solution
+            d = chosen_device(self.x, u, inst.allowed[u])
+            if d is None:
+                return None
             for i in mem:
                 place[i] = d
         start = [var.value for var in self.s]

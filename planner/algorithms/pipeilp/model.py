@@ -9,7 +9,7 @@ from ...cost import INF
 from ...model import Problem
 from ...pipeline.units import units
 from ..exact import backends
-from ..exact.ilp import IlpModel, model_units
+from ..exact.ilp import IlpModel, chosen_device, model_units
 from ..exact.instance import choice_term
 from .data import _count, _Data, _pipeline
 from .orders import _Orders
@@ -322,18 +322,10 @@ class _Model:
 
     def answer(self) -> list[int] | None:
         """The unit-level devices of the loaded solution, or None (missing, fractional)."""
-        data = self.data
         dev = []
-        for k in range(data.n):
-            a = data.allowed[k]
-            if len(a) == 1:
-                dev.append(a[0])
-                continue
-            vals = [(self.x[(k, d)].value, d) for d in a]
-            if any(v is None for v, _ in vals):
-                return None
-            best, d = max(vals, key=lambda t: (t[0], -t[1]))
-            if best < 0.5 or any(abs(v - round(v)) > 1e-4 for v, _ in vals):
+        for k in range(self.data.n):
+            d = chosen_device(self.x, k, self.data.allowed[k])
+            if d is None:
                 return None
             dev.append(d)
         return dev
