@@ -393,7 +393,7 @@ def bar_chart_svg(bars: Sequence[tuple[str, str, float | None, str]], *, width: 
 def _plan_section(problem: Problem, result: SimResult, bound_s: float | None = None) -> str:
     legend = plan_legend(problem, result)
     axis = time_axis(result)
-    n_tr = sum(1 for t in result.transfers if math.isfinite(t.end_s))
+    n_tr = len(result.sent())  # the transfers the timeline draws
     bars = detailed(result, axis)
     arrows = bars and n_tr <= MAX_ARROWS
     how = ("one bar per op" if bars else
