@@ -30,6 +30,7 @@ from pipeline.pipe_support import chain_text, random_spec  # tests/ is on the pa
 from planner import loads
 from planner.algorithms import Options, run
 from planner.algorithms.exact import backends
+from planner.algorithms.exact.watched import Watched
 from planner.algorithms.pipeilp import evaluate, node_budget
 from planner.errors import InfeasibleError, UsageError
 from planner.model import Problem
@@ -278,10 +279,15 @@ def test_the_node_budget_reaches_highs_and_no_other_solver(
     from planner.algorithms.pipeilp import solve as pipeilp_solve
     seen: dict[str, Any] = {}
 
+    def stop() -> None:
+        raise RuntimeError("stopped by the test\nsecond line")
+
     def watched(opt: Any, model: Any, kwargs: dict[str, Any], name: str,
-                limit_s: float) -> dict[str, Any]:
+                limit_s: float) -> Watched[None]:
         seen.update(kwargs["options"])
-        return {"error": RuntimeError("stopped by the test\nsecond line")}
+        run = Watched(stop, "test")
+        run.wait()
+        return run
 
     monkeypatch.setattr(backends, "_run_watched", watched)
     outcome = pipeilp_solve._run_solver(None, Options(solver=solver, gap=0.01), 2.0, 17, False)

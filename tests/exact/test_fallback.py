@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -52,6 +53,39 @@ def test_cpsat_without_search_time_falls_back_to_the_best_heuristic() -> None:
     assert "no search time left" in sol.info["reason"]
     assert sol.plan.placement == best.placement
     assert simulate(problem, sol.plan).makespan_s == best_s
+
+
+def _crash(*_: object, **__: object) -> None:
+    raise RuntimeError("the solver crashed\nsecond line")
+
+
+@pytest.mark.parametrize("algo", ["ilp", "cpsat"])
+def test_a_solver_that_raises_in_its_thread_falls_back_with_the_reason(
+        algo: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    problem = random_problem(3, 10, 3)
+    _, best_s, best = rank(problem, Options()).best
+    if algo == "cpsat":
+        from ortools.sat.python import cp_model
+
+        monkeypatch.setattr(cp_model.CpSolver, "Solve", _crash)
+        said = "CP-SAT failed: the solver crashed"
+    else:
+        _need("highs")
+        chosen = backends._solver
+
+        def crashing(*args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+            opt, options = chosen(*args, **kwargs)
+            opt.solve = _crash
+            return opt, options
+
+        monkeypatch.setattr(backends, "_solver", crashing)
+        said = "highs failed: the solver crashed"
+    sol = run(algo, problem, Options(time_limit_s=5.0))
+    assert sol.status == "fallback"
+    assert said in sol.info["reason"] and "second line" not in sol.info["reason"]
+    assert sol.plan.placement == best.placement
+    assert simulate(problem, sol.plan).makespan_s == best_s
+    assert "Traceback" not in capfd.readouterr().err  # nothing escaped the worker thread
 
 
 def test_solver_killed_mid_solve_falls_back() -> None:

@@ -22,8 +22,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
-import time
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from typing import Any, Literal, cast
 
 from ...resources import data_text
 from . import children
+from .watched import Watched, first_line
 
 log = logging.getLogger("planner")
 solver_log = logging.getLogger("planner.solver")
@@ -309,14 +308,12 @@ def solve_pyomo(
     opt, kwargs = _solver(prof, name, time_limit_s=time_limit_s, gap=gap, threads=threads,
                           warm_start=warm_start, seed=seed)
     kwargs["options"].update(options or {})
-    box = _run_watched(opt, model, kwargs, name, time_limit_s)
-    if isinstance(box, Outcome):
-        return box
-    if "error" in box:
-        err = box["error"]
-        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return Outcome("error", f"{name} failed: {text}")
-    return _read(model, name, box["results"])
+    run = _run_watched(opt, model, kwargs, name, time_limit_s)
+    if isinstance(run, Outcome):
+        return run
+    if run.error is not None:
+        return Outcome("error", f"{name} failed: {first_line(run.error)}")
+    return _read(model, name, run.value())
 
 
 def _solver(prof: Profile, name: str, *, time_limit_s: float, gap: float, threads: int,
@@ -346,50 +343,37 @@ def _solver(prof: Profile, name: str, *, time_limit_s: float, gap: float, thread
 
 
 def _run_watched(opt: Any, model: Any, kwargs: dict[str, Any], name: str,
-                 time_limit_s: float) -> dict[str, Any] | Outcome:
-    """Run `opt.solve` in a worker thread under the watchdog (`solve_pyomo`); its results
-    (`"results"`) or exception (`"error"`), or the `error` outcome of a killed solver."""
+                 time_limit_s: float) -> Watched[Any] | Outcome:
+    """Run `opt.solve` in a worker thread under the watchdog (`solve_pyomo`): the ended
+    call (its results or exception), or the `error` outcome of a killed solver."""
     shell = not hasattr(opt, "config")  # a solver run as a child process
-    box: dict[str, Any] = {}
-
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            box["results"] = opt.solve(model, **kwargs)
-        except BaseException as err:  # noqa: BLE001 - reported as an outcome, never raised
-            box["error"] = err
-        finally:
-            done.set()
-
     grace = WATCHDOG_GRACE_S + WATCHDOG_FRACTION * time_limit_s
     killed = False
     with quiet_stdout(), _private_tempdir() as folder, children.grouped():
         logfile = os.path.join(folder, f"{name}.log") if shell else None
         if logfile is not None:  # shell solvers: collect the log in a file
             kwargs["logfile"] = logfile
-        worker = threading.Thread(target=work, name=f"planner-{name}", daemon=True)
-        worker.start()
+        run = Watched(lambda: opt.solve(model, **kwargs), f"planner-{name}")
         try:
-            _wait(done, time_limit_s + grace if shell else None)
+            run.wait(time_limit_s + grace if shell else None)
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM under the CLI
             _cancel(opt)
             children.kill_all()
-            done.wait(10.0)  # HiGHS stops at its next callback; a killed child at once
+            run.wait(10.0)  # HiGHS stops at its next callback; a killed child at once
             raise
         finally:
             if logfile is not None:
                 _replay_log(logfile)
-        if not done.is_set():
+        if not run.done:
             killed = children.kill_all()
-            done.wait(30.0)
-    if not done.is_set():
+            run.wait(30.0)
+    if not run.done:
         return Outcome("error", f"{name} did not stop after its time limit and could not be "
                                 "killed")
     if killed:
         return Outcome("error", f"{name} overran its time limit of {time_limit_s:.3g} s by more "
                                 f"than {grace:.3g} s and was killed")
-    return box
+    return run
 
 
 def _read(model: Any, name: str, results: Any) -> Outcome:
@@ -441,17 +425,6 @@ def _clear_values(model: Any) -> None:
             continue
         lb, ub = var.lb, var.ub
         var.set_value(lb if lb is not None and lb == ub else None, skip_validation=True)
-
-
-def _wait(done: threading.Event, timeout: float | None) -> None:
-    """Wait for `done` in short slices, so Ctrl-C reaches the main thread meanwhile (an
-    Event, not Thread.join: a join interrupted by Ctrl-C may later return early)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while not done.is_set():
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            return
-        done.wait(0.1 if left is None else min(0.1, left))
 
 
 def _cancel(opt: Any) -> None:

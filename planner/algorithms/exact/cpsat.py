@@ -53,7 +53,6 @@ import logging
 import math
 import os
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -69,6 +68,7 @@ from .budget import BATCH_SIZE, Budget, budget
 from .common import Warm, conclude, empty_solution, lower_bound_s, warm_start
 from .families import Delay, Families, copy_bytes, families, held_temp
 from .instance import Instance, choice_term
+from .watched import Watched, first_line
 
 log = logging.getLogger("planner")
 
@@ -441,27 +441,19 @@ class CpsatModel:
         callback = None
         if progress is not None:
             callback = _Progress(progress, self.tick, bud.limit_s)
-        box: dict[str, Any] = {}
-        done = threading.Event()
-
-        def work() -> None:
-            try:
-                box["status"] = solver.Solve(self.model, callback)
-            finally:
-                done.set()
-
         interrupted = False
         with backends.quiet_stdout():
-            # an Event, not Thread.join: a join interrupted by Ctrl-C may return early later
-            threading.Thread(target=work, name="planner-cpsat", daemon=True).start()
+            run = Watched(lambda: solver.Solve(self.model, callback), "planner-cpsat")
             try:
-                while not done.wait(0.1):
-                    pass
+                run.wait()
             except KeyboardInterrupt:
                 interrupted = True
                 solver.StopSearch()
-                done.wait()
-        status = box["status"]
+                run.wait()
+        if run.error is not None:  # OR-Tools raised: the warm start stands, with the reason
+            return Answer("error", f"CP-SAT failed: {first_line(run.error)}",
+                          interrupted=interrupted)
+        status = run.value()
         name = solver.StatusName(status)
         outcome = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
                    cp_model.INFEASIBLE: "infeasible", cp_model.UNKNOWN: "nosolution"}.get(
