@@ -3,6 +3,8 @@ to m-TOPO's placement, so a plan is found whenever m-TOPO finds one."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from algo_dags import MIB, training_problem
 from algo_support import check_plan
@@ -36,6 +38,20 @@ def test_training_graphs_that_dead_end_retry_with_a_budget(algorithm: str, layer
     result = check_plan(problem, solution.plan)
     assert len(set(solution.plan.placement)) > 1
     assert max(result.memory_peak_bytes) <= caps[0]
+
+
+@pytest.mark.parametrize("memory", ["static", "liveness"])
+@pytest.mark.parametrize("algorithm", ["msct", "cpop"])
+def test_memory_passes_counts_every_pass_that_ran(algorithm: str, memory: str) -> None:
+    # both dead-end at first and fit under a budget; under liveness the retry without
+    # memory checks runs (and fails its simulation) before the budgets, one pass more
+    problem = dataclasses.replace(training_problem(16, 4, 2, slack=2.0), memory_model=memory)
+    solution = run(algorithm, problem)
+    assert solution.status == "feasible" and "memory_check" not in solution.info
+    rung = budget_ladder(Instance(problem)).index(list(solution.info["memory_budget_bytes"]))
+    first_and_retry = 2 if memory == "liveness" else 1
+    assert solution.info["memory_passes"] == first_and_retry + rung + 1
+    check_plan(problem, solution.plan)
 
 
 def test_the_last_resort_is_mtopos_placement() -> None:

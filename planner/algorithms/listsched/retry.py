@@ -80,11 +80,12 @@ def memory_passes(
        found whenever m-TOPO finds one.
 
     Returns (placement, start times, status, info); after a dead end,
-    `info["memory_passes"]` counts the passes (the fallback counts as one) and
-    `info["memory_budget_bytes"]` is the budget of the pass that succeeded. Raises the
-    first pass's `InfeasibleError` (`explain_stuck`) when m-TOPO finds no placement either.
-    Each dead end costs one more pass: at most five in all, plus one per device under
-    `liveness` (`split_pass`).
+    `info["memory_passes"]` counts the steps above that ran, the one that succeeded
+    included (the retry without memory checks, the contiguous splits and m-TOPO's
+    placement count one each), and `info["memory_budget_bytes"]` is the budget of the pass
+    that succeeded. Raises the first pass's `InfeasibleError` (`explain_stuck`) when m-TOPO
+    finds no placement either. Each dead end costs one more pass: at most five in all, and
+    under `liveness` one more for the retry and one per stage count (`split_pass`).
     """
     placer = Placer(inst)
     try:
@@ -93,28 +94,33 @@ def memory_passes(
         stuck = s.op  # the first pass's dead end explains an infeasibility best
     else:
         return placement, start, "feasible", {}
-    if inst.problem.memory_model == "liveness":
+    passes = 1
+    liveness = inst.problem.memory_model == "liveness"
+    if liveness:
+        passes += 1
         found = liveness_pass(inst, attempt)
         if found is not None:
-            return (*found, "feasible", {"memory_passes": 2,
+            return (*found, "feasible", {"memory_passes": passes,
                                          "memory_check": "liveness peak, by simulation"})
     ladder = budget_ladder(inst)
-    for k, budget in enumerate(ladder):
+    for budget in ladder:
+        passes += 1
         try:
             placement, start = attempt(Placer(inst, budget))
         except Stuck:
             continue
-        return placement, start, "feasible", {"memory_passes": k + 2,
+        return placement, start, "feasible", {"memory_passes": passes,
                                                "memory_budget_bytes": tuple(budget)}
     shown = display_name(algorithm)
-    if inst.problem.memory_model == "liveness":
+    if liveness:
+        passes += 1
         split = split_pass(inst, attempt)
         if split is not None:
             reason = (f"{shown} ran out of memory under every budget (static accounting); "
                       f"this is the best contiguous split that fits ({split[2]} stage(s)), "
                       f"ordered by {shown}, its liveness peaks checked by simulation")
-            return split[0], split[1], "fallback", {"memory_passes": len(ladder) + 3,
-                                                   "reason": reason}
+            return split[0], split[1], "fallback", {"memory_passes": passes, "reason": reason}
+    passes += 1
     fill = Placer(inst)
     try:
         topo_fill(inst, fill)
@@ -123,7 +129,7 @@ def memory_passes(
         raise explain_stuck(placer, algorithm, stuck, retried=True) from None
     reason = (f"{shown} ran out of memory under every budget; this is m-TOPO's placement, "
               f"ordered by {shown}")
-    return placement, start, "fallback", {"memory_passes": len(ladder) + 2, "reason": reason}
+    return placement, start, "fallback", {"memory_passes": passes, "reason": reason}
 
 
 def liveness_pass(
