@@ -4,19 +4,19 @@ Checking (`check_outputs`). Output paths are checked before any work: a sweep or
 solve must not end in a failed write. Every command that writes a file calls
 `check_outputs` first (E604, naming each option whose path cannot be written).
 
-Writing (`write_text_atomic`). Write a temporary file beside the target, then rename over
-it. Only a regular file is ever replaced (or a new one created). A rename over a device, a
-FIFO or a folder would replace that thing itself (`--out /dev/full` as root used to turn
-the device into a JSON file), so anything else is refused (E622), also when it became so
-after the command's up-front check. A symlink to a regular file is
-followed: the file it names is replaced and the link kept; a symlink to nothing is
-refused (it would create a file wherever it points), and so is a path whose symlinks, at
-any depth, lead out of its root (`planner.roots`: `plan.json -> ~/.bashrc` planted in a
-pull request). A failed write (a full disk,
-an I/O error) leaves the target as it was, removes the temporary file and is reported as
-E623; so is standard output that cannot take a command's output (`unwritable_stdout`).
+Writing (`write_text_atomic`, and `atomic_file` for writers that take a file name). Write a
+temporary file beside the target, then rename over it. Only a regular file is ever replaced
+(or a new one created). A rename over a device, a FIFO or a folder would replace that thing
+itself (`--out /dev/full` as root used to turn the device into a JSON file), so anything
+else is refused (E622), also when it became so after the command's up-front check. A
+symlink to a regular file is followed: the file it names is replaced and the link kept; a
+symlink to nothing is refused (it would create a file wherever it points), and so is a path
+whose symlinks, at any depth, lead out of its root (`planner.roots`: `plan.json ->
+~/.bashrc` planted in a pull request). A failed write (a full disk, an I/O error) leaves
+the target as it was, removes the temporary file and is reported as E623; so is standard
+output that cannot take a command's output (`unwritable_stdout`).
 
-Depends only on `planner.errors` and `planner.roots`: the algorithms (`--emit`), plans,
+Depends only on `planner.errors` and `planner.roots`: the exact models (`--emit`), plans,
 rows and reports all write through it.
 """
 
@@ -27,6 +27,7 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import Diagnostic, OutputError, UsageError
@@ -79,19 +80,33 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     `OutputError` (E623) when the write fails; either way the target is untouched and no
     temporary file is left.
     """
+    data = text.encode("utf-8")
+    with atomic_file(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[str]:
+    """The name of a new temporary file beside `path`, for a writer that takes a file name
+    (`write_text_atomic`, Pyomo's LP and MPS writer, OR-Tools' model export); `suffix` ends
+    the name, for writers that choose a format by it.
+
+    When the block ends, the file is synced, given the mode of the file it replaces (0644
+    when there is none) and renamed over `path`, under `resolve_target`'s rules checked
+    again at that moment. An `OSError` in the block or in those steps is E623; any error
+    leaves the target untouched and removes the temporary file.
+    """
     target = resolve_target(path)
     directory = target.parent if str(target.parent) else Path(".")
-    data = text.encode("utf-8")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=directory)
+        os.close(fd)
     except OSError as err:
         raise _failed(path, err) from None
     try:
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            yield tmp
+            _sync(tmp)
             try:
                 mode = os.stat(target).st_mode & 0o777
             except FileNotFoundError:
@@ -105,6 +120,15 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _sync(name: str) -> None:
+    """Flush a closed file's data to the disk before it is renamed into place."""
+    fd = os.open(name, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _failed(path: str | os.PathLike[str], err: OSError) -> OutputError:

@@ -84,20 +84,48 @@ def test_a_symlink_to_a_regular_file_is_written_through_and_kept(spec_dir: Path)
     assert '"placement"' in (spec_dir / "real.json").read_text()
 
 
+#: a file each writer writes, by its option; the exact models' writers take a file name
+#: (Pyomo's, OR-Tools') and write through `files.atomic_file` as the others do
+OUTPUTS = [
+    (["solve", "s.plan", "--algo", "heft", "--out"], "p.json"),
+    (["solve", "s.plan", "--algo", "heft", "--html"], "p.html"),
+    (["solve", "s.plan", "--algo", "heft", "--trace"], "p.trace.json"),
+    (["solve", "s.plan", "--algo", "ilp", "--time-limit", "5", "--emit"], "m.lp"),
+    (["solve", "s.plan", "--algo", "ilp", "--time-limit", "5", "--emit"], "m.mps"),
+    (["solve", "s.plan", "--algo", "cpsat", "--time-limit", "5", "--emit"], "m.pbtxt"),
+]
+
+
 @pytest.mark.parametrize("number", [errno.ENOSPC, errno.EIO])
+@pytest.mark.parametrize(("args", "name"), OUTPUTS, ids=[name for _, name in OUTPUTS])
 def test_a_failed_write_is_a_diagnostic_and_leaves_the_target_and_no_temp_file(
-        spec_dir: Path, monkeypatch: pytest.MonkeyPatch, number: int) -> None:
-    (spec_dir / "p.json").write_text("old\n")
+        spec_dir: Path, monkeypatch: pytest.MonkeyPatch, number: int, args: list[str],
+        name: str) -> None:
+    (spec_dir / name).write_text("old\n")
 
     def full(fd: int) -> None:
         raise OSError(number, os.strerror(number))
 
     monkeypatch.setattr(files.os, "fsync", full)
-    code, _, err = invoke(["solve", "s.plan", "--algo", "heft", "--out", "p.json"], spec_dir)
+    code, _, err = invoke([*args, name], spec_dir)
     assert code == 4, err
     assert "error[E623]" in err and "Traceback" not in err
-    assert (spec_dir / "p.json").read_text() == "old\n"
-    assert sorted(p.name for p in spec_dir.iterdir()) == ["p.json", "s.plan"]
+    assert (spec_dir / name).read_text() == "old\n"
+    assert sorted(p.name for p in spec_dir.iterdir()) == sorted([name, "s.plan"])
+
+
+@pytest.mark.parametrize(("args", "name"), OUTPUTS, ids=[name for _, name in OUTPUTS])
+def test_a_new_output_is_readable_by_others_and_a_replaced_one_keeps_its_mode(
+        spec_dir: Path, args: list[str], name: str) -> None:
+    # the temporary file is created private (0600); the rename must not make the output so
+    code, _, err = invoke([*args, name], spec_dir)
+    assert code == 0, err
+    assert stat.S_IMODE(os.stat(spec_dir / name).st_mode) == 0o644
+    os.chmod(spec_dir / name, 0o640)
+    code, _, err = invoke([*args, name], spec_dir)
+    assert code == 0, err
+    assert stat.S_IMODE(os.stat(spec_dir / name).st_mode) == 0o640
+    assert sorted(p.name for p in spec_dir.iterdir()) == sorted([name, "s.plan"])
 
 
 def test_a_write_error_from_the_library_is_an_output_error(tmp_path: Path,

@@ -52,7 +52,6 @@ import dataclasses
 import logging
 import math
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -60,7 +59,7 @@ from typing import Any
 
 from ...cost import INF
 from ...errors import Diagnostic, UsageError
-from ...files import resolve_target
+from ...files import atomic_file
 from ...model import Problem
 from ..base import Interrupted, Options, Solution
 from . import backends
@@ -406,16 +405,10 @@ class CpsatModel:
             raise UsageError(Diagnostic(
                 "E814", f"cpsat writes its model as a text protocol buffer, not `{ext}`", None,
                 ("use a path ending in .pbtxt (or --algo ilp for .lp and .mps)",)))
-        target = resolve_target(path)  # only a regular file is replaced (E622)
-        fd, tmp = tempfile.mkstemp(prefix=".planner-", suffix=".pbtxt", dir=target.parent)
-        os.close(fd)
-        try:
+        # E622 and E623 as every output; the suffix makes OR-Tools write text
+        with atomic_file(path, suffix=".pbtxt") as tmp:
             if not self.model.export_to_file(tmp):
                 raise UsageError(Diagnostic("E815", f"cannot write {path}", None))
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
 
     def solve(self, bud: Budget, gap: float, workers: int, seed: int,
               progress: Any = None) -> Answer:

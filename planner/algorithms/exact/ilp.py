@@ -62,7 +62,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -70,7 +69,7 @@ from typing import Any
 
 from ...cost import INF
 from ...errors import Diagnostic, UsageError
-from ...files import resolve_target
+from ...files import atomic_file
 from ...model import Problem
 from ..base import Interrupted, Options, Solution
 from . import backends
@@ -561,11 +560,7 @@ class IlpModel:
         if fmt is None:
             raise UsageError(Diagnostic("E814", f"cannot write the model as `{ext or path}`",
                                         None, ("use a path ending in .lp or .mps",)))
-        path = str(resolve_target(path))  # only a regular file is replaced (E622)
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".planner-", suffix=ext, dir=directory)
-        os.close(fd)
-        try:
+        with atomic_file(path, suffix=ext) as tmp:  # E622 and E623 as every output
             self.model.write(tmp, format=fmt, io_options={"symbolic_solver_labels": True})
             with open(tmp, encoding="utf-8") as f:
                 body = f.read()
@@ -573,10 +568,6 @@ class IlpModel:
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write("".join(f"{mark} {_comment_text(line)}\n" for line in self.legend()))
                 f.write(body)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
 
     def legend(self) -> list[str]:
         """Comment lines explaining the variables and naming units and devices."""
