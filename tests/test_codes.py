@@ -27,7 +27,6 @@ SHARED = {
     "E602": "no such plan: `--plan` of solve/simulate, of compare and of diff",
     "E612": "unknown executor: compare checks it before the sweep, the executor again",
     "E640": "contradicting options: `--json` with another `--format`, and `fmt`'s `-`",
-    "E814": "a model format the solver cannot write: ilp and cpsat",
     "E920": "invalid JSON: the Baechi and the `import json` readers",
     "E922": "a malformed imported JSON graph: the Baechi and the `import json` readers",
     "E930": "an invalid option of any generator or importer",
@@ -71,7 +70,9 @@ HOMES = {
     "5": ("plan.py", "cli", "io/stages.py"),
     "6": ("cli/", "compare/", "algorithms/__init__.py", "files.py"),
     "7": ("algorithms/",),
-    "8": ("algorithms/exact/", "algorithms/auto.py", "algorithms/infeasible.py"),
+    # the registry refuses a model format an exact solver cannot write (E814) before any work
+    "8": ("algorithms/exact/", "algorithms/auto.py", "algorithms/infeasible.py",
+          "algorithms/__init__.py"),
     "9": ("io/", "generate/", "workload/", "cli/io_commands.py"),
     "99": ("cli/guard.py",),
 }

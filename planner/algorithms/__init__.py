@@ -14,6 +14,7 @@ first use (`AlgorithmInfo.place`), so `planner check` never pays for OR-Tools or
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -22,12 +23,14 @@ from ..errors import Diagnostic, UsageError, did_you_mean
 from ..model import Problem
 from .base import TUNABLE, AlgorithmInfo, Interrupted, Options, Solution
 
-__all__ = ["ALGORITHMS", "TUNABLE", "AlgorithmInfo", "Options", "Solution", "check_objective",
-           "compare_defaults", "completions", "constructive", "display_name", "get", "names",
-           "run", "serving", "taking"]
+__all__ = ["ALGORITHMS", "TUNABLE", "AlgorithmInfo", "Options", "Solution", "check_emit",
+           "check_objective", "compare_defaults", "completions", "constructive", "display_name",
+           "get", "names", "run", "serving", "taking"]
 
 _A = "planner.algorithms."
 _EXACT = ("time_limit_s", "gap", "emit")
+#: the MILPs' model files (Pyomo's writers)
+_LP_FILES = (".lp", ".mps")
 _LIST = "Topcuoglu, Hariri, Wu, IEEE TPDS 2002"
 _BAECHI = "Jeon et al., Baechi, SoCC 2020"
 #: planned for `objective pipeline` alone (their figures are a pipeline's)
@@ -73,7 +76,7 @@ ALGORITHMS: Mapping[str, AlgorithmInfo] = _table(
                   "as an ILP (Pyomo; HiGHS), warm-started by pipedp", options=(*_EXACT, "solver"),
                   exact=True, needs_solver=True, citation="Chen et al., sublinear memory cost "
                   "(recomputation), 2016; bottleneck assignment as a MILP",
-                  objectives=_PIPELINE),
+                  objectives=_PIPELINE, emits=_LP_FILES),
     AlgorithmInfo("hybrid", _A + "pipehybrid", "pipeline stages replicated over groups of "
                   "devices (data parallelism inside a stage), by dynamic programming over "
                   "units and devices used, judged by the simulated iteration",
@@ -95,12 +98,12 @@ ALGORITHMS: Mapping[str, AlgorithmInfo] = _table(
     AlgorithmInfo("cpsat", _A + "exact.cpsat", "exact CP-SAT model (OR-Tools): intervals, "
                   "NoOverlap per device, m-SCT hints", display="CP-SAT", options=_EXACT,
                   exact=True, citation="Perron & Didier, CP-SAT (OR-Tools); flexible job shop "
-                  "with transfer delays", objectives=_ONE_PASS),
+                  "with transfer delays", objectives=_ONE_PASS, emits=(".pbtxt", ".txt")),
     AlgorithmInfo("ilp", _A + "exact.ilp", "exact MILP (Pyomo; HiGHS, CBC, GLPK or any Pyomo "
                   "solver), warm-started by the best heuristic", display="ILP",
                   options=(*_EXACT, "solver"), exact=True, needs_solver=True,
                   citation="continuous-time MILP with disjunctive pairs (Manne 1960); big-M "
-                  "from a warm start", objectives=_ONE_PASS),
+                  "from a warm start", objectives=_ONE_PASS, emits=_LP_FILES),
 )
 
 
@@ -169,16 +172,38 @@ def completions(prefix: str = "") -> list[tuple[str, str]]:
     return [(n, info.summary) for n, info in ALGORITHMS.items() if n.startswith(prefix)]
 
 
+def check_emit(name: str, path: str | None) -> None:
+    """`UsageError` E814 when algorithm `name` writes no model file with `path`'s ending
+    (`AlgorithmInfo.emits`; `--emit`), before any work. An algorithm that writes no model
+    ignores `path`, as it ignores the other options it does not take."""
+    info = get(name)
+    if path is None or not info.emits:
+        return
+    ending = os.path.splitext(path)[1].lower()
+    if ending in info.emits:
+        return
+    others = [n for n, i in ALGORITHMS.items()  # one that writes it, for the same objectives
+              if ending and ending in i.emits and set(i.objectives) & set(info.objectives)]
+    hint = f"use a path ending in {' or '.join(info.emits)}"
+    if others:
+        hint += f" (or --algo {others[0]}, which writes {ending})"
+    raise UsageError(Diagnostic(
+        "E814", f"{display_name(name)} cannot write its model as `{ending or path}`", None,
+        (hint,)))
+
+
 def run(name: str, problem: Problem, options: Options | None = None) -> Solution:
     """Run algorithm `name` on `problem`; `Solution.planning_s` is its wall time alone.
 
-    Raises `UsageError` E625 when the algorithm does not plan for the problem's objective,
+    Raises `UsageError` E625 when the algorithm does not plan for the problem's objective
+    and E814 when it cannot write `Options.emit`'s format (both before any work),
     `InfeasibleError` when no plan satisfies the memory caps and pins, and `Interrupted` on
     Ctrl-C, its solution (if any) timed the same way.
     """
-    check_objective(name, problem)
-    place = get(name).place
     options = options or Options()
+    check_objective(name, problem)
+    check_emit(name, options.emit)
+    place = get(name).place
     t0 = time.perf_counter()
     try:
         out = place(problem, options)

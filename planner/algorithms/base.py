@@ -121,6 +121,9 @@ class AlgorithmInfo:
     #: (the pipeline's memory included); an exact solver of one pass does not list it, as
     #: its `optimal` and bound would be one pass's, not the pipeline's
     objectives: tuple[str, ...] = ("makespan", "pipeline")
+    #: the endings of the model files it writes (`--emit`; `options` then has `emit`); any
+    #: other is refused before any work (E814, `planner.algorithms.check_emit`)
+    emits: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = [o for o in self.options if o not in TUNABLE]
@@ -131,6 +134,8 @@ class AlgorithmInfo:
                    if o not in self.options]
         if "solver" in self.options and not self.needs_solver:
             missing.append("solver is only for needs_solver")
+        if ("emit" in self.options) != bool(self.emits):
+            missing.append("emit and emits go together")
         if not self.objectives or not set(self.objectives) <= set(OBJECTIVES):
             missing.append(f"objectives {self.objectives} are not some of {OBJECTIVES}")
         if unknown or missing:

@@ -46,6 +46,7 @@ from typer.core import TyperGroup
 
 from .. import algorithms
 from ..algorithms import completions, names, taking
+from ..algorithms import get as get_algorithm
 from ..algorithms.base import Interrupted
 from ..codes import CODES, describe
 from ..errors import (
@@ -224,7 +225,18 @@ _HELP_GAP = ("Stop exact solvers at this relative gap, in the solver's own measu
              f"({', '.join(taking('gap'))}). [default: 1e-06]")
 _HELP_SOLVER = (f"ILP back-end ({_only(taking('solver'))}): highs, cbc, glpk, or any Pyomo "
                 "solver name. [default: highs]")
-_HELP_EMIT = f"Write the exact model (.lp or .mps; {', '.join(taking('emit'))})."
+
+
+def _help_emit() -> str:
+    """`--emit`'s help: each model file format, with the algorithms that write it."""
+    writers: dict[tuple[str, ...], list[str]] = {}
+    for name in taking("emit"):
+        writers.setdefault(get_algorithm(name).emits, []).append(name)
+    return "Write the exact model: " + "; ".join(
+        f"{' or '.join(ends)} ({', '.join(algos)})" for ends, algos in writers.items()) + "."
+
+
+_HELP_EMIT = _help_emit()
 _HELP_SEED = f"Seed for --algo {_and(sorted(taking('seed')))}."  # alphabetical, as it read
 
 

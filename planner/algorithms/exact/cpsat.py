@@ -51,7 +51,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -399,12 +398,8 @@ class CpsatModel:
             mdl.add_hint(var, held_temp(inst, dev_of_unit, d))
 
     def emit(self, path: str) -> None:
-        """Write the CP-SAT model as a text protocol buffer (`.txt`, `.pbtxt`)."""
-        if not path.endswith((".txt", ".pbtxt")):
-            ext = os.path.splitext(path)[1] or path
-            raise UsageError(Diagnostic(
-                "E814", f"cpsat writes its model as a text protocol buffer, not `{ext}`", None,
-                ("use a path ending in .pbtxt (or --algo ilp for .lp and .mps)",)))
+        """Write the CP-SAT model as a text protocol buffer (`.pbtxt` or `.txt`: the
+        endings `algorithms.check_emit` lets through)."""
         # E622 and E623 as every output; the suffix makes OR-Tools write text
         with atomic_file(path, suffix=".pbtxt") as tmp:
             if not self.model.export_to_file(tmp):

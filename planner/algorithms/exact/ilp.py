@@ -68,7 +68,6 @@ from types import MappingProxyType
 from typing import Any
 
 from ...cost import INF
-from ...errors import Diagnostic, UsageError
 from ...files import atomic_file
 from ...model import Problem
 from ..base import Interrupted, Options, Solution
@@ -556,10 +555,7 @@ class IlpModel:
     def emit(self, path: str) -> None:
         """Write the model to `path` (`.lp` or `.mps`), with a legend of indices to names."""
         ext = os.path.splitext(path)[1].lower()
-        fmt = {".lp": "lp", ".mps": "mps"}.get(ext)
-        if fmt is None:
-            raise UsageError(Diagnostic("E814", f"cannot write the model as `{ext or path}`",
-                                        None, ("use a path ending in .lp or .mps",)))
+        fmt = ext[1:]  # .lp or .mps: `algorithms.check_emit` refused any other before the work
         with atomic_file(path, suffix=ext) as tmp:  # E622 and E623 as every output
             self.model.write(tmp, format=fmt, io_options={"symbolic_solver_labels": True})
             with open(tmp, encoding="utf-8") as f:
