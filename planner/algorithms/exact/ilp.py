@@ -90,6 +90,8 @@ log = logging.getLogger("planner")
 
 #: a tiny slack on `U` so a warm start timed in floats never misses its own bound
 _UB_SLACK = 1e-9
+#: the build reads the clock every this many rows of its two largest families
+_CHECK_EVERY = 4096
 
 #: the row families, one ConstraintList each, in the order the model file lists them
 ROW_FAMILIES = ("assign", "nolink", "transfer", "copy", "precedence", "same", "order",
@@ -132,6 +134,14 @@ def chosen_device(x: Mapping[tuple[int, int], Any], u: int, allowed: Sequence[in
     return d
 
 
+class OutOfTime(Exception):
+    """The build passed its deadline (`IlpModel.build`), with `rows` rows built."""
+
+    def __init__(self, rows: int) -> None:
+        super().__init__(f"{rows} rows built")
+        self.rows = rows
+
+
 class IlpModel:
     """A built Pyomo model and the handles needed to seed it and read its answer."""
 
@@ -157,12 +167,16 @@ class IlpModel:
         self._win = Windows((), (), (), 0.0)
         self._proc: list[list[float]] = []
         self._add: dict[str, Any] = {}
+        self._deadline: float | None = None
 
     # -- building -----------------------------------------------------------------------
 
-    def build(self) -> None:
+    def build(self, deadline: float | None = None) -> None:
         """Build the Pyomo model: the variables, then each row family of `families.py`
-        in turn (the module docstring lists every row)."""
+        in turn (the module docstring lists every row). Raises `OutOfTime` once
+        `time.perf_counter()` passes `deadline`, checked between families and every
+        `_CHECK_EVERY` rows of the two largest (a model of millions of rows takes minutes)."""
+        self._deadline = deadline
         pyo = backends.import_pyomo()
         # lazy: start-up (Pyomo, loaded by `import_pyomo` just above)
         from pyomo.core.expr.numeric_expr import LinearExpression
@@ -182,13 +196,23 @@ class IlpModel:
             mdl.add_component(name, pyo.ConstraintList())
         self._add = {name: getattr(mdl, name).add for name in ROW_FAMILIES}
         self._assignment(fam)
+        self._in_time()
         delay = self._transfers(pyo, fam)
+        self._in_time()
         self._precedence(fam, delay)
+        self._in_time()
         self._ordering(pyo)
+        self._in_time()
         self._memory(pyo, fam)
         self._makespan(fam)
         self._symmetry(fam)
         mdl.obj = pyo.Objective(expr=mdl.C, sense=pyo.minimize)
+
+    def _in_time(self, rows: int = 0) -> None:
+        """Raise `OutOfTime` when the build's deadline has passed (`rows`: the rows a hot
+        loop has added and not yet counted in `n_rows`)."""
+        if self._deadline is not None and time.perf_counter() > self._deadline:
+            raise OutOfTime(self.n_rows + rows)
 
     def _declare(self, pyo: Any, fam: Families) -> None:
         """x_ud per unit with a choice; s_i within its window; LB ≤ C ≤ U."""
@@ -360,6 +384,8 @@ class IlpModel:
                     add((-1.0, linear(constant=0.0, linear_coefs=[1.0, -1.0, -1.0],
                                       linear_vars=[zv, x[(u, d)], x[(v, d)]]), None))
                     rows += 1
+                    if not rows % _CHECK_EVERY:
+                        self._in_time(rows)
         self.n_rows += rows
 
     def _same(self, ui: int, uj: int) -> Term | None:
@@ -427,6 +453,8 @@ class IlpModel:
                 add((-pc + rhs, linear(constant=pc, linear_coefs=coefs, linear_vars=vars_),
                      None))
                 rows += 1
+                if not rows % _CHECK_EVERY:
+                    self._in_time(rows)
         self.n_rows += rows
 
     def _memory(self, pyo: Any, fam: Families) -> None:
@@ -614,6 +642,16 @@ def place(problem: Problem, options: Options) -> Solution:
              "reason": "interrupted before the solver answered"}))) from None
 
 
+def _no_time(inst: Instance, warm: Warm, options: Options, lower: float, build_s: float,
+             why: str, rows: int) -> Solution:
+    """The warm start, the solver skipped: the time limit ran out while the model was built."""
+    return conclude(
+        inst, warm, algorithm="ilp", solver=options.solver, outcome="skipped",
+        message=f"no solver time left in --time-limit {options.time_limit_s:g} s: {why}",
+        placement=None, key=None, solver_bound_s=None, lower_s=lower, build_s=build_s,
+        solve_s=0.0, tolerance=options.gap, extra={"rows": rows})
+
+
 def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Solution:
     progress = options.progress
     lower = lower_bound_s(inst)
@@ -622,12 +660,23 @@ def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Soluti
         progress(0.05, "building the ILP")
     t_build = time.perf_counter()
     ilp = IlpModel(inst, upper, lower)
-    ilp.build()
+    # the limit bounds the build as well (`--emit` asks for the whole model)
+    deadline = None if options.emit else clock.t0 + clock.limit
+    try:
+        ilp.build(deadline)
+    except OutOfTime as late:
+        return _no_time(inst, warm, options, lower, time.perf_counter() - t_build,
+                        f"the model was still being built ({late.rows:,} rows) when it ran "
+                        "out", late.rows)
     if warm.usable:
         ilp.seed(warm)
     build_s = time.perf_counter() - t_build
     if options.emit:
         ilp.emit(options.emit)
+    elif clock.elapsed() >= clock.limit:
+        return _no_time(inst, warm, options, lower, build_s,
+                        f"building the model ({ilp.n_rows:,} rows) took the rest of it",
+                        ilp.n_rows)
     log.info("ilp: %d ops, %d devices: %d rows built in %.2f s", inst.n, inst.m, ilp.n_rows,
              build_s)
     if progress:
