@@ -36,8 +36,8 @@ from .watched import Watched, first_line
 log = logging.getLogger("planner")
 solver_log = logging.getLogger("planner.solver")
 
-#: the watchdog kills a child-process solver this long after its own limit T:
-#: WATCHDOG_GRACE_S + WATCHDOG_FRACTION * T
+#: the watchdog kills a child-process solver this long after its own limit T, and the
+#: ILP's build stops this long after `--time-limit` T: WATCHDOG_GRACE_S + WATCHDOG_FRACTION * T
 WATCHDOG_GRACE_S = 5.0
 WATCHDOG_FRACTION = 0.25
 
@@ -342,12 +342,19 @@ def _solver(prof: Profile, name: str, *, time_limit_s: float, gap: float, thread
     return opt, kwargs
 
 
+def overrun_grace_s(time_limit_s: float) -> float:
+    """How long past its limit `time_limit_s` a step that cannot stop itself is let run
+    before it is stopped: a killed child-process solver, the ILP's build. A short overrun
+    (a busy machine, a small model) is let finish, as the solver then gets its say."""
+    return WATCHDOG_GRACE_S + WATCHDOG_FRACTION * time_limit_s
+
+
 def _run_watched(opt: Any, model: Any, kwargs: dict[str, Any], name: str,
                  time_limit_s: float) -> Watched[Any] | Outcome:
     """Run `opt.solve` in a worker thread under the watchdog (`solve_pyomo`): the ended
     call (its results or exception), or the `error` outcome of a killed solver."""
     shell = not hasattr(opt, "config")  # a solver run as a child process
-    grace = WATCHDOG_GRACE_S + WATCHDOG_FRACTION * time_limit_s
+    grace = overrun_grace_s(time_limit_s)
     killed = False
     with quiet_stdout(), _private_tempdir() as folder, children.grouped():
         logfile = os.path.join(folder, f"{name}.log") if shell else None

@@ -644,7 +644,7 @@ def place(problem: Problem, options: Options) -> Solution:
 
 def _no_time(inst: Instance, warm: Warm, options: Options, lower: float, build_s: float,
              why: str, rows: int) -> Solution:
-    """The warm start, the solver skipped: the time limit ran out while the model was built."""
+    """The warm start, the solver skipped: the build ran past the time limit's grace."""
     return conclude(
         inst, warm, algorithm="ilp", solver=options.solver, outcome="skipped",
         message=f"no solver time left in --time-limit {options.time_limit_s:g} s: {why}",
@@ -660,23 +660,21 @@ def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Soluti
         progress(0.05, "building the ILP")
     t_build = time.perf_counter()
     ilp = IlpModel(inst, upper, lower)
-    # the limit bounds the build as well (`--emit` asks for the whole model)
-    deadline = None if options.emit else clock.t0 + clock.limit
+    # the limit bounds the build as well, past the watchdog's grace: a build that ends a
+    # little late (a busy machine) still gets the solver (`--emit` asks for the whole model)
+    grace = backends.overrun_grace_s(clock.limit)
+    deadline = None if options.emit else clock.t0 + clock.limit + grace
     try:
         ilp.build(deadline)
     except OutOfTime as late:
         return _no_time(inst, warm, options, lower, time.perf_counter() - t_build,
-                        f"the model was still being built ({late.rows:,} rows) when it ran "
-                        "out", late.rows)
+                        f"the model was still being built ({late.rows:,} rows) {grace:.3g} s "
+                        "after it ran out", late.rows)
     if warm.usable:
         ilp.seed(warm)
     build_s = time.perf_counter() - t_build
     if options.emit:
         ilp.emit(options.emit)
-    elif clock.elapsed() >= clock.limit:
-        return _no_time(inst, warm, options, lower, build_s,
-                        f"building the model ({ilp.n_rows:,} rows) took the rest of it",
-                        ilp.n_rows)
     log.info("ilp: %d ops, %d devices: %d rows built in %.2f s", inst.n, inst.m, ilp.n_rows,
              build_s)
     if progress:
