@@ -46,7 +46,6 @@ from typer.core import TyperGroup
 
 from .. import algorithms
 from ..algorithms import completions, names, taking
-from ..algorithms import get as get_algorithm
 from ..algorithms.base import Interrupted
 from ..codes import CODES, describe
 from ..errors import (
@@ -231,7 +230,7 @@ def _help_emit() -> str:
     """`--emit`'s help: each model file format, with the algorithms that write it."""
     writers: dict[tuple[str, ...], list[str]] = {}
     for name in taking("emit"):
-        writers.setdefault(get_algorithm(name).emits, []).append(name)
+        writers.setdefault(algorithms.get(name).emits, []).append(name)
     return "Write the exact model: " + "; ".join(
         f"{' or '.join(ends)} ({', '.join(algos)})" for ends, algos in writers.items()) + "."
 
