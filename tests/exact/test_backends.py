@@ -88,3 +88,84 @@ def test_install_script_is_idempotent() -> None:
                          text=True, check=True)
     assert "already installed" in res.stderr
     assert res.stdout == ""
+
+
+def test_highs_gets_the_same_model_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `load_by` hands the rows over in chunks (to look at the clock between them): HiGHS must
+    # still get what Pyomo's `set_instance` gives it, column for column and row for row
+    from planner.algorithms.exact.common import lower_bound_s
+    from planner.algorithms.exact.ilp import IlpModel
+    from planner.algorithms.exact.instance import Instance
+
+    from .instances import layered_problem
+
+    inst = Instance(layered_problem(4, 12, 3))
+    ilp = IlpModel(inst, inst.horizon, lower_bound_s(inst))
+    ilp.build()
+    pyo = backends.import_pyomo()
+    whole = pyo.SolverFactory("appsi_highs")
+    whole.set_instance(ilp.model)
+    monkeypatch.setattr(backends, "LOAD_CHUNK", 7)
+    chunked = pyo.SolverFactory("appsi_highs")
+    backends._load_in_time(chunked, ilp.model, load_by=float("inf"))
+    a, b = whole._solver_model.getLp(), chunked._solver_model.getLp()
+    assert a.num_row_ == b.num_row_ == ilp.n_rows > 3 * 7
+    assert a.num_col_ == b.num_col_
+    for field in ("col_cost_", "col_lower_", "col_upper_", "row_lower_", "row_upper_",
+                  "integrality_"):
+        assert list(getattr(a, field)) == list(getattr(b, field)), field
+    for field in ("start_", "index_", "value_"):
+        assert list(getattr(a.a_matrix_, field)) == list(getattr(b.a_matrix_, field)), field
+    # and `solve` then takes the model as handed over: the same optimum, nothing re-read
+    results = chunked.solve(ilp.model, load_solutions=False)
+    assert str(results.solver.termination_condition) == "optimal"
+    assert whole.solve(ilp.model, load_solutions=False).problem.upper_bound == \
+        pytest.approx(results.problem.upper_bound, rel=1e-9)
+
+
+def test_a_load_past_its_deadline_stops_before_the_next_chunk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.algorithms.exact.common import lower_bound_s
+    from planner.algorithms.exact.ilp import IlpModel
+    from planner.algorithms.exact.instance import Instance
+
+    from .instances import layered_problem
+
+    inst = Instance(layered_problem(4, 12, 3))
+    ilp = IlpModel(inst, inst.horizon, lower_bound_s(inst))
+    ilp.build()
+    readings = iter(range(100))  # one second later at each look at the clock
+    monkeypatch.setattr(backends, "time", type("T", (), {
+        "perf_counter": staticmethod(lambda: float(next(readings)))}))
+    monkeypatch.setattr(backends, "LOAD_CHUNK", 5)
+    opt = backends.import_pyomo().SolverFactory("appsi_highs")
+    with pytest.raises(backends.LoadOverrun) as late:
+        backends._load_in_time(opt, ilp.model, load_by=2.5)  # looks at 0, 1 and 2 s go on
+    assert (late.value.rows, late.value.total) == (15, ilp.n_rows)
+    assert opt._solver_model.getLp().num_row_ == 15
+
+
+def test_the_hand_over_counts_inside_the_solvers_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.algorithms.exact.common import lower_bound_s
+    from planner.algorithms.exact.ilp import IlpModel
+    from planner.algorithms.exact.instance import Instance
+
+    from .instances import layered_problem
+
+    inst = Instance(layered_problem(4, 12, 3))
+    ilp = IlpModel(inst, inst.horizon, lower_bound_s(inst))
+    ilp.build()
+    chunks = -(-ilp.n_rows // 5)
+    readings = iter(range(1000))  # one second later at each look at the clock
+    monkeypatch.setattr(backends, "time", type("T", (), {
+        "perf_counter": staticmethod(lambda: float(next(readings)))}))
+    monkeypatch.setattr(backends, "LOAD_CHUNK", 5)
+    given: list[dict[str, object]] = []
+    monkeypatch.setattr(backends, "_run_watched", lambda opt, model, kwargs, *a: (
+        given.append(dict(kwargs["options"])), backends.Outcome("error", "stop"))[1])
+    outcome = backends.solve_pyomo(ilp.model, "highs", time_limit_s=100.0, gap=0.0, threads=1,
+                                   warm_start=False, load_by=1e9)
+    assert outcome.status == "error"
+    # read at the start, before each chunk, and at the end: chunks + 1 seconds went by
+    assert given == [{**given[0], "time_limit": 100.0 - (chunks + 1)}]
+    assert chunks > 3

@@ -80,6 +80,30 @@ def test_ilp_whose_limit_runs_out_while_building_skips_the_solver(
     assert "c_l_precedence(" in path.read_text()
 
 
+def test_ilp_whose_limit_runs_out_while_handing_the_model_to_highs_skips_the_solver(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # with the build bounded, gnmt8_small4 under --time-limit 200 still took 374 s: 117 s of
+    # build, then 182 s of handing 5.1 million rows to HiGHS (Pyomo walks each in Python)
+    # before HiGHS's own limit even started. That hand-over now has the build's deadline.
+    from planner.algorithms.exact import ilp
+
+    problem = random_problem(3, 10, 3)
+    _, best_s, best = rank(problem, Options()).best
+    build = ilp.IlpModel.build
+    monkeypatch.setattr(ilp.IlpModel, "build", lambda self, deadline=None: build(self, None))
+    monkeypatch.setattr(backends, "WATCHDOG_GRACE_S", 0.0)
+    ran: list[object] = []
+    monkeypatch.setattr(backends, "_run_watched", lambda *a: ran.append(a))
+    sol = run("ilp", problem, Options(time_limit_s=1e-6))
+    assert sol.status == "fallback" and not ran
+    assert sol.info["reason"].startswith(
+        "no solver time left in --time-limit 1e-06 s: the model was still being handed to "
+        f"highs (0 of {sol.info['rows']:,} rows)")
+    assert sol.info["rows"] > 0 and sol.info["solver_status"] == "skipped"
+    assert sol.plan.placement == best.placement
+    assert simulate(problem, sol.plan).makespan_s == best_s
+
+
 def test_ilp_whose_build_ends_a_little_late_still_runs_the_solver() -> None:
     # a busy machine: the heuristics and the build take the whole limit, not its grace
     problem = random_problem(3, 10, 3)

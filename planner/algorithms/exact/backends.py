@@ -22,6 +22,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,25 @@ WATCHDOG_GRACE_S = 5.0
 WATCHDOG_FRACTION = 0.25
 
 OutcomeStatus = Literal["optimal", "feasible", "infeasible", "nosolution", "error"]
+
+#: rows handed to an in-process solver between two looks at the clock (`load_by`)
+LOAD_CHUNK = 20_000
+#: what `solve` re-checks on a model it was given before: nothing, once `_load_in_time`
+#: has handed it over whole (walking millions of rows again would take minutes)
+_NO_UPDATES = ("check_for_new_or_removed_constraints", "check_for_new_or_removed_vars",
+               "check_for_new_or_removed_params", "check_for_new_objective",
+               "update_constraints", "update_vars", "update_params",
+               "update_named_expressions", "update_objective")
+
+
+class LoadOverrun(Exception):
+    """Handing a model to an in-process solver passed `solve_pyomo`'s `load_by`, with
+    `rows` of its `total` rows handed over."""
+
+    def __init__(self, rows: int, total: int) -> None:
+        super().__init__(f"{rows} of {total} rows handed over")
+        self.rows = rows
+        self.total = total
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,11 +307,18 @@ def solve_pyomo(
     warm_start: bool,
     seed: int = 0,
     options: Mapping[str, Any] | None = None,
+    load_by: float | None = None,
 ) -> Outcome:
     """Solve the Pyomo `model` with solver `name`; load the solution when there is one.
 
     `options` are passed to the solver beside its profile's (the pipeline ILP's node budget
     for HiGHS, `mip_max_nodes`), in the solver's own names.
+
+    `load_by` (a `time.perf_counter()` instant) bounds handing the model to an in-process
+    solver (HiGHS: Pyomo walks every row in Python, minutes for millions of rows), which
+    happens before its own time limit starts: past it, `LoadOverrun` is raised and no
+    solver runs; before it, the time it took comes off the solver's `time_limit_s`. A
+    child-process solver's model file is written under the watchdog.
 
     The time limit is passed as the solver's own option (never Pyomo's `timelimit=`), and
     the solve runs in a worker thread under a watchdog: when a child-process solver is
@@ -308,6 +335,13 @@ def solve_pyomo(
     opt, kwargs = _solver(prof, name, time_limit_s=time_limit_s, gap=gap, threads=threads,
                           warm_start=warm_start, seed=seed)
     kwargs["options"].update(options or {})
+    if load_by is not None and _persistent(opt):
+        t_load = time.perf_counter()
+        with quiet_stdout():
+            _load_in_time(opt, model, load_by)
+        if prof.time_limit:  # the hand-over counts inside the solver's limit
+            time_limit_s -= time.perf_counter() - t_load
+            kwargs["options"][prof.time_limit] = _limit_value(prof, time_limit_s)
     run = _run_watched(opt, model, kwargs, name, time_limit_s)
     if isinstance(run, Outcome):
         return run
@@ -324,8 +358,7 @@ def _solver(prof: Profile, name: str, *, time_limit_s: float, gap: float, thread
     opt = pyo.SolverFactory(prof.pyomo or name)
     options: dict[str, Any] = dict(prof.options)
     if prof.time_limit:
-        options[prof.time_limit] = (max(1, math.ceil(time_limit_s)) if prof.time_limit_integer
-                                    else max(0.01, time_limit_s))
+        options[prof.time_limit] = _limit_value(prof, time_limit_s)
     if prof.gap:
         options[prof.gap] = gap
     if prof.threads and threads > 0:
@@ -340,6 +373,45 @@ def _solver(prof: Profile, name: str, *, time_limit_s: float, gap: float, thread
         config.solver_output_logger = solver_log  # appsi: the log goes through logging
         config.log_level = logging.DEBUG
     return opt, kwargs
+
+
+def _limit_value(prof: Profile, time_limit_s: float) -> float:
+    """The value of `prof`'s time-limit option for `time_limit_s` (whole seconds, at least
+    1, for a solver that takes integers; at least 0.01 s)."""
+    return max(1, math.ceil(time_limit_s)) if prof.time_limit_integer else max(0.01, time_limit_s)
+
+
+def _persistent(opt: Any) -> bool:
+    """Whether `opt` is an in-process (Pyomo appsi) solver that keeps the model it is given."""
+    return hasattr(opt, "set_instance") and hasattr(opt, "update_config")
+
+
+def _load_in_time(opt: Any, model: Any, load_by: float) -> None:
+    """Hand `model` to the persistent solver `opt` as its `set_instance` would (the same
+    columns, rows and objective in the same order), `LOAD_CHUNK` rows at a time, raising
+    `LoadOverrun` once `time.perf_counter()` passes `load_by`; then tell `opt` that nothing
+    changes before its `solve`."""
+    pyo = import_pyomo()
+    rows = list(model.component_data_objects(pyo.Constraint, active=True, descend_into=True))
+    objective = next(model.component_data_objects(pyo.Objective, active=True,
+                                                  descend_into=True), None)
+    parts = [*model.component_objects(pyo.Constraint, active=True, descend_into=True),
+             *model.component_objects(pyo.Objective, active=True, descend_into=True)]
+    for part in parts:  # so that `set_instance` hands over the parameters alone
+        part.deactivate()
+    try:
+        opt.set_instance(model)
+    finally:
+        for part in parts:
+            part.activate()
+    for at in range(0, len(rows), LOAD_CHUNK):
+        if time.perf_counter() > load_by:
+            raise LoadOverrun(at, len(rows))
+        opt.add_constraints(rows[at:at + LOAD_CHUNK])
+    if objective is not None:
+        opt.set_objective(objective)
+    for flag in _NO_UPDATES:
+        setattr(opt.update_config, flag, False)
 
 
 def overrun_grace_s(time_limit_s: float) -> float:

@@ -663,9 +663,9 @@ def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Soluti
     # the limit bounds the build as well, past the watchdog's grace: a build that ends a
     # little late (a busy machine) still gets the solver (`--emit` asks for the whole model)
     grace = backends.overrun_grace_s(clock.limit)
-    deadline = None if options.emit else clock.t0 + clock.limit + grace
+    deadline = clock.t0 + clock.limit + grace
     try:
-        ilp.build(deadline)
+        ilp.build(None if options.emit else deadline)
     except OutOfTime as late:
         return _no_time(inst, warm, options, lower, time.perf_counter() - t_build,
                         f"the model was still being built ({late.rows:,} rows) {grace:.3g} s "
@@ -680,10 +680,15 @@ def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Soluti
     if progress:
         progress(0.1, f"solving with {options.solver}")
     t_solve = time.perf_counter()
-    outcome = backends.solve_pyomo(
-        ilp.model, options.solver, time_limit_s=clock.remaining(), gap=options.gap,
-        threads=backends.threads_for(options.solver), warm_start=warm.usable,
-        seed=options.seed)
+    try:  # handing the rows to HiGHS takes about as long as building them: the same deadline
+        outcome = backends.solve_pyomo(
+            ilp.model, options.solver, time_limit_s=clock.remaining(), gap=options.gap,
+            threads=backends.threads_for(options.solver), warm_start=warm.usable,
+            seed=options.seed, load_by=deadline)
+    except backends.LoadOverrun as late:
+        return _no_time(inst, warm, options, lower, build_s,
+                        f"the model was still being handed to {options.solver} ({late.rows:,} "
+                        f"of {late.total:,} rows) {grace:.3g} s after it ran out", ilp.n_rows)
     solve_s = time.perf_counter() - t_solve
     if progress:
         progress(1.0, f"{options.solver}: {outcome.status}")
