@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -90,9 +92,8 @@ def test_install_script_is_idempotent() -> None:
     assert res.stdout == ""
 
 
-def test_highs_gets_the_same_model_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    # `load_by` hands the rows over in chunks (to look at the clock between them): HiGHS must
-    # still get what Pyomo's `set_instance` gives it, column for column and row for row
+def _built_ilp() -> Any:
+    """A built ILP of a small layered DAG (a few hundred rows)."""
     from planner.algorithms.exact.common import lower_bound_s
     from planner.algorithms.exact.ilp import IlpModel
     from planner.algorithms.exact.instance import Instance
@@ -102,6 +103,20 @@ def test_highs_gets_the_same_model_a_chunk_at_a_time(monkeypatch: pytest.MonkeyP
     inst = Instance(layered_problem(4, 12, 3))
     ilp = IlpModel(inst, inst.horizon, lower_bound_s(inst))
     ilp.build()
+    return ilp
+
+
+def _ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`backends`' clock: one second later at each look."""
+    readings = iter(range(10**6))
+    monkeypatch.setattr(backends, "time", SimpleNamespace(
+        perf_counter=lambda: float(next(readings))))
+
+
+def test_highs_gets_the_same_model_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `load_by` hands the rows over in chunks (to look at the clock between them): HiGHS must
+    # still get what Pyomo's `set_instance` gives it, column for column and row for row
+    ilp = _built_ilp()
     pyo = backends.import_pyomo()
     whole = pyo.SolverFactory("appsi_highs")
     whole.set_instance(ilp.model)
@@ -125,18 +140,8 @@ def test_highs_gets_the_same_model_a_chunk_at_a_time(monkeypatch: pytest.MonkeyP
 
 def test_a_load_past_its_deadline_stops_before_the_next_chunk(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from planner.algorithms.exact.common import lower_bound_s
-    from planner.algorithms.exact.ilp import IlpModel
-    from planner.algorithms.exact.instance import Instance
-
-    from .instances import layered_problem
-
-    inst = Instance(layered_problem(4, 12, 3))
-    ilp = IlpModel(inst, inst.horizon, lower_bound_s(inst))
-    ilp.build()
-    readings = iter(range(100))  # one second later at each look at the clock
-    monkeypatch.setattr(backends, "time", type("T", (), {
-        "perf_counter": staticmethod(lambda: float(next(readings)))}))
+    ilp = _built_ilp()
+    _ticking_clock(monkeypatch)
     monkeypatch.setattr(backends, "LOAD_CHUNK", 5)
     opt = backends.import_pyomo().SolverFactory("appsi_highs")
     with pytest.raises(backends.LoadOverrun) as late:
@@ -146,23 +151,17 @@ def test_a_load_past_its_deadline_stops_before_the_next_chunk(
 
 
 def test_the_hand_over_counts_inside_the_solvers_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from planner.algorithms.exact.common import lower_bound_s
-    from planner.algorithms.exact.ilp import IlpModel
-    from planner.algorithms.exact.instance import Instance
-
-    from .instances import layered_problem
-
-    inst = Instance(layered_problem(4, 12, 3))
-    ilp = IlpModel(inst, inst.horizon, lower_bound_s(inst))
-    ilp.build()
+    ilp = _built_ilp()
     chunks = -(-ilp.n_rows // 5)
-    readings = iter(range(1000))  # one second later at each look at the clock
-    monkeypatch.setattr(backends, "time", type("T", (), {
-        "perf_counter": staticmethod(lambda: float(next(readings)))}))
+    _ticking_clock(monkeypatch)
     monkeypatch.setattr(backends, "LOAD_CHUNK", 5)
     given: list[dict[str, object]] = []
-    monkeypatch.setattr(backends, "_run_watched", lambda opt, model, kwargs, *a: (
-        given.append(dict(kwargs["options"])), backends.Outcome("error", "stop"))[1])
+
+    def solver_not_run(opt: Any, model: Any, kwargs: dict[str, Any], *_: Any) -> Any:
+        given.append(dict(kwargs["options"]))
+        return backends.Outcome("error", "not run")
+
+    monkeypatch.setattr(backends, "_run_watched", solver_not_run)
     outcome = backends.solve_pyomo(ilp.model, "highs", time_limit_s=100.0, gap=0.0, threads=1,
                                    warm_start=False, load_by=1e9)
     assert outcome.status == "error"
