@@ -140,7 +140,7 @@ def _crash(*_: object, **__: object) -> None:
     raise RuntimeError("the solver crashed\nsecond line")
 
 
-@pytest.mark.parametrize("algo", ["ilp", "cpsat"])
+@pytest.mark.parametrize("algo", ["ilp", "cpsat", "ilp-hand-over"])
 def test_a_solver_that_raises_in_its_thread_falls_back_with_the_reason(
         algo: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
     problem = random_problem(3, 10, 3)
@@ -150,6 +150,10 @@ def test_a_solver_that_raises_in_its_thread_falls_back_with_the_reason(
 
         monkeypatch.setattr(cp_model.CpSolver, "Solve", _crash)
         said = "CP-SAT failed: the solver crashed"
+    elif algo == "ilp-hand-over":  # raised while the rows go to HiGHS, before its thread
+        _need("highs")
+        monkeypatch.setattr(backends, "_load_in_time", _crash)
+        said, algo = "highs failed: the solver crashed", "ilp"
     else:
         _need("highs")
         chosen = backends._solver

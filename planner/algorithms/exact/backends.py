@@ -337,8 +337,13 @@ def solve_pyomo(
     kwargs["options"].update(options or {})
     if load_by is not None and _persistent(opt):
         t_load = time.perf_counter()
-        with quiet_stdout():
-            _load_in_time(opt, model, load_by)
+        try:
+            with quiet_stdout():
+                _load_in_time(opt, model, load_by)
+        except LoadOverrun:
+            raise
+        except Exception as err:  # noqa: BLE001 - as a failure inside `solve` would be
+            return Outcome("error", f"{name} failed: {first_line(err)}")
         if prof.time_limit:  # the hand-over counts inside the solver's limit
             time_limit_s -= time.perf_counter() - t_load
             kwargs["options"][prof.time_limit] = _limit_value(prof, time_limit_s)
