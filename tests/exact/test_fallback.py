@@ -100,6 +100,7 @@ def test_ilp_whose_limit_runs_out_while_handing_the_model_to_highs_skips_the_sol
         "no solver time left in --time-limit 1e-06 s: the model was still being handed to "
         f"highs (0 of {sol.info['rows']:,} rows)")
     assert sol.info["rows"] > 0 and sol.info["solver_status"] == "skipped"
+    assert sol.info["solve_s"] > 0.0  # the hand-over's time, as when the solver then runs
     assert sol.plan.placement == best.placement
     assert simulate(problem, sol.plan).makespan_s == best_s
 

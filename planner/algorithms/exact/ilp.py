@@ -643,13 +643,14 @@ def place(problem: Problem, options: Options) -> Solution:
 
 
 def _no_time(inst: Instance, warm: Warm, options: Options, lower: float, build_s: float,
-             why: str, rows: int) -> Solution:
-    """The warm start, the solver skipped: the build ran past the time limit's grace."""
+             why: str, rows: int, solve_s: float = 0.0) -> Solution:
+    """The warm start, the solver skipped: the build, or handing the model to the solver
+    (`solve_s`, as in a solve), ran past the time limit's grace."""
     return conclude(
         inst, warm, algorithm="ilp", solver=options.solver, outcome="skipped",
         message=f"no solver time left in --time-limit {options.time_limit_s:g} s: {why}",
         placement=None, key=None, solver_bound_s=None, lower_s=lower, build_s=build_s,
-        solve_s=0.0, tolerance=options.gap, extra={"rows": rows})
+        solve_s=solve_s, tolerance=options.gap, extra={"rows": rows})
 
 
 def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Solution:
@@ -688,7 +689,8 @@ def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Soluti
     except backends.LoadOverrun as late:
         return _no_time(inst, warm, options, lower, build_s,
                         f"the model was still being handed to {options.solver} ({late.rows:,} "
-                        f"of {late.total:,} rows) {grace:.3g} s after it ran out", ilp.n_rows)
+                        f"of {late.total:,} rows) {grace:.3g} s after it ran out", ilp.n_rows,
+                        time.perf_counter() - t_solve)
     solve_s = time.perf_counter() - t_solve
     if progress:
         progress(1.0, f"{options.solver}: {outcome.status}")
