@@ -135,7 +135,8 @@ def test_to_json_is_plain_and_ordered() -> None:
     b = lower_bound(load("op a { time 1 ms }"))
     assert list(b.to_json()) == ["makespan_s", "critical_path_s", "work_s", "min_devices",
                                  "constrained_path_s", "load_s", "memory_bytes",
-                                 "arrival_path_s", "memory_path_s", "forced_colocation_s"]
+                                 "arrival_path_s", "memory_path_s", "forced_colocation_s",
+                                 "ramp_s"]
 
 
 # -- properties -----------------------------------------------------------------------
@@ -190,7 +191,8 @@ def test_property_every_respecting_plan_is_above_every_bound(case: Case) -> None
     assert r.feasible
     b = lower_bound(p)
     assert b.makespan_s == max(b.critical_path_s, b.work_s, b.constrained_path_s, b.load_s,
-                               b.arrival_path_s, b.memory_path_s, b.forced_colocation_s)
+                               b.arrival_path_s, b.memory_path_s, b.forced_colocation_s,
+                               b.ramp_s)
     assert b.arrival_path_s >= b.constrained_path_s * (1 - 1e-12)
     assert b.constrained_path_s >= b.critical_path_s * (1 - 1e-12)
     assert b.load_s >= b.work_s * (1 - 1e-12)

@@ -63,6 +63,11 @@ no allowed device contributes nothing (no plan of it is valid).
   target glue their ends onto one device, where the glued ops run one after another
   (`planner.bounds.forced`, with its proof).
 
+- `ramp_s`: for a time `a`, the work that cannot be done before `a` (each op's least time
+  past its longest path in) runs after it on the devices; mirrored, the work that cannot
+  be left until after a time, on the reversed graph (`planner.bounds.ramp`, with its
+  proof). Devices idle while a narrow graph fills and drains.
+
 `makespan_s` is the largest of them. Memory: `memory_bytes` is a lower bound on the total
 bytes a plan's devices must hold together under the plan's memory model
 (`planner.facts`, `least_total_bytes`, proved there). `min_devices` is the
@@ -93,6 +98,7 @@ from ..facts import Facts, facts
 from ..model import Graph, Problem, derived
 from ..signals import shielded
 from .forced import forced_colocation_bound
+from .ramp import head_tail, ramp_bound
 
 __all__ = ["OPTIMAL_GAP", "Bounds", "lower_bound", "relative_gap"]
 
@@ -187,6 +193,10 @@ class Bounds:
     memory_path_s: float = 0.0
     #: the serial time of ops that edges too costly to cross glue onto one device
     forced_colocation_s: float = 0.0
+    #: a time plus the work that cannot be done before it, spread over the devices (or
+    #: mirrored: the work that cannot be left until after it): a graph's narrow start and
+    #: end idle devices
+    ramp_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict, fields in declaration order."""
@@ -253,10 +263,14 @@ def _lower_bound(problem: Problem) -> Bounds:
     load = max(_load_bound(problem, allowed), work)
     need, min_dev = _memory_bound(problem)
     memory_path = 0.0 if heaviest is None else _memory_path(problem, fastest, heaviest)
-    forced = forced_colocation_bound(problem, c, wmin, allowed)
-    best = max(critical, work, constrained, load, arrival, memory_path, forced)
+    # heads and tails: both bounds below are at most the path and the work with one device
+    # or no edges, where they are not computed
+    head, tail = head_tail(problem, wmin) if g.edges and m > 1 else ([0.0] * n, [0.0] * n)
+    forced = forced_colocation_bound(problem, c, wmin, allowed, head, tail)
+    ramp = ramp_bound(head, tail, wmin, m) if g.edges and m > 1 else 0.0
+    best = max(critical, work, constrained, load, arrival, memory_path, forced, ramp)
     return Bounds(best, critical, work, min_dev, constrained, load, need, arrival, memory_path,
-                  forced)
+                  forced, ramp)
 
 
 def _path_bytes(problem: Problem) -> list[float] | None:

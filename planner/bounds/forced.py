@@ -57,13 +57,14 @@ JACKSON_MAX_OPS = 5_000
 
 
 def forced_colocation_bound(problem: Problem, c: Costs, wmin: Sequence[float],
-                            allowed: Sequence[tuple[int, ...]]) -> float:
+                            allowed: Sequence[tuple[int, ...]], head: Sequence[float],
+                            tail: Sequence[float]) -> float:
     """`max over k of min(L_k, S_k)` (module docstring), its finite values only; 0.0 for a
-    graph without edges (the largest single unit is in `load_s` already)."""
+    graph without edges (the largest single unit is in `load_s` already). `head` and
+    `tail`: per op, as the docstring defines them (`ramp.head_tail`)."""
     g = problem.graph
     if not g.edges or not c.latency:
         return 0.0
-    head, tail = _head_tail(problem, wmin)
     crossing = _Crossings(c)
     lengths = sorted(((head[e.src] + wmin[e.src] + crossing(e.bytes, allowed[e.src],
                                                             allowed[e.dst])
@@ -177,28 +178,6 @@ class _Crossings:
             if not front or iv < front[-1][1]:
                 front.append((la, iv))
         return front
-
-
-def _head_tail(problem: Problem, wmin: Sequence[float]) -> tuple[list[float], list[float]]:
-    """Per op, the longest path of `wmin` into it and out of it, itself not counted."""
-    g = problem.graph
-    n = len(g.ops)
-    head, tail = [0.0] * n, [0.0] * n
-    order = g.topological_order
-    edges, succ = g.edges, g.successors
-    for i in order:
-        x = head[i] + wmin[i]
-        for k in succ[i]:
-            j = edges[k].dst
-            if x > head[j]:
-                head[j] = x
-    for i in reversed(order):
-        for k in succ[i]:
-            j = edges[k].dst
-            x = tail[j] + wmin[j]
-            if x > tail[i]:
-                tail[i] = x
-    return head, tail
 
 
 class _Groups:
