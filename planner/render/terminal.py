@@ -263,7 +263,7 @@ class SolveProgress:
 
     def line(self) -> str:
         """One line that fits 80 columns with the spinner: `auto · 3.2/10 s · search:
-        from metf · best 200.6 ms · bound 156.4 ms · gap 28.2%` (gap as everywhere:
+        from metf · best 200.6 ms · bound 168.6 ms · gap 18.9%` (gap as everywhere:
         (best - bound) / bound)."""
         elapsed = self.clock() - self.started
         parts = [self.algorithm, f"{elapsed:.1f}/{self.limit_s:g} s" if self.limit_s > 0
