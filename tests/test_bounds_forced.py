@@ -1,21 +1,16 @@
 """The forced-colocation bound (`planner.bounds.forced`, issue 28 item 4): hand-derived
-cases, and never above the optimum that CP-SAT proves without being told any of planner's
-bounds, on random small problems with large tensors, slow links, memory caps, pins and
-colocation groups."""
+cases (never above an optimum CP-SAT proves: `test_bounds_optima.py`)."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
 
 import planner
 from planner.algorithms import Options, run
-from planner.algorithms.exact import common, cpsat
 from planner.bounds import lower_bound
 from planner.bounds.forced import jackson_preemptive
-from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
 from planner.simulate import simulate
 
 MS = 1e-3
@@ -48,52 +43,6 @@ def test_when_the_glued_ops_do_not_fit_one_device_the_crossing_is_paid() -> None
     # edge crosses; the bound is then the cheapest path through a crossing: 1002+ ms
     b = lower_bound(planner.loads(FORK % "1 GiB").plan())
     assert b.forced_colocation_s >= 1.0
-
-
-def _random_problem(rng: random.Random) -> Problem:
-    n, m = rng.randint(2, 7), rng.randint(2, 3)
-    ops = tuple(Op(f"o{i}", rng.randint(1, 8) * 0.5 * MS,
-                   params_bytes=rng.choice((0, 0, 200, 400)) * 2**20,
-                   output_bytes=rng.choice((1, 50, 500, 2000)) * 2**20) for i in range(n))
-    pairs = sorted({(a, b) for a, b in (sorted(rng.sample(range(n), 2))
-                                        for _ in range(rng.randint(1, 2 * n)))})
-    edges = tuple(Edge(a, b, ops[a].output_bytes) for a, b in pairs)
-    groups = ((0, 1),) if n > 3 and rng.random() < 0.3 else ()
-    caps = rng.choice((1, 2, 8)) * 2**30
-    devices = tuple(Device(f"d{d}", caps, None, rng.choice((0.5, 1.0, 2.0)))
-                    for d in range(m))
-    links = tuple(Link(a, b, rng.choice((1e9, 10e9, 100e9)), rng.choice((0.0, 1e-4)))
-                  for a in range(m) for b in range(m) if a != b)
-    pins = {n - 1: 0} if rng.random() < 0.3 else {}
-    return Problem("p", Graph("g", ops, edges, groups), Cluster("c", devices, links),
-                   "static", "none", pins)
-
-
-@pytest.mark.slow
-def test_never_above_an_optimum_proved_without_planners_bounds(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # CP-SAT is given no bound of planner's (it takes `lower_bound_s` as a cut)
-    monkeypatch.setattr(common, "lower_bound_s", lambda inst: inst.trivial_bound)
-    monkeypatch.setattr(cpsat, "lower_bound_s", lambda inst: inst.trivial_bound)
-    rng = random.Random(2028)
-    proved = above_others = 0
-    for _ in range(200):
-        problem = _random_problem(rng)
-        b = lower_bound(problem)
-        try:
-            sol = run("cpsat", problem, Options(time_limit_s=20))
-        except planner.PlannerError:  # no valid plan: no optimum to compare with
-            continue
-        if sol.info.get("solver_status") != "optimal":
-            continue
-        proved += 1
-        optimum = sol.info["objective_s"]
-        assert b.forced_colocation_s <= optimum * (1 + 1e-9), (problem, b, optimum)
-        assert b.makespan_s <= optimum * (1 + 1e-9)
-        others = max(b.critical_path_s, b.work_s, b.constrained_path_s, b.load_s,
-                     b.arrival_path_s, b.memory_path_s)
-        above_others += b.forced_colocation_s > others * (1 + 1e-9)
-    assert proved >= 100 and above_others >= 10, (proved, above_others)
 
 
 @pytest.mark.parametrize(("jobs", "value"), [
