@@ -21,8 +21,9 @@ memory only delay ops, so the bound holds under every contention and memory mode
 
 Why: `work_s` lets every device work from time 0, `critical_path_s` lets one path run
 alone; a graph that widens slowly (an unrolled RNN's wavefront, a pipeline's fill) idles
-devices at its start and its end, which neither charges. `a = 0` gives `work_s`, and as
-`a` nears the longest path of `w` the value nears that path, so this is at least both; it
+devices at its start and its end, which neither charges. `a = 0` gives the work of `w`
+over the devices (at least `work_s`), and as `a` nears the longest path of `w` the value
+nears that path (at least `critical_path_s`), so this is at least both; it
 is the special case of Fernandez and Bussell's interval bound (1973) for the intervals that
 begin at 0 or end at `T`, where it needs no search over `T` (and where a device's speed,
 which stretches an op's run, weakens nothing). On `gnmt8_small4` it raises the bound from
