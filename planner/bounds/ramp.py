@@ -23,11 +23,11 @@ Why: `work_s` lets every device work from time 0, `critical_path_s` lets one pat
 alone; a graph that widens slowly (an unrolled RNN's wavefront, a pipeline's fill) idles
 devices at its start and its end, which neither charges. `a = 0` gives the work of `w`
 over the devices (at least `work_s`), and as `a` nears the longest path of `w` the value
-nears that path (at least `critical_path_s`), so this is at least both; it
-is the special case of Fernandez and Bussell's interval bound (1973) for the intervals that
-begin at 0 or end at `T`, where it needs no search over `T` (and where a device's speed,
-which stretches an op's run, weakens nothing). On `gnmt8_small4` it raises the bound from
-156.41 ms (the work) to 168.65 ms.
+nears that path (at least `critical_path_s`), so this is at least both; it is the special
+case of Fernandez and Bussell's interval bound (1973) for the intervals that begin at 0 or
+end at `T`, where it needs no search over `T` (and where a device's speed, which stretches
+an op's run, weakens nothing). On `gnmt8_small4` it raises the bound from 156.41 ms (the
+work) to 168.65 ms.
 
 `G` is piecewise linear with its corners at the heads and head-plus-`w`s, so the largest
 `a + G(a) / m` is at one of them or, in the limit, at the longest path's end: all corners
