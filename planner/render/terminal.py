@@ -262,8 +262,8 @@ class SolveProgress:
         self.best_s = best if self.best_s is None else min(self.best_s, best)
 
     def line(self) -> str:
-        """One line that fits 80 columns with the spinner: `auto · 3.2/10 s · search:
-        from metf · best 200.6 ms · bound 168.6 ms · gap 18.9%` (gap as everywhere:
+        """One line that fits 80 columns with the spinner: `auto · 2.9/10 s · search:
+        from heft · best 199.4 ms · bound 168.6 ms · gap 18.3%` (gap as everywhere:
         (best - bound) / bound)."""
         elapsed = self.clock() - self.started
         parts = [self.algorithm, f"{elapsed:.1f}/{self.limit_s:g} s" if self.limit_s > 0
