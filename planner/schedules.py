@@ -24,8 +24,8 @@ first); `1f1b`, the one that starts with a digit, has a terminal of its own in
 `grammar/plan.lark` (`SCHEDULE_1F1B`), which another such name would need too (or be
 written quoted). And the script `export torch --pipeline` writes gives torch's
 `ScheduleInterleaved1F1B` a rank's stages, any other class its one stage: a schedule of
-virtual stages run by another torch class needs that test (`io/torch_pipeline.py`'s
-template) widened.
+virtual stages run by another torch class needs that test (`io/pipeline_step.py-tpl`,
+the script's template) widened.
 """
 
 from __future__ import annotations

@@ -58,9 +58,9 @@ from ..io.torch_pipeline import (
     pipeline_document,
     pipeline_error,
     pipeline_export,
-    pipeline_script,
     summary,
 )
+from ..io.torch_pipeline_script import pipeline_script
 from ..model import CONTENTIONS, MEMORY_MODELS, Problem, Spec
 from ..roots import default_root, display_path, outside_root
 from ..spec.load import load_path, load_text

@@ -27,12 +27,8 @@ from unittest import mock
 import pytest
 
 from planner.io.codegen import GeneratedCodeError, docstring_text, fill, literal
-from planner.io.torch_pipeline import (
-    Cost,
-    TorchPipeline,
-    TorchStage,
-    pipeline_script,
-)
+from planner.io.torch_pipeline import Cost, TorchPipeline, TorchStage
+from planner.io.torch_pipeline_script import pipeline_script
 from planner.spec.names import valid_name
 
 from .helpers import invoke

@@ -18,7 +18,9 @@ TORCH_MODULES = {"planner.io.torch_import", "planner.io.torch_export",
                  "planner.io.torch_pipeline", "planner.io.torch_capture",
                  "planner.io.torch_device_map", "planner.io.torch_flops",
                  "planner.io.torch_load", "planner.io.torch_program",
-                 "planner.io.torch_units", "planner.io.torch_values"}
+                 "planner.io.torch_units", "planner.io.torch_values",
+                 "planner.io.torch_pipeline_script", "planner.io.torch_ranks",
+                 "planner.io.torch_split_points"}
 
 CHECK = """
 import importlib, pkgutil, sys

@@ -1,0 +1,204 @@
+"""A pipeline plan as a script: one pipelined step under torch.distributed.pipelining.
+
+`pipeline_script` writes a runnable script: every rank builds the model (seeded),
+`pipeline(module, mb_args=..., mb_kwargs=..., split_spec=...)`, `pipe.build_stage(...)` for
+its stage(s), the schedule with a loss, and one `schedule.step(...)`; under `torchrun`
+(env://) or, with `--spawn`, under `torch.multiprocessing.spawn` (gloo on the CPU with
+`--cpu`). Keyword inputs go as keywords, with those the importer's capture adds
+(`torch_capture.with_defaults`: `use_cache=False`); the last stage's flat tensors are
+rebuilt into the model's output (`torch.utils._pytree`, a Hugging Face ModelOutput) for the
+loss: the cross-entropy of its `logits`, or the user's `--loss`. `--check` compares the loss
+and gradients with the unpipelined model's, in eval mode unless `--mode` says otherwise, and
+prints what differs and by how much (exit status 1).
+
+The script's text is the template `pipeline_step.py-tpl` beside this module (Django's
+`.py-tpl`: Python that tools leave alone until it is filled). Where a plan with replicas
+(a 2-D mesh) gets other lines, a region holds both: `#<name>`, the lines of a plan without
+replicas, `#<hybrid>`, the hybrid script's, `#</name>`; `_script` keeps one side and
+takes the markers out. The placeholders (`__TARGET__`, ...) are filled by
+`codegen.fill`, each a literal or constant code.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .codegen import GeneratedCodeError, docstring_text, fill, literal
+from .torch_capture import with_defaults
+from .torch_import import Traced
+from .torch_load import Example
+from .torch_pipeline import SCHEDULE_CLASSES, TorchPipeline, mesh_ranks
+
+
+def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
+                    shapes: Sequence[str] = (), example: str | None = None,
+                    spec: str = "", name: str = "pipeline_step.py") -> str:
+    """A runnable script (file `name`) for one pipelined step of `target`, the model as
+    given to `planner import torch` with its `shapes` (`--input`) or `example` (the module
+    docstring; the script's own says how to run it)."""
+    stages = "".join(f"\n    {literal((s.rank, s.device, s.torch_device))},"
+                     for s in tp.stages)
+    split = "".join(f"\n    {literal(path)}: SplitPoint.BEGINNING," for path in tp.split_spec)
+    note = "" if tp.exact else (
+        "\nThe plan's own stages do not begin at modules; this is the nearest split that does "
+        f"({len(tp.moved)} op(s)\nmoved; `planner export torch --pipeline` says which).\n")
+    if tp.regrouped:
+        note += f"\nOn {tp.ranks} rank(s), not the plan's {tp.plan_ranks}: " + docstring_text(
+            tp.regrouped) + ".\n"
+    outputs = _outputs(traced)
+    values = {
+        "__TARGET__": literal(target),
+        "__INPUTS__": literal(list(shapes)),
+        "__EXAMPLE__": literal(example),
+        "__MICROBATCHES__": literal(tp.microbatches),
+        "__SPLIT_SPEC__": "{" + split + ("\n}" if split else "}"),
+        "__STAGES__": "[" + stages + "\n]",
+        "__TRAINING__": literal(tp.training),
+        "__OUTPUT_SHAPES__": literal(outputs.shapes),
+        "__OUTPUT_SPEC__": literal(outputs.spec),
+        "__LOGITS__": literal(outputs.logits),
+        "__CAPTURE_KWARGS__": literal(_capture_kwargs(traced)),
+        "__SCHEDULE__": SCHEDULE_CLASSES[tp.schedule],
+        "__RANKS__": literal(tp.ranks),
+        "__NSTAGES__": literal(len(tp.stages)),
+        "__ABOUT__": docstring_text(f"`{target}`"),
+        "__FROM__": docstring_text(f"plan `{tp.plan}`" + (f" of `{spec}`" if spec else "")),
+        "__NAME__": docstring_text(name),
+        "__NOTE__": note,
+        "__TIED__": literal(tied_parameters(traced.model)),
+        "__FLAT_TENSORS__": _flat_tensors_source(),
+    }
+    if not tp.replicas:
+        # one pass: a name holding a placeholder (a device `__FROM__0`) stays that text
+        return fill(_script(hybrid=False), values, name)
+    mesh = "".join(f"\n    {literal((r['pp'], r['dp'], r['device'], r['torch_device']))},"
+                   for r in mesh_ranks(tp))
+    values.update({"__DATA_PARALLEL__": literal(tp.data_parallel),
+                   "__MESH__": "[" + mesh + "\n]"})
+    return fill(_script(hybrid=True), values, name)
+
+
+def _flat_tensors_source() -> str:
+    """`torch_values.flat_tensors`'s source, for the script (which imports torch and `Any`
+    itself), read from its file: importing the module would import torch, which writing a
+    script does not need."""
+    path = Path(__file__).with_name("torch_values.py")
+    text = path.read_text(encoding="utf-8")
+    found = next(node for node in ast.parse(text).body
+                 if isinstance(node, ast.FunctionDef) and node.name == "flat_tensors")
+    source = ast.get_source_segment(text, found)
+    assert source is not None  # the node came from this text
+    return source + "\n"
+
+
+def tied_parameters(model: Any) -> list[tuple[list[str], list[int], str]]:
+    """Per parameter that `model` reaches under several names (tied weights: GPT-2's
+    `transformer.wte.weight` and `lm_head.weight`): the names, the one `named_parameters()`
+    keeps first, its shape and dtype; empty for a model that is not an `nn.Module` (a saved
+    program)."""
+    named = getattr(model, "named_parameters", None)
+    if named is None:
+        return []
+    names: dict[int, tuple[list[str], Any]] = {}
+    for name, p in named(remove_duplicate=False):
+        names.setdefault(id(p), ([], p))[0].append(name)
+    return [(group, list(p.shape), str(p.dtype).removeprefix("torch."))
+            for group, p in names.values() if len(group) > 1]
+
+
+def _capture_kwargs(traced: Traced) -> dict[str, Any]:
+    """The keyword inputs the importer's capture adds where the example leaves them out
+    (`torch_capture.with_defaults`: `use_cache=False` for a Hugging Face model), which the
+    script passes the same way. None under fx, which takes positional inputs only."""
+    if traced.method != "export":
+        return {}
+    # lazy: optional (the torch extra), and only for an exported graph: an fx one's script
+    # is written without torch (tests/hardening/test_generated_names.py)
+    import torch
+
+    if not isinstance(traced.model, torch.nn.Module):
+        return {}
+    added = with_defaults(traced.model, Example()).kwargs
+    return {k: v for k, v in added.items() if isinstance(v, (bool, int, float, str))}
+
+
+@dataclass(frozen=True, slots=True)
+class _Outputs:
+    """The model's output as the last stage returns it: flat tensors, their shapes, how
+    they make the model's output and which is `logits`."""
+
+    shapes: list[list[int] | None]
+    #: `torch.utils._pytree.treespec_dumps` of the output's structure (None: one tensor, or
+    #: a structure that does not serialise)
+    spec: str | None
+    logits: int | None
+
+
+def _outputs(traced: Traced) -> _Outputs:
+    """The model's outputs for one micro-batch (`_Outputs`): an exported graph returns its
+    flat outputs and keeps their structure in `_out_spec` (a ModelOutput's); an fx graph
+    returns the structure itself."""
+    output = next((n for n in traced.gm.graph.nodes if n.op == "output"), None)
+    if output is None:
+        return _Outputs([], None, None)
+    # lazy: optional (the torch extra), and only for an output: a script of a graph that
+    # has none is written without torch (tests/hardening/test_generated_names.py)
+    from torch.utils import _pytree
+
+    leaves, structure = _pytree.tree_flatten(output.args[0])
+    spec = getattr(traced.gm, "_out_spec", None) if traced.method == "export" else structure
+    if spec is None or spec.num_leaves != len(leaves):
+        spec = structure
+    names = [getattr(leaf, "name", "") for leaf in leaves]
+    shapes = [list(traced.shapes[n]) if n in traced.shapes else None for n in names]
+    try:
+        text = None if spec.is_leaf() else _pytree.treespec_dumps(spec)
+    except Exception:  # noqa: BLE001 - a type that pytree cannot serialise
+        text = None
+    return _Outputs(shapes, text, _logits_index(spec))
+
+
+def _logits_index(spec: Any) -> int | None:
+    """Where `logits` is among the flat outputs of a dict-like output (a ModelOutput)."""
+    if spec.is_leaf() or not issubclass(spec.type, dict) or "logits" not in (spec.context
+                                                                             or ()):
+        return None
+    at = 0
+    children = spec.children() if hasattr(spec, "children") else spec.children_specs
+    for key, child in zip(spec.context, children, strict=True):
+        if key == "logits":
+            return at if child.is_leaf() else None
+        at += child.num_leaves
+    return None
+
+
+#: a region of the template: `#<name>`, a plan without replicas' lines, `#<hybrid>`, a
+#: plan with replicas' lines, `#</name>` (either side may be empty)
+_REGION = re.compile(r"^#<(\w+)>\n(.*?)^#<hybrid>\n(.*?)^#</\1>\n", re.MULTILINE | re.DOTALL)
+#: a marker line that no region took out (a region written wrong)
+_MARKER = re.compile(r"^#</?\w+/?>$", re.MULTILINE)
+
+
+@functools.cache
+def _template() -> str:
+    return resources.files("planner.io").joinpath("pipeline_step.py-tpl").read_text("utf-8")
+
+
+def _script(hybrid: bool) -> str:
+    """The template with each region's lines for a plan with replicas (`hybrid`) or
+    without, the markers gone (GeneratedCodeError when a region is written wrong or
+    named twice: the template changed under `_REGION`)."""
+    text = _template()
+    names = [m.group(1) for m in _REGION.finditer(text)]
+    out = _REGION.sub(lambda m: m.group(3 if hybrid else 2), text)
+    if len(set(names)) != len(names) or _MARKER.search(out):
+        raise GeneratedCodeError(f"the pipeline script's template has a region written "
+                                 f"wrong or twice (regions: {names})")
+    return out
