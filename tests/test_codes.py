@@ -45,8 +45,12 @@ SHARED.update(dict.fromkeys(
      "E255", "E256", "E257", "E235", "E258", "E259"),
     "the same mistake in a spec (spec/) and in a Problem built in Python (api/, model.py)"))
 SHARED["E016"] = ("the `pipeline_copies` limit, checked where a pipeline's micro-batches are "
-                  "set: a spec (spec/lower.py), a compare point's --microbatches "
+                  "set: a spec (spec/lower/), a compare point's --microbatches "
                   "(compare/settings.py), a Problem built in Python (api/checks.py)")
+SHARED["E214"] = ("a plain number written with a unit: a block's attributes (spec/lower/attrs.py) "
+                  "and a pipeline's counts (spec/lower/plan.py)")
+SHARED["E947"] = ("a pipeline torch's schedules cannot run: the export's checks "
+                  "(io/torch_pipeline.py) and the regrouping on --ranks (io/torch_ranks.py)")
 SHARED["E625"] = ("an algorithm that does not plan for the objective: `solve` and the library "
                   "(algorithms/__init__.py), `compare` before its sweep (compare/sweep.py)")
 SHARED["E290"] = ("not a number: a builder's argument (api/builder.py) or a model field "
@@ -61,10 +65,10 @@ HOMES = {
     # limits on a graph's ops and edges and on plans are counted where the syntax tree is
     # lowered; "not a planner spec" is decided where a syntax error is; the limit on a
     # pipeline's copies wherever micro-batches are set (SHARED["E016"])
-    "0": ("spec/load.py", "errors.py", "cli", "spec/lower.py", "spec/syntax.py", "api/checks.py",
+    "0": ("spec/load.py", "errors.py", "cli", "spec/lower/", "spec/syntax.py", "api/checks.py",
           "compare/settings.py"),
     "1": ("spec/syntax.py", "spec/larkparse.py", "spec/fastparse.py", "api/"),
-    "2": ("spec/lower.py", "spec/names.py", "api/", "model.py"),
+    "2": ("spec/lower/", "spec/names.py", "api/", "model.py"),
     "3": ("facts.py",),
     "4": ("cli", "simulate.py"),
     "5": ("plan.py", "cli", "io/stages.py"),
