@@ -17,21 +17,8 @@ no allowed device contributes nothing (no plan of it is valid).
   and edge `i -> j` weighs 0 if `A(i)` and `A(j)` share a device, else the fastest
   `latency + bytes / bandwidth` from a device of `A(i)` to one of `A(j)`: then the tensor
   must cross, it cannot leave before `i` ends, and it carries at least the edge's bytes.
-- `load_s`: the assignment (load) bound. Treat each colocation group as one job `J` with
-  time `c_J(d)` = the sum of its members' times on `d ∈ A(J)`; every plan puts each job
-  on one allowed device, so its makespan is at least its busiest device's load, which is
-  at least the optimum `T*` of the fractional relaxation
-  `min T  s.t.  sum_d x_Jd = 1,  sum_J c_J(d) x_Jd <= T,  x >= 0`.
-  By LP duality, for every weight vector `y >= 0` with `sum_d y_d = 1`,
-  `sum_J min_{d ∈ A(J)} y_d c_J(d) <= T*` (multiply each load constraint by `y_d`, sum,
-  and bound each job's share by its cheapest device). We evaluate a few `y` (uniform,
-  which gives at least `work_s`; proportional to each device's throughput, which is exact
-  for related devices; one-hot, which gives the load of ops that can run only there) and
-  improve on them with Kelley's cutting planes (`_best_weights`), which in practice reach
-  the LP optimum. The bound is the exact value of the best `y` found, so it is valid even
-  where the search stops short. The relaxation may split a job across devices, so
-  `load_s` is also at least every job's time on its fastest allowed device (a colocation
-  group runs whole on one device).
+- `load_s`: the assignment bound: LP duality, and each colocation group whole on one
+  device (`planner.bounds.load`, with its proof).
 
 - `arrival_path_s`: per op `i` and allowed device `d`, a lower bound `EF(i, d)` on when
   `i` can finish if it runs on `d`: `ES(i, d) = max over edges p -> i of min over a in A(p)
@@ -46,18 +33,9 @@ no allowed device contributes nothing (no plan of it is valid).
   the paths above miss: an input pinned to a CPU behind a slow link delays every GPU op
   after it by the transfer, since running them on the CPU instead costs more.
 
-- `memory_path_s`: transfers forced by memory on a path. Take a path `v_1 -> ... -> v_k`
-  and any valid plan; cut the path into maximal runs of consecutive ops on one device. A
-  run lies on one device with the whole placement unit of each of its ops, so the least
-  bytes of those units together (`planner.facts`, under the plan's memory model) are at
-  most the largest device cap; and the tensor of the path edge between two runs crosses
-  devices, so the second run starts at least the edge's least transfer time (over the
-  distinct, linked device pairs its ends may use; no cut inside a unit) after the first
-  ends. So the path takes at least the sum of its ops' fastest times plus the cheapest
-  set of cuts that leaves every run within the largest cap (`_cheapest_cuts`, a sliding
-  window over the path, O(k log k)). It is evaluated on two paths: the critical path and
-  the path holding the most bytes; it exceeds `critical_path_s` only when memory forces a
-  path apart, e.g. a ResNet chain whose weights fill more than one device.
+- `memory_path_s`: transfers forced by memory on a path: the path's fastest times plus the
+  cheapest cuts that leave every run within the largest cap (`planner.bounds.memory`,
+  with its proof).
 
 - `forced_colocation_s`: edges whose crossing alone would make a path longer than a
   target glue their ends onto one device, where the glued ops run one after another
@@ -80,24 +58,23 @@ Twin: `planner.bounds._kernel` repeats the graph passes (`_passes`) for big grap
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
 import os
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import compiled
-from ..cost import INF, columns, costs, transfer_seconds
-from ..facts import Facts, facts
+from ..cost import INF, columns, costs
+from ..facts import facts
 from ..model import Graph, Problem, derived
 from ..signals import shielded
 from .forced import forced_colocation_bound
+from .load import allowed_mask, load_bound
+from .memory import back_path, heaviest_path, memory_bound, memory_path, path_bytes
 from .ramp import head_tail, ramp_bound
 
 __all__ = ["OPTIMAL_GAP", "Bounds", "lower_bound", "relative_gap"]
@@ -248,7 +225,7 @@ def _lower_bound(problem: Problem) -> Bounds:
         else:
             wmin[i] = min(row[d] for d in a) if a else 0.0
 
-    weight = _path_bytes(problem)  # the memory path's second path weighs bytes (or None)
+    weight = path_bytes(problem)  # the memory path's second path weighs bytes (or None)
     if _compiled(n):
         critical, constrained, arrival, heaviest = _compiled_passes(
             problem, fastest, wmin, allowed, weight)
@@ -258,185 +235,19 @@ def _lower_bound(problem: Problem) -> Bounds:
         constrained = _longest_path(problem, wmin, allowed, levels)
         arrival = _arrival_path(problem, levels)
         heaviest = None if weight is None else (
-            _heaviest_path(g, fastest), _heaviest_path(g, weight))
+            heaviest_path(g, fastest), heaviest_path(g, weight))
     work = math.fsum(fastest) / m
-    load = max(_load_bound(problem, allowed), work)
-    need, min_dev = _memory_bound(problem)
-    memory_path = 0.0 if heaviest is None else _memory_path(problem, fastest, heaviest)
+    load = max(load_bound(problem, allowed), work)
+    need, min_dev = memory_bound(problem)
+    on_path = 0.0 if heaviest is None else memory_path(problem, fastest, heaviest)
     # heads and tails: both bounds below are at most the path and the work with one device
     # or no edges, where they are not computed
     head, tail = head_tail(problem, wmin) if g.edges and m > 1 else ([0.0] * n, [0.0] * n)
     forced = forced_colocation_bound(problem, c, wmin, allowed, head, tail)
     ramp = ramp_bound(head, tail, wmin, m) if g.edges and m > 1 else 0.0
-    best = max(critical, work, constrained, load, arrival, memory_path, forced, ramp)
-    return Bounds(best, critical, work, min_dev, constrained, load, need, arrival, memory_path,
+    best = max(critical, work, constrained, load, arrival, on_path, forced, ramp)
+    return Bounds(best, critical, work, min_dev, constrained, load, need, arrival, on_path,
                   forced, ramp)
-
-
-def _path_bytes(problem: Problem) -> list[float] | None:
-    """The op weights of the memory path's path of most bytes (what an op's unit holds
-    for the whole step under the memory model); None when the whole graph fits on one
-    device, so that no cut is forced and `memory_path_s` is 0."""
-    f = facts(problem)
-    if f.least_total_bytes <= max(d.memory_bytes for d in problem.cluster.devices):
-        return None
-    ops = problem.graph.ops
-    if problem.memory_model == "liveness":
-        return [float(o.params_bytes) for o in ops]
-    return [float(o.params_bytes + o.output_bytes) for o in ops]
-
-
-def _memory_path(problem: Problem, fastest: list[float],
-                 paths: tuple[list[int], list[int]]) -> float:
-    """`memory_path_s` (module docstring): the critical path and the path of most bytes
-    (`paths`: `_heaviest_path` of `fastest` and of `_path_bytes`), each with the cheapest
-    cuts that memory forces on it."""
-    f = facts(problem)
-    cap = max(d.memory_bytes for d in problem.cluster.devices)
-    best = 0.0
-    parts = _unit_parts(problem, f)
-    for path in paths:
-        cuts = _cheapest_cuts(problem, path, cap, parts)
-        if cuts < INF:
-            best = max(best, math.fsum(fastest[i] for i in path) + cuts)
-    return best
-
-
-def _heaviest_path(g: Any, weight: list[float]) -> list[int]:
-    """The ops of a path of largest total `weight` (ties: the first found), in order."""
-    edges, pred = g.edges, g.predecessors
-    total = [0.0] * len(g.ops)
-    back = [-1] * len(g.ops)
-    for j in g.topological_order:
-        best, arg = 0.0, -1
-        for k in pred[j]:
-            i = edges[k].src
-            if total[i] > best or arg < 0:
-                best, arg = total[i], i
-        total[j], back[j] = best + weight[j], arg
-    return _back_path(np.array(total), np.array(back, dtype=np.int64))
-
-
-def _cheapest_cuts(problem: Problem, path: list[int], cap: int,
-                   part: list[tuple[int, int, int]]) -> float:
-    """Least total transfer time of cuts that split `path` into runs whose units fit `cap`
-    together (INF when a single op's units do not: no plan exists, `facts.proofs` says why);
-    `part`: `_unit_parts`.
-
-    `best[j]`: the cheapest cuts of `path[:j + 1]` with a run ending at `j`; a run may
-    start at `i` when the units of `path[i..j]` fit, and the smallest such `i` only grows
-    with `j`, so a sliding window (units counted in and out) and a monotone deque of
-    `start[i]` (the cost of having cut before `i`) give every `best[j]` in one pass.
-    """
-    f = facts(problem)
-    between = _cut_costs(problem, f, path)
-    count: dict[int, int] = {}
-    window = _Window(problem.memory_model)
-    start: list[float] = []
-    best: list[float] = []
-    lo = 0
-    deque: list[int] = []  # positions i in [lo, j], start[i] increasing
-    head = 0
-    for j, op in enumerate(path):
-        start.append(0.0 if j == 0 else best[j - 1] + between[j - 1])
-        while head < len(deque) and start[deque[-1]] >= start[j]:
-            deque.pop()
-        deque.append(j)
-        u = f.unit_of[op]
-        count[u] = count.get(u, 0) + 1
-        if count[u] == 1:
-            window.add(u, part[u])
-        while lo < j and window.need() > cap:
-            v = f.unit_of[path[lo]]
-            count[v] -= 1
-            if count[v] == 0:
-                window.remove(v, part[v])
-            lo += 1
-        if window.need() > cap:
-            return INF  # one op's units alone do not fit
-        while deque[head] < lo:
-            head += 1
-        best.append(start[deque[head]])
-    return best[-1] if best else 0.0
-
-
-def _cut_costs(problem: Problem, f: Facts, path: list[int]) -> list[float]:
-    """The path's edges: the cheapest transfer across each (INF where no cut is possible:
-    both ends in one unit)."""
-    c = costs(problem)
-    g = problem.graph
-    between: list[float] = []
-    # per pair of allowed sets, the distinct (latency, s/B) of their linked device pairs:
-    # the same minimum as `transfer_time` over every pair, without D² calls per edge
-    links: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[float, float]]] = {}
-    for a, b in itertools.pairwise(path):
-        if f.unit_of[a] == f.unit_of[b]:
-            between.append(INF)
-            continue
-        nbytes = min((g.edges[k].bytes for k in g.predecessors[b] if g.edges[k].src == a),
-                     default=0)
-        key = (f.allowed[a], f.allowed[b])
-        pairs = links.get(key)
-        if pairs is None:
-            pairs = links[key] = sorted({(c.latency[x][y], c.inv_bandwidth[x][y])
-                                         for x in key[0] for y in key[1]
-                                         if x != y and c.latency[x][y] < INF})
-        between.append(min((transfer_seconds(lat, inv, nbytes) for lat, inv in pairs),
-                           default=INF))
-    return between
-
-
-def _unit_parts(problem: Problem, f: Any) -> list[tuple[int, int, int]]:
-    """Per unit, what it adds to a device's least bytes (`facts._least_bytes`): (summed
-    part, its largest single buffer, its sinks' outputs); static memory has no sink part."""
-    ops, succ = problem.graph.ops, problem.graph.successors
-    liveness = problem.memory_model == "liveness"
-    parts = []
-    for members in f.units:
-        summed = peak = sinks = 0
-        for i in members:
-            o = ops[i]
-            if liveness:
-                summed += o.params_bytes
-                if f.fastest[i] > 0:
-                    peak = max(peak, o.output_bytes + o.temp_bytes)
-                if not succ[i]:
-                    sinks += o.output_bytes
-            else:
-                summed += o.params_bytes + o.output_bytes
-                peak = max(peak, o.temp_bytes)
-        parts.append((summed, peak, sinks))
-    return parts
-
-
-class _Window:
-    """The least bytes of a changing set of units: sums kept as totals, the largest buffer
-    by a heap whose entries of removed units are skipped."""
-
-    def __init__(self, memory_model: str) -> None:
-        self.summed = self.sinks = 0
-        self.heap: list[tuple[int, int]] = []
-        self.present: set[int] = set()
-        self.liveness = memory_model == "liveness"
-
-    def add(self, u: int, part: tuple[int, int, int]) -> None:
-        self.summed += part[0]
-        self.sinks += part[2]
-        self.present.add(u)
-        heapq.heappush(self.heap, (-part[1], u))
-
-    def remove(self, u: int, part: tuple[int, int, int]) -> None:
-        self.summed -= part[0]
-        self.sinks -= part[2]
-        self.present.discard(u)
-
-    def need(self) -> int:
-        while self.heap and self.heap[0][1] not in self.present:
-            heapq.heappop(self.heap)
-        peak = -self.heap[0][0] if self.heap else 0
-        if self.liveness:
-            return self.summed + max(peak, self.sinks)
-        return self.summed + peak
 
 
 @dataclass(frozen=True)
@@ -596,159 +407,11 @@ def _arrival_tables(problem: Problem, src: np.ndarray, dst: np.ndarray
     c = costs(problem)
     f = facts(problem)
     comp = np.array(c.compute, dtype=float).reshape(n, m)
-    ok = _allowed_mask(f.allowed, m)
+    ok = allowed_mask(f.allowed, m)
     lat = np.array(c.latency, dtype=float)
     inv = np.where(np.isinf(lat), 0.0, np.array(c.inv_bandwidth, dtype=float))
     unit = np.array(f.unit_of, dtype=np.int64)
     return ok, np.where(ok, comp, np.inf), lat, inv, unit[src] == unit[dst]
-
-
-def _allowed_mask(allowed: Sequence[tuple[int, ...]], m: int) -> np.ndarray:
-    """`ok[i, d]`: whether op `i` may run on device `d` (`allowed[i]` holds `d`); one row
-    per distinct allowed set, then indexed (an assignment per op costs 0.3 s at 100k)."""
-    distinct: dict[tuple[int, ...], int] = {}
-    which = [distinct.setdefault(a, len(distinct)) for a in allowed]
-    table = np.zeros((len(distinct), m), dtype=bool)
-    for a, k in distinct.items():
-        table[k, list(a)] = True
-    return table[np.array(which, dtype=np.int64)].reshape(len(allowed), m)
-
-
-def _load_bound(problem: Problem, allowed: list[tuple[int, ...]]) -> float:
-    """The assignment bound: the best LP-dual value found, or a job whole on one device."""
-    g = problem.graph
-    n, m = len(g.ops), len(problem.cluster.devices)
-    comp = np.array(costs(problem).compute, dtype=float).reshape(n, m)
-    ok = _allowed_mask(allowed, m)
-    cost = np.where(ok, comp, 0.0)
-    # one job per colocation group whose members share an allowed device
-    job = np.arange(n)
-    for group in g.colocations:
-        a = allowed[group[0]]
-        if a and all(allowed[i] == a for i in group):
-            job[list(group)] = group[0]
-    if g.colocations:
-        ids, job = np.unique(job, return_inverse=True)
-        summed = np.zeros((len(ids), m))
-        np.add.at(summed, job, cost)
-        # members of a merged group share one allowed set, so any member's row will do
-        member = np.zeros(len(ids), dtype=int)
-        member[job] = np.arange(n)
-        cost, ok = summed, ok[member]
-    keep = ok.any(axis=1) & (cost.max(axis=1) > 0)
-    cost, ok = cost[keep], ok[keep]
-    if not len(cost):
-        return 0.0
-    whole = float(np.where(ok, cost, INF).min(axis=1).max())
-    y = _best_weights(cost, ok)
-    # the bound is the exact dual value of y on every job: valid whatever y is
-    return max(_dual_value(cost, ok, y)[0], whole)
-
-
-def _dual_value(cost: np.ndarray, ok: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
-    """`sum_J min_{d in A(J)} y_d c_J(d)` and its supergradient (load of each device)."""
-    scaled = np.where(ok, cost * y, INF)
-    arg = scaled.argmin(axis=1)
-    rows = np.arange(len(arg))
-    grad = np.bincount(arg, weights=cost[rows, arg], minlength=cost.shape[1])
-    return float(scaled[rows, arg].sum()), grad
-
-
-#: Kelley's cutting-plane steps at most (`_best_weights`)
-_KELLEY_STEPS = 60
-
-
-def _best_weights(cost: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """Weights `y` on the simplex with a high dual value (Kelley's cutting planes).
-
-    The dual value is `f(y) = min over assignments a of g_a . y` (g_a: the device loads of
-    assignment a), concave and polyhedral. Each evaluation at `y_k` yields the cut
-    `f <= g_k . y`; the master problem `max_y min_k g_k . y` (a small matrix game, solved
-    by `_game`) proposes the next `y` and bounds the optimum from above, so the loop stops
-    when the gap closes. Jobs whose cost rows are proportional and share allowed devices
-    add up to one job, which usually leaves a handful of rows.
-    """
-    m = cost.shape[1]
-    scale = cost.max(axis=1)
-    shape = np.where(ok, np.round(cost / scale[:, None], 12), -1.0)
-    order = np.lexsort(shape.T[::-1])
-    ordered = shape[order]
-    new = np.ones(len(order), dtype=bool)
-    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
-    inverse = np.empty(len(order), dtype=np.int64)
-    inverse[order] = np.cumsum(new) - 1
-    rows = ordered[new]
-    weight = np.bincount(inverse, weights=scale, minlength=len(rows))
-    c_ok = rows >= 0
-    c_cost = np.where(c_ok, rows, 0.0) * weight[:, None]
-
-    totals = c_cost.sum(axis=0)
-    starts: list[np.ndarray] = [np.full(m, 1.0 / m), *np.eye(m)]
-    if (totals > 0).all() and np.isfinite(totals).all():
-        with np.errstate(over="ignore"):  # totals of a few 1e-320 s overflow: skipped
-            thr = 1.0 / totals  # exact for related devices (times proportional to 1/speed)
-        if np.isfinite(thr.sum()) and thr.sum() > 0:  # not with times at a float's limits
-            starts.append(thr / thr.sum())
-    cuts: list[np.ndarray] = []
-    best, best_y = -1.0, starts[0]
-    for y in starts:
-        v, grad = _dual_value(c_cost, c_ok, y)
-        cuts.append(grad)
-        if v > best:
-            best, best_y = v, y
-    for _ in range(_KELLEY_STEPS):
-        found = _game(np.array(cuts))
-        if found is None:
-            break
-        upper, y = found
-        v, grad = _dual_value(c_cost, c_ok, y)
-        if v > best:
-            best, best_y = v, y
-        if upper - best <= 1e-9 * upper:
-            break
-        cuts.append(grad)
-    return best_y
-
-
-def _game(payoff: np.ndarray) -> tuple[float, np.ndarray] | None:
-    """`max over y in the simplex of min_k (payoff @ y)_k` and its `y`, or None.
-
-    With a nonnegative payoff whose rows are not all zero, the value is `1 / max sum(w)`
-    over `payoff.T @ w <= 1, w >= 0` and `y` is that LP's dual solution, normalised. A
-    dense simplex with Bland's rule (sizes are tiny); None if it fails numerically.
-    """
-    top = float(payoff.max())
-    if top <= 0:
-        return None
-    a = payoff.T / top  # m x K, entries in [0, 1]
-    m, k = a.shape
-    tab = np.zeros((m + 1, k + m + 1))
-    tab[:m, :k] = a
-    tab[:m, k:k + m] = np.eye(m)
-    tab[:m, -1] = 1.0
-    tab[m, :k] = -1.0
-    basis = list(range(k, k + m))
-    eps = 1e-12
-    for _ in range(50 * (k + m)):
-        entering = next((j for j in range(k + m) if tab[m, j] < -eps), None)
-        if entering is None:
-            u = tab[m, k:k + m]
-            total = float(tab[m, -1])
-            if total <= 0 or u.sum() <= 0:
-                return None
-            y = np.maximum(u, 0.0)
-            return top / total, y / y.sum()
-        col = tab[:m, entering]
-        ratios = [(tab[i, -1] / col[i], basis[i], i) for i in range(m) if col[i] > eps]
-        if not ratios:
-            return None
-        row = min(ratios)[2]
-        tab[row] /= tab[row, entering]
-        for i in range(m + 1):
-            if i != row and tab[i, entering] != 0.0:
-                tab[i] -= tab[i, entering] * tab[row]
-        basis[row] = entering
-    return None
 
 
 def _compiled_passes(problem: Problem, fastest: list[float], wmin: list[float],
@@ -756,7 +419,7 @@ def _compiled_passes(problem: Problem, fastest: list[float], wmin: list[float],
                      ) -> tuple[float, float, float, tuple[list[int], list[int]] | None]:
     """The critical, constrained and arrival paths, and with `weight` the memory path's two
     heaviest paths, from the compiled walk (`_kernel.passes`): what `_longest_path`,
-    `_arrival_path` and `_heaviest_path` give."""
+    `_arrival_path` and `heaviest_path` give."""
     g = problem.graph
     n = len(g.ops)
     src, dst, nbytes = _edge_columns(g)
@@ -772,29 +435,5 @@ def _compiled_passes(problem: Problem, fastest: list[float], wmin: list[float],
         np.array(fastest), np.array(wmin), _forced_transfers(problem, allowed, src, dst),
         comp_ok, lat, inv, nbytes, same_unit, np.array(weight if heavy else fastest), heavy)
     arrival = _latest_finish(ok, ef)
-    paths = (_back_path(total_a, back_a), _back_path(total_b, back_b)) if heavy else None
+    paths = (back_path(total_a, back_a), back_path(total_b, back_b)) if heavy else None
     return float(critical), float(constrained), arrival, paths
-
-
-def _back_path(total: np.ndarray, back: np.ndarray) -> list[int]:
-    """The path ending at the first op of largest `total`, following `back`, in order."""
-    if not len(total):
-        return []
-    j = int(np.argmax(total))
-    path = []
-    while j >= 0:
-        path.append(j)
-        j = int(back[j])
-    return path[::-1]
-
-
-def _memory_bound(problem: Problem) -> tuple[int, int]:
-    """(least total bytes under the memory model, fewest devices whose caps could hold them)."""
-    need = facts(problem).least_total_bytes
-    caps = sorted((d.memory_bytes for d in problem.cluster.devices), reverse=True)
-    held = 0
-    for k, cap in enumerate(caps, 1):
-        held += cap
-        if held >= need:
-            return need, k if problem.graph.ops else 0
-    return need, len(caps) + 1

@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit  # type: ignore[import-untyped]
 
 
-# complex: a numba kernel that fuses `_longest_path`, `_arrival_path` and `_heaviest_path`
+# complex: a numba kernel that fuses `_longest_path`, `_arrival_path` and `memory.heaviest_path`
 # into one walk over each op's inputs; the fusion is the point, the references stay apart
 @njit(cache=True)
 def passes(topo, pred_ptr, pred_src, pred_edge, fastest, wmin, extra, comp_ok, lat, inv,
@@ -36,7 +36,7 @@ def passes(topo, pred_ptr, pred_src, pred_edge, fastest, wmin, extra, comp_ok, l
     transfer per edge; `lat`/`inv`: latency and seconds per byte (`inv` 0 where there is
     no link); `same_unit[e]`: edge `e`'s ends share a placement unit (no transfer between
     devices). Mirrors `bounds._longest_path`, `bounds._arrival_path` and
-    `bounds._heaviest_path`.
+    `bounds.memory.heaviest_path`.
     """
     n = topo.shape[0]
     m = lat.shape[0]
