@@ -376,12 +376,12 @@ def _times(path: Path) -> None:
 
 
 def _placement(path: Path) -> None:
-    from planner.cli import _read_placement  # the command line's own reader
+    from planner.cli.runs import read_placed  # the command line's own reader
     from planner.simulate import simulate
     from planner.spec.load import load_text
 
     problem = load_text(SURFACE_SPEC).spec.plan()
-    simulate(problem, _read_placement(problem, path))
+    simulate(problem, read_placed(problem, path)[0])
 
 
 def _diff(path: Path) -> None:

@@ -18,11 +18,13 @@ Data goes to stdout, diagnostics and logs to stderr. Every expected failure is a
 With `--json`, stdout carries one JSON envelope on every outcome (`JsonReport`).
 
 Every line of command-line code lives in this package: this module (the app, `check`,
-`fmt`, `simulate`, `solve`, `explain`), `guard` (errors to exit codes, the `--json`
-envelope), `options` (`--limit`, `--root`), `applies` (which `solve` options apply to which
-algorithm) and the sub-commands in modules of their own, imported only when they run
-(`LAZY_COMMANDS`): `compare`, `diff` (with `plandiff`), `fmt` and `io_commands` (`import`,
-`export`, `generate`). Only `planner/__main__.py` imports it. Imports marked
+`fmt`, `simulate`, `solve` and `explain`, their options), `runs` (what `simulate` and
+`solve` do once their options are read: the plan, the report, the exit status), `guard`
+(errors to exit codes, the `--json` envelope), `options` (`--limit`, `--root`), `applies`
+(which `solve` options apply to which algorithm) and the sub-commands in modules of their
+own, imported only when they run (`LAZY_COMMANDS`): `compare`, `diff` (with `plandiff`),
+`fmt` and `io_commands` (`import`, `export`, `generate`). Only `planner/__main__.py`
+imports it. Imports marked
 `# lazy: start-up` keep `--help` from loading Lark, and `--help`, `check` and `fmt` from
 loading numpy, process pools or the solvers (`tests/cli/test_startup.py`).
 """
@@ -30,27 +32,23 @@ loading numpy, process pools or the solvers (`tests/cli/test_startup.py`).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import importlib
-import json
 import logging
 import math
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
 from .. import algorithms
 from ..algorithms import completions, names, taking
-from ..algorithms.base import Interrupted
 from ..codes import CODES, describe
 from ..errors import (
     Diagnostic,
-    Severity,
     Span,
     SpecError,
     UsageError,
@@ -60,18 +58,15 @@ from ..errors import (
 )
 from ..files import check_outputs
 from ..model import Problem
-from ..plan import Plan, given_placement, load_plan, load_replicas
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
 from ..roots import display_path
 from ..signals import deferred, install
-from ..strictjson import loads as strict_loads
-from ..units import RANGES, format_seconds
+from ..units import RANGES
 from ..version import installed_version
 from . import fastexit
 from .applies import check_applicable
 from .guard import (
-    EXIT_INFEASIBLE,
     EXIT_INTERRUPTED,
     EXIT_INVALID,
     JsonReport,
@@ -79,20 +74,24 @@ from .guard import (
     checked_stdout,
     debug_enabled,
     guard,
-    interrupted_diagnostic,
     interrupted_exit,
     requested_format,
-    stdout_console,
     stdout_failed,
-    stdout_to_stderr,
 )
 from .options import LimitOption, RootOption
+from .runs import (
+    emit_result,
+    given_plan,
+    infeasible_exit,
+    pipeline_verdict,
+    place,
+    report_pipeline,
+    report_solution,
+    unrunnable_pipelines,
+    write_trace_file,
+)
 
 if TYPE_CHECKING:
-    from ..algorithms.base import Options, Solution
-    from ..bounds import Bounds
-    from ..report.views import PipelineView
-    from ..simulate import SimResult
     from ..spec.load import Loaded
 
 
@@ -367,7 +366,7 @@ def check(
             diags.extend(loaded.warnings)
             try:
                 diags.extend(plan_diagnostics(loaded.spec.plans.values(), loaded.locations))
-                diags.extend(_unrunnable_pipelines(loaded.spec.plans.values(),
+                diags.extend(unrunnable_pipelines(loaded.spec.plans.values(),
                                                    loaded.locations.plans))
             finally:
                 gc.unfreeze()  # the next file's model may replace it
@@ -433,172 +432,6 @@ def fmt(
 # ---- simulate / solve --------------------------------------------------------------------
 
 
-def _unrunnable_pipelines(problems: Iterable[Problem], where: Mapping[str, Span]
-                          ) -> list[Diagnostic]:
-    """W626 for each pipeline plan whose `place` and `pin` statements place every op in a
-    way torch's schedule cannot run (`planner.pipeline.runnable`), at the plan's name."""
-    out = []
-    for problem in problems:
-        pipeline, given = problem.pipeline, {**problem.placement, **problem.pins}
-        if pipeline is None or not pipeline.schedule_spec.torch_limited or len(given) < len(
-                problem.graph.ops):
-            continue
-        found = _refusal(problem, tuple(given[i] for i in range(len(problem.graph.ops))),
-                         where.get(problem.name))
-        out.extend([found] if found else [])
-    return out
-
-
-def _refusal(problem: Problem, placement: Sequence[int], span: Span | None
-             ) -> Diagnostic | None:
-    """W626 when torch's schedule cannot run `placement` as placed, else None."""
-    from ..pipeline.runnable import refusal  # lazy: start-up (numpy), pipeline plans only
-
-    found = refusal(problem, placement)
-    if found is None:
-        return None
-    why, change = found
-    return Diagnostic("W626", why, span, (change,), severity=Severity.WARNING)
-
-
-def _placement_from_spec(problem: Problem) -> Plan:
-    return Plan(given_placement(problem, "or pass --placement FILE"), algorithm="expert")
-
-
-def _given(loaded: Loaded, problem: Problem, placement: Path | None, stages: Path | None
-           ) -> tuple[Plan, Mapping[int, tuple[int, ...]]]:
-    """The plan `simulate` runs and its replicated stages' groups: a stages file's layout
-    (`io.stages`), a placement or plan file (a hybrid plan's `replicas` with it), or the
-    spec's `place`/`pin` statements."""
-    if stages is None:
-        return _read_placed(problem, placement) if placement else (
-            _placement_from_spec(problem), {})
-    if problem.pipeline is None:
-        raise UsageError(Diagnostic(
-            "E646", f"--stages gives a pipeline's stages, and plan `{problem.name}` has "
-            "`objective makespan`", loaded.locations.plans.get(problem.name),
-            (f"give plan `{problem.name}` `objective pipeline` (with its `microbatches`)",
-             "or simulate one pass of a placement: --placement FILE")))
-    from ..io.stages import read_stages  # lazy: start-up
-
-    layout = read_stages(problem, stages, display_path(stages.resolve()))
-    return layout.plan, layout.replicas
-
-
-def _read_placement(problem: Problem, path: Path) -> Plan:
-    return _read_placed(problem, path)[0]
-
-
-def _read_placed(problem: Problem, path: Path) -> tuple[Plan, dict[int, tuple[int, ...]]]:
-    """A placement file's plan, with a plan file's `replicas` (a hybrid pipeline's groups,
-    by representative device)."""
-    from ..spec.load import read_source  # lazy: start-up
-
-    shown = display_path(path.resolve())
-    text = read_source(path, shown)
-    try:  # keys given twice, integers too long, nesting too deep: all JSONDecodeError
-        data = strict_loads(text)
-    except json.JSONDecodeError as err:
-        raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
-                                   Span.at_json_error(shown, err))) from None
-    from ..io.device_map import looks_like_device_map, placement_from_device_map  # start-up
-
-    if looks_like_device_map(data):  # an accelerate device_map {module path: device}
-        return load_plan(problem, placement_from_device_map(problem, data, shown), shown), {}
-    read = load_plan(problem, data, shown)
-    return read, load_replicas(problem, data, read.placement, shown)
-
-
-def _emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
-                 extra_json: dict[str, Any],
-                 extra_rows: dict[str, str], info: Mapping[str, Any] | None = None
-                 ) -> tuple[SimResult, Bounds, float | None]:
-    """Simulate `plan`; put the report in `report.result` (--json) or print it. Returns the
-    simulation, the bounds as shown and the gap.
-
-    One bound and one status per plan (`verdict.plan_bound`, `verdict.standing`): the
-    bounds shown (`lower bound`, JSON `lower_bound_s`) are planner's, raised to the bound
-    the algorithm proved in `info`; the gap is the makespan's to it; and a status given in
-    `extra_json`/`extra_rows` becomes `optimal` when a feasible plan meets it.
-    """
-    # lazy: start-up (each loads numpy)
-    from ..algorithms.exact.verdict import plan_bound, standing
-    from ..bounds import relative_gap
-    from ..render.figures import format_gap
-    from ..render.report import report_json
-    from ..render.terminal import print_plan
-    from ..simulate import simulate
-
-    result = simulate(problem, plan)
-    bounds = _bounds(problem)
-    best = plan_bound(bounds.makespan_s, info or {})
-    if best != bounds.makespan_s:
-        bounds = dataclasses.replace(bounds, makespan_s=best)
-    gap = relative_gap(result.makespan_s, best) if result.feasible else None
-    for shown in (extra_json, extra_rows):  # one pass's bound: not a pipeline's optimum
-        if shown.get("status") == "feasible" and problem.pipeline is None:
-            shown["status"] = standing("feasible", gap)
-    if report.enabled:
-        obj = report_json(problem, result, bounds)
-        obj.update(extra_json)
-        obj["gap"] = gap
-        report.result = obj
-    if "gap" in extra_rows:
-        extra_rows = {**extra_rows, "gap": format_gap(gap)}
-    if report.output == "github":  # the annotations go to stdout, the plan to the log
-        from rich.console import Console  # lazy: start-up
-
-        print_plan(Console(stderr=True, soft_wrap=False), problem, result, bounds, extra_rows)
-    elif not report.enabled:
-        print_plan(stdout_console(), problem, result, bounds, extra_rows)
-    return result, bounds, gap
-
-
-def _report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: Bounds,
-                     memory_note: str = "", recompute: Sequence[str] = (),
-                     replicas: Mapping[str, Sequence[str]] | None = None,
-                     ) -> tuple[bool, PipelineView | None]:
-    """Under `objective pipeline`: the plan run as the pipeline (the devices named in
-    `recompute` recomputing their activations, the stages of `replicas`' devices on their
-    groups), next to one device, the uniform split and the makespan plan (`--json`: the
-    result's `pipeline`). Whether it fits the memory, and the view (for `--html`); None
-    under `objective makespan`."""
-    if problem.pipeline is None:
-        return True, None
-    # lazy: start-up
-    from ..render.pipeline import pipeline_json, pipeline_report
-    from ..report.pipeline import pipeline_view
-
-    view = pipeline_view(problem, plan.placement, plan.algorithm or "given",
-                         bounds.makespan_s, recompute, memory_note, replicas or {})
-    refused = _refusal(problem, plan.placement, None)
-    if refused is not None:  # what `export torch --pipeline` would refuse (E947)
-        report.diagnostics.append(refused)
-        if not report.enabled:
-            _eprint(render_all([refused]))
-    if report.enabled:
-        if report.result is not None:
-            report.result["pipeline"] = pipeline_json(problem, view.rows, view.bound,
-                                                      view.notes)
-    else:
-        stdout_console().print(pipeline_report(problem, view.rows, view.bound, view.notes))
-    return view.rows[-1].fits, view
-
-
-def _infeasible_exit(problem: Problem, result: SimResult, report: JsonReport) -> NoReturn:
-    head = (f"plan `{problem.name}` is infeasible: "
-            f"{len(result.violations)} violation(s)")
-    if report.enabled:  # the CI formats show each violation; the JSON has `violations`
-        listed = () if report.output == "json" else tuple(
-            f"{v.kind}: {v.message}" for v in result.violations[:50])
-        report.diagnostics.append(Diagnostic("E401", head, None, listed))
-    else:
-        lines = [f"error[E401]: {head}"]
-        lines += [f"  - {v.kind}: {v.message}" for v in result.violations[:50]]
-        _eprint("\n".join(lines))
-    raise typer.Exit(EXIT_INFEASIBLE)
-
-
 _HELP_STAGES = (
     "Under `objective pipeline`: simulate these stages instead (JSON: a list of {\"ops\": "
     "[op names], \"devices\": [device names]}, or `solve --json`'s output). A stage's ops "
@@ -632,18 +465,18 @@ def simulate(
         check_outputs({"--trace": trace})
         loaded = _load_noting(spec, report)
         problem = _problem(loaded, plan)
-        the_plan, groups = _given(loaded, problem, placement, stages)
+        the_plan, groups = given_plan(loaded, problem, placement, stages)
         from ..pipeline.hybrid import replica_names  # lazy: start-up
 
-        result, bounds, _ = _emit_result(problem, the_plan, report, extra_json={},
+        result, bounds, _ = emit_result(problem, the_plan, report, extra_json={},
                                          extra_rows={})
-        fits, _ = _report_pipeline(problem, the_plan, report, bounds,
+        fits, _ = report_pipeline(problem, the_plan, report, bounds,
                                    replicas=replica_names(problem, groups))
-        _write_trace(trace, problem, result)
+        write_trace_file(trace, problem, result)
         if problem.pipeline is not None:
-            _pipeline_verdict(problem, result, fits, report)
+            pipeline_verdict(problem, result, fits, report)
         elif not result.feasible:
-            _infeasible_exit(problem, result, report)
+            infeasible_exit(problem, result, report)
 
 
 @app.command()
@@ -693,159 +526,10 @@ def solve(
         options = algorithms.Options(seed=seed, time_limit_s=time_limit,
                           gap=1e-6 if gap is None else gap, solver=solver or "highs",
                           emit=str(emit) if emit else None)
-        solution = _place(algo, problem, options, report)
-        _report_solution(problem, algo, solution, report, out=out, html=html, trace=trace)
+        solution = place(algo, problem, options, report)
+        report_solution(problem, algo, solution, report, out=out, html=html, trace=trace)
         if solution.status == "interrupted":
             raise typer.Exit(EXIT_INTERRUPTED)
-
-
-def _place(algo: str, problem: Problem, options: Options, report: JsonReport) -> Solution:
-    """Run the algorithm; on Ctrl-C, the `interrupted` solution it holds, or exit 130."""
-    from ..render.terminal import SolveProgress, live_progress  # lazy: start-up
-
-    # the limit, shown as `elapsed/limit s`, of an algorithm that takes one (a heuristic runs
-    # to its end: its line shows the elapsed time alone)
-    info = algorithms.get(algo)
-    limit_s = options.time_limit_s if info.takes("time_limit_s") else 0.0
-    progress = SolveProgress(algo, len(problem.graph.ops), limit_s)
-    try:
-        with stdout_to_stderr(), live_progress(progress):
-            progress.bound_s = _bounds(problem).makespan_s
-            # the algorithm's module is imported before the line's clock starts, as `run`
-            # imports it before its own (`planning_s`): `auto`'s import (0.09 s idle, more
-            # on a loaded machine) was counted by the line, not by the planning time
-            importlib.import_module(info.module)
-            progress.begin()
-            # through the module: a test (or a caller) may replace `run`
-            return algorithms.run(algo, problem,
-                                  dataclasses.replace(options, progress=progress.update))
-    except Interrupted as stop:
-        if stop.solution is not None:
-            return dataclasses.replace(stop.solution, status="interrupted")
-        nothing = interrupted_diagnostic(None)
-    except KeyboardInterrupt:
-        nothing = interrupted_diagnostic(None)
-    if report.enabled:
-        report.diagnostics.append(nothing)
-    else:
-        _eprint(render_all([nothing]))
-    raise typer.Exit(EXIT_INTERRUPTED)
-
-
-def _report_solution(problem: Problem, algo: str, solution: Solution, report: JsonReport, *,
-                     out: Path | None, html: Path | None, trace: Path | None = None) -> None:
-    # lazy: start-up
-    from ..pipeline.hybrid import replica_groups
-    from ..render.terminal import fmt_info
-
-    info = dict(solution.info)
-    groups = replica_groups(problem, info)
-    if out is not None:
-        solution.plan.write(problem, str(out), groups)
-    status = _pipeline_status(problem, solution)
-    extra_json: dict[str, Any] = {
-        "algorithm": solution.plan.algorithm or algo,
-        "status": status,
-        "planning_s": solution.planning_s,
-        **{k: v for k, v in info.items() if _jsonable(v) and k != "gap"},
-    }
-    # a solver's objective only where a solver made the plan (not auto's heuristic or
-    # search phase, not `search`); the one bound is the `lower bound` line (`_emit_result`)
-    by_solver = "solver" in info and info.get("chosen", "cpsat") == "cpsat"
-    rows = {"algorithm": algo + (f" → {info['chosen']}" if info.get("chosen") else ""),
-            "status": status,
-            "planning time": format_seconds(solution.planning_s),
-            **fmt_info(info, ("solver", "objective_s") if by_solver else ()),
-            **({"gap": ""} if "gap" in info or "bound_s" in info else {}),
-            **fmt_info(info, ("reason", "data_parallel"))}
-    result, bounds, gap = _emit_result(problem, solution.plan, report, extra_json=extra_json,
-                                       extra_rows=rows, info=info)
-    fits, view = _report_pipeline(problem, solution.plan, report, bounds,
-                                  _split_note(info), info.get("recompute") or (),
-                                  info.get("replicas"))
-    if html is not None:
-        from ..render.figures import format_gap  # lazy: start-up
-        from ..render.html import write_plan_html  # lazy: start-up
-
-        write_plan_html(str(html), problem, result, extra={
-            "algorithm": rows["algorithm"], "status": rows["status"],
-            "lower bound": format_seconds(bounds.makespan_s), "gap": format_gap(gap),
-            "planning time": format_seconds(solution.planning_s)}, bound_s=bounds.makespan_s,
-            pipeline=view)
-    _write_trace(trace, problem, result)
-    if solution.status == "interrupted":
-        written = " and ".join(str(p) for p in (out, html, trace) if p is not None)
-        kept = interrupted_diagnostic("the best plan found so far is shown"
-                                      + (f" and written to {written}" if written else ""))
-        report.diagnostics.append(kept)
-        if not report.enabled:
-            _eprint(render_all([kept]))
-    if problem.pipeline is not None:
-        _pipeline_verdict(problem, result, fits, report)
-    elif not result.feasible:
-        _infeasible_exit(problem, result, report)
-
-
-def _split_note(info: Mapping[str, Any]) -> str:
-    """What shaped the pipeline split, as the algorithm says (`pipedp`: the memory caps, or
-    the stage count passed over for a longer iteration)."""
-    return str(info.get("memory_note") or info.get("stages_note") or "")
-
-
-def _pipeline_status(problem: Problem, solution: Solution) -> str:
-    """The status shown: the algorithm's, but `infeasible` for a plan that does not fit as
-    the pipeline (what `_pipeline_verdict` then reports, E401), which a one-pass scheduler
-    never looked at; the pipeline run is the one the report shows (cached)."""
-    pipeline = problem.pipeline
-    if pipeline is None or solution.status not in ("feasible", "optimal"):
-        return solution.status
-    # lazy: start-up
-    from ..pipeline.schedule import run_planned
-    from ..pipeline.split import fits
-
-    held = run_planned(problem, solution.plan.placement, pipeline, solution.info).memory_bytes
-    return solution.status if fits(problem, held) else "infeasible"
-
-
-def _pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
-                      report: JsonReport) -> None:
-    """A pipeline plan's memory is the pipeline's (activations in flight, recomputation),
-    not one pass's: the one-pass simulation judges every other rule."""
-    others = [v for v in result.violations if v.kind != "memory"]
-    if others:
-        _infeasible_exit(problem, dataclasses.replace(result, violations=tuple(others)),
-                         report)
-    if not fits:
-        head = (f"plan `{problem.name}` does not fit as a pipeline: a device holds less than "
-                "its stages' activations in flight need (the pipeline's memory table)")
-        if report.enabled:
-            report.diagnostics.append(Diagnostic("E401", head, None, ()))
-        else:
-            _eprint(f"error[E401]: {head}")
-        raise typer.Exit(EXIT_INFEASIBLE)
-
-
-def _write_trace(path: Path | None, problem: Problem, result: SimResult) -> None:
-    if path is not None:
-        from ..render.trace import write_trace  # lazy: start-up
-
-        write_trace(str(path), problem, result)
-
-
-def _bounds(problem: Problem) -> Bounds:
-    """The lower bounds of `problem`, computed once per command (the progress shows them
-    while the algorithm runs; the report prints them after)."""
-    from ..bounds import lower_bound  # lazy: start-up
-
-    return lower_bound(problem)  # (kept on the problem by `lower_bound` itself)
-
-
-def _jsonable(v: Any) -> bool:
-    try:
-        json.dumps(v)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 #: sub-commands in modules of their own, imported only when they run (their imports,

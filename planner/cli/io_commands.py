@@ -66,8 +66,9 @@ from ..roots import default_root, display_path, outside_root
 from ..spec.load import load_path, load_text
 from ..units import format_bytes
 from ..workload import Imported, PlanDef, render_cluster
-from . import _load, _problem, _read_placed
+from . import _load, _problem
 from .guard import guard
+from .runs import read_placed
 
 import_app = typer.Typer(help="Make a .plan spec from a model file.", no_args_is_help=True,
                          add_completion=False, pretty_exceptions_enable=False,
@@ -498,7 +499,7 @@ def export_torch_command(
             raise UsageError(Diagnostic("E640", "--ranks applies only with --pipeline", None,
                                         ("add --pipeline to export the plan's pipeline",)))
         problem = _problem(_load(spec), plan)
-        read, replicas = _read_placed(problem, placement)
+        read, replicas = read_placed(problem, placement)
         chosen = read.to_json(problem)["placement"]
         devices = torch_devices(problem.cluster, parse_device_map(device_map))
         module, namespace = load_target(model)

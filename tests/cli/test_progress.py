@@ -153,11 +153,12 @@ def test_the_elapsed_time_shown_is_the_algorithms_as_planning_time_is(
     # not in `planning time`, an interrupted `auto` printed 1.4 s of progress and 1.247 s
     # of planning
     import planner.cli as cli
+    from planner.cli import runs
     from planner.render import terminal
 
     clock = Clock()
     monkeypatch.setattr(terminal, "SolveProgress", functools.partial(SolveProgress, clock=clock))
-    bounds = cli._bounds
+    bounds = runs.bounds_of
 
     def slow_bounds(problem: planner.Problem) -> object:
         clock.now += 5.0  # the bound takes 5 s on this clock
@@ -182,7 +183,7 @@ def test_the_elapsed_time_shown_is_the_algorithms_as_planning_time_is(
         return out
 
     monkeypatch.setattr(importlib, "import_module", slow_import)
-    monkeypatch.setattr(cli, "_bounds", slow_bounds)
+    monkeypatch.setattr(runs, "bounds_of", slow_bounds)
     monkeypatch.setattr(cli.algorithms, "run", watched)
     monkeypatch.chdir(tmp_path)
     from typer.testing import CliRunner

@@ -224,7 +224,7 @@ def test_import_json_reports_keys_given_twice_and_long_integers(
 
 
 # Placement and plan files are read with `planner.strictjson.loads` too
-# (`planner/cli/__init__.py` `_read_placement`, `planner/cli/plandiff.py` `read_side`).
+# (`planner/cli/runs.py` `read_placed`, `planner/cli/plandiff.py` `read_side`).
 
 SMALL = PLACEMENT_SPEC
 PLACED = '"placement": {"a": "gpu0", "b": "gpu1"}'

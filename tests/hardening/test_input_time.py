@@ -18,9 +18,10 @@ import pytest
 from planner import limits
 from planner.errors import SpecError
 from planner.limits import Limits
-from planner.spec import checks, lower
+from planner.spec import checks
 from planner.spec.fastparse import _fast_parse
 from planner.spec.load import load_path, load_text
+from planner.spec.lower import attrs
 
 from .helpers import invoke
 
@@ -56,8 +57,8 @@ def test_a_short_link_over_many_devices_is_expanded_once(tmp_path: Path) -> None
 def test_hints_stop_at_the_diagnostics_limit(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = lower.did_you_mean
-    monkeypatch.setattr(lower, "did_you_mean", lambda *a: calls.append(1) or real(*a))
+    real = attrs.did_you_mean  # behind `hints`, which every unknown name's message asks
+    monkeypatch.setattr(attrs, "did_you_mean", lambda *a: calls.append(1) or real(*a))
     ops = "".join(f" op layer{i}_conv {{ time 1 ms }}\n" for i in range(3000))
     edges = "".join(f" lyr{i}_cnv -> layer{i}_conv\n" for i in range(3000))
     (tmp_path / "u.plan").write_text("graph g {\n" + ops + edges + "}\n")
