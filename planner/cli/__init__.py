@@ -45,7 +45,6 @@ import typer
 from typer.core import TyperGroup
 
 from .. import algorithms
-from ..algorithms import completions, names, taking
 from ..codes import CODES, describe
 from ..errors import (
     Diagnostic,
@@ -62,7 +61,6 @@ from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
 from ..roots import display_path
 from ..signals import deferred, install
-from ..units import RANGES
 from ..version import installed_version
 from . import fastexit
 from .applies import check_applicable
@@ -78,7 +76,28 @@ from .guard import (
     requested_format,
     stdout_failed,
 )
-from .options import LimitOption, RootOption
+from .options import (
+    AUTO_TIME_LIMIT_S,
+    DEFAULT_ALGO,
+    EXACT_TIME_LIMIT_S,
+    HELP_ALGO,
+    HELP_EMIT,
+    HELP_GAP,
+    HELP_SEED,
+    HELP_SOLVER,
+    HELP_TIME_LIMIT,
+    MAX_SEED,
+    MAX_TIME_LIMIT_S,
+    DiagnosticsJsonOption,
+    FormatOption,
+    JsonOption,
+    LimitOption,
+    PlanOption,
+    RootOption,
+    SpecArgument,
+    TraceOption,
+    complete_algo,
+)
 from .runs import (
     emit_result,
     given_plan,
@@ -182,60 +201,9 @@ def _root(version: Annotated[bool, typer.Option(
     pass
 
 log = logging.getLogger("planner")
-#: `solve`'s algorithm when `--algo` is not given
-DEFAULT_ALGO = "auto"
-#: default `--time-limit` of `solve`: `auto` should answer a first-time user quickly
-AUTO_TIME_LIMIT_S = 10.0
-EXACT_TIME_LIMIT_S = 60.0
-#: the largest `--time-limit`: the largest time a spec may state (about 11.6 days); far
-#: larger ones overflowed the clocks and waits they reach (`1e10`: E999 in `compare`)
-MAX_TIME_LIMIT_S = RANGES["time"][1]
-#: the largest `--seed`: every solver takes the seed as it is (CP-SAT's `random_seed` is a
-#: 32-bit integer, HiGHS's is 0 to 2**31 - 1), so a seed is never folded onto another one
-MAX_SEED = 2**31 - 1
 _guard = guard
 _sources = source_texts
 _eprint = eprint
-
-
-def _and(items: Sequence[str]) -> str:
-    """`a`, `a and b`, `a, b and c`."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _only(items: Sequence[str]) -> str:
-    """`a only`, `a, b`."""
-    return items[0] + " only" if len(items) == 1 else ", ".join(items)
-
-
-def _complete_algo(incomplete: str) -> list[tuple[str, str]]:
-    """`--algo`'s shell completion: the registered names, with their summaries."""
-    return completions(incomplete)
-
-
-#: `solve`'s option help, generated from the algorithm registry (`AlgorithmInfo.options`)
-_HELP_ALGO = "Algorithm: " + ", ".join(names()) + "."
-_HELP_TIME_LIMIT = (
-    f"Seconds for the exact or search phase ({', '.join(taking('time_limit_s'))}): default "
-    f"{AUTO_TIME_LIMIT_S:g} for {DEFAULT_ALGO} (0: heuristics only), {EXACT_TIME_LIMIT_S:g} "
-    f"for {_and([a for a in taking('time_limit_s') if a != DEFAULT_ALGO])}.")
-_HELP_GAP = ("Stop exact solvers at this relative gap, in the solver's own measure "
-             f"({', '.join(taking('gap'))}). [default: 1e-06]")
-_HELP_SOLVER = (f"ILP back-end ({_only(taking('solver'))}): highs, cbc, glpk, or any Pyomo "
-                "solver name. [default: highs]")
-
-
-def _help_emit() -> str:
-    """`--emit`'s help: each model file format, with the algorithms that write it."""
-    writers: dict[tuple[str, ...], list[str]] = {}
-    for name in taking("emit"):
-        writers.setdefault(algorithms.get(name).emits, []).append(name)
-    return "Write the exact model: " + "; ".join(
-        f"{' or '.join(ends)} ({', '.join(algos)})" for ends, algos in writers.items()) + "."
-
-
-_HELP_EMIT = _help_emit()
-_HELP_SEED = f"Seed for --algo {_and(sorted(taking('seed')))}."  # alphabetical, as it read
 
 
 def _spec_files(paths: list[Path]) -> list[Path]:
@@ -304,23 +272,6 @@ def _problem(loaded: Loaded, plan: str | None) -> Problem:
         where = Span.start_of(files[-1]) if files else None
         raise UsageError(Diagnostic("E602", str(err).strip("'\""), where,
                                     ("pick a plan with --plan NAME",))) from None
-
-
-#: the spec file and plan of the commands that run one plan (`simulate`, `solve`)
-SpecArgument = Annotated[Path, typer.Argument(help="The spec file.")]
-PlanOption = Annotated[str | None, typer.Option(
-    "--plan", help="Plan name (needed when the spec has several).")]
-TraceOption = Annotated[Path | None, typer.Option(
-    "--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
-    "ui.perfetto.dev).")]
-FormatOption = Annotated[OutputFormat | None, typer.Option(
-    "--format", "--output-format", case_sensitive=False, show_default=False,
-    help="Output: text (for people), json (the envelope), github (Actions annotations) or "
-         "sarif (code scanning); --json is --format json.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-#: `--json` of the commands whose result is their diagnostics (`check`, `fmt`)
-DiagnosticsJsonOption = Annotated[bool, typer.Option(
-    "--json", help="Print one JSON document on stdout (the diagnostics in its envelope).")]
 
 
 @contextlib.contextmanager
@@ -484,17 +435,17 @@ def solve(
     spec: SpecArgument,
     plan: PlanOption = None,
     algo: Annotated[str, typer.Option(
-        "--algo", help=_HELP_ALGO, autocompletion=_complete_algo)] = DEFAULT_ALGO,
+        "--algo", help=HELP_ALGO, autocompletion=complete_algo)] = DEFAULT_ALGO,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Write the plan JSON here (atomically).")] = None,
     as_json: JsonOption = False,
     time_limit: Annotated[float | None, typer.Option(
-        "--time-limit", help=_HELP_TIME_LIMIT, show_default=False)] = None,
-    gap: Annotated[float | None, typer.Option("--gap", help=_HELP_GAP, show_default=False)] = None,
+        "--time-limit", help=HELP_TIME_LIMIT, show_default=False)] = None,
+    gap: Annotated[float | None, typer.Option("--gap", help=HELP_GAP, show_default=False)] = None,
     solver: Annotated[str | None, typer.Option(
-        "--solver", help=_HELP_SOLVER, show_default=False)] = None,
-    emit: Annotated[Path | None, typer.Option("--emit", help=_HELP_EMIT)] = None,
-    seed: Annotated[int, typer.Option("--seed", help=_HELP_SEED, min=0, max=MAX_SEED)] = 0,
+        "--solver", help=HELP_SOLVER, show_default=False)] = None,
+    emit: Annotated[Path | None, typer.Option("--emit", help=HELP_EMIT)] = None,
+    seed: Annotated[int, typer.Option("--seed", help=HELP_SEED, min=0, max=MAX_SEED)] = 0,
     html: Annotated[Path | None, typer.Option(
         "--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
     trace: TraceOption = None,

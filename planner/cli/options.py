@@ -1,6 +1,7 @@
-"""`--limit NAME=VALUE` and `--root FOLDER`: the options of every command that loads specs.
+"""The options the commands share, and `solve`'s defaults and help (from the registry).
 
-Both take effect while the command line is parsed (an option callback), before any file
+`--limit NAME=VALUE` and `--root FOLDER`, the options of every command that loads specs,
+take effect while the command line is parsed (an option callback), before any file
 is read, reach `compare`'s worker processes through the environment (`PLANNER_LIMITS`,
 `PLANNER_ROOT`), and end with the command (`reset`), so one command's `--limit` or
 `--root` never leaks into the next one run in the same process.
@@ -9,13 +10,17 @@ is read, reach `compare`'s worker processes through the environment (`PLANNER_LI
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .. import limits
+from .. import algorithms, limits
+from ..algorithms import completions, names, taking
 from ..limits import ROOT_ENV
+from ..render.formats import OutputFormat
+from ..units import RANGES
 
 
 def _set_limits(ctx: typer.Context, items: list[str] | None) -> list[str] | None:
@@ -55,3 +60,72 @@ def reset() -> None:
     """The defaults again, once a command is over (the next may run in this process)."""
     limits.configure([])
     os.environ.pop(ROOT_ENV, None)
+
+
+#: the spec file and plan of the commands that run one plan (`simulate`, `solve`)
+SpecArgument = Annotated[Path, typer.Argument(help="The spec file.")]
+PlanOption = Annotated[str | None, typer.Option(
+    "--plan", help="Plan name (needed when the spec has several).")]
+TraceOption = Annotated[Path | None, typer.Option(
+    "--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
+    "ui.perfetto.dev).")]
+FormatOption = Annotated[OutputFormat | None, typer.Option(
+    "--format", "--output-format", case_sensitive=False, show_default=False,
+    help="Output: text (for people), json (the envelope), github (Actions annotations) or "
+         "sarif (code scanning); --json is --format json.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+#: `--json` of the commands whose result is their diagnostics (`check`, `fmt`)
+DiagnosticsJsonOption = Annotated[bool, typer.Option(
+    "--json", help="Print one JSON document on stdout (the diagnostics in its envelope).")]
+
+#: `solve`'s algorithm when `--algo` is not given
+DEFAULT_ALGO = "auto"
+#: default `--time-limit` of `solve`: `auto` should answer a first-time user quickly
+AUTO_TIME_LIMIT_S = 10.0
+EXACT_TIME_LIMIT_S = 60.0
+#: the largest `--time-limit`: the largest time a spec may state (about 11.6 days); far
+#: larger ones overflowed the clocks and waits they reach (`1e10`: E999 in `compare`)
+MAX_TIME_LIMIT_S = RANGES["time"][1]
+#: the largest `--seed`: every solver takes the seed as it is (CP-SAT's `random_seed` is a
+#: 32-bit integer, HiGHS's is 0 to 2**31 - 1), so a seed is never folded onto another one
+MAX_SEED = 2**31 - 1
+
+
+def _and(items: Sequence[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _only(items: Sequence[str]) -> str:
+    """`a only`, `a, b`."""
+    return items[0] + " only" if len(items) == 1 else ", ".join(items)
+
+
+def complete_algo(incomplete: str) -> list[tuple[str, str]]:
+    """`--algo`'s shell completion: the registered names, with their summaries."""
+    return completions(incomplete)
+
+
+#: `solve`'s option help, generated from the algorithm registry (`AlgorithmInfo.options`)
+HELP_ALGO = "Algorithm: " + ", ".join(names()) + "."
+HELP_TIME_LIMIT = (
+    f"Seconds for the exact or search phase ({', '.join(taking('time_limit_s'))}): default "
+    f"{AUTO_TIME_LIMIT_S:g} for {DEFAULT_ALGO} (0: heuristics only), {EXACT_TIME_LIMIT_S:g} "
+    f"for {_and([a for a in taking('time_limit_s') if a != DEFAULT_ALGO])}.")
+HELP_GAP = ("Stop exact solvers at this relative gap, in the solver's own measure "
+             f"({', '.join(taking('gap'))}). [default: 1e-06]")
+HELP_SOLVER = (f"ILP back-end ({_only(taking('solver'))}): highs, cbc, glpk, or any Pyomo "
+                "solver name. [default: highs]")
+
+
+def _help_emit() -> str:
+    """`--emit`'s help: each model file format, with the algorithms that write it."""
+    writers: dict[tuple[str, ...], list[str]] = {}
+    for name in taking("emit"):
+        writers.setdefault(algorithms.get(name).emits, []).append(name)
+    return "Write the exact model: " + "; ".join(
+        f"{' or '.join(ends)} ({', '.join(algos)})" for ends, algos in writers.items()) + "."
+
+
+HELP_EMIT = _help_emit()
+HELP_SEED = f"Seed for --algo {_and(sorted(taking('seed')))}."  # alphabetical, as it read
