@@ -33,8 +33,8 @@ from ..compare.rows import Row, columns, to_json_row, write_rows
 from ..compare.sweep import DEFAULT_ALGORITHMS, SweepResult, best_plans, plan_sweep
 from ..errors import render_all
 from ..files import check_outputs
+from ..render.compare_html import write_compare_html
 from ..render.diagnostics import eprint
-from ..render.html import write_compare_html
 from ..render.tables import print_tables
 from ..render.terminal import plain_progress_lines
 from ..report.compare import compare_report

@@ -1,4 +1,4 @@
-"""What `planner compare` shows (its tables, `render.tables`; its page, `render.html`):
+"""What `planner compare` shows (its tables, `render.tables`; its page, `render.compare_html`):
 the runs with what the tables read of each (`planner.compare.rows`: `is_pipeline`,
 `score`, `is_ok`), the groups compared with each other (`group_key`), the wins, the
 algorithms in registry order and the swept settings' axes (`planner.compare.settings`)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from planner.compare import SweepResult, best_plans
-from planner.render.html import write_compare_html
+from planner.render.compare_html import write_compare_html
 from planner.report.compare import compare_report
 
 from .browser import (

@@ -9,7 +9,8 @@ import planner
 from planner.compare import PlanView, SweepResult, best_plans, plan_sweep, run_sweep
 from planner.compare.rows import is_ok
 from planner.plan import Plan
-from planner.render.html import compare_report_html, write_compare_html, write_plan_html
+from planner.render.compare_html import compare_report_html, write_compare_html
+from planner.render.html import write_plan_html
 from planner.report.compare import compare_report
 from planner.simulate import simulate
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from planner.compare import SweepResult, best_plans
-from planner.render.html import compare_report_html, line_chart_svg
+from planner.render.compare_html import compare_report_html
+from planner.render.html import line_chart_svg
 from planner.report.compare import compare_report
 
 from .helpers import count

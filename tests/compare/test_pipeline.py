@@ -257,7 +257,7 @@ def test_appending_to_an_old_csv_rewrites_its_header_first(tmp_path: Path,
 
 
 def test_the_html_report_charts_iterations_per_objective(piped: SweepResult) -> None:
-    from planner.render.html import compare_report_html
+    from planner.render.compare_html import compare_report_html
 
     page = compare_report_html(compare_report(piped.rows))
     assert "<h3>objective makespan</h3>" in page
