@@ -77,7 +77,7 @@ HOMES = {
     # the registry refuses a model format an exact solver cannot write (E814) before any work
     "8": ("algorithms/exact/", "algorithms/auto.py", "algorithms/infeasible.py",
           "algorithms/__init__.py"),
-    "9": ("io/", "generate/", "workload/", "cli/io_commands.py"),
+    "9": ("io/", "generate/", "workload/", "cli/io_commands.py", "cli/export_commands.py"),
     "99": ("cli/guard.py",),
 }
 

@@ -20,11 +20,11 @@ With `--json`, stdout carries one JSON envelope on every outcome (`JsonReport`).
 Every line of command-line code lives in this package: this module (the app, `check`,
 `fmt`, `simulate`, `solve` and `explain`, their options), `runs` (what `simulate` and
 `solve` do once their options are read: the plan, the report, the exit status), `guard`
-(errors to exit codes, the `--json` envelope), `options` (`--limit`, `--root`), `applies`
-(which `solve` options apply to which algorithm) and the sub-commands in modules of their
-own, imported only when they run (`LAZY_COMMANDS`): `compare`, `diff` (with `plandiff`),
-`fmt` and `io_commands` (`import`, `export`, `generate`). Only `planner/__main__.py`
-imports it. Imports marked
+(errors to exit codes, the `--json` envelope), `options` (the options commands share,
+`--limit` and `--root` among them), `applies` (which `solve` options apply to which
+algorithm) and the sub-commands in modules of their own, imported only when they run
+(`LAZY_COMMANDS`): `compare`, `diff` (with `plandiff`), `fmt`, `io_commands` (`import`,
+`generate`) and `export_commands`. Only `planner/__main__.py` imports it. Imports marked
 `# lazy: start-up` keep `--help` from loading Lark, and `--help`, `check` and `fmt` from
 loading numpy, process pools or the solvers (`tests/cli/test_startup.py`).
 """
@@ -491,7 +491,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
                 ("Run algorithms side by side across specs, bandwidths, memory caps and "
                  "device counts.")),
     "import": ("planner.cli.io_commands", "import_app", "Make a .plan spec from a model file."),
-    "export": ("planner.cli.io_commands", "export_app", "Write a spec in another format."),
+    "export": ("planner.cli.export_commands", "export_app", "Write a spec in another format."),
     "generate": ("planner.cli.io_commands", "generate_app", "Generate analytic model graphs."),
     "diff": ("planner.cli.diff", "diff_command",
              "Compare two plans: makespan, bound, memory, the ops that moved."),

@@ -62,6 +62,10 @@ def reset() -> None:
     os.environ.pop(ROOT_ENV, None)
 
 
+#: how `import torch` captured a model, and how `export torch` captures it again
+CaptureOption = Annotated[str, typer.Option(
+    "--capture", help="How to capture the model: auto (torch.export, else torch.fx) | export "
+    "| fx.")]
 #: the spec file and plan of the commands that run one plan (`simulate`, `solve`)
 SpecArgument = Annotated[Path, typer.Argument(help="The spec file.")]
 PlanOption = Annotated[str | None, typer.Option(

@@ -9,7 +9,8 @@ import typer
 from typer.testing import CliRunner
 
 import planner
-from planner.cli.io_commands import export_app, generate_app, import_app
+from planner.cli.export_commands import export_app
+from planner.cli.io_commands import generate_app, import_app
 from planner.io.onnx_import import zoo_path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

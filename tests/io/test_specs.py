@@ -12,7 +12,8 @@ import typer
 from typer.testing import CliRunner
 
 import planner
-from planner.cli.io_commands import export_app, generate_app, import_app
+from planner.cli.export_commands import export_app
+from planner.cli.io_commands import generate_app, import_app
 from planner.cost import StaticMemoryTracker, static_memory
 from planner.model import Problem
 from planner.spec.format import format_source

@@ -1,0 +1,224 @@
+"""`planner export json|torch`: a spec in the interchange format, or a plan handed to
+PyTorch (placed modules, an accelerate device_map, a `torch.distributed.pipelining`
+pipeline and its script); mounted by `planner.cli` in `LAZY_COMMANDS`.
+
+Data goes to `-o FILE` (written atomically) or stdout; warnings and a one-line summary go
+to stderr. Failures are `PlannerError`s rendered as diagnostics with their exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import Diagnostic, Span, SpecError, UsageError
+from ..files import check_outputs, write_text_atomic
+from ..io.codegen import compiled
+from ..io.interchange import dumps, export_spec
+from ..io.torch_device_map import nearest as nearest_plan
+from ..io.torch_export import (
+    Placed,
+    apply_plan,
+    export_document,
+    parse_device_map,
+    torch_devices,
+)
+from ..io.torch_import import (
+    Example,
+    Traced,
+    example_inputs,
+    forward_ops,
+    load_target,
+    regroup,
+    trace,
+)
+from ..io.torch_pipeline import (
+    pipeline_document,
+    pipeline_error,
+    pipeline_export,
+    summary,
+)
+from ..io.torch_pipeline_script import pipeline_script
+from ..model import Problem
+from ..roots import display_path
+from ..spec.load import load_path
+from . import _load, _problem
+from .guard import guard
+from .options import CaptureOption
+from .runs import read_placed
+
+export_app = typer.Typer(help="Write a spec in another format.", no_args_is_help=True,
+                         add_completion=False, pretty_exceptions_enable=False,
+                         rich_markup_mode=None)
+
+_diagnostics = guard
+
+
+@export_app.command("json")
+def export_json_command(
+    spec: Annotated[Path, typer.Argument(help="The .plan spec to export.")],
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Write here instead of stdout.", dir_okay=False)] = None,
+    plan: Annotated[str | None, typer.Option(
+        "--plan", help="Export this plan (its graph, cluster and pins).")] = None,
+    graph: Annotated[str | None, typer.Option(
+        "--graph", help="Export this graph alone.")] = None,
+) -> None:
+    """Export a graph (and its plan's cluster) as planner-graph JSON."""
+    with _diagnostics():
+        check_outputs({"-o/--output": output})
+        text = dumps(export_spec(load_path(spec).spec, plan, graph))
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            write_text_atomic(output, text)
+
+
+@export_app.command("torch")
+def export_torch_command(
+    spec: Annotated[Path, typer.Argument(help="The spec `planner import torch` wrote.")],
+    model: Annotated[str, typer.Argument(help="The model, as given to `import torch`.")],
+    placement: Annotated[Path, typer.Option(
+        "--placement", help="The plan JSON (`planner solve --out`) to apply.")],
+    plan: Annotated[str | None, typer.Option(
+        "--plan", help="The spec's plan the placement is for.")] = None,
+    inputs: Annotated[list[str] | None, typer.Option(
+        "--input", help="Example input SHAPE[:DTYPE], as for `import torch`.")] = None,
+    example: Annotated[str | None, typer.Option(
+        "--example", help="Example input expression, as for `import torch`.")] = None,
+    device_map: Annotated[str | None, typer.Option(
+        "--device-map", help="SPEC_DEVICE=TORCH_DEVICE,... (default: by kind, gpu3 -> "
+        "cuda:3, cpu0 -> cpu).")] = None,
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Write the JSON here instead of stdout.", dir_okay=False)] = None,
+    code: Annotated[Path | None, typer.Option(
+        "--code", help="Also write the placed model's forward() source here (with "
+        "--pipeline: a script that runs one pipelined step).", dir_okay=False)] = None,
+    pipeline: Annotated[bool, typer.Option(
+        "--pipeline", help="Write what torch.distributed.pipelining reads: the split_spec, "
+        "the stages' devices, the schedule and the micro-batches of an `objective pipeline` "
+        "plan.")] = False,
+    nearest: Annotated[bool, typer.Option(
+        "--nearest", help="When the plan cuts outside module boundaries, export the nearest "
+        "plan that does not (with --pipeline: the nearest split; else the nearest "
+        "module-level plan, whose device_map accelerate runs).")] = False,
+    ranks: Annotated[int | None, typer.Option(
+        "--ranks", min=1, help="With --pipeline: run the plan's stages on this many "
+        "processes where the split allows (gpipe, 1f1b: consecutive stages merge; "
+        "interleaved: the stages loop over the ranks). Default: a rank per planned "
+        "device.")] = None,
+    capture: CaptureOption = "auto",
+    granularity: Annotated[str | None, typer.Option(
+        "--granularity", help="As given to `import torch` (default: the one whose ops are "
+        "the spec's).")] = None,
+) -> None:
+    """Apply a plan to a PyTorch model: devices, `.to()` copies, an accelerate device_map;
+    with --pipeline, the split, schedule and a script for torch.distributed.pipelining."""
+    with _diagnostics():
+        check_outputs({"-o/--output": output, "--code": code})
+        if ranks is not None and not pipeline:
+            raise UsageError(Diagnostic("E640", "--ranks applies only with --pipeline", None,
+                                        ("add --pipeline to export the plan's pipeline",)))
+        problem = _problem(_load(spec), plan)
+        read, replicas = read_placed(problem, placement)
+        chosen = read.to_json(problem)["placement"]
+        devices = torch_devices(problem.cluster, parse_device_map(device_map))
+        module, namespace = load_target(model)
+        traced = _traced_for(problem, module, example_inputs(inputs or (), example, namespace,
+                                                             module), capture, granularity)
+        if pipeline:
+            _export_pipeline(problem, traced, chosen, devices, placement, nearest, output,
+                             code, (model, inputs or [], example, display_path(spec)), ranks,
+                             replicas)
+            return
+        placed = apply_plan(traced, chosen, devices, move=False)
+        alternative = nearest_plan(traced, problem, read) if placed.device_map is None \
+            else None
+        if nearest and alternative is not None:
+            chosen = alternative.placement
+            placed = apply_plan(traced, chosen, devices, move=False)
+        document = export_document(placed, problem.name, chosen)
+        if alternative is not None:
+            document["nearest_module_plan"] = {
+                "granularity": alternative.granularity, "exported": nearest,
+                "makespan_s": alternative.makespan_s,
+                "plan_makespan_s": alternative.plan_makespan_s, "fits": alternative.fits,
+                "placement": alternative.placement}
+            placed.device_map_note += "; " + alternative.describe() + (
+                " (exported, --nearest)" if nearest else " (--nearest exports it)")
+            document["device_map_note"] = placed.device_map_note
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        if code is not None:
+            write_text_atomic(code, compiled(placed.module.code.lstrip("\n"), code.name))
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            write_text_atomic(output, text)
+        sys.stderr.write(_export_summary(placed, set(traced.names.values())))
+
+
+def _export_summary(placed: Placed, ops: set[str]) -> str:
+    """The export's line: its copies (at cross-device edges; of tied weights, whose tensor is
+    no op's) and whether it is a device_map."""
+    weights = sum(1 for tensor, _ in placed.copies if tensor not in ops)
+    tied = f" and {weights} of tied weights" if weights else ""
+    return (f"{len(placed.copies) - weights} copies at cross-device edges{tied}; device_map: "
+            f"{'yes' if placed.device_map is not None else 'no'} ({placed.device_map_note})\n")
+
+
+def _traced_for(problem: Problem, module: object, example: Example, capture: str,
+                granularity: str | None) -> Traced:
+    """The model captured as `import torch` captured it for `problem`'s spec: with `auto`
+    and no `--granularity`, the capture and granularity whose ops are the spec's (a spec
+    made with `--capture fx` or `--granularity module:2` needs no options to export)."""
+    ops = [o.name for o in problem.graph.ops]
+    wanted = forward_ops(ops)
+    traced = trace(module, example, capture, granularity or "op")
+    if granularity is None:
+        traced = regroup(traced, ops)
+    if capture == "auto" and {*traced.names.values()} != wanted and traced.method == "export":
+        try:
+            other = trace(module, example, "fx", granularity or "op")
+        except SpecError:
+            return traced
+        other = regroup(other, ops) if granularity is None else other
+        if {*other.names.values()} == wanted:
+            return other
+    return traced
+
+
+def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
+                     devices: dict[str, str], placement: Path, nearest: bool,
+                     output: Path | None, code: Path | None,
+                     source: tuple[str, list[str], str | None, str],
+                     ranks: int | None = None,
+                     replicas: Mapping[int, tuple[int, ...]] | None = None) -> None:
+    """`export torch --pipeline`: the JSON to `output` (or stdout), the script to `code`;
+    E946 when the plan's stages are not at module boundaries, unless `nearest`; on
+    `ranks` processes where the split allows (E947 where not); its replicated stages (`replicas`:
+    the plan file's, `plan.load_replicas`) on a 2-D mesh (E950 where
+    they make none)."""
+    where = Span.start_of(display_path(placement.resolve()))
+    tp = pipeline_export(problem, traced, chosen, devices, where, ranks, replicas)
+    if not tp.exact and not nearest:
+        raise pipeline_error(tp, where)
+    text = json.dumps(pipeline_document(tp), indent=2, ensure_ascii=False) + "\n"
+    if code is not None:
+        model, shapes, example, spec = source
+        write_text_atomic(code, pipeline_script(tp, traced, model, shapes, example, spec,
+                                                code.name))
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_text_atomic(output, text)
+    if not tp.exact:
+        sys.stderr.write(f"plan `{tp.plan}`'s stages are not at module boundaries: "
+                         f"{tp.reason}\n")
+    sys.stderr.write(summary(tp) + "\n")
+
+
