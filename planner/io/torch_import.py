@@ -29,21 +29,21 @@ are not copied; values that hold no tensor (`x.size(0)`) cost 0 bytes.
 Times. `time` is the roofline estimate on a reference profile (`planner.workload.roofline`),
 summed over an op's nodes, the bytes a node moves being its inputs, params and outputs
 (none for views; an embedding reads the rows it gathers, not its whole table).
-`--measure DEVICE` also runs the graph there (`warmup` runs, then `repeat` runs timing every
-node, synchronised on accelerators) and writes each op's summed medians as `time[KIND]`
-(KIND: `cpu`, `gpu` for `cuda`, else the device type, or `--kind`). Measured times differ
-from run to run, so such a spec is the one output of `planner` that is not the same byte
-for byte each time. `--training` adds backward ops as `import onnx --training` does (times:
-`BACKWARD_FLOP_FACTOR` x the forward for ops with FLOPs, 1 x otherwise, measured or not).
+`--measure DEVICE` (`torch_measure`) also runs the graph there (`warmup` runs, then
+`repeat` runs timing every node, synchronised on accelerators) and writes each op's summed
+medians as `time[KIND]` (KIND: `cpu`, `gpu` for `cuda`, else the device type, or
+`--kind`). Measured times differ from run to run, so such a spec is the one output of
+`planner` that is not the same byte for byte each time. `--training` adds backward ops as
+`import onnx --training` does (times: `BACKWARD_FLOP_FACTOR` x the forward for ops with
+FLOPs, 1 x otherwise, measured or not).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +54,8 @@ from ..workload.roofline import PROFILES, DeviceProfile
 from ..workload.training import BACKWARD_FLOP_FACTOR, BWD_SUFFIX, add_backward
 from .torch_capture import capture
 from .torch_flops import Counter
-from .torch_load import Example, example_inputs, load_target, quiet_copy, require_torch
+from .torch_load import Example, example_inputs, load_target, require_torch
+from .torch_measure import measure, run_annotated
 from .torch_units import OP_KINDS, Unit, stack_of, unique_names, units
 
 __all__ = ["OP_KINDS", "Example", "Traced", "example_inputs", "forward_ops",
@@ -193,109 +194,6 @@ def regroup(traced: Traced, ops: Sequence[str]) -> Traced:
                 traced, units=found, granularity=granularity,
                 names={n.name: u.name for u in found for n in u.nodes})
     return traced
-
-
-# ---- measuring ----------------------------------------------------------------------------
-
-
-def measure(traced: Traced, device: str, warmup: int = 3, repeat: int = 10,
-            training: bool = False, threads: int | None = None) -> dict[str, float]:
-    """fx node name -> median seconds over `repeat` runs on `device`, after `warmup` runs.
-
-    Runs a copy of the model (the caller's stays where it is); on accelerators every node
-    is timed between two synchronisations. `threads` sets torch's intra-op threads for the
-    runs (on a busy machine, 1 avoids threads waiting on each other for milliseconds).
-    """
-    torch = require_torch()
-    # lazy: optional (the `torch` extra)
-    from torch.fx import Interpreter
-
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise UsageError(Diagnostic("E930", f"--measure `{device}` is not a torch device: "
-                                    f"{err}", None, ("e.g. cpu, cuda:0",))) from None
-    if dev.type != "cpu" and not _available(torch, dev):
-        raise UsageError(Diagnostic("E930", f"--measure `{device}`: no such device here", None,
-                                    ("measure on cpu, or on a machine with that device",)))
-    if warmup < 0 or repeat < 1 or (threads is not None and threads < 1):
-        raise UsageError(Diagnostic("E930", "--warmup must be >= 0, --repeat and --threads "
-                                    ">= 1", None))
-    sync = _synchronizer(torch, dev)
-    gm = quiet_copy(traced.gm).to(dev)
-    inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in traced.inputs)
-    samples: dict[str, list[float]] = {name: [] for name in traced.names}
-
-    class Timing(Interpreter):  # type: ignore[misc, unused-ignore]  # Any without torch
-        keep = False
-
-        def run_node(self, n: fx.Node) -> Any:
-            if n.name not in traced.names and n.op in OP_KINDS and not n.users:
-                return None  # an exported graph's check of the example's own inputs
-            if n.op not in OP_KINDS or n.op == "placeholder":
-                return super().run_node(n)
-            args, kwargs = self.fetch_args_kwargs_from_env(n)
-            sync()
-            start = time.perf_counter()
-            value = getattr(self, n.op)(n.target, args, kwargs)
-            sync()
-            if self.keep:
-                samples[n.name].append(time.perf_counter() - start)
-            return value
-
-    timer = Timing(gm)
-    before = torch.get_num_threads()
-    try:
-        torch.set_num_threads(threads or before)
-        with torch.set_grad_enabled(training):
-            for k in range(warmup + repeat):
-                timer.keep = k >= warmup
-                timer.run(*inputs)
-    finally:
-        torch.set_num_threads(before)
-    return {name: statistics.median(s) for name, s in samples.items() if s}
-
-
-def _available(torch: Any, dev: Any) -> bool:
-    module = getattr(torch, dev.type, None)
-    try:
-        count = module.device_count() if module is not None else 0
-    except Exception:  # noqa: BLE001 - a backend without devices
-        return False
-    return bool(count) and (dev.index or 0) < count
-
-
-def _synchronizer(torch: Any, dev: Any) -> Callable[[], None]:
-    module = getattr(torch, dev.type, None)
-    if dev.type == "cpu" or module is None or not hasattr(module, "synchronize"):
-        return lambda: None
-    return lambda: module.synchronize(dev) if dev.type == "cuda" else module.synchronize()
-
-
-def run_annotated(traced: Traced, *inputs: Any) -> object:
-    """Run the traced graph with one `record_function(op name)` range per op (from its
-    first node to its last: an op of several nodes is one range), so that a `torch.profiler`
-    Chrome trace of it feeds `--times` (see `planner.io.times`)."""
-    torch = require_torch()
-    # lazy: optional (the `torch` extra)
-    from torch.fx import Interpreter
-
-    first = {u.nodes[0].name: u.name for u in traced.units}
-    last = {u.nodes[-1].name for u in traced.units}
-    ranges: list[Any] = []
-
-    class Annotated(Interpreter):  # type: ignore[misc, unused-ignore]  # Any without torch
-        def run_node(self, n: fx.Node) -> Any:
-            if n.name in first:  # the units are runs of consecutive nodes: one at a time
-                ranges.append(torch.profiler.record_function(first[n.name]))
-                ranges[-1].__enter__()
-            try:
-                return super().run_node(n)
-            finally:
-                if n.name in last and ranges:
-                    ranges.pop().__exit__(None, None, None)
-
-    return Annotated(traced.gm).run(*inputs)
 
 
 # ---- the workload -------------------------------------------------------------------------
