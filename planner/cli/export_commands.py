@@ -49,7 +49,7 @@ from ..roots import display_path
 from ..spec.load import load_path
 from . import _load, _problem
 from .guard import guard
-from .options import CaptureOption
+from .options import CaptureOption, ExampleOption, InputOption
 from .runs import read_placed
 
 export_app = typer.Typer(help="Write a spec in another format.", no_args_is_help=True,
@@ -87,10 +87,8 @@ def export_torch_command(
         "--placement", help="The plan JSON (`planner solve --out`) to apply.")],
     plan: Annotated[str | None, typer.Option(
         "--plan", help="The spec's plan the placement is for.")] = None,
-    inputs: Annotated[list[str] | None, typer.Option(
-        "--input", help="Example input SHAPE[:DTYPE], as for `import torch`.")] = None,
-    example: Annotated[str | None, typer.Option(
-        "--example", help="Example input expression, as for `import torch`.")] = None,
+    inputs: InputOption = None,
+    example: ExampleOption = None,
     device_map: Annotated[str | None, typer.Option(
         "--device-map", help="SPEC_DEVICE=TORCH_DEVICE,... (default: by kind, gpu3 -> "
         "cuda:3, cpu0 -> cpu).")] = None,

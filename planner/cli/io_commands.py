@@ -44,7 +44,7 @@ from ..spec.load import load_path, load_text
 from ..units import format_bytes
 from ..workload import Imported, PlanDef, render_cluster
 from .guard import guard
-from .options import CaptureOption
+from .options import CaptureOption, ExampleOption, InputOption
 
 import_app = typer.Typer(help="Make a .plan spec from a model file.", no_args_is_help=True,
                          add_completion=False, pretty_exceptions_enable=False,
@@ -353,12 +353,8 @@ def import_torch_command(
                                          "nn.Module or a function returning one; default "
                                          "`model`).")],
     output: Output,
-    inputs: Annotated[list[str] | None, typer.Option(
-        "--input", help="An example input SHAPE[:DTYPE], e.g. 8x16 or 2x10:int64 "
-        "(repeatable, in forward()'s order).")] = None,
-    example: Annotated[str | None, typer.Option(
-        "--example", help="A Python expression giving the example input(s), with `torch` "
-        "and the model's module in scope.")] = None,
+    inputs: InputOption = None,
+    example: ExampleOption = None,
     # its own, not ROOFLINE_OPTIONS: `--help` lists it here, with the measuring options
     device_profile: Profile = SpecOptions.device_profile,
     measure: Annotated[str | None, typer.Option(

@@ -62,6 +62,14 @@ def reset() -> None:
     os.environ.pop(ROOT_ENV, None)
 
 
+#: a PyTorch model's example inputs, as `import torch` traced it and `export torch` traces
+#: it again
+InputOption = Annotated[list[str] | None, typer.Option(
+    "--input", help="An example input SHAPE[:DTYPE], e.g. 8x16 or 2x10:int64 (repeatable, in "
+    "forward()'s order).")]
+ExampleOption = Annotated[str | None, typer.Option(
+    "--example", help="A Python expression giving the example input(s), with `torch` and the "
+    "model's module in scope.")]
 #: how `import torch` captured a model, and how `export torch` captures it again
 CaptureOption = Annotated[str, typer.Option(
     "--capture", help="How to capture the model: auto (torch.export, else torch.fx) | export "
