@@ -56,9 +56,6 @@ export_app = typer.Typer(help="Write a spec in another format.", no_args_is_help
                          add_completion=False, pretty_exceptions_enable=False,
                          rich_markup_mode=None)
 
-_diagnostics = guard
-
-
 @export_app.command("json")
 def export_json_command(
     spec: Annotated[Path, typer.Argument(help="The .plan spec to export.")],
@@ -70,7 +67,7 @@ def export_json_command(
         "--graph", help="Export this graph alone.")] = None,
 ) -> None:
     """Export a graph (and its plan's cluster) as planner-graph JSON."""
-    with _diagnostics():
+    with guard():
         check_outputs({"-o/--output": output})
         text = dumps(export_spec(load_path(spec).spec, plan, graph))
         if output is None:
@@ -117,7 +114,7 @@ def export_torch_command(
 ) -> None:
     """Apply a plan to a PyTorch model: devices, `.to()` copies, an accelerate device_map;
     with --pipeline, the split, schedule and a script for torch.distributed.pipelining."""
-    with _diagnostics():
+    with guard():
         check_outputs({"-o/--output": output, "--code": code})
         if ranks is not None and not pipeline:
             raise UsageError(Diagnostic("E640", "--ranks applies only with --pipeline", None,
