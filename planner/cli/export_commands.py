@@ -56,6 +56,7 @@ export_app = typer.Typer(help="Write a spec in another format.", no_args_is_help
                          add_completion=False, pretty_exceptions_enable=False,
                          rich_markup_mode=None)
 
+
 @export_app.command("json")
 def export_json_command(
     spec: Annotated[Path, typer.Argument(help="The .plan spec to export.")],
