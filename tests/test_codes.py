@@ -70,7 +70,7 @@ HOMES = {
     "1": ("spec/syntax.py", "spec/larkparse.py", "spec/fastparse.py", "api/"),
     "2": ("spec/lower/", "spec/names.py", "api/", "model.py"),
     "3": ("facts.py",),
-    "4": ("cli", "simulate.py"),
+    "4": ("cli", "simulate/"),
     "5": ("plan.py", "cli", "io/stages.py"),
     "6": ("cli/", "compare/", "algorithms/__init__.py", "files.py"),
     "7": ("algorithms/",),

@@ -15,12 +15,13 @@ import random
 
 import pytest
 
-import planner.simulate as simulate_module
+import planner.simulate.checks as checks_module
 from planner import cost
 from planner.cost import INF, columns, costs, static_memory
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
 from planner.plan import Plan
-from planner.simulate import _REL_TOL, KINDS, Violation, _check_start_times, simulate
+from planner.simulate import KINDS, Violation, simulate
+from planner.simulate.checks import REL_TOL, check_start_times
 from planner.units import format_seconds
 
 MB = 1_000_000
@@ -65,7 +66,7 @@ def start_time_violations(problem: Problem, start: list[float], place: list[int]
     end = [s + t for s, t in zip(start, dur, strict=True)]
 
     def early(t: float, limit: float) -> bool:
-        return math.isfinite(limit) and t < limit - _REL_TOL * max(1.0, abs(limit))
+        return math.isfinite(limit) and t < limit - REL_TOL * max(1.0, abs(limit))
 
     out: list[Violation] = []
     for d, dev in enumerate(devs):
@@ -156,7 +157,7 @@ def test_start_time_checks_are_the_loop(seed: int) -> None:
     c = costs(p)
     dur = [c.compute[i][d] if d >= 0 else INF for i, d in enumerate(place)]
     found: dict[str, list[Violation]] = {k: [] for k in KINDS}
-    _check_start_times(p, start, place, dur, found)
+    check_start_times(p, start, place, dur, found)
     got = found["overlap"] + found["precedence"]
     assert got == start_time_violations(p, start, place, dur)
     assert not any(found[k] for k in KINDS if k not in ("overlap", "precedence"))
@@ -175,7 +176,7 @@ def test_start_time_checks_find_violations_on_a_large_plan() -> None:
     c = costs(p)
     dur = [c.compute[i][d] for i, d in enumerate(place)]
     found: dict[str, list[Violation]] = {k: [] for k in KINDS}
-    _check_start_times(p, start, place, dur, found)
+    check_start_times(p, start, place, dur, found)
     want = start_time_violations(p, start, place, dur)
     assert len(found["precedence"]) > 100 and len(found["overlap"]) > 100
     assert found["overlap"] + found["precedence"] == want
@@ -208,12 +209,12 @@ def test_an_order_checked_at_once_is_the_order_checked_entry_by_entry(
 
     def normalized() -> tuple[list[list[int]], list[Violation]]:
         out: list[Violation] = []
-        return simulate_module._normalize_order(p, order, place, out), out  # type: ignore[arg-type]
+        return checks_module.normalize_order(p, order, place, out), out  # type: ignore[arg-type]
 
     fast = normalized()
-    monkeypatch.setattr(simulate_module, "_whole_order", lambda *a: None)
+    monkeypatch.setattr(checks_module, "_whole_order", lambda *a: None)
     slow = normalized()
     assert fast == slow
     if how == 0:
         monkeypatch.undo()
-        assert simulate_module._whole_order(order, place, n, m) == slow[0] and not slow[1]
+        assert checks_module._whole_order(order, place, n, m) == slow[0] and not slow[1]

@@ -3,9 +3,10 @@
 # (numba types these functions from the arrays they are given)
 """The compiled simulator: `planner.simulate`'s event loop and memory rules over arrays.
 
-Every step mirrors `simulate._Run.execute` (and `_static_bytes`, `_liveness`) in the same
-order of floating-point operations, so times come out bit-identical. Events carry unique
-keys, so any queue that pops in (time, key) order replays the reference exactly.
+Every step mirrors `simulate.run.Run.execute` (and `simulate.memory`'s `static_bytes` and
+`liveness`) in the same order of floating-point operations, so times come out
+bit-identical. Events carry unique keys, so any queue that pops in (time, key) order
+replays the reference exactly.
 
 All jitted code lives in this one file on purpose: numba's on-disk cache checks only the
 defining file's timestamp, so a caller cached here would keep a stale copy of a callee
@@ -237,7 +238,7 @@ def sq_pop(q, ht, hk, ft, fk, fh, ftl, hh, hp):
     return k
 
 
-# -- memory: `simulate._static_bytes` and the peaks of `simulate._liveness` ----------------
+# -- memory: `simulate.memory.static_bytes` and the peaks of `liveness` ----------------
 
 
 @njit(cache=True)
@@ -274,7 +275,7 @@ def static_bytes(place, m, succ_ptr, succ_dst, succ_bytes, params, output, temp)
     return mem + big
 
 
-# long: a numba kernel for `simulate._liveness`'s peaks, compared with it by
+# long: a numba kernel for `simulate.memory.liveness`'s peaks, compared with it by
 # tests/test_fastsim.py; its passes (buffers, copies per device, ops per device, the sweep)
 # share their scratch arrays, and a split would change compiled code checked against it
 # complex: the passes' loops and the sweep's three-way merge of starts, ends and copies, each
@@ -390,7 +391,7 @@ def _last_consumer(i, d, place, end, succ_ptr, succ_dst):
 
 @_leaf
 def _account(up, down, i, last, size, alloc, end):
-    """Count a buffer of op i freed at the end of op `last`, as `simulate._liveness`
+    """Count a buffer of op i freed at the end of op `last`, as `simulate.memory.liveness`
     keeps it: some bytes, allocated, and freed after it is allocated (or never)."""
     free = end[last] if last >= 0 else INF
     if size <= 0 or not free > alloc:
@@ -407,8 +408,8 @@ def _account(up, down, i, last, size, alloc, end):
 def _sequences(place, m, kind, ord_dev, ord_op, topo):
     """Per-device sequences as (ops, offsets) and the `order` bit if entries were dropped.
 
-    GIVEN: `simulate._normalize_order` (entries as (device position, op), op -1 when not an
-    integer); PRIORITY: `ord_op` lists ops in priority order, each device keeps its own.
+    GIVEN: `simulate.checks.normalize_order` (entries as (device position, op), op -1 when
+    not an integer); PRIORITY: `ord_op` lists ops in priority order, each device keeps its own.
     """
     n = place.shape[0]
     listed = np.zeros(n, np.bool_)
@@ -532,7 +533,7 @@ def _prepare_queues(place, m, seq, ptr, dynamic, qlo, prev_on, fh, ftl):
 def _seed(place, m, dynamic, sources, topo, src, s_at, s_end, dirty, is_dirty,
           seq, ptr, head, free, pending, ready, dur, start, end, run, cnt,
           ht, hk, ft, fk, fh, ftl, hh, hp, pos):
-    """`simulate._Run._seed`: unplaced ops never end; sources wait in per-device sorted
+    """`simulate.run.Run._seed`: unplaced ops never end; sources wait in per-device sorted
     lists (dynamic) or start in order (static). Returns how many devices are woken."""
     n = place.shape[0]
     for q in range(n):
@@ -569,7 +570,7 @@ def _seed(place, m, dynamic, sources, topo, src, s_at, s_end, dirty, is_dirty,
 @_step
 def _zero_time_waits(i, t, batch, first_batch, known_batch, known_time, prev_on, end,
                      done_batch):
-    """`simulate._Run._zero_time_waits`: whether zero-time op `i`'s completion waits."""
+    """`simulate.run.Run._zero_time_waits`: whether zero-time op `i`'s completion waits."""
     trig = known_batch[i] if known_time[i] == t else first_batch
     p_i = prev_on[i]
     if p_i >= 0 and end[p_i] == t:
@@ -579,7 +580,7 @@ def _zero_time_waits(i, t, batch, first_batch, known_batch, known_time, prev_on,
 
 @_step
 def _wake(d, dirty, is_dirty, nd):
-    """`simulate._Run._wake`; returns the new count of woken devices."""
+    """`simulate.run.Run._wake`; returns the new count of woken devices."""
     if not is_dirty[d]:
         is_dirty[d] = True
         dirty[nd] = d
@@ -590,7 +591,7 @@ def _wake(d, dirty, is_dirty, nd):
 @_step
 def _dispatch(t, nd, dirty, is_dirty, idle, qh, qlo, qn, src, s_at, s_end, rank, byrank,
               dur, start, end, run, cnt, ht, hk, pos):
-    """`simulate._Run._dispatch`: each woken idle device starts its first queued op (a
+    """`simulate.run.Run._dispatch`: each woken idle device starts its first queued op (a
     source's key is its rank: instant 0)."""
     for q in range(nd):
         d = dirty[q]
@@ -613,7 +614,7 @@ def _dispatch(t, nd, dirty, is_dirty, idle, qh, qlo, qn, src, s_at, s_end, rank,
 
 @_step
 def _becomes_ready(j, instant, place, rank, qh, qlo, qn, dirty, is_dirty, nd):
-    """`simulate._Run._becomes_ready` (dynamic): op `j`'s last input arrives now; it
+    """`simulate.run.Run._becomes_ready` (dynamic): op `j`'s last input arrives now; it
     queues on its device, keyed (instant << 32) | rank. Returns the woken devices' count."""
     d = place[j]
     qn[d] = kpush(qh, qlo[d], qn[d], (instant << 32) | rank[j])
@@ -623,7 +624,7 @@ def _becomes_ready(j, instant, place, rank, qh, qlo, qn, dirty, is_dirty, nd):
 @_step
 def _send_outputs(i, di, t, lo, hi, bad, place, succ_dst, succ_bytes, lat, inv, mode, m,
                   best, touched, arrive, link_free, chan_free, tr_i, tr_t, cnt):
-    """`simulate._Run._send_outputs`: one transfer per other consuming device, in device
+    """`simulate.run.Run._send_outputs`: one transfer per other consuming device, in device
     order; each consumer device's arrival time in `arrive`. Returns `bad` with `NO_LINK`
     where a transfer has no link (`cost.copies` and `cost.transfer_seconds`, inline:
     compiled code calls no Python)."""
@@ -688,7 +689,7 @@ def _deliver(i, di, t, lo, hi, batch, instant, nd, bad, dynamic, n, place, succ_
              arrive, ready, pending, known_batch, known_time, seq, ptr, head, free, dur,
              start, end, run, cnt, ht, hk, ft, fk, fh, ftl, hh, hp, pos, qh, qlo, qn, rank,
              dirty, is_dirty):
-    """`simulate._Run._deliver`: the consumers get the output; one with all inputs known
+    """`simulate.run.Run._deliver`: the consumers get the output; one with all inputs known
     starts (static) or queues (dynamic). Returns (woken devices, bits)."""
     for k in range(lo, hi):
         j = succ_dst[k]
@@ -714,8 +715,8 @@ def _deliver(i, di, t, lo, hi, batch, instant, nd, bad, dynamic, n, place, succ_
     return nd, bad
 
 
-# long: the arrays of one run, then the loop of `simulate._Run.execute`. `_complete` stays
-# inline, marked with the reference's name: it reads and writes most of the run's arrays.
+# long: the arrays of one run, then the loop of `simulate.run.Run.execute`. `_complete`
+# stays inline, marked with the reference's name: it reads and writes most of the run's arrays.
 # `_deliver` is a call (numba cannot inline a function of its many arguments: "calling a
 # closure with *args"), `_send_outputs` and `_becomes_ready` are inlined: so split, GNMT's
 # and a 100k-op graph's runs take as long as with all four inline (a non-inlined
@@ -725,7 +726,7 @@ def _deliver(i, di, t, lo, hi, batch, instant, nd, bad, dynamic, n, place, succ_
 @njit(cache=True)
 def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, pending,
             succ_ptr, succ_dst, succ_bytes, lat, inv, mode, tr_cap):
-    """Run one simulation; see `simulate._Run.execute`, whose steps this takes in the same
+    """Run one simulation; see `simulate.run.Run.execute`, whose steps this takes in the same
     order under the same names (the same order of floating-point operations, so times
     agree; tests/test_fastsim.py compares them):
 
@@ -784,7 +785,7 @@ def execute(place, m, dur, seq, ptr, dynamic, rank, byrank, sources, topo, pos, 
     src = np.empty(sources.shape[0], np.int64)
     s_at = np.zeros(m + 1, np.int64)
     s_end = np.zeros(m, np.int64)
-    # static: a zero-time op's completion waits as in the reference (`simulate._Run`)
+    # static: a zero-time op's completion waits as in the reference (`simulate.run.Run`)
     known_batch = np.zeros(n, np.int64)
     known_time = np.zeros(n)
     done_batch = np.full(n, -1, np.int64)  # -1: not completed yet

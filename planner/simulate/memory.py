@@ -1,0 +1,132 @@
+"""Memory from a finished run: static bytes per device, and the liveness peak, timeline
+and ops live at the peak (the package docstring's semantics).
+
+Twin: `planner.fastsim._kernel` computes `static_bytes` and the peaks of `liveness` over
+arrays; a rule changed here is changed there in the same commit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..cost import INF, columns, static_memory
+from ..model import Graph, Op, Problem
+
+if TYPE_CHECKING:
+    from .run import Run
+
+__all__ = ["liveness", "static_bytes"]
+
+
+def static_bytes(graph: Graph, place: list[int], m: int) -> list[int]:
+    """`cost.static_memory`, ignoring unplaced ops and the edges that touch them."""
+    if all(d >= 0 for d in place):
+        return static_memory(graph, place, m)
+    if m == 0:
+        return []
+    ops = tuple(op if d >= 0 else Op(op.name) for op, d in zip(graph.ops, place, strict=True))
+    edges = tuple(e for e in graph.edges if place[e.src] >= 0 and place[e.dst] >= 0)
+    return static_memory(Graph(graph.name, ops, edges), [max(d, 0) for d in place], m)
+
+
+def liveness(problem: Problem, place: list[int], run: Run
+              ) -> tuple[list[int], list[tuple[tuple[float, int], ...]], list[tuple[int, ...]]]:
+    """Per device: liveness peak, (time, bytes) timeline, and the ops live at the peak.
+
+    The live ops (whose output, temp or received copy is held at the first peak instant)
+    are only collected for devices over their cap.
+
+    Buffers live on [alloc, free). Because frees come before allocations at one instant,
+    only the net change per instant matters: the level after an instant is the highest
+    within it. Vectorised with numpy (one sort of all alloc and free events).
+    """
+    g = problem.graph
+    m = len(problem.cluster.devices)
+    if m == 0:
+        return [], [], []
+    caps = [dev.memory_bytes for dev in problem.cluster.devices]
+    cols = columns(g)
+    src, dst = cols.src, cols.dst
+    params, output, temp = _int64_sizes(g)
+    pl = np.array(place, dtype=np.int64)
+    start = np.array(run.start, dtype=float)
+    end = np.array(run.end, dtype=float)
+    placed = pl >= 0
+    # per producer, the last end of its consumers on its own device (-1: none there)
+    d_src, d_dst = pl[src], pl[dst]
+    local = (d_dst >= 0) & (d_src == d_dst)
+    last_local = np.full(len(pl), -1.0)
+    np.maximum.at(last_local, src[local], end[dst[local]])
+    # per (producer, other device), the last end of its consumers there
+    remote = (d_dst >= 0) & (d_src != d_dst)
+    r_keys = src[remote] * m + d_dst[remote]
+    uniq, inv = np.unique(r_keys, return_inverse=True)
+    last_remote = np.full(len(uniq), -1.0)
+    np.maximum.at(last_remote, inv, end[dst[remote]])
+
+    runs = placed & np.isfinite(start)
+    out_free = np.where(last_local >= 0.0, last_local, INF)
+    tr_src = np.array(run.tr_src, dtype=np.int64)
+    tr_dd = np.array(run.tr_dd, dtype=np.int64)
+    tr_start = np.array(run.tr_start, dtype=float)
+    tr_free = (last_remote[np.searchsorted(uniq, tr_src * m + tr_dd)]
+               if len(tr_src) else np.zeros(0))
+    # buffers: device, alloc, free, bytes, op
+    dev = np.concatenate([pl[runs], pl[runs], tr_dd])
+    alloc = np.concatenate([start[runs], start[runs], tr_start])
+    free = np.concatenate([out_free[runs], end[runs], tr_free])
+    size = np.concatenate([output[runs], temp[runs],
+                           np.array(run.tr_bytes, dtype=np.int64)])
+    owner = np.concatenate([np.flatnonzero(runs), np.flatnonzero(runs), tr_src])
+    keep = (size > 0) & np.isfinite(alloc) & (free > alloc)
+    dev, alloc, free, size, owner = dev[keep], alloc[keep], free[keep], size[keep], owner[keep]
+    base = np.zeros(m, dtype=np.int64)
+    np.add.at(base, pl[placed], params[placed])
+    freed = np.isfinite(free)
+    ev_d = np.concatenate([np.arange(m), dev, dev[freed]])
+    ev_t = np.concatenate([np.zeros(m), alloc, free[freed]])
+    ev_s = np.concatenate([base, size, -size[freed]])
+    order = np.lexsort((ev_t, ev_d))
+    ev_d, ev_t, ev_s = ev_d[order], ev_t[order], ev_s[order]
+    new = np.ones(len(ev_d), dtype=bool)
+    new[1:] = (ev_d[1:] != ev_d[:-1]) | (ev_t[1:] != ev_t[:-1])
+    first = np.flatnonzero(new)
+    g_d, g_t = ev_d[first], ev_t[first]
+    g_net = np.add.reduceat(ev_s, first)
+    level = np.cumsum(g_net)
+    lo = np.searchsorted(g_d, np.arange(m))  # every device has its t=0 group
+    hi = np.append(lo[1:], len(g_d))
+    before = np.where(lo > 0, level[np.maximum(lo - 1, 0)], 0)
+    level -= before[g_d]
+    shown = g_net != 0
+    shown[lo] = True
+    peaks: list[int] = []
+    timelines: list[tuple[tuple[float, int], ...]] = []
+    live: list[tuple[int, ...]] = []
+    for d in range(m):
+        seg = slice(lo[d], hi[d])
+        lv = level[seg]
+        k = int(np.argmax(lv))
+        peaks.append(int(lv[k]))
+        top_t = g_t[seg][k]
+        mask = shown[seg]
+        timelines.append(tuple(zip(g_t[seg][mask].tolist(), lv[mask].tolist(), strict=True)))
+        if peaks[-1] > caps[d]:
+            on = (dev == d) & (alloc <= top_t) & (top_t < free)
+            live.append(tuple(np.unique(owner[on]).tolist()))
+        else:
+            live.append(())
+    return peaks, timelines, live
+
+
+def _int64_sizes(graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per op params, output and temp bytes as int64 (as numpy makes them of a model built
+    in code with float sizes: truncated; a size beyond int64 raises OverflowError)."""
+    cols = columns(graph)
+    if cols.integral:
+        return cols.params, cols.output, cols.temp
+    ops = graph.ops
+    return tuple(np.array([getattr(op, a) for op in ops], dtype=np.int64)  # type: ignore[return-value]
+                 for a in ("params_bytes", "output_bytes", "temp_bytes"))
