@@ -39,26 +39,20 @@ the graph has them. For a
 file in canonical form, export(import(x)) == x for the ops and edges.
 
 `import json` also accepts the operator and layer graphs of msr-fiddle/dnn-partitioning
-(Tarnawski et al., NeurIPS 2020): `fpgaLatency` becomes `time`, `cpuLatency`
-`time[cpu]` (both ms), `size` the op's params, `colorClass` its colocation group; edges
-keep their `size` in bytes; the cluster has `maxFPGAs` accelerators of kind `fpga` with
-`maxSizePerFPGA` bytes each and `maxCPUs` CPUs of 1 TiB (fractional sizes, bits of
-boolean tensors, are rounded up to whole bytes), all linked at 2 GiB/s (the
-rate the dataset's edge costs imply).
+(`planner.io.dnn_partitioning` says how they map).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .. import schedules
-from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, UsageError, did_you_mean
+from ..errors import Diagnostic, Span, SpecError, UsageError
 from ..model import CONTENTIONS, MEMORY_MODELS, Cluster, Device, Graph, Link, Problem, Spec
 from ..spec.load import read_source
 from ..strictjson import loads as strict_loads
@@ -71,10 +65,11 @@ from ..workload import (
     quote,
     render_cluster,
 )
+from .dnn_partitioning import from_dnn_partitioning
+from .json_checks import JsonChecker
 
 FORMAT = "planner-graph"
 VERSION = 1
-GIB = 1024**3
 TOP_FIELDS = ("format", "version", "name", "source", "ops", "edges", "cluster", "plan", "ties")
 TIE_FIELDS = ("ops", "bytes", "weight")
 OP_FIELDS = ("name", "time_s", "time_by_kind_s", "flops", "params_bytes", "output_bytes",
@@ -114,115 +109,18 @@ def parse_json(text: str, file: str = "<json>", name: str | None = None,
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic("E920", f"invalid JSON: {err.msg}",
                                    Span.at_json_error(file, err))) from None
-    check = _Checker(file, text)
+    check = JsonChecker(file, text, f"{FORMAT} v{VERSION}")
     if isinstance(data, dict) and data.get("format") == FORMAT:
         return _from_interchange(check, data, name, command)
     if isinstance(data, dict) and "nodes" in data and "maxFPGAs" in data:
-        return _from_dnn_partitioning(check, data, name or Path(file).stem, command)
+        return from_dnn_partitioning(check, data, name or Path(file).stem, command)
     raise SpecError(Diagnostic(
         "E921", f"{file} is neither a `{FORMAT}` file nor a dnn-partitioning graph",
         Span.start_of(file), ((f'a planner graph starts with {{"format": "{FORMAT}", '
                               f'"version": {VERSION}, ...}}'),)))
 
 
-class _Checker:
-    """Type checks of decoded JSON that report the path and, where it can, the line."""
-
-    def __init__(self, file: str, text: str) -> None:
-        self.file = file
-        self.text = text
-        self.sink = DiagnosticSink()
-
-    def at(self, needle: str | None) -> Span:
-        """The first place `needle` occurs in the text (or the file's start)."""
-        pos = self.text.find(needle) if needle else -1
-        if pos < 0:
-            return Span.start_of(self.file)
-        line = self.text.count("\n", 0, pos) + 1
-        col = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
-        return Span(self.file, line, col, line, col + len(needle or ""), pos,
-                    pos + len(needle or ""))
-
-    def error(self, path: str, message: str, near: str | None = None, *hints: str) -> None:
-        """Record an error about the value at JSON `path`."""
-        self.sink.error("E922", f"`{path}` {message}", self.at(near), *hints)
-
-    def keys(self, obj: Mapping[str, Any], allowed: tuple[str, ...], path: str,
-             near: str | None) -> None:
-        """Report keys the format does not define (typos such as `tiem_s`)."""
-        for key in obj:
-            if key not in allowed:
-                self.error(f"{path}.{key}" if path else key, "is not a field of "
-                           f"{FORMAT} v{VERSION}", near or json.dumps(key),
-                           *did_you_mean(key, allowed), "fields: " + ", ".join(allowed))
-
-    def number(self, obj: Mapping[str, Any], key: str, path: str, near: str | None,
-               required: bool = False, integer: bool = False,
-               positive: bool = False) -> Any:
-        """`obj[key]` if it is a number >= 0 (> 0 if `positive`), else report; None if absent."""
-        value = obj.get(key)
-        if value is None:
-            if required:
-                self.error(f"{path}.{key}", "is required", near)
-            return None
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if ok and integer:
-            ok = isinstance(value, int) or float(value).is_integer()
-        if ok and (value < 0 or (positive and value == 0) or math.isnan(value)):
-            ok = False
-        if not ok:
-            what = "an integer" if integer else "a number"
-            self.error(f"{path}.{key}", f"must be {what} {'> 0' if positive else '>= 0'}, "
-                       f"not {json.dumps(value)}", near)
-            return None
-        return int(value) if integer else float(value)
-
-    def string(self, obj: Mapping[str, Any], key: str, path: str, near: str | None,
-               required: bool = True) -> str | None:
-        """`obj[key]` if it is a non-empty string, else report (None if absent, optional)."""
-        value = obj.get(key)
-        if value is None and not required:
-            return None
-        if not isinstance(value, str) or not value:
-            self.error(f"{path}.{key}", "must be a non-empty string"
-                       if value is not None else "is required", near)
-            return None
-        return value
-
-    def items(self, obj: Mapping[str, Any], key: str, required: bool = True) -> list[Any]:
-        """`obj[key]` if it is a list (of objects), else report."""
-        value = obj.get(key)
-        if value is None and not required:
-            return []
-        if not isinstance(value, list):
-            self.error(key, "must be a list" if value is not None else "is required",
-                       f'"{key}"')
-            return []
-        return value
-
-    def named(self, obj: Mapping[str, Any], key: str, path: str, fields: tuple[str, ...],
-              what: str) -> Iterator[tuple[str, dict[str, Any], str, str]]:
-        """Each object of the list `obj[key]` with a name not seen before, as (its path,
-        itself, its name, the name quoted as JSON); reports the others."""
-        seen: set[str] = set()
-        for k, raw in enumerate(self.items(obj, key)):
-            at = f"{path}[{k}]"
-            if not isinstance(raw, dict):
-                self.error(at, "must be an object", None)
-                continue
-            name = self.string(raw, "name", at, None)
-            if name is None:
-                continue
-            near = json.dumps(name, ensure_ascii=False)
-            self.keys(raw, fields, at, near)
-            if name in seen:
-                self.error(at, f"repeats the {what} name {near}", near)
-                continue
-            seen.add(name)
-            yield at, raw, name, near
-
-
-def _text(check: _Checker, raw: Mapping[str, Any], key: str, path: str, near: str,
+def _text(check: JsonChecker, raw: Mapping[str, Any], key: str, path: str, near: str,
           expected: str) -> str:
     """The non-empty string `raw[key]`, "" when absent or null (else an error)."""
     value = raw.get(key)
@@ -236,7 +134,7 @@ def _text(check: _Checker, raw: Mapping[str, Any], key: str, path: str, near: st
 
 # complex: validates the interchange JSON: a check and a message per op field (name, time_s,
 # flops, time_by_kind_s, sizes, colocation), then cluster, plan and header
-def _from_interchange(check: _Checker, data: dict[str, Any], name: str | None,
+def _from_interchange(check: JsonChecker, data: dict[str, Any], name: str | None,
                       command: str | None) -> Imported:
     version = data.get("version")
     if version != VERSION:
@@ -299,7 +197,7 @@ def _from_interchange(check: _Checker, data: dict[str, Any], name: str | None,
     return out
 
 
-def _read_ties(check: _Checker, raw_ties: Any, names: Mapping[str, WorkOp],
+def _read_ties(check: JsonChecker, raw_ties: Any, names: Mapping[str, WorkOp],
                w: Workload) -> None:
     """`ties`: [{"ops": [names], "bytes": N, "weight": NAME}] (`bytes` defaults to the least
     `params_bytes` of the ops; the spec's lowering checks the rest: E236-E238)."""
@@ -321,7 +219,7 @@ def _read_ties(check: _Checker, raw_ties: Any, names: Mapping[str, WorkOp],
         w.ties.append((list(ops), nbytes, weight or ""))
 
 
-def _read_edges(check: _Checker, raw_edges: Any, names: Mapping[str, WorkOp],
+def _read_edges(check: JsonChecker, raw_edges: Any, names: Mapping[str, WorkOp],
                 w: Workload) -> None:
     if not isinstance(raw_edges, list):
         check.error("edges", "must be a list", '"edges"')
@@ -363,7 +261,7 @@ def _read_edges(check: _Checker, raw_edges: Any, names: Mapping[str, WorkOp],
 
 # complex: validates the interchange cluster: a check and a message per device and link
 # field, then the ordered pairs without a link; errors are collected, not raised one by one
-def _read_cluster(check: _Checker, raw: Any) -> Cluster | None:
+def _read_cluster(check: JsonChecker, raw: Any) -> Cluster | None:
     if not isinstance(raw, dict):
         check.error("cluster", "must be an object", '"cluster"')
         return None
@@ -409,7 +307,7 @@ def _read_cluster(check: _Checker, raw: Any) -> Cluster | None:
     return Cluster(cname, tuple(devices), tuple(links[k] for k in sorted(links)))
 
 
-def _read_plan(check: _Checker, raw: Any, w: Workload, cluster: Cluster) -> PlanDef:
+def _read_plan(check: JsonChecker, raw: Any, w: Workload, cluster: Cluster) -> PlanDef:
     if not isinstance(raw, dict):
         check.error("plan", "must be an object", '"plan"')
         raw = {}
@@ -445,7 +343,7 @@ def _read_plan(check: _Checker, raw: Any, w: Workload, cluster: Cluster) -> Plan
     return plan
 
 
-def _read_pipeline(check: _Checker, raw: dict[str, Any]) -> list[tuple[str, str]]:
+def _read_pipeline(check: JsonChecker, raw: dict[str, Any]) -> list[tuple[str, str]]:
     """The plan's pipeline settings as spec text (the lowering checks their values: E256,
     E257); here only their JSON types."""
     out: list[tuple[str, str]] = []
@@ -471,85 +369,6 @@ def _read_pipeline(check: _Checker, raw: dict[str, Any]) -> list[tuple[str, str]
     return out
 
 
-def _from_dnn_partitioning(check: _Checker, data: dict[str, Any], name: str,
-                           command: str | None) -> Imported:
-    w = Workload(name)
-    by_id = _dnn_nodes(check, data, w)
-    _dnn_edges(check, data, w, by_id)
-    n_acc = check.number(data, "maxFPGAs", "", '"maxFPGAs"', required=True, integer=True) or 0
-    n_cpu = check.number(data, "maxCPUs", "", '"maxCPUs"', integer=True) or 0
-    cap = check.number(data, "maxSizePerFPGA", "", '"maxSizePerFPGA"', required=True,
-                       integer=True) or 0
-    check.sink.raise_if_errors()
-    devices = ([Device(f"fpga{i}", cap, "fpga") for i in range(n_acc)]
-               + [Device(f"cpu{i}", 1024 * GIB, "cpu") for i in range(n_cpu)])
-    n = len(devices)
-    links = tuple(Link(a, b, 2 * GIB) for a in range(n) for b in range(n) if a != b)
-    cluster = Cluster(f"{name}_cluster", tuple(devices), links)
-    out = Imported(w, "")  # measured latencies: 4 significant digits, not float noise
-    out.clusters.append(render_cluster(cluster))
-    out.plans.append(PlanDef(name, name, cluster.name))
-    out.header = "\n".join([
-        f"Generated by:\n$ {command}" if command else "Generated by planner.io.interchange",
-        (f"Source: {check.file} (msr-fiddle/dnn-partitioning operator/layer graph, "
-        "Tarnawski et al., NeurIPS 2020)."),
-        (f"Graph: {len(w.ops)} ops, {len(w.edges)} edges; time = fpgaLatency, time[cpu] = "
-        "cpuLatency, params = size, colocation = colorClass."),
-        (f"Cluster: {n_acc} accelerators of {cap} B (maxSizePerFPGA), {n_cpu} CPUs; links at "
-        "2 GiB/s as the dataset's edge costs assume."),
-    ])
-    return out
-
-
-def _dnn_nodes(check: _Checker, data: dict[str, Any], w: Workload) -> dict[Any, WorkOp]:
-    """The dnn-partitioning nodes as `w`'s ops (fpgaLatency, cpuLatency in ms; size as
-    params) and colocations (colorClass), a message per bad field; the ops by node id."""
-    by_id: dict[Any, WorkOp] = {}
-    groups: dict[Any, list[str]] = {}
-    for k, node in enumerate(check.items(data, "nodes")):
-        path = f"nodes[{k}]"
-        if not isinstance(node, dict) or "id" not in node:
-            check.error(path, "must be an object with an `id`", None)
-            continue
-        op_name = str(node.get("name") or f"n{node['id']}")
-        if node["id"] in by_id:
-            check.error(path, f"repeats node id {json.dumps(node['id'])}", None)
-            continue
-        near = json.dumps(node.get("name")) if node.get("name") else None
-        fpga = check.number(node, "fpgaLatency", path, near, required=True)
-        cpu = check.number(node, "cpuLatency", path, near)
-        size = math.ceil(check.number(node, "size", path, near) or 0)
-        op = w.add(WorkOp(op_name, (fpga or 0.0) * 1e-3, None, params_bytes=size,
-                          time_by_kind={} if cpu is None else {"cpu": cpu * 1e-3}))
-        by_id[node["id"]] = op
-        if node.get("colorClass") is not None:
-            groups.setdefault(node["colorClass"], []).append(op_name)
-    if len({o.name for o in w.ops}) != len(w.ops):
-        check.error("nodes", "repeat node names", '"nodes"')
-    w.colocations = [m for m in groups.values() if len(m) > 1]
-    return by_id
-
-
-def _dnn_edges(check: _Checker, data: dict[str, Any], w: Workload,
-               by_id: Mapping[Any, WorkOp]) -> None:
-    """The dnn-partitioning edges as `w`'s edges, the sizes of repeated pairs summed, a
-    message per bad edge."""
-    pairs: dict[tuple[str, str], int] = {}
-    for k, e in enumerate(check.items(data, "edges")):
-        path = f"edges[{k}]"
-        if not isinstance(e, dict):
-            check.error(path, "must be an object", None)
-            continue
-        src, dst = by_id.get(e.get("sourceId")), by_id.get(e.get("destId"))
-        if src is None or dst is None or src is dst:
-            check.error(path, "must join two different known node ids", None)
-            continue
-        size = math.ceil(check.number(e, "size", path, None) or 0)  # some are bits (0.125)
-        key = (src.name, dst.name)
-        pairs[key] = pairs.get(key, 0) + size
-        src.output_bytes = max(src.output_bytes, size)
-    for (a, b), size in pairs.items():
-        w.connect(a, b, size)
 
 
 # ---- export -------------------------------------------------------------------------------

@@ -1,0 +1,113 @@
+"""Type checks of decoded JSON for the importers: each reports the value's JSON path and,
+where the text shows it, its line and column (E922), and collects the errors in one sink so
+that a file's every mistake is reported at once."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..errors import DiagnosticSink, Span, did_you_mean
+
+__all__ = ["JsonChecker"]
+
+
+class JsonChecker:
+    """Type checks of decoded JSON that report the path and, where it can, the line."""
+
+    def __init__(self, file: str, text: str, fmt: str) -> None:
+        self.file = file
+        self.text = text
+        #: the format's name and version, as messages name it (`planner-graph v1`)
+        self.fmt = fmt
+        self.sink = DiagnosticSink()
+
+    def at(self, needle: str | None) -> Span:
+        """The first place `needle` occurs in the text (or the file's start)."""
+        pos = self.text.find(needle) if needle else -1
+        if pos < 0:
+            return Span.start_of(self.file)
+        line = self.text.count("\n", 0, pos) + 1
+        col = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
+        return Span(self.file, line, col, line, col + len(needle or ""), pos,
+                    pos + len(needle or ""))
+
+    def error(self, path: str, message: str, near: str | None = None, *hints: str) -> None:
+        """Record an error about the value at JSON `path`."""
+        self.sink.error("E922", f"`{path}` {message}", self.at(near), *hints)
+
+    def keys(self, obj: Mapping[str, Any], allowed: tuple[str, ...], path: str,
+             near: str | None) -> None:
+        """Report keys the format does not define (typos such as `tiem_s`)."""
+        for key in obj:
+            if key not in allowed:
+                self.error(f"{path}.{key}" if path else key, "is not a field of "
+                           f"{self.fmt}", near or json.dumps(key),
+                           *did_you_mean(key, allowed), "fields: " + ", ".join(allowed))
+
+    def number(self, obj: Mapping[str, Any], key: str, path: str, near: str | None,
+               required: bool = False, integer: bool = False,
+               positive: bool = False) -> Any:
+        """`obj[key]` if it is a number >= 0 (> 0 if `positive`), else report; None if absent."""
+        value = obj.get(key)
+        if value is None:
+            if required:
+                self.error(f"{path}.{key}", "is required", near)
+            return None
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if ok and integer:
+            ok = isinstance(value, int) or float(value).is_integer()
+        if ok and (value < 0 or (positive and value == 0) or math.isnan(value)):
+            ok = False
+        if not ok:
+            what = "an integer" if integer else "a number"
+            self.error(f"{path}.{key}", f"must be {what} {'> 0' if positive else '>= 0'}, "
+                       f"not {json.dumps(value)}", near)
+            return None
+        return int(value) if integer else float(value)
+
+    def string(self, obj: Mapping[str, Any], key: str, path: str, near: str | None,
+               required: bool = True) -> str | None:
+        """`obj[key]` if it is a non-empty string, else report (None if absent, optional)."""
+        value = obj.get(key)
+        if value is None and not required:
+            return None
+        if not isinstance(value, str) or not value:
+            self.error(f"{path}.{key}", "must be a non-empty string"
+                       if value is not None else "is required", near)
+            return None
+        return value
+
+    def items(self, obj: Mapping[str, Any], key: str, required: bool = True) -> list[Any]:
+        """`obj[key]` if it is a list (of objects), else report."""
+        value = obj.get(key)
+        if value is None and not required:
+            return []
+        if not isinstance(value, list):
+            self.error(key, "must be a list" if value is not None else "is required",
+                       f'"{key}"')
+            return []
+        return value
+
+    def named(self, obj: Mapping[str, Any], key: str, path: str, fields: tuple[str, ...],
+              what: str) -> Iterator[tuple[str, dict[str, Any], str, str]]:
+        """Each object of the list `obj[key]` with a name not seen before, as (its path,
+        itself, its name, the name quoted as JSON); reports the others."""
+        seen: set[str] = set()
+        for k, raw in enumerate(self.items(obj, key)):
+            at = f"{path}[{k}]"
+            if not isinstance(raw, dict):
+                self.error(at, "must be an object", None)
+                continue
+            name = self.string(raw, "name", at, None)
+            if name is None:
+                continue
+            near = json.dumps(name, ensure_ascii=False)
+            self.keys(raw, fields, at, near)
+            if name in seen:
+                self.error(at, f"repeats the {what} name {near}", near)
+                continue
+            seen.add(name)
+            yield at, raw, name, near
