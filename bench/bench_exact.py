@@ -69,7 +69,7 @@ def _fmt(c: object) -> str:
 def bench_build(quick: bool, recording: Recording | None) -> None:
     """Pyomo build time, 200 ops × 4 devices."""
     from planner.algorithms.exact.common import lower_bound_s, warm_start
-    from planner.algorithms.exact.ilp import IlpModel
+    from planner.algorithms.exact.ilp_model import IlpModel
     from planner.algorithms.exact.instance import Instance
 
     backends.import_pyomo()

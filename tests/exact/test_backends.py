@@ -95,7 +95,7 @@ def test_install_script_is_idempotent() -> None:
 def _built_ilp() -> Any:
     """A built ILP of a small layered DAG (a few hundred rows)."""
     from planner.algorithms.exact.common import lower_bound_s
-    from planner.algorithms.exact.ilp import IlpModel
+    from planner.algorithms.exact.ilp_model import IlpModel
     from planner.algorithms.exact.instance import Instance
 
     from .instances import layered_problem

@@ -117,22 +117,23 @@ def test_the_build_reads_the_clock_inside_its_largest_families(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from planner.algorithms.exact import ilp
+    from planner.algorithms.exact import ilp_model
     from planner.algorithms.exact.common import lower_bound_s
     from planner.algorithms.exact.instance import Instance
 
     inst = Instance(layered_problem(7, 120, 4))
-    readings = iter(range(10**6))  # ilp's clock: one second later at each reading
-    monkeypatch.setattr(ilp, "time", SimpleNamespace(perf_counter=lambda: float(next(readings))))
-    monkeypatch.setattr(ilp, "_CHECK_EVERY", 1)
-    model = ilp.IlpModel(inst, inst.horizon, lower_bound_s(inst))
-    with pytest.raises(ilp.OutOfTime) as late:
+    readings = iter(range(10**6))  # the model's clock: one second later at each reading
+    clock = SimpleNamespace(perf_counter=lambda: float(next(readings)))
+    monkeypatch.setattr(ilp_model, "time", clock)
+    monkeypatch.setattr(ilp_model, "_CHECK_EVERY", 1)
+    model = ilp_model.IlpModel(inst, inst.horizon, lower_bound_s(inst))
+    with pytest.raises(ilp_model.OutOfTime) as late:
         # read at 0, 1 and 2 s after the first three families, then at 3, 4 and 5 s after
         # the first three rows of the ordering family's `z` rows
         model.build(deadline=4.5)
     assert late.value.rows == model.n_rows + 3
     monkeypatch.undo()
-    full = ilp.IlpModel(inst, inst.horizon, lower_bound_s(inst))
+    full = ilp_model.IlpModel(inst, inst.horizon, lower_bound_s(inst))
     full.build()
     assert model.n_rows + 3 < full.n_rows
 

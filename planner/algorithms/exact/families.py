@@ -1,6 +1,6 @@
 r"""The exact models' constraint families, once, as data both back-ends translate.
 
-The ILP (`ilp.py`, Pyomo) and the CP-SAT model (`cpsat.py`) are one model of the problem
+The ILP (`ilp_model.py`, Pyomo) and the CP-SAT model (`cpsat.py`) are one model of the problem
 (contention `none`, static memory, pins, colocation, links) in two modelling APIs. This
 module reduces an `Instance` to the data of each family of constraints, in seconds and
 bytes, indexed by op, unit and device (plain dataclasses and tuples of numbers); each

@@ -9,8 +9,9 @@ from ...cost import INF
 from ...model import Problem
 from ...pipeline.units import units
 from ..exact import backends
-from ..exact.ilp import IlpModel, chosen_device, model_units
+from ..exact.ilp_model import chosen_device, model_units
 from ..exact.instance import choice_term
+from ..exact.model_file import write_model
 from .data import _count, _Data, _pipeline
 from .orders import _Orders
 from .warm import _Warm
@@ -356,12 +357,5 @@ class _Model:
 
 
 def _emit(model: _Model, path: str) -> None:
-    """Write the model to `path` with the `ilp` writer (its formats, errors, legend)."""
-    class _Writer(IlpModel):
-        def __init__(self) -> None:  # only what `emit` reads
-            self.model = model.model
-
-        def legend(self) -> list[str]:
-            return model.legend()
-
-    _Writer().emit(path)
+    """Write the model to `path` with the `ilp` model's writer (its formats, errors)."""
+    write_model(model.model, path, model.legend())
