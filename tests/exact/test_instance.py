@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from planner.algorithms.exact.cpsat import choose_tick
+from planner.algorithms.exact.cpsat_model import choose_tick
 from planner.algorithms.exact.instance import Instance
 from planner.errors import InfeasibleError
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem

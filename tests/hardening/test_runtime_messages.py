@@ -16,7 +16,7 @@ import pytest
 from pyomo.opt import TerminationCondition
 
 from planner.algorithms import Options, run
-from planner.algorithms.exact import backends, budget, cpsat
+from planner.algorithms.exact import backends, budget, cpsat, cpsat_model
 
 from .runtime_support import layered_problem
 
@@ -28,7 +28,7 @@ INTERNAL = re.compile(r"\b[A-Z]{2,}_[A-Z_]+\b|\bstatus [A-Z]+\b|\((optimal|feasi
                                     "INFEASIBLE"])
 @pytest.mark.parametrize("capped", [False, True])
 def test_cpsat_statuses_read_as_words(status: str, capped: bool) -> None:
-    said = cpsat._said(status, capped)
+    said = cpsat_model._said(status, capped)
     assert said.startswith("CP-SAT ") and not INTERNAL.search(said), said
 
 

@@ -1,5 +1,5 @@
 """Exact placement: the Pyomo ILP (`ilp.py`, its model `ilp_model.py`) and OR-Tools CP-SAT
-(`cpsat.py`).
+(`cpsat.py`, its model `cpsat_model.py`).
 
 Both share the problem data (`instance.py`), the constraint families as back-end-neutral
 data (`families.py`: each back-end translates it, one function per family), the warm start

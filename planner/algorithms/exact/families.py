@@ -1,12 +1,12 @@
 r"""The exact models' constraint families, once, as data both back-ends translate.
 
-The ILP (`ilp_model.py`, Pyomo) and the CP-SAT model (`cpsat.py`) are one model of the problem
-(contention `none`, static memory, pins, colocation, links) in two modelling APIs. This
-module reduces an `Instance` to the data of each family of constraints, in seconds and
+The ILP (`ilp_model.py`, Pyomo) and the CP-SAT model (`cpsat_model.py`) are one model of the
+problem (contention `none`, static memory, pins, colocation, links) in two modelling APIs.
+This module reduces an `Instance` to the data of each family of constraints, in seconds and
 bytes, indexed by op, unit and device (plain dataclasses and tuples of numbers); each
-back-end hands that data to its API, one function per family (cvxpy's "reduce, then hand
-the data over"). A change to the cost model's terms is made here, or in `instance.py`,
-and both models follow.
+back-end hands that data to its API, one function per family (cvxpy's "reduce, then hand the
+data over"). A change to the cost model's terms is made here, or in `instance.py`, and both
+models follow.
 
 Notation of `instance.py`: units `u, v` (colocation groups or lone ops), `A(u)` a unit's
 allowed devices, `x_ud` "unit u on device d" (the constant 1 when `A(u) = (d,)`, 0 off

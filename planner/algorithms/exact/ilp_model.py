@@ -36,7 +36,7 @@ row and no `y`; pairs that can never overlap get none. Ordering binaries exist o
 pairs with no path between them.
 
 Build: `families.families` reduces the instance to each family's data (seconds, bytes,
-indices), shared with `cpsat.py`; `IlpModel.build` declares `x`, `s`, `C`, then translates
+indices), shared with `cpsat_model.py`; `IlpModel.build` declares `x`, `s`, `C`, then translates
 one family per method, each into its own `ConstraintList` (`ROW_FAMILIES`, the row names
 of an emitted file): `_assignment`; `_transfers` (the `c` variables and the nolink,
 `_transfer_rows` and `_copy_rows`); `_precedence`; `_ordering` (the pairs of
