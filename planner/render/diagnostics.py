@@ -30,7 +30,7 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
     """
     # lazy: start-up (the parser's modules load Lark; `planner --help` needs neither)
     from ..io.device_map import DEVICE_MAP_CODE
-    from ..spec.fastparse import line_ends
+    from ..spec.lex import line_ends
     from ..spec.syntax import looks_like_spec
 
     cap = active().file_bytes

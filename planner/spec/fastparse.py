@@ -1,8 +1,8 @@
 """The fast path of `parse`: a regular-expression lexer and a recursive-descent reader.
 
-One regular expression yields every token with its offset, streamed (a token list for a
-100,000-op spec would take ~400 MB); a reader with one token of lookahead accepts the
-usual forms and builds exactly the tree the Lark path builds (spans included). It is
+The lexer (`lex.py`) yields every token with its offset, streamed; a reader with one
+token of lookahead, and line readers that match whole one-line forms past it, accept the
+usual forms and build exactly the tree the Lark path builds (spans included). It is
 deliberately conservative: wherever Lark's contextual lexer or LALR lookahead could read
 the text differently (a keyword where only NAME fits, `op -> b`, `gpu[1_0..2]`, `a <-> b`
 in a graph), or on any error, it gives up (`fast_parse` returns None) and Lark parses the
@@ -32,13 +32,26 @@ from ..errors import Span
 from ..units import UNIT_TABLE
 from . import ast
 from .grammar import Grammar, grammar, split_alternatives
+from .lex import (
+    LEXED,
+    TOK_COMMENT,
+    TOK_END,
+    TOK_NAME,
+    TOK_NUMBER,
+    TOK_PUNCT,
+    TOK_QUANTITY,
+    TOK_STRING,
+    Bail,
+    Tok,
+    lex,
+    line_ends,
+    line_res,
+    name_terminals,
+)
 
-__all__ = ["HAND_READ_TERMINALS", "IGNORED", "LEFT_TO_LARK", "RULES_READ", "line_ends",
-           "mismatches"]
+__all__ = ["HAND_READ_TERMINALS", "IGNORED", "LEFT_TO_LARK", "RULES_READ", "mismatches"]
 
 _UNIT_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz/"
-_NL, _COMMENT, _QUANTITY, _NUMBER, _NAME, _STRING, _PUNCT, _JUNK, _END = 1, 2, 3, 4, 5, 6, 7, 8, 0
-Tok = tuple[int, str, int, int, int]  # kind, text, offset, line, column
 
 #: Every rule of grammar/plan.lark, as `_Reader` reads it. A string: the rule as the
 #: grammar writes it, which the reader's code follows. A tuple: the alternatives the
@@ -79,10 +92,6 @@ RULES_READ: dict[str, str | tuple[str, ...]] = {
 #: Rules the fast path leaves to Lark (it bails wherever one is used), each with the
 #: reason; `mismatches` accepts them in place of an entry of `RULES_READ`.
 LEFT_TO_LARK: dict[str, str] = {}
-#: The terminals the lexer takes from the grammar by name, each a token kind of its own;
-#: the other terminals of `name` are lexed as NAMEs (before NAME, by priority), keywords
-#: as NAMEs and the grammar's strings as punctuation.
-_LEXED = ("COMMENT", "QUANTITY", "NUMBER", "NAME", "STRING")
 #: Terminals read in the reader's own way, as the grammar writes them: an INT is a NUMBER
 #: token of digits alone (`devref`'s range); the arrows are compared by their text.
 HAND_READ_TERMINALS = {"INT": "/[0-9]+/", "ARROW": '"<->" | "->"'}
@@ -135,14 +144,14 @@ def _rule_mismatches(g: Grammar) -> list[str]:
 
 def _terminal_mismatches(g: Grammar) -> list[str]:
     """Where the grammar's terminals and what the lexer takes differ."""
-    found = [f"terminal {t} is gone: the lexer reads it (`_LEXED`)"
-             for t in _LEXED if t not in g.patterns]
-    taken = {*_LEXED, *_name_terminals(g), *g.keywords}
+    found = [f"terminal {t} is gone: the lexer reads it (`lex.LEXED`)"
+             for t in LEXED if t not in g.patterns]
+    taken = {*LEXED, *name_terminals(g), *g.keywords}
     for t, written in g.terminals.items():
         if t in taken:
             continue
         if t not in HAND_READ_TERMINALS:
-            found.append(f"terminal {t} is not read: add it to `_LEXED` (a token kind of "
+            found.append(f"terminal {t} is not read: add it to `lex.LEXED` (a token kind of "
                          "its own) or HAND_READ_TERMINALS")
         elif split_alternatives(HAND_READ_TERMINALS[t]) != split_alternatives(written):
             found.append(f"terminal {t} is {written}, read as {HAND_READ_TERMINALS[t]}: "
@@ -153,71 +162,11 @@ def _terminal_mismatches(g: Grammar) -> list[str]:
     return found
 
 
-def _name_terminals(g: Grammar) -> list[str]:
-    """The terminals of `name` lexed as NAMEs: its patterns besides STRING, highest
-    priority first (NAME last)."""
-    found = [s for s in g.lone_symbols("name") if s in g.patterns and s != "STRING"]
-    return sorted(found, key=lambda t: -g.priorities.get(t, 0))
-
-
 #: attribute keys and units, each one string object that every block's attribute shares:
 #: the regular expression's groups are new strings, and a 100k-op spec has about 800k of
 #: these (45 MB), which lowering then reads and hashes one by one
 _SHARED: dict[str, str] = {k: k for k in (*ast.OP_ATTRS, *ast.EDGE_ATTRS, *ast.DEVICE_ATTRS,
                                           *ast.LINK_ATTRS, *UNIT_TABLE)}
-
-
-class _Bail(Exception):
-    """The fast path cannot read this text; Lark will."""
-
-
-@lru_cache(maxsize=1)
-def _token_re() -> re.Pattern[str]:
-    """All tokens, each preceded by blanks; the terminals and the punctuation are read
-    from the grammar (the terminals of `name` as one kind, NAME last).
-
-    The last alternative takes any one character, so the expression matches at every
-    position: `finditer` then never searches ahead after a failed attempt, which made
-    20,000 blanks or digits before a stray character cost 20,000 attempts of 20,000 steps
-    each. The blanks are possessive (`*+`) for the same reason.
-    """
-    g = grammar()
-    terms = g.patterns
-    names = "|".join(terms[t] for t in _name_terminals(g))
-    punctuation = g.punctuation()  # longest first: `<->` before `->`
-    singles = "".join(re.escape(p) for p in punctuation if len(p) == 1)
-    punct = "|".join([*(re.escape(p) for p in punctuation if len(p) > 1), f"[{singles}]"])
-    return re.compile(
-        r"[ \t\r\f]*+(?:(\n)|(" + terms["COMMENT"] + ")|(" + terms["QUANTITY"] + ")|("
-        + terms["NUMBER"] + ")|(" + names + ")|(" + terms["STRING"] + ")|(" + punct
-        + r")|([\s\S]))"
-    )
-
-
-@lru_cache(maxsize=1)
-def _line_res() -> tuple[re.Pattern[str], ...]:
-    """The pieces of the one-line forms `_Reader.line_*` reads without the lexer: a name,
-    `-> name`, `{`, `key[selector] value` with a number or quantity, and `}`.
-
-    Built from the same terminals and blanks as `_token_re`, so each piece matches exactly
-    the tokens the lexer would yield there; none crosses a line or a comment. An
-    attribute's groups: key, selector, a quantity's number and unit, or a number. The key
-    is atomic (`(?>...)`): the lexer takes the longest NAME, so `time1ms` is one name
-    without a value, never `time` and `1ms` (a NAME's characters include digits and `-`).
-    """
-    terms = grammar().patterns
-    blank, name = r"[ \t\r\f]*+", "(" + terms["NAME"] + "|" + terms["STRING"] + ")"
-    # a quantity's number and unit as groups of their own: the number, the blanks between
-    # (the one `[ \t]*` of the terminal), the unit
-    number, between, unit = terms["QUANTITY"].partition("[ \\t]*")
-    assert between and "[ \\t]*" not in unit, terms["QUANTITY"]
-    unit = between + "(" + unit + ")"
-    return (re.compile(blank + name), re.compile(blank + "->" + blank + name),
-            re.compile(blank + r"\{"),
-            re.compile(blank + "((?>" + terms["NAME"] + "))(?:" + blank + r"\[" + blank + name
-                       + blank + r"\])?" + blank + "(?:(" + number + ")" + unit + "|("
-                       + terms["NUMBER"] + "))"),
-            re.compile(blank + r"\}"))
 
 
 @lru_cache(maxsize=1)
@@ -227,9 +176,9 @@ def _whole_line_res() -> tuple[re.Pattern[str], ...]:
     so that it is not the start of a longer NAME), and a chain's first name; and the start
     of a line whose first token can neither continue a chain nor give it a block (a name,
     a string or `}`); and the whole line of a chain of two names without a block."""
-    name = _line_res()[0].pattern[len(r"[ \t\r\f]*+"):]
+    name = line_res()[0].pattern[len(r"[ \t\r\f]*+"):]
     blank, ended = r"[ \t\r\f]*+", r'[ \t\r\f]*+[A-Za-z_"}]'
-    atomic = "((?>" + name[1:-1] + "))"  # the lexer's longest NAME, as in `_line_res`
+    atomic = "((?>" + name[1:-1] + "))"  # the lexer's longest NAME, as in `line_res`
     comment = "(" + grammar().patterns["COMMENT"] + ")?"
     syntax = _syntax()
     op_word = syntax.op_word if syntax is not None else None
@@ -244,62 +193,6 @@ def _whole_line_res() -> tuple[re.Pattern[str], ...]:
                        + r"\n(?=" + ended + ")"))
 
 
-def _tokens(text: str, comments: list[Tok]
-            ) -> Generator[Tok, int | tuple[int, int, int] | None, None]:
-    """The tokens of `text`, then `_END`; comments go to `comments`. `_Bail` on junk.
-
-    `send(pos)` instead of `next()`: the reader has read the text up to offset `pos`
-    itself (`_Reader.line_*`), on the line of the token last yielded; lexing resumes
-    there. `send((pos, line, line_start))`: it has read whole lines (`_Reader.lines`), and
-    `pos` is on line `line`, which starts at offset `line_start`.
-    """
-    line, line_start, pos = 1, 0, 0
-    regex = _token_re()
-    matches = regex.finditer(text)
-    while True:
-        for m in matches:
-            k = m.lastindex
-            if k == _JUNK or m.start() != pos:  # a character no token takes
-                raise _Bail
-            pos = m.end()
-            if k == _NL:
-                line += 1
-                line_start = pos
-                continue
-            assert k is not None
-            s = m.start(k)
-            if k == _COMMENT:
-                comments.append((k, m.group(k), s, line, s - line_start + 1))
-                continue
-            jump = yield (k, m.group(k), s, line, s - line_start + 1)
-            if jump is not None:
-                if isinstance(jump, tuple):  # on a later line
-                    pos, line, line_start = jump
-                else:
-                    pos = jump
-                matches = regex.finditer(text, pos)
-                break
-        else:
-            break
-    if text[pos:].strip(" \t\r\f"):
-        raise _Bail
-    yield (_END, "", len(text), line, len(text) - line_start + 1)
-
-
-_LONE_CR = re.compile(r"\r(?!\n)")
-
-
-def line_ends(text: str) -> str:
-    """`text` with every lone `\r` read as `\n`: `\r`, `\r\n` and `\n` all end a line
-    (a comment ends there too), and offsets stay those of the file. A byte order mark
-    (U+FEFF) that starts the text is dropped, for both parsers, the formatter (whose
-    output has none) and the diagnostics' excerpts: offsets and columns are then those
-    of the text after it, as an editor shows them."""
-    if text[:1] == "\ufeff":
-        text = text[1:]
-    return _LONE_CR.sub("\n", text) if "\r" in text else text
-
-
 def _fast_parse(text: str, file: str) -> ast.Module | None:
     """The tree of `text`, or None when the fast path cannot read it."""
     syntax = _syntax()
@@ -308,8 +201,8 @@ def _fast_parse(text: str, file: str) -> ast.Module | None:
     text = line_ends(text)
     raw: list[Tok] = []
     try:
-        items = _Reader(_tokens(text, raw), file, text, raw, syntax).module()
-    except (_Bail, StopIteration):
+        items = _Reader(lex(text, raw), file, text, raw, syntax).module()
+    except (Bail, StopIteration):
         return None
     comments = tuple(
         ast.Comment(v, Span(file, ln, col, ln, col + len(v), s, s + len(v)))
@@ -410,7 +303,7 @@ def _line_name(file: str, ln: int, base: int, m: re.Match[str], group: int) -> a
 def _comment(comments: list[Tok], m: re.Match[str], group: int, ln: int, base: int) -> None:
     """A comment `lines` read (`m`'s `group`, on line `ln`), as the lexer records one."""
     cs = m.start(group)
-    comments.append((_COMMENT, m.group(group), cs, ln, cs - base))
+    comments.append((TOK_COMMENT, m.group(group), cs, ln, cs - base))
 
 
 def _unquote(v: str) -> str:
@@ -418,7 +311,7 @@ def _unquote(v: str) -> str:
 
 
 def _is(tok: Tok, punct: str) -> bool:
-    return tok[0] == _PUNCT and tok[1] == punct
+    return tok[0] == TOK_PUNCT and tok[1] == punct
 
 
 class _Syntax(NamedTuple):
@@ -456,7 +349,7 @@ def _syntax() -> _Syntax | None:
 
 
 class _Reader:
-    """Recursive descent with one token of lookahead (`cur`); `_Bail` where unsure."""
+    """Recursive descent with one token of lookahead (`cur`); `Bail` where unsure."""
 
     def __init__(self, tokens: Generator[Tok, int | tuple[int, int, int] | None, None],
                  file: str, text: str, comments: list[Tok], syntax: _Syntax) -> None:
@@ -478,7 +371,7 @@ class _Reader:
     def punct(self, ch: str) -> None:
         """Consume the punctuation `ch`."""
         if not _is(self.cur, ch):
-            raise _Bail
+            raise Bail
         self.cur = self.next()
 
     def span(self, tok: Tok) -> Span:
@@ -494,18 +387,18 @@ class _Reader:
     def name(self, tok: Tok) -> ast.Name:
         """A `name`: NAME, any keyword, or a string."""
         k = tok[0]
-        if k == _NAME:
+        if k == TOK_NAME:
             return _name(tok[1], False, self.span(tok))
-        if k == _STRING:
+        if k == TOK_STRING:
             return _name(_unquote(tok[1]), True, self.span(tok))
-        raise _Bail
+        raise Bail
 
     def statement(self, block: str, tok: Tok) -> Any:
         """The statement that keyword `tok` starts in `block` (the lookahead is the token
         after it), read by the reader of the rule the grammar gives it (`_syntax`)."""
-        read = self.syntax.statements[block].get(tok[1]) if tok[0] == _NAME else None
+        read = self.syntax.statements[block].get(tok[1]) if tok[0] == TOK_NAME else None
         if read is None:
-            raise _Bail
+            raise Bail
         return read(self, tok)
 
     def module(self) -> tuple[ast.TopLevel, ...]:
@@ -514,17 +407,17 @@ class _Reader:
         while True:
             tok = self.cur
             k = tok[0]
-            if k == _END:
+            if k == TOK_END:
                 return tuple(items)
             self.cur = self.next()
-            if k != _PUNCT or tok[1] != ";":
+            if k != TOK_PUNCT or tok[1] != ";":
                 items.append(self.statement("start", tok))
 
     def import_stmt(self, keyword: Tok) -> ast.ImportDecl:
         """`import "path"` (after the keyword)."""
         path = self.take()
-        if path[0] != _STRING:
-            raise _Bail
+        if path[0] != TOK_STRING:
+            raise Bail
         return ast.ImportDecl(ast.Name(json.loads(path[1]), True, self.span(path)),
                               self.span(keyword))
 
@@ -537,9 +430,9 @@ class _Reader:
         while True:
             tok = self.take()
             k, v = tok[0], tok[1]
-            if k == _PUNCT and v == "}":
+            if k == TOK_PUNCT and v == "}":
                 break
-            if k != _PUNCT or v != ";":
+            if k != TOK_PUNCT or v != ";":
                 items.append(self.statement("cluster", tok))
         devices = tuple(i for i in items if isinstance(i, ast.DeviceDecl))
         links = tuple(i for i in items if isinstance(i, ast.LinkDecl))
@@ -549,15 +442,15 @@ class _Reader:
         """`device REF { attrs }` (after the keyword)."""
         ref = self.devref()
         if not _is(self.cur, "{"):
-            raise _Bail
+            raise Bail
         return ast.DeviceDecl(ref, self.block(), ref.span)
 
     def link(self, keyword: Tok) -> ast.LinkDecl:
         """`link SRCS -> DSTS { attrs }`, or `<->` (after the keyword)."""
         srcs = self.devlist()
         arrow = self.take()
-        if arrow[0] != _PUNCT or arrow[1] not in ("->", "<->"):
-            raise _Bail
+        if arrow[0] != TOK_PUNCT or arrow[1] not in ("->", "<->"):
+            raise Bail
         dsts = self.devlist()
         attrs = self.block() if _is(self.cur, "{") else ()
         return ast.LinkDecl(srcs, arrow[1] == "<->", dsts, attrs, self.span(keyword))
@@ -568,8 +461,8 @@ class _Reader:
         if not _is(self.cur, "["):
             n = self.name(tok)
             return ast.DevRef("name", n, 0, 0, n.span)
-        if tok[0] != _NAME or tok[1] in self.keywords:
-            raise _Bail
+        if tok[0] != TOK_NAME or tok[1] in self.keywords:
+            raise Bail
         self.cur = self.next()
         prefix = ast.Name(tok[1], False, self.span(tok))
         lo = self.take()
@@ -579,8 +472,8 @@ class _Reader:
         self.punct("..")
         hi = self.take()
         self.punct("]")
-        if not (lo[0] == hi[0] == _NUMBER and lo[1].isdigit() and hi[1].isdigit()):
-            raise _Bail
+        if not (lo[0] == hi[0] == TOK_NUMBER and lo[1].isdigit() and hi[1].isdigit()):
+            raise Bail
         return ast.DevRef("range", prefix, int(lo[1]), int(hi[1]),
                           self.join(prefix.span, self.span(hi)))
 
@@ -607,9 +500,9 @@ class _Reader:
             tok = self.cur
             cur = nxt()
             k, v = tok[0], tok[1]
-            if k == _STRING or (k == _NAME and v not in keywords):  # a chain
+            if k == TOK_STRING or (k == TOK_NAME and v not in keywords):  # a chain
                 names = [self.name(tok)]
-                if cur[0] == _PUNCT and cur[1] == "->":
+                if cur[0] == TOK_PUNCT and cur[1] == "->":
                     ln, base = tok[3], tok[2] - tok[4]
                     end = self.line_names(tok[2] + len(v), ln, base, names)
                     if end is not None:
@@ -619,15 +512,15 @@ class _Reader:
                             self.lines(block[1], ln, base, append)
                             continue
                         cur = self.resume(end)
-                while cur[0] == _PUNCT and cur[1] == "->":  # `<->` is Lark's to report
+                while cur[0] == TOK_PUNCT and cur[1] == "->":  # `<->` is Lark's to report
                     names.append(self.name(nxt()))
                     cur = nxt()
                 if len(names) < 2:
-                    raise _Bail
+                    raise Bail
                 self.cur = cur
-                append(_chain(names, self.block() if cur[0] == _PUNCT and cur[1] == "{"
+                append(_chain(names, self.block() if cur[0] == TOK_PUNCT and cur[1] == "{"
                               else ()))
-            elif k == _NAME and v == op_word:  # read here: most of a big spec
+            elif k == TOK_NAME and v == op_word:  # read here: most of a big spec
                 n = self.name(cur)
                 ln, base = cur[3], cur[2] - cur[4]
                 block = self.line_block(cur[2] + len(cur[1]), ln, base)
@@ -636,11 +529,11 @@ class _Reader:
                     self.lines(block[1], ln, base, append)
                     continue
                 self.cur = cur = nxt()
-                append(_op(n, self.block() if cur[0] == _PUNCT and cur[1] == "{" else ()))
-            elif k == _PUNCT and v == "}":
+                append(_op(n, self.block() if cur[0] == TOK_PUNCT and cur[1] == "{" else ()))
+            elif k == TOK_PUNCT and v == "}":
                 self.cur = cur
                 break
-            elif k == _PUNCT and v == ";":
+            elif k == TOK_PUNCT and v == ";":
                 self.cur = cur
             else:
                 self.cur = cur
@@ -661,7 +554,7 @@ class _Reader:
     def line_names(self, pos: int, ln: int, base: int, names: list[ast.Name]) -> int | None:
         """The names that follow `-> ` from offset `pos` on line `ln` (columns are offsets
         less `base`) go to `names`; the offset after the last, or None when none follows."""
-        arrow = _line_res()[1]
+        arrow = line_res()[1]
         text, file = self.text, self.file
         found = len(names)
         while (m := arrow.match(text, pos)) is not None:
@@ -739,7 +632,7 @@ class _Reader:
         (columns are offsets less `base`), when every value is a number or a quantity:
         (the attributes, the offset after the `}`), built as `block` builds them; else None
         (nothing consumed)."""
-        _, _, opening, attr, closing = _line_res()
+        _, _, opening, attr, closing = line_res()
         text = self.text
         m = opening.match(text, pos)
         if m is None:
@@ -799,18 +692,18 @@ class _Reader:
         while True:
             tok = self.take()
             k, v = tok[0], tok[1]
-            if k == _PUNCT and v == "}":
+            if k == TOK_PUNCT and v == "}":
                 break
-            if k == _PUNCT and v == ";":
+            if k == TOK_PUNCT and v == ";":
                 continue
-            if k != _NAME:
-                raise _Bail
+            if k != TOK_NAME:
+                raise Bail
             if v in statements:
                 items.append(statements[v](self, tok))
             elif v not in keywords or v in setting_words:  # `setting: _key value`
                 items.append(ast.Attr(v, None, self.value(self.take()), self.span(tok)))
             else:
-                raise _Bail
+                raise Bail
         return ast.PlanDecl(name, tuple(items), name.span)
 
     def pin(self, keyword: Tok) -> ast.PinDecl:
@@ -825,8 +718,8 @@ class _Reader:
         """`pin` or `place` (`rule`), after its keyword."""
         ops = self.oplist()
         word = self.take()
-        if word[0] != _NAME or word[1] != self.syntax.joining_words[rule]:
-            raise _Bail
+        if word[0] != TOK_NAME or word[1] != self.syntax.joining_words[rule]:
+            raise Bail
         device = self.name(self.take())
         return ast.PinDecl(ops, device, rule == "pin", self.span(keyword))
 
@@ -847,41 +740,41 @@ class _Reader:
         while True:
             tok = nxt()
             k = tok[0]
-            if k == _NAME:
+            if k == TOK_NAME:
                 key = tok[1]
                 if key in keywords:
-                    raise _Bail
+                    raise Bail
                 val = nxt()
                 sel = None
-                if val[0] == _PUNCT and val[1] == "[":
+                if val[0] == TOK_PUNCT and val[1] == "[":
                     sel = self.name(nxt())
                     if not _is(nxt(), "]"):
-                        raise _Bail
+                        raise Bail
                     val = nxt()
                 _, _, s, ln, col = tok
                 n = len(key)
                 attrs.append(_attr(key, sel, self.value(val),
                                       _span(file, ln, col, ln, col + n, s, s + n)))
-            elif k == _PUNCT and tok[1] == "}":
+            elif k == TOK_PUNCT and tok[1] == "}":
                 break
-            elif k == _PUNCT and tok[1] == ";":
+            elif k == TOK_PUNCT and tok[1] == ";":
                 continue
             else:
-                raise _Bail
+                raise Bail
         self.cur = nxt()
         return tuple(attrs)
 
     def value(self, tok: Tok) -> ast.Value:
         """`QUANTITY | NUMBER | name`."""
         k, v, s, ln, col = tok
-        if k == _QUANTITY:
+        if k == TOK_QUANTITY:
             # The unit is the trailing run of letters and `/` (a number ends in a digit
             # or `_`), as `_QUANTITY_SPLIT` finds it, but without a regex.
             head = v.rstrip(_UNIT_CHARS)
             n = len(v)
             return _value("quantity", head.rstrip(" \t"), v[len(head):],
                           _span(self.file, ln, col, ln, col + n, s, s + n))
-        if k == _NUMBER:
+        if k == TOK_NUMBER:
             return _value("number", v, "", self.span(tok))
         n2 = self.name(tok)
         return ast.Value("name", "", "", n2, n2.span)

@@ -55,7 +55,7 @@ from functools import lru_cache
 from json.encoder import encode_basestring
 
 from . import ast
-from .fastparse import line_ends
+from .lex import line_ends
 from .parse import parse, paused_gc
 
 #: the widest a line may be before a one-line block is broken up

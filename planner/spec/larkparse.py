@@ -18,8 +18,8 @@ from lark.exceptions import LarkError, UnexpectedInput
 
 from ..errors import Diagnostic, Span, SpecError
 from . import ast
-from .fastparse import line_ends
 from .grammar import grammar_text
+from .lex import line_ends
 from .syntax import HEADER, not_a_spec, syntax_diagnostic
 
 

@@ -22,7 +22,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import ast
-from .fastparse import _fast_parse, line_ends
+from .fastparse import _fast_parse
+from .lex import line_ends
 
 
 @contextmanager

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Diagnostic, Span, did_you_mean
 from ..units import UNIT_TABLE
 from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS
-from .fastparse import line_ends
 from .grammar import KEYWORDS, grammar
+from .lex import line_ends
 
 if TYPE_CHECKING:  # Lark is imported only when the fast path hands a text on (`larkparse`)
     from lark.exceptions import UnexpectedCharacters, UnexpectedInput

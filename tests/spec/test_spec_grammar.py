@@ -27,7 +27,7 @@ from lark import Lark
 from lark.grammar import Rule, Symbol
 
 from planner.errors import SpecError
-from planner.spec import ast, fastparse, syntax
+from planner.spec import ast, fastparse, lex, syntax
 from planner.spec.fastparse import LEFT_TO_LARK, _fast_parse, mismatches
 from planner.spec.grammar import KEYWORDS, Grammar, grammar, grammar_text, read_grammar
 from planner.spec.larkparse import _Builder, parse_lark
@@ -183,12 +183,12 @@ def _edited(old: str, new: str) -> str:
 def scratch_grammar(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A function that makes the fast path read an edited grammar text (until the end of
     the test)."""
-    caches = (fastparse._syntax, fastparse._token_re, fastparse._line_res,
-              fastparse._whole_line_res)
+    caches = (fastparse._syntax, lex.token_re, lex.line_res, fastparse._whole_line_res)
 
     def use(text: str) -> None:
         edited = read_grammar(text)
         monkeypatch.setattr(fastparse, "grammar", lambda: edited)
+        monkeypatch.setattr(lex, "grammar", lambda: edited)
         for cache in caches:
             cache.cache_clear()
 
