@@ -139,9 +139,9 @@ def _from_interchange(check: JsonChecker, data: dict[str, Any], name: str | None
     version = data.get("version")
     if version != VERSION:
         check.sink.error("E923", f"unsupported {FORMAT} version {json.dumps(version)}",
-                         check.at('"version"'), f"this planner reads version {VERSION}")
+                         check.at("version"), f"this planner reads version {VERSION}")
         check.sink.raise_if_errors()
-    check.keys(data, TOP_FIELDS, "", None)
+    check.keys(data, TOP_FIELDS, "")
     graph_name = name or check.string(data, "name", "", '"name"') or "graph"
     w = Workload(graph_name)
     groups: dict[str, list[str]] = {}
@@ -212,7 +212,7 @@ def _read_ties(check: JsonChecker, raw_ties: Any, names: Mapping[str, WorkOp],
             check.error(path, "must be an object whose `ops` lists two op names or more",
                         '"ties"')
             continue
-        check.keys(raw, TIE_FIELDS, path, '"ties"')
+        check.keys(raw, TIE_FIELDS, path)
         given = check.number(raw, "bytes", path, '"ties"', integer=True)
         nbytes = int(given) if given is not None else min(names[o].params_bytes for o in ops)
         weight = _text(check, raw, "weight", path, '"ties"', "a non-empty string or null")
@@ -235,7 +235,7 @@ def _read_edges(check: JsonChecker, raw_edges: Any, names: Mapping[str, WorkOp],
         if src is None or dst is None:
             continue
         near = json.dumps(dst, ensure_ascii=False)
-        check.keys(raw, EDGE_FIELDS, path, near)
+        check.keys(raw, EDGE_FIELDS, path)
         bad = [n for n in (src, dst) if n not in names]
         for n in bad:
             check.error(path, f"names unknown op {json.dumps(n, ensure_ascii=False)}", near)
@@ -254,9 +254,10 @@ def _read_edges(check: JsonChecker, raw_edges: Any, names: Mapping[str, WorkOp],
     if not check.sink.has_errors:
         cycle = find_cycle_edge(list(names), [(e.src, e.dst) for e in w.edges])
         if cycle is not None:
+            k = next(k for k, raw in enumerate(raw_edges)
+                     if (raw.get("src"), raw.get("dst")) == cycle)
             check.sink.error("E924", f"the edges form a cycle through `{cycle[0]}` -> "
-                             f"`{cycle[1]}`", check.at(json.dumps(cycle[1])),
-                             "a graph must be acyclic")
+                             f"`{cycle[1]}`", check.at(f"edges[{k}]"), "a graph must be acyclic")
 
 
 # complex: validates the interchange cluster: a check and a message per device and link
@@ -265,7 +266,7 @@ def _read_cluster(check: JsonChecker, raw: Any) -> Cluster | None:
     if not isinstance(raw, dict):
         check.error("cluster", "must be an object", '"cluster"')
         return None
-    check.keys(raw, ("name", "devices", "links"), "cluster", '"cluster"')
+    check.keys(raw, ("name", "devices", "links"), "cluster")
     cname = check.string(raw, "name", "cluster", '"cluster"') or "cluster"
     devices: list[Device] = []
     index: dict[str, int] = {}
@@ -284,7 +285,7 @@ def _read_cluster(check: JsonChecker, raw: Any) -> Cluster | None:
         if not isinstance(lk, dict):
             check.error(path, "must be an object", None)
             continue
-        check.keys(lk, ("src", "dst", "bandwidth_Bps", "latency_s"), path, None)
+        check.keys(lk, ("src", "dst", "bandwidth_Bps", "latency_s"), path)
         a, b = (check.string(lk, key, path, None) for key in ("src", "dst"))
         if a is None or b is None:
             continue
@@ -311,8 +312,7 @@ def _read_plan(check: JsonChecker, raw: Any, w: Workload, cluster: Cluster) -> P
     if not isinstance(raw, dict):
         check.error("plan", "must be an object", '"plan"')
         raw = {}
-    check.keys(raw, ("name", "memory", "contention", "pins", *PIPELINE_FIELDS), "plan",
-               '"plan"')
+    check.keys(raw, ("name", "memory", "contention", "pins", *PIPELINE_FIELDS), "plan")
     plan = PlanDef(check.string(raw, "name", "plan", '"plan"', required=False) or w.name,
                    w.name, cluster.name)
     for key, options in (("memory", MEMORY_MODELS), ("contention", CONTENTIONS)):

@@ -6,12 +6,24 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..errors import DiagnosticSink, Span, did_you_mean
+from ..strictjson import line_column, locate
 
-__all__ = ["JsonChecker"]
+__all__ = ["JsonChecker", "path_steps"]
+
+_BOM = "\ufeff"
+_DECODER = json.JSONDecoder()
+#: one step of a path as messages show it: `[2]`, or a key after a dot (or first)
+_STEP = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
+
+
+def path_steps(path: str) -> list[str | int]:
+    """`edges[2].bytes` as `["edges", 2, "bytes"]`, for `strictjson.locate`."""
+    return [int(index) if index else key for index, key in _STEP.findall(path)]
 
 
 class JsonChecker:
@@ -24,28 +36,38 @@ class JsonChecker:
         self.fmt = fmt
         self.sink = DiagnosticSink()
 
-    def at(self, needle: str | None) -> Span:
-        """The first place `needle` occurs in the text (or the file's start)."""
-        pos = self.text.find(needle) if needle else -1
-        if pos < 0:
-            return Span.start_of(self.file)
-        line = self.text.count("\n", 0, pos) + 1
-        col = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
-        return Span(self.file, line, col, line, col + len(needle or ""), pos,
-                    pos + len(needle or ""))
+    def at(self, path: str, needle: str | None = None) -> Span:
+        """Where the value at JSON `path` (`edges[2].bytes`, as messages show it) is in the
+        text; in an object or a list, the first `needle` inside it (a name the message
+        quotes) if it holds one, else its opening bracket. A path past what the file holds
+        (a missing key) stops at the deepest value it does hold."""
+        doc = self.text.removeprefix(_BOM)
+        start, end = locate(doc, path_steps(path))
+        if needle and doc.startswith(("{", "["), start):
+            try:
+                stop = _DECODER.raw_decode(doc, start)[1]
+            except (ValueError, RecursionError):
+                stop = len(doc)
+            found = doc.find(needle, start, stop)
+            if found >= 0:
+                start, end = found, found + len(needle)
+        line, col = line_column(doc, start)
+        end_line, end_col = line_column(doc, end)
+        return Span(self.file, line, col, end_line, end_col, start, end)
 
     def error(self, path: str, message: str, near: str | None = None, *hints: str) -> None:
         """Record an error about the value at JSON `path`."""
-        self.sink.error("E922", f"`{path}` {message}", self.at(near), *hints)
+        self.sink.error("E922", f"`{path}` {message}", self.at(path, near), *hints)
 
-    def keys(self, obj: Mapping[str, Any], allowed: tuple[str, ...], path: str,
-             near: str | None) -> None:
-        """Report keys the format does not define (typos such as `tiem_s`)."""
+    def keys(self, obj: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
+        """Report keys the format does not define (typos such as `tiem_s`), each at the key
+        in the object at `path`."""
         for key in obj:
             if key not in allowed:
-                self.error(f"{path}.{key}" if path else key, "is not a field of "
-                           f"{self.fmt}", near or json.dumps(key),
-                           *did_you_mean(key, allowed), "fields: " + ", ".join(allowed))
+                shown = f"{path}.{key}" if path else key
+                self.sink.error("E922", f"`{shown}` is not a field of {self.fmt}",
+                                self.at(path, json.dumps(key, ensure_ascii=False)),
+                                *did_you_mean(key, allowed), "fields: " + ", ".join(allowed))
 
     def number(self, obj: Mapping[str, Any], key: str, path: str, near: str | None,
                required: bool = False, integer: bool = False,
@@ -105,7 +127,7 @@ class JsonChecker:
             if name is None:
                 continue
             near = json.dumps(name, ensure_ascii=False)
-            self.keys(raw, fields, at, near)
+            self.keys(raw, fields, at)
             if name in seen:
                 self.error(at, f"repeats the {what} name {near}", near)
                 continue

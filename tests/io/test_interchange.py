@@ -134,14 +134,14 @@ def test_optional_fields_take_documented_defaults() -> None:
     ('{"format": "planner-graph", "version": 7, "name": "g", "ops": []}', "E923", 1),
     ('{"nodes": []}', "E921", 1),
     (('{"format": "planner-graph", "version": 1, "name": "g",\n "ops": [\n'
-     '  {"name": "a", "time_s": 1},\n  {"name": "a", "time_s": 1}]}'), "E922", 3),
+     '  {"name": "a", "time_s": 1},\n  {"name": "a", "time_s": 1}]}'), "E922", 4),
     (('{"format": "planner-graph", "version": 1, "name": "g",\n "ops": [\n'
      '  {"name": "a", "time_s": -1}]}'), "E922", 3),
     (('{"format": "planner-graph", "version": 1, "name": "g", "ops": [{"name": "a", '
      '"time_s": 1}],\n "edges": [{"src": "a", "dst": "zz"}]}'), "E922", 2),
     (('{"format": "planner-graph", "version": 1, "name": "g", "ops": [{"name": "a", '
      '"time_s": 1}, {"name": "b", "time_s": 1}],\n "edges": [{"src": "a", "dst": "b"}, '
-     '{"src": "b", "dst": "a"}]}'), "E924", 1),
+     '{"src": "b", "dst": "a"}]}'), "E924", 2),
 ])
 def test_bad_files_are_spec_errors_with_lines(text: str, code: str, line: int) -> None:
     with pytest.raises(SpecError) as err:
@@ -149,6 +149,53 @@ def test_bad_files_are_spec_errors_with_lines(text: str, code: str, line: int) -
     d = err.value.diagnostics[0]
     assert d.code == code and d.span is not None
     assert (d.span.file, d.span.line) == ("bad.json", line)
+
+
+#: one file, a mistake a line (numbered from 1 in the comments); names repeat across lines,
+#: so a message located by the first occurrence of a name would point at the wrong line
+MISTAKES = """{"format": "planner-graph", "version": 1, "name": "g",
+ "ops": [
+  {"name": "a", "time_s": 0.001},
+  {"name": "b", "time_s": 0.001, "tiem_s": 3},
+  {"name": "a", "time_s": 0.002},
+  7
+ ],
+ "edges": [
+  {"src": "a", "dst": "b"},
+  {"src": "b", "dst": "a", "bytes": -5},
+  {"src": "b", "dst": "c"}
+ ],
+ "cluster": {"name": "c", "devices": [{"name": "a", "memory_bytes": -1}], "links": []}
+}"""
+
+
+def test_each_mistake_is_located_at_its_own_value() -> None:
+    """Every E922 points at the value its JSON path names (an unknown key at the key, a
+    repeated name at the repeat, an entry of the wrong type at the entry), not at the
+    first place its text occurs in the file."""
+    with pytest.raises(SpecError) as err:
+        parse_json(MISTAKES, "bad.json")
+    found = {d.message.split("`")[1]: (d.span.line, d.span.column)
+             for d in err.value.diagnostics if d.span is not None}
+    assert found == {
+        "ops[1].tiem_s": (4, 34),  # the key
+        "ops[2]": (5, 12),  # the second "a", not the first (line 3)
+        "ops[3]": (6, 3),
+        "edges[1].bytes": (10, 37),
+        "edges[2]": (11, 23),  # "c", the unknown op
+        "cluster.devices[0].memory_bytes": (13, 69),
+    }
+
+
+def test_a_cycle_is_located_at_an_edge_on_it() -> None:
+    text = MISTAKES.split(' "edges"')[0].replace(',\n  7', '').replace(', "tiem_s": 3', '')
+    text = text.replace('{"name": "a", "time_s": 0.002}', '{"name": "z", "time_s": 0.002}')
+    text += ' "edges": [\n  {"src": "a", "dst": "b"},\n  {"src": "b", "dst": "a"}]}'
+    with pytest.raises(SpecError) as err:
+        parse_json(text, "bad.json")
+    (d,) = err.value.diagnostics
+    assert d.code == "E924" and d.span is not None
+    assert d.span.line in (8, 9) and d.span.column == 3  # either edge of the cycle
 
 
 def test_cluster_without_all_links_is_rejected() -> None:
