@@ -8,6 +8,7 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DiagnosticSink, Span, did_you_mean
@@ -26,15 +27,15 @@ def path_steps(path: str) -> list[str | int]:
     return [int(index) if index else key for index, key in _STEP.findall(path)]
 
 
+@dataclass(eq=False)
 class JsonChecker:
     """Type checks of decoded JSON that report the path and, where it can, the line."""
 
-    def __init__(self, file: str, text: str, fmt: str) -> None:
-        self.file = file
-        self.text = text
-        #: the format's name and version, as messages name it (`planner-graph v1`)
-        self.fmt = fmt
-        self.sink = DiagnosticSink()
+    file: str
+    text: str
+    #: the format's name and version, as messages name it (`planner-graph v1`)
+    fmt: str
+    sink: DiagnosticSink = field(default_factory=DiagnosticSink, init=False)
 
     def at(self, path: str, needle: str | None = None) -> Span:
         """Where the value at JSON `path` (`edges[2].bytes`, as messages show it) is in the
