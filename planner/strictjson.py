@@ -153,42 +153,56 @@ def locate(text: str, path: Sequence[str | int]) -> tuple[int, int]:
     """Where the value at `path` (object keys and list indices from the top) is in `text`,
     valid JSON as `loads` read it: its start and end offsets in the text after a byte order
     mark; an object or a list ends after its opening bracket. A step that does not exist
-    stops at the deepest value found (the document itself for none). Read only when a
-    reader reports a problem: one pass of the C parser over the values skipped."""
-    doc = text.removeprefix(_BOM)
-    pos = _skip(doc, 0)
-    for step in path:
-        found = _member(doc, pos, step)
-        if found is None:
-            break
-        pos = found
-    if doc.startswith(("{", "["), pos):
-        return pos, pos + 1
-    try:
-        return pos, _PLAIN.raw_decode(doc, pos)[1]
-    except (json.JSONDecodeError, RecursionError):
-        return pos, pos + 1
+    stops at the deepest value found (the document itself for none). For several paths of
+    one text, a `Locator` reads each container once."""
+    return Locator(text)(path)
 
 
-def _member(doc: str, pos: int, step: str | int) -> int | None:
-    """The offset of member `step` of the object (a key) or list (an index) at `pos`."""
-    if doc.startswith("{", pos) and isinstance(step, str):
+class Locator:
+    """`locate` for the paths of one text. Read only when a reader reports a problem: each
+    container on a path has its members' offsets found once (one pass of the C parser over
+    them), so a hundred reports about the end of a 100,000-entry list cost one pass over
+    the list, not a hundred."""
+
+    def __init__(self, text: str) -> None:
+        self.doc = text.removeprefix(_BOM)
+        self._members: dict[int, dict[str | int, int]] = {}
+
+    def __call__(self, path: Sequence[str | int]) -> tuple[int, int]:
+        doc = self.doc
+        pos = _skip(doc, 0)
+        for step in path:
+            members = self._members.get(pos)
+            if members is None:
+                members = self._members[pos] = _members(doc, pos)
+            found = members.get(step)
+            if found is None:
+                break
+            pos = found
+        if doc.startswith(("{", "["), pos):
+            return pos, pos + 1
+        try:
+            return pos, _PLAIN.raw_decode(doc, pos)[1]
+        except (json.JSONDecodeError, RecursionError):
+            return pos, pos + 1
+
+
+def _members(doc: str, pos: int) -> dict[str | int, int]:
+    """The offsets of the members of the object (by key) or list (by index) at `pos`."""
+    found: dict[str | int, int] = {}
+    if doc.startswith("{", pos):
         pos = _skip(doc, pos + 1)
         while doc.startswith('"', pos):
             key, pos = _PLAIN.raw_decode(doc, pos)
             pos = _skip(doc, _skip(doc, pos) + 1)  # past the colon
-            if key == step:  # keys are unique: `loads` refuses a key given twice
-                return pos
+            found[key] = pos  # keys are unique: `loads` refuses a key given twice
             pos = _next(doc, pos)
-        return None
-    if doc.startswith("[", pos) and isinstance(step, int):
+    elif doc.startswith("[", pos):
         pos = _skip(doc, pos + 1)
-        for _ in range(step):
-            if doc.startswith("]", pos) or pos >= len(doc):
-                return None
+        while pos < len(doc) and not doc.startswith("]", pos):
+            found[len(found)] = pos
             pos = _next(doc, pos)
-        return None if doc.startswith("]", pos) or pos >= len(doc) else pos
-    return None
+    return found
 
 
 def _next(doc: str, pos: int) -> int:

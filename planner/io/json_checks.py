@@ -12,18 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DiagnosticSink, Span, did_you_mean
-from ..strictjson import line_column, locate
+from ..strictjson import Locator, line_column
 
 __all__ = ["JsonChecker", "path_steps"]
 
-_BOM = "\ufeff"
 _DECODER = json.JSONDecoder()
 #: one step of a path as messages show it: `[2]`, or a key after a dot (or first)
 _STEP = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
 
 
 def path_steps(path: str) -> list[str | int]:
-    """`edges[2].bytes` as `["edges", 2, "bytes"]`, for `strictjson.locate`."""
+    """`edges[2].bytes` as `["edges", 2, "bytes"]`, for `strictjson.Locator`."""
     return [int(index) if index else key for index, key in _STEP.findall(path)]
 
 
@@ -36,14 +35,17 @@ class JsonChecker:
     #: the format's name and version, as messages name it (`planner-graph v1`)
     fmt: str
     sink: DiagnosticSink = field(default_factory=DiagnosticSink, init=False)
+    _locate: Locator | None = field(default=None, init=False, repr=False)
 
     def at(self, path: str, needle: str | None = None) -> Span:
         """Where the value at JSON `path` (`edges[2].bytes`, as messages show it) is in the
         text; in an object or a list, the first `needle` inside it (a name the message
         quotes) if it holds one, else its opening bracket. A path past what the file holds
         (a missing key) stops at the deepest value it does hold."""
-        doc = self.text.removeprefix(_BOM)
-        start, end = locate(doc, path_steps(path))
+        if self._locate is None:
+            self._locate = Locator(self.text)
+        doc = self._locate.doc
+        start, end = self._locate(path_steps(path))
         if needle and doc.startswith(("{", "["), start):
             try:
                 stop = _DECODER.raw_decode(doc, start)[1]
@@ -58,7 +60,9 @@ class JsonChecker:
 
     def error(self, path: str, message: str, near: str | None = None, *hints: str) -> None:
         """Record an error about the value at JSON `path`."""
-        self.sink.error("E922", f"`{path}` {message}", self.at(path, near), *hints)
+        # past the diagnostics limit an error is only counted: no search of the text
+        span = None if self.sink.full else self.at(path, near)
+        self.sink.error("E922", f"`{path}` {message}", span, *hints)
 
     def keys(self, obj: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
         """Report keys the format does not define (typos such as `tiem_s`), each at the key
@@ -66,8 +70,9 @@ class JsonChecker:
         for key in obj:
             if key not in allowed:
                 shown = f"{path}.{key}" if path else key
-                self.sink.error("E922", f"`{shown}` is not a field of {self.fmt}",
-                                self.at(path, json.dumps(key, ensure_ascii=False)),
+                name = json.dumps(key, ensure_ascii=False)
+                span = None if self.sink.full else self.at(path, name)
+                self.sink.error("E922", f"`{shown}` is not a field of {self.fmt}", span,
                                 *did_you_mean(key, allowed), "fields: " + ", ".join(allowed))
 
     def number(self, obj: Mapping[str, Any], key: str, path: str, near: str | None,

@@ -1,0 +1,84 @@
+"""`strictjson.Locator`: where the value at a JSON path is in the text that holds it.
+
+Every diagnostic about a JSON input (a stages file, an imported graph) is placed with it,
+so the property is checked on arbitrary documents and layouts: the span of each path's
+value decodes to that value, and a path past what the document holds stops at the deepest
+value it does hold.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.io.json_checks import path_steps
+from planner.strictjson import Locator, locate
+
+KEYS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6)
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False,
+                                                                  allow_infinity=False) | KEYS
+DOCUMENTS = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
+                         | st.dictionaries(KEYS, inner, max_size=4), max_leaves=20)
+
+
+def _paths(value: Any, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    out = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _at(value: Any, path: tuple[str | int, ...]) -> Any:
+    for step in path:
+        value = value[step]
+    return value
+
+
+@settings(deadline=None, max_examples=300)
+@given(DOCUMENTS, st.sampled_from([None, 1, 3]), st.booleans(), st.booleans())
+def test_every_path_is_located_at_its_own_value(value: Any, indent: int | None,
+                                                ascii_only: bool, bom: bool) -> None:
+    text = ("\ufeff" if bom else "") + json.dumps(value, indent=indent,
+                                                  ensure_ascii=ascii_only)
+    doc = text.removeprefix("\ufeff")
+    where = Locator(text)
+    for path in _paths(value):
+        start, end = where(path)
+        assert (start, end) == locate(text, path)
+        found = _at(value, path)
+        if isinstance(found, dict | list):
+            assert doc[start] == ("{" if isinstance(found, dict) else "[") and end == start + 1
+        else:
+            assert json.loads(doc[start:end]) == found
+
+
+@settings(deadline=None, max_examples=200)
+@given(DOCUMENTS, st.lists(st.integers(0, 5) | KEYS, min_size=1, max_size=3))
+def test_a_path_past_the_document_stops_at_the_deepest_value_it_holds(
+        value: Any, extra: list[str | int]) -> None:
+    text = json.dumps(value, indent=1)
+    path: list[str | int] = []
+    held = value
+    for step in extra:  # the longest prefix of `extra` that the document holds
+        ok = (isinstance(held, dict) and isinstance(step, str) and step in held) or (
+            isinstance(held, list) and isinstance(step, int) and step < len(held))
+        if not ok:
+            break
+        held = held[step]  # type: ignore[index]
+        path.append(step)
+    assert Locator(text)(extra) == Locator(text)(path)
+
+
+def test_the_paths_messages_show_read_back_as_steps() -> None:
+    assert path_steps("edges[2].bytes") == ["edges", 2, "bytes"]
+    assert path_steps("cluster.devices[0].memory_bytes") == ["cluster", "devices", 0,
+                                                            "memory_bytes"]
+    assert path_steps("ops") == ["ops"] and path_steps("") == []
+    assert path_steps(".maxFPGAs") == ["maxFPGAs"]
