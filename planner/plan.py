@@ -17,7 +17,7 @@ from typing import Any
 from .errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean, json_type, quoted
 from .files import write_text_atomic
 from .model import Graph, Problem
-from .strictjson import finite
+from .strictjson import Locator, finite, line_column
 
 FORMAT = "planner.plan"
 VERSION = 1
@@ -126,30 +126,34 @@ def given_placement(problem: Problem, *hints: str) -> tuple[int, ...]:
     return tuple(given[i] for i in range(len(ops)))
 
 
-def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>") -> Plan:
+def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
+              text: str | None = None, at: Sequence[str | int] = ()) -> Plan:
     """Read a plan JSON object, or a bare `{"placement": {op: device}}`, for `problem`.
 
     Every op must be placed on a known device; `order` must map devices to lists of op
     names and `start_s` ops to finite seconds. Problems are collected (up to the
     diagnostics limit, after which they are only counted and get no did-you-mean) and
     raised together as a `SpecError`. Names from the file are quoted with `repr`-style
-    escapes, so a key holding control characters cannot forge output lines.
+    escapes, so a key holding control characters cannot forge output lines. With the
+    file's `text` (where `data` is the value at path `at` in it), each problem points at
+    its entry; without, at the file's start.
     """
-    where = Span.start_of(source)
     sink = DiagnosticSink()
+    where = _Where(source, text, at, sink)
     if not isinstance(data, Mapping) or not isinstance(data.get("placement"), Mapping):
         raise SpecError(
             Diagnostic(
                 "E501",
                 "a placement file must be a JSON object with a `placement` object",
-                where,
+                where(),
                 ('for example {"placement": {"conv1": "gpu0"}}',),
             )
         )
     version = data.get("version", VERSION)
     if data.get("format", FORMAT) != FORMAT or version != VERSION:
         sink.error("E502", f"unsupported plan format {quoted(data.get('format'))} version "
-                   f"{quoted(version)}", where, f"this planner reads {FORMAT} version {VERSION}")
+                   f"{quoted(version)}", where("format" if "format" in data else "version"),
+                   f"this planner reads {FORMAT} version {VERSION}")
     op_index = problem.graph.op_index
     dev_index = problem.cluster.device_index
     placement = [-1] * len(problem.graph.ops)
@@ -157,11 +161,12 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>")
         i = op_index.get(op_name)
         d = dev_index.get(dev_name) if isinstance(dev_name, str) else None
         if i is None:
-            sink.error("E503", f"unknown op {quoted(op_name)} in placement", where,
-                       *_hints(sink, op_name, op_index))
+            sink.error("E503", f"unknown op {quoted(op_name)} in placement",
+                       where("placement", op_name), *_hints(sink, op_name, op_index))
         elif d is None:
             sink.error("E504", f"op {quoted(op_name)} is placed on unknown device "
-                       f"{quoted(dev_name)}", where, *_hints(sink, dev_name, dev_index))
+                       f"{quoted(dev_name)}", where("placement", op_name),
+                       *_hints(sink, dev_name, dev_index))
         else:
             placement[i] = d
     missing = [problem.graph.ops[i].name for i, d in enumerate(placement) if d == -1]
@@ -169,7 +174,7 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>")
         shown = ", ".join(f"`{m}`" for m in missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         sink.error("E505", f"the placement leaves {len(missing)} op(s) unplaced: {shown}{more}",
-                   where, "place every op of the graph")
+                   where("placement"), "place every op of the graph")
     order = _read_order(problem, data.get("order"), sink, where)
     start = _read_start(problem, data.get("start_s"), sink, where)
     sink.raise_if_errors()
@@ -177,20 +182,23 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>")
 
 
 def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence[int],
-                  source: str = "<plan>") -> dict[int, tuple[int, ...]]:
+                  source: str = "<plan>", text: str | None = None,
+                  at: Sequence[str | int] = ()) -> dict[int, tuple[int, ...]]:
     """A plan JSON's `replicas` (a hybrid pipeline's replicated stages: `{device: [devices]}`,
     each a stage's device in `placement` mapped to its group, itself first) as device
     indices; {} when absent. The groups are disjoint and no replica holds ops of its own;
-    problems are raised together as a `SpecError` (E504 an unknown device, E514 the rest)."""
+    problems are raised together as a `SpecError` (E504 an unknown device, E514 the rest),
+    located as `load_plan` locates its own."""
     raw = data.get("replicas") if isinstance(data, Mapping) else None
     if raw is None:
         return {}
-    where = Span.start_of(source)
     shape = 'for example "replicas": {"gpu0": ["gpu0", "gpu1"]}'
+    sink = DiagnosticSink()
+    where = _Where(source, text, at, sink)
     if not isinstance(raw, Mapping):
         raise SpecError(Diagnostic("E514", "`replicas` must be an object of device names to "
-                                   f"lists of device names, not {_kind(raw)}", where, (shape,)))
-    sink = DiagnosticSink()
+                                   f"lists of device names, not {_kind(raw)}",
+                                   where("replicas"), (shape,)))
     dev_index = problem.cluster.device_index
     used = set(placement)
     taken: dict[int, str] = {}
@@ -198,12 +206,12 @@ def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence
     for rep_name, names in raw.items():
         rep = dev_index.get(rep_name)
         if rep is None:
-            sink.error("E504", f"unknown device {quoted(rep_name)} in replicas", where,
-                       *_hints(sink, rep_name, dev_index))
+            sink.error("E504", f"unknown device {quoted(rep_name)} in replicas",
+                       where("replicas", rep_name), *_hints(sink, rep_name, dev_index))
             continue
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             sink.error("E514", f"the replicas of device {quoted(rep_name)} must be a list of "
-                       f"device names, not {_kind(names)}", where, shape)
+                       f"device names, not {_kind(names)}", where("replicas", rep_name), shape)
             continue
         group = _group(sink, where, problem, rep_name, names, used, taken)
         if group is not None and len(group) > 1:
@@ -212,7 +220,7 @@ def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence
     return out
 
 
-def _group(sink: DiagnosticSink, where: Span, problem: Problem, rep_name: str,
+def _group(sink: DiagnosticSink, where: _Where, problem: Problem, rep_name: str,
            names: Sequence[str], used: set[int], taken: dict[int, str]
            ) -> tuple[int, ...] | None:
     """One entry of `replicas` checked (`load_replicas`); `taken`: device -> the group it
@@ -221,27 +229,29 @@ def _group(sink: DiagnosticSink, where: Span, problem: Problem, rep_name: str,
     rep = dev_index[rep_name]
     if rep not in used:
         sink.error("E514", f"device {quoted(rep_name)} has replicas but holds no op of the "
-                   "placement", where, "a group is named by its stage's device, the one its "
-                   "ops are placed on")
+                   "placement", where("replicas", rep_name),
+                   "a group is named by its stage's device, the one its ops are placed on")
         return None
     if not names or names[0] != rep_name:
         sink.error("E514", f"the replicas of device {quoted(rep_name)} must list it first",
-                   where, f'for example "{rep_name}": ["{rep_name}", ...]')
+                   where("replicas", rep_name, 0), f'for example "{rep_name}": ["{rep_name}", ...]')
         return None
     group: list[int] = []
-    for name in names:
+    for k, name in enumerate(names):
         d = dev_index.get(name)
         if d is None:
-            sink.error("E504", f"unknown device {quoted(name)} in replicas", where,
-                       *_hints(sink, name, dev_index))
+            sink.error("E504", f"unknown device {quoted(name)} in replicas",
+                       where("replicas", rep_name, k), *_hints(sink, name, dev_index))
         elif d in taken:
             sink.error("E514", f"device {quoted(name)} is in the replicas of "
                        f"{quoted(taken[d])} and of {quoted(rep_name)}" if taken[d] != rep_name
                        else f"device {quoted(name)} is listed twice in the replicas of "
-                       f"{quoted(rep_name)}", where, "a device holds one replica")
+                       f"{quoted(rep_name)}", where("replicas", rep_name, k),
+                       "a device holds one replica")
         elif d != rep and d in used:
             sink.error("E514", f"device {quoted(name)}, a replica of {quoted(rep_name)}'s "
-                       "stage, holds ops of its own in the placement", where,
+                       "stage, holds ops of its own in the placement",
+                       where("replicas", rep_name, k),
                        "a replica runs its stage's ops and no others")
         else:
             taken[d] = rep_name
@@ -249,7 +259,7 @@ def _group(sink: DiagnosticSink, where: Span, problem: Problem, rep_name: str,
     return tuple(group)
 
 
-def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: Span
+def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: _Where
                 ) -> tuple[tuple[int, ...], ...] | None:
     """`order`: {device: [op, ...]} -> per-device op indices (None when absent or when
     the placement already failed)."""
@@ -257,7 +267,8 @@ def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: Span
         return None
     if not isinstance(raw, Mapping):
         sink.error("E508", f"`order` must be an object of device names to lists of op "
-                   f"names, not {_kind(raw)}", where, 'for example "order": {"gpu0": ["a", "b"]}')
+                   f"names, not {_kind(raw)}", where("order"),
+                   'for example "order": {"gpu0": ["a", "b"]}')
         return None
     op_index = problem.graph.op_index
     dev_index = problem.cluster.device_index
@@ -265,45 +276,68 @@ def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: Span
     for dev_name, names in raw.items():
         d = dev_index.get(dev_name)
         if d is None:
-            sink.error("E504", f"unknown device {quoted(dev_name)} in order", where,
-                       *_hints(sink, dev_name, dev_index))
+            sink.error("E504", f"unknown device {quoted(dev_name)} in order",
+                       where("order", dev_name), *_hints(sink, dev_name, dev_index))
             continue
         if not isinstance(names, list):
             sink.error("E508", f"`order` of device {quoted(dev_name)} must be a list of op "
-                       f"names, not {_kind(names)}", where)
+                       f"names, not {_kind(names)}", where("order", dev_name))
             continue
-        for name in names:
+        for k, name in enumerate(names):
             if not isinstance(name, str):
                 sink.error("E508", f"`order` of device {quoted(dev_name)} holds "
-                           f"{_kind(name)} where an op name is expected", where)
+                           f"{_kind(name)} where an op name is expected",
+                           where("order", dev_name, k))
                 continue
             i = op_index.get(name)
             if i is None:
-                sink.error("E503", f"unknown op {quoted(name)} in order", where,
-                           *_hints(sink, name, op_index))
+                sink.error("E503", f"unknown op {quoted(name)} in order",
+                           where("order", dev_name, k), *_hints(sink, name, op_index))
             else:
                 seqs[d].append(i)
     return tuple(map(tuple, seqs))
 
 
-def _read_start(problem: Problem, raw: Any, sink: DiagnosticSink, where: Span
+def _read_start(problem: Problem, raw: Any, sink: DiagnosticSink, where: _Where
                 ) -> tuple[float, ...] | None:
     """`start_s`: {op: seconds}; used only when it gives every op a start."""
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
         sink.error("E509", f"`start_s` must be an object of op names to seconds, not "
-                   f"{_kind(raw)}", where, 'for example "start_s": {"a": 0.0, "b": 0.0015}')
+                   f"{_kind(raw)}", where("start_s"),
+                   'for example "start_s": {"a": 0.0, "b": 0.0015}')
         return None
     for name, value in raw.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not 0 <= value < float("inf"):
             sink.error("E509", f"`start_s` of op {quoted(name)} must be finite seconds, at "
-                       f"least 0, not {_kind(value)}", where)
+                       f"least 0, not {_kind(value)}", where("start_s", name))
             return None
     if not all(op.name in raw for op in problem.graph.ops):
         return None
     return tuple(float(raw[op.name]) for op in problem.graph.ops)
+
+
+class _Where:
+    """Where a report about a plan file points: at the value of a JSON path when the file's
+    text is known (`strictjson.Locator`), else at the file's start; past the diagnostics
+    limit, where a report is only counted, the text is not searched."""
+
+    def __init__(self, source: str, text: str | None, at: Sequence[str | int],
+                 sink: DiagnosticSink) -> None:
+        self.source = source
+        self.locate = Locator(text) if text is not None else None
+        self.at = tuple(at)
+        self.sink = sink
+
+    def __call__(self, *path: str | int) -> Span:
+        if self.locate is None or self.sink.full:
+            return Span.start_of(self.source)
+        start, end = self.locate((*self.at, *path))
+        line, col = line_column(self.locate.doc, start)
+        end_line, end_col = line_column(self.locate.doc, end)
+        return Span(self.source, line, col, end_line, end_col, start, end)
 
 
 def _hints(sink: DiagnosticSink, name: Any, candidates: Mapping[str, int]) -> tuple[str, ...]:

@@ -50,6 +50,9 @@ class Side:
 
     file: str
     data: dict[str, Any]  # what `load_plan` reads: at least {"placement": {...}}
+    #: the file's text and where `data` is in it (a command's envelope holds it as `result`)
+    text: str | None = None
+    at: tuple[str, ...] = ()
     plan: str | None = None
     algorithm: str = ""
     source: str = "placement"  # figures: from the file; simulated: with --spec
@@ -96,16 +99,18 @@ def read_side(path: Path, shown: str) -> Side:
                                    Span.at_json_error(shown, err))) from None
     if not isinstance(data, dict):
         raise _not_a_plan(shown, "a JSON object was expected")
+    at: tuple[str, ...] = ()
     if "format_version" in data:  # a command's envelope: the plan is its result
         if not isinstance(data.get("result"), dict):
             raise _not_a_plan(shown, f"the `{data.get('command')}` run it records has no "
                               "result (it failed)")
-        data = data["result"]
+        data, at = data["result"], ("result",)
     if data.get("format", PLAN_FORMAT) != PLAN_FORMAT:
         raise _not_a_plan(shown, f"unknown format {data.get('format')!r}")
     if not isinstance(data.get("placement"), Mapping):
         raise _not_a_plan(shown, "no `placement` object")
-    side = Side(shown, data, data.get("plan") if isinstance(data.get("plan"), str) else None,
+    side = Side(shown, data, text, at,
+                data.get("plan") if isinstance(data.get("plan"), str) else None,
                 str(data.get("algorithm") or ""))
     counts = _counts(side.placement)
     if _number(data.get("makespan_s")) is not None:
@@ -137,7 +142,7 @@ def _counts(placement: Mapping[str, str]) -> dict[str, int]:
 def simulate_side(side: Side, problem: Any) -> None:
     """Fill `side`'s figures by simulating its plan on `problem` (E503-E505 when the plan
     does not fit the spec)."""
-    plan = load_plan(problem, side.data, side.file)
+    plan = load_plan(problem, side.data, side.file, side.text, side.at)
     result = simulate(problem, plan)
     devs = problem.cluster.devices
     side.source = "simulated"

@@ -108,8 +108,8 @@ def read_placed(problem: Problem, path: Path) -> tuple[Plan, dict[int, tuple[int
 
     if looks_like_device_map(data):  # an accelerate device_map {module path: device}
         return load_plan(problem, placement_from_device_map(problem, data, shown), shown), {}
-    read = load_plan(problem, data, shown)
-    return read, load_replicas(problem, data, read.placement, shown)
+    read = load_plan(problem, data, shown, text)
+    return read, load_replicas(problem, data, read.placement, shown, text)
 
 
 def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,

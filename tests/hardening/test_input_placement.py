@@ -52,6 +52,37 @@ def test_wrong_types_are_located_diagnostics(extra: dict[str, Any], code: str,
     assert (d["code"], d["file"], d["line"]) == (code, "p.json", 1)
 
 
+#: placement files with mistakes on lines of their own; each diagnostic must point at the
+#: value its message is about (the marked text), not at the file's start
+LOCATED = [
+    ('{\n  "placement": {\n    "a": "gpu0",\n    "b": "gpu7"\n  }\n}\n',
+     [("E504", '"gpu7"')]),
+    ('{\n  "placement": {\n    "zz": "gpu0",\n    "a": "gpu0",\n    "b": "gpu1"\n  }\n}\n',
+     [("E503", '"gpu0",\n    "a"')]),
+    ('{\n  "placement": {"a": "gpu0", "b": "gpu1"},\n  "order": {\n    "gpu0": ["a", "q"],\n'
+     '    "gpu5": ["b"]\n  }\n}\n', [("E503", '"q"'), ("E504", '["b"]')]),
+    ('{\n  "placement": {"a": "gpu0", "b": "gpu1"},\n  "start_s": {\n    "a": 0,\n'
+     '    "b": "x"\n  }\n}\n', [("E509", '"x"')]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), LOCATED,
+                         ids=["device", "op", "order", "start_s"])
+def test_each_mistake_points_at_its_entry(text: str, expected: list[tuple[str, str]],
+                                          tmp_path: Path) -> None:
+    (tmp_path / "s.plan").write_text(SPEC)
+    (tmp_path / "p.json").write_text(text)
+    status, out, _ = invoke(["simulate", "s.plan", "--placement", "p.json", "--json"],
+                            tmp_path)
+    assert status == 1
+    found = [(d["code"], d["line"], d["column"]) for d in json.loads(out)["diagnostics"]]
+    want = []
+    for code, marked in expected:
+        at = text.index(marked)
+        want.append((code, text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)))
+    assert found == want
+
+
 def test_a_valid_order_and_start_are_still_read(tmp_path: Path) -> None:
     (tmp_path / "s.plan").write_text(SPEC)
     (tmp_path / "p.json").write_text(json.dumps({

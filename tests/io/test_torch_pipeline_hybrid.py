@@ -138,25 +138,30 @@ def test_without_replicas_the_export_is_the_one_pipeline_script(tmp_path: Path) 
     assert doc["ranks"] == 2 and "replicas" not in doc["stages"][0]
 
 
-@pytest.mark.parametrize(("replicas", "settings", "extra", "code", "said"), [
+@pytest.mark.parametrize(("replicas", "settings", "extra", "code", "said", "at"), [
     ({"gpu0": ["gpu0", "gpu2", "gpu3"]}, None, (), "E950",
      "replicates its stages unequally (stage 0 (gpu0) on 3 devices, stage 1 (gpu1) on 1 "
-     "device)"),
+     "device)", None),
     (TWO_BY_TWO, "microbatches 3  schedule gpipe", (), "E950",
-     "3 micro-batch(es) do not split evenly over its 2 replicas"),
-    (TWO_BY_TWO, None, ("--ranks", "2"), "E950", "--ranks 2 regroups the stages"),
-    ({"gpu0": ["gpu0", "gpu9"]}, None, (), "E504", "unknown device `gpu9` in replicas"),
-    ({"gpu0": ["gpu0", "gpu1"]}, None, (), "E514", "holds ops of its own"),
-    ({"gpu0": "gpu2"}, None, (), "E514", "must be a list of device names"),
+     "3 micro-batch(es) do not split evenly over its 2 replicas", None),
+    (TWO_BY_TWO, None, ("--ranks", "2"), "E950", "--ranks 2 regroups the stages", None),
+    ({"gpu0": ["gpu0", "gpu9"]}, None, (), "E504", "unknown device `gpu9` in replicas",
+     '"gpu9"'),
+    ({"gpu0": ["gpu0", "gpu1"]}, None, (), "E514", "holds ops of its own", '"gpu1"'),
+    ({"gpu0": "gpu2"}, None, (), "E514", "must be a list of device names", '"gpu2"'),
 ], ids=["unequal", "microbatches", "ranks", "unknown", "replica-runs-a-stage", "malformed"])
 def test_replicas_no_2d_mesh_runs_are_E950_at_the_placement_file(
         tmp_path: Path, replicas: Any, settings: str | None, extra: tuple[str, ...],
-        code: str, said: str) -> None:
+        code: str, said: str, at: str | None) -> None:
+    """E950 (the replicas make no 2-D mesh) is about the whole file; a malformed entry of
+    `replicas` (E504, E514) points at the entry."""
     spec = _mlp_spec(tmp_path, *(() if settings is None else (settings,)))
     placement = _mlp_placement(planner.load(spec).plans["p"])
     result = _export(tmp_path, "bad", {"placement": placement, "replicas": replicas}, *extra)
     assert result.exit_code == 1, result.output
-    assert f"error[{code}]" in result.output and "bad.plan.json:1:1" in result.output
+    text = (tmp_path / "bad.plan.json").read_text()
+    column = 1 if at is None else text.index(at, text.index('"replicas"')) + 1
+    assert f"error[{code}]" in result.output and f"bad.plan.json:1:{column}:" in result.output
     assert said in result.output, result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "bad.json").exists() and not (tmp_path / "bad" / "step.py").exists()
