@@ -22,6 +22,7 @@ from types import CodeType, FrameType
 from typing import NamedTuple
 
 from . import limits
+from .strictjson import Locator, line_column
 
 
 class Severity(str, enum.Enum):  # noqa: UP042 - a StrEnum would print members as values
@@ -55,6 +56,28 @@ class Span(NamedTuple):
     def at_json_error(cls, file: str, err: json.JSONDecodeError) -> Span:
         """The character of `file` where `json` (or `strictjson`) stopped reading it."""
         return cls(file, err.lineno, err.colno, err.lineno, err.colno + 1, err.pos, err.pos + 1)
+
+
+class JsonSpans:
+    """Where the reports about one JSON file point: at the value of a path (object keys and
+    list indices below `at`, where the data read lies in the file) when the file's text is
+    known, else at the file's start. Past `sink`'s limit a report is only counted, so the
+    text is not searched; `strictjson.Locator` reads each container once."""
+
+    def __init__(self, file: str, text: str | None, at: Sequence[str | int] = (),
+                 sink: DiagnosticSink | None = None) -> None:
+        self.file = file
+        self.locate = Locator(text) if text is not None else None
+        self.at = tuple(at)
+        self.sink = sink
+
+    def __call__(self, *path: str | int) -> Span:
+        if self.locate is None or (self.sink is not None and self.sink.full):
+            return Span.start_of(self.file)
+        start, end = self.locate((*self.at, *path))
+        line, col = line_column(self.locate.doc, start)
+        end_line, end_col = line_column(self.locate.doc, end)
+        return Span(self.file, line, col, end_line, end_col, start, end)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,18 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from .errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean, json_type, quoted
+from .errors import (
+    Diagnostic,
+    DiagnosticSink,
+    JsonSpans,
+    SpecError,
+    did_you_mean,
+    json_type,
+    quoted,
+)
 from .files import write_text_atomic
 from .model import Graph, Problem
-from .strictjson import Locator, finite, line_column
+from .strictjson import finite
 
 FORMAT = "planner.plan"
 VERSION = 1
@@ -139,7 +147,7 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
     its entry; without, at the file's start.
     """
     sink = DiagnosticSink()
-    where = _Where(source, text, at, sink)
+    where = JsonSpans(source, text, at, sink)
     if not isinstance(data, Mapping) or not isinstance(data.get("placement"), Mapping):
         raise SpecError(
             Diagnostic(
@@ -194,7 +202,7 @@ def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence
         return {}
     shape = 'for example "replicas": {"gpu0": ["gpu0", "gpu1"]}'
     sink = DiagnosticSink()
-    where = _Where(source, text, at, sink)
+    where = JsonSpans(source, text, at, sink)
     if not isinstance(raw, Mapping):
         raise SpecError(Diagnostic("E514", "`replicas` must be an object of device names to "
                                    f"lists of device names, not {_kind(raw)}",
@@ -220,7 +228,7 @@ def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence
     return out
 
 
-def _group(sink: DiagnosticSink, where: _Where, problem: Problem, rep_name: str,
+def _group(sink: DiagnosticSink, where: JsonSpans, problem: Problem, rep_name: str,
            names: Sequence[str], used: set[int], taken: dict[int, str]
            ) -> tuple[int, ...] | None:
     """One entry of `replicas` checked (`load_replicas`); `taken`: device -> the group it
@@ -259,7 +267,7 @@ def _group(sink: DiagnosticSink, where: _Where, problem: Problem, rep_name: str,
     return tuple(group)
 
 
-def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: _Where
+def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpans
                 ) -> tuple[tuple[int, ...], ...] | None:
     """`order`: {device: [op, ...]} -> per-device op indices (None when absent or when
     the placement already failed)."""
@@ -298,7 +306,7 @@ def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: _Where
     return tuple(map(tuple, seqs))
 
 
-def _read_start(problem: Problem, raw: Any, sink: DiagnosticSink, where: _Where
+def _read_start(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpans
                 ) -> tuple[float, ...] | None:
     """`start_s`: {op: seconds}; used only when it gives every op a start."""
     if raw is None:
@@ -317,27 +325,6 @@ def _read_start(problem: Problem, raw: Any, sink: DiagnosticSink, where: _Where
     if not all(op.name in raw for op in problem.graph.ops):
         return None
     return tuple(float(raw[op.name]) for op in problem.graph.ops)
-
-
-class _Where:
-    """Where a report about a plan file points: at the value of a JSON path when the file's
-    text is known (`strictjson.Locator`), else at the file's start; past the diagnostics
-    limit, where a report is only counted, the text is not searched."""
-
-    def __init__(self, source: str, text: str | None, at: Sequence[str | int],
-                 sink: DiagnosticSink) -> None:
-        self.source = source
-        self.locate = Locator(text) if text is not None else None
-        self.at = tuple(at)
-        self.sink = sink
-
-    def __call__(self, *path: str | int) -> Span:
-        if self.locate is None or self.sink.full:
-            return Span.start_of(self.source)
-        start, end = self.locate((*self.at, *path))
-        line, col = line_column(self.locate.doc, start)
-        end_line, end_col = line_column(self.locate.doc, end)
-        return Span(self.source, line, col, end_line, end_col, start, end)
 
 
 def _hints(sink: DiagnosticSink, name: Any, candidates: Mapping[str, int]) -> tuple[str, ...]:

@@ -107,7 +107,7 @@ def read_placed(problem: Problem, path: Path) -> tuple[Plan, dict[int, tuple[int
     from ..io.device_map import looks_like_device_map, placement_from_device_map  # start-up
 
     if looks_like_device_map(data):  # an accelerate device_map {module path: device}
-        return load_plan(problem, placement_from_device_map(problem, data, shown), shown), {}
+        return load_plan(problem, placement_from_device_map(problem, data, shown, text), shown), {}
     read = load_plan(problem, data, shown, text)
     return read, load_replicas(problem, data, read.placement, shown, text)
 

@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean
+from ..errors import Diagnostic, DiagnosticSink, JsonSpans, SpecError, did_you_mean
 from ..model import Cluster, Graph, Problem
 
 #: what may follow a key inside an op's name: a submodule or scope, a further call, a suffix
@@ -83,16 +83,17 @@ def torch_device_names(cluster: Cluster) -> dict[str, str]:
     return out
 
 
-def placement_from_device_map(problem: Problem, data: Any, source: str) -> dict[str, object]:
+def placement_from_device_map(problem: Problem, data: Any, source: str,
+                              text: str | None = None) -> dict[str, object]:
     """`{"placement": {op: spec device}}` for the accelerate `device_map` `data` (the parsed
-    JSON object of the file `source`); `SpecError` (E949) when it cannot be one (see the
-    module doc)."""
-    where = Span.start_of(source)
+    JSON object of the file `source`, whose `text` places each report at its key's value);
+    `SpecError` (E949) when it cannot be one (see the module doc)."""
     sink = DiagnosticSink()
+    where = JsonSpans(source, text, (), sink)
     if not isinstance(data, Mapping) or not data:
         raise SpecError(Diagnostic(
             "E949", "a device_map must be a non-empty JSON object {module path: device}",
-            where, ('for example {"conv1": 0, "layer1": "cuda:1", "fc": "cpu"}',)))
+            where(), ('for example {"conv1": 0, "layer1": "cuda:1", "fc": "cpu"}',)))
     devices = _key_devices(problem.cluster, data, where, sink)
     graph = problem.graph
     names = [d.name for d in problem.cluster.devices]
@@ -127,7 +128,7 @@ def _torch_device(value: Any) -> str | None:
     return None
 
 
-def _key_devices(cluster: Cluster, data: Mapping[Any, Any], where: Span,
+def _key_devices(cluster: Cluster, data: Mapping[Any, Any], where: JsonSpans,
                  sink: DiagnosticSink) -> dict[str, int | None]:
     """Each string key -> the index of its spec device (None where the value names none:
     reported once per distinct value, at its first key)."""
@@ -139,7 +140,7 @@ def _key_devices(cluster: Cluster, data: Mapping[Any, Any], where: Span,
     reported: set[str] = set()
     for key, value in data.items():
         if not isinstance(key, str):
-            sink.error("E949", f"device_map key {_shown(key)} is not a module path", where,
+            sink.error("E949", f"device_map key {_shown(key)} is not a module path", where(),
                        "keys are module paths such as 'transformer.h.0'")
             continue
         torch_dev = _torch_device(value)
@@ -150,14 +151,15 @@ def _key_devices(cluster: Cluster, data: Mapping[Any, Any], where: Span,
         reported.add(repr(value))
         head = f"device_map puts {_shown(key)} on {_shown(value)}"
         if torch_dev is None:
-            sink.error("E949", f"{head}, which is not a device", where, _not_a_device(value))
+            sink.error("E949", f"{head}, which is not a device", where(key),
+                       _not_a_device(value))
         elif not owners:
             sink.error("E949", f"{head}: no device of cluster `{cluster.name}` is torch device "
-                       f"{torch_dev!r}", where, _devices_hint(cluster, to_torch, value))
+                       f"{torch_dev!r}", where(key), _devices_hint(cluster, to_torch, value))
         else:
             both = ", ".join(f"`{cluster.devices[i].name}`" for i in owners)
             sink.error("E949", f"{head}: devices {both} of cluster `{cluster.name}` are all "
-                       f"torch device {torch_dev!r}", where,
+                       f"torch device {torch_dev!r}", where(key),
                        "give a placement file naming the spec's devices instead: "
                        '{"placement": {op: device}}')
     return out
@@ -191,7 +193,7 @@ def _ancestors(name: str) -> Iterator[str]:
 
 
 def _covered(graph: Graph, devices: Mapping[str, int | None], names: Sequence[str],
-             where: Span, sink: DiagnosticSink) -> list[int]:
+             where: JsonSpans, sink: DiagnosticSink) -> list[int]:
     """Per op, the device index its applying keys give it, or -1 where no key applies.
 
     Reports the keys that apply to no op and the ops whose parts the keys split."""
@@ -220,7 +222,7 @@ def _covered(graph: Graph, devices: Mapping[str, int | None], names: Sequence[st
         for key in unused:
             hints = () if sink.full else did_you_mean(key[:200], candidates)
             sink.error("E949", f"device_map key {_shown(key)} applies to no op of "
-                       f"graph `{graph.name}`", where,
+                       f"graph `{graph.name}`", where(key),
                        *(hints or ("keys are module paths, as `planner import torch` names "
                                    "ops; a plan file is {\"placement\": {op: device}}",)))
     return placement
@@ -239,7 +241,7 @@ def _index(device: int | None) -> int:
 
 
 def _one_device(graph: Graph, op: str, parts: list[str], devices: Mapping[str, int | None],
-                names: Sequence[str], where: Span, sink: DiagnosticSink) -> int:
+                names: Sequence[str], where: JsonSpans, sink: DiagnosticSink) -> int:
     """The one device the keys naming parts of module op `op` agree on (-1 and an error
     where they put its parts on two devices)."""
     first = next((k for k in parts if devices[k] is not None), None)
@@ -253,7 +255,7 @@ def _one_device(graph: Graph, op: str, parts: list[str], devices: Mapping[str, i
     assert there is not None
     sink.error("E949", f"device_map splits op `{op}` of graph `{graph.name}` across devices: "
                f"{_shown(first)} is on `{names[here]}` and "
-               f"{_shown(other)} on `{names[there]}`", where,
+               f"{_shown(other)} on `{names[there]}`", where(other),
                f"planner places each op on one device: map the whole module `{op}` to one")
     return -1
 

@@ -32,6 +32,7 @@ from typing import Any
 from ..errors import (
     Diagnostic,
     DiagnosticSink,
+    JsonSpans,
     Span,
     SpecError,
     did_you_mean,
@@ -41,7 +42,6 @@ from ..errors import (
 from ..model import Problem
 from ..plan import Plan
 from ..spec.load import read_source
-from ..strictjson import Locator, line_column
 from ..strictjson import loads as strict_loads
 
 #: a place in the file: object keys and list indices from the top
@@ -123,17 +123,14 @@ class _Reader:
         self.text = text
         self.shown = shown
         self.sink = DiagnosticSink()
-        self.locate = Locator(text)  # each report's place in the file
+        self.where = JsonSpans(shown, text)  # each report's place in the file
         self.stage_of: dict[int, int] = {}  # op -> stage
         self.op_at: dict[int, Where] = {}
         self.device_at: dict[int, tuple[int, Where]] = {}  # device -> (stage, place)
         self.groups: list[tuple[int, ...]] = []
 
     def span(self, at: Where) -> Span:
-        start, end = self.locate(at)
-        line, col = line_column(self.text, start)
-        end_line, end_col = line_column(self.text, end)
-        return Span(self.shown, line, col, end_line, end_col, start, end)
+        return self.where(*at)
 
     def stage(self, stage: Any, at: Where) -> None:
         """Read stage `at[-1]`."""

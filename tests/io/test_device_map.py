@@ -217,3 +217,20 @@ def test_a_key_with_control_characters_is_shown_escaped(tmp_path: Path) -> None:
     assert "key 'fc\\nerror[E000]: forged\\r' applies to no op" in err
     assert not any(line.startswith("error[E000]") for line in err.splitlines())
     assert "\r" not in err
+
+
+def test_each_mistake_points_at_its_key() -> None:
+    """With the file's text, a report about a key points at the key's value (a device that
+    is none, a key that applies to no op, a module split across devices), not at line 1."""
+    data = {"conv1": 0, "layer1.0.a": 1, "layer1.0.b": 0, "fc": "disk", "nope": 1,
+            "flatten": 1, "layer1.1": 1}
+    text = json.dumps(data, indent=2)
+    with pytest.raises(SpecError) as err:
+        placement_from_device_map(_problem(), data, "map.json", text)
+    lines = text.splitlines()
+    found = sorted((d.span.line, d.message.split(" ")[2]) for d in err.value.diagnostics
+                   if d.span is not None)
+    expected = sorted((next(n for n, line in enumerate(lines, 1) if f'"{key}"' in line),
+                       shown) for key, shown in (("fc", "'fc'"), ("nope", "'nope'"),
+                                                  ("layer1.0.b", "op")))
+    assert found == expected, [d.message for d in err.value.diagnostics]
