@@ -9,7 +9,7 @@ without replicated stages is written as before, byte for byte.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -203,20 +203,13 @@ def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence
     shape = 'for example "replicas": {"gpu0": ["gpu0", "gpu1"]}'
     sink = DiagnosticSink()
     where = JsonSpans(source, text, at, sink)
-    if not isinstance(raw, Mapping):
-        raise SpecError(Diagnostic("E514", "`replicas` must be an object of device names to "
-                                   f"lists of device names, not {_kind(raw)}",
-                                   where("replicas"), (shape,)))
-    dev_index = problem.cluster.device_index
+    if not _object(raw, "replicas", "device names to lists of device names", "E514", shape,
+                   sink, where):
+        sink.raise_if_errors()
     used = set(placement)
     taken: dict[int, str] = {}
     out: dict[int, tuple[int, ...]] = {}
-    for rep_name, names in raw.items():
-        rep = dev_index.get(rep_name)
-        if rep is None:
-            sink.error("E504", f"unknown device {quoted(rep_name)} in replicas",
-                       where("replicas", rep_name), *_hints(sink, rep_name, dev_index))
-            continue
+    for rep, rep_name, names in _by_device(problem, raw, "replicas", sink, where):
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             sink.error("E514", f"the replicas of device {quoted(rep_name)} must be a list of "
                        f"device names, not {_kind(names)}", where("replicas", rep_name), shape)
@@ -267,26 +260,42 @@ def _group(sink: DiagnosticSink, where: JsonSpans, problem: Problem, rep_name: s
     return tuple(group)
 
 
+def _object(raw: Any, key: str, what: str, code: str, example: str, sink: DiagnosticSink,
+            where: JsonSpans) -> bool:
+    """Whether the file's `key` is an object (of `what`); reports `code` where it is not."""
+    if isinstance(raw, Mapping):
+        return True
+    sink.error(code, f"`{key}` must be an object of {what}, not {_kind(raw)}", where(key),
+               example)
+    return False
+
+
+def _by_device(problem: Problem, raw: Mapping[str, Any], key: str, sink: DiagnosticSink,
+               where: JsonSpans) -> Iterator[tuple[int, str, Any]]:
+    """The entries of the file's `key` (`order`, `replicas`: an object of device names)
+    whose name is a device of the cluster, as (device, name, value); E504 for the others."""
+    dev_index = problem.cluster.device_index
+    for name, value in raw.items():
+        d = dev_index.get(name)
+        if d is None:
+            sink.error("E504", f"unknown device {quoted(name)} in {key}", where(key, name),
+                       *_hints(sink, name, dev_index))
+            continue
+        yield d, name, value
+
+
 def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpans
                 ) -> tuple[tuple[int, ...], ...] | None:
     """`order`: {device: [op, ...]} -> per-device op indices (None when absent or when
     the placement already failed)."""
     if raw is None or sink.has_errors:
         return None
-    if not isinstance(raw, Mapping):
-        sink.error("E508", f"`order` must be an object of device names to lists of op "
-                   f"names, not {_kind(raw)}", where("order"),
-                   'for example "order": {"gpu0": ["a", "b"]}')
+    if not _object(raw, "order", "device names to lists of op names", "E508",
+                   'for example "order": {"gpu0": ["a", "b"]}', sink, where):
         return None
     op_index = problem.graph.op_index
-    dev_index = problem.cluster.device_index
     seqs: list[list[int]] = [[] for _ in problem.cluster.devices]
-    for dev_name, names in raw.items():
-        d = dev_index.get(dev_name)
-        if d is None:
-            sink.error("E504", f"unknown device {quoted(dev_name)} in order",
-                       where("order", dev_name), *_hints(sink, dev_name, dev_index))
-            continue
+    for d, dev_name, names in _by_device(problem, raw, "order", sink, where):
         if not isinstance(names, list):
             sink.error("E508", f"`order` of device {quoted(dev_name)} must be a list of op "
                        f"names, not {_kind(names)}", where("order", dev_name))
@@ -311,10 +320,8 @@ def _read_start(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpa
     """`start_s`: {op: seconds}; used only when it gives every op a start."""
     if raw is None:
         return None
-    if not isinstance(raw, Mapping):
-        sink.error("E509", f"`start_s` must be an object of op names to seconds, not "
-                   f"{_kind(raw)}", where("start_s"),
-                   'for example "start_s": {"a": 0.0, "b": 0.0015}')
+    if not _object(raw, "start_s", "op names to seconds", "E509",
+                   'for example "start_s": {"a": 0.0, "b": 0.0015}', sink, where):
         return None
     for name, value in raw.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
