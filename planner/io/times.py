@@ -29,7 +29,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..errors import Diagnostic, Severity, Span, SpecError, did_you_mean
+from ..errors import Diagnostic, JsonSpans, Severity, Span, SpecError, did_you_mean
 from ..spec.load import read_source
 from ..strictjson import loads as strict_loads
 from ..workload import Workload
@@ -49,7 +49,7 @@ def read_times(path: str | os.PathLike[str]) -> dict[str, float]:
             raise SpecError(Diagnostic(
                 "E935", f"{shown} is not valid JSON (line {err.lineno}, column "
                 f"{err.colno}): {err.msg}", None)) from None
-        return _from_json(data, shown)
+        return _from_json(data, shown, text)
     return _from_csv(text, shown)
 
 
@@ -124,7 +124,7 @@ def _csv_row(row: list[str], line: int, shown: str, out: dict[str, float], first
     return False, header
 
 
-def _from_json(data: Any, shown: str) -> dict[str, float]:
+def _from_json(data: Any, shown: str, text: str) -> dict[str, float]:
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if isinstance(events, list):
         return _from_trace(events, shown)
@@ -140,7 +140,7 @@ def _from_json(data: Any, shown: str) -> dict[str, float]:
         if seconds is None:
             raise SpecError(Diagnostic(
                 "E934", f"the time of `{name}` is not a number of seconds (finite, >= 0): "
-                f"{json.dumps(value)}", Span.start_of(shown)))
+                f"{json.dumps(value)}", JsonSpans(shown, text)(name)))
         out[name] = seconds
     return out
 
