@@ -58,6 +58,9 @@ class Span(NamedTuple):
         return cls(file, err.lineno, err.colno, err.lineno, err.colno + 1, err.pos, err.pos + 1)
 
 
+_JSON = json.JSONDecoder()
+
+
 class JsonSpans:
     """Where the reports about one JSON file point: at the value of a path (object keys and
     list indices below `at`, where the data read lies in the file) when the file's text is
@@ -71,12 +74,23 @@ class JsonSpans:
         self.at = tuple(at)
         self.sink = sink
 
-    def __call__(self, *path: str | int) -> Span:
+    def __call__(self, *path: str | int, inside: str | None = None) -> Span:
+        """The value at `path`; for an object or a list, the first text `inside` it (a name
+        the message quotes) where it holds one, else its opening bracket."""
         if self.locate is None or (self.sink is not None and self.sink.full):
             return Span.start_of(self.file)
         start, end = self.locate((*self.at, *path))
-        line, col = line_column(self.locate.doc, start)
-        end_line, end_col = line_column(self.locate.doc, end)
+        doc = self.locate.doc
+        if inside and doc.startswith(("{", "["), start):
+            try:
+                stop = _JSON.raw_decode(doc, start)[1]
+            except (ValueError, RecursionError):
+                stop = len(doc)
+            found = doc.find(inside, start, stop)
+            if found >= 0:
+                start, end = found, found + len(inside)
+        line, col = line_column(doc, start)
+        end_line, end_col = line_column(doc, end)
         return Span(self.file, line, col, end_line, end_col, start, end)
 
 

@@ -149,20 +149,15 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:39]}…"
 
 
-def locate(text: str, path: Sequence[str | int]) -> tuple[int, int]:
-    """Where the value at `path` (object keys and list indices from the top) is in `text`,
+class Locator:
+    """Where the value at a path (object keys and list indices from the top) is in `text`,
     valid JSON as `loads` read it: its start and end offsets in the text after a byte order
     mark; an object or a list ends after its opening bracket. A step that does not exist
-    stops at the deepest value found (the document itself for none). For several paths of
-    one text, a `Locator` reads each container once."""
-    return Locator(text)(path)
+    stops at the deepest value found (the document itself for none).
 
-
-class Locator:
-    """`locate` for the paths of one text. Read only when a reader reports a problem: each
-    container on a path has its members' offsets found once (one pass of the C parser over
-    them), so a hundred reports about the end of a 100,000-entry list cost one pass over
-    the list, not a hundred."""
+    Read only when a reader reports a problem: each container on a path has its members'
+    offsets found once (one pass of the C parser over them), so a hundred reports about the
+    end of a 100,000-entry list cost one pass over the list, not a hundred."""
 
     def __init__(self, text: str) -> None:
         self.doc = text.removeprefix(_BOM)

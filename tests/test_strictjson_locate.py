@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.io.json_checks import path_steps
-from planner.strictjson import Locator, locate
+from planner.strictjson import Locator
 
 KEYS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6)
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False,
@@ -51,7 +51,6 @@ def test_every_path_is_located_at_its_own_value(value: Any, indent: int | None,
     where = Locator(text)
     for path in _paths(value):
         start, end = where(path)
-        assert (start, end) == locate(text, path)
         found = _at(value, path)
         if isinstance(found, dict | list):
             assert doc[start] == ("{" if isinstance(found, dict) else "[") and end == start + 1

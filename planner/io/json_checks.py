@@ -11,12 +11,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DiagnosticSink, Span, did_you_mean
-from ..strictjson import Locator, line_column
+from ..errors import DiagnosticSink, JsonSpans, Span, did_you_mean
 
 __all__ = ["JsonChecker", "path_steps"]
 
-_DECODER = json.JSONDecoder()
 #: one step of a path as messages show it: `[2]`, or a key after a dot (or first)
 _STEP = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
 
@@ -35,34 +33,19 @@ class JsonChecker:
     #: the format's name and version, as messages name it (`planner-graph v1`)
     fmt: str
     sink: DiagnosticSink = field(default_factory=DiagnosticSink, init=False)
-    _locate: Locator | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.spans = JsonSpans(self.file, self.text, (), self.sink)
 
     def at(self, path: str, needle: str | None = None) -> Span:
         """Where the value at JSON `path` (`edges[2].bytes`, as messages show it) is in the
-        text; in an object or a list, the first `needle` inside it (a name the message
-        quotes) if it holds one, else its opening bracket. A path past what the file holds
-        (a missing key) stops at the deepest value it does hold."""
-        if self._locate is None:
-            self._locate = Locator(self.text)
-        doc = self._locate.doc
-        start, end = self._locate(path_steps(path))
-        if needle and doc.startswith(("{", "["), start):
-            try:
-                stop = _DECODER.raw_decode(doc, start)[1]
-            except (ValueError, RecursionError):
-                stop = len(doc)
-            found = doc.find(needle, start, stop)
-            if found >= 0:
-                start, end = found, found + len(needle)
-        line, col = line_column(doc, start)
-        end_line, end_col = line_column(doc, end)
-        return Span(self.file, line, col, end_line, end_col, start, end)
+        text; in an object or a list, the first `needle` inside it (`JsonSpans`). A path
+        past what the file holds (a missing key) stops at the deepest value it does hold."""
+        return self.spans(*path_steps(path), inside=needle)
 
     def error(self, path: str, message: str, near: str | None = None, *hints: str) -> None:
         """Record an error about the value at JSON `path`."""
-        # past the diagnostics limit an error is only counted: no search of the text
-        span = None if self.sink.full else self.at(path, near)
-        self.sink.error("E922", f"`{path}` {message}", span, *hints)
+        self.sink.error("E922", f"`{path}` {message}", self.at(path, near), *hints)
 
     def keys(self, obj: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
         """Report keys the format does not define (typos such as `tiem_s`), each at the key
@@ -71,8 +54,8 @@ class JsonChecker:
             if key not in allowed:
                 shown = f"{path}.{key}" if path else key
                 name = json.dumps(key, ensure_ascii=False)
-                span = None if self.sink.full else self.at(path, name)
-                self.sink.error("E922", f"`{shown}` is not a field of {self.fmt}", span,
+                self.sink.error("E922", f"`{shown}` is not a field of {self.fmt}",
+                                self.at(path, name),
                                 *did_you_mean(key, allowed), "fields: " + ", ".join(allowed))
 
     def number(self, obj: Mapping[str, Any], key: str, path: str, near: str | None,

@@ -15,7 +15,7 @@ the report of a pipeline plan reads back as it is). A stage is `{"ops": [op name
   op (`backward_of`) not listed goes to its forward op's stage: a layout of forward ops
   is enough.
 
-Diagnostics point into the file (`strictjson.locate`): E500 not JSON, E510 not a list of
+Diagnostics point into the file (`errors.JsonSpans`): E500 not JSON, E510 not a list of
 stages, E503/E504 an unknown op or device (with a did-you-mean), E511/E512 an op or a
 device in two stages, E513 a stage of no ops or no devices, E505 ops in no stage.
 """
