@@ -48,7 +48,6 @@ from .. import algorithms
 from ..codes import CODES, describe
 from ..errors import (
     Diagnostic,
-    Span,
     SpecError,
     UsageError,
     _one_line,
@@ -56,7 +55,6 @@ from ..errors import (
     render_all,
 )
 from ..files import check_outputs
-from ..model import Problem
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
 from ..roots import display_path
@@ -104,6 +102,7 @@ from .runs import (
     infeasible_exit,
     pipeline_verdict,
     place,
+    problem_of,
     report_pipeline,
     report_solution,
     unrunnable_pipelines,
@@ -264,16 +263,6 @@ def _load_noting(spec: Path, report: JsonReport) -> Loaded:
     return loaded
 
 
-def _problem(loaded: Loaded, plan: str | None) -> Problem:
-    try:
-        return loaded.spec.plan(plan)
-    except LookupError as err:
-        files = loaded.spec.files
-        where = Span.start_of(files[-1]) if files else None
-        raise UsageError(Diagnostic("E602", str(err).strip("'\""), where,
-                                    ("pick a plan with --plan NAME",))) from None
-
-
 @contextlib.contextmanager
 def _formatted(command: str, output: OutputFormat | None,
                as_json: bool) -> Iterator[JsonReport]:
@@ -415,7 +404,7 @@ def simulate(
                 ("give one: --stages FILE (a pipeline's stages) or --placement FILE (a plan)",)))
         check_outputs({"--trace": trace})
         loaded = _load_noting(spec, report)
-        problem = _problem(loaded, plan)
+        problem = problem_of(loaded, plan)
         the_plan, groups = given_plan(loaded, problem, placement, stages)
         from ..pipeline.hybrid import replica_names  # lazy: start-up
 
@@ -472,7 +461,7 @@ def solve(
             raise UsageError(Diagnostic("E608", f"--gap: `{gap}` is not a relative gap "
                                         "(0 or more)", None, ("for example --gap 0.01 (1%)",)))
         loaded = _load_noting(spec, report)
-        problem = _problem(loaded, plan)
+        problem = problem_of(loaded, plan)
         algorithms.check_objective(algo, problem)  # E625, before any work
         options = algorithms.Options(seed=seed, time_limit_s=time_limit,
                           gap=1e-6 if gap is None else gap, solver=solver or "highs",

@@ -47,10 +47,10 @@ from ..io.torch_pipeline_script import pipeline_script
 from ..model import Problem
 from ..roots import display_path
 from ..spec.load import load_path
-from . import _load, _problem
+from . import _load
 from .guard import guard
 from .options import CaptureOption, ExampleOption, InputOption
-from .runs import read_placed
+from .runs import problem_of, read_placed
 
 export_app = typer.Typer(help="Write a spec in another format.", no_args_is_help=True,
                          add_completion=False, pretty_exceptions_enable=False,
@@ -120,7 +120,7 @@ def export_torch_command(
         if ranks is not None and not pipeline:
             raise UsageError(Diagnostic("E640", "--ranks applies only with --pipeline", None,
                                         ("add --pipeline to export the plan's pipeline",)))
-        problem = _problem(_load(spec), plan)
+        problem = problem_of(_load(spec), plan)
         read, replicas = read_placed(problem, placement)
         chosen = read.to_json(problem)["placement"]
         devices = torch_devices(problem.cluster, parse_device_map(device_map))

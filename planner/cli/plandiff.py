@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..bounds import lower_bound
-from ..errors import Diagnostic, Span, SpecError, UsageError
+from ..errors import Diagnostic, Span, SpecError
 from ..plan import load_plan
 from ..simulate import simulate
 from ..spec.load import load_path, read_source
 from ..strictjson import loads as strict_loads
+from .runs import problem_of
 
 if TYPE_CHECKING:
     from ..model import Problem
@@ -102,8 +103,9 @@ def read_side(path: Path, shown: str) -> Side:
     at: tuple[str, ...] = ()
     if "format_version" in data:  # a command's envelope: the plan is its result
         if not isinstance(data.get("result"), dict):
-            raise _not_a_plan(shown, f"the `{data.get('command')}` run it records has no "
-                              "result (it failed)")
+            run = data.get("command")
+            raise _not_a_plan(shown, (f"the `{run}` run" if isinstance(run, str) else "the run")
+                              + " it records has no result (it failed)")
         data, at = data["result"], ("result",)
     if data.get("format", PLAN_FORMAT) != PLAN_FORMAT:
         raise _not_a_plan(shown, f"unknown format {data.get('format')!r}")
@@ -161,11 +163,8 @@ def spec_problem(spec: Path, plan: str | None, old: Side) -> Problem:
     loaded = load_path(spec)
     plans = loaded.spec.plans
     name = plan if plan is not None else (old.plan if old.plan in plans else None)
-    try:
-        return loaded.spec.plan(name)
-    except LookupError as err:
-        raise UsageError(Diagnostic("E602", str(err).strip("'\""), None,
-                                    ("pick a plan with --plan NAME",))) from None
+    return problem_of(loaded, name)
+
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,17 @@ if TYPE_CHECKING:
     from ..spec.load import Loaded
 
 
+def problem_of(loaded: Loaded, name: str | None) -> Problem:
+    """The plan `--plan` names, or the spec's only plan; E602 where it cannot be chosen,
+    at the plans' declarations (`Loaded.plan_places`)."""
+    try:
+        return loaded.spec.plan(name)
+    except LookupError as err:
+        places = loaded.plan_places(name)
+        raise UsageError(Diagnostic("E602", str(err).strip("'\""), places.span, places.hints,
+                                    notes=places.notes)) from None
+
+
 def unrunnable_pipelines(problems: Iterable[Problem], where: Mapping[str, Span]
                           ) -> list[Diagnostic]:
     """W626 for each pipeline plan whose `place` and `pin` statements place every op in a

@@ -23,11 +23,11 @@ from typing import Any
 
 from ..algorithms import compare_defaults, get, names
 from ..errors import Diagnostic, PlannerError, Severity, Span, SpecError, UsageError, did_you_mean
-from ..model import Problem, Spec
+from ..model import Problem
 from ..plan import Plan
 from ..roots import display_path
 from ..simulate import SimResult, simulate
-from ..spec.load import load_path
+from ..spec.load import Loaded, load_path
 from ..units import RANGES
 from .executors import EXECUTORS, Worker, execute, hard_limit, import_ray
 from .rows import (
@@ -186,10 +186,11 @@ def plan_sweep(
     ran: set[str] = set()
     for path, explicit in _spec_files(specs, root):
         shown = display_path(path)
-        spec = _load_spec(path, shown, explicit, warnings)
-        if spec is None:
+        loaded = _load_spec(path, shown, explicit, warnings)
+        if loaded is None:
             continue
-        plans = _plans_of(spec, plan, shown, explicit)
+        spec = loaded.spec
+        plans = _plans_of(loaded, plan, shown, explicit)
         if not plans:
             continue
         shown_specs.append(shown)
@@ -241,11 +242,11 @@ def _check_time_limit(time_limit_s: float) -> None:
 
 
 def _load_spec(path: Path, shown: str, explicit: bool, warnings: list[Diagnostic]
-               ) -> Spec | None:
+               ) -> Loaded | None:
     """The spec at `path`; one found under the root that does not load is skipped with a
     warning (W650, into `warnings`: None), one named explicitly raises its `SpecError`."""
     try:
-        return load_path(path).spec
+        return load_path(path)
     except SpecError as err:
         if explicit:
             raise
@@ -257,17 +258,19 @@ def _load_spec(path: Path, shown: str, explicit: bool, warnings: list[Diagnostic
         return None
 
 
-def _plans_of(spec: Spec, plan: str | None, shown: str, explicit: bool) -> list[str]:
-    """The plans of `spec` in the sweep: all, or `plan` alone (none where the spec lacks
+def _plans_of(loaded: Loaded, plan: str | None, shown: str, explicit: bool) -> list[str]:
+    """The plans of the spec in the sweep: all, or `plan` alone (none where the spec lacks
     it; E602 for a spec named explicitly)."""
+    plans = loaded.spec.plans
     if plan is None:
-        return list(spec.plans)
-    if plan in spec.plans:
+        return list(plans)
+    if plan in plans:
         return [plan]
     if explicit:
+        places = loaded.plan_places(plan)
         raise UsageError(Diagnostic(
-            "E602", f"{shown} has no plan named `{plan}`", Span.start_of(shown),
-            (*did_you_mean(plan, spec.plans), "plans: " + (", ".join(spec.plans) or "none"))))
+            "E602", f"{shown} has no plan named `{plan}`; it defines: "
+            + (", ".join(plans) or "none"), places.span, places.hints, notes=places.notes))
     return []
 
 

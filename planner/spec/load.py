@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import limits
-from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
+from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean
 from ..model import Spec
 from ..roots import default_root, display_path, escaped_root, outside_root
 from . import ast
@@ -28,6 +29,8 @@ from .syntax import looks_like_spec
 
 #: a byte order mark, which some editors (Notepad, Excel's CSV) write at a file's start
 BOM = "\ufeff"
+#: how many of a spec's plans an E602 locates (the message names them all)
+PLANS_LOCATED = 8
 
 
 @dataclass
@@ -38,6 +41,32 @@ class Loaded:
     locations: Locations
     sources: dict[str, str] = field(default_factory=dict)
     warnings: list[Diagnostic] = field(default_factory=list)
+
+    def plan_places(self, name: str | None) -> PlanPlaces:
+        """Where a report that plan `name` (`--plan`; None: the only plan) cannot be chosen
+        points: a name the spec lacks is a mistake of the command line, with no place of
+        its own, so the plans it could have named are the notes; with several plans and no
+        name, the first plan is the place and the others are notes; a spec without plans is
+        reported at its start. The caller, which knows the command, gives the code."""
+        spans = self.locations.plans
+        declared = tuple((f"plan `{p}` is declared here", spans[p])
+                         for p in self.spec.plans if p in spans)[:PLANS_LOCATED]
+        if not self.spec.plans:
+            where = Span.start_of(self.spec.files[-1]) if self.spec.files else None
+            return PlanPlaces(where, ("add a `plan NAME { graph G  cluster C }` block",))
+        pick = f"pick a plan with --plan NAME, e.g. `--plan {next(iter(self.spec.plans))}`"
+        if name is None and declared:
+            return PlanPlaces(declared[0][1], (pick,), declared[1:])
+        close = did_you_mean(name, self.spec.plans) if name is not None else ()
+        return PlanPlaces(None, close or (pick,), declared)
+
+
+class PlanPlaces(NamedTuple):
+    """A plan-choice report's place, hints and notes (`Loaded.plan_places`)."""
+
+    span: Span | None
+    hints: tuple[str, ...]
+    notes: tuple[tuple[str, Span], ...] = ()
 
 
 def read_bytes(path: Path, shown: str, at: Span | None = None) -> bytes:

@@ -138,3 +138,7 @@ def test_files_without_a_plan_are_located_errors(plans: Path) -> None:
     (plans / "failed.json").write_text(json.dumps(failed))
     code, _, err = invoke(["diff", "failed.json", "new.json"], plans)
     assert code == 1 and "error[E642]: no plan in failed.json" in err
+    assert "the `solve` run it records has no result" in err
+    (plans / "bare.json").write_text('{"format_version": 1, "placement": {}}')
+    code, _, err = invoke(["diff", "bare.json", "new.json"], plans)
+    assert code == 1 and "no plan in bare.json: the run it records has no result" in err

@@ -1,0 +1,94 @@
+"""E602, a plan that cannot be chosen, points at the plans the spec declares: solve,
+simulate, diff and compare give the same places (`Loaded.no_plan`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .helpers import invoke
+
+CLUSTER = """
+cluster c { device gpu[0..1] { memory 1 GiB } link gpu0 <-> gpu1 { bandwidth 1 GB/s } }
+graph g { op a { time 1 ms  output 1 MiB } op b { time 2 ms } a -> b }
+plan train { graph g  cluster c  place a, b on gpu0 }
+"""
+#: two plans, one imported: line 3 declares `serve`
+SPEC = 'import "base.plan"\n\nplan serve { graph g  cluster c  place a, b on gpu1 }\n'
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "base.plan").write_text(CLUSTER)
+    (tmp_path / "s.plan").write_text(SPEC)
+    return tmp_path
+
+
+def _e602(args: list[str], cwd: Path) -> dict:
+    code, out, _ = invoke([*args, "--json"], cwd)
+    assert code == 2
+    (diag,) = json.loads(out)["diagnostics"]
+    assert diag["code"] == "E602"
+    return diag
+
+
+def _places(diag: dict) -> list[tuple[str, str, int, int]]:
+    return [(n["message"], n["file"], n["line"], n["column"]) for n in diag["notes"]]
+
+
+@pytest.mark.parametrize("command", [["solve"], ["simulate"]])
+def test_several_plans_point_at_the_first_and_note_the_others(folder: Path,
+                                                                command: list[str]) -> None:
+    diag = _e602([*command, "s.plan"], folder)
+    assert "several plans" in diag["message"]
+    # the imported file's plan comes first (imports are lowered first)
+    assert (diag["file"], diag["line"], diag["column"]) == ("base.plan", 4, 6)
+    assert (diag["end_line"], diag["end_column"]) == (4, 11)  # the name `train`
+    assert _places(diag) == [("plan `serve` is declared here", "s.plan", 3, 6)]
+    assert diag["hints"] == ["pick a plan with --plan NAME, e.g. `--plan train`"]
+
+
+def test_an_unknown_name_is_the_command_lines_mistake_and_lists_where_plans_are(
+        folder: Path) -> None:
+    diag = _e602(["solve", "s.plan", "--plan", "serv"], folder)
+    assert diag["file"] is None  # no line of the spec is wrong
+    assert diag["message"] == "no plan named `serv`; the spec defines: train, serve"
+    assert _places(diag) == [("plan `train` is declared here", "base.plan", 4, 6),
+                             ("plan `serve` is declared here", "s.plan", 3, 6)]
+    assert diag["hints"] == ["did you mean `serve`?"]
+    far = _e602(["solve", "s.plan", "--plan", "zzzz"], folder)
+    assert far["hints"] == ["pick a plan with --plan NAME, e.g. `--plan train`"]
+
+
+def test_the_text_report_quotes_each_declaration(folder: Path) -> None:
+    code, _, err = invoke(["solve", "s.plan"], folder)
+    assert code == 2
+    assert "base.plan:4:6: error[E602]: the spec defines several plans" in err
+    assert "= note: plan `serve` is declared here at s.plan:3:6" in err
+    assert " 3 | plan serve {" in err and "   |      ^^^^^" in err
+    assert "1 | import" not in err  # not the file's first line, as before
+
+
+def test_a_spec_without_plans_is_reported_at_its_start(folder: Path) -> None:
+    (folder / "only.plan").write_text("cluster k { device d { memory 1 GiB } }\n")
+    diag = _e602(["solve", "only.plan"], folder)
+    assert (diag["message"], diag["file"], diag["line"]) == (
+        "the spec defines no plan", "only.plan", 1)
+    assert diag["hints"] == ["add a `plan NAME { graph G  cluster C }` block"]
+
+
+def test_diff_and_compare_locate_the_same_plans(folder: Path) -> None:
+    (folder / "p.json").write_text(json.dumps(
+        {"format": "planner.plan", "version": 1, "placement": {"a": "gpu0", "b": "gpu0"}}))
+    diag = _e602(["diff", "p.json", "p.json", "--spec", "s.plan", "--plan", "nope"], folder)
+    assert diag["file"] is None and len(diag["notes"]) == 2
+    assert _places(diag)[1][1:] == ("s.plan", 3, 6)
+    code, out, _ = invoke(["compare", "s.plan", "--plan", "nope", "--algos", "msct",
+                           "--json"], folder)
+    assert code == 2
+    (diag,) = json.loads(out)["diagnostics"]
+    assert diag["message"] == "s.plan has no plan named `nope`; it defines: train, serve"
+    assert _places(diag) == [("plan `train` is declared here", "base.plan", 4, 6),
+                             ("plan `serve` is declared here", "s.plan", 3, 6)]
