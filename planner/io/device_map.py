@@ -21,8 +21,10 @@ consumer runs, else on the device of the first mapped op.
 
 Torch devices map back to spec devices through the inverse of `torch_device_names` (the
 rule `planner export torch` maps spec devices by when no `--device-map` is given).
-Problems are E949 errors located at the file's start; names from the file are quoted with
-`repr`, so a key holding control characters cannot forge output lines.
+Problems are E949 errors located at the key's value (`errors.JsonSpans`; the file's lines
+are never quoted); keys and values from the file are shown as every JSON reader shows them
+(`errors.quoted`: backticks, JSON's escapes), so a key holding control characters cannot
+forge output lines.
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..errors import Diagnostic, DiagnosticSink, JsonSpans, SpecError, did_you_mean
+from ..errors import (
+    Diagnostic,
+    DiagnosticSink,
+    JsonSpans,
+    SpecError,
+    did_you_mean,
+    json_type,
+    quoted,
+)
 from ..model import Cluster, Graph, Problem
 
 #: what may follow a key inside an op's name: a submodule or scope, a further call, a suffix
@@ -104,14 +114,10 @@ def placement_from_device_map(problem: Problem, data: Any, source: str,
 
 
 def _shown(value: Any) -> str:
-    """A value from the file as messages quote it: `repr`, cut after 80 characters (a list
-    or an object by its size)."""
-    if isinstance(value, list | dict):
-        return f"a JSON {'array' if isinstance(value, list) else 'object'} of {len(value)} item(s)"
-    if isinstance(value, str) and len(value) > 80:
-        return f"{value[:80]!r}…"
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:80]}…"
+    """A key or value from the file as messages show it (`errors.quoted`); a list or an
+    object by its type and size."""
+    shown = quoted(value)
+    return f"{json_type(value)} {shown}" if isinstance(value, list | dict) else shown
 
 
 def _torch_device(value: Any) -> str | None:
@@ -141,7 +147,7 @@ def _key_devices(cluster: Cluster, data: Mapping[Any, Any], where: JsonSpans,
     for key, value in data.items():
         if not isinstance(key, str):
             sink.error("E949", f"device_map key {_shown(key)} is not a module path", where(),
-                       "keys are module paths such as 'transformer.h.0'")
+                       "keys are module paths such as `transformer.h.0`")
             continue
         torch_dev = _torch_device(value)
         owners = by_torch.get(torch_dev, []) if torch_dev is not None else []
@@ -155,11 +161,11 @@ def _key_devices(cluster: Cluster, data: Mapping[Any, Any], where: JsonSpans,
                        _not_a_device(value))
         elif not owners:
             sink.error("E949", f"{head}: no device of cluster `{cluster.name}` is torch device "
-                       f"{torch_dev!r}", where(key), _devices_hint(cluster, to_torch, value))
+                       f"`{torch_dev}`", where(key), _devices_hint(cluster, to_torch, value))
         else:
             both = ", ".join(f"`{cluster.devices[i].name}`" for i in owners)
             sink.error("E949", f"{head}: devices {both} of cluster `{cluster.name}` are all "
-                       f"torch device {torch_dev!r}", where(key),
+                       f"torch device `{torch_dev}`", where(key),
                        "give a placement file naming the spec's devices instead: "
                        '{"placement": {op: device}}')
     return out
@@ -168,13 +174,13 @@ def _key_devices(cluster: Cluster, data: Mapping[Any, Any], where: JsonSpans,
 def _not_a_device(value: Any) -> str:
     if value == "disk":
         return ("offloading to disk is not planned: planner places ops on devices that run "
-                "them; map the module to a device (e.g. 'cpu') to compare")
-    return "a device is an int N (cuda:N) or a torch device such as 'cuda:1', 'cpu', 'mps'"
+                "them; map the module to a device (e.g. `cpu`) to compare")
+    return "a device is an int N (cuda:N) or a torch device such as `cuda:1`, `cpu`, `mps`"
 
 
 def _devices_hint(cluster: Cluster, to_torch: Mapping[str, str], value: Any) -> str:
     if isinstance(value, str) and value in to_torch:
-        return (f"`{value}` is a device of the spec, torch device {to_torch[value]!r}: a "
+        return (f"`{value}` is a device of the spec, torch device `{to_torch[value]}`: a "
                 "device_map names torch devices")
     pairs = [f"`{name}` ({dev})" for name, dev in to_torch.items()]
     more = f" and {len(pairs) - _LISTED} more" if len(pairs) > _LISTED else ""

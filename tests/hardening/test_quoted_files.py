@@ -25,7 +25,7 @@ def test_a_device_map_given_as_the_placement_is_never_quoted(tmp_path: Path) -> 
     # located at the key's value (the file is one line), but the line is not shown
     assert f"map.json:1:{line.index(': 0') + 3}: error[E949]" in err
     assert line not in err and " 1 | " not in err, err  # before: line 1 in full, each time
-    assert "'conv1'" in err  # the message still names the key at fault
+    assert "`conv1`" in err  # the message still names the key at fault
 
 
 def test_a_placement_object_is_still_quoted(tmp_path: Path) -> None:

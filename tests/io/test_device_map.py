@@ -168,21 +168,22 @@ def test_simulate_reads_a_device_map_as_its_placement(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("data", "expected"), [
-    ({**MAP, "fc": "disk"}, "'disk', which is not a device | offloading to disk is not planned"),
-    ({**MAP, "fc": "cuda:x"}, "'cuda:x', which is not a device"),
-    ({**MAP, "fc": 1.0}, "1.0, which is not a device"),
-    ({**MAP, "fc": "gpu1"}, "no device of cluster `c` is torch device 'gpu1' | `gpu1` is a "
-                            "device of the spec, torch device 'cuda:1'"),
-    ({**MAP, "fc": -1}, "-1, which is not a device"),
-    ({**MAP, "fc": 2}, "puts 'fc' on 2: no device of cluster `c` is torch device 'cuda:2' | "
+    ({**MAP, "fc": "disk"}, "`disk`, which is not a device | offloading to disk is not planned"),
+    ({**MAP, "fc": "cuda:x"}, "`cuda:x`, which is not a device"),
+    ({**MAP, "fc": 1.0}, "`1.0`, which is not a device"),
+    ({**MAP, "fc": "gpu1"}, "no device of cluster `c` is torch device `gpu1` | `gpu1` is a "
+                            "device of the spec, torch device `cuda:1`"),
+    ({**MAP, "fc": -1}, "`-1`, which is not a device"),
+    ({**MAP, "fc": 2}, "puts `fc` on `2`: no device of cluster `c` is torch device `cuda:2` | "
                        "cluster `c` has the devices `gpu0` (cuda:0), `gpu1` (cuda:1), "
                        "`cpu0` (cpu)"),
-    ({**MAP, "fc": "mps"}, "no device of cluster `c` is torch device 'mps'"),
-    ({**MAP, "layr1": 1}, "key 'layr1' applies to no op of graph `g` | did you mean `layer1`?"),
-    ({**MAP, "f": 1}, "key 'f' applies to no op"),  # a prefix only at a separator
+    ({**MAP, "fc": "mps"}, "no device of cluster `c` is torch device `mps`"),
+    ({**MAP, "fc": [0, 1]}, "puts `fc` on a list of 2 item(s), which is not a device"),
+    ({**MAP, "layr1": 1}, "key `layr1` applies to no op of graph `g` | did you mean `layer1`?"),
+    ({**MAP, "f": 1}, "key `f` applies to no op"),  # a prefix only at a separator
     ({**MAP, "layer1.0.conv1": 0, "layer1.0.conv2": 1},
-     "splits op `layer1.0` of graph `g` across devices: 'layer1.0.conv1' is on `gpu0` and "
-     "'layer1.0.conv2' on `gpu1`"),
+     "splits op `layer1.0` of graph `g` across devices: `layer1.0.conv1` is on `gpu0` and "
+     "`layer1.0.conv2` on `gpu1`"),
 ])
 def test_each_mistake_is_an_e949(data: dict[str, Any], expected: str) -> None:
     messages = _error(data)
@@ -196,7 +197,7 @@ def test_two_spec_devices_on_one_torch_device_are_ambiguous() -> None:
         "link gpu0, gpu1, cpu0", "link gpu0, gpu1, cpu0, cpu1")
     assert _placement({"": 0}, spec)["fc"] == "gpu0"  # cpu unused: no problem
     (message,) = _error(MAP, spec)
-    assert "devices `cpu0`, `cpu1` of cluster `c` are all torch device 'cpu'" in message
+    assert "devices `cpu0`, `cpu1` of cluster `c` are all torch device `cpu`" in message
 
 
 def test_simulate_reports_each_error_without_a_traceback(tmp_path: Path) -> None:
@@ -214,7 +215,7 @@ def test_a_key_with_control_characters_is_shown_escaped(tmp_path: Path) -> None:
     key = "fc\nerror[E000]: forged\r"
     code, _, err = _simulate(tmp_path, {**MAP, key: "cpu"})
     assert code == 1 and "Traceback" not in err
-    assert "key 'fc\\nerror[E000]: forged\\r' applies to no op" in err
+    assert "key `fc\\nerror[E000]: forged\\r` applies to no op" in err
     assert not any(line.startswith("error[E000]") for line in err.splitlines())
     assert "\r" not in err
 
@@ -231,6 +232,6 @@ def test_each_mistake_points_at_its_key() -> None:
     found = sorted((d.span.line, d.message.split(" ")[2]) for d in err.value.diagnostics
                    if d.span is not None)
     expected = sorted((next(n for n, line in enumerate(lines, 1) if f'"{key}"' in line),
-                       shown) for key, shown in (("fc", "'fc'"), ("nope", "'nope'"),
+                       shown) for key, shown in (("fc", "`fc`"), ("nope", "`nope`"),
                                                   ("layer1.0.b", "op")))
     assert found == expected, [d.message for d in err.value.diagnostics]
