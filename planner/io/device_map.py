@@ -33,15 +33,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..errors import (
-    Diagnostic,
-    DiagnosticSink,
-    JsonSpans,
-    SpecError,
-    did_you_mean,
-    json_type,
-    quoted,
-)
+from ..errors import Diagnostic, DiagnosticSink, JsonSpans, SpecError, did_you_mean, quoted
 from ..model import Cluster, Graph, Problem
 
 #: what may follow a key inside an op's name: a submodule or scope, a further call, a suffix
@@ -116,8 +108,9 @@ def placement_from_device_map(problem: Problem, data: Any, source: str,
 def _shown(value: Any) -> str:
     """A key or value from the file as messages show it (`errors.quoted`); a list or an
     object by its type and size."""
-    shown = quoted(value)
-    return f"{json_type(value)} {shown}" if isinstance(value, list | dict) else shown
+    if isinstance(value, list | dict):
+        return f"{'a list' if isinstance(value, list) else 'an object'} {quoted(value)}"
+    return quoted(value)
 
 
 def _torch_device(value: Any) -> str | None:
