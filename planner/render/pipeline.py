@@ -152,9 +152,10 @@ def _stages_table(problem: Problem, run: PipelineRun) -> Table:
     for col in ("stage", "device", "ops", "busy", "load"):
         stages.add_column(col, justify="left" if col in ("device",) else "right")
     for k, s in enumerate(run.stages):
-        where = devs[s.device].name + (f" (+{len(s.devices) - 1} replicas: "
-                                       + ", ".join(devs[d].name for d in s.devices[1:]) + ")"
-                                       if len(s.devices) > 1 else "")
+        others = [devs[d].name for d in s.devices[1:]]
+        noun = "replica" if len(others) == 1 else "replicas"
+        where = devs[s.device].name + (f" (+{len(others)} {noun}: {', '.join(others)})"
+                                       if others else "")
         stages.add_row(str(k), where, str(len(s.ops)), format_seconds(s.busy_s),
                        format_seconds(s.load_s))
     return stages

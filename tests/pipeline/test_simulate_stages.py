@@ -89,7 +89,11 @@ def test_the_terminal_report_names_the_replicas(tmp_path: Path) -> None:
     (tmp_path / "stages.json").write_text(json.dumps(HYBRID))
     code, out, _ = _invoke(["simulate", "s.plan", "--stages", "stages.json"], tmp_path)
     assert code == 0
-    assert "d0 (+1 replicas: d1)" in out and "all-reduce" in out
+    assert "d0 (+1 replica: d1)" in out and "all-reduce" in out
+    three = [{"ops": ["f0"], "devices": ["d0", "d1", "d3"]}, {"ops": ["f1"], "devices": ["d2"]}]
+    (tmp_path / "stages.json").write_text(json.dumps(three))
+    code, out, _ = _invoke(["simulate", "s.plan", "--stages", "stages.json"], tmp_path)
+    assert code == 0 and "d0 (+2 replicas: d1, d3)" in out
 
 
 def test_a_report_reads_back_as_its_stages(tmp_path: Path) -> None:
