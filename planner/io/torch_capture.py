@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import Diagnostic, SpecError, UsageError
 from .torch_load import Example, require_torch
+from .torch_logs import Logged, kept
 
 #: `--capture` values
 METHODS = ("auto", "export", "fx")
@@ -90,8 +91,9 @@ def _export(model: Any, example: Example) -> Captured:
     torch = require_torch()
     example = with_defaults(model, example)
     try:
-        program = torch.export.export(model, example.args, kwargs=example.kwargs,
-                                      strict=False)
+        with kept(Logged()):  # a kernel that rejects the shapes logs a traceback, then raises
+            program = torch.export.export(model, example.args, kwargs=example.kwargs,
+                                          strict=False)
     except Exception as err:  # noqa: BLE001 - export raises many kinds, user code any
         raise capture_error(model, "torch.export", err) from None
     return Captured(program.module(), _flat(example), "export", example)
@@ -153,7 +155,9 @@ def capture_error(model: Any, how: str, err: BaseException) -> SpecError:
     if len(first) > 300:
         first = first[:297] + "..."
     haystack = f"{type(err).__name__} {text}".lower()
-    cause, hint = "", "capture with the other method (--capture export or --capture fx)"
+    other = "fx" if how == "torch.export" else "export"
+    cause, hint = "", (f"capture with the other method (--capture {other}), and check the "
+                       "--input shapes and dtypes against the model's forward()")
     for words, why, fix in _CAUSES:
         if any(w in haystack for w in words):
             cause, hint = why, fix

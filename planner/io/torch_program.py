@@ -40,7 +40,6 @@ from __future__ import annotations
 import inspect
 import io
 import json
-import logging
 import math
 import operator
 import os
@@ -54,6 +53,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import Diagnostic, Span, SpecError
+from .torch_logs import Logged, kept
 
 __all__ = ["load_program"]
 
@@ -117,21 +117,8 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     raise _Refused(what)
 
 
-class _Logged(logging.Handler):
-    """Keeps the exceptions torch logs while it loads (its `load` logs the reason a file
-    failed, then raises a message that says "check the warnings above")."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.errors: list[BaseException] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.exc_info and record.exc_info[1] is not None:
-            self.errors.append(record.exc_info[1])
-
-
 @contextmanager
-def _guarded(logged: _Logged) -> Iterator[None]:
+def _guarded(logged: Logged) -> Iterator[None]:
     """While torch loads: weights-only pickles, the audit hook armed, torch's log records
     kept by `logged` instead of printed, warnings silenced."""
     global _active, _hooked  # noqa: PLW0603 - one audit hook per process, armed per load
@@ -142,22 +129,14 @@ def _guarded(logged: _Logged) -> Iterator[None]:
                                             "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")}
     os.environ["TORCH_FORCE_WEIGHTS_ONLY_LOAD"] = "1"
     os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
-    loggers = [logging.getLogger("torch"), *(
-        x for name, x in list(logging.root.manager.loggerDict.items())
-        if name.startswith("torch.") and isinstance(x, logging.Logger))]
-    kept = [(x, x.handlers, x.propagate) for x in loggers]
-    for x in loggers:  # torch gives its loggers handlers of their own, and no propagation
-        x.handlers, x.propagate = [logged], False
     _refused.clear()
     _active = True
     try:
-        with warnings.catch_warnings():
+        with kept(logged), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
         _active = False
-        for x, handlers, propagate in kept:
-            x.handlers, x.propagate = handlers, propagate
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -178,7 +157,7 @@ def load_program(path: str, torch: Any) -> Any:
     """The `ExportedProgram` saved at `path`, read as the module docstring says (E939 when
     it cannot be, or would run code)."""
     _check_archive(path)
-    logged = _Logged()
+    logged = Logged()
     try:
         with _guarded(logged):
             program = torch.export.load(path)

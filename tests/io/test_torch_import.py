@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -218,6 +219,22 @@ def test_mistakes_are_diagnostics(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     result = CliRunner().invoke(app, ["import", "torch", target, *inputs, "-o", "m.plan"])
     assert (result.exit_code, code in result.output) == (exit_code, True), result.output
     assert "Traceback" not in result.output and not (tmp_path / "m.plan").exists()
+
+
+@pytest.mark.parametrize(("capture", "code", "hint"), [
+    ("auto", "E944", "check the --input shapes"),
+    ("export", "E942", "capture with the other method (--capture fx)"),
+])
+def test_inputs_of_the_wrong_shape_print_no_torch_traceback(
+        tmp_path: Path, capture: str, code: str, hint: str) -> None:
+    """torch.export logs a fake-tensor kernel's traceback before it raises; torch's loggers
+    write to the stderr they found at import, so the command runs in a process of its own."""
+    (tmp_path / "broken.py").write_text(BROKEN)
+    run = subprocess.run([sys.executable, "-m", "planner", "import", "torch", "broken.py:square",
+                          "--input", "2x5", "--capture", capture, "-o", "m.plan"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 1 and code in run.stderr and hint in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and "fake_tensor" not in run.stderr, run.stderr
 
 
 def test_json_interchange_keeps_the_torch_names(tmp_path: Path) -> None:
