@@ -44,6 +44,10 @@ SHARED.update(dict.fromkeys(
      "E223", "E230", "E231", "E232", "E234", "E241", "E244", "E250", "E251", "E252", "E253",
      "E255", "E256", "E257", "E235", "E258", "E259"),
     "the same mistake in a spec (spec/) and in a Problem built in Python (api/, model.py)"))
+SHARED.update(dict.fromkeys(
+    ("E007", "E011", "E012"),
+    "the same limit: a file or graph loaded (spec/), and a spec `import` or `generate` makes, "
+    "refused before it is written (cli/io_commands.py)"))
 SHARED["E016"] = ("the `pipeline_copies` limit, checked where a pipeline's micro-batches are "
                   "set: a spec (spec/lower/), a compare point's --microbatches "
                   "(compare/settings.py), a Problem built in Python (api/checks.py)")

@@ -28,6 +28,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .. import limits
 from ..errors import Diagnostic, Span, SpecError, UsageError, render_all
 from ..files import check_outputs, write_text_atomic
 from ..generate import gnmt, transformer
@@ -44,7 +45,7 @@ from ..spec.load import load_path, load_text
 from ..units import format_bytes
 from ..workload import Imported, PlanDef, render_cluster
 from .guard import guard
-from .options import CaptureOption, ExampleOption, InputOption
+from .options import CaptureOption, ExampleOption, InputOption, LimitOption
 
 import_app = typer.Typer(help="Make a .plan spec from a model file.", no_args_is_help=True,
                          add_completion=False, pretty_exceptions_enable=False,
@@ -101,6 +102,7 @@ class SpecOptions:
     contention: Contention = "link"
     times: Times = None
     times_kind: TimesKind = None
+    limit: LimitOption = None
 
     def recorded(self) -> dict[str, object]:
         """The options as the spec's header records them: defaults left out, and
@@ -115,7 +117,7 @@ class SpecOptions:
 #: `SpecOptions`' fields in groups that commands take whole, in their `--help` order
 ROOFLINE_OPTIONS = ("dtype", "device_profile")
 TRAINING_OPTIONS = ("training", "optimizer")
-PLAN_OPTIONS = ("name", "cluster", "memory", "contention")
+PLAN_OPTIONS = ("name", "cluster", "memory", "contention", "limit")
 TIMES_OPTIONS = ("times", "times_kind")
 
 
@@ -194,7 +196,9 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
     footprint = format_bytes(totals["params_bytes"] + totals["output_bytes"])
     result.header += (f"\nFootprint: params + outputs {footprint} in all (the static memory "
                       "model's minimum, before copies between devices).")
+    _within_limits("graph", len(result.workload.ops), len(result.workload.edges))
     text = result.to_spec()
+    _within_limits("file", len(text.encode()))
     try:  # as the next command will load it: its imports inside its default root
         load_text(text, str(output), output.resolve().parent, root)
     except SpecError as err:  # a bug in an importer: say which, do not write the file
@@ -209,6 +213,25 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
                      f"{len(result.workload.edges)} edges, {len(result.plans)} plan(s)\n")
     for line in copied:
         sys.stderr.write(line + "\n")
+
+
+def _within_limits(what: str, *counts: int) -> None:
+    """E011, E012 (the graph's ops, edges) or E007 (the file's bytes) where the spec made
+    is over a limit that a command loading it applies: refused before the text is written
+    (minutes, for a graph of a million ops), with the `--limit` that lets it through here
+    and on those commands."""
+    active = limits.active()
+    checks = ((("E011", "ops", "ops"), ("E012", "edges", "edges")) if what == "graph"
+              else (("E007", "file_bytes", "bytes"),))
+    for (code, name, unit), count in zip(checks, counts, strict=True):
+        limit = getattr(active, name)
+        if count > limit:
+            flag = name.replace("_", "-")
+            raise SpecError(Diagnostic(
+                code, f"the spec would hold a {what} of {count:_} {unit}, more than the "
+                f"`{flag}` limit ({limit:_}) of the commands that load it", None,
+                (limits.raise_hint(flag, count, lead="raise it here and on those commands "
+                                   "with"),)))
 
 
 def _read_clusters(paths: list[Path] | None) -> list[tuple[Path, Spec]]:

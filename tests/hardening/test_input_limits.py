@@ -148,6 +148,28 @@ def test_the_command_line_raises_a_limit_and_rejects_a_bad_one(tmp_path: Path) -
     assert limits.active() == limits.DEFAULTS
 
 
+@pytest.mark.parametrize(("limit", "code", "needed"), [
+    ("ops=20", "E011", "--limit ops=33"),  # 2 layers: 33 ops, 40 edges
+    ("edges=39", "E012", "--limit edges=40"),
+    ("file-bytes=1000", "E007", "--limit file-bytes="),
+])
+def test_a_spec_made_over_a_limit_is_refused_before_it_is_written(
+        tmp_path: Path, limit: str, code: str, needed: str) -> None:
+    """Before: `generate transformer --layers 30000 --training` (840,009 ops) ran for 2 min
+    40 s, then refused with "this is a bug in planner's importer" (E932)."""
+    args = ["generate", "transformer", "--layers", "2", "-o", "g.plan"]
+    err_code, _, err = invoke([*args, "--limit", limit], tmp_path)
+    assert err_code == 1 and f"error[{code}]: the spec would hold a " in err, err
+    assert needed in err and "bug" not in err and not (tmp_path / "g.plan").exists()
+    # the `--limit` the hint names lets it through, here and in the commands that load it
+    raised = err.split("`--limit ")[1].split("`")[0]
+    assert invoke([*args, "--limit", raised], tmp_path)[0] == 0
+    assert f"--limit {raised} -o g.plan" in (tmp_path / "g.plan").read_text()  # the header
+    assert invoke(["check", "g.plan", "--limit", limit], tmp_path)[0] == 1
+    assert invoke(["check", "g.plan", "--limit", raised], tmp_path)[0] == 0
+    assert limits.active() == limits.DEFAULTS
+
+
 def test_a_placement_file_of_unknown_ops_prints_a_bounded_report(tmp_path: Path) -> None:
     (tmp_path / "s.plan").write_text(
         CLUSTER + "graph g { op a { time 1 ms } }\nplan p { graph g  cluster c }\n")
