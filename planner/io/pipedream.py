@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DiagnosticSink, Span
+from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
 from ..spec.load import read_source
 from ..workload import Imported, Workload, WorkOp, find_cycle_edge
 from ..workload.training import add_backward
@@ -68,6 +68,12 @@ def parse_pipedream(text: str, file: str = "<pipedream>", training: bool = False
                     optimizer: str = "adam", name: str = "pipedream",
                     command: str | None = None) -> Imported:
     """Parse PipeDream profile text into an `Imported` workload; errors carry file:line."""
+    if " -- " not in text:  # no node line, no edge line: another kind of file (a secret?)
+        raise SpecError(Diagnostic(  # no span: a caret line would show a line of it
+            "E911", f"{file} is not a PipeDream profile: no line is a node or an edge line "
+            "(its content is not shown)", None,
+            ("expected lines like `node1 -- Conv2d(...) -- forward_compute_time=...` and "
+             "`<tab>node1 -- node2`",)))
     sink = DiagnosticSink()
     nodes, edges, broken = _read_lines(sink, text, file)
     pairs = _check_edges(sink, file, nodes, edges, broken)
