@@ -46,7 +46,7 @@ def test_an_import_takes_its_groups_only(tmp_path: Path) -> None:
     flags = [word for line in out.splitlines()
              if (word := line.strip().split(" ")[0].rstrip(",")).startswith("-")]
     assert flags == ["-o", "--training", "--optimizer", "--name", "--cluster", "--memory",
-                     "--contention", "--times", "--times-kind", "--help"]
+                     "--contention", "--limit", "--times", "--times-kind", "--help"]
     code, _, err = invoke(["import", "pipedream", str(PROFILE), "--training", "--times-kind",
                            "gpu", "-o", "p.plan"], tmp_path)
     assert code == 0, err

@@ -20,7 +20,8 @@ TORCH_MODULES = {"planner.io.torch_import", "planner.io.torch_export",
                  "planner.io.torch_load", "planner.io.torch_program",
                  "planner.io.torch_units", "planner.io.torch_values",
                  "planner.io.torch_pipeline_script", "planner.io.torch_ranks",
-                 "planner.io.torch_split_points", "planner.io.torch_measure"}
+                 "planner.io.torch_split_points", "planner.io.torch_measure",
+                 "planner.io.torch_logs"}
 
 CHECK = """
 import importlib, pkgutil, sys
