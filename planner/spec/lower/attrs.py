@@ -4,8 +4,9 @@ ranges, every mistake reported with its span and a hint.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from ...errors import DiagnosticSink, did_you_mean
 from ...units import (
@@ -20,11 +21,29 @@ from ...units import (
 )
 from .. import ast
 
+#: the most names a hint lists
+LISTED = 8
+
 
 def hints(sink: DiagnosticSink, name: str, candidates: Iterable[str]) -> tuple[str, ...]:
     """`did_you_mean`, unless the sink is full: past the diagnostics limit every report is
     only counted, and a hint costs a pass over every candidate."""
     return () if sink.full else did_you_mean(name, candidates)
+
+
+def device_hints(sink: DiagnosticSink, name: str, devices: Collection[str], cluster: str
+                 ) -> tuple[str, ...]:
+    """`hints` for an unknown device, else the cluster's devices (the first `LISTED`):
+    `d9` is not close to `d0` by spelling, and a cluster's names are few to read."""
+    if sink.full:
+        return ()
+    close = did_you_mean(name, devices)
+    if close or not devices:
+        return close
+    shown = ", ".join(f"`{d}`" for d in itertools.islice(devices, LISTED))
+    more = f" and {len(devices) - LISTED} more" if len(devices) > LISTED else ""
+    noun = "device" if len(devices) == 1 else "devices"
+    return (f"cluster `{cluster}` has the {noun} {shown}{more}",)
 
 
 class Attrs:

@@ -15,7 +15,7 @@ from ...model import (
 )
 from .. import ast
 from ..ast import DEVICE_ATTRS, LINK_ATTRS
-from .attrs import Attrs, hints, to_bytes
+from .attrs import Attrs, device_hints, to_bytes
 from .locations import Locations
 from .resolve import Budget
 
@@ -185,5 +185,5 @@ def _resolve_devs(sink: DiagnosticSink, ref: ast.DevRef, index: dict[str, int],
             out.append(index[name])
         else:
             sink.error("E207", f"unknown device `{name}` in cluster `{cname}`", ref.span,
-                       *hints(sink, name, index))
+                       *device_hints(sink, name, index, cname))
     return out

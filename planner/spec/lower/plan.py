@@ -29,7 +29,7 @@ from ...units import (
 )
 from .. import ast
 from ..ast import PLAN_SETTINGS
-from .attrs import Attrs, hints, value_text
+from .attrs import Attrs, device_hints, value_text
 from .locations import Locations
 from .resolve import GlobTable, resolve_ops
 
@@ -85,7 +85,8 @@ def _plan_pins(sink: DiagnosticSink, decl: ast.PlanDecl, graph: Graph, cluster: 
         d = dev_index.get(item.device.text)
         if d is None:
             sink.error("E207", f"unknown device `{item.device.text}` in cluster `{cluster.name}`",
-                       item.device.span, *hints(sink, item.device.text, dev_index))
+                       item.device.span,
+                       *device_hints(sink, item.device.text, dev_index, cluster.name))
         ops = resolve_ops(sink, item.ops, op_index, graph.name, globs)
         if d is None:
             continue
