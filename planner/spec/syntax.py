@@ -19,6 +19,7 @@ import difflib
 import re
 from typing import TYPE_CHECKING, Any
 
+from .. import schedules
 from ..errors import Diagnostic, Span, did_you_mean
 from ..units import UNIT_TABLE
 from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS
@@ -214,6 +215,9 @@ def _unit_before(text: str, pos: int) -> tuple[int, int] | None:
 
 
 def _unknown_unit(file: str, text: str, start: int, end: int) -> Diagnostic:
+    schedule = _schedule_value(file, text, start)
+    if schedule is not None:
+        return schedule
     unit = text[start:end]
     dims = _key_dims(text, start)
     close = difflib.get_close_matches(
@@ -226,6 +230,28 @@ def _unknown_unit(file: str, text: str, start: int, end: int) -> Diagnostic:
     col = start - (text.rfind("\n", 0, start) + 1) + 1
     return Diagnostic("E103", f"unknown unit `{unit}`",
                       Span(file, line, col, line, col + len(unit), start, end), tuple(hints))
+
+
+#: a `schedule` setting's value that lexes as a number with a unit: `1F1B`, `1f2b`
+_SCHEDULE_VALUE = re.compile(r"\bschedule[ \t]+([0-9][A-Za-z0-9_.\-]*)")
+
+
+def _schedule_value(file: str, text: str, unit_start: int) -> Diagnostic | None:
+    """E101 for `schedule 1F1B` (and other misspellings of `1f1b` that start with a digit),
+    which read as a number and a unit: the name is the mistake, not the unit."""
+    m = None
+    for m in _SCHEDULE_VALUE.finditer(text, max(0, unit_start - 40), unit_start + 40):
+        if m.start(1) < unit_start <= m.end(1):
+            break
+    else:
+        return None
+    value = m.group(1)
+    line = text.count("\n", 0, m.start(1)) + 1
+    col = m.start(1) - (text.rfind("\n", 0, m.start(1)) + 1) + 1
+    names = [t.name for t in schedules.TABLE]
+    return Diagnostic("E101", f"`{value}` is not a schedule",
+                      Span(file, line, col, line, col + len(value), m.start(1), m.end(1)),
+                      (*did_you_mean(value.lower(), names), "one of: " + " | ".join(names)))
 
 
 def _key_dims(text: str, unit_start: int) -> set[str]:
