@@ -220,7 +220,9 @@ def _unknown_unit(file: str, text: str, start: int, end: int) -> Diagnostic:
         return schedule
     unit = text[start:end]
     dims = _key_dims(text, start)
-    close = difflib.get_close_matches(
+    fitting = [u for u, (d, _) in UNIT_TABLE.items() if d in dims] or list(UNIT_TABLE)
+    # `gb`, `MS`: the case alone is wrong (difflib, which compares case, finds nothing)
+    close = [u for u in fitting if u.lower() == unit.lower()][:1] or difflib.get_close_matches(
         unit, [u for u, (d, _) in UNIT_TABLE.items() if d in dims], n=1, cutoff=0.5
     ) or difflib.get_close_matches(unit, list(UNIT_TABLE), n=1, cutoff=0.5)
     hints = [f"did you mean `{close[0]}`?"] if close else []
