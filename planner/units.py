@@ -6,6 +6,8 @@ converted to bytes per second (1 Gbps = 125,000,000 B/s).
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Collection
 from typing import Final
 
 #: dimension name -> {unit: factor to the base unit}
@@ -61,6 +63,17 @@ RANGES: Final[dict[str, tuple[float, float]]] = {
 SPEED_RANGE: Final[tuple[float, float]] = (1e-6, 1e6)
 #: names that read as numbers to a person but are not numbers in a spec
 NON_FINITE: Final[frozenset[str]] = frozenset({"nan", "inf", "infinity", "-inf", "+inf"})
+
+
+def closest_unit(unit: str, dims: Collection[str] = ()) -> str | None:
+    """The unit `unit` most likely meant, or None: the same letters in another case (`gb`:
+    `GB`, `MS`: `ms`; difflib compares case and finds nothing there), else the closest by
+    spelling (`sec`: `s`); among the units of `dims` (the key's dimensions) first."""
+    fitting = [u for u, (d, _) in UNIT_TABLE.items() if d in dims]
+    same = [u for u in (fitting or UNIT_TABLE) if u.lower() == unit.lower()]
+    close = same or difflib.get_close_matches(unit, fitting, n=1, cutoff=0.5) \
+        or difflib.get_close_matches(unit, list(UNIT_TABLE), n=1, cutoff=0.5)
+    return close[0] if close else None
 
 
 def parse_number(text: str) -> float:

@@ -226,3 +226,29 @@ def test_result_names_the_placement_and_the_schedule() -> None:
     again = dataclasses.replace(result, status="interrupted")
     assert isinstance(again, planner.Result) and again.placement_by_name == \
         result.placement_by_name
+
+
+@pytest.mark.parametrize(("key", "value", "meant"), [
+    ("memory", "16 gb", "GB"), ("memory", "3 gib", "GiB"), ("time", "1 MS", "ms"),
+    ("time", "1 sec", "s"), ("output", "1 Mb", "MB"),
+])
+def test_a_misspelt_unit_gets_the_spec_languages_hint(key: str, value: str, meant: str) -> None:
+    """One rule (`units.closest_unit`) for a unit in the wrong case or misspelt, in a spec
+    and in the builder; difflib alone, which compares case, found nothing for `gb`."""
+    b = planner.ProblemBuilder("t")
+    if key == "memory":
+        b.device("d0", memory=value)
+        text = f"cluster c {{ device d0 {{ memory {value} }} }}\n"
+    else:
+        b.device("d0", memory="1 GiB")
+        b.op("a", **{key: value, **({} if key == "time" else {"time": "1 ms"})})
+        extra = "" if key == "time" else "time 1 ms "
+        text = f"graph g {{ op a {{ {extra}{key} {value} }} }}\n"
+    with pytest.raises(planner.SpecError) as api:
+        b.build()
+    with pytest.raises(planner.SpecError) as spec:
+        planner.loads(text)
+    hint = f"did you mean `{meant}`?"
+    assert api.value.diagnostics[0].hints == (hint,)
+    assert spec.value.diagnostics[0].code == "E103"
+    assert spec.value.diagnostics[0].hints[0] == hint

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from ..disjoint import Disjoint
 from ..errors import CallSite, DiagnosticSink, Span, call_site, did_you_mean, site_span
 from ..model import Cluster, Device, Edge, Graph, Link, Op, Problem
-from ..units import EXAMPLES, UNIT_TABLE, parse_number
+from ..units import EXAMPLES, UNIT_TABLE, closest_unit, parse_number
 from .checks import check_problem
 
 if TYPE_CHECKING:
@@ -328,8 +328,9 @@ class ProblemBuilder:
                              f"for example \"{EXAMPLES[dim]}\", or a number in base units")
             return None
         if unit not in UNIT_TABLE:
+            close = closest_unit(unit, (dim,))
             self._sink.error("E103", f"unknown unit `{unit}` in `{key}`", where,
-                             *did_you_mean(unit, UNIT_TABLE))
+                             *([f"did you mean `{close}`?"] if close else []))
             return None
         unit_dim, factor = UNIT_TABLE[unit]
         if unit_dim != dim:

@@ -15,13 +15,12 @@ specs of tests/spec/broken/ pin their wording, each with its expected diagnostic
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import TYPE_CHECKING, Any
 
 from .. import schedules
 from ..errors import Diagnostic, Span, did_you_mean
-from ..units import UNIT_TABLE
+from ..units import UNIT_TABLE, closest_unit
 from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS
 from .grammar import KEYWORDS, grammar
 from .lex import line_ends
@@ -219,13 +218,8 @@ def _unknown_unit(file: str, text: str, start: int, end: int) -> Diagnostic:
     if schedule is not None:
         return schedule
     unit = text[start:end]
-    dims = _key_dims(text, start)
-    fitting = [u for u, (d, _) in UNIT_TABLE.items() if d in dims] or list(UNIT_TABLE)
-    # `gb`, `MS`: the case alone is wrong (difflib, which compares case, finds nothing)
-    close = [u for u in fitting if u.lower() == unit.lower()][:1] or difflib.get_close_matches(
-        unit, [u for u, (d, _) in UNIT_TABLE.items() if d in dims], n=1, cutoff=0.5
-    ) or difflib.get_close_matches(unit, list(UNIT_TABLE), n=1, cutoff=0.5)
-    hints = [f"did you mean `{close[0]}`?"] if close else []
+    close = closest_unit(unit, _key_dims(text, start))
+    hints = [f"did you mean `{close}`?"] if close else []
     hints.append("units: ns us ms s | B KB MB GB TB KiB MiB GiB TiB | GB/s GiB/s Gbps … "
                  "| FLOP GFLOP … | FLOPS TFLOPS …")
     line = text.count("\n", 0, start) + 1
