@@ -160,7 +160,8 @@ E609 2   `planner explain`: an unknown code
 E611 2   an invalid `compare` sweep value (`--bandwidth`, `--memory`, ...)
 E612 2   an unknown `--executor`
 E613 2   `--executor ray` without the `ray` package
-E614 2   a `--resume` file ending in `.json` (rows are JSON lines)
+E614 2   a rows file of no rows format: `--out` or `--resume` not .csv, .json or .jsonl, or a
+         `--resume` .json (rows are appended as lines)
 E615 2   a `--resume` file line that is not a result row of this sweep
 E616 2   `--algos` names no algorithm
 E617 2   no SPEC given and no default specs folder here

@@ -29,7 +29,7 @@ from rich.progress import (
 
 from ..algorithms import completions, names, taking
 from ..compare import sweep
-from ..compare.rows import Row, columns, to_json_row, write_rows
+from ..compare.rows import Row, columns, file_format, to_json_row, write_rows
 from ..compare.sweep import DEFAULT_ALGORITHMS, SweepResult, best_plans, plan_sweep
 from ..errors import render_all
 from ..files import check_outputs
@@ -112,6 +112,9 @@ def _compare(report: JsonReport, specs: list[Path] | None, algos: str, *, plan: 
              jobs: int | None, executor: str, out: Path | None, html: Path | None,
              resume: Path | None) -> None:
     check_outputs({"--out": out, "--html": html, "--resume": resume})
+    for option, rows_file in (("--out", out), ("--resume", resume)):  # before the sweep
+        if rows_file is not None:
+            file_format(rows_file, option)
     points = plan_sweep(specs or [], algos, plan=plan, bandwidths=bandwidth, memories=memory,
                         devices=devices, objectives=objective, microbatches=microbatches,
                         time_limit_s=time_limit)

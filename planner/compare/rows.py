@@ -385,14 +385,20 @@ def _csv_text(cell: str) -> str:
 # -- files --------------------------------------------------------------------------------
 
 
-def file_format(path: str | os.PathLike[str]) -> str:
-    """`csv`, `json` (one array) or `jsonl` (one object per line), from the suffix."""
+#: a rows file's suffix -> its format
+ROW_FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl"}
+
+
+def file_format(path: str | os.PathLike[str], option: str = "rows file") -> str:
+    """`csv`, `json` (one array) or `jsonl` (one object per line), from the suffix; E614
+    for any other, naming `option` (`rows.xlsx` was JSON lines under a spreadsheet's name)."""
     suffix = Path(path).suffix.lower()
-    if suffix == ".csv":
-        return "csv"
-    if suffix == ".json":
-        return "json"
-    return "jsonl"
+    if suffix not in ROW_FORMATS:
+        why = f"`{suffix}` is no rows format" if suffix else "no suffix names its format"
+        raise UsageError(Diagnostic(
+            "E614", f"{option} {path}: {why}", None,
+            ("name the file .csv, .json (one array) or .jsonl (one row per line)",)))
+    return ROW_FORMATS[suffix]
 
 
 def dumps_rows(rows: Sequence[Mapping[str, Any]], fmt: str,

@@ -52,6 +52,27 @@ def test_tables_summary_and_files(tmp_path: Path) -> None:
     assert f"wrote {out} (24 rows)" in result.stderr
 
 
+@pytest.mark.parametrize(("option", "name", "why"), [
+    ("--out", "rows.xlsx", "`.xlsx` is no rows format"),
+    ("--out", "rows", "no suffix names its format"),
+    ("--resume", "rows.txt", "`.txt` is no rows format"),
+])
+def test_a_rows_file_of_no_rows_format_is_refused_before_the_sweep(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str, name: str,
+        why: str) -> None:
+    """Before: `--out rows.xlsx` wrote JSON lines under a spreadsheet's name, after the
+    whole sweep."""
+    def no_sweep(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.setattr("planner.compare.sweep.run_sweep", no_sweep)
+    result = runner.invoke(app, [*ARGS, option, str(tmp_path / name)])
+    assert result.exit_code == 2, result.output
+    assert f"error[E614]: {option} {tmp_path / name}: {why}" in result.output
+    assert ".csv, .json (one array) or .jsonl" in result.output
+    assert not (tmp_path / name).exists()
+
+
 def test_json_prints_only_rows_on_stdout() -> None:
     result = runner.invoke(app, [*ARGS, "--json"])
     assert result.exit_code == 0, result.output
