@@ -264,12 +264,14 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
         **{k: v for k, v in info.items() if _jsonable(v) and k != "gap"},
     }
     # a solver's objective only where a solver made the plan (not auto's heuristic or
-    # search phase, not `search`); the one bound is the `lower bound` line (`emit_result`)
+    # search phase, not `search`, not a fallback to the warm start, which the solver did
+    # not better or never ran on); the one bound is the `lower bound` line (`emit_result`)
     by_solver = "solver" in info and info.get("chosen", "cpsat") == "cpsat"
+    solved = ("solver", "objective_s") if solution.status != "fallback" else ("solver",)
     rows = {"algorithm": algo + (f" → {info['chosen']}" if info.get("chosen") else ""),
             "status": status,
             "planning time": format_seconds(solution.planning_s),
-            **fmt_info(info, ("solver", "objective_s") if by_solver else ()),
+            **fmt_info(info, solved if by_solver else ()),
             **({"gap": ""} if "gap" in info or "bound_s" in info else {}),
             **fmt_info(info, ("reason", "data_parallel"))}
     result, bounds, gap = emit_result(problem, solution.plan, report, extra_json=extra_json,

@@ -74,6 +74,20 @@ def test_terminal_json_and_html_show_one_bound_and_status(work: Path, spec: str,
     assert f"{bound * 1e3:.3f} ms" in html
 
 
+def test_a_fallback_shows_no_solvers_objective(work: Path) -> None:
+    """The solver never ran (no such solver here), so the warm start it falls back to is
+    no objective of the solver's; before, the warm start's makespan was printed as one."""
+    code, text, err = invoke(["solve", "forkjoin.plan", "--algo", "ilp", "--solver",
+                              "nosuchsolver", "--time-limit", "5"], work)
+    assert code == 0, err
+    assert re.search(r"status\s+fallback\b", text) and "not available here" in text
+    assert re.search(r"solver\s+nosuchsolver\b", text), text
+    assert "solver's objective" not in text
+    code, text, err = invoke(["solve", "forkjoin.plan", "--algo", "cpsat", "--time-limit",
+                              "5"], work)
+    assert code == 0 and "solver's objective" in text, err  # where the solver made the plan
+
+
 def test_a_heuristic_plan_that_meets_its_bound_is_optimal(work: Path) -> None:
     # the user tower on a GPU: 16.02 ms, which the forced-colocation bound proves optimal
     code, out, err = invoke(["solve", "tower_none.plan", "--algo", "metf", "--json"], work)
