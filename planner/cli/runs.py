@@ -263,15 +263,10 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
         "planning_s": solution.planning_s,
         **{k: v for k, v in info.items() if _jsonable(v) and k != "gap"},
     }
-    # a solver's objective only where a solver made the plan (not auto's heuristic or
-    # search phase, not `search`, not a fallback to the warm start, which the solver did
-    # not better or never ran on); the one bound is the `lower bound` line (`emit_result`)
-    by_solver = "solver" in info and info.get("chosen", "cpsat") == "cpsat"
-    solved = ("solver", "objective_s") if solution.status != "fallback" else ("solver",)
     rows = {"algorithm": algo + (f" → {info['chosen']}" if info.get("chosen") else ""),
             "status": status,
             "planning time": format_seconds(solution.planning_s),
-            **fmt_info(info, solved if by_solver else ()),
+            **fmt_info(info, _solver_fields(info, solution.status)),
             **({"gap": ""} if "gap" in info or "bound_s" in info else {}),
             **fmt_info(info, ("reason", "data_parallel"))}
     result, bounds, gap = emit_result(problem, solution.plan, report, extra_json=extra_json,
@@ -300,6 +295,16 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
         pipeline_verdict(problem, result, fits, report)
     elif not result.feasible:
         infeasible_exit(problem, result, report)
+
+
+def _solver_fields(info: Mapping[str, Any], status: str) -> tuple[str, ...]:
+    """The solver's lines of a solution: its name and objective where a solver made the
+    plan (not auto's heuristic or search phase, not `search`); its name alone where the
+    plan is the warm start it fell back to (it never ran, or found nothing better). The
+    one bound is the `lower bound` line (`emit_result`)."""
+    if "solver" not in info or info.get("chosen", "cpsat") != "cpsat":
+        return ()
+    return ("solver",) if status == "fallback" else ("solver", "objective_s")
 
 
 def _split_note(info: Mapping[str, Any]) -> str:

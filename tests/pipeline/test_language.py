@@ -48,7 +48,7 @@ def test_interleaved_lowers_with_a_unit_per_stage() -> None:
 @pytest.mark.parametrize(("settings", "code", "where", "words"), [
     ("  microbatches 4\n", "E256", (1, 3), "add `objective pipeline`"),
     ("  objective pipelin\n", "E256", (1, 13), "did you mean `pipeline`"),
-    ("  objective pipeline\n  schedule 2f2b\n", "E103", None, ""),
+    ("  objective pipeline\n  schedule 2f2b\n", "E101", (2, 12), "one of: gpipe | 1f1b"),
     ("  objective pipeline\n  schedule zerobubble\n", "E256", (2, 12), "gpipe | 1f1b"),
     ("  objective pipeline\n  microbatches 2.5\n", "E257", (2, 16), "whole number"),
     ("  objective pipeline\n  microbatches 0\n", "E257", (2, 16), "from 1 to 1024"),
