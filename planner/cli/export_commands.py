@@ -8,6 +8,7 @@ to stderr. Failures are `PlannerError`s rendered as diagnostics with their exit 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping
@@ -70,7 +71,17 @@ def export_json_command(
     """Export a graph (and its plan's cluster) as planner-graph JSON."""
     with guard():
         check_outputs({"-o/--output": output})
-        text = dumps(export_spec(load_path(spec).spec, plan, graph))
+        loaded = load_path(spec)
+        try:
+            text = dumps(export_spec(loaded.spec, plan, graph))
+        except UsageError as err:
+            if graph is not None or not loaded.spec.plans:
+                raise
+            # a plan to choose (E925): placed where E602 places one, at the plans declared
+            places, first = loaded.plan_places(plan), err.diagnostics[0]
+            raise UsageError(dataclasses.replace(
+                first, span=places.span, hints=first.hints or places.hints,
+                notes=places.notes)) from None
         if output is None:
             sys.stdout.write(text)
         else:

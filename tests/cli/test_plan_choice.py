@@ -1,5 +1,6 @@
 """E602, a plan that cannot be chosen, points at the plans the spec declares: solve,
-simulate, diff and compare give the same places (`Loaded.no_plan`)."""
+simulate, diff and compare give the same places (`Loaded.plan_places`), and so does
+`export json`'s E925."""
 
 from __future__ import annotations
 
@@ -92,3 +93,16 @@ def test_diff_and_compare_locate_the_same_plans(folder: Path) -> None:
     assert diag["message"] == "s.plan has no plan named `nope`; it defines: train, serve"
     assert _places(diag) == [("plan `train` is declared here", "base.plan", 4, 6),
                              ("plan `serve` is declared here", "s.plan", 3, 6)]
+
+
+def test_export_json_places_its_plan_choice_too(folder: Path) -> None:
+    code, out, err = invoke(["export", "json", "s.plan"], folder)
+    assert code == 2 and out == ""
+    assert "base.plan:4:6: error[E925]: the spec defines several plans or graphs" in err
+    assert "= note: plan `serve` is declared here at s.plan:3:6" in err
+    assert "= hint: --plan one of: train, serve; --graph one of: g" in err
+    code, _, err = invoke(["export", "json", "s.plan", "--plan", "serv"], folder)
+    assert code == 2 and "error[E925]: no plan named `serv`" in err
+    assert err.count("is declared here") == 2 and "did you mean `serve`?" in err
+    code, _, err = invoke(["export", "json", "s.plan", "--graph", "nope"], folder)
+    assert code == 2 and "no graph named `nope`" in err and "declared here" not in err
