@@ -196,9 +196,10 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
     footprint = format_bytes(totals["params_bytes"] + totals["output_bytes"])
     result.header += (f"\nFootprint: params + outputs {footprint} in all (the static memory "
                       "model's minimum, before copies between devices).")
-    _within_limits("graph", len(result.workload.ops), len(result.workload.edges))
+    _within_limits("graph", ("E011", "ops", "ops", len(result.workload.ops)),
+                   ("E012", "edges", "edges", len(result.workload.edges)))
     text = result.to_spec()
-    _within_limits("file", len(text.encode()))
+    _within_limits("file", ("E007", "file_bytes", "bytes", len(text.encode())))
     try:  # as the next command will load it: its imports inside its default root
         load_text(text, str(output), output.resolve().parent, root)
     except SpecError as err:  # a bug in an importer: say which, do not write the file
@@ -215,15 +216,13 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
         sys.stderr.write(line + "\n")
 
 
-def _within_limits(what: str, *counts: int) -> None:
-    """E011, E012 (the graph's ops, edges) or E007 (the file's bytes) where the spec made
-    is over a limit that a command loading it applies: refused before the text is written
-    (minutes, for a graph of a million ops), with the `--limit` that lets it through here
-    and on those commands."""
+def _within_limits(what: str, *checks: tuple[str, str, str, int]) -> None:
+    """Each check `(code, limit name, unit, count)` of the spec made (its graph's ops and
+    edges, E011 and E012; its file's bytes, E007): refused where it is over a limit that a
+    command loading it applies, before the text is written (minutes, for a graph of a
+    million ops), with the `--limit` that lets it through here and on those commands."""
     active = limits.active()
-    checks = ((("E011", "ops", "ops"), ("E012", "edges", "edges")) if what == "graph"
-              else (("E007", "file_bytes", "bytes"),))
-    for (code, name, unit), count in zip(checks, counts, strict=True):
+    for code, name, unit, count in checks:
         limit = getattr(active, name)
         if count > limit:
             flag = name.replace("_", "-")

@@ -166,7 +166,6 @@ def spec_problem(spec: Path, plan: str | None, old: Side) -> Problem:
     return problem_of(loaded, name)
 
 
-
 @dataclass(frozen=True, slots=True)
 class PlanDiff:
     """What changed from `old` to `new`."""
