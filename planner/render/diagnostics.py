@@ -25,8 +25,10 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
     it starts as a spec does, or, for a placement file's diagnostic (E5xx, and E949 of an
     accelerate device_map given as the placement), as a placement JSON object or a stages
     file. An importer's diagnostic (E9xx, W9xx) shows the file the user asked to import as
-    that format, when it is text (no NUL, UTF-8): a binary file (`.pt2`, `.onnx`) is never
-    quoted. Lone `\r` end lines, as for the parser.
+    that format, when it is text (no NUL, UTF-8): a binary file (`.pt2`) is never quoted,
+    nor is a file the ONNX reader reports on (`_BINARY_READERS`): a protobuf is binary
+    even where its first bytes happen to decode (a small or truncated model). Lone `\r`
+    end lines, as for the parser.
     """
     # lazy: start-up (the parser's modules load Lark; `planner --help` needs neither)
     from ..io.device_map import DEVICE_MAP_CODE
@@ -50,12 +52,15 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
             # show the valid prefix so a non-UTF-8 diagnostic still gets its line
             text = raw.decode("utf-8", errors="replace")
             placement = layer == "5" or d.code == DEVICE_MAP_CODE
-            if (layer == "9" and not placement and _is_text(raw)) or looks_like_spec(text) \
+            imported = layer == "9" and not placement and d.code not in _BINARY_READERS
+            if (imported and _is_text(raw)) or looks_like_spec(text) \
                     or (placement and _looks_like_placement(text)):
                 out[span.file] = line_ends(text)
     return out
 
 
+#: the codes of the ONNX reader, whose file is a protobuf: never quoted, whatever it holds
+_BINARY_READERS = frozenset({"E901", "E902", "W940", "W941"})
 #: how much of a file decides whether it is text
 _SNIFF = 8192
 

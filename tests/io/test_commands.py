@@ -51,6 +51,24 @@ def test_truncated_onnx_is_a_diagnostic_not_a_traceback(tmp_path: Path) -> None:
     assert not (tmp_path / "x.plan").exists()
 
 
+def test_an_onnx_file_is_never_quoted_even_where_its_bytes_decode(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in "xy"]
+    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                                                [io[0]], [io[1]]))
+    data = model.SerializeToString()
+    for name, cut in (("cut.onnx", data[:len(data) // 2]), ("whole.onnx", data)):
+        assert b"\0" not in cut and cut.decode("utf-8")  # reads as text: the sniff passes
+        bad = tmp_path / name
+        bad.write_bytes(cut if name == "cut.onnx" else cut.replace(b"Relu", b"Hmax"))
+        code, _, stderr = _invoke("import", "onnx", str(bad), "-o", str(tmp_path / "x.plan"))
+        # the truncated model is E902, the whole one imports with W940 (no FLOP formula)
+        assert (code, f"{bad}:1:1: ") == ((1 if name == "cut.onnx" else 0), stderr[:len(
+            str(bad)) + 6]), stderr
+        assert " 1 | " not in stderr and "\ufffd" not in stderr, stderr  # no caret line
+
+
 def test_malformed_pipedream_line_points_at_file_and_line(tmp_path: Path) -> None:
     path = FIXTURES / "pipedream_bad_line.txt"
     code, _, stderr = _invoke("import", "pipedream", str(path), "-o", str(tmp_path / "x.plan"))
