@@ -22,6 +22,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -69,8 +70,15 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
     file = Path(where_text)
     span = Span.start_of(where_text) if where_text.endswith(".py") else None
 
-    def bad(message: str, *hints: str) -> SpecError:
-        return SpecError(Diagnostic("E939", message, span, hints))
+    attr_ran: str | None = None  # the factory called, once the file is loaded
+
+    def bad(message: str, *hints: str, raised: BaseException | None = None) -> SpecError:
+        where = raised_at(raised, file, where_text) if raised is not None else None
+        if where is not None:  # the user's line, not how TARGET is written, is at fault
+            hints = (f"raised at this line of {where_text}, or in a library it calls"
+                     + (f": `python {where_text}` shows the whole traceback" if attr_ran is None
+                        else f", when planner called `{attr_ran}()`"),)
+        return SpecError(Diagnostic("E939", message, where or span, hints))
 
     if target.endswith(".pt2"):
         return _load_program(target), {}
@@ -94,24 +102,60 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
                   "a model file must define the model, not run a program: guard its script "
                   "part with `if __name__ == \"__main__\":`") from None
     except Exception as err:  # noqa: BLE001 - user code may raise anything
-        raise bad(f"cannot import {where_text}: {type(err).__name__}: {err}",
-                  "TARGET is `package.module:NAME` or `file.py:NAME`") from None
+        raise bad(f"cannot import {where_text}: {_explained(err)}",
+                  "TARGET is `package.module:NAME` or `file.py:NAME`", raised=err) from None
     namespace = vars(module)
     if attr not in namespace:
         raise bad(f"{where_text} defines no `{attr}`",
                   *did_you_mean(attr, [k for k in namespace if not k.startswith("_")]))
     found = namespace[attr]
     if not isinstance(found, torch.nn.Module) and callable(found):
+        attr_ran = attr
         try:
             found = found()
         except SystemExit as err:
             raise bad(f"`{attr}()` exited ({_status(err)})") from None
         except Exception as err:  # noqa: BLE001
-            raise bad(f"`{attr}()` raised {type(err).__name__}: {err}") from None
+            raise bad(f"`{attr}()` raised {_explained(err)}", raised=err) from None
     if not isinstance(found, torch.nn.Module):
         raise bad(f"`{attr}` is a {type(found).__name__}, not a torch.nn.Module (or a "
                   "function returning one)")
     return found, namespace
+
+
+def raised_at(err: BaseException, file: Path, shown: str) -> Span | None:
+    """Where in the model's `file` (shown as `shown`) `err` came from: the expression of the
+    innermost frame of its traceback there (a library's failure is placed at the user's
+    line that called it); None when no frame is in that file."""
+    if not shown.endswith(".py"):
+        return None
+    target = file.resolve()
+    found = None
+    for frame in traceback.extract_tb(err.__traceback__):
+        if frame.lineno is not None and Path(frame.filename).resolve() == target:
+            found = frame
+    if found is None or found.lineno is None:
+        return None
+    line, column = found.lineno, (found.colno or 0) + 1
+    one_line = found.end_lineno == line and found.end_colno is not None
+    end = found.end_colno + 1 if one_line and found.end_colno is not None else column + 1
+    return Span(shown, line, column, line, max(end, column + 1), 0, 0)
+
+
+def _explained(err: BaseException) -> str:
+    """`Type: message`, with the exception at the root of its chain when there is one: a
+    library that re-raises ("Could not import module 'GPT2LMHeadModel'") hides the cause
+    ("operator torchvision::nms does not exist": a torchvision built for another torch)."""
+    text = f"{type(err).__name__}: {err}".rstrip(": ")
+    root, seen = err, {id(err)}
+    while True:
+        nxt = root.__cause__ or (None if root.__suppress_context__ else root.__context__)
+        if nxt is None or id(nxt) in seen:
+            break
+        root = nxt
+        seen.add(id(nxt))
+    cause = f"{type(root).__name__}: {root}".rstrip(": ")
+    return text if cause in text else f"{text} (caused by {cause})"
 
 
 def _status(err: SystemExit) -> str:

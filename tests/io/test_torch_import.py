@@ -221,6 +221,43 @@ def test_mistakes_are_diagnostics(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert "Traceback" not in result.output and not (tmp_path / "m.plan").exists()
 
 
+NEEDS = """import torch
+
+
+def _requirements():
+    try:
+        import h41_no_such_dependency  # noqa: F401
+    except ImportError as err:
+        raise RuntimeError("the model's requirements are missing") from err
+
+
+weights = _requirements()
+"""
+
+
+@pytest.mark.parametrize(("target", "where", "words", "hint"), [
+    # a factory: the line that raised, and who called it
+    ("broken.py:fails", "broken.py:15:5: ", "`fails()` raised RuntimeError: no weights",
+     "when planner called `fails()`"),
+    # loading the file: the line, and the cause a library's re-raise hides
+    ("needs.py:model", "needs.py:8:9: ", "cannot import needs.py: RuntimeError: the model's "
+     "requirements are missing (caused by ModuleNotFoundError: No module named "
+     "'h41_no_such_dependency')", "`python needs.py` shows the whole traceback"),
+])
+def test_a_model_that_raises_is_placed_at_its_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, where: str, words: str,
+        hint: str) -> None:
+    (tmp_path / "broken.py").write_text(BROKEN)
+    (tmp_path / "needs.py").write_text(NEEDS)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["import", "torch", target, "--input", "2x4", "-o",
+                                      "m.plan"], terminal_width=400)
+    assert result.exit_code == 1 and result.output.startswith(where + "error[E939]: "
+                                                              + words), result.output
+    assert "raise RuntimeError(" in result.output.splitlines()[1]  # the line quoted
+    assert hint in result.output and "TARGET is" not in result.output, result.output
+
+
 @pytest.mark.parametrize(("capture", "code", "hint"), [
     ("auto", "E944", "check the --input shapes"),
     ("export", "E942", "capture with the other method (--capture fx)"),
