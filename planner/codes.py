@@ -99,6 +99,7 @@ E243 1   a link without `bandwidth`
 E244 1   devices of a cluster with no link between them
 E245 1   an empty device range
 E246 1   a device range, or the clusters of one load, over the `devices` limit
+E247 1   a cluster with no devices
 E250 1   an op placed or pinned on two devices
 E251 1   an op pinned to a device and placed on another
 E252 1   colocated ops pinned to different devices

@@ -12,7 +12,7 @@ import pytest
 import planner
 from planner.algorithms.base import Solution
 from planner.bounds import Bounds
-from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
+from planner.model import Cluster, Device, Edge, Graph, Link, Op, Pipeline, Problem
 from planner.simulate import simulate
 
 HERE = Path(__file__).read_text().splitlines()
@@ -190,6 +190,28 @@ def test_model_constructors_reject_bad_indices_at_the_callers_line() -> None:
         Problem("p", Graph("g", ops, ()), cluster, pins={0: 2})
     with pytest.raises(planner.SpecError, match=r"E203.*placement key 7"):
         Problem("p", Graph("g", ops, ()), cluster, placement={7: 0})
+
+
+@pytest.mark.parametrize("algo", ["heft", "msct", "cpsat", "ilp", "single", "auto"])
+def test_a_cluster_of_no_devices_is_e247_not_a_crash(algo: str) -> None:
+    """Before: ZeroDivisionError in the list schedulers, ValueError in the exact solvers."""
+    b = planner.ProblemBuilder("t")
+    b.op("a", time="1 ms")
+    with pytest.raises(planner.SpecError) as err:
+        planner.solve(b.build(), algo)
+    assert [d.code for d in err.value.diagnostics] == ["E247"]
+    assert "has no devices" in str(err.value)
+    with pytest.raises(planner.SpecError):  # the bound was 0 s for a 1 ms op
+        planner.lower_bound(b.build())
+
+
+def test_a_pipeline_of_no_ops_is_e259() -> None:
+    cluster = Cluster("c", (Device("d0", 100),), ())
+    with pytest.raises(planner.SpecError) as err:
+        planner.solve(Problem("p", Graph("g", (), ()), cluster, pipeline=Pipeline()),
+                      "pipedp")
+    assert [d.code for d in err.value.diagnostics] == ["E259"]
+    assert planner.solve(Problem("p", Graph("g", (), ()), cluster), "heft").makespan_s == 0
 
 
 def test_solve_checks_a_model_problem_and_points_at_the_call() -> None:

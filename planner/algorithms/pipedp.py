@@ -172,7 +172,8 @@ def check_units(problem: Problem, pipeline: Pipeline) -> None:
             f"{per}` asks each device for more stages than the graph has pipeline units "
             f"({u.count})", None,
             (f"set `stages_per_device` to {u.count} or less, or use `schedule 1f1b` "
-             "(`planner check` reports it too)",)))
+             "(`planner check` reports it too)" if u.count else
+             "the graph has no ops (`planner check` reports it too)",)))
 
 
 def _no_split(problem: Problem, pipeline: Pipeline, cells: float) -> InfeasibleError:

@@ -155,6 +155,9 @@ def _cycle(n: int, edges: Iterable[tuple[int, int]]) -> list[int]:
 
 def _cluster(problem: Problem, err: Err) -> None:
     cluster = problem.cluster
+    if not cluster.devices:
+        err("E247", "cluster.devices", f"cluster `{cluster.name}` has no devices",
+            "add one, for example `b.device(\"gpu0\", memory=\"16 GiB\")`")
     seen: dict[str, int] = {}
     for d, dev in enumerate(cluster.devices):
         at = f"cluster.devices[{d}]"
@@ -188,7 +191,7 @@ def _cluster(problem: Problem, err: Err) -> None:
 
 def _pipeline(problem: Problem, err: Err) -> None:
     """The pipeline settings and backward ops, as the language checks them (E256, E257,
-    E234; E235, E258, E259 in `_pipeline_units`)."""
+    E259 for a graph of no ops, E234; E235, E258, E259 in `_pipeline_units`)."""
     pipe, graph = problem.pipeline, problem.graph
     if pipe is not None:
         if pipe.schedule not in SCHEDULES:
@@ -211,6 +214,9 @@ def _pipeline(problem: Problem, err: Err) -> None:
                     f"({limits.active().pipeline_copies:_})",
                     limits.raise_hint("pipeline_copies", copies, lead="fewer, or"))
         _replication(problem, pipe, err)
+        if not graph.ops:
+            err("E259", "graph.ops", "the graph has no ops: a pipeline has no unit to put on "
+                "a stage", "add ops, or leave `pipeline` out")
         if graph.backward_of:
             _pipeline_units(problem, err)
     for b, f in graph.backward_of.items():

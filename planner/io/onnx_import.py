@@ -176,6 +176,11 @@ def zoo_path(name: str) -> Path:
     return path
 
 
+
+#: the codes whose span is an ONNX file: a protobuf, never quoted in a report, even where its
+#: first bytes happen to decode as text (`render.diagnostics.source_texts`)
+ONNX_FILE_CODES = frozenset({"E902", "W940", "W941"})
+
 def load_model(path: str | os.PathLike[str]) -> ModelProto:
     """Read an ONNX file, turning every failure into a `SpecError` at the file."""
     # lazy: start-up (onnx loads protobuf; only importing an ONNX file needs it)

@@ -26,7 +26,7 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
     accelerate device_map given as the placement), as a placement JSON object or a stages
     file. An importer's diagnostic (E9xx, W9xx) shows the file the user asked to import as
     that format, when it is text (no NUL, UTF-8): a binary file (`.pt2`) is never quoted,
-    nor is a file the ONNX reader reports on (`_BINARY_READERS`): a protobuf is binary
+    nor is a file the ONNX reader reports on (`_of_binary_format`): a protobuf is binary
     even where its first bytes happen to decode (a small or truncated model). Lone `\r`
     end lines, as for the parser.
     """
@@ -52,15 +52,21 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
             # show the valid prefix so a non-UTF-8 diagnostic still gets its line
             text = raw.decode("utf-8", errors="replace")
             placement = layer == "5" or d.code == DEVICE_MAP_CODE
-            imported = layer == "9" and not placement and d.code not in _BINARY_READERS
+            imported = layer == "9" and not placement and not _of_binary_format(d.code)
             if (imported and _is_text(raw)) or looks_like_spec(text) \
                     or (placement and _looks_like_placement(text)):
                 out[span.file] = line_ends(text)
     return out
 
 
-#: the codes of the ONNX reader, whose file is a protobuf: never quoted, whatever it holds
-_BINARY_READERS = frozenset({"E901", "E902", "W940", "W941"})
+def _of_binary_format(code: str) -> bool:
+    """Whether an importer's `code` is about a file of a binary format (ONNX's protobuf)."""
+    # lazy: start-up (an importer's diagnostic comes from its command, which loaded it)
+    from ..io.onnx_import import ONNX_FILE_CODES
+
+    return code in ONNX_FILE_CODES
+
+
 #: how much of a file decides whether it is text
 _SNIFF = 8192
 

@@ -23,7 +23,7 @@ _TRAILING_DIGITS = re.compile(r"[0-9]+\Z")
 
 
 # complex: validates each device statement: a check and a message per attribute and rule
-# (E240, E241, E242, E246, E205), then the links and the E244 pairs without one
+# (E240, E241, E242, E246, E205), E247, then the links and the E244 pairs without one
 def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
                   budget: Budget) -> Cluster | None:
     """The cluster of `decl` (None when its devices or links are past the load's
@@ -71,6 +71,9 @@ def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
             index[name] = len(devices)
             loc.devices[(cname, name)] = d.ref.span
             devices.append(Device(name, to_bytes(memory), kind, speed or 1.0, flop_rate))
+    if not decl.devices:  # no plan could run on it (every algorithm divides by its size)
+        sink.error("E247", f"cluster `{cname}` has no devices", decl.name.span,
+                   "declare them, for example `device gpu[0..3] { memory 16 GiB }`")
     links = _lower_links(sink, decl, index, budget)
     if links is None:
         return None

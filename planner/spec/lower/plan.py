@@ -244,8 +244,8 @@ def _pipeline_rules(sink: DiagnosticSink, graph: Graph, cluster: Cluster, pipeli
                     pins: Mapping[int, int], pin_spans: Mapping[int, Span], settings: Attrs,
                     loc: Locations, pname: str) -> None:
     """What a pipeline of `graph` cannot run: a backward op before its forward op (E235),
-    pins that split a pipeline unit between devices (E258), and, under `interleaved`, more
-    stages per device than the graph has units (E259)."""
+    pins that split a pipeline unit between devices (E258), and no unit at all or, under
+    `interleaved`, more stages per device than the graph has units (E259)."""
     ops, devs = graph.ops, cluster.devices
     for b, f in backward_first(graph):
         sink.error("E235", f"backward op `{ops[b].name}` comes before its forward op "
@@ -262,7 +262,11 @@ def _pipeline_rules(sink: DiagnosticSink, graph: Graph, cluster: Cluster, pipeli
                    "colocation groups run on one stage)", pin_spans[i],
                    "pin them to one device, or plan `objective makespan`",
                    notes=((f"`{ops[a].name}` pinned here", pin_spans[a]),))
-    if pipeline.schedule_spec.virtual_stages:
+    if not ops:  # no unit for a stage, whatever the schedule (pipedp would find no split)
+        sink.error("E259", f"graph `{graph.name}` has no ops: pipeline plan `{pname}` has no "
+                   "unit to put on a stage", loc.plans.get(pname),
+                   f"add ops to graph `{graph.name}`, or remove `objective pipeline`")
+    elif pipeline.schedule_spec.virtual_stages:
         count = len(set(pipeline_units(graph)))
         if count < pipeline.stages_per_device:
             attr = settings.values.get("stages_per_device")
