@@ -70,6 +70,8 @@ def lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
             if a is not None and b is not None and a != b:
                 explicit = _edge_bytes(sink, item.attrs) if item.attrs else None
                 n_edges += 1
+                if explicit is not None:
+                    edges.given.add(len(src))
                 src.append(a)
                 dst.append(b)
                 nbytes.append(ops[a].output_bytes if explicit is None else round(explicit))
@@ -124,7 +126,7 @@ def _chain_edges(sink: DiagnosticSink, item: ast.ChainDecl, index: dict[str, int
                        "an op cannot consume its own output")
             continue
         edges.add(a, b, to_bytes(explicit) if explicit is not None else ops[a].output_bytes,
-                  n.span)
+                  n.span, explicit is not None)
 
 
 def _report_cycle(sink: DiagnosticSink, decl: ast.GraphDecl, ops: list[Op], src: list[int],
@@ -275,7 +277,8 @@ def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: l
 class _Edges:
     """A graph's edges as written (ends, bytes, span), then `merge_repeated`: one edge per
     pair of ops, in order of first appearance, with the last bytes given and the first
-    span.
+    span. A repeat that gives no `bytes` keeps those given before it (`a -> b { bytes 2 MiB }`
+    then the chain `a -> b -> c`): only an edge written with `bytes` is in `given`.
 
     Repeats are found after reading, by sorting the pairs' int keys `a * n + b` (nearly
     sorted as written, so timsort takes about one pass) rather than by a dict per edge:
@@ -287,8 +290,12 @@ class _Edges:
         self.dst: list[int] = []
         self.bytes: list[int] = []
         self.span: list[Span] = []
+        #: the edges written with `bytes`, by their place in the lists above
+        self.given: set[int] = set()
 
-    def add(self, a: int, b: int, nbytes: int, span: Span) -> None:
+    def add(self, a: int, b: int, nbytes: int, span: Span, given: bool) -> None:
+        if given:
+            self.given.add(len(self.src))
         self.src.append(a)
         self.dst.append(b)
         self.bytes.append(nbytes)
@@ -306,17 +313,22 @@ class _Edges:
         dst: list[int] = []
         size: list[int] = []
         span: list[Span] = []
-        for key, a, b, nbytes, where in zip(keys, self.src, self.dst, self.bytes, self.span,
-                                            strict=True):
+        given: set[int] = set()
+        for i, (key, a, b, nbytes, where) in enumerate(zip(keys, self.src, self.dst,
+                                                           self.bytes, self.span, strict=True)):
             k = at.setdefault(key, len(src))
             if k == len(src):
                 src.append(a)
                 dst.append(b)
                 size.append(nbytes)
                 span.append(where)
+            elif i not in self.given and k in given:
+                continue  # written again without `bytes`: the size given before stands
             else:
                 size[k] = nbytes
-        self.src, self.dst, self.bytes, self.span = src, dst, size, span
+            if i in self.given:
+                given.add(k)
+        self.src, self.dst, self.bytes, self.span, self.given = src, dst, size, span, given
 
 
 def _edge_bytes(sink: DiagnosticSink, attrs: Sequence[ast.Attr]) -> float | None:
