@@ -315,15 +315,18 @@ def _split_note(info: Mapping[str, Any]) -> str:
 
 def _pipeline_status(problem: Problem, solution: Solution) -> str:
     """The status shown: the algorithm's, but `infeasible` for a plan that does not fit as
-    the pipeline (what `pipeline_verdict` then reports, E401), which a one-pass scheduler
-    never looked at; the pipeline run is the one the report shows (cached)."""
+    the pipeline or splits a pipeline unit over devices (what `pipeline_verdict` then
+    reports, E401), which a one-pass scheduler never looked at; the pipeline run is the one
+    the report shows (cached)."""
     pipeline = problem.pipeline
     if pipeline is None or solution.status not in ("feasible", "optimal"):
         return solution.status
     # lazy: start-up
     from ..pipeline.schedule import run_planned
-    from ..pipeline.split import fits
+    from ..pipeline.split import fits, units_split
 
+    if units_split(problem, solution.plan.placement):
+        return "infeasible"
     held = run_planned(problem, solution.plan.placement, pipeline, solution.info).memory_bytes
     return solution.status if fits(problem, held) else "infeasible"
 
@@ -336,14 +339,32 @@ def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
     if others:
         infeasible_exit(problem, dataclasses.replace(result, violations=tuple(others)),
                          report)
-    if not fits:
+    from ..pipeline.split import units_split  # lazy: start-up
+
+    split = units_split(problem, result.placement)
+    hints: tuple[str, ...] = ()
+    if split:
+        ops, devs = problem.graph.ops, problem.cluster.devices
+        a, b = split[0]
+        more = f" ({len(split) - 1} more unit(s) split)" if len(split) > 1 else ""
+        head = (f"plan `{problem.name}` is no pipeline: op `{ops[b].name}` is on "
+                f"`{devs[result.placement[b]].name}` and op `{ops[a].name}` on "
+                f"`{devs[result.placement[a]].name}`, but they are one pipeline unit (a "
+                f"forward op, its backward ops and their colocation groups run on one "
+                f"stage){more}")
+        hints = ("place each unit on one device, or plan it with a pipeline algorithm "
+                 "(pipedp, pipeilp, hybrid)",)
+    elif not fits:
         head = (f"plan `{problem.name}` does not fit as a pipeline: a device holds less than "
                 "its stages' activations in flight need (the pipeline's memory table)")
-        if report.enabled:
-            report.diagnostics.append(Diagnostic("E401", head, None, ()))
-        else:
-            eprint(f"error[E401]: {head}")
-        raise typer.Exit(EXIT_INFEASIBLE)
+    else:
+        return
+    diagnostic = Diagnostic("E401", head, None, hints)
+    if report.enabled:
+        report.diagnostics.append(diagnostic)
+    else:
+        eprint(render_all([diagnostic]))
+    raise typer.Exit(EXIT_INFEASIBLE)
 
 
 def write_trace_file(path: Path | None, problem: Problem, result: SimResult) -> None:

@@ -69,8 +69,8 @@ class Split:
 
 def split_of(problem: Problem, placement: Sequence[int]) -> Split:
     """The stages of any placement: maximal runs of consecutive units on one device (a
-    unit split over devices is counted on its first op's device; the simulator reports the
-    broken colocation)."""
+    unit split over devices is counted on its first op's device: no pipeline, which
+    `units_split` finds and the report calls infeasible, E401)."""
     u = units(problem)
     bounds = [0]
     devices: list[int] = []
@@ -82,6 +82,20 @@ def split_of(problem: Problem, placement: Sequence[int]) -> Split:
             devices.append(d)
     bounds.append(u.count)
     return Split(tuple(bounds), tuple(devices))
+
+
+def units_split(problem: Problem, placement: Sequence[int]) -> list[tuple[int, int]]:
+    """(op, op) pairs of one pipeline unit on two devices, one per unit: its first placed
+    op and the first placed elsewhere (unplaced ops, -1, aside). A stage runs whole units
+    (a forward op, its backward ops, their colocation groups): a one-pass plan that splits
+    one is no pipeline, whose ops off the unit's stage would never run."""
+    out = []
+    for members in units(problem).members:
+        placed = [i for i in members if placement[i] >= 0]
+        other = next((i for i in placed if placement[i] != placement[placed[0]]), None)
+        if other is not None:
+            out.append((placed[0], other))
+    return out
 
 
 def boundary_seconds(problem: Problem, x: int, left: int, right: int) -> tuple[float, float]:

@@ -6,6 +6,7 @@ forward op (E235) located at `check`."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from types import MappingProxyType
 
@@ -260,3 +261,40 @@ def test_interleaved_micro_batches_torch_refuses_are_said(microbatches: int,
         assert "ScheduleInterleaved1F1B needs a multiple of its rounds, max(1, 5 // 2) = 2" in (
             found[0])
         assert found[1] == "set `microbatches` to a multiple of 2"
+
+
+SPLIT_UNIT = """cluster c { device gpu[0..1] { memory 1 GiB }
+  link gpu0 <-> gpu1 { bandwidth 10 GB/s  latency 5 us } }
+graph g {
+  op a { time 1 ms  output 1 MiB }
+  op c { time 3 ms  output 1 MiB }
+  op ab { time 2 ms  backward_of a }
+  op cb { time 6 ms  backward_of c }
+  a -> c -> cb -> ab
+}
+plan p { graph g  cluster c  objective pipeline  microbatches 4  schedule 1f1b }
+"""
+
+
+@pytest.mark.parametrize("how", ["simulate", "solve"])
+def test_a_placement_that_splits_a_unit_is_no_pipeline(tmp_path: Path, how: str) -> None:
+    """`c` on gpu1 and its backward op `cb` on gpu0: before, the pipeline ran `cb` nowhere,
+    the iteration was `inf s` and the command said `feasible`, exit 0."""
+    spec = tmp_path / "s.plan"
+    spec.write_text(SPLIT_UNIT)
+    placed = tmp_path / "p.json"
+    placed.write_text('{"placement": {"a": "gpu0", "ab": "gpu0", "c": "gpu1", "cb": "gpu0"}}')
+    args = (["simulate", str(spec), "--placement", str(placed)] if how == "simulate" else
+            ["solve", str(spec), "--algo", "expert"])
+    if how == "solve":  # the expert's plan is the spec's `place`: the same split
+        spec.write_text(SPLIT_UNIT.replace("schedule 1f1b }", "schedule 1f1b\n  place a, ab, "
+                                           "cb on gpu0  place c on gpu1 }"))
+    result = CliRunner().invoke(app, [*args, "--json"])
+    doc = json.loads(result.stdout)
+    assert (result.exit_code, doc["exit_code"], doc["ok"]) == (3, 3, False), result.stdout
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "E401"]
+    assert d["message"] == ("plan `p` is no pipeline: op `cb` is on `gpu0` and op `c` on "
+                            "`gpu1`, but they are one pipeline unit (a forward op, its backward "
+                            "ops and their colocation groups run on one stage)")
+    if how == "solve":
+        assert doc["result"]["status"] == "infeasible"

@@ -1,8 +1,9 @@
 """Lowering's bookkeeping: repeated edges, op locations and the name index.
 
-An edge written twice is one edge, where it first appeared, with the bytes given last
-(a repeat without `bytes` gives none) and the location of its first writing; `Locations.ops` finds each op's declaration;
-`Graph.op_index` (handed over from lowering) is the table the property would build.
+An edge written twice is one edge, where it first appeared, with the bytes given last (a
+repeat without `bytes` gives none) and the location of its first writing; `Locations.ops`
+finds each op's declaration; `Graph.op_index` (handed over from lowering) is the table the
+property would build.
 """
 
 from __future__ import annotations
