@@ -12,7 +12,8 @@ simulator, M micro-batches, the plan's schedule) with the same lower bound:
 - `this plan`: the plan being reported.
 
 Each row is a `views.PipelineRow`; it `fits` when every device holds what the split model
-says it needs (`memory_bytes`).
+says it needs (`memory_bytes`) and no pipeline unit is split over devices (a one-pass
+heuristic may split one: no pipeline, E401 for `this plan`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..cost import INF, costs
 from ..errors import InfeasibleError
 from ..model import Pipeline, Problem
 from ..pipeline.schedule import run
-from ..pipeline.split import fits
+from ..pipeline.split import fits, units_split
 from .views import PipelineRow
 
 #: the makespan plan's heuristics expected to take longer are left out (`portfolio.rank`)
@@ -73,4 +74,5 @@ def _row(problem: Problem, pipeline: Pipeline, label: str, algorithm: str,
          placement: Sequence[int], recompute: Collection[int] = (),
          replicas: Mapping[int, tuple[int, ...]] | None = None) -> PipelineRow:
     result = run(problem, placement, pipeline, recompute, replicas or {})
-    return PipelineRow(label, algorithm, result, fits(problem, result.memory_bytes))
+    return PipelineRow(label, algorithm, result, fits(problem, result.memory_bytes)
+                       and not units_split(problem, placement))
