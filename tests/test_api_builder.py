@@ -4,14 +4,16 @@ constructors; checked with the language's codes, located at the user's line."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 import pytest
 
 import planner
 from planner.algorithms.base import Solution
-from planner.bounds import Bounds
+from planner.bounds import Bounds, relative_gap
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Pipeline, Problem
 from planner.simulate import simulate
 
@@ -274,3 +276,61 @@ def test_a_misspelt_unit_gets_the_spec_languages_hint(key: str, value: str, mean
     assert api.value.diagnostics[0].hints == (hint,)
     assert spec.value.diagnostics[0].code == "E103"
     assert spec.value.diagnostics[0].hints[0] == hint
+
+
+def _pair() -> planner.ProblemBuilder:
+    b = planner.ProblemBuilder("t")
+    b.device("g0", memory="1 GiB")
+    b.device("g1", memory="1 GiB")
+    b.link("g0", "g1", bandwidth="10 GB/s")
+    b.op("a", time="1 ms", output="1 MB")
+    b.op("b", time="1 ms")
+    return b
+
+
+def test_values_no_spec_could_hold_are_diagnostics_not_crashes() -> None:
+    """Before: ValueError (a NaN size), OverflowError (an infinite one), TypeError (a name
+    that is not a string or a list), each a traceback from planner's code."""
+    b = _pair()
+    b.op("c", time="1 ms", params=float("nan"))  # nan-size
+    b.op("d", time="1 ms", output="1e400 B")  # inf-size
+    b.edge("a", "b", bytes=float("inf"))  # inf-edge
+    b.pin(5, "g0")  # int-name
+    assert _errors(b) == [("E290", _line("nan-size")), ("E223", _line("inf-size")),
+                          ("E223", _line("inf-edge")), ("E213", _line("int-name"))]
+    b = _pair()
+    b.op("c", time="1 ms", params=np.int64(100))  # numpy's integers are numbers too
+    assert b.build().graph.ops[2].params_bytes == 100
+
+
+@pytest.mark.parametrize(("change", "code"), [
+    ({"bandwidth": 1e-300}, "E260"),  # a transfer of 1 MB took `inf` s: "optimal", gap 0
+    ({"time": 1e308}, "E223"),  # OverflowError in fsum
+    ({"speed": 1e-300}, "E260"),
+])
+def test_the_languages_ranges_hold_in_python(change: dict[str, float], code: str) -> None:
+    b = planner.ProblemBuilder("t")
+    b.device("g0", memory="1 GiB", speed=change.get("speed", 1.0))
+    b.device("g1", memory="1 GiB")
+    b.link("g0", "g1", bandwidth=change.get("bandwidth", 1e10))
+    b.op("a", time=change.get("time", 1e-3), output=1e6)
+    b.op("b", time=1e-3)
+    b.edge("a", "b")
+    with pytest.raises(planner.SpecError) as err:
+        planner.solve(b.build(), "heft")
+    # (a link both ways is two links of the model, each reported, as E241 reports them)
+    assert {d.code for d in err.value.diagnostics} == {code}
+    assert "valid range" in err.value.diagnostics[0].message
+
+
+def test_a_plan_that_breaks_a_rule_is_never_feasible_nor_optimal() -> None:
+    """`expert` runs the spec's placement unchecked: a plan over a memory cap was
+    `feasible`, and the command line added "at most 0.0% above optimal"."""
+    b = _pair()
+    b.op("c", time="1 ms", params="800 MiB")
+    b.op("d", time="1 ms", params="800 MiB")
+    b.edge("c", "d")
+    b.place(["a", "b", "c", "d"], "g0")
+    r = planner.solve(b.build(), "expert")
+    assert (r.status, r.feasible, r.gap) == ("infeasible", False, None)
+    assert relative_gap(math.inf, math.inf) is None  # an `inf` plan does not meet an `inf` bound

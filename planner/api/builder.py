@@ -10,6 +10,8 @@ a unit as in a spec (`"1.5 ms"`, `"16 GiB"`, `"25 GB/s"`).
 from __future__ import annotations
 
 import itertools
+import math
+import numbers
 import re
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
@@ -61,6 +63,8 @@ class ProblemBuilder:
         self.graph_name, self.cluster_name = graph or name, cluster or f"{name}_cluster"
         self._site = call_site()
         self._sink = DiagnosticSink()
+        #: what was given where a name belongs and is none (E213 said): not looked up again
+        self._not_names: set[str] = set()
         self._ops: list[tuple[Op, CallSite | None]] = []
         self._edges: list[tuple[str, str, float | None, CallSite | None]] = []
         self._devices: list[tuple[Device, CallSite | None]] = []
@@ -176,7 +180,7 @@ class ProblemBuilder:
 
         def op_of(name: str, site: CallSite | None) -> int | None:
             i = op_index.get(name)
-            if i is None:
+            if i is None and name not in self._not_names:
                 sink.error("E203", f"unknown op `{name}` in graph `{self.graph_name}`",
                            site_span(site), *did_you_mean(name, op_index),
                            "declare it with op(NAME, ...)")
@@ -184,7 +188,7 @@ class ProblemBuilder:
 
         def dev_of(name: str, site: CallSite | None) -> int | None:
             d = dev_index.get(name)
-            if d is None:
+            if d is None and name not in self._not_names:
                 sink.error("E207", f"unknown device `{name}` in cluster "
                            f"`{self.cluster_name}`", site_span(site),
                            *did_you_mean(name, dev_index), "declare it with device(NAME, ...)")
@@ -295,10 +299,13 @@ class ProblemBuilder:
         self._sink.error("E213", f"{what} names are non-empty strings, not {value!r}",
                          site_span(site), f"for example {what}(\"x\", ...)" if what in
                          ("op", "device") else "")
+        self._not_names.add(str(value))
         return str(value)
 
     def _names(self, value: Names, what: str, site: CallSite | None) -> list[str]:
-        items = [value] if isinstance(value, str) else list(value)
+        # one name, or a list of them; anything else is one (wrong) name, E213 below
+        items = list(value) if isinstance(value, Iterable) and not isinstance(value, str) \
+            else [value]
         return [self._name(v, what, site) for v in items]
 
     def _bytes(self, value: Quantity, key: str, site: CallSite | None) -> int:
@@ -310,9 +317,10 @@ class ProblemBuilder:
         """`value` in base units, or None (absent, or an error recorded)."""
         if value is None:
             return None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)  # the model's checks judge the sign and finiteness
         where, word = site_span(site), _WORDS[dim]
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):  # numpy's too
+            return self._sized(float(value), dim, key, where)  # the model's checks: the rest
+
         if not isinstance(value, str):
             self._sink.error("E290", f"`{key}` expects a {word}, not {value!r}", where,
                              f"a number in base units or text such as \"{EXAMPLES[dim]}\"")
@@ -337,7 +345,21 @@ class ProblemBuilder:
             self._sink.error("E222", f"`{key}` expects a {word}, but `{unit}` is a unit of "
                              f"{_WORDS[unit_dim]}", where, f"for example \"{EXAMPLES[dim]}\"")
             return None
-        return number * factor
+        return self._sized(number * factor, dim, key, where)
+
+    def _sized(self, q: float, dim: str, key: str, where: Span | None) -> float | None:
+        """`q`; for a size, None with E290 (NaN) or E223 (infinite, `1e400 B`) recorded: a
+        size becomes whole bytes, which neither survives (the model's checks judge every
+        other quantity, NaN and inf included)."""
+        if dim != "size":
+            return q
+        if math.isnan(q):
+            self._sink.error("E290", f"`{key}` is NaN", where, "give a number")
+        elif math.isinf(q):
+            self._sink.error("E223", f"`{key}` is infinite", where, "give a finite number")
+        else:
+            return q
+        return None
 
 
 _PATH = re.compile(r"(graph\.ops|graph\.edges|graph\.colocations|cluster\.devices|"

@@ -26,6 +26,7 @@ from ..model import (
     Problem,
 )
 from ..spec.lower import backward_first, pipeline_units, units_pinned_apart
+from ..units import RANGES, SPEED_RANGE
 
 #: model path (`graph.ops[3].time_s`) -> where it was made, or None
 Locate = Callable[[str], Span | None]
@@ -69,21 +70,36 @@ def problem_diagnostics(problem: Problem, locate: Locate) -> list[Diagnostic]:
 Err = Callable[..., None]
 
 
+#: a model field's unit -> the range a spec may give it (`units.RANGES`; 0 aside)
+_RANGE_OF_UNIT = {"seconds": RANGES["time"], "FLOP": RANGES["work"], "bytes": RANGES["size"],
+                  "FLOP/s": RANGES["rate"], "B/s": RANGES["bandwidth"], "": SPEED_RANGE}
+
+
+# complex: one check and message per way a number can be wrong, in the language's order
 def _quantity(err: Err, path: str, what: str, value: Any, unit: str, *, positive: bool = False,
               optional: bool = True) -> None:
     if value is None and optional:
         return
+    a_number = f"a number of {unit}" if unit else "a number"
+    lo, hi = _RANGE_OF_UNIT[unit]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        err("E290", path, f"{what} must be a number of {unit}, not {value!r}")
+        err("E290", path, f"{what} must be {a_number}, not {value!r}")
     elif math.isnan(value):
-        err("E290", path, f"{what} is NaN", f"give a number of {unit}")
+        err("E290", path, f"{what} is NaN", f"give {a_number}")
     elif math.isinf(value):
-        err("E223", path, f"{what} is infinite", f"give a number of {unit}")
+        err("E223", path, f"{what} is infinite", f"give {a_number}")
     elif positive and value <= 0:
         err("E241", path, f"{what} must be positive, not {value!r}")
     elif value < 0:
-        err("E105", path, f"{what} is negative ({value!r} {unit})",
+        err("E105", path, f"{what} is negative ({value!r} {unit})".replace(" )", ")"),
             "quantities cannot be negative")
+    elif value > hi:  # the language's ranges: every later stage stays exact and finite
+        err("E223", path, f"{what} ({value:g} {unit}) is above the valid range (at most "
+            f"{hi:g} {unit})".replace(" )", ")"))
+    elif 0 < value < lo:
+        err("E260", path, f"{what} ({value:g} {unit}) is below the valid range (at least "
+            f"{lo:g} {unit})".replace(" )", ")"), "0 is allowed where the quantity may be 0"
+            if not positive else "")
 
 
 def _ops(problem: Problem, err: Err) -> None:

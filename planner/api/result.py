@@ -39,17 +39,20 @@ class Result(Solution):
     def of(cls, problem: Problem, solution: Solution) -> Result:
         """`solution` of `problem`, as a `Result`; its `status` as the command line shows
         it (`verdict.standing`: under `objective makespan`, `optimal` when a feasible plan
-        meets its bound)."""
+        meets its bound, `infeasible` when the simulator finds it breaks a rule)."""
         result = cls(problem=problem,
                      **{f.name: getattr(solution, f.name) for f in fields(Solution)})
         if problem.pipeline is not None:  # the gap is one pass's, not the pipeline's
             return result
         status = standing(result.status, result.gap)
+        if status in ("feasible", "optimal") and not result.feasible:  # `expert` checks none
+            status = "infeasible"
         if status == result.status:
             return result
         again = dataclasses.replace(result, status=status)
         for cached in ("simulation", "bounds"):  # (computed for the gap: kept, not redone)
-            again.__dict__[cached] = result.__dict__[cached]
+            if cached in result.__dict__:
+                again.__dict__[cached] = result.__dict__[cached]
         return again
 
     @property
@@ -81,7 +84,9 @@ class Result(Solution):
 
     @property
     def makespan_s(self) -> float:
-        """The simulated makespan, in seconds (`inf` for an infeasible plan)."""
+        """The simulated makespan, in seconds: `inf` for a plan that cannot finish (a
+        deadlock, an op on a device that cannot run it); a plan over a memory cap still has
+        one (`feasible` says whether the plan breaks a rule)."""
         return self.simulation.makespan_s
 
     @property

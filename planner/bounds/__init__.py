@@ -186,9 +186,12 @@ def relative_gap(makespan_s: float, bound_s: float) -> float | None:
 
     With `bound <= optimum <= makespan`, `makespan <= (1 + gap) * optimum`, so "at most
     `100 * gap` % above optimal" is a true statement. 0 when the makespan meets the bound
-    (within 1e-9 relative); None when the bound is 0 and the makespan is not (no finite gap
-    is proved).
+    (within 1e-9 relative); None when the bound is 0 and the makespan is not, or the
+    makespan is not finite (no finite gap is proved: an `inf` plan does not "meet" an `inf`
+    bound).
     """
+    if not math.isfinite(makespan_s):
+        return None
     if makespan_s <= bound_s * (1 + 1e-9):  # float noise: "meets", not "1e-10 above"
         return 0.0
     if bound_s <= 0:

@@ -149,8 +149,13 @@ def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
     if best != bounds.makespan_s:
         bounds = dataclasses.replace(bounds, makespan_s=best)
     gap = relative_gap(result.makespan_s, best) if result.feasible else None
+    # a plan that breaks a rule the plan's model judges by one pass (all but memory, under
+    # `objective pipeline`) is infeasible, whatever its algorithm said (`expert` checks none)
+    broken = any(problem.pipeline is None or v.kind != "memory" for v in result.violations)
     for shown in (extra_json, extra_rows):  # one pass's bound: not a pipeline's optimum
-        if shown.get("status") == "feasible" and problem.pipeline is None:
+        if shown.get("status") in ("feasible", "optimal") and broken:
+            shown["status"] = "infeasible"
+        elif shown.get("status") == "feasible" and problem.pipeline is None:
             shown["status"] = standing("feasible", gap)
     if report.enabled:
         obj = report_json(problem, result, bounds)

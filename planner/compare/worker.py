@@ -311,7 +311,7 @@ def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
     ops, names = problem.graph.ops, [d.name for d in devs]
     others += [Violation("colocation", f"op `{ops[b].name}` is on `{names[result.placement[b]]}` "
                          f"and op `{ops[a].name}` on `{names[result.placement[a]]}`, but they "
-                         "are one pipeline unit (as `planner solve` says, E401)", (a, b),
+                         "are one pipeline unit (as `planner solve` says)", (a, b),
                          (result.placement[a], result.placement[b]))
                for a, b in units_split(problem, result.placement)]
     return (not others and fits and row["iteration_s"] is not None), others

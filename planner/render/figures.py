@@ -11,9 +11,11 @@ from ..units import format_seconds
 __all__ = ["bound_text", "format_gap"]
 
 
-def bound_text(makespan_s: float, bound_s: float) -> str:
-    """`LB  (makespan is R× the bound; at most G% above optimal)`, G from `relative_gap`."""
-    gap = relative_gap(makespan_s, bound_s) if math.isfinite(makespan_s) else None
+def bound_text(makespan_s: float, bound_s: float, valid: bool = True) -> str:
+    """`LB  (makespan is R× the bound; at most G% above optimal)`, G from `relative_gap`;
+    the bound alone for a plan that is not `valid` (it breaks a rule: no gap is proved, as
+    JSON's `gap` is null)."""
+    gap = relative_gap(makespan_s, bound_s) if valid and math.isfinite(makespan_s) else None
     if gap is None or bound_s <= 0 or makespan_s < bound_s * (1 - 1e-9):
         return format_seconds(bound_s)  # no finite gap proved (or a bad bound): claim nothing
     return (f"{format_seconds(bound_s)}  (makespan is {makespan_s / bound_s:.3f}× the bound; "

@@ -311,7 +311,8 @@ def plan_report_html(problem: Problem, result: SimResult, *, title: str | None =
     ms = format_seconds(result.makespan_s) if math.isfinite(result.makespan_s) else "∞"
     figures = "".join(f'<div><span>{_e(k)}</span><b>{_e(v)}</b></div>'
                       for k, v in {"makespan": ms, **(extra or {})}.items())
-    claim = (f'<p class="note">Lower bound {_e(bound_text(result.makespan_s, bound_s))}.</p>'
+    claim = (f'<p class="note">Lower bound '
+             f'{_e(bound_text(result.makespan_s, bound_s, result.feasible))}.</p>'
              if _positive(bound_s) else "")
     body = (f"<h1>{_e(title)}</h1>{plan_summary(problem, result)}"
             f'<div class="figures">{figures}</div>{claim}'

@@ -55,7 +55,7 @@ def summary_table(
               f"{len(problem.cluster.devices)}")
     t.add_row("cost model", f"memory {problem.memory_model}, contention {problem.contention}")
     t.add_row("makespan (simulated)", _time(result.makespan_s))
-    t.add_row("lower bound", bound_text(result.makespan_s, bounds.makespan_s))
+    t.add_row("lower bound", bound_text(result.makespan_s, bounds.makespan_s, result.feasible))
     # under `objective pipeline` one pass's verdict is not the plan's (the pipeline's memory
     # is judged below it): the label says which it is
     t.add_row("feasible" if problem.pipeline is None else "feasible (one pass)",

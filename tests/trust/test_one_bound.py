@@ -184,3 +184,31 @@ def test_optimal_means_within_1e6_of_the_bound_whatever_the_tolerance() -> None:
 def test_the_status_shown_follows_the_gap_to_the_bound_shown(
         status: Status, gap: float | None, shown: str) -> None:
     assert standing(status, gap) == shown
+
+
+OVER_CAP = """cluster c { device g[0..1] { memory 1 GiB }  link g0 <-> g1 { bandwidth 10 GB/s } }
+graph g {
+  op a { time 1 ms  params 800 MiB }
+  op b { time 1 ms  params 800 MiB }
+  a -> b
+}
+plan p { graph g  cluster c  place a, b on g0 }
+"""
+
+
+@pytest.mark.parametrize("command", [["solve", "over.plan", "--algo", "expert"],
+                                     ["simulate", "over.plan"]])
+def test_a_plan_over_a_cap_claims_no_gap_and_no_feasible_status(
+        tmp_path: Path, command: list[str]) -> None:
+    """Before: `status feasible` (solve) and "at most 0.0% above optimal" (both) beside
+    `feasible no`, while the JSON's gap was null."""
+    (tmp_path / "over.plan").write_text(OVER_CAP)
+    html = ["--html", "p.html"] if command[0] == "solve" else []
+    code, text, _ = invoke([*command, *html], tmp_path)
+    assert code == 3
+    assert "above optimal" not in text and re.search(r"lower bound\s+2\.000 ms\s*\n", text)
+    if command[0] == "solve":
+        assert "above optimal" not in (tmp_path / "p.html").read_text()
+        assert re.search(r"status\s+infeasible\b", text), text
+        code, out, _ = invoke([*command, "--json"], tmp_path)
+        assert (code, json.loads(out)["result"]["status"]) == (3, "infeasible")
