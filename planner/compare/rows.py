@@ -444,7 +444,8 @@ def _parse_rows(text: str, fmt: str) -> tuple[list[Row], int, BadCell | None]:
             data = strict_loads(text) if text.strip() else []
             if not isinstance(data, list):
                 return [], 0, None
-            return [from_json_row(o) for o in data if isinstance(o, dict)], len(text), None
+            return ([_result_row(from_json_row(o)) for o in data if isinstance(o, dict)],
+                    len(text), None)
         except json.JSONDecodeError:
             return [], 0, None
         except BadCell as bad:
@@ -469,8 +470,8 @@ def _parse_rows(text: str, fmt: str) -> tuple[list[Row], int, BadCell | None]:
                     if len(cells) != len(header):
                         break
                     obj = dict(zip(header, map(_csv_text, cells), strict=True))
-                    rows.append(_with_defaults({k: _from_text(k, obj.get(k, ""))
-                                                for k in FIELD_NAMES}))
+                    rows.append(_result_row(_with_defaults(
+                        {k: _from_text(k, obj.get(k, "")) for k in FIELD_NAMES})))
             elif body.strip():
                 try:
                     obj = strict_loads(body)
@@ -478,11 +479,29 @@ def _parse_rows(text: str, fmt: str) -> tuple[list[Row], int, BadCell | None]:
                     break
                 if not isinstance(obj, dict):
                     break
-                rows.append(from_json_row(obj))
+                rows.append(_result_row(from_json_row(obj)))
         except BadCell as bad:
             return rows, pos, bad
         pos += len(line)
     return rows, pos, None
+
+
+#: the fields that make a row a result row: a resumed sweep matches points and sorts rows
+#: by them (`sort_key`), which a row without them (`{}`) crashed after the whole sweep
+_KEY_FIELDS = ("spec", "plan", "algorithm", "status", "devices", "memory", "bandwidth")
+
+
+def _result_row(row: Row) -> Row:
+    """`row`, or `BadCell` when it lacks a key field or a setting is no setting's label."""
+    missing = [k for k in _KEY_FIELDS if not isinstance(row.get(k), str) or not row[k]]
+    if missing:
+        raise BadCell(missing[0], "missing, and every result row names it")
+    try:
+        sort_key(row)
+    except (ValueError, KeyError, TypeError, ArithmeticError):
+        raise BadCell("devices`, `memory` or `bandwidth",
+                      "not a setting `compare` writes (such as `all`, `100%`, `spec`)") from None
+    return row
 
 
 def read_rows(path: str | os.PathLike[str]) -> list[Row]:
