@@ -187,8 +187,9 @@ E642 1   `diff`: a file that holds no plan (invalid JSON, another format, a fail
 E643 2   `diff --fail-if-slower`: not a percentage of 0 or more
 E644 2   `diff --fail-if-slower` without both makespans (plan files need `--spec`)
 E645 5   `diff --fail-if-slower`: the new plan is slower than allowed, or violates the spec
-W645 0   `diff`: the new plan is slower than the old one
+W645 0   `diff`: the new plan is slower than the old one, or violates the spec (the old one did not)
 E646 2   `simulate --stages` on a plan without `objective pipeline`
+E647 2   `diff`: two plans with no op in common (plans of different graphs)
 W650 0   `compare` skipped a spec of a folder because it does not load
 E701 3   the plan's least total memory exceeds all devices together => E303
 W701 0   a spec skipped by `compare`; ONNX ops without a FLOP formula => W650, W940

@@ -84,13 +84,17 @@ def diff_command(
 
 
 def _judge(d: PlanDiff, gate: float | None, have_spec: bool) -> list[Diagnostic]:
-    """W645 for a slower plan; E645 when it fails the gate; E644 when the gate lacks the
-    figures it needs."""
+    """W645 for a slower plan or one that violates the spec; E645 when it fails the gate;
+    E644 when the gate lacks the figures it needs."""
     where = Span.start_of(d.new.file)
     hint = ("look at the ops that moved: `planner diff OLD NEW` prints them",)
-    if gate is not None and d.new.feasible is False and d.old.feasible is not False:
+    if d.new.feasible is False and d.old.feasible is not False:  # whatever it costs
+        why = (f"`planner simulate SPEC --placement {d.new.file}` lists its violations",)
+        if gate is None:
+            return [Diagnostic("W645", "the new plan violates the spec (the old one did not)",
+                               where, why, severity=Severity.WARNING)]
         return [Diagnostic("E645", "the new plan violates the spec (the old one did not)",
-                           where, hint)]
+                           where, why)]
     pct, a, b = d.slower_pct, d.old.makespan_s, d.new.makespan_s
     if pct is None or a is None or b is None:
         if gate is None:
@@ -133,7 +137,9 @@ def render_text(d: PlanDiff) -> str:
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
               for r in rows]
     if not (d.old.has_figures and d.new.has_figures):
-        lines.append("  (figures need a simulation: give --spec SPEC)")
+        lines.append("  (no finite makespan: a plan that does not finish on the spec)"
+                     if "simulated" in (d.old.source, d.new.source) else
+                     "  (figures need a simulation: give --spec SPEC)")
     return "\n".join([*lines, *_op_lines(d), *_device_lines(d)]) + "\n"
 
 

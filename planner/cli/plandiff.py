@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..bounds import lower_bound
-from ..errors import Diagnostic, Span, SpecError
+from ..errors import Diagnostic, Span, SpecError, UsageError
 from ..plan import load_plan
 from ..simulate import simulate
 from ..spec.load import load_path, read_source
@@ -151,7 +151,8 @@ def simulate_side(side: Side, problem: Any) -> None:
     side.makespan_s = _number(result.makespan_s)
     side.lower_bound_s = _number(lower_bound(problem).makespan_s)
     side.feasible = result.feasible
-    side.devices = {dev.name: DeviceLoad(len(result.order[d]), float(result.busy_s[d]),
+    placed = _counts(side.placement)  # the ops placed there (a deadlock runs fewer)
+    side.devices = {dev.name: DeviceLoad(placed.get(dev.name, 0), float(result.busy_s[d]),
                                          int(result.memory_peak_bytes[d]),
                                          int(dev.memory_bytes))
                     for d, dev in enumerate(devs)}
@@ -198,8 +199,15 @@ class PlanDiff:
 
 
 def compare(old: Side, new: Side) -> PlanDiff:
-    """The differences between two sides."""
+    """The differences between two sides; E647 when they share no op (plans of two graphs:
+    a gate between them would pass whatever they cost)."""
     a, b = old.placement, new.placement
+    if a and b and a.keys().isdisjoint(b):
+        raise UsageError(Diagnostic(
+            "E647", f"{old.file} and {new.file} share no op: they are plans of different "
+                    "graphs", None,
+            ("diff two plans of one spec: before and after a change of the plan, the "
+             "algorithm or the spec",)))
     moved = tuple((op, a[op], dev) for op, dev in b.items() if op in a and a[op] != dev)
     devices = tuple(dict.fromkeys([*old.devices, *new.devices]))
     empty = DeviceLoad(0)

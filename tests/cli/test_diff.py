@@ -96,6 +96,38 @@ def test_an_infeasible_new_plan_fails_the_gate(plans: Path) -> None:
     assert "violates the spec" in doc["diagnostics"][0]["message"]
 
 
+def test_an_infeasible_new_plan_is_a_warning_without_a_gate(plans: Path) -> None:
+    """Before: nothing at all, exit 0 (the gate alone looked)."""
+    tight = SPEC.replace("memory 3 MB", "memory 1500 KB").replace(
+        "output 1 MB", "output 1 KB  params 1 MB")
+    (plans / "s.plan").write_text(tight)
+    code, doc = _json(["diff", "new.json", "old.json", "--spec", "s.plan"], plans)
+    assert code == 0 and [d["code"] for d in doc["diagnostics"]] == ["W645"]
+    assert doc["diagnostics"][0]["message"] == ("the new plan violates the spec (the old one "
+                                                "did not)")
+    assert "--placement old.json` lists its violations" in doc["diagnostics"][0]["hints"][0]
+
+
+def test_a_plan_that_does_not_finish_counts_its_placed_ops(plans: Path) -> None:
+    """A deadlocked order: before, the op count was the ops that ran (gpu0: 2 -> 1) and the
+    text asked for the --spec it was given."""
+    data = json.loads((plans / "old.json").read_text())
+    data["order"] = {"gpu0": ["b", "a"]}
+    (plans / "stuck.json").write_text(json.dumps(data))
+    code, doc = _json(["diff", "old.json", "stuck.json", "--spec", "s.plan"], plans)
+    new = {d["name"]: d["ops"] for d in doc["result"]["new"]["devices"]}
+    assert code == 0 and new == {"gpu0": 2, "gpu1": 0}
+    code, out, _ = invoke(["diff", "old.json", "stuck.json", "--spec", "s.plan"], plans)
+    assert "give --spec" not in out and "(no finite makespan" in out, out
+
+
+def test_plans_of_different_graphs_are_e647(plans: Path) -> None:
+    """Before: every op added or removed, and --fail-if-slower passed (exit 0)."""
+    _plan(plans, "other.json", {"x": "gpu0", "y": "gpu1"})
+    code, doc = _json(["diff", "old.json", "other.json", "--fail-if-slower", "5"], plans)
+    assert code == 2 and [d["code"] for d in doc["diagnostics"]] == ["E647"]
+
+
 def test_without_a_spec_only_placements_are_compared(plans: Path) -> None:
     code, doc = _json(["diff", "old.json", "new.json"], plans)
     assert code == 0 and doc["result"]["new"]["makespan_s"] is None
