@@ -126,7 +126,7 @@ def _unexpected_end(text: str, file: str) -> Diagnostic:
 def _bad_value(text: str, file: str, tok_pos: int, expected: set[str]) -> Diagnostic | None:
     """A value written wrong before the token at `tok_pos`, which Lark only noticed there:
     `nan` or `inf` meant as a number (E108), a number glued to an unknown unit (`16GiBs`),
-    or an unknown unit where a quantity was expected."""
+    an unknown unit where a quantity was expected, or one before the next attribute."""
     not_number = _non_finite_before(text, file, tok_pos)
     if not_number is not None:
         return not_number
@@ -136,6 +136,9 @@ def _bad_value(text: str, file: str, tok_pos: int, expected: set[str]) -> Diagno
     glued = _unit_before(text, tok_pos)
     if glued is not None and expected & {"QUANTITY", "NUMBER"}:
         return _unknown_unit(file, text, *glued)
+    typo = _unit_before_key(text, tok_pos)
+    if typo is not None and "NAME" in expected:
+        return _unknown_unit(file, text, *typo)
     return None
 
 
@@ -208,6 +211,25 @@ def _unit_before(text: str, pos: int) -> tuple[int, int] | None:
     window = text[max(0, pos - 80) : pos]
     m = re.search(r"[0-9][0-9_]*(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[ \t]+([A-Za-z/]+)\s*$", window)
     if m is None or m.group(1) in UNIT_TABLE:
+        return None
+    base = pos - len(window)
+    return base + m.start(1), base + m.end(1)
+
+
+#: every attribute's key: what may follow a value in a block
+_ATTRIBUTE_KEYS = frozenset({*OP_ATTRS, *EDGE_ATTRS, *DEVICE_ATTRS, *LINK_ATTRS})
+_UNIT_THEN_KEY = re.compile(r"[0-9][0-9_]*(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[ \t]+([A-Za-z/]+)"
+                            r"\s+([A-Za-z_]\w*)[ \t]*$")
+
+
+def _unit_before_key(text: str, pos: int) -> tuple[int, int] | None:
+    """(start, end) of an unknown unit followed by an attribute's key, right before the value
+    at `pos`: `memory 16 Gib  flops 15 TFLOPS` reads `Gib` as a key and `flops` as its value,
+    and fails only at `15 TFLOPS`, a value where a key belongs."""
+    window = text[max(0, pos - 120) : pos]
+    m = _UNIT_THEN_KEY.search(window)
+    if m is None or m.group(2) not in _ATTRIBUTE_KEYS or m.group(1) in UNIT_TABLE \
+            or m.group(1) in _ATTRIBUTE_KEYS or m.group(1).lower() in KEYWORDS:
         return None
     base = pos - len(window)
     return base + m.start(1), base + m.end(1)
