@@ -398,7 +398,8 @@ def _link_runs(p: _Printer, items: Sequence[Item]) -> list[int]:
     """Per cluster statement, the width its link header is padded to (0: no padding).
 
     A run is a sequence of links printed on one line with a block, with no blank line and
-    no comment line between them and no comment inside their heads.
+    no comment line between them; a comment inside a link's head, printed on a line of its
+    own above the link, counts as one (before: the run was not formed until a second `fmt`).
     """
     widths = [0] * len(items)
     heads: list[int] = []
@@ -415,10 +416,12 @@ def _link_runs(p: _Printer, items: Sequence[Item]) -> list[int]:
         hdr_end, attrs = _header_end(item)
         open_, close = p._block(hdr_end, attrs, isinstance(item, ast.DeviceDecl))
         inner = ci < len(cstarts) and cstarts[ci] < max(open_, 0)
-        one = (isinstance(item, ast.LinkDecl) and open_ >= 0 and not inner
+        one = (isinstance(item, ast.LinkDecl) and open_ >= 0
                and p.text.find("\n", open_, close) < 0
                and _one_line(INDENT, _head(item), attrs, 0) is not None)
-        joined = one and prev_end >= 0 and not p._blank(prev_end, start)
+        # a comment inside the head is printed on its own line above the link: that line
+        # ends the run before it, and the link may start the next (as the output reads)
+        joined = one and not inner and prev_end >= 0 and not p._blank(prev_end, start)
         if not joined:
             _close_run(widths, run, heads)
             run, heads = [], []
