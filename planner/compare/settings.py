@@ -78,8 +78,14 @@ def _usage(option: str, value: str, what: str, example: str) -> UsageError:
         (f"for example `{option} {example}`",)))
 
 
-def _split(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+def _split(text: str, option: str) -> list[str]:
+    """The values of a comma-separated list; E611 for one of commas alone (`,`), which
+    named nothing (before: an empty sweep, reported as "no plan found")."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts:
+        raise UsageError(Diagnostic("E611", f"{option}: `{text}` names no value", None,
+                                    (f"give one value or more, or leave {option} out",)))
+    return parts
 
 
 def _dedupe(labels: list[str]) -> tuple[str, ...]:
@@ -94,7 +100,7 @@ def _parse_counts(text: str | None, option: str, *, default: str, most: int | No
     if text is None or not text.strip():
         return (default,)
     out: list[str] = []
-    for part in _split(text):
+    for part in _split(text, option):
         if part == default:
             out.append(part)
             continue
@@ -119,7 +125,7 @@ def parse_bandwidths(text: str | None, option: str = "--bandwidth") -> tuple[str
     """
     if text is None or not text.strip():
         return (DEFAULT_BANDWIDTH,)
-    return _dedupe([canonical_bandwidth(part, option) for part in _split(text)])
+    return _dedupe([canonical_bandwidth(part, option) for part in _split(text, option)])
 
 
 def _quantity(part: str, option: str, what: str, example: str) -> tuple[float, str]:
@@ -151,7 +157,7 @@ def parse_memories(text: str | None, option: str = "--memory") -> tuple[str, ...
     """Canonical memory labels of a comma-separated list (`50%,100%`, `0.5x`, `8GiB`)."""
     if text is None or not text.strip():
         return (DEFAULT_MEMORY,)
-    return _dedupe([canonical_memory(part, option) for part in _split(text)])
+    return _dedupe([canonical_memory(part, option) for part in _split(text, option)])
 
 
 def canonical_memory(part: str, option: str = "--memory") -> str:
@@ -185,7 +191,7 @@ def parse_objectives(text: str | None, option: str = "--objective") -> tuple[str
     if text is None or not text.strip():
         return (DEFAULT_OBJECTIVE,)
     out: list[str] = []
-    for part in _split(text):
+    for part in _split(text, option):
         label = part.lower()
         if label not in OBJECTIVE_LABELS:
             raise UsageError(Diagnostic(

@@ -114,6 +114,9 @@ def test_no_spec_compares_every_plan_in_specs(tmp_path: Path,
     ("--bandwidth", "fast", "E611"), ("--memory", "-5%", "E611"), ("--devices", "0", "E611"),
     ("--algos", "msct,hfet", "E601"), ("--executor", "slurm", "E612"),
     ("--jobs", "0", "E620"), ("--time-limit", "0", "E618"),
+    # commas alone: before, an empty sweep reported as E619 "no plan found"
+    ("--bandwidth", ",", "E611"), ("--memory", " , ", "E611"), ("--devices", ",,", "E611"),
+    ("--objective", ",", "E611"), ("--microbatches", ",", "E611"),
 ])
 def test_bad_option_values_are_usage_errors(option: str, value: str, code: str) -> None:
     result = runner.invoke(app, ["compare", str(SPECS[0]), option, value])
