@@ -414,7 +414,9 @@ def _written(text: str, base: Path) -> None:
     loads(dumps_sarif(diags, 1))
     lines = text.splitlines()[:5]
     names += [x for x in lines if x and all(ch.isprintable() for ch in x)]
-    rows = [empty_row(spec="fuzz.plan", plan=n, algorithm="metf") for n in names]
+    rows = [empty_row(spec="fuzz.plan", plan=n, algorithm="metf", status="feasible",
+                      bandwidth="1x", memory="100%", devices="all", objective="spec",
+                      microbatches="spec") for n in names]
     if rows:
         back, _ = parse_rows(dumps_rows(rows, "csv"), "csv")
         if [r["plan"] for r in back] != names:

@@ -129,15 +129,21 @@ _PRINT_UNITS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
+#: the units durations are printed in, largest first, with their digits
+_SECONDS: Final = ((1.0, "s", 3), (1e-3, "ms", 3), (1e-6, "us", 1), (1e-9, "ns", 0))
+
+
 def format_seconds(seconds: float) -> str:
-    """Human-readable duration for reports (not for round trips)."""
-    if seconds >= 1:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3f} ms"
-    if seconds >= 1e-6:
-        return f"{seconds * 1e6:.1f} us"
-    return f"{seconds * 1e9:.0f} ns"
+    """Human-readable duration for reports (not for round trips): in the largest unit it
+    reaches once rounded to that unit's digits (999.9999 us is `1.000 ms`, not `1000.0
+    us`); a time below a nanosecond keeps two digits (`0.4 ns`, not `0 ns`)."""
+    if seconds < 0:
+        return "-" + format_seconds(-seconds)
+    for scale, unit, digits in _SECONDS:
+        shown = f"{seconds / scale:.{digits}f}"
+        if float(shown) >= 1:
+            return f"{shown} {unit}"
+    return f"{seconds * 1e9:.2g} ns"
 
 
 def format_bytes(n: float) -> str:

@@ -486,21 +486,22 @@ def _parse_rows(text: str, fmt: str) -> tuple[list[Row], int, BadCell | None]:
     return rows, pos, None
 
 
-#: the fields that make a row a result row: a resumed sweep matches points and sorts rows
-#: by them (`sort_key`), which a row without them (`{}`) crashed after the whole sweep
-_KEY_FIELDS = ("spec", "plan", "algorithm", "status", "devices", "memory", "bandwidth")
+#: the text fields that make a row a result row: its point (`KEY_FIELDS`, the time limit
+#: aside: a number or none) and status; a resumed sweep matches points and sorts rows by
+#: them (`sort_key`), which a row without them (`{}`) crashed after the whole sweep
+_NAMED = (*(k for k in KEY_FIELDS if k != "time_limit_s"), "status")
 
 
 def _result_row(row: Row) -> Row:
     """`row`, or `BadCell` when it lacks a key field or a setting is no setting's label."""
-    missing = [k for k in _KEY_FIELDS if not isinstance(row.get(k), str) or not row[k]]
+    missing = [k for k in _NAMED if not isinstance(row.get(k), str) or not row[k]]
     if missing:
         raise BadCell(missing[0], "missing, and every result row names it")
     try:
         sort_key(row)
     except (ValueError, KeyError, TypeError, ArithmeticError):
         raise BadCell("devices`, `memory` or `bandwidth",
-                      "not a setting `compare` writes (such as `all`, `100%`, `spec`)") from None
+                      "not a setting `compare` writes (such as `all`, `100%`, `1x`)") from None
     return row
 
 

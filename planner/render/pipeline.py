@@ -102,7 +102,7 @@ def pipeline_report(problem: Problem, rows: Sequence[PipelineRow], bound: Pipeli
                  f"{format_seconds(bound.period_s)} ({bound.reason}): at most "
                  f"{format_gap(period_gap(run, bound))} above the best period")
     head.add_row("bubble", f"{run.bubble_fraction:.1%}")
-    head.add_row("throughput", f"{run.throughput:.4g} samples/s "
+    head.add_row("throughput", f"{_rate(run.throughput)} samples/s "
                  f"({pipeline.microbatch_size} per micro-batch)")
     if run.allreduce_s:
         head.add_row("all-reduce", _allreduce_line(problem, run))
@@ -159,3 +159,13 @@ def _stages_table(problem: Problem, run: PipelineRun) -> Table:
         stages.add_row(str(k), where, str(len(s.ops)), format_seconds(s.busy_s),
                        format_seconds(s.load_s))
     return stages
+
+
+def _rate(x: float) -> str:
+    """Four significant digits, never an exponent (`3.615e+06` read as an error; now
+    `3615000`, `0.0004938`, `87.4`)."""
+    if not math.isfinite(x) or x <= 0:
+        return f"{x:g}"
+    digits = max(0, 3 - math.floor(math.log10(x)))
+    text = f"{float(f'{x:.4g}'):.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text

@@ -122,7 +122,8 @@ def gantt(problem: Problem, result: SimResult, width: int = 64) -> Text:
                 lo, hi = max(s, b * bucket), min(e, (b + 1) * bucket)
                 if hi > lo:
                     busy[b] += (hi - lo) / bucket
-        row = "".join(_SHADES[min(4, round(f * 4))] if f > 0 else "·" for f in busy)
+        # any busy time shows (at least `░`): a blank read lighter than the idle `·`
+        row = "".join(_SHADES[max(1, min(4, round(f * 4)))] if f > 0 else "·" for f in busy)
         out.append(f"{names[d]:<{name_w}} │", style="bold")
         out.append(row, style="cyan")
         out.append("│\n")

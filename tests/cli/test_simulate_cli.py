@@ -85,3 +85,25 @@ def test_unknown_plan_and_incomplete_placement_are_clear_errors(tmp_path: Path) 
     (tmp_path / "bad.json").write_text("{not json")
     code, _, err = invoke(["simulate", "s.plan", "--placement", "bad.json"], tmp_path)
     assert code == 1 and "bad.json:1:2: error[E500]: invalid JSON" in err
+
+
+def test_a_device_busy_for_a_sliver_of_a_bucket_is_never_blank(tmp_path: Path) -> None:
+    """The timeline: a 20 ns op in a 10 us schedule drew ` `, lighter than idle `·`."""
+    spec = tmp_path / "t.plan"
+    spec.write_text("""cluster c {
+  device gpu[0..1] { memory 1 GiB }
+  link gpu0 <-> gpu1 { bandwidth 10 GB/s  latency 5 us }
+}
+graph tiny {
+  op x { time 10 us  output 1 KiB }
+  op y { time 20 ns  output 1 KiB }
+  op z { time 1 ns }
+  x -> y -> z
+}
+plan t { graph tiny  cluster c  place x on gpu0  place y on gpu1  place z on gpu0 }
+""")
+    code, out, _ = invoke(["simulate", str(spec)], tmp_path)
+    rows = [line.split("│")[1] for line in out.splitlines()
+            if line.startswith(("gpu0 ", "gpu1 ")) and line.count("│") == 2]
+    assert code == 0 and len(rows) == 2, out
+    assert all(" " not in row for row in rows) and "░" in rows[1], rows

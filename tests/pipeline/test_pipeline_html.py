@@ -250,3 +250,11 @@ def test_solve_html_escapes_names_in_the_pipeline_section(tmp_path: Path) -> Non
     stages = int(re.findall(r"<span>stages</span><b>(\d+)</b>", section)[0])
     assert section.count('<rect class="task"') == stages * 3 * 2
     assert "<script" not in section
+
+
+def test_a_throughput_is_never_in_exponent_notation() -> None:
+    """Before: `3.615e+06 samples/s`, `0.0004938` was fine but `4.9e-07` was not."""
+    from planner.render.pipeline import _rate
+
+    assert [_rate(x) for x in (3614858.2, 4.938e-4, 87.4, 2.806, 4.9e-7)] == [
+        "3615000", "0.0004938", "87.4", "2.806", "0.00000049"]

@@ -145,6 +145,13 @@ def test_report_formatting() -> None:
     assert format_seconds(1.5e-3) == "1.500 ms"
     assert format_seconds(2e-6) == "2.0 us"
     assert format_seconds(5e-9) == "5 ns"
+    # the unit is chosen once rounded (before: `1000.0 us`, `1000 ns`), a time below a
+    # nanosecond keeps its digits (before: `0 ns` for a 0.4 ns op), a negative one its unit
+    assert format_seconds(999.9999e-6) == "1.000 ms"
+    assert format_seconds(0.9999996) == "1.000 s"
+    assert format_seconds(9.996e-7) == "1.0 us"
+    assert format_seconds(4e-10) == "0.4 ns" and format_seconds(0.0) == "0 ns"
+    assert format_seconds(-2e-3) == "-2.000 ms"
     assert format_bytes(3 * 2**30) == "3.00 GiB"
     assert format_bytes(1536) == "1.50 KiB"
     assert format_bytes(12) == "12 B"
