@@ -89,13 +89,15 @@ def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Result:
     Returns a `Result`: the `Solution` (plan, status, info, planning_s) with the placement
     and schedule by name and the simulated makespan. Raises `SpecError` for a problem the
     language would reject (located at this call; see `ProblemBuilder`), `UsageError` for an
-    unknown algorithm, `InfeasibleError` when no plan fits.
+    unknown algorithm or an option that is no option or has no valid value (E626),
+    `InfeasibleError` when no plan fits.
     """
-    from .algorithms import Options, run  # lazy: start-up
+    from .algorithms import options_of, run  # lazy: start-up
     from .api import Result, check_problem  # lazy: start-up
 
+    checked = options_of(**options)  # E626, before any work
     check_problem(problem)
-    return Result.of(problem, run(algorithm, problem, Options(**options)))
+    return Result.of(problem, run(algorithm, problem, checked))
 
 
 def lower_bound(problem: Problem) -> Bounds:

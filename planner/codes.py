@@ -178,6 +178,8 @@ E624 2   `compare --microbatches` with no point under the pipeline objective (ad
 E625 2   an `--algo` that does not plan for the plan's objective (`pipedp`, `pipeilp`, `hybrid` and
          `uniform` plan pipelines; `cpsat` and `ilp` one pass)
 W625 0   `compare`: points left out because their algorithm does not plan for their objective
+E626 2   Python API: a `solve` option that does not exist, or a value it cannot take (a time limit,
+         gap or seed out of range, a value of the wrong type)
 W626 0   a pipeline plan torch's schedule cannot run as placed (more stages than micro-batches under
          1f1b, ...): `export torch --pipeline` would refuse it
 E640 2   options that contradict each other (`--json` with another `--format`, ...)

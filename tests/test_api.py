@@ -33,8 +33,25 @@ def test_options_are_passed_through_and_bad_names_are_usage_errors() -> None:
     assert one == planner.solve(problem, "random", seed=1).plan
     with pytest.raises(UsageError):
         planner.solve(problem, "nope")
-    with pytest.raises(TypeError):
-        planner.solve(problem, "heft", no_such_option=1)
+    with pytest.raises(UsageError) as err:  # before: a bare TypeError from Options
+        planner.solve(problem, "heft", timelimit=1)
+    assert err.value.diagnostics[0].code == "E626"
+    assert "did you mean `time_limit_s`?" in err.value.diagnostics[0].hints
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    # before: ValueError, OverflowError and TypeError deep in an algorithm; `seed=None`
+    # made `random` give another plan on each call; a negative gap was a `fallback`
+    ("time_limit_s", float("nan")), ("time_limit_s", float("inf")), ("time_limit_s", "5"),
+    ("time_limit_s", -1), ("gap", float("nan")), ("gap", -1), ("seed", "x"), ("seed", None),
+    ("seed", -1), ("seed", 2**31), ("seed", True), ("progress", 5), ("solver", 3),
+])
+def test_option_values_are_checked_before_any_work(option: str, value: object) -> None:
+    problem = planner.load(ROOT / "specs" / "resnet.plan").plan()
+    with pytest.raises(UsageError) as err:
+        planner.solve(problem, "cpsat" if option == "gap" else "random", **{option: value})
+    (d,) = err.value.diagnostics
+    assert d.code == "E626" and d.message.startswith(f"option `{option}`: {value!r} is not ")
 
 
 def test_infeasible_is_an_exception_with_diagnostics() -> None:

@@ -14,14 +14,18 @@ first use (`AlgorithmInfo.place`), so `planner check` never pays for OR-Tools or
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import os
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 from ..errors import Diagnostic, UsageError, did_you_mean
 from ..model import Problem
-from .base import TUNABLE, AlgorithmInfo, Interrupted, Options, Solution
+from ..plan import Plan
+from .base import MAX_SEED, MAX_TIME_LIMIT_S, TUNABLE, AlgorithmInfo, Interrupted, Options, Solution
 
 __all__ = ["ALGORITHMS", "TUNABLE", "AlgorithmInfo", "Options", "Solution", "check_emit",
            "check_objective", "compare_defaults", "completions", "constructive", "display_name",
@@ -190,6 +194,58 @@ def check_emit(name: str, path: str | None) -> None:
     raise UsageError(Diagnostic(
         "E814", f"{display_name(name)} cannot write its model as `{ending or path}`", None,
         (hint,)))
+
+
+def options_of(**given: Any) -> Options:
+    """`Options(**given)`, each value checked as the command line checks its option (E626:
+    a misspelt name, a time limit, gap or seed out of range, a value of the wrong type);
+    before, `planner.solve(..., time_limit_s=float("nan"))` failed deep in an algorithm,
+    and `seed=None` made `random` differ from call to call."""
+    fields = {f.name: f for f in dataclasses.fields(Options)}
+    for key in given:
+        if key not in fields:
+            raise _bad_option(f"`{key}` is not an option", *did_you_mean(key, fields),
+                              "options: " + ", ".join(fields))
+    for key, value in given.items():
+        why = _option_problem(key, value)
+        if why:
+            raise _bad_option(f"option `{key}`: {value!r} is not {why}")
+    return Options(**given)
+
+
+#: the checks of `options_of`: option -> (what a valid value is, the test)
+_OPTION_RULES: dict[str, tuple[str, Any]] = {
+    "seed": (f"a whole number from 0 to {MAX_SEED}",
+             lambda v: _whole(v) and 0 <= v <= MAX_SEED),
+    "time_limit_s": (f"a number of seconds from 0 to {MAX_TIME_LIMIT_S:g}",
+                     lambda v: _real(v) and 0 <= v <= MAX_TIME_LIMIT_S),
+    "gap": ("a relative gap (a finite number, 0 or more)",
+            lambda v: _real(v) and math.isfinite(v) and v >= 0),
+    "threshold": ("a number from 0 to 1", lambda v: _real(v) and 0 <= v <= 1),
+    "solver": ("a solver's name (text)", lambda v: isinstance(v, str) and v != ""),
+    "emit": ("a path of a .lp or .mps file, or None", lambda v: v is None or isinstance(
+        v, (str, os.PathLike))),
+    "progress": ("a function of (fraction, message), or None",
+                 lambda v: v is None or callable(v)),
+    "warm_start": ("a Plan, or None", lambda v: v is None or isinstance(v, Plan)),
+}
+
+
+def _option_problem(key: str, value: Any) -> str:
+    what, valid = _OPTION_RULES[key]
+    return "" if valid(value) else what
+
+
+def _real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _bad_option(message: str, *hints: str) -> UsageError:
+    return UsageError(Diagnostic("E626", message, None, tuple(h for h in hints if h)))
 
 
 def run(name: str, problem: Problem, options: Options | None = None) -> Solution:

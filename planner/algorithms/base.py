@@ -11,6 +11,14 @@ from typing import Any, Literal
 
 from ..model import OBJECTIVES, Problem
 from ..plan import Plan
+from ..units import RANGES
+
+#: the largest time limit: the largest time a spec may state (about 11.6 days); far larger
+#: ones overflowed the clocks and waits they reach (`1e10`: E999 in `compare`)
+MAX_TIME_LIMIT_S = RANGES["time"][1]
+#: the largest seed: every solver takes the seed as it is (CP-SAT's `random_seed` is a
+#: 32-bit integer, HiGHS's is 0 to 2**31 - 1), so a seed is never folded onto another one
+MAX_SEED = 2**31 - 1
 
 #: `optimal`: proved optimal for the simulator's own model (contention and memory);
 #: `feasible`: a valid plan, with the gap to the best proven bound; `fallback`: the

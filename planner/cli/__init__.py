@@ -45,6 +45,9 @@ import typer
 from typer.core import TyperGroup
 
 from .. import algorithms
+
+# the largest `--time-limit` and `--seed` are the library's (`algorithms.options_of`)
+from ..algorithms.base import MAX_SEED, MAX_TIME_LIMIT_S
 from ..codes import CODES, describe
 from ..errors import (
     Diagnostic,
@@ -84,8 +87,6 @@ from .options import (
     HELP_SEED,
     HELP_SOLVER,
     HELP_TIME_LIMIT,
-    MAX_SEED,
-    MAX_TIME_LIMIT_S,
     DiagnosticsJsonOption,
     FormatOption,
     JsonOption,

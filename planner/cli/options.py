@@ -20,7 +20,6 @@ from .. import algorithms, limits
 from ..algorithms import completions, names, taking
 from ..limits import ROOT_ENV
 from ..render.formats import OutputFormat
-from ..units import RANGES
 
 
 def _set_limits(ctx: typer.Context, items: list[str] | None) -> list[str] | None:
@@ -95,12 +94,6 @@ DEFAULT_ALGO = "auto"
 #: default `--time-limit` of `solve`: `auto` should answer a first-time user quickly
 AUTO_TIME_LIMIT_S = 10.0
 EXACT_TIME_LIMIT_S = 60.0
-#: the largest `--time-limit`: the largest time a spec may state (about 11.6 days); far
-#: larger ones overflowed the clocks and waits they reach (`1e10`: E999 in `compare`)
-MAX_TIME_LIMIT_S = RANGES["time"][1]
-#: the largest `--seed`: every solver takes the seed as it is (CP-SAT's `random_seed` is a
-#: 32-bit integer, HiGHS's is 0 to 2**31 - 1), so a seed is never folded onto another one
-MAX_SEED = 2**31 - 1
 
 
 def _and(items: Sequence[str]) -> str:
