@@ -92,6 +92,7 @@ E235 1   under `objective pipeline`, a backward op that comes before its forward
 E236 1   a `tie` of fewer than two ops
 E237 1   a `tie` whose bytes exceed a tied op's `params` (all its ties together)
 E238 1   two ops tied together twice
+E239 1   Python API: colocation groups that share an op (the language merges them)
 E240 1   a device without `memory`
 E241 1   a `speed`, `flops` or `bandwidth` that is not positive
 E242 1   `[*]` in a device declaration

@@ -14,7 +14,7 @@ import pytest
 import planner
 from planner.algorithms.base import Solution
 from planner.bounds import Bounds, relative_gap
-from planner.model import Cluster, Device, Edge, Graph, Link, Op, Pipeline, Problem
+from planner.model import Cluster, Device, Edge, Graph, Link, Op, Pipeline, Problem, Tie
 from planner.simulate import simulate
 
 HERE = Path(__file__).read_text().splitlines()
@@ -334,3 +334,35 @@ def test_a_plan_that_breaks_a_rule_is_never_feasible_nor_optimal() -> None:
     r = planner.solve(b.build(), "expert")
     assert (r.status, r.feasible, r.gap) == ("infeasible", False, None)
     assert relative_gap(math.inf, math.inf) is None  # an `inf` plan does not meet an `inf` bound
+
+
+def test_networkx_parallel_edges_sum_and_an_undirected_graph_is_e233() -> None:
+    """Before: a MultiDiGraph kept the last parallel edge (1 MB of 6 MB lost); an
+    undirected graph took each edge in the direction networkx listed it."""
+    g = nx.MultiDiGraph()
+    g.add_node("a", time="1 ms", output="2 MB")
+    g.add_node("b", time="1 ms")
+    g.add_edge("a", "b", bytes="1 MB")
+    g.add_edge("a", "b", bytes="5 MB")
+    g.add_edge("a", "b")  # a's output
+    b = planner.ProblemBuilder.from_networkx(g)
+    b.device("g0", memory="1 GiB")
+    assert [(e.src, e.dst, e.bytes) for e in b.build().graph.edges] == [(0, 1, 8_000_000)]
+    u = nx.Graph()
+    u.add_edge("a", "b")
+    with pytest.raises(planner.SpecError) as err:
+        planner.ProblemBuilder.from_networkx(u).build()
+    assert err.value.diagnostics[0].code == "E233"
+
+
+def test_model_colocations_and_ties_are_checked_as_the_language_checks_them() -> None:
+    """Before: overlapping groups passed, and heft split them (`feasible False`)."""
+    ops = (Op("a", 1e-3, params_bytes=10), Op("b", 1e-3, params_bytes=3), Op("c", 1e-3))
+    cluster = Cluster("c", (Device("g0", 2**30), Device("g1", 2**30)),
+                      (Link(0, 1, 1e9), Link(1, 0, 1e9)))
+    for graph, code in ((Graph("g", ops, (), colocations=((0, 1), (1, 2))), "E239"),
+                        (Graph("g", ops, (), ties=(Tie((0,), 2),)), "E236"),
+                        (Graph("g", ops, (), ties=(Tie((0, 1), 5),)), "E237")):
+        with pytest.raises(planner.SpecError) as err:
+            planner.solve(Problem("p", graph, cluster), "heft")
+        assert [d.code for d in err.value.diagnostics] == [code]

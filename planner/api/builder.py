@@ -114,9 +114,17 @@ class ProblemBuilder:
         """A builder holding the ops and edges of a `networkx.DiGraph`: node attributes
         are `op`'s keywords (`time`, `flops`, `time_by_kind`, `params`, `output`,
         `temp`), the edge attribute `bytes`; node names become op names (`str(node)`).
-        `options` go to `ProblemBuilder(...)`; add devices and links before `build()`."""
+        Parallel edges of a `MultiDiGraph` are tensors sent together: one edge of their
+        bytes summed (each without `bytes`, the producer's `output`); an undirected graph
+        is E233. `options` go to `ProblemBuilder(...)`; add devices and links before
+        `build()`."""
         builder = cls(name, **options)
         site = builder._site
+        if not graph.is_directed():  # each edge's direction would be networkx's listing order
+            builder._sink.error("E233", "an undirected networkx graph: edges have one "
+                                "direction", site_span(site),
+                                "give a networkx.DiGraph (graph.to_directed() makes both ways, "
+                                "a cycle)")
         for node, attrs in graph.nodes(data=True):
             unknown = sorted(set(attrs) - set(_OP_KEYS), key=str)
             for key in unknown:
@@ -124,11 +132,21 @@ class ProblemBuilder:
                                     site_span(site), *did_you_mean(str(key), _OP_KEYS),
                                     "node attributes: " + ", ".join(_OP_KEYS))
             builder.op(str(node), **{k: v for k, v in attrs.items() if k in _OP_KEYS})
+        sizes: dict[tuple[str, str], list[Any]] = {}
         for a, b, attrs in graph.edges(data=True):
             for key in sorted(set(attrs) - {"bytes"}, key=str):
                 builder._sink.error("E210", f"unknown attribute `{key}` of edge `{a}` -> "
                                     f"`{b}`", site_span(site), "edge attributes: bytes")
-            builder.edge(str(a), str(b), bytes=attrs.get("bytes"))
+            sizes.setdefault((str(a), str(b)), []).append(attrs.get("bytes"))
+        node_of = {str(n): n for n in graph.nodes} if graph.is_multigraph() else {}
+        for (a, b), given in sizes.items():
+            if len(given) == 1:
+                builder.edge(a, b, bytes=given[0])
+                continue
+            output = graph.nodes[node_of[a]].get("output", 0)
+            each = [builder._q(output if g is None else g, "size", "bytes", site)
+                    for g in given]
+            builder.edge(a, b, bytes=None if None in each else sum(q or 0.0 for q in each))
         return builder  # each op and edge is located at the user's from_networkx call
 
     # -- the cluster -------------------------------------------------------------------

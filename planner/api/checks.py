@@ -22,6 +22,7 @@ from ..model import (
     MEMORY_MODELS,
     PIPELINE_COUNTS,
     SCHEDULES,
+    Graph,
     Pipeline,
     Problem,
 )
@@ -131,6 +132,7 @@ def _graph(problem: Problem, err: Err) -> None:
                 "an op cannot consume its own output")
         _quantity(err, f"graph.edges[{k}].bytes", "the bytes of an edge", e.bytes, "bytes",
                   optional=False)
+    _groups_and_ties(graph, err)
     if any(e.src == e.dst for e in graph.edges):
         return
     try:
@@ -142,6 +144,36 @@ def _graph(problem: Problem, err: Err) -> None:
                      if (e.src, e.dst) == (cycle[0], cycle[1]))
         err("E231", f"graph.edges[{first}]", f"graph `{graph.name}` has a cycle: {names}",
             "a graph must be acyclic; remove one of these edges")
+
+
+def _groups_and_ties(graph: Graph, err: Err) -> None:
+    """Colocation groups that share an op (E239: the language merges `colocate a, b` and
+    `colocate b, c` into one group; overlapping groups left a heuristic splitting them),
+    ties of one op (E236), of no bytes or of more than an op's `params`, all its ties
+    together (E237), as the language checks them."""
+    first: dict[int, int] = {}
+    for k, group in enumerate(graph.colocations):
+        for i in group:
+            if first.setdefault(i, k) != k:
+                err("E239", f"graph.colocations[{k}]", f"op `{graph.ops[i].name}` is in "
+                    f"colocation groups {first[i]} and {k}", "merge groups that share an op "
+                    "into one (a spec's `colocate` statements are merged so)")
+                break
+    tied: dict[int, int] = {}
+    for k, tie in enumerate(graph.ties):
+        if len(set(tie.ops)) < 2:
+            err("E236", f"graph.ties[{k}]", "a tie needs two ops or more",
+                "list the ops that share the weight")
+        elif tie.bytes <= 0:
+            err("E237", f"graph.ties[{k}].bytes", "the tied ops share no bytes",
+                "give the shared weight's size")
+        for i in set(tie.ops):
+            tied[i] = tied.get(i, 0) + max(tie.bytes, 0)
+    for i, total in tied.items():
+        if total > graph.ops[i].params_bytes:
+            err("E237", f"graph.ops[{i}].params_bytes", f"`{graph.ops[i].name}` is tied to "
+                f"{total} bytes but holds `params` {graph.ops[i].params_bytes} bytes",
+                "each tied op keeps a copy of the weight: its `params` include it")
 
 
 def _cycle(n: int, edges: Iterable[tuple[int, int]]) -> list[int]:
