@@ -146,7 +146,8 @@ def _token_hints(tok: Any, text: str, tok_pos: int, keyword_pos: int, expected: 
                  name_fits: bool) -> list[str]:
     """The hints for an unexpected token: a block left open, an edge without its target,
     a misspelt keyword, a value where a key belongs (or the other way round)."""
-    hints: list[str] = []
+    hints: list[str] = _statement_read_as_op(text, tok_pos) \
+        if tok.type in ("NAME", "STRING") and "ARROW" in expected else []
     if tok.type == "LBRACE":
         hints.extend(_unclosed_before_brace(text, tok_pos))
     if text[:tok_pos].rstrip().endswith("->") and name_fits:
@@ -164,6 +165,28 @@ def _token_hints(tok: Any, text: str, tok_pos: int, keyword_pos: int, expected: 
     elif tok.type in {"QUANTITY", "NUMBER"} and "NAME" in expected:
         hints.append("a value must follow a key, as in `memory 16 GiB`")
     return hints
+
+
+#: the word that starts a statement, right before the token at the end of the text
+_STATEMENT_START = re.compile(r"(?:\A|[\n{};])[ \t]*([A-Za-z_][\w.\-]*)[ \t]+\Z")
+_TOP_LEVEL = ("graph", "cluster", "plan", "import")
+
+
+def _statement_read_as_op(text: str, tok_pos: int) -> list[str]:
+    """Inside a graph any word names an op, so a statement's first word followed by a name
+    reads as the start of an edge (`a b`), which fails only at the name: a block left open
+    before `graph g2 {` (or `cluster`, `plan`), or a misspelt keyword (`opp a`, `colocat a,
+    b`), said at that word."""
+    m = _STATEMENT_START.search(text, max(0, tok_pos - 200), tok_pos)
+    if m is None:
+        return []
+    word = m.group(1)
+    if word in _TOP_LEVEL:
+        opener = _open_block(text, m.start(1))
+        return [f"missing `}}` to close `{opener}`"] if opener else []
+    if word.lower() in KEYWORDS:
+        return []
+    return list(did_you_mean(word, sorted(k.lower() for k in _STATEMENT_KEYWORDS)))
 
 
 def _expected_words(expected: set[str], name_fits: bool) -> list[str]:
