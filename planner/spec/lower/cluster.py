@@ -182,11 +182,26 @@ def _expand_decl(sink: DiagnosticSink, ref: ast.DevRef) -> list[str]:
 
 def _resolve_devs(sink: DiagnosticSink, ref: ast.DevRef, index: dict[str, int],
                   cname: str) -> list[int]:
-    out = []
-    for name in _expand_decl(sink, ref):
-        if name in index:
-            out.append(index[name])
-        else:
-            sink.error("E207", f"unknown device `{name}` in cluster `{cname}`", ref.span,
-                       *device_hints(sink, name, index, cname))
-    return out
+    """The devices `ref` names; one E207 for a name or a range, however many of its
+    devices the cluster lacks (`gpu[0..7]` of four GPUs was four errors, each hinting at
+    `gpu0`, which the range already holds)."""
+    names = _expand_decl(sink, ref)
+    missing = [name for name in names if name not in index]
+    if not missing:
+        return [index[name] for name in names]
+    if ref.kind == "name":
+        sink.error("E207", f"unknown device `{missing[0]}` in cluster `{cname}`", ref.span,
+                   *device_hints(sink, missing[0], index, cname))
+        return []
+    prefix = ref.name.text
+    held = [i for i in range(ref.lo, ref.hi + 1) if f"{prefix}{i}" in index]
+    shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4
+                                      else "")
+    hint = (f"cluster `{cname}` has `{prefix}[{held[0]}..{held[-1]}]` of this range"
+            if held and held == list(range(held[0], held[-1] + 1)) else
+            f"cluster `{cname}` has none of them" if not held else
+            "cluster `{}` has {} of them".format(cname, ", ".join(f"{prefix}{i}" for i in held)))
+    more = device_hints(sink, missing[0], index, cname) if not held else ()
+    sink.error("E207", f"`{prefix}[{ref.lo}..{ref.hi}]` names devices cluster `{cname}` lacks: "
+               f"{shown}", ref.span, hint, *more)
+    return [index[name] for name in names if name in index]
