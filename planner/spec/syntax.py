@@ -341,6 +341,10 @@ def _unexpected_char(
     if m and m.group(1) not in UNIT_TABLE:
         return _unknown_unit(file, text, m.start(1), m.end(1))
     ch = text[pos] if 0 <= pos < len(text) else ""
+    if ch == "/":
+        spaced = _spaced_rate(text, file, pos)
+        if spaced is not None:
+            return spaced
     span = Span(file, line, col, line, col + 1, pos, pos + 1)
     if ch == '"':
         return _bad_string(text, file, line, col, pos)
@@ -353,6 +357,34 @@ def _unexpected_char(
     shown = repr(ch)[1:-1] if ch and (not ch.isprintable() or ch.isspace()) else ch
     return Diagnostic("E106", f"unexpected character `{shown}`", span,
                       ("names are letters, digits, `_`, `.` and `-`, or a quoted string",))
+
+
+_NUMBER_THEN_WORD = re.compile(r"[0-9][0-9_]*(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[ \t]+"
+                               r"([A-Za-z]+)[ \t]*\Z")
+_WORD_AFTER = re.compile(r"[ \t]*([A-Za-z]+)")
+
+
+def _spaced_rate(text: str, file: str, pos: int) -> Diagnostic | None:
+    """E103 for a rate unit the lexer split at its `/` (`10 Gb/s`, `10 GB / s`: a unit
+    after a space is a word, which takes no `/`), at the whole unit; None when the `/` at
+    `pos` does not sit inside one."""
+    before = _NUMBER_THEN_WORD.search(text, max(0, pos - 80), pos)
+    after = _WORD_AFTER.match(text, pos + 1)
+    if before is None or after is None:
+        return None
+    unit = f"{before.group(1)}/{after.group(1)}"
+    start, end = before.start(1), after.end(1)
+    line = text.count("\n", 0, start) + 1
+    col = start - (text.rfind("\n", 0, start) + 1) + 1
+    where = Span(file, line, col, line, col + (end - start), start, end)
+    if unit in UNIT_TABLE:
+        return Diagnostic("E103", f"the unit `{text[start:end]}` is written with spaces", where,
+                          (f"write `{unit}`",))
+    bits = re.fullmatch(r"([KMGT]?)(?:b|bit|bits)/s(?:ec)?", unit)  # bits: `Gb/s` is Gbps
+    close = f"{bits.group(1)}bps" if bits and f"{bits.group(1)}bps" in UNIT_TABLE else \
+        closest_unit(unit, _key_dims(text, start))
+    return Diagnostic("E103", f"unknown unit `{unit}`", where,
+                      (f"did you mean `{close}`?" if close else "rates: GB/s GiB/s Gbps …",))
 
 
 def _or_list(words: list[str]) -> str:
