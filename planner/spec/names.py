@@ -141,7 +141,8 @@ def _plain(text: str) -> bool:
 def _check_one(n: ast.Name, sink: DiagnosticSink) -> None:
     text = n.text
     if not text:  # it would print as nothing: an empty CSV cell, ``, a blank row
-        sink.error("E261", "a name may not be empty", n.span, "give it a name: `op \"a\"`")
+        sink.error("E261", "a name may not be empty", n.span,
+                   "give it a name of one character or more, quoted as `\"a\"` or bare")
         return
     for ch in text:
         if not _valid_char(ch):

@@ -348,9 +348,20 @@ def _unexpected_char(
     span = Span(file, line, col, line, col + 1, pos, pos + 1)
     if ch == '"':
         return _bad_string(text, file, line, col, pos)
+    if ch == "-" and re.search(r"\[[ \t]*[0-9]+[ \t]*\Z", text[max(0, pos - 40) : pos]):
+        return Diagnostic("E105", "unexpected `-`", span, ("a device range is written with "
+                                                           "`..`, as in `gpu[0..3]`",))
     if ch == "-" or ch == "+":
         return Diagnostic("E105", f"unexpected `{ch}`", span,
                           ("quantities cannot be negative; an edge is written `a -> b`",))
+    digits_before = re.search(r"[0-9]+\Z", text[max(0, pos - 40) : pos])
+    digits_after = re.match(r"[0-9]+", text[pos + 1 : pos + 41])
+    if ch == "." and (digits_before or digits_after):  # `.5 ms`, `1. ms`
+        written = (f"`0.{digits_after.group(0)}`" if digits_after and not digits_before else
+                   f"`{digits_before.group(0)}` or `{digits_before.group(0)}.0`"
+                   if digits_before else "")
+        return Diagnostic("E106", "unexpected character `.`", span, (
+            f"a number has digits on both sides of its `.`: write {written}",))
     if ch == ">" and text[pos - 1 : pos] == "-":  # `a->b`: NAME takes `a-`
         hint = "names may contain `-`, so `a->b` reads as `a-` then `>`; write `a -> b`"
         return Diagnostic("E106", "unexpected character `>`", span, (hint,))
