@@ -348,26 +348,35 @@ def _unexpected_char(
     span = Span(file, line, col, line, col + 1, pos, pos + 1)
     if ch == '"':
         return _bad_string(text, file, line, col, pos)
-    if ch == "-" and re.search(r"\[[ \t]*[0-9]+[ \t]*\Z", text[max(0, pos - 40) : pos]):
-        return Diagnostic("E105", "unexpected `-`", span, ("a device range is written with "
-                                                           "`..`, as in `gpu[0..3]`",))
-    if ch == "-" or ch == "+":
-        return Diagnostic("E105", f"unexpected `{ch}`", span,
-                          ("quantities cannot be negative; an edge is written `a -> b`",))
-    digits_before = re.search(r"[0-9]+\Z", text[max(0, pos - 40) : pos])
-    digits_after = re.match(r"[0-9]+", text[pos + 1 : pos + 41])
-    if ch == "." and (digits_before or digits_after):  # `.5 ms`, `1. ms`
-        written = (f"`0.{digits_after.group(0)}`" if digits_after and not digits_before else
-                   f"`{digits_before.group(0)}` or `{digits_before.group(0)}.0`"
-                   if digits_before else "")
-        return Diagnostic("E106", "unexpected character `.`", span, (
-            f"a number has digits on both sides of its `.`: write {written}",))
+    if ch in "-+.":
+        number = _number_mark(text, ch, pos, span)
+        if number is not None:
+            return number
     if ch == ">" and text[pos - 1 : pos] == "-":  # `a->b`: NAME takes `a-`
         hint = "names may contain `-`, so `a->b` reads as `a-` then `>`; write `a -> b`"
         return Diagnostic("E106", "unexpected character `>`", span, (hint,))
     shown = repr(ch)[1:-1] if ch and (not ch.isprintable() or ch.isspace()) else ch
     return Diagnostic("E106", f"unexpected character `{shown}`", span,
                       ("names are letters, digits, `_`, `.` and `-`, or a quoted string",))
+
+
+def _number_mark(text: str, ch: str, pos: int, span: Span) -> Diagnostic | None:
+    """A `-`, `+` or `.` no token takes: a range written `gpu[0-3]`, a sign (quantities
+    are never negative), or a number without digits on one side of its point (`.5`, `1.`)."""
+    if ch == "-" and re.search(r"\[[ \t]*[0-9]+[ \t]*\Z", text[max(0, pos - 40) : pos]):
+        return Diagnostic("E105", "unexpected `-`", span, ("a device range is written with "
+                                                           "`..`, as in `gpu[0..3]`",))
+    if ch in "-+":
+        return Diagnostic("E105", f"unexpected `{ch}`", span,
+                          ("quantities cannot be negative; an edge is written `a -> b`",))
+    before = re.search(r"[0-9]+\Z", text[max(0, pos - 40) : pos])
+    after = re.match(r"[0-9]+", text[pos + 1 : pos + 41])
+    if before is None and after is None:
+        return None
+    written = (f"`{before.group(0)}` or `{before.group(0)}.0`" if before is not None else
+               f"`0.{after.group(0)}`" if after is not None else "")
+    return Diagnostic("E106", "unexpected character `.`", span,
+                      (f"a number has digits on both sides of its `.`: write {written}",))
 
 
 _NUMBER_THEN_WORD = re.compile(r"[0-9][0-9_]*(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[ \t]+"
