@@ -10,7 +10,8 @@ the report of a pipeline plan reads back as it is). A stage is `{"ops": [op name
 - **Devices.** A stage's first device is its representative: every op of the stage is
   placed there. A stage of 2+ devices is replicated over them (`planner.pipeline.hybrid`:
   micro-batch m on its (m mod r)-th device, the gradients all-reduced among them). A
-  device belongs to one stage.
+  device belongs to one stage, except under `schedule interleaved`, whose devices each run
+  several stages (of one device each): `solve --json` of an interleaved plan reads back.
 - **Ops.** An op belongs to one stage, and every op to some stage, except that a backward
   op (`backward_of`) not listed goes to its forward op's stage: a layout of forward ops
   is enough.
@@ -150,6 +151,11 @@ class _Reader:
             self._op(name, k, (*at, "ops", j))
         group = [d for j, name in enumerate(devices or ())
                  if (d := self._device(name, k, (*at, "devices", j))) is not None]
+        if len(group) > 1 and self._interleaved:
+            self.sink.error("E512", f"stage {k} lists {len(group)} devices, but under "
+                            "`schedule interleaved` a stage runs on one device",
+                            self.span((*at, "devices")), "replicated stages run under "
+                            "`schedule 1f1b` or `gpipe`; list one device per stage")
         self.groups.append(tuple(group))
 
     def _names(self, stage: Mapping[str, Any], key: str, at: Where) -> list[str] | None:
@@ -192,7 +198,7 @@ class _Reader:
                                 name, self.problem.cluster.device_index,
                                 f"the devices of cluster `{self.problem.cluster.name}`"))
             return None
-        if d in self.device_at:
+        if d in self.device_at and (self.device_at[d][0] == k or not self._interleaved):
             first, where = self.device_at[d]
             self.sink.error("E512", f"device {quoted(name)} is listed in stage {first} and "
                             f"again in stage {k}" if first != k else
@@ -201,8 +207,15 @@ class _Reader:
                             "holds its ops, the others its replicas",
                             notes=(("first listed here", self.span(where)),))
             return None
-        self.device_at[d] = (k, at)
+        self.device_at.setdefault(d, (k, at))
         return d
+
+    @property
+    def _interleaved(self) -> bool:
+        """Whether the plan's schedule runs several stages per device (`interleaved`), so
+        that a device may be listed in several stages (each of one device: no replicas)."""
+        pipeline = self.problem.pipeline
+        return pipeline is not None and pipeline.schedule_spec.virtual_stages
 
     def _hints(self, name: str, candidates: Mapping[str, int], where: str
                ) -> tuple[str, ...]:

@@ -266,3 +266,44 @@ def test_the_help_says_how_stages_are_read(tmp_path: Path) -> None:
     said = " ".join(out.replace("│", " ").split())
     assert code == 0 and "--stages" in said
     assert "first device" in said and "backward op not listed goes to its forward op's" in said
+
+
+INTERLEAVED = """cluster c {
+  device d[0..1] { memory 64 GiB }
+  link d[0..1] <-> d[0..1] { bandwidth 10 GB/s latency 0 s }
+}
+graph g {
+  op f0 { time 2 ms; output 1 MB }
+  op f1 { time 2 ms; output 1 MB }
+  op f2 { time 2 ms; output 1 MB }
+  op f3 { time 2 ms; output 1 MB }
+  op f0.bwd { time 4 ms; backward_of f0 }
+  op f1.bwd { time 4 ms; backward_of f1 }
+  op f2.bwd { time 4 ms; backward_of f2 }
+  op f3.bwd { time 4 ms; backward_of f3 }
+  f0 -> f1 -> f2 -> f3 -> f3.bwd -> f2.bwd -> f1.bwd -> f0.bwd
+}
+plan p { graph g; cluster c; objective pipeline; microbatches 4; schedule interleaved
+  stages_per_device 2 }
+"""
+
+
+def test_an_interleaved_plan_reads_back_as_it_is(tmp_path: Path) -> None:
+    """Its devices each run two stages: before, E512 refused `solve --json` read back."""
+    (tmp_path / "s.plan").write_text(INTERLEAVED)
+    code, out, _ = _invoke(["solve", "s.plan", "--algo", "pipedp", "--json"], tmp_path)
+    (tmp_path / "solved.json").write_text(out)
+    solved = json.loads(out)["result"]["pipeline"]
+    assert code == 0 and len({d for s in solved["stages"] for d in s["devices"]}) < len(
+        solved["stages"])  # a device in two stages
+    code, out, _ = _invoke(["simulate", "s.plan", "--stages", "solved.json", "--json"],
+                           tmp_path)
+    assert code == 0, out
+    assert json.loads(out)["result"]["pipeline"]["iteration_s"] == solved["iteration_s"]
+    twice = [{"ops": ["f0", "f1"], "devices": ["d0", "d1"]}, {"ops": ["f2", "f3"],
+                                                             "devices": ["d0"]}]
+    (tmp_path / "two.json").write_text(json.dumps(twice))
+    code, out, _ = _invoke(["simulate", "s.plan", "--stages", "two.json", "--json"], tmp_path)
+    diags = json.loads(out)["diagnostics"]
+    assert code == 1 and [d["code"] for d in diags] == ["E512"]
+    assert "under `schedule interleaved` a stage runs on one device" in diags[0]["message"]
