@@ -136,6 +136,15 @@ def deferred() -> _Deferral:
     return _DEFERRAL
 
 
+def drop_pending() -> None:
+    """Forget a stop held off so far: the command has stated its outcome (its `--json`
+    document, exit code included, is written), which a Ctrl-C a moment later must not
+    turn into another exit code (130 after a document saying 0)."""
+    global _pending
+    if _main_thread():
+        _pending = None
+
+
 def shielded(call: Callable[[*_Ts], _R], *args: *_Ts) -> _R:
     """`call(*args)` with stops deferred until it returns: the way to call a compiled
     (numba) kernel, which must not be interrupted as it returns (the module's docs)."""

@@ -10,6 +10,7 @@ below the raw call gave SystemError 300 times in 300.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import signal
 import sys
@@ -211,3 +212,20 @@ def test_an_interrupted_solution_carries_its_planning_time(
     assert stop.value.solution is not None
     assert stop.value.solution.planning_s >= 0.2
     assert stop.value.solution.plan.algorithm == "slowpoke"
+
+
+def test_a_stop_after_the_json_document_leaves_its_exit_code(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C just after `solve --json` wrote `"exit_code": 0`: the process exited 130
+    (the stop, held off while the CLI exits, was raised after the document)."""
+    guarding = importlib.import_module("planner.cli.guard")  # (the package holds `guard`)
+    write = guarding.JsonReport.write
+
+    def write_then_stop(self: object, code: int) -> None:
+        write(self, code)
+        signal.raise_signal(signal.SIGINT)  # held off: the CLI's exit is deferred
+
+    monkeypatch.setattr(guarding.JsonReport, "write", write_then_stop)
+    with signals.deferred(), guarding.guard("solve", True) as report:  # as `main` runs one
+        report.result = {}
+    # no KeyboardInterrupt when the deferral ended: the document's exit code (0) stands

@@ -34,7 +34,7 @@ from ..files import unwritable_stdout
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat, github_annotations
 from ..render.sarif import dumps_sarif
-from ..signals import allowed
+from ..signals import allowed, drop_pending
 from ..strictjson import finite
 
 if TYPE_CHECKING:
@@ -294,6 +294,7 @@ def guard(command: str | None = None, as_json: bool | str = False) -> Iterator[J
         report.diagnostics.append(diag)
     if as_json:
         report.write(code)  # a `StdoutError` here too goes to the command group
+        drop_pending()  # the document states the exit code: a stop now does not change it
     if code != EXIT_OK:
         raise typer.Exit(code)
 
