@@ -510,7 +510,8 @@ def read_rows(path: str | os.PathLike[str]) -> list[Row]:
     p = Path(path)
     if not p.exists():
         return []
-    rows, _ = parse_rows(p.read_text(encoding="utf-8"), file_format(p))
+    # as `ResumeLog` reads it: a byte that is not UTF-8 is U+FFFD, not a UnicodeDecodeError
+    rows, _ = parse_rows(p.read_bytes().decode("utf-8", errors="replace"), file_format(p))
     return rows
 
 
@@ -538,9 +539,10 @@ class ResumeLog:
         Raises `UsageError` when the file holds something other than result rows (a bad
         line before the last), rather than truncating what may be someone's data.
         """
-        text = ""
+        text, raw = "", b""
         if self.path.exists():
-            text = self.path.read_bytes().decode("utf-8", errors="replace")
+            raw = self.path.read_bytes()
+            text = raw.decode("utf-8", errors="replace")
         rows, good, bad = _parse_rows(text, self.fmt)
         if "\n" in text[good:]:
             line = text[:good].count("\n") + 1
@@ -561,8 +563,15 @@ class ResumeLog:
             # rows appended now have every column, so the file gets them all first
             write_text_atomic(self.path, dumps_rows(rows, "csv", FIELD_NAMES))
         elif self.path.exists() and good < len(text):
+            # the valid prefix is whole lines: cut after as many of the file's own bytes
+            # (an invalid byte decodes to U+FFFD, 3 bytes re-encoded: an offset from the
+            # decoded text cut a row in two, and the next one appended joined its rest)
+            lines = text[:good].count("\n")
+            cut = 0
+            for _ in range(lines):
+                cut = raw.index(b"\n", cut) + 1
             with open(self.path, "r+b") as fh:
-                fh.truncate(len(text[:good].encode("utf-8")))
+                fh.truncate(cut)
         # stays open across appends; `close` closes it
         self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115
         if self.fmt == "csv" and good == 0:

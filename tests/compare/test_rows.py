@@ -95,6 +95,27 @@ def test_resume_log_cuts_a_partial_last_line_and_appends(tmp_path: Path, suffix:
         ("heft", "1x"), ("msct", "1x"), ("heft", "2x")]
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_resume_cuts_at_the_right_byte_after_an_invalid_one(tmp_path: Path, suffix: str) -> None:
+    """A byte that is not UTF-8 in a row (U+FFFD once read: 3 bytes re-encoded) moved the
+    cut 2 bytes late: the torn line's start stayed, and the next row joined it."""
+    path = tmp_path / f"log{suffix}"
+    log = ResumeLog(path)
+    log.open()
+    for r in ROWS[:3]:
+        log.append(r)
+    log.close()
+    whole = path.read_bytes().replace(b"heft", b"h\xffft", 1)  # the first row's algorithm
+    path.write_bytes(whole[:-25])  # and a torn last row
+    log = ResumeLog(path)
+    assert [r["algorithm"] for r in log.open()] == ["h\ufffdft", "msct"]
+    log.append(ROWS[3])
+    log.close()
+    assert path.read_bytes().endswith(b"\n") and b"\xff" in path.read_bytes()
+    assert [(r["algorithm"], r["bandwidth"]) for r in read_rows(path)] == [
+        ("h\ufffdft", "1x"), ("msct", "1x"), ("heft", "2x")]
+
+
 def test_resume_log_refuses_a_file_that_is_not_ours(tmp_path: Path) -> None:
     path = tmp_path / "notes.jsonl"
     path.write_text("my notes\nmore notes\n")
