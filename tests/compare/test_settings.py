@@ -32,11 +32,16 @@ def test_labels_are_canonical_and_deduplicated() -> None:
     assert parse_devices("2,4,all,2") == ("2", "4", "all")
     assert (parse_bandwidths(None), parse_memories(""), parse_devices(None)) == (
         ("1x",), ("100%",), ("all",))
+    # values named apart stay apart: the label is the value applied (`:g` made these one
+    # point, run at 80% and 100.001%)
+    assert parse_memories("80.00001%,80.000012%,1.00001x") == (
+        "80.00001%", "80.000012%", "100.001%")
+    assert parse_bandwidths("1.0000001x,1.0000002x") == ("1.0000001x", "1.0000002x")
 
 
 @pytest.mark.parametrize(("parse", "option", "value"), [
     *((parse_bandwidths, "--bandwidth", v) for v in ("fast", "3 parsecs", "0GB/s", "-2x")),
-    *((parse_memories, "--memory", v) for v in ("0%", "lots", "5 GB/s")),
+    *((parse_memories, "--memory", v) for v in ("0%", "lots", "5 GB/s", "1e30GiB")),
     *((parse_devices, "--devices", v) for v in ("zero", "0")),
 ])
 def test_bad_values_name_the_option(parse: Callable[[str], object], option: str,
