@@ -159,7 +159,8 @@ def _token_hints(tok: Any, text: str, tok_pos: int, keyword_pos: int, expected: 
     if tok.type in _STATEMENT_KEYWORDS:
         opener = _open_block(text, keyword_pos)
         if opener and "RBRACE" in expected:
-            hints.append(f"missing `}}` to close `{opener}`")
+            elsewhere = _statement_home(tok.type.lower(), opener.split()[0])
+            hints.append(elsewhere or f"missing `}}` to close `{opener}`")
     if expected & {"QUANTITY", "NUMBER"} and "RBRACE" not in expected:
         hints.append("expected a value, such as `16 GiB`, `1.5 ms` or a name")
     elif tok.type in {"QUANTITY", "NUMBER"} and "NAME" in expected:
@@ -170,6 +171,20 @@ def _token_hints(tok: Any, text: str, tok_pos: int, keyword_pos: int, expected: 
 #: the word that starts a statement, right before the token at the end of the text
 _STATEMENT_START = re.compile(r"(?:\A|[\n{};])[ \t]*([A-Za-z_][\w.\-]*)[ \t]+\Z")
 _TOP_LEVEL = ("graph", "cluster", "plan", "import")
+
+
+#: the block each statement belongs to, but the top level's
+_HOMES = {"op": "graph", "tie": "graph", "colocate": "graph", "device": "cluster",
+          "link": "cluster", "pin": "plan", "place": "plan"}
+
+
+def _statement_home(keyword: str, block: str) -> str | None:
+    """The hint for a statement written in a block it does not belong to (`tie` in a plan,
+    `pin` in a graph): no `}` is missing there, the statement is misplaced."""
+    home = _HOMES.get(keyword)
+    if home is None or home == block or block not in _HOMES.values():
+        return None
+    return f"`{keyword}` is a statement of a {home}, not of a {block}: write it in a {home}"
 
 
 def _statement_read_as_op(text: str, tok_pos: int) -> list[str]:
@@ -185,7 +200,8 @@ def _statement_read_as_op(text: str, tok_pos: int) -> list[str]:
         opener = _open_block(text, m.start(1))
         return [f"missing `}}` to close `{opener}`"] if opener else []
     if word.lower() in KEYWORDS:
-        return []
+        elsewhere = _statement_home(word, "graph")
+        return [elsewhere] if elsewhere else []
     return list(did_you_mean(word, sorted(k.lower() for k in _STATEMENT_KEYWORDS)))
 
 
