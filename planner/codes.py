@@ -183,7 +183,8 @@ E626 2   Python API: a `solve` option that does not exist, or a value it cannot 
          gap or seed out of range, a value of the wrong type)
 W626 0   a pipeline plan torch's schedule cannot run as placed (more stages than micro-batches under
          1f1b, ...): `export torch --pipeline` would refuse it
-E640 2   options that contradict each other (`--json` with another `--format`, ...)
+E640 2   options that contradict each other (`--json` with another `--format`, two outputs in one
+         file, ...)
 W640 0   a spec not in the canonical layout (`fmt --check`, `fmt --diff`)
 E641 1   `fmt -`: standard input that is not valid UTF-8
 E642 1   `diff`: a file that holds no plan (invalid JSON, another format, a failed run)

@@ -197,11 +197,13 @@ def _problem(path: Path) -> tuple[str, str] | None:
 
 
 def check_outputs(paths: dict[str, Path | None]) -> None:
-    """Raise `UsageError` E604 naming every option whose output path cannot be written.
+    """Raise `UsageError` E604 naming every option whose output path cannot be written,
+    and E640 for two options that name one file.
 
     `paths` maps an option (`--out`) to its value; None (not given) is skipped.
     """
     diags = []
+    seen: dict[Path, str] = {}
     for option, path in paths.items():
         if path is None:
             continue
@@ -209,5 +211,9 @@ def check_outputs(paths: dict[str, Path | None]) -> None:
         if why is not None:
             diags.append(Diagnostic("E604", f"{option} `{path}`: {why[0]}", None,
                                     (why[1],)))
+        first = seen.setdefault(Path(os.path.abspath(path)), option)
+        if first != option:  # the second write would replace the first, silently
+            diags.append(Diagnostic("E640", f"{first} and {option} name the same file "
+                                    f"`{path}`", None, ("give each output a file of its own",)))
     if diags:
         raise UsageError(diags)

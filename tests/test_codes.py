@@ -26,7 +26,8 @@ SHARED = {
     "E601": "unknown algorithm: `solve --algo` and `compare --algos`",
     "E602": "no such plan: `--plan` of solve/simulate, of compare and of diff",
     "E612": "unknown executor: compare checks it before the sweep, the executor again",
-    "E640": "contradicting options: `--json` with another `--format`, and `fmt`'s `-`",
+    "E640": "contradicting options: `--json` with another `--format`, `fmt`'s `-`, two "
+            "outputs in one file (files.py)",
     "E920": "invalid JSON: the Baechi and the `import json` readers",
     "E922": "a malformed imported JSON graph: the Baechi and the `import json` readers",
     "E930": "an invalid option of any generator or importer",

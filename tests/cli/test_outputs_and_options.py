@@ -57,6 +57,21 @@ def test_unwritable_output_is_a_usage_error_before_any_work(
     assert not (tmp_path / "missing").exists()
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (["solve", "s.plan", "--algo", "heft", "--out", "p.json", "--trace", "./p.json"],
+     "--out and --trace name the same file `p.json`"),
+    (["compare", "s.plan", "--algos", "heft", "--out", "x.json", "--html", "x.json"],
+     "--out and --html name the same file `x.json`"),
+])
+def test_two_outputs_in_one_file_are_e640_before_any_work(
+        tmp_path: Path, no_work: None, args: list[str], said: str) -> None:
+    """Before: the second write replaced the first, silently (rows gone under the HTML)."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    code, out, err = invoke(args, tmp_path)
+    assert (code, out) == (2, "") and f"error[E640]: {said}" in err, err
+    assert not (tmp_path / "x.json").exists() and not (tmp_path / "p.json").exists()
+
+
 def test_unwritable_output_under_json_is_an_envelope(tmp_path: Path, no_work: None) -> None:
     (tmp_path / "s.plan").write_text(PLACED)
     code, out, _ = invoke(["solve", "s.plan", "--json", "--out", "missing/p.json", "--html",
