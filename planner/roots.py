@@ -64,8 +64,10 @@ def escaped_root(path: str | os.PathLike[str]) -> Path | None:
 
 
 def display_path(path: Path) -> str:
-    """The path as shown in diagnostics: relative to the working directory when inside it."""
+    """The path as shown in diagnostics: relative to the working directory when inside it,
+    else as given (`/data/m.plan`, not `../../data/m.plan`)."""
     try:
-        return os.path.relpath(path)
+        shown = os.path.relpath(path)
     except ValueError:  # pragma: no cover - another drive on Windows
         return str(path)
+    return str(path) if shown == os.pardir or shown.startswith(os.pardir + os.sep) else shown
