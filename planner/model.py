@@ -399,7 +399,7 @@ class Spec:
             if not self.plans:
                 raise LookupError("the spec defines no plan")
             raise LookupError(
-                "the spec defines several plans; choose one with --plan: "
+                "the spec defines several plans; name one (`spec.plan(NAME)`, `--plan NAME`): "
                 + ", ".join(self.plans)
             )
         try:
