@@ -147,7 +147,8 @@ def _token_hints(tok: Any, text: str, tok_pos: int, keyword_pos: int, expected: 
     """The hints for an unexpected token: a block left open, an edge without its target,
     a misspelt keyword, a value where a key belongs (or the other way round)."""
     hints: list[str] = _statement_read_as_op(text, tok_pos) \
-        if tok.type in ("NAME", "STRING") and "ARROW" in expected else []
+        if tok.type in ("NAME", "STRING") and "ARROW" in expected else \
+        _in_an_op_list(text, tok_pos, tok.type)
     if tok.type == "LBRACE":
         hints.extend(_unclosed_before_brace(text, tok_pos))
     if text[:tok_pos].rstrip().endswith("->") and name_fits:
@@ -171,6 +172,26 @@ def _token_hints(tok: Any, text: str, tok_pos: int, keyword_pos: int, expected: 
 #: the word that starts a statement, right before the token at the end of the text
 _STATEMENT_START = re.compile(r"(?:\A|[\n{};])[ \t]*([A-Za-z_][\w.\-]*)[ \t]+\Z")
 _TOP_LEVEL = ("graph", "cluster", "plan", "import")
+
+
+_OP_LIST_STATEMENT = re.compile(r"(?:\A|[\n{};])[ \t]*(pin|place|colocate|tie)\b[^\n{};]*\Z")
+
+
+def _in_an_op_list(text: str, tok_pos: int, tok_type: str) -> list[str]:
+    """The hint for a `*` or a `[` in a `pin`, `place`, `colocate` or `tie`: an op
+    pattern is quoted (`"a*"`), and a pin or a place names one device (`[..]` and `[*]`
+    select devices in a cluster's `link`)."""
+    if tok_type not in ("STAR", "LSQB"):
+        return []
+    m = _OP_LIST_STATEMENT.search(text, max(0, tok_pos - 300), tok_pos)
+    if m is None:
+        return []
+    if tok_type == "STAR":
+        return [f"an op pattern is quoted, as in `{m.group(1)} \"layer1/*\"`"]
+    if m.group(1) in ("pin", "place"):
+        return [f"`{m.group(1)}` names one device, such as `gpu0` (a range or `[*]` selects "
+                "devices in a cluster's `link`)"]
+    return []
 
 
 #: the block each statement belongs to, but the top level's
