@@ -486,9 +486,8 @@ def _parse_rows(text: str, fmt: str) -> tuple[list[Row], int, BadCell | None]:
     return rows, pos, None
 
 
-#: the text fields that make a row a result row: its point (`KEY_FIELDS`, the time limit
-#: aside: a number or none) and status; a resumed sweep matches points and sorts rows by
-#: them (`sort_key`), which a row without them (`{}`) crashed after the whole sweep
+#: the text fields of a result row: its point (`KEY_FIELDS` but the time limit) and status,
+#: by which a resumed sweep matches and sorts rows (`{}` crashed it after the whole sweep)
 _NAMED = (*(k for k in KEY_FIELDS if k != "time_limit_s"), "status")
 
 
@@ -563,12 +562,10 @@ class ResumeLog:
             # rows appended now have every column, so the file gets them all first
             write_text_atomic(self.path, dumps_rows(rows, "csv", FIELD_NAMES))
         elif self.path.exists() and good < len(text):
-            # the valid prefix is whole lines: cut after as many of the file's own bytes
-            # (an invalid byte decodes to U+FFFD, 3 bytes re-encoded: an offset from the
-            # decoded text cut a row in two, and the next one appended joined its rest)
-            lines = text[:good].count("\n")
+            # the valid prefix is whole lines: cut after as many of the file's own (an
+            # invalid byte is a 3-byte U+FFFD once decoded: a cut from the text fell late)
             cut = 0
-            for _ in range(lines):
+            for _ in range(text[:good].count("\n")):
                 cut = raw.index(b"\n", cut) + 1
             with open(self.path, "r+b") as fh:
                 fh.truncate(cut)
