@@ -76,7 +76,6 @@ _RANGE_OF_UNIT = {"seconds": RANGES["time"], "FLOP": RANGES["work"], "bytes": RA
                   "FLOP/s": RANGES["rate"], "B/s": RANGES["bandwidth"], "": SPEED_RANGE}
 
 
-# complex: one check and message per way a number can be wrong, in the language's order
 def _quantity(err: Err, path: str, what: str, value: Any, unit: str, *, positive: bool = False,
               optional: bool = True) -> None:
     if value is None and optional:
