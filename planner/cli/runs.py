@@ -201,6 +201,11 @@ def report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: Bo
                                                       view.notes)
     else:
         stdout_console().print(pipeline_report(problem, view.rows, view.bound, view.notes))
+    if report.output == "github":  # beside the one-pass report, in the log (emit_result)
+        from rich.console import Console  # lazy: start-up
+
+        Console(stderr=True, soft_wrap=False).print(
+            pipeline_report(problem, view.rows, view.bound, view.notes))
     return view.rows[-1].fits, view
 
 
