@@ -59,14 +59,14 @@ def check_names(modules: Sequence[ast.Module], sink: DiagnosticSink,
     odd = [n for m in modules for n in _names(m) if n.quoted and not _plain(n.text)]
     if not odd:
         return
-    for n in odd:
-        _check_one(n, sink)
     plain = {n.text for m in every for n in _names(m)}  # names with no look-alike
     plain = {t for t in plain if t.translate(_LOOKALIKE) == t}
     reported: set[str] = set()
     for n in odd:
         twin = n.text.translate(_LOOKALIKE)
-        if twin != n.text and twin in plain and n.text not in reported:
+        if twin == n.text or twin not in plain:
+            _check_one(n, sink)
+        elif n.text not in reported:  # E263 says what E262 would, and which name is meant
             reported.add(n.text)
             sink.error("E263", f"name `{_shown(n.text)}` looks like `{_shown(twin)}` but is a "
                        "different name", n.span, f"its look-alike letters: {_odd_letters(n.text)}",
