@@ -136,28 +136,6 @@ def test_simulate_violations_are_annotated_at_the_spec(repo: Path,
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "specs/s.plan"
 
 
-PIPELINE = """cluster c { device gpu[0..1] { memory 1 GiB }
-  link gpu0 <-> gpu1 { bandwidth 10 GB/s } }
-graph g {
-  op a { time 1 ms  output 1 MiB }
-  op b { time 2 ms  output 1 MiB }
-  op ab { time 2 ms  backward_of a }
-  op bb { time 4 ms  backward_of b }
-  a -> b -> bb -> ab
-}
-plan p { graph g  cluster c  objective pipeline  microbatches 4
-  place a, ab on gpu0  place b, bb on gpu1 }
-"""
-
-
-def test_a_pipeline_plan_in_github_format_logs_its_pipeline(repo: Path) -> None:
-    """Before: the one-pass report went to the log and the pipeline's figures nowhere."""
-    (repo / "specs" / "s.plan").write_text(PIPELINE)
-    code, out, err = invoke(["simulate", "specs/s.plan", "--format", "github"], repo)
-    assert code == 0 and "makespan" in err
-    assert "iteration (simulated)" in err and "period T" in err, err
-
-
 def test_requested_format_reads_every_spelling() -> None:
     assert requested_format(["check", "x", "--json"]) == "json"
     assert requested_format(["check", "--format=sarif"]) == "sarif"

@@ -307,3 +307,15 @@ def test_an_interleaved_plan_reads_back_as_it_is(tmp_path: Path) -> None:
     diags = json.loads(out)["diagnostics"]
     assert code == 1 and [d["code"] for d in diags] == ["E512"]
     assert "under `schedule interleaved` a stage runs on one device" in diags[0]["message"]
+
+
+def test_a_pipeline_plan_in_github_format_logs_its_pipeline(tmp_path: Path) -> None:
+    """`--format github`: before, the one-pass report went to the log and the pipeline's
+    figures (iteration, period, stages) nowhere."""
+    (tmp_path / "s.plan").write_text(SPEC)
+    (tmp_path / "p.json").write_text(json.dumps({"placement": {
+        "f0": "d0", "f0.bwd": "d0", "f1": "d1", "f1.bwd": "d1"}}))
+    code, out, err = _invoke(["simulate", "s.plan", "--placement", "p.json", "--format",
+                              "github"], tmp_path)
+    assert code == 0 and "makespan" in err
+    assert "iteration (simulated)" in err and "period T" in err, err
