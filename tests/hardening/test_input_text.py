@@ -49,7 +49,8 @@ CLUSTER = "cluster c {{\n  device gpu0 {{ memory 1 GiB }}\n  device {} {{ memory
 
 
 @pytest.mark.parametrize("name, code", [
-    ('"gрu0"', "E262"),              # Latin with a Cyrillic er
+    ('"gрu7"', "E262"),              # Latin with a Cyrillic er
+    ('"gрu0"', "E263"),              # the same, beside the `gpu0` it looks like: E263 alone
     ('"gpu\\u0030\\u200b"', "E261"),   # zero-width space
     ('"x\\u202eevil"', "E261"),       # right-to-left override
     ('"a\\nchecked 1 file(s): ok"', "E261"),
