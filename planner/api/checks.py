@@ -27,7 +27,7 @@ from ..model import (
     Problem,
 )
 from ..spec.lower import backward_first, pipeline_units, units_pinned_apart
-from ..units import RANGES, SPEED_RANGE
+from ..units import RANGES, SPEED_RANGE, format_bytes
 
 #: model path (`graph.ops[3].time_s`) -> where it was made, or None
 Locate = Callable[[str], Span | None]
@@ -171,7 +171,8 @@ def _groups_and_ties(graph: Graph, err: Err) -> None:
     for i, total in tied.items():
         if total > graph.ops[i].params_bytes:
             err("E237", f"graph.ops[{i}].params_bytes", f"`{graph.ops[i].name}` is tied to "
-                f"{total} bytes but holds `params` {graph.ops[i].params_bytes} bytes",
+                f"{format_bytes(total)} but holds `params` "
+                f"{format_bytes(graph.ops[i].params_bytes)}",
                 "each tied op keeps a copy of the weight: its `params` include it")
 
 

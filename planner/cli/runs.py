@@ -349,19 +349,15 @@ def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
     if others:
         infeasible_exit(problem, dataclasses.replace(result, violations=tuple(others)),
                          report)
-    from ..pipeline.split import units_split  # lazy: start-up
+    from ..pipeline.split import split_words, units_split  # lazy: start-up
 
     split = units_split(problem, result.placement)
     hints: tuple[str, ...] = ()
     if split:
-        ops, devs = problem.graph.ops, problem.cluster.devices
-        a, b = split[0]
         more = f" ({len(split) - 1} more unit(s) split)" if len(split) > 1 else ""
-        head = (f"plan `{problem.name}` is no pipeline: op `{ops[b].name}` is on "
-                f"`{devs[result.placement[b]].name}` and op `{ops[a].name}` on "
-                f"`{devs[result.placement[a]].name}`, but they are one pipeline unit (a "
-                f"forward op, its backward ops and their colocation groups run on one "
-                f"stage){more}")
+        head = (f"plan `{problem.name}` is no pipeline: "
+                f"{split_words(problem, result.placement, split[0])} (a forward op, its "
+                f"backward ops and their colocation groups run on one stage){more}")
         hints = ("place each unit on one device, or plan it with a pipeline algorithm "
                  "(pipedp, pipeilp, hybrid)",)
     elif not fits:

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from ..algorithms import compare_defaults, get, names
+from ..algorithms.base import MAX_TIME_LIMIT_S
 from ..errors import Diagnostic, PlannerError, Severity, Span, SpecError, UsageError, did_you_mean
 from ..model import Problem
 from ..plan import Plan
 from ..roots import display_path
 from ..simulate import SimResult, simulate
 from ..spec.load import Loaded, load_path
-from ..units import RANGES
 from .executors import EXECUTORS, Worker, execute, hard_limit, import_ray
 from .rows import (
     RETRY_STATUSES,
@@ -68,9 +68,6 @@ __all__ = ["DEFAULT_ALGORITHMS", "PlanView", "Sweep", "SweepResult", "best_plans
 DEFAULT_ALGORITHMS: tuple[str, ...] = compare_defaults()
 
 Progress = Callable[[int, int, "Row | None"], None]
-#: the largest `--time-limit` (`time_limit_s`): the largest time a spec may state, about
-#: 11.6 days (`solve`'s too); `1e10` overflowed the waits of the local executor (E999)
-MAX_TIME_LIMIT_S = RANGES["time"][1]
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from ..model import Pipeline, Problem, Spec
 from ..pipeline.bound import pipeline_bound
 from ..pipeline.schedule import run_planned
 from ..pipeline.split import fits as pipeline_fits
-from ..pipeline.split import units_split
+from ..pipeline.split import split_words, units_split
 from ..simulate import SimResult, Violation, simulate
 from ..spec.load import load_path
 from .rows import Row, empty_row
@@ -308,10 +308,7 @@ def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
     if run.note:
         row["reason"] = "; ".join(x for x in (row["reason"], run.note) if x)
     others = [v for v in result.violations if v.kind != "memory"]
-    ops, names = problem.graph.ops, [d.name for d in devs]
-    others += [Violation("colocation", f"op `{ops[b].name}` is on `{names[result.placement[b]]}` "
-                         f"and op `{ops[a].name}` on `{names[result.placement[a]]}`, but they "
-                         "are one pipeline unit (as `planner solve` says)", (a, b),
-                         (result.placement[a], result.placement[b]))
+    others += [Violation("colocation", split_words(problem, result.placement, (a, b)),
+                         (a, b), (result.placement[a], result.placement[b]))
                for a, b in units_split(problem, result.placement)]
     return (not others and fits and row["iteration_s"] is not None), others

@@ -98,6 +98,15 @@ def units_split(problem: Problem, placement: Sequence[int]) -> list[tuple[int, i
     return out
 
 
+def split_words(problem: Problem, placement: Sequence[int], pair: tuple[int, int]) -> str:
+    """`op `cb` is on `gpu0` and op `c` on `gpu1`, but they are one pipeline unit`: a pair
+    of `units_split`, as `solve` (E401) and `compare` (its row's reason) say it."""
+    ops, devs = problem.graph.ops, problem.cluster.devices
+    a, b = pair
+    return (f"op `{ops[b].name}` is on `{devs[placement[b]].name}` and op `{ops[a].name}` on "
+            f"`{devs[placement[a]].name}`, but they are one pipeline unit")
+
+
 def boundary_seconds(problem: Problem, x: int, left: int, right: int) -> tuple[float, float]:
     """Seconds of the transfers across boundary `x` between the devices of the stages on
     its two sides: (forward, left to right; backward, right to left); (0, 0) on one

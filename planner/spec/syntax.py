@@ -194,9 +194,9 @@ def _in_an_op_list(text: str, tok_pos: int, tok_type: str) -> list[str]:
     return []
 
 
-#: the block each statement belongs to, but the top level's
-_HOMES = {"op": "graph", "tie": "graph", "colocate": "graph", "device": "cluster",
-          "link": "cluster", "pin": "plan", "place": "plan"}
+#: the block each statement belongs to (`tie`: `graph`), as the grammar says
+_HOMES = {keyword: block for block in ("graph", "cluster", "plan")
+          for keyword in grammar().statements(block)}
 
 
 def _statement_home(keyword: str, block: str) -> str | None:
