@@ -76,9 +76,16 @@ def load(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = Non
 def loads(text: str, file: str = "<string>", base: str | os.PathLike[str] = ".",
           root: str | os.PathLike[str] | None = None) -> Spec:
     """Load spec text; imports are relative to `base` and stay inside `root` (by default
-    the repository holding `base`, else `base`). Raises `SpecError`."""
+    the repository holding `base`, else `base`). Raises `SpecError`; `TypeError` for text
+    or a file name that is no `str` (as `tomllib.loads` does: bytes are for `load`)."""
     from .spec.load import load_text  # lazy: start-up
 
+    for label, value in (("text", text), ("file", file)):
+        if not isinstance(value, str):
+            hint = "; decode it (specs are UTF-8) or give its path to `planner.load`" \
+                if isinstance(value, (bytes, bytearray)) else ""
+            raise TypeError(f"planner.loads: `{label}` must be a str, not "
+                            f"{type(value).__name__}{hint}")
     return load_text(text, file, base, root).spec
 
 

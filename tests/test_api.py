@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,14 @@ def test_infeasible_is_an_exception_with_diagnostics() -> None:
         planner.solve(problem, "metf")
     assert err.value.exit_code == 3
     assert any("2 MB" in d.message or "1.91 MiB" in d.message for d in err.value.diagnostics)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    # before: AttributeError ('NoneType' object has no attribute 'removeprefix')
+    ((None,), "`text` must be a str, not NoneType"),
+    ((b"graph g { }",), "`text` must be a str, not bytes; decode it"),
+    (("graph g { }", None), "`file` must be a str, not NoneType"),
+])
+def test_loads_takes_text_and_says_so(args: tuple[object, ...], message: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(message)):
+        planner.loads(*args)  # type: ignore[arg-type]
