@@ -413,7 +413,7 @@ def simulate(
                                          extra_rows={})
         fits, _ = report_pipeline(problem, the_plan, report, bounds,
                                    replicas=replica_names(problem, groups))
-        write_trace_file(trace, problem, result)
+        write_trace_file(trace, problem, result, replicas=replica_names(problem, groups))
         if problem.pipeline is not None:
             pipeline_verdict(problem, result, fits, report)
         elif not result.feasible:

@@ -293,7 +293,8 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
             "lower bound": format_seconds(bounds.makespan_s), "gap": format_gap(gap),
             "planning time": format_seconds(solution.planning_s)}, bound_s=bounds.makespan_s,
             pipeline=view)
-    write_trace_file(trace, problem, result)
+    write_trace_file(trace, problem, result, info.get("recompute") or (),
+                     info.get("replicas"))
     if solution.status == "interrupted":
         written = " and ".join(str(p) for p in (out, html, trace) if p is not None)
         kept = interrupted_diagnostic("the best plan found so far is shown"
@@ -373,11 +374,25 @@ def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
     raise typer.Exit(EXIT_INFEASIBLE)
 
 
-def write_trace_file(path: Path | None, problem: Problem, result: SimResult) -> None:
-    if path is not None:
-        from ..render.trace import write_trace  # lazy: start-up
+def write_trace_file(path: Path | None, problem: Problem, result: SimResult,
+                     recompute: Sequence[str] = (),
+                     replicas: Mapping[str, Sequence[str]] | None = None) -> None:
+    """`--trace`: the one-pass simulation `result`; under `objective pipeline`, the plan's
+    iteration as the pipeline runs it (the devices named in `recompute` recomputing, the
+    stages of `replicas`' devices on their groups, as `report_pipeline`)."""
+    if path is None:
+        return
+    if problem.pipeline is not None:
+        # lazy: start-up
+        from ..render.trace import write_pipeline_trace
+        from ..report.pipeline import pipeline_simulation
 
-        write_trace(str(path), problem, result)
+        write_pipeline_trace(str(path), problem, pipeline_simulation(
+            problem, result.placement, recompute, replicas))
+        return
+    from ..render.trace import write_trace  # lazy: start-up
+
+    write_trace(str(path), problem, result)
 
 
 def bounds_of(problem: Problem) -> Bounds:

@@ -116,14 +116,18 @@ def gradient_bytes(problem: Problem, ops: Sequence[int]) -> float:
 
 
 def allreduces(problem: Problem, groups: Groups, ops_of: Mapping[int, Sequence[int]],
-               end: NDArray[np.float64]) -> tuple[float, dict[int, float]]:
-    """When the replicated stages' gradient all-reduces end (the module docstring), and
-    each group's seconds of all-reduce, by representative. `ops_of[d]`: the graph ops of
-    representative `d`'s stages; `end[m, i]`: when op i of micro-batch m ended."""
+               end: NDArray[np.float64]
+               ) -> tuple[float, dict[int, float], list[tuple[tuple[int, ...], float, float,
+                                                              float]]]:
+    """When the replicated stages' gradient all-reduces end (the module docstring), each
+    group's seconds of all-reduce, by representative, and each bucket's all-reduce as
+    (group, start, end, bytes). `ops_of[d]`: the graph ops of representative `d`'s stages;
+    `end[m, i]`: when op i of micro-batch m ended."""
     c = costs(problem)
     mb = end.shape[0]
     finish = 0.0
     took: dict[int, float] = {}
+    spans: list[tuple[tuple[int, ...], float, float, float]] = []
     for d, members in sorted(groups.items()):
         r = len(members)
         if r < 2:
@@ -133,8 +137,9 @@ def allreduces(problem: Problem, groups: Groups, ops_of: Mapping[int, Sequence[i
         for backward, nbytes in gradient_buckets(problem, ops_of.get(d, ())):
             ready = float(end[last][:, backward].max())
             step = allreduce_time(c, nbytes, members)
+            spans.append((members, max(clock, ready), max(clock, ready) + step, nbytes))
             clock = max(clock, ready) + step
             total += step
         took[d] = total
         finish = max(finish, clock)
-    return finish, took
+    return finish, took, spans

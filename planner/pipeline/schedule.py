@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cost import Costs, allreduce_time, costs, with_costs
+from ..cost import Costs, costs, with_costs
 from ..model import (
     Cluster,
     Graph,
@@ -77,6 +77,7 @@ from ..schedules import Schedule
 from ..schedules import of as schedule_of
 from ..simulate import SimResult, simulate
 from . import hybrid
+from .allreduce import AllReduce, gradient_allreduces
 from .split import Split, resource_loads, split_of, stage_bytes
 from .units import units
 
@@ -141,6 +142,8 @@ class PipelineRun:
     allreduce_s: float = 0.0
     #: samples per micro-batch (`Pipeline.microbatch_size`)
     microbatch_size: int = 1
+    #: each all-reduce behind `allreduce_s`, in the order it started
+    allreduces: tuple[AllReduce, ...] = ()
 
     @property
     def throughput(self) -> float:
@@ -206,17 +209,11 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
          recompute: frozenset[int], replicas: Mapping[int, tuple[int, ...]]) -> PipelineRun:
     split = split_of(problem, placement)
     groups = {d: g for d, g in replicas.items() if d in split.devices}
-    schedule = pipeline.schedule_spec
-    note = ""
-    if schedule.fallback is not None and (groups or not _interleaves(
-            split, pipeline.stages_per_device)):
-        schedule = schedule_of(schedule.fallback)
-        note = (f"its stages are replicated: run as {schedule.name}" if groups else
-                f"its stages are not {pipeline.stages_per_device} per device in a repeating "
-                f"chain: run as {schedule.name}")
+    schedule, note = _first_schedule(split, pipeline, bool(groups))
     c = costs(problem)
     allreduce = 0.0  # holders on one device share their weight
     by_group: dict[int, float] = {}
+    spans: tuple[AllReduce, ...] = ()
     if split.stages == 1 and not groups:  # one device never waits: its work, one after another
         d = split.devices[0]
         again = d in recompute
@@ -227,27 +224,13 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
         busy = tuple(work if e == d else 0.0 for e in range(len(problem.cluster.devices)))
         tasks = _one_device_tasks(problem, d, pipeline, schedule, again)
     else:
-        result = _simulate(problem, placement, split, pipeline, schedule, recompute, groups)
-        if not math.isfinite(result.makespan_s) and schedule.deadlock_fallback is not None:
-            fallback = schedule_of(schedule.deadlock_fallback)
-            note = (f"its devices are not a chain of stages, and {schedule.name} would "
-                    f"deadlock: run in {fallback.name}'s order")
-            schedule = fallback
-            result = _simulate(problem, placement, split, pipeline, schedule, recompute,
-                               groups)
-        ran = schedule  # the order run (micro-batch first: under the schedule's name)
-        if (schedule.all_in_flight and schedule.task_per_stage
-                and len(set(split.devices)) < split.stages):
-            # a device with several stages: stage by stage, or micro-batch first, whichever
-            # the simulator finds shorter (neither wins everywhere; the first can deadlock)
-            first = schedule.by_microbatch()
-            other = _simulate(problem, placement, split, pipeline, first, recompute, groups)
-            if not other.makespan_s >= result.makespan_s:
-                ran, result = first, other
+        schedule, ran, result, deadlock = _executed(problem, placement, split, pipeline,
+                                                    schedule, recompute, groups)
+        note = deadlock or note
         iteration, busy = result.makespan_s, tuple(result.busy_s)
         tasks = _task_times(problem, split, ran, pipeline.microbatches, result, groups)
-        iteration, allreduce, by_group = _allreduces(problem, placement, split, pipeline,
-                                                     result, iteration, groups)
+        iteration, allreduce, by_group, spans = gradient_allreduces(
+            problem, placement, split, pipeline, result, iteration, groups)
     loads = resource_loads(problem, split, recompute)
     u = units(problem)
     stages = []
@@ -265,50 +248,79 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
             device_s[e] = loads.device_s[d] / len(members)
     return PipelineRun(schedule.name, pipeline.microbatches, iteration, tuple(stages), busy,
                        tuple(stage_bytes(problem, split, pipeline, recompute, groups)),
-                       tuple(device_s), note, tasks, allreduce, pipeline.microbatch_size)
+                       tuple(device_s), note, tasks, allreduce, pipeline.microbatch_size,
+                       spans)
 
 
-def tied_gradients(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, ...], int]]:
-    """Per tie whose every holder is a forward op with backward ops: (holders, their
-    backward ops, the bytes of the weight's gradient)."""
-    g = problem.graph
-    backward: dict[int, list[int]] = {}
-    for b, f in g.backward_of.items():
-        backward.setdefault(f, []).append(b)
-    return [(t.ops, tuple(b for i in t.ops for b in backward[i]), t.bytes) for t in g.ties
-            if all(i in backward for i in t.ops)]
+def _first_schedule(split: Split, pipeline: Pipeline, grouped: bool) -> tuple[Schedule, str]:
+    """The plan's schedule, or its fallback (interleaved -> 1F1B) where its stages are
+    replicated or not `stages_per_device` per device in a repeating chain, with a note."""
+    schedule = pipeline.schedule_spec
+    if schedule.fallback is None or not (grouped or not _interleaves(
+            split, pipeline.stages_per_device)):
+        return schedule, ""
+    fallback = schedule_of(schedule.fallback)
+    return fallback, (f"its stages are replicated: run as {fallback.name}" if grouped else
+                      f"its stages are not {pipeline.stages_per_device} per device in a "
+                      f"repeating chain: run as {fallback.name}")
 
 
-def _allreduces(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
-                result: SimResult, iteration: float, groups: Mapping[int, tuple[int, ...]],
-                ) -> tuple[float, float, dict[int, float]]:
-    """(the iteration, the all-reduces' seconds, each replicated group's) with the gradient
-    all-reduces run after the simulation `result`: the tied weights' (the module
-    docstring; among every replica of their holders) and the replicated stages'
-    (`hybrid.allreduces`)."""
-    ties = tied_gradients(problem)
-    if not ties and not groups:
-        return iteration, 0.0, {}
-    c = costs(problem)
-    mb = pipeline.microbatches
-    n = len(result.end_s) // mb  # the graph's ops and its relays, per micro-batch
-    end = np.asarray(result.end_s, dtype=np.float64).reshape(mb, n)
-    ready = []
-    for holders, backward, nbytes in ties:
-        took = allreduce_time(c, nbytes, sorted({e for i in holders
-                                                 for e in hybrid.group(groups, placement[i])}))
-        if took > 0:
-            ready.append((float(end[:, list(backward)].max()), took))
-    clock = total = 0.0
-    for start, took in sorted(ready):
-        clock = max(clock, start) + took
-        total += took
-    ops_of: dict[int, list[int]] = {}
-    for i, d in enumerate(placement):
-        if d in groups:
-            ops_of.setdefault(d, []).append(i)
-    finish, by_group = hybrid.allreduces(problem, groups, ops_of, end)
-    return max(iteration, clock, finish), total + math.fsum(by_group.values()), by_group
+def _executed(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
+              schedule: Schedule, recompute: Collection[int],
+              groups: Mapping[int, tuple[int, ...]]
+              ) -> tuple[Schedule, Schedule, SimResult, str]:
+    """The copies simulated under `schedule` or its fallbacks: (the schedule run, the order
+    run, its simulation, a note where it deadlocked and fell back)."""
+    result = _simulate(problem, placement, split, pipeline, schedule, recompute, groups)
+    note = ""
+    if not math.isfinite(result.makespan_s) and schedule.deadlock_fallback is not None:
+        fallback = schedule_of(schedule.deadlock_fallback)
+        note = (f"its devices are not a chain of stages, and {schedule.name} would "
+                f"deadlock: run in {fallback.name}'s order")
+        schedule = fallback
+        result = _simulate(problem, placement, split, pipeline, schedule, recompute, groups)
+    ran = schedule  # the order run (micro-batch first: under the schedule's name)
+    if (schedule.all_in_flight and schedule.task_per_stage
+            and len(set(split.devices)) < split.stages):
+        # a device with several stages: stage by stage, or micro-batch first, whichever
+        # the simulator finds shorter (neither wins everywhere; the first can deadlock)
+        first = schedule.by_microbatch()
+        other = _simulate(problem, placement, split, pipeline, first, recompute, groups)
+        if not other.makespan_s >= result.makespan_s:
+            ran, result = first, other
+    return schedule, ran, result, note
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    """The simulation behind a `PipelineRun`, op by op (for `--trace`): the graph copied
+    once per micro-batch with its relays (op i of micro-batch m is op i + m * `width`; ops
+    `n_ops` and on of a copy are relays, relay r of stage `relay_stage[r]`), as run."""
+
+    problem: Problem
+    result: SimResult
+    run: PipelineRun
+    width: int
+    n_ops: int
+    relay_stage: tuple[int, ...]
+
+
+def simulation(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
+               recompute: Collection[int] = (), replicas: Mapping[int, tuple[int, ...]] = _NONE,
+               ) -> Simulation:
+    """The copies' simulation of `run` (same arguments), under the schedule and order that
+    `run` ran; a plan on one device is simulated too (`run` adds up its work instead: the
+    same times, to rounding)."""
+    the_run = run(problem, placement, pipeline, recompute, replicas)
+    split = split_of(problem, placement)
+    groups = {d: g for d, g in replicas.items() if d in split.devices and len(g) > 1}
+    schedule, _ = _first_schedule(split, pipeline, bool(groups))
+    again = frozenset(recompute)
+    _, _, result, _ = _executed(problem, placement, split, pipeline, schedule, again, groups)
+    expanded, _ = _expanded(problem, placement, split, pipeline, schedule, again, groups)
+    relayed = _relayed(problem, placement, split)
+    return Simulation(expanded, result, the_run, len(relayed.graph.ops),
+                      len(problem.graph.ops), relayed.stage)
 
 
 def _interleaves(split: Split, per_device: int) -> bool:
@@ -403,6 +415,15 @@ def _relay_hops(st: Sequence[int], i: int, consumers: Sequence[tuple[int, int]],
 def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
               schedule: Schedule, recompute: Collection[int] = (),
               groups: Mapping[int, tuple[int, ...]] = _NONE) -> SimResult:
+    return simulate(*_expanded(problem, placement, split, pipeline, schedule, recompute,
+                               groups))
+
+
+def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
+              schedule: Schedule, recompute: Collection[int],
+              groups: Mapping[int, tuple[int, ...]]) -> tuple[Problem, Plan]:
+    """The copies' problem (a copy of the relayed graph per micro-batch) and their plan
+    under `schedule`."""
     relayed = _relayed(problem, placement, split)
     mb = pipeline.microbatches
     cluster = problem.cluster
@@ -422,8 +443,7 @@ def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline
     where = tuple(relayed.placement) * mb if not groups else tuple(
         hybrid.group(groups, d)[m % len(hybrid.group(groups, d))]
         for m in range(mb) for d in relayed.placement)
-    plan = Plan(where, order)
-    return simulate(expanded, plan)
+    return expanded, Plan(where, order)
 
 
 def _with_recompute(problem: Problem, placement: Sequence[int],

@@ -16,23 +16,42 @@ plan opens in ui.perfetto.dev or chrome://tracing next to real profiles:
 Times are microseconds (the format's unit), rounded to picoseconds so that output is
 deterministic and readable. Ops or transfers that never happen (`inf` times, in an
 infeasible plan) are left out and counted in `otherData`.
+
+A pipeline plan's trace (`pipeline_trace_json`) is its iteration as the pipeline ran it
+(`pipeline.schedule.simulation`): every op of every micro-batch (`name · mb3`, its
+micro-batch in `args`) and the zero-time relays that pass a tensor on through a stage, with
+their transfers and flows as above; then process 3, `pipeline`, with a track per device and
+a slice per task (a device's forward or backward ops of one micro-batch, as the HTML
+report's timeline draws them), and process 4, `all-reduces`, with the gradient
+all-reduces (a tied weight's, a replicated stage's buckets), a track per ring of devices.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from ..files import write_text_atomic
 from ..model import Problem
-from ..simulate import SimResult, Transfer
+from ..pipeline.allreduce import AllReduce
+from ..pipeline.schedule import Simulation
+from ..schedules import of as schedule_of
+from ..simulate import SimResult
 from .groups import op_type
 
-__all__ = ["trace_document", "trace_json", "write_trace"]
+__all__ = ["pipeline_trace_document", "pipeline_trace_json", "trace_document", "trace_json",
+           "write_pipeline_trace", "write_trace"]
 
 DEVICES_PID = 1
 LINKS_PID = 2
+TASKS_PID = 3
+ALLREDUCE_PID = 4
+
+#: op -> (slice name, category, args beyond the op's bytes)
+Label = Callable[[int], tuple[str, str, dict[str, Any]]]
 
 
 def _us(t_s: float) -> float:
@@ -60,22 +79,23 @@ def _meta(pid: int, tid: int | None, name: str, args: dict[str, Any]) -> dict[st
     return ev
 
 
-def _link_tracks(done: list[Transfer]) -> tuple[list[tuple[int, int, int]], list[int]]:
-    """Tracks as (src, dst, lane), sorted, and per transfer in `done` its track index.
+def _tracks(items: Sequence[tuple[Any, float, float]]
+            ) -> tuple[list[tuple[Any, int]], list[int]]:
+    """Tracks as (key, lane), sorted, and per item (key, start, end) its track index.
 
-    Each transfer, in order of start, goes to the first lane of its device pair whose last
-    transfer has ended: transfers on one track never overlap."""
-    lanes: dict[tuple[int, int], list[float]] = {}
-    lane_of: list[tuple[int, int, int]] = [(0, 0, 0)] * len(done)
-    for j in sorted(range(len(done)), key=lambda j: (done[j].start_s, done[j].end_s, j)):
-        tr = done[j]
-        ends = lanes.setdefault((tr.src_device, tr.dst_device), [])
-        k = next((k for k, end in enumerate(ends) if end <= tr.start_s), len(ends))
+    Each item, in order of start, goes to the first lane of its key (a device pair, a ring
+    of devices) whose last item has ended: items on one track never overlap."""
+    lanes: dict[Hashable, list[float]] = {}
+    lane_of: list[tuple[Any, int]] = [((), 0)] * len(items)
+    for j in sorted(range(len(items)), key=lambda j: (items[j][1], items[j][2], j)):
+        key, start, end = items[j]
+        ends = lanes.setdefault(key, [])
+        k = next((k for k, last in enumerate(ends) if last <= start), len(ends))
         if k == len(ends):
-            ends.append(tr.end_s)
+            ends.append(end)
         else:
-            ends[k] = tr.end_s
-        lane_of[j] = (tr.src_device, tr.dst_device, k)
+            ends[k] = end
+        lane_of[j] = (key, k)
     tracks = sorted(set(lane_of))
     index = {t: k for k, t in enumerate(tracks)}
     return tracks, [index[t] for t in lane_of]
@@ -83,6 +103,29 @@ def _link_tracks(done: list[Transfer]) -> tuple[list[tuple[int, int, int]], list
 
 def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
     """The trace as a JSON-ready dict (`traceEvents`, `displayTimeUnit`, `otherData`)."""
+    ops = problem.graph.ops
+    events, ran, traced = _schedule_events(
+        problem, result, lambda i: (ops[i].name, op_type(ops[i].name, ops[i].type), {}))
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {**_head(problem, result),
+                      "ops": len(ops), "ops_traced": ran,
+                      "transfers": len(result.transfers), "transfers_traced": traced},
+    }
+
+
+def _head(problem: Problem, result: SimResult) -> dict[str, Any]:
+    return {"generator": "planner", "plan": problem.name, "contention": problem.contention,
+            "memory_model": problem.memory_model,
+            "makespan_us": _us(result.makespan_s) if math.isfinite(result.makespan_s)
+            else None}
+
+
+def _schedule_events(problem: Problem, result: SimResult, label: Label
+                     ) -> tuple[list[dict[str, Any]], int, int]:
+    """The devices' and the links' events (metadata, slices, flows), the ops traced and the
+    transfers traced."""
     ops, devs, edges = problem.graph.ops, problem.cluster.devices, problem.graph.edges
     events: list[dict[str, Any]] = [
         _meta(DEVICES_PID, None, "process_name", {"name": f"devices · plan {problem.name}"}),
@@ -95,8 +138,9 @@ def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
         events.append(_meta(DEVICES_PID, d + 1, "thread_name", {"name": dev.name}))
         events.append(_meta(DEVICES_PID, d + 1, "thread_sort_index", {"sort_index": d}))
     done = result.sent()
-    tracks, track_of = _link_tracks(done)
-    for j, (src, dst, lane) in enumerate(tracks):
+    pairs, track_of = _tracks([((t.src_device, t.dst_device), t.start_s, t.end_s)
+                               for t in done])
+    for j, ((src, dst), lane) in enumerate(pairs):
         name = f"{devs[src].name} → {devs[dst].name}" + (f" #{lane + 1}" if lane else "")
         events.append(_meta(LINKS_PID, j + 1, "thread_name", {"name": name}))
         events.append(_meta(LINKS_PID, j + 1, "thread_sort_index", {"sort_index": j}))
@@ -108,9 +152,10 @@ def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
         ts, dur = _span(s, e)
         slices[i] = (ts, dur)
         ran += 1
+        name, cat, more = label(i)
         events.append({"ph": "X", "pid": DEVICES_PID, "tid": d + 1, "ts": ts, "dur": dur,
-                       "name": op.name, "cat": op_type(op.name, op.type),
-                       "args": {"op": op.name, "device": devs[d].name,
+                       "name": name, "cat": cat,
+                       "args": {"op": op.name, **more, "device": devs[d].name,
                                 "output_bytes": op.output_bytes,
                                 "params_bytes": op.params_bytes,
                                 "temp_bytes": op.temp_bytes}})
@@ -119,10 +164,11 @@ def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
     for tr, track in zip(done, track_of, strict=True):
         ts, dur = _span(tr.start_s, tr.end_s)
         tid = track + 1
-        producer = ops[tr.src_op].name
+        producer, _, more = label(tr.src_op)
         events.append({"ph": "X", "pid": LINKS_PID, "tid": tid, "ts": ts, "dur": dur,
                        "name": f"{producer} → {devs[tr.dst_device].name}", "cat": "transfer",
-                       "args": {"op": producer, "from": devs[tr.src_device].name,
+                       "args": {"op": ops[tr.src_op].name, **more,
+                                "from": devs[tr.src_device].name,
                                 "to": devs[tr.dst_device].name, "bytes": tr.bytes}})
         consumers = sorted({edges[k].dst for k in succ[tr.src_op]
                             if result.placement[edges[k].dst] == tr.dst_device
@@ -135,15 +181,56 @@ def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
             _flow(flows, [(LINKS_PID, tid, -1, "s"), (DEVICES_PID, tr.dst_device + 1, c, "f")],
                   slices, (ts, dur))
     events.extend(flows)
+    return events, ran, len(done)
+
+
+def pipeline_trace_document(problem: Problem, sim: Simulation) -> dict[str, Any]:
+    """A pipeline plan's trace (the module docstring) as a JSON-ready dict; `problem` is
+    the plan's own, `sim` its simulation as the pipeline."""
+    ops, devs, run = problem.graph.ops, problem.cluster.devices, sim.run
+
+    def label(i: int) -> tuple[str, str, dict[str, Any]]:
+        m, k = divmod(i, sim.width)
+        if k >= sim.n_ops:
+            stage = sim.relay_stage[k - sim.n_ops]
+            return f"relay · stage {stage} · mb{m}", "relay", {"microbatch": m,
+                                                               "stage": stage}
+        return f"{ops[k].name} · mb{m}", op_type(ops[k].name, ops[k].type), {"microbatch": m}
+
+    events, ran, traced = _schedule_events(sim.problem, sim.result, label)
+    events += [
+        _meta(TASKS_PID, None, "process_name",
+              {"name": f"pipeline · {run.schedule}, {run.microbatches} micro-batches"}),
+        _meta(TASKS_PID, None, "process_sort_index", {"sort_index": 2}),
+    ]
+    for d in sorted({t.device for t in run.tasks}):
+        events.append(_meta(TASKS_PID, d + 1, "thread_name", {"name": devs[d].name}))
+        events.append(_meta(TASKS_PID, d + 1, "thread_sort_index", {"sort_index": d}))
+    stages_on = Counter(s.device for s in run.stages)
+    for t in run.tasks:
+        # a task is one stage's where its device has several, each a task (`interleaved`)
+        staged = stages_on[run.stages[t.stage].device] > 1 and schedule_of(
+            run.schedule).task_per_stage
+        ts, dur = _span(t.start_s, t.end_s)
+        way = "forward" if t.forward else "backward"
+        events.append({"ph": "X", "pid": TASKS_PID, "tid": t.device + 1, "ts": ts, "dur": dur,
+                       "name": f"{way} mb{t.microbatch}" + (f" · stage {t.stage}"
+                                                             if staged else ""),
+                       "cat": way, "args": {"microbatch": t.microbatch, "stage": t.stage,
+                                            "device": devs[t.device].name}})
+    events += _allreduce_events(problem, run.allreduces)
+    other = _head(sim.problem, sim.result)
     return {
         "traceEvents": events,
         "displayTimeUnit": "ns",
-        "otherData": {"generator": "planner", "plan": problem.name,
-                      "contention": problem.contention, "memory_model": problem.memory_model,
-                      "makespan_us": _us(result.makespan_s)
-                      if math.isfinite(result.makespan_s) else None,
-                      "ops": len(ops), "ops_traced": ran,
-                      "transfers": len(result.transfers), "transfers_traced": len(done)},
+        "otherData": {**other, "schedule": run.schedule, "microbatches": run.microbatches,
+                      "iteration_us": _us(run.iteration_s)
+                      if math.isfinite(run.iteration_s) else None,
+                      "ops": len(ops) * run.microbatches,
+                      "relays": (sim.width - sim.n_ops) * run.microbatches,
+                      "ops_traced": ran, "transfers": len(sim.result.transfers),
+                      "transfers_traced": traced, "tasks": len(run.tasks),
+                      "allreduces": len(run.allreduces)},
     }
 
 
@@ -161,9 +248,30 @@ def _flow(flows: list[dict[str, Any]], ends: list[tuple[int, int, int, str]],
         flows.append(ev)
 
 
-def trace_json(problem: Problem, result: SimResult) -> str:
-    """The trace as text: one event per line, keys in a fixed order (diffable)."""
-    doc = trace_document(problem, result)
+def _allreduce_events(problem: Problem, allreduces: Sequence[AllReduce]
+                      ) -> list[dict[str, Any]]:
+    """Process 4: a track per ring of devices (and lane), a slice per all-reduce."""
+    if not allreduces:
+        return []
+    devs = problem.cluster.devices
+    events = [_meta(ALLREDUCE_PID, None, "process_name", {"name": "all-reduces"}),
+              _meta(ALLREDUCE_PID, None, "process_sort_index", {"sort_index": 3})]
+    rings, track_of = _tracks([(a.devices, a.start_s, a.end_s) for a in allreduces])
+    for j, (ring, lane) in enumerate(rings):
+        name = " + ".join(devs[d].name for d in ring) + (f" #{lane + 1}" if lane else "")
+        events.append(_meta(ALLREDUCE_PID, j + 1, "thread_name", {"name": name}))
+        events.append(_meta(ALLREDUCE_PID, j + 1, "thread_sort_index", {"sort_index": j}))
+    for a, track in zip(allreduces, track_of, strict=True):
+        ts, dur = _span(a.start_s, a.end_s)
+        events.append({"ph": "X", "pid": ALLREDUCE_PID, "tid": track + 1, "ts": ts,
+                       "dur": dur, "name": f"all-reduce ({a.kind})", "cat": "all-reduce",
+                       "args": {"bytes": round(a.bytes),
+                                "devices": [devs[d].name for d in a.devices]}})
+    return events
+
+
+def _as_text(doc: dict[str, Any]) -> str:
+    """One event per line, keys in a fixed order (diffable)."""
     lines = [json.dumps(ev, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
              for ev in doc["traceEvents"]]
     other = json.dumps(doc["otherData"], ensure_ascii=False, allow_nan=False,
@@ -172,6 +280,21 @@ def trace_json(problem: Problem, result: SimResult) -> str:
             + ",\n".join(lines) + "\n]}\n")
 
 
+def trace_json(problem: Problem, result: SimResult) -> str:
+    """The trace as text: one event per line, keys in a fixed order (diffable)."""
+    return _as_text(trace_document(problem, result))
+
+
+def pipeline_trace_json(problem: Problem, sim: Simulation) -> str:
+    """A pipeline plan's trace as text, as `trace_json`."""
+    return _as_text(pipeline_trace_document(problem, sim))
+
+
 def write_trace(path: str, problem: Problem, result: SimResult) -> None:
     """Write `trace_json` atomically."""
     write_text_atomic(path, trace_json(problem, result))
+
+
+def write_pipeline_trace(path: str, problem: Problem, sim: Simulation) -> None:
+    """Write `pipeline_trace_json` atomically."""
+    write_text_atomic(path, pipeline_trace_json(problem, sim))

@@ -10,10 +10,11 @@ from collections.abc import Collection, Mapping, Sequence
 from ..model import Problem
 from ..pipeline.bound import pipeline_bound
 from ..pipeline.hybrid import replica_groups
+from ..pipeline.schedule import Simulation, simulation
 from .pipecompare import rows
 from .views import PipelineView
 
-__all__ = ["pipeline_view"]
+__all__ = ["pipeline_simulation", "pipeline_view"]
 
 
 def pipeline_view(problem: Problem, placement: Sequence[int], algorithm: str,
@@ -33,3 +34,15 @@ def pipeline_view(problem: Problem, placement: Sequence[int], algorithm: str,
         bounded = dataclasses.replace(problem, pipeline=dataclasses.replace(
             problem.pipeline, data_parallel="auto"))
     return PipelineView(tuple(compared), pipeline_bound(bounded, one_pass_bound_s), notes)
+
+
+def pipeline_simulation(problem: Problem, placement: Sequence[int],
+                        recompute: Collection[str] = (),
+                        replicas: Mapping[str, Sequence[str]] | None = None) -> Simulation:
+    """`placement` run as `problem`'s pipeline, op by op (`pipeline.schedule.simulation`),
+    with the arguments of `pipeline_view`: what `--trace` draws."""
+    assert problem.pipeline is not None
+    index = problem.cluster.device_index
+    again = [index[name] for name in recompute if name in index]
+    groups = replica_groups(problem, {"replicas": replicas or {}})
+    return simulation(problem, placement, problem.pipeline, again, groups)

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 US = 1e6
 NS = 1e-3  # in the trace's unit, µs
+DEVICES, TASKS, ALLREDUCES = 1, 3, 4  # the processes (pids)
 
 # Two transfers from `a` to d1 at once with contention `none`: they overlap on one pair.
 OVERLAP = """
@@ -287,3 +288,94 @@ def test_an_infeasible_plan_traces_what_ran(tmp_path: Path) -> None:
     assert [e["name"] for e in doc["traceEvents"] if e["ph"] == "X"] == ["z"]
     assert doc["otherData"]["ops_traced"] == 1 and doc["otherData"]["ops"] == 3
     assert doc["otherData"]["makespan_us"] is None
+
+
+HYBRID = """
+cluster c {
+  device d[0..3] { memory 1 GiB }
+  link d[0..3] <-> d[0..3] { bandwidth 1 GB/s  latency 10 us }
+}
+graph g {
+  op a { time 1 ms  params 4 MiB  output 1 MB }
+  op b { time 1 ms  params 4 MiB  output 1 MB }
+  op b.bwd { time 2 ms  output 1 MB  backward_of b }
+  op a.bwd { time 2 ms  backward_of a }
+  a -> b -> b.bwd -> a.bwd
+}
+plan p { graph g  cluster c  objective pipeline  microbatches 4  data_parallel 2 }
+"""
+
+
+def test_a_pipeline_plan_traces_its_iteration(tmp_path: Path) -> None:
+    """Before: the trace of a pipeline plan was one pass of one micro-batch (4 ops, 8 ms),
+    while `solve` reported an iteration of 4 micro-batches (15 ms) and its all-reduces."""
+    spec = tmp_path / "hybrid.plan"
+    spec.write_text(HYBRID)
+    trace, plan = tmp_path / "t.json", tmp_path / "plan.json"
+    code, out, err = cli("solve", str(spec), "--algo", "hybrid", "--json", "--trace",
+                         str(trace), "--out", str(plan))
+    assert code == 0, err
+    pipeline = json.loads(out)["result"]["pipeline"]
+    doc = json.loads(trace.read_text(encoding="utf-8"))
+    events = doc["traceEvents"]
+    assert check_trace_format(doc) == [] and check_nesting(events) == []
+    other = doc["otherData"]
+    assert other["iteration_us"] == pytest.approx(pipeline["iteration_s"] * US, abs=1e-5)
+    assert (other["schedule"], other["microbatches"]) == ("1f1b", 4)
+    slices = [e for e in events if e["ph"] == "X"]
+    # every op of every micro-batch once, named for both
+    ops = [e for e in slices if e["pid"] == DEVICES]
+    assert Counter((e["args"]["op"], e["args"]["microbatch"]) for e in ops) == Counter(
+        (op, m) for op in ("a", "b", "b.bwd", "a.bwd") for m in range(4))
+    assert {e["name"] for e in ops} >= {"a · mb0", "a.bwd · mb3"}
+    # each task covers its device's ops of its micro-batch and direction, first to last
+    names = names_of(events)
+    tasks = [e for e in slices if e["pid"] == TASKS]
+    assert len(tasks) == 16  # 2 stages x (forward, backward) x 4 micro-batches
+    for t in tasks:
+        device = names[(TASKS, t["tid"])]
+        mine = [e for e in ops if e["args"]["device"] == device
+                and e["args"]["microbatch"] == t["args"]["microbatch"]
+                and e["args"]["op"].endswith(".bwd") == (t["cat"] == "backward")]
+        assert min(e["ts"] for e in mine) == t["ts"]
+        assert max(e["ts"] + e["dur"] for e in mine) == pytest.approx(t["ts"] + t["dur"])
+    # micro-batches alternate over a stage's replicas; each group all-reduces its gradients
+    assert {names[(DEVICES, e["tid"])] for e in ops if e["args"]["op"] == "a"} == {"d0", "d1"}
+    reduces = [e for e in slices if e["pid"] == ALLREDUCES]
+    assert sorted(tuple(e["args"]["devices"]) for e in reduces) == [("d0", "d1"), ("d2", "d3")]
+    assert all(e["args"]["bytes"] == 4 * 2**20 for e in reduces)
+    last = max(e["ts"] + e["dur"] for e in slices)
+    assert last == pytest.approx(other["iteration_us"]) and last in {
+        e["ts"] + e["dur"] for e in reduces}
+    # `simulate` of the plan written traces the same iteration, byte for byte
+    again = tmp_path / "again.json"
+    code, _, err = cli("simulate", str(spec), "--placement", str(plan), "--trace", str(again))
+    assert code == 0, err
+    assert again.read_bytes() == trace.read_bytes()
+
+
+def test_interleaved_tasks_name_their_stage(tmp_path: Path) -> None:
+    layers = [f"l{k}" for k in range(1, 5)]
+    ops = "\n".join(f"  op {n} {{ time 4 ms  output 1 KB }}\n"
+                    f"  op {n}.bwd {{ time 8 ms  output 1 KB  backward_of {n} }}"
+                    for n in layers)
+    chain = " -> ".join(layers + [f"{n}.bwd" for n in reversed(layers)])
+    spec = tmp_path / "il.plan"
+    spec.write_text(
+        "cluster c { device d[0..1] { memory 1 GiB }  link d0 <-> d1 { bandwidth 100 GB/s } }\n"
+        f"graph g {{\n{ops}\n  {chain}\n}}\n"
+        "plan p { graph g  cluster c  objective pipeline  microbatches 4\n"
+        "  schedule interleaved  stages_per_device 2 }\n")
+    trace = tmp_path / "t.json"
+    code, out, err = cli("solve", str(spec), "--json", "--trace", str(trace))
+    assert code == 0, err
+    pipeline = json.loads(out)["result"]["pipeline"]
+    assert pipeline["schedule_run"] == "interleaved"
+    doc = json.loads(trace.read_text(encoding="utf-8"))
+    assert check_nesting(doc["traceEvents"]) == []
+    tasks = Counter(e["name"] for e in doc["traceEvents"] if e["ph"] == "X"
+                    and e["pid"] == TASKS)
+    # four stages on two devices: a task per stage, micro-batch and direction
+    assert tasks == Counter(f"{way} mb{m} · stage {k}" for way in ("forward", "backward")
+                            for m in range(4) for k in range(4))
+    assert doc["otherData"]["iteration_us"] == pytest.approx(pipeline["iteration_s"] * US)

@@ -13,7 +13,7 @@ from planner import loads as load_text
 from planner.algorithms import run
 from planner.cost import allreduce_time, costs, tied_duplicate_bytes
 from planner.model import Problem
-from planner.pipeline import schedule
+from planner.pipeline import allreduce, schedule
 from planner.pipeline.bound import PipelineBound
 from planner.pipeline.split import split_of, stage_bytes
 from planner.render.pipeline import pipeline_json
@@ -82,9 +82,9 @@ def test_holders_on_one_device_need_no_allreduce() -> None:
 def test_ties_without_gradients_cost_memory_only() -> None:
     p = _problem()
     # the forward holders' tie carries the gradient; the backward ops' tie has none
-    assert schedule.tied_gradients(p) == [((0, 2), (5, 3), 64 * KIB)]
+    assert allreduce.tied_gradients(p) == [((0, 2), (5, 3), 64 * KIB)]
     inference = dataclasses.replace(p, graph=dataclasses.replace(p.graph, backward_of={}))
-    assert schedule.tied_gradients(inference) == []
+    assert allreduce.tied_gradients(inference) == []
 
 
 def test_each_holder_keeps_the_weight_and_one_device_keeps_one_copy() -> None:

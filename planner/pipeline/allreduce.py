@@ -1,0 +1,86 @@
+"""The gradient all-reduces of a pipeline's iteration, timed after its simulation
+(`planner.pipeline.schedule`): a tied weight's among its holders' devices (Megatron's
+embedding group), and a replicated stage's buckets among its replicas
+(`planner.pipeline.hybrid`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cost import allreduce_time, costs
+from ..model import Pipeline, Problem
+from ..simulate import SimResult
+from . import hybrid
+from .split import Split
+
+__all__ = ["AllReduce", "gradient_allreduces", "tied_gradients"]
+
+
+@dataclass(frozen=True, slots=True)
+class AllReduce:
+    """One gradient all-reduce of an iteration (a tied weight's, or a bucket of a replicated
+    stage's): the devices of its ring, when it ran and the bytes it reduced."""
+
+    devices: tuple[int, ...]
+    start_s: float
+    end_s: float
+    bytes: float
+    #: `tie` (a tied weight's holders) or `replicas` (a replicated stage's group)
+    kind: str
+
+
+
+def tied_gradients(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, ...], int]]:
+    """Per tie whose every holder is a forward op with backward ops: (holders, their
+    backward ops, the bytes of the weight's gradient)."""
+    g = problem.graph
+    backward: dict[int, list[int]] = {}
+    for b, f in g.backward_of.items():
+        backward.setdefault(f, []).append(b)
+    return [(t.ops, tuple(b for i in t.ops for b in backward[i]), t.bytes) for t in g.ties
+            if all(i in backward for i in t.ops)]
+
+
+def gradient_allreduces(problem: Problem, placement: Sequence[int], split: Split,
+                        pipeline: Pipeline, result: SimResult, iteration: float,
+                        groups: Mapping[int, tuple[int, ...]],
+                        ) -> tuple[float, float, dict[int, float], tuple[AllReduce, ...]]:
+    """(the iteration, the all-reduces' seconds, each replicated group's, each all-reduce)
+    with the gradient all-reduces run after the simulation `result` (of the copies, op i
+    of micro-batch m at i + m * n): the tied weights' (`pipeline.schedule`'s docstring;
+    among every replica of their holders) and the replicated stages'
+    (`hybrid.allreduces`)."""
+    ties = tied_gradients(problem)
+    if not ties and not groups:
+        return iteration, 0.0, {}, ()
+    c = costs(problem)
+    mb = pipeline.microbatches
+    n = len(result.end_s) // mb  # the graph's ops and its relays, per micro-batch
+    end = np.asarray(result.end_s, dtype=np.float64).reshape(mb, n)
+    ready = []
+    for holders, backward, nbytes in ties:
+        ring = sorted({e for i in holders for e in hybrid.group(groups, placement[i])})
+        took = allreduce_time(c, nbytes, ring)
+        if took > 0:
+            ready.append((float(end[:, list(backward)].max()), took, tuple(ring), nbytes))
+    clock = total = 0.0
+    spans = []
+    for start, took, devices, nbytes in sorted(ready):
+        spans.append(AllReduce(devices, max(clock, start), max(clock, start) + took, nbytes,
+                               "tie"))
+        clock = max(clock, start) + took
+        total += took
+    ops_of: dict[int, list[int]] = {}
+    for i, d in enumerate(placement):
+        if d in groups:
+            ops_of.setdefault(d, []).append(i)
+    finish, by_group, buckets = hybrid.allreduces(problem, groups, ops_of, end)
+    spans += [AllReduce(ring, start, stop, nbytes, "replicas")
+              for ring, start, stop, nbytes in buckets]
+    spans.sort(key=lambda a: (a.start_s, a.end_s, a.devices))
+    return (max(iteration, clock, finish), total + math.fsum(by_group.values()), by_group,
+            tuple(spans))
