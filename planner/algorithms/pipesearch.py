@@ -28,7 +28,9 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
@@ -59,7 +61,7 @@ def place(problem: Problem, options: Options) -> Solution:
     if refined is not None and refined.iteration_s < _iteration(problem, start, pipeline):
         start = Solution(Plan(refined.split.placement(problem), algorithm="search"),
                          "feasible", MappingProxyType({
-                             **start.info,
+                             **_own_notes(start.info),
                              "period_s": resource_loads(problem, refined.split).period_s,
                              "iteration_s": refined.iteration_s, "stages": refined.split.stages,
                              "chosen": "search (cut moves)"}))
@@ -98,14 +100,28 @@ def place(problem: Problem, options: Options) -> Solution:
         info["reason"] = (f"{CUT} after {tried} of {budget} moves (a slow or busy machine): "
                           "this plan may differ from run to run")
     if moved:
-        mine = run_pipeline(problem, placement, pipeline).iteration_s
+        ran = run_pipeline(problem, placement, pipeline)
         theirs = _iteration(problem, start, pipeline)
-        if mine < theirs:
-            info.update(period_s=best, iteration_s=mine, chosen="search")
+        # the moves judged memory by the plan's schedule; the run may fall back to another
+        # (GPipe's order where 1F1B would deadlock), which holds more
+        if not fits(problem, ran.memory_bytes):
+            info["search"] += ("; the moves' plan does not fit as it runs (under "
+                               f"{ran.schedule}): the cut moves' plan kept")
+        elif ran.iteration_s < theirs:
+            info = _own_notes(info)
+            info.update(period_s=best, iteration_s=ran.iteration_s, chosen="search")
             return Solution(Plan(tuple(placement), algorithm="search"), "feasible",
                             MappingProxyType(info))
-        info["search"] += "; the simulated iteration was no shorter: the cut moves' plan kept"
+        else:
+            info["search"] += ("; the simulated iteration was no shorter: the cut moves' "
+                               "plan kept")
     return Solution(start.plan.with_algorithm("search"), "feasible", MappingProxyType(info))
+
+
+def _own_notes(info: Mapping[str, Any]) -> dict[str, Any]:
+    """`info` less pipedp's notes on its own split (`memory_note`, `stages_note`), which
+    would describe a plan search has replaced."""
+    return {k: v for k, v in info.items() if k not in ("memory_note", "stages_note")}
 
 
 def _iteration(problem: Problem, plan: Solution, pipeline: Pipeline) -> float:

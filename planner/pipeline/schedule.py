@@ -246,8 +246,11 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
     for d, members in groups.items():  # a replica takes its share of the micro-batches
         for e in members:
             device_s[e] = loads.device_s[d] / len(members)
+    # memory as the schedule run holds it: GPipe's M in flight where 1F1B fell back to it
+    counted = pipeline if schedule.name == pipeline.schedule else dataclasses.replace(
+        pipeline, schedule=schedule.name)
     return PipelineRun(schedule.name, pipeline.microbatches, iteration, tuple(stages), busy,
-                       tuple(stage_bytes(problem, split, pipeline, recompute, groups)),
+                       tuple(stage_bytes(problem, split, counted, recompute, groups)),
                        tuple(device_s), note, tasks, allreduce, pipeline.microbatch_size,
                        spans)
 
