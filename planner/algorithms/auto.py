@@ -62,7 +62,7 @@ from ..errors import InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import fits, split_of, stage_bytes
+from ..pipeline.split import fits, off_devices, split_of, stage_bytes
 from ..plan import Plan
 from ..simulate import simulate
 from ..units import format_seconds
@@ -213,7 +213,8 @@ def _why_hybrid(info: dict[str, Any], figures: dict[str, tuple[float, bool]],
 
 def _iteration(problem: Problem, placement: tuple[int, ...], pipeline: Pipeline,
                simulated: bool) -> tuple[float, bool]:
-    """The plan's iteration (simulated, or estimated) and whether it fits the memory."""
+    """The plan's iteration (simulated, or estimated) and whether it fits the memory
+    with every op on a device it may use (the uniform split reads no pins)."""
     split = split_of(problem, placement)
     if simulated:
         run = run_pipeline(problem, placement, pipeline)
@@ -221,7 +222,7 @@ def _iteration(problem: Problem, placement: tuple[int, ...], pipeline: Pipeline,
     else:
         held = stage_bytes(problem, split, pipeline)
         iteration = pipedp.estimate(problem, pipeline, split)
-    return iteration, fits(problem, held)
+    return iteration, fits(problem, held) and not off_devices(problem, placement)
 
 
 def _cpsat_skipped(problem: Problem, options: Options) -> str | None:

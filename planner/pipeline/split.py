@@ -40,6 +40,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ..cost import INF, costs, stage_memory, tied_duplicate_bytes, transfer_seconds
+from ..facts import facts
 from ..model import Pipeline, Problem
 from . import hybrid
 from .units import units
@@ -272,6 +273,13 @@ def _replicate(problem: Problem, split: Split, held: list[float],
                                                  len(members))
             for e in members:
                 held[e] = each
+
+
+def off_devices(problem: Problem, placement: Sequence[int]) -> list[int]:
+    """The ops that `placement` puts on a device they may not use (pinned elsewhere, or a
+    device that cannot run them): a plan that does so runs nowhere, whatever its memory."""
+    allowed = facts(problem).allowed
+    return [i for i, d in enumerate(placement) if d not in allowed[i]]
 
 
 def fits(problem: Problem, held: Sequence[float]) -> bool:

@@ -260,9 +260,16 @@ def candidate_cuts(u: Units, most: int) -> NDArray[np.int64]:
     return np.array(sorted(set(cuts)), dtype=np.int64)
 
 
-def _signature(problem: Problem, d: int) -> tuple[object, ...]:
-    dev = problem.cluster.devices[d]
-    return (dev.kind, dev.speed, dev.flop_rate, dev.memory_bytes)
+def _classes(problem: Problem) -> list[int]:
+    """Per device, its class: devices of one class are interchangeable in a chain (one
+    kind, speed, FLOP rate and memory, and the same units may use them: a unit pinned to
+    gpu3 tells gpu3 from gpu0)."""
+    m = len(problem.cluster.devices)
+    restricted = [frozenset(a) for a in units(problem).allowed if len(a) < m]
+    classes: dict[tuple[object, ...], int] = {}
+    return [classes.setdefault((dev.kind, dev.speed, dev.flop_rate, dev.memory_bytes,
+                                tuple(d in a for a in restricted)), len(classes))
+            for d, dev in enumerate(problem.cluster.devices)]
 
 
 def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple[int, ...]]:
@@ -274,8 +281,7 @@ def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple
     width = stages // per
     m = len(problem.cluster.devices)
     c = costs(problem)
-    kinds: dict[tuple[object, ...], int] = {}
-    sig = [kinds.setdefault(_signature(problem, d), len(kinds)) for d in range(m)]
+    sig = _classes(problem)
     links: dict[tuple[float, ...], int] = {}
     pair = [[links.setdefault((c.latency[a][b], c.inv_bandwidth[a][b], c.latency[b][a],
                                c.inv_bandwidth[b][a]), len(links)) for b in range(m)]

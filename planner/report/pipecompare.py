@@ -28,7 +28,7 @@ from ..cost import INF, costs
 from ..errors import InfeasibleError
 from ..model import Pipeline, Problem
 from ..pipeline.schedule import run
-from ..pipeline.split import fits, units_split
+from ..pipeline.split import fits, off_devices, units_split
 from .views import PipelineRow
 
 #: the makespan plan's heuristics expected to take longer are left out (`portfolio.rank`)
@@ -75,4 +75,5 @@ def _row(problem: Problem, pipeline: Pipeline, label: str, algorithm: str,
          replicas: Mapping[int, tuple[int, ...]] | None = None) -> PipelineRow:
     result = run(problem, placement, pipeline, recompute, replicas or {})
     return PipelineRow(label, algorithm, result, fits(problem, result.memory_bytes)
-                       and not units_split(problem, placement))
+                       and not units_split(problem, placement)
+                       and not off_devices(problem, placement))

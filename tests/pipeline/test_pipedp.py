@@ -14,6 +14,7 @@ import math
 import pytest
 from pipe_support import chain_spec, random_spec
 
+from planner import loads
 from planner.algorithms import run
 from planner.errors import InfeasibleError
 from planner.model import Problem
@@ -235,3 +236,46 @@ def test_no_time_limit_simulates_every_candidate(algo: str) -> None:
     assert math.isfinite(solution.info["iteration_s"])
     if algo == "pipedp":
         assert solution.info["candidates_compared_by"].startswith("simulation")
+
+
+def _pinned_on_twins(pins: str) -> Problem:
+    """Four identical devices; five units of a training chain, some pinned."""
+    ops = "\n".join(f"  op u{k} {{ time {2 + k % 3} ms; output 1 MB; params 1 MB }}\n"
+                    f"  op u{k}.bwd {{ time 4 ms; output 1 MB; backward_of u{k} }}\n"
+                    f"  u{k} -> u{k}.bwd" for k in range(5))
+    chain = "\n".join(f"  u{k} -> u{k + 1}\n  u{k + 1}.bwd -> u{k}.bwd" for k in range(4))
+    return loads("cluster c { device d[0..3] { memory 1 GB }\n"
+                 "  link d[*] <-> d[*] { bandwidth 10 GB/s } }\n"
+                 f"graph g {{\n{ops}\n{chain}\n}}\n"
+                 f"plan p {{ graph g; cluster c; objective pipeline; microbatches 4\n{pins} }}"
+                 ).plan("p")
+
+
+@pytest.mark.parametrize("pins", ["pin u0 to d3", "pin u0 to d1; pin u4 to d0",
+                                  "pin u2 to d2"])
+def test_pins_tell_identical_devices_apart(pins: str) -> None:
+    """Before: the chains of identical devices were tried once, from d0 up, whatever the
+    pins: a unit pinned to d3 made every split E707 ("no contiguous pipeline split")."""
+    p = _pinned_on_twins(pins)
+    found = best_splits(p, p.pipeline)
+    expected = {s: v for s, v in _brute_force(p).items() if v < math.inf}
+    assert sorted(found) == sorted(expected)
+    for s, f in found.items():
+        assert f.period_s == pytest.approx(expected[s], rel=1e-12), s
+    plan = run("pipedp", p).plan
+    assert not simulate(p, plan).violations
+
+
+def test_a_split_that_breaks_a_pin_neither_fits_nor_wins() -> None:
+    """Before: the uniform split (which reads no pins) put u0 on d0 against `pin u0 to
+    d3`, its comparison row said `fits yes`, and `auto` could choose it (E401)."""
+    from planner.report.pipecompare import rows
+
+    p = _pinned_on_twins("pin u0 to d3")
+    uniform = run("uniform", p).plan.placement
+    assert uniform[0] == 0
+    compared, _ = rows(p, uniform, "uniform", (), {})
+    assert [r.fits for r in compared if r.label.startswith("uniform")] == [False]
+    chosen = run("auto", p)
+    assert chosen.info["chosen"] != "uniform"
+    assert chosen.plan.placement[0] == 3 and not simulate(p, chosen.plan).violations
