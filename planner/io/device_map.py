@@ -72,16 +72,20 @@ def looks_like_device_map(data: Any) -> bool:
 def torch_device_names(cluster: Cluster) -> dict[str, str]:
     """`{spec device: torch device}` by the default rule: a device whose kind (or name)
     starts with `cpu` is `cpu`; any other is `cuda:N`, N being the digits ending its name
-    (`gpu3` -> `cuda:3`), or else the number of accelerators before it."""
+    (`gpu3` -> `cuda:3`), or else the number of accelerators before it. Where that gives
+    two accelerators one number (`n0.gpu0` and `n1.gpu0` of two nodes), each is numbered
+    by its position among the accelerators instead: two devices of a plan are never one."""
     out: dict[str, str] = {}
-    accelerators = 0
+    accelerators: list[str] = []
     for d in cluster.devices:
         if (d.kind or d.name).lower().startswith("cpu"):
             out[d.name] = "cpu"
             continue
         digits = _TRAILING_DIGITS.search(d.name)
-        out[d.name] = f"cuda:{int(digits.group(1)) if digits else accelerators}"
-        accelerators += 1
+        out[d.name] = f"cuda:{int(digits.group(1)) if digits else len(accelerators)}"
+        accelerators.append(d.name)
+    if len({out[n] for n in accelerators}) < len(accelerators):
+        out.update({n: f"cuda:{k}" for k, n in enumerate(accelerators)})
     return out
 
 

@@ -31,7 +31,10 @@ also finds the nearest module-level plan).
 
 Devices of the spec map to torch devices by `device_map` given by the user, else by kind:
 a device whose kind (or name) starts with `cpu` is `cpu`; any other is `cuda:N`, N being the
-digits ending its name (`gpu3` -> `cuda:3`), or its position among the accelerators.
+digits ending its name (`gpu3` -> `cuda:3`), or its position among the accelerators (for
+every accelerator where the digits would give two devices one number, as for two nodes'
+`n0.gpu0` and `n1.gpu0`); a `--device-map` that puts a device where the rule puts another
+is E930.
 """
 
 from __future__ import annotations
@@ -80,7 +83,16 @@ def torch_devices(cluster: Any, given: Mapping[str, str] | None = None) -> dict[
             raise UsageError(Diagnostic("E930", f"--device-map {name}={value}: not a torch "
                                         f"device ({err})", None,
                                         ("e.g. cpu, cuda:0, meta",))) from None
-    return {**torch_device_names(cluster), **{k: str(v) for k, v in given.items()}}
+    named = {k: str(torch.device(v)) for k, v in given.items()}
+    default = torch_device_names(cluster)
+    for name, device in default.items():  # a device the map leaves to the default rule
+        other = next((k for k, v in named.items() if v == device), None)
+        if name not in named and device != "cpu" and other is not None:
+            raise UsageError(Diagnostic(
+                "E930", f"--device-map puts `{other}` on {device}, where the default rule "
+                f"puts `{name}`: two devices of the plan would be one", None,
+                (f"map `{name}` too: --device-map ...,{name}=cuda:K",)))
+    return {**default, **{k: str(v) for k, v in given.items()}}
 
 
 def parse_device_map(text: str | None) -> dict[str, str]:

@@ -235,3 +235,26 @@ def test_each_mistake_points_at_its_key() -> None:
                        shown) for key, shown in (("fc", "`fc`"), ("nope", "`nope`"),
                                                   ("layer1.0.b", "op")))
     assert found == expected, [d.message for d in err.value.diagnostics]
+
+
+def test_two_nodes_devices_never_share_a_torch_device() -> None:
+    """Before: `n0.gpu0` and `n1.gpu0` were both cuda:0: `export torch` put the whole
+    model on one GPU that the plan had sized for half of it, without a word."""
+    devices = tuple(Device(f"n{node}.gpu{k}", 1) for node in (0, 1) for k in (0, 1))
+    assert torch_device_names(Cluster("k", (Device("cpu0", 1), *devices), ())) == {
+        "cpu0": "cpu", "n0.gpu0": "cuda:0", "n0.gpu1": "cuda:1", "n1.gpu0": "cuda:2",
+        "n1.gpu1": "cuda:3"}
+
+
+def test_a_device_map_onto_a_defaults_device_is_refused() -> None:
+    pytest.importorskip("torch", reason="torch_devices checks torch device strings")
+    from planner.errors import UsageError
+    from planner.io.torch_export import torch_devices
+
+    cluster = _problem().cluster  # gpu0 -> cuda:0, gpu1 -> cuda:1 by default
+    assert torch_devices(cluster, {"gpu0": "cuda:1", "gpu1": "cuda:0"})["gpu0"] == "cuda:1"
+    with pytest.raises(UsageError) as err:
+        torch_devices(cluster, {"gpu0": "cuda:1"})
+    (d,) = err.value.diagnostics
+    assert d.code == "E930" and "`gpu0` on cuda:1, where the default rule puts `gpu1`" in (
+        d.message) and "gpu1=cuda:K" in d.hints[0]
