@@ -153,7 +153,8 @@ E514 1   a plan file `replicas` that is not disjoint groups of devices, each nam
 E601 2   an unknown algorithm
 E602 2   no plan of that name, or several plans and no `--plan`
 E603 2   a `solve --time-limit` outside 0 to 1e6 s, or not a finite number
-E604 2   an output path that cannot be written (no such folder, a folder, not a regular file)
+E604 2   an output path that cannot be written (no such folder, a folder, not a regular file),
+         or `-`, which would be a file named `-`
 E605 2   an option that does not apply to the chosen `--algo`
 E606 2   a command-line parse error (in the `--json` envelope)
 E607 130 interrupted by the user (a warning when the best plan so far was kept)
@@ -184,7 +185,7 @@ E626 2   Python API: a `solve` option that does not exist, or a value it cannot 
 W626 0   a pipeline plan torch's schedule cannot run as placed (more stages than micro-batches under
          1f1b, ...): `export torch --pipeline` would refuse it
 E640 2   options that contradict each other (`--json` with another `--format`, two outputs in one
-         file, ...)
+         file, an output that would overwrite an input, ...)
 W640 0   a spec not in the canonical layout (`fmt --check`, `fmt --diff`)
 E641 1   `fmt -`: standard input that is not valid UTF-8
 E642 1   `diff`: a file that holds no plan (invalid JSON, another format, a failed run)

@@ -27,7 +27,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from .errors import Diagnostic, OutputError, UsageError
@@ -196,24 +196,62 @@ def _problem(path: Path) -> tuple[str, str] | None:
     return None
 
 
-def check_outputs(paths: dict[str, Path | None]) -> None:
-    """Raise `UsageError` E604 naming every option whose output path cannot be written,
-    and E640 for two options that name one file.
+#: an output path that means standard output to many tools, and a file named `-` here
+STDOUT = "-"
 
-    `paths` maps an option (`--out`) to its value; None (not given) is skipped.
+#: an input: the option or argument that names it, and its path (None: not given)
+Input = tuple[str, str | os.PathLike[str] | None]
+
+
+def check_outputs(paths: Mapping[str, Path | None], inputs: Iterable[Input] = (),
+                  stdout: str | None = None) -> None:
+    """Raise `UsageError` naming every option whose output path cannot be written (E604:
+    `-` included, which would be a file named `-`), and E640 for two options that reach
+    one file, or an output that reaches one of the command's `inputs`.
+
+    `paths` maps an option (`--out`) to its value; None (not given) is skipped. Paths are
+    compared by the file they reach (symlinks followed, hard links by their inode), as the
+    write would. `stdout` says how this command prints its output on standard output
+    instead (`--json`), for the hint that refuses `-`.
     """
     diags = []
-    seen: dict[Path, str] = {}
+    seen: dict[object, Input] = {}
+    read = {_identity(path): (name, path) for name, path in inputs if path is not None}
     for option, path in paths.items():
         if path is None:
             continue
-        why = _problem(Path(path))
+        why = _dash(stdout) if str(path) == STDOUT else _problem(Path(path))
         if why is not None:
             diags.append(Diagnostic("E604", f"{option} `{path}`: {why[0]}", None,
                                     (why[1],)))
-        first = seen.setdefault(Path(os.path.abspath(path)), option)
+        key = _identity(path)
+        first, first_path = seen.setdefault(key, (option, path))
         if first != option:  # the second write would replace the first, silently
-            diags.append(Diagnostic("E640", f"{first} and {option} name the same file "
-                                    f"`{path}`", None, ("give each output a file of its own",)))
+            said = (f"{first} and {option} name the same file `{path}`"
+                    if str(first_path) == str(path) else
+                    f"{first} `{first_path}` and {option} `{path}` reach the same file")
+            diags.append(Diagnostic("E640", said, None, ("give each output a file of its own",)))
+        if key in read:  # the command would replace what it reads
+            name, source = read[key]
+            diags.append(Diagnostic(
+                "E640", f"{option} `{path}` would overwrite the input {name} `{source}`", None,
+                (f"give {option} another file; the input is read, never replaced",)))
     if diags:
         raise UsageError(diags)
+
+
+def _dash(stdout: str | None) -> tuple[str, str]:
+    """Why `-` is refused as an output path, and what to do instead."""
+    instead = f"; {stdout}" if stdout else ""
+    return ("`-` is not standard output here, it would write a file named `-`",
+            f"give a file path (`./-` for a file named `-`){instead}")
+
+
+def _identity(path: str | os.PathLike[str]) -> object:
+    """What a path reaches: an existing file's device and inode (a symlink followed, a hard
+    link the same), else the path with its symlinks resolved."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return os.path.realpath(path)
+    return (st.st_dev, st.st_ino)

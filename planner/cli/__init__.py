@@ -87,6 +87,7 @@ from .options import (
     HELP_SEED,
     HELP_SOLVER,
     HELP_TIME_LIMIT,
+    JSON_STDOUT,
     DiagnosticsJsonOption,
     FormatOption,
     JsonOption,
@@ -403,7 +404,8 @@ def simulate(
             raise UsageError(Diagnostic(
                 "E640", "--stages and --placement both give the plan to simulate", None,
                 ("give one: --stages FILE (a pipeline's stages) or --placement FILE (a plan)",)))
-        check_outputs({"--trace": trace})
+        check_outputs({"--trace": trace}, [("SPEC", spec), ("--placement", placement),
+                                            ("--stages", stages)], stdout=JSON_STDOUT)
         loaded = _load_noting(spec, report)
         problem = problem_of(loaded, plan)
         the_plan, groups = given_plan(loaded, problem, placement, stages)
@@ -450,7 +452,8 @@ def solve(
     with _guard("solve", as_json) as report:
         given = {"--time-limit": time_limit, "--gap": gap, "--solver": solver, "--emit": emit}
         check_applicable(algo, [k for k, v in given.items() if v is not None])
-        check_outputs({"--out": out, "--html": html, "--emit": emit, "--trace": trace})
+        check_outputs({"--out": out, "--html": html, "--emit": emit, "--trace": trace},
+                      [("SPEC", spec)], stdout=JSON_STDOUT)
         if time_limit is None:
             time_limit = AUTO_TIME_LIMIT_S if algo == DEFAULT_ALGO else EXACT_TIME_LIMIT_S
         if not 0 <= time_limit <= MAX_TIME_LIMIT_S:  # nan fails too

@@ -111,7 +111,9 @@ def _compare(report: JsonReport, specs: list[Path] | None, algos: str, *, plan: 
              objective: str | None, microbatches: str | None, time_limit: float,
              jobs: int | None, executor: str, out: Path | None, html: Path | None,
              resume: Path | None) -> None:
-    check_outputs({"--out": out, "--html": html, "--resume": resume})
+    check_outputs({"--out": out, "--html": html, "--resume": resume},
+                  [("SPEC", s) for s in specs or []],
+                  stdout="--json prints the rows on standard output")
     for option, rows_file in (("--out", out), ("--resume", resume)):  # before the sweep
         if rows_file is not None:
             file_format(rows_file, option)

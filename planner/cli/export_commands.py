@@ -36,6 +36,7 @@ from ..io.torch_import import (
     forward_ops,
     load_target,
     regroup,
+    target_file,
     trace,
 )
 from ..io.torch_pipeline import (
@@ -52,6 +53,9 @@ from . import _load
 from .guard import guard
 from .options import CaptureOption, ExampleOption, InputOption
 from .runs import problem_of, read_placed
+
+#: how `export` writes to stdout: the hint where `-o -` is refused
+_STDOUT = "leave out -o to write to standard output"
 
 export_app = typer.Typer(help="Write a spec in another format.", no_args_is_help=True,
                          add_completion=False, pretty_exceptions_enable=False,
@@ -70,7 +74,7 @@ def export_json_command(
 ) -> None:
     """Export a graph (and its plan's cluster) as planner-graph JSON."""
     with guard():
-        check_outputs({"-o/--output": output})
+        check_outputs({"-o/--output": output}, [("SPEC", spec)], stdout=_STDOUT)
         loaded = load_path(spec)
         try:
             text = dumps(export_spec(loaded.spec, plan, graph))
@@ -127,7 +131,9 @@ def export_torch_command(
     """Apply a plan to a PyTorch model: devices, `.to()` copies, an accelerate device_map;
     with --pipeline, the split, schedule and a script for torch.distributed.pipelining."""
     with guard():
-        check_outputs({"-o/--output": output, "--code": code})
+        check_outputs({"-o/--output": output, "--code": code},
+                      [("SPEC", spec), ("--placement", placement), ("MODEL", target_file(model))],
+                      stdout=_STDOUT)
         if ranks is not None and not pipeline:
             raise UsageError(Diagnostic("E640", "--ranks applies only with --pipeline", None,
                                         ("add --pipeline to export the plan's pipeline",)))

@@ -30,15 +30,13 @@ import typer
 
 from .. import limits
 from ..errors import Diagnostic, Span, SpecError, UsageError, render_all
-from ..files import check_outputs, write_text_atomic
+from ..files import Input, check_outputs, write_text_atomic
 from ..generate import gnmt, transformer
 from ..io.interchange import import_json
 from ..io.onnx_import import import_onnx, zoo_path
 from ..io.pipedream import import_pipedream
 from ..io.times import overlay_times, read_times
-from ..io.torch_import import (
-    import_torch,
-)
+from ..io.torch_import import import_torch, target_file
 from ..model import CONTENTIONS, MEMORY_MODELS, Spec
 from ..roots import default_root, display_path, outside_root
 from ..spec.load import load_path, load_text
@@ -288,9 +286,13 @@ def _add_clusters(result: Imported, clusters: list[tuple[Path, Spec]], out_dir: 
     return copied
 
 
-def _run(make: Callable[[], Imported], output: Path, options: SpecOptions) -> None:
+def _run(make: Callable[[], Imported], output: Path, options: SpecOptions,
+         source: Input = ("", None)) -> None:
+    """Make the spec and write it; `source`: the input file it is made from, if any."""
     with _diagnostics():
-        check_outputs({"-o/--output": output})
+        check_outputs({"-o/--output": output}, [
+            source, *(("--cluster", c) for c in options.cluster or []),
+            ("--times", options.times)])
         clusters = _read_clusters(options.cluster)
         result = make()
         if options.times is not None:
@@ -337,7 +339,7 @@ def import_onnx_command(
         return import_onnx(resolve_model(model), batch, options.dtype, options.device_profile,
                            options.training, options.optimizer, options.name, command)
 
-    _run(make, output, options)
+    _run(make, output, options, ("MODEL", None if model.startswith(ZOO_PREFIX) else model))
 
 
 @import_app.command("pipedream")
@@ -351,7 +353,7 @@ def import_pipedream_command(
     """Import a PipeDream profile, keeping its measured times."""
     command = _command(["import", "pipedream", str(graph)], {**options.recorded(), "o": output})
     _run(lambda: import_pipedream(graph, options.training, options.optimizer, options.name,
-                                  command), output, options)
+                                  command), output, options, ("GRAPH", graph))
 
 
 @import_app.command("json")
@@ -365,7 +367,7 @@ def import_json_command(
 ) -> None:
     """Import the JSON interchange format (schema: planner/io/interchange.schema.json)."""
     command = _command(["import", "json", str(file)], {**options.recorded(), "o": output})
-    _run(lambda: import_json(file, options.name, command), output, options)
+    _run(lambda: import_json(file, options.name, command), output, options, ("FILE", file))
 
 
 @import_app.command("torch")
@@ -411,7 +413,7 @@ def import_torch_command(
                             warmup, repeat, options.training, options.optimizer, options.name,
                             command, threads, capture, granularity)
 
-    _run(make, output, options)
+    _run(make, output, options, ("MODEL", target_file(model)))
 
 
 def _nondefault(value: str, default: str) -> str | None:

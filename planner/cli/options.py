@@ -85,6 +85,8 @@ FormatOption = Annotated[OutputFormat | None, typer.Option(
     help="Output: text (for people), json (the envelope), github (Actions annotations) or "
          "sarif (code scanning); --json is --format json.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+#: how `simulate` and `solve` print their report on stdout: the hint where `-` is an output
+JSON_STDOUT = "--json prints the report on standard output"
 #: `--json` of the commands whose result is their diagnostics (`check`, `fmt`)
 DiagnosticsJsonOption = Annotated[bool, typer.Option(
     "--json", help="Print one JSON document on stdout (the diagnostics in its envelope).")]

@@ -54,13 +54,13 @@ from ..workload.roofline import PROFILES, DeviceProfile
 from ..workload.training import BACKWARD_FLOP_FACTOR, BWD_SUFFIX, add_backward
 from .torch_capture import capture
 from .torch_flops import Counter
-from .torch_load import Example, example_inputs, load_target, require_torch
+from .torch_load import Example, example_inputs, load_target, require_torch, target_file
 from .torch_measure import measure, run_annotated
 from .torch_units import OP_KINDS, Unit, stack_of, unique_names, units
 
 __all__ = ["OP_KINDS", "Example", "Traced", "example_inputs", "forward_ops",
            "import_torch", "load_target", "measure", "regroup", "require_torch",
-           "run_annotated", "to_workload", "trace"]
+           "run_annotated", "target_file", "to_workload", "trace"]
 
 if TYPE_CHECKING:
     from torch import fx

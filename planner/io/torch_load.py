@@ -61,12 +61,26 @@ def require_torch() -> ModuleType:
 # ---- loading ------------------------------------------------------------------------------
 
 
+def _split_target(target: str) -> tuple[str, str]:
+    """`TARGET` as the module or file it names and the attribute (default `model`)."""
+    where_text, sep, attr = target.rpartition(":")
+    if not sep or not attr.isidentifier():
+        return target, "model"
+    return where_text, attr
+
+
+def target_file(target: str) -> Path | None:
+    """The file that `TARGET` names (`FILE.py[:NAME]`, `FILE.pt2`); None for a module."""
+    if target.endswith(".pt2"):
+        return Path(target)
+    where_text = _split_target(target)[0]
+    return Path(where_text) if where_text.endswith(".py") else None
+
+
 def load_target(target: str) -> tuple[Any, dict[str, Any]]:
     """The `nn.Module` that `TARGET` names, and the namespace of the module defining it."""
     torch = require_torch()
-    where_text, sep, attr = target.rpartition(":")
-    if not sep or not attr.isidentifier():
-        where_text, attr = target, "model"
+    where_text, attr = _split_target(target)
     file = Path(where_text)
     span = Span.start_of(where_text) if where_text.endswith(".py") else None
 

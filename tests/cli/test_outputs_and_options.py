@@ -72,6 +72,75 @@ def test_two_outputs_in_one_file_are_e640_before_any_work(
     assert not (tmp_path / "x.json").exists() and not (tmp_path / "p.json").exists()
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (["solve", "s.plan", "--algo", "heft", "--html", "s.plan"],
+     "--html `s.plan` would overwrite the input SPEC `s.plan`"),
+    (["solve", "s.plan", "--algo", "heft", "--out", "./s.plan"],
+     "--out `s.plan` would overwrite the input SPEC `s.plan`"),
+    (["solve", "s.plan", "--algo", "heft", "--out", "spec-link.plan"],
+     "--out `spec-link.plan` would overwrite the input SPEC `s.plan`"),
+    (["simulate", "s.plan", "--trace", "s.plan"],
+     "--trace `s.plan` would overwrite the input SPEC `s.plan`"),
+    (["simulate", "s.plan", "--placement", "in.json", "--trace", "in.json"],
+     "--trace `in.json` would overwrite the input --placement `in.json`"),
+    (["import", "json", "in.json", "-o", "in.json"],
+     "-o/--output `in.json` would overwrite the input FILE `in.json`"),
+    (["generate", "gnmt", "--layers", "1", "--seq", "2", "--cluster", "s.plan", "-o", "s.plan"],
+     "-o/--output `s.plan` would overwrite the input --cluster `s.plan`"),
+    (["export", "json", "s.plan", "-o", "s.plan"],
+     "-o/--output `s.plan` would overwrite the input SPEC `s.plan`"),
+    (["compare", "s.plan", "--algos", "heft", "--html", "s.plan"],
+     "--html `s.plan` would overwrite the input SPEC `s.plan`"),
+])
+def test_an_output_onto_an_input_is_e640_before_any_work(
+        tmp_path: Path, no_work: None, args: list[str], said: str) -> None:
+    """Before: exit 0, and the spec (or the placement, the JSON imported) was replaced by
+    the output (`solve s.plan --html s.plan` left an HTML page where the spec was)."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    (tmp_path / "in.json").write_text('{"placement": {"a": "gpu0", "b": "gpu0"}}')
+    (tmp_path / "spec-link.plan").symlink_to("s.plan")
+    code, out, err = invoke(args, tmp_path)
+    assert (code, out) == (2, "") and f"error[E640]: {said}" in err, err
+    assert "  = hint: give " in err
+    assert (tmp_path / "s.plan").read_text() == PLACED
+    assert (tmp_path / "in.json").read_text().startswith('{"placement"')
+
+
+def test_two_outputs_through_a_symlink_are_e640(tmp_path: Path, no_work: None) -> None:
+    """Before: exit 0, and the trace replaced the plan through the link (the check keyed
+    on the paths' text, the write followed the link)."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    (tmp_path / "a.json").write_text("old\n")
+    (tmp_path / "link.json").symlink_to("a.json")
+    code, out, err = invoke(["solve", "s.plan", "--algo", "heft", "--out", "a.json",
+                             "--trace", "link.json"], tmp_path)
+    assert (code, out) == (2, ""), err
+    assert "error[E640]: --out `a.json` and --trace `link.json` reach the same file" in err
+    assert (tmp_path / "a.json").read_text() == "old\n"
+
+
+@pytest.mark.parametrize(("args", "named", "instead"), [
+    (["solve", "s.plan", "--algo", "heft", "--trace", "-"], "--trace", "--json prints"),
+    (["simulate", "s.plan", "--trace", "-"], "--trace", "--json prints"),
+    (["generate", "gnmt", "--layers", "1", "--seq", "2", "-o", "-"], "-o/--output", None),
+    (["export", "json", "s.plan", "-o", "-"], "-o/--output", "leave out -o"),
+    (["compare", "s.plan", "--algos", "heft", "--out", "-"], "--out", "--json prints"),
+])
+def test_dash_as_an_output_is_e604_before_any_work(
+        tmp_path: Path, no_work: None, args: list[str], named: str, instead: str | None
+        ) -> None:
+    """Before: a file named `-` was written (and replaced on the next run), exit 0;
+    `compare --out -` alone refused it, as a file of no rows format (E614)."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    code, out, err = invoke(args, tmp_path)
+    assert (code, out) == (2, ""), err
+    assert f"error[E604]: {named} `-`: `-` is not standard output here" in err, err
+    hint = err.split("  = hint: ", 1)[1]
+    assert hint.startswith("give a file path (`./-` for a file named `-`)")
+    assert (instead in hint) if instead else ";" not in hint
+    assert not (tmp_path / "-").exists()
+
+
 def test_unwritable_output_under_json_is_an_envelope(tmp_path: Path, no_work: None) -> None:
     (tmp_path / "s.plan").write_text(PLACED)
     code, out, _ = invoke(["solve", "s.plan", "--json", "--out", "missing/p.json", "--html",
