@@ -212,12 +212,18 @@ def compare(old: Side, new: Side) -> PlanDiff:
     devices = tuple(dict.fromkeys([*old.devices, *new.devices]))
     empty = DeviceLoad(0)
     changed = tuple(d for d in devices
-                    if _load(old.devices.get(d, empty)) != _load(new.devices.get(d, empty))
+                    if _load_changed(old.devices.get(d, empty), new.devices.get(d, empty))
                     or any(d in (x, y) for _, x, y in moved))
     return PlanDiff(old, new, moved, tuple(op for op in b if op not in a),
                     tuple(op for op in a if op not in b), devices, changed)
 
 
-def _load(d: DeviceLoad) -> tuple[int, float | None]:
+def _load_changed(a: DeviceLoad, b: DeviceLoad) -> bool:
+    """Whether a device's load differs: its op count, and its busy time where both sides
+    know it (a plan file has none: one side unknown is no change, as the text shows)."""
+    if a.ops != b.ops:
+        return True
+    if a.busy_s is None or b.busy_s is None:
+        return False
     # busy time rounded to a nanosecond: equal schedules re-timed give equal loads
-    return d.ops, None if d.busy_s is None else round(d.busy_s, 9)
+    return round(a.busy_s, 9) != round(b.busy_s, 9)

@@ -153,6 +153,20 @@ def test_solve_json_outputs_carry_their_figures(plans: Path) -> None:
         d["name"]: d["memory_peak_bytes"] for d in single["devices"]}
 
 
+def test_one_plan_in_two_forms_changes_no_device(plans: Path) -> None:
+    """`solve --json` beside its own `--out`: the busy time is known on one side only.
+    Before: every device was listed as changed (`gpu0: 2 -> 2 ops`)."""
+    code, out, _ = invoke(["solve", "s.plan", "--algo", "heft", "--out", "plan.json",
+                           "--json"], plans)
+    assert code == 0
+    (plans / "plan.out.json").write_text(out)
+    code, doc = _json(["diff", "plan.out.json", "plan.json"], plans)
+    assert code == 0 and doc["result"]["moved"] == []
+    assert doc["result"]["devices_changed"] == []
+    code, out, _ = invoke(["diff", "plan.out.json", "plan.json"], plans)
+    assert code == 0 and "0 device(s) whose load changed\n" in out, out
+
+
 def test_long_lists_are_capped(tmp_path: Path) -> None:
     names = [f"op{i:02d}" for i in range(14)]
     _plan(tmp_path, "a.json", dict.fromkeys(names, "gpu0"))
