@@ -4,6 +4,11 @@ The JSON form is versioned and deterministic: keys in a fixed order, ops in grap
 devices in cluster order, times in seconds as floats, nothing that varies between runs.
 A hybrid pipeline's plan adds `replicas` (`load_replicas`), an optional key: a plan
 without replicated stages is written as before, byte for byte.
+
+`solve --json` and `simulate --json` read back as plans too: `in_envelope` finds the report
+in the document (its `result`), and `load_plan` reads the report's `placement`, with the
+order its `devices` ran their `ops` in, and a hybrid plan's `replicas` (`load_replicas`):
+the same plan, so the same figures.
 """
 
 from __future__ import annotations
@@ -134,9 +139,18 @@ def given_placement(problem: Problem, *hints: str) -> tuple[int, ...]:
     return tuple(given[i] for i in range(len(ops)))
 
 
+def in_envelope(data: Any) -> tuple[Any, tuple[str, ...]]:
+    """What a `--json` document carries (its `result`: a plan's report) and where it is in
+    the file; any other value as it is, at the top."""
+    if isinstance(data, Mapping) and "result" in data:
+        return data["result"], ("result",)
+    return data, ()
+
+
 def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
               text: str | None = None, at: Sequence[str | int] = ()) -> Plan:
-    """Read a plan JSON object, or a bare `{"placement": {op: device}}`, for `problem`.
+    """Read a plan JSON object, or a bare `{"placement": {op: device}}`, or the report of a
+    `--json` run (`in_envelope`; its order: its `devices`' `ops`), for `problem`.
 
     Every op must be placed on a known device; `order` must map devices to lists of op
     names and `start_s` ops to finite seconds. Problems are collected (up to the
@@ -183,7 +197,7 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         sink.error("E505", f"the placement leaves {len(missing)} op(s) unplaced: {shown}{more}",
                    where("placement"), "place every op of the graph")
-    order = _read_order(problem, data.get("order"), sink, where)
+    order = _read_order(problem, _order_of(data), sink, where)
     start = _read_start(problem, data.get("start_s"), sink, where)
     sink.raise_if_errors()
     return Plan(tuple(placement), order, start, str(data.get("algorithm", "")))
@@ -282,6 +296,17 @@ def _by_device(problem: Problem, raw: Mapping[str, Any], key: str, sink: Diagnos
                        *_hints(sink, name, dev_index))
             continue
         yield d, name, value
+
+
+def _order_of(data: Mapping[str, Any]) -> Any:
+    """A plan's `order`; without one, a `--json` report's: each of its `devices` (`{"name",
+    "ops"}`) and the ops it ran, in their order (None when neither is there)."""
+    devices = data.get("devices")
+    if "order" in data or not isinstance(devices, list):
+        return data.get("order")
+    if not all(isinstance(d, Mapping) and isinstance(d.get("name"), str) for d in devices):
+        return None  # not a report's devices: the simulator chooses, as for a placement
+    return {d["name"]: d.get("ops") for d in devices}
 
 
 def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpans

@@ -386,8 +386,9 @@ def simulate(
     spec: SpecArgument,
     plan: PlanOption = None,
     placement: Annotated[Path | None, typer.Option(
-        "--placement", help="A plan JSON (a hybrid plan's `replicas` run too), a "
-        "{\"placement\": {op: device}} file or an accelerate device_map {module: device}; "
+        "--placement", help="A plan JSON (a hybrid plan's `replicas` run too), solve --json's "
+        "output, a {\"placement\": {op: device}} file or an accelerate device_map "
+        "{module: device}; "
         "default: the spec's place/pin statements.")] = None,
     stages: Annotated[Path | None, typer.Option(
         "--stages", help=_HELP_STAGES, show_default=False)] = None,

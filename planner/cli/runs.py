@@ -18,7 +18,7 @@ from .. import algorithms
 from ..algorithms.base import Interrupted
 from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, render_all
 from ..model import Problem
-from ..plan import Plan, given_placement, load_plan, load_replicas
+from ..plan import Plan, given_placement, in_envelope, load_plan, load_replicas
 from ..render.diagnostics import eprint
 from ..roots import display_path
 from ..strictjson import loads as strict_loads
@@ -105,7 +105,7 @@ def given_plan(loaded: Loaded, problem: Problem, placement: Path | None, stages:
 
 def read_placed(problem: Problem, path: Path) -> tuple[Plan, dict[int, tuple[int, ...]]]:
     """A placement file's plan, with a plan file's `replicas` (a hybrid pipeline's groups,
-    by representative device)."""
+    by representative device); a `--json` document's report reads as its plan."""
     from ..spec.load import read_source  # lazy: start-up
 
     shown = display_path(path.resolve())
@@ -119,8 +119,9 @@ def read_placed(problem: Problem, path: Path) -> tuple[Plan, dict[int, tuple[int
 
     if looks_like_device_map(data):  # an accelerate device_map {module path: device}
         return load_plan(problem, placement_from_device_map(problem, data, shown, text), shown), {}
-    read = load_plan(problem, data, shown, text)
-    return read, load_replicas(problem, data, read.placement, shown, text)
+    body, at = in_envelope(data)  # `solve --json`, `simulate --json`: the report
+    read = load_plan(problem, body, shown, text, at)
+    return read, load_replicas(problem, body, read.placement, shown, text, at)
 
 
 def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,

@@ -41,7 +41,7 @@ from ..errors import (
     quoted,
 )
 from ..model import Problem
-from ..plan import Plan
+from ..plan import Plan, in_envelope
 from ..spec.load import read_source
 from ..strictjson import loads as strict_loads
 
@@ -102,8 +102,8 @@ def parse_stages(problem: Problem, text: str, shown: str = "<stages>") -> Layout
 def _stage_list(data: Any) -> tuple[list[Any] | None, Where]:
     """The list of stages and where it is: the document, or its `stages`, or its
     `pipeline.stages` (under `result` in a `--json` document); None when none is."""
-    at: Where = ()
-    for key in ("result", "pipeline", "stages"):
+    data, at = in_envelope(data)
+    for key in ("pipeline", "stages"):
         if isinstance(data, dict) and key in data:
             data, at = data[key], (*at, key)
     return (data, at) if isinstance(data, list) else (None, at)

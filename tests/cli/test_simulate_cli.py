@@ -107,3 +107,43 @@ plan t { graph tiny  cluster c  place x on gpu0  place y on gpu1  place z on gpu
             if line.startswith(("gpu0 ", "gpu1 ")) and line.count("│") == 2]
     assert code == 0 and len(rows) == 2, out
     assert all(" " not in row for row in rows) and "░" in rows[1], rows
+
+
+#: a (1 ms) and b (1 ms) share gpu0; c (4 ms, on gpu1) needs b: b first ends at 5 ms, a first 6
+ORDERED = """
+cluster c { device gpu[0..1] { memory 1 GiB } link gpu0 <-> gpu1 { bandwidth 1 TB/s } }
+graph g { op a { time 1 ms } op b { time 1 ms } op c { time 4 ms } b -> c }
+plan p { graph g cluster c }
+"""
+
+
+def _simulated(tmp_path: Path, placement: str) -> dict[str, object]:
+    code, out, err = invoke(["simulate", "s.plan", "--placement", placement, "--json"],
+                            tmp_path)
+    assert code == 0, err
+    result: dict[str, object] = json.loads(out)["result"]
+    return result
+
+
+def test_a_json_report_reads_back_as_its_plan(tmp_path: Path) -> None:
+    """`simulate --placement` of a `solve --json` / `simulate --json` document runs its plan:
+    its placement in the order its devices ran (a before b here, not the simulator's own
+    choice). Before: E501, "a placement file must be a JSON object with a `placement`
+    object", while `simulate --stages` and `diff` read the same document."""
+    (tmp_path / "s.plan").write_text(ORDERED)
+    (tmp_path / "plan.json").write_text(json.dumps({
+        "placement": {"a": "gpu0", "b": "gpu0", "c": "gpu1"},
+        "order": {"gpu0": ["a", "b"], "gpu1": ["c"]}}))
+    first = _simulated(tmp_path, "plan.json")
+    assert first["makespan_s"] == 6e-3  # the order given, not b first (5 ms)
+    code, out, _ = invoke(["simulate", "s.plan", "--placement", "plan.json", "--json"],
+                          tmp_path)
+    (tmp_path / "report.json").write_text(out)
+    again = _simulated(tmp_path, "report.json")
+    assert (again["makespan_s"], again["placement"]) == (6e-3, first["placement"])
+    code, out, _ = invoke(["solve", "s.plan", "--algo", "heft", "--json"], tmp_path)
+    (tmp_path / "solved.json").write_text(out)
+    solved = json.loads(out)["result"]
+    back = _simulated(tmp_path, "solved.json")
+    assert (back["makespan_s"], back["placement"]) == (solved["makespan_s"],
+                                                        solved["placement"])

@@ -233,6 +233,23 @@ def test_a_hybrid_plan_keeps_its_replicas_through_a_plan_file(tmp_path: Path) ->
     assert code == 0 and json.loads(out)["result"]["pipeline"]["stages"] == pipe["stages"]
 
 
+def test_a_hybrid_plan_keeps_its_replicas_through_solve_json(tmp_path: Path) -> None:
+    """`solve --json` read back by `simulate --placement` (its `result.placement`, order
+    and `replicas`) runs the same replicated pipeline. Before: E501 (no `placement` at
+    the top of the document)."""
+    solved = _hybrid_solve(tmp_path)
+    (tmp_path / "solved.json").write_text(json.dumps(
+        {"format_version": 1, "command": "solve", "result": solved}))
+    code, out, _ = _invoke(["simulate", "s.plan", "--placement", "solved.json", "--json"],
+                           tmp_path)
+    assert code == 0, out
+    again = json.loads(out)["result"]
+    assert again["placement"] == solved["placement"]
+    assert again["makespan_s"] == solved["makespan_s"]
+    assert again["pipeline"]["iteration_s"] == solved["pipeline"]["iteration_s"]
+    assert again["pipeline"]["stages"] == solved["pipeline"]["stages"]
+
+
 def test_a_plan_without_replicas_is_written_as_before() -> None:
     problem = _problem()
     plan = Plan((0, 1, 0, 1), algorithm="given")
