@@ -61,6 +61,12 @@ RANGES: Final[dict[str, tuple[float, float]]] = {
 }
 #: the range of a device's unitless `speed`
 SPEED_RANGE: Final[tuple[float, float]] = (1e-6, 1e6)
+#: each dimension as messages name it ("above the valid range of a size")
+DIM_WORDS: Final[dict[str, str]] = {"time": "time", "size": "size", "bandwidth": "bandwidth",
+                                    "work": "work (FLOP)", "rate": "FLOP rate",
+                                    "speed": "speed"}
+#: the dimensions whose quantities are all positive (`bandwidth`, a device's `flops`)
+POSITIVE_DIMS: Final[frozenset[str]] = frozenset({"bandwidth", "rate"})
 #: names that read as numbers to a person but are not numbers in a spec
 NON_FINITE: Final[frozenset[str]] = frozenset({"nan", "inf", "infinity", "-inf", "+inf"})
 
@@ -94,6 +100,30 @@ def to_base(value: float, unit: str) -> tuple[str, float]:
     """Return (dimension, value in base units) of `value unit`; KeyError if unknown."""
     dim, factor = UNIT_TABLE[unit]
     return dim, value * factor
+
+
+def range_side(value: float, dim: str, positive: bool = False) -> str | None:
+    """"above" or "below" where `value` (base units of `dim`, or the unitless `speed`) lies
+    outside what a spec may give (`RANGES`, `SPEED_RANGE`; 0 is inside unless `positive`
+    or `dim` is in `POSITIVE_DIMS`), None where it lies inside. Infinity is above: an
+    importer asks before it writes a value that the spec's lowering would refuse."""
+    lo, hi = SPEED_RANGE if dim == "speed" else RANGES[dim]
+    if not value <= hi:
+        return "above"
+    if value == 0 and not (positive or dim in POSITIVE_DIMS):
+        return None
+    return "below" if value < lo else None
+
+
+def range_text(dim: str) -> str:
+    """The range of `dim` as hints give it: `0 or from 1 B to 1024 TiB` (no 0 for the
+    positive dimensions), `from 1e-06 to 1e+06` for `speed`."""
+    if dim == "speed":
+        lo, hi = SPEED_RANGE
+        return f"from {lo:g} to {hi:g}"
+    lo, hi = RANGES[dim]
+    zero = "" if dim in POSITIVE_DIMS else "0 or "
+    return f"{zero}from {format_quantity(lo, dim)} to {format_quantity(hi, dim)}"
 
 
 def format_quantity(value: float, dim: str) -> str:

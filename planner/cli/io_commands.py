@@ -40,6 +40,7 @@ from ..io.torch_import import import_torch, target_file
 from ..model import CONTENTIONS, MEMORY_MODELS, Spec
 from ..roots import default_root, display_path, outside_root
 from ..spec.load import load_path, load_text
+from ..spec.names import name_problem
 from ..units import format_bytes
 from ..workload import Imported, PlanDef, render_cluster
 from .guard import guard
@@ -196,15 +197,15 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
                       "model's minimum, before copies between devices).")
     _within_limits("graph", ("E011", "ops", "ops", len(result.workload.ops)),
                    ("E012", "edges", "edges", len(result.workload.edges)))
-    text = result.to_spec()
+    try:  # its text passes through the formatter, which may refuse it only by a bug
+        text = result.to_spec()
+    except SpecError as err:
+        raise _not_loading(err) from None
     _within_limits("file", ("E007", "file_bytes", "bytes", len(text.encode())))
     try:  # as the next command will load it: its imports inside its default root
         load_text(text, str(output), output.resolve().parent, root)
-    except SpecError as err:  # a bug in an importer: say which, do not write the file
-        raise SpecError(Diagnostic("E932", "the generated spec does not load: "
-                                   + "; ".join(d.message for d in err.diagnostics[:3]), None,
-                                   ("this is a bug in planner's importer; please report it",)
-                                   )) from None
+    except SpecError as err:
+        raise _not_loading(err) from None
     write_text_atomic(output, text)
     for w in result.warnings:
         sys.stderr.write(render_all([w]) + "\n")
@@ -212,6 +213,24 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
                      f"{len(result.workload.edges)} edges, {len(result.plans)} plan(s)\n")
     for line in copied:
         sys.stderr.write(line + "\n")
+
+
+def _not_loading(err: SpecError) -> SpecError:
+    """E932 for a generated spec that does not format or load: a bug in an importer (each
+    checks its input's values against the language's own rules and reports them at the
+    input), so say which, with no location in a text the user never sees or gets."""
+    return SpecError(Diagnostic("E932", "the generated spec does not load: "
+                                + "; ".join(d.message for d in err.diagnostics[:3]), None,
+                                ("this is a bug in planner's importer; please report it",)))
+
+
+def _check_name(name: str | None) -> None:
+    """E930 for a `--name` that the spec cannot take as a name (empty, a control or bidi
+    character, ...: `names.name_problem`), before the import's work."""
+    problem = None if name is None else name_problem(name)
+    if problem is not None:
+        message, hints = problem
+        raise UsageError(Diagnostic("E930", f"--name: {message}", None, hints))
 
 
 def _within_limits(what: str, *checks: tuple[str, str, str, int]) -> None:
@@ -293,6 +312,7 @@ def _run(make: Callable[[], Imported], output: Path, options: SpecOptions,
         check_outputs({"-o/--output": output}, [
             source, *(("--cluster", c) for c in options.cluster or []),
             ("--times", options.times)])
+        _check_name(options.name)
         clusters = _read_clusters(options.cluster)
         result = make()
         if options.times is not None:

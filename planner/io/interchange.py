@@ -52,8 +52,19 @@ from pathlib import Path
 from typing import Any
 
 from .. import schedules
-from ..errors import Diagnostic, Span, SpecError, UsageError
-from ..model import CONTENTIONS, MEMORY_MODELS, Cluster, Device, Graph, Link, Problem, Spec
+from ..errors import Diagnostic, Span, SpecError, UsageError, did_you_mean
+from ..model import (
+    CONTENTIONS,
+    MEMORY_MODELS,
+    OBJECTIVES,
+    PIPELINE_COUNTS,
+    Cluster,
+    Device,
+    Graph,
+    Link,
+    Problem,
+    Spec,
+)
 from ..spec.load import read_source
 from ..strictjson import loads as strict_loads
 from ..workload import (
@@ -62,7 +73,6 @@ from ..workload import (
     Workload,
     WorkOp,
     find_cycle_edge,
-    quote,
     render_cluster,
 )
 from .dnn_partitioning import from_dnn_partitioning
@@ -122,12 +132,13 @@ def parse_json(text: str, file: str = "<json>", name: str | None = None,
 
 def _text(check: JsonChecker, raw: Mapping[str, Any], key: str, path: str, near: str,
           expected: str) -> str:
-    """The non-empty string `raw[key]`, "" when absent or null (else an error)."""
+    """The non-empty string `raw[key]`, a name in the spec, "" when absent or null (else
+    an error)."""
     value = raw.get(key)
     if value is None:
         return ""
     if isinstance(value, str) and value:
-        return value
+        return value if check.name(f"{path}.{key}", value, near) else ""
     check.error(f"{path}.{key}", f"must be {expected}", near)
     return ""
 
@@ -142,24 +153,27 @@ def _from_interchange(check: JsonChecker, data: dict[str, Any], name: str | None
                          check.at("version"), f"this planner reads version {VERSION}")
         check.sink.raise_if_errors()
     check.keys(data, TOP_FIELDS, "")
-    graph_name = name or check.string(data, "name", "", '"name"') or "graph"
+    graph_name = name or check.string(data, "name", "", '"name"', name=True) or "graph"
     w = Workload(graph_name)
     groups: dict[str, list[str]] = {}
+    paths: dict[str, str] = {}  # op name -> its path in the file
     for path, raw, op_name, near in check.named(data, "ops", "ops", OP_FIELDS, "op"):
-        time_s = check.number(raw, "time_s", path, near)
-        flops = check.number(raw, "flops", path, near)
+        time_s = check.number(raw, "time_s", path, near, dim="time")
+        flops = check.number(raw, "flops", path, near, dim="work")
         by_kind: dict[str, float] = {}
         kinds = raw.get("time_by_kind_s") or {}
         if not isinstance(kinds, dict):
             check.error(f"{path}.time_by_kind_s", "must be an object {kind: seconds}", near)
             kinds = {}
         for kind in kinds:
-            t = check.number(kinds, kind, f"{path}.time_by_kind_s", near, required=True)
-            if t is not None:
+            t = check.number(kinds, kind, f"{path}.time_by_kind_s", near, required=True,
+                             dim="time")
+            if check.name(f"{path}.time_by_kind_s", kind, json.dumps(kind, ensure_ascii=False)) \
+                    and t is not None:
                 by_kind[kind] = t
-        if time_s is None and flops is None:
+        if raw.get("time_s") is None and raw.get("flops") is None:
             check.error(path, "needs `time_s` or `flops`", near)
-        sizes = [check.number(raw, key, path, near, integer=True) or 0
+        sizes = [check.number(raw, key, path, near, integer=True, dim="size") or 0
                  for key in ("params_bytes", "output_bytes", "temp_bytes")]
         group = raw.get("colocation")
         if group is not None:
@@ -168,10 +182,11 @@ def _from_interchange(check: JsonChecker, data: dict[str, Any], name: str | None
             else:
                 check.error(f"{path}.colocation", "must be a string or null", near)
         op = w.add(WorkOp(op_name, time_s, flops, sizes[0], sizes[1], sizes[2], by_kind))
-        # `backward_of`: a name the lowering resolves (E203, E234)
         op.backward_of = _text(check, raw, "backward_of", path, near, "an op name or null")
+        paths[op_name] = path
         op.type = _text(check, raw, "type", path, near, "a non-empty string or null")
     names = {o.name: o for o in w.ops}
+    _check_backward(check, names, paths)
     if not w.ops and not check.sink.has_errors:
         check.error("ops", "must hold at least one op", '"ops"')
     _read_edges(check, data.get("edges", []), names, w)
@@ -197,6 +212,21 @@ def _from_interchange(check: JsonChecker, data: dict[str, Any], name: str | None
     return out
 
 
+def _check_backward(check: JsonChecker, names: Mapping[str, WorkOp],
+                    paths: Mapping[str, str]) -> None:
+    """Each `backward_of` names another op of the file, one that is not itself a backward
+    op (E203, E234 in the language)."""
+    for op in names.values():
+        target = names.get(op.backward_of)
+        why = ("" if not op.backward_of else "names no op of the file" if target is None
+               else "names the op itself" if target is op
+               else f"names `{target.name}`, itself a backward op" if target.backward_of
+               else "")
+        if why:
+            check.error(f"{paths[op.name]}.backward_of", why, None,
+                        "name the forward op whose gradient this op computes")
+
+
 def _read_ties(check: JsonChecker, raw_ties: Any, names: Mapping[str, WorkOp],
                w: Workload) -> None:
     """`ties`: [{"ops": [names], "bytes": N, "weight": NAME}] (`bytes` defaults to the least
@@ -213,7 +243,7 @@ def _read_ties(check: JsonChecker, raw_ties: Any, names: Mapping[str, WorkOp],
                         '"ties"')
             continue
         check.keys(raw, TIE_FIELDS, path)
-        given = check.number(raw, "bytes", path, '"ties"', integer=True)
+        given = check.number(raw, "bytes", path, '"ties"', integer=True, dim="size")
         nbytes = int(given) if given is not None else min(names[o].params_bytes for o in ops)
         weight = _text(check, raw, "weight", path, '"ties"', "a non-empty string or null")
         w.ties.append((list(ops), nbytes, weight or ""))
@@ -249,7 +279,7 @@ def _read_edges(check: JsonChecker, raw_edges: Any, names: Mapping[str, WorkOp],
                         "give one edge per pair, with the bytes of all its tensors")
             continue
         seen.add((src, dst))
-        nbytes = check.number(raw, "bytes", path, near, integer=True)
+        nbytes = check.number(raw, "bytes", path, near, integer=True, dim="size")
         w.connect(src, dst, names[src].output_bytes if nbytes is None else nbytes)
     if not check.sink.has_errors:
         cycle = find_cycle_edge(list(names), [(e.src, e.dst) for e in w.edges])
@@ -267,16 +297,17 @@ def _read_cluster(check: JsonChecker, raw: Any) -> Cluster | None:
         check.error("cluster", "must be an object", '"cluster"')
         return None
     check.keys(raw, ("name", "devices", "links"), "cluster")
-    cname = check.string(raw, "name", "cluster", '"cluster"') or "cluster"
+    cname = check.string(raw, "name", "cluster", '"cluster"', name=True) or "cluster"
     devices: list[Device] = []
     index: dict[str, int] = {}
     for path, d, dname, near in check.named(
             raw, "devices", "cluster.devices",
             ("name", "memory_bytes", "kind", "speed", "flop_rate"), "device"):
-        memory = check.number(d, "memory_bytes", path, near, required=True, integer=True)
-        speed = check.number(d, "speed", path, near, positive=True)
-        rate = check.number(d, "flop_rate", path, near, positive=True)
-        kind = check.string(d, "kind", path, near, required=False)
+        memory = check.number(d, "memory_bytes", path, near, required=True, integer=True,
+                              dim="size")
+        speed = check.number(d, "speed", path, near, positive=True, dim="speed")
+        rate = check.number(d, "flop_rate", path, near, positive=True, dim="rate")
+        kind = check.string(d, "kind", path, near, required=False, name=True)
         index[dname] = len(devices)
         devices.append(Device(dname, memory or 0, kind, 1.0 if speed is None else speed, rate))
     links: dict[tuple[int, int], Link] = {}
@@ -292,8 +323,9 @@ def _read_cluster(check: JsonChecker, raw: Any) -> Cluster | None:
         bad = [n for n in (a, b) if n not in index]
         for n in bad:
             check.error(path, f"names unknown device {json.dumps(n)}", json.dumps(n))
-        bw = check.number(lk, "bandwidth_Bps", path, None, required=True, positive=True)
-        lat = check.number(lk, "latency_s", path, None) or 0.0
+        bw = check.number(lk, "bandwidth_Bps", path, None, required=True, positive=True,
+                          dim="bandwidth")
+        lat = check.number(lk, "latency_s", path, None, dim="time") or 0.0
         if bad or bw is None or a == b:
             continue
         links[(index[a], index[b])] = Link(index[a], index[b], bw, lat)
@@ -313,7 +345,8 @@ def _read_plan(check: JsonChecker, raw: Any, w: Workload, cluster: Cluster) -> P
         check.error("plan", "must be an object", '"plan"')
         raw = {}
     check.keys(raw, ("name", "memory", "contention", "pins", *PIPELINE_FIELDS), "plan")
-    plan = PlanDef(check.string(raw, "name", "plan", '"plan"', required=False) or w.name,
+    plan = PlanDef(check.string(raw, "name", "plan", '"plan"', required=False, name=True)
+                   or w.name,
                    w.name, cluster.name)
     for key, options in (("memory", MEMORY_MODELS), ("contention", CONTENTIONS)):
         value = raw.get(key)
@@ -344,31 +377,46 @@ def _read_plan(check: JsonChecker, raw: Any, w: Workload, cluster: Cluster) -> P
 
 
 def _read_pipeline(check: JsonChecker, raw: dict[str, Any]) -> list[tuple[str, str]]:
-    """The plan's pipeline settings as spec text (the lowering checks their values: E256,
-    E257); here only their JSON types."""
+    """The plan's pipeline settings as spec text, each checked as the language checks a
+    setting alone (`_pipeline_problem`); how they fit the graph and the cluster is the
+    lowering's to judge."""
     out: list[tuple[str, str]] = []
     for key in PIPELINE_FIELDS:
         value = raw.get(key)
         if value is None:
             continue
-        counted = key in ("microbatches", "stages_per_device", "microbatch_size")
-        whole = isinstance(value, int) and not isinstance(value, bool)
-        if key == "data_parallel":
-            if whole or value == "auto":
-                out.append((key, str(value)))
-            else:
-                check.error(f"plan.{key}", 'must be a whole number or "auto"', f'"{key}"')
-        elif counted and not whole:
-            check.error(f"plan.{key}", "must be a whole number", f'"{key}"')
-        elif not counted and not isinstance(value, str):
-            check.error(f"plan.{key}", "must be a string", f'"{key}"')
-        else:
-            # a schedule's name as the language reads it: bare (`1f1b` is a name there)
-            bare = counted or value in schedules.NAMES
-            out.append((key, str(value) if bare else quote(value)))
+        problem = _pipeline_problem(key, value)
+        if problem:
+            check.error(f"plan.{key}", problem[0], f'"{key}"', *problem[1:])
+        else:  # names the language reads bare (`1f1b` is a name there), or numbers
+            out.append((key, str(value)))
+    given = [k for k in PIPELINE_FIELDS[1:] if raw.get(k) is not None]
+    if given and raw.get("objective") in (None, "makespan"):
+        check.error(f"plan.{given[0]}", "is a pipeline setting, and the plan's objective is "
+                    "makespan", f'"{given[0]}"', 'add "objective": "pipeline"')
     return out
 
 
+#: the pipeline settings that name one of a few choices
+_CHOICES = {"objective": OBJECTIVES, "schedule": schedules.NAMES}
+
+
+def _pipeline_problem(key: str, value: Any) -> tuple[str, ...]:
+    """Why the pipeline setting `key` may not be `value` (its message and hints), or ():
+    a known `objective` or `schedule` (E256 in the language), each count a whole number
+    from 1 to its `PIPELINE_COUNTS` (E257), `data_parallel` also "auto"."""
+    options = _CHOICES.get(key)
+    if options is not None:
+        if isinstance(value, str) and value in options:
+            return ()
+        return (f"must be one of {', '.join(options)}, not {json.dumps(value)}",
+                *(did_you_mean(value, options) if isinstance(value, str) else ()))
+    most = PIPELINE_COUNTS[key]
+    if value == "auto" and key == "data_parallel" or (
+            isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most):
+        return ()
+    auto = ' or "auto"' if key == "data_parallel" else ""
+    return (f"must be a whole number from 1 to {most}{auto}, not {json.dumps(value)}",)
 
 
 # ---- export -------------------------------------------------------------------------------

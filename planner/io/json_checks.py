@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DiagnosticSink, JsonSpans, Span, did_you_mean
+from ..spec.names import name_problem
+from ..units import DIM_WORDS, range_side, range_text
 
 __all__ = ["JsonChecker", "path_steps"]
 
@@ -22,6 +24,11 @@ _STEP = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
 def path_steps(path: str) -> list[str | int]:
     """`edges[2].bytes` as `["edges", 2, "bytes"]`, for `strictjson.Locator`."""
     return [int(index) if index else key for index, key in _STEP.findall(path)]
+
+
+def _join(path: str, key: str) -> str:
+    """The path of `key` in the object at `path` (`ops[2].name`; `name` at the top)."""
+    return f"{path}.{key}" if path else key
 
 
 @dataclass(eq=False)
@@ -52,7 +59,7 @@ class JsonChecker:
         in the object at `path`."""
         for key in obj:
             if key not in allowed:
-                shown = f"{path}.{key}" if path else key
+                shown = _join(path, key)
                 name = json.dumps(key, ensure_ascii=False)
                 self.sink.error("E922", f"`{shown}` is not a field of {self.fmt}",
                                 self.at(path, name),
@@ -60,12 +67,17 @@ class JsonChecker:
 
     def number(self, obj: Mapping[str, Any], key: str, path: str, near: str | None,
                required: bool = False, integer: bool = False,
-               positive: bool = False) -> Any:
-        """`obj[key]` if it is a number >= 0 (> 0 if `positive`), else report; None if absent."""
-        value = obj.get(key)
+               positive: bool = False, dim: str | None = None) -> Any:
+        """`obj[key]` if it is a finite number >= 0 (> 0 if `positive`), with `dim` one in
+        the range the spec gives that dimension (`units.range_side`: the spec made from the
+        file must load), else report; None if absent."""
+        value, at = obj.get(key), _join(path, key)
         if value is None:
             if required:
-                self.error(f"{path}.{key}", "is required", near)
+                self.error(at, "is required", near)
+            return None
+        if isinstance(value, float) and math.isinf(value):
+            self.error(at, "is not finite (or too large for a 64-bit float)", near)
             return None
         ok = isinstance(value, int | float) and not isinstance(value, bool)
         if ok and integer:
@@ -74,22 +86,37 @@ class JsonChecker:
             ok = False
         if not ok:
             what = "an integer" if integer else "a number"
-            self.error(f"{path}.{key}", f"must be {what} {'> 0' if positive else '>= 0'}, "
+            self.error(at, f"must be {what} {'> 0' if positive else '>= 0'}, "
                        f"not {json.dumps(value)}", near)
+            return None
+        side = None if dim is None else range_side(value, dim, positive)
+        if dim is not None and side is not None:
+            self.error(at, f"{json.dumps(value)} is {side} the valid range of a "
+                       f"{DIM_WORDS[dim]}", near, f"a {DIM_WORDS[dim]} is {range_text(dim)}")
             return None
         return int(value) if integer else float(value)
 
     def string(self, obj: Mapping[str, Any], key: str, path: str, near: str | None,
-               required: bool = True) -> str | None:
-        """`obj[key]` if it is a non-empty string, else report (None if absent, optional)."""
-        value = obj.get(key)
+               required: bool = True, name: bool = False) -> str | None:
+        """`obj[key]` if it is a non-empty string (with `name`, one the spec takes as a
+        name: `names.name_problem`), else report (None if absent, optional)."""
+        value, at = obj.get(key), _join(path, key)
         if value is None and not required:
             return None
         if not isinstance(value, str) or not value:
-            self.error(f"{path}.{key}", "must be a non-empty string"
+            self.error(at, "must be a non-empty string"
                        if value is not None else "is required", near)
             return None
-        return value
+        return value if not name or self.name(at, value, near) else None
+
+    def name(self, path: str, text: str, near: str | None) -> bool:
+        """Whether `text`, the string at JSON `path`, may be a name in a spec (E261, E262,
+        E264 there: no control or bidi character, NFKC, one script); reported if not."""
+        problem = name_problem(text)
+        if problem is not None:
+            message, hints = problem
+            self.error(path, f"is not a valid name: {message}", near, *hints)
+        return problem is None
 
     def items(self, obj: Mapping[str, Any], key: str, required: bool = True) -> list[Any]:
         """`obj[key]` if it is a list (of objects), else report."""
@@ -112,7 +139,7 @@ class JsonChecker:
             if not isinstance(raw, dict):
                 self.error(at, "must be an object", None)
                 continue
-            name = self.string(raw, "name", at, None)
+            name = self.string(raw, "name", at, None, name=True)
             if name is None:
                 continue
             near = json.dumps(name, ensure_ascii=False)

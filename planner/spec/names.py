@@ -119,9 +119,15 @@ def _char_name(char: str) -> str:
 
 def valid_name(text: str) -> bool:
     """Whether `text` keeps the rules that concern one name alone (E261, E264, E262)."""
+    return name_problem(text) is None
+
+
+def name_problem(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """The first rule that concerns one name alone (E261, E264, E262) that `text` breaks,
+    as its message and hints (an importer reports it at its own input), or None."""
     sink = DiagnosticSink()
     _check_one(ast.Name(text, True, _NOWHERE), sink)
-    return not sink.items
+    return (sink.items[0].message, sink.items[0].hints) if sink.items else None
 
 
 def skeleton(text: str) -> str:

@@ -10,13 +10,14 @@ from collections.abc import Collection, Iterable, Sequence
 
 from ...errors import DiagnosticSink, did_you_mean
 from ...units import (
+    DIM_WORDS,
     EXAMPLES,
     NON_FINITE,
     RANGES,
     SPEED_RANGE,
     UNIT_TABLE,
-    format_quantity,
     parse_number,
+    range_text,
     underflows,
 )
 from .. import ast
@@ -187,10 +188,6 @@ def _finite(sink: DiagnosticSink, attr: ast.Attr, value: float,
     return None
 
 
-#: the dimensions whose attributes are all positive (`bandwidth`, a device's `flops`)
-_POSITIVE = frozenset({"bandwidth", "rate"})
-
-
 def _of(dim: str | None) -> str:
     return "" if dim is None else f" of a {_dim_word(dim)}"
 
@@ -198,12 +195,8 @@ def _of(dim: str | None) -> str:
 def _range_hint(key: str, dim: str | None) -> str:
     """The valid range of `key` (a quantity of `dim`, or the plain number `speed`)."""
     if dim is None:
-        lo, hi = SPEED_RANGE
-        return f"`{key}` is from {lo:g} to {hi:g}"
-    lo, hi = RANGES[dim]
-    zero = "" if dim in _POSITIVE else "0 or "
-    return (f"a {_dim_word(dim)} is {zero}from {format_quantity(lo, dim)} "
-            f"to {format_quantity(hi, dim)}")
+        return f"`{key}` is {range_text('speed')}"
+    return f"a {_dim_word(dim)} is {range_text(dim)}"
 
 
 def value_text(v: ast.Value, most: int = 0) -> str:
@@ -216,8 +209,7 @@ def value_text(v: ast.Value, most: int = 0) -> str:
 
 
 def _dim_word(dim: str) -> str:
-    return {"time": "time", "size": "size", "bandwidth": "bandwidth", "work": "work (FLOP)",
-            "rate": "FLOP rate"}.get(dim, dim)
+    return DIM_WORDS.get(dim, dim)
 
 
 def to_bytes(x: float | None) -> int:
