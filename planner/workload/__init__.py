@@ -158,6 +158,12 @@ def quantity_text(value: float, dim: str, exact: bool = False) -> str:
     return min(candidates, key=len)
 
 
+def size_text(nbytes: int) -> str:
+    """A size as a quantity that parses back to every byte (`1000000000001 B`, not `1 TB`:
+    `format_quantity` allows a relative 1e-12, a byte in a terabyte)."""
+    return quantity_text(nbytes, "size", exact=True)
+
+
 def _parses_to(text: str, dim: str, value: float) -> bool:
     number, unit = text.split(" ")
     return parse_number(number) * UNITS[dim][unit] == value
@@ -219,7 +225,7 @@ def op_attrs(op: WorkOp, exact: bool = False) -> list[tuple[str, str]]:
     for key, value in (("params", op.params_bytes), ("output", op.output_bytes),
                        ("temp", op.temp_bytes)):
         if value:
-            out.append((key, format_quantity(value, "size")))
+            out.append((key, size_text(value)))
     if op.backward_of:
         out.append(("backward_of", quote(op.backward_of)))
     if op.type:
@@ -255,8 +261,7 @@ def render_graph(w: Workload, exact: bool = False) -> list[str]:
         lines.append("")
     for e in w.edges:
         head = f"{quote(e.src)} -> {quote(e.dst)}"
-        attrs = [] if e.bytes == out_bytes.get(e.src) else [("bytes",
-                                                             format_quantity(e.bytes, "size"))]
+        attrs = [] if e.bytes == out_bytes.get(e.src) else [("bytes", size_text(e.bytes))]
         lines.extend(block(head, attrs))
     if w.colocations or w.ties:
         lines.append("")
@@ -265,7 +270,7 @@ def render_graph(w: Workload, exact: bool = False) -> list[str]:
     for names, nbytes, weight in w.ties:
         named = f"  weight {quote(weight)}" if weight else ""
         lines.append("  tie " + ", ".join(quote(n) for n in names)
-                     + f" {{ bytes {format_quantity(nbytes, 'size')}{named} }}")
+                     + f" {{ bytes {size_text(nbytes)}{named} }}")
     lines.append("}")
     return lines
 

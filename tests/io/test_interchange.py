@@ -347,3 +347,21 @@ def test_an_infinite_number_is_e922_at_the_value(literal: str) -> None:
     (d,) = err.value.diagnostics
     assert d.code == "E922" and d.span is not None and d.span.file == "bad.json"
     assert text[d.span.column - 1:].startswith(literal)
+
+
+def test_sizes_of_a_terabyte_and_more_keep_every_byte() -> None:
+    """Were written `output 1 TB`, `output 1 TiB`, `bytes 1024 TiB`: a byte lost each."""
+    data = {"format": "planner-graph", "version": 1, "name": "g",
+            "ops": [{"name": "a", "time_s": 1, "output_bytes": 1_000_000_000_001,
+                     "params_bytes": 2**40 + 1},
+                    {"name": "b", "time_s": 1, "output_bytes": 1_099_511_627_777,
+                     "temp_bytes": 2**50 - 1}],
+            "edges": [{"src": "a", "dst": "b", "bytes": 1_125_899_906_842_623}],
+            "ties": [{"ops": ["a", "b"], "bytes": 2**40 + 1}]}
+    data["ops"][1]["params_bytes"] = 2**40 + 1
+    back = _round_trip(data)
+    assert _round_trip(back) == back
+    assert [(o["params_bytes"], o["output_bytes"], o["temp_bytes"]) for o in back["ops"]] == [
+        (2**40 + 1, 1_000_000_000_001, 0), (2**40 + 1, 1_099_511_627_777, 2**50 - 1)]
+    assert back["edges"][0]["bytes"] == 1_125_899_906_842_623
+    assert back["ties"][0]["bytes"] == 2**40 + 1
