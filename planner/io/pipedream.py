@@ -25,6 +25,7 @@ and its activation stays its output (the batch the first layers read).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
 from ..spec.load import read_source
+from ..units import DIM_WORDS, range_side, range_text
 from ..workload import Imported, Workload, WorkOp, find_cycle_edge
 from ..workload.training import add_backward
 
@@ -41,6 +43,20 @@ _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _VALUE = re.compile(rf"\s*(?:({_NUMBER})|\[\s*({_NUMBER}(?:\s*;\s*{_NUMBER})*)\s*\])\s*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 _GETITEM = re.compile(r"__getitem__\((\d+)\)")
+
+
+#: each field's dimension (times in ms, sizes in bytes)
+_DIMS = {"forward_compute_time": "time", "backward_compute_time": "time",
+         "activation_size": "size", "parameter_size": "size"}
+
+
+def _out_of_range(key: str, values: list[float]) -> str | None:
+    """"above" or "below" where field `key` (its values summed: a layer's outputs make one
+    op's output) is outside what a spec may hold (`units.range_side`), else None."""
+    total = sum(values)
+    if _DIMS[key] == "time":
+        return range_side(total * 1e-3, "time")
+    return range_side(round(total) if math.isfinite(total) else total, "size")
 
 
 @dataclass
@@ -208,6 +224,14 @@ def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:
         parsed[key] = [float(x) for x in nums.split(";")]
         if any(x < 0 for x in parsed[key]):
             sink.error("E911", f"`{key}` is negative", span)
+            return None
+        side = _out_of_range(key, parsed[key])
+        if side is not None:
+            col = line.find(f"{key}=") + len(key) + 2
+            dim = _DIMS[key]
+            sink.error("E911", f"`{key}` is {side} the valid range of a {DIM_WORDS[dim]}",
+                       Span(span.file, span.line, col, span.line, col + len(values[key])),
+                       f"a {DIM_WORDS[dim]} is {range_text(dim)}")
             return None
     return _Node(head, module, parsed["forward_compute_time"][0],
                  parsed["backward_compute_time"][0], parsed["activation_size"],

@@ -155,3 +155,20 @@ def test_real_profiles_are_all_there() -> None:
     if not (DATASETS / "pipedream").is_dir():
         pytest.skip("../shared/datasets/pipedream is absent")
     assert len(PROFILES) == 8
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("activation_size", "1e400"), ("activation_size", "[1e15; 1e15]"),
+    ("parameter_size", "2e15"), ("forward_compute_time", "1e10"),
+    ("backward_compute_time", "1e-12")])
+def test_a_value_outside_the_language_is_e911_at_it(field: str, value: str) -> None:
+    """`activation_size=1e400` was E999 (an OverflowError in round()); the others E932,
+    "the generated spec does not load", with no place."""
+    fields = {"forward_compute_time": "1", "backward_compute_time": "1",
+              "activation_size": "1", "parameter_size": "1", field: value}
+    text = "node1 -- Conv -- " + ", ".join(f"{k}={v}" for k, v in fields.items()) + "\n"
+    with pytest.raises(SpecError) as err:
+        parse_pipedream(text, "g.txt", training=True)
+    (d,) = err.value.diagnostics
+    assert d.code == "E911" and f"`{field}`" in d.message and "valid range" in d.message
+    assert d.span is not None and text[d.span.column - 1:].startswith(value)
