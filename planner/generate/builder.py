@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import Diagnostic, UsageError
-from ..workload import Workload, WorkOp
+from ..units import DIM_WORDS, format_quantity, range_text
+from ..workload import ROUNDED_UNITS, Workload, WorkOp, out_of_range, rounded_text
 from ..workload.roofline import DTYPE_BYTES, PROFILES, DeviceProfile
 from ..workload.training import BACKWARD_FLOP_FACTOR, add_backward
 
@@ -82,6 +83,21 @@ class Builder:
             return self.profile.time_s(flops * factor, 2 * moved, self.dtype), flops * factor
 
         add_backward(self.w, backward, optimizer, skip=self.data_ops)
+
+    def check_ranges(self) -> None:
+        """E930 for options that make a quantity no spec may hold (a time over 11.6 days, a
+        tensor over 1 PiB: `--hidden 1000000000`), before the spec is written."""
+        found = out_of_range(self.w)
+        if found is not None:
+            where, key, value, dim, side = found
+            word = DIM_WORDS[dim]
+            shown = rounded_text(value, dim) if dim in ROUNDED_UNITS else format_quantity(
+                value, dim)
+            raise UsageError(Diagnostic(
+                "E930", f"these options make {where}'s `{key}` {shown}, "
+                f"{side} the valid range of a {word}", None,
+                (f"a {word} is {range_text(dim)}; make the model smaller or larger "
+                 "(--hidden, --seq, --batch, --vocab)",)))
 
     def assumptions(self, batch: int, training: bool, optimizer: str) -> str:
         """Header lines on how the numbers were made."""

@@ -52,13 +52,13 @@ def generate(layers: int = 8, hidden: int = 1024, vocab: int = 32000, seq: int =
              profile: str = "v100", training: bool = False, optimizer: str = "adam",
              name: str | None = None, command: str | None = None) -> Imported:
     """A GNMT graph unrolled over `seq` source and `tgt_seq` target steps."""
-    t_len = tgt_seq or seq
+    t_len = seq if tgt_seq is None else tgt_seq
     check_positive(hidden=hidden, vocab=vocab, seq=seq, tgt_seq=t_len, batch=batch)
     if layers < 2:
         raise UsageError(Diagnostic("E930", "--layers must be at least 2 (GNMT has a "
                                     "bidirectional bottom layer and one above it)", None,
                                     ("GNMT uses 4 or 8",)))
-    b = Builder(name or f"gnmt{layers}", profile, dtype)
+    b = Builder(f"gnmt{layers}" if name is None else name, profile, dtype)
     e = b.elem
     src = b.data("src", batch * seq * 4)
     tgt = b.data("tgt", batch * t_len * 4)
@@ -67,6 +67,7 @@ def generate(layers: int = 8, hidden: int = 1024, vocab: int = 32000, seq: int =
     _decoder(b, lstm, tgt, memory, layers, hidden, vocab, seq, t_len, batch)
     if training:
         b.train(optimizer)
+    b.check_ranges()
     fwd = [o for o in b.w.ops if not o.name.endswith(".bwd")]
     n_params = sum(o.params_bytes for o in fwd) / e
     fwd_flops = sum(o.flops or 0.0 for o in fwd)

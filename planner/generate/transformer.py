@@ -46,15 +46,15 @@ def generate(arch: str = "gpt", layers: int = 12, hidden: int = 768, heads: int 
     if arch not in ("gpt", "encdec"):
         raise UsageError(Diagnostic("E930", f"unknown architecture `{arch}`", None,
                                     ("one of: gpt, encdec",)))
-    f = ffn or 4 * hidden
+    f = 4 * hidden if ffn is None else ffn
     dec_layers = layers if decoder_layers is None else decoder_layers
-    t_len = tgt_seq or seq
+    t_len = seq if tgt_seq is None else tgt_seq
     check_positive(layers=layers, hidden=hidden, heads=heads, ffn=f, seq=seq, batch=batch,
                    vocab=vocab, decoder_layers=max(dec_layers, 1), tgt_seq=t_len)
     if hidden % heads:
         raise UsageError(Diagnostic("E930", f"--hidden {hidden} is not a multiple of --heads "
                                     f"{heads}", None))
-    b = Builder(name or arch, profile, dtype)
+    b = Builder(arch if name is None else name, profile, dtype)
     if arch == "gpt":
         x = _embed(b, "", batch, seq, hidden, vocab)
         for layer in range(layers):
@@ -72,6 +72,7 @@ def generate(arch: str = "gpt", layers: int = 12, hidden: int = 768, heads: int 
         _head(b, "dec.", y, batch, t_len, hidden, vocab)
     if training:
         b.train(optimizer)
+    b.check_ranges()
     n_params = sum(o.params_bytes for o in b.w.ops if not o.name.endswith(".bwd")) / b.elem
     fwd_flops = sum(o.flops or 0.0 for o in b.w.ops if not o.name.endswith(".bwd"))
     shape = (f"GPT-style decoder stack, {layers} layers" if arch == "gpt" else

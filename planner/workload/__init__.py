@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from ..errors import Diagnostic
 from ..model import Cluster
 from ..spec.format import format_source
-from ..units import UNITS, format_quantity, parse_number
+from ..units import UNITS, format_quantity, parse_number, range_side
 from .roofline import round_sig
 
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
@@ -129,6 +129,30 @@ class Imported:
         """The whole `.plan` file: header, imports, graph, clusters, plans."""
         return render_spec(self.header, [self.workload], self.imports, self.plans,
                            self.clusters, self.exact)
+
+
+#: an op's quantities: (the spec's attribute, the `WorkOp` field, its dimension)
+_OP_QUANTITIES = (("time", "time_s", "time"), ("flops", "flops", "work"),
+                  ("params", "params_bytes", "size"), ("output", "output_bytes", "size"),
+                  ("temp", "temp_bytes", "size"))
+
+
+def out_of_range(w: Workload) -> tuple[str, str, float, str, str] | None:
+    """The first quantity of `w` that a spec may not hold (`units.range_side`), as (the op
+    or edge, its attribute, the value, its dimension, "above" or "below"), or None: an
+    importer or a generator reports it at its own input before it writes the spec."""
+    for op in w.ops:
+        values = [(key, getattr(op, name), dim) for key, name, dim in _OP_QUANTITIES]
+        values += [(f"time[{kind}]", t, "time") for kind, t in op.time_by_kind.items()]
+        for key, value, dim in values:
+            side = None if value is None else range_side(value, dim)
+            if side is not None:
+                return f"op `{op.name}`", key, value, dim, side
+    for e in w.edges:
+        side = range_side(e.bytes, "size")
+        if side is not None:
+            return f"edge `{e.src}` -> `{e.dst}`", "bytes", e.bytes, "size", side
+    return None
 
 
 def quote(name: str) -> str:

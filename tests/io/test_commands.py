@@ -121,3 +121,13 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
         code, _, stderr = _invoke(*args)
         assert code == 2, (args, stderr)
         assert "error[E9" in stderr
+
+
+def test_a_name_no_spec_may_take_is_e930_before_the_work(tmp_path: Path) -> None:
+    """`--name ""` (or one with a control character) was E932, "the generated spec does
+    not load ... a bug in planner's importer"."""
+    for name in ("", "a\x01"):
+        code, _, err = _invoke("generate", "gnmt", "--layers", "2", "--name", name,
+                               "-o", str(tmp_path / "g.plan"))
+        assert code == 2 and "E930" in err and "--name" in err and "E932" not in err
+        assert not (tmp_path / "g.plan").exists()

@@ -130,3 +130,23 @@ def test_fp16_halves_activations() -> None:
 def test_bad_options_are_usage_errors(call: object) -> None:
     with pytest.raises(UsageError):
         call()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(("make", "flag"), [
+    (lambda: transformer.generate(layers=1, ffn=0), "--ffn"),
+    (lambda: transformer.generate(arch="encdec", layers=1, tgt_seq=0), "--tgt-seq"),
+    (lambda: gnmt.generate(layers=2, tgt_seq=0), "--tgt-seq")])
+def test_an_option_of_0_is_e930_not_the_default(make: object, flag: str) -> None:
+    """`--ffn 0` built FFN 3072 and `--tgt-seq 0` the source length, silently."""
+    with pytest.raises(UsageError) as err:
+        make()  # type: ignore[operator]
+    (d,) = err.value.diagnostics
+    assert d.code == "E930" and d.message == f"{flag} must be at least 1, not 0"
+
+
+def test_options_making_a_value_outside_the_language_are_e930() -> None:
+    """`--hidden 1000000000` was E932, "a bug in planner's importer"."""
+    with pytest.raises(UsageError) as err:
+        transformer.generate(layers=1, hidden=1_000_000_000, heads=1)
+    (d,) = err.value.diagnostics
+    assert d.code == "E930" and "above the valid range of a time" in d.message
