@@ -31,6 +31,15 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+def _fits(value: Any, integer: bool, positive: bool) -> bool:
+    """Whether `value` is a number (not a bool; a whole one if `integer`) >= 0, > 0 if
+    `positive`, and not NaN."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if ok and integer:
+        ok = isinstance(value, int) or float(value).is_integer()
+    return ok and not (value < 0 or (positive and value == 0) or math.isnan(value))
+
+
 @dataclass(eq=False)
 class JsonChecker:
     """Type checks of decoded JSON that report the path and, where it can, the line."""
@@ -79,12 +88,7 @@ class JsonChecker:
         if isinstance(value, float) and math.isinf(value):
             self.error(at, "is not finite (or too large for a 64-bit float)", near)
             return None
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if ok and integer:
-            ok = isinstance(value, int) or float(value).is_integer()
-        if ok and (value < 0 or (positive and value == 0) or math.isnan(value)):
-            ok = False
-        if not ok:
+        if not _fits(value, integer, positive):
             what = "an integer" if integer else "a number"
             self.error(at, f"must be {what} {'> 0' if positive else '>= 0'}, "
                        f"not {json.dumps(value)}", near)
