@@ -212,8 +212,10 @@ def test_the_interchange_format_round_trips_the_settings(settings: str) -> None:
 
 
 @pytest.mark.parametrize(("value", "words"), [
-    ("all", 'must be a whole number or "auto"'), (2.5, 'must be a whole number or "auto"'),
-    (True, 'must be a whole number or "auto"'), (0, "`data_parallel` must be `auto`")])
+    # E922 at the value (the interchange's checks, with the language's range)
+    ("all", 'x.json:1:1405: error[E922]: `plan.data_parallel` must be a whole number from 1 '
+     'to 1024 or "auto", not "all"'), (2.5, "or \"auto\", not 2.5"),
+    (True, "or \"auto\", not true"), (0, "from 1 to 1024 or \"auto\", not 0")])
 def test_bad_interchange_values_are_spec_errors(value: object, words: str) -> None:
     text = _plan("  objective pipeline\n")
     data = export_spec(loads(text), plan="p")
