@@ -150,6 +150,7 @@ E512 1   a stages file that lists a device in two stages (or twice)
 E513 1   a stages file with a stage of no ops or no devices
 E514 1   a plan file `replicas` that is not disjoint groups of devices, each named by its stage's
          device and listing it first
+E515 1   a plan file `recompute` that is not a list of device names
 E601 2   an unknown algorithm
 E602 2   no plan of that name, or several plans and no `--plan`
 E603 2   a `solve --time-limit` outside 0 to 1e6 s, or not a finite number

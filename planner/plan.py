@@ -2,8 +2,9 @@
 
 The JSON form is versioned and deterministic: keys in a fixed order, ops in graph order,
 devices in cluster order, times in seconds as floats, nothing that varies between runs.
-A hybrid pipeline's plan adds `replicas` (`load_replicas`), an optional key: a plan
-without replicated stages is written as before, byte for byte.
+A hybrid pipeline's plan adds `replicas` (`load_replicas`), and a pipeline plan whose
+devices recompute their activations (`pipeilp`) adds `recompute` (`load_recompute`), both
+optional keys: a plan without them is written as before, byte for byte.
 
 `solve --json` and `simulate --json` read back as plans too: `in_envelope` finds the report
 in the document (its `result`), and `load_plan` reads the report's `placement`, with the
@@ -86,10 +87,13 @@ class Plan:
         """A copy labelled with the algorithm that made it."""
         return Plan(self.placement, self.order, self.start_s, name)
 
-    def to_json(self, problem: Problem, replicas: Groups = _NO_GROUPS) -> dict[str, Any]:
+    def to_json(self, problem: Problem, replicas: Groups = _NO_GROUPS,
+                recompute: Sequence[str] = ()) -> dict[str, Any]:
         """The versioned JSON object of this plan (names, not indices); a hybrid pipeline's
         `replicas` (representative device -> its group, itself first: `pipeline.hybrid`)
-        as `"replicas": {device: [devices]}`, only when a stage has 2+ replicas."""
+        as `"replicas": {device: [devices]}`, only when a stage has 2+ replicas; the
+        devices that recompute their activations as `"recompute": [devices]`, only when
+        some do."""
         ops = problem.graph.ops
         devs = problem.cluster.devices
         obj: dict[str, Any] = {
@@ -103,6 +107,8 @@ class Plan:
         if groups:
             obj["replicas"] = {devs[d].name: [devs[e].name for e in g]
                                for d, g in groups.items()}
+        if recompute:
+            obj["recompute"] = list(recompute)
         if self.order is not None:
             obj["order"] = {
                 devs[d].name: [ops[i].name for i in seq] for d, seq in enumerate(self.order)
@@ -111,14 +117,17 @@ class Plan:
             obj["start_s"] = {ops[i].name: float(t) for i, t in enumerate(self.start_s)}
         return obj
 
-    def dumps(self, problem: Problem, replicas: Groups = _NO_GROUPS) -> str:
+    def dumps(self, problem: Problem, replicas: Groups = _NO_GROUPS,
+              recompute: Sequence[str] = ()) -> str:
         """Deterministic JSON text (the same plan is the same bytes)."""
-        return json.dumps(finite(self.to_json(problem, replicas)), indent=2,
+        return json.dumps(finite(self.to_json(problem, replicas, recompute)), indent=2,
                           ensure_ascii=False, allow_nan=False) + "\n"  # strict: no NaN
 
-    def write(self, problem: Problem, path: str, replicas: Groups = _NO_GROUPS) -> None:
-        """Write the plan JSON atomically (with a hybrid pipeline's `replicas`)."""
-        write_text_atomic(path, self.dumps(problem, replicas))
+    def write(self, problem: Problem, path: str, replicas: Groups = _NO_GROUPS,
+              recompute: Sequence[str] = ()) -> None:
+        """Write the plan JSON atomically (with a hybrid pipeline's `replicas`, and the
+        devices that `recompute`)."""
+        write_text_atomic(path, self.dumps(problem, replicas, recompute))
 
 
 def given_placement(problem: Problem, *hints: str) -> tuple[int, ...]:
@@ -235,6 +244,30 @@ def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence
     return out
 
 
+def load_recompute(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
+                   text: str | None = None, at: Sequence[str | int] = ()) -> tuple[str, ...]:
+    """A plan JSON's `recompute` (the devices that run their forward ops again in each
+    backward pass, as `pipeilp` chose) as device names; () when absent. Problems are raised
+    together as a `SpecError` (E504 an unknown device, E515 the rest), located as
+    `load_plan` locates its own."""
+    raw = data.get("recompute") if isinstance(data, Mapping) else None
+    if raw is None:
+        return ()
+    sink = DiagnosticSink()
+    where = JsonSpans(source, text, at, sink)
+    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+        sink.error("E515", f"`recompute` must be a list of device names, not {_kind(raw)}",
+                   where("recompute"), 'for example "recompute": ["gpu0", "gpu1"]')
+    else:
+        dev_index = problem.cluster.device_index
+        for k, name in enumerate(raw):
+            if name not in dev_index:
+                sink.error("E504", f"unknown device {quoted(name)} in recompute",
+                           where("recompute", k), *_hints(sink, name, dev_index))
+    sink.raise_if_errors()
+    return tuple(dict.fromkeys(raw))
+
+
 def _group(sink: DiagnosticSink, where: JsonSpans, problem: Problem, rep_name: str,
            names: Sequence[str], used: set[int], taken: dict[int, str]
            ) -> tuple[int, ...] | None:
@@ -299,10 +332,11 @@ def _by_device(problem: Problem, raw: Mapping[str, Any], key: str, sink: Diagnos
 
 
 def _order_of(data: Mapping[str, Any]) -> Any:
-    """A plan's `order`; without one, a `--json` report's: each of its `devices` (`{"name",
-    "ops"}`) and the ops it ran, in their order (None when neither is there)."""
+    """A plan's `order`; a `--json` report's (no `format`, a `devices` list): each of its
+    `devices` (`{"name", "ops"}`) and the ops it ran, in their order, whatever else its
+    `order` is (an algorithm's field, such as pipeilp's stage order); None when neither."""
     devices = data.get("devices")
-    if "order" in data or not isinstance(devices, list):
+    if "format" in data or not isinstance(devices, list):
         return data.get("order")
     if not all(isinstance(d, Mapping) and isinstance(d.get("name"), str) for d in devices):
         return None  # not a report's devices: the simulator chooses, as for a placement

@@ -409,14 +409,14 @@ def simulate(
                                             ("--stages", stages)], stdout=JSON_STDOUT)
         loaded = _load_noting(spec, report)
         problem = problem_of(loaded, plan)
-        the_plan, groups = given_plan(loaded, problem, placement, stages)
+        the_plan, groups, again = given_plan(loaded, problem, placement, stages)
         from ..pipeline.hybrid import replica_names  # lazy: start-up
 
         result, bounds, _ = emit_result(problem, the_plan, report, extra_json={},
                                          extra_rows={})
-        fits, _ = report_pipeline(problem, the_plan, report, bounds,
+        fits, _ = report_pipeline(problem, the_plan, report, bounds, recompute=again,
                                    replicas=replica_names(problem, groups))
-        write_trace_file(trace, problem, result, replicas=replica_names(problem, groups))
+        write_trace_file(trace, problem, result, again, replica_names(problem, groups))
         if problem.pipeline is not None:
             pipeline_verdict(problem, result, fits, report)
         elif not result.feasible:

@@ -138,7 +138,7 @@ def export_torch_command(
             raise UsageError(Diagnostic("E640", "--ranks applies only with --pipeline", None,
                                         ("add --pipeline to export the plan's pipeline",)))
         problem = problem_of(_load(spec), plan)
-        read, replicas = read_placed(problem, placement)
+        read, replicas, _ = read_placed(problem, placement)
         chosen = read.to_json(problem)["placement"]
         devices = torch_devices(problem.cluster, parse_device_map(device_map))
         module, namespace = load_target(model)

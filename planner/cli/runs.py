@@ -18,7 +18,7 @@ from .. import algorithms
 from ..algorithms.base import Interrupted
 from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, render_all
 from ..model import Problem
-from ..plan import Plan, given_placement, in_envelope, load_plan, load_replicas
+from ..plan import Plan, given_placement, in_envelope, load_plan, load_recompute, load_replicas
 from ..render.diagnostics import eprint
 from ..roots import display_path
 from ..strictjson import loads as strict_loads
@@ -84,13 +84,13 @@ def _placement_from_spec(problem: Problem) -> Plan:
 
 
 def given_plan(loaded: Loaded, problem: Problem, placement: Path | None, stages: Path | None
-           ) -> tuple[Plan, Mapping[int, tuple[int, ...]]]:
-    """The plan `simulate` runs and its replicated stages' groups: a stages file's layout
-    (`io.stages`), a placement or plan file (a hybrid plan's `replicas` with it), or the
-    spec's `place`/`pin` statements."""
+               ) -> tuple[Plan, Mapping[int, tuple[int, ...]], tuple[str, ...]]:
+    """The plan `simulate` runs, its replicated stages' groups and the devices that
+    recompute: a stages file's layout (`io.stages`), a placement or plan file (a pipeline
+    plan's `replicas` and `recompute` with it), or the spec's `place`/`pin` statements."""
     if stages is None:
         return read_placed(problem, placement) if placement else (
-            _placement_from_spec(problem), {})
+            _placement_from_spec(problem), {}, ())
     if problem.pipeline is None:
         raise UsageError(Diagnostic(
             "E646", f"--stages gives a pipeline's stages, and plan `{problem.name}` has "
@@ -100,12 +100,14 @@ def given_plan(loaded: Loaded, problem: Problem, placement: Path | None, stages:
     from ..io.stages import read_stages  # lazy: start-up
 
     layout = read_stages(problem, stages, display_path(stages.resolve()))
-    return layout.plan, layout.replicas
+    return layout.plan, layout.replicas, layout.recompute
 
 
-def read_placed(problem: Problem, path: Path) -> tuple[Plan, dict[int, tuple[int, ...]]]:
+def read_placed(problem: Problem, path: Path
+                ) -> tuple[Plan, dict[int, tuple[int, ...]], tuple[str, ...]]:
     """A placement file's plan, with a plan file's `replicas` (a hybrid pipeline's groups,
-    by representative device); a `--json` document's report reads as its plan."""
+    by representative device) and `recompute` (the devices that recompute, by name); a
+    `--json` document's report reads as its plan."""
     from ..spec.load import read_source  # lazy: start-up
 
     shown = display_path(path.resolve())
@@ -118,10 +120,12 @@ def read_placed(problem: Problem, path: Path) -> tuple[Plan, dict[int, tuple[int
     from ..io.device_map import looks_like_device_map, placement_from_device_map  # start-up
 
     if looks_like_device_map(data):  # an accelerate device_map {module path: device}
-        return load_plan(problem, placement_from_device_map(problem, data, shown, text), shown), {}
+        return (load_plan(problem, placement_from_device_map(problem, data, shown, text),
+                          shown), {}, ())
     body, at = in_envelope(data)  # `solve --json`, `simulate --json`: the report
     read = load_plan(problem, body, shown, text, at)
-    return read, load_replicas(problem, body, read.placement, shown, text, at)
+    return (read, load_replicas(problem, body, read.placement, shown, text, at),
+            load_recompute(problem, body, shown, text, at))
 
 
 def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
@@ -266,7 +270,7 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
     info = dict(solution.info)
     groups = replica_groups(problem, info)
     if out is not None:
-        solution.plan.write(problem, str(out), groups)
+        solution.plan.write(problem, str(out), groups, tuple(info.get("recompute") or ()))
     status = _pipeline_status(problem, solution)
     extra_json: dict[str, Any] = {
         "algorithm": solution.plan.algorithm or algo,

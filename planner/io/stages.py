@@ -5,7 +5,9 @@ spec's model next to planner's plans.
 The file is JSON: a list of stages, or an object whose `stages` holds that list, or one
 whose `pipeline.stages` does (`solve --json`'s `result`, or the whole `--json` document:
 the report of a pipeline plan reads back as it is). A stage is `{"ops": [op names],
-"devices": [device names]}`; other keys (`busy_s`, `replicas`, ...) are ignored.
+"devices": [device names]}`; other keys (`busy_s`, `replicas`, ...) are ignored. The
+devices that recompute their activations come from the object's (or its `result`'s)
+`recompute`, as `solve --json` writes it (`plan.load_recompute`).
 
 - **Devices.** A stage's first device is its representative: every op of the stage is
   placed there. A stage of 2+ devices is replicated over them (`planner.pipeline.hybrid`:
@@ -23,6 +25,7 @@ device in two stages, E513 a stage of no ops or no devices, E505 ops in no stage
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections.abc import Mapping
@@ -41,7 +44,7 @@ from ..errors import (
     quoted,
 )
 from ..model import Problem
-from ..plan import Plan, in_envelope
+from ..plan import Plan, in_envelope, load_recompute
 from ..spec.load import read_source
 from ..strictjson import loads as strict_loads
 
@@ -61,6 +64,8 @@ class Layout:
 
     plan: Plan
     replicas: Mapping[int, tuple[int, ...]]
+    #: the devices that recompute their activations, by name
+    recompute: tuple[str, ...] = ()
 
 
 def read_stages(problem: Problem, path: Path, shown: str) -> Layout:
@@ -96,7 +101,10 @@ def parse_stages(problem: Problem, text: str, shown: str = "<stages>") -> Layout
     reader.sink.raise_if_errors()
     reader.unlisted(at)
     reader.sink.raise_if_errors()
-    return reader.layout()
+    body, where = in_envelope(data)
+    again = load_recompute(problem, body, shown, text, where) if isinstance(body, Mapping) \
+        else ()
+    return dataclasses.replace(reader.layout(), recompute=again)
 
 
 def _stage_list(data: Any) -> tuple[list[Any] | None, Where]:

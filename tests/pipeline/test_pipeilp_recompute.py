@@ -230,6 +230,42 @@ def test_solve_exits_0_with_a_recomputing_plan_where_pipedp_finds_none(tmp_path:
     assert result["pipeline"]["period_s"] == pytest.approx(result["period_s"], rel=1e-12)
 
 
+def _cli(*args: str, cwd: Path = ROOT) -> tuple[int, str]:
+    proc = subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True,
+                          text=True, check=False, cwd=cwd)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_a_recomputing_plan_reads_back_as_it_was_solved(tmp_path: Path) -> None:
+    """Before: the plan file held no `recompute`, so `simulate --placement` of it (and
+    `--stages` of `solve --json`) ran it without recomputation: E401, exit 3, where
+    `solve` had said it fits."""
+    spec = tmp_path / "tight.plan"
+    spec.write_text(_tight_text("25 MB"))
+    out, doc = tmp_path / "plan.json", tmp_path / "solve.json"
+    code, text = _cli("solve", str(spec), "--algo", "pipeilp", "--json", "--out", str(out))
+    assert code == 0, text
+    doc.write_text(text)
+    solved = json.loads(text)["result"]["pipeline"]
+    assert json.loads(out.read_text())["recompute"] == ["d0"]
+    for given in (("--placement", str(out)), ("--stages", str(doc)),
+                  ("--placement", str(doc))):
+        code, text = _cli("simulate", str(spec), *given, "--json")
+        assert code == 0, (given, text)
+        again = json.loads(text)["result"]["pipeline"]
+        assert again["iteration_s"] == solved["iteration_s"]
+        assert [d["memory_bytes"] for d in again["devices"]] == [
+            d["memory_bytes"] for d in solved["devices"]]
+    # a device no cluster holds, and no list: located, with the codes of a plan file
+    for value, code_, words in ((["d9"], "E504", "unknown device `d9` in recompute"),
+                                ("d0", "E515", "`recompute` must be a list of device names")):
+        bad = {**json.loads(out.read_text()), "recompute": value}
+        out.write_text(json.dumps(bad, indent=2))
+        code, text = _cli("simulate", str(spec), "--placement", str(out))
+        assert code == 1 and f"error[{code_}]: {words}" in text
+        assert f"{out.name}:" in text.split(f"error[{code_}]")[0].splitlines()[-1]
+
+
 # -- brute force on tiny chains ---------------------------------------------------------------
 
 
