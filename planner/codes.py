@@ -267,6 +267,8 @@ E949 1   an accelerate `device_map` that does not cover the spec's ops or names 
 E950 1   `export torch --pipeline`: a hybrid plan's replicated stages that a 2-D DeviceMesh
          (pipeline x data) cannot run: stages replicated unequally, micro-batches that do not split
          evenly over the replicas, `--ranks`
+E951 1   `export torch --nearest`: the nearest module-level plan breaks the spec (a pin, a device's
+         memory): it is not exported
 E990 4   out of memory
 E991 1   input too deeply nested
 E999 4   internal error: a bug in planner

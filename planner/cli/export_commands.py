@@ -21,6 +21,7 @@ from ..errors import Diagnostic, Span, SpecError, UsageError
 from ..files import check_outputs, write_text_atomic
 from ..io.codegen import compiled
 from ..io.interchange import dumps, export_spec
+from ..io.torch_device_map import Alternative
 from ..io.torch_device_map import nearest as nearest_plan
 from ..io.torch_export import (
     Placed,
@@ -153,6 +154,7 @@ def export_torch_command(
         alternative = nearest_plan(traced, problem, read) if placed.device_map is None \
             else None
         if nearest and alternative is not None:
+            _exportable(alternative)
             chosen = alternative.placement
             placed = apply_plan(traced, chosen, devices, move=False)
         document = export_document(placed, problem.name, chosen)
@@ -173,6 +175,17 @@ def export_torch_command(
         else:
             write_text_atomic(output, text)
         sys.stderr.write(_export_summary(placed, set(traced.names.values())))
+
+
+def _exportable(alternative: Alternative) -> None:
+    """E951 where `--nearest` would export a module-level plan that breaks the spec."""
+    if not alternative.fits:
+        raise SpecError(Diagnostic(
+            "E951", f"--nearest: the nearest module-level plan ({alternative.granularity}) "
+            f"breaks the spec ({alternative.why}), so it is not exported", None,
+            ("export the plan itself (leave out --nearest): its ops run where it places them",
+             "or import the model at module granularity (planner import torch --granularity "
+             "module:N) and solve that spec, whose plans are device maps")))
 
 
 def _export_summary(placed: Placed, ops: set[str]) -> str:

@@ -11,18 +11,21 @@ device), or None and the first op that breaks the rule.
 
 For a plan that is no device map, `nearest(...)` builds module-level alternatives: for each
 depth D, every module call at depth at most D (`--granularity module:D`) goes to the
-device holding most of its FLOPs in the plan (its nodes, the first device on ties), and code
-between calls goes with the ops whose tensors it reads (so that it needs no copy); the
-alternative that simulates fastest (planner's simulator, on the plan's own spec, memory
-caps included) is offered with its cost next to the plan's. `planner export torch
---nearest` exports it.
+device holding most of its FLOPs in the plan (its nodes, the first device on ties), or to the
+device its ops are pinned to (a spec's `pin`), and code between calls goes with the ops whose
+tensors it reads (so that it needs no copy); the alternative that simulates fastest
+(planner's simulator, on the plan's own spec: memory caps and pins included) among those
+that break no rule of the spec is offered with its cost next to the plan's, else the fastest
+with what it breaks (a module holding ops pinned to two devices, at every depth: no
+module-level plan keeps both pins). `planner export torch --nearest` exports one that
+fits and refuses one that does not.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,7 +120,8 @@ class Alternative:
     placement: dict[str, str]  # spec op -> spec device
     makespan_s: float
     plan_makespan_s: float
-    fits: bool
+    fits: bool  # the simulator finds no violation of the spec: memory, pins, ...
+    why: str = ""  # the first violation, where it does not fit
 
     def describe(self) -> str:
         """One line: what it is and what it costs."""
@@ -132,7 +136,7 @@ class Alternative:
             extra = 0.0 if abs(extra) < 0.05 else extra  # no "-0.0%"
             head += (f" against the plan's {format_seconds(self.plan_makespan_s)} "
                      f"({extra:+.1f}%)")
-        return head + ("" if self.fits else "; it exceeds a device's memory")
+        return head + ("" if self.fits else f"; it breaks the spec ({self.why})")
 
 
 def nearest(traced: Traced, problem: Problem, plan: Plan) -> Alternative | None:
@@ -142,6 +146,8 @@ def nearest(traced: Traced, problem: Problem, plan: Plan) -> Alternative | None:
     devs = problem.cluster.devices
     placement = {ops[i].name: devs[d].name for i, d in enumerate(plan.placement)}
     node_dev = {n: placement[op] for n, op in traced.names.items() if op in placement}
+    pinned = {ops[i].name.removesuffix(BWD_SUFFIX): devs[d].name  # a backward op's: its
+              for i, d in problem.pins.items()}  # forward op's (a spec colocates them, E258)
     plan_s = simulate(problem, plan).makespan_s
     best: Alternative | None = None
     depth, seen = 1, None
@@ -151,14 +157,14 @@ def nearest(traced: Traced, problem: Problem, plan: Plan) -> Alternative | None:
         if shape == seen or depth > 64:
             break
         seen = shape
-        moved = _assign(traced, problem, found, node_dev)
+        moved = _assign(traced, problem, found, node_dev, pinned)
         spec_placement = {op: moved[n] for n, op in traced.names.items()}
         for op in ops:  # a training step's backward ops go where their forward ops do
             forward = op.name.removesuffix(BWD_SUFFIX)
             if op.name not in spec_placement and forward in spec_placement:
                 spec_placement[op.name] = spec_placement[forward]
-        makespan, fits = _makespan(problem, spec_placement)
-        alt = Alternative(f"module:{depth}", spec_placement, makespan, plan_s, fits)
+        makespan, why = _makespan(problem, spec_placement)
+        alt = Alternative(f"module:{depth}", spec_placement, makespan, plan_s, not why, why)
         if best is None or (alt.fits, -alt.makespan_s) > (best.fits, -best.makespan_s):
             best = alt
         depth += 1
@@ -168,9 +174,11 @@ def nearest(traced: Traced, problem: Problem, plan: Plan) -> Alternative | None:
 # complex: three unions (calls of one module, code between calls, spec colocations), then a
 # FLOP vote per group; they share `unit_of` and the union-find, the vote reads them all
 def _assign(traced: Traced, problem: Problem, found: list[Unit],
-            node_dev: Mapping[str, str]) -> dict[str, str]:
+            node_dev: Mapping[str, str], pinned: Mapping[str, str]) -> dict[str, str]:
     """fx node -> device: module calls, each with the code that reads its tensors and with
-    the ops the spec colocates with it, on the device holding most of their FLOPs."""
+    the ops the spec colocates with it, on the device its ops are pinned to (`pinned`: spec
+    op -> device), else on the device holding most of their FLOPs. A group with ops pinned
+    to two devices goes by FLOPs: the simulator reports the pin it breaks."""
     unit_of = {n.name: k for k, u in enumerate(found) for n in u.nodes}
     groups: Disjoint[int] = Disjoint()  # over the units' positions: `units` names may repeat
     join, root = groups.union, groups.find
@@ -199,19 +207,34 @@ def _assign(traced: Traced, problem: Problem, found: list[Unit],
         for n in u.nodes:
             d = node_dev[n.name]
             w[d] = w.get(d, 0.0) + traced.flops.get(n.name, 0.0) + 1e-9
+    pins = _group_pins(traced, found, root, pinned)
     out: dict[str, str] = {}
     for k, u in enumerate(found):
-        w = weight[root(k)]
-        dev = max(w, key=lambda d: w[d])  # the first of the heaviest (dict order)
+        w, to = weight[root(k)], pins.get(root(k), set())
+        # its one pin's device, else the first of the heaviest (dict order)
+        dev = next(iter(to)) if len(to) == 1 else max(w, key=lambda d: w[d])
         for n in u.nodes:
             out[n.name] = dev
     return out
 
 
-def _makespan(problem: Problem, placement: Mapping[str, str]) -> tuple[float, bool]:
-    """Simulated makespan of `placement` under the spec's models, and whether it fits."""
+def _group_pins(traced: Traced, found: list[Unit], root: Callable[[int], int],
+                pinned: Mapping[str, str]) -> dict[int, set[str]]:
+    """Group (its root unit) -> the devices its ops are pinned to."""
+    out: dict[int, set[str]] = {}
+    for k, u in enumerate(found):
+        for n in u.nodes:
+            dev = pinned.get(traced.names.get(n.name, ""))
+            if dev is not None:
+                out.setdefault(root(k), set()).add(dev)
+    return out
+
+
+def _makespan(problem: Problem, placement: Mapping[str, str]) -> tuple[float, str]:
+    """Simulated makespan of `placement` under the spec's models, and the first rule of the
+    spec it breaks ("" when it breaks none: it fits)."""
     index = problem.cluster.device_index
     plan = Plan(tuple(index[placement[o.name]] for o in problem.graph.ops))
     result = simulate(problem, plan)
-    memory_ok = not any(v.kind == "memory" for v in result.violations)
-    return result.makespan_s, memory_ok
+    first = next(iter(result.violations), None)
+    return result.makespan_s, "" if first is None else f"{first.kind}: {first.message}"

@@ -1,0 +1,139 @@
+"""`planner export torch` as users run it: what it refuses and what it writes.
+
+A chain of residual blocks (each: Linear, ReLU, Linear, the residual add, LayerNorm) is
+imported once onto two GPUs; each test adds pins or hand-writes a placement file and runs
+the command through typer's runner.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from planner.cli import app
+
+pytest.importorskip("torch", reason="PyTorch is not installed (pip install 'planner[torch]')")
+
+MODEL = """\
+import torch
+from torch import nn
+
+
+class Res(nn.Module):
+    def __init__(self, d=32):
+        super().__init__()
+        self.a, self.b, self.n = nn.Linear(d, d), nn.Linear(d, d), nn.LayerNorm(d)
+
+    def forward(self, x):
+        return self.n(x + self.b(torch.relu(self.a(x))))
+
+
+class Chain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Res() for _ in range(3)])
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x)
+
+
+def model():
+    torch.manual_seed(0)
+    return Chain().eval()
+"""
+
+CLUSTER = """\
+cluster two {
+  device gpu[0..1] { kind gpu  memory 1 MiB  flops 15.7 TFLOPS }
+  link gpu0 <-> gpu1 { bandwidth 25 GB/s  latency 2 us }
+}
+"""
+
+
+class Chain:
+    """The imported model: its folder, spec and a runner."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "chain.py").write_text(MODEL)
+        (root / "two.plan").write_text(CLUSTER)
+        self.spec = root / "chain.plan"
+        result = self.run("import", "torch", self.model, "--input", "8x32", "--cluster",
+                          root / "two.plan", "-o", self.spec)
+        assert result.exit_code == 0, result.output
+        self.text = self.spec.read_text()
+        self.ops: list[str] = [line.split()[1] for line in self.text.splitlines()
+                               if line.startswith("  op ")]
+
+    @property
+    def model(self) -> str:
+        return f"{self.root / 'chain.py'}:model"
+
+    def run(self, *args: object) -> Result:
+        return CliRunner().invoke(app, [str(a) for a in args])
+
+    def with_pins(self, name: str, pins: dict[str, str]) -> Path:
+        """The spec with `pins` added to its plan, as `name`.plan."""
+        lines = "".join(f'  pin "{op}" to {dev}\n' for op, dev in pins.items())
+        head, _, tail = self.text.rpartition("}")
+        path = self.root / f"{name}.plan"
+        path.write_text(head + lines + "}" + tail)
+        return path
+
+    def placement(self, name: str, on_gpu1: set[str], **extra: Any) -> Path:
+        """A plan file placing `on_gpu1` on gpu1, every other op on gpu0."""
+        path = self.root / f"{name}.json"
+        doc = {"placement": {op: "gpu1" if op in on_gpu1 else "gpu0" for op in self.ops}}
+        path.write_text(json.dumps({**extra, **doc}))
+        return path
+
+    def export(self, spec: Path, placement: Path, *args: object) -> Result:
+        return self.run("export", "torch", spec, self.model, "--input", "8x32", "--placement",
+                        placement, *args)
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
+    return Chain(tmp_path_factory.mktemp("chain"))
+
+
+#: a placement that is no device map: block 1's `b` and its add run apart from its `a`
+SPLIT = {"blocks.1.b", "blocks.1.add_1"}
+
+
+def test_the_nearest_module_plan_keeps_the_spec_pins(chain: Chain) -> None:
+    """Before: block 1 went whole to one device (module:1), breaking the pin of `blocks.1.b`,
+    and the document said `"fits": true`."""
+    pins = {"blocks.1.a": "gpu0", "blocks.1.b": "gpu1"}
+    spec = chain.with_pins("pinned", pins)
+    out = chain.root / "pinned_out.json"
+    result = chain.export(spec, chain.placement("pinned", SPLIT), "--nearest", "-o", out)
+    assert result.exit_code == 0, result.output
+    near = json.loads(out.read_text())["nearest_module_plan"]
+    assert near["fits"] and near["exported"]
+    assert {op: near["placement"][op] for op in pins} == pins
+    plan_file = chain.root / "near.json"
+    plan_file.write_text(json.dumps({"placement": near["placement"]}))
+    result = chain.run("simulate", spec, "--placement", plan_file)
+    assert result.exit_code == 0, result.output
+
+
+def test_a_nearest_plan_that_breaks_a_pin_is_not_exported(chain: Chain) -> None:
+    """Code reading a module's tensor goes with the module at every depth, so no module-level
+    plan keeps these two pins. Before: `"fits": true`, exported with exit 0."""
+    spec = chain.with_pins("torn", {"blocks.1.a": "gpu0", "blocks.1.relu_1": "gpu1"})
+    placement = chain.placement("torn", SPLIT | {"blocks.1.relu_1"})
+    result = chain.export(spec, placement)
+    assert result.exit_code == 0, result.output
+    near = json.loads(result.stdout)["nearest_module_plan"]
+    assert not near["fits"] and "breaks the spec (pin: " in result.stderr
+    result = chain.export(spec, placement, "--nearest")
+    assert result.exit_code == 1 and "error[E951]" in result.output, result.output
+    assert "breaks the spec (pin: op" in result.output
