@@ -4,7 +4,8 @@ Checking (`check_outputs`). Output paths are checked before any work: a sweep or
 solve must not end in a failed write. Every command that writes a file calls
 `check_outputs` first (E604, naming each option whose path cannot be written).
 
-Writing (`write_text_atomic`, and `atomic_file` for writers that take a file name). Write a
+Writing (`write_text_atomic`; `write_texts_atomic` for outputs written all or nothing;
+`atomic_file` for writers that take a file name). Write a
 temporary file beside the target, then rename over it. Only a regular file is ever replaced
 (or a new one created). A rename over a device, a FIFO or a folder would replace that thing
 itself (`--out /dev/full` as root used to turn the device into a JSON file), so anything
@@ -85,6 +86,32 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
         fh.write(data)
 
 
+def write_texts_atomic(texts: Mapping[Path, str]) -> None:
+    """Write each of `texts` ({path: text}, UTF-8) as `write_text_atomic` does, all or
+    nothing: every temporary file is written and synced before the first is renamed into
+    place, so that a failed write (E623) or a refused target (E622) leaves every target as
+    it was (`export torch`'s JSON and its `--code`). Only a failed rename, once all are
+    written, could leave the first renamed and not the rest."""
+    staged: list[tuple[Path, Path, str]] = []
+    try:
+        for path, text in texts.items():
+            target, tmp = _staged(path, ".tmp")
+            staged.append((path, target, tmp))
+            try:
+                with open(tmp, "wb") as fh:
+                    fh.write(text.encode("utf-8"))
+                _ready(tmp, target)
+            except OSError as err:
+                raise _failed(path, err) from None
+        for path, target, tmp in staged:
+            _commit(path, target, tmp)
+    except BaseException:
+        for _, _, tmp in staged:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        raise
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[str]:
     """The name of a new temporary file beside `path`, for a writer that takes a file name
@@ -96,6 +123,23 @@ def atomic_file(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[
     again at that moment. An `OSError` in the block or in those steps is E623; any error
     leaves the target untouched and removes the temporary file.
     """
+    target, tmp = _staged(path, suffix)
+    try:
+        try:
+            yield tmp
+            _ready(tmp, target)
+        except OSError as err:
+            raise _failed(path, err) from None
+        _commit(path, target, tmp)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _staged(path: str | os.PathLike[str], suffix: str) -> tuple[Path, str]:
+    """The file a write to `path` replaces (`resolve_target`) and a new temporary file
+    beside it (E623 where none can be made)."""
     target = resolve_target(path)
     directory = target.parent if str(target.parent) else Path(".")
     try:
@@ -103,23 +147,27 @@ def atomic_file(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[
         os.close(fd)
     except OSError as err:
         raise _failed(path, err) from None
+    return target, tmp
+
+
+def _ready(tmp: str, target: Path) -> None:
+    """A written temporary file synced, with the mode of the file it replaces (0644 when
+    there is none)."""
+    _sync(tmp)
     try:
-        try:
-            yield tmp
-            _sync(tmp)
-            try:
-                mode = os.stat(target).st_mode & 0o777
-            except FileNotFoundError:
-                mode = 0o644
-            os.chmod(tmp, mode)
-            resolve_target(target)  # still a regular file (or nothing) at the last moment
-            os.replace(tmp, target)
-        except OSError as err:
-            raise _failed(path, err) from None
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        mode = os.stat(target).st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    os.chmod(tmp, mode)
+
+
+def _commit(path: str | os.PathLike[str], target: Path, tmp: str) -> None:
+    """Rename `tmp` over `target`, still a regular file (or nothing) at the last moment."""
+    resolve_target(target)
+    try:
+        os.replace(tmp, target)
+    except OSError as err:
+        raise _failed(path, err) from None
 
 
 def _sync(name: str) -> None:
