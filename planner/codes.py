@@ -151,6 +151,8 @@ E513 1   a stages file with a stage of no ops or no devices
 E514 1   a plan file `replicas` that is not disjoint groups of devices, each named by its stage's
          device and listing it first
 E515 1   a plan file `recompute` that is not a list of device names
+E516 1   a placement file made for another plan of the spec (its `plan`), or for another graph
+         (no op it places is the plan's)
 E601 2   an unknown algorithm
 E602 2   no plan of that name, or several plans and no `--plan`
 E603 2   a `solve --time-limit` outside 0 to 1e6 s, or not a finite number
@@ -267,6 +269,8 @@ E949 1   an accelerate `device_map` that does not cover the spec's ops or names 
 E950 1   `export torch --pipeline`: a hybrid plan's replicated stages that a 2-D DeviceMesh
          (pipeline x data) cannot run: stages replicated unequally, micro-batches that do not split
          evenly over the replicas, `--ranks`
+W950 0   `export torch` without --pipeline: a hybrid plan's replicated stages are left out (the
+         model is placed once)
 E951 1   `export torch --nearest`: the nearest module-level plan breaks the spec (a pin, a device's
          memory): it is not exported
 E990 4   out of memory

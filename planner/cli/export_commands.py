@@ -11,14 +11,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from ..errors import Diagnostic, Span, SpecError, UsageError
-from ..files import check_outputs, write_text_atomic
+from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, render_all
+from ..files import check_outputs, write_text_atomic, write_texts_atomic
 from ..io.codegen import compiled
 from ..io.interchange import dumps, export_spec
 from ..io.torch_device_map import Alternative
@@ -48,6 +48,7 @@ from ..io.torch_pipeline import (
 )
 from ..io.torch_pipeline_script import pipeline_script
 from ..model import Problem
+from ..plan import Plan
 from ..roots import display_path
 from ..spec.load import load_path
 from . import _load
@@ -67,7 +68,7 @@ export_app = typer.Typer(help="Write a spec in another format.", no_args_is_help
 def export_json_command(
     spec: Annotated[Path, typer.Argument(help="The .plan spec to export.")],
     output: Annotated[Path | None, typer.Option(
-        "-o", "--output", help="Write here instead of stdout.", dir_okay=False)] = None,
+        "-o", "--output", help="Write here instead of stdout.")] = None,
     plan: Annotated[str | None, typer.Option(
         "--plan", help="Export this plan (its graph, cluster and pins).")] = None,
     graph: Annotated[str | None, typer.Option(
@@ -107,10 +108,10 @@ def export_torch_command(
         "--device-map", help="SPEC_DEVICE=TORCH_DEVICE,... (default: by kind, gpu3 -> "
         "cuda:3, cpu0 -> cpu).")] = None,
     output: Annotated[Path | None, typer.Option(
-        "-o", "--output", help="Write the JSON here instead of stdout.", dir_okay=False)] = None,
+        "-o", "--output", help="Write the JSON here instead of stdout.")] = None,
     code: Annotated[Path | None, typer.Option(
         "--code", help="Also write the placed model's forward() source here (with "
-        "--pipeline: a script that runs one pipelined step).", dir_okay=False)] = None,
+        "--pipeline: a script that runs one pipelined step).")] = None,
     pipeline: Annotated[bool, typer.Option(
         "--pipeline", help="Write what torch.distributed.pipelining reads: the split_spec, "
         "the stages' devices, the schedule and the micro-batches of an `objective pipeline` "
@@ -138,8 +139,9 @@ def export_torch_command(
         if ranks is not None and not pipeline:
             raise UsageError(Diagnostic("E640", "--ranks applies only with --pipeline", None,
                                         ("add --pipeline to export the plan's pipeline",)))
-        problem = problem_of(_load(spec), plan)
-        read, replicas, _ = read_placed(problem, placement)
+        loaded = _load(spec)
+        problem = problem_of(loaded, plan)
+        read, replicas, _ = read_placed(problem, placement, loaded.spec.plans)
         chosen = read.to_json(problem)["placement"]
         devices = torch_devices(problem.cluster, parse_device_map(device_map))
         module, namespace = load_target(model)
@@ -150,31 +152,49 @@ def export_torch_command(
                              code, (model, inputs or [], example, display_path(spec)), ranks,
                              replicas)
             return
-        placed = apply_plan(traced, chosen, devices, move=False)
-        alternative = nearest_plan(traced, problem, read) if placed.device_map is None \
-            else None
-        if nearest and alternative is not None:
-            _exportable(alternative)
-            chosen = alternative.placement
-            placed = apply_plan(traced, chosen, devices, move=False)
-        document = export_document(placed, problem.name, chosen)
-        if alternative is not None:
-            document["nearest_module_plan"] = {
-                "granularity": alternative.granularity, "exported": nearest,
-                "makespan_s": alternative.makespan_s,
-                "plan_makespan_s": alternative.plan_makespan_s, "fits": alternative.fits,
-                "placement": alternative.placement}
-            placed.device_map_note += "; " + alternative.describe() + (
-                " (exported, --nearest)" if nearest else " (--nearest exports it)")
-            document["device_map_note"] = placed.device_map_note
+        if replicas:
+            _replicas_dropped(problem, placement)
+        placed, document = _placed(problem, traced, read, devices, nearest)
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-        if code is not None:
-            write_text_atomic(code, compiled(placed.module.code.lstrip("\n"), code.name))
-        if output is None:
-            sys.stdout.write(text)
-        else:
-            write_text_atomic(output, text)
+        _write(output, text, code, lambda name: compiled(placed.module.code.lstrip("\n"),
+                                                         name))
         sys.stderr.write(_export_summary(placed, set(traced.names.values())))
+
+
+def _placed(problem: Problem, traced: Traced, read: Plan, devices: dict[str, str],
+            nearest: bool) -> tuple[Placed, dict[str, Any]]:
+    """The plan `read` applied, and its document; where it is no device map, with the
+    nearest module-level plan (`nearest`: that one applied instead, E951 where it does not
+    fit)."""
+    chosen = read.to_json(problem)["placement"]
+    placed = apply_plan(traced, chosen, devices, move=False)
+    alternative = nearest_plan(traced, problem, read) if placed.device_map is None else None
+    if nearest and alternative is not None:
+        _exportable(alternative)
+        chosen = alternative.placement
+        placed = apply_plan(traced, chosen, devices, move=False)
+    document = export_document(placed, problem.name, chosen)
+    if alternative is not None:
+        document["nearest_module_plan"] = {
+            "granularity": alternative.granularity, "exported": nearest,
+            "makespan_s": alternative.makespan_s,
+            "plan_makespan_s": alternative.plan_makespan_s, "fits": alternative.fits,
+            "placement": alternative.placement}
+        placed.device_map_note += "; " + alternative.describe() + (
+            " (exported, --nearest)" if nearest else " (--nearest exports it)")
+        document["device_map_note"] = placed.device_map_note
+    return placed, document
+
+
+def _replicas_dropped(problem: Problem, placement: Path) -> None:
+    """W950: without --pipeline, a hybrid plan's replicas are not in what is written."""
+    sys.stderr.write(render_all([Diagnostic(
+        "W950", f"plan `{problem.name}`'s stages are replicated (`replicas` in "
+        f"{display_path(placement)}), and without --pipeline the model is placed once: each "
+        "stage on its first device, its replicas left out",
+        Span.start_of(display_path(placement.resolve())),
+        ("add --pipeline to export the replicated stages as a 2-D DeviceMesh (pipeline x "
+         "data)",), severity=Severity.WARNING)]) + "\n")
 
 
 def _exportable(alternative: Alternative) -> None:
@@ -186,6 +206,18 @@ def _exportable(alternative: Alternative) -> None:
             ("export the plan itself (leave out --nearest): its ops run where it places them",
              "or import the model at module granularity (planner import torch --granularity "
              "module:N) and solve that spec, whose plans are device maps")))
+
+
+def _write(output: Path | None, text: str, code: Path | None,
+           code_text: Callable[[str], str]) -> None:
+    """The JSON `text` to `output` (stdout when None) and, with `code`, `code_text(its file
+    name)` there: both files or neither (`write_texts_atomic`), then stdout."""
+    files = {} if code is None else {code: code_text(code.name)}
+    if output is not None:
+        files[output] = text
+    write_texts_atomic(files)
+    if output is None:
+        sys.stdout.write(text)
 
 
 def _export_summary(placed: Placed, ops: set[str]) -> str:
@@ -234,14 +266,9 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
     if not tp.exact and not nearest:
         raise pipeline_error(tp, where)
     text = json.dumps(pipeline_document(tp), indent=2, ensure_ascii=False) + "\n"
-    if code is not None:
-        model, shapes, example, spec = source
-        write_text_atomic(code, pipeline_script(tp, traced, model, shapes, example, spec,
-                                                code.name))
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        write_text_atomic(output, text)
+    model, shapes, example, spec = source
+    _write(output, text, code, lambda name: pipeline_script(tp, traced, model, shapes, example,
+                                                            spec, name))
     if not tp.exact:
         sys.stderr.write(f"plan `{tp.plan}`'s stages are not at module boundaries: "
                          f"{tp.reason}\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -16,7 +16,16 @@ import typer
 
 from .. import algorithms
 from ..algorithms.base import Interrupted
-from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, render_all
+from ..errors import (
+    Diagnostic,
+    JsonSpans,
+    Severity,
+    Span,
+    SpecError,
+    UsageError,
+    quoted,
+    render_all,
+)
 from ..model import Problem
 from ..plan import Plan, given_placement, in_envelope, load_plan, load_recompute, load_replicas
 from ..render.diagnostics import eprint
@@ -89,7 +98,7 @@ def given_plan(loaded: Loaded, problem: Problem, placement: Path | None, stages:
     recompute: a stages file's layout (`io.stages`), a placement or plan file (a pipeline
     plan's `replicas` and `recompute` with it), or the spec's `place`/`pin` statements."""
     if stages is None:
-        return read_placed(problem, placement) if placement else (
+        return read_placed(problem, placement, loaded.spec.plans) if placement else (
             _placement_from_spec(problem), {}, ())
     if problem.pipeline is None:
         raise UsageError(Diagnostic(
@@ -103,11 +112,12 @@ def given_plan(loaded: Loaded, problem: Problem, placement: Path | None, stages:
     return layout.plan, layout.replicas, layout.recompute
 
 
-def read_placed(problem: Problem, path: Path
+def read_placed(problem: Problem, path: Path, plans: Collection[str] = ()
                 ) -> tuple[Plan, dict[int, tuple[int, ...]], tuple[str, ...]]:
     """A placement file's plan, with a plan file's `replicas` (a hybrid pipeline's groups,
     by representative device) and `recompute` (the devices that recompute, by name); a
-    `--json` document's report reads as its plan."""
+    `--json` document's report reads as its plan. A file made for another of the spec's
+    `plans`, or for another graph, is E516 (`_made_for`)."""
     from ..spec.load import read_source  # lazy: start-up
 
     shown = display_path(path.resolve())
@@ -123,9 +133,35 @@ def read_placed(problem: Problem, path: Path
         return (load_plan(problem, placement_from_device_map(problem, data, shown, text),
                           shown), {}, ())
     body, at = in_envelope(data)  # `solve --json`, `simulate --json`: the report
+    _made_for(problem, body, plans, JsonSpans(shown, text, at))
     read = load_plan(problem, body, shown, text, at)
     return (read, load_replicas(problem, body, read.placement, shown, text, at),
             load_recompute(problem, body, shown, text, at))
+
+
+def _made_for(problem: Problem, body: Any, plans: Collection[str], where: JsonSpans) -> None:
+    """E516 where a plan file's `plan` (a `--json` report's too) names another plan of the
+    spec (`plans`), or another plan none of whose placed ops is an op of `problem`'s graph: a
+    file made for another plan or graph, which would be read as this one's (with its
+    replicas) or fail op by op. A plan renamed since, or a bare placement, reads on."""
+    named = body.get("plan") if isinstance(body, Mapping) else None
+    if not isinstance(named, str) or named == problem.name:
+        return
+    placed = body.get("placement")
+    ops = problem.graph.op_index
+    other_graph = isinstance(placed, Mapping) and bool(placed) and not any(
+        op in ops for op in placed)
+    if named not in plans and not other_graph:
+        return
+    why = (f"plan {quoted(named)} of the spec" if named in plans else
+           f"plan {quoted(named)}, of another graph (no op it places is in graph "
+           f"`{problem.graph.name}`)")
+    raise SpecError(Diagnostic(
+        "E516", f"the placement file was made for {why}, not for plan `{problem.name}`",
+        where("plan"),
+        ((f"pass --plan {named} to use it with its own plan",) if named in plans else ())
+        + (f"{'or s' if named in plans else 'S'}olve plan `{problem.name}` for a file of "
+           f"its own: planner solve SPEC --plan {problem.name} --out FILE",)))
 
 
 def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,

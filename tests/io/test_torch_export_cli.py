@@ -137,3 +137,72 @@ def test_a_nearest_plan_that_breaks_a_pin_is_not_exported(chain: Chain) -> None:
     result = chain.export(spec, placement, "--nearest")
     assert result.exit_code == 1 and "error[E951]" in result.output, result.output
     assert "breaks the spec (pin: op" in result.output
+
+
+def _with_second_plan(chain: Chain) -> tuple[Path, str, str]:
+    """The spec with a second plan, `other`: (the spec, its first plan's name, the graph's)."""
+    first = next(line.split()[1] for line in chain.text.splitlines()
+                 if line.startswith("plan "))
+    graph = next(line.split()[1] for line in chain.text.splitlines()
+                 if line.startswith("graph "))
+    path = chain.root / "two_plans.plan"
+    path.write_text(chain.text + f"\nplan other {{\n  graph {graph}\n  cluster two\n}}\n")
+    return path, first, graph
+
+
+def test_a_plan_file_of_another_plan_is_refused_at_its_plan_name(chain: Chain) -> None:
+    """Before: the file was applied to the plan chosen, without a word (a hybrid plan's
+    replicas became a DDP mesh for a plan without data_parallel)."""
+    spec, first, _ = _with_second_plan(chain)
+    placement = chain.placement("of_first", SPLIT, plan=first)
+    for result in (chain.export(spec, placement, "--plan", "other"),
+                   chain.run("simulate", spec, "--plan", "other", "--placement", placement)):
+        assert result.exit_code == 1, result.output
+        assert "error[E516]" in result.output and f"made for plan `{first}`" in result.output
+        assert f"--plan {first}" in result.output
+        assert f'"plan": "{first}"' in result.output  # the caret line: the file's value
+    assert chain.export(spec, placement, "--plan", first).exit_code == 0
+
+
+def test_a_plan_file_of_another_graph_is_one_error(chain: Chain) -> None:
+    """Before: an E503 per op of the file (and of the graph, E505)."""
+    path = chain.root / "alien.json"
+    path.write_text(json.dumps({"plan": "Other_two", "placement": {
+        f"op{i}": "gpu0" for i in range(12)}}))
+    result = chain.export(chain.spec, path)
+    assert result.exit_code == 1, result.output
+    assert result.output.count("error[") == 1 and "error[E516]" in result.output
+    assert "another graph" in result.output
+
+
+def test_a_hybrid_plan_exported_without_pipeline_warns_of_its_replicas(chain: Chain) -> None:
+    """Before: the replicas were dropped without a word."""
+    placement = chain.placement("hybrid", set(), replicas={"gpu0": ["gpu0", "gpu1"]})
+    result = chain.export(chain.spec, placement)
+    assert result.exit_code == 0, result.output
+    assert "warning[W950]" in result.stderr and "--pipeline" in result.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_failed_output_leaves_the_code_file_as_it_was(chain: Chain) -> None:
+    """Before: E623 for -o, but --code's file already held the new code."""
+    code = chain.root / "pair.py"
+    code.write_text("OLD\n")
+    placement = chain.placement("pair", SPLIT)
+    result = chain.export(chain.spec, placement, "--code", code, "-o", "/proc/x.json")
+    assert result.exit_code == 4 and "error[E623]" in result.output, result.output
+    assert code.read_text() == "OLD\n"
+    assert not [p for p in chain.root.iterdir() if p.name.startswith(".pair.py.")]
+    out = chain.root / "pair_out.json"
+    assert chain.export(chain.spec, placement, "--code", code, "-o", out).exit_code == 0
+    assert code.read_text().startswith("def forward") and json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("option", ["-o", "--code"])
+def test_a_folder_as_an_output_is_e604(chain: Chain, option: str) -> None:
+    """Before: click's "File 'outdir' is a directory." (exit 2, no code)."""
+    folder = chain.root / "outdir"
+    folder.mkdir(exist_ok=True)
+    result = chain.export(chain.spec, chain.placement("folder", SPLIT), option, folder)
+    assert result.exit_code == 2 and "error[E604]" in result.output, result.output
+
