@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -220,6 +221,18 @@ def _write(output: Path | None, text: str, code: Path | None,
         sys.stdout.write(text)
 
 
+def _relative_to(model: str, code: Path) -> str:
+    """The model `FILE.py[:NAME]` with FILE relative to the script `code`'s folder, which the
+    script reads it from (a module, `MODULE:NAME`, as it is)."""
+    file = target_file(model)
+    if file is None or not str(file).endswith(".py"):
+        return model
+    where, sep, name = model.rpartition(":")
+    if not sep or not where.endswith(".py"):
+        sep, name = "", ""
+    return os.path.relpath(file.resolve(), code.resolve().parent) + sep + name
+
+
 def _export_summary(placed: Placed, ops: set[str]) -> str:
     """The export's line: its copies (at cross-device edges; of tied weights, whose tensor is
     no op's) and whether it is a device_map."""
@@ -267,6 +280,7 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
         raise pipeline_error(tp, where)
     text = json.dumps(pipeline_document(tp), indent=2, ensure_ascii=False) + "\n"
     model, shapes, example, spec = source
+    model = model if code is None else _relative_to(model, code)
     _write(output, text, code, lambda name: pipeline_script(tp, traced, model, shapes, example,
                                                             spec, name))
     if not tp.exact:

@@ -206,3 +206,38 @@ def test_a_folder_as_an_output_is_e604(chain: Chain, option: str) -> None:
     result = chain.export(chain.spec, chain.placement("folder", SPLIT), option, folder)
     assert result.exit_code == 2 and "error[E604]" in result.output, result.output
 
+
+def test_the_pipeline_script_finds_its_model_from_any_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: `MODEL = 'docs/examples/torch_mlp.py:model'`, relative to the folder the export
+    ran in: the script run from elsewhere failed with a FileNotFoundError traceback."""
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])  # the model named from here
+    examples = Path("docs/examples")
+    plan_file, script = tmp_path / "pipe_plan.json", tmp_path / "run" / "pipe.py"
+    script.parent.mkdir()
+    spec = tmp_path / "mlp_pipeline.plan"
+    spec.write_text((examples / "mlp_pipeline.plan").read_text())
+    runner = CliRunner()
+    result = runner.invoke(app, ["import", "torch", "docs/examples/torch_mlp.py:model",
+                                 "--input", "8x256", "--training", "--name", "mlp", "-o",
+                                 str(tmp_path / "mlp_train.plan")])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["solve", str(spec), "--out", str(plan_file)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, [
+        "export", "torch", str(spec),
+        "docs/examples/torch_mlp.py:model", "--input", "8x256", "--placement", str(plan_file),
+        "--pipeline", "--code", str(script)])
+    assert result.exit_code == 0, result.output
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    found = subprocess.run(
+        [sys.executable, "-c", "import runpy, sys; sys.argv = ['pipe.py']; "
+         f"g = runpy.run_path({str(script)!r}, run_name='pipe'); "
+         "m, _ = g['load_model'](); print(type(m).__name__)"],
+        cwd=elsewhere, capture_output=True, text=True, timeout=300)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == "Sequential"
