@@ -195,8 +195,7 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
     footprint = format_bytes(totals["params_bytes"] + totals["output_bytes"])
     result.header += (f"\nFootprint: params + outputs {footprint} in all (the static memory "
                       "model's minimum, before copies between devices).")
-    _within_limits("graph", ("E011", "ops", "ops", len(result.workload.ops)),
-                   ("E012", "edges", "edges", len(result.workload.edges)))
+    _graph_within_limits(len(result.workload.ops), len(result.workload.edges))
     try:  # its text passes through the formatter, which may refuse it only by a bug
         text = result.to_spec()
     except SpecError as err:
@@ -231,6 +230,12 @@ def _check_name(name: str | None) -> None:
     if problem is not None:
         message, hints = problem
         raise UsageError(Diagnostic("E930", f"--name: {message}", None, hints))
+
+
+def _graph_within_limits(ops: int, edges: int) -> None:
+    """E011 or E012 for a graph of `ops` ops and `edges` edges over the `ops` or `edges`
+    limit; the generators call it with the counts of their options, before building."""
+    _within_limits("graph", ("E011", "ops", "ops", ops), ("E012", "edges", "edges", edges))
 
 
 def _within_limits(what: str, *checks: tuple[str, str, str, int]) -> None:
@@ -473,7 +478,8 @@ def generate_transformer_command(
     _run(lambda: transformer.generate(arch, layers, hidden, heads, ffn, seq, batch, vocab,
                                       decoder_layers, tgt_seq, options.dtype,
                                       options.device_profile, options.training,
-                                      options.optimizer, options.name, command),
+                                      options.optimizer, options.name, command,
+                                      _graph_within_limits),
          output, options)
 
 
@@ -499,5 +505,5 @@ def generate_gnmt_command(
     command = _command(["generate", "gnmt"], given)
     _run(lambda: gnmt.generate(layers, hidden, vocab, seq, tgt_seq, batch, options.dtype,
                                options.device_profile, options.training, options.optimizer,
-                               options.name, command),
+                               options.name, command, _graph_within_limits),
          output, options)

@@ -2,28 +2,45 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import Diagnostic, UsageError
 from ..units import DIM_WORDS, format_quantity, range_text
 from ..workload import ROUNDED_UNITS, Workload, WorkOp, out_of_range, rounded_text
 from ..workload.roofline import DTYPE_BYTES, PROFILES, DeviceProfile
-from ..workload.training import BACKWARD_FLOP_FACTOR, add_backward
+from ..workload.training import BACKWARD_FLOP_FACTOR, OPTIMIZER_STATE, add_backward
 
 #: an op input: a producer's name, or (name, bytes) when it sends only part of its output
 Input = str | tuple[str, int]
+#: called with a graph's ops and edges before it is built (the CLI refuses one over a limit)
+SizeCheck = Callable[[int, int], None]
+
+
+def graph_size(ops: int, edges: int, data: int, data_edges: int,
+               training: bool) -> tuple[int, int]:
+    """(ops, edges) of a generated graph whose forward pass has `ops` ops and `edges` edges,
+    `data` of those ops data inputs with `data_edges` edges out of them; with `training`,
+    plus what `add_backward` adds: a backward op per other op, an edge from each of those
+    ops to its backward op, and a gradient edge per edge between two of them."""
+    if not training:
+        return ops, edges
+    grads = ops - data
+    return ops + grads, edges + grads + (edges - data_edges)
 
 
 class Builder:
     """Builds a workload op by op; sizes are given in elements of the chosen dtype."""
 
-    def __init__(self, name: str, profile: str, dtype: str) -> None:
-        if profile not in PROFILES:
-            raise UsageError(Diagnostic("E930", f"unknown device profile `{profile}`", None,
-                                        ("one of: " + ", ".join(PROFILES),)))
-        if dtype not in DTYPE_BYTES:
-            raise UsageError(Diagnostic("E930", f"unknown dtype `{dtype}`", None,
-                                        ("one of: " + ", ".join(DTYPE_BYTES),)))
+    def __init__(self, name: str, profile: str, dtype: str, optimizer: str | None = None
+                 ) -> None:
+        """E930 for an unknown `profile`, `dtype` or `optimizer` (None: no training), before
+        any op is built."""
+        for what, value, known in (("device profile", profile, PROFILES),
+                                   ("dtype", dtype, DTYPE_BYTES),
+                                   ("optimizer", optimizer, OPTIMIZER_STATE)):
+            if value is not None and value not in known:
+                raise UsageError(Diagnostic("E930", f"unknown {what} `{value}`", None,
+                                            ("one of: " + ", ".join(known),)))
         self.w = Workload(name)
         self.profile: DeviceProfile = PROFILES[profile]
         self.dtype = dtype

@@ -41,24 +41,46 @@ from collections.abc import Callable, Sequence
 
 from ..errors import Diagnostic, UsageError
 from ..workload import Imported
-from .builder import Builder, Input, check_positive
+from .builder import Builder, Input, SizeCheck, check_positive, graph_size
 
 #: one LSTM step: (layer prefix, step, inputs, input width, weights, previous cell) -> cell
 Lstm = Callable[[str, int, Sequence[Input], int, str, str | None], str]
 
 
+def size(layers: int = 8, seq: int = 50, tgt_seq: int | None = None,
+         training: bool = False) -> tuple[int, int]:
+    """(ops, edges) of `generate` with these options (and any others it accepts), counted
+    without building. L layers, S source and T target steps: the encoder is its embedding
+    table, S `embed` ops, the bottom layer's two directions and each layer's weights, an LSTM
+    step of 2 ops per layer and step, a `res` per step from the third layer up, and `memory`;
+    the decoder is 3 + L weight ops and 3L + 4 ops a step; the first step has fewer edges (no
+    previous cell or context). `src` and `tgt` are data ops, with an edge per step."""
+    s, t = seq, (seq if tgt_seq is None else tgt_seq)
+    enc_ops = 5 + 7 * s + (layers - 2) * (1 + 3 * s)
+    # embed 2S; each direction 5S - 2; layer 1 6S - 2; each layer above 7S - 2; memory S
+    enc_edges = 2 * s + 2 * (5 * s - 2) + (6 * s - 2) + (layers - 2) * (7 * s - 2) + s
+    dec_edges = (6 * layers + 6) + (t - 1) * (8 * layers + 7)
+    return graph_size(2 + enc_ops + 3 + layers + t * (3 * layers + 4), enc_edges + dec_edges,
+                      2, s + t, training)
+
+
 def generate(layers: int = 8, hidden: int = 1024, vocab: int = 32000, seq: int = 50,
              tgt_seq: int | None = None, batch: int = 128, dtype: str = "fp32",
              profile: str = "v100", training: bool = False, optimizer: str = "adam",
-             name: str | None = None, command: str | None = None) -> Imported:
-    """A GNMT graph unrolled over `seq` source and `tgt_seq` target steps."""
+             name: str | None = None, command: str | None = None,
+             check_size: SizeCheck | None = None) -> Imported:
+    """A GNMT graph unrolled over `seq` source and `tgt_seq` target steps. `check_size(ops,
+    edges)`, if given, is called once the options are checked, before the graph is built."""
     t_len = seq if tgt_seq is None else tgt_seq
     check_positive(hidden=hidden, vocab=vocab, seq=seq, tgt_seq=t_len, batch=batch)
     if layers < 2:
         raise UsageError(Diagnostic("E930", "--layers must be at least 2 (GNMT has a "
                                     "bidirectional bottom layer and one above it)", None,
                                     ("GNMT uses 4 or 8",)))
-    b = Builder(f"gnmt{layers}" if name is None else name, profile, dtype)
+    b = Builder(f"gnmt{layers}" if name is None else name, profile, dtype,
+                optimizer if training else None)
+    if check_size is not None:
+        check_size(*size(layers, seq, t_len, training))
     e = b.elem
     src = b.data("src", batch * seq * 4)
     tgt = b.data("tgt", batch * t_len * 4)

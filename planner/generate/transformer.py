@@ -33,7 +33,19 @@ from __future__ import annotations
 
 from ..errors import Diagnostic, UsageError
 from ..workload import Imported
-from .builder import Builder, check_positive
+from .builder import Builder, SizeCheck, check_positive, graph_size
+
+
+def size(arch: str = "gpt", layers: int = 12, decoder_layers: int | None = None,
+         training: bool = False) -> tuple[int, int]:
+    """(ops, edges) of `generate` with these options (and any others it accepts), counted
+    without building: a layer is 14 ops and 18 edges, a decoder layer that cross-attends 23
+    and 30, an embedding (its `tokens` and `embed`) 2 and 1, the head 3 and 3, the encoder's
+    `ln_f` 1 and 1; each `tokens` a data op with one edge."""
+    if arch == "gpt":
+        return graph_size(14 * layers + 5, 18 * layers + 4, 1, 1, training)
+    dec = layers if decoder_layers is None else decoder_layers
+    return graph_size(14 * layers + 23 * dec + 8, 18 * layers + 30 * dec + 6, 2, 2, training)
 
 
 def generate(arch: str = "gpt", layers: int = 12, hidden: int = 768, heads: int = 12,
@@ -41,20 +53,15 @@ def generate(arch: str = "gpt", layers: int = 12, hidden: int = 768, heads: int 
              decoder_layers: int | None = None, tgt_seq: int | None = None,
              dtype: str = "fp32", profile: str = "v100", training: bool = False,
              optimizer: str = "adam", name: str | None = None,
-             command: str | None = None) -> Imported:
-    """A Transformer graph (`arch` "gpt" or "encdec"); see the module docstring."""
-    if arch not in ("gpt", "encdec"):
-        raise UsageError(Diagnostic("E930", f"unknown architecture `{arch}`", None,
-                                    ("one of: gpt, encdec",)))
-    f = 4 * hidden if ffn is None else ffn
-    dec_layers = layers if decoder_layers is None else decoder_layers
-    t_len = seq if tgt_seq is None else tgt_seq
-    check_positive(layers=layers, hidden=hidden, heads=heads, ffn=f, seq=seq, batch=batch,
-                   vocab=vocab, decoder_layers=max(dec_layers, 1), tgt_seq=t_len)
-    if hidden % heads:
-        raise UsageError(Diagnostic("E930", f"--hidden {hidden} is not a multiple of --heads "
-                                    f"{heads}", None))
-    b = Builder(arch if name is None else name, profile, dtype)
+             command: str | None = None, check_size: SizeCheck | None = None) -> Imported:
+    """A Transformer graph (`arch` "gpt" or "encdec"); see the module docstring.
+    `check_size(ops, edges)`, if given, is called once the options are checked, before the
+    graph is built."""
+    f, dec_layers, t_len = _checked(arch, layers, hidden, heads, ffn, seq, batch, vocab,
+                                    decoder_layers, tgt_seq)
+    b = Builder(arch if name is None else name, profile, dtype, optimizer if training else None)
+    if check_size is not None:
+        check_size(*size(arch, layers, dec_layers, training))
     if arch == "gpt":
         x = _embed(b, "", batch, seq, hidden, vocab)
         for layer in range(layers):
@@ -86,6 +93,25 @@ def generate(arch: str = "gpt", layers: int = 12, hidden: int = 768, heads: int 
         b.assumptions(batch, training, optimizer),
     ])
     return Imported(b.w, header, stats={"params": n_params, "flops": fwd_flops})
+
+
+def _checked(arch: str, layers: int, hidden: int, heads: int, ffn: int | None, seq: int,
+             batch: int, vocab: int, decoder_layers: int | None, tgt_seq: int | None
+             ) -> tuple[int, int, int]:
+    """E930 for options no Transformer has; else (FFN size, decoder layers, target length)
+    with their defaults filled in."""
+    if arch not in ("gpt", "encdec"):
+        raise UsageError(Diagnostic("E930", f"unknown architecture `{arch}`", None,
+                                    ("one of: gpt, encdec",)))
+    f = 4 * hidden if ffn is None else ffn
+    dec_layers = layers if decoder_layers is None else decoder_layers
+    t_len = seq if tgt_seq is None else tgt_seq
+    check_positive(layers=layers, hidden=hidden, heads=heads, ffn=f, seq=seq, batch=batch,
+                   vocab=vocab, decoder_layers=max(dec_layers, 1), tgt_seq=t_len)
+    if hidden % heads:
+        raise UsageError(Diagnostic("E930", f"--hidden {hidden} is not a multiple of --heads "
+                                    f"{heads}", None))
+    return f, dec_layers, t_len
 
 
 def _embed(b: Builder, p: str, batch: int, seq: int, h: int, vocab: int) -> str:

@@ -15,6 +15,7 @@ import pytest
 
 from planner import limits
 from planner.errors import SpecError
+from planner.generate.builder import Builder
 from planner.limits import Limits
 from planner.spec.load import load_path, load_text
 
@@ -168,6 +169,47 @@ def test_a_spec_made_over_a_limit_is_refused_before_it_is_written(
     assert invoke(["check", "g.plan", "--limit", limit], tmp_path)[0] == 1
     assert invoke(["check", "g.plan", "--limit", raised], tmp_path)[0] == 0
     assert limits.active() == limits.DEFAULTS
+
+
+def _no_op(*_: object, **__: object) -> str:
+    """`Builder.op` where no op may be built: it ends the command with exit 99."""
+    raise SystemExit(99)
+
+
+@pytest.mark.parametrize(("args", "code", "count"), [
+    (["transformer", "--layers", "1000000", "--hidden", "64", "--heads", "1", "--seq", "8",
+      "--batch", "1", "--vocab", "100"], "E011", "14_000_005 ops"),
+    (["gnmt", "--layers", "2", "--seq", "100000"], "E011", "1_700_012 ops"),
+    (["transformer", "--arch", "encdec", "--layers", "2", "--training", "--limit",
+      "edges=200"], "E012", "a graph of 282 edges"),
+    (["gnmt", "--layers", "2", "--seq", "3", "--limit", "ops=50"], "E011", "63 ops"),
+])
+def test_generate_refuses_a_graph_over_a_limit_before_building_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], code: str,
+        count: str) -> None:
+    """Before: the generator built the whole graph, then `_finish` counted it:
+    `generate gnmt --layers 2 --seq 100000` ran 32.8 s and peaked at 1.56 GB before E011,
+    and `generate transformer --layers 1000000 ...` under `ulimit -v 3000000` died of a
+    MemoryError after 70 s, never reaching E011. Now E011/E012 from the options' count,
+    with no op built (an op built here ends the command: exit 99)."""
+    monkeypatch.setattr(Builder, "op", _no_op)
+    err_code, _, err = invoke(["generate", *args, "-o", "g.plan"], tmp_path)
+    assert err_code == 1 and f"error[{code}]: the spec would hold a graph of " in err, err
+    assert count in err and not (tmp_path / "g.plan").exists()
+
+
+def test_generate_checks_every_option_before_the_size(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bad option of a graph over the limit is E930 (exit 2), as for a small one, with no
+    op built: the size is counted once the options are known good, the optimizer included
+    (before: an unknown `--optimizer` was found once the forward graph was built)."""
+    monkeypatch.setattr(Builder, "op", _no_op)
+    huge = ["generate", "transformer", "--layers", "1000000", "-o", "g.plan"]
+    for bad, said in ((["--heads", "5"], "not a multiple of --heads"),
+                      (["--dtype", "int8"], "unknown dtype"),
+                      (["--training", "--optimizer", "lion"], "unknown optimizer `lion`")):
+        err_code, _, err = invoke([*huge, *bad], tmp_path)
+        assert err_code == 2 and "E930" in err and said in err, err
 
 
 def test_a_placement_file_of_unknown_ops_prints_a_bounded_report(tmp_path: Path) -> None:
