@@ -101,13 +101,12 @@ from .options import (
 from .runs import (
     emit_result,
     given_plan,
-    infeasible_exit,
-    pipeline_verdict,
     place,
     problem_of,
     report_pipeline,
     report_solution,
     unrunnable_pipelines,
+    verdict,
     write_trace_file,
 )
 
@@ -417,10 +416,7 @@ def simulate(
         fits, _ = report_pipeline(problem, the_plan, report, bounds, recompute=again,
                                    replicas=replica_names(problem, groups))
         write_trace_file(trace, problem, result, again, replica_names(problem, groups))
-        if problem.pipeline is not None:
-            pipeline_verdict(problem, result, fits, report)
-        elif not result.feasible:
-            infeasible_exit(problem, result, report)
+        verdict(problem, result, fits, report)
 
 
 @app.command()

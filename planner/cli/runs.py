@@ -250,16 +250,28 @@ def report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: Bo
     return view.rows[-1].fits, view
 
 
-def infeasible_exit(problem: Problem, result: SimResult, report: JsonReport) -> NoReturn:
+def verdict(problem: Problem, result: SimResult, fits: bool, report: JsonReport,
+            hints: tuple[str, ...] = ()) -> None:
+    """Exit 3 (E401, with `hints` after its own) for a plan that breaks a rule: under
+    `objective pipeline` as `pipeline_verdict` judges it, else by the one pass."""
+    if problem.pipeline is not None:
+        pipeline_verdict(problem, result, fits, report, hints)
+    elif not result.feasible:
+        infeasible_exit(problem, result, report, hints)
+
+
+def infeasible_exit(problem: Problem, result: SimResult, report: JsonReport,
+                    hints: tuple[str, ...] = ()) -> NoReturn:
     head = (f"plan `{problem.name}` is infeasible: "
             f"{len(result.violations)} violation(s)")
     if report.enabled:  # the CI formats show each violation; the JSON has `violations`
         listed = () if report.output == "json" else tuple(
             f"{v.kind}: {v.message}" for v in result.violations[:50])
-        report.diagnostics.append(Diagnostic("E401", head, None, listed))
+        report.diagnostics.append(Diagnostic("E401", head, None, listed + hints))
     else:
         lines = [f"error[E401]: {head}"]
         lines += [f"  - {v.kind}: {v.message}" for v in result.violations[:50]]
+        lines += [f"  = hint: {hint}" for hint in hints]
         eprint("\n".join(lines))
     raise typer.Exit(EXIT_INFEASIBLE)
 
@@ -305,8 +317,6 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
 
     info = dict(solution.info)
     groups = replica_groups(problem, info)
-    if out is not None:
-        solution.plan.write(problem, str(out), groups, tuple(info.get("recompute") or ()))
     status = _pipeline_status(problem, solution)
     extra_json: dict[str, Any] = {
         "algorithm": solution.plan.algorithm or algo,
@@ -336,17 +346,30 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
             pipeline=view)
     write_trace_file(trace, problem, result, info.get("recompute") or (),
                      info.get("replicas"))
-    if solution.status == "interrupted":
-        written = " and ".join(str(p) for p in (out, html, trace) if p is not None)
-        kept = interrupted_diagnostic("the best plan found so far is shown"
-                                      + (f" and written to {written}" if written else ""))
-        report.diagnostics.append(kept)
-        if not report.enabled:
-            eprint(render_all([kept]))
-    if problem.pipeline is not None:
-        pipeline_verdict(problem, result, fits, report)
-    elif not result.feasible:
-        infeasible_exit(problem, result, report)
+    try:  # an infeasible plan is no plan file: `--out` keeps what it held (the reports show it)
+        verdict(problem, result, fits, report, () if out is None else (
+            f"--out {out} was left as it was: a plan that breaks the rules is not written as "
+            "a plan file (--json gives it, marked infeasible with its violations)",))
+    except typer.Exit:
+        _interrupted_note(solution, (html, trace), report)
+        raise
+    if out is not None:
+        solution.plan.write(problem, str(out), groups, tuple(info.get("recompute") or ()))
+    _interrupted_note(solution, (out, html, trace), report)
+
+
+def _interrupted_note(solution: Solution, written: Sequence[Path | None],
+                      report: JsonReport) -> None:
+    """E607 (a warning) for an `interrupted` solution: the best plan so far is shown, and
+    written to the files of `written` that are not None."""
+    if solution.status != "interrupted":
+        return
+    files = " and ".join(str(p) for p in written if p is not None)
+    kept = interrupted_diagnostic("the best plan found so far is shown"
+                                  + (f" and written to {files}" if files else ""))
+    report.diagnostics.append(kept)
+    if not report.enabled:
+        eprint(render_all([kept]))
 
 
 def _solver_fields(info: Mapping[str, Any], status: str) -> tuple[str, ...]:
@@ -384,30 +407,31 @@ def _pipeline_status(problem: Problem, solution: Solution) -> str:
 
 
 def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
-                      report: JsonReport) -> None:
+                      report: JsonReport, hints: tuple[str, ...] = ()) -> None:
     """A pipeline plan's memory is the pipeline's (activations in flight, recomputation),
-    not one pass's: the one-pass simulation judges every other rule."""
+    not one pass's: the one-pass simulation judges every other rule. Exit 3 (E401, with
+    `hints` after its own) where it breaks one."""
     others = [v for v in result.violations if v.kind != "memory"]
     if others:
         infeasible_exit(problem, dataclasses.replace(result, violations=tuple(others)),
-                         report)
+                         report, hints)
     from ..pipeline.split import split_words, units_split  # lazy: start-up
 
     split = units_split(problem, result.placement)
-    hints: tuple[str, ...] = ()
+    own: tuple[str, ...] = ()
     if split:
         more = f" ({len(split) - 1} more unit(s) split)" if len(split) > 1 else ""
         head = (f"plan `{problem.name}` is no pipeline: "
                 f"{split_words(problem, result.placement, split[0])} (a forward op, its "
                 f"backward ops and their colocation groups run on one stage){more}")
-        hints = ("place each unit on one device, or plan it with a pipeline algorithm "
-                 "(pipedp, pipeilp, hybrid)",)
+        own = ("place each unit on one device, or plan it with a pipeline algorithm "
+               "(pipedp, pipeilp, hybrid)",)
     elif not fits:
         head = (f"plan `{problem.name}` does not fit as a pipeline: a device holds less than "
                 "its stages' activations in flight need (the pipeline's memory table)")
     else:
         return
-    diagnostic = Diagnostic("E401", head, None, hints)
+    diagnostic = Diagnostic("E401", head, None, own + hints)
     if report.enabled:
         report.diagnostics.append(diagnostic)
     else:

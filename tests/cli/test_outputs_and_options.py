@@ -203,3 +203,34 @@ def test_the_table_follows_the_registry_capabilities() -> None:
     assert applicable_to("--gap") == ["auto", "pipeilp", "cpsat", "ilp"]
     assert applicable_to("--time-limit") == [  # + anytime
         "auto", "search", "pipeilp", "cpsat", "ilp"]
+
+
+#: PLACED on devices of 20 MB: `expert` gives it as placed, and gpu0 holds 32 MB, over its
+#: cap (exit 3, E401)
+OVER_MEMORY = PLACED.replace("memory 64 MB", "memory 20 MB")
+
+
+def test_an_infeasible_plan_leaves_out_as_it_was_and_the_reports_show_it(
+        tmp_path: Path) -> None:
+    """Before: exit 3 (E401) replaced `--out` with the infeasible plan, a normal-looking plan
+    file that nothing marked (a script regenerating a committed plan replaced a good one).
+    Now `--out` keeps its content and E401 says so; `--html` and `--trace`, reports of the
+    plan, are written (the page says infeasible, with the violations), and `--json` gives the
+    plan marked infeasible, which `simulate --placement` reads back to the same verdict."""
+    (tmp_path / "s.plan").write_text(OVER_MEMORY)
+    (tmp_path / "p.json").write_text("OLD\n")
+    args = ["solve", "s.plan", "--algo", "expert", "--out", "p.json"]
+    code, _, err = invoke([*args, "--html", "p.html", "--trace", "p.trace.json"], tmp_path)
+    assert code == 3 and "error[E401]" in err, err
+    assert (tmp_path / "p.json").read_text() == "OLD\n"
+    assert "--out p.json was left as it was" in err
+    assert "infeasible: 1 violation(s)" in (tmp_path / "p.html").read_text()
+    assert json.loads((tmp_path / "p.trace.json").read_text())["traceEvents"]
+    code, out, _ = invoke([*args, "--json"], tmp_path)
+    doc = json.loads(out)
+    assert code == 3 and doc["result"]["feasible"] is False and doc["result"]["violations"]
+    assert "--out p.json was left as it was" in doc["diagnostics"][0]["hints"][0]
+    assert (tmp_path / "p.json").read_text() == "OLD\n"
+    (tmp_path / "doc.json").write_text(out)
+    code, _, err = invoke(["simulate", "s.plan", "--placement", "doc.json"], tmp_path)
+    assert code == 3 and "error[E401]" in err and "left as it was" not in err

@@ -213,6 +213,15 @@ def test_a_one_pass_plan_under_a_pipeline_is_not_called_feasible_before_its_memo
     status = next(line for line in out.splitlines() if line.startswith("status"))
     assert status.split()[1] == "infeasible"
     assert "feasible (one pass)" in out  # one pass's verdict, labelled as one pass's
+
+
+def test_a_plan_that_does_not_fit_as_a_pipeline_leaves_out_as_it_was(tmp_path: Path) -> None:
+    """Before: E401 (exit 3) and `--out` replaced by the plan that does not fit, with
+    nothing in the file to say so; now the file keeps its content and E401 says so."""
+    (tmp_path / "p.json").write_text("OLD\n")
+    code, _, err = _solve(tmp_path, TIGHT, "--algo", "heft", "--out", str(tmp_path / "p.json"))
+    assert code == 3 and "does not fit as a pipeline" in err
+    assert (tmp_path / "p.json").read_text() == "OLD\n" and "was left as it was" in err
     assert {"heft", "msct", "single", "auto", "search"} <= set(serving("pipeline"))
 
 
