@@ -139,15 +139,22 @@ def settings_table(rows: Sequence[CompareRun],
 def settings_tables(console: Console, rows: Sequence[CompareRun]) -> list[Table]:
     """`settings_table`, split into several (each led by the algorithm) when it is wider
     than the console: a narrow terminal gets every number whole, never `18.6…`."""
-    names = [c[0] for c in _columns(rows)]
+    return _split(console, [c[0] for c in _columns(rows)],
+                  lambda cols: settings_table(rows, cols))
+
+
+def _split(console: Console, names: Sequence[str],
+           make: Callable[[Sequence[str]], Table]) -> list[Table]:
+    """`make(columns)` for groups of `names`, each led by the first (the algorithm), as few
+    as fit the console's width (a column wider than it alone gets a table of its own)."""
     tables: list[list[str]] = [[names[0]]]
     for name in names[1:]:
         trial = [*tables[-1], name]
-        if len(tables[-1]) > 1 and _width(console, settings_table(rows, trial)) > console.width:
+        if len(tables[-1]) > 1 and _width(console, make(trial)) > console.width:
             tables.append([names[0], name])
         else:
             tables[-1] = trial
-    return [settings_table(rows, cols) for cols in tables]
+    return [make(cols) for cols in tables]
 
 
 def _width(console: Console, table: Table) -> int:
@@ -171,18 +178,28 @@ WINS_TITLE_PIPELINE = ("wins (shortest simulated makespan, or iteration where th
                        "ran as a pipeline, per spec, plan and setting)")
 
 
-def wins_table(stats: Sequence[Wins]) -> Table:
-    """Which algorithm won how often (ties count for each), with its mean ratio to best."""
+#: the wins table's columns, the algorithm first
+WINS_COLUMNS = ("algorithm", "wins", "settings", "valid plans", "failed", "geo-mean × best")
+
+
+def wins_table(stats: Sequence[Wins], columns: Sequence[str] | None = None) -> Table:
+    """Which algorithm won how often (ties count for each), with its mean ratio to best;
+    `columns` of `WINS_COLUMNS` (default all)."""
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    longest = max((len(s.algorithm) for s in stats), default=0)
-    for name in ("algorithm", "wins", "settings", "valid plans", "failed", "geo-mean × best"):
-        # headers may wrap; names and numbers never lose characters
-        t.add_column(name, justify="left" if name == "algorithm" else "right",
-                     min_width=longest if name == "algorithm" else 5)
+    chosen = [i for i, name in enumerate(WINS_COLUMNS) if columns is None or name in columns]
+    for i in chosen:  # `wins_tables` splits the table where it is wider than the terminal
+        t.add_column(WINS_COLUMNS[i], justify="right" if i else "left", no_wrap=True)
     for s in stats:
-        t.add_row(s.algorithm, str(s.wins), str(s.groups), str(s.ok), str(s.failed),
-                  _ratio(s.mean_ratio))
+        cells = (s.algorithm, str(s.wins), str(s.groups), str(s.ok), str(s.failed),
+                 _ratio(s.mean_ratio))
+        t.add_row(*(cells[i] for i in chosen))
     return t
+
+
+def wins_tables(console: Console, stats: Sequence[Wins]) -> list[Table]:
+    """`wins_table`, split as `settings_tables` (at 40 columns rich dropped the
+    `geo-mean × best` column and cut the names)."""
+    return _split(console, WINS_COLUMNS, lambda cols: wins_table(stats, cols))
 
 
 def print_tables(console: Console, report: CompareReport) -> None:
@@ -199,4 +216,5 @@ def print_tables(console: Console, report: CompareReport) -> None:
         title = (WINS_TITLE_PIPELINE if any(r.pipeline for r in report.runs)
                  else WINS_TITLE)
         console.print(Text(title, style="bold"), soft_wrap=True)
-        console.print(wins_table(report.wins))
+        for table in wins_tables(console, report.wins):
+            console.print(table)

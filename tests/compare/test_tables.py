@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from planner.algorithms import names
 from planner.cli.compare import compare_command
 from planner.compare.rows import empty_row
-from planner.render.tables import print_tables, short_seconds
+from planner.render.tables import WINS_TITLE, print_tables, short_seconds
 from planner.report.compare import compare_report
 
 from .helpers import SPECS
@@ -75,6 +75,28 @@ def test_every_figure_is_whole_at_80_columns() -> None:
         missing = [c for c in cells if not _whole(text, c)]
         assert not missing, (missing, text)
     assert _whole(text, "×bound") and _whole(text, "infeasible")
+
+
+def test_every_column_is_kept_whole_at_40_columns() -> None:
+    """Before: at `COLUMNS=40` the wins table dropped its `geo-mean × best` column and cut
+    `algorithm` to `algor…`; now it is split as the settings tables are, each part led by
+    the algorithm."""
+    rows = _wide_rows()
+    text = _render(rows, width=40)
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()
+               if " · " not in line and line != WINS_TITLE) <= 40, text
+    wins = compare_report(rows).wins
+    assert _whole(text, "geo-mean × best") and _whole(text, "valid plans")
+    parts = text.split(WINS_TITLE)[1].splitlines()
+    for w in wins:  # its row's cells, across the parts of the wins table
+        cells = [c for line in parts if line.split()[:1] == [w.algorithm]
+                 for c in line.split()[1:]]
+        ratio = "—" if w.mean_ratio is None else f"{w.mean_ratio:.3f}"
+        assert cells == [str(w.wins), str(w.groups), str(w.ok), str(w.failed), ratio], text
+    for r in rows:
+        if r["makespan_s"] is not None:
+            assert _whole(text, f"{r['ratio_to_bound']:.3f}")
 
 
 def test_a_table_that_fits_stays_one_table() -> None:
