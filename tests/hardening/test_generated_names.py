@@ -142,7 +142,11 @@ def test_pipeline_script_keeps_every_name_a_literal() -> None:
         tree = ast.parse(text, file)
         values = _assigned(tree)
         assert values["STAGES"] == [(s.rank, s.device, s.torch_device) for s in tp.stages]
-        assert values["MODEL"] == f"{tp.plan}.py:model"
+        # the model file, a literal resolved beside the script (698e37e)
+        model = next(n.value for n in tree.body if isinstance(n, ast.Assign)
+                     and getattr(n.targets[0], "id", "") == "MODEL")
+        assert isinstance(model, ast.Call) and ast.unparse(model.func) == "_beside_script"
+        assert [ast.literal_eval(a) for a in model.args] == [f"{tp.plan}.py:model"]
         assert values["INPUTS"] == [f"{tp.plan}x8"]
         split = next(n.value for n in tree.body if isinstance(n, ast.Assign)
                      and getattr(n.targets[0], "id", "") == "SPLIT_SPEC")
