@@ -253,9 +253,9 @@ def _traced_for(problem: Problem, module: object, example: Example, capture: str
     if granularity is None:
         traced = regroup(traced, ops)
     if capture == "auto" and {*traced.names.values()} != wanted and traced.method == "export":
-        try:
+        try:  # fx's own refusal (keyword inputs: E943) is no answer: export's capture stands
             other = trace(module, example, "fx", granularity or "op")
-        except SpecError:
+        except (SpecError, UsageError):
             return traced
         other = regroup(other, ops) if granularity is None else other
         if {*other.names.values()} == wanted:

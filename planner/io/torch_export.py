@@ -127,13 +127,13 @@ def check_placement(traced: Traced, placement: Mapping[str, str]) -> None:
     if missing or unknown:
         parts = []
         if unknown:
-            parts.append(f"{len(unknown)} op(s) the model lacks (`{unknown[0]}`...)")
+            parts.append(f"places {len(unknown)} op(s) the model lacks (`{unknown[0]}`...)")
         if missing:
             parts.append(f"leaves {len(missing)} of the model's ops unplaced (`{missing[0]}`...)")
         hints = did_you_mean(unknown[0], ops) if unknown else ()
         raise SpecError(Diagnostic(
-            "E945", "the plan does not match the traced model: it places "
-            + " and ".join(parts), None,
+            "E945", "the plan does not match the traced model: it " + " and ".join(parts),
+            None,
             hints or ("import the model again (planner import torch) and solve that spec",)))
 
 

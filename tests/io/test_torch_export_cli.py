@@ -241,3 +241,46 @@ def test_the_pipeline_script_finds_its_model_from_any_folder(
         cwd=elsewhere, capture_output=True, text=True, timeout=300)
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == "Sequential"
+
+
+KEYWORDS = """\
+import torch
+from torch import nn
+
+
+class Masked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(32, 32), nn.Linear(32, 32)
+
+    def forward(self, x, mask=None):
+        h = self.a(x)
+        return self.b(h if mask is None else h * mask)
+
+
+def model():
+    torch.manual_seed(0)
+    return Masked().eval()
+"""
+
+
+def test_keyword_inputs_the_spec_lacks_are_e945_not_an_fx_refusal(chain: Chain) -> None:
+    """Before: E943 "torch.fx takes positional example inputs only" (exit 2), from the fx
+    capture `auto` tried after export's, which hid export's own finding; and E945 read
+    "it places leaves 2 of the model's ops unplaced"."""
+    (chain.root / "masked.py").write_text(KEYWORDS)
+    model, spec = f"{chain.root / 'masked.py'}:model", chain.root / "masked.plan"
+    done = chain.run("import", "torch", model, "--input", "8x32", "--cluster",
+                     chain.root / "two.plan", "-o", spec)
+    assert done.exit_code == 0, done.output
+    ops = [line.split()[1] for line in spec.read_text().splitlines()
+           if line.startswith("  op ")]
+    placement = chain.root / "masked.json"
+    placement.write_text(json.dumps({"placement": dict.fromkeys(ops, "gpu0")}))
+    done = chain.run("export", "torch", spec, model, "--example",
+                     "dict(x=torch.randn(8, 32), mask=torch.ones(8, 32))", "--placement",
+                     placement)
+    assert done.exit_code == 1, done.output
+    assert "E943" not in done.output
+    assert ("error[E945]: the plan does not match the traced model: it leaves 2 of the "
+            "model's ops unplaced (`mask`...)") in done.output
