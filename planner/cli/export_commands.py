@@ -27,6 +27,7 @@ from ..io.torch_device_map import nearest as nearest_plan
 from ..io.torch_export import (
     Placed,
     apply_plan,
+    check_params,
     export_document,
     parse_device_map,
     torch_devices,
@@ -148,6 +149,7 @@ def export_torch_command(
         module, namespace = load_target(model)
         traced = _traced_for(problem, module, example_inputs(inputs or (), example, namespace,
                                                              module), capture, granularity)
+        check_params(problem, traced)
         if pipeline:
             _export_pipeline(problem, traced, chosen, devices, placement, nearest, output,
                              code, (model, inputs or [], example, display_path(spec)), ranks,

@@ -44,10 +44,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Diagnostic, SpecError, UsageError, did_you_mean
+from ..model import Problem
+from ..units import format_bytes
+from ..workload.roofline import PROFILES
 from ..workload.training import BWD_SUFFIX
 from .device_map import torch_device_names
 from .torch_device_map import device_map
-from .torch_import import Traced, require_torch
+from .torch_import import Traced, require_torch, to_workload
 from .torch_load import quiet_copy
 
 
@@ -135,6 +138,25 @@ def check_placement(traced: Traced, placement: Mapping[str, str]) -> None:
             "E945", "the plan does not match the traced model: it " + " and ".join(parts),
             None,
             hints or ("import the model again (planner import torch) and solve that spec",)))
+
+
+def check_params(problem: Problem, traced: Traced) -> None:
+    """E945 where an op of the spec holds other params than the traced model's op of that
+    name (a model changed since its import: a plan sized for 4 MiB there would place 64 MiB),
+    forward ops only (a `--training` spec's backward ops hold the gradients)."""
+    model = {op.name: op.params_bytes
+             for op in to_workload(traced, "model", PROFILES["cpu"]).ops}
+    differ = [(op.name, op.params_bytes, model[op.name]) for op in problem.graph.ops
+              if op.name in model and op.params_bytes != model[op.name]]
+    if differ:
+        name, spec_bytes, model_bytes = differ[0]
+        more = f" ({len(differ) - 1} more op(s) differ)" if len(differ) > 1 else ""
+        raise SpecError(Diagnostic(
+            "E945", f"the plan's spec does not match the traced model: op `{name}` holds "
+            f"{format_bytes(model_bytes)} of params in the model, {format_bytes(spec_bytes)} "
+            f"in the spec{more}", None,
+            ("the model changed since its import: import it again (planner import torch) "
+             "and solve that spec",)))
 
 
 def apply_plan(traced: Traced, placement: Mapping[str, str], devices: Mapping[str, str],

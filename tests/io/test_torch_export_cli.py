@@ -284,3 +284,20 @@ def test_keyword_inputs_the_spec_lacks_are_e945_not_an_fx_refusal(chain: Chain) 
     assert "E943" not in done.output
     assert ("error[E945]: the plan does not match the traced model: it leaves 2 of the "
             "model's ops unplaced (`mask`...)") in done.output
+
+
+def test_a_model_changed_since_its_import_is_e945(chain: Chain) -> None:
+    """Before: the ops' names matched, so a model whose blocks were twice as wide (twice
+    the params the plan was sized for) was exported without a word, exit 0."""
+    wider = MODEL.replace("nn.Linear(d, d), nn.Linear(d, d)", "nn.Linear(d, 2 * d), "
+                          "nn.Linear(2 * d, d)")
+    assert wider != MODEL
+    (chain.root / "wider.py").write_text(wider)
+    done = chain.run("export", "torch", chain.spec, f"{chain.root / 'wider.py'}:model",
+                     "--input", "8x32", "--placement", chain.placement("all0", set()))
+    assert done.exit_code == 1, done.output
+    assert ("error[E945]: the plan's spec does not match the traced model: op `blocks.0.a` "
+            "holds 8.25 KiB of params in the model, 4.12 KiB in the spec (5 more op(s) "
+            "differ)") in done.output
+    same = chain.export(chain.spec, chain.placement("all0", set()))
+    assert same.exit_code == 0, same.output
