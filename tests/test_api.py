@@ -75,3 +75,37 @@ def test_infeasible_is_an_exception_with_diagnostics() -> None:
 def test_loads_takes_text_and_says_so(args: tuple[object, ...], message: str) -> None:
     with pytest.raises(TypeError, match=re.escape(message)):
         planner.loads(*args)  # type: ignore[arg-type]
+
+
+TIGHT_PIPELINE = """
+graph g {
+  op f0 { time 1 ms  params 100 MB  output 1 MB }
+  op f1 { time 1 ms  params 100 MB  output 1 MB }
+  op b1 { time 2 ms  output 1 MB  backward_of f1 }
+  op b0 { time 2 ms  output 1 MB  backward_of f0 }
+  f0 -> f1 -> b1 -> b0
+}
+cluster c { device gpu[0..1] { memory 110 MB }  link gpu0 <-> gpu1 { bandwidth 1 GB/s } }
+plan p { graph g  cluster c  objective pipeline  microbatches 8  schedule gpipe }
+"""
+
+
+def test_a_pipeline_plan_that_does_not_fit_is_infeasible_in_python_too(tmp_path: Path) -> None:
+    """Before: `status` feasible, `feasible` True, `gap` 0.2 (one pass's), for a plan whose
+    devices hold 117 MB of a 110 MB cap as the pipeline runs: the CLI's E401, exit 3."""
+    result = planner.solve(planner.loads(TIGHT_PIPELINE).plan(), "uniform")
+    assert result.pipeline is not None and max(result.pipeline.memory_bytes) == 117e6
+    assert (result.status, result.feasible, result.gap) == ("infeasible", False, None)
+    assert result.breaks == ("a device holds less than its stages' activations in flight "
+                             "need",)
+    spec = tmp_path / "tight.plan"
+    spec.write_text(TIGHT_PIPELINE)
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    done = CliRunner().invoke(app, ["solve", str(spec), "--algo", "uniform"])
+    assert done.exit_code == 3 and "E401" in done.stderr
+    roomy = planner.loads(TIGHT_PIPELINE.replace("110 MB", "1 GB")).plan()
+    fits = planner.solve(roomy, "uniform")
+    assert (fits.status, fits.feasible, fits.breaks) == ("feasible", True, ())

@@ -17,6 +17,7 @@ from ..algorithms.exact.verdict import plan_bound, standing
 from ..bounds import Bounds, lower_bound, relative_gap
 from ..model import Problem
 from ..pipeline.schedule import PipelineRun, run_planned
+from ..pipeline.verdict import pipeline_breaks
 from ..simulate import SimResult, simulate
 
 
@@ -39,18 +40,19 @@ class Result(Solution):
     def of(cls, problem: Problem, solution: Solution) -> Result:
         """`solution` of `problem`, as a `Result`; its `status` as the command line shows
         it (`verdict.standing`: under `objective makespan`, `optimal` when a feasible plan
-        meets its bound, `infeasible` when the simulator finds it breaks a rule)."""
+        meets its bound; `infeasible` when the simulator finds it breaks a rule, under
+        `objective pipeline` as the pipeline runs it: `pipeline.verdict`)."""
         result = cls(problem=problem,
                      **{f.name: getattr(solution, f.name) for f in fields(Solution)})
-        if problem.pipeline is not None:  # the gap is one pass's, not the pipeline's
-            return result
-        status = standing(result.status, result.gap)
+        status = result.status
+        if problem.pipeline is None:  # (a pipeline's gap is not one pass's)
+            status = standing(result.status, result.gap)
         if status in ("feasible", "optimal") and not result.feasible:  # `expert` checks none
             status = "infeasible"
         if status == result.status:
             return result
         again = dataclasses.replace(result, status=status)
-        for cached in ("simulation", "bounds"):  # (computed for the gap: kept, not redone)
+        for cached in ("simulation", "bounds", "pipeline", "breaks"):  # (kept, not redone)
             if cached in result.__dict__:
                 again.__dict__[cached] = result.__dict__[cached]
         return again
@@ -91,8 +93,18 @@ class Result(Solution):
 
     @property
     def feasible(self) -> bool:
-        """Whether the simulated plan breaks no rule (memory caps, pins, colocation)."""
-        return self.simulation.feasible
+        """Whether the simulated plan breaks no rule (memory caps, pins, colocation); under
+        `objective pipeline`, whether it runs as its pipeline (`breaks` says why not)."""
+        return not self.breaks if self.pipeline is not None else self.simulation.feasible
+
+    @cached_property
+    def breaks(self) -> tuple[str, ...]:
+        """The rules the plan breaks, in words: the simulation's violations; under
+        `objective pipeline`, as the pipeline runs (`pipeline.verdict.pipeline_breaks`:
+        its memory is the pipeline's, and a pipeline unit runs on one device)."""
+        if self.pipeline is None:
+            return tuple(f"{v.kind}: {v.message}" for v in self.simulation.violations)
+        return tuple(pipeline_breaks(self.problem, self.simulation, self.pipeline))
 
     @property
     def bound_s(self) -> float:
