@@ -292,7 +292,9 @@ def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
                iteration_s=_finite(run.iteration_s),
                time_per_microbatch_s=_finite(run.time_per_microbatch_s),
                period_s=_finite(run.period_s), bubble_fraction=_finite(run.bubble_fraction),
-               pipeline_fits=fits)
+               pipeline_fits=fits,
+               # a replicated stage's replicas hold no op of the one pass, and run it
+               devices_used=len({d for s in run.stages for d in s.devices}))
     bound, period = row["period_bound_s"], row["period_s"]
     if bound is not None and bound > 0 and period is not None:
         row["period_gap"] = (period - bound) / bound

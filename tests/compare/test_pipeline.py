@@ -269,3 +269,22 @@ def test_the_html_report_charts_iterations_per_objective(piped: SweepResult) -> 
     flat = compare_report_html(compare_report([{**r, "objective": "spec"} for r in piped.rows
                                                if r["objective"] == "makespan"]))
     assert ">objective<" not in flat and ">iteration<" not in flat and "<h3>objective" not in flat
+
+
+def test_a_replicated_plan_counts_its_replicas_as_devices_used(tmp_path: Path) -> None:
+    """Before: `devices_used` 1 (`devs 1/4`) for a plan of pure data parallelism over four
+    GPUs: the one pass holds its ops on the first replica only."""
+    spec = tmp_path / "dp.plan"
+    spec.write_text(
+        "cluster c4 { device gpu[0..3] { memory 16 GiB }\n"
+        "  link gpu[*] <-> gpu[*] { bandwidth 100 GB/s } }\n"
+        "graph g {\n" + "".join(
+            f"  op f{k} {{ time 1 ms  params 1 MB  output 1 MB }}\n"
+            f"  op b{k} {{ time 2 ms  output 1 MB  backward_of f{k} }}\n" for k in range(4))
+        + "  f0 -> f1 -> f2 -> f3 -> b3 -> b2 -> b1 -> b0\n}\n"
+        "plan p { graph g  cluster c4  objective pipeline  microbatches 4  data_parallel 4 }\n")
+    result = runner.invoke(app, ["compare", str(spec), "--algos", "hybrid", "--jobs", "1",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["result"]
+    assert row["devices_used"] == 4
