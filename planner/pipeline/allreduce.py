@@ -61,26 +61,32 @@ def gradient_allreduces(problem: Problem, placement: Sequence[int], split: Split
     mb = pipeline.microbatches
     n = len(result.end_s) // mb  # the graph's ops and its relays, per micro-batch
     end = np.asarray(result.end_s, dtype=np.float64).reshape(mb, n)
-    ready = []
-    for holders, backward, nbytes in ties:
-        ring = sorted({e for i in holders for e in hybrid.group(groups, placement[i])})
-        took = allreduce_time(c, nbytes, ring)
-        if took > 0:
-            ready.append((float(end[:, list(backward)].max()), took, tuple(ring), nbytes))
-    clock = total = 0.0
-    spans = []
-    for start, took, devices, nbytes in sorted(ready):
-        spans.append(AllReduce(devices, max(clock, start), max(clock, start) + took, nbytes,
-                               "tie"))
-        clock = max(clock, start) + took
-        total += took
     ops_of: dict[int, list[int]] = {}
     for i, d in enumerate(placement):
         if d in groups:
             ops_of.setdefault(d, []).append(i)
     finish, by_group, buckets = hybrid.allreduces(problem, groups, ops_of, end)
-    spans += [AllReduce(ring, start, stop, nbytes, "replicas")
-              for ring, start, stop, nbytes in buckets]
+    spans = [AllReduce(ring, start, stop, nbytes, "replicas")
+             for ring, start, stop, nbytes in buckets]
+    # a device has one stream for its all-reduces: a tie's waits for its devices' buckets
+    free: dict[int, float] = {}
+    for a in spans:
+        for d in a.devices:
+            free[d] = max(free.get(d, 0.0), a.end_s)
+    ready = []
+    for holders, backward, nbytes in ties:
+        if len({placement[i] for i in holders}) < 2:  # one stage's weight: DDP's buckets
+            continue
+        ring = sorted({e for i in holders for e in hybrid.group(groups, placement[i])})
+        took = allreduce_time(c, nbytes, ring)
+        if took > 0:
+            ready.append((float(end[:, list(backward)].max()), took, tuple(ring), nbytes))
+    clock = total = 0.0
+    for start, took, devices, nbytes in sorted(ready):
+        begin = max([clock, start, *(free.get(d, 0.0) for d in devices)])
+        spans.append(AllReduce(devices, begin, begin + took, nbytes, "tie"))
+        clock = begin + took
+        total += took
     spans.sort(key=lambda a: (a.start_s, a.end_s, a.devices))
     return (max(iteration, clock, finish), total + math.fsum(by_group.values()), by_group,
             tuple(spans))

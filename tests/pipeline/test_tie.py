@@ -79,6 +79,26 @@ def test_holders_on_one_device_need_no_allreduce() -> None:
     assert run.iteration_s == schedule.run(free, place, free.pipeline).iteration_s
 
 
+def test_a_tie_over_replicated_stages_waits_for_their_buckets_and_one_stage_needs_none(
+        ) -> None:
+    """Before: a tie's all-reduce ran on its own clock, beside the replicas' bucket
+    all-reduces on the same devices (its seconds counted in `allreduce_s`, not in the
+    iteration); holders on one replicated stage paid one on top of DDP's buckets."""
+    tied = _problem()
+    apart = schedule.run(tied, _placement(tied, {"emb": 0, "blk": 2, "head": 2}),
+                         tied.pipeline, replicas={0: (0, 1)})
+    buckets = [a for a in apart.allreduces if a.kind == "replicas"]
+    (tie,) = [a for a in apart.allreduces if a.kind == "tie"]
+    assert buckets and tie.devices == (0, 1, 2)
+    assert tie.start_s >= max(a.end_s for a in buckets)
+    assert apart.iteration_s == pytest.approx(max(tie.end_s, *(a.end_s for a in buckets)))
+    together = schedule.run(tied, _placement(tied, {"emb": 0, "blk": 2, "head": 0}),
+                            tied.pipeline, replicas={0: (0, 1)})
+    assert {a.kind for a in together.allreduces} == {"replicas"}
+    assert together.allreduce_s == pytest.approx(
+        sum(a.end_s - a.start_s for a in together.allreduces))
+
+
 def test_ties_without_gradients_cost_memory_only() -> None:
     p = _problem()
     # the forward holders' tie carries the gradient; the backward ops' tie has none
