@@ -69,7 +69,8 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
             "short" for d, need in shortfall[:4])
         if len(shortfall) > 4:
             shown += f"; {len(shortfall) - 4} more device(s) alike"
-        message = f"`{algorithm}` ran out of memory: op `{name}` fits on no device ({shown})"
+        message = (f"`{algorithm}` ran out of memory: op `{name}` fits on no device beside the "
+                   f"ops it placed before it ({shown})")
     else:
         message = (f"`{algorithm}` found no device for op `{name}`: its pin, its colocation "
                    "group and the devices that can run it leave none")

@@ -196,8 +196,8 @@ def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
     for shown in (extra_json, extra_rows):  # one pass's bound: not a pipeline's optimum
         if shown.get("status") in ("feasible", "optimal") and broken:
             shown["status"] = "infeasible"
-        elif shown.get("status") == "feasible" and problem.pipeline is None:
-            shown["status"] = standing("feasible", gap)
+        elif shown.get("status") in ("feasible", "fallback") and problem.pipeline is None:
+            shown["status"] = standing(shown["status"], gap)
     if report.enabled:
         obj = report_json(problem, result, bounds)
         obj.update(extra_json)

@@ -116,11 +116,12 @@ def plan_bound(bound_s: float, info: Mapping[str, Any]) -> float:
 
 
 def standing(status: Status, gap: float | None) -> Status:
-    """A plan's status as shown, whatever algorithm made it: `optimal` for a `feasible` plan
-    within `OPTIMAL_GAP` of its bound, `feasible` for an `optimal` one that is not (a gap
-    from a bound other than the one `judge` saw), else the algorithm's own (`fallback`,
-    `interrupted`, ...)."""
+    """A plan's status as shown, whatever algorithm made it: `optimal` for a `feasible` or
+    `fallback` plan within `OPTIMAL_GAP` of its bound (the fallback's `reason` still says
+    what the algorithm could not do: `cpsat` and `auto` show one plan alike), `feasible`
+    for an `optimal` one that is not (a gap from a bound other than the one `judge` saw),
+    else the algorithm's own (`fallback`, `interrupted`, ...)."""
     within = gap is not None and gap <= OPTIMAL_GAP
     if status in ("feasible", "optimal"):
         return "optimal" if within else "feasible"
-    return status
+    return "optimal" if status == "fallback" and within else status
