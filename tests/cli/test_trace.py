@@ -290,20 +290,14 @@ def test_an_infeasible_plan_traces_what_ran(tmp_path: Path) -> None:
     assert doc["otherData"]["makespan_us"] is None
 
 
-HYBRID = """
-cluster c {
-  device d[0..3] { memory 1 GiB }
-  link d[0..3] <-> d[0..3] { bandwidth 1 GB/s  latency 10 us }
-}
-graph g {
-  op a { time 1 ms  params 4 MiB  output 1 MB }
-  op b { time 1 ms  params 4 MiB  output 1 MB }
-  op b.bwd { time 2 ms  output 1 MB  backward_of b }
-  op a.bwd { time 2 ms  backward_of a }
-  a -> b -> b.bwd -> a.bwd
-}
-plan p { graph g  cluster c  objective pipeline  microbatches 4  data_parallel 2 }
-"""
+# two training units, each 4 MiB of params, on two stages of two replicas each
+HYBRID = ("cluster c { device d[0..3] { memory 1 GiB }\n"
+          "  link d[0..3] <-> d[0..3] { bandwidth 1 GB/s  latency 10 us } }\ngraph g {\n"
+          + "".join(f"  op {n} {{ time 1 ms  params 4 MiB  output 1 MB }}\n"
+                    f"  op {n}.bwd {{ time 2 ms  output 1 MB  backward_of {n} }}\n"
+                    for n in "ab")
+          + "  a -> b -> b.bwd -> a.bwd\n}\n"
+          "plan p { graph g  cluster c  objective pipeline  microbatches 4  data_parallel 2 }\n")
 
 
 def test_a_pipeline_plan_traces_its_iteration(tmp_path: Path) -> None:
