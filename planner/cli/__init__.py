@@ -37,7 +37,7 @@ import importlib
 import logging
 import math
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -253,10 +253,14 @@ def _load(spec: Path) -> Loaded:
     return loaded
 
 
-def _load_noting(spec: Path, report: JsonReport) -> Loaded:
+def _load_noting(spec: Path, report: JsonReport,
+                 outputs: Mapping[str, Path | None] | None = None) -> Loaded:
     """Load `spec` (for the rest of the process); its warnings go to stderr (or into the
-    JSON document)."""
+    JSON document). The files it imports are inputs too, known once it is read: an output
+    of `outputs` that would overwrite one is E640 (`files.check_outputs`), before any work."""
     loaded = _load(spec)
+    if outputs:
+        check_outputs(outputs, [("SPEC's import", file) for file in loaded.sources])
     if loaded.warnings:
         report.diagnostics.extend(loaded.warnings)
         if not report.enabled:
@@ -406,7 +410,7 @@ def simulate(
                 ("give one: --stages FILE (a pipeline's stages) or --placement FILE (a plan)",)))
         check_outputs({"--trace": trace}, [("SPEC", spec), ("--placement", placement),
                                             ("--stages", stages)], stdout=JSON_STDOUT)
-        loaded = _load_noting(spec, report)
+        loaded = _load_noting(spec, report, {"--trace": trace})
         problem = problem_of(loaded, plan)
         the_plan, groups, again = given_plan(loaded, problem, placement, stages)
         from ..pipeline.hybrid import replica_names  # lazy: start-up
@@ -461,7 +465,8 @@ def solve(
         if gap is not None and not (math.isfinite(gap) and gap >= 0):
             raise UsageError(Diagnostic("E608", f"--gap: `{gap}` is not a relative gap "
                                         "(0 or more)", None, ("for example --gap 0.01 (1%)",)))
-        loaded = _load_noting(spec, report)
+        loaded = _load_noting(spec, report, {"--out": out, "--html": html, "--emit": emit,
+                                             "--trace": trace})
         problem = problem_of(loaded, plan)
         algorithms.check_objective(algo, problem)  # E625, before any work
         options = algorithms.Options(seed=seed, time_limit_s=time_limit,

@@ -106,6 +106,24 @@ def test_an_output_onto_an_input_is_e640_before_any_work(
     assert (tmp_path / "in.json").read_text().startswith('{"placement"')
 
 
+@pytest.mark.parametrize("command", [["solve", "--algo", "heft", "--out"],
+                                     ["simulate", "--trace"]])
+def test_an_output_onto_a_file_the_spec_imports_is_e640_before_any_work(
+        tmp_path: Path, no_work: None, command: list[str]) -> None:
+    """Before: exit 0, and the cluster file the spec imports was replaced by the plan."""
+    cluster = "cluster c { device gpu[0..1] { memory 1 GiB }  link gpu0 <-> gpu1 { " \
+              "bandwidth 1 GB/s } }\n"
+    (tmp_path / "cluster.plan").write_text(cluster)
+    (tmp_path / "s.plan").write_text(
+        'import "cluster.plan"\ngraph g { op a { time 1 ms } }\n'
+        "plan p { graph g  cluster c  place a on gpu0 }\n")
+    code, out, err = invoke([command[0], "s.plan", *command[1:], "cluster.plan"], tmp_path)
+    assert (code, out) == (2, ""), err
+    assert (f"error[E640]: {command[-1]} `cluster.plan` would overwrite the input SPEC's "
+            "import `cluster.plan`") in err
+    assert (tmp_path / "cluster.plan").read_text() == cluster
+
+
 def test_two_outputs_through_a_symlink_are_e640(tmp_path: Path, no_work: None) -> None:
     """Before: exit 0, and the trace replaced the plan through the link (the check keyed
     on the paths' text, the write followed the link)."""
