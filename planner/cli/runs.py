@@ -197,7 +197,8 @@ def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
         if shown.get("status") in ("feasible", "optimal") and broken:
             shown["status"] = "infeasible"
         elif shown.get("status") in ("feasible", "fallback") and problem.pipeline is None:
-            shown["status"] = standing(shown["status"], gap)
+            shown["status"] = standing(
+                "fallback" if shown["status"] == "fallback" else "feasible", gap)
     if report.enabled:
         obj = report_json(problem, result, bounds)
         obj.update(extra_json)
