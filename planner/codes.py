@@ -112,6 +112,7 @@ E256 1   an unknown objective or schedule, or a pipeline setting that does not a
 W256 0   `time[KIND]` names a device kind no device of the spec has
 E257 1   a `microbatches`, `stages_per_device`, `data_parallel` or `microbatch_size` that is not a
          whole number in range (`data_parallel` may be `auto`, and at most the cluster's devices)
+W257 0   `data_parallel N` with fewer `microbatches` than pipelines: some of them get none
 E258 1   under `objective pipeline`, pins that split a pipeline unit (an op and its `backward_of`
          ops, with their colocation groups) between devices
 W258 0   a pipeline plan that no split can interleave (it runs as `1f1b`)

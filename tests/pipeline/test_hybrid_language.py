@@ -223,3 +223,25 @@ def test_bad_interchange_values_are_spec_errors(value: object, words: str) -> No
     with pytest.raises(SpecError) as err:
         loads(parse_json(json.dumps(data), "x.json").to_spec(), "x.plan")
     assert words in str(err.value)
+
+
+@pytest.mark.parametrize(("settings", "warned"), [
+    ("  objective pipeline\n  data_parallel 2\n  microbatches 1\n", True),
+    ("  objective pipeline\n  data_parallel 2\n  microbatches 2\n", False),
+    ("  objective pipeline\n  data_parallel auto\n  microbatches 1\n", False),
+])
+def test_pipelines_without_a_micro_batch_are_a_warning(settings: str, warned: bool) -> None:
+    """Before: `data_parallel 2` with `microbatches 1` solved without a word, one of the two
+    pipelines idle (holding the model, joining the all-reduce, running nothing)."""
+    from planner.spec.load import load_text
+
+    found = [d for d in load_text(_plan(settings)).warnings if d.code == "W257"]
+    assert bool(found) == warned
+    if warned:
+        (d,) = found
+        line = _first_setting_line() + 1  # the line of `data_parallel`
+        assert (d.span.line, d.span.column) == (line, 17)
+        assert d.message == ("`data_parallel 2` runs 2 pipelines, and `microbatches 1` feeds "
+                             "1 of them: 1 idle, holding the model and joining the all-reduce")
+        assert d.hints == ("set `microbatches` to 2 or more (a multiple of 2 keeps the "
+                           "pipelines even), or `data_parallel 1`",)

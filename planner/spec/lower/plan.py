@@ -363,9 +363,19 @@ def _data_parallel(sink: DiagnosticSink, settings: Attrs,
 def _check_pipelines(sink: DiagnosticSink, settings: Attrs, cluster: Cluster,
                      pipeline: Pipeline) -> None:
     """E257 when `data_parallel N` asks for more identical pipelines than the cluster has
-    devices (each pipeline needs one device at least)."""
+    devices (each pipeline needs one device at least); W257 when fewer micro-batches than
+    pipelines leave some idle (holding the model, joining the all-reduce, running none)."""
     n, have = pipeline.data_parallel, len(cluster.devices)
-    if n == "auto" or n <= have:
+    if n == "auto":
+        return
+    if n > pipeline.microbatches and n <= have:
+        sink.warning("W257", f"`data_parallel {n}` runs {n} pipelines, and "
+                     f"`microbatches {pipeline.microbatches}` feeds {pipeline.microbatches} of "
+                     f"them: {n - pipeline.microbatches} idle, holding the model and joining "
+                     "the all-reduce", settings.values["data_parallel"].value.span,
+                     f"set `microbatches` to {n} or more (a multiple of {n} keeps the "
+                     f"pipelines even), or `data_parallel {pipeline.microbatches}`")
+    if n <= have:
         return
     sink.error("E257", f"{n} pipelines need at least {n} devices; cluster `{cluster.name}` "
                f"has {have}", settings.values["data_parallel"].value.span,
