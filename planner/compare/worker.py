@@ -228,8 +228,12 @@ def _solution_columns(row: Row, planning_s: float, info: dict[str, Any]) -> None
             row[k] = info[k]
     for k in ("objective_s", "bound_s"):
         row[k] = _finite(info.get(k))
-    if isinstance(info.get("reason"), str) and info["reason"]:
-        row["reason"] = info["reason"]
+    # why the plan is what it is: the algorithm's reason, and (`algorithms._unreplicated`)
+    # that it plans one device a stage where the spec asks for `data_parallel`
+    said = [info[k] for k in ("reason", "data_parallel") if isinstance(info.get(k), str)
+            and info[k]]
+    if said:
+        row["reason"] = "; ".join(said)
 
 
 def _simulation_columns(row: Row, problem: Problem, result: SimResult) -> None:

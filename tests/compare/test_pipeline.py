@@ -271,20 +271,43 @@ def test_the_html_report_charts_iterations_per_objective(piped: SweepResult) -> 
     assert ">objective<" not in flat and ">iteration<" not in flat and "<h3>objective" not in flat
 
 
-def test_a_replicated_plan_counts_its_replicas_as_devices_used(tmp_path: Path) -> None:
-    """Before: `devices_used` 1 (`devs 1/4`) for a plan of pure data parallelism over four
-    GPUs: the one pass holds its ops on the first replica only."""
-    spec = tmp_path / "dp.plan"
+def _replicable(folder: Path, units: int, setting: str) -> Path:
+    """A training chain of `units` units (1 MB of params each) on four linked GPUs, its
+    pipeline plan with `setting` (`data_parallel N`), written as `dp.plan`."""
+    forward = [f"f{k}" for k in range(units)]
+    chain = " -> ".join(forward + [f"b{k}" for k in reversed(range(units))])
+    spec = folder / "dp.plan"
     spec.write_text(
         "cluster c4 { device gpu[0..3] { memory 16 GiB }\n"
         "  link gpu[*] <-> gpu[*] { bandwidth 100 GB/s } }\n"
         "graph g {\n" + "".join(
             f"  op f{k} {{ time 1 ms  params 1 MB  output 1 MB }}\n"
-            f"  op b{k} {{ time 2 ms  output 1 MB  backward_of f{k} }}\n" for k in range(4))
-        + "  f0 -> f1 -> f2 -> f3 -> b3 -> b2 -> b1 -> b0\n}\n"
-        "plan p { graph g  cluster c4  objective pipeline  microbatches 4  data_parallel 4 }\n")
+            f"  op b{k} {{ time 2 ms  output 1 MB  backward_of f{k} }}\n" for k in range(units))
+        + f"  {chain}\n}}\n"
+        f"plan p {{ graph g  cluster c4  objective pipeline  microbatches 4  {setting} }}\n")
+    return spec
+
+
+def test_a_replicated_plan_counts_its_replicas_as_devices_used(tmp_path: Path) -> None:
+    """Before: `devices_used` 1 (`devs 1/4`) for a plan of pure data parallelism over four
+    GPUs: the one pass holds its ops on the first replica only."""
+    spec = _replicable(tmp_path, 4, "data_parallel 4")
     result = runner.invoke(app, ["compare", str(spec), "--algos", "hybrid", "--jobs", "1",
                                  "--json"])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.stdout)["result"]
     assert row["devices_used"] == 4
+
+
+def test_a_row_that_plans_no_replicas_says_so_where_the_spec_asks_for_them(
+        tmp_path: Path) -> None:
+    """Before: under `data_parallel 2`, pipedp's row planned a pure pipeline with an empty
+    `reason` (and won `× best` against the replicated plan asked for); `solve` said why."""
+    spec = _replicable(tmp_path, 2, "data_parallel 2")
+    result = runner.invoke(app, ["compare", str(spec), "--algos", "pipedp,hybrid", "--jobs",
+                                 "1", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["algorithm"]: r for r in json.loads(result.stdout)["result"]}
+    assert rows["pipedp"]["reason"] == ("`pipedp` gives each stage one device: "
+                                        "`data_parallel 2` is planned by auto, hybrid, pipeilp")
+    assert "gives each stage one device" not in (rows["hybrid"]["reason"] or "")
