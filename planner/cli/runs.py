@@ -161,7 +161,10 @@ def _made_for(problem: Problem, body: Any, plans: Collection[str], where: JsonSp
         where("plan"),
         ((f"pass --plan {named} to use it with its own plan",) if named in plans else ())
         + (f"{'or s' if named in plans else 'S'}olve plan `{problem.name}` for a file of "
-           f"its own: planner solve SPEC --plan {problem.name} --out FILE",)))
+           f"its own: planner solve SPEC --plan {problem.name} --out FILE",)
+        + ((f"to run its placement under plan `{problem.name}` all the same (another "
+            f"cluster's what-if), set its \"plan\" to \"{problem.name}\"",)
+           if named in plans else ())))
 
 
 def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,

@@ -161,7 +161,11 @@ def test_a_plan_file_of_another_plan_is_refused_at_its_plan_name(chain: Chain) -
         assert "error[E516]" in result.output and f"made for plan `{first}`" in result.output
         assert f"--plan {first}" in result.output
         assert f'"plan": "{first}"' in result.output  # the caret line: the file's value
+        assert 'set its "plan" to "other"' in result.output  # a what-if, on purpose
     assert chain.export(spec, placement, "--plan", first).exit_code == 0
+    what_if = chain.placement("what_if", SPLIT, plan="other")
+    assert chain.run("simulate", spec, "--plan", "other", "--placement",
+                     what_if).exit_code == 0
 
 
 def test_a_plan_file_of_another_graph_is_one_error(chain: Chain) -> None:
