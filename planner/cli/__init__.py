@@ -99,6 +99,7 @@ from .options import (
     complete_algo,
 )
 from .runs import (
+    check_imports_kept,
     emit_result,
     given_plan,
     place,
@@ -260,7 +261,7 @@ def _load_noting(spec: Path, report: JsonReport,
     of `outputs` that would overwrite one is E640 (`files.check_outputs`), before any work."""
     loaded = _load(spec)
     if outputs:
-        check_outputs(outputs, [("SPEC's import", file) for file in loaded.sources])
+        check_imports_kept(outputs, loaded)
     if loaded.warnings:
         report.diagnostics.extend(loaded.warnings)
         if not report.enabled:

@@ -56,7 +56,7 @@ from ..spec.load import load_path
 from . import _load
 from .guard import guard
 from .options import CaptureOption, ExampleOption, InputOption
-from .runs import problem_of, read_placed
+from .runs import check_imports_kept, problem_of, read_placed
 
 #: how `export` writes to stdout: the hint where `-o -` is refused
 _STDOUT = "leave out -o to write to standard output"
@@ -80,6 +80,7 @@ def export_json_command(
     with guard():
         check_outputs({"-o/--output": output}, [("SPEC", spec)], stdout=_STDOUT)
         loaded = load_path(spec)
+        check_imports_kept({"-o/--output": output}, loaded)
         try:
             text = dumps(export_spec(loaded.spec, plan, graph))
         except UsageError as err:
@@ -142,6 +143,7 @@ def export_torch_command(
             raise UsageError(Diagnostic("E640", "--ranks applies only with --pipeline", None,
                                         ("add --pipeline to export the plan's pipeline",)))
         loaded = _load(spec)
+        check_imports_kept({"-o/--output": output, "--code": code}, loaded)
         problem = problem_of(loaded, plan)
         read, replicas, _ = read_placed(problem, placement, loaded.spec.plans)
         chosen = read.to_json(problem)["placement"]

@@ -26,6 +26,7 @@ from ..errors import (
     quoted,
     render_all,
 )
+from ..files import check_outputs
 from ..model import Problem
 from ..plan import Plan, given_placement, in_envelope, load_plan, load_recompute, load_replicas
 from ..render.diagnostics import eprint
@@ -90,6 +91,12 @@ def _refusal(problem: Problem, placement: Sequence[int], span: Span | None
 
 def _placement_from_spec(problem: Problem) -> Plan:
     return Plan(given_placement(problem, "or pass --placement FILE"), algorithm="expert")
+
+
+def check_imports_kept(outputs: Mapping[str, Path | None], loaded: Loaded) -> None:
+    """E640 for an output onto a file the spec imports (`files.check_outputs`): the imports
+    are inputs too, known once the spec is read, before any work."""
+    check_outputs(outputs, [("SPEC's import", file) for file in loaded.sources])
 
 
 def given_plan(loaded: Loaded, problem: Problem, placement: Path | None, stages: Path | None

@@ -106,8 +106,9 @@ def test_an_output_onto_an_input_is_e640_before_any_work(
     assert (tmp_path / "in.json").read_text().startswith('{"placement"')
 
 
-@pytest.mark.parametrize("command", [["solve", "--algo", "heft", "--out"],
-                                     ["simulate", "--trace"]])
+@pytest.mark.parametrize("command", [["solve", "s.plan", "--algo", "heft", "--out"],
+                                     ["simulate", "s.plan", "--trace"],
+                                     ["export", "json", "s.plan", "-o/--output"]])
 def test_an_output_onto_a_file_the_spec_imports_is_e640_before_any_work(
         tmp_path: Path, no_work: None, command: list[str]) -> None:
     """Before: exit 0, and the cluster file the spec imports was replaced by the plan."""
@@ -117,7 +118,8 @@ def test_an_output_onto_a_file_the_spec_imports_is_e640_before_any_work(
     (tmp_path / "s.plan").write_text(
         'import "cluster.plan"\ngraph g { op a { time 1 ms } }\n'
         "plan p { graph g  cluster c  place a on gpu0 }\n")
-    code, out, err = invoke([command[0], "s.plan", *command[1:], "cluster.plan"], tmp_path)
+    option = command[-1].split("/")[0]
+    code, out, err = invoke([*command[:-1], option, "cluster.plan"], tmp_path)
     assert (code, out) == (2, ""), err
     assert (f"error[E640]: {command[-1]} `cluster.plan` would overwrite the input SPEC's "
             "import `cluster.plan`") in err
