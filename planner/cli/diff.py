@@ -64,9 +64,9 @@ def diff_command(
         after = read_side(new, display_path(new.resolve()))
         report.subject = after.file
         if spec is not None and not (before.has_figures and after.has_figures):
-            problem = spec_problem(spec, plan, before)
-            simulate_side(before, problem)
-            simulate_side(after, problem)
+            problem, plans = spec_problem(spec, plan, before)
+            simulate_side(before, problem, plans)
+            simulate_side(after, problem, plans)
         result = compare(before, after)
         report.result = result.to_json()
         verdict = _judge(result, fail_if_slower, spec is not None)
@@ -95,13 +95,13 @@ def _judge(d: PlanDiff, gate: float | None, have_spec: bool) -> list[Diagnostic]
                                where, why, severity=Severity.WARNING)]
         return [Diagnostic("E645", "the new plan violates the spec (the old one did not)",
                            where, why)]
-    pct, a, b = d.slower_pct, d.old.makespan_s, d.new.makespan_s
+    (label, a, b), pct = d.measure, d.slower_pct
     if pct is None or a is None or b is None:
         if gate is None:
             return []
         lacking = d.old.file if a is None else d.new.file
         raise UsageError(Diagnostic(
-            "E644", f"--fail-if-slower needs both makespans, and {lacking} has none", None,
+            "E644", f"--fail-if-slower needs both {label}s, and {lacking} has none", None,
             ("its plan may not run on the spec" if have_spec else
              "give --spec SPEC to simulate the plans, or compare `planner solve --json` "
              "outputs",)))
@@ -153,8 +153,12 @@ def _figure_rows(d: PlanDiff) -> list[tuple[str, str, str, str]]:
 
     rows: list[tuple[str, str, str, str]] = [("", "old", "new", "change")]
     pct = d.slower_pct
-    rows.append(("makespan", sec(d.old.makespan_s), sec(d.new.makespan_s),
-                 "" if pct is None else ("+" if pct > 0 else "") + _pct(pct)))
+    change = "" if pct is None else ("+" if pct > 0 else "") + _pct(pct)
+    piped = d.measure[0] == "iteration"
+    if piped:  # a pipeline's plans: compared by the iteration, one pass beside it
+        rows.append(("iteration", sec(d.old.iteration_s), sec(d.new.iteration_s), change))
+    rows.append(("makespan (one pass)" if piped else "makespan", sec(d.old.makespan_s),
+                 sec(d.new.makespan_s), "" if piped else change))
     rows.append(("lower bound", sec(d.old.lower_bound_s), sec(d.new.lower_bound_s), ""))
     rows.append(("feasible", _yes(d.old.feasible), _yes(d.new.feasible), ""))
     for dev in d.devices:

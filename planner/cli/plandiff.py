@@ -5,24 +5,32 @@ A side is read from a plan file (`solve --out`: a placement and an order, no fig
 `solve --json` / `simulate --json` document (figures in its `result`), or a bare
 `{"placement": {op: device}}`. With a spec, sides without figures are simulated (both,
 so that the two are judged by one model); without one, only the placements are compared.
+
+A pipeline plan (`objective pipeline`) is judged as the pipeline runs it, as `solve` judges
+it: its iteration (with the plan file's `replicas` and `recompute`) is the figure compared
+and gated, its memory the pipeline's, and it is feasible when it runs
+(`pipeline.verdict`); one pass's makespan is shown beside it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..bounds import lower_bound
-from ..errors import Diagnostic, Span, SpecError, UsageError
-from ..plan import load_plan
+from ..errors import Diagnostic, JsonSpans, Span, SpecError, UsageError
+from ..pipeline.schedule import run as run_pipeline
+from ..pipeline.verdict import pipeline_breaks
+from ..plan import load_plan, load_recompute, load_replicas
 from ..simulate import simulate
 from ..spec.load import load_path, read_source
 from ..strictjson import loads as strict_loads
-from .runs import problem_of
+from .runs import made_for, problem_of
 
 if TYPE_CHECKING:
     from ..model import Problem
@@ -61,6 +69,8 @@ class Side:
     lower_bound_s: float | None = None
     feasible: bool | None = None
     devices: dict[str, DeviceLoad] = field(default_factory=dict)
+    #: a pipeline plan's iteration (None for one pass's plan, or not known)
+    iteration_s: float | None = None
 
     @property
     def placement(self) -> dict[str, str]:
@@ -74,6 +84,7 @@ class Side:
         return {"file": self.file, "plan": self.plan, "algorithm": self.algorithm,
                 "source": self.source, "makespan_s": self.makespan_s,
                 "lower_bound_s": self.lower_bound_s, "feasible": self.feasible,
+                "iteration_s": self.iteration_s,
                 "devices": [{"name": n, **d.to_json()} for n, d in self.devices.items()]}
 
 
@@ -119,15 +130,29 @@ def read_side(path: Path, shown: str) -> Side:
         side.source = "figures"
         side.makespan_s = _number(data.get("makespan_s"))
         side.lower_bound_s = _number(data.get("lower_bound_s"))
-        side.feasible = bool(data.get("feasible", True))
+        side.feasible = bool(data.get("feasible", True)) and data.get("status") != "infeasible"
         for d in data.get("devices") or []:
             if isinstance(d, dict) and isinstance(d.get("name"), str):
                 side.devices[d["name"]] = DeviceLoad(
                     counts.get(d["name"], 0), _number(d.get("busy_s")),
                     _int(d.get("memory_peak_bytes")), _int(d.get("memory_cap_bytes")))
+        _pipeline_figures(side, data.get("pipeline"))
     for name, n in counts.items():
         side.devices.setdefault(name, DeviceLoad(n))
     return side
+
+
+def _pipeline_figures(side: Side, pipeline: Any) -> None:
+    """A `--json` report's pipeline (`result.pipeline`): its iteration, whether it fits, and
+    each device's memory as the pipeline holds it."""
+    if not isinstance(pipeline, dict):
+        return
+    side.iteration_s = _number(pipeline.get("iteration_s"))
+    side.feasible = bool(side.feasible) and pipeline.get("fits", True) is not False
+    for d in pipeline.get("devices") or []:
+        if isinstance(d, dict) and d.get("name") in side.devices:
+            side.devices[d["name"]] = dataclasses.replace(
+                side.devices[d["name"]], memory_peak_bytes=_int(d.get("memory_bytes")))
 
 
 def _int(v: Any) -> int | None:
@@ -141,30 +166,45 @@ def _counts(placement: Mapping[str, str]) -> dict[str, int]:
     return out
 
 
-def simulate_side(side: Side, problem: Any) -> None:
+def simulate_side(side: Side, problem: Any, plans: Collection[str] = ()) -> None:
     """Fill `side`'s figures by simulating its plan on `problem` (E503-E505 when the plan
-    does not fit the spec)."""
+    does not fit the spec; E516 for a file made for another of the spec's `plans`); a
+    pipeline plan as the pipeline runs it (the module docstring)."""
+    where = JsonSpans(side.file, side.text, side.at)
+    made_for(problem, side.data, plans, where)
     plan = load_plan(problem, side.data, side.file, side.text, side.at)
     result = simulate(problem, plan)
     devs = problem.cluster.devices
     side.source = "simulated"
+    side.plan = problem.name
     side.makespan_s = _number(result.makespan_s)
     side.lower_bound_s = _number(lower_bound(problem).makespan_s)
     side.feasible = result.feasible
+    peaks = [int(b) for b in result.memory_peak_bytes]
+    if problem.pipeline is not None:
+        replicas = load_replicas(problem, side.data, plan.placement, side.file, side.text,
+                                 side.at)
+        again = load_recompute(problem, side.data, side.file, side.text, side.at)
+        index = problem.cluster.device_index
+        run = run_pipeline(problem, plan.placement, problem.pipeline,
+                           [index[n] for n in again], replicas)
+        side.iteration_s = _number(run.iteration_s)
+        side.feasible = not pipeline_breaks(problem, result, run)
+        peaks = [int(b) for b in run.memory_bytes]
     placed = _counts(side.placement)  # the ops placed there (a deadlock runs fewer)
     side.devices = {dev.name: DeviceLoad(placed.get(dev.name, 0), float(result.busy_s[d]),
-                                         int(result.memory_peak_bytes[d]),
-                                         int(dev.memory_bytes))
+                                         peaks[d], int(dev.memory_bytes))
                     for d, dev in enumerate(devs)}
 
 
-def spec_problem(spec: Path, plan: str | None, old: Side) -> Problem:
+def spec_problem(spec: Path, plan: str | None, old: Side) -> tuple[Problem, list[str]]:
     """The spec's plan to simulate both sides with: `--plan`, else the plan the old file
-    names when the spec has it, else the spec's only plan (E602 otherwise)."""
+    names when the spec has it, else the spec's only plan (E602 otherwise); and the names
+    of the spec's plans."""
     loaded = load_path(spec)
     plans = loaded.spec.plans
     name = plan if plan is not None else (old.plan if old.plan in plans else None)
-    return problem_of(loaded, name)
+    return problem_of(loaded, name), list(plans)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,9 +220,17 @@ class PlanDiff:
     changed_devices: tuple[str, ...]
 
     @property
+    def measure(self) -> tuple[str, float | None, float | None]:
+        """The figure the plans are compared by, old and new: the iteration where both are
+        a pipeline's, else the makespan."""
+        if self.old.iteration_s is not None or self.new.iteration_s is not None:
+            return "iteration", self.old.iteration_s, self.new.iteration_s
+        return "makespan", self.old.makespan_s, self.new.makespan_s
+
+    @property
     def slower_pct(self) -> float | None:
-        """How much slower the new plan is, in % of the old makespan (negative: faster)."""
-        a, b = self.old.makespan_s, self.new.makespan_s
+        """How much slower the new plan is, in % of the old `measure` (negative: faster)."""
+        _, a, b = self.measure
         if a is None or b is None:
             return None
         if a <= 0:
@@ -192,6 +240,7 @@ class PlanDiff:
     def to_json(self) -> dict[str, Any]:
         pct = self.slower_pct
         return {"old": self.old.to_json(), "new": self.new.to_json(),
+                "measure": self.measure[0],
                 "slower_pct": pct if pct is None or math.isfinite(pct) else None,
                 "moved": [{"op": o, "from": a, "to": b} for o, a, b in self.moved],
                 "added": list(self.added), "removed": list(self.removed),

@@ -124,7 +124,7 @@ def read_placed(problem: Problem, path: Path, plans: Collection[str] = ()
     """A placement file's plan, with a plan file's `replicas` (a hybrid pipeline's groups,
     by representative device) and `recompute` (the devices that recompute, by name); a
     `--json` document's report reads as its plan. A file made for another of the spec's
-    `plans`, or for another graph, is E516 (`_made_for`)."""
+    `plans`, or for another graph, is E516 (`made_for`)."""
     from ..spec.load import read_source  # lazy: start-up
 
     shown = display_path(path.resolve())
@@ -140,13 +140,13 @@ def read_placed(problem: Problem, path: Path, plans: Collection[str] = ()
         return (load_plan(problem, placement_from_device_map(problem, data, shown, text),
                           shown), {}, ())
     body, at = in_envelope(data)  # `solve --json`, `simulate --json`: the report
-    _made_for(problem, body, plans, JsonSpans(shown, text, at))
+    made_for(problem, body, plans, JsonSpans(shown, text, at))
     read = load_plan(problem, body, shown, text, at)
     return (read, load_replicas(problem, body, read.placement, shown, text, at),
             load_recompute(problem, body, shown, text, at))
 
 
-def _made_for(problem: Problem, body: Any, plans: Collection[str], where: JsonSpans) -> None:
+def made_for(problem: Problem, body: Any, plans: Collection[str], where: JsonSpans) -> None:
     """E516 where a plan file's `plan` (a `--json` report's too) names another plan of the
     spec (`plans`), or another plan none of whose placed ops is an op of `problem`'s graph: a
     file made for another plan or graph, which would be read as this one's (with its

@@ -188,3 +188,71 @@ def test_files_without_a_plan_are_located_errors(plans: Path) -> None:
     (plans / "bare.json").write_text('{"format_version": 1, "placement": {}}')
     code, _, err = invoke(["diff", "bare.json", "new.json"], plans)
     assert code == 1 and "no plan in bare.json: the run it records has no result" in err
+
+
+def _pipeline_spec(folder: Path, settings: str = "microbatches 8  schedule 1f1b",
+                   memory: str = "1 GiB") -> Path:
+    """Four training units on two GPUs, one pipeline plan `pp`, and a second plan `other`."""
+    units = "abcd"
+    ops = "".join(f"  op {u} {{ time 10 ms  params 1 MiB  output 1 MiB }}\n"
+                  f"  op {u}.bwd {{ time 20 ms  output 1 MiB  backward_of {u} }}\n"
+                  for u in units)
+    chain = " -> ".join([*units, *(f"{u}.bwd" for u in reversed(units))])
+    spec = folder / "p.plan"
+    spec.write_text(
+        f"graph g {{\n{ops}  {chain}\n" + "".join(f"  {u} -> {u}.bwd\n" for u in "abc")
+        + f"}}\ncluster two {{ device gpu[0..1] {{ memory {memory} }}\n"
+        "  link gpu0 <-> gpu1 { bandwidth 10 GB/s  latency 10 us } }\n"
+        f"plan pp {{ graph g  cluster two  objective pipeline  {settings} }}\n"
+        "plan other { graph g  cluster two }\n")
+    return spec
+
+
+def test_pipeline_plans_are_judged_by_their_iteration(tmp_path: Path) -> None:
+    """Before: diff compared one pass's makespan (120.23 ms -> 120.00 ms, -0.19%): the gate
+    passed a pipeline 1.77x slower (540.9 -> 960 ms) and failed the faster one."""
+    spec = _pipeline_spec(tmp_path)
+    for algo in ("pipedp", "single"):
+        code, out, err = invoke(["solve", str(spec), "--plan", "pp", "--algo", algo, "--out",
+                                 f"{algo}.json", "--json"], tmp_path)
+        assert code == 0, err
+        (tmp_path / f"{algo}.solve.json").write_text(out)
+    for old, new in (("pipedp.json", "single.json"), ("pipedp.solve.json", "single.solve.json")):
+        code, doc = _json(["diff", old, new, "--spec", str(spec), "--fail-if-slower", "2"],
+                          tmp_path)
+        assert code == 5, doc
+        result = doc["result"]
+        assert result["measure"] == "iteration"
+        assert (result["old"]["iteration_s"], result["new"]["iteration_s"]) == \
+            pytest.approx((0.540919, 0.96), rel=1e-5)
+        assert result["slower_pct"] == pytest.approx(77.48, abs=0.01)
+    code, doc = _json(["diff", "single.json", "pipedp.json", "--spec", str(spec),
+                       "--fail-if-slower", "0.1"], tmp_path)
+    assert code == 0 and doc["result"]["gate"]["passed"]
+    # recomputation costs the iteration a third more: the gate sees it
+    plan = json.loads((tmp_path / "pipedp.json").read_text())
+    (tmp_path / "again.json").write_text(json.dumps({**plan, "recompute": ["gpu0", "gpu1"]}))
+    code, doc = _json(["diff", "pipedp.json", "again.json", "--spec", str(spec),
+                       "--fail-if-slower", "1"], tmp_path)
+    assert code == 5 and doc["result"]["slower_pct"] == pytest.approx(33.28, abs=0.01)
+    # a file made for another plan of the spec is E516, as simulate says
+    (tmp_path / "theirs.json").write_text(json.dumps({**plan, "plan": "other"}))
+    code, doc = _json(["diff", "pipedp.json", "theirs.json", "--spec", str(spec)], tmp_path)
+    assert code == 1 and doc["diagnostics"][0]["code"] == "E516"
+
+
+def test_a_pipeline_plan_that_no_longer_fits_fails_the_gate(tmp_path: Path) -> None:
+    """Before: `feasible yes` and exit 0 for a plan that is E401 as the pipeline runs it
+    (every micro-batch's activations in flight on one 120 MiB device)."""
+    spec = _pipeline_spec(tmp_path, "microbatches 32  schedule gpipe", "120 MiB")
+    _plan_pp = {"format": "planner.plan", "version": 1, "plan": "pp", "algorithm": "test"}
+    for name, far in (("split.json", "gpu1"), ("one.json", "gpu0")):
+        placement = {op: ("gpu0" if op[0] in "ab" else far)
+                     for u in "abcd" for op in (u, f"{u}.bwd")}
+        (tmp_path / name).write_text(json.dumps({**_plan_pp, "placement": placement}))
+    code, doc = _json(["diff", "split.json", "one.json", "--spec", str(spec),
+                       "--fail-if-slower", "200"], tmp_path)
+    assert code == 5, doc
+    assert (doc["result"]["old"]["feasible"], doc["result"]["new"]["feasible"]) == (True, False)
+    assert doc["diagnostics"][0]["message"] == ("the new plan violates the spec (the old one "
+                                                "did not)")
