@@ -25,6 +25,7 @@ from .html import (
     plan_summary,
 )
 from .svg import esc as _e
+from .tables import WINS_BY, WINS_BY_PIPELINE
 
 if TYPE_CHECKING:
     from ..report.views import CompareReport, CompareRun, SweepAxis, Wins
@@ -165,7 +166,7 @@ def _series_legend(algos: Sequence[str], colors: Mapping[str, str], *, bound: bo
     return f'<div class="legend">{items}</div>'
 
 
-def _wins_table(stats: Sequence[Wins]) -> str:
+def _wins_table(stats: Sequence[Wins], pipeline: bool) -> str:
     body = "".join(
         f'<tr><td class="l">{_e(s.algorithm)}</td><td>{s.wins}</td><td>{s.groups}</td>'
         f'<td>{s.ok}</td><td>{s.failed}</td></tr>' for s in stats)
@@ -173,7 +174,7 @@ def _wins_table(stats: Sequence[Wins]) -> str:
             '<th>settings</th><th>ok</th><th>failed</th></tr></thead>'
             f'<tbody>{body}</tbody></table>'
             '<p class="note">A win is a (spec, plan, setting) where the algorithm had the '
-            'shortest simulated makespan; ties count for each.</p>')
+            f'{WINS_BY_PIPELINE if pipeline else WINS_BY}; ties count for each.</p>')
 
 
 def _runs_table(report: CompareReport) -> str:
@@ -186,7 +187,7 @@ def _runs_table(report: CompareReport) -> str:
         cols[5:5] = [("objective", ""), ("micro-batches", "")]
     if pipeline:
         cols[-2:-2] = [("iteration", ""), ("T", ""), ("T bound", ""), ("bubble", ""),
-                       ("fits", "")]
+                       ("pipe peak / cap", ""), ("fits", "")]
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in cols)
     out = []
     for r in report.runs:
@@ -231,12 +232,18 @@ def _run_cells(r: Mapping[str, Any], *, settings: bool, pipeline: bool
 
 
 def _pipeline_cells(r: Mapping[str, Any]) -> list[tuple[Any, Any, str]]:
-    """A pipeline run's iteration, period, period bound, bubble and fit."""
+    """A pipeline run's iteration, period, period bound, bubble, memory (its most loaded
+    device's, as the pipeline holds it) and fit."""
     fits = r.get("pipeline_fits")
+    peak, cap = r.get("pipeline_memory_bytes"), r.get("pipeline_memory_cap_bytes")
+    held = (f"{format_bytes(peak)} / {format_bytes(cap)}"
+            if isinstance(peak, int) and isinstance(cap, int) else "—")
     return [_seconds_cell(r.get("iteration_s")), _seconds_cell(r.get("period_s")),
             _seconds_cell(r.get("period_bound_s")),
             (_fmt_opt(r.get("bubble_fraction"), lambda x: f"{x:.1%}"),
              r.get("bubble_fraction") or "", ""),
+            (held, peak / cap if isinstance(peak, int) and isinstance(cap, int) and cap
+             else "", ""),
             ("—" if fits is None else ("yes" if fits else "no"), str(fits or ""), "")]
 
 
@@ -257,7 +264,7 @@ def compare_report_html(report: CompareReport, *, title: str = "planner compare"
     body = [f"<h1>{_e(title)}</h1>",
             (f'<p class="meta">{len(rows)} runs ({ok} with a valid plan, {len(rows) - ok} '
             f'failed) · {len(specs)} plan(s) · algorithms: {_e(", ".join(algos))}</p>'),
-            "<h3>Wins</h3>", _wins_table(report.wins)]
+            "<h3>Wins</h3>", _wins_table(report.wins, report.pipeline_columns)]
     for (spec, plan), members in specs.items():
         body.append(f'<h2>{_e(spec)} · plan {_e(plan)}</h2>')
         first = members[0]

@@ -202,6 +202,21 @@ def test_tables_show_the_pipeline_columns(piped: SweepResult) -> None:
     assert "or iteration where the setting ran as a pipeline" in text
 
 
+def test_the_html_page_says_what_wins_and_shows_the_pipelines_memory(
+        piped: SweepResult) -> None:
+    """Before: the page said a win was the shortest makespan where wins were counted by the
+    iteration, and its only memory column was one pass's."""
+    from planner.render.compare_html import compare_report_html
+
+    page = compare_report_html(compare_report(piped.rows))
+    assert "shortest simulated makespan, or iteration where the setting ran as a " \
+           "pipeline; ties count for each" in page
+    assert ">pipe peak / cap</th>" in page
+    held = next(r for r in piped.rows if r.get("pipeline_memory_bytes"))
+    assert f'data-v="{held["pipeline_memory_bytes"] / held["pipeline_memory_cap_bytes"]}"' \
+        in page
+
+
 def test_json_output_has_the_pipeline_columns(tmp_path: Path) -> None:
     out = tmp_path / "rows.csv"
     result = runner.invoke(app, ["compare", str(TINY), "--plan", "tiny_small4", "--algos",
