@@ -4,8 +4,9 @@ Checking (`check_outputs`). Output paths are checked before any work: a sweep or
 solve must not end in a failed write. Every command that writes a file calls
 `check_outputs` first (E604, naming each option whose path cannot be written).
 
-Writing (`write_text_atomic`; `write_texts_atomic` for outputs written all or nothing;
-`atomic_file` for writers that take a file name). Write a
+Writing (`write_text_atomic`; `write_texts_atomic` for outputs written all or nothing, but
+for a rename that fails once every file is written; `atomic_file` for writers that take a
+file name). Write a
 temporary file beside the target, then rename over it. Only a regular file is ever replaced
 (or a new one created). A rename over a device, a FIFO or a folder would replace that thing
 itself (`--out /dev/full` as root used to turn the device into a JSON file), so anything

@@ -27,7 +27,7 @@ from ..model import (
     Problem,
 )
 from ..spec.lower import backward_first, pipeline_units, units_pinned_apart
-from ..units import RANGES, SPEED_RANGE, format_bytes
+from ..units import RANGES, SPEED_RANGE, format_bytes, range_side
 
 #: model path (`graph.ops[3].time_s`) -> where it was made, or None
 Locate = Callable[[str], Span | None]
@@ -71,9 +71,9 @@ def problem_diagnostics(problem: Problem, locate: Locate) -> list[Diagnostic]:
 Err = Callable[..., None]
 
 
-#: a model field's unit -> the range a spec may give it (`units.RANGES`; 0 aside)
-_RANGE_OF_UNIT = {"seconds": RANGES["time"], "FLOP": RANGES["work"], "bytes": RANGES["size"],
-                  "FLOP/s": RANGES["rate"], "B/s": RANGES["bandwidth"], "": SPEED_RANGE}
+#: a model field's unit -> its dimension, whose range a spec may give it (`units.range_side`)
+_DIM_OF_UNIT = {"seconds": "time", "FLOP": "work", "bytes": "size", "FLOP/s": "rate",
+                "B/s": "bandwidth", "": "speed"}
 
 
 def _quantity(err: Err, path: str, what: str, value: Any, unit: str, *, positive: bool = False,
@@ -81,7 +81,8 @@ def _quantity(err: Err, path: str, what: str, value: Any, unit: str, *, positive
     if value is None and optional:
         return
     a_number = f"a number of {unit}" if unit else "a number"
-    lo, hi = _RANGE_OF_UNIT[unit]
+    dim = _DIM_OF_UNIT[unit]
+    lo, hi = SPEED_RANGE if dim == "speed" else RANGES[dim]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         err("E290", path, f"{what} must be {a_number}, not {value!r}")
     elif math.isnan(value):
@@ -93,10 +94,11 @@ def _quantity(err: Err, path: str, what: str, value: Any, unit: str, *, positive
     elif value < 0:
         err("E105", path, f"{what} is negative ({value!r} {unit})".replace(" )", ")"),
             "quantities cannot be negative")
-    elif value > hi:  # the language's ranges: every later stage stays exact and finite
+    elif (side := range_side(value, dim) if value else None) == "above":
+        # the language's ranges: every later stage stays exact and finite
         err("E223", path, f"{what} ({value:g} {unit}) is above the valid range (at most "
             f"{hi:g} {unit})".replace(" )", ")"))
-    elif 0 < value < lo:
+    elif side == "below":
         err("E260", path, f"{what} ({value:g} {unit}) is below the valid range (at least "
             f"{lo:g} {unit})".replace(" )", ")"), "0 is allowed where the quantity may be 0"
             if not positive else "")

@@ -33,7 +33,6 @@ class AllReduce:
     kind: str
 
 
-
 def tied_gradients(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, ...], int]]:
     """Per tie whose every holder is a forward op with backward ops: (holders, their
     backward ops, the bytes of the weight's gradient)."""

@@ -320,8 +320,8 @@ def simulation(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
     schedule, _ = _first_schedule(split, pipeline, bool(groups))
     again = frozenset(recompute)
     _, _, result, _ = _executed(problem, placement, split, pipeline, schedule, again, groups)
-    expanded, _ = _expanded(problem, placement, split, pipeline, schedule, again, groups)
-    relayed = _relayed(problem, placement, split)
+    expanded, _, relayed = _expanded(problem, placement, split, pipeline, schedule, again,
+                                     groups)
     return Simulation(expanded, result, the_run, len(relayed.graph.ops),
                       len(problem.graph.ops), relayed.stage)
 
@@ -418,15 +418,16 @@ def _relay_hops(st: Sequence[int], i: int, consumers: Sequence[tuple[int, int]],
 def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
               schedule: Schedule, recompute: Collection[int] = (),
               groups: Mapping[int, tuple[int, ...]] = _NONE) -> SimResult:
-    return simulate(*_expanded(problem, placement, split, pipeline, schedule, recompute,
-                               groups))
+    expanded, plan, _ = _expanded(problem, placement, split, pipeline, schedule, recompute,
+                                  groups)
+    return simulate(expanded, plan)
 
 
 def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
               schedule: Schedule, recompute: Collection[int],
-              groups: Mapping[int, tuple[int, ...]]) -> tuple[Problem, Plan]:
-    """The copies' problem (a copy of the relayed graph per micro-batch) and their plan
-    under `schedule`."""
+              groups: Mapping[int, tuple[int, ...]]) -> tuple[Problem, Plan, _Relayed]:
+    """The copies' problem (a copy of the relayed graph per micro-batch), their plan under
+    `schedule`, and the relayed graph copied."""
     relayed = _relayed(problem, placement, split)
     mb = pipeline.microbatches
     cluster = problem.cluster
@@ -446,7 +447,7 @@ def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline
     where = tuple(relayed.placement) * mb if not groups else tuple(
         hybrid.group(groups, d)[m % len(hybrid.group(groups, d))]
         for m in range(mb) for d in relayed.placement)
-    return expanded, Plan(where, order)
+    return expanded, Plan(where, order), relayed
 
 
 def _with_recompute(problem: Problem, placement: Sequence[int],

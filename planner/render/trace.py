@@ -207,10 +207,10 @@ def pipeline_trace_document(problem: Problem, sim: Simulation) -> dict[str, Any]
         events.append(_meta(TASKS_PID, d + 1, "thread_name", {"name": devs[d].name}))
         events.append(_meta(TASKS_PID, d + 1, "thread_sort_index", {"sort_index": d}))
     stages_on = Counter(s.device for s in run.stages)
+    per_stage = schedule_of(run.schedule).task_per_stage
     for t in run.tasks:
         # a task is one stage's where its device has several, each a task (`interleaved`)
-        staged = stages_on[run.stages[t.stage].device] > 1 and schedule_of(
-            run.schedule).task_per_stage
+        staged = per_stage and stages_on[run.stages[t.stage].device] > 1
         ts, dur = _span(t.start_s, t.end_s)
         way = "forward" if t.forward else "backward"
         events.append({"ph": "X", "pid": TASKS_PID, "tid": t.device + 1, "ts": ts, "dur": dur,
@@ -219,7 +219,8 @@ def pipeline_trace_document(problem: Problem, sim: Simulation) -> dict[str, Any]
                        "cat": way, "args": {"microbatch": t.microbatch, "stage": t.stage,
                                             "device": devs[t.device].name}})
     events += _allreduce_events(problem, run.allreduces)
-    other = _head(sim.problem, sim.result)
+    # the plan's own model (the copies are simulated with memory unbounded, `static`)
+    other = _head(problem, sim.result)
     return {
         "traceEvents": events,
         "displayTimeUnit": "ns",

@@ -358,7 +358,7 @@ def test_interleaved_tasks_name_their_stage(tmp_path: Path) -> None:
     spec.write_text(
         "cluster c { device d[0..1] { memory 1 GiB }  link d0 <-> d1 { bandwidth 100 GB/s } }\n"
         f"graph g {{\n{ops}\n  {chain}\n}}\n"
-        "plan p { graph g  cluster c  objective pipeline  microbatches 4\n"
+        "plan p { graph g  cluster c  objective pipeline  microbatches 4  memory liveness\n"
         "  schedule interleaved  stages_per_device 2 }\n")
     trace = tmp_path / "t.json"
     code, out, err = cli("solve", str(spec), "--json", "--trace", str(trace))
@@ -373,3 +373,5 @@ def test_interleaved_tasks_name_their_stage(tmp_path: Path) -> None:
     assert tasks == Counter(f"{way} mb{m} · stage {k}" for way in ("forward", "backward")
                             for m in range(4) for k in range(4))
     assert doc["otherData"]["iteration_us"] == pytest.approx(pipeline["iteration_s"] * US)
+    # the plan's model, not the copies' (simulated with memory unbounded, `static`)
+    assert doc["otherData"]["memory_model"] == "liveness"

@@ -14,9 +14,9 @@ from ...units import (
     EXAMPLES,
     NON_FINITE,
     RANGES,
-    SPEED_RANGE,
     UNIT_TABLE,
     parse_number,
+    range_side,
     range_text,
     underflows,
 )
@@ -118,11 +118,11 @@ class Attrs:
         value = _finite(self.sink, attr, parse_number(attr.value.number))
         if value is None or value <= 0:
             return value  # not positive (a literal 0; an underflow is E260): E241 by the caller
-        lo, hi = SPEED_RANGE
-        if not lo <= value <= hi:
-            code, side = ("E223", "above") if value > hi else ("E260", "below")
-            self.sink.error(code, f"`{key}` {value:g} is {side} its valid range", attr.value.span,
-                            f"`{key}` is from {lo:g} to {hi:g}")
+        side = range_side(value, "speed")
+        if side is not None:
+            self.sink.error("E223" if side == "above" else "E260",
+                            f"`{key}` {value:g} is {side} its valid range", attr.value.span,
+                            f"`{key}` is {range_text('speed')}")
             return None
         return value
 
@@ -177,14 +177,12 @@ def _finite(sink: DiagnosticSink, attr: ast.Attr, value: float,
                    f"range{_of(dim)} (it is not 0, but a 64-bit float rounds it to 0)",
                    attr.value.span, _range_hint(attr.key, dim))
         return None
-    if dim is None:
+    side = None if dim is None else range_side(value, dim)
+    if side is None:
         return value
-    lo, hi = RANGES[dim]
-    if lo <= value <= hi:
-        return value
-    code, side = ("E223", "above") if value > hi else ("E260", "below")
-    sink.error(code, f"`{attr.key}` {value_text(attr.value, 40)} is {side} the valid "
-               f"range{_of(dim)}", attr.value.span, _range_hint(attr.key, dim))
+    sink.error("E223" if side == "above" else "E260", f"`{attr.key}` "
+               f"{value_text(attr.value, 40)} is {side} the valid range{_of(dim)}",
+               attr.value.span, _range_hint(attr.key, dim))
     return None
 
 
