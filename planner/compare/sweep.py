@@ -177,6 +177,7 @@ def plan_sweep(
     shown_specs: list[str] = []
     pipelined = False  # whether any point is under the pipeline objective
     first_plan: tuple[str, str] | None = None  # where E624 points
+    overridden: tuple[str, str] | None = None  # a pipeline plan `--objective` replans
     # algorithm -> the objectives of the points it does not plan for (left out), and the
     # algorithms with a point
     left_out: dict[str, set[str]] = {}
@@ -208,14 +209,10 @@ def plan_sweep(
                                         s.devices, float(time_limit_s), s.objective,
                                         s.microbatches))
             first_plan = first_plan or (shown, name)
+            if problem.pipeline is not None and overridden is None:
+                overridden = (shown, name)
     if points and mb_labels != (DEFAULT_MICROBATCHES,) and not pipelined:
-        where, plan_name = first_plan or ("", "")
-        raise UsageError(Diagnostic(
-            "E624", f"--microbatches {','.join(mb_labels)}: no plan is compared under the "
-            f"pipeline objective (`{plan_name}` of {where} is planned for its makespan)",
-            Span.start_of(where) if where else None,
-            ("add `--objective pipeline` (or `--objective makespan,pipeline`), or write "
-             "`objective pipeline` in the plan",)))
+        raise UsageError(_no_pipeline(mb_labels, first_plan, overridden))
     warnings.extend(_left_out(left_out, ran))
     if not points and not left_out:
         where = "the named specs" if specs else f"`{display_path(Path(root))}`"
@@ -224,6 +221,24 @@ def plan_sweep(
             + (f" named `{plan}`" if plan else ""), None,
             ("a spec needs a `plan NAME { graph G cluster C }` block",)))
     return Sweep(tuple(points), tuple(shown_specs), algos, settings, tuple(warnings))
+
+
+def _no_pipeline(mb_labels: Sequence[str], first_plan: tuple[str, str] | None,
+                 overridden: tuple[str, str] | None) -> Diagnostic:
+    """E624: micro-batch counts and no point under the pipeline objective, at a plan that
+    `--objective` took off its pipeline when there is one (its spec already asks for one)."""
+    where, plan_name = overridden or first_plan or ("", "")
+    if overridden:
+        why = f"`--objective` plans `{plan_name}` of {where} for its makespan, not its pipeline"
+        hint = ("add `pipeline` to `--objective` (`--objective makespan,pipeline`), or drop "
+                "`--objective` to keep the plan's own `objective pipeline`")
+    else:
+        why = f"`{plan_name}` of {where} is planned for its makespan"
+        hint = ("add `--objective pipeline` (or `--objective makespan,pipeline`), or write "
+                "`objective pipeline` in the plan")
+    return Diagnostic("E624", f"--microbatches {','.join(mb_labels)}: no plan is compared "
+                      f"under the pipeline objective ({why})",
+                      Span.start_of(where) if where else None, (hint,))
 
 
 def _check_time_limit(time_limit_s: float) -> None:

@@ -326,3 +326,14 @@ def test_a_row_that_plans_no_replicas_says_so_where_the_spec_asks_for_them(
     assert rows["pipedp"]["reason"] == ("`pipedp` gives each stage one device: "
                                         "`data_parallel 2` is planned by auto, hybrid, pipeilp")
     assert "gives each stage one device" not in (rows["hybrid"]["reason"] or "")
+
+
+def test_micro_batches_under_an_objective_that_overrides_the_plans_pipeline() -> None:
+    # the plan asks for a pipeline; `--objective makespan` took it away, and the hint says
+    # so (before: "write `objective pipeline` in the plan", which it already was)
+    with pytest.raises(UsageError) as err:
+        plan_sweep([TINY], "heft", objectives="makespan", microbatches="4")
+    d = err.value.diagnostics[0]
+    assert d.code == "E624" and "`--objective` plans `tiny_pipe`" in d.message
+    assert any("drop `--objective`" in h for h in d.hints)
+    assert not any("write `objective pipeline`" in h for h in d.hints)
