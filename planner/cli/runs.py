@@ -460,11 +460,13 @@ def write_trace_file(path: Path | None, problem: Problem, result: SimResult,
         return
     if problem.pipeline is not None:
         # lazy: start-up
+        from ..pipeline.verdict import pipeline_breaks
         from ..render.trace import write_pipeline_trace
         from ..report.pipeline import pipeline_simulation
 
-        write_pipeline_trace(str(path), problem, pipeline_simulation(
-            problem, result.placement, recompute, replicas))
+        sim = pipeline_simulation(problem, result.placement, recompute, replicas)
+        write_pipeline_trace(str(path), problem, sim,
+                             pipeline_breaks(problem, result, sim.run))
         return
     from ..render.trace import write_trace  # lazy: start-up
 

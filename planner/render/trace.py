@@ -15,7 +15,9 @@ plan opens in ui.perfetto.dev or chrome://tracing next to real profiles:
 
 Times are microseconds (the format's unit), rounded to picoseconds so that output is
 deterministic and readable. Ops or transfers that never happen (`inf` times, in an
-infeasible plan) are left out and counted in `otherData`.
+infeasible plan) are left out and counted in `otherData`, which says whether the plan is
+feasible and, when not, what breaks it (`violations`: a trace of a plan that does not fit
+looks like any other in Perfetto).
 
 A pipeline plan's trace (`pipeline_trace_json`) is its iteration as the pipeline ran it
 (`pipeline.schedule.simulation`): every op of every micro-batch (`name · mb3`, its
@@ -109,17 +111,18 @@ def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
     return {
         "traceEvents": events,
         "displayTimeUnit": "ns",
-        "otherData": {**_head(problem, result),
+        "otherData": {**_head(problem, result,
+                            [f"{v.kind}: {v.message}" for v in result.violations]),
                       "ops": len(ops), "ops_traced": ran,
                       "transfers": len(result.transfers), "transfers_traced": traced},
     }
 
 
-def _head(problem: Problem, result: SimResult) -> dict[str, Any]:
+def _head(problem: Problem, result: SimResult, breaks: Sequence[str]) -> dict[str, Any]:
     return {"generator": "planner", "plan": problem.name, "contention": problem.contention,
             "memory_model": problem.memory_model,
             "makespan_us": _us(result.makespan_s) if math.isfinite(result.makespan_s)
-            else None}
+            else None, "feasible": not breaks, "violations": list(breaks)}
 
 
 def _schedule_events(problem: Problem, result: SimResult, label: Label
@@ -184,9 +187,12 @@ def _schedule_events(problem: Problem, result: SimResult, label: Label
     return events, ran, len(done)
 
 
-def pipeline_trace_document(problem: Problem, sim: Simulation) -> dict[str, Any]:
+def pipeline_trace_document(problem: Problem, sim: Simulation,
+                            breaks: Sequence[str]) -> dict[str, Any]:
     """A pipeline plan's trace (the module docstring) as a JSON-ready dict; `problem` is
-    the plan's own, `sim` its simulation as the pipeline."""
+    the plan's own, `sim` its simulation as the pipeline, `breaks` what keeps the plan from
+    running as that pipeline (`pipeline.verdict.pipeline_breaks`; the copies' own
+    simulation has memory unbounded, so it cannot say)."""
     ops, devs, run = problem.graph.ops, problem.cluster.devices, sim.run
 
     def label(i: int) -> tuple[str, str, dict[str, Any]]:
@@ -220,7 +226,7 @@ def pipeline_trace_document(problem: Problem, sim: Simulation) -> dict[str, Any]
                                             "device": devs[t.device].name}})
     events += _allreduce_events(problem, run.allreduces)
     # the plan's own model (the copies are simulated with memory unbounded, `static`)
-    other = _head(problem, sim.result)
+    other = _head(problem, sim.result, breaks)
     return {
         "traceEvents": events,
         "displayTimeUnit": "ns",
@@ -286,9 +292,9 @@ def trace_json(problem: Problem, result: SimResult) -> str:
     return _as_text(trace_document(problem, result))
 
 
-def pipeline_trace_json(problem: Problem, sim: Simulation) -> str:
+def pipeline_trace_json(problem: Problem, sim: Simulation, breaks: Sequence[str]) -> str:
     """A pipeline plan's trace as text, as `trace_json`."""
-    return _as_text(pipeline_trace_document(problem, sim))
+    return _as_text(pipeline_trace_document(problem, sim, breaks))
 
 
 def write_trace(path: str, problem: Problem, result: SimResult) -> None:
@@ -296,6 +302,7 @@ def write_trace(path: str, problem: Problem, result: SimResult) -> None:
     write_text_atomic(path, trace_json(problem, result))
 
 
-def write_pipeline_trace(path: str, problem: Problem, sim: Simulation) -> None:
+def write_pipeline_trace(path: str, problem: Problem, sim: Simulation,
+                         breaks: Sequence[str]) -> None:
     """Write `pipeline_trace_json` atomically."""
-    write_text_atomic(path, pipeline_trace_json(problem, sim))
+    write_text_atomic(path, pipeline_trace_json(problem, sim, breaks))

@@ -288,6 +288,9 @@ def test_an_infeasible_plan_traces_what_ran(tmp_path: Path) -> None:
     assert [e["name"] for e in doc["traceEvents"] if e["ph"] == "X"] == ["z"]
     assert doc["otherData"]["ops_traced"] == 1 and doc["otherData"]["ops"] == 3
     assert doc["otherData"]["makespan_us"] is None
+    # the trace says the plan is infeasible and why (before: nothing in it did)
+    assert doc["otherData"]["feasible"] is False
+    assert any(v.startswith("order:") for v in doc["otherData"]["violations"])
 
 
 # two training units, each 4 MiB of params, on two stages of two replicas each
@@ -346,6 +349,15 @@ def test_a_pipeline_plan_traces_its_iteration(tmp_path: Path) -> None:
     code, _, err = cli("simulate", str(spec), "--placement", str(plan), "--trace", str(again))
     assert code == 0, err
     assert again.read_bytes() == trace.read_bytes()
+    assert other["feasible"] is True and other["violations"] == []
+    # on devices too small for the micro-batches in flight (one pass fits), the trace says
+    # the pipeline does not fit, as simulate's exit 3 does
+    small = tmp_path / "small.plan"
+    small.write_text(HYBRID.replace("memory 1 GiB", "memory 10 MiB"))
+    code, _, err = cli("simulate", str(small), "--placement", str(plan), "--trace", str(again))
+    assert code == 3 and "in flight" in err, err
+    other = json.loads(again.read_text(encoding="utf-8"))["otherData"]
+    assert other["feasible"] is False and "in flight" in other["violations"][0]
 
 
 def test_interleaved_tasks_name_their_stage(tmp_path: Path) -> None:
