@@ -22,7 +22,7 @@ import shlex
 import sys
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -173,7 +173,8 @@ def _command(parts: list[str], options: dict[str, object]) -> str:
 
 
 def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
-            memory: str | None, contention: str) -> None:
+            memory: str | None, contention: str,
+            source: str | os.PathLike[str] | None = None) -> None:
     """Add cluster imports and plans, check the spec loads, write it, report on stderr.
 
     Without `--memory`, a training graph's plans use `liveness`: static accounting holds
@@ -199,12 +200,12 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
     try:  # its text passes through the formatter, which may refuse it only by a bug
         text = result.to_spec()
     except SpecError as err:
-        raise _not_loading(err) from None
+        raise _not_loading(err, output, source) from None
     _within_limits("file", ("E007", "file_bytes", "bytes", len(text.encode())))
     try:  # as the next command will load it: its imports inside its default root
         load_text(text, str(output), output.resolve().parent, root)
     except SpecError as err:
-        raise _not_loading(err) from None
+        raise _not_loading(err, output, source) from None
     write_text_atomic(output, text)
     for w in result.warnings:
         sys.stderr.write(render_all([w]) + "\n")
@@ -214,13 +215,34 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
         sys.stderr.write(line + "\n")
 
 
-def _not_loading(err: SpecError) -> SpecError:
-    """E932 for a generated spec that does not format or load: a bug in an importer (each
-    checks its input's values against the language's own rules and reports them at the
-    input), so say which, with no location in a text the user never sees or gets."""
-    return SpecError(Diagnostic("E932", "the generated spec does not load: "
-                                + "; ".join(d.message for d in err.diagnostics[:3]), None,
-                                ("this is a bug in planner's importer; please report it",)))
+def _not_loading(err: SpecError, output: Path,
+                 source: str | os.PathLike[str] | None) -> SpecError:
+    """Why the generated spec does not load. A rule of the language that the input's values
+    break together (a tie larger than an op's params, colocated ops pinned apart, an op
+    with only FLOPs and a `--cluster` device with no FLOP rate, ...) is the input's: its
+    own code and message, at the input file (a JSON file's start; the spec's text is never
+    written). A file or syntax error (E001-E010, E1xx) can only be a bug in the importer,
+    which writes the text: E932, with no location in a text the user never sees."""
+    diagnostics = err.diagnostics
+    if any(_writer_bug(d.code) for d in diagnostics):
+        return SpecError(Diagnostic("E932", "the generated spec does not load: "
+                                    + "; ".join(d.message for d in diagnostics[:3]), None,
+                                    ("this is a bug in planner's importer; please report it",)))
+    at = Span.start_of(str(source)) if source is not None and str(source).endswith(
+        ".json") else None
+    given = f"the values of {source}" if source is not None else "the options given"
+    lead = (f"the spec made from {given} would break this rule of the .plan language; "
+            "correct them there")
+    unwritten = str(output)  # places in the spec's text, never written: the input instead
+    return SpecError([replace(
+        d, span=at if d.span is None or d.span.file == unwritten else d.span,
+        hints=(lead, *d.hints), notes=tuple(n for n in d.notes if n[1].file != unwritten))
+        for d in diagnostics])
+
+
+def _writer_bug(code: str) -> bool:
+    """Whether a diagnostic of a generated spec is the writer's: a file or syntax error."""
+    return code.startswith("E1") or "E001" <= code <= "E010"
 
 
 def _check_name(name: str | None) -> None:
@@ -322,7 +344,7 @@ def _run(make: Callable[[], Imported], output: Path, options: SpecOptions,
         result = make()
         if options.times is not None:
             _overlay(result, options.times, options.times_kind)
-        _finish(result, output, clusters, options.memory, options.contention)
+        _finish(result, output, clusters, options.memory, options.contention, source[1])
 
 
 def _overlay(result: Imported, times: Path, kind: str | None) -> None:

@@ -326,7 +326,7 @@ def _read_cluster(check: JsonChecker, raw: Any) -> Cluster | None:
         bw = check.number(lk, "bandwidth_Bps", path, None, required=True, positive=True,
                           dim="bandwidth")
         lat = check.number(lk, "latency_s", path, None, dim="time") or 0.0
-        if bad or bw is None or a == b:
+        if bad or bw is None or _repeated_link(check, path, a, b, links, index):
             continue
         links[(index[a], index[b])] = Link(index[a], index[b], bw, lat)
     missing = [(a, b) for a in range(len(devices)) for b in range(len(devices))
@@ -338,6 +338,22 @@ def _read_cluster(check: JsonChecker, raw: Any) -> Cluster | None:
     if not devices:
         check.error("cluster.devices", "must hold at least one device", '"devices"')
     return Cluster(cname, tuple(devices), tuple(links[k] for k in sorted(links)))
+
+
+def _repeated_link(check: JsonChecker, path: str, a: str, b: str,
+                   links: Mapping[tuple[int, int], Link], index: Mapping[str, int]) -> bool:
+    """E922 for a link from a device to itself or one of a pair already linked (before:
+    the first was dropped and the second silently replaced the earlier one)."""
+    near = json.dumps(b, ensure_ascii=False)
+    if a == b:
+        check.error(path, f"links device {near} to itself", near,
+                    "a device needs no link to itself: remove this one")
+    elif (index[a], index[b]) in links:
+        check.error(path, f"repeats the link {json.dumps(a, ensure_ascii=False)} -> {near}",
+                    near, "give one link per ordered pair of devices")
+    else:
+        return False
+    return True
 
 
 def _read_plan(check: JsonChecker, raw: Any, w: Workload, cluster: Cluster) -> PlanDef:

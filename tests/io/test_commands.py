@@ -131,3 +131,52 @@ def test_a_name_no_spec_may_take_is_e930_before_the_work(tmp_path: Path) -> None
                                "-o", str(tmp_path / "g.plan"))
         assert code == 2 and "E930" in err and "--name" in err and "E932" not in err
         assert not (tmp_path / "g.plan").exists()
+
+
+def _two_ops(**extra: object) -> dict[str, object]:
+    """A planner-graph file of two ops with params on two linked devices, and `extra`."""
+    graph: dict[str, object] = {
+        "format": "planner-graph", "version": 1, "name": "g",
+        "ops": [{"name": n, "time_s": 0.001, "params_bytes": 1000} for n in "ab"],
+        "edges": [{"src": "a", "dst": "b", "bytes": 10}],
+        "cluster": {"name": "c", "devices": [{"name": f"d{k}", "memory_bytes": 10**9}
+                                             for k in range(2)],
+                    "links": [{"src": f"d{k}", "dst": f"d{1 - k}", "bandwidth_Bps": 1e9}
+                              for k in range(2)]},
+        "plan": {"name": "p"}}
+    for key, value in extra.items():
+        if key in ("pins", "objective", "data_parallel", "schedule", "stages_per_device"):
+            graph["plan"][key] = value  # type: ignore[index]
+        else:
+            graph[key] = value
+    return graph
+
+
+#: values each right alone that break a rule of the language together, and its code
+CROSS_VALUES = [
+    (_two_ops(ties=[{"ops": ["a", "b"], "bytes": 2000}]), "E237", "holds `params` 1000 B"),
+    (_two_ops(ties=[{"ops": ["a", "a"]}]), "E236", "names only `a`"),
+    (_two_ops(ties=[{"ops": ["a", "b"]}, {"ops": ["b", "a"]}]), "E238", "tied twice"),
+    (_two_ops(objective="pipeline", data_parallel=4), "E257", "4 pipelines"),
+    (_two_ops(objective="pipeline", schedule="gpipe", stages_per_device=2), "E256",
+     "`stages_per_device`"),
+]
+
+
+def test_values_that_break_a_rule_together_are_the_inputs_error(tmp_path: Path) -> None:
+    """Were E932, "the generated spec does not load ... this is a bug in planner's
+    importer; please report it", for a mistake in the user's own file."""
+    for k, (data, code, words) in enumerate(CROSS_VALUES):
+        source, out = tmp_path / f"in{k}.json", tmp_path / f"out{k}.plan"
+        source.write_text(json.dumps(data))
+        status, _, err = _invoke("import", "json", str(source), "-o", str(out))
+        assert status == 1 and f"{source}:1:1: error[{code}]" in err and words in err, err
+        assert "E932" not in err and "bug" not in err and "correct them there" in err
+        assert f"out{k}.plan" not in err and not out.exists()  # no place in an unwritten file
+    # a FLOP-only op and a `--cluster` device with no FLOP rate: also the input's
+    flops = _two_ops()
+    flops["ops"] = [{"name": "a", "flops": 1e9}, {"name": "b", "time_s": 0.001}]
+    source = tmp_path / "flops.json"
+    source.write_text(json.dumps(flops))
+    status, _, err = _invoke("import", "json", str(source), "-o", str(tmp_path / "f.plan"))
+    assert status == 1 and "error[E253]" in err and "`flops` rate" in err and "bug" not in err

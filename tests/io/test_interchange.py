@@ -365,3 +365,19 @@ def test_sizes_of_a_terabyte_and_more_keep_every_byte() -> None:
         (2**40 + 1, 1_000_000_000_001, 0), (2**40 + 1, 1_099_511_627_777, 2**50 - 1)]
     assert back["edges"][0]["bytes"] == 1_125_899_906_842_623
     assert back["ties"][0]["bytes"] == 2**40 + 1
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    ({"src": "d", "dst": "d", "bandwidth_Bps": 1e9}, 'links device "d" to itself'),
+    ({"src": "d", "dst": "e", "bandwidth_Bps": 2e9}, 'repeats the link "d" -> "e"')])
+def test_a_link_to_itself_or_again_is_located_e922(extra: dict[str, Any], words: str) -> None:
+    """Were dropped, and a second link of a pair silently replaced the first's bandwidth."""
+    data = {**_one_op(), "cluster": {"name": "c", "devices": [
+        {"name": n, "memory_bytes": 1000} for n in "de"], "links": [
+        {"src": "d", "dst": "e", "bandwidth_Bps": 1e9},
+        {"src": "e", "dst": "d", "bandwidth_Bps": 1e9}, extra]}}
+    with pytest.raises(SpecError) as err:
+        parse_json(json.dumps(data), "bad.json")
+    (d,) = err.value.diagnostics
+    assert d.code == "E922" and "`cluster.links[2]`" in d.message and words in d.message
+    assert d.span is not None and d.span.file == "bad.json"
