@@ -30,9 +30,9 @@ from ..roots import display_path
 from ..simulate import SimResult, simulate
 from ..spec.load import Loaded, load_path
 from .executors import EXECUTORS, Worker, execute, hard_limit, import_ray
+from .resume import ResumeLog
 from .rows import (
     RETRY_STATUSES,
-    ResumeLog,
     Row,
     finalize,
     is_ok,

@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 import planner
 from planner.cli import app
 from planner.compare import SweepResult, plan_sweep, read_rows, run_sweep
+from planner.compare.resume import ResumeLog
 from planner.compare.rows import (
     FIELD_NAMES,
     PIPELINE_FIELDS,
     SETTING_DEFAULTS,
-    ResumeLog,
     columns,
     dumps_rows,
     is_ok,

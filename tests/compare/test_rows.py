@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from planner.compare.resume import ResumeLog
 from planner.compare.rows import (
     FIELD_NAMES,
-    ResumeLog,
     columns,
     empty_row,
     finalize,
