@@ -94,7 +94,8 @@ def compare_command(
         "result (no tables).")] = False,
     resume: Annotated[Path | None, typer.Option(
         "--resume", help="Append rows to this .csv or .jsonl file as they finish; points "
-        "already in it are not run again.")] = None,
+        "already in it, computed from the spec's current content, are not run again.")
+    ] = None,
     limit: LimitOption = None,
     root: RootOption = None,
 ) -> None:
@@ -163,6 +164,9 @@ def _footer(result: SweepResult) -> None:
     text = f"{len(result.rows)} runs: {result.ran} run now"
     if result.reused:
         text += f", {result.reused} from the resume file"
+    if result.stale:
+        text += (f", {result.stale} stale rows run again (made from other spec content, or "
+                 "without spec_sha256)")
     if failed:
         text += f"; {failed} without a valid plan (see status and reason)"
     sys.stderr.write(text + "\n")

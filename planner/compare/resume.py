@@ -1,18 +1,94 @@
-"""The resume file of `planner compare --resume FILE` (`ResumeLog`)."""
+"""The resume file of `planner compare --resume FILE`, and what a resumed sweep takes from it.
+
+`ResumeLog` appends each finished row durably. `resumed` decides, point by point, what the
+file's rows are worth: a row is reused only when it names the point (plan, algorithm,
+setting, time limit) and was computed from the same spec content (`spec_sha256`, the
+SHA-256 of the spec's sources, imports included, `spec_digest`), so the spec's name does not
+matter (another working directory, another path to the same content) and an edited spec is
+run again. A row of the point by name but of other content is stale and run again, and so
+is a row without `spec_sha256` (written before rows carried it: what it was computed from
+is unknown). When the file holds several rows of a point, the later one wins. `rewritten`
+is what the file holds once the sweep completes: this sweep's rows, one a point, and the
+rows of other points it held.
+"""
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import Diagnostic, Span, UsageError
 from ..files import write_text_atomic
-from .rows import FIELD_NAMES, Row, _parse_rows, dumps_rows, file_format
+from .rows import (
+    FIELD_NAMES,
+    RETRY_STATUSES,
+    Row,
+    _parse_rows,
+    dumps_rows,
+    file_format,
+    row_key,
+)
+from .worker import Point, spec_digest
 
-__all__ = ["ResumeLog"]
+__all__ = ["ResumeLog", "Resumed", "content_key", "resumed", "rewritten", "spec_digest"]
+
+
+def content_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The point a row was computed for, by the spec's content (`spec_sha256`), not its name."""
+    return (row.get("spec_sha256"), *row_key(row)[1:])
+
+
+@dataclass
+class Resumed:
+    """What to run and what to reuse (`resumed`)."""
+
+    #: the points to run, in the sweep's order
+    todo: list[Point]
+    #: the rows reused, in the sweep's order, each under its point's spec name
+    rows: list[Row]
+    #: the points run again because the file's row of them is stale (module docstring)
+    stale: int
+
+
+def resumed(points: Sequence[Point], before: Iterable[Row]) -> Resumed:
+    """The points of `points` that the rows `before` (a resume file's, in file order) leave
+    to run, the rows they give the others, and how many were stale; a row with a status in
+    `RETRY_STATUSES` is neither reused nor stale (run again as before)."""
+    by_content: dict[tuple[Any, ...], Row] = {}
+    by_name: dict[tuple[Any, ...], Row] = {}
+    for r in before:
+        if r.get("status") in RETRY_STATUSES:
+            continue
+        if r.get("spec_sha256"):
+            by_content[content_key(r)] = r  # the later row wins
+        by_name[row_key(r)] = r
+    out = Resumed([], [], 0)
+    for p in points:
+        labels = p.labels()
+        hit = by_content.get(content_key(labels)) if p.spec_sha256 else None
+        if hit is not None:
+            out.rows.append({**hit, "spec": p.spec})  # its name here (another cwd)
+            continue
+        out.todo.append(p)
+        out.stale += row_key(labels) in by_name
+    return out
+
+
+def rewritten(before: Iterable[Row], rows: Sequence[Row]) -> list[Row]:
+    """A completed sweep's resume file: its `rows` (one a point), then the rows `before` of
+    other points, one each (the later wins); a row of one of `rows`' points by name or by
+    content (stale, or under another name) goes."""
+    names = {row_key(r) for r in rows}
+    contents = {content_key(r) for r in rows if r.get("spec_sha256")}
+    others: dict[tuple[Any, ...], Row] = {}
+    for r in before:
+        if row_key(r) not in names and not (r.get("spec_sha256") and content_key(r) in contents):
+            others[row_key(r)] = r
+    return [*rows, *others.values()]
 
 
 class ResumeLog:

@@ -6,8 +6,10 @@ every field of `FIELDS`, in that order; a missing value is `None` (an empty CSV 
 
 Files and `--json` hold the columns that apply (`columns`): a sweep of plans under the
 makespan objective only, with `--objective` and `--microbatches` left at `spec`, has the
-columns it had before those options existed. Rows read from an older file get `spec` for
-the settings it lacks (`SETTING_DEFAULTS`), so resuming one carries on where it stopped.
+columns it had before those options existed, and `spec_sha256`. Rows read from an older file
+get `spec` for the settings it lacks (`SETTING_DEFAULTS`), so resuming one carries on where
+it stopped, and no `spec_sha256` (what they were computed from is unknown: a resumed sweep
+runs them again, `planner.compare.resume`).
 
 Under the pipeline objective a row has, besides the one-pass columns (makespan, bound,
 peak memory), the plan run as the pipeline (`planner.pipeline.schedule.run`):
@@ -73,6 +75,8 @@ FIELDS: tuple[tuple[str, type], ...] = (
     ("objective", str),
     ("microbatches", str),
     ("time_limit_s", float),
+    #: what the row was computed from: the SHA-256 of the spec's sources, imports included
+    ("spec_sha256", str),
     ("status", str),
     ("reason", str),
     ("makespan_s", float),
@@ -122,7 +126,8 @@ TIMING_FIELDS: frozenset[str] = frozenset({"planning_s", "wall_s"})
 OK_STATUSES: frozenset[str] = frozenset({"optimal", "feasible", "fallback"})
 #: statuses a resumed sweep runs again (infrastructure failures, not results)
 RETRY_STATUSES: frozenset[str] = frozenset({"crashed"})
-#: the fields that identify a point (a row's key for resuming)
+#: the fields that name a point (`spec` as shown); a resumed sweep reuses a row only when
+#: its `spec_sha256` is the spec's too (`content_key`)
 KEY_FIELDS: tuple[str, ...] = ("spec", "plan", "algorithm", "bandwidth", "memory", "devices",
                                "objective", "microbatches", "time_limit_s")
 #: the fields that identify a group of rows compared with each other (same problem)

@@ -9,7 +9,9 @@ failures are rows too, with a status and a reason.
 
 `--resume FILE` appends each row to FILE (CSV or JSONL) as it completes, durably; a sweep
 started again with the same FILE skips the points already there (except `crashed` ones)
-and, once complete, rewrites FILE sorted with the ratios filled in.
+when their rows were computed from the spec's current content, runs the stale ones again
+(`planner.compare.resume`), and, once complete, rewrites FILE sorted with the ratios filled
+in.
 """
 
 from __future__ import annotations
@@ -30,9 +32,8 @@ from ..roots import display_path
 from ..simulate import SimResult, simulate
 from ..spec.load import Loaded, load_path
 from .executors import EXECUTORS, Worker, execute, hard_limit, import_ray
-from .resume import ResumeLog
+from .resume import ResumeLog, resumed, rewritten, spec_digest
 from .rows import (
-    RETRY_STATUSES,
     Row,
     finalize,
     is_ok,
@@ -86,7 +87,8 @@ class SweepResult:
     """What a sweep produced: its rows (sorted, with `ratio_to_best`), counts, and plans.
 
     `plans` maps a row key (`rows.row_key`) to the (placement, per-device order) of that
-    run, for the runs of this session when `keep_plans` was asked for.
+    run, for the runs of this session when `keep_plans` was asked for. `stale` counts the
+    points of `ran` whose row in the resume file was stale (`planner.compare.resume`).
     """
 
     sweep: Sweep
@@ -95,6 +97,7 @@ class SweepResult:
     reused: int
     plans: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = field(
         default_factory=dict)
+    stale: int = 0
 
 
 # -- planning -----------------------------------------------------------------------------
@@ -193,6 +196,7 @@ def plan_sweep(
             continue
         shown_specs.append(shown)
         absolute = str(path.resolve())
+        digest = spec_digest(loaded.sources)
         for name in plans:
             problem = spec.plans[name]
             chosen, piped = _plan_settings(problem, settings)
@@ -207,7 +211,7 @@ def plan_sweep(
                     ran.add(a)
                     points.append(Point(shown, absolute, name, a, s.bandwidth, s.memory,
                                         s.devices, float(time_limit_s), s.objective,
-                                        s.microbatches))
+                                        s.microbatches, digest))
             first_plan = first_plan or (shown, name)
             if problem.pipeline is not None and overridden is None:
                 overridden = (shown, name)
@@ -348,7 +352,9 @@ def run_sweep(
     """
     _check_run_options(executor, jobs)
     log = ResumeLog(resume) if resume is not None else None
-    todo, rows = _resumed(sweep.points, log)
+    before = log.open() if log is not None else []
+    found = resumed(sweep.points, before)
+    todo, rows = found.todo, found.rows
     reused = len(rows)
     total = len(sweep.points)
     plans: dict[tuple[Any, ...], Any] = {}
@@ -375,12 +381,9 @@ def run_sweep(
             log.close()
     if log is not None:
         # the sweep is complete: rewrite the file sorted, ratios filled in, one row a point
-        merged: dict[tuple[Any, ...], Row] = {}
-        for r in log.rows:
-            merged[row_key(r)] = r
-        write_rows(log.path, finalize(merged.values()))
+        write_rows(log.path, finalize(rewritten(before, rows)))
     return SweepResult(sweep, finalize(rows), ran=len(rows) - reused, reused=reused,
-                       plans=plans)
+                       plans=plans, stale=found.stale)
 
 
 # -- the best plan of each spec, for the HTML report ---------------------------------------
@@ -405,25 +408,6 @@ def _check_run_options(executor: str, jobs: int | None) -> None:
                                     None, ("for example `--jobs 4`",)))
     if executor == "ray":
         import_ray()  # a UsageError with an install hint, before touching any file
-
-
-def _resumed(points: Sequence[Point], log: ResumeLog | None) -> tuple[list[Point], list[Row]]:
-    """(the points still to run, the rows `log` already holds for the others), in the
-    sweep's order; a row with a status in `RETRY_STATUSES` is run again."""
-    done: dict[tuple[Any, ...], Row] = {}
-    if log is not None:
-        for r in log.open():
-            if r.get("status") not in RETRY_STATUSES:
-                done[row_key(r)] = r
-    todo: list[Point] = []
-    rows: list[Row] = []
-    for p in points:
-        hit = done.get(p.key())
-        if hit is None:
-            todo.append(p)
-        else:
-            rows.append(hit)
-    return todo, rows
 
 
 def _preferred_setting(settings: Sequence[Setting]) -> list[Setting]:
@@ -461,7 +445,7 @@ def best_plans(result: SweepResult) -> list[PlanView]:
         point = Point(spec, paths.get(spec, spec), plan_name, chosen["algorithm"],
                       chosen["bandwidth"], chosen["memory"], chosen["devices"],
                       float(chosen["time_limit_s"]), chosen["objective"],
-                      chosen["microbatches"])
+                      chosen["microbatches"], chosen.get("spec_sha256"))
         kept = result.plans.get(row_key(chosen))
         if kept is None:
             res = run_point(point, keep_plan=True)
@@ -469,7 +453,7 @@ def best_plans(result: SweepResult) -> list[PlanView]:
                 continue
             kept = (res.placement, res.order)
         try:
-            base = load_spec(point.path).plan(plan_name)
+            base = load_spec(point.path, point.spec_sha256)[0].plan(plan_name)
             problem, _ = apply_setting(base, point.setting)
         except (PlannerError, LookupError, ValueError):
             continue

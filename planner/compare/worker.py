@@ -8,10 +8,12 @@ once and builds its cost tables once per setting.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +44,9 @@ class Point:
     """One run of a sweep. Plain strings and numbers only: it travels to other processes.
 
     `spec` is the name rows show (the path as given, relative to the working directory);
-    `path` is where a worker reads it (absolute).
+    `path` is where a worker reads it (absolute); `spec_sha256` what it held when the sweep
+    was planned (`spec_digest`), which a resumed sweep matches rows by; the row gets the
+    digest of what the worker read (`load_spec`).
     """
 
     spec: str
@@ -55,6 +59,7 @@ class Point:
     time_limit_s: float
     objective: str = DEFAULT_OBJECTIVE
     microbatches: str = DEFAULT_MICROBATCHES
+    spec_sha256: str | None = None
 
     @property
     def setting(self) -> Setting:
@@ -68,11 +73,12 @@ class Point:
                 self.devices, self.objective, self.microbatches, float(self.time_limit_s))
 
     def labels(self) -> dict[str, Any]:
-        """The fields of this point's row that name the point (`rows.KEY_FIELDS`)."""
+        """The fields of this point's row that name the point (`rows.KEY_FIELDS`) and the
+        spec content it is computed from (`spec_sha256`)."""
         return {"spec": self.spec, "plan": self.plan, "algorithm": self.algorithm,
                 "bandwidth": self.bandwidth, "memory": self.memory, "devices": self.devices,
                 "objective": self.objective, "microbatches": self.microbatches,
-                "time_limit_s": float(self.time_limit_s)}
+                "time_limit_s": float(self.time_limit_s), "spec_sha256": self.spec_sha256}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,41 +90,63 @@ class PointResult:
     order: tuple[tuple[int, ...], ...] | None = None
 
 
-_SPECS: OrderedDict[tuple[str, float], Spec] = OrderedDict()
+#: (path, spec_sha256 or the file's mtime) -> the spec read there and its `spec_digest`
+_SPECS: OrderedDict[tuple[str, Any], tuple[Spec, str]] = OrderedDict()
 _PROBLEMS: OrderedDict[tuple[Any, ...], tuple[Problem, list[str], Any, Any]] = OrderedDict()
-_STAMPS: dict[str, float] = {}
 _CACHE_SIZE = 8
 
 
-def load_spec(path: str) -> Spec:
-    """The spec at `path`, loaded once per worker (reloaded when the file changes)."""
-    try:
-        stamp = os.stat(path).st_mtime
-    except OSError:
-        stamp = -1.0
-    key = (path, stamp)
-    _STAMPS[path] = stamp
-    spec = _SPECS.get(key)
-    if spec is None:
-        spec = load_path(path).spec
-        _SPECS[key] = spec
+def spec_digest(sources: Mapping[str, str]) -> str:
+    """The SHA-256 (hex) of a loaded spec's sources (`Loaded.sources`: the file, then what it
+    imports), in load order; the files' names are left out (they depend on the working
+    directory), their lengths are in, so no two lists of texts share a digest by
+    concatenation."""
+    h = hashlib.sha256()
+    for text in sources.values():
+        data = text.encode("utf-8")
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def load_spec(path: str, digest: str | None = None) -> tuple[Spec, str]:
+    """The spec at `path` and the `spec_digest` of what was read, loaded once per worker:
+    the one of content `digest` when given (what the sweep planned), else the one read at
+    the file's mtime. The digest is always of the files read, so a row never claims content
+    it was not computed from (an import edited since, a file edited while the sweep ran)."""
+    if digest is None:
+        try:
+            stamp: Any = os.stat(path).st_mtime
+        except OSError:
+            stamp = -1.0
+        key: tuple[str, Any] = (path, stamp)
+    else:
+        key = (path, digest)
+    hit = _SPECS.get(key)
+    if hit is None:
+        loaded = load_path(path)
+        hit = (loaded.spec, spec_digest(loaded.sources))
+        _SPECS[(path, hit[1])] = hit  # never under a digest it does not have
+        if digest is None:
+            _SPECS[key] = hit
         while len(_SPECS) > _CACHE_SIZE:
             _SPECS.popitem(last=False)
     else:
         _SPECS.move_to_end(key)
-    return spec
+    return hit
 
 
-def _problem(point: Point) -> tuple[Problem, list[str], Any, Any]:
-    """The point's problem under its setting, its warnings, its lower bound, and under the
-    pipeline objective the pipeline's bounds (`PipelineBound`; cached)."""
-    spec = load_spec(point.path)
+def _problem(point: Point) -> tuple[Problem, list[str], Any, Any, str]:
+    """The point's problem under its setting, its warnings, its lower bound, under the
+    pipeline objective the pipeline's bounds (`PipelineBound`), and the `spec_digest` of
+    the spec it comes from (cached)."""
+    spec, digest = load_spec(point.path, point.spec_sha256)
     key = (point.path, point.plan, point.bandwidth, point.memory, point.devices,
-           point.objective, point.microbatches, _STAMPS.get(point.path))
+           point.objective, point.microbatches, digest)
     hit = _PROBLEMS.get(key)
     if hit is not None:
         _PROBLEMS.move_to_end(key)
-        return hit
+        return (*hit, digest)
     try:
         base = spec.plan(point.plan)
     except LookupError as err:
@@ -139,7 +167,7 @@ def _problem(point: Point) -> tuple[Problem, list[str], Any, Any]:
     _PROBLEMS[key] = hit
     while len(_PROBLEMS) > _CACHE_SIZE:
         _PROBLEMS.popitem(last=False)
-    return hit
+    return (*hit, digest)
 
 
 def _message(err: BaseException) -> str:
@@ -160,9 +188,10 @@ def run_point(point: Point, keep_plan: bool = False) -> PointResult:
     placement = order = None
     warnings: list[str] = []
     try:
-        problem, warnings, bound, pipe_bound = _problem(point)
-        row.update(n_ops=len(problem.graph.ops), n_edges=len(problem.graph.edges),
-                   n_devices=len(problem.cluster.devices), lower_bound_s=_finite(bound))
+        problem, warnings, bound, pipe_bound, digest = _problem(point)
+        row.update(spec_sha256=digest, n_ops=len(problem.graph.ops),
+                   n_edges=len(problem.graph.edges), n_devices=len(problem.cluster.devices),
+                   lower_bound_s=_finite(bound))
         if problem.pipeline is not None:
             row.update(schedule=problem.pipeline.schedule,
                        n_microbatches=problem.pipeline.microbatches)
