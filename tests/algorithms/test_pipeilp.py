@@ -32,7 +32,7 @@ from planner.algorithms import Options, run
 from planner.algorithms.exact import backends
 from planner.algorithms.exact.watched import Watched
 from planner.algorithms.pipeilp import evaluate, node_budget
-from planner.errors import InfeasibleError, UsageError
+from planner.errors import InfeasibleError, SearchLimitError, UsageError
 from planner.model import Problem
 from planner.pipeline.bound import pipeline_bound
 from planner.pipeline.split import Split, period_s, stage_bytes, stage_loads
@@ -218,6 +218,59 @@ def test_plans_are_feasible_above_the_bound_and_optimal_when_said(
     if s.info.get("proved_in_order"):  # optimal among one stage per device: above the
         assert t >= least * (1 - 1e-9)  # least of every placement, at most the least of
         assert t <= _least_period(p, one_stage_each=True) * (1 + 1e-4 + 1e-9)  # its own
+
+
+#: branchy graphs under every rule that over-counts the model's memory (`interleaved`, whose
+#: rows sum a device's stages' activations; tied weights, a copy per holder), each contention
+#: model, pins, tight memory: (seed, units, devices, training, micro-batches, schedule, more)
+CLAIMS = [(seed, n, m, training, mb, schedule, more)
+          for seed, (n, m) in [(5, (5, 3)), (8, (4, 2)), (13, (5, 3)), (15, (4, 3))]
+          for training, mb, schedule, more in [
+              (False, 4, "interleaved", "; stages_per_device 2"),
+              (True, 1, "interleaved", "; stages_per_device 2"),
+              (True, 4, "1f1b", ""), (True, 4, "gpipe", "")]]
+
+
+@pytest.mark.parametrize(("seed", "n", "m", "training", "mb", "schedule", "more"), CLAIMS)
+def test_optimal_and_the_bound_hold_against_every_placement(
+        seed: int, n: int, m: int, training: bool, mb: int, schedule: str, more: str) -> None:
+    # before: `interleaved` inference of seed 8 was `optimal` at T = 12 ms (the solver's
+    # proof of a model that over-counts memory) where a placement of 9 ms fits
+    p = random_spec(seed, n, m, training=training, microbatches=mb, schedule=schedule,
+                    pin=seed % 5 == 0, tie=seed % 2 == 0, memories=(20, 30, 60),
+                    settings=more + ["", "; contention device", "; contention none"][seed % 3])
+    least = _least_period(p)
+    try:
+        s = run("pipeilp", p)
+    except InfeasibleError:  # E708: a proof that nothing fits
+        assert least == math.inf
+        return
+    except SearchLimitError:  # E709: no proof either way
+        return
+    t = s.info["period_s"]
+    assert least * (1 - 1e-9) <= t < math.inf
+    assert s.info["period_bound_s"] <= least * (1 + 1e-9)  # a valid bound
+    if s.status == "optimal":
+        assert t <= least * (1 + 1e-6)
+
+
+def test_tied_weights_on_one_device_are_no_proof_that_nothing_fits() -> None:
+    # a and c share a 60 MB weight: on one device with b elsewhere they hold 60 MB, not 120
+    # MB, by the pipeline's memory rule; the model counts a copy per holder, so its
+    # infeasibility proved nothing (before: E708, exit 3)
+    text = chain_text(3, 2, memory="100 MB").replace(
+        "output 1.0 MB }", "output 1.0 MB; params 60 MB }").replace(
+        "}\nplan", "  tie f0, f2\n}\nplan")
+    p = loads(text.replace("schedule 1f1b", "schedule gpipe")).plan("p")
+    assert p.graph.ties and evaluate(p, _spread(p, (0, 1, 0))).fits
+    with pytest.raises(SearchLimitError) as err:
+        run("pipeilp", p)
+    assert [d.code for d in err.value.diagnostics] == ["E709"]
+
+
+def _spread(problem: Problem, dev: tuple[int, ...]) -> tuple[int, ...]:
+    """Each op on its unit's device of `dev`."""
+    return tuple(dev[k] for k in units(problem).unit_of)
 
 
 @pytest.mark.slow

@@ -97,13 +97,17 @@ def chain_text(n: int, devices: int, *, forward_ms: list[float] | None = None,
 
 
 def random_spec(seed: int, units: int, devices: int, *, training: bool,
-                microbatches: int = 4, schedule: str = "1f1b", pin: bool = False) -> Problem:
+                microbatches: int = 4, schedule: str = "1f1b", pin: bool = False,
+                tie: bool = False, memories: tuple[int, ...] = (40, 60, 200),
+                settings: str = "") -> Problem:
     """A random DAG of `units` forward ops (with backward ops when `training`) on
-    `devices` devices of different speeds and memories, links of different bandwidths;
-    `pin` pins one op."""
+    `devices` devices of different speeds and memories (MB, drawn from `memories`), links
+    of different bandwidths; `pin` pins one op, `tie` ties the first and the last op's
+    weights (when both have params), `settings` are more of the plan's (`; contention
+    device`)."""
     rng = random.Random(seed)
     speeds = [rng.choice([0.5, 1.0, 1.0, 2.0]) for _ in range(devices)]
-    mems = [rng.choice([40, 60, 200]) for _ in range(devices)]
+    mems = [rng.choice(memories) for _ in range(devices)]
     lines = ["cluster c {"]
     for d in range(devices):
         lines.append(f"  device d{d} {{ memory {mems[d]} MB; speed {speeds[d]} }}")
@@ -114,9 +118,11 @@ def random_spec(seed: int, units: int, devices: int, *, training: bool,
                 lines.append(f"  link d{a} -> d{b} {{ bandwidth {bw} GB/s latency "
                              f"{rng.choice([0, 10])} us }}")
     lines += ["}", "graph g {"]
+    params: list[int] = []
     for k in range(units):
-        lines.append(f"  op u{k} {{ time {rng.randint(1, 9)} ms; output "
-                     f"{rng.randint(1, 8)} MB; params {rng.randint(0, 6)} MB }}")
+        ms, out = rng.randint(1, 9), rng.randint(1, 8)
+        params.append(rng.randint(0, 6))
+        lines.append(f"  op u{k} {{ time {ms} ms; output {out} MB; params {params[-1]} MB }}")
         if training:
             lines.append(f"  op u{k}.bwd {{ time {rng.randint(1, 18)} ms; output "
                          f"{rng.randint(0, 4)} MB; backward_of u{k} }}")
@@ -127,8 +133,10 @@ def random_spec(seed: int, units: int, devices: int, *, training: bool,
             lines.append(f"  u{j} -> u{k}")
             if training:
                 lines.append(f"  u{k}.bwd -> u{j}.bwd {{ bytes {rng.randint(1, 8)} MB }}")
+    if tie and min(params[0], params[-1]) > 0 and units > 1:
+        lines.append(f"  tie u0, u{units - 1} {{ bytes {min(params[0], params[-1])} MB }}")
     lines.append("}")
     pinned = f"; pin u{units // 2} to d{devices - 1}" if pin else ""
     lines.append(f"plan p {{ graph g; cluster c; objective pipeline; "
-                 f"microbatches {microbatches}; schedule {schedule}{pinned} }}")
+                 f"microbatches {microbatches}; schedule {schedule}{pinned}{settings} }}")
     return loads("\n".join(lines)).plan("p")

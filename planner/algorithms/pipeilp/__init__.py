@@ -59,33 +59,35 @@ row holds them from below. ρ, q and h exist only where a count above 1 makes
 recomputation worth anything (training).
 
 **The in-flight count c.** GPipe holds M micro-batches on every stage, inference one: c
-does not depend on the placement, the memory rows are `stage_bytes` exactly, and the
-model covers every placement (only interchangeable devices are ordered, within their
-class, which loses nothing). Under 1F1B, stage k of S holds min(S − k, M): the model
-then keeps each device to **one stage** (`runs`), so that S is the number of devices in
-use and k a device's rank among them by first unit; the rank is fixed by an order of the
-devices (`order`: device b holds a unit only after device a holds an earlier one) and
-device d of rank r gets one memory row per distinct count over D = r + 1 .. m devices
-in use, switched on by `used_e` of the device e of rank D_min − 1 (the row for D = r + 1
-always holds; counts never fall as D grows). Under `interleaved` the count is
-Megatron's, by rank, applied to the sum of a device's stages' activations (the rule
-takes the largest stage's): the rows over-count, so every plan they admit fits. Either
-way the model covers only some placements (`info["scope"]`) and its optimum is proved
-only among them. The order is the index order when all devices are alike, else the warm
-start's (its devices by first unit, then the unused ones by index).
+does not depend on the placement and the memory rows are `stage_bytes` exactly (only
+interchangeable devices are ordered, within their class, which loses nothing). Outside
+`interleaved` the model keeps each device to **one stage** (`runs`), as torch's GPipe and
+1F1B schedules run one stage per rank. Under 1F1B, stage k of S holds min(S − k, M), so
+that S is the number of devices in use and k a device's rank among them by first unit;
+the rank is fixed by an order of the devices (`order`: device b holds a unit only after
+device a holds an earlier one) and device d of rank r gets one memory row per distinct
+count over D = r + 1 .. m devices in use, switched on by `used_e` of the device e of rank
+D_min − 1 (the row for D = r + 1 always holds; counts never fall as D grows). Under
+`interleaved` the count is Megatron's, by rank, applied to the sum of a device's stages'
+activations (the rule takes the largest stage's): the rows over-count, so every plan they
+admit fits. So do they with **tied weights**: a copy per holder, where `stage_bytes`
+keeps one per device. Either way the model covers only some placements (`info["scope"]`):
+its optimum, its bound and its infeasibility hold only among them (`_Orders.proves` is
+false). The order is the index order when all devices are alike, else the warm start's
+(its devices by first unit, then the unused ones by index).
 
 **Status.** The answer is re-checked exactly (`evaluate`: `split.period_s`, `stage_bytes`
-with recomputation only where a device would not fit without it) and the better of it
-and the warm start is returned. `optimal` when the gap to a valid bound is within
-`OPTIMAL_GAP` (1e-6): the solver's bound when its model covers every placement, else
-`pipeline.bound.pipeline_bound`; a solver that proved such a model optimal within `--gap`,
-the plan's exact period no more than its objective, proves objective / (1 + `--gap`).
-Otherwise `feasible`, with `info["period_bound_s"]` and `info["period_gap"]`; `fallback`
-(the warm start) when the solver is missing, fails or finds nothing. T is the objective
-here, so the figures are `period_s` / `period_bound_s` / `period_gap`, not the makespan's
-`bound_s` / `gap`. The plan is a placement; `info["recompute"]` names the devices that
-recompute, `info["held_bytes"]` what each device holds, and `info["memory_note"]` says it
-in words for the report.
+with recomputation only where a device would not fit without it) and the better of it and
+the warm start is returned. `optimal` when the gap to a valid bound is within
+`OPTIMAL_GAP` (1e-6): the solver's bound when its model covers every placement by the
+exact memory rule, else `pipeline.bound.pipeline_bound`; a solver that proved such a
+model optimal within `--gap`, the plan's exact period no more than its objective, proves
+objective / (1 + `--gap`). Otherwise `feasible`, with `info["period_bound_s"]` and
+`info["period_gap"]`; `fallback` (the warm start) when the solver is missing, fails or
+finds nothing. T is the objective here, so the figures are `period_s` / `period_bound_s`
+/ `period_gap`, not the makespan's `bound_s` / `gap`. The plan is a placement;
+`info["recompute"]` names the devices that recompute, `info["held_bytes"]` what each
+device holds, and `info["memory_note"]` says it in words for the report.
 
 **Warm starts.** The best, by exact period, of: `pipedp`'s plan; the best **recomputing
 contiguous split** per stage count (`contiguous_splits`: pipedp's chains and cuts, each
@@ -95,8 +97,8 @@ period the upper bound on T, and it is the plan returned when the solver does no
 so that pipeilp never ends without a plan where a recomputing contiguous split fits.
 Without one, where the order matters and the devices differ, the order is taken from a
 first solve of a relaxation (every device holding one micro-batch, no order): infeasible,
-it proves that nothing fits (E708, exit 3; not under `interleaved`); else its devices by
-first unit give the order.
+it proves that nothing fits (E708, exit 3; not under `interleaved` or with tied weights,
+E709); else its devices by first unit give the order.
 
 **Nothing found.** A proof that nothing fits is E708 (exit 3); a search that ended at its
 time limit or covered only some placements without finding one is E709 (exit 6: not a

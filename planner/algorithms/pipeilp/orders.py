@@ -20,7 +20,8 @@ def _relaxed(problem: Problem, data: _Data) -> _Orders:
     classes of alike devices, which loses nothing)."""
     alike = tuple(tuple(c) for c in _classes(problem, data))
     return _Orders(tuple(c for c in alike if len(c) > 1), None, True, alike,
-                   min(_counts_all(problem, data)))
+                   min(_counts_all(problem, data)), exact=_exact(problem),
+                   scope=_scope(problem, False))
 
 
 def _classes(problem: Problem, data: _Data) -> list[list[int]]:
@@ -71,7 +72,8 @@ class _Orders:
     orders: tuple[tuple[int, ...], ...]
     #: the order fixing every device's rank (None: the count does not depend on it)
     ranked: tuple[int, ...] | None
-    #: whether every placement has an equivalent the model admits
+    #: whether every placement has an equivalent the model's orders and `runs` rows admit
+    #: (its memory rows aside: `exact`)
     complete: bool
     #: relabel the warm start by these classes (empty: keep its names)
     classes: tuple[tuple[int, ...], ...]
@@ -81,17 +83,39 @@ class _Orders:
     runs: bool = False
     #: the placements the model covers when it does not cover all, in words
     scope: str = ""
+    #: whether the memory rows are `stage_bytes` (`_exact`); `_relaxed`'s: a relaxation
+    exact: bool = True
+
+    @property
+    def proves(self) -> bool:
+        """Whether the model covers every placement, so that its optimum (or bound, or
+        infeasibility) is the problem's."""
+        return self.complete and self.exact
 
 
 def _counts_all(problem: Problem, data: _Data) -> set[int]:
     return {_count(problem, data, big, r) for big in range(1, data.m + 1) for r in range(big)}
 
 
-def _scope(runs: bool) -> str:
-    """The placements a rank-dependent model covers, in words."""
-    return ("placements with one stage per device" if runs else
+def _exact(problem: Problem) -> bool:
+    """Whether the memory rows are `stage_bytes` exactly: not under `interleaved` (the rows
+    sum a device's stages' activations, the rule takes its largest stage's) nor with tied
+    weights (the rows count a holder's copy each, the rule one per device). Else they
+    over-count, and the model's optimum, bound or infeasibility holds only among the
+    placements it admits."""
+    return not (_pipeline(problem).schedule_spec.virtual_stages or problem.graph.ties)
+
+
+def _scope(problem: Problem, runs: bool) -> str:
+    """The placements a model covers, in words ("" for every one)."""
+    base = ("placements with one stage per device" if runs else
             "placements whose activations, summed over each device's stages, fit "
-            "Megatron's in-flight count")
+            "Megatron's in-flight count" if _pipeline(problem).schedule_spec.virtual_stages
+            else "")
+    if not problem.graph.ties:
+        return base
+    tie = "each tied weight counted once per holder, not once per device"
+    return f"{base}, {tie}" if base else f"placements that fit with {tie}"
 
 
 def _orders(problem: Problem, data: _Data, warm: Sequence[int] | None) -> _Orders:
@@ -102,13 +126,12 @@ def _orders(problem: Problem, data: _Data, warm: Sequence[int] | None) -> _Order
     alike = tuple(tuple(c) for c in classes)
     # torch's ScheduleGPipe and Schedule1F1B run one stage per rank: so does the model
     runs = not _pipeline(problem).schedule_spec.virtual_stages
+    exact, what = _exact(problem), _scope(problem, runs)
     if not _rank_dependent(problem, data):
         return _Orders(tuple(c for c in alike if len(c) > 1), None, not runs, alike,
-                       _count(problem, data, 1, 0), runs=runs,
-                       scope=_scope(True) if runs else "")
-    what = _scope(runs)
+                       _count(problem, data, 1, 0), runs=runs, scope=what, exact=exact)
     if len(classes) == 1:
-        return _Orders(alike, alike[0], False, alike, runs=runs, scope=what)
+        return _Orders(alike, alike[0], False, alike, runs=runs, scope=what, exact=exact)
     if warm is not None:
         first = list(dict.fromkeys(warm))
     else:  # devices that pinned units force early, then the others
@@ -116,5 +139,5 @@ def _orders(problem: Problem, data: _Data, warm: Sequence[int] | None) -> _Order
         first = sorted(pinned, key=lambda d: (pinned[d], d))
     chain = tuple(first + [d for d in range(data.m) if d not in first])
     names = ", ".join(problem.cluster.devices[d].name for d in chain)
-    return _Orders((chain,), chain, False, (), runs=runs,
+    return _Orders((chain,), chain, False, (), runs=runs, exact=exact,
                    scope=f"{what}, in use in the order {names} by first unit")

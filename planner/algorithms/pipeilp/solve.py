@@ -22,9 +22,9 @@ from ..exact import backends
 from ..exact.budget import WALL_CAP_EXTRA_S, WALL_CAP_FACTOR
 from ..exact.common import Clock, empty_solution
 from .check import evaluate
-from .data import _Data, _data, _pipeline
+from .data import _Data, _data
 from .model import _emit, _Model
-from .orders import _Orders, _orders, _relabel, _relaxed, _scope
+from .orders import _Orders, _orders, _relabel, _relaxed
 from .verdict import _judge, _none_found, _solution
 from .warm import _as_warm, _placement, _Warm, _warm_starts
 
@@ -126,13 +126,14 @@ def _first_order(problem: Problem, options: Options, clock: Clock,
                  notes: list[Diagnostic]) -> tuple[tuple[int, ...] | None, _Warm | None]:
     """Without a warm start where the order of the devices matters: solve the relaxation
     (`_relaxed`) first. Infeasible, it proves that nothing fits (E708; not under
-    `interleaved`, whose rule takes a device's largest stage, not the sum); else its plan
+    `interleaved`, whose rule takes a device's largest stage, not the sum, nor with tied
+    weights, which the rule keeps once per device, not per holder); else its plan
     is a warm start when it fits, and its devices by first unit the order."""
     data = _data(problem)
-    first = _attempt(problem, _relaxed(problem, data), None, options, clock)
-    if first.outcome.status == "infeasible":
-        proof = not _pipeline(problem).schedule_spec.virtual_stages
-        raise _none_found(problem, first.outcome, proof, _scope(False), notes)
+    relaxed = _relaxed(problem, data)
+    first = _attempt(problem, relaxed, None, options, clock)
+    if first.outcome.status == "infeasible":  # a proof where the rows relax `stage_bytes`
+        raise _none_found(problem, first.outcome, relaxed.proves, relaxed.scope, notes)
     dev = first.ilp.answer() if first.outcome.loaded else None
     if dev is None:
         return None, None
@@ -170,7 +171,7 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
                               < best.evaluation.period_s * (1 - 1e-12)):
         best = found
     if best is None:
-        raise _none_found(problem, outcome, orders.complete, orders.scope, notes,
+        raise _none_found(problem, outcome, orders.proves, orders.scope, notes,
                           attempt.info.get("note", ""))
     if found is not None and best is warm:
         info["kept"] = f"the {best.source} warm start is as good as the solver's answer"
@@ -179,7 +180,8 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
         reason = outcome.message or f"{options.solver} found no solution"
         if outcome.status == "infeasible":
             reason = (f"{options.solver} reported the model infeasible although the "
-                      f"{best.source} plan satisfies it" if admitted is not None else
+                      f"{best.source} plan satisfies it" if admitted is not None
+                      and orders.exact else
                       f"the model ({orders.scope}) is infeasible; the {best.source} plan, "
                       "outside it, is kept")
         log.warning("pipeilp: falling back to the %s plan: %s", best.source, reason)

@@ -12,7 +12,7 @@ from ...model import Problem
 from ...plan import Plan
 from ...units import format_bytes, format_seconds
 from ..base import Options, Solution, Status
-from .data import _data
+from .data import _data, _pipeline
 from .orders import _Orders
 from .warm import _Warm
 
@@ -25,27 +25,30 @@ def _judge(period: float, bound_s: float, solver_bound: float | None,
            info: dict[str, Any]) -> tuple[Status, float]:
     """The status of a plan of `period` and the best valid bound (package docstring)."""
     proved = solver_optimal and objective is not None and period <= objective * (1 + _TOL)
+    # the solver's bound and proof hold for every placement only where the model covers
+    # every one with the exact memory rule (`_Orders.proves`); else among its scope alone
+    covers = orders.proves
     valid = bound_s
-    if orders.complete and solver_bound is not None:
+    if covers and solver_bound is not None:
         valid = max(valid, solver_bound)
-    if proved and orders.complete and objective is not None:  # optimum within --gap of it
+    if proved and covers and objective is not None:  # optimum within --gap of it
         valid = max(valid, objective / (1 + options.gap))
     gap = relative_gap(period, min(valid, period))
     status: Status = "feasible"
     if gap is not None and gap <= OPTIMAL_GAP:
         status, why = "optimal", (
             f"{options.solver} proved the model optimal, and the model is the period and "
-            "memory reported" if proved and orders.complete else
+            "memory reported" if proved and covers else
             "the period meets a valid lower bound (within 1e-6)")
     elif gap is not None and gap <= options.gap:
         why = ("the solver stopped within --gap of a valid lower bound; `optimal` is kept "
                "for a gap of at most 1e-6")
-    elif proved and not orders.complete:
+    elif proved and not covers:
         why = f"proved optimal only among {orders.scope}"
     else:
         why = "no proof of optimality"
-    info.update(proved=proved and orders.complete, why=why, solver_bound_s=solver_bound)
-    if proved and not orders.complete:
+    info.update(proved=proved and covers, why=why, solver_bound_s=solver_bound)
+    if proved and not covers:
         info["proved_in_order"] = True
     return status, valid
 
@@ -90,13 +93,15 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
             ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
              "fewer activations; or give the devices more `memory`",))))
     if outcome.status == "infeasible":
+        # its first search covers every placement, a proof, where the rows relax the rule
+        other = ("`schedule gpipe` or `1f1b` let pipeilp prove it where no placement fits; "
+                 if _pipeline(problem).schedule_spec.virtual_stages and not problem.graph.ties
+                 else "")
         return SearchLimitError(Diagnostic(
             "E709", f"pipeilp found no placement of plan `{problem.name}`: none of the "
             f"placements its model covers ({scope}) fits, and no "
             "contiguous split fits, even recomputing; this is not a proof that no other "
-            "placement fits", None,
-            (*said, "`schedule gpipe` lets pipeilp search every placement; or give the "
-             "devices more `memory`")))
+            "placement fits", None, (*said, f"{other}give the devices more `memory`")))
     if rejected or "limit" not in outcome.message:
         return SolverError(Diagnostic(
             "E711", f"pipeilp found no placement of plan `{problem.name}`: "
