@@ -173,17 +173,19 @@ def test_nothing_fits_even_recomputing_is_proved() -> None:
 # -- 3: every plan is simulated and above the bound; small graphs against enumeration ----------
 
 
-def _least_period(problem: Problem, one_stage_each: bool = False) -> float:
+def _least_period(problem: Problem, one_stage_each: bool = False,
+                  stages: int | None = None) -> float:
     """The least period of any placement that fits the model (with `one_stage_each`, of
-    those whose devices hold one stage each), by enumeration."""
+    those whose devices hold one stage each; with `stages`, of those of at most that many
+    stages), by enumeration."""
     u = units(problem)
     m = len(problem.cluster.devices)
     best = math.inf
     for dev in itertools.product(range(m), repeat=u.count):
         if any(d not in u.allowed[k] for k, d in enumerate(dev)):
             continue
-        if one_stage_each and sum(1 for a, b in itertools.pairwise(dev) if a != b) + 1 > len(
-                set(dev)):
+        cuts = sum(1 for a, b in itertools.pairwise(dev) if a != b)
+        if (one_stage_each and cuts + 1 > len(set(dev))) or (stages and cuts >= stages):
             continue
         ev = evaluate(problem, tuple(dev[k] for k in u.unit_of))
         if ev.fits:
@@ -242,8 +244,8 @@ def test_optimal_and_the_bound_hold_against_every_placement(
     least = _least_period(p)
     try:
         s = run("pipeilp", p)
-    except InfeasibleError:  # E708: a proof that nothing fits
-        assert least == math.inf
+    except InfeasibleError:  # E708: a proof that nothing fits (under 1F1B, in M stages)
+        assert _least_period(p, stages=mb if schedule == "1f1b" else None) == math.inf
         return
     except SearchLimitError:  # E709: no proof either way
         return
@@ -266,6 +268,19 @@ def test_tied_weights_on_one_device_are_no_proof_that_nothing_fits() -> None:
     with pytest.raises(SearchLimitError) as err:
         run("pipeilp", p)
     assert [d.code for d in err.value.diagnostics] == ["E709"]
+
+
+def test_a_proof_under_1f1b_names_its_stage_cap() -> None:
+    # two micro-batches: at most two stages; only three-stage placements fit (before: E708
+    # said that no placement fits, and to try fewer micro-batches)
+    p = random_spec(146, 5, 3, training=True, microbatches=2, memories=(15, 25, 40),
+                    settings="; contention none")
+    assert _least_period(p, stages=2) == math.inf and _least_period(p) < math.inf
+    with pytest.raises(InfeasibleError) as err:
+        run("pipeilp", p)
+    e708 = err.value.diagnostics[-1]
+    assert e708.code == "E708" and "in at most 2 stages" in e708.message
+    assert e708.hints[0].startswith("more `microbatches` than 2 allow more stages")
 
 
 def _spread(problem: Problem, dev: tuple[int, ...]) -> tuple[int, ...]:

@@ -9,6 +9,7 @@ from typing import Any
 from ...bounds import OPTIMAL_GAP, relative_gap
 from ...errors import Diagnostic, InfeasibleError, SearchLimitError, SolverError
 from ...model import Problem
+from ...pipeline.units import units
 from ...plan import Plan
 from ...units import format_bytes, format_seconds
 from ..base import Options, Solution, Status
@@ -87,11 +88,19 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
     or an answer that broke a constraint when checked exactly)."""
     said = tuple(d.message for d in notes)
     if outcome.status == "infeasible" and complete:
+        pipe = _pipeline(problem)
+        cap = pipe.microbatches if pipe.schedule_spec.stages_at_most_microbatches else None
+        if cap is not None and cap >= units(problem).count:
+            cap = None  # the cap binds no placement
+        within = (f" in at most {cap} stages (`{pipe.schedule}` runs no more stages than "
+                  "micro-batches)" if cap is not None else "")
+        hint = (f"more `microbatches` than {cap} allow more stages, each holding less"
+                if cap is not None else "fewer micro-batches in flight (`schedule 1f1b`, "
+                "fewer `microbatches`) hold fewer activations")
         return InfeasibleError((*notes, Diagnostic(
             "E708", f"no placement of plan `{problem.name}` fits the devices' memory as a "
-            "pipeline, even recomputing activations on every device", None,
-            ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
-             "fewer activations; or give the devices more `memory`",))))
+            f"pipeline{within}, even recomputing activations on every device", None,
+            (f"{hint}; or give the devices more `memory`",))))
     if outcome.status == "infeasible":
         # its first search covers every placement, a proof, where the rows relax the rule
         other = ("`schedule gpipe` or `1f1b` let pipeilp prove it where no placement fits; "
