@@ -179,6 +179,10 @@ def identical_pipelines(problem: Problem, options: Options,
             "data_parallel": f"{name} planned one of {n} identical pipelines over the first "
                              f"device of each block of {n} ({ceil_share(pipeline, n)} "
                              "micro-batches each); the all-reduce is the simulator's alone"}
+    if "why" in info:  # the solver's verdict is one pipeline's, its figures per own micro-batch
+        info["why"] = (f"for one of the {n} pipelines alone, its period per own micro-batch: "
+                       f"{info['why']}; the all-reduce is outside its model, so the plan is "
+                       "at best `feasible`")
     status = "feasible" if planned.status in ("feasible", "optimal") else planned.status
     return Solution(Plan(placement, algorithm=name), status, MappingProxyType(info))
 
