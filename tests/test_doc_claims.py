@@ -1,0 +1,77 @@
+"""What the pages say of the code is what the code does: the figures and lists that
+README.md and `docs/*.md` quote from it (the commands that take an option, the colours of
+the report's legend, the size of a module), read from the page and compared with the code,
+so that a change to either side that makes the page false fails here."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from cli.helpers import invoke
+
+import planner
+from planner.facts import proofs
+from planner.render.groups import CATEGORY_COLOURS, OTHER, legend_by_type
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _page(name: str) -> str:
+    return " ".join((ROOT / name).read_text(encoding="utf-8").split())
+
+
+def test_the_readme_names_the_commands_that_take_limit_and_root(tmp_path: Path) -> None:
+    # it said "and, but for `fmt`, `--root FOLDER`", and `fmt --help` lists --root
+    said = re.search(r"The commands that load specs \(([^)]*)\) take `--limit NAME=VALUE` "
+                     r"and(?:, but for ([^,]*),)? `--root FOLDER`", _page("README.md"))
+    assert said, "README.md no longer says which commands take --limit and --root"
+    commands = re.findall(r"`(\w+)`", said.group(1))
+    without_root = set(re.findall(r"`(\w+)`", said.group(2) or ""))
+    assert commands
+    for command in commands:
+        code, out, _ = invoke([command, "--help"], tmp_path)
+        assert code == 0 and "--limit" in out, command
+        assert ("--root" in out) == (command not in without_root), command
+
+
+def test_the_legend_colours_the_op_types_as_the_compare_page_says() -> None:
+    # it said "the ten with the most compute time in their own colours": nine, past ten
+    page = _page("docs/compare.md")
+    assert "each in its own colour when there are at most ten; beyond ten, the nine with " \
+           "the most compute time keep theirs and the rest are grey as `other`" in page
+    for n, named in ((10, 10), (12, 9)):
+        names = [f"n{i}.{chr(ord('A') + i)}" for i in range(n)]
+        legend = legend_by_type(names, [float(n - i) for i in range(n)])
+        kept = [c for c in legend.names if c != OTHER]
+        assert kept == [chr(ord("A") + i) for i in range(named)], legend.names
+        assert len(set(legend.colours[:named])) == named
+        assert (OTHER in legend.names) == (n > len(CATEGORY_COLOURS))
+
+
+def test_the_bounds_twin_is_the_size_the_twins_page_gives() -> None:
+    # it said "98 lines, one function": the module, which has grown to 100 lines
+    said = re.search(r"The bounds' twin stays, though it buys the least.\*\* It is one "
+                     r"function, in a module of about (\d+) lines", _page("docs/twins.md"))
+    assert said, "docs/twins.md no longer gives the bounds' twin's size"
+    source = (ROOT / "planner" / "bounds" / "_kernel.py").read_text(encoding="utf-8")
+    assert abs(int(said.group(1)) - len(source.splitlines())) <= 10
+    functions = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
+    assert len(functions) == 1
+
+
+def test_the_cost_model_page_gives_the_copy_proofs_under_both_memory_models() -> None:
+    # it said "under `static` memory, counting the tensors a device must receive: E306 ...,
+    # E307 ...", and `check` proves both under `liveness` too (planner/facts.py)
+    page = _page("docs/cost-model.md")
+    before = page[:page.index("`E306` a unit fits no device with them")]
+    clause = before[before.rindex("`E305`"):]
+    assert "under `static` memory" not in clause, clause
+    assert "under `liveness`" in clause, clause
+    spec = """cluster c { device gpu[0..1] { memory 1 GiB }
+                          link gpu0 <-> gpu1 { bandwidth 10 GB/s } }
+              graph g { op a { time 1 ms  output 600 MB }  op b { time 1 ms  params 600 MB }
+                        a -> b }
+              plan p { graph g  cluster c  memory liveness }"""
+    assert [p.code for p in proofs(planner.loads(spec).plan())] == ["E306"]
