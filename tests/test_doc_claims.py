@@ -75,3 +75,22 @@ def test_the_cost_model_page_gives_the_copy_proofs_under_both_memory_models() ->
                         a -> b }
               plan p { graph g  cluster c  memory liveness }"""
     assert [p.code for p in proofs(planner.loads(spec).plan())] == ["E306"]
+
+
+def test_the_fallback_the_algorithms_page_gives_is_the_one_a_liveness_plan_gets(
+        tmp_path: Path) -> None:
+    # it said "m-TOPO's placement after running out of memory"; under `memory liveness`
+    # the list schedulers return the best contiguous split first (listsched/retry.py)
+    page = (ROOT / "docs" / "algorithms.md").read_text(encoding="utf-8")
+    row = page.split("| `fallback` |")[1].split("\n")[0]
+    assert "under `memory liveness`, first the best contiguous split that fits" in row, row
+    (tmp_path / "t4.plan").write_text(
+        "cluster t4 { device gpu[0..3] { memory 2 MiB } "
+        "link gpu[0..3] <-> gpu[0..3] { bandwidth 12 GB/s  latency 5 us } }\n")
+    code, _, err = invoke(["generate", "transformer", "--layers", "4", "--hidden", "64",
+                           "--heads", "2", "--seq", "64", "--batch", "2", "--vocab", "100",
+                           "--training", "--cluster", "t4.plan", "-o", "gpt.plan"], tmp_path)
+    assert code == 0, err
+    result = planner.solve(planner.load(tmp_path / "gpt.plan").plan(), "metf")
+    assert result.status == "fallback"
+    assert "the best contiguous split that fits" in str(result.info["reason"])
