@@ -26,6 +26,8 @@ SHARED = {
     "E601": "unknown algorithm: `solve --algo` and `compare --algos`",
     "E602": "no such plan: `--plan` of solve/simulate, of compare and of diff",
     "E612": "unknown executor: compare checks it before the sweep, the executor again",
+    "E614": "a rows file in a format it cannot take: any rows file by its suffix (rows.py), "
+            "a .json one array for --resume, which appends (resume.py)",
     "E640": "contradicting options: `--json` with another `--format`, `fmt`'s `-`, two "
             "outputs in one file (files.py)",
     "E920": "invalid JSON: the Baechi and the `import json` readers",
