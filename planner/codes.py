@@ -274,6 +274,8 @@ W950 0   `export torch` without --pipeline: a hybrid plan's replicated stages ar
          model is placed once)
 E951 1   `export torch --nearest`: the nearest module-level plan breaks the spec (a pin, a device's
          memory): it is not exported
+W952 0   `export torch` without --pipeline: a pipeline plan's activation recomputation is left out
+         (the placed model and its device_map keep every activation)
 E990 4   out of memory
 E991 1   input too deeply nested
 E999 4   internal error: a bug in planner

@@ -12,7 +12,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -145,7 +145,7 @@ def export_torch_command(
         loaded = _load(spec)
         check_imports_kept({"-o/--output": output, "--code": code}, loaded)
         problem = problem_of(loaded, plan)
-        read, replicas, _ = read_placed(problem, placement, loaded.spec.plans)
+        read, replicas, recompute = read_placed(problem, placement, loaded.spec.plans)
         chosen = read.to_json(problem)["placement"]
         devices = torch_devices(problem.cluster, parse_device_map(device_map))
         module, namespace = load_target(model)
@@ -155,10 +155,12 @@ def export_torch_command(
         if pipeline:
             _export_pipeline(problem, traced, chosen, devices, placement, nearest, output,
                              code, (model, inputs or [], example, display_path(spec)), ranks,
-                             replicas)
+                             replicas, recompute)
             return
         if replicas:
             _replicas_dropped(problem, placement)
+        if recompute:
+            _recompute_dropped(problem, placement, recompute)
         placed, document = _placed(problem, traced, read, devices, nearest)
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
         _write(output, text, code, lambda name: compiled(placed.module.code.lstrip("\n"),
@@ -200,6 +202,19 @@ def _replicas_dropped(problem: Problem, placement: Path) -> None:
         Span.start_of(display_path(placement.resolve())),
         ("add --pipeline to export the replicated stages as a 2-D DeviceMesh (pipeline x "
          "data)",), severity=Severity.WARNING)]) + "\n")
+
+
+def _recompute_dropped(problem: Problem, placement: Path, recompute: Sequence[str]) -> None:
+    """W952: without --pipeline, the devices the plan has recompute their activations
+    keep them: the placed model and its device_map run no checkpoint."""
+    sys.stderr.write(render_all([Diagnostic(
+        "W952", f"plan `{problem.name}` recomputes the activations of "
+        f"{', '.join(recompute)} (`recompute` in {display_path(placement)}), and without "
+        "--pipeline the placed model and its device_map keep every activation: the plan's "
+        "memory figures do not hold for them",
+        Span.start_of(display_path(placement.resolve())),
+        ("add --pipeline: its script runs those stages under torch.utils.checkpoint",),
+        severity=Severity.WARNING)]) + "\n")
 
 
 def _exportable(alternative: Alternative) -> None:
@@ -272,14 +287,15 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
                      output: Path | None, code: Path | None,
                      source: tuple[str, list[str], str | None, str],
                      ranks: int | None = None,
-                     replicas: Mapping[int, tuple[int, ...]] | None = None) -> None:
+                     replicas: Mapping[int, tuple[int, ...]] | None = None,
+                     recompute: Sequence[str] = ()) -> None:
     """`export torch --pipeline`: the JSON to `output` (or stdout), the script to `code`;
     E946 when the plan's stages are not at module boundaries, unless `nearest`; on
     `ranks` processes where the split allows (E947 where not); its replicated stages (`replicas`:
     the plan file's, `plan.load_replicas`) on a 2-D mesh (E950 where
-    they make none)."""
+    they make none); the stages on the devices in `recompute` under torch.utils.checkpoint."""
     where = Span.start_of(display_path(placement.resolve()))
-    tp = pipeline_export(problem, traced, chosen, devices, where, ranks, replicas)
+    tp = pipeline_export(problem, traced, chosen, devices, where, ranks, replicas, recompute)
     if not tp.exact and not nearest:
         raise pipeline_error(tp, where)
     text = json.dumps(pipeline_document(tp), indent=2, ensure_ascii=False) + "\n"

@@ -43,6 +43,14 @@ over its "dp" group, and each of the R replica pipelines runs M / R micro-batche
 share of the batch (split over the replicas first). That needs every stage on R devices
 and M a multiple of R (E950 otherwise, and with `ranks`).
 
+With `recompute` (the devices that recompute their activations: a plan file's
+`recompute`, as `pipeilp` chooses) the stages on those devices are **recomputing**
+(`TorchPipeline.recompute`): the script runs each one's module under
+`torch.utils.checkpoint`, as the plan's memory figures assume. Where `ranks` moves stages,
+a rank recomputes when any op it runs was planned on a recomputing device (it then holds
+no more activations than planned), and every stage of its device does (the plan's model is
+per device). The costs given count the recomputation.
+
 Where torch can cut and the nearest split are `torch_split_points`, the regrouping on
 other ranks `torch_ranks`, and the script `torch_pipeline_script.pipeline_script`.
 """
@@ -50,7 +58,7 @@ other ranks `torch_ranks`, and the script `torch_pipeline_script.pipeline_script
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -140,6 +148,8 @@ class TorchPipeline:
     #: per pipeline rank, the spec devices holding replicas of its stage(s), the planned
     #: one first (a 2-D DeviceMesh, pipeline x data); empty when no stage is replicated
     replicas: tuple[tuple[str, ...], ...] = ()
+    #: the stages (indices) whose devices recompute their activations (`torch.utils.checkpoint`)
+    recompute: tuple[int, ...] = ()
 
     @property
     def split_spec(self) -> dict[str, str]:
@@ -173,13 +183,15 @@ class TorchPipeline:
 def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, str],
                     devices: Mapping[str, str], where: Span | None = None,
                     ranks: int | None = None,
-                    replicas: Mapping[int, tuple[int, ...]] | None = None) -> TorchPipeline:
+                    replicas: Mapping[int, tuple[int, ...]] | None = None,
+                    recompute: Collection[str] = ()) -> TorchPipeline:
     """The pipeline `placement` (op -> device, a plan of `problem`) makes of `traced`, or
     the nearest split at module boundaries (see the module docstring; `exact` says which);
     with `ranks`, run by that many processes where the split allows (`at_ranks`); with
     `replicas` (a stage's device -> its group of devices holding replicas, itself first:
     a plan file's, `plan.load_replicas`), every stage replicated on the data dimension of a
-    2-D mesh (`_mesh`).
+    2-D mesh (`_mesh`); with `recompute` (device names, a plan file's), the stages on
+    those devices recomputing their activations (`_recomputing`).
 
     Raises E945 when the plan does not match the model, E947 when torch's schedules
     cannot run it and E950 when its replicas make no 2-D mesh; `where` locates those
@@ -202,17 +214,13 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
     split = split_of(problem, chosen)
     _check_devices(problem, split, where)
     nodes = forward_ops(problem, traced)
-    u = units(problem)
-    unit_stage = [0] * u.count
-    for k in range(split.stages):
-        for x in range(split.bounds[k], split.bounds[k + 1]):
-            unit_stage[x] = k
-    plan_stage = [unit_stage[u.unit_of[n.op]] for n in nodes]
+    plan_stage = _node_stages(problem, split, nodes)
     cuts = valid_cuts(problem, nodes)
     names = [cluster[d] for d in split.devices]
     reason = why_not_a_split(nodes, plan_stage, cuts, names)
     groups = {d: tuple(g) for d, g in (replicas or {}).items() if len(g) > 1}
-    plan_cost = _cost(problem, chosen, groups)
+    again = [device_of[n] for n in recompute]
+    plan_cost = _cost(problem, chosen, groups, again)
     stage_of = plan_stage
     if reason:
         nearest = nearest_split(move_costs(problem, nodes, plan_stage, split.devices), cuts,
@@ -221,27 +229,52 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
             raise _no_split(problem, reason, split.stages, where)
         stage_of = nearest
     moved = tuple(n.name for n, a, b in zip(nodes, plan_stage, stage_of, strict=True) if a != b)
+    planned_stage = stage_of  # each node's stage before --ranks regroups them
     stage_devices, regrouped = list(split.devices), ""
     if ranks is not None:
         stage_of, stage_devices, regrouped = at_ranks(problem, nodes, stage_of, stage_devices,
                                                        ranks, where)
     exported = _placement_of(problem, nodes, stage_of, stage_devices)
+    redo, recomputing = _recomputing(stage_of, stage_devices,
+                                     [split.devices[s] for s in planned_stage], again)
     result = TorchPipeline(
-        problem.name, pipe.schedule, pipe.microbatches, u.training,
+        problem.name, pipe.schedule, pipe.microbatches, units(problem).training,
         _stages(nodes, stage_of, sorted(set(stage_of)), [cluster[d] for d in stage_devices],
                 devices, pipe.schedule_spec), dict(devices),
         {o.name: cluster[d] for o, d in zip(g.ops, exported, strict=True)},
-        _cost(problem, exported, groups) if reason or regrouped else plan_cost, not reason,
+        _cost(problem, exported, groups, redo) if reason or regrouped else plan_cost,
+        not reason,
         reason,
         moved, plan_cost, tuple((names[k], next((n.name for n, s in zip(nodes, plan_stage,
                                                                          strict=True)
                                                  if s == k), "")) for k in range(split.stages)),
-        regrouped, len(dict.fromkeys(names)))
+        regrouped, len(dict.fromkeys(names)), recompute=recomputing)
     if groups:
         result = replace(result, replicas=_mesh(problem, result, split.devices, groups, ranks,
                                                 where))
     _check_runnable(result, where)
     return result
+
+
+def _node_stages(problem: Problem, split: Split, nodes: Sequence[ForwardOp]) -> list[int]:
+    """Each node's stage in the plan's `split`."""
+    u = units(problem)
+    unit_stage = [0] * u.count
+    for k in range(split.stages):
+        for x in range(split.bounds[k], split.bounds[k + 1]):
+            unit_stage[x] = k
+    return [unit_stage[u.unit_of[n.op]] for n in nodes]
+
+
+def _recomputing(stage_of: Sequence[int], devices: Sequence[int], planned: Sequence[int],
+                 recompute: Collection[int]) -> tuple[list[int], tuple[int, ...]]:
+    """The devices of the exported split that recompute, and its stages (renumbered as
+    `_stages` numbers them) on those: each device that runs a node (`stage_of`, its stage's
+    device in `devices`) planned on a device in `recompute` (`planned`, per node). Without
+    --ranks these are the planned recomputing devices that hold a stage."""
+    again = set(recompute)
+    redo = sorted({devices[s] for s, d in zip(stage_of, planned, strict=True) if d in again})
+    return redo, tuple(k for k, s in enumerate(sorted(set(stage_of))) if devices[s] in redo)
 
 
 def _mesh(problem: Problem, tp: TorchPipeline, planned: Sequence[int],
@@ -362,9 +395,10 @@ def _placement_of(problem: Problem, nodes: Sequence[ForwardOp], stage: Sequence[
 
 
 def _cost(problem: Problem, placement: Sequence[int],
-          groups: Mapping[int, tuple[int, ...]] | None = None) -> Cost:
+          groups: Mapping[int, tuple[int, ...]] | None = None,
+          recompute: Collection[int] = ()) -> Cost:
     assert problem.pipeline is not None
-    r: PipelineRun = run(problem, placement, problem.pipeline, (), groups or {})
+    r: PipelineRun = run(problem, placement, problem.pipeline, recompute, groups or {})
     return Cost(r.period_s, r.iteration_s, r.schedule, r.note, fits(problem, r.memory_bytes))
 
 
@@ -440,7 +474,16 @@ def pipeline_document(tp: TorchPipeline) -> dict[str, Any]:
                        "ranks": mesh_ranks(tp)}
         for stage in doc["stages"]:
             stage["replicas"] = list(tp.replicas[stage["rank"]])
+    if tp.recompute:  # keys only where a stage recomputes: other plans' documents as before
+        doc["recompute"] = recompute_devices(tp)
+        for stage in doc["stages"]:
+            stage["recompute"] = stage["stage"] in tp.recompute
     return doc
+
+
+def recompute_devices(tp: TorchPipeline) -> list[str]:
+    """The devices of the recomputing stages, in stage order."""
+    return list(dict.fromkeys(tp.stages[k].device for k in tp.recompute))
 
 
 def mesh_ranks(tp: TorchPipeline) -> list[dict[str, Any]]:
@@ -464,6 +507,9 @@ def summary(tp: TorchPipeline) -> str:
             + (", ".join(tp.split_spec) or "none (one stage)"))
     if tp.regrouped:
         head += f"; {tp.regrouped}"
+    if tp.recompute:
+        head += (f"; stage(s) {', '.join(map(str, tp.recompute))} recompute their activations "
+                 f"(torch.utils.checkpoint, on {', '.join(recompute_devices(tp))})")
     if tp.exact and not tp.regrouped:
         return f"{head}; {tp.cost.describe()}"
     what = "" if tp.exact else (f"the nearest split at module boundaries ({len(tp.moved)} "

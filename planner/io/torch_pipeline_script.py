@@ -15,7 +15,10 @@ The script's text is the template `pipeline_step.py-tpl` beside this module (Dja
 `.py-tpl`: Python that tools leave alone until it is filled). Where a plan with replicas
 (a 2-D mesh) gets other lines, a region holds both: `#<name>`, the lines of a plan without
 replicas, `#<hybrid>`, the hybrid script's, `#</name>`; `_script` keeps one side and
-takes the markers out. The placeholders (`__TARGET__`, ...) are filled by
+takes the markers out; a region whose second marker is `#<recompute>` holds a plan
+without recomputation's lines (often none) and a plan with some's (`RECOMPUTE`, its stages
+under `torch.utils.checkpoint`), so that a plan that recomputes nothing gets the text it
+always had. The placeholders (`__TARGET__`, ...) are filled by
 `codegen.fill`, each a literal or constant code.
 """
 
@@ -52,6 +55,10 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
     if tp.regrouped:
         note += f"\nOn {tp.ranks} rank(s), not the plan's {tp.plan_ranks}: " + docstring_text(
             tp.regrouped) + ".\n"
+    if tp.recompute:
+        note += ("\nStage(s) " + ", ".join(map(str, tp.recompute)) + " recompute their "
+                 "activations, as the plan says (RECOMPUTE):\neach runs under "
+                 "torch.utils.checkpoint, its forward again in the backward pass.\n")
     outputs = _outputs(traced)
     values = {
         "__TARGET__": literal(target),
@@ -75,14 +82,17 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
         "__TIED__": literal(tied_parameters(traced.model)),
         "__FLAT_TENSORS__": _flat_tensors_source(),
     }
+    recompute = bool(tp.recompute)
+    if recompute:
+        values["__RECOMPUTE__"] = literal(list(tp.recompute))
     if not tp.replicas:
         # one pass: a name holding a placeholder (a device `__FROM__0`) stays that text
-        return fill(_script(hybrid=False), values, name)
+        return fill(_script(hybrid=False, recompute=recompute), values, name)
     mesh = "".join(f"\n    {literal((r['pp'], r['dp'], r['device'], r['torch_device']))},"
                    for r in mesh_ranks(tp))
     values.update({"__DATA_PARALLEL__": literal(tp.data_parallel),
                    "__MESH__": "[" + mesh + "\n]"})
-    return fill(_script(hybrid=True), values, name)
+    return fill(_script(hybrid=True, recompute=recompute), values, name)
 
 
 def _flat_tensors_source() -> str:
@@ -180,8 +190,10 @@ def _logits_index(spec: Any) -> int | None:
 
 
 #: a region of the template: `#<name>`, a plan without replicas' lines, `#<hybrid>`, a
-#: plan with replicas' lines, `#</name>` (either side may be empty)
-_REGION = re.compile(r"^#<(\w+)>\n(.*?)^#<hybrid>\n(.*?)^#</\1>\n", re.MULTILINE | re.DOTALL)
+#: plan with replicas' lines, `#</name>` (either side may be empty); or the same with
+#: `#<recompute>`, the lines of a plan without and with recomputing stages
+_REGION = re.compile(r"^#<(\w+)>\n(.*?)^#<(hybrid|recompute)>\n(.*?)^#</\1>\n",
+                     re.MULTILINE | re.DOTALL)
 #: a marker line that no region took out (a region written wrong)
 _MARKER = re.compile(r"^#</?\w+/?>$", re.MULTILINE)
 
@@ -191,13 +203,15 @@ def _template() -> str:
     return resources.files("planner.io").joinpath("pipeline_step.py-tpl").read_text("utf-8")
 
 
-def _script(hybrid: bool) -> str:
+def _script(hybrid: bool, recompute: bool = False) -> str:
     """The template with each region's lines for a plan with replicas (`hybrid`) or
-    without, the markers gone (GeneratedCodeError when a region is written wrong or
-    named twice: the template changed under `_REGION`)."""
+    without, and with recomputing stages (`recompute`) or without, the markers gone
+    (GeneratedCodeError when a region is written wrong or named twice: the template
+    changed under `_REGION`)."""
     text = _template()
     names = [m.group(1) for m in _REGION.finditer(text)]
-    out = _REGION.sub(lambda m: m.group(3 if hybrid else 2), text)
+    switch = {"hybrid": hybrid, "recompute": recompute}
+    out = _REGION.sub(lambda m: m.group(4 if switch[m.group(3)] else 2), text)
     if len(set(names)) != len(names) or _MARKER.search(out):
         raise GeneratedCodeError(f"the pipeline script's template has a region written "
                                  f"wrong or twice (regions: {names})")

@@ -1,9 +1,13 @@
-"""Helpers of the torch export tests: the CLI in-process where it must succeed, and a
-generated script loaded as a module."""
+"""Helpers of the torch export tests: the CLI in-process where it must succeed, a
+generated script loaded as a module, and pipeline scripts' steps run in processes."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,3 +31,14 @@ def load_script(path: Path) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def run_jobs(root: Path, jobs: list[dict[str, Any]]) -> None:
+    """The steps of pipeline scripts (`torch_pipeline_runner.py`'s JOBS, written to
+    ROOT/jobs.json) in one set of processes, which must succeed."""
+    (root / "jobs.json").write_text(json.dumps(jobs))
+    runner = Path(__file__).with_name("torch_pipeline_runner.py")
+    result = subprocess.run([sys.executable, str(runner), str(root / "jobs.json")],
+                            capture_output=True, text=True, timeout=900, check=False,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-4000:]
