@@ -51,8 +51,24 @@ NO_CLOCK = ("import sys\n"
 pytestmark = pytest.mark.slow
 
 
+#: what a run says when the wall clock, not its budget, ended it (docs/algorithms.md, "What
+#: is deterministic": the plan may then differ from run to run, and the output says so)
+CLOCK_CUT = ("wall-clock safety cap", "no search time left", "time limit ran out")
+
+
+def _same_or_cut(first: tuple[bytes, str], second: tuple[bytes, str]) -> None:
+    """Both runs wrote the same plan, or one of them says the clock cut it: the claim made
+    for `cpsat` and `auto`, whose safety cap NO_CLOCK leaves (CP-SAT's own wall-clock cap,
+    and `--algo cpsat`'s skip when the heuristics used the limit up on a busy machine)."""
+    if first[0] != second[0]:
+        cut = [w for w in CLOCK_CUT if w in first[1] + second[1]]
+        if cut:
+            pytest.skip(f"a busy machine's clock cut a run ({cut[0]}), and it said so")
+    assert first[0] == second[0]
+
+
 def _solve(algo: str, out: Path, hashseed: str, where: tuple[Path, str] | None = None,
-           limit: str = "1") -> bytes:
+           limit: str = "1") -> tuple[bytes, str]:
     spec, plan = where or (TINY if algo == "ilp" else SPEC if get(algo).serves("makespan")
                            else PIPE)
     env = {**os.environ, "PYTHONHASHSEED": hashseed}
@@ -62,7 +78,7 @@ def _solve(algo: str, out: Path, hashseed: str, where: tuple[Path, str] | None =
          "--root", str(ROOT), *timed, "--out", str(out), "--json"],
         env=env, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
-    return out.read_bytes()
+    return out.read_bytes(), proc.stdout
 
 
 @pytest.mark.parametrize("algo", names())
@@ -72,11 +88,11 @@ def test_plan_files_are_byte_identical_across_runs_and_hash_seeds(algo: str,
         pytest.skip("HiGHS (highspy) is not installed")
     first = _solve(algo, tmp_path / "a.json", "1")
     second = _solve(algo, tmp_path / "b.json", "2")
-    assert first == second
+    _same_or_cut(first, second)
 
 
 def test_the_issues_cpsat_run_on_inception_is_reproducible(tmp_path: Path) -> None:
     # issue 10, item 7: two runs of this command wrote plans 772 diff lines apart
     first = _solve("cpsat", tmp_path / "a.json", "1", INCEPTION, "3")
     second = _solve("cpsat", tmp_path / "b.json", "2", INCEPTION, "3")
-    assert first == second
+    _same_or_cut(first, second)
