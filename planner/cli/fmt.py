@@ -21,6 +21,7 @@ from ..files import write_text_atomic
 from ..render.diagnostics import eprint, printable, source_texts
 from ..roots import default_root, display_path, outside_root
 from ..spec.format import format_source
+from ..spec.lex import line_ends
 from ..spec.load import read_source
 from .guard import EXIT_GATE, EXIT_INVALID, JsonReport
 
@@ -113,23 +114,33 @@ def refuse_outside_root(path: Path) -> None:
              "choose another with `--root FOLDER`",)))
 
 
+def _lines(text: str) -> list[str]:
+    """`text`'s lines as `diff` and `patch` read them: each ends at `\n`, kept, so that
+    `\r\n` and a missing last newline are changes (`str.splitlines` also ends a line at
+    `\r`, a form feed or U+2028, and drops the ends: a change of line ends alone was none)."""
+    *whole, last = text.split("\n")
+    return [x + "\n" for x in whole] + ([last] if last else [])
+
+
 def unified_diff(item: Formatted) -> str:
     """The change `fmt` would make, as a unified diff (`patch -p0` applies it)."""
     name = printable(_one_line(item.shown))  # a file name cannot fake a line
-    lines = difflib.unified_diff(item.text.splitlines(keepends=True),
-                                 item.new.splitlines(keepends=True), name, name)
+    lines = difflib.unified_diff(_lines(item.text), _lines(item.new), name, name)
     return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n"
                    for x in lines)
 
 
 def not_canonical(item: Formatted) -> Diagnostic:
-    """W640 at the first lines that would change (where an annotation is useful)."""
-    old, new = item.text.splitlines(), item.new.splitlines()
+    """W640 at the first lines that would change (where an annotation is useful), lines
+    and columns as diagnostics count them (`line_ends`); a change of `\r\n` line ends or
+    of the last newline is one of the lines that hold them, and one of lone `\r` line ends
+    or of a byte order mark alone, which `line_ends` does not show, is at line 1."""
+    old, new = _lines(line_ends(item.text)), _lines(item.new)
     ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
-    _, i1, i2, _, _ = next(op for op in ops if op[0] != "equal")
+    _, i1, i2, _, _ = next((op for op in ops if op[0] != "equal"), ("", 0, 1, 0, 0))
     first = min(i1, max(len(old) - 1, 0)) + 1
     last = max(first, min(i2, max(len(old), 1)))
-    end_col = len(old[last - 1]) + 1 if 0 < last <= len(old) else 1
+    end_col = len(old[last - 1].rstrip("\r\n")) + 1 if 0 < last <= len(old) else 1
     return Diagnostic("W640", f"{item.shown} is not in the canonical layout",
                       Span(item.shown, first, 1, last, max(end_col, 2)),
                       (f"run `planner fmt {item.shown}`",), Severity.WARNING)

@@ -132,3 +132,35 @@ def test_json_of_stdin_carries_the_formatted_text(tmp_path: Path) -> None:
     result = _envelope(out, 0)["result"]
     assert result == {"files": ["<stdin>"], "changed": ["<stdin>"], "written": False,
                       "formatted": CANONICAL}
+
+
+@pytest.mark.parametrize(("text", "line", "last"), [
+    (CANONICAL.replace("\n", "\r\n"), 1, 5),   # Windows line ends, else canonical
+    (CANONICAL[:-1], 5, 5),                    # no newline at the end
+    ("\ufeff" + CANONICAL, 1, 1),              # a byte order mark
+    (CANONICAL.replace("\n", "\r"), 1, 1),     # old Mac line ends
+])
+def test_a_change_of_line_ends_alone_fails_the_gate(tmp_path: Path, text: str, line: int,
+                                                     last: int) -> None:
+    # before: `fmt --check` and `--diff` crashed on these (E999, exit 4: "generator raised
+    # StopIteration"), its lines being compared without their ends
+    (tmp_path / "u.plan").write_bytes(text.encode())
+    assert invoke(["fmt", "--check", "u.plan"], tmp_path, guarded=True)[:2] == (
+        5, "would reformat u.plan\n")
+    code, out, _ = invoke(["fmt", "--check", "--format", "github", "u.plan"], tmp_path)
+    assert code == 5 and out.startswith(f"::warning file=u.plan,line={line},col=1,"
+                                        f"endLine={last},")
+    code, out, _ = invoke(["fmt", "--diff", "u.plan"], tmp_path, guarded=True)
+    assert code == 5 and out.startswith("--- u.plan\n+++ u.plan\n@@ -") and "E999" not in out
+    assert (tmp_path / "u.plan").read_bytes() == text.encode()
+
+
+def test_diff_splits_lines_as_patch_does(tmp_path: Path) -> None:
+    # a line ends at `\n` only: before, every `\r`, form feed or U+2028 ended one too, and
+    # each such line got a false "\ No newline at end of file"
+    (tmp_path / "u.plan").write_bytes("graph g {op a {time 1 ms}  # a\u2028b\x0cc\r}\r".encode())
+    code, out, _ = invoke(["fmt", "--diff", "u.plan"], tmp_path)
+    assert code == 5 and out.count("No newline at end of file") == 1
+    # (the test runner reads the `\r\n` that ends the line as `\n`)
+    assert out.split("\n")[3:5] == ["-graph g {op a {time 1 ms}  # a\u2028b\x0cc\r}",
+                                    "\\ No newline at end of file"]
