@@ -34,11 +34,13 @@ _STATEMENT_KEYWORDS = grammar().statement_keywords()
 _GLUED = re.compile(r"[0-9][0-9_]*(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?[ \t]*([A-Za-z/]+)")
 _BLANKS = r"[ \t\r\n\f]"
 _QUOTED = r'"(?:[^"\\\x00-\x1f]|\\.)*+"'
+#: blanks and comments, which may stand between any two tokens
+_GAP = rf"(?:{_BLANKS}|#[^\r\n]*+)"
 #: what every spec starts with, after blanks, comments and `;`: `import "FILE"`, or a
 #: `cluster`, `graph` or `plan` header up to its `{`
 HEADER = re.compile(
-    rf"(?:{_BLANKS}|;|#[^\r\n]*+)*+(?:import{_BLANKS}*+{_QUOTED}|(?:cluster|graph|plan)"
-    rf"(?:{_BLANKS}++[A-Za-z_][A-Za-z0-9_.\-]*+|{_BLANKS}*+{_QUOTED}){_BLANKS}*+\{{)")
+    rf"(?:{_GAP}|;)*+(?:import{_GAP}*+{_QUOTED}|(?:cluster|graph|plan)"
+    rf"(?:{_GAP}++[A-Za-z_][A-Za-z0-9_.\-]*+|{_GAP}*+{_QUOTED}){_GAP}*+\{{)")
 _FIRST_WORD = re.compile(rf"(?:{_BLANKS}|;|#[^\r\n]*+)*+([A-Za-z_]{{1,20}})")
 
 
@@ -52,7 +54,9 @@ def not_a_spec(text: str, file: str) -> Diagnostic:
     """E010 for a syntax error before the first header: the file may be anything (a
     credentials file an import named), so neither its words nor its lines are shown."""
     word = _FIRST_WORD.match(text)
-    close = did_you_mean(word.group(1), ("import", "cluster", "graph", "plan")) if word else ()
+    starts = ("import", "cluster", "graph", "plan")
+    # a keyword spelt right needs no 'did you mean' (its name or `{` is what is wrong)
+    close = did_you_mean(word.group(1), starts) if word and word.group(1) not in starts else ()
     return Diagnostic("E010", f"{file} is not a planner spec (its content is not shown)",
                       Span.start_of(file), (*close, ('a spec starts with `import "FILE"` or with '
                                              "`cluster`, `graph` or `plan`, a name and `{`")))

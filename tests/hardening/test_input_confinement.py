@@ -101,3 +101,28 @@ def test_syntax_errors_after_the_first_header_still_show_their_line(tmp_path: Pa
     assert code == 1 and "E106" in err and "  a -> $" in err
     code, out, _ = invoke(["check", "t.plan", "--json"], tmp_path)
     assert json.loads(out)["diagnostics"][0]["line"] == 4
+
+
+@pytest.mark.parametrize("header", ["graph g # the graph\n{", "graph # the graph\n  g {",
+                                    '# a\ngraph "g"  # b\n# c\n{'])
+def test_a_header_with_comments_is_a_spec(tmp_path: Path, header: str) -> None:
+    # a comment may stand between any two tokens, in the first header too; before, a spec
+    # with one there was "not a planner spec" (E010, "did you mean `graph`?") on a syntax
+    # error, and its other diagnostics came without their line
+    body = "\n  op a { time 1 ms junk }\n}\n"
+    (tmp_path / "t.plan").write_text(header + body)
+    code, _, err = invoke(["check", "t.plan"], tmp_path)
+    line = header.count("\n") + 2
+    assert code == 1 and f"t.plan:{line}:25: error[E101]" in err and "junk }" in err
+    assert "E010" not in err
+    (tmp_path / "t.plan").write_text(header + "\n  op a { time -1 ms }\n}\n")
+    code, _, err = invoke(["check", "t.plan"], tmp_path)
+    assert code == 1 and "time -1 ms" in err  # the caret line of a later diagnostic
+
+
+def test_a_keyword_spelt_right_gets_no_did_you_mean(tmp_path: Path) -> None:
+    (tmp_path / "t.plan").write_text("cluster {\n  device d0 { memory 1 GiB }\n}\n")
+    code, _, err = invoke(["check", "t.plan"], tmp_path)
+    assert code == 1 and "E010" in err and "did you mean" not in err
+    (tmp_path / "t.plan").write_text("clustr c {\n}\n")
+    assert "did you mean `cluster`?" in invoke(["check", "t.plan"], tmp_path)[2]
