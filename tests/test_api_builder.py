@@ -366,3 +366,23 @@ def test_model_colocations_and_ties_are_checked_as_the_language_checks_them() ->
         with pytest.raises(planner.SpecError) as err:
             planner.solve(Problem("p", graph, cluster), "heft")
         assert [d.code for d in err.value.diagnostics] == [code]
+
+
+def test_names_keep_the_languages_rules() -> None:
+    # before: the API took any text as a name (a newline, U+202E, a Cyrillic look-alike),
+    # which no spec may hold (E261, E264, E262) and which can fake or reorder a line printed
+    b = planner.ProblemBuilder("names")
+    b.device("gpu0", memory="1 GiB", kind="v\u200b100")  # zero-width
+    b.op("a\u202eb", time="1 ms")  # bidi
+    b.op("x\nchecked 1 file(s): ok", time="1 ms")  # newline
+    b.op("\ufb01", time="1 ms")  # nfkc
+    b.op("g\u0440u", time="1 ms")  # mixed
+    b.op("层1 é", time="1 ms")  # letters of any script and a space remain valid
+    assert _errors(b) == [("E261", _line("zero-width")), ("E261", _line("bidi")),
+                          ("E261", _line("newline")), ("E264", _line("nfkc")),
+                          ("E262", _line("mixed"))]
+    bad = Problem("p", Graph("g", (Op("a\u202eb", time_s=1e-3),), ()),
+                  Cluster("c", (Device("d0", 100),), ()))
+    with pytest.raises(planner.SpecError) as err:
+        planner.solve(bad, "metf")
+    assert "error[E261]: `graph.ops[0].name`: name `a\\u202eb` contains U+202E" in str(err.value)

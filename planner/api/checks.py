@@ -27,6 +27,7 @@ from ..model import (
     Problem,
 )
 from ..spec.lower import backward_first, pipeline_units, units_pinned_apart
+from ..spec.names import name_rule
 from ..units import RANGES, SPEED_RANGE, format_bytes, range_side
 
 #: model path (`graph.ops[3].time_s`) -> where it was made, or None
@@ -61,6 +62,7 @@ def problem_diagnostics(problem: Problem, locate: Locate) -> list[Diagnostic]:
         out.append(Diagnostic(code, f"`{path}`: {message}", locate(path),
                               tuple(h for h in hints if h)))
 
+    _names(problem, err)
     _ops(problem, err)
     _graph(problem, err)
     _cluster(problem, err)
@@ -102,6 +104,25 @@ def _quantity(err: Err, path: str, what: str, value: Any, unit: str, *, positive
         err("E260", path, f"{what} ({value:g} {unit}) is below the valid range (at least "
             f"{lo:g} {unit})".replace(" )", ")"), "0 is allowed where the quantity may be 0"
             if not positive else "")
+
+
+def _names(problem: Problem, err: Err) -> None:
+    """The rules a quoted name of a spec keeps (E261, E264, E262: no control, bidi or
+    invisible character, NFKC, one script), on every name: a name that breaks one could
+    fake or reorder a line that planner prints, and no spec could hold it."""
+    graph, cluster = problem.graph, problem.cluster
+    named: list[tuple[str, object]] = [
+        ("name", problem.name), ("graph.name", graph.name), ("cluster.name", cluster.name)]
+    for i, op in enumerate(graph.ops):
+        named += [(f"graph.ops[{i}].name", op.name),
+                  *((f"graph.ops[{i}].time_by_kind", k) for k in op.time_by_kind)]
+    for d, dev in enumerate(cluster.devices):
+        named += [(f"cluster.devices[{d}].name", dev.name),
+                  (f"cluster.devices[{d}].kind", dev.kind)]
+    for path, text in named:
+        found = name_rule(text) if isinstance(text, str) else None
+        if found is not None:
+            err(found[0], path, found[1], *found[2])
 
 
 def _ops(problem: Problem, err: Err) -> None:

@@ -125,9 +125,18 @@ def valid_name(text: str) -> bool:
 def name_problem(text: str) -> tuple[str, tuple[str, ...]] | None:
     """The first rule that concerns one name alone (E261, E264, E262) that `text` breaks,
     as its message and hints (an importer reports it at its own input), or None."""
+    found = name_rule(text)
+    return (found[1], found[2]) if found is not None else None
+
+
+def name_rule(text: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """`name_problem` with the rule's code first: (code, message, hints), or None."""
+    if _plain(text):
+        return None
     sink = DiagnosticSink()
     _check_one(ast.Name(text, True, _NOWHERE), sink)
-    return (sink.items[0].message, sink.items[0].hints) if sink.items else None
+    return (sink.items[0].code, sink.items[0].message, sink.items[0].hints) \
+        if sink.items else None
 
 
 def skeleton(text: str) -> str:
