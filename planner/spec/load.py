@@ -215,6 +215,10 @@ class _Reader:
     def _target(self, importer: Path, item: ast.ImportDecl) -> Path | None:
         """The resolved file an import names, or None (reported) when it is invalid or
         leads out of the root (directly or through a symlink)."""
+        one_file = 'an import names one spec file, e.g. `import "clusters/dgx1.plan"`'
+        if not item.path.text:  # it would resolve to the importer's own folder
+            self.sink.error("E001", "an empty import path", item.path.span, one_file)
+            return None
         try:
             target = (importer.parent / item.path.text).resolve()
         except (OSError, ValueError):  # a NUL in the path, a symlink loop
@@ -225,6 +229,10 @@ class _Reader:
                             f"`{display_path(self.root)}`", item.path.span,
                             "imports stay inside the repository (or the folder of the files "
                             "given); choose another with `--root FOLDER`")
+            return None
+        if target.is_dir():  # not `check`'s hint that folders are fine: not here
+            self.sink.error("E002", f"import of `{item.path.text}` names a directory, not a "
+                            "spec file", item.path.span, one_file)
             return None
         return target
 
