@@ -126,6 +126,28 @@ class Diagnostic:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Unshown(Diagnostic):
+    """E000: the diagnostics past the `diagnostics` limit, counted by severity, so that a
+    count of a command's errors is theirs (`tally`), not one for E000 itself."""
+
+    errors: int = 0
+    warnings: int = 0
+
+
+def tally(diags: Iterable[Diagnostic]) -> tuple[int, int]:
+    """The number of errors and warnings `diags` report, those an E000 stands for included."""
+    errors = warnings = 0
+    for d in diags:
+        if isinstance(d, Unshown):
+            errors, warnings = errors + d.errors, warnings + d.warnings
+        elif d.severity is Severity.ERROR:
+            errors += 1
+        else:
+            warnings += 1
+    return errors, warnings
+
+
 class PlannerError(Exception):
     """Base of every error `planner` raises on purpose; carries diagnostics."""
 
@@ -278,6 +300,7 @@ class DiagnosticSink:
 
     items: list[Diagnostic] = field(default_factory=list)
     dropped: int = 0
+    dropped_errors: int = 0
     cap: int = field(default_factory=lambda: limits.active().diagnostics)
 
     @property
@@ -290,6 +313,7 @@ class DiagnosticSink:
             self.items.append(diag)
         else:
             self.dropped += 1
+            self.dropped_errors += diag.severity is Severity.ERROR
 
     def error(
         self,
@@ -316,8 +340,10 @@ class DiagnosticSink:
         if self.has_errors:
             items = sorted(self.items, key=_order)
             if self.dropped:
-                items.append(Diagnostic("E000", f"{self.dropped} more diagnostic(s) not shown",
-                                        None, ("fix the ones above and run again",)))
+                items.append(Unshown("E000", f"{self.dropped} more diagnostic(s) not shown",
+                                     None, ("fix the ones above and run again",),
+                                     errors=self.dropped_errors,
+                                     warnings=self.dropped - self.dropped_errors))
             raise cls(items)
 
 

@@ -56,6 +56,7 @@ from ..errors import (
     _one_line,
     did_you_mean,
     render_all,
+    tally,
 )
 from ..files import check_outputs
 from ..render.diagnostics import eprint, source_texts
@@ -317,9 +318,9 @@ def check(
             finally:
                 gc.unfreeze()  # the next file's model may replace it
         diags = _dedupe(diags)
-        errors = [d for d in diags if d.severity.value == "error"]
-        report.result = {"files": [display_path(f) for f in files], "errors": len(errors),
-                         "warnings": len(diags) - len(errors)}
+        errors, warnings = tally(diags)  # those past the limit too, not E000 itself
+        report.result = {"files": [display_path(f) for f in files], "errors": errors,
+                         "warnings": warnings}
         report.diagnostics.extend(diags)
         if report.output in ("text", "github"):  # github: the annotations go to stdout
             if diags and not report.enabled:
@@ -327,7 +328,7 @@ def check(
             shown = ", ".join(_one_line(display_path(f)) for f in files[:3]) + (
                 f" and {len(files) - 3} more" if len(files) > 3 else "")
             _eprint(f"checked {len(files)} file(s) ({shown}): "
-                    + (f"{len(errors)} error(s)" if errors else "ok"))
+                    + (f"{errors} error(s)" if errors else "ok"))
         if errors:
             raise typer.Exit(EXIT_INVALID)
 

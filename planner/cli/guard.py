@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 import typer
 
-from ..errors import Diagnostic, PlannerError, render_all
+from ..errors import Diagnostic, PlannerError, render_all, tally
 from ..files import unwritable_stdout
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat, github_annotations
@@ -98,10 +98,10 @@ class JsonReport:
 
     def document(self, exit_code: int) -> dict[str, Any]:
         """The envelope for `exit_code`; `valid`: no diagnostic is an error."""
-        errors = sum(d.severity.value == "error" for d in self.diagnostics)
+        errors, warnings = tally(self.diagnostics)
         return {"format_version": JSON_FORMAT_VERSION, "command": self.command,
                 "ok": exit_code == EXIT_OK, "exit_code": exit_code, "valid": errors == 0,
-                "errors": errors, "warnings": len(self.diagnostics) - errors,
+                "errors": errors, "warnings": warnings,
                 "result": self.result,
                 "diagnostics": [d.to_json() for d in self.diagnostics]}
 

@@ -133,6 +133,20 @@ def test_diagnostics_are_capped_and_the_rest_counted() -> None:
     assert len(found) == 6 and found[-1] == ("E000", 0)
 
 
+def test_the_count_of_errors_is_theirs_not_the_shown_ones(tmp_path: Path) -> None:
+    # before: "checked 1 file(s) (s.plan): 6 error(s)" and `"errors": 6` for 30 errors:
+    # the 5 shown and E000, which says how many more there are, counted as one more
+    (tmp_path / "s.plan").write_text(
+        "graph g {\n" + "".join(f"  op o{i} {{ tiem 1 ms }}\n" for i in range(30)) + "}\n")
+    code, _, err = invoke(["check", "s.plan", "--limit", "diagnostics=5"], tmp_path)
+    assert code == 1 and "25 more diagnostic(s) not shown" in err
+    assert err.endswith("checked 1 file(s) (s.plan): 30 error(s)\n")
+    code, out, _ = invoke(["check", "s.plan", "--limit", "diagnostics=5", "--json"], tmp_path)
+    doc = json.loads(out)
+    assert (doc["errors"], doc["warnings"], len(doc["diagnostics"])) == (30, 0, 6)
+    assert doc["result"]["errors"] == 30
+
+
 def test_the_command_line_raises_a_limit_and_rejects_a_bad_one(tmp_path: Path) -> None:
     (tmp_path / "s.plan").write_text(
         CLUSTER + "graph g {\n" + "".join(f"  op o{i} {{ time 1 ms }}\n" for i in range(3))
