@@ -67,7 +67,7 @@ RULES_READ: dict[str, str | tuple[str, ...]] = {
     "device": "DEVICE devref block",
     "link": "LINK devlist ARROW devlist block?",
     "devlist": 'devref ("," devref)*',
-    "devref": 'name | NAME "[" INT ".." INT "]" -> devrange | NAME "[" "*" "]" -> devwild',
+    "devref": 'name | _word "[" INT ".." INT "]" -> devrange | _word "[" "*" "]" -> devwild',
     "graph": 'GRAPH name "{" _graph_item* "}"',
     "_graph_item": ("chain", '";"'),
     "op": "OP name block?",
@@ -86,8 +86,9 @@ RULES_READ: dict[str, str | tuple[str, ...]] = {
     "attr": "NAME selector? value",
     "selector": '"[" name "]"',
     "value": "QUANTITY | NUMBER | name",
+    "name": ("_word", "STRING"),
     # and every keyword, and the terminals lexed as names (`SCHEDULE_1F1B`)
-    "name": ("NAME", "STRING"),
+    "_word": ("NAME",),
 }
 #: Rules the fast path leaves to Lark (it bails wherever one is used), each with the
 #: reason; `mismatches` accepts them in place of an entry of `RULES_READ`.
@@ -110,7 +111,7 @@ def mismatches(g: Grammar) -> list[str]:
               for rule in sorted((RULES_READ.keys() | LEFT_TO_LARK.keys()) - g.rules.keys())]
     found += _rule_mismatches(g)
     found += _terminal_mismatches(g)
-    not_names = sorted(set(g.keywords.values()) - set(g.words("name")))
+    not_names = sorted(set(g.keywords.values()) - set(g.words("_word")))
     if not_names:
         found.append(f"keyword(s) {', '.join(not_names)} not in rule `name`: the reader takes "
                      "every keyword as a name, as the grammar says (add them to `name`)")
@@ -135,7 +136,7 @@ def _rule_mismatches(g: Grammar) -> list[str]:
         lone = g.lone_symbols(rule)
         found += [f"rule `{rule}` has no alternative `{symbol}` any more: change the reader "
                   "and RULES_READ to match" for symbol in read if symbol not in lone]
-        taken = {*read, *derived, *(g.patterns if rule == "name" else ())}
+        taken = {*read, *derived, *(g.patterns if rule == "_word" else ())}
         found += [f"rule `{rule}`'s alternative `{' '.join(alt)}` is not read: give `_Reader` "
                   "a reader for it and add it to RULES_READ"
                   for alt in g.rules[rule] if len(alt) != 1 or alt[0] not in taken]
@@ -461,7 +462,7 @@ class _Reader:
         if not _is(self.cur, "["):
             n = self.name(tok)
             return ast.DevRef("name", n, 0, 0, n.span)
-        if tok[0] != TOK_NAME or tok[1] in self.keywords:
+        if tok[0] != TOK_NAME:  # a keyword is a bare name too (`_word`)
             raise Bail
         self.cur = self.next()
         prefix = ast.Name(tok[1], False, self.span(tok))

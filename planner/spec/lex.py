@@ -36,9 +36,9 @@ class Bail(Exception):
 
 
 def name_terminals(g: Grammar) -> list[str]:
-    """The terminals of `name` lexed as NAMEs: its patterns besides STRING, highest
-    priority first (NAME last)."""
-    found = [s for s in g.lone_symbols("name") if s in g.patterns and s != "STRING"]
+    """The terminals of a bare name (`_word`, which `name` and a device range take) lexed
+    as NAMEs: its patterns, highest priority first (NAME last)."""
+    found = [s for s in g.lone_symbols("_word") if s in g.patterns]
     return sorted(found, key=lambda t: -g.priorities.get(t, 0))
 
 

@@ -402,7 +402,7 @@ def test_the_examples_show_every_production_of_an_edited_grammar(scratch_grammar
     assert len(budget) == 1
     texts = [" ".join(tokens) for tokens, shown in _Examples(lark, read_grammar(_with_budget()))
              if ("budget", tuple(budget[0].expansion)) in shown]
-    assert "plan x { budget 1.5 }" in texts
+    assert any(t.startswith("plan ") and t.endswith(" { budget 1.5 }") for t in texts)
     scratch_grammar(_with_budget())
     assert all(_fast_parse(t, "t.plan") is None for t in texts)
 

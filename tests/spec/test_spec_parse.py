@@ -24,7 +24,6 @@ TINY = REPO / "tests" / "spec" / "valid" / "example" / "tiny.plan"
     "graph g { op a { op 1 ms } }",            # a keyword where only NAME fits (a key)
     "plan p { op x }",                         # ... (a setting key)
     "cluster c { device d[1_0..2] { memory 1 GiB } }",   # INT vs NUMBER
-    "cluster c { device link[0..1] { memory 1 GiB } }",  # keyword as a range prefix
     "graph g { a ; }",                         # a chain needs an arrow
     "graph g { op a { time 1 ms }",            # unclosed
     "graph g {} @",                            # junk
@@ -326,3 +325,15 @@ def test_one_line_blocks_share_their_keys_and_units() -> None:
     (a_time, a_out), (b_time, b_out) = (op.attrs for op in ops)
     assert a_time.key is b_time.key and a_out.key is b_out.key
     assert a_time.value.unit is b_time.value.unit and a_out.value.unit is b_out.value.unit
+
+
+@pytest.mark.parametrize("prefix", ["op", "to", "link", "device", "cluster", "on"])
+def test_a_keyword_is_a_device_ranges_prefix_as_it_is_a_name(prefix: str) -> None:
+    # keywords are names (`device op { ... }`), so `device op[0..1]` declares op0 and op1;
+    # before: E101 "unexpected `[`" from both parsers
+    text = (f"cluster c {{\n  device {prefix}[0..1] {{ memory 1 GiB }}\n"
+            f"  link {prefix}[*] <-> {prefix}[*] {{ bandwidth 1 GB/s }}\n}}\n")
+    fast = _fast_parse(text, "t.plan")
+    assert fast is not None and fast == parse_lark(text, "t.plan")
+    devices = load_text(text, "t.plan").spec.clusters["c"].devices
+    assert [d.name for d in devices] == [f"{prefix}0", f"{prefix}1"]
