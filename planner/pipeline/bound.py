@@ -7,13 +7,29 @@ Every device handles its share of each micro-batch, so the busiest one needs at 
   devices), that is the total at one device's pace times the fraction of the whole
   cluster's pace; otherwise the sum of each op's fastest time over the device count;
 - **unit**: the largest unit (a layer's forward and backward ops, a colocation group)
-  cannot be split: its fastest time on a device it may use (over the most replicas it may
-  have, min(devices, M), under `data_parallel`: replicas take turns at micro-batches);
+  cannot be split: its fastest time on a device it may use;
 - **pins**: the units pinned to one device, on that device.
+
+Replicated stages (`data_parallel`) take turns at micro-batches, and the period charges
+each replica of a stage its load over the number of replicas, whatever M
+(`schedule.PipelineRun.loads_s`), so under `data_parallel` the unit and pins bounds are
+divided by the most replicas a stage may have: N under `data_parallel N` (every stage
+has N, a pinned one included: its block's), every device under `auto` (a layout given to
+`simulate --stages` may replicate any stage, pinned or not, on more devices than M).
 
 Transfers and memory only add, so T >= the largest of these. M micro-batches need at least
 M times the work bound in all, and at least the one-pass lower bound of one micro-batch
-(`planner.bounds`): the iteration bound is the larger.
+(`planner.bounds`): the iteration bound is the larger. Of the one-pass bound, only its
+parts that read neither memory nor transfers count (`one_pass_compute`: the critical path,
+the work, the load and the ramp). The first micro-batch runs on the plan's own devices (its
+pins, colocation groups and runnable devices: a replicated stage's micro-batch 0 runs on
+the stage's own device), each op for at least its one-pass time, after its inputs, so
+those hold for it. The others do not: the constrained and arrival paths charge a tensor
+the direct link between two devices, and a pipeline relays a tensor that skips stages
+through the stages between (`schedule._relayed`), which can be faster than a slow direct
+link; the memory path and forced colocation ask which devices hold ops under the
+one-pass memory model, and a pipeline's memory is the split model's
+(`split.stage_bytes`), which may hold on one device what one pass could not.
 """
 
 from __future__ import annotations
@@ -23,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bounds import lower_bound
 from ..cost import INF, costs
 from ..model import Problem
 from .units import units
@@ -39,7 +56,8 @@ class PipelineBound:
 
 def pipeline_bound(problem: Problem, one_pass_s: float = 0.0) -> PipelineBound:
     """The period and iteration bounds of `problem` (module docstring); `one_pass_s` is the
-    one-pass makespan bound (`bounds.lower_bound(problem).makespan_s`)."""
+    one-pass makespan bound (`bounds.lower_bound(problem).makespan_s`, 0 to leave it out),
+    of which at most `one_pass_compute` counts."""
     c = costs(problem)
     u = units(problem)
     table = np.array(c.compute, dtype=np.float64).reshape(len(problem.graph.ops), -1)
@@ -55,14 +73,32 @@ def pipeline_bound(problem: Problem, one_pass_s: float = 0.0) -> PipelineBound:
         if len(u.allowed[k]) == 1:
             pinned[u.allowed[k][0]] += float(table[list(ops), u.allowed[k][0]].sum())
     candidates["pins"] = max(pinned, default=0.0)
-    pipe = problem.pipeline
-    if pipe is not None and pipe.data_parallel != 1:
-        candidates["unit"] /= max(1, min(m, pipe.microbatches))
+    replicas = _most_replicas(problem, m)
+    candidates["unit"] /= replicas
+    candidates["pins"] /= replicas
     reason = max(candidates, key=lambda k: candidates[k])
     period = candidates[reason]
     microbatches = problem.pipeline.microbatches if problem.pipeline else 1
-    iteration = max(microbatches * candidates["work"], one_pass_s)
+    one_pass = min(one_pass_s, one_pass_compute(problem)) if one_pass_s > 0 else 0.0
+    iteration = max(microbatches * candidates["work"], one_pass)
     return PipelineBound(period, iteration, reason)
+
+
+def one_pass_compute(problem: Problem) -> float:
+    """The largest one-pass makespan bound of `problem` that reads neither memory nor
+    transfers (module docstring): the critical path, the work, the load and the ramp."""
+    b = lower_bound(problem)
+    return max(b.critical_path_s, b.work_s, b.load_s, b.ramp_s)
+
+
+def _most_replicas(problem: Problem, m: int) -> int:
+    """The most replicas a stage of `problem` may run on (module docstring)."""
+    pipe = problem.pipeline
+    if pipe is None or pipe.data_parallel == 1:
+        return 1
+    if pipe.data_parallel == "auto":
+        return max(1, m)
+    return max(1, pipe.data_parallel)
 
 
 def _work(table: np.ndarray) -> float:
