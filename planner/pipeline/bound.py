@@ -11,8 +11,9 @@ Every device handles its share of each micro-batch, so the busiest one needs at 
 - **pins**: the units pinned to one device, on that device.
 
 Replicated stages (`data_parallel`) take turns at micro-batches, and the period charges
-each replica of a stage its load over the number of replicas, whatever M
-(`schedule.PipelineRun.loads_s`), so under `data_parallel` the unit and pins bounds are
+each replica of a stage at least the stage's load over the number of replicas, whatever M
+(`schedule.PipelineRun.loads_s`; a replica slower than the stage's device its own time,
+so the work bound holds), so under `data_parallel` the unit and pins bounds are
 divided by the most replicas a stage may have: N under `data_parallel N` (every stage
 has N, a pinned one included: its block's), every device under `auto` (a layout given to
 `simulate --stages` may replicate any stage, pinned or not, on more devices than M).

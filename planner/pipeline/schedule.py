@@ -131,7 +131,7 @@ class PipelineRun:
     #: per device: the split model's peak bytes (`split.stage_bytes`)
     memory_bytes: tuple[float, ...]
     #: per device: its busiest resource for one micro-batch, compute or transfers
-    #: (`split.resource_loads`)
+    #: (`split.resource_loads`); a replica its share, at its own pace (`_replica_loads`)
     loads_s: tuple[float, ...]
     note: str = ""
     #: when each task ran (module docstring), device by device in pipeline order; the
@@ -242,10 +242,7 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
         stages.append(Stage(d, ops, pipeline.microbatches * (
             math.fsum(c.compute[i][d] for i in ops) + rerun), loads.stage_s[k] / share,
             groups.get(d, ()), by_group.get(d, 0.0)))
-    device_s = list(loads.device_s)
-    for d, members in groups.items():  # a replica takes its share of the micro-batches
-        for e in members:
-            device_s[e] = loads.device_s[d] / len(members)
+    device_s = _replica_loads(problem, split, loads.device_s, groups)
     # memory as the schedule run holds it: GPipe's M in flight where 1F1B fell back to it
     counted = pipeline if schedule.name == pipeline.schedule else dataclasses.replace(
         pipeline, schedule=schedule.name)
@@ -253,6 +250,24 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
                        tuple(stage_bytes(problem, split, counted, recompute, groups)),
                        tuple(device_s), note, tasks, allreduce, pipeline.microbatch_size,
                        spans)
+
+
+def _replica_loads(problem: Problem, split: Split, device_s: Sequence[float],
+                   groups: Mapping[int, tuple[int, ...]]) -> list[float]:
+    """Per device, its busiest resource for one micro-batch (`device_s`), where a replica of
+    a replicated stage takes its share of the micro-batches, each at its own pace, as the
+    simulation runs them: the larger of the stage's device's load and its own compute of
+    the stage, over the replicas (a slower replica is charged its own time)."""
+    out = list(device_s)
+    u = units(problem)
+    compute = costs(problem).compute
+    for d, members in groups.items():
+        ops = [i for k, owner in enumerate(split.devices) if owner == d
+               for unit in u.members[split.bounds[k]:split.bounds[k + 1]] for i in unit]
+        for e in members:  # pins aside: a pinned stage's replicas run it too (`hybrid`)
+            own = math.fsum(compute[i][e] for i in ops)
+            out[e] = max(device_s[d], own) / len(members)
+    return out
 
 
 def _first_schedule(split: Split, pipeline: Pipeline, grouped: bool) -> tuple[Schedule, str]:

@@ -61,6 +61,20 @@ def test_more_replicas_than_micro_batches_still_divide_the_period() -> None:
     assert pipeline_bound(p).period_s <= r.period_s * (1 + 1e-9)
 
 
+def test_a_slower_replica_is_charged_its_own_time() -> None:
+    # one stage on d0 (speed 2) and its replica d1 (speed 1), one micro-batch each: d1
+    # runs its micro-batch in 18 ms, half of it per micro-batch: T = 9 ms (it said 4.5 ms,
+    # d0's pace, under the work bound of 6 ms)
+    p = loads(CLUSTER4.replace("device d[0..3] { memory 1 GiB }",
+                               "device d0 { memory 1 GiB; speed 2 }\n"
+                               "  device d[1..3] { memory 1 GiB }")
+              + GRAPH + "plan p { graph g; cluster c; objective pipeline; microbatches 2\n"
+              "data_parallel auto }\n").plan("p")
+    r = run_pipeline(p, (0, 0, 0, 0), p.pipeline, (), {0: (0, 1)})
+    assert r.period_s == pytest.approx(9 * MS)
+    assert pipeline_bound(p).period_s <= r.period_s
+
+
 RELAY = """cluster c {
   device d[0..2] { memory 8 GiB }
   link d0 <-> d1 { bandwidth 100 GB/s }
@@ -119,7 +133,7 @@ def test_one_device_holds_as_a_pipeline_what_one_pass_could_not() -> None:
 
 def _problem(rng: random.Random, data_parallel: int | str, schedule: str) -> Problem:
     """A chain of 2-3 layers (forward and backward ops), sometimes an edge that skips a
-    layer, 2-3 devices of one speed (4 under `data_parallel 2`), links of different
+    layer, 2-3 devices of different speeds (4 under `data_parallel 2`), links of different
     speeds, ties, pins, caps."""
     k, m = rng.randint(2, 3), 4 if data_parallel == "N" else rng.randint(2, 3)
     ops = [Op(f"f{i}", rng.randint(1, 8) * 0.5 * MS,
@@ -136,8 +150,7 @@ def _problem(rng: random.Random, data_parallel: int | str, schedule: str) -> Pro
         edges += (Edge(0, 2, rng.choice((1, 500)) * 2**20),)
     ties = (Tie((0, k - 1), 100 * 2**20),) if rng.random() < 0.3 else ()
     cap = rng.choice((500, 1000, 8000, 8000)) * 2**20
-    speed = rng.choice((0.5, 1.0, 2.0))
-    devices = tuple(Device(f"d{d}", cap, None, speed) for d in range(m))
+    devices = tuple(Device(f"d{d}", cap, None, rng.choice((0.5, 1.0, 2.0))) for d in range(m))
     links = tuple(Link(a, b, rng.choice((0.1e9, 1e9, 100e9)), rng.choice((0.0, 1e-4)))
                   for a in range(m) for b in range(m) if a != b)
     pins = {rng.randrange(k): rng.randrange(m)} if rng.random() < 0.4 else {}
