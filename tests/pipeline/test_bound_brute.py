@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from planner import loads
+from planner.algorithms import Options
+from planner.algorithms import run as run_algorithm
 from planner.bounds import lower_bound
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Pipeline, Problem, Tie
 from planner.pipeline.bound import pipeline_bound
@@ -50,6 +52,21 @@ def test_a_pinned_unit_replicated_in_its_block_takes_half_the_micro_batches() ->
     assert not units_split(p, (0, 0, 2, 2)) and fits(p, r.memory_bytes)
     assert r.period_s == pytest.approx(8 * MS)
     assert pipeline_bound(p).period_s <= r.period_s * (1 + 1e-9)
+
+
+def test_pipeilp_is_not_optimal_where_a_replicated_layout_beats_it() -> None:
+    # data_parallel auto: pipeilp plans one pipeline, a (pinned to d0) on d0: T = 16 ms,
+    # once labelled `optimal` by the pins bound; the whole graph on d0 and its replica d1
+    # runs at T = 9 ms (`simulate --stages`), a valid plan
+    p = _plan("  data_parallel auto\n  microbatches 8\n  pin a to d0\n")
+    sol = run_algorithm("pipeilp", p, Options(time_limit_s=5))
+    mine = run_pipeline(p, sol.plan.placement, p.pipeline)
+    replicated = run_pipeline(p, (0, 0, 0, 0), p.pipeline, (), {0: (0, 1)})
+    assert fits(p, replicated.memory_bytes)
+    assert replicated.period_s == pytest.approx(9 * MS)
+    assert replicated.period_s < mine.period_s
+    assert sol.status == "feasible"
+    assert pipeline_bound(p).period_s <= replicated.period_s
 
 
 def test_more_replicas_than_micro_batches_still_divide_the_period() -> None:
