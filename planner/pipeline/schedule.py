@@ -451,7 +451,7 @@ def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline
     c = costs(problem)
     compute = c.compute
     if recompute:  # a unit's first backward op runs the unit's forward ops again first
-        compute = _with_recompute(problem, placement, recompute)
+        compute = _with_recompute(problem, placement, recompute, groups)
     compute = compute + ((0.0,) * len(cluster.devices),) * len(relayed.stage)
     # the copies' costs are the graph's, copy after copy
     expanded = with_costs(Problem(problem.name, repeated_graph(relayed.graph, mb), roomy,
@@ -465,10 +465,13 @@ def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline
     return expanded, Plan(where, order), relayed
 
 
-def _with_recompute(problem: Problem, placement: Sequence[int],
-                    recompute: Collection[int]) -> tuple[tuple[float, ...], ...]:
+def _with_recompute(problem: Problem, placement: Sequence[int], recompute: Collection[int],
+                    groups: Mapping[int, tuple[int, ...]] = _NONE
+                    ) -> tuple[tuple[float, ...], ...]:
     """The compute table with each recomputing unit's forward compute added to its first
-    backward op (in topological order), on the unit's device."""
+    backward op (in topological order), on the unit's device and on each of its replicas
+    (`groups`: a replicated stage recomputes on every replica, as its memory and the
+    exported script have it), at each device's own pace."""
     c = costs(problem)
     u = units(problem)
     table = [list(row) for row in c.compute]
@@ -476,7 +479,9 @@ def _with_recompute(problem: Problem, placement: Sequence[int],
         d = placement[ops[0]]
         backward = [i for i in ops if u.backward[i]]
         if d in recompute and backward:
-            table[backward[0]][d] += sum(c.compute[i][d] for i in ops if not u.backward[i])
+            for e in hybrid.group(groups, d):
+                table[backward[0]][e] += sum(c.compute[i][e] for i in ops
+                                             if not u.backward[i])
     return tuple(map(tuple, table))
 
 

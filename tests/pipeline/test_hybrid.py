@@ -214,6 +214,23 @@ def test_a_slow_replica_paces_its_stage() -> None:
     assert _run(p, two).iteration_s == pytest.approx(0.060, rel=1e-3)
 
 
+def test_every_replica_of_a_recomputing_stage_recomputes() -> None:
+    """Before: only the stage's own device ran its forward again in backward, its replica
+    did not (30 ms where 40 ms run; with the replica at half speed, the iteration read
+    60 ms where 80 ms run), while the memory and the exported script recompute on both."""
+    p = _spec([10], [20], [0.001], devices=2, microbatches=2)
+    assert p.pipeline is not None
+    groups = {0: (0, 1)}
+    ran = schedule.run(p, (0, 0), p.pipeline, (0,), groups)
+    spans = {(t.device, t.forward): t.end_s - t.start_s for t in ran.tasks}
+    assert spans[(0, False)] == pytest.approx(0.030) == spans[(1, False)]
+    assert spans[(0, True)] == pytest.approx(0.010) == spans[(1, True)]
+    slow = _spec([10], [20], [0.001], devices=2, microbatches=2, speeds=[1.0, 0.5])
+    assert slow.pipeline is not None
+    assert schedule.run(slow, (0, 0), slow.pipeline, (0,), groups).iteration_s == \
+        pytest.approx(0.080, rel=1e-3)
+
+
 def _iteration_ms(spec: Path, plan: str, cwd: Path, *algo: str
                   ) -> tuple[float, dict[str, object]]:
     done = subprocess.run([sys.executable, "-m", "planner", "solve", str(spec), "--plan", plan,
