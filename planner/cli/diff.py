@@ -20,7 +20,7 @@ from ..render.formats import OutputFormat
 from ..roots import display_path
 from ..units import format_bytes, format_seconds
 from .guard import EXIT_GATE, guard
-from .plandiff import PlanDiff, compare, read_side, simulate_side, spec_problem
+from .plandiff import PlanDiff, Side, compare, read_side, roles, simulate_side, spec_problem
 
 #: moved ops listed in the text output (all of them are in the JSON)
 SHOWN = 10
@@ -87,7 +87,10 @@ def _judge(d: PlanDiff, gate: float | None, have_spec: bool) -> list[Diagnostic]
     """W645 for a slower plan or one that violates the spec; E645 when it fails the gate;
     E644 when the gate lacks the figures it needs."""
     where = Span.start_of(d.new.file)
-    hint = ("look at the ops that moved: `planner diff OLD NEW` prints them",)
+    more = [w for w, on in (("the replicated stages regrouped", d.regrouped),
+                            ("the devices that recompute", d.recompute_changed)) if on]
+    hint = (f"look at the ops that moved{''.join(' and ' + w for w in more)}: `planner diff "
+            "OLD NEW` prints them",)
     if d.new.feasible is False and d.old.feasible is not False:  # whatever it costs
         why = (f"`planner simulate SPEC --placement {d.new.file}` lists its violations",)
         if gate is None:
@@ -140,7 +143,7 @@ def render_text(d: PlanDiff) -> str:
         lines.append("  (no finite makespan: a plan that does not finish on the spec)"
                      if "simulated" in (d.old.source, d.new.source) else
                      "  (figures need a simulation: give --spec SPEC)")
-    return "\n".join([*lines, *_op_lines(d), *_device_lines(d)]) + "\n"
+    return "\n".join([*lines, *_op_lines(d), *_group_lines(d), *_device_lines(d)]) + "\n"
 
 
 def _figure_rows(d: PlanDiff) -> list[tuple[str, str, str, str]]:
@@ -185,6 +188,20 @@ def _op_lines(d: PlanDiff) -> list[str]:
     return lines
 
 
+def _group_lines(d: PlanDiff) -> list[str]:
+    """A hybrid plan's replica groups that changed, and the devices that recompute."""
+    def names(devs: tuple[str, ...]) -> str:
+        return ", ".join(map(shown, devs)) or "none"
+
+    lines = []
+    if d.regrouped:
+        lines.append(f"{len(d.regrouped)} replicated stage(s) regrouped:")
+        lines += [f"  stage on {shown(k)}: {names(a)} -> {names(b)}" for k, a, b in d.regrouped]
+    if d.recompute_changed:
+        lines.append(f"recompute: {names(d.old.recompute)} -> {names(d.new.recompute)}")
+    return lines
+
+
 def _device_lines(d: PlanDiff) -> list[str]:
     """Each device whose load changed: its op count, and its busy time when both have one."""
     lines = [f"{len(d.changed_devices)} device(s) whose load changed"
@@ -194,8 +211,16 @@ def _device_lines(d: PlanDiff) -> list[str]:
         text = f"  {shown(dev)}: {a.ops if a else 0} -> {b.ops if b else 0} ops"
         if a and b and a.busy_s is not None and b.busy_s is not None:
             text += f", busy {format_seconds(a.busy_s)} -> {format_seconds(b.busy_s)}"
-        lines.append(text)
+        was, now = _role(d.old, dev), _role(d.new, dev)
+        lines.append(text + (f"; {was} -> {now}" if was != now else ""))
     return lines
+
+
+def _role(side: Side, dev: str) -> str:
+    """What `dev` does beyond its placed ops in `side`: a replica of a stage, recomputing."""
+    of, again = roles(side).get(dev, ("", False))
+    what = [f"a replica of the stage on {shown(of)}"] if of else []
+    return ", ".join([*what, *(["recomputes"] if again else [])]) or "no replica"
 
 
 def _yes(v: bool | None) -> str:

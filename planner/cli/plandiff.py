@@ -9,7 +9,10 @@ so that the two are judged by one model); without one, only the placements are c
 A pipeline plan (`objective pipeline`) is judged as the pipeline runs it, as `solve` judges
 it: its iteration (with the plan file's `replicas` and `recompute`) is the figure compared
 and gated, its memory the pipeline's, and it is feasible when it runs
-(`pipeline.verdict`); one pass's makespan is shown beside it.
+(`pipeline.verdict`); one pass's makespan is shown beside it. A hybrid plan's replica
+groups and the devices that recompute are part of the plan: a change of them is listed
+(`regrouped`, `recompute`), and the devices it touches count as changed, though no op
+moved.
 """
 
 from __future__ import annotations
@@ -71,6 +74,10 @@ class Side:
     devices: dict[str, DeviceLoad] = field(default_factory=dict)
     #: a pipeline plan's iteration (None for one pass's plan, or not known)
     iteration_s: float | None = None
+    #: a hybrid plan's replicated stages: a stage's device -> its group, itself first
+    replicas: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the devices that recompute their activations
+    recompute: tuple[str, ...] = ()
 
     @property
     def placement(self) -> dict[str, str]:
@@ -85,6 +92,8 @@ class Side:
                 "source": self.source, "makespan_s": self.makespan_s,
                 "lower_bound_s": self.lower_bound_s, "feasible": self.feasible,
                 "iteration_s": self.iteration_s,
+                "replicas": {k: list(g) for k, g in self.replicas.items()},
+                "recompute": list(self.recompute),
                 "devices": [{"name": n, **d.to_json()} for n, d in self.devices.items()]}
 
 
@@ -125,6 +134,7 @@ def read_side(path: Path, shown: str) -> Side:
     side = Side(shown, data, text, at,
                 data.get("plan") if isinstance(data.get("plan"), str) else None,
                 str(data.get("algorithm") or ""))
+    side.replicas, side.recompute = _groups(data.get("replicas")), _names(data.get("recompute"))
     counts = _counts(side.placement)
     if _number(data.get("makespan_s")) is not None:
         side.source = "figures"
@@ -153,6 +163,20 @@ def _pipeline_figures(side: Side, pipeline: Any) -> None:
         if isinstance(d, dict) and d.get("name") in side.devices:
             side.devices[d["name"]] = dataclasses.replace(
                 side.devices[d["name"]], memory_peak_bytes=_int(d.get("memory_bytes")))
+
+
+def _groups(raw: Any) -> dict[str, tuple[str, ...]]:
+    """A file's `replicas` as written (`load_replicas` checks them against a spec): the
+    well-formed groups of two devices or more."""
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(k): tuple(v) for k, v in raw.items()
+            if isinstance(v, list) and len(v) > 1 and all(isinstance(n, str) for n in v)}
+
+
+def _names(raw: Any) -> tuple[str, ...]:
+    """A file's `recompute` as written: its device names, sorted."""
+    return tuple(sorted({n for n in raw if isinstance(n, str)})) if isinstance(raw, list) else ()
 
 
 def _int(v: Any) -> int | None:
@@ -218,6 +242,12 @@ class PlanDiff:
     removed: tuple[str, ...]
     devices: tuple[str, ...]  # every device either side knows, old's order first
     changed_devices: tuple[str, ...]
+    #: (stage's device, old group, new group) for each replicated stage whose group changed
+    regrouped: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+
+    @property
+    def recompute_changed(self) -> bool:
+        return self.old.recompute != self.new.recompute
 
     @property
     def measure(self) -> tuple[str, float | None, float | None]:
@@ -244,6 +274,9 @@ class PlanDiff:
                 "slower_pct": pct if pct is None or math.isfinite(pct) else None,
                 "moved": [{"op": o, "from": a, "to": b} for o, a, b in self.moved],
                 "added": list(self.added), "removed": list(self.removed),
+                "regrouped": [{"stage": k, "from": list(a), "to": list(b)}
+                              for k, a, b in self.regrouped],
+                "recompute_changed": self.recompute_changed,
                 "devices_changed": list(self.changed_devices)}
 
 
@@ -260,11 +293,25 @@ def compare(old: Side, new: Side) -> PlanDiff:
     moved = tuple((op, a[op], dev) for op, dev in b.items() if op in a and a[op] != dev)
     devices = tuple(dict.fromkeys([*old.devices, *new.devices]))
     empty = DeviceLoad(0)
+    regrouped = tuple((k, old.replicas.get(k, (k,)), new.replicas.get(k, (k,)))
+                      for k in dict.fromkeys([*old.replicas, *new.replicas])
+                      if old.replicas.get(k, (k,)) != new.replicas.get(k, (k,)))
+    roles_a, roles_b = roles(old), roles(new)
     changed = tuple(d for d in devices
                     if _load_changed(old.devices.get(d, empty), new.devices.get(d, empty))
-                    or any(d in (x, y) for _, x, y in moved))
+                    or any(d in (x, y) for _, x, y in moved)
+                    or roles_a.get(d) != roles_b.get(d))
     return PlanDiff(old, new, moved, tuple(op for op in b if op not in a),
-                    tuple(op for op in a if op not in b), devices, changed)
+                    tuple(op for op in a if op not in b), devices, changed, regrouped)
+
+
+def roles(side: Side) -> dict[str, tuple[str, bool]]:
+    """What a device does beyond its placed ops: the stage it is a replica of (its
+    stage's device), and whether it recomputes."""
+    out = {d: (k, False) for k, g in side.replicas.items() for d in g[1:]}
+    for d in side.recompute:
+        out[d] = (out.get(d, ("", False))[0], True)
+    return out
 
 
 def _load_changed(a: DeviceLoad, b: DeviceLoad) -> bool:

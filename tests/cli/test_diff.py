@@ -256,3 +256,49 @@ def test_a_pipeline_plan_that_no_longer_fits_fails_the_gate(tmp_path: Path) -> N
     assert (doc["result"]["old"]["feasible"], doc["result"]["new"]["feasible"]) == (True, False)
     assert doc["diagnostics"][0]["message"] == ("the new plan violates the spec (the old one "
                                                 "did not)")
+
+
+def test_regrouped_replicas_and_recompute_are_changes(tmp_path: Path) -> None:
+    """Before: two hybrid plans whose replica groups differ (the same placement) read `0 of
+    8 op(s) moved`, `0 device(s) whose load changed` beside a slower iteration, and the
+    gate's hint pointed at the ops that moved; a plan that recomputes read the same."""
+    spec = tmp_path / "h.plan"
+    ops = "".join(f"  op {u} {{ time 10 ms  params 64 MiB  output 1 MiB }}\n"
+                  f"  op {u}.bwd {{ time 20 ms  output 1 MiB  backward_of {u} }}\n"
+                  for u in "abcd")
+    chain = " -> ".join([*"abcd", *(f"{u}.bwd" for u in "dcba")])
+    spec.write_text(
+        f"graph g {{\n{ops}  {chain}\n" + "".join(f"  {u} -> {u}.bwd\n" for u in "abc")
+        + "}\ncluster four { device gpu[0..3] { memory 4 GiB }\n"
+        "  link gpu[0..3] <-> gpu[0..3] { bandwidth 1 GB/s }\n"
+        "  link gpu0 <-> gpu1 { bandwidth 100 GB/s }\n"
+        "  link gpu2 <-> gpu3 { bandwidth 100 GB/s } }\n"
+        "plan pp { graph g  cluster four  objective pipeline  microbatches 8  schedule 1f1b\n"
+        "  data_parallel 2 }\n")
+    placement = {op: ("gpu0" if op[0] in "ab" else "gpu2") for u in "abcd"
+                 for op in (u, f"{u}.bwd")}
+    base = {"format": "planner.plan", "version": 1, "plan": "pp", "algorithm": "test",
+            "placement": placement}
+    near = {**base, "replicas": {"gpu0": ["gpu0", "gpu1"], "gpu2": ["gpu2", "gpu3"]}}
+    far = {**base, "replicas": {"gpu0": ["gpu0", "gpu3"], "gpu2": ["gpu2", "gpu1"]}}
+    (tmp_path / "near.json").write_text(json.dumps(near))
+    (tmp_path / "far.json").write_text(json.dumps(far))
+    (tmp_path / "again.json").write_text(json.dumps({**near, "recompute": ["gpu2"]}))
+    code, doc = _json(["diff", "near.json", "far.json", "--spec", str(spec),
+                       "--fail-if-slower", "1"], tmp_path)
+    result = doc["result"]
+    assert code == 5 and result["slower_pct"] > 1 and result["moved"] == []
+    assert result["regrouped"] == [{"stage": "gpu0", "from": ["gpu0", "gpu1"],
+                                    "to": ["gpu0", "gpu3"]},
+                                   {"stage": "gpu2", "from": ["gpu2", "gpu3"],
+                                    "to": ["gpu2", "gpu1"]}]
+    assert result["devices_changed"] == ["gpu1", "gpu3"]
+    assert "the replicated stages regrouped" in doc["diagnostics"][0]["hints"][0]
+    code, out, _ = invoke(["diff", "near.json", "far.json", "--spec", str(spec)], tmp_path)
+    assert "2 replicated stage(s) regrouped:\n  stage on gpu0: gpu0, gpu1 -> gpu0, gpu3\n" in out
+    assert ("  gpu1: 0 -> 0 ops, busy 0 ns -> 0 ns; a replica of the stage on gpu0 -> a "
+            "replica of the stage on gpu2\n") in out
+    code, doc = _json(["diff", "near.json", "again.json", "--spec", str(spec)], tmp_path)
+    assert doc["result"]["recompute_changed"] and doc["result"]["devices_changed"] == ["gpu2"]
+    code, out, _ = invoke(["diff", "near.json", "again.json", "--spec", str(spec)], tmp_path)
+    assert "recompute: none -> gpu2\n" in out and "gpu2: 4 -> 4 ops" in out
