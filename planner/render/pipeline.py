@@ -102,10 +102,10 @@ def pipeline_report(problem: Problem, rows: Sequence[PipelineRow], bound: Pipeli
                  f"{format_seconds(bound.period_s)} ({bound.reason}): at most "
                  f"{format_gap(period_gap(run, bound))} above the best period")
     head.add_row("bubble", f"{run.bubble_fraction:.1%}")
-    head.add_row("throughput", f"{_rate(run.throughput)} samples/s "
+    head.add_row("throughput", f"{rate(run.throughput)} samples/s "
                  f"({pipeline.microbatch_size} per micro-batch)")
     if run.allreduce_s:
-        head.add_row("all-reduce", _allreduce_line(problem, run))
+        head.add_row("all-reduce", allreduce_line(problem, run))
     if not fits(problem, run.memory_bytes):
         head.add_row("memory", "[red]does not fit[/red]: a device holds less than its stages' "
                      "activations in flight need (devices below)")
@@ -135,7 +135,7 @@ def pipeline_report(problem: Problem, rows: Sequence[PipelineRow], bound: Pipeli
     return Group(Text(""), head, Text(""), stages, memory, compared)
 
 
-def _allreduce_line(problem: Problem, run: PipelineRun) -> str:
+def allreduce_line(problem: Problem, run: PipelineRun) -> str:
     """What the iteration's all-reduces are: the replicated stages', the tied weights'."""
     what = []
     if any(len(s.devices) > 1 for s in run.stages):
@@ -161,7 +161,7 @@ def _stages_table(problem: Problem, run: PipelineRun) -> Table:
     return stages
 
 
-def _rate(x: float) -> str:
+def rate(x: float) -> str:
     """Four significant digits, never an exponent (`3.615e+06` read as an error; now
     `3615000`, `0.0004938`, `87.4`)."""
     if not math.isfinite(x) or x <= 0:

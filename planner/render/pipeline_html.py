@@ -2,13 +2,15 @@
 
 The same figures as the terminal's pipeline section (`render.pipeline`): the iteration and
 the time per micro-batch (simulated), the period T with its lower bound and the gap, the
-bubble, the stages, and the comparison rows (one device, uniform split, makespan plan,
+bubble, the throughput, the gradient all-reduces (a hybrid plan's replicated stages', tied
+weights'), the stages, and the comparison rows (one device, uniform split, makespan plan,
 this plan), as the report layer computed them (`report.pipeline.pipeline_view`). Above
 them, the **micro-batch timeline**: one row per device (its stages), one bar per task (a
 micro-batch's forward or backward ops there, from the first op's start to the last op's
 end: `pipeline.schedule.Task`), coloured by micro-batch, backward bars lighter and
-labelled `B`; the gaps between bars are the bubble. It has S × M × 2 bars at most,
-however many ops the graph has.
+labelled `B`, and a grey bar `AR` on each device of an all-reduce's ring while it runs;
+the other gaps between bars are the bubble. It has S × M × 2 task bars at most, however
+many ops the graph has.
 
 Only SVG attributes and the report's existing classes are used, so a page without a
 pipeline is byte for byte what it was. Every name is escaped (`svg.esc`).
@@ -20,11 +22,12 @@ import math
 from collections.abc import Sequence
 
 from ..model import Op, Problem
+from ..pipeline.allreduce import AllReduce
 from ..pipeline.schedule import PipelineRun, Task
 from ..report.views import PipelineRow, PipelineView
 from ..units import format_bytes, format_seconds
 from .figures import format_gap
-from .pipeline import period_gap
+from .pipeline import allreduce_line, period_gap, rate
 from .svg import coord, esc, svg_open
 from .timeline import LEFT, RIGHT, WIDTH, TimeAxis, axis_marks
 
@@ -64,7 +67,11 @@ def pipeline_section_html(problem: Problem, view: PipelineView) -> str:
         "period bound": f"{_s(bound.period_s)} ({bound.reason})",
         "period gap": format_gap(period_gap(run, bound)),
         "bubble": f"{run.bubble_fraction:.1%}",
+        "throughput": f"{rate(run.throughput)} samples/s ("
+                      f"{1 if pipeline is None else pipeline.microbatch_size} per micro-batch)",
     }
+    if run.allreduce_s:
+        figures["all-reduce"] = allreduce_line(problem, run)
     cells = "".join(f'<div><span>{esc(k)}</span><b>{esc(v)}</b></div>'
                     for k, v in figures.items())
     notes = [n for n in (run.note, *view.notes) if n]
@@ -78,7 +85,10 @@ def pipeline_section_html(problem: Problem, view: PipelineView) -> str:
             f'</figcaption>{_legend(run)}{timeline_svg(problem, run)}'
             '<p class="note">One bar per task: a micro-batch\'s forward (F) or backward (B) '
             'work on a device, from its first op\'s start to its last op\'s end; colours: '
-            'micro-batches, backward lighter; the gaps are the bubble.</p></figure>'
+            'micro-batches, backward lighter'
+            + ('; grey (AR): a gradient all-reduce on the devices of its ring; the other gaps '
+               'are the bubble' if run.allreduces else '; the gaps are the bubble')
+            + '.</p></figure>'
             f'<h3>Stages</h3>{_stages_table(problem, run)}'
             f'<h3>Compared, under the same pipeline</h3>{_compared_table(view.rows)}'
             '<h2>One pass</h2>')
@@ -129,6 +139,9 @@ def timeline_svg(problem: Problem, run: PipelineRun, width: int = WIDTH) -> str:
         for task in lanes[d]:
             out.append(_bar(task, top + row * ROW + 4, axis, devs[d].name,
                             _ops_text(ops, run.stages[task.stage].ops)))
+    rows = {d: row for row, d in enumerate(lanes)}
+    out += [_allreduce_bar(a, top + rows[d] * ROW + 4, axis, problem)
+            for a in run.allreduces for d in a.devices if d in rows]
     out.append('</g></svg>')
     return "".join(out)
 
@@ -156,6 +169,24 @@ def _bar(t: Task, y: float, axis: TimeAxis, device: str, ops: str) -> str:
     if w > 7 * len(tag) + 4:
         bar += (f'<text class="oplabel" x="{coord(x0 + w / 2)}" y="{coord(y + 15)}" '
                 f'text-anchor="middle">{tag}</text>')
+    return bar
+
+
+def _allreduce_bar(a: AllReduce, y: float, axis: TimeAxis, problem: Problem) -> str:
+    """One device's share of an all-reduce: a grey bar while its ring runs."""
+    x0 = axis.x(a.start_s)
+    w = max(axis.x(a.end_s) - x0, 0.6)
+    what = "a replicated stage's gradients" if a.kind == "replicas" else "a tied weight's gradient"
+    ring = ", ".join(problem.cluster.devices[d].name for d in a.devices)
+    tip = (f"all-reduce of {what} ({format_bytes(int(a.bytes))}) among {ring}\n"
+           f"{format_seconds(a.start_s)} → {format_seconds(a.end_s)} "
+           f"({format_seconds(a.end_s - a.start_s)})")
+    bar = (f'<rect data-allreduce="{esc(a.kind)}" x="{coord(x0)}" y="{coord(y)}" '
+           f'width="{coord(w)}" height="{ROW - 8}" fill="#999999" stroke="rgba(0,0,0,.35)" '
+           f'stroke-width=".5" data-tip="{esc(tip)}"/>')
+    if w > 18:
+        bar += (f'<text class="oplabel" x="{coord(x0 + w / 2)}" y="{coord(y + 15)}" '
+                'text-anchor="middle">AR</text>')
     return bar
 
 

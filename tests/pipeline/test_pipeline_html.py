@@ -11,6 +11,7 @@ stage's), derived below by hand.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from planner.pipeline.split import Split
 from planner.pipeline.units import units
 from planner.plan import Plan
 from planner.render.html import plan_report_html
+from planner.render.pipeline import rate
 from planner.report.pipeline import pipeline_view
 from planner.simulate import simulate
 from planner.units import format_seconds
@@ -254,7 +256,38 @@ def test_solve_html_escapes_names_in_the_pipeline_section(tmp_path: Path) -> Non
 
 def test_a_throughput_is_never_in_exponent_notation() -> None:
     """Before: `3.615e+06 samples/s`, `0.0004938` was fine but `4.9e-07` was not."""
-    from planner.render.pipeline import _rate
-
-    assert [_rate(x) for x in (3614858.2, 4.938e-4, 87.4, 2.806, 4.9e-7)] == [
+    assert [rate(x) for x in (3614858.2, 4.938e-4, 87.4, 2.806, 4.9e-7)] == [
         "3615000", "0.0004938", "87.4", "2.806", "0.00000049"]
+
+
+def test_a_hybrid_plans_page_shows_its_all_reduces_and_throughput(tmp_path: Path) -> None:
+    """Before: the page of a hybrid plan (two stages of two replicas) gave its iteration but
+    neither the throughput nor the all-reduce that the terminal and `--json` report (a
+    GPT on two-nodes: 1.682 ms of its 4.522 ms), and its timeline left the all-reduce as a
+    gap called the bubble."""
+    ops = "".join(f"  op f{k} {{ time 2 ms; params 64 MB; output 1 MB }}\n"
+                  f"  op f{k}.bwd {{ time 3 ms; backward_of f{k} }}\n"
+                  f"  f{k} -> f{k}.bwd\n  colocate f{k}, f{k}.bwd\n" for k in range(4))
+    ops += "".join(f"  f{k} -> f{k + 1}\n  f{k + 1}.bwd -> f{k}.bwd {{ bytes 1 MB }}\n"
+                   for k in range(3))
+    (tmp_path / "s.plan").write_text(
+        "cluster c { device d[0..3] { memory 4 GiB }\n"
+        "  link d[0..3] <-> d[0..3] { bandwidth 10 GB/s } }\n"
+        f"graph g {{\n{ops}}}\n"
+        "plan p { graph g; cluster c; objective pipeline; microbatches 4; schedule 1f1b;\n"
+        "  data_parallel 2; microbatch_size 8 }\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["solve", str(tmp_path / "s.plan"), "--algo", "hybrid",
+                                   "--json", "--html", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    piped = json.loads(res.stdout)["result"]["pipeline"]
+    assert piped["allreduce_s"] > 0 and [len(s["devices"]) for s in piped["stages"]] == [2, 2]
+    section = _section((tmp_path / "r.html").read_text(encoding="utf-8"))
+    assert (f"<span>throughput</span><b>{rate(piped['throughput'])} samples/s (8 per "
+            "micro-batch)</b>") in section
+    assert (f"<span>all-reduce</span><b>{format_seconds(piped['allreduce_s'])} per "
+            "iteration: the replicated stages&#x27; gradients among their replicas</b>"
+            ) in section
+    # each replica's share of its stage's all-reduce: a bar on each of the four devices
+    bars = re.findall(r'<rect data-allreduce="replicas" x="[^"]+" y="([^"]+)"', section)
+    assert len(set(bars)) == 4 and "grey (AR): a gradient all-reduce" in section
+    assert section.count('<rect class="task"') == 2 * 4 * 2
