@@ -176,7 +176,7 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
             best, chosen = dataclasses.replace(plan, info=best.info), name
     if pipeline.data_parallel == "auto":  # replicated stages too, if they run faster
         try:
-            mixed = pipehybrid.place(problem, options)
+            mixed = pipehybrid.place(problem, options, pure=False)  # pipedp's ran above
         except InfeasibleError:  # no layout fits: the pure pipeline's verdict stands
             figures["hybrid"] = (math.inf, False)
         else:

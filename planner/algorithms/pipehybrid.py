@@ -29,8 +29,11 @@ The DP gives the best layout for each count of devices used; every one is simula
 parallelism), and the shortest simulated iteration that fits wins; its cuts are then moved
 a unit or two either way while the simulated iteration shortens, within a budget of
 simulated ops set by the graph's size (`refine`). Past `pipedp.MAX_SIMULATED_OPS` copied
-ops the DP's cost compares them instead. `auto` under `data_parallel auto` keeps this plan
-only when it simulates faster than its pure pipeline. `data_parallel N` fixes r = N for
+ops the DP's cost compares them instead. Under `data_parallel auto` or `1`, `pipedp`'s split
+(one device per stage, on any chain: the cluster's order may miss it, as where the last
+layer is pinned to the last device) has its cuts moved alike and wins where it runs faster,
+so that `hybrid` is never slower than `pipedp`. `auto` under `data_parallel auto` keeps this
+plan only when it simulates faster than its pure pipeline. `data_parallel N` fixes r = N for
 every stage (N identical pipelines).
 """
 
@@ -57,10 +60,11 @@ from ..errors import Diagnostic, InfeasibleError
 from ..model import Cluster, Pipeline, Problem, derived
 from ..pipeline import hybrid
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import Split, fits, stage_bytes
+from ..pipeline.split import Split, fits, split_of, stage_bytes
 from ..pipeline.splitdp import candidate_cuts
 from ..pipeline.units import Units, units
 from ..plan import Plan
+from . import pipedp
 from .base import Options, Solution
 from .pipedp import MAX_SIMULATED_OPS
 
@@ -93,9 +97,12 @@ class Layout:
         return {g[0]: g for g in self.groups if len(g) > 1}
 
 
-def place(problem: Problem, options: Options) -> Solution:
+def place(problem: Problem, options: Options, *, pure: bool = True) -> Solution:
     """The best hybrid layout (module docstring) as a plan; `info["replicas"]` names each
-    replicated stage's group."""
+    replicated stage's group. With `pure` (unless `data_parallel N` asks for replicas),
+    `pipedp`'s split is a candidate too: a layout of one device per stage on any chain,
+    which the DP's consecutive blocks may miss (`auto`, which runs `pipedp` itself, passes
+    False)."""
     pipeline = problem.pipeline or Pipeline()
     found = candidates(problem, pipeline)
     if not found:
@@ -110,7 +117,26 @@ def place(problem: Problem, options: Options) -> Solution:
     chosen, figures = best(problem, pipeline, found)
     if simulated(problem, pipeline):
         chosen = refine(problem, pipeline, chosen, figures)
+    chain = _pure(problem, pipeline, options) if pure and _fixed(pipeline) in (None, 1) else None
+    if chain is not None and chain not in figures:  # kept only where it runs faster
+        figures[chain] = iteration(problem, pipeline, chain)
+        if simulated(problem, pipeline):
+            chain = refine(problem, pipeline, chain, figures)
+        if figures[chain] < figures[chosen]:
+            chosen = chain
     return solution(problem, pipeline, chosen, figures)
+
+
+def _pure(problem: Problem, pipeline: Pipeline, options: Options) -> Layout | None:
+    """`pipedp`'s split as a layout of one device per stage, or None where it has none
+    that fits."""
+    try:
+        planned = pipedp.place(problem, options)
+    except InfeasibleError:
+        return None
+    split = split_of(problem, planned.plan.placement)
+    lay = Layout(split.bounds, tuple((d,) for d in split.devices))
+    return lay if _fits(problem, pipeline, lay) else None
 
 
 def refine(problem: Problem, pipeline: Pipeline, lay: Layout, figures: dict[Layout, float],

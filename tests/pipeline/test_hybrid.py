@@ -179,6 +179,36 @@ def test_auto_with_data_parallel_auto_never_loses_to_the_pure_pipeline(seed: int
     assert all(len(s.devices) == len(hybrid.group(groups, s.device)) for s in ran.stages)
 
 
+def _iteration(p: Problem, algo: str) -> float:
+    solved = run_algorithm(algo, p, Options(time_limit_s=5))
+    assert p.pipeline is not None
+    return schedule.run_planned(p, solved.plan.placement, p.pipeline, solved.info).iteration_s
+
+
+@pytest.mark.parametrize("data_parallel", ["1", "auto"])
+def test_hybrid_never_loses_to_pipedps_pure_pipeline(data_parallel: str) -> None:
+    """Before: `--algo hybrid` took the devices in the cluster's order only, so with the
+    last layer pinned to the last device it ran a pure pipeline through all four (242 ms
+    under `data_parallel 1`) where pipedp's two devices ran in 96 ms; its plan is now never
+    slower than pipedp's, a layout of one device per stage."""
+    p = _spec([2, 2, 2, 2], [4, 4, 4, 4], [1, 1, 1, 1], devices=4, microbatches=4,
+              activation="200 MB", bandwidth="10 GB/s", pins="pin f3 to d3",
+              data_parallel=data_parallel)
+    pure, mixed = _iteration(p, "pipedp"), _iteration(p, "hybrid")
+    assert pure == pytest.approx(0.096)
+    assert mixed == pytest.approx(0.096 if data_parallel == "1" else 0.0844)
+    for seed in range(4):
+        rng = random.Random(300 + seed)
+        n, m = rng.randint(3, 7), rng.randint(2, 4)
+        q = _spec([rng.uniform(1, 20) for _ in range(n)],
+                  [rng.uniform(1, 40) for _ in range(n)],
+                  [rng.choice([0.5, 5, 50]) for _ in range(n)], devices=m,
+                  microbatches=rng.choice([4, 8]), activation=rng.choice(["1 MB", "50 MB"]),
+                  bandwidth=rng.choice(["1 GB/s", "10 GB/s"]), data_parallel=data_parallel,
+                  pins=f"pin f{n - 1} to d{m - 1}")
+        assert _iteration(q, "hybrid") <= _iteration(q, "pipedp") * (1 + 1e-9), seed
+
+
 def test_data_parallel_n_replicates_every_stage_n_times() -> None:
     p = _spec([5, 6, 7, 8], [10, 12, 14, 16], [1, 1, 1, 1], devices=4, microbatches=8,
               data_parallel="2")
@@ -367,7 +397,8 @@ def test_the_cut_moves_bring_a_misplaced_cut_back_and_never_lose() -> None:
         before = seen[chosen]
         moved = pipehybrid.refine(q, q.pipeline, chosen, seen)
         assert seen[moved] <= before
-        assert run_algorithm("hybrid", q, Options()).info["iteration_s"] == seen[moved]
+        # the plan: that layout, or pipedp's pure pipeline where it runs faster
+        assert run_algorithm("hybrid", q, Options()).info["iteration_s"] <= seen[moved]
 
 
 def test_auto_says_why_it_keeps_the_replicated_stages() -> None:
