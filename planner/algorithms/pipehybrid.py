@@ -106,14 +106,7 @@ def place(problem: Problem, options: Options, *, pure: bool = True) -> Solution:
     pipeline = problem.pipeline or Pipeline()
     found = candidates(problem, pipeline)
     if not found:
-        raise InfeasibleError(Diagnostic(
-            "E712", f"no hybrid layout of plan `{problem.name}` (stages on consecutive "
-            "devices in the cluster's order, replicated or not) fits the devices' memory and "
-            "the devices its units may use", None,
-            ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
-             "fewer activations, or give the devices more `memory`; pins that do not follow "
-             "the cluster's device order leave the hybrid DP no layout (`--algo pipedp` "
-             "tries device chains in any order)",)))
+        raise _no_layout(problem, _fixed(pipeline))
     chosen, figures = best(problem, pipeline, found)
     if simulated(problem, pipeline):
         chosen = refine(problem, pipeline, chosen, figures)
@@ -125,6 +118,25 @@ def place(problem: Problem, options: Options, *, pure: bool = True) -> Solution:
         if figures[chain] < figures[chosen]:
             chosen = chain
     return solution(problem, pipeline, chosen, figures)
+
+
+def _no_layout(problem: Problem, fixed: int | None) -> InfeasibleError:
+    """E712: no layout fits; under `data_parallel N` every stage has N replicas, each
+    holding a DDP bucket more than one device per stage would."""
+    each = ("replicated or not" if fixed in (None, 1) else
+            f"each on {fixed} replicas, as `data_parallel {fixed}` asks")
+    fewer = ("" if fixed in (None, 1) else
+             f"; `data_parallel {fixed}` replicates every stage {fixed} times, each replica "
+             "holding a DDP bucket of its gradients too: a smaller `data_parallel`, or "
+             "`auto`, may fit")
+    return InfeasibleError(Diagnostic(
+        "E712", f"no hybrid layout of plan `{problem.name}` (stages on consecutive devices "
+        f"in the cluster's order, {each}) fits the devices' memory and the devices its "
+        "units may use", None,
+        ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold fewer "
+         "activations, or give the devices more `memory`; pins that do not follow the "
+         "cluster's device order leave the hybrid DP no layout (`--algo pipedp` tries device "
+         f"chains in any order){fewer}",)))
 
 
 def _pure(problem: Problem, pipeline: Pipeline, options: Options) -> Layout | None:

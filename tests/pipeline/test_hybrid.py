@@ -209,6 +209,23 @@ def test_hybrid_never_loses_to_pipedps_pure_pipeline(data_parallel: str) -> None
         assert _iteration(q, "hybrid") <= _iteration(q, "pipedp") * (1 + 1e-9), seed
 
 
+def test_e712_under_data_parallel_n_says_that_every_stage_is_replicated() -> None:
+    """Before: 'no hybrid layout ... (stages on consecutive devices in the cluster's order,
+    replicated or not) fits', under `data_parallel 2`, where only layouts of two replicas
+    a stage were tried and `data_parallel auto` fits four stages of one device."""
+    p = _spec([5, 5, 5, 5], [10, 10, 10, 10], [2, 2, 2, 2], devices=4, microbatches=4,
+              memory="10 MB", data_parallel="2")
+    with pytest.raises(InfeasibleError) as caught:
+        run_algorithm("hybrid", p, Options(time_limit_s=5))
+    d = caught.value.diagnostics[0]
+    assert d.code == "E712" and "replicated or not" not in d.message
+    assert "each on 2 replicas, as `data_parallel 2` asks" in d.message
+    assert "a smaller `data_parallel`, or `auto`, may fit" in d.hints[0]
+    auto = _spec([5, 5, 5, 5], [10, 10, 10, 10], [2, 2, 2, 2], devices=4, microbatches=4,
+                 memory="10 MB", data_parallel="auto")
+    assert run_algorithm("hybrid", auto, Options(time_limit_s=5)).info["layout"] == [1] * 4
+
+
 def test_data_parallel_n_replicates_every_stage_n_times() -> None:
     p = _spec([5, 6, 7, 8], [10, 12, 14, 16], [1, 1, 1, 1], devices=4, microbatches=8,
               data_parallel="2")
