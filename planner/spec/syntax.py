@@ -167,12 +167,28 @@ def _token_hints(tok: Any, text: str, tok_pos: int, keyword_pos: int, expected: 
             elsewhere = _statement_home(tok.type.lower(), opener.split()[0])
             hints.append(elsewhere or f"missing `}}` to close `{opener}`")
     if expected & {"QUANTITY", "NUMBER"} and "RBRACE" not in expected:
+        hints += _unit_on_next_line(text, tok_pos)
         hints.append("expected a value, such as `16 GiB`, `1.5 ms` or a name")
     elif tok.type in {"QUANTITY", "NUMBER"} and "NAME" in expected:
+        hints += _unit_on_next_line(text, tok_pos)
         hints.append("a value must follow a key, as in `memory 16 GiB`")
     return hints
 
 
+def _unit_on_next_line(text: str, tok_pos: int) -> list[str]:
+    """The hint for a quantity whose unit went to the next line (`memory 16` NL `GiB }`,
+    or NL `GiB speed 2`): the unit was read as the next attribute's key."""
+    split = _UNIT_ON_NEXT_LINE.search(text, max(0, tok_pos - 200), tok_pos)
+    if split is None or split.group(2) not in UNIT_TABLE:
+        return []
+    number, unit = split.group(1), split.group(2)
+    return [f"`{unit}` is read as a key: a quantity's number and unit stand on one line, as "
+            f"in `{number} {unit}`"]
+
+
+#: a number at a line's end, then a word alone before the token: a unit read as a key
+_UNIT_ON_NEXT_LINE = re.compile(
+    r"(\d[\w.+\-]*)[ \t]*\n\s*([A-Za-z/]+)(?:\s+[A-Za-z_][\w.\-]*)?\s*\Z")
 #: the word that starts a statement, right before the token at the end of the text
 _STATEMENT_START = re.compile(r"(?:\A|[\n{};])[ \t]*([A-Za-z_][\w.\-]*)[ \t]+\Z")
 _TOP_LEVEL = ("graph", "cluster", "plan", "import")
