@@ -273,19 +273,25 @@ def run(name: str, problem: Problem, options: Options | None = None) -> Solution
     return _unreplicated(solution, name, problem).timed(elapsed)
 
 
-#: the algorithms that plan `data_parallel` (replicated stages); the others plan one device
-#: a stage and say so
+#: the algorithms that plan `data_parallel N` (replicated stages); the others plan one
+#: device a stage and say so
 REPLICATING = ("auto", "hybrid", "pipeilp")
+#: those that choose replicas per stage (`data_parallel auto`): pipeilp plans one pipeline
+#: there (its package docstring)
+CHOOSING_REPLICAS = ("auto", "hybrid")
 
 
 def _unreplicated(solution: Solution, name: str, problem: Problem) -> Solution:
     """`solution`, with a note when the plan asks for replicated stages and `name` plans
     none (`info["data_parallel"]`)."""
     pipeline = problem.pipeline
-    if pipeline is None or pipeline.data_parallel == 1 or name in REPLICATING:
+    if pipeline is None or pipeline.data_parallel == 1:
+        return solution
+    planners = CHOOSING_REPLICAS if pipeline.data_parallel == "auto" else REPLICATING
+    if name in planners:
         return solution
     note = (f"`{name}` gives each stage one device: `data_parallel "
-            f"{pipeline.data_parallel}` is planned by {', '.join(REPLICATING)}")
+            f"{pipeline.data_parallel}` is planned by {', '.join(planners)}")
     return dataclasses.replace(solution, info=MappingProxyType({**solution.info,
                                                                 "data_parallel": note}))
 

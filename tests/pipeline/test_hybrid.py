@@ -391,6 +391,15 @@ def test_an_algorithm_that_plans_no_replicas_says_so_under_data_parallel() -> No
     assert "`pipedp` gives each stage one device" in solution.info["data_parallel"]
     assert not hybrid.replica_groups(p, solution.info)
     assert "data_parallel" not in run_algorithm("hybrid", p, Options()).info
+    # under `auto`, pipeilp plans one pipeline too, and the notes say who chooses replicas
+    # (before: pipeilp said nothing, and pipedp's note named pipeilp among them)
+    auto = dataclasses.replace(p, pipeline=dataclasses.replace(p.pipeline,
+                                                               data_parallel="auto"))
+    ilp = run_algorithm("pipeilp", auto, Options())
+    assert not hybrid.replica_groups(auto, ilp.info)
+    assert ilp.info["data_parallel"].endswith("`data_parallel auto` is planned by auto, hybrid")
+    assert run_algorithm("pipedp", auto, Options()).info["data_parallel"].endswith(
+        "is planned by auto, hybrid")
 
 
 def test_the_cut_moves_bring_a_misplaced_cut_back_and_never_lose() -> None:
