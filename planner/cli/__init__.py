@@ -419,10 +419,10 @@ def simulate(
 
         result, bounds, _ = emit_result(problem, the_plan, report, extra_json={},
                                          extra_rows={})
-        fits, _ = report_pipeline(problem, the_plan, report, bounds, recompute=again,
-                                   replicas=replica_names(problem, groups))
+        fits, view = report_pipeline(problem, the_plan, report, bounds, recompute=again,
+                                      replicas=replica_names(problem, groups))
         write_trace_file(trace, problem, result, again, replica_names(problem, groups))
-        verdict(problem, result, fits, report)
+        verdict(problem, result, fits, report, view=view)
 
 
 @app.command()

@@ -262,11 +262,12 @@ def report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: Bo
 
 
 def verdict(problem: Problem, result: SimResult, fits: bool, report: JsonReport,
-            hints: tuple[str, ...] = ()) -> None:
+            hints: tuple[str, ...] = (), view: PipelineView | None = None) -> None:
     """Exit 3 (E401, with `hints` after its own) for a plan that breaks a rule: under
-    `objective pipeline` as `pipeline_verdict` judges it, else by the one pass."""
+    `objective pipeline` as `pipeline_verdict` judges it (`view`: the report's pipeline
+    run), else by the one pass."""
     if problem.pipeline is not None:
-        pipeline_verdict(problem, result, fits, report, hints)
+        pipeline_verdict(problem, result, fits, report, hints, view)
     elif not result.feasible:
         infeasible_exit(problem, result, report, hints)
 
@@ -360,7 +361,7 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
     try:  # an infeasible plan is no plan file: `--out` keeps what it held (the reports show it)
         verdict(problem, result, fits, report, () if out is None else (
             f"--out {out} was left as it was: a plan that breaks the rules is not written as "
-            "a plan file (--json gives it, marked infeasible with its violations)",))
+            "a plan file (--json gives it, marked infeasible with its violations)",), view)
     except typer.Exit:
         _interrupted_note(solution, (html, trace), report)
         raise
@@ -410,19 +411,27 @@ def _pipeline_status(problem: Problem, solution: Solution) -> str:
     # lazy: start-up
     from ..pipeline.schedule import run_planned
     from ..pipeline.split import fits, units_split
+    from ..pipeline.verdict import replicated_pins
 
     if units_split(problem, solution.plan.placement):
         return "infeasible"
-    held = run_planned(problem, solution.plan.placement, pipeline, solution.info).memory_bytes
-    return solution.status if fits(problem, held) else "infeasible"
+    ran = run_planned(problem, solution.plan.placement, pipeline, solution.info)
+    ok = fits(problem, ran.memory_bytes) and not replicated_pins(problem, ran)
+    return solution.status if ok else "infeasible"
 
 
 def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
-                      report: JsonReport, hints: tuple[str, ...] = ()) -> None:
+                      report: JsonReport, hints: tuple[str, ...] = (),
+                      view: PipelineView | None = None) -> None:
     """A pipeline plan's memory is the pipeline's (activations in flight, recomputation),
-    not one pass's: the one-pass simulation judges every other rule. Exit 3 (E401, with
-    `hints` after its own) where it breaks one."""
+    not one pass's: the one-pass simulation judges every other rule, and the pipeline's
+    run (`view`) the pins its replicated stages break. Exit 3 (E401, with `hints` after
+    its own) where it breaks one."""
+    from ..pipeline.verdict import replicated_pins  # lazy: start-up
+
     others = [v for v in result.violations if v.kind != "memory"]
+    if view is not None:
+        others += replicated_pins(problem, view.rows[-1].run)
     if others:
         infeasible_exit(problem, dataclasses.replace(result, violations=tuple(others)),
                          report, hints)

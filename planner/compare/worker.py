@@ -27,6 +27,7 @@ from ..pipeline.bound import pipeline_bound
 from ..pipeline.schedule import run_planned
 from ..pipeline.split import fits as pipeline_fits
 from ..pipeline.split import split_words, units_split
+from ..pipeline.verdict import replicated_pins
 from ..simulate import SimResult, Violation, simulate
 from ..spec.load import load_path
 from .rows import Row, empty_row
@@ -346,4 +347,5 @@ def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
     others += [Violation("colocation", split_words(problem, result.placement, (a, b)),
                          (a, b), (result.placement[a], result.placement[b]))
                for a, b in units_split(problem, result.placement)]
+    others += replicated_pins(problem, run)
     return (not others and fits and row["iteration_s"] is not None), others

@@ -25,6 +25,8 @@ from planner.errors import InfeasibleError
 from planner.model import Problem
 from planner.pipeline import hybrid, schedule
 from planner.pipeline.split import Split, stage_bytes
+from planner.plan import Plan
+from planner.simulate import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -247,6 +249,45 @@ def test_a_pinned_layer_is_never_replicated() -> None:
     # without the pin both layers would take every device as one replicated stage
     free = _spec([10, 10], [20, 20], [0.1, 0.1], devices=4, microbatches=8)
     assert run_algorithm("hybrid", free, Options()).info["layout"] == [4]
+
+
+def test_a_layout_that_replicates_a_pinned_layer_breaks_its_pin(tmp_path: Path) -> None:
+    """Before: `simulate --stages` (and the API, compare) judged feasible a layout whose
+    pinned layer ran on a replica too, a layout `hybrid` never plans."""
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+    from planner.pipeline.verdict import pipeline_breaks, replicated_pins
+
+    spec = tmp_path / "pinned.plan"
+    spec.write_text(
+        "cluster c { device d[0..3] { memory 1 GiB }  link d[0..3] <-> d[0..3] "
+        "{ bandwidth 1 GB/s } }\ngraph g {\n"
+        + "".join(f"  op {n} {{ time 4 ms  params 1 MB  output 1 MB }}\n"
+                  f"  op {n}.bwd {{ time 8 ms  backward_of {n} }}\n" for n in "ab")
+        + "  a -> b -> b.bwd -> a.bwd\n}\nplan p { graph g  cluster c  objective pipeline  "
+        "microbatches 4  data_parallel auto  pin a to d0 }\n")
+    stages = tmp_path / "stages.json"
+    layout = [{"ops": ["a", "a.bwd"], "devices": ["d0", "d1"]},
+              {"ops": ["b", "b.bwd"], "devices": ["d2", "d3"]}]
+    stages.write_text(json.dumps(layout))
+    done = CliRunner().invoke(app, ["simulate", str(spec), "--stages", str(stages)])
+    assert done.exit_code == 3, done.output
+    assert "pin: op `a` is pinned to `d0`, and its stage is replicated on `d1`" in done.stderr
+    # the rule every command's pipeline verdict reads (the API's `breaks` included)
+    p = loads(spec.read_text()).plan("p")
+    assert p.pipeline is not None
+    placement = [0, 0, 2, 2]  # a, a.bwd on d0; b, b.bwd on d2
+    ran = schedule.run(p, placement, p.pipeline, (), {0: (0, 1), 2: (2, 3)})
+    (broken,) = replicated_pins(p, ran)
+    assert broken.kind == "pin" and broken.devices == (0, 1)
+    assert any(b.startswith("pin: op `a`") for b in pipeline_breaks(
+        p, simulate(p, Plan(tuple(placement))), ran))
+    # the pinned layer alone, unreplicated: no pin broken
+    layout[0]["devices"] = ["d0"]
+    stages.write_text(json.dumps(layout))
+    assert CliRunner().invoke(app, ["simulate", str(spec), "--stages",
+                                    str(stages)]).exit_code == 0
 
 
 def test_a_slow_replica_paces_its_stage() -> None:
