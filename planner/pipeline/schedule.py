@@ -242,7 +242,7 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
         stages.append(Stage(d, ops, pipeline.microbatches * (
             math.fsum(c.compute[i][d] for i in ops) + rerun), loads.stage_s[k] / share,
             groups.get(d, ()), by_group.get(d, 0.0)))
-    device_s = _replica_loads(problem, split, loads.device_s, groups)
+    device_s = _replica_loads(problem, stages, loads.device_s, recompute)
     # memory as the schedule run holds it: GPipe's M in flight where 1F1B fell back to it
     counted = pipeline if schedule.name == pipeline.schedule else dataclasses.replace(
         pipeline, schedule=schedule.name)
@@ -252,21 +252,22 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
                        spans)
 
 
-def _replica_loads(problem: Problem, split: Split, device_s: Sequence[float],
-                   groups: Mapping[int, tuple[int, ...]]) -> list[float]:
+def _replica_loads(problem: Problem, stages: Sequence[Stage], device_s: Sequence[float],
+                   recompute: Collection[int]) -> list[float]:
     """Per device, its busiest resource for one micro-batch (`device_s`), where a replica of
     a replicated stage takes its share of the micro-batches, each at its own pace, as the
     simulation runs them: the larger of the stage's device's load and its own compute of
-    the stage, over the replicas (a slower replica is charged its own time)."""
+    the stage (its forward ops again where the stage recomputes), over the replicas (a
+    slower replica is charged its own time)."""
     out = list(device_s)
     u = units(problem)
     compute = costs(problem).compute
-    for d, members in groups.items():
-        ops = [i for k, owner in enumerate(split.devices) if owner == d
-               for unit in u.members[split.bounds[k]:split.bounds[k + 1]] for i in unit]
-        for e in members:  # pins aside: a pinned stage's replicas run it too (`hybrid`)
-            own = math.fsum(compute[i][e] for i in ops)
-            out[e] = max(device_s[d], own) / len(members)
+    for stage in stages:
+        again = stage.device in recompute
+        for e in stage.replicas:  # pins aside: a pinned stage's replicas run it too (`hybrid`)
+            own = math.fsum(compute[i][e] * (2 if again and not u.backward[i] else 1)
+                            for i in stage.ops)
+            out[e] = max(device_s[stage.device], own) / len(stage.replicas)
     return out
 
 

@@ -315,8 +315,11 @@ def test_every_replica_of_a_recomputing_stage_recomputes() -> None:
     assert spans[(0, True)] == pytest.approx(0.010) == spans[(1, True)]
     slow = _spec([10], [20], [0.001], devices=2, microbatches=2, speeds=[1.0, 0.5])
     assert slow.pipeline is not None
-    assert schedule.run(slow, (0, 0), slow.pipeline, (0,), groups).iteration_s == \
-        pytest.approx(0.080, rel=1e-3)
+    ran = schedule.run(slow, (0, 0), slow.pipeline, (0,), groups)
+    assert ran.iteration_s == pytest.approx(0.080, rel=1e-3)
+    # and its period charges the slow replica its recomputation: (10 + 20 + 10) ms at half
+    # speed for each of its half of the micro-batches (before: 30 ms, without it)
+    assert ran.period_s == pytest.approx(0.040)
 
 
 def _iteration_ms(spec: Path, plan: str, cwd: Path, *algo: str
