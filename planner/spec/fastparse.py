@@ -67,7 +67,7 @@ RULES_READ: dict[str, str | tuple[str, ...]] = {
     "device": "DEVICE devref block",
     "link": "LINK devlist ARROW devlist block?",
     "devlist": 'devref ("," devref)*',
-    "devref": 'name | _word "[" INT ".." INT "]" -> devrange | _word "[" "*" "]" -> devwild',
+    "devref": 'name | name "[" INT ".." INT "]" -> devrange | name "[" "*" "]" -> devwild',
     "graph": 'GRAPH name "{" _graph_item* "}"',
     "_graph_item": ("chain", '";"'),
     "op": "OP name block?",
@@ -457,15 +457,12 @@ class _Reader:
         return ast.LinkDecl(srcs, arrow[1] == "<->", dsts, attrs, self.span(keyword))
 
     def devref(self) -> ast.DevRef:
-        """`name`, `NAME[lo..hi]` or `NAME[*]`."""
+        """`name`, `name[lo..hi]` or `name[*]`."""
         tok = self.take()
+        prefix = self.name(tok)
         if not _is(self.cur, "["):
-            n = self.name(tok)
-            return ast.DevRef("name", n, 0, 0, n.span)
-        if tok[0] != TOK_NAME:  # a keyword is a bare name too (`_word`)
-            raise Bail
+            return ast.DevRef("name", prefix, 0, 0, prefix.span)
         self.cur = self.next()
-        prefix = ast.Name(tok[1], False, self.span(tok))
         lo = self.take()
         if _is(lo, "*"):
             self.punct("]")

@@ -76,13 +76,12 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return ast.DevRef("name", n, 0, 0, n.span)
 
     def devrange(self, c: list[Any]) -> ast.DevRef:
-        prefix, lo, hi = c
-        n = ast.Name(str(prefix.value), False, self._span(prefix))
+        n, lo, hi = c
         return ast.DevRef("range", n, int(lo.value), int(hi.value),
                           self._join(n.span, self._span(hi)))
 
     def devwild(self, c: list[Any]) -> ast.DevRef:
-        n = ast.Name(str(c[0].value), False, self._span(c[0]))
+        n: ast.Name = c[0]
         return ast.DevRef("wild", n, 0, 0, n.span)
 
     def devlist(self, c: list[Any]) -> tuple[ast.DevRef, ...]:

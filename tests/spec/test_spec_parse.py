@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+import planner
 from planner.errors import SpecError
 from planner.spec import parse as parse_mod
+from planner.spec.format import format_source
 from planner.spec.load import load_path, load_text
 from planner.spec.parse import _fast_parse, parse, parse_lark
 
@@ -56,6 +58,25 @@ def test_fast_path_reads_the_common_forms_exactly_like_lark() -> None:
     assert fast is not None
     assert fast == parse_lark(text, "t.plan")
     assert len(fast.comments) == 2
+
+
+def test_a_quoted_name_prefixes_a_range_and_a_wildcard() -> None:
+    """`"gpü"[0..1]` names `gpü0` and `gpü1`, as `gpu[0..1]` names `gpu0` and `gpu1` (before:
+    E101 at the `[`, so a device name that needs quotes could not take a range)."""
+    text = ('cluster c { device "gpü"[0..1] { memory 1 GB }\n'
+            '  link "gpü"[*] <-> "gpü"[*] { bandwidth 1 GB/s } }\n'
+            'graph g { op a { time 1 ms  output 1 MB }  op b { time 1 ms }  a -> b }\n'
+            'plan p { graph g  cluster c  pin a to "gpü1" }\n')
+    fast = _fast_parse(text, "t.plan")
+    assert fast is not None
+    assert fast == parse_lark(text, "t.plan")
+    problem = planner.loads(text).plan()
+    assert [d.name for d in problem.cluster.devices] == ["gpü0", "gpü1"]
+    assert problem.cluster.link(0, 1) is not None and problem.cluster.link(1, 0) is not None
+    assert dict(problem.pins) == {0: 1}  # a on gpü1
+    canonical = format_source(text)
+    assert 'device "gpü"[0..1] {' in canonical and 'link "gpü"[*] <-> "gpü"[*]' in canonical
+    assert format_source(canonical) == canonical
 
 
 @pytest.mark.parametrize("value", ["1f1b", "gpipe", '"interleaved"'])
