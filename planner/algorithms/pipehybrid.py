@@ -34,7 +34,7 @@ ops the DP's cost compares them instead. Under `data_parallel auto` or `1`, `pip
 layer is pinned to the last device) has its cuts moved alike and wins where it runs faster,
 so that `hybrid` is never slower than `pipedp`. `auto` under `data_parallel auto` keeps this
 plan only when it simulates faster than its pure pipeline. `data_parallel N` fixes r = N for
-every stage (N identical pipelines).
+every stage (N identical pipelines), and a pin binds the first replica alone (`_replicas`).
 """
 
 from __future__ import annotations
@@ -104,6 +104,8 @@ def place(problem: Problem, options: Options, *, pure: bool = True) -> Solution:
     which the DP's consecutive blocks may miss (`auto`, which runs `pipedp` itself, passes
     False)."""
     pipeline = problem.pipeline or Pipeline()
+    if _fixed(pipeline) not in (None, 1):
+        _check_pins(problem, int(pipeline.data_parallel))
     found = candidates(problem, pipeline)
     if not found:
         raise _no_layout(problem, _fixed(pipeline))
@@ -189,14 +191,7 @@ def identical_pipelines(problem: Problem, options: Options,
     m = len(problem.cluster.devices)
     reps = list(range(0, m - n + 1, n))
     slot = {d: k for k, d in enumerate(reps)}
-    strays = sorted({d for d in problem.pins.values() if d not in slot})
-    if strays:
-        devs = problem.cluster.devices
-        raise InfeasibleError(Diagnostic(
-            "E712", f"`data_parallel {n}` runs stage k of each pipeline on device k of a "
-            f"block of {n}, and `{devs[strays[0]].name}` is pinned to but starts no block",
-            None, ("pin to the first device of a block of "
-                   f"{n} ({', '.join(devs[d].name for d in reps)}), or remove the pins",)))
+    _check_pins(problem, n)
     cluster = problem.cluster
     sub = Cluster(cluster.name, tuple(
         dataclasses.replace(cluster.devices[d], memory_bytes=max(
@@ -223,6 +218,21 @@ def identical_pipelines(problem: Problem, options: Options,
                        "at best `feasible`")
     status = "feasible" if planned.status in ("feasible", "optimal") else planned.status
     return Solution(Plan(placement, algorithm=name), status, MappingProxyType(info))
+
+
+def _check_pins(problem: Problem, n: int) -> None:
+    """E712 where a pin names a device that starts no block of n: under `data_parallel N`
+    a pin names the device of the first of the N pipelines (`_replicas`)."""
+    m = len(problem.cluster.devices)
+    reps = range(0, m - n + 1, n)
+    strays = sorted({d for d in problem.pins.values() if d not in reps})
+    if strays:
+        devs = problem.cluster.devices
+        raise InfeasibleError(Diagnostic(
+            "E712", f"`data_parallel {n}` runs stage k of each pipeline on device k of a "
+            f"block of {n}, and `{devs[strays[0]].name}` is pinned to but starts no block",
+            None, ("pin to the first device of a block of "
+                   f"{n} ({', '.join(devs[d].name for d in reps)}), or remove the pins",)))
 
 
 def ceil_share(pipeline: Pipeline, n: int) -> int:
@@ -303,10 +313,24 @@ def _fits(problem: Problem, pipeline: Pipeline, lay: Layout) -> bool:
 
 
 def _allowed(problem: Problem, lay: Layout) -> bool:
-    """Whether every replica may run its stage's units (pins, op times)."""
-    u = units(problem)
-    return all(set(group) <= set(u.allowed[x]) for k, group in enumerate(lay.groups)
+    """Whether every replica may run its stage's units (pins, op times; `_replicas`)."""
+    u, rest = units(problem), _replicas(problem)
+    return all(group[0] in u.allowed[x] and set(group[1:]) <= set(rest.allowed[x])
+               for k, group in enumerate(lay.groups)
                for x in range(lay.bounds[k], lay.bounds[k + 1]))
+
+
+def _replicas(problem: Problem) -> Units:
+    """The units as a stage's replicas after its first may run them. Under `data_parallel
+    N` a pin names the device of the first of the N pipelines (as `simulate --stages` and
+    pipeilp's identical pipelines read it), so the other replicas are bound by op times
+    alone; else by the pins too (under `auto` a pinned unit is never replicated)."""
+    pipeline = problem.pipeline or Pipeline()
+    if _fixed(pipeline) in (None, 1) or not problem.pins:
+        return units(problem)
+    free = derived(problem, "pipehybrid.unpinned", lambda: dataclasses.replace(
+        problem, pins=MappingProxyType({})))
+    return units(free)
 
 
 def _fixed(pipeline: Pipeline) -> int | None:
@@ -492,8 +516,11 @@ class _Start:
         rows = list(group)
         cp = u.compute_prefix[rows]
         compute = (cp[:, ends] - cp[:, [i]]).max(axis=0)
-        banned = (u.banned_prefix[rows][:, ends] - u.banned_prefix[rows][:, [i]]).max(axis=0)
         rep = group[0]
+        banned = u.banned_prefix[rep, ends] - u.banned_prefix[rep, i]
+        if len(group) > 1:  # the other replicas, as `_replicas` binds them
+            bp = _replicas(problem).banned_prefix[rows[1:]]
+            banned = np.maximum(banned, (bp[:, ends] - bp[:, [i]]).max(axis=0))
         fwd = u.forward_prefix[rep]
         way = float(fwd[i]) + (u.compute_prefix[rep, -1] - fwd[-1]) - (
             u.compute_prefix[rep, ends] - fwd[ends])

@@ -25,6 +25,7 @@ from planner.errors import InfeasibleError
 from planner.model import Problem
 from planner.pipeline import hybrid, schedule
 from planner.pipeline.split import Split, stage_bytes
+from planner.pipeline.verdict import pipeline_breaks
 from planner.plan import Plan
 from planner.simulate import simulate
 
@@ -257,7 +258,7 @@ def test_a_layout_that_replicates_a_pinned_layer_breaks_its_pin(tmp_path: Path) 
     from typer.testing import CliRunner
 
     from planner.cli import app
-    from planner.pipeline.verdict import pipeline_breaks, replicated_pins
+    from planner.pipeline.verdict import replicated_pins
 
     spec = tmp_path / "pinned.plan"
     spec.write_text(
@@ -410,6 +411,35 @@ def test_pipeilp_plans_n_identical_pipelines_as_one_and_says_it_proves_nothing_m
         run_algorithm("pipeilp", pinned, Options(time_limit_s=20))
     assert caught.value.diagnostics[0].code == "E712"
     assert "`d1` is pinned to but starts no block" in caught.value.diagnostics[0].message
+
+
+@pytest.mark.parametrize("algorithm", ["hybrid", "auto"])
+def test_under_data_parallel_n_a_pin_names_the_first_pipelines_device(algorithm: str) -> None:
+    """`data_parallel 2` with a layer pinned to d0: the pin names the device of the first
+    of the 2 pipelines, as pipeilp's identical pipelines and `simulate --stages` read it
+    (before: `hybrid`, and so `auto`, the default, refused it with E712, as if a pinned
+    unit could not be replicated when every stage is)."""
+    p = _spec([5, 6, 7, 8], [10, 12, 14, 16], [1, 1, 1, 1], devices=4, microbatches=8,
+              data_parallel="2", pins="  pin f0 to d0\n  pin f0.bwd to d0")
+    solution = run_algorithm(algorithm, p, Options())
+    assert solution.plan.placement[0] == 0
+    ran = schedule.run_planned(p, solution.plan.placement, p.pipeline, solution.info)
+    first = next(s for s in ran.stages if 0 in s.ops)
+    assert first.devices == (0, 1) and all(len(s.devices) == 2 for s in ran.stages)
+    assert pipeline_breaks(p, simulate(p, solution.plan), ran) == []
+    free = _spec([5, 6, 7, 8], [10, 12, 14, 16], [1, 1, 1, 1], devices=4, microbatches=8,
+                 data_parallel="2")  # d0 starts the first block anyway: the same plan
+    assert ran.iteration_s == pytest.approx(run_algorithm(algorithm, free, Options()).info[
+        "iteration_s"])
+    # a pin to d1, which starts no block of two, is refused with pipeilp's reason and hint
+    pinned = _spec([5, 6], [10, 12], [1, 1], devices=4, microbatches=8, data_parallel="2",
+                   pins="  pin f0 to d1\n  pin f0.bwd to d1")
+    with pytest.raises(InfeasibleError) as caught:
+        run_algorithm(algorithm, pinned, Options())
+    (diag,) = caught.value.diagnostics
+    assert diag.code == "E712" and "`d1` is pinned to but starts no block" in diag.message
+    assert diag.hints == ("pin to the first device of a block of 2 (d0, d2), or remove the "
+                          "pins",)
 
 
 def test_big_graphs_compare_layouts_by_the_dps_cost_and_say_so(
