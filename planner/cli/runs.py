@@ -209,6 +209,8 @@ def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
         elif shown.get("status") in ("feasible", "fallback") and problem.pipeline is None:
             shown["status"] = standing(
                 "fallback" if shown["status"] == "fallback" else "feasible", gap)
+    if "status" in extra_rows:  # in place: the HTML report reads the rows after this
+        extra_rows["status"] = _status_words(problem, extra_rows["status"])
     if report.enabled:
         obj = report_json(problem, result, bounds)
         obj.update(extra_json)
@@ -398,6 +400,14 @@ def _split_note(info: Mapping[str, Any]) -> str:
     """What shaped the pipeline split, as the algorithm says (`pipedp`: the memory caps, or
     the stage count passed over for a longer iteration)."""
     return str(info.get("memory_note") or info.get("stages_note") or "")
+
+
+def _status_words(problem: Problem, status: str) -> str:
+    """The status as the terminal and HTML show it: a pipeline's `optimal` is its period's
+    (pipeilp minimises T), which a reader of the iteration beside it would not guess."""
+    if problem.pipeline is not None and status == "optimal":
+        return "optimal (the period T; the iteration is not minimised)"
+    return status
 
 
 def _pipeline_status(problem: Problem, solution: Solution) -> str:
