@@ -12,12 +12,21 @@ import pytest
 import planner
 from planner.errors import SpecError
 from planner.spec import parse as parse_mod
+from planner.spec.ast import Module
 from planner.spec.format import format_source
 from planner.spec.load import load_path, load_text
 from planner.spec.parse import _fast_parse, parse, parse_lark
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "spec" / "valid" / "example" / "tiny.plan"
+
+
+def _read_alike(text: str) -> Module:
+    """`text` as the fast path reads it, which reads it (not deferring) as Lark does."""
+    fast = _fast_parse(text, "t.plan")
+    assert fast is not None
+    assert fast == parse_lark(text, "t.plan")
+    return fast
 
 
 @pytest.mark.parametrize("text", [
@@ -54,9 +63,7 @@ def test_fast_path_reads_the_common_forms_exactly_like_lark() -> None:
         'op "b\\u00e9\\n" op c {} a -> "b\\u00e9\\n" -> c { bytes 1_000 B } colocate a, "b*"\n'
         '} plan p { graph "g" ; cluster c memory static contention link pin a, c to d0\n'
         'place "b\\u00e9\\n" on "e" }\n')
-    fast = _fast_parse(text, "t.plan")
-    assert fast is not None
-    assert fast == parse_lark(text, "t.plan")
+    fast = _read_alike(text)
     assert len(fast.comments) == 2
 
 
@@ -67,9 +74,7 @@ def test_a_quoted_name_prefixes_a_range_and_a_wildcard() -> None:
             '  link "gpü"[*] <-> "gpü"[*] { bandwidth 1 GB/s } }\n'
             'graph g { op a { time 1 ms  output 1 MB }  op b { time 1 ms }  a -> b }\n'
             'plan p { graph g  cluster c  pin a to "gpü1" }\n')
-    fast = _fast_parse(text, "t.plan")
-    assert fast is not None
-    assert fast == parse_lark(text, "t.plan")
+    _read_alike(text)
     problem = planner.loads(text).plan()
     assert [d.name for d in problem.cluster.devices] == ["gpü0", "gpü1"]
     assert problem.cluster.link(0, 1) is not None and problem.cluster.link(1, 0) is not None
@@ -86,9 +91,7 @@ def test_fast_path_reads_the_pipeline_settings_like_lark(value: str) -> None:
     text = ("graph g { op a { time 1 ms; backward_of b } op b { time 1 ms } }\n"
             f"plan p {{ graph g; cluster c; objective pipeline; schedule {value}\n"
             "  microbatches 8; stages_per_device 2 }\n")
-    fast = _fast_parse(text, "t.plan")
-    assert fast is not None
-    assert fast == parse_lark(text, "t.plan")
+    _read_alike(text)
 
 
 def test_a_two_way_edge_is_left_to_lark_which_records_it() -> None:
@@ -354,7 +357,6 @@ def test_a_keyword_is_a_device_ranges_prefix_as_it_is_a_name(prefix: str) -> Non
     # before: E101 "unexpected `[`" from both parsers
     text = (f"cluster c {{\n  device {prefix}[0..1] {{ memory 1 GiB }}\n"
             f"  link {prefix}[*] <-> {prefix}[*] {{ bandwidth 1 GB/s }}\n}}\n")
-    fast = _fast_parse(text, "t.plan")
-    assert fast is not None and fast == parse_lark(text, "t.plan")
+    _read_alike(text)
     devices = load_text(text, "t.plan").spec.clusters["c"].devices
     assert [d.name for d in devices] == [f"{prefix}0", f"{prefix}1"]
