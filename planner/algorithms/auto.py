@@ -23,6 +23,16 @@ on small graphs.
    when it simulates strictly faster (CP-SAT optimises contention `none`; the simulator
    has the last word).
 
+4. Under `memory liveness`, when phases 1-3 found no plan and `planner.facts` proves
+   nothing: `enumeration` (every placement and per-device order, judged by the
+   simulator, in a budget of simulations set by the time limit). Every other phase checks
+   static memory first, stricter than the liveness peaks, and on small instances all of
+   them can miss the valid plans (5 of 95 tight seeded instances with a plan,
+   `tests/algorithms/test_enumeration.py`, raised E818). Its fastest plan is returned,
+   `optimal` when the enumeration covered every plan (its makespan is then a lower bound);
+   having covered every plan and found none, `auto` raises E819, a proof. It runs only
+   where `auto` found no plan, so no plan `auto` returned before changes.
+
 Nothing here depends on a clock: whether each phase runs and its budget are functions of
 the problem and the options, so `auto` returns the same plan on every run. The budgets
 are sized to half the time limit on an idle machine (`clock.LOAD_HEADROOM`), so that a
@@ -58,7 +68,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..bounds import lower_bound
-from ..errors import InfeasibleError, PlannerError
+from ..errors import Diagnostic, InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
 from ..pipeline.schedule import run as run_pipeline
@@ -70,9 +80,10 @@ from . import pipecuts, pipedp, pipehybrid
 from .base import Interrupted, Options, Solution
 from .baselines.uniform import place as run_uniform
 from .clock import CUT, LOAD_HEADROOM, cap
+from .enumeration import Found, enumerate_plans, simulation_budget
 from .exact import cpsat
 from .exact.verdict import judge
-from .infeasible import none_found
+from .infeasible import diagnose, memory_figures, none_found
 from .portfolio import CANDIDATES, Ranked, estimated_seconds, rank
 from .search import improve, move_budget, search_seconds
 
@@ -102,11 +113,69 @@ Best = tuple[str, float, Plan] | None
 
 def place(problem: Problem, options: Options) -> Solution:
     """Best of the heuristics, improved by CP-SAT on small graphs (module docstring); under
-    `objective pipeline`, the best contiguous split (`pipedp`)."""
+    `objective pipeline`, the best contiguous split (`pipedp`); under `memory liveness`,
+    where they found none and nothing proves that none exists, the enumeration's plan."""
     if problem.pipeline is not None:
         return _pipeline(problem, options)
-    limit = options.time_limit_s if options.time_limit_s > 0 else None
     deadline = cap(options.time_limit_s)
+    try:
+        return _place(problem, options, deadline)
+    except InfeasibleError as error:
+        if problem.memory_model != "liveness" or diagnose(problem):
+            raise
+        return _enumerated(problem, options, error, deadline)
+
+
+def _enumerated(problem: Problem, options: Options, error: InfeasibleError,
+                deadline: float) -> Solution:
+    """Phase 4 (`memory liveness`, no plan found, no proof): the fastest plan of
+    `enumeration`, judged as every other plan is; else `error`, with what the enumeration
+    covered (E819, a proof, when it covered every plan)."""
+    if options.progress:
+        options.progress(0.9, "auto: enumeration")
+    found = enumerate_plans(problem, simulation_budget(problem, options.time_limit_s),
+                            deadline)
+    if found.plan is None:
+        raise _none_enumerated(problem, error, found)
+    # having simulated every plan, no valid plan runs faster than the fastest seen: its
+    # makespan is a lower bound, valid for the problem's own model
+    verdict = judge(problem, found.plan, lower_s=found.makespan_s if found.complete
+                    else lower_bound(problem).makespan_s)
+    covered = ("every placement and per-device order" if found.complete else
+               f"the first {found.simulations} plans of the enumeration (not all of them)")
+    why = ("every placement and per-device order was simulated: no valid plan runs faster"
+           if found.complete else verdict.why)
+    info = {"candidates": {"enumeration": verdict.makespan_s}, "chosen": "enumeration",
+            "objective_s": verdict.makespan_s, "bound_s": verdict.bound_s,
+            "gap": verdict.gap, "why": why,
+            "enumeration": f"{found.simulations} simulations, {covered}",
+            "reason": (f"no heuristic, search or exact model found a plan whose liveness "
+                       f"peaks fit ({error.diagnostics[0].code}); this is the fastest of "
+                       f"{covered}")}
+    log.info("auto: enumeration gives %.6g s", verdict.makespan_s)
+    return Solution(found.plan, verdict.status, MappingProxyType(info))
+
+
+def _none_enumerated(problem: Problem, error: InfeasibleError,
+                     found: Found) -> InfeasibleError:
+    """The error when the enumeration found no plan either: E819 (a proof) when it
+    simulated every plan, else `error` with a hint saying how many it tried."""
+    if found.complete:
+        return InfeasibleError(Diagnostic(
+            "E819", "no plan fits: every placement and per-device order was tried under "
+                    f"`memory liveness` ({found.simulations} simulated, the others ruled out "
+                    "by pins, links or resident params), and none keeps the liveness peaks "
+                    "within the devices' memory", None,
+            (*memory_figures(problem), "add memory or devices, or relax pins and colocation")))
+    first, *rest = error.diagnostics
+    hint = (f"an enumeration of {found.simulations} plans (not all of them) found none "
+            "either; a longer --time-limit tries more")
+    return InfeasibleError((dataclasses.replace(first, hints=(*first.hints, hint)), *rest))
+
+
+def _place(problem: Problem, options: Options, deadline: float) -> Solution:
+    """Phases 1-3 (module docstring)."""
+    limit = options.time_limit_s if options.time_limit_s > 0 else None
     ranked = rank(problem, options, progress_share=0.3, limit_s=limit)
     candidates = dict(ranked.candidates)
     errors = list(ranked.errors)

@@ -1,0 +1,166 @@
+"""Every placement and every per-device order, judged by the simulator: `auto`'s last resort
+under `memory liveness`.
+
+Why this and not a liveness-aware model: every other algorithm checks memory by static
+accounting first (the list schedulers, whose liveness fallback is one contiguous split;
+the exact models, which count static memory, stricter than the liveness peaks), and
+`search` starts from their plans. A valid liveness plan can hold more than any device by
+static accounting (outputs freed when their last consumer on the device finishes; a
+zero-time op's `temp` freed at the instant it is allocated), so on small instances all
+of them can miss it and `auto` raised E818 where a plan exists. The simulator is the only
+model of the liveness peaks, so the one complete method that needs no second model of
+them is to ask it about every plan: a plan is a placement and a per-device order (the
+simulator starts each op as early as that order allows), and every deadlock-free set of
+per-device orders is the restriction of a topological order of the graph, so
+placements (by units: colocation groups, pins and the devices each may use) times the
+distinct restrictions of the topological orders are every plan there is.
+
+It runs only where `auto` found no plan (so no plan `auto` returned before changes), in a
+budget of simulations set by the time limit alone (`simulation_budget`, sized as the
+search's moves are, to `LOAD_HEADROOM` of the limit: the same plan at any load), first
+each placement in the simulator's dispatch order, then every order, keeping the fastest
+valid plan. `complete` says whether the budget covered every plan: then the plan returned
+is the fastest the simulator accepts, and none returned means no plan exists.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from ..cost import costs
+from ..facts import facts
+from ..model import Problem
+from ..plan import Plan
+from ..simulate import SimResult, simulate
+from .clock import LOAD_HEADROOM
+
+__all__ = ["Found", "enumerate_plans", "simulation_budget"]
+
+#: planner.simulate's simulations per second on a tiny graph on this 2-core machine
+#: (measured: about 0.43 ms each on 4 ops, 3 devices)
+SIMULATIONS_PER_SECOND = 2000
+#: the fewest simulations a run gets (a time limit of 0 still tries the tiniest instances)
+MIN_SIMULATIONS = 200
+#: placements examined (pins, links, params) per simulation of the budget: past this many
+#: the enumeration stops being complete
+PLACEMENTS_PER_SIMULATION = 20
+#: violations that no order of the placement can mend
+_PLACEMENT_KINDS = frozenset({"pin", "colocation", "unrunnable", "no_link"})
+
+
+@dataclass(frozen=True)
+class Found:
+    """The enumeration's answer: its fastest valid plan (None when none was seen), its
+    simulated makespan, the simulations spent, and whether they covered every plan."""
+
+    plan: Plan | None
+    makespan_s: float
+    simulations: int
+    complete: bool
+
+
+def simulation_budget(problem: Problem, time_limit_s: float) -> int:
+    """The simulations the enumeration may spend: `LOAD_HEADROOM` of the limit at
+    `SIMULATIONS_PER_SECOND` scaled to the graph's size, `MIN_SIMULATIONS` at least."""
+    size = max(1, len(problem.graph.ops) + len(problem.graph.edges)) / 8
+    rate = SIMULATIONS_PER_SECOND / size
+    return max(MIN_SIMULATIONS, int(LOAD_HEADROOM * max(0.0, time_limit_s) * rate))
+
+
+def enumerate_plans(problem: Problem, budget: int, deadline: float = math.inf) -> Found:
+    """The fastest valid plan among every placement × per-device order, within `budget`
+    simulations (and the wall clock `deadline`, `time.monotonic`); module docstring."""
+    f = facts(problem)
+    examined = budget * PLACEMENTS_PER_SIMULATION
+    placements = list(_placements(problem, examined))
+    orders = list(itertools.islice(_topological_orders(problem), budget + 1))
+    complete = len(orders) <= budget and math.prod(map(len, f.unit_allowed)) <= examined
+    best = Found(None, math.inf, 0, complete)
+    spent = 0
+    tried: list[set[tuple[tuple[int, ...], ...]]] = [set() for _ in placements]
+    # first each placement once, in dispatch order; then every order of each
+    for k, placement in enumerate(placements):
+        if spent >= budget or time.monotonic() > deadline:
+            return _stopped(best, spent)
+        spent += 1
+        sim = simulate(problem, Plan(placement))
+        tried[k].add(sim.order)
+        best = _better(best, placement, sim)
+    for k, placement in enumerate(placements):
+        for topo in orders:
+            order = tuple(tuple(i for i in topo if placement[i] == d)
+                          for d in range(len(problem.cluster.devices)))
+            if order in tried[k]:
+                continue
+            if spent >= budget or time.monotonic() > deadline:
+                return _stopped(best, spent)
+            tried[k].add(order)
+            spent += 1
+            sim = simulate(problem, Plan(placement, order))
+            if any(v.kind in _PLACEMENT_KINDS for v in sim.violations):
+                break
+            best = _better(best, placement, sim)
+    return Found(best.plan, best.makespan_s, spent, complete)
+
+
+def _stopped(best: Found, spent: int) -> Found:
+    return Found(best.plan, best.makespan_s, spent, False)
+
+
+def _better(best: Found, placement: tuple[int, ...], sim: SimResult) -> Found:
+    if not sim.feasible or sim.makespan_s >= best.makespan_s:
+        return best
+    plan = Plan(placement, sim.order, algorithm="enumeration")
+    return Found(plan, sim.makespan_s, best.simulations, best.complete)
+
+
+def _placements(problem: Problem, examined: int) -> Iterator[tuple[int, ...]]:
+    """Every placement, among the first `examined` by units, that keeps pins, colocation
+    groups, the devices each unit may use, the links its edges need and the devices'
+    resident `params` within their memory."""
+    f = facts(problem)
+    n, m = len(problem.graph.ops), len(problem.cluster.devices)
+    latency = costs(problem).latency
+    caps = [d.memory_bytes for d in problem.cluster.devices]
+    for choice in itertools.islice(itertools.product(*f.unit_allowed), examined):
+        placement = [0] * n
+        for unit, device in zip(f.units, choice, strict=True):
+            for i in unit:
+                placement[i] = device
+        if any(placement[e.src] != placement[e.dst]
+               and math.isinf(latency[placement[e.src]][placement[e.dst]])
+               for e in problem.graph.edges):
+            continue
+        params = [0] * m
+        for i, op in enumerate(problem.graph.ops):
+            params[placement[i]] += op.params_bytes
+        if all(p <= cap for p, cap in zip(params, caps, strict=True)):
+            yield tuple(placement)
+
+
+def _topological_orders(problem: Problem) -> Iterator[tuple[int, ...]]:
+    """Every topological order of the graph's ops, lazily (lexicographic)."""
+    n = len(problem.graph.ops)
+    preds: list[set[int]] = [set() for _ in range(n)]
+    for e in problem.graph.edges:
+        if e.src != e.dst:
+            preds[e.dst].add(e.src)
+    yield from _extend([], [False] * n, preds)
+
+
+def _extend(prefix: list[int], done: list[bool],
+            preds: Sequence[set[int]]) -> Iterator[tuple[int, ...]]:
+    if len(prefix) == len(done):
+        yield tuple(prefix)
+        return
+    for i, taken in enumerate(done):
+        if not taken and all(done[p] for p in preds[i]):
+            done[i] = True
+            prefix.append(i)
+            yield from _extend(prefix, done, preds)
+            prefix.pop()
+            done[i] = False

@@ -1,0 +1,86 @@
+"""Under `memory liveness`, `auto` finds a plan wherever one exists on tiny problems, and
+says no plan exists (E819, or a proof of `planner.facts`) only where none does: judged
+against the brute force of `tests/test_bounds_brute.py` (every placement × every
+per-device order, simulated) on seeded memory-tight problems whose valid plans hold more
+than a device by static accounting (before `planner.algorithms.enumeration`, `auto`
+raised E818 on 5 of the 150 seeds 0-149 that have a plan: 25, 62, 74, 105, 134, and
+on seed 36, which has none, E818 where E819 now proves it)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from planner.algorithms import run
+from planner.algorithms.base import Options
+from planner.algorithms.enumeration import enumerate_plans
+from planner.errors import InfeasibleError
+from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
+from planner.simulate import simulate
+from tests.test_bounds_brute import _best
+
+MS = 1e-3
+MIB = 2**20
+#: the codes that say no plan exists
+PROOFS = {"E301", "E302", "E303", "E304", "E305", "E306", "E307", "E819"}
+
+
+def _tight(seed: int) -> Problem:
+    """3-5 ops, each consuming one or two earlier ones, with large outputs and temps, on
+    2-3 equal devices whose memory is near the liveness peaks."""
+    rng = random.Random(seed)
+    n, m = rng.randint(3, 5), rng.randint(2, 3)
+    ops = tuple(Op(f"o{i}", rng.randint(0, 4) * 0.5 * MS, None, {},
+                   rng.choice((0, 0, 100)) * MIB, rng.choice((100, 200, 400)) * MIB,
+                   rng.choice((0, 200, 400)) * MIB) for i in range(n))
+    edges = tuple(Edge(a, b, ops[a].output_bytes) for b in range(1, n)
+                  for a in sorted(rng.sample(range(b), rng.randint(1, min(2, b)))))
+    cap = rng.choice((700, 900, 1100, 1300))
+    devices = tuple(Device(f"d{d}", cap * MIB, None, 1.0, None) for d in range(m))
+    links = tuple(Link(a, b, rng.choice((1e9, 10e9)), 1e-4)
+                  for a in range(m) for b in range(m) if a != b)
+    pins = {0: 0} if rng.random() < 0.3 else {}
+    return Problem("p", Graph("g", ops, edges, ()), Cluster("c", devices, links),
+                   "liveness", rng.choice(("none", "link", "device")), pins)
+
+
+@pytest.mark.parametrize("seeds", [range(0, 12), range(12, 24), (24, 25, 62, 74, 105, 134)])
+def test_auto_finds_a_plan_wherever_the_brute_force_does(seeds: range) -> None:
+    for seed in seeds:
+        p = _tight(seed)
+        best = _best(p)
+        try:
+            sol = run("auto", p, Options(time_limit_s=1.0))
+        except InfeasibleError as error:
+            assert not math.isfinite(best), (seed, best, error)
+            assert error.diagnostics[0].code in PROOFS, (seed, error)
+            continue
+        sim = simulate(p, sol.plan)
+        assert sim.feasible, (seed, sim.violations)
+        assert sim.makespan_s >= best * (1 - 1e-9), seed
+        if sol.status == "optimal":  # a true label: no valid plan is faster
+            assert sim.makespan_s <= best * (1 + 1e-6), (seed, sim.makespan_s, best)
+
+
+def test_the_enumeration_is_the_brute_force_when_its_budget_covers_every_plan() -> None:
+    p = _tight(25)
+    found = enumerate_plans(p, 10_000)
+    assert found.complete and found.plan is not None
+    assert found.makespan_s == pytest.approx(_best(p), rel=1e-12)
+    assert simulate(p, found.plan).makespan_s == found.makespan_s
+
+
+def test_a_cut_enumeration_says_it_did_not_cover_every_plan() -> None:
+    p = _tight(25)
+    found = enumerate_plans(p, 1)
+    assert not found.complete and found.simulations == 1
+
+
+def test_auto_proves_no_plan_exists_only_after_simulating_every_plan() -> None:
+    p = _tight(36)  # before: E818, "one may still exist"
+    assert not math.isfinite(_best(p))
+    with pytest.raises(InfeasibleError) as caught:
+        run("auto", p, Options(time_limit_s=1.0))
+    assert caught.value.diagnostics[0].code == "E819"
