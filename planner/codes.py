@@ -229,8 +229,8 @@ E816 3   `--algo auto`: no algorithm found a plan the simulator accepts
 E817 3   ops forced onto two devices with no link between them => E305
 E818 3   memory `liveness`: the exact model (static memory) is infeasible and no heuristic found a
          plan; not a proof
-E819 3   memory `liveness`: `auto` simulated every placement and per-device order and none fits;
-         a proof
+E819 3   memory `liveness`: `auto` or `search` simulated every placement and per-device order
+         and none fits; a proof
 E901 1   an ONNX file that cannot be read => E001, E003
 E902 1   not a valid ONNX model, or shape inference failed
 E911 1   a malformed PipeDream profile line

@@ -68,7 +68,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..bounds import lower_bound
-from ..errors import Diagnostic, InfeasibleError, PlannerError
+from ..errors import InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
 from ..pipeline.schedule import run as run_pipeline
@@ -80,10 +80,10 @@ from . import pipecuts, pipedp, pipehybrid
 from .base import Interrupted, Options, Solution
 from .baselines.uniform import place as run_uniform
 from .clock import CUT, LOAD_HEADROOM, cap
-from .enumeration import Found, enumerate_plans, simulation_budget
+from .enumeration import enumerate_plans, none_enumerated, simulation_budget
 from .exact import cpsat
 from .exact.verdict import judge
-from .infeasible import diagnose, memory_figures, none_found
+from .infeasible import diagnose, none_found
 from .portfolio import CANDIDATES, Ranked, estimated_seconds, rank
 from .search import improve, move_budget, search_seconds
 
@@ -136,7 +136,7 @@ def _enumerated(problem: Problem, options: Options, error: InfeasibleError,
     found = enumerate_plans(problem, simulation_budget(problem, options.time_limit_s),
                             deadline)
     if found.plan is None:
-        raise _none_enumerated(problem, error, found)
+        raise none_enumerated(problem, error, found)
     # having simulated every plan, no valid plan runs faster than the fastest seen: its
     # makespan is a lower bound, valid for the problem's own model
     verdict = judge(problem, found.plan, lower_s=found.makespan_s if found.complete
@@ -154,23 +154,6 @@ def _enumerated(problem: Problem, options: Options, error: InfeasibleError,
                        f"{covered}")}
     log.info("auto: enumeration gives %.6g s", verdict.makespan_s)
     return Solution(found.plan, verdict.status, MappingProxyType(info))
-
-
-def _none_enumerated(problem: Problem, error: InfeasibleError,
-                     found: Found) -> InfeasibleError:
-    """The error when the enumeration found no plan either: E819 (a proof) when it
-    simulated every plan, else `error` with a hint saying how many it tried."""
-    if found.complete:
-        return InfeasibleError(Diagnostic(
-            "E819", "no plan fits: every placement and per-device order was tried under "
-                    f"`memory liveness` ({found.simulations} simulated, the others ruled out "
-                    "by pins, links or resident params), and none keeps the liveness peaks "
-                    "within the devices' memory", None,
-            (*memory_figures(problem), "add memory or devices, or relax pins and colocation")))
-    first, *rest = error.diagnostics
-    hint = (f"an enumeration of {found.simulations} plans (not all of them) found none "
-            "either; a longer --time-limit tries more")
-    return InfeasibleError((dataclasses.replace(first, hints=(*first.hints, hint)), *rest))
 
 
 def _place(problem: Problem, options: Options, deadline: float) -> Solution:

@@ -25,6 +25,7 @@ is the fastest the simulator accepts, and none returned means no plan exists.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import time
@@ -32,13 +33,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..cost import costs
+from ..errors import Diagnostic, InfeasibleError
 from ..facts import facts
 from ..model import Problem
 from ..plan import Plan
 from ..simulate import SimResult, simulate
 from .clock import LOAD_HEADROOM
+from .infeasible import memory_figures
 
-__all__ = ["Found", "enumerate_plans", "simulation_budget"]
+__all__ = ["Found", "enumerate_plans", "none_enumerated", "simulation_budget"]
 
 #: planner.simulate's simulations per second on a tiny graph on this 2-core machine
 #: (measured: about 0.43 ms each on 4 ops, 3 devices)
@@ -164,3 +167,20 @@ def _extend(prefix: list[int], done: list[bool],
             yield from _extend(prefix, done, preds)
             prefix.pop()
             done[i] = False
+
+
+def none_enumerated(problem: Problem, error: InfeasibleError,
+                     found: Found) -> InfeasibleError:
+    """The error of `auto` and `search` when the enumeration found no plan either: E819 (a
+    proof) when it simulated every plan, else `error` with a hint saying how many it tried."""
+    if found.complete:
+        return InfeasibleError(Diagnostic(
+            "E819", "no plan fits: every placement and per-device order was tried under "
+                    f"`memory liveness` ({found.simulations} simulated, the others ruled out "
+                    "by pins, links or resident params), and none keeps the liveness peaks "
+                    "within the devices' memory", None,
+            (*memory_figures(problem), "add memory or devices, or relax pins and colocation")))
+    first, *rest = error.diagnostics
+    hint = (f"an enumeration of {found.simulations} plans (not all of them) found none "
+            "either; a longer --time-limit tries more")
+    return InfeasibleError((dataclasses.replace(first, hints=(*first.hints, hint)), *rest))

@@ -8,7 +8,10 @@ the plan's own contention and memory model, as its objective, so whatever it acc
 feasible and its makespan is the one users see.
 
 1. **Starts**: the best simulated plan of the constructive algorithms (`portfolio.rank`),
-   and everything on one device (`single`) when that is another feasible plan.
+   and everything on one device (`single`) when that is another feasible plan. Under
+   `memory liveness`, where none of them found a plan (they check static memory first)
+   and nothing proves none exists, the fastest plan of `enumeration` (every placement and
+   per-device order its budget allows; E819 when it covered them all and none fits).
 2. **Move groups**, coarse to fine (`move_levels`): name-prefix groups (names split on
    `/ . :`, depth 1 to 8; a level is kept when it splits the graph differently from the
    one before) and *cross* groups (ops with the same first component and the same
@@ -67,7 +70,7 @@ import random
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -79,8 +82,9 @@ from ..plan import Plan
 from . import pipesearch
 from .base import Interrupted, Options, Solution
 from .clock import CUT, LOAD_HEADROOM, cap
+from .enumeration import enumerate_plans, none_enumerated, simulation_budget
 from .exact.verdict import judge
-from .infeasible import none_found
+from .infeasible import diagnose, none_found
 from .portfolio import Ranked, estimated_seconds, rank
 
 #: seconds one move is assumed to cost, fixed plus per op and edge, to turn `--time-limit`
@@ -363,9 +367,25 @@ def place(problem: Problem, options: Options) -> Solution:
     deadline = cap(options.time_limit_s)
     ranked = rank(problem, options, progress_share=0.1)
     if ranked.best is None:
-        raise none_found(problem, list(ranked.errors))
+        ranked = _enumerated(problem, options, ranked, deadline)
     budget = move_budget(problem, search_seconds(problem, ranked, options.time_limit_s))
     return improve(problem, ranked, options, budget, deadline=deadline)
+
+
+def _enumerated(problem: Problem, options: Options, ranked: Ranked, deadline: float) -> Ranked:
+    """No heuristic found a plan: under `memory liveness`, where nothing proves none exists,
+    start from `enumeration`'s fastest plan (its budget from the time limit); else the
+    error of `none_found` (E819, a proof, when the enumeration covered every plan)."""
+    error = none_found(problem, list(ranked.errors))
+    if problem.memory_model != "liveness" or diagnose(problem):
+        raise error
+    found = enumerate_plans(problem, simulation_budget(problem, options.time_limit_s),
+                            deadline)
+    if found.plan is None:
+        raise none_enumerated(problem, error, found)
+    return replace(
+        ranked, plans=(("enumeration", found.makespan_s, found.plan),),
+        candidates={**ranked.candidates, "enumeration": found.makespan_s})
 
 
 def search_seconds(problem: Problem, ranked: Ranked, seconds: float) -> float:

@@ -64,6 +64,22 @@ def test_auto_finds_a_plan_wherever_the_brute_force_does(seeds: range) -> None:
             assert sim.makespan_s <= best * (1 + 1e-6), (seed, sim.makespan_s, best)
 
 
+@pytest.mark.parametrize("seed", [25, 62, 74, 105, 134])
+def test_search_starts_from_the_enumeration_where_no_heuristic_found_a_plan(seed: int) -> None:
+    p = _tight(seed)  # before: msct's E704, whose hint said "try --algo search"
+    plan = run("search", p, Options(time_limit_s=0.5)).plan
+    sim = simulate(p, plan)
+    assert sim.feasible and sim.makespan_s >= _best(p) * (1 - 1e-9)
+
+
+def test_the_exact_models_e818_names_the_algorithms_that_may_find_a_plan() -> None:
+    with pytest.raises(InfeasibleError) as caught:
+        run("cpsat", _tight(25), Options(time_limit_s=1.0))
+    (error,) = caught.value.diagnostics
+    assert error.code == "E818"
+    assert any("--algo auto and --algo search" in h for h in error.hints)
+
+
 def test_the_enumeration_is_the_brute_force_when_its_budget_covers_every_plan() -> None:
     p = _tight(25)
     found = enumerate_plans(p, 10_000)

@@ -282,6 +282,8 @@ def _infeasible(inst: Instance, warm: Warm) -> InfeasibleError:
                     "than `memory liveness`), is infeasible, and no heuristic found a plan "
                     "whose liveness peaks fit; one may still exist", None,
             (*memory_figures(inst.problem),
+             "--algo auto and --algo search simulate every placement and per-device order "
+             "their time limit allows, under the liveness peaks",
              "add memory or devices, or relax pins and colocation")))
     return InfeasibleError(Diagnostic(
         "E813", "no placement satisfies the memory caps, pins, colocation groups and links "
