@@ -142,7 +142,8 @@ def _enumerated(problem: Problem, options: Options, error: InfeasibleError,
     verdict = judge(problem, found.plan, lower_s=found.makespan_s if found.complete
                     else lower_bound(problem).makespan_s)
     covered = ("every placement and per-device order" if found.complete else
-               f"the first {found.simulations} plans of the enumeration (not all of them)")
+               f"the first {found.simulations} plans of the enumeration (not all of them)"
+               + (f"; {CUT}: this plan may differ from run to run" if found.cut else ""))
     why = ("every placement and per-device order was simulated: no valid plan runs faster"
            if found.complete else verdict.why)
     info = {"candidates": {"enumeration": verdict.makespan_s}, "chosen": "enumeration",

@@ -58,12 +58,15 @@ _PLACEMENT_KINDS = frozenset({"pin", "colocation", "unrunnable", "no_link"})
 @dataclass(frozen=True)
 class Found:
     """The enumeration's answer: its fastest valid plan (None when none was seen), its
-    simulated makespan, the simulations spent, and whether they covered every plan."""
+    simulated makespan, the simulations spent, whether they covered every plan, and
+    whether the wall clock cut it."""
 
     plan: Plan | None
     makespan_s: float
     simulations: int
     complete: bool
+    #: the wall clock stopped it before its budget did (a slow or busy machine)
+    cut: bool = False
 
 
 def simulation_budget(problem: Problem, time_limit_s: float) -> int:
@@ -88,7 +91,7 @@ def enumerate_plans(problem: Problem, budget: int, deadline: float = math.inf) -
     # first each placement once, in dispatch order; then every order of each
     for k, placement in enumerate(placements):
         if spent >= budget or time.monotonic() > deadline:
-            return _stopped(best, spent)
+            return _stopped(best, spent, spent < budget)
         spent += 1
         sim = simulate(problem, Plan(placement))
         tried[k].add(sim.order)
@@ -100,7 +103,7 @@ def enumerate_plans(problem: Problem, budget: int, deadline: float = math.inf) -
             if order in tried[k]:
                 continue
             if spent >= budget or time.monotonic() > deadline:
-                return _stopped(best, spent)
+                return _stopped(best, spent, spent < budget)
             tried[k].add(order)
             spent += 1
             sim = simulate(problem, Plan(placement, order))
@@ -110,8 +113,8 @@ def enumerate_plans(problem: Problem, budget: int, deadline: float = math.inf) -
     return Found(best.plan, best.makespan_s, spent, complete)
 
 
-def _stopped(best: Found, spent: int) -> Found:
-    return Found(best.plan, best.makespan_s, spent, False)
+def _stopped(best: Found, spent: int, cut: bool) -> Found:
+    return Found(best.plan, best.makespan_s, spent, False, cut)
 
 
 def _better(best: Found, placement: tuple[int, ...], sim: SimResult) -> Found:

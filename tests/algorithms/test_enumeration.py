@@ -91,7 +91,9 @@ def test_the_enumeration_is_the_brute_force_when_its_budget_covers_every_plan() 
 def test_a_cut_enumeration_says_it_did_not_cover_every_plan() -> None:
     p = _tight(25)
     found = enumerate_plans(p, 1)
-    assert not found.complete and found.simulations == 1
+    assert not found.complete and found.simulations == 1 and not found.cut
+    late = enumerate_plans(p, 10_000, deadline=0.0)  # the wall clock, not the budget
+    assert not late.complete and late.cut and late.plan is None
 
 
 def test_auto_proves_no_plan_exists_only_after_simulating_every_plan() -> None:
