@@ -102,3 +102,15 @@ def test_auto_proves_no_plan_exists_only_after_simulating_every_plan() -> None:
     with pytest.raises(InfeasibleError) as caught:
         run("auto", p, Options(time_limit_s=1.0))
     assert caught.value.diagnostics[0].code == "E819"
+
+
+def test_a_large_graph_costs_the_budget_not_its_count_of_plans() -> None:
+    n, m = 60, 4  # 4**60 placements, a chain of 60 ops: the enumeration spends its budget
+    ops = tuple(Op(f"o{i}", MS, None, {}, 0, MIB, 0) for i in range(n))
+    edges = tuple(Edge(i, i + 1, MIB) for i in range(n - 1))
+    links = tuple(Link(a, b, 1e10, 1e-5) for a in range(m) for b in range(m) if a != b)
+    p = Problem("p", Graph("g", ops, edges, ()), Cluster("c", tuple(
+        Device(f"d{d}", 1024 * MIB, None, 1.0, None) for d in range(m)), links), "liveness")
+    found = enumerate_plans(p, 50)
+    assert found.simulations == 50 and not found.complete and not found.cut
+    assert found.plan is not None and simulate(p, found.plan).feasible
