@@ -31,6 +31,7 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from ..cost import costs
 from ..errors import Diagnostic, InfeasibleError
@@ -38,6 +39,7 @@ from ..facts import facts
 from ..model import Problem
 from ..plan import Plan
 from ..simulate import SimResult, simulate
+from .base import Interrupted, Solution
 from .clock import LOAD_HEADROOM
 from .infeasible import memory_figures
 
@@ -84,10 +86,23 @@ def enumerate_plans(problem: Problem, budget: int, deadline: float = math.inf) -
     """The fastest valid plan among every placement × per-device order, within `budget`
     simulations (and the wall clock `deadline`, `time.monotonic`); module docstring.
     Placements and topological orders are generated as they are needed, so a large graph
-    costs its budget, not its count of plans."""
+    costs its budget, not its count of plans. Ctrl-C raises `Interrupted` with the
+    fastest valid plan so far (None when none was seen)."""
     f = facts(problem)
     examined = budget * PLACEMENTS_PER_SIMULATION
-    best = Found(None, math.inf, 0, math.prod(map(len, f.unit_allowed)) <= examined)
+    best = [Found(None, math.inf, 0, math.prod(map(len, f.unit_allowed)) <= examined)]
+    try:
+        return _enumerate(problem, budget, deadline, examined, best)
+    except KeyboardInterrupt:
+        plan = best[0].plan
+        raise Interrupted(None if plan is None else Solution(plan, "interrupted", MappingProxyType(
+            {"chosen": "enumeration", "objective_s": best[0].makespan_s}))) from None
+
+
+def _enumerate(problem: Problem, budget: int, deadline: float, examined: int,
+               held: list[Found]) -> Found:
+    """`enumerate_plans`' search; `held[0]` is the best so far, for Ctrl-C."""
+    best = held[0]
     spent = 0
     tried: dict[tuple[int, ...], set[tuple[tuple[int, ...], ...]]] = {}
     # first each placement once, in dispatch order; then every order of each
@@ -97,7 +112,7 @@ def enumerate_plans(problem: Problem, budget: int, deadline: float = math.inf) -
         spent += 1
         sim = simulate(problem, Plan(placement))
         tried[placement] = {sim.order}
-        best = _better(best, placement, sim)
+        best = held[0] = _better(best, placement, sim)
     orders = _Orders(problem)
     for placement, seen in tried.items():
         for topo in orders:
@@ -112,7 +127,7 @@ def enumerate_plans(problem: Problem, budget: int, deadline: float = math.inf) -
             sim = simulate(problem, Plan(placement, order))
             if any(v.kind in _PLACEMENT_KINDS for v in sim.violations):
                 break
-            best = _better(best, placement, sim)
+            best = held[0] = _better(best, placement, sim)
     return Found(best.plan, best.makespan_s, spent, best.complete)
 
 

@@ -114,3 +114,23 @@ def test_a_large_graph_costs_the_budget_not_its_count_of_plans() -> None:
     found = enumerate_plans(p, 50)
     assert found.simulations == 50 and not found.complete and not found.cut
     assert found.plan is not None and simulate(p, found.plan).feasible
+
+
+def test_ctrl_c_returns_the_fastest_plan_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.algorithms import enumeration
+    from planner.algorithms.base import Interrupted
+
+    p, calls = _tight(25), []
+
+    def interrupted_later(*args: object) -> object:
+        calls.append(1)
+        if len(calls) > 12:
+            raise KeyboardInterrupt
+        return simulate(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(enumeration, "simulate", interrupted_later)
+    with pytest.raises(Interrupted) as caught:
+        run("auto", p, Options(time_limit_s=1.0))
+    solution = caught.value.solution
+    assert solution is not None and solution.status == "interrupted"
+    assert simulate(p, solution.plan).feasible
