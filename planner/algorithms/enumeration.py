@@ -40,7 +40,7 @@ from ..model import Problem
 from ..plan import Plan
 from ..simulate import SimResult, simulate
 from .base import Interrupted, Solution
-from .clock import LOAD_HEADROOM
+from .clock import CAP_MIN_S, LOAD_HEADROOM
 from .infeasible import memory_figures
 
 __all__ = ["Found", "enumerate_plans", "none_enumerated", "simulation_budget"]
@@ -84,11 +84,15 @@ def simulation_budget(problem: Problem, time_limit_s: float) -> int:
 
 def enumerate_plans(problem: Problem, budget: int, deadline: float = math.inf) -> Found:
     """The fastest valid plan among every placement × per-device order, within `budget`
-    simulations (and the wall clock `deadline`, `time.monotonic`); module docstring.
+    simulations (and the wall clock `deadline`, `time.monotonic`, or `CAP_MIN_S` from
+    now, whichever is later); module docstring.
     Placements and topological orders are generated as they are needed, so a large graph
     costs its budget, not its count of plans. Ctrl-C raises `Interrupted` with the
     fastest valid plan so far (None when none was seen)."""
     f = facts(problem)
+    # a last resort after phases that may have used the limit up: like the searches, it
+    # gets `CAP_MIN_S` of the wall clock at least
+    deadline = max(deadline, time.monotonic() + CAP_MIN_S)
     examined = budget * PLACEMENTS_PER_SIMULATION
     best = [Found(None, math.inf, 0, math.prod(map(len, f.unit_allowed)) <= examined)]
     try:

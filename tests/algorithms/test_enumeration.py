@@ -92,8 +92,22 @@ def test_a_cut_enumeration_says_it_did_not_cover_every_plan() -> None:
     p = _tight(25)
     found = enumerate_plans(p, 1)
     assert not found.complete and found.simulations == 1 and not found.cut
-    late = enumerate_plans(p, 10_000, deadline=0.0)  # the wall clock, not the budget
-    assert not late.complete and late.cut and late.plan is None
+    late = enumerate_plans(_chain(60, 4), 10**9, deadline=0.0)  # the clock, not the budget
+    assert not late.complete and late.cut and 0 < late.simulations < 10**9
+
+
+def test_the_enumeration_gets_its_time_when_the_phases_before_used_the_limit_up(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from planner.algorithms import auto
+
+    # auto's deadline already passed as it starts (a busy machine): before, E818 after 0
+    # simulations; now the enumeration still gets CAP_MIN_S
+    monkeypatch.setattr(auto, "cap", lambda _limit: time.monotonic())
+    p = _tight(25)
+    sol = run("auto", p, Options(time_limit_s=1.0))
+    assert sol.info["chosen"] == "enumeration" and simulate(p, sol.plan).feasible
 
 
 def test_auto_proves_no_plan_exists_only_after_simulating_every_plan() -> None:
@@ -104,13 +118,17 @@ def test_auto_proves_no_plan_exists_only_after_simulating_every_plan() -> None:
     assert caught.value.diagnostics[0].code == "E819"
 
 
-def test_a_large_graph_costs_the_budget_not_its_count_of_plans() -> None:
-    n, m = 60, 4  # 4**60 placements, a chain of 60 ops: the enumeration spends its budget
+def _chain(n: int, m: int) -> Problem:
+    """A chain of `n` 1 ms ops on `m` roomy devices (m**n placements)."""
     ops = tuple(Op(f"o{i}", MS, None, {}, 0, MIB, 0) for i in range(n))
     edges = tuple(Edge(i, i + 1, MIB) for i in range(n - 1))
     links = tuple(Link(a, b, 1e10, 1e-5) for a in range(m) for b in range(m) if a != b)
-    p = Problem("p", Graph("g", ops, edges, ()), Cluster("c", tuple(
+    return Problem("p", Graph("g", ops, edges, ()), Cluster("c", tuple(
         Device(f"d{d}", 1024 * MIB, None, 1.0, None) for d in range(m)), links), "liveness")
+
+
+def test_a_large_graph_costs_the_budget_not_its_count_of_plans() -> None:
+    p = _chain(60, 4)  # 4**60 placements: the enumeration spends its budget
     found = enumerate_plans(p, 50)
     assert found.simulations == 50 and not found.complete and not found.cut
     assert found.plan is not None and simulate(p, found.plan).feasible
