@@ -43,7 +43,7 @@ from .base import Interrupted, Solution
 from .clock import CAP_MIN_S, LOAD_HEADROOM
 from .infeasible import memory_figures
 
-__all__ = ["Found", "enumerate_plans", "none_enumerated", "simulation_budget"]
+__all__ = ["HINT", "Found", "enumerate_plans", "none_enumerated", "simulation_budget"]
 
 #: planner.simulate's simulations per second on a graph of up to `SIZE_PER_RATE` ops and
 #: edges on this 2-core machine, and the size past which the rate falls in proportion
@@ -55,6 +55,10 @@ MIN_SIMULATIONS = 200
 #: placements examined (pins, links, params) per simulation of the budget: past this many
 #: the enumeration stops being complete
 PLACEMENTS_PER_SIMULATION = 20
+#: the hint of an error that `auto` and `search` may still mend (the exact models' E818);
+#: dropped from their own errors, where it would send the user back to them
+HINT = ("--algo auto and --algo search simulate every placement and per-device order their "
+        "time limit allows, under the liveness peaks")
 #: violations that no order of the placement can mend
 _PLACEMENT_KINDS = frozenset({"pin", "colocation", "unrunnable", "no_link"})
 
@@ -230,6 +234,7 @@ def none_enumerated(problem: Problem, error: InfeasibleError,
                     "within the devices' memory", None,
             (*memory_figures(problem), "add memory or devices, or relax pins and colocation")))
     first, *rest = error.diagnostics
-    hint = (f"an enumeration of {found.simulations} plans (not all of them) found none "
+    hint = (f"an enumeration of {found.simulations} plan(s) (not all of them) found none "
             "either; a longer --time-limit tries more")
-    return InfeasibleError((dataclasses.replace(first, hints=(*first.hints, hint)), *rest))
+    hints = (*(h for h in first.hints if h != HINT), hint)
+    return InfeasibleError((dataclasses.replace(first, hints=hints), *rest))

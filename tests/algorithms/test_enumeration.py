@@ -152,3 +152,15 @@ def test_ctrl_c_returns_the_fastest_plan_so_far(monkeypatch: pytest.MonkeyPatch)
     solution = caught.value.solution
     assert solution is not None and solution.status == "interrupted"
     assert simulate(p, solution.plan).feasible
+
+
+def test_auto_never_names_itself_as_what_may_still_find_a_plan(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.algorithms import auto
+
+    monkeypatch.setattr(auto, "simulation_budget", lambda _p, _s: 1)  # too few to find one
+    with pytest.raises(InfeasibleError) as caught:
+        run("auto", _tight(25), Options(time_limit_s=1.0))
+    (error,) = caught.value.diagnostics
+    assert error.code == "E818" and not any("--algo auto" in h for h in error.hints), error.hints
+    assert "an enumeration of 1 plan(s) (not all of them) found none" in error.hints[-1]

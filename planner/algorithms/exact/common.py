@@ -33,6 +33,7 @@ from ...errors import Diagnostic, InfeasibleError, PlannerError, SolverError
 from ...model import Problem
 from ...plan import Plan
 from ..base import Options, Solution
+from ..enumeration import HINT as ENUMERATION_HINT
 from ..infeasible import diagnose, memory_figures
 from ..portfolio import rank
 from .instance import Instance
@@ -282,8 +283,7 @@ def _infeasible(inst: Instance, warm: Warm) -> InfeasibleError:
                     "than `memory liveness`), is infeasible, and no heuristic found a plan "
                     "whose liveness peaks fit; one may still exist", None,
             (*memory_figures(inst.problem),
-             "--algo auto and --algo search simulate every placement and per-device order "
-             "their time limit allows, under the liveness peaks",
+             ENUMERATION_HINT,
              "add memory or devices, or relax pins and colocation")))
     return InfeasibleError(Diagnostic(
         "E813", "no placement satisfies the memory caps, pins, colocation groups and links "
