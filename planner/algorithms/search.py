@@ -366,21 +366,22 @@ def place(problem: Problem, options: Options) -> Solution:
         return pipesearch.place(problem, options)
     deadline = cap(options.time_limit_s)
     ranked = rank(problem, options, progress_share=0.1)
-    if ranked.best is None:
-        ranked = _enumerated(problem, options, ranked, deadline)
-    budget = move_budget(problem, search_seconds(problem, ranked, options.time_limit_s))
+    seconds = options.time_limit_s
+    if ranked.best is None:  # the enumeration takes half of the limit, the moves the rest
+        seconds /= 2
+        ranked = _enumerated(problem, seconds, ranked, deadline)
+    budget = move_budget(problem, search_seconds(problem, ranked, seconds))
     return improve(problem, ranked, options, budget, deadline=deadline)
 
 
-def _enumerated(problem: Problem, options: Options, ranked: Ranked, deadline: float) -> Ranked:
+def _enumerated(problem: Problem, seconds: float, ranked: Ranked, deadline: float) -> Ranked:
     """No heuristic found a plan: under `memory liveness`, where nothing proves none exists,
-    start from `enumeration`'s fastest plan (its budget from the time limit); else the
-    error of `none_found` (E819, a proof, when the enumeration covered every plan)."""
+    start from `enumeration`'s fastest plan (its budget from `seconds` of the limit); else
+    the error of `none_found` (E819, a proof, when the enumeration covered every plan)."""
     error = none_found(problem, list(ranked.errors))
     if problem.memory_model != "liveness" or diagnose(problem):
         raise error
-    found = enumerate_plans(problem, simulation_budget(problem, options.time_limit_s),
-                            deadline)
+    found = enumerate_plans(problem, simulation_budget(problem, seconds), deadline)
     if found.plan is None:
         raise none_enumerated(problem, error, found)
     return replace(

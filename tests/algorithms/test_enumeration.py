@@ -164,3 +164,12 @@ def test_auto_never_names_itself_as_what_may_still_find_a_plan(
     (error,) = caught.value.diagnostics
     assert error.code == "E818" and not any("--algo auto" in h for h in error.hints), error.hints
     assert "an enumeration of 1 plan(s) (not all of them) found none" in error.hints[-1]
+
+
+def test_search_after_the_enumeration_plans_its_moves_for_the_rest_of_the_limit() -> None:
+    from planner.algorithms.search import move_budget
+
+    p = _tight(25)  # no heuristic plan: the enumeration takes half of the 2 s, moves the rest
+    sol = run("search", p, Options(time_limit_s=2.0))
+    assert sol.info["start"] == "enumeration"
+    assert 0 < sol.info["budget_moves"] <= move_budget(p, 1.0)
