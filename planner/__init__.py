@@ -97,7 +97,7 @@ def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Result:
     and schedule by name and the simulated makespan. Raises `SpecError` for a problem the
     language would reject (located at this call; see `ProblemBuilder`), `UsageError` for an
     unknown algorithm or an option that is no option or has no valid value (E626),
-    `InfeasibleError` when no plan fits.
+    `InfeasibleError` when no plan fits, `TypeError` for a `problem` that is no `Problem`.
     """
     from .algorithms import options_of, run  # lazy: start-up
     from .api import Result, check_problem  # lazy: start-up

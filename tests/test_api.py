@@ -109,3 +109,37 @@ def test_a_pipeline_plan_that_does_not_fit_is_infeasible_in_python_too(tmp_path:
     roomy = planner.loads(TIGHT_PIPELINE.replace("110 MB", "1 GB")).plan()
     fits = planner.solve(roomy, "uniform")
     assert (fits.status, fits.feasible, fits.breaks) == ("feasible", True, ())
+
+
+TWO_PLANS = ("cluster c { device d[0..1] { memory 1 GB } link d0 <-> d1 { bandwidth 1 GB/s } }"
+             " graph g { op a { time 1 ms } op b { time 1 ms } a -> b }"
+             " plan p { graph g cluster c } plan q { graph g cluster c }")
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    # before: AttributeError: 'Spec' object has no attribute '__dict__' (and 'str', 'NoneType')
+    (lambda spec: planner.solve(spec), "`problem` must be a planner.Problem, not a Spec: pick "
+     "one of its plans with .plan(NAME) (its plans: 'p', 'q')"),
+    (lambda spec: planner.lower_bound("g.plan"), "`problem` must be a planner.Problem, not "
+     "str 'g.plan': load a spec first, planner.load(PATH).plan(NAME)"),
+    (lambda spec: planner.solve(None), "`problem` must be a planner.Problem, not NoneType"),
+    # before: AttributeError: 'Result' object has no attribute 'graph'
+    (lambda spec: planner.solve(planner.solve(spec.plan("p"), "heft")),
+     "`problem` must be a planner.Problem, not a Result: its problem is .problem"),
+])
+def test_what_is_no_problem_is_a_type_error_that_says_how_to_get_one(
+        call: object, message: str) -> None:
+    spec = planner.loads(TWO_PLANS)
+    with pytest.raises(TypeError) as err:
+        call(spec)  # type: ignore[operator]
+    assert str(err.value) == message
+
+
+def test_an_algorithm_named_by_no_str_is_e601() -> None:
+    """Before: TypeError: 'int' object is not iterable, from difflib."""
+    with pytest.raises(UsageError) as err:
+        planner.solve(planner.loads(TWO_PLANS).plan("p"), 3)  # type: ignore[arg-type]
+    (d,) = err.value.diagnostics
+    assert d.code == "E601"
+    assert d.message == "unknown algorithm 3 (an algorithm is named by a str, not int)"
+    assert d.hints[-1].startswith("available: auto, ")

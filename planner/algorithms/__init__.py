@@ -118,11 +118,15 @@ def names() -> tuple[str, ...]:
 
 def get(name: str) -> AlgorithmInfo:
     """The registry entry of algorithm `name` (no module is imported); `UsageError` E601
-    when there is none."""
-    info = ALGORITHMS.get(name)
+    when there is none, or `name` is no str (`planner.solve(problem, 3)`: a TypeError from
+    deep in difflib before)."""
+    info = ALGORITHMS.get(name) if isinstance(name, str) else None
     if info is None:
-        raise UsageError(Diagnostic("E601", f"unknown algorithm `{name}`", None,
-                                    (*did_you_mean(name, ALGORITHMS),
+        named = f"`{name}`" if isinstance(name, str) else \
+            f"{name!r} (an algorithm is named by a str, not {type(name).__name__})"
+        raise UsageError(Diagnostic("E601", f"unknown algorithm {named}", None,
+                                    (*(did_you_mean(name, ALGORITHMS)
+                                       if isinstance(name, str) else ()),
                                      "available: " + ", ".join(ALGORITHMS))))
     return info
 

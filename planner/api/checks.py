@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from os import PathLike
 from typing import Any
 
 from .. import limits, schedules
@@ -25,6 +26,7 @@ from ..model import (
     Graph,
     Pipeline,
     Problem,
+    Spec,
 )
 from ..spec.lower import backward_first, pipeline_units, units_pinned_apart
 from ..spec.names import name_rule
@@ -35,7 +37,11 @@ Locate = Callable[[str], Span | None]
 
 
 def check_problem(problem: Problem, locate: Locate | None = None) -> None:
-    """Raise `SpecError` with every diagnostic of `problem` (checked once per problem)."""
+    """Raise `SpecError` with every diagnostic of `problem` (checked once per problem);
+    `TypeError` for anything that is no `Problem` (a `Spec`, a path, a `Result`), which
+    raised `AttributeError: ... no attribute '__dict__'` from here before."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"`problem` must be a planner.Problem, not {_what(problem)}")
     if problem.__dict__.get(_CHECKED):  # a frozen model: its verdict cannot change
         return
     if locate is None:
@@ -52,6 +58,19 @@ def check_problem(problem: Problem, locate: Locate | None = None) -> None:
 
 
 _CHECKED = "api.checked"
+
+
+def _what(value: object) -> str:
+    """`value`'s type, and how to get a `Problem` from it where there is a way."""
+    kind = type(value).__name__
+    if isinstance(value, Spec):
+        names = ", ".join(repr(n) for n in value.plans) or "none"
+        return f"a {kind}: pick one of its plans with .plan(NAME) (its plans: {names})"
+    if isinstance(value, (str, PathLike)):
+        return f"{kind} {value!r}: load a spec first, planner.load(PATH).plan(NAME)"
+    if isinstance(getattr(value, "problem", None), Problem):
+        return f"a {kind}: its problem is .problem"
+    return kind
 
 
 def problem_diagnostics(problem: Problem, locate: Locate) -> list[Diagnostic]:
