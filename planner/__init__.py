@@ -11,6 +11,8 @@ Public API:
 - `planner.simulate.simulate(problem, plan)`: re-execute and verify a plan -> `SimResult`
   (a function of the `planner.simulate` module: the module name is taken);
   `lower_bound(problem)` -> `Bounds`.
+- `Result.write(path)` / `read_plan(problem, path)`: a plan file, as `solve --out` writes
+  it (a pipeline's replicas and recompute included), and back to a `Result`.
 - `compare`: `planner.compare.plan_sweep` / `run_sweep` (imported on use; see its docs).
 
     import planner
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .version import __version__ as __version__
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Cluster", "Device", "Diagnostic", "Edge", "Graph", "InfeasibleError", "Link", "Op",
     "PlannerError", "Problem", "ProblemBuilder", "Result", "ScheduledOp", "Spec", "SpecError",
-    "UsageError", "load", "loads", "lower_bound", "solve",
+    "UsageError", "load", "loads", "lower_bound", "read_plan", "solve",
 ]
 #: the module of each name imported on first use
 _LAZY = {**dict.fromkeys(("ProblemBuilder", "Result", "ScheduledOp"), "api"),
@@ -115,3 +118,15 @@ def lower_bound(problem: Problem) -> Bounds:
 
     check_problem(problem)
     return _lower_bound(problem)
+
+
+def read_plan(problem: Problem, source: str | os.PathLike[str] | Mapping[str, Any]) -> Result:
+    """A plan file (`Result.write`, `planner solve --out`), a `--json` document or their
+    parsed JSON, for `problem`, as a `Result` whose figures are `simulate --placement`'s
+    (a hybrid plan's `replicas` and the devices that `recompute` included). Raises
+    `SpecError` for a file that holds no plan of `problem`."""
+    from .api import check_problem  # lazy: start-up
+    from .api import read_plan as _read_plan  # lazy: start-up
+
+    check_problem(problem)
+    return _read_plan(problem, source)

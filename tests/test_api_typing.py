@@ -25,6 +25,8 @@ reveal_type(result.schedule[0])
 reveal_type(result.plan.placement)
 reveal_type(planner.lower_bound(problem))
 reveal_type(planner.ProblemBuilder.from_networkx(nx.DiGraph()))
+reveal_type(planner.read_plan(problem, result.to_json()))
+reveal_type(result.replicas)
 try:
     planner.load("x.plan")
 except planner.SpecError as err:
@@ -53,6 +55,8 @@ def test_a_users_script_sees_precise_types(tmp_path: Path) -> None:
         "tuple[int, ...]",
         "planner.bounds.Bounds",
         "planner.api.builder.ProblemBuilder",
+        "planner.api.result.Result",
+        "dict[str, list[str]]",
         "tuple[planner.errors.Diagnostic, ...]",
     ], out
     assert ": error:" not in out, out

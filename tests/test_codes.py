@@ -64,8 +64,9 @@ SHARED["E290"] = ("not a number: a builder's argument (api/builder.py) or a mode
                   "(api/checks.py)")
 SHARED.update(dict.fromkeys(
     ("E500", "E503", "E504", "E505"),
-    "the same mistake in a placement or plan file (plan.py, cli) and in a `simulate --stages` "
-    "file (io/stages.py): not JSON, an unknown op or device, ops left unplaced"))
+    "the same mistake in a placement or plan file (plan.py, cli, `planner.read_plan`: "
+    "api/result.py) and in a `simulate --stages` file (io/stages.py): not JSON, an unknown op "
+    "or device, ops left unplaced"))
 
 # Where each layer's codes may come from: module path prefixes under planner/.
 HOMES = {
@@ -78,7 +79,7 @@ HOMES = {
     "2": ("spec/lower/", "spec/names.py", "api/", "model.py"),
     "3": ("facts.py",),
     "4": ("cli", "simulate/"),
-    "5": ("plan.py", "cli", "io/stages.py"),
+    "5": ("plan.py", "cli", "io/stages.py", "api/result.py"),
     "6": ("cli/", "compare/", "algorithms/__init__.py", "files.py"),
     "7": ("algorithms/",),
     # the registry refuses a model format an exact solver cannot write (E814) before any work;

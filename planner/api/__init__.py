@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from .builder import ProblemBuilder
 from .checks import check_problem
-from .result import Result, ScheduledOp
+from .result import Result, ScheduledOp, read_plan
 
-__all__ = ["ProblemBuilder", "Result", "ScheduledOp", "check_problem"]
+__all__ = ["ProblemBuilder", "Result", "ScheduledOp", "check_problem", "read_plan"]

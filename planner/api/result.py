@@ -8,17 +8,26 @@ names, and the simulator's verdict (computed on first use, then kept).
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from ..algorithms.base import Solution
 from ..algorithms.exact.verdict import plan_bound, standing
 from ..bounds import Bounds, lower_bound, relative_gap
+from ..errors import Diagnostic, Span, SpecError
+from ..files import write_text_atomic
 from ..model import Problem
+from ..pipeline.hybrid import replica_groups, replica_names
 from ..pipeline.schedule import PipelineRun, run_planned
 from ..pipeline.verdict import pipeline_breaks
+from ..plan import in_envelope, load_plan, load_recompute, load_replicas
 from ..simulate import SimResult, simulate
+from ..strictjson import loads as strict_loads
 
 
 class ScheduledOp(NamedTuple):
@@ -135,3 +144,57 @@ class Result(Solution):
         order = sorted(range(len(ops)), key=lambda i: (sim.start_s[i], sim.placement[i], i))
         return [ScheduledOp(ops[i].name, devs[sim.placement[i]].name if sim.placement[i] >= 0
                             else "", sim.start_s[i], sim.end_s[i]) for i in order]
+
+    @property
+    def replicas(self) -> dict[str, list[str]]:
+        """A hybrid pipeline's replicated stages: the device of each stage with 2+ replicas
+        -> its group's devices, itself first ({} when no stage is replicated)."""
+        return replica_names(self.problem, replica_groups(self.problem, self.info))
+
+    @property
+    def recompute(self) -> tuple[str, ...]:
+        """The devices that run their forward ops again in the backward pass (`pipeilp`)."""
+        return tuple(self.info.get("recompute") or ())
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan file `planner solve --out` writes: placement, order, start times, and
+        a pipeline's `replicas` and `recompute` (`plan.dumps(problem)` alone has neither,
+        and a hybrid or recomputing plan read back from it runs as another plan)."""
+        return self.plan.to_json(self.problem, replica_groups(self.problem, self.info),
+                                 self.recompute)
+
+    def dumps(self) -> str:
+        """`to_json` as the text `solve --out` writes, byte for byte."""
+        return self.plan.dumps(self.problem, replica_groups(self.problem, self.info),
+                               self.recompute)
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """Write `dumps()` to `path`, atomically; `read_plan(problem, path)` reads it back."""
+        write_text_atomic(os.fspath(path), self.dumps())
+
+
+def read_plan(problem: Problem, source: str | os.PathLike[str] | Mapping[str, Any]) -> Result:
+    """The plan of a plan file (`Result.write`, `solve --out`), of a `solve --json` or
+    `simulate --json` document, or of their parsed JSON (`Result.to_json()`), for
+    `problem`, as a `Result`: its replicas and recompute run too, as `simulate
+    --placement` runs them. Raises `SpecError` (E500-E515) for a file that holds no plan
+    of `problem`."""
+    shown, text = "<plan>", None
+    data: Any = source
+    if isinstance(source, (str, os.PathLike)):
+        from ..spec.load import read_source  # lazy: the parser's imports
+
+        shown = os.fspath(source)
+        text = read_source(Path(source), shown)
+        try:
+            data = strict_loads(text)
+        except json.JSONDecodeError as err:
+            raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
+                                       Span.at_json_error(shown, err))) from None
+    body, at = in_envelope(data)
+    plan = load_plan(problem, body, shown, text, at)
+    groups = load_replicas(problem, body, plan.placement, shown, text, at)
+    info = {"replicas": replica_names(problem, groups),
+            "recompute": list(load_recompute(problem, body, shown, text, at))}
+    return Result.of(problem, Solution(plan, "feasible",
+                                       {k: v for k, v in info.items() if v}))

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pipe_support import chain_text
+from pipe_support import chain_text, tight_text
 
 from planner import load, loads
 from planner.algorithms import Options, run
@@ -133,25 +133,10 @@ def test_only_recomputing_splits_fit_and_pipeilp_finds_the_best(tiny_gpt: Proble
     assert dp == pytest.approx(contiguous, rel=1e-9)
 
 
-def _tight_text(memory: str) -> str:
-    """Four units of 10, 10, 10, 1 MB activations on two devices, 1F1B, 4 micro-batches."""
-    lines = [f"cluster c {{ device d[0..1] {{ memory {memory} }}",
-             "  link d[0..1] <-> d[0..1] { bandwidth 10 GB/s latency 10 us } }", "graph g {"]
-    for k, mb in enumerate([10, 10, 10, 1]):
-        lines += [f"  op f{k} {{ time 4 ms; output {mb} MB }}",
-                  f"  op f{k}.bwd {{ time 8 ms; output 0 B; backward_of f{k} }}",
-                  f"  f{k} -> f{k}.bwd", f"  colocate f{k}, f{k}.bwd"]
-        if k:
-            lines += [f"  f{k - 1} -> f{k}", f"  f{k}.bwd -> f{k - 1}.bwd {{ bytes 1 MB }}"]
-    lines += ["}", "plan p { graph g; cluster c; objective pipeline; microbatches 4; "
-              "schedule 1f1b }"]
-    return "\n".join(lines)
-
-
 @pytest.mark.slow
 def test_a_spec_nothing_fits_is_exit_3_with_the_solvers_proof(tmp_path: Path) -> None:
     spec = tmp_path / "tight.plan"
-    spec.write_text(_tight_text("19 MB"))
+    spec.write_text(tight_text("19 MB"))
     proc = subprocess.run([sys.executable, "-m", "planner", "solve", str(spec), "--algo",
                            "pipeilp", "--root", str(tmp_path)],
                           capture_output=True, text=True, check=False, cwd=ROOT)
@@ -162,7 +147,7 @@ def test_a_spec_nothing_fits_is_exit_3_with_the_solvers_proof(tmp_path: Path) ->
 
 def _no_solution(monkeypatch: pytest.MonkeyPatch, message: str, *,
                  warm_start: bool = True) -> Problem:
-    """`_tight_text("25 MB")`'s plan, pipeilp's solver made to end with no solution and
+    """`tight_text("25 MB")`'s plan, pipeilp's solver made to end with no solution and
     `message`; without `warm_start`, no contiguous split fits either (none to fall back to)."""
     def solver(*_: object, **__: object) -> backends.Outcome:
         return backends.Outcome("nosolution", message)
@@ -170,7 +155,7 @@ def _no_solution(monkeypatch: pytest.MonkeyPatch, message: str, *,
     if not warm_start:
         monkeypatch.setattr(pipeilp_warm, "contiguous_splits", lambda _: {})
     monkeypatch.setattr(pipeilp_solve, "_run_solver", solver)
-    return loads(_tight_text("25 MB")).plan("p")
+    return loads(tight_text("25 MB")).plan("p")
 
 
 def _no_plan(monkeypatch: pytest.MonkeyPatch, message: str,
@@ -220,7 +205,7 @@ def test_a_time_limit_with_a_warm_start_returns_it_labelled_fallback(
 @pytest.mark.slow
 def test_solve_exits_0_with_a_recomputing_plan_where_pipedp_finds_none(tmp_path: Path) -> None:
     spec = tmp_path / "tight.plan"
-    spec.write_text(_tight_text("25 MB"))
+    spec.write_text(tight_text("25 MB"))
     proc = subprocess.run([sys.executable, "-m", "planner", "solve", str(spec), "--algo",
                            "pipeilp", "--json", "--root", str(tmp_path)],
                           capture_output=True, text=True, check=False, cwd=ROOT)
@@ -241,7 +226,7 @@ def test_a_recomputing_plan_reads_back_as_it_was_solved(tmp_path: Path) -> None:
     `--stages` of `solve --json`) ran it without recomputation: E401, exit 3, where
     `solve` had said it fits."""
     spec = tmp_path / "tight.plan"
-    spec.write_text(_tight_text("25 MB"))
+    spec.write_text(tight_text("25 MB"))
     out, doc = tmp_path / "plan.json", tmp_path / "solve.json"
     code, text = _cli("solve", str(spec), "--algo", "pipeilp", "--json", "--out", str(out))
     assert code == 0, text
@@ -340,7 +325,7 @@ def test_a_given_warm_start_outside_the_1f1b_model_neither_bounds_it_nor_is_misd
         ) -> None:
     from planner.plan import Plan
 
-    p = loads(_tight_text("64 MB")).plan("p")
+    p = loads(tight_text("64 MB")).plan("p")
     looped = tuple((0, 1, 0, 1)[k] for k in units(p).unit_of)  # two stages on each device
     s = run("pipeilp", p, Options(warm_start=Plan(looped, algorithm="given")))
     assert s.status in ("optimal", "feasible")

@@ -1,0 +1,76 @@
+"""Plan files from Python: `Result.write` writes what `planner solve --out` writes (a hybrid
+plan's `replicas`, a recomputing plan's `recompute` included) and `planner.read_plan` reads
+it back to the same figures. Before, the only writer was `result.plan.dumps(problem)`, which
+has neither: a hybrid plan read back iterated 96 ms instead of 48.2 ms, and a recomputing
+one held 40 MB on 25 MB devices."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pipe_support import tight_text
+from typer.testing import CliRunner
+
+import planner
+from planner.cli import app
+
+HYBRID = """
+cluster c { device d[0..1] { memory 1 GB }
+  link d[0..1] <-> d[0..1] { bandwidth 10 GB/s latency 10 us } }
+graph g {
+  op f0 { time 4 ms; params 1 MB; output 10 MB }
+  op f0.bwd { time 8 ms; output 0 B; backward_of f0 }
+  op f1 { time 4 ms; params 1 MB; output 10 MB }
+  op f1.bwd { time 8 ms; output 0 B; backward_of f1 }
+  f0 -> f1 -> f1.bwd -> f0.bwd
+  f0 -> f0.bwd
+}
+plan p { graph g; cluster c; objective pipeline; microbatches 4; schedule 1f1b;
+         data_parallel auto }
+"""
+
+
+@pytest.mark.parametrize(("text", "algo", "kept"), [
+    (HYBRID, "hybrid", {"replicas": {"d0": ["d0", "d1"]}}),
+    (tight_text("25 MB"), "pipeilp", {"recompute": ["d0"]}),
+])
+def test_a_plan_file_written_in_python_is_solve_outs_and_reads_back_the_same(
+        tmp_path: Path, text: str, algo: str, kept: dict[str, object]) -> None:
+    spec = tmp_path / "p.plan"
+    spec.write_text(text)
+    problem = planner.load(spec).plan()
+    result = planner.solve(problem, algo)
+    assert result.pipeline is not None and result.feasible
+    mine, theirs = tmp_path / "api.json", tmp_path / "cli.json"
+    result.write(mine)
+    done = CliRunner().invoke(app, ["solve", str(spec), "--algo", algo, "--out", str(theirs)])
+    assert done.exit_code == 0, done.output
+    assert mine.read_text() == theirs.read_text() == result.dumps()
+    data = json.loads(mine.read_text())
+    assert {k: data[k] for k in kept} == kept == {k: v for k, v in (
+        ("replicas", result.replicas), ("recompute", list(result.recompute))) if v}
+    for source in (mine, result.to_json()):
+        back = planner.read_plan(problem, source)
+        assert back.pipeline is not None
+        assert (back.status, back.feasible, back.replicas, back.recompute) == (
+            "feasible", True, result.replicas, result.recompute)
+        assert back.pipeline.iteration_s == result.pipeline.iteration_s
+        assert back.pipeline.memory_bytes == result.pipeline.memory_bytes
+    shown = CliRunner().invoke(app, ["simulate", str(spec), "--placement", str(mine), "--json"])
+    ran = json.loads(shown.stdout)["result"]["pipeline"]
+    assert ran["iteration_s"] == result.pipeline.iteration_s
+
+
+def test_a_file_that_holds_no_plan_is_a_spec_error(tmp_path: Path) -> None:
+    problem = planner.loads(HYBRID).plan()
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"placement": {"f0": "d9"}}')
+    with pytest.raises(planner.SpecError) as err:
+        planner.read_plan(problem, bad)
+    (d,) = err.value.diagnostics
+    assert d.code == "E504" and d.span is not None and d.span.file == str(bad)
+    bad.write_text("{")
+    with pytest.raises(planner.SpecError, match=r"error\[E500\]: invalid JSON"):
+        planner.read_plan(problem, bad)
