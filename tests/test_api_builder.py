@@ -303,6 +303,25 @@ def test_values_no_spec_could_hold_are_diagnostics_not_crashes() -> None:
     assert b.build().graph.ops[2].params_bytes == 100
 
 
+def test_no_memory_a_kind_of_no_name_and_a_time_by_kind_of_no_mapping_are_diagnostics() -> None:
+    """Before: `memory=None` made a device of 0 bytes (built without a word), `kind=3` was
+    kept and matched no `time_by_kind`, and `time_by_kind="1 ms"` was an AttributeError
+    from the builder's code."""
+    b = _pair()
+    b.device("g2", memory=None)  # type: ignore[arg-type]  # no-memory
+    b.device("g3", memory="1 GiB", kind=3)  # type: ignore[arg-type]  # int-kind
+    b.link(["g0", "g1"], ["g2", "g3"], bandwidth="10 GB/s")
+    b.op("c", time_by_kind="1 ms")  # type: ignore[arg-type]  # str-by-kind
+    with pytest.raises(planner.SpecError) as err:
+        b.build()
+    got = [(d.code, d.span.line if d.span else 0, d.message) for d in err.value.diagnostics]
+    assert got == [
+        ("E240", _line("no-memory"), "device needs `memory`"),
+        ("E213", _line("int-kind"), "`kind` expects a name, not 3"),
+        ("E290", _line("str-by-kind"), "`time_by_kind` expects a mapping of device kind to "
+         "time, not '1 ms'")]
+
+
 @pytest.mark.parametrize(("change", "code"), [
     ({"bandwidth": 1e-300}, "E260"),  # a transfer of 1 MB took `inf` s: "optimal", gap 0
     ({"time": 1e308}, "E223"),  # OverflowError in fsum

@@ -81,7 +81,7 @@ class ProblemBuilder:
         """An op: its compute `time` (or `flops`, or `time_by_kind` per device kind), its
         resident `params`, its `output` tensor and its `temp` workspace."""
         site = call_site()
-        by_kind = {str(k): t for k, v in (time_by_kind or {}).items()
+        by_kind = {str(k): t for k, v in self._by_kind(time_by_kind, site).items()
                    if (t := self._q(v, "time", f"time_by_kind[{k!r}]", site)) is not None}
         self._ops.append((Op(self._name(name, "op", site),
                              self._q(time, "time", "time", site),
@@ -156,6 +156,12 @@ class ProblemBuilder:
         """A device: its `memory` cap, optional `kind` (for `time_by_kind`), relative
         `speed` (divides `time`) and FLOP rate `flops`."""
         site = call_site()
+        if memory is None:  # before: a device of 0 bytes, and only the plans that broke it
+            self._sink.error("E240", "device needs `memory`", site_span(site),
+                             'for example memory="16 GiB"')
+        if kind is not None and not isinstance(kind, str):  # before: kept, matching no kind
+            self._sink.error("E213", f"`kind` expects a name, not {kind!r}", site_span(site),
+                             f'give it as text: kind="{kind}"')
         self._devices.append((Device(self._name(name, "device", site),
                                      self._bytes(memory, "memory", site),
                                      kind, speed, self._q(flops, "rate", "flops", site)),
@@ -310,6 +316,16 @@ class ProblemBuilder:
         return tuple(groups), [first_site.get(g[0]) for g in groups]
 
     # -- values ------------------------------------------------------------------------
+
+    def _by_kind(self, value: Any, site: CallSite | None) -> Mapping[Any, Any]:
+        """`time_by_kind` as a mapping ({} with E290 recorded for anything else: before, an
+        AttributeError from `.items()`)."""
+        if value is None or isinstance(value, Mapping):
+            return value or {}
+        self._sink.error("E290", f"`time_by_kind` expects a mapping of device kind to time, "
+                         f"not {value!r}", site_span(site),
+                         'for example time_by_kind={"v100": "1.5 ms"}')
+        return {}
 
     def _name(self, value: Any, what: str, site: CallSite | None) -> str:
         if isinstance(value, str) and value:
