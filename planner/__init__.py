@@ -99,13 +99,15 @@ def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Result:
     Returns a `Result`: the `Solution` (plan, status, info, planning_s) with the placement
     and schedule by name and the simulated makespan. Raises `SpecError` for a problem the
     language would reject (located at this call; see `ProblemBuilder`), `UsageError` for an
-    unknown algorithm or an option that is no option or has no valid value (E626),
+    unknown algorithm (E601), an option that is no option or has no valid value (E626) or
+    that the algorithm does not take (E605: `time_limit_s`, `gap`, `solver`, `emit`,
+    `threshold`; `planner.algorithms.taking(option)` lists those that do),
     `InfeasibleError` when no plan fits, `TypeError` for a `problem` that is no `Problem`.
     """
     from .algorithms import options_of, run  # lazy: start-up
     from .api import Result, check_problem  # lazy: start-up
 
-    checked = options_of(**options)  # E626, before any work
+    checked = options_of(algorithm, **options)  # E601, E626, E605, before any work
     check_problem(problem)
     return Result.of(problem, run(algorithm, problem, checked))
 

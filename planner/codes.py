@@ -159,7 +159,8 @@ E602 2   no plan of that name, or several plans and no `--plan`
 E603 2   a `solve --time-limit` outside 0 to 1e6 s, or not a finite number
 E604 2   an output path that cannot be written (no such folder, a folder, not a regular file),
          or `-`, which would be a file named `-`
-E605 2   an option that does not apply to the chosen `--algo`
+E605 2   an option that does not apply to the chosen `--algo` (in Python, a `solve` option the
+         algorithm does not take)
 E606 2   a command-line parse error (in the `--json` envelope)
 E607 130 interrupted by the user (a warning when the best plan so far was kept)
 E608 2   a `solve --gap` that is negative or not a finite number

@@ -143,3 +143,23 @@ def test_an_algorithm_named_by_no_str_is_e601() -> None:
     assert d.code == "E601"
     assert d.message == "unknown algorithm 3 (an algorithm is named by a str, not int)"
     assert d.hints[-1].startswith("available: auto, ")
+
+
+@pytest.mark.parametrize(("algo", "option", "value", "takers"), [
+    # before: ignored without a word (the command line: E605, exit 2)
+    ("heft", "solver", "cbc", "pipeilp, ilp"),
+    ("hybrid", "time_limit_s", 5, "auto, search, pipeilp, cpsat, ilp"),
+    ("search", "gap", 0.1, "auto, pipeilp, cpsat, ilp"),
+    ("heft", "threshold", 0.3, "msct"),
+])
+def test_an_option_the_algorithm_does_not_take_is_e605_as_on_the_command_line(
+        algo: str, option: str, value: object, takers: str) -> None:
+    problem = planner.loads(TWO_PLANS).plan("p")
+    with pytest.raises(UsageError) as err:
+        planner.solve(problem, algo, **{option: value})
+    (d,) = err.value.diagnostics
+    assert d.code == "E605"
+    assert d.message == f"option `{option}` does not apply to algorithm `{algo}`"
+    assert d.hints[0] == f"`{option}` applies to: {takers}"
+    assert planner.solve(problem, "random", seed=3).feasible  # every run has a seed
+    assert planner.solve(problem, "msct", threshold=0.3).feasible

@@ -59,6 +59,8 @@ SHARED["E214"] = ("a plain number written with a unit: a block's attributes (spe
                   "and a pipeline's counts (spec/lower/plan.py)")
 SHARED["E947"] = ("a pipeline torch's schedules cannot run: the export's checks "
                   "(io/torch_pipeline.py) and the regrouping on --ranks (io/torch_ranks.py)")
+SHARED["E605"] = ("an option the algorithm does not take: `solve`'s flags (cli/applies.py) and "
+                  "`planner.solve`'s options (algorithms/__init__.py)")
 SHARED["E625"] = ("an algorithm that does not plan for the objective: `solve` and the library "
                   "(algorithms/__init__.py), `compare` before its sweep (compare/sweep.py)")
 SHARED["E290"] = ("not a number: a builder's argument (api/builder.py) or a model field "

@@ -200,11 +200,14 @@ def check_emit(name: str, path: str | None) -> None:
         (hint,)))
 
 
-def options_of(**given: Any) -> Options:
+def options_of(algorithm: str | None = None, /, **given: Any) -> Options:
     """`Options(**given)`, each value checked as the command line checks its option (E626:
     a misspelt name, a time limit, gap or seed out of range, a value of the wrong type);
     before, `planner.solve(..., time_limit_s=float("nan"))` failed deep in an algorithm,
-    and `seed=None` made `random` differ from call to call."""
+    and `seed=None` made `random` differ from call to call. With `algorithm`, a tunable
+    option it does not take is E605, as `solve --solver cbc --algo heft` is (before,
+    `planner.solve(problem, "heft", solver="cbc")` ignored it without a word; `seed` is
+    never refused: every run has one)."""
     fields = {f.name: f for f in dataclasses.fields(Options)}
     for key in given:
         if key not in fields:
@@ -214,6 +217,14 @@ def options_of(**given: Any) -> Options:
         why = _option_problem(key, value)
         if why:
             raise _bad_option(f"option `{key}`: {value!r} is not {why}")
+    info = None if algorithm is None else get(algorithm)
+    ignored = [k for k in given if info is not None and k in TUNABLE and k != "seed"
+               and not info.takes(k)]
+    if ignored:
+        raise UsageError(Diagnostic(
+            "E605", f"option `{ignored[0]}` does not apply to algorithm `{algorithm}`", None,
+            (f"`{ignored[0]}` applies to: {', '.join(taking(ignored[0]))}",
+             "drop it, or choose one of those algorithms")))
     return Options(**given)
 
 
