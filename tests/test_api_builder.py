@@ -405,3 +405,68 @@ def test_names_keep_the_languages_rules() -> None:
     with pytest.raises(planner.SpecError) as err:
         planner.solve(bad, "metf")
     assert "error[E261]: `graph.ops[0].name`: name `a\\u202eb` contains U+202E" in str(err.value)
+
+
+PIPELINE_SPEC = """
+cluster c { device gpu[0..1] { memory 1 GB }  link gpu0 <-> gpu1 { bandwidth 10 GB/s } }
+graph g {
+  op f0 { time 4 ms  params 1 MB  output 10 MB }
+  op f1 { time 4 ms  params 1 MB  output 10 MB }
+  op f1.bwd { time 8 ms  output 1 MB  backward_of f1 }
+  op f0.bwd { time 8 ms  output 1 MB  backward_of f0 }
+  f0 -> f1 -> f1.bwd -> f0.bwd
+  f0 -> f0.bwd
+}
+plan p { graph g  cluster c  objective pipeline  microbatches 8  schedule gpipe
+         data_parallel auto  microbatch_size 4 }
+"""
+
+
+def test_the_builder_plans_a_pipeline_as_the_spec_does() -> None:
+    """Before: no `backward_of` and no pipeline settings: a pipeline problem could not be
+    built by names, only loaded from a spec or put together from the model's classes."""
+    b = planner.ProblemBuilder("p", graph="g", cluster="c")
+    b.device("gpu0", memory="1 GB")
+    b.device("gpu1", memory="1 GB")
+    b.link("gpu0", "gpu1", bandwidth="10 GB/s")
+    for k in (0, 1):
+        b.op(f"f{k}", time="4 ms", params="1 MB", output="10 MB")
+    b.op("f1.bwd", time="8 ms", output="1 MB", backward_of="f1")
+    b.op("f0.bwd", time="8 ms", output="1 MB", backward_of="f0")
+    b.chain("f0", "f1", "f1.bwd", "f0.bwd")
+    b.edge("f0", "f0.bwd")
+    b.pipeline(8, schedule="gpipe", data_parallel="auto", microbatch_size=4)
+    built, spec = b.build(), planner.loads(PIPELINE_SPEC).plan()
+    assert built == spec
+    mine, theirs = planner.solve(built, "hybrid"), planner.solve(spec, "hybrid")
+    assert mine.pipeline is not None and theirs.pipeline is not None
+    assert mine.pipeline.iteration_s == theirs.pipeline.iteration_s
+    assert mine.replicas == theirs.replicas
+    g = nx.DiGraph()  # the same graph from networkx: `backward_of` is a node attribute too
+    for name, op in zip(("f0", "f1", "f1.bwd", "f0.bwd"), built.graph.ops, strict=True):
+        g.add_node(name, time=op.time_s, params=op.params_bytes, output=op.output_bytes)
+    g.nodes["f1.bwd"]["backward_of"], g.nodes["f0.bwd"]["backward_of"] = "f1", "f0"
+    g.add_edges_from([("f0", "f1"), ("f1", "f1.bwd"), ("f1.bwd", "f0.bwd"), ("f0", "f0.bwd")])
+    n = planner.ProblemBuilder.from_networkx(g, "p", graph="g", cluster="c")
+    n.device("gpu0", memory="1 GB")
+    n.device("gpu1", memory="1 GB")
+    n.link("gpu0", "gpu1", bandwidth="10 GB/s")
+    n.pipeline(8, schedule="gpipe", data_parallel="auto", microbatch_size=4)
+    from_nx = n.build()
+    assert (from_nx.graph.ops, from_nx.graph.backward_of, from_nx.pipeline) == (
+        spec.graph.ops, spec.graph.backward_of, spec.pipeline)
+    assert set(from_nx.graph.edges) == set(spec.graph.edges)
+
+
+def test_a_pipelines_mistakes_are_located_at_the_call_that_made_them() -> None:
+    b = _pair()
+    b.op("c.bwd", time="2 ms", backward_of="c")  # unknown-fwd
+    assert _errors(b) == [("E203", _line("unknown-fwd"))]
+    b = _pair()
+    b.edge("b", "a.bwd")
+    b.op("a.bwd", time="2 ms", backward_of="a")
+    b.op("b.bwd", time="2 ms", backward_of="a.bwd")  # bwd-of-bwd
+    b.chain("a.bwd", "b.bwd")
+    b.pipeline(0, schedule="zigzag")  # bad-pipeline
+    assert _errors(b) == [("E234", _line("bwd-of-bwd")), ("E256", _line("bad-pipeline")),
+                          ("E257", _line("bad-pipeline"))]

@@ -15,11 +15,12 @@ import numbers
 import re
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from .. import schedules
 from ..disjoint import Disjoint
 from ..errors import CallSite, DiagnosticSink, Span, call_site, did_you_mean, site_span
-from ..model import Cluster, Device, Edge, Graph, Link, Op, Problem
+from ..model import Cluster, Device, Edge, Graph, Link, Op, Pipeline, Problem
 from ..units import EXAMPLES, UNIT_TABLE, closest_unit, parse_number
 from .checks import check_problem
 
@@ -35,7 +36,7 @@ _Resolve: TypeAlias = "Callable[[str, CallSite | None], int | None]"
 
 _QUANTITY = re.compile(r"\s*([+-]?(?:[0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)(?:[eE][+-]?[0-9]+)?)"
                        r"\s*([A-Za-z][A-Za-z/]*)?\s*")
-_OP_KEYS = ("time", "flops", "time_by_kind", "params", "output", "temp")
+_OP_KEYS = ("time", "flops", "time_by_kind", "params", "output", "temp", "backward_of")
 _WORDS = {"time": "time", "size": "size", "bandwidth": "bandwidth", "work": "FLOP count",
           "rate": "FLOP rate"}
 
@@ -72,15 +73,22 @@ class ProblemBuilder:
                                 CallSite | None]] = []
         self._pins: list[tuple[list[str], str, bool, CallSite | None]] = []
         self._colocations: list[tuple[list[str], CallSite | None]] = []
+        #: backward op -> (its forward op, the call that said so)
+        self._backward: dict[str, tuple[str, CallSite | None]] = {}
+        self._pipeline: tuple[Pipeline, CallSite | None] | None = None
 
     # -- the graph ---------------------------------------------------------------------
 
     def op(self, name: str, *, time: Quantity | None = None, flops: Quantity | None = None,
            time_by_kind: Mapping[str, Quantity] | None = None, params: Quantity = 0,
-           output: Quantity = 0, temp: Quantity = 0) -> None:
+           output: Quantity = 0, temp: Quantity = 0, backward_of: str | None = None) -> None:
         """An op: its compute `time` (or `flops`, or `time_by_kind` per device kind), its
-        resident `params`, its `output` tensor and its `temp` workspace."""
+        resident `params`, its `output` tensor and its `temp` workspace; `backward_of` names
+        the forward op whose gradient it computes (a training step's backward op, as
+        `backward_of` in a spec: a pipeline runs it in the backward pass)."""
         site = call_site()
+        if backward_of is not None:
+            self._backward[str(name)] = (self._name(backward_of, "op", site), site)
         by_kind = {str(k): t for k, v in self._by_kind(time_by_kind, site).items()
                    if (t := self._q(v, "time", f"time_by_kind[{k!r}]", site)) is not None}
         self._ops.append((Op(self._name(name, "op", site),
@@ -113,7 +121,8 @@ class ProblemBuilder:
                       **options: Any) -> ProblemBuilder:
         """A builder holding the ops and edges of a `networkx.DiGraph`: node attributes
         are `op`'s keywords (`time`, `flops`, `time_by_kind`, `params`, `output`,
-        `temp`), the edge attribute `bytes`; node names become op names (`str(node)`).
+        `temp`, `backward_of`: a node), the edge attribute `bytes`; node names become op
+        names (`str(node)`).
         Parallel edges of a `MultiDiGraph` are tensors sent together: one edge of their
         bytes summed (each without `bytes`, the producer's `output`); an undirected graph
         is E233. `options` go to `ProblemBuilder(...)`; add devices and links before
@@ -131,7 +140,10 @@ class ProblemBuilder:
                 builder._sink.error("E210", f"unknown attribute `{key}` of node `{node}`",
                                     site_span(site), *did_you_mean(str(key), _OP_KEYS),
                                     "node attributes: " + ", ".join(_OP_KEYS))
-            builder.op(str(node), **{k: v for k, v in attrs.items() if k in _OP_KEYS})
+            keywords: dict[str, Any] = {k: v for k, v in attrs.items() if k in _OP_KEYS}
+            if "backward_of" in keywords:  # a node, named as its op is
+                keywords["backward_of"] = str(keywords["backward_of"])
+            builder.op(str(node), **keywords)
         sizes: dict[tuple[str, str], list[Any]] = {}
         for a, b, attrs in graph.edges(data=True):
             for key in sorted(set(attrs) - {"bytes"}, key=str):
@@ -179,6 +191,16 @@ class ProblemBuilder:
 
     # -- the plan ----------------------------------------------------------------------
 
+    def pipeline(self, microbatches: int, *, schedule: str = schedules.DEFAULT,
+                 stages_per_device: int = 1, data_parallel: int | Literal["auto"] = 1,
+                 microbatch_size: int = 1) -> None:
+        """Plan a pipeline, as a spec's `objective pipeline` with its settings:
+        `microbatches` copies of the graph under `schedule` (`gpipe`, `1f1b`,
+        `interleaved` with `stages_per_device`), `data_parallel` (N, or `"auto"`: hybrid),
+        `microbatch_size` samples each (for the throughput)."""
+        self._pipeline = (Pipeline(microbatches, schedule, stages_per_device, data_parallel,
+                                   microbatch_size), call_site())
+
     def pin(self, ops: Names, device: str) -> None:
         """A hard constraint: `ops` run on `device`, for every algorithm."""
         site = call_site()
@@ -222,26 +244,34 @@ class ProblemBuilder:
         links = self._link_table(dev_of)
         pins, placement, pin_sites = self._pin_tables(sink, op_of, dev_of, ops, devs)
         groups, group_sites = self._groups(op_of, len(ops))
+        backward = {b: f for name, (fwd, site) in self._backward.items()
+                    if (b := op_index.get(name)) is not None
+                    and (f := op_of(fwd, site)) is not None}
         sink.raise_if_errors()
 
         edge_keys = list(edges)
         graph = Graph(self.graph_name, tuple(ops),
-                      tuple(Edge(a, b, edges[(a, b)][0]) for a, b in edge_keys), groups)
+                      tuple(Edge(a, b, edges[(a, b)][0]) for a, b in edge_keys), groups,
+                      MappingProxyType(backward))
         link_keys = sorted(links)
         cluster = Cluster(self.cluster_name, tuple(devs),
                           tuple(links[k][0] for k in link_keys))
         problem = Problem(self.name, graph, cluster, self.memory,  # type: ignore[arg-type]
                           self.contention,  # type: ignore[arg-type]
                           MappingProxyType(dict(sorted(pins.items()))),
-                          MappingProxyType(dict(sorted(placement.items()))))
+                          MappingProxyType(dict(sorted(placement.items()))),
+                          self._pipeline[0] if self._pipeline else None)
         where: dict[str, list[CallSite | None]] = {
             "graph.ops": op_sites, "cluster.devices": dev_sites,
             "graph.edges": [edges[k][1] for k in edge_keys],
             "cluster.links": [links[k][1] for k in link_keys],
             "graph.colocations": group_sites,
-            "pins": [pin_sites.get(i) for i in range(len(ops))]}
+            "pins": [pin_sites.get(i) for i in range(len(ops))],
+            "graph.backward_of": [self._backward.get(o.name, ("", None))[1] for o in ops]}
 
         def locate(path: str) -> Span | None:
+            if path.startswith("pipeline") and self._pipeline:
+                return site_span(self._pipeline[1])
             m = _PATH.match(path)
             sites = where.get(m.group(1), []) if m else []
             k = int(m.group(2)) if m else -1
@@ -396,8 +426,8 @@ class ProblemBuilder:
         return None
 
 
-_PATH = re.compile(r"(graph\.ops|graph\.edges|graph\.colocations|cluster\.devices|"
-                   r"cluster\.links|pins)\[(\d+)\]")
+_PATH = re.compile(r"(graph\.ops|graph\.edges|graph\.colocations|graph\.backward_of|"
+                   r"cluster\.devices|cluster\.links|pins)\[(\d+)\]")
 
 
 def _unique(sink: DiagnosticSink, items: list[tuple[Any, CallSite | None]], what: str,
