@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -22,6 +23,7 @@ from ..bounds import Bounds, lower_bound, relative_gap
 from ..errors import Diagnostic, Span, SpecError
 from ..files import write_text_atomic
 from ..model import Problem
+from ..pipeline.bound import PipelineBound, pipeline_bound
 from ..pipeline.hybrid import replica_groups, replica_names
 from ..pipeline.schedule import PipelineRun, run_planned
 from ..pipeline.verdict import pipeline_breaks
@@ -61,7 +63,8 @@ class Result(Solution):
         if status == result.status:
             return result
         again = dataclasses.replace(result, status=status)
-        for cached in ("simulation", "bounds", "pipeline", "breaks"):  # (kept, not redone)
+        # (kept, not redone)
+        for cached in ("simulation", "bounds", "pipeline", "breaks", "pipeline_bound"):
             if cached in result.__dict__:
                 again.__dict__[cached] = result.__dict__[cached]
         return again
@@ -115,6 +118,29 @@ class Result(Solution):
             return tuple(f"{v.kind}: {v.message}" for v in self.simulation.violations)
         return tuple(pipeline_breaks(self.problem, self.simulation, self.pipeline))
 
+    @cached_property
+    def pipeline_bound(self) -> PipelineBound | None:
+        """Under `objective pipeline`: the lower bounds on the period T and on the
+        iteration (`pipeline.bound`; `period_s`, `iteration_s`, `reason`), the figures
+        `solve --json` gives as `period_bound_s` and `iteration_bound_s`. None under
+        `objective makespan`."""
+        if self.problem.pipeline is None:
+            return None
+        return pipeline_bound(self.problem, self.bounds.makespan_s,
+                              replicated=bool(replica_groups(self.problem, self.info)))
+
+    @property
+    def period_gap(self) -> float | None:
+        """Under `objective pipeline`: `(T - bound) / bound`, T the plan's period: it is
+        within `1 + period_gap` of the best period (None under `objective makespan`, for a
+        plan that breaks a rule, or with no finite gap). `gap` is one pass's."""
+        run, bound = self.pipeline, self.pipeline_bound
+        if run is None or bound is None or not self.feasible:
+            return None
+        if not (math.isfinite(run.period_s) and bound.period_s > 0):
+            return None
+        return max(0.0, run.period_s - bound.period_s) / bound.period_s
+
     @property
     def bound_s(self) -> float:
         """The plan's one lower bound (`verdict.plan_bound`): planner's, raised to one its
@@ -124,7 +150,7 @@ class Result(Solution):
     @property
     def gap(self) -> float | None:
         """`(makespan - bound_s) / bound_s`: the plan is within `1 + gap` of the optimum
-        (None when no finite gap is proved)."""
+        (None when no finite gap is proved), one pass's (a pipeline's period: `period_gap`)."""
         if not self.feasible:
             return None
         return relative_gap(self.makespan_s, self.bound_s)

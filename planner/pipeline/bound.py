@@ -55,10 +55,13 @@ class PipelineBound:
     reason: str
 
 
-def pipeline_bound(problem: Problem, one_pass_s: float = 0.0) -> PipelineBound:
+def pipeline_bound(problem: Problem, one_pass_s: float = 0.0, *,
+                   replicated: bool = False) -> PipelineBound:
     """The period and iteration bounds of `problem` (module docstring); `one_pass_s` is the
     one-pass makespan bound (`bounds.lower_bound(problem).makespan_s`, 0 to leave it out),
-    of which at most `one_pass_compute` counts."""
+    of which at most `one_pass_compute` counts. `replicated`: the bound of a plan that
+    replicates stages whatever `data_parallel` says (a plan file's `replicas`, a stages
+    file's), which allows them as `auto` does."""
     c = costs(problem)
     u = units(problem)
     table = np.array(c.compute, dtype=np.float64).reshape(len(problem.graph.ops), -1)
@@ -74,7 +77,7 @@ def pipeline_bound(problem: Problem, one_pass_s: float = 0.0) -> PipelineBound:
         if len(u.allowed[k]) == 1:
             pinned[u.allowed[k][0]] += float(table[list(ops), u.allowed[k][0]].sum())
     candidates["pins"] = max(pinned, default=0.0)
-    replicas = _most_replicas(problem, m)
+    replicas = _most_replicas(problem, m, replicated)
     candidates["unit"] /= replicas
     candidates["pins"] /= replicas
     reason = max(candidates, key=lambda k: candidates[k])
@@ -92,12 +95,13 @@ def one_pass_compute(problem: Problem) -> float:
     return max(b.critical_path_s, b.work_s, b.load_s, b.ramp_s)
 
 
-def _most_replicas(problem: Problem, m: int) -> int:
-    """The most replicas a stage of `problem` may run on (module docstring)."""
+def _most_replicas(problem: Problem, m: int, replicated: bool = False) -> int:
+    """The most replicas a stage of `problem` may run on (module docstring); any stage on
+    every device where the plan is `replicated` whatever `data_parallel` says."""
     pipe = problem.pipeline
-    if pipe is None or pipe.data_parallel == 1:
+    if pipe is None:
         return 1
-    if pipe.data_parallel == "auto":
+    if pipe.data_parallel == "auto" or (replicated and pipe.data_parallel == 1):
         return max(1, m)
     return max(1, pipe.data_parallel)
 

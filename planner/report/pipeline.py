@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 
 from ..model import Problem
@@ -29,11 +28,9 @@ def pipeline_view(problem: Problem, placement: Sequence[int], algorithm: str,
     groups = replica_groups(problem, {"replicas": replicas or {}})
     compared, left_out = rows(problem, placement, algorithm, again, groups)
     notes = tuple(n for n in (memory_note, *left_out) if n)
-    bounded = problem  # replicas given to a plan of one pipeline: its bound allows them
-    if groups and problem.pipeline is not None and problem.pipeline.data_parallel == 1:
-        bounded = dataclasses.replace(problem, pipeline=dataclasses.replace(
-            problem.pipeline, data_parallel="auto"))
-    return PipelineView(tuple(compared), pipeline_bound(bounded, one_pass_bound_s), notes)
+    # replicas given to a plan of one pipeline: its bound allows them
+    return PipelineView(tuple(compared), pipeline_bound(problem, one_pass_bound_s,
+                                                        replicated=bool(groups)), notes)
 
 
 def pipeline_simulation(problem: Problem, placement: Sequence[int],

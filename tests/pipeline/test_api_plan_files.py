@@ -74,3 +74,41 @@ def test_a_file_that_holds_no_plan_is_a_spec_error(tmp_path: Path) -> None:
     bad.write_text("{")
     with pytest.raises(planner.SpecError, match=r"error\[E500\]: invalid JSON"):
         planner.read_plan(problem, bad)
+
+
+@pytest.mark.parametrize(("text", "algo"), [(HYBRID, "hybrid"), (tight_text("25 MB"), "pipeilp"),
+                                            (tight_text("1 GB"), "pipedp")])
+def test_the_period_bound_and_gap_are_solve_jsons(tmp_path: Path, text: str, algo: str) -> None:
+    """Before: `Result` had the one-pass `gap` alone; the pipeline's bounds and period gap
+    were only in `solve --json`."""
+    spec = tmp_path / "p.plan"
+    spec.write_text(text)
+    result = planner.solve(planner.load(spec).plan(), algo)
+    done = CliRunner().invoke(app, ["solve", str(spec), "--algo", algo, "--json"])
+    shown = json.loads(done.stdout)["result"]["pipeline"]
+    assert result.pipeline_bound is not None and result.period_gap is not None
+    assert (result.pipeline_bound.period_s, result.pipeline_bound.iteration_s,
+            result.period_gap) == (shown["period_bound_s"], shown["iteration_bound_s"],
+                                   shown["period_gap"])
+
+
+def test_a_plan_that_replicates_stages_under_one_pipeline_is_bounded_as_simulate_bounds_it(
+        tmp_path: Path) -> None:
+    """One unit (4 + 8 ms) replicated on both devices by a hybrid plan, read under a plan of
+    `data_parallel 1`: its bound allows the replicas it runs (6 ms, not the unit's 12 ms,
+    which its 6 ms period would pass below), as `simulate --placement` bounds it."""
+    text = HYBRID.replace("  op f1 { time 4 ms; params 1 MB; output 10 MB }\n", "").replace(
+        "  op f1.bwd { time 8 ms; output 0 B; backward_of f1 }\n", "").replace(
+        "f0 -> f1 -> f1.bwd -> f0.bwd", "")
+    hybrid = planner.solve(planner.loads(text).plan(), "hybrid")
+    assert hybrid.replicas == {"d0": ["d0", "d1"]}
+    mine = tmp_path / "hybrid.json"
+    hybrid.write(mine)
+    spec = tmp_path / "one.plan"
+    spec.write_text(text.replace("data_parallel auto", ""))
+    back = planner.read_plan(planner.load(spec).plan(), mine)
+    done = CliRunner().invoke(app, ["simulate", str(spec), "--placement", str(mine), "--json"])
+    shown = json.loads(done.stdout)["result"]["pipeline"]
+    assert back.pipeline is not None and back.pipeline_bound is not None
+    assert (back.pipeline.period_s, back.pipeline_bound.period_s, back.period_gap) == (
+        shown["period_s"], shown["period_bound_s"], shown["period_gap"]) == (0.006, 0.006, 0.0)
