@@ -163,3 +163,16 @@ def test_an_option_the_algorithm_does_not_take_is_e605_as_on_the_command_line(
     assert d.hints[0] == f"`{option}` applies to: {takers}"
     assert planner.solve(problem, "random", seed=3).feasible  # every run has a seed
     assert planner.solve(problem, "msct", threshold=0.3).feasible
+
+
+def test_simulate_given_no_plan_says_what_to_pass() -> None:
+    """Before: AttributeError: 'Result' object has no attribute 'placement' (and 'dict')."""
+    problem = planner.loads(TWO_PLANS).plan("p")
+    result = planner.solve(problem, "heft")
+    with pytest.raises(TypeError, match=r"not a Result: its plan is \.plan"):
+        simulate(problem, result)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"not a dict: for a placement by names, "
+                       r"planner\.read_plan\(problem, "):
+        simulate(problem, result.placement_by_name)  # type: ignore[arg-type]
+    by_names = planner.read_plan(problem, {"placement": result.placement_by_name})
+    assert by_names.makespan_s == simulate(problem, by_names.plan).makespan_s

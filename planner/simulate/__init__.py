@@ -111,7 +111,11 @@ def default_order(problem: Problem, placement: Sequence[int]) -> tuple[tuple[int
 
 
 def simulate(problem: Problem, plan: Plan) -> SimResult:
-    """Re-execute `plan` on `problem` under its cost model and check every rule."""
+    """Re-execute `plan` on `problem` under its cost model and check every rule; a `plan`
+    that is no `Plan` (a `Result`, a placement by names) is a `TypeError` that says what
+    to pass (before: AttributeError: ... has no attribute 'placement')."""
+    if not isinstance(plan, Plan):
+        raise TypeError(f"`plan` must be a planner.plan.Plan, not {_not_a_plan(plan)}")
     enabled = gc.isenabled()
     # hundreds of thousands of small acyclic objects: the cyclic collector only costs time
     gc.disable()
@@ -120,6 +124,17 @@ def simulate(problem: Problem, plan: Plan) -> SimResult:
     finally:
         if enabled:
             gc.enable()
+
+
+def _not_a_plan(value: object) -> str:
+    """`value`'s type, and the `Plan` it holds or stands for, where there is one."""
+    kind = type(value).__name__
+    if isinstance(getattr(value, "plan", None), Plan):
+        return f"a {kind}: its plan is .plan (a Result's figures are its own: .simulation)"
+    if isinstance(value, dict):
+        return (f"a {kind}: for a placement by names, planner.read_plan(problem, "
+                '{"placement": {OP: DEVICE, ...}}) simulates it')
+    return kind
 
 
 # complex: the checks around one run, in the order their data exists: placement, pins,
