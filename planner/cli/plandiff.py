@@ -8,11 +8,11 @@ so that the two are judged by one model); without one, only the placements are c
 
 A pipeline plan (`objective pipeline`) is judged as the pipeline runs it, as `solve` judges
 it: its iteration (with the plan file's `replicas` and `recompute`) is the figure compared
-and gated, its memory the pipeline's, and it is feasible when it runs
-(`pipeline.verdict`); one pass's makespan is shown beside it. A hybrid plan's replica
-groups and the devices that recompute are part of the plan: a change of them is listed
-(`regrouped`, `recompute`), and the devices it touches count as changed, though no op
-moved.
+and gated, its memory and devices' busy time the pipeline's (a replica's included), and it
+is feasible when it runs (`pipeline.verdict`); one pass's makespan is shown beside it. A
+hybrid plan's replica groups and the devices that recompute are part of the plan: a change
+of them is listed (`regrouped`, `recompute`), and the devices it touches count as changed,
+though no op moved.
 """
 
 from __future__ import annotations
@@ -154,7 +154,8 @@ def read_side(path: Path, shown: str) -> Side:
 
 def _pipeline_figures(side: Side, pipeline: Any) -> None:
     """A `--json` report's pipeline (`result.pipeline`): its iteration, whether it fits, and
-    each device's memory as the pipeline holds it."""
+    each device's memory and busy time as the pipeline holds and runs it (as `solve`'s
+    pipeline view shows them: a replica runs its stage's micro-batches with no op placed)."""
     if not isinstance(pipeline, dict):
         return
     side.iteration_s = _number(pipeline.get("iteration_s"))
@@ -162,7 +163,8 @@ def _pipeline_figures(side: Side, pipeline: Any) -> None:
     for d in pipeline.get("devices") or []:
         if isinstance(d, dict) and d.get("name") in side.devices:
             side.devices[d["name"]] = dataclasses.replace(
-                side.devices[d["name"]], memory_peak_bytes=_int(d.get("memory_bytes")))
+                side.devices[d["name"]], memory_peak_bytes=_int(d.get("memory_bytes")),
+                busy_s=_number(d.get("busy_s")))
 
 
 def _groups(raw: Any) -> dict[str, tuple[str, ...]]:
@@ -205,6 +207,7 @@ def simulate_side(side: Side, problem: Any, plans: Collection[str] = ()) -> None
     side.lower_bound_s = _number(lower_bound(problem).makespan_s)
     side.feasible = result.feasible
     peaks = [int(b) for b in result.memory_peak_bytes]
+    busy = [float(b) for b in result.busy_s]
     if problem.pipeline is not None:
         replicas = load_replicas(problem, side.data, plan.placement, side.file, side.text,
                                  side.at)
@@ -215,9 +218,10 @@ def simulate_side(side: Side, problem: Any, plans: Collection[str] = ()) -> None
         side.iteration_s = _number(run.iteration_s)
         side.feasible = not pipeline_breaks(problem, result, run)
         peaks = [int(b) for b in run.memory_bytes]
+        busy = [float(b) for b in run.busy_s]  # over the iteration, replicas' included
     placed = _counts(side.placement)  # the ops placed there (a deadlock runs fewer)
-    side.devices = {dev.name: DeviceLoad(placed.get(dev.name, 0), float(result.busy_s[d]),
-                                         peaks[d], int(dev.memory_bytes))
+    side.devices = {dev.name: DeviceLoad(placed.get(dev.name, 0), busy[d], peaks[d],
+                                         int(dev.memory_bytes))
                     for d, dev in enumerate(devs)}
 
 

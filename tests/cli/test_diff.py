@@ -258,10 +258,9 @@ def test_a_pipeline_plan_that_no_longer_fits_fails_the_gate(tmp_path: Path) -> N
                                                 "did not)")
 
 
-def test_regrouped_replicas_and_recompute_are_changes(tmp_path: Path) -> None:
-    """Before: two hybrid plans whose replica groups differ (the same placement) read `0 of
-    8 op(s) moved`, `0 device(s) whose load changed` beside a slower iteration, and the
-    gate's hint pointed at the ops that moved; a plan that recomputes read the same."""
+def _hybrid(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """A pipeline of four units under `data_parallel 2`, and a plan file placing its first
+    two units on gpu0 and the last two on gpu2 (its replicas: none yet)."""
     spec = tmp_path / "h.plan"
     ops = "".join(f"  op {u} {{ time 10 ms  params 64 MiB  output 1 MiB }}\n"
                   f"  op {u}.bwd {{ time 20 ms  output 1 MiB  backward_of {u} }}\n"
@@ -277,8 +276,15 @@ def test_regrouped_replicas_and_recompute_are_changes(tmp_path: Path) -> None:
         "  data_parallel 2 }\n")
     placement = {op: ("gpu0" if op[0] in "ab" else "gpu2") for u in "abcd"
                  for op in (u, f"{u}.bwd")}
-    base = {"format": "planner.plan", "version": 1, "plan": "pp", "algorithm": "test",
-            "placement": placement}
+    return spec, {"format": "planner.plan", "version": 1, "plan": "pp", "algorithm": "test",
+                  "placement": placement}
+
+
+def test_regrouped_replicas_and_recompute_are_changes(tmp_path: Path) -> None:
+    """Before: two hybrid plans whose replica groups differ (the same placement) read `0 of
+    8 op(s) moved`, `0 device(s) whose load changed` beside a slower iteration, and the
+    gate's hint pointed at the ops that moved; a plan that recomputes read the same."""
+    spec, base = _hybrid(tmp_path)
     near = {**base, "replicas": {"gpu0": ["gpu0", "gpu1"], "gpu2": ["gpu2", "gpu3"]}}
     far = {**base, "replicas": {"gpu0": ["gpu0", "gpu3"], "gpu2": ["gpu2", "gpu1"]}}
     (tmp_path / "near.json").write_text(json.dumps(near))
@@ -296,9 +302,34 @@ def test_regrouped_replicas_and_recompute_are_changes(tmp_path: Path) -> None:
     assert "the replicated stages regrouped" in doc["diagnostics"][0]["hints"][0]
     code, out, _ = invoke(["diff", "near.json", "far.json", "--spec", str(spec)], tmp_path)
     assert "2 replicated stage(s) regrouped:\n  stage on gpu0: gpu0, gpu1 -> gpu0, gpu3\n" in out
-    assert ("  gpu1: 0 -> 0 ops, busy 0 ns -> 0 ns; a replica of the stage on gpu0 -> a "
-            "replica of the stage on gpu2\n") in out
+    assert re.search(r"\n  gpu1: 0 -> 0 ops, busy [1-9][^;]* ms; a replica of the stage on "
+                     r"gpu0 -> a replica of the stage on gpu2\n", out), out
     code, doc = _json(["diff", "near.json", "again.json", "--spec", str(spec)], tmp_path)
-    assert doc["result"]["recompute_changed"] and doc["result"]["devices_changed"] == ["gpu2"]
+    # gpu3, gpu2's replica, runs the stage's forward ops again too: busier, no op moved
+    assert doc["result"]["recompute_changed"]
+    assert doc["result"]["devices_changed"] == ["gpu2", "gpu3"]
     code, out, _ = invoke(["diff", "near.json", "again.json", "--spec", str(spec)], tmp_path)
     assert "recompute: none -> gpu2\n" in out and "gpu2: 4 -> 4 ops" in out
+
+
+def test_a_replica_is_as_busy_as_solve_says(tmp_path: Path) -> None:
+    """A pipeline plan's devices are as busy as the pipeline runs them, in both forms of a
+    side, as `solve`'s pipeline view shows them. Before: `diff` read one pass's busy time
+    beside the pipeline's memory, so gpu1, a replica running half of stage 0's
+    micro-batches (120 ms of `simulate`'s pipeline), read `0 -> 0 ops, busy 0 ns -> 0 ns`."""
+    spec, base = _hybrid(tmp_path)
+    plan = {**base, "replicas": {"gpu0": ["gpu0", "gpu1"], "gpu2": ["gpu2", "gpu3"]}}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    code, sim = _json(["simulate", str(spec), "--placement", "plan.json"], tmp_path)
+    assert code == 0
+    busy = {d["name"]: d["busy_s"] for d in sim["result"]["pipeline"]["devices"]}
+    assert busy["gpu1"] == busy["gpu0"] > 0
+    (tmp_path / "sim.json").write_text(json.dumps(sim))
+    # simulated here (a plan file, with the spec), or the figures a --json result carries
+    for args in (["plan.json", "plan.json", "--spec", str(spec)], ["sim.json", "sim.json"]):
+        code, doc = _json(["diff", *args], tmp_path)
+        assert code == 0
+        for side in ("old", "new"):
+            got = {d["name"]: d["busy_s"] for d in doc["result"][side]["devices"]}
+            assert got == pytest.approx(busy), (args, side)
+
