@@ -103,12 +103,7 @@ class Plan:
             "algorithm": self.algorithm,
             "placement": {ops[i].name: devs[d].name for i, d in enumerate(self.placement)},
         }
-        groups = {d: g for d, g in sorted(replicas.items()) if len(g) > 1}
-        if groups:
-            obj["replicas"] = {devs[d].name: [devs[e].name for e in g]
-                               for d, g in groups.items()}
-        if recompute:
-            obj["recompute"] = list(recompute)
+        obj.update(layout_json(problem, replicas, recompute))
         if self.order is not None:
             obj["order"] = {
                 devs[d].name: [ops[i].name for i in seq] for d, seq in enumerate(self.order)
@@ -128,6 +123,22 @@ class Plan:
         """Write the plan JSON atomically (with a hybrid pipeline's `replicas`, and the
         devices that `recompute`)."""
         write_text_atomic(path, self.dumps(problem, replicas, recompute))
+
+
+def layout_json(problem: Problem, replicas: Groups = _NO_GROUPS,
+                recompute: Sequence[str] = ()) -> dict[str, Any]:
+    """What a pipeline plan holds beyond its placement, as a plan file and every `--json`
+    result write it (so that `simulate --placement` and `diff` read any of them back to
+    the same run): `"replicas": {device: [devices]}`, only when a stage has 2+ replicas,
+    and `"recompute": [devices]`, only when some do."""
+    devs = problem.cluster.devices
+    obj: dict[str, Any] = {}
+    groups = {d: g for d, g in sorted(replicas.items()) if len(g) > 1}
+    if groups:
+        obj["replicas"] = {devs[d].name: [devs[e].name for e in g] for d, g in groups.items()}
+    if recompute:
+        obj["recompute"] = list(recompute)
+    return obj
 
 
 def given_placement(problem: Problem, *hints: str) -> tuple[int, ...]:

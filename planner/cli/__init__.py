@@ -416,8 +416,11 @@ def simulate(
         problem = problem_of(loaded, plan)
         the_plan, groups, again = given_plan(loaded, problem, placement, stages)
         from ..pipeline.hybrid import replica_names  # lazy: start-up
+        from ..plan import layout_json  # lazy: start-up
 
-        result, bounds, _ = emit_result(problem, the_plan, report, extra_json={},
+        # the layout run, as `solve --json` gives it: its result reads back to this run
+        result, bounds, _ = emit_result(problem, the_plan, report,
+                                         extra_json=layout_json(problem, groups, again),
                                          extra_rows={})
         fits, view = report_pipeline(problem, the_plan, report, bounds, recompute=again,
                                       replicas=replica_names(problem, groups))

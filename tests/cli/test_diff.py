@@ -333,3 +333,25 @@ def test_a_replica_is_as_busy_as_solve_says(tmp_path: Path) -> None:
             got = {d["name"]: d["busy_s"] for d in doc["result"][side]["devices"]}
             assert got == pytest.approx(busy), (args, side)
 
+
+def test_simulate_json_reads_back_to_its_own_run(tmp_path: Path) -> None:
+    """`simulate --json` gives the layout it ran, as `solve --json` and the plan file do, so
+    that `simulate --placement` and `diff --spec` read it back to the same run. Before: its
+    result had no `replicas` nor `recompute`, and read back it ran one pipeline without
+    them (`diff` against the plan file itself: a different iteration, 4 devices changed)."""
+    spec, base = _hybrid(tmp_path)
+    plan = {**base, "replicas": {"gpu0": ["gpu0", "gpu1"], "gpu2": ["gpu2", "gpu3"]},
+            "recompute": ["gpu2"]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    code, sim = _json(["simulate", str(spec), "--placement", "plan.json"], tmp_path)
+    assert code == 0
+    assert (sim["result"]["replicas"], sim["result"]["recompute"]) == (plan["replicas"],
+                                                                        ["gpu2"])
+    (tmp_path / "sim.json").write_text(json.dumps(sim))
+    code, again = _json(["simulate", str(spec), "--placement", "sim.json"], tmp_path)
+    assert code == 0
+    for key in ("iteration_s", "stages", "devices", "allreduce_s"):
+        assert again["result"]["pipeline"][key] == sim["result"]["pipeline"][key], key
+    code, doc = _json(["diff", "sim.json", "plan.json", "--spec", str(spec)], tmp_path)
+    assert code == 0 and doc["result"]["devices_changed"] == []
+    assert doc["result"]["old"]["iteration_s"] == doc["result"]["new"]["iteration_s"]
