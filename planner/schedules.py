@@ -13,9 +13,11 @@ Per device of rank k among D running M micro-batches (`order`):
   then the backward tasks left (PipeDream-flush, torch's `Schedule1F1B`, which needs at
   least as many micro-batches as stages);
 - `interleaved`: each device runs K = `stages_per_device` virtual stages (stage k on
-  device k mod D); tasks (stage, micro-batch) go in groups of D micro-batches, stages
-  ascending forward and descending backward, after Megatron's warm-up of
-  min((D - k - 1) * 2 + (K - 1) * D, M * K) forward tasks (`ScheduleInterleaved1F1B`).
+  device k mod D); tasks (stage, micro-batch) go in rounds of G = M // max(1, M // D)
+  micro-batches (D where D divides M), stages ascending forward and descending backward,
+  after a warm-up of min((D - k - 1) * 2 + (K - 1) * G, M * K) forward tasks, as torch's
+  `ScheduleInterleaved1F1B` runs them (Megatron's order where D divides M). Groups of D
+  deadlocked where D does not divide M (8 micro-batches on 6 devices), a plan torch runs.
 
 Imports nothing of planner's: the model derives its names from it.
 
@@ -105,10 +107,11 @@ class Schedule:
         tasks first when given and not all are in flight (a replica's, `hybrid`)."""
         mb = microbatches
         if self.virtual_stages:
-            fwd = [(True, c, m) for g0 in range(0, mb, devices) for c in range(chunks)
-                   for m in range(g0, min(g0 + devices, mb))]
-            bwd = [(False, c, m) for g0 in range(0, mb, devices)
-                   for c in reversed(range(chunks)) for m in range(g0, min(g0 + devices, mb))]
+            g = round_size(devices, mb)
+            fwd = [(True, c, m) for g0 in range(0, mb, g) for c in range(chunks)
+                   for m in range(g0, min(g0 + g, mb))]
+            bwd = [(False, c, m) for g0 in range(0, mb, g)
+                   for c in reversed(range(chunks)) for m in range(g0, min(g0 + g, mb))]
             warm = _virtual_warm_up(rank, devices, chunks, mb)
         else:  # chunk after chunk: a device's later stage waits for no one
             fwd = [(True, c, m) for c in range(chunks) for m in range(mb)]
@@ -129,10 +132,25 @@ class Schedule:
         return (microbatches - 1) * period_s + math.fsum(stage_s)
 
 
+def rounds(devices: int, microbatches: int) -> int:
+    """The rounds of interleaved 1F1B on `devices` devices, as torch's
+    `ScheduleInterleaved1F1B` counts them: max(1, M // D); torch refuses M that they do
+    not divide (`pipeline.runnable`)."""
+    return max(1, microbatches // devices)
+
+
+def round_size(devices: int, microbatches: int) -> int:
+    """The micro-batches of one round of interleaved 1F1B: M // its `rounds` (D where D
+    divides M; at least one)."""
+    return max(1, microbatches // rounds(devices, microbatches))
+
+
 def _virtual_warm_up(rank: int, devices: int, chunks: int, microbatches: int) -> int:
-    """Megatron's warm-up of interleaved 1F1B: the forward tasks the device of `rank` among
-    `devices`, with `chunks` virtual stages, runs before its first backward task."""
-    return min((devices - rank - 1) * 2 + (chunks - 1) * devices, microbatches * chunks)
+    """The warm-up of interleaved 1F1B (torch's; Megatron's where D divides M): the forward
+    tasks the device of `rank` among `devices`, with `chunks` virtual stages, runs before
+    its first backward task."""
+    return min((devices - rank - 1) * 2 + (chunks - 1) * round_size(devices, microbatches),
+               microbatches * chunks)
 
 
 def _in_turn(fwd: list[Task], bwd: list[Task], warm: int) -> list[Task]:

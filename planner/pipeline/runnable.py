@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model import Problem
+from ..schedules import rounds
 from .split import split_of
 
 
@@ -43,10 +44,10 @@ def refusal(problem: Problem, placement: Sequence[int]) -> tuple[str, str] | Non
     if not (len(names) % len(chain) == 0
             and all(names[k] == chain[k % len(chain)] for k in range(len(names)))):
         return None  # not interleaved at all: the run's note says it ran as 1f1b
-    rounds = max(1, m // len(chain))
-    if m % rounds == 0:
+    r = rounds(len(chain), m)
+    if m % r == 0:
         return None
     return (f"plan `{problem.name}` runs {m} micro-batches on {len(chain)} devices: torch's "
             f"{schedule.torch_class} needs a multiple of its rounds, max(1, {m} // "
-            f"{len(chain)}) = {rounds}, and refuses it",
+            f"{len(chain)}) = {r}, and refuses it",
             f"set `microbatches` to a multiple of {len(chain)}")

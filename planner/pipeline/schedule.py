@@ -73,7 +73,7 @@ from ..model import (
     repeated_graph,
 )
 from ..plan import Plan
-from ..schedules import Schedule
+from ..schedules import Schedule, rounds
 from ..schedules import of as schedule_of
 from ..simulate import SimResult, simulate
 from . import hybrid
@@ -294,7 +294,7 @@ def _executed(problem: Problem, placement: Sequence[int], split: Split, pipeline
     note = ""
     if not math.isfinite(result.makespan_s) and schedule.deadlock_fallback is not None:
         fallback = schedule_of(schedule.deadlock_fallback)
-        note = (f"its devices are not a chain of stages, and {schedule.name} would "
+        note = (f"{_deadlock_cause(split, pipeline, schedule)}, and {schedule.name} would "
                 f"deadlock: run in {fallback.name}'s order")
         schedule = fallback
         result = _simulate(problem, placement, split, pipeline, schedule, recompute, groups)
@@ -340,6 +340,19 @@ def simulation(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
                                      groups)
     return Simulation(expanded, result, the_run, len(relayed.graph.ops),
                       len(problem.graph.ops), relayed.stage)
+
+
+def _deadlock_cause(split: Split, pipeline: Pipeline, schedule: Schedule) -> str:
+    """Why `schedule`'s order deadlocked: virtual stages in a repeating chain whose
+    micro-batches its rounds do not divide (what torch refuses too), else a plan whose
+    devices are not a chain of stages."""
+    m, d = pipeline.microbatches, len(set(split.devices))
+    if schedule.virtual_stages and _interleaves(split, pipeline.stages_per_device):
+        r = rounds(d, m)
+        if m % r:
+            return (f"its {m} micro-batches are not a multiple of {schedule.name}'s rounds "
+                    f"on {d} devices, max(1, {m} // {d}) = {r}")
+    return "its devices are not a chain of stages"
 
 
 def _interleaves(split: Split, per_device: int) -> bool:

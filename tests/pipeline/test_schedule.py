@@ -118,6 +118,66 @@ def test_interleaved_runs_virtual_stages_round_robin() -> None:
     assert r.iteration_s < flat.iteration_s
 
 
+def _deadlocks(orders: list[list[schedules.Task]], devices: int) -> bool:
+    """Whether devices running `orders` (stage c * D + d on device d) ever all wait: a
+    forward task waits on the stage before's, a backward task on its forward and the
+    stage after's backward."""
+    last = devices * max(c for o in orders for _, c, _ in o)  + devices - 1
+    done: set[tuple[bool, int, int]] = set()
+    at = [0] * devices
+    moved = True
+    while moved:
+        moved = False
+        for d, order in enumerate(orders):
+            while at[d] < len(order):
+                forward, c, m = order[at[d]]
+                s = c * devices + d
+                ready = (s == 0 or (True, s - 1, m) in done) if forward else (
+                    (True, s, m) in done and (s == last or (False, s + 1, m) in done))
+                if not ready:
+                    break
+                done.add((forward, s, m))
+                at[d] += 1
+                moved = True
+    return any(at[d] < len(o) for d, o in enumerate(orders))
+
+
+def test_interleaved_never_deadlocks_where_torch_runs_it() -> None:
+    """Interleaved 1F1B in torch's rounds (`ScheduleInterleaved1F1B`: M // max(1, M // D)
+    micro-batches a round) runs every M torch accepts on a chain of virtual stages. Before:
+    rounds of D deadlocked wherever D did not divide M (8 micro-batches on 6 devices), and
+    the plan ran in GPipe's order, said to be no chain of stages."""
+    inter = schedules.of("interleaved")
+    for devices in range(2, 9):
+        for chunks in (2, 3):
+            for mb in range(1, 25):
+                if mb % max(1, mb // devices):
+                    continue  # torch refuses it (W626 says so)
+                orders = [inter.order(k, devices, chunks, mb, True) for k in range(devices)]
+                assert not _deadlocks(orders, devices), (devices, chunks, mb)
+
+
+def test_interleaved_runs_eight_micro_batches_on_six_devices() -> None:
+    p = chain_spec([1.0] * 12, [2.0] * 12, microbatches=8, schedule="1f1b")
+    placement = Split(tuple(range(13)), tuple(k % 6 for k in range(12))).placement(p)
+    r = run(p, placement, Pipeline(8, "interleaved", 2))
+    assert r.schedule == "interleaved" and r.note == ""
+    # two stages of 3 ms each for 8 micro-batches on each device
+    assert r.busy_s[:6] == pytest.approx([48 * MS] * 6)
+
+
+def test_a_deadlock_of_virtual_stages_says_why() -> None:
+    """9 micro-batches on 4 devices, 3 stages each: torch's rounds (2) do not divide them;
+    the note says so. Before: `its devices are not a chain of stages`, of a chain."""
+    p = chain_spec([1.0] * 12, [2.0] * 12, microbatches=9, schedule="1f1b")
+    placement = Split(tuple(range(13)), tuple(k % 4 for k in range(12))).placement(p)
+    r = run(p, placement, Pipeline(9, "interleaved", 3))
+    assert r.schedule == "gpipe" and r.iteration_s < float("inf")
+    assert r.note == ("its 9 micro-batches are not a multiple of interleaved's rounds on 4 "
+                      "devices, max(1, 9 // 4) = 2, and interleaved would deadlock: run in "
+                      "gpipe's order")
+
+
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
 def test_one_device_is_its_work_micro_batch_after_micro_batch(schedule: str) -> None:
     p = chain_spec([1.0, 2.0, 3.0], [2.0, 4.0, 6.0], microbatches=5, schedule=schedule)
