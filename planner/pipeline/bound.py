@@ -19,16 +19,18 @@ has N, a pinned one included: its block's), every device under `auto` (a layout 
 `simulate --stages` may replicate any stage, pinned or not, on more devices than M).
 
 Transfers and memory only add, so T >= the largest of these. M micro-batches need at least
-M times the work bound in all, and at least the one-pass lower bound of one micro-batch
-(`planner.bounds`): the iteration bound is the larger. Of the one-pass bound, only its
-parts that read neither memory nor transfers count (`one_pass_compute`: the critical path,
-the work, the load and the ramp). The first micro-batch runs on the plan's own devices (its
-pins, colocation groups and runnable devices: a replicated stage's micro-batch 0 runs on
-the stage's own device), each op for at least its one-pass time, after its inputs, so
-those hold for it. The others do not: the constrained and arrival paths charge a tensor
-the direct link between two devices, and a pipeline relays a tensor that skips stages
-through the stages between (`schedule._relayed`), which can be faster than a slow direct
-link; the memory path and forced colocation ask which devices hold ops under the
+M times that bound in all (each is a bound on one device's compute per micro-batch, and a
+device runs its share of every micro-batch, one after another: the largest unit's device
+runs it M times, or a replica its ceil(M / r) share), and at least the one-pass lower bound
+of one micro-batch (`planner.bounds`): the iteration bound is the larger. Of the one-pass
+bound, only its parts that read neither memory nor transfers count (`one_pass_compute`:
+the critical path, the work, the load and the ramp). The first micro-batch runs on the
+plan's own devices (its pins, colocation groups and runnable devices: a replicated stage's
+micro-batch 0 runs on the stage's own device), each op for at least its one-pass time,
+after its inputs, so those hold for it. The others do not: the constrained and arrival
+paths charge a tensor the direct link between two devices, and a pipeline relays a tensor
+that skips stages through the stages between (`schedule._relayed`), which can be faster
+than a slow direct link; the memory path and forced colocation ask which devices hold ops under the
 one-pass memory model, and a pipeline's memory is the split model's
 (`split.stage_bytes`), which may hold on one device what one pass could not.
 """
@@ -84,7 +86,7 @@ def pipeline_bound(problem: Problem, one_pass_s: float = 0.0, *,
     period = candidates[reason]
     microbatches = problem.pipeline.microbatches if problem.pipeline else 1
     one_pass = min(one_pass_s, one_pass_compute(problem)) if one_pass_s > 0 else 0.0
-    iteration = max(microbatches * candidates["work"], one_pass)
+    iteration = max(microbatches * period, one_pass)
     return PipelineBound(period, iteration, reason)
 
 

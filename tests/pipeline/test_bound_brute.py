@@ -69,6 +69,21 @@ def test_pipeilp_is_not_optimal_where_a_replicated_layout_beats_it() -> None:
     assert pipeline_bound(p).period_s <= replicated.period_s
 
 
+def test_the_iteration_bound_runs_the_largest_unit_m_times() -> None:
+    # `a` (8 + 8 ms) runs all 8 micro-batches on its device: 128 ms at least; the iteration
+    # bound said M times the work alone, 8 x 18 ms / 4 = 36 ms (solve, simulate, the HTML
+    # page and compare's `iteration_bound_s` all print it)
+    p = _plan("  microbatches 8\n")
+    b = pipeline_bound(p, lower_bound(p).makespan_s)
+    assert (b.reason, b.period_s) == ("unit", pytest.approx(16 * MS))
+    assert b.iteration_s == pytest.approx(8 * 16 * MS)
+    r = run_pipeline(p, (0, 0, 1, 1), p.pipeline)
+    assert b.iteration_s <= r.iteration_s
+    # two replicas of every stage: `a`'s each run 4 of its micro-batches, 64 ms at least
+    two = _plan("  data_parallel 2\n  microbatches 8\n")
+    assert pipeline_bound(two).iteration_s == pytest.approx(8 * 16 * MS / 2)
+
+
 def test_more_replicas_than_micro_batches_still_divide_the_period() -> None:
     # data_parallel 4, one micro-batch: every stage has 4 replicas, T charges each a
     # quarter (the unit bound divided by min(devices, M) = 1 said 18 ms)
