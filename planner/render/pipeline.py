@@ -151,11 +151,21 @@ def allreduce_line(problem: Problem, run: PipelineRun) -> str:
     return f"{format_seconds(run.allreduce_s)} per iteration{side}: " + "; ".join(what)
 
 
+def stage_columns(run: PipelineRun) -> tuple[str, str]:
+    """The stage table's busy and load headers: a replicated stage's busy time is the sum
+    of its replicas' (`Stage.busy_s`, past the iteration where they run side by side) and
+    its load each replica's, so the headers say which where a stage has replicas (short:
+    the device column names the replicas, and wraps first)."""
+    if any(len(s.devices) > 1 for s in run.stages):
+        return "busy (sum)", "load (each)"
+    return "busy", "load"
+
+
 def _stages_table(problem: Problem, run: PipelineRun) -> Table:
     """Each stage: its device (and its replicas'), ops, busy time and load."""
     devs = problem.cluster.devices
     stages = Table(title="stages", title_justify="left")
-    for col in ("stage", "device", "ops", "busy", "load"):
+    for col in ("stage", "device", "ops", *stage_columns(run)):
         stages.add_column(col, justify="left" if col in ("device",) else "right")
     for k, s in enumerate(run.stages):
         others = [devs[d].name for d in s.devices[1:]]

@@ -27,7 +27,7 @@ from ..pipeline.schedule import PipelineRun, Task
 from ..report.views import PipelineRow, PipelineView
 from ..units import format_bytes, format_seconds
 from .figures import format_gap
-from .pipeline import allreduce_line, period_gap, rate
+from .pipeline import allreduce_line, period_gap, rate, stage_columns
 from .svg import coord, esc, svg_open
 from .timeline import LEFT, RIGHT, WIDTH, TimeAxis, axis_marks
 
@@ -201,9 +201,10 @@ def _stages_table(problem: Problem, run: PipelineRun) -> str:
                     f'<td>{len(s.ops)}</td><td>{esc(_s(s.busy_s))}</td>'
                     f'<td>{esc(_s(s.load_s))}</td><td{over}>{esc(format_bytes(int(held)))}'
                     f'</td><td>{esc(format_bytes(cap))}</td></tr>')
+    busy, load = stage_columns(run)
     return ('<table class="stages"><thead><tr><th>stage</th><th class="l">device</th>'
-            '<th>ops</th><th>busy</th><th>load</th><th>memory held</th><th>cap</th></tr>'
-            f'</thead><tbody>{"".join(body)}</tbody></table>')
+            f'<th>ops</th><th>{esc(busy)}</th><th>{esc(load)}</th><th>memory held</th>'
+            f'<th>cap</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
 
 
 def _compared_table(compared: Sequence[PipelineRow]) -> str:
