@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 
 from ..bounds import relative_gap
+from ..model import Problem
 from ..units import format_seconds
 
-__all__ = ["bound_text", "format_gap"]
+__all__ = ["bound_text", "feasible_label", "format_gap"]
 
 
 def bound_text(makespan_s: float, bound_s: float, valid: bool = True) -> str:
@@ -25,3 +26,9 @@ def bound_text(makespan_s: float, bound_s: float, valid: bool = True) -> str:
 def format_gap(gap: float | None) -> str:
     """A relative gap as a percentage with one decimal (`13.7%`); `—` when none is proved."""
     return "—" if gap is None else f"{100 * gap:.1f}%"
+
+
+def feasible_label(problem: Problem) -> str:
+    """The label of one pass's verdict: under `objective pipeline` it is not the plan's (the
+    pipeline's memory and units judge it, shown beside it), so it says which it is."""
+    return "feasible" if problem.pipeline is None else "feasible (one pass)"

@@ -35,7 +35,7 @@ from ..model import Problem
 from ..simulate import SimResult
 from ..units import format_seconds
 from ..version import __version__
-from .figures import bound_text
+from .figures import bound_text, feasible_label
 from .svg import coord as _f
 from .svg import esc as _e
 from .svg import log_ticks, nice_ticks, svg_open, tick_seconds
@@ -288,8 +288,9 @@ def plan_section(problem: Problem, result: SimResult, bound_s: float | None = No
 
 def plan_summary(problem: Problem, result: SimResult) -> str:
     ms = format_seconds(result.makespan_s) if math.isfinite(result.makespan_s) else "∞"
-    feasible = ("feasible" if result.feasible else
-                f'<span class="status-bad">infeasible: {len(result.violations)} '
+    label = feasible_label(problem)  # under `objective pipeline`: one pass's, it says
+    feasible = (label if result.feasible else
+                f'<span class="status-bad">in{label}: {len(result.violations)} '
                 f'violation(s)</span>')
     return (f'<p class="meta">{len(problem.graph.ops)} ops, {len(problem.graph.edges)} '
             f'edges, {len(problem.cluster.devices)} devices · memory {_e(problem.memory_model)}'
@@ -316,17 +317,18 @@ def plan_report_html(problem: Problem, result: SimResult, *, title: str | None =
              if _positive(bound_s) else "")
     body = (f"<h1>{_e(title)}</h1>{plan_summary(problem, result)}"
             f'<div class="figures">{figures}</div>{claim}'
-            + _violations(problem, result) + _pipeline_section(problem, pipeline)
+            + _violations(problem, result) + _pipeline_section(problem, pipeline, result)
             + plan_section(problem, result, bound_s))
     return page_html(title, body)
 
 
-def _pipeline_section(problem: Problem, pipeline: PipelineView | None) -> str:
+def _pipeline_section(problem: Problem, pipeline: PipelineView | None,
+                      result: SimResult) -> str:
     if pipeline is None:
         return ""
     from .pipeline_html import pipeline_section_html  # lazy: only pipeline plans need it
 
-    return pipeline_section_html(problem, pipeline)
+    return pipeline_section_html(problem, pipeline, result)
 
 
 def _violations(problem: Problem, result: SimResult) -> str:

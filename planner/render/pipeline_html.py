@@ -24,7 +24,9 @@ from collections.abc import Sequence
 from ..model import Op, Problem
 from ..pipeline.allreduce import AllReduce
 from ..pipeline.schedule import PipelineRun, Task
+from ..pipeline.verdict import pipeline_breaks
 from ..report.views import PipelineRow, PipelineView
+from ..simulate import SimResult
 from ..units import format_bytes, format_seconds
 from .figures import format_gap
 from .pipeline import allreduce_line, period_gap, rate, stage_columns
@@ -47,8 +49,10 @@ def _s(x: float) -> str:
     return format_seconds(x) if math.isfinite(x) else "∞"
 
 
-def pipeline_section_html(problem: Problem, view: PipelineView) -> str:
-    """The section: figures, the micro-batch timeline, the stages and the comparison."""
+def pipeline_section_html(problem: Problem, view: PipelineView,
+                          result: SimResult | None = None) -> str:
+    """The section: figures, the micro-batch timeline, the stages and the comparison; with
+    `result` (the plan's one pass), what keeps it from running as the pipeline, in words."""
     run, bound = view.rows[-1].run, view.bound
     pipeline = problem.pipeline
     asked = run.schedule if pipeline is None else pipeline.schedule
@@ -75,9 +79,11 @@ def pipeline_section_html(problem: Problem, view: PipelineView) -> str:
     cells = "".join(f'<div><span>{esc(k)}</span><b>{esc(v)}</b></div>'
                     for k, v in figures.items())
     notes = [n for n in (run.note, *view.notes) if n]
-    if not view.rows[-1].fits:
-        notes.insert(0, "does not fit: a device holds less than its stages' activations in "
-                     "flight need (stages below)")
+    # what breaks it, as solve's and simulate's exit 3 judge it (`pipeline.verdict`)
+    breaks = [] if result is None else pipeline_breaks(problem, result, run)
+    if breaks or not view.rows[-1].fits:
+        notes.insert(0, "does not run as this pipeline: " + "; ".join(breaks or [
+            "a device holds less than its stages' activations in flight need (stages below)"]))
     noted = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
     return ('<h2>Pipeline</h2>'
             f'<div class="figures">{cells}</div>{noted}'

@@ -28,7 +28,7 @@ from ..model import Problem
 from ..simulate import SimResult
 from ..units import format_bytes, format_seconds
 from .diagnostics import printable
-from .figures import bound_text
+from .figures import bound_text, feasible_label
 
 _SHADES = " ░▒▓█"
 
@@ -56,9 +56,7 @@ def summary_table(
     t.add_row("cost model", f"memory {problem.memory_model}, contention {problem.contention}")
     t.add_row("makespan (simulated)", _time(result.makespan_s))
     t.add_row("lower bound", bound_text(result.makespan_s, bounds.makespan_s, result.feasible))
-    # under `objective pipeline` one pass's verdict is not the plan's (the pipeline's memory
-    # is judged below it): the label says which it is
-    t.add_row("feasible" if problem.pipeline is None else "feasible (one pass)",
+    t.add_row(feasible_label(problem),
               "yes" if result.feasible else
               f"[red]no[/red] ({len(result.violations)} violation(s))")
     return t

@@ -333,3 +333,28 @@ def test_a_replicated_stages_busy_time_says_it_is_all_its_replicas(tmp_path: Pat
     one = CliRunner().invoke(app, ["solve", str(spec), "--algo", "pipedp"],
                              env={"COLUMNS": "200"})  # one device a stage: as before
     assert re.search(r"┃ stage ┃ device +┃ ops ┃ +busy ┃ +load ┃", one.output), one.output
+
+
+
+def test_a_page_says_why_its_plan_is_no_pipeline(tmp_path: Path) -> None:
+    """The page of a plan that breaks the pipeline says what breaks it, as `solve`'s exit 3
+    does (`pipeline.verdict`), and labels one pass's verdict as one pass's, as the terminal
+    does. Before: a plan that split a unit over two devices (E401: a one-pass heuristic's)
+    got `· feasible` in the page's summary and the note `does not fit: a device holds less
+    than its stages' activations in flight need`, beside stages all under their caps."""
+    spec = _two_by_two(tmp_path)
+    spec.write_text(spec.read_text(encoding="utf-8").replace("  colocate f0, f0.bwd\n", ""),
+                    encoding="utf-8")
+    p = planner.load(spec).plan("p")
+    ops = [op.name for op in p.graph.ops]
+    placement = tuple(1 if name == "f0.bwd" else 0 for name in ops)  # f0 | f0.bwd: split
+    result = simulate(p, Plan(placement))
+    view = pipeline_view(p, placement, "given", 0.0)
+    assert result.feasible and not view.rows[-1].fits  # one pass runs; the pipeline not
+    assert max(view.rows[-1].run.memory_bytes) < p.cluster.devices[0].memory_bytes
+    page = plan_report_html(p, result, pipeline=view)
+    assert "· feasible (one pass)</p>" in page
+    section = _section(page)
+    assert ('<p class="note">does not run as this pipeline: a pipeline unit is split over '
+            "devices</p>") in section
+    assert "activations in flight need" not in section
