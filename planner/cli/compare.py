@@ -38,6 +38,7 @@ from ..render.diagnostics import eprint
 from ..render.tables import print_tables
 from ..render.terminal import plain_progress_lines
 from ..report.compare import compare_report
+from ..version import __version__
 from .guard import EXIT_INTERRUPTED, JsonReport, guard, interrupted_diagnostic, stdout_console
 from .options import LimitOption, RootOption
 
@@ -167,6 +168,10 @@ def _footer(result: SweepResult) -> None:
     if result.stale:
         text += (f", {result.stale} stale rows run again (made from other spec content, or "
                  "without spec_sha256)")
+    if result.other_version:
+        made = ", ".join(v or "no version recorded" for v in result.versions)
+        text += (f", {result.other_version} rows of another planner version run again "
+                 f"({made}; this is {__version__})")
     if failed:
         text += f"; {failed} without a valid plan (see status and reason)"
     sys.stderr.write(text + "\n")

@@ -7,7 +7,10 @@ SHA-256 of the spec's sources, imports included, `spec_digest`), so the spec's n
 matter (another working directory, another path to the same content) and an edited spec is
 run again. A row of the point by name but of other content is stale and run again, and so
 is a row without `spec_sha256` (written before rows carried it: what it was computed from
-is unknown). When the file holds several rows of a point, the later one wins. `rewritten`
+is unknown). A row computed by another version of planner (`planner_version`, or none
+recorded: a file written before rows carried it) is run again too, since an upgrade may
+change what an algorithm plans; `Resumed.versions` names those versions for the summary.
+When the file holds several rows of a point, the later one wins. `rewritten`
 is what the file holds once the sweep completes: this sweep's rows, one a point, and the
 rows of other points it held.
 """
@@ -23,6 +26,7 @@ from typing import Any
 
 from ..errors import Diagnostic, Span, UsageError
 from ..files import write_text_atomic
+from ..version import __version__
 from .rows import (
     FIELD_NAMES,
     RETRY_STATUSES,
@@ -52,12 +56,19 @@ class Resumed:
     rows: list[Row]
     #: the points run again because the file's row of them is stale (module docstring)
     stale: int
+    #: the points run again because the file's row of them, of the spec's current content,
+    #: was computed by another version of planner
+    other_version: int = 0
+    #: those rows' versions (`None`: the row records none), sorted
+    versions: tuple[str | None, ...] = ()
 
 
-def resumed(points: Sequence[Point], before: Iterable[Row]) -> Resumed:
+def resumed(points: Sequence[Point], before: Iterable[Row],
+            version: str = __version__) -> Resumed:
     """The points of `points` that the rows `before` (a resume file's, in file order) leave
-    to run, the rows they give the others, and how many were stale; a row with a status in
-    `RETRY_STATUSES` is neither reused nor stale (run again as before)."""
+    to run, the rows they give the others, and how many were stale or of another planner
+    version than `version` (this one's); a row with a status in `RETRY_STATUSES` is
+    neither reused nor stale (run again as before)."""
     by_content: dict[tuple[Any, ...], Row] = {}
     by_name: dict[tuple[Any, ...], Row] = {}
     for r in before:
@@ -67,14 +78,20 @@ def resumed(points: Sequence[Point], before: Iterable[Row]) -> Resumed:
             by_content[content_key(r)] = r  # the later row wins
         by_name[row_key(r)] = r
     out = Resumed([], [], 0)
+    versions: set[str | None] = set()
     for p in points:
         labels = p.labels()
         hit = by_content.get(content_key(labels)) if p.spec_sha256 else None
-        if hit is not None:
+        if hit is not None and hit.get("planner_version") == version:
             out.rows.append({**hit, "spec": p.spec})  # its name here (another cwd)
             continue
         out.todo.append(p)
-        out.stale += row_key(labels) in by_name
+        if hit is not None:
+            out.other_version += 1
+            versions.add(hit.get("planner_version"))
+        else:
+            out.stale += row_key(labels) in by_name
+    out.versions = tuple(sorted(versions, key=lambda v: (v is None, v or "")))
     return out
 
 

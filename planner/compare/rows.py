@@ -6,10 +6,11 @@ every field of `FIELDS`, in that order; a missing value is `None` (an empty CSV 
 
 Files and `--json` hold the columns that apply (`columns`): a sweep of plans under the
 makespan objective only, with `--objective` and `--microbatches` left at `spec`, has the
-columns it had before those options existed, and `spec_sha256`. Rows read from an older file
-get `spec` for the settings it lacks (`SETTING_DEFAULTS`), so resuming one carries on where
-it stopped, and no `spec_sha256` (what they were computed from is unknown: a resumed sweep
-runs them again, `planner.compare.resume`).
+columns it had before those options existed, `spec_sha256` and `planner_version`. Rows read
+from an older file get `spec` for the settings it lacks (`SETTING_DEFAULTS`), so resuming
+one carries on where it stopped, and no `spec_sha256` or `planner_version` (what they were
+computed from, or with, is unknown: a resumed sweep runs them again,
+`planner.compare.resume`).
 
 Under the pipeline objective a row has, besides the one-pass columns (makespan, bound,
 peak memory), the plan run as the pipeline (`planner.pipeline.schedule.run`):
@@ -77,6 +78,8 @@ FIELDS: tuple[tuple[str, type], ...] = (
     ("time_limit_s", float),
     #: what the row was computed from: the SHA-256 of the spec's sources, imports included
     ("spec_sha256", str),
+    #: the version of planner that computed the row (`planner.version.__version__`)
+    ("planner_version", str),
     ("status", str),
     ("reason", str),
     ("makespan_s", float),

@@ -88,7 +88,9 @@ class SweepResult:
 
     `plans` maps a row key (`rows.row_key`) to the (placement, per-device order) of that
     run, for the runs of this session when `keep_plans` was asked for. `stale` counts the
-    points of `ran` whose row in the resume file was stale (`planner.compare.resume`).
+    points of `ran` whose row in the resume file was stale (`planner.compare.resume`),
+    `other_version` those whose row was computed by another version of planner
+    (`versions`: which; `None` for a row that records none).
     """
 
     sweep: Sweep
@@ -98,6 +100,8 @@ class SweepResult:
     plans: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = field(
         default_factory=dict)
     stale: int = 0
+    other_version: int = 0
+    versions: tuple[str | None, ...] = ()
 
 
 # -- planning -----------------------------------------------------------------------------
@@ -383,7 +387,8 @@ def run_sweep(
         # the sweep is complete: rewrite the file sorted, ratios filled in, one row a point
         write_rows(log.path, finalize(rewritten(before, rows)))
     return SweepResult(sweep, finalize(rows), ran=len(rows) - reused, reused=reused,
-                       plans=plans, stale=found.stale)
+                       plans=plans, stale=found.stale, other_version=found.other_version,
+                       versions=found.versions)
 
 
 # -- the best plan of each spec, for the HTML report ---------------------------------------

@@ -30,6 +30,7 @@ from ..pipeline.split import split_words, units_split
 from ..pipeline.verdict import replicated_pins
 from ..simulate import SimResult, Violation, simulate
 from ..spec.load import load_path
+from ..version import __version__
 from .rows import Row, empty_row
 from .settings import (
     DEFAULT_MICROBATCHES,
@@ -185,7 +186,8 @@ def _finite(x: Any) -> float | None:
 def run_point(point: Point, keep_plan: bool = False) -> PointResult:
     """Run one point and return its row (never raises for the point's own failures)."""
     t0 = time.perf_counter()
-    row = empty_row(**point.labels())
+    # the version of the code that runs here (a Ray node may run another than the sweep's)
+    row = empty_row(**point.labels(), planner_version=__version__)
     placement = order = None
     warnings: list[str] = []
     try:

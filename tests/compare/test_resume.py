@@ -51,6 +51,17 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new), encoding="utf-8")
 
 
+def drop_column(log: Path, column: str) -> None:
+    """Rewrite the CSV file `log` without `column` (as a file written before it existed)."""
+    with log.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    fields = [k for k in rows[0] if k != column]
+    with log.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fields, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
+
 def _figures(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted((r["spec"], r["algorithm"], r["status"], r["makespan_s"],
                    r["memory_cap_bytes"]) for r in rows)
@@ -157,13 +168,7 @@ def test_an_old_file_without_digests_is_run_again(tmp_path: Path,
     monkeypatch.chdir(tmp_path / "a")
     log = tmp_path / "rows.csv"
     _sweep("chain.plan", log)
-    with log.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    fields = [k for k in rows[0] if k != "spec_sha256"]
-    with log.open("w", encoding="utf-8", newline="") as fh:
-        w = csv.DictWriter(fh, fields, extrasaction="ignore", lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
+    drop_column(log, "spec_sha256")
     result = _compare("chain.plan", "--resume", str(log))
     assert "2 runs: 2 run now, 2 stale rows run again" in result.stderr
     assert all(r["spec_sha256"] for r in read_rows(log)) and len(read_rows(log)) == 2
