@@ -41,6 +41,7 @@ from typing import Any
 
 from ..errors import Diagnostic, SolverError, UsageError
 from ..signals import deferred, guarded, install_in_worker, interrupts_ignored
+from ..version import __version__
 from .rows import empty_row
 from .worker import Point, PointResult, run_point
 
@@ -56,12 +57,16 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
+def _labels(point: Point) -> dict[str, Any]:
+    """The fields of a row that this process makes for `point`: the whole point (its
+    objective and micro-batches, and the spec content it was planned from, by which a
+    resumed sweep reuses a `timeout` row), and this planner's version."""
+    return {**point.labels(), "planner_version": __version__}
+
+
 def crashed(point: Point, reason: str) -> PointResult:
     """The row of a point whose worker died."""
-    return PointResult(empty_row(
-        spec=point.spec, plan=point.plan, algorithm=point.algorithm,
-        bandwidth=point.bandwidth, memory=point.memory, devices=point.devices,
-        time_limit_s=float(point.time_limit_s), status="crashed", reason=reason))
+    return PointResult(empty_row(**_labels(point), status="crashed", reason=reason))
 
 
 def hard_limit(point: Point) -> float:
@@ -73,9 +78,7 @@ def hard_limit(point: Point) -> float:
 def timed_out(point: Point, limit: float) -> PointResult:
     """The row of a point stopped at its hard limit."""
     return PointResult(empty_row(
-        spec=point.spec, plan=point.plan, algorithm=point.algorithm,
-        bandwidth=point.bandwidth, memory=point.memory, devices=point.devices,
-        time_limit_s=float(point.time_limit_s), status="timeout",
+        **_labels(point), status="timeout",
         reason=f"stopped after {limit:g} s (the hard limit: twice --time-limit plus 30 s); "
         "the algorithm did not return"))
 
