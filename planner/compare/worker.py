@@ -304,13 +304,23 @@ def _verdict(row: Row, problem: Problem, status: Status, feasible: bool,
                          else status)
     elif problem.pipeline is not None and not violations and ms is not None:
         row["status"] = "violated"
-        row["reason"] = (f"does not fit as a pipeline: {row['pipeline_memory_device']} "
-                         "holds less than its stages' activations in flight need")
+        row["reason"] = _no_pipeline(row)
     else:
         first = violations[0].message if violations else "no finite makespan"
         row["status"] = "violated"
         row["reason"] = (f"the simulator rejects the plan: {len(violations)} "
                          f"violation(s); first: {first}")
+
+
+def _no_pipeline(row: Row) -> str:
+    """Why a plan whose one pass is valid is no valid pipeline (`_run_pipeline`'s verdict:
+    it does not fit the pipeline's memory, or its iteration never ends), with what the run
+    noted after it."""
+    why = (f"does not fit as a pipeline: {row['pipeline_memory_device']} holds less than "
+           "its stages' activations in flight need" if not row["pipeline_fits"]
+           else "does not run as a pipeline: its simulated iteration never ends (ops that "
+           "never start: its stages wait on each other)")
+    return "; ".join(x for x in (why, row["reason"]) if x)
 
 
 def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
@@ -327,7 +337,10 @@ def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
     row.update(schedule=run.schedule, n_microbatches=run.microbatches,
                iteration_s=_finite(run.iteration_s),
                time_per_microbatch_s=_finite(run.time_per_microbatch_s),
-               period_s=_finite(run.period_s), bubble_fraction=_finite(run.bubble_fraction),
+               period_s=_finite(run.period_s),
+               # the idle share of an iteration that never ends is no figure
+               bubble_fraction=(_finite(run.bubble_fraction)
+                                if _finite(run.iteration_s) is not None else None),
                pipeline_fits=fits,
                # a replicated stage's replicas hold no op of the one pass, and run it
                devices_used=len({d for s in run.stages for d in s.devices}))

@@ -1,0 +1,34 @@
+"""A plan whose pipeline never finishes is `violated` for that reason, not for memory.
+
+Before: `uniform` on a graph whose first op is colocated with a later one (tied weights)
+gave stages that wait on each other; the row said `does not fit as a pipeline: gpu1 holds
+less than its stages' activations in flight need` next to `pipeline_fits` true (a few MiB
+of 1 GiB), and a bubble of 0.0% for an iteration that never ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from planner.compare import plan_sweep, run_sweep
+
+#: a chain of five forward ops and their backward ops on three devices, `a` tied to `d`
+FORWARD = {"a": 1, "b": 3, "c": 3, "d": 1, "e": 1}
+TIED = ("cluster c { device gpu[0..2] { memory 1 GiB }\n"
+        "  link gpu[*] <-> gpu[*] { bandwidth 10 GB/s  latency 5 us } }\ngraph g {\n"
+        + "".join(f"  op {n} {{ time {t} ms  output 1 MiB }}\n"
+                  f"  op {n}b {{ time {2 * t} ms  backward_of {n} }}\n"
+                  for n, t in FORWARD.items())
+        + "  a -> b -> c -> d -> e -> eb -> db -> cb -> bb -> ab\n  colocate a, d\n}\n"
+        "plan p { graph g  cluster c  objective pipeline  microbatches 4  schedule 1f1b }\n")
+
+
+def test_a_pipeline_that_never_finishes_says_so(tmp_path: Path) -> None:
+    spec = tmp_path / "tied.plan"
+    spec.write_text(TIED, encoding="utf-8")
+    (row,) = run_sweep(plan_sweep([spec], "uniform"), executor="inline").rows
+    assert (row["status"], row["pipeline_fits"], row["iteration_s"]) == ("violated", True, None)
+    assert row["reason"].startswith(
+        "does not run as a pipeline: its simulated iteration never ends (ops that never "
+        "start: its stages wait on each other); its devices are not a chain of stages")
+    assert "does not fit" not in row["reason"]
+    assert row["bubble_fraction"] is None and row["time_per_microbatch_s"] is None
