@@ -187,7 +187,7 @@ def _runs_table(report: CompareReport) -> str:
         cols[5:5] = [("objective", ""), ("micro-batches", "")]
     if pipeline:
         cols[-2:-2] = [("iteration", ""), ("T", ""), ("T bound", ""), ("bubble", ""),
-                       ("pipe peak / cap", ""), ("fits", "")]
+                       ("pipe peak / cap", ""), ("mem fits", "")]
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in cols)
     out = []
     for r in report.runs:

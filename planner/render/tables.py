@@ -7,8 +7,9 @@ whole. The groups, the wins and which rows ran as a pipeline come computed
 
 A setting whose rows ran as a pipeline gets the pipeline's columns (`_PIPELINE_COLUMNS`:
 iteration first, since `×best` compares iterations there, then time per micro-batch, the
-period T against its bound, the bubble, and whether it fits the pipeline's memory, whose
-peak / cap it shows) before the one-pass makespan and its bound; other settings' tables
+period T against its bound, the bubble, and whether it fits the pipeline's memory (`mem
+fits`: memory only, the status says whether the plan runs as a pipeline), whose peak / cap
+it shows) before the one-pass makespan and its bound; other settings' tables
 are as they always were.
 """
 
@@ -107,7 +108,8 @@ _PIPELINE_COLUMNS: tuple[tuple[str, str, Callable[[Mapping[str, Any]], str]], ..
     ("T bound", "right", lambda r: short_seconds(r.get("period_bound_s"))),
     ("bubble", "right", lambda r: f"{r['bubble_fraction']:.1%}"
      if _num(r.get("bubble_fraction")) else "—"),
-    ("fits", "left", lambda r: "—" if r.get("pipeline_fits") is None
+    # memory only (`pipeline_fits`): a plan that fits may still be no pipeline (status)
+    ("mem fits", "left", lambda r: "—" if r.get("pipeline_fits") is None
      else ("yes" if r["pipeline_fits"] else "no")),
     ("pipe peak/cap", "right", _pipe_memory),
     ("makespan", "right", lambda r: short_seconds(r["makespan_s"])),

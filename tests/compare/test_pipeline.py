@@ -197,7 +197,7 @@ def test_tables_show_the_pipeline_columns(piped: SweepResult) -> None:
     text = console.export_text()
     assert "objective pipeline · 8 micro-batches, 1f1b" in text
     assert "objective makespan\n" in text
-    for head in ("iteration", "per µbatch", "T bound", "bubble", "fits", "pipe peak/cap"):
+    for head in ("iteration", "per µbatch", "T bound", "bubble", "mem fits", "pipe peak/cap"):
         assert head in text
     assert "or iteration where the setting ran as a pipeline" in text
 
@@ -279,7 +279,7 @@ def test_the_html_report_charts_iterations_per_objective(piped: SweepResult) -> 
     assert "<h3>objective pipeline · 8 micro-batches, 1f1b</h3>" in page
     assert page.count("Iteration per algorithm") == 2 and "Makespan per algorithm" in page
     for head in (">objective<", ">micro-batches<", ">iteration<", ">T bound<", ">bubble<",
-                 ">fits<"):
+                 ">mem fits<"):
         assert head in page
     flat = compare_report_html(compare_report([{**r, "objective": "spec"} for r in piped.rows
                                                if r["objective"] == "makespan"]))
