@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -426,7 +427,8 @@ def _pipeline_status(problem: Problem, solution: Solution) -> str:
     if units_split(problem, solution.plan.placement):
         return "infeasible"
     ran = run_planned(problem, solution.plan.placement, pipeline, solution.info)
-    ok = fits(problem, ran.memory_bytes) and not replicated_pins(problem, ran)
+    ok = (fits(problem, ran.memory_bytes) and not replicated_pins(problem, ran)
+          and math.isfinite(ran.iteration_s))
     return solution.status if ok else "infeasible"
 
 
@@ -459,6 +461,12 @@ def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
     elif not fits:
         head = (f"plan `{problem.name}` does not fit as a pipeline: a device holds less than "
                 "its stages' activations in flight need (the pipeline's memory table)")
+    elif view is not None and not math.isfinite(view.rows[-1].run.iteration_s):
+        from ..pipeline.verdict import NEVER_ENDS  # lazy: start-up
+
+        head = f"plan `{problem.name}` does not run as a pipeline: {NEVER_ENDS}"
+        own = ("place the ops so that each device needs only earlier devices' work of a "
+               "micro-batch, or plan it with a pipeline algorithm (pipedp, hybrid)",)
     else:
         return
     diagnostic = Diagnostic("E401", head, None, own + hints)

@@ -27,7 +27,7 @@ from ..pipeline.bound import pipeline_bound
 from ..pipeline.schedule import run_planned
 from ..pipeline.split import fits as pipeline_fits
 from ..pipeline.split import split_words, units_split
-from ..pipeline.verdict import replicated_pins
+from ..pipeline.verdict import NEVER_ENDS, replicated_pins
 from ..simulate import SimResult, Violation, simulate
 from ..spec.load import load_path
 from ..version import __version__
@@ -318,8 +318,7 @@ def _no_pipeline(row: Row) -> str:
     noted after it."""
     why = (f"does not fit as a pipeline: {row['pipeline_memory_device']} holds less than "
            "its stages' activations in flight need" if not row["pipeline_fits"]
-           else "does not run as a pipeline: its simulated iteration never ends (ops that "
-           "never start: its stages wait on each other)")
+           else f"does not run as a pipeline: {NEVER_ENDS}")
     return "; ".join(x for x in (why, row["reason"]) if x)
 
 

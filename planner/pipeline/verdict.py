@@ -5,20 +5,27 @@ A pipeline plan breaks a rule when its one pass does, memory aside (the pipeline
 model judges memory: activations in flight, recomputation, replicas), when a pipeline unit
 (a forward op, its backward ops and their colocation groups) is split over devices, or
 when a device holds less than its stages need as the pipeline runs them (`split.fits` of
-`PipelineRun.memory_bytes`), or when, under `data_parallel auto`, a stage holding a pinned
-op is replicated (`replicated_pins`: the pinned op would run on other devices too, which
-`hybrid` never plans; `data_parallel N` replicates every stage, a pin naming the device of
-the first of the N pipelines).
+`PipelineRun.memory_bytes`), or when its iteration never ends (`NEVER_ENDS`: stages that
+wait on each other, which even the fallback schedule cannot order), or when, under
+`data_parallel auto`, a stage holding a pinned op is replicated (`replicated_pins`: the
+pinned op would run on other devices too, which `hybrid` never plans; `data_parallel N`
+replicates every stage, a pin naming the device of the first of the N pipelines).
 """
 
 from __future__ import annotations
+
+import math
 
 from ..model import Problem
 from ..simulate import SimResult, Violation
 from .schedule import PipelineRun
 from .split import fits, units_split
 
-__all__ = ["pipeline_breaks", "replicated_pins"]
+__all__ = ["NEVER_ENDS", "pipeline_breaks", "replicated_pins"]
+
+#: why a pipeline whose simulated iteration is not finite does not run, in words
+NEVER_ENDS = ("its simulated iteration never ends (ops that never start: its stages wait on "
+              "each other)")
 
 
 def pipeline_breaks(problem: Problem, result: SimResult, run: PipelineRun) -> list[str]:
@@ -29,6 +36,8 @@ def pipeline_breaks(problem: Problem, result: SimResult, run: PipelineRun) -> li
         out.append("a pipeline unit is split over devices")
     if not fits(problem, run.memory_bytes):
         out.append("a device holds less than its stages' activations in flight need")
+    if not math.isfinite(run.iteration_s):
+        out.append(f"the pipeline does not run: {NEVER_ENDS}")
     out += [f"{v.kind}: {v.message}" for v in replicated_pins(problem, run)]
     return out
 

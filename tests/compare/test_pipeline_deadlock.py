@@ -7,10 +7,18 @@ of 1 GiB), and a bubble of 0.0% for an iteration that never ends."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+import planner
+from planner.cli import app
 from planner.compare import plan_sweep, run_sweep
 
+#: why such a plan does not run, in every command's words
+NEVER_ENDS = ("its simulated iteration never ends (ops that never start: its stages wait on "
+              "each other)")
 #: a chain of five forward ops and their backward ops on three devices, `a` tied to `d`
 FORWARD = {"a": 1, "b": 3, "c": 3, "d": 1, "e": 1}
 TIED = ("cluster c { device gpu[0..2] { memory 1 GiB }\n"
@@ -32,3 +40,18 @@ def test_a_pipeline_that_never_finishes_says_so(tmp_path: Path) -> None:
         "start: its stages wait on each other); its devices are not a chain of stages")
     assert "does not fit" not in row["reason"]
     assert row["bubble_fraction"] is None and row["time_per_microbatch_s"] is None
+
+
+def test_solve_and_the_api_judge_it_as_compare_does(tmp_path: Path) -> None:
+    """Before: `planner solve` printed `status feasible`, `iteration inf s`, `throughput 0
+    samples/s` and exited 0 (the API: `feasible` True, no breaks) for the plan compare
+    calls `violated`."""
+    spec = tmp_path / "tied.plan"
+    spec.write_text(TIED, encoding="utf-8")
+    result = CliRunner().invoke(app, ["solve", str(spec), "--algo", "uniform", "--json"])
+    doc = json.loads(result.stdout)
+    assert (result.exit_code, doc["result"]["status"]) == (3, "infeasible")
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "E401"]
+    assert d["message"] == f"plan `p` does not run as a pipeline: {NEVER_ENDS}"
+    plan = planner.solve(planner.load(spec).plan("p"), "uniform")
+    assert (plan.feasible, plan.breaks) == (False, (f"the pipeline does not run: {NEVER_ENDS}",))
