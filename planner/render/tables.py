@@ -47,16 +47,31 @@ def short_seconds(x: Any, digits: int = 4) -> str:
     return f"{x / 1e-9:.{digits}g} ns"
 
 
+#: binary units, largest first, for `_memory`
+_UNITS = (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024), ("B", 1))
+
+
+def _amount(value: float, unit: str, factor: int) -> str:
+    """`value` bytes in `unit`, 3 significant digits, never in exponent notation."""
+    x = value / factor
+    return f"{x:.0f}" if x >= 99.95 or x == 0 else f"{x:.3g}"
+
+
+def _unit(value: float) -> tuple[str, int]:
+    return next((u, f) for u, f in _UNITS if value >= f or u == "B")
+
+
 def _memory(r: Mapping[str, Any]) -> str:
-    """`peak/cap unit` in the cap's unit, e.g. `63/128 MiB` (the most loaded device)."""
+    """`peak/cap unit` in the cap's unit, e.g. `63/128 MiB` (the most loaded device); a peak
+    below a hundredth of that unit in its own, e.g. `1.92 MiB/8 GiB`."""
     peak, cap = r.get("peak_memory_bytes"), r.get("memory_cap_bytes")
     if not (_num(peak) and _num(cap)):
         return "—"
-    for unit, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2),
-                         ("KiB", 1024), ("B", 1)):
-        if cap >= factor or unit == "B":
-            return f"{peak / factor:.3g}/{cap / factor:.3g} {unit}"
-    return "—"  # pragma: no cover
+    unit, factor = _unit(cap)
+    if 0 < peak < factor / 100:
+        own, of = _unit(peak)
+        return f"{_amount(peak, own, of)} {own}/{_amount(cap, unit, factor)} {unit}"
+    return f"{_amount(peak, unit, factor)}/{_amount(cap, unit, factor)} {unit}"
 
 
 def _pipe_memory(r: Mapping[str, Any]) -> str:
