@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from planner.compare import read_rows
+from planner.compare.rows import columns
 from planner.version import __version__
 
 from .test_resume import _compare, _project, _sweep, drop_column
@@ -64,3 +65,16 @@ def test_a_file_written_before_rows_carried_the_version_is_run_again(
     assert ("2 runs: 2 run now, 2 rows of another planner version run again "
             f"(no version recorded; this is {__version__})") in result.stderr
     assert [r["planner_version"] for r in read_rows(log)] == [__version__] * 2
+
+
+def test_the_docs_list_the_columns_in_order() -> None:
+    """docs/compare.md's row list is what a makespan-only sweep writes, `planner_version`
+    included (before: the list had no `planner_version`, and said nothing of where
+    `objective` and `microbatches` go)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "compare.md").read_text(
+        encoding="utf-8")
+    listed = docs.split("One row per run,", 1)[1].split("order: `", 1)[1].split("`", 1)[0]
+    names = [n.strip() for n in listed.split(",")]
+    row = {"objective": "spec", "microbatches": "spec"}
+    assert names == list(columns([row]))
+    assert "`objective, microbatches` come after `devices`" in " ".join(docs.split())
