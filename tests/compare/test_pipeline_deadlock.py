@@ -8,8 +8,10 @@ of 1 GiB), and a bubble of 0.0% for an iteration that never ends."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import planner
@@ -55,3 +57,23 @@ def test_solve_and_the_api_judge_it_as_compare_does(tmp_path: Path) -> None:
     assert d["message"] == f"plan `p` does not run as a pipeline: {NEVER_ENDS}"
     plan = planner.solve(planner.load(spec).plan("p"), "uniform")
     assert (plan.feasible, plan.breaks) == (False, (f"the pipeline does not run: {NEVER_ENDS}",))
+
+
+def test_pipeilp_never_returns_a_pipeline_that_never_finishes() -> None:
+    """Before: pipeilp's answer on this spec was such a plan (solve: E401, exit 3), as its
+    period model does not see stages that wait on each other; now the answer is checked
+    by the simulator and pipedp's warm start, which runs, is kept."""
+    from planner.algorithms import Options, run
+    from planner.algorithms.exact import backends
+    from planner.pipeline.schedule import run_planned
+
+    if not backends.available("highs"):
+        pytest.skip("pipeilp needs HiGHS (highspy), which is not installed")
+    problem = planner.loads(TIED).plan("p")
+    solution = run("pipeilp", problem, Options(time_limit_s=20))
+    assert problem.pipeline is not None
+    ran = run_planned(problem, solution.plan.placement, problem.pipeline, solution.info)
+    assert math.isfinite(ran.iteration_s)
+    assert solution.info["note"].endswith("never finishes (its stages wait on each other); "
+                                          "it was not used")
+    assert solution.status == "feasible" and solution.info["warm_start"] == "pipedp"

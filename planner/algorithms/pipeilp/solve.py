@@ -26,7 +26,7 @@ from .data import _Data, _data
 from .model import _emit, _Model
 from .orders import _Orders, _orders, _relabel, _relaxed
 from .verdict import _judge, _none_found, _solution
-from .warm import _as_warm, _placement, _Warm, _warm_starts
+from .warm import _as_warm, _placement, _Warm, _warm_starts, runs
 
 log = logging.getLogger("planner")
 
@@ -119,6 +119,10 @@ def _answer(problem: Problem, attempt: _Attempt, source: str = "pipeilp") -> _Wa
     if dev is not None and found is None:
         attempt.info["note"] = (f"{attempt.info['solver']}'s answer broke a constraint when "
                                 "checked exactly; it was not used")
+    elif found is not None and not runs(problem, found):
+        attempt.info["note"] = (f"{attempt.info['solver']}'s answer is a pipeline that never "
+                                "finishes (its stages wait on each other); it was not used")
+        return None
     return found
 
 

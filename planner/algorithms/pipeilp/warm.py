@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...errors import Diagnostic, InfeasibleError
-from ...model import Problem
+from ...model import Pipeline, Problem
+from ...pipeline.schedule import run
 from ...pipeline.units import units
 from .. import pipedp
 from ..base import Options
@@ -67,9 +68,16 @@ def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, list
         if split_warm is not None:
             found.append(dataclasses.replace(split_warm, source="recomputing contiguous split")
                          if split_warm.evaluation.recompute else split_warm)
-    if not found:
-        return None, notes
-    return min(found, key=lambda w: (w.evaluation.period_s, len(w.evaluation.ranks))), notes
+    found.sort(key=lambda w: (w.evaluation.period_s, len(w.evaluation.ranks)))
+    return next((w for w in found if runs(problem, w)), None), notes
+
+
+def runs(problem: Problem, w: _Warm) -> bool:
+    """Whether `w`'s pipeline finishes. The period model does not see that stages can wait
+    on each other (a unit colocated with a later one, on a device before the units between
+    them), which no schedule's order runs: the simulator does (docs/pipelines.md)."""
+    ran = run(problem, w.placement, problem.pipeline or Pipeline(), w.evaluation.recompute)
+    return math.isfinite(ran.iteration_s)
 
 
 def _placement(problem: Problem, dev: Sequence[int]) -> tuple[int, ...]:
