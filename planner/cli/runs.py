@@ -445,6 +445,7 @@ def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
     if view is not None:
         others += replicated_pins(problem, view.rows[-1].run)
     if others:
+        _judged(report, False)
         infeasible_exit(problem, dataclasses.replace(result, violations=tuple(others)),
                          report, hints)
     from ..pipeline.split import split_words, units_split  # lazy: start-up
@@ -468,13 +469,27 @@ def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
         own = ("place the ops so that each device needs only earlier devices' work of a "
                "micro-batch, or plan it with a pipeline algorithm (pipedp, hybrid)",)
     else:
+        _judged(report, True)
         return
+    _judged(report, False)
     diagnostic = Diagnostic("E401", head, None, own + hints)
     if report.enabled:
         report.diagnostics.append(diagnostic)
     else:
         eprint(render_all([diagnostic]))
     raise typer.Exit(EXIT_INFEASIBLE)
+
+
+def _judged(report: JsonReport, runs: bool) -> None:
+    """`--json`'s `feasible` under `objective pipeline`: whether the plan runs as the
+    pipeline, as the status, the exit code and the API's `Result.feasible` say (before:
+    one pass's, `true` beside `infeasible` and exit 3); one pass's is `one_pass_feasible`,
+    and `gap` is null for a plan that does not run, as for one pass."""
+    if report.enabled and isinstance(report.result, dict):
+        report.result["one_pass_feasible"] = report.result.get("feasible")
+        report.result["feasible"] = runs
+        if not runs:
+            report.result["gap"] = None
 
 
 def write_trace_file(path: Path | None, problem: Problem, result: SimResult,

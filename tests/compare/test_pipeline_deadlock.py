@@ -55,6 +55,14 @@ def test_solve_and_the_api_judge_it_as_compare_does(tmp_path: Path) -> None:
     assert (result.exit_code, doc["result"]["status"]) == (3, "infeasible")
     (d,) = [d for d in doc["diagnostics"] if d["code"] == "E401"]
     assert d["message"] == f"plan `p` does not run as a pipeline: {NEVER_ENDS}"
+    # `feasible` is the pipeline's verdict, as the status and the API's (before: one
+    # pass's `true` beside `infeasible` and exit 3, with one pass's gap)
+    assert (doc["result"]["feasible"], doc["result"]["one_pass_feasible"],
+            doc["result"]["gap"]) == (False, True, None)
+    runs = json.loads(CliRunner().invoke(app, ["solve", str(spec), "--algo", "pipedp",
+                                               "--json"]).stdout)["result"]
+    assert (runs["status"], runs["feasible"], runs["one_pass_feasible"]) == (
+        "feasible", True, True)
     plan = planner.solve(planner.load(spec).plan("p"), "uniform")
     assert (plan.feasible, plan.breaks) == (False, (f"the pipeline does not run: {NEVER_ENDS}",))
 
