@@ -508,7 +508,7 @@ def write_trace_file(path: Path | None, problem: Problem, result: SimResult,
 
         sim = pipeline_simulation(problem, result.placement, recompute, replicas)
         write_pipeline_trace(str(path), problem, sim,
-                             pipeline_breaks(problem, result, sim.run))
+                             pipeline_breaks(problem, result, sim.run), result.makespan_s)
         return
     from ..render.trace import write_trace  # lazy: start-up
 

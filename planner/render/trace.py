@@ -26,6 +26,9 @@ their transfers and flows as above; then process 3, `pipeline`, with a track per
 a slice per task (a device's forward or backward ops of one micro-batch, as the HTML
 report's timeline draws them), and process 4, `all-reduces`, with the gradient
 all-reduces (a tied weight's, a replicated stage's buckets), a track per ring of devices.
+Its `otherData` carries the figures `solve` prints, under their names: `iteration_us`
+(where the trace ends) and `makespan_us`, the one-pass makespan of one micro-batch, which
+this trace does not draw.
 """
 
 from __future__ import annotations
@@ -111,18 +114,18 @@ def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
     return {
         "traceEvents": events,
         "displayTimeUnit": "ns",
-        "otherData": {**_head(problem, result,
+        "otherData": {**_head(problem, result.makespan_s,
                             [f"{v.kind}: {v.message}" for v in result.violations]),
                       "ops": len(ops), "ops_traced": ran,
                       "transfers": len(result.transfers), "transfers_traced": traced},
     }
 
 
-def _head(problem: Problem, result: SimResult, breaks: Sequence[str]) -> dict[str, Any]:
+def _head(problem: Problem, makespan_s: float, breaks: Sequence[str]) -> dict[str, Any]:
     return {"generator": "planner", "plan": problem.name, "contention": problem.contention,
             "memory_model": problem.memory_model,
-            "makespan_us": _us(result.makespan_s) if math.isfinite(result.makespan_s)
-            else None, "feasible": not breaks, "violations": list(breaks)}
+            "makespan_us": _us(makespan_s) if math.isfinite(makespan_s) else None,
+            "feasible": not breaks, "violations": list(breaks)}
 
 
 def _schedule_events(problem: Problem, result: SimResult, label: Label
@@ -187,12 +190,13 @@ def _schedule_events(problem: Problem, result: SimResult, label: Label
     return events, ran, len(done)
 
 
-def pipeline_trace_document(problem: Problem, sim: Simulation,
-                            breaks: Sequence[str]) -> dict[str, Any]:
+def pipeline_trace_document(problem: Problem, sim: Simulation, breaks: Sequence[str],
+                            makespan_s: float) -> dict[str, Any]:
     """A pipeline plan's trace (the module docstring) as a JSON-ready dict; `problem` is
     the plan's own, `sim` its simulation as the pipeline, `breaks` what keeps the plan from
     running as that pipeline (`pipeline.verdict.pipeline_breaks`; the copies' own
-    simulation has memory unbounded, so it cannot say)."""
+    simulation has memory unbounded, so it cannot say), `makespan_s` the plan's one-pass
+    makespan (the figure `solve` prints as the makespan)."""
     ops, devs, run = problem.graph.ops, problem.cluster.devices, sim.run
 
     def label(i: int) -> tuple[str, str, dict[str, Any]]:
@@ -225,8 +229,9 @@ def pipeline_trace_document(problem: Problem, sim: Simulation,
                        "cat": way, "args": {"microbatch": t.microbatch, "stage": t.stage,
                                             "device": devs[t.device].name}})
     events += _allreduce_events(problem, run.allreduces)
-    # the plan's own model (the copies are simulated with memory unbounded, `static`)
-    other = _head(problem, sim.result, breaks)
+    # the plan's own model (the copies are simulated with memory unbounded, `static`); not
+    # the copies' makespan, a third figure (their last op, before the all-reduces)
+    other = _head(problem, makespan_s, breaks)
     return {
         "traceEvents": events,
         "displayTimeUnit": "ns",
@@ -292,9 +297,10 @@ def trace_json(problem: Problem, result: SimResult) -> str:
     return _as_text(trace_document(problem, result))
 
 
-def pipeline_trace_json(problem: Problem, sim: Simulation, breaks: Sequence[str]) -> str:
+def pipeline_trace_json(problem: Problem, sim: Simulation, breaks: Sequence[str],
+                        makespan_s: float) -> str:
     """A pipeline plan's trace as text, as `trace_json`."""
-    return _as_text(pipeline_trace_document(problem, sim, breaks))
+    return _as_text(pipeline_trace_document(problem, sim, breaks, makespan_s))
 
 
 def write_trace(path: str, problem: Problem, result: SimResult) -> None:
@@ -303,6 +309,6 @@ def write_trace(path: str, problem: Problem, result: SimResult) -> None:
 
 
 def write_pipeline_trace(path: str, problem: Problem, sim: Simulation,
-                         breaks: Sequence[str]) -> None:
+                         breaks: Sequence[str], makespan_s: float) -> None:
     """Write `pipeline_trace_json` atomically."""
-    write_text_atomic(path, pipeline_trace_json(problem, sim, breaks))
+    write_text_atomic(path, pipeline_trace_json(problem, sim, breaks, makespan_s))

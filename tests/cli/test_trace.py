@@ -360,6 +360,24 @@ def test_a_pipeline_plan_traces_its_iteration(tmp_path: Path) -> None:
     assert other["feasible"] is False and "in flight" in other["violations"][0]
 
 
+def test_a_pipeline_trace_carries_the_figures_solve_prints(tmp_path: Path) -> None:
+    """Before: a pipeline trace's `makespan_us` was a third figure, the last op of the
+    iteration before its all-reduces (11 ms here), beside solve's one-pass makespan (8 ms)
+    and the iteration (`iteration_us`)."""
+    spec = tmp_path / "hybrid.plan"
+    spec.write_text(HYBRID)
+    trace = tmp_path / "t.json"
+    code, out, err = cli("solve", str(spec), "--algo", "hybrid", "--json", "--trace",
+                         str(trace))
+    assert code == 0, err
+    result = json.loads(out)["result"]
+    other = json.loads(trace.read_text(encoding="utf-8"))["otherData"]
+    assert other["makespan_us"] == pytest.approx(result["makespan_s"] * US, abs=1e-5)
+    assert other["iteration_us"] == pytest.approx(result["pipeline"]["iteration_s"] * US,
+                                                  abs=1e-5)
+    assert other["makespan_us"] < other["iteration_us"]
+
+
 def test_interleaved_tasks_name_their_stage(tmp_path: Path) -> None:
     layers = [f"l{k}" for k in range(1, 5)]
     ops = "\n".join(f"  op {n} {{ time 4 ms  output 1 KB }}\n"
