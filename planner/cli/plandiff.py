@@ -9,7 +9,8 @@ so that the two are judged by one model); without one, only the placements are c
 A pipeline plan (`objective pipeline`) is judged as the pipeline runs it, as `solve` judges
 it: its iteration (with the plan file's `replicas` and `recompute`) is the figure compared
 and gated, its memory and devices' busy time the pipeline's (a replica's included), and it
-is feasible when it runs (`pipeline.verdict`); one pass's makespan is shown beside it. A
+is feasible when it runs (`pipeline.verdict`), its bound the iteration's
+(`pipeline.bound`); one pass's makespan and bound are shown beside them. A
 hybrid plan's replica groups and the devices that recompute are part of the plan: a change
 of them is listed (`regrouped`, `recompute`), and the devices it touches count as changed,
 though no op moved.
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..bounds import lower_bound
 from ..errors import Diagnostic, JsonSpans, Span, SpecError, UsageError
+from ..pipeline.bound import pipeline_bound
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.verdict import pipeline_breaks
 from ..plan import load_plan, load_recompute, load_replicas
@@ -74,6 +76,8 @@ class Side:
     devices: dict[str, DeviceLoad] = field(default_factory=dict)
     #: a pipeline plan's iteration (None for one pass's plan, or not known)
     iteration_s: float | None = None
+    #: the lower bound on that iteration (`pipeline.bound`; `lower_bound_s` is one pass's)
+    iteration_bound_s: float | None = None
     #: a hybrid plan's replicated stages: a stage's device -> its group, itself first
     replicas: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: the devices that recompute their activations
@@ -91,7 +95,7 @@ class Side:
         return {"file": self.file, "plan": self.plan, "algorithm": self.algorithm,
                 "source": self.source, "makespan_s": self.makespan_s,
                 "lower_bound_s": self.lower_bound_s, "feasible": self.feasible,
-                "iteration_s": self.iteration_s,
+                "iteration_s": self.iteration_s, "iteration_bound_s": self.iteration_bound_s,
                 "replicas": {k: list(g) for k, g in self.replicas.items()},
                 "recompute": list(self.recompute),
                 "devices": [{"name": n, **d.to_json()} for n, d in self.devices.items()]}
@@ -159,6 +163,7 @@ def _pipeline_figures(side: Side, pipeline: Any) -> None:
     if not isinstance(pipeline, dict):
         return
     side.iteration_s = _number(pipeline.get("iteration_s"))
+    side.iteration_bound_s = _number(pipeline.get("iteration_bound_s"))
     side.feasible = bool(side.feasible) and pipeline.get("fits", True) is not False
     for d in pipeline.get("devices") or []:
         if isinstance(d, dict) and d.get("name") in side.devices:
@@ -216,6 +221,9 @@ def simulate_side(side: Side, problem: Any, plans: Collection[str] = ()) -> None
         run = run_pipeline(problem, plan.placement, problem.pipeline,
                            [index[n] for n in again], replicas)
         side.iteration_s = _number(run.iteration_s)
+        # as `solve` bounds it: a plan's replicas allow replicated stages
+        side.iteration_bound_s = _number(pipeline_bound(
+            problem, side.lower_bound_s or 0.0, replicated=bool(replicas)).iteration_s)
         side.feasible = not pipeline_breaks(problem, result, run)
         peaks = [int(b) for b in run.memory_bytes]
         busy = [float(b) for b in run.busy_s]  # over the iteration, replicas' included

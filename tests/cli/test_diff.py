@@ -241,6 +241,31 @@ def test_pipeline_plans_are_judged_by_their_iteration(tmp_path: Path) -> None:
     assert code == 1 and doc["diagnostics"][0]["code"] == "E516"
 
 
+def test_a_pipeline_diff_shows_the_iteration_bound(tmp_path: Path) -> None:
+    """Before: the `lower bound` row under the iteration (540.9 ms) was one pass's bound
+    (the chain alone, 120 ms), unlabelled; the iteration's bound is 8 x the period's."""
+    spec = _pipeline_spec(tmp_path)
+    code, out, err = invoke(["solve", str(spec), "--plan", "pp", "--algo", "pipedp",
+                             "--out", "a.json", "--json"], tmp_path)
+    assert code == 0, err
+    (tmp_path / "a.solve.json").write_text(out)
+    solved = json.loads(out)["result"]
+    bound = solved["pipeline"]["iteration_bound_s"]
+    assert bound > solved["lower_bound_s"]
+    for old in ("a.json", "a.solve.json"):  # simulated, and read from solve's figures
+        code, doc = _json(["diff", old, "a.json", "--spec", str(spec)], tmp_path)
+        assert code == 0, doc
+        assert doc["result"]["old"]["iteration_bound_s"] == pytest.approx(bound)
+        assert doc["result"]["new"]["iteration_bound_s"] == pytest.approx(bound)
+    code, out, err = invoke(["diff", "a.json", "a.json", "--spec", str(spec)], tmp_path)
+    assert code == 0, err
+    rows = {re.split(r"\s{2,}", line.strip())[0]: re.split(r"\s{2,}", line.strip())[1:]
+            for line in out.splitlines()[2:6]}
+    shown = f"{bound * 1e3:.3f} ms"
+    assert rows["iteration bound"] == [shown, shown]
+    assert "lower bound (one pass)" in rows and "lower bound" not in rows
+
+
 def test_a_pipeline_plan_that_no_longer_fits_fails_the_gate(tmp_path: Path) -> None:
     """Before: `feasible yes` and exit 0 for a plan that is E401 as the pipeline runs it
     (every micro-batch's activations in flight on one 120 MiB device)."""
