@@ -419,8 +419,12 @@ def simulate(
         from ..plan import layout_json  # lazy: start-up
 
         # the layout run, as `solve --json` gives it: its result reads back to this run
+        # the plan file's algorithm too, so that the result reads back as it (`pipeline`'s
+        # compared row would say `given`)
+        named = {"algorithm": the_plan.algorithm} if the_plan.algorithm else {}
         result, bounds, _ = emit_result(problem, the_plan, report,
-                                         extra_json=layout_json(problem, groups, again),
+                                         extra_json={**named,
+                                                     **layout_json(problem, groups, again)},
                                          extra_rows={})
         fits, view = report_pipeline(problem, the_plan, report, bounds, recompute=again,
                                       replicas=replica_names(problem, groups))

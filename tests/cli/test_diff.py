@@ -380,3 +380,29 @@ def test_simulate_json_reads_back_to_its_own_run(tmp_path: Path) -> None:
     code, doc = _json(["diff", "sim.json", "plan.json", "--spec", str(spec)], tmp_path)
     assert code == 0 and doc["result"]["devices_changed"] == []
     assert doc["result"]["old"]["iteration_s"] == doc["result"]["new"]["iteration_s"]
+
+
+def test_simulate_json_keeps_the_plan_files_algorithm(tmp_path: Path) -> None:
+    """Before: `simulate --json` of a plan file made by pipedp had no `algorithm`, so read
+    back (`simulate --placement`, `diff`) its pipeline's row of this plan said `given`."""
+    spec = _pipeline_spec(tmp_path)
+    code, out, err = invoke(["solve", str(spec), "--plan", "pp", "--algo", "pipedp",
+                             "--out", "plan.json"], tmp_path)
+    assert code == 0, err
+    code, sim = _json(["simulate", str(spec), "--plan", "pp", "--placement", "plan.json"],
+                      tmp_path)
+    assert code == 0 and sim["result"]["algorithm"] == "pipedp"
+    assert sim["result"]["pipeline"]["compared"][-1]["algorithm"] == "pipedp"
+    (tmp_path / "sim.json").write_text(json.dumps(sim))
+    code, again = _json(["simulate", str(spec), "--plan", "pp", "--placement", "sim.json"],
+                        tmp_path)
+    assert code == 0 and again["result"]["algorithm"] == "pipedp"
+    assert again["result"]["pipeline"]["compared"][-1]["algorithm"] == "pipedp"
+    code, doc = _json(["diff", "sim.json", "plan.json", "--spec", str(spec)], tmp_path)
+    assert code == 0 and doc["result"]["old"]["algorithm"] == "pipedp"
+    # a bare placement names no algorithm: none is made up
+    (tmp_path / "bare.json").write_text(json.dumps(
+        {"placement": json.loads((tmp_path / "plan.json").read_text())["placement"]}))
+    code, bare = _json(["simulate", str(spec), "--plan", "pp", "--placement", "bare.json"],
+                       tmp_path)
+    assert code == 0 and "algorithm" not in bare["result"]
