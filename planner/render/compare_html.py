@@ -185,9 +185,10 @@ def _runs_table(report: CompareReport) -> str:
     settings, pipeline = report.setting_columns, report.pipeline_columns
     if settings:
         cols[5:5] = [("objective", ""), ("micro-batches", "")]
-    if pipeline:
-        cols[-2:-2] = [("iteration", ""), ("T", ""), ("T bound", ""), ("bubble", ""),
-                       ("pipe peak / cap", ""), ("mem fits", "")]
+    if pipeline:  # beside the pipeline's figures, one pass's gap says so; T gap is theirs
+        cols[cols.index(("gap", ""))] = ("gap (one pass)", "")
+        cols[-2:-2] = [("iteration", ""), ("T", ""), ("T bound", ""), ("T gap", ""),
+                       ("bubble", ""), ("pipe peak / cap", ""), ("mem fits", "")]
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in cols)
     out = []
     for r in report.runs:
@@ -232,14 +233,16 @@ def _run_cells(r: Mapping[str, Any], *, settings: bool, pipeline: bool
 
 
 def _pipeline_cells(r: Mapping[str, Any]) -> list[tuple[Any, Any, str]]:
-    """A pipeline run's iteration, period, period bound, bubble, memory (its most loaded
-    device's, as the pipeline holds it) and fit."""
+    """A pipeline run's iteration, period, period bound and gap, bubble, memory (its most
+    loaded device's, as the pipeline holds it) and fit."""
     fits = r.get("pipeline_fits")
     peak, cap = r.get("pipeline_memory_bytes"), r.get("pipeline_memory_cap_bytes")
     held = (f"{format_bytes(peak)} / {format_bytes(cap)}"
             if isinstance(peak, int) and isinstance(cap, int) else "—")
     return [_seconds_cell(r.get("iteration_s")), _seconds_cell(r.get("period_s")),
             _seconds_cell(r.get("period_bound_s")),
+            (format_gap(r.get("period_gap")),
+             r.get("period_gap") if r.get("period_gap") is not None else "", ""),
             (_fmt_opt(r.get("bubble_fraction"), lambda x: f"{x:.1%}"),
              r.get("bubble_fraction") or "", ""),
             (held, peak / cap if isinstance(peak, int) and isinstance(cap, int) and cap

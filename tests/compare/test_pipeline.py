@@ -286,6 +286,34 @@ def test_the_html_report_charts_iterations_per_objective(piped: SweepResult) -> 
     assert ">objective<" not in flat and ">iteration<" not in flat and "<h3>objective" not in flat
 
 
+def test_the_html_runs_table_says_whose_gap_it_shows(piped: SweepResult) -> None:
+    """Before: a pipeline sweep's runs table showed one pass's gap (the makespan's to one
+    pass's bound) under `gap`, next to the pipeline's iteration and period, and no gap of
+    the pipeline's own (`period_gap`)."""
+    import re
+
+    from planner.render.compare_html import compare_report_html
+    from planner.render.figures import format_gap
+
+    page = compare_report_html(compare_report(piped.rows))
+    runs = page.split('<table class="sortable runs">', 1)[1].split("</table>", 1)[0]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", runs)
+    assert "gap" not in heads and "gap (one pass)" in heads and "T gap" in heads
+    column = heads.index("T gap")
+    shown = {}
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", runs.split("<tbody>", 1)[1]):
+        cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+        shown[(cells[heads.index("algorithm")], cells[heads.index("micro-batches")],
+               cells[heads.index("objective")])] = cells[column]
+    for r in piped.rows:
+        if r["objective"] == "pipeline":
+            want = format_gap(r["period_gap"])
+            assert shown[(r["algorithm"], str(r["microbatches"]), r["objective"])] == want
+    flat = compare_report_html(compare_report([{**r, "objective": "spec"} for r in piped.rows
+                                               if r["objective"] == "makespan"]))
+    assert ">gap<" in flat and "one pass" not in flat and "T gap" not in flat
+
+
 def _replicable(folder: Path, units: int, setting: str) -> Path:
     """A training chain of `units` units (1 MB of params each) on four linked GPUs, its
     pipeline plan with `setting` (`data_parallel N`), written as `dp.plan`."""
