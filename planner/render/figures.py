@@ -31,4 +31,10 @@ def format_gap(gap: float | None) -> str:
 def feasible_label(problem: Problem) -> str:
     """The label of one pass's verdict: under `objective pipeline` it is not the plan's (the
     pipeline's memory and units judge it, shown beside it), so it says which it is."""
-    return "feasible" if problem.pipeline is None else "feasible (one pass)"
+    return one_pass(problem, "feasible")
+
+
+def one_pass(problem: Problem, label: str) -> str:
+    """`label` of a one-pass figure (makespan, lower bound, gap, verdict): under `objective
+    pipeline` the plan's figures are the pipeline's, shown beside it, so it says whose."""
+    return label if problem.pipeline is None else f"{label} (one pass)"

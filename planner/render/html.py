@@ -35,7 +35,7 @@ from ..model import Problem
 from ..simulate import SimResult
 from ..units import format_seconds
 from ..version import __version__
-from .figures import bound_text, feasible_label
+from .figures import bound_text, feasible_label, one_pass
 from .svg import coord as _f
 from .svg import esc as _e
 from .svg import log_ticks, nice_ticks, svg_open, tick_seconds
@@ -294,8 +294,14 @@ def plan_summary(problem: Problem, result: SimResult) -> str:
                 f'violation(s)</span>')
     return (f'<p class="meta">{len(problem.graph.ops)} ops, {len(problem.graph.edges)} '
             f'edges, {len(problem.cluster.devices)} devices · memory {_e(problem.memory_model)}'
-            f', contention {_e(problem.contention)} · simulated makespan <b>{_e(ms)}</b> · '
+            f', contention {_e(problem.contention)} · '
+            f'{_e(one_pass(problem, "simulated makespan"))} <b>{_e(ms)}</b> · '
             f'{feasible}</p>')
+
+
+def _whose(problem: Problem, label: str) -> str:
+    """A key figure's label: one pass's makespan, bound and gap say so (`one_pass`)."""
+    return one_pass(problem, label) if label in ("makespan", "lower bound", "gap") else label
 
 
 def plan_report_html(problem: Problem, result: SimResult, *, title: str | None = None,
@@ -310,9 +316,10 @@ def plan_report_html(problem: Problem, result: SimResult, *, title: str | None =
     comparison before the one-pass charts (`render.pipeline_html`)."""
     title = title or f"plan {problem.name}"
     ms = format_seconds(result.makespan_s) if math.isfinite(result.makespan_s) else "∞"
-    figures = "".join(f'<div><span>{_e(k)}</span><b>{_e(v)}</b></div>'
+    # under `objective pipeline` the figures of one pass say so (the pipeline's follow)
+    figures = "".join(f'<div><span>{_e(_whose(problem, k))}</span><b>{_e(v)}</b></div>'
                       for k, v in {"makespan": ms, **(extra or {})}.items())
-    claim = (f'<p class="note">Lower bound '
+    claim = (f'<p class="note">{_e(one_pass(problem, "Lower bound"))} '
              f'{_e(bound_text(result.makespan_s, bound_s, result.feasible))}.</p>'
              if _positive(bound_s) else "")
     body = (f"<h1>{_e(title)}</h1>{plan_summary(problem, result)}"

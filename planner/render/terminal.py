@@ -28,7 +28,7 @@ from ..model import Problem
 from ..simulate import SimResult
 from ..units import format_bytes, format_seconds
 from .diagnostics import printable
-from .figures import bound_text, feasible_label
+from .figures import bound_text, feasible_label, one_pass
 
 _SHADES = " ░▒▓█"
 
@@ -54,8 +54,10 @@ def summary_table(
               f"{len(problem.graph.ops)} / {len(problem.graph.edges)} / "
               f"{len(problem.cluster.devices)}")
     t.add_row("cost model", f"memory {problem.memory_model}, contention {problem.contention}")
-    t.add_row("makespan (simulated)", _time(result.makespan_s))
-    t.add_row("lower bound", bound_text(result.makespan_s, bounds.makespan_s, result.feasible))
+    t.add_row("makespan (simulated)" if problem.pipeline is None else
+              "makespan (one pass, simulated)", _time(result.makespan_s))
+    t.add_row(one_pass(problem, "lower bound"),
+              bound_text(result.makespan_s, bounds.makespan_s, result.feasible))
     t.add_row(feasible_label(problem),
               "yes" if result.feasible else
               f"[red]no[/red] ({len(result.violations)} violation(s))")
