@@ -11,7 +11,8 @@ model's) and gives a `TorchPipeline`:
   so the plan's stages must be contiguous in that order (the order the traced graph lists
   the ops), and each stage after the first must begin at a call of a module that
   `forward()` calls once (a `SplitPoint` wraps the module's `forward`, so a module called
-  k times would split k times; a function such as `x + y` has no path to name);
+  k times would split k times; a function such as `x + y` has no path to name), after
+  every op that reads a model input (torch gives the inputs to the first stage alone);
 - the **ranks**: one per device, in stage order. `gpipe` (`ScheduleGPipe`) and `1f1b`
   (`Schedule1F1B`) run one stage per rank; `interleaved` (`ScheduleInterleaved1F1B`)
   runs stage k on rank k mod D, torch's loop order, which the plan must follow;

@@ -2,9 +2,10 @@
 
 `torch.distributed.pipelining` splits the graph `torch.export` records in the order
 `forward()` runs, at `SplitPoint`s: a stage after the first must begin at a call of a
-module that `forward()` calls once. `forward_ops` lists the traced model's forward ops in
-that order with why a SplitPoint cannot name each; `valid_cuts` keeps the positions where
-torch can split and planner can place (no pipeline unit on both sides);
+module that `forward()` calls once, and after every op that reads a model input (torch
+gives the inputs to the first stage alone). `forward_ops` lists the traced model's forward
+ops in that order with why a SplitPoint cannot begin a stage at each; `valid_cuts` keeps
+the positions where torch can split and planner can place (no pipeline unit on both sides);
 `why_not_a_split` says why a plan's stages are not such a split; `nearest_split` finds the
 split at valid cuts that moves the least from the plan's (`move_costs`: compute moved,
 then ops moved, then stages left out), as `torch_pipeline.pipeline_export` offers it.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..cost import costs
 from ..model import Problem
@@ -56,7 +57,27 @@ def forward_ops(problem: Problem, traced: Traced) -> list[ForwardOp]:
                     else getattr(first.target, "__name__", str(first.target)))
             why = f"a call of `{what}`, a function, not a module: no SplitPoint can name it"
         out.append(ForwardOp(u.name, index[u.name], u.is_input, why))
-    return out
+    return _inputs_first(problem, out)
+
+
+def _inputs_first(problem: Problem, nodes: list[ForwardOp]) -> list[ForwardOp]:
+    """`nodes`, each up to the last that reads a model input unnameable: torch gives a
+    later stage the inputs its ops read as arguments that no stage sends, which its
+    schedules refuse (`_retrieve_recv_activations`: "got root arg"), so every reader of
+    an input runs in the first stage (an encoder-decoder's `decoder_input_ids`)."""
+    g = problem.graph
+    position = {n.op: p for p, n in enumerate(nodes)}
+    last, why = -1, ""
+    for n in nodes:
+        for k in g.successors[n.op] if n.placeholder else ():
+            p = position.get(g.edges[k].dst, -1)
+            if p > last:
+                last = p
+                why = (f"at or before `{nodes[p].name}`, which reads the model's input "
+                       f"`{n.name}`: torch.distributed.pipelining gives the model's inputs "
+                       "to the first stage alone")
+    return [replace(n, unnameable=n.unnameable or why) if p <= last else n
+            for p, n in enumerate(nodes)]
 
 
 def valid_cuts(problem: Problem, nodes: Sequence[ForwardOp]) -> list[int]:

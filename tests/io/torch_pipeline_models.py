@@ -117,3 +117,22 @@ def gpt2_loss(output: object, target: torch.Tensor) -> torch.Tensor:
     """A loss as a user writes one for `--loss`: it reads `output.logits`."""
     logits = output.logits  # type: ignore[attr-defined]
     return nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten()) * 0.5
+
+
+class Gated(nn.Module):
+    """Three layers, the last fed `b`'s output times the model's second input `gate`: the
+    op that reads `gate` runs after two modules (as an encoder-decoder's decoder reads
+    `decoder_input_ids` after the encoder)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # `a` computes most, so that the nearest split moves `b` rather than `a`
+        self.a, self.b, self.c = nn.Linear(16, 256), nn.Linear(256, 4), nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+        return self.c(self.b(self.a(x)) * gate)
+
+
+def gated() -> nn.Module:
+    torch.manual_seed(0)
+    return Gated()
