@@ -4,7 +4,9 @@
 matrix products, convolutions, attention) with formulas added for the aten ops it lacks
 that do matrix work: `scaled_dot_product_attention`'s CPU kernel
 (`_scaled_dot_product_flash_attention_for_cpu`) and `nn.MultiheadAttention`'s fused path
-(`_native_multi_head_attention`: input projections, attention, output projection).
+(`_native_multi_head_attention`: input projections, attention, output projection) and
+the CPU kernel of an `nn.LSTM` layer (`mkldnn_rnn_layer`: its two matrix products per
+step; `nn.GRU` and `nn.RNN` run as counted matrix products on the CPU).
 It records every aten op a node dispatches, so that ops with no FLOPs can be told apart:
 pointwise ops, views, copies, reductions, norms, pooling, indexing and embeddings are
 memory-bound (the roofline times them by bytes moved); any other op without a formula
@@ -59,10 +61,19 @@ def _formulas(torch: Any) -> dict[Any, Callable[..., int]]:
         attention = sdpa_flop_count(*shapes)  # type: ignore[no-untyped-call, unused-ignore]
         return int(projections + attention)
 
+    def rnn_layer(inputs: Any, weight_ih: Any, weight_hh: Any, *args: Any,
+                  out_shape: Any = None, **kwargs: Any) -> int:
+        # each step of each sequence: gates x (its input + the hidden state), 2 FLOPs a MAC
+        steps = 1
+        for d in inputs[:-1]:
+            steps *= d
+        return int(2 * steps * (weight_ih[0] * weight_ih[1] + weight_hh[0] * weight_hh[1]))
+
     out: dict[Any, Callable[..., int]] = {}
     for name, formula in (("_scaled_dot_product_flash_attention_for_cpu", sdpa),
                           ("_scaled_dot_product_fused_attention_overrideable", sdpa),
-                          ("_native_multi_head_attention", mha)):
+                          ("_native_multi_head_attention", mha),
+                          ("mkldnn_rnn_layer", rnn_layer)):
         packet = getattr(aten, name, None)
         if packet is not None:
             out[packet] = formula

@@ -344,6 +344,38 @@ def test_an_op_without_a_formula_is_named(tmp_path: Path,
     assert code == 0 and "W948" not in output  # a Linear and an add: nothing missed
 
 
+RECURRENT = '''
+import torch
+
+class Tagger(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(8, 16, num_layers=2, batch_first=True, bidirectional=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+def tagger():
+    torch.manual_seed(0)
+    return Tagger().eval()
+'''
+
+
+def test_an_lstm_counts_its_matrix_products(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """nn.LSTM runs as `mkldnn_rnn_layer` on the CPU, which torch's counter has no formula
+    for: each step of each sequence multiplies the gates' weights by its input and the
+    hidden state (before: no FLOPs and W948, its time bytes only)."""
+    (tmp_path / "recurrent.py").write_text(RECURRENT)
+    monkeypatch.chdir(tmp_path)
+    code, output, out = _cli(tmp_path, "recurrent.py:tagger", "--input", "3x5x8")
+    assert code == 0 and "W948" not in output, output
+    (op,) = [o for o in _graph(out).ops if o.type == "lstm"]
+    weights = sum(p.numel() for name, p in torch.nn.LSTM(
+        8, 16, num_layers=2, bidirectional=True).named_parameters() if name.startswith("weight"))
+    assert op.flops == pytest.approx(2 * 3 * 5 * weights, rel=1e-3)  # the spec keeps 4 digits
+
+
 UNCAPTURABLE = '''
 import torch
 
