@@ -7,9 +7,11 @@ its stage(s), the schedule with a loss, and one `schedule.step(...)`; under `tor
 `--cpu`). Keyword inputs go as keywords, with those the importer's capture adds
 (`torch_capture.with_defaults`: `use_cache=False`); the last stage's flat tensors are
 rebuilt into the model's output (`torch.utils._pytree`, a Hugging Face ModelOutput) for the
-loss: the cross-entropy of its `logits`, or the user's `--loss`. `--check` compares the loss
-and gradients with the unpipelined model's, in eval mode unless `--mode` says otherwise, and
-prints what differs and by how much (exit status 1).
+loss: the cross-entropy of its `logits`, or the user's `--loss`. A tensor crossing stages
+that is not contiguous is made so (`contiguous_boundaries`: torch sends the traced layout,
+gloo contiguous tensors only). `--check` compares the loss and gradients with the
+unpipelined model's, in eval mode unless `--mode` says otherwise, and prints what differs
+and by how much (exit status 1).
 
 The script's text is the template `pipeline_step.py-tpl` beside this module (Django's
 `.py-tpl`: Python that tools leave alone until it is filled). Where a plan with replicas

@@ -1,7 +1,11 @@
-"""`export torch --pipeline` where a model input is read late: torch gives the model's
-inputs to the first stage alone (a later stage's would be arguments no stage sends, and its
-schedules stop: "expected non-root _RecvInfo but got root arg"), so a split whose later
-stage reads one is E946, with the nearest split after its readers, which runs.
+"""`export torch --pipeline` at stage boundaries torch's runtime is strict about.
+
+A model input read late: torch gives the model's inputs to the first stage alone (a later
+stage's would be arguments no stage sends, and its schedules stop: "expected non-root
+_RecvInfo but got root arg"), so a split whose later stage reads one is E946, with the
+nearest split after its readers, which runs. An activation that is not contiguous (an
+`nn.LSTM` with `batch_first`): torch sends it in its traced layout, which gloo refuses, so
+the script makes it contiguous, and the step runs under gloo as one process would.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import pytest
 from torch_support import load_script, planner_ok, run_jobs
 from typer.testing import CliRunner
 
+import planner
 from planner.cli import app
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
@@ -60,3 +65,32 @@ def test_a_later_stage_reading_a_model_input_is_E946_and_the_nearest_split_runs(
                          "rendezvous": str(tmp_path / "rendezvous")}])
     results = [torch.load(save / f"rank{r}.pt") for r in range(2)]
     assert load_script(script).same(results, load_script(script).unpipelined())
+
+
+@pytest.mark.slow
+def test_a_stage_boundary_that_is_not_contiguous_runs_under_gloo(tmp_path: Path) -> None:
+    """Before: every rank stopped ("input tensor has to be contiguous")."""
+    planner_ok("import", "torch", f"{MODELS}:tagger", "--input", "2x5:int64", "--training",
+               "--name", "tagger", "-o", tmp_path / "tagger.plan")
+    spec = tmp_path / "p.plan"
+    spec.write_text('import "tagger.plan"\n'
+                    "cluster c {\n  device gpu[0..1] { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
+                    "  link gpu0 <-> gpu1 { bandwidth 100 GB/s }\n}\n"
+                    "plan p { graph tagger  cluster c  objective pipeline  microbatches 2  "
+                    "schedule 1f1b }\n")
+    ops = [o.name for o in planner.load(spec).plans["p"].graph.ops]
+    placement = {op: "gpu1" if op.startswith("head") else "gpu0" for op in ops}
+    (tmp_path / "plan.json").write_text(json.dumps({"placement": placement}))
+    script = tmp_path / "pipe.py"
+    planner_ok("export", "torch", spec, f"{MODELS}:tagger", "--input", "2x5:int64",
+               "--placement", tmp_path / "plan.json", "--pipeline", "--device-map",
+               "gpu0=cpu,gpu1=cpu", "-o", tmp_path / "pipe.json", "--code", script)
+    assert json.loads((tmp_path / "pipe.json").read_text())["split_spec"] == {
+        "head": "BEGINNING"}
+    save = tmp_path / "save"
+    save.mkdir()
+    run_jobs(tmp_path, [{"script": str(script), "ranks": 2, "save": str(save),
+                         "rendezvous": str(tmp_path / "rendezvous")}])
+    results = [torch.load(save / f"rank{r}.pt") for r in range(2)]
+    step = load_script(script)
+    assert step.same(results, step.unpipelined())

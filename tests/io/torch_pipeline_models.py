@@ -136,3 +136,22 @@ class Gated(nn.Module):
 def gated() -> nn.Module:
     torch.manual_seed(0)
     return Gated()
+
+
+class Tagger(nn.Module):
+    """An embedding, an `nn.LSTM` with `batch_first` (whose output is a transposed view:
+    not contiguous) and a head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(50, 8)
+        self.rnn = nn.LSTM(8, 16, batch_first=True)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.rnn(self.emb(x))[0])
+
+
+def tagger() -> nn.Module:
+    torch.manual_seed(0)
+    return Tagger()
