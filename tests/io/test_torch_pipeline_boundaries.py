@@ -67,30 +67,51 @@ def test_a_later_stage_reading_a_model_input_is_E946_and_the_nearest_split_runs(
     assert load_script(script).same(results, load_script(script).unpipelined())
 
 
-@pytest.mark.slow
-def test_a_stage_boundary_that_is_not_contiguous_runs_under_gloo(tmp_path: Path) -> None:
-    """Before: every rank stopped ("input tensor has to be contiguous")."""
-    planner_ok("import", "torch", f"{MODELS}:tagger", "--input", "2x5:int64", "--training",
-               "--name", "tagger", "-o", tmp_path / "tagger.plan")
-    spec = tmp_path / "p.plan"
-    spec.write_text('import "tagger.plan"\n'
+def _last_stage_from(root: Path, model: str, inputs: str, head: str) -> Path:
+    """`model` imported for training, planned on 2 devices with stage 1 from module
+    `head`, exported with --pipeline: the script."""
+    planner_ok("import", "torch", f"{MODELS}:{model}", "--input", inputs, "--training",
+               "--name", model, "-o", root / f"{model}.plan")
+    spec = root / "p.plan"
+    spec.write_text(f'import "{model}.plan"\n'
                     "cluster c {\n  device gpu[0..1] { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
                     "  link gpu0 <-> gpu1 { bandwidth 100 GB/s }\n}\n"
-                    "plan p { graph tagger  cluster c  objective pipeline  microbatches 2  "
+                    f"plan p {{ graph {model}  cluster c  objective pipeline  microbatches 2  "
                     "schedule 1f1b }\n")
     ops = [o.name for o in planner.load(spec).plans["p"].graph.ops]
-    placement = {op: "gpu1" if op.startswith("head") else "gpu0" for op in ops}
-    (tmp_path / "plan.json").write_text(json.dumps({"placement": placement}))
-    script = tmp_path / "pipe.py"
-    planner_ok("export", "torch", spec, f"{MODELS}:tagger", "--input", "2x5:int64",
-               "--placement", tmp_path / "plan.json", "--pipeline", "--device-map",
-               "gpu0=cpu,gpu1=cpu", "-o", tmp_path / "pipe.json", "--code", script)
-    assert json.loads((tmp_path / "pipe.json").read_text())["split_spec"] == {
-        "head": "BEGINNING"}
-    save = tmp_path / "save"
+    placement = {op: "gpu1" if op.startswith(head) else "gpu0" for op in ops}
+    (root / "plan.json").write_text(json.dumps({"placement": placement}))
+    script = root / "pipe.py"
+    planner_ok("export", "torch", spec, f"{MODELS}:{model}", "--input", inputs,
+               "--placement", root / "plan.json", "--pipeline", "--device-map",
+               "gpu0=cpu,gpu1=cpu", "-o", root / "pipe.json", "--code", script)
+    assert json.loads((root / "pipe.json").read_text())["split_spec"] == {head: "BEGINNING"}
+    return script
+
+
+def _runs_as_one_process(root: Path, script: Path) -> None:
+    save = root / "save"
     save.mkdir()
-    run_jobs(tmp_path, [{"script": str(script), "ranks": 2, "save": str(save),
-                         "rendezvous": str(tmp_path / "rendezvous")}])
+    run_jobs(root, [{"script": str(script), "ranks": 2, "save": str(save),
+                     "rendezvous": str(root / "rendezvous")}])
     results = [torch.load(save / f"rank{r}.pt") for r in range(2)]
     step = load_script(script)
     assert step.same(results, step.unpipelined())
+
+
+@pytest.mark.slow
+def test_a_stage_boundary_that_is_not_contiguous_runs_under_gloo(tmp_path: Path) -> None:
+    """Before: every rank stopped ("input tensor has to be contiguous")."""
+    _runs_as_one_process(tmp_path, _last_stage_from(tmp_path, "tagger", "2x5:int64", "head"))
+
+
+@pytest.mark.slow
+def test_an_output_an_earlier_stage_computes_is_none_in_the_output_rebuilt(
+        tmp_path: Path) -> None:
+    """torch's last stage returns what it computes only (T5's encoder_last_hidden_state is
+    not among them); the loss gets the model's output with None there. Before: the last
+    rank stopped rebuilding it ("`leaves` has length 1 but the spec refers to a pytree
+    that holds 2 items")."""
+    script = _last_stage_from(tmp_path, "twin", "4x16", "b")
+    assert load_script(script).LOGITS == 0
+    _runs_as_one_process(tmp_path, script)

@@ -155,3 +155,21 @@ class Tagger(nn.Module):
 def tagger() -> nn.Module:
     torch.manual_seed(0)
     return Tagger()
+
+
+class Twin(nn.Module):
+    """A layer and a head, returning the head's `logits` and the layer's output, which the
+    first stage computes (as T5 returns its encoder's last hidden state)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(16, 32), nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        hidden = self.a(x)
+        return {"logits": self.b(hidden), "hidden": hidden}
+
+
+def twin() -> nn.Module:
+    torch.manual_seed(0)
+    return Twin()
