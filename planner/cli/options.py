@@ -116,7 +116,8 @@ def complete_algo(incomplete: str) -> list[tuple[str, str]]:
 #: `solve`'s option help, generated from the algorithm registry (`AlgorithmInfo.options`)
 HELP_ALGO = "Algorithm: " + ", ".join(names()) + "."
 HELP_TIME_LIMIT = (
-    f"Seconds for the exact or search phase ({', '.join(taking('time_limit_s'))}): default "
+    f"Seconds of planning ({', '.join(taking('time_limit_s'))}): their heuristics, model "
+    "build and search; not the one-time imports and kernel loads before them. Default "
     f"{AUTO_TIME_LIMIT_S:g} for {DEFAULT_ALGO} (0: heuristics only), {EXACT_TIME_LIMIT_S:g} "
     f"for {_and([a for a in taking('time_limit_s') if a != DEFAULT_ALGO])}.")
 HELP_GAP = ("Stop exact solvers at this relative gap, in the solver's own measure "
