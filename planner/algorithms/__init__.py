@@ -264,7 +264,8 @@ def _bad_option(message: str, *hints: str) -> UsageError:
 
 
 def run(name: str, problem: Problem, options: Options | None = None) -> Solution:
-    """Run algorithm `name` on `problem`; `Solution.planning_s` is its wall time alone.
+    """Run algorithm `name` on `problem`; `Solution.planning_s` is its wall time alone
+    (after its module's imports and one-time loads, `AlgorithmInfo.warm_up`).
 
     Raises `UsageError` E625 when the algorithm does not plan for the problem's objective
     and E814 when it cannot write `Options.emit`'s format (both before any work),
@@ -274,7 +275,9 @@ def run(name: str, problem: Problem, options: Options | None = None) -> Solution
     options = options or Options()
     check_objective(name, problem)
     check_emit(name, options.emit)
-    place = get(name).place
+    info = get(name)
+    place = info.place
+    info.warm_up(problem, options)  # imports and kernel loads: not planning (`planning_s`)
     t0 = time.perf_counter()
     try:
         out = place(problem, options)

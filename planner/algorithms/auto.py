@@ -76,7 +76,7 @@ from ..pipeline.split import fits, off_devices, split_of, stage_bytes
 from ..plan import Plan
 from ..simulate import simulate
 from ..units import format_seconds
-from . import pipecuts, pipedp, pipehybrid
+from . import pipecuts, pipedp, pipehybrid, search
 from .base import Interrupted, Options, Solution
 from .baselines.uniform import place as run_uniform
 from .clock import CUT, LOAD_HEADROOM, cap
@@ -117,6 +117,7 @@ def place(problem: Problem, options: Options) -> Solution:
     where they found none and nothing proves that none exists, the enumeration's plan."""
     if problem.pipeline is not None:
         return _pipeline(problem, options)
+    warm_up(problem, options)
     deadline = cap(options.time_limit_s)
     try:
         return _place(problem, options, deadline)
@@ -124,6 +125,18 @@ def place(problem: Problem, options: Options) -> Solution:
         if problem.memory_model != "liveness" or diagnose(problem):
             raise
         return _enumerated(problem, options, error, deadline)
+
+
+def warm_up(problem: Problem, options: Options) -> None:
+    """What the phases that will run load once, before the clock starts: the compiled
+    simulator for the search (`search.warm_up`), OR-Tools for CP-SAT (`cpsat.warm_up`).
+    Under `objective pipeline` nothing: its phases import nothing more."""
+    if problem.pipeline is not None:
+        return
+    if len(problem.cluster.devices) > 1 and options.time_limit_s > 0:
+        search.warm_up(problem, options)
+    if _cpsat_skipped(problem, options) is None:
+        cpsat.warm_up(problem, options)
 
 
 def _enumerated(problem: Problem, options: Options, error: InfeasibleError,

@@ -169,3 +169,13 @@ class AlgorithmInfo:
         place: Callable[[Problem, Options], Plan | Solution] = importlib.import_module(
             self.module).place
         return place
+
+    def warm_up(self, problem: Problem, options: Options) -> None:
+        """Import the module and run its `warm_up(problem, options)`, when it has one: the
+        one-time imports and loads (numba's kernels, OR-Tools, Pyomo) that a run on
+        `problem` needs, so that no clock of the run (`--time-limit`, `planning_s`, the
+        progress line) counts them. Its `place` calls it too, before its own clock."""
+        warm: Callable[[Problem, Options], None] | None = getattr(
+            importlib.import_module(self.module), "warm_up", None)
+        if warm is not None:
+            warm(problem, options)

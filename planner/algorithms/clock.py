@@ -4,6 +4,9 @@ A search's budget (moves, CP-SAT's work) is a function of the problem and `--tim
 alone, sized to fill `LOAD_HEADROOM` of the limit on an idle machine, so that the plan
 does not depend on the machine's load; the clock (`cap`) only stops a run that a slow or
 busy machine would carry past the limit, and `info["reason"]` then begins with `CUT`.
+
+The clock measures planning, not loading: an algorithm's `warm_up` (its imports, numba's
+kernels, OR-Tools, Pyomo: `AlgorithmInfo.warm_up`) runs before it calls `cap`.
 """
 
 from __future__ import annotations

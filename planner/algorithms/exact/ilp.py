@@ -19,6 +19,7 @@ import time
 from types import MappingProxyType
 
 from ...model import Problem
+from .. import portfolio
 from ..base import Interrupted, Options, Solution
 from . import backends
 from .common import Clock, Warm, conclude, empty_solution, lower_bound_s, warm_start
@@ -33,12 +34,13 @@ def place(problem: Problem, options: Options) -> Solution:
 
     The model's build counts inside `Options.time_limit_s` (measured: the MIP solvers'
     limits are wall-clock anyway, so a run is reproducible only when the solver ends by
-    itself before its limit). Ctrl-C kills a child-process solver and raises
-    `Interrupted` with the warm start.
+    itself before its limit); Pyomo's import does not (`warm_up`). Ctrl-C kills a
+    child-process solver and raises `Interrupted` with the warm start.
     """
     trivial = empty_solution(problem, "ilp")
     if trivial is not None:
         return trivial
+    warm_up(problem, options)
     clock = Clock(options)
     inst = Instance(problem)
     warm = warm_start(inst, options)  # `portfolio.rank` raises Interrupted itself
@@ -50,6 +52,15 @@ def place(problem: Problem, options: Options) -> Solution:
         raise Interrupted(Solution(warm.plan, "interrupted", MappingProxyType(
             {"solver": options.solver, "warm_start": warm.source,
              "reason": "interrupted before the solver answered"}))) from None
+
+
+def warm_up(problem: Problem, options: Options) -> None:
+    """Import the heuristics of the warm start (`portfolio.warm_up`), Pyomo and the
+    solver's module (`backends.warm_up`) before the clock starts."""
+    if problem.graph.ops:
+        if options.warm_start is None:
+            portfolio.warm_up()
+        backends.warm_up(options.solver)
 
 
 def _no_time(inst: Instance, warm: Warm, options: Options, lower: float, build_s: float,

@@ -51,6 +51,7 @@ def place(problem: Problem, options: Options) -> Solution:
     if replicated not in (1, "auto"):  # N identical pipelines: one planned, replicated
         return pipehybrid.identical_pipelines(problem, options, place, "pipeilp")
     pipedp.check_units(problem, problem.pipeline or Pipeline())  # E258, E304, E259: the cause
+    warm_up(problem, options)
     clock = Clock(options)
     warm, notes = _warm_starts(problem, options)
     try:
@@ -62,6 +63,13 @@ def place(problem: Problem, options: Options) -> Solution:
                                    MappingProxyType({"warm_start": warm.source,
                                                      "reason": "interrupted before the "
                                                      "solver answered"}))) from None
+
+
+def warm_up(problem: Problem, options: Options) -> None:
+    """Import Pyomo and the solver's module before the clock starts (`backends.warm_up`):
+    the model's build imported them inside the solver's wall-clock cap."""
+    if problem.graph.ops:
+        backends.warm_up(options.solver)
 
 
 @dataclass(frozen=True, slots=True)
