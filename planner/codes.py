@@ -173,7 +173,7 @@ E614 2   a rows file of no rows format: `--out` or `--resume` not .csv, .json or
 E615 2   a `--resume` file line that is not a result row of this sweep
 E616 2   `--algos` names no algorithm
 E617 2   no SPEC given and no default specs folder here
-E618 2   an invalid `compare --time-limit` (above 0, at most 1e6 s)
+E618 2   a `compare --time-limit` outside 0 to 1e6 s, or not a finite number
 E619 2   nothing to compare: no plan found
 E620 2   `--jobs` not a positive number
 E621 4   `compare` workers crash before finishing any point

@@ -44,8 +44,9 @@ from .options import LimitOption, RootOption
 
 #: the option help, generated from the algorithm registry
 _HELP_ALGOS = "Comma-separated algorithms: " + ", ".join(names()) + "."
-#: the algorithms with a time-bounded exact phase (those that take `--gap` in `solve`)
-_HELP_TIME_LIMIT = f"Seconds per run for exact solvers ({', '.join(taking('gap'))})."
+#: the algorithms with a time-bounded phase (those that take `--time-limit` in `solve`)
+_HELP_TIME_LIMIT = ("Seconds per run for the exact or search phase "
+                    f"({', '.join(taking('time_limit_s'))}); 0 as in `solve`: none.")
 
 
 def _complete_algos(incomplete: str) -> list[tuple[str, str]]:

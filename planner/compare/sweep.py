@@ -250,13 +250,14 @@ def _no_pipeline(mb_labels: Sequence[str], first_plan: tuple[str, str] | None,
 
 
 def _check_time_limit(time_limit_s: float) -> None:
-    """E618 unless `time_limit_s` is a number of seconds above 0 and at most
-    `MAX_TIME_LIMIT_S` (nan fails too)."""
+    """E618 unless `time_limit_s` is a number of seconds from 0 to `MAX_TIME_LIMIT_S`
+    (nan fails too). 0 means what it means to `solve`: no search or exact phase, so `auto`
+    gives its best heuristic and an exact solver its fallback."""
     number = isinstance(time_limit_s, (int, float))
-    if not (number and 0 < time_limit_s <= MAX_TIME_LIMIT_S):  # nan fails too
+    if not (number and 0 <= time_limit_s <= MAX_TIME_LIMIT_S):  # nan fails too
         shown = f"{time_limit_s:.15g}" if number else repr(time_limit_s)
         raise UsageError(Diagnostic("E618", f"--time-limit: `{shown}` is not a number of "
-                                    f"seconds above 0 and at most {MAX_TIME_LIMIT_S:.15g} "
+                                    f"seconds from 0 to {MAX_TIME_LIMIT_S:.15g} "
                                     "(about 11.6 days)", None,
                                     ("for example `--time-limit 60`",)))
 

@@ -113,7 +113,7 @@ def test_no_spec_compares_every_plan_in_specs(tmp_path: Path,
 @pytest.mark.parametrize(("option", "value", "code"), [
     ("--bandwidth", "fast", "E611"), ("--memory", "-5%", "E611"), ("--devices", "0", "E611"),
     ("--algos", "msct,hfet", "E601"), ("--executor", "slurm", "E612"),
-    ("--jobs", "0", "E620"), ("--time-limit", "0", "E618"),
+    ("--jobs", "0", "E620"), ("--time-limit", "-1", "E618"),
     # commas alone: before, an empty sweep reported as E619 "no plan found"
     ("--bandwidth", ",", "E611"), ("--memory", " , ", "E611"), ("--devices", ",,", "E611"),
     ("--objective", ",", "E611"), ("--microbatches", ",", "E611"),
@@ -137,3 +137,22 @@ def test_help_lists_the_options() -> None:
                    "--jobs", "--executor", "--out", "--html", "--json", "--resume",
                    "--objective", "--microbatches"):
         assert option in result.stdout
+
+
+def test_time_limit_0_means_what_it_means_to_solve() -> None:
+    """Before: `compare --time-limit 0` was E618 while `solve --time-limit 0` ran `auto`'s
+    heuristics alone (and an exact solver's fallback); now compare runs the same."""
+    from planner.cli import app as planner_app
+    result = runner.invoke(app, ["compare", str(SPECS[0]), "--algos", "auto,cpsat",
+                                 "--time-limit", "0", "--json", "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    rows = {r["algorithm"]: r for r in json.loads(result.stdout)["result"]}
+    for algo in ("auto", "cpsat"):
+        solved = runner.invoke(planner_app, ["solve", str(SPECS[0]), "--algo", algo,
+                                             "--time-limit", "0", "--json"])
+        assert solved.exit_code == 0, solved.output
+        plan = json.loads(solved.stdout)["result"]
+        assert rows[algo]["time_limit_s"] == 0.0
+        assert (rows[algo]["status"], rows[algo]["makespan_s"]) == (
+            plan["status"], plan["makespan_s"])
+    assert rows["cpsat"]["status"] == "fallback"

@@ -48,7 +48,7 @@ def test_bad_options_are_usage_errors_naming_the_option() -> None:
     with pytest.raises(UsageError, match="--bandwidth: `fast`"):
         plan_sweep(list(SPECS), "msct", bandwidths="fast")
     with pytest.raises(UsageError, match="--time-limit"):
-        plan_sweep(list(SPECS), "msct", time_limit_s=0)
+        plan_sweep(list(SPECS), "msct", time_limit_s=-1)
     with pytest.raises(UsageError, match="has no plan named `nope`"):
         plan_sweep(list(SPECS), "msct", plan="nope")
     with pytest.raises(UsageError, match="--jobs"):
