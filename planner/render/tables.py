@@ -51,10 +51,12 @@ def short_seconds(x: Any, digits: int = 4) -> str:
 _UNITS = (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024), ("B", 1))
 
 
-def _amount(value: float, unit: str, factor: int) -> str:
-    """`value` bytes in `unit`, 3 significant digits, never in exponent notation."""
+def _amount(value: float, unit: str, factor: int, digits: int = 3) -> str:
+    """`value` bytes in `unit`, `digits` significant digits (whole units at least), never
+    in exponent notation."""
     x = value / factor
-    return f"{x:.0f}" if x >= 99.95 or x == 0 else f"{x:.3g}"
+    text = f"{x:.{digits}g}"
+    return f"{x:.0f}" if "e" in text or x == 0 else text
 
 
 def _unit(value: float) -> tuple[str, int]:
@@ -71,7 +73,20 @@ def _memory(r: Mapping[str, Any]) -> str:
     if 0 < peak < factor / 100:
         own, of = _unit(peak)
         return f"{_amount(peak, own, of)} {own}/{_amount(cap, unit, factor)} {unit}"
-    return f"{_amount(peak, unit, factor)}/{_amount(cap, unit, factor)} {unit}"
+    digits = _digits(peak, cap, factor)
+    if digits is None:  # no float shows the difference (peaks beyond 2**53 bytes)
+        return f">{_amount(cap, unit, factor)}/{_amount(cap, unit, factor)} {unit}"
+    return f"{_amount(peak, unit, factor, digits)}/{_amount(cap, unit, factor, digits)} {unit}"
+
+
+def _digits(peak: float, cap: float, factor: int) -> int | None:
+    """3 significant digits, or as many more as it takes for a peak above the cap to read
+    above it (`8.001/8 GiB`, not `8/8 GiB` beside `violated`); None where none do."""
+    for digits in range(3, 18):
+        if peak <= cap or (float(_amount(peak, "", factor, digits))
+                           > float(_amount(cap, "", factor, digits))):
+            return digits
+    return None
 
 
 def _pipe_memory(r: Mapping[str, Any]) -> str:

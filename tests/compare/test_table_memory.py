@@ -7,14 +7,22 @@ hundredth of it, as the 0.00188 GiB of a tiny pipeline, was hard to read)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 
+from planner.compare import plan_sweep, run_sweep
 from planner.render.tables import print_tables
 from planner.report.compare import compare_report
 
 from .test_tables import _row
 
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
+#: `a` and `b` placed on gpu0: 1 GiB + 1 MiB of outputs on a 1 GiB device
+OVER = ("cluster c { device gpu[0..1] { memory 1 GiB }\n"
+        "  link gpu0 <-> gpu1 { bandwidth 10 GB/s  latency 5 us } }\n"
+        "graph g { op a { time 1 ms  output 1 GiB }\n  op b { time 1 ms  output 1 MiB }\n"
+        "  a -> b }\nplan p { graph g  cluster c  place a, b on gpu0 }\n")
 
 
 def _peak_cap(peak: float, cap: float) -> str:
@@ -33,3 +41,28 @@ def test_peak_and_cap_are_plain_numbers() -> None:
     assert _peak_cap(7.99 * GIB, 8 * GIB) == "7.99/8 GiB"
     assert _peak_cap(63 * MIB, 128 * MIB) == "63/128 MiB"
     assert _peak_cap(0, 8 * GIB) == "0/8 GiB"
+
+
+def test_a_peak_above_the_cap_reads_above_it() -> None:
+    """Before: a peak just over the cap rounded to it, `8/8 GiB` beside `violated` (and a
+    peak of 7.999 GiB over a cap of 7.996 GiB read `8/8 GiB` too)."""
+    assert _peak_cap(8 * GIB + MIB, 8 * GIB) == "8.001/8 GiB"
+    assert _peak_cap(8 * GIB + 1, 8 * GIB) == "8.000000001/8 GiB"
+    assert _peak_cap(7.999 * GIB, 7.996 * GIB) == "7.999/7.996 GiB"
+    assert _peak_cap(1023.9 * MIB, 1023.8 * MIB) == "1023.9/1023.8 MiB"
+    assert _peak_cap(8 * GIB, 8 * GIB) == "8/8 GiB"  # at the cap: fits, 3 digits as before
+    assert _peak_cap(2**60, 2**60 - 1) == ">1048576/1048576 TiB"
+
+
+def test_an_expert_plan_over_its_cap_reads_so(tmp_path: Path) -> None:
+    """End to end: a placement that needs 1 GiB + 1 MiB on a 1 GiB device."""
+    spec = tmp_path / "over.plan"
+    spec.write_text(OVER, encoding="utf-8")
+    rows = run_sweep(plan_sweep([spec], "expert"), executor="inline").rows
+    assert [r["status"] for r in rows] == ["violated"]
+    assert rows[0]["peak_memory_bytes"] > rows[0]["memory_cap_bytes"] == GIB
+    console = Console(width=200, record=True, color_system=None)
+    print_tables(console, compare_report(rows))
+    line = next(x for x in console.export_text().splitlines() if "violated" in x)
+    peak, cap = line.split()[-2].split("/")
+    assert float(peak) > float(cap) == 1.0
