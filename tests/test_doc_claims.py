@@ -13,6 +13,8 @@ import pytest
 from cli.helpers import invoke
 
 import planner
+from planner.compare import plan_sweep
+from planner.compare.rows import empty_row, sort_key
 from planner.facts import proofs
 from planner.render.groups import CATEGORY_COLOURS, OTHER, legend_by_type
 
@@ -121,3 +123,33 @@ def test_the_cost_model_pages_gpt_training_step_has_its_figures(tmp_path: Path) 
         result = planner.solve(problem, algo)
         assert (f"{result.makespan_s:.3f}", result.status, result.feasible) == \
             ("1.428", "fallback", True), algo
+
+
+#: a row field, a low and a high value of it, per name docs/compare.md sorts the rows by
+_SORTED_BY = {"spec": ("spec", "a.plan", "b.plan"), "plan": ("plan", "p", "q"),
+              "objective": ("objective", "makespan", "pipeline"),
+              "micro-batches": ("microbatches", "spec", "4"), "devices": ("devices", "8", "all"),
+              "memory": ("memory", "100%", "4 GiB"), "bandwidth": ("bandwidth", "2x", "1 GB/s"),
+              "time limit": ("time_limit_s", 1.0, 2.0),
+              "algorithm in registry order": ("algorithm", "msct", "heft")}
+
+
+def test_the_compare_page_gives_the_rows_and_settings_order() -> None:
+    # it said "sorted (spec, plan, devices, memory, bandwidth, algorithm ...)" and nothing of
+    # a setting's values, which sort shares before sizes (`50%,8GiB` is not by bytes)
+    page = _page("docs/compare.md")
+    said = re.search(r"Rows are sorted \(([^)]*)\)", page)
+    assert said, "docs/compare.md no longer says how rows are sorted"
+    fields = [_SORTED_BY[name.strip()] for name in said.group(1).split(",")]
+    assert len(fields) == len(_SORTED_BY)
+    for i, (first, lo1, hi1) in enumerate(fields):  # each field outranks those after it
+        for later, lo2, hi2 in fields[i + 1:]:
+            a, b = ({f: v[1] for f, *v in fields}, {f: v[1] for f, *v in fields})
+            a.update({first: lo1, later: hi2})
+            b.update({first: hi1, later: lo2})
+            assert sort_key(empty_row(**a)) < sort_key(empty_row(**b)), (first, later)
+    example = re.search(r"`--memory ([^`]*)` on 16 GiB devices lists `([^`]*)`", page)
+    assert example, "docs/compare.md no longer gives the memory order's example"
+    sweep = plan_sweep([ROOT / "specs" / "resnet.plan"], "heft", memories=example.group(1))
+    order = list(dict.fromkeys(p.setting.memory for p in sweep.points))
+    assert order == example.group(2).split(", ")
