@@ -188,6 +188,16 @@ class UsageError(PlannerError):
     exit_code = 2
 
 
+class PlanChoiceError(UsageError, LookupError):
+    """E602: `Spec.plan(name)` names no plan of the spec, or names none where it has several
+    (or none). A `LookupError` too, as `Spec.plan` always raised; `reason` is the message
+    alone, for callers that report it in their own terms (the CLI's `--plan`)."""
+
+    @property
+    def reason(self) -> str:
+        return self.diagnostics[0].message
+
+
 class InfeasibleError(PlannerError):
     """No plan satisfies the constraints (memory caps, pins), or a given plan violates them.
 

@@ -20,7 +20,14 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
 from . import schedules
-from .errors import Diagnostic, SpecError, call_site, site_span
+from .errors import (
+    Diagnostic,
+    PlanChoiceError,
+    SpecError,
+    call_site,
+    did_you_mean,
+    site_span,
+)
 
 T = TypeVar("T")
 
@@ -390,26 +397,24 @@ class Spec:
     def plan(self, name: str | None = None) -> Problem:
         """The plan called `name`, or the only plan when `name` is None.
 
-        Raises `LookupError` with a readable message otherwise (the CLI turns it into a
-        diagnostic).
+        Raises `PlanChoiceError` otherwise (E602, located at the caller's line, with a
+        did-you-mean; a `UsageError` and a `LookupError`).
         """
-        if name is None:
-            if len(self.plans) == 1:
-                return next(iter(self.plans.values()))
-            if not self.plans:
-                raise LookupError("the spec defines no plan")
-            raise LookupError(
-                "the spec defines several plans; name one (`spec.plan(NAME)`, `--plan NAME`): "
-                + ", ".join(self.plans)
-            )
-        try:
+        if name is None and len(self.plans) == 1:
+            return next(iter(self.plans.values()))
+        if name is not None and name in self.plans:
             return self.plans[name]
-        except KeyError:
-            raise LookupError(
-                f"no plan named `{name}`; the spec defines: " + (", ".join(self.plans) or "none")
-            ) from None
-
-
+        pick = (f"name one, e.g. `spec.plan({next(iter(self.plans))!r})`",) if self.plans else (
+            "add a `plan NAME { graph G  cluster C }` block to the spec",)
+        if name is None:
+            why = ("the spec defines no plan" if not self.plans else
+                   "the spec defines several plans; name one (`spec.plan(NAME)`, `--plan "
+                   "NAME`): " + ", ".join(self.plans))
+            raise PlanChoiceError(Diagnostic("E602", why, site_span(call_site()), pick))
+        raise PlanChoiceError(Diagnostic(
+            "E602", f"no plan named `{name}`; the spec defines: "
+            + (", ".join(self.plans) or "none"), site_span(call_site()),
+            (did_you_mean(name, self.plans) if isinstance(name, str) else ()) or pick))
 
 
 def _fits(check: Callable[[], bool]) -> bool:

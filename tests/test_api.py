@@ -176,3 +176,24 @@ def test_simulate_given_no_plan_says_what_to_pass() -> None:
         simulate(problem, result.placement_by_name)  # type: ignore[arg-type]
     by_names = planner.read_plan(problem, {"placement": result.placement_by_name})
     assert by_names.makespan_s == simulate(problem, by_names.plan).makespan_s
+
+
+def test_an_unknown_plan_is_e602_at_the_call_and_still_a_lookup_error() -> None:
+    """Before: a bare LookupError, without the code, place, did-you-mean or hint the CLI's
+    E602 gives (`solve --plan pp`)."""
+    spec = planner.loads(TWO_PLANS)
+    with pytest.raises(UsageError) as err:
+        spec.plan("pp")
+    assert isinstance(err.value, LookupError) and err.value.exit_code == 2
+    (d,) = err.value.diagnostics
+    assert (d.code, d.message) == ("E602", "no plan named `pp`; the spec defines: p, q")
+    assert d.hints == ("did you mean `p`?",)
+    assert d.span is not None and d.span.file == __file__
+    assert str(err.value).startswith(f"{__file__}:{d.span.line}:") and "error[E602]" in str(
+        err.value)
+    with pytest.raises(UsageError, match=r"E602.*several plans.*p, q.*spec.plan\('p'\)"):
+        spec.plan()
+    with pytest.raises(LookupError, match=r"E602.*defines no plan"):
+        planner.loads("graph g { op a { time 1 ms } }").plan()
+    with pytest.raises(LookupError, match="E602"):
+        spec.plan(3)  # type: ignore[arg-type]

@@ -24,7 +24,8 @@ EXITS = {"SpecError": 1, "UsageError": 2, "InfeasibleError": 3, "SolverError": 4
 # Codes used in several modules, each for the one meaning they share there.
 SHARED = {
     "E601": "unknown algorithm: `solve --algo` and `compare --algos`",
-    "E602": "no such plan: `--plan` of solve/simulate, of compare and of diff",
+    "E602": "no such plan: `--plan` of solve/simulate, of compare and of diff, and the "
+            "library's `Spec.plan(NAME)` (model.py)",
     "E612": "unknown executor: compare checks it before the sweep, the executor again",
     "E614": "a rows file in a format it cannot take: any rows file by its suffix (rows.py), "
             "a .json one array for --resume, which appends (resume.py)",
@@ -83,7 +84,8 @@ HOMES = {
     "3": ("facts.py",),
     "4": ("cli", "simulate/"),
     "5": ("plan.py", "cli", "io/stages.py", "api/result.py"),
-    "6": ("cli/", "compare/", "algorithms/__init__.py", "files.py"),
+    # `Spec.plan(NAME)` (model.py) is the library's `--plan`: E602 as on the command line
+    "6": ("cli/", "compare/", "algorithms/__init__.py", "files.py", "model.py"),
     "7": ("algorithms/",),
     # the registry refuses a model format an exact solver cannot write (E814) before any work;
     # the enumeration of every plan under liveness is exact too (E819)

@@ -19,6 +19,7 @@ from ..algorithms.base import Interrupted
 from ..errors import (
     Diagnostic,
     JsonSpans,
+    PlanChoiceError,
     Severity,
     Span,
     SpecError,
@@ -55,9 +56,9 @@ def problem_of(loaded: Loaded, name: str | None) -> Problem:
     at the plans' declarations (`Loaded.plan_places`)."""
     try:
         return loaded.spec.plan(name)
-    except LookupError as err:
+    except PlanChoiceError as err:
         places = loaded.plan_places(name)
-        raise UsageError(Diagnostic("E602", str(err).strip("'\""), places.span, places.hints,
+        raise UsageError(Diagnostic("E602", err.reason, places.span, places.hints,
                                     notes=places.notes)) from None
 
 

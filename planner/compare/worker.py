@@ -21,7 +21,14 @@ from .. import algorithms
 from ..algorithms.base import Status
 from ..algorithms.exact.verdict import plan_bound, standing
 from ..bounds import lower_bound, relative_gap
-from ..errors import InfeasibleError, PlannerError, SolverError, SpecError, UsageError
+from ..errors import (
+    InfeasibleError,
+    PlanChoiceError,
+    PlannerError,
+    SolverError,
+    SpecError,
+    UsageError,
+)
 from ..model import Pipeline, Problem, Spec
 from ..pipeline.bound import pipeline_bound
 from ..pipeline.schedule import run_planned
@@ -151,8 +158,8 @@ def _problem(point: Point) -> tuple[Problem, list[str], Any, Any, str]:
         return (*hit, digest)
     try:
         base = spec.plan(point.plan)
-    except LookupError as err:
-        raise SettingError(str(err).strip("'\"")) from None
+    except PlanChoiceError as err:
+        raise SettingError(err.reason) from None
     problem, warnings = apply_setting(base, point.setting)
     bound: Any = None
     try:

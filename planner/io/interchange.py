@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import schedules
-from ..errors import Diagnostic, Span, SpecError, UsageError, did_you_mean
+from ..errors import Diagnostic, PlanChoiceError, Span, SpecError, UsageError, did_you_mean
 from ..model import (
     CONTENTIONS,
     MEMORY_MODELS,
@@ -500,8 +500,8 @@ def export_spec(spec: Spec, plan: str | None = None, graph: str | None = None) -
     if plan is not None:
         try:
             problem = spec.plan(plan)
-        except LookupError as err:
-            raise UsageError(Diagnostic("E925", str(err), None)) from None
+        except PlanChoiceError as err:
+            raise UsageError(Diagnostic("E925", err.reason, None)) from None
         return export_graph(problem.graph, problem)
     if graph is not None:
         if graph not in spec.graphs:
