@@ -470,3 +470,42 @@ def test_a_pipelines_mistakes_are_located_at_the_call_that_made_them() -> None:
     b.pipeline(0, schedule="zigzag")  # bad-pipeline
     assert _errors(b) == [("E234", _line("bwd-of-bwd")), ("E256", _line("bad-pipeline")),
                           ("E257", _line("bad-pipeline"))]
+
+
+_FRACTIONS = ("cluster c {{ device gpu0 {{ memory 1 GiB }} }}\ngraph g {{\n"
+              "  op a {{ time 1 ms  params {0}  output {0} }}\n  op b {{ time 1 ms }}\n"
+              "  a -> b {{ bytes {0} }}\n}}\nplan p {{ graph g  cluster c }}\n")
+
+
+@pytest.mark.parametrize("size", ["1.5 B", "2.5 B", "1.4 B", "1.0001 KiB", "0 B"])
+def test_fractional_bytes_are_whole_bytes_as_in_a_spec(size: str) -> None:
+    """Before: an edge's `bytes="1.5 B"` was cut to 1 where the spec's `bytes 1.5 B` is 2."""
+    spec = planner.loads(_FRACTIONS.format(size)).plan("p").graph
+    b = planner.ProblemBuilder("p")
+    b.device("gpu0", memory="1 GiB")
+    b.op("a", time="1 ms", params=size, output=size)
+    b.op("b", time="1 ms")
+    b.edge("a", "b", bytes=size)
+    built = b.build().graph
+    assert (built.ops, built.edges) == (spec.ops, spec.edges)
+
+
+@pytest.mark.parametrize(("key", "size"), [("params", "0.5 B"), ("output", 0.4),
+                                           ("temp", "0.0001 KiB"), ("bytes", "0.6 B")])
+def test_a_size_below_one_byte_is_e260_as_in_a_spec(key: str, size: object) -> None:
+    """Before: the builder took `params="0.5 B"` as 0 bytes (and 0.6 B as 1) without a word,
+    where a spec's `params 0.5 B` is E260."""
+    text = _FRACTIONS.format(size if isinstance(size, str) else f"{size} B")
+    with pytest.raises(planner.SpecError, match="E260"):
+        planner.loads(text)
+    b = planner.ProblemBuilder("p")
+    b.device("gpu0", memory="1 GiB")
+    b.op("a", time="1 ms", **({} if key == "bytes" else {key: size}))  # type: ignore[arg-type]
+    b.op("b", time="1 ms")
+    b.edge("a", "b", **({"bytes": size} if key == "bytes" else {}))  # type: ignore[arg-type]
+    with pytest.raises(planner.SpecError) as err:
+        b.build()
+    (d,) = err.value.diagnostics
+    assert (d.code, d.hints) == ("E260", ("a size is 0 or from 1 B to 1024 TiB",))
+    assert d.message.startswith(f"`{key}` (") and "below the valid range of a size" in d.message
+    assert d.span is not None and d.span.file == __file__

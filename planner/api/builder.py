@@ -21,7 +21,7 @@ from .. import schedules
 from ..disjoint import Disjoint
 from ..errors import CallSite, DiagnosticSink, Span, call_site, did_you_mean, site_span
 from ..model import Cluster, Device, Edge, Graph, Link, Op, Pipeline, Problem
-from ..units import EXAMPLES, UNIT_TABLE, closest_unit, parse_number
+from ..units import EXAMPLES, UNIT_TABLE, closest_unit, parse_number, range_side, range_text
 from .checks import check_problem
 
 if TYPE_CHECKING:
@@ -289,7 +289,8 @@ class ProblemBuilder:
         for a_name, b_name, size, site in self._edges:
             a, b = op_of(a_name, site), op_of(b_name, site)
             if a is not None and b is not None:
-                nbytes = ops[a].output_bytes if size is None else int(size)
+                # whole bytes as the spec's `bytes 1.5 B` (rounded, not cut to 1)
+                nbytes = ops[a].output_bytes if size is None else round(size)
                 edges[(a, b)] = (nbytes, edges.get((a, b), (0, site))[1])
         return edges
 
@@ -412,15 +413,19 @@ class ProblemBuilder:
         return self._sized(number * factor, dim, key, where)
 
     def _sized(self, q: float, dim: str, key: str, where: Span | None) -> float | None:
-        """`q`; for a size, None with E290 (NaN) or E223 (infinite, `1e400 B`) recorded: a
-        size becomes whole bytes, which neither survives (the model's checks judge every
-        other quantity, NaN and inf included)."""
+        """`q`; for a size, None with E290 (NaN), E223 (infinite, `1e400 B`) or E260 (above
+        0 but below 1 B, as a spec's lowering says) recorded: a size becomes whole bytes,
+        rounded as a spec's are, which none of those survives (the model's checks judge every
+        other quantity, NaN and inf included, and a negative size: E105)."""
         if dim != "size":
             return q
         if math.isnan(q):
             self._sink.error("E290", f"`{key}` is NaN", where, "give a number")
         elif math.isinf(q):
             self._sink.error("E223", f"`{key}` is infinite", where, "give a finite number")
+        elif q > 0 and range_side(q, "size") == "below":  # the spec's `params 0.5 B`: not 0
+            self._sink.error("E260", f"`{key}` ({q:g} B) is below the valid range of a size",
+                             where, f"a size is {range_text('size')}")
         else:
             return q
         return None
