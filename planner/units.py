@@ -176,10 +176,26 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds * 1e9:.2g} ns"
 
 
-def format_bytes(n: float) -> str:
+def format_bytes(n: float, decimals: int = 2) -> str:
     """Human-readable size for reports (binary units)."""
+    return _bytes_shown(n, decimals)[0]
+
+
+def _bytes_shown(n: float, decimals: int) -> tuple[str, float]:
+    """`format_bytes`' text and the number of bytes it reads as."""
     for unit in ("TiB", "GiB", "MiB", "KiB"):
         f = UNITS["size"][unit]
         if abs(n) >= f:
-            return f"{n / f:.2f} {unit}"
-    return f"{int(n)} B"
+            return f"{n / f:.{decimals}f} {unit}", round(n / f, decimals) * f
+    return f"{int(n)} B", float(int(n))
+
+
+def format_bytes_of(peak: float, cap: float) -> tuple[str, str]:
+    """`format_bytes` of a peak and its cap, with as many more decimals as a peak above the
+    cap takes to read above it (`1.00098 GiB` of `1.00000 GiB`, not `1.00 GiB` of `1.00
+    GiB` beside a violation); the peak `>` the cap where no float shows the difference."""
+    for decimals in range(2, 17):
+        (a, shown_a), (b, shown_b) = _bytes_shown(peak, decimals), _bytes_shown(cap, decimals)
+        if peak <= cap or shown_a > shown_b:
+            return a, b
+    return f"> {format_bytes(cap)}", format_bytes(cap)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..files import write_text_atomic
-from ..units import format_bytes, format_seconds
+from ..units import format_bytes_of, format_seconds
 from .figures import format_gap
 from .html import (
     BOUND_COLOUR,
@@ -207,7 +207,7 @@ def _run_cells(r: Mapping[str, Any], *, settings: bool, pipeline: bool
     """One run's cells, each (text, sort value, class), in `_runs_table`'s columns."""
     ms = r.get("makespan_s")
     peak, cap = r.get("peak_memory_bytes"), r.get("memory_cap_bytes")
-    mem = (f"{format_bytes(peak)} / {format_bytes(cap)}"
+    mem = (" / ".join(format_bytes_of(peak, cap))
            if isinstance(peak, int) and isinstance(cap, int) else "—")
     cells = [
         (r["spec"], r["spec"], "l"), (r["plan"], r["plan"], "l"),
@@ -237,7 +237,7 @@ def _pipeline_cells(r: Mapping[str, Any]) -> list[tuple[Any, Any, str]]:
     loaded device's, as the pipeline holds it) and fit."""
     fits = r.get("pipeline_fits")
     peak, cap = r.get("pipeline_memory_bytes"), r.get("pipeline_memory_cap_bytes")
-    held = (f"{format_bytes(peak)} / {format_bytes(cap)}"
+    held = (" / ".join(format_bytes_of(peak, cap))
             if isinstance(peak, int) and isinstance(cap, int) else "—")
     return [_seconds_cell(r.get("iteration_s")), _seconds_cell(r.get("period_s")),
             _seconds_cell(r.get("period_bound_s")),

@@ -26,7 +26,7 @@ from rich.text import Text
 from ..bounds import Bounds
 from ..model import Problem
 from ..simulate import SimResult
-from ..units import format_bytes, format_seconds
+from ..units import format_bytes, format_bytes_of, format_seconds
 from .diagnostics import printable
 from .figures import bound_text, feasible_label, one_pass
 
@@ -79,7 +79,7 @@ def device_table(problem: Problem, result: SimResult) -> Table:
         style = "red" if peak > cap else ""
         t.add_row(_n(dev.name), str(n), _time(result.busy_s[d]),
                   f"{100 * result.busy_s[d] / span:.1f}" if span else "-",
-                  f"{format_bytes(peak)} / {format_bytes(cap)}", f"[{style}]{pct:.1f}[/]"
+                  " / ".join(format_bytes_of(peak, cap)), f"[{style}]{pct:.1f}[/]"
                   if style else f"{pct:.1f}")
     return t
 

@@ -86,7 +86,7 @@ import numpy as np
 from ..cost import INF, costs
 from ..model import Problem
 from ..plan import Plan
-from ..units import format_bytes
+from ..units import format_bytes_of
 from .checks import (
     check_colocations,
     check_pins,
@@ -187,9 +187,10 @@ def _simulate(problem: Problem, plan: Plan) -> SimResult:
     for d, dev in enumerate(devices):
         if peak[d] > dev.memory_bytes:
             ops = live[d] if live is not None else tuple(i for i in range(n) if place[i] == d)
+            needs, holds = format_bytes_of(peak[d], dev.memory_bytes)
             found["memory"].append(Violation(
-                "memory", f"device `{dev.name}` needs {format_bytes(peak[d])} "
-                f"({what}) but its memory is {format_bytes(dev.memory_bytes)}",
+                "memory", f"device `{dev.name}` needs {needs} ({what}) but its memory is "
+                f"{holds}",
                 tuple(sorted(ops)), (d,)))
 
     busy = [0.0] * m

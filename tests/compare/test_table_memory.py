@@ -12,8 +12,10 @@ from pathlib import Path
 from rich.console import Console
 
 from planner.compare import plan_sweep, run_sweep
+from planner.render.compare_html import compare_report_html
 from planner.render.tables import print_tables
 from planner.report.compare import compare_report
+from planner.units import format_bytes_of
 
 from .test_tables import _row
 
@@ -66,3 +68,15 @@ def test_an_expert_plan_over_its_cap_reads_so(tmp_path: Path) -> None:
     line = next(x for x in console.export_text().splitlines() if "violated" in x)
     peak, cap = line.split()[-2].split("/")
     assert float(peak) > float(cap) == 1.0
+    # the reason beside it, and the HTML report's cell: `1.00 GiB` of `1.00 GiB` before
+    assert rows[0]["reason"].endswith("needs 1.001 GiB (static) but its memory is 1.000 GiB")
+    assert ">1.001 GiB / 1.000 GiB<" in compare_report_html(compare_report(rows))
+
+
+def test_format_bytes_of_reads_a_peak_over_its_cap_as_over() -> None:
+    assert format_bytes_of(GIB + 1, GIB) == ("1.000000001 GiB", "1.000000000 GiB")
+    assert format_bytes_of(GIB // 2, GIB) == ("512.00 MiB", "1.00 GiB")  # fits: as before
+    assert format_bytes_of(2 * GIB, GIB) == ("2.00 GiB", "1.00 GiB")
+    assert format_bytes_of(1024 * GIB, 1024 * GIB - 1) == ("1.000000000 TiB",
+                                                           "1023.999999999 GiB")
+    assert format_bytes_of(2**60 + 1, 2**60) == ("> 1048576.00 TiB", "1048576.00 TiB")
