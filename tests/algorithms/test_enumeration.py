@@ -12,6 +12,7 @@ import math
 import random
 
 import pytest
+from test_bounds_brute import _best
 
 from planner.algorithms import run
 from planner.algorithms.base import Options
@@ -19,7 +20,6 @@ from planner.algorithms.enumeration import enumerate_plans
 from planner.errors import InfeasibleError
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
 from planner.simulate import simulate
-from tests.test_bounds_brute import _best
 
 MS = 1e-3
 MIB = 2**20

@@ -169,7 +169,8 @@ def test_pipeline_scripts_run_no_name_as_code(tmp_path: Path) -> None:
     stub = tmp_path / "stubs" / "torch"
     (stub / "distributed" / "pipelining").mkdir(parents=True)
     (stub / "__init__.py").write_text("class nn:\n    Module = object\nTensor = object\n"
-                                      "device = str\n")
+                                      "device = str\nclass autograd:\n"
+                                      "    Function = object\n")
     (stub / "distributed" / "__init__.py").write_text("")
     (stub / "distributed" / "pipelining" / "__init__.py").write_text(
         "ScheduleGPipe = Schedule1F1B = ScheduleInterleaved1F1B = object\n"
