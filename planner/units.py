@@ -199,3 +199,18 @@ def format_bytes_of(peak: float, cap: float) -> tuple[str, str]:
         if peak <= cap or shown_a > shown_b:
             return a, b
     return f"> {format_bytes(cap)}", format_bytes(cap)
+
+
+def format_percent_of(peak: float, cap: float, decimals: int = 1) -> str:
+    """`100 * peak / cap` with `decimals` digits, and as many more as a peak above the cap
+    takes to read above 100 (`100.04`, not `100.0`, for 0.04% over); `>100` where no float
+    shows the difference, `∞` for a peak beyond a float's range."""
+    try:
+        pct = 100 * peak / cap
+    except OverflowError:  # whole bytes beyond a float's range
+        return "∞"
+    for digits in range(decimals, 17):
+        shown = f"{pct:.{digits}f}"
+        if peak <= cap or float(shown) > 100:
+            return shown
+    return ">100"

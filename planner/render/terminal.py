@@ -26,7 +26,7 @@ from rich.text import Text
 from ..bounds import Bounds
 from ..model import Problem
 from ..simulate import SimResult
-from ..units import format_bytes, format_bytes_of, format_seconds
+from ..units import format_bytes, format_bytes_of, format_percent_of, format_seconds
 from .diagnostics import printable
 from .figures import bound_text, feasible_label, one_pass
 
@@ -75,12 +75,11 @@ def device_table(problem: Problem, result: SimResult) -> Table:
         n = len(result.order[d]) if d < len(result.order) else 0
         peak = result.memory_peak_bytes[d]
         cap = dev.memory_bytes
-        pct = 100 * peak / cap if cap else 0.0
-        style = "red" if peak > cap else ""
+        pct = format_percent_of(peak, cap) if cap else "0.0"
         t.add_row(_n(dev.name), str(n), _time(result.busy_s[d]),
                   f"{100 * result.busy_s[d] / span:.1f}" if span else "-",
-                  " / ".join(format_bytes_of(peak, cap)), f"[{style}]{pct:.1f}[/]"
-                  if style else f"{pct:.1f}")
+                  " / ".join(format_bytes_of(peak, cap)),
+                  f"[red]{pct}[/]" if peak > cap else pct)
     return t
 
 

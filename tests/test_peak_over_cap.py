@@ -1,0 +1,81 @@
+"""A peak just over its cap reads above it wherever it is shown beside the cap (the one rule
+of `units.format_bytes_of`), on a 1 GiB device held 1 MiB or 1 byte too much.
+
+Before: solve's device table read `mem %` `100.0` (in red) for 1 byte over; the HTML memory
+chart's tooltip `peak 1.00 GiB of 1.00 GiB (100%)`; the pipeline pages' held / cap `1.00 GiB`
+beside `1.00 GiB`; `--algo single` and a heuristic's E706 `would need 1.00 GiB but holds
+1.00 GiB`."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+import planner
+from planner import units
+from planner.model import Problem
+from planner.plan import Plan
+from planner.render.terminal import device_table
+from planner.simulate import SimResult, simulate
+
+KIB, MIB, GIB = 1024, 1024**2, 1024**3
+CLUSTER = ("cluster c {{ device gpu[0..1] {{ memory {cap} }}\n"
+           "  link gpu0 <-> gpu1 {{ bandwidth 10 GB/s  latency 5 us }} }}\n")
+#: `a` and `b` on gpu0: 1 GiB plus `b`'s output on a 1 GiB device
+OVER = CLUSTER + ("graph g {{ op a {{ time 1 ms  output 1 GiB }}\n"
+                  "  op b {{ time 1 ms  output {extra} }}\n  a -> b }}\n"
+                  "plan p {{ graph g  cluster c }}\n")
+#: two independent ops that no single 1 GiB device holds together (1 GiB + `extra`)
+APART = CLUSTER + ("graph g {{ op a {{ time 1 ms  output 512 MiB }}\n"
+                   "  op b {{ time 1 ms  output {b} }} }}\nplan p {{ graph g  cluster c }}\n")
+#: a two-stage 1F1B pipeline whose activations in flight need 1025 MiB per 1 GiB device
+PIPE = """cluster c { device d[0..1] { memory 1 GiB }
+  link d[0..1] <-> d[0..1] { bandwidth 1000000 GB/s latency 0 s } }
+graph g {
+  op f0 { time 1 ms; output 524800 KiB }
+  op f1 { time 1 ms; output 524800 KiB }
+  op f0.bwd { time 1 ms; backward_of f0 }
+  op f1.bwd { time 1 ms; backward_of f1 }
+  f0 -> f0.bwd
+  f1 -> f1.bwd
+  colocate f0, f0.bwd
+  colocate f1, f1.bwd
+  f1.bwd -> f0.bwd { bytes 524800 KiB }
+  f0 -> f1
+}
+plan p { graph g; cluster c; objective pipeline; microbatches 4; schedule 1f1b
+  place f0 on d0
+  place f1 on d1
+  place f0.bwd on d0
+  place f1.bwd on d1
+}
+"""
+
+
+def _over(extra: str) -> tuple[Problem, SimResult]:
+    problem = planner.loads(OVER.format(cap="1 GiB", extra=extra)).plan()
+    result = simulate(problem, Plan((0, 0)))
+    assert not result.feasible
+    return problem, result
+
+
+@pytest.mark.parametrize(("extra", "peak", "pct"), [
+    ("1 MiB", "1.001 GiB / 1.000 GiB", "100.1"),
+    ("410 KiB", "1.0004 GiB / 1.0000 GiB", "100.04"),  # was `100.0`
+    ("1 B", "1.000000001 GiB / 1.000000000 GiB", "100.0000001")])
+def test_device_table_mem_percent_reads_above_100(extra: str, peak: str, pct: str) -> None:
+    problem, result = _over(extra)
+    console = Console(width=200, record=True, color_system=None)
+    console.print(device_table(problem, result))
+    row = next(x for x in console.export_text().splitlines() if "gpu0" in x).split("│")
+    assert [c.strip() for c in row[5:7]] == [peak, pct]  # was `100.0` for 1 byte over
+
+
+def test_format_percent_of() -> None:
+    assert units.format_percent_of(GIB + MIB, GIB) == "100.1"
+    assert units.format_percent_of(1.0004 * GIB, GIB) == "100.04"
+    assert units.format_percent_of(GIB + 1, GIB, 0) == "100.0000001"
+    assert units.format_percent_of(GIB, GIB) == "100.0"  # at the cap: fits
+    assert units.format_percent_of(GIB // 2, GIB, 0) == "50"
+    assert units.format_percent_of(2**60 + 1, 2**60) == ">100"
+    assert units.format_percent_of(2**1100, 1) == "∞"
