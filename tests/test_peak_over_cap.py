@@ -16,6 +16,7 @@ from planner import units
 from planner.model import Problem
 from planner.plan import Plan
 from planner.render.terminal import device_table
+from planner.render.timeline import memory_svg
 from planner.simulate import SimResult, simulate
 
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
@@ -69,6 +70,15 @@ def test_device_table_mem_percent_reads_above_100(extra: str, peak: str, pct: st
     console.print(device_table(problem, result))
     row = next(x for x in console.export_text().splitlines() if "gpu0" in x).split("│")
     assert [c.strip() for c in row[5:7]] == [peak, pct]  # was `100.0` for 1 byte over
+
+
+@pytest.mark.parametrize(("extra", "tip", "label"), [
+    ("1 MiB", "peak 1.001 GiB of 1.000 GiB (100.1%)", "peak 100.1%"),
+    ("1 B", "peak 1.000000001 GiB of 1.000000000 GiB (100.0000001%)", "peak 100.0000001%")])
+def test_memory_chart_tooltip_reads_above_the_cap(extra: str, tip: str, label: str) -> None:
+    svg = memory_svg(*_over(extra))
+    assert f'data-tip="gpu0: {tip}"' in svg  # was `peak 1.00 GiB of 1.00 GiB (100%)`
+    assert f">{label}</text>" in svg
 
 
 def test_format_percent_of() -> None:

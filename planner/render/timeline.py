@@ -27,7 +27,7 @@ import numpy as np
 
 from ..model import Problem
 from ..simulate import SimResult, Transfer
-from ..units import format_bytes, format_seconds
+from ..units import format_bytes, format_bytes_of, format_percent_of, format_seconds
 from .groups import Legend, legend_by_type, op_group
 from .svg import byte_ticks, coord, esc, nice_ticks, share, svg_open, tick_bytes, tick_seconds
 
@@ -311,15 +311,11 @@ def memory_svg(problem: Problem, result: SimResult, *, width: int = WIDTH) -> st
                        f'x="{axis.left - 5}" y="{coord(y(t) + 4)}" text-anchor="end">'
                        f'{esc(tick_bytes(t))}</text>')
         over = " over" if peak > cap else ""
-        pct = f"{100 * share(peak, cap):.0f}%" if cap else "∞"
-        if peak > cap:  # over: the share is clamped, the figure is not
-            try:
-                pct = f"{100 * peak / cap:.0f}%"
-            except OverflowError:  # bytes beyond a float's range
-                pct = "∞"
+        pct = format_percent_of(peak, cap, 0) if cap else "∞"
+        pct += "" if pct == "∞" else "%"
+        held, of = format_bytes_of(peak, cap)
         out.append(f'<path class="mem{over}" d="{_memory_path(steps, axis, y)}" '
-                   f'data-tip="{esc(dev.name)}: peak {esc(format_bytes(peak))} of '
-                   f'{esc(format_bytes(cap))} ({pct})"/>')
+                   f'data-tip="{esc(dev.name)}: peak {esc(held)} of {esc(of)} ({pct})"/>')
         out.append(f'<line class="cap" x1="{axis.left}" x2="{axis.left + axis.plot_width}" '
                    f'y1="{coord(y(cap))}" y2="{coord(y(cap))}" data-tip="{esc(dev.name)} cap '
                    f'{esc(format_bytes(cap))}"/>')
