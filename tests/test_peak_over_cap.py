@@ -8,11 +8,16 @@ beside `1.00 GiB`; `--algo single` and a heuristic's E706 `would need 1.00 GiB b
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
 import planner
 from planner import units
+from planner.cli import app
 from planner.model import Problem
 from planner.plan import Plan
 from planner.render.terminal import device_table
@@ -89,3 +94,16 @@ def test_format_percent_of() -> None:
     assert units.format_percent_of(GIB // 2, GIB, 0) == "50"
     assert units.format_percent_of(2**60 + 1, 2**60) == ">100"
     assert units.format_percent_of(2**1100, 1) == "∞"
+
+
+def test_pipeline_pages_read_a_held_figure_over_its_cap(tmp_path: Path) -> None:
+    spec, html = tmp_path / "pipe.plan", tmp_path / "r.html"
+    spec.write_text(PIPE, encoding="utf-8")
+    res = CliRunner().invoke(app, ["solve", str(spec), "--algo", "expert", "--html",
+                                   str(html)], env={"COLUMNS": "200"})
+    assert "does not fit as a pipeline" in res.output, res.output
+    held = [x.split("│") for x in res.output.splitlines() if re.match(r"│ d[01] +│ +1\.", x)]
+    assert [[c.strip() for c in r[2:4]] for r in held] == [["1.001 GiB", "1.000 GiB"]] * 2
+    page = html.read_text(encoding="utf-8")
+    cells = '<td class="status-bad">1.001 GiB</td><td>1.000 GiB</td>'
+    assert page.count(cells) == 2  # both were `1.00 GiB` beside `1.00 GiB`

@@ -23,7 +23,7 @@ from ..pipeline.bound import PipelineBound
 from ..pipeline.schedule import PipelineRun
 from ..pipeline.split import fits
 from ..report.views import PipelineRow
-from ..units import format_bytes, format_seconds
+from ..units import format_bytes_of, format_seconds
 from .figures import format_gap
 
 
@@ -119,10 +119,10 @@ def pipeline_report(problem: Problem, rows: Sequence[PipelineRow], bound: Pipeli
         memory.add_column(col, justify="left" if col == "device" else "right")
     for d, dev in enumerate(devs):
         if run.memory_bytes[d]:
-            held = format_bytes(int(run.memory_bytes[d]))
+            held, cap = format_bytes_of(int(run.memory_bytes[d]), dev.memory_bytes)
             if run.memory_bytes[d] > dev.memory_bytes:
                 held = f"[red]{held}[/red]"
-            memory.add_row(dev.name, held, format_bytes(dev.memory_bytes))
+            memory.add_row(dev.name, held, cap)
     compared = Table(title="compared, under the same pipeline", title_justify="left")
     for col in ("plan", "algorithm", "stages", "period T", "iteration", "per micro-batch",
                 "bubble", "fits"):

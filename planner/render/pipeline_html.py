@@ -27,7 +27,7 @@ from ..pipeline.schedule import PipelineRun, Task
 from ..pipeline.verdict import pipeline_breaks
 from ..report.views import PipelineRow, PipelineView
 from ..simulate import SimResult
-from ..units import format_bytes, format_seconds
+from ..units import format_bytes, format_bytes_of, format_seconds
 from .figures import format_gap
 from .pipeline import allreduce_line, period_gap, rate, stage_columns
 from .svg import coord, esc, svg_open
@@ -202,11 +202,11 @@ def _stages_table(problem: Problem, run: PipelineRun) -> str:
     for k, s in enumerate(run.stages):
         held, cap = run.memory_bytes[s.device], devs[s.device].memory_bytes
         over = ' class="status-bad"' if held > cap else ""
+        shown, of = format_bytes_of(int(held), cap)
         where = ", ".join(devs[d].name for d in s.devices)  # its replicas, when replicated
         body.append(f'<tr><td>{k}</td><td class="l">{esc(where)}</td>'
                     f'<td>{len(s.ops)}</td><td>{esc(_s(s.busy_s))}</td>'
-                    f'<td>{esc(_s(s.load_s))}</td><td{over}>{esc(format_bytes(int(held)))}'
-                    f'</td><td>{esc(format_bytes(cap))}</td></tr>')
+                    f'<td>{esc(_s(s.load_s))}</td><td{over}>{esc(shown)}</td><td>{esc(of)}</td></tr>')
     busy, load = stage_columns(run)
     return ('<table class="stages"><thead><tr><th>stage</th><th class="l">device</th>'
             f'<th>ops</th><th>{esc(busy)}</th><th>{esc(load)}</th><th>memory held</th>'
