@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 import planner
 from planner import units
+from planner.algorithms.infeasible import memory_figures, stuck_error
 from planner.cli import app
 from planner.model import Problem
 from planner.plan import Plan
@@ -107,3 +108,28 @@ def test_pipeline_pages_read_a_held_figure_over_its_cap(tmp_path: Path) -> None:
     page = html.read_text(encoding="utf-8")
     cells = '<td class="status-bad">1.001 GiB</td><td>1.000 GiB</td>'
     assert page.count(cells) == 2  # both were `1.00 GiB` beside `1.00 GiB`
+
+
+@pytest.mark.parametrize(("b", "needs"), [
+    ("513 MiB", "would need 1.001 GiB but holds 1.000 GiB (short by 1.00 MiB)"),
+    ("536870913 B", "would need 1.000000001 GiB but holds 1.000000000 GiB (short by 1 B)")])
+def test_single_says_short_by_with_figures_apart(tmp_path: Path, b: str, needs: str) -> None:
+    spec = tmp_path / "apart.plan"
+    spec.write_text(APART.format(cap="1 GiB", b=b), encoding="utf-8")
+    res = CliRunner().invoke(app, ["solve", str(spec), "--algo", "single"],
+                             env={"COLUMNS": "400"})
+    assert f"`gpu0` (the closest) {needs}" in " ".join(res.output.split()), res.output
+
+
+def test_stuck_error_and_memory_figures_read_over() -> None:
+    problem = planner.loads(APART.format(cap="1 GiB", b="1 MiB")).plan()
+    err = stuck_error(problem, "mtopo", 1, [(0, GIB + MIB), (1, GIB + 1)])
+    text = str(err.diagnostics[0].message)
+    assert "`gpu0` would need 1.001 GiB of 1.000 GiB, 1.00 MiB short" in text
+    assert "`gpu1` would need 1.000000001 GiB of 1.000000000 GiB, 1 B short" in text
+    tight = planner.loads(APART.format(cap="1 GiB", b="1 MiB").replace(
+        "output 512 MiB", "output 1025 MiB").replace("gpu[0..1]", "gpu[0..0]").replace(
+        "  link gpu0 <-> gpu1 { bandwidth 10 GB/s  latency 5 us }", "")).plan()
+    assert memory_figures(tight) == (
+        "least total memory 1.002 GiB (static) vs total capacity 1.000 GiB of 1 device(s)",
+        "largest unit: op `a` needs at least 1.001 GiB; largest device `gpu0` holds 1.000 GiB")

@@ -19,7 +19,7 @@ from ..facts import facts, proofs, unit_name
 from ..model import Problem
 from ..plan import Plan
 from ..simulate import simulate
-from ..units import format_bytes
+from ..units import format_bytes, format_bytes_of
 
 __all__ = ["diagnose", "memory_figures", "none_found", "stuck_error", "unit_name"]
 
@@ -29,15 +29,15 @@ def memory_figures(problem: Problem) -> tuple[str, ...]:
     f = facts(problem)
     devs = problem.cluster.devices
     cap = sum(d.memory_bytes for d in devs)
-    out = [(f"least total memory {format_bytes(f.least_total_bytes)} "
-            f"({problem.memory_model}) vs total capacity {format_bytes(cap)} of "
-            f"{len(devs)} device(s)")]
+    least, total = format_bytes_of(f.least_total_bytes, cap)
+    out = [(f"least total memory {least} ({problem.memory_model}) vs total capacity "
+            f"{total} of {len(devs)} device(s)")]
     if f.units and devs:
         u = max(range(len(f.units)), key=lambda k: (f.unit_bytes[k], -f.units[k][0]))
         big = max(range(len(devs)), key=lambda d: (devs[d].memory_bytes, -d))
-        out.append(f"largest unit: {unit_name(problem, f.units[u])} needs at least "
-                   f"{format_bytes(f.unit_bytes[u])}; largest device `{devs[big].name}` "
-                   f"holds {format_bytes(devs[big].memory_bytes)}")
+        needs, holds = format_bytes_of(f.unit_bytes[u], devs[big].memory_bytes)
+        out.append(f"largest unit: {unit_name(problem, f.units[u])} needs at least {needs}; "
+                   f"largest device `{devs[big].name}` holds {holds}")
     return tuple(out)
 
 
@@ -64,9 +64,9 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
     devs = problem.cluster.devices
     if shortfall:
         shown = "; ".join(
-            f"`{devs[d].name}` would need {format_bytes(need)} of "
-            f"{format_bytes(devs[d].memory_bytes)}, {format_bytes(need - devs[d].memory_bytes)} "
-            "short" for d, need in shortfall[:4])
+            f"`{devs[d].name}` would need "
+            f"{' of '.join(format_bytes_of(need, devs[d].memory_bytes))}, "
+            f"{format_bytes(need - devs[d].memory_bytes)} short" for d, need in shortfall[:4])
         if len(shortfall) > 4:
             shown += f"; {len(shortfall) - 4} more device(s) alike"
         message = (f"`{algorithm}` ran out of memory: op `{name}` fits on no device beside the "

@@ -16,7 +16,7 @@ from ...cost import INF, static_memory
 from ...errors import Diagnostic, InfeasibleError
 from ...model import Problem
 from ...simulate import simulate
-from ...units import format_bytes
+from ...units import format_bytes, format_bytes_of
 from ..base import Options, Solution
 from ..infeasible import diagnose, memory_figures
 from ..listsched import Instance, schedule_fixed, solution
@@ -57,8 +57,8 @@ def place(problem: Problem, options: Options) -> Solution:
     d, used = min(tried, key=lambda t: (
         max(u - c for u, c in zip(t[1], inst.caps, strict=True)), t[0]))
     worst = max(range(m), key=lambda k: (used[k] - inst.caps[k], -k))
-    short = (f"would need {format_bytes(used[worst])} but holds "
-             f"{format_bytes(inst.caps[worst])} (short by "
+    need, holds = format_bytes_of(used[worst], inst.caps[worst])
+    short = (f"would need {need} but holds {holds} (short by "
              f"{format_bytes(used[worst] - inst.caps[worst])})")
     where = (f"`{devs[d].name}` (the closest) {short}" if worst == d else
              f"with them on `{devs[d].name}` (the closest), `{devs[worst].name}` {short}")
