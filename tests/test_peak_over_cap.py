@@ -133,3 +133,20 @@ def test_stuck_error_and_memory_figures_read_over() -> None:
     assert memory_figures(tight) == (
         "least total memory 1.002 GiB (static) vs total capacity 1.000 GiB of 1 device(s)",
         "largest unit: op `a` needs at least 1.001 GiB; largest device `gpu0` holds 1.000 GiB")
+
+
+def test_pipedp_memory_note_reads_the_need_above_the_cap(tmp_path: Path) -> None:
+    """One stage would be best without the caps, but both ops' params (1025 MiB) and their
+    activations exceed a 1 GiB device: the note read `need 1.00 GiB on d0, which holds 1.00
+    GiB`."""
+    spec = tmp_path / "dp.plan"
+    spec.write_text(
+        "cluster c { device d[0..1] { memory 1 GiB }\n"
+        "  link d[0..1] <-> d[0..1] { bandwidth 1 MB/s latency 0 s } }\n"
+        "graph g {\n  op f0 { time 1 ms; params 512 MiB; output 1 MB }\n"
+        "  op f1 { time 1 ms; params 513 MiB; output 1 MB }\n  f0 -> f1\n}\n"
+        "plan p { graph g; cluster c; objective pipeline; microbatches 4; schedule 1f1b }\n",
+        encoding="utf-8")
+    res = CliRunner().invoke(app, ["solve", str(spec), "--algo", "pipedp"],
+                             env={"COLUMNS": "400"})
+    assert "but need 1.003 GiB on d0, which holds 1.000 GiB" in " ".join(res.output.split())

@@ -85,7 +85,7 @@ from ..pipeline.splitdp import (
 )
 from ..pipeline.units import units
 from ..plan import Plan
-from ..units import format_bytes, format_seconds
+from ..units import format_bytes_of, format_seconds
 from .base import Options, Solution
 from .clock import LOAD_HEADROOM
 
@@ -294,8 +294,8 @@ def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, ruled_out:
     where = ""
     if over:
         d = max(over, key=lambda d: held[d] - devices[d].memory_bytes)
-        where = (f", but need {format_bytes(int(held[d]))} on {devices[d].name}, which holds "
-                 f"{format_bytes(devices[d].memory_bytes)}")
+        need, holds = format_bytes_of(int(held[d]), devices[d].memory_bytes)
+        where = f", but need {need} on {devices[d].name}, which holds {holds}"
     return (f"memory shaped this split: without the caps, {split.stages} stage(s) would give a "
             f"period of {format_seconds(best.period_s)} and a {what} of "
             f"{format_seconds(figures[best])} (this split: {format_seconds(chosen.period_s)} "
