@@ -187,7 +187,10 @@ def _runs_table(report: CompareReport) -> str:
         cols[5:5] = [("objective", ""), ("micro-batches", "")]
     if pipeline:  # beside the pipeline's figures, one pass's gap says so; T gap is theirs
         cols[cols.index(("gap", ""))] = ("gap (one pass)", "")
-        cols[-2:-2] = [("iteration", ""), ("T", ""), ("T bound", ""), ("T gap", ""),
+        # a pipeline row's best is by iteration: its ratio sits beside that, not the makespan
+        cols[cols.index(("× best", ""))] = ("× best (makespan)", "")
+        cols[-2:-2] = [("iteration", ""), ("× best (iteration)", ""), ("T", ""),
+                       ("T bound", ""), ("T gap", ""),
                        ("bubble", ""), ("pipe peak / cap", ""), ("mem fits", "")]
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in cols)
     out = []
@@ -202,10 +205,12 @@ def _runs_table(report: CompareReport) -> str:
 
 # complex: a cell per column of the runs table, each with its missing-value fallback (an `or`,
 # a conditional); the list follows `_runs_table`'s header column for column
-def _run_cells(r: Mapping[str, Any], *, settings: bool, pipeline: bool
+def _run_cells(r: CompareRun, *, settings: bool, pipeline: bool
                ) -> list[tuple[Any, Any, str]]:
-    """One run's cells, each (text, sort value, class), in `_runs_table`'s columns."""
+    """One run's cells, each (text, sort value, class), in `_runs_table`'s columns; in a
+    table with pipeline columns, its `ratio_to_best` beside the figure it compares."""
     ms = r.get("makespan_s")
+    ratio = (_ratio(r.get("ratio_to_best")), r.get("ratio_to_best") or "", "")
     peak, cap = r.get("peak_memory_bytes"), r.get("memory_cap_bytes")
     mem = (" / ".join(format_bytes_of(peak, cap))
            if isinstance(peak, int) and isinstance(cap, int) else "—")
@@ -214,7 +219,7 @@ def _run_cells(r: Mapping[str, Any], *, settings: bool, pipeline: bool
         (r["bandwidth"], r["bandwidth"], ""), (r["memory"], r["memory"], ""),
         (r["devices"], r["devices"], ""), (r["algorithm"], r["algorithm"], "l"),
         (_fmt_opt(ms, format_seconds), ms if _ok(r) else "", ""),
-        (_ratio(r.get("ratio_to_best")), r.get("ratio_to_best") or "", ""),
+        ("—", "", "") if pipeline and r.pipeline else ratio,
         (_ratio(r.get("ratio_to_bound")), r.get("ratio_to_bound") or "", ""),
         (format_gap(r.get("gap")), r.get("gap") if r.get("gap") is not None else "", ""),
         (_fmt_opt(r.get("planning_s"), format_seconds), r.get("planning_s") or "", ""),
@@ -228,18 +233,19 @@ def _run_cells(r: Mapping[str, Any], *, settings: bool, pipeline: bool
         cells[5:5] = [(r.get("objective") or "", r.get("objective") or "", ""),
                       (r.get("microbatches") or "", r.get("microbatches") or "", "")]
     if pipeline:
-        cells[-2:-2] = _pipeline_cells(r)
+        cells[-2:-2] = _pipeline_cells(r, ratio if r.pipeline else ("—", "", ""))
     return cells
 
 
-def _pipeline_cells(r: Mapping[str, Any]) -> list[tuple[Any, Any, str]]:
-    """A pipeline run's iteration, period, period bound and gap, bubble, memory (its most
-    loaded device's, as the pipeline holds it) and fit."""
+def _pipeline_cells(r: Mapping[str, Any], ratio: tuple[Any, Any, str]
+                    ) -> list[tuple[Any, Any, str]]:
+    """A pipeline run's iteration and its `ratio` to the best, period, period bound and gap,
+    bubble, memory (its most loaded device's, as the pipeline holds it) and fit."""
     fits = r.get("pipeline_fits")
     peak, cap = r.get("pipeline_memory_bytes"), r.get("pipeline_memory_cap_bytes")
     held = (" / ".join(format_bytes_of(peak, cap))
             if isinstance(peak, int) and isinstance(cap, int) else "—")
-    return [_seconds_cell(r.get("iteration_s")), _seconds_cell(r.get("period_s")),
+    return [_seconds_cell(r.get("iteration_s")), ratio, _seconds_cell(r.get("period_s")),
             _seconds_cell(r.get("period_bound_s")),
             (format_gap(r.get("period_gap")),
              r.get("period_gap") if r.get("period_gap") is not None else "", ""),

@@ -314,6 +314,39 @@ def test_the_html_runs_table_says_whose_gap_it_shows(piped: SweepResult) -> None
     assert ">gap<" in flat and "one pass" not in flat and "T gap" not in flat
 
 
+
+def test_the_html_runs_table_puts_x_best_beside_the_figure_it_compares(
+        piped: SweepResult) -> None:
+    """Before: one `× best` column right after `makespan`, though a pipeline row's ratio is
+    its iteration's (a pipeline plan read `455.643 ms 1.000×` beside another's `394.135 ms
+    1.195×`). Now `× best (makespan)` holds the makespan rows' ratios and `× best
+    (iteration)`, right after `iteration`, the pipeline rows'."""
+    import re
+
+    from planner.render.compare_html import compare_report_html
+
+    page = compare_report_html(compare_report(piped.rows))
+    runs = page.split('<table class="sortable runs">', 1)[1].split("</table>", 1)[0]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", runs)
+    assert "× best" not in heads
+    by_ms, by_it = heads.index("× best (makespan)"), heads.index("× best (iteration)")
+    assert heads[by_ms - 1] == "makespan" and heads[by_it - 1] == "iteration"
+    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", row)
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", runs.split("<tbody>", 1)[1])]
+    shown = {(c[heads.index("algorithm")], c[heads.index("micro-batches")],
+              c[heads.index("objective")]): (c[by_ms], c[by_it]) for c in rows}
+    seen = set()
+    for r in piped.rows:
+        ratio = f"{r['ratio_to_best']:.3f}×"
+        piped_row = r["objective"] == "pipeline"
+        want = ("—", ratio) if piped_row else (ratio, "—")
+        assert shown[(r["algorithm"], str(r["microbatches"]), r["objective"])] == want
+        seen.add(piped_row)
+    assert seen == {True, False}
+    flat = compare_report_html(compare_report([{**r, "objective": "spec"} for r in piped.rows
+                                               if r["objective"] == "makespan"]))
+    assert ">× best<" in flat and "× best (" not in flat  # no pipeline: as before
+
 def _replicable(folder: Path, units: int, setting: str) -> Path:
     """A training chain of `units` units (1 MB of params each) on four linked GPUs, its
     pipeline plan with `setting` (`data_parallel N`), written as `dp.plan`."""
