@@ -150,3 +150,27 @@ def test_pipedp_memory_note_reads_the_need_above_the_cap(tmp_path: Path) -> None
     res = CliRunner().invoke(app, ["solve", str(spec), "--algo", "pipedp"],
                              env={"COLUMNS": "400"})
     assert "but need 1.003 GiB on d0, which holds 1.000 GiB" in " ".join(res.output.split())
+
+
+def test_generate_note_reads_params_and_outputs_above_the_largest_device(
+        tmp_path: Path) -> None:
+    """`generate --cluster`'s note beside each plan: with the largest device one byte short
+    of the params and outputs it read `the largest 2.10 MiB; params + outputs (2.10 MiB) fit
+    on more than one device`."""
+    args = ["generate", "transformer", "--layers", "2", "--hidden", "64", "--heads", "2",
+            "--seq", "16", "--batch", "1", "--vocab", "100", "--training", "--name", "tiny"]
+    first = tmp_path / "first.plan"
+    res = CliRunner().invoke(app, [*args, "-o", str(first)])
+    assert res.exit_code == 0, res.output
+    need = sum(o.params_bytes + o.output_bytes for o in planner.load(first).graphs["tiny"].ops)
+    cluster = tmp_path / "c.plan"
+    cluster.write_text(CLUSTER.format(cap=f"{need - 1} B"), encoding="utf-8")
+    out = tmp_path / "tiny.plan"
+    res = CliRunner().invoke(app, [*args, "--cluster", str(cluster), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    note = " ".join(line.lstrip("# ") for line in out.read_text(encoding="utf-8").splitlines()
+                    if line.startswith("#"))
+    found = re.search(r"the largest ([\d.]+) MiB; params \+ outputs \(([\d.]+) MiB\) fit on "
+                      r"more than one device", note)
+    assert found, note
+    assert float(found[2]) > float(found[1])

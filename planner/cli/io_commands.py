@@ -41,7 +41,7 @@ from ..model import CONTENTIONS, MEMORY_MODELS, Spec
 from ..roots import default_root, display_path, outside_root
 from ..spec.load import load_path, load_text
 from ..spec.names import name_problem
-from ..units import format_bytes
+from ..units import format_bytes, format_bytes_of
 from ..workload import Imported, PlanDef, render_cluster
 from .guard import guard
 from .options import CaptureOption, ExampleOption, InputOption, LimitOption
@@ -325,8 +325,9 @@ def _add_clusters(result: Imported, clusters: list[tuple[Path, Spec]], out_dir: 
             if memory == "liveness" and need > largest:
                 fits = ("more than one device by static accounting; `memory liveness` "
                         "checks the lower peak of tensors freed after their last use")
-            note = (f"{len(cluster.devices)} devices, the largest {format_bytes(largest)}; "
-                    f"params + outputs ({format_bytes(need)}) fit on {fits}.")
+            needs, holds = format_bytes_of(need, largest)
+            note = (f"{len(cluster.devices)} devices, the largest {holds}; "
+                    f"params + outputs ({needs}) fit on {fits}.")
             result.plans.append(PlanDef(name, result.workload.name, cname, memory, contention,
                                         comment=note))
     return copied
