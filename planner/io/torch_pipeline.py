@@ -21,12 +21,14 @@ model's) and gives a `TorchPipeline`:
 
 When a stage boundary is not a module boundary, the export offers the **nearest split**
 that is: the one, among splits whose stages are contiguous in `forward()`'s order and begin
-at modules called once (never cutting a pipeline unit), that moves the fewest forward ops
-(a backward op goes with its forward op) to another stage than the plan's; stages keep
-their devices; a stage may be left out only when fewer boundaries exist than the plan has
-stages (never under `interleaved`); ties go to the earlier boundary. Its cost under the
-plan's own model (`planner.pipeline.schedule.run`: period and iteration) is given next to
-the plan's, and `pipeline_error` turns it into diagnostic E946 unless the caller accepts it.
+at modules called once (never cutting a pipeline unit), that keeps every stage of the plan
+it can, then moves the least compute, then the fewest forward ops (a backward op goes with
+its forward op) to another stage than the plan's; stages keep their devices; a stage is
+left out only when fewer boundaries exist than the plan has stages, or when every split
+keeping it puts an op on a device it may not use (never under `interleaved`); ties go to
+the earlier boundary. Its cost under the plan's own model (`planner.pipeline.schedule.run`:
+period and iteration) is given next to the plan's, and `pipeline_error` turns it into
+diagnostic E946 unless the caller accepts it.
 A plan that torch's schedules cannot run as placed (no `objective pipeline`, a device with
 two stages outside `interleaved`'s loop order, fewer micro-batches than stages under
 `1f1b`) is E947.

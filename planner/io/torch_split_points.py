@@ -7,8 +7,9 @@ gives the inputs to the first stage alone). `forward_ops` lists the traced model
 ops in that order with why a SplitPoint cannot begin a stage at each; `valid_cuts` keeps
 the positions where torch can split and planner can place (no pipeline unit on both sides);
 `why_not_a_split` says why a plan's stages are not such a split; `nearest_split` finds the
-split at valid cuts that moves the least from the plan's (`move_costs`: compute moved,
-then ops moved, then stages left out), as `torch_pipeline.pipeline_export` offers it.
+split at valid cuts that keeps the most of the plan's stages, then moves the least from the
+plan's (`move_costs`: compute moved, then ops moved), as `torch_pipeline.pipeline_export`
+offers it.
 """
 
 from __future__ import annotations
@@ -133,15 +134,21 @@ def why_not_a_split(nodes: Sequence[ForwardOp], stage: Sequence[int], cuts: Sequ
 
 def nearest_split(moves: Sequence[Sequence[int]], cuts: Sequence[int],
              may_drop: bool) -> list[int] | None:
-    """Stage per node of the split at `cuts` nearest the plan's: `moves[s][p]` is what
-    putting node p in stage s costs (0 in its plan's stage); then the fewest stages left
-    out; None when no split of every stage exists and none may be left out, or when every
-    split puts an op where it cannot run.
+    """Stage per node of the split at `cuts` nearest the plan's: the fewest stages left out
+    (with `may_drop`; a stage is left out only where no split keeping it exists: too few
+    cuts, or an op on a device it may not use), then the least `moves`: `moves[s][p]` is
+    what putting node p in stage s costs (0 in its plan's stage). None when no split of
+    every stage exists and none may be left out, or when every split puts an op where it
+    cannot run.
 
     Stage s spans positions [P[i], P[j]) of P = [0, *cuts, n], at the cost
     `A[j] - A[i]` with `A[k]` the cost of nodes [0, P[k]) in stage s: each stage is one
     pass with a running minimum."""
     count, n = len(moves), len(moves[0]) if moves else 0
+    # a stage left out costs more than any split's moves (short of a forbidden one), so
+    # that keeping a stage always wins over moving less
+    drop = 1 + sum(max((m[p] for m in moves if m[p] < _FORBIDDEN), default=0)
+                   for p in range(n))
     pos = [0, *cuts, n]
     best = [0] + [_NEVER] * (len(pos) - 1)
     choice: list[list[int]] = []
@@ -156,8 +163,8 @@ def nearest_split(moves: Sequence[Sequence[int]], cuts: Sequence[int],
         for j in range(len(pos)):
             if low < _NEVER and low + a[j] < nxt[j]:
                 nxt[j], arg[j] = low + a[j], low_at
-            if may_drop and best[j] < _NEVER and best[j] + 1 < nxt[j]:
-                nxt[j], arg[j] = best[j] + 1, j  # stage s left out
+            if may_drop and best[j] < _NEVER and best[j] + drop < nxt[j]:
+                nxt[j], arg[j] = best[j] + drop, j  # stage s left out
             if best[j] < _NEVER and best[j] - a[j] < low:
                 low, low_at = best[j] - a[j], j
         best = nxt
@@ -178,20 +185,19 @@ def move_costs(problem: Problem, nodes: Sequence[ForwardOp], stage: Sequence[int
            devices: Sequence[int]) -> list[list[int]]:
     """`[s][p]`: the distance from the plan of putting node p in stage s (module
     docstring): its compute (forward and backward, picoseconds on the plan's device),
-    then one per op moved, then one per stage left out; an op's stage on a device it may
-    not use is forbidden."""
+    then one per op moved; an op's stage on a device it may not use is forbidden."""
     c = costs(problem)
     u = units(problem)
     n, count = len(nodes), len(devices)
     backward: dict[int, list[int]] = {}
     for b, f in problem.graph.backward_of.items():
         backward.setdefault(f, []).append(b)
-    per_op, per_ps = count + 1, (n + 1) * (count + 1)
+    per_ps = n + 1  # ops moved (at most n) count below a picosecond
     out = [[0] * n for _ in range(count)]
     for p, node in enumerate(nodes):
         here = devices[stage[p]]
         seconds = sum(c.compute[i][here] for i in (node.op, *backward.get(node.op, ())))
-        moved = (round(seconds * 1e12) if math.isfinite(seconds) else 0) * per_ps + per_op
+        moved = (round(seconds * 1e12) if math.isfinite(seconds) else 0) * per_ps + 1
         allowed = u.allowed[u.unit_of[node.op]]
         for s in range(count):
             if s != stage[p]:

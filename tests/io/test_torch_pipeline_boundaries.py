@@ -11,6 +11,8 @@ the script makes it contiguous, and the step runs under gloo as one process woul
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from typer.testing import CliRunner
 
 import planner
 from planner.cli import app
+from planner.io.torch_split_points import nearest_split
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
                             "'planner[torch]')")
@@ -27,10 +30,12 @@ MODELS = Path(__file__).resolve().parent / "torch_pipeline_models.py"
 INPUTS = ["--input", "8x16", "--input", "8x4"]
 
 
-def _exported(root: Path) -> tuple[list[str], Path]:
-    """`gated` imported for training, on 2 devices, stage 1 from `b`: the export's args."""
-    planner_ok("import", "torch", f"{MODELS}:gated", "--capture", "fx", *INPUTS, "--training",
-               "--name", "gated", "-o", root / "gated.plan")
+def _exported(root: Path, model: str = "gated",
+              inputs: Sequence[str] = INPUTS) -> tuple[list[str], Path]:
+    """`model` (`gated` or a variant) imported for training, on 2 devices, stage 1 from
+    `b`: the export's args."""
+    planner_ok("import", "torch", f"{MODELS}:{model}", "--capture", "fx", *inputs,
+               "--training", "--name", "gated", "-o", root / "gated.plan")
     spec = root / "p.plan"
     spec.write_text('import "gated.plan"\n'
                     "cluster c {\n  device gpu[0..1] { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
@@ -42,7 +47,7 @@ def _exported(root: Path) -> tuple[list[str], Path]:
                  for op in ("x", "gate", "a", "b", "mul", "c", "a.bwd", "b.bwd", "mul.bwd",
                             "c.bwd")}
     (root / "plan.json").write_text(json.dumps({"placement": placement}))
-    return (["export", "torch", str(spec), f"{MODELS}:gated", *INPUTS, "--placement",
+    return (["export", "torch", str(spec), f"{MODELS}:{model}", *inputs, "--placement",
              str(root / "plan.json"), "--pipeline", "--device-map", "gpu0=cpu,gpu1=cpu",
              "-o", str(root / "pipe.json"), "--code", str(root / "pipe.py")], root / "pipe.py")
 
@@ -65,6 +70,53 @@ def test_a_later_stage_reading_a_model_input_is_E946_and_the_nearest_split_runs(
                          "rendezvous": str(tmp_path / "rendezvous")}])
     results = [torch.load(save / f"rank{r}.pt") for r in range(2)]
     assert load_script(script).same(results, load_script(script).unpipelined())
+
+
+def test_the_nearest_split_keeps_a_stage_a_valid_cut_allows(tmp_path: Path) -> None:
+    """`a` and `b` compute alike: leaving stage 0 out (moving `x`, `gate`, `a`) moves less
+    compute than the cut before `c` (moving `b`, `mul`), but a stage is left out only when
+    fewer boundaries exist. Before: one stage (`split_spec` none, moved `x`, `gate`, `a`)."""
+    args, _ = _exported(tmp_path, "gated_even", ["--input", "8x16", "--input", "8x16"])
+    result = CliRunner().invoke(app, [*args, "--nearest"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "pipe.json").read_text())
+    assert doc["split_spec"] == {"c": "BEGINNING"} and doc["moved"] == ["b", "mul"]
+    assert [(s["device"], s["begins_at"]) for s in doc["stages"]] == [("gpu0", None),
+                                                                      ("gpu1", "c")]
+
+
+def test_nearest_split_leaves_a_stage_out_only_without_cuts_for_it() -> None:
+    """Against every split by brute force: the fewest stages left out, then the least moved."""
+    rng = random.Random(7)
+    for _ in range(300):
+        n, count = rng.randint(2, 7), rng.randint(2, 4)
+        cuts = sorted(rng.sample(range(1, n), rng.randint(0, n - 1)))
+        moves = [[rng.choice((0, 1, 5, 40)) for _ in range(n)] for _ in range(count)]
+        got = nearest_split(moves, cuts, True)
+        assert got is not None
+        kept = len(set(got))
+        assert kept == min(count, len(cuts) + 1), (moves, cuts, got)
+        assert got == sorted(got) and all(p in cuts for p in range(1, n) if got[p] != got[p - 1])
+        least = min(sum(moves[s][p] for p, s in enumerate(split))
+                    for split in _splits(n, count, cuts) if len(set(split)) == kept)
+        assert sum(moves[s][p] for p, s in enumerate(got)) == least
+
+
+def _splits(n: int, count: int, cuts: Sequence[int]) -> list[list[int]]:
+    """Every assignment of n nodes to increasing stages of `count`, changing at `cuts`."""
+    out: list[list[int]] = []
+
+    def extend(prefix: list[int]) -> None:
+        if len(prefix) == n:
+            out.append(prefix)
+            return
+        stages = (range(count) if not prefix else
+                  range(prefix[-1], count if len(prefix) in cuts else prefix[-1] + 1))
+        for s in stages:
+            extend([*prefix, s])
+
+    extend([])
+    return out
 
 
 def _last_stage_from(root: Path, model: str, inputs: str, head: str) -> Path:

@@ -124,10 +124,11 @@ class Gated(nn.Module):
     op that reads `gate` runs after two modules (as an encoder-decoder's decoder reads
     `decoder_input_ids` after the encoder)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hidden: int = 256, width: int = 4) -> None:
         super().__init__()
-        # `a` computes most, so that the nearest split moves `b` rather than `a`
-        self.a, self.b, self.c = nn.Linear(16, 256), nn.Linear(256, 4), nn.Linear(4, 4)
+        # by default `a` computes most, so that the nearest split moves `b` rather than `a`
+        self.a, self.b = nn.Linear(16, hidden), nn.Linear(hidden, width)
+        self.c = nn.Linear(width, 4)
 
     def forward(self, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
         return self.c(self.b(self.a(x)) * gate)
@@ -136,6 +137,13 @@ class Gated(nn.Module):
 def gated() -> nn.Module:
     torch.manual_seed(0)
     return Gated()
+
+
+def gated_even() -> nn.Module:
+    """`gated` with `a` and `b` both `Linear(16, 16)` (`gate` 8x16): moving `a` computes
+    less than moving `b` and `mul`."""
+    torch.manual_seed(0)
+    return Gated(16, 16)
 
 
 class Tagger(nn.Module):
