@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import Diagnostic, SpecError, UsageError
 from .torch_load import Example, require_torch
-from .torch_logs import Logged, kept
+from .torch_logs import Logged, kept, without_rnn_weights
 
 #: `--capture` values
 METHODS = ("auto", "export", "fx")
@@ -91,7 +91,8 @@ def _export(model: Any, example: Example) -> Captured:
     torch = require_torch()
     example = with_defaults(model, example)
     try:
-        with kept(Logged()):  # a kernel that rejects the shapes logs a traceback, then raises
+        # a kernel that rejects the shapes logs a traceback, then raises
+        with kept(Logged()), without_rnn_weights():
             program = torch.export.export(model, example.args, kwargs=example.kwargs,
                                           strict=False)
     except Exception as err:  # noqa: BLE001 - export raises many kinds, user code any
