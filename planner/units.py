@@ -193,24 +193,26 @@ def _bytes_shown(n: float, decimals: int) -> tuple[str, float]:
 def format_bytes_of(peak: float, cap: float) -> tuple[str, str]:
     """`format_bytes` of a peak and its cap, with as many more decimals as a peak above the
     cap takes to read above it (`1.00098 GiB` of `1.00000 GiB`, not `1.00 GiB` of `1.00
-    GiB` beside a violation); the peak `>` the cap where no float shows the difference."""
+    GiB` beside a violation), and a peak below it to read below it (a plan that fits never
+    reads as full); the peak `>` (`<`) the cap where no float shows the difference."""
     for decimals in range(2, 17):
         (a, shown_a), (b, shown_b) = _bytes_shown(peak, decimals), _bytes_shown(cap, decimals)
-        if peak <= cap or shown_a > shown_b:
+        if peak == cap or (shown_a > shown_b) == (peak > cap) and shown_a != shown_b:
             return a, b
-    return f"> {format_bytes(cap)}", format_bytes(cap)
+    return f"{'>' if peak > cap else '<'} {format_bytes(cap)}", format_bytes(cap)
 
 
 def format_percent_of(peak: float, cap: float, decimals: int = 1) -> str:
     """`100 * peak / cap` with `decimals` digits, and as many more as a peak above the cap
-    takes to read above 100 (`100.04`, not `100.0`, for 0.04% over); `>100` where no float
-    shows the difference, `∞` for a peak beyond a float's range."""
+    takes to read above 100 (`100.04`, not `100.0`, for 0.04% over), and a peak below it
+    to read below 100 (`99.96`, not `100.0`); `>100` (`<100`) where no float shows the
+    difference, `∞` for a peak beyond a float's range."""
     try:
         pct = 100 * peak / cap
     except OverflowError:  # whole bytes beyond a float's range
         return "∞"
     for digits in range(decimals, 17):
         shown = f"{pct:.{digits}f}"
-        if peak <= cap or float(shown) > 100:
+        if peak == cap or (float(shown) > 100 if peak > cap else float(shown) < 100):
             return shown
-    return ">100"
+    return ">100" if peak > cap else "<100"

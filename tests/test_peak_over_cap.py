@@ -174,3 +174,17 @@ def test_generate_note_reads_params_and_outputs_above_the_largest_device(
                       r"more than one device", note)
     assert found, note
     assert float(found[2]) > float(found[1])
+
+
+def test_a_peak_under_its_cap_never_reads_as_full() -> None:
+    """The other side of the rule: a plan that fits reads below its cap (before: 99.96%
+    read `100.0` and 1 byte under `1.00 GiB` of `1.00 GiB`, as full as a plan one byte
+    over read before `format_bytes_of`)."""
+    assert units.format_percent_of(0.9996 * GIB, GIB) == "99.96"
+    assert units.format_percent_of(GIB - 1, GIB, 0) == "99.9999999"
+    assert units.format_percent_of(GIB, GIB) == "100.0"  # at the cap: full, and it fits
+    assert units.format_percent_of(2**60 - 1, 2**60) == "<100"
+    assert units.format_bytes_of(GIB - 1, GIB) == ("1023.999999 MiB", "1.000000 GiB")
+    assert units.format_bytes_of(GIB - 4 * 2**10, GIB) == ("1023.996 MiB", "1.000 GiB")
+    assert units.format_bytes_of(GIB, GIB) == ("1.00 GiB", "1.00 GiB")
+    assert units.format_bytes_of(2**60 - 1, 2**60) == ("< 1048576.00 TiB", "1048576.00 TiB")
