@@ -75,16 +75,20 @@ def _memory(r: Mapping[str, Any]) -> str:
         return f"{_amount(peak, own, of)} {own}/{_amount(cap, unit, factor)} {unit}"
     digits = _digits(peak, cap, factor)
     if digits is None:  # no float shows the difference (peaks beyond 2**53 bytes)
-        return f">{_amount(cap, unit, factor)}/{_amount(cap, unit, factor)} {unit}"
+        sign = ">" if peak > cap else "<"
+        return f"{sign}{_amount(cap, unit, factor)}/{_amount(cap, unit, factor)} {unit}"
     return f"{_amount(peak, unit, factor, digits)}/{_amount(cap, unit, factor, digits)} {unit}"
 
 
 def _digits(peak: float, cap: float, factor: int) -> int | None:
     """3 significant digits, or as many more as it takes for a peak above the cap to read
-    above it (`8.001/8 GiB`, not `8/8 GiB` beside `violated`); None where none do."""
+    above it (`8.001/8 GiB`, not `8/8 GiB` beside `violated`) and one below it to read
+    below it (`7.999/8 GiB`: a plan that fits never reads as full), as
+    `units.format_bytes_of` rules; None where none do."""
     for digits in range(3, 18):
-        if peak <= cap or (float(_amount(peak, "", factor, digits))
-                           > float(_amount(cap, "", factor, digits))):
+        shown = float(_amount(peak, "", factor, digits))
+        of = float(_amount(cap, "", factor, digits))
+        if peak == cap or (shown > of) == (peak > cap) and shown != of:
             return digits
     return None
 

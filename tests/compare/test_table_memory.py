@@ -56,6 +56,15 @@ def test_a_peak_above_the_cap_reads_above_it() -> None:
     assert _peak_cap(2**60, 2**60 - 1) == ">1048576/1048576 TiB"
 
 
+def test_a_peak_below_the_cap_reads_below_it() -> None:
+    """The table's rule is `units.format_bytes_of`'s on both sides of the cap: a plan that
+    fits never reads as full (before: 8 GiB - 1 MiB read `8/8 GiB`)."""
+    assert _peak_cap(8 * GIB - MIB, 8 * GIB) == "7.999/8 GiB"
+    assert _peak_cap(8 * GIB - 1, 8 * GIB) == "7.999999999/8 GiB"
+    assert _peak_cap(2**60 - 1, 2**60) == "<1048576/1048576 TiB"
+    assert _peak_cap(7.99 * GIB, 8 * GIB) == "7.99/8 GiB"  # 3 digits tell them apart
+
+
 def test_an_expert_plan_over_its_cap_reads_so(tmp_path: Path) -> None:
     """End to end: a placement that needs 1 GiB + 1 MiB on a 1 GiB device."""
     spec = tmp_path / "over.plan"
