@@ -45,7 +45,7 @@ E002 1   a folder where a file is expected
 E003 1   a file that cannot be read (permissions, not a regular file, bad path)
 E004 1   a file that is not valid UTF-8
 E005 1   an import cycle
-E006 1   no `.plan` files in the paths given to `check`
+E006 1   no `.plan` files in the paths given to `check` or `fmt`
 E007 1   a file larger than the `file_bytes` limit
 E008 1   an import or a symlink that leads outside the root (`--root`)
 E009 1   a chain of imports deeper than the `import_depth` limit

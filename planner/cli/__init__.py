@@ -209,13 +209,20 @@ _eprint = eprint
 
 
 def _spec_files(paths: list[Path]) -> list[Path]:
-    """Files named, and `*.plan` files under folders named (sorted, recursively)."""
+    """Files named, and `*.plan` files under folders named (sorted, recursively); E006
+    when that is none, for `check` and `fmt` alike: a CI gate over a folder that holds
+    no spec (a mistyped path) must not pass having looked at nothing."""
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
             files.extend(sorted(x for x in p.rglob("*.plan") if x.is_file()))
         else:
             files.append(p)
+    if not files:
+        shown = ", ".join(f"`{_one_line(display_path(p))}`" for p in paths[:3]) + (
+            f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        raise SpecError(Diagnostic("E006", f"no .plan files found in {shown}", None,
+                                   ("give files or folders that contain *.plan files",)))
     return files
 
 
@@ -301,9 +308,6 @@ def check(
 
         diags: list[Diagnostic] = []
         files = _spec_files(paths)
-        if not files:
-            raise SpecError(Diagnostic("E006", "no .plan files found", None,
-                                       ("give files or folders that contain *.plan files",)))
         for f in files:
             try:
                 loaded = _load(f)
@@ -365,13 +369,14 @@ def fmt(
 ) -> None:
     """Rewrite specs in the canonical layout (comments kept; idempotent).
 
-    Exit 0: nothing to change (or rewritten); 1: an input does not parse; 5: `--check` or
-    `--diff` found a file to reformat.
+    Exit 0: nothing to change (or rewritten); 1: an input does not parse, or the paths hold
+    no .plan file (E006); 5: `--check` or `--diff` found a file to reformat.
     """
     with _formatted("fmt", output, as_json) as report:
         from .fmt import STDIN, run_fmt  # lazy: start-up
 
-        files = _spec_files([p for p in paths if str(p) != STDIN])
+        stdin = any(str(p) == STDIN for p in paths)  # then no file is read (E640 if named)
+        files = [] if stdin else _spec_files(paths)
         run_fmt(paths, files, report, check=check_only, diff=diff,
                 stdin_filename=stdin_filename)
 

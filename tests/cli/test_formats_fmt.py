@@ -164,3 +164,20 @@ def test_diff_splits_lines_as_patch_does(tmp_path: Path) -> None:
     # (the test runner reads the `\r\n` that ends the line as `\n`)
     assert out.split("\n")[3:5] == ["-graph g {op a {time 1 ms}  # a\u2028b\x0cc\r}",
                                     "\\ No newline at end of file"]
+
+
+@pytest.mark.parametrize("args", [["fmt"], ["fmt", "--check"], ["fmt", "--diff"],
+                                  ["check"]])
+def test_a_folder_without_specs_fails_the_gate(tmp_path: Path, args: list[str]) -> None:
+    # before: `fmt --check spec/` (a mistyped `specs/` that exists, holding no .plan file)
+    # passed the gate, exit 0 having looked at nothing; `check` said E006
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.txt").write_text("graph {\n")
+    code, out, err = invoke([*args, "docs"], tmp_path)
+    assert (code, out) == (1, "")
+    assert err.startswith("error[E006]: no .plan files found in `docs`\n")
+    code, out, _ = invoke([*args, "--json", "docs"], tmp_path)
+    doc = json.loads(out)
+    assert (code, doc["exit_code"], [d["code"] for d in doc["diagnostics"]]) == (1, 1, ["E006"])
+    # standard input names no file: not E006
+    assert invoke(["fmt", "-"], tmp_path, CANONICAL.encode())[:2] == (0, CANONICAL)
