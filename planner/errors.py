@@ -350,11 +350,41 @@ class DiagnosticSink:
         if self.has_errors:
             items = sorted(self.items, key=_order)
             if self.dropped:
-                items.append(Unshown("E000", f"{self.dropped} more diagnostic(s) not shown",
-                                     None, ("fix the ones above and run again",),
-                                     errors=self.dropped_errors,
-                                     warnings=self.dropped - self.dropped_errors))
+                items.append(_unshown(self.dropped_errors, self.dropped - self.dropped_errors))
             raise cls(items)
+
+
+def _unshown(errors: int, warnings: int) -> Unshown:
+    return Unshown("E000", f"{errors + warnings} more diagnostic(s) not shown", None,
+                   ("fix the ones above and run again",), errors=errors, warnings=warnings)
+
+
+def merge_capped(groups: Iterable[Sequence[Diagnostic]],
+                 cap: int | None = None) -> list[Diagnostic]:
+    """The diagnostics of several loads (`check` over many files) as one command's: each
+    once (a file imported by several reports its errors in each load), the first `cap`
+    (the `diagnostics` limit) shown and the rest, with those each load counted past its own
+    limit, folded into one E000 at the end. A load whose shown diagnostics were all seen
+    before is the same failing import again: its E000 counts the same ones, and is not
+    added twice."""
+    cap = limits.active().diagnostics if cap is None else cap
+    seen: set[tuple[object, ...]] = set()
+    shown: list[Diagnostic] = []
+    errors = warnings = 0
+    for group in groups:
+        fresh = 0
+        for d in group:
+            if not isinstance(d, Unshown) and (d.code, d.message, d.span) not in seen:
+                seen.add((d.code, d.message, d.span))
+                shown.append(d)
+                fresh += 1
+        if fresh or all(isinstance(d, Unshown) for d in group):
+            for d in group:
+                if isinstance(d, Unshown):
+                    errors, warnings = errors + d.errors, warnings + d.warnings
+    past_errors, past_warnings = tally(shown[cap:])
+    errors, warnings = errors + past_errors, warnings + past_warnings
+    return shown[:cap] + ([_unshown(errors, warnings)] if errors + warnings else [])
 
 
 def _order(d: Diagnostic) -> tuple[str, int, int]:

@@ -55,6 +55,7 @@ from ..errors import (
     UsageError,
     _one_line,
     did_you_mean,
+    merge_capped,
     render_all,
     tally,
 )
@@ -306,22 +307,22 @@ def check(
     with _formatted("check", output, as_json) as report:
         from ..spec.checks import plan_diagnostics  # lazy: start-up
 
-        diags: list[Diagnostic] = []
+        groups: list[list[Diagnostic]] = []  # each file's
         files = _spec_files(paths)
         for f in files:
             try:
                 loaded = _load(f)
             except SpecError as err:
-                diags.extend(err.diagnostics)
+                groups.append(list(err.diagnostics))
                 continue
-            diags.extend(loaded.warnings)
             try:
-                diags.extend(plan_diagnostics(loaded.spec.plans.values(), loaded.locations))
-                diags.extend(unrunnable_pipelines(loaded.spec.plans.values(),
-                                                   loaded.locations.plans))
+                groups.append([*loaded.warnings,
+                               *plan_diagnostics(loaded.spec.plans.values(), loaded.locations),
+                               *unrunnable_pipelines(loaded.spec.plans.values(),
+                                                     loaded.locations.plans)])
             finally:
                 gc.unfreeze()  # the next file's model may replace it
-        diags = _dedupe(diags)
+        diags = merge_capped(groups)  # the `diagnostics` limit is the command's, not a file's
         errors, warnings = tally(diags)  # those past the limit too, not E000 itself
         report.result = {"files": [display_path(f) for f in files], "errors": errors,
                          "warnings": warnings}
@@ -335,17 +336,6 @@ def check(
                     + (f"{errors} error(s)" if errors else "ok"))
         if errors:
             raise typer.Exit(EXIT_INVALID)
-
-
-def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
-    seen: set[tuple[object, ...]] = set()
-    out = []
-    for d in diags:
-        key = (d.code, d.message, d.span)
-        if key not in seen:
-            seen.add(key)
-            out.append(d)
-    return out
 
 
 @app.command()

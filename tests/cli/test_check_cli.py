@@ -98,3 +98,48 @@ def test_module_entry_point_runs_without_path_lookup(tmp_path: Path) -> None:
     assert "bad.plan:1:18: error[E210]: unknown attribute `tiem` in op `a`" in proc.stderr
     assert "did you mean `time`?" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+#: three unknown devices: three errors of one load
+THREE_BAD = GOOD.replace("plan p { graph g cluster c }",
+                         "plan p { graph g cluster c  place a on gpu7  place b on gpu8 }\n"
+                         "plan q { graph g cluster c  place a on gpu9 }")
+#: a graph no device can hold, in five plans: six errors of the memory checks, past a load
+TOO_BIG = GOOD.replace("op a { time 1 ms output 1 MiB }", "op a { time 1 ms params 8 GiB }") + (
+    "".join(f"plan p{i} {{ graph g cluster c }}\n" for i in range(4)))
+
+
+def _codes_and_counts(tmp_path: Path, *args: str) -> tuple[list[str], int, str]:
+    code, out, _ = invoke(["check", "--json", *args], tmp_path)
+    doc = json.loads(out)
+    assert code == 1 == doc["exit_code"]
+    return [d["code"] for d in doc["diagnostics"]], doc["errors"], doc["diagnostics"][-1][
+        "message"]
+
+
+def test_the_diagnostics_limit_is_the_commands_over_every_file(tmp_path: Path) -> None:
+    # before: the limit held per file, and not for the memory checks: `--limit
+    # diagnostics=2` over two files of three errors showed 2 + 2, each file's E000 in the
+    # middle ("fix the ones above"), and over five infeasible plans showed all six
+    (tmp_path / "a.plan").write_text(THREE_BAD)
+    (tmp_path / "b.plan").write_text(THREE_BAD)
+    (tmp_path / "c.plan").write_text(TOO_BIG)
+    assert _codes_and_counts(tmp_path, "--limit", "diagnostics=2", "a.plan", "b.plan") == (
+        ["E207", "E207", "E000"], 6, "4 more diagnostic(s) not shown")
+    assert _codes_and_counts(tmp_path, "--limit", "diagnostics=2", "c.plan") == (
+        ["E301", "E303", "E000"], 6, "4 more diagnostic(s) not shown")
+    code, _, err = invoke(["check", "--limit", "diagnostics=2", "."], tmp_path)
+    assert code == 1 and err.count("error[") == 3 and err.count("error[E000]") == 1
+    assert "error[E000]: 10 more diagnostic(s) not shown" in err
+    assert err.endswith("checked 3 file(s) (a.plan, b.plan, c.plan): 12 error(s)\n")
+    # under the limit, all of them, each once
+    assert _codes_and_counts(tmp_path, "a.plan", "c.plan")[:2] == (["E207"] * 3 + ["E301"]
+                                                                  + ["E303"] * 5, 9)
+
+
+def test_a_shared_import_past_the_limit_is_counted_once(tmp_path: Path) -> None:
+    (tmp_path / "c.plan").write_text(THREE_BAD)
+    for name in ("a.plan", "b.plan"):
+        (tmp_path / name).write_text('import "c.plan"\n')
+    assert _codes_and_counts(tmp_path, "--limit", "diagnostics=2", "a.plan", "b.plan") == (
+        ["E207", "E207", "E000"], 3, "1 more diagnostic(s) not shown")
