@@ -77,16 +77,21 @@ def github_annotation(diag: Diagnostic, subject: str | None = None,
                       root: Path | None = None) -> str:
     """One workflow command: `::error file=F,line=L,col=C,endLine=..,endColumn=..,title=CODE::msg`.
 
-    GitHub's `endColumn` is the last column of the region (ours is the one after it)."""
+    GitHub's `endColumn` is the last column of the region (ours is the one after it). A
+    region over several lines has no columns: GitHub takes them only on one line ("omit
+    this parameter if start_line and end_line have different values")."""
     level = "warning" if diag.severity is Severity.WARNING else "error"
     span = locate(diag, subject)
     props: list[tuple[str, str]] = []
     if span is not None:
         path = repo_path(span.file, root or repository_root()) or os.path.normpath(span.file)
-        props += [("file", path), ("line", str(span.line)), ("col", str(span.column))]
-        end_col = span.end_column - 1 if span.end_column > span.column else span.column
-        props += [("endLine", str(max(span.end_line, span.line))),
-                  ("endColumn", str(end_col))]
+        end_line = max(span.end_line, span.line)
+        one_line = end_line == span.line
+        props += [("file", path), ("line", str(span.line)),
+                  *([("col", str(span.column))] if one_line else []),
+                  ("endLine", str(end_line)),
+                  *([("endColumn", str(max(span.end_column - 1, span.column)))]
+                    if one_line else [])]
     props.append(("title", diag.code))
     listed = ",".join(f"{k}={_escape_property(v)}" for k, v in props)
     return f"::{level} {listed}::{_escape_data(full_message(diag))}"

@@ -52,6 +52,18 @@ def test_github_escaping_follows_the_toolkit() -> None:
                     "title=E207::50%25 bad%0D%0Aline")
 
 
+def test_github_columns_only_on_one_line() -> None:
+    # GitHub takes `col` and `endColumn` only when `line` and `endLine` are the same
+    # ("omit this parameter if start_line and end_line have different values"); before,
+    # a region from 3:10 to 5:4 was sent as col=10, endColumn=10
+    many = Diagnostic("W640", "m", Span("a.plan", 3, 10, 5, 4), severity=Severity.WARNING)
+    assert github_annotation(many, root=Path("/nowhere")) == (
+        "::warning file=a.plan,line=3,endLine=5,title=W640::m")
+    one = Diagnostic("E207", "m", Span("a.plan", 3, 10, 3, 14))
+    assert github_annotation(one, root=Path("/nowhere")) == (
+        "::error file=a.plan,line=3,col=10,endLine=3,endColumn=13,title=E207::m")
+
+
 def test_sarif_of_check_is_valid_and_located(repo: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
