@@ -123,8 +123,11 @@ def _lines(text: str) -> list[str]:
 
 
 def unified_diff(item: Formatted) -> str:
-    """The change `fmt` would make, as a unified diff (`patch -p0` applies it)."""
+    """The change `fmt` would make, as a unified diff (`patch -p0` applies it). A name with
+    a space ends with a tab, as `git diff` writes it: `patch` reads a name up to a tab, else
+    up to the first space (`--- my spec.plan` named the file `my`)."""
     name = printable(_one_line(item.shown))  # a file name cannot fake a line
+    name += "\t" if " " in name else ""
     lines = difflib.unified_diff(_lines(item.text), _lines(item.new), name, name)
     return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n"
                    for x in lines)

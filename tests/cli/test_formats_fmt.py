@@ -4,6 +4,8 @@ not parse), `fmt -` with `--stdin-filename`, and the CI formats."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -184,3 +186,16 @@ def test_a_folder_without_specs_fails_the_gate(tmp_path: Path, args: list[str]) 
     assert (code, doc["exit_code"], [d["code"] for d in doc["diagnostics"]]) == (1, 1, ["E006"])
     # standard input names no file: not E006
     assert invoke(["fmt", "-"], tmp_path, CANONICAL.encode())[:2] == (0, CANONICAL)
+
+
+def test_diff_of_a_name_with_a_space_applies(tmp_path: Path) -> None:
+    # before: `--- my spec.plan`, which `patch -p0` read as the file `my` ("can't find
+    # file to patch"); a tab ends the name, as `git diff` writes it
+    (tmp_path / "my spec.plan").write_text(UGLY)
+    code, out, _ = invoke(["fmt", "--diff", "my spec.plan"], tmp_path)
+    assert code == 5 and out.startswith("--- my spec.plan\t\n+++ my spec.plan\t\n@@ ")
+    if shutil.which("patch"):
+        (tmp_path / "fmt.diff").write_text(out)
+        subprocess.run(["patch", "-p0", "-i", "fmt.diff"], cwd=tmp_path, check=True,
+                       capture_output=True, timeout=60)
+        assert (tmp_path / "my spec.plan").read_text() == CANONICAL
