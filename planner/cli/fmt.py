@@ -22,7 +22,7 @@ from ..render.diagnostics import eprint, printable, source_texts
 from ..roots import default_root, display_path, outside_root
 from ..spec.format import format_source
 from ..spec.lex import line_ends
-from ..spec.load import read_source
+from ..spec.load import not_utf8, read_source
 from .guard import EXIT_GATE, EXIT_INVALID, JsonReport
 
 STDIN = "-"
@@ -58,12 +58,7 @@ def read_stdin(shown: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        head = data[: err.start]
-        line, col = head.count(b"\n") + 1, err.start - (head.rfind(b"\n") + 1) + 1
-        raise SpecError(Diagnostic(
-            "E641", f"{shown} is not valid UTF-8 (byte 0x{data[err.start]:02x})",
-            Span(shown, line, col, line, col + 1, err.start, err.start + 1),
-            ("spec files are UTF-8 text",))) from None
+        raise not_utf8("E641", shown, data, err) from None
 
 
 def check_inputs(paths: list[Path], stdin_filename: str | None) -> bool:

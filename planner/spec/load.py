@@ -125,16 +125,22 @@ def read_source(path: Path, shown: str, at: Span | None = None) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        head = data[: err.start]
-        line = head.count(b"\n") + 1
-        col = err.start - (head.rfind(b"\n") + 1) + 1
-        raise SpecError(Diagnostic(
-            "E004", f"{shown} is not valid UTF-8 (byte 0x{data[err.start]:02x})",
-            Span(shown, line, col, line, col + 1, err.start, err.start + 1),
-            ("spec files are UTF-8 text",))) from None
+        raise not_utf8("E004", shown, data, err) from None
     if text.startswith(BOM) and not looks_like_spec(text):  # (it skips the mark)
         return text[1:]
     return text
+
+
+def not_utf8(code: str, shown: str, data: bytes, err: UnicodeDecodeError) -> SpecError:
+    """`code` (E004 for a file, E641 for standard input) at the first byte of `data` that
+    is not UTF-8, its column counted in characters as every other diagnostic's (what
+    precedes it decodes): `é\\xff` is at column 2, not 3."""
+    head = data[: err.start].decode("utf-8")
+    line, col = head.count("\n") + 1, len(head) - (head.rfind("\n") + 1) + 1
+    return SpecError(Diagnostic(
+        code, f"{shown} is not valid UTF-8 (byte 0x{data[err.start]:02x})",
+        Span(shown, line, col, line, col + 1, len(head), len(head) + 1),
+        ("spec files are UTF-8 text",)))
 
 
 class _Frame:

@@ -143,3 +143,15 @@ def test_a_shared_import_past_the_limit_is_counted_once(tmp_path: Path) -> None:
         (tmp_path / name).write_text('import "c.plan"\n')
     assert _codes_and_counts(tmp_path, "--limit", "diagnostics=2", "a.plan", "b.plan") == (
         ["E207", "E207", "E000"], 3, "1 more diagnostic(s) not shown")
+
+
+def test_a_byte_that_is_not_utf8_is_located_in_characters(tmp_path: Path) -> None:
+    # before: its column counted bytes (`# café ` is 7 characters, 8 bytes: 2:9, not 2:8),
+    # where every other diagnostic, and an editor, counts characters
+    data = "graph g {\n# café ".encode() + b"\xff }\n"
+    (tmp_path / "u.plan").write_bytes(data)
+    code, out, _ = invoke(["check", "--json", "u.plan"], tmp_path)
+    (d,) = json.loads(out)["diagnostics"]
+    assert (code, d["code"], d["line"], d["column"], d["end_column"]) == (1, "E004", 2, 8, 9)
+    code, _, err = invoke(["fmt", "-", "--stdin-filename", "u.plan"], tmp_path, data)
+    assert code == 1 and err.startswith("u.plan:2:8: error[E641]: ")
