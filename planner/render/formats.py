@@ -81,10 +81,11 @@ def github_annotation(diag: Diagnostic, subject: str | None = None,
     region over several lines has no columns: GitHub takes them only on one line ("omit
     this parameter if start_line and end_line have different values")."""
     level = "warning" if diag.severity is Severity.WARNING else "error"
+    root = root or repository_root()
     span = locate(diag, subject)
     props: list[tuple[str, str]] = []
     if span is not None:
-        path = repo_path(span.file, root or repository_root()) or os.path.normpath(span.file)
+        path = _shown_path(span.file, root)
         end_line = max(span.end_line, span.line)
         one_line = end_line == span.line
         props += [("file", path), ("line", str(span.line)),
@@ -94,7 +95,16 @@ def github_annotation(diag: Diagnostic, subject: str | None = None,
                     if one_line else [])]
     props.append(("title", diag.code))
     listed = ",".join(f"{k}={_escape_property(v)}" for k, v in props)
-    return f"::{level} {listed}::{_escape_data(full_message(diag))}"
+    # an annotation has one place: the notes (`first definition`) name theirs in the text,
+    # as the text output does, where SARIF has related locations
+    notes = [f"note: {m} at {_shown_path(s.file, root)}:{s.line}:{s.column}"
+             for m, s in diag.notes]
+    text = "\n".join([full_message(diag), *notes])
+    return f"::{level} {listed}::{_escape_data(text)}"
+
+
+def _shown_path(file: str, root: Path) -> str:
+    return repo_path(file, root) or os.path.normpath(file)
 
 
 def github_annotations(diags: Sequence[Diagnostic], subject: str | None = None) -> str:

@@ -64,6 +64,18 @@ def test_github_columns_only_on_one_line() -> None:
         "::error file=a.plan,line=3,col=10,endLine=3,endColumn=13,title=E207::m")
 
 
+def test_github_annotation_keeps_the_notes(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: `op a is defined twice` without where the first one is; the text output
+    # and SARIF's related locations say it
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    (repo / "specs" / "dup.plan").write_text(
+        "graph g {\n  op a { time 1 ms }\n  op a { time 2 ms }\n}\n")
+    code, out, _ = invoke(["check", "--format", "github", "dup.plan"], repo / "specs")
+    assert (code, out) == (1, "::error file=specs/dup.plan,line=3,col=6,endLine=3,endColumn=6,"
+                              "title=E202::op `a` is defined twice in graph `g`%0A"
+                              "note: first definition at specs/dup.plan:2:6\n")
+
+
 def test_sarif_of_check_is_valid_and_located(repo: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
