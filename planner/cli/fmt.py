@@ -1,9 +1,10 @@
 """`planner fmt`: rewrite specs in the canonical layout, check it (`--check`), show it as a
 unified diff (`--diff`), or format standard input (`fmt -`, `--stdin-filename NAME`).
 
-Exit codes: 1 when an input is invalid (it cannot be parsed: the same 1 as every command
-gives invalid input), else 5 when `--check` or `--diff` finds a file to reformat (a CI
-gate that failed on valid input), else 0.
+Exit codes: 2 or 4 when a file cannot be rewritten (E622, E623: the others still are),
+else 1 when an input is invalid (it cannot be parsed: the same 1 as every command gives
+invalid input), else 5 when `--check` or `--diff` finds a file to reformat (a CI gate that
+failed on valid input), else 0.
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ from pathlib import Path
 
 import typer
 
-from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, _one_line, render_all
+from ..errors import (
+    Diagnostic,
+    PlannerError,
+    Severity,
+    Span,
+    SpecError,
+    UsageError,
+    _one_line,
+    render_all,
+)
 from ..files import write_text_atomic
 from ..render.diagnostics import eprint, printable, source_texts
 from ..roots import default_root, display_path, outside_root
@@ -146,7 +156,8 @@ def not_canonical(item: Formatted) -> Diagnostic:
 
 def run_fmt(paths: list[Path], files: list[Path], report: JsonReport, *, check: bool,
             diff: bool, stdin_filename: str | None) -> None:
-    """The `fmt` command's body (inside its guard); raises `typer.Exit` for 1 and 5."""
+    """The `fmt` command's body (inside its guard); raises `typer.Exit` for 1 and 5, and
+    E622 or E623 for a file it could not rewrite (`_stop`)."""
     stdin = check_inputs(paths, stdin_filename)
     run = format_inputs(files, (stdin_filename or "<stdin>") if stdin else None)
     gate = check or diff  # nothing is written: say what would change
@@ -156,17 +167,41 @@ def run_fmt(paths: list[Path], files: list[Path], report: JsonReport, *, check: 
         report.diagnostics.extend(not_canonical(x) for x in changed)
     if run.errors and not report.enabled:
         eprint(render_all(run.errors, {**source_texts(run.errors), **run.stdin_text}))
-    for x in changed:
-        if x.path is not None and not gate:
-            write_text_atomic(x.path, x.new)
+    failed = {} if gate else _write(changed)
+    changed = [x for x in changed if x.path not in failed]
     diffs = "".join(unified_diff(x) for x in changed) if diff else ""
     _print_outputs(run, changed, diffs, report.output == "text", stdin=stdin, gate=gate,
                    diff=diff)
     _fill_report(report, run, changed, diffs, stdin=stdin, gate=gate, diff=diff)
-    if run.errors:
+    _stop(failed, invalid=bool(run.errors), gate_failed=gate and bool(changed))
+
+
+def _stop(failed: dict[Path | None, PlannerError], *, invalid: bool, gate_failed: bool) -> None:
+    """The exit: a file that could not be written (E622: 2, E623: 4; each one's diagnostic,
+    once the others are written and said), else 1 for an input that does not parse, else
+    5 for a gate that found a file to reformat."""
+    if failed:
+        worst = max(failed.values(), key=lambda err: err.exit_code)
+        raise type(worst)([d for err in failed.values() for d in err.diagnostics])
+    if invalid:
         raise typer.Exit(EXIT_INVALID)
-    if gate and changed:
+    if gate_failed:
         raise typer.Exit(EXIT_GATE)
+
+
+def _write(changed: list[Formatted]) -> dict[Path | None, PlannerError]:
+    """Rewrite each file of `changed` (atomically); the files that could not be, with
+    why. One that fails does not stop the others, which are written and said to be: a
+    failure half-way used to leave the files before it rewritten unannounced, those after
+    it untried."""
+    failed: dict[Path | None, PlannerError] = {}
+    for x in changed:
+        if x.path is not None:
+            try:
+                write_text_atomic(x.path, x.new)
+            except PlannerError as err:  # E622, E623: the file is left as it was
+                failed[x.path] = err
+    return failed
 
 
 def _print_outputs(run: FmtRun, changed: list[Formatted], diffs: str, text: bool, *,

@@ -199,3 +199,33 @@ def test_diff_of_a_name_with_a_space_applies(tmp_path: Path) -> None:
         subprocess.run(["patch", "-p0", "-i", "fmt.diff"], cwd=tmp_path, check=True,
                        capture_output=True, timeout=60)
         assert (tmp_path / "my spec.plan").read_text() == CANONICAL
+
+
+def test_a_file_that_cannot_be_written_stops_no_other(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: the first failure (here b.plan, E623) ended the command: a.plan was rewritten
+    # without a word ("reformatted" never printed, JSON `result` null) and c.plan untried
+    from planner.cli import fmt as fmt_module
+    from planner.errors import Diagnostic, OutputError
+
+    real = fmt_module.write_text_atomic
+
+    def refuse_b(path: Path, text: str) -> None:
+        if Path(path).name == "b.plan":
+            raise OutputError(Diagnostic("E623", f"cannot write `{path}`: disk full"))
+        real(path, text)
+
+    monkeypatch.setattr(fmt_module, "write_text_atomic", refuse_b)
+    for name in ("a.plan", "b.plan", "c.plan"):
+        (tmp_path / name).write_text(UGLY)
+    code, out, err = invoke(["fmt", "a.plan", "b.plan", "c.plan"], tmp_path)
+    assert (code, out) == (4, "reformatted a.plan\nreformatted c.plan\n")
+    assert "error[E623]: cannot write `b.plan`" in err
+    assert [(tmp_path / n).read_text() for n in ("a.plan", "b.plan", "c.plan")] == [
+        CANONICAL, UGLY, CANONICAL]
+    (tmp_path / "a.plan").write_text(UGLY)
+    code, out, _ = invoke(["fmt", "--json", "a.plan", "b.plan"], tmp_path)
+    doc = _envelope(out, 4)
+    assert doc["result"] == {"files": ["a.plan", "b.plan"], "changed": ["a.plan"],
+                             "written": True}
+    assert [d["code"] for d in doc["diagnostics"]] == ["E623"]
