@@ -87,8 +87,12 @@ def sarif_log(diags: Sequence[Diagnostic], exit_code: int, subject: str | None =
                                   "exitCode": exit_code}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
+    # columns count characters (code points), as every diagnostic does; said, as a
+    # consumer that finds no `columnKind` may count UTF-16 code units (Microsoft's SARIF
+    # SDK does) and put a region after an emoji one column off
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [{
-        "tool": {"driver": driver}, "invocations": [invocation], "results": results}]}
+        "tool": {"driver": driver}, "columnKind": "unicodeCodePoints",
+        "invocations": [invocation], "results": results}]}
 
 
 def dumps_sarif(diags: Sequence[Diagnostic], exit_code: int, subject: str | None = None) -> str:

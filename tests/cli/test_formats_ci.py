@@ -98,6 +98,24 @@ def test_sarif_of_check_is_valid_and_located(repo: Path,
     assert run["invocations"] == [{"executionSuccessful": True, "exitCode": 1}]
 
 
+def test_sarif_says_its_columns_count_code_points(repo: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: no `columnKind`, which Microsoft's SARIF SDK reads as UTF-16 code units: the
+    # region of `gpu9` after an emoji (a surrogate pair in UTF-16) was one column off there
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    (repo / "specs" / "bad.plan").write_text(BAD.replace("place a on gpu9",
+                                                         'place "\U0001f600" on gpu9')
+                                             .replace("op a {", 'op "\U0001f600" {')
+                                             .replace("a -> b", '"\U0001f600" -> b'))
+    code, out, _ = invoke(["check", "--format", "sarif", "specs"], repo)
+    run = valid_sarif(out)["runs"][0]
+    assert code == 1 and run["columnKind"] == "unicodeCodePoints"
+    (result,) = run["results"]
+    line = (repo / "specs" / "bad.plan").read_text().splitlines()[3]
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert line[region["startColumn"] - 1:region["endColumn"] - 1] == "gpu9"
+
+
 def test_sarif_uses_github_workspace_as_the_root(repo: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITHUB_WORKSPACE", str(repo / "specs"))
