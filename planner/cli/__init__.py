@@ -365,7 +365,9 @@ def fmt(
     with _formatted("fmt", output, as_json) as report:
         from .fmt import STDIN, run_fmt  # lazy: start-up
 
-        stdin = any(str(p) == STDIN for p in paths)  # then no file is read (E640 if named)
+        # standard input: no file is read (E640 for one named beside it, or for
+        # --stdin-filename without `-`, before any E006)
+        stdin = any(str(p) == STDIN for p in paths) or stdin_filename is not None
         files = [] if stdin else _spec_files(paths)
         run_fmt(paths, files, report, check=check_only, diff=diff,
                 stdin_filename=stdin_filename)

@@ -68,8 +68,10 @@ def test_stdin_diagnostics_carry_the_stdin_filename(tmp_path: Path) -> None:
     assert code == 1 and "<stdin>:1:30: error[E641]" in err
 
 
-@pytest.mark.parametrize("args", [["fmt", "-", "x.plan"], ["fmt", "--stdin-filename", "a", "x"]])
+@pytest.mark.parametrize("args", [["fmt", "-", "x.plan"], ["fmt", "--stdin-filename", "a", "x"],
+                                  ["fmt", "-", "empty"], ["fmt", "--stdin-filename", "a", "empty"]])
 def test_contradicting_inputs_are_usage_errors(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "empty").mkdir()  # a folder without specs: the contradiction comes first
     code, _, err = invoke(args, tmp_path)
     assert code == 2 and "error[E640]" in err
 
