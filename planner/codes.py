@@ -191,7 +191,8 @@ W626 0   a pipeline plan torch's schedule cannot run as placed (more stages than
          1f1b, ...): `export torch --pipeline` would refuse it
 E640 2   options that contradict each other (`--json` with another `--format`, two outputs in one
          file, an output that would overwrite an input, ...)
-W640 0   a spec not in the canonical layout (`fmt --check`, `fmt --diff`)
+W640 0   a spec not in the canonical layout (`fmt --check` and `fmt --diff` read every file, then
+         exit 5)
 E641 1   `fmt -`: standard input that is not valid UTF-8
 E642 1   `diff`: a file that holds no plan (invalid JSON, another format, a failed run)
 E643 2   `diff --fail-if-slower`: not a percentage of 0 or more

@@ -20,3 +20,13 @@ def test_explain_prints_one_entry_and_rejects_unknown_codes(tmp_path: Path) -> N
                                                    "retired: now reported as E506"]
     code, out, err = invoke(["explain", "E2077"], tmp_path)
     assert (code, out) == (2, "") and "E609" in err and "did you mean `E207`?" in err
+
+
+def test_explain_w640_names_the_exit_status_fmt_check_gives(tmp_path: Path) -> None:
+    """W640 is a warning (the command reads on), yet the gate it makes exits non-zero: the
+    entry says with which status, and it is the one `fmt --check` returns."""
+    spec = tmp_path / "u.plan"
+    spec.write_text("graph g {  op a { time 1 ms } }\n")
+    status, _, _ = invoke(["fmt", "--check", str(spec)], tmp_path)
+    _, out, _ = invoke(["explain", "W640"], tmp_path)
+    assert status != 0 and f"then exit {status}" in " ".join(out.split())
