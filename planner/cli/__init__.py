@@ -36,6 +36,7 @@ import gc
 import importlib
 import logging
 import math
+import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -219,12 +220,25 @@ def _spec_files(paths: list[Path]) -> list[Path]:
             files.extend(sorted(x for x in p.rglob("*.plan") if x.is_file()))
         else:
             files.append(p)
+    unique: dict[str, Path] = {}
+    for f in files:
+        unique.setdefault(_same_file(f), f)  # the first name given is the one shown
+    files = list(unique.values())
     if not files:
         shown = ", ".join(f"`{_one_line(display_path(p))}`" for p in paths[:3]) + (
             f" and {len(paths) - 3} more" if len(paths) > 3 else "")
         raise SpecError(Diagnostic("E006", f"no .plan files found in {shown}", None,
                                    ("give files or folders that contain *.plan files",)))
     return files
+
+
+def _same_file(path: Path) -> str:
+    """One key for each file however it is named (`t.plan`, `./t.plan`, a folder holding
+    it): a file named twice is checked, formatted and reported once."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, RuntimeError):  # a symlink loop: its own name (its read says why)
+        return str(path)
 
 
 #: objects in the collector's frozen generation from which a loaded model counts as big

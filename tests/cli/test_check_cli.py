@@ -155,3 +155,16 @@ def test_a_byte_that_is_not_utf8_is_located_in_characters(tmp_path: Path) -> Non
     assert (code, d["code"], d["line"], d["column"], d["end_column"]) == (1, "E004", 2, 8, 9)
     code, _, err = invoke(["fmt", "-", "--stdin-filename", "u.plan"], tmp_path, data)
     assert code == 1 and err.startswith("u.plan:2:8: error[E641]: ")
+
+
+def test_a_file_named_twice_is_checked_and_formatted_once(tmp_path: Path) -> None:
+    """`t.plan`, `./t.plan` and the folder holding it are one file: one entry, one W640."""
+    (tmp_path / "t.plan").write_text(GOOD.replace("memory 1 GiB", "memory 1"))
+    code, out, _ = invoke(["check", "--json", "t.plan", "./t.plan", "."], tmp_path)
+    doc = json.loads(out)
+    assert code == 1 and doc["result"]["files"] == ["t.plan"] and doc["result"]["errors"] == 1
+    assert [d["code"] for d in doc["diagnostics"]] == ["E220"]
+    (tmp_path / "t.plan").write_text("graph g {  op a { time 1 ms } }\n")
+    code, out, _ = invoke(["fmt", "--check", "--json", "./t.plan", "t.plan"], tmp_path)
+    doc = json.loads(out)
+    assert code == 5 and [d["code"] for d in doc["diagnostics"]] == ["W640"]
