@@ -24,6 +24,7 @@ module; units are in the field names: seconds, bytes, FLOP, bytes per second)::
                    "latency_s": 2e-6}]},     # directed; every ordered pair needs one
       "plan": {"name": "P", "memory": "static", "contention": "link",
                "pins": {"conv1": "gpu0"},    # optional; needs "cluster"
+               "placement": {"bn1": "gpu1"}, # optional: a given placement (`place`)
                "objective": "pipeline", "microbatches": 8, "schedule": "1f1b"}
     }
 
@@ -33,7 +34,8 @@ form: every op field present (absent times and FLOPs as `null`), a colocation gr
 after its first op, every edge with its bytes; `backward_of` only on the backward ops of a
 training graph, `type` only on ops that declare one, and the plan's `objective`,
 `microbatches`, `schedule` (and `stages_per_device`; `data_parallel` and `microbatch_size`
-where not 1) only under `objective pipeline`, and
+where not 1) only under `objective pipeline`, the plan's `placement` (its `place`
+statements, which `--algo expert` and `planner simulate` run) only where it has one, and
 `ties` (ops sharing a weight: `[{"ops": [...], "bytes": N, "weight": NAME}]`) only where
 the graph has them. For a
 file in canonical form, export(import(x)) == x for the ops and edges.
@@ -360,7 +362,8 @@ def _read_plan(check: JsonChecker, raw: Any, w: Workload, cluster: Cluster) -> P
     if not isinstance(raw, dict):
         check.error("plan", "must be an object", '"plan"')
         raw = {}
-    check.keys(raw, ("name", "memory", "contention", "pins", *PIPELINE_FIELDS), "plan")
+    check.keys(raw, ("name", "memory", "contention", "pins", "placement", *PIPELINE_FIELDS),
+               "plan")
     plan = PlanDef(check.string(raw, "name", "plan", '"plan"', required=False, name=True)
                    or w.name,
                    w.name, cluster.name)
@@ -373,23 +376,32 @@ def _read_plan(check: JsonChecker, raw: Any, w: Workload, cluster: Cluster) -> P
         else:
             setattr(plan, key, value)
     plan.pipeline = _read_pipeline(check, raw)
-    pins = raw.get("pins") or {}
-    if not isinstance(pins, dict):
-        check.error("plan.pins", "must be an object {op: device}", '"pins"')
-        pins = {}
     ops = {o.name for o in w.ops}
+    plan.pins = _read_op_devices(check, raw, "pins", ops, cluster)
+    plan.places = _read_op_devices(check, raw, "placement", ops, cluster)
+    return plan
+
+
+def _read_op_devices(check: JsonChecker, raw: dict[str, Any], key: str, ops: set[str],
+                     cluster: Cluster) -> list[tuple[list[str], str]]:
+    """The plan's `pins` or `placement`, {op: device}, as (ops, device) groups in the order
+    of their devices' first ops."""
+    table = raw.get(key) or {}
+    if not isinstance(table, dict):
+        check.error(f"plan.{key}", "must be an object {op: device}", f'"{key}"')
+        return []
     by_device: dict[str, list[str]] = {}
-    for op_name, dev in pins.items():
+    for op_name, dev in table.items():
         if op_name not in ops:
-            check.error("plan.pins", f"names unknown op {json.dumps(op_name)}",
+            check.error(f"plan.{key}", f"names unknown op {json.dumps(op_name)}",
                         json.dumps(op_name))
         elif not isinstance(dev, str) or dev not in cluster.device_index:
-            check.error("plan.pins", f"pins {json.dumps(op_name)} to unknown device "
-                        f"{json.dumps(dev)}", json.dumps(op_name))
+            check.error(f"plan.{key}", f"{'pins' if key == 'pins' else 'places'} "
+                        f"{json.dumps(op_name)} {'to' if key == 'pins' else 'on'} unknown "
+                        f"device {json.dumps(dev)}", json.dumps(op_name))
         else:
             by_device.setdefault(dev, []).append(op_name)
-    plan.pins = [(members, dev) for dev, members in by_device.items()]
-    return plan
+    return [(members, dev) for dev, members in by_device.items()]
 
 
 def _read_pipeline(check: JsonChecker, raw: dict[str, Any]) -> list[tuple[str, str]]:
@@ -474,21 +486,31 @@ def export_graph(graph: Graph, problem: Problem | None = None) -> dict[str, Any]
                        "bandwidth_Bps": lk.bandwidth_Bps, "latency_s": lk.latency_s}
                       for lk in c.links],
         }
-        data["plan"] = {"name": problem.name, "memory": problem.memory_model,
-                        "contention": problem.contention,
-                        "pins": {graph.ops[i].name: c.devices[d].name
-                                 for i, d in problem.pins.items()}}
-        if problem.pipeline is not None:
-            pipe = problem.pipeline
-            data["plan"].update(objective="pipeline", microbatches=pipe.microbatches,
-                                schedule=pipe.schedule)
-            if pipe.schedule_spec.virtual_stages:
-                data["plan"]["stages_per_device"] = pipe.stages_per_device
-            if pipe.data_parallel != 1:  # only where set, so that other plans keep their form
-                data["plan"]["data_parallel"] = pipe.data_parallel
-            if pipe.microbatch_size != 1:
-                data["plan"]["microbatch_size"] = pipe.microbatch_size
+        data["plan"] = _export_plan(graph, problem)
     return data
+
+
+def _export_plan(graph: Graph, problem: Problem) -> dict[str, Any]:
+    """The canonical `plan` object of `problem` (on `graph`)."""
+    devices = problem.cluster.devices
+    plan: dict[str, Any] = {"name": problem.name, "memory": problem.memory_model,
+                            "contention": problem.contention,
+                            "pins": {graph.ops[i].name: devices[d].name
+                                     for i, d in problem.pins.items()}}
+    if problem.placement:  # only where given, so that other plans keep their form
+        plan["placement"] = {graph.ops[i].name: devices[d].name
+                             for i, d in sorted(problem.placement.items())}
+    if problem.pipeline is not None:
+        pipe = problem.pipeline
+        plan.update(objective="pipeline", microbatches=pipe.microbatches,
+                    schedule=pipe.schedule)
+        if pipe.schedule_spec.virtual_stages:
+            plan["stages_per_device"] = pipe.stages_per_device
+        if pipe.data_parallel != 1:  # only where set, so that other plans keep their form
+            plan["data_parallel"] = pipe.data_parallel
+        if pipe.microbatch_size != 1:
+            plan["microbatch_size"] = pipe.microbatch_size
+    return plan
 
 
 def export_spec(spec: Spec, plan: str | None = None, graph: str | None = None) -> dict[str, Any]:

@@ -101,6 +101,8 @@ class PlanDef:
     contention: str = "link"
     pins: list[tuple[list[str], str]] = field(default_factory=list)
     comment: str = ""
+    #: a given placement, `place` statements (ops, device): `--algo expert` and `simulate`
+    places: list[tuple[list[str], str]] = field(default_factory=list)
     #: `objective pipeline` settings as (key, value) text, in order (empty: makespan)
     pipeline: list[tuple[str, str]] = field(default_factory=list)
 
@@ -349,6 +351,8 @@ def render_plan(p: PlanDef) -> list[str]:
     lines.extend(f"  {k.ljust(width)}{v}" for k, v in settings)
     for ops, dev in p.pins:
         lines.append(f"  pin {', '.join(quote(o) for o in ops)} to {quote(dev)}")
+    for ops, dev in p.places:
+        lines.append(f"  place {', '.join(quote(o) for o in ops)} on {quote(dev)}")
     lines.append("}")
     return lines
 

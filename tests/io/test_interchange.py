@@ -381,3 +381,26 @@ def test_a_link_to_itself_or_again_is_located_e922(extra: dict[str, Any], words:
     (d,) = err.value.diagnostics
     assert d.code == "E922" and "`cluster.links[2]`" in d.message and words in d.message
     assert d.span is not None and d.span.file == "bad.json"
+
+
+def test_a_given_placement_round_trips_and_runs_as_expert() -> None:
+    """A plan's `place` statements were dropped by `export json`: the spec made back from
+    the file had no given placement, so `--algo expert` and `simulate` had nothing to run."""
+    spec = planner.load(REPO / "tests" / "spec" / "valid" / "example" / "tiny.plan")
+    data = export_spec(spec)
+    assert data["plan"]["placement"] == {"conv1": "gpu0", "conv2": "gpu1",
+                                         "head/logits:0": "gpu1"}
+    _validate(data, schema(), schema())
+    assert _round_trip(data) == data
+    again = planner.loads(parse_json(json.dumps(data), "x.json").to_spec(), "x.plan").plan()
+    assert dict(again.placement) == dict(spec.plan().placement)
+    before, after = planner.solve(spec.plan(), "expert"), planner.solve(again, "expert")
+    assert after.placement_by_name == before.placement_by_name
+    assert after.makespan_s == before.makespan_s
+    assert "placement" not in export_spec(planner.load(REPO / "specs" / "resnet.plan"))["plan"]
+    data["plan"]["placement"]["conv1"] = "gpu9"
+    with pytest.raises(SpecError) as err:
+        parse_json(json.dumps(data), "bad.json")
+    (d,) = err.value.diagnostics
+    assert d.code == "E922" and '`plan.placement` places "conv1" on unknown device "gpu9"' \
+        in d.message and d.span is not None and d.span.file == "bad.json"
