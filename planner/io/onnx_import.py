@@ -1,14 +1,15 @@
 """ONNX models -> workloads: one op per compute node, weights as params, roofline times.
 
 Reading. The model is read with the `onnx` package and its shape inference (symbolic
-dimensions of the graph inputs are fixed to 1 first). A tensor is *constant* when it is an
-initializer or the output of a node whose inputs are all constant (`Constant`,
-`ConstantOfShape` fed by an initializer, as in the weightless "light" model-zoo files, or
-an `Unsqueeze`/`Reshape` of a weight); constant nodes are folded away. Every other node
-becomes one op, and every graph input that is not an initializer becomes a data op taking
-the time to write its bytes to memory. The constants a node reads are the `params` of its
-op (a constant read by two ops is charged to both); the number of parameters counts the
-distinct floating-point constants once.
+dimensions of the graph inputs are fixed to 1 first), its nodes taken in an order where
+each follows the producers of its inputs (graph order where it is one; a cycle is E902). A
+tensor is *constant* when it is an initializer or the output of a node whose inputs are
+all constant (`Constant`, `ConstantOfShape` fed by an initializer, as in the weightless
+"light" model-zoo files, or an `Unsqueeze`/`Reshape` of a weight); constant nodes are
+folded away. Every other node becomes one op, and every graph input that is not an
+initializer becomes a data op taking the time to write its bytes to memory. The constants
+a node reads are the `params` of its op (a constant read by two ops is charged to both);
+the number of parameters counts the distinct floating-point constants once.
 
 Sizes. Floating-point tensors take the chosen dtype's size (fp32: 4 bytes, fp16: 2);
 integer tensors keep theirs. `--batch N` (default: the model's own) scales every
@@ -309,6 +310,11 @@ def _with_shapes(model: Any, file: str, where: Span) -> ModelProto:
     model = onnx.ModelProto.FromString(model.SerializeToString())
     g = model.graph
     inits = {t.name for t in g.initializer}
+    order = _topological_order(g, file, where)
+    if order != sorted(order):  # shape inference and the folding read nodes in graph order
+        nodes = [g.node[k] for k in order]
+        del g.node[:]
+        g.node.extend(nodes)
     for inp in g.input:
         if inp.name not in inits:
             for d in inp.type.tensor_type.shape.dim:
@@ -319,6 +325,41 @@ def _with_shapes(model: Any, file: str, where: Span) -> ModelProto:
     except Exception as err:  # noqa: BLE001 - onnx raises several internal types here
         raise SpecError(Diagnostic("E902", f"shape inference failed on {file}: {err}", where,
                                    ("the model may be invalid for its opset",))) from None
+
+
+def _topological_order(g: Any, file: str, where: Span) -> list[int]:
+    """The indices of `g`'s nodes in an order where each node comes after the producers of
+    its inputs, graph order wherever it already is (ONNX asks for that order; exporters and
+    graph editors do not always keep it, and a node read before its producer lost that edge).
+    E902 for nodes that form a cycle."""
+    producer = {t: k for k, node in enumerate(g.node) for t in node.output if t}
+    needs = [[producer[t] for t in node.input if t in producer] for node in g.node]
+    state = [0] * len(g.node)  # 0: not yet reached, 1: its producers being placed, 2: placed
+    order: list[int] = []
+    for start in range(len(g.node)):
+        path = [start]  # a depth-first walk up to the producers not placed yet
+        while path:
+            k = path[-1]
+            if state[k] == 2:
+                path.pop()
+                continue
+            state[k] = 1
+            waiting = [j for j in needs[k] if state[j] != 2]
+            back = next((j for j in waiting if state[j] == 1), None)
+            if back is not None:
+                node = g.node[back]
+                raise SpecError(Diagnostic(
+                    "E902", f"the nodes of {file} form a cycle through node "
+                    f"`{node.name or node.output[0]}` ({node.op_type})", where,
+                    ("an ONNX graph must be acyclic: each tensor is computed before it is "
+                     "read",)))
+            if waiting:
+                path.extend(reversed(waiting))
+            else:
+                state[k] = 2
+                order.append(k)
+                path.pop()
+    return order
 
 
 def _tensor_info(g: Any) -> _Info:

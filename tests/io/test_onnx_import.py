@@ -210,3 +210,37 @@ def test_bad_options_are_usage_errors() -> None:
         import_onnx(zoo_path("squeezenet"), training=True, optimizer="lion")
     with pytest.raises(UsageError):
         zoo_path("resnet999")
+
+
+def _chain(nodes: list[onnx.NodeProto], name: str = "g") -> onnx.ModelProto:
+    """Nodes in the order given, reading data input `x` [2, 4] and weight `w` [4, 4]."""
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 4])],
+        initializer=[numpy_helper.from_array(np.ones((4, 4), np.float32), "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_nodes_out_of_graph_order_keep_their_edges() -> None:
+    """A node listed before the producer of its input lost that edge: the Relu below read
+    nothing and could run first, and the MatMul's output counted 32 B for nothing read."""
+    mm = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")
+    relu = helper.make_node("Relu", ["y"], ["z"], name="relu")
+    in_order = import_model(_chain([mm, relu]))
+    shuffled = import_model(_chain([relu, mm]))
+    edges = [(e.src, e.dst, e.bytes) for e in shuffled.workload.edges]
+    assert edges == [(e.src, e.dst, e.bytes) for e in in_order.workload.edges]
+    assert ("mm.MatMul", "relu", 32) in edges
+    assert [o.name for o in shuffled.workload.ops] == ["x", "mm.MatMul", "relu"]
+    assert shuffled.to_spec().split("\n\n", 1)[1] == in_order.to_spec().split("\n\n", 1)[1]
+
+
+def test_nodes_that_form_a_cycle_are_e902() -> None:
+    a = helper.make_node("Add", ["x", "b"], ["a"], name="first")
+    b = helper.make_node("Relu", ["a"], ["b"], name="second")
+    z = helper.make_node("Relu", ["b"], ["z"], name="last")
+    with pytest.raises(SpecError) as err:
+        import_model(_chain([a, b, z]), file="loop.onnx")
+    (d,) = err.value.diagnostics
+    assert d.code == "E902" and "form a cycle through node `first` (Add)" in d.message
+    assert d.span is not None and d.span.file == "loop.onnx"
