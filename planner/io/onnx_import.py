@@ -9,7 +9,9 @@ all constant (`Constant`, `ConstantOfShape` fed by an initializer, as in the wei
 folded away. Every other node becomes one op, and every graph input that is not an
 initializer becomes a data op taking the time to write its bytes to memory. The constants
 a node reads are the `params` of its op (a constant read by two ops is charged to both);
-the number of parameters counts the distinct floating-point constants once.
+the number of parameters counts the distinct floating-point constants once. A node with
+subgraphs (`If`, `Loop`, `Scan`) reads what their nodes read from the graph around them,
+as if those tensors were inputs of its own.
 
 Sizes. Floating-point tensors take the chosen dtype's size (fp32: 4 bytes, fp16: 2);
 integer tensors keep theirs. `--batch N` (default: the model's own) scales every
@@ -238,7 +240,7 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
     batch = batch or model_batch
     consumed: set[str] = {t.name for t in g.output}
     for node in compute_nodes:
-        consumed.update(t for t in node.input if t)
+        consumed.update(_reads(node))
 
     b = _Build(Workload(name), prof, dtype, info, constant, consumed, batch / model_batch)
     for t in data_inputs:
@@ -282,7 +284,7 @@ def _fold_constants(g: Any, inits: set[str]) -> tuple[set[str], list[Any]]:
     constant = set(inits)
     compute_nodes = []
     for node in g.node:
-        ins = [t for t in node.input if t]
+        ins = _reads(node)
         if all(t in constant for t in ins):
             constant.update(t for t in node.output if t)
         else:
@@ -327,13 +329,31 @@ def _with_shapes(model: Any, file: str, where: Span) -> ModelProto:
                                    ("the model may be invalid for its opset",))) from None
 
 
+def _reads(node: Any) -> list[str]:
+    """The tensors `node` reads: its inputs, then those that the nodes of its subgraphs
+    (`If`'s branches, `Loop`'s and `Scan`'s bodies) read from the graphs around them."""
+    # lazy: start-up (onnx loads protobuf; only importing an ONNX file needs it)
+    from onnx import AttributeProto
+
+    out = dict.fromkeys(t for t in node.input if t)
+    for a in node.attribute:
+        subgraphs = [a.g] if a.type == AttributeProto.GRAPH else (
+            list(a.graphs) if a.type == AttributeProto.GRAPHS else [])
+        for sub in subgraphs:
+            inner = {t.name for t in (*sub.input, *sub.initializer)}
+            for inner_node in sub.node:
+                out.update(dict.fromkeys(t for t in _reads(inner_node) if t not in inner))
+                inner.update(inner_node.output)
+    return list(out)
+
+
 def _topological_order(g: Any, file: str, where: Span) -> list[int]:
     """The indices of `g`'s nodes in an order where each node comes after the producers of
     its inputs, graph order wherever it already is (ONNX asks for that order; exporters and
     graph editors do not always keep it, and a node read before its producer lost that edge).
     E902 for nodes that form a cycle."""
     producer = {t: k for k, node in enumerate(g.node) for t in node.output if t}
-    needs = [[producer[t] for t in node.input if t in producer] for node in g.node]
+    needs = [[producer[t] for t in _reads(node) if t in producer] for node in g.node]
     state = [0] * len(g.node)  # 0: not yet reached, 1: its producers being placed, 2: placed
     order: list[int] = []
     for start in range(len(g.node)):
@@ -430,7 +450,7 @@ class _Build:
         op_name = _unique(label, self.used_names)
         in_shapes = [info.get(t, (0, None))[1] if t else None for t in node.input]
         out_shapes = [info.get(t, (0, None))[1] for t in node.output]
-        for t in (*node.input, *node.output):
+        for t in (*_reads(node), *node.output):
             if t and t in consumed and info.get(t, (0, None))[1] is None:
                 self.unknown_shapes.append(t)
         flops = node_flops(node.op_type, attrs, in_shapes, out_shapes)
@@ -440,11 +460,7 @@ class _Build:
         flops *= scale
         params = 0
         act_in = 0
-        seen_inputs: set[str] = set()
-        for t in node.input:
-            if not t or t in seen_inputs:
-                continue
-            seen_inputs.add(t)
+        for t in _reads(node):  # each tensor once, those its subgraphs read included
             if t in self.constant:
                 params += self.nbytes(t)
                 if info.get(t, (0, None))[0] in _FLOAT_TYPES:
@@ -461,7 +477,7 @@ class _Build:
         if node.op_type in CONV or node.op_type in MATMUL:
             self.matmul_like.add(op_name)
         edge_bytes: dict[str, int] = {}
-        for t in dict.fromkeys(x for x in node.input if x):
+        for t in dict.fromkeys(_reads(node)):
             src = self.producer.get(t)
             if src is not None:
                 edge_bytes[src] = edge_bytes.get(src, 0) + round(self.nbytes(t) * scale)

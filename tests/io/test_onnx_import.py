@@ -244,3 +244,25 @@ def test_nodes_that_form_a_cycle_are_e902() -> None:
     (d,) = err.value.diagnostics
     assert d.code == "E902" and "form a cycle through node `first` (Add)" in d.message
     assert d.span is not None and d.span.file == "loop.onnx"
+
+
+def test_a_tensor_read_inside_a_subgraph_is_an_edge_to_its_node() -> None:
+    """An `If` whose branches read the MatMul's output `y` from the graph around them had no
+    edge from the MatMul (free to run before it), and `y` counted 0 bytes as read by none;
+    the weight `w` a branch reads is a param of the `If`."""
+    vi = helper.make_tensor_value_info
+    then = helper.make_graph([helper.make_node("Relu", ["y"], ["t"])], "then", [],
+                             [vi("t", TensorProto.FLOAT, [2, 4])])
+    other = helper.make_graph([helper.make_node("MatMul", ["y", "w"], ["e"])], "else", [],
+                              [vi("e", TensorProto.FLOAT, [2, 4])])
+    model = _chain([
+        helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
+        helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0, name="rs"),
+        helper.make_node("Greater", ["s", "s"], ["c"], name="gt"),
+        helper.make_node("If", ["c"], ["z"], then_branch=then, else_branch=other, name="iff")])
+    result = import_model(model)
+    edges = {(e.src, e.dst): e.bytes for e in result.workload.edges}
+    assert edges[("mm.MatMul", "iff")] == 32 and edges[("gt.Greater", "iff")] == 1
+    ops = {o.name: o for o in result.workload.ops}
+    assert ops["mm.MatMul"].output_bytes == 32 and ops["iff"].params_bytes == 64
+    planner.loads(result.to_spec())
