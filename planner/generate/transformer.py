@@ -103,6 +103,13 @@ def _checked(arch: str, layers: int, hidden: int, heads: int, ffn: int | None, s
     if arch not in ("gpt", "encdec"):
         raise UsageError(Diagnostic("E930", f"unknown architecture `{arch}`", None,
                                     ("one of: gpt, encdec",)))
+    encdec_only = [flag for flag, value in (("--decoder-layers", decoder_layers),
+                                            ("--tgt-seq", tgt_seq)) if value is not None]
+    if arch == "gpt" and encdec_only:  # was ignored without a word
+        raise UsageError(Diagnostic(
+            "E930", f"{encdec_only[0]} is an option of --arch encdec, and --arch is gpt: a "
+            "GPT-style stack has no separate decoder or target", None,
+            (f"add --arch encdec, or remove {encdec_only[0]}",)))
     f = 4 * hidden if ffn is None else ffn
     dec_layers = layers if decoder_layers is None else decoder_layers
     t_len = seq if tgt_seq is None else tgt_seq

@@ -148,6 +148,18 @@ def test_an_option_of_0_is_e930_not_the_default(make: object, flag: str) -> None
     assert d.code == "E930" and d.message == f"{flag} must be at least 1, not 0"
 
 
+@pytest.mark.parametrize(("options", "flag"), [
+    ({"decoder_layers": 3}, "--decoder-layers"), ({"tgt_seq": 4}, "--tgt-seq")])
+def test_an_encdec_option_with_arch_gpt_is_e930(options: dict[str, int], flag: str) -> None:
+    """`--decoder-layers 3` and `--tgt-seq 4` without `--arch encdec` were ignored: the GPT
+    stack came out as without them, their values only in the header's command."""
+    with pytest.raises(UsageError) as err:
+        transformer.generate(layers=1, hidden=8, heads=2, seq=4, vocab=10, **options)
+    (d,) = err.value.diagnostics
+    assert d.code == "E930" and d.message.startswith(f"{flag} is an option of --arch encdec")
+    assert d.hints == ("add --arch encdec, or remove " + flag,)
+
+
 def test_options_making_a_value_outside_the_language_are_e930() -> None:
     """`--hidden 1000000000` was E932, "a bug in planner's importer"."""
     with pytest.raises(UsageError) as err:
@@ -160,7 +172,8 @@ def test_options_making_a_value_outside_the_language_are_e930() -> None:
 SIZE_GRIDS = {
     "transformer": ([{"arch": a, "layers": n, "decoder_layers": d}
                      for a, n, d in itertools.product(("gpt", "encdec"), (1, 2, 3),
-                                                      (None, 0, 1, 2))],
+                                                      (None, 0, 1, 2))
+                     if a == "encdec" or d is None],
                     {"hidden": 4, "heads": 2, "seq": 2, "batch": 1, "vocab": 5}),
     "gnmt": ([{"layers": n, "seq": s, "tgt_seq": t}
               for n, s, t in itertools.product((2, 3, 4, 5), (1, 2, 3, 5), (None, 1, 2, 4))],
