@@ -72,7 +72,7 @@ def export_json_command(
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write here instead of stdout.")] = None,
     plan: Annotated[str | None, typer.Option(
-        "--plan", help="Export this plan (its graph, cluster and pins).")] = None,
+        "--plan", help="Export this plan (its graph, cluster and settings).")] = None,
     graph: Annotated[str | None, typer.Option(
         "--graph", help="Export this graph alone.")] = None,
 ) -> None:

@@ -517,8 +517,13 @@ def export_spec(spec: Spec, plan: str | None = None, graph: str | None = None) -
     """Choose what to export from `spec`: a plan (with its cluster) or a bare graph.
 
     `plan` or `graph` names it; otherwise the spec's only plan, else its only graph.
-    Raises `UsageError` when the choice is ambiguous or names nothing.
+    Raises `UsageError` (E925) when the choice is ambiguous, names nothing, or is both a
+    plan and a graph.
     """
+    if plan is not None and graph is not None:  # the graph was ignored, even one not there
+        raise UsageError(Diagnostic(
+            "E925", f"both a plan (`{plan}`) and a graph (`{graph}`) are chosen; choose one",
+            None, ("--plan exports a plan with its graph and cluster; --graph a graph alone",)))
     if plan is not None:
         try:
             problem = spec.plan(plan)

@@ -106,3 +106,14 @@ def test_export_json_places_its_plan_choice_too(folder: Path) -> None:
     assert err.count("is declared here") == 2 and "did you mean `serve`?" in err
     code, _, err = invoke(["export", "json", "s.plan", "--graph", "nope"], folder)
     assert code == 2 and "no graph named `nope`" in err and "declared here" not in err
+
+
+def test_export_json_refuses_a_plan_and_a_graph_together(folder: Path) -> None:
+    """`--plan serve --graph nope` exported plan `serve`, the graph ignored (even one that is
+    not there): now E925, whichever the spec holds."""
+    for graph in ("nope", "g"):
+        code, out, err = invoke(["export", "json", "s.plan", "--plan", "serve", "--graph",
+                                 graph], folder)
+        assert code == 2 and out == ""
+        assert (f"error[E925]: both a plan (`serve`) and a graph (`{graph}`) are chosen; "
+                "choose one") in err and "= hint: --plan exports a plan" in err
