@@ -213,26 +213,37 @@ def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:
         return None
     parsed: dict[str, list[float]] = {}
     for key in _FIELDS:
-        m = _VALUE.match(values[key])
-        if m is None:
-            col = line.find(f"{key}=") + len(key) + 2
-            sink.error("E911", f"`{key}` is not a number or a `[a; b]` list: "
-                       f"`{values[key].strip()}`",
-                       Span(span.file, span.line, col, span.line, col + len(values[key])))
+        col = line.find(f"{key}=") + len(key) + 2
+        numbers = _parse_value(sink, key, values[key], span, Span(
+            span.file, span.line, col, span.line, col + len(values[key])))
+        if numbers is None:
             return None
-        nums = m.group(1) or m.group(2)
-        parsed[key] = [float(x) for x in nums.split(";")]
-        if any(x < 0 for x in parsed[key]):
-            sink.error("E911", f"`{key}` is negative", span)
-            return None
-        side = _out_of_range(key, parsed[key])
-        if side is not None:
-            col = line.find(f"{key}=") + len(key) + 2
-            dim = _DIMS[key]
-            sink.error("E911", f"`{key}` is {side} the valid range of a {DIM_WORDS[dim]}",
-                       Span(span.file, span.line, col, span.line, col + len(values[key])),
-                       f"a {DIM_WORDS[dim]} is {range_text(dim)}")
-            return None
+        parsed[key] = numbers
     return _Node(head, module, parsed["forward_compute_time"][0],
                  parsed["backward_compute_time"][0], parsed["activation_size"],
                  parsed["parameter_size"][0], span.line)
+
+
+def _parse_value(sink: DiagnosticSink, key: str, text: str, line: Span,
+                 at: Span) -> list[float] | None:
+    """The numbers of field `key` (`text`, at `at` on node line `line`), or None with E911:
+    not a number, a list where one number goes, negative, or out of the language's range."""
+    m = _VALUE.match(text)
+    if m is None:
+        sink.error("E911", f"`{key}` is not a number or a `[a; b]` list: `{text.strip()}`", at)
+        return None
+    if m.group(2) is not None and key != "activation_size":  # its first was taken
+        sink.error("E911", f"`{key}` is a list, and it takes one number: `{text.strip()}`",
+                   at, "only `activation_size` lists values, one per output of the layer")
+        return None
+    numbers = [float(x) for x in (m.group(1) or m.group(2)).split(";")]
+    if any(x < 0 for x in numbers):
+        sink.error("E911", f"`{key}` is negative", line)
+        return None
+    side = _out_of_range(key, numbers)
+    if side is not None:
+        dim = _DIMS[key]
+        sink.error("E911", f"`{key}` is {side} the valid range of a {DIM_WORDS[dim]}", at,
+                   f"a {DIM_WORDS[dim]} is {range_text(dim)}")
+        return None
+    return numbers

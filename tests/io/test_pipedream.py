@@ -172,3 +172,20 @@ def test_a_value_outside_the_language_is_e911_at_it(field: str, value: str) -> N
     (d,) = err.value.diagnostics
     assert d.code == "E911" and f"`{field}`" in d.message and "valid range" in d.message
     assert d.span is not None and text[d.span.column - 1:].startswith(value)
+
+
+@pytest.mark.parametrize("field", ["forward_compute_time", "backward_compute_time",
+                                   "parameter_size"])
+def test_a_list_where_one_number_goes_is_e911_at_it(field: str) -> None:
+    """`forward_compute_time=[1.0; 5.0]` was read as 1 ms, the rest dropped without a word
+    (as `parameter_size=[3; 4]` as 3 B): only `activation_size` lists a layer's outputs."""
+    fields = {"forward_compute_time": "1", "backward_compute_time": "1",
+              "activation_size": "[1; 2]", "parameter_size": "1", field: "[3.0; 4.0]"}
+    text = "node1 -- LSTM -- " + ", ".join(f"{k}={v}" for k, v in fields.items()) + "\n"
+    with pytest.raises(SpecError) as err:
+        parse_pipedream(text, "g.txt", training=True)
+    (d,) = err.value.diagnostics
+    assert d.code == "E911" and d.message == (f"`{field}` is a list, and it takes one "
+                                              "number: `[3.0; 4.0]`")
+    assert d.span is not None and text[d.span.column - 1:].startswith("[3.0; 4.0]")
+    assert d.hints == ("only `activation_size` lists values, one per output of the layer",)
