@@ -7,7 +7,9 @@ Every command that makes a spec writes it atomically to `-o FILE`; `--cluster FI
 (named `GRAPH_CLUSTER`). The import is relative to the spec; a cluster file outside the
 root that later commands give the spec (its git repository, else its folder), whose import
 they would refuse, is copied in instead, exactly, with a comment that says so. The
-spec's header records the command that regenerates it.
+spec's header records the command that regenerates it. `--memory` and `--contention` set
+the plans made for `--cluster` and the plans that `import json`'s file carries, where the
+file does not give them; contradicting one it gives is E930.
 Data goes to the output file (or stdout for `export` without `-o`); warnings and a one-line
 summary go to stderr. Failures are `PlannerError`s rendered as diagnostics with their exit
 code, never a traceback.
@@ -66,8 +68,9 @@ Name = Annotated[str | None, typer.Option(
 Memory = Annotated[str | None, typer.Option(
     "--memory", help="Memory model of the plans: static | liveness (default: liveness for "
     "a training graph, whose activations are freed by their backward ops; else static).")]
-Contention = Annotated[str, typer.Option("--contention", help="Contention model of the plans: "
-                                         "none | link | device.")]
+Contention = Annotated[str | None, typer.Option(
+    "--contention", help="Contention model of the plans: none | link | device (default: "
+    "link).")]
 Dtype = Annotated[str, typer.Option("--dtype", help="Tensor dtype: fp32 | fp16.")]
 Profile = Annotated[str, typer.Option("--device-profile", help="Reference device the roofline "
                                       "times are for: v100 | a100 | cpu.")]
@@ -98,7 +101,7 @@ class SpecOptions:
     name: Name = None
     cluster: Clusters = None
     memory: Memory = None
-    contention: Contention = "link"
+    contention: Contention = None
     times: Times = None
     times_kind: TimesKind = None
     limit: LimitOption = None
@@ -107,11 +110,14 @@ class SpecOptions:
         """The options as the spec's header records them: defaults left out, and
         `--optimizer` only with `--training` (it means nothing without)."""
         given = {f.name: value for f in fields(self)
-                 if (value := getattr(self, f.name)) != f.default}
+                 if (value := getattr(self, f.name)) not in (f.default, IMPLIED.get(f.name))}
         if not self.training:
             given.pop("optimizer", None)
         return given
 
+
+#: the value a `SpecOptions` field of default None stands for wherever it applies alike
+IMPLIED = {"contention": "link"}
 
 #: `SpecOptions`' fields in groups that commands take whole, in their `--help` order
 ROOFLINE_OPTIONS = ("dtype", "device_profile")
@@ -173,21 +179,24 @@ def _command(parts: list[str], options: dict[str, object]) -> str:
 
 
 def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
-            memory: str | None, contention: str,
+            memory: str | None, contention: str | None,
             source: str | os.PathLike[str] | None = None) -> None:
     """Add cluster imports and plans, check the spec loads, write it, report on stderr.
 
     Without `--memory`, a training graph's plans use `liveness`: static accounting holds
     every tensor to the end of the step, about twice a training step's real peak (the
     forward activations, held until their backward ops, and a few gradients)."""
+    for key, value, options in (("memory", memory, MEMORY_MODELS),
+                                ("contention", contention, CONTENTIONS)):
+        if value is not None and value not in options:
+            raise UsageError(Diagnostic("E930", f"unknown --{key} `{value}`", None,
+                                        ("one of: " + ", ".join(options),)))
+        for plan in result.plans:  # the input file's own (JSON) plans: were left as they were
+            _set_file_plan(plan, key, value, source)
     if memory is None:
         training = any(op.backward_of for op in result.workload.ops)
         memory = "liveness" if training else "static"
-    for key, value, options in (("memory", memory, MEMORY_MODELS),
-                                ("contention", contention, CONTENTIONS)):
-        if value not in options:
-            raise UsageError(Diagnostic("E930", f"unknown --{key} `{value}`", None,
-                                        ("one of: " + ", ".join(options),)))
+    contention = contention or IMPLIED["contention"]
     # the root that a later `planner solve OUTPUT` (or check, simulate) gives the spec: a file
     # outside it, whose import the loader refuses, is copied in instead
     root = default_root(output)
@@ -213,6 +222,20 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
                      f"{len(result.workload.edges)} edges, {len(result.plans)} plan(s)\n")
     for line in copied:
         sys.stderr.write(line + "\n")
+
+
+def _set_file_plan(plan: PlanDef, key: str, value: str | None,
+                   source: str | os.PathLike[str] | None) -> None:
+    """Set `--memory` or `--contention` (`key`, its `value`; None: not given) on a plan of
+    the input file: E930 where the file gives that plan another value."""
+    if value is None or getattr(plan, key) == value:
+        return
+    if key in plan.given:
+        raise UsageError(Diagnostic(
+            "E930", f"--{key} {value} contradicts plan `{plan.name}` of {source}, whose "
+            f"{key} is {getattr(plan, key)}", None,
+            (f'leave out --{key}, or change the plan\'s "{key}" in the file',)))
+    setattr(plan, key, value)
 
 
 def _not_loading(err: SpecError, output: Path,

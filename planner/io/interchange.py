@@ -375,6 +375,7 @@ def _read_plan(check: JsonChecker, raw: Any, w: Workload, cluster: Cluster) -> P
             check.error(f"plan.{key}", f"must be one of {', '.join(options)}", f'"{key}"')
         else:
             setattr(plan, key, value)
+            plan.given.add(key)
     plan.pipeline = _read_pipeline(check, raw)
     ops = {o.name for o in w.ops}
     plan.pins = _read_op_devices(check, raw, "pins", ops, cluster)

@@ -103,6 +103,9 @@ class PlanDef:
     comment: str = ""
     #: a given placement, `place` statements (ops, device): `--algo expert` and `simulate`
     places: list[tuple[list[str], str]] = field(default_factory=list)
+    #: the settings (`memory`, `contention`) that the input file gives this plan, which
+    #: the command's --memory and --contention may not contradict
+    given: set[str] = field(default_factory=set)
     #: `objective pipeline` settings as (key, value) text, in order (empty: makespan)
     pipeline: list[tuple[str, str]] = field(default_factory=list)
 

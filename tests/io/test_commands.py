@@ -180,3 +180,31 @@ def test_values_that_break_a_rule_together_are_the_inputs_error(tmp_path: Path) 
     source.write_text(json.dumps(flops))
     status, _, err = _invoke("import", "json", str(source), "-o", str(tmp_path / "f.plan"))
     assert status == 1 and "error[E253]" in err and "`flops` rate" in err and "bug" not in err
+
+
+def test_memory_and_contention_reach_the_files_own_plan(tmp_path: Path) -> None:
+    """`import json FILE --memory liveness --contention device`, where FILE carries a plan
+    (a dnn-partitioning graph always does), wrote that plan `memory static`, `contention
+    link`: the options were ignored without a word. Now they set what the file leaves
+    out, and contradicting what it gives is E930."""
+    data = {"format": "planner-graph", "version": 1, "name": "g",
+            "ops": [{"name": "a", "time_s": 0.001, "output_bytes": 8},
+                    {"name": "b", "time_s": 0.002}], "edges": [{"src": "a", "dst": "b"}],
+            "cluster": {"name": "c", "devices": [{"name": "d", "memory_bytes": 1024}]},
+            "plan": {"name": "p"}}
+    src = tmp_path / "g.json"
+    src.write_text(json.dumps(data))
+    out = tmp_path / "g.plan"
+    code, _, stderr = _invoke("import", "json", str(src), "--memory", "liveness",
+                              "--contention", "device", "-o", str(out))
+    assert code == 0, stderr
+    plan = planner.load(out).plan("p")
+    assert (plan.memory_model, plan.contention) == ("liveness", "device")
+    src.write_text(json.dumps({**data, "plan": {"name": "p", "memory": "static"}}))
+    code, _, stderr = _invoke("import", "json", str(src), "--memory", "liveness",
+                              "--contention", "device", "-o", str(out))
+    assert code == 2 and "error[E930]: --memory liveness contradicts plan `p` of " in stderr
+    assert "whose memory is static" in stderr
+    code, _, stderr = _invoke("import", "json", str(src), "--memory", "static", "-o", str(out))
+    assert code == 0, stderr
+    assert planner.load(out).plan("p").contention == "link"
