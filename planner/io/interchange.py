@@ -7,7 +7,7 @@ module; units are in the field names: seconds, bytes, FLOP, bytes per second)::
       "format": "planner-graph", "version": 1,
       "name": "GRAPH",                        # graph name (required)
       "source": "free text",                  # provenance (optional, not exported)
-      "ops": [                                # in order; each needs time_s or flops
+      "ops": [                                # in order; each needs a time or flops
         {"name": "conv1", "time_s": 1.2e-4, "time_by_kind_s": {"cpu": 3e-3},
          "flops": 2.4e9, "params_bytes": 37632, "output_bytes": 3211264, "temp_bytes": 0,
          "colocation": "conv1",              # ops with equal strings share a device
@@ -173,8 +173,9 @@ def _from_interchange(check: JsonChecker, data: dict[str, Any], name: str | None
             if check.name(f"{path}.time_by_kind_s", kind, json.dumps(kind, ensure_ascii=False)) \
                     and t is not None:
                 by_kind[kind] = t
-        if raw.get("time_s") is None and raw.get("flops") is None:
-            check.error(path, "needs `time_s` or `flops`", near)
+        if raw.get("time_s") is None and raw.get("flops") is None and not kinds:
+            check.error(path, "needs `time_s`, `flops` or a `time_by_kind_s` entry", near,
+                        "give its compute cost, e.g. \"time_s\": 0.0015")
         sizes = [check.number(raw, key, path, near, integer=True, dim="size") or 0
                  for key in ("params_bytes", "output_bytes", "temp_bytes")]
         group = raw.get("colocation")

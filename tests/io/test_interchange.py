@@ -58,6 +58,7 @@ def _validate(  # noqa: C901 - a JSON Schema checker: one branch per keyword it 
                     pass
             assert ok == 1 if key == "oneOf" else ok >= 1, f"{path}: {key}"
     if isinstance(value, dict):
+        assert len(value) >= rule.get("minProperties", 0), path
         for key in rule.get("required", []):
             assert key in value, f"{path}: lacks {key}"
         props = rule.get("properties", {})
@@ -405,3 +406,21 @@ def test_a_given_placement_round_trips_and_runs_as_expert() -> None:
     (d,) = err.value.diagnostics
     assert d.code == "E922" and '`plan.placement` places "conv1" on unknown device "gpu9"' \
         in d.message and d.span is not None and d.span.file == "bad.json"
+
+
+def test_an_op_timed_by_kind_alone_round_trips() -> None:
+    """`op a { time[cpu] 1 ms }` is a valid op (on devices of kind cpu), but `export json`
+    made a file that `import json` refused: "`ops[0]` needs `time_s` or `flops`"."""
+    spec = planner.loads("graph g { op a { time[cpu] 1 ms } }\n"
+                         "cluster c { device d { kind cpu  memory 1 GiB } }\n"
+                         "plan p { graph g  cluster c }\n")
+    data = export_spec(spec)
+    assert data["ops"][0]["time_by_kind_s"] == {"cpu": 0.001}
+    _validate(data, schema(), schema())
+    assert _round_trip(data) == data
+    bare = {**data, "ops": [{**data["ops"][0], "time_by_kind_s": {}}]}
+    with pytest.raises(AssertionError):
+        _validate(bare, schema(), schema())
+    with pytest.raises(SpecError) as err:
+        parse_json(json.dumps(bare), "bad.json")
+    assert "`ops[0]` needs `time_s`, `flops` or a `time_by_kind_s` entry" in str(err.value)
