@@ -2,9 +2,9 @@
 
 Three formats, told apart by their content:
 
-- CSV: one `name,seconds` row per op (quote names holding commas); a first row whose
-  second field is not a number is a header; blank lines and lines starting with `#` are
-  skipped;
+- CSV: one `name,seconds` row per op (quote names holding commas; a name given twice is
+  E934); a first row whose second field is not a number is a header; blank lines and
+  lines starting with `#` are skipped;
 - JSON: an object `{"op name": seconds, ...}`;
 - a `torch.profiler` Chrome trace (JSON with `traceEvents`, as `prof.export_chrome_trace`
   writes it): the complete events (`"ph": "X"`) named like an op give its time, the median
@@ -86,12 +86,13 @@ def _numeric(text: str) -> bool:
 
 def _from_csv(text: str, shown: str) -> dict[str, float]:
     out: dict[str, float] = {}
+    lines: dict[str, int] = {}  # name -> the line of its time
     rows = csv.reader(io.StringIO(text))
     first = True
     header = False  # a `name,seconds` header makes it a times file as a first row does
     try:
         for row in rows:
-            first, header = _csv_row(row, rows.line_num, shown, out, first, header)
+            first, header = _csv_row(row, rows.line_num, shown, (out, lines), first, header)
     except csv.Error:  # a stray carriage return or NUL outside quotes
         if not out and not header:  # not (yet) a times file: quote none of it
             raise _not_times(shown) from None
@@ -102,9 +103,12 @@ def _from_csv(text: str, shown: str) -> dict[str, float]:
     return out
 
 
-def _csv_row(row: list[str], line: int, shown: str, out: dict[str, float], first: bool,
+def _csv_row(row: list[str], line: int, shown: str,
+             found: tuple[dict[str, float], dict[str, int]], first: bool,
              header: bool) -> tuple[bool, bool]:
-    """Add one row's time to `out`; returns the new (first, header)."""
+    """Add one row's time to `found` (times, and the line of each); returns the new
+    (first, header)."""
+    out, lines = found
     if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
         return first, header
     if len(row) != 2:
@@ -120,7 +124,11 @@ def _csv_row(row: list[str], line: int, shown: str, out: dict[str, float], first
         if not out and not header:
             raise _not_times(shown)
         raise _bad(shown, line, f"`{raw}` is not a number of seconds (finite, >= 0)")
+    if name in out:  # the last used to win without a word
+        raise _bad(shown, line, f"`{name}` is given a time twice, first on line {lines[name]}",
+                   "give one row per op (for several runs, one time: their median, say)")
     out[name] = seconds
+    lines[name] = line
     return False, header
 
 

@@ -72,6 +72,7 @@ def test_chrome_trace_prefers_annotations_and_takes_the_median(tmp_path: Path) -
     ("node2,-1\n", "E935", None),
     ("name,seconds\nnode2,1,2\n", "E934", 2),
     ("a,1\nnode2,-1\n", "E934", 2),
+    ("node2,0.5\n# again\nnode2,0.7\n", "E934", 3),  # was 0.7 ms, the first dropped
     ('{"node2": "x", "node3": 1}', "E934", 1),
     ('{\n  "node3": 1,\n  "node2": "x"\n}', "E934", 3),  # at the op's value, not line 1
     ("name,seconds\n", "E935", None),
