@@ -418,7 +418,8 @@ class _Build:
     fwd_cost: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: op type without a FLOP formula -> how many nodes have it
     unknown: dict[str, int] = field(default_factory=dict)
-    unknown_shapes: list[str] = field(default_factory=list)
+    #: tensors without a shape, each once (as dict keys, in the order met)
+    unknown_shapes: dict[str, None] = field(default_factory=dict)
     #: floating-point constants some op reads (the parameters)
     param_tensors: set[str] = field(default_factory=set)
     total_flops: float = 0.0
@@ -452,7 +453,7 @@ class _Build:
         out_shapes = [info.get(t, (0, None))[1] for t in node.output]
         for t in (*_reads(node), *node.output):
             if t and t in consumed and info.get(t, (0, None))[1] is None:
-                self.unknown_shapes.append(t)
+                self.unknown_shapes[t] = None  # once, though several ops read it
         flops = node_flops(node.op_type, attrs, in_shapes, out_shapes)
         if flops is None:
             self.unknown[node.op_type] = self.unknown.get(node.op_type, 0) + 1
@@ -496,7 +497,7 @@ class _Build:
                 "W940", f"no FLOP formula for op types {listed}; counted 1 FLOP per output "
                 "element", where, severity=Severity.WARNING))
         if self.unknown_shapes:
-            shapeless = self.unknown_shapes
+            shapeless = list(self.unknown_shapes)
             shown = ", ".join(f"`{t}`" for t in shapeless[:5])
             more = f" and {len(shapeless) - 5} more" if len(shapeless) > 5 else ""
             sink.append(Diagnostic(

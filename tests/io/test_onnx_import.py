@@ -266,3 +266,14 @@ def test_a_tensor_read_inside_a_subgraph_is_an_edge_to_its_node() -> None:
     ops = {o.name: o for o in result.workload.ops}
     assert ops["mm.MatMul"].output_bytes == 32 and ops["iff"].params_bytes == 64
     planner.loads(result.to_spec())
+
+
+def test_a_tensor_without_a_shape_is_counted_once() -> None:
+    """W941 said "2 tensor(s) without a shape (`y`, `y`)" for one tensor `y`, the output of
+    one op and the input of another."""
+    model = _chain([helper.make_node("FusedMatMul", ["x", "w"], ["y"], name="fm",
+                                     domain="com.microsoft"),
+                    helper.make_node("Relu", ["y"], ["z"], name="r")])
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    warnings = {w.code: w.message for w in import_model(model).warnings}
+    assert "1 tensor(s) without a shape (`y`);" in warnings["W941"]
