@@ -59,6 +59,7 @@ def _dnn_nodes(check: JsonChecker, data: dict[str, Any], w: Workload) -> dict[An
     params) and colocations (colorClass), a message per bad field; the ops by node id."""
     by_id: dict[Any, WorkOp] = {}
     groups: dict[Any, list[str]] = {}
+    named: dict[str, int] = {}  # op name -> the node that took it
     for k, node in enumerate(check.items(data, "nodes")):
         path = f"nodes[{k}]"
         if not isinstance(node, dict) or "id" not in node:
@@ -69,6 +70,12 @@ def _dnn_nodes(check: JsonChecker, data: dict[str, Any], w: Workload) -> dict[An
             check.error(path, f"repeats node id {json.dumps(node['id'])}", None)
             continue
         near = json.dumps(node.get("name")) if node.get("name") else None
+        if op_name in named:  # was one message at `nodes`, naming neither node nor name
+            check.error(path, f"is named {json.dumps(op_name)}, as nodes[{named[op_name]}] "
+                        "is", near, "give each node its own `name` (a node without one is "
+                        "named n<id>)")
+            continue
+        named[op_name] = k
         fpga = check.number(node, "fpgaLatency", path, near, required=True)
         cpu = check.number(node, "cpuLatency", path, near)
         size = math.ceil(check.number(node, "size", path, near) or 0)
@@ -77,8 +84,6 @@ def _dnn_nodes(check: JsonChecker, data: dict[str, Any], w: Workload) -> dict[An
         by_id[node["id"]] = op
         if node.get("colorClass") is not None:
             groups.setdefault(node["colorClass"], []).append(op_name)
-    if len({o.name for o in w.ops}) != len(w.ops):
-        check.error("nodes", "repeat node names", '"nodes"')
     w.colocations = [m for m in groups.values() if len(m) > 1]
     return by_id
 

@@ -424,3 +424,20 @@ def test_an_op_timed_by_kind_alone_round_trips() -> None:
     with pytest.raises(SpecError) as err:
         parse_json(json.dumps(bare), "bad.json")
     assert "`ops[0]` needs `time_s`, `flops` or a `time_by_kind_s` entry" in str(err.value)
+
+
+@pytest.mark.parametrize(("second", "name"), [({"id": 2, "name": "a"}, "a"),
+                                              ({"id": 2, "name": "n1"}, "n1")])
+def test_a_dnn_partitioning_name_given_twice_is_located_at_the_second(
+        second: dict[str, Any], name: str) -> None:
+    """Was "`nodes` repeat node names" at the list's start, naming neither the name nor
+    the nodes (a node without `name` is named n<id>: `n1` here for the first)."""
+    first = {"id": 1, "fpgaLatency": 1, **({"name": "a"} if name == "a" else {})}
+    data = {"nodes": [first, {**second, "fpgaLatency": 1}], "edges": [], "maxFPGAs": 1,
+            "maxSizePerFPGA": 100}
+    text = json.dumps(data)
+    with pytest.raises(SpecError) as err:
+        parse_json(text, "dp.json")
+    (d,) = err.value.diagnostics
+    assert d.code == "E922" and d.message == f'`nodes[1]` is named "{name}", as nodes[0] is'
+    assert d.span is not None and text[d.span.column - 1:].startswith(f'"{name}", "fpga')
