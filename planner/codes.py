@@ -234,7 +234,8 @@ E818 3   memory `liveness`: the exact model (static memory) is infeasible and no
 E819 3   memory `liveness`: `auto` or `search` simulated every placement and per-device order
          and none fits; a proof
 E901 1   an ONNX file that cannot be read => E001, E003
-E902 1   not a valid ONNX model, or shape inference failed
+E902 1   not a valid ONNX model (nodes in a cycle, nothing computed from an input), or shape
+         inference failed
 E911 1   a malformed PipeDream profile line
 E912 1   a PipeDream edge naming an unknown node
 E913 1   a PipeDream edge from a node to itself

@@ -249,6 +249,12 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
     for node in compute_nodes:
         b.add_node(node, {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute})
     w = b.w
+    if not w.ops:  # every node folded away: was a spec of an empty graph, "optimal" at 0 ns
+        raise SpecError(Diagnostic(
+            "E902", f"{file} computes nothing from its inputs: its {len(g.node)} node(s) read "
+            "only constants, and no graph input is read", where,
+            ("planner places the nodes that depend on a graph input; constants are folded "
+             "away",)))
     n_params = sum(math.prod(info[t][1] or ()) for t in b.param_tensors)
     stats = {"flops": b.total_flops, "params": float(n_params),
              "ops_forward": float(len(w.ops))}

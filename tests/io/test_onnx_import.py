@@ -277,3 +277,19 @@ def test_a_tensor_without_a_shape_is_counted_once() -> None:
     model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     warnings = {w.code: w.message for w in import_model(model).warnings}
     assert "1 tensor(s) without a shape (`y`);" in warnings["W941"]
+
+
+def test_a_model_that_computes_only_constants_is_e902() -> None:
+    """A model whose every node reads only initializers (no graph input) made a spec of an
+    empty graph, which `solve` called optimal at 0 ns."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["w"], ["z"], name="r")], "consts", [],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [4, 4])],
+        initializer=[numpy_helper.from_array(np.ones((4, 4), np.float32), "w")])
+    with pytest.raises(SpecError) as err:
+        import_model(helper.make_model(graph), file="consts.onnx")
+    (d,) = err.value.diagnostics
+    assert d.code == "E902" and d.message == (
+        "consts.onnx computes nothing from its inputs: its 1 node(s) read only constants, "
+        "and no graph input is read")
+    assert d.span is not None and d.span.file == "consts.onnx"
