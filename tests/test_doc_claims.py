@@ -153,3 +153,21 @@ def test_the_compare_page_gives_the_rows_and_settings_order() -> None:
     sweep = plan_sweep([ROOT / "specs" / "resnet.plan"], "heft", memories=example.group(1))
     order = list(dict.fromkeys(p.setting.memory for p in sweep.points))
     assert order == example.group(2).split(", ")
+
+
+def test_the_limits_page_gives_the_time_limit_range_solve_and_compare_take(
+        tmp_path: Path) -> None:
+    # it said "from 0 (`solve`) or above 0 (`compare`)": compare takes 0 too, with solve's
+    # meaning (no search or exact phase), and says so in E618's "from 0 to 1000000"
+    said = re.search(r"`--time-limit` takes seconds from 0 \(([^)]*)\) up to 1,000,000",
+                     _page("docs/limits.md"))
+    assert said, "docs/limits.md no longer gives --time-limit's range as one for every command"
+    commands = re.findall(r"`(\w+)`", said.group(1))
+    assert sorted(commands) == ["compare", "solve"], commands
+    spec = ROOT / "tests" / "spec" / "valid" / "example" / "tiny.plan"
+    algo = {"solve": ["--algo", "auto"], "compare": ["--algos", "single", "--jobs", "1"]}
+    for command in commands:
+        for limit, wanted in (("0", 0), ("-1", 2), ("1000001", 2)):
+            code, _, err = invoke([command, str(spec), *algo[command], "--root", str(ROOT),
+                                   "--time-limit", limit], tmp_path)
+            assert code == wanted, (command, limit, err)
