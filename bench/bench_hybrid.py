@@ -2,6 +2,7 @@
 
     python bench/bench_hybrid.py                     # 8 profiles x 4 and 8 workers (2-4 min)
     python bench/bench_hybrid.py --record            # also bench/results/bench_hybrid.json
+    python bench/bench_hybrid.py --quick             # alexnet and resnet18 on 4 workers
     PIPEDREAM_SRC=path/to/pipedream python bench/bench_hybrid.py --live
 
 The table issue 39 is judged by. Profiles, cluster and pipeline as `bench_pipedream.py`'s
@@ -181,8 +182,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--models", nargs="+", default=list(pd.MODELS), choices=pd.MODELS,
                     metavar="MODEL")
     ap.add_argument("--workers", nargs="+", type=int, default=list(pd.WORKERS))
+    ap.add_argument("--quick", action="store_true",
+                    help="alexnet and resnet18 on 4 workers (`--models alexnet resnet18 "
+                         "--workers 4`)")
     args = ap.parse_args(argv)
-    rec = Recording.start(__file__, False, argv)
+    if args.quick:
+        args.models, args.workers = ["alexnet", "resnet18"], [4]
+    rec = Recording.start(__file__, args.quick, argv)
     print(f"objective pipeline, {pd.PIPELINE.microbatches} micro-batches, "
           f"{pd.PIPELINE.schedule}; flat workers at 1 GB/s; simulated iteration in ms")
     cols = ["case", "one device", "all replicas", "pure (plan s)", "hybrid [replicas] (plan s)",

@@ -2,6 +2,7 @@
 
     python bench/bench_monotone.py                  # limits 5, 10, 20, 40 s
     python bench/bench_monotone.py --limits 1,2,4   # other limits
+    python bench/bench_monotone.py --quick          # limits 1 and 2 s
 
 Per graph (specs/inception.plan's inception_v2_small4, Baechi's fused GNMT from
 ../shared/datasets/baechi-gnmt, skipped with a reason when absent) and algorithm (`search`,
@@ -39,7 +40,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--limits", default="5,10,20,40")
     ap.add_argument("--algos", default="search,auto")
+    ap.add_argument("--quick", action="store_true", help="limits 1 and 2 s (`--limits 1,2`)")
     args = ap.parse_args()
+    if args.quick:
+        args.limits = "1,2"
     limits = [float(x) for x in args.limits.split(",")]
     print("| graph | algorithm | " + " | ".join(f"{x:g} s: ms (wall s)" for x in limits)
           + " | never worse |")
