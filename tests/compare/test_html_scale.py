@@ -18,7 +18,7 @@ from planner.render.compare_html import compare_report_html
 from planner.render.html import line_chart_svg
 from planner.report.compare import compare_report
 
-from .helpers import count
+from .helpers import ROOT, count
 
 
 def svg_of(kind: str, text: str) -> str:
@@ -98,6 +98,18 @@ def test_big_report_aggregates_and_stays_small(big_html: Path) -> None:
     assert len({c for c, _ in legend}) == 8
     # tooltips name the op groups (name prefixes) that ran in a column
     assert re.search(r'data-tip="gpu\d · [^"]*ops started: layer\d+ ×\d+', gantt)
+
+
+@pytest.mark.slow
+def test_the_compare_page_gives_the_sizes_of_these_reports(resnet_html: Path,
+                                                           big_html: Path) -> None:
+    # it said 0.41 MB for the 10,000-op page, which had grown to 0.46 MB
+    page = " ".join((ROOT / "docs" / "compare.md").read_text(encoding="utf-8").split())
+    said = re.search(r"the pages are (\d+) KB and ([\d.]+) MB", page)
+    assert said, "docs/compare.md no longer gives the reports' sizes"
+    for path, figure, unit in ((resnet_html, said.group(1), 1e3), (big_html, said.group(2), 1e6)):
+        size = path.stat().st_size / unit
+        assert abs(size - float(figure)) <= 0.05 * size, (path.name, size, figure)
 
 
 def test_log_axis_spans_only_the_data() -> None:
