@@ -9,7 +9,6 @@ failed on valid input), else 0.
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from ..roots import default_root, display_path, outside_root
 from ..spec.format import format_source
 from ..spec.lex import line_ends
 from ..spec.load import not_utf8, read_source
+from . import linediff
 from .guard import EXIT_GATE, EXIT_INVALID, JsonReport
 
 STDIN = "-"
@@ -133,7 +133,7 @@ def unified_diff(item: Formatted) -> str:
     up to the first space (`--- my spec.plan` named the file `my`)."""
     name = printable(_one_line(item.shown))  # a file name cannot fake a line
     name += "\t" if " " in name else ""
-    lines = difflib.unified_diff(_lines(item.text), _lines(item.new), name, name)
+    lines = linediff.unified_diff(_lines(item.text), _lines(item.new), name)
     return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n"
                    for x in lines)
 
@@ -144,7 +144,7 @@ def not_canonical(item: Formatted) -> Diagnostic:
     of the last newline is one of the lines that hold them, and one of lone `\r` line ends
     or of a byte order mark alone, which `line_ends` does not show, is at line 1."""
     old, new = _lines(line_ends(item.text)), _lines(item.new)
-    ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    ops = linediff.Matcher(old, new, autojunk=False).get_opcodes()
     _, i1, i2, _, _ = next((op for op in ops if op[0] != "equal"), ("", 0, 1, 0, 0))
     first = min(i1, max(len(old) - 1, 0)) + 1
     last = max(first, min(i2, max(len(old), 1)))
