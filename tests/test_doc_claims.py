@@ -15,6 +15,7 @@ from cli.helpers import invoke
 import planner
 from planner.compare import plan_sweep
 from planner.compare.rows import empty_row, sort_key
+from planner.errors import InfeasibleError
 from planner.facts import proofs
 from planner.render.groups import CATEGORY_COLOURS, OTHER, legend_by_type
 
@@ -171,3 +172,41 @@ def test_the_limits_page_gives_the_time_limit_range_solve_and_compare_take(
             code, _, err = invoke([command, str(spec), *algo[command], "--root", str(ROOT),
                                    "--time-limit", limit], tmp_path)
             assert code == wanted, (command, limit, err)
+
+
+@pytest.mark.slow
+def test_the_pages_name_the_one_algorithm_that_breaks_a_pin(tmp_path: Path) -> None:
+    # they said "`pin` is a hard constraint for every algorithm": `uniform` reads no pins
+    # (stage k on device k), and the simulator reports the pin it breaks (E401, exit 3)
+    for page, said in (("README.md", "**`pin`** is a hard constraint for every algorithm but "
+                                     "the `uniform` baseline"),
+                       ("docs/language.md", "`pin OPS to DEVICE` is a hard constraint for "
+                                            "every algorithm but the `uniform` baseline"),
+                       ("docs/algorithms.md", "`uniform` (a pipeline's even split, which "
+                                              "reads neither pins nor memory)")):
+        assert said in _page(page), page
+    code, _, err = invoke(["generate", "transformer", "--layers", "2", "--hidden", "64",
+                           "--heads", "2", "--seq", "16", "--batch", "1", "--vocab", "100",
+                           "--training", "--name", "tiny", "-o", "tiny.plan", "--cluster",
+                           str(ROOT / "specs" / "clusters" / "small4.plan")], tmp_path)
+    assert code == 0, err
+    with (tmp_path / "tiny.plan").open("a", encoding="utf-8") as spec:
+        spec.write("plan tp {\n  graph tiny\n  cluster small4\n  objective pipeline\n"
+                   "  microbatches 8\n  pin tokens to gpu3\n}\n")
+    problem = planner.load(tmp_path / "tiny.plan").plan("tp")
+    pinned = problem.graph.op_index["tokens"]
+    broke = set()
+    for name in planner.algorithms.names():
+        info = planner.algorithms.get(name)
+        if name == "expert" or not info.serves("pipeline"):  # expert: the spec's `place`
+            continue
+        limit = {"time_limit_s": 1.0} if name in planner.algorithms.taking("time_limit_s") \
+            else {}
+        try:
+            result = planner.solve(problem, name, **limit)
+        except InfeasibleError:  # `hybrid`: no layout in the cluster's order holds the pin
+            continue
+        if result.plan.placement[pinned] != problem.pins[pinned]:
+            broke.add(name)
+            assert not result.feasible and any("pinned" in b for b in result.breaks), name
+    assert broke == {"uniform"}
