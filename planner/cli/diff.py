@@ -20,6 +20,7 @@ from ..render.formats import OutputFormat
 from ..roots import display_path
 from ..units import format_bytes, format_seconds
 from .guard import EXIT_GATE, guard
+from .options import LimitOption, RootOption
 from .plandiff import PlanDiff, Side, compare, read_side, roles, simulate_side, spec_problem
 
 #: moved ops listed in the text output (all of them are in the JSON)
@@ -45,6 +46,8 @@ def diff_command(
     output: Annotated[OutputFormat | None, typer.Option(
         "--format", "--output-format", case_sensitive=False, show_default=False,
         help="Output: text, json, github (annotations) or sarif.")] = None,
+    limit: LimitOption = None,
+    root: RootOption = None,
 ) -> None:
     """Compare two plans: makespan, bound and memory before and after, the ops that moved."""
     chosen = output.value if output is not None else ("json" if as_json else "text")

@@ -55,7 +55,7 @@ from ..roots import display_path
 from ..spec.load import load_path
 from . import _load
 from .guard import guard
-from .options import CaptureOption, ExampleOption, InputOption
+from .options import CaptureOption, ExampleOption, InputOption, LimitOption, RootOption
 from .runs import check_imports_kept, problem_of, read_placed
 
 #: how `export` writes to stdout: the hint where `-o -` is refused
@@ -75,6 +75,8 @@ def export_json_command(
         "--plan", help="Export this plan (its graph, cluster and settings).")] = None,
     graph: Annotated[str | None, typer.Option(
         "--graph", help="Export this graph alone.")] = None,
+    limit: LimitOption = None,
+    root: RootOption = None,
 ) -> None:
     """Export a graph (and its plan's cluster) as planner-graph JSON."""
     with guard():
@@ -132,6 +134,8 @@ def export_torch_command(
     granularity: Annotated[str | None, typer.Option(
         "--granularity", help="As given to `import torch` (default: the one whose ops are "
         "the spec's).")] = None,
+    limit: LimitOption = None,
+    root: RootOption = None,
 ) -> None:
     """Apply a plan to a PyTorch model: devices, `.to()` copies, an accelerate device_map;
     with --pipeline, the split, schedule and a script for torch.distributed.pipelining."""

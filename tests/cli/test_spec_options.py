@@ -3,6 +3,7 @@ spec's header records of them, and where `--help` lists them."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -53,3 +54,22 @@ def test_an_import_takes_its_groups_only(tmp_path: Path) -> None:
     assert _recorded(tmp_path / "p.plan") == (
         f"planner import pipedream {shlex.quote(str(PROFILE))} --training --times-kind gpu "
         "-o p.plan")
+
+
+def test_the_limit_a_hint_names_is_taken_by_every_command_that_loads_a_spec(
+        tmp_path: Path) -> None:
+    # `export json` and `diff --spec` load specs and printed E011's (E007's) hint "raise the
+    # limit with `--limit ops=N`", then refused --limit: "No such option" (and --root)
+    (tmp_path / "s.plan").write_text(
+        "cluster c { device d[0..1] { memory 1 GiB } link d0 <-> d1 { bandwidth 1 GB/s } }\n"
+        "graph g { op a { time 1 ms  output 1 MiB } op b { time 1 ms } op c { time 1 ms }\n"
+        "  a -> b -> c }\nplan p { graph g  cluster c }\n", encoding="utf-8")
+    code, _, err = invoke(["solve", "s.plan", "--algo", "metf", "--out", "p.json"], tmp_path)
+    assert code == 0, err
+    for command in (["export", "json", "s.plan"], ["diff", "p.json", "p.json", "--spec", "s.plan"]):
+        code, _, err = invoke([*command, "--limit", "ops=2", "--root", "."], tmp_path)
+        assert code == 1 and "error[E011]" in err, (command, err)
+        hinted = re.search(r"--limit (ops=\d+)", err)
+        assert hinted, err
+        code, out, err = invoke([*command, "--limit", hinted.group(1), "--root", "."], tmp_path)
+        assert code == 0 and out, (command, err)
