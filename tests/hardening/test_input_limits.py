@@ -9,6 +9,7 @@ deeply nested" with no file).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -254,3 +255,19 @@ def test_an_unterminated_string_costs_no_memory_per_byte() -> None:
         tracemalloc.stop()
     assert info.value.diagnostics[0].code == "E104"
     assert peak < 40 * 2**20, peak  # the text itself is 2 MB; before: 600 MB
+
+
+@pytest.mark.parametrize("limit", ["ops", "edges"])
+def test_the_limit_e011_and_e012_hint_at_lets_the_spec_through(tmp_path: Path,
+                                                               limit: str) -> None:
+    # the hint was twice the limit: `--limit ops=1` on 10 ops hinted ops=2, which failed
+    # again (then 4, 8, 16); it is now at least the count of ops (hops) the graph writes
+    (tmp_path / "s.plan").write_text(
+        CLUSTER + "graph g {\n" + "".join(f"  op o{i} {{ time 1 ms }}\n" for i in range(10))
+        + "  " + " -> ".join(f"o{i}" for i in range(10)) + "\n}\nplan p { graph g  cluster c }\n")
+    code, _, err = invoke(["check", "s.plan", "--limit", f"{limit}=1"], tmp_path)
+    assert code == 1 and ("E011" if limit == "ops" else "E012") in err, err
+    hinted = re.search(rf"--limit ({limit}=\d+)", err)
+    assert hinted, err
+    code, _, err = invoke(["check", "s.plan", "--limit", hinted.group(1)], tmp_path)
+    assert code == 0, err

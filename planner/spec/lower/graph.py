@@ -80,8 +80,10 @@ def lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
         if isinstance(item, ast.ChainDecl):
             n_edges += len(item.names) - 1
             if n_edges > lim.edges:
+                # every hop written, counted in the tree read already: a hint that suffices
+                hops = sum(len(x.names) - 1 for x in decl.items if isinstance(x, ast.ChainDecl))
                 sink.error("E012", f"graph `{gname}` has more than {lim.edges:_} edges",
-                           item.span, limits.raise_hint("edges", lim.edges + 1, 2 * lim.edges))
+                           item.span, limits.raise_hint("edges", hops, 2 * lim.edges))
                 return None
             _chain_edges(sink, item, index, ops, edges, gname)
         elif isinstance(item, ast.ColocateDecl):
@@ -260,8 +262,10 @@ def _graph_ops(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations, lim: l
             continue
         name = item.name.text
         if len(ops) == lim.ops:
+            # every op written, counted in the tree read already: a hint that suffices
+            written = sum(isinstance(x, ast.OpDecl) for x in decl.items)
             sink.error("E011", f"graph `{gname}` has more than {lim.ops:_} ops",
-                       item.name.span, limits.raise_hint("ops", lim.ops + 1, 2 * lim.ops))
+                       item.name.span, limits.raise_hint("ops", written, 2 * lim.ops))
             return None
         first = index.setdefault(name, len(ops))
         if first != len(ops):
