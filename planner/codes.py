@@ -124,6 +124,8 @@ E263 1   a name that looks like another, different name of the spec
 E264 1   a name not in Unicode NFKC form
 W265 0   a comment that holds control, bidi or zero-width characters (they can make a reviewer read
          other code than the parser does)
+W266 0   a size that is not a whole number of bytes (`params 1.5 B`): read rounded up, a device's
+         `memory` down
 E290 1   Python API: a value that is not a number (wrong type, NaN) where a quantity is expected
 E301 3   a placement unit (op or colocation group) larger than any device it may use
 E302 3   the ops pinned to a device need more memory than it holds

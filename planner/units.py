@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 from typing import Final
 
 #: dimension name -> {unit: factor to the base unit}
@@ -94,6 +95,25 @@ def underflows(text: str) -> bool:
     that is 0, so a number in range never pays for it."""
     mantissa = text.partition("e")[0].partition("E")[0]
     return mantissa.strip("0._") != ""
+
+
+def whole_bytes(number: str, factor: float, value: float, down: bool = False
+                ) -> tuple[int, bool]:
+    """The size `number` (a spec number) times `factor` (its size unit's) in whole bytes,
+    rounded up (a demand: an op's or an edge's size), or down (`down`: a memory cap, which
+    whole-byte demands fit exactly when they fit the fraction); and whether it was whole.
+    `value` is the size's float, in range: the answer is computed from the decimal text,
+    not from it (`1.001 KB` reads as 1000.9999999999999 B), unless the float cannot hide
+    a fraction (an integer literal; or a short one whose float is whole and small
+    enough that its error stays below the literal's last digit)."""
+    if value.is_integer() and "e" not in number and "E" not in number and (
+            "." not in number or len(number) < 16 and value * 10.0 ** len(number) < 4e15):
+        return int(value), True
+    exact = Decimal(number.replace("_", ""))
+    ctx = Context(prec=len(number) + 32, Emax=MAX_EMAX, Emin=MIN_EMIN)
+    exact = ctx.multiply(exact, int(factor))
+    n = int(exact.to_integral_value(ROUND_FLOOR if down else ROUND_CEILING, ctx))
+    return n, n == exact
 
 
 def to_base(value: float, unit: str) -> tuple[str, float]:

@@ -21,7 +21,15 @@ from .. import schedules
 from ..disjoint import Disjoint
 from ..errors import CallSite, DiagnosticSink, Span, call_site, did_you_mean, site_span
 from ..model import Cluster, Device, Edge, Graph, Link, Op, Pipeline, Problem
-from ..units import EXAMPLES, UNIT_TABLE, closest_unit, parse_number, range_side, range_text
+from ..units import (
+    EXAMPLES,
+    UNIT_TABLE,
+    closest_unit,
+    parse_number,
+    range_side,
+    range_text,
+    whole_bytes,
+)
 from .checks import check_problem
 
 if TYPE_CHECKING:
@@ -67,7 +75,7 @@ class ProblemBuilder:
         #: what was given where a name belongs and is none (E213 said): not looked up again
         self._not_names: set[str] = set()
         self._ops: list[tuple[Op, CallSite | None]] = []
-        self._edges: list[tuple[str, str, float | None, CallSite | None]] = []
+        self._edges: list[tuple[str, str, int | None, CallSite | None]] = []
         self._devices: list[tuple[Device, CallSite | None]] = []
         self._links: list[tuple[list[str], list[str], float, float, bool,
                                 CallSite | None]] = []
@@ -102,12 +110,12 @@ class ProblemBuilder:
         """A tensor from op `src` to op `dst`: `bytes`, else the producer's `output`."""
         site = call_site()
         self._edges.append((self._name(src, "op", site), self._name(dst, "op", site),
-                            self._q(bytes, "size", "bytes", site), site))
+                            self._size(bytes, "bytes", site), site))
 
     def chain(self, *ops: str, bytes: Quantity | None = None) -> None:
         """Edges `ops[0] -> ops[1] -> ...` (a spec's `a -> b -> c`)."""
         site = call_site()
-        size = self._q(bytes, "size", "bytes", site)
+        size = self._size(bytes, "bytes", site)
         names = [self._name(o, "op", site) for o in ops]
         self._edges.extend((a, b, size, site) for a, b in itertools.pairwise(names))
 
@@ -175,7 +183,7 @@ class ProblemBuilder:
             self._sink.error("E213", f"`kind` expects a name, not {kind!r}", site_span(site),
                              f'give it as text: kind="{kind}"')
         self._devices.append((Device(self._name(name, "device", site),
-                                     self._bytes(memory, "memory", site),
+                                     self._bytes(memory, "memory", site, down=True),
                                      kind, speed, self._q(flops, "rate", "flops", site)),
                               site))
 
@@ -289,8 +297,7 @@ class ProblemBuilder:
         for a_name, b_name, size, site in self._edges:
             a, b = op_of(a_name, site), op_of(b_name, site)
             if a is not None and b is not None:
-                # whole bytes as the spec's `bytes 1.5 B` (rounded, not cut to 1)
-                nbytes = ops[a].output_bytes if size is None else round(size)
+                nbytes = ops[a].output_bytes if size is None else size
                 edges[(a, b)] = (nbytes, edges.get((a, b), (0, site))[1])
         return edges
 
@@ -373,9 +380,23 @@ class ProblemBuilder:
             else [value]
         return [self._name(v, what, site) for v in items]
 
-    def _bytes(self, value: Quantity, key: str, site: CallSite | None) -> int:
+    def _bytes(self, value: Quantity, key: str, site: CallSite | None, down: bool = False
+               ) -> int:
+        n = self._size(value, key, site, down)
+        return 0 if n is None else n
+
+    def _size(self, value: Quantity | None, key: str, site: CallSite | None,
+              down: bool = False) -> int | None:
+        """A size in whole bytes as a spec's: rounded up, or down (`down`: a device's
+        `memory`), exactly from a text's digits (`"1.001 KB"`: 1001 B, whatever its float);
+        None if absent (or an error recorded)."""
         q = self._q(value, "size", key, site)
-        return 0 if q is None else round(q)
+        if q is None:
+            return None
+        m = _QUANTITY.fullmatch(value) if isinstance(value, str) else None
+        if m is not None and m.group(2) is not None:
+            return whole_bytes(m.group(1), UNIT_TABLE[m.group(2)][1], q, down)[0]
+        return math.floor(q) if down else math.ceil(q)
 
     def _q(self, value: Quantity | None, dim: str, key: str,
            site: CallSite | None) -> float | None:

@@ -19,6 +19,7 @@ from ...units import (
     range_side,
     range_text,
     underflows,
+    whole_bytes,
 )
 from .. import ast
 
@@ -96,6 +97,12 @@ class Attrs:
         if attr is None:
             return None
         return quantity(self.sink, attr, self.allowed[key])
+
+    def size(self, key: str, down: bool = False) -> int | None:
+        """The size `key` in whole bytes (`whole`), or None if absent or wrong (reported)."""
+        attr = self.values.get(key)
+        value = self.quantity(key)
+        return None if attr is None or value is None else whole(self.sink, attr, value, down)
 
     def name(self, key: str) -> str | None:
         attr = self.values.get(key)
@@ -210,6 +217,16 @@ def _dim_word(dim: str) -> str:
     return DIM_WORDS.get(dim, dim)
 
 
-def to_bytes(x: float | None) -> int:
-    """A size read in bytes as a whole number; 0 when absent (or wrong: reported)."""
-    return 0 if x is None else round(x)
+def whole(sink: DiagnosticSink, attr: ast.Attr, value: float, down: bool = False) -> int:
+    """A size attribute read as `value` (in range) in whole bytes: rounded up (an op's or an
+    edge's size), or down (`down`: a device's `memory`), so that a plan called within its
+    caps is within them as written; W266 where it was not whole (`params 1.5 B`)."""
+    v = attr.value
+    n, exact = whole_bytes(v.number, UNIT_TABLE[v.unit][1], value, down)
+    if not exact:
+        way = "a device's `memory` rounds down, an op's or an edge's size up" if down else \
+            "an op's or an edge's size rounds up, a device's `memory` down"
+        sink.warning("W266", f"`{attr.key}` {value_text(v, 40)} is not a whole number of "
+                     f"bytes: read as {n} B", v.span,
+                     f"sizes are whole bytes ({way}); write `{attr.key} {n} B` to say so")
+    return n

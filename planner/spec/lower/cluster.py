@@ -15,7 +15,7 @@ from ...model import (
 )
 from .. import ast
 from ..ast import DEVICE_ATTRS, LINK_ATTRS
-from .attrs import Attrs, device_hints, to_bytes
+from .attrs import Attrs, device_hints
 from .locations import Locations
 from .resolve import Budget
 
@@ -36,7 +36,7 @@ def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
     index: dict[str, int] = {}
     for d in decl.devices:
         attrs = Attrs(sink, d.attrs, DEVICE_ATTRS, "a device")
-        memory = attrs.quantity("memory")
+        memory = attrs.size("memory", down=True)
         if memory is None and attrs.missing("memory"):
             sink.error("E240", "device needs `memory`", d.ref.span,
                        "for example `memory 16 GiB`")
@@ -70,7 +70,7 @@ def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
                 continue
             index[name] = len(devices)
             loc.devices[(cname, name)] = d.ref.span
-            devices.append(Device(name, to_bytes(memory), kind, speed or 1.0, flop_rate))
+            devices.append(Device(name, memory or 0, kind, speed or 1.0, flop_rate))
     if not decl.devices:  # no plan could run on it (every algorithm divides by its size)
         sink.error("E247", f"cluster `{cname}` has no devices", decl.name.span,
                    "declare them, for example `device gpu[0..3] { memory 16 GiB }`")

@@ -27,10 +27,11 @@ from ...units import (
     format_bytes,
     parse_number,
     underflows,
+    whole_bytes,
 )
 from .. import ast
 from ..ast import EDGE_ATTRS, OP_ATTRS, TIE_ATTRS
-from .attrs import Attrs, hints, to_bytes
+from .attrs import Attrs, hints
 from .locations import Locations
 from .resolve import GlobTable, resolve_op, resolve_ops
 
@@ -74,7 +75,7 @@ def lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                     edges.given.add(len(src))
                 src.append(a)
                 dst.append(b)
-                nbytes.append(ops[a].output_bytes if explicit is None else round(explicit))
+                nbytes.append(ops[a].output_bytes if explicit is None else explicit)
                 edge_spans.append(second.span)
                 continue
         if isinstance(item, ast.ChainDecl):
@@ -127,7 +128,7 @@ def _chain_edges(sink: DiagnosticSink, item: ast.ChainDecl, index: dict[str, int
             sink.error("E230", f"edge from `{n.text}` to itself", n.span,
                        "an op cannot consume its own output")
             continue
-        edges.add(a, b, to_bytes(explicit) if explicit is not None else ops[a].output_bytes,
+        edges.add(a, b, explicit if explicit is not None else ops[a].output_bytes,
                   n.span, explicit is not None)
 
 
@@ -156,7 +157,7 @@ def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]
     pairs: dict[tuple[int, int], ast.TieDecl] = {}
     for decl, members in decls:
         attrs = Attrs(sink, decl.attrs, TIE_ATTRS, "a tie") if decl.attrs else None
-        given = attrs.quantity("bytes") if attrs is not None else None
+        given = attrs.size("bytes") if attrs is not None else None
         if members is None:
             continue
         if len(members) < 2:
@@ -166,8 +167,7 @@ def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]
             continue
         at = attrs.values["bytes"].value.span if attrs is not None and "bytes" in attrs.values \
             else decl.span
-        nbytes = to_bytes(given) if given is not None else min(ops[i].params_bytes
-                                                             for i in members)
+        nbytes = given if given is not None else min(ops[i].params_bytes for i in members)
         if nbytes <= 0:
             empty = next((ops[i].name for i in members if ops[i].params_bytes == 0), "")
             sink.error("E237", "the tied ops share no bytes" if given is not None else
@@ -335,15 +335,17 @@ class _Edges:
         self.src, self.dst, self.bytes, self.span, self.given = src, dst, size, span, given
 
 
-def _edge_bytes(sink: DiagnosticSink, attrs: Sequence[ast.Attr]) -> float | None:
-    """A chain's `bytes`: a lone plain quantity directly, anything else through `Attrs`
-    (which reports)."""
+def _edge_bytes(sink: DiagnosticSink, attrs: Sequence[ast.Attr]) -> int | None:
+    """A chain's `bytes` in whole bytes: a lone plain quantity of whole bytes directly,
+    anything else through `Attrs` (which reports, and rounds a fraction up: W266)."""
     first, *more = attrs
     if first.key == "bytes" and not more and first.selector is None:
         plain = _plain_quantity(first, "size")
         if plain is not None:
-            return plain
-    return Attrs(sink, attrs, EDGE_ATTRS, "an edge").quantity("bytes")
+            n, exact = whole_bytes(first.value.number, UNIT_TABLE[first.value.unit][1], plain)
+            if exact:
+                return n
+    return Attrs(sink, attrs, EDGE_ATTRS, "an edge").size("bytes")
 
 
 def unknown_time_kinds(sink: DiagnosticSink, time_kinds: dict[str, dict[str, list[Span]]],
@@ -386,18 +388,18 @@ def _plain_quantity(a: ast.Attr, dim: str) -> float | None:
 #: (key, unit) -> (factor, lo, hi) for each op key and each unit of its dimension: what
 #: `_plain_op` reads a value with in one look-up (a number or a name has unit "", which
 #: no key takes)
-_OP_UNITS: dict[tuple[str, str], tuple[float, float, float]] = {
-    (key, unit): (factor, *RANGES[dim]) for key, dim in OP_ATTRS.items() if dim in RANGES
-    for unit, (got, factor) in UNIT_TABLE.items() if got == dim}
+_OP_UNITS: dict[tuple[str, str], tuple[float, float, float, bool]] = {
+    (key, unit): (factor, *RANGES[dim], dim == "size") for key, dim in OP_ATTRS.items()
+    if dim in RANGES for unit, (got, factor) in UNIT_TABLE.items() if got == dim}
 
 
 def _plain_op(item: ast.OpDecl, time_kinds: dict[str, list[Span]]) -> Op | None:
     """The op of a block as most are written (each key known and given once, a selector
-    only on `time`, every value a quantity of its key's dimension within range, a time or
-    FLOPs given), read without `Attrs`' bookkeeping (100k ops: 1.5 s); None for any other
-    block, which `_lower_op` reads and reports on. (`_plain_quantity` for each value, with
-    `parse_number` and the unit table inlined.) The op's `time[KIND]` selectors go to
-    `time_kinds` when it returns an op."""
+    only on `time`, every value a quantity of its key's dimension within range, a size in
+    whole bytes, a time or FLOPs given), read without `Attrs`' bookkeeping (100k ops:
+    1.5 s); None for any other block, which `_lower_op` reads and reports on.
+    (`_plain_quantity` for each value, with `parse_number` and the unit table inlined.)
+    The op's `time[KIND]` selectors go to `time_kinds` when it returns an op."""
     given: dict[str, float] = {}
     by_kind: dict[str, float] = {}
     units = _OP_UNITS
@@ -407,10 +409,15 @@ def _plain_op(item: ast.OpDecl, time_kinds: dict[str, list[Span]]) -> Op | None:
         entry = units.get((key, v.unit))
         if entry is None:
             return None
-        factor, lo, hi = entry
+        factor, lo, hi, size = entry
         value = float(v.number.replace("_", "")) * factor
         if not (lo <= value <= hi or (value == 0 and not underflows(v.number))):
             return None
+        if size:  # whole bytes, or `_lower_op` rounds it and says so (W266)
+            n, exact = whole_bytes(v.number, factor, value)
+            if not exact:
+                return None
+            value = n
         if a.selector is None:
             if key in given:
                 return None
@@ -430,9 +437,9 @@ def _plain_op(item: ast.OpDecl, time_kinds: dict[str, list[Span]]) -> Op | None:
     _OP_TIME(op, time_s)
     _OP_FLOPS(op, flops)
     _OP_KINDS(op, MappingProxyType(by_kind) if by_kind else _NO_KINDS)
-    _OP_PARAMS(op, 0 if params is None else round(params))
-    _OP_OUTPUT(op, 0 if output is None else round(output))
-    _OP_TEMP(op, 0 if temp is None else round(temp))
+    _OP_PARAMS(op, 0 if params is None else int(params))
+    _OP_OUTPUT(op, 0 if output is None else int(output))
+    _OP_TEMP(op, 0 if temp is None else int(temp))
     _OP_TYPE(op, "")  # a `type` sends the block to `_lower_op`
     return op
 
@@ -480,8 +487,8 @@ def _lower_op(sink: DiagnosticSink, item: ast.OpDecl, what: str,
         sink.error("E232", f"{what} has neither `time` nor `flops`", item.name.span,
                    "give its compute cost, e.g. `time 1.5 ms` or `flops 2.4 GFLOP`")
     return Op(item.name.text, time_s, flops, MappingProxyType(by_kind),
-              to_bytes(attrs.quantity("params")), to_bytes(attrs.quantity("output")),
-              to_bytes(attrs.quantity("temp")), attrs.name("type") or "")
+              attrs.size("params") or 0, attrs.size("output") or 0, attrs.size("temp") or 0,
+              attrs.name("type") or "")
 
 
 def _find_cycle(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int] | None:
