@@ -15,11 +15,10 @@ longer disagree about which devices an op may use or what "cannot fit" means.
   a device (or all devices together) must hold, valid for the problem's *own* memory model:
   - `static`: a device holds the params and output of each of its ops and the largest temp
     among them, so a set of ops needs at least `sum(params + output) + max(temp)`;
-  - `liveness`: params are resident throughout; an op that takes time on every device it
-    may use holds its output and temp while it runs, and a sink's output (no consumer, so
-    never freed) is held from its start to the end. So a set of ops needs at least
-    `sum(params) + max(max over timed ops of (output + temp), sum of its sinks' outputs)`.
-    A buffer allocated and freed at one instant (a zero-time op) never counts.
+  - `liveness`: params are resident throughout; an op holds its output and temp while it
+    runs (a zero-time op too, at its instant), and a sink's output (no consumer, so never
+    freed) is held from its start to the end. So a set of ops needs at least
+    `sum(params) + max(max over its ops of (output + temp), sum of its sinks' outputs)`.
   Received copies are left out: they only add, so the figures stay lower bounds.
 - **Proofs** (`proofs(problem)`): each a reason why *no* placement is valid, one code each:
   - E301 a unit needs more memory than any device it may use holds;
@@ -34,7 +33,7 @@ longer disagree about which devices an op may use or what "cannot fit" means.
     `P` feeding it, either `P` itself (its params and outputs) or a copy of `P`'s tensor
     (at least the largest edge from `P` into `U`), so at least the smaller of the two,
     on top of `U`'s own least bytes; under `liveness`, when an op of `U` starts, its
-    device holds `U`'s params, the op's output and temp (when it takes time) and, for each
+    device holds `U`'s params, the op's output and temp (a zero-time op's too) and, for each
     producer `P` outside `U` feeding the op, `P`'s params and output (same device: alive
     until its consumers are done) or the received copy (kept), so at least the smaller;
   - E307 units that cannot share a device two by two (a device holding both would need
@@ -200,7 +199,7 @@ def _op_bytes(problem: Problem, f: Facts, i: int) -> int:
     """`_least_bytes` of one op (the common unit), without the loop."""
     op = problem.graph.ops[i]
     if problem.memory_model == "liveness":
-        held = op.output_bytes + op.temp_bytes if f.fastest[i] > 0 else 0
+        held = op.output_bytes + op.temp_bytes
         sink = op.output_bytes if not problem.graph.successors[i] else 0
         return op.params_bytes + max(held, sink)
     return op.params_bytes + op.output_bytes + op.temp_bytes
@@ -215,8 +214,7 @@ def _least_bytes(problem: Problem, f: Facts, ops: Iterable[int]) -> int:
         for i in ops:
             op = all_ops[i]
             params += op.params_bytes
-            if f.fastest[i] > 0:
-                held = max(held, op.output_bytes + op.temp_bytes)
+            held = max(held, op.output_bytes + op.temp_bytes)
             if not succ[i]:
                 sinks += op.output_bytes
         return params + max(held, sinks)
@@ -267,7 +265,7 @@ def _exact(nbytes: int) -> str:
 def _model_hint(problem: Problem) -> str:
     if problem.memory_model == "liveness":
         return ("memory model `liveness`: params count throughout, plus the largest output + "
-                "temp of an op that takes time (or the outputs of its sinks, never freed)")
+                "temp of an op (or the outputs of its sinks, never freed)")
     return ("memory model `static`: params and outputs count once, plus the largest temp; "
             "with `memory liveness` buffers are freed after use")
 
@@ -493,11 +491,12 @@ def _with_copies(problem: Problem, f: Facts) -> list[Proof]:
 
 def _live_need(problem: Problem, f: Facts, members: Sequence[int]) -> int:
     """Under `liveness`: the least bytes a device holding the unit of `members` holds when
-    one of its ops that takes time starts (the most over them; the simulator's model,
-    `planner.simulate`): every param of the unit, the op's output and temp, and each input
-    from outside the unit, either its producer on the same device (its params, and its
-    output, freed when its last consumer there ends) or a received copy (at least the
-    edge's bytes, freed when its last consumer there ends), so at least the smaller."""
+    one of its ops runs (the most over them; the simulator's model, `planner.simulate`,
+    which counts a zero-time op's buffers and inputs at its instant): every param of the
+    unit, the op's output and temp, and each input from outside the unit, either its
+    producer on the same device (its params, and its output, freed when its last consumer
+    there ends) or a received copy (at least the edge's bytes, freed when its last
+    consumer there ends), so at least the smaller."""
     g = problem.graph
     ops = g.ops
     inside = set(members)
@@ -509,10 +508,9 @@ def _live_need(problem: Problem, f: Facts, members: Sequence[int]) -> int:
             feed[e.src] = max(feed.get(e.src, 0), e.bytes)
     best = params
     for i in members:
-        if f.fastest[i] > 0:  # at its start (an instant later than its inputs' arrival)
-            inputs = sum(min(b, ops[p].params_bytes + ops[p].output_bytes)
-                         for p, b in feeds[i].items())
-            best = max(best, params + ops[i].output_bytes + ops[i].temp_bytes + inputs)
+        inputs = sum(min(b, ops[p].params_bytes + ops[p].output_bytes)
+                     for p, b in feeds[i].items())
+        best = max(best, params + ops[i].output_bytes + ops[i].temp_bytes + inputs)
     return best
 
 

@@ -238,16 +238,19 @@ def test_liveness_frees_before_allocations_at_one_instant() -> None:
 
 
 def test_zero_duration_op_and_zero_lifetime_buffers() -> None:
-    # a [0,1]; z takes no time: [1,1]; b [1,2]. z's 5 MB temp lives on [1,1): never
-    # counts. At 1: a's output is freed (z, its consumer, ended) and z's output allocated:
-    # net 0, so no step. z's output is freed when b ends at 2.
+    # a [0,1]; z takes no time: [1,1]; b [1,2]. While z runs at 1 it holds its input
+    # (a's output, freed as z ends), its 5 MB temp and its output: 7 MB, a step of no
+    # width (before: its buffers' intervals are empty or ended there, so never counted).
+    # After 1: a's output freed, z's output allocated: net 0. z's output is freed when b
+    # ends at 2.
     p = load("op a { time 1 ms output 1 MB }\nop z { time 0 ms output 1 MB temp 5 MB }\n"
              "op b { time 1 ms }\na -> z -> b", "place a, z, b on d0\nmemory liveness")
     r = run(p)
     assert r.order[0] == (0, 1, 2)
     assert times(p, r, "z") == pytest.approx((1, 1)) and times(p, r, "b") == pytest.approx((1, 2))
-    assert r.memory_timeline[0] == ((0.0, 1 * MB), (pytest.approx(2 * MS), 0))
-    assert r.memory_peak_bytes[0] == 1 * MB and r.memory_static_bytes[0] == 7 * MB
+    assert r.memory_timeline[0] == ((0.0, 1 * MB), (pytest.approx(MS), 7 * MB),
+                                    (pytest.approx(MS), 1 * MB), (pytest.approx(2 * MS), 0))
+    assert r.memory_peak_bytes[0] == 7 * MB and r.memory_static_bytes[0] == 7 * MB
 
 
 def test_memory_cap_is_checked_under_the_plans_model() -> None:

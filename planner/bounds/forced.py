@@ -215,7 +215,7 @@ class _Groups:
         self.time[i] = row
         if self.liveness:  # as `facts._least_bytes` counts them
             self.parts[i] = [op.params_bytes,
-                             op.output_bytes + op.temp_bytes if self.wmin[i] > 0 else 0,
+                             op.output_bytes + op.temp_bytes,
                              0 if g.successors[i] else op.output_bytes]
         else:
             self.parts[i] = [op.params_bytes + op.output_bytes, op.temp_bytes, 0]

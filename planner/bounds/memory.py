@@ -157,8 +157,7 @@ def _unit_parts(problem: Problem, f: Any) -> list[tuple[int, int, int]]:
             o = ops[i]
             if liveness:
                 summed += o.params_bytes
-                if f.fastest[i] > 0:
-                    peak = max(peak, o.output_bytes + o.temp_bytes)
+                peak = max(peak, o.output_bytes + o.temp_bytes)
                 if not succ[i]:
                     sinks += o.output_bytes
             else:

@@ -287,9 +287,11 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
 
     Params are live from t = 0; an op's output from its start to the last end of its
     consumers on its device (never freed without one), its temp from start to end; a
-    received copy from its transfer's start to the last end of its consumers there. A
-    buffer freed when it is allocated never counts. At one instant frees and allocations
-    net out, so the peak is the highest level after an instant.
+    received copy from its transfer's start to the last end of its consumers there. At one
+    instant frees and allocations net out, so the peak is the highest level after an
+    instant; where zero-time ops run, also that level less what the op starting after
+    them allocates, plus the buffers freed there that they read and their largest temp
+    (`simulate.memory._zero_time_extra`).
 
     No sort: a device runs its ops one after another (`run`), so their starts and ends
     come in that order, and every free happens at the end of an op on the device (the
@@ -300,6 +302,7 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
     n_tr = tr_i.shape[0]
     up = np.zeros(n, np.int64)  # bytes allocated at start[i]
     down = np.zeros(n, np.int64)  # bytes freed at end[i]
+    read = np.zeros(n, np.int64)  # of those, bytes a zero-time op ending then reads
     base = np.zeros(m, np.int64)
     for i in range(n):
         d = place[i]
@@ -311,6 +314,9 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
         last = _last_consumer(i, d, place, end, succ_ptr, succ_dst)
         _account(up, down, i, last, output[i], start[i], end)
         _account(up, down, i, i, temp[i], start[i], end)
+        if last >= 0 and output[i] > 0 and _zero_time_reader(i, d, end[last], place, start,
+                                                              end, succ_ptr, succ_dst):
+            read[last] += output[i]
     # copies per destination, in start order
     c_ptr = np.zeros(m + 1, np.int64)
     for r in range(n_tr):
@@ -330,6 +336,9 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
             size = tr_i[r, 3]
             if np.isfinite(free):
                 down[last] += size
+        if last >= 0 and tr_i[r, 3] > 0 and _zero_time_reader(tr_i[r, 0], d, free, place,
+                                                              start, end, succ_ptr, succ_dst):
+            read[last] += tr_i[r, 3]
         q = fill[d]
         fill[d] += 1
         while q > c_ptr[d] and c_t[q - 1] > alloc:  # insertion sort (link contention)
@@ -364,17 +373,27 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
                 t = c_t[c]
             if t == INF:
                 break  # what remains never happens
+            zero, most, after, freed = False, 0, 0, 0
             while a < a_end and start[ops[a]] == t:
-                level += up[ops[a]]
+                i = ops[a]
+                level += up[i]
+                if end[i] == t:  # a zero-time op: its temp while it runs
+                    zero = True
+                    most = max(most, temp[i])
+                else:  # the op that starts after them
+                    after += up[i]
                 a += 1
             while f < a_end and end[ops[f]] == t:
                 level -= down[ops[f]]
+                freed += read[ops[f]]
                 f += 1
             while c < c_end and c_t[c] == t:
                 level += c_b[c]
                 c += 1
             if level > peak[d]:
                 peak[d] = level
+            if zero and level - after + freed + most > peak[d]:
+                peak[d] = level - after + freed + most
     return peak
 
 
@@ -387,6 +406,17 @@ def _last_consumer(i, d, place, end, succ_ptr, succ_dst):
         if place[j] == d and (last < 0 or end[j] > end[last]):
             last = j
     return last
+
+
+@_leaf
+def _zero_time_reader(i, d, t, place, start, end, succ_ptr, succ_dst):
+    """Whether a consumer of op i on device d takes no time at instant `t` (it reads the
+    buffer freed then while it runs)."""
+    for q in range(succ_ptr[i], succ_ptr[i + 1]):
+        j = succ_dst[q]
+        if place[j] == d and start[j] == t and end[j] == t:
+            return True
+    return False
 
 
 @_leaf

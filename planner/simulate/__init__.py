@@ -42,11 +42,15 @@ Semantics
   output is freed when the last consumer on the same device finishes (never, without
   one); a received copy is allocated when its transfer starts and freed when the last
   consumer of it there finishes. Each buffer occupies memory on the half-open interval
-  [allocated, freed): at one instant frees happen before allocations, and a buffer freed
-  at the instant it is allocated never counts. `memory_peak_bytes` is the figure the
-  plan's memory model constrains (static total, or liveness peak); a device whose figure
-  exceeds its `memory` is a `memory` violation naming the device's ops (`static`) or the
-  ops whose buffers are live at the peak (`liveness`).
+  [allocated, freed): at one instant frees happen before allocations. But a zero-time op
+  holds its temp, its output and its inputs at its instant, where those intervals are
+  empty or ended: the instant also counts its level less what the op that starts after
+  the zero-time ones (with a duration) allocates, plus the buffers freed there that
+  zero-time ops there read, plus their largest temp (never above the static figure).
+  `memory_peak_bytes` is the figure the plan's memory model constrains (static total, or
+  liveness peak); a device whose figure exceeds its `memory` is a `memory` violation
+  naming the device's ops (`static`) or the ops whose buffers are live at the peak
+  (`liveness`).
 - **Violations** (all are reported, not just the first): `unplaced` (no device, or one
   that does not exist: the op never runs, so its consumers never start), `order`, `pin`,
   `colocation` (a group split across devices), `unrunnable` (an op on a device where its

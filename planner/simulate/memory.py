@@ -7,11 +7,11 @@ arrays; a rule changed here is changed there in the same commit.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..cost import INF, columns, static_memory
+from ..cost import INF, Columns, columns, static_memory
 from ..model import Graph, Op, Problem
 
 if TYPE_CHECKING:
@@ -40,7 +40,8 @@ def liveness(problem: Problem, place: list[int], run: Run
 
     Buffers live on [alloc, free). Because frees come before allocations at one instant,
     only the net change per instant matters: the level after an instant is the highest
-    within it. Vectorised with numpy (one sort of all alloc and free events).
+    within it, but where zero-time ops run (`_zero_time_extra`). Vectorised with numpy
+    (one sort of all alloc and free events).
     """
     g = problem.graph
     m = len(problem.cluster.devices)
@@ -80,8 +81,10 @@ def liveness(problem: Problem, place: list[int], run: Run
     size = np.concatenate([output[runs], temp[runs],
                            np.array(run.tr_bytes, dtype=np.int64)])
     owner = np.concatenate([np.flatnonzero(runs), np.flatnonzero(runs), tr_src])
+    copy = np.arange(len(owner)) >= 2 * int(runs.sum())  # a received copy, not an op's buffer
     keep = (size > 0) & np.isfinite(alloc) & (free > alloc)
     dev, alloc, free, size, owner = dev[keep], alloc[keep], free[keep], size[keep], owner[keep]
+    copy = copy[keep]
     base = np.zeros(m, dtype=np.int64)
     np.add.at(base, pl[placed], params[placed])
     freed = np.isfinite(free)
@@ -102,23 +105,98 @@ def liveness(problem: Problem, place: list[int], run: Run
     level -= before[g_d]
     shown = g_net != 0
     shown[lo] = True
+    extra = _zero_time_extra(pl, start, end, runs, cols, output, temp, out_free,
+                             (tr_src, tr_dd, tr_free, np.array(run.tr_bytes, dtype=np.int64)), m)
     peaks: list[int] = []
     timelines: list[tuple[tuple[float, int], ...]] = []
     live: list[tuple[int, ...]] = []
     for d in range(m):
         seg = slice(lo[d], hi[d])
-        lv = level[seg]
-        k = int(np.argmax(lv))
-        peaks.append(int(lv[k]))
-        top_t = g_t[seg][k]
-        mask = shown[seg]
-        timelines.append(tuple(zip(g_t[seg][mask].tolist(), lv[mask].tolist(), strict=True)))
-        if peaks[-1] > caps[d]:
-            on = (dev == d) & (alloc <= top_t) & (top_t < free)
-            live.append(tuple(np.unique(owner[on]).tolist()))
-        else:
-            live.append(())
+        peak, top_t, held, steps = _device_levels(g_t[seg], level[seg], shown[seg],
+                                                  extra.get(d, []))
+        peaks.append(peak)
+        timelines.append(steps)
+        on = (dev == d) & (alloc <= top_t) & (top_t < free) if peak > caps[d] else None
+        if on is not None and held:  # not the buffers of the op starting after zero-time ones
+            on &= copy | (alloc < top_t) | (end[owner] == alloc)
+        live.append(() if on is None else tuple(sorted({*owner[on].tolist(), *held})))
     return peaks, timelines, live
+
+
+def _device_levels(g_t: np.ndarray, lv: np.ndarray, shown: np.ndarray,
+                   extra: list[tuple[float, int, tuple[int, ...]]]
+                   ) -> tuple[int, float, tuple[int, ...], tuple[tuple[float, int], ...]]:
+    """One device's peak, its first instant, the ops `_zero_time_extra` gives for it when
+    a zero-time instant holds it (else none), and its timeline: the level after each
+    instant where it changes, and a zero-time instant above its level as a step of no
+    width (its level, then the level after it)."""
+    k = int(np.argmax(lv))
+    held: tuple[int, ...] = ()
+    peak, top_t = int(lv[k]), float(g_t[k])
+    levels = list(zip(g_t[shown].tolist(), lv[shown].tolist(), strict=True))
+    spikes: list[tuple[float, int]] = []
+    at = {t for t, _ in levels}
+    for t, nbytes, ops in extra:
+        after = int(lv[np.searchsorted(g_t, t, side="right") - 1])
+        if nbytes > 0:
+            spikes.append((t, after + nbytes))
+            if t not in at:
+                levels.append((t, after))
+        if after + nbytes > peak:
+            peak, top_t, held = after + nbytes, t, ops
+    steps = spikes + levels
+    steps.sort(key=lambda s: s[0])  # stable: a spike stays before its instant's level
+    return peak, top_t, held, tuple(steps)
+
+
+def _zero_time_extra(pl: np.ndarray, start: np.ndarray, end: np.ndarray, runs: np.ndarray,
+                     cols: Columns, output: np.ndarray, temp: np.ndarray,
+                     out_free: np.ndarray, copies: tuple[np.ndarray, ...], m: int
+                     ) -> dict[int, list[tuple[float, int, tuple[int, ...]]]]:
+    """Per device, (instant, bytes beyond the level after it, ops) where zero-time ops run.
+
+    A zero-time op holds its temp and output, and its inputs, while it runs, but the
+    level after its instant has them freed (each buffer on [alloc, free) is empty or
+    ended). So the instant holds the level after it, less what the op that starts there
+    after them (with a duration) allocates, plus every buffer freed there that a
+    zero-time op there reads (its inputs, a zero-length output among them), plus the
+    largest temp of those ops (they run one at a time). That counts no buffer twice and
+    at most one temp: never above the static figure, which bounds the peak."""
+    zero = runs & (start == end)
+    if not zero.any():
+        return {}
+    found: dict[tuple[int, float], list[Any]] = {}
+    for z in np.flatnonzero(zero).tolist():
+        entry = found.setdefault((int(pl[z]), float(start[z])), [0, 0, set()])
+        entry[1] = max(entry[1], int(temp[z]))
+        entry[2].add(z)
+    src, dst = cols.src, cols.dst
+    reads = zero[dst]
+    local = reads & (pl[src] == pl[dst]) & (out_free[src] == start[dst]) & (output[src] > 0)
+    for i in np.unique(src[local]).tolist():
+        entry = found[(int(pl[i]), float(out_free[i]))]
+        entry[0] += int(output[i])
+        entry[2].add(i)
+    tr_src, tr_dd, tr_free, tr_bytes = copies
+    remote = reads & (pl[src] != pl[dst])
+    if remote.any() and len(tr_src):
+        keys = tr_src * m + tr_dd
+        order = np.argsort(keys)
+        at = order[np.searchsorted(keys[order], src[remote] * m + pl[dst][remote])]
+        hit = tr_free[at] == start[dst][remote]
+        for r in np.unique(at[hit]).tolist():
+            entry = found[(int(tr_dd[r]), float(tr_free[r]))]
+            entry[0] += int(tr_bytes[r])
+            entry[2].add(int(tr_src[r]))
+    after = runs & ~zero & np.isin(start, np.array([t for _, t in found]))
+    for i in np.flatnonzero(after).tolist():
+        starts = found.get((int(pl[i]), float(start[i])))
+        if starts is not None:  # its buffers, as `liveness` keeps them
+            starts[0] -= int(temp[i]) + (int(output[i]) if out_free[i] > start[i] else 0)
+    out: dict[int, list[tuple[float, int, tuple[int, ...]]]] = {}
+    for (d, t), (freed, most, ops) in sorted(found.items()):
+        out.setdefault(d, []).append((t, freed + most, tuple(sorted(ops))))
+    return out
 
 
 def _int64_sizes(graph: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
