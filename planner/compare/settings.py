@@ -37,7 +37,7 @@ from typing import Any
 from .. import limits
 from ..errors import Diagnostic, UsageError, did_you_mean
 from ..model import MAX_MICROBATCHES, Device, Link, Pipeline, Problem
-from ..units import RANGES, UNITS, format_quantity, parse_number
+from ..units import RANGES, UNITS, format_quantity, parse_number, whole_bytes
 
 DEFAULT_BANDWIDTH = "1x"
 DEFAULT_MEMORY = "100%"
@@ -181,7 +181,12 @@ def canonical_memory(part: str, option: str = "--memory") -> str:
     base = value * UNITS["size"][unit]
     if not 1 <= base <= RANGES["size"][1]:  # a spec's sizes: every later stage stays exact
         raise _usage(option, part, "a size from 1 B to 1 PiB", "8GiB,16GiB")
-    return format_quantity(float(int(base)), "size")
+    # whole bytes from the digits, down as a spec's `memory` (`1.001KB` is 1001 B, though
+    # its float is 1000.9999999999999 B)
+    m = _QUANTITY.match(part)
+    assert m is not None  # `_quantity` matched it
+    cap, _ = whole_bytes(m.group(1), UNITS["size"][unit], base, down=True)
+    return format_quantity(float(cap), "size")
 
 
 def parse_devices(text: str | None, option: str = "--devices") -> tuple[str, ...]:

@@ -39,6 +39,14 @@ def test_labels_are_canonical_and_deduplicated() -> None:
     assert parse_bandwidths("1.0000001x,1.0000002x") == ("1.0000001x", "1.0000002x")
 
 
+def test_a_memory_size_is_whole_bytes_from_its_digits() -> None:
+    """Before: `1.001KB` read as its float, 1000.9999999999999 B, cut to 1000: the row's
+    label said `1 KB` and its devices held 1000 B. A fraction of a byte rounds down, as a
+    spec's `memory` does."""
+    assert parse_memories("1.001KB,1.5B,2.9999999999999999999KB") == (
+        "1001 B", "1 B", "2999 B")
+
+
 @pytest.mark.parametrize(("parse", "option", "value"), [
     *((parse_bandwidths, "--bandwidth", v) for v in ("fast", "3 parsecs", "0GB/s", "-2x")),
     *((parse_memories, "--memory", v) for v in ("0%", "lots", "5 GB/s", "1e30GiB")),
