@@ -23,7 +23,7 @@ import os
 import shlex
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -44,7 +44,7 @@ from ..roots import default_root, display_path, outside_root
 from ..spec.load import load_path, load_text
 from ..spec.names import name_problem
 from ..units import format_bytes, format_bytes_of
-from ..workload import Imported, PlanDef, render_cluster
+from ..workload import Imported, PlanDef, plan_origin, render_cluster
 from .guard import guard
 from .options import CaptureOption, ExampleOption, InputOption, LimitOption
 
@@ -214,7 +214,7 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
     try:  # as the next command will load it: its imports inside its default root
         load_text(text, str(output), output.resolve().parent, root)
     except SpecError as err:
-        raise _not_loading(err, output, source) from None
+        raise _not_loading(err, output, source, text, result.plans) from None
     write_text_atomic(output, text)
     for w in result.warnings:
         sys.stderr.write(render_all([w]) + "\n")
@@ -238,12 +238,13 @@ def _set_file_plan(plan: PlanDef, key: str, value: str | None,
     setattr(plan, key, value)
 
 
-def _not_loading(err: SpecError, output: Path,
-                 source: str | os.PathLike[str] | None) -> SpecError:
+def _not_loading(err: SpecError, output: Path, source: str | os.PathLike[str] | None,
+                 text: str = "", plans: Sequence[PlanDef] = ()) -> SpecError:
     """Why the generated spec does not load. A rule of the language that the input's values
     break together (a tie larger than an op's params, colocated ops pinned apart, an op
     with only FLOPs and a `--cluster` device with no FLOP rate, ...) is the input's: its
-    own code and message, at the input file (a JSON file's start; the spec's text is never
+    own code and message, at the input file (the field of a JSON file's plan that gives the
+    line of `text` reported, `workload.plan_origin`, else the file's start; `text` is never
     written). A file or syntax error (E001-E010, E1xx) can only be a bug in the importer,
     which writes the text: E932, with no location in a text the user never sees."""
     diagnostics = err.diagnostics
@@ -258,7 +259,8 @@ def _not_loading(err: SpecError, output: Path,
             "correct them there")
     unwritten = str(output)  # places in the spec's text, never written: the input instead
     return SpecError([replace(
-        d, span=at if d.span is None or d.span.file == unwritten else d.span,
+        d, span=at if d.span is None else d.span if d.span.file != unwritten
+        else plan_origin(text, d.span.line, plans) or at,
         hints=(lead, *d.hints), notes=tuple(n for n in d.notes if n[1].file != unwritten))
         for d in diagnostics])
 

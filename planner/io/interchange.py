@@ -46,6 +46,7 @@ file in canonical form, export(import(x)) == x for the ops and edges.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping
@@ -378,10 +379,27 @@ def _read_plan(check: JsonChecker, raw: Any, w: Workload, cluster: Cluster) -> P
             setattr(plan, key, value)
             plan.given.add(key)
     plan.pipeline = _read_pipeline(check, raw)
+    plan.origin = functools.partial(_plan_origin, check, raw)
     ops = {o.name for o in w.ops}
     plan.pins = _read_op_devices(check, raw, "pins", ops, cluster)
     plan.places = _read_op_devices(check, raw, "placement", ops, cluster)
     return plan
+
+
+#: the JSON field of the plan's lines that begin with a word other than their setting's key
+_PLAN_LINES = {"plan": "name", "pin": "pins", "place": "placement"}
+
+
+def _plan_origin(check: JsonChecker, raw: Mapping[str, Any], word: str) -> Span | None:
+    """Where the file gives the plan's line that begins with `word` (`PlanDef.origin`): its
+    field of `plan`; the cluster's name for `cluster`; the plan's object for its head when
+    the plan has no `name`. None for a line the file does not give (`--memory`'s setting)."""
+    if word == "cluster":
+        return check.at("cluster.name")
+    key = _PLAN_LINES.get(word, word)
+    if key in raw:
+        return check.at(f"plan.{key}")
+    return check.at("plan") if word == "plan" else None
 
 
 def _read_op_devices(check: JsonChecker, raw: dict[str, Any], key: str, ops: set[str],

@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import Diagnostic
+from ..errors import Diagnostic, Span
 from ..model import Cluster
 from ..spec.format import format_source
 from ..units import UNITS, format_quantity, parse_number, range_side
@@ -108,6 +108,11 @@ class PlanDef:
     given: set[str] = field(default_factory=set)
     #: `objective pipeline` settings as (key, value) text, in order (empty: makespan)
     pipeline: list[tuple[str, str]] = field(default_factory=list)
+    #: where the input file gives a line of the block, by the word the line begins with
+    #: (`plan` for its head, a setting's key, `pin`, `place`), or None: the spec's text is
+    #: never written, so a rule of the language that the file's values break is reported
+    #: there (called only then: locating reads the file's text)
+    origin: Callable[[str], Span | None] | None = None
 
 
 @dataclass
@@ -358,6 +363,20 @@ def render_plan(p: PlanDef) -> list[str]:
         lines.append(f"  place {', '.join(quote(o) for o in ops)} on {quote(dev)}")
     lines.append("}")
     return lines
+
+
+def plan_origin(text: str, line: int, plans: Sequence[PlanDef]) -> Span | None:
+    """Where the input file gives line `line` (1-based) of `text`, a spec rendered with
+    `plans`: a line of a plan block that the plan's `origin` locates, else None."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return None
+    head = next((h for h in reversed(lines[:line]) if h[:1] not in ("", " ", "#")), "")
+    plan = next((p for p in plans if head == f"plan {quote(p.name)} {{"), None)
+    if plan is None or plan.origin is None:
+        return None
+    words = lines[line - 1].split()
+    return plan.origin(words[0] if words else "")
 
 
 def render_spec(header: str, workloads: Iterable[Workload], imports: Sequence[str] = (),

@@ -147,30 +147,48 @@ def _two_ops(**extra: object) -> dict[str, object]:
     for key, value in extra.items():
         if key in ("pins", "objective", "data_parallel", "schedule", "stages_per_device"):
             graph["plan"][key] = value  # type: ignore[index]
+        elif key == "backward_of":  # op b computes the gradient of op `value`
+            graph["ops"][1][key] = value  # type: ignore[index]
         else:
             graph[key] = value
     return graph
 
 
-#: values each right alone that break a rule of the language together, and its code
+#: values each right alone that break a rule of the language together, its code, and the
+#: text of the file's line it is reported at (the field of the plan that gives it; the
+#: file's start for the graph's values)
 CROSS_VALUES = [
-    (_two_ops(ties=[{"ops": ["a", "b"], "bytes": 2000}]), "E237", "holds `params` 1000 B"),
-    (_two_ops(ties=[{"ops": ["a", "a"]}]), "E236", "names only `a`"),
-    (_two_ops(ties=[{"ops": ["a", "b"]}, {"ops": ["b", "a"]}]), "E238", "tied twice"),
-    (_two_ops(objective="pipeline", data_parallel=4), "E257", "4 pipelines"),
+    (_two_ops(ties=[{"ops": ["a", "b"], "bytes": 2000}]), "E237", "holds `params` 1000 B",
+     "{"),
+    (_two_ops(ties=[{"ops": ["a", "a"]}]), "E236", "names only `a`", "{"),
+    (_two_ops(ties=[{"ops": ["a", "b"]}, {"ops": ["b", "a"]}]), "E238", "tied twice", "{"),
+    (_two_ops(objective="pipeline", data_parallel=4), "E257", "4 pipelines",
+     '"data_parallel": 4'),
     (_two_ops(objective="pipeline", schedule="gpipe", stages_per_device=2), "E256",
-     "`stages_per_device`"),
+     "`stages_per_device`", '"stages_per_device": 2'),
+    (_two_ops(objective="pipeline", schedule="interleaved"), "E257", "several stages",
+     '"schedule": "interleaved"'),
+    (_two_ops(objective="pipeline", schedule="interleaved", stages_per_device=3), "E259",
+     "pipeline units (2)", '"stages_per_device": 3'),
+    (_two_ops(pins={"a": "d0", "b": "d1"}, objective="pipeline", backward_of="a"), "E258",
+     "one pipeline", '"pins": {'),
 ]
 
 
 def test_values_that_break_a_rule_together_are_the_inputs_error(tmp_path: Path) -> None:
     """Were E932, "the generated spec does not load ... this is a bug in planner's
-    importer; please report it", for a mistake in the user's own file."""
-    for k, (data, code, words) in enumerate(CROSS_VALUES):
+    importer; please report it", for a mistake in the user's own file. A plan's field is
+    located as the importer's own errors are (E256, E257, E259 were at `FILE:1:1`)."""
+    for k, (data, code, words, line) in enumerate(CROSS_VALUES):
         source, out = tmp_path / f"in{k}.json", tmp_path / f"out{k}.plan"
-        source.write_text(json.dumps(data))
+        text = json.dumps(data, indent=1)
+        source.write_text(text)
+        at = next(n for n, t in enumerate(text.splitlines(), 1) if t.strip().startswith(line))
         status, _, err = _invoke("import", "json", str(source), "-o", str(out))
-        assert status == 1 and f"{source}:1:1: error[{code}]" in err and words in err, err
+        column = len(text.splitlines()[at - 1]) - len(text.splitlines()[at - 1].lstrip())
+        column += 1 + (len(line.split(": ")[0]) + 2 if ": " in line else 0)
+        assert status == 1 and f"{source}:{at}:{column}: error[{code}]" in err, (line, err)
+        assert words in err, err
         assert "E932" not in err and "bug" not in err and "correct them there" in err
         assert f"out{k}.plan" not in err and not out.exists()  # no place in an unwritten file
     # a FLOP-only op and a `--cluster` device with no FLOP rate: also the input's
