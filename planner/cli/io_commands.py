@@ -186,6 +186,7 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
     Without `--memory`, a training graph's plans use `liveness`: static accounting holds
     every tensor to the end of the step, about twice a training step's real peak (the
     forward activations, held until their backward ops, and a few gradients)."""
+    _check_clashes(result, clusters, source)
     for key, value, options in (("memory", memory, MEMORY_MODELS),
                                 ("contention", contention, CONTENTIONS)):
         if value is not None and value not in options:
@@ -222,6 +223,31 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
                      f"{len(result.workload.edges)} edges, {len(result.plans)} plan(s)\n")
     for line in copied:
         sys.stderr.write(line + "\n")
+
+
+def _check_clashes(result: Imported, clusters: list[tuple[Path, Spec]],
+                   source: str | os.PathLike[str] | None) -> None:
+    """E926, at the input file's field, where the file's own cluster or plan (`import json`)
+    has the name of a `--cluster` file's cluster or of the plan made for it (was E201 at the
+    file's start, "cluster `small4` is defined twice", with no way out)."""
+    diags = []
+    for path, spec in clusters:
+        for cname, cluster in spec.clusters.items():
+            pname = f"{result.workload.name}_{cname}"
+            leave = (f"or leave out --cluster {path}: the file's cluster is the same, and its "
+                     "plan runs on it" if render_cluster(cluster, exact=True) in result.clusters
+                     else f"or leave out --cluster {path}")
+            for plan in result.plans:
+                for word, what, clash in (("cluster", f"cluster `{cname}`", plan.cluster == cname),
+                                          ("plan", f"plan `{pname}`", plan.name == pname)):
+                    if not clash or plan.origin is None:
+                        continue
+                    diags.append(Diagnostic(
+                        "E926", f"{what} of {source} has the name of the {word} that "
+                        f"--cluster {path} adds to the spec", plan.origin(word),
+                        (f'rename the {word} in {source} ("{word}": {{"name": ...}})', leave)))
+    if diags:
+        raise UsageError(diags)
 
 
 def _set_file_plan(plan: PlanDef, key: str, value: str | None,

@@ -226,3 +226,37 @@ def test_memory_and_contention_reach_the_files_own_plan(tmp_path: Path) -> None:
     code, _, stderr = _invoke("import", "json", str(src), "--memory", "static", "-o", str(out))
     assert code == 0, stderr
     assert planner.load(out).plan("p").contention == "link"
+
+
+def test_a_files_cluster_named_as_a_cluster_options_is_located_with_a_way_out(
+        tmp_path: Path) -> None:
+    """`export json SPEC -o r.json && import json r.json --cluster` of SPEC's own cluster
+    file was E201 "cluster `small4` is defined twice" at `r.json:1:1`, with no hint but
+    that names are global: now at the file's `cluster.name` (and `plan.name`, which
+    clashes with the plan made for `--cluster`), saying how out."""
+    cluster = tmp_path / "c.plan"
+    cluster.write_text("cluster c {\n  device d[0..1] { memory 1 GB }\n"
+                       "  link d[0..1] <-> d[0..1] { bandwidth 1 GB/s }\n}\n")
+    data = _two_ops()
+    data["plan"] = {"name": "g_c"}
+    source = tmp_path / "in.json"
+    text = json.dumps(data, indent=1)
+    source.write_text(text)
+    lines = text.splitlines()
+    status, _, err = _invoke("import", "json", str(source), "--cluster", str(cluster),
+                             "-o", str(tmp_path / "out.plan"))
+    assert status == 2, err
+    cline = next(n for n, t in enumerate(lines, 1) if t.strip() == '"name": "c",')
+    pline = next(n for n, t in enumerate(lines, 1) if t.strip() == '"name": "g_c"')
+    assert f"{source}:{cline}:11: error[E926]: cluster `c` of {source} has the name" in err, err
+    assert f"{source}:{pline}:11: error[E926]: plan `g_c` of {source} has the name" in err
+    assert 'rename the cluster in' in err and f"leave out --cluster {cluster}" in err
+    assert ":1:1:" not in err and "defined twice" not in err
+    # with other names, both plans are made: the file's and the one for --cluster
+    data["cluster"]["name"] = "mine"  # type: ignore[index]
+    data["plan"] = {"name": "p"}
+    source.write_text(json.dumps(data, indent=1))
+    status, _, err = _invoke("import", "json", str(source), "--cluster", str(cluster),
+                             "-o", str(tmp_path / "out.plan"))
+    assert status == 0, err
+    assert list(planner.load(tmp_path / "out.plan").plans) == ["p", "g_c"]
