@@ -243,6 +243,9 @@ E912 1   a PipeDream edge naming an unknown node
 E913 1   a PipeDream edge from a node to itself
 E914 1   PipeDream edges that form a cycle
 E915 1   a PipeDream node defined twice
+W916 0   a PipeDream size that is not a whole number of bytes: read rounded up, from its digits,
+         as a spec's (W266)
+E917 1   a PipeDream `__getitem__(k)` of a layer whose `activation_size` lists fewer outputs
 E920 1   an imported JSON file that is not valid JSON
 E921 1   JSON in none of the formats `import json` reads
 E922 1   an imported JSON graph with a malformed or missing field

@@ -6,11 +6,14 @@ The format (msr-fiddle/pipedream's profiler): one node per line,
     activation_size=A, parameter_size=P
 
 (times in ms, sizes in bytes; `A` may be a list `[a; b; ...]` for a layer with several
-outputs), and one edge per line, indented with a tab: `\\tnodeI -- nodeJ`.
+outputs), and one edge per line, indented with a tab: `\\tnodeI -- nodeJ`. A size that is
+not a whole number of bytes is read rounded up, from its digits, as the language reads
+`output 1.5 B` (W916, naming the layer; its range is that of the value as written, E911).
 
 Mapping: each node is an op named `nodeK` (its module is a comment above it) with
 `time F ms`, `params P`, `output sum(A)`. An edge carries the producer's activation; from
-a multi-output layer to `__getitem__(k)` it carries the k-th output only. Sizes are those of
+a multi-output layer to `__getitem__(k)` it carries the k-th output only (E917 where the
+layer lists no output k: the profile contradicts itself). Sizes are those of
 the batch the profile was taken with. With `training=True` a backward op `nodeK.bwd` of
 `time B ms` is added per node (see `planner.workload.training`); data inputs (`Input*` modules)
 get none.
@@ -25,7 +28,6 @@ and its activation stays its output (the batch the first layers read).
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass
@@ -33,7 +35,7 @@ from pathlib import Path
 
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
 from ..spec.load import read_source
-from ..units import DIM_WORDS, range_side, range_text
+from ..units import DIM_WORDS, range_side, range_text, whole_bytes
 from ..workload import Imported, Workload, WorkOp, find_cycle_edge
 from ..workload.training import add_backward
 
@@ -52,11 +54,10 @@ _DIMS = {"forward_compute_time": "time", "backward_compute_time": "time",
 
 def _out_of_range(key: str, values: list[float]) -> str | None:
     """"above" or "below" where field `key` (its values summed: a layer's outputs make one
-    op's output) is outside what a spec may hold (`units.range_side`), else None."""
+    op's output) is outside what a spec may hold (`units.range_side`), else None: as
+    written, before a size is rounded to whole bytes (`output 0.4 B` is E260 in a spec)."""
     total = sum(values)
-    if _DIMS[key] == "time":
-        return range_side(total * 1e-3, "time")
-    return range_side(round(total) if math.isfinite(total) else total, "size")
+    return range_side(total * 1e-3 if _DIMS[key] == "time" else total, _DIMS[key])
 
 
 @dataclass
@@ -68,6 +69,9 @@ class _Node:
     outputs: list[float]
     params: float
     line: int
+    #: where its module and its `activation_size` are, for E917
+    module_at: Span
+    outputs_at: Span
 
 
 def import_pipedream(path: str | os.PathLike[str], training: bool = False,
@@ -93,6 +97,7 @@ def parse_pipedream(text: str, file: str = "<pipedream>", training: bool = False
     sink = DiagnosticSink()
     nodes, edges, broken = _read_lines(sink, text, file)
     pairs = _check_edges(sink, file, nodes, edges, broken)
+    edge_bytes = {(a, b): _edge_bytes(sink, nodes[a], nodes[b]) for a, b in pairs}
     sink.raise_if_errors()
 
     w = Workload(name)
@@ -102,11 +107,7 @@ def parse_pipedream(text: str, file: str = "<pipedream>", training: bool = False
         forward_ms = 0.0 if node.name in loading else node.forward_ms  # the data loader's wait
         w.add(WorkOp(node.name, forward_ms * 1e-3, None, params_bytes=round(node.params),
                      output_bytes=round(sum(node.outputs)), comment=node.module))
-    for a, b in pairs:
-        outs = nodes[a].outputs
-        m = _GETITEM.fullmatch(nodes[b].module.strip())
-        k = int(m.group(1)) if m else -1
-        nbytes = outs[k] if len(outs) > 1 and 0 <= k < len(outs) else sum(outs)
+    for (a, b), nbytes in edge_bytes.items():
         w.connect(a, b, round(nbytes))
     if training:
         add_backward(w, lambda op: (nodes[op.name].backward_ms * 1e-3, None), optimizer,
@@ -166,6 +167,24 @@ def _read_lines(sink: DiagnosticSink, text: str, file: str
     return nodes, edges, broken
 
 
+def _edge_bytes(sink: DiagnosticSink, src: _Node, dst: _Node) -> float:
+    """The bytes from `src` to `dst`: all its outputs, or the k-th alone where `src` lists
+    several and `dst` is `__getitem__(k)`; E917 where it lists fewer (was: all of them)."""
+    outs = src.outputs
+    m = _GETITEM.fullmatch(dst.module.strip())
+    if m is None or len(outs) < 2:  # one output (a tuple profiled as one): what it holds
+        return sum(outs)
+    k = int(m.group(1))
+    if k >= len(outs):
+        sink.error("E917", f"node `{dst.name}` is `__getitem__({k})` of node `{src.name}`, "
+                   f"whose `activation_size` lists {len(outs)} outputs (0 to {len(outs) - 1})",
+                   dst.module_at, "the profile contradicts itself: correct the index, or the "
+                   f"outputs of `{src.name}`",
+                   notes=((f"the outputs of `{src.name}`", src.outputs_at),))
+        return 0.0
+    return outs[k]
+
+
 def _check_edges(sink: DiagnosticSink, file: str, nodes: dict[str, _Node],
                  edges: list[tuple[str, str, int]], broken: set[str]) -> list[tuple[str, str]]:
     """The distinct edges between known nodes, in file order; unknown nodes, self-loops,
@@ -212,22 +231,34 @@ def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:
         sink.error("E911", "node line lacks " + ", ".join(f"`{k}`" for k in missing), span)
         return None
     parsed: dict[str, list[float]] = {}
+    spans: dict[str, Span] = {}
+    layer = f"node `{head}` ({_short(module)})"
     for key in _FIELDS:
         col = line.find(f"{key}=") + len(key) + 2
-        numbers = _parse_value(sink, key, values[key], span, Span(
-            span.file, span.line, col, span.line, col + len(values[key])))
+        spans[key] = Span(span.file, span.line, col, span.line, col + len(values[key]))
+        numbers = _parse_value(sink, key, values[key], span, spans[key], layer)
         if numbers is None:
             return None
         parsed[key] = numbers
+    col = len(head) + 5
     return _Node(head, module, parsed["forward_compute_time"][0],
                  parsed["backward_compute_time"][0], parsed["activation_size"],
-                 parsed["parameter_size"][0], span.line)
+                 parsed["parameter_size"][0], span.line,
+                 Span(span.file, span.line, col, span.line, col + len(module)),
+                 spans["activation_size"])
+
+
+def _short(module: str, most: int = 40) -> str:
+    """A layer's module as a message names it: cut after `most` characters."""
+    module = module.strip()
+    return module if len(module) <= most else module[:most] + "…"
 
 
 def _parse_value(sink: DiagnosticSink, key: str, text: str, line: Span,
-                 at: Span) -> list[float] | None:
-    """The numbers of field `key` (`text`, at `at` on node line `line`), or None with E911:
-    not a number, a list where one number goes, negative, or out of the language's range."""
+                 at: Span, layer: str) -> list[float] | None:
+    """The numbers of field `key` (`text`, at `at` on node line `line` of `layer`), or None
+    with E911: not a number, a list where one number goes, negative, or out of the
+    language's range; sizes in whole bytes, rounded up (W916 where they were not)."""
     m = _VALUE.match(text)
     if m is None:
         sink.error("E911", f"`{key}` is not a number or a `[a; b]` list: `{text.strip()}`", at)
@@ -246,4 +277,13 @@ def _parse_value(sink: DiagnosticSink, key: str, text: str, line: Span,
         sink.error("E911", f"`{key}` is {side} the valid range of a {DIM_WORDS[dim]}", at,
                    f"a {DIM_WORDS[dim]} is {range_text(dim)}")
         return None
-    return numbers
+    if _DIMS[key] != "size":
+        return numbers
+    texts = (m.group(1) or m.group(2)).split(";")
+    wholes = [whole_bytes(t.strip(), 1.0, x) for t, x in zip(texts, numbers, strict=True)]
+    if not all(exact for _, exact in wholes):
+        read = "; ".join(str(n) for n, _ in wholes)
+        sink.warning("W916", f"{layer}: `{key}` {text.strip()} is not a whole number of "
+                     f"bytes: read as {read if len(wholes) == 1 else f'[{read}]'} B", at,
+                     "sizes are whole bytes, rounded up as a spec's `output 1.5 B` is")
+    return [float(n) for n, _ in wholes]

@@ -189,3 +189,60 @@ def test_a_list_where_one_number_goes_is_e911_at_it(field: str) -> None:
                                               "number: `[3.0; 4.0]`")
     assert d.span is not None and text[d.span.column - 1:].startswith("[3.0; 4.0]")
     assert d.hints == ("only `activation_size` lists values, one per output of the layer",)
+
+
+def _line(node: str, module: str, activation: str, params: str = "0") -> str:
+    return (f"{node} -- {module} -- forward_compute_time=1.0, backward_compute_time=1.0, "
+            f"activation_size={activation}, parameter_size={params}\n")
+
+
+def test_a_fraction_of_a_byte_rounds_up_with_w916_naming_the_layer() -> None:
+    """`activation_size=1.4` read as 1 B and `parameter_size=2.5` as 2 (round half to even),
+    without a word; now rounded up from the digits, as the language reads `output 1.4 B`
+    (W266), and said at the value. `activation_size=0.4` was 0 B: below the range of a
+    size as written (E260 in a spec), it is E911."""
+    text = (_line("node1", "Conv2d(3, 64)", "1.4", "2.5") + _line("node2", "LSTM", "[4.5; 8]")
+            + _line("node3", "__getitem__(0)", "4.5") + "\tnode1 -- node2\n\tnode2 -- node3\n")
+    result = parse_pipedream(text, "g.txt")
+    ops = {o.name: o for o in result.workload.ops}
+    assert (ops["node1"].output_bytes, ops["node1"].params_bytes) == (2, 3)
+    assert (ops["node2"].output_bytes, ops["node3"].output_bytes) == (13, 5)
+    assert {(e.src, e.dst): e.bytes for e in result.workload.edges} == {
+        ("node1", "node2"): 2, ("node2", "node3"): 5}
+    warned = [(d.code, d.span.line, d.span.column, d.message) for d in result.warnings
+              if d.span is not None]
+    lines = text.splitlines()
+    assert warned == [
+        ("W916", 1, lines[0].index("=1.4") + 2, "node `node1` (Conv2d(3, 64)): "
+         "`activation_size` 1.4 is not a whole number of bytes: read as 2 B"),
+        ("W916", 1, lines[0].index("=2.5") + 2, "node `node1` (Conv2d(3, 64)): "
+         "`parameter_size` 2.5 is not a whole number of bytes: read as 3 B"),
+        ("W916", 2, lines[1].index("=[") + 2, "node `node2` (LSTM): `activation_size` "
+         "[4.5; 8] is not a whole number of bytes: read as [5; 8] B"),
+        ("W916", 3, lines[2].index("=4.5") + 2, "node `node3` (__getitem__(0)): "
+         "`activation_size` 4.5 is not a whole number of bytes: read as 5 B")]
+    with pytest.raises(SpecError) as err:
+        parse_pipedream(_line("node1", "Conv2d", "0.4"), "g.txt")
+    (d,) = err.value.diagnostics
+    assert d.code == "E911" and "below the valid range of a size" in d.message
+    # whole sizes, however written, say nothing
+    assert parse_pipedream(_line("node1", "Conv2d", "1024.000", "1e3"), "g.txt").warnings == []
+
+
+def test_getitem_past_a_layers_outputs_is_e917_at_it() -> None:
+    """`__getitem__(5)` after a layer of 2 outputs carried the sum of both without a word;
+    a layer profiled with one output (GNMT's `hidden`) still gives what it holds."""
+    text = (_line("node1", "LSTM", "[4; 8]") + _line("node2", "__getitem__(5)", "8")
+            + "\tnode1 -- node2\n")
+    with pytest.raises(SpecError) as err:
+        parse_pipedream(text, "g.txt")
+    (d,) = err.value.diagnostics
+    assert d.code == "E917" and d.message == (
+        "node `node2` is `__getitem__(5)` of node `node1`, whose `activation_size` lists 2 "
+        "outputs (0 to 1)")
+    assert d.span is not None and (d.span.line, d.span.column) == (2, 10)
+    assert text.splitlines()[1][d.span.column - 1:].startswith("__getitem__(5) --")
+    assert [(s.line, s.column) for _, s in d.notes] == [(1, text.index("[") + 1)]
+    single = _line("node1", "hidden", "16") + _line("node2", "__getitem__(3)", "16") + \
+        "\tnode1 -- node2\n"
+    assert [e.bytes for e in parse_pipedream(single, "g.txt").workload.edges] == [16]
