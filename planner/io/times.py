@@ -5,7 +5,8 @@ Three formats, told apart by their content:
 - CSV: one `name,seconds` row per op (quote names holding commas; a name given twice is
   E934); a first row whose second field is not a number is a header; blank lines and
   lines starting with `#` are skipped;
-- JSON: an object `{"op name": seconds, ...}`;
+- JSON: an object `{"op name": seconds, ...}`, each time a JSON number (`"0.5"`, a string,
+  is E934 at it: a CSV's times are text, a JSON file's are not);
 - a `torch.profiler` Chrome trace (JSON with `traceEvents`, as `prof.export_chrome_trace`
   writes it): the complete events (`"ph": "X"`) named like an op give its time, the median
   of their durations (one per profiled step). Events recorded with
@@ -76,6 +77,11 @@ def _seconds(value: Any) -> float | None:
     return x if math.isfinite(x) and x >= 0 else None
 
 
+def _json_seconds(value: Any) -> float | None:
+    """A JSON file's time: a number (not a string, nor `true`) finite and >= 0, else None."""
+    return _seconds(value) if isinstance(value, int | float) else None
+
+
 def _numeric(text: str) -> bool:
     try:
         float(text)
@@ -140,15 +146,21 @@ def _from_json(data: Any, shown: str, text: str) -> dict[str, float]:
         raise SpecError(Diagnostic(
             "E935", f"{shown} is neither an object of op times nor a Chrome trace",
             Span.start_of(shown), ('expected {"op": seconds, ...} or {"traceEvents": [...]}',)))
-    if not any(_seconds(v) is not None for v in data.values()):
-        raise _not_times(shown)  # no time in it (a credentials file?): quote none of it
+    values = data.values()
+    # no time in it (a credentials file?): quote none of it. Times written as strings are
+    # located only where every value is one (`{"a": "0.5"}`): a secret is rarely all digits
+    if not any(_json_seconds(v) is not None for v in values) and not all(
+            _seconds(v) is not None for v in values):
+        raise _not_times(shown)
     out: dict[str, float] = {}
     for name, value in data.items():
-        seconds = _seconds(value)
+        seconds = _json_seconds(value)
         if seconds is None:
             raise SpecError(Diagnostic(
                 "E934", f"the time of `{name}` is not a number of seconds (finite, >= 0): "
-                f"{json.dumps(value)}", JsonSpans(shown, text)(name)))
+                f"{json.dumps(value)}", JsonSpans(shown, text)(name),
+                (f"write it as a JSON number, without quotes: {json.dumps(_seconds(value))}",)
+                if isinstance(value, str) and _seconds(value) is not None else ()))
         out[name] = seconds
     return out
 

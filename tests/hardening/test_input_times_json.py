@@ -67,3 +67,31 @@ def test_a_carriage_return_or_nul_outside_quotes_is_a_diagnostic(tmp_path: Path,
                                       str(tmp_path / "t.csv"), "-o", str(tmp_path / "g.plan")])
     assert result.exit_code == 1 and code in result.output, result.output
     assert "E999" not in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("times", ['{"a": "0.5"}', '{"b": 0.25,\n "a": "0.5"}'])
+def test_a_time_written_as_a_json_string_is_e934_at_it(tmp_path: Path, times: str) -> None:
+    """`{"a": "0.5"}` was read as 0.5 s without a word (`float()` takes a string), where
+    `true` or `[1]` was E934 at the value: a JSON file's times are numbers."""
+    (tmp_path / "g.json").write_text(json.dumps(GRAPH))
+    (tmp_path / "t.json").write_text(times)
+    result = CliRunner().invoke(app, ["import", "json", str(tmp_path / "g.json"), "--times",
+                                      str(tmp_path / "t.json"), "-o", str(tmp_path / "g.plan")])
+    line = times.count("\n", 0, times.index('"a"')) + 1
+    column = times.split("\n")[line - 1].index('"0.5"') + 1
+    assert result.exit_code == 1, result.output
+    assert f"t.json:{line}:{column}: error[E934]: the time of `a` is not a number of " \
+        'seconds (finite, >= 0): "0.5"' in result.output, result.output
+    assert "write it as a JSON number, without quotes: 0.5" in result.output
+    assert not (tmp_path / "g.plan").exists()
+
+
+def test_a_json_of_strings_that_are_not_all_times_is_not_quoted(tmp_path: Path) -> None:
+    """Times as strings are located only where every value is one: a credentials file with
+    a PIN among its secrets is still E935, quoting none of it."""
+    (tmp_path / "g.json").write_text(json.dumps(GRAPH))
+    (tmp_path / "t.json").write_text(f'{{"pin": "1234", "token": "{SECRET}"}}')
+    result = CliRunner().invoke(app, ["import", "json", str(tmp_path / "g.json"), "--times",
+                                      str(tmp_path / "t.json"), "-o", str(tmp_path / "g.plan")])
+    assert result.exit_code == 1 and "E935" in result.output, result.output
+    assert "1234" not in result.output and "ghp_" not in result.output
