@@ -6,8 +6,11 @@ each follows the producers of its inputs (graph order where it is one; a cycle i
 tensor is *constant* when it is an initializer or the output of a node whose inputs are
 all constant (`Constant`, `ConstantOfShape` fed by an initializer, as in the weightless
 "light" model-zoo files, or an `Unsqueeze`/`Reshape` of a weight); constant nodes are
-folded away. Every other node becomes one op, and every graph input that is not an
-initializer becomes a data op taking the time to write its bytes to memory. The constants
+folded away. A node with no input but `Constant` (`RandomNormal`, a custom generator), and
+a random one whatever it reads (`RandomUniformLike`, `Bernoulli`, `Multinomial`), is no
+constant: it computes a fresh tensor each run, an op with its output bytes, not a weight.
+Every other node becomes one op, and every graph input that is not an initializer becomes
+a data op taking the time to write its bytes to memory. The constants
 a node reads are the `params` of its op (a constant read by two ops is charged to both);
 the number of parameters counts the distinct floating-point constants once. A node with
 subgraphs (`If`, `Loop`, `Scan`) reads what their nodes read from the graph around them,
@@ -49,6 +52,9 @@ Add, Sub, Mul, Div, Relu, Clip, ...     1 per element
 Sum, Max, Min (k inputs)                k - 1 per element; Mean: k per element
 Exp, Log, Sqrt, Sigmoid, Tanh, Erf,     4 per element (transcendental)
 Gelu, Pow, Softplus, Elu, ...
+RandomUniform, RandomUniformLike,       1 per element
+Bernoulli
+RandomNormal, RandomNormalLike          4 per element (a logarithm, a root, a cosine)
 Concat, Split, Slice, Transpose,        0 (data movement: only bytes moved count)
 Gather, Pad, Tile, Expand, Cast, ...
 Reshape, Flatten, Squeeze, Unsqueeze,   0, and no bytes moved (views)
@@ -100,9 +106,13 @@ TRANSCENDENTAL = {"Exp", "Log", "Sqrt", "Sigmoid", "Tanh", "Erf", "Gelu", "Pow",
                   "Softsign", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Mish", "Sin",
                   "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
                   "Atanh"}
+#: random generators: a fresh tensor each run, never a constant (4 FLOPs per normal sample)
+RANDOM = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli",
+          "Multinomial"}
+_NORMAL = {"RandomNormal", "RandomNormalLike"}
 #: every op type with a formula (the rest get the default and a warning)
 KNOWN = (CONV | MATMUL | VIEWS | MOVES | POOLS | GLOBAL_REDUCE | NORMS | SOFTMAX | ARITH | NARY
-         | TRANSCENDENTAL | {"BatchNormalization", "LRN", "Mean"})
+         | TRANSCENDENTAL | (RANDOM - {"Multinomial"}) | {"BatchNormalization", "LRN", "Mean"})
 
 _FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
@@ -152,8 +162,10 @@ def node_flops(op_type: str, attrs: dict[str, Any], ins: Sequence[tuple[int, ...
         return float(max(1, len(ins) - 1) * n_out)
     if op_type == "Mean":
         return float(len(ins) * n_out)
-    if op_type in TRANSCENDENTAL:
+    if op_type in TRANSCENDENTAL or op_type in _NORMAL:
         return 4.0 * n_out
+    if op_type in RANDOM and op_type != "Multinomial":
+        return float(n_out)
     return None
 
 
@@ -285,13 +297,15 @@ def _check_options(dtype: str, batch: int | None) -> None:
 
 
 def _fold_constants(g: Any, inits: set[str]) -> tuple[set[str], list[Any]]:
-    """(the constant tensors: `inits` and the outputs of nodes that read only constants,
-    the other nodes: the compute nodes, in graph order)."""
+    """(the constant tensors: `inits` and the outputs of nodes that read only constants, at
+    least one, or are `Constant`, and are no random generator; the other nodes: the compute
+    nodes, in graph order)."""
     constant = set(inits)
     compute_nodes = []
     for node in g.node:
         ins = _reads(node)
-        if all(t in constant for t in ins):
+        if node.op_type not in RANDOM and all(t in constant for t in ins) and (
+                ins or node.op_type == "Constant" and node.domain in ("", "ai.onnx")):
             constant.update(t for t in node.output if t)
         else:
             compute_nodes.append(node)

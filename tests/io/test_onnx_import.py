@@ -293,3 +293,35 @@ def test_a_model_that_computes_only_constants_is_e902() -> None:
         "consts.onnx computes nothing from its inputs: its 1 node(s) read only constants, "
         "and no graph input is read")
     assert d.span is not None and d.span.file == "consts.onnx"
+
+
+def test_a_random_generator_is_an_op_not_a_weight() -> None:
+    """`RandomNormal` (no input) and `RandomUniformLike` of a constant were folded as
+    constants: their 1 KiB outputs counted as `params` of the Add and the Mul that read
+    them, and no op computed them. They draw a fresh tensor each run: ops with their output
+    bytes; a `Constant` stays a weight."""
+    nodes = [helper.make_node("RandomNormal", [], ["n"], name="noise", shape=[1, 256],
+                              dtype=1),
+             helper.make_node("Constant", [], ["c"], name="cst", value=numpy_helper.from_array(
+                 np.zeros((1, 256), np.float32))),
+             helper.make_node("RandomUniformLike", ["c"], ["u"], name="unif"),
+             helper.make_node("Add", ["x", "n"], ["s"], name="add"),
+             helper.make_node("Mul", ["s", "u"], ["t"], name="mul"),
+             helper.make_node("Add", ["t", "c"], ["y"], name="bias")]
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256])])
+    result = import_model(helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 17)]))
+    ops = {o.name: o for o in result.workload.ops}
+    assert list(ops) == ["x", "noise.RandomNormal", "unif.RandomUniformLike", "add", "mul",
+                         "bias.Add"]
+    noise, unif = ops["noise.RandomNormal"], ops["unif.RandomUniformLike"]
+    assert (noise.output_bytes, noise.params_bytes, noise.flops) == (1024, 0, 4 * 256)
+    assert (unif.output_bytes, unif.flops) == (1024, 256)
+    assert ops["add"].params_bytes == 0 and ops["mul"].params_bytes == 0
+    assert ops["bias.Add"].params_bytes == 1024  # the Constant: a weight
+    edges = {(e.src, e.dst): e.bytes for e in result.workload.edges}
+    assert edges[("noise.RandomNormal", "add")] == 1024
+    assert edges[("unif.RandomUniformLike", "mul")] == 1024
+    assert not result.warnings and result.stats["params"] == 256  # `c`, counted once
