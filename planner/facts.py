@@ -258,8 +258,10 @@ def unit_name(problem: Problem, members: Sequence[int]) -> str:
 
 
 def _exact(nbytes: int) -> str:
-    """`2.00 GiB (2147483648 B)`: rounded for reading, exact for close calls."""
-    return f"{format_bytes(nbytes)} ({nbytes} B)"
+    """`2.00 GiB (2147483648 B)`: rounded for reading, exact for close calls; `4 B` alone
+    when the rounded figure is already the exact one (not `4 B (4 B)`)."""
+    shown = format_bytes(nbytes)
+    return shown if shown == f"{nbytes} B" else f"{shown} ({nbytes} B)"
 
 
 def _model_hint(problem: Problem) -> str:
