@@ -46,6 +46,7 @@ E003 1   a file that cannot be read (permissions, not a regular file, bad path)
 E004 1   a file that is not valid UTF-8
 E005 1   an import cycle
 E006 1   no `.plan` files in the paths given to `check` or `fmt`
+W006 0   a folder given to `check` or `fmt` that holds no `.plan` file (others given do)
 E007 1   a file larger than the `file_bytes` limit
 E008 1   an import or a symlink that leads outside the root (`--root`)
 E009 1   a chain of imports deeper than the `import_depth` limit

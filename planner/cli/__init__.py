@@ -52,6 +52,7 @@ from ..algorithms.base import MAX_SEED, MAX_TIME_LIMIT_S
 from ..codes import CODES, describe
 from ..errors import (
     Diagnostic,
+    Severity,
     SpecError,
     UsageError,
     _one_line,
@@ -210,14 +211,22 @@ _sources = source_texts
 _eprint = eprint
 
 
-def _spec_files(paths: list[Path]) -> list[Path]:
+def _spec_files(paths: list[Path]) -> tuple[list[Path], list[Diagnostic]]:
     """Files named, and `*.plan` files under folders named (sorted, recursively); E006
     when that is none, for `check` and `fmt` alike: a CI gate over a folder that holds
-    no spec (a mistyped path) must not pass having looked at nothing."""
+    no spec (a mistyped path) must not pass having looked at nothing. With W006 for each
+    folder named that holds none beside others that do (the same mistake, half-hidden)."""
     files: list[Path] = []
+    empty: list[Diagnostic] = []
     for p in paths:
         if p.is_dir():
-            files.extend(sorted(x for x in p.rglob("*.plan") if x.is_file()))
+            found = sorted(x for x in p.rglob("*.plan") if x.is_file())
+            files.extend(found)
+            if not found:
+                empty.append(Diagnostic(
+                    "W006", f"no .plan files found in `{_one_line(display_path(p))}`: "
+                    "nothing in it is read", None,
+                    ("check the path, or leave it out",), Severity.WARNING))
         else:
             files.append(p)
     unique: dict[str, Path] = {}
@@ -229,7 +238,7 @@ def _spec_files(paths: list[Path]) -> list[Path]:
             f" and {len(paths) - 3} more" if len(paths) > 3 else "")
         raise SpecError(Diagnostic("E006", f"no .plan files found in {shown}", None,
                                    ("give files or folders that contain *.plan files",)))
-    return files
+    return files, empty
 
 
 def _same_file(path: Path) -> str:
@@ -321,8 +330,8 @@ def check(
     with _formatted("check", output, as_json) as report:
         from ..spec.checks import plan_diagnostics  # lazy: start-up
 
-        groups: list[list[Diagnostic]] = []  # each file's
-        files = _spec_files(paths)
+        files, empty = _spec_files(paths)
+        groups: list[list[Diagnostic]] = [empty]  # each file's (after W006)
         for f in files:
             try:
                 loaded = _load(f)
@@ -382,7 +391,10 @@ def fmt(
         # standard input: no file is read (E640 for one named beside it, or for
         # --stdin-filename without `-`, before any E006)
         stdin = any(str(p) == STDIN for p in paths) or stdin_filename is not None
-        files = [] if stdin else _spec_files(paths)
+        files, empty = ([], []) if stdin else _spec_files(paths)
+        report.diagnostics.extend(empty)
+        if empty and not report.enabled:
+            _eprint(render_all(empty, {}))
         run_fmt(paths, files, report, check=check_only, diff=diff,
                 stdin_filename=stdin_filename)
 

@@ -3,9 +3,10 @@ printed once, the names the user gave."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from .helpers import invoke
+from .helpers import GOOD, invoke
 
 #: op `a` (4 B of params) on one device of 3 B (`3.5 B` reads as 3 B), under two memory models
 TWO_PLANS = """
@@ -22,3 +23,19 @@ def test_small_sizes_are_printed_once(tmp_path: Path) -> None:
     assert code == 1
     assert "needs at least 4 B but the largest device, `d`, holds 3 B" in err
     assert "(4 B)" not in err and "(3 B)" not in err
+
+
+def test_a_folder_without_specs_beside_one_with_is_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "ok.plan").write_text(GOOD)
+    (tmp_path / "emptydir").mkdir()
+    for command in (["check"], ["fmt"], ["fmt", "--check"]):
+        code, _, err = invoke([*command, "specs", "emptydir"], tmp_path)
+        assert code == 0, err
+        assert "warning[W006]: no .plan files found in `emptydir`" in err
+        assert "hint: check the path, or leave it out" in err
+    code, out, _ = invoke(["check", "--json", "specs", "emptydir"], tmp_path)
+    doc = json.loads(out)
+    assert (code, doc["warnings"], [d["code"] for d in doc["diagnostics"]]) == (0, 1, ["W006"])
+    code, out, _ = invoke(["fmt", "--json", "specs", "emptydir"], tmp_path)
+    assert (code, [d["code"] for d in json.loads(out)["diagnostics"]]) == (0, ["W006"])
