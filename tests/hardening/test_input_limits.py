@@ -271,3 +271,24 @@ def test_the_limit_e011_and_e012_hint_at_lets_the_spec_through(tmp_path: Path,
     assert hinted, err
     code, _, err = invoke(["check", "s.plan", "--limit", hinted.group(1)], tmp_path)
     assert code == 0, err
+
+
+def test_plans_and_devices_hints_name_a_limit_that_lets_the_spec_through() -> None:
+    """E014 and E246 hinted twice the limit whatever the spec wrote: 30 plans over
+    `--limit plans=2` hinted plans=4 (then 8, 16, 32), now 30; 5 clusters of 2 devices
+    over `devices=2` hinted devices=4, now 10 (E011/E012 already said the count)."""
+    plans = CLUSTER + "graph g { op a { time 1 ms } }\n" + "".join(
+        f"plan p{i} {{ graph g  cluster c }}\n" for i in range(30))
+    with limits.using(Limits(plans=2)), pytest.raises(SpecError) as info:
+        load_text(plans, "l.plan")
+    assert {d.hints for d in info.value.diagnostics} == {
+        ("raise the limit with `--limit plans=30`",)}
+    clusters = "".join(f"cluster c{k} {{ device d[0..1] {{ memory 1 GiB }}  link d0 <-> d1 "
+                       "{ bandwidth 1 GB/s } }\n" for k in range(5))
+    with limits.using(Limits(devices=2)), pytest.raises(SpecError) as info:
+        load_text(clusters, "l.plan")
+    (d,) = info.value.diagnostics
+    assert (d.code, d.hints) == ("E246", ("raise the limit with `--limit devices=10`",))
+    with limits.using(Limits(devices=10, plans=30)):  # the hinted values let them through
+        assert len(load_text(clusters, "l.plan").spec.clusters) == 5
+        assert len(load_text(plans, "l.plan").spec.plans) == 30

@@ -58,8 +58,9 @@ def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
             max_devices = limits.active().devices
             where = (f"cluster `{cname}` would have" if len(devices) + len(names) > max_devices
                      else "the clusters of this load would have")
+            need = max(budget.devices_written, devices_written(decl))  # lets the load through
             sink.error("E246", f"{where} more than {max_devices} devices",
-                       d.ref.span, limits.raise_hint("devices", max_devices + 1, 2 * max_devices))
+                       d.ref.span, limits.raise_hint("devices", need, 2 * max_devices))
             budget.devices = -1  # said once: later clusters are not expanded
             return None  # nor this one's links (each would be an unknown device)
         budget.devices -= len(names)
@@ -162,6 +163,12 @@ def _resolve_side(sink: DiagnosticSink, refs: Sequence[ast.DevRef], index: dict[
         else:
             out.update(dict.fromkeys(_resolve_devs(sink, r, index, cname)))
     return list(out)
+
+
+def devices_written(decl: ast.ClusterDecl) -> int:
+    """The devices `decl` declares, counted without expanding its ranges."""
+    return sum(1 if d.ref.kind == "name" else max(d.ref.hi - d.ref.lo + 1, 0)
+               for d in decl.devices if d.ref.kind != "wild")
 
 
 def _expand_decl(sink: DiagnosticSink, ref: ast.DevRef) -> list[str]:

@@ -38,6 +38,7 @@ class Budget:
     link_pairs: int
     glob_names: int
     glob_reported: bool = False  # E015 is said once; later patterns are not matched
+    devices_written: int = 0  # every device the load's clusters declare: E246's hint
 
     @classmethod
     def active(cls) -> Budget:
