@@ -90,7 +90,7 @@ def format_inputs(files: list[Path], stdin_name: str | None) -> FmtRun:
     run = FmtRun()
     inputs: list[tuple[Path | None, str]] = (
         [(None, stdin_name)] if stdin_name is not None
-        else [(f, display_path(f.resolve())) for f in files])
+        else [(f, display_path(Path(os.path.abspath(f)))) for f in files])  # as given
     for path, shown in inputs:
         run.names.append(shown)
         try:

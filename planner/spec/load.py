@@ -171,8 +171,8 @@ class _Reader:
         self.sink = DiagnosticSink()
         self.root = root
 
-    def _open(self, p: Path, at: Span | None) -> _Frame | None:
-        shown = display_path(p)
+    def _open(self, p: Path, at: Span | None, shown: str = "") -> _Frame | None:
+        shown = shown or display_path(p)
         try:
             text = read_source(p, shown, at).removeprefix(BOM)
             self.sources[shown] = text
@@ -181,10 +181,11 @@ class _Reader:
             self.sink.items.extend(err.diagnostics)
             return None
 
-    def run(self, first: Path) -> None:
-        """Read `first` (resolved, inside the root) and everything it imports."""
+    def run(self, first: Path, shown: str = "") -> None:
+        """Read `first` (resolved, inside the root; named `shown`, the name it was given)
+        and everything it imports (named by where they resolve)."""
         depth_limit = limits.active().import_depth
-        frame = self._open(first, None)
+        frame = self._open(first, None, shown)
         frames = [frame] if frame is not None else []
         on_stack = {first}
         while frames:
@@ -267,8 +268,8 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
         reader.sink.error("E008", f"{shown} leads outside the root `{display_path(base)}`",
                           None, "the file, or a symlink's target, is not "
                           "read outside the root; choose another with `--root FOLDER`")
-    else:
-        reader.run(first)
+    else:  # named as given: `link.plan`, not the `target.plan` it leads to
+        reader.run(first, display_path(Path(os.path.abspath(path))))
     if reader.sink.has_errors:
         raise SpecError(reader.sink.items)
     return reader.modules, reader.sources

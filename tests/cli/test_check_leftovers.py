@@ -39,3 +39,15 @@ def test_a_folder_without_specs_beside_one_with_is_a_warning(tmp_path: Path) -> 
     assert (code, doc["warnings"], [d["code"] for d in doc["diagnostics"]]) == (0, 1, ["W006"])
     code, out, _ = invoke(["fmt", "--json", "specs", "emptydir"], tmp_path)
     assert (code, [d["code"] for d in json.loads(out)["diagnostics"]]) == (0, ["W006"])
+
+
+def test_a_symlink_is_named_as_given(tmp_path: Path) -> None:
+    (tmp_path / "target.plan").write_text("graph g { op a { tiem 1 ms } }\n")
+    (tmp_path / "link.plan").symlink_to("target.plan")
+    code, _, err = invoke(["check", "link.plan"], tmp_path)
+    assert code == 1
+    assert err.startswith("link.plan:1:18: error[E210]") and "target.plan" not in err
+    code, out, err = invoke(["fmt", "link.plan"], tmp_path)
+    assert (code, out, err) == (0, "reformatted link.plan\n", "")
+    assert (tmp_path / "link.plan").is_symlink()  # the target rewritten, the link kept
+    assert (tmp_path / "target.plan").read_text() == "graph g {\n  op a { tiem 1 ms }\n}\n"
