@@ -3,7 +3,9 @@ code registry (`planner/codes.py`), one result per located diagnostic.
 
 GitHub needs each result's location as a file of the repository and a start line, so a
 diagnostic without a place (a usage error, an internal error) becomes a notification of
-the invocation instead, which records the exit code as well.
+the invocation instead, which records the exit code as well; so does one in a text that is
+no file (`fmt -` without `--stdin-filename`: `<stdin>`), its line and column in its text
+(an artifact `stdin` read as a file of the repository).
 """
 
 from __future__ import annotations
@@ -44,8 +46,6 @@ def _physical(span: Span, root: Path) -> dict[str, Any]:
     rel = repo_path(span.file, root)
     if rel is not None:
         artifact = {"uri": quote(rel), "uriBaseId": "%SRCROOT%"}
-    elif span.file.startswith("<"):
-        artifact = {"uri": quote(span.file.strip("<>"))}
     else:
         artifact = {"uri": Path(span.file).resolve().as_uri()}
     region: dict[str, int] = {"startLine": max(span.line, 1), "startColumn": max(span.column, 1)}
@@ -56,18 +56,26 @@ def _physical(span: Span, root: Path) -> dict[str, Any]:
     return {"artifactLocation": artifact, "region": region}
 
 
+def _in_file(span: Span | None) -> Span | None:
+    """`span` when it lies in a file, None in a text that is none (`<stdin>`)."""
+    return None if span is None or span.file.startswith("<") else span
+
+
 def sarif_log(diags: Sequence[Diagnostic], exit_code: int, subject: str | None = None,
               version: str = "") -> dict[str, Any]:
     """The SARIF log of one command's diagnostics and exit code."""
     root = repository_root()
-    rules = _rules({d.code for d in diags if locate(d, subject) is not None})
+    rules = _rules({d.code for d in diags if _in_file(locate(d, subject)) is not None})
     index = {r["id"]: i for i, r in enumerate(rules)}
     results: list[dict[str, Any]] = []
     notifications: list[dict[str, Any]] = []
     for d in diags:
-        span = locate(d, subject)
+        at = locate(d, subject)
+        span = _in_file(at)
         if span is None:
-            notifications.append({"level": _level(d), "message": {"text": full_message(d)},
+            where = f"{at.file}:{at.line}:{at.column}: " if at is not None else ""
+            notifications.append({"level": _level(d),
+                                  "message": {"text": where + full_message(d)},
                                   "descriptor": {"id": d.code}})
             continue
         result: dict[str, Any] = {"ruleId": d.code, "level": _level(d),
@@ -75,10 +83,10 @@ def sarif_log(diags: Sequence[Diagnostic], exit_code: int, subject: str | None =
                                   "locations": [{"physicalLocation": _physical(span, root)}]}
         if d.code in index:
             result["ruleIndex"] = index[d.code]
-        if d.notes:
-            result["relatedLocations"] = [
-                {"id": k, "message": {"text": m}, "physicalLocation": _physical(s, root)}
-                for k, (m, s) in enumerate(d.notes, start=1)]
+        related = [{"id": k, "message": {"text": m}, "physicalLocation": _physical(s, root)}
+                   for k, (m, s) in enumerate(d.notes, start=1) if _in_file(s) is not None]
+        if related:
+            result["relatedLocations"] = related
         results.append(result)
     driver: dict[str, Any] = {"name": "planner", "rules": rules}
     if version:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .helpers import GOOD, invoke
+from .helpers import GOOD, invoke, valid_sarif
 
 #: op `a` (4 B of params) on one device of 3 B (`3.5 B` reads as 3 B), under two memory models
 TWO_PLANS = """
@@ -51,3 +51,19 @@ def test_a_symlink_is_named_as_given(tmp_path: Path) -> None:
     assert (code, out, err) == (0, "reformatted link.plan\n", "")
     assert (tmp_path / "link.plan").is_symlink()  # the target rewritten, the link kept
     assert (tmp_path / "target.plan").read_text() == "graph g {\n  op a { tiem 1 ms }\n}\n"
+
+
+def test_sarif_of_standard_input_names_no_file_unless_given(tmp_path: Path) -> None:
+    broken = b"graph g { op a { time 1 ms }\n"
+    code, out, _ = invoke(["fmt", "--format", "sarif", "-"], tmp_path, stdin=broken)
+    run = valid_sarif(out)["runs"][0]
+    assert (code, run["results"], run["tool"]["driver"]["rules"]) == (1, [], [])
+    (note,) = run["invocations"][0]["toolExecutionNotifications"]
+    assert note["descriptor"] == {"id": "E102"}
+    assert note["message"]["text"].startswith("<stdin>:1:28: unexpected end of file")
+    assert "stdin" not in json.dumps(run["results"])  # was the artifact `stdin`
+    code, out, _ = invoke(["fmt", "--format", "sarif", "--stdin-filename", "specs/x.plan", "-"],
+                          tmp_path, stdin=broken)
+    (result,) = valid_sarif(out)["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(
+        "specs/x.plan")
