@@ -14,6 +14,7 @@ once per such family, so a file of 200 plans over one 20,000-op graph costs one 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from ..errors import Diagnostic, Span
 from ..facts import Proof, proofs
@@ -33,7 +34,7 @@ def plan_diagnostics(problems: Iterable[Problem], loc: Locations | None = None
     are dropped once it is checked (`forget`), so that memory stays that of the spec and
     one problem's tables, however many plans share a large graph."""
     proven_fine: set[tuple[object, ...]] = set()
-    out: list[Diagnostic] = []
+    plans_of: dict[Diagnostic, list[str]] = {}  # each proof, in order, and the plans it is of
     for problem in problems:
         key = (id(problem.graph), id(problem.cluster), problem.memory_model,
                problem.contention, tuple(problem.pins.items()))
@@ -43,8 +44,21 @@ def plan_diagnostics(problems: Iterable[Problem], loc: Locations | None = None
         forget(problem)
         if not found:
             proven_fine.add(key)
-        out.extend(found)
-    return out
+        for d in found:
+            plans_of.setdefault(d, []).append(problem.name)
+    return [_naming(d, names) for d, names in plans_of.items()]
+
+
+def _naming(diag: Diagnostic, plans: list[str]) -> Diagnostic:
+    """`diag` naming the plans it is of, unless its message does: plans of one file that
+    fail alike at one op under `static` and `liveness` are two diagnostics, each with its
+    own model's hint (one message for both kept the first one's hint only); plans that
+    fail alike with the same hints, one that names them all."""
+    if len(plans) == 1 and f"plan `{plans[0]}`" in diag.message:
+        return diag
+    shown = ", ".join(f"`{n}`" for n in plans[:3]) + (
+        f" and {len(plans) - 3} more" if len(plans) > 3 else "")
+    return replace(diag, message=f"{diag.message} (plan{'s' if len(plans) > 1 else ''} {shown})")
 
 
 def _where(problem: Problem, proof: Proof, loc: Locations | None) -> Span | None:

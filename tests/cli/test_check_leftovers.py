@@ -67,3 +67,20 @@ def test_sarif_of_standard_input_names_no_file_unless_given(tmp_path: Path) -> N
     (result,) = valid_sarif(out)["runs"][0]["results"]
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(
         "specs/x.plan")
+
+
+def test_each_plan_keeps_its_own_explanation(tmp_path: Path) -> None:
+    """Both plans fail E301 at op `a` with one message: it was printed once, with the
+    static hint only, naming no plan."""
+    (tmp_path / "t.plan").write_text(TWO_PLANS)
+    code, out, _ = invoke(["check", "--json", "t.plan"], tmp_path)
+    e301 = [d for d in json.loads(out)["diagnostics"] if d["code"] == "E301"]
+    assert code == 1 and [d["message"][-10:] for d in e301] == ["(plan `s`)", "(plan `l`)"]
+    assert [d["hints"][0].split(":")[0] for d in e301] == [
+        "memory model `static`", "memory model `liveness`"]
+    # plans that fail alike with the same explanation: one diagnostic naming them all
+    same = TWO_PLANS + "".join(f"plan p{i} {{ graph g  cluster c }}\n" for i in range(4))
+    (tmp_path / "t.plan").write_text(same)
+    code, out, _ = invoke(["check", "--json", "t.plan"], tmp_path)
+    e301 = [d["message"] for d in json.loads(out)["diagnostics"] if d["code"] == "E301"]
+    assert e301[0].endswith("(plans `s`, `p0`, `p1` and 2 more)") and len(e301) == 2
