@@ -435,3 +435,28 @@ def test_the_readme_pipeline_example_runs(tmp_path: Path, monkeypatch: pytest.Mo
         assert "loss and gradients equal the unpipelined model's: True" in result.stdout
     doc = json.loads((tmp_path / "pipe.json").read_text())
     assert doc["exact"] and doc["ranks"] == 2 and doc["split_spec"]
+
+
+@pytest.mark.slow
+def test_interleaved_takes_keyword_inputs_on_the_first_stage_alone(tmp_path: Path) -> None:
+    """The MLP given its input as a keyword (`--example "dict(input=...)"`), 4 stages
+    looping over 2 ranks: torch's interleaved schedule passes the step's keyword inputs to
+    every stage of the first rank, and the script gives them to the first stage alone.
+    Before: stage 2 failed, `forward() got an unexpected keyword argument 'input'`."""
+    example = "dict(input=torch.randn(8, 16))"
+    planner_ok("import", "torch", f"{MODELS}:mlp", "--example", example, "--training",
+               "--name", "mlp", "-o", tmp_path / "mlp.plan")
+    spec = _plan(tmp_path, "mlp", 2, "interleaved")
+    planner_ok("solve", spec, "--out", tmp_path / "plan.json")
+    planner_ok("export", "torch", spec, f"{MODELS}:mlp", "--example", example, "--placement",
+               tmp_path / "plan.json", "--pipeline", "--device-map", "gpu0=cpu,gpu1=cpu",
+               "-o", tmp_path / "pipe.json", "--code", tmp_path / "step.py")
+    doc = json.loads((tmp_path / "pipe.json").read_text())
+    assert doc["schedule_class"] == "ScheduleInterleaved1F1B"
+    assert [s["rank"] for s in doc["stages"]] == [0, 1, 0, 1]
+    result = subprocess.run([sys.executable, str(tmp_path / "step.py"), "--spawn", "--cpu",
+                             "--check"], capture_output=True, text=True, timeout=600,
+                            check=False, cwd=tmp_path,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stdout + result.stderr[-4000:]
+    assert "loss and gradients equal the unpipelined model's: True" in result.stdout
