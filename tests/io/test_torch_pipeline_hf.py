@@ -122,3 +122,47 @@ def test_gpt2_pipelined_under_gloo_equals_one_process(exported: Exported) -> Non
     assert re.search(r"\d+ of \d+ gradients differ, the most: \S+ by [\d.e-]+", out), out
     assert "13 module(s) in train mode" in out and "transformer.drop" in out
     assert "--mode eval" in out
+
+
+@pytest.mark.slow
+def test_gpt2_interleaved_relays_the_mask_its_blocks_share(
+        exported: Exported) -> None:
+    """4 stages looping over 2 ranks (ScheduleInterleaved1F1B), which sends between
+    adjacent stages only: the attention mask that the first stage computes and every block
+    reads is relayed by the stages between. Before: the step failed, "PipelineScheduleMulti
+    only supports adjacent-stage communication, but stage 0 has forward send stages [1, 2,
+    3]"; now its loss and gradients equal one process's."""
+    root = exported.root
+    (root / "looped.plan").write_text(
+        'import "gpt2.plan"\n'
+        "cluster c {\n  device gpu[0..1] { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
+        "  link gpu0 <-> gpu1 { bandwidth 100 GB/s }\n}\n"
+        "plan p { graph gpt2  cluster c  objective pipeline  microbatches 4  "
+        "schedule interleaved  stages_per_device 2 }\n")
+    planner_ok("solve", root / "looped.plan", "--out", root / "looped.json")
+    planner_ok("export", "torch", root / "looped.plan", f"{MODELS}:gpt2", "--example",
+               EXAMPLE, "--placement", root / "looped.json", "--pipeline", "--nearest",
+               "--device-map", "gpu0=cpu,gpu1=cpu", "-o", root / "looped_pipe.json",
+               "--code", root / "looped_step.py")
+    doc = json.loads((root / "looped_pipe.json").read_text())
+    assert doc["schedule_class"] == "ScheduleInterleaved1F1B"
+    assert [s["rank"] for s in doc["stages"]] == [0, 1, 0, 1]
+    looped = Exported(doc, root / "looped_step.py", load_script(root / "looped_step.py"), root)
+    result = _spawn(looped, "--check")
+    assert result.returncode == 0, result.stdout + result.stderr[-4000:]
+    assert "loss and gradients equal the unpipelined model's: True" in result.stdout
+    # in this process: after the relay, every stage takes its tensors from the one before
+    script = looped.script
+    model, namespace = script.load_model(mode="eval")
+    args, kwargs, _ = script.make_batch(namespace)
+    pipe = script.pipeline(model, mb_args=tuple(script._first(a) for a in args),
+                           mb_kwargs={k: script._first(v) for k, v in kwargs.items()},
+                           split_spec=script.SPLIT_SPEC)
+    calls = [n for n in pipe.split_gm.graph.nodes if n.op == "call_module"]
+
+    def sources() -> list[set[int]]:
+        return [{script._stage_of(a, calls) for a in c.args} - {None} for c in calls]
+
+    assert sources()[2] == {0, 1}  # the mask skips stage 1
+    script.relay_skips(pipe)
+    assert sources() == [set(), {0}, {1}, {2}]
