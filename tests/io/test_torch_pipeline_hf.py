@@ -124,24 +124,19 @@ def test_gpt2_pipelined_under_gloo_equals_one_process(exported: Exported) -> Non
     assert "--mode eval" in out
 
 
-@pytest.mark.slow
-def test_gpt2_interleaved_relays_the_mask_its_blocks_share(
-        exported: Exported) -> None:
-    """4 stages looping over 2 ranks (ScheduleInterleaved1F1B), which sends between
-    adjacent stages only: the attention mask that the first stage computes and every block
-    reads is relayed by the stages between. Before: the step failed, "PipelineScheduleMulti
-    only supports adjacent-stage communication, but stage 0 has forward send stages [1, 2,
-    3]"; now its loss and gradients equal one process's."""
-    root = exported.root
+def _looped(root: Path, graph: str, target: str, example: str) -> Exported:
+    """The graph `graph` (ROOT/GRAPH.plan) planned as 4 stages looping over 2 ranks
+    (ScheduleInterleaved1F1B), exported with the nearest split; its step run by the
+    script under gloo must equal one process."""
     (root / "looped.plan").write_text(
-        'import "gpt2.plan"\n'
+        f'import "{graph}.plan"\n'
         "cluster c {\n  device gpu[0..1] { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
         "  link gpu0 <-> gpu1 { bandwidth 100 GB/s }\n}\n"
-        "plan p { graph gpt2  cluster c  objective pipeline  microbatches 4  "
+        f"plan p {{ graph {graph}  cluster c  objective pipeline  microbatches 4  "
         "schedule interleaved  stages_per_device 2 }\n")
     planner_ok("solve", root / "looped.plan", "--out", root / "looped.json")
-    planner_ok("export", "torch", root / "looped.plan", f"{MODELS}:gpt2", "--example",
-               EXAMPLE, "--placement", root / "looped.json", "--pipeline", "--nearest",
+    planner_ok("export", "torch", root / "looped.plan", target, "--example", example,
+               "--placement", root / "looped.json", "--pipeline", "--nearest",
                "--device-map", "gpu0=cpu,gpu1=cpu", "-o", root / "looped_pipe.json",
                "--code", root / "looped_step.py")
     doc = json.loads((root / "looped_pipe.json").read_text())
@@ -151,6 +146,18 @@ def test_gpt2_interleaved_relays_the_mask_its_blocks_share(
     result = _spawn(looped, "--check")
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
+    return looped
+
+
+@pytest.mark.slow
+def test_gpt2_interleaved_relays_the_mask_its_blocks_share(
+        exported: Exported) -> None:
+    """4 stages looping over 2 ranks (ScheduleInterleaved1F1B), which sends between
+    adjacent stages only: the attention mask that the first stage computes and every block
+    reads is relayed by the stages between. Before: the step failed, "PipelineScheduleMulti
+    only supports adjacent-stage communication, but stage 0 has forward send stages [1, 2,
+    3]"; now its loss and gradients equal one process's."""
+    looped = _looped(exported.root, "gpt2", f"{MODELS}:gpt2", EXAMPLE)
     # in this process: after the relay, every stage takes its tensors from the one before
     script = looped.script
     model, namespace = script.load_model(mode="eval")
@@ -166,3 +173,16 @@ def test_gpt2_interleaved_relays_the_mask_its_blocks_share(
     assert sources()[2] == {0, 1}  # the mask skips stage 1
     script.relay_skips(pipe)
     assert sources() == [set(), {0}, {1}, {2}]
+
+
+@pytest.mark.slow
+def test_t5_interleaved_relays_in_the_order_torch_sends(tmp_path: Path) -> None:
+    """T5 (tied_models.py: its `shared` embedding tied, the encoder's output read by every
+    decoder block) as 4 stages on 2 ranks: the stages between relay several tensors, and
+    each stage takes its inputs in the order the stage before returns them, as torch pairs
+    sends and receives. Before: gloo's "Received data size doesn't match expected size"
+    (1024 vs 64 bytes: a relayed tensor received as another)."""
+    models = HERE / "tied_models.py"
+    planner_ok("import", "torch", f"{models}:t5", "--example", "t5_tokens()", "--training",
+               "--name", "t5", "-o", tmp_path / "t5.plan")
+    _looped(tmp_path, "t5", f"{models}:t5", "t5_tokens()")
