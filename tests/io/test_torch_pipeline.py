@@ -460,3 +460,29 @@ def test_interleaved_takes_keyword_inputs_on_the_first_stage_alone(tmp_path: Pat
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
+
+
+@pytest.mark.slow
+def test_check_under_torchrun_compares_on_rank_0(tmp_path: Path) -> None:
+    """`--check` under torchrun (a process per rank, none to compare in): every rank's
+    result goes to rank 0, which compares. Before: `--check` was ignored there (no
+    comparison, exit 0). Without torchrun and without --spawn: a usage error, not a
+    KeyError traceback."""
+    spec = _plan(tmp_path, "mlp", 2, "gpipe")
+    planner_ok("solve", spec, "--out", tmp_path / "plan.json")
+    planner_ok("export", "torch", spec, f"{MODELS}:mlp", "--input", INPUTS["mlp"],
+               "--placement", tmp_path / "plan.json", "--pipeline", "--device-map",
+               "gpu0=cpu,gpu1=cpu", "-o", tmp_path / "pipe.json", "--code", tmp_path / "step.py")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+    env["OMP_NUM_THREADS"] = "1"
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                             "--nproc-per-node", "2", str(tmp_path / "step.py"), "--cpu",
+                             "--check"], capture_output=True, text=True, timeout=600,
+                            check=False, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr[-4000:]
+    assert "loss and gradients equal the unpipelined model's: True" in result.stdout
+    alone = subprocess.run([sys.executable, str(tmp_path / "step.py"), "--check"],
+                           capture_output=True, text=True, timeout=600, check=False,
+                           cwd=tmp_path, env=env)
+    assert alone.returncode == 2 and "Traceback" not in alone.stderr, alone.stderr
+    assert "no rank to run: start the ranks with `torchrun --nproc-per-node 2" in alone.stderr
