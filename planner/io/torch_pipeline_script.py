@@ -9,7 +9,10 @@ its stage(s), the schedule with a loss, and one `schedule.step(...)`; under `tor
 rebuilt into the model's output (`torch.utils._pytree`, a Hugging Face ModelOutput) for the
 loss: the cross-entropy of its `logits`, or the user's `--loss`. A tensor crossing stages
 that is not contiguous is made so (`contiguous_boundaries`: torch sends the traced layout,
-gloo contiguous tensors only). `--check` compares the loss and gradients with the
+gloo contiguous tensors only). Under `interleaved`, whose runtime sends between adjacent
+stages only and hands the step's keyword inputs to every stage of the first rank, a tensor
+that skips stages is relayed by the stages between (`relay_skips`) and a later stage gets
+only the keywords it takes (`own_inputs`). `--check` compares the loss and gradients with the
 unpipelined model's, in eval mode unless `--mode` says otherwise, and prints what differs
 and by how much (exit status 1).
 
