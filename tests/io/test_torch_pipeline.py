@@ -486,3 +486,34 @@ def test_check_under_torchrun_compares_on_rank_0(tmp_path: Path) -> None:
                            cwd=tmp_path, env=env)
     assert alone.returncode == 2 and "Traceback" not in alone.stderr, alone.stderr
     assert "no rank to run: start the ranks with `torchrun --nproc-per-node 2" in alone.stderr
+
+
+@pytest.mark.slow
+def test_ranks_planned_on_cpu_and_cuda_are_a_usage_error(tmp_path: Path) -> None:
+    """A plan with a stage on the host CPU (`cpu0` -> `cpu`) and one on a GPU (`gpu0` ->
+    `cuda:0`): the ranks would pick gloo and nccl, and one process group takes one backend.
+    The script says so and how to run it, before any rank starts. Before: each rank chose
+    its own backend (here: "Distributed package doesn't have NCCL built in", a traceback;
+    on a GPU machine, ranks that never meet)."""
+    graph = re.search(r"^graph (\S+) \{", _import(tmp_path, "mlp").read_text(), re.M)
+    assert graph is not None
+    spec = tmp_path / "mix.plan"
+    spec.write_text(
+        'import "mlp.plan"\n'
+        "cluster c {\n  device gpu0 { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
+        "  device cpu0 { kind cpu  memory 1 GiB  flops 10 TFLOPS }\n"
+        "  link gpu0 <-> cpu0 { bandwidth 100 GB/s }\n}\n"
+        f"plan p {{ graph {graph.group(1)}  cluster c  objective pipeline  microbatches 4  "
+        "schedule gpipe }\n")
+    planner_ok("solve", spec, "--out", tmp_path / "plan.json")
+    planner_ok("export", "torch", spec, f"{MODELS}:mlp", "--input", INPUTS["mlp"],
+               "--placement", tmp_path / "plan.json", "--pipeline", "-o",
+               tmp_path / "pipe.json", "--code", tmp_path / "step.py")
+    doc = json.loads((tmp_path / "pipe.json").read_text())
+    assert {s["torch_device"] for s in doc["stages"]} == {"cpu", "cuda:0"}
+    result = subprocess.run([sys.executable, str(tmp_path / "step.py"), "--spawn"],
+                            capture_output=True, text=True, timeout=600, check=False,
+                            cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-4000:]
+    assert "the ranks are planned on cpu and cuda devices" in result.stderr
+    assert "add --cpu, or export with --device-map" in result.stderr
