@@ -10,6 +10,7 @@ failed on valid input), else 0.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from . import linediff
 from .guard import EXIT_GATE, EXIT_INVALID, JsonReport
 
 STDIN = "-"
+STDIN_SHOWN = "<stdin>"  # the name of standard input without --stdin-filename
 
 
 @dataclass
@@ -151,7 +153,19 @@ def not_canonical(item: Formatted) -> Diagnostic:
     end_col = len(old[last - 1].rstrip("\r\n")) + 1 if 0 < last <= len(old) else 1
     return Diagnostic("W640", f"{item.shown} is not in the canonical layout",
                       Span(item.shown, first, 1, last, max(end_col, 2)),
-                      (f"run `planner fmt {item.shown}`",), Severity.WARNING)
+                      (_reformat_hint(item),), Severity.WARNING)
+
+
+def _reformat_hint(item: Formatted) -> str:
+    """How to reformat `item`: `planner fmt FILE`, and for standard input (where that hint
+    was `planner fmt <stdin>`, no command) the filter `planner fmt -`, with its name."""
+    if item.path is not None:
+        return f"run `planner fmt {shlex.quote(item.shown)}`"
+    if item.shown == STDIN_SHOWN:
+        return "run `planner fmt -` on the same input: it writes the canonical layout to stdout"
+    name = shlex.quote(item.shown)
+    return (f"run `planner fmt --stdin-filename {name} -` on the same input (it writes the "
+            f"canonical layout to stdout), or `planner fmt {name}` on the file")
 
 
 def run_fmt(paths: list[Path], files: list[Path], report: JsonReport, *, check: bool,
@@ -159,7 +173,7 @@ def run_fmt(paths: list[Path], files: list[Path], report: JsonReport, *, check: 
     """The `fmt` command's body (inside its guard); raises `typer.Exit` for 1 and 5, and
     E622 or E623 for a file it could not rewrite (`_stop`)."""
     stdin = check_inputs(paths, stdin_filename)
-    run = format_inputs(files, (stdin_filename or "<stdin>") if stdin else None)
+    run = format_inputs(files, (stdin_filename or STDIN_SHOWN) if stdin else None)
     gate = check or diff  # nothing is written: say what would change
     changed = [x for x in run.done if x.changed]
     report.diagnostics.extend(run.errors)

@@ -231,3 +231,25 @@ def test_a_file_that_cannot_be_written_stops_no_other(tmp_path: Path,
     assert doc["result"] == {"files": ["a.plan", "b.plan"], "changed": ["a.plan"],
                              "written": True}
     assert [d["code"] for d in doc["diagnostics"]] == ["E623"]
+
+
+def test_the_hint_for_standard_input_is_a_command_that_formats_it(tmp_path: Path) -> None:
+    # was "run `planner fmt <stdin>`", a command that cannot work
+    code, out, _ = invoke(["fmt", "--check", "--format", "json", "-"], tmp_path,
+                          stdin=UGLY.encode())
+    (diag,) = json.loads(out)["diagnostics"]
+    assert (code, diag["code"]) == (5, "W640")
+    assert diag["hints"] == [
+        "run `planner fmt -` on the same input: it writes the canonical layout to stdout"]
+    code, out, _ = invoke(["fmt", "--check", "--format", "json", "--stdin-filename",
+                           "my u.plan", "-"], tmp_path, stdin=UGLY.encode())
+    (diag,) = json.loads(out)["diagnostics"]
+    assert diag["hints"] == [
+        "run `planner fmt --stdin-filename 'my u.plan' -` on the same input (it writes the "
+        "canonical layout to stdout), or `planner fmt 'my u.plan'` on the file"]
+    (tmp_path / "my u.plan").write_text(UGLY)  # a file's hint: quoted for the shell
+    code, out, _ = invoke(["fmt", "--check", "--format", "json", "my u.plan"], tmp_path)
+    assert json.loads(out)["diagnostics"][0]["hints"] == ["run `planner fmt 'my u.plan'`"]
+    code, out, _ = invoke(["fmt", "--format", "json", "-"], tmp_path, stdin=UGLY.encode())
+    assert (code, json.loads(out)["result"]["formatted"]) == (0, CANONICAL)  # it works
+
