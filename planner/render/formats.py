@@ -84,7 +84,10 @@ def github_annotation(diag: Diagnostic, subject: str | None = None,
     root = root or repository_root()
     span = locate(diag, subject)
     props: list[tuple[str, str]] = []
-    if span is not None:
+    # a text that is no file (`fmt -` without --stdin-filename: `<stdin>`) is named in the
+    # message, as SARIF does: `file=<stdin>` was read as a file of the repository
+    where = f"{span.file}:{span.line}:{span.column}: " if span and span.file[:1] == "<" else ""
+    if span is not None and not where:
         path = _shown_path(span.file, root)
         end_line = max(span.end_line, span.line)
         one_line = end_line == span.line
@@ -99,7 +102,7 @@ def github_annotation(diag: Diagnostic, subject: str | None = None,
     # as the text output does, where SARIF has related locations
     notes = [f"note: {m} at {_shown_path(s.file, root)}:{s.line}:{s.column}"
              for m, s in diag.notes]
-    text = "\n".join([full_message(diag), *notes])
+    text = "\n".join([where + full_message(diag), *notes])
     return f"::{level} {listed}::{_escape_data(text)}"
 
 

@@ -253,3 +253,19 @@ def test_the_hint_for_standard_input_is_a_command_that_formats_it(tmp_path: Path
     code, out, _ = invoke(["fmt", "--format", "json", "-"], tmp_path, stdin=UGLY.encode())
     assert (code, json.loads(out)["result"]["formatted"]) == (0, CANONICAL)  # it works
 
+
+def test_github_annotations_of_standard_input_name_no_file_unless_given(
+        tmp_path: Path) -> None:
+    # was `::warning file=<stdin>,line=1,...`: a file of the repository that is not there
+    code, out, _ = invoke(["fmt", "--check", "--format", "github", "-"], tmp_path,
+                          stdin=UGLY.encode())
+    assert code == 5
+    assert out.startswith("::warning title=W640::<stdin>:1:1: <stdin> is not in the "
+                          "canonical layout%0Ahint: run `planner fmt -`")
+    code, out, _ = invoke(["fmt", "--format", "github", "-"], tmp_path,
+                          stdin=BROKEN.encode())
+    assert code == 1 and out.startswith("::error title=E")
+    assert "::<stdin>:2:" in out and "file=" not in out
+    code, out, _ = invoke(["fmt", "--check", "--format", "github", "--stdin-filename",
+                           "u.plan", "-"], tmp_path, stdin=UGLY.encode())
+    assert out.startswith("::warning file=u.plan,line=1,")
