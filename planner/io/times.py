@@ -12,7 +12,8 @@ Three formats, told apart by their content:
   of their durations (one per profiled step). Events recorded with
   `torch.profiler.record_function(NAME)` are preferred (on the GPU's timeline when there is
   one); without any, every complete event counts. `planner.io.torch_import.run_annotated`
-  runs a traced model with one such event per op.
+  runs a traced model with one such event per op. A `dur` that is no JSON number of
+  microseconds (`"500"`, a string) is E934 at it.
 
 Times replace the op's `time` (or `time[KIND]` with `--times-kind KIND`); ops the file does
 not name keep their estimate. Names the file gives that are no op are a warning (W937); a
@@ -141,7 +142,8 @@ def _csv_row(row: list[str], line: int, shown: str,
 def _from_json(data: Any, shown: str, text: str) -> dict[str, float]:
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if isinstance(events, list):
-        return _from_trace(events, shown)
+        return _from_trace(events, JsonSpans(shown, text, () if events is data else
+                                             ("traceEvents",)))
     if not isinstance(data, dict) or not data:
         raise SpecError(Diagnostic(
             "E935", f"{shown} is neither an object of op times nor a Chrome trace",
@@ -159,20 +161,20 @@ def _from_json(data: Any, shown: str, text: str) -> dict[str, float]:
             raise SpecError(Diagnostic(
                 "E934", f"the time of `{name}` is not a number of seconds (finite, >= 0): "
                 f"{json.dumps(value)}", JsonSpans(shown, text)(name),
-                (f"write it as a JSON number, without quotes: {json.dumps(_seconds(value))}",)
-                if isinstance(value, str) and _seconds(value) is not None else ()))
+                _unquote_hint(value)))
         out[name] = seconds
     return out
 
 
-def _from_trace(events: list[Any], shown: str) -> dict[str, float]:
+def _from_trace(events: list[Any], at: JsonSpans) -> dict[str, float]:
+    shown = at.file
     spans: dict[str, dict[str, list[float]]] = {}
-    for e in events:
+    for i, e in enumerate(events):
         if not isinstance(e, dict) or e.get("ph") != "X" or not isinstance(e.get("name"), str):
             continue
-        dur = _seconds(e.get("dur"))
-        if dur is not None:
-            spans.setdefault(str(e.get("cat", "")), {}).setdefault(e["name"], []).append(dur)
+        if "dur" in e:
+            spans.setdefault(str(e.get("cat", "")), {}).setdefault(e["name"], []).append(
+                _trace_dur(e["dur"], e["name"], at, i))
     chosen: dict[str, list[float]] = {}
     for cat in (*ANNOTATIONS, None):
         if cat is None:
@@ -187,6 +189,25 @@ def _from_trace(events: list[Any], shown: str) -> dict[str, float]:
         raise SpecError(Diagnostic("E935", f"{shown}: a Chrome trace without complete "
                                    "(`\"ph\": \"X\"`) events", Span.start_of(shown)))
     return {name: statistics.median(durs) * 1e-6 for name, durs in chosen.items()}
+
+
+def _trace_dur(value: Any, name: str, at: JsonSpans, i: int) -> float:
+    """A complete event's `dur`, in microseconds: a JSON number, finite and >= 0, else E934
+    at it (`"dur": "500"` was read as 500 us without a word)."""
+    dur = _json_seconds(value)
+    if dur is None:
+        raise SpecError(Diagnostic(
+            "E934", f"the duration of event `{name}` is not a number of microseconds (finite, "
+            f">= 0): {json.dumps(value)}", at(i, "dur"),
+            _unquote_hint(value)))
+    return dur
+
+
+def _unquote_hint(value: Any) -> tuple[str, ...]:
+    """For a time written as a string of a number (`"0.5"`), how to write it."""
+    if isinstance(value, str) and _seconds(value) is not None:
+        return (f"write it as a JSON number, without quotes: {json.dumps(_seconds(value))}",)
+    return ()
 
 
 def overlay_times(w: Workload, times: dict[str, float], file: str,

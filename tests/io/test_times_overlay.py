@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import planner
 from planner.cli import app
-from planner.errors import SpecError
+from planner.errors import JsonSpans, SpecError
 from planner.io.onnx_import import zoo_dir
 from planner.io.pipedream import parse_pipedream
 from planner.io.times import overlay_times, read_times
@@ -152,3 +152,23 @@ def test_baechi_graphs_take_times(tmp_path: Path) -> None:
     times.write_text("b,0.25\n")
     graph = load_baechi(f, times=read_times(times)).graph
     assert [op.time_s for op in graph.ops] == [5.0 * 1e-6, 0.25]
+
+
+@pytest.mark.parametrize(("dur", "hint"), [
+    ('"500"', ("write it as a JSON number, without quotes: 500.0",)),  # was 500 us, silently
+    ("-1", ()), ("true", ()), ("null", ())])
+def test_a_trace_duration_that_is_no_number_is_located(tmp_path: Path, dur: str,
+                                                       hint: tuple[str, ...]) -> None:
+    f = tmp_path / "trace.json"
+    f.write_text('{"traceEvents": [\n  {"ph": "X", "name": "node2", "dur": 10},\n'
+                 f'  {{"ph": "X", "name": "node2", "dur": {dur}}}\n]}}\n')
+    with pytest.raises(SpecError) as err:
+        read_times(f)
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.file if d.span else None, d.span.line if d.span else None,
+            d.span.column if d.span else None, d.hints) == ("E934", str(f), 3, 39, hint)
+    assert d.message.endswith(f"microseconds (finite, >= 0): {dur}")
+    f.write_text(f'[{{"ph": "X", "name": "node2", "dur": {dur}}}]')  # a bare list of events
+    with pytest.raises(SpecError) as err:
+        read_times(f)
+    assert err.value.diagnostics[0].span == JsonSpans(str(f), f.read_text())(0, "dur")
