@@ -332,13 +332,29 @@ def _read_clusters(paths: list[Path] | None) -> list[tuple[Path, Spec]]:
     """Each `--cluster` file loaded, before the import's work (a capture of a model takes
     seconds): a mistake in one is reported at once. E931 for a file that defines none."""
     out = []
+    seen: dict[str, tuple[Path, Span | None, list[str]]] = {}  # cluster -> its file, place, text
     for path in paths or []:
-        spec = load_path(path).spec
+        spec = (loaded := load_path(path)).spec
         if not spec.clusters:
             raise UsageError(Diagnostic("E931", f"{path} defines no cluster",
                                         Span.start_of(str(path))))
+        for cname, cluster in spec.clusters.items():  # was E201 at the input file
+            given = (path, loaded.locations.clusters.get(cname), render_cluster(cluster, True))
+            if seen.setdefault(cname, given) is not given:
+                raise _two_clusters(cname, seen[cname], given)
         out.append((path, spec))
     return out
+
+
+def _two_clusters(cname: str, first: tuple[Path, Span | None, list[str]],
+                  second: tuple[Path, Span | None, list[str]]) -> UsageError:
+    """E926 for two `--cluster` files that give cluster `cname`, at the second's."""
+    how = ("leave out one of them: they give the same cluster" if first[2] == second[2]
+           else "rename the cluster in one of them")
+    return UsageError(Diagnostic(
+        "E926", f"cluster `{cname}` is given by both --cluster {first[0]} and --cluster "
+        f"{second[0]}; the spec takes one cluster of each name", second[1], (how,),
+        notes=((f"first definition of `{cname}`", first[1]),) if first[1] else ()))
 
 
 def _add_clusters(result: Imported, clusters: list[tuple[Path, Spec]], out_dir: Path,

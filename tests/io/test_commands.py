@@ -260,3 +260,28 @@ def test_a_files_cluster_named_as_a_cluster_options_is_located_with_a_way_out(
                              "-o", str(tmp_path / "out.plan"))
     assert status == 0, err
     assert list(planner.load(tmp_path / "out.plan").plans) == ["p", "g_c"]
+
+
+def test_two_cluster_options_that_give_one_cluster_name_are_named(tmp_path: Path) -> None:
+    """Was E201 at the second cluster file with the hint "correct them there" about the
+    JSON file, and then "plan `g_k` is defined twice" at `in.json:1:1`."""
+    one, two = tmp_path / "a.plan", tmp_path / "b.plan"
+    one.write_text("cluster k { device d { memory 1 GB } }\n")
+    two.write_text("# the other\ncluster k { device e { memory 2 GB } }\n")
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps(_two_ops()))
+    out = tmp_path / "out.plan"
+    status, _, err = _invoke("import", "json", str(source), "--cluster", str(one),
+                             "--cluster", str(two), "-o", str(out))
+    assert status == 2, err
+    assert err.startswith(f"{two}:2:9: error[E926]: cluster `k` is given by both --cluster "
+                          f"{one} and --cluster {two}"), err
+    assert f"note: first definition of `k` at {one}:1:9" in err
+    assert "hint: rename the cluster in one of them" in err
+    assert str(source) not in err and "correct them there" not in err and not out.exists()
+    status, _, err = _invoke("import", "json", str(source), "--cluster", str(one),
+                             "--cluster", str(one), "-o", str(out))
+    assert status == 2 and "hint: leave out one of them: they give the same cluster" in err
+    status, _, err = _invoke("import", "json", str(source), "--cluster", str(one),
+                             "-o", str(out))
+    assert status == 0 and list(planner.load(out).plans) == ["p", "g_k"]
