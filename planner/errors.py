@@ -15,6 +15,7 @@ import difflib
 import enum
 import itertools
 import json
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -362,7 +363,8 @@ def _unshown(errors: int, warnings: int) -> Unshown:
 def merge_capped(groups: Iterable[Sequence[Diagnostic]],
                  cap: int | None = None) -> list[Diagnostic]:
     """The diagnostics of several loads (`check` over many files) as one command's: each
-    once (a file imported by several reports its errors in each load), the first `cap`
+    once (a file imported by several reports its errors in each load, under any of its
+    names: the first one is kept), the first `cap`
     (the `diagnostics` limit) shown and the rest, with those each load counted past its own
     limit, folded into one E000 at the end. A load whose shown diagnostics were all seen
     before is the same failing import again: its E000 counts the same ones, and is not
@@ -371,11 +373,14 @@ def merge_capped(groups: Iterable[Sequence[Diagnostic]],
     seen: set[tuple[object, ...]] = set()
     shown: list[Diagnostic] = []
     errors = warnings = 0
+    real: dict[str, str] = {}  # a file's name -> the file it names
     for group in groups:
         fresh = 0
         for d in group:
-            if not isinstance(d, Unshown) and (d.code, d.message, d.span) not in seen:
-                seen.add((d.code, d.message, d.span))
+            key = (d.code, d.message, d.span and d.span._replace(
+                file=_real_file(d.span.file, real)))
+            if not isinstance(d, Unshown) and key not in seen:
+                seen.add(key)
                 shown.append(d)
                 fresh += 1
         if fresh or all(isinstance(d, Unshown) for d in group):
@@ -385,6 +390,15 @@ def merge_capped(groups: Iterable[Sequence[Diagnostic]],
     past_errors, past_warnings = tally(shown[cap:])
     errors, warnings = errors + past_errors, warnings + past_warnings
     return shown[:cap] + ([_unshown(errors, warnings)] if errors + warnings else [])
+
+
+def _real_file(file: str, real: dict[str, str]) -> str:
+    """The file that `file` names, links resolved (`check link.plan a.plan`, where a.plan
+    imports the link's target: its errors were reported under both names), cached in
+    `real`; a name that is no path (`<stdin>`) as it is."""
+    if file not in real:
+        real[file] = file if file.startswith("<") else os.path.realpath(file)
+    return real[file]
 
 
 def _order(d: Diagnostic) -> tuple[str, int, int]:

@@ -84,3 +84,18 @@ def test_each_plan_keeps_its_own_explanation(tmp_path: Path) -> None:
     code, out, _ = invoke(["check", "--json", "t.plan"], tmp_path)
     e301 = [d["message"] for d in json.loads(out)["diagnostics"] if d["code"] == "E301"]
     assert e301[0].endswith("(plans `s`, `p0`, `p1` and 2 more)") and len(e301) == 2
+
+
+def test_a_file_named_twice_through_a_link_is_reported_once(tmp_path: Path) -> None:
+    # was the same E210 twice, under link.plan and under target.plan (a.plan's import)
+    (tmp_path / "target.plan").write_text("graph g { op a { tiem 1 ms } }\n")
+    (tmp_path / "link.plan").symlink_to("target.plan")
+    (tmp_path / "a.plan").write_text('import "target.plan"\n')
+    code, _, err = invoke(["check", "link.plan", "a.plan"], tmp_path)
+    assert (code, err.count("error[E210]")) == (1, 1), err
+    assert err.startswith("link.plan:1:18: error[E210]") and "target.plan" not in err
+    assert "checked 2 file(s) (link.plan, a.plan): 1 error(s)" in err
+    code, out, _ = invoke(["check", "--json", "a.plan", "link.plan"], tmp_path)
+    doc = json.loads(out)
+    assert (code, doc["errors"], [d["file"] for d in doc["diagnostics"]]) == (
+        1, 1, ["target.plan"])
