@@ -4,7 +4,9 @@
 stdout: `json` as the versioned envelope (`planner.cli.guard.JsonReport`), `github` as GitHub
 Actions workflow commands (`::error file=...::message`, shown as annotations on the pull
 request), `sarif` as one SARIF 2.1.0 log for GitHub code scanning (`sarif.py`).
-Paths in `github` and `sarif` are relative to the repository root, as GitHub wants them.
+Paths in `github` and `sarif` are relative to the repository root, as GitHub wants them;
+a text that is no file (`fmt -` without `--stdin-filename`) has no path: its place,
+`<stdin>:line:col`, is in the message.
 """
 
 from __future__ import annotations
