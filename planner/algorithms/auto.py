@@ -222,7 +222,8 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
             "candidates": {"hybrid": fixed.info["iteration_s"]}}))
     deadline = cap(options.time_limit_s)
     cells = splitdp.cells_for(options.time_limit_s)
-    best = pipedp.place_within(problem, options, cells)
+    searched = pipedp.search_within(problem, options, cells)
+    best = searched.solution
     uniform = run_uniform(problem, options)
     simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
     refined = pipecuts.refine_pipedp(problem, pipeline, cells, options.time_limit_s,
@@ -249,18 +250,30 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
             figures["hybrid"] = (mixed.info["iteration_s"], True)
             if not figures[chosen][1] or figures["hybrid"][0] < figures[chosen][0]:
                 best, chosen = mixed, "hybrid"
+    info = _chosen_info(problem, searched, best, chosen, figures, simulated)
+    return dataclasses.replace(best, info=MappingProxyType(info))
+
+
+def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, chosen: str,
+                 figures: dict[str, tuple[float, bool]], simulated: bool) -> dict[str, Any]:
+    """`info` of the plan `_pipeline` chose: its own figures and pipedp's notes drawn again
+    where it replaced pipedp's split (`pipedp.notes_for`), and why it won."""
     what = ("simulated iteration" if simulated else
             "estimated iteration, (M - 1) T plus each stage's load once")
     info = {**best.info, "chosen": chosen, "compared_by": what,
             "iteration_s": figures[chosen][0],
             "candidates": {name: f[0] for name, f in figures.items()}}
+    if chosen in ("uniform", "pipedp, cuts moved"):  # pipedp's notes were on its own split
+        info = {k: v for k, v in info.items() if k not in ("memory_note", "stages_note")}
+        info.update(pipedp.notes_for(problem, searched, best.plan.placement,
+                                     figures[chosen][0] if simulated else None))
     if chosen == "uniform":
         info["why"] = (f"the uniform split fits and runs faster by the {what} "
                        f"({format_seconds(figures['uniform'][0])}, pipedp's split "
                        f"{format_seconds(figures['pipedp'][0])})")
     if chosen == "hybrid":
         info["why"] = _why_hybrid(info, figures, simulated)
-    return dataclasses.replace(best, info=MappingProxyType(info))
+    return info
 
 
 def _why_hybrid(info: dict[str, Any], figures: dict[str, tuple[float, bool]],

@@ -58,7 +58,9 @@ candidates they ruled out, compared as the plan was chosen (by the simulated ite
 the estimate), its stage count, period and iteration, and the device it would overfill.
 Caps that rule out only candidates that lose anyway are not mentioned. When the candidate
 with the least period is passed over because its iteration is longer, `info["stages_note"]`
-says so instead (with 1 TiB devices that was once the "memory" note).
+says so instead (with 1 TiB devices that was once the "memory" note), where the figures as
+printed show it (not "a shorter period, 1.0 us against 1.0 us"). Both quote the plan the
+user gets: where `auto` keeps another (the cut moves'), `notes_for` draws them for it.
 
 When no split exists, E707 says why (`check_units`, `_no_split`): a unit pinned to two
 devices or that no device runs, more stages per device than units, the memory caps (a
@@ -67,13 +69,16 @@ split fits without them), or pins that leave the units an order no chain follows
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..errors import Diagnostic, InfeasibleError
 from ..model import Pipeline, Problem
 from ..pipeline import schedule as pipeline_schedule
-from ..pipeline.split import Split, resource_loads, stage_bytes
+from ..pipeline.split import Split, resource_loads, split_of, stage_bytes
 from ..pipeline.splitdp import (
     MAX_CELLS,
     MAX_ENUMERATED,
@@ -106,6 +111,33 @@ def place(problem: Problem, options: Options) -> Solution:
 def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     """`place`, with the DP's work (stage rows x candidate cuts squared) within `cells`
     (`auto` sizes it to its time limit: `cells_for`)."""
+    return search_within(problem, options, cells).solution
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """A plan's figures as the notes quote them: its period, its simulated iteration (None
+    where it was not simulated) and its estimate (`estimate`)."""
+
+    period_s: float
+    simulated_s: float | None
+    estimated_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Searched:
+    """pipedp's plan and what its notes were drawn from, so that `notes_for` can draw them
+    again for a plan that replaces it (`auto`: the cut moves', the uniform split)."""
+
+    solution: Solution
+    per_stages: dict[int, list[Found]]
+    ruled_out: list[Found]
+    runs: dict[Found, float]
+    budget: float
+
+
+def search_within(problem: Problem, options: Options, cells: float) -> Searched:
+    """`place_within`, with what its notes were drawn from."""
     pipeline = problem.pipeline or Pipeline()
     check_units(problem, pipeline)
     space = search_space(problem, pipeline, cells)
@@ -133,9 +165,29 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     n = units(problem).count
     if len(space.cuts) - 1 < n:
         info["candidate_cuts"] = f"{len(space.cuts) - 1} of {n} unit boundaries"
-    info.update(_split_notes(problem, chosen, pipeline, cells, per_stages, runs, budget))
-    plan = Plan(chosen.split.placement(problem), algorithm="pipedp")
-    return Solution(plan, "feasible", info)
+    free = split_candidates(problem, pipeline, capped=False, cells=cells)
+    kept = {f.split for found in per_stages.values() for f in found}
+    ruled_out = [f for found in free.values() for f in found if f.split not in kept]
+    searched = Searched(Solution(Plan(chosen.split.placement(problem), algorithm="pipedp")),
+                        per_stages, ruled_out, runs, budget)
+    mine = Figures(chosen.period_s, runs.get(chosen), estimate(problem, pipeline, chosen.split))
+    info.update(_split_notes(problem, pipeline, searched, mine))
+    return dataclasses.replace(searched, solution=Solution(
+        searched.solution.plan, "feasible", info))
+
+
+def notes_for(problem: Problem, searched: Searched, placement: Sequence[int],
+              simulated_s: float | None) -> dict[str, object]:
+    """pipedp's figures of its own split (`period_s`, `stages`) and its notes
+    (`memory_note`, `stages_note`), drawn again for `placement`, another plan of the
+    problem (its simulated iteration `simulated_s`, None where it was not simulated), so
+    that they quote the figures of the plan the user gets."""
+    pipeline = problem.pipeline or Pipeline()
+    split = split_of(problem, placement)
+    mine = Figures(resource_loads(problem, split).period_s, simulated_s,
+                   estimate(problem, pipeline, split))
+    return {"period_s": mine.period_s, "stages": split.stages,
+            **_split_notes(problem, pipeline, searched, mine)}
 
 
 def check_units(problem: Problem, pipeline: Pipeline) -> None:
@@ -240,20 +292,18 @@ def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, 
     return chosen, runs
 
 
-def _split_notes(problem: Problem, chosen: Found, pipeline: Pipeline, cells: float,
-                 per_stages: dict[int, list[Found]], runs: dict[Found, float],
-                 budget: float) -> dict[str, str]:
-    """What shaped the split, for `info`: `memory_note` when the caps changed the answer
-    (the candidates they ruled out compared as `_simulated_best` compares, by the
-    iteration), else `stages_note` when the candidate with the least period was passed over
-    because its iteration is longer; empty when neither."""
-    free = split_candidates(problem, pipeline, capped=False, cells=cells)
-    kept = {f.split for found in per_stages.values() for f in found}
-    ruled_out = [f for found in free.values() for f in found if f.split not in kept]
-    if ruled_out:
-        note = _memory_note(problem, chosen, pipeline, ruled_out, runs, budget)
+def _split_notes(problem: Problem, pipeline: Pipeline, searched: Searched,
+                 mine: Figures) -> dict[str, str]:
+    """What shaped the split of the plan of figures `mine`, for `info`: `memory_note` when
+    the caps changed the answer (the candidates they ruled out compared as
+    `_simulated_best` compares, by the iteration), else `stages_note` when the candidate
+    with the least period was passed over because its iteration is longer; empty when
+    neither."""
+    if searched.ruled_out:
+        note = _memory_note(problem, mine, pipeline, searched.ruled_out, searched.runs,
+                            searched.budget)
         return {"memory_note": note} if note else {}
-    note = _stages_note(problem, chosen, pipeline, per_stages, runs)
+    note = _stages_note(problem, mine, pipeline, searched.per_stages, searched.runs)
     return {"stages_note": note} if note else {}
 
 
@@ -261,16 +311,16 @@ def _split_notes(problem: Problem, chosen: Found, pipeline: Pipeline, cells: flo
 _ESTIMATED = "estimated iteration ((M - 1) T plus each stage's load once)"
 
 
-def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, ruled_out: list[Found],
+def _memory_note(problem: Problem, mine: Figures, pipeline: Pipeline, ruled_out: list[Found],
                  runs: dict[Found, float], budget: float) -> str:
     """How the memory caps shaped the split ('' when none of the candidates they ruled out
     beats the plan: the caps then ruled out only splits that lose anyway). Compared by the
     simulated iteration where the plan was chosen by it (the ruled-out candidates simulated
     best estimate first, within what is left of `budget`), else by the estimate."""
-    guess = {f: estimate(problem, pipeline, f.split) for f in (chosen, *ruled_out)}
+    guess = {f: estimate(problem, pipeline, f.split) for f in ruled_out}
     ranked = sorted(ruled_out, key=lambda f: (guess[f], f.period_s, f.split.stages))
     figures: dict[Found, float] = {}
-    if chosen in runs:
+    if mine.simulated_s is not None and runs:
         copies = pipeline.microbatches * len(problem.graph.ops)
         left = budget - len(runs) * copies
         for f in ranked:
@@ -279,13 +329,13 @@ def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, ruled_out:
             left -= copies
             figures[f] = pipeline_schedule.run(problem, f.split.placement(problem),
                                                pipeline).iteration_s
-        mine, what = runs[chosen], "simulated iteration"
+        ours, what = mine.simulated_s, "simulated iteration"
     else:
-        figures, mine, what = {f: guess[f] for f in ranked}, guess[chosen], _ESTIMATED
+        figures, ours, what = {f: guess[f] for f in ranked}, mine.estimated_s, _ESTIMATED
     if not figures:
         return ""
     best = min(figures, key=lambda f: (figures[f], f.period_s, f.split.stages))
-    if figures[best] >= mine * (1 - 1e-9):
+    if figures[best] >= ours * (1 - 1e-9):
         return ""
     split = best.split
     held = stage_bytes(problem, split, pipeline)
@@ -298,26 +348,27 @@ def _memory_note(problem: Problem, chosen: Found, pipeline: Pipeline, ruled_out:
         where = f", but need {need} on {devices[d].name}, which holds {holds}"
     return (f"memory shaped this split: without the caps, {split.stages} stage(s) would give a "
             f"period of {format_seconds(best.period_s)} and a {what} of "
-            f"{format_seconds(figures[best])} (this split: {format_seconds(chosen.period_s)} "
-            f"and {format_seconds(mine)}){where}")
+            f"{format_seconds(figures[best])} (this split: {format_seconds(mine.period_s)} "
+            f"and {format_seconds(ours)}){where}")
 
 
-def _stages_note(problem: Problem, chosen: Found, pipeline: Pipeline,
+def _stages_note(problem: Problem, mine: Figures, pipeline: Pipeline,
                  per_stages: dict[int, list[Found]], runs: dict[Found, float]) -> str:
-    """Why the candidate with the least period was passed over ('' when it was not): its
-    iteration is longer (the fill and drain, or transfers the period does not see)."""
+    """Why the candidate with the least period was passed over for the plan of figures
+    `mine` ('' when it was not, or when the figures as printed do not show it: a period or
+    an iteration that reads the same): its iteration is longer (the fill and drain, or
+    transfers the period does not see)."""
     least = min((f for found in per_stages.values() for f in found),
                 key=lambda f: (f.period_s, f.split.stages))
-    if least.period_s >= chosen.period_s * (1 - 1e-9):
-        return ""
-    if least in runs and chosen in runs:
-        theirs, mine, what = runs[least], runs[chosen], "simulated iteration"
+    if least in runs and mine.simulated_s is not None:
+        theirs, ours, what = runs[least], mine.simulated_s, "simulated iteration"
     else:
-        theirs, mine, what = (estimate(problem, pipeline, least.split),
-                              estimate(problem, pipeline, chosen.split), _ESTIMATED)
-    if theirs <= mine * (1 + 1e-9):
+        theirs, ours, what = (estimate(problem, pipeline, least.split), mine.estimated_s,
+                              _ESTIMATED)
+    shown = [format_seconds(t) for t in (least.period_s, mine.period_s, theirs, ours)]
+    if (least.period_s >= mine.period_s * (1 - 1e-9) or theirs <= ours * (1 + 1e-9)
+            or shown[0] == shown[1] or shown[2] == shown[3]):
         return ""
-    return (f"{least.split.stages} stage(s) would have a shorter period, "
-            f"{format_seconds(least.period_s)} against {format_seconds(chosen.period_s)}, "
-            f"but a longer {what}, {format_seconds(theirs)} against {format_seconds(mine)}: "
-            "the split is chosen by the iteration")
+    return (f"{least.split.stages} stage(s) would have a shorter period, {shown[0]} against "
+            f"{shown[1]}, but a longer {what}, {shown[2]} against {shown[3]}: the split is "
+            "chosen by the iteration")
