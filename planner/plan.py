@@ -256,11 +256,14 @@ def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence
 
 
 def load_recompute(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
-                   text: str | None = None, at: Sequence[str | int] = ()) -> tuple[str, ...]:
+                   text: str | None = None, at: Sequence[str | int] = (),
+                   replicas: Mapping[int, tuple[int, ...]] | None = None) -> tuple[str, ...]:
     """A plan JSON's `recompute` (the devices that run their forward ops again in each
-    backward pass, as `pipeilp` chose) as device names; () when absent. Problems are raised
-    together as a `SpecError` (E504 an unknown device, E515 the rest), located as
-    `load_plan` locates its own."""
+    backward pass, as `pipeilp` chose) as device names; () when absent. A replicated
+    stage (`replicas`, as `load_replicas` reads them) recomputes on all its replicas or on
+    none, as its first device says, so a later replica named without it is an error too
+    (the model would ignore it). Problems are raised together as a `SpecError` (E504 an
+    unknown device, E515 the rest), located as `load_plan` locates its own."""
     raw = data.get("recompute") if isinstance(data, Mapping) else None
     if raw is None:
         return ()
@@ -275,8 +278,30 @@ def load_recompute(problem: Problem, data: Mapping[str, Any], source: str = "<pl
             if name not in dev_index:
                 sink.error("E504", f"unknown device {quoted(name)} in recompute",
                            where("recompute", k), *_hints(sink, name, dev_index))
+        _replicas_named(problem, raw, replicas or {}, sink, where)
     sink.raise_if_errors()
     return tuple(dict.fromkeys(raw))
+
+
+def _replicas_named(problem: Problem, names: Sequence[str],
+                    replicas: Mapping[int, tuple[int, ...]], sink: DiagnosticSink,
+                    where: JsonSpans) -> None:
+    """E515 for each later replica of a replicated stage in `recompute` whose stage's
+    device (its group's first) is not named too."""
+    devices = problem.cluster.devices
+    first = {e: group[0] for group in replicas.values() for e in group[1:]}
+    named = set(names)
+    for k, name in enumerate(names):
+        d = problem.cluster.device_index.get(name)
+        if d not in first or devices[first[d]].name in named:
+            continue
+        stage = devices[first[d]].name
+        sink.error("E515", f"device {quoted(name)} in recompute holds a replica of the stage "
+                   f"of {quoted(stage)}, which is not in recompute: a replicated stage "
+                   "recomputes on all its replicas or on none, as its first device says",
+                   where("recompute", k),
+                   f'write "{stage}" for the stage of {quoted(name)} to recompute on all its '
+                   "replicas, or leave it out")
 
 
 def _group(sink: DiagnosticSink, where: JsonSpans, problem: Problem, rep_name: str,

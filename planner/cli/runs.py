@@ -143,8 +143,8 @@ def read_placed(problem: Problem, path: Path, plans: Collection[str] = ()
     body, at = in_envelope(data)  # `solve --json`, `simulate --json`: the report
     made_for(problem, body, plans, JsonSpans(shown, text, at))
     read = load_plan(problem, body, shown, text, at)
-    return (read, load_replicas(problem, body, read.placement, shown, text, at),
-            load_recompute(problem, body, shown, text, at))
+    groups = load_replicas(problem, body, read.placement, shown, text, at)
+    return read, groups, load_recompute(problem, body, shown, text, at, groups)
 
 
 def made_for(problem: Problem, body: Any, plans: Collection[str], where: JsonSpans) -> None:

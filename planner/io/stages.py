@@ -102,9 +102,10 @@ def parse_stages(problem: Problem, text: str, shown: str = "<stages>") -> Layout
     reader.unlisted(at)
     reader.sink.raise_if_errors()
     body, where = in_envelope(data)
-    again = load_recompute(problem, body, shown, text, where) if isinstance(body, Mapping) \
-        else ()
-    return dataclasses.replace(reader.layout(), recompute=again)
+    layout = reader.layout()
+    again = load_recompute(problem, body, shown, text, where, layout.replicas) \
+        if isinstance(body, Mapping) else ()
+    return dataclasses.replace(layout, recompute=again)
 
 
 def _stage_list(data: Any) -> tuple[list[Any] | None, Where]:

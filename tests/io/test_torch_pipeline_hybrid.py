@@ -169,6 +169,21 @@ def test_replicas_no_2d_mesh_runs_are_E950_at_the_placement_file(
         assert "data_parallel N" in result.output
 
 
+def test_recompute_naming_only_replicas_is_E515_at_the_name(tmp_path: Path) -> None:
+    """A replicated stage recomputes on all its replicas or none, named by its first
+    device: main exported gpu2 and gpu3 (replicas) in `recompute` as no recomputation."""
+    placement = _mlp_placement(planner.load(_mlp_spec(tmp_path)).plans["p"])
+    result = _export(tmp_path, "bad", {"placement": placement, "replicas": TWO_BY_TWO,
+                                       "recompute": ["gpu3"]})
+    assert result.exit_code == 1, result.output
+    text = (tmp_path / "bad.plan.json").read_text()
+    column = text.index('"gpu3"', text.index('"recompute"')) + 1
+    assert f"bad.plan.json:1:{column}: error[E515]: device `gpu3` in recompute holds a " \
+        "replica of the stage of `gpu1`" in result.output
+    assert 'write "gpu1"' in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "bad.json").exists() and not (tmp_path / "bad" / "step.py").exists()
+
+
 def test_groups_no_stage_holds_are_E950_through_the_api(tmp_path: Path) -> None:
     """`pipeline_export` called with groups no plan file checked: a group keyed by a device
     that runs no stage, a replica that runs a stage."""

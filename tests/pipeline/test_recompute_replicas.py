@@ -1,0 +1,94 @@
+"""`recompute` of a hybrid plan names stages by their first device: a replicated stage
+recomputes on all its replicas or on none (`pipeline.schedule`: `stage.device in
+recompute`). Main read `"recompute": ["gpu2", "gpu3"]`, replicas of gpu0's and gpu1's
+stages, and ignored it: `simulate` gave the memory of a plan without recomputation, and
+`export torch --pipeline` wrote no checkpoint. Now E515 at the name, with a hint naming the
+device to write; a replica named beside its stage's device reads as the stage's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pipe_support import chain_text
+from typer.testing import CliRunner
+
+import planner
+from planner.cli import app
+from planner.errors import SpecError
+from planner.io.stages import parse_stages
+
+#: 2 stages (gpu0, gpu1), each on 2 devices
+REPLICAS = {"gpu0": ["gpu0", "gpu2"], "gpu1": ["gpu1", "gpu3"]}
+
+
+def _spec(tmp_path: Path) -> Path:
+    spec = tmp_path / "h.plan"
+    spec.write_text(chain_text(4, 4, outputs_mb=[50] * 4, schedule="gpipe",
+                               memory="16 GiB").replace("d[", "gpu["))
+    return spec
+
+
+def _plan_file(tmp_path: Path, recompute: list[str] | None) -> Path:
+    placement = {f"f{k}{end}": "gpu0" if k < 2 else "gpu1" for k in range(4)
+                 for end in ("", ".bwd")}
+    body: dict[str, object] = {"placement": placement, "replicas": REPLICAS}
+    if recompute is not None:
+        body["recompute"] = recompute
+    path = tmp_path / f"plan-{'-'.join(recompute or ['none'])}.json"
+    path.write_text(json.dumps(body, indent=2))
+    return path
+
+
+def _simulate(spec: Path, plan: Path) -> tuple[int, str, dict | None]:
+    result = CliRunner().invoke(app, ["simulate", str(spec), "--placement", str(plan),
+                                      "--json"])
+    doc = json.loads(result.stdout)
+    return result.exit_code, result.stdout, doc.get("result")
+
+
+def _memory(result: dict | None) -> list[int]:
+    assert result is not None
+    return [d["memory_bytes"] for d in result["pipeline"]["devices"]]
+
+
+def test_recompute_naming_only_replicas_is_a_located_error(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    plan = _plan_file(tmp_path, ["gpu2", "gpu3"])
+    code, out, _ = _simulate(spec, plan)
+    assert code == 1, out
+    errors = json.loads(out)["diagnostics"]
+    at = next(k for k, line in enumerate(plan.read_text().splitlines(), 1)
+              if '"recompute"' in line)  # the names follow, one a line
+    assert [(e["code"], e["file"], e["line"]) for e in errors] == [
+        ("E515", str(plan), at + 1), ("E515", str(plan), at + 2)]
+    assert "device `gpu2` in recompute holds a replica of the stage of `gpu0`" in (
+        errors[0]["message"])
+    assert errors[0]["hints"][0].startswith('write "gpu0" for the stage of `gpu2`')
+    assert errors[1]["hints"][0].startswith('write "gpu1" for the stage of `gpu3`')
+    # the API's reader says the same
+    problem = planner.load(spec).plans["p"]
+    with pytest.raises(SpecError) as err:
+        planner.read_plan(problem, plan)
+    assert [d.code for d in err.value.diagnostics] == ["E515", "E515"]
+
+
+def test_a_replica_named_with_its_stages_device_reads_as_the_stage(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    plain = _memory(_simulate(spec, _plan_file(tmp_path, None))[2])
+    stage = _memory(_simulate(spec, _plan_file(tmp_path, ["gpu0"]))[2])
+    both = _memory(_simulate(spec, _plan_file(tmp_path, ["gpu0", "gpu2"]))[2])
+    assert both == stage and stage[0] < plain[0] and stage[2] < plain[2]  # gpu0's group
+    assert stage[1] == plain[1]  # gpu1's stage does not recompute
+
+
+def test_a_stages_file_says_the_same(tmp_path: Path) -> None:
+    problem = planner.load(_spec(tmp_path)).plans["p"]
+    stages = {"stages": [{"ops": ["f0", "f1"], "devices": ["gpu0", "gpu2"]},
+                         {"ops": ["f2", "f3"], "devices": ["gpu1", "gpu3"]}],
+              "recompute": ["gpu3"]}
+    with pytest.raises(SpecError) as err:
+        parse_stages(problem, json.dumps(stages), "s.json")
+    (d,) = err.value.diagnostics
+    assert d.code == "E515" and d.hints[0].startswith('write "gpu1"')
