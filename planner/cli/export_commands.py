@@ -43,6 +43,7 @@ from ..io.torch_import import (
     trace,
 )
 from ..io.torch_pipeline import (
+    TorchPipeline,
     pipeline_document,
     pipeline_error,
     pipeline_export,
@@ -151,7 +152,8 @@ def export_torch_command(
         problem = problem_of(loaded, plan)
         read, replicas, recompute = read_placed(problem, placement, loaded.spec.plans)
         chosen = read.to_json(problem)["placement"]
-        devices = torch_devices(problem.cluster, parse_device_map(device_map))
+        given = parse_device_map(device_map)
+        devices = torch_devices(problem.cluster, given)
         module, namespace = load_target(model)
         traced = _traced_for(problem, module, example_inputs(inputs or (), example, namespace,
                                                              module), capture, granularity)
@@ -159,7 +161,7 @@ def export_torch_command(
         if pipeline:
             _export_pipeline(problem, traced, chosen, devices, placement, nearest, output,
                              code, (model, inputs or [], example, display_path(spec)), ranks,
-                             replicas, recompute)
+                             replicas, recompute, given)
             return
         if replicas:
             _replicas_dropped(problem, placement)
@@ -292,12 +294,14 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
                      source: tuple[str, list[str], str | None, str],
                      ranks: int | None = None,
                      replicas: Mapping[int, tuple[int, ...]] | None = None,
-                     recompute: Sequence[str] = ()) -> None:
+                     recompute: Sequence[str] = (), given: Mapping[str, str] | None = None,
+                     ) -> None:
     """`export torch --pipeline`: the JSON to `output` (or stdout), the script to `code`;
     E946 when the plan's stages are not at module boundaries, unless `nearest`; on
     `ranks` processes where the split allows (E947 where not); its replicated stages (`replicas`:
     the plan file's, `plan.load_replicas`) on a 2-D mesh (E950 where
-    they make none); the stages on the devices in `recompute` under torch.utils.checkpoint."""
+    they make none); the stages on the devices in `recompute` under torch.utils.checkpoint;
+    W953 where `--device-map` (`given`) leaves devices the ranks run on to the default rule."""
     where = Span.start_of(display_path(placement.resolve()))
     tp = pipeline_export(problem, traced, chosen, devices, where, ranks, replicas, recompute)
     if not tp.exact and not nearest:
@@ -310,6 +314,31 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
     if not tp.exact:
         sys.stderr.write(f"plan `{tp.plan}`'s stages are not at module boundaries: "
                          f"{tp.reason}\n")
+    _left_to_the_default(tp, given or {})
     sys.stderr.write(summary(tp) + "\n")
+
+
+def _left_to_the_default(tp: TorchPipeline, given: Mapping[str, str]) -> None:
+    """W953: a `--device-map` that names some of the devices the pipeline's ranks run on
+    (replicas included) leaves the others to the default rule, by kind (`gpu3` ->
+    `cuda:3`): which ones, and where they went."""
+    ranks = [n for row in tp.replicas for n in row] if tp.replicas else list(
+        dict.fromkeys(s.device for s in tp.stages))
+    left = [n for n in ranks if n not in given]
+    if not given or not left:
+        return
+    kinds = sorted({tp.devices[n].partition(":")[0] for n in ranks})
+    mixed = (f"; the ranks are then on {' and '.join(kinds)} devices, which one process "
+             "group cannot join (the script stops unless run with --cpu)"
+             if len(kinds) > 1 else "")
+    on_cpu = {tp.devices[n] for n in ranks if n in given} == {"cpu"}  # the rest there too
+    full = ",".join([*(f"{k}={v}" for k, v in given.items()),
+                     *(f"{n}={'cpu' if on_cpu else tp.devices[n]}" for n in left)])
+    sys.stderr.write(render_all([Diagnostic(
+        "W953", f"--device-map names {', '.join(f'`{k}`' for k in given)} and leaves "
+        f"{len(left)} device(s) the ranks run on to the default rule (by kind): "
+        + ", ".join(f"`{n}` -> {tp.devices[n]}" for n in left) + mixed, None,
+        (f"name every device the ranks run on, e.g. --device-map {full}",),
+        severity=Severity.WARNING)]) + "\n")
 
 

@@ -184,6 +184,37 @@ def test_recompute_naming_only_replicas_is_E515_at_the_name(tmp_path: Path) -> N
     assert not (tmp_path / "bad.json").exists() and not (tmp_path / "bad" / "step.py").exists()
 
 
+@pytest.mark.parametrize(("given", "said", "hint"), [
+    ("gpu0=cpu,gpu2=cpu", "names `gpu0`, `gpu2` and leaves 2 device(s) the ranks run on to the "
+     "default rule (by kind): `gpu1` -> cuda:1, `gpu3` -> cuda:3; the ranks are then on cpu "
+     "and cuda devices", "--device-map gpu0=cpu,gpu2=cpu,gpu1=cpu,gpu3=cpu"),
+    ("gpu0=cuda:0", "names `gpu0` and leaves 3 device(s) the ranks run on to the default rule "
+     "(by kind): `gpu2` -> cuda:2, `gpu1` -> cuda:1, `gpu3` -> cuda:3",
+     "--device-map gpu0=cuda:0,gpu2=cuda:2,gpu1=cuda:1,gpu3=cuda:3"),
+])
+def test_a_device_map_that_leaves_replicas_to_the_default_says_so(
+        tmp_path: Path, given: str, said: str, hint: str) -> None:
+    """Main mapped the devices a partial --device-map leaves out by kind, silently: with
+    `gpu0=cpu,gpu2=cpu` the replicas of gpu1's stage went to cuda:1 and cuda:3, a script
+    whose ranks one process group cannot join. W953 names them and where they went."""
+    spec = _mlp_spec(tmp_path)
+    placement = _mlp_placement(planner.load(spec).plans["p"])
+    (tmp_path / "h.plan.json").write_text(json.dumps({"placement": placement,
+                                                      "replicas": TWO_BY_TWO}))
+    outputs = []
+    for device_map in (given, CPU):
+        result = CliRunner().invoke(app, [
+            "export", "torch", str(spec), f"{MODELS}:mlp", "--input", "8x16", "--placement",
+            str(tmp_path / "h.plan.json"), "--pipeline", "--device-map", device_map,
+            "-o", str(tmp_path / "h.json")])
+        assert result.exit_code == 0, result.output
+        outputs.append(result.output)
+    assert f"warning[W953]: --device-map {said}" in outputs[0], outputs[0]
+    assert f"hint: name every device the ranks run on, e.g. {hint}" in outputs[0]
+    assert (" and cuda devices" in outputs[0]) == ("cpu" in given)
+    assert "W953" not in outputs[1]  # every device named
+
+
 def test_groups_no_stage_holds_are_E950_through_the_api(tmp_path: Path) -> None:
     """`pipeline_export` called with groups no plan file checked: a group keyed by a device
     that runs no stage, a replica that runs a stage."""
