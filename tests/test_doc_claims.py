@@ -224,3 +224,29 @@ def test_the_performance_pages_cpsat_stg_row_is_the_recorded_run() -> None:
     assert row, "docs/performance.md no longer has cpsat's STG row"
     assert [int(x) for x in row.groups()] == [reached["value"], reached["of"],
                                               proved["value"], proved["of"]]
+
+
+def _schedules(text: str) -> list[str]:
+    return re.findall(r"`(\w+)`", text)
+
+
+def test_the_pipelines_page_says_under_which_schedules_torch_relays_a_skipping_tensor() -> None:
+    # it said a skipping tensor "is relayed by it, as `torch.distributed.pipelining` passes
+    # it": torch sends it straight to its readers but under the schedule the script relays
+    # it for (`relay_skips`)
+    from planner.schedules import TABLE
+
+    template = (ROOT / "planner/io/pipeline_step.py-tpl").read_text(encoding="utf-8")
+    relaying = set(re.findall(r'if SCHEDULE\.__name__ == "(\w+)":\n\s+relay_skips\(pipe\)',
+                              template))
+    assert relaying, "the script no longer says under which schedule it relays"
+    relayed = [s.name for s in TABLE if s.torch_class in relaying]
+    direct = [s.name for s in TABLE if s.torch_class not in relaying]
+    page = _page("docs/pipelines.md")
+    assert "as `torch.distributed.pipelining` passes it" not in page
+    said = re.search(r"is relayed by it, under every schedule \(the simulator runs the relays "
+                     r"too\)\. torch does so under ((?:`\w+`(?:, | and )?)+) only", page)
+    assert said and _schedules(said[1]) == relayed, said
+    straight = re.search(r"under ((?:`\w+`(?:, | and )?)+) torch sends it straight from the "
+                         "stage that computes it to each stage that reads it", page)
+    assert straight and sorted(_schedules(straight[1])) == sorted(direct), straight

@@ -368,8 +368,8 @@ def _interleaves(split: Split, per_device: int) -> bool:
 @dataclass(frozen=True, slots=True)
 class _Relayed:
     """One micro-batch's graph as the stages run it: the graph's ops, then one zero-time
-    relay op per stage that a tensor passes through (as `torch.distributed.pipelining`
-    passes it stage to stage), the edges that skip stages rewired through them."""
+    relay op per stage that a tensor passes through (the pipeline model's relays, under
+    every schedule), the edges that skip stages rewired through them."""
 
     graph: Graph
     #: per op of `graph`: its device

@@ -4,8 +4,9 @@ The model of time (one model for the split solvers, `planner.algorithms.pipedp` 
 `pipeilp`, the simulator's pipeline runs, `planner.pipeline.schedule`, and the report): a
 stage's boundaries carry, per micro-batch, the forward tensors that cross them left to
 right and the gradients right to left, each `latency + bytes / bandwidth`; a tensor that
-skips a stage is **relayed** by it, as `torch.distributed.pipelining` passes it stage to
-stage (the simulator runs those relays). The simulator overlaps compute and transfers, so
+skips a stage is **relayed** by it under every schedule (the simulator runs those relays;
+torch's interleaved schedule passes it so, its gpipe and 1f1b send it straight to its
+readers: docs/pipelines.md). The simulator overlaps compute and transfers, so
 in the steady state a micro-batch passes every **resource** once, and the period T is the
 busiest resource's time for one micro-batch:
 

@@ -11,9 +11,10 @@ The tables are prefix sums over that order, so that a stage `[i, j)` is costed i
 - per boundary `x` (between units `x - 1` and `x`), the tensors that cross it: forward
   ones (produced before `x`, consumed at or after it) and backward ones (the other way),
   one transfer per producer, as the simulator sends a tensor once per destination. A
-  tensor that skips stages is relayed across every boundary in between, as
-  `torch.distributed.pipelining` passes it stage to stage, each hop carrying the largest
-  bytes of the producer's consumers beyond it (what the later stages still need);
+  tensor that skips stages is relayed across every boundary in between (under every
+  schedule; torch passes it so under `interleaved`, and under `gpipe` and `1f1b` sends it
+  straight to its readers: docs/pipelines.md), each hop carrying the largest bytes of the
+  producer's consumers beyond it (what the later stages still need);
 - per unit, the bytes a stage holds for it: params (with the gradients and optimizer
   state the backward ops hold, once), the activations one micro-batch keeps from its
   forward pass to its backward pass (forward outputs), and the transient bytes (backward
