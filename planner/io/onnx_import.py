@@ -117,7 +117,21 @@ KNOWN = (CONV | MATMUL | VIEWS | MOVES | POOLS | GLOBAL_REDUCE | NORMS | SOFTMAX
 _FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 
-# complex: a case per ONNX op type of the FLOP table in the module docstring, each a formula
+def _per_output(*groups: tuple[float, set[str]]) -> dict[str, float]:
+    """FLOPs per output element by op type, the first group naming a type taking it."""
+    table: dict[str, float] = {}
+    for flops, types in groups:
+        for t in types:
+            table.setdefault(t, flops)
+    return table
+
+
+#: the op types whose FLOPs are a constant times their output's elements
+PER_OUTPUT = _per_output((0.0, VIEWS | MOVES), (2.0, {"BatchNormalization"}), (7.0, NORMS),
+                         (5.0, SOFTMAX), (1.0, ARITH), (4.0, TRANSCENDENTAL | _NORMAL),
+                         (1.0, RANDOM - {"Multinomial"}))
+
+
 def node_flops(op_type: str, attrs: dict[str, Any], ins: Sequence[tuple[int, ...] | None],
                outs: Sequence[tuple[int, ...] | None]) -> float | None:
     """FLOPs of one node from its input and output shapes (table in the module docstring).
@@ -126,27 +140,8 @@ def node_flops(op_type: str, attrs: dict[str, Any], ins: Sequence[tuple[int, ...
     """
     out = outs[0] if outs else None
     n_out = _prod(out)
-    if op_type in VIEWS or op_type in MOVES:
-        return 0.0
-    if op_type == "Conv":
-        w = ins[1]
-        work = 2.0 * n_out * _prod(w[1:]) if w else 0.0
-        return work + (n_out if len(ins) > 2 and ins[2] is not None else 0.0)
-    if op_type == "ConvTranspose":
-        w, x = ins[1], ins[0]
-        work = 2.0 * _prod(x) * _prod(w[1:]) if w and x else 0.0
-        return work + (n_out if len(ins) > 2 and ins[2] is not None else 0.0)
-    if op_type == "Gemm":
-        a = ins[0] or (1, 1)
-        k = a[0] if attrs.get("transA", 0) else a[-1]
-        return 2.0 * n_out * k + (n_out if len(ins) > 2 and ins[2] is not None else 0.0)
-    if op_type == "MatMul":
-        a = ins[0] or (1,)
-        return 2.0 * n_out * a[-1]
-    if op_type == "BatchNormalization":
-        return 2.0 * n_out
-    if op_type in NORMS:
-        return 7.0 * n_out
+    if op_type in PER_OUTPUT:
+        return PER_OUTPUT[op_type] * n_out
     if op_type in POOLS:
         return float(n_out * _prod(tuple(attrs.get("kernel_shape", ()))))
     if op_type in GLOBAL_REDUCE:
@@ -154,18 +149,31 @@ def node_flops(op_type: str, attrs: dict[str, Any], ins: Sequence[tuple[int, ...
     if op_type == "LRN":
         size: int = attrs.get("size", 1)
         return (2.0 * size + 3.0) * n_out
-    if op_type in SOFTMAX:
-        return 5.0 * n_out
-    if op_type in ARITH:
-        return float(n_out)
     if op_type in NARY:
         return float(max(1, len(ins) - 1) * n_out)
     if op_type == "Mean":
         return float(len(ins) * n_out)
-    if op_type in TRANSCENDENTAL or op_type in _NORMAL:
-        return 4.0 * n_out
-    if op_type in RANDOM and op_type != "Multinomial":
-        return float(n_out)
+    return _linear_flops(op_type, attrs, ins, n_out)
+
+
+def _linear_flops(op_type: str, attrs: dict[str, Any], ins: Sequence[tuple[int, ...] | None],
+                  n_out: int) -> float | None:
+    """FLOPs of the convolutions and matrix products (a multiply-add per weight a output
+    element, and the bias), None for any other op type."""
+    bias = n_out if len(ins) > 2 and ins[2] is not None else 0.0
+    if op_type == "Conv":
+        w = ins[1]
+        return (2.0 * n_out * _prod(w[1:]) if w else 0.0) + bias
+    if op_type == "ConvTranspose":
+        w, x = ins[1], ins[0]
+        return (2.0 * _prod(x) * _prod(w[1:]) if w and x else 0.0) + bias
+    if op_type == "Gemm":
+        a = ins[0] or (1, 1)
+        k = a[0] if attrs.get("transA", 0) else a[-1]
+        return 2.0 * n_out * k + bias
+    if op_type == "MatMul":
+        a = ins[0] or (1,)
+        return 2.0 * n_out * a[-1]
     return None
 
 
