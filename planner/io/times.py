@@ -13,7 +13,7 @@ Three formats, told apart by their content:
   `torch.profiler.record_function(NAME)` are preferred (on the GPU's timeline when there is
   one); without any, every complete event counts. `planner.io.torch_import.run_annotated`
   runs a traced model with one such event per op. A `dur` that is no JSON number of
-  microseconds (`"500"`, a string) is E934 at it.
+  microseconds (`"500"`, a string) is E934 at it, and so is a complete event without `dur`.
 
 Times replace the op's `time` (or `time[KIND]` with `--times-kind KIND`); ops the file does
 not name keep their estimate. Names the file gives that are no op are a warning (W937); a
@@ -172,9 +172,12 @@ def _from_trace(events: list[Any], at: JsonSpans) -> dict[str, float]:
     for i, e in enumerate(events):
         if not isinstance(e, dict) or e.get("ph") != "X" or not isinstance(e.get("name"), str):
             continue
-        if "dur" in e:
-            spans.setdefault(str(e.get("cat", "")), {}).setdefault(e["name"], []).append(
-                _trace_dur(e["dur"], e["name"], at, i))
+        if "dur" not in e:  # was skipped without a word
+            raise SpecError(Diagnostic(
+                "E934", f"complete event `{e['name']}` has no `dur`", at(i),
+                ('a `"ph": "X"` event gives its duration in `dur`, in microseconds',)))
+        spans.setdefault(str(e.get("cat", "")), {}).setdefault(e["name"], []).append(
+            _trace_dur(e["dur"], e["name"], at, i))
     chosen: dict[str, list[float]] = {}
     for cat in (*ANNOTATIONS, None):
         if cat is None:

@@ -172,3 +172,14 @@ def test_a_trace_duration_that_is_no_number_is_located(tmp_path: Path, dur: str,
     with pytest.raises(SpecError) as err:
         read_times(f)
     assert err.value.diagnostics[0].span == JsonSpans(str(f), f.read_text())(0, "dur")
+
+
+def test_a_complete_trace_event_without_duration_is_located(tmp_path: Path) -> None:
+    f = tmp_path / "trace.json"
+    f.write_text('[{"ph": "X", "name": "node3", "dur": 10},\n {"ph": "X", "name": "node2"}]\n')
+    with pytest.raises(SpecError) as err:  # was read as node3's time alone, without a word
+        read_times(f)
+    (d,) = err.value.diagnostics
+    assert (d.code, d.message) == ("E934", "complete event `node2` has no `dur`")
+    assert d.span == JsonSpans(str(f), f.read_text())(1)
+    assert (d.span.line, d.span.column) == (2, 2)
