@@ -9,6 +9,9 @@ all constant (`Constant`, `ConstantOfShape` fed by an initializer, as in the wei
 folded away. A node with no input but `Constant` (`RandomNormal`, a custom generator), and
 a random one whatever it reads (`RandomUniformLike`, `Bernoulli`, `Multinomial`), is no
 constant: it computes a fresh tensor each run, an op with its output bytes, not a weight.
+`RandomUniformLike` and `RandomNormalLike` read only their input's shape, known when the
+model is imported: that input is no param of theirs, moves no bytes, and its edge from its
+producer carries 0 bytes (an order, not a transfer).
 Every other node becomes one op, and every graph input that is not an initializer becomes
 a data op taking the time to write its bytes to memory. The constants
 a node reads are the `params` of its op (a constant read by two ops is charged to both);
@@ -80,6 +83,7 @@ from ..spec.load import read_bytes
 from ..workload import Imported, Workload, WorkOp
 from ..workload.roofline import DTYPE_BYTES, PROFILES, DeviceProfile
 from ..workload.training import BACKWARD_FLOP_FACTOR, add_backward
+from .onnx_header import spec_header
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -110,6 +114,8 @@ TRANSCENDENTAL = {"Exp", "Log", "Sqrt", "Sigmoid", "Tanh", "Erf", "Gelu", "Pow",
 RANDOM = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli",
           "Multinomial"}
 _NORMAL = {"RandomNormal", "RandomNormalLike"}
+#: generators that read their input's shape (and dtype) alone: no params, 0-byte in-edges
+SHAPE_ONLY = {"RandomNormalLike", "RandomUniformLike"}
 #: every op type with a formula (the rest get the default and a warning)
 KNOWN = (CONV | MATMUL | VIEWS | MOVES | POOLS | GLOBAL_REDUCE | NORMS | SOFTMAX | ARITH | NARY
          | TRANSCENDENTAL | (RANDOM - {"Multinomial"}) | {"BatchNormalization", "LRN", "Mean"})
@@ -286,8 +292,8 @@ def import_model(model: Any, batch: int | None = None, dtype: str = "fp32", prof
 
         add_backward(w, backward, optimizer, skip=[b.producer[t] for t in data_inputs
                                                    if t in b.producer])
-    header = _header(command, source, prof, dtype, batch, model_batch, training, optimizer,
-                     w, stats)
+    header = spec_header(command, source, prof, dtype, batch, model_batch, training, optimizer,
+                         w, stats)
     return Imported(w, header, b.warnings(where), stats)
 
 
@@ -469,35 +475,15 @@ class _Build:
         self.producer[t] = op_name
         self.fwd_cost[op_name] = (0.0, float(size))
 
-    # complex: one node's accounting: unknown shapes, FLOPs (a default for unknown types), each
-    # distinct input as params or activation, edges merged per producer; all feed one WorkOp
     def add_node(self, node: Any, attrs: dict[str, Any]) -> None:
         """The op of compute node `node` (its attributes `attrs`) and its in-edges."""
-        info, scale, consumed = self.info, self.scale, self.consumed
         base = node.name or node.output[0]
         label = base if node.op_type.lower() in base.lower() else f"{base}.{node.op_type}"
         op_name = _unique(label, self.used_names)
-        in_shapes = [info.get(t, (0, None))[1] if t else None for t in node.input]
-        out_shapes = [info.get(t, (0, None))[1] for t in node.output]
-        for t in (*_reads(node), *node.output):
-            if t and t in consumed and info.get(t, (0, None))[1] is None:
-                self.unknown_shapes[t] = None  # once, though several ops read it
-        flops = node_flops(node.op_type, attrs, in_shapes, out_shapes)
-        if flops is None:
-            self.unknown[node.op_type] = self.unknown.get(node.op_type, 0) + 1
-            flops = float(_prod(out_shapes[0] if out_shapes else None))
-        flops *= scale
-        params = 0
-        act_in = 0
-        for t in _reads(node):  # each tensor once, those its subgraphs read included
-            if t in self.constant:
-                params += self.nbytes(t)
-                if info.get(t, (0, None))[0] in _FLOAT_TYPES:
-                    self.param_tensors.add(t)
-            else:
-                act_in += round(self.nbytes(t) * scale)
-        out_bytes = sum(round(self.nbytes(t) * scale) for t in node.output
-                        if t and t in consumed)
+        flops = self._flops(node, attrs)
+        params, act_in = self._inputs(node)
+        out_bytes = sum(round(self.nbytes(t) * self.scale) for t in node.output
+                        if t and t in self.consumed)
         moved = 0.0 if node.op_type in VIEWS else float(params + act_in + out_bytes)
         self.w.add(WorkOp(op_name, self.prof.time_s(flops, moved, self.dtype), flops,
                           params_bytes=params, output_bytes=out_bytes))
@@ -509,12 +495,39 @@ class _Build:
         for t in dict.fromkeys(_reads(node)):
             src = self.producer.get(t)
             if src is not None:
-                edge_bytes[src] = edge_bytes.get(src, 0) + round(self.nbytes(t) * scale)
+                edge_bytes[src] = edge_bytes.get(src, 0) + (
+                    0 if node.op_type in SHAPE_ONLY else round(self.nbytes(t) * self.scale))
         for src, nb in edge_bytes.items():
             self.w.connect(src, op_name, nb)
-        for t in node.output:
-            if t:
-                self.producer[t] = op_name
+        self.producer.update((t, op_name) for t in node.output if t)
+
+    def _flops(self, node: Any, attrs: dict[str, Any]) -> float:
+        """`node`'s FLOPs at the batch asked for (a default for unknown types); notes the
+        tensors without a shape that it reads or writes."""
+        info = self.info
+        in_shapes = [info.get(t, (0, None))[1] if t else None for t in node.input]
+        out_shapes = [info.get(t, (0, None))[1] for t in node.output]
+        for t in (*_reads(node), *node.output):
+            if t and t in self.consumed and info.get(t, (0, None))[1] is None:
+                self.unknown_shapes[t] = None  # once, though several ops read it
+        flops = node_flops(node.op_type, attrs, in_shapes, out_shapes)
+        if flops is None:
+            self.unknown[node.op_type] = self.unknown.get(node.op_type, 0) + 1
+            flops = float(_prod(out_shapes[0] if out_shapes else None))
+        return flops * self.scale
+
+    def _inputs(self, node: Any) -> tuple[int, int]:
+        """(params, activation bytes) `node` reads, each tensor once (those its subgraphs
+        read included); a *Like generator reads only its input's shape: neither."""
+        params = act_in = 0
+        for t in [] if node.op_type in SHAPE_ONLY else _reads(node):
+            if t not in self.constant:
+                act_in += round(self.nbytes(t) * self.scale)
+                continue
+            params += self.nbytes(t)
+            if self.info.get(t, (0, None))[0] in _FLOAT_TYPES:
+                self.param_tensors.add(t)
+        return params, act_in
 
     def warnings(self, where: Span) -> list[Diagnostic]:
         """W940 for op types without a formula, W941 for tensors without a shape."""
@@ -532,30 +545,6 @@ class _Build:
                 "W941", f"shape inference left {len(shapeless)} tensor(s) without a shape "
                 f"({shown}{more}); they count 0 bytes", where, severity=Severity.WARNING))
         return sink
-
-
-def _header(command: str | None, source: str, prof: DeviceProfile, dtype: str, batch: int,
-            model_batch: int, training: bool, optimizer: str, w: Workload,
-            stats: dict[str, float]) -> str:
-    lines = [
-        f"Generated by:\n$ {command}" if command else "Generated by planner.io.onnx_import",
-        f"Source: {source}",
-        (f"Graph: {len(w.ops)} ops, {len(w.edges)} edges; forward {stats['flops'] / 1e9:.3g} "
-         f"GFLOP, {stats['params'] / 1e6:.4g} M parameters."),
-        (f"Op times: roofline max(FLOPs / peak, bytes / bandwidth) on {prof.summary(dtype)}; "
-         "FLOP formulas per op type in planner/io/onnx_import.py."),
-        (f"Batch {batch} "
-         + ("(the model's own)" if batch == model_batch else
-            f"(activations and FLOPs scaled from the model's own batch {model_batch})")
-         + f", {dtype} tensors; params = the weights each op reads."),
-    ]
-    if training:
-        lines.append(f"Training step: one backward op per forward op (x{BACKWARD_FLOP_FACTOR:g}"
-                     " FLOPs for conv/matmul), colocated with it; gradients and "
-                     f"{optimizer} state are the params of the backward ops.")
-    else:
-        lines.append("Inference (forward pass only).")
-    return "\n".join(lines)
 
 
 def _profile(name: str) -> DeviceProfile:

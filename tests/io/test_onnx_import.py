@@ -325,3 +325,31 @@ def test_a_random_generator_is_an_op_not_a_weight() -> None:
     assert edges[("noise.RandomNormal", "add")] == 1024
     assert edges[("unif.RandomUniformLike", "mul")] == 1024
     assert not result.warnings and result.stats["params"] == 256  # `c`, counted once
+
+
+@pytest.mark.parametrize("generator", ["RandomUniformLike", "RandomNormalLike"])
+def test_a_like_generator_reads_only_the_shape_of_its_input(generator: str) -> None:
+    """The constant `c` that a *Like generator reads was its 1 KiB of params (and of bytes
+    moved), and `x` a 1 KiB edge: it reads only their shapes, known at import."""
+    nodes = [helper.make_node("Constant", [], ["c"], name="cst", value=numpy_helper.from_array(
+                 np.zeros((1, 256), np.float32))),
+             helper.make_node(generator, ["c"], ["u"], name="gen"),
+             helper.make_node(generator, ["x"], ["v"], name="gen_x"),
+             helper.make_node("Add", ["x", "u"], ["s"], name="add"),
+             helper.make_node("Mul", ["s", "v"], ["y"], name="mul")]
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256])])
+    result = import_model(helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 17)]))
+    ops = {o.name: o for o in result.workload.ops}
+    gen, gen_x = ops[f"gen.{generator}"], ops[f"gen_x.{generator}"]
+    assert (gen.params_bytes, gen.output_bytes) == (0, 1024)
+    assert (gen_x.params_bytes, gen_x.output_bytes) == (0, 1024)
+    assert result.stats["params"] == 0  # `c` is read by no op as a weight
+    edges = {(e.src, e.dst): e.bytes for e in result.workload.edges}
+    assert edges[("x", f"gen_x.{generator}")] == 0  # an order, not a transfer
+    assert edges[("x", "add")] == 1024
+    flops = 256.0 * (4 if generator == "RandomNormalLike" else 1)
+    moved = 1024.0  # its output alone (was 2048: `x`'s bytes read too)
+    assert gen_x.time_s == PROFILES["v100"].time_s(flops, moved, "fp32")
