@@ -91,7 +91,8 @@ HOMES = {
     # the enumeration of every plan under liveness is exact too (E819)
     "8": ("algorithms/exact/", "algorithms/auto.py", "algorithms/infeasible.py",
           "algorithms/__init__.py", "algorithms/enumeration.py"),
-    "9": ("io/", "generate/", "workload/", "cli/io_commands.py", "cli/export_commands.py"),
+    "9": ("io/", "generate/", "workload/", "cli/io_commands.py", "cli/export_commands.py",
+          "cli/clashes.py"),
     "99": ("cli/guard.py",),
 }
 

@@ -45,6 +45,7 @@ from ..spec.load import load_path, load_text
 from ..spec.names import name_problem
 from ..units import format_bytes, format_bytes_of
 from ..workload import Imported, PlanDef, plan_origin, render_cluster
+from .clashes import check_clashes, two_clusters
 from .guard import guard
 from .options import CaptureOption, ExampleOption, InputOption, LimitOption
 
@@ -186,7 +187,7 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
     Without `--memory`, a training graph's plans use `liveness`: static accounting holds
     every tensor to the end of the step, about twice a training step's real peak (the
     forward activations, held until their backward ops, and a few gradients)."""
-    _check_clashes(result, clusters, source)
+    check_clashes(result, clusters, source)
     for key, value, options in (("memory", memory, MEMORY_MODELS),
                                 ("contention", contention, CONTENTIONS)):
         if value is not None and value not in options:
@@ -223,31 +224,6 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
                      f"{len(result.workload.edges)} edges, {len(result.plans)} plan(s)\n")
     for line in copied:
         sys.stderr.write(line + "\n")
-
-
-def _check_clashes(result: Imported, clusters: list[tuple[Path, Spec]],
-                   source: str | os.PathLike[str] | None) -> None:
-    """E926, at the input file's field, where the file's own cluster or plan (`import json`)
-    has the name of a `--cluster` file's cluster or of the plan made for it (was E201 at the
-    file's start, "cluster `small4` is defined twice", with no way out)."""
-    diags = []
-    for path, spec in clusters:
-        for cname, cluster in spec.clusters.items():
-            pname = f"{result.workload.name}_{cname}"
-            leave = (f"or leave out --cluster {path}: the file's cluster is the same, and its "
-                     "plan runs on it" if render_cluster(cluster, exact=True) in result.clusters
-                     else f"or leave out --cluster {path}")
-            for plan in result.plans:
-                for word, what, clash in (("cluster", f"cluster `{cname}`", plan.cluster == cname),
-                                          ("plan", f"plan `{pname}`", plan.name == pname)):
-                    if not clash or plan.origin is None:
-                        continue
-                    diags.append(Diagnostic(
-                        "E926", f"{what} of {source} has the name of the {word} that "
-                        f"--cluster {path} adds to the spec", plan.origin(word),
-                        (f'rename the {word} in {source} ("{word}": {{"name": ...}})', leave)))
-    if diags:
-        raise UsageError(diags)
 
 
 def _set_file_plan(plan: PlanDef, key: str, value: str | None,
@@ -341,20 +317,9 @@ def _read_clusters(paths: list[Path] | None) -> list[tuple[Path, Spec]]:
         for cname, cluster in spec.clusters.items():  # was E201 at the input file
             given = (path, loaded.locations.clusters.get(cname), render_cluster(cluster, True))
             if seen.setdefault(cname, given) is not given:
-                raise _two_clusters(cname, seen[cname], given)
+                raise two_clusters(cname, seen[cname], given)
         out.append((path, spec))
     return out
-
-
-def _two_clusters(cname: str, first: tuple[Path, Span | None, list[str]],
-                  second: tuple[Path, Span | None, list[str]]) -> UsageError:
-    """E926 for two `--cluster` files that give cluster `cname`, at the second's."""
-    how = ("leave out one of them: they give the same cluster" if first[2] == second[2]
-           else "rename the cluster in one of them")
-    return UsageError(Diagnostic(
-        "E926", f"cluster `{cname}` is given by both --cluster {first[0]} and --cluster "
-        f"{second[0]}; the spec takes one cluster of each name", second[1], (how,),
-        notes=((f"first definition of `{cname}`", first[1]),) if first[1] else ()))
 
 
 def _add_clusters(result: Imported, clusters: list[tuple[Path, Spec]], out_dir: Path,

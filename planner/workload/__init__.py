@@ -113,6 +113,9 @@ class PlanDef:
     #: never written, so a rule of the language that the file's values break is reported
     #: there (called only then: locating reads the file's text)
     origin: Callable[[str], Span | None] | None = None
+    #: how to rename, in the input file, what a line beginning with a word (`cluster`,
+    #: `plan`) names, where the format names it otherwise than by a `name` field
+    renames: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

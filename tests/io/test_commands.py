@@ -285,3 +285,28 @@ def test_two_cluster_options_that_give_one_cluster_name_are_named(tmp_path: Path
     status, _, err = _invoke("import", "json", str(source), "--cluster", str(one),
                              "-o", str(out))
     assert status == 0 and list(planner.load(out).plans) == ["p", "g_k"]
+
+
+def test_a_dnn_partitioning_cluster_named_as_a_cluster_options_is_located(
+        tmp_path: Path) -> None:
+    """A dnn-partitioning graph `g.json` makes cluster `g_cluster`: a --cluster file giving
+    one of that name was E201 "defined twice" at `g.json:1:1`; now E926 at `maxFPGAs`,
+    which makes the cluster, with the way out (`--name`)."""
+    text = ('{"nodes": [{"id": 1, "fpgaLatency": 1, "size": 4}],\n "edges": [],\n'
+            ' "maxSizePerFPGA": 1000, "maxFPGAs": 2}\n')
+    source = tmp_path / "g.json"
+    source.write_text(text)
+    cluster = tmp_path / "c.plan"
+    cluster.write_text("cluster g_cluster { device d { memory 1 GB } }\n")
+    out = tmp_path / "out.plan"
+    status, _, err = _invoke("import", "json", str(source), "--cluster", str(cluster),
+                             "-o", str(out))
+    assert status == 2, err
+    assert err.startswith(f"{source}:3:38: error[E926]: cluster `g_cluster` of {source} has "
+                          f"the name of the cluster that --cluster {cluster} adds"), err
+    assert "hint: name the graph otherwise with --name NAME: its cluster is NAME_cluster" in err
+    assert f"hint: or leave out --cluster {cluster}" in err
+    assert "defined twice" not in err and not out.exists()
+    status, _, err = _invoke("import", "json", str(source), "--name", "h", "--cluster",
+                             str(cluster), "-o", str(out))
+    assert status == 0 and list(planner.load(out).plans) == ["h", "h_g_cluster"], err
