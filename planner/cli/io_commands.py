@@ -184,7 +184,8 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
             source: str | os.PathLike[str] | None = None) -> None:
     """Add cluster imports and plans, check the spec loads, write it, report on stderr.
 
-    Without `--memory`, a training graph's plans use `liveness`: static accounting holds
+    Without `--memory`, a training graph's plans use `liveness` (those of `import json`'s
+    file too, unless it gives `memory`): static accounting holds
     every tensor to the end of the step, about twice a training step's real peak (the
     forward activations, held until their backward ops, and a few gradients)."""
     check_clashes(result, clusters, source)
@@ -195,9 +196,11 @@ def _finish(result: Imported, output: Path, clusters: list[tuple[Path, Spec]],
                                         ("one of: " + ", ".join(options),)))
         for plan in result.plans:  # the input file's own (JSON) plans: were left as they were
             _set_file_plan(plan, key, value, source)
-    if memory is None:
+    if memory is None:  # the file's plans that give none too (were left static)
         training = any(op.backward_of for op in result.workload.ops)
         memory = "liveness" if training else "static"
+        for plan in result.plans:
+            plan.memory = plan.memory if "memory" in plan.given else memory
     contention = contention or IMPLIED["contention"]
     # the root that a later `planner solve OUTPUT` (or check, simulate) gives the spec: a file
     # outside it, whose import the loader refuses, is copied in instead

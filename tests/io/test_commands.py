@@ -310,3 +310,26 @@ def test_a_dnn_partitioning_cluster_named_as_a_cluster_options_is_located(
     status, _, err = _invoke("import", "json", str(source), "--name", "h", "--cluster",
                              str(cluster), "-o", str(out))
     assert status == 0 and list(planner.load(out).plans) == ["h", "h_g_cluster"], err
+
+
+def test_a_training_files_own_plan_takes_the_documented_memory_default(
+        tmp_path: Path) -> None:
+    """Without --memory, a training graph's plans are `liveness`: the plan made for
+    --cluster was, the file's own plan (no `memory` given) stayed `static`. A file that
+    gives `memory` keeps it; an inference graph's plan stays `static`."""
+    cluster = tmp_path / "k.plan"
+    cluster.write_text("cluster k { device e { memory 1 GB } }\n")
+    source, out = tmp_path / "in.json", tmp_path / "out.plan"
+    for extra, plan_memory, expected in (
+            ({"backward_of": "a"}, None, ("liveness", "liveness")),
+            ({"backward_of": "a"}, "static", ("static", "liveness")),
+            ({}, None, ("static", "static"))):
+        data = _two_ops(**extra)
+        if plan_memory:
+            data["plan"]["memory"] = plan_memory  # type: ignore[index]
+        source.write_text(json.dumps(data))
+        status, _, err = _invoke("import", "json", str(source), "--cluster", str(cluster),
+                                 "-o", str(out))
+        assert status == 0, err
+        spec = planner.load(out)
+        assert (spec.plan("p").memory_model, spec.plan("g_k").memory_model) == expected
