@@ -295,6 +295,21 @@ def test_a_model_that_computes_only_constants_is_e902() -> None:
     assert d.span is not None and d.span.file == "consts.onnx"
 
 
+def _zeros_1x256(name: str) -> Any:
+    """A `Constant` node of fp32 zeros, shape (1, 256), as output `name`."""
+    return helper.make_node("Constant", [], [name], name="cst",
+                            value=numpy_helper.from_array(np.zeros((1, 256), np.float32)))
+
+
+def _import_1x256(nodes: list[Any]) -> Imported:
+    """`nodes` imported as a graph (opset 17) from input `x` to output `y`, both fp32
+    (1, 256)."""
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256])])
+    return import_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
 def test_a_random_generator_is_an_op_not_a_weight() -> None:
     """`RandomNormal` (no input) and `RandomUniformLike` of a constant were folded as
     constants: their 1 KiB outputs counted as `params` of the Add and the Mul that read
@@ -302,17 +317,12 @@ def test_a_random_generator_is_an_op_not_a_weight() -> None:
     bytes; a `Constant` stays a weight."""
     nodes = [helper.make_node("RandomNormal", [], ["n"], name="noise", shape=[1, 256],
                               dtype=1),
-             helper.make_node("Constant", [], ["c"], name="cst", value=numpy_helper.from_array(
-                 np.zeros((1, 256), np.float32))),
+             _zeros_1x256("c"),
              helper.make_node("RandomUniformLike", ["c"], ["u"], name="unif"),
              helper.make_node("Add", ["x", "n"], ["s"], name="add"),
              helper.make_node("Mul", ["s", "u"], ["t"], name="mul"),
              helper.make_node("Add", ["t", "c"], ["y"], name="bias")]
-    graph = helper.make_graph(nodes, "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256])])
-    result = import_model(helper.make_model(graph, opset_imports=[
-        helper.make_opsetid("", 17)]))
+    result = _import_1x256(nodes)
     ops = {o.name: o for o in result.workload.ops}
     assert list(ops) == ["x", "noise.RandomNormal", "unif.RandomUniformLike", "add", "mul",
                          "bias.Add"]
@@ -331,17 +341,12 @@ def test_a_random_generator_is_an_op_not_a_weight() -> None:
 def test_a_like_generator_reads_only_the_shape_of_its_input(generator: str) -> None:
     """The constant `c` that a *Like generator reads was its 1 KiB of params (and of bytes
     moved), and `x` a 1 KiB edge: it reads only their shapes, known at import."""
-    nodes = [helper.make_node("Constant", [], ["c"], name="cst", value=numpy_helper.from_array(
-                 np.zeros((1, 256), np.float32))),
+    nodes = [_zeros_1x256("c"),
              helper.make_node(generator, ["c"], ["u"], name="gen"),
              helper.make_node(generator, ["x"], ["v"], name="gen_x"),
              helper.make_node("Add", ["x", "u"], ["s"], name="add"),
              helper.make_node("Mul", ["s", "v"], ["y"], name="mul")]
-    graph = helper.make_graph(nodes, "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256])])
-    result = import_model(helper.make_model(graph, opset_imports=[
-        helper.make_opsetid("", 17)]))
+    result = _import_1x256(nodes)
     ops = {o.name: o for o in result.workload.ops}
     gen, gen_x = ops[f"gen.{generator}"], ops[f"gen_x.{generator}"]
     assert (gen.params_bytes, gen.output_bytes) == (0, 1024)
