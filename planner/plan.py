@@ -15,7 +15,7 @@ the same plan, so the same figures.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -24,6 +24,7 @@ from .errors import (
     Diagnostic,
     DiagnosticSink,
     JsonSpans,
+    Span,
     SpecError,
     did_you_mean,
     json_type,
@@ -257,13 +258,13 @@ def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence
 
 def load_recompute(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
                    text: str | None = None, at: Sequence[str | int] = (),
-                   replicas: Mapping[int, tuple[int, ...]] | None = None) -> tuple[str, ...]:
+                   replicas: Mapping[int, tuple[int, ...]] | None = None,
+                   placement: Collection[int] | None = None) -> tuple[str, ...]:
     """A plan JSON's `recompute` (the devices that run their forward ops again in each
-    backward pass, as `pipeilp` chose) as device names; () when absent. A replicated
-    stage (`replicas`, as `load_replicas` reads them) recomputes on all its replicas or on
-    none, as its first device says, so a later replica named without it is an error too
-    (the model would ignore it). Problems are raised together as a `SpecError` (E504 an
-    unknown device, E515 the rest), located as `load_plan` locates its own."""
+    backward pass, as `pipeilp` chose) as device names; () when absent. Each name must
+    be one the model reads (`check_recompute`, with `placement`'s devices where given).
+    Problems are raised together as a `SpecError` (E504 an unknown device, E515 the rest),
+    located as `load_plan` locates its own."""
     raw = data.get("recompute") if isinstance(data, Mapping) else None
     if raw is None:
         return ()
@@ -273,35 +274,45 @@ def load_recompute(problem: Problem, data: Mapping[str, Any], source: str = "<pl
         sink.error("E515", f"`recompute` must be a list of device names, not {_kind(raw)}",
                    where("recompute"), 'for example "recompute": ["gpu0", "gpu1"]')
     else:
-        dev_index = problem.cluster.device_index
-        for k, name in enumerate(raw):
-            if name not in dev_index:
-                sink.error("E504", f"unknown device {quoted(name)} in recompute",
-                           where("recompute", k), *_hints(sink, name, dev_index))
-        _replicas_named(problem, raw, replicas or {}, sink, where)
+        check_recompute(problem, raw, sink, lambda k: where("recompute", k), replicas,
+                        placement)
     sink.raise_if_errors()
     return tuple(dict.fromkeys(raw))
 
 
-def _replicas_named(problem: Problem, names: Sequence[str],
-                    replicas: Mapping[int, tuple[int, ...]], sink: DiagnosticSink,
-                    where: JsonSpans) -> None:
-    """E515 for each later replica of a replicated stage in `recompute` whose stage's
-    device (its group's first) is not named too."""
+def check_recompute(problem: Problem, names: Sequence[str], sink: DiagnosticSink,
+                    at: Callable[[int], Span | None],
+                    replicas: Mapping[int, tuple[int, ...]] | None = None,
+                    placement: Collection[int] | None = None) -> None:
+    """Reports to `sink`, at `at(k)` for the k-th name, each name of `recompute` that the
+    pipeline's model would ignore: E504 an unknown device; E515 a device that runs no op
+    of `placement` (where given) and holds no replica (no stage of its own to recompute),
+    and a later replica of a replicated stage (`replicas`, as `load_replicas` reads them)
+    whose stage's device (its group's first) is not named too: a replicated stage
+    recomputes on all its replicas or on none, as its first device says."""
+    dev_index = problem.cluster.device_index
     devices = problem.cluster.devices
-    first = {e: group[0] for group in replicas.values() for e in group[1:]}
+    first = {e: group[0] for group in (replicas or {}).values() for e in group[1:]}
+    held = set(placement) if placement is not None else None
     named = set(names)
     for k, name in enumerate(names):
-        d = problem.cluster.device_index.get(name)
-        if d not in first or devices[first[d]].name in named:
-            continue
-        stage = devices[first[d]].name
-        sink.error("E515", f"device {quoted(name)} in recompute holds a replica of the stage "
-                   f"of {quoted(stage)}, which is not in recompute: a replicated stage "
-                   "recomputes on all its replicas or on none, as its first device says",
-                   where("recompute", k),
-                   f'write "{stage}" for the stage of {quoted(name)} to recompute on all its '
-                   "replicas, or leave it out")
+        d = dev_index.get(name)
+        if d is None:
+            sink.error("E504", f"unknown device {quoted(name)} in recompute", at(k),
+                       *_hints(sink, name, dev_index))
+        elif d in first and devices[first[d]].name not in named:
+            stage = devices[first[d]].name
+            sink.error("E515", f"device {quoted(name)} in recompute holds a replica of the "
+                       f"stage of {quoted(stage)}, which is not in recompute: a replicated "
+                       "stage recomputes on all its replicas or on none, as its first device "
+                       f"says", at(k), f'write "{stage}" for the stage of {quoted(name)} to '
+                       "recompute on all its replicas, or leave it out")
+        elif held is not None and d not in held and d not in first:
+            runs = ", ".join(quoted(devices[e].name) for e in sorted(held) if e >= 0)
+            sink.error("E515", f"device {quoted(name)} in recompute runs no stage of the "
+                       "plan: it has no activations to recompute", at(k),
+                       f"name the devices of the stages that recompute (the plan's stages run "
+                       f"on {runs}), or leave it out")
 
 
 def _group(sink: DiagnosticSink, where: JsonSpans, problem: Problem, rep_name: str,

@@ -221,6 +221,7 @@ def read_plan(problem: Problem, source: str | os.PathLike[str] | Mapping[str, An
     plan = load_plan(problem, body, shown, text, at)
     groups = load_replicas(problem, body, plan.placement, shown, text, at)
     info = {"replicas": replica_names(problem, groups),
-            "recompute": list(load_recompute(problem, body, shown, text, at, groups))}
+            "recompute": list(load_recompute(problem, body, shown, text, at, groups,
+                                             plan.placement))}
     return Result.of(problem, Solution(plan, "feasible",
                                        {k: v for k, v in info.items() if v}))

@@ -216,7 +216,8 @@ def simulate_side(side: Side, problem: Any, plans: Collection[str] = ()) -> None
     if problem.pipeline is not None:
         replicas = load_replicas(problem, side.data, plan.placement, side.file, side.text,
                                  side.at)
-        again = load_recompute(problem, side.data, side.file, side.text, side.at, replicas)
+        again = load_recompute(problem, side.data, side.file, side.text, side.at, replicas,
+                               plan.placement)
         index = problem.cluster.device_index
         run = run_pipeline(problem, plan.placement, problem.pipeline,
                            [index[n] for n in again], replicas)

@@ -144,7 +144,8 @@ def read_placed(problem: Problem, path: Path, plans: Collection[str] = ()
     made_for(problem, body, plans, JsonSpans(shown, text, at))
     read = load_plan(problem, body, shown, text, at)
     groups = load_replicas(problem, body, read.placement, shown, text, at)
-    return read, groups, load_recompute(problem, body, shown, text, at, groups)
+    return read, groups, load_recompute(problem, body, shown, text, at, groups,
+                                        read.placement)
 
 
 def made_for(problem: Problem, body: Any, plans: Collection[str], where: JsonSpans) -> None:

@@ -103,7 +103,8 @@ def parse_stages(problem: Problem, text: str, shown: str = "<stages>") -> Layout
     reader.sink.raise_if_errors()
     body, where = in_envelope(data)
     layout = reader.layout()
-    again = load_recompute(problem, body, shown, text, where, layout.replicas) \
+    again = load_recompute(problem, body, shown, text, where, layout.replicas,
+                           layout.plan.placement) \
         if isinstance(body, Mapping) else ()
     return dataclasses.replace(layout, recompute=again)
 

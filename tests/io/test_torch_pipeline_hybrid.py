@@ -184,6 +184,19 @@ def test_recompute_naming_only_replicas_is_E515_at_the_name(tmp_path: Path) -> N
     assert not (tmp_path / "bad.json").exists() and not (tmp_path / "bad" / "step.py").exists()
 
 
+def test_recompute_naming_a_device_of_no_stage_is_E515_at_the_name(tmp_path: Path) -> None:
+    """gpu3 runs no stage and holds no replica: main exported `"recompute": ["gpu3"]` as
+    no recomputation (no checkpoint), exit 0."""
+    placement = _mlp_placement(planner.load(_mlp_spec(tmp_path)).plans["p"])
+    result = _export(tmp_path, "none", {"placement": placement, "recompute": ["gpu3"]})
+    assert result.exit_code == 1, result.output
+    text = (tmp_path / "none.plan.json").read_text()
+    column = text.index('"gpu3"', text.index('"recompute"')) + 1
+    assert f"none.plan.json:1:{column}: error[E515]: device `gpu3` in recompute runs no " \
+        "stage of the plan" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "none.json").exists()
+
+
 @pytest.mark.parametrize(("given", "said", "hint"), [
     ("gpu0=cpu,gpu2=cpu", "names `gpu0`, `gpu2` and leaves 2 device(s) the ranks run on to the "
      "default rule (by kind): `gpu1` -> cuda:1, `gpu3` -> cuda:3; the ranks are then on cpu "

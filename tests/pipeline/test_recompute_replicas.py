@@ -92,3 +92,44 @@ def test_a_stages_file_says_the_same(tmp_path: Path) -> None:
         parse_stages(problem, json.dumps(stages), "s.json")
     (d,) = err.value.diagnostics
     assert d.code == "E515" and d.hints[0].startswith('write "gpu1"')
+
+
+def _no_replicas(tmp_path: Path, recompute: list[str]) -> Path:
+    path = _plan_file(tmp_path, recompute)
+    body = json.loads(path.read_text())
+    del body["replicas"]
+    path.write_text(json.dumps(body, indent=2))
+    return path
+
+
+def test_recompute_naming_a_device_of_no_stage_is_E515(tmp_path: Path) -> None:
+    """gpu3 runs nothing (no stage, no replica): main simulated `"recompute": ["gpu3"]` as
+    no recomputation, exit 0. Now E515 at the name, naming the stages' devices."""
+    spec = _spec(tmp_path)
+    plan = _no_replicas(tmp_path, ["gpu0", "gpu3"])
+    code, out, _ = _simulate(spec, plan)
+    assert code == 1, out
+    (error,) = json.loads(out)["diagnostics"]
+    at = next(k for k, line in enumerate(plan.read_text().splitlines(), 1)
+              if '"gpu3"' in line)
+    assert (error["code"], error["file"], error["line"]) == ("E515", str(plan), at)
+    assert "device `gpu3` in recompute runs no stage of the plan" in error["message"]
+    assert "the plan's stages run on `gpu0`, `gpu1`" in error["hints"][0]
+    problem = planner.load(spec).plans["p"]
+    with pytest.raises(SpecError) as err:
+        planner.read_plan(problem, plan)
+    assert [d.code for d in err.value.diagnostics] == ["E515"]
+    # the stages' devices alone read as before; a replica named with its stage too
+    assert _simulate(spec, _no_replicas(tmp_path, ["gpu0", "gpu1"]))[0] == 0
+    assert _simulate(spec, _plan_file(tmp_path, ["gpu1", "gpu3"]))[0] == 0
+
+
+def test_a_stages_file_with_a_device_of_no_stage_is_E515(tmp_path: Path) -> None:
+    problem = planner.load(_spec(tmp_path)).plans["p"]
+    stages = {"stages": [{"ops": ["f0", "f1"], "devices": ["gpu0"]},
+                         {"ops": ["f2", "f3"], "devices": ["gpu1"]}],
+              "recompute": ["gpu2"]}
+    with pytest.raises(SpecError) as err:
+        parse_stages(problem, json.dumps(stages), "s.json")
+    (d,) = err.value.diagnostics
+    assert d.code == "E515" and "`gpu2` in recompute runs no stage" in d.message
