@@ -66,11 +66,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import schedules
-from ..errors import Diagnostic, Span, SpecError
+from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
 from ..model import Problem
 from ..pipeline.schedule import PipelineRun, run
 from ..pipeline.split import Split, fits, split_of
 from ..pipeline.units import units
+from ..plan import check_recompute
 from ..units import format_seconds
 from .torch_export import check_placement, forward_placement
 from .torch_import import Traced
@@ -197,8 +198,9 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
     those devices recomputing their activations (`_recomputing`).
 
     Raises E945 when the plan does not match the model, E947 when torch's schedules
-    cannot run it and E950 when its replicas make no 2-D mesh; `where` locates those
-    diagnostics (the placement file).
+    cannot run it, E950 when its replicas make no 2-D mesh and E504/E515 for a name in
+    `recompute` the plan's model would ignore (`plan.check_recompute`); `where` locates
+    those diagnostics (the placement file).
     """
     pipe = problem.pipeline
     if pipe is None:
@@ -222,7 +224,7 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
     names = [cluster[d] for d in split.devices]
     reason = why_not_a_split(nodes, plan_stage, cuts, names)
     groups = {d: tuple(g) for d, g in (replicas or {}).items() if len(g) > 1}
-    again = [device_of[n] for n in recompute]
+    again = _recompute_checked(problem, recompute, chosen, groups, where)
     plan_cost = _cost(problem, chosen, groups, again)
     stage_of = plan_stage
     if reason:
@@ -257,6 +259,19 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
                                                 where))
     _check_runnable(result, where)
     return result
+
+
+def _recompute_checked(problem: Problem, recompute: Collection[str], chosen: Sequence[int],
+                       groups: Mapping[int, tuple[int, ...]], where: Span | None) -> list[int]:
+    """The devices of `recompute` (names) as indices, checked as a plan file's are
+    (`plan.check_recompute`: E504, E515 at `where`): a caller of `pipeline_export` may pass
+    names no plan file held, and a name the model ignores would export no checkpoint."""
+    names = list(recompute)
+    sink = DiagnosticSink()
+    check_recompute(problem, names, sink, lambda _: where, groups, chosen)
+    sink.raise_if_errors()
+    index = problem.cluster.device_index
+    return [index[n] for n in names]
 
 
 def _node_stages(problem: Problem, split: Split, nodes: Sequence[ForwardOp]) -> list[int]:

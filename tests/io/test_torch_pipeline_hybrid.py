@@ -197,6 +197,31 @@ def test_recompute_naming_a_device_of_no_stage_is_E515_at_the_name(tmp_path: Pat
     assert "Traceback" not in result.output and not (tmp_path / "none.json").exists()
 
 
+def test_recompute_the_model_ignores_is_an_error_through_the_api(tmp_path: Path) -> None:
+    """`pipeline_export` called with names no plan file checked: main exported a replica
+    named without its stage's device, and a device of no stage, as no recomputation, and
+    an unknown name raised KeyError."""
+    problem = planner.load(_mlp_spec(tmp_path)).plans["p"]
+    placement = _mlp_placement(problem)
+    model, namespace = load_target(f"{MODELS}:mlp")
+    traced = trace(model, example_inputs(["8x16"], None, namespace), "fx")
+    index = problem.cluster.device_index
+    groups = {index[k]: tuple(index[n] for n in v) for k, v in TWO_BY_TWO.items()}
+    for replicas, again, code, said in (
+            (groups, ["gpu2"], "E515", "`gpu2` in recompute holds a replica of the stage of "
+             "`gpu0`"),
+            (None, ["gpu3"], "E515", "`gpu3` in recompute runs no stage of the plan"),
+            (None, ["gpu9"], "E504", "unknown device `gpu9` in recompute")):
+        with pytest.raises(SpecError) as err:
+            pipeline_export(problem, traced, placement, torch_devices(problem.cluster),
+                            replicas=replicas, recompute=again)
+        d = err.value.diagnostics[0]
+        assert d.code == code and said in d.message, d.message
+    tp = pipeline_export(problem, traced, placement, torch_devices(problem.cluster),
+                         replicas=groups, recompute=["gpu0", "gpu2"])
+    assert tp.recompute == (0,)  # a replica named with its stage's device: as before
+
+
 @pytest.mark.parametrize(("given", "said", "hint"), [
     ("gpu0=cpu,gpu2=cpu", "names `gpu0`, `gpu2` and leaves 2 device(s) the ranks run on to the "
      "default rule (by kind): `gpu1` -> cuda:1, `gpu3` -> cuda:3; the ranks are then on cpu "
