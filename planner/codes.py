@@ -291,8 +291,8 @@ E951 1   `export torch --nearest`: the nearest module-level plan breaks the spec
          memory): it is not exported
 W952 0   `export torch` without --pipeline: a pipeline plan's activation recomputation is left out
          (the placed model and its device_map keep every activation)
-W953 0   `export torch --pipeline`: a `--device-map` that names some of the devices the ranks run
-         on and leaves the others to the default rule (by kind)
+W953 0   `export torch`: a `--device-map` that names some of the devices the plan places ops on
+         (with --pipeline, the ranks run on) and leaves the others to the default rule (by kind)
 E990 4   out of memory
 E991 1   input too deeply nested
 E999 4   internal error: a bug in planner

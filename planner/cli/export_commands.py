@@ -168,6 +168,9 @@ def export_torch_command(
         if recompute:
             _recompute_dropped(problem, placement, recompute)
         placed, document = _placed(problem, traced, read, devices, nearest)
+        used = set(document["placement"].values())
+        _left_to_the_default([d.name for d in problem.cluster.devices if d.name in used],
+                             devices, given, "the plan places ops on")
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
         _write(output, text, code, lambda name: compiled(placed.module.code.lstrip("\n"),
                                                          name))
@@ -314,31 +317,39 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
     if not tp.exact:
         sys.stderr.write(f"plan `{tp.plan}`'s stages are not at module boundaries: "
                          f"{tp.reason}\n")
-    _left_to_the_default(tp, given or {})
+    _ranks_left_to_the_default(tp, given or {})
     sys.stderr.write(summary(tp) + "\n")
 
 
-def _left_to_the_default(tp: TorchPipeline, given: Mapping[str, str]) -> None:
-    """W953: a `--device-map` that names some of the devices the pipeline's ranks run on
-    (replicas included) leaves the others to the default rule, by kind (`gpu3` ->
-    `cuda:3`): which ones, and where they went."""
+def _ranks_left_to_the_default(tp: TorchPipeline, given: Mapping[str, str]) -> None:
+    """W953 (`_left_to_the_default`) for the devices the pipeline's ranks run on (replicas
+    included), with a word on ranks of two kinds (one process group cannot join them)."""
     ranks = [n for row in tp.replicas for n in row] if tp.replicas else list(
         dict.fromkeys(s.device for s in tp.stages))
-    left = [n for n in ranks if n not in given]
-    if not given or not left:
-        return
     kinds = sorted({tp.devices[n].partition(":")[0] for n in ranks})
     mixed = (f"; the ranks are then on {' and '.join(kinds)} devices, which one process "
              "group cannot join (the script stops unless run with --cpu)"
              if len(kinds) > 1 else "")
-    on_cpu = {tp.devices[n] for n in ranks if n in given} == {"cpu"}  # the rest there too
+    _left_to_the_default(ranks, tp.devices, given, "the ranks run on", mixed)
+
+
+def _left_to_the_default(used: Sequence[str], devices: Mapping[str, str],
+                         given: Mapping[str, str], what: str, mixed: str = "") -> None:
+    """W953: a `--device-map` (`given`) that names some of the devices `used` (`what` they
+    are: "the ranks run on") leaves the others to the default rule, by kind (`gpu3` ->
+    `cuda:3`, as `devices` has them): which ones, and where they went; `mixed` adds what
+    that makes of the export."""
+    left = [n for n in used if n not in given]
+    if not given or not left:
+        return
+    on_cpu = {devices[n] for n in used if n in given} == {"cpu"}  # the rest there too
     full = ",".join([*(f"{k}={v}" for k, v in given.items()),
-                     *(f"{n}={'cpu' if on_cpu else tp.devices[n]}" for n in left)])
+                     *(f"{n}={'cpu' if on_cpu else devices[n]}" for n in left)])
     sys.stderr.write(render_all([Diagnostic(
         "W953", f"--device-map names {', '.join(f'`{k}`' for k in given)} and leaves "
-        f"{len(left)} device(s) the ranks run on to the default rule (by kind): "
-        + ", ".join(f"`{n}` -> {tp.devices[n]}" for n in left) + mixed, None,
-        (f"name every device the ranks run on, e.g. --device-map {full}",),
+        f"{len(left)} device(s) {what} to the default rule (by kind): "
+        + ", ".join(f"`{n}` -> {devices[n]}" for n in left) + mixed, None,
+        (f"name every device {what}, e.g. --device-map {full}",),
         severity=Severity.WARNING)]) + "\n")
 
 

@@ -276,3 +276,35 @@ def test_a_training_plan_applies_and_gradients_match_eager(name: str) -> None:
     placed.module(*x).square().sum().backward()
     for param_name, p in placed.module.named_parameters():
         assert torch.equal(p.grad, model.get_parameter(param_name).grad), param_name
+
+
+def test_a_partial_device_map_says_what_it_leaves_to_the_default(tmp_path: Path) -> None:
+    """Without --pipeline, main put the plan's devices a partial --device-map leaves out on
+    their default device (gpu0 -> cuda:0 beside gpu1=meta) silently; W953 said so only
+    with --pipeline. Now it names them here too; the export is unchanged."""
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    root = Path(__file__).parent / "torch_models.py"
+    spec, plan_file = tmp_path / "m.plan", tmp_path / "plan.json"
+    (tmp_path / "two.plan").write_text(
+        "cluster two {\n  device gpu[0..1] { kind gpu  memory 9 KiB }\n"
+        "  link gpu0 <-> gpu1 { bandwidth 10 GB/s }\n}\n")
+    runner = CliRunner()
+    for args in (["import", "torch", f"{root}:mlp", "--example", "mlp_inputs()", "--cluster",
+                  str(tmp_path / "two.plan"), "-o", str(spec)],
+                 ["solve", str(spec), "--algo", "msct", "--out", str(plan_file)]):
+        assert runner.invoke(app, args).exit_code == 0
+    assert set(json.loads(plan_file.read_text())["placement"].values()) == {"gpu0", "gpu1"}
+    export = ["export", "torch", str(spec), f"{root}:mlp", "--example", "mlp_inputs()",
+              "--placement", str(plan_file), "--device-map"]
+    results = [runner.invoke(app, [*export, given]) for given in
+               ("gpu1=meta", "gpu1=cpu", "gpu0=cuda:0,gpu1=meta")]
+    assert [r.exit_code for r in results] == [0, 0, 0]
+    assert "warning[W953]: --device-map names `gpu1` and leaves 1 device(s) the plan places " \
+        "ops on to the default rule (by kind): `gpu0` -> cuda:0" in results[0].stderr
+    assert "e.g. --device-map gpu1=meta,gpu0=cuda:0" in results[0].stderr
+    assert "e.g. --device-map gpu1=cpu,gpu0=cpu" in results[1].stderr  # all on cpu
+    assert "W953" not in results[2].stderr  # every device named
+    assert json.loads(results[0].stdout)["devices"] == {"gpu0": "cuda:0", "gpu1": "meta"}
