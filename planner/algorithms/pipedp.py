@@ -58,8 +58,9 @@ candidates they ruled out, compared as the plan was chosen (by the simulated ite
 the estimate), its stage count, period and iteration, and the device it would overfill.
 Caps that rule out only candidates that lose anyway are not mentioned. When the candidate
 with the least period is passed over because its iteration is longer, `info["stages_note"]`
-says so instead (with 1 TiB devices that was once the "memory" note), where the figures as
-printed show it (not "a shorter period, 1.0 us against 1.0 us"). Both quote the plan the
+says so instead (with 1 TiB devices that was once the "memory" note). Each is given where
+the figures as printed show it (not "a shorter period, 1.0 us against 1.0 us", nor a
+faster iteration "of 11.2 us (this split: 5.6 us and 11.2 us)"). Both quote the plan the
 user gets: where `auto` keeps another (the cut moves'), `notes_for` draws them for it.
 
 When no split exists, E707 says why (`check_units`, `_no_split`): a unit pinned to two
@@ -314,7 +315,8 @@ _ESTIMATED = "estimated iteration ((M - 1) T plus each stage's load once)"
 def _memory_note(problem: Problem, mine: Figures, pipeline: Pipeline, ruled_out: list[Found],
                  runs: dict[Found, float], budget: float) -> str:
     """How the memory caps shaped the split ('' when none of the candidates they ruled out
-    beats the plan: the caps then ruled out only splits that lose anyway). Compared by the
+    beats the plan, the caps then ruling out only splits that lose anyway, or when the
+    iterations compared print the same, '11.2 us (this split: ... 11.2 us)'). Compared by the
     simulated iteration where the plan was chosen by it (the ruled-out candidates simulated
     best estimate first, within what is left of `budget`), else by the estimate."""
     guess = {f: estimate(problem, pipeline, f.split) for f in ruled_out}
@@ -335,8 +337,9 @@ def _memory_note(problem: Problem, mine: Figures, pipeline: Pipeline, ruled_out:
     if not figures:
         return ""
     best = min(figures, key=lambda f: (figures[f], f.period_s, f.split.stages))
-    if figures[best] >= ours * (1 - 1e-9):
-        return ""
+    if (figures[best] >= ours * (1 - 1e-9)
+            or format_seconds(figures[best]) == format_seconds(ours)):
+        return ""  # no faster plan, or none the figures as printed show
     split = best.split
     held = stage_bytes(problem, split, pipeline)
     devices = problem.cluster.devices

@@ -1,7 +1,9 @@
 """The stage-count note (`info["stages_note"]`: the candidate with the least period passed
 over for a longer iteration) quotes the figures of the plans it compares as the report
 prints them: the plan the user gets (`auto`'s cut moves' plan, not pipedp's split it
-replaced), and never a "shorter" period, or a "longer" iteration, that prints the same."""
+replaced), and never a "shorter" period, or a "longer" iteration, that prints the same;
+nor does the memory note (`info["memory_note"]`) claim a faster iteration that prints the
+same."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pipe_support import chain_text
 from typer.testing import CliRunner
 
 from planner.cli import app
@@ -89,3 +92,20 @@ def test_the_note_never_compares_figures_that_print_the_same(tmp_path: Path, tex
     assert match[3] == format_seconds(result["pipeline"]["period_s"])
     if match[4] == "simulated iteration":
         assert match[6] == format_seconds(result["pipeline"]["iteration_s"])
+
+
+#: 4 units on 3 devices of 100 MB: main's pipedp (and auto, which keeps its split) said
+#: "memory shaped this split: without the caps, 2 stage(s) would give a period of 3.6 us
+#: and a simulated iteration of 11.2 us (this split: 5.6 us and 11.2 us), but need ..."
+SHAPED_AS_PRINTED = chain_text(4, 3, forward_ms=[0.00026, 0.00041, 0.00043, 0.00077],
+                               outputs_mb=[50, 1, 20, 1], memory="100 MB",
+                               bandwidth="1 TB/s", latency="0 us", microbatches=2)
+
+
+@pytest.mark.parametrize("algo", ["pipedp", "auto"])
+def test_the_memory_note_never_claims_a_faster_iteration_that_prints_the_same(
+        tmp_path: Path, algo: str) -> None:
+    result = _solve(tmp_path, SHAPED_AS_PRINTED, "--algo", algo)
+    assert "memory_note" not in result, result["memory_note"]
+    assert format_seconds(result["pipeline"]["iteration_s"]) == "11.2 us"
+
