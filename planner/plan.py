@@ -18,13 +18,12 @@ import json
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     Diagnostic,
     DiagnosticSink,
     JsonSpans,
-    Span,
     SpecError,
     did_you_mean,
     json_type,
@@ -33,6 +32,9 @@ from .errors import (
 from .files import write_text_atomic
 from .model import Graph, Problem
 from .strictjson import finite
+
+if TYPE_CHECKING:  # annotations only
+    from .errors import Span
 
 FORMAT = "planner.plan"
 VERSION = 1
