@@ -61,7 +61,7 @@ other ranks `torch_ranks`, and the script `torch_pipeline_script.pipeline_script
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -188,19 +188,20 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
                     devices: Mapping[str, str], where: Span | None = None,
                     ranks: int | None = None,
                     replicas: Mapping[int, tuple[int, ...]] | None = None,
-                    recompute: Collection[str] = ()) -> TorchPipeline:
+                    recompute: str | Iterable[str] = ()) -> TorchPipeline:
     """The pipeline `placement` (op -> device, a plan of `problem`) makes of `traced`, or
     the nearest split at module boundaries (see the module docstring; `exact` says which);
     with `ranks`, run by that many processes where the split allows (`at_ranks`); with
     `replicas` (a stage's device -> its group of devices holding replicas, itself first:
     a plan file's, `plan.load_replicas`), every stage replicated on the data dimension of a
-    2-D mesh (`_mesh`); with `recompute` (device names, a plan file's), the stages on
-    those devices recomputing their activations (`_recomputing`).
+    2-D mesh (`_mesh`); with `recompute` (device names, a plan file's, or one name alone),
+    the stages on those devices recomputing their activations (`_recomputing`).
 
     Raises E945 when the plan does not match the model, E947 when torch's schedules
     cannot run it, E950 when its replicas make no 2-D mesh and E504/E515 for a name in
     `recompute` the plan's model would ignore (`plan.check_recompute`); `where` locates
-    those diagnostics (the placement file).
+    those diagnostics (the placement file). A `recompute` that holds no names is a
+    `TypeError`.
     """
     pipe = problem.pipeline
     if pipe is None:
@@ -261,17 +262,30 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
     return result
 
 
-def _recompute_checked(problem: Problem, recompute: Collection[str], chosen: Sequence[int],
-                       groups: Mapping[int, tuple[int, ...]], where: Span | None) -> list[int]:
+def _recompute_checked(problem: Problem, recompute: str | Iterable[str],
+                       chosen: Sequence[int], groups: Mapping[int, tuple[int, ...]],
+                       where: Span | None) -> list[int]:
     """The devices of `recompute` (names) as indices, checked as a plan file's are
     (`plan.check_recompute`: E504, E515 at `where`): a caller of `pipeline_export` may pass
     names no plan file held, and a name the model ignores would export no checkpoint."""
-    names = list(recompute)
+    names = _names(recompute)
     sink = DiagnosticSink()
     check_recompute(problem, names, sink, lambda _: where, groups, chosen)
     sink.raise_if_errors()
     index = problem.cluster.device_index
     return [index[n] for n in names]
+
+
+def _names(recompute: str | Iterable[str]) -> list[str]:
+    """`recompute` as a list of device names: a str alone is one name (not its letters,
+    each an unknown device), and anything but names a `TypeError` that names the parameter."""
+    items = [recompute] if isinstance(recompute, str) else recompute
+    names = list(items) if isinstance(items, Iterable) and not isinstance(
+        items, (bytes, bytearray, Mapping)) else None
+    if names is None or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"pipeline_export: `recompute` takes device names (a str, or a list "
+                        f"of str such as [\"gpu1\"]), not {recompute!r}")
+    return names
 
 
 def _node_stages(problem: Problem, split: Split, nodes: Sequence[ForwardOp]) -> list[int]:

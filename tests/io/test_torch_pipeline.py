@@ -367,6 +367,26 @@ def test_export_at_other_ranks_merges_or_loops_the_stages_or_says_which_ranks_fi
     assert result.exit_code == 2 and "E640" in result.output and "--pipeline" in result.output
 
 
+def test_recompute_of_one_device_name_is_that_device_not_its_letters(tmp_path: Path) -> None:
+    """`recompute="gpu1"` is one device, as `["gpu1"]`; before, its letters were four
+    unknown devices (E504 `g`, `p`, `u`, `1`). What holds no names is a TypeError naming
+    the parameter, not E504 for each byte of b"gpu1"."""
+    model, namespace = load_target(f"{MODELS}:mlp")
+    traced = trace(model, example_inputs([INPUTS["mlp"]], None, namespace), "fx")
+    problem = planner.load(_plan(tmp_path, "mlp", 2, "gpipe")).plans["p"]
+    placement = _mlp_placement(problem, traced, ["gpu0"] * 5 + ["gpu1"] * 5)
+    devices = torch_devices(problem.cluster)
+    listed = pipeline_export(problem, traced, placement, devices, recompute=["gpu1"])
+    one = pipeline_export(problem, traced, placement, devices, recompute="gpu1")
+    assert one.recompute == listed.recompute == (1,) and one.cost == listed.cost
+    with pytest.raises(SpecError) as err:
+        pipeline_export(problem, traced, placement, devices, recompute="gpu9")
+    assert [d.message for d in err.value.diagnostics] == ["unknown device `gpu9` in recompute"]
+    for wrong in (b"gpu1", 1, ["gpu1", 1]):
+        with pytest.raises(TypeError, match="`recompute` takes device names"):
+            pipeline_export(problem, traced, placement, devices, recompute=wrong)  # type: ignore[arg-type]
+
+
 @pytest.mark.slow
 def test_a_plan_exported_at_other_ranks_runs_as_one_process(tmp_path: Path) -> None:
     """The MLP planned on 4 devices, run on 2 ranks (merged) and its interleaved plan on 2
