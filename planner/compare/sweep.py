@@ -130,9 +130,12 @@ def _parse_algorithms(algorithms: str | Sequence[str] | None) -> tuple[str, ...]
     return wanted
 
 
-def _spec_files(specs: Sequence[str | os.PathLike[str]], root: str | os.PathLike[str]
-                ) -> list[tuple[Path, bool]]:
-    """(file, named explicitly) for each spec: files as given, `*.plan` under folders."""
+def _spec_files(specs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+                root: str | os.PathLike[str]) -> list[tuple[Path, bool]]:
+    """(file, named explicitly) for each spec: files as given, `*.plan` under folders. One
+    path alone is that spec (a str's letters would be paths: its `/` the whole disk)."""
+    if isinstance(specs, (str, os.PathLike)):
+        specs = [specs]
     if not specs:
         base = Path(root)
         if not base.is_dir():
@@ -151,7 +154,7 @@ def _spec_files(specs: Sequence[str | os.PathLike[str]], root: str | os.PathLike
 
 
 def plan_sweep(
-    specs: Sequence[str | os.PathLike[str]] = (),
+    specs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     algorithms: str | Sequence[str] | None = None,
     *,
     plan: str | None = None,
@@ -165,11 +168,12 @@ def plan_sweep(
 ) -> Sweep:
     """The points of a sweep: every plan of every spec × algorithm × setting.
 
-    With no `specs`, every `*.plan` under `root` (files there that fail to load are
-    skipped with a warning; files named explicitly must load: `SpecError`). Files that
-    define no plan (cluster libraries) contribute nothing. A micro-batch count applies
-    only to a point under the pipeline objective (`settings.applies_microbatches`); the
-    other points of that plan get the label `spec`, once. Raises `UsageError` for bad
+    `specs` is a list of files and folders, or one alone. With no `specs`, every `*.plan`
+    under `root` (files there that fail to load are skipped with a warning; files named
+    explicitly must load: `SpecError`). Files that define no plan (cluster libraries)
+    contribute nothing. A micro-batch count applies only to a point under the pipeline
+    objective (`settings.applies_microbatches`); the other points of that plan get the
+    label `spec`, once. Raises `UsageError` for bad
     option values, naming the option, and (E624) for `microbatches` when no point is
     under the pipeline objective.
     """

@@ -62,6 +62,16 @@ def test_a_named_spec_that_does_not_load_is_a_spec_error(tmp_path: Path) -> None
         plan_sweep([bad], "msct")
 
 
+def test_one_spec_alone_is_that_spec_not_its_letters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """plan_sweep("fork.plan") is plan_sweep(["fork.plan"]); before, each letter was a spec
+    (SpecError for `f`, and a `/` in the path swept the whole disk), a Path a TypeError."""
+    monkeypatch.chdir(FIXTURES)
+    listed = plan_sweep(["fork.plan"], "msct").points
+    assert len(listed) == 1
+    assert plan_sweep("fork.plan", "msct").points == listed
+    assert plan_sweep(Path("fork.plan"), "msct").points == listed
+
+
 def test_default_folder_skips_broken_specs_and_cluster_libraries(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     shutil.copytree(FIXTURES, tmp_path / "specs")
