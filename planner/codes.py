@@ -161,8 +161,8 @@ E516 1   a placement file made for another plan of the spec (its `plan`), or for
 E601 2   an unknown algorithm
 E602 2   no plan of that name, or several plans and no `--plan`
 E603 2   a `solve --time-limit` outside 0 to 1e6 s, or not a finite number
-E604 2   an output path that cannot be written (no such folder, a folder, not a regular file),
-         or `-`, which would be a file named `-`
+E604 2   an output path that cannot be written (no such folder, a folder, not a regular file,
+         a file you may not write), or `-`, which would be a file named `-`
 E605 2   an option that does not apply to the chosen `--algo` (in Python, a `solve` option the
          algorithm does not take)
 E606 2   a command-line parse error (in the `--json` envelope)
@@ -182,7 +182,7 @@ E619 2   nothing to compare: no plan found
 E620 2   `--jobs` not a positive number
 E621 4   `compare` workers crash before finishing any point
 E622 2   an output that is not a regular file when it is written (a device, a FIFO, a folder, or a
-         symlink to one): nothing is written
+         symlink to one), or one you may not write (`chmod 444`): nothing is written
 E623 4   writing an output failed (a full disk, an I/O error): the file is left as it was
 E624 2   `compare --microbatches` with no point under the pipeline objective (add `--objective
          pipeline`)

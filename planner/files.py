@@ -6,17 +6,19 @@ solve must not end in a failed write. Every command that writes a file calls
 
 Writing (`write_text_atomic`; `write_texts_atomic` for outputs written all or nothing, but
 for a rename that fails once every file is written; `atomic_file` for writers that take a
-file name). Write a
-temporary file beside the target, then rename over it. Only a regular file is ever replaced
-(or a new one created). A rename over a device, a FIFO or a folder would replace that thing
-itself (`--out /dev/full` as root used to turn the device into a JSON file), so anything
-else is refused (E622), also when it became so after the command's up-front check. A
-symlink to a regular file is followed: the file it names is replaced and the link kept; a
-symlink to nothing is refused (it would create a file wherever it points), and so is a path
-whose symlinks, at any depth, lead out of its root (`planner.roots`: `plan.json ->
-~/.bashrc` planted in a pull request). A failed write (a full disk, an I/O error) leaves
-the target as it was, removes the temporary file and is reported as E623; so is standard
-output that cannot take a command's output (`unwritable_stdout`).
+file name). Write a temporary file beside the target, then rename over it. Only a regular
+file is ever replaced (or a new one created), keeping its permission bits, and only one
+the user may write: the rename needs only its folder writable, so a file made read-only
+(`chmod 444`) would be replaced where `open` refuses; it is E622 (E604 up front). A rename
+over a device, a FIFO or a folder would replace that thing itself (`--out /dev/full` as
+root used to turn the device into a JSON file), so anything else is refused (E622), also
+when it became so after the command's up-front check. A symlink to a regular file is
+followed: the file it names is replaced and the link kept; a symlink to nothing is refused
+(it would create a file wherever it points), and so is a path whose symlinks, at any
+depth, lead out of its root (`planner.roots`: `plan.json -> ~/.bashrc` planted in a pull
+request). A failed write (a full disk, an I/O error) leaves the target as it was, removes
+the temporary file and is reported as E623; so is standard output that cannot take a
+command's output (`unwritable_stdout`).
 
 Depends only on `planner.errors` and `planner.roots`: the exact models (`--emit`), plans,
 rows and reports all write through it.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shlex
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -55,6 +58,8 @@ def resolve_target(path: str | os.PathLike[str]) -> Path:
     if not stat.S_ISREG(st.st_mode):
         kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
         raise _refused(path, f"it is {kind}")
+    if _may_not_write(real):
+        raise _refused(path, _read_only_why(st), _read_only_hint(path))
     return real
 
 
@@ -63,6 +68,28 @@ def _refused(path: str | os.PathLike[str], why: str, hint: str = (
         "give a file path")) -> UsageError:
     return UsageError(Diagnostic("E622", f"`{path}`: {why}; nothing was written", None,
                                  (hint,)))
+
+
+def _may_not_write(path: str | os.PathLike[str]) -> bool:
+    """Whether the user may not write the existing file `path` by its permissions (a file
+    system mounted read-only is E623's, said so, when the write fails)."""
+    if os.access(path, os.W_OK):
+        return False
+    try:
+        return not os.statvfs(path).f_flag & os.ST_RDONLY
+    except OSError:
+        return True
+
+
+def _read_only_why(st: os.stat_result) -> str:
+    """Why a regular file the user may not write is not replaced: the rename beside it
+    could replace it (its folder is writable), but a file made read-only is kept so."""
+    return f"you may not write it (its mode is {stat.filemode(st.st_mode)})"
+
+
+def _read_only_hint(path: str | os.PathLike[str]) -> str:
+    return (f"give another path, or make it writable first if it is to be replaced: "
+            f"chmod u+w {shlex.quote(str(path))}")
 
 
 #: why and what to do when an output's symlinks lead out of its root (`planner.roots`)
@@ -234,6 +261,8 @@ def _problem(path: Path) -> tuple[str, str] | None:
         # a rename would replace the device or pipe itself
         return ("it is not a regular file",
                 "give a file path; output is written to a temporary file and renamed")
+    if st is not None and _may_not_write(path):
+        return _read_only_why(st), _read_only_hint(path)
     parent = path.parent
     if not parent.exists():
         return f"folder `{parent}` does not exist", f"create it first: mkdir -p {parent}"
