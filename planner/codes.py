@@ -254,9 +254,9 @@ E922 1   an imported JSON graph with a malformed or missing field
 E923 1   an unsupported interchange format version
 E924 1   interchange edges that form a cycle
 E925 2   `export json`: no such graph or plan, several and none chosen, or both
-E926 2   `--cluster`: two `--cluster` files give one cluster name, or (`import json`) the
-         file's own cluster or plan has the name of a `--cluster` file's cluster or of the
-         plan made for it
+E926 2   `--cluster`: two `--cluster` files give one cluster name (not one cluster both import
+         from a third file), or (`import json`) the file's own cluster or plan has the name of
+         a `--cluster` file's cluster or of the plan made for it
 E930 2   an invalid option of a generator or importer (dtype, profile, size)
 E931 2   a `--cluster` file that defines no cluster
 E932 1   a generated spec that does not load (a bug)

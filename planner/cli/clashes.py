@@ -1,5 +1,7 @@
 """Name clashes between what `planner import` reads and its `--cluster` files: E926, where
-the spec would say E201 ("defined twice") at the input file's start, with no way out."""
+the spec would say E201 ("defined twice") at the input file's start, with no way out. A
+cluster that two `--cluster` files import from a third is one cluster, not a clash
+(`shared_import`)."""
 
 from __future__ import annotations
 
@@ -17,12 +19,19 @@ def check_clashes(result: Imported, clusters: list[tuple[Path, Spec]],
     has the name of a `--cluster` file's cluster or of the plan made for it (was E201 at the
     file's start, "cluster `small4` is defined twice", with no way out)."""
     diags = []
+    given: dict[str, list[Path]] = {}  # a cluster two files import from a third: one
+    for path, spec in clusters:
+        for cname in spec.clusters:
+            given.setdefault(cname, []).append(path)
     for path, spec in clusters:
         for cname, cluster in spec.clusters.items():
+            if given[cname][0] != path:
+                continue
             pname = f"{result.workload.name}_{cname}"
-            leave = (f"or leave out --cluster {path}: the file's cluster is the same, and its "
+            options = " and ".join(f"--cluster {p}" for p in given[cname])
+            leave = (f"or leave out {options}: the file's cluster is the same, and its "
                      "plan runs on it" if render_cluster(cluster, exact=True) in result.clusters
-                     else f"or leave out --cluster {path}")
+                     else f"or leave out {options}")
             for plan in result.plans:
                 for word, what, clash in (("cluster", f"cluster `{cname}`", plan.cluster == cname),
                                           ("plan", f"plan `{pname}`", plan.name == pname)):
@@ -35,6 +44,21 @@ def check_clashes(result: Imported, clusters: list[tuple[Path, Spec]],
                          f'("{word}": {{"name": ...}})', leave)))
     if diags:
         raise UsageError(diags)
+
+
+def shared_import(first: tuple[Path, Span | None, list[str]],
+                  second: tuple[Path, Span | None, list[str]]) -> bool:
+    """Whether two `--cluster` files give one cluster because both import the file that
+    defines it (its one definition: the spec made imports both, and the language takes a
+    file imported twice once), not two clusters of one name; one file given twice is
+    not."""
+    (one, at, _), (two, there, _) = first, second
+    if at is None or there is None or (at.line, at.column) != (there.line, there.column):
+        return False
+    try:
+        return not os.path.samefile(one, two) and os.path.samefile(at.file, there.file)
+    except OSError:
+        return False
 
 
 def two_clusters(cname: str, first: tuple[Path, Span | None, list[str]],

@@ -45,7 +45,7 @@ from ..spec.load import load_path, load_text
 from ..spec.names import name_problem
 from ..units import format_bytes, format_bytes_of
 from ..workload import Imported, PlanDef, plan_origin, render_cluster
-from .clashes import check_clashes, two_clusters
+from .clashes import check_clashes, shared_import, two_clusters
 from .guard import guard
 from .options import CaptureOption, ExampleOption, InputOption, LimitOption
 
@@ -319,8 +319,9 @@ def _read_clusters(paths: list[Path] | None) -> list[tuple[Path, Spec]]:
                                         Span.start_of(str(path))))
         for cname, cluster in spec.clusters.items():  # was E201 at the input file
             given = (path, loaded.locations.clusters.get(cname), render_cluster(cluster, True))
-            if seen.setdefault(cname, given) is not given:
-                raise two_clusters(cname, seen[cname], given)
+            first = seen.setdefault(cname, given)
+            if first is not given and not shared_import(first, given):
+                raise two_clusters(cname, first, given)
         out.append((path, spec))
     return out
 
@@ -334,6 +335,8 @@ def _add_clusters(result: Imported, clusters: list[tuple[Path, Spec]], out_dir: 
     copied: list[str] = []
     done: set[str] = set()
     for path, spec in clusters:
+        # a cluster two files import from a third (`shared_import`) has one plan
+        fresh = {c: k for c, k in spec.clusters.items() if c not in done}
         target = path.resolve()
         rel = (os.path.relpath(target, out_dir).replace(os.sep, "/")
                if not outside_root(target, root) else None)
@@ -345,14 +348,13 @@ def _add_clusters(result: Imported, clusters: list[tuple[Path, Spec]], out_dir: 
             names = ", ".join(f"`{c}`" for c in spec.clusters)
             copied.append(f"copied cluster(s) {names} from {path} into the spec, {why}; to "
                           "import it instead, keep the cluster file inside that root")
-            for cname, cluster in spec.clusters.items():
-                if cname not in done:
-                    result.clusters.append(render_cluster(
-                        cluster, exact=True, comment=f"Copied, exactly, from {path}, {why}."))
+            for cluster in fresh.values():
+                result.clusters.append(render_cluster(
+                    cluster, exact=True, comment=f"Copied, exactly, from {path}, {why}."))
         done.update(spec.clusters)
         totals = result.workload.totals()
         need = totals["params_bytes"] + totals["output_bytes"]
-        for cname, cluster in spec.clusters.items():
+        for cname, cluster in fresh.items():
             name = f"{result.workload.name}_{cname}"
             largest = max((d.memory_bytes for d in cluster.devices), default=0)
             fits = ("more than one device: memory forces a split" if need > largest

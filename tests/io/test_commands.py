@@ -287,6 +287,38 @@ def test_two_cluster_options_that_give_one_cluster_name_are_named(tmp_path: Path
     assert status == 0 and list(planner.load(out).plans) == ["p", "g_k"]
 
 
+def test_a_cluster_two_cluster_options_import_from_one_file_is_one_cluster(
+        tmp_path: Path) -> None:
+    """x.plan and y.plan both `import "common.plan"` (cluster c): was E926 "cluster `c` is
+    given by both --cluster x.plan and --cluster y.plan" at common.plan, its note the same
+    place, its hint "leave out one of them" (which drops x or y). Now one cluster c, one
+    plan g_c, imported through both files or copied once; a clash with the input's own
+    cluster names both options."""
+    (tmp_path / "common.plan").write_text("cluster c { device d { memory 1 GB } }\n")
+    for name in "xy":
+        (tmp_path / f"{name}.plan").write_text(
+            f'import "common.plan"\ncluster {name} {{ device e {{ memory 2 GB }} }}\n')
+    x, y = tmp_path / "x.plan", tmp_path / "y.plan"
+    source = tmp_path / "in.json"
+    data = _two_ops()
+    data["cluster"]["name"] = "own"  # type: ignore[index]
+    source.write_text(json.dumps(data))
+    (tmp_path / "sub").mkdir()
+    for out in (tmp_path / "out.plan", tmp_path / "sub" / "out.plan"):  # imported, copied
+        status, _, err = _invoke("import", "json", str(source), "--cluster", str(x),
+                                 "--cluster", str(y), "-o", str(out))
+        assert status == 0, err
+        spec = planner.load(out)
+        assert list(spec.plans) == ["p", "g_c", "g_x", "g_y"]
+        assert sorted(spec.clusters) == ["c", "own", "x", "y"]
+    data["cluster"]["name"] = "c"  # type: ignore[index]
+    source.write_text(json.dumps(data))
+    status, _, err = _invoke("import", "json", str(source), "--cluster", str(x), "--cluster",
+                             str(y), "-o", str(tmp_path / "clash.plan"))
+    assert status == 2 and err.count("error[E926]") == 1, err
+    assert f"or leave out --cluster {x} and --cluster {y}" in err
+
+
 def test_a_dnn_partitioning_cluster_named_as_a_cluster_options_is_located(
         tmp_path: Path) -> None:
     """A dnn-partitioning graph `g.json` makes cluster `g_cluster`: a --cluster file giving
