@@ -3,7 +3,8 @@
 Public API:
 
 - `load(path)` / `loads(text)`: parse and lower a `.plan` spec into a `Spec`;
-  `Spec.plan(name)` is the `Problem` of one plan.
+  `Spec.plan(name)` is the `Problem` of one plan. Its warnings, and a built problem's,
+  are `PlannerWarning`s issued with `warnings.warn` (filter them as any warning).
 - `ProblemBuilder`: a `Problem` by names in Python (or `ProblemBuilder.from_networkx`),
   checked with the language's diagnostics.
 - `solve(problem, algorithm="auto", **options)`: place and schedule -> `Result` (a
@@ -39,18 +40,25 @@ from .version import __version__ as __version__
 if TYPE_CHECKING:
     from .api import ProblemBuilder, Result, ScheduledOp
     from .bounds import Bounds
-    from .errors import Diagnostic, InfeasibleError, PlannerError, SpecError, UsageError
+    from .errors import (
+        Diagnostic,
+        InfeasibleError,
+        PlannerError,
+        PlannerWarning,
+        SpecError,
+        UsageError,
+    )
     from .model import Cluster, Device, Edge, Graph, Link, Op, Problem, Spec
 
 __all__ = [
     "Cluster", "Device", "Diagnostic", "Edge", "Graph", "InfeasibleError", "Link", "Op",
-    "PlannerError", "Problem", "ProblemBuilder", "Result", "ScheduledOp", "Spec", "SpecError",
-    "UsageError", "load", "loads", "lower_bound", "read_plan", "solve",
+    "PlannerError", "PlannerWarning", "Problem", "ProblemBuilder", "Result", "ScheduledOp",
+    "Spec", "SpecError", "UsageError", "load", "loads", "lower_bound", "read_plan", "solve",
 ]
 #: the module of each name imported on first use
 _LAZY = {**dict.fromkeys(("ProblemBuilder", "Result", "ScheduledOp"), "api"),
-         **dict.fromkeys(("Diagnostic", "InfeasibleError", "PlannerError", "SpecError",
-                          "UsageError"), "errors"),
+         **dict.fromkeys(("Diagnostic", "InfeasibleError", "PlannerError", "PlannerWarning",
+                          "SpecError", "UsageError"), "errors"),
          **dict.fromkeys(("Cluster", "Device", "Edge", "Graph", "Link", "Op", "Problem",
                           "Spec"), "model")}
 
@@ -70,17 +78,23 @@ def __dir__() -> list[str]:
 
 def load(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> Spec:
     """Load a spec file (and its imports, which stay inside `root`: by default the
-    repository holding `path`, else its folder). Raises `SpecError` with diagnostics."""
+    repository holding `path`, else its folder). Raises `SpecError` with diagnostics;
+    issues the spec's warnings (those `planner check` prints) as `PlannerWarning`s."""
+    from .errors import warn_user  # lazy: start-up
     from .spec.load import load_path  # lazy: start-up
 
-    return load_path(path, root).spec
+    loaded = load_path(path, root)
+    warn_user(loaded.warnings)
+    return loaded.spec
 
 
 def loads(text: str, file: str = "<string>", base: str | os.PathLike[str] = ".",
           root: str | os.PathLike[str] | None = None) -> Spec:
     """Load spec text; imports are relative to `base` and stay inside `root` (by default
     the repository holding `base`, else `base`). Raises `SpecError`; `TypeError` for text
-    or a file name that is no `str` (as `tomllib.loads` does: bytes are for `load`)."""
+    or a file name that is no `str` (as `tomllib.loads` does: bytes are for `load`); issues
+    the spec's warnings as `PlannerWarning`s, as `load` does."""
+    from .errors import warn_user  # lazy: start-up
     from .spec.load import load_text  # lazy: start-up
 
     for label, value in (("text", text), ("file", file)):
@@ -89,7 +103,9 @@ def loads(text: str, file: str = "<string>", base: str | os.PathLike[str] = ".",
                 if isinstance(value, (bytes, bytearray)) else ""
             raise TypeError(f"planner.loads: `{label}` must be a str, not "
                             f"{type(value).__name__}{hint}")
-    return load_text(text, file, base, root).spec
+    loaded = load_text(text, file, base, root)
+    warn_user(loaded.warnings)
+    return loaded.spec
 
 
 def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Result:

@@ -179,6 +179,59 @@ def _located_line(d: Diagnostic) -> str:
     return f"{where}{d.severity.value}[{d.code}]: {_one_line(d.message)}{hints}"
 
 
+class PlannerWarning(UserWarning):
+    """A warning of planner's (a W-code of `planner.codes`, as the command line prints it)
+    issued by the Python API with `warnings.warn` (`warn_user`), so that the standard
+    filters decide what becomes of it: `-W error::planner.PlannerWarning` raises it.
+    `diagnostic` is the `Diagnostic`; `str()` its one located line, as a `SpecError`'s."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        # `args` rebuild it (`cls(*args)`, as pytest-xdist passes warnings between processes)
+        super().__init__(diagnostic)
+        self.diagnostic = diagnostic
+
+    def __str__(self) -> str:
+        return _located_line(self.diagnostic)
+
+    @property
+    def code(self) -> str:
+        return self.diagnostic.code
+
+    @property
+    def message(self) -> str:
+        return self.diagnostic.message
+
+    @property
+    def span(self) -> Span | None:
+        return self.diagnostic.span
+
+    @property
+    def hints(self) -> tuple[str, ...]:
+        return self.diagnostic.hints
+
+    def __reduce__(self) -> tuple[type[PlannerWarning], tuple[Diagnostic]]:
+        return (type(self), (self.diagnostic,))  # rebuilt from the diagnostic, as errors are
+
+
+def warn_user(diags: Iterable[Diagnostic]) -> None:
+    """Issue each warning of `diags` as a `PlannerWarning` at the user's call into planner
+    (the innermost frame outside the package, as `call_site` finds it), so that a filter
+    by module or line, and the message Python prints, name the user's line."""
+    import warnings  # lazy: start-up
+
+    level, frame = 1, sys._getframe(0)
+    while frame.f_back is not None and _in_planner(frame):
+        level, frame = level + 1, frame.f_back
+    for d in diags:
+        if d.severity is Severity.WARNING:
+            warnings.warn(PlannerWarning(d), stacklevel=level)
+
+
+def _in_planner(frame: FrameType) -> bool:
+    module = frame.f_globals.get("__name__", "")
+    return bool(module == "planner" or module.startswith("planner."))
+
+
 class SpecError(PlannerError):
     """The input (a spec, a placement file) is invalid. Exit code 1."""
 
@@ -279,8 +332,7 @@ def call_site() -> CallSite | None:
     """
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if not (module == "planner" or module.startswith("planner.")):
+        if not _in_planner(frame):
             return (frame.f_code, frame.f_lasti)
         frame = frame.f_back
     return None

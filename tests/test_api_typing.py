@@ -11,6 +11,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = '''
+import warnings
+
 import networkx as nx  # type: ignore[import-untyped, unused-ignore]
 import planner
 
@@ -31,6 +33,14 @@ try:
     planner.load("x.plan")
 except planner.SpecError as err:
     reveal_type(err.diagnostics)
+with warnings.catch_warnings(record=True) as caught:
+    planner.loads("graph g { op a { time 1 ms  params 1.5 B } }")
+for w in caught:
+    if isinstance(w.message, planner.PlannerWarning):
+        reveal_type(w.message.diagnostic)
+        reveal_type(w.message.code)
+        reveal_type(w.message.span)
+warnings.simplefilter("error", planner.PlannerWarning)
 '''
 
 
@@ -58,6 +68,9 @@ def test_a_users_script_sees_precise_types(tmp_path: Path) -> None:
         "planner.api.result.Result",
         "dict[str, list[str]]",
         "tuple[planner.errors.Diagnostic, ...]",
+        "planner.errors.Diagnostic",
+        "str",
+        "tuple[str, int, int, int, int, int, int, fallback=planner.errors.Span] | None",
     ], out
     assert ": error:" not in out, out
 

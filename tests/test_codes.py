@@ -53,6 +53,10 @@ SHARED.update(dict.fromkeys(
     ("E007", "E011", "E012"),
     "the same limit: a file or graph loaded (spec/), and a spec `import` or `generate` makes, "
     "refused before it is written (cli/io_commands.py)"))
+SHARED.update(dict.fromkeys(
+    ("W256", "W257", "W258", "W266"),
+    "the same warning about a spec (spec/lower/) and about a Problem built in Python "
+    "(api/advice.py, api/builder.py), which `warnings.warn` issues"))
 SHARED["E016"] = ("the `pipeline_copies` limit, checked where a pipeline's micro-batches are "
                   "set: a spec (spec/lower/), a compare point's --microbatches "
                   "(compare/settings.py), a Problem built in Python (api/checks.py)")

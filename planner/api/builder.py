@@ -4,7 +4,10 @@ Each method records what it was given and where it was called from (`errors.call
 `build()` resolves the names and runs the language's checks (`checks.problem_diagnostics`),
 then raises one `SpecError` with every mistake, each located at the user's line that made
 it. Quantities are numbers in base units (seconds, bytes, FLOP, FLOP/s, B/s) or strings with
-a unit as in a spec (`"1.5 ms"`, `"16 GiB"`, `"25 GB/s"`).
+a unit as in a spec (`"1.5 ms"`, `"16 GiB"`, `"25 GB/s"`). A problem built is warned about
+what its spec would be (W256, W257, W258, W266: `advice`), with `warnings.warn`
+(`errors.warn_user`), each at the call that made the item; a build that raises holds the
+calls' W266 with its errors, as a spec's `SpecError` holds its warnings.
 """
 
 from __future__ import annotations
@@ -19,7 +22,16 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .. import schedules
 from ..disjoint import Disjoint
-from ..errors import CallSite, DiagnosticSink, Span, call_site, did_you_mean, site_span
+from ..errors import (
+    CallSite,
+    DiagnosticSink,
+    Severity,
+    Span,
+    call_site,
+    did_you_mean,
+    site_span,
+    warn_user,
+)
 from ..model import Cluster, Device, Edge, Graph, Link, Op, Pipeline, Problem
 from ..units import (
     EXAMPLES,
@@ -30,6 +42,7 @@ from ..units import (
     range_text,
     whole_bytes,
 )
+from .advice import problem_warnings
 from .checks import check_problem
 
 if TYPE_CHECKING:
@@ -224,7 +237,8 @@ class ProblemBuilder:
     # -- build -------------------------------------------------------------------------
 
     def build(self) -> Problem:
-        """The `Problem`; raises `SpecError` with every mistake, each at its call."""
+        """The `Problem`; raises `SpecError` with every mistake, each at its call; issues
+        its warnings (a spec's W-codes) as `planner.PlannerWarning`s."""
         build_site = call_site()
         # the calls' own mistakes, and this build's: a builder may be fixed and built again
         sink = DiagnosticSink(list(self._sink.items), self._sink.dropped)
@@ -286,7 +300,9 @@ class ProblemBuilder:
             site = sites[k] if 0 <= k < len(sites) else None
             return site_span(site or (self._site if m is None else build_site))
 
-        check_problem(problem, locate)
+        warned = [d for d in sink.items if d.severity is Severity.WARNING]
+        check_problem(problem, locate, warned)
+        warn_user([*warned, *problem_warnings(problem, locate)])
         return problem
 
     def _edge_table(self, op_of: _Resolve, ops: list[Op]
@@ -395,8 +411,17 @@ class ProblemBuilder:
             return None
         m = _QUANTITY.fullmatch(value) if isinstance(value, str) else None
         if m is not None and m.group(2) is not None:
-            return whole_bytes(m.group(1), UNIT_TABLE[m.group(2)][1], q, down)[0]
-        return math.floor(q) if down else math.ceil(q)
+            n, exact = whole_bytes(m.group(1), UNIT_TABLE[m.group(2)][1], q, down)
+        else:
+            n = math.floor(q) if down else math.ceil(q)
+            exact = n == q
+        if not exact:  # as a spec's `params 1.5 B` is
+            way = "a device's `memory` rounds down, an op's or an edge's size up" if down \
+                else "an op's or an edge's size rounds up, a device's `memory` down"
+            self._sink.warning("W266", f"`{key}` {value!r} is not a whole number of bytes: "
+                               f"read as {n} B", site_span(site),
+                               f"sizes are whole bytes ({way}); give {key}={n} to say so")
+        return n
 
     def _q(self, value: Quantity | None, dim: str, key: str,
            site: CallSite | None) -> float | None:

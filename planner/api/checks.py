@@ -11,7 +11,7 @@ builder's call that made it), else every diagnostic points at the user's call in
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import Any
 
@@ -36,8 +36,10 @@ from ..units import RANGES, SPEED_RANGE, format_bytes, range_side
 Locate = Callable[[str], Span | None]
 
 
-def check_problem(problem: Problem, locate: Locate | None = None) -> None:
-    """Raise `SpecError` with every diagnostic of `problem` (checked once per problem);
+def check_problem(problem: Problem, locate: Locate | None = None,
+                  warned: Sequence[Diagnostic] = ()) -> None:
+    """Raise `SpecError` with every diagnostic of `problem` (checked once per problem), and
+    the warnings `warned` found before (the builder's) among them;
     `TypeError` for anything that is no `Problem` (a `Spec`, a path, a `Result`), which
     raised `AttributeError: ... no attribute '__dict__'` from here before."""
     if not isinstance(problem, Problem):
@@ -50,7 +52,7 @@ def check_problem(problem: Problem, locate: Locate | None = None) -> None:
         def locate(path: str) -> Span | None:  # one place: the user's call into planner
             return here
 
-    sink = DiagnosticSink()
+    sink = DiagnosticSink(list(warned))
     for d in problem_diagnostics(problem, locate):
         sink.error(d.code, d.message, d.span, *d.hints)
     sink.raise_if_errors()

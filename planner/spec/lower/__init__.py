@@ -24,11 +24,17 @@ from .attrs import quantity
 from .cluster import devices_written, lower_cluster
 from .graph import lower_graph, unknown_time_kinds
 from .locations import Locations, OpSpans
-from .plan import backward_first, lower_plan, pipeline_units, units_pinned_apart
+from .plan import (
+    backward_first,
+    interleave_blocked,
+    lower_plan,
+    pipeline_units,
+    units_pinned_apart,
+)
 from .resolve import Budget, GlobTable
 
-__all__ = ["Locations", "OpSpans", "backward_first", "lower", "pipeline_units", "quantity",
-           "units_pinned_apart"]
+__all__ = ["Locations", "OpSpans", "backward_first", "interleave_blocked", "lower",
+           "pipeline_units", "quantity", "units_pinned_apart"]
 
 
 def lower(modules: Sequence[ast.Module], sink: DiagnosticSink | None = None,

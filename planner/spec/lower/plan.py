@@ -170,22 +170,14 @@ def _check_copies(sink: DiagnosticSink, settings: Attrs, decl: ast.PlanDecl, gra
 
 def _check_interleaving(sink: DiagnosticSink, settings: Attrs, decl: ast.PlanDecl,
                         graph: Graph, cluster: Cluster, pipeline: Pipeline) -> None:
-    """W258 when no split can interleave: `stages_per_device K` needs K stages on each of
-    at least two devices, so 2K pipeline units, and a unit holds a forward op (one not in
-    `backward_of`); with fewer, every plan runs as `1f1b` (`pipeline.schedule`)."""
-    per = pipeline.stages_per_device
-    schedule = pipeline.schedule_spec
-    if not schedule.virtual_stages or per < 2:
+    """W258 when no split can interleave (`interleave_blocked`): every plan runs as
+    `1f1b` (`pipeline.schedule`)."""
+    why = interleave_blocked(graph, cluster, pipeline)
+    if why is None:
         return
-    forward = len(graph.ops) - len(graph.backward_of)
-    if forward >= 2 * per and len(cluster.devices) >= 2:
-        return
-    if forward < per:  # fewer units than K: E259 says so (`_pipeline_rules`)
-        return
+    per, schedule = pipeline.stages_per_device, pipeline.schedule_spec
     attr = settings.values.get("stages_per_device") or settings.values.get("schedule")
-    why = (f"cluster `{cluster.name}` has one device" if len(cluster.devices) < 2 else
-           f"graph `{graph.name}` has at most {forward} pipeline unit(s) (one per forward op)")
-    most = forward // 2
+    most = (len(graph.ops) - len(graph.backward_of)) // 2
     sink.warning("W258", f"plan `{decl.name.text}` cannot interleave: `stages_per_device "
                  f"{per}` needs {2 * per} stages ({per} on each of at least two devices) "
                  f"and {why}; every plan of it runs as `{schedule.fallback}`",
@@ -193,6 +185,21 @@ def _check_interleaving(sink: DiagnosticSink, settings: Attrs, decl: ast.PlanDec
                  f"write `schedule {schedule.fallback}`"
                  + (f", or `stages_per_device {most}` or fewer"
                     if most >= 2 and len(cluster.devices) >= 2 else ""))
+
+
+def interleave_blocked(graph: Graph, cluster: Cluster, pipeline: Pipeline) -> str | None:
+    """Why no split of `graph` can interleave, or None where one can (or where E259 says
+    more: fewer units than K): `stages_per_device K` needs K stages on each of at least two
+    devices, so 2K pipeline units, and a unit holds a forward op (one not in
+    `backward_of`). The language's W258 and the builder's (`planner.api.advice`)."""
+    per = pipeline.stages_per_device
+    if not pipeline.schedule_spec.virtual_stages or per < 2:
+        return None
+    forward = len(graph.ops) - len(graph.backward_of)
+    if (forward >= 2 * per and len(cluster.devices) >= 2) or forward < per:
+        return None
+    return (f"cluster `{cluster.name}` has one device" if len(cluster.devices) < 2 else
+            f"graph `{graph.name}` has at most {forward} pipeline unit(s) (one per forward op)")
 
 
 def backward_first(graph: Graph) -> list[tuple[int, int]]:
