@@ -468,8 +468,9 @@ def test_a_pipelines_mistakes_are_located_at_the_call_that_made_them() -> None:
     b.op("b.bwd", time="2 ms", backward_of="a.bwd")  # bwd-of-bwd
     b.chain("a.bwd", "b.bwd")
     b.pipeline(0, schedule="zigzag")  # bad-pipeline
-    assert _errors(b) == [("E234", _line("bwd-of-bwd")), ("E256", _line("bad-pipeline")),
-                          ("E257", _line("bad-pipeline"))]
+    # in the settings' order, as a spec's `microbatches 0` and `schedule zigzag` come
+    assert _errors(b) == [("E234", _line("bwd-of-bwd")), ("E257", _line("bad-pipeline")),
+                          ("E256", _line("bad-pipeline"))]
 
 
 _FRACTIONS = ("cluster c {{ device gpu0 {{ memory 1 GiB }} }}\ngraph g {{\n"

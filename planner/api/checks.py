@@ -281,42 +281,70 @@ def _cluster(problem: Problem, err: Err) -> None:
             "a transfer between them would be impossible; add a link")
 
 
+#: the pipeline settings in the order `pipeline(...)` takes them and specs write them: the
+#: mistakes of several, all at one place (the builder's `pipeline` call), come in this
+#: order, as a spec's come by line (before, E256 of `data_parallel` came before E259 of
+#: `stages_per_device`: their spec, the other way round)
+_SETTINGS = ("microbatches", "schedule", "stages_per_device", "data_parallel",
+             "microbatch_size")
+
+
+def _setting_order(path: str) -> int:
+    """Where a mistake at model path `path` comes among a pipeline's: the graph's first (a
+    spec declares it before the plan), then the settings in `_SETTINGS` order, then pins."""
+    if path.startswith("graph."):
+        return -1
+    field = path.removeprefix("pipeline.")
+    return _SETTINGS.index(field) if field in _SETTINGS else len(_SETTINGS)
+
+
 def _pipeline(problem: Problem, err: Err) -> None:
     """The pipeline settings and backward ops, as the language checks them (E256, E257,
-    E259 for a graph of no ops, E234; E235, E258, E259 in `_pipeline_units`)."""
+    E259 for a graph of no ops, E234; E235, E258, E259 in `_pipeline_units`), the
+    pipeline's in the order of `_setting_order`."""
     pipe, graph = problem.pipeline, problem.graph
     if pipe is not None:
-        if pipe.schedule not in SCHEDULES:
-            err("E256", "pipeline.schedule", f"unknown schedule `{pipe.schedule}`",
-                "one of: " + ", ".join(SCHEDULES))
-        for key in ("microbatches", "stages_per_device"):
-            _count(pipe, key, err)
-        rules = schedules.find(pipe.schedule)  # None: unknown, just reported
-        if rules is not None and rules.virtual_stages and pipe.stages_per_device == 1:
-            err("E257", "pipeline.stages_per_device", f"`schedule {rules.name}` runs several "
-                "stages per device",
-                f"give stages_per_device=2 (or more), or schedule `{rules.fallback}`")
-        mb = pipe.microbatches
-        if _whole(mb, PIPELINE_COUNTS["microbatches"]):
-            copies = limits.pipeline_copies(mb, len(graph.ops), len(graph.edges))
-            if copies > limits.active().pipeline_copies:
-                err("E016", "pipeline.microbatches", f"{mb} micro-batches would copy "
-                    f"{copies:_} ops and edges of graph `{graph.name}` in the pipeline's "
-                    f"simulation, more than the `pipeline_copies` limit "
-                    f"({limits.active().pipeline_copies:_})",
-                    limits.raise_hint("pipeline_copies", copies, lead="fewer, or"))
-        _replication(problem, pipe, err)
-        if not graph.ops:
-            err("E259", "graph.ops", "the graph has no ops: a pipeline has no unit to put on "
-                "a stage", "add ops, or leave `pipeline` out")
-        if graph.backward_of:
-            _pipeline_units(problem, err)
+        held: list[tuple[str, str, str, tuple[str, ...]]] = []
+        _pipeline_settings(problem, pipe, lambda code, path, message, *hints: held.append(
+            (code, path, message, hints)))
+        for code, path, message, hints in sorted(held, key=lambda h: _setting_order(h[1])):
+            err(code, path, message, *hints)
     for b, f in graph.backward_of.items():
         if f == b or f in graph.backward_of:
             err("E234", f"graph.backward_of[{b}]", f"op `{graph.ops[b].name}` is marked the "
                 f"backward op of `{graph.ops[f].name}`, which is "
                 + ("itself" if f == b else "a backward op too"),
                 "name the forward op whose gradient it computes")
+
+
+def _pipeline_settings(problem: Problem, pipe: Pipeline, err: Err) -> None:
+    """`_pipeline`'s checks of a pipeline's settings and units, in the order found."""
+    graph = problem.graph
+    if pipe.schedule not in SCHEDULES:
+        err("E256", "pipeline.schedule", f"unknown schedule `{pipe.schedule}`",
+            "one of: " + ", ".join(SCHEDULES))
+    for key in ("microbatches", "stages_per_device"):
+        _count(pipe, key, err)
+    rules = schedules.find(pipe.schedule)  # None: unknown, just reported
+    if rules is not None and rules.virtual_stages and pipe.stages_per_device == 1:
+        err("E257", "pipeline.stages_per_device", f"`schedule {rules.name}` runs several "
+            "stages per device",
+            f"give stages_per_device=2 (or more), or schedule `{rules.fallback}`")
+    mb = pipe.microbatches
+    if _whole(mb, PIPELINE_COUNTS["microbatches"]):
+        copies = limits.pipeline_copies(mb, len(graph.ops), len(graph.edges))
+        if copies > limits.active().pipeline_copies:
+            err("E016", "pipeline.microbatches", f"{mb} micro-batches would copy "
+                f"{copies:_} ops and edges of graph `{graph.name}` in the pipeline's "
+                f"simulation, more than the `pipeline_copies` limit "
+                f"({limits.active().pipeline_copies:_})",
+                limits.raise_hint("pipeline_copies", copies, lead="fewer, or"))
+    _replication(problem, pipe, err)
+    if not graph.ops:
+        err("E259", "graph.ops", "the graph has no ops: a pipeline has no unit to put on "
+            "a stage", "add ops, or leave `pipeline` out")
+    if graph.backward_of:
+        _pipeline_units(problem, err)
 
 
 def _replication(problem: Problem, pipe: Pipeline, err: Err) -> None:

@@ -186,6 +186,39 @@ def test_the_api_accepts_what_the_language_accepts() -> None:
                                    lambda path: None) == []
 
 
+def test_the_api_orders_a_pipelines_mistakes_as_a_spec_does() -> None:
+    """Several settings wrong at once: the API's mistakes, all at the `pipeline(...)` call,
+    come in the settings' order, as a spec's come by line. Before: the API said E256
+    (`data_parallel`) before E259 (`stages_per_device`), and E257 of `microbatch_size`
+    first; a spec, E259, E256, E257."""
+    text = ("cluster one { device d0 { memory 1 GiB } }\n"
+            "graph g { op a { time 1 ms }  op a.bwd { time 1 ms  backward_of a }  a -> a.bwd }\n"
+            "plan p { graph g  cluster one\n  objective pipeline\n  microbatches 4\n"
+            "  schedule interleaved\n  stages_per_device 2\n  data_parallel 2\n"
+            "  microbatch_size 0\n}\n")
+    with pytest.raises(SpecError) as err:
+        loads(text)
+    in_spec = [d.code for d in err.value.diagnostics]
+    assert in_spec == ["E259", "E256", "E257"]
+    b = planner.ProblemBuilder("p")
+    b.device("d0", memory="1 GiB")
+    b.op("a", time="1 ms")
+    b.op("a.bwd", time="1 ms", backward_of="a")
+    b.edge("a", "a.bwd")
+    b.pipeline(4, schedule="interleaved", stages_per_device=2, data_parallel=2,
+               microbatch_size=0)
+    with pytest.raises(SpecError) as err:
+        b.build()
+    assert [d.code for d in err.value.diagnostics] == in_spec
+    assert [d.message.split("`")[1] for d in err.value.diagnostics] == [
+        "pipeline.stages_per_device", "pipeline.data_parallel", "pipeline.microbatch_size"]
+    plain = loads(text.replace("  schedule interleaved\n  stages_per_device 2\n  data_parallel "
+                               "2\n  microbatch_size 0\n", "")).plan()
+    with pytest.raises(SpecError) as err:  # a Problem of the model's constructors, too
+        planner.solve(dataclasses.replace(plain, pipeline=Pipeline(4, "interleaved", 2, 2, 0)))
+    assert [d.code for d in err.value.diagnostics] == in_spec
+
+
 def test_the_report_json_gives_the_settings() -> None:
     problem = loads(_plan("  objective pipeline\n  data_parallel 2\n  microbatch_size 16\n"
                           "  microbatches 4\n")).plan("p")
