@@ -122,6 +122,28 @@ def _errors(build: planner.ProblemBuilder) -> list[tuple[str, int]]:
     return [(d.code, d.span.line) for d in err.value.diagnostics if d.span]
 
 
+@pytest.mark.parametrize(("call", "given", "hint"), [
+    ("colocate", (["a", "b"],), 'give the names as separate arguments: colocate("a", "b"), '
+     "or colocate(*names)"),
+    ("chain", (("a", "b"),), 'give the names as separate arguments: chain("a", "b"), or '
+     "chain(*names)"),
+    ("colocate", ("a", 3), 'for example colocate("a", "b")'),
+    ("edge", ("a", 3), 'for example op("x", ...)'),
+])
+def test_a_name_that_is_no_string_gets_the_calls_own_form(call: str, given: tuple[object, ...],
+                                                           hint: str) -> None:
+    """Before: `colocate(["a", "b"])` said `for example op("x", ...)`, no form of colocate."""
+    b = planner.ProblemBuilder("p")
+    b.device("gpu0", memory="1 GiB")
+    b.op("a", time="1 ms")
+    b.op("b", time="1 ms")
+    getattr(b, call)(*given)
+    with pytest.raises(planner.SpecError) as err:
+        b.build()
+    (d,) = err.value.diagnostics
+    assert d.code == "E213" and d.hints == (hint,), d
+
+
 def test_names_and_units_are_checked_at_the_line_that_gave_them() -> None:
     b = planner.ProblemBuilder("bad")
     b.device("gpu0", memory="16 ms")  # unit

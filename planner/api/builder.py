@@ -13,6 +13,7 @@ calls' W266 with its errors, as a spec's `SpecError` holds its warnings.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import numbers
 import re
@@ -129,13 +130,13 @@ class ProblemBuilder:
         """Edges `ops[0] -> ops[1] -> ...` (a spec's `a -> b -> c`)."""
         site = call_site()
         size = self._size(bytes, "bytes", site)
-        names = [self._name(o, "op", site) for o in ops]
+        names = [self._name(o, "op", site, "chain") for o in ops]
         self._edges.extend((a, b, size, site) for a, b in itertools.pairwise(names))
 
     def colocate(self, *ops: str) -> None:
         """Force `ops` onto one device."""
         site = call_site()
-        self._colocations.append(([self._name(o, "op", site) for o in ops], site))
+        self._colocations.append(([self._name(o, "op", site, "colocate") for o in ops], site))
 
     @classmethod
     def from_networkx(cls, graph: networkx.DiGraph, /, name: str = "problem",
@@ -381,12 +382,21 @@ class ProblemBuilder:
                          'for example time_by_kind={"v100": "1.5 ms"}')
         return {}
 
-    def _name(self, value: Any, what: str, site: CallSite | None) -> str:
+    def _name(self, value: Any, what: str, site: CallSite | None, call: str = "") -> str:
+        """`value`, a name, or E213; `call`: the method that takes names as arguments
+        (`colocate`, `chain`), whose form the hint shows."""
         if isinstance(value, str) and value:
             return value
+        if call:  # not `op("x", ...)`: the method's own form, with the names given in a list
+            given = list(value) if isinstance(value, (list, tuple)) else []
+            names = [n for n in given if isinstance(n, str) and n] or ["a", "b"]
+            form = f"{call}({', '.join(json.dumps(n, ensure_ascii=False) for n in names)})"
+            hint = f"give the names as separate arguments: {form}, or {call}(*names)" \
+                if given else f"for example {form}"
+        else:
+            hint = f"for example {what}(\"x\", ...)" if what in ("op", "device") else ""
         self._sink.error("E213", f"{what} names are non-empty strings, not {value!r}",
-                         site_span(site), f"for example {what}(\"x\", ...)" if what in
-                         ("op", "device") else "")
+                         site_span(site), hint)
         self._not_names.add(str(value))
         return str(value)
 
