@@ -108,6 +108,23 @@ def rewritten(before: Iterable[Row], rows: Sequence[Row]) -> list[Row]:
     return [*rows, *others.values()]
 
 
+def _torn_row(text: str, good: int, fmt: str) -> bool:
+    """Whether what follows the valid prefix `text[:good]` (no line break in it) may be cut
+    as a row a killed writer left torn: nothing, blank, a torn line after rows of ours, or,
+    in a file with none, the start of what `ResumeLog` writes first (the CSV header, a JSON
+    row). A lone line of anything else is someone's data (`printf 'notes' > x.jsonl`)."""
+    tail = text[good:]
+    if good > 0 or not tail.strip():
+        return True
+    if fmt == "csv":
+        return f"{','.join(FIELD_NAMES)}\n".startswith(tail)
+    return _JSON_START.startswith(tail) or tail.startswith(_JSON_START)
+
+
+#: how every JSON line `ResumeLog` writes starts (its first field is the spec's name)
+_JSON_START = dumps_rows([{"spec": ""}], "jsonl", FIELD_NAMES[:1])[:-3]
+
+
 class ResumeLog:
     """An append-only results file (CSV or JSONL) that survives being killed mid-write.
 
@@ -137,7 +154,7 @@ class ResumeLog:
             raw = self.path.read_bytes()
             text = raw.decode("utf-8", errors="replace")
         rows, good, bad = _parse_rows(text, self.fmt)
-        if "\n" in text[good:]:
+        if "\n" in text[good:] or not _torn_row(text, good, self.fmt):
             line = text[:good].count("\n") + 1
             if bad is not None:
                 raise UsageError(Diagnostic(

@@ -125,6 +125,36 @@ def test_resume_log_refuses_a_file_that_is_not_ours(tmp_path: Path) -> None:
     assert path.read_text() == "my notes\nmore notes\n"  # untouched
 
 
+@pytest.mark.parametrize(("name", "text"), [
+    ("notes.jsonl", "my precious notes"), ("scores.csv", "name,score"),
+    ("config.jsonl", '{"lr": 0.1}'), ("x.csv", "spec,status,extra")])
+def test_resume_log_refuses_a_lone_line_that_is_not_ours(tmp_path: Path, name: str,
+                                                         text: str) -> None:
+    """A file of one line without a line break was taken for a row torn by a killed
+    writer and cut to nothing: `--resume notes.jsonl` deleted the notes."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(UsageError) as err:
+        ResumeLog(path).open()
+    assert err.value.diagnostics[0].code == "E615"
+    assert "line 1 of" in err.value.diagnostics[0].message
+    assert path.read_text() == text  # untouched
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("log.jsonl", '{"sp'), ("log.jsonl", '{"spec": "a.plan", "pl'),
+    ("log.csv", "spec,plan,algo"), ("log.csv", "  ")])
+def test_resume_log_cuts_a_first_row_or_header_torn_by_a_kill(tmp_path: Path, name: str,
+                                                              text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    log = ResumeLog(path)
+    assert log.open() == []
+    log.append(ROWS[0])
+    log.close()
+    assert [r["algorithm"] for r in read_rows(path)] == ["heft"]
+
+
 def test_resume_to_a_json_array_file_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as err:
         ResumeLog(tmp_path / "rows.json")
