@@ -213,6 +213,15 @@ def _failed(path: str | os.PathLike[str], err: OSError) -> OutputError:
         ("free some space or choose another path, then run the command again",)))
 
 
+def append_failed(path: str | os.PathLike[str], err: OSError, kept: str) -> OutputError:
+    """E623 for an append to `path` that failed (`err`) and was cut back off (`compare
+    --resume`'s file, appended row by row): `kept` says what the file still holds."""
+    return OutputError(Diagnostic(
+        "E623", f"cannot append to `{path}`: {_why(err)}; {kept}", None,
+        ("free some space, then run the same command again: it carries on from the rows "
+         "the file holds",)))
+
+
 def unwritable_stdout(err: BaseException) -> Diagnostic:
     """E623 for standard output that cannot take the command's output (a full disk, an
     I/O error, a closed descriptor): what was printed is incomplete. The command line

@@ -17,6 +17,7 @@ rows of other points it held.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Diagnostic, Span, UsageError
-from ..files import write_text_atomic
+from ..files import append_failed, write_text_atomic
 from ..version import __version__
 from .rows import (
     FIELD_NAMES,
@@ -129,7 +130,8 @@ class ResumeLog:
     """An append-only results file (CSV or JSONL) that survives being killed mid-write.
 
     `open` reads the rows already there and cuts off a partial last line; `append` writes
-    one row and flushes it to disk (flush + fsync) before returning.
+    one row and flushes it to disk (fsync) before returning, or, when the write fails (a
+    full disk), cuts what it wrote back off and raises `OutputError` (E623).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -141,7 +143,7 @@ class ResumeLog:
                 None, ("use a .csv or .jsonl file for --resume (and --out for .json)",)))
         self.fmt = fmt
         self.rows: list[Row] = []
-        self._fh: io.TextIOWrapper | None = None
+        self._fh: io.FileIO | None = None
 
     def open(self) -> list[Row]:
         """Read existing rows, cut off a partial last line, and open for appending.
@@ -180,11 +182,11 @@ class ResumeLog:
                 cut = raw.index(b"\n", cut) + 1
             with open(self.path, "r+b") as fh:
                 fh.truncate(cut)
-        # stays open across appends; `close` closes it
-        self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115
+        # stays open across appends; `close` closes it. Unbuffered: a failed write leaves
+        # nothing queued that `close` would try again (an OSError out of the clean-up)
+        self._fh = open(self.path, "ab", buffering=0)  # noqa: SIM115
         if self.fmt == "csv" and good == 0:
-            self._fh.write(dumps_rows([], "csv", FIELD_NAMES))
-            self._sync()
+            self._write(dumps_rows([], "csv", FIELD_NAMES))
         return rows
 
     def append(self, row: Mapping[str, Any]) -> None:
@@ -193,14 +195,27 @@ class ResumeLog:
         text = dumps_rows([row], self.fmt, FIELD_NAMES)
         if self.fmt == "csv":
             text = text.split("\n", 1)[1]  # no header
-        self._fh.write(text)
-        self._sync()
+        self._write(text)
         self.rows.append(dict(row))
 
-    def _sync(self) -> None:
+    def _write(self, text: str) -> None:
+        """Append `text` and sync it to disk; a failed write is cut back off, so that the
+        file still ends with its last whole row, and is E623."""
         assert self._fh is not None
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        fd = self._fh.fileno()
+        end = os.fstat(fd).st_size
+        data = memoryview(text.encode("utf-8"))
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, end)
+            n = len(self.rows)
+            kept = (f"it holds the {n} row{'s' * (n != 1)} finished before" if n
+                    else "it holds no row yet")
+            raise append_failed(self.path, err, kept) from None
 
     def close(self) -> None:
         """Close the file (rows already appended stay)."""

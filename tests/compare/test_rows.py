@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import math
+import os
+import shutil
 from pathlib import Path
 
 import pytest
+from cli.helpers import invoke
 
 from planner.compare.resume import ResumeLog
 from planner.compare.rows import (
@@ -20,7 +24,9 @@ from planner.compare.rows import (
     wins,
     write_rows,
 )
-from planner.errors import UsageError
+from planner.errors import OutputError, UsageError
+
+from .helpers import FIXTURES
 
 
 def _row(algo: str, makespan: float | None, status: str = "feasible", bw: str = "1x",
@@ -153,6 +159,57 @@ def test_resume_log_cuts_a_first_row_or_header_torn_by_a_kill(tmp_path: Path, na
     log.append(ROWS[0])
     log.close()
     assert [r["algorithm"] for r in read_rows(path)] == ["heft"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_row_the_disk_cannot_take_is_e623_and_cut_back_off(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+    """A full disk while appending a row was an OSError (E999, "a bug in planner"), raised
+    again by `close`, and left the torn row in the file."""
+    path = tmp_path / f"log{suffix}"
+    log = ResumeLog(path)
+    log.open()
+    log.append(ROWS[0])
+    before = path.read_bytes()
+    real = os.write
+
+    def full(fd: int, data: bytes) -> int:  # half the row fits, then the disk is full
+        if len(data) > 20:
+            return real(fd, bytes(data)[:20])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OutputError) as err:
+        log.append(ROWS[1])
+    monkeypatch.undo()
+    log.close()  # nothing left to write: no second error
+    diag = err.value.diagnostics[0]
+    assert diag.code == "E623" and err.value.exit_code == 4
+    assert diag.message == (f"cannot append to `{path}`: the disk is full; it holds the 1 "
+                            "row finished before")
+    assert "run the same command again" in diag.hints[0]
+    assert path.read_bytes() == before  # the torn row is cut back off
+    assert [r["algorithm"] for r in ResumeLog(path).open()] == ["heft"]
+
+
+def test_a_resume_file_the_disk_cannot_take_is_e623_not_an_internal_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copy(FIXTURES / "chain.plan", tmp_path / "chain.plan")
+    shutil.copytree(FIXTURES / "clusters", tmp_path / "clusters")
+    real, calls = os.fsync, []
+
+    def full(fd: int) -> None:  # the first row is synced, the second finds the disk full
+        calls.append(fd)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", full)
+    code, _, err = invoke(["compare", "chain.plan", "--algos", "msct,heft", "--executor",
+                           "inline", "--resume", "rows.jsonl"], tmp_path)
+    assert code == 4, err
+    assert "error[E623]: cannot append to `rows.jsonl`: the disk is full" in err
+    assert "E999" not in err and "Traceback" not in err
 
 
 def test_resume_to_a_json_array_file_is_a_usage_error(tmp_path: Path) -> None:
