@@ -45,6 +45,13 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
      "folder `missing` does not exist"),
     (["generate", "gnmt", "--layers", "1", "--seq", "2", "-o", "missing/g.plan"],
      "-o/--output `missing/g.plan`", "folder `missing` does not exist"),
+    # before: the option parser's own "Error: Invalid value for '-o' / '--output': File
+    # 'sub' is a directory.", with no code and no hint
+    (["generate", "gnmt", "--layers", "1", "--seq", "2", "-o", "sub"], "-o/--output `sub`",
+     "it is a folder"),
+    (["generate", "transformer", "--layers", "1", "-o", "sub"], "-o/--output `sub`",
+     "it is a folder"),
+    (["import", "json", "s.plan", "-o", "sub"], "-o/--output `sub`", "it is a folder"),
 ])
 def test_unwritable_output_is_a_usage_error_before_any_work(
         tmp_path: Path, no_work: None, args: list[str], named: str, why: str) -> None:
