@@ -146,10 +146,11 @@ def atomic_file(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[
     (`write_text_atomic`, Pyomo's LP and MPS writer, OR-Tools' model export); `suffix` ends
     the name, for writers that choose a format by it.
 
-    When the block ends, the file is synced, given the mode of the file it replaces (0644
-    when there is none) and renamed over `path`, under `resolve_target`'s rules checked
-    again at that moment. An `OSError` in the block or in those steps is E623; any error
-    leaves the target untouched and removes the temporary file.
+    When the block ends, the file is synced, given the mode of the file it replaces (that
+    of a new file, 0666 less the umask, when there is none) and renamed over `path`, under
+    `resolve_target`'s rules checked again at that moment. An `OSError` in the block or in
+    those steps is E623; any error leaves the target untouched and removes the temporary
+    file.
     """
     target, tmp = _staged(path, suffix)
     try:
@@ -179,14 +180,23 @@ def _staged(path: str | os.PathLike[str], suffix: str) -> tuple[Path, str]:
 
 
 def _ready(tmp: str, target: Path) -> None:
-    """A written temporary file synced, with the mode of the file it replaces (0644 when
-    there is none)."""
+    """A written temporary file synced, with the mode of the file it replaces, or, when
+    there is none, the one `open` gives a new file: 0666 less the umask (the temporary file
+    is created 0600)."""
     _sync(tmp)
     try:
         mode = os.stat(target).st_mode & 0o777
     except FileNotFoundError:
-        mode = 0o644
+        mode = 0o666 & ~_umask()
     os.chmod(tmp, mode)
+
+
+def _umask() -> int:
+    """The process's umask. Reading it means setting it: restored at once, and planner
+    creates no file from another thread meanwhile."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 def _commit(path: str | os.PathLike[str], target: Path, tmp: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -114,18 +115,47 @@ def test_a_failed_write_is_a_diagnostic_and_leaves_the_target_and_no_temp_file(
     assert sorted(p.name for p in spec_dir.iterdir()) == sorted([name, "s.plan"])
 
 
+@pytest.fixture(params=[0o022, 0o077, 0o002], ids=["umask022", "umask077", "umask002"])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    """The process's umask set to the parameter for the test, then restored."""
+    old = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(old)
+
+
 @pytest.mark.parametrize(("args", "name"), OUTPUTS, ids=[name for _, name in OUTPUTS])
-def test_a_new_output_is_readable_by_others_and_a_replaced_one_keeps_its_mode(
-        spec_dir: Path, args: list[str], name: str) -> None:
+def test_a_new_output_has_the_umask_s_mode_and_a_replaced_one_keeps_its_own(
+        spec_dir: Path, args: list[str], name: str, umask: int) -> None:
     # the temporary file is created private (0600); the rename must not make the output so
+    # under umask 022, nor readable by others under 077 (before: 0644 whatever the umask)
     code, _, err = invoke([*args, name], spec_dir)
     assert code == 0, err
-    assert stat.S_IMODE(os.stat(spec_dir / name).st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(spec_dir / name).st_mode) == 0o666 & ~umask
     os.chmod(spec_dir / name, 0o640)
     code, _, err = invoke([*args, name], spec_dir)
     assert code == 0, err
     assert stat.S_IMODE(os.stat(spec_dir / name).st_mode) == 0o640
     assert sorted(p.name for p in spec_dir.iterdir()) == sorted([name, "s.plan"])
+
+
+@pytest.mark.parametrize("args", [
+    ["generate", "gnmt", "--layers", "2", "--seq", "2", "-o", "g.plan"],
+    ["export", "json", "s.plan", "-o", "g.plan"],
+    ["compare", "s.plan", "--algos", "heft", "--executor", "inline", "--out", "g.plan.csv"],
+], ids=lambda a: " ".join(a[:2]))
+def test_every_writer_gives_a_new_file_the_umask_s_mode(spec_dir: Path, args: list[str],
+                                                        umask: int) -> None:
+    code, _, err = invoke(args, spec_dir)
+    assert code == 0, err
+    new = [p for p in spec_dir.iterdir() if p.name.startswith("g.plan")]
+    assert [stat.S_IMODE(os.stat(p).st_mode) for p in new] == [0o666 & ~umask]
+
+
+def test_outputs_written_together_get_the_umask_s_mode(tmp_path: Path, umask: int) -> None:
+    files.write_texts_atomic({tmp_path / "a.json": "{}", tmp_path / "a.py": "pass\n"})
+    assert {stat.S_IMODE(os.stat(p).st_mode) for p in tmp_path.iterdir()} == {0o666 & ~umask}
 
 
 def test_a_write_error_from_the_library_is_an_output_error(tmp_path: Path,
