@@ -133,5 +133,6 @@ def check_positive(**values: int) -> None:
     """Raise `UsageError` for a size option below 1."""
     for key, value in values.items():
         if value < 1:
-            raise UsageError(Diagnostic("E930", f"--{key.replace('_', '-')} must be at least "
-                                        f"1, not {value}", None))
+            flag = f"--{key.replace('_', '-')}"
+            raise UsageError(Diagnostic("E930", f"{flag} must be at least 1, not {value}",
+                                        None, (f"give {flag} a whole number of 1 or more",)))

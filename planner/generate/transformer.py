@@ -117,8 +117,20 @@ def _checked(arch: str, layers: int, hidden: int, heads: int, ffn: int | None, s
                    vocab=vocab, decoder_layers=max(dec_layers, 1), tgt_seq=t_len)
     if hidden % heads:
         raise UsageError(Diagnostic("E930", f"--hidden {hidden} is not a multiple of --heads "
-                                    f"{heads}", None))
+                                    f"{heads}", None, (_heads_hint(hidden, heads),)))
     return f, dec_layers, t_len
+
+
+def _heads_hint(hidden: int, heads: int) -> str:
+    """What to give instead of `--heads heads`, which does not divide `--hidden hidden`:
+    the nearest head counts that do (looked for within 1,000 either way), or the nearest
+    hidden sizes that `heads` divides."""
+    near = (h for d in range(1, 1001) for h in (heads - d, heads + d) if 0 < h <= hidden)
+    counts = sorted([h for h in near if hidden % h == 0][:2])
+    low = hidden - hidden % heads
+    sizes = " or ".join(str(n) for n in (low, low + heads) if n > 0)
+    some = f"a divisor of {hidden} ({' or '.join(map(str, counts))}) " if counts else ""
+    return f"give --heads {some}{'or ' if some else ''}--hidden a multiple of {heads} ({sizes})"
 
 
 def _embed(b: Builder, p: str, batch: int, seq: int, h: int, vocab: int) -> str:

@@ -193,3 +193,29 @@ def test_every_generator_counts_its_graph_exactly_without_building_it() -> None:
             w = module.generate(**options, **small, training=training).workload
             assert module.size(**options, training=training) == (len(w.ops), len(w.edges)), (
                 module_name, options, training)
+
+
+@pytest.mark.parametrize(("hidden", "heads", "hint"), [
+    (768, 5, "give --heads a divisor of 768 (4 or 6) or --hidden a multiple of 5 (765 or 770)"),
+    (10, 12, "give --heads a divisor of 10 (5 or 10) or --hidden a multiple of 12 (12)")])
+def test_heads_that_do_not_divide_hidden_get_a_hint_whose_values_work(
+        hidden: int, heads: int, hint: str) -> None:
+    """E930 said what was wrong and nothing of what to give instead."""
+    with pytest.raises(UsageError) as err:
+        transformer.generate(layers=1, hidden=hidden, heads=heads)
+    (d,) = err.value.diagnostics
+    assert d.code == "E930" and d.hints == (hint,)
+    counts, sizes = (part.split("(")[1].rstrip(")").split(" or ")
+                     for part in hint.split(" or --hidden"))
+    for h in counts:  # every value the hint names builds
+        transformer.generate(layers=1, hidden=hidden, heads=int(h), seq=4, vocab=8)
+    for size in sizes:
+        transformer.generate(layers=1, hidden=int(size), heads=heads, seq=4, vocab=8)
+
+
+def test_a_size_below_1_is_e930_with_a_hint() -> None:
+    with pytest.raises(UsageError) as err:
+        gnmt.generate(layers=2, batch=0)
+    (d,) = err.value.diagnostics
+    assert d.hints == ("give --batch a whole number of 1 or more",)
+
