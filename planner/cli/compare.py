@@ -123,6 +123,9 @@ def _compare(report: JsonReport, specs: list[Path] | None, algos: str, *, plan: 
     points = plan_sweep(specs or [], algos, plan=plan, bandwidths=bandwidth, memories=memory,
                         devices=devices, objectives=objective, microbatches=microbatches,
                         time_limit_s=time_limit)
+    # again, now that the specs are read: those found in folders and their imports are
+    # inputs too (`compare . --html resnet.plan` replaced the spec with the report)
+    check_outputs({"--out": out, "--html": html, "--resume": resume}, points.inputs)
     err = Console(stderr=True, soft_wrap=False)
     if points.warnings:
         report.diagnostics.extend(points.warnings)

@@ -80,6 +80,9 @@ class Sweep:
     algorithms: tuple[str, ...]
     settings: tuple[Setting, ...]
     warnings: tuple[Diagnostic, ...] = ()
+    #: every file the sweep reads, as `files.check_outputs` takes inputs: the spec files
+    #: (those found in folders too, loaded or not) and the files they import
+    inputs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -193,9 +196,11 @@ def plan_sweep(
     # algorithms with a point
     left_out: dict[str, set[str]] = {}
     ran: set[str] = set()
+    inputs: list[tuple[str, str]] = []
     for path, explicit in _spec_files(specs, root):
         shown = display_path(path)
         loaded = _load_spec(path, shown, explicit, warnings)
+        inputs.extend(_inputs_of(path, loaded))
         if loaded is None:
             continue
         spec = loaded.spec
@@ -232,7 +237,8 @@ def plan_sweep(
             "E619", f"nothing to compare: no plan found in {where}"
             + (f" named `{plan}`" if plan else ""), None,
             ("a spec needs a `plan NAME { graph G cluster C }` block",)))
-    return Sweep(tuple(points), tuple(shown_specs), algos, settings, tuple(warnings))
+    return Sweep(tuple(points), tuple(shown_specs), algos, settings, tuple(warnings),
+                 tuple(inputs))
 
 
 def _no_pipeline(mb_labels: Sequence[str], first_plan: tuple[str, str] | None,
@@ -264,6 +270,13 @@ def _check_time_limit(time_limit_s: float) -> None:
                                     f"seconds from 0 to {MAX_TIME_LIMIT_S:.15g} "
                                     "(about 11.6 days)", None,
                                     ("for example `--time-limit 60`",)))
+
+
+def _inputs_of(path: Path, loaded: Loaded | None) -> list[tuple[str, str]]:
+    """The files a spec of the sweep reads (`Sweep.inputs`): its imports, then itself, so
+    that its own name wins where it is among its sources."""
+    imports = [("SPEC's import", f) for f in loaded.sources] if loaded is not None else []
+    return [*imports, ("SPEC", str(path))]
 
 
 def _load_spec(path: Path, shown: str, explicit: bool, warnings: list[Diagnostic]

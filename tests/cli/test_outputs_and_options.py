@@ -115,7 +115,8 @@ def test_an_output_onto_an_input_is_e640_before_any_work(
 
 @pytest.mark.parametrize("command", [["solve", "s.plan", "--algo", "heft", "--out"],
                                      ["simulate", "s.plan", "--trace"],
-                                     ["export", "json", "s.plan", "-o/--output"]])
+                                     ["export", "json", "s.plan", "-o/--output"],
+                                     ["compare", "s.plan", "--algos", "heft", "--html"]])
 def test_an_output_onto_a_file_the_spec_imports_is_e640_before_any_work(
         tmp_path: Path, no_work: None, command: list[str]) -> None:
     """Before: exit 0, and the cluster file the spec imports was replaced by the plan."""
@@ -131,6 +132,33 @@ def test_an_output_onto_a_file_the_spec_imports_is_e640_before_any_work(
     assert (f"error[E640]: {command[-1]} `cluster.plan` would overwrite the input SPEC's "
             "import `cluster.plan`") in err
     assert (tmp_path / "cluster.plan").read_text() == cluster
+
+
+@pytest.mark.parametrize(("args", "target", "said"), [
+    (["compare", ".", "--html"], "s.plan", "SPEC `s.plan`"),
+    (["compare", "--html"], "specs/s.plan", "SPEC `specs/s.plan`"),  # no SPEC: ./specs
+    (["compare", ".", "--html"], "clusters/c.plan", "SPEC's import `clusters/c.plan`"),
+    (["compare", ".", "--html"], "clusters/lib.plan", "SPEC `clusters/lib.plan`"),
+    (["compare", ".", "--html"], "broken.plan", "SPEC `broken.plan`"),
+])
+def test_compare_keeps_the_specs_it_finds_in_folders_and_their_imports(
+        tmp_path: Path, no_work: None, args: list[str], target: str, said: str) -> None:
+    """Before: `planner compare . --html s.plan` ran the sweep and replaced the spec it had
+    found in `.` with the HTML report (exit 0); so for a file such a spec imports, a
+    cluster library or a spec that does not load, found there too."""
+    folder = tmp_path / ("specs" if target.startswith("specs/") else "")
+    (folder / "clusters").mkdir(parents=True)
+    texts = {"clusters/c.plan": "cluster c { device gpu[0..1] { memory 1 GiB }  link gpu0 "
+             "<-> gpu1 { bandwidth 1 GB/s } }\n",
+             "clusters/lib.plan": "cluster d { device x { memory 1 GiB } }\n",
+             "s.plan": 'import "clusters/c.plan"\ngraph g { op a { time 1 ms } }\n'
+             "plan p { graph g  cluster c }\n", "broken.plan": "graph g {\n"}
+    for name, text in texts.items():
+        (folder / name).write_text(text)
+    code, out, err = invoke([*args, target, "--algos", "heft"], tmp_path)
+    assert (code, out) == (2, ""), err
+    assert f"error[E640]: --html `{target}` would overwrite the input {said}" in err
+    assert {n: (folder / n).read_text() for n in texts} == texts
 
 
 def test_two_outputs_through_a_symlink_are_e640(tmp_path: Path, no_work: None) -> None:
