@@ -308,10 +308,12 @@ def _within_limits(what: str, *checks: tuple[str, str, str, int]) -> None:
                                    "with"),)))
 
 
-def _read_clusters(paths: list[Path] | None) -> list[tuple[Path, Spec]]:
+def _read_clusters(paths: list[Path] | None) -> tuple[list[tuple[Path, Spec]], list[str]]:
     """Each `--cluster` file loaded, before the import's work (a capture of a model takes
-    seconds): a mistake in one is reported at once. E931 for a file that defines none."""
+    seconds): a mistake in one is reported at once. E931 for a file that defines none.
+    With the files they read (themselves and their imports)."""
     out = []
+    read: list[str] = []
     seen: dict[str, tuple[Path, Span | None, list[str]]] = {}  # cluster -> its file, place, text
     for path in paths or []:
         spec = (loaded := load_path(path)).spec
@@ -324,7 +326,8 @@ def _read_clusters(paths: list[Path] | None) -> list[tuple[Path, Spec]]:
             if first is not given and not shared_import(first, given):
                 raise two_clusters(cname, first, given)
         out.append((path, spec))
-    return out
+        read.extend(loaded.sources)
+    return out, read
 
 
 def _add_clusters(result: Imported, clusters: list[tuple[Path, Spec]], out_dir: Path,
@@ -379,7 +382,9 @@ def _run(make: Callable[[], Imported], output: Path, options: SpecOptions,
             source, *(("--cluster", c) for c in options.cluster or []),
             ("--times", options.times)])
         _check_name(options.name)
-        clusters = _read_clusters(options.cluster)
+        clusters, imported = _read_clusters(options.cluster)
+        # again, now that the cluster files are read: what they import is an input too
+        check_outputs({"-o/--output": output}, [("--cluster's import", f) for f in imported])
         result = make()
         if options.times is not None:
             _overlay(result, options.times, options.times_kind)

@@ -161,6 +161,26 @@ def test_compare_keeps_the_specs_it_finds_in_folders_and_their_imports(
     assert {n: (folder / n).read_text() for n in texts} == texts
 
 
+@pytest.mark.parametrize("command", [["generate", "gnmt", "--layers", "2", "--seq", "2"],
+                                     ["import", "json", "in.json"]])
+def test_an_output_onto_a_file_a_cluster_file_imports_is_e640_before_any_work(
+        tmp_path: Path, command: list[str]) -> None:
+    """Before: `generate gnmt --cluster top.plan -o base.plan`, top.plan importing
+    base.plan, replaced base.plan with the spec (exit 0), which then imported itself."""
+    base = "cluster c { device gpu[0..1] { memory 1 GiB }  link gpu0 <-> gpu1 { " \
+           "bandwidth 1 GB/s } }\n"
+    (tmp_path / "base.plan").write_text(base)
+    (tmp_path / "top.plan").write_text('import "base.plan"\n')
+    (tmp_path / "in.json").write_text(json.dumps({
+        "format": "planner-graph", "version": 1, "name": "g",
+        "ops": [{"name": "a", "time_s": 0.001}], "edges": []}))
+    code, out, err = invoke([*command, "--cluster", "top.plan", "-o", "base.plan"], tmp_path)
+    assert (code, out) == (2, ""), err
+    assert ("error[E640]: -o/--output `base.plan` would overwrite the input --cluster's "
+            "import `base.plan`") in err
+    assert (tmp_path / "base.plan").read_text() == base
+
+
 def test_two_outputs_through_a_symlink_are_e640(tmp_path: Path, no_work: None) -> None:
     """Before: exit 0, and the trace replaced the plan through the link (the check keyed
     on the paths' text, the write followed the link)."""
