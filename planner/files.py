@@ -192,8 +192,9 @@ def _ready(tmp: str, target: Path) -> None:
 
 
 def _umask() -> int:
-    """The process's umask. Reading it means setting it: restored at once, and planner
-    creates no file from another thread meanwhile."""
+    """The process's umask. Reading it means setting it, restored at once; set to 077
+    meanwhile, so that a file another thread creates in that instant (a solver's, in its
+    private temporary folder) is at worst private, never more open."""
     mask = os.umask(0o077)
     os.umask(mask)
     return mask
