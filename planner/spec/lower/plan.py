@@ -52,7 +52,8 @@ def lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Graph
     memory = _choice(sink, settings, "memory", MEMORY_MODELS, "static")
     contention = _choice(sink, settings, "contention", CONTENTIONS, "link")
     pipeline = _pipeline(sink, settings, pname)
-    if graph is None or cluster is None:
+    # a cluster whose devices all failed (E242, E246, E247: said) has none to check against
+    if graph is None or cluster is None or not cluster.devices:
         return None
     if pipeline is not None:
         _check_copies(sink, settings, decl, graph, pipeline)
