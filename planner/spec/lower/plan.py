@@ -4,6 +4,7 @@ pins, and a pipeline's settings and rules.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -29,7 +30,7 @@ from ...units import (
 )
 from .. import ast
 from ..ast import PLAN_SETTINGS
-from .attrs import Attrs, device_hints, value_text
+from .attrs import LISTED, Attrs, device_hints, value_text
 from .locations import Locations
 from .resolve import GlobTable, resolve_ops
 
@@ -47,8 +48,8 @@ def lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Graph
     loc.plans[pname] = decl.name.span
     settings = Attrs(sink, [i for i in decl.items if isinstance(i, ast.Attr)], PLAN_SETTINGS,
                      f"plan `{pname}`")
-    graph = _lookup(sink, settings, "graph", graphs, decl)
-    cluster = _lookup(sink, settings, "cluster", clusters, decl)
+    graph = _lookup(sink, settings, "graph", graphs, decl, clusters)
+    cluster = _lookup(sink, settings, "cluster", clusters, decl, graphs)
     memory = _choice(sink, settings, "memory", MEMORY_MODELS, "static")
     contention = _choice(sink, settings, "contention", CONTENTIONS, "link")
     pipeline = _pipeline(sink, settings, pname)
@@ -440,7 +441,10 @@ def _unrunnable(graph: Graph, cluster: Cluster) -> list[tuple[int, int]]:
 
 
 def _lookup(sink: DiagnosticSink, settings: Attrs, key: str, table: Mapping[str, _T | None],
-            decl: ast.PlanDecl) -> _T | None:
+            decl: ast.PlanDecl, other: Mapping[str, object]) -> _T | None:
+    """The graph or cluster (`key`) the plan names in `table`; E254 when it names none,
+    E208 when that name is not in `table` (`other` holds the other kind's names: a cluster
+    written after `graph` is said to be one)."""
     name = settings.name(key)
     if name is None:
         if key not in settings.values:
@@ -448,10 +452,24 @@ def _lookup(sink: DiagnosticSink, settings: Attrs, key: str, table: Mapping[str,
                        f"add `{key} NAME`" + (f"; defined: {', '.join(table)}" if table else ""))
         return None
     if name not in table:
-        sink.error("E208", f"unknown {key} `{name}`", settings.values[key].value.span,
-                   *did_you_mean(name, table))
+        kind = "cluster" if key == "graph" else "graph"
+        why = f": `{name}` is a {kind}" if name in other else ""
+        sink.error("E208", f"unknown {key} `{name}`{why}", settings.values[key].value.span,
+                   *(did_you_mean(name, table) or (_defined(key, table),)))
         return None
     return table[name]
+
+
+def _defined(key: str, table: Mapping[str, object]) -> str:
+    """E208's hint when no name is close: the graphs (or clusters) the load defines."""
+    if not table:
+        return (f"this file and its imports define no {key}: define one with `{key} NAME "
+                "{ ... }`, or import the file that does")
+    if len(table) == 1:
+        return f"the one {key} defined is `{next(iter(table))}`"
+    shown = ", ".join(f"`{n}`" for n in itertools.islice(table, LISTED))
+    more = f" and {len(table) - LISTED} more" if len(table) > LISTED else ""
+    return f"{key}s defined: {shown}{more}"
 
 
 def _choice(sink: DiagnosticSink, settings: Attrs, key: str, options: Sequence[str],
