@@ -47,6 +47,8 @@ def test_golden(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for d in diags:
         assert d.span is not None, d
         assert d.span.line >= 1 and d.span.column >= 1, d
+        # ... and says how to fix it, or where the clashing first one is
+        assert d.hints or d.notes, d
     golden = BROKEN / (name.removesuffix(".plan") + ".expected")
     if UPDATE:
         golden.write_text(got, encoding="utf-8")

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 
 from ... import limits
-from ...errors import DiagnosticSink
+from ...errors import DiagnosticSink, did_you_mean
 from ...model import (
     Cluster,
     Device,
@@ -42,11 +42,14 @@ def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
                        "for example `memory 16 GiB`")
         speed = attrs.number("speed")
         if speed is not None and speed <= 0:
-            sink.error("E241", "`speed` must be positive", attrs.values["speed"].value.span)
+            sink.error("E241", "`speed` must be positive", attrs.values["speed"].value.span,
+                       "`speed` divides `time` (default 1): for example `speed 0.5` for a "
+                       "device half as fast")
             speed = None
         flop_rate = attrs.quantity("flops")
         if flop_rate is not None and flop_rate <= 0:
-            sink.error("E241", "`flops` must be positive", attrs.values["flops"].value.span)
+            sink.error("E241", "`flops` must be positive", attrs.values["flops"].value.span,
+                       "for example `flops 15.7 TFLOPS`, or remove it (ops then need `time`)")
             flop_rate = None
         kind = attrs.name("kind")
         if d.ref.kind == "wild":
@@ -115,7 +118,8 @@ def _lower_links(sink: DiagnosticSink, decl: ast.ClusterDecl, index: dict[str, i
         if bw is None and attrs.missing("bandwidth"):
             sink.error("E243", "link needs `bandwidth`", lk.span, "for example `bandwidth 25 GB/s`")
         if bw is not None and bw <= 0:
-            sink.error("E241", "`bandwidth` must be positive", attrs.values["bandwidth"].value.span)
+            sink.error("E241", "`bandwidth` must be positive", attrs.values["bandwidth"].value.span,
+                       "for example `bandwidth 25 GB/s`")
             bw = None
         lat = attrs.quantity("latency") or 0.0
         srcs = _resolve_side(sink, lk.srcs, index, groups, cname)
@@ -158,11 +162,21 @@ def _resolve_side(sink: DiagnosticSink, refs: Sequence[ast.DevRef], index: dict[
             hits = groups.get(r.name.text, [])
             if not hits:
                 sink.error("E206", f"`{r.name.text}[*]` matches no device of cluster `{cname}`",
-                           r.span)
+                           r.span, *_wild_hints(sink, r.name.text, index, groups, cname))
             out.update(dict.fromkeys(hits))
         else:
             out.update(dict.fromkeys(_resolve_devs(sink, r, index, cname)))
     return list(out)
+
+
+def _wild_hints(sink: DiagnosticSink, prefix: str, index: dict[str, int],
+                groups: dict[str, list[int]], cname: str) -> tuple[str, ...]:
+    """E206's hint: a close prefix that `[*]` would match, else the cluster's devices."""
+    close = () if sink.full else did_you_mean(f"{prefix}[*]", (f"{g}[*]" for g in groups))
+    if close:
+        return close
+    return (f"`{prefix}[*]` selects the devices named `{prefix}` and digits",
+            *device_hints(sink, prefix, index, cname)[-1:]) if index else ()
 
 
 def devices_written(decl: ast.ClusterDecl) -> int:

@@ -57,6 +57,8 @@ class Globs:
         self.names = sorted(index)
         self.index = index
         self.done: dict[str, list[int]] = {}
+        #: names E204's hints may still test ignoring case (bounds the work of many misses)
+        self.case_budget = 1_000_000
 
     def match(self, pattern: str, budget: Budget) -> list[int] | None:
         """The indices of the ops whose name matches `pattern`; None when the budget
@@ -87,6 +89,18 @@ class GlobTable(dict[str, Globs]):
         self.budget = budget
 
 
+def _pattern_hints(sink: DiagnosticSink, pattern: str, globs: Globs) -> tuple[str, ...]:
+    """E204's hints: the op a pattern would match but for case (the first), and the rule."""
+    rule = ("a pattern matches whole op names, case-sensitively (`*` any characters, `?` "
+            "one); fix it, or remove it")
+    if sink.full or len(globs.names) > globs.case_budget:
+        return (rule,)
+    globs.case_budget -= len(globs.names)
+    test = re.compile(fnmatch.translate(pattern), re.IGNORECASE).match
+    near = next((name for name in globs.names if test(name)), None)
+    return ((f"it would match `{near}` but for case",) if near is not None else ()) + (rule,)
+
+
 def resolve_ops(sink: DiagnosticSink, names: Iterable[ast.Name], index: Mapping[str, int],
                 g: str, globs: GlobTable) -> list[int]:
     """Op names or glob patterns -> sorted unique op indices (unknowns reported)."""
@@ -109,7 +123,8 @@ def resolve_ops(sink: DiagnosticSink, names: Iterable[ast.Name], index: Mapping[
                            "or " + limits.raise_hint("glob_names", lim + 1, 2 * lim))
                 continue
             if not hits:
-                sink.error("E204", f"pattern `{n.text}` matches no op of graph `{g}`", n.span)
+                sink.error("E204", f"pattern `{n.text}` matches no op of graph `{g}`", n.span,
+                           *_pattern_hints(sink, n.text, globs[g]))
             out.update(hits)
         else:
             resolve_op(sink, n, index, g)
