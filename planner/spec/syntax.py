@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .. import schedules
 from ..errors import Diagnostic, Span, did_you_mean
 from ..units import UNIT_TABLE, closest_unit
-from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS
+from .ast import DEVICE_ATTRS, EDGE_ATTRS, LINK_ATTRS, OP_ATTRS, PLAN_SETTINGS
 from .grammar import KEYWORDS, grammar
 from .lex import line_ends
 
@@ -101,6 +101,9 @@ def syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
     if tok.type == "$END":
         return _unexpected_end(text, file)
     tok_pos = tok.start_pos if tok.start_pos is not None else pos
+    misplaced = _misplaced(text, file, tok_pos, str(tok.value))
+    if misplaced is not None:
+        return misplaced
     value = _bad_value(text, file, tok_pos, expected)
     if value is not None:
         return value
@@ -228,6 +231,35 @@ def _statement_home(keyword: str, block: str) -> str | None:
     return f"`{keyword}` is a statement of a {home}, not of a {block}: write it in a {home}"
 
 
+#: a plan's settings that are no attribute of another block (`graph` and `cluster` open one)
+_PLAN_ONLY = frozenset(PLAN_SETTINGS) - {"graph", "cluster", *DEVICE_ATTRS}
+
+
+def _misplaced(text: str, file: str, tok_pos: int, value: str) -> Diagnostic | None:
+    """E101 at a statement's first word when the statement belongs in another block: a
+    plan's setting in a graph or a cluster (`schedule gpipe`), or `pin`, `place`, `link`,
+    `device` in a graph. Inside a graph any word starts an edge, so there Lark fails only
+    at the word after it (`expected ->`): the word itself is what is out of place."""
+    m = _STATEMENT_START.search(text, max(0, tok_pos - 200), tok_pos)
+    start, word = (m.start(1), m.group(1)) if m is not None else (tok_pos, value)
+    opener = _open_block(text, start)
+    block = opener.split()[0] if opener else ""
+    if block not in ("graph", "cluster") or text[start : start + len(word)] != word:
+        return None
+    if word in _PLAN_ONLY:
+        hint = f"`{word}` is a setting of a plan, not of a {block}: write it in a plan"
+    elif block == "graph" and m is not None:
+        hint = _statement_home(word, "graph") or ""
+    else:
+        hint = ""
+    if not hint:
+        return None
+    line = text.count("\n", 0, start) + 1
+    col = start - (text.rfind("\n", 0, start) + 1) + 1
+    return Diagnostic("E101", f"unexpected `{word}`", Span(
+        file, line, col, line, col + len(word), start, start + len(word)), (hint,))
+
+
 def _statement_read_as_op(text: str, tok_pos: int) -> list[str]:
     """Inside a graph any word names an op, so a statement's first word followed by a name
     reads as the start of an edge (`a b`), which fails only at the name: a block left open
@@ -344,9 +376,11 @@ def _schedule_value(file: str, text: str, unit_start: int) -> Diagnostic | None:
     else:
         return None
     value = m.group(1)
+    names = [t.name for t in schedules.TABLE]
+    if value in names:  # a schedule, where none belongs: not what is wrong
+        return None
     line = text.count("\n", 0, m.start(1)) + 1
     col = m.start(1) - (text.rfind("\n", 0, m.start(1)) + 1) + 1
-    names = [t.name for t in schedules.TABLE]
     return Diagnostic("E101", f"`{value}` is not a schedule",
                       Span(file, line, col, line, col + len(value), m.start(1), m.end(1)),
                       (*did_you_mean(value.lower(), names), "one of: " + " | ".join(names)))
