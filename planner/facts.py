@@ -41,8 +41,8 @@ longer disagree about which devices an op may use or what "cannot fit" means.
     under `liveness` their least bytes together, sinks' outputs never freed) must go to
     distinct devices, one each from those that hold it alone; no such assignment exists
     (Hall's condition, checked by a matching).
-  A proof holds for every algorithm and every contention model; `check` reports them with
-  locations, and an algorithm that finds no plan raises them when there are any.
+  A proof holds for every one-pass algorithm and contention model (a pipeline's: `stagefacts`);
+  `check` reports them with locations, and an algorithm that finds no plan raises them.
 """
 
 from __future__ import annotations

@@ -60,6 +60,8 @@ SHARED.update(dict.fromkeys(
 SHARED["E016"] = ("the `pipeline_copies` limit, checked where a pipeline's micro-batches are "
                   "set: a spec (spec/lower/), a compare point's --microbatches "
                   "(compare/settings.py), a Problem built in Python (api/checks.py)")
+SHARED["E301"] = ("a unit larger than any device it may use: under the one-pass memory "
+                  "models (facts.py) and a pipeline's (stagefacts.py)")
 SHARED["E214"] = ("a plain number written with a unit: a block's attributes (spec/lower/attrs.py) "
                   "and a pipeline's counts (spec/lower/plan.py)")
 SHARED["E947"] = ("a pipeline torch's schedules cannot run: the export's checks "
@@ -85,7 +87,8 @@ HOMES = {
           "compare/settings.py"),
     "1": ("spec/syntax.py", "spec/larkparse.py", "spec/fastparse.py", "api/"),
     "2": ("spec/lower/", "spec/names.py", "api/", "model.py"),
-    "3": ("facts.py",),
+    # a pipeline plan's proofs follow its own memory rule (stagefacts.py, SHARED["E301"])
+    "3": ("facts.py", "stagefacts.py"),
     "4": ("cli", "simulate/"),
     "5": ("plan.py", "cli", "io/stages.py", "api/result.py"),
     # `Spec.plan(NAME)` (model.py) is the library's `--plan`: E602 as on the command line

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 
 from ..cost import static_memory
 from ..errors import Diagnostic, InfeasibleError, PlannerError
-from ..facts import facts, proofs, unit_name
+from ..facts import facts, unit_name
 from ..model import Problem
 from ..plan import Plan
 from ..simulate import simulate
+from ..stagefacts import proofs
 from ..units import format_bytes, format_bytes_of
 
 __all__ = ["diagnose", "memory_figures", "none_found", "stuck_error", "unit_name"]
@@ -42,7 +43,8 @@ def memory_figures(problem: Problem) -> tuple[str, ...]:
 
 
 def diagnose(problem: Problem) -> list[Diagnostic]:
-    """Proofs that no placement is valid (`planner.facts.proofs`; empty when none)."""
+    """Proofs that no placement is valid (`planner.stagefacts.proofs`, under the memory
+    rule of the problem's objective; empty when none)."""
     return [p.diagnostic() for p in proofs(problem)]
 
 

@@ -94,6 +94,7 @@ from ..plan import Plan
 from ..units import format_bytes_of, format_seconds
 from .base import Options, Solution
 from .clock import LOAD_HEADROOM
+from .infeasible import diagnose
 
 #: copies of the graph's ops (micro-batches x ops) up to which a candidate is simulated
 MAX_SIMULATED_OPS = 200_000
@@ -230,8 +231,12 @@ def check_units(problem: Problem, pipeline: Pipeline) -> None:
 
 
 def _no_split(problem: Problem, pipeline: Pipeline, cells: float) -> InfeasibleError:
-    """E707, with its cause: the memory caps (a split fits without them), else the devices
+    """The proofs that no placement fits (`infeasible.diagnose`: what `check` says), else
+    E707, with its cause: the memory caps (a split fits without them), else the devices
     each unit may use (pins, op times), which no chain of stages follows."""
+    proofs = diagnose(problem)
+    if proofs:
+        return InfeasibleError(proofs)
     if best_splits(problem, pipeline, capped=False, cells=cells):
         return InfeasibleError(Diagnostic(
             "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "

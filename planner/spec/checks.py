@@ -6,7 +6,8 @@ plan's own memory model, units with no device, edges no link can carry), located
 pin, the op or the plan they are about. The algorithms raise the same proofs, with the same
 codes, when they find no plan, so `check` and `solve` cannot disagree about them.
 
-Plans that differ only in their name (the same graph, cluster, cost model and pins) have
+Plans that differ only in their name (the same graph, cluster, cost model, pins and
+objective: a pipeline's proofs follow its own memory rule, `planner.stagefacts`) have
 the same proofs but for the plan's name in the messages: `plan_diagnostics` derives them
 once per such family, so a file of 200 plans over one 20,000-op graph costs one pass.
 """
@@ -17,8 +18,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ..errors import Diagnostic, Span
-from ..facts import Proof, proofs
+from ..facts import Proof
 from ..model import Problem, forget
+from ..stagefacts import proofs
 from .lower import Locations
 
 
@@ -37,7 +39,7 @@ def plan_diagnostics(problems: Iterable[Problem], loc: Locations | None = None
     plans_of: dict[Diagnostic, list[str]] = {}  # each proof, in order, and the plans it is of
     for problem in problems:
         key = (id(problem.graph), id(problem.cluster), problem.memory_model,
-               problem.contention, tuple(problem.pins.items()))
+               problem.contention, tuple(problem.pins.items()), problem.pipeline is None)
         if key in proven_fine:
             continue
         found = memory_diagnostics(problem, loc)

@@ -1,0 +1,95 @@
+"""The proofs that no placement of a problem is valid, under the memory rule its objective
+uses: `planner.facts` for a one-pass plan, the pipeline's own rule for `objective pipeline`.
+
+`planner.facts` proves memory shortfalls under the one-pass models (`static`, `liveness`),
+which a pipeline does not use. A pipeline stage holds its params once, each forward op's
+output from its forward pass to its backward pass (for one micro-batch in flight at
+least), and its largest transient (a backward op's output and temp, a forward op's temp),
+one copy of a tied weight per device (docs/pipelines.md; `pipeline.split.stage_bytes`).
+So a backward op's output counts once, as the largest transient, where `static` (and
+`liveness`, for sinks) add them all up: the one-pass proofs E301-E303, E306 and E307
+rejected pipelines that fit (`check` said E306 for a graph whose two backward outputs of
+9 GiB each fit a 16 GiB device as a pipeline, and `solve` planned it).
+
+For a pipeline plan, `proofs` keeps the one-pass proofs that hold under any memory rule
+(E304: a unit no device runs; E305: an edge no link carries) and proves E301 under the
+pipeline's rule: a colocation group (all of it on one stage) needs more than every device
+it may run on holds, counting its params (a tied weight once), its forward outputs and its
+largest transient, each a part of what any stage holding it holds. Pinned sets and the
+total are not proved there (several stages on one device under `interleaved` hold the
+largest stage's activations per micro-batch in flight, not their sum).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .facts import Proof, facts, unit_name
+from .facts import proofs as one_pass_proofs
+from .model import Problem, derived
+from .units import format_bytes
+
+__all__ = ["pipeline_bytes", "proofs"]
+
+
+
+def proofs(problem: Problem) -> list[Proof]:
+    """Every proof that no placement of `problem` is valid under its objective's memory
+    rule (the module docstring; empty when none is found)."""
+    if problem.pipeline is None:
+        return one_pass_proofs(problem)
+    return list(derived(problem, "_stage_proofs", lambda: _pipeline_proofs(problem)))
+
+
+def pipeline_bytes(problem: Problem, ops: Sequence[int]) -> int:
+    """The least bytes a pipeline stage holding `ops` holds: their params with one copy of
+    each tied weight, their forward outputs, and their largest transient."""
+    g = problem.graph
+    params = kept = transient = 0
+    for i in ops:
+        op = g.ops[i]
+        params += op.params_bytes
+        if i in g.backward_of:
+            transient = max(transient, op.output_bytes + op.temp_bytes)
+        else:
+            kept += op.output_bytes
+            transient = max(transient, op.temp_bytes)
+    mine = set(ops)
+    for tie in g.ties:
+        held = sum(1 for i in tie.ops if i in mine)
+        params -= max(0, held - 1) * tie.bytes
+    return params + kept + transient
+
+
+def _pipeline_proofs(problem: Problem) -> tuple[Proof, ...]:
+    # the one-pass proofs that no memory rule changes: a unit no device runs, an edge no
+    # link carries
+    out = [p for p in one_pass_proofs(problem) if p.code in ("E304", "E305")]
+    if out or not problem.cluster.devices:
+        return tuple(out)
+    f = facts(problem)
+    devs = problem.cluster.devices
+    for u, members in enumerate(f.units):
+        allowed = f.unit_allowed[u]
+        need = pipeline_bytes(problem, members)
+        big = max(allowed, key=lambda d: (devs[d].memory_bytes, -d))
+        if need <= devs[big].memory_bytes:
+            continue
+        where = ("the largest device" if len(allowed) == len(devs)
+                 else "the largest device it can run on")
+        out.append(Proof(
+            "E301", f"{unit_name(problem, members)} needs at least {_exact(need)} in a "
+            f"pipeline stage but {where}, `{devs[big].name}`, holds "
+            f"{_exact(devs[big].memory_bytes)}",
+            ("a pipeline stage holds its params once, each forward output until its backward "
+             "pass, and its largest transient (a backward output or a temp)",
+             *(("colocated ops are placed as one unit on one device",)
+               if len(members) > 1 else ()),
+             "shrink the op or add a larger device"), members, big))
+    return tuple(out)
+
+
+def _exact(nbytes: int) -> str:
+    """`2.00 GiB (2147483648 B)`, or `4 B` where rounding changes nothing."""
+    shown = format_bytes(nbytes)
+    return shown if shown == f"{nbytes} B" else f"{shown} ({nbytes} B)"

@@ -1,0 +1,86 @@
+"""`check` and `solve` agree on a pipeline plan's memory: its proofs follow the pipeline's
+own memory rule (`planner.stagefacts`), not the one-pass models'.
+
+A training graph whose two backward outputs of 9 GiB fit a 16 GiB device as a pipeline
+(a backward output is a transient, one at a time) was E306 in `check` (the `static`
+one-pass model adds them up) while `solve` planned it; an op of 17 GiB params was E301 in
+`check` and E707 ("no contiguous split fits", with a hint about micro-batches) in `solve`.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from pipe_support import random_spec
+
+from planner import loads
+from planner.algorithms import run
+from planner.errors import InfeasibleError
+from planner.facts import facts
+from planner.model import Pipeline
+from planner.pipeline.split import Split, stage_bytes
+from planner.pipeline.units import units
+from planner.spec.checks import plan_diagnostics
+from planner.stagefacts import pipeline_bytes
+
+_CLUSTER = """cluster c {
+  device gpu[0..1] { memory 16 GiB }
+  link gpu[*] <-> gpu[*] { bandwidth 50 GB/s }
+}
+"""
+_PLAN = "plan p { graph g  cluster c  objective pipeline  microbatches 2 }\n"
+
+
+def test_backward_outputs_that_fit_one_at_a_time_pass_check_and_solve() -> None:
+    problem = loads(_CLUSTER + """graph g {
+  op f1 { time 1 ms  output 1 MiB }
+  op f2 { time 1 ms  output 1 MiB }
+  op b2 { time 1 ms  output 9 GiB  backward_of f2 }
+  op b2x { time 1 ms  output 9 GiB  backward_of f2 }
+  op b1 { time 1 ms  output 1 MiB  backward_of f1 }
+  f1 -> f2 -> b2 -> b1
+  f2 -> b2x -> b1
+}
+""" + _PLAN).plan("p")
+    assert plan_diagnostics([problem]) == []
+    solution = run("pipedp", problem)
+    assert solution.plan.placement
+
+
+@pytest.mark.parametrize("algo", ["pipedp", "auto", "pipeilp"])
+def test_a_unit_too_big_for_any_stage_is_e301_in_check_and_solve(algo: str) -> None:
+    problem = loads(_CLUSTER + """graph g {
+  op a { time 1 ms  output 1 MiB }
+  op d { time 3 ms  params 17 GiB  output 1 MiB }
+  a -> d
+}
+""" + _PLAN).plan("p")
+    assert [d.code for d in plan_diagnostics([problem])] == ["E301"]
+    with pytest.raises(InfeasibleError) as info:
+        run(algo, problem)
+    assert [d.code for d in info.value.diagnostics] == ["E301"]
+    assert "op `d` needs at least 17.00 GiB" in info.value.diagnostics[0].message
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_units_pipeline_bytes_are_held_by_any_stage_holding_it(seed: int) -> None:
+    """The bound E301 proves with is a lower bound of the pipeline's memory rule: every
+    colocation group's `pipeline_bytes` is within what its device holds, in random
+    training and inference graphs with ties, under each schedule, recomputing or not."""
+    rng = random.Random(seed)
+    schedule = ("gpipe", "1f1b", "interleaved")[seed % 3]
+    settings = "; stages_per_device 2" if schedule == "interleaved" else ""
+    p = random_spec(seed, rng.randint(4, 8), rng.randint(2, 3), training=seed % 2 == 0,
+                    tie=True, schedule=schedule, settings=settings)
+    u = units(p)
+    n, m = u.count, len(p.cluster.devices)
+    s = rng.randint(1, min(n, 2 * m))
+    bounds = (0, *sorted(rng.sample(range(1, n), s - 1)), n)
+    devices = tuple(rng.randrange(m) for _ in range(s))
+    split = Split(bounds, devices)
+    recompute = set(rng.sample(range(m), rng.randint(0, m)))
+    held = stage_bytes(p, split, p.pipeline or Pipeline(), recompute)
+    on = split.placement(p)
+    for members in facts(p).units:  # the units E301 judges: each a colocation group
+        assert pipeline_bytes(p, members) <= held[on[members[0]]] + 1e-6
