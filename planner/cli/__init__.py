@@ -504,7 +504,7 @@ def solve(
         options = algorithms.Options(seed=seed, time_limit_s=time_limit,
                           gap=1e-6 if gap is None else gap, solver=solver or "highs",
                           emit=str(emit) if emit else None)
-        solution = place(algo, problem, options, report)
+        solution = place(algo, problem, options, report, loaded.locations)
         report_solution(problem, algo, solution, report, out=out, html=html, trace=trace)
         if solution.status == "interrupted":
             raise typer.Exit(EXIT_INTERRUPTED)

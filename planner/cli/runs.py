@@ -18,6 +18,7 @@ from .. import algorithms
 from ..algorithms.base import Interrupted
 from ..errors import (
     Diagnostic,
+    InfeasibleError,
     JsonSpans,
     PlanChoiceError,
     Severity,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from ..report.views import PipelineView
     from ..simulate import SimResult
     from ..spec.load import Loaded
+    from ..spec.lower import Locations
 
 
 def problem_of(loaded: Loaded, name: str | None) -> Problem:
@@ -294,8 +296,10 @@ def infeasible_exit(problem: Problem, result: SimResult, report: JsonReport,
     raise typer.Exit(EXIT_INFEASIBLE)
 
 
-def place(algo: str, problem: Problem, options: Options, report: JsonReport) -> Solution:
-    """Run the algorithm; on Ctrl-C, the `interrupted` solution it holds, or exit 130."""
+def place(algo: str, problem: Problem, options: Options, report: JsonReport,
+          loc: Locations | None = None) -> Solution:
+    """Run the algorithm; on Ctrl-C, the `interrupted` solution it holds, or exit 130. The
+    proofs that no plan exists it raises are located in the spec by `loc`."""
     from ..render.terminal import SolveProgress, live_progress  # lazy: start-up
 
     # the limit, shown as `elapsed/limit s`, of an algorithm that takes one (a heuristic runs
@@ -315,6 +319,12 @@ def place(algo: str, problem: Problem, options: Options, report: JsonReport) -> 
             # through the module: a test (or a caller) may replace `run`
             return algorithms.run(algo, problem,
                                   dataclasses.replace(options, progress=progress.update))
+    except InfeasibleError as err:
+        if loc is not None:
+            from ..spec.checks import locate_proofs  # lazy: start-up
+
+            err.diagnostics = locate_proofs(problem, err.diagnostics, loc)
+        raise
     except Interrupted as stop:
         if stop.solution is not None:
             return dataclasses.replace(stop.solution, status="interrupted")

@@ -4,7 +4,8 @@ Lowering already rejects cycles, unknown names, pins to unknown devices and colo
 pinned apart. `check` adds the proofs of `planner.facts` (memory that cannot fit under the
 plan's own memory model, units with no device, edges no link can carry), located at the
 pin, the op or the plan they are about. The algorithms raise the same proofs, with the same
-codes, when they find no plan, so `check` and `solve` cannot disagree about them.
+codes, when they find no plan, so `check` and `solve` cannot disagree about them; `solve`
+locates them as `check` does (`locate_proofs`).
 
 Plans that differ only in their name (the same graph, cluster, cost model, pins and
 objective: a pipeline's proofs follow its own memory rule, `planner.stagefacts`) have
@@ -14,7 +15,7 @@ once per such family, so a file of 200 plans over one 20,000-op graph costs one 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from ..errors import Diagnostic, Span
@@ -27,6 +28,15 @@ from .lower import Locations
 def memory_diagnostics(problem: Problem, loc: Locations | None = None) -> list[Diagnostic]:
     """Every proof that no placement of `problem` is valid, located where `loc` allows."""
     return [p.diagnostic(_where(problem, p, loc)) for p in proofs(problem)]
+
+
+def locate_proofs(problem: Problem, diagnostics: Sequence[Diagnostic], loc: Locations
+                  ) -> tuple[Diagnostic, ...]:
+    """`diagnostics` (an algorithm's, which knows no spec) with each proof among them
+    located where `check` puts it (the op, the pin, the plan), so that `solve` says where."""
+    unlocated = [p.diagnostic() for p in proofs(problem)]
+    where = dict(zip(unlocated, memory_diagnostics(problem, loc), strict=True))
+    return tuple(where.get(d, d) if d.span is None else d for d in diagnostics)
 
 
 def plan_diagnostics(problems: Iterable[Problem], loc: Locations | None = None
