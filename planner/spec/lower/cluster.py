@@ -34,6 +34,7 @@ def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
         return None
     devices: list[Device] = []
     index: dict[str, int] = {}
+    failed: set[str] = set()  # prefixes of ranges refused (said): links to them say no more
     for d in decl.devices:
         attrs = Attrs(sink, d.attrs, DEVICE_ATTRS, "a device")
         memory = attrs.size("memory", down=True)
@@ -55,8 +56,11 @@ def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
         if d.ref.kind == "wild":
             sink.error("E242", "`[*]` selects existing devices; declare a range instead",
                        d.ref.span, f"for example `device {d.ref.name.text}[0..3]`")
+            failed.add(d.ref.name.text)
             continue
         names = _expand_decl(sink, d.ref)
+        if not names:
+            failed.add(d.ref.name.text)
         if len(names) > budget.devices:
             max_devices = limits.active().devices
             where = (f"cluster `{cname}` would have" if len(devices) + len(names) > max_devices
@@ -78,7 +82,7 @@ def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
     if not decl.devices:  # no plan could run on it (every algorithm divides by its size)
         sink.error("E247", f"cluster `{cname}` has no devices", decl.name.span,
                    "declare them, for example `device gpu[0..3] { memory 16 GiB }`")
-    links = _lower_links(sink, decl, index, budget)
+    links = _lower_links(sink, decl, index, budget, failed)
     if links is None:
         return None
     # counted, not listed: 1,024 devices and no link miss a million pairs (every key of
@@ -98,7 +102,7 @@ def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
 
 
 def _lower_links(sink: DiagnosticSink, decl: ast.ClusterDecl, index: dict[str, int],
-                 left: Budget) -> dict[tuple[int, int], Link] | None:
+                 left: Budget, failed: set[str]) -> dict[tuple[int, int], Link] | None:
     """The links of a cluster by (src, dst); None (reported, E013) when its statements,
     with those of the load's clusters before it, name more device pairs than the
     `link_pairs` limit, counted before any pair is built. A device listed twice on one side
@@ -122,8 +126,8 @@ def _lower_links(sink: DiagnosticSink, decl: ast.ClusterDecl, index: dict[str, i
                        "for example `bandwidth 25 GB/s`")
             bw = None
         lat = attrs.quantity("latency") or 0.0
-        srcs = _resolve_side(sink, lk.srcs, index, groups, cname)
-        dsts = _resolve_side(sink, lk.dsts, index, groups, cname)
+        srcs = _resolve_side(sink, lk.srcs, index, groups, cname, failed)
+        dsts = _resolve_side(sink, lk.dsts, index, groups, cname, failed)
         pairs = len(srcs) * len(dsts) * (2 if lk.both_ways else 1)
         if pairs > budget:
             lim = limits.active().link_pairs
@@ -148,9 +152,10 @@ def _lower_links(sink: DiagnosticSink, decl: ast.ClusterDecl, index: dict[str, i
 
 
 def _resolve_side(sink: DiagnosticSink, refs: Sequence[ast.DevRef], index: dict[str, int],
-                  groups: dict[str, list[int]], cname: str) -> list[int]:
+                  groups: dict[str, list[int]], cname: str, failed: set[str]) -> list[int]:
     """The devices one side of a link names, each once, in order of first mention; the
-    same reference written again is not expanded again."""
+    same reference written again is not expanded again, and one of a range whose
+    declaration was refused (`failed`: E242, E245, E246, said there) is not reported."""
     out: dict[int, None] = {}
     done: set[tuple[str, str, int, int]] = set()
     for r in refs:
@@ -158,6 +163,9 @@ def _resolve_side(sink: DiagnosticSink, refs: Sequence[ast.DevRef], index: dict[
         if key in done:
             continue
         done.add(key)
+        digits = _TRAILING_DIGITS.search(r.name.text) if r.kind == "name" else None
+        if (r.name.text if digits is None else r.name.text[: digits.start()]) in failed:
+            continue
         if r.kind == "wild":
             hits = groups.get(r.name.text, [])
             if not hits:
