@@ -465,8 +465,9 @@ class _Reader:
         self.cur = self.next()
         lo = self.take()
         if _is(lo, "*"):
+            close = self.cur
             self.punct("]")
-            return ast.DevRef("wild", prefix, 0, 0, prefix.span)
+            return ast.DevRef("wild", prefix, 0, 0, self.join(prefix.span, self.span(close)))
         self.punct("..")
         hi = self.take()
         self.punct("]")

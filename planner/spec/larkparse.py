@@ -29,6 +29,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def __init__(self) -> None:
         super().__init__(visit_tokens=False)
         self.file = "<string>"
+        self.text = ""  # what is parsed: `devwild` finds its `]` there
         self.comments: list[Any] = []
 
     def _span(self, tok: Any) -> Span:
@@ -81,8 +82,17 @@ class _Builder(Transformer):  # type: ignore[type-arg]
                           self._join(n.span, self._span(hi)))
 
     def devwild(self, c: list[Any]) -> ast.DevRef:
+        """`gpu[*]`, its span up to the `]` (Lark hands over the name alone)."""
         n: ast.Name = c[0]
-        return ast.DevRef("wild", n, 0, 0, n.span)
+        tail = _WILD_TAIL.match(self.text, n.span.end)
+        assert tail is not None  # the grammar read these tokens there
+        text = tail.group(0)
+        lines = text.count("\n")
+        end_col = (n.span.end_column + len(text) if not lines
+                   else len(text) - text.rfind("\n"))
+        return ast.DevRef("wild", n, 0, 0, Span(
+            self.file, n.span.line, n.span.column, n.span.end_line + lines, end_col,
+            n.span.start, tail.end()))
 
     def devlist(self, c: list[Any]) -> tuple[ast.DevRef, ...]:
         return tuple(c)
@@ -143,6 +153,9 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return tuple(c)
 
 
+#: `[*]` after a name, blanks and comments between: a wildcard reference up to its `]`
+_GAPS = r"(?:[ \t\r\n\f]|#[^\n]*)*"
+_WILD_TAIL = re.compile(rf"{_GAPS}\[{_GAPS}\*{_GAPS}\]")
 _QUANTITY_SPLIT = re.compile(r"([0-9][0-9_.eE+\-]*?)[ \t]*([A-Za-z/]+)$")
 
 
@@ -184,6 +197,7 @@ def parse_lark(text: str, file: str = "<string>") -> ast.Module:
     p = _parser()
     with p.lock:
         p.builder.file = file
+        p.builder.text = text
         p.builder.comments.clear()
         try:
             # the builder's `start` makes the tree a tuple of top-level items
