@@ -180,9 +180,9 @@ def _resolve_side(sink: DiagnosticSink, refs: Sequence[ast.DevRef], index: dict[
 def _wild_hints(sink: DiagnosticSink, prefix: str, index: dict[str, int],
                 groups: dict[str, list[int]], cname: str) -> tuple[str, ...]:
     """E206's hint: a close prefix that `[*]` would match, else the cluster's devices."""
-    close = () if sink.full else did_you_mean(f"{prefix}[*]", (f"{g}[*]" for g in groups))
-    if close:
-        return close
+    close = () if sink.full else did_you_mean(prefix, groups)  # the prefixes alone: a
+    if close:  # shared `[*]` made `x[*]` look like `tpu[*]`
+        return (close[0].replace("`?", "[*]`?"),)
     return (f"`{prefix}[*]` selects the devices named `{prefix}` and digits",
             *device_hints(sink, prefix, index, cname)[-1:]) if index else ()
 
