@@ -363,3 +363,28 @@ def test_the_node_budget_reaches_highs_and_no_other_solver(
     assert seen.get("mip_max_nodes") == (17 if solver == "highs" else None)
     gap = backends.profile(solver).gap
     assert gap and seen[gap] == 0.01  # the profile's options are there beside it
+
+
+@pytest.mark.parametrize("solver", ["highs", "cbc", "glpk"])
+def test_a_solver_without_the_node_budget_gets_the_time_limit_itself(
+        solver: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wall-clock safety cap (3 × the limit + 1 s) is for HiGHS, which stops at its node
+    budget; CBC and GLPK have no node budget, so the cap was their real limit: CBC under
+    `--time-limit 20` ran 61 s, plus the watchdog's grace, 81 s."""
+    if not backends.available(solver):
+        pytest.skip(f"{solver} is not installed (solvers/install.sh)")
+    from planner.algorithms.pipeilp import solve as pipeilp_solve
+    walls: list[float] = []
+
+    def record(model: Any, options: Options, wall_s: float, nodes: int, warm: bool) -> Any:
+        walls.append(wall_s)
+        return backends.Outcome("error", f"{solver} failed: stopped by the test")
+
+    monkeypatch.setattr(pipeilp_solve, "_run_solver", record)
+    solution = run("pipeilp", chain(6, 3), Options(time_limit_s=2.0, solver=solver))
+    assert walls, "no solve was attempted"
+    if solver == "highs":
+        assert max(walls) > 2.0  # the node budget ends its search; the clock only caps it
+    else:
+        assert max(walls) <= 2.0
+    assert solution.status == "fallback"

@@ -34,10 +34,11 @@ log = logging.getLogger("planner")
 #: 2-core machine, the fork-join spec's 547-row model ran about 320 nodes a second, 1.7e5
 #: row-nodes; a third of that, so the budget ends well within the limit when a core is free)
 NODE_ROWS_PER_S = 3e4
-#: models up to this many rows stop at the node budget, with the clock as a safety cap of
-#: `WALL_CAP_FACTOR` times the limit plus `WALL_CAP_EXTRA_S` (as CP-SAT's); larger ones at
-#: the limit itself: their root node alone can take longer than any budget, so a budget
-#: would not keep the time limit's promise
+#: HiGHS's models up to this many rows stop at the node budget, with the clock as a safety
+#: cap of `WALL_CAP_FACTOR` times the limit plus `WALL_CAP_EXTRA_S` (as CP-SAT's); larger
+#: ones at the limit itself: their root node alone can take longer than any budget, so a
+#: budget would not keep the time limit's promise. Other solvers get no node budget, so
+#: the limit itself is theirs (CBC under `--time-limit 20` ran 81 s with the cap)
 BUDGETED_ROWS = 4000
 
 
@@ -101,8 +102,10 @@ def _attempt(problem: Problem, orders: _Orders, warm: _Warm | None, options: Opt
         options.progress(0.1, f"solving with {options.solver}")
     t1 = time.perf_counter()
     nodes = node_budget(options.time_limit_s, ilp.rows)
+    # only HiGHS takes the node budget: for any other solver the clock is the limit itself
+    budgeted = _takes_nodes(options.solver) and ilp.rows <= BUDGETED_ROWS
     cap_s = options.time_limit_s
-    if ilp.rows <= BUDGETED_ROWS:  # the budget ends the search; the clock is a safety cap
+    if budgeted:  # the budget ends the search; the clock is a safety cap
         cap_s = WALL_CAP_FACTOR * options.time_limit_s + WALL_CAP_EXTRA_S
     if ilp.contradiction:
         outcome = backends.Outcome("infeasible", "the model is infeasible as built")
@@ -114,7 +117,9 @@ def _attempt(problem: Problem, orders: _Orders, warm: _Warm | None, options: Opt
                             "rows": ilp.rows, "nodes": nodes}
     if "time limit" in outcome.message:
         info["reason"] = (f"the clock ({cap_s:.3g} s) ended the search before its budget of "
-                          f"{nodes} nodes: another run may give another plan")
+                          f"{nodes} nodes: another run may give another plan" if budgeted else
+                          f"the time limit ({cap_s:.3g} s) ended the search: another run may "
+                          "give another plan")
     if options.progress:
         options.progress(1.0, f"{options.solver}: {outcome.status}")
     return _Attempt(ilp, outcome, info)
@@ -214,15 +219,20 @@ def node_budget(limit_s: float, rows: int) -> int:
     return max(1, math.floor(NODE_ROWS_PER_S * limit_s / max(rows, 1)))
 
 
+def _takes_nodes(name: str) -> bool:
+    """Whether solver `name` is given the node budget (HiGHS: `mip_max_nodes`)."""
+    return backends.profile(name).pyomo == "appsi_highs"
+
+
 def _run_solver(model: Any, options: Options, wall_s: float, nodes: int,
                 warm: bool) -> Any:
     """Solve with `options.solver`; HiGHS also stops at `nodes` nodes (`node_budget`)."""
     name = options.solver
-    highs = backends.profile(name).pyomo == "appsi_highs"
     return backends.solve_pyomo(model, name, time_limit_s=wall_s, gap=options.gap,
                                 threads=backends.threads_for(name), warm_start=warm,
                                 seed=options.seed,
-                                options={"mip_max_nodes": nodes} if highs else None)
+                                options={"mip_max_nodes": nodes} if _takes_nodes(name)
+                                else None)
 
 
 def _horizon(problem: Problem, data: _Data) -> float:
