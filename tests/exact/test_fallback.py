@@ -175,24 +175,32 @@ def test_a_solver_that_raises_in_its_thread_falls_back_with_the_reason(
     assert "Traceback" not in capfd.readouterr().err  # nothing escaped the worker thread
 
 
+def _signal_cbc(after_s: float, sig: int, pids: list[int], wait_s: float = 30.0
+                ) -> threading.Thread:
+    """A started thread that waits for this process's `cbc` child, lets it run `after_s`,
+    sends it `sig` and adds its pids to `pids`."""
+
+    def send() -> None:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and not pids:
+            found = backends.solver_children("cbc")
+            if found:
+                time.sleep(after_s)
+                for pid in found:
+                    os.kill(pid, sig)
+                pids.extend(found)
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
 def test_solver_killed_mid_solve_falls_back() -> None:
     _need("cbc")
     problem = layered_problem(5, 60, 4)
     killed: list[int] = []
-
-    def killer() -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not killed:
-            pids = backends.solver_children("cbc")
-            if pids:
-                time.sleep(0.3)  # let it get going
-                for pid in pids:
-                    os.kill(pid, signal.SIGKILL)
-                killed.extend(pids)
-            time.sleep(0.05)
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
+    thread = _signal_cbc(0.3, signal.SIGKILL, killed)  # 0.3 s: let it get going
     t0 = time.monotonic()
     sol = run("ilp", problem, Options(solver="cbc", time_limit_s=60.0))
     thread.join(5)
@@ -222,6 +230,35 @@ def test_watchdog_kills_a_solver_that_ignores_its_limit(monkeypatch: pytest.Monk
     assert sol.status == "fallback"
     assert "overran its time limit" in sol.info["reason"]
     assert backends.solver_children("cbc") == []
+
+
+def test_cbc_stops_at_its_limit_in_wall_clock_time_on_a_busy_machine(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """CBC's `sec` counts CPU seconds unless `timeMode elapsed`: on a busy 2-core machine
+    `--time-limit 5` ran 11.3 s and the watchdog killed CBC (fallback, incumbent lost).
+    Here CBC runs 1 s, then is held stopped 6 s (no CPU time, as a busy machine gives it
+    little): by the wall clock its limit is over when it resumes, and it stops within
+    0.6-1.2 s; counting CPU time, it searched on for the rest of its limit (4.5-5 s)."""
+    _need("cbc")
+    monkeypatch.setattr(backends, "WATCHDOG_GRACE_S", 60.0)  # no kill: measure CBC itself
+    held: list[int] = []
+    resumed: list[float] = []
+    stopper = _signal_cbc(1.0, signal.SIGSTOP, held)  # 1 s: past reading the model
+
+    def resume() -> None:
+        stopper.join()
+        time.sleep(6.0)
+        for pid in held:
+            os.kill(pid, signal.SIGCONT)
+        resumed.append(time.monotonic())
+
+    resumer = threading.Thread(target=resume, daemon=True)
+    resumer.start()
+    sol = run("ilp", layered_problem(5, 60, 4), Options(solver="cbc", time_limit_s=6.0))
+    resumer.join(15)
+    assert held and resumed, "cbc never started"
+    assert sol.info["solver_status"] in ("feasible", "optimal"), sol.info
+    assert time.monotonic() - resumed[0] < 3.0
 
 
 @pytest.mark.parametrize(("algo", "solver"), [("cpsat", "highs"), ("ilp", "highs"),
