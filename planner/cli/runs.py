@@ -358,7 +358,7 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
             "planning time": format_seconds(solution.planning_s),
             **fmt_info(info, _solver_fields(info, solution.status)),
             **({"gap": ""} if "gap" in info or "bound_s" in info else {}),
-            **fmt_info(info, ("reason", "data_parallel"))}
+            **fmt_info(info, ("reason", "data_parallel", *_why(info, solution.status)))}
     result, bounds, gap = emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, info=info)
     fits, view = report_pipeline(problem, solution.plan, report, bounds,
@@ -409,6 +409,14 @@ def _solver_fields(info: Mapping[str, Any], status: str) -> tuple[str, ...]:
     if "solver" not in info or info.get("chosen", "cpsat") != "cpsat":
         return ()
     return ("solver",) if status == "fallback" else ("solver", "objective_s")
+
+
+def _why(info: Mapping[str, Any], status: str) -> tuple[str, ...]:
+    """The `why` line of a solver's plan that is not proved optimal (`feasible`): what
+    stopped it (its time limit, its work limit), else a time-limited run and a proof that
+    the solver's model is not the spec's would look alike."""
+    return ("why",) if status == "feasible" and "solver_status" in info \
+        and "chosen" not in info else ()
 
 
 def _split_note(info: Mapping[str, Any]) -> str:

@@ -70,3 +70,38 @@ def test_the_static_models_bound_is_not_used_under_liveness() -> None:
     assert v.status == "feasible"
     assert v.bound_s == pytest.approx(6 * MS)
     assert v.gap == pytest.approx((7 - 6) / 6)
+
+
+@pytest.mark.parametrize(("algo", "solver", "said"), [
+    ("ilp", "highs", "highs stopped: its time limit was reached"),
+    ("ilp", "cbc", "cbc stopped: its time limit was reached"),
+    ("cpsat", "highs", "CP-SAT found a plan; "),
+])
+def test_a_plan_the_limit_left_unproved_says_what_stopped_the_solver(
+        algo: str, solver: str, said: str, tmp_path: Path) -> None:
+    """Before: a run its time limit ended printed `feasible` and a gap, and `why` said only
+    "no proof of optimality", as for a plan whose solver was never going to prove it: the
+    user could not tell that a longer --time-limit might close the gap."""
+    from planner.algorithms.exact import backends
+
+    from .instances import layered_problem
+
+    if not backends.available(solver):
+        pytest.skip(f"{solver} is not installed (solvers/install.sh)")
+    sol = run(algo, layered_problem(7, 60, 4), Options(solver=solver, time_limit_s=1.0))
+    assert sol.status == "feasible"
+    assert sol.info["why"].startswith(f"no proof of optimality; {said}"), sol.info["why"]
+    if algo == "cpsat":
+        assert ("work limit (from --time-limit) ended the search" in sol.info["why"]) != (
+            "safety cap" in sol.info["why"])
+
+
+def test_the_terminal_shows_why_a_solver_plan_is_not_proved(tmp_path: Path) -> None:
+    from tests.cli.helpers import invoke
+
+    spec = tmp_path / "s.plan"
+    spec.write_text(SPEC.read_text())
+    code, out, _ = invoke(["solve", "s.plan", "--plan", "six_device", "--algo", "cpsat"],
+                          tmp_path)
+    assert code == 0 and "feasible" in out
+    assert "why" in out and "contention none" in out, out

@@ -215,6 +215,10 @@ def conclude(
     if plan is not None and outcome in ("optimal", "feasible"):
         verdict = judge(problem, plan, **claims)
         if verdict.feasible:
+            if outcome == "feasible" and verdict.status == "feasible" and message:
+                # a limit stopped the solver: say which, or a user cannot tell it from a proof
+                said = message if message.startswith("CP-SAT") else f"{solver} stopped: {message}"
+                verdict = dataclasses.replace(verdict, why=f"{verdict.why}; {said}")
             return _judged(problem, warm, plan, verdict, claims, info, algorithm, makespan)
         outcome, message = "nosolution", f"{message}; the simulator rejected its plan"
     return _fallback(inst, warm, info, algorithm=algorithm, solver=solver, outcome=outcome,

@@ -473,7 +473,10 @@ def _said(status: str, capped: bool) -> str:
     if status == "MODEL_INVALID":
         return ("CP-SAT could not use the model planner built (numbers out of its range, "
                 "or a bug in planner: please report it with the spec)")
-    return {"OPTIMAL": "CP-SAT proved its model optimal", "FEASIBLE": "CP-SAT found a plan",
+    if status == "FEASIBLE":  # a plan, and the search ended before a proof
+        return ("CP-SAT found a plan; the wall-clock safety cap ended its search" if capped
+                else "CP-SAT found a plan; its work limit (from --time-limit) ended the search")
+    return {"OPTIMAL": "CP-SAT proved its model optimal",
             "INFEASIBLE": "CP-SAT proved its model infeasible"}.get(
         status, f"CP-SAT stopped with status {status}")
 
