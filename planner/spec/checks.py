@@ -33,10 +33,14 @@ def memory_diagnostics(problem: Problem, loc: Locations | None = None) -> list[D
 def locate_proofs(problem: Problem, diagnostics: Sequence[Diagnostic], loc: Locations
                   ) -> tuple[Diagnostic, ...]:
     """`diagnostics` (an algorithm's, which knows no spec) with each proof among them
-    located where `check` puts it (the op, the pin, the plan), so that `solve` says where."""
+    located where `check` puts it (the op, the pin, the plan), so that `solve` says where;
+    any other that names no declaration (E704, the exact solvers' E813, E818, E707) at the
+    plan that asked."""
     unlocated = [p.diagnostic() for p in proofs(problem)]
     where = dict(zip(unlocated, memory_diagnostics(problem, loc), strict=True))
-    return tuple(where.get(d, d) if d.span is None else d for d in diagnostics)
+    plan = loc.plans.get(problem.name)
+    return tuple(d if d.span is not None else where.get(d, replace(d, span=plan))
+                 for d in diagnostics)
 
 
 def plan_diagnostics(problems: Iterable[Problem], loc: Locations | None = None

@@ -70,6 +70,45 @@ def test_infeasible_memory_exits_3_with_a_diagnosis(tmp_path: Path) -> None:
             "holds 19.07 MiB") in err
 
 
+PAIRWISE = """
+cluster duo {
+  device gpu[0..1] { memory 10 GiB }
+  link gpu0 <-> gpu1 { bandwidth 10 GB/s  latency 1 us }
+}
+graph g {
+  op a { time 1 ms  params 6 GiB  output 1 MB }
+  op b { time 2 ms  params 6 GiB  output 1 MB }
+  op c { time 3 ms  params 6 GiB  output 1 MB }
+  a -> c
+  b -> c
+}
+plan p { graph g  cluster duo }
+"""
+
+
+@pytest.mark.parametrize("algo", ["ilp", "cpsat", "msct", "auto"])
+def test_a_proof_that_no_plan_fits_is_located_as_check_locates_it(tmp_path: Path,
+                                                                  algo: str) -> None:
+    """Before: `solve` printed `error[E307]: 3 units ...` with no file:line:col, where
+    `check` says `s.plan:9:6: error[E307]: ...` and points at op `c`."""
+    (tmp_path / "s.plan").write_text(PAIRWISE)
+    code, _, err = invoke(["solve", "s.plan", "--algo", algo], tmp_path)
+    assert code == 3
+    assert err.startswith("s.plan:9:6: error[E307]: 3 units"), err
+    code, out, _ = invoke(["solve", "s.plan", "--algo", algo, "--json"], tmp_path)
+    diag = json.loads(out)["diagnostics"][0]
+    assert (code, diag["code"], diag["file"], diag["line"], diag["column"]) == (
+        3, "E307", "s.plan", 9, 6)
+
+
+def test_a_heuristic_that_finds_no_plan_says_so_at_the_plan(tmp_path: Path) -> None:
+    """E704 is no proof and names no declaration: it is shown at the plan that asked."""
+    (tmp_path / "s.plan").write_text(PAIRWISE.replace("10 GiB", "13 GiB"))
+    code, _, err = invoke(["solve", "s.plan", "--algo", "msct"], tmp_path)
+    assert code == 3
+    assert err.startswith("s.plan:13:6: error[E704]: `msct` ran out of memory"), err
+
+
 def test_unknown_algorithm_is_a_usage_error_with_a_suggestion(tmp_path: Path) -> None:
     (tmp_path / "s.plan").write_text(SPEC)
     code, _, err = invoke(["solve", "s.plan", "--algo", "msc"], tmp_path)
