@@ -49,7 +49,10 @@ stage count, the least period exact for its model: `planner.algorithms.pipedp`, 
 sized to the time limit), the uniform split, and the cut moves of `pipecuts` from pipedp's
 best candidates (judged by the simulated iteration, within half the limit's simulations),
 and keeps the one whose simulated (on big graphs: estimated, and no cut moves) iteration
-is shortest among those that fit; `info["candidates"]` has their iterations.
+is shortest among those that fit; `info["candidates"]` has their iterations. Where no
+contiguous split fits without recomputing activations (pipedp's E707), it plans the best
+recomputing contiguous split that fits (`pipeilp.recomputing`, no solver: `info["recompute"]`
+names the devices that recompute), and says E707 only where none fits either.
 
 `info`: `chosen` (the algorithm whose plan is returned), `candidates` (name -> simulated
 makespan, None when infeasible or skipped; `search` and `cpsat` when they improved the
@@ -72,11 +75,12 @@ from ..errors import InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
 from ..pipeline.schedule import run as run_pipeline
+from ..pipeline.schedule import run_planned
 from ..pipeline.split import fits, off_devices, split_of, stage_bytes
 from ..plan import Plan
 from ..simulate import simulate
 from ..units import format_seconds
-from . import pipecuts, pipedp, pipehybrid, search
+from . import pipecuts, pipedp, pipehybrid, pipeilp, search
 from .base import Interrupted, Options, Solution
 from .baselines.uniform import place as run_uniform
 from .clock import CUT, LOAD_HEADROOM, cap
@@ -222,7 +226,10 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
             "candidates": {"hybrid": fixed.info["iteration_s"]}}))
     deadline = cap(options.time_limit_s)
     cells = splitdp.cells_for(options.time_limit_s)
-    searched = pipedp.search_within(problem, options, cells)
+    try:
+        searched = pipedp.search_within(problem, options, cells)
+    except InfeasibleError as err:
+        return _recomputing(problem, err)
     best = searched.solution
     uniform = run_uniform(problem, options)
     simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
@@ -252,6 +259,25 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
                 best, chosen = mixed, "hybrid"
     info = _chosen_info(problem, searched, best, chosen, figures, simulated)
     return dataclasses.replace(best, info=MappingProxyType(info))
+
+
+def _recomputing(problem: Problem, err: InfeasibleError) -> Solution:
+    """Where no contiguous split fits without recomputing (pipedp's E707): the best that
+    fits with its devices recomputing where that makes them fit, as `pipeilp` starts
+    from; else pipedp's diagnosis stands."""
+    if not any(d.code == "E707" for d in err.diagnostics):
+        raise err  # a proof that no placement exists at all (planner.facts)
+    found = pipeilp.recomputing(problem)
+    if found is None:
+        raise err
+    iteration = run_planned(problem, found.plan.placement, problem.pipeline or Pipeline(),
+                            found.info).iteration_s
+    chosen = "recomputing contiguous split"
+    return dataclasses.replace(found, info=MappingProxyType({
+        **found.info, "chosen": chosen, "compared_by": "simulated iteration",
+        "iteration_s": iteration, "candidates": {chosen: iteration},
+        "why": "no contiguous split fits the memory without recomputing activations "
+               f"(pipedp: {err.diagnostics[0].message})"}))
 
 
 def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, chosen: str,

@@ -242,7 +242,9 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float) -> InfeasibleE
             "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "
             "devices' memory", None,
             ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
-             "fewer activations; or give the devices more `memory`",)))
+             "fewer activations; or give the devices more `memory`",
+             "`--algo auto` and `--algo pipeilp` recompute activations on the devices where "
+             "that makes a split fit")))
     return InfeasibleError(Diagnostic(
         "E707", f"no contiguous pipeline split of plan `{problem.name}` honours the devices "
         "its units may use, whatever the memory: the pins (or op times) put units in an order "

@@ -26,7 +26,7 @@ from .data import _Data, _data
 from .model import _emit, _Model
 from .orders import _Orders, _orders, _relabel, _relaxed
 from .verdict import _judge, _none_found, _solution
-from .warm import _as_warm, _placement, _Warm, _warm_starts, runs
+from .warm import _as_warm, _placement, _Warm, _warm_starts, recomputing_split, runs
 
 log = logging.getLogger("planner")
 
@@ -64,6 +64,17 @@ def place(problem: Problem, options: Options) -> Solution:
                                    MappingProxyType({"warm_start": warm.source,
                                                      "reason": "interrupted before the "
                                                      "solver answered"}))) from None
+
+
+def recomputing(problem: Problem) -> Solution | None:
+    """The best recomputing contiguous split (`warm.recomputing_split`) as a plan, with its
+    period, bound and the devices that recompute; None when none fits. No solver runs: it
+    is what `auto` plans where no contiguous split fits without recomputing."""
+    best = recomputing_split(problem)
+    if best is None:
+        return None
+    return _solution(problem, best, "feasible", pipeline_bound(problem).period_s,
+                     {"warm_start": best.source})
 
 
 def warm_up(problem: Problem, options: Options) -> None:

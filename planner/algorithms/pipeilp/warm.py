@@ -63,13 +63,32 @@ def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, list
         mine = _as_warm(problem, dp.plan.placement, "pipedp")
         if mine is not None:
             found.append(mine)
+    found.extend(_contiguous_warms(problem))
+    return _first_running(problem, found), notes
+
+
+def recomputing_split(problem: Problem) -> _Warm | None:
+    """The contiguous split of least period, each stage's device recomputing exactly when
+    that makes it fit (`contiguous_splits`), that fits and whose pipeline finishes; None
+    when none does. What `auto` plans where no split fits without recomputing."""
+    return _first_running(problem, _contiguous_warms(problem))
+
+
+def _contiguous_warms(problem: Problem) -> list[_Warm]:
+    """The recomputing contiguous splits that fit, as warm starts."""
+    found: list[_Warm] = []
     for split in contiguous_splits(problem).values():
         split_warm = _as_warm(problem, split.placement(problem), "contiguous split")
         if split_warm is not None:
             found.append(dataclasses.replace(split_warm, source="recomputing contiguous split")
                          if split_warm.evaluation.recompute else split_warm)
+    return found
+
+
+def _first_running(problem: Problem, found: list[_Warm]) -> _Warm | None:
+    """The warm start of least period (then fewer devices) whose pipeline finishes."""
     found.sort(key=lambda w: (w.evaluation.period_s, len(w.evaluation.ranks)))
-    return next((w for w in found if runs(problem, w)), None), notes
+    return next((w for w in found if runs(problem, w)), None)
 
 
 def runs(problem: Problem, w: _Warm) -> bool:
