@@ -96,6 +96,10 @@ from .base import Options, Solution
 from .clock import LOAD_HEADROOM
 from .infeasible import diagnose
 
+#: E707's hint, where the memory caps leave no split, for the algorithm that never
+#: recomputes (pipeilp, which starts from pipedp, leaves it out of what it reports)
+RECOMPUTE_HINT = ("`--algo pipeilp` places each unit on any device it may use and recomputes "
+                  "activations on the devices where that makes them fit")
 #: copies of the graph's ops (micro-batches x ops) up to which a candidate is simulated
 MAX_SIMULATED_OPS = 200_000
 #: copied ops the simulator runs per second of a time limit on an idle machine (80,000 of a
@@ -243,8 +247,7 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float) -> InfeasibleE
             "devices' memory", None,
             ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
              "fewer activations; or give the devices more `memory`",
-             "`--algo auto` and `--algo pipeilp` recompute activations on the devices where "
-             "that makes a split fit")))
+             RECOMPUTE_HINT)))
     return InfeasibleError(Diagnostic(
         "E707", f"no contiguous pipeline split of plan `{problem.name}` honours the devices "
         "its units may use, whatever the memory: the pins (or op times) put units in an order "

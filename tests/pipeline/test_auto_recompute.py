@@ -73,3 +73,19 @@ def test_auto_plan_file_simulates_as_planned(tmp_path: Path) -> None:
     assert code == 0, err
     simulated = json.loads(out)["result"]
     assert simulated["pipeline"]["iteration_s"] == solved["pipeline"]["iteration_s"]
+
+
+def test_where_even_recomputing_fails_no_hint_names_the_algorithm_that_ran() -> None:
+    """At 8 MB a device, nothing fits even recomputing: `auto` keeps pipedp's E707 (whose
+    hint names `pipeilp`), and `pipeilp` proves it (E708) without telling the user to run
+    `pipeilp`, the algorithm that just ran."""
+    problem = planner.loads(SPEC.replace("memory 20 MB", "memory 8 MB")).plan("p")
+    for algorithm, codes in (("auto", ["E707"]), ("pipeilp", ["E707", "E708"])):
+        try:
+            planner.solve(problem, algorithm, time_limit_s=2)
+        except InfeasibleError as err:
+            assert [d.code for d in err.diagnostics] == codes, algorithm
+            said = " ".join(h for d in err.diagnostics for h in d.hints)
+            assert ("--algo pipeilp" in said) == (algorithm == "auto"), said
+        else:
+            raise AssertionError(f"{algorithm} found a plan at 8 MB a device")

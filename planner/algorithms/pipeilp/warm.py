@@ -58,7 +58,8 @@ def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, list
     except InfeasibleError as err:
         if not any(d.code == "E707" for d in err.diagnostics):
             raise  # a proof that no placement exists at all (planner.facts)
-        notes.extend(err.diagnostics)
+        notes.extend(dataclasses.replace(d, hints=tuple(
+            h for h in d.hints if h != pipedp.RECOMPUTE_HINT)) for d in err.diagnostics)
     else:
         mine = _as_warm(problem, dp.plan.placement, "pipedp")
         if mine is not None:
