@@ -183,7 +183,8 @@ def identical_pipelines(problem: Problem, options: Options,
     """`data_parallel N` for a solver of one pipeline (`pipeilp`): N identical pipelines,
     stage k of each on device k of its block of N consecutive devices, so the solver plans
     one pipeline over the first device of each block (its links, its pins), with its
-    share of the micro-batches, ceil(M / N), in flight, and a DDP bucket less memory; each
+    share of the micro-batches, ceil(M / N), in flight, and a DDP bucket less than the
+    least memory of its block (each device of a block holds a replica of its stages); each
     of its stages is then replicated over its block. The all-reduce is not in the solver's
     model: the plan is judged by the simulator, and at best `feasible`."""
     pipeline = problem.pipeline or Pipeline()
@@ -193,9 +194,12 @@ def identical_pipelines(problem: Problem, options: Options,
     slot = {d: k for k, d in enumerate(reps)}
     _check_pins(problem, n)
     cluster = problem.cluster
+    # every device of a block holds a replica of the block's stages: the least of them
+    # caps the stage (the first device's memory alone let a smaller replica overflow)
     sub = Cluster(cluster.name, tuple(
         dataclasses.replace(cluster.devices[d], memory_bytes=max(
-            0, cluster.devices[d].memory_bytes - hybrid.DDP_BUCKET_BYTES)) for d in reps),
+            0, min(x.memory_bytes for x in cluster.devices[d:d + n])
+            - hybrid.DDP_BUCKET_BYTES)) for d in reps),
         tuple(dataclasses.replace(lk, src=slot[lk.src], dst=slot[lk.dst])
               for lk in cluster.links if lk.src in slot and lk.dst in slot))
     one = dataclasses.replace(pipeline, data_parallel=1, microbatches=ceil_share(pipeline, n))

@@ -10,8 +10,9 @@ Megatron's full recomputation and `torch.utils.checkpoint` do). That is what let
 fit that otherwise would not.
 
 **Replicated stages.** Under `data_parallel N` it plans one of N identical pipelines over
-the first device of each block of N (`pipehybrid.identical_pipelines`: the replicas'
-all-reduce is the simulator's alone, so the plan is at best `feasible`); under
+the first device of each block of N, capped by the least memory of its block, whose every
+device holds a replica (`pipehybrid.identical_pipelines`: the replicas' all-reduce is the
+simulator's alone, so the plan is at best `feasible`); under
 `data_parallel auto` it plans one pipeline (`hybrid` and `auto` choose replicas).
 
 **What is minimised** is the pipeline's period T (`planner.pipeline.split`), for any
