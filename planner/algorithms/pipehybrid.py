@@ -56,7 +56,7 @@ from ..cost import (
     stage_memory,
     transfer_seconds_array,
 )
-from ..errors import Diagnostic, InfeasibleError
+from ..errors import Diagnostic, InfeasibleError, SearchLimitError
 from ..model import Cluster, Pipeline, Problem, derived
 from ..pipeline import hybrid
 from ..pipeline.schedule import run as run_pipeline
@@ -64,6 +64,7 @@ from ..pipeline.split import Split, fits, split_of, stage_bytes
 from ..pipeline.splitdp import candidate_cuts
 from ..pipeline.units import Units, units
 from ..plan import Plan
+from ..units import format_bytes
 from . import pipedp
 from .base import Options, Solution
 from .pipedp import MAX_SIMULATED_OPS
@@ -183,33 +184,37 @@ def identical_pipelines(problem: Problem, options: Options,
     """`data_parallel N` for a solver of one pipeline (`pipeilp`): N identical pipelines,
     stage k of each on device k of its block of N consecutive devices, so the solver plans
     one pipeline over the first device of each block (its links, its pins), with its
-    share of the micro-batches, ceil(M / N), in flight, and a DDP bucket less than the
-    least memory of its block (each device of a block holds a replica of its stages); each
-    of its stages is then replicated over its block. The all-reduce is not in the solver's
-    model: the plan is judged by the simulator, and at best `feasible`."""
+    share of the micro-batches, ceil(M / N), in flight, and the least memory of its block
+    (each device of a block holds a replica of its stages) less a DDP bucket of every
+    gradient, at most 25 MiB; each of its stages is then replicated over its block. A
+    stage with fewer gradients holds a smaller bucket, so where nothing fits so, the
+    solver runs again with no bucket (a relaxation): its proof stands, and its plan is
+    kept where it fits as simulated, else E709 (no proof). The all-reduce is not in the
+    solver's model: the plan is judged by the simulator, and at best `feasible`."""
     pipeline = problem.pipeline or Pipeline()
     n = int(pipeline.data_parallel)
-    m = len(problem.cluster.devices)
-    reps = list(range(0, m - n + 1, n))
-    slot = {d: k for k, d in enumerate(reps)}
     _check_pins(problem, n)
-    cluster = problem.cluster
-    # every device of a block holds a replica of the block's stages: the least of them
-    # caps the stage (the first device's memory alone let a smaller replica overflow)
-    sub = Cluster(cluster.name, tuple(
-        dataclasses.replace(cluster.devices[d], memory_bytes=max(
-            0, min(x.memory_bytes for x in cluster.devices[d:d + n])
-            - hybrid.DDP_BUCKET_BYTES)) for d in reps),
-        tuple(dataclasses.replace(lk, src=slot[lk.src], dst=slot[lk.dst])
-              for lk in cluster.links if lk.src in slot and lk.dst in slot))
-    one = dataclasses.replace(pipeline, data_parallel=1, microbatches=ceil_share(pipeline, n))
-    planned = solve(Problem(problem.name, problem.graph, sub, problem.memory_model,
-                            problem.contention, MappingProxyType(
-                                {i: slot[d] for i, d in problem.pins.items()}),
-                            pipeline=one), options)
+    reps = list(range(0, len(problem.cluster.devices) - n + 1, n))
+    bucket = hybrid.bucket_bytes(sum(op.params_bytes for op in problem.graph.ops), n)
+    try:
+        planned = solve(_one_pipeline(problem, n, reps, bucket), options)
+        relaxed = False
+    except InfeasibleError:
+        if not bucket:
+            raise
+        planned, relaxed = solve(_one_pipeline(problem, n, reps, 0.0), options), True
     placement = tuple(reps[d] for d in planned.plan.placement)
     groups = {reps[d]: tuple(range(reps[d], reps[d] + n)) for d in set(planned.plan.placement)}
-    ran = run_pipeline(problem, placement, pipeline, (), groups)
+    index = problem.cluster.device_index
+    ran = run_pipeline(problem, placement, pipeline,
+                       [index[x] for x in planned.info.get("recompute") or ()], groups)
+    if relaxed and not fits(problem, ran.memory_bytes):
+        raise SearchLimitError(Diagnostic(
+            "E709", f"{name} found no placement of plan `{problem.name}` as {n} identical "
+            f"pipelines: none fits with a DDP bucket of {format_bytes(int(bucket))} on every "
+            "replica, and the one that fits without the bucket does not with its own; this "
+            "is not a proof that none exists", None,
+            ("`--algo hybrid` charges each stage's replicas the bucket they hold",)))
     info = {**planned.info, "replicas": hybrid.replica_names(problem, groups),
             "layout": [len(groups[s.device]) for s in ran.stages],
             "iteration_s": ran.iteration_s,
@@ -222,6 +227,23 @@ def identical_pipelines(problem: Problem, options: Options,
                        "at best `feasible`")
     status = "feasible" if planned.status in ("feasible", "optimal") else planned.status
     return Solution(Plan(placement, algorithm=name), status, MappingProxyType(info))
+
+
+def _one_pipeline(problem: Problem, n: int, reps: Sequence[int], bucket: float) -> Problem:
+    """One of the N identical pipelines: the first device of each block, with the least
+    memory of the block less `bucket`, and its share of the micro-batches."""
+    cluster, slot = problem.cluster, {d: k for k, d in enumerate(reps)}
+    sub = Cluster(cluster.name, tuple(
+        dataclasses.replace(cluster.devices[d], memory_bytes=max(
+            0, min(x.memory_bytes for x in cluster.devices[d:d + n]) - int(bucket)))
+        for d in reps),
+        tuple(dataclasses.replace(lk, src=slot[lk.src], dst=slot[lk.dst])
+              for lk in cluster.links if lk.src in slot and lk.dst in slot))
+    pipeline = problem.pipeline or Pipeline()
+    one = dataclasses.replace(pipeline, data_parallel=1, microbatches=ceil_share(pipeline, n))
+    return Problem(problem.name, problem.graph, sub, problem.memory_model, problem.contention,
+                   MappingProxyType({i: slot[d] for i, d in problem.pins.items()}),
+                   pipeline=one)
 
 
 def _check_pins(problem: Problem, n: int) -> None:
