@@ -26,7 +26,14 @@ from .data import _Data, _data
 from .model import _emit, _Model
 from .orders import _Orders, _orders, _relabel, _relaxed
 from .verdict import _judge, _none_found, _solution
-from .warm import _as_warm, _placement, _Warm, _warm_starts, recomputing_split, runs
+from .warm import (
+    _as_warm,
+    _placement,
+    _Warm,
+    _warm_starts,
+    recomputing_split,
+    why_not_run,
+)
 
 log = logging.getLogger("planner")
 
@@ -143,9 +150,8 @@ def _answer(problem: Problem, attempt: _Attempt, source: str = "pipeilp") -> _Wa
     if dev is not None and found is None:
         attempt.info["note"] = (f"{attempt.info['solver']}'s answer broke a constraint when "
                                 "checked exactly; it was not used")
-    elif found is not None and not runs(problem, found):
-        attempt.info["note"] = (f"{attempt.info['solver']}'s answer is a pipeline that never "
-                                "finishes (its stages wait on each other); it was not used")
+    elif found is not None and (why := why_not_run(problem, found)):
+        attempt.info["note"] = f"{attempt.info['solver']}'s answer is {why}; it was not used"
         return None
     return found
 

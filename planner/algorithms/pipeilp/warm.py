@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ...errors import Diagnostic, InfeasibleError
 from ...model import Pipeline, Problem
 from ...pipeline.schedule import run
+from ...pipeline.split import fits
 from ...pipeline.units import units
 from .. import pipedp
 from ..base import Options
@@ -93,11 +94,23 @@ def _first_running(problem: Problem, found: list[_Warm]) -> _Warm | None:
 
 
 def runs(problem: Problem, w: _Warm) -> bool:
-    """Whether `w`'s pipeline finishes. The period model does not see that stages can wait
-    on each other (a unit colocated with a later one, on a device before the units between
-    them), which no schedule's order runs: the simulator does (docs/pipelines.md)."""
+    """Whether `w`'s pipeline finishes, and fits as it runs (`why_not_run`)."""
+    return not why_not_run(problem, w)
+
+
+def why_not_run(problem: Problem, w: _Warm) -> str:
+    """Why `w`'s pipeline does not run as planned ("" when it does). The period model does
+    not see that stages can wait on each other (a unit colocated with a later one, on a
+    device before the units between them), which no schedule's order runs, nor that
+    devices that form no chain run in GPipe's order, every micro-batch in flight (an
+    interleaved plan on d1, d0, d1 overflowed d0 so, E401): the simulator does
+    (docs/pipelines.md)."""
     ran = run(problem, w.placement, problem.pipeline or Pipeline(), w.evaluation.recompute)
-    return math.isfinite(ran.iteration_s)
+    if not math.isfinite(ran.iteration_s):
+        return "a pipeline that never finishes (its stages wait on each other)"
+    if not fits(problem, ran.memory_bytes):
+        return f"a pipeline that does not fit as it runs ({ran.note or 'its memory'})"
+    return ""
 
 
 def _placement(problem: Problem, dev: Sequence[int]) -> tuple[int, ...]:
