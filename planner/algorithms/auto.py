@@ -75,7 +75,6 @@ from ..errors import InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.schedule import run_planned
 from ..pipeline.split import fits, off_devices, split_of, stage_bytes
 from ..plan import Plan
 from ..simulate import simulate
@@ -263,21 +262,13 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
 
 def _recomputing(problem: Problem, err: InfeasibleError) -> Solution:
     """Where no contiguous split fits without recomputing (pipedp's E707): the best that
-    fits with its devices recomputing where that makes them fit, as `pipeilp` starts
-    from; else pipedp's diagnosis stands."""
-    if not any(d.code == "E707" for d in err.diagnostics):
-        raise err  # a proof that no placement exists at all (planner.facts)
-    found = pipeilp.recomputing(problem)
-    if found is None:
-        raise err
-    iteration = run_planned(problem, found.plan.placement, problem.pipeline or Pipeline(),
-                            found.info).iteration_s
-    chosen = "recomputing contiguous split"
+    fits with its devices recomputing where that makes them fit (`pipeilp.recomputing`,
+    as `pipeilp` starts from); else pipedp's diagnosis stands."""
+    found = pipeilp.recomputing(problem, err)
+    chosen, iteration = "recomputing contiguous split", found.info["iteration_s"]
     return dataclasses.replace(found, info=MappingProxyType({
         **found.info, "chosen": chosen, "compared_by": "simulated iteration",
-        "iteration_s": iteration, "candidates": {chosen: iteration},
-        "why": "no contiguous split fits the memory without recomputing activations "
-               f"(pipedp: {err.diagnostics[0].message})"}))
+        "candidates": {chosen: iteration}}))
 
 
 def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, chosen: str,

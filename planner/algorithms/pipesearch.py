@@ -32,13 +32,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from ..errors import InfeasibleError
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import fits, period_s, resource_loads, split_of, stage_bytes
 from ..pipeline.units import units
 from ..plan import Plan
-from . import pipecuts, pipedp
+from . import pipecuts, pipedp, pipeilp
 from .base import Interrupted, Options, Solution
 from .clock import CUT, LOAD_HEADROOM, cap
 
@@ -55,20 +56,14 @@ def place(problem: Problem, options: Options) -> Solution:
     """Moves from pipedp's plan (module docstring)."""
     deadline = cap(options.time_limit_s)
     pipeline = problem.pipeline or Pipeline()
-    start = pipedp.place(problem, options)
-    refined = pipecuts.refine_pipedp(problem, pipeline, splitdp.MAX_CELLS,
-                                     options.time_limit_s, CUT_SHARE, deadline)
-    if refined is not None and refined.iteration_s < _iteration(problem, start, pipeline):
-        start = Solution(Plan(refined.split.placement(problem), algorithm="search"),
-                         "feasible", MappingProxyType({
-                             **_own_notes(start.info),
-                             "period_s": resource_loads(problem, refined.split).period_s,
-                             "iteration_s": refined.iteration_s, "stages": refined.split.stages,
-                             "chosen": "search (cut moves)"}))
-    if refined is not None:
-        start = dataclasses.replace(start, info=MappingProxyType({
-            **start.info, "cut_moves": f"{refined.simulations} simulation(s)" + (
-                f"; {CUT}: this plan may differ from run to run" if refined.cut else "")}))
+    try:
+        start = _cut_moves(problem, options, pipedp.place(problem, options), deadline)
+    except InfeasibleError as err:  # no split fits without recomputing: the moves' rule
+        found = pipeilp.recomputing(problem, err)
+        return dataclasses.replace(found, plan=found.plan.with_algorithm("search"), info=(
+            MappingProxyType({**found.info, "chosen": "recomputing contiguous split",
+                              "search": "skipped: its moves judge memory without "
+                                        "recomputing, and no split fits so"})))
     placement = list(start.plan.placement)
     budget = move_budget(problem, options.time_limit_s)
     u = units(problem)
@@ -116,6 +111,27 @@ def place(problem: Problem, options: Options) -> Solution:
             info["search"] += ("; the simulated iteration was no shorter: the cut moves' "
                                "plan kept")
     return Solution(start.plan.with_algorithm("search"), "feasible", MappingProxyType(info))
+
+
+def _cut_moves(problem: Problem, options: Options, start: Solution, deadline: float
+               ) -> Solution:
+    """pipedp's plan `start`, or the cut moves' plan where it runs faster, with what the
+    cut moves spent (module docstring)."""
+    pipeline = problem.pipeline or Pipeline()
+    refined = pipecuts.refine_pipedp(problem, pipeline, splitdp.MAX_CELLS,
+                                     options.time_limit_s, CUT_SHARE, deadline)
+    if refined is None:
+        return start
+    if refined.iteration_s < _iteration(problem, start, pipeline):
+        start = Solution(Plan(refined.split.placement(problem), algorithm="search"),
+                         "feasible", MappingProxyType({
+                             **_own_notes(start.info),
+                             "period_s": resource_loads(problem, refined.split).period_s,
+                             "iteration_s": refined.iteration_s, "stages": refined.split.stages,
+                             "chosen": "search (cut moves)"}))
+    return dataclasses.replace(start, info=MappingProxyType({
+        **start.info, "cut_moves": f"{refined.simulations} simulation(s)" + (
+            f"; {CUT}: this plan may differ from run to run" if refined.cut else "")}))
 
 
 def _own_notes(info: Mapping[str, Any]) -> dict[str, Any]:

@@ -89,3 +89,17 @@ def test_where_even_recomputing_fails_no_hint_names_the_algorithm_that_ran() -> 
             assert ("--algo pipeilp" in said) == (algorithm == "auto"), said
         else:
             raise AssertionError(f"{algorithm} found a plan at 8 MB a device")
+
+
+def test_search_plans_the_recomputing_split_too() -> None:
+    """`search` starts from pipedp's split; where none fits without recomputing, it plans
+    the recomputing split `auto` plans (its moves judge memory without recomputing)
+    rather than E707."""
+    problem = planner.loads(SPEC).plan("p")
+    result = planner.solve(problem, "search", time_limit_s=1)
+    assert result.feasible and result.recompute == ("fast",)
+    assert result.info["search"].startswith("skipped")
+    auto = planner.solve(problem, "auto", time_limit_s=1)
+    assert result.plan.placement == auto.plan.placement
+    assert result.pipeline is not None and auto.pipeline is not None
+    assert result.pipeline.iteration_s == auto.pipeline.iteration_s

@@ -3,6 +3,7 @@ answer checked exactly and judged."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -11,9 +12,10 @@ from types import MappingProxyType
 from typing import Any
 
 from ...cost import INF
-from ...errors import Diagnostic
+from ...errors import Diagnostic, InfeasibleError
 from ...model import Pipeline, Problem
 from ...pipeline.bound import pipeline_bound
+from ...pipeline.schedule import run_planned
 from ...pipeline.split import split_of
 from ...plan import Plan
 from .. import pipedp, pipehybrid
@@ -73,15 +75,23 @@ def place(problem: Problem, options: Options) -> Solution:
                                                      "solver answered"}))) from None
 
 
-def recomputing(problem: Problem) -> Solution | None:
-    """The best recomputing contiguous split (`warm.recomputing_split`) as a plan, with its
-    period, bound and the devices that recompute; None when none fits. No solver runs: it
-    is what `auto` plans where no contiguous split fits without recomputing."""
-    best = recomputing_split(problem)
+def recomputing(problem: Problem, err: InfeasibleError) -> Solution:
+    """Where no contiguous split fits without recomputing (`err`, pipedp's E707): the best
+    recomputing contiguous split (`warm.recomputing_split`) as a plan, with its period,
+    bound, simulated iteration and the devices that recompute. No solver runs: it is what
+    `auto` and `search` plan there. `err` is raised again where none fits either, or
+    where it is not E707 (a proof that no placement exists at all, `planner.facts`)."""
+    best = recomputing_split(problem) if any(
+        d.code == "E707" for d in err.diagnostics) else None
     if best is None:
-        return None
-    return _solution(problem, best, "feasible", pipeline_bound(problem).period_s,
-                     {"warm_start": best.source})
+        raise err
+    found = _solution(problem, best, "feasible", pipeline_bound(problem).period_s,
+                      {"warm_start": best.source})
+    ran = run_planned(problem, best.placement, problem.pipeline or Pipeline(), found.info)
+    return dataclasses.replace(found, info=MappingProxyType({
+        **found.info, "iteration_s": ran.iteration_s,
+        "why": "no contiguous split fits the memory without recomputing activations "
+               f"(pipedp: {err.diagnostics[0].message})"}))
 
 
 def warm_up(problem: Problem, options: Options) -> None:
