@@ -49,10 +49,11 @@ stage count, the least period exact for its model: `planner.algorithms.pipedp`, 
 sized to the time limit), the uniform split, and the cut moves of `pipecuts` from pipedp's
 best candidates (judged by the simulated iteration, within half the limit's simulations),
 and keeps the one whose simulated (on big graphs: estimated, and no cut moves) iteration
-is shortest among those that fit; `info["candidates"]` has their iterations. Where no
-contiguous split fits without recomputing activations (pipedp's E707), it plans the best
-recomputing contiguous split that fits (`pipeilp.recomputing`, no solver: `info["recompute"]`
-names the devices that recompute), and says E707 only where none fits either.
+is shortest among those that fit; `info["candidates"]` has their iterations. Where pipedp
+finds no split (its E707), it keeps the faster of the uniform split, where that fits and
+keeps the pins, and the best contiguous split that fits with its devices recomputing
+(`pipeilp.recomputing`, no solver: `info["recompute"]` names the devices that recompute),
+and says E707 only where neither fits.
 
 `info`: `chosen` (the algorithm whose plan is returned), `candidates` (name -> simulated
 makespan, None when infeasible or skipped; `search` and `cpsat` when they improved the
@@ -228,7 +229,7 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
     try:
         searched = pipedp.search_within(problem, options, cells)
     except InfeasibleError as err:
-        return _recomputing(problem, err)
+        return _no_split(problem, options, err)
     best = searched.solution
     uniform = run_uniform(problem, options)
     simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
@@ -260,15 +261,35 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
     return dataclasses.replace(best, info=MappingProxyType(info))
 
 
-def _recomputing(problem: Problem, err: InfeasibleError) -> Solution:
-    """Where no contiguous split fits without recomputing (pipedp's E707): the best that
-    fits with its devices recomputing where that makes them fit (`pipeilp.recomputing`,
-    as `pipeilp` starts from); else pipedp's diagnosis stands."""
-    found = pipeilp.recomputing(problem, err)
-    chosen, iteration = "recomputing contiguous split", found.info["iteration_s"]
-    return dataclasses.replace(found, info=MappingProxyType({
-        **found.info, "chosen": chosen, "compared_by": "simulated iteration",
-        "candidates": {chosen: iteration}}))
+def _no_split(problem: Problem, options: Options, err: InfeasibleError) -> Solution:
+    """Where pipedp finds no split (its E707): the uniform split where it fits and keeps
+    the pins (one pipedp's chains can miss: under `interleaved`, stages that repeat no
+    chain), or the best contiguous split that fits with its devices recomputing where
+    that makes them fit (`pipeilp.recomputing`), whichever simulates faster; else pipedp's
+    diagnosis stands."""
+    pipeline = problem.pipeline or Pipeline()
+    simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
+    plans: dict[str, tuple[float, Solution]] = {}
+    uniform = run_uniform(problem, options)
+    iteration, ok = _iteration(problem, uniform.plan.placement, pipeline, simulated)
+    if ok:
+        plans["uniform"] = (iteration, dataclasses.replace(uniform, info=MappingProxyType({
+            **uniform.info, "why": f"pipedp found no split ({err.diagnostics[0].message}); "
+                                   "the uniform split fits"})))
+    try:
+        found = pipeilp.recomputing(problem, err)
+    except InfeasibleError:
+        pass
+    else:
+        plans["recomputing contiguous split"] = (found.info["iteration_s"], found)
+    if not plans:
+        raise err
+    chosen = min(plans, key=lambda name: plans[name][0])
+    best = plans[chosen][1]
+    return dataclasses.replace(best, info=MappingProxyType({
+        **best.info, "chosen": chosen, "iteration_s": plans[chosen][0],
+        "compared_by": "simulated iteration" if simulated else "estimated iteration",
+        "candidates": {name: plan[0] for name, plan in plans.items()}}))
 
 
 def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, chosen: str,

@@ -1,0 +1,56 @@
+"""`auto` under `objective pipeline` where pipedp finds no split: it keeps the uniform
+split when that fits and keeps the pins, as it does beside pipedp's plan, instead of E707
+and exit 3. Three layers on two devices under `interleaved` (2 stages a device): pipedp
+searches stages that repeat one chain and none fits; the uniform split, d0, d1, d0, runs
+as 1F1B and fits (its last layer on d0, where it is pinned)."""
+
+from __future__ import annotations
+
+import pytest
+
+import planner
+from planner.errors import InfeasibleError
+
+SPEC = """\
+cluster c {
+  device d0 { memory 30 MB }
+  device d1 { memory 30 MB  speed 2 }
+  link d0 -> d1 { bandwidth 10 GB/s }
+  link d1 -> d0 { bandwidth 0.01 GB/s  latency 100 us }
+}
+graph g {
+  op embed     { params 8 MB  time 5 ms  output 4 MB }
+  op mid       { params 3 MB  time 1 ms  output 1 MB }
+  op head      { params 8 MB  time 2 ms  output 2 MB }
+  op head_bwd  { backward_of head   time 2 ms  output 1 MB }
+  op mid_bwd   { backward_of mid    time 4 ms  output 4 MB }
+  op embed_bwd { backward_of embed  time 4 ms  output 4 MB }
+  embed -> mid -> head -> head_bwd -> mid_bwd -> embed_bwd
+  embed -> embed_bwd
+  mid -> mid_bwd
+}
+plan p {
+  graph g
+  cluster c
+  objective pipeline
+  microbatches 1
+  schedule interleaved
+  stages_per_device 2
+  pin head to d0
+}
+"""
+
+
+def test_auto_keeps_the_uniform_split_where_pipedp_finds_none() -> None:
+    problem = planner.loads(SPEC).plan("p")
+    with pytest.raises(InfeasibleError) as pipedp:  # else the test shows no fallback
+        planner.solve(problem, "pipedp")
+    assert [d.code for d in pipedp.value.diagnostics] == ["E707"]
+    uniform = planner.solve(problem, "uniform")
+    assert uniform.feasible
+    result = planner.solve(problem, "auto", time_limit_s=1)  # before: E707, exit 3
+    assert result.feasible and result.info["chosen"] == "uniform"
+    assert result.plan.placement == uniform.plan.placement
+    assert result.pipeline is not None and uniform.pipeline is not None
+    assert result.info["iteration_s"] == result.pipeline.iteration_s
+    assert result.pipeline.iteration_s == uniform.pipeline.iteration_s
