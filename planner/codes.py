@@ -219,7 +219,8 @@ E707 3   `pipedp`: no contiguous pipeline split fits the devices' memory, follow
 E708 3   `pipeilp`: no pipeline placement fits the devices' memory, even recomputing activations
          (the solver's proof)
 E709 6   `pipeilp`: no placement found within the time limit (or among the placements its model
-         covers) and no contiguous split fits, even recomputing: not a proof that none exists
+         covers; under `data_parallel N`, as N identical pipelines) and no contiguous split
+         fits, even recomputing: not a proof that none exists
 E710 4   m-SCT's LP relaxation failed
 E711 4   `pipeilp`: the solver failed and no contiguous split fits, even recomputing
 E712 3   `hybrid`: no layout of stages, replicated or not (each on N replicas under `data_parallel

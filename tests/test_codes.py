@@ -57,6 +57,9 @@ SHARED.update(dict.fromkeys(
     ("W256", "W257", "W258", "W266"),
     "the same warning about a spec (spec/lower/) and about a Problem built in Python "
     "(api/advice.py, api/builder.py), which `warnings.warn` issues"))
+SHARED["E709"] = ("pipeilp found no placement and this is no proof: its own verdict "
+                  "(pipeilp/verdict.py) and its run of N identical pipelines under "
+                  "`data_parallel N` (algorithms/pipehybrid.py)")
 SHARED["E016"] = ("the `pipeline_copies` limit, checked where a pipeline's micro-batches are "
                   "set: a spec (spec/lower/), a compare point's --microbatches "
                   "(compare/settings.py), a Problem built in Python (api/checks.py)")
