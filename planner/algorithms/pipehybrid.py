@@ -108,18 +108,19 @@ def place(problem: Problem, options: Options, *, pure: bool = True) -> Solution:
     if _fixed(pipeline) not in (None, 1):
         _check_pins(problem, int(pipeline.data_parallel))
     found = candidates(problem, pipeline)
-    if not found:
-        raise _no_layout(problem, _fixed(pipeline))
-    chosen, figures = best(problem, pipeline, found)
-    if simulated(problem, pipeline):
-        chosen = refine(problem, pipeline, chosen, figures)
     chain = _pure(problem, pipeline, options) if pure and _fixed(pipeline) in (None, 1) else None
-    if chain is not None and chain not in figures:  # kept only where it runs faster
+    if not found and chain is None:
+        raise _no_layout(problem, _fixed(pipeline))
+    chosen, figures = best(problem, pipeline, found) if found else (None, {})
+    if chosen is not None and simulated(problem, pipeline):
+        chosen = refine(problem, pipeline, chosen, figures)
+    if chain is not None and chain not in figures:  # kept where it runs faster, or alone fits
         figures[chain] = iteration(problem, pipeline, chain)
         if simulated(problem, pipeline):
             chain = refine(problem, pipeline, chain, figures)
-        if figures[chain] < figures[chosen]:
+        if chosen is None or figures[chain] < figures[chosen]:
             chosen = chain
+    assert chosen is not None
     return solution(problem, pipeline, chosen, figures)
 
 
@@ -151,7 +152,12 @@ def _pure(problem: Problem, pipeline: Pipeline, options: Options) -> Layout | No
         return None
     split = split_of(problem, planned.plan.placement)
     lay = Layout(split.bounds, tuple((d,) for d in split.devices))
-    return lay if _fits(problem, pipeline, lay) else None
+    if _fits(problem, pipeline, lay):
+        return lay
+    # the schedule it runs may hold fewer micro-batches than the split model's count (one
+    # device, under `interleaved`): the report's memory, by the run, is the judge
+    ran = run_pipeline(problem, planned.plan.placement, pipeline)
+    return lay if _allowed(problem, lay) and fits(problem, ran.memory_bytes) else None
 
 
 def refine(problem: Problem, pipeline: Pipeline, lay: Layout, figures: dict[Layout, float],

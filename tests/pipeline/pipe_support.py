@@ -144,14 +144,19 @@ def random_spec(seed: int, units: int, devices: int, *, training: bool,
 
 def tight_text(memory: str) -> str:
     """Four units of 10, 10, 10, 1 MB activations on two devices, 1F1B, 4 micro-batches."""
+    return two_device_text(memory, [10, 10, 10, 1], "microbatches 4; schedule 1f1b")
+
+
+def two_device_text(memory: str, outputs_mb: list[int], settings: str) -> str:
+    """A chain of units (forward 4 ms, backward 8 ms) of these activations (MB) on two
+    devices of `memory`, plan `p` a pipeline with `settings`."""
     lines = [f"cluster c {{ device d[0..1] {{ memory {memory} }}",
              "  link d[0..1] <-> d[0..1] { bandwidth 10 GB/s latency 10 us } }", "graph g {"]
-    for k, mb in enumerate([10, 10, 10, 1]):
+    for k, mb in enumerate(outputs_mb):
         lines += [f"  op f{k} {{ time 4 ms; output {mb} MB }}",
                   f"  op f{k}.bwd {{ time 8 ms; output 0 B; backward_of f{k} }}",
                   f"  f{k} -> f{k}.bwd", f"  colocate f{k}, f{k}.bwd"]
         if k:
             lines += [f"  f{k - 1} -> f{k}", f"  f{k}.bwd -> f{k - 1}.bwd {{ bytes 1 MB }}"]
-    lines += ["}", "plan p { graph g; cluster c; objective pipeline; microbatches 4; "
-              "schedule 1f1b }"]
+    lines += ["}", f"plan p {{ graph g; cluster c; objective pipeline; {settings} }}"]
     return "\n".join(lines)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pipe_support import run_doc_commands
+from pipe_support import run_doc_commands, two_device_text
 
 from planner import loads
 from planner.algorithms import Options, pipehybrid
@@ -210,6 +210,17 @@ def test_hybrid_never_loses_to_pipedps_pure_pipeline(data_parallel: str) -> None
                   bandwidth=rng.choice(["1 GB/s", "10 GB/s"]), data_parallel=data_parallel,
                   pins=f"pin f{n - 1} to d{m - 1}")
         assert _iteration(q, "hybrid") <= _iteration(q, "pipedp") * (1 + 1e-9), seed
+
+
+def test_hybrid_plans_pipedps_split_where_its_own_layouts_do_not_fit() -> None:
+    """Before: under `interleaved` (two stages per device), where only pipedp's interleaved
+    split fits, `--algo hybrid` said E712 (no layout fits, exit 3) and pipedp planned a
+    192 ms iteration (AlexNet's PipeDream profile, 8 GPUs of 2.36 GiB: E712 where pipedp
+    ran 261.3 ms); the docs say hybrid is never slower than pipedp."""
+    p = loads(two_device_text("60 MB", [10, 10, 10, 10], "microbatches 4; "
+                              "schedule interleaved; stages_per_device 2")).plan("p")
+    assert p.pipeline is not None and not pipehybrid.candidates(p, p.pipeline)
+    assert _iteration(p, "hybrid") <= _iteration(p, "pipedp") == pytest.approx(0.192)
 
 
 def test_e712_under_data_parallel_n_says_that_every_stage_is_replicated() -> None:
