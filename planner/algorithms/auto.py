@@ -265,8 +265,8 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError) -> Solut
     """Where pipedp finds no split (its E707): the uniform split where it fits and keeps
     the pins (one pipedp's chains can miss: under `interleaved`, stages that repeat no
     chain), or the best contiguous split that fits with its devices recomputing where
-    that makes them fit (`pipeilp.recomputing`), whichever simulates faster; else pipedp's
-    diagnosis stands."""
+    that makes them fit (`pipeilp.recomputing`), or under `data_parallel auto` the hybrid
+    layout, whichever simulates faster; else pipedp's diagnosis stands."""
     pipeline = problem.pipeline or Pipeline()
     simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
     plans: dict[str, tuple[float, Solution]] = {}
@@ -282,6 +282,13 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError) -> Solut
         pass
     else:
         plans["recomputing contiguous split"] = (found.info["iteration_s"], found)
+    if pipeline.data_parallel == "auto":  # replicas hold fewer micro-batches each
+        try:
+            mixed = pipehybrid.place(problem, options, pure=False)
+        except InfeasibleError:
+            pass
+        else:
+            plans["hybrid"] = (mixed.info["iteration_s"], mixed)
     if not plans:
         raise err
     chosen = min(plans, key=lambda name: plans[name][0])

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pipe_support import chain_text, tight_text
+from pipe_support import chain_text, tight_text, two_device_text
 
 from planner import load, loads
 from planner.algorithms import Options, run
@@ -344,3 +344,19 @@ def test_under_1f1b_no_more_stages_than_micro_batches(training: bool) -> None:
     s = run("pipeilp", p)
     assert split_of(p, s.plan.placement).stages <= 2
     assert s.info["period_s"] == pytest.approx(evaluate(p, s.plan.placement).period_s)
+
+
+def test_auto_under_data_parallel_auto_replicates_where_no_split_fits() -> None:
+    """Before: under `data_parallel auto`, where no split fits without recomputing, `auto`
+    kept the recomputing split (281.1 ms here) without trying the hybrid layouts, whose
+    replicas hold fewer micro-batches each: `--algo hybrid` runs 192 ms (AlexNet's
+    PipeDream profile, 4 GPUs of 12 GiB, GPipe, 32 micro-batches: 683.2 ms, against
+    1.277 s recomputing)."""
+    p = loads(two_device_text("170 MB", [10, 10, 10, 10], "microbatches 8; schedule gpipe; "
+                              "data_parallel auto")).plan("p")
+    with pytest.raises(InfeasibleError):
+        run("pipedp", p)
+    s = run("auto", p, Options(time_limit_s=1.0))
+    assert s.info["chosen"] == "hybrid"
+    assert s.info["iteration_s"] == run("hybrid", p).info["iteration_s"] == pytest.approx(0.192)
+    assert s.info["candidates"]["recomputing contiguous split"] == pytest.approx(0.28112)
