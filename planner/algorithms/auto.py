@@ -53,7 +53,9 @@ is shortest among those that fit; `info["candidates"]` has their iterations. Whe
 finds no split (its E707), it keeps the faster of the uniform split, where that fits and
 keeps the pins, and the best contiguous split that fits with its devices recomputing
 (`pipeilp.recomputing`, no solver: `info["recompute"]` names the devices that recompute),
-and says E707 only where neither fits.
+and under `data_parallel auto` the hybrid layout, and says E707 only where none fits.
+Where the memory caps shaped pipedp's split (its `memory_note`), that recomputing split
+is a candidate too, where it recomputes (`pipeilp.recomputing_candidate`).
 
 `info`: `chosen` (the algorithm whose plan is returned), `candidates` (name -> simulated
 makespan, None when infeasible or skipped; `search` and `cpsat` when they improved the
@@ -110,6 +112,9 @@ CPSAT_MIN_S = 0.5
 #: the share of the time limit's simulations (`pipedp.simulation_budget`) that the cut
 #: moves get under `objective pipeline` (pipedp's candidates take another)
 CUT_SHARE = 0.5
+
+#: `info["chosen"]` of the recomputing contiguous split under `objective pipeline`
+RECOMPUTING = "recomputing contiguous split"
 
 #: (name, simulated makespan, plan) of the best plan so far, or None when none is feasible
 Best = tuple[str, float, Plan] | None
@@ -248,6 +253,13 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
     for name, plan in plans[1:]:  # only a plan that fits and runs faster
         if figures[name][1] and figures[name][0] < figures[chosen][0]:
             best, chosen = dataclasses.replace(plan, info=best.info), name
+    if simulated and "memory_note" in searched.solution.info:  # the caps shaped the split
+        redo = pipeilp.recomputing_candidate(problem)
+        if redo is not None:
+            figures[RECOMPUTING] = (redo.info["iteration_s"], True)
+            if figures[RECOMPUTING][0] < figures[chosen][0]:
+                best = dataclasses.replace(redo, plan=redo.plan.with_algorithm("auto"))
+                chosen = RECOMPUTING
     if pipeline.data_parallel == "auto":  # replicated stages too, if they run faster
         try:
             mixed = pipehybrid.place(problem, options, pure=False)  # pipedp's ran above
@@ -281,7 +293,7 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError) -> Solut
     except InfeasibleError:
         pass
     else:
-        plans["recomputing contiguous split"] = (found.info["iteration_s"], found)
+        plans[RECOMPUTING] = (found.info["iteration_s"], found)
     if pipeline.data_parallel == "auto":  # replicas hold fewer micro-batches each
         try:
             mixed = pipehybrid.place(problem, options, pure=False)
@@ -318,6 +330,11 @@ def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, ch
                        f"{format_seconds(figures['pipedp'][0])})")
     if chosen == "hybrid":
         info["why"] = _why_hybrid(info, figures, simulated)
+    if chosen == RECOMPUTING:
+        info["why"] = (f"recomputing activations on {', '.join(info['recompute'])} runs "
+                       f"faster by the {what} ({format_seconds(figures[chosen][0])}) than "
+                       f"pipedp's split, which the memory shaped "
+                       f"({format_seconds(figures['pipedp'][0])})")
     return info
 
 

@@ -123,7 +123,16 @@ from __future__ import annotations
 
 from .check import Evaluation, evaluate
 from .contiguous import MAX_DP_CUTS, contiguous_splits
-from .solve import BUDGETED_ROWS, NODE_ROWS_PER_S, node_budget, place, recomputing, warm_up
+from .solve import (
+    BUDGETED_ROWS,
+    NODE_ROWS_PER_S,
+    node_budget,
+    place,
+    recomputing,
+    recomputing_candidate,
+    warm_up,
+)
 
 __all__ = ["BUDGETED_ROWS", "MAX_DP_CUTS", "NODE_ROWS_PER_S", "Evaluation", "contiguous_splits",
-           "evaluate", "node_budget", "place", "recomputing", "warm_up"]
+           "evaluate", "node_budget", "place", "recomputing", "recomputing_candidate",
+           "warm_up"]

@@ -85,13 +85,27 @@ def recomputing(problem: Problem, err: InfeasibleError) -> Solution:
         d.code == "E707" for d in err.diagnostics) else None
     if best is None:
         raise err
+    return _recomputing_plan(problem, best, "no contiguous split fits the memory without "
+                             f"recomputing activations (pipedp: {err.diagnostics[0].message})")
+
+
+def recomputing_candidate(problem: Problem) -> Solution | None:
+    """The recomputing contiguous split (`warm.recomputing_split`) as a plan where it
+    recomputes (None where it does not, or none fits): `auto`'s candidate where the memory
+    caps shaped pipedp's split."""
+    best = recomputing_split(problem)
+    if best is None or not best.evaluation.recompute:
+        return None
+    return _recomputing_plan(problem, best, "")
+
+
+def _recomputing_plan(problem: Problem, best: _Warm, why: str) -> Solution:
+    """`best` as a plan, with its period, bound, simulated iteration and `why`."""
     found = _solution(problem, best, "feasible", pipeline_bound(problem).period_s,
                       {"warm_start": best.source})
     ran = run_planned(problem, best.placement, problem.pipeline or Pipeline(), found.info)
     return dataclasses.replace(found, info=MappingProxyType({
-        **found.info, "iteration_s": ran.iteration_s,
-        "why": "no contiguous split fits the memory without recomputing activations "
-               f"(pipedp: {err.diagnostics[0].message})"}))
+        **found.info, "iteration_s": ran.iteration_s, "why": why}))
 
 
 def warm_up(problem: Problem, options: Options) -> None:
