@@ -104,7 +104,7 @@ E246 1   a device range, or the clusters of one load, over the `devices` limit
 E247 1   a cluster with no devices
 E250 1   an op placed or pinned on two devices
 E251 1   an op pinned to a device and placed on another
-E252 1   colocated ops pinned to different devices
+E252 1   colocated ops pinned (or placed by `place`) on different devices
 E253 1   an op with no compute time on some device of its plan
 E254 1   a plan without its `graph` or `cluster`
 E255 1   an unknown memory or contention model

@@ -452,7 +452,9 @@ def simulate(
         fits, view = report_pipeline(problem, the_plan, report, bounds, recompute=again,
                                       replicas=replica_names(problem, groups))
         write_trace_file(trace, problem, result, again, replica_names(problem, groups))
-        verdict(problem, result, fits, report, view=view)
+        from ..simulate.results import given_plan_hints  # lazy: start-up
+
+        verdict(problem, result, fits, report, given_plan_hints(result.violations), view=view)
 
 
 @app.command()

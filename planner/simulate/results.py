@@ -7,13 +7,32 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["KINDS", "SimResult", "Transfer", "Violation"]
+__all__ = ["KINDS", "SimResult", "Transfer", "Violation", "given_plan_hints"]
 
 #: violation kinds, in the order a report lists them
 KINDS: tuple[str, ...] = (
     "unplaced", "order", "pin", "colocation", "unrunnable", "no_link", "precedence",
     "overlap", "memory",
 )
+
+
+#: how to mend a given plan (`planner simulate`'s) that breaks a rule of a kind
+_MEND = {
+    "unplaced": "place every op on a device of the cluster (`place OPS on DEVICE`, or the "
+                "--placement file)",
+    "pin": "put each pinned op on its pin's device (in the `place` statements or the "
+           "--placement file)",
+    "colocation": "put the ops of each `colocate` on one device (in the `place` statements or "
+                  "the --placement file)",
+    "unrunnable": "put each op on a device whose kind it has a compute time for",
+    "memory": "move ops off the device that overflows, or give it more `memory`",
+}
+
+
+def given_plan_hints(violations: tuple[Violation, ...]) -> tuple[str, ...]:
+    """One hint per kind of rule a given plan breaks, for the kinds a hint can mend."""
+    kinds = {v.kind for v in violations}
+    return tuple(_MEND[k] for k in KINDS if k in kinds and k in _MEND)
 
 
 @dataclass(frozen=True, slots=True)

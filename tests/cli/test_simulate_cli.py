@@ -165,3 +165,22 @@ def test_a_json_report_reads_back_as_its_plan(tmp_path: Path) -> None:
     back = _simulated(tmp_path, "solved.json")
     assert (back["makespan_s"], back["placement"]) == (solved["makespan_s"],
                                                         solved["placement"])
+
+
+def test_split_colocation_is_located_by_check_and_hinted_by_simulate(tmp_path: Path) -> None:
+    # `place` lines that split a `colocate`: check says where (E252), not "ok"
+    spec = SPEC.replace("  a -> c\n", "  a -> c\n  colocate a, c\n")
+    (tmp_path / "s.plan").write_text(spec)
+    code, _, err = invoke(["check", "s.plan"], tmp_path)
+    assert code == 1
+    assert "s.plan:19:3: error[E252]: colocated ops are placed apart" in err
+    assert "hint: colocated ops must share one device: place `c` on `gpu0` too" in err
+    # a placement file that splits it: simulate's E401 says how to mend it
+    (tmp_path / "s.plan").write_text(spec.replace("  place a, b on gpu0\n  place c on gpu1\n",
+                                                  ""))
+    (tmp_path / "p.json").write_text(json.dumps({"placement": {"a": "gpu0", "b": "gpu0",
+                                                               "c": "gpu1"}}))
+    code, _, err = invoke(["simulate", "s.plan", "--placement", "p.json"], tmp_path)
+    assert code == 3
+    assert "colocation: colocated ops `a`, `c` are split across `gpu0`, `gpu1`" in err
+    assert "hint: put the ops of each `colocate` on one device" in err

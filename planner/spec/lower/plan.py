@@ -60,8 +60,9 @@ def lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Graph
         _check_copies(sink, settings, decl, graph, pipeline)
         _check_interleaving(sink, settings, decl, graph, cluster, pipeline)
         _check_pipelines(sink, settings, cluster, pipeline)
-    pins, placement, pin_spans = _plan_pins(sink, decl, graph, cluster, globs)
+    pins, placement, pin_spans, place_spans = _plan_pins(sink, decl, graph, cluster, globs)
     _check_pins(sink, graph, cluster, pins, placement, pin_spans)
+    _check_placed_apart(sink, graph, cluster, pins, placement, place_spans)
     _check_runnable(sink, pname, graph, cluster, loc, unrunnable)
     for i in pins:
         loc.pins[(pname, i)] = pin_spans[i]
@@ -73,14 +74,17 @@ def lower_plan(sink: DiagnosticSink, decl: ast.PlanDecl, graphs: dict[str, Graph
 
 
 def _plan_pins(sink: DiagnosticSink, decl: ast.PlanDecl, graph: Graph, cluster: Cluster,
-               globs: GlobTable) -> tuple[dict[int, int], dict[int, int], dict[int, Span]]:
+               globs: GlobTable
+               ) -> tuple[dict[int, int], dict[int, int], dict[int, Span], dict[int, Span]]:
     """A plan's `pin` and `place` lines: (pins, placement, each pinned op's first pin's
-    span); E207 for an unknown device, E250 for an op pinned (or placed) on two."""
+    span, each placed op's first `place`'s span); E207 for an unknown device, E250 for an
+    op pinned (or placed) on two."""
     op_index = graph.op_index
     dev_index = cluster.device_index
     pins: dict[int, int] = {}
     placement: dict[int, int] = {}
     pin_spans: dict[int, Span] = {}
+    place_spans: dict[int, Span] = {}
     for item in decl.items:
         if not isinstance(item, ast.PinDecl):
             continue
@@ -100,9 +104,8 @@ def _plan_pins(sink: DiagnosticSink, decl: ast.PlanDecl, graph: Graph, cluster: 
                            f"`{cluster.devices[table[i]].name}` and `{item.device.text}`",
                            item.span, f"an op is {verb} on one device; keep one of the two")
             table[i] = d
-            if item.hard:
-                pin_spans.setdefault(i, item.span)
-    return pins, placement, pin_spans
+            (pin_spans if item.hard else place_spans).setdefault(i, item.span)
+    return pins, placement, pin_spans, place_spans
 
 
 def _check_pins(sink: DiagnosticSink, graph: Graph, cluster: Cluster, pins: dict[int, int],
@@ -122,6 +125,31 @@ def _check_pins(sink: DiagnosticSink, graph: Graph, cluster: Cluster, pins: dict
             first_pinned = next(i for i in group if i in pins)
             sink.error("E252", f"colocated ops are pinned apart: {names}",
                        pin_spans[first_pinned], "colocated ops must share one device")
+
+
+def _check_placed_apart(sink: DiagnosticSink, graph: Graph, cluster: Cluster,
+                        pins: dict[int, int], placement: dict[int, int],
+                        place_spans: dict[int, Span]) -> None:
+    """E252 for a colocation group that its `place` lines split across devices, or put
+    off its pinned device, at the first `place` that leaves the group's device (the pinned
+    one, else its first placed op's); pins apart (E252) and a `place` against its own op's
+    pin (E251) are `_check_pins`'s."""
+    devs = cluster.devices
+    for group in graph.colocations:
+        pinned = {pins[i] for i in group if i in pins}
+        placed = [i for i in group if i in placement and pins.get(i, placement[i]) == placement[i]]
+        if not placed or len(pinned) > 1:
+            continue
+        home = next(iter(pinned)) if pinned else placement[placed[0]]
+        odd = next((i for i in placed if placement[i] != home), None)
+        if odd is None:
+            continue
+        where = {i: placement.get(i, pins.get(i)) for i in group}
+        names = ", ".join(f"`{graph.ops[i].name}` on `{devs[d].name}`"
+                          for i, d in where.items() if d is not None)
+        sink.error("E252", f"colocated ops are placed apart: {names}", place_spans[odd],
+                   f"colocated ops must share one device: place `{graph.ops[odd].name}` on "
+                   f"`{devs[home].name}` too, or take it out of the `colocate`")
 
 
 def _check_runnable(sink: DiagnosticSink, pname: str, graph: Graph, cluster: Cluster,
