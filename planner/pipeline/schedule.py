@@ -231,7 +231,7 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
         tasks = _task_times(problem, split, ran, pipeline.microbatches, result, groups)
         iteration, allreduce, by_group, spans = gradient_allreduces(
             problem, placement, split, pipeline, result, iteration, groups)
-    loads = resource_loads(problem, split, recompute)
+    loads = resource_loads(problem, split, recompute, as_run=True)
     u = units(problem)
     stages = []
     for k, d in enumerate(split.devices):

@@ -34,6 +34,7 @@ flight on stage k of S, with M micro-batches: GPipe M; 1F1B min(S - k, M); inter
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -147,10 +148,13 @@ class Loads:
         return max(self.device_s, default=0.0)
 
 
-def resource_loads(problem: Problem, split: Split,
-                   recompute: Collection[int] = ()) -> Loads:
+def resource_loads(problem: Problem, split: Split, recompute: Collection[int] = (),
+                   as_run: bool = False) -> Loads:
     """The loads of `split` (module docstring); a device in `recompute` runs its forward
-    ops twice."""
+    ops twice. A stage on a device one of its units may not use (a pin elsewhere, or an op
+    that cannot run there) loads it `inf`, which the split solvers read as "no such split";
+    `as_run` (the report's) loads it with what the simulator runs instead, finite where
+    only a pin is broken (the baseline `uniform` reads no pins)."""
     u = units(problem)
     m = len(problem.cluster.devices)
     b, dev = split.bounds, split.devices
@@ -159,7 +163,8 @@ def resource_loads(problem: Problem, split: Split,
     for k, d in enumerate(dev):
         i, j = b[k], b[k + 1]
         if u.banned_prefix[d, j] - u.banned_prefix[d, i] > 0:
-            own.append(INF)
+            own.append(_run_seconds(problem, u.members[i:j], d, d in recompute)
+                       if as_run else INF)
         else:
             own.append(float(u.compute_prefix[d, j] - u.compute_prefix[d, i]
                              + (u.forward_prefix[d, j] - u.forward_prefix[d, i]
@@ -179,6 +184,16 @@ def resource_loads(problem: Problem, split: Split,
             near = [sent.get(pair, 0.0) for pair in _stage_pairs(dev, k)]
         stage.append(max([own[k], *near]))
     return Loads(tuple(compute), tuple(channel), tuple(stage), MappingProxyType(sent))
+
+
+def _run_seconds(problem: Problem, members: Sequence[Sequence[int]], d: int,
+                 recompute: bool) -> float:
+    """The compute seconds of the ops of `members` on device `d` as the simulator runs
+    them (`inf` only where one cannot run there), forward ops twice under `recompute`."""
+    u, c = units(problem), costs(problem)
+    ops = [i for unit in members for i in unit]
+    again = [c.compute[i][d] for i in ops if not u.backward[i]] if recompute else []
+    return math.fsum([c.compute[i][d] for i in ops] + again)
 
 
 def _channels(contention: str, m: int, sent: Mapping[tuple[int, int], float]) -> list[float]:

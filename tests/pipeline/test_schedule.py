@@ -8,10 +8,13 @@ sets on stage k, GPipe M.
 
 from __future__ import annotations
 
-import pytest
-from pipe_support import chain_spec
+import math
 
-from planner import schedules
+import pytest
+from pipe_support import chain_spec, chain_text
+
+from planner import algorithms, loads, schedules
+from planner.algorithms.base import Options
 from planner.model import Pipeline
 from planner.pipeline.schedule import run
 from planner.pipeline.split import Split, split_of
@@ -209,3 +212,18 @@ def test_gpipe_takes_the_shorter_of_its_two_orders_for_a_plan_that_is_not_a_chai
     assert r.iteration_s == min(by_stage, by_microbatch)
     assert by_stage != by_microbatch  # the two orders differ here: the choice matters
     assert r.schedule == "gpipe"
+
+
+def test_a_pin_the_uniform_split_breaks_leaves_its_figures_finite() -> None:
+    # uniform reads no pins: f0 pinned to d1 runs on d0, 2 x 4 ms there; the report said
+    # period T `inf s` and stage 0's load `inf` beside a finite simulated iteration
+    text = chain_text(4, 2, training=False, microbatches=4, bandwidth="1000000 GB/s",
+                      latency="0 s").replace("objective pipeline", "pin f0 to d1; "
+                                                                    "objective pipeline")
+    p = loads(text).plan("p")
+    assert p.pins
+    solution = algorithms.run("uniform", p, Options())
+    ran = run(p, solution.plan.placement, p.pipeline)
+    assert [s.load_s for s in ran.stages] == pytest.approx([8e-3, 8e-3])
+    assert ran.period_s == pytest.approx(8e-3)
+    assert math.isfinite(ran.iteration_s)
