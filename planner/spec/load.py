@@ -86,9 +86,7 @@ def read_bytes(path: Path, shown: str, at: Span | None = None) -> bytes:
                 (limits.raise_hint("file_bytes", path.stat().st_size, 2 * cap,
                                    lead="raise it with"),)))
     except FileNotFoundError:
-        raise SpecError(Diagnostic("E001", f"no such file: {shown}", where,
-                                   ("check the path (imports are relative to the importing file)",)
-                                   )) from None
+        raise SpecError(_missing(path, shown, at)) from None
     except IsADirectoryError:
         raise SpecError(Diagnostic("E002", f"{shown} is a directory, not a spec file", where,
                                    ("`planner check` accepts folders; other commands want a file",)
@@ -112,6 +110,16 @@ def refuse_escape(path: Path) -> None:
             None, ("a file is not read through a symlink that leads out of the repository "
                    "holding the link (its folder when there is none); give the target's own "
                    "path",)))
+
+
+def _missing(path: Path, shown: str, at: Span | None) -> Diagnostic:
+    """E001: at the `import` that names the file, else (a file the command line gave) at no
+    place in it, since there is none."""
+    if at is not None:
+        return Diagnostic("E001", f"no such file: {shown}", at,
+                          ("check the path (imports are relative to the importing file)",))
+    start = "" if path.is_absolute() else f" (it starts at the current folder, {Path.cwd()})"
+    return Diagnostic("E001", f"no such file: {shown}", None, (f"check the path{start}",))
 
 
 def read_source(path: Path, shown: str, at: Span | None = None) -> str:

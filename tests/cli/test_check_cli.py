@@ -76,7 +76,14 @@ def test_hostile_input_gives_a_located_diagnostic_never_a_traceback(
 
 def test_missing_file_and_directory_as_spec(tmp_path: Path) -> None:
     code, _, err = invoke(["check", "nope.plan"], tmp_path)
-    assert code == 1 and "nope.plan:1:1: error[E001]: no such file" in err
+    # a file the command line names: no place in it (there is none) and no word of imports
+    assert code == 1 and err.startswith("error[E001]: no such file: nope.plan\n"), err
+    assert "hint: check the path" in err and "import" not in err
+    for argv in (["import", "json", "nope.json", "-o", "x.plan"],
+                 ["import", "pipedream", "nope.txt", "-o", "x.plan"]):
+        code, _, err = invoke(argv, tmp_path)
+        assert code == 1 and err.startswith("error[E001]: no such file: nope."), err
+        assert f"current folder, {tmp_path}" in err and "imports are relative" not in err
     (tmp_path / "d.plan").mkdir()
     code, _, err = invoke(["simulate", "d.plan"], tmp_path)
     assert code == 1 and "error[E002]" in err and "is a directory" in err
