@@ -91,6 +91,7 @@ E234 1   a `backward_of` that names its own op or another backward op
 E235 1   under `objective pipeline`, a backward op that comes before its forward op (no path of
          edges leads from the forward op to it)
 E236 1   a `tie` of fewer than two ops
+W236 0   a `colocate` of one op (it does nothing)
 E237 1   a `tie` whose bytes exceed a tied op's `params` (all its ties together)
 E238 1   two ops tied together twice
 E239 1   Python API: colocation groups that share an op (the language merges them)

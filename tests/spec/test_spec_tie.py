@@ -74,3 +74,14 @@ def test_both_parsers_build_one_tree_and_fmt_prints_it_canonically(stmt: str) ->
 def test_fmt_layout() -> None:
     out = format_source("graph g { op a op b tie a,b{bytes 1 KiB} tie a ,b }")
     assert out == "graph g {\n  op a\n  op b\n  tie a, b { bytes 1 KiB }\n  tie a, b\n}\n"
+
+
+@pytest.mark.parametrize("stmt", ["colocate wte", "colocate wte, wte", 'colocate "lm_*"'])
+def test_a_colocate_of_one_op_is_located_as_a_tie_of_one_is(stmt: str) -> None:
+    # `tie wte` is E236; `colocate wte` constrains nothing: W236 at the statement, not silence
+    loaded = load_text(GRAPH % stmt, "t.plan")
+    (d,) = loaded.warnings
+    assert d.code == "W236" and d.span is not None
+    assert (d.span.line, d.span.column) == (6, 3)
+    assert "does nothing" in d.message and d.hints
+    assert load_text(GRAPH % "colocate wte, h", "t.plan").warnings == []

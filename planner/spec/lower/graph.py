@@ -88,10 +88,7 @@ def lower_graph(sink: DiagnosticSink, decl: ast.GraphDecl, loc: Locations,
                 return None
             _chain_edges(sink, item, index, ops, edges, gname)
         elif isinstance(item, ast.ColocateDecl):
-            members = resolve_ops(sink, item.ops, index, gname, globs)
-            for m in members[1:]:
-                groups.union(members[0], m)
-            grouped = grouped or len(members) > 1
+            grouped = _colocate(sink, item, index, ops, groups, gname, globs) or grouped
         elif isinstance(item, ast.TieDecl):
             before = len(sink.items) + sink.dropped
             members = resolve_ops(sink, item.ops, index, gname, globs)
@@ -144,6 +141,21 @@ def _report_cycle(sink: DiagnosticSink, decl: ast.GraphDecl, ops: list[Op], src:
         sink.error("E231", f"graph `{decl.name.text}` has a cycle: {names}",
                    decl.name.span if closing is None else edge_spans[closing],
                    "a graph must be acyclic; remove one of these edges")
+
+
+def _colocate(sink: DiagnosticSink, item: ast.ColocateDecl, index: dict[str, int],
+              ops: list[Op], groups: Disjoint[int], gname: str, globs: GlobTable) -> bool:
+    """Join the ops of one `colocate` in `groups` (whether it named two or more); W236 when
+    all its names were found and they are one op, which it cannot constrain."""
+    before = len(sink.items) + sink.dropped
+    members = resolve_ops(sink, item.ops, index, gname, globs)
+    for m in members[1:]:
+        groups.union(members[0], m)
+    if len(set(members)) == 1 and len(sink.items) + sink.dropped == before:
+        sink.warning("W236", "a `colocate` needs two ops or more; this one names only "
+                     f"`{ops[members[0]].name}`, so it does nothing", item.span,
+                     "list the ops that must share one device (`colocate a, b`), or delete it")
+    return len(members) > 1
 
 
 def _ties(sink: DiagnosticSink, decls: list[tuple[ast.TieDecl, list[int] | None]],
