@@ -59,3 +59,28 @@ def test_cpsat_time_limit_bounds_the_whole_run(monkeypatch: pytest.MonkeyPatch) 
     assert took < bound + 2.0, (took, dict(sol.info))  # 2 s of slack for a loaded machine
     assert "safety cap" in sol.info["reason"]  # marked: another run may differ
     assert sol.status in ("feasible", "optimal", "fallback")
+
+
+def test_an_interrupted_cpsat_says_interrupted_not_work_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C during `solve --algo cpsat --time-limit 30` said "CP-SAT found no solution
+    # within its work limit (try a longer --time-limit)": no limit had stopped it
+    pytest.importorskip("ortools", reason="OR-Tools is not installed")
+    from planner.algorithms.base import Interrupted
+
+    wait = cpsat_model.Watched.wait
+    calls = []
+
+    def ctrl_c_once(self: object) -> None:  # the first wait is the search's: Ctrl-C there
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        wait(self)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cpsat_model.Watched, "wait", ctrl_c_once)
+    with pytest.raises(Interrupted) as err:
+        run("cpsat", layered_problem(40, 4), Options(time_limit_s=30))
+    sol = err.value.solution
+    assert sol is not None and sol.status == "interrupted"
+    reason = sol.info["reason"]
+    assert "interrupt" in reason and "limit" not in reason, reason

@@ -445,8 +445,8 @@ class CpsatModel:
         proved = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
         work_done = solver.ResponseProto().deterministic_time
         capped = not proved and not interrupted and work_done < bud.work * 0.999
-        answer = Answer(outcome, _said(name, capped), work_done=work_done, capped=capped,
-                        interrupted=interrupted)
+        answer = Answer(outcome, _said(name, capped, interrupted), work_done=work_done,
+                        capped=capped, interrupted=interrupted)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN):
             raw = solver.BestObjectiveBound()
             if math.isfinite(raw):
@@ -465,8 +465,12 @@ class CpsatModel:
         return answer
 
 
-def _said(status: str, capped: bool) -> str:
-    """CP-SAT's status in words, for the fallback reason."""
+def _said(status: str, capped: bool, interrupted: bool = False) -> str:
+    """CP-SAT's status in words, for the fallback reason; `interrupted`: Ctrl-C (or
+    SIGTERM) stopped the search, which no limit did."""
+    if interrupted and status in ("UNKNOWN", "FEASIBLE"):
+        return ("CP-SAT found a plan; the interrupt ended its search" if status == "FEASIBLE"
+                else "CP-SAT was interrupted before it found a solution")
     if status == "UNKNOWN":
         return ("CP-SAT found no solution in the search time left" if capped else
                 "CP-SAT found no solution within its work limit (try a longer --time-limit)")
