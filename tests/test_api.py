@@ -96,8 +96,15 @@ def test_a_pipeline_plan_that_does_not_fit_is_infeasible_in_python_too(tmp_path:
     result = planner.solve(planner.loads(TIGHT_PIPELINE).plan(), "uniform")
     assert result.pipeline is not None and max(result.pipeline.memory_bytes) == 117e6
     assert (result.status, result.feasible, result.gap) == ("infeasible", False, None)
-    assert result.breaks == ("a device holds less than its stages' activations in flight "
-                             "need",)
+    # the cause named: params fit (95.37 MiB of 104.90), the activations in flight do not
+    assert result.breaks == ("device `gpu1` holds 104.90 MiB, less than the 111.58 MiB its "
+                             "stages need: params 95.37 MiB, the rest activations in flight "
+                             "and workspace",)
+    # params alone over the cap: said so, not "activations in flight" (as it was)
+    heavy = planner.solve(planner.loads(TIGHT_PIPELINE.replace("params 100 MB", "params 120 MB"))
+                          .plan(), "uniform")
+    assert heavy.breaks == ("device `gpu0` holds 104.90 MiB, less than the params of its "
+                            "stages alone (114.44 MiB)",)
     spec = tmp_path / "tight.plan"
     spec.write_text(TIGHT_PIPELINE)
     from typer.testing import CliRunner
@@ -106,6 +113,11 @@ def test_a_pipeline_plan_that_does_not_fit_is_infeasible_in_python_too(tmp_path:
 
     done = CliRunner().invoke(app, ["solve", str(spec), "--algo", "uniform"])
     assert done.exit_code == 3 and "E401" in done.stderr
+    spec.write_text(TIGHT_PIPELINE.replace("params 100 MB", "params 120 MB"))
+    done = CliRunner().invoke(app, ["solve", str(spec), "--algo", "uniform"])
+    assert done.exit_code == 3 and ("error[E401]: plan `p` does not fit as a pipeline: device "
+                                    "`gpu0` holds 104.90 MiB, less than the params of its "
+                                    "stages alone (114.44 MiB)") in done.stderr
     roomy = planner.loads(TIGHT_PIPELINE.replace("110 MB", "1 GB")).plan()
     fits = planner.solve(roomy, "uniform")
     assert (fits.status, fits.feasible, fits.breaks) == ("feasible", True, ())

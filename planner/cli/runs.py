@@ -482,8 +482,12 @@ def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
         own = ("place each unit on one device, or plan it with a pipeline algorithm "
                "(pipedp, pipeilp, hybrid)",)
     elif not fits:
-        head = (f"plan `{problem.name}` does not fit as a pipeline: a device holds less than "
-                "its stages' activations in flight need (the pipeline's memory table)")
+        from ..pipeline.verdict import memory_words  # lazy: start-up
+
+        why = ("a device holds less than its stages need" if view is None
+               else memory_words(problem, view.rows[-1].run))
+        head = (f"plan `{problem.name}` does not fit as a pipeline: {why} (the pipeline's "
+                "memory table)")
     elif view is not None and not math.isfinite(view.rows[-1].run.iteration_s):
         from ..pipeline.verdict import NEVER_ENDS  # lazy: start-up
 

@@ -34,7 +34,7 @@ from ..pipeline.bound import pipeline_bound
 from ..pipeline.schedule import run_planned
 from ..pipeline.split import fits as pipeline_fits
 from ..pipeline.split import split_words, units_split
-from ..pipeline.verdict import NEVER_ENDS, replicated_pins
+from ..pipeline.verdict import NEVER_ENDS, memory_words, replicated_pins
 from ..simulate import SimResult, Violation, simulate
 from ..spec.load import load_path
 from ..version import __version__
@@ -252,10 +252,12 @@ def _place_and_simulate(point: Point, problem: Problem, row: Row
     if ms is not None and lb is not None and lb > 0:
         row["ratio_to_bound"] = ms / lb
     feasible, violations = result.feasible, list(result.violations)
+    overflow = ""
     if problem.pipeline is not None:
-        feasible, violations = _run_pipeline(problem, problem.pipeline, info, result, row)
+        feasible, violations, overflow = _run_pipeline(problem, problem.pipeline, info,
+                                                       result, row)
         row["feasible"], row["violations"] = feasible, len(violations)
-    _verdict(row, problem, solution.status, feasible, violations)
+    _verdict(row, problem, solution.status, feasible, violations, overflow)
     return result.placement, result.order
 
 
@@ -297,10 +299,11 @@ def _simulation_columns(row: Row, problem: Problem, result: SimResult) -> None:
 
 
 def _verdict(row: Row, problem: Problem, status: Status, feasible: bool,
-             violations: list[Violation]) -> None:
+             violations: list[Violation], overflow: str = "") -> None:
     """The row's gap, status and reason, once its makespan, bounds and (for a pipeline
     plan) pipeline columns are in; `status` is the algorithm's, `feasible` and
-    `violations` the verdict that counts (the pipeline's for a pipeline plan)."""
+    `violations` the verdict that counts (the pipeline's for a pipeline plan), `overflow`
+    why a pipeline plan does not fit its devices (`memory_words`)."""
     ms, lb = row["makespan_s"], row["lower_bound_s"]
     if ms is not None and feasible:
         # the one gap definition, from the simulated makespan (never an algorithm's own)
@@ -311,7 +314,7 @@ def _verdict(row: Row, problem: Problem, status: Status, feasible: bool,
                          else status)
     elif problem.pipeline is not None and not violations and ms is not None:
         row["status"] = "violated"
-        row["reason"] = _no_pipeline(row)
+        row["reason"] = _no_pipeline(row, overflow)
     else:
         first = violations[0].message if violations else "no finite makespan"
         row["status"] = "violated"
@@ -319,24 +322,24 @@ def _verdict(row: Row, problem: Problem, status: Status, feasible: bool,
                          f"violation(s); first: {first}")
 
 
-def _no_pipeline(row: Row) -> str:
+def _no_pipeline(row: Row, overflow: str) -> str:
     """Why a plan whose one pass is valid is no valid pipeline (`_run_pipeline`'s verdict:
-    it does not fit the pipeline's memory, or its iteration never ends), with what the run
-    noted after it."""
-    why = (f"does not fit as a pipeline: {row['pipeline_memory_device']} holds less than "
-           "its stages' activations in flight need" if not row["pipeline_fits"]
+    it does not fit the pipeline's memory, `overflow` saying how, or its iteration never
+    ends), with what the run noted after it."""
+    why = (f"does not fit as a pipeline: {overflow}" if not row["pipeline_fits"]
            else f"does not run as a pipeline: {NEVER_ENDS}")
     return "; ".join(x for x in (why, row["reason"]) if x)
 
 
 def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
-                  result: SimResult, row: Row) -> tuple[bool, list[Violation]]:
+                  result: SimResult, row: Row) -> tuple[bool, list[Violation], str]:
     """Run the plan as `pipeline` (`pipeline.schedule.run_planned`: the devices the algorithm
     names in `info["recompute"]` recompute, its `info["replicas"]` run replicated stages)
     and fill the row's pipeline columns. Returns the pipeline's verdict, as `planner solve`
     judges a pipeline plan: whether it is feasible, and the one-pass violations that count
     (every rule but memory, which the pipeline's model judges instead), with a pipeline
-    unit split over devices as a broken colocation."""
+    unit split over devices as a broken colocation, and why it does not fit its devices
+    ("" where it does)."""
     run = run_planned(problem, result.placement, pipeline, info)
     devs = problem.cluster.devices
     fits = pipeline_fits(problem, run.memory_bytes)
@@ -369,4 +372,5 @@ def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
                          (a, b), (result.placement[a], result.placement[b]))
                for a, b in units_split(problem, result.placement)]
     others += replicated_pins(problem, run)
-    return (not others and fits and row["iteration_s"] is not None), others
+    return ((not others and fits and row["iteration_s"] is not None), others,
+            "" if fits else memory_words(problem, run))

@@ -22,6 +22,7 @@ from ..model import Problem
 from ..pipeline.bound import PipelineBound
 from ..pipeline.schedule import PipelineRun
 from ..pipeline.split import fits
+from ..pipeline.verdict import memory_words
 from ..report.views import PipelineRow
 from ..units import format_bytes_of, format_seconds
 from .figures import format_gap
@@ -107,8 +108,8 @@ def pipeline_report(problem: Problem, rows: Sequence[PipelineRow], bound: Pipeli
     if run.allreduce_s:
         head.add_row("all-reduce", allreduce_line(problem, run))
     if not fits(problem, run.memory_bytes):
-        head.add_row("memory", "[red]does not fit[/red]: a device holds less than its stages' "
-                     "activations in flight need (devices below)")
+        head.add_row("memory", Text.assemble(("does not fit", "red"), ": ",
+                                             memory_words(problem, run), " (devices below)"))
     for note in (run.note, *notes):
         if note:
             head.add_row("note", note)

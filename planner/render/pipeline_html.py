@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from ..model import Op, Problem
 from ..pipeline.allreduce import AllReduce
 from ..pipeline.schedule import PipelineRun, Task
-from ..pipeline.verdict import pipeline_breaks
+from ..pipeline.verdict import memory_words, pipeline_breaks
 from ..report.views import PipelineRow, PipelineView
 from ..simulate import SimResult
 from ..units import format_bytes, format_bytes_of, format_seconds
@@ -83,7 +83,7 @@ def pipeline_section_html(problem: Problem, view: PipelineView,
     breaks = [] if result is None else pipeline_breaks(problem, result, run)
     if breaks or not view.rows[-1].fits:
         notes.insert(0, "does not run as this pipeline: " + "; ".join(breaks or [
-            "a device holds less than its stages' activations in flight need (stages below)"]))
+            memory_words(problem, run) + " (stages below)"]))
     noted = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
     return ('<h2>Pipeline</h2>'
             f'<div class="figures">{cells}</div>{noted}'
