@@ -3,8 +3,9 @@
 The JSON form is versioned and deterministic: keys in a fixed order, ops in graph order,
 devices in cluster order, times in seconds as floats, nothing that varies between runs.
 A hybrid pipeline's plan adds `replicas` (`load_replicas`), and a pipeline plan whose
-devices recompute their activations (`pipeilp`) adds `recompute` (`load_recompute`), both
-optional keys: a plan without them is written as before, byte for byte.
+devices recompute their activations (`pipeilp`) adds `recompute` (`load_recompute`), and
+the best plan of an interrupted solve `"status": "interrupted"` (which no reader needs),
+all optional keys: a plan without them is written as before, byte for byte.
 
 `solve --json` and `simulate --json` read back as plans too: `in_envelope` finds the report
 in the document (its `result`), and `load_plan` reads the report's `placement`, with the
@@ -91,12 +92,13 @@ class Plan:
         return Plan(self.placement, self.order, self.start_s, name)
 
     def to_json(self, problem: Problem, replicas: Groups = _NO_GROUPS,
-                recompute: Sequence[str] = ()) -> dict[str, Any]:
+                recompute: Sequence[str] = (), status: str = "") -> dict[str, Any]:
         """The versioned JSON object of this plan (names, not indices); a hybrid pipeline's
         `replicas` (representative device -> its group, itself first: `pipeline.hybrid`)
         as `"replicas": {device: [devices]}`, only when a stage has 2+ replicas; the
         devices that recompute their activations as `"recompute": [devices]`, only when
-        some do."""
+        some do; `"status": "interrupted"` (`status`) for the best plan of a solve that
+        was stopped, only then (readers ignore it: it is the plan all the same)."""
         ops = problem.graph.ops
         devs = problem.cluster.devices
         obj: dict[str, Any] = {
@@ -104,6 +106,7 @@ class Plan:
             "version": VERSION,
             "plan": problem.name,
             "algorithm": self.algorithm,
+            **({"status": status} if status else {}),
             "placement": {ops[i].name: devs[d].name for i, d in enumerate(self.placement)},
         }
         obj.update(layout_json(problem, replicas, recompute))
@@ -116,16 +119,16 @@ class Plan:
         return obj
 
     def dumps(self, problem: Problem, replicas: Groups = _NO_GROUPS,
-              recompute: Sequence[str] = ()) -> str:
+              recompute: Sequence[str] = (), status: str = "") -> str:
         """Deterministic JSON text (the same plan is the same bytes)."""
-        return json.dumps(finite(self.to_json(problem, replicas, recompute)), indent=2,
+        return json.dumps(finite(self.to_json(problem, replicas, recompute, status)), indent=2,
                           ensure_ascii=False, allow_nan=False) + "\n"  # strict: no NaN
 
     def write(self, problem: Problem, path: str, replicas: Groups = _NO_GROUPS,
-              recompute: Sequence[str] = ()) -> None:
-        """Write the plan JSON atomically (with a hybrid pipeline's `replicas`, and the
-        devices that `recompute`)."""
-        write_text_atomic(path, self.dumps(problem, replicas, recompute))
+              recompute: Sequence[str] = (), status: str = "") -> None:
+        """Write the plan JSON atomically (with a hybrid pipeline's `replicas`, the
+        devices that `recompute`, and a `status` such as `interrupted`)."""
+        write_text_atomic(path, self.dumps(problem, replicas, recompute, status))
 
 
 def layout_json(problem: Problem, replicas: Groups = _NO_GROUPS,

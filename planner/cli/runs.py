@@ -383,7 +383,8 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
         _interrupted_note(solution, (html, trace), report)
         raise
     if out is not None:
-        solution.plan.write(problem, str(out), groups, tuple(info.get("recompute") or ()))
+        solution.plan.write(problem, str(out), groups, tuple(info.get("recompute") or ()),
+                            "interrupted" if solution.status == "interrupted" else "")
     _interrupted_note(solution, (out, html, trace), report)
 
 

@@ -43,6 +43,10 @@ def test_interrupted_with_a_plan_prints_and_writes_it(tmp_path: Path,
     assert "interrupted" in (tmp_path / "r.html").read_text(encoding="utf-8")
     plan = json.loads((tmp_path / "p.json").read_text())
     assert set(plan["placement"]) == {"a", "b"}
+    # the plan file is marked too (docs/limits.md), and reads back as a plan all the same
+    assert plan["status"] == "interrupted"
+    code, _, err = invoke(["simulate", "s.plan", "--placement", "p.json"], tmp_path)
+    assert code == 0, err
     code, out, _ = invoke(["solve", "s.plan", "--algo", "cpsat", "--json"], tmp_path)
     doc = json.loads(out)
     assert (code, doc["exit_code"], doc["ok"]) == (130, 130, False)
