@@ -35,16 +35,22 @@ CORPUS = HERE / ".corpus"
 class Recorder:
     """Wraps the harness: writes figures and reproducers as the run goes."""
 
+    #: seconds between two saves of the figures: libFuzzer ends the process without
+    #: returning, so what is not saved by then is lost (a count of runs alone, every 200,
+    #: saved nothing in a short run on a busy machine, leaving an older run's file)
+    EVERY_S = 1.0
+
     def __init__(self, harness: Harness, started: float) -> None:
         self.harness = harness
         self.started = started
         self.written = 0
+        self.saved_at = 0.0
 
     def __call__(self, data: bytes) -> None:
         before = len(self.harness.findings)
         self.harness.one_input(data)
-        h = self.harness
-        if len(h.findings) != before or h.executions % 200 == 0:
+        if (len(self.harness.findings) != before
+                or time.monotonic() - self.saved_at >= self.EVERY_S):
             self.save()
 
     def save(self) -> None:
@@ -58,6 +64,7 @@ class Recorder:
         doc = {"engine": "atheris", "seconds": round(time.time() - self.started, 1),
                **self.harness.summary()}
         (FINDINGS / "last-run.json").write_text(json.dumps(doc, indent=2) + "\n")
+        self.saved_at = time.monotonic()
 
 
 def _seed_corpus() -> None:

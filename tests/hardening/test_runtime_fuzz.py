@@ -63,10 +63,13 @@ def test_an_unexpected_exception_is_a_finding_and_a_known_issue_is_counted(
 @pytest.mark.skipif(importlib.util.find_spec("atheris") is None,
                     reason="atheris is not installed (pip install -e '.[fuzz]')")
 def test_a_few_seconds_of_coverage_guided_fuzzing_find_nothing_new(tmp_path: Path) -> None:
+    last_run = ROOT / "fuzz" / "findings" / "last-run.json"
+    last_run.unlink(missing_ok=True)  # an older run's figures must not pass for this one's
     proc = subprocess.run([sys.executable, str(ROOT / "fuzz" / "run.py"), "--minutes", "0.1",
                            "--slack", "10"], capture_output=True, text=True, timeout=300,
                           check=False)
-    figures = json.loads((ROOT / "fuzz" / "findings" / "last-run.json").read_text())
+    assert last_run.exists(), proc.stderr[-2000:]  # saved as it runs: libFuzzer ends it
+    figures = json.loads(last_run.read_text())
     assert figures["executions"] > 100, proc.stderr[-2000:]
     assert figures["findings"] == [], figures
     assert proc.returncode == 0, proc.stderr[-2000:]
