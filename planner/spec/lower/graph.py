@@ -146,12 +146,14 @@ def _report_cycle(sink: DiagnosticSink, decl: ast.GraphDecl, ops: list[Op], src:
 def _colocate(sink: DiagnosticSink, item: ast.ColocateDecl, index: dict[str, int],
               ops: list[Op], groups: Disjoint[int], gname: str, globs: GlobTable) -> bool:
     """Join the ops of one `colocate` in `groups` (whether it named two or more); W236 when
-    all its names were found and they are one op, which it cannot constrain."""
+    all its names were found and they are one op, which it cannot constrain (not once
+    E015 has stopped the matching of patterns: an unmatched one found nothing)."""
     before = len(sink.items) + sink.dropped
     members = resolve_ops(sink, item.ops, index, gname, globs)
     for m in members[1:]:
         groups.union(members[0], m)
-    if len(set(members)) == 1 and len(sink.items) + sink.dropped == before:
+    if (len(set(members)) == 1 and len(sink.items) + sink.dropped == before
+            and not globs.budget.glob_reported):
         sink.warning("W236", "a `colocate` needs two ops or more; this one names only "
                      f"`{ops[members[0]].name}`, so it does nothing", item.span,
                      "list the ops that must share one device (`colocate a, b`), or delete it")
