@@ -119,13 +119,15 @@ def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Result:
     that the algorithm does not take (E605: `time_limit_s`, `gap`, `solver`, `emit`,
     `threshold`; `planner.algorithms.taking(option)` lists those that do),
     `InfeasibleError` when no plan fits, `TypeError` for a `problem` that is no `Problem`.
+    Issues W626 as a `PlannerWarning` (as `solve` prints it) for a pipeline plan torch's
+    schedule cannot run as placed.
     """
     from .algorithms import options_of, run  # lazy: start-up
     from .api import Result, check_problem  # lazy: start-up
 
     checked = options_of(algorithm, **options)  # E601, E626, E605, before any work
     check_problem(problem)
-    return Result.of(problem, run(algorithm, problem, checked))
+    return _warned(Result.of(problem, run(algorithm, problem, checked)))
 
 
 def lower_bound(problem: Problem) -> Bounds:
@@ -148,3 +150,16 @@ def read_plan(problem: Problem, source: str | os.PathLike[str] | Mapping[str, An
 
     check_problem(problem)
     return _read_plan(problem, source)
+
+
+def _warned(result: Result) -> Result:
+    """`result`, once the warning the command line prints about its plan is issued as a
+    `PlannerWarning`: W626 for a pipeline plan torch's schedule cannot run as placed
+    (`solve` prints it; `export torch --pipeline` would refuse it, E947)."""
+    if result.problem.pipeline is not None:
+        from .errors import warn_user  # lazy: start-up
+        from .pipeline.runnable import unrunnable  # lazy: numpy, pipeline plans only
+
+        found = unrunnable(result.problem, result.plan.placement)
+        warn_user([found] if found is not None else [])
+    return result

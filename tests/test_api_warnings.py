@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 import warnings
@@ -224,3 +225,38 @@ def test_the_warning_is_rebuilt_from_its_args() -> None:
     warning = w.message
     again = type(warning)(*warning.args)
     assert str(again) == str(warning) and again.code == "W266"  # type: ignore[attr-defined]
+
+
+def _placed(microbatches: int, schedule: str = "1f1b", params: str = "") -> str:
+    """Four layers `place`d one per device: 4 stages (`test_honest_words._four_stages`)."""
+    return ("cluster c {\n  device d[0..3] { memory 1 TiB }\n"
+            "  link d[0..3] <-> d[0..3] { bandwidth 100 GB/s }\n}\ngraph g {\n"
+            + "".join(f"  op f{k} {{ time 4 ms; output 1 MB{params} }}\n"
+                      f"  op f{k}.bwd {{ time 8 ms; backward_of f{k} }}\n" for k in range(4))
+            + "  f0 -> f1 -> f2 -> f3 -> f3.bwd -> f2.bwd -> f1.bwd -> f0.bwd\n}\n"
+            f"plan p {{\n  graph g; cluster c; objective pipeline; microbatches {microbatches}"
+            f"; schedule {schedule}\n"
+            + "".join(f"  place f{k}, f{k}.bwd on d{k}\n" for k in range(4)) + "}\n")
+
+
+@pytest.mark.parametrize(("text", "algo", "codes"), [
+    (_placed(2), "expert", {"W626"}),
+    (_placed(2, params="; params 1.5 B"), "expert", {"W266", "W626"}),
+    (_placed(2), "uniform", set()),  # capped at M stages: torch runs it
+    (_placed(4), "expert", set()),
+    (_placed(2, "gpipe"), "expert", set()),
+    (_placed(2), "heft", None),  # whatever the CLI prints
+])
+def test_solve_warns_what_the_command_line_prints(tmp_path: Path, text: str, algo: str,
+                                                  codes: set[str] | None) -> None:
+    """Before: `planner.solve` of a pipeline plan torch's 1F1B cannot run (4 stages, 2
+    micro-batches) was silent, where `planner solve` printed W626."""
+    path = tmp_path / "s.plan"
+    path.write_text(text, encoding="utf-8")
+    res = CliRunner().invoke(app, ["solve", str(path), "--algo", algo])
+    assert res.exit_code == 0, res.output
+    printed = set(re.findall(r"warning\[(W\d+)\]", res.stderr))
+    assert codes is None or printed == codes
+    caught = _warned(lambda: planner.solve(planner.loads(text, "s.plan").plan(), algo))
+    assert {w.message.code for w in caught} == printed  # type: ignore[union-attr]
+    assert {w.filename for w in caught} <= {__file__}

@@ -21,7 +21,6 @@ from ..errors import (
     InfeasibleError,
     JsonSpans,
     PlanChoiceError,
-    Severity,
     Span,
     SpecError,
     UsageError,
@@ -83,13 +82,9 @@ def unrunnable_pipelines(problems: Iterable[Problem], where: Mapping[str, Span]
 def _refusal(problem: Problem, placement: Sequence[int], span: Span | None
              ) -> Diagnostic | None:
     """W626 when torch's schedule cannot run `placement` as placed, else None."""
-    from ..pipeline.runnable import refusal  # lazy: start-up (numpy), pipeline plans only
+    from ..pipeline.runnable import unrunnable  # lazy: start-up (numpy), pipeline plans only
 
-    found = refusal(problem, placement)
-    if found is None:
-        return None
-    why, change = found
-    return Diagnostic("W626", why, span, (change,), severity=Severity.WARNING)
+    return unrunnable(problem, placement, span)
 
 
 def _placement_from_spec(problem: Problem) -> Plan:

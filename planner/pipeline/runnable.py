@@ -7,13 +7,15 @@ Megatron does; stages that do not loop over one chain under `interleaved` run as
 `Schedule1F1B` needs at least as many micro-batches as stages, and
 `ScheduleInterleaved1F1B` stage k on rank k mod D and micro-batches a multiple of its
 rounds, max(1, M // D). `refusal` says which of these a plan breaks, so that `check` and
-`solve` say it before `export` refuses (E947) a plan planner has just reported.
+`solve` say it (`unrunnable`: W626), and `planner.solve` and `planner.read_plan` warn it,
+before `export` refuses (E947) a plan planner has just reported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..errors import Diagnostic, Severity, Span
 from ..model import Problem
 from ..schedules import rounds
 from .split import split_of
@@ -51,3 +53,14 @@ def refusal(problem: Problem, placement: Sequence[int]) -> tuple[str, str] | Non
             f"{schedule.torch_class} needs a multiple of its rounds, max(1, {m} // "
             f"{len(chain)}) = {r}, and refuses it",
             f"set `microbatches` to a multiple of {len(chain)}")
+
+
+def unrunnable(problem: Problem, placement: Sequence[int], span: Span | None = None
+               ) -> Diagnostic | None:
+    """W626 (at `span`) when torch's schedule cannot run `placement` as placed, else None:
+    the one warning `check`, `solve`, `simulate` and the Python API give for it."""
+    found = refusal(problem, placement)
+    if found is None:
+        return None
+    why, change = found
+    return Diagnostic("W626", why, span, (change,), severity=Severity.WARNING)
