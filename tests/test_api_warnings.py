@@ -201,15 +201,22 @@ def test_the_builder_warns_at_the_build_and_locates_at_the_call() -> None:
     assert problem.graph.ops[4].params_bytes == 3  # rounded as before, and said
 
 
-def test_a_build_that_fails_holds_the_calls_warnings() -> None:
-    b = _builder({"params": "1.5 B"}, 2, None)
+@pytest.mark.parametrize(("op_a", "colocate", "code"), [
+    ({"params": "1.5 B"}, (), "W266"),
+    ({}, ("a",), "W236")])  # before: no W236 at all
+def test_a_build_that_fails_holds_the_calls_warnings(op_a: dict[str, object],
+                                                     colocate: tuple[str, ...],
+                                                     code: str) -> None:
+    b = _builder(op_a, 2, None)
+    if colocate:
+        b.colocate(*colocate)
     b.op("c", time="-1 ms")
     with warnings.catch_warnings(record=True) as caught, \
             pytest.raises(planner.SpecError) as err:
         warnings.simplefilter("always")
         b.build()
     assert caught == []
-    assert [d.code for d in err.value.diagnostics] == ["W266", "E105"]
+    assert [d.code for d in err.value.diagnostics] == [code, "E105"]
 
 
 def _line(mark: str) -> int:
@@ -260,3 +267,22 @@ def test_solve_warns_what_the_command_line_prints(tmp_path: Path, text: str, alg
     caught = _warned(lambda: planner.solve(planner.loads(text, "s.plan").plan(), algo))
     assert {w.message.code for w in caught} == printed  # type: ignore[union-attr]
     assert {w.filename for w in caught} <= {__file__}
+
+
+@pytest.mark.parametrize(("names", "codes"), [
+    (("a",), {"W236"}), (("b", "b"), {"W236"}), (("a", "b"), set())])
+def test_a_builders_colocate_of_one_op_warns_as_the_spec_does(names: tuple[str, ...],
+                                                              codes: set[str]) -> None:
+    """Before: `colocate("a")` built silently, where the spec's `colocate a` gives W236."""
+    b = _builder({}, 2, None)
+    b.colocate(*names)  # at: colocate
+    caught = _warned(b.build)
+    assert {w.message.code for w in caught} == codes  # type: ignore[union-attr]
+    text = _spec("", "", 2, "").replace("a -> b", f"colocate {', '.join(names)}\n  a -> b")
+    spec = _warned(lambda: planner.loads(text))
+    assert {w.message.code for w in spec} == codes  # type: ignore[union-attr]
+    for w in caught:  # at the build, located at the colocate
+        assert (w.filename, w.message.span.line) == (  # type: ignore[union-attr]
+            __file__, _line("colocate"))
+        assert f"names only `{names[0]}`, so it does nothing" in str(w.message)
+

@@ -54,7 +54,7 @@ SHARED.update(dict.fromkeys(
     "the same limit: a file or graph loaded (spec/), and a spec `import` or `generate` makes, "
     "refused before it is written (cli/io_commands.py)"))
 SHARED.update(dict.fromkeys(
-    ("W256", "W257", "W258", "W266"),
+    ("W236", "W256", "W257", "W258", "W266"),
     "the same warning about a spec (spec/lower/) and about a Problem built in Python "
     "(api/advice.py, api/builder.py), which `warnings.warn` issues"))
 SHARED["E709"] = ("pipeilp found no placement and this is no proof: its own verdict "

@@ -5,9 +5,10 @@ Each method records what it was given and where it was called from (`errors.call
 then raises one `SpecError` with every mistake, each located at the user's line that made
 it. Quantities are numbers in base units (seconds, bytes, FLOP, FLOP/s, B/s) or strings with
 a unit as in a spec (`"1.5 ms"`, `"16 GiB"`, `"25 GB/s"`). A problem built is warned about
-what its spec would be (W256, W257, W258, W266: `advice`), with `warnings.warn`
-(`errors.warn_user`), each at the call that made the item; a build that raises holds the
-calls' W266 with its errors, as a spec's `SpecError` holds its warnings.
+what its spec would be (W256, W257, W258: `advice`; W236, W266: its calls), with
+`warnings.warn` (`errors.warn_user`), each at the call that made the item; a build that
+raises holds the calls' W236 and W266 with its errors, as a spec's `SpecError` holds its
+warnings.
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ class ProblemBuilder:
         self._edges.extend((a, b, size, site) for a, b in itertools.pairwise(names))
 
     def colocate(self, *ops: str) -> None:
-        """Force `ops` onto one device."""
+        """Force `ops` onto one device (one op alone: W236 at `build()`, as a spec's
+        `colocate a`)."""
         site = call_site()
         self._colocations.append(([self._name(o, "op", site, "colocate") for o in ops], site))
 
@@ -266,7 +268,7 @@ class ProblemBuilder:
         edges = self._edge_table(op_of, ops)
         links = self._link_table(dev_of)
         pins, placement, pin_sites = self._pin_tables(sink, op_of, dev_of, ops, devs)
-        groups, group_sites = self._groups(op_of, len(ops))
+        groups, group_sites = self._groups(sink, op_of, ops)
         backward = {b: f for name, (fwd, site) in self._backward.items()
                     if (b := op_index.get(name)) is not None
                     and (f := op_of(fwd, site)) is not None}
@@ -357,8 +359,11 @@ class ProblemBuilder:
                     pin_sites.setdefault(i, site)
         return pins, placement, pin_sites
 
-    def _groups(self, op_of: Any, n: int
+    def _groups(self, sink: DiagnosticSink, op_of: Any, ops: list[Op]
                 ) -> tuple[tuple[tuple[int, ...], ...], list[CallSite | None]]:
+        """The colocation groups, and the call that first named each; W236 for a
+        `colocate(...)` whose names are all ops and one op (a spec's `colocate a`)."""
+        n = len(ops)
         sets: Disjoint[int] = Disjoint(range(n))
         first_site: dict[int, CallSite | None] = {}
         for names, site in self._colocations:
@@ -367,6 +372,13 @@ class ProblemBuilder:
                 first_site.setdefault(i, site)
             for m in members[1:]:
                 sets.union(members[0], m)
+            if len(set(members)) == 1 and len(members) == len(names):
+                name = ops[members[0]].name
+                sink.warning("W236", "a `colocate` needs two ops or more; this one names only "
+                             f"`{name}`, so it does nothing", site_span(site),
+                             "name every op that must share one device: colocate("
+                             f"{json.dumps(name, ensure_ascii=False)}, \"x\", ...), or delete "
+                             "the call")
         groups = sorted(tuple(g) for g in sets.groups(range(n)))
         return tuple(groups), [first_site.get(g[0]) for g in groups]
 
