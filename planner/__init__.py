@@ -143,19 +143,20 @@ def lower_bound(problem: Problem) -> Bounds:
 def read_plan(problem: Problem, source: str | os.PathLike[str] | Mapping[str, Any]) -> Result:
     """A plan file (`Result.write`, `planner solve --out`), a `--json` document or their
     parsed JSON, for `problem`, as a `Result` whose figures are `simulate --placement`'s
-    (a hybrid plan's `replicas` and the devices that `recompute` included). Raises
-    `SpecError` for a file that holds no plan of `problem`."""
+    (a hybrid plan's `replicas` and the devices that `recompute` included), and W626 as
+    `simulate` prints it, a `PlannerWarning`. Raises `SpecError` for a file that holds no
+    plan of `problem`."""
     from .api import check_problem  # lazy: start-up
     from .api import read_plan as _read_plan  # lazy: start-up
 
     check_problem(problem)
-    return _read_plan(problem, source)
+    return _warned(_read_plan(problem, source))
 
 
 def _warned(result: Result) -> Result:
     """`result`, once the warning the command line prints about its plan is issued as a
     `PlannerWarning`: W626 for a pipeline plan torch's schedule cannot run as placed
-    (`solve` prints it; `export torch --pipeline` would refuse it, E947)."""
+    (`solve` and `simulate` print it; `export torch --pipeline` would refuse it, E947)."""
     if result.problem.pipeline is not None:
         from .errors import warn_user  # lazy: start-up
         from .pipeline.runnable import unrunnable  # lazy: numpy, pipeline plans only

@@ -286,3 +286,23 @@ def test_a_builders_colocate_of_one_op_warns_as_the_spec_does(names: tuple[str, 
             __file__, _line("colocate"))
         assert f"names only `{names[0]}`, so it does nothing" in str(w.message)
 
+
+
+@pytest.mark.parametrize(("text", "codes"), [(_placed(2), {"W626"}), (_placed(4), set())])
+def test_read_plan_warns_what_simulate_prints(tmp_path: Path, text: str,
+                                              codes: set[str]) -> None:
+    """Before: `planner.read_plan` of a plan torch's 1F1B cannot run was silent, where
+    `planner simulate --placement` of the same file printed W626."""
+    path, saved = tmp_path / "s.plan", tmp_path / "plan.json"
+    path.write_text(text, encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        problem = planner.load(path).plan()
+        planner.solve(problem, "expert").write(saved)
+    res = CliRunner().invoke(app, ["simulate", str(path), "--placement", str(saved)])
+    assert res.exit_code == 0, res.output
+    printed = set(re.findall(r"warning\[(W\d+)\]", res.stderr))
+    assert printed == codes
+    caught = _warned(lambda: planner.read_plan(problem, saved))
+    assert {w.message.code for w in caught} == printed  # type: ignore[union-attr]
+    assert {w.filename for w in caught} <= {__file__}
