@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated, Any, Self
 
@@ -31,7 +32,7 @@ from ..algorithms import completions, names, taking
 from ..compare import sweep
 from ..compare.rows import Row, columns, file_format, to_json_row, write_rows
 from ..compare.sweep import DEFAULT_ALGORITHMS, SweepResult, best_plans, plan_sweep
-from ..errors import render_all
+from ..errors import PlannerWarning, render_all
 from ..files import check_outputs
 from ..render.compare_html import write_compare_html
 from ..render.diagnostics import eprint
@@ -120,9 +121,11 @@ def _compare(report: JsonReport, specs: list[Path] | None, algos: str, *, plan: 
     for option, rows_file in (("--out", out), ("--resume", resume)):  # before the sweep
         if rows_file is not None:
             file_format(rows_file, option)
-    points = plan_sweep(specs or [], algos, plan=plan, bandwidths=bandwidth, memories=memory,
-                        devices=devices, objectives=objective, microbatches=microbatches,
-                        time_limit_s=time_limit)
+    with warnings.catch_warnings():  # printed below, as diagnostics, not Python's way
+        warnings.simplefilter("ignore", PlannerWarning)
+        points = plan_sweep(specs or [], algos, plan=plan, bandwidths=bandwidth,
+                            memories=memory, devices=devices, objectives=objective,
+                            microbatches=microbatches, time_limit_s=time_limit)
     # again, now that the specs are read: those found in folders and their imports are
     # inputs too (`compare . --html resnet.plan` replaced the spec with the report)
     check_outputs({"--out": out, "--html": html, "--resume": resume}, points.inputs)

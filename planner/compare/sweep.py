@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import errors
 from ..algorithms import compare_defaults, get, names
 from ..algorithms.base import MAX_TIME_LIMIT_S
 from ..errors import Diagnostic, PlannerError, Severity, Span, SpecError, UsageError, did_you_mean
@@ -73,7 +74,8 @@ Progress = Callable[[int, int, "Row | None"], None]
 
 @dataclass(frozen=True)
 class Sweep:
-    """The points of a sweep, in a deterministic order, and warnings found planning it."""
+    """The points of a sweep, in a deterministic order, and warnings found planning it
+    (W650, W625: `plan_sweep` issues them as `PlannerWarning`s too)."""
 
     points: tuple[Point, ...]
     specs: tuple[str, ...]
@@ -172,11 +174,13 @@ def plan_sweep(
     """The points of a sweep: every plan of every spec × algorithm × setting.
 
     `specs` is a list of files and folders, or one alone. With no `specs`, every `*.plan`
-    under `root` (files there that fail to load are skipped with a warning; files named
-    explicitly must load: `SpecError`). Files that define no plan (cluster libraries)
-    contribute nothing. A micro-batch count applies only to a point under the pipeline
-    objective (`settings.applies_microbatches`); the other points of that plan get the
-    label `spec`, once. Raises `UsageError` for bad
+    under `root` (files there that fail to load are skipped with a warning, W650; files
+    named explicitly must load: `SpecError`). The warnings (W650, and W625 for points left
+    out because their algorithm does not plan for their objective) are in `Sweep.warnings`
+    and issued as `planner.PlannerWarning`s at the caller's line, as `compare` prints them.
+    Files that define no plan (cluster libraries) contribute nothing. A micro-batch count
+    applies only to a point under the pipeline objective (`settings.applies_microbatches`);
+    the other points of that plan get the label `spec`, once. Raises `UsageError` for bad
     option values, naming the option, and (E624) for `microbatches` when no point is
     under the pipeline objective.
     """
@@ -237,8 +241,10 @@ def plan_sweep(
             "E619", f"nothing to compare: no plan found in {where}"
             + (f" named `{plan}`" if plan else ""), None,
             ("a spec needs a `plan NAME { graph G cluster C }` block",)))
-    return Sweep(tuple(points), tuple(shown_specs), algos, settings, tuple(warnings),
-                 tuple(inputs))
+    sweep = Sweep(tuple(points), tuple(shown_specs), algos, settings, tuple(warnings),
+                  tuple(inputs))
+    errors.warn_user(sweep.warnings)  # where the Python API says them; `compare` prints its own
+    return sweep
 
 
 def _no_pipeline(mb_labels: Sequence[str], first_plan: tuple[str, str] | None,

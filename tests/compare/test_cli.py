@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from planner.cli.compare import compare_command
-from planner.compare import FIELD_NAMES, read_rows
+from planner.compare import FIELD_NAMES, plan_sweep, read_rows
 from planner.compare.rows import PIPELINE_FIELDS, SETTING_DEFAULTS
 
 from .helpers import FIXTURES, SPECS
@@ -156,3 +158,31 @@ def test_time_limit_0_means_what_it_means_to_solve() -> None:
         assert (rows[algo]["status"], rows[algo]["makespan_s"]) == (
             plan["status"], plan["makespan_s"])
     assert rows["cpsat"]["status"] == "fallback"
+
+
+@pytest.mark.parametrize(("specs", "objective", "code"), [
+    ((), None, "W650"),  # specs/broken.plan, skipped
+    ((SPECS[0],), "makespan,pipeline", "W625")])  # pipedp plans pipelines alone
+def test_plan_sweep_warns_what_compare_prints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              specs: tuple[Path, ...], objective: str | None,
+                                              code: str) -> None:
+    """Before: `plan_sweep` kept them in `Sweep.warnings` alone, which no doc names: a spec
+    skipped or an algorithm left out without a word. `compare` prints each once, as before."""
+    shutil.copytree(FIXTURES, tmp_path / "specs")
+    (tmp_path / "specs" / "broken.plan").write_text("plan p { graph nowhere }\n")
+    monkeypatch.chdir(tmp_path)
+    algos = "msct,pipedp" if objective else "msct"
+    more = ["--objective", objective] if objective else []
+    with warnings.catch_warnings(record=True) as during:  # none escapes the command
+        warnings.simplefilter("always")
+        result = runner.invoke(app, ["compare", *map(str, specs), "--algos", algos, *more,
+                                     "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    printed = re.findall(r"warning\[(W\d+)\]", result.stderr)
+    assert printed == [code] and during == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sweep = plan_sweep(list(specs), algos, objectives=objective)
+    assert [w.message.code for w in caught] == printed  # type: ignore[union-attr]
+    assert [d.code for d in sweep.warnings] == printed
+    assert {w.filename for w in caught} == {__file__}
