@@ -233,8 +233,10 @@ def interleave_blocked(graph: Graph, cluster: Cluster, pipeline: Pipeline) -> st
 
 
 def backward_first(graph: Graph) -> list[tuple[int, int]]:
-    """(backward op, its forward op) for each backward op that comes before its forward op
-    in the graph's topological order: no path of edges leads from the forward op to it."""
+    """(backward op, its forward op) for each backward op that no path of edges leads to
+    from its forward op, whatever order the ops are declared in. A backward op before its
+    forward op in a topological order has no such path and one with an edge from it has;
+    the pairs left are judged exactly by `_unreached`."""
     if not graph.backward_of:
         return []
     try:
@@ -244,7 +246,43 @@ def backward_first(graph: Graph) -> list[tuple[int, int]]:
     position = [0] * len(graph.ops)
     for k, i in enumerate(order):
         position[i] = k
-    return [(b, f) for b, f in graph.backward_of.items() if position[b] < position[f]]
+    back = graph.backward_of
+    read = {e.dst for e in graph.edges if back.get(e.dst, -1) == e.src}  # reads its forward op
+    open_ = [(b, f) for b, f in back.items() if position[b] > position[f] and b not in read]
+    bad = _unreached(graph, position, open_)
+    return [(b, f) for b, f in back.items()
+            if position[b] < position[f] or (b, f) in bad]
+
+
+def _unreached(graph: Graph, position: Sequence[int], pairs: list[tuple[int, int]],
+               batch: int = 4096) -> set[tuple[int, int]]:
+    """The (target, source) pairs with no path from source to target: per batch of pairs,
+    one pass in topological order between the batch's first source and last target, each
+    op carrying a bit per pair whose source reaches it (O(edges) a batch; none for the
+    graphs `generate --training` writes, whose backward ops all read their forward op)."""
+    out: set[tuple[int, int]] = set()
+    order, succ, edges = graph.topological_order, graph.successors, graph.edges
+    pairs = sorted(pairs, key=lambda p: position[p[1]])
+    for k in range(0, len(pairs), batch):
+        chunk = pairs[k:k + batch]
+        start: dict[int, int] = {}
+        for j, (_, f) in enumerate(chunk):
+            start[f] = start.get(f, 0) | 1 << j
+        targets = {b for b, _ in chunk}
+        last = max(position[b] for b in targets)
+        reach: dict[int, int] = {}
+        seen: dict[int, int] = {}
+        for i in order[position[chunk[0][1]]:last + 1]:
+            bits = reach.pop(i, 0) | start.get(i, 0)
+            if i in targets:
+                seen[i] = bits
+            if bits:
+                for e in succ[i]:
+                    s = edges[e].dst
+                    if position[s] <= last:
+                        reach[s] = reach.get(s, 0) | bits
+        out.update(p for j, p in enumerate(chunk) if not seen.get(p[0], 0) >> j & 1)
+    return out
 
 
 def pipeline_units(graph: Graph) -> list[int]:
