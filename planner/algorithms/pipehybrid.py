@@ -67,6 +67,7 @@ from ..plan import Plan
 from ..units import format_bytes
 from . import pipedp
 from .base import Options, Solution
+from .infeasible import diagnose
 from .pipedp import MAX_SIMULATED_OPS
 
 #: unit boundaries the DP cuts at (the cheapest to cross in as many windows beyond it)
@@ -125,8 +126,11 @@ def place(problem: Problem, options: Options, *, pure: bool = True) -> Solution:
 
 
 def _no_layout(problem: Problem, fixed: int | None) -> InfeasibleError:
-    """E712: no layout fits; under `data_parallel N` every stage has N replicas, each
-    holding a DDP bucket more than one device per stage would."""
+    """The proofs that no placement fits (what `check` says), else E712: no layout fits;
+    under `data_parallel N` every stage has N replicas, each holding a DDP bucket more."""
+    proofs = diagnose(problem)
+    if proofs:
+        return InfeasibleError(proofs)
     each = ("replicated or not" if fixed in (None, 1) else
             f"each on {fixed} replicas, as `data_parallel {fixed}` asks")
     fewer = ("" if fixed in (None, 1) else

@@ -10,12 +10,14 @@ one-pass model adds them up) while `solve` planned it; an op of 17 GiB params wa
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from pipe_support import random_spec
 
+import planner
 from planner import loads
-from planner.algorithms import run
+from planner.algorithms import ALGORITHMS, run
 from planner.errors import InfeasibleError
 from planner.facts import facts
 from planner.model import Pipeline
@@ -61,6 +63,44 @@ def test_a_unit_too_big_for_any_stage_is_e301_in_check_and_solve(algo: str) -> N
         run(algo, problem)
     assert [d.code for d in info.value.diagnostics] == ["E301"]
     assert "op `d` needs at least 17.00 GiB" in info.value.diagnostics[0].message
+
+
+_TOO_BIG = _CLUSTER + """graph g {
+  op a { time 1 ms  output 1 MiB }
+  op d { time 3 ms  params 17 GiB  output 1 MiB }
+  op d.bwd { time 3 ms  output 1 MiB  backward_of d }
+  op a.bwd { time 1 ms  output 1 MiB  backward_of a }
+  a -> d -> d.bwd -> a.bwd
+}
+plan p { graph g  cluster c  objective pipeline  microbatches 2
+  place a, a.bwd on gpu0  place d, d.bwd on gpu1 }
+"""
+
+
+@pytest.mark.parametrize("algo", [n for n, a in ALGORITHMS.items()
+                                  if "pipeline" in a.objectives])
+def test_where_check_proves_e301_solve_refuses_but_for_the_told_baselines(algo: str) -> None:
+    # main: hybrid said E712, hinting at micro-batches and pins, where check proves E301
+    problem = loads(_TOO_BIG).plan("p")
+    assert [d.code for d in plan_diagnostics([problem])] == ["E301"]
+    if algo in ("uniform", "expert"):  # place as told (docs/algorithms.md): judged, printed
+        result = planner.solve(problem, algo)
+        assert result.status == "infeasible" and not result.feasible
+        assert "less than the params of its stages alone (17.00 GiB)" in " ".join(
+            result.breaks)
+        return
+    with pytest.raises(InfeasibleError) as info:
+        planner.solve(problem, algo)
+    assert [d.code for d in info.value.diagnostics] == ["E301"]
+    assert "op `d` needs at least 17.00 GiB" in info.value.diagnostics[0].message
+
+
+def test_the_pipeline_page_says_which_algorithms_print_a_plan_e301_rules_out() -> None:
+    # main: "`solve` says the same", while `uniform` printed its split (exit 3)
+    page = " ".join((Path(__file__).parents[2] / "docs" / "pipelines.md").read_text(
+        encoding="utf-8").split())
+    assert ("`solve` refuses with the same proof under every algorithm but the two "
+            "baselines that place as they are told, `uniform` and `expert`") in page
 
 
 @pytest.mark.parametrize("seed", range(40))
