@@ -309,6 +309,18 @@ def _map_results(results: Any) -> tuple[OutcomeStatus, bool]:
     return "error", False
 
 
+def unusable(name: str) -> str | None:
+    """Why solver `name` cannot solve the ILP here (not a MIP solver, or not installed),
+    else None; `available`'s caveat holds."""
+    if name in profiles() and not profile(name).pyomo:
+        return f"`{name}` is not a MIP solver for the ILP; use --algo {name}"
+    if not available(name):
+        known = ", ".join(n for n in profiles() if n != "cpsat")
+        return (f"solver `{name}` is not available here (known: {known}; "
+                "run solvers/install.sh for cbc and glpk)")
+    return None
+
+
 def solve_pyomo(
     model: Any,
     name: str,
@@ -337,13 +349,10 @@ def solve_pyomo(
     still running `5 s + T / 4` after its limit `T`, it is killed and the outcome is
     `error` (CBC's limit is soft; its incumbent dies with it, the warm start remains).
     """
+    wrong = unusable(name)
+    if wrong is not None:
+        return Outcome("error", wrong)
     prof = profile(name)
-    if name in profiles() and not prof.pyomo:
-        return Outcome("error", f"`{name}` is not a MIP solver for the ILP; use --algo {name}")
-    if not available(name):
-        known = ", ".join(n for n in profiles() if n != "cpsat")
-        return Outcome("error", f"solver `{name}` is not available here (known: {known}; "
-                                "run solvers/install.sh for cbc and glpk)")
     opt, kwargs = _solver(prof, name, time_limit_s=time_limit_s, gap=gap, threads=threads,
                           warm_start=warm_start, seed=seed)
     kwargs["options"].update(options or {})

@@ -145,6 +145,28 @@ def empty_solution(problem: Problem, algorithm: str) -> Solution | None:
         "build_s": 0.0, "solve_s": 0.0}))
 
 
+def settled(inst: Instance, warm: Warm, lower_s: float, *, algorithm: str, solver: str,
+            build_s: float, extra: dict[str, Any] | None = None) -> Solution | None:
+    """The warm start as `optimal` when it already simulates within `OPTIMAL_GAP` of the
+    lower bound `lower_s` (`verdict.judge`'s one rule), else None: no solver can do better
+    there, and one that takes no MIP start (GLPK) spent its whole time limit finding it.
+    Not when no plan satisfies the static model (`Warm.usable`): the solver's answer then
+    says so (under `memory liveness`, the static model's infeasibility is no proof)."""
+    if warm.plan is None or not warm.usable:
+        return None
+    verdict = judge(inst.problem, warm.plan, lower_s=lower_s)
+    if not verdict.feasible or verdict.status != "optimal":
+        return None
+    info: dict[str, Any] = {
+        "solver": solver, "build_s": build_s, "solve_s": 0.0, "warm_start": warm.source,
+        "warm_start_s": _num(warm.makespan_s), "solver_status": "skipped",
+        "solver_bound_s": None, "proved": False, **(extra or {}),
+        "objective_s": _num(warm.makespan_s) if warm.seed_source == warm.source else None,
+        "bound_s": verdict.bound_s, "gap": verdict.gap,
+        "why": f"{verdict.why}: the {warm.source} warm start; {solver} was not run"}
+    return Solution(warm.plan.with_algorithm(algorithm), "optimal", MappingProxyType(info))
+
+
 def make_plan(inst: Instance, placement: Sequence[int], order: Sequence[int],
               start: Sequence[float], algorithm: str) -> Plan:
     """A plan whose per-device order is the restriction of the global `order`.

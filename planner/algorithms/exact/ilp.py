@@ -5,6 +5,8 @@ The model, its rows and its units are `ilp_model.py`'s; this module runs it. The
 and the windows and seeds the solver; the build and the solve share
 `Options.time_limit_s`; `common.conclude` re-times and checks the solver's answer, judges
 it against the warm start, and returns the warm start when the solver has nothing better.
+A warm start that already meets the lower bound (`common.settled`) is returned as
+`optimal` without a solver: GLPK, which takes no MIP start, ran its whole limit there.
 
 Back-ends (`Options.solver`, `backends.py`, `solvers/profiles.toml`): `highs` (embedded,
 `appsi_highs`, takes the MIP start), `cbc` (binary, takes the MIP start), `glpk` (binary,
@@ -22,7 +24,7 @@ from ...model import Problem
 from .. import portfolio
 from ..base import Interrupted, Options, Solution
 from . import backends
-from .common import Clock, Warm, conclude, empty_solution, lower_bound_s, warm_start
+from .common import Clock, Warm, conclude, empty_solution, lower_bound_s, settled, warm_start
 from .ilp_model import IlpModel, OutOfTime
 from .instance import Instance
 
@@ -74,9 +76,25 @@ def _no_time(inst: Instance, warm: Warm, options: Options, lower: float, build_s
         solve_s=solve_s, tolerance=options.gap, extra={"rows": rows})
 
 
+def _settled(inst: Instance, warm: Warm, options: Options, lower: float,
+             build_s: float = 0.0, rows: int | None = None) -> Solution | None:
+    """The warm start as `optimal`, no solver run, when it meets the lower bound
+    (`common.settled`) and the solver named could run (a wrong `--solver` still says so)."""
+    if backends.unusable(options.solver) is not None:
+        return None
+    done = settled(inst, warm, lower, algorithm="ilp", solver=options.solver,
+                   build_s=build_s, extra=None if rows is None else {"rows": rows})
+    if done is not None and options.progress:
+        options.progress(1.0, "the warm start meets the lower bound: no solver needed")
+    return done
+
+
 def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Solution:
     progress = options.progress
     lower = lower_bound_s(inst)
+    done = None if options.emit else _settled(inst, warm, options, lower)
+    if done is not None:  # the warm start meets the bound: no solver can do better
+        return done
     upper = warm.makespan_s if warm.usable else inst.horizon
     if progress:
         progress(0.05, "building the ILP")
@@ -97,6 +115,9 @@ def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Soluti
     build_s = time.perf_counter() - t_build
     if options.emit:
         ilp.emit(options.emit)
+        done = _settled(inst, warm, options, lower, build_s, ilp.n_rows)
+        if done is not None:
+            return done
     log.info("ilp: %d ops, %d devices: %d rows built in %.2f s", inst.n, inst.m, ilp.n_rows,
              build_s)
     if progress:
