@@ -317,3 +317,24 @@ def test_a_fallback_plan_that_meets_its_bound_is_shown_optimal(tmp_path: Path) -
         result = json.loads(done.stdout)["result"]
         shown[algo] = (result["status"], result["makespan_s"], result["gap"])
     assert shown["cpsat"] == shown["auto"] == ("optimal", 0.004, 0.0)
+
+
+def test_ilp_under_a_zero_time_limit_runs_no_solver_as_cpsat(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # `--algo ilp --time-limit 0` ran HiGHS for its 0.05 s floor (here it even proved
+    # optimality); `--algo cpsat --time-limit 0` skips the search and reports `fallback`
+    problem = random_problem(3, 10, 3)
+    calls: list[object] = []
+    monkeypatch.setattr(backends, "solve_pyomo", lambda *a, **k: calls.append(a))
+    by_cpsat = run("cpsat", problem, Options(time_limit_s=0.0))
+    by_ilp = run("ilp", problem, Options(time_limit_s=0.0))
+    assert not calls
+    assert (by_ilp.status, by_ilp.info["solver_status"]) == ("fallback", "skipped")
+    assert (by_cpsat.status, by_cpsat.info["solver_status"]) == ("fallback", "skipped")
+    assert by_ilp.info["reason"] == ("no solver time left in --time-limit 0 s: a zero limit "
+                                     "runs no solver")
+    assert by_ilp.plan.placement == by_cpsat.plan.placement  # the warm start of both
+    emitted = tmp_path / "model.lp"  # --emit still writes the whole model
+    by_ilp = run("ilp", problem, Options(time_limit_s=0.0, emit=str(emitted)))
+    assert by_ilp.status == "fallback" and by_ilp.info["rows"] > 0 and not calls
+    assert "c_l_precedence(" in emitted.read_text()

@@ -76,10 +76,15 @@ def _no_time(inst: Instance, warm: Warm, options: Options, lower: float, build_s
         solve_s=solve_s, tolerance=options.gap, extra={"rows": rows})
 
 
-def _settled(inst: Instance, warm: Warm, options: Options, lower: float,
+def _without_solver(inst: Instance, warm: Warm, options: Options, lower: float,
              build_s: float = 0.0, rows: int | None = None) -> Solution | None:
-    """The warm start as `optimal`, no solver run, when it meets the lower bound
-    (`common.settled`) and the solver named could run (a wrong `--solver` still says so)."""
+    """The answer when no solver is to run, else None: under `--time-limit 0` the warm
+    start, skipped (`fallback`, as `cpsat` does); else the warm start as `optimal` when it
+    meets the lower bound (`common.settled`) and the solver named could run (a wrong
+    `--solver` still says so)."""
+    if options.time_limit_s <= 0:
+        return _no_time(inst, warm, options, lower, build_s, "a zero limit runs no solver",
+                        rows or 0)
     if backends.unusable(options.solver) is not None:
         return None
     done = settled(inst, warm, lower, algorithm="ilp", solver=options.solver,
@@ -92,8 +97,8 @@ def _settled(inst: Instance, warm: Warm, options: Options, lower: float,
 def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Solution:
     progress = options.progress
     lower = lower_bound_s(inst)
-    done = None if options.emit else _settled(inst, warm, options, lower)
-    if done is not None:  # the warm start meets the bound: no solver can do better
+    done = None if options.emit else _without_solver(inst, warm, options, lower)
+    if done is not None:  # a zero limit, or a warm start at the bound
         return done
     upper = warm.makespan_s if warm.usable else inst.horizon
     if progress:
@@ -115,7 +120,7 @@ def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Soluti
     build_s = time.perf_counter() - t_build
     if options.emit:
         ilp.emit(options.emit)
-        done = _settled(inst, warm, options, lower, build_s, ilp.n_rows)
+        done = _without_solver(inst, warm, options, lower, build_s, ilp.n_rows)
         if done is not None:
             return done
     log.info("ilp: %d ops, %d devices: %d rows built in %.2f s", inst.n, inst.m, ilp.n_rows,
