@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import highspy
@@ -38,6 +40,26 @@ def test_emitted_model_is_readable_and_has_the_same_optimum(tmp_path: Path, ext:
     assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
     assert h.getInfo().objective_function_value * unit == pytest.approx(
         sol.info["objective_s"], rel=1e-6)
+
+
+@pytest.mark.skipif(shutil.which("glpsol") is None,
+                    reason="GLPK's glpsol is not installed (run solvers/install.sh)")
+@pytest.mark.parametrize(("ext", "reader"), [(".mps", "--freemps"), (".lp", "--lp")])
+def test_glpk_reads_the_emitted_model_and_finds_the_same_optimum(
+        tmp_path: Path, ext: str, reader: str) -> None:
+    # Pyomo's free MPS opened with an OBJSENSE section: glpsol --freemps stopped at it,
+    # "invalid indicator record"
+    problem = random_problem(2, 6, 3)
+    path = tmp_path / f"model{ext}"
+    sol = run("ilp", problem, Options(emit=str(path), time_limit_s=30.0, gap=1e-7))
+    assert sol.status == "optimal"
+    out = tmp_path / "glpk.txt"
+    proc = subprocess.run(["glpsol", reader, str(path), "-o", str(out)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0 and "INTEGER OPTIMAL SOLUTION FOUND" in proc.stdout, proc.stdout
+    unit = float(re.search(r"times in units of (\S+) s", path.read_text()).group(1))  # type: ignore[union-attr]
+    objective = float(re.search(r"Objective:\s+\S+ = (\S+)", out.read_text()).group(1))  # type: ignore[union-attr]
+    assert objective * unit == pytest.approx(sol.info["objective_s"], rel=1e-6)
 
 
 @pytest.mark.parametrize(("algo", "name", "message", "hint"), [

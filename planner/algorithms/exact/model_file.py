@@ -1,15 +1,24 @@
 """A built Pyomo model written as an `.lp` or `.mps` file (`--emit`), with a legend of
-indices to names in comment lines: the `ilp` model's and the pipeline ILP's."""
+indices to names in comment lines: the `ilp` model's and the pipeline ILP's. The `.mps` is
+free MPS without an `OBJSENSE` section (both models minimize, MPS's default), so HiGHS, CBC
+and GLPK (`glpsol --freemps`) all read it."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from ...files import atomic_file
 
 __all__ = ["write_model"]
+
+
+#: Pyomo's free MPS section `OBJSENSE` / `MIN`: minimizing is MPS's default, and GLPK
+#: (`glpsol --freemps`) cannot read the section ("invalid indicator record"); HiGHS and CBC
+#: read the file the same without it. Both models minimize; a `MAX` section would stay.
+_MIN_SENSE = re.compile(r"^OBJSENSE[ \t]*\n[ \t]+MIN[ \t]*\n", re.MULTILINE)
 
 
 def write_model(model: Any, path: str, legend: Sequence[str]) -> None:
@@ -20,6 +29,8 @@ def write_model(model: Any, path: str, legend: Sequence[str]) -> None:
         model.write(tmp, format=fmt, io_options={"symbolic_solver_labels": True})
         with open(tmp, encoding="utf-8") as f:
             text = f.read()
+        if fmt == "mps":
+            text = _MIN_SENSE.sub("", text, count=1)
         mark = "\\" if fmt == "lp" else "*"
         with open(tmp, "w", encoding="utf-8") as f:
             f.write("".join(f"{mark} {_comment_text(line)}\n" for line in legend))
