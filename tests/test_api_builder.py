@@ -485,6 +485,7 @@ def test_a_pipelines_mistakes_are_located_at_the_call_that_made_them() -> None:
     b.op("c.bwd", time="2 ms", backward_of="c")  # unknown-fwd
     assert _errors(b) == [("E203", _line("unknown-fwd"))]
     b = _pair()
+    b.edge("a", "b")  # a path from `a` to its backward op, else E235 (the path rule)
     b.edge("b", "a.bwd")
     b.op("a.bwd", time="2 ms", backward_of="a")
     b.op("b.bwd", time="2 ms", backward_of="a.bwd")  # bwd-of-bwd
