@@ -57,24 +57,26 @@ SHARED.update(dict.fromkeys(
     ("W236", "W256", "W257", "W258", "W266"),
     "the same warning about a spec (spec/lower/) and about a Problem built in Python "
     "(api/advice.py, api/builder.py), which `warnings.warn` issues"))
-SHARED["E709"] = ("pipeilp found no placement and this is no proof: its own verdict "
-                  "(pipeilp/verdict.py) and its run of N identical pipelines under "
-                  "`data_parallel N` (algorithms/pipehybrid.py)")
-SHARED["E016"] = ("the `pipeline_copies` limit, checked where a pipeline's micro-batches are "
-                  "set: a spec (spec/lower/), a compare point's --microbatches "
-                  "(compare/settings.py), a Problem built in Python (api/checks.py)")
-SHARED["E301"] = ("a unit larger than any device it may use: under the one-pass memory "
-                  "models (facts.py) and a pipeline's (stagefacts.py)")
-SHARED["E214"] = ("a plain number written with a unit: a block's attributes (spec/lower/attrs.py) "
-                  "and a pipeline's counts (spec/lower/plan.py)")
-SHARED["E947"] = ("a pipeline torch's schedules cannot run: the export's checks "
-                  "(io/torch_pipeline.py) and the regrouping on --ranks (io/torch_ranks.py)")
-SHARED["E605"] = ("an option the algorithm does not take: `solve`'s flags (cli/applies.py) and "
-                  "`planner.solve`'s options (algorithms/__init__.py)")
-SHARED["E625"] = ("an algorithm that does not plan for the objective: `solve` and the library "
-                  "(algorithms/__init__.py), `compare` before its sweep (compare/sweep.py)")
-SHARED["E290"] = ("not a number: a builder's argument (api/builder.py) or a model field "
-                  "(api/checks.py)")
+SHARED.update({  # one meaning each, raised in two places
+    "E709": ("pipeilp found no placement and this is no proof: its own verdict "
+             "(pipeilp/verdict.py) and its run of N identical pipelines under "
+             "`data_parallel N` (algorithms/pipehybrid.py)"),
+    "E016": ("the `pipeline_copies` limit, checked where a pipeline's micro-batches are "
+             "set: a spec (spec/lower/), a compare point's --microbatches "
+             "(compare/settings.py), a Problem built in Python (api/checks.py)"),
+    "E301": ("a unit larger than any device it may use: under the one-pass memory "
+             "models (facts.py) and a pipeline's (stagefacts.py)"),
+    "E214": ("a plain number written with a unit: a block's attributes (spec/lower/attrs.py) "
+             "and a pipeline's counts (spec/lower/plan.py)"),
+    "E947": ("a pipeline torch's schedules cannot run: the export's checks "
+             "(io/torch_pipeline.py) and the regrouping on --ranks (io/torch_ranks.py)"),
+    "E605": ("an option the algorithm does not take: `solve`'s flags (cli/applies.py) and "
+             "`planner.solve`'s options (algorithms/__init__.py)"),
+    "E625": ("an algorithm that does not plan for the objective: `solve` and the library "
+             "(algorithms/__init__.py), `compare` before its sweep (compare/sweep.py)"),
+    "E290": ("not a number: a builder's argument (api/builder.py) or a model field "
+             "(api/checks.py)"),
+})
 SHARED.update(dict.fromkeys(
     ("E500", "E503", "E504", "E505"),
     "the same mistake in a placement or plan file (plan.py, cli, `planner.read_plan`: "
