@@ -171,6 +171,23 @@ def copies_array(src: np.ndarray, dest: np.ndarray, nbytes: np.ndarray, n_dest: 
     return keys, slot.reshape(-1), largest
 
 
+def held_bytes(graph: Graph, ops: Iterable[int]) -> tuple[int, int, int]:
+    """What a pipeline stage holds for `ops`, one micro-batch: their params (with the
+    gradients and optimizer state of training), the forward outputs kept from the forward
+    pass to the backward pass, and the largest transient (a backward op's output and
+    temp, a forward op's temp); `stage_memory` adds them up."""
+    params = kept = transient = 0
+    for i in ops:
+        op = graph.ops[i]
+        params += op.params_bytes
+        if i in graph.backward_of:
+            transient = max(transient, op.output_bytes + op.temp_bytes)
+        else:
+            kept += op.output_bytes
+            transient = max(transient, op.temp_bytes)
+    return params, kept, transient
+
+
 def stage_memory(params: float | np.ndarray, in_flight: float | np.ndarray,
                  activations: float | np.ndarray, transient: float | np.ndarray,
                  ) -> float | np.ndarray:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .cost import held_bytes
 from .facts import Proof, facts, unit_name
 from .facts import proofs as one_pass_proofs
 from .model import Problem, derived
@@ -45,15 +46,7 @@ def pipeline_bytes(problem: Problem, ops: Sequence[int]) -> int:
     """The least bytes a pipeline stage holding `ops` holds: their params with one copy of
     each tied weight, their forward outputs, and their largest transient."""
     g = problem.graph
-    params = kept = transient = 0
-    for i in ops:
-        op = g.ops[i]
-        params += op.params_bytes
-        if i in g.backward_of:
-            transient = max(transient, op.output_bytes + op.temp_bytes)
-        else:
-            kept += op.output_bytes
-            transient = max(transient, op.temp_bytes)
+    params, kept, transient = held_bytes(g, ops)
     mine = set(ops)
     for tie in g.ties:
         held = sum(1 for i in tie.ops if i in mine)

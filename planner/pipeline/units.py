@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..cost import copies, costs
+from ..cost import copies, costs, held_bytes
 from ..facts import facts
 from ..model import Graph, Problem, derived
 
@@ -137,21 +137,15 @@ def _tables(problem: Problem, members: list[list[int]], unit_of: list[int],
     banned = np.ones((m, u))
     for k, devices in enumerate(allowed):
         banned[list(devices), k] = 0.0
-    params = np.zeros(u)
-    kept = np.zeros(u)
-    transient = np.zeros(u)
+    # per unit: params, kept activations, largest transient (`cost.held_bytes`)
+    held = [held_bytes(g, ops) for ops in members]
+    params, kept, transient = (np.array([h[j] for h in held], dtype=np.float64)
+                               for j in range(3))
     for k, ops in enumerate(members):
         for i in ops:
-            op = g.ops[i]
             compute[:, k] += np.where(banned[:, k] > 0, 0.0, c.compute[i])
             if not backward[i]:
                 forward[:, k] += np.where(banned[:, k] > 0, 0.0, c.compute[i])
-            params[k] += op.params_bytes
-            if backward[i]:
-                transient[k] = max(transient[k], op.output_bytes + op.temp_bytes)
-            else:
-                kept[k] += op.output_bytes
-                transient[k] = max(transient[k], op.temp_bytes)
     fc, fb, bc, bb = _crossings(g, unit_of, u)
     cut = [np.cumsum(t) for t in (fc, fb, bc, bb)]
     for t in cut:
