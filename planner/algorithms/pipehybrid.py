@@ -205,7 +205,8 @@ def identical_pipelines(problem: Problem, options: Options,
     n = int(pipeline.data_parallel)
     _check_pins(problem, n)
     reps = list(range(0, len(problem.cluster.devices) - n + 1, n))
-    bucket = hybrid.bucket_bytes(sum(op.params_bytes for op in problem.graph.ops), n)
+    every_op = range(len(problem.graph.ops))  # a stage's bucket holds its gradients at most
+    bucket = hybrid.bucket_bytes(hybrid.gradient_bytes(problem, every_op), n)
     try:
         planned = solve(_one_pipeline(problem, n, reps, bucket), options)
         relaxed = False
