@@ -30,7 +30,7 @@ from .facts import proofs as one_pass_proofs
 from .model import Problem, derived
 from .units import format_bytes
 
-__all__ = ["pipeline_bytes", "proofs"]
+__all__ = ["pipeline_bytes", "proofs", "proven_none"]
 
 
 
@@ -40,6 +40,16 @@ def proofs(problem: Problem) -> list[Proof]:
     if problem.pipeline is None:
         return one_pass_proofs(problem)
     return list(derived(problem, "_stage_proofs", lambda: _pipeline_proofs(problem)))
+
+
+def proven_none(problem: Problem) -> str:
+    """The first proof that no placement of `problem` is valid (`proofs`), as `CODE:
+    message`, with how many more there are ("" where none is found)."""
+    found = proofs(problem)
+    if not found:
+        return ""
+    more = f" (and {len(found) - 1} more proof(s))" if len(found) > 1 else ""
+    return f"{found[0].code}: {found[0].message}{more}"
 
 
 def pipeline_bytes(problem: Problem, ops: Sequence[int]) -> int:

@@ -37,6 +37,7 @@ from ..pipeline.split import split_words, units_split
 from ..pipeline.verdict import NEVER_ENDS, memory_words, replicated_pins
 from ..simulate import SimResult, Violation, simulate
 from ..spec.load import load_path
+from ..stagefacts import proven_none
 from ..version import __version__
 from .rows import Row, empty_row
 from .settings import (
@@ -354,7 +355,8 @@ def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
                # a replicated stage's replicas hold no op of the one pass, and run it
                devices_used=len({d for s in run.stages for d in s.devices}))
     bound, period = row["period_bound_s"], row["period_s"]
-    if bound is not None and bound > 0 and period is not None:
+    # no gap where a proof says no plan fits: there is no best period to be above
+    if bound is not None and bound > 0 and period is not None and not proven_none(problem):
         row["period_gap"] = (period - bound) / bound
     if devs:
         def load(d: int) -> float:

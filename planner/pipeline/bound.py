@@ -45,16 +45,20 @@ import numpy as np
 from ..bounds import lower_bound
 from ..cost import INF, costs
 from ..model import Problem
+from ..stagefacts import proven_none
 from .units import units
 
 
 @dataclass(frozen=True, slots=True)
 class PipelineBound:
-    """The bounds (seconds) and which argument gave the period's."""
+    """The bounds (seconds) and which argument gave the period's; `no_plan`: where a proof
+    says no plan of the problem fits (`stagefacts.proofs`), its code and message, e.g.
+    `E301: op `a` needs ...` (no best period, so no gap to it; "" otherwise)."""
 
     period_s: float
     iteration_s: float
     reason: str
+    no_plan: str = ""
 
 
 def pipeline_bound(problem: Problem, one_pass_s: float = 0.0, *,
@@ -87,7 +91,7 @@ def pipeline_bound(problem: Problem, one_pass_s: float = 0.0, *,
     microbatches = problem.pipeline.microbatches if problem.pipeline else 1
     one_pass = min(one_pass_s, one_pass_compute(problem)) if one_pass_s > 0 else 0.0
     iteration = max(microbatches * period, one_pass)
-    return PipelineBound(period, iteration, reason)
+    return PipelineBound(period, iteration, reason, proven_none(problem))
 
 
 def one_pass_compute(problem: Problem) -> float:

@@ -33,8 +33,9 @@ def _t(x: float) -> float | None:
 
 
 def period_gap(run: PipelineRun, bound: PipelineBound) -> float | None:
-    """(T - bound) / bound: how far above the best possible period T is, at most."""
-    if not (math.isfinite(run.period_s) and bound.period_s > 0):
+    """(T - bound) / bound: how far above the best possible period T is, at most (None
+    where a proof says no plan fits: there is no best period)."""
+    if bound.no_plan or not (math.isfinite(run.period_s) and bound.period_s > 0):
         return None
     return max(0.0, run.period_s - bound.period_s) / bound.period_s
 
@@ -61,6 +62,7 @@ def pipeline_json(problem: Problem, rows: Sequence[PipelineRow], bound: Pipeline
         "period_bound_s": bound.period_s,
         "period_bound_reason": bound.reason,
         "period_gap": period_gap(run, bound),
+        "no_plan": bound.no_plan or None,
         "iteration_bound_s": bound.iteration_s,
         "allreduce_s": _t(run.allreduce_s),
         "fits": fits(problem, run.memory_bytes),
@@ -99,9 +101,10 @@ def pipeline_report(problem: Problem, rows: Sequence[PipelineRow], bound: Pipeli
     head.add_row("iteration (simulated)", f"{format_seconds(run.iteration_s)} "
                  f"({format_seconds(run.time_per_microbatch_s)} per micro-batch), bound "
                  f"{format_seconds(bound.iteration_s)}")
+    gap = (f"no gap: no plan fits ({bound.no_plan})" if bound.no_plan else
+           f"at most {format_gap(period_gap(run, bound))} above the best period")
     head.add_row("period T", f"{format_seconds(run.period_s)}, bound "
-                 f"{format_seconds(bound.period_s)} ({bound.reason}): at most "
-                 f"{format_gap(period_gap(run, bound))} above the best period")
+                 f"{format_seconds(bound.period_s)} ({bound.reason}): {gap}")
     head.add_row("bubble", f"{run.bubble_fraction:.1%}")
     head.add_row("throughput", f"{rate(run.throughput)} samples/s "
                  f"({pipeline.microbatch_size} per micro-batch)")

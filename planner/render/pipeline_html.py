@@ -69,7 +69,8 @@ def pipeline_section_html(problem: Problem, view: PipelineView,
         "iteration bound": _s(bound.iteration_s),
         "period T": _s(run.period_s),
         "period bound": f"{_s(bound.period_s)} ({bound.reason})",
-        "period gap": format_gap(period_gap(run, bound)),
+        "period gap": (f"none: no plan fits ({bound.no_plan})" if bound.no_plan
+                       else format_gap(period_gap(run, bound))),
         "bubble": f"{run.bubble_fraction:.1%}",
         "throughput": f"{rate(run.throughput)} samples/s ("
                       f"{1 if pipeline is None else pipeline.microbatch_size} per micro-batch)",

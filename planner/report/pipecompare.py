@@ -8,7 +8,8 @@ simulator, M micro-batches, the plan's schedule) with the same lower bound:
 - `uniform split`: the same number of units per stage (`uniform`);
 - `makespan plan`: the best one-pass plan of the heuristics `auto` starts from
   (`portfolio.rank`, the plan's objective set to `makespan`; those expected to take more
-  than `HEURISTICS_LIMIT_S` left out, the fastest always run);
+  than `HEURISTICS_LIMIT_S` left out, the fastest always run; where none ran to a plan, a
+  note says why: the proof that no one-pass plan fits, if there is one);
 - `this plan`: the plan being reported.
 
 Each row is a `views.PipelineRow`; it `fits` when every device holds what the split model
@@ -29,6 +30,7 @@ from ..errors import InfeasibleError
 from ..model import Pipeline, Problem
 from ..pipeline.schedule import run
 from ..pipeline.split import fits, off_devices, units_split
+from ..stagefacts import proven_none
 from .views import PipelineRow
 
 #: the makespan plan's heuristics expected to take longer are left out (`portfolio.rank`)
@@ -51,6 +53,8 @@ def rows(problem: Problem, placement: Sequence[int], algorithm: str,
     if ranked.best is not None:
         name, _, plan = ranked.best
         out.append(_row(problem, pipeline, "makespan plan", name, plan.placement))
+    elif proof := proven_none(flat):  # not "found no plan": none exists
+        notes.append(f"makespan plan: none, no one-pass plan fits ({proof})")
     else:
         notes.append(f"makespan plan: none, the heuristics expected to take at most "
                      f"{HEURISTICS_LIMIT_S:g} s found no plan (the others were left out)")

@@ -398,3 +398,20 @@ def test_micro_batches_under_an_objective_that_overrides_the_plans_pipeline() ->
     assert d.code == "E624" and "`--objective` plans `tiny_pipe`" in d.message
     assert any("drop `--objective`" in h for h in d.hints)
     assert not any("write `objective pipeline`" in h for h in d.hints)
+
+
+def test_a_row_where_no_plan_fits_has_no_period_gap(tmp_path: Path) -> None:
+    """main: `uniform`'s row, which no plan could fit (E301), had `period_gap` 0.0."""
+    spec = tmp_path / "s.plan"
+    spec.write_text(
+        "cluster c {\n  device d[0..1] { memory 1 MB }\n"
+        "  link d[0..1] <-> d[0..1] { bandwidth 100 GB/s }\n}\n"
+        "graph g {\n  op a { time 4 ms; output 100 MB }\n  op b { time 4 ms; output 100 MB }\n"
+        "  op b.bwd { time 4 ms; backward_of b }\n  op a.bwd { time 4 ms; backward_of a }\n"
+        "  a -> b\n  b -> b.bwd\n  b.bwd -> a.bwd { bytes 1 MB }\n}\n"
+        "plan p {\n  graph g; cluster c; objective pipeline; microbatches 4; schedule 1f1b\n}\n")
+    result = runner.invoke(app, ["compare", str(spec), "--algos", "uniform", "--jobs", "1",
+                                 "--json"])
+    (row,) = json.loads(result.stdout)["result"]
+    assert row["status"] == "violated" and row["period_bound_s"] == pytest.approx(0.008)
+    assert row["period_gap"] is None

@@ -361,3 +361,37 @@ def test_one_pass_figures_of_a_pipeline_plan_say_whose_they_are(tmp_path: Path) 
     # one pass's plan keeps its words
     plain = CliRunner().invoke(app, ["solve", str(spec), "--plan", "one", "--algo", "heft"])
     assert "makespan (simulated)" in plain.stdout and "(one pass)" not in plain.stdout
+
+
+# a graph whose two layers each outgrow every device: E301 proves no pipeline plan exists
+NO_PLAN = TIGHT.replace("700 MB", "1 MB")
+
+
+@pytest.mark.parametrize("algo", ["uniform", "expert"])
+def test_a_told_baseline_where_no_plan_fits_claims_no_gap_and_names_the_proof(
+        tmp_path: Path, algo: str) -> None:
+    """main: `at most 0.0% above the best period` (there is no best period: no plan fits)
+    and `the heuristics ... found no plan` where E301 proves none exists."""
+    text = NO_PLAN.replace("schedule gpipe\n", "schedule gpipe\n  place a, a.bwd on d0\n"
+                           "  place b, b.bwd on d1\n") if algo == "expert" else NO_PLAN
+    code, out, err = _solve(tmp_path, text, "--algo", algo)
+    assert code == 3 and "error[E401]" in err  # printed, judged infeasible, as before
+    flat = " ".join(out.split())
+    assert "above the best period" not in flat
+    assert "no gap: no plan fits (E301: op `a` needs at least" in flat
+    assert "found no plan" not in flat
+    assert "makespan plan: none, no one-pass plan fits (E301: op `a`" in flat
+    code, out, _ = _solve(tmp_path, text, "--algo", algo, "--json")
+    pipe = json.loads(out)["result"]["pipeline"]
+    assert pipe["period_gap"] is None and pipe["no_plan"].startswith("E301: op `a` needs")
+    html = tmp_path / "p.html"
+    CliRunner().invoke(app, ["solve", str(tmp_path / "s.plan"), "--algo", algo,
+                             "--html", str(html)])
+    assert "none: no plan fits (E301: op `a`" in html.read_text(encoding="utf-8")
+
+
+def test_a_plan_that_fits_keeps_its_gap(tmp_path: Path) -> None:
+    code, out, _ = _solve(tmp_path, TIGHT.replace("700 MB", "10 GB"), "--algo", "uniform",
+                          "--json")
+    pipe = json.loads(out)["result"]["pipeline"]
+    assert code == 0 and pipe["period_gap"] is not None and pipe["no_plan"] is None
