@@ -35,7 +35,7 @@ from ..compare.sweep import DEFAULT_ALGORITHMS, SweepResult, best_plans, plan_sw
 from ..errors import PlannerWarning, render_all
 from ..files import check_outputs
 from ..render.compare_html import write_compare_html
-from ..render.diagnostics import eprint
+from ..render.diagnostics import eprint, source_texts
 from ..render.tables import print_tables
 from ..render.terminal import plain_progress_lines
 from ..report.compare import compare_report
@@ -133,7 +133,7 @@ def _compare(report: JsonReport, specs: list[Path] | None, algos: str, *, plan: 
     if points.warnings:
         report.diagnostics.extend(points.warnings)
         if not report.enabled:
-            sys.stderr.write(render_all(points.warnings) + "\n")
+            sys.stderr.write(render_all(points.warnings, source_texts(points.warnings)) + "\n")
     try:
         with _Progress(err) as progress:
             # through the module: a test (or a caller) may replace `run_sweep`

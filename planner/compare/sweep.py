@@ -75,7 +75,7 @@ Progress = Callable[[int, int, "Row | None"], None]
 @dataclass(frozen=True)
 class Sweep:
     """The points of a sweep, in a deterministic order, and warnings found planning it
-    (W650, W625: `plan_sweep` issues them as `PlannerWarning`s too)."""
+    (the specs' own, W650, W625: `plan_sweep` issues them as `PlannerWarning`s too)."""
 
     points: tuple[Point, ...]
     specs: tuple[str, ...]
@@ -175,8 +175,9 @@ def plan_sweep(
 
     `specs` is a list of files and folders, or one alone. With no `specs`, every `*.plan`
     under `root` (files there that fail to load are skipped with a warning, W650; files
-    named explicitly must load: `SpecError`). The warnings (W650, and W625 for points left
-    out because their algorithm does not plan for their objective) are in `Sweep.warnings`
+    named explicitly must load: `SpecError`). The warnings (each compared spec's own, as
+    `check` gives them, once per file; W650; and W625 for points left out because their
+    algorithm does not plan for their objective) are in `Sweep.warnings`
     and issued as `planner.PlannerWarning`s at the caller's line, as `compare` prints them.
     Files that define no plan (cluster libraries) contribute nothing. A micro-batch count
     applies only to a point under the pipeline objective (`settings.applies_microbatches`);
@@ -212,6 +213,7 @@ def plan_sweep(
         if not plans:
             continue
         shown_specs.append(shown)
+        _own_warnings(loaded, warnings)
         absolute = str(path.resolve())
         digest = spec_digest(loaded.sources)
         for name in plans:
@@ -283,6 +285,12 @@ def _inputs_of(path: Path, loaded: Loaded | None) -> list[tuple[str, str]]:
     that its own name wins where it is among its sources."""
     imports = [("SPEC's import", f) for f in loaded.sources] if loaded is not None else []
     return [*imports, ("SPEC", str(path))]
+
+
+def _own_warnings(loaded: Loaded, warnings: list[Diagnostic]) -> None:
+    """Add the spec's own warnings (W266, W257...) to `warnings`, as `check` and `solve`
+    say them: once per file, not per point (a file two specs import says its own once)."""
+    warnings.extend(w for w in loaded.warnings if w not in warnings)
 
 
 def _load_spec(path: Path, shown: str, explicit: bool, warnings: list[Diagnostic]

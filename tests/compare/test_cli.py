@@ -186,3 +186,32 @@ def test_plan_sweep_warns_what_compare_prints(tmp_path: Path, monkeypatch: pytes
     assert [w.message.code for w in caught] == printed  # type: ignore[union-attr]
     assert [d.code for d in sweep.warnings] == printed
     assert {w.filename for w in caught} == {__file__}
+
+
+def test_compare_prints_each_specs_own_warnings_once(tmp_path: Path) -> None:
+    """main: `compare` printed none of the warnings `check` and `solve` print for a spec
+    (W266 here), so a user who ran only `compare` never saw them; now once per spec, not
+    once per point, on stderr with the line they point at, and in `--json`'s diagnostics."""
+    spec = tmp_path / "w.plan"
+    spec.write_text(
+        "cluster c {\n  device d[0..1] { memory 1 GB }\n"
+        "  link d[0..1] <-> d[0..1] { bandwidth 100 GB/s }\n}\n"
+        "graph g {\n  op a { time 4 ms; output 1 MB; temp 1.5 B }\n"
+        "  op b { time 4 ms; output 1 MB }\n  a -> b\n}\nplan p { graph g; cluster c }\n")
+    out = tmp_path / "rows.csv"
+    result = runner.invoke(app, ["compare", str(spec), "--algos", "msct,heft", "--bandwidth",
+                                 "1GB/s,10GB/s", "--jobs", "1", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert re.findall(r"warning\[(W\d+)\]", result.stderr) == ["W266"]
+    assert f"{spec}:6:39: warning[W266]: `temp` 1.5 B is not a whole number" in result.stderr
+    assert "temp 1.5 B }" in result.stderr  # the line it points at, as `check` shows it
+    assert "W266" not in result.stdout and len(read_rows(out)) == 4  # 2 algos x 2 points
+    done = runner.invoke(app, ["compare", str(spec), "--algos", "msct,heft", "--bandwidth",
+                               "1GB/s,10GB/s", "--jobs", "1", "--json"])
+    document = json.loads(done.stdout)
+    assert document["warnings"] == 1
+    assert [d["code"] for d in document["diagnostics"]] == ["W266"]
+    with warnings.catch_warnings(record=True) as caught:  # the Python API says it too
+        warnings.simplefilter("always")
+        plan_sweep([spec], "msct")
+    assert [w.message.code for w in caught] == ["W266"]  # type: ignore[union-attr]
