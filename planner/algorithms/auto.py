@@ -85,7 +85,7 @@ from ..units import format_seconds
 from . import pipecuts, pipedp, pipehybrid, pipeilp, search
 from .base import Interrupted, Options, Solution
 from .baselines.uniform import place as run_uniform
-from .clock import CUT, LOAD_HEADROOM, cap
+from .clock import CUT, LOAD_HEADROOM, NO_SEARCH, cap
 from .enumeration import enumerate_plans, none_enumerated, simulation_budget
 from .exact import cpsat
 from .exact.verdict import judge
@@ -247,6 +247,9 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
         best = dataclasses.replace(best, info=MappingProxyType({
             **best.info, "cut_moves": f"{refined.simulations} simulation(s)" + (
                 f"; {CUT}: this plan may differ from run to run" if refined.cut else "")}))
+    elif options.time_limit_s <= 0:
+        best = dataclasses.replace(best, info=MappingProxyType({**best.info,
+                                                                "cut_moves": NO_SEARCH}))
     figures = {name: _iteration(problem, plan.plan.placement, pipeline, simulated)
                for name, plan in plans}
     chosen = "pipedp"
@@ -391,7 +394,7 @@ def _search_phase(problem: Problem, options: Options, ranked: Ranked,
                 if name not in ranked.skipped and name != "warm_start")
     left = search_seconds(problem, ranked, share * options.time_limit_s)
     search_note: Any = "skipped: one device" if m < 2 else (
-        "skipped: no time limit" if options.time_limit_s <= 0 else (
+        NO_SEARCH if options.time_limit_s <= 0 else (
             f"skipped: the heuristics are expected to take {spent:.1f} s of the "
             f"{options.time_limit_s:g} s limit" if left <= 0 else None))
     if best is not None and search_note is None:

@@ -22,6 +22,9 @@ LOAD_HEADROOM = 0.5
 CAP_MIN_S = 0.5
 #: how `info["reason"]` begins when the wall clock cut a search
 CUT = "the time limit ran out"
+#: the note of a search phase `--time-limit 0` leaves out (`auto`'s search and cut moves,
+#: `search`'s cut moves): 0 runs no search, not an unlimited one
+NO_SEARCH = "skipped: --time-limit 0 runs no search"
 
 
 def cap(time_limit_s: float) -> float:

@@ -13,7 +13,9 @@ budget of simulations ends.
 
 The budget is a number of simulations set by the time limit and the graph's size alone
 (`pipedp.simulation_budget`), so the same limit gives the same plan on any machine; the
-wall clock stops it at the limit, and the result says so. Splits run as the plan's
+wall clock stops it at the limit, and the result says so. A limit of 0 runs no cut moves
+(`--time-limit 0` runs no search: the moves once ran unbudgeted there, until the wall
+clock's `clock.CAP_MIN_S` cut them, so the plan changed from run to run). Splits run as the plan's
 schedule runs them (`pipeline.schedule.run`); under `interleaved` only the shifts (a
 device's stages repeat in a loop that merges and new cuts would break).
 
@@ -128,9 +130,10 @@ def refine_pipedp(problem: Problem, pipeline: Pipeline, cells: float, time_limit
     `cells`, cached) by their simulated iteration, within `share` of the time limit's
     simulation budget (`pipedp.simulation_budget`; the candidates are simulated best
     estimate first, as pipedp does, and count in it); None where the graph's copies pass
-    `pipedp.MAX_SIMULATED_OPS` (pipedp compared by the estimate) or nothing fits."""
+    `pipedp.MAX_SIMULATED_OPS` (pipedp compared by the estimate), under a limit of 0 (no
+    search: module docstring) or where nothing fits."""
     copies = pipeline.microbatches * len(problem.graph.ops)
-    if copies > pipedp.MAX_SIMULATED_OPS:
+    if copies > pipedp.MAX_SIMULATED_OPS or time_limit_s <= 0:
         return None
     sims = max(1, pipedp.simulations(share * pipedp.simulation_budget(time_limit_s), copies))
     found = sorted((f for fs in splitdp.split_candidates(problem, pipeline, cells=cells).values()

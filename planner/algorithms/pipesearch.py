@@ -41,7 +41,7 @@ from ..pipeline.units import units
 from ..plan import Plan
 from . import pipecuts, pipedp, pipeilp
 from .base import Interrupted, Options, Solution
-from .clock import CUT, LOAD_HEADROOM, cap
+from .clock import CUT, LOAD_HEADROOM, NO_SEARCH, cap
 
 #: what one move costs on an idle machine: a fixed part, and per op and edge (it
 #: recomputes the devices' loads)
@@ -121,7 +121,8 @@ def _cut_moves(problem: Problem, options: Options, start: Solution, deadline: fl
     refined = pipecuts.refine_pipedp(problem, pipeline, splitdp.MAX_CELLS,
                                      options.time_limit_s, CUT_SHARE, deadline)
     if refined is None:
-        return start
+        return start if options.time_limit_s > 0 else dataclasses.replace(
+            start, info=MappingProxyType({**start.info, "cut_moves": NO_SEARCH}))
     if refined.iteration_s < _iteration(problem, start, pipeline):
         start = Solution(Plan(refined.split.placement(problem), algorithm="search"),
                          "feasible", MappingProxyType({

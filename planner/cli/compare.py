@@ -47,7 +47,8 @@ from .options import LimitOption, RootOption
 _HELP_ALGOS = "Comma-separated algorithms: " + ", ".join(names()) + "."
 #: the algorithms with a time-bounded phase (those that take `--time-limit` in `solve`)
 _HELP_TIME_LIMIT = ("Seconds per run for the exact or search phase "
-                    f"({', '.join(taking('time_limit_s'))}); 0 as in `solve`: none.")
+                    f"({', '.join(taking('time_limit_s'))}); 0 as in `solve`: none. The "
+                    "other algorithms run as `solve` runs them, whatever it says.")
 
 
 def _complete_algos(incomplete: str) -> list[tuple[str, str]]:

@@ -235,9 +235,14 @@ def run_point(point: Point, keep_plan: bool = False) -> PointResult:
 
 def _place_and_simulate(point: Point, problem: Problem, row: Row
                         ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
+    # an algorithm that takes no `--time-limit` in `solve` (pipedp, hybrid, the heuristics)
+    # runs as `solve` runs it, with the default limit: pipedp's simulations sized by 0 were
+    # unlimited, and by another limit than solve's made another plan than solve's
+    takes = algorithms.get(point.algorithm).takes("time_limit_s")
+    options = (algorithms.Options(time_limit_s=float(point.time_limit_s)) if takes
+               else algorithms.Options())
     # through the module: a test (or a caller) may replace `run`
-    solution = algorithms.run(point.algorithm, problem,
-                              algorithms.Options(time_limit_s=float(point.time_limit_s)))
+    solution = algorithms.run(point.algorithm, problem, options)
     info = dict(solution.info)
     _solution_columns(row, solution.planning_s, info)
     if solution.status == "infeasible":

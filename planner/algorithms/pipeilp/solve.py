@@ -49,6 +49,8 @@ NODE_ROWS_PER_S = 3e4
 #: budget would not keep the time limit's promise. Other solvers get no node budget, so
 #: the limit itself is theirs (CBC under `--time-limit 20` ran 81 s with the cap)
 BUDGETED_ROWS = 4000
+#: why no solver ran under `--time-limit 0` (`ilp`'s words)
+ZERO_LIMIT = "no solver time left in --time-limit 0 s: a zero limit runs no solver"
 
 
 def place(problem: Problem, options: Options) -> Solution:
@@ -64,6 +66,8 @@ def place(problem: Problem, options: Options) -> Solution:
     warm_up(problem, options)
     clock = Clock(options)
     warm, notes = _warm_starts(problem, options)
+    if options.time_limit_s <= 0 and not options.emit:  # no model to build: none is solved
+        return _unsolved(problem, options, warm, notes)
     try:
         return _solve(problem, options, clock, warm, notes)
     except KeyboardInterrupt:
@@ -151,10 +155,14 @@ def _attempt(problem: Problem, orders: _Orders, warm: _Warm | None, options: Opt
         cap_s = WALL_CAP_FACTOR * options.time_limit_s + WALL_CAP_EXTRA_S
     if ilp.contradiction:
         outcome = backends.Outcome("infeasible", "the model is infeasible as built")
+    elif options.time_limit_s <= 0:  # `--emit` built the model; a zero limit solves none
+        outcome, nodes = backends.Outcome("nosolution", ZERO_LIMIT), 0
     else:
         wall_s = max(0.05, cap_s - clock.elapsed())
         outcome = _run_solver(ilp.model, options, wall_s, nodes, warm is not None)
-    info: dict[str, Any] = {"solver": options.solver, "solver_status": outcome.status,
+    ran = outcome.message != ZERO_LIMIT
+    info: dict[str, Any] = {"solver": options.solver,
+                            "solver_status": outcome.status if ran else "skipped",
                             "build_s": build_s, "solve_s": time.perf_counter() - t1,
                             "rows": ilp.rows, "nodes": nodes}
     if "time limit" in outcome.message:
@@ -165,6 +173,18 @@ def _attempt(problem: Problem, orders: _Orders, warm: _Warm | None, options: Opt
     if options.progress:
         options.progress(1.0, f"{options.solver}: {outcome.status}")
     return _Attempt(ilp, outcome, info)
+
+
+def _unsolved(problem: Problem, options: Options, warm: _Warm | None,
+              notes: list[Diagnostic]) -> Solution:
+    """Under `--time-limit 0`, as `ilp` and `cpsat`: no solver runs, the warm start is the
+    answer (`fallback`); with none, E709 (no proof: a limit above 0 may find one)."""
+    if warm is None:
+        raise _none_found(problem, backends.Outcome("nosolution", ZERO_LIMIT), False, "",
+                          notes)
+    return _solution(problem, warm, "fallback", pipeline_bound(problem).period_s, {
+        "solver": options.solver, "solver_status": "skipped", "warm_start": warm.source,
+        "warm_start_period_s": warm.evaluation.period_s, "reason": ZERO_LIMIT})
 
 
 def _answer(problem: Problem, attempt: _Attempt, source: str = "pipeilp") -> _Warm | None:
