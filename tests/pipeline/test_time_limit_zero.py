@@ -108,3 +108,15 @@ def test_the_help_states_the_rule() -> None:
     assert "0 runs no search and no solver" in solve and "take no limit" in solve
     compare = " ".join(CliRunner().invoke(app, ["compare", "--help"]).stdout.split())
     assert "other algorithms run as `solve` runs them" in compare
+
+
+def test_pipeilp_without_a_warm_start_at_zero_is_e709_no_proof(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.algorithms.pipeilp import solve as pipeilp_solve
+    from planner.errors import SearchLimitError
+
+    monkeypatch.setattr(pipeilp_solve, "_warm_starts", lambda problem, options: (None, []))
+    with pytest.raises(SearchLimitError) as raised:
+        run("pipeilp", PIPE, ZERO)
+    (d,) = raised.value.diagnostics
+    assert d.code == "E709" and NO_SOLVER in d.message and "not a proof" in d.message
