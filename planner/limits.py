@@ -74,9 +74,11 @@ DEFAULTS = Limits()
 MAX_VALUE = 10**15
 #: the accepted range, as messages and hints say it
 RANGE_TEXT = f"a whole number from 1 to {MAX_VALUE:_} (1e15)"
-#: the environment variable that carries `--limit` items to worker processes (`compare`)
+#: the environment variable that carries `--limit` items to child processes (`compare`'s
+#: workers get them with each point too, `compare.executors.Settings`: a forkserver keeps
+#: the environment it started with)
 ENV = "PLANNER_LIMITS"
-#: the environment variable that carries `--root` to worker processes (`spec/load.py`)
+#: the environment variable that carries `--root` to child processes (as `ENV`)
 ROOT_ENV = "PLANNER_ROOT"
 
 
@@ -96,6 +98,13 @@ def configure(items: Sequence[str]) -> Limits:
     else:
         os.environ.pop(ENV, None)
     return limits
+
+
+def items_of(limits: Limits) -> list[str]:
+    """The `NAME=VALUE` items that make `limits` from the defaults (`configure` takes them):
+    how a worker process gets the limits its parent has in force, `using`'s included."""
+    return [f"{f.name}={getattr(limits, f.name)}" for f in dataclasses.fields(limits)
+            if getattr(limits, f.name) != getattr(DEFAULTS, f.name)]
 
 
 @contextlib.contextmanager

@@ -101,6 +101,7 @@ from .options import (
     SpecArgument,
     TraceOption,
     complete_algo,
+    reset,
 )
 from .runs import (
     check_imports_kept,
@@ -155,6 +156,8 @@ class _App(TyperGroup):
                     sys.stdout.flush()
         except StdoutError as err:  # any write to stdout, in any command: the one answer
             code = stdout_failed(err)
+        finally:  # `--root` and `--limit` end with the command, a usage error's too: its
+            reset()  # context is never closed (they held for the next command in process)
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)

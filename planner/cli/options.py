@@ -2,9 +2,10 @@
 
 `--limit NAME=VALUE` and `--root FOLDER`, the options of every command that loads specs,
 take effect while the command line is parsed (an option callback), before any file
-is read, reach `compare`'s worker processes through the environment (`PLANNER_LIMITS`,
-`PLANNER_ROOT`), and end with the command (`reset`), so one command's `--limit` or
-`--root` never leaks into the next one run in the same process.
+is read, reach `compare`'s worker processes with each point (`compare.executors.Settings`),
+and end with the command (`reset`, when its context closes and again when the command
+group returns, a usage error's included), so one command's `--limit` or `--root` never
+leaks into the next one run in the same process.
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@
 - `inline`: in this process, one point after another (for debugging and profiling; a
   crash takes the sweep down with it, and nothing is stopped at its hard limit).
 
+Workers run each point under the limits and `--root` in force where the sweep was started
+(`Settings`), not those of their own environment: the forkserver they come from is
+started once per process and keeps the environment of that moment.
+
 A point still running at its hard limit (`hard_limit`: twice its time limit plus 30 s)
 has its worker stopped and becomes a `timeout` row: the exact solvers keep their own time
 limits, so this only catches an algorithm that does not return.
@@ -35,11 +39,15 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from functools import partial
 from multiprocessing import forkserver
 from types import ModuleType
 from typing import Any
 
+from .. import limits
 from ..errors import Diagnostic, SolverError, UsageError
+from ..limits import ROOT_ENV
 from ..signals import deferred, guarded, install_in_worker, interrupts_ignored
 from ..version import __version__
 from .rows import empty_row
@@ -55,6 +63,34 @@ Worker = Callable[[Point, bool], PointResult]
 def default_jobs() -> int:
     """The number of workers when `--jobs` is not given: the machine's cores."""
     return os.cpu_count() or 1
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What a worker shares with the process that started the sweep, whatever it inherited:
+    the limits in force (`--limit`, `limits.using`) and `--root`. Before, workers read them
+    from the environment of the forkserver, started by the first sweep of the process: its
+    `--root` held for every later sweep (a spec outside it made an `invalid` row), and a
+    later sweep's `--root` and `--limit` never reached the workers."""
+
+    limits: tuple[str, ...]
+    root: str | None
+
+    @classmethod
+    def here(cls) -> Settings:
+        """The settings in force in this process now."""
+        return cls(tuple(limits.items_of(limits.active())), os.environ.get(ROOT_ENV))
+
+
+def run_with(settings: Settings, worker: Worker, point: Point, keep_plans: bool
+             ) -> PointResult:
+    """`worker(point, keep_plans)` under `settings` (in a worker process)."""
+    limits.configure(settings.limits)
+    if settings.root is None:
+        os.environ.pop(ROOT_ENV, None)
+    else:
+        os.environ[ROOT_ENV] = settings.root
+    return worker(point, keep_plans)
 
 
 def _labels(point: Point) -> dict[str, Any]:
@@ -96,10 +132,11 @@ def execute(points: Sequence[Point], *, executor: str = "local", jobs: int | Non
     # the pool's semaphore (`--jobs 99999999999999999999`: E999)
     jobs = max(1, min(jobs if jobs is not None else default_jobs(), len(points)))
     if executor == "local":
-        return _local(points, jobs, keep_plans, worker, deadline)
+        return _local(points, jobs, keep_plans, partial(run_with, Settings.here(), worker),
+                      deadline)
     if executor == "ray":
         ray = import_ray()
-        return _ray(ray, points, jobs, keep_plans, worker, deadline)
+        return _ray(ray, points, jobs, keep_plans, (Settings.here(), worker), deadline)
     if executor == "inline":
         return (worker(p, keep_plans) for p in points)
     raise UsageError(Diagnostic("E612", f"--executor: unknown executor `{executor}`", None,
@@ -290,8 +327,9 @@ def import_ray() -> ModuleType:
     return module
 
 
-def _ray(ray: Any, points: Sequence[Point], jobs: int, keep_plans: bool, worker: Worker,
-         deadline: Callable[[Point], float]) -> Iterator[PointResult]:
+def _ray(ray: Any, points: Sequence[Point], jobs: int, keep_plans: bool,
+         worker: tuple[Settings, Worker], deadline: Callable[[Point], float]
+         ) -> Iterator[PointResult]:
     started = False
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS")
@@ -302,7 +340,8 @@ def _ray(ray: Any, points: Sequence[Point], jobs: int, keep_plans: bool, worker:
         else:
             ray.init(address="local", num_cpus=jobs, **common)
         started = True
-    task = ray.remote(num_cpus=1, max_retries=1)(worker)
+    # a Ray task is a function: the settings and the worker go as its arguments
+    task = ray.remote(num_cpus=1, max_retries=1)(run_with)
     # as many tasks in flight as the cluster has CPUs, so each starts when submitted
     capacity = max(1, int(ray.cluster_resources().get("CPU", jobs)))
     queue = deque(points)
@@ -313,7 +352,7 @@ def _ray(ray: Any, points: Sequence[Point], jobs: int, keep_plans: bool, worker:
         while queue or refs:
             while queue and len(refs) < capacity:
                 p = queue.popleft()
-                ref = task.remote(p, keep_plans)
+                ref = task.remote(*worker, p, keep_plans)
                 refs[ref] = p
                 ends[ref] = time.monotonic() + deadline(p)
             wait_s = max(0.0, min(ends[r] for r in refs) - time.monotonic())
