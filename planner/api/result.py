@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -131,15 +130,13 @@ class Result(Solution):
 
     @property
     def period_gap(self) -> float | None:
-        """Under `objective pipeline`: `(T - bound) / bound`, T the plan's period: it is
-        within `1 + period_gap` of the best period (None under `objective makespan`, for a
-        plan that breaks a rule, or with no finite gap). `gap` is one pass's."""
+        """Under `objective pipeline`: `(T - bound) / bound`, T the plan's period: it is at
+        most `1 + period_gap` times the best period, whether or not the plan fits, as
+        `solve` prints and `solve --json` gives it (None under `objective makespan`, where a
+        proof says no plan fits: `pipeline_bound.no_plan`, or with no finite gap). `gap`
+        is one pass's, None for a plan that breaks a rule."""
         run, bound = self.pipeline, self.pipeline_bound
-        if run is None or bound is None or not self.feasible:
-            return None
-        if not (math.isfinite(run.period_s) and bound.period_s > 0):
-            return None
-        return max(0.0, run.period_s - bound.period_s) / bound.period_s
+        return None if run is None or bound is None else bound.gap(run.period_s)
 
     @property
     def bound_s(self) -> float:

@@ -60,6 +60,15 @@ class PipelineBound:
     reason: str
     no_plan: str = ""
 
+    def gap(self, period_s: float) -> float | None:
+        """`(T - bound) / bound` for a plan of period `period_s`: T is at most that far above
+        the best period, whether or not the plan fits (the best, a plan that fits, is at
+        least the bound). None where a proof says no plan fits (there is no best period),
+        for a period that never ends, or with no bound above 0."""
+        if self.no_plan or not (math.isfinite(period_s) and self.period_s > 0):
+            return None
+        return max(0.0, period_s - self.period_s) / self.period_s
+
 
 def pipeline_bound(problem: Problem, one_pass_s: float = 0.0, *,
                    replicated: bool = False) -> PipelineBound:

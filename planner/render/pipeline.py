@@ -34,10 +34,8 @@ def _t(x: float) -> float | None:
 
 def period_gap(run: PipelineRun, bound: PipelineBound) -> float | None:
     """(T - bound) / bound: how far above the best possible period T is, at most (None
-    where a proof says no plan fits: there is no best period)."""
-    if bound.no_plan or not (math.isfinite(run.period_s) and bound.period_s > 0):
-        return None
-    return max(0.0, run.period_s - bound.period_s) / bound.period_s
+    where a proof says no plan fits: there is no best period; `PipelineBound.gap`)."""
+    return bound.gap(run.period_s)
 
 
 def pipeline_json(problem: Problem, rows: Sequence[PipelineRow], bound: PipelineBound,
