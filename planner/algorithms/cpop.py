@@ -64,7 +64,7 @@ def place(problem: Problem, options: Options) -> Solution:
     prank = priority_positions(inst, priority)
     placement, start, status, info = memory_passes(
         inst, "cpop", lambda placer: insertion_schedule(
-            inst, placer, prank, preferred=lambda i: cp_device if on_path[i] else -1))
+            placer.inst, placer, prank, preferred=lambda i: cp_device if on_path[i] else -1))
     return solution(inst, placement, start, "cpop", status, **info, critical_path_ops=len(path),
                     critical_path_device=problem.cluster.devices[cp_device].name
                     if cp_device >= 0 else None)

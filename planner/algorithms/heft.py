@@ -36,5 +36,5 @@ def place(problem: Problem, options: Options) -> Solution:
     inst = Instance.of(problem)
     prank = priority_positions(inst, upward_rank(inst))
     placement, start, status, info = memory_passes(
-        inst, "heft", lambda placer: insertion_schedule(inst, placer, prank))
+        inst, "heft", lambda placer: insertion_schedule(placer.inst, placer, prank))
     return solution(inst, placement, start, "heft", status, **info)

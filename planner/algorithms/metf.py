@@ -38,5 +38,5 @@ def place(problem: Problem, options: Options) -> Solution:
     """Place and order `problem`'s ops with m-ETF; raises `InfeasibleError` when stuck."""
     inst = Instance.of(problem)
     placement, start, status, info = memory_passes(
-        inst, "metf", lambda placer: etf_schedule(inst, placer, inst.topo_pos))
+        inst, "metf", lambda placer: etf_schedule(placer.inst, placer, inst.topo_pos))
     return solution(inst, placement, start, "metf", status, **info)

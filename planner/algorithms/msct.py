@@ -290,7 +290,7 @@ def place(problem: Problem, options: Options) -> Solution:
     else:  # one device, or no edges: nothing to communicate, SCT is ETF
         lp_w, fav = 0.0, [-1] * inst.n
     placement, start, status, info = memory_passes(
-        inst, "msct", lambda placer: etf_schedule(inst, placer, prank, favourite=fav))
+        inst, "msct", lambda placer: etf_schedule(placer.inst, placer, prank, favourite=fav))
     return solution(inst, placement, start, "msct", status, **info,
                     lp_makespan_s=None if math.isnan(lp_w) else lp_w, favourites_by=by,
                     favourites=sum(1 for f in fav if f >= 0))

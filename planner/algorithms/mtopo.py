@@ -36,8 +36,8 @@ budgets = topo_budgets
 def place(problem: Problem, options: Options) -> Solution:
     """Place `problem`'s ops with m-TOPO and order them; raises `InfeasibleError` if stuck."""
     inst = Instance.of(problem)
-    placement, start, info = fill_and_order(inst, "mtopo", lambda placer: topo_fill(inst, placer),
-                                            contiguous=True)
+    placement, start, info = fill_and_order(
+        inst, "mtopo", lambda placer: topo_fill(placer.inst, placer), contiguous=True)
     status: Status = "fallback" if "reason" in info else "feasible"
     return solution(inst, placement, start, "mtopo", status, budget_bytes=tuple(budgets(inst)),
                     **info)

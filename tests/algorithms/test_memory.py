@@ -125,3 +125,33 @@ def test_whenever_mtopo_finds_a_plan_every_list_scheduler_does(
         return
     for algorithm in LIST_SCHEDULERS:
         check_plan(problem, run(algorithm, problem).plan)
+
+
+def _big_source_case(sizes: tuple[tuple[int, int], ...],
+                     edges: tuple[tuple[int, int, int], ...]) -> Problem:
+    ops = tuple(Op(f"o{i}", 1e-3, params_bytes=p * MIB, output_bytes=o * MIB)
+                for i, (p, o) in enumerate(sizes))
+    devs = (Device("gpu0", 100 * MIB), Device("gpu1", 100 * MIB))
+    links = (Link(0, 1, 1e9), Link(1, 0, 1e9))
+    return Problem("p", Graph("g", ops, tuple(Edge(s, d, b * MIB) for s, d, b in edges)),
+                   Cluster("c", devs, links))
+
+
+# o0 (51 MiB) is a source with one consumer, so the schedulers colocate it with that
+# consumer: the pair (102 or 101 MiB) fits on neither 100 MiB device, where o0 apart fits
+# (fork: o0 and o1, 97 MiB, beside o2 and a 3 MiB copy; chain: o1 and o2, 95 MiB and a copy)
+@pytest.mark.parametrize("algorithm", (*LIST_SCHEDULERS, "mtopo"))
+@pytest.mark.parametrize(("sizes", "edges"), [
+    (((48, 3), (46, 0), (22, 29)), ((0, 2, 3),)),
+    (((48, 3), (49, 1), (44, 1)), ((0, 1, 3), (1, 2, 1)))], ids=["fork", "chain"])
+def test_a_large_source_need_not_follow_its_consumer(
+        algorithm: str, sizes: tuple[tuple[int, int], ...],
+        edges: tuple[tuple[int, int, int], ...]) -> None:
+    problem = _big_source_case(sizes, edges)
+    inst = Instance(problem)
+    assert inst.group_of[0] == inst.group_of[edges[0][1]] >= 0  # o0 follows its consumer
+    solution = run(algorithm, problem)  # E704 before: the pair fit nowhere, in every pass
+    assert solution.info["sources_follow"] is False
+    result = check_plan(problem, solution.plan)
+    assert solution.plan.placement[0] != solution.plan.placement[edges[0][1]]
+    assert max(result.memory_peak_bytes) <= 100 * MIB

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ...errors import InfeasibleError
 from .etf import etf_schedule
 from .instance import Instance
 from .placer import Placer, Stuck
 from .ranks import priority_positions, upward_rank
-from .retry import explain_stuck, liveness_pass, split_pass
+from .retry import explain_stuck, followers_dropped, liveness_pass, split_pass
 
 __all__ = ["fill_and_order", "schedule_fixed"]
 
@@ -37,13 +38,32 @@ def fill_and_order(
     For the rules that place first and order after (m-TOPO and the baselines). Under
     `memory liveness` a dead end is retried by `liveness_pass`, then, for a rule that
     places contiguously (`contiguous`: m-TOPO's walk), by the best contiguous split that
-    fits (`split_pass`; `info["reason"]` says so). Returns (placement, start times, info);
-    raises `explain_stuck`'s error for the first dead end.
+    fits (`split_pass`; `info["reason"]` says so). If that dead-ends too, all of it again on
+    the instance without the schedulers' own groups (`memory_passes`' step 5: `fill` places
+    through `placer.inst`; `info["sources_follow"]` is then False). Returns (placement,
+    start times, info); raises `explain_stuck`'s error for the first dead end.
     """
+    try:
+        return _fill_and_order(inst, algorithm, fill, contiguous)
+    except InfeasibleError as err:
+        plain = followers_dropped(inst, err)
+        if plain is None:
+            raise
+        try:
+            placement, start, info = _fill_and_order(plain, algorithm, fill, contiguous)
+        except InfeasibleError:
+            raise err from None
+    return placement, start, {**info, "sources_follow": False}
+
+
+def _fill_and_order(
+    inst: Instance, algorithm: str, fill: Callable[[Placer], None], contiguous: bool,
+) -> tuple[list[int], list[float], dict[str, Any]]:
+    """`fill_and_order` on `inst`, without its retry on another instance."""
     def attempt(placer: Placer) -> tuple[list[int], list[float]]:
         fill(placer)
         placement = list(placer.device_of)
-        return placement, schedule_fixed(inst, placement)[1]
+        return placement, schedule_fixed(placer.inst, placement)[1]
 
     placer = Placer(inst)
     try:

@@ -37,7 +37,7 @@ class Instance:
 
     # complex: the scheduler's tables (pred/succ, topo_pos, mean_compute, local, ...), each
     # computed beside its typed attribute; the branches are those loops and comprehensions
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, *, follow: bool = FOLLOW_SOURCES) -> None:
         g = problem.graph
         cluster = problem.cluster
         c = costs(problem)
@@ -72,7 +72,7 @@ class Instance:
         pin = list(f.pin)
         self.pin = pin
         self.allowed: list[tuple[int, ...]] = list(f.allowed)
-        if FOLLOW_SOURCES:
+        if follow:
             self._sources_follow_their_consumer()
 
         self.mean_compute: list[float] = []
@@ -94,6 +94,7 @@ class Instance:
         self.floating = floating_members(self)
         self.unit_time, self.unit_best = _unit_times(self)
         self._engine: Any = False  # `engine_arrays`, built on first use
+        self._plain: Instance | None = None  # `without_followers`, built on first use
 
     def _sources_follow_their_consumer(self) -> None:
         """An op without inputs and with one consumer goes where that consumer goes.
@@ -131,6 +132,20 @@ class Instance:
         """The instance of `problem`, built on first use and cached on the problem: every
         list scheduler reads it and none changes it, so `auto`'s candidates share one."""
         return derived(problem, "_instance", lambda: cls(problem))
+
+    def without_followers(self) -> Instance | None:
+        """This problem's instance without the schedulers' own groups (no source follows
+        its consumer), built on first use; None when this instance has none.
+
+        For the memory retry (`retry.memory_passes`): a follower is placed with its consumer
+        as one unit, so a source with large params can make that unit fit on no device, or
+        leave a device no room for what comes later, where the two apart fit.
+        """
+        if len(self.groups) == len(self.model_groups):
+            return None
+        if self._plain is None:
+            self._plain = Instance(self.problem, follow=False)
+        return self._plain
 
     def engine_arrays(self) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
         """The instance as flat arrays for the compiled ETF engine (`_engine_kernel`), built

@@ -11,7 +11,9 @@ resort, m-TOPO's placement (`topo.topo_fill`), are here. Under `memory liveness`
 dead end is first retried without memory checks, judged by simulation (`liveness_pass`),
 and when every budget dead-ends, the best contiguous splits are tried before m-TOPO's
 placement (`split_pass`): static accounting counts every tensor until the end, which a
-training step's liveness peak (about half of it) does not.
+training step's liveness peak (about half of it) does not. When all of that dead-ends, it
+runs again on the instance whose sources do not follow their consumers
+(`Instance.without_followers`, `followers_dropped`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from .placer import Placer, Stuck
 from .solution import solution
 from .topo import topo_budgets, topo_fill
 
-__all__ = ["budget_ladder", "explain_stuck", "liveness_pass", "memory_passes", "split_pass"]
+__all__ = ["budget_ladder", "explain_stuck", "followers_dropped", "liveness_pass",
+           "memory_passes", "split_pass"]
 
 
 def budget_ladder(inst: Instance) -> list[list[int]]:
@@ -56,7 +59,8 @@ def memory_passes(
     algorithm: str,
     attempt: Callable[[Placer], tuple[list[int], list[float]]],
 ) -> tuple[list[int], list[float], Status, dict[str, Any]]:
-    """Run a list scheduler (`attempt`, given a fresh `Placer`) until it finds room.
+    """Run a list scheduler (`attempt`, given a fresh `Placer`, schedules `placer.inst`)
+    until it finds room.
 
     A greedy scheduler can fill a device so far that an op forced there later (a pinned op,
     or a member of a colocation group bound there, such as the backward op of a training
@@ -77,7 +81,13 @@ def memory_passes(
        to it;
     4. then m-TOPO's placement (`topo_fill`), ordered by the scheduler itself (each op's
        device given): status `fallback`, with the reason in `info`. So a plan is also
-       found whenever m-TOPO finds one.
+       found whenever m-TOPO finds one;
+    5. if that dead-ends too (and no proof says no plan exists), steps 1-4 again on the
+       instance without the schedulers' own groups (`Instance.without_followers`): a
+       source that follows its consumer (a constant, as the schedulers assume) can be a
+       large weight, and the pair fit on no device where the two apart fit (three ops of
+       6.35, 5.74 and 6.35 GiB on two 12.41 GiB devices); `info["sources_follow"]` is
+       then False. What succeeds before this step is unchanged.
 
     Returns (placement, start times, status, info); after a dead end,
     `info["memory_passes"]` counts the steps above that ran, the one that succeeded
@@ -85,8 +95,39 @@ def memory_passes(
     placement count one each), and `info["memory_budget_bytes"]` is the budget of the pass
     that succeeded. Raises the first pass's `InfeasibleError` (`explain_stuck`) when m-TOPO
     finds no placement either. Each dead end costs one more pass: at most five in all, and
-    under `liveness` one more for the retry and one per stage count (`split_pass`).
+    under `liveness` one more for the retry and one per stage count (`split_pass`); twice
+    that with step 5.
     """
+    try:
+        return _passes(inst, algorithm, attempt)
+    except InfeasibleError as err:
+        plain = followers_dropped(inst, err)
+        if plain is None:
+            raise
+        try:
+            placement, start, status, info = _passes(plain, algorithm, attempt)
+        except InfeasibleError:
+            raise err from None
+    spent = 2 + len(budget_ladder(inst)) + (2 if inst.problem.memory_model == "liveness" else 0)
+    return placement, start, status, {**info, "sources_follow": False,
+                                      "memory_passes": spent + info.get("memory_passes", 1)}
+
+
+def followers_dropped(inst: Instance, err: InfeasibleError) -> Instance | None:
+    """The instance to retry a dead end `err` on: `inst` without the schedulers' own groups
+    (`Instance.without_followers`); None when it has none, or when `err` holds a proof that
+    no plan exists (anything but E704, a heuristic's dead end)."""
+    if any(d.code != "E704" for d in err.diagnostics):
+        return None
+    return inst.without_followers()
+
+
+def _passes(
+    inst: Instance,
+    algorithm: str,
+    attempt: Callable[[Placer], tuple[list[int], list[float]]],
+) -> tuple[list[int], list[float], Status, dict[str, Any]]:
+    """Steps 1-4 of `memory_passes` on `inst`."""
     placer = Placer(inst)
     try:
         placement, start = attempt(placer)
