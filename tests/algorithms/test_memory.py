@@ -155,3 +155,21 @@ def test_a_large_source_need_not_follow_its_consumer(
     result = check_plan(problem, solution.plan)
     assert solution.plan.placement[0] != solution.plan.placement[edges[0][1]]
     assert max(result.memory_peak_bytes) <= 100 * MIB
+
+
+@pytest.mark.parametrize("algorithm", LIST_SCHEDULERS)
+def test_retries_keep_room_for_the_ops_pinned_to_a_device(algorithm: str) -> None:
+    # o0 -> o1 -> o2 (52, 46 and 52 MiB), o2 pinned to gpu0: the first pass puts o0 and o1
+    # on gpu0 (98 of 100 MiB), the budget passes o0 there, m-TOPO's walk both; each left
+    # no room for o2. The retries now count o2's 52 MiB on gpu0 from the start
+    ops = tuple(Op(f"o{i}", 1e-3, params_bytes=s * MIB, output_bytes=s * MIB)
+                for i, s in enumerate((26, 23, 26)))
+    devs = (Device("gpu0", 100 * MIB), Device("gpu1", 100 * MIB))
+    links = (Link(0, 1, 1e9), Link(1, 0, 1e9))
+    problem = Problem("p", Graph("g", ops, (Edge(0, 1, 26 * MIB), Edge(1, 2, 23 * MIB))),
+                      Cluster("c", devs, links), pins={2: 0})
+    solution = run(algorithm, problem)  # E704 before, after every pass
+    assert solution.info["memory_passes"] > 1
+    assert solution.plan.placement == (1, 1, 0)
+    result = check_plan(problem, solution.plan)
+    assert max(result.memory_peak_bytes) <= 100 * MIB

@@ -37,11 +37,15 @@ class Placer:
     choice; an op whose device is forced (pinned, or its colocation group bound) may use the
     device's whole memory, so room kept back by the budget serves the forced ops. With
     `placement` every op's device is given (a placement found by another rule), and only
-    that device is allowed.
+    that device is allowed. With `reserve_pins` the params and outputs of the ops pinned to a
+    device (outside colocation groups) are held there until they are placed: an op fits only
+    where it leaves them that room, a condition every plan meets, so a pass that succeeds
+    without it runs the same with it.
     """
 
     def __init__(self, inst: Instance, budget: Sequence[int] | None = None,
-                 placement: Sequence[int] | None = None, *, unbounded: bool = False) -> None:
+                 placement: Sequence[int] | None = None, *, unbounded: bool = False,
+                 reserve_pins: bool = False) -> None:
         self.inst = inst
         self.budget = budget
         self.placement = placement
@@ -57,6 +61,14 @@ class Placer:
         # per bound group the largest temp among its unplaced members
         self.res_po = [0] * inst.m
         self.res_temp: list[dict[int, int]] = [{} for _ in range(inst.m)]
+        #: with `reserve_pins` (the retries of `memory_passes`), per device the params and
+        #: outputs of the ops pinned there (outside colocation groups) not placed yet: no
+        #: op may take the room they will need (`fits`)
+        self.pinned_left = [0] * inst.m
+        if reserve_pins:
+            for i, d in enumerate(inst.pin):
+                if d >= 0 and inst.group_of[i] < 0:
+                    self.pinned_left[d] += inst.po[i]
 
     def allowed(self, i: int) -> tuple[int, ...]:
         """The devices op `i` may go to now."""
@@ -98,11 +110,19 @@ class Placer:
         or the budget when op `i`'s device is still a choice)."""
         if self.unbounded:
             return True
+        need = self.need(i, d)
+        left = self.pinned_left[d]
+        if left:  # the room of the ops pinned to `d`: a plan needs it there
+            inst = self.inst
+            if inst.pin[i] == d and inst.group_of[i] < 0:
+                left -= inst.po[i]
+            if need + left > inst.caps[d]:
+                return False
         if caps is None:
             caps = self.inst.caps
             if self.budget is not None and not self.spilled[i] and not self.forced(i):
                 caps = self.budget
-        return self.need(i, d) <= caps[d]
+        return need <= caps[d]
 
     def spill(self, i: int) -> bool:
         """Let op `i`, over its budget on every device it may use, use the whole memory (as
@@ -124,6 +144,8 @@ class Placer:
         self.tracker.place(i, d)
         g = inst.group_of[i]
         if g < 0:
+            if self.pinned_left[d] and inst.pin[i] == d:
+                self.pinned_left[d] -= inst.po[i]
             return
         if self.group_dev[g] < 0:
             self.group_dev[g] = d

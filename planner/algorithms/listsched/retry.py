@@ -73,7 +73,9 @@ def memory_passes(
        the caps (`liveness_pass`): static accounting is only an upper bound there;
     2. after a dead end, one pass per rung of `budget_ladder`, tightest last: the ops whose
        device is still a choice are held to the budget (`Placer.budget`), and the memory
-       held back serves the forced ops and the copies they receive;
+       held back serves the forced ops and the copies they receive; from here on, no op
+       takes the room of the ops pinned to a device (`Placer(reserve_pins=True)`): a chain
+       whose last op was pinned to gpu0 filled gpu0 with the ops before it, in every pass;
     3. if every pass dead-ends, under `memory liveness`, the best contiguous splits
        (`split_pass`), ordered by the scheduler itself: status `fallback`. So a plan is
        found whenever a contiguous split fits (by the pipeline's memory model, which the
@@ -147,7 +149,7 @@ def _passes(
     for budget in ladder:
         passes += 1
         try:
-            placement, start = attempt(Placer(inst, budget))
+            placement, start = attempt(Placer(inst, budget, reserve_pins=True))
         except Stuck:
             continue
         return placement, start, "feasible", {"memory_passes": passes,
@@ -162,7 +164,7 @@ def _passes(
                       f"ordered by {shown}, its liveness peaks checked by simulation")
             return split[0], split[1], "fallback", {"memory_passes": passes, "reason": reason}
     passes += 1
-    fill = Placer(inst)
+    fill = Placer(inst, reserve_pins=True)
     try:
         topo_fill(inst, fill)
         placement, start = attempt(Placer(inst, placement=fill.device_of))
