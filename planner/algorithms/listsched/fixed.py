@@ -38,7 +38,9 @@ def fill_and_order(
     For the rules that place first and order after (m-TOPO and the baselines). Under
     `memory liveness` a dead end is retried by `liveness_pass`, then, for a rule that
     places contiguously (`contiguous`: m-TOPO's walk), by the best contiguous split that
-    fits (`split_pass`; `info["reason"]` says so). If that dead-ends too, all of it again on
+    fits (`split_pass`; `info["reason"]` says so); then once more keeping on each device
+    the room of the ops pinned to it (`info["pins_reserved"]`: a chain whose last op was
+    pinned to gpu0 filled gpu0 with the ops before it). If that dead-ends too, all of it again on
     the instance without the schedulers' own groups (`memory_passes`' step 5: `fill` places
     through `placer.inst`; `info["sources_follow"]` is then False). Returns (placement,
     start times, info); raises `explain_stuck`'s error for the first dead end.
@@ -69,16 +71,23 @@ def _fill_and_order(
     try:
         placement, start = attempt(placer)
     except Stuck as s:
-        if inst.problem.memory_model != "liveness":
-            raise explain_stuck(placer, algorithm, s.op) from None
+        stuck = s.op
+    else:
+        return placement, start, {}
+    if inst.problem.memory_model == "liveness":
         found = liveness_pass(inst, attempt)
         if found is not None:
             return (*found, {"memory_check": "liveness peak, by simulation"})
         split = split_pass(inst, attempt) if contiguous else None
-        if split is None:
-            raise explain_stuck(placer, algorithm, s.op) from None
-        return split[0], split[1], {
-            "memory_check": "liveness peak, by simulation",
-            "reason": f"the walk ran out of memory (static accounting); this is the best "
-                      f"contiguous split that fits ({split[2]} stage(s))"}
-    return placement, start, {}
+        if split is not None:
+            return split[0], split[1], {
+                "memory_check": "liveness peak, by simulation",
+                "reason": f"the walk ran out of memory (static accounting); this is the best "
+                          f"contiguous split that fits ({split[2]} stage(s))"}
+    # last, the walk again keeping the room of the pinned ops (`Placer(reserve_pins=True)`)
+    if any(d >= 0 and g < 0 for d, g in zip(inst.pin, inst.group_of, strict=True)):
+        try:
+            return (*attempt(Placer(inst, reserve_pins=True)), {"pins_reserved": True})
+        except Stuck:
+            pass
+    raise explain_stuck(placer, algorithm, stuck)
