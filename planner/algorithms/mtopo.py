@@ -14,7 +14,10 @@ topological order) spill to the first device where they fit within the real memo
 (budgets balance the load; they are not what makes a plan fail); an op that fits nowhere
 raises `InfeasibleError` with the diagnosis (under `memory liveness`, where static
 accounting counts every tensor to the end, the best contiguous split that fits is taken
-instead, status `fallback`: `listsched.split_pass`). The placement is then ordered by
+instead, status `fallback`: `listsched.split_pass`); before that error, the walk is retried
+keeping on each device the room of the ops pinned to it, then under the tighter budgets of
+`listsched.budget_ladder` (`budget_bytes` is then the one that held), as the other list
+schedulers retry (`listsched.fill_and_order`). The placement is then ordered by
 dynamic dispatch (`listsched.schedule_fixed`). The walk is `listsched.topo_fill`: m-ETF,
 m-SCT, HEFT and CPOP fall back to its placement when they dead-end in memory.
 
@@ -37,7 +40,8 @@ def place(problem: Problem, options: Options) -> Solution:
     """Place `problem`'s ops with m-TOPO and order them; raises `InfeasibleError` if stuck."""
     inst = Instance.of(problem)
     placement, start, info = fill_and_order(
-        inst, "mtopo", lambda placer: topo_fill(placer.inst, placer), contiguous=True)
+        inst, "mtopo", lambda placer: topo_fill(placer.inst, placer), contiguous=True,
+        budgets=True)
     status: Status = "fallback" if "reason" in info else "feasible"
-    return solution(inst, placement, start, "mtopo", status, budget_bytes=tuple(budgets(inst)),
-                    **info)
+    budget = info.pop("memory_budget_bytes", tuple(budgets(inst)))  # a retry's, if one
+    return solution(inst, placement, start, "mtopo", status, budget_bytes=budget, **info)

@@ -177,3 +177,23 @@ def test_retries_keep_room_for_the_ops_pinned_to_a_device(algorithm: str) -> Non
     assert solution.plan.placement == (1, 1, 0)
     result = check_plan(problem, solution.plan)
     assert max(result.memory_peak_bytes) <= 100 * MIB
+
+
+def test_mtopos_walk_retries_with_budgets() -> None:
+    # three forward ops, each colocated with its backward op (groups of 44, 49 and 45 MiB):
+    # m-TOPO's walk put f0 and f1 on gpu0 (93 of 98 MiB), and b1 then had no room for the
+    # 9 MiB gradient from b2 on gpu1; the even share (69 MiB) keeps f1's group apart
+    fwd = ((34, 1, 9), (21, 18, 10), (25, 11, 9))  # params, output, backward output (MiB)
+    ops = (*(Op(f"f{i}", 1e-3, params_bytes=p * MIB, output_bytes=o * MIB)
+             for i, (p, o, _) in enumerate(fwd)),
+           *(Op(f"b{i}", 2e-3, output_bytes=g * MIB) for i, (_, _, g) in enumerate(fwd)))
+    edges = ((0, 1, 1), (1, 2, 18), (2, 5, 11), (5, 4, 9), (4, 3, 10), (0, 3, 1), (1, 4, 18))
+    devs = (Device("gpu0", 98 * MIB), Device("gpu1", 98 * MIB))
+    links = (Link(0, 1, 1e9), Link(1, 0, 1e9))
+    problem = Problem("p", Graph("g", ops, tuple(Edge(s, d, b * MIB) for s, d, b in edges),
+                                 ((0, 3), (1, 4), (2, 5))), Cluster("c", devs, links))
+    solution = run("mtopo", problem)  # E704 before
+    assert solution.plan.placement == (0, 1, 1, 0, 1, 1)
+    assert solution.info["budget_bytes"] == (69 * MIB, 69 * MIB)  # the even share
+    result = check_plan(problem, solution.plan)
+    assert max(result.memory_peak_bytes) <= 98 * MIB

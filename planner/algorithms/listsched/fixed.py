@@ -13,7 +13,7 @@ from .etf import etf_schedule
 from .instance import Instance
 from .placer import Placer, Stuck
 from .ranks import priority_positions, upward_rank
-from .retry import explain_stuck, followers_dropped, liveness_pass, split_pass
+from .retry import budget_ladder, explain_stuck, followers_dropped, liveness_pass, split_pass
 
 __all__ = ["fill_and_order", "schedule_fixed"]
 
@@ -30,7 +30,7 @@ def schedule_fixed(inst: Instance, placement: Sequence[int]) -> tuple[list[int],
 
 def fill_and_order(
     inst: Instance, algorithm: str, fill: Callable[[Placer], None], *,
-    contiguous: bool = False,
+    contiguous: bool = False, budgets: bool = False,
 ) -> tuple[list[int], list[float], dict[str, Any]]:
     """Run a placement rule (`fill` places every op through the placer it is given, or
     raises `Stuck`), then order the placement by dynamic dispatch (`schedule_fixed`).
@@ -40,19 +40,24 @@ def fill_and_order(
     places contiguously (`contiguous`: m-TOPO's walk), by the best contiguous split that
     fits (`split_pass`; `info["reason"]` says so); then once more keeping on each device
     the room of the ops pinned to it (`info["pins_reserved"]`: a chain whose last op was
-    pinned to gpu0 filled gpu0 with the ops before it). If that dead-ends too, all of it again on
+    pinned to gpu0 filled gpu0 with the ops before it), and, for a rule that takes a
+    budget (`budgets`: m-TOPO's walk reads `placer.budget`), under each rung of
+    `budget_ladder` (`info["memory_budget_bytes"]`: a walk that filled gpu0 with two
+    forward ops left no room for the gradient their backward op, colocated with one,
+    receives). If that dead-ends too, all of it again on
     the instance without the schedulers' own groups (`memory_passes`' step 5: `fill` places
     through `placer.inst`; `info["sources_follow"]` is then False). Returns (placement,
     start times, info); raises `explain_stuck`'s error for the first dead end.
     """
     try:
-        return _fill_and_order(inst, algorithm, fill, contiguous)
+        return _fill_and_order(inst, algorithm, fill, contiguous, budgets)
     except InfeasibleError as err:
         plain = followers_dropped(inst, err)
         if plain is None:
             raise
         try:
-            placement, start, info = _fill_and_order(plain, algorithm, fill, contiguous)
+            placement, start, info = _fill_and_order(plain, algorithm, fill, contiguous,
+                                                     budgets)
         except InfeasibleError:
             raise err from None
     return placement, start, {**info, "sources_follow": False}
@@ -60,6 +65,7 @@ def fill_and_order(
 
 def _fill_and_order(
     inst: Instance, algorithm: str, fill: Callable[[Placer], None], contiguous: bool,
+    budgets: bool,
 ) -> tuple[list[int], list[float], dict[str, Any]]:
     """`fill_and_order` on `inst`, without its retry on another instance."""
     def attempt(placer: Placer) -> tuple[list[int], list[float]]:
@@ -84,10 +90,15 @@ def _fill_and_order(
                 "memory_check": "liveness peak, by simulation",
                 "reason": f"the walk ran out of memory (static accounting); this is the best "
                           f"contiguous split that fits ({split[2]} stage(s))"}
-    # last, the walk again keeping the room of the pinned ops (`Placer(reserve_pins=True)`)
-    if any(d >= 0 and g < 0 for d, g in zip(inst.pin, inst.group_of, strict=True)):
+    # last, the walk again keeping the room of the pinned ops, then under each budget
+    pins = any(d >= 0 and g < 0 for d, g in zip(inst.pin, inst.group_of, strict=True))
+    rungs: list[list[int] | None] = [None] if pins else []
+    for rung in rungs + (budget_ladder(inst) if budgets else []):
         try:
-            return (*attempt(Placer(inst, reserve_pins=True)), {"pins_reserved": True})
+            placement, start = attempt(Placer(inst, rung, reserve_pins=True))
         except Stuck:
-            pass
+            continue
+        info: dict[str, Any] = {"pins_reserved": True} if pins else {}
+        return placement, start, info if rung is None else {
+            **info, "memory_budget_bytes": tuple(rung)}
     raise explain_stuck(placer, algorithm, stuck)

@@ -82,8 +82,9 @@ def memory_passes(
        liveness peak of one micro-batch does not exceed) and the scheduler's order keeps
        to it;
     4. then m-TOPO's placement (`topo_fill`), ordered by the scheduler itself (each op's
-       device given): status `fallback`, with the reason in `info`. So a plan is also
-       found whenever m-TOPO finds one;
+       device given): status `fallback`, with the reason in `info`; its walk is retried
+       under each budget of the ladder, as `mtopo` retries it. So a plan is also found
+       whenever m-TOPO finds one;
     5. if that dead-ends too (and no proof says no plan exists), steps 1-4 again on the
        instance without the schedulers' own groups (`Instance.without_followers`): a
        source that follows its consumer (a constant, as the schedulers assume) can be a
@@ -96,9 +97,9 @@ def memory_passes(
     included (the retry without memory checks, the contiguous splits and m-TOPO's
     placement count one each), and `info["memory_budget_bytes"]` is the budget of the pass
     that succeeded. Raises the first pass's `InfeasibleError` (`explain_stuck`) when m-TOPO
-    finds no placement either. Each dead end costs one more pass: at most five in all, and
-    under `liveness` one more for the retry and one per stage count (`split_pass`); twice
-    that with step 5.
+    finds no placement either. Each dead end costs one more pass (a walk counts as one): at
+    most eight in all, and under `liveness` one more for the retry and one per stage count
+    (`split_pass`); twice that with step 5.
     """
     try:
         return _passes(inst, algorithm, attempt)
@@ -110,7 +111,8 @@ def memory_passes(
             placement, start, status, info = _passes(plain, algorithm, attempt)
         except InfeasibleError:
             raise err from None
-    spent = 2 + len(budget_ladder(inst)) + (2 if inst.problem.memory_model == "liveness" else 0)
+    spent = 2 + 2 * len(budget_ladder(inst)) + (
+        2 if inst.problem.memory_model == "liveness" else 0)
     return placement, start, status, {**info, "sources_follow": False,
                                       "memory_passes": spent + info.get("memory_passes", 1)}
 
@@ -163,16 +165,18 @@ def _passes(
                       f"this is the best contiguous split that fits ({split[2]} stage(s)), "
                       f"ordered by {shown}, its liveness peaks checked by simulation")
             return split[0], split[1], "fallback", {"memory_passes": passes, "reason": reason}
-    passes += 1
-    fill = Placer(inst, reserve_pins=True)
-    try:
-        topo_fill(inst, fill)
-        placement, start = attempt(Placer(inst, placement=fill.device_of))
-    except Stuck:
-        raise explain_stuck(placer, algorithm, stuck, retried=True) from None
-    reason = (f"{shown} ran out of memory under every budget; this is m-TOPO's placement, "
-              f"ordered by {shown}")
-    return placement, start, "fallback", {"memory_passes": passes, "reason": reason}
+    for rung in [None, *ladder]:  # m-TOPO's walks, as `mtopo` retries them
+        passes += 1
+        fill = Placer(inst, rung, reserve_pins=True)
+        try:
+            topo_fill(inst, fill)
+            placement, start = attempt(Placer(inst, placement=fill.device_of))
+        except Stuck:
+            continue
+        reason = (f"{shown} ran out of memory under every budget; this is m-TOPO's "
+                  f"placement, ordered by {shown}")
+        return placement, start, "fallback", {"memory_passes": passes, "reason": reason}
+    raise explain_stuck(placer, algorithm, stuck, retried=True)
 
 
 def liveness_pass(

@@ -25,12 +25,13 @@ def topo_budgets(inst: Instance) -> list[int]:
 
 def topo_fill(inst: Instance, placer: Placer) -> None:
     """m-TOPO's walk (see `mtopo`): ops in topological order fill device after device up to
-    `topo_budgets`, then spill to the first device with room under its real cap.
+    `topo_budgets` (or the placer's budget: a retry's, `fill_and_order`), then spill to the
+    first device with room under its real cap.
 
     Places every op through `placer`; raises `Stuck` for an op that fits nowhere. O(V + E),
     plus O(D) devices tried per op in the spill.
     """
-    budget = topo_budgets(inst)
+    budget = topo_budgets(inst) if placer.budget is None else placer.budget
     current = 0
     for i in inst.topo:
         allowed = placer.allowed(i)
