@@ -37,7 +37,7 @@ class Instance:
 
     # complex: the scheduler's tables (pred/succ, topo_pos, mean_compute, local, ...), each
     # computed beside its typed attribute; the branches are those loops and comprehensions
-    def __init__(self, problem: Problem, *, follow: bool = FOLLOW_SOURCES) -> None:
+    def __init__(self, problem: Problem, *, follow: bool | None = None) -> None:
         g = problem.graph
         cluster = problem.cluster
         c = costs(problem)
@@ -72,7 +72,7 @@ class Instance:
         pin = list(f.pin)
         self.pin = pin
         self.allowed: list[tuple[int, ...]] = list(f.allowed)
-        if follow:
+        if FOLLOW_SOURCES if follow is None else follow:  # None: the module's switch
             self._sources_follow_their_consumer()
 
         self.mean_compute: list[float] = []
