@@ -61,7 +61,7 @@ from ..model import Cluster, Pipeline, Problem, derived
 from ..pipeline import hybrid
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import Split, fits, split_of, stage_bytes
-from ..pipeline.splitdp import candidate_cuts
+from ..pipeline.splitdp import candidate_cuts, most_stages
 from ..pipeline.units import Units, units
 from ..plan import Plan
 from ..units import format_bytes
@@ -328,13 +328,14 @@ def iteration(problem: Problem, pipeline: Pipeline, lay: Layout) -> float:
 
 def candidates(problem: Problem, pipeline: Pipeline) -> list[Layout]:
     """The DP's best layout per count of devices used, then pure data parallelism (one
-    stage on every device); without repeats, each fitting the memory model."""
+    stage on every device); without repeats, each fitting the memory model and, under
+    `1f1b`, of at most M stages (`splitdp.most_stages`: torch's `Schedule1F1B`)."""
     out: list[Layout] = []
+    m, n = len(problem.cluster.devices), units(problem).count
+    most = most_stages(problem, pipeline, n)
     for lay in _dp(problem, pipeline):
-        if lay not in out and _fits(problem, pipeline, lay):
+        if lay not in out and len(lay.groups) <= most and _fits(problem, pipeline, lay):
             out.append(lay)
-    m = len(problem.cluster.devices)
-    n = units(problem).count
     r = _fixed(pipeline)
     width = min(m, pipeline.microbatches) if r is None else r
     every = Layout((0, n), (tuple(range(width)),))
