@@ -48,12 +48,16 @@ Under `objective pipeline` (`Problem.pipeline`), `auto` runs `pipedp` (its candi
 stage count, the least period exact for its model: `planner.algorithms.pipedp`, its work
 sized to the time limit), the uniform split, and the cut moves of `pipecuts` from pipedp's
 best candidates (judged by the simulated iteration, within half the limit's simulations),
-and keeps the one whose simulated (on big graphs: estimated, and no cut moves) iteration
-is shortest among those that fit; `info["candidates"]` has their iterations. Where pipedp
-finds no split (its E707), it keeps the faster of the uniform split, where that fits and
-keeps the pins, and the best contiguous split that fits with its devices recomputing
-(`pipeilp.recomputing`, no solver: `info["recompute"]` names the devices that recompute),
-and under `data_parallel auto` the hybrid layout, and says E707 only where none fits.
+and `--algo hybrid`'s plan (its layouts on devices in the cluster's order, replicated
+under `data_parallel auto`, and pipedp's split with hybrid's cut moves; on big graphs only
+under `data_parallel auto`, as hybrid's estimate is another measure), and keeps the one
+whose simulated (on big graphs: estimated, and no cut moves) iteration is shortest among
+those that fit: never slower than `hybrid`, `pipedp` or a uniform split that fits. Under
+`interleaved`, hybrid's plan may run as 1F1B, which `info["why"]` says; `info["candidates"]`
+has their iterations. Where pipedp finds no split (its E707), it keeps the fastest of the
+uniform split, where that fits and keeps the pins, the best contiguous split that fits with
+its devices recomputing (`pipeilp.recomputing`, no solver: `info["recompute"]` names the
+devices that recompute), and hybrid's layouts, and says E707 only where none fits.
 Where the memory caps shaped pipedp's split (its `memory_note`), that recomputing split
 is a candidate too, where it recomputes (`pipeilp.recomputing_candidate`).
 
@@ -77,6 +81,7 @@ from ..bounds import lower_bound
 from ..errors import InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
+from ..pipeline.schedule import interleaves
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import fits, off_devices, split_of, stage_bytes
 from ..plan import Plan
@@ -216,12 +221,12 @@ def _place(problem: Problem, options: Options, deadline: float) -> Solution:
 
 def _pipeline(problem: Problem, options: Options) -> Solution:
     """Under `objective pipeline`: pipedp's split (its work sized to the time limit,
-    `splitdp.cells_for`), the uniform split, or pipedp's best candidates with their cuts
-    moved by the simulated iteration (`pipecuts`, a share of the limit's simulations),
-    whichever fits and runs fastest. Faster: by the simulated iteration; where the M
-    copies of the graph pass `pipedp.MAX_SIMULATED_OPS` ops, by `pipedp.estimate` (and
-    no cut moves), so that the time limit holds on big graphs too (a simulation of 800k
-    ops takes seconds)."""
+    `splitdp.cells_for`), the uniform split, pipedp's best candidates with their cuts
+    moved by the simulated iteration (`pipecuts`, a share of the limit's simulations), or
+    hybrid's plan (`_hybrid`), whichever fits and runs fastest. Faster: by the simulated
+    iteration; where the M copies of the graph pass `pipedp.MAX_SIMULATED_OPS` ops, by
+    `pipedp.estimate` (and no cut moves), so that the time limit holds on big graphs too
+    (a simulation of 800k ops takes seconds)."""
     pipeline = problem.pipeline
     assert pipeline is not None
     if pipeline.data_parallel not in (1, "auto"):  # N identical pipelines: nothing to compare
@@ -263,17 +268,29 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
             if figures[RECOMPUTING][0] < figures[chosen][0]:
                 best = dataclasses.replace(redo, plan=redo.plan.with_algorithm("auto"))
                 chosen = RECOMPUTING
-    if pipeline.data_parallel == "auto":  # replicated stages too, if they run faster
-        try:
-            mixed = pipehybrid.place(problem, options, pure=False)  # pipedp's ran above
-        except InfeasibleError:  # no layout fits: the pure pipeline's verdict stands
-            figures["hybrid"] = (math.inf, False)
-        else:
-            figures["hybrid"] = (mixed.info["iteration_s"], True)
-            if not figures[chosen][1] or figures["hybrid"][0] < figures[chosen][0]:
-                best, chosen = mixed, "hybrid"
+    if pipeline.data_parallel == "auto" or simulated:  # hybrid's layouts, if faster
+        mixed = _hybrid(problem, options, searched.solution.plan.placement, simulated)
+        figures["hybrid"] = (math.inf, False) if mixed is None else (
+            mixed.info["iteration_s"], True)
+        if mixed is not None and (not figures[chosen][1]
+                                  or figures["hybrid"][0] < figures[chosen][0]):
+            best, chosen = mixed, "hybrid"
     info = _chosen_info(problem, searched, best, chosen, figures, simulated)
     return dataclasses.replace(best, info=MappingProxyType(info))
+
+
+def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
+            simulated: bool) -> Solution | None:
+    """`--algo hybrid`'s plan (None where no layout fits), so that `auto` is never slower
+    than it: its layouts (replicated stages under `data_parallel auto`; one device a stage
+    in the cluster's order, which under `interleaved` runs as 1F1B), and pipedp's `split`
+    with hybrid's cut moves where both are simulated (pipedp's estimate and the hybrid
+    DP's cost are not one measure)."""
+    try:
+        return pipehybrid.place(problem, options, pure=simulated and split is not None,
+                                split=split)
+    except InfeasibleError:  # no layout fits: the pure pipeline's verdict stands
+        return None
 
 
 def _no_split(problem: Problem, options: Options, err: InfeasibleError) -> Solution:
@@ -297,12 +314,9 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError) -> Solut
         pass
     else:
         plans[RECOMPUTING] = (found.info["iteration_s"], found)
-    if pipeline.data_parallel == "auto":  # replicas hold fewer micro-batches each
-        try:
-            mixed = pipehybrid.place(problem, options, pure=False)
-        except InfeasibleError:
-            pass
-        else:
+    if pipeline.data_parallel == "auto" or simulated:  # replicas hold fewer micro-batches
+        mixed = _hybrid(problem, options, None, simulated)
+        if mixed is not None:
             plans["hybrid"] = (mixed.info["iteration_s"], mixed)
     if not plans:
         raise err
@@ -332,7 +346,7 @@ def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, ch
                        f"({format_seconds(figures['uniform'][0])}, pipedp's split "
                        f"{format_seconds(figures['pipedp'][0])})")
     if chosen == "hybrid":
-        info["why"] = _why_hybrid(info, figures, simulated)
+        info["why"] = _why_hybrid(problem, best.plan.placement, info, figures, simulated)
     if chosen == RECOMPUTING:
         info["why"] = (f"recomputing activations on {', '.join(info['recompute'])} runs "
                        f"faster by the {what} ({format_seconds(figures[chosen][0])}) than "
@@ -341,18 +355,31 @@ def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, ch
     return info
 
 
-def _why_hybrid(info: dict[str, Any], figures: dict[str, tuple[float, bool]],
-                simulated: bool) -> str:
-    """Why `auto` keeps the hybrid layout over its pure pipeline."""
-    layout = f"replicated stages ({info.get('layout')} replicas per stage)"
+def _why_hybrid(problem: Problem, placement: tuple[int, ...], info: dict[str, Any],
+                figures: dict[str, tuple[float, bool]], simulated: bool) -> str:
+    """Why `auto` keeps `--algo hybrid`'s plan over its other candidates, and, under
+    `interleaved`, where that plan runs as 1F1B (the schedule's fallback), that it does."""
+    replicated = any(r > 1 for r in info.get("layout") or ())
+    layout = (f"replicated stages ({info.get('layout')} replicas per stage)" if replicated
+              else "hybrid's split (no stage replicated)")
+    pipeline = problem.pipeline or Pipeline()
+    fallback = pipeline.schedule_spec.fallback
+    runs_as = ""
+    if fallback is not None and (replicated or not interleaves(
+            split_of(problem, placement), pipeline.per_device)):
+        runs_as = f"; it runs as {fallback}: its stages are " + (
+            "replicated" if replicated else
+            f"not {pipeline.per_device} per device in a repeating chain")
     pure = min((f for name, f in figures.items() if name != "hybrid"), key=lambda f: (
         not f[1], f[0]))
     if not pure[1]:
-        return f"{layout} fit the memory, and no pure pipeline split does"
+        return (f"{layout} {'fit' if replicated else 'fits'} the memory, and no other split "
+                f"does{runs_as}")
     how = ("the simulated iteration" if simulated else
            "estimates (the hybrid DP's cost, the pipeline's (M - 1) T plus each stage's load)")
-    return (f"{layout} run faster by {how}: {format_seconds(figures['hybrid'][0])}, against "
-            f"{format_seconds(pure[0])}")
+    return (f"{layout} {'run' if replicated else 'runs'} faster by {how}: "
+            f"{format_seconds(figures['hybrid'][0])}, against {format_seconds(pure[0])} (the "
+            f"fastest of auto's other candidates that fit){runs_as}")
 
 
 def _iteration(problem: Problem, placement: tuple[int, ...], pipeline: Pipeline,

@@ -32,8 +32,8 @@ simulated ops set by the graph's size (`refine`). Past `pipedp.MAX_SIMULATED_OPS
 ops the DP's cost compares them instead. Under `data_parallel auto` or `1`, `pipedp`'s split
 (one device per stage, on any chain: the cluster's order may miss it, as where the last
 layer is pinned to the last device) has its cuts moved alike and wins where it runs faster,
-so that `hybrid` is never slower than `pipedp`. `auto` under `data_parallel auto` keeps this
-plan only when it simulates faster than its pure pipeline. `data_parallel N` fixes r = N for
+so that `hybrid` is never slower than `pipedp`. `auto` keeps this plan only when it runs
+faster than its other candidates (`auto._hybrid`). `data_parallel N` fixes r = N for
 every stage (N identical pipelines), and a pin binds the first replica alone (`_replicas`).
 """
 
@@ -99,17 +99,18 @@ class Layout:
         return {g[0]: g for g in self.groups if len(g) > 1}
 
 
-def place(problem: Problem, options: Options, *, pure: bool = True) -> Solution:
+def place(problem: Problem, options: Options, *, pure: bool = True,
+          split: Sequence[int] | None = None) -> Solution:
     """The best hybrid layout (module docstring) as a plan; `info["replicas"]` names each
     replicated stage's group. With `pure` (unless `data_parallel N` asks for replicas),
-    `pipedp`'s split is a candidate too: a layout of one device per stage on any chain,
-    which the DP's consecutive blocks may miss (`auto`, which runs `pipedp` itself, passes
-    False)."""
+    `pipedp`'s split (`split`, where the caller has run pipedp: `auto`) is a candidate
+    too: one device per stage on any chain, which the DP's consecutive blocks may miss."""
     pipeline = problem.pipeline or Pipeline()
     if _fixed(pipeline) not in (None, 1):
         _check_pins(problem, int(pipeline.data_parallel))
     found = candidates(problem, pipeline)
-    chain = _pure(problem, pipeline, options) if pure and _fixed(pipeline) in (None, 1) else None
+    pure = pure and _fixed(pipeline) in (None, 1)
+    chain = _pure(problem, pipeline, options, split) if pure else None
     if not found and chain is None:
         raise _no_layout(problem, _fixed(pipeline))
     chosen, figures = best(problem, pipeline, found) if found else (None, {})
@@ -147,20 +148,20 @@ def _no_layout(problem: Problem, fixed: int | None) -> InfeasibleError:
          f"chains in any order){fewer}",)))
 
 
-def _pure(problem: Problem, pipeline: Pipeline, options: Options) -> Layout | None:
-    """`pipedp`'s split as a layout of one device per stage, or None where it has none
-    that fits."""
+def _pure(problem: Problem, pipeline: Pipeline, options: Options,
+          placement: Sequence[int] | None) -> Layout | None:
+    """pipedp's split (`placement`, where given) as a layout, or None where none fits."""
     try:
-        planned = pipedp.place(problem, options)
+        placement = placement or pipedp.place(problem, options).plan.placement
     except InfeasibleError:
         return None
-    split = split_of(problem, planned.plan.placement)
+    split = split_of(problem, placement)
     lay = Layout(split.bounds, tuple((d,) for d in split.devices))
     if _fits(problem, pipeline, lay):
         return lay
     # the schedule it runs may hold fewer micro-batches than the split model's count (one
     # device, under `interleaved`): the report's memory, by the run, is the judge
-    ran = run_pipeline(problem, planned.plan.placement, pipeline)
+    ran = run_pipeline(problem, placement, pipeline)
     return lay if _allowed(problem, lay) and fits(problem, ran.memory_bytes) else None
 
 
@@ -401,8 +402,7 @@ def _derive(problem: Problem) -> _Tables:
 
 def _replica_counts(p: int, pipeline: Pipeline) -> list[int]:
     """The replica counts a stage with p devices left may take."""
-    r = _fixed(pipeline)
-    if r is not None:
+    if (r := _fixed(pipeline)) is not None:
         return [r] if r <= p else []
     top = min(p, pipeline.microbatches)
     return [k for k in range(1, top + 1) if k <= MAX_EVERY_REPLICA or not k & (k - 1)]

@@ -275,7 +275,7 @@ def _first_schedule(split: Split, pipeline: Pipeline, grouped: bool) -> tuple[Sc
     """The plan's schedule, or its fallback (interleaved -> 1F1B) where its stages are
     replicated or not `stages_per_device` per device in a repeating chain, with a note."""
     schedule = pipeline.schedule_spec
-    if schedule.fallback is None or not (grouped or not _interleaves(
+    if schedule.fallback is None or not (grouped or not interleaves(
             split, pipeline.stages_per_device)):
         return schedule, ""
     fallback = schedule_of(schedule.fallback)
@@ -347,7 +347,7 @@ def _deadlock_cause(split: Split, pipeline: Pipeline, schedule: Schedule) -> str
     micro-batches its rounds do not divide (what torch refuses too), else a plan whose
     devices are not a chain of stages."""
     m, d = pipeline.microbatches, len(set(split.devices))
-    if schedule.virtual_stages and _interleaves(split, pipeline.stages_per_device):
+    if schedule.virtual_stages and interleaves(split, pipeline.stages_per_device):
         r = rounds(d, m)
         if m % r:
             return (f"its {m} micro-batches are not a multiple of {schedule.name}'s rounds "
@@ -355,7 +355,7 @@ def _deadlock_cause(split: Split, pipeline: Pipeline, schedule: Schedule) -> str
     return "its devices are not a chain of stages"
 
 
-def _interleaves(split: Split, per_device: int) -> bool:
+def interleaves(split: Split, per_device: int) -> bool:
     """Whether the stages are D devices repeated `per_device` times in one order."""
     s = split.stages
     if s % per_device:
