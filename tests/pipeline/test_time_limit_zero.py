@@ -1,11 +1,11 @@
-"""`--time-limit 0`, one rule for every algorithm (docs/limits.md, "Time limit 0"): no
-search and no solver. `auto` gives its heuristics (under `objective pipeline` pipedp's
-split and the uniform split, no cut moves), `search` its fewest moves (none under a
-pipeline), `pipeilp`, `cpsat` and `ilp` their warm start (`fallback`); the algorithms that
-take no `--time-limit` in `solve` (pipedp, hybrid, the heuristics) run as `solve` runs
-them, in `compare` too. Before, under a pipeline, `auto` and `search` ran the cut moves
-with no budget until a 0.5 s wall clock cut them ("this plan may differ from run to
-run"), `pipeilp` ran HiGHS, and `compare --time-limit 0` left pipedp's and hybrid's
+"""`--time-limit 0`, one rule for every algorithm (docs/limits.md, "Time limit 0"): no search
+and no solver. `auto` gives its heuristics (under `objective pipeline` pipedp's split,
+hybrid's plan and the uniform split, none of its own cut moves), `search` its fewest moves
+(none under a pipeline), `pipeilp`, `cpsat` and `ilp` their warm start (`fallback`); the
+algorithms that take no `--time-limit` in `solve` (pipedp, hybrid, the heuristics) run as
+`solve` runs them, in `compare` too. Before, under a pipeline, `auto` and `search` ran the
+cut moves with no budget until a 0.5 s wall clock cut them ("this plan may differ from run
+to run"), `pipeilp` ran HiGHS, and `compare --time-limit 0` left pipedp's and hybrid's
 simulations unbudgeted."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ NO_SOLVER = "no solver time left in --time-limit 0 s: a zero limit runs no solve
 def test_auto_under_a_pipeline_compares_its_splits_and_moves_no_cut() -> None:
     solution = run("auto", PIPE, ZERO)
     assert solution.info["cut_moves"] == NO_SEARCH
-    splits = {run(name, PIPE, ZERO).plan.placement for name in ("pipedp", "uniform")}
+    splits = {run(name, PIPE, ZERO).plan.placement for name in ("pipedp", "uniform", "hybrid")}
     assert solution.plan.placement in splits
     # with a limit, the cut moves run within their budget, as before
     assert "simulation(s)" in run("auto", PIPE, Options(time_limit_s=1.0)).info["cut_moves"]
