@@ -265,6 +265,26 @@ def test_makespan_is_inf_exactly_when_infeasible_and_skips_the_run() -> None:
     assert ev.makespan(np.array([1, 1], dtype=np.int32)) == 3.0  # any integer dtype
 
 
+def test_the_kernel_holds_an_output_until_its_transfer_ends() -> None:
+    # a [0,1] on d0 feeds b [1,2] there and c on d1 over [1,4]; d [2,3] on d0 allocates
+    # 3 MB while a's 3 MB are still being sent: 6 MB on d0 (`simulate`'s hand case,
+    # tests/test_simulate.py), and a 5 MB device does not hold it.
+    ops = (Op("a", time_s=1e-3, output_bytes=3 * MB), Op("b", time_s=1e-3),
+           Op("c", time_s=1e-3), Op("d", time_s=1e-3, output_bytes=3 * MB),
+           Op("e", time_s=1e-3))
+    g = Graph("g", ops, (Edge(0, 1, 3 * MB), Edge(0, 2, 3 * MB), Edge(1, 3, 0),
+                         Edge(3, 4, 3 * MB)))
+    devs = (Device("d0", 5 * MB), Device("d1", 1 << 30))
+    p = Problem("p", g, Cluster("c", devs, (Link(0, 1, 1e9), Link(1, 0, 1e9))),
+                memory_model="liveness")
+    ev = Evaluator(p, backend="numba" if fastsim.numba_available() else "reference")
+    ref = check(ev, [0, 0, 1, 0, 0])
+    assert ref.memory_peak_bytes[0] == 6 * MB
+    r = ev.run([0, 0, 1, 0, 0])
+    assert r.memory_peak_bytes.tolist() == [6 * MB, 3 * MB] and r.violations == ("memory",)
+    assert ev.makespan([0, 0, 1, 0, 0]) == math.inf
+
+
 def test_priority_keeps_an_order_valid_when_ops_move() -> None:
     p = planner.load(ROOT / "specs" / "resnet.plan").plan()
     ev = evaluator(p)

@@ -277,6 +277,26 @@ def test_liveness_received_copy_lives_from_transfer_start_to_last_consumer() -> 
     assert r.memory_timeline[0] == ((0.0, 2 * MB),)
 
 
+SENT_WHILE_FREED = ("op a { time 1 ms output 3 MB }\nop b { time 1 ms }\nop c { time 1 ms }\n"
+                    "op d { time 1 ms output 3 MB }\nop e { time 1 ms }\n"
+                    "a -> b -> d -> e\na -> c")
+
+
+def test_liveness_holds_an_output_until_its_transfer_ends() -> None:
+    # a [0,1] on d0; its 3 MB cross to d1 on [1,4] while b [1,2], its last consumer on
+    # d0, has ended: the transfer still reads a's output, so it is freed at 4, not 2.
+    # d [2,3] allocates 3 MB beside it: 6 MB on d0 over [2,4) (it read 3 MB before).
+    cluster = CLUSTER.replace("1 GB }", "5 MB }")
+    p = load(SENT_WHILE_FREED, "place a, b, d, e on d0; place c on d1\nmemory liveness",
+             cluster)
+    r = run(p)
+    assert times(p, r, "c") == pytest.approx((4, 5))
+    assert r.memory_timeline[0] == ((0.0, 3 * MB), (pytest.approx(2 * MS), 6 * MB),
+                                    (pytest.approx(4 * MS), 0))
+    assert r.memory_peak_bytes[0] == 6 * MB
+    assert kinds(r) == ["memory"] and not r.feasible  # d0 holds 5 MB
+
+
 # -- violations -----------------------------------------------------------------------
 
 

@@ -286,17 +286,19 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
     """Per device, the highest level of live bytes over a run (buffers on [alloc, free)).
 
     Params are live from t = 0; an op's output from its start to the last end of its
-    consumers on its device (never freed without one), its temp from start to end; a
+    consumers on its device or, when later, of its transfers (never freed without a
+    consumer there), its temp from start to end; a
     received copy from its transfer's start to the last end of its consumers there. At one
     instant frees and allocations net out, so the peak is the highest level after an
     instant; where zero-time ops run, also that level less what the op starting after
     them allocates, plus the buffers freed there that they read and their largest temp
     (`simulate.memory._zero_time_extra`).
 
-    No sort: a device runs its ops one after another (`run`), so their starts and ends
-    come in that order, and every free happens at the end of an op on the device (the
-    buffer's last consumer there). Copies arrive in start order except under `link`
-    contention, where an insertion sort puts the few stragglers back.
+    Nearly no sort: a device runs its ops one after another (`run`), so their starts and
+    ends come in that order, and a free happens at the end of an op on the device (the
+    buffer's last consumer there), but an output still being sent then, freed as its last
+    transfer ends (`late`, sorted per device). Copies arrive in start order except under
+    `link` contention, where an insertion sort puts the few stragglers back.
     """
     n = place.shape[0]
     n_tr = tr_i.shape[0]
@@ -304,6 +306,11 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
     down = np.zeros(n, np.int64)  # bytes freed at end[i]
     read = np.zeros(n, np.int64)  # of those, bytes a zero-time op ending then reads
     base = np.zeros(m, np.int64)
+    sent = np.full(n, -1.0)  # per op, when its last transfer ends
+    for r in range(n_tr):
+        if tr_i[r, 3] > 0 and tr_t[r, 1] > sent[tr_i[r, 0]]:
+            sent[tr_i[r, 0]] = tr_t[r, 1]
+    late = np.full(n, -1.0)  # per op, when its output is freed after its last consumer
     for i in range(n):
         d = place[i]
         if d < 0:
@@ -312,11 +319,17 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
         if not np.isfinite(start[i]):
             continue
         last = _last_consumer(i, d, place, end, succ_ptr, succ_dst)
-        _account(up, down, i, last, output[i], start[i], end)
+        if last >= 0 and sent[i] > end[last] and output[i] > 0:
+            up[i] += output[i]
+            late[i] = sent[i]
+        else:
+            _account(up, down, i, last, output[i], start[i], end)
         _account(up, down, i, i, temp[i], start[i], end)
-        if last >= 0 and output[i] > 0 and _zero_time_reader(i, d, end[last], place, start,
-                                                              end, succ_ptr, succ_dst):
+        if (late[i] < 0 and last >= 0 and output[i] > 0
+                and _zero_time_reader(i, d, end[last], place, start, end, succ_ptr,
+                                      succ_dst)):
             read[last] += output[i]
+    l_ptr, l_t, l_b = _late_frees(place, m, late, output)
     # copies per destination, in start order
     c_ptr = np.zeros(m + 1, np.int64)
     for r in range(n_tr):
@@ -361,9 +374,9 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
     peak = base.copy()
     for d in range(m):
         level = base[d]
-        a, f, c = o_ptr[d], o_ptr[d], c_ptr[d]
-        a_end, c_end = o_ptr[d + 1], c_ptr[d + 1]
-        while a < a_end or f < a_end or c < c_end:
+        a, f, c, lf = o_ptr[d], o_ptr[d], c_ptr[d], l_ptr[d]
+        a_end, c_end, l_end = o_ptr[d + 1], c_ptr[d + 1], l_ptr[d + 1]
+        while a < a_end or f < a_end or c < c_end or lf < l_end:
             t = INF
             if a < a_end:
                 t = start[ops[a]]
@@ -371,6 +384,8 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
                 t = end[ops[f]]
             if c < c_end and c_t[c] < t:
                 t = c_t[c]
+            if lf < l_end and l_t[lf] < t:
+                t = l_t[lf]
             if t == INF:
                 break  # what remains never happens
             zero, most, after, freed = False, 0, 0, 0
@@ -390,11 +405,40 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
             while c < c_end and c_t[c] == t:
                 level += c_b[c]
                 c += 1
+            while lf < l_end and l_t[lf] == t:
+                level -= l_b[lf]
+                lf += 1
             if level > peak[d]:
                 peak[d] = level
             if zero and level - after + freed + most > peak[d]:
                 peak[d] = level - after + freed + most
     return peak
+
+
+@njit(cache=True)
+def _late_frees(place, m, late, output):
+    """Per device (`ptr` into times and bytes), the outputs freed as their last transfer
+    ends, after their last consumer there, in time order."""
+    ptr = np.zeros(m + 1, np.int64)
+    for i in range(place.shape[0]):
+        if late[i] >= 0:
+            ptr[place[i] + 1] += 1
+    for d in range(m):
+        ptr[d + 1] += ptr[d]
+    fill = ptr[:m].copy()
+    t = np.empty(ptr[m])
+    b = np.zeros(ptr[m], np.int64)
+    for i in range(place.shape[0]):
+        if late[i] >= 0:
+            t[fill[place[i]]] = late[i]
+            b[fill[place[i]]] = output[i]
+            fill[place[i]] += 1
+    for d in range(m):
+        seg = slice(ptr[d], ptr[d + 1])
+        order = np.argsort(t[seg], kind="mergesort")
+        t[seg] = t[seg][order]
+        b[seg] = b[seg][order]
+    return ptr, t, b
 
 
 @_leaf

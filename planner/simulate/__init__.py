@@ -39,14 +39,16 @@ Semantics
 - **Memory.** `static`: `cost.static_memory` (params and outputs of a device's ops, each
   tensor it receives once, its largest temp). `liveness`: params are resident from t=0;
   an op's output and temp are allocated at its start; the temp is freed at its end; the
-  output is freed when the last consumer on the same device finishes (never, without
-  one); a received copy is allocated when its transfer starts and freed when the last
-  consumer of it there finishes. Each buffer occupies memory on the half-open interval
-  [allocated, freed): at one instant frees happen before allocations. But a zero-time op
-  holds its temp, its output and its inputs at its instant, where those intervals are
-  empty or ended: the instant also counts its level less what the op that starts after
-  the zero-time ones (with a duration) allocates, plus the buffers freed there that
-  zero-time ops there read, plus their largest temp (never above the static figure).
+  output is freed when the last consumer on the same device finishes, or when its last
+  transfer to another device ends if that is later (a transfer reads it until then;
+  never, without a consumer on the device); a received copy is allocated when its
+  transfer starts and freed when the last consumer of it there finishes. Each buffer
+  occupies memory on the half-open interval [allocated, freed): at one instant frees
+  happen before allocations. But a zero-time op holds its temp, its output and its
+  inputs at its instant, where those intervals are empty or ended: the instant also
+  counts its level less what the op that starts after the zero-time ones (with a
+  duration) allocates, plus the buffers freed there that zero-time ops there read, plus
+  their largest temp (never above the static figure).
   `memory_peak_bytes` is the figure the plan's memory model constrains (static total, or
   liveness peak); a device whose figure exceeds its `memory` is a `memory` violation
   naming the device's ops (`static`) or the ops whose buffers are live at the peak

@@ -49,31 +49,16 @@ def liveness(problem: Problem, place: list[int], run: Run
         return [], [], []
     caps = [dev.memory_bytes for dev in problem.cluster.devices]
     cols = columns(g)
-    src, dst = cols.src, cols.dst
     params, output, temp = _int64_sizes(g)
     pl = np.array(place, dtype=np.int64)
     start = np.array(run.start, dtype=float)
     end = np.array(run.end, dtype=float)
     placed = pl >= 0
-    # per producer, the last end of its consumers on its own device (-1: none there)
-    d_src, d_dst = pl[src], pl[dst]
-    local = (d_dst >= 0) & (d_src == d_dst)
-    last_local = np.full(len(pl), -1.0)
-    np.maximum.at(last_local, src[local], end[dst[local]])
-    # per (producer, other device), the last end of its consumers there
-    remote = (d_dst >= 0) & (d_src != d_dst)
-    r_keys = src[remote] * m + d_dst[remote]
-    uniq, inv = np.unique(r_keys, return_inverse=True)
-    last_remote = np.full(len(uniq), -1.0)
-    np.maximum.at(last_remote, inv, end[dst[remote]])
-
     runs = placed & np.isfinite(start)
-    out_free = np.where(last_local >= 0.0, last_local, INF)
     tr_src = np.array(run.tr_src, dtype=np.int64)
     tr_dd = np.array(run.tr_dd, dtype=np.int64)
     tr_start = np.array(run.tr_start, dtype=float)
-    tr_free = (last_remote[np.searchsorted(uniq, tr_src * m + tr_dd)]
-               if len(tr_src) else np.zeros(0))
+    out_free, tr_free = _frees(cols, pl, end, run, m)
     # buffers: device, alloc, free, bytes, op
     dev = np.concatenate([pl[runs], pl[runs], tr_dd])
     alloc = np.concatenate([start[runs], start[runs], tr_start])
@@ -121,6 +106,34 @@ def liveness(problem: Problem, place: list[int], run: Run
             on &= copy | (alloc < top_t) | (end[owner] == alloc)
         live.append(() if on is None else tuple(sorted({*owner[on].tolist(), *held})))
     return peaks, timelines, live
+
+
+def _frees(cols: Columns, pl: np.ndarray, end: np.ndarray, run: Run, m: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """When each op's output is freed (`inf`: never) and each received copy (`run`'s
+    transfers, in order): an output after its last consumer on its device, and after its
+    last transfer, which reads it until it ends; a copy after its last consumer there."""
+    src, dst = cols.src, cols.dst
+    # per producer, the last end of its consumers on its own device (-1: none there)
+    d_src, d_dst = pl[src], pl[dst]
+    local = (d_dst >= 0) & (d_src == d_dst)
+    last_local = np.full(len(pl), -1.0)
+    np.maximum.at(last_local, src[local], end[dst[local]])
+    # per (producer, other device), the last end of its consumers there
+    remote = (d_dst >= 0) & (d_src != d_dst)
+    r_keys = src[remote] * m + d_dst[remote]
+    uniq, inv = np.unique(r_keys, return_inverse=True)
+    last_remote = np.full(len(uniq), -1.0)
+    np.maximum.at(last_remote, inv, end[dst[remote]])
+    tr_src = np.array(run.tr_src, dtype=np.int64)
+    sent = np.array(run.tr_bytes, dtype=np.int64) > 0
+    last_sent = np.full(len(pl), -1.0)
+    np.maximum.at(last_sent, tr_src[sent], np.array(run.tr_end, dtype=float)[sent])
+    out_free = np.where(last_local >= 0.0, np.maximum(last_local, last_sent), INF)
+    tr_dd = np.array(run.tr_dd, dtype=np.int64)
+    tr_free = (last_remote[np.searchsorted(uniq, tr_src * m + tr_dd)]
+               if len(tr_src) else np.zeros(0))
+    return out_free, tr_free
 
 
 def _device_levels(g_t: np.ndarray, lv: np.ndarray, shown: np.ndarray,
