@@ -21,11 +21,12 @@ def graph_size(ops: int, edges: int, data: int, data_edges: int,
     """(ops, edges) of a generated graph whose forward pass has `ops` ops and `edges` edges,
     `data` of those ops data inputs with `data_edges` edges out of them; with `training`,
     plus what `add_backward` adds: a backward op per other op, an edge from each of those
-    ops to its backward op, and a gradient edge per edge between two of them."""
+    ops to its backward op, a gradient edge per edge between two of them, and per edge out
+    of a data input (each to another op) one to its consumer's backward op."""
     if not training:
         return ops, edges
     grads = ops - data
-    return ops + grads, edges + grads + (edges - data_edges)
+    return ops + grads, edges + grads + (edges - data_edges) + data_edges
 
 
 class Builder:

@@ -7,6 +7,8 @@ in the micro-batch's backward pass):
 
 - edges: `x -> x.bwd` (the stashed activations, kept on the device), and for every forward
   edge `u -> v` of `b` bytes, `v.bwd -> u.bwd` of `b` bytes (the gradient of that tensor);
+  a data input `u`, which has no backward op to keep its output, gets `u -> v.bwd` of `b`
+  bytes instead (the batch `v`'s backward reads: a weight's gradient needs its input);
 - compute: given by the caller (measured backward times, or the roofline of the backward
   FLOPs: `BACKWARD_FLOP_FACTOR` times the forward FLOPs for matrix products and
   convolutions, which need gradients of both operands, once for everything else; bytes
@@ -22,7 +24,7 @@ from collections.abc import Callable, Collection
 from typing import Final
 
 from ..errors import Diagnostic, UsageError
-from . import Workload, WorkOp
+from . import WorkEdge, Workload, WorkOp
 
 #: backward FLOPs / forward FLOPs for ops whose weights (or second operand) need a gradient
 BACKWARD_FLOP_FACTOR: Final = 2.0
@@ -60,12 +62,22 @@ def add_backward(w: Workload, backward: Callable[[WorkOp], tuple[float, float | 
         seconds, flops = backward(o)
         w.add(WorkOp(bwd_name[o.name], seconds, flops, params_bytes=o.params_bytes * state,
                      output_bytes=grad_in.get(o.name, 0), backward_of=o.name, type=o.type))
+    _connect_backward(w, fwd, fwd_edges, bwd_name)
+    w.colocations.extend([o.name, bwd_name[o.name]] for o in fwd)
+    # tied forward ops' backward ops hold the tied weight's gradient and optimizer state
+    w.ties.extend(([bwd_name[n] for n in names], nbytes * state, weight)
+                  for names, nbytes, weight in list(w.ties) if all(n in bwd_name for n in names))
+
+
+def _connect_backward(w: Workload, fwd: list[WorkOp], fwd_edges: list[WorkEdge],
+                      bwd_name: dict[str, str]) -> None:
+    """The backward ops' edges (module docstring): stashed activations, gradients, and
+    the data inputs their consumers' backward ops read."""
     for o in fwd:
         w.connect(o.name, bwd_name[o.name], o.output_bytes)
     for e in reversed(fwd_edges):
         if e.src in bwd_name and e.dst in bwd_name:
             w.connect(bwd_name[e.dst], bwd_name[e.src], e.bytes)
-    w.colocations.extend([o.name, bwd_name[o.name]] for o in fwd)
-    # tied forward ops' backward ops hold the tied weight's gradient and optimizer state
-    w.ties.extend(([bwd_name[n] for n in names], nbytes * state, weight)
-                  for names, nbytes, weight in list(w.ties) if all(n in bwd_name for n in names))
+    for e in fwd_edges:  # a data input has no backward op to keep it
+        if e.src not in bwd_name and e.dst in bwd_name:
+            w.connect(e.src, bwd_name[e.dst], e.bytes)

@@ -196,7 +196,7 @@ def _no_op(*_: object, **__: object) -> str:
       "--batch", "1", "--vocab", "100"], "E011", "14_000_005 ops"),
     (["gnmt", "--layers", "2", "--seq", "100000"], "E011", "1_700_012 ops"),
     (["transformer", "--arch", "encdec", "--layers", "2", "--training", "--limit",
-      "edges=200"], "E012", "a graph of 282 edges"),
+      "edges=200"], "E012", "a graph of 284 edges"),
     (["gnmt", "--layers", "2", "--seq", "3", "--limit", "ops=50"], "E011", "63 ops"),
 ])
 def test_generate_refuses_a_graph_over_a_limit_before_building_it(

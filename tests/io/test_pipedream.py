@@ -13,6 +13,8 @@ import planner
 from planner.cli import app
 from planner.errors import SpecError
 from planner.io.pipedream import import_pipedream, parse_pipedream
+from planner.plan import Plan
+from planner.simulate import simulate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DATASETS = Path(__file__).resolve().parents[2] / "../shared/datasets"
@@ -69,6 +71,32 @@ def test_data_inputs_take_no_time_as_in_pipedreams_optimizer() -> None:
     assert "Data inputs (node1) take no time" in result.to_spec()
     (graph,) = planner.loads(result.to_spec()).graphs.values()
     assert graph.ops[graph.op_index["node1"]].time_s == 0.0
+
+
+def test_the_batch_is_held_until_the_backward_op_of_the_layer_that_reads_it() -> None:
+    # A conv's weight gradient reads its input: the data input (which has no backward op
+    # to keep it) goes to node2.bwd too. On one device under liveness, during node3.bwd
+    # the device holds the batch (4 MB), node2's and node3's outputs (2 + 2 MB) and
+    # node3.bwd's gradient (2 MB), beside the params (512 B, and 1536 B of gradient and
+    # Adam state): 10 MB + 2048 B (before: the batch was freed as node2 ended, 6 MB + 2048 B,
+    # and a 8 MB device was said to hold the step).
+    text = ("node1 -- Input -- forward_compute_time=0.000, backward_compute_time=0.000, "
+            "activation_size=4000000.0, parameter_size=0.000\n"
+            "node2 -- Conv2d(3, 64) -- forward_compute_time=2.500, backward_compute_time=5.000, "
+            "activation_size=2000000.0, parameter_size=512.000\n"
+            "node3 -- ReLU() -- forward_compute_time=1.000, backward_compute_time=1.000, "
+            "activation_size=2000000.0, parameter_size=0.000\n"
+            "\tnode1 -- node2\n\tnode2 -- node3\n")
+    result = parse_pipedream(text, "p.txt", training=True)
+    cluster = ("cluster c { device gpu0 { memory 8 MB  flops 1 TFLOPS } }\n"
+               "plan p { graph pipedream cluster c memory liveness }\n")
+    problem = planner.loads(result.to_spec() + cluster).plan()
+    r = simulate(problem, Plan((0,) * len(problem.graph.ops)))
+    assert r.makespan_s == pytest.approx(9.5e-3)
+    assert r.memory_peak_bytes == (10_002_048,)
+    assert not r.feasible
+    edges = {(e.src, e.dst): e.bytes for e in result.workload.edges}
+    assert edges[("node1", "node2.bwd")] == 4_000_000
 
 
 def test_malformed_node_line_is_reported_at_file_and_line() -> None:
