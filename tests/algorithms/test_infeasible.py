@@ -100,6 +100,27 @@ def test_single_names_the_shortfall() -> None:
     check_plan(problem, run("metf", problem).plan)  # while a spread plan exists
 
 
+def test_single_names_the_shortfall_of_the_plans_memory_model() -> None:
+    # a0 -> a1 -> b0 -> (b1, b2) -> c, 40 MiB outputs (c's none), under liveness: on one
+    # device the peak is 120 MiB (b0's, b1's and b2's outputs while b2 runs), not the
+    # 200 MiB static total that E706 quoted before (short by 100 MiB where it is 20)
+    sizes = [40, 40, 40, 40, 40, 0]
+    ops = tuple(Op(f"op{i}", 1e-3, output_bytes=s * MIB) for i, s in enumerate(sizes))
+    edges = tuple(Edge(a, b, sizes[a] * MIB)
+                  for a, b in ((0, 1), (1, 2), (2, 3), (2, 4), (3, 5), (4, 5)))
+    devs = (Device("gpu0", 100 * MIB), Device("gpu1", 100 * MIB))
+    problem = Problem("p", Graph("g", ops, edges),
+                      Cluster("c", devs, (Link(0, 1, 1e9), Link(1, 0, 1e9))),
+                      memory_model="liveness")
+    with pytest.raises(InfeasibleError) as err:
+        run("single", problem)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E706"
+    assert diag.message == ("no single device holds all 6 ops: `gpu0` (the closest) would "
+                            "need 120.00 MiB at its liveness peak but holds 100.00 MiB "
+                            "(short by 20.00 MiB)")
+
+
 def test_colocation_group_reserves_its_memory() -> None:
     # group {0, 2} (50 + 50 MiB) on a chain 0 -> 1 -> 2; devices 120 and 200 MiB. m-ETF
     # puts op0 first: gpu0 would have to hold the whole group (100) plus op1 later; the

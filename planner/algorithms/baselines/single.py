@@ -5,7 +5,8 @@ A baseline, not from a paper. Devices are tried by total compute time of the ops
 their pins. The first device whose placement fits every device's memory wins (static
 accounting, an upper bound of the liveness peak; under `memory liveness` a placement it
 rejects is simulated, and kept when its liveness peaks fit); the order is dynamic dispatch
-(`listsched.schedule_fixed`). If none fits, `InfeasibleError` names the shortfall.
+(`listsched.schedule_fixed`). If none fits, `InfeasibleError` names the shortfall (under
+`liveness`, of the simulated peaks).
 
 Time: O(D·(V + E)) to try the devices, plus O((V + E)·log V) for the ordering.
 """
@@ -42,8 +43,10 @@ def place(problem: Problem, options: Options) -> Solution:
             _, start = schedule_fixed(inst, placement)
             found = solution(inst, placement, start, "single",
                              device=problem.cluster.devices[d].name)
-            if simulate(problem, found.plan).feasible:
+            run = simulate(problem, found.plan)
+            if run.feasible:
                 return found
+            used = list(run.memory_peak_bytes)  # what the plan's model needs: its peaks
         tried.append((d, used))
     proofs = diagnose(problem)
     if proofs:
@@ -58,6 +61,8 @@ def place(problem: Problem, options: Options) -> Solution:
         max(u - c for u, c in zip(t[1], inst.caps, strict=True)), t[0]))
     worst = max(range(m), key=lambda k: (used[k] - inst.caps[k], -k))
     need, holds = format_bytes_of(used[worst], inst.caps[worst])
+    if problem.memory_model == "liveness":
+        need += " at its liveness peak"
     short = (f"would need {need} but holds {holds} (short by "
              f"{format_bytes(used[worst] - inst.caps[worst])})")
     where = (f"`{devs[d].name}` (the closest) {short}" if worst == d else
