@@ -71,8 +71,11 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
             f"{format_bytes(need - devs[d].memory_bytes)} short" for d, need in shortfall[:4])
         if len(shortfall) > 4:
             shown += f"; {len(shortfall) - 4} more device(s) alike"
+        # the heuristics count static memory, which under `liveness` bounds the peak
+        static = (", by static accounting (above the liveness peaks)"
+                  if problem.memory_model == "liveness" else "")
         message = (f"`{algorithm}` ran out of memory: op `{name}` fits on no device beside the "
-                   f"ops it placed before it ({shown})")
+                   f"ops it placed before it{static} ({shown})")
     else:
         message = (f"`{algorithm}` found no device for op `{name}`: its pin, its colocation "
                    "group and the devices that can run it leave none")

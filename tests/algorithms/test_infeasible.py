@@ -11,7 +11,7 @@ from algo_support import HEURISTICS, check_plan
 
 from planner.algorithms import run
 from planner.algorithms.infeasible import diagnose
-from planner.errors import InfeasibleError
+from planner.errors import Diagnostic, InfeasibleError
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
 
 # both list-scheduling engines meet these hand-derived cases (`list_engine`, conftest.py)
@@ -100,25 +100,48 @@ def test_single_names_the_shortfall() -> None:
     check_plan(problem, run("metf", problem).plan)  # while a spread plan exists
 
 
-def test_single_names_the_shortfall_of_the_plans_memory_model() -> None:
-    # a0 -> a1 -> b0 -> (b1, b2) -> c, 40 MiB outputs (c's none), under liveness: on one
-    # device the peak is 120 MiB (b0's, b1's and b2's outputs while b2 runs), not the
-    # 200 MiB static total that E706 quoted before (short by 100 MiB where it is 20)
+def _fork_under_liveness() -> Problem:
+    """op0 -> op1 -> op2 -> (op3, op4) -> op5, 40 MiB outputs (op5's none), two 100 MiB
+    devices, `memory liveness`."""
     sizes = [40, 40, 40, 40, 40, 0]
     ops = tuple(Op(f"op{i}", 1e-3, output_bytes=s * MIB) for i, s in enumerate(sizes))
     edges = tuple(Edge(a, b, sizes[a] * MIB)
                   for a, b in ((0, 1), (1, 2), (2, 3), (2, 4), (3, 5), (4, 5)))
     devs = (Device("gpu0", 100 * MIB), Device("gpu1", 100 * MIB))
-    problem = Problem("p", Graph("g", ops, edges),
-                      Cluster("c", devs, (Link(0, 1, 1e9), Link(1, 0, 1e9))),
-                      memory_model="liveness")
+    return Problem("p", Graph("g", ops, edges),
+                   Cluster("c", devs, (Link(0, 1, 1e9), Link(1, 0, 1e9))),
+                   memory_model="liveness")
+
+
+def _fork_error(algorithm: str, memory: str = "liveness") -> Diagnostic:
+    """The one error `algorithm` raises on `_fork_under_liveness` (under `memory`)."""
+    problem = dataclasses.replace(_fork_under_liveness(), memory_model=memory)
     with pytest.raises(InfeasibleError) as err:
-        run("single", problem)
+        run(algorithm, problem)
     (diag,) = err.value.diagnostics
+    return diag
+
+
+def test_single_names_the_shortfall_of_the_plans_memory_model() -> None:
+    # `_fork_under_liveness`: on one device the peak is 120 MiB (op2's, op3's and op4's
+    # outputs while op4 runs), not the 200 MiB static total that E706 quoted before
+    # (short by 100 MiB where it is 20)
+    diag = _fork_error("single")
     assert diag.code == "E706"
     assert diag.message == ("no single device holds all 6 ops: `gpu0` (the closest) would "
                             "need 120.00 MiB at its liveness peak but holds 100.00 MiB "
                             "(short by 20.00 MiB)")
+
+
+def test_a_heuristics_shortfall_under_liveness_says_it_is_static_accounting() -> None:
+    # `_fork_under_liveness`: m-ETF's figures (160 and 120 MiB) count every output to the
+    # end, not the liveness peaks the plan is judged by; E704 said "would need" them plainly
+    diag = _fork_error("metf")
+    assert diag.code == "E704"
+    assert ("fits on no device beside the ops it placed before it, by static accounting "
+            "(above the liveness peaks) (`gpu0` would need 160.00 MiB of 100.00 MiB"
+            ) in diag.message
+    assert "static accounting" not in _fork_error("metf", "static").message
 
 
 def test_colocation_group_reserves_its_memory() -> None:
