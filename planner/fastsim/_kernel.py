@@ -434,10 +434,11 @@ def _late_frees(place, m, late, output):
             b[fill[place[i]]] = output[i]
             fill[place[i]] += 1
     for d in range(m):
-        seg = slice(ptr[d], ptr[d + 1])
-        order = np.argsort(t[seg], kind="mergesort")
-        t[seg] = t[seg][order]
-        b[seg] = b[seg][order]
+        if ptr[d + 1] - ptr[d] > 1:
+            seg = slice(ptr[d], ptr[d + 1])
+            order = np.argsort(t[seg], kind="mergesort")
+            t[seg] = t[seg][order]
+            b[seg] = b[seg][order]
     return ptr, t, b
 
 
