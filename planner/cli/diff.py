@@ -123,7 +123,11 @@ def _judge(d: PlanDiff, gate: float | None, have_spec: bool) -> list[Diagnostic]
 
 
 def _pct(p: float) -> str:
-    return "infinitely" if math.isinf(p) else f"{p:.2f}%"
+    """`p` %, with two significant digits where two decimals would read 0.00% (a gate of
+    0 % fails a plan 0.001% slower, and says so)."""
+    if math.isinf(p):
+        return "infinitely"
+    return f"{p:.2g}%" if 0 < abs(p) < 0.005 else f"{p:.2f}%"
 
 
 def shown(name: str) -> str:

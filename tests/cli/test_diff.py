@@ -406,3 +406,26 @@ def test_simulate_json_keeps_the_plan_files_algorithm(tmp_path: Path) -> None:
     code, bare = _json(["simulate", str(spec), "--plan", "pp", "--placement", "bare.json"],
                        tmp_path)
     assert code == 0 and "algorithm" not in bare["result"]
+
+
+def _figures(tmp: Path, name: str, makespan_s: float) -> str:
+    data = {"plan": "p", "placement": {"a": "gpu0", "b": "gpu0"}, "makespan_s": makespan_s}
+    (tmp / name).write_text(json.dumps(data))
+    return name
+
+
+def test_figures_equal_but_for_float_noise_are_no_change(tmp_path: Path) -> None:
+    """One iteration summed in two orders (gpt8 p1f1b vs pgpipe under one split). Before:
+    `+0.00%`, W645 `0.00% slower (173.564 ms -> 173.564 ms)` and --fail-if-slower 0 exit 5."""
+    _figures(tmp_path, "old.json", 0.17356431825166693)
+    _figures(tmp_path, "new.json", 0.17356431825166696)
+    code, out, err = invoke(["diff", "old.json", "new.json", "--fail-if-slower", "0"], tmp_path)
+    assert code == 0 and err == "", err
+    assert re.search(r"makespan +173\.564 ms +173\.564 ms +0\.00%\n", out), out
+    code, doc = _json(["diff", "new.json", "old.json"], tmp_path)
+    assert doc["result"]["slower_pct"] == 0 and doc["diagnostics"] == []
+    # a true slowdown too small for two decimals still fails a 0 % gate, and reads as one
+    _figures(tmp_path, "slower.json", 0.17356431825166693 * 1.00001)
+    code, _, err = invoke(["diff", "old.json", "slower.json", "--fail-if-slower", "0"],
+                          tmp_path)
+    assert code == 5 and "the new plan is 0.001% slower" in err, err
