@@ -33,7 +33,7 @@ def diff_command(
     new: Annotated[Path, typer.Argument(help="The plan after, in either form.")],
     spec: Annotated[Path | None, typer.Option(
         "--spec", help="Simulate both plans on this spec when a file lacks figures "
-        "(makespan, bound, memory).")] = None,
+        "(makespan, bound, memory); read, and checked, in any case.")] = None,
     plan: Annotated[str | None, typer.Option(
         "--plan",
         help="The spec's plan (default: the one the old file names, or the only one).")] = None,
@@ -66,10 +66,11 @@ def diff_command(
         before = read_side(old, display_path(old.resolve()))
         after = read_side(new, display_path(new.resolve()))
         report.subject = after.file
-        if spec is not None and not (before.has_figures and after.has_figures):
+        if spec is not None:  # read even when both files carry figures: a wrong path says so
             problem, plans = spec_problem(spec, plan, before)
-            simulate_side(before, problem, plans)
-            simulate_side(after, problem, plans)
+            if not (before.has_figures and after.has_figures):
+                simulate_side(before, problem, plans)
+                simulate_side(after, problem, plans)
         result = compare(before, after)
         report.result = result.to_json()
         verdict = _judge(result, fail_if_slower, spec is not None)

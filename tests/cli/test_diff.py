@@ -429,3 +429,18 @@ def test_figures_equal_but_for_float_noise_are_no_change(tmp_path: Path) -> None
     code, _, err = invoke(["diff", "old.json", "slower.json", "--fail-if-slower", "0"],
                           tmp_path)
     assert code == 5 and "the new plan is 0.001% slower" in err, err
+
+
+def test_a_spec_is_read_even_when_both_files_carry_figures(plans: Path) -> None:
+    """Before: with two `solve --json` outputs, `--spec` and `--plan` were never read, so a
+    wrong path or plan name passed silently (exit 0) as if the spec had judged the plans."""
+    _figures(plans, "a.json", 0.003)
+    _figures(plans, "b.json", 0.004)
+    code, _, err = invoke(["diff", "a.json", "b.json", "--spec", "missing.plan"], plans)
+    assert code == 1 and "error[E001]: no such file" in err, err
+    code, _, err = invoke(["diff", "a.json", "b.json", "--spec", "s.plan", "--plan", "q"],
+                          plans)
+    assert code == 2 and "error[E602]: no plan named `q`" in err, err
+    code, doc = _json(["diff", "a.json", "b.json", "--spec", "s.plan"], plans)
+    assert code == 0 and doc["result"]["new"]["source"] == "figures"
+    assert doc["result"]["new"]["makespan_s"] == 0.004
