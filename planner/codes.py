@@ -201,7 +201,8 @@ W640 0   a spec not in the canonical layout (`fmt --check` and `fmt --diff` read
 E641 1   `fmt -`: standard input that is not valid UTF-8
 E642 1   `diff`: a file that holds no plan (invalid JSON, another format, a failed run)
 E643 2   `diff --fail-if-slower`: not a percentage of 0 or more
-E644 2   `diff --fail-if-slower` without both makespans (plan files need `--spec`)
+E644 2   `diff --fail-if-slower` without both makespans, or iterations (plan files need `--spec`;
+         a one-pass plan has no iteration)
 E645 5   `diff --fail-if-slower`: the new plan is slower than allowed, or violates the spec
 W645 0   `diff`: the new plan is slower than the old one, or violates the spec (the old one did not)
 E646 2   `simulate --stages` on a plan without `objective pipeline`

@@ -106,12 +106,17 @@ def _judge(d: PlanDiff, gate: float | None, have_spec: bool) -> list[Diagnostic]
     if pct is None or a is None or b is None:
         if gate is None:
             return []
-        lacking = d.old.file if a is None else d.new.file
+        lacking = d.old if a is None else d.new
+        what, advice = "", ("its plan may not run on the spec" if have_spec else
+                            "give --spec SPEC to simulate the plans, or compare `planner "
+                            "solve --json` outputs")
+        if _one_pass(d, lacking):  # figures it has: neither --spec nor --json brings one
+            what, advice = (" (a one-pass plan: no pipeline runs it)", "gate two plans of "
+                            "one objective: one-pass plans' makespans or pipeline plans' "
+                            "iterations")
         raise UsageError(Diagnostic(
-            "E644", f"--fail-if-slower needs both {label}s, and {lacking} has none", None,
-            ("its plan may not run on the spec" if have_spec else
-             "give --spec SPEC to simulate the plans, or compare `planner solve --json` "
-             "outputs",)))
+            "E644", f"--fail-if-slower needs both {label}s, and {lacking.file} has none{what}",
+            None, (advice,)))
     change = f"{a * 1e3:.6g} ms -> {b * 1e3:.6g} ms"
     if gate is not None and pct > gate:
         return [Diagnostic("E645", f"the new plan is {_pct(pct)} slower than the old one "
@@ -121,6 +126,12 @@ def _judge(d: PlanDiff, gate: float | None, have_spec: bool) -> list[Diagnostic]
         return [Diagnostic("W645", f"the new plan is {_pct(pct)} slower than the old one "
                            f"({change})", where, severity=Severity.WARNING)]
     return []
+
+
+def _one_pass(d: PlanDiff, side: Side) -> bool:
+    """Whether `side` lacks the iteration a pipeline plan beside it has because it is a
+    one-pass plan (a makespan, no pipeline), not because it was not simulated."""
+    return d.measure[0] == "iteration" and side.iteration_s is None and side.has_figures
 
 
 def _pct(p: float) -> str:
@@ -147,6 +158,8 @@ def render_text(d: PlanDiff) -> str:
     lines = [f"plan {name}: {shown(d.old.file)} -> {shown(d.new.file)}"]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
               for r in rows]
+    lines += [f"  ({shown(s.file)} is a one-pass plan: no iteration to compare)"
+              for s in (d.old, d.new) if _one_pass(d, s)]
     if not (d.old.has_figures and d.new.has_figures):
         lines.append("  (no finite makespan: a plan that does not finish on the spec)"
                      if "simulated" in (d.old.source, d.new.source) else

@@ -444,3 +444,23 @@ def test_a_spec_is_read_even_when_both_files_carry_figures(plans: Path) -> None:
     code, doc = _json(["diff", "a.json", "b.json", "--spec", "s.plan"], plans)
     assert code == 0 and doc["result"]["new"]["source"] == "figures"
     assert doc["result"]["new"]["makespan_s"] == 0.004
+
+
+def test_a_one_pass_plan_beside_a_pipeline_plan_says_so(tmp_path: Path) -> None:
+    """`solve --json` of plan `other` (one pass) and of `pp` (a pipeline): no iteration to
+    gate. Before: E644's hint sent the user to `--spec` or `solve --json`, which they had
+    given (`give --spec SPEC ...`, or with --spec `its plan may not run on the spec`)."""
+    spec = _pipeline_spec(tmp_path)
+    for plan in ("other", "pp"):
+        code, out, err = invoke(["solve", str(spec), "--plan", plan, "--algo", "single",
+                                 "--json"], tmp_path)
+        assert code == 0, err
+        (tmp_path / f"{plan}.json").write_text(out)
+    for more in ([], ["--spec", str(spec)]):
+        code, _, err = invoke(["diff", "other.json", "pp.json", "--fail-if-slower", "5",
+                               *more], tmp_path)
+        assert code == 2 and "error[E644]: --fail-if-slower needs both iterations, and " \
+            "other.json has none (a one-pass plan: no pipeline runs it)" in err, err
+        assert "hint: gate two plans of one objective" in err and "--spec" not in err, err
+    code, out, _ = invoke(["diff", "other.json", "pp.json"], tmp_path)
+    assert code == 0 and "(other.json is a one-pass plan: no iteration to compare)" in out
