@@ -18,10 +18,19 @@ from ..errors import Diagnostic, Severity, Span, UsageError, render_all
 from ..render.diagnostics import printable
 from ..render.formats import OutputFormat
 from ..roots import display_path
-from ..units import format_bytes, format_seconds
+from ..units import format_bytes, format_bytes_of, format_seconds
 from .guard import EXIT_GATE, guard
 from .options import LimitOption, RootOption
-from .plandiff import PlanDiff, Side, compare, read_side, roles, simulate_side, spec_problem
+from .plandiff import (
+    DeviceLoad,
+    PlanDiff,
+    Side,
+    compare,
+    read_side,
+    roles,
+    simulate_side,
+    spec_problem,
+)
 
 #: moved ops listed in the text output (all of them are in the JSON)
 SHOWN = 10
@@ -172,8 +181,14 @@ def _figure_rows(d: PlanDiff) -> list[tuple[str, str, str, str]]:
     def sec(v: float | None) -> str:
         return "-" if v is None else format_seconds(v)
 
-    def size(v: int | None) -> str:
-        return "-" if v is None else format_bytes(v)
+    def size(load: DeviceLoad | None) -> str:
+        """The peak as `solve` shows it beside its cap: one near the cap never reads as
+        the cap (5.998 GiB of 6 GiB, not 6.00 GiB)."""
+        peak = load.memory_peak_bytes if load else None
+        if peak is None:
+            return "-"
+        cap = load.memory_cap_bytes if load else None
+        return format_bytes(peak) if cap is None else format_bytes_of(peak, cap)[0]
 
     rows: list[tuple[str, str, str, str]] = [("", "old", "new", "change")]
     pct = d.slower_pct
@@ -193,7 +208,7 @@ def _figure_rows(d: PlanDiff) -> list[tuple[str, str, str, str]]:
         pa, pb = a.memory_peak_bytes if a else None, b.memory_peak_bytes if b else None
         delta = "" if pa is None or pb is None or pa == pb else (
             ("+" if pb > pa else "-") + format_bytes(abs(pb - pa)))
-        rows.append((f"peak memory {shown(dev)}", size(pa), size(pb), delta))
+        rows.append((f"peak memory {shown(dev)}", size(a), size(b), delta))
     return rows
 
 

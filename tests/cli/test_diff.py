@@ -464,3 +464,18 @@ def test_a_one_pass_plan_beside_a_pipeline_plan_says_so(tmp_path: Path) -> None:
         assert "hint: gate two plans of one objective" in err and "--spec" not in err, err
     code, out, _ = invoke(["diff", "other.json", "pp.json"], tmp_path)
     assert code == 0 and "(other.json is a one-pass plan: no iteration to compare)" in out
+
+
+def test_a_peak_near_its_cap_reads_as_solve_shows_it(tmp_path: Path) -> None:
+    """resnet on 6 GiB GPUs: solve shows gpu0 at `5.998 GiB / 6.000 GiB`. Before: diff
+    printed `6.00 GiB` (full), and a peak just over an 8 GiB cap `8.00 GiB`."""
+    gib = 2**30
+    for name, peak, cap in (("old.json", 6_440_000_000, 6 * gib),
+                            ("new.json", 8 * gib + 2**20, 8 * gib)):
+        data = {"plan": "p", "placement": {"a": "gpu0"}, "makespan_s": 0.1,
+                "feasible": peak <= cap,
+                "devices": [{"name": "gpu0", "memory_peak_bytes": peak,
+                             "memory_cap_bytes": cap, "busy_s": 0.1}]}
+        (tmp_path / name).write_text(json.dumps(data))
+    code, out, _ = invoke(["diff", "old.json", "new.json"], tmp_path)
+    assert code == 0 and re.search(r"peak memory gpu0 +5\.998 GiB +8\.001 GiB +\+", out), out
