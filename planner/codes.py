@@ -339,3 +339,31 @@ def describe(c: Code) -> str:
         lines.append(f"retired: now reported as {c.retired}")
     return "\n".join(lines)
 
+
+def near_code(code: str) -> tuple[str, ...]:
+    """`explain`'s hint for an unknown code: the registered code fewest edits away (at most
+    two; then one of the same letter, then the nearest number: W646 -> W645, not W266), or
+    what a code looks like when none is near."""
+    digits = code[1:]
+    number = int(digits) if digits.isascii() and digits.isdecimal() and len(digits) < 7 \
+        else None
+
+    def rank(c: str) -> tuple[int, bool, int]:
+        return (_edits(code, c), c[0] != code[:1],
+                0 if number is None else abs(int(c[1:]) - number))
+
+    best = min(CODES, key=rank, default=None)
+    if best is not None and _edits(code, best) <= 2:
+        return (f"did you mean `{best}`?",)
+    return ("a code is E (error) or W (warning) and three digits, as diagnostics print it: "
+            "`error[E645]`",)
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance between two short strings."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]

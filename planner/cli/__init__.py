@@ -49,14 +49,13 @@ from .. import algorithms
 
 # the largest `--time-limit` and `--seed` are the library's (`algorithms.options_of`)
 from ..algorithms.base import MAX_SEED, MAX_TIME_LIMIT_S
-from ..codes import CODES, describe
+from ..codes import CODES, describe, near_code
 from ..errors import (
     Diagnostic,
     Severity,
     SpecError,
     UsageError,
     _one_line,
-    did_you_mean,
     merge_capped,
     render_all,
     tally,
@@ -556,7 +555,7 @@ def explain(code: Annotated[str, typer.Argument(
         entry = CODES.get(code.strip().upper())
         if entry is None:
             raise UsageError(Diagnostic("E609", f"unknown code `{code}`", None,
-                                        did_you_mean(code.strip().upper(), CODES)))
+                                        near_code(code.strip().upper())))
         sys.stdout.write(describe(entry) + "\n")
 
 

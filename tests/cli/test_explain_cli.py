@@ -30,3 +30,14 @@ def test_explain_w640_names_the_exit_status_fmt_check_gives(tmp_path: Path) -> N
     status, _, _ = invoke(["fmt", "--check", str(spec)], tmp_path)
     _, out, _ = invoke(["explain", "W640"], tmp_path)
     assert status != 0 and f"then exit {status}" in " ".join(out.split())
+
+
+def test_an_unknown_code_gets_the_nearest_code_or_the_shape_of_one(tmp_path: Path) -> None:
+    """Before: `W646` was told `did you mean W266?` (two digits off; W645 is one), and `xyz`
+    got E609 with no hint at all."""
+    code, _, err = invoke(["explain", "W646"], tmp_path)
+    assert code == 2 and "did you mean `W645`?" in err, err
+    for typo in ("xyz", "E²"):
+        code, _, err = invoke(["explain", typo], tmp_path)
+        assert code == 2 and "error[E609]" in err and "hint: a code is E (error) or W " \
+            "(warning) and three digits" in err, err
