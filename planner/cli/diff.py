@@ -162,6 +162,8 @@ def render_text(d: PlanDiff) -> str:
     """The review for people: figures side by side, moved ops, devices whose load changed.
     Every name goes through `shown`."""
     name = shown(d.new.plan or d.old.plan or "?")
+    if d.old.plan and d.new.plan and d.old.plan != d.new.plan:  # two plans of the spec
+        name = f"{shown(d.old.plan)} -> {name}"
     rows = _figure_rows(d)
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [f"plan {name}: {shown(d.old.file)} -> {shown(d.new.file)}"]

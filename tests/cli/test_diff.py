@@ -466,6 +466,20 @@ def test_a_one_pass_plan_beside_a_pipeline_plan_says_so(tmp_path: Path) -> None:
     assert code == 0 and "(other.json is a one-pass plan: no iteration to compare)" in out
 
 
+def test_the_header_names_both_plans_when_they_differ(tmp_path: Path) -> None:
+    """Before: `plan pp: other.json -> pp.json`, as if both files were plans of `pp`."""
+    spec = _pipeline_spec(tmp_path)
+    for plan in ("other", "pp"):
+        code, out, err = invoke(["solve", str(spec), "--plan", plan, "--algo", "single",
+                                 "--json"], tmp_path)
+        assert code == 0, err
+        (tmp_path / f"{plan}.json").write_text(out)
+    code, out, _ = invoke(["diff", "other.json", "pp.json"], tmp_path)
+    assert code == 0 and out.startswith("plan other -> pp: other.json -> pp.json\n"), out
+    code, out, _ = invoke(["diff", "pp.json", "pp.json"], tmp_path)
+    assert code == 0 and out.startswith("plan pp: pp.json -> pp.json\n"), out
+
+
 def test_a_peak_near_its_cap_reads_as_solve_shows_it(tmp_path: Path) -> None:
     """resnet on 6 GiB GPUs: solve shows gpu0 at `5.998 GiB / 6.000 GiB`. Before: diff
     printed `6.00 GiB` (full), and a peak just over an 8 GiB cap `8.00 GiB`."""
