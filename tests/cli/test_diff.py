@@ -446,16 +446,23 @@ def test_a_spec_is_read_even_when_both_files_carry_figures(plans: Path) -> None:
     assert doc["result"]["new"]["makespan_s"] == 0.004
 
 
-def test_a_one_pass_plan_beside_a_pipeline_plan_says_so(tmp_path: Path) -> None:
-    """`solve --json` of plan `other` (one pass) and of `pp` (a pipeline): no iteration to
-    gate. Before: E644's hint sent the user to `--spec` or `solve --json`, which they had
-    given (`give --spec SPEC ...`, or with --spec `its plan may not run on the spec`)."""
+def _one_pass_and_pipeline(tmp_path: Path) -> Path:
+    """`solve --json` of `_pipeline_spec`'s plan `other` (one pass) and `pp` (a pipeline),
+    as other.json and pp.json."""
     spec = _pipeline_spec(tmp_path)
     for plan in ("other", "pp"):
         code, out, err = invoke(["solve", str(spec), "--plan", plan, "--algo", "single",
                                  "--json"], tmp_path)
         assert code == 0, err
         (tmp_path / f"{plan}.json").write_text(out)
+    return spec
+
+
+def test_a_one_pass_plan_beside_a_pipeline_plan_says_so(tmp_path: Path) -> None:
+    """`solve --json` of plan `other` (one pass) and of `pp` (a pipeline): no iteration to
+    gate. Before: E644's hint sent the user to `--spec` or `solve --json`, which they had
+    given (`give --spec SPEC ...`, or with --spec `its plan may not run on the spec`)."""
+    spec = _one_pass_and_pipeline(tmp_path)
     for more in ([], ["--spec", str(spec)]):
         code, _, err = invoke(["diff", "other.json", "pp.json", "--fail-if-slower", "5",
                                *more], tmp_path)
@@ -468,12 +475,7 @@ def test_a_one_pass_plan_beside_a_pipeline_plan_says_so(tmp_path: Path) -> None:
 
 def test_the_header_names_both_plans_when_they_differ(tmp_path: Path) -> None:
     """Before: `plan pp: other.json -> pp.json`, as if both files were plans of `pp`."""
-    spec = _pipeline_spec(tmp_path)
-    for plan in ("other", "pp"):
-        code, out, err = invoke(["solve", str(spec), "--plan", plan, "--algo", "single",
-                                 "--json"], tmp_path)
-        assert code == 0, err
-        (tmp_path / f"{plan}.json").write_text(out)
+    _one_pass_and_pipeline(tmp_path)
     code, out, _ = invoke(["diff", "other.json", "pp.json"], tmp_path)
     assert code == 0 and out.startswith("plan other -> pp: other.json -> pp.json\n"), out
     code, out, _ = invoke(["diff", "pp.json", "pp.json"], tmp_path)
