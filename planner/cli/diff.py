@@ -26,6 +26,7 @@ from .plandiff import (
     PlanDiff,
     Side,
     compare,
+    one_plan,
     read_side,
     roles,
     simulate_side,
@@ -78,6 +79,7 @@ def diff_command(
         if spec is not None:  # read even when both files carry figures: a wrong path says so
             problem, plans = spec_problem(spec, plan, before)
             if not (before.has_figures and after.has_figures):
+                one_plan(before, after, plans)
                 simulate_side(before, problem, plans)
                 simulate_side(after, problem, plans)
         result = compare(before, after)

@@ -244,6 +244,20 @@ def spec_problem(spec: Path, plan: str | None, old: Side) -> tuple[Problem, list
     return problem_of(loaded, name), list(plans)
 
 
+def one_plan(old: Side, new: Side, plans: Collection[str]) -> None:
+    """E516 where the two files name two plans of the spec: one simulation cannot judge
+    both, and `made_for`'s `--plan` hint would refuse the other file in turn."""
+    if old.plan != new.plan and old.plan in plans and new.plan in plans:
+        raise SpecError(Diagnostic(
+            "E516", f"{old.file} and {new.file} were made for two plans of the spec, "
+                    f"`{old.plan}` and `{new.plan}`: one simulation cannot judge both",
+            JsonSpans(new.file, new.text, new.at)("plan"),
+            ("diff their `planner solve SPEC --plan NAME --json` outputs: each carries its "
+             "own plan's figures",
+             "or, to run both placements under one plan, set the \"plan\" of one file to "
+             "the other's")))
+
+
 @dataclass(frozen=True, slots=True)
 class PlanDiff:
     """What changed from `old` to `new`."""

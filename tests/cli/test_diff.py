@@ -495,3 +495,20 @@ def test_a_peak_near_its_cap_reads_as_solve_shows_it(tmp_path: Path) -> None:
         (tmp_path / name).write_text(json.dumps(data))
     code, out, _ = invoke(["diff", "old.json", "new.json"], tmp_path)
     assert code == 0 and re.search(r"peak memory gpu0 +5\.998 GiB +8\.001 GiB +\+", out), out
+
+
+def test_plan_files_of_two_plans_of_the_spec_say_how_to_diff_them(tmp_path: Path) -> None:
+    """Before: E516's hint `pass --plan other` for the new file; given, E516 again for the
+    old one, with the hint `pass --plan pp`."""
+    spec = _pipeline_spec(tmp_path)
+    for plan in ("pp", "other"):
+        code, _, err = invoke(["solve", str(spec), "--plan", plan, "--algo", "single",
+                               "--out", f"{plan}.json"], tmp_path)
+        assert code == 0, err
+    for more in ([], ["--plan", "pp"], ["--plan", "other"]):
+        code, _, err = invoke(["diff", "pp.json", "other.json", "--spec", str(spec), *more],
+                              tmp_path)
+        assert code == 1 and "other.json:4:11: error[E516]: pp.json and other.json were " \
+            "made for two plans of the spec, `pp` and `other`" in err, err
+        assert "hint: diff their `planner solve SPEC --plan NAME --json` outputs" in err
+        assert "pass --plan" not in err, err
