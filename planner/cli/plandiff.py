@@ -126,11 +126,7 @@ def read_side(path: Path, shown: str) -> Side:
         raise _not_a_plan(shown, "a JSON object was expected")
     at: tuple[str, ...] = ()
     if "format_version" in data:  # a command's envelope: the plan is its result
-        if not isinstance(data.get("result"), dict):
-            run = data.get("command")
-            raise _not_a_plan(shown, (f"the `{run}` run" if isinstance(run, str) else "the run")
-                              + " it records has no result (it failed)")
-        data, at = data["result"], ("result",)
+        data, at = _result_of(data, shown), ("result",)
     if data.get("format", PLAN_FORMAT) != PLAN_FORMAT:
         raise _not_a_plan(shown, f"unknown format {data.get('format')!r}")
     if not isinstance(data.get("placement"), Mapping):
@@ -154,6 +150,19 @@ def read_side(path: Path, shown: str) -> Side:
     for name, n in counts.items():
         side.devices.setdefault(name, DeviceLoad(n))
     return side
+
+
+def _result_of(envelope: dict[str, Any], shown: str) -> dict[str, Any]:
+    """A command's `--json` envelope's plan; E642 for a run that failed, or one whose
+    result holds none (`compare`'s rows, `check`'s counts)."""
+    result, run = envelope.get("result"), envelope.get("command")
+    if isinstance(result, dict) and "placement" in result:
+        return result
+    named = (f"the `{run}` run" if isinstance(run, str) else "the run") + " it records"
+    why = (" (it failed)" if envelope.get("ok") is not True else "" if result is None
+           else " (a `solve` or `simulate` run's result does)")
+    raise _not_a_plan(shown, named + (" has no result" if result is None else
+                                      " holds no plan") + why)
 
 
 def _pipeline_figures(side: Side, pipeline: Any) -> None:

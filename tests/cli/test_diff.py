@@ -512,3 +512,16 @@ def test_plan_files_of_two_plans_of_the_spec_say_how_to_diff_them(tmp_path: Path
             "made for two plans of the spec, `pp` and `other`" in err, err
         assert "hint: diff their `planner solve SPEC --plan NAME --json` outputs" in err
         assert "pass --plan" not in err, err
+
+
+def test_a_run_that_holds_no_plan_is_not_called_failed(plans: Path) -> None:
+    """`compare --json` (ok, its result the rows) and `check --json`. Before: compare's
+    read `the compare run it records has no result (it failed)`; check's `no placement`."""
+    rows = {"format_version": 1, "command": "compare", "ok": True, "result": [{"plan": "p"}]}
+    (plans / "rows.json").write_text(json.dumps(rows))
+    checked = {"format_version": 1, "command": "check", "ok": True, "result": {"files": 1}}
+    (plans / "checked.json").write_text(json.dumps(checked))
+    for name, run in (("rows.json", "compare"), ("checked.json", "check")):
+        code, _, err = invoke(["diff", name, "new.json"], plans)
+        assert code == 1 and f"error[E642]: no plan in {name}: the `{run}` run it records " \
+            "holds no plan (a `solve` or `simulate` run's result does)" in err, err
