@@ -437,8 +437,12 @@ def _read_start(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpa
     for name, value in raw.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not 0 <= value < float("inf"):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
             sink.error("E509", f"`start_s` of op {quoted(name)} must be finite seconds, at "
-                       f"least 0, not {_kind(value)}", where("start_s", name))
+                       f"least 0, not {quoted(value) if number else _kind(value)}",
+                       where("start_s", name),
+                       "`start_s` is only the planner's intent (the simulator re-times the "
+                       "plan by its `order`): fix the value or leave `start_s` out")
             return None
     if not all(op.name in raw for op in problem.graph.ops):
         return None

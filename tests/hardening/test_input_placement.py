@@ -103,3 +103,13 @@ def test_a_deeply_nested_placement_file_is_invalid_json_not_an_internal_error(
                             tmp_path)
     (d,) = json.loads(out)["diagnostics"]
     assert (status, d["code"], d["file"]) == (1, "E500", "p.json")
+
+
+def test_a_negative_start_is_not_called_not_a_number(tmp_path: Path) -> None:
+    """Before: `must be finite seconds, at least 0, not a number -1`, and no hint."""
+    (tmp_path / "s.plan").write_text(SPEC)
+    (tmp_path / "p.json").write_text(json.dumps({"placement": PLACED,
+                                                 "start_s": {"a": -1, "b": 0.001}}))
+    status, _, err = invoke(["simulate", "s.plan", "--placement", "p.json"], tmp_path)
+    assert status == 1 and "must be finite seconds, at least 0, not `-1`\n" in err, err
+    assert "hint: `start_s` is only the planner's intent" in err, err
