@@ -35,7 +35,7 @@ from ..plan import load_plan, load_recompute, load_replicas
 from ..simulate import simulate
 from ..spec.load import load_path, read_source
 from ..strictjson import loads as strict_loads
-from .runs import made_for, problem_of
+from .runs import made_for, one_plan_of, problem_of
 
 if TYPE_CHECKING:
     from ..model import Problem
@@ -254,17 +254,10 @@ def spec_problem(spec: Path, plan: str | None, old: Side) -> tuple[Problem, list
 
 
 def one_plan(old: Side, new: Side, plans: Collection[str]) -> None:
-    """E516 where the two files name two plans of the spec: one simulation cannot judge
-    both, and `made_for`'s `--plan` hint would refuse the other file in turn."""
-    if old.plan != new.plan and old.plan in plans and new.plan in plans:
-        raise SpecError(Diagnostic(
-            "E516", f"{old.file} and {new.file} were made for two plans of the spec, "
-                    f"`{old.plan}` and `{new.plan}`: one simulation cannot judge both",
-            JsonSpans(new.file, new.text, new.at)("plan"),
-            ("diff their `planner solve SPEC --plan NAME --json` outputs: each carries its "
-             "own plan's figures",
-             "or, to run both placements under one plan, set the \"plan\" of one file to "
-             "the other's")))
+    """E516 where the two files name two plans of the spec (`runs.one_plan_of`)."""
+    if old.plan is not None and new.plan is not None:
+        one_plan_of((old.file, old.plan), (new.file, new.plan), plans,
+                    JsonSpans(new.file, new.text, new.at))
 
 
 @dataclass(frozen=True, slots=True)

@@ -173,6 +173,22 @@ def made_for(problem: Problem, body: Any, plans: Collection[str], where: JsonSpa
            if named in plans else ())))
 
 
+def one_plan_of(old: tuple[str, str], new: tuple[str, str], plans: Collection[str],
+                where: JsonSpans) -> None:
+    """E516 where two files (name, the plan it names) to be judged on one plan name two
+    plans of the spec: one simulation cannot judge both, and `made_for`'s `--plan` hint
+    would refuse the other file in turn."""
+    if old[1] != new[1] and old[1] in plans and new[1] in plans:
+        raise SpecError(Diagnostic(
+            "E516", f"{old[0]} and {new[0]} were made for two plans of the spec, "
+                    f"`{old[1]}` and `{new[1]}`: one simulation cannot judge both",
+            where("plan"),
+            ("diff their `planner solve SPEC --plan NAME --json` outputs: each carries its "
+             "own plan's figures",
+             "or, to run both placements under one plan, set the \"plan\" of one file to "
+             "the other's")))
+
+
 def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
                  extra_json: dict[str, Any],
                  extra_rows: dict[str, str], info: Mapping[str, Any] | None = None
