@@ -106,7 +106,7 @@ HOMES = {
     "8": ("algorithms/exact/", "algorithms/auto.py", "algorithms/infeasible.py",
           "algorithms/__init__.py", "algorithms/enumeration.py"),
     "9": ("io/", "generate/", "workload/", "cli/io_commands.py", "cli/export_commands.py",
-          "cli/clashes.py"),
+          "cli/clashes.py", "cli/ignored.py"),
     "99": ("cli/guard.py",),
 }
 

@@ -47,6 +47,7 @@ from ..units import format_bytes, format_bytes_of
 from ..workload import Imported, PlanDef, plan_origin, render_cluster
 from .clashes import check_clashes, shared_import, two_clusters
 from .guard import guard
+from .ignored import CONTEXT, warn_ignored
 from .options import CaptureOption, ExampleOption, InputOption, LimitOption
 
 import_app = typer.Typer(help="Make a .plan spec from a model file.", no_args_is_help=True,
@@ -146,11 +147,14 @@ def _with_spec_options(*groups: tuple[str, ...]
         own = inspect.signature(command, eval_str=True)
         params = [p for param in own.parameters.values()
                   for p in (shared if param.name == "options" else [param])]
+        params.append(inspect.Parameter(CONTEXT, inspect.Parameter.KEYWORD_ONLY,
+                                        annotation=typer.Context))  # typer passes it
 
         @functools.wraps(command)
         def with_options(**given: Any) -> None:
-            options = SpecOptions(**{name: given.pop(name) for name in names})
-            command(**given, options=options)
+            values = {name: given.pop(name) for name in names}
+            warn_ignored(given.pop(CONTEXT), values)
+            command(**given, options=SpecOptions(**values))
 
         with_options.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
         with_options.__annotations__ = {p.name: p.annotation for p in params}

@@ -26,6 +26,27 @@ def test_defaults_given_are_left_out_of_the_header(tmp_path: Path) -> None:
     assert _recorded(tmp_path / "g.plan") == (
         "planner generate gnmt --layers 2 --hidden 64 --vocab 32000 --seq 3 --batch 128 "
         "-o g.plan")
+    assert "W927" in err  # `--optimizer` without `--training` (not a default: ignored)
+
+
+def test_an_option_given_without_the_one_it_needs_is_a_warning(tmp_path: Path) -> None:
+    # `--optimizer sgd` without `--training` made a forward-only spec, and `--times-kind`
+    # without `--times` laid no time, both silently: exit 0 and nothing on stderr
+    code, _, err = invoke(["import", "pipedream", str(PROFILE), "--optimizer", "sgd",
+                           "--times-kind", "gpu", "-o", "p.plan"], tmp_path)
+    assert code == 0, err
+    assert err.count("warning[W927]") == 2, err
+    assert "--optimizer sgd is ignored without --training" in err
+    assert "hint: add --training, or leave out --optimizer" in err
+    assert "--times-kind gpu is ignored without --times" in err
+    assert "hint: add --times, or leave out --times-kind" in err
+    assert "wrote p.plan: 5 ops" in err  # the spec as before: forward only, no state
+    # a default given explicitly is as void; given with what it needs, no warning
+    code, _, err = invoke([*SMALL_GNMT, "--optimizer", "adam", "-o", "g.plan"], tmp_path)
+    assert code == 0 and "--optimizer adam is ignored without --training" in err, err
+    code, _, err = invoke(["import", "pipedream", str(PROFILE), "--training", "--optimizer",
+                           "sgd", "-o", "p.plan"], tmp_path)
+    assert code == 0 and "W927" not in err, err
 
 
 def test_every_shared_option_is_recorded_in_order(tmp_path: Path) -> None:
