@@ -100,6 +100,31 @@ def configure(items: Sequence[str]) -> Limits:
     return limits
 
 
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """The limits in force at one moment (`saved`), for `restore` to put back: those
+    `configure` set, each `using` still open on top, and what child processes inherit."""
+
+    stack: tuple[Limits, ...]
+    env: str | None
+
+
+def saved() -> Saved:
+    """The limits in force now, `using`'s included, for `restore` (a command run in-process
+    puts back, when it ends, those of its caller, which its `configure` replaced)."""
+    return Saved(tuple(_active), os.environ.get(ENV))
+
+
+def restore(state: Saved) -> None:
+    """Put back the limits of `saved()`: an open `using` block's among them, which can
+    then end as it began."""
+    _active[:] = state.stack
+    if state.env is None:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = state.env
+
+
 def items_of(limits: Limits) -> list[str]:
     """The `NAME=VALUE` items that make `limits` from the defaults (`configure` takes them):
     how a worker process gets the limits its parent has in force, `using`'s included."""

@@ -99,8 +99,9 @@ from .options import (
     RootOption,
     SpecArgument,
     TraceOption,
+    begin,
     complete_algo,
-    reset,
+    end,
 )
 from .runs import (
     check_imports_kept,
@@ -146,6 +147,7 @@ class _App(TyperGroup):
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
+        begin()  # the caller's limits and root, put back as the command ends
         try:
             with checked_stdout():
                 try:
@@ -156,7 +158,7 @@ class _App(TyperGroup):
         except StdoutError as err:  # any write to stdout, in any command: the one answer
             code = stdout_failed(err)
         finally:  # `--root` and `--limit` end with the command, a usage error's too: its
-            reset()  # context is never closed (they held for the next command in process)
+            end()  # context is never closed (they held for the next command in process)
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)

@@ -5,7 +5,8 @@ take effect while the command line is parsed (an option callback), before any fi
 is read, reach `compare`'s worker processes with each point (`compare.executors.Settings`),
 and end with the command (`reset`, when its context closes and again when the command
 group returns, a usage error's included), so one command's `--limit` or `--root` never
-leaks into the next one run in the same process.
+leaks into the next one run in the same process. Ending puts back what was in force before
+the command (`begin`): a caller's open `limits.using` block is left as it was.
 """
 
 from __future__ import annotations
@@ -56,10 +57,37 @@ RootOption = Annotated[Path | None, typer.Option(
     callback=_set_root, show_default=False)]
 
 
+#: per command running in this process (the outermost first), the limits and `--root` in
+#: force before it (a caller's `limits.using` included), which `reset` puts back
+_BEFORE: list[tuple[limits.Saved, str | None]] = []
+
+
+def begin() -> None:
+    """Note the limits and root in force as a command starts, for `reset` to put back."""
+    _BEFORE.append((limits.saved(), os.environ.get(ROOT_ENV)))
+
+
 def reset() -> None:
-    """The defaults again, once a command is over (the next may run in this process)."""
-    limits.configure([])
-    os.environ.pop(ROOT_ENV, None)
+    """Once a command is over (the next may run in this process): the limits and root in
+    force before it (`begin`), else the defaults; a caller's open `limits.using` block is
+    left as it was, so that it can end (it raised ValueError when the stack was emptied)."""
+    if not _BEFORE:
+        limits.configure([])
+        os.environ.pop(ROOT_ENV, None)
+        return
+    saved, root = _BEFORE[-1]
+    limits.restore(saved)
+    if root is None:
+        os.environ.pop(ROOT_ENV, None)
+    else:
+        os.environ[ROOT_ENV] = root
+
+
+def end() -> None:
+    """`reset`, as the command that `begin` noted ends."""
+    reset()
+    if _BEFORE:
+        _BEFORE.pop()
 
 
 #: a PyTorch model's example inputs, as `import torch` traced it and `export torch` traces

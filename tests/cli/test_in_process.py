@@ -89,3 +89,18 @@ def test_a_usage_error_leaves_no_root_or_limit_behind(tmp_path: Path) -> None:
     assert ROOT_ENV not in os.environ and limits.active() == limits.DEFAULTS
     code, _, err = invoke(["check", str(outside)], tmp_path)
     assert code == 0, err
+
+
+def test_a_command_inside_a_callers_limits_using_puts_them_back(tmp_path: Path) -> None:
+    # the command's reset emptied the stack of `limits.using`: the caller's limits were
+    # gone after the command, and its `with` block raised ValueError as it ended
+    _, _, spec = _specs(tmp_path)
+    mine = Limits(ops=7)
+    with limits.using(mine):
+        code, _, err = invoke(["check", str(spec), "--limit", "edges=9"], tmp_path)
+        assert code == 0, err
+        assert limits.active() == mine and limits.ENV not in os.environ
+        code, _, err = invoke(["check", str(spec), "--format", "nonsense"], tmp_path)
+        assert code == 2, err  # a usage error puts them back too
+        assert limits.active() == mine
+    assert limits.active() == limits.DEFAULTS
