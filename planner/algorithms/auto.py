@@ -53,11 +53,15 @@ under `data_parallel auto`, and pipedp's split with hybrid's cut moves; on big g
 under `data_parallel auto`, as hybrid's estimate is another measure), and keeps the one
 whose simulated (on big graphs: estimated, and no cut moves) iteration is shortest among
 those that fit: never slower than `hybrid`, `pipedp` or a uniform split that fits. Under
-`interleaved`, hybrid's plan may run as 1F1B, which `info["why"]` says; `info["candidates"]`
-has their iterations. Where pipedp finds no split (its E707), it keeps the fastest of the
-uniform split, where that fits and keeps the pins, the best contiguous split that fits with
-its devices recomputing (`pipeilp.recomputing`, no solver: `info["recompute"]` names the
-devices that recompute), and hybrid's layouts, and says E707 only where none fits.
+`interleaved`, where simulated, pipedp's split of one stage per device planned for the
+fallback 1F1B (`pipedp.fallback_split`, with `FALLBACK_SHARE` of pipedp's DP work and
+simulations) is a candidate too, judged as the others; it and hybrid's plan may run as 1F1B,
+which `info["why"]` says; `info["candidates"]` has their iterations. Where pipedp finds no
+split (its E707), it keeps the fastest of the uniform split, where that fits and keeps the
+pins, the best contiguous split that fits with its devices recomputing
+(`pipeilp.recomputing`, no solver: `info["recompute"]` names the devices that recompute),
+hybrid's layouts, and under `interleaved` pipedp's split of one stage per device (1F1B holds
+fewer micro-batches), and says E707 only where none fits.
 Where the memory caps shaped pipedp's split (its `memory_note`), that recomputing split
 is a candidate too, where it recomputes (`pipeilp.recomputing_candidate`).
 
@@ -120,6 +124,10 @@ CUT_SHARE = 0.5
 
 #: `info["chosen"]` of the recomputing contiguous split under `objective pipeline`
 RECOMPUTING = "recomputing contiguous split"
+#: `info["chosen"]` under `interleaved` of pipedp's split of one stage per device (which
+#: runs as 1F1B), and the share of pipedp's work and simulations it gets
+ONE_PER_DEVICE = "pipedp, one stage per device"
+FALLBACK_SHARE = 0.25
 
 #: (name, simulated makespan, plan) of the best plan so far, or None when none is feasible
 Best = tuple[str, float, Plan] | None
@@ -269,14 +277,57 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
                 best = dataclasses.replace(redo, plan=redo.plan.with_algorithm("auto"))
                 chosen = RECOMPUTING
     if pipeline.data_parallel == "auto" or simulated:  # hybrid's layouts, if faster
-        mixed = _hybrid(problem, options, searched.solution.plan.placement, simulated)
-        figures["hybrid"] = (math.inf, False) if mixed is None else (
-            mixed.info["iteration_s"], True)
-        if mixed is not None and (not figures[chosen][1]
-                                  or figures["hybrid"][0] < figures[chosen][0]):
-            best, chosen = mixed, "hybrid"
+        best, chosen = _with_hybrid(problem, options, searched, simulated, figures,
+                                    (best, chosen))
+    best, chosen = _one_per_device(problem, options, simulated, figures, (best, chosen))
     info = _chosen_info(problem, searched, best, chosen, figures, simulated)
     return dataclasses.replace(best, info=MappingProxyType(info))
+
+
+def _with_hybrid(problem: Problem, options: Options, searched: pipedp.Searched,
+                 simulated: bool, figures: dict[str, tuple[float, bool]],
+                 kept: tuple[Solution, str]) -> tuple[Solution, str]:
+    """`kept` (the plan so far, its name) or hybrid's plan (`_hybrid`), where it fits and
+    runs faster, or `kept` does not fit. `figures` gains its iteration."""
+    mixed = _hybrid(problem, options, searched.solution.plan.placement, simulated)
+    figures["hybrid"] = (math.inf, False) if mixed is None else (
+        mixed.info["iteration_s"], True)
+    chosen = kept[1]
+    if mixed is not None and (not figures[chosen][1]
+                              or figures["hybrid"][0] < figures[chosen][0]):
+        return mixed, "hybrid"
+    return kept
+
+
+def _one_per_device(problem: Problem, options: Options, simulated: bool,
+                    figures: dict[str, tuple[float, bool]], kept: tuple[Solution, str],
+                    ) -> tuple[Solution, str]:
+    """`kept` (the plan so far, its name) or, where it fits and runs faster by the simulated
+    iteration than every other candidate that fits, pipedp's split of one stage per device
+    (`_fallback_split`). `figures` gains its iteration, unless it is `kept`'s plan."""
+    found = _fallback_split(problem, options) if simulated else None
+    if found is None or found[0].plan.placement == kept[0].plan.placement:  # the same plan
+        return kept
+    other = _fastest_other(figures, ONE_PER_DEVICE)
+    figures[ONE_PER_DEVICE] = found[1:]
+    if found[2] and (not other[1] or found[1] < other[0]):
+        return found[0], ONE_PER_DEVICE
+    return kept
+
+
+def _fallback_split(problem: Problem, options: Options) -> tuple[Solution, float, bool] | None:
+    """Under `interleaved` (a schedule with a fallback): pipedp's split of one stage per
+    device for the fallback (`pipedp.fallback_split`, within `FALLBACK_SHARE` of pipedp's
+    work and simulations), which the plan runs as 1F1B, with its simulated iteration under
+    the plan's own schedule and whether it fits; None where there is none."""
+    found = pipedp.fallback_split(
+        problem, FALLBACK_SHARE * splitdp.cells_for(options.time_limit_s),
+        FALLBACK_SHARE * pipedp.simulation_budget(options.time_limit_s))
+    if found is None:
+        return None
+    iteration, ok = _iteration(problem, found.plan.placement, problem.pipeline or Pipeline(),
+                               True)
+    return found, iteration, ok
 
 
 def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
@@ -318,6 +369,12 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError) -> Solut
         mixed = _hybrid(problem, options, None, simulated)
         if mixed is not None:
             plans["hybrid"] = (mixed.info["iteration_s"], mixed)
+    one = _fallback_split(problem, options) if simulated else None
+    if one is not None and one[2]:  # 1F1B holds fewer micro-batches than `interleaved`
+        plans[ONE_PER_DEVICE] = (one[1], dataclasses.replace(one[0], info=MappingProxyType({
+            **one[0].info, "why": f"pipedp found no split ({err.diagnostics[0].message}); "
+                                  "its split of one stage per device fits"
+                                  + _runs_as(problem, one[0].plan.placement)})))
     if not plans:
         raise err
     chosen = min(plans, key=lambda name: plans[name][0])
@@ -347,6 +404,8 @@ def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, ch
                        f"{format_seconds(figures['pipedp'][0])})")
     if chosen == "hybrid":
         info["why"] = _why_hybrid(problem, best.plan.placement, info, figures, simulated)
+    if chosen == ONE_PER_DEVICE:
+        info["why"] = _why_one_per_device(problem, best.plan.placement, figures)
     if chosen == RECOMPUTING:
         info["why"] = (f"recomputing activations on {', '.join(info['recompute'])} runs "
                        f"faster by the {what} ({format_seconds(figures[chosen][0])}) than "
@@ -362,24 +421,52 @@ def _why_hybrid(problem: Problem, placement: tuple[int, ...], info: dict[str, An
     replicated = any(r > 1 for r in info.get("layout") or ())
     layout = (f"replicated stages ({info.get('layout')} replicas per stage)" if replicated
               else "hybrid's split (no stage replicated)")
-    pipeline = problem.pipeline or Pipeline()
-    fallback = pipeline.schedule_spec.fallback
-    runs_as = ""
-    if fallback is not None and (replicated or not interleaves(
-            split_of(problem, placement), pipeline.per_device)):
-        runs_as = f"; it runs as {fallback}: its stages are " + (
-            "replicated" if replicated else
-            f"not {pipeline.per_device} per device in a repeating chain")
-    pure = min((f for name, f in figures.items() if name != "hybrid"), key=lambda f: (
-        not f[1], f[0]))
+    runs_as = _runs_as(problem, placement, replicated)
+    pure = _fastest_other(figures, "hybrid")
     if not pure[1]:
         return (f"{layout} {'fit' if replicated else 'fits'} the memory, and no other split "
                 f"does{runs_as}")
     how = ("the simulated iteration" if simulated else
            "estimates (the hybrid DP's cost, the pipeline's (M - 1) T plus each stage's load)")
-    return (f"{layout} {'run' if replicated else 'runs'} faster by {how}: "
+    faster = "faster" if figures["hybrid"][0] < pure[0] else "as fast"  # a tie, kept first
+    return (f"{layout} {'run' if replicated else 'runs'} {faster} by {how}: "
             f"{format_seconds(figures['hybrid'][0])}, against {format_seconds(pure[0])} (the "
             f"fastest of auto's other candidates that fit){runs_as}")
+
+
+def _why_one_per_device(problem: Problem, placement: tuple[int, ...],
+                        figures: dict[str, tuple[float, bool]]) -> str:
+    """Why `auto` keeps pipedp's split of one stage per device under `interleaved`, and
+    that it runs as the schedule's fallback (1F1B)."""
+    fallback = (problem.pipeline or Pipeline()).schedule_spec.fallback
+    what = f"pipedp's split of one stage per device (planned for {fallback})"
+    other = _fastest_other(figures, ONE_PER_DEVICE)
+    if not other[1]:
+        return f"{what} fits the memory, and no other split does{_runs_as(problem, placement)}"
+    return (f"{what} runs faster by the simulated iteration: "
+            f"{format_seconds(figures[ONE_PER_DEVICE][0])}, against "
+            f"{format_seconds(other[0])} (the fastest of auto's other candidates that fit)"
+            f"{_runs_as(problem, placement)}")
+
+
+def _fastest_other(figures: dict[str, tuple[float, bool]], name: str) -> tuple[float, bool]:
+    """The figures of the fastest candidate but `name` that fits (of the fastest of all,
+    where none fits)."""
+    return min((f for other, f in figures.items() if other != name),
+               key=lambda f: (not f[1], f[0]), default=(math.inf, False))
+
+
+def _runs_as(problem: Problem, placement: tuple[int, ...], replicated: bool = False) -> str:
+    """'; it runs as 1f1b: ...' where the plan runs as its schedule's fallback (its stages
+    replicated, or not K per device in a repeating chain), else ''."""
+    pipeline = problem.pipeline or Pipeline()
+    fallback = pipeline.schedule_spec.fallback
+    if fallback is None or not (replicated or not interleaves(
+            split_of(problem, placement), pipeline.per_device)):
+        return ""
+    return f"; it runs as {fallback}: its stages are " + (
+        "replicated" if replicated else
+        f"not {pipeline.per_device} per device in a repeating chain")
 
 
 def _iteration(problem: Problem, placement: tuple[int, ...], pipeline: Pipeline,

@@ -75,6 +75,7 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from ..errors import Diagnostic, InfeasibleError
 from ..model import Pipeline, Problem
@@ -180,6 +181,28 @@ def search_within(problem: Problem, options: Options, cells: float) -> Searched:
     info.update(_split_notes(problem, pipeline, searched, mine))
     return dataclasses.replace(searched, solution=Solution(
         searched.solution.plan, "feasible", info))
+
+
+def fallback_split(problem: Problem, cells: float, budget: float) -> Solution | None:
+    """Under a schedule of several stages per device that has a fallback (`interleaved`:
+    1F1B, which runs a split of one stage per device, `pipeline.schedule`), the best split
+    of one stage per device planned for the fallback: its candidates (the DP within
+    `cells`) simulated under it within `budget` copied ops (`_simulated_best`); None where
+    the schedule has no fallback or no such split fits. No notes: `auto` judges it."""
+    pipeline = problem.pipeline or Pipeline()
+    fallback = pipeline.schedule_spec.fallback
+    if fallback is None or pipeline.per_device < 2:
+        return None
+    one = dataclasses.replace(pipeline, schedule=fallback, stages_per_device=1)
+    per_stages = split_candidates(problem, one, cells=cells)
+    if not per_stages:
+        return None
+    chosen, runs = _simulated_best(problem, one, per_stages, budget)
+    info = {"period_s": chosen.period_s, "stages": chosen.split.stages,
+            "candidates_compared_by": f"simulation under {fallback} ({len(runs)} candidate(s))"
+            if chosen in runs else f"estimate under {fallback}"}
+    return Solution(Plan(chosen.split.placement(problem), algorithm="pipedp"), "feasible",
+                    MappingProxyType(info))
 
 
 def notes_for(problem: Problem, searched: Searched, placement: Sequence[int],

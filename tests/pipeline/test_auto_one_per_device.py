@@ -1,0 +1,77 @@
+"""`auto` under `interleaved` also plans pipedp's split of one stage per device for the
+schedule's fallback (1F1B), which the plan runs as 1F1B, and keeps it where it fits and its
+simulated iteration under the plan's own schedule is the shortest, saying that it runs as
+1f1b; where no interleaved split fits (E707), it keeps it where it fits."""
+
+from __future__ import annotations
+
+import pytest
+from pipe_support import chain_text
+
+from planner import loads
+from planner.algorithms import Options
+from planner.algorithms import run as run_algorithm
+from planner.algorithms.auto import ONE_PER_DEVICE
+from planner.model import Problem
+from planner.pipeline import schedule
+from planner.pipeline.split import fits, split_of
+
+INTERLEAVED = "interleaved; stages_per_device 2"
+
+
+def _plan(memory: str) -> Problem:
+    """Six 4 ms layers with 4 MB activations on three devices, 2 stages per device."""
+    return loads(chain_text(6, 3, outputs_mb=[4.0] * 6, memory=memory,
+                            schedule=INTERLEAVED)).plan("p")
+
+
+def test_interleaved_auto_keeps_pipedps_one_stage_per_device_split() -> None:
+    """Before: auto kept pipedp's interleaved split at 324.82 ms (hybrid's plan, the
+    fastest other that fits, the same); pipedp's split of one stage per device for 1F1B
+    runs 244.92 ms (GNMT's PipeDream profile on four 2 GiB GPUs at 1 GB/s, 8
+    micro-batches: 370.3 ms, now 363.9 ms)."""
+    p = _plan("48 MB")
+    assert p.pipeline is not None
+    auto = run_algorithm("auto", p, Options(time_limit_s=5))
+    assert auto.info["chosen"] == ONE_PER_DEVICE
+    ran = schedule.run(p, auto.plan.placement, p.pipeline)
+    assert ran.schedule == "1f1b" and "run as 1f1b" in ran.note
+    assert fits(p, ran.memory_bytes)
+    assert split_of(p, auto.plan.placement).stages == 3
+    assert ran.iteration_s == pytest.approx(0.24492) == auto.info["iteration_s"]
+    others = auto.info["candidates"]
+    assert others["pipedp"] == others["hybrid"] == pytest.approx(0.32482)
+    assert others["uniform"] == pytest.approx(0.21764)  # faster, but does not fit
+    uniform = run_algorithm("uniform", p, Options(time_limit_s=5)).plan.placement
+    assert not fits(p, schedule.run(p, uniform, p.pipeline).memory_bytes)
+    assert auto.info["why"] == (
+        "pipedp's split of one stage per device (planned for 1f1b) runs faster by the "
+        "simulated iteration: 244.920 ms, against 324.820 ms (the fastest of auto's other "
+        "candidates that fit); it runs as 1f1b: its stages are not 2 per device in a "
+        "repeating chain")
+
+
+def test_interleaved_auto_keeps_it_where_no_interleaved_split_fits() -> None:
+    """Before: with 24 MB per device no interleaved split fits (its warm-up holds more
+    micro-batches than 1F1B's), nor the uniform split, nor one recomputing, and auto said
+    E707 (`no contiguous pipeline split ... fits`); pipedp's split of one stage per device
+    fits as it runs, as 1F1B, in 244.92 ms."""
+    p = _plan("24 MB")
+    assert p.pipeline is not None
+    auto = run_algorithm("auto", p, Options(time_limit_s=5))
+    assert auto.info["chosen"] == ONE_PER_DEVICE
+    ran = schedule.run(p, auto.plan.placement, p.pipeline)
+    assert ran.schedule == "1f1b" and fits(p, ran.memory_bytes)
+    assert ran.iteration_s == pytest.approx(0.24492) == auto.info["iteration_s"]
+    assert auto.info["why"] == (
+        "pipedp found no split (no contiguous pipeline split of plan `p` fits the devices' "
+        "memory); its split of one stage per device fits; it runs as 1f1b: its stages are "
+        "not 2 per device in a repeating chain")
+
+
+def test_outside_interleaved_auto_plans_no_second_split() -> None:
+    """Under 1F1B pipedp's own split is the one for one stage per device: no candidate of
+    that name."""
+    p = loads(chain_text(6, 3, outputs_mb=[4.0] * 6, memory="48 MB")).plan("p")
+    auto = run_algorithm("auto", p, Options(time_limit_s=5))
+    assert ONE_PER_DEVICE not in auto.info["candidates"]
