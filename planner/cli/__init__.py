@@ -97,6 +97,7 @@ from .options import (
     LimitOption,
     PlanOption,
     RootOption,
+    SimulatePlanOption,
     SpecArgument,
     TraceOption,
     begin,
@@ -108,6 +109,7 @@ from .runs import (
     emit_result,
     given_plan,
     place,
+    plan_named,
     problem_of,
     report_pipeline,
     report_solution,
@@ -416,7 +418,7 @@ _HELP_STAGES = (
 @app.command()
 def simulate(
     spec: SpecArgument,
-    plan: PlanOption = None,
+    plan: SimulatePlanOption = None,
     placement: Annotated[Path | None, typer.Option(
         "--placement", help="A plan JSON (a hybrid plan's `replicas` run too), solve --json's "
         "output, a {\"placement\": {op: device}} file or an accelerate device_map "
@@ -440,7 +442,7 @@ def simulate(
         check_outputs({"--trace": trace}, [("SPEC", spec), ("--placement", placement),
                                             ("--stages", stages)], stdout=JSON_STDOUT)
         loaded = _load_noting(spec, report, {"--trace": trace})
-        problem = problem_of(loaded, plan)
+        problem = problem_of(loaded, plan_named(loaded, plan, placement))
         the_plan, groups, again = given_plan(loaded, problem, placement, stages)
         from ..pipeline.hybrid import replica_names  # lazy: start-up
         from ..plan import layout_json  # lazy: start-up

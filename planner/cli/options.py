@@ -106,6 +106,10 @@ CaptureOption = Annotated[str, typer.Option(
 SpecArgument = Annotated[Path, typer.Argument(help="The spec file.")]
 PlanOption = Annotated[str | None, typer.Option(
     "--plan", help="Plan name (needed when the spec has several).")]
+#: simulate's: a placement file names its plan
+SimulatePlanOption = Annotated[str | None, typer.Option(
+    "--plan", help="Plan name (needed when the spec has several, unless the --placement "
+    "file names one).")]
 TraceOption = Annotated[Path | None, typer.Option(
     "--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
     "ui.perfetto.dev).")]

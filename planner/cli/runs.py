@@ -123,15 +123,7 @@ def read_placed(problem: Problem, path: Path, plans: Collection[str] = ()
     by representative device) and `recompute` (the devices that recompute, by name); a
     `--json` document's report reads as its plan. A file made for another of the spec's
     `plans`, or for another graph, is E516 (`made_for`)."""
-    from ..spec.load import read_source  # lazy: start-up
-
-    shown = display_path(path.resolve())
-    text = read_source(path, shown)
-    try:  # keys given twice, integers too long, nesting too deep: all JSONDecodeError
-        data = strict_loads(text)
-    except json.JSONDecodeError as err:
-        raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
-                                   Span.at_json_error(shown, err))) from None
+    shown, text, data = _parsed(path)
     from ..io.device_map import looks_like_device_map, placement_from_device_map  # start-up
 
     if looks_like_device_map(data):  # an accelerate device_map {module path: device}
@@ -143,6 +135,30 @@ def read_placed(problem: Problem, path: Path, plans: Collection[str] = ()
     groups = load_replicas(problem, body, read.placement, shown, text, at)
     return read, groups, load_recompute(problem, body, shown, text, at, groups,
                                         read.placement)
+
+
+def _parsed(path: Path) -> tuple[str, str, Any]:
+    """A placement file's shown name, text and JSON value; E500 for invalid JSON."""
+    from ..spec.load import read_source  # lazy: start-up
+
+    shown = display_path(path.resolve())
+    text = read_source(path, shown)
+    try:  # keys given twice, integers too long, nesting too deep: all JSONDecodeError
+        return shown, text, strict_loads(text)
+    except json.JSONDecodeError as err:
+        raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
+                                   Span.at_json_error(shown, err))) from None
+
+
+def plan_named(loaded: Loaded, plan: str | None, placement: Path | None) -> str | None:
+    """The plan `simulate` runs: `--plan`, else, for a spec of several plans, the one the
+    placement file names (its "plan", as `diff` reads it), else None (the spec's only plan,
+    or E602). A `--plan` the file contradicts is `made_for`'s E516."""
+    if plan is not None or placement is None or len(loaded.spec.plans) < 2:
+        return plan
+    body, _ = in_envelope(_parsed(placement)[2])
+    named = body.get("plan") if isinstance(body, Mapping) else None
+    return named if isinstance(named, str) and named in loaded.spec.plans else None
 
 
 def made_for(problem: Problem, body: Any, plans: Collection[str], where: JsonSpans) -> None:

@@ -117,3 +117,29 @@ def test_export_json_refuses_a_plan_and_a_graph_together(folder: Path) -> None:
         assert code == 2 and out == ""
         assert (f"error[E925]: both a plan (`serve`) and a graph (`{graph}`) are chosen; "
                 "choose one") in err and "= hint: --plan exports a plan" in err
+
+
+def test_simulate_runs_the_plan_its_placement_file_names(folder: Path) -> None:
+    """Before: E602 (which plan?) for `simulate s.plan --placement serve.json`, though the
+    file names its plan, as `diff` reads it; a `--plan` it contradicts is still E516."""
+    code, _, err = invoke(["solve", "s.plan", "--plan", "serve", "--algo", "single",
+                           "--out", "serve.json"], folder)
+    assert code == 0, err
+    for placement in ("serve.json", "solved.json"):
+        if placement == "solved.json":  # a `solve --json` report names its plan too
+            code, out, err = invoke(["solve", "s.plan", "--plan", "serve", "--algo",
+                                     "single", "--json"], folder)
+            assert code == 0, err
+            (folder / placement).write_text(out)
+        code, out, err = invoke(["simulate", "s.plan", "--placement", placement, "--json"],
+                                folder)
+        assert code == 0, err
+        assert json.loads(out)["result"]["plan"] == "serve"
+    code, _, err = invoke(["simulate", "s.plan", "--plan", "train", "--placement",
+                           "serve.json"], folder)
+    assert code == 1 and "error[E516]: the placement file was made for plan `serve` of " \
+        "the spec, not for plan `train`" in err and "pass --plan serve" in err
+    # a file naming no plan of the spec leaves the choice to --plan, as before
+    (folder / "bare.json").write_text(json.dumps({"placement": {"a": "gpu0", "b": "gpu0"}}))
+    assert "several plans" in _e602(["simulate", "s.plan", "--placement", "bare.json"],
+                                    folder)["message"]
