@@ -17,7 +17,6 @@ import typer
 from ..errors import Diagnostic, Severity, Span, UsageError, render_all
 from ..render.diagnostics import printable
 from ..render.formats import OutputFormat
-from ..roots import display_path
 from ..units import format_bytes, format_bytes_of, format_seconds
 from .guard import EXIT_GATE, guard
 from .options import LimitOption, RootOption
@@ -73,8 +72,7 @@ def diff_command(
         if plan is not None and spec is None:
             raise UsageError(Diagnostic("E640", "--plan applies only with --spec", None,
                                         ("give the spec to simulate the plans on: --spec SPEC",)))
-        before = read_side(old, display_path(old.resolve()))
-        after = read_side(new, display_path(new.resolve()))
+        before, after = read_side(old), read_side(new)
         report.subject = after.file
         if spec is not None:  # read even when both files carry figures: a wrong path says so
             problem, plans = spec_problem(spec, plan, before)

@@ -19,7 +19,6 @@ though no op moved.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -33,9 +32,8 @@ from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.verdict import pipeline_breaks
 from ..plan import load_plan, load_recompute, load_replicas
 from ..simulate import simulate
-from ..spec.load import load_path, read_source
-from ..strictjson import loads as strict_loads
-from .runs import made_for, one_plan_of, problem_of
+from ..spec.load import load_path
+from .runs import made_for, one_plan_of, parsed_json, problem_of
 
 if TYPE_CHECKING:
     from ..model import Problem
@@ -114,14 +112,10 @@ def _number(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else None
 
 
-def read_side(path: Path, shown: str) -> Side:
-    """Read one side; E642 for a file that holds no plan (E001-E004 to read it)."""
-    text = read_source(path, shown)
-    try:
-        data = strict_loads(text)
-    except json.JSONDecodeError as err:
-        raise SpecError(Diagnostic("E642", f"invalid JSON: {err.msg}",
-                                   Span.at_json_error(shown, err))) from None
+def read_side(path: Path) -> Side:
+    """Read one side; E642 for a file that holds no plan (E001-E004 to read it; invalid JSON
+    as `simulate --placement` reports it, `runs.parsed_json`)."""
+    shown, text, data = parsed_json(path, "E642")
     if not isinstance(data, dict):
         raise _not_a_plan(shown, "a JSON object was expected")
     at: tuple[str, ...] = ()

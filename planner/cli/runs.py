@@ -123,7 +123,7 @@ def read_placed(problem: Problem, path: Path, plans: Collection[str] = ()
     by representative device) and `recompute` (the devices that recompute, by name); a
     `--json` document's report reads as its plan. A file made for another of the spec's
     `plans`, or for another graph, is E516 (`made_for`)."""
-    shown, text, data = _parsed(path)
+    shown, text, data = parsed_json(path)
     from ..io.device_map import looks_like_device_map, placement_from_device_map  # start-up
 
     if looks_like_device_map(data):  # an accelerate device_map {module path: device}
@@ -137,8 +137,9 @@ def read_placed(problem: Problem, path: Path, plans: Collection[str] = ()
                                         read.placement)
 
 
-def _parsed(path: Path) -> tuple[str, str, Any]:
-    """A placement file's shown name, text and JSON value; E500 for invalid JSON."""
+def parsed_json(path: Path, code: str = "E500") -> tuple[str, str, Any]:
+    """A placement or plan file's shown name, text and JSON value; `code` (simulate's E500,
+    diff's E642) for invalid JSON, at the error, with a hint."""
     from ..spec.load import read_source  # lazy: start-up
 
     shown = display_path(path.resolve())
@@ -146,8 +147,11 @@ def _parsed(path: Path) -> tuple[str, str, Any]:
     try:  # keys given twice, integers too long, nesting too deep: all JSONDecodeError
         return shown, text, strict_loads(text)
     except json.JSONDecodeError as err:
-        raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
-                                   Span.at_json_error(shown, err))) from None
+        raise SpecError(Diagnostic(
+            code, f"invalid JSON: {err.msg}", Span.at_json_error(shown, err),
+            ("fix the JSON at the caret (no trailing commas, comments or single quotes; "
+             "each key once), or write the file again: planner solve SPEC --out FILE",))
+        ) from None
 
 
 def plan_named(loaded: Loaded, plan: str | None, placement: Path | None) -> str | None:
@@ -156,7 +160,7 @@ def plan_named(loaded: Loaded, plan: str | None, placement: Path | None) -> str 
     or E602). A `--plan` the file contradicts is `made_for`'s E516."""
     if plan is not None or placement is None or len(loaded.spec.plans) < 2:
         return plan
-    body, _ = in_envelope(_parsed(placement)[2])
+    body, _ = in_envelope(parsed_json(placement)[2])
     named = body.get("plan") if isinstance(body, Mapping) else None
     return named if isinstance(named, str) and named in loaded.spec.plans else None
 

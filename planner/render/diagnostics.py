@@ -22,13 +22,13 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
 
     A spec's diagnostic may point at any file an import or a symlink named
     (`.git-credentials`), and its lines must not reach a CI log: a file is shown only if
-    it starts as a spec does, or, for a placement file's diagnostic (E5xx, and E949 of an
-    accelerate device_map given as the placement), as a placement JSON object or a stages
-    file. An importer's diagnostic (E9xx, W9xx) shows the file the user asked to import as
-    that format, when it is text (no NUL, UTF-8): a binary file (`.pt2`) is never quoted,
-    nor is a file the ONNX reader reports on (`_of_binary_format`): a protobuf is binary
-    even where its first bytes happen to decode (a small or truncated model). Lone `\r`
-    end lines, as for the parser.
+    it starts as a spec does, or, for a placement file's diagnostic (E5xx, E949 of an
+    accelerate device_map given as the placement, `diff`'s E642), as a placement JSON
+    object or a stages file. An importer's diagnostic (E9xx, W9xx) shows the file the user
+    asked to import as that format, when it is text (no NUL, UTF-8): a binary file (`.pt2`)
+    is never quoted, nor is a file the ONNX reader reports on (`_of_binary_format`): a
+    protobuf is binary even where its first bytes happen to decode (a small or truncated
+    model). Lone `\r` end lines, as for the parser.
     """
     # lazy: start-up (the parser's modules load Lark; `planner --help` needs neither)
     from ..io.device_map import DEVICE_MAP_CODE
@@ -51,7 +51,7 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
                 continue
             # show the valid prefix so a non-UTF-8 diagnostic still gets its line
             text = raw.decode("utf-8", errors="replace")
-            placement = layer == "5" or d.code == DEVICE_MAP_CODE
+            placement = layer == "5" or d.code in (DEVICE_MAP_CODE, "E642")
             imported = layer == "9" and not placement and not _of_binary_format(d.code)
             if (imported and _is_text(raw)) or looks_like_spec(text) \
                     or (placement and _looks_like_placement(text)):

@@ -180,6 +180,23 @@ def test_files_without_a_plan_are_located_errors(plans: Path) -> None:
     (plans / "bad.json").write_text('{"placement": {"a": "gpu0",}}')
     code, _, err = invoke(["diff", "old.json", "bad.json"], plans)
     assert code == 1 and "bad.json:1:28: error[E642]: invalid JSON" in err
+
+
+def test_invalid_json_is_quoted_and_hinted_as_simulate_does(plans: Path) -> None:
+    """Before: diff's E642 had its file:line:col but no excerpt and no hint, where
+    `simulate --placement` quoted the line; now both quote it, caret and hint alike."""
+    (plans / "bad.json").write_text('{"placement": {"a": "gpu0",}}')
+    code, _, err = invoke(["diff", "old.json", "bad.json"], plans)
+    assert code == 1
+    caret = ' 1 | {"placement": {"a": "gpu0",}}\n   |                            ^\n'
+    hint = "= hint: fix the JSON at the caret (no trailing commas"
+    assert caret in err and hint in err, err
+    code, doc = _json(["diff", "bad.json", "old.json"], plans)
+    (diag,) = doc["diagnostics"]
+    assert (diag["code"], diag["line"], diag["column"]) == ("E642", 1, 28)
+    assert diag["hints"][0].startswith("fix the JSON at the caret"), diag
+    code, _, simulated = invoke(["simulate", "s.plan", "--placement", "bad.json"], plans)
+    assert code == 1 and caret in simulated and hint in simulated, simulated
     failed = {"format_version": 1, "command": "solve", "ok": False, "result": None}
     (plans / "failed.json").write_text(json.dumps(failed))
     code, _, err = invoke(["diff", "failed.json", "new.json"], plans)
