@@ -125,7 +125,7 @@ def _judge(d: PlanDiff, gate: float | None, have_spec: bool) -> list[Diagnostic]
                             "iterations")
         raise UsageError(Diagnostic(
             "E644", f"--fail-if-slower needs both {label}s, and {lacking.file} has none{what}",
-            None, (advice,)))
+            Span.start_of(lacking.file), (advice,)))  # at the file lacking them
     change = f"{a * 1e3:.6g} ms -> {b * 1e3:.6g} ms"
     if gate is not None and pct > gate:
         return [Diagnostic("E645", f"the new plan is {_pct(pct)} slower than the old one "

@@ -128,6 +128,22 @@ def test_plans_of_different_graphs_are_e647(plans: Path) -> None:
     assert code == 2 and [d["code"] for d in doc["diagnostics"]] == ["E647"]
 
 
+def test_e644_is_placed_on_the_file_that_lacks_figures(plans: Path) -> None:
+    """Before: `--format github` annotated the new file whichever lacked the figures."""
+    code, out, _ = invoke(["solve", "s.plan", "--algo", "single", "--json"], plans)
+    assert code == 0
+    (plans / "solved.json").write_text(out)  # figures; old.json has none
+    for old, new in (("old.json", "solved.json"), ("solved.json", "old.json")):
+        code, annotations, _ = invoke(["diff", old, new, "--fail-if-slower", "5",
+                                       "--format", "github"], plans)
+        assert code == 2 and annotations.startswith(
+            "::error file=old.json,line=1,col=1,endLine=1,endColumn=1,title=E644::"
+            "--fail-if-slower needs both makespans, and old.json has none"), annotations
+        code, doc = _json(["diff", old, new, "--fail-if-slower", "5"], plans)
+        assert (doc["diagnostics"][0]["code"], doc["diagnostics"][0]["file"]) == (
+            "E644", "old.json")
+
+
 def test_without_a_spec_only_placements_are_compared(plans: Path) -> None:
     code, doc = _json(["diff", "old.json", "new.json"], plans)
     assert code == 0 and doc["result"]["new"]["makespan_s"] is None
