@@ -206,7 +206,10 @@ def simulate_side(side: Side, problem: Any, plans: Collection[str] = ()) -> None
     pipeline plan as the pipeline runs it (the module docstring)."""
     where = JsonSpans(side.file, side.text, side.at)
     made_for(problem, side.data, plans, where)
-    plan = load_plan(problem, side.data, side.file, side.text, side.at)
+    try:
+        plan = load_plan(problem, side.data, side.file, side.text, side.at)
+    except SpecError as err:
+        raise SpecError(_other_graph_hint(err.diagnostics)) from None
     result = simulate(problem, plan)
     devs = problem.cluster.devices
     side.source = "simulated"
@@ -235,6 +238,25 @@ def simulate_side(side: Side, problem: Any, plans: Collection[str] = ()) -> None
     side.devices = {dev.name: DeviceLoad(placed.get(dev.name, 0), busy[d], peaks[d],
                                          int(dev.memory_bytes))
                     for d, dev in enumerate(devs)}
+
+
+#: a plan file's ops that the spec's graph lacks (E503) or places not (E505): a graph changed
+_OTHER_OPS = ("E503", "E505")
+
+
+def _other_graph_hint(diags: tuple[Diagnostic, ...]) -> list[Diagnostic]:
+    """`diags` with a hint on the first E503/E505: a file made before the graph changed
+    (an op renamed, added) needs no simulation on today's spec; `solve --json` outputs carry
+    their own figures (docs/ci.md)."""
+    out, hinted = list(diags), False
+    for k, d in enumerate(out):
+        if d.code in _OTHER_OPS and not hinted:
+            hinted = True
+            out[k] = dataclasses.replace(d, hints=(*d.hints, (
+                f"if {d.span.file if d.span else 'the file'} was made before the graph "
+                "changed (an op renamed or added), diff the two `planner solve SPEC --json` "
+                "outputs instead: each carries its own figures, and needs no --spec")))
+    return out
 
 
 def spec_problem(spec: Path, plan: str | None, old: Side) -> tuple[Problem, list[str]]:

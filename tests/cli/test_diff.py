@@ -144,6 +144,32 @@ def test_e644_is_placed_on_the_file_that_lacks_figures(plans: Path) -> None:
             "E644", "old.json")
 
 
+def test_a_plan_file_older_than_the_graph_points_to_solve_json(plans: Path) -> None:
+    """docs/ci.md's recipe after a PR renames op `b` (or adds `c`): the old plan file fails
+    on the new spec. Before: E503's only hint was `did you mean`; E505 had the generic one.
+    Now both say that two `solve --json` outputs need no spec, and that works."""
+    hint = ("if old.json was made before the graph changed (an op renamed or added), diff "
+            "the two `planner solve SPEC --json` outputs instead: each carries its own "
+            "figures, and needs no --spec")
+    for name, graph, code_ in (("renamed.plan", "op b2 { time 2 ms }  a -> b2", "E503"),
+                               ("added.plan", "op b { time 2 ms }  op c { time 1 ms }  a -> b",
+                                "E505")):
+        graph = f"graph g {{ op a {{ time 1 ms  output 1 MB }}  {graph} }}"
+        (plans / name).write_text(SPEC.replace(SPEC.splitlines()[2], graph))
+        code, doc = _json(["diff", "old.json", "new.json", "--spec", name], plans)
+        assert code == 1 and doc["diagnostics"][0]["code"] == code_, doc
+        assert doc["diagnostics"][0]["hints"][-1] == hint
+        assert [d["hints"].count(hint) for d in doc["diagnostics"]][1:] == \
+            [0] * (len(doc["diagnostics"]) - 1)
+    code, out, _ = invoke(["solve", "s.plan", "--algo", "single", "--json"], plans)
+    (plans / "old.solve.json").write_text(out)
+    code, out, _ = invoke(["solve", "renamed.plan", "--algo", "single", "--json"], plans)
+    (plans / "new.solve.json").write_text(out)
+    code, doc = _json(["diff", "old.solve.json", "new.solve.json", "--fail-if-slower", "2"],
+                      plans)
+    assert code == 0 and doc["result"]["gate"]["passed"], doc
+
+
 def test_without_a_spec_only_placements_are_compared(plans: Path) -> None:
     code, doc = _json(["diff", "old.json", "new.json"], plans)
     assert code == 0 and doc["result"]["new"]["makespan_s"] is None
