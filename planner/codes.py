@@ -261,7 +261,8 @@ E926 2   `--cluster`: two `--cluster` files give one cluster name (not one clust
          from a third file), or (`import json`) the file's own cluster or plan has the name of
          a `--cluster` file's cluster or of the plan made for it
 W927 0   an `import` or `generate` option that means nothing without another, ignored:
-         `--optimizer` without `--training`, `--times-kind` without `--times`
+         `--optimizer` without `--training`, `--times-kind` without `--times`, `import torch`'s
+         `--kind`, `--warmup`, `--repeat` or `--threads` without `--measure`
 E930 2   an invalid option of a generator or importer (dtype, profile, size)
 E931 2   a `--cluster` file that defines no cluster
 E932 1   a generated spec that does not load (a bug)

@@ -1,8 +1,9 @@
 """Options of `import` and `generate` that mean nothing without another: a warning (W927).
 
 `--optimizer sgd` without `--training` makes a forward-only spec with no optimizer state,
-and `--times-kind gpu` without `--times` lays no time over the estimates; the spec is made
-as before, but the user, who asked for something it lacks, is told on stderr.
+`--times-kind gpu` without `--times` lays no time over the estimates, and `import torch`'s
+`--kind`, `--warmup`, `--repeat` and `--threads` without `--measure` time nothing; the spec
+is made as before, but the user, who asked for something it lacks, is told on stderr.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import typer
 from ..errors import Diagnostic, Severity, render_all
 
 #: an option -> the option without which it means nothing, and is ignored
-NEEDS = {"optimizer": "training", "times_kind": "times"}
+NEEDS = {"optimizer": "training", "times_kind": "times", "kind": "measure",
+         "warmup": "measure", "repeat": "measure", "threads": "measure"}
 
 #: what each option of `NEEDS`' values makes, for W927's message
 WHAT = {"training": "the backward ops and optimizer state that --training adds",
-        "times": "the measured times that --times lays over the estimates"}
+        "times": "the measured times that --times lays over the estimates",
+        "measure": "the op times that --measure takes"}
 
 #: the name of the parameter by which typer passes a command that takes `SpecOptions` its
 #: context (`io_commands._with_spec_options` declares it)
@@ -42,10 +45,11 @@ def explicit(ctx: typer.Context, values: Mapping[str, object]) -> set[str]:
 
 
 def ignored(values: Mapping[str, object], given: set[str]) -> list[Diagnostic]:
-    """W927 for each option in `given` whose needed option (`NEEDS`) is off in `values`."""
+    """W927 for each option in `given` whose needed option (`NEEDS`), an option of the same
+    command (in `values`), is off."""
     out = []
     for name, needed in NEEDS.items():
-        if name in given and not values.get(needed):
+        if name in given and needed in values and not values.get(needed):
             flag, need = (f"--{n.replace('_', '-')}" for n in (name, needed))
             out.append(Diagnostic(
                 "W927", f"{flag} {values[name]} is ignored without {need}: it applies only "

@@ -153,7 +153,8 @@ def _with_spec_options(*groups: tuple[str, ...]
         @functools.wraps(command)
         def with_options(**given: Any) -> None:
             values = {name: given.pop(name) for name in names}
-            warn_ignored(given.pop(CONTEXT), values)
+            # the command's own options too: `import torch`'s --warmup needs its --measure
+            warn_ignored(given.pop(CONTEXT), {**given, **values})
             command(**given, options=SpecOptions(**values))
 
         with_options.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]

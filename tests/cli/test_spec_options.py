@@ -49,6 +49,27 @@ def test_an_option_given_without_the_one_it_needs_is_a_warning(tmp_path: Path) -
     assert code == 0 and "W927" not in err, err
 
 
+def test_import_torch_measuring_options_without_measure_are_warnings(tmp_path: Path) -> None:
+    """Before: `--kind`, `--warmup`, `--repeat`, `--threads` without `--measure` were
+    silently ignored (their help says they apply with it). The warnings come before the
+    model is read, so a module that is not there shows them as well as any."""
+    args = ["import", "torch", "no_such_module_l10:model", "-o", "t.plan"]
+    given = ["--kind", "gpu", "--warmup", "5", "--repeat", "3", "--threads", "2"]
+    _, _, err = invoke([*args, *given], tmp_path)
+    assert err.count("warning[W927]") == 4, err
+    for flag, value in zip(given[::2], given[1::2], strict=True):
+        assert (f"{flag} {value} is ignored without --measure: it applies only to the op "
+                f"times that --measure takes") in err
+        assert f"hint: add --measure, or leave out {flag}" in err
+    _, _, err = invoke([*args, "--warmup", "3"], tmp_path)  # a default given explicitly
+    assert "--warmup 3 is ignored without --measure" in err, err
+    _, _, err = invoke([*args, "--measure", "cpu", *given], tmp_path)
+    assert "W927" not in err, err
+    # generate takes no --measure: nothing of it to warn about
+    code, _, err = invoke([*SMALL_GNMT, "-o", "g.plan"], tmp_path)
+    assert code == 0 and "W927" not in err, err
+
+
 def test_every_shared_option_is_recorded_in_order(tmp_path: Path) -> None:
     cluster = ROOT / "specs" / "clusters" / "small4.plan"
     args = [*SMALL_GNMT, "--contention", "none", "--memory", "static", "--cluster",
