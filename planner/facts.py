@@ -32,11 +32,10 @@ longer disagree about which devices an op may use or what "cannot fit" means.
     receive are counted: under `static`, a device holding unit `U` holds, for every unit
     `P` feeding it, either `P` itself (its params and outputs) or a copy of `P`'s tensor
     (at least the largest edge from `P` into `U`), so at least the smaller of the two,
-    on top of `U`'s own least bytes; under `liveness`, when an op of `U` starts, its
-    device holds `U`'s params, the op's output and temp (a zero-time op's too) and, for each
-    producer `P` outside `U` feeding the op, `P`'s params and output (same device: alive
-    until its consumers are done) or the received copy (alive until its consumers there
-    are done), so at least the smaller;
+    on top of `U`'s own least bytes; under `liveness`, when an op of `U` starts, its device
+    holds `U`'s params, the op's output and temp (a zero-time op's too) and, per producer `P`
+    outside `U` feeding the op, `P`'s params and output (same device) or the received copy,
+    each alive until its consumers there are done, so at least the smaller;
   - E307 units that cannot share a device two by two (a device holding both would need
     more than it holds: under `static` with the copies they receive counted as for E306,
     under `liveness` their least bytes together, sinks' outputs never freed) must go to
@@ -524,9 +523,8 @@ def _live_copies(problem: Problem, f: Facts) -> list[Proof]:
     devs = problem.cluster.devices
     caps = [d.memory_bytes for d in devs]
     need = [_live_need(problem, f, members) for members in f.units]
-    out = _too_big_with_inputs(problem, f, need, " when it starts",
-                               "a tensor received from another device is held until its "
-                               "last consumer there finishes")
+    held = "a tensor received from another device is held until its last consumer there ends"
+    out = _too_big_with_inputs(problem, f, need, " when it starts", held)
     if out:
         return out
     own = list(f.unit_bytes)

@@ -71,12 +71,12 @@ def test_under_liveness_the_copy_or_the_producer_is_held_when_the_consumer_start
 
 def test_under_liveness_the_hint_says_a_received_copy_is_freed_as_the_simulator_does() -> None:
     # E306's hint said "a tensor received from another device is kept"; the simulator frees
-    # the copy when its last consumer there finishes (docs/cost-model.md)
+    # the copy when its last consumer there ends (docs/cost-model.md)
     problem = planner.loads(PAIR.replace("cluster c }", "cluster c  memory liveness }")).plan()
     hints = memory_diagnostics(problem)[0].hints
     assert not any("is kept" in h for h in hints), hints
-    assert "a tensor received from another device is held until its last consumer there " \
-        "finishes" in hints[0]
+    assert ("a tensor received from another device is held until its last consumer there "
+            "ends") in hints[0]
     # what the hint says: b's copy of a's 600 MB is freed when b ends, so c's 600 MB of temp
     # fits on gpu1 after it (were the copy kept, gpu1 would need 1.2 GB)
     freed = planner.loads(PAIR.replace("cluster c }", "cluster c  memory liveness }").replace(
