@@ -109,7 +109,7 @@ PlanOption = Annotated[str | None, typer.Option(
 #: simulate's: a placement file names its plan
 SimulatePlanOption = Annotated[str | None, typer.Option(
     "--plan", help="Plan name (needed when the spec has several, unless the --placement "
-    "file names one).")]
+    "or --stages file names one).")]
 TraceOption = Annotated[Path | None, typer.Option(
     "--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
     "ui.perfetto.dev).")]

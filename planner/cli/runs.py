@@ -156,8 +156,9 @@ def parsed_json(path: Path, code: str = "E500") -> tuple[str, str, Any]:
 
 def plan_named(loaded: Loaded, plan: str | None, placement: Path | None) -> str | None:
     """The plan `simulate` runs: `--plan`, else, for a spec of several plans, the one the
-    placement file names (its "plan", as `diff` reads it), else None (the spec's only plan,
-    or E602). A `--plan` the file contradicts is `made_for`'s E516."""
+    placement (or `--stages`) file names (its "plan", as `diff` reads it; `solve --json`'s
+    report's too), else None (the spec's only plan, or E602). A `--plan` a placement file
+    contradicts is `made_for`'s E516."""
     if plan is not None or placement is None or len(loaded.spec.plans) < 2:
         return plan
     body, _ = in_envelope(parsed_json(placement)[2])

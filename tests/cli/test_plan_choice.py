@@ -143,3 +143,30 @@ def test_simulate_runs_the_plan_its_placement_file_names(folder: Path) -> None:
     (folder / "bare.json").write_text(json.dumps({"placement": {"a": "gpu0", "b": "gpu0"}}))
     assert "several plans" in _e602(["simulate", "s.plan", "--placement", "bare.json"],
                                     folder)["message"]
+
+
+PIPE = """
+cluster c { device gpu[0..1] { memory 1 GiB } link gpu0 <-> gpu1 { bandwidth 1 GB/s } }
+graph g { op a { time 1 ms  output 1 MiB } op b { time 2 ms } a -> b }
+plan flat { graph g  cluster c }
+plan piped { graph g  cluster c  objective pipeline  microbatches 4 }
+"""
+
+
+def test_simulate_runs_the_plan_its_stages_file_names(tmp_path: Path) -> None:
+    """Before: E602 (which plan?) for `simulate s.plan --stages solved.json`, though the
+    `solve --json` report it reads names its plan, as a `--placement` file's does."""
+    (tmp_path / "s.plan").write_text(PIPE)
+    code, out, err = invoke(["solve", "s.plan", "--plan", "piped", "--algo", "pipedp",
+                             "--json"], tmp_path)
+    assert code == 0, err
+    (tmp_path / "solved.json").write_text(out)
+    code, out, err = invoke(["simulate", "s.plan", "--stages", "solved.json", "--json"],
+                            tmp_path)
+    assert code == 0, err
+    result = json.loads(out)["result"]
+    assert result["plan"] == "piped" and result["pipeline"]["iteration_s"] > 0
+    # a bare list of stages names no plan: the choice is --plan's, as before
+    (tmp_path / "bare.json").write_text(json.dumps([{"ops": ["a", "b"], "devices": ["gpu0"]}]))
+    assert "several plans" in _e602(["simulate", "s.plan", "--stages", "bare.json"],
+                                    tmp_path)["message"]
