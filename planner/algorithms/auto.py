@@ -85,9 +85,8 @@ from ..bounds import lower_bound
 from ..errors import InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
-from ..pipeline.schedule import interleaves
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import fits, off_devices, split_of, stage_bytes
+from ..pipeline.split import fits, off_devices, runs_as, split_of, stage_bytes
 from ..plan import Plan
 from ..simulate import simulate
 from ..units import format_seconds
@@ -368,7 +367,13 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError) -> Solut
     if pipeline.data_parallel == "auto" or simulated:  # replicas hold fewer micro-batches
         mixed = _hybrid(problem, options, None, simulated)
         if mixed is not None:
-            plans["hybrid"] = (mixed.info["iteration_s"], mixed)
+            replicated = any(r > 1 for r in mixed.info.get("layout") or ())
+            plans["hybrid"] = (mixed.info["iteration_s"], dataclasses.replace(
+                mixed, info=MappingProxyType({**mixed.info, "why": (
+                    f"pipedp found no split ({err.diagnostics[0].message}); "
+                    + ("its replicated stages fit" if replicated else
+                       "hybrid's split (no stage replicated) fits")
+                    + _runs_as(problem, mixed.plan.placement, replicated))})))
     one = _fallback_split(problem, options) if simulated else None
     if one is not None and one[2]:  # 1F1B holds fewer micro-batches than `interleaved`
         plans[ONE_PER_DEVICE] = (one[1], dataclasses.replace(one[0], info=MappingProxyType({
@@ -460,11 +465,10 @@ def _runs_as(problem: Problem, placement: tuple[int, ...], replicated: bool = Fa
     """'; it runs as 1f1b: ...' where the plan runs as its schedule's fallback (its stages
     replicated, or not K per device in a repeating chain), else ''."""
     pipeline = problem.pipeline or Pipeline()
-    fallback = pipeline.schedule_spec.fallback
-    if fallback is None or not (replicated or not interleaves(
-            split_of(problem, placement), pipeline.per_device)):
+    ran = runs_as(split_of(problem, placement), pipeline, replicated)
+    if ran is pipeline:
         return ""
-    return f"; it runs as {fallback}: its stages are " + (
+    return f"; it runs as {ran.schedule}: its stages are " + (
         "replicated" if replicated else
         f"not {pipeline.per_device} per device in a repeating chain")
 

@@ -78,7 +78,7 @@ from ..schedules import of as schedule_of
 from ..simulate import SimResult, simulate
 from . import hybrid
 from .allreduce import AllReduce, gradient_allreduces
-from .split import Split, resource_loads, split_of, stage_bytes
+from .split import Split, interleaves, resource_loads, runs_as, split_of, stage_bytes
 from .units import units
 
 #: a memory cap no copy of a graph reaches: the copies' memory is not the simulator's to judge
@@ -243,7 +243,8 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
             math.fsum(c.compute[i][d] for i in ops) + rerun), loads.stage_s[k] / share,
             groups.get(d, ()), by_group.get(d, 0.0)))
     device_s = _replica_loads(problem, stages, loads.device_s, recompute)
-    # memory as the schedule run holds it: GPipe's M in flight where 1F1B fell back to it
+    # memory as the schedule run holds it: GPipe's M in flight where it fell back to it on
+    # a deadlock (`stage_bytes` applies the interleaved -> 1F1B fallback itself)
     counted = pipeline if schedule.name == pipeline.schedule else dataclasses.replace(
         pipeline, schedule=schedule.name)
     return PipelineRun(schedule.name, pipeline.microbatches, iteration, tuple(stages), busy,
@@ -275,10 +276,10 @@ def _first_schedule(split: Split, pipeline: Pipeline, grouped: bool) -> tuple[Sc
     """The plan's schedule, or its fallback (interleaved -> 1F1B) where its stages are
     replicated or not `stages_per_device` per device in a repeating chain, with a note."""
     schedule = pipeline.schedule_spec
-    if schedule.fallback is None or not (grouped or not interleaves(
-            split, pipeline.stages_per_device)):
+    ran = runs_as(split, pipeline, grouped)
+    if ran is pipeline:
         return schedule, ""
-    fallback = schedule_of(schedule.fallback)
+    fallback = ran.schedule_spec
     return fallback, (f"its stages are replicated: run as {fallback.name}" if grouped else
                       f"its stages are not {pipeline.stages_per_device} per device in a "
                       f"repeating chain: run as {fallback.name}")
@@ -353,16 +354,6 @@ def _deadlock_cause(split: Split, pipeline: Pipeline, schedule: Schedule) -> str
             return (f"its {m} micro-batches are not a multiple of {schedule.name}'s rounds "
                     f"on {d} devices, max(1, {m} // {d}) = {r}")
     return "its devices are not a chain of stages"
-
-
-def interleaves(split: Split, per_device: int) -> bool:
-    """Whether the stages are D devices repeated `per_device` times in one order."""
-    s = split.stages
-    if s % per_device:
-        return False
-    d = s // per_device
-    chain = split.devices[:d]
-    return len(set(chain)) == d and all(split.devices[k] == chain[k % d] for k in range(s))
 
 
 @dataclass(frozen=True, slots=True)

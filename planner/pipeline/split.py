@@ -29,11 +29,14 @@ and an over-count otherwise), plus the activations of each micro-batch in flight
 forward outputs and the forward tensors it receives), plus the largest transient. In
 flight on stage k of S, with M micro-batches: GPipe M; 1F1B min(S - k, M); interleaved
 (stage k of device d, D devices), Megatron's warm-up count plus one, min((D - d - 1) * 2 +
-(K - 1) * D + 1, M * K), the activations of the device's largest stage each.
+(K - 1) * D + 1, M * K), the activations of the device's largest stage each. Counts are
+those of the schedule the split runs (`runs_as`): under `interleaved`, a split whose stages
+are replicated or not K per device in a repeating chain runs as 1F1B and holds 1F1B's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -235,6 +238,28 @@ def in_flight(pipeline: Pipeline, stages: int, k: int, training: bool,
     return hybrid.in_flight(pipeline, [1] * stages, k, training)  # one device a stage
 
 
+def interleaves(split: Split, per_device: int) -> bool:
+    """Whether the stages are D devices repeated `per_device` times in one order."""
+    s = split.stages
+    if s % per_device:
+        return False
+    d = s // per_device
+    chain = split.devices[:d]
+    return len(set(chain)) == d and all(split.devices[k] == chain[k % d] for k in range(s))
+
+
+def runs_as(split: Split, pipeline: Pipeline, replicated: bool = False) -> Pipeline:
+    """`pipeline` as `split` runs it: under its schedule's fallback (interleaved -> 1F1B)
+    where the stages are `replicated` or not `stages_per_device` per device in a repeating
+    chain, else as it is (the one rule of the simulator, `schedule.run`, and the memory
+    model, `stage_bytes`)."""
+    fallback = pipeline.schedule_spec.fallback
+    if fallback is None or not (replicated or not interleaves(split,
+                                                              pipeline.stages_per_device)):
+        return pipeline
+    return dataclasses.replace(pipeline, schedule=fallback)
+
+
 def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
                 recompute: Collection[int] = (),
                 replicas: Mapping[int, tuple[int, ...]] | None = None) -> list[float]:
@@ -242,7 +267,9 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
     device in `recompute` keeps only the forward tensors it receives per micro-batch in
     flight, and one micro-batch's activations (rebuilt for its backward pass). A device
     in `replicas` runs its stages on its group (`hybrid`): each replica holds them with
-    its own micro-batches in flight, plus one DDP bucket."""
+    its own micro-batches in flight, plus one DDP bucket. Micro-batches in flight are
+    those of the schedule the split runs (`runs_as`)."""
+    pipeline = runs_as(split, pipeline, any(d in split.devices for d in replicas or ()))
     u = units(problem)
     held = [0.0] * len(problem.cluster.devices)
     # holders of one tied weight on one device keep one copy (`cost.tied_duplicate_bytes`)
