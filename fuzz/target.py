@@ -389,8 +389,8 @@ def _diff(path: Path) -> None:
     from planner.cli.plandiff import compare, read_side
     from planner.render.formats import github_annotations
 
-    side = read_side(path, "data.input")
-    text = render_text(compare(side, read_side(path, "data.input")))
+    side = read_side(path)
+    text = render_text(compare(side, read_side(path)))
     _no_forged_command(text + github_annotations([]), "diff")
 
 
