@@ -46,7 +46,7 @@ ResNet-50 (177 ops) 10 s of it moved the plan by 0.03%, so larger graphs only se
 
 Under `objective pipeline` (`Problem.pipeline`), `auto` runs `pipedp` (its candidates per
 stage count, the least period exact for its model: `planner.algorithms.pipedp`, its work
-sized to the time limit), the uniform split, and the cut moves of `pipecuts` from pipedp's
+and chains sized to the limit), the uniform split, and the cut moves of `pipecuts` from pipedp's
 best candidates (judged by the simulated iteration, within half the limit's simulations),
 and `--algo hybrid`'s plan (its layouts on devices in the cluster's order, replicated
 under `data_parallel auto`, and pipedp's split with hybrid's cut moves; on big graphs only

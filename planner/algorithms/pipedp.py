@@ -30,9 +30,10 @@ the least-period split (T 205.5 ms) simulates 3.47 s, PipeDream's kind (T 278.3 
 two devices being alike when they have the same kind, speed, FLOP rate and memory and,
 for the links, when the chain's consecutive links are alike; on clusters with one link
 type that is a sequence of device classes. At most `MAX_CHAINS` per stage count are tried,
-the best-linked first; `info["chains"]` says how many there were and how many were tried,
-and the split is optimal for the model when all were. Under `1f1b` there are at most M
-stages (torch's `Schedule1F1B` needs as many micro-batches as stages).
+the best-linked first (under `auto`'s smaller limits fewer, as many as their fixed costs fit
+in its work: `splitdp.chains_within`); `info["chains"]` says how many there were and how
+many were tried, and the split is optimal for the model when all were. Under `1f1b` there
+are at most M stages (torch's `Schedule1F1B` needs as many micro-batches as stages).
 
 Under `interleaved` a device runs K stages that share its compute, links and memory, which
 a stage-by-stage recurrence cannot see: up to `MAX_ENUMERATED` splits per stage count,
@@ -149,6 +150,10 @@ def search_within(problem: Problem, options: Options, cells: float) -> Searched:
     check_units(problem, pipeline)
     space = search_space(problem, pipeline, cells)
     per_stages = split_candidates(problem, pipeline, options, cells=cells)
+    every = not per_stages and space.tried < search_space(problem, pipeline, cells, True).tried
+    if every:  # the chains the work allowed have no split that fits: all, before E707
+        space = search_space(problem, pipeline, cells, True)
+        per_stages = split_candidates(problem, pipeline, options, cells=cells, every_chain=True)
     if not per_stages:
         raise _no_split(problem, pipeline, cells)
     budget = simulation_budget(options.time_limit_s)
@@ -166,13 +171,13 @@ def search_within(problem: Problem, options: Options, cells: float) -> Searched:
     if pipeline.per_device > 1:
         info["split_search"] = (
             "exact: every split of every chain enumerated" if interleaved_exact(
-                problem, pipeline, cells) else
+                problem, pipeline, cells, every) else
             f"heuristic: over {MAX_ENUMERATED} splits per stage count, the per-stage DP (a "
             "device's stages share its compute and memory, which it approximates)")
     n = units(problem).count
     if len(space.cuts) - 1 < n:
         info["candidate_cuts"] = f"{len(space.cuts) - 1} of {n} unit boundaries"
-    free = split_candidates(problem, pipeline, capped=False, cells=cells)
+    free = split_candidates(problem, pipeline, capped=False, cells=cells, every_chain=every)
     kept = {f.split for found in per_stages.values() for f in found}
     ruled_out = [f for found in free.values() for f in found if f.split not in kept]
     searched = Searched(Solution(Plan(chosen.split.placement(problem), algorithm="pipedp")),
@@ -264,7 +269,7 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float) -> InfeasibleE
     proofs = diagnose(problem)
     if proofs:
         return InfeasibleError(proofs)
-    if best_splits(problem, pipeline, capped=False, cells=cells):
+    if best_splits(problem, pipeline, capped=False, cells=cells, every_chain=True):
         return InfeasibleError(Diagnostic(
             "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "
             "devices' memory", None,

@@ -55,6 +55,15 @@ DP_PASSES = 7
 MAX_ENUMERATED = 20_000
 #: cells of one (starts x ends) block of the DP (numpy arrays of this many float64s)
 BLOCK_CELLS = 1 << 20
+#: the work, in cells, that one pass of the DP costs per chain whatever its cuts (its
+#: tables and numpy set-up: 0.35 ms idle), and that one enumerated split costs (the
+#: report's rules, `resource_loads` and `stage_bytes`: 45 us); at small limits these,
+#: not the cells, took the time (`--time-limit 2` on 8 GPUs under `interleaved`: 1.6 s
+#: of DP for AlexNet's 23 units)
+PASS_CELLS = 3e4
+SPLIT_CELLS = 4e3
+#: the share of the work the chains' fixed costs may take (`chains_within`)
+FIXED_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,36 +96,72 @@ def cells_for(time_limit_s: float) -> float:
     return max(MIN_CELLS, min(MAX_CELLS, CELLS_PER_SECOND * time_limit_s))
 
 
-def search_space(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS) -> Space:
+def search_space(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS,
+                 every_chain: bool = False) -> Space:
     """The chains and cuts the DP runs over: every unit boundary, unless the chains times
     the squared boundaries would pass `cells` (then the cheapest to cross within as many
-    equal windows as fit). Derived once per problem, pipeline and work."""
-    spaces: dict[tuple[Pipeline, float], Space] = derived(problem, "pipedp.spaces", dict)
-    if (pipeline, cells) not in spaces:
-        spaces[pipeline, cells] = _search_space(problem, pipeline, cells)
-    return spaces[pipeline, cells]
+    equal windows as fit); `MAX_CHAINS` chains per stage count, fewer where their fixed
+    costs would pass their share of `cells` (`chains_within`) unless `every_chain`.
+    Derived once per problem, pipeline and work."""
+    spaces: dict[tuple[Pipeline, float, bool], Space] = derived(problem, "pipedp.spaces",
+                                                                 dict)
+    key = (pipeline, cells, every_chain)
+    if key not in spaces:
+        spaces[key] = _search_space(problem, pipeline, cells, every_chain)
+    return spaces[key]
 
 
-def _search_space(problem: Problem, pipeline: Pipeline, cells: float) -> Space:
+def _search_space(problem: Problem, pipeline: Pipeline, cells: float,
+                  every_chain: bool) -> Space:
     n = units(problem).count
-    chains: dict[int, list[tuple[int, ...]]] = {}
-    tried = total = 0
-    for stages in range(1, most_stages(problem, pipeline, n) + 1):
-        found = list(_chains(problem, stages, pipeline))
-        total += len(found)
-        chains[stages] = found[:MAX_CHAINS]
-        tried += len(chains[stages])
+    listed = {stages: list(_chains(problem, stages, pipeline))
+              for stages in range(1, most_stages(problem, pipeline, n) + 1)}
+    # the cuts as many as the chains' cells allow, then the chains as many as their fixed
+    # costs allow over those cuts (the cuts stay: fewer chains never cost more)
+    cuts = _cuts_for(problem, {s: c[:MAX_CHAINS] for s, c in listed.items()}, cells)
+    per = MAX_CHAINS if every_chain else chains_within(
+        pipeline, {s: len(c) for s, c in listed.items()}, len(cuts), cells)
+    chains = {s: c[:per] for s, c in listed.items()}
+    return Space(chains, sum(len(c) for c in chains.values()),
+                 sum(len(c) for c in listed.values()), cuts,
+                 _largest_transients(units(problem), cuts))
+
+
+def _cuts_for(problem: Problem, chains: dict[int, list[tuple[int, ...]]],
+              cells: float) -> NDArray[np.int64]:
+    """The candidate cuts whose DP over `chains` fits in `cells`."""
     stage_rows = DP_PASSES * sum(s * len(c) for s, c in chains.items())
     most = max(2, int(math.sqrt(cells / max(stage_rows, 1))))
-    cuts = candidate_cuts(units(problem), min(MAX_UNITS, most))
-    return Space(chains, tried, total, cuts, _largest_transients(units(problem), cuts))
+    return candidate_cuts(units(problem), min(MAX_UNITS, most))
+
+
+def chains_within(pipeline: Pipeline, listed: dict[int, int], cuts: int,
+                  cells: float) -> int:
+    """Chains tried per stage count (`MAX_CHAINS` at most, 1 at least): as many as the
+    fixed costs of the DP's passes (`PASS_CELLS` per chain and pass) and of the splits
+    enumerated under `interleaved` (`SPLIT_CELLS` each, two kinds) fit in `FIXED_SHARE`
+    of `cells`, given `listed` chains per stage count and `cuts` candidate cuts: a
+    function of the problem and the work alone, so the plan is the same on any machine."""
+    for per in range(MAX_CHAINS, 1, -1):
+        fixed = 0.0
+        for stages, count in listed.items():
+            tried = min(count, per)
+            fixed += DP_PASSES * PASS_CELLS * tried
+            if tried and pipeline.per_device > 1 and stages > 1:
+                splits = math.comb(max(cuts - 2, 0), stages - 1) * tried
+                fixed += 2 * SPLIT_CELLS * splits if splits <= MAX_ENUMERATED else 0.0
+        if fixed <= FIXED_SHARE * cells:
+            return per
+    return 1
 
 
 def best_splits(problem: Problem, pipeline: Pipeline, options: Progressing | None = None,
-                capped: bool = True, cells: float = MAX_CELLS) -> dict[int, Found]:
+                capped: bool = True, cells: float = MAX_CELLS, every_chain: bool = False,
+                ) -> dict[int, Found]:
     """Per stage count, the split with the least period over the chains tried (counts with
     no split that fits are left out; with `capped` False, memory is not looked at)."""
-    found = split_candidates(problem, pipeline, options, capped, cells, balanced=False)
+    found = split_candidates(problem, pipeline, options, capped, cells, balanced=False,
+                             every_chain=every_chain)
     return {s: f[0] for s, f in found.items()}
 
 
@@ -132,24 +177,25 @@ KINDS: tuple[str, ...] = ("period", "compute", "latency", "channel")
 
 def split_candidates(problem: Problem, pipeline: Pipeline, options: Progressing | None = None,
                      capped: bool = True, cells: float = MAX_CELLS, balanced: bool = True,
-                     ) -> dict[int, list[Found]]:
+                     every_chain: bool = False) -> dict[int, list[Found]]:
     """Per stage count: the split with the least period over the chains tried, then (with
     `balanced`) the best split of each other kind of `KINDS` where it differs, for the
     simulator to judge (the period bounds the steady state; the fill, the drain and
     1F1B's round trips are what the other kinds weigh). Derived once per problem and
     arguments (`search` and `auto` ask for pipedp's again)."""
-    cache: dict[tuple[Pipeline, bool, float, bool], dict[int, list[Found]]] = derived(
+    cache: dict[tuple[Pipeline, bool, float, bool, bool], dict[int, list[Found]]] = derived(
         problem, "pipedp.candidates", dict)
-    key = (pipeline, capped, cells, balanced)
+    key = (pipeline, capped, cells, balanced, every_chain)
     if key not in cache:
-        cache[key] = _split_candidates(problem, pipeline, options, capped, cells, balanced)
+        cache[key] = _split_candidates(problem, pipeline, options, capped,
+                                       search_space(problem, pipeline, cells, every_chain),
+                                       balanced)
     return cache[key]
 
 
 def _split_candidates(problem: Problem, pipeline: Pipeline, options: Progressing | None,
-                      capped: bool, cells: float, balanced: bool) -> dict[int, list[Found]]:
+                      capped: bool, space: Space, balanced: bool) -> dict[int, list[Found]]:
     u = units(problem)
-    space = search_space(problem, pipeline, cells)
     kinds = KINDS if balanced else KINDS[:1]
     per_stages: dict[int, list[Found]] = {}
     done = 0
@@ -190,12 +236,13 @@ def _distinct(found: list[Found]) -> list[Found]:
     return [f for k, f in enumerate(found) if f.split not in [g.split for g in found[:k]]]
 
 
-def interleaved_exact(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS) -> bool:
+def interleaved_exact(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS,
+                      every_chain: bool = False) -> bool:
     """Whether, under `interleaved`, every split of every chain tried is enumerated (so the
     answer is exact for the model) rather than found by the per-stage DP, whose memory
     cap (a device's memory over K per stage) and per-stage period are a heuristic there: a
     device's K stages share its compute and memory."""
-    space = search_space(problem, pipeline, cells)
+    space = search_space(problem, pipeline, cells, every_chain)
     return all(_enumerable(space, pipeline, s, len(c)) for s, c in space.chains.items()
                if s > 1)
 

@@ -213,7 +213,8 @@ def split_pass(
     """
     problem = inst.problem
     # one micro-batch in flight (GPipe's count with M = 1; 1F1B would cap the stages at M)
-    found = best_splits(problem, Pipeline(1, "gpipe"), cells=cells_for(2.0))
+    # every chain: its work is the cuts', as before chains were sized to the work
+    found = best_splits(problem, Pipeline(1, "gpipe"), cells=cells_for(2.0), every_chain=True)
     best: tuple[float, int, list[int], list[float]] | None = None
     for stages, split in sorted(found.items()):
         try:

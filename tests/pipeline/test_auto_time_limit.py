@@ -1,0 +1,64 @@
+"""`auto` under `objective pipeline` keeps to small time limits by sizing its phases from
+the limit and the graph's size, never by the clock: the split DP tries as many device
+chains per stage count as their fixed costs fit in its work (`splitdp.chains_within`).
+Before, it tried `MAX_CHAINS` whatever the limit: on 8 GPUs under `interleaved`
+(PipeDream's AlexNet profile, 23 units) `--time-limit 2` spent 1.6 s in the DP alone and
+2.3 s in all (a loaded 2-core machine); now 0.8 s and 1.3 s."""
+
+from __future__ import annotations
+
+import math
+
+from pipe_support import random_spec
+
+from planner.algorithms import Options, pipedp, run
+from planner.pipeline import splitdp
+
+INTERLEAVED = "interleaved; stages_per_device 2"
+
+
+def _problem():  # eight devices of random speeds: every chain is distinct
+    return random_spec(3, 24, 8, training=True, microbatches=8, schedule=INTERLEAVED,
+                       memories=(4000,))
+
+
+def test_small_limits_try_fewer_chains_the_default_all() -> None:
+    p = _problem()
+    assert p.pipeline is not None
+    full = splitdp.search_space(p, p.pipeline, splitdp.cells_for(10.0))
+    small = splitdp.search_space(p, p.pipeline, splitdp.cells_for(2.0))
+    tiny = splitdp.search_space(p, p.pipeline, splitdp.cells_for(1.0))
+    # the default limit (10 s) tries what it tried before: MAX_CHAINS per stage count
+    assert max(len(c) for c in full.chains.values()) == splitdp.MAX_CHAINS
+    assert full.tried == 171 and full.total == 109588
+    # 2 s and 1 s: fewer, the cuts the same (the cells size them, as before)
+    assert small.tried == 136 and max(len(c) for c in small.chains.values()) == 19
+    assert tiny.tried == 8 and all(len(c) <= 1 for c in tiny.chains.values())
+    assert list(small.cuts) == list(full.cuts) == list(tiny.cuts)
+    # what they were sized to: the fixed costs within their share of the work, one more
+    # chain per stage count not
+    assert _fixed(full, 19) <= splitdp.FIXED_SHARE * splitdp.cells_for(2.0) < _fixed(full, 20)
+    # at 1 s not even one chain each fits (its splits of 4 stages are enumerated): the
+    # least, one, is tried
+    assert splitdp.FIXED_SHARE * splitdp.cells_for(1.0) < _fixed(full, 1)
+
+
+def _fixed(full: splitdp.Space, per: int) -> float:
+    """The fixed costs of `per` chains per stage count (of those `full` tried), counted by
+    hand: each chain's DP passes, and under `interleaved` the splits enumerated."""
+    total = 0.0
+    for stages, chains in full.chains.items():
+        tried = min(per, len(chains))
+        total += splitdp.DP_PASSES * splitdp.PASS_CELLS * tried
+        splits = math.comb(len(full.cuts) - 2, stages - 1) * tried
+        if tried and stages > 1 and splits <= splitdp.MAX_ENUMERATED:
+            total += 2 * splitdp.SPLIT_CELLS * splits
+    return total
+
+
+def test_the_info_says_how_many_chains_a_small_limit_tried() -> None:
+    p = _problem()
+    small = pipedp.search_within(p, Options(time_limit_s=2.0), splitdp.cells_for(2.0))
+    assert small.solution.info["chains"] == "136 of 109588 tried"  # what auto's pipedp says
+    dp = run("pipedp", p, Options(time_limit_s=2.0)).info  # pipedp alone: every chain
+    assert dp["chains"] == "171 of 109588 tried"
