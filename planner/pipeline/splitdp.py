@@ -55,15 +55,6 @@ DP_PASSES = 7
 MAX_ENUMERATED = 20_000
 #: cells of one (starts x ends) block of the DP (numpy arrays of this many float64s)
 BLOCK_CELLS = 1 << 20
-#: the work, in cells, that one pass of the DP costs per chain whatever its cuts (its
-#: tables and numpy set-up: 0.35 ms idle), and that one enumerated split costs (the
-#: report's rules, `resource_loads` and `stage_bytes`: 45 us); at small limits these,
-#: not the cells, took the time (`--time-limit 2` on 8 GPUs under `interleaved`: 1.6 s
-#: of DP for AlexNet's 23 units)
-PASS_CELLS = 3e4
-SPLIT_CELLS = 4e3
-#: the share of the work the chains' fixed costs may take (`chains_within`)
-FIXED_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +124,16 @@ def _cuts_for(problem: Problem, chains: dict[int, list[tuple[int, ...]]],
     stage_rows = DP_PASSES * sum(s * len(c) for s, c in chains.items())
     most = max(2, int(math.sqrt(cells / max(stage_rows, 1))))
     return candidate_cuts(units(problem), min(MAX_UNITS, most))
+
+
+# The fixed costs `chains_within` sizes, beside it: at small limits these, not the cells,
+# took the time (`--time-limit 2` on 8 GPUs under `interleaved`: 1.6 s of DP for AlexNet's
+# 23 units). In cells: one pass of the DP per chain whatever its cuts (its tables and
+# numpy set-up: 0.35 ms idle), one enumerated split (the report's rules,
+# `resource_loads` and `stage_bytes`: 45 us); and the share of the work they may take.
+PASS_CELLS = 3e4
+SPLIT_CELLS = 4e3
+FIXED_SHARE = 0.5
 
 
 def chains_within(pipeline: Pipeline, listed: dict[int, int], cuts: int,
