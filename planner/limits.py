@@ -93,11 +93,17 @@ def configure(items: Sequence[str]) -> Limits:
     limits = parse_overrides(items)
     _active[0] = limits
     del _active[1:]
-    if items:
-        os.environ[ENV] = ",".join(items)
-    else:
-        os.environ.pop(ENV, None)
+    put_env(ENV, ",".join(items) or None)
     return limits
+
+
+def put_env(name: str, value: str | None) -> None:
+    """Set the environment variable `name` to `value`, or unset it where `value` is None
+    (how `ENV` and `ROOT_ENV` reach child processes, and are put back)."""
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,10 +125,7 @@ def restore(state: Saved) -> None:
     """Put back the limits of `saved()`: an open `using` block's among them, which can
     then end as it began."""
     _active[:] = state.stack
-    if state.env is None:
-        os.environ.pop(ENV, None)
-    else:
-        os.environ[ENV] = state.env
+    put_env(ENV, state.env)
 
 
 def items_of(limits: Limits) -> list[str]:

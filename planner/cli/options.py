@@ -35,12 +35,9 @@ def _set_limits(ctx: typer.Context, items: list[str] | None) -> list[str] | None
 
 def _set_root(ctx: typer.Context, folder: Path | None) -> Path | None:
     ctx.call_on_close(reset)
-    if folder is None:
-        os.environ.pop(ROOT_ENV, None)
-    elif not folder.is_dir():
+    if folder is not None and not folder.is_dir():
         raise typer.BadParameter(f"`{folder}` is not a folder")
-    else:
-        os.environ[ROOT_ENV] = str(folder.resolve())
+    limits.put_env(ROOT_ENV, None if folder is None else str(folder.resolve()))
     return folder
 
 
@@ -73,14 +70,11 @@ def reset() -> None:
     left as it was, so that it can end (it raised ValueError when the stack was emptied)."""
     if not _BEFORE:
         limits.configure([])
-        os.environ.pop(ROOT_ENV, None)
+        limits.put_env(ROOT_ENV, None)
         return
     saved, root = _BEFORE[-1]
     limits.restore(saved)
-    if root is None:
-        os.environ.pop(ROOT_ENV, None)
-    else:
-        os.environ[ROOT_ENV] = root
+    limits.put_env(ROOT_ENV, root)
 
 
 def end() -> None:

@@ -86,10 +86,7 @@ def run_with(settings: Settings, worker: Worker, point: Point, keep_plans: bool
              ) -> PointResult:
     """`worker(point, keep_plans)` under `settings` (in a worker process)."""
     limits.configure(settings.limits)
-    if settings.root is None:
-        os.environ.pop(ROOT_ENV, None)
-    else:
-        os.environ[ROOT_ENV] = settings.root
+    limits.put_env(ROOT_ENV, settings.root)
     return worker(point, keep_plans)
 
 
