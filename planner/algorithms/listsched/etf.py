@@ -157,7 +157,9 @@ def _kernel_case(inst: Instance, placer: Placer, prank: Sequence[int],
     arguments the kernel can index without checks (the Python engine raises IndexError on
     the others), and the kernel loaded, or worth loading (`ENGINE`, `KERNEL_MIN_OPS`);
     loads it then."""
-    if ENGINE == "reference" or placer.budget is not None or placer.placement is not None:
+    # the kernel keeps no budget, given placement or room for pinned ops (`reserve_pins`)
+    if ENGINE == "reference" or placer.budget is not None or placer.placement is not None \
+            or any(placer.pinned_left):
         return False
     if _kernel is None:
         if ENGINE != "kernel" and inst.n < _min_ops(favourite is not None):
