@@ -223,7 +223,7 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         sink.error("E505", f"the placement leaves {len(missing)} op(s) unplaced: {shown}{more}",
                    where("placement"), "place every op of the graph")
-    order = _read_order(problem, _order_of(data), sink, where)
+    order = _read_order(problem, order_of(data), sink, where)
     start = _read_start(problem, data.get("start_s"), sink, where)
     sink.raise_if_errors()
     return Plan(tuple(placement), order, start, str(data.get("algorithm", "")))
@@ -383,7 +383,7 @@ def _by_device(problem: Problem, raw: Mapping[str, Any], key: str, sink: Diagnos
         yield d, name, value
 
 
-def _order_of(data: Mapping[str, Any]) -> Any:
+def order_of(data: Mapping[str, Any]) -> Any:
     """A plan's `order`; a `--json` report's (no `format`, a `devices` list): each of its
     `devices` (`{"name", "ops"}`) and the ops it ran, in their order, whatever else its
     `order` is (an algorithm's field, such as pipeilp's stage order); None when neither."""

@@ -100,10 +100,7 @@ def _judge(d: PlanDiff, gate: float | None, have_spec: bool) -> list[Diagnostic]
     """W645 for a slower plan or one that violates the spec; E645 when it fails the gate;
     E644 when the gate lacks the figures it needs."""
     where = Span.start_of(d.new.file)
-    more = [w for w, on in (("the replicated stages regrouped", d.regrouped),
-                            ("the devices that recompute", d.recompute_changed)) if on]
-    hint = (f"look at the ops that moved{''.join(' and ' + w for w in more)}: `planner diff "
-            "OLD NEW` prints them",)
+    hint = (_what_changed(d),)
     if d.new.feasible is False and d.old.feasible is not False:  # whatever it costs
         why = (f"`planner simulate SPEC --placement {d.new.file}` lists its violations",)
         if gate is None:
@@ -135,6 +132,26 @@ def _judge(d: PlanDiff, gate: float | None, have_spec: bool) -> list[Diagnostic]
         return [Diagnostic("W645", f"the new plan is {_pct(pct)} slower than the old one "
                            f"({change})", where, severity=Severity.WARNING)]
     return []
+
+
+def _what_changed(d: PlanDiff) -> str:
+    """E645's hint: where to look, among what the review lists that did change."""
+    parts = [w for w, on in (("the ops that moved", d.moved),
+                             ("the devices whose order changed", d.reordered),
+                             ("the replicated stages regrouped", d.regrouped),
+                             ("the devices that recompute", d.recompute_changed)) if on]
+    if parts:
+        return (f"look at {', '.join(parts[:-1])}{' and ' if len(parts) > 1 else ''}"
+                f"{parts[-1]}: `planner diff OLD NEW` prints them")
+    unordered = [s.file for s in (d.old, d.new) if not s.order]
+    if unordered:
+        return (f"no op moved; {' and '.join(map(shown, unordered))} "
+                f"give{'s' if len(unordered) == 1 else ''} no order, so the simulator "
+                "chose one: `planner simulate SPEC --placement FILE --json` lists the ops each "
+                "device ran, in order")
+    return ("no op moved and no device's order changed: the two files' figures come from "
+            "what each run was judged on (its spec, its version of planner); diff plan files "
+            "with --spec SPEC to judge both on one")
 
 
 def _one_pass(d: PlanDiff, side: Side) -> bool:
@@ -175,7 +192,8 @@ def render_text(d: PlanDiff) -> str:
         lines.append("  (no finite makespan: a plan that does not finish on the spec)"
                      if "simulated" in (d.old.source, d.new.source) else
                      "  (figures need a simulation: give --spec SPEC)")
-    return "\n".join([*lines, *_op_lines(d), *_group_lines(d), *_device_lines(d)]) + "\n"
+    return "\n".join([*lines, *_op_lines(d), *_order_lines(d), *_group_lines(d),
+                      *_device_lines(d)]) + "\n"
 
 
 def _figure_rows(d: PlanDiff) -> list[tuple[str, str, str, str]]:
@@ -227,6 +245,14 @@ def _op_lines(d: PlanDiff) -> list[str]:
             lines.append(f"{label} {len(ops)} ops: " + ", ".join(map(shown, ops[:SHOWN]))
                          + more)
     return lines
+
+
+def _order_lines(d: PlanDiff) -> list[str]:
+    """The devices whose kept ops run in another order, and how many changed position."""
+    if not d.reordered:
+        return []
+    return [f"{len(d.reordered)} device(s) whose order changed:",
+            *(f"  {shown(dev)}: {n} of {m} ops changed position" for dev, n, m in d.reordered)]
 
 
 def _group_lines(d: PlanDiff) -> list[str]:

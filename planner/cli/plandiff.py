@@ -1,6 +1,10 @@
 """What changed between two plans: figures (makespan, bound, peak memory per device), the
 ops that moved, the devices whose load changed.
 
+A side's `order` (a plan file's, or the ops each device of a `--json` report ran) is
+compared too: a device whose kept ops run in another order is listed (`reordered`), with
+how many of them changed position, though no op moved.
+
 A side is read from a plan file (`solve --out`: a placement and an order, no figures), a
 `solve --json` / `simulate --json` document (figures in its `result`), or a bare
 `{"placement": {op: device}}`. With a spec, sides without figures are simulated (both,
@@ -30,7 +34,7 @@ from ..errors import Diagnostic, JsonSpans, Span, SpecError, UsageError
 from ..pipeline.bound import pipeline_bound
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.verdict import pipeline_breaks
-from ..plan import load_plan, load_recompute, load_replicas
+from ..plan import load_plan, load_recompute, load_replicas, order_of
 from ..simulate import simulate
 from ..spec.load import load_path
 from .runs import made_for, one_plan_of, parsed_json, problem_of
@@ -80,6 +84,8 @@ class Side:
     replicas: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: the devices that recompute their activations
     recompute: tuple[str, ...] = ()
+    #: each device's ops in the order the file gives (none: the simulator chooses)
+    order: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def placement(self) -> dict[str, str]:
@@ -129,6 +135,7 @@ def read_side(path: Path) -> Side:
                 data.get("plan") if isinstance(data.get("plan"), str) else None,
                 str(data.get("algorithm") or ""))
     side.replicas, side.recompute = _groups(data.get("replicas")), _names(data.get("recompute"))
+    side.order = _order(order_of(data))
     counts = _counts(side.placement)
     if _number(data.get("makespan_s")) is not None:
         side.source = "figures"
@@ -187,6 +194,15 @@ def _groups(raw: Any) -> dict[str, tuple[str, ...]]:
 def _names(raw: Any) -> tuple[str, ...]:
     """A file's `recompute` as written: its device names, sorted."""
     return tuple(sorted({n for n in raw if isinstance(n, str)})) if isinstance(raw, list) else ()
+
+
+def _order(raw: Any) -> dict[str, tuple[str, ...]]:
+    """A file's order as written (`load_plan` checks it against a spec): the devices whose
+    entry is a list of op names."""
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(k): tuple(v) for k, v in raw.items()
+            if isinstance(v, list) and all(isinstance(n, str) for n in v)}
 
 
 def _int(v: Any) -> int | None:
@@ -289,6 +305,9 @@ class PlanDiff:
     changed_devices: tuple[str, ...]
     #: (stage's device, old group, new group) for each replicated stage whose group changed
     regrouped: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    #: (device, ops that changed position, ops it keeps) for each device whose kept ops
+    #: (on it in both plans) run in another order
+    reordered: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def recompute_changed(self) -> bool:
@@ -325,6 +344,8 @@ class PlanDiff:
                 "added": list(self.added), "removed": list(self.removed),
                 "regrouped": [{"stage": k, "from": list(a), "to": list(b)}
                               for k, a, b in self.regrouped],
+                "reordered": [{"device": dev, "ops_changed_position": n, "ops_kept": m}
+                              for dev, n, m in self.reordered],
                 "recompute_changed": self.recompute_changed,
                 "devices_changed": list(self.changed_devices)}
 
@@ -351,7 +372,28 @@ def compare(old: Side, new: Side) -> PlanDiff:
                     or any(d in (x, y) for _, x, y in moved)
                     or roles_a.get(d) != roles_b.get(d))
     return PlanDiff(old, new, moved, tuple(op for op in b if op not in a),
-                    tuple(op for op in a if op not in b), devices, changed, regrouped)
+                    tuple(op for op in a if op not in b), devices, changed, regrouped,
+                    _reordered(old, new, devices))
+
+
+def _reordered(old: Side, new: Side, devices: tuple[str, ...]
+               ) -> tuple[tuple[str, int, int], ...]:
+    """(device, ops at another position, ops kept) for each device that both files give an
+    order of and whose kept ops (placed on it in both) run in another order; the ops that
+    moved to or from it change no position of the others."""
+    a, b = old.placement, new.placement
+    out = []
+    for dev in devices:
+        if dev not in old.order or dev not in new.order:
+            continue
+        was = [op for op in old.order[dev] if a.get(op) == dev == b.get(op)]
+        now = [op for op in new.order[dev] if a.get(op) == dev == b.get(op)]
+        if len(set(was)) != len(was) or sorted(was) != sorted(now):
+            continue  # an order that repeats or lacks an op: no position to compare
+        shifted = sum(x != y for x, y in zip(was, now, strict=True))
+        if shifted:
+            out.append((dev, shifted, len(was)))
+    return tuple(out)
 
 
 def roles(side: Side) -> dict[str, tuple[str, bool]]:
