@@ -139,7 +139,9 @@ def _what_changed(d: PlanDiff) -> str:
     parts = [w for w, on in (("the ops that moved", d.moved),
                              ("the devices whose order changed", d.reordered),
                              ("the replicated stages regrouped", d.regrouped),
-                             ("the devices that recompute", d.recompute_changed)) if on]
+                             ("the devices that recompute", d.recompute_changed),
+                             ("the devices added to or removed from the cluster",
+                              d.devices_added or d.devices_removed)) if on]
     if parts:
         return (f"look at {', '.join(parts[:-1])}{' and ' if len(parts) > 1 else ''}"
                 f"{parts[-1]}: `planner diff OLD NEW` prints them")
@@ -228,6 +230,8 @@ def _figure_rows(d: PlanDiff) -> list[tuple[str, str, str, str]]:
         pa, pb = a.memory_peak_bytes if a else None, b.memory_peak_bytes if b else None
         delta = "" if pa is None or pb is None or pa == pb else (
             ("+" if pb > pa else "-") + format_bytes(abs(pb - pa)))
+        delta = ("removed" if dev in d.devices_removed else "added" if dev in d.devices_added
+                 else delta)
         rows.append((f"peak memory {shown(dev)}", size(a), size(b), delta))
     return rows
 
@@ -275,6 +279,13 @@ def _device_lines(d: PlanDiff) -> list[str]:
              + (":" if d.changed_devices else "")]
     for dev in d.changed_devices:
         a, b = d.old.devices.get(dev), d.new.devices.get(dev)
+        if dev in d.devices_removed:
+            lines.append(f"  {shown(dev)}: removed from the cluster (had {a.ops if a else 0} "
+                         "ops)")
+            continue
+        if dev in d.devices_added:
+            lines.append(f"  {shown(dev)}: added to the cluster ({b.ops if b else 0} ops)")
+            continue
         text = f"  {shown(dev)}: {a.ops if a else 0} -> {b.ops if b else 0} ops"
         if a and b and a.busy_s is not None and b.busy_s is not None:
             text += f", busy {format_seconds(a.busy_s)} -> {format_seconds(b.busy_s)}"

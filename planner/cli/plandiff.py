@@ -95,6 +95,12 @@ class Side:
     def has_figures(self) -> bool:
         return self.makespan_s is not None
 
+    @property
+    def knows_cluster(self) -> bool:
+        """Whether `devices` are its cluster's, every one (a report's or a simulation's),
+        not only those a placement names."""
+        return self.source != "placement"
+
     def to_json(self) -> dict[str, Any]:
         return {"file": self.file, "plan": self.plan, "algorithm": self.algorithm,
                 "source": self.source, "makespan_s": self.makespan_s,
@@ -308,6 +314,9 @@ class PlanDiff:
     #: (device, ops that changed position, ops it keeps) for each device whose kept ops
     #: (on it in both plans) run in another order
     reordered: tuple[tuple[str, int, int], ...] = ()
+    #: the devices of one side's cluster only, where both sides know their cluster's
+    devices_added: tuple[str, ...] = ()
+    devices_removed: tuple[str, ...] = ()
 
     @property
     def recompute_changed(self) -> bool:
@@ -347,7 +356,9 @@ class PlanDiff:
                 "reordered": [{"device": dev, "ops_changed_position": n, "ops_kept": m}
                               for dev, n, m in self.reordered],
                 "recompute_changed": self.recompute_changed,
-                "devices_changed": list(self.changed_devices)}
+                "devices_changed": list(self.changed_devices),
+                "devices_added": list(self.devices_added),
+                "devices_removed": list(self.devices_removed)}
 
 
 def compare(old: Side, new: Side) -> PlanDiff:
@@ -367,13 +378,22 @@ def compare(old: Side, new: Side) -> PlanDiff:
                       for k in dict.fromkeys([*old.replicas, *new.replicas])
                       if old.replicas.get(k, (k,)) != new.replicas.get(k, (k,)))
     roles_a, roles_b = roles(old), roles(new)
+    came, gone = _only_in(new, old), _only_in(old, new)
     changed = tuple(d for d in devices
                     if _load_changed(old.devices.get(d, empty), new.devices.get(d, empty))
                     or any(d in (x, y) for _, x, y in moved)
-                    or roles_a.get(d) != roles_b.get(d))
+                    or roles_a.get(d) != roles_b.get(d) or d in gone or d in came)
     return PlanDiff(old, new, moved, tuple(op for op in b if op not in a),
                     tuple(op for op in a if op not in b), devices, changed, regrouped,
-                    _reordered(old, new, devices))
+                    _reordered(old, new, devices), came, gone)
+
+
+def _only_in(side: Side, other: Side) -> tuple[str, ...]:
+    """The devices of `side`'s cluster that `other`'s lacks, where both know their
+    cluster's (a placement names only the devices its ops use)."""
+    if not (side.knows_cluster and other.knows_cluster):
+        return ()
+    return tuple(d for d in side.devices if d not in other.devices)
 
 
 def _reordered(old: Side, new: Side, devices: tuple[str, ...]
