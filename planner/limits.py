@@ -4,7 +4,8 @@ A spec arrives in a pull request and `planner check` runs on it in CI; a few hun
 must not be able to ask for hours of CPU or gigabytes of memory. Each limit is enforced
 with a located diagnostic *before* the work or the memory it bounds is spent, and each
 can be raised on the command line (`--limit NAME=VALUE`, repeatable) or in code
-(`with limits.using(Limits(ops=2_000_000)): ...`). Depends on nothing of ours.
+(`with limits.using(Limits(ops=2_000_000)): ...`); a command run in-process inside such a
+block starts from its limits, its own `--limit` on top. Depends on nothing of ours.
 """
 
 from __future__ import annotations
@@ -87,13 +88,14 @@ def active() -> Limits:
     return _active[-1]
 
 
-def configure(items: Sequence[str]) -> Limits:
-    """Put the defaults with `NAME=VALUE` `items` in force for the rest of the process and
-    its child processes (the command line does this; `ValueError` on a bad item)."""
-    limits = parse_overrides(items)
+def configure(items: Sequence[str], base: Limits = DEFAULTS) -> Limits:
+    """Put `base` (the defaults unless given) with `NAME=VALUE` `items` in force for the
+    rest of the process and its child processes (the command line does this, from the
+    limits its caller has in force; `ValueError` on a bad item)."""
+    limits = parse_overrides(items, base)
     _active[0] = limits
     del _active[1:]
-    put_env(ENV, ",".join(items) or None)
+    put_env(ENV, ",".join(items_of(limits)) or None)
     return limits
 
 

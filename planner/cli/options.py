@@ -2,11 +2,14 @@
 
 `--limit NAME=VALUE` and `--root FOLDER`, the options of every command that loads specs,
 take effect while the command line is parsed (an option callback), before any file
-is read, reach `compare`'s worker processes with each point (`compare.executors.Settings`),
-and end with the command (`reset`, when its context closes and again when the command
-group returns, a usage error's included), so one command's `--limit` or `--root` never
-leaks into the next one run in the same process. Ending puts back what was in force before
-the command (`begin`): a caller's open `limits.using` block is left as it was.
+is read, on top of the limits in force as the command starts (for a command run
+in-process, its caller's: an open `limits.using` block's; else the defaults, or those a
+parent command passed on), reach `compare`'s worker processes with each point
+(`compare.executors.Settings`), and end with the command (`reset`, when its context
+closes and again when the command group returns, a usage error's included), so one
+command's `--limit` or `--root` never leaks into the next one run in the same process.
+Ending puts back what was in force before the command (`begin`): a caller's open
+`limits.using` block is left as it was.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..render.formats import OutputFormat
 def _set_limits(ctx: typer.Context, items: list[str] | None) -> list[str] | None:
     ctx.call_on_close(reset)  # they hold for this one command
     try:
-        limits.configure(items or [])
+        limits.configure(items or [], limits.active())  # the caller's, `using`'s included
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
     return items

@@ -104,3 +104,22 @@ def test_a_command_inside_a_callers_limits_using_puts_them_back(tmp_path: Path) 
         assert code == 2, err  # a usage error puts them back too
         assert limits.active() == mine
     assert limits.active() == limits.DEFAULTS
+
+
+def test_a_command_inside_a_callers_limits_using_starts_from_them(tmp_path: Path) -> None:
+    """Before: the command ran with the defaults and its own --limit, as if the caller's
+    `limits.using` block were not there: a 2-op spec passed `check` under Limits(ops=1),
+    which `planner.load` refuses (E011)."""
+    _, _, spec = _specs(tmp_path)
+    with limits.using(Limits(ops=1)):
+        code, out, _ = invoke(["check", str(spec), "--format", "json"], tmp_path)
+        assert code == 1 and [d["code"] for d in json.loads(out)["diagnostics"]] == ["E011"]
+        # the command's own --limit goes on top of the caller's limits, and ends with it
+        code, _, err = invoke(["check", str(spec), "--limit", "ops=2"], tmp_path)
+        assert code == 0, err
+        assert limits.active() == Limits(ops=1)
+    [(status, reason)] = _rows([str(spec), *PIPELINE], tmp_path)
+    assert status in VALID, reason
+    with limits.using(Limits(pipeline_copies=100)):  # and reach compare's workers
+        [(status, reason)] = _rows([str(spec), *PIPELINE], tmp_path)
+        assert status == "invalid" and "`pipeline_copies` limit (100, E016)" in reason
