@@ -44,6 +44,14 @@ def explicit(ctx: typer.Context, values: Mapping[str, object]) -> set[str]:
             and source.name in ("COMMANDLINE", "ENVIRONMENT")}
 
 
+def in_effect(values: Mapping[str, object]) -> dict[str, object]:
+    """`values` less the options ignored for want of the one they need (`NEEDS`), that
+    option being in `values` and off: what a spec's header records as the command that
+    made it (an ignored option made nothing of it)."""
+    return {name: value for name, value in values.items()
+            if not (name in NEEDS and NEEDS[name] in values and not values[NEEDS[name]])}
+
+
 def ignored(values: Mapping[str, object], given: set[str]) -> list[Diagnostic]:
     """W927 for each option in `given` whose needed option (`NEEDS`), an option of the same
     command (in `values`), is off."""

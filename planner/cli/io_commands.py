@@ -47,7 +47,7 @@ from ..units import format_bytes, format_bytes_of
 from ..workload import Imported, PlanDef, plan_origin, render_cluster
 from .clashes import check_clashes, shared_import, two_clusters
 from .guard import guard
-from .ignored import CONTEXT, warn_ignored
+from .ignored import CONTEXT, in_effect, warn_ignored
 from .options import CaptureOption, ExampleOption, InputOption, LimitOption
 
 import_app = typer.Typer(help="Make a .plan spec from a model file.", no_args_is_help=True,
@@ -110,13 +110,12 @@ class SpecOptions:
     limit: LimitOption = None
 
     def recorded(self) -> dict[str, object]:
-        """The options as the spec's header records them: defaults left out, and
-        `--optimizer` only with `--training` (it means nothing without)."""
-        given = {f.name: value for f in fields(self)
-                 if (value := getattr(self, f.name)) not in (f.default, IMPLIED.get(f.name))}
-        if not self.training:
-            given.pop("optimizer", None)
-        return given
+        """The options as the spec's header records them: defaults left out, and those
+        ignored without another (`--optimizer` without `--training`, `--times-kind`
+        without `--times`: W927) too, as they made nothing of the spec."""
+        kept = in_effect({f.name: getattr(self, f.name) for f in fields(self)})
+        return {f.name: kept[f.name] for f in fields(self)
+                if f.name in kept and kept[f.name] not in (f.default, IMPLIED.get(f.name))}
 
 
 #: the value a `SpecOptions` field of default None stands for wherever it applies alike
@@ -496,13 +495,13 @@ def import_torch_command(
 ) -> None:
     """Import a PyTorch model (torch.export, or torch.fx): one op per node or per module
     call, module paths as names."""
-    command = _command(["import", "torch", model], {
+    command = _command(["import", "torch", model], in_effect({
         "input": inputs, "example": example, "capture": _nondefault(capture, "auto"),
         "granularity": _nondefault(granularity, "op"),
         "device_profile": _nondefault(device_profile, SpecOptions.device_profile),
-        "measure": measure, "kind": kind, "warmup": warmup if measure and warmup != 3 else None,
-        "repeat": repeat if measure and repeat != 10 else None, "threads": threads,
-        **options.recorded(), "o": output})
+        "measure": measure, "kind": kind, "warmup": _nondefault(warmup, 3),
+        "repeat": _nondefault(repeat, 10), "threads": threads,  # all four need --measure
+        **options.recorded(), "o": output}))
 
     def make() -> Imported:
         return import_torch(model, inputs or (), example, device_profile, measure, kind,
@@ -512,7 +511,7 @@ def import_torch_command(
     _run(make, output, options, ("MODEL", target_file(model)))
 
 
-def _nondefault(value: str, default: str) -> str | None:
+def _nondefault(value: object, default: object) -> object | None:
     return None if value == default else value
 
 

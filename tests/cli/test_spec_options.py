@@ -7,6 +7,8 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
+
 from .helpers import ROOT, invoke
 
 PROFILE = ROOT / "tests" / "io" / "fixtures" / "pipedream_small.txt"
@@ -92,10 +94,28 @@ def test_an_import_takes_its_groups_only(tmp_path: Path) -> None:
                      "--contention", "--limit", "--times", "--times-kind", "--help"]
     code, _, err = invoke(["import", "pipedream", str(PROFILE), "--training", "--times-kind",
                            "gpu", "-o", "p.plan"], tmp_path)
-    assert code == 0, err
-    assert _recorded(tmp_path / "p.plan") == (
-        f"planner import pipedream {shlex.quote(str(PROFILE))} --training --times-kind gpu "
-        "-o p.plan")
+    assert code == 0 and "W927" in err, err
+    assert _recorded(tmp_path / "p.plan") == (  # ignored without --times: not recorded
+        f"planner import pipedream {shlex.quote(str(PROFILE))} --training -o p.plan")
+
+
+def test_options_ignored_with_w927_are_left_out_of_the_header(tmp_path: Path) -> None:
+    """Before: `import torch --kind gpu --threads 2` without `--measure` warned W927 that
+    both were ignored, and its header recorded them as if they had made the spec."""
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    (tmp_path / "lin.py").write_text("import torch\nmodel = torch.nn.Linear(4, 2)\n")
+    args = ["import", "torch", "lin.py:model", "--input", "1x4"]
+    code, _, err = invoke([*args, "--kind", "gpu", "--threads", "2", "--warmup", "5",
+                           "-o", "t.plan"], tmp_path)
+    assert code == 0 and err.count("warning[W927]") == 3, err
+    assert _recorded(tmp_path / "t.plan") == "planner import torch lin.py:model --input 1x4 " \
+                                             "-o t.plan"
+    code, _, err = invoke([*args, "--measure", "cpu", "--kind", "gpu", "--threads", "1",
+                           "--repeat", "2", "-o", "m.plan"], tmp_path)
+    assert code == 0 and "W927" not in err, err
+    assert _recorded(tmp_path / "m.plan") == (
+        "planner import torch lin.py:model --input 1x4 --measure cpu --kind gpu --repeat 2 "
+        "--threads 1 -o m.plan")
 
 
 def test_the_limit_a_hint_names_is_taken_by_every_command_that_loads_a_spec(
