@@ -442,8 +442,9 @@ def simulate(
         check_outputs({"--trace": trace}, [("SPEC", spec), ("--placement", placement),
                                             ("--stages", stages)], stdout=JSON_STDOUT)
         loaded = _load_noting(spec, report, {"--trace": trace})
-        problem = problem_of(loaded, plan_named(loaded, plan, placement or stages))
-        the_plan, groups, again = given_plan(loaded, problem, placement, stages)
+        name, parsed = plan_named(loaded, plan, placement or stages)  # read once, if here
+        problem = problem_of(loaded, name)
+        the_plan, groups, again = given_plan(loaded, problem, placement, stages, parsed)
         from ..pipeline.hybrid import replica_names  # lazy: start-up
         from ..plan import layout_json  # lazy: start-up
 

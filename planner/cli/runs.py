@@ -97,13 +97,19 @@ def check_imports_kept(outputs: Mapping[str, Path | None], loaded: Loaded) -> No
     check_outputs(outputs, [("SPEC's import", file) for file in loaded.sources])
 
 
-def given_plan(loaded: Loaded, problem: Problem, placement: Path | None, stages: Path | None
+#: a placement or stages file as `parsed_json` read it: its shown name, text and JSON value
+Parsed = tuple[str, str, Any]
+
+
+def given_plan(loaded: Loaded, problem: Problem, placement: Path | None, stages: Path | None,
+               parsed: Parsed | None = None
                ) -> tuple[Plan, Mapping[int, tuple[int, ...]], tuple[str, ...]]:
     """The plan `simulate` runs, its replicated stages' groups and the devices that
     recompute: a stages file's layout (`io.stages`), a placement or plan file (a pipeline
-    plan's `replicas` and `recompute` with it), or the spec's `place`/`pin` statements."""
+    plan's `replicas` and `recompute` with it), or the spec's `place`/`pin` statements;
+    `parsed`: that file, where `plan_named` read it (it is read once)."""
     if stages is None:
-        return read_placed(problem, placement, loaded.spec.plans) if placement else (
+        return read_placed(problem, placement, loaded.spec.plans, parsed) if placement else (
             _placement_from_spec(problem), {}, ())
     if problem.pipeline is None:
         raise UsageError(Diagnostic(
@@ -111,19 +117,21 @@ def given_plan(loaded: Loaded, problem: Problem, placement: Path | None, stages:
             "`objective makespan`", loaded.locations.plans.get(problem.name),
             (f"give plan `{problem.name}` `objective pipeline` (with its `microbatches`)",
              "or simulate one pass of a placement: --placement FILE")))
-    from ..io.stages import read_stages  # lazy: start-up
+    from ..io.stages import parse_stages, read_stages  # lazy: start-up
 
-    layout = read_stages(problem, stages, display_path(stages.resolve()))
+    layout = (parse_stages(problem, parsed[1], parsed[0]) if parsed else
+              read_stages(problem, stages, display_path(stages.resolve())))
     return layout.plan, layout.replicas, layout.recompute
 
 
-def read_placed(problem: Problem, path: Path, plans: Collection[str] = ()
+def read_placed(problem: Problem, path: Path, plans: Collection[str] = (),
+                parsed: Parsed | None = None
                 ) -> tuple[Plan, dict[int, tuple[int, ...]], tuple[str, ...]]:
     """A placement file's plan, with a plan file's `replicas` (a hybrid pipeline's groups,
     by representative device) and `recompute` (the devices that recompute, by name); a
     `--json` document's report reads as its plan. A file made for another of the spec's
-    `plans`, or for another graph, is E516 (`made_for`)."""
-    shown, text, data = parsed_json(path)
+    `plans`, or for another graph, is E516 (`made_for`). `parsed`: the file, already read."""
+    shown, text, data = parsed or parsed_json(path)
     from ..io.device_map import looks_like_device_map, placement_from_device_map  # start-up
 
     if looks_like_device_map(data):  # an accelerate device_map {module path: device}
@@ -154,16 +162,18 @@ def parsed_json(path: Path, code: str = "E500") -> tuple[str, str, Any]:
         ) from None
 
 
-def plan_named(loaded: Loaded, plan: str | None, placement: Path | None) -> str | None:
+def plan_named(loaded: Loaded, plan: str | None, placement: Path | None
+               ) -> tuple[str | None, Parsed | None]:
     """The plan `simulate` runs: `--plan`, else, for a spec of several plans, the one the
     placement (or `--stages`) file names (its "plan", as `diff` reads it; `solve --json`'s
-    report's too), else None (the spec's only plan, or E602). A `--plan` a placement file
-    contradicts is `made_for`'s E516."""
+    report's too), else None (the spec's only plan, or E602); and the file, if read for
+    that (`given_plan` reads it no more). A `--plan` it contradicts is `made_for`'s E516."""
     if plan is not None or placement is None or len(loaded.spec.plans) < 2:
-        return plan
-    body, _ = in_envelope(parsed_json(placement)[2])
+        return plan, None
+    parsed = parsed_json(placement)
+    body, _ = in_envelope(parsed[2])
     named = body.get("plan") if isinstance(body, Mapping) else None
-    return named if isinstance(named, str) and named in loaded.spec.plans else None
+    return (named if isinstance(named, str) and named in loaded.spec.plans else None), parsed
 
 
 def made_for(problem: Problem, body: Any, plans: Collection[str], where: JsonSpans) -> None:

@@ -170,3 +170,31 @@ def test_simulate_runs_the_plan_its_stages_file_names(tmp_path: Path) -> None:
     (tmp_path / "bare.json").write_text(json.dumps([{"ops": ["a", "b"], "devices": ["gpu0"]}]))
     assert "several plans" in _e602(["simulate", "s.plan", "--stages", "bare.json"],
                                     tmp_path)["message"]
+
+
+def test_simulate_reads_the_file_that_names_its_plan_once(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: `simulate s.plan --placement serve.json` (no --plan) read and parsed the
+    file twice: once for the plan it names (`runs.plan_named`), once for its plan. So did
+    `--stages`."""
+    from planner.spec import load
+
+    code, _, err = invoke(["solve", "s.plan", "--plan", "serve", "--algo", "single",
+                           "--out", "serve.json"], folder)
+    assert code == 0, err
+    (folder / "p.plan").write_text(PIPE)
+    (folder / "stages.json").write_text(json.dumps(
+        {"plan": "piped", "stages": [{"ops": ["a", "b"], "devices": ["gpu1"]}]}))
+    real, reads = load.read_source, []
+
+    def counted(path: Path, shown: str, at: object = None) -> str:
+        reads.append(Path(path).name)
+        return real(path, shown, at)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(load, "read_source", counted)
+    for spec, option, file, plan in (("s.plan", "--placement", "serve.json", "serve"),
+                                     ("p.plan", "--stages", "stages.json", "piped")):
+        reads.clear()
+        code, out, err = invoke(["simulate", spec, option, file, "--json"], folder)
+        assert code == 0 and json.loads(out)["result"]["plan"] == plan, (out, err)
+        assert reads.count(file) == 1, reads
