@@ -285,6 +285,27 @@ def test_the_kernel_holds_an_output_until_its_transfer_ends() -> None:
     assert ev.makespan([0, 0, 1, 0, 0]) == math.inf
 
 
+def test_the_kernel_frees_an_output_read_only_elsewhere_when_its_transfer_ends() -> None:
+    # a [0,1] on d0 feeds only c on d1 (3 MB over [1,4]); c [4,5] feeds d [5,6] on d0,
+    # which allocates 3 MB: a's output is freed at 4, so d0 peaks at 3 MB and a 5 MB
+    # device holds it (`simulate`'s hand case, tests/test_simulate.py; 6 MB before). With
+    # x on d2, which d0 cannot reach, a's output is owed there and never freed: 6 MB.
+    ops = (Op("a", time_s=1e-3, output_bytes=3 * MB), Op("c", time_s=1e-3),
+           Op("d", time_s=1e-3, output_bytes=3 * MB), Op("e", time_s=1e-3),
+           Op("x", time_s=1e-3))
+    g = Graph("g", ops, (Edge(0, 1, 3 * MB), Edge(1, 2, 0), Edge(2, 3, 3 * MB),
+                         Edge(0, 4, 3 * MB)))
+    devs = (Device("d0", 5 * MB), Device("d1", 1 << 30), Device("d2", 1 << 30))
+    links = (Link(0, 1, 1e9), Link(1, 0, 1e9), Link(1, 2, 1e9), Link(2, 1, 1e9))
+    p = Problem("p", g, Cluster("c", devs, links), memory_model="liveness")
+    ev = Evaluator(p, backend="numba" if fastsim.numba_available() else "reference")
+    for place, peak in (([0, 1, 0, 0, 1], 3 * MB), ([0, 1, 0, 0, 2], 6 * MB)):
+        ref = check(ev, place)
+        assert ref.memory_peak_bytes[0] == peak
+        r = ev.run(place)
+        assert r.memory_peak_bytes[0] == peak and (r.feasible == (peak == 3 * MB))
+
+
 def test_priority_keeps_an_order_valid_when_ops_move() -> None:
     p = planner.load(ROOT / "specs" / "resnet.plan").plan()
     ev = evaluator(p)

@@ -273,8 +273,8 @@ def test_liveness_received_copy_lives_from_transfer_start_to_last_consumer() -> 
     r = run(p)
     assert r.memory_timeline[1] == ((0.0, 0), (pytest.approx(1 * MS), 2 * MB),
                                     (pytest.approx(5 * MS), 0))
-    # a's output is allocated at 0 and never freed: it has no consumer on d0
-    assert r.memory_timeline[0] == ((0.0, 2 * MB),)
+    # a's output is allocated at 0 and freed when its transfer, its last read, ends at 3
+    assert r.memory_timeline[0] == ((0.0, 2 * MB), (pytest.approx(3 * MS), 0))
 
 
 SENT_WHILE_FREED = ("op a { time 1 ms output 3 MB }\nop b { time 1 ms }\nop c { time 1 ms }\n"
@@ -295,6 +295,38 @@ def test_liveness_holds_an_output_until_its_transfer_ends() -> None:
                                     (pytest.approx(4 * MS), 0))
     assert r.memory_peak_bytes[0] == 6 * MB
     assert kinds(r) == ["memory"] and not r.feasible  # d0 holds 5 MB
+
+
+SENT_ONLY = ("op a { time 1 ms output 3 MB }\nop c { time 1 ms }\n"
+             "op d { time 1 ms output 3 MB }\nop e { time 1 ms }\na -> c -> d -> e")
+
+
+def test_liveness_frees_an_output_read_only_elsewhere_when_its_transfer_ends() -> None:
+    # a [0,1] on d0, its 3 MB read only by c on d1: sent over [1,4], then freed (it was
+    # held forever). c [4,5] sends d nothing (0 B at 5); d [5,6] allocates 3 MB on d0:
+    # 3 MB at most there, within a 5 MB cap (6 MB and a memory violation before).
+    cluster = CLUSTER.replace("1 GB }", "5 MB }")
+    p = load(SENT_ONLY, "place a, d, e on d0; place c on d1\nmemory liveness", cluster)
+    r = run(p)
+    assert times(p, r, "d") == pytest.approx((5, 6))
+    assert r.memory_timeline[0] == ((0.0, 3 * MB), (pytest.approx(4 * MS), 0),
+                                    (pytest.approx(5 * MS), 3 * MB), (pytest.approx(7 * MS), 0))
+    assert r.memory_timeline[1] == ((0.0, 0), (pytest.approx(1 * MS), 3 * MB),
+                                    (pytest.approx(5 * MS), 0))
+    assert r.memory_peak_bytes == (3 * MB, 3 * MB, 0) and r.feasible
+
+
+def test_liveness_keeps_an_output_whose_transfer_never_happens() -> None:
+    # a feeds c on d1 (sent over [1,4]) and x on d2, which no link reaches: x never runs,
+    # so a's output, still owed to d2, is never freed; d [5,6] on d0 adds its 3 MB to it.
+    # (the language rejects clusters with unlinked pairs; a hand-built problem can have one)
+    p = load(SENT_ONLY + "\nop x { time 1 ms }\na -> x",
+             "place a, d, e on d0; place c on d1; place x on d2\nmemory liveness")
+    kept = tuple(lk for lk in p.cluster.links if {lk.src, lk.dst} != {0, 2})
+    r = run(p, cluster=dataclasses.replace(p.cluster, links=kept))
+    assert kinds(r) == ["no_link"]
+    assert r.memory_timeline[0] == ((0.0, 3 * MB), (pytest.approx(5 * MS), 6 * MB),
+                                    (pytest.approx(7 * MS), 3 * MB))
 
 
 # -- violations -----------------------------------------------------------------------

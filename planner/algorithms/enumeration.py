@@ -5,7 +5,7 @@ Why this and not a liveness-aware model: every other algorithm checks memory by 
 accounting first (the list schedulers, whose liveness fallback is one contiguous split;
 the exact models, which count static memory, stricter than the liveness peaks), and
 `search` starts from their plans. A valid liveness plan can hold more than any device by
-static accounting (outputs freed when their last consumer on the device finishes, a
+static accounting (outputs freed once their consumers on the device and transfers end, a
 temp when its op ends), so on small instances all
 of them can miss it and `auto` raised E818 where a plan exists. The simulator is the only
 model of the liveness peaks, so the one complete method that needs no second model of

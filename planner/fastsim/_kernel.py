@@ -286,19 +286,20 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
     """Per device, the highest level of live bytes over a run (buffers on [alloc, free)).
 
     Params are live from t = 0; an op's output from its start to the last end of its
-    consumers on its device or, when later, of its transfers (never freed without a
-    consumer there), its temp from start to end; a
-    received copy from its transfer's start to the last end of its consumers there. At one
-    instant frees and allocations net out, so the peak is the highest level after an
-    instant; where zero-time ops run, also that level less what the op starting after
-    them allocates, plus the buffers freed there that they read and their largest temp
-    (`simulate.memory._zero_time_extra`).
+    consumers on its device and of its transfers that carry bytes (`simulate.memory._frees`:
+    never without either, nor while a transfer it owes never happens), its temp from start
+    to end; a received copy from its transfer's start to the last end of its consumers
+    there. At one instant frees and allocations net out, so the peak is the highest level
+    after an instant; where zero-time ops run, also that level less what the op starting
+    after them allocates, plus the buffers freed there that they read and their largest
+    temp (`simulate.memory._zero_time_extra`).
 
     Nearly no sort: a device runs its ops one after another (`run`), so their starts and
     ends come in that order, and a free happens at the end of an op on the device (the
-    buffer's last consumer there), but an output still being sent then, freed as its last
-    transfer ends (`late`, sorted per device). Copies arrive in start order except under
-    `link` contention, where an insertion sort puts the few stragglers back.
+    buffer's last consumer there), but an output still being sent then or with no consumer
+    there, freed as its last transfer ends (`late`, sorted per device). Copies arrive in
+    start order except under `link` contention, where an insertion sort puts the few
+    stragglers back.
     """
     n = place.shape[0]
     n_tr = tr_i.shape[0]
@@ -306,11 +307,14 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
     down = np.zeros(n, np.int64)  # bytes freed at end[i]
     read = np.zeros(n, np.int64)  # of those, bytes a zero-time op ending then reads
     base = np.zeros(m, np.int64)
-    sent = np.full(n, -1.0)  # per op, when its last transfer ends
+    sent = np.full(n, -1.0)  # per op, when its last transfer that carries bytes ends
+    n_sent = np.zeros(n, np.int64)  # per op, its transfers (one per consuming device)
     for r in range(n_tr):
+        n_sent[tr_i[r, 0]] += 1
         if tr_i[r, 3] > 0 and tr_t[r, 1] > sent[tr_i[r, 0]]:
             sent[tr_i[r, 0]] = tr_t[r, 1]
-    late = np.full(n, -1.0)  # per op, when its output is freed after its last consumer
+    late = np.full(n, -1.0)  # per op, when its last transfer frees its output (-1: not so)
+    seen = np.full(m, -1, np.int64)
     for i in range(n):
         d = place[i]
         if d < 0:
@@ -319,11 +323,13 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
         if not np.isfinite(start[i]):
             continue
         last = _last_consumer(i, d, place, end, succ_ptr, succ_dst)
-        if last >= 0 and sent[i] > end[last] and output[i] > 0:
+        if _owes(i, d, place, succ_ptr, succ_dst, seen) > n_sent[i]:
+            last = -2  # a transfer it owes never happens (no link): never freed
+        if last > -2 and sent[i] > (end[last] if last >= 0 else start[i]) and output[i] > 0:
             up[i] += output[i]
             late[i] = sent[i]
         else:
-            _account(up, down, i, last, output[i], start[i], end)
+            _account(up, down, i, max(last, -1), output[i], start[i], end)
         _account(up, down, i, i, temp[i], start[i], end)
         if (late[i] < 0 and last >= 0 and output[i] > 0
                 and _zero_time_reader(i, d, end[last], place, start, end, succ_ptr,
@@ -418,7 +424,7 @@ def liveness_peaks(place, m, start, end, run, succ_ptr, succ_dst, params, output
 @njit(cache=True)
 def _late_frees(place, m, late, output):
     """Per device (`ptr` into times and bytes), the outputs freed as their last transfer
-    ends, after their last consumer there, in time order."""
+    ends (after their last consumer there, or without one), in time order."""
     ptr = np.zeros(m + 1, np.int64)
     for i in range(place.shape[0]):
         if late[i] >= 0:
@@ -451,6 +457,19 @@ def _last_consumer(i, d, place, end, succ_ptr, succ_dst):
         if place[j] == d and (last < 0 or end[j] > end[last]):
             last = j
     return last
+
+
+@_leaf
+def _owes(i, d, place, succ_ptr, succ_dst, seen):
+    """How many other devices hold a consumer of op i on device d (`seen`: scratch per
+    device, left marked with i)."""
+    count = 0
+    for q in range(succ_ptr[i], succ_ptr[i + 1]):
+        dj = place[succ_dst[q]]
+        if dj >= 0 and dj != d and seen[dj] != i:
+            seen[dj] = i
+            count += 1
+    return count
 
 
 @_leaf

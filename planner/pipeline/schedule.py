@@ -45,8 +45,7 @@ simulation of the copies (op i of micro-batch m is op i + m * n there), for the 
 report's micro-batch timeline.
 
 Memory is the split model's (`split.stage_bytes`), not the simulator's: a copy of the
-graph per micro-batch would count each copy's params, and the liveness model keeps a
-tensor sent to another device for good.
+graph per micro-batch would count each copy's params.
 """
 
 from __future__ import annotations

@@ -39,9 +39,10 @@ Semantics
 - **Memory.** `static`: `cost.static_memory` (params and outputs of a device's ops, each
   tensor it receives once, its largest temp). `liveness`: params are resident from t=0;
   an op's output and temp are allocated at its start; the temp is freed at its end; the
-  output is freed when the last consumer on the same device finishes, or when its last
-  transfer to another device ends if that is later (a transfer reads it until then;
-  never, without a consumer on the device); a received copy is allocated when its
+  output is freed once nothing reads it: when its last consumer on the same device and
+  its last transfer that carries bytes (which reads it until it ends) have both ended,
+  whichever it has (never with neither, as a sink, nor while a transfer it owes never
+  happens: no link; `memory._frees`); a received copy is allocated when its
   transfer starts and freed when the last consumer of it there finishes. Each buffer
   occupies memory on the half-open interval [allocated, freed): at one instant frees
   happen before allocations. But a zero-time op holds its temp, its output and its

@@ -58,7 +58,7 @@ def liveness(problem: Problem, place: list[int], run: Run
     tr_src = np.array(run.tr_src, dtype=np.int64)
     tr_dd = np.array(run.tr_dd, dtype=np.int64)
     tr_start = np.array(run.tr_start, dtype=float)
-    out_free, tr_free = _frees(cols, pl, end, run, m)
+    out_free, tr_free = _frees(cols, pl, start, end, run, m)
     # buffers: device, alloc, free, bytes, op
     dev = np.concatenate([pl[runs], pl[runs], tr_dd])
     alloc = np.concatenate([start[runs], start[runs], tr_start])
@@ -108,16 +108,21 @@ def liveness(problem: Problem, place: list[int], run: Run
     return peaks, timelines, live
 
 
-def _frees(cols: Columns, pl: np.ndarray, end: np.ndarray, run: Run, m: int
-           ) -> tuple[np.ndarray, np.ndarray]:
+def _frees(cols: Columns, pl: np.ndarray, start: np.ndarray, end: np.ndarray, run: Run,
+           m: int) -> tuple[np.ndarray, np.ndarray]:
     """When each op's output is freed (`inf`: never) and each received copy (`run`'s
-    transfers, in order): an output after its last consumer on its device, and after its
-    last transfer, which reads it until it ends; a copy after its last consumer there."""
+    transfers, in order). An output once nothing reads it: after its last consumer on its
+    device and after its last transfer that carries bytes, which reads it until it ends;
+    never without either, nor while a transfer it owes never happens (no link: fewer
+    transfers than consuming devices). One sent in no time by an op that takes none is
+    kept too (a buffer of no length would leave its instant out). A copy after its last
+    consumer there."""
     src, dst = cols.src, cols.dst
+    n = len(pl)
     # per producer, the last end of its consumers on its own device (-1: none there)
     d_src, d_dst = pl[src], pl[dst]
     local = (d_dst >= 0) & (d_src == d_dst)
-    last_local = np.full(len(pl), -1.0)
+    last_local = np.full(n, -1.0)
     np.maximum.at(last_local, src[local], end[dst[local]])
     # per (producer, other device), the last end of its consumers there
     remote = (d_dst >= 0) & (d_src != d_dst)
@@ -127,9 +132,12 @@ def _frees(cols: Columns, pl: np.ndarray, end: np.ndarray, run: Run, m: int
     np.maximum.at(last_remote, inv, end[dst[remote]])
     tr_src = np.array(run.tr_src, dtype=np.int64)
     sent = np.array(run.tr_bytes, dtype=np.int64) > 0
-    last_sent = np.full(len(pl), -1.0)
+    last_sent = np.full(n, -1.0)
     np.maximum.at(last_sent, tr_src[sent], np.array(run.tr_end, dtype=float)[sent])
-    out_free = np.where(last_local >= 0.0, np.maximum(last_local, last_sent), INF)
+    owed = np.bincount(uniq // m, minlength=n) > np.bincount(tr_src, minlength=n)
+    last = np.maximum(last_local, last_sent)
+    read = (last_local >= 0.0) | (last_sent > start)
+    out_free = np.where(read & ~owed, last, INF)
     tr_dd = np.array(run.tr_dd, dtype=np.int64)
     tr_free = (last_remote[np.searchsorted(uniq, tr_src * m + tr_dd)]
                if len(tr_src) else np.zeros(0))
