@@ -197,3 +197,28 @@ def test_mtopos_walk_retries_with_budgets() -> None:
     assert solution.info["budget_bytes"] == (69 * MIB, 69 * MIB)  # the even share
     result = check_plan(problem, solution.plan)
     assert max(result.memory_peak_bytes) <= 98 * MIB
+
+
+def _gib_case(sizes: tuple[tuple[int, int], ...], edges: tuple[tuple[int, int], ...],
+              caps: tuple[int, ...], pins: dict[int, int]) -> Problem:
+    # ops of (params, output) MiB; each edge carries its producer's output
+    ops = tuple(Op(f"o{i}", 1e-3, params_bytes=p * MIB, output_bytes=o * MIB)
+                for i, (p, o) in enumerate(sizes))
+    devs = tuple(Device(f"gpu{d}", c * MIB) for d, c in enumerate(caps))
+    links = tuple(Link(a, b, 25e9) for a in range(len(caps)) for b in range(len(caps)) if a != b)
+    return Problem("p", Graph("g", ops, tuple(Edge(s, d, sizes[s][1] * MIB) for s, d in edges)),
+                   Cluster("c", devs, links), pins=pins)
+
+
+@pytest.mark.parametrize("algorithm", (*LIST_SCHEDULERS, "mtopo", "roundrobin"))
+def test_retries_keep_room_for_the_copies_a_pinned_op_receives(algorithm: str) -> None:
+    # o0 -> o1 -> o2 -> o3 on two 12.3 GiB GPUs, o3 (5,001 MiB) pinned to gpu0 and
+    # receiving 4,393 MiB from o2: every pass put o1 (6,001 MiB) on gpu0, where o3's own
+    # room was kept but not its copy (o2 then went to gpu1, and o3 was 2.74 GiB short).
+    # The only plans put o2 beside o3 on gpu0 (12,394 of 12,595 MiB)
+    problem = _gib_case(((0, 1), (6000, 1), (3000, 4393), (5000, 1)),
+                        ((0, 1), (1, 2), (2, 3)), (12595, 12595), {3: 0})
+    solution = run(algorithm, problem)  # E704 before, after every pass
+    assert solution.plan.placement == (1, 1, 0, 0)
+    result = check_plan(problem, solution.plan)
+    assert max(result.memory_peak_bytes) <= 12595 * MIB

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ...cost import StaticMemoryTracker
 from .instance import Instance
+from .room import HeldRoom
 
 __all__ = ["Placer", "Stuck"]
 
@@ -37,10 +38,11 @@ class Placer:
     choice; an op whose device is forced (pinned, or its colocation group bound) may use the
     device's whole memory, so room kept back by the budget serves the forced ops. With
     `placement` every op's device is given (a placement found by another rule), and only
-    that device is allowed. With `reserve_pins` the params and outputs of the ops pinned to a
-    device (outside colocation groups) are held there until they are placed: an op fits only
-    where it leaves them that room, a condition every plan meets, so a pass that succeeds
-    without it runs the same with it.
+    that device is allowed. With `reserve_pins` the room of the ops that must go to a device
+    (pinned there outside colocation groups, or fitting nowhere else) and of the copies they
+    receive is held there until they are placed (`room.HeldRoom`): an op fits only where it
+    leaves that room, a condition every plan meets, so a pass that succeeds without it runs
+    the same with it.
     """
 
     def __init__(self, inst: Instance, budget: Sequence[int] | None = None,
@@ -61,14 +63,12 @@ class Placer:
         # per bound group the largest temp among its unplaced members
         self.res_po = [0] * inst.m
         self.res_temp: list[dict[int, int]] = [{} for _ in range(inst.m)]
-        #: with `reserve_pins` (the retries of `memory_passes`), per device the params and
-        #: outputs of the ops pinned there (outside colocation groups) not placed yet: no
-        #: op may take the room they will need (`fits`)
-        self.pinned_left = [0] * inst.m
-        if reserve_pins:
-            for i, d in enumerate(inst.pin):
-                if d >= 0 and inst.group_of[i] < 0:
-                    self.pinned_left[d] += inst.po[i]
+        #: with `reserve_pins` (the retries of `memory_passes`), the room held on each
+        #: device for the ops that must go there and the copies they receive (`room`): no
+        #: op may take it (`fits`)
+        self.room = HeldRoom(inst, self.tracker) if reserve_pins else None
+        #: per device, the bytes held there (all 0 without `reserve_pins`)
+        self.pinned_left = [0] * inst.m if self.room is None else self.room.total
 
     def allowed(self, i: int) -> tuple[int, ...]:
         """The devices op `i` may go to now."""
@@ -111,13 +111,9 @@ class Placer:
         if self.unbounded:
             return True
         need = self.need(i, d)
-        left = self.pinned_left[d]
-        if left:  # the room of the ops pinned to `d`: a plan needs it there
-            inst = self.inst
-            if inst.pin[i] == d and inst.group_of[i] < 0:
-                left -= inst.po[i]
-            if need + left > inst.caps[d]:
-                return False
+        # the room held for the ops that must go to `d`: a plan needs it there
+        if self.room is not None and need + self.room.left(i, d) > self.inst.caps[d]:
+            return False
         if caps is None:
             caps = self.inst.caps
             if self.budget is not None and not self.spilled[i] and not self.forced(i):
@@ -143,9 +139,9 @@ class Placer:
         inst = self.inst
         self.tracker.place(i, d)
         g = inst.group_of[i]
+        if self.room is not None:
+            self.room.commit(i, d)
         if g < 0:
-            if self.pinned_left[d] and inst.pin[i] == d:
-                self.pinned_left[d] -= inst.po[i]
             return
         if self.group_dev[g] < 0:
             self.group_dev[g] = d

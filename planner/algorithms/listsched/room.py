@@ -1,0 +1,107 @@
+"""`HeldRoom`: the memory the retries of `memory_passes` keep on a device for the ops that
+must go there (`Placer(reserve_pins=True)`).
+
+An op *held* on device `d` is a lone op (outside colocation groups) pinned to `d`. Held on
+`d` until it is placed: its params and output, and the copy of each input it receives from
+a producer not pinned to `d` (while that producer is unplaced, the least of the copy and
+the producer's own params and output, one of which `d` will hold; once it is placed
+elsewhere, the copy less what `d` already holds of it; nothing once it is placed on `d`).
+So an op fits on `d` only where it leaves that room, a condition every plan meets: each
+figure held is at most what `d` holds in the end. Why the copies: an op pinned to gpu0 and
+receiving 4.29 GiB from its producer found gpu0 filled by the ops before it in every retry,
+though the room for its own params was kept (two 12.3 GiB GPUs).
+
+Every figure changes only when an op is placed, by O(its edges + the held consumers of its
+producers), so a pass costs what it did plus that.
+"""
+
+from __future__ import annotations
+
+from ...cost import StaticMemoryTracker
+from .instance import Instance
+
+__all__ = ["HeldRoom"]
+
+Key = tuple[int, int]  # (producer, device)
+
+
+class HeldRoom:
+    """Bytes held per device (`total`) for the ops held there (see the module docstring),
+    kept as ops are placed (`commit`); `left(i, d)`, what stays held if op `i` goes to
+    `d`."""
+
+    def __init__(self, inst: Instance, tracker: StaticMemoryTracker) -> None:
+        self.inst = inst
+        self.tracker = tracker
+        held = [d if g < 0 else -1 for d, g in zip(inst.pin, inst.group_of, strict=True)]
+        #: per op, the device it is held on, or -1
+        self.held = held
+        self.total = [0] * inst.m
+        #: per (producer, device): the held consumers there not placed yet, with bytes
+        self.waiting: dict[Key, dict[int, int]] = {}
+        self.value: dict[Key, int] = {}  # per (producer, device): bytes held now
+        self.devices_of: dict[int, list[int]] = {}  # producer -> devices it is held on
+        for i, d in enumerate(held):
+            if d < 0:
+                continue
+            self.total[d] += inst.po[i]
+            for p, b in inst.pred[i]:
+                if b > 0 and inst.pin[p] != d and held[p] != d:
+                    waiting = self.waiting.setdefault((p, d), {})
+                    waiting[i] = max(waiting.get(i, 0), b)
+        for key in self.waiting:
+            self.devices_of.setdefault(key[0], []).append(key[1])
+            self.value[key] = v = self._value(key)
+            self.total[key[1]] += v
+
+    def _value(self, key: Key, without: int = -1, landed: int = 0) -> int:
+        """Bytes held for producer `key[0]`'s copy on device `key[1]`: without consumer
+        `without`, and with `landed` bytes of it on the device (what a placement would
+        copy)."""
+        p, d = key
+        need = max((b for c, b in self.waiting[key].items() if c != without), default=0)
+        where = self.tracker.device_of[p]
+        if where == d:
+            return 0
+        if where < 0:
+            return min(need, self.inst.po[p])
+        return max(0, need - max(self.tracker.copies.get(key, 0), landed))
+
+    def left(self, i: int, d: int) -> int:
+        """Bytes that stay held on `d` for other ops if op `i` goes there (what `i` brings
+        there is counted by the tracker)."""
+        left = self.total[d]
+        if not left:
+            return 0
+        inst, value, waiting = self.inst, self.value, self.waiting
+        held = self.held[i] == d
+        if held:
+            left -= inst.po[i]
+        if (i, d) in value:  # its output lands on d: no copy
+            left -= value[(i, d)]
+        inputs: dict[int, int] = {}
+        for p, b in inst.pred[i]:
+            if (p, d) in waiting:
+                inputs[p] = max(inputs.get(p, 0), b)
+        for p, b in inputs.items():
+            key = (p, d)
+            left -= value[key] - self._value(key, i if held else -1, b)
+        return left
+
+    def commit(self, i: int, d: int) -> None:
+        """Update what is held once op `i` is placed on `d` (after the tracker placed it)."""
+        inst = self.inst
+        h = self.held[i]
+        keys = [(i, e) for e in self.devices_of.get(i, ())]
+        for p, _ in inst.pred[i]:
+            keys.append((p, d))
+            if h >= 0:
+                keys.append((p, h))
+                self.waiting.get((p, h), {}).pop(i, None)
+        if h >= 0:
+            self.total[h] -= inst.po[i]
+        for key in keys:
+            if key in self.waiting:
+                new = self._value(key)
+                self.total[key[1]] += new - self.value[key]
+                self.value[key] = new
