@@ -222,3 +222,17 @@ def test_retries_keep_room_for_the_copies_a_pinned_op_receives(algorithm: str) -
     assert solution.plan.placement == (1, 1, 0, 0)
     result = check_plan(problem, solution.plan)
     assert max(result.memory_peak_bytes) <= 12595 * MIB
+
+
+@pytest.mark.parametrize("algorithm", (*LIST_SCHEDULERS, "mtopo"))
+def test_retries_keep_room_for_an_op_only_one_device_can_hold(algorithm: str) -> None:
+    # o0 -> o1 -> o2 (6,113, 5,683 and 5,868 MiB) on devices of 8,428, 8,827 and 8,243
+    # MiB: o2 and the 2,662 MiB it receives fit on gpu1 alone, and every pass gave gpu1 to
+    # o1 (E704 from all five). The retries now hold gpu1's room for o2 from the start
+    problem = _gib_case(((5113, 1000), (3021, 2662), (5867, 1)), ((0, 1), (1, 2)),
+                        (8428, 8827, 8243), {})
+    solution = run(algorithm, problem)  # E704 before, after every pass
+    assert solution.plan.placement == (0, 2, 1)
+    result = check_plan(problem, solution.plan)
+    caps = [d.memory_bytes for d in problem.cluster.devices]
+    assert all(p <= c for p, c in zip(result.memory_peak_bytes, caps, strict=True))

@@ -10,7 +10,8 @@ Small parts, composed by each algorithm (one module each):
   memory there (`planner.cost.StaticMemoryTracker`, plus reservations for colocation
   groups); `Stuck`, a driver's dead end.
 - `room`: `HeldRoom`, the room a retry holds on a device for the ops that must go there
-  (pinned) and the copies they receive (`Placer(reserve_pins=True)`).
+  (pinned, or fitting on no other device: `memory_forced`) and the copies they receive
+  (`Placer(reserve_pins=True)`).
 - Two drivers that choose (op, device) pairs and start times: `etf` (`etf_schedule`:
   event-driven earliest start time as a ready set, a per-device candidate choice and a
   commit loop; used by m-ETF, m-SCT and to order fixed placements, `fixed`) and

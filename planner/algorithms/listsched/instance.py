@@ -95,6 +95,8 @@ class Instance:
         self.unit_time, self.unit_best = _unit_times(self)
         self._engine: Any = False  # `engine_arrays`, built on first use
         self._plain: Instance | None = None  # `without_followers`, built on first use
+        #: per op, the one device that can hold it, else -1 (`room.memory_forced`, first use)
+        self.forced_by_memory: list[int] | None = None
 
     def _sources_follow_their_consumer(self) -> None:
         """An op without inputs and with one consumer goes where that consumer goes.

@@ -74,9 +74,10 @@ def memory_passes(
     2. after a dead end, one pass per rung of `budget_ladder`, tightest last: the ops whose
        device is still a choice are held to the budget (`Placer.budget`), and the memory
        held back serves the forced ops and the copies they receive; from here on, no op
-       takes the room of the ops pinned to a device, nor of the copies they receive
-       (`Placer(reserve_pins=True)`, `room.HeldRoom`): a chain whose last op was pinned
-       to gpu0 filled gpu0 with the ops before it, in every pass;
+       takes the room of the ops that must go to a device (pinned there, or fitting on no
+       other device), nor of the copies they receive (`Placer(reserve_pins=True)`,
+       `room.HeldRoom`): a chain whose last op was pinned to gpu0 filled gpu0 with the ops
+       before it, in every pass;
     3. if every pass dead-ends, under `memory liveness`, the best contiguous splits
        (`split_pass`), ordered by the scheduler itself: status `fallback`. So a plan is
        found whenever a contiguous split fits (by the pipeline's memory model, which the

@@ -1,18 +1,26 @@
 """`HeldRoom`: the memory the retries of `memory_passes` keep on a device for the ops that
-must go there (`Placer(reserve_pins=True)`).
+must go there (`Placer(reserve_pins=True)`), and `memory_forced`, the ops only one device
+can hold.
 
-An op *held* on device `d` is a lone op (outside colocation groups) pinned to `d`. Held on
-`d` until it is placed: its params and output, and the copy of each input it receives from
-a producer not pinned to `d` (while that producer is unplaced, the least of the copy and
-the producer's own params and output, one of which `d` will hold; once it is placed
-elsewhere, the copy less what `d` already holds of it; nothing once it is placed on `d`).
-So an op fits on `d` only where it leaves that room, a condition every plan meets: each
-figure held is at most what `d` holds in the end. Why the copies: an op pinned to gpu0 and
-receiving 4.29 GiB from its producer found gpu0 filled by the ops before it in every retry,
-though the room for its own params was kept (two 12.3 GiB GPUs).
+An op *held* on device `d` is a lone op (outside colocation groups) pinned to `d`, or one
+whose least footprint fits on `d` alone (`memory_forced`). Held on `d` until it is placed:
+its params and output, and the copy of each input it receives from a producer not pinned to
+`d` (while that producer is unplaced, the least of the copy and the producer's own params
+and output, one of which `d` will hold; once it is placed elsewhere, the copy less what `d`
+already holds of it; nothing once it is placed on `d`). So an op fits on `d` only where it
+leaves that room, a condition every plan meets: each figure held is at most what `d` holds
+in the end. Why the copies: an op pinned to gpu0 and receiving 4.29 GiB from its producer
+found gpu0 filled by the ops before it in every retry, though the room for its own params
+was kept (two 12.3 GiB GPUs). Why `memory_forced`: a packing dead end, no pin in sight: ops
+of 5.97, 5.55 and 5.73 GiB in a chain on devices of 8.23, 8.62 and 8.05 GiB, where the
+last, with the 2.6 GiB it receives, fits on the 8.62 GiB device only; every pass gave that
+device to the second op, which fitted anywhere. Its room held there, the second op goes to
+the 8.05 GiB device. This is no packing search: an op that two devices could hold is not
+held, so a dead end between such ops stays one.
 
 Every figure changes only when an op is placed, by O(its edges + the held consumers of its
-producers), so a pass costs what it did plus that.
+producers), so a pass costs what it did plus that; `memory_forced` runs once per instance,
+in O(V·D + E), and only once a first pass has dead-ended.
 """
 
 from __future__ import annotations
@@ -20,9 +28,32 @@ from __future__ import annotations
 from ...cost import StaticMemoryTracker
 from .instance import Instance
 
-__all__ = ["HeldRoom"]
+__all__ = ["HeldRoom", "memory_forced"]
 
 Key = tuple[int, int]  # (producer, device)
+
+
+def memory_forced(inst: Instance) -> list[int]:
+    """Per op, the one device that can hold it, else -1: a lone, unpinned op whose least
+    footprint (params, output, temp, and per producer the least of the copy it receives
+    and the producer's own params and output) fits on one of its devices only. O(V·D + E),
+    once per instance."""
+    if inst.forced_by_memory is not None:
+        return inst.forced_by_memory
+    out = [-1] * inst.n
+    po, caps = inst.po, inst.caps
+    for i in range(inst.n):
+        if inst.group_of[i] >= 0 or inst.pin[i] >= 0:
+            continue
+        inputs: dict[int, int] = {}
+        for p, b in inst.pred[i]:
+            inputs[p] = max(inputs.get(p, 0), b)
+        least = po[i] + inst.temp[i] + sum(min(b, po[p]) for p, b in inputs.items())
+        room = [d for d in inst.allowed[i] if least <= caps[d]]
+        if len(room) == 1:
+            out[i] = room[0]
+    inst.forced_by_memory = out
+    return out
 
 
 class HeldRoom:
@@ -34,6 +65,9 @@ class HeldRoom:
         self.inst = inst
         self.tracker = tracker
         held = [d if g < 0 else -1 for d, g in zip(inst.pin, inst.group_of, strict=True)]
+        for i, d in enumerate(memory_forced(inst)):
+            if d >= 0:
+                held[i] = d
         #: per op, the device it is held on, or -1
         self.held = held
         self.total = [0] * inst.m
