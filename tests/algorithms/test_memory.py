@@ -237,6 +237,21 @@ def test_retries_keep_room_for_the_copies_a_pinned_op_receives(algorithm: str) -
 
 
 @pytest.mark.parametrize("algorithm", (*LIST_SCHEDULERS, "mtopo"))
+def test_retries_keep_room_for_a_pinned_op_with_its_constant(algorithm: str) -> None:
+    # the case above with o3 at 4,000 MiB and a 1,000 MiB constant o4 feeding it: o4
+    # follows o3 (a group the schedulers make, pinned with it), whose room was not held;
+    # only the retry without that rule planned it, m-SCT with o4 on gpu1 (43.0 ms, not
+    # 3.1 ms). The retries now hold a pinned group's room too
+    problem = _gib_case(((0, 1), (6000, 1), (3000, 4393), (4000, 1), (0, 1000)),
+                        ((0, 1), (1, 2), (2, 3), (4, 3)), (12595, 12595), {3: 0})
+    assert Instance(problem).group_of[4] == Instance(problem).group_of[3] >= 0
+    solution = run(algorithm, problem)
+    assert "sources_follow" not in solution.info  # planned with o4 following o3
+    assert solution.plan.placement == (1, 1, 0, 0, 0)
+    result = check_plan(problem, solution.plan)
+    assert max(result.memory_peak_bytes) <= 12595 * MIB
+
+@pytest.mark.parametrize("algorithm", (*LIST_SCHEDULERS, "mtopo"))
 def test_retries_keep_room_for_an_op_only_one_device_can_hold(algorithm: str) -> None:
     # o0 -> o1 -> o2 (6,113, 5,683 and 5,868 MiB) on devices of 8,428, 8,827 and 8,243
     # MiB: o2 and the 2,662 MiB it receives fit on gpu1 alone, and every pass gave gpu1 to
@@ -252,7 +267,8 @@ def test_retries_keep_room_for_an_op_only_one_device_can_hold(algorithm: str) ->
 
 def _tight_problem(seed: int) -> Problem:
     # 3-9 ops of 0-160 MiB, each fed by one or two earlier ops, on 2-4 devices of 100-200
-    # MiB, up to two ops pinned: dead ends, and ops only one device can hold, are common
+    # MiB, up to two ops pinned, maybe two colocated: dead ends, and ops only one device
+    # can hold, are common
     rng = random.Random(seed)
     n, m = rng.randint(3, 9), rng.randint(2, 4)
     ops = tuple(Op(f"o{i}", rng.choice((5e-4, 1e-3, 2e-3)),
@@ -263,7 +279,10 @@ def _tight_problem(seed: int) -> Problem:
     devs = tuple(Device(f"gpu{d}", rng.randint(100, 200) * MIB) for d in range(m))
     links = tuple(Link(a, b, 1e9) for a in range(m) for b in range(m) if a != b)
     pins = {i: rng.randrange(m) for i in rng.sample(range(n), rng.randint(0, 2))}
-    return Problem("p", Graph("g", ops, edges), Cluster("c", devs, links), pins=pins)
+    pair = tuple(sorted(rng.sample(range(n), 2)))
+    groups = (pair,) if rng.random() < 0.5 and len({pins.get(i, -1) for i in pair} - {-1}) < 2 \
+        else ()
+    return Problem("p", Graph("g", ops, edges, groups), Cluster("c", devs, links), pins=pins)
 
 
 @settings(max_examples=300, deadline=None)

@@ -39,10 +39,9 @@ class Placer:
     device's whole memory, so room kept back by the budget serves the forced ops. With
     `placement` every op's device is given (a placement found by another rule), and only
     that device is allowed. With `reserve_pins` the room of the ops that must go to a device
-    (pinned there outside colocation groups, or fitting nowhere else) and of the copies they
-    receive is held there until they are placed (`room.HeldRoom`): an op fits only where it
-    leaves that room, a condition every plan meets, so a pass that succeeds without it runs
-    the same with it.
+    (pinned there, or fitting nowhere else) and of the copies they receive is held there
+    until they are placed (`room.HeldRoom`): an op fits only where it leaves that room, a
+    condition every plan meets, so a pass that succeeds without it runs the same with it.
     """
 
     def __init__(self, inst: Instance, budget: Sequence[int] | None = None,
