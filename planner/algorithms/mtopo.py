@@ -15,11 +15,12 @@ topological order) spill to the first device where they fit within the real memo
 raises `InfeasibleError` with the diagnosis (under `memory liveness`, where static
 accounting counts every tensor to the end, the best contiguous split that fits is taken
 instead, status `fallback`: `listsched.split_pass`); before that error, the walk is retried
-keeping on each device the room of the ops pinned to it, then under the tighter budgets of
-`listsched.budget_ladder` (`budget_bytes` is then the one that held), as the other list
-schedulers retry (`listsched.fill_and_order`). The placement is then ordered by
-dynamic dispatch (`listsched.schedule_fixed`). The walk is `listsched.topo_fill`: m-ETF,
-m-SCT, HEFT and CPOP fall back to its placement when they dead-end in memory.
+keeping on each device the room of the ops that must go there and of the copies they
+receive (`listsched.room`), then under the tighter budgets of `listsched.budget_ladder`
+(`budget_bytes` is then the one that held), as the other list schedulers retry
+(`listsched.fill_and_order`). The placement is then ordered by dynamic dispatch
+(`listsched.schedule_fixed`). The walk is `listsched.topo_fill`: m-ETF, m-SCT, HEFT and
+CPOP fall back to its placement when they dead-end in memory.
 
 Time: O(V + E) for the walk (each op tries the current device, or O(D) devices in the
 spill), plus O((V + E)·log V) for the ordering.

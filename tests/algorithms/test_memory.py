@@ -236,12 +236,13 @@ def test_retries_keep_room_for_the_copies_a_pinned_op_receives(algorithm: str) -
     assert max(result.memory_peak_bytes) <= 12595 * MIB
 
 
-@pytest.mark.parametrize("algorithm", (*LIST_SCHEDULERS, "mtopo"))
+@pytest.mark.parametrize("algorithm", (*LIST_SCHEDULERS, "mtopo", "roundrobin"))
 def test_retries_keep_room_for_a_pinned_op_with_its_constant(algorithm: str) -> None:
     # the case above with o3 at 4,000 MiB and a 1,000 MiB constant o4 feeding it: o4
     # follows o3 (a group the schedulers make, pinned with it), whose room was not held;
     # only the retry without that rule planned it, m-SCT with o4 on gpu1 (43.0 ms, not
-    # 3.1 ms). The retries now hold a pinned group's room too
+    # 3.1 ms; roundrobin's walk too, and it kept no room for a pinned group at all). The
+    # retries now hold a pinned group's room too
     problem = _gib_case(((0, 1), (6000, 1), (3000, 4393), (4000, 1), (0, 1000)),
                         ((0, 1), (1, 2), (2, 3), (4, 3)), (12595, 12595), {3: 0})
     assert Instance(problem).group_of[4] == Instance(problem).group_of[3] >= 0

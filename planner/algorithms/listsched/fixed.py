@@ -39,7 +39,8 @@ def fill_and_order(
     `memory liveness` a dead end is retried by `liveness_pass`, then, for a rule that
     places contiguously (`contiguous`: m-TOPO's walk), by the best contiguous split that
     fits (`split_pass`; `info["reason"]` says so); then once more keeping on each device
-    the room of the ops pinned to it (`info["pins_reserved"]`: a chain whose last op was
+    the room of the ops pinned to it and of the copies they receive (`room.HeldRoom`;
+    `info["pins_reserved"]`: a chain whose last op was
     pinned to gpu0 filled gpu0 with the ops before it), and, for a rule that takes a
     budget (`budgets`: m-TOPO's walk reads `placer.budget`), under each rung of
     `budget_ladder` (`info["memory_budget_bytes"]`: a walk that filled gpu0 with two
@@ -91,7 +92,7 @@ def _fill_and_order(
                 "reason": f"the walk ran out of memory (static accounting); this is the best "
                           f"contiguous split that fits ({split[2]} stage(s))"}
     # last, the walk again keeping the room of the pinned ops, then under each budget
-    pins = any(d >= 0 and g < 0 for d, g in zip(inst.pin, inst.group_of, strict=True))
+    pins = any(d >= 0 for d in inst.pin)
     rungs: list[list[int] | None] = [None] if pins else []
     for rung in rungs + (budget_ladder(inst) if budgets else []):
         try:
