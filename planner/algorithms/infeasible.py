@@ -50,14 +50,15 @@ def diagnose(problem: Problem) -> list[Diagnostic]:
 
 def stuck_error(problem: Problem, algorithm: str, op: int,
                 shortfall: Sequence[tuple[int, int]] = (), *,
-                retried: bool = False) -> InfeasibleError:
+                retried: bool = False, counted: str = "") -> InfeasibleError:
     """The error a heuristic raises when op `op` found no device.
 
     `shortfall` lists `(device, bytes the device would need)` for the devices the op may
     use. Proofs from `diagnose` take precedence; otherwise the diagnostic names the op and
     the devices' figures, and says that another algorithm may still find a plan. `retried`:
     the heuristic also retried with memory budgets and m-TOPO's placement (a list
-    scheduler's `memory_passes`), so m-TOPO is not suggested.
+    scheduler's `memory_passes`), so m-TOPO is not suggested. `counted`, when given, says
+    what each figure of `shortfall` counts (the first hint).
     """
     proofs = diagnose(problem)
     if proofs:
@@ -84,7 +85,7 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
             if retried else "this heuristic fills devices greedily; ")
     return InfeasibleError(Diagnostic(
         "E704", message, None,
-        (*memory_figures(problem),
+        (*((counted,) if shortfall and counted else ()), *memory_figures(problem),
          lead + "the instance may still be feasible: try "
          + _may_help(problem, algorithm, retried)),
     ))

@@ -167,3 +167,54 @@ def test_e704_suggests_single_only_where_one_device_could_hold_it_all() -> None:
     (hint,) = [h for h in stuck_error(liveness, "metf", 0, retried=True).diagnostics[0].hints
                if "may still be feasible" in h]
     assert hint.endswith("try --algo single or --algo search")  # no exact model: stricter
+
+
+def _constant_case() -> Problem:
+    # o0 (43 + 7 MiB) is a constant feeding o3, so the schedulers first place it with o3;
+    # o1 (27 + 24) feeds o2 (1 + 17, 18 MiB) and o3 (14 + 25, 12 MiB); o0 -> o3 carries 4
+    # MiB. Two 100 MiB devices: a plan exists ({o1, o3} on one device: 51 + 39 + 4 = 94;
+    # {o0, o2}: 50 + 18 + 18 = 86), but the list schedulers put o1 and o2 together (69)
+    sizes = ((43, 7), (27, 24), (1, 17), (14, 25))
+    ops = tuple(Op(f"o{i}", 1e-3, params_bytes=p * MIB, output_bytes=o * MIB)
+                for i, (p, o) in enumerate(sizes))
+    edges = tuple(Edge(s, d, b * MIB) for s, d, b in ((0, 3, 4), (1, 2, 18), (1, 3, 12)))
+    devs = (Device("gpu0", 100 * MIB), Device("gpu1", 100 * MIB))
+    return Problem("p", Graph("g", ops, edges),
+                   Cluster("c", devs, (Link(0, 1, 1e9), Link(1, 0, 1e9))))
+
+
+@pytest.mark.parametrize("algorithm", ["msct", "metf", "heft", "cpop", "mtopo"])
+def test_e704_counts_no_constant_as_placed_with_its_consumer(algorithm: str) -> None:
+    # The figures were the first pass's, where o0 follows o3: o3 "would need 158.00 MiB"
+    # on the device of o1 and o2 (69 + 39 + o0's 50), though the retry without that rule
+    # ran too. They are now that retry's: o3 beside o1 and o2 holds 69 + 39 and a 4 MiB
+    # copy of o0 (112), beside o0 50 + 39 and a 12 MiB copy of o1 (101): static accounting
+    problem = _constant_case()
+    assert diagnose(problem) == []
+    with pytest.raises(InfeasibleError) as err:
+        run(algorithm, problem)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E704"
+    assert f"`{algorithm}` ran out of memory: op `o3` fits on no device" in diag.message
+    assert "158.00 MiB" not in diag.message
+    needs = {f.split(" would need ")[1]
+             for f in diag.message.split(" (", 1)[1].rstrip(")").split("; ")}
+    assert needs == {"112.00 MiB of 100.00 MiB, 12.00 MiB short",
+                     "101.00 MiB of 100.00 MiB, 1.00 MiB short"}
+    assert diag.hints[0] == ("each figure counts the ops placed on that device, op `o3` "
+                             "(params, output, temp) and the copies of its inputs from "
+                             "other devices")
+    check_plan(problem, run("cpsat", problem).plan)  # a plan exists
+
+
+def test_e704_says_its_figures_count_the_rest_of_the_ops_colocation_group() -> None:
+    # op3 and op4 (35 MiB each) are one group: m-ETF's dead end at op3 counts both, beside
+    # op1 (45) on gpu1 (115) and beside op0 and op2 (85) on gpu0 (155), and says so
+    problem = _problem([45, 45, 40, 35, 35], [100, 100], groups=((3, 4),))
+    with pytest.raises(InfeasibleError) as err:
+        run("metf", problem)
+    (diag,) = err.value.diagnostics
+    assert "`gpu0` would need 155.00 MiB" in diag.message
+    assert "`gpu1` would need 115.00 MiB" in diag.message
+    assert diag.hints[0].endswith("the copies of its inputs from other devices and the rest "
+                                  "of its colocation group, which goes with it")

@@ -48,7 +48,8 @@ def fill_and_order(
     receives). If that dead-ends too, all of it again on
     the instance without the schedulers' own groups (`memory_passes`' step 5: `fill` places
     through `placer.inst`; `info["sources_follow"]` is then False). Returns (placement,
-    start times, info); raises `explain_stuck`'s error for the first dead end.
+    start times, info); raises `explain_stuck`'s error for the first dead end (after
+    step 5, that of its first pass: `memory_passes` says why).
     """
     try:
         return _fill_and_order(inst, algorithm, fill, contiguous, budgets)
@@ -56,11 +57,8 @@ def fill_and_order(
         plain = followers_dropped(inst, err)
         if plain is None:
             raise
-        try:
-            placement, start, info = _fill_and_order(plain, algorithm, fill, contiguous,
-                                                     budgets)
-        except InfeasibleError:
-            raise err from None
+        # its dead end, if any, is explained (`memory_passes` says why)
+        placement, start, info = _fill_and_order(plain, algorithm, fill, contiguous, budgets)
     return placement, start, {**info, "sources_follow": False}
 
 

@@ -99,9 +99,11 @@ def memory_passes(
     included (the retry without memory checks, the contiguous splits and m-TOPO's
     placement count one each), and `info["memory_budget_bytes"]` is the budget of the pass
     that succeeded. Raises the first pass's `InfeasibleError` (`explain_stuck`) when m-TOPO
-    finds no placement either. Each dead end costs one more pass (a walk counts as one): at
-    most eight in all, and under `liveness` one more for the retry and one per stage count
-    (`split_pass`); twice that with step 5.
+    finds no placement either; after step 5, that of step 5's first pass, whose figures
+    count no constant placed with its consumer (the first instance's counted `a`, 5.97 GiB,
+    in op `b`'s 11.52 GiB where `b` apart needs 6.5 GiB). Each dead end costs one more
+    pass (a walk counts as one): at most eight in all, and under `liveness` one more for
+    the retry and one per stage count (`split_pass`); twice that with step 5.
     """
     try:
         return _passes(inst, algorithm, attempt)
@@ -109,10 +111,9 @@ def memory_passes(
         plain = followers_dropped(inst, err)
         if plain is None:
             raise
-        try:
-            placement, start, status, info = _passes(plain, algorithm, attempt)
-        except InfeasibleError:
-            raise err from None
+        # its dead end, if any, is explained: its figures count no constant that the
+        # first instance placed with its consumer, a rule that plain dropped
+        placement, start, status, info = _passes(plain, algorithm, attempt)
     spent = 2 + 2 * len(budget_ladder(inst)) + (
         2 if inst.problem.memory_model == "liveness" else 0)
     return placement, start, status, {**info, "sources_follow": False,
@@ -247,4 +248,19 @@ def explain_stuck(placer: Placer, algorithm: str, op: int, *,
     """The `InfeasibleError` for a `Stuck` op: proofs if any, else the op and its shortfall
     (`retried`: after `memory_passes` tried budgets and m-TOPO's placement too)."""
     shortfall = [(d, placer.need(op, d)) for d in placer.allowed(op)]
-    return stuck_error(placer.inst.problem, algorithm, op, shortfall, retried=retried)
+    return stuck_error(placer.inst.problem, algorithm, op, shortfall, retried=retried,
+                       counted=_counted(placer, op))
+
+
+def _counted(placer: Placer, op: int) -> str:
+    """What each figure of `explain_stuck` counts (`Placer.need`), in words: the clauses
+    for colocation groups only where the op has one, or a group holds room there."""
+    inst = placer.inst
+    parts = ["the ops placed on that device", f"op `{inst.name(op)}` (params, output, temp)",
+             "the copies of its inputs from other devices"]
+    g = inst.group_of[op]
+    if g >= 0 and placer.group_dev[g] < 0 and len(inst.groups[g]) > 1:
+        parts.append("the rest of its colocation group, which goes with it")
+    if any(placer.res_po[d] or placer.res_temp[d] for d in placer.allowed(op)):
+        parts.append("the room held for the unplaced members of the groups bound there")
+    return f"each figure counts {', '.join(parts[:-1])} and {parts[-1]}"
