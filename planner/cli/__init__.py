@@ -442,7 +442,7 @@ def simulate(
         check_outputs({"--trace": trace}, [("SPEC", spec), ("--placement", placement),
                                             ("--stages", stages)], stdout=JSON_STDOUT)
         loaded = _load_noting(spec, report, {"--trace": trace})
-        name, parsed = plan_named(loaded, plan, placement or stages)  # read once, if here
+        name, parsed = plan_named(loaded, plan, placement, stages)  # read once, if here
         problem = problem_of(loaded, name)
         the_plan, groups, again = given_plan(loaded, problem, placement, stages, parsed)
         from ..pipeline.hybrid import replica_names  # lazy: start-up

@@ -145,9 +145,11 @@ def read_placed(problem: Problem, path: Path, plans: Collection[str] = (),
                                         read.placement)
 
 
-def parsed_json(path: Path, code: str = "E500") -> tuple[str, str, Any]:
+def parsed_json(path: Path, code: str = "E500", hint: str | None = None
+                ) -> tuple[str, str, Any]:
     """A placement or plan file's shown name, text and JSON value; `code` (simulate's E500,
-    diff's E642) for invalid JSON, at the error, with a hint."""
+    diff's E642) for invalid JSON, at the error, with a hint (`hint`, else a placement
+    file's)."""
     from ..spec.load import read_source  # lazy: start-up
 
     shown = display_path(path.resolve())
@@ -157,20 +159,27 @@ def parsed_json(path: Path, code: str = "E500") -> tuple[str, str, Any]:
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic(
             code, f"invalid JSON: {err.msg}", Span.at_json_error(shown, err),
-            ("fix the JSON at the caret (no trailing commas, comments or single quotes; "
-             "each key once), or write the file again: planner solve SPEC --out FILE",))
+            (hint or "fix the JSON at the caret (no trailing commas, comments or single "
+             "quotes; each key once), or write the file again: planner solve SPEC --out FILE",))
         ) from None
 
 
-def plan_named(loaded: Loaded, plan: str | None, placement: Path | None
-               ) -> tuple[str | None, Parsed | None]:
+def plan_named(loaded: Loaded, plan: str | None, placement: Path | None,
+               stages: Path | None = None) -> tuple[str | None, Parsed | None]:
     """The plan `simulate` runs: `--plan`, else, for a spec of several plans, the one the
-    placement (or `--stages`) file names (its "plan", as `diff` reads it; `solve --json`'s
+    placement (or `stages`) file names (its "plan", as `diff` reads it; `solve --json`'s
     report's too), else None (the spec's only plan, or E602); and the file, if read for
-    that (`given_plan` reads it no more). A `--plan` it contradicts is `made_for`'s E516."""
-    if plan is not None or placement is None or len(loaded.spec.plans) < 2:
+    that (`given_plan` reads it no more), invalid JSON there said as its reader says it.
+    A `--plan` it contradicts is `made_for`'s E516."""
+    path = placement or stages
+    if plan is not None or path is None or len(loaded.spec.plans) < 2:
         return plan, None
-    parsed = parsed_json(placement)
+    hint: str | None = None
+    if placement is None:  # a stages file: its reader's hint, not a placement file's
+        from ..io.stages import JSON_HINT  # lazy: start-up
+
+        hint = JSON_HINT
+    parsed = parsed_json(path, hint=hint)
     body, _ = in_envelope(parsed[2])
     named = body.get("plan") if isinstance(body, Mapping) else None
     return (named if isinstance(named, str) and named in loaded.spec.plans else None), parsed

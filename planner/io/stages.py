@@ -53,6 +53,8 @@ Where = tuple[str | int, ...]
 
 _EXAMPLE = '[{"ops": ["embed", "block0"], "devices": ["gpu0", "gpu1"]}, ' \
            '{"ops": ["block1", "head"], "devices": ["gpu2"]}]'
+#: the hint of a stages file's invalid JSON (E500), here and where `simulate` reads it first
+JSON_HINT = f"a stages file is JSON, for example {_EXAMPLE}"
 #: the ops named in a message about ops in no stage
 _SHOWN = 5
 
@@ -81,7 +83,7 @@ def parse_stages(problem: Problem, text: str, shown: str = "<stages>") -> Layout
     except json.JSONDecodeError as err:
         raise SpecError(Diagnostic("E500", f"invalid JSON: {err.msg}",
                                    Span.at_json_error(shown, err),
-                                   (f"a stages file is JSON, for example {_EXAMPLE}",))) from None
+                                   (JSON_HINT,))) from None
     reader = _Reader(problem, text, shown)
     stages, at = _stage_list(data)
     if stages is None:

@@ -198,3 +198,22 @@ def test_simulate_reads_the_file_that_names_its_plan_once(
         code, out, err = invoke(["simulate", spec, option, file, "--json"], folder)
         assert code == 0 and json.loads(out)["result"]["plan"] == plan, (out, err)
         assert reads.count(file) == 1, reads
+
+_STAGES_EXAMPLE = ('[{"ops": ["embed", "block0"], "devices": ["gpu0", "gpu1"]}, '
+                   '{"ops": ["block1", "head"], "devices": ["gpu2"]}]')
+
+
+@pytest.mark.parametrize("plans", ["one", "several"])
+def test_a_stages_file_of_invalid_json_gets_its_own_hint(tmp_path: Path, plans: str) -> None:
+    """Before: with several plans (no --plan), `simulate --stages bad.json` read the file for
+    the plan it names as a placement file, so its E500 hint said to write it again with
+    `planner solve SPEC --out FILE` (a placement file); with one plan, the stages hint."""
+    spec = PIPE if plans == "several" else PIPE.replace("plan flat { graph g  cluster c }\n", "")
+    (tmp_path / "s.plan").write_text(spec)
+    (tmp_path / "bad.json").write_text('[{"ops": ["a", "b"], "devices": ["gpu0"]},')
+    code, out, _ = invoke(["simulate", "s.plan", "--stages", "bad.json", "--json"], tmp_path)
+    assert code == 1
+    (diag,) = json.loads(out)["diagnostics"]
+    assert diag["code"] == "E500" and diag["message"] == "invalid JSON: Expecting value"
+    assert (diag["line"], diag["column"]) == (1, 43)  # at the end, after the comma
+    assert diag["hints"] == [f"a stages file is JSON, for example {_STAGES_EXAMPLE}"]
