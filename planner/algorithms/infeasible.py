@@ -50,7 +50,8 @@ def diagnose(problem: Problem) -> list[Diagnostic]:
 
 def stuck_error(problem: Problem, algorithm: str, op: int,
                 shortfall: Sequence[tuple[int, int]] = (), *,
-                retried: bool = False, counted: str = "") -> InfeasibleError:
+                retried: bool = False, counted: str = "", retries: str = ""
+                ) -> InfeasibleError:
     """The error a heuristic raises when op `op` found no device.
 
     `shortfall` lists `(device, bytes the device would need)` for the devices the op may
@@ -58,7 +59,9 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
     the devices' figures, and says that another algorithm may still find a plan. `retried`:
     the heuristic also retried with memory budgets and m-TOPO's placement (a list
     scheduler's `memory_passes`), so m-TOPO is not suggested. `counted`, when given, says
-    what each figure of `shortfall` counts (the first hint).
+    what each figure of `shortfall` counts (the first hint); `retries`, what the heuristic
+    retried with, in words (by default budgets, contiguous splits under `liveness`, and
+    m-TOPO's placement).
     """
     proofs = diagnose(problem)
     if proofs:
@@ -81,8 +84,9 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
         message = (f"`{algorithm}` found no device for op `{name}`: its pin, its colocation "
                    "group and the devices that can run it leave none")
     splits = " and contiguous splits" if problem.memory_model == "liveness" else ""
-    lead = (f"it also retried with tighter memory budgets{splits} and m-TOPO's placement; "
-            if retried else "this heuristic fills devices greedily; ")
+    retries = retries or f"tighter memory budgets{splits} and m-TOPO's placement"
+    lead = (f"it also retried with {retries}; " if retried
+            else "this heuristic fills devices greedily; ")
     return InfeasibleError(Diagnostic(
         "E704", message, None,
         (*((counted,) if shortfall and counted else ()), *memory_figures(problem),

@@ -78,9 +78,9 @@ def test_a_heuristic_that_runs_out_of_room_says_so_honestly() -> None:
     assert any("least total memory 200.00 MiB (static) vs total capacity 200.00 MiB" in h
                for h in diag.hints)
     assert any("may still be feasible" in h for h in diag.hints)
-    # m-ETF already retried with budgets and m-TOPO's placement: m-TOPO is not suggested
-    assert any("retried with tighter memory budgets and m-TOPO's placement" in h
-               for h in diag.hints)
+    # m-ETF already retried with m-TOPO's placement: m-TOPO is not suggested; and under no
+    # budget, which was said: 200 MiB on two 100 MiB devices leave every rung at 100 MiB
+    assert any(h.startswith("it also retried with m-TOPO's placement; ") for h in diag.hints)
     assert not any("--algo mtopo" in h for h in diag.hints)
     # only what can help: 200 MiB fit no 100 MiB device, so not `single`; static memory,
     # so an exact solver settles it
@@ -218,3 +218,30 @@ def test_e704_says_its_figures_count_the_rest_of_the_ops_colocation_group() -> N
     assert "`gpu1` would need 115.00 MiB" in diag.message
     assert diag.hints[0].endswith("the copies of its inputs from other devices and the rest "
                                   "of its colocation group, which goes with it")
+
+
+def test_e704_names_only_the_retries_that_ran() -> None:
+    # 224 MiB of params, outputs and temps on two 102 MiB devices under `liveness`: every
+    # budget of the ladder is the devices' memory (an even share, 112 MiB, is above it), so
+    # no pass ran under a budget; the hint said "retried with tighter memory budgets"
+    from planner.algorithms.listsched import Instance, budget_ladder
+
+    sizes = ((36, 5, 0), (31, 29, 31), (24, 14, 0), (1, 25, 28))
+    ops = tuple(Op(f"o{i}", 1e-3, params_bytes=p * MIB, output_bytes=o * MIB,
+                   temp_bytes=t * MIB) for i, (p, o, t) in enumerate(sizes))
+    edges = tuple(Edge(s, d, b * MIB) for s, d, b in ((0, 1, 5), (1, 2, 29), (1, 3, 29)))
+    devs = (Device("gpu0", 102 * MIB), Device("gpu1", 102 * MIB))
+    problem = Problem("p", Graph("g", ops, edges),
+                      Cluster("c", devs, (Link(0, 1, 1e9), Link(1, 0, 1e9))),
+                      memory_model="liveness")
+    assert budget_ladder(Instance(problem)) == []
+    with pytest.raises(InfeasibleError) as err:
+        run("msct", problem)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E704"
+    assert "budget" not in diag.hints[-1]
+    # o0, a source with one consumer, follows it at first: step 5 ran without that rule
+    assert diag.hints[-1].startswith(
+        "it also retried with no memory checks (judged by simulation), contiguous splits "
+        "and m-TOPO's placement, then all of it again with no constant following its "
+        "consumer; the instance may still be feasible")

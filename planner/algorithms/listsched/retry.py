@@ -113,7 +113,7 @@ def memory_passes(
             raise
         # its dead end, if any, is explained: its figures count no constant that the
         # first instance placed with its consumer, a rule that plain dropped
-        placement, start, status, info = _passes(plain, algorithm, attempt)
+        placement, start, status, info = _passes(plain, algorithm, attempt, again=True)
     spent = 2 + 2 * len(budget_ladder(inst)) + (
         2 if inst.problem.memory_model == "liveness" else 0)
     return placement, start, status, {**info, "sources_follow": False,
@@ -132,9 +132,9 @@ def followers_dropped(inst: Instance, err: InfeasibleError) -> Instance | None:
 def _passes(
     inst: Instance,
     algorithm: str,
-    attempt: Callable[[Placer], tuple[list[int], list[float]]],
+    attempt: Callable[[Placer], tuple[list[int], list[float]]], *, again: bool = False,
 ) -> tuple[list[int], list[float], Status, dict[str, Any]]:
-    """Steps 1-4 of `memory_passes` on `inst`."""
+    """Steps 1-4 of `memory_passes` on `inst` (`again`: as step 5)."""
     placer = Placer(inst)
     try:
         placement, start = attempt(placer)
@@ -179,7 +179,8 @@ def _passes(
         reason = (f"{shown} ran out of memory under every budget; this is m-TOPO's "
                   f"placement, ordered by {shown}")
         return placement, start, "fallback", {"memory_passes": passes, "reason": reason}
-    raise explain_stuck(placer, algorithm, stuck, retried=True)
+    raise explain_stuck(placer, algorithm, stuck, retried=True,
+                        retries=_retries(inst, bool(ladder), again))
 
 
 def liveness_pass(
@@ -244,12 +245,26 @@ def _judged(inst: Instance, placement: list[int],
 
 
 def explain_stuck(placer: Placer, algorithm: str, op: int, *,
-                  retried: bool = False) -> InfeasibleError:
+                  retried: bool = False, retries: str = "") -> InfeasibleError:
     """The `InfeasibleError` for a `Stuck` op: proofs if any, else the op and its shortfall
-    (`retried`: after `memory_passes` tried budgets and m-TOPO's placement too)."""
+    (`retried`: after `memory_passes` tried budgets and m-TOPO's placement too; `retries`,
+    the passes that ran, in words: `_retries`)."""
     shortfall = [(d, placer.need(op, d)) for d in placer.allowed(op)]
     return stuck_error(placer.inst.problem, algorithm, op, shortfall, retried=retried,
-                       counted=_counted(placer, op))
+                       counted=_counted(placer, op), retries=retries)
+
+
+def _retries(inst: Instance, budgets: bool, again: bool) -> str:
+    """The retries `_passes` ran after its first pass, in words, only those: budgets only
+    where `budget_ladder` had a rung (none where every rung is the devices' memory), and
+    `again` for step 5."""
+    liveness = inst.problem.memory_model == "liveness"
+    ran = [*(["no memory checks (judged by simulation)"] if liveness else []),
+           *(["tighter memory budgets"] if budgets else []),
+           *(["contiguous splits"] if liveness else []), "m-TOPO's placement"]
+    text = " and ".join([", ".join(ran[:-1]), ran[-1]] if len(ran) > 1 else ran)
+    return text + (", then all of it again with no constant following its consumer"
+                   if again else "")
 
 
 def _counted(placer: Placer, op: int) -> str:
