@@ -29,7 +29,7 @@ plan's own devices (its pins, colocation groups and runnable devices: a replicat
 micro-batch 0 runs on the stage's own device), each op for at least its one-pass time,
 after its inputs, so those hold for it. The others do not: the constrained and arrival
 paths charge a tensor the direct link between two devices, and a pipeline relays a tensor
-that skips stages through the stages between (`schedule._relayed`), which can be faster
+that skips stages through the stages between (`order.relayed`), which can be faster
 than a slow direct link; the memory path and forced colocation ask which devices hold ops under the
 one-pass memory model, and a pipeline's memory is the split model's
 (`split.stage_bytes`), which may hold on one device what one pass could not.

@@ -17,12 +17,14 @@ simulator finds shorter (on a 1-10-1 ms sandwich the first, on GPT-24's one-pass
 the second).
 
 A plan whose devices are not a chain of stages (a device's stage needing a later device's
-work of the same micro-batch, as in many one-pass plans) can deadlock under 1F1B: the
-simulator then finds ops that never start, and the run falls back to GPipe's order
-(`Schedule.deadlock_fallback`) and says so in `note`. Micro-batch first never deadlocks
-(every device's order follows one global order: micro-batch, then topological position);
-stage by stage can (units whose edges run against the pipeline order, through
-colocation), and then loses to it.
+work of the same micro-batch, as in many one-pass plans) can deadlock under 1F1B: the run
+then falls back to GPipe's order (`Schedule.deadlock_fallback`) and says so in `note`.
+Whether it deadlocks is `order.deadlocks`' verdict (the ops that would never start, found
+without simulating), through `split.runs`, the one rule the memory model
+(`split.stage_bytes`) counts micro-batches in flight by: GPipe's M there. Micro-batch
+first never deadlocks (every device's order follows one global order: micro-batch, then
+topological position); stage by stage can (units whose edges run against the pipeline
+order, through colocation), and then loses to it.
 
 A device that recomputes its activations runs each unit's forward ops again right before
 the unit's first backward op (its compute is added to that op's).
@@ -60,24 +62,15 @@ from typing import Any
 import numpy as np
 
 from ..cost import Costs, costs, with_costs
-from ..model import (
-    Cluster,
-    Graph,
-    Op,
-    Pipeline,
-    Problem,
-    derived,
-    indexed_graph,
-    new_edges,
-    repeated_graph,
-)
+from ..model import Cluster, Pipeline, Problem, derived, repeated_graph
 from ..plan import Plan
 from ..schedules import Schedule, rounds
 from ..schedules import of as schedule_of
 from ..simulate import SimResult, simulate
 from . import hybrid
 from .allreduce import AllReduce, gradient_allreduces
-from .split import Split, interleaves, resource_loads, runs_as, split_of, stage_bytes
+from .order import Relayed, orders, relayed, task_ops
+from .split import Split, interleaves, resource_loads, runs, runs_as, split_of, stage_bytes
 from .units import units
 
 #: a memory cap no copy of a graph reaches: the copies' memory is not the simulator's to judge
@@ -290,10 +283,14 @@ def _executed(problem: Problem, placement: Sequence[int], split: Split, pipeline
               ) -> tuple[Schedule, Schedule, SimResult, str]:
     """The copies simulated under `schedule` or its fallbacks: (the schedule run, the order
     run, its simulation, a note where it deadlocked and fell back)."""
-    result = _simulate(problem, placement, split, pipeline, schedule, recompute, groups)
+    # the one rule `stage_bytes` counts by: an order that deadlocks is not simulated
+    stuck = runs(problem, split, pipeline, groups).schedule != schedule.name
+    result = None if stuck else _simulate(problem, placement, split, pipeline, schedule,
+                                          recompute, groups)
     note = ""
-    if not math.isfinite(result.makespan_s) and schedule.deadlock_fallback is not None:
-        fallback = schedule_of(schedule.deadlock_fallback)
+    if result is None or (not math.isfinite(result.makespan_s)
+                          and schedule.deadlock_fallback is not None):
+        fallback = schedule_of(schedule.deadlock_fallback or schedule.name)
         note = (f"{_deadlock_cause(split, pipeline, schedule)}, and {schedule.name} would "
                 f"deadlock: run in {fallback.name}'s order")
         schedule = fallback
@@ -336,10 +333,10 @@ def simulation(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
     schedule, _ = _first_schedule(split, pipeline, bool(groups))
     again = frozenset(recompute)
     _, _, result, _ = _executed(problem, placement, split, pipeline, schedule, again, groups)
-    expanded, _, relayed = _expanded(problem, placement, split, pipeline, schedule, again,
-                                     groups)
-    return Simulation(expanded, result, the_run, len(relayed.graph.ops),
-                      len(problem.graph.ops), relayed.stage)
+    expanded, _, relay = _expanded(problem, placement, split, pipeline, schedule, again,
+                                   groups)
+    return Simulation(expanded, result, the_run, len(relay.graph.ops),
+                      len(problem.graph.ops), relay.stage)
 
 
 def _deadlock_cause(split: Split, pipeline: Pipeline, schedule: Schedule) -> str:
@@ -355,85 +352,6 @@ def _deadlock_cause(split: Split, pipeline: Pipeline, schedule: Schedule) -> str
     return "its devices are not a chain of stages"
 
 
-@dataclass(frozen=True, slots=True)
-class _Relayed:
-    """One micro-batch's graph as the stages run it: the graph's ops, then one zero-time
-    relay op per stage that a tensor passes through (the pipeline model's relays, under
-    every schedule), the edges that skip stages rewired through them."""
-
-    graph: Graph
-    #: per op of `graph`: its device
-    placement: tuple[int, ...]
-    #: per relay (op `n + r`): its stage, and whether it runs in the backward task
-    stage: tuple[int, ...]
-    backward: tuple[bool, ...]
-
-
-def _relayed(problem: Problem, placement: Sequence[int], split: Split) -> _Relayed:
-    """The graph of `_Relayed`: a tensor consumed k stages away is sent to the next stage,
-    relayed on by each stage in between, and each hop carries the largest bytes its
-    consumers at or beyond that stage need (`units`' boundary model, hop for hop)."""
-    g = problem.graph
-    n = len(g.ops)
-    of_unit = np.repeat(np.arange(split.stages), np.diff(np.array(split.bounds)))
-    st = [int(of_unit[k]) for k in units(problem).unit_of]
-    kept = [e for e in g.edges if st[e.src] == st[e.dst]]
-    edges = _Edges([e.src for e in kept], [e.dst for e in kept], [e.bytes for e in kept])
-    stage: list[int] = []
-    back: list[bool] = []
-    by_src: dict[int, list[tuple[int, int]]] = {}
-    for e in g.edges:
-        if st[e.src] != st[e.dst]:
-            by_src.setdefault(e.src, []).append((e.dst, e.bytes))
-    for i, out in by_src.items():
-        for sign in (1, -1):
-            mine = [(j, b) for j, b in out if (st[j] - st[i]) * sign > 0]
-            for t in _relay_hops(st, i, mine, sign, edges, n + len(stage)):
-                stage.append(t)
-                back.append(i in g.backward_of)
-    ops = g.ops + (Op("relay", time_s=0.0),) * len(stage)
-    graph = indexed_graph(g.name, ops, new_edges(edges.src, edges.dst, edges.size), (), {},
-                          # without relays the graph's own order holds (and is known)
-                          topological_order=None if stage else g.topological_order)
-    return _Relayed(graph, tuple(placement) + tuple(split.devices[t] for t in stage),
-                    tuple(stage), tuple(back))
-
-
-@dataclass(frozen=True, slots=True)
-class _Edges:
-    """Edge lists being built (sources, destinations, bytes)."""
-
-    src: list[int]
-    dst: list[int]
-    size: list[int]
-
-
-def _relay_hops(st: Sequence[int], i: int, consumers: Sequence[tuple[int, int]], sign: int,
-                edges: _Edges, first: int) -> list[int]:
-    """Adds to `edges` the hops of op `i`'s tensor to `consumers` (op, bytes) in the stages
-    after its own (`sign` 1) or before it (-1), through relays numbered from `first`;
-    returns the relays' stages."""
-    if not consumers:
-        return []
-    far = max(st[j] * sign for j, _ in consumers) * sign
-    need: dict[int, int] = {}  # stage -> the largest bytes at or beyond it
-    for j, b in consumers:
-        need[st[j]] = max(need.get(st[j], 0), b)
-    for t in range(far - sign, st[i], -sign):
-        need[t] = max(need.get(t, 0), need[t + sign])
-    holder, relays = i, list[int]()
-    for t in range(st[i] + sign, far + sign, sign):
-        hops = [(j, b) for j, b in consumers if st[j] == t]
-        if t != far:  # a relay on stage t sends on what the later stages need
-            hops.append((first + len(relays), need[t + sign]))
-            relays.append(t)
-        edges.src.extend([holder] * len(hops))
-        edges.dst.extend(j for j, _ in hops)
-        edges.size.extend(b for _, b in hops)
-        holder = edges.dst[-1]
-    return relays
-
-
 def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
               schedule: Schedule, recompute: Collection[int] = (),
               groups: Mapping[int, tuple[int, ...]] = _NONE) -> SimResult:
@@ -444,10 +362,10 @@ def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline
 
 def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
               schedule: Schedule, recompute: Collection[int],
-              groups: Mapping[int, tuple[int, ...]]) -> tuple[Problem, Plan, _Relayed]:
+              groups: Mapping[int, tuple[int, ...]]) -> tuple[Problem, Plan, Relayed]:
     """The copies' problem (a copy of the relayed graph per micro-batch), their plan under
     `schedule`, and the relayed graph copied."""
-    relayed = _relayed(problem, placement, split)
+    relay = relayed(problem, placement, split)
     mb = pipeline.microbatches
     cluster = problem.cluster
     roomy = Cluster(cluster.name, tuple(dataclasses.replace(d, memory_bytes=_UNBOUNDED)
@@ -456,17 +374,17 @@ def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline
     compute = c.compute
     if recompute:  # a unit's first backward op runs the unit's forward ops again first
         compute = _with_recompute(problem, placement, recompute, groups)
-    compute = compute + ((0.0,) * len(cluster.devices),) * len(relayed.stage)
+    compute = compute + ((0.0,) * len(cluster.devices),) * len(relay.stage)
     # the copies' costs are the graph's, copy after copy
-    expanded = with_costs(Problem(problem.name, repeated_graph(relayed.graph, mb), roomy,
+    expanded = with_costs(Problem(problem.name, repeated_graph(relay.graph, mb), roomy,
                                   "static", problem.contention),
                           Costs(compute * mb, c.latency, c.inv_bandwidth))
-    order = _orders(problem, relayed, split, pipeline, schedule, groups)
+    order = orders(problem, relay, split, pipeline, schedule, groups)
     # micro-batch m of a replicated stage on its replica m mod r (`hybrid`)
-    where = tuple(relayed.placement) * mb if not groups else tuple(
+    where = tuple(relay.placement) * mb if not groups else tuple(
         hybrid.group(groups, d)[m % len(hybrid.group(groups, d))]
-        for m in range(mb) for d in relayed.placement)
-    return expanded, Plan(where, order), relayed
+        for m in range(mb) for d in relay.placement)
+    return expanded, Plan(where, order), relay
 
 
 def _with_recompute(problem: Problem, placement: Sequence[int], recompute: Collection[int],
@@ -489,64 +407,6 @@ def _with_recompute(problem: Problem, placement: Sequence[int], recompute: Colle
     return tuple(map(tuple, table))
 
 
-def _task_ops(problem: Problem, split: Split, schedule: Schedule
-              ) -> list[tuple[int, list[tuple[int, list[int], list[int]]]]]:
-    """Per device in pipeline order: its tasks' (first stage, forward ops, backward ops), one
-    per stage under a schedule of a task per stage (`interleaved`, `gpipe`), one for all
-    its stages otherwise; ops in topological order (relays aside: `_orders` adds them)."""
-    u = units(problem)
-    ranked: list[int] = []
-    for d in split.devices:
-        if d not in ranked:
-            ranked.append(d)
-    position = {i: k for k, i in enumerate(problem.graph.topological_order)}
-    out = []
-    for d in ranked:
-        mine = [k for k, dev in enumerate(split.devices) if dev == d]
-        groups = [[k] for k in mine] if schedule.task_per_stage else [mine]
-        chunks = []
-        for ks in groups:
-            ops = sorted((i for k in ks for unit in u.members[split.bounds[k]:split.bounds[k + 1]]
-                          for i in unit), key=position.__getitem__)
-            chunks.append((ks[0], [i for i in ops if not u.backward[i]],
-                           [i for i in ops if u.backward[i]]))
-        out.append((d, chunks))
-    return out
-
-
-def _orders(problem: Problem, relayed: _Relayed, split: Split, pipeline: Pipeline,
-            schedule: Schedule, groups: Mapping[int, tuple[int, ...]] = _NONE,
-            ) -> tuple[tuple[int, ...], ...]:
-    """Per device, its ops of every micro-batch in the schedule's order; a relay ends the
-    forward (or backward) task of its stage, as a stage sends its outputs when it is done.
-    A replica of a replicated stage runs its own micro-batches (`hybrid`)."""
-    n, mb = len(relayed.graph.ops), pipeline.microbatches
-    training = units(problem).training
-    devices = _task_ops(problem, split, schedule)
-    per_stage = schedule.task_per_stage  # (as `_task_ops`)
-    tails: dict[tuple[int, int, bool], list[int]] = {}  # (device, chunk, backward?) -> relays
-    for r, (k, back) in enumerate(zip(relayed.stage, relayed.backward, strict=True)):
-        d = split.devices[k]
-        chunk = [j for j in range(split.stages) if split.devices[j] == d].index(k)
-        key = (d, chunk if per_stage else 0, back and training)
-        tails.setdefault(key, []).append(len(problem.graph.ops) + r)
-    sizes = [len(hybrid.group(groups, d)) for d, _ in devices]
-    order: list[tuple[int, ...]] = [() for _ in problem.cluster.devices]
-    for rank, (d, chunks) in enumerate(devices):
-        ops = [(fwd + tails.get((d, c, False), []), bwd + tails.get((d, c, True), []))
-               for c, (_, fwd, bwd) in enumerate(chunks)]
-        members = hybrid.group(groups, d)
-        for j, e in enumerate(members):
-            mine = range(j, mb, len(members))
-            # its micro-batches in flight, less the one it starts on (1F1B's; `order`
-            # takes its own count under virtual stages, or with all in flight)
-            warm = min(schedule.in_flight(mb, sizes, rank, training), len(mine)) - 1
-            seq = schedule.order(rank, len(devices), len(chunks), len(mine), training, warm)
-            order[e] = tuple(i + mine[m] * n for forward, c, m in seq
-                             for i in (ops[c][0] if forward else ops[c][1]))
-    return tuple(order)
-
-
 def _task_times(problem: Problem, split: Split, schedule: Schedule, mb: int,
                 result: SimResult, groups: Mapping[int, tuple[int, ...]] = _NONE,
                 ) -> tuple[Task, ...]:
@@ -557,7 +417,7 @@ def _task_times(problem: Problem, split: Split, schedule: Schedule, mb: int,
     start = np.asarray(result.start_s, dtype=np.float64).reshape(mb, n)
     end = np.asarray(result.end_s, dtype=np.float64).reshape(mb, n)
     out = []
-    for d, chunks in _task_ops(problem, split, schedule):
+    for d, chunks in task_ops(problem, split, schedule):
         for stage, fwd, bwd in chunks:
             for forward, ops in ((True, fwd), (False, bwd)):
                 if not ops:

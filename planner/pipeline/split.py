@@ -30,8 +30,10 @@ forward outputs and the forward tensors it receives), plus the largest transient
 flight on stage k of S, with M micro-batches: GPipe M; 1F1B min(S - k, M); interleaved
 (stage k of device d, D devices), Megatron's warm-up count plus one, min((D - d - 1) * 2 +
 (K - 1) * D + 1, M * K), the activations of the device's largest stage each. Counts are
-those of the schedule the split runs (`runs_as`): under `interleaved`, a split whose stages
-are replicated or not K per device in a repeating chain runs as 1F1B and holds 1F1B's.
+those of the schedule the split runs (`runs`): under `interleaved`, a split whose stages
+are replicated or not K per device in a repeating chain runs as 1F1B and holds 1F1B's; a
+split whose order deadlocks under its schedule (its devices not a chain of stages:
+`order.deadlocks`) runs in GPipe's order and holds GPipe's M, as the simulator runs it.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from ..cost import INF, costs, stage_memory, tied_duplicate_bytes, transfer_seco
 from ..facts import facts
 from ..model import Pipeline, Problem
 from . import hybrid
+from .order import deadlocks
 from .units import units
 
 
@@ -260,6 +263,21 @@ def runs_as(split: Split, pipeline: Pipeline, replicated: bool = False) -> Pipel
     return dataclasses.replace(pipeline, schedule=fallback)
 
 
+def runs(problem: Problem, split: Split, pipeline: Pipeline,
+         groups: Mapping[int, tuple[int, ...]] | None = None) -> Pipeline:
+    """`pipeline` as `split` runs it, its stages' devices in `groups` replicated: its
+    schedule's fallback where it applies (`runs_as`), then GPipe's order (the schedule's
+    `deadlock_fallback`) where that order deadlocks (`order.deadlocks`: a split whose devices
+    are not a chain of stages, or whose edges run against it). The one rule of the simulator
+    (`schedule.run`) and the memory model (`stage_bytes`)."""
+    mine = {d: g for d, g in (groups or {}).items() if d in split.devices}
+    ran = runs_as(split, pipeline, bool(mine))
+    fallback = ran.schedule_spec.deadlock_fallback
+    if fallback is not None and deadlocks(problem, split, ran, mine):
+        return dataclasses.replace(ran, schedule=fallback)
+    return ran
+
+
 def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
                 recompute: Collection[int] = (),
                 replicas: Mapping[int, tuple[int, ...]] | None = None) -> list[float]:
@@ -268,8 +286,8 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
     flight, and one micro-batch's activations (rebuilt for its backward pass). A device
     in `replicas` runs its stages on its group (`hybrid`): each replica holds them with
     its own micro-batches in flight, plus one DDP bucket. Micro-batches in flight are
-    those of the schedule the split runs (`runs_as`)."""
-    pipeline = runs_as(split, pipeline, any(d in split.devices for d in replicas or ()))
+    those of the schedule the split runs (`runs`)."""
+    pipeline = runs(problem, split, pipeline, replicas)
     u = units(problem)
     held = [0.0] * len(problem.cluster.devices)
     # holders of one tied weight on one device keep one copy (`cost.tied_duplicate_bytes`)

@@ -20,7 +20,7 @@ from planner import loads as load_text
 from planner import schedules
 from planner.cost import costs
 from planner.model import Pipeline, Problem
-from planner.pipeline import schedule
+from planner.pipeline import order, schedule
 from planner.pipeline.split import Split, resource_loads, split_of
 from planner.pipeline.units import units
 
@@ -137,6 +137,6 @@ def test_pipeline_unchanged_for_a_plan_without_skips() -> None:
     p = chain_spec([1.0, 2.0], [2.0, 4.0], microbatches=4, activation="1 MB",
                    bandwidth="10 GB/s")
     split = Split((0, 1, 2), (0, 1))
-    relayed = schedule._relayed(p, split.placement(p), split)
+    relayed = order.relayed(p, split.placement(p), split)
     assert relayed.stage == () and len(relayed.graph.edges) == len(p.graph.edges)
     assert isinstance(p.pipeline, Pipeline)

@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -16,7 +17,7 @@ from ...errors import Diagnostic, InfeasibleError
 from ...model import Pipeline, Problem
 from ...pipeline.bound import pipeline_bound
 from ...pipeline.schedule import run_planned
-from ...pipeline.split import split_of
+from ...pipeline.split import runs, runs_as, split_of
 from ...plan import Plan
 from .. import pipedp, pipehybrid
 from ..base import Interrupted, Options, Solution
@@ -193,11 +194,24 @@ def _answer(problem: Problem, attempt: _Attempt, source: str = "pipeilp") -> _Wa
     found = None if dev is None else _as_warm(problem, _placement(problem, dev), source)
     if dev is not None and found is None:
         attempt.info["note"] = (f"{attempt.info['solver']}'s answer broke a constraint when "
-                                "checked exactly; it was not used")
+                                f"checked exactly{_order_run(problem, dev)}; it was not used")
     elif found is not None and (why := why_not_run(problem, found)):
         attempt.info["note"] = f"{attempt.info['solver']}'s answer is {why}; it was not used"
         return None
     return found
+
+
+def _order_run(problem: Problem, dev: Sequence[int]) -> str:
+    """' (its memory counted in GPipe's order, ...)' where units on devices `dev` run in
+    another order than the plan's schedule, as that one would deadlock (`split.runs`: the
+    model counts the schedule's own micro-batches in flight), else ''."""
+    pipeline = problem.pipeline or Pipeline()
+    split = split_of(problem, _placement(problem, dev))
+    asked, ran = runs_as(split, pipeline), runs(problem, split, pipeline)
+    if ran.schedule == asked.schedule:
+        return ""
+    return (f" (its memory, counted in {ran.schedule}'s order as it runs, every micro-batch "
+            f"in flight: {asked.schedule}'s would deadlock)")
 
 
 def _first_order(problem: Problem, options: Options, clock: Clock,
