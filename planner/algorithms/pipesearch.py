@@ -97,8 +97,8 @@ def place(problem: Problem, options: Options) -> Solution:
     if moved:
         ran = run_pipeline(problem, placement, pipeline)
         theirs = _iteration(problem, start, pipeline)
-        # the moves judged memory by the plan's schedule; the run may fall back to another
-        # (GPipe's order where 1F1B would deadlock), which holds more
+        # the moves judged memory in the order the plan runs (`split.runs`: GPipe's where
+        # 1F1B would deadlock); the simulator's run has the last word
         if not fits(problem, ran.memory_bytes):
             info["search"] += ("; the moves' plan does not fit as it runs (under "
                                f"{ran.schedule}): the cut moves' plan kept")

@@ -104,7 +104,8 @@ def why_not_run(problem: Problem, w: _Warm) -> str:
     device before the units between them), which no schedule's order runs, nor that
     devices that form no chain run in GPipe's order, every micro-batch in flight (an
     interleaved plan on d1, d0, d1 overflowed d0 so, E401): the simulator does
-    (docs/pipelines.md)."""
+    (docs/pipelines.md), and the exact check (`evaluate`, by `split.runs`) counts the
+    latter's memory too."""
     ran = run(problem, w.placement, problem.pipeline or Pipeline(), w.evaluation.recompute)
     if not math.isfinite(ran.iteration_s):
         return "a pipeline that never finishes (its stages wait on each other)"
