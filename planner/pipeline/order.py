@@ -8,14 +8,16 @@ never start: a cycle of the copies' edges and the devices' orders (the simulator
 an op when its inputs are in and the ops before it on its device have run, so it waits
 forever exactly on such a cycle). A split whose devices are a chain of stages, its edges
 running along the pipeline (forward tensors to later stages, gradients to earlier ones),
-never deadlocks under 1F1B, nor under interleaved 1F1B in torch's rounds where they
-divide the micro-batches; any other split is checked op by op. `split.runs` falls back to
+never deadlocks under 1F1B, nor under interleaved 1F1B where a chain's tasks run in its
+order (`_tasks_deadlock`, once per devices, stages and micro-batches: always where torch's
+rounds divide the micro-batches); any other split is checked op by op. `split.runs` falls back to
 the schedule's `deadlock_fallback` (GPipe's order) where it deadlocks: one rule for the
 simulator and the memory model.
 """
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -56,10 +58,61 @@ def _may_deadlock(problem: Problem, split: Split, pipeline: Pipeline) -> bool:
     virtual stages in rounds that divide the micro-batches), edges along the pipeline."""
     if _against(problem, split):
         return True
-    if pipeline.schedule_spec.virtual_stages:
-        d = len(set(split.devices))
-        return pipeline.microbatches % rounds(d, pipeline.microbatches) != 0
+    schedule = pipeline.schedule_spec
+    if schedule.virtual_stages:
+        d, mb = len(set(split.devices)), pipeline.microbatches
+        return mb % rounds(d, mb) != 0 and _tasks_deadlock(
+            schedule, d, split.stages // d, mb, units(problem).training)
     return len(set(split.devices)) < split.stages
+
+
+@functools.lru_cache(maxsize=256)
+def _tasks_deadlock(schedule: Schedule, devices: int, chunks: int, microbatches: int,
+                    training: bool) -> bool:
+    """Whether the tasks of a chain of `devices` devices with `chunks` virtual stages each
+    deadlock in `schedule`'s order, each task waiting for the one before it in the chain
+    (forward: the stage before; backward: the stage after, the last stage its forward).
+    A split's edges along the pipeline are some of those waits and an op waits for less
+    than its whole task, so where these tasks run, the split's ops run too."""
+    stages = devices * chunks
+
+    def node(forward: bool, stage: int, m: int) -> int:
+        return (m * stages + stage) * 2 + (0 if forward else 1)
+
+    waits: list[list[int]] = [[] for _ in range(2 * stages * microbatches)]
+    for m in range(microbatches):
+        for k in range(stages):
+            if k:
+                waits[node(True, k - 1, m)].append(node(True, k, m))
+            if training:
+                after = node(False, k + 1, m) if k + 1 < stages else node(True, k, m)
+                waits[after].append(node(False, k, m))
+    for rank in range(devices):
+        seq = [node(f, c * devices + rank, m)
+               for f, c, m in schedule.order(rank, devices, chunks, microbatches, training)]
+        for a, b in zip(seq, seq[1:], strict=False):
+            waits[a].append(b)
+    used = {node(f, k, m) for m in range(microbatches) for k in range(stages)
+            for f in ((True, False) if training else (True,))}
+    return _stuck(used, waits)
+
+
+def _stuck(nodes: set[int], after: list[list[int]]) -> bool:
+    """Whether Kahn's algorithm leaves some of `nodes` (edges `after[i]`) unvisited."""
+    waiting = dict.fromkeys(nodes, 0)
+    for i in nodes:
+        for j in after[i]:
+            waiting[j] += 1
+    ready = deque(i for i in nodes if not waiting[i])
+    seen = 0
+    while ready:
+        i = ready.popleft()
+        seen += 1
+        for j in after[i]:
+            waiting[j] -= 1
+            if not waiting[j]:
+                ready.append(j)
+    return seen < len(nodes)
 
 
 def _against(problem: Problem, split: Split) -> bool:
