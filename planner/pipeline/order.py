@@ -291,7 +291,7 @@ def orders(problem: Problem, relayed: Relayed, split: Split, pipeline: Pipeline,
     n, mb = len(relayed.graph.ops), pipeline.microbatches
     training = units(problem).training
     devices = task_ops(problem, split, schedule)
-    per_stage = schedule.task_per_stage  # (as `_task_ops`)
+    per_stage = schedule.task_per_stage  # (as `task_ops`)
     tails: dict[tuple[int, int, bool], list[int]] = {}  # (device, chunk, backward?) -> relays
     for r, (k, back) in enumerate(zip(relayed.stage, relayed.backward, strict=True)):
         d = split.devices[k]
