@@ -127,6 +127,9 @@ RECOMPUTING = "recomputing contiguous split"
 #: runs as 1F1B), and the share of pipedp's work and simulations it gets
 ONE_PER_DEVICE = "pipedp, one stage per device"
 FALLBACK_SHARE = 0.25
+#: the share of the limit's simulations each of hybrid's cut moves get (`pipehybrid.refine`),
+#: `pipehybrid.REFINE_COPIED_OPS` at most: that, 30,000 copied ops, at the default 10 s
+HYBRID_SHARE = 0.125
 
 #: (name, simulated makespan, plan) of the best plan so far, or None when none is feasible
 Best = tuple[str, float, Plan] | None
@@ -338,9 +341,17 @@ def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
     DP's cost are not one measure)."""
     try:
         return pipehybrid.place(problem, options, pure=simulated and split is not None,
-                                split=split)
+                                split=split, moves=_hybrid_moves(options.time_limit_s))
     except InfeasibleError:  # no layout fits: the pure pipeline's verdict stands
         return None
+
+
+def _hybrid_moves(time_limit_s: float) -> float:
+    """The copied ops each of hybrid's cut moves may simulate under `auto`'s limit
+    (`HYBRID_SHARE` of its simulations, `pipehybrid.REFINE_COPIED_OPS` at most; a limit of
+    0 leaves it that, as before): a function of the limit alone."""
+    return min(pipehybrid.REFINE_COPIED_OPS,
+               HYBRID_SHARE * pipedp.simulation_budget(time_limit_s))
 
 
 def _no_split(problem: Problem, options: Options, err: InfeasibleError) -> Solution:

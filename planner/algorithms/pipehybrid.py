@@ -28,7 +28,7 @@ The DP gives the best layout for each count of devices used; every one is simula
 (`pipeline.schedule.run` with its replicas), with one stage on all devices (pure data
 parallelism), and the shortest simulated iteration that fits wins; its cuts are then moved
 a unit or two either way while the simulated iteration shortens, within a budget of
-simulated ops set by the graph's size (`refine`). Past `pipedp.MAX_SIMULATED_OPS` copied
+simulated ops (`refine`). Past `pipedp.MAX_SIMULATED_OPS` copied
 ops the DP's cost compares them instead. Under `data_parallel auto` or `1`, `pipedp`'s split
 (one device per stage, on any chain: the cluster's order may miss it, as where the last
 layer is pinned to the last device) has its cuts moved alike and wins where it runs faster,
@@ -100,11 +100,11 @@ class Layout:
 
 
 def place(problem: Problem, options: Options, *, pure: bool = True,
-          split: Sequence[int] | None = None) -> Solution:
+          split: Sequence[int] | None = None, moves: float = REFINE_COPIED_OPS) -> Solution:
     """The best hybrid layout (module docstring) as a plan; `info["replicas"]` names each
     replicated stage's group. With `pure` (unless `data_parallel N` asks for replicas),
-    `pipedp`'s split (`split`, where the caller has run pipedp: `auto`) is a candidate
-    too: one device per stage on any chain, which the DP's consecutive blocks may miss."""
+    `pipedp`'s split (`split`, where `auto` ran pipedp) is a candidate too: one device per
+    stage on any chain, which the DP's consecutive blocks may miss; `moves`: `refine`'s."""
     pipeline = problem.pipeline or Pipeline()
     if _fixed(pipeline) not in (None, 1):
         _check_pins(problem, int(pipeline.data_parallel))
@@ -115,11 +115,11 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
         raise _no_layout(problem, _fixed(pipeline))
     chosen, figures = best(problem, pipeline, found) if found else (None, {})
     if chosen is not None and simulated(problem, pipeline):
-        chosen = refine(problem, pipeline, chosen, figures)
+        chosen = refine(problem, pipeline, chosen, figures, moves)
     if chain is not None and chain not in figures:  # kept where it runs faster, or alone fits
         figures[chain] = iteration(problem, pipeline, chain)
         if simulated(problem, pipeline):
-            chain = refine(problem, pipeline, chain, figures)
+            chain = refine(problem, pipeline, chain, figures, moves)
         if chosen is None or figures[chain] < figures[chosen]:
             chosen = chain
     assert chosen is not None
@@ -166,13 +166,13 @@ def _pure(problem: Problem, pipeline: Pipeline, options: Options,
 
 
 def refine(problem: Problem, pipeline: Pipeline, lay: Layout, figures: dict[Layout, float],
-           ) -> Layout:
+           budget: float = REFINE_COPIED_OPS) -> Layout:
     """The cut moves of the chosen layout: each cut shifted by one or two units either way
     (its groups kept), a move kept when its simulated iteration is shorter, until no move
-    pays or `REFINE_COPIED_OPS` copied ops have been simulated (a budget of the graph's
-    size alone: the same plan on any machine). `figures` gains each layout tried."""
+    pays or `budget` copied ops were simulated, `MIN_MOVES` moves at least (a budget of the
+    graph's size and the limit alone: the same plan on any machine). `figures` gains each."""
     copies = max(1, pipeline.microbatches * len(problem.graph.ops))
-    left = max(MIN_MOVES, REFINE_COPIED_OPS // copies)
+    left = max(MIN_MOVES, int(budget // copies))
     better = True
     while better and left > 0:
         better = False

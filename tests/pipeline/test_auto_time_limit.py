@@ -87,3 +87,28 @@ def test_the_recomputing_split_derives_each_device_pairs_transfers_once(monkeypa
              for k in range(len(c) - 1)}
     assert found and space.tried == 171
     assert len(links) == 53 and sorted(pairs) == sorted(links)  # once each
+
+
+def test_hybrids_cut_moves_are_sized_to_the_limit(monkeypatch) -> None:
+    """`auto`'s hybrid candidate moves its cuts within a share of the limit's simulations
+    (`auto.HYBRID_SHARE`), at most the 30,000 copied ops it had whatever the limit: those
+    at the default 10 s (and at 0), 6,250 at 2 s, 3,125 at 1 s, `MIN_MOVES` moves at least.
+    Before, 30,000 at every limit: 10 simulations of ResNet-50 (353 ops x 8 micro-batches)
+    per layout, 0.3 s of `--time-limit 2`'s 1 s of work on an idle machine."""
+    from planner.algorithms import pipehybrid
+
+    budgets: list[float] = []
+    moved = pipehybrid.refine
+
+    def refine(problem, pipeline, lay, figures, *budget):  # type: ignore[no-untyped-def]
+        budgets.append(budget[0] if budget else pipehybrid.REFINE_COPIED_OPS)
+        return moved(problem, pipeline, lay, figures, *budget)
+
+    monkeypatch.setattr(pipehybrid, "refine", refine)
+    p = _problem()
+    seen = {}
+    for limit in (10.0, 2.0, 1.0, 0.0):
+        budgets.clear()
+        run("auto", p, Options(time_limit_s=limit))
+        seen[limit] = set(budgets)
+    assert seen == {10.0: {30_000}, 2.0: {6_250}, 1.0: {3_125}, 0.0: {30_000}}
