@@ -152,8 +152,9 @@ def search_within(problem: Problem, options: Options, cells: float) -> Searched:
     per_stages = split_candidates(problem, pipeline, options, cells=cells)
     every = not per_stages and space.tried < search_space(problem, pipeline, cells, True).tried
     if every:  # the chains the work allowed have no split that fits: all, before E707
-        space = search_space(problem, pipeline, cells, True)
-        per_stages = split_candidates(problem, pipeline, options, cells=cells, every_chain=True)
+        tried, space = space, search_space(problem, pipeline, cells, True)
+        per_stages = split_candidates(problem, pipeline, options, cells=cells, every_chain=True,
+                                      none_fit=tried)
     if not per_stages:
         raise _no_split(problem, pipeline, cells)
     budget = simulation_budget(options.time_limit_s)

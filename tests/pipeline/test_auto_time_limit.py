@@ -112,3 +112,33 @@ def test_hybrids_cut_moves_are_sized_to_the_limit(monkeypatch) -> None:
         run("auto", p, Options(time_limit_s=limit))
         seen[limit] = set(budgets)
     assert seen == {10.0: {30_000}, 2.0: {6_250}, 1.0: {3_125}, 0.0: {30_000}}
+
+
+def test_before_e707_the_chains_left_are_searched_not_all_again(monkeypatch) -> None:
+    """Where the chains a limit's work allowed hold no split that fits, pipedp searches
+    every chain before E707 (`auto` then plans the recomputing split): only those it had
+    not searched, not all of them again, with the same answer. Before, the whole DP ran
+    twice: ResNet-50 `pinter` at `--time-limit 2`, 0.6 s more on an idle machine."""
+    import collections
+
+    import pytest
+
+    from planner.errors import InfeasibleError
+
+    searched: collections.Counter[tuple[int, ...]] = collections.Counter()
+    split = splitdp._kind_split
+
+    def kind_split(problem, u, space, chain, pipeline, capped, kind, **how):  # type: ignore[no-untyped-def]
+        if capped:
+            searched[tuple(chain)] += 1
+        return split(problem, u, space, chain, pipeline, capped, kind, **how)
+
+    monkeypatch.setattr(splitdp, "_kind_split", kind_split)
+    p = random_spec(3, 24, 8, training=True, microbatches=8, schedule=INTERLEAVED,
+                    memories=(150,))
+    cells = splitdp.cells_for(2.0)
+    with pytest.raises(InfeasibleError) as err:
+        pipedp.search_within(p, Options(time_limit_s=2.0), cells)
+    assert err.value.diagnostics[0].code == "E707"
+    assert splitdp.search_space(p, p.pipeline, cells).tried == 136  # then all 171
+    assert len(searched) == 171 and set(searched.values()) == {len(splitdp.KINDS)}
