@@ -73,6 +73,7 @@ from ..pipeline.split import Split, fits, split_of
 from ..pipeline.units import units
 from ..plan import check_recompute
 from ..units import format_seconds
+from ..workload.training import optimizer_of
 from .torch_export import check_placement, forward_placement
 from .torch_import import Traced
 from .torch_ranks import at_ranks
@@ -154,6 +155,9 @@ class TorchPipeline:
     replicas: tuple[tuple[str, ...], ...] = ()
     #: the stages (indices) whose devices recompute their activations (`torch.utils.checkpoint`)
     recompute: tuple[int, ...] = ()
+    #: the optimizer whose state the spec's backward ops hold (`training.optimizer_of`: the
+    #: `--optimizer` of `planner import torch --training`); None where they say none
+    optimizer: str | None = None
 
     @property
     def split_spec(self) -> dict[str, str]:
@@ -254,7 +258,9 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
         moved, plan_cost, tuple((names[k], next((n.name for n, s in zip(nodes, plan_stage,
                                                                          strict=True)
                                                  if s == k), "")) for k in range(split.stages)),
-        regrouped, len(dict.fromkeys(names)), recompute=recomputing)
+        regrouped, len(dict.fromkeys(names)), recompute=recomputing,
+        optimizer=optimizer_of((g.ops[f].params_bytes, g.ops[b].params_bytes)
+                               for b, f in g.backward_of.items()))
     if groups:
         result = replace(result, replicas=_mesh(problem, result, split.devices, groups, ranks,
                                                 where))

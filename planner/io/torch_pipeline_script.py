@@ -2,7 +2,10 @@
 
 `pipeline_script` writes a runnable script: every rank builds the model (seeded),
 `pipeline(module, mb_args=..., mb_kwargs=..., split_spec=...)`, `pipe.build_stage(...)` for
-its stage(s), the schedule with a loss, and one `schedule.step(...)`; under `torchrun`
+its stage(s), the schedule with a loss, one `schedule.step(...)` and, for training, one
+`optimizer.step()` over its stages' parameters: the optimizer whose state the spec counts
+(`TorchPipeline.optimizer`, recorded as OPTIMIZER; SGD where the spec says none; the
+script's `--optimizer` and `--lr` override it, `--optimizer none` steps none); under `torchrun`
 (env://) or, with `--spawn`, under `torch.multiprocessing.spawn` (gloo on the CPU with
 `--cpu`). Keyword inputs go as keywords, with those the importer's capture adds
 (`torch_capture.with_defaults`: `use_cache=False`); the last stage's flat tensors are
@@ -13,8 +16,9 @@ gloo contiguous tensors only). Under `interleaved`, whose runtime sends between 
 stages only and hands the step's keyword inputs to every stage of the first rank, a tensor
 that skips stages is relayed by the stages between (`relay_skips`) and a later stage gets
 only the keywords it takes (`own_inputs`). `--check` compares the loss and gradients with the
-unpipelined model's, in eval mode unless `--mode` says otherwise, and prints what differs
-and by how much (exit status 1).
+unpipelined model's, and the parameters after the same optimizer step (a tied weight's
+copies equal), in eval mode unless `--mode` says otherwise, and prints what differs and by
+how much (exit status 1).
 
 The script's text is the template `pipeline_step.py-tpl` beside this module (Django's
 `.py-tpl`: Python that tools leave alone until it is filled). Where a plan with replicas
@@ -73,6 +77,7 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
         "__SPLIT_SPEC__": "{" + split + ("\n}" if split else "}"),
         "__STAGES__": "[" + stages + "\n]",
         "__TRAINING__": literal(tp.training),
+        "__OPTIMIZER__": literal((tp.optimizer or "sgd") if tp.training else None),
         "__OUTPUT_SHAPES__": literal(outputs.shapes),
         "__OUTPUT_SPEC__": literal(outputs.spec),
         "__LOGITS__": literal(outputs.logits),

@@ -20,7 +20,7 @@ in the micro-batch's backward pass):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Final
 
 from ..errors import Diagnostic, UsageError
@@ -67,6 +67,16 @@ def add_backward(w: Workload, backward: Callable[[WorkOp], tuple[float, float | 
     # tied forward ops' backward ops hold the tied weight's gradient and optimizer state
     w.ties.extend(([bwd_name[n] for n in names], nbytes * state, weight)
                   for names, nbytes, weight in list(w.ties) if all(n in bwd_name for n in names))
+
+
+def optimizer_of(params: Iterable[tuple[int, int]]) -> str | None:
+    """The optimizer whose state `add_backward` gave the backward ops, from the params of
+    each (forward op, its backward op) pair: the backward op holds the forward op's times
+    1 + OPTIMIZER_STATE (a spec prints sizes to 4 significant digits, so the ratio is
+    rounded); None when no pair with params says, or the pairs disagree."""
+    found = {round(b / f) - 1 for f, b in params if f > 0 and abs(b / f - round(b / f)) < 0.05}
+    names = [name for name, copies in OPTIMIZER_STATE.items() if {copies} == found]
+    return names[0] if names else None
 
 
 def _connect_backward(w: Workload, fwd: list[WorkOp], fwd_edges: list[WorkEdge],

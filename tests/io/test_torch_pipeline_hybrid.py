@@ -41,6 +41,9 @@ MODELS = HERE / "torch_pipeline_models.py"
 CPU = ",".join(f"gpu{k}=cpu" for k in range(4))
 #: 2 stages (gpu0, gpu1), each on 2 devices
 TWO_BY_TWO = {"gpu0": ["gpu0", "gpu2"], "gpu1": ["gpu1", "gpu3"]}
+#: `--check`'s verdict on the parameters after the spec's optimizer step (import's default)
+STEPPED = ("the optimizer step (adam, lr 0.001) on each rank equals the unpipelined "
+           "optimizer's on its gradients: True")
 
 
 def _mlp_spec(root: Path, settings: str = "microbatches 4  schedule 1f1b") -> Path:
@@ -347,6 +350,7 @@ def _hybrid_step(root: Path, models: Path, example: str, *import_args: str) -> A
                             cwd=root, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
+    assert STEPPED in result.stdout  # each replica's DDP-wrapped stage stepped alike
     return load_script(root / "step.py"), [torch.load(save / f"rank{r}.pt") for r in range(4)]
 
 
@@ -448,3 +452,4 @@ def test_an_interleaved_plan_as_2_x_2_equals_one_process(tmp_path: Path) -> None
                          check=False, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert run.returncode == 0, run.stdout + run.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in run.stdout
+    assert STEPPED in run.stdout  # the two stages of each rank, in DDP, stepped
