@@ -92,6 +92,12 @@ def test_the_script_records_the_specs_optimizer(tmp_path: Path, import_args: tup
         run = subprocess.run([sys.executable, str(script), "--optimizer", "adam"],
                              capture_output=True, text=True, timeout=120, check=False)
         assert run.returncode == 2 and "runs inference, which steps no optimizer" in run.stderr
+    else:  # a learning rate torch refuses is a usage error, before any rank starts
+        for bad in ("-1", "nan", "inf", "fast"):
+            run = subprocess.run([sys.executable, str(script), "--lr", bad],
+                                 capture_output=True, text=True, timeout=120, check=False)
+            assert run.returncode == 2 and "argument --lr" in run.stderr, run.stderr
+            assert "Traceback" not in run.stderr, run.stderr
 
 
 @pytest.mark.slow
