@@ -60,8 +60,9 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
     the heuristic also retried with memory budgets and m-TOPO's placement (a list
     scheduler's `memory_passes`), so m-TOPO is not suggested. `counted`, when given, says
     what each figure of `shortfall` counts (the first hint); `retries`, what the heuristic
-    retried with, in words (by default budgets, contiguous splits under `liveness`, and
-    m-TOPO's placement).
+    retried with, in words (with `retried`, by default budgets, contiguous splits under
+    `liveness`, and m-TOPO's placement); "fills devices greedily" only where it retried
+    with nothing.
     """
     proofs = diagnose(problem)
     if proofs:
@@ -84,8 +85,9 @@ def stuck_error(problem: Problem, algorithm: str, op: int,
         message = (f"`{algorithm}` found no device for op `{name}`: its pin, its colocation "
                    "group and the devices that can run it leave none")
     splits = " and contiguous splits" if problem.memory_model == "liveness" else ""
-    retries = retries or f"tighter memory budgets{splits} and m-TOPO's placement"
-    lead = (f"it also retried with {retries}; " if retried
+    if retried and not retries:
+        retries = f"tighter memory budgets{splits} and m-TOPO's placement"
+    lead = (f"it also retried with {retries}; " if retries
             else "this heuristic fills devices greedily; ")
     return InfeasibleError(Diagnostic(
         "E704", message, None,

@@ -245,3 +245,69 @@ def test_e704_names_only_the_retries_that_ran() -> None:
         "it also retried with no memory checks (judged by simulation), contiguous splits "
         "and m-TOPO's placement, then all of it again with no constant following its "
         "consumer; the instance may still be feasible")
+
+
+#: ops of 27.06 GiB on GPUs of 15.63 and 13.00 GiB, where two constants (w0, w1) follow
+#: their consumers at first; mtopo, roundrobin, random and msct dead-end (cpsat: E813)
+_DEAD_END = """
+cluster c {
+  device gpu0 { kind v100  memory 16003 MiB  flops 15 TFLOPS }
+  device gpu1 { kind v100  memory 13316 MiB  flops 15 TFLOPS }
+  link gpu[*] <-> gpu[*] { bandwidth 25 GB/s  latency 5 us }
+}
+graph g {
+  op o0 { time 5 ms  params 2212 MiB  output 1277 MiB }
+  op o1 { time 5 ms  params 1356 MiB  output 939 MiB }
+  op o2 { time 2 ms  params 114 MiB  output 1648 MiB }
+  op o3 { time 5 ms  params 2602 MiB  output 363 MiB }
+  op o4 { time 1 ms  params 2393 MiB  output 371 MiB }
+  op o5 { time 3 ms  params 2257 MiB  output 1633 MiB }
+  op o6 { time 1 ms  params 132 MiB  output 1724 MiB }
+  op w0 { time 0.01 ms  params 4899 MiB  output 345 MiB }
+  op w1 { time 0.01 ms  params 2117 MiB  output 1328 MiB }
+  w0 -> o5
+  w1 -> o6
+  o0 -> o1
+  o1 -> o2
+  o1 -> o4
+  o0 -> o2
+  o0 -> o5
+  o1 -> o6
+  o2 -> o5
+  o1 -> o3
+}
+plan p { graph g  cluster c }
+"""
+
+
+@pytest.mark.parametrize(("algorithm", "case", "lead"), [
+    # the walk retried under the budget ladder only (no pin, no constant following)
+    ("mtopo", "chain", "it also retried with tighter memory budgets; "),
+    # a pin: the walk ran again holding its room, then (m-TOPO) under the budgets
+    ("mtopo", "pinned", "it also retried with room held on each device for the ops that "
+                        "must go there and tighter memory budgets; "),
+    ("random", "pinned", "it also retried with room held on each device for the ops that "
+                         "must go there; "),
+    # nothing but the first draw ran: greedy, as said
+    ("random", "chain", "this heuristic fills devices greedily; "),
+    # constants followed their consumers: all of it again without that rule
+    ("mtopo", "followers", "it also retried with tighter memory budgets, then all of it "
+                           "again with no constant following its consumer; "),
+    ("roundrobin", "followers", "it also retried with no constant following its consumer; "),
+])
+def test_e704_of_the_walks_names_the_retries_that_ran(algorithm: str, case: str,
+                                                      lead: str) -> None:
+    # they said "this heuristic fills devices greedily" after every retry above
+    import planner
+
+    chain = ([5120, 3072, 5120, 7168], [10496, 10496])
+    problem = {"chain": _problem(*chain, chain=True),
+               "pinned": _problem(*chain, chain=True, pins={3: 1}),
+               "followers": planner.loads(_DEAD_END).plan()}[case]
+    with pytest.raises(InfeasibleError) as err:
+        run(algorithm, problem)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E704"
+    assert diag.hints[-1].startswith(lead + "the instance may still be feasible: try ")
+    # m-TOPO is suggested where its walk has not run
+    assert ("--algo mtopo" in diag.hints[-1]) == (algorithm != "mtopo")

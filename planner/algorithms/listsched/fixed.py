@@ -13,7 +13,15 @@ from .etf import etf_schedule
 from .instance import Instance
 from .placer import Placer, Stuck
 from .ranks import priority_positions, upward_rank
-from .retry import budget_ladder, explain_stuck, followers_dropped, liveness_pass, split_pass
+from .retry import (
+    LIVENESS,
+    budget_ladder,
+    explain_stuck,
+    followers_dropped,
+    liveness_pass,
+    retries_ran,
+    split_pass,
+)
 
 __all__ = ["fill_and_order", "schedule_fixed"]
 
@@ -58,15 +66,17 @@ def fill_and_order(
         if plain is None:
             raise
         # its dead end, if any, is explained (`memory_passes` says why)
-        placement, start, info = _fill_and_order(plain, algorithm, fill, contiguous, budgets)
+        placement, start, info = _fill_and_order(plain, algorithm, fill, contiguous, budgets,
+                                                 again=True)
     return placement, start, {**info, "sources_follow": False}
 
 
 def _fill_and_order(
     inst: Instance, algorithm: str, fill: Callable[[Placer], None], contiguous: bool,
-    budgets: bool,
+    budgets: bool, *, again: bool = False,
 ) -> tuple[list[int], list[float], dict[str, Any]]:
-    """`fill_and_order` on `inst`, without its retry on another instance."""
+    """`fill_and_order` on `inst`, without its retry on another instance (`again`: as that
+    retry, which its dead end says)."""
     def attempt(placer: Placer) -> tuple[list[int], list[float]]:
         fill(placer)
         placement = list(placer.device_of)
@@ -79,7 +89,8 @@ def _fill_and_order(
         stuck = s.op
     else:
         return placement, start, {}
-    if inst.problem.memory_model == "liveness":
+    liveness = inst.problem.memory_model == "liveness"
+    if liveness:
         found = liveness_pass(inst, attempt)
         if found is not None:
             return (*found, {"memory_check": "liveness peak, by simulation"})
@@ -91,8 +102,9 @@ def _fill_and_order(
                           f"contiguous split that fits ({split[2]} stage(s))"}
     # last, the walk again keeping the room of the pinned ops, then under each budget
     pins = any(d >= 0 for d in inst.pin)
+    ladder = budget_ladder(inst) if budgets else []
     rungs: list[list[int] | None] = [None] if pins else []
-    for rung in rungs + (budget_ladder(inst) if budgets else []):
+    for rung in rungs + ladder:
         try:
             placement, start = attempt(Placer(inst, rung, reserve_pins=True))
         except Stuck:
@@ -100,4 +112,8 @@ def _fill_and_order(
         info: dict[str, Any] = {"pins_reserved": True} if pins else {}
         return placement, start, info if rung is None else {
             **info, "memory_budget_bytes": tuple(rung)}
-    raise explain_stuck(placer, algorithm, stuck)
+    ran = [*([LIVENESS] if liveness else []),
+           *(["contiguous splits"] if liveness and contiguous else []),
+           *(["room held on each device for the ops that must go there"] if pins else []),
+           *(["tighter memory budgets"] if ladder else [])]
+    raise explain_stuck(placer, algorithm, stuck, retries=retries_ran(ran, again))

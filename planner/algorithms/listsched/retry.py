@@ -35,7 +35,7 @@ from .solution import solution
 from .topo import topo_budgets, topo_fill
 
 __all__ = ["budget_ladder", "explain_stuck", "followers_dropped", "liveness_pass",
-           "memory_passes", "split_pass"]
+           "memory_passes", "retries_ran", "split_pass"]
 
 
 def budget_ladder(inst: Instance) -> list[list[int]]:
@@ -259,12 +259,24 @@ def _retries(inst: Instance, budgets: bool, again: bool) -> str:
     where `budget_ladder` had a rung (none where every rung is the devices' memory), and
     `again` for step 5."""
     liveness = inst.problem.memory_model == "liveness"
-    ran = [*(["no memory checks (judged by simulation)"] if liveness else []),
-           *(["tighter memory budgets"] if budgets else []),
-           *(["contiguous splits"] if liveness else []), "m-TOPO's placement"]
+    return retries_ran([*([LIVENESS] if liveness else []),
+                        *(["tighter memory budgets"] if budgets else []),
+                        *(["contiguous splits"] if liveness else []), "m-TOPO's placement"],
+                       again)
+
+
+#: `liveness_pass`, in words
+LIVENESS = "no memory checks (judged by simulation)"
+
+
+def retries_ran(ran: list[str], again: bool) -> str:
+    """The retries that ran after a dead end (`ran`, in words, in the order they ran), and
+    step 5 of `memory_passes` (`again`), in one phrase; empty when none ran."""
     text = " and ".join([", ".join(ran[:-1]), ran[-1]] if len(ran) > 1 else ran)
-    return text + (", then all of it again with no constant following its consumer"
-                   if again else "")
+    if again:
+        follow = "no constant following its consumer"
+        text = f"{text}, then all of it again with {follow}" if text else follow
+    return text
 
 
 def _counted(placer: Placer, op: int) -> str:
