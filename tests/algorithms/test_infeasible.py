@@ -311,3 +311,23 @@ def test_e704_of_the_walks_names_the_retries_that_ran(algorithm: str, case: str,
     assert diag.hints[-1].startswith(lead + "the instance may still be feasible: try ")
     # m-TOPO is suggested where its walk has not run
     assert ("--algo mtopo" in diag.hints[-1]) == (algorithm != "mtopo")
+
+
+def test_e704_says_a_groups_figure_leaves_out_the_copies_its_members_receive() -> None:
+    # op3 and op4 are one group, op4 receives op2's 10 MiB output: m-TOPO's walk dead-ends
+    # at op3, the group's first member, and gpu0's figure (op0, op1, op3 and op4: 160 MiB)
+    # leaves out that copy (op2 is on gpu1), which the hint did not say
+    sizes = ((45, 0), (45, 0), (30, 10), (35, 0), (35, 0))
+    ops = tuple(Op(f"op{i}", 1e-3, params_bytes=p * MIB, output_bytes=o * MIB)
+                for i, (p, o) in enumerate(sizes))
+    devs = (Device("gpu0", 100 * MIB), Device("gpu1", 105 * MIB))
+    problem = Problem("p", Graph("g", ops, (Edge(2, 4, 10 * MIB),), ((3, 4),)),
+                      Cluster("c", devs, (Link(0, 1, 1e9), Link(1, 0, 1e9))))
+    with pytest.raises(InfeasibleError) as err:
+        run("mtopo", problem)
+    (diag,) = err.value.diagnostics
+    assert "op `op3` fits on no device" in diag.message
+    assert "`gpu0` would need 160.00 MiB" in diag.message
+    assert diag.hints[0].endswith(
+        "the rest of its colocation group, which goes with it (their params, outputs and "
+        "temp, not the copies they will receive)")

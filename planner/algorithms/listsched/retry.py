@@ -281,13 +281,22 @@ def retries_ran(ran: list[str], again: bool) -> str:
 
 def _counted(placer: Placer, op: int) -> str:
     """What each figure of `explain_stuck` counts (`Placer.need`), in words: the clauses
-    for colocation groups only where the op has one, or a group holds room there."""
+    for colocation groups only where the op has one, or a group holds room there; for the
+    first member of a group whose other members receive tensors from outside it, that
+    those copies are not counted (`need` decides where each op goes, so its figures are
+    the ones the heuristic judged by)."""
     inst = placer.inst
     parts = ["the ops placed on that device", f"op `{inst.name(op)}` (params, output, temp)",
              "the copies of its inputs from other devices"]
     g = inst.group_of[op]
     if g >= 0 and placer.group_dev[g] < 0 and len(inst.groups[g]) > 1:
-        parts.append("the rest of its colocation group, which goes with it")
+        # `Placer.need` counts the rest's params, outputs and temp, not what they receive
+        members = set(inst.groups[g])
+        receive = any(b > 0 and p not in members
+                      for j in members if j != op for p, b in inst.pred[j])
+        parts.append("the rest of its colocation group, which goes with it" + (
+            " (their params, outputs and temp, not the copies they will receive)"
+            if receive else ""))
     if any(placer.res_po[d] or placer.res_temp[d] for d in placer.allowed(op)):
         parts.append("the room held for the unplaced members of the groups bound there")
     return f"each figure counts {', '.join(parts[:-1])} and {parts[-1]}"
