@@ -247,7 +247,8 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
     deadline = cap(options.time_limit_s)
     cells = splitdp.cells_for(options.time_limit_s)
     try:
-        searched = pipedp.search_within(problem, options, cells)
+        # no hint naming auto in its E707: auto compares that split itself (`_no_split`)
+        searched = pipedp.search_within(problem, options, cells, name_auto=False)
     except InfeasibleError as err:
         return _no_split(problem, options, err)
     best = searched.solution

@@ -85,6 +85,7 @@ from ..pipeline.split import Split, resource_loads, split_of, stage_bytes
 from ..pipeline.splitdp import (
     MAX_CELLS,
     MAX_ENUMERATED,
+    MAX_EXAMINED,
     Found,
     best_splits,
     interleaved_exact,
@@ -144,8 +145,10 @@ class Searched:
     budget: float
 
 
-def search_within(problem: Problem, options: Options, cells: float) -> Searched:
-    """`place_within`, with what its notes were drawn from."""
+def search_within(problem: Problem, options: Options, cells: float, *,
+                  name_auto: bool = True) -> Searched:
+    """`place_within`, with what its notes were drawn from (`name_auto`: E707 may name
+    `auto`, `one_per_device_hint`)."""
     pipeline = problem.pipeline or Pipeline()
     check_units(problem, pipeline)
     space = search_space(problem, pipeline, cells)
@@ -156,7 +159,7 @@ def search_within(problem: Problem, options: Options, cells: float) -> Searched:
         per_stages = split_candidates(problem, pipeline, options, cells=cells, every_chain=True,
                                       none_fit=tried)
     if not per_stages:
-        raise _no_split(problem, pipeline, cells)
+        raise _no_split(problem, pipeline, cells, name_auto)
     budget = simulation_budget(options.time_limit_s)
     chosen, runs = _simulated_best(problem, pipeline, per_stages, budget)
     info: dict[str, object] = {
@@ -263,26 +266,73 @@ def check_units(problem: Problem, pipeline: Pipeline) -> None:
              "the graph has no ops (`planner check` reports it too)",)))
 
 
-def _no_split(problem: Problem, pipeline: Pipeline, cells: float) -> InfeasibleError:
+def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
+              name_auto: bool) -> InfeasibleError:
     """The proofs that no placement fits (`infeasible.diagnose`: what `check` says), else
     E707, with its cause: the memory caps (a split fits without them), else the devices
-    each unit may use (pins, op times), which no chain of stages follows."""
+    each unit may use (pins, op times), which no chain of stages follows. Its message says
+    "no split ... fits" only where every split was searched (`_unsearched`), and, under
+    several stages per device, that count; a hint names `auto` (`name_auto`) where a split
+    of one stage per device fits under the schedule's fallback (`one_per_device_hint`)."""
     proofs = diagnose(problem)
     if proofs:
         return InfeasibleError(proofs)
+    per = pipeline.per_device
+    what = (f"contiguous pipeline split of plan `{problem.name}`"
+            + (f" into {per} stages per device, a chain of devices repeated {per} times,"
+               if per > 1 else ""))
+    left = _unsearched(problem, pipeline, cells)
+    among = f" among those searched ({left})" if left else ""
     if best_splits(problem, pipeline, capped=False, cells=cells, every_chain=True):
+        # under 1f1b, a stage holds at most the stages after it (S <= M), not M, unless
+        # replicated: neither change holds fewer there
+        one_f = pipeline.schedule == "1f1b"
+        fewer = ", ".join([*([] if one_f else ["`schedule 1f1b`"]), *(
+            [] if one_f and pipeline.data_parallel == 1 else ["fewer `microbatches`"])])
+        one = one_per_device_hint(problem, cells) if name_auto else ""
         return InfeasibleError(Diagnostic(
-            "E707", f"no contiguous pipeline split of plan `{problem.name}` fits the "
-            "devices' memory", None,
-            ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold "
-             "fewer activations; or give the devices more `memory`",
+            "E707", f"no {what} fits the devices' memory{among}", None,
+            (*((one,) if one else ()),
+             (f"fewer micro-batches in flight ({fewer}) hold fewer activations; or give the "
+              "devices more `memory`") if fewer else "give the devices more `memory`",
              RECOMPUTE_HINT)))
     return InfeasibleError(Diagnostic(
-        "E707", f"no contiguous pipeline split of plan `{problem.name}` honours the devices "
-        "its units may use, whatever the memory: the pins (or op times) put units in an order "
-        "that no chain of stages, one device after another, follows", None,
+        "E707", f"no {what} honours the devices its units may use, whatever the memory"
+        f"{among}: the pins (or op times) put units in an order that no chain of stages, one "
+        "device after another, follows", None,
         ("`--algo pipeilp` places each unit on any device it may use; or pin the units of "
          "each stage together, stage after stage",)))
+
+
+def _unsearched(problem: Problem, pipeline: Pipeline, cells: float) -> str:
+    """What the split search before E707 left out, in words (empty where it searched every
+    split): device chains past `MAX_CHAINS`, unit boundaries thinned from the cuts, and
+    under several stages per device the per-stage DP in place of every split."""
+    space = search_space(problem, pipeline, cells, True)
+    n = units(problem).count
+    m = len(problem.cluster.devices)
+    orders = max((math.perm(m, s // pipeline.per_device) for s in space.chains), default=0)
+    left = [*([f"the first {MAX_EXAMINED:,} orders of the devices"]
+              if orders > MAX_EXAMINED else []),
+            *([f"{space.tried} of {space.total} device chains"]
+              if space.tried < space.total else []),
+            *([f"{len(space.cuts) - 1} of {n} unit boundaries as cuts"]
+              if len(space.cuts) - 1 < n else []),
+            *(["the per-stage DP, not every split"] if pipeline.per_device > 1
+              and not interleaved_exact(problem, pipeline, cells, True) else [])]
+    return ", ".join(left)
+
+
+def one_per_device_hint(problem: Problem, cells: float) -> str:
+    """Under a schedule of several stages per device with a fallback (`interleaved`:
+    1F1B), the hint that a split of one stage per device fits, run as the fallback, and
+    that `--algo auto` compares it (`fallback_split`, within `cells`, none simulated);
+    empty where none fits."""
+    if fallback_split(problem, cells, 0.0) is None:
+        return ""
+    fallback = (problem.pipeline or Pipeline()).schedule_spec.fallback
+    return (f"a split of one stage per device fits, run as {fallback}: `--algo auto` "
+            f"compares it with the other plans (or plan `schedule {fallback}`)")
 
 
 def simulation_budget(time_limit_s: float) -> float:

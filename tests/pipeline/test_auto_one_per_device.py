@@ -70,8 +70,9 @@ def test_interleaved_auto_keeps_it_where_no_interleaved_split_fits() -> None:
     assert ran.schedule == "1f1b" and fits(p, ran.memory_bytes)
     assert ran.iteration_s == pytest.approx(0.24492) == auto.info["iteration_s"]
     assert auto.info["why"] == (
-        "pipedp found no split (no contiguous pipeline split of plan `p` fits the devices' "
-        "memory); hybrid's split (no stage replicated) fits; it runs as 1f1b: its stages "
+        "pipedp found no split (no contiguous pipeline split of plan `p` into 2 stages per "
+        "device, a chain of devices repeated 2 times, fits the devices' memory); hybrid's "
+        "split (no stage replicated) fits; it runs as 1f1b: its stages "
         "are not 2 per device in a repeating chain")
 
 

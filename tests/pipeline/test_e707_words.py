@@ -1,0 +1,74 @@
+"""E707's words are true in every case: "no contiguous pipeline split fits" says which splits
+(under `interleaved`, K stages per device on a repeated chain), and "among those searched"
+where the search left some out; a hint names `--algo auto` where a split of one stage per
+device fits (run as 1F1B, which auto compares); `schedule 1f1b` is not suggested to a plan
+that has it."""
+
+from __future__ import annotations
+
+import pytest
+from pipe_support import chain_text
+
+from planner import loads
+from planner.algorithms import Options, pipedp
+from planner.algorithms import run as run_algorithm
+from planner.errors import Diagnostic, InfeasibleError
+from planner.model import Problem
+
+AUTO_HINT = ("a split of one stage per device fits, run as 1f1b: `--algo auto` compares it "
+             "with the other plans (or plan `schedule 1f1b`)")
+
+
+def _plan(memory: str, schedule: str = "interleaved; stages_per_device 2", n: int = 6,
+          devices: int = 3) -> Problem:
+    return loads(chain_text(n, devices, outputs_mb=[4.0] * n, memory=memory,
+                            schedule=schedule)).plan("p")
+
+
+def _e707(algorithm: str, problem: Problem) -> Diagnostic:
+    with pytest.raises(InfeasibleError) as err:
+        run_algorithm(algorithm, problem, Options(time_limit_s=5))
+    (d,) = err.value.diagnostics
+    assert d.code == "E707"
+    return d
+
+
+@pytest.mark.parametrize("algorithm", ["pipedp", "search"])
+def test_interleaved_e707_names_the_split_that_fits_and_auto(algorithm: str) -> None:
+    # 24 MB a device: no split of 2 stages per device fits, one of one stage per device
+    # does (as 1F1B, which auto plans); before, E707 said no split fits at all and
+    # suggested `schedule 1f1b` and pipeilp, never auto
+    p = _plan("24 MB")
+    d = _e707(algorithm, p)
+    assert d.message == ("no contiguous pipeline split of plan `p` into 2 stages per device, "
+                         "a chain of devices repeated 2 times, fits the devices' memory")
+    assert d.hints[0] == AUTO_HINT
+    assert run_algorithm("auto", p, Options(time_limit_s=5)).status == "feasible"
+
+
+def test_the_auto_hint_only_where_that_split_fits() -> None:
+    # 8 MB: nothing fits, one stage per device neither; auto's own E707 never names auto
+    p = _plan("8 MB")
+    for algorithm in ("pipedp", "auto"):
+        assert not any("--algo auto" in h for h in _e707(algorithm, p).hints)
+
+
+def test_under_1f1b_e707_suggests_no_1f1b() -> None:
+    # under 1f1b a stage holds the stages after it (at most M), not M micro-batches: neither
+    # `schedule 1f1b`, its own, nor fewer `microbatches` hold fewer
+    hints = _e707("pipedp", _plan("8 MB", "1f1b")).hints
+    assert hints[0] == "give the devices more `memory`"
+    assert "fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`)" in (
+        _e707("pipedp", _plan("8 MB", "gpipe")).hints[0])
+
+
+def test_e707_says_where_its_search_left_splits_out() -> None:
+    # the cuts thinned to 3 of 60 boundaries: E707 said "no contiguous pipeline split
+    # fits", which that search does not prove
+    p = _plan("40 MB", "1f1b", n=60, devices=4)
+    with pytest.raises(InfeasibleError) as err:
+        pipedp.place_within(p, Options(time_limit_s=5), 1e3)
+    assert err.value.diagnostics[0].message.endswith(
+        "fits the devices' memory among those searched (3 of 60 unit boundaries as cuts)")
+    # every boundary searched: a proof, said without the qualifier
+    assert "among" not in _e707("pipedp", p).message
