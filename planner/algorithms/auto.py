@@ -53,12 +53,12 @@ under `data_parallel auto`, and pipedp's split with hybrid's cut moves; on big g
 under `data_parallel auto`, as hybrid's estimate is another measure), and keeps the one
 whose simulated (on big graphs: estimated, and no cut moves) iteration is shortest among
 those that fit: never slower than `hybrid`, `pipedp` or a uniform split that fits. Under
-`interleaved`, where simulated, pipedp's split of one stage per device planned for the
-fallback 1F1B (`pipedp.fallback_split`, with `FALLBACK_SHARE` of pipedp's DP work and
-simulations) is a candidate too, judged as the others; it and hybrid's plan may run as 1F1B,
-which `info["why"]` says; `info["candidates"]` has their iterations. Where pipedp finds no
-split (its E707), it keeps the fastest of the uniform split, where that fits and keeps the
-pins, the best contiguous split that fits with its devices recomputing
+`interleaved`, where simulated, pipedp's split of one stage per device for the fallback
+1F1B (`pipedp.fallback_split`, `FALLBACK_SHARE` of pipedp's work and simulations; its cuts
+moved under 1F1B, `pipecuts.refine_fallback`) is a candidate, judged as the others; it and
+hybrid's may run as 1F1B (`info["why"]`); `info["candidates"]` has their iterations. Where
+pipedp finds no split (its E707), it keeps the fastest of the uniform split, where that fits
+and keeps the pins, the best contiguous split that fits with its devices recomputing
 (`pipeilp.recomputing`, no solver: `info["recompute"]` names the devices that recompute),
 hybrid's layouts, and under `interleaved` pipedp's split of one stage per device (1F1B holds
 fewer micro-batches), and says E707 only where none fits.
@@ -250,7 +250,7 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
         # no hint naming auto in its E707: auto compares that split itself (`_no_split`)
         searched = pipedp.search_within(problem, options, cells, name_auto=False)
     except InfeasibleError as err:
-        return _no_split(problem, options, err)
+        return _no_split(problem, options, err, deadline)
     best = searched.solution
     uniform = run_uniform(problem, options)
     simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
@@ -282,7 +282,8 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
     if pipeline.data_parallel == "auto" or simulated:  # hybrid's layouts, if faster
         best, chosen = _with_hybrid(problem, options, searched, simulated, figures,
                                     (best, chosen))
-    best, chosen = _one_per_device(problem, options, simulated, figures, (best, chosen))
+    best, chosen = _one_per_device(problem, options, simulated, figures, (best, chosen),
+                                   deadline)
     info = _chosen_info(problem, searched, best, chosen, figures, simulated)
     return dataclasses.replace(best, info=MappingProxyType(info))
 
@@ -304,11 +305,11 @@ def _with_hybrid(problem: Problem, options: Options, searched: pipedp.Searched,
 
 def _one_per_device(problem: Problem, options: Options, simulated: bool,
                     figures: dict[str, tuple[float, bool]], kept: tuple[Solution, str],
-                    ) -> tuple[Solution, str]:
+                    deadline: float) -> tuple[Solution, str]:
     """`kept` (the plan so far, its name) or, where it fits and runs faster by the simulated
     iteration than every other candidate that fits, pipedp's split of one stage per device
     (`_fallback_split`). `figures` gains its iteration, unless it is `kept`'s plan."""
-    found = _fallback_split(problem, options) if simulated else None
+    found = _fallback_split(problem, options, deadline) if simulated else None
     if found is None or found[0].plan.placement == kept[0].plan.placement:  # the same plan
         return kept
     other = _fastest_other(figures, ONE_PER_DEVICE)
@@ -318,19 +319,23 @@ def _one_per_device(problem: Problem, options: Options, simulated: bool,
     return kept
 
 
-def _fallback_split(problem: Problem, options: Options) -> tuple[Solution, float, bool] | None:
-    """Under `interleaved` (a schedule with a fallback): pipedp's split of one stage per
-    device for the fallback (`pipedp.fallback_split`, within `FALLBACK_SHARE` of pipedp's
-    work and simulations), which the plan runs as 1F1B, with its simulated iteration under
-    the plan's own schedule and whether it fits; None where there is none."""
+def _fallback_split(problem: Problem, options: Options, deadline: float,
+                    ) -> tuple[Solution, float, bool] | None:
+    """Under `interleaved`: pipedp's split of one stage per device for the fallback, 1F1B
+    (`pipedp.fallback_split`, `FALLBACK_SHARE` of pipedp's work and simulations), or its
+    cuts moved under 1F1B (`pipecuts.refine_fallback`) where faster; its simulated
+    iteration under the plan's schedule, and whether it fits; None where there is none."""
+    pipeline = problem.pipeline or Pipeline()
     found = pipedp.fallback_split(
         problem, FALLBACK_SHARE * splitdp.cells_for(options.time_limit_s),
         FALLBACK_SHARE * pipedp.simulation_budget(options.time_limit_s))
     if found is None:
         return None
-    iteration, ok = _iteration(problem, found.plan.placement, problem.pipeline or Pipeline(),
-                               True)
-    return found, iteration, ok
+    moved = pipecuts.refine_fallback(problem, found, options.time_limit_s,
+                                     FALLBACK_SHARE * CUT_SHARE, deadline)
+    runs = [(plan, *_iteration(problem, plan.plan.placement, pipeline, True))
+            for plan in (found, moved) if plan is not None]  # moved: only if fits, faster
+    return min(runs, key=lambda run: (not run[2], run[1]))
 
 
 def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
@@ -355,7 +360,7 @@ def _hybrid_moves(time_limit_s: float) -> float:
                HYBRID_SHARE * pipedp.simulation_budget(time_limit_s))
 
 
-def _no_split(problem: Problem, options: Options, err: InfeasibleError) -> Solution:
+def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: float) -> Solution:
     """Where pipedp finds no split (its E707): the uniform split where it fits and keeps
     the pins (one pipedp's chains can miss: under `interleaved`, stages that repeat no
     chain), or the best contiguous split that fits with its devices recomputing where
@@ -386,7 +391,7 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError) -> Solut
                     + ("its replicated stages fit" if replicated else
                        "hybrid's split (no stage replicated) fits")
                     + _runs_as(problem, mixed.plan.placement, replicated))})))
-    one = _fallback_split(problem, options) if simulated else None
+    one = _fallback_split(problem, options, until) if simulated else None
     if one is not None and one[2]:  # 1F1B holds fewer micro-batches than `interleaved`
         plans[ONE_PER_DEVICE] = (one[1], dataclasses.replace(one[0], info=MappingProxyType({
             **one[0].info, "why": f"pipedp found no split ({err.diagnostics[0].message}); "

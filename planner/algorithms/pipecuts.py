@@ -19,22 +19,30 @@ clock's `clock.CAP_MIN_S` cut them, so the plan changed from run to run). Splits
 schedule runs them (`pipeline.schedule.run`); under `interleaved` only the shifts (a
 device's stages repeat in a loop that merges and new cuts would break).
 
+`refine_fallback`: under `interleaved`, `auto` also climbs from pipedp's split of one stage
+per device, run under the fallback (1F1B) as `auto` climbs from a 1F1B plan's.
+
 O(budget) simulations of M x (ops + relays) copied ops each.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import Split, fits, resource_loads, stage_bytes
+from ..pipeline.split import Split, fits, resource_loads, split_of, stage_bytes
 from ..pipeline.units import units
+from ..plan import Plan
 from . import pipedp
+from .base import Solution
+from .clock import CUT
 
 #: how far a cut moves in one step, in units
 SHIFTS = (1, -1, 2, -2, 4, -4, 8, -8)
@@ -146,3 +154,29 @@ def refine_pipedp(problem: Problem, pipeline: Pipeline, cells: float, time_limit
                                                            f.split.stages))[:keep]]
     most = splitdp.most_stages(problem, pipeline, units(problem).count)
     return refine(problem, pipeline, starts, max(sims - len(runs), 1), deadline, most)
+
+
+
+def refine_fallback(problem: Problem, found: Solution, time_limit_s: float, share: float,
+                    deadline: float = math.inf) -> Solution | None:
+    """`auto` under `interleaved`: pipedp's split of one stage per device for the schedule's
+    fallback (`found`, `pipedp.fallback_split`) with its cuts moved under the fallback, as
+    `auto` moves a 1F1B split's (`refine` from it, within `share` of the time limit's
+    simulations); None where no move ran faster, or none ran (as `refine_pipedp`)."""
+    one = pipedp.fallback_pipeline(problem.pipeline or Pipeline())
+    copies = (one.microbatches if one else 0) * len(problem.graph.ops)
+    if one is None or copies > pipedp.MAX_SIMULATED_OPS or time_limit_s <= 0:
+        return None
+    sims = max(1, pipedp.simulations(share * pipedp.simulation_budget(time_limit_s), copies))
+    start = split_of(problem, found.plan.placement)
+    most = splitdp.most_stages(problem, one, units(problem).count)
+    moved = refine(problem, one, [start], sims, deadline, most)
+    if moved is None or moved.split == start:
+        return None
+    info = {**found.info, "period_s": resource_loads(problem, moved.split).period_s,
+            "stages": moved.split.stages,
+            "cut_moves": f"{moved.simulations} simulation(s) under {one.schedule}" + (
+                f"; {CUT}: this plan may differ from run to run" if moved.cut else "")}
+    return dataclasses.replace(found, plan=Plan(moved.split.placement(problem),
+                                                algorithm="pipedp"),
+                               info=MappingProxyType(info))

@@ -198,20 +198,28 @@ def fallback_split(problem: Problem, cells: float, budget: float) -> Solution | 
     of one stage per device planned for the fallback: its candidates (the DP within
     `cells`) simulated under it within `budget` copied ops (`_simulated_best`); None where
     the schedule has no fallback or no such split fits. No notes: `auto` judges it."""
-    pipeline = problem.pipeline or Pipeline()
-    fallback = pipeline.schedule_spec.fallback
-    if fallback is None or pipeline.per_device < 2:
+    one = fallback_pipeline(problem.pipeline or Pipeline())
+    if one is None:
         return None
-    one = dataclasses.replace(pipeline, schedule=fallback, stages_per_device=1)
     per_stages = split_candidates(problem, one, cells=cells)
     if not per_stages:
         return None
     chosen, runs = _simulated_best(problem, one, per_stages, budget)
     info = {"period_s": chosen.period_s, "stages": chosen.split.stages,
-            "candidates_compared_by": f"simulation under {fallback} ({len(runs)} candidate(s))"
-            if chosen in runs else f"estimate under {fallback}"}
+            "candidates_compared_by": f"simulation under {one.schedule} ({len(runs)} "
+                                      "candidate(s))" if chosen in runs
+            else f"estimate under {one.schedule}"}
     return Solution(Plan(chosen.split.placement(problem), algorithm="pipedp"), "feasible",
                     MappingProxyType(info))
+
+
+def fallback_pipeline(pipeline: Pipeline) -> Pipeline | None:
+    """`pipeline` with one stage per device under its schedule's fallback (`interleaved`:
+    1F1B), as a split of one stage per device runs; None where there is none."""
+    fallback = pipeline.schedule_spec.fallback
+    if fallback is None or pipeline.per_device < 2:
+        return None
+    return dataclasses.replace(pipeline, schedule=fallback, stages_per_device=1)
 
 
 def notes_for(problem: Problem, searched: Searched, placement: Sequence[int],
