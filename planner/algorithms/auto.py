@@ -427,7 +427,7 @@ def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, ch
     if chosen == "hybrid":
         info["why"] = _why_hybrid(problem, best.plan.placement, info, figures, simulated)
     if chosen == ONE_PER_DEVICE:
-        info["why"] = _why_one_per_device(problem, best.plan.placement, figures)
+        info["why"] = _why_one_per_device(problem, best.plan.placement, figures, info)
     if chosen == RECOMPUTING:
         info["why"] = (f"recomputing activations on {', '.join(info['recompute'])} runs "
                        f"faster by the {what} ({format_seconds(figures[chosen][0])}) than "
@@ -457,11 +457,11 @@ def _why_hybrid(problem: Problem, placement: tuple[int, ...], info: dict[str, An
 
 
 def _why_one_per_device(problem: Problem, placement: tuple[int, ...],
-                        figures: dict[str, tuple[float, bool]]) -> str:
-    """Why `auto` keeps pipedp's split of one stage per device under `interleaved`, and
-    that it runs as the schedule's fallback (1F1B)."""
+                        figures: dict[str, tuple[float, bool]], info: dict[str, Any]) -> str:
+    """Why `auto` keeps pipedp's split of one stage per device, run as the fallback (1F1B)."""
     fallback = (problem.pipeline or Pipeline()).schedule_spec.fallback
-    what = f"pipedp's split of one stage per device (planned for {fallback})"
+    what = (f"pipedp's split of one stage per device (planned for {fallback}"
+            f"{', its cuts moved under it' if 'cut_moves' in info else ''})")
     other = _fastest_other(figures, ONE_PER_DEVICE)
     if not other[1]:
         return f"{what} fits the memory, and no other split does{_runs_as(problem, placement)}"

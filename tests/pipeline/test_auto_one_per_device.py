@@ -104,6 +104,9 @@ def test_interleaved_auto_moves_the_cuts_of_its_one_stage_per_device_split() -> 
     assert auto.info["candidates"]["pipedp, cuts moved"] == pytest.approx(0.31365)
     assert auto.info["chosen"] == ONE_PER_DEVICE
     assert auto.info["cut_moves"].endswith("simulation(s) under 1f1b")
+    assert auto.info["why"].startswith(
+        "pipedp's split of one stage per device (planned for 1f1b, its cuts moved under it) "
+        "runs faster by the simulated iteration: 312.040 ms, against 313.650 ms")
     ran = schedule.run(p, auto.plan.placement, p.pipeline)
     assert ran.schedule == "1f1b" and fits(p, ran.memory_bytes)
     assert ran.iteration_s == auto.info["iteration_s"]
