@@ -156,7 +156,6 @@ def refine_pipedp(problem: Problem, pipeline: Pipeline, cells: float, time_limit
     return refine(problem, pipeline, starts, max(sims - len(runs), 1), deadline, most)
 
 
-
 def refine_fallback(problem: Problem, found: Solution, time_limit_s: float, share: float,
                     deadline: float = math.inf) -> Solution | None:
     """`auto` under `interleaved`: pipedp's split of one stage per device for the schedule's
@@ -164,8 +163,10 @@ def refine_fallback(problem: Problem, found: Solution, time_limit_s: float, shar
     `auto` moves a 1F1B split's (`refine` from it, within `share` of the time limit's
     simulations); None where no move ran faster, or none ran (as `refine_pipedp`)."""
     one = pipedp.fallback_pipeline(problem.pipeline or Pipeline())
-    copies = (one.microbatches if one else 0) * len(problem.graph.ops)
-    if one is None or copies > pipedp.MAX_SIMULATED_OPS or time_limit_s <= 0:
+    if one is None or time_limit_s <= 0:
+        return None
+    copies = one.microbatches * len(problem.graph.ops)
+    if copies > pipedp.MAX_SIMULATED_OPS:
         return None
     sims = max(1, pipedp.simulations(share * pipedp.simulation_budget(time_limit_s), copies))
     start = split_of(problem, found.plan.placement)
