@@ -22,6 +22,7 @@ from .retry import (
     retries_ran,
     split_pass,
 )
+from .room import memory_forced
 
 __all__ = ["fill_and_order", "schedule_fixed"]
 
@@ -46,10 +47,12 @@ def fill_and_order(
     For the rules that place first and order after (m-TOPO and the baselines). Under
     `memory liveness` a dead end is retried by `liveness_pass`, then, for a rule that
     places contiguously (`contiguous`: m-TOPO's walk), by the best contiguous split that
-    fits (`split_pass`; `info["reason"]` says so); then once more keeping on each device
-    the room of the ops pinned to it and of the copies they receive (`room.HeldRoom`;
-    `info["pins_reserved"]`: a chain whose last op was
-    pinned to gpu0 filled gpu0 with the ops before it), and, for a rule that takes a
+    fits (`split_pass`; `info["reason"]` says so); then, where some op must go to one
+    device (pinned, or only one device can hold it: `room.memory_forced`), once more keeping
+    on each device the room of those ops and of the copies they receive (`room.HeldRoom`;
+    `info["pins_reserved"]`, `info["forced_reserved"]`: a chain whose last op was pinned to
+    gpu0 filled gpu0 with the ops before it; a chain of 5.97, 5.55 and 5.73 GiB ops gave
+    the one device that could hold the last to the second), and, for a rule that takes a
     budget (`budgets`: m-TOPO's walk reads `placer.budget`), under each rung of
     `budget_ladder` (`info["memory_budget_bytes"]`: a walk that filled gpu0 with two
     forward ops left no room for the gradient their backward op, colocated with one,
@@ -100,20 +103,34 @@ def _fill_and_order(
                 "memory_check": "liveness peak, by simulation",
                 "reason": f"the walk ran out of memory (static accounting); this is the best "
                           f"contiguous split that fits ({split[2]} stage(s))"}
-    # last, the walk again keeping the room of the pinned ops, then under each budget
+    planned, held = _held_passes(inst, attempt, budgets)
+    if planned is not None:
+        return planned
+    ran = [*([LIVENESS] if liveness else []),
+           *(["contiguous splits"] if liveness and contiguous else []), *held]
+    raise explain_stuck(placer, algorithm, stuck, retries=retries_ran(ran, again))
+
+
+def _held_passes(
+    inst: Instance, attempt: Callable[[Placer], tuple[list[int], list[float]]], budgets: bool,
+) -> tuple[tuple[list[int], list[float], dict[str, Any]] | None, list[str]]:
+    """The last retries of `fill_and_order`: the walk again keeping the room of the ops that
+    must go to a device (pinned, or only one device can hold them: a packing dead end needs
+    no pin), where there are any, then under each budget (`budgets`). Returns (the first
+    that fits: placement, start times, info; else None) and the retries that ran, in
+    words."""
     pins = any(d >= 0 for d in inst.pin)
+    forced = any(d >= 0 for d in memory_forced(inst))
     ladder = budget_ladder(inst) if budgets else []
-    rungs: list[list[int] | None] = [None] if pins else []
+    rungs: list[list[int] | None] = [None] if pins or forced else []
     for rung in rungs + ladder:
         try:
             placement, start = attempt(Placer(inst, rung, reserve_pins=True))
         except Stuck:
             continue
-        info: dict[str, Any] = {"pins_reserved": True} if pins else {}
-        return placement, start, info if rung is None else {
-            **info, "memory_budget_bytes": tuple(rung)}
-    ran = [*([LIVENESS] if liveness else []),
-           *(["contiguous splits"] if liveness and contiguous else []),
-           *(["room held on each device for the ops that must go there"] if pins else []),
-           *(["tighter memory budgets"] if ladder else [])]
-    raise explain_stuck(placer, algorithm, stuck, retries=retries_ran(ran, again))
+        info: dict[str, Any] = {**({"pins_reserved": True} if pins else {}),
+                                **({"forced_reserved": True} if forced else {})}
+        return (placement, start, info if rung is None else {
+            **info, "memory_budget_bytes": tuple(rung)}), []
+    return None, [*(["room held on each device for the ops that must go there"] if rungs
+                    else []), *(["tighter memory budgets"] if ladder else [])]
