@@ -214,6 +214,17 @@ def _order_run(problem: Problem, dev: Sequence[int]) -> str:
             f"in flight: {asked.schedule}'s would deadlock)")
 
 
+def _runs_in(problem: Problem, placement: Sequence[int]) -> str:
+    """'; it runs in gpipe's order, not interleaved's ...' where the plan `placement` runs
+    in another order than the schedule asked (`split.runs`), else ''."""
+    pipeline = problem.pipeline or Pipeline()
+    ran = runs(problem, split_of(problem, placement), pipeline)
+    if ran.schedule == pipeline.schedule:
+        return ""
+    return (f"; it runs in {ran.schedule}'s order, not {pipeline.schedule}'s (the plan's "
+            f"note says why)")
+
+
 def _first_order(problem: Problem, options: Options, clock: Clock,
                  notes: list[Diagnostic]) -> tuple[tuple[int, ...] | None, _Warm | None]:
     """Without a warm start where the order of the devices matters: solve the relaxation
@@ -276,7 +287,8 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
                       and orders.exact else
                       f"the model ({orders.scope}) is infeasible; the {best.source} plan, "
                       "outside it, is kept")
-        log.warning("pipeilp: falling back to the %s plan: %s", best.source, reason)
+        log.warning("pipeilp: falling back to the %s plan: %s%s", best.source, reason,
+                    _runs_in(problem, best.placement))
         info["reason"] = reason
         return _solution(problem, best, "fallback", bound, info)
     objective = attempt.ilp.objective_s() if found is not None else None
