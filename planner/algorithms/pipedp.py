@@ -281,7 +281,8 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
     each unit may use (pins, op times), which no chain of stages follows. Its message says
     "no split ... fits" only where every split was searched (`_unsearched`), and, under
     several stages per device, that count; a hint names `auto` (`name_auto`) where a split
-    of one stage per device fits under the schedule's fallback (`one_per_device_hint`)."""
+    of one stage per device fits under the schedule's fallback (`one_per_device_hint`), and
+    under a schedule with a fallback, `schedule 1f1b` is suggested only there."""
     proofs = diagnose(problem)
     if proofs:
         return InfeasibleError(proofs)
@@ -295,12 +296,15 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
         # under 1f1b, a stage holds at most the stages after it (S <= M), not M, unless
         # replicated: neither change holds fewer there
         one_f = pipeline.schedule == "1f1b"
-        fewer = ", ".join([*([] if one_f else ["`schedule 1f1b`"]), *(
+        one = one_per_device_hint(problem, cells)
+        # a schedule with a fallback (interleaved) runs 1F1B on a split of one stage per
+        # device only: suggested where one fits
+        no_1f1b = one_f or (pipeline.schedule_spec.fallback is not None and not one)
+        fewer = ", ".join([*([] if no_1f1b else ["`schedule 1f1b`"]), *(
             [] if one_f and pipeline.data_parallel == 1 else ["fewer `microbatches`"])])
-        one = one_per_device_hint(problem, cells) if name_auto else ""
         return InfeasibleError(Diagnostic(
             "E707", f"no {what} fits the devices' memory{among}", None,
-            (*((one,) if one else ()),
+            (*((one,) if one and name_auto else ()),
              (f"fewer micro-batches in flight ({fewer}) hold fewer activations; or give the "
               "devices more `memory`") if fewer else "give the devices more `memory`",
              RECOMPUTE_HINT)))

@@ -2,7 +2,7 @@
 (under `interleaved`, K stages per device on a repeated chain), and "among those searched"
 where the search left some out; a hint names `--algo auto` where a split of one stage per
 device fits (run as 1F1B, which auto compares); `schedule 1f1b` is not suggested to a plan
-that has it."""
+that has it, nor under `interleaved` where no split of one stage per device fits."""
 
 from __future__ import annotations
 
@@ -60,6 +60,18 @@ def test_under_1f1b_e707_suggests_no_1f1b() -> None:
     assert hints[0] == "give the devices more `memory`"
     assert "fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`)" in (
         _e707("pipedp", _plan("8 MB", "gpipe")).hints[0])
+
+
+@pytest.mark.parametrize("algorithm", ["pipedp", "auto"])
+def test_interleaved_e707_suggests_1f1b_only_where_a_split_of_one_stage_per_device_fits(
+        algorithm: str) -> None:
+    # 8 MB: no split of one stage per device fits either, so 1F1B, which runs only those,
+    # cannot help; before, the hint said "(`schedule 1f1b`, fewer `microbatches`)"
+    hints = _e707(algorithm, _plan("8 MB")).hints
+    assert hints[0] == ("fewer micro-batches in flight (fewer `microbatches`) hold fewer "
+                        "activations; or give the devices more `memory`")
+    # 24 MB: one fits, run as 1F1B: still suggested
+    assert "(`schedule 1f1b`, fewer `microbatches`)" in _e707("pipedp", _plan("24 MB")).hints[1]
 
 
 def test_e707_says_where_its_search_left_splits_out() -> None:
