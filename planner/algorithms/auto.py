@@ -59,7 +59,8 @@ moved under 1F1B, `pipecuts.refine_fallback`) is a candidate, judged as the othe
 hybrid's may run as 1F1B (`info["why"]`); `info["candidates"]` has their iterations. Where
 pipedp finds no split (its E707), it keeps the fastest of the uniform split, where that fits
 and keeps the pins, the best contiguous split that fits with its devices recomputing
-(`pipeilp.recomputing`, no solver: `info["recompute"]` names the devices that recompute),
+(`pipeilp.recomputing`, no solver, its DP's work sized to the limit,
+`pipeilp.contiguous.cells_for`: `info["recompute"]` names the devices that recompute),
 hybrid's layouts, and under `interleaved` pipedp's split of one stage per device (1F1B holds
 fewer micro-batches), and says E707 only where none fits.
 Where the memory caps shaped pipedp's split (its `memory_note`), that recomputing split
@@ -98,6 +99,7 @@ from .enumeration import enumerate_plans, none_enumerated, simulation_budget
 from .exact import cpsat
 from .exact.verdict import judge
 from .infeasible import diagnose, none_found
+from .pipeilp import contiguous
 from .portfolio import CANDIDATES, Ranked, estimated_seconds, rank
 from .search import improve, move_budget, search_seconds
 
@@ -273,7 +275,8 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
         if figures[name][1] and figures[name][0] < figures[chosen][0]:
             best, chosen = dataclasses.replace(plan, info=best.info), name
     if simulated and "memory_note" in searched.solution.info:  # the caps shaped the split
-        redo = pipeilp.recomputing_candidate(problem)
+        redo = pipeilp.recomputing_candidate(
+            problem, contiguous.cells_for(options.time_limit_s))
         if redo is not None:
             figures[RECOMPUTING] = (redo.info["iteration_s"], True)
             if figures[RECOMPUTING][0] < figures[chosen][0]:
@@ -376,7 +379,7 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: f
             **uniform.info, "why": f"pipedp found no split ({err.diagnostics[0].message}); "
                                    "the uniform split fits"})))
     try:
-        found = pipeilp.recomputing(problem, err)
+        found = pipeilp.recomputing(problem, err, contiguous.cells_for(options.time_limit_s))
     except InfeasibleError:
         pass
     else:

@@ -66,10 +66,10 @@ def test_the_info_says_how_many_chains_a_small_limit_tried() -> None:
 
 def test_the_recomputing_split_derives_each_device_pairs_transfers_once(monkeypatch) -> None:
     """The recomputing contiguous split (auto's candidate where the memory shaped pipedp's
-    split, its plan where none fits) runs at full work whatever the limit; what its
-    chains share is derived once: each device pair's boundary transfers, each device's
-    stage costs per count in flight. Before, per chain and stage: 1.5 s on ResNet-50's
-    148 chains on 8 GPUs (`--time-limit 2` planned in 3.7 s), now 0.5 s, the same splits."""
+    split, its plan where none fits): what its chains share is derived once: each device
+    pair's boundary transfers, each device's stage costs per count in flight. Before, per
+    chain and stage: 1.5 s on ResNet-50's 148 chains on 8 GPUs (`--time-limit 2` planned
+    in 3.7 s), now 0.5 s, the same splits."""
     from planner.algorithms.pipeilp import contiguous
 
     pairs: list[tuple[int, int]] = []
@@ -87,6 +87,36 @@ def test_the_recomputing_split_derives_each_device_pairs_transfers_once(monkeypa
              for k in range(len(c) - 1)}
     assert found and space.tried == 171
     assert len(links) == 53 and sorted(pairs) == sorted(links)  # once each
+
+
+def test_the_recomputing_split_is_sized_to_the_limit(monkeypatch) -> None:
+    """`auto`'s recomputing contiguous split (its plan where no split fits without
+    recomputing) searches the chains and cuts of `contiguous.cells_for` its limit: pipedp's
+    whole space (`MAX_CELLS`) at the default 10 s and at 0, a tenth of it a second below.
+    Before, the whole space at every limit: 0.36 s of Inception-v3 `pinter`'s 1.7 s at
+    `--time-limit 1` (now 0.14 s, the recomputing split's checks and run included)."""
+    from planner.algorithms.pipeilp import contiguous
+
+    seen: list[float] = []
+    derive = contiguous._contiguous
+
+    def spy(problem, *cells):  # type: ignore[no-untyped-def]
+        seen.append(cells[0] if cells else splitdp.MAX_CELLS)
+        return derive(problem, *cells)
+
+    monkeypatch.setattr(contiguous, "_contiguous", spy)
+    got = {}
+    for limit in (10.0, 2.0, 1.0, 0.0):
+        p = random_spec(3, 24, 8, training=True, microbatches=8, schedule=INTERLEAVED,
+                        memories=(150,))  # no split fits without recomputing
+        seen.clear()
+        run("auto", p, Options(time_limit_s=limit))
+        got[limit] = seen[:]
+    assert got == {10.0: [splitdp.MAX_CELLS], 2.0: [splitdp.MAX_CELLS / 5],
+                   1.0: [splitdp.MAX_CELLS / 10], 0.0: [splitdp.MAX_CELLS]}
+    p = _problem()
+    spaces = [splitdp.search_space(p, p.pipeline, contiguous.cells_for(t)) for t in (1, 10)]
+    assert spaces[0].tried < spaces[1].tried == 171  # fewer chains at 1 s, all at 10 s
 
 
 def test_hybrids_cut_moves_are_sized_to_the_limit(monkeypatch) -> None:

@@ -18,6 +18,7 @@ from ...model import Pipeline, Problem
 from ...pipeline.bound import pipeline_bound
 from ...pipeline.schedule import run_planned
 from ...pipeline.split import runs, runs_as, split_of
+from ...pipeline.splitdp import MAX_CELLS
 from ...plan import Plan
 from .. import pipedp, pipehybrid
 from ..base import Interrupted, Options, Solution
@@ -80,13 +81,14 @@ def place(problem: Problem, options: Options) -> Solution:
                                                      "solver answered"}))) from None
 
 
-def recomputing(problem: Problem, err: InfeasibleError) -> Solution:
+def recomputing(problem: Problem, err: InfeasibleError, cells: float = MAX_CELLS) -> Solution:
     """Where no contiguous split fits without recomputing (`err`, pipedp's E707): the best
     recomputing contiguous split (`warm.recomputing_split`) as a plan, with its period,
     bound, simulated iteration and the devices that recompute. No solver runs: it is what
     `auto` and `search` plan there. `err` is raised again where none fits either, or
-    where it is not E707 (a proof that no placement exists at all, `planner.facts`)."""
-    best = recomputing_split(problem) if any(
+    where it is not E707 (a proof that no placement exists at all, `planner.facts`).
+    `cells`: the DP's work (`contiguous.cells_for`)."""
+    best = recomputing_split(problem, cells) if any(
         d.code == "E707" for d in err.diagnostics) else None
     if best is None:
         raise err
@@ -94,11 +96,11 @@ def recomputing(problem: Problem, err: InfeasibleError) -> Solution:
                              f"recomputing activations (pipedp: {err.diagnostics[0].message})")
 
 
-def recomputing_candidate(problem: Problem) -> Solution | None:
-    """The recomputing contiguous split (`warm.recomputing_split`) as a plan where it
-    recomputes (None where it does not, or none fits): `auto`'s candidate where the memory
-    caps shaped pipedp's split."""
-    best = recomputing_split(problem)
+def recomputing_candidate(problem: Problem, cells: float = MAX_CELLS) -> Solution | None:
+    """The recomputing contiguous split (`warm.recomputing_split`, its DP within `cells`)
+    as a plan where it recomputes (None where it does not, or none fits): `auto`'s
+    candidate where the memory caps shaped pipedp's split."""
+    best = recomputing_split(problem, cells)
     if best is None or not best.evaluation.recompute:
         return None
     return _recomputing_plan(problem, best, "")

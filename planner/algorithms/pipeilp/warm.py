@@ -11,6 +11,7 @@ from ...errors import Diagnostic, InfeasibleError
 from ...model import Pipeline, Problem
 from ...pipeline.schedule import run
 from ...pipeline.split import fits
+from ...pipeline.splitdp import MAX_CELLS
 from ...pipeline.units import units
 from .. import pipedp
 from ..base import Options
@@ -69,17 +70,18 @@ def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, list
     return _first_running(problem, found), notes
 
 
-def recomputing_split(problem: Problem) -> _Warm | None:
+def recomputing_split(problem: Problem, cells: float = MAX_CELLS) -> _Warm | None:
     """The contiguous split of least period, each stage's device recomputing exactly when
-    that makes it fit (`contiguous_splits`), that fits and whose pipeline finishes; None
-    when none does. What `auto` plans where no split fits without recomputing."""
-    return _first_running(problem, _contiguous_warms(problem))
+    that makes it fit (`contiguous_splits`, its DP within `cells`), that fits and whose
+    pipeline finishes; None when none does. What `auto` plans where no split fits without
+    recomputing."""
+    return _first_running(problem, _contiguous_warms(problem, cells))
 
 
-def _contiguous_warms(problem: Problem) -> list[_Warm]:
+def _contiguous_warms(problem: Problem, cells: float = MAX_CELLS) -> list[_Warm]:
     """The recomputing contiguous splits that fit, as warm starts."""
     found: list[_Warm] = []
-    for split in contiguous_splits(problem).values():
+    for split in contiguous_splits(problem, cells).values():
         split_warm = _as_warm(problem, split.placement(problem), "contiguous split")
         if split_warm is not None:
             found.append(dataclasses.replace(split_warm, source="recomputing contiguous split")
