@@ -154,7 +154,7 @@ def _no_solution(monkeypatch: pytest.MonkeyPatch, message: str, *,
         return backends.Outcome("nosolution", message)
 
     if not warm_start:
-        monkeypatch.setattr(pipeilp_warm, "contiguous_splits", lambda _: {})
+        monkeypatch.setattr(pipeilp_warm, "contiguous_splits", lambda *_: {})
     monkeypatch.setattr(pipeilp_solve, "_run_solver", solver)
     return loads(tight_text("25 MB")).plan("p")
 
