@@ -231,14 +231,15 @@ def _place(problem: Problem, options: Options, deadline: float) -> Solution:
     return Solution(plan, verdict.status, MappingProxyType(info))
 
 
-def _pipeline(problem: Problem, options: Options) -> Solution:
+def _pipeline(problem: Problem, options: Options, left_out: bool = False) -> Solution:
     """Under `objective pipeline`: pipedp's split (its work sized to the time limit,
     `splitdp.cells_for`), the uniform split, pipedp's best candidates with their cuts
     moved by the simulated iteration (`pipecuts`, a share of the limit's simulations), or
     hybrid's plan (`_hybrid`), whichever fits and runs fastest. Faster: by the simulated
     iteration; where the M copies of the graph pass `pipedp.MAX_SIMULATED_OPS` ops, by
     `pipedp.estimate` (and no cut moves), so that the time limit holds on big graphs too
-    (a simulation of 800k ops takes seconds)."""
+    (a simulation of 800k ops takes seconds). The chains pipedp's work left out it
+    searches only where no other plan fits (`left_out`), before E707."""
     pipeline = problem.pipeline
     assert pipeline is not None
     if pipeline.data_parallel not in (1, "auto"):  # N identical pipelines: nothing to compare
@@ -250,7 +251,7 @@ def _pipeline(problem: Problem, options: Options) -> Solution:
     cells = splitdp.cells_for(options.time_limit_s)
     try:
         # no hint naming auto in its E707: auto compares that split itself (`_no_split`)
-        searched = pipedp.search_within(problem, options, cells, name_auto=False)
+        searched = pipedp.search_within(problem, options, cells, left_out, name_auto=False)
     except InfeasibleError as err:
         return _no_split(problem, options, err, deadline)
     best = searched.solution
@@ -357,8 +358,7 @@ def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
 
 def _hybrid_moves(time_limit_s: float) -> float:
     """The copied ops each of hybrid's cut moves may simulate under `auto`'s limit
-    (`HYBRID_SHARE` of its simulations, `pipehybrid.REFINE_COPIED_OPS` at most; a limit of
-    0 leaves it that, as before): a function of the limit alone."""
+    (`HYBRID_SHARE` of its simulations, `pipehybrid.REFINE_COPIED_OPS` at most, and at 0)."""
     return min(pipehybrid.REFINE_COPIED_OPS,
                HYBRID_SHARE * pipedp.simulation_budget(time_limit_s))
 
@@ -400,6 +400,10 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: f
             **one[0].info, "why": f"pipedp found no split ({err.diagnostics[0].message}); "
                                   "its split of one stage per device fits"
                                   + _runs_as(problem, one[0].plan.placement)})))
+    if not plans and isinstance(err, pipedp.ChainsLeftOut):  # the rest, before E707
+        pipedp.search_within(problem, options, splitdp.cells_for(options.time_limit_s),
+                             name_auto=False)
+        return _pipeline(problem, options, left_out=True)  # its search derived once
     if not plans:
         raise err
     chosen = min(plans, key=lambda name: plans[name][0])

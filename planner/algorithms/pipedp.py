@@ -87,6 +87,7 @@ from ..pipeline.splitdp import (
     MAX_ENUMERATED,
     MAX_EXAMINED,
     Found,
+    Space,
     best_splits,
     interleaved_exact,
     search_space,
@@ -145,15 +146,26 @@ class Searched:
     budget: float
 
 
-def search_within(problem: Problem, options: Options, cells: float, *,
-                  name_auto: bool = True) -> Searched:
-    """`place_within`, with what its notes were drawn from (`name_auto`: E707 may name
-    `auto`, `one_per_device_hint`)."""
+class ChainsLeftOut(InfeasibleError):
+    """pipedp's E707 where the chains its work allowed hold no split that fits and those
+    it left out were not searched (`search_within(left_out=False)`): no proof, and its
+    message says so. `auto` plans its other candidates and searches them only where none
+    fits, before E707."""
+
+
+def search_within(problem: Problem, options: Options, cells: float,
+                  left_out: bool = True, *, name_auto: bool = True) -> Searched:
+    """`place_within`, with what its notes were drawn from. Where the chains the work
+    allowed hold no split that fits, the others are searched before E707, unless not
+    `left_out` (then `ChainsLeftOut`, after the proofs that no placement fits);
+    `name_auto`: E707 may name `auto` (`one_per_device_hint`)."""
     pipeline = problem.pipeline or Pipeline()
     check_units(problem, pipeline)
     space = search_space(problem, pipeline, cells)
     per_stages = split_candidates(problem, pipeline, options, cells=cells)
     every = not per_stages and space.tried < search_space(problem, pipeline, cells, True).tried
+    if every and not left_out:
+        raise _left_out(problem, space, search_space(problem, pipeline, cells, True).tried)
     if every:  # the chains the work allowed have no split that fits: all, before E707
         tried, space = space, search_space(problem, pipeline, cells, True)
         per_stages = split_candidates(problem, pipeline, options, cells=cells, every_chain=True,
@@ -272,6 +284,19 @@ def check_units(problem: Problem, pipeline: Pipeline) -> None:
             (f"set `stages_per_device` to {u.count} or less, or use `schedule 1f1b` "
              "(`planner check` reports it too)" if u.count else
              "the graph has no ops (`planner check` reports it too)",)))
+
+
+def _left_out(problem: Problem, space: Space, every: int) -> InfeasibleError:
+    """The proofs that no placement fits (what `check` says), else `ChainsLeftOut`: no
+    split fits on the `space.tried` chains searched, of `every` with the others."""
+    proofs = diagnose(problem)
+    if proofs:
+        return InfeasibleError(proofs)
+    return ChainsLeftOut(Diagnostic(
+        "E707", f"no contiguous pipeline split of plan `{problem.name}` fits on the "
+        f"{space.tried} device chain(s) its time limit's work searched; the other "
+        f"{every - space.tried} it tries were left out", None,
+        ("a larger `--time-limit` searches them", RECOMPUTE_HINT)))
 
 
 def _no_split(problem: Problem, pipeline: Pipeline, cells: float,

@@ -92,8 +92,10 @@ def recomputing(problem: Problem, err: InfeasibleError, cells: float = MAX_CELLS
         d.code == "E707" for d in err.diagnostics) else None
     if best is None:
         raise err
-    return _recomputing_plan(problem, best, "no contiguous split fits the memory without "
-                             f"recomputing activations (pipedp: {err.diagnostics[0].message})")
+    what = ("pipedp found no split that fits without recomputing activations" if isinstance(
+        err, pipedp.ChainsLeftOut) else "no contiguous split fits the memory without "
+        "recomputing activations")  # the first searched only the chains its limit allowed
+    return _recomputing_plan(problem, best, f"{what} (pipedp: {err.diagnostics[0].message})")
 
 
 def recomputing_candidate(problem: Problem, cells: float = MAX_CELLS) -> Solution | None:
