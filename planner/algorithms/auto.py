@@ -129,9 +129,9 @@ RECOMPUTING = "recomputing contiguous split"
 #: runs as 1F1B), and the share of pipedp's work and simulations it gets
 ONE_PER_DEVICE = "pipedp, one stage per device"
 FALLBACK_SHARE = 0.25
-#: the share of the limit's simulations each of hybrid's cut moves get (`pipehybrid.refine`),
-#: `pipehybrid.REFINE_COPIED_OPS` at most: that, 30,000 copied ops, at the default 10 s
-HYBRID_SHARE = 0.125
+#: the share of the limit's simulations each of hybrid's cut moves get (`pipehybrid.refine`,
+#: 30,000 copied ops at most: those at 10 s), and its DP's cuts a second (400 at most, at 2 s)
+HYBRID_SHARE, HYBRID_CUTS = 0.125, 200
 
 #: (name, simulated makespan, plan) of the best plan so far, or None when none is feasible
 Best = tuple[str, float, Plan] | None
@@ -344,23 +344,23 @@ def _fallback_split(problem: Problem, options: Options, deadline: float,
 
 def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
             simulated: bool) -> Solution | None:
-    """`--algo hybrid`'s plan (None where no layout fits), so that `auto` is never slower
-    than it: its layouts (replicated stages under `data_parallel auto`; one device a stage
-    in the cluster's order, which under `interleaved` runs as 1F1B), and pipedp's `split`
-    with hybrid's cut moves where both are simulated (pipedp's estimate and the hybrid
-    DP's cost are not one measure)."""
+    """`--algo hybrid`'s plan (None where no layout fits; its work sized to the limit): its
+    layouts (replicated stages under `data_parallel auto`; one device a stage in the
+    cluster's order, which under `interleaved` runs as 1F1B), and pipedp's `split` with
+    hybrid's cut moves where both are simulated (pipedp's estimate, hybrid's DP cost differ)."""
+    moves, cuts = _hybrid_work(options.time_limit_s)
     try:
         return pipehybrid.place(problem, options, pure=simulated and split is not None,
-                                split=split, moves=_hybrid_moves(options.time_limit_s))
+                                split=split, moves=moves, cuts=cuts)
     except InfeasibleError:  # no layout fits: the pure pipeline's verdict stands
         return None
 
 
-def _hybrid_moves(time_limit_s: float) -> float:
-    """The copied ops each of hybrid's cut moves may simulate under `auto`'s limit
-    (`HYBRID_SHARE` of its simulations, `pipehybrid.REFINE_COPIED_OPS` at most, and at 0)."""
-    return min(pipehybrid.REFINE_COPIED_OPS,
-               HYBRID_SHARE * pipedp.simulation_budget(time_limit_s))
+def _hybrid_work(limit: float) -> tuple[float, int]:
+    """The copied ops each of hybrid's cut moves may simulate under `auto`'s limit, and its
+    DP's cuts: `HYBRID_SHARE` and `HYBRID_CUTS` of it, at most (and at 0) `hybrid`'s own."""
+    cuts = min(pipehybrid.MAX_CUTS, int(HYBRID_CUTS * limit)) if limit > 0 else pipehybrid.MAX_CUTS
+    return min(pipehybrid.REFINE_COPIED_OPS, HYBRID_SHARE * pipedp.simulation_budget(limit)), cuts
 
 
 def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: float) -> Solution:

@@ -100,15 +100,17 @@ class Layout:
 
 
 def place(problem: Problem, options: Options, *, pure: bool = True,
-          split: Sequence[int] | None = None, moves: float = REFINE_COPIED_OPS) -> Solution:
+          split: Sequence[int] | None = None, moves: float = REFINE_COPIED_OPS,
+          cuts: int = MAX_CUTS) -> Solution:
     """The best hybrid layout (module docstring) as a plan; `info["replicas"]` names each
     replicated stage's group. With `pure` (unless `data_parallel N` asks for replicas),
     `pipedp`'s split (`split`, where `auto` ran pipedp) is a candidate too: one device per
-    stage on any chain, which the DP's consecutive blocks may miss; `moves`: `refine`'s."""
+    stage on any chain, which the DP's consecutive blocks may miss; `moves`: `refine`'s;
+    `cuts`: the DP's candidate cuts at most (`auto` sizes them to its limit)."""
     pipeline = problem.pipeline or Pipeline()
     if _fixed(pipeline) not in (None, 1):
         _check_pins(problem, int(pipeline.data_parallel))
-    found = candidates(problem, pipeline)
+    found = candidates(problem, pipeline, cuts)
     pure = pure and _fixed(pipeline) in (None, 1)
     chain = _pure(problem, pipeline, options, split) if pure else None
     if not found and chain is None:
@@ -327,14 +329,14 @@ def iteration(problem: Problem, pipeline: Pipeline, lay: Layout) -> float:
     return ran.iteration_s if fits(problem, ran.memory_bytes) else INF
 
 
-def candidates(problem: Problem, pipeline: Pipeline) -> list[Layout]:
+def candidates(problem: Problem, pipeline: Pipeline, cuts: int = MAX_CUTS) -> list[Layout]:
     """The DP's best layout per count of devices used, then pure data parallelism (one
     stage on every device); without repeats, each fitting the memory model and, under
     `1f1b`, of at most M stages (`splitdp.most_stages`: torch's `Schedule1F1B`)."""
     out: list[Layout] = []
     m, n = len(problem.cluster.devices), units(problem).count
     most = most_stages(problem, pipeline, n)
-    for lay in _dp(problem, pipeline):
+    for lay in _dp(problem, pipeline, cuts):
         if lay not in out and len(lay.groups) <= most and _fits(problem, pipeline, lay):
             out.append(lay)
     r = _fixed(pipeline)
@@ -386,18 +388,17 @@ class _Tables:
     grad_prefix: NDArray[np.float64]
 
 
-def _tables(problem: Problem) -> _Tables:
-    return derived(problem, "pipehybrid.tables", lambda: _derive(problem))
+def _tables(problem: Problem, most: int = MAX_CUTS) -> _Tables:
+    return derived(problem, f"pipehybrid.tables_{most}", lambda: _derive(problem, most))
 
 
-def _derive(problem: Problem) -> _Tables:
-    u = units(problem)
-    g = problem.graph
+def _derive(problem: Problem, most: int) -> _Tables:
+    u, g = units(problem), problem.graph
     trained = set(g.backward_of.values())
     grad = np.zeros(u.count)
     for k, ops in enumerate(u.members):
         grad[k] = sum(g.ops[i].params_bytes for i in ops if i in trained)
-    return _Tables(candidate_cuts(u, MAX_CUTS), np.concatenate([[0.0], np.cumsum(grad)]))
+    return _Tables(candidate_cuts(u, most), np.concatenate([[0.0], np.cumsum(grad)]))
 
 
 def _replica_counts(p: int, pipeline: Pipeline) -> list[int]:
@@ -408,11 +409,11 @@ def _replica_counts(p: int, pipeline: Pipeline) -> list[int]:
     return [k for k in range(1, top + 1) if k <= MAX_EVERY_REPLICA or not k & (k - 1)]
 
 
-def _dp(problem: Problem, pipeline: Pipeline) -> list[Layout]:
+def _dp(problem: Problem, pipeline: Pipeline, most: int = MAX_CUTS) -> list[Layout]:
     """The best layout per count of devices used (module docstring). On identical devices
     joined by identical links a stage's cost does not depend on which devices it takes,
-    so one pass serves every count; otherwise one pass per count."""
-    u, t, c = units(problem), _tables(problem), costs(problem)
+    so one pass serves every count; otherwise one pass per count. `most`: cuts at most."""
+    u, t, c = units(problem), _tables(problem, most), costs(problem)
     m = len(problem.cluster.devices)
     cuts = t.cuts
     k_n = len(cuts) - 1
@@ -496,8 +497,7 @@ def _uniform(problem: Problem) -> bool:
 
 
 def _alike(problem: Problem) -> bool:
-    c = costs(problem)
-    devs = problem.cluster.devices
+    c, devs = costs(problem), problem.cluster.devices
     m = len(devs)
     kinds = {(d.kind, d.speed, d.flop_rate, d.memory_bytes) for d in devs}
     pairs = {(c.latency[a][b], c.inv_bandwidth[a][b]) for a in range(m) for b in range(m)
