@@ -44,27 +44,9 @@ Thresholds (measured on this 2-core machine): CP-SAT proves 30-op instances opti
 0.7-8 s (median 0.9 s) and improves the m-SCT plan by 11% on 100 ops within 60 s; on
 ResNet-50 (177 ops) 10 s of it moved the plan by 0.03%, so larger graphs only search.
 
-Under `objective pipeline` (`Problem.pipeline`), `auto` runs `pipedp` (its candidates per
-stage count, the least period exact for its model: `planner.algorithms.pipedp`, its work
-and chains sized to the limit), the uniform split, and the cut moves of `pipecuts` from pipedp's
-best candidates (judged by the simulated iteration, within half the limit's simulations),
-and `--algo hybrid`'s plan (its layouts on devices in the cluster's order, replicated
-under `data_parallel auto`, and pipedp's split with hybrid's cut moves; on big graphs only
-under `data_parallel auto`, as hybrid's estimate is another measure), and keeps the one
-whose simulated (on big graphs: estimated, and no cut moves) iteration is shortest among
-those that fit: never slower than `hybrid`, `pipedp` or a uniform split that fits. Under
-`interleaved`, where simulated, pipedp's split of one stage per device for the fallback
-1F1B (`pipedp.fallback_split`, `FALLBACK_SHARE` of pipedp's work and simulations; its cuts
-moved under 1F1B, `pipecuts.refine_fallback`) is a candidate, judged as the others; it and
-hybrid's may run as 1F1B (`info["why"]`); `info["candidates"]` has their iterations. Where
-pipedp finds no split (its E707), it keeps the fastest of the uniform split, where that fits
-and keeps the pins, the best contiguous split that fits with its devices recomputing
-(`pipeilp.recomputing`, no solver, its DP's work sized to the limit,
-`pipeilp.contiguous.cells_for`: `info["recompute"]` names the devices that recompute),
-hybrid's layouts, and under `interleaved` pipedp's split of one stage per device (1F1B holds
-fewer micro-batches), and says E707 only where none fits.
-Where the memory caps shaped pipedp's split (its `memory_note`), that recomputing split
-is a candidate too, where it recomputes (`pipeilp.recomputing_candidate`).
+Under `objective pipeline` (`Problem.pipeline`): `autopipe` (pipedp, the uniform split, cut
+moves, hybrid and their fallbacks; never slower than `hybrid`, `pipedp` or a uniform
+split that fits).
 
 `info`: `chosen` (the algorithm whose plan is returned), `candidates` (name -> simulated
 makespan, None when infeasible or skipped; `search` and `cpsat` when they improved the
@@ -78,28 +60,21 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from types import MappingProxyType
 from typing import Any
 
 from ..bounds import lower_bound
 from ..errors import InfeasibleError, PlannerError
-from ..model import Pipeline, Problem
-from ..pipeline import splitdp
-from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import fits, off_devices, runs_as, split_of, stage_bytes
+from ..model import Problem
 from ..plan import Plan
 from ..simulate import simulate
-from ..units import format_seconds
-from . import pipecuts, pipedp, pipehybrid, pipeilp, search
+from . import autopipe, search
 from .base import Interrupted, Options, Solution
-from .baselines.uniform import place as run_uniform
 from .clock import CUT, LOAD_HEADROOM, NO_SEARCH, cap
 from .enumeration import enumerate_plans, none_enumerated, simulation_budget
 from .exact import cpsat
 from .exact.verdict import judge
 from .infeasible import diagnose, none_found
-from .pipeilp import contiguous
 from .portfolio import CANDIDATES, Ranked, estimated_seconds, rank
 from .search import improve, move_budget, search_seconds
 
@@ -119,19 +94,6 @@ STALL_MAX = 2000
 STALL_DIVISOR = 5
 #: CP-SAT runs only when the time limit is at least this (seconds)
 CPSAT_MIN_S = 0.5
-#: the share of the time limit's simulations (`pipedp.simulation_budget`) that the cut
-#: moves get under `objective pipeline` (pipedp's candidates take another)
-CUT_SHARE = 0.5
-
-#: `info["chosen"]` of the recomputing contiguous split under `objective pipeline`
-RECOMPUTING = "recomputing contiguous split"
-#: `info["chosen"]` under `interleaved` of pipedp's split of one stage per device (which
-#: runs as 1F1B), and the share of pipedp's work and simulations it gets
-ONE_PER_DEVICE = "pipedp, one stage per device"
-FALLBACK_SHARE = 0.25
-#: the share of the limit's simulations each of hybrid's cut moves get (`pipehybrid.refine`,
-#: 30,000 copied ops at most: those at 10 s), and its DP's cuts a second (400 at most, at 2 s)
-HYBRID_SHARE, HYBRID_CUTS = 0.125, 200
 
 #: (name, simulated makespan, plan) of the best plan so far, or None when none is feasible
 Best = tuple[str, float, Plan] | None
@@ -142,7 +104,7 @@ def place(problem: Problem, options: Options) -> Solution:
     `objective pipeline`, the best contiguous split (`pipedp`); under `memory liveness`,
     where they found none and nothing proves that none exists, the enumeration's plan."""
     if problem.pipeline is not None:
-        return _pipeline(problem, options)
+        return autopipe.place(problem, options)
     warm_up(problem, options)
     deadline = cap(options.time_limit_s)
     try:
@@ -229,286 +191,6 @@ def _place(problem: Problem, options: Options, deadline: float) -> Solution:
     if options.progress:
         options.progress(1.0, f"auto: {name}")
     return Solution(plan, verdict.status, MappingProxyType(info))
-
-
-def _pipeline(problem: Problem, options: Options, left_out: bool = False) -> Solution:
-    """Under `objective pipeline`: pipedp's split (its work sized to the time limit,
-    `splitdp.cells_for`), the uniform split, pipedp's best candidates with their cuts
-    moved by the simulated iteration (`pipecuts`, a share of the limit's simulations), or
-    hybrid's plan (`_hybrid`), whichever fits and runs fastest. Faster: by the simulated
-    iteration; where the M copies of the graph pass `pipedp.MAX_SIMULATED_OPS` ops, by
-    `pipedp.estimate` (and no cut moves), so that the time limit holds on big graphs too
-    (a simulation of 800k ops takes seconds). The chains pipedp's work left out it
-    searches only where no other plan fits (`left_out`), before E707."""
-    pipeline = problem.pipeline
-    assert pipeline is not None
-    if pipeline.data_parallel not in (1, "auto"):  # N identical pipelines: nothing to compare
-        fixed = pipehybrid.place(problem, options)
-        return dataclasses.replace(fixed, info=MappingProxyType({
-            **fixed.info, "chosen": "hybrid", "compared_by": "simulated iteration",
-            "candidates": {"hybrid": fixed.info["iteration_s"]}}))
-    deadline = cap(options.time_limit_s)
-    cells = splitdp.cells_for(options.time_limit_s)
-    try:
-        # no hint naming auto in its E707: auto compares that split itself (`_no_split`)
-        searched = pipedp.search_within(problem, options, cells, left_out, name_auto=False)
-    except InfeasibleError as err:
-        return _no_split(problem, options, err, deadline)
-    best = searched.solution
-    uniform = run_uniform(problem, options)
-    simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
-    refined = pipecuts.refine_pipedp(problem, pipeline, cells, options.time_limit_s,
-                                     CUT_SHARE, deadline)
-    plans = [("pipedp", best), ("uniform", uniform)]
-    if refined is not None:
-        plans.append(("pipedp, cuts moved", dataclasses.replace(
-            best, plan=Plan(refined.split.placement(problem), algorithm="pipedp"))))
-        best = dataclasses.replace(best, info=MappingProxyType({
-            **best.info, "cut_moves": f"{refined.simulations} simulation(s)" + (
-                f"; {CUT}: this plan may differ from run to run" if refined.cut else "")}))
-    elif options.time_limit_s <= 0:
-        best = dataclasses.replace(best, info=MappingProxyType({**best.info,
-                                                                "cut_moves": NO_SEARCH}))
-    figures = {name: _iteration(problem, plan.plan.placement, pipeline, simulated)
-               for name, plan in plans}
-    chosen = "pipedp"
-    for name, plan in plans[1:]:  # only a plan that fits and runs faster
-        if figures[name][1] and figures[name][0] < figures[chosen][0]:
-            best, chosen = dataclasses.replace(plan, info=best.info), name
-    if simulated and "memory_note" in searched.solution.info:  # the caps shaped the split
-        redo = pipeilp.recomputing_candidate(
-            problem, contiguous.cells_for(options.time_limit_s))
-        if redo is not None:
-            figures[RECOMPUTING] = (redo.info["iteration_s"], True)
-            if figures[RECOMPUTING][0] < figures[chosen][0]:
-                best = dataclasses.replace(redo, plan=redo.plan.with_algorithm("auto"))
-                chosen = RECOMPUTING
-    if pipeline.data_parallel == "auto" or simulated:  # hybrid's layouts, if faster
-        best, chosen = _with_hybrid(problem, options, searched, simulated, figures,
-                                    (best, chosen))
-    best, chosen = _one_per_device(problem, options, simulated, figures, (best, chosen),
-                                   deadline)
-    info = _chosen_info(problem, searched, best, chosen, figures, simulated)
-    return dataclasses.replace(best, info=MappingProxyType(info))
-
-
-def _with_hybrid(problem: Problem, options: Options, searched: pipedp.Searched,
-                 simulated: bool, figures: dict[str, tuple[float, bool]],
-                 kept: tuple[Solution, str]) -> tuple[Solution, str]:
-    """`kept` (the plan so far, its name) or hybrid's plan (`_hybrid`), where it fits and
-    runs faster, or `kept` does not fit. `figures` gains its iteration."""
-    mixed = _hybrid(problem, options, searched.solution.plan.placement, simulated)
-    figures["hybrid"] = (math.inf, False) if mixed is None else (
-        mixed.info["iteration_s"], True)
-    chosen = kept[1]
-    if mixed is not None and (not figures[chosen][1]
-                              or figures["hybrid"][0] < figures[chosen][0]):
-        return mixed, "hybrid"
-    return kept
-
-
-def _one_per_device(problem: Problem, options: Options, simulated: bool,
-                    figures: dict[str, tuple[float, bool]], kept: tuple[Solution, str],
-                    deadline: float) -> tuple[Solution, str]:
-    """`kept` (the plan so far, its name) or, where it fits and runs faster by the simulated
-    iteration than every other candidate that fits, pipedp's split of one stage per device
-    (`_fallback_split`). `figures` gains its iteration, unless it is `kept`'s plan."""
-    found = _fallback_split(problem, options, deadline) if simulated else None
-    if found is None or found[0].plan.placement == kept[0].plan.placement:  # the same plan
-        return kept
-    other = _fastest_other(figures, ONE_PER_DEVICE)
-    figures[ONE_PER_DEVICE] = found[1:]
-    if found[2] and (not other[1] or found[1] < other[0]):
-        return found[0], ONE_PER_DEVICE
-    return kept
-
-
-def _fallback_split(problem: Problem, options: Options, deadline: float,
-                    ) -> tuple[Solution, float, bool] | None:
-    """Under `interleaved`: pipedp's split of one stage per device for the fallback, 1F1B
-    (`pipedp.fallback_split`, `FALLBACK_SHARE` of pipedp's work and simulations), or its
-    cuts moved under 1F1B (`pipecuts.refine_fallback`) where faster; its simulated
-    iteration under the plan's schedule, and whether it fits; None where there is none."""
-    pipeline = problem.pipeline or Pipeline()
-    found = pipedp.fallback_split(
-        problem, FALLBACK_SHARE * splitdp.cells_for(options.time_limit_s),
-        FALLBACK_SHARE * pipedp.simulation_budget(options.time_limit_s))
-    if found is None:
-        return None
-    moved = pipecuts.refine_fallback(problem, found, options.time_limit_s,
-                                     FALLBACK_SHARE * CUT_SHARE, deadline)
-    runs = [(plan, *_iteration(problem, plan.plan.placement, pipeline, True))
-            for plan in (found, moved) if plan is not None]  # moved: only if fits, faster
-    return min(runs, key=lambda run: (not run[2], run[1]))
-
-
-def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
-            simulated: bool) -> Solution | None:
-    """`--algo hybrid`'s plan (None where no layout fits; its work sized to the limit): its
-    layouts (replicated stages under `data_parallel auto`; one device a stage in the
-    cluster's order, which under `interleaved` runs as 1F1B), and pipedp's `split` with
-    hybrid's cut moves where both are simulated (pipedp's estimate, hybrid's DP cost differ)."""
-    moves, cuts = _hybrid_work(options.time_limit_s)
-    try:
-        return pipehybrid.place(problem, options, pure=simulated and split is not None,
-                                split=split, moves=moves, cuts=cuts)
-    except InfeasibleError:  # no layout fits: the pure pipeline's verdict stands
-        return None
-
-
-def _hybrid_work(limit: float) -> tuple[float, int]:
-    """The copied ops each of hybrid's cut moves may simulate under `auto`'s limit, and its
-    DP's cuts: `HYBRID_SHARE` and `HYBRID_CUTS` of it, at most (and at 0) `hybrid`'s own."""
-    cuts = min(pipehybrid.MAX_CUTS, int(HYBRID_CUTS * limit)) if limit > 0 else pipehybrid.MAX_CUTS
-    return min(pipehybrid.REFINE_COPIED_OPS, HYBRID_SHARE * pipedp.simulation_budget(limit)), cuts
-
-
-def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: float) -> Solution:
-    """Where pipedp finds no split (its E707): the uniform split where it fits and keeps
-    the pins (one pipedp's chains can miss: under `interleaved`, stages that repeat no
-    chain), or the best contiguous split that fits with its devices recomputing where
-    that makes them fit (`pipeilp.recomputing`), or under `data_parallel auto` the hybrid
-    layout, whichever simulates faster; else pipedp's diagnosis stands."""
-    pipeline = problem.pipeline or Pipeline()
-    simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
-    plans: dict[str, tuple[float, Solution]] = {}
-    uniform = run_uniform(problem, options)
-    iteration, ok = _iteration(problem, uniform.plan.placement, pipeline, simulated)
-    if ok:
-        plans["uniform"] = (iteration, dataclasses.replace(uniform, info=MappingProxyType({
-            **uniform.info, "why": f"pipedp found no split ({err.diagnostics[0].message}); "
-                                   "the uniform split fits"})))
-    try:
-        found = pipeilp.recomputing(problem, err, contiguous.cells_for(options.time_limit_s))
-    except InfeasibleError:
-        pass
-    else:
-        plans[RECOMPUTING] = (found.info["iteration_s"], found)
-    if pipeline.data_parallel == "auto" or simulated:  # replicas hold fewer micro-batches
-        mixed = _hybrid(problem, options, None, simulated)
-        if mixed is not None:
-            replicated = any(r > 1 for r in mixed.info.get("layout") or ())
-            plans["hybrid"] = (mixed.info["iteration_s"], dataclasses.replace(
-                mixed, info=MappingProxyType({**mixed.info, "why": (
-                    f"pipedp found no split ({err.diagnostics[0].message}); "
-                    + ("its replicated stages fit" if replicated else
-                       "hybrid's split (no stage replicated) fits")
-                    + _runs_as(problem, mixed.plan.placement, replicated))})))
-    one = _fallback_split(problem, options, until) if simulated else None
-    if one is not None and one[2]:  # 1F1B holds fewer micro-batches than `interleaved`
-        plans[ONE_PER_DEVICE] = (one[1], dataclasses.replace(one[0], info=MappingProxyType({
-            **one[0].info, "why": f"pipedp found no split ({err.diagnostics[0].message}); "
-                                  "its split of one stage per device fits"
-                                  + _runs_as(problem, one[0].plan.placement)})))
-    if not plans and isinstance(err, pipedp.ChainsLeftOut):  # the rest, before E707
-        pipedp.search_within(problem, options, splitdp.cells_for(options.time_limit_s),
-                             name_auto=False)
-        return _pipeline(problem, options, left_out=True)  # its search derived once
-    if not plans:
-        raise err
-    chosen = min(plans, key=lambda name: plans[name][0])
-    best = plans[chosen][1]
-    return dataclasses.replace(best, info=MappingProxyType({
-        **best.info, "chosen": chosen, "iteration_s": plans[chosen][0],
-        "compared_by": "simulated iteration" if simulated else "estimated iteration",
-        "candidates": {name: plan[0] for name, plan in plans.items()}}))
-
-
-def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, chosen: str,
-                 figures: dict[str, tuple[float, bool]], simulated: bool) -> dict[str, Any]:
-    """`info` of the plan `_pipeline` chose: its own figures and pipedp's notes drawn again
-    where it replaced pipedp's split (`pipedp.notes_for`), and why it won."""
-    what = ("simulated iteration" if simulated else
-            "estimated iteration, (M - 1) T plus each stage's load once")
-    info = {**best.info, "chosen": chosen, "compared_by": what,
-            "iteration_s": figures[chosen][0],
-            "candidates": {name: f[0] for name, f in figures.items()}}
-    if chosen in ("uniform", "pipedp, cuts moved"):  # pipedp's notes were on its own split
-        info = {k: v for k, v in info.items() if k not in ("memory_note", "stages_note")}
-        info.update(pipedp.notes_for(problem, searched, best.plan.placement,
-                                     figures[chosen][0] if simulated else None))
-    if chosen == "uniform":
-        info["why"] = (f"the uniform split fits and runs faster by the {what} "
-                       f"({format_seconds(figures['uniform'][0])}, pipedp's split "
-                       f"{format_seconds(figures['pipedp'][0])})")
-    if chosen == "hybrid":
-        info["why"] = _why_hybrid(problem, best.plan.placement, info, figures, simulated)
-    if chosen == ONE_PER_DEVICE:
-        info["why"] = _why_one_per_device(problem, best.plan.placement, figures, info)
-    if chosen == RECOMPUTING:
-        info["why"] = (f"recomputing activations on {', '.join(info['recompute'])} runs "
-                       f"faster by the {what} ({format_seconds(figures[chosen][0])}) than "
-                       f"pipedp's split, which the memory shaped "
-                       f"({format_seconds(figures['pipedp'][0])})")
-    return info
-
-
-def _why_hybrid(problem: Problem, placement: tuple[int, ...], info: dict[str, Any],
-                figures: dict[str, tuple[float, bool]], simulated: bool) -> str:
-    """Why `auto` keeps `--algo hybrid`'s plan over its other candidates, and, under
-    `interleaved`, where that plan runs as 1F1B (the schedule's fallback), that it does."""
-    replicated = any(r > 1 for r in info.get("layout") or ())
-    layout = (f"replicated stages ({info.get('layout')} replicas per stage)" if replicated
-              else "hybrid's split (no stage replicated)")
-    runs_as = _runs_as(problem, placement, replicated)
-    pure = _fastest_other(figures, "hybrid")
-    if not pure[1]:
-        return (f"{layout} {'fit' if replicated else 'fits'} the memory, and no other split "
-                f"does{runs_as}")
-    how = ("the simulated iteration" if simulated else
-           "estimates (the hybrid DP's cost, the pipeline's (M - 1) T plus each stage's load)")
-    faster = "faster" if figures["hybrid"][0] < pure[0] else "as fast"  # a tie, kept first
-    return (f"{layout} {'run' if replicated else 'runs'} {faster} by {how}: "
-            f"{format_seconds(figures['hybrid'][0])}, against {format_seconds(pure[0])} (the "
-            f"fastest of auto's other candidates that fit){runs_as}")
-
-
-def _why_one_per_device(problem: Problem, placement: tuple[int, ...],
-                        figures: dict[str, tuple[float, bool]], info: dict[str, Any]) -> str:
-    """Why `auto` keeps pipedp's split of one stage per device, run as the fallback (1F1B)."""
-    fallback = (problem.pipeline or Pipeline()).schedule_spec.fallback
-    what = (f"pipedp's split of one stage per device (planned for {fallback}"
-            f"{', its cuts moved under it' if 'cut_moves' in info else ''})")
-    other = _fastest_other(figures, ONE_PER_DEVICE)
-    if not other[1]:
-        return f"{what} fits the memory, and no other split does{_runs_as(problem, placement)}"
-    return (f"{what} runs faster by the simulated iteration: "
-            f"{format_seconds(figures[ONE_PER_DEVICE][0])}, against "
-            f"{format_seconds(other[0])} (the fastest of auto's other candidates that fit)"
-            f"{_runs_as(problem, placement)}")
-
-
-def _fastest_other(figures: dict[str, tuple[float, bool]], name: str) -> tuple[float, bool]:
-    """The figures of the fastest candidate but `name` that fits (of the fastest of all,
-    where none fits)."""
-    return min((f for other, f in figures.items() if other != name),
-               key=lambda f: (not f[1], f[0]), default=(math.inf, False))
-
-
-def _runs_as(problem: Problem, placement: tuple[int, ...], replicated: bool = False) -> str:
-    """'; it runs as 1f1b: ...' where the plan runs as its schedule's fallback (its stages
-    replicated, or not K per device in a repeating chain), else ''."""
-    pipeline = problem.pipeline or Pipeline()
-    ran = runs_as(split_of(problem, placement), pipeline, replicated)
-    if ran is pipeline:
-        return ""
-    return f"; it runs as {ran.schedule}: its stages are " + (
-        "replicated" if replicated else
-        f"not {pipeline.per_device} per device in a repeating chain")
-
-
-def _iteration(problem: Problem, placement: tuple[int, ...], pipeline: Pipeline,
-               simulated: bool) -> tuple[float, bool]:
-    """The plan's iteration (simulated, or estimated) and whether it fits the memory
-    with every op on a device it may use (the uniform split reads no pins)."""
-    split = split_of(problem, placement)
-    if simulated:
-        run = run_pipeline(problem, placement, pipeline)
-        held, iteration = list(run.memory_bytes), run.iteration_s
-    else:
-        held = stage_bytes(problem, split, pipeline)
-        iteration = pipedp.estimate(problem, pipeline, split)
-    return iteration, fits(problem, held) and not off_devices(problem, placement)
 
 
 def _cpsat_skipped(problem: Problem, options: Options) -> str | None:

@@ -33,7 +33,7 @@ ops the DP's cost compares them instead. Under `data_parallel auto` or `1`, `pip
 (one device per stage, on any chain: the cluster's order may miss it, as where the last
 layer is pinned to the last device) has its cuts moved alike and wins where it runs faster,
 so that `hybrid` is never slower than `pipedp`. `auto` keeps this plan only when it runs
-faster than its other candidates (`auto._hybrid`). `data_parallel N` fixes r = N for
+faster than its other candidates (`autopipe._hybrid`). `data_parallel N` fixes r = N for
 every stage (N identical pipelines), and a pin binds the first replica alone (`_replicas`).
 """
 

@@ -14,7 +14,7 @@ from pipe_support import chain_text
 from planner import loads
 from planner.algorithms import Options
 from planner.algorithms import run as run_algorithm
-from planner.algorithms.auto import ONE_PER_DEVICE
+from planner.algorithms.autopipe import ONE_PER_DEVICE
 from planner.model import Problem
 from planner.pipeline import schedule
 from planner.pipeline.split import fits, resource_loads, split_of

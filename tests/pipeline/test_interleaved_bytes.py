@@ -11,7 +11,7 @@ import random
 import pytest
 from pipe_support import random_spec
 
-from planner.algorithms import auto
+from planner.algorithms import autopipe
 from planner.model import Pipeline, Problem
 from planner.pipeline.schedule import run
 from planner.pipeline.split import Split, fits, split_of, stage_bytes
@@ -35,7 +35,7 @@ def test_split_run_as_1f1b_fits_by_the_model() -> None:
     assert held == pytest.approx(list(ran.memory_bytes), rel=1e-12)
     assert fits(p, held)
     # auto judges a graph too big to simulate by the model: the same verdict as the run
-    assert auto._iteration(p, split.placement(p), INTERLEAVED, simulated=False)[1]
+    assert autopipe._iteration(p, split.placement(p), INTERLEAVED, simulated=False)[1]
 
 
 def test_replicated_split_counts_1f1b() -> None:
