@@ -45,8 +45,8 @@ Thresholds (measured on this 2-core machine): CP-SAT proves 30-op instances opti
 ResNet-50 (177 ops) 10 s of it moved the plan by 0.03%, so larger graphs only search.
 
 Under `objective pipeline` (`Problem.pipeline`): `autopipe` (pipedp, the uniform split, cut
-moves, hybrid and their fallbacks; never slower than `hybrid`, `pipedp` or a uniform
-split that fits).
+moves, hybrid and their fallbacks; never slower than a uniform split that fits, nor, at
+the default limit and at 0, than `pipedp` or `hybrid`).
 
 `info`: `chosen` (the algorithm whose plan is returned), `candidates` (name -> simulated
 makespan, None when infeasible or skipped; `search` and `cpsat` when they improved the

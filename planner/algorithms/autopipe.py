@@ -7,7 +7,10 @@ and `--algo hybrid`'s plan (its layouts on devices in the cluster's order, repli
 under `data_parallel auto`, and pipedp's split with hybrid's cut moves; on big graphs only
 under `data_parallel auto`, as hybrid's estimate is another measure), and keeps the one
 whose simulated (on big graphs: estimated, and no cut moves) iteration is shortest among
-those that fit: never slower than `hybrid`, `pipedp` or a uniform split that fits. Under
+those that fit: never slower than a uniform split that fits, nor, at the default limit
+and at 0, than `pipedp` or `hybrid` (below, their work is sized to the limit:
+`splitdp.cells_for`, `HYBRID_SHARE`, `HYBRID_CUTS`; `--algo pipedp` and `--algo hybrid`
+take no limit). Under
 `interleaved`, where simulated, pipedp's split of one stage per device for the fallback
 1F1B (`pipedp.fallback_split`, `FALLBACK_SHARE` of pipedp's work and simulations; its cuts
 moved under 1F1B, `pipecuts.refine_fallback`) is a candidate, judged as the others; it and
