@@ -101,23 +101,20 @@ def test_a_proof_that_no_plan_fits_is_located_as_check_locates_it(tmp_path: Path
         3, "E307", "s.plan", 9, 6)
 
 
+#: op -> params (MiB) of DEAD_END's chain a -> b -> c -> d, each op 1 ms longer than the last
+DEAD_END_PARAMS = {"a": 5120, "b": 3072, "c": 5120, "d": 7168}
 #: m-SCT dead-ends here (d fits beside neither device's ops) where cpsat plans it
 #: ({a, c} and {b, d}): a packing dead end the retries do not undo (a pinned op's copy
 #: was such a case until the retries kept room for it, db57988)
-DEAD_END = """
+DEAD_END = ("""
 cluster c2 {
   device gpu[0..1] { memory 10496 MiB  flops 10 TFLOPS }
   link gpu[0..1] <-> gpu[0..1] { bandwidth 12 GB/s  latency 5 us }
 }
 graph g {
-  op a { time 1 ms  params 5120 MiB }
-  op b { time 2 ms  params 3072 MiB }
-  op c { time 3 ms  params 5120 MiB }
-  op d { time 4 ms  params 7168 MiB }
-  a -> b -> c -> d
-}
-plan p { graph g  cluster c2 }
-"""
+""" + "".join(f"  op {op} {{ time {k + 1} ms  params {mib} MiB }}\n"
+              for k, (op, mib) in enumerate(DEAD_END_PARAMS.items()))
+            + "  a -> b -> c -> d\n}\nplan p { graph g  cluster c2 }\n")
 
 
 def test_a_heuristic_that_finds_no_plan_says_so_at_the_plan(tmp_path: Path) -> None:
