@@ -376,7 +376,7 @@ def _times(path: Path) -> None:
 
 
 def _placement(path: Path) -> None:
-    from planner.cli.runs import read_placed  # the command line's own reader
+    from planner.cli.given import read_placed  # the command line's own reader
     from planner.simulate import simulate
     from planner.spec.load import load_text
 

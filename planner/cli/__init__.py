@@ -68,6 +68,7 @@ from ..signals import deferred, install
 from ..version import installed_version
 from . import fastexit
 from .applies import check_applicable
+from .given import given_plan, plan_named
 from .guard import (
     EXIT_INTERRUPTED,
     EXIT_INVALID,
@@ -107,9 +108,7 @@ from .options import (
 from .runs import (
     check_imports_kept,
     emit_result,
-    given_plan,
     place,
-    plan_named,
     problem_of,
     report_pipeline,
     report_solution,

@@ -55,9 +55,10 @@ from ..plan import Plan
 from ..roots import display_path
 from ..spec.load import load_path
 from . import _load
+from .given import read_placed
 from .guard import guard
 from .options import CaptureOption, ExampleOption, InputOption, LimitOption, RootOption
-from .runs import check_imports_kept, problem_of, read_placed
+from .runs import check_imports_kept, problem_of
 
 #: how `export` writes to stdout: the hint where `-o -` is refused
 _STDOUT = "leave out -o to write to standard output"

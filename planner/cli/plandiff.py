@@ -37,7 +37,8 @@ from ..pipeline.verdict import pipeline_breaks
 from ..plan import load_plan, load_recompute, load_replicas, order_of
 from ..simulate import simulate
 from ..spec.load import load_path
-from .runs import made_for, one_plan_of, parsed_json, problem_of
+from .given import made_for, one_plan_of, parsed_json
+from .runs import problem_of
 
 if TYPE_CHECKING:
     from ..model import Problem
@@ -126,7 +127,7 @@ def _number(v: Any) -> float | None:
 
 def read_side(path: Path) -> Side:
     """Read one side; E642 for a file that holds no plan (E001-E004 to read it; invalid JSON
-    as `simulate --placement` reports it, `runs.parsed_json`)."""
+    as `simulate --placement` reports it, `given.parsed_json`)."""
     shown, text, data = parsed_json(path, "E642")
     if not isinstance(data, dict):
         raise _not_a_plan(shown, "a JSON object was expected")
@@ -292,7 +293,7 @@ def spec_problem(spec: Path, plan: str | None, old: Side) -> tuple[Problem, list
 
 
 def one_plan(old: Side, new: Side, plans: Collection[str]) -> None:
-    """E516 where the two files name two plans of the spec (`runs.one_plan_of`)."""
+    """E516 where the two files name two plans of the spec (`given.one_plan_of`)."""
     if old.plan is not None and new.plan is not None:
         one_plan_of((old.file, old.plan), (new.file, new.plan), plans,
                     JsonSpans(new.file, new.text, new.at))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -19,20 +19,15 @@ from ..algorithms.base import Interrupted
 from ..errors import (
     Diagnostic,
     InfeasibleError,
-    JsonSpans,
     PlanChoiceError,
     Span,
-    SpecError,
     UsageError,
-    quoted,
     render_all,
 )
 from ..files import check_outputs
 from ..model import Problem
-from ..plan import Plan, given_placement, in_envelope, load_plan, load_recompute, load_replicas
+from ..plan import Plan
 from ..render.diagnostics import eprint
-from ..roots import display_path
-from ..strictjson import loads as strict_loads
 from ..units import format_seconds
 from .guard import (
     EXIT_INFEASIBLE,
@@ -87,146 +82,10 @@ def _refusal(problem: Problem, placement: Sequence[int], span: Span | None
     return unrunnable(problem, placement, span)
 
 
-def _placement_from_spec(problem: Problem) -> Plan:
-    return Plan(given_placement(problem, "or pass --placement FILE"), algorithm="expert")
-
-
 def check_imports_kept(outputs: Mapping[str, Path | None], loaded: Loaded) -> None:
     """E640 for an output onto a file the spec imports (`files.check_outputs`): the imports
     are inputs too, known once the spec is read, before any work."""
     check_outputs(outputs, [("SPEC's import", file) for file in loaded.sources])
-
-
-#: a placement or stages file as `parsed_json` read it: its shown name, text and JSON value
-Parsed = tuple[str, str, Any]
-
-
-def given_plan(loaded: Loaded, problem: Problem, placement: Path | None, stages: Path | None,
-               parsed: Parsed | None = None
-               ) -> tuple[Plan, Mapping[int, tuple[int, ...]], tuple[str, ...]]:
-    """The plan `simulate` runs, its replicated stages' groups and the devices that
-    recompute: a stages file's layout (`io.stages`), a placement or plan file (a pipeline
-    plan's `replicas` and `recompute` with it), or the spec's `place`/`pin` statements;
-    `parsed`: that file, where `plan_named` read it (it is read once)."""
-    if stages is None:
-        return read_placed(problem, placement, loaded.spec.plans, parsed) if placement else (
-            _placement_from_spec(problem), {}, ())
-    if problem.pipeline is None:
-        raise UsageError(Diagnostic(
-            "E646", f"--stages gives a pipeline's stages, and plan `{problem.name}` has "
-            "`objective makespan`", loaded.locations.plans.get(problem.name),
-            (f"give plan `{problem.name}` `objective pipeline` (with its `microbatches`)",
-             "or simulate one pass of a placement: --placement FILE")))
-    from ..io.stages import parse_stages, read_stages  # lazy: start-up
-
-    layout = (parse_stages(problem, parsed[1], parsed[0]) if parsed else
-              read_stages(problem, stages, display_path(stages.resolve())))
-    return layout.plan, layout.replicas, layout.recompute
-
-
-def read_placed(problem: Problem, path: Path, plans: Collection[str] = (),
-                parsed: Parsed | None = None
-                ) -> tuple[Plan, dict[int, tuple[int, ...]], tuple[str, ...]]:
-    """A placement file's plan, with a plan file's `replicas` (a hybrid pipeline's groups,
-    by representative device) and `recompute` (the devices that recompute, by name); a
-    `--json` document's report reads as its plan. A file made for another of the spec's
-    `plans`, or for another graph, is E516 (`made_for`). `parsed`: the file, already read."""
-    shown, text, data = parsed or parsed_json(path)
-    from ..io.device_map import looks_like_device_map, placement_from_device_map  # start-up
-
-    if looks_like_device_map(data):  # an accelerate device_map {module path: device}
-        return (load_plan(problem, placement_from_device_map(problem, data, shown, text),
-                          shown), {}, ())
-    body, at = in_envelope(data)  # `solve --json`, `simulate --json`: the report
-    made_for(problem, body, plans, JsonSpans(shown, text, at))
-    read = load_plan(problem, body, shown, text, at)
-    groups = load_replicas(problem, body, read.placement, shown, text, at)
-    return read, groups, load_recompute(problem, body, shown, text, at, groups,
-                                        read.placement)
-
-
-def parsed_json(path: Path, code: str = "E500", hint: str | None = None
-                ) -> tuple[str, str, Any]:
-    """A placement or plan file's shown name, text and JSON value; `code` (simulate's E500,
-    diff's E642) for invalid JSON, at the error, with a hint (`hint`, else a placement
-    file's)."""
-    from ..spec.load import read_source  # lazy: start-up
-
-    shown = display_path(path.resolve())
-    text = read_source(path, shown)
-    try:  # keys given twice, integers too long, nesting too deep: all JSONDecodeError
-        return shown, text, strict_loads(text)
-    except json.JSONDecodeError as err:
-        raise SpecError(Diagnostic(
-            code, f"invalid JSON: {err.msg}", Span.at_json_error(shown, err),
-            (hint or "fix the JSON at the caret (no trailing commas, comments or single "
-             "quotes; each key once), or write the file again: planner solve SPEC --out FILE",))
-        ) from None
-
-
-def plan_named(loaded: Loaded, plan: str | None, placement: Path | None,
-               stages: Path | None = None) -> tuple[str | None, Parsed | None]:
-    """The plan `simulate` runs: `--plan`, else, for a spec of several plans, the one the
-    placement (or `stages`) file names (its "plan", as `diff` reads it; `solve --json`'s
-    report's too), else None (the spec's only plan, or E602); and the file, if read for
-    that (`given_plan` reads it no more), invalid JSON there said as its reader says it.
-    A `--plan` it contradicts is `made_for`'s E516."""
-    path = placement or stages
-    if plan is not None or path is None or len(loaded.spec.plans) < 2:
-        return plan, None
-    hint: str | None = None
-    if placement is None:  # a stages file: its reader's hint, not a placement file's
-        from ..io.stages import JSON_HINT  # lazy: start-up
-
-        hint = JSON_HINT
-    parsed = parsed_json(path, hint=hint)
-    body, _ = in_envelope(parsed[2])
-    named = body.get("plan") if isinstance(body, Mapping) else None
-    return (named if isinstance(named, str) and named in loaded.spec.plans else None), parsed
-
-
-def made_for(problem: Problem, body: Any, plans: Collection[str], where: JsonSpans) -> None:
-    """E516 where a plan file's `plan` (a `--json` report's too) names another plan of the
-    spec (`plans`), or another plan none of whose placed ops is an op of `problem`'s graph: a
-    file made for another plan or graph, which would be read as this one's (with its
-    replicas) or fail op by op. A plan renamed since, or a bare placement, reads on."""
-    named = body.get("plan") if isinstance(body, Mapping) else None
-    if not isinstance(named, str) or named == problem.name:
-        return
-    placed = body.get("placement")
-    ops = problem.graph.op_index
-    other_graph = isinstance(placed, Mapping) and bool(placed) and not any(
-        op in ops for op in placed)
-    if named not in plans and not other_graph:
-        return
-    why = (f"plan {quoted(named)} of the spec" if named in plans else
-           f"plan {quoted(named)}, of another graph (no op it places is in graph "
-           f"`{problem.graph.name}`)")
-    raise SpecError(Diagnostic(
-        "E516", f"the placement file was made for {why}, not for plan `{problem.name}`",
-        where("plan"),
-        ((f"pass --plan {named} to use it with its own plan",) if named in plans else ())
-        + (f"{'or s' if named in plans else 'S'}olve plan `{problem.name}` for a file of "
-           f"its own: planner solve SPEC --plan {problem.name} --out FILE",)
-        + ((f"to run its placement under plan `{problem.name}` all the same (another "
-            f"cluster's what-if), set its \"plan\" to \"{problem.name}\"",)
-           if named in plans else ())))
-
-
-def one_plan_of(old: tuple[str, str], new: tuple[str, str], plans: Collection[str],
-                where: JsonSpans) -> None:
-    """E516 where two files (name, the plan it names) to be judged on one plan name two
-    plans of the spec: one simulation cannot judge both, and `made_for`'s `--plan` hint
-    would refuse the other file in turn."""
-    if old[1] != new[1] and old[1] in plans and new[1] in plans:
-        raise SpecError(Diagnostic(
-            "E516", f"{old[0]} and {new[0]} were made for two plans of the spec, "
-                    f"`{old[1]}` and `{new[1]}`: one simulation cannot judge both",
-            where("plan"),
-            ("diff their `planner solve SPEC --plan NAME --json` outputs: each carries its "
-             "own plan's figures",
-             "or, to run both placements under one plan, set the \"plan\" of one file to "
-             "the other's")))
 
 
 def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,

@@ -175,7 +175,7 @@ def test_simulate_runs_the_plan_its_stages_file_names(tmp_path: Path) -> None:
 def test_simulate_reads_the_file_that_names_its_plan_once(
         folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: `simulate s.plan --placement serve.json` (no --plan) read and parsed the
-    file twice: once for the plan it names (`runs.plan_named`), once for its plan. So did
+    file twice: once for the plan it names (`given.plan_named`), once for its plan. So did
     `--stages`."""
     from planner.spec import load
 
