@@ -318,9 +318,10 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
     left = _unsearched(problem, pipeline, cells)
     among = f" among those searched ({left})" if left else ""
     if best_splits(problem, pipeline, capped=False, cells=cells, every_chain=True):
-        # under 1f1b, a stage holds at most the stages after it (S <= M), not M, unless
-        # replicated: neither change holds fewer there
-        one_f = pipeline.schedule == "1f1b"
+        # under 1f1b (no fallback, not every micro-batch in flight), a stage holds at most
+        # the stages after it (S <= M), not M, unless replicated: neither change holds fewer
+        spec = pipeline.schedule_spec
+        one_f = spec.fallback is None and not spec.all_in_flight
         one = one_per_device_hint(problem, cells)
         # a schedule with a fallback (interleaved) runs 1F1B on a split of one stage per
         # device only: suggested where one fits
