@@ -157,9 +157,10 @@ def _kernel_case(inst: Instance, placer: Placer, prank: Sequence[int],
     arguments the kernel can index without checks (the Python engine raises IndexError on
     the others), and the kernel loaded, or worth loading (`ENGINE`, `KERNEL_MIN_OPS`);
     loads it then."""
-    # the kernel keeps no budget, given placement or room for pinned ops (`reserve_pins`)
+    # the kernel keeps no budget, given placement or held room (`reserve_pins`: a room
+    # empty at the start can fill as producers are placed, so its presence decides)
     if ENGINE == "reference" or placer.budget is not None or placer.placement is not None \
-            or any(placer.pinned_left):
+            or placer.room is not None:
         return False
     if _kernel is None:
         if ENGINE != "kernel" and inst.n < _min_ops(favourite is not None):

@@ -66,8 +66,6 @@ class Placer:
         #: device for the ops that must go there and the copies they receive (`room`): no
         #: op may take it (`fits`)
         self.room = HeldRoom(inst, self.tracker) if reserve_pins else None
-        #: per device, the bytes held there (all 0 without `reserve_pins`)
-        self.pinned_left = [0] * inst.m if self.room is None else self.room.total
 
     def allowed(self, i: int) -> tuple[int, ...]:
         """The devices op `i` may go to now."""
