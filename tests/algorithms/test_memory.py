@@ -283,6 +283,47 @@ def test_baselines_hold_room_for_an_op_only_one_device_can_hold(algorithm: str, 
     assert all(p <= c for p, c in zip(result.memory_peak_bytes, caps, strict=True))
 
 
+#: (params, output, temp) MiB per op, edges (src, dst, MiB), device MiB, pins: no rung of
+#: the budget ladder (every rung the devices' memory) for the first, its one rung
+#: dead-ending for the second
+_HELD_AT_FULL_MEMORY = {
+    "no-ladder": (((25, 11, 0), (17, 12, 12), (41, 5, 55), (12, 14, 0), (7, 28, 0),
+                   (14, 17, 0), (5, 6, 0), (50, 26, 41)),
+                  ((0, 1, 4), (1, 2, 1), (0, 2, 7), (2, 3, 0), (1, 3, 12), (1, 4, 2),
+                   (3, 5, 12), (1, 6, 12), (0, 6, 2), (1, 7, 7)), (191, 199), {3: 0}),
+    "ladder-dead-ends": (((34, 32, 27), (37, 23, 0), (21, 8, 29), (59, 18, 44)),
+                         ((0, 1, 23), (1, 2, 21), (0, 2, 8), (1, 3, 6), (2, 3, 6)),
+                         (141, 144, 168), {1: 0}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_HELD_AT_FULL_MEMORY))
+@pytest.mark.parametrize("algorithm", LIST_SCHEDULERS)
+def test_list_schedulers_hold_room_at_full_memory_too(algorithm: str, case: str) -> None:
+    # the list schedulers held the room of the pinned op only under a budget (and in
+    # m-TOPO's walks): with no rung, or every rung dead-ending, E704 from all four (and
+    # mtopo) where cpsat plans. Their own pass at the devices' memory, that room held, runs
+    # last now, as mtopo's and the baselines' does
+    sizes, edges, caps, pins = _HELD_AT_FULL_MEMORY[case]
+    ops = tuple(Op(f"o{i}", 1e-3, params_bytes=p * MIB, output_bytes=o * MIB,
+                   temp_bytes=t * MIB) for i, (p, o, t) in enumerate(sizes))
+    devs = tuple(Device(f"gpu{d}", c * MIB) for d, c in enumerate(caps))
+    links = tuple(Link(a, b, 1e9) for a in range(len(caps)) for b in range(len(caps)) if a != b)
+    problem = Problem("p", Graph("g", ops, tuple(Edge(s, d, b * MIB) for s, d, b in edges)),
+                      Cluster("c", devs, links), pins=pins)
+    assert (budget_ladder(Instance(problem)) == []) == (case == "no-ladder")
+    solution = run(algorithm, problem)  # E704 before
+    assert solution.status == "feasible"
+    assert solution.info["pins_reserved"] is True
+    assert "memory_budget_bytes" not in solution.info  # the pass at full memory
+    ladder = len(budget_ladder(Instance(problem)))
+    assert solution.info["memory_passes"] == 1 + ladder + 1 + ladder + 1
+    assert all(solution.plan.placement[i] == d for i, d in pins.items())
+    result = check_plan(problem, solution.plan)
+    caps_bytes = [c * MIB for c in caps]
+    assert all(p <= c for p, c in zip(result.memory_peak_bytes, caps_bytes, strict=True))
+
+
 def _tight_problem(seed: int) -> Problem:
     # 3-9 ops of 0-160 MiB, each fed by one or two earlier ops, on 2-4 devices of 100-200
     # MiB, up to two ops pinned, maybe two colocated: dead ends, and ops only one device

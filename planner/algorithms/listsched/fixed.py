@@ -15,14 +15,13 @@ from .placer import Placer, Stuck
 from .ranks import priority_positions, upward_rank
 from .retry import (
     LIVENESS,
-    budget_ladder,
     explain_stuck,
     followers_dropped,
+    held_passes,
     liveness_pass,
     retries_ran,
     split_pass,
 )
-from .room import memory_forced
 
 __all__ = ["fill_and_order", "schedule_fixed"]
 
@@ -103,34 +102,10 @@ def _fill_and_order(
                 "memory_check": "liveness peak, by simulation",
                 "reason": f"the walk ran out of memory (static accounting); this is the best "
                           f"contiguous split that fits ({split[2]} stage(s))"}
-    planned, held = _held_passes(inst, attempt, budgets)
+    planned, held = held_passes(inst, attempt, budgets=budgets)
     if planned is not None:
         return planned
     ran = [*([LIVENESS] if liveness else []),
            *(["contiguous splits"] if liveness and contiguous else []), *held]
     raise explain_stuck(placer, algorithm, stuck, retries=retries_ran(ran, again))
 
-
-def _held_passes(
-    inst: Instance, attempt: Callable[[Placer], tuple[list[int], list[float]]], budgets: bool,
-) -> tuple[tuple[list[int], list[float], dict[str, Any]] | None, list[str]]:
-    """The last retries of `fill_and_order`: the walk again keeping the room of the ops that
-    must go to a device (pinned, or only one device can hold them: a packing dead end needs
-    no pin), where there are any, then under each budget (`budgets`). Returns (the first
-    that fits: placement, start times, info; else None) and the retries that ran, in
-    words."""
-    pins = any(d >= 0 for d in inst.pin)
-    forced = any(d >= 0 for d in memory_forced(inst))
-    ladder = budget_ladder(inst) if budgets else []
-    rungs: list[list[int] | None] = [None] if pins or forced else []
-    for rung in rungs + ladder:
-        try:
-            placement, start = attempt(Placer(inst, rung, reserve_pins=True))
-        except Stuck:
-            continue
-        info: dict[str, Any] = {**({"pins_reserved": True} if pins else {}),
-                                **({"forced_reserved": True} if forced else {})}
-        return (placement, start, info if rung is None else {
-            **info, "memory_budget_bytes": tuple(rung)}), []
-    return None, [*(["room held on each device for the ops that must go there"] if rungs
-                    else []), *(["tighter memory budgets"] if ladder else [])]

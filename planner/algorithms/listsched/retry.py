@@ -31,11 +31,12 @@ from ..base import Status
 from ..infeasible import stuck_error
 from .instance import Instance
 from .placer import Placer, Stuck
+from .room import memory_forced
 from .solution import solution
 from .topo import topo_budgets, topo_fill
 
-__all__ = ["budget_ladder", "explain_stuck", "followers_dropped", "liveness_pass",
-           "memory_passes", "retries_ran", "split_pass"]
+__all__ = ["HELD", "LIVENESS", "budget_ladder", "explain_stuck", "followers_dropped",
+           "held_passes", "liveness_pass", "memory_passes", "retries_ran", "split_pass"]
 
 
 def budget_ladder(inst: Instance) -> list[list[int]]:
@@ -86,7 +87,13 @@ def memory_passes(
     4. then m-TOPO's placement (`topo_fill`), ordered by the scheduler itself (each op's
        device given): status `fallback`, with the reason in `info`; its walk is retried
        under each budget of the ladder, as `mtopo` retries it. So a plan is also found
-       whenever m-TOPO finds one;
+       whenever m-TOPO finds one; then, where some op must go to a device, the scheduler
+       once more at the devices' memory, that room held (`held_passes`, as `mtopo` and the
+       baselines retry): status `feasible`, `info["pins_reserved"]` or
+       `info["forced_reserved"]`. Where the ladder was empty (every rung the devices'
+       memory) or dead-ended at every rung, no such pass ran: four ops on three GPUs of
+       141-168 MiB, one pinned, got E704 from all four schedulers and m-TOPO while
+       `cpsat` planned them; it runs last, so no plan found before it changes;
     5. if that dead-ends too (and no proof says no plan exists), steps 1-4 again on the
        instance without the schedulers' own groups (`Instance.without_followers`): a
        source that follows its consumer (a constant, as the schedulers assume) can be a
@@ -96,13 +103,13 @@ def memory_passes(
 
     Returns (placement, start times, status, info); after a dead end,
     `info["memory_passes"]` counts the steps above that ran, the one that succeeded
-    included (the retry without memory checks, the contiguous splits and m-TOPO's
-    placement count one each), and `info["memory_budget_bytes"]` is the budget of the pass
+    included (the retry without memory checks, the contiguous splits and each of m-TOPO's
+    walks count one each), and `info["memory_budget_bytes"]` is the budget of the pass
     that succeeded. Raises the first pass's `InfeasibleError` (`explain_stuck`) when m-TOPO
     finds no placement either; after step 5, that of step 5's first pass, whose figures
     count no constant placed with its consumer (the first instance's counted `a`, 5.97 GiB,
     in op `b`'s 11.52 GiB where `b` apart needs 6.5 GiB). Each dead end costs one more
-    pass (a walk counts as one): at most eight in all, and under `liveness` one more for
+    pass (a walk counts as one): at most nine in all, and under `liveness` one more for
     the retry and one per stage count (`split_pass`); twice that with step 5.
     """
     try:
@@ -115,7 +122,7 @@ def memory_passes(
         # first instance placed with its consumer, a rule that plain dropped
         placement, start, status, info = _passes(plain, algorithm, attempt, again=True)
     spent = 2 + 2 * len(budget_ladder(inst)) + (
-        2 if inst.problem.memory_model == "liveness" else 0)
+        2 if inst.problem.memory_model == "liveness" else 0) + int(any(_must_go(inst)))
     return placement, start, status, {**info, "sources_follow": False,
                                       "memory_passes": spent + info.get("memory_passes", 1)}
 
@@ -179,6 +186,11 @@ def _passes(
         reason = (f"{shown} ran out of memory under every budget; this is m-TOPO's "
                   f"placement, ordered by {shown}")
         return placement, start, "fallback", {"memory_passes": passes, "reason": reason}
+    # its own order at full memory, the room of the ops that must go to a device held: the
+    # ladder may be empty, or its budgets what dead-ends (last, so no plan above changes)
+    held, _ = held_passes(inst, attempt, budgets=False)
+    if held is not None:
+        return held[0], held[1], "feasible", {**held[2], "memory_passes": passes + 1}
     raise explain_stuck(placer, algorithm, stuck, retried=True,
                         retries=_retries(inst, bool(ladder), again))
 
@@ -260,13 +272,49 @@ def _retries(inst: Instance, budgets: bool, again: bool) -> str:
     `again` for step 5."""
     liveness = inst.problem.memory_model == "liveness"
     return retries_ran([*([LIVENESS] if liveness else []),
-                        *(["tighter memory budgets"] if budgets else []),
+                        *([BUDGETS] if budgets else []),
                         *(["contiguous splits"] if liveness else []), "m-TOPO's placement"],
                        again)
 
 
+def _must_go(inst: Instance) -> tuple[bool, bool]:
+    """Whether some op is pinned, and whether some op only one device can hold
+    (`room.memory_forced`): where neither, `HeldRoom` holds nothing."""
+    return any(d >= 0 for d in inst.pin), any(d >= 0 for d in memory_forced(inst))
+
+
 #: `liveness_pass`, in words
 LIVENESS = "no memory checks (judged by simulation)"
+#: the passes under `budget_ladder`, in words
+BUDGETS = "tighter memory budgets"
+#: the pass at full memory of `held_passes`, in words
+HELD = "room held on each device for the ops that must go there"
+
+
+def held_passes(
+    inst: Instance, attempt: Callable[[Placer], tuple[list[int], list[float]]], *,
+    budgets: bool,
+) -> tuple[tuple[list[int], list[float], dict[str, Any]] | None, list[str]]:
+    """The pass at full memory keeping the room of the ops that must go to a device
+    (pinned, or only one device can hold them: a packing dead end needs no pin), where
+    there are any (`room.HeldRoom`), then one under each rung of `budget_ladder`
+    (`budgets`): the last retries of `fill_and_order`, and of `memory_passes` (without
+    `budgets`: it ran the ladder before). Returns (the first that fits: placement, start
+    times, info: `pins_reserved`, `forced_reserved`, and `memory_budget_bytes` under a
+    budget; else None) and the retries that ran, in words."""
+    pins, forced = _must_go(inst)
+    ladder = budget_ladder(inst) if budgets else []
+    rungs: list[list[int] | None] = [None] if pins or forced else []
+    for rung in rungs + ladder:
+        try:
+            placement, start = attempt(Placer(inst, rung, reserve_pins=True))
+        except Stuck:
+            continue
+        info: dict[str, Any] = {**({"pins_reserved": True} if pins else {}),
+                                **({"forced_reserved": True} if forced else {})}
+        return (placement, start, info if rung is None else {
+            **info, "memory_budget_bytes": tuple(rung)}), []
+    return None, [*([HELD] if rungs else []), *([BUDGETS] if ladder else [])]
 
 
 def retries_ran(ran: list[str], again: bool) -> str:
