@@ -313,6 +313,29 @@ def test_e704_of_the_walks_names_the_retries_that_ran(algorithm: str, case: str,
     assert ("--algo mtopo" in diag.hints[-1]) == (algorithm != "mtopo")
 
 
+@pytest.mark.parametrize(("case", "lead"), [
+    # op3 pinned to gpu1: the budgets, m-TOPO's walks and a last pass at full memory held
+    # its room (and none planned: op2 finds gpu0 full and gpu1 held, while cpsat puts
+    # op0 and op2 on gpu0); the hint named only the budgets and m-TOPO's placement
+    ("pinned", "it also retried with tighter memory budgets, m-TOPO's placement and room "
+               "held on each device for the ops that must go there; "),
+    # no op must go to a device: no room held, none named
+    ("chain", "it also retried with tighter memory budgets and m-TOPO's placement; "),
+])
+@pytest.mark.parametrize("algorithm", ["msct", "metf", "heft", "cpop"])
+def test_e704_of_the_list_schedulers_names_the_room_they_held(algorithm: str, case: str,
+                                                             lead: str) -> None:
+    sizes, caps = [5120, 3072, 5120, 7168], [10496, 10496]
+    problem = _problem(sizes, caps, chain=True, pins={3: 1} if case == "pinned" else None)
+    with pytest.raises(InfeasibleError) as err:
+        run(algorithm, problem)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E704"
+    # m-TOPO's placement was tried: not suggested; static memory: an exact solver settles it
+    assert diag.hints[-1] == (lead + "the instance may still be feasible: try --algo search "
+                              "or an exact solver (--algo cpsat, or --algo ilp)")
+
+
 def test_e704_says_a_groups_figure_leaves_out_the_copies_its_members_receive() -> None:
     # op3 and op4 are one group, op4 receives op2's 10 MiB output: m-TOPO's walk dead-ends
     # at op3, the group's first member, and gpu0's figure (op0, op1, op3 and op4: 160 MiB)

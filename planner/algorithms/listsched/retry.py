@@ -188,11 +188,11 @@ def _passes(
         return placement, start, "fallback", {"memory_passes": passes, "reason": reason}
     # its own order at full memory, the room of the ops that must go to a device held: the
     # ladder may be empty, or its budgets what dead-ends (last, so no plan above changes)
-    held, _ = held_passes(inst, attempt, budgets=False)
+    held, ran = held_passes(inst, attempt, budgets=False)
     if held is not None:
         return held[0], held[1], "feasible", {**held[2], "memory_passes": passes + 1}
     raise explain_stuck(placer, algorithm, stuck, retried=True,
-                        retries=_retries(inst, bool(ladder), again))
+                        retries=_retries(inst, bool(ladder), bool(ran), again))
 
 
 def liveness_pass(
@@ -266,15 +266,16 @@ def explain_stuck(placer: Placer, algorithm: str, op: int, *,
                        counted=_counted(placer, op), retries=retries)
 
 
-def _retries(inst: Instance, budgets: bool, again: bool) -> str:
+def _retries(inst: Instance, budgets: bool, held: bool, again: bool) -> str:
     """The retries `_passes` ran after its first pass, in words, only those: budgets only
-    where `budget_ladder` had a rung (none where every rung is the devices' memory), and
-    `again` for step 5."""
+    where `budget_ladder` had a rung (none where every rung is the devices' memory), the
+    room held (`held`: its pass at full memory ran) only where some op must go to a
+    device, and `again` for step 5."""
     liveness = inst.problem.memory_model == "liveness"
     return retries_ran([*([LIVENESS] if liveness else []),
                         *([BUDGETS] if budgets else []),
-                        *(["contiguous splits"] if liveness else []), "m-TOPO's placement"],
-                       again)
+                        *(["contiguous splits"] if liveness else []), "m-TOPO's placement",
+                        *([HELD] if held else [])], again)
 
 
 def _must_go(inst: Instance) -> tuple[bool, bool]:
