@@ -336,6 +336,34 @@ def test_e704_of_the_list_schedulers_names_the_room_they_held(algorithm: str, ca
                               "or an exact solver (--algo cpsat, or --algo ilp)")
 
 
+@pytest.mark.parametrize(("algorithm", "first"), [
+    *((a, "tighter memory budgets and m-TOPO's placement, then ")
+      for a in ("msct", "metf", "heft", "cpop")),
+    ("mtopo", "tighter memory budgets, then "), ("roundrobin", "")])
+def test_e704_says_room_held_only_where_it_was(algorithm: str, first: str) -> None:
+    # w (94 MiB params, 18 MiB output) follows its consumer o0 at first: nothing must go
+    # to a device, so no room is held; without that rule, w fits on gpu0 alone and its
+    # room is held there. The hint said the first round held it too ("it also retried
+    # with room held ..., then all of it again"; roundrobin's first round retried nothing)
+    sizes = ((0, 21), (51, 16), (14, 23), (94, 18))  # params, output MiB
+    ops = tuple(Op(f"o{i}", 1e-3, params_bytes=p * MIB, output_bytes=o * MIB)
+                for i, (p, o) in enumerate(sizes))
+    edges = tuple(Edge(s, d, b * MIB) for s, d, b in ((0, 1, 10), (0, 2, 10), (1, 2, 16),
+                                                      (3, 0, 18)))
+    devs = (Device("gpu0", 144 * MIB), Device("gpu1", 104 * MIB))
+    problem = Problem("p", Graph("g", ops, edges),
+                      Cluster("c", devs, (Link(0, 1, 1e9), Link(1, 0, 1e9))))
+    with pytest.raises(InfeasibleError) as err:
+        run(algorithm, problem)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E704"
+    assert diag.hints[-1].startswith(
+        f"it also retried with {first}"
+        f"{'all of it again with ' if first else ''}no constant following its consumer, "
+        "and with room held on each device for the ops that must go there; the instance "
+        "may still be feasible: try ")
+
+
 def test_e704_says_a_groups_figure_leaves_out_the_copies_its_members_receive() -> None:
     # op3 and op4 are one group, op4 receives op2's 10 MiB output: m-TOPO's walk dead-ends
     # at op3, the group's first member, and gpu0's figure (op0, op1, op3 and op4: 160 MiB)

@@ -18,6 +18,7 @@ from .retry import (
     explain_stuck,
     followers_dropped,
     held_passes,
+    held_words,
     liveness_pass,
     retries_ran,
     split_pass,
@@ -69,16 +70,16 @@ def fill_and_order(
             raise
         # its dead end, if any, is explained (`memory_passes` says why)
         placement, start, info = _fill_and_order(plain, algorithm, fill, contiguous, budgets,
-                                                 again=True)
+                                                 first=inst)
     return placement, start, {**info, "sources_follow": False}
 
 
 def _fill_and_order(
     inst: Instance, algorithm: str, fill: Callable[[Placer], None], contiguous: bool,
-    budgets: bool, *, again: bool = False,
+    budgets: bool, *, first: Instance | None = None,
 ) -> tuple[list[int], list[float], dict[str, Any]]:
-    """`fill_and_order` on `inst`, without its retry on another instance (`again`: as that
-    retry, which its dead end says)."""
+    """`fill_and_order` on `inst`, without its retry on another instance (`first`: as that
+    retry, after a dead end on `first`, which its dead end says)."""
     def attempt(placer: Placer) -> tuple[list[int], list[float]]:
         fill(placer)
         placement = list(placer.device_of)
@@ -102,10 +103,19 @@ def _fill_and_order(
                 "memory_check": "liveness peak, by simulation",
                 "reason": f"the walk ran out of memory (static accounting); this is the best "
                           f"contiguous split that fits ({split[2]} stage(s))"}
-    planned, held = held_passes(inst, attempt, budgets=budgets)
+    planned = held_passes(inst, attempt, budgets=budgets)
     if planned is not None:
         return planned
-    ran = [*([LIVENESS] if liveness else []),
-           *(["contiguous splits"] if liveness and contiguous else []), *held]
-    raise explain_stuck(placer, algorithm, stuck, retries=retries_ran(ran, again))
+    raise explain_stuck(placer, algorithm, stuck, retries=retries_ran(
+        _retries(inst, contiguous, budgets),
+        None if first is None else _retries(first, contiguous, budgets)))
+
+
+def _retries(inst: Instance, contiguous: bool, budgets: bool) -> list[str]:
+    """The retries `_fill_and_order` runs on `inst` after a first pass that dead-ends, in
+    words, only those."""
+    liveness = inst.problem.memory_model == "liveness"
+    return [*([LIVENESS] if liveness else []),
+            *(["contiguous splits"] if liveness and contiguous else []),
+            *held_words(inst, budgets=budgets)]
 

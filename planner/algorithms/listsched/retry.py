@@ -36,7 +36,8 @@ from .solution import solution
 from .topo import topo_budgets, topo_fill
 
 __all__ = ["HELD", "LIVENESS", "budget_ladder", "explain_stuck", "followers_dropped",
-           "held_passes", "liveness_pass", "memory_passes", "retries_ran", "split_pass"]
+           "held_passes", "held_words", "liveness_pass", "memory_passes", "retries_ran",
+           "split_pass"]
 
 
 def budget_ladder(inst: Instance) -> list[list[int]]:
@@ -120,7 +121,7 @@ def memory_passes(
             raise
         # its dead end, if any, is explained: its figures count no constant that the
         # first instance placed with its consumer, a rule that plain dropped
-        placement, start, status, info = _passes(plain, algorithm, attempt, again=True)
+        placement, start, status, info = _passes(plain, algorithm, attempt, first=inst)
     spent = 2 + 2 * len(budget_ladder(inst)) + (
         2 if inst.problem.memory_model == "liveness" else 0) + int(any(_must_go(inst)))
     return placement, start, status, {**info, "sources_follow": False,
@@ -139,9 +140,11 @@ def followers_dropped(inst: Instance, err: InfeasibleError) -> Instance | None:
 def _passes(
     inst: Instance,
     algorithm: str,
-    attempt: Callable[[Placer], tuple[list[int], list[float]]], *, again: bool = False,
+    attempt: Callable[[Placer], tuple[list[int], list[float]]], *,
+    first: Instance | None = None,
 ) -> tuple[list[int], list[float], Status, dict[str, Any]]:
-    """Steps 1-4 of `memory_passes` on `inst` (`again`: as step 5)."""
+    """Steps 1-4 of `memory_passes` on `inst` (`first`: as step 5, after those steps on
+    the instance `first`)."""
     placer = Placer(inst)
     try:
         placement, start = attempt(placer)
@@ -188,11 +191,11 @@ def _passes(
         return placement, start, "fallback", {"memory_passes": passes, "reason": reason}
     # its own order at full memory, the room of the ops that must go to a device held: the
     # ladder may be empty, or its budgets what dead-ends (last, so no plan above changes)
-    held, ran = held_passes(inst, attempt, budgets=False)
+    held = held_passes(inst, attempt, budgets=False)
     if held is not None:
         return held[0], held[1], "feasible", {**held[2], "memory_passes": passes + 1}
-    raise explain_stuck(placer, algorithm, stuck, retried=True,
-                        retries=_retries(inst, bool(ladder), bool(ran), again))
+    raise explain_stuck(placer, algorithm, stuck, retried=True, retries=retries_ran(
+        _retries(inst), None if first is None else _retries(first)))
 
 
 def liveness_pass(
@@ -266,16 +269,15 @@ def explain_stuck(placer: Placer, algorithm: str, op: int, *,
                        counted=_counted(placer, op), retries=retries)
 
 
-def _retries(inst: Instance, budgets: bool, held: bool, again: bool) -> str:
-    """The retries `_passes` ran after its first pass, in words, only those: budgets only
-    where `budget_ladder` had a rung (none where every rung is the devices' memory), the
-    room held (`held`: its pass at full memory ran) only where some op must go to a
-    device, and `again` for step 5."""
+def _retries(inst: Instance) -> list[str]:
+    """The retries `_passes` runs on `inst` after a first pass that dead-ends, in words,
+    only those: budgets only where `budget_ladder` has a rung (none where every rung is the
+    devices' memory), the room held at full memory only where some op must go to a
+    device (`held_words`)."""
     liveness = inst.problem.memory_model == "liveness"
-    return retries_ran([*([LIVENESS] if liveness else []),
-                        *([BUDGETS] if budgets else []),
-                        *(["contiguous splits"] if liveness else []), "m-TOPO's placement",
-                        *([HELD] if held else [])], again)
+    return [*([LIVENESS] if liveness else []), *([BUDGETS] if budget_ladder(inst) else []),
+            *(["contiguous splits"] if liveness else []), "m-TOPO's placement",
+            *held_words(inst, budgets=False)]
 
 
 def _must_go(inst: Instance) -> tuple[bool, bool]:
@@ -295,14 +297,14 @@ HELD = "room held on each device for the ops that must go there"
 def held_passes(
     inst: Instance, attempt: Callable[[Placer], tuple[list[int], list[float]]], *,
     budgets: bool,
-) -> tuple[tuple[list[int], list[float], dict[str, Any]] | None, list[str]]:
+) -> tuple[list[int], list[float], dict[str, Any]] | None:
     """The pass at full memory keeping the room of the ops that must go to a device
     (pinned, or only one device can hold them: a packing dead end needs no pin), where
     there are any (`room.HeldRoom`), then one under each rung of `budget_ladder`
     (`budgets`): the last retries of `fill_and_order`, and of `memory_passes` (without
     `budgets`: it ran the ladder before). Returns (the first that fits: placement, start
     times, info: `pins_reserved`, `forced_reserved`, and `memory_budget_bytes` under a
-    budget; else None) and the retries that ran, in words."""
+    budget), else None; `held_words` says which passes ran."""
     pins, forced = _must_go(inst)
     ladder = budget_ladder(inst) if budgets else []
     rungs: list[list[int] | None] = [None] if pins or forced else []
@@ -313,19 +315,36 @@ def held_passes(
             continue
         info: dict[str, Any] = {**({"pins_reserved": True} if pins else {}),
                                 **({"forced_reserved": True} if forced else {})}
-        return (placement, start, info if rung is None else {
-            **info, "memory_budget_bytes": tuple(rung)}), []
-    return None, [*([HELD] if rungs else []), *([BUDGETS] if ladder else [])]
+        return placement, start, info if rung is None else {
+            **info, "memory_budget_bytes": tuple(rung)}
+    return None
 
 
-def retries_ran(ran: list[str], again: bool) -> str:
-    """The retries that ran after a dead end (`ran`, in words, in the order they ran), and
-    step 5 of `memory_passes` (`again`), in one phrase; empty when none ran."""
-    text = " and ".join([", ".join(ran[:-1]), ran[-1]] if len(ran) > 1 else ran)
-    if again:
-        follow = "no constant following its consumer"
-        text = f"{text}, then all of it again with {follow}" if text else follow
-    return text
+def held_words(inst: Instance, *, budgets: bool) -> list[str]:
+    """The passes `held_passes` runs on `inst`, in words: the room held where some op must
+    go to a device, and the budgets (`budgets`) where `budget_ladder` has a rung."""
+    return [*([HELD] if any(_must_go(inst)) else []),
+            *([BUDGETS] if budgets and budget_ladder(inst) else [])]
+
+
+def retries_ran(ran: list[str], first: list[str] | None = None) -> str:
+    """The retries that ran after a dead end, in the order they ran, in one phrase (empty
+    when none ran): `ran`, in words; with step 5 of `memory_passes`, `first` (those on the
+    first instance), then all of it again on the instance without the schedulers' own
+    groups, whose `ran` then holds room where the first held none (its sources apart, one
+    can fit on one device only, `room.memory_forced`), said only there."""
+    if first is None:
+        return _listed(ran)
+    extra = [w for w in ran if w not in first]
+    follow = "no constant following its consumer" + (
+        f", and with {_listed(extra)}" if extra else "")
+    text = _listed(first)
+    return f"{text}, then all of it again with {follow}" if text else follow
+
+
+def _listed(words: list[str]) -> str:
+    """`words` as one list: "a, b and c"."""
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
 def _counted(placer: Placer, op: int) -> str:
