@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import Diagnostic, Span, SpecError, UsageError, did_you_mean
 from ..spec.load import refuse_escape
+from ..units import format_bytes
 from .torch_program import load_program
 
 
@@ -239,6 +240,13 @@ def example_inputs(shapes: Sequence[str] = (), expression: str | None = None,
                                             None))
             return Example((), dict(value))
         return Example(tuple(value) if isinstance(value, (tuple, list)) else (value,))
+    return Example(_shape_inputs(torch, shapes))
+
+
+def _shape_inputs(torch: Any, shapes: Sequence[str]) -> tuple[Any, ...]:
+    """The tensors of `--input SHAPE[:DTYPE]` options: floats `torch.randn` under seed 0,
+    others zeros. A shape or dtype PyTorch cannot make a tensor of is E943, as a malformed
+    one is: the user's value, not a bug of planner's."""
     generator = torch.Generator().manual_seed(0)
     out = []
     for text in shapes:
@@ -251,11 +259,46 @@ def example_inputs(shapes: Sequence[str] = (), expression: str | None = None,
         if not dims or any(d < 0 for d in dims) or not isinstance(dtype, torch.dtype):
             raise UsageError(Diagnostic("E943", f"--input `{text}` is not SHAPE[:DTYPE]", None,
                                         ("e.g. 8x16, 4x3x32x32:float16 or 2x10:int64",)))
-        if dtype.is_floating_point:
-            out.append(torch.randn(dims, generator=generator).to(dtype))
-        else:
-            out.append(torch.zeros(dims, dtype=dtype))
-    return Example(tuple(out))
+        _refuse_oversized(text, dims, dtype)
+        try:
+            with warnings.catch_warnings():  # torch's deprecation of quantized dtypes, before
+                warnings.simplefilter("ignore", UserWarning)  # its refusal of them below
+                out.append(torch.randn(dims, generator=generator).to(dtype)
+                           if dtype.is_floating_point else torch.zeros(dims, dtype=dtype))
+        except Exception as err:  # noqa: BLE001 - torch's refusal of the user's shape or dtype
+            reason = (str(err).strip().splitlines() or [""])[0][:200]
+            raise UsageError(Diagnostic("E943", f"--input `{text}`: PyTorch cannot make this "
+                                        f"tensor ({type(err).__name__}: {reason})", None,
+                                        ("e.g. 8x16, 4x3x32x32:float16 or 2x10:int64",))
+                             ) from None
+    return tuple(out)
+
+
+def _refuse_oversized(text: str, dims: tuple[int, ...], dtype: Any) -> None:
+    """E943 for an input larger than this machine's memory: allocating it fails (or, where
+    the kernel overcommits, is killed while it is filled), and no model's example input is
+    so large. Checked in Python's integers, before torch sees a size it would overflow."""
+    elements = 1
+    for d in dims:
+        elements *= d
+    need = elements * int(getattr(dtype, "itemsize", 1))
+    have = _memory_bytes()
+    if have is not None and need > have:
+        # past 2^80 B (a float's reach ends at 2^1024) the size is said as a power of two
+        size = (format_bytes(need) if need.bit_length() <= 80
+                else f"over 2^{need.bit_length() - 1} B")
+        raise UsageError(Diagnostic(
+            "E943", f"--input `{text}` is a tensor of {size}, more than this "
+            f"machine's {format_bytes(have)} of memory", None,
+            ("example inputs are one small batch: e.g. 8x16 or 1x3x224x224",)))
+
+
+def _memory_bytes() -> int | None:
+    """This machine's physical memory in bytes; None where the OS does not say."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows), or no such name
+        return None
 
 
 def quiet_copy(value: Any) -> Any:

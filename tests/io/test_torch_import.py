@@ -210,6 +210,9 @@ not_a_model = 3
     ("broken.py:square", ["--input", "2x4:floaty"], "E943", 2),
     ("broken.py:square", [], "E943", 2),
     ("broken.py:square", ["--example", "torch.randn(2,"], "E943", 2),
+    # before: E999 (exit 4, "a bug in planner"), torch's overflow or allocation failure
+    ("broken.py:square", ["--input", "99999999999999999999x4"], "E943", 2),
+    ("broken.py:square", ["--input", "2x4:qint8"], "E943", 2),
     ("broken.py:square", ["--input", "2x4", "--measure", "cuda:7"], "E930", 2),
     ("broken.py:square", ["--input", "2x4", "--measure", "nowhere"], "E930", 2),
 ])
