@@ -15,6 +15,9 @@ Three formats, told apart by their content:
   runs a traced model with one such event per op. A `dur` that is no JSON number of
   microseconds (`"500"`, a string) is E934 at it, and so is a complete event without `dur`.
 
+A time the spec cannot hold (above 0 but under 0.001 ns, or over 1000000 s: microseconds
+in a file of seconds) is E934 at it, in the times file, not the model file.
+
 Times replace the op's `time` (or `time[KIND]` with `--times-kind KIND`); ops the file does
 not name keep their estimate. Names the file gives that are no op are a warning (W937); a
 file naming no op at all is an error (E936).
@@ -34,6 +37,7 @@ from typing import Any
 from ..errors import Diagnostic, JsonSpans, Severity, Span, SpecError, did_you_mean
 from ..spec.load import read_source
 from ..strictjson import loads as strict_loads
+from ..units import range_side, range_text
 from ..workload import Workload
 
 #: Chrome-trace categories of `record_function` ranges, the GPU's timeline first
@@ -81,6 +85,21 @@ def _seconds(value: Any) -> float | None:
 def _json_seconds(value: Any) -> float | None:
     """A JSON file's time: a number (not a string, nor `true`) finite and >= 0, else None."""
     return _seconds(value) if isinstance(value, int | float) else None
+
+
+def _out_of_range(name: str, seconds: float, at: Span, given: str) -> SpecError | None:
+    """E934 at `at` for a time the spec cannot hold (above 0 but under 0.001 ns, or over
+    1000000 s), `given` as the file writes it; None for one it can. Found here, it is
+    the times file's: the spec's lowering found it in the spec made from the model file,
+    E260 or E223 at that file ("correct them there"), which holds no such time."""
+    side = range_side(seconds, "time")
+    if side is None:
+        return None
+    unit = ("times are in seconds (a Chrome trace's `dur`: microseconds)" if side == "above"
+            else "write 0 for an op that takes no time")
+    return SpecError(Diagnostic(
+        "E934", f"the time of `{name}`, {given}, is {side} the valid range of a time", at,
+        (f"a time is {range_text('time')}", unit)))
 
 
 def _numeric(text: str) -> bool:
@@ -131,6 +150,9 @@ def _csv_row(row: list[str], line: int, shown: str,
         if not out and not header:
             raise _not_times(shown)
         raise _bad(shown, line, f"`{raw}` is not a number of seconds (finite, >= 0)")
+    wrong = _out_of_range(name, seconds, Span(shown, line, 1, line, 2), f"{raw} s")
+    if wrong is not None:
+        raise wrong
     if name in out:  # the last used to win without a word
         raise _bad(shown, line, f"`{name}` is given a time twice, first on line {lines[name]}",
                    "give one row per op (for several runs, one time: their median, say)")
@@ -162,6 +184,9 @@ def _from_json(data: Any, shown: str, text: str) -> dict[str, float]:
                 "E934", f"the time of `{name}` is not a number of seconds (finite, >= 0): "
                 f"{json.dumps(value)}", JsonSpans(shown, text)(name),
                 _unquote_hint(value)))
+        wrong = _out_of_range(name, seconds, JsonSpans(shown, text)(name), f"{json.dumps(value)} s")
+        if wrong is not None:
+            raise wrong
         out[name] = seconds
     return out
 
@@ -169,6 +194,7 @@ def _from_json(data: Any, shown: str, text: str) -> dict[str, float]:
 def _from_trace(events: list[Any], at: JsonSpans) -> dict[str, float]:
     shown = at.file
     spans: dict[str, dict[str, list[float]]] = {}
+    first: dict[str, int] = {}  # an op name -> its first complete event, where E934 points
     for i, e in enumerate(events):
         if not isinstance(e, dict) or e.get("ph") != "X" or not isinstance(e.get("name"), str):
             continue
@@ -178,6 +204,7 @@ def _from_trace(events: list[Any], at: JsonSpans) -> dict[str, float]:
                 ('a `"ph": "X"` event gives its duration in `dur`, in microseconds',)))
         spans.setdefault(str(e.get("cat", "")), {}).setdefault(e["name"], []).append(
             _trace_dur(e["dur"], e["name"], at, i))
+        first.setdefault(e["name"], i)
     chosen: dict[str, list[float]] = {}
     for cat in (*ANNOTATIONS, None):
         if cat is None:
@@ -191,7 +218,13 @@ def _from_trace(events: list[Any], at: JsonSpans) -> dict[str, float]:
     if not chosen:
         raise SpecError(Diagnostic("E935", f"{shown}: a Chrome trace without complete "
                                    "(`\"ph\": \"X\"`) events", Span.start_of(shown)))
-    return {name: statistics.median(durs) * 1e-6 for name, durs in chosen.items()}
+    out = {name: statistics.median(durs) * 1e-6 for name, durs in chosen.items()}
+    for name, seconds in out.items():
+        wrong = _out_of_range(name, seconds, at(first[name], "dur"),
+                              f"a median `dur` of {seconds * 1e6:g} us")
+        if wrong is not None:
+            raise wrong
+    return out
 
 
 def _trace_dur(value: Any, name: str, at: JsonSpans, i: int) -> float:

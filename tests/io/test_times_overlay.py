@@ -79,6 +79,11 @@ def test_chrome_trace_prefers_annotations_and_takes_the_median(tmp_path: Path) -
     ('{"node2": "x"}', "E935", None),
     ('{"node2": ', "E935", None),
     ("[]", "E935", 1),
+    # a time the spec cannot hold: was E223 or E260 at the model file, "correct them there"
+    ("name,seconds\nnode2,2e6\n", "E934", 2),
+    ("node2,1e-13\n", "E934", 1),
+    ('{"node3": 1,\n "node2": 1e7}', "E934", 2),
+    ('[{"ph": "X", "name": "node2", "dur": 2e12}]', "E934", 1),
 ])
 def test_bad_files_are_located_diagnostics(tmp_path: Path, text: str, code: str,
                                            line: int | None) -> None:
@@ -90,6 +95,16 @@ def test_bad_files_are_located_diagnostics(tmp_path: Path, text: str, code: str,
     assert (d.code, d.span.file if d.span else None, d.span.line if d.span else None) == (
         code, str(f) if line else None, line)
     assert str(f) in d.message or d.span is not None  # a span-less one names the file
+
+
+def test_a_time_out_of_range_is_the_times_files_mistake(tmp_path: Path) -> None:
+    """Microseconds in a CSV of seconds: before, E223 at the PipeDream profile's first line,
+    whose hint said to correct its values, which hold no such time."""
+    code, output, times, out = _import_profile(tmp_path, "node2,1500000\n")
+    assert (code, out.exists()) == (1, False), output
+    assert output.startswith(f"{times}:1:1: error[E934]: the time of `node2`, 1500000 s, is "
+                             "above the valid range of a time"), output
+    assert "times are in seconds" in output and str(PROFILE) not in output
 
 
 def test_overlay_sets_time_or_time_of_a_kind_and_warns_on_strays() -> None:
