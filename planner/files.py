@@ -39,6 +39,15 @@ from .errors import Diagnostic, OutputError, UsageError
 from .roots import display_path, escaped_root
 
 
+def same_file(path: str | os.PathLike[str]) -> str:
+    """One key for each file however it is named (`t.plan`, `./t.plan`, a folder holding
+    it, a symlink): a file named twice is checked, formatted, compared and reported once."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, RuntimeError):  # a symlink loop: its own name (its read says why)
+        return str(path)
+
+
 def resolve_target(path: str | os.PathLike[str]) -> Path:
     """The file a write to `path` replaces: symlinks followed to a regular file or to
     nothing yet. Raises `UsageError` (E622) when it is anything else."""

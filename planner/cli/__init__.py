@@ -36,7 +36,6 @@ import gc
 import importlib
 import logging
 import math
-import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -60,7 +59,7 @@ from ..errors import (
     render_all,
     tally,
 )
-from ..files import check_outputs
+from ..files import check_outputs, same_file
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
 from ..roots import display_path
@@ -236,7 +235,7 @@ def _spec_files(paths: list[Path]) -> tuple[list[Path], list[Diagnostic]]:
             files.append(p)
     unique: dict[str, Path] = {}
     for f in files:
-        unique.setdefault(_same_file(f), f)  # the first name given is the one shown
+        unique.setdefault(same_file(f), f)  # the first name given is the one shown
     files = list(unique.values())
     if not files:
         shown = ", ".join(f"`{_one_line(display_path(p))}`" for p in paths[:3]) + (
@@ -244,15 +243,6 @@ def _spec_files(paths: list[Path]) -> tuple[list[Path], list[Diagnostic]]:
         raise SpecError(Diagnostic("E006", f"no .plan files found in {shown}", None,
                                    ("give files or folders that contain *.plan files",)))
     return files, empty
-
-
-def _same_file(path: Path) -> str:
-    """One key for each file however it is named (`t.plan`, `./t.plan`, a folder holding
-    it): a file named twice is checked, formatted and reported once."""
-    try:
-        return os.path.realpath(path)
-    except (OSError, RuntimeError):  # a symlink loop: its own name (its read says why)
-        return str(path)
 
 
 #: objects in the collector's frozen generation from which a loaded model counts as big

@@ -27,6 +27,7 @@ from .. import errors
 from ..algorithms import compare_defaults, get, names
 from ..algorithms.base import MAX_TIME_LIMIT_S
 from ..errors import Diagnostic, PlannerError, Severity, Span, SpecError, UsageError, did_you_mean
+from ..files import same_file
 from ..model import Problem
 from ..plan import Plan
 from ..roots import display_path
@@ -137,8 +138,11 @@ def _parse_algorithms(algorithms: str | Sequence[str] | None) -> tuple[str, ...]
 
 def _spec_files(specs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
                 root: str | os.PathLike[str]) -> list[tuple[Path, bool]]:
-    """(file, named explicitly) for each spec: files as given, `*.plan` under folders. One
-    path alone is that spec (a str's letters would be paths: its `/` the whole disk)."""
+    """(file, named explicitly) for each spec: files as given, `*.plan` under folders, each
+    file once (as `check` reads them: `t.plan ./t.plan` or a folder and a file in it ran
+    its points twice, each row and win counted twice), named explicitly where any of its
+    names is. One path alone is that spec (a str's letters would be paths: its `/` the
+    whole disk)."""
     if isinstance(specs, (str, os.PathLike)):
         specs = [specs]
     if not specs:
@@ -155,7 +159,11 @@ def _spec_files(specs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
             out.extend((f, False) for f in sorted(p.rglob("*.plan")) if f.is_file())
         else:
             out.append((p, True))
-    return out
+    unique: dict[str, tuple[Path, bool]] = {}
+    for f, explicit in out:  # the first name given is the one shown
+        first, named = unique.get(same_file(f), (f, False))
+        unique[same_file(f)] = (first, named or explicit)
+    return list(unique.values())
 
 
 def plan_sweep(

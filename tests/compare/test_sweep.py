@@ -72,6 +72,26 @@ def test_one_spec_alone_is_that_spec_not_its_letters(monkeypatch: pytest.MonkeyP
     assert plan_sweep(Path("fork.plan"), "msct").points == listed
 
 
+def test_a_spec_named_twice_is_compared_once(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """As `check` reads it once: before, `fork.plan ./fork.plan` (or a folder and a file in
+    it) ran each point twice, each row in the table and `--out` and each win counted twice."""
+    shutil.copytree(FIXTURES, tmp_path / "specs")
+    monkeypatch.chdir(tmp_path / "specs")
+    once = plan_sweep(["fork.plan"], "msct")
+    twice = plan_sweep(["fork.plan", "./fork.plan", str(tmp_path / "specs" / "fork.plan")],
+                       "msct")
+    assert (twice.points, twice.specs) == (once.points, once.specs)
+    folder = plan_sweep([".", "chain.plan"], "msct")
+    assert sorted(Path(s).name for s in folder.specs) == ["chain.plan", "fork.plan"]
+    assert len(folder.points) == len({p.key() for p in folder.points}) == 2
+    Path("bad.plan").write_text("graph g { op a { time 1 parsec } }\n")
+    with pytest.warns(Warning, match="W650"):  # found in a folder alone: skipped
+        assert [w.code for w in plan_sweep(["."], "msct").warnings] == ["W650"]
+    with pytest.raises(SpecError):  # named as well as found in the folder: it must load
+        plan_sweep([".", "bad.plan"], "msct")
+
+
 def test_default_folder_skips_broken_specs_and_cluster_libraries(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     shutil.copytree(FIXTURES, tmp_path / "specs")
