@@ -306,8 +306,9 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
     each unit may use (pins, op times), which no chain of stages follows. Its message says
     "no split ... fits" only where every split was searched (`_unsearched`), and, under
     several stages per device, that count; a hint names `auto` (`name_auto`) where a split
-    of one stage per device fits under the schedule's fallback (`one_per_device_hint`), and
-    under a schedule with a fallback, `schedule 1f1b` is suggested only there."""
+    of one stage per device fits under the schedule's fallback (`one_per_device_hint`); of
+    the changes that hold fewer micro-batches in flight, only those with which a split
+    fits are suggested (`_fewer_in_flight`)."""
     proofs = diagnose(problem)
     if proofs:
         return InfeasibleError(proofs)
@@ -318,21 +319,14 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
     left = _unsearched(problem, pipeline, cells)
     among = f" among those searched ({left})" if left else ""
     if best_splits(problem, pipeline, capped=False, cells=cells, every_chain=True):
-        # under 1f1b (no fallback, not every micro-batch in flight), a stage holds at most
-        # the stages after it (S <= M), not M, unless replicated: neither change holds fewer
-        spec = pipeline.schedule_spec
-        one_f = spec.fallback is None and not spec.all_in_flight
         one = one_per_device_hint(problem, cells)
-        # a schedule with a fallback (interleaved) runs 1F1B on a split of one stage per
-        # device only: suggested where one fits
-        no_1f1b = one_f or (pipeline.schedule_spec.fallback is not None and not one)
-        fewer = ", ".join([*([] if no_1f1b else ["`schedule 1f1b`"]), *(
-            [] if one_f and pipeline.data_parallel == 1 else ["fewer `microbatches`"])])
+        fewer = _fewer_in_flight(problem, pipeline, cells, bool(one))
         return InfeasibleError(Diagnostic(
             "E707", f"no {what} fits the devices' memory{among}", None,
             (*((one,) if one and name_auto else ()),
-             (f"fewer micro-batches in flight ({fewer}) hold fewer activations; or give the "
-              "devices more `memory`") if fewer else "give the devices more `memory`",
+             ("fewer micro-batches in flight hold fewer activations: a split fits with "
+              f"{' or with '.join(fewer)}; or give the devices more `memory`") if fewer
+             else "give the devices more `memory`",
              RECOMPUTE_HINT)))
     return InfeasibleError(Diagnostic(
         "E707", f"no {what} honours the devices its units may use, whatever the memory"
@@ -340,6 +334,47 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
         "device after another, follows", None,
         ("`--algo pipeilp` places each unit on any device it may use; or pin the units of "
          "each stage together, stage after stage",)))
+
+
+def _fewer_in_flight(problem: Problem, pipeline: Pipeline, cells: float,
+                     one: bool) -> list[str]:
+    """E707's changes that hold fewer micro-batches in flight, each where a split fits with
+    it (a hint is a claim): `schedule 1f1b` under a schedule with a fallback (interleaved)
+    where a split of one stage per device fits as 1F1B (`one`), under one of every
+    micro-batch in flight (GPipe) where the search finds a split under 1F1B, never under
+    1F1B (its own); then the fewer `microbatches` with which one fits
+    (`_fewer_microbatches`)."""
+    spec = pipeline.schedule_spec
+    if spec.fallback is not None:
+        one_f = one
+    else:
+        one_f = spec.all_in_flight and _fits(problem, dataclasses.replace(
+            pipeline, schedule="1f1b"), cells)
+    return [*(["`schedule 1f1b`"] if one_f else []), *_fewer_microbatches(problem, pipeline,
+                                                                        cells)]
+
+
+def _fits(problem: Problem, pipeline: Pipeline, cells: float) -> bool:
+    """Whether the split search (within `cells`, every chain) finds a split that fits."""
+    return bool(best_splits(problem, pipeline, cells=cells, every_chain=True))
+
+
+def _fewer_microbatches(problem: Problem, pipeline: Pipeline, cells: float) -> list[str]:
+    """E707's `microbatches N` below the plan's with which the split search (`_fits`) finds
+    a split that fits, bisected down from the plan's count to one: N holds a split, N + 1
+    none (in-flight counts are not monotone in M under interleaved, whose rounds take 7
+    micro-batches at once on 4 devices, 4 of 8: not always the most). Empty where the
+    search finds none with one micro-batch, which holds the fewest under every schedule
+    (interleaved: K, one a virtual stage; 1F1B: at most M stages, stage k holding
+    min(S - k, M), no fewer than under the plan's M)."""
+    lo, hi = 1, pipeline.microbatches  # a split fits with lo, none with hi
+    if hi < 2 or not _fits(problem, dataclasses.replace(pipeline, microbatches=lo), cells):
+        return []
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        fits = _fits(problem, dataclasses.replace(pipeline, microbatches=mid), cells)
+        lo, hi = (mid, hi) if fits else (lo, mid)
+    return [f"`microbatches {lo}`"]
 
 
 def _unsearched(problem: Problem, pipeline: Pipeline, cells: float) -> str:

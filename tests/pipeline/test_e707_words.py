@@ -6,6 +6,8 @@ that has it, nor under `interleaved` where no split of one stage per device fits
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from pipe_support import chain_text
 
@@ -58,20 +60,48 @@ def test_under_1f1b_e707_suggests_no_1f1b() -> None:
     # `schedule 1f1b`, its own, nor fewer `microbatches` hold fewer
     hints = _e707("pipedp", _plan("8 MB", "1f1b")).hints
     assert hints[0] == "give the devices more `memory`"
-    assert "fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`)" in (
-        _e707("pipedp", _plan("8 MB", "gpipe")).hints[0])
+    # under gpipe at 8 MB no split fits under 1f1b nor with one micro-batch: before, the
+    # hint suggested "(`schedule 1f1b`, fewer `microbatches`)"
+    assert _e707("pipedp", _plan("8 MB", "gpipe")).hints[0] == "give the devices more `memory`"
+
+
+FEWER = ("fewer micro-batches in flight hold fewer activations: a split fits with {}; or "
+         "give the devices more `memory`")
 
 
 @pytest.mark.parametrize("algorithm", ["pipedp", "auto"])
 def test_interleaved_e707_suggests_1f1b_only_where_a_split_of_one_stage_per_device_fits(
         algorithm: str) -> None:
     # 8 MB: no split of one stage per device fits either, so 1F1B, which runs only those,
-    # cannot help; before, the hint said "(`schedule 1f1b`, fewer `microbatches`)"
+    # cannot help, nor can fewer micro-batches (one, the fewest in flight, fits no split);
+    # before, the hint said "(fewer `microbatches`)", and "(`schedule 1f1b`, fewer
+    # `microbatches`)" before that
     hints = _e707(algorithm, _plan("8 MB")).hints
-    assert hints[0] == ("fewer micro-batches in flight (fewer `microbatches`) hold fewer "
-                        "activations; or give the devices more `memory`")
-    # 24 MB: one fits, run as 1F1B: still suggested
-    assert "(`schedule 1f1b`, fewer `microbatches`)" in _e707("pipedp", _plan("24 MB")).hints[1]
+    assert hints[0] == "give the devices more `memory`"
+    p = _plan("8 MB")
+    one = dataclasses.replace(p, pipeline=dataclasses.replace(p.pipeline, microbatches=1))
+    assert _e707(algorithm, one).hints[0] == "give the devices more `memory`"
+    # 24 MB: one fits, run as 1F1B: still suggested, and so is one micro-batch, which fits
+    assert _e707("pipedp", _plan("24 MB")).hints[1] == FEWER.format(
+        "`schedule 1f1b` or with `microbatches 1`")
+
+
+@pytest.mark.parametrize(("memory", "schedule", "fewer"), [
+    ("16 MB", "interleaved; stages_per_device 2", "`microbatches 1`"),
+    ("40 MB", "gpipe", "`schedule 1f1b` or with `microbatches 3`"),
+])
+def test_e707_names_the_fewer_micro_batches_with_which_a_split_fits(
+        memory: str, schedule: str, fewer: str) -> None:
+    # each change the hint names is a claim: pipedp plans a split with it (before: "fewer
+    # `microbatches`", whether or not any count helped)
+    p = _plan(memory, schedule)
+    assert _e707("pipedp", p).hints[0] == FEWER.format(fewer)
+    for change in fewer.replace("`", "").split(" or with "):
+        key, value = change.split()
+        pipe = dataclasses.replace(p.pipeline, **{key: int(value) if value.isdigit() else value})
+        fitted = run_algorithm("pipedp", dataclasses.replace(p, pipeline=pipe),
+                               Options(time_limit_s=5))
+        assert fitted.status == "feasible"
 
 
 def test_e707_says_where_its_search_left_splits_out() -> None:
