@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import schedules
@@ -88,6 +88,8 @@ from .torch_split_points import (
 
 #: the plan's `schedule` -> torch's class (`schedules.Schedule.torch_class`)
 SCHEDULE_CLASSES: Mapping[str, str] = {s.name: s.torch_class for s in schedules.TABLE}
+#: the learning rate of the script's optimizer step (its `LR`, `--lr` overrides it; the JSON's)
+SCRIPT_LR = 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +160,15 @@ class TorchPipeline:
     #: the optimizer whose state the spec's backward ops hold (`training.optimizer_of`: the
     #: `--optimizer` of `planner import torch --training`); None where they say none
     optimizer: str | None = None
+    #: per device of the exported stages, the optimizer state the plan's memory counts there
+    #: (`optimizer_state`)
+    optimizer_state: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def script_optimizer(self) -> str | None:
+        """The optimizer the script steps (its `OPTIMIZER`): the spec's, `sgd` where it
+        says none; None for inference."""
+        return (self.optimizer or "sgd") if self.training else None
 
     @property
     def split_spec(self) -> dict[str, str]:
@@ -260,12 +271,32 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
                                                  if s == k), "")) for k in range(split.stages)),
         regrouped, len(dict.fromkeys(names)), recompute=recomputing,
         optimizer=optimizer_of((g.ops[f].params_bytes, g.ops[b].params_bytes)
-                               for b, f in g.backward_of.items()))
+                               for b, f in g.backward_of.items()),
+        optimizer_state=optimizer_state(problem, exported, sorted(set(stage_devices))))
     if groups:
         result = replace(result, replicas=_mesh(problem, result, split.devices, groups, ranks,
                                                 where))
     _check_runnable(result, where)
     return result
+
+
+def optimizer_state(problem: Problem, placement: Sequence[int],
+                    devices: Iterable[int]) -> dict[str, int]:
+    """Per device of `devices`, the optimizer state the plan's memory counts there under
+    `placement`: its backward ops' params (gradient and state, `training.add_backward`)
+    less their forward ops' (the gradient's size), a tied weight's copies on one device
+    once (as `cost.tied_duplicate_bytes` counts them); none without a backward pass."""
+    g = problem.graph
+    forward = set(g.backward_of.values())
+    held = [0] * len(problem.cluster.devices)
+    for b, f in g.backward_of.items():
+        held[placement[b]] += g.ops[b].params_bytes - g.ops[f].params_bytes
+    for tie in g.ties:  # a tie of backward ops (or of their forward ops) held k times on d
+        sign = 1 if all(i in g.backward_of for i in tie.ops) else -1 if all(
+            i in forward for i in tie.ops) else 0
+        for d in {placement[i] for i in tie.ops}:
+            held[d] -= sign * (sum(placement[i] == d for i in tie.ops) - 1) * tie.bytes
+    return {problem.cluster.devices[d].name: held[d] for d in devices}
 
 
 def _recompute_checked(problem: Problem, recompute: str | Iterable[str],
@@ -505,6 +536,10 @@ def pipeline_document(tp: TorchPipeline) -> dict[str, Any]:
         "plan_stages": [{"device": d, "first": op} for d, op in tp.plan_stages],
         "cost": cost(tp.cost),
         "plan_cost": cost(tp.plan_cost),
+        # what the script steps (`--optimizer`, `--lr` override it) and the state the plan's
+        # memory counts per device (`counted`: the spec's optimizer; null where it says none)
+        "optimizer": {"name": tp.script_optimizer, "lr": SCRIPT_LR if tp.training else None,
+                      "counted": tp.optimizer, "state_bytes": dict(tp.optimizer_state)},
     }
     if tp.replicas:  # a 2-D mesh: rank = pipeline rank x data_parallel + replica
         doc["data_parallel"] = tp.data_parallel

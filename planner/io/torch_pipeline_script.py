@@ -46,7 +46,7 @@ from .codegen import GeneratedCodeError, docstring_text, fill, literal
 from .torch_capture import with_defaults
 from .torch_import import Traced
 from .torch_load import Example
-from .torch_pipeline import SCHEDULE_CLASSES, TorchPipeline, mesh_ranks
+from .torch_pipeline import SCHEDULE_CLASSES, SCRIPT_LR, TorchPipeline, mesh_ranks
 
 
 def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
@@ -77,7 +77,8 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
         "__SPLIT_SPEC__": "{" + split + ("\n}" if split else "}"),
         "__STAGES__": "[" + stages + "\n]",
         "__TRAINING__": literal(tp.training),
-        "__OPTIMIZER__": literal((tp.optimizer or "sgd") if tp.training else None),
+        "__OPTIMIZER__": literal(tp.script_optimizer),
+        "__LR__": literal(SCRIPT_LR),
         "__OUTPUT_SHAPES__": literal(outputs.shapes),
         "__OUTPUT_SPEC__": literal(outputs.spec),
         "__LOGITS__": literal(outputs.logits),

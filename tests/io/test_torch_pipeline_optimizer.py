@@ -88,6 +88,14 @@ def test_the_script_records_the_specs_optimizer(tmp_path: Path, import_args: tup
                                                 constant: str | None) -> None:
     script = _exported(tmp_path, *import_args)
     assert f"OPTIMIZER: str | None = {constant!r}\n" in script.read_text()
+    # the JSON beside it says so too, with the learning rate and the state the plan counts
+    # (SGD none, Adam two copies of each device's params); before, no optimizer at all
+    said = json.loads((tmp_path / "pipe.json").read_text())["optimizer"]
+    assert (said["name"], said["counted"]) == (constant, constant)
+    assert said["lr"] == (load_script(script).LR if constant else None)
+    held = said["state_bytes"]
+    assert set(held) == {"gpu0", "gpu1"}
+    assert all(b > 0 for b in held.values()) if constant == "adam" else not any(held.values())
     if constant is None:  # an inference step has no optimizer to step: a usage error
         run = subprocess.run([sys.executable, str(script), "--optimizer", "adam"],
                              capture_output=True, text=True, timeout=120, check=False)
