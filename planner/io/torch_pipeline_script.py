@@ -17,8 +17,8 @@ stages only and hands the step's keyword inputs to every stage of the first rank
 that skips stages is relayed by the stages between (`relay_skips`) and a later stage gets
 only the keywords it takes (`own_inputs`). `--check` compares the loss and gradients with the
 unpipelined model's, and the parameters after the same optimizer step (a tied weight's
-copies equal), in eval mode unless `--mode` says otherwise, and prints what differs and by
-how much (exit status 1).
+copies equal; each copy checked, several on a rank of `interleaved`), in eval mode unless
+`--mode` says otherwise, and prints what differs and by how much (exit status 1).
 
 The script's text is the template `pipeline_step.py-tpl` beside this module (Django's
 `.py-tpl`: Python that tools leave alone until it is filled). Where a plan with replicas
