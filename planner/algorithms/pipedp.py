@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..errors import Diagnostic, InfeasibleError
-from ..model import Pipeline, Problem
+from ..model import MAX_MICROBATCHES, Pipeline, Problem
 from ..pipeline import schedule as pipeline_schedule
 from ..pipeline.split import Split, resource_loads, split_of, stage_bytes
 from ..pipeline.splitdp import (
@@ -318,12 +318,19 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
                if per > 1 else ""))
     left = _unsearched(problem, pipeline, cells)
     among = f" among those searched ({left})" if left else ""
+    capped_at = _stage_cap(problem, pipeline)
+    if capped_at is not None:  # the DP searched no more stages than micro-batches
+        among += (f" in at most {capped_at} stage(s) (`{pipeline.schedule}` runs no more "
+                  "stages than micro-batches)")
     if best_splits(problem, pipeline, capped=False, cells=cells, every_chain=True):
         one = one_per_device_hint(problem, cells)
         fewer = _fewer_in_flight(problem, pipeline, cells, bool(one))
+        more = _more_stages(problem, pipeline, cells) if capped_at is not None else None
         return InfeasibleError(Diagnostic(
             "E707", f"no {what} fits the devices' memory{among}", None,
             (*((one,) if one and name_auto else ()),
+             *((f"`microbatches {more}` (or more) allows {more} stages, and a split into "
+                f"{more} stages fits: each holds less",) if more else ()),
              ("fewer micro-batches in flight hold fewer activations: a split fits with "
               f"{' or with '.join(fewer)}; or give the devices more `memory`") if fewer
              else "give the devices more `memory`",
@@ -375,6 +382,31 @@ def _fewer_microbatches(problem: Problem, pipeline: Pipeline, cells: float) -> l
         fits = _fits(problem, dataclasses.replace(pipeline, microbatches=mid), cells)
         lo, hi = (mid, hi) if fits else (lo, mid)
     return [f"`microbatches {lo}`"]
+
+
+def _stage_cap(problem: Problem, pipeline: Pipeline) -> int | None:
+    """The micro-batches, where they cap the stages below what the devices and units allow
+    (`1f1b`: torch's `Schedule1F1B` runs no more stages than micro-batches); else None."""
+    if not pipeline.schedule_spec.stages_at_most_microbatches:
+        return None
+    n = units(problem).count
+    return pipeline.microbatches if pipeline.microbatches < _uncapped(problem, n) else None
+
+
+def _uncapped(problem: Problem, n: int) -> int:
+    """Stages at most but for the micro-batches' cap: a stage per device, a unit each."""
+    return min(len(problem.cluster.devices), n)
+
+
+def _more_stages(problem: Problem, pipeline: Pipeline, cells: float) -> int | None:
+    """The fewest stages, more than the micro-batches that cap them (`_stage_cap`), of a
+    split that fits with as many micro-batches (1F1B holds S - k of them on stage k of S,
+    however many more there are), within `cells`; None where none fits."""
+    most = min(_uncapped(problem, units(problem).count), MAX_MICROBATCHES)
+    wider = dataclasses.replace(pipeline, microbatches=most)
+    fit = [s for s in best_splits(problem, wider, cells=cells, every_chain=True)
+           if s > pipeline.microbatches]
+    return min(fit, default=None)
 
 
 def _unsearched(problem: Problem, pipeline: Pipeline, cells: float) -> str:

@@ -114,3 +114,27 @@ def test_e707_says_where_its_search_left_splits_out() -> None:
         "fits the devices' memory among those searched (3 of 60 unit boundaries as cuts)")
     # every boundary searched: a proof, said without the qualifier
     assert "among" not in _e707("pipedp", p).message
+
+
+@pytest.mark.parametrize("algorithm", ["pipedp", "auto"])
+def test_under_1f1b_e707_names_the_micro_batches_cap_on_stages(algorithm: str) -> None:
+    # one micro-batch under 1f1b: at most one stage (torch's Schedule1F1B), which 24 MB
+    # does not hold, where two stages, with `microbatches 2`, fit; before, E707 blamed the
+    # memory alone and hinted at more memory, never at the micro-batches
+    text = chain_text(6, 3, outputs_mb=[1, 1, 1, 1, 1, 20], memory="24 MB", microbatches=1)
+    d = _e707(algorithm, loads(text).plan("p"))
+    assert d.message == ("no contiguous pipeline split of plan `p` fits the devices' memory "
+                         "in at most 1 stage(s) (`1f1b` runs no more stages than "
+                         "micro-batches)")
+    assert d.hints[0] == ("`microbatches 2` (or more) allows 2 stages, and a split into 2 "
+                          "stages fits: each holds less")
+    two = loads(text.replace("microbatches 1;", "microbatches 2;")).plan("p")
+    assert run_algorithm(algorithm, two, Options(time_limit_s=5)).info["stages"] == 2
+    # 20 MB: more stages fit no better (3 micro-batches neither); the cap is still said,
+    # no micro-batches hinted
+    _e707(algorithm, loads(text.replace("24 MB", "20 MB").replace("microbatches 1;",
+                                                                  "microbatches 3;")).plan("p"))
+    d = _e707(algorithm, loads(text.replace("24 MB", "20 MB")).plan("p"))
+    assert d.message.endswith("in at most 1 stage(s) (`1f1b` runs no more stages than "
+                              "micro-batches)")
+    assert not any("microbatches" in h for h in d.hints)
