@@ -2,7 +2,9 @@
 unit moves judged by the period.
 
 `search` (`planner.algorithms.search`) hands a plan with `objective pipeline` here. It
-starts from `pipedp`'s plan (the best of its candidates per stage count: the least period,
+starts from `pipedp`'s plan, its DP's work sized to the time limit as `auto`'s
+(`splitdp.cells_for`; the recomputing split's, where none fits without recomputing,
+`pipeilp.contiguous.cells_for`), (the best of its candidates per stage count: the least period,
 torchgpipe's compute-balanced kind, PipeDream's kind, ...) and first climbs from the best
 few of those candidates by moving their cuts (`pipecuts`: shift a cut, merge two stages,
 cut the busiest stage in two), each move judged by the simulated iteration, the measure
@@ -42,6 +44,7 @@ from ..plan import Plan
 from . import pipecuts, pipedp, pipeilp
 from .base import Interrupted, Options, Solution
 from .clock import CUT, LOAD_HEADROOM, NO_SEARCH, cap
+from .pipeilp import contiguous
 
 #: what one move costs on an idle machine: a fixed part, and per op and edge (it
 #: recomputes the devices' loads)
@@ -56,10 +59,12 @@ def place(problem: Problem, options: Options) -> Solution:
     """Moves from pipedp's plan (module docstring)."""
     deadline = cap(options.time_limit_s)
     pipeline = problem.pipeline or Pipeline()
+    cells = splitdp.cells_for(options.time_limit_s)  # pipedp's work, sized as auto's
     try:
-        start = _cut_moves(problem, options, pipedp.place(problem, options), deadline)
+        start = _cut_moves(problem, options, pipedp.place_within(problem, options, cells),
+                           deadline, cells)
     except InfeasibleError as err:  # no split fits without recomputing: the moves' rule
-        found = pipeilp.recomputing(problem, err)
+        found = pipeilp.recomputing(problem, err, contiguous.cells_for(options.time_limit_s))
         return dataclasses.replace(found, plan=found.plan.with_algorithm("search"), info=(
             MappingProxyType({**found.info, "chosen": "recomputing contiguous split",
                               "search": "skipped: its moves judge memory without "
@@ -113,12 +118,12 @@ def place(problem: Problem, options: Options) -> Solution:
     return Solution(start.plan.with_algorithm("search"), "feasible", MappingProxyType(info))
 
 
-def _cut_moves(problem: Problem, options: Options, start: Solution, deadline: float
-               ) -> Solution:
-    """pipedp's plan `start`, or the cut moves' plan where it runs faster, with what the
-    cut moves spent (module docstring)."""
+def _cut_moves(problem: Problem, options: Options, start: Solution, deadline: float,
+               cells: float) -> Solution:
+    """pipedp's plan `start` (its DP's work `cells`), or the cut moves' plan where it runs
+    faster, with what the cut moves spent (module docstring)."""
     pipeline = problem.pipeline or Pipeline()
-    refined = pipecuts.refine_pipedp(problem, pipeline, splitdp.MAX_CELLS,
+    refined = pipecuts.refine_pipedp(problem, pipeline, cells,
                                      options.time_limit_s, CUT_SHARE, deadline)
     if refined is None:
         return start if options.time_limit_s > 0 else dataclasses.replace(
