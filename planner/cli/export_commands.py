@@ -55,7 +55,7 @@ from ..plan import Plan
 from ..roots import display_path
 from ..spec.load import load_path
 from . import _load
-from .given import read_placed
+from .given import plan_named, read_placed
 from .guard import guard
 from .options import CaptureOption, ExampleOption, InputOption, LimitOption, RootOption
 from .runs import check_imports_kept, problem_of
@@ -108,7 +108,8 @@ def export_torch_command(
     placement: Annotated[Path, typer.Option(
         "--placement", help="The plan JSON (`planner solve --out`) to apply.")],
     plan: Annotated[str | None, typer.Option(
-        "--plan", help="The spec's plan the placement is for.")] = None,
+        "--plan", help="The spec's plan the placement is for (default: the one the "
+        "--placement file names, or the spec's only plan).")] = None,
     inputs: InputOption = None,
     example: ExampleOption = None,
     device_map: Annotated[str | None, typer.Option(
@@ -150,8 +151,10 @@ def export_torch_command(
                                         ("add --pipeline to export the plan's pipeline",)))
         loaded = _load(spec)
         check_imports_kept({"-o/--output": output, "--code": code}, loaded)
+        # a spec of several plans: the one the placement file names, as `simulate` reads it
+        plan, parsed = plan_named(loaded, plan, placement)
         problem = problem_of(loaded, plan)
-        read, replicas, recompute = read_placed(problem, placement, loaded.spec.plans)
+        read, replicas, recompute = read_placed(problem, placement, loaded.spec.plans, parsed)
         chosen = read.to_json(problem)["placement"]
         given = parse_device_map(device_map)
         devices = torch_devices(problem.cluster, given)

@@ -168,6 +168,20 @@ def test_a_plan_file_of_another_plan_is_refused_at_its_plan_name(chain: Chain) -
                      what_if).exit_code == 0
 
 
+def test_a_spec_of_several_plans_exports_the_plan_its_file_names(chain: Chain) -> None:
+    """`simulate` reads the plan a placement file names; `export torch` now does too.
+    Before: E602 ("the spec defines several plans; name one") unless --plan repeated it."""
+    spec, first, _ = _with_second_plan(chain)
+    for name in (first, "other"):
+        placement = chain.placement(f"named_{name}", SPLIT, plan=name)
+        result = chain.export(spec, placement)
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout) == json.loads(
+            chain.export(spec, placement, "--plan", name).stdout)
+    result = chain.export(spec, chain.placement("unnamed", SPLIT))  # no name: still E602
+    assert result.exit_code == 2 and "error[E602]" in result.output, result.output
+
+
 def test_a_plan_file_of_another_graph_is_one_error(chain: Chain) -> None:
     """Before: an E503 per op of the file (and of the graph, E505)."""
     path = chain.root / "alien.json"
