@@ -85,7 +85,8 @@ def test_optimizer_of_reads_the_state_add_backward_counts() -> None:
     ((), None),  # inference: no optimizer
 ])
 def test_the_script_records_the_specs_optimizer(tmp_path: Path, import_args: tuple[str, ...],
-                                                constant: str | None) -> None:
+                                                constant: str | None,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     script = _exported(tmp_path, *import_args)
     assert f"OPTIMIZER: str | None = {constant!r}\n" in script.read_text()
     # the JSON beside it says so too, with the learning rate and the state the plan counts
@@ -100,12 +101,18 @@ def test_the_script_records_the_specs_optimizer(tmp_path: Path, import_args: tup
         run = subprocess.run([sys.executable, str(script), "--optimizer", "adam"],
                              capture_output=True, text=True, timeout=120, check=False)
         assert run.returncode == 2 and "runs inference, which steps no optimizer" in run.stderr
-    else:  # a learning rate torch refuses is a usage error, before any rank starts
-        for bad in ("-1", "nan", "inf", "fast"):
-            run = subprocess.run([sys.executable, str(script), "--lr", bad],
-                                 capture_output=True, text=True, timeout=120, check=False)
-            assert run.returncode == 2 and "argument --lr" in run.stderr, run.stderr
-            assert "Traceback" not in run.stderr, run.stderr
+    else:  # a learning rate torch refuses is a usage error, before any rank starts: one
+        # run as a user's, the others through the script's `main` (each run imports torch)
+        run = subprocess.run([sys.executable, str(script), "--lr", "-1"],
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert run.returncode == 2 and "argument --lr" in run.stderr, run.stderr
+        assert "Traceback" not in run.stderr, run.stderr
+        module = load_script(script)
+        for bad in ("nan", "inf", "fast"):
+            with pytest.raises(SystemExit) as stopped:
+                module.main(["--lr", bad])
+            assert stopped.value.code == 2
+            assert "argument --lr" in capsys.readouterr().err
 
 
 @pytest.mark.slow
