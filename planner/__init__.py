@@ -117,7 +117,8 @@ def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Result:
     language would reject (located at this call; see `ProblemBuilder`), `UsageError` for an
     unknown algorithm (E601), an option that is no option or has no valid value (E626) or
     that the algorithm does not take (E605: `time_limit_s`, `gap`, `solver`, `emit`,
-    `threshold`; `planner.algorithms.taking(option)` lists those that do),
+    `threshold`; `planner.algorithms.taking(option)` lists those that do), a `solver` name
+    planner does not know (E820),
     `InfeasibleError` when no plan fits, `TypeError` for a `problem` that is no `Problem`.
     Issues W626 as a `PlannerWarning` (as `solve` prints it) for a pipeline plan torch's
     schedule cannot run as placed.

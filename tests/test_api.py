@@ -177,6 +177,17 @@ def test_an_option_the_algorithm_does_not_take_is_e605_as_on_the_command_line(
     assert planner.solve(problem, "msct", threshold=0.3).feasible
 
 
+def test_an_unknown_solver_is_e820_as_on_the_command_line() -> None:
+    """Before: a warning and the heuristics' plan as a `fallback`."""
+    problem = planner.loads(TWO_PLANS).plan("p")
+    with pytest.raises(UsageError) as err:
+        planner.solve(problem, "ilp", solver="hihgs")
+    (d,) = err.value.diagnostics
+    assert d.code == "E820"
+    assert d.message.startswith("option `solver`: `hihgs` is not a solver planner knows")
+    assert d.hints[0] == "did you mean `highs`?"
+
+
 def test_simulate_given_no_plan_says_what_to_pass() -> None:
     """Before: AttributeError: 'Result' object has no attribute 'placement' (and 'dict')."""
     problem = planner.loads(TWO_PLANS).plan("p")

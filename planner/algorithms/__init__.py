@@ -225,6 +225,10 @@ def options_of(algorithm: str | None = None, /, **given: Any) -> Options:
             "E605", f"option `{ignored[0]}` does not apply to algorithm `{algorithm}`", None,
             (f"`{ignored[0]}` applies to: {', '.join(taking(ignored[0]))}",
              "drop it, or choose one of those algorithms")))
+    if "solver" in given and info is not None:  # E820: a solver that runs nowhere
+        from .exact.solver_names import check_solver  # lazy: start-up
+
+        check_solver(given["solver"], "option `solver`")
     return Options(**given)
 
 

@@ -483,6 +483,10 @@ def solve(
     with _guard("solve", as_json) as report:
         given = {"--time-limit": time_limit, "--gap": gap, "--solver": solver, "--emit": emit}
         check_applicable(algo, [k for k, v in given.items() if v is not None])
+        if solver is not None:  # E820, before any work
+            from ..algorithms.exact.solver_names import check_solver  # lazy: start-up
+
+            check_solver(solver)
         check_outputs({"--out": out, "--html": html, "--emit": emit, "--trace": trace},
                       [("SPEC", spec)], stdout=JSON_STDOUT)
         if time_limit is None:

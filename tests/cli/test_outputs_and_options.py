@@ -1,5 +1,5 @@
-"""Command-line contracts checked before any work: output paths (E604) and options that do
-not apply to the chosen algorithm (E605)."""
+"""Command-line contracts checked before any work: output paths (E604), options that do
+not apply to the chosen algorithm (E605) and unknown solver names (E820)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import planner.algorithms
 import planner.compare.sweep
 from planner.cli.applies import applicable_to
 
-from .helpers import PLACED, invoke
+from .helpers import PLACED, invoke, missing_solver
 
 
 @pytest.fixture
@@ -309,3 +309,33 @@ def test_an_infeasible_plan_leaves_out_as_it_was_and_the_reports_show_it(
     (tmp_path / "doc.json").write_text(out)
     code, _, err = invoke(["simulate", "s.plan", "--placement", "doc.json"], tmp_path)
     assert code == 3 and "error[E401]" in err and "left as it was" not in err
+
+
+@pytest.mark.parametrize(("name", "near"), [("nosuch", None), ("hihgs", "highs"),
+                                            ("cbcc", "cbc")])
+def test_an_unknown_solver_is_a_usage_error_before_any_work(
+        tmp_path: Path, no_work: None, name: str, near: str | None) -> None:
+    """Before: a warning, the heuristics' plan as a `fallback` and exit 0, so a misspelt
+    solver in CI gave another algorithm's plan."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    for algo in ("ilp", "pipeilp"):
+        code, out, err = invoke(["solve", "s.plan", "--algo", algo, "--solver", name,
+                                 "--out", "p.json"], tmp_path)
+        assert code == 2 and out == "", err
+        assert f"error[E820]: --solver: `{name}` is not a solver planner knows" in err
+        assert ("did you mean" in err) == (near is not None)
+        if near:
+            assert f"= hint: did you mean `{near}`?" in err
+        assert not (tmp_path / "p.json").exists()
+
+
+def test_a_known_solver_not_installed_still_falls_back(tmp_path: Path) -> None:
+    """A Pyomo solver planner has no profile for, not installed here: the documented
+    fallback (its reason; the plan is shown `optimal` here, as it meets its bound), not the
+    unknown name's usage error."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    code, out, err = invoke(["solve", "s.plan", "--algo", "ilp", "--solver", missing_solver(),
+                             "--json"], tmp_path)
+    assert code == 0, err
+    result = json.loads(out)["result"]
+    assert "is not available here" in result["reason"]

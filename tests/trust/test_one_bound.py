@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli.helpers import invoke
+from cli.helpers import invoke, missing_solver
 
 import planner
 from planner.algorithms.base import Status
@@ -75,13 +75,14 @@ def test_terminal_json_and_html_show_one_bound_and_status(work: Path, spec: str,
 
 
 def test_a_fallback_shows_no_solvers_objective(work: Path) -> None:
-    """The solver never ran (no such solver here), so the warm start it falls back to is
+    """The solver never ran (not installed here), so the warm start it falls back to is
     no objective of the solver's; before, the warm start's makespan was printed as one."""
+    missing = missing_solver()
     code, text, err = invoke(["solve", "forkjoin.plan", "--algo", "ilp", "--solver",
-                              "nosuchsolver", "--time-limit", "5"], work)
+                              missing, "--time-limit", "5"], work)
     assert code == 0, err
     assert re.search(r"status\s+fallback\b", text) and "not available here" in text
-    assert re.search(r"solver\s+nosuchsolver\b", text), text
+    assert re.search(rf"solver\s+{missing}\b", text), text
     assert "solver's objective" not in text
     code, text, err = invoke(["solve", "forkjoin.plan", "--algo", "cpsat", "--time-limit",
                               "5"], work)
