@@ -45,8 +45,8 @@ E002 1   a folder where a file is expected
 E003 1   a file that cannot be read (permissions, not a regular file, bad path)
 E004 1   a file that is not valid UTF-8
 E005 1   an import cycle
-E006 1   no `.plan` files in the paths given to `check` or `fmt`
-W006 0   a folder given to `check` or `fmt` that holds no `.plan` file (others given do)
+E006 1   no `.plan` files in the paths given to `check`, `fmt` or `compare`
+W006 0   a folder given to `check`, `fmt` or `compare` that holds no `.plan` file (others given do)
 E007 1   a file larger than the `file_bytes` limit
 E008 1   an import or a symlink that leads outside the root (`--root`)
 E009 1   a chain of imports deeper than the `import_depth` limit
@@ -179,7 +179,8 @@ E615 2   a `--resume` file line that is not a result row of this sweep
 E616 2   `--algos` names no algorithm
 E617 2   no SPEC given and no default specs folder here
 E618 2   a `compare --time-limit` outside 0 to 1e6 s, or not a finite number
-E619 2   nothing to compare: no plan found
+E619 2   nothing to compare: the spec files found define no plan (cluster libraries), or none of
+         the `--plan` name
 E620 2   `--jobs` not a positive number
 E621 4   `compare` workers crash before finishing any point
 E622 2   an output that is not a regular file when it is written (a device, a FIFO, a folder, or a

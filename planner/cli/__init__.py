@@ -51,7 +51,6 @@ from ..algorithms.base import MAX_SEED, MAX_TIME_LIMIT_S
 from ..codes import CODES, describe, near_code
 from ..errors import (
     Diagnostic,
-    Severity,
     SpecError,
     UsageError,
     _one_line,
@@ -59,7 +58,7 @@ from ..errors import (
     render_all,
     tally,
 )
-from ..files import check_outputs, same_file
+from ..files import check_outputs
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
 from ..roots import display_path
@@ -216,33 +215,12 @@ _eprint = eprint
 
 
 def _spec_files(paths: list[Path]) -> tuple[list[Path], list[Diagnostic]]:
-    """Files named, and `*.plan` files under folders named (sorted, recursively); E006
-    when that is none, for `check` and `fmt` alike: a CI gate over a folder that holds
-    no spec (a mistyped path) must not pass having looked at nothing. With W006 for each
-    folder named that holds none beside others that do (the same mistake, half-hidden)."""
-    files: list[Path] = []
-    empty: list[Diagnostic] = []
-    for p in paths:
-        if p.is_dir():
-            found = sorted(x for x in p.rglob("*.plan") if x.is_file())
-            files.extend(found)
-            if not found:
-                empty.append(Diagnostic(
-                    "W006", f"no .plan files found in `{_one_line(display_path(p))}`: "
-                    "nothing in it is read", None,
-                    ("check the path, or leave it out",), Severity.WARNING))
-        else:
-            files.append(p)
-    unique: dict[str, Path] = {}
-    for f in files:
-        unique.setdefault(same_file(f), f)  # the first name given is the one shown
-    files = list(unique.values())
-    if not files:
-        shown = ", ".join(f"`{_one_line(display_path(p))}`" for p in paths[:3]) + (
-            f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-        raise SpecError(Diagnostic("E006", f"no .plan files found in {shown}", None,
-                                   ("give files or folders that contain *.plan files",)))
-    return files, empty
+    """The spec files `paths` name, and W006 for the folders among them that hold none;
+    E006 when that is none (`spec.load.spec_files`, as `compare` finds them)."""
+    from ..spec.load import spec_files  # lazy: start-up
+
+    found, empty = spec_files(paths)
+    return [f for f, _ in found], empty
 
 
 #: objects in the collector's frozen generation from which a loaded model counts as big

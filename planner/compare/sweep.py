@@ -27,12 +27,11 @@ from .. import errors
 from ..algorithms import compare_defaults, get, names
 from ..algorithms.base import MAX_TIME_LIMIT_S
 from ..errors import Diagnostic, PlannerError, Severity, Span, SpecError, UsageError, did_you_mean
-from ..files import same_file
 from ..model import Problem
 from ..plan import Plan
 from ..roots import display_path
 from ..simulate import SimResult, simulate
-from ..spec.load import Loaded, load_path
+from ..spec.load import Loaded, load_path, spec_files
 from .executors import EXECUTORS, Worker, execute, hard_limit, import_ray
 from .resume import ResumeLog, resumed, rewritten, spec_digest
 from .rows import (
@@ -137,12 +136,12 @@ def _parse_algorithms(algorithms: str | Sequence[str] | None) -> tuple[str, ...]
 
 
 def _spec_files(specs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-                root: str | os.PathLike[str]) -> list[tuple[Path, bool]]:
-    """(file, named explicitly) for each spec: files as given, `*.plan` under folders, each
-    file once (as `check` reads them: `t.plan ./t.plan` or a folder and a file in it ran
-    its points twice, each row and win counted twice), named explicitly where any of its
-    names is. One path alone is that spec (a str's letters would be paths: its `/` the
-    whole disk)."""
+                root: str | os.PathLike[str], warnings: list[Diagnostic]
+                ) -> list[tuple[Path, bool]]:
+    """(file, named explicitly) for each spec, as `check` finds them (`spec_files`: each
+    file once, E006 when there is none, W006 into `warnings` for an empty folder beside
+    others: `t.plan ./t.plan` or a folder and a file in it ran its points twice). One path
+    alone is that spec (a str's letters would be paths: its `/` the whole disk)."""
     if isinstance(specs, (str, os.PathLike)):
         specs = [specs]
     if not specs:
@@ -152,18 +151,9 @@ def _spec_files(specs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
                 "E617", f"no SPEC given and there is no `{display_path(base)}` folder here", None,
                 ("name spec files, e.g. `planner compare specs/resnet.plan`",)))
         specs = [base]
-    out: list[tuple[Path, bool]] = []
-    for s in specs:
-        p = Path(s)
-        if p.is_dir():
-            out.extend((f, False) for f in sorted(p.rglob("*.plan")) if f.is_file())
-        else:
-            out.append((p, True))
-    unique: dict[str, tuple[Path, bool]] = {}
-    for f, explicit in out:  # the first name given is the one shown
-        first, named = unique.get(same_file(f), (f, False))
-        unique[same_file(f)] = (first, named or explicit)
-    return list(unique.values())
+    found, empty = spec_files(specs)
+    warnings.extend(empty)
+    return found
 
 
 def plan_sweep(
@@ -183,9 +173,11 @@ def plan_sweep(
 
     `specs` is a list of files and folders, or one alone. With no `specs`, every `*.plan`
     under `root` (files there that fail to load are skipped with a warning, W650; files
-    named explicitly must load: `SpecError`). The warnings (each compared spec's own, as
-    `check` gives them, once per file; W650; and W625 for points left out because their
-    algorithm does not plan for their objective) are in `Sweep.warnings`
+    named explicitly must load: `SpecError`). No `*.plan` file at all is `SpecError` E006,
+    as `check` says it; a folder that holds none beside others that do, W006. The warnings
+    (each compared spec's own, as `check` gives them, once per file; W006; W650; and W625
+    for points left out because their algorithm does not plan for their objective) are in
+    `Sweep.warnings`
     and issued as `planner.PlannerWarning`s at the caller's line, as `compare` prints them.
     Files that define no plan (cluster libraries) contribute nothing. A micro-batch count
     applies only to a point under the pipeline objective (`settings.applies_microbatches`);
@@ -210,7 +202,7 @@ def plan_sweep(
     left_out: dict[str, set[str]] = {}
     ran: set[str] = set()
     inputs: list[tuple[str, str]] = []
-    for path, explicit in _spec_files(specs, root):
+    for path, explicit in _spec_files(specs, root, warnings):
         shown = display_path(path)
         loaded = _load_spec(path, shown, explicit, warnings)
         inputs.extend(_inputs_of(path, loaded))

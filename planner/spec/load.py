@@ -14,12 +14,22 @@ pull request cannot make CI read `~/.git-credentials`. Files are read only up to
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 from .. import limits
-from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean
+from ..errors import (
+    Diagnostic,
+    DiagnosticSink,
+    Severity,
+    Span,
+    SpecError,
+    _one_line,
+    did_you_mean,
+)
+from ..files import same_file
 from ..model import Spec
 from ..roots import default_root, display_path, escaped_root, outside_root
 from . import ast
@@ -315,3 +325,38 @@ def _lower(modules: list[ast.Module], sources: dict[str, str]) -> Loaded:
     sink = DiagnosticSink()
     spec, loc = lower(modules, sink, sources)
     return Loaded(spec, loc, sources, [d for d in sink.items])
+
+
+def spec_files(paths: Sequence[str | os.PathLike[str]]
+               ) -> tuple[list[tuple[Path, bool]], list[Diagnostic]]:
+    """(file, named explicitly) for each file named and each `*.plan` file under each folder
+    named (sorted, recursively), each file once, shown by the first name given and named
+    explicitly where any of its names is; `check`, `fmt` and `compare` alike. E006 when
+    that is none: a CI gate over a folder that holds no spec (a mistyped path) must not pass
+    having looked at nothing (`compare` said E619 "no plan found in the named specs").
+    With W006 for each folder named that holds none beside others that do (the same
+    mistake, half-hidden)."""
+    found: list[tuple[Path, bool]] = []
+    empty: list[Diagnostic] = []
+    for given in paths:
+        p = Path(given)
+        if p.is_dir():
+            inside = sorted(x for x in p.rglob("*.plan") if x.is_file())
+            found.extend((f, False) for f in inside)
+            if not inside:
+                empty.append(Diagnostic(
+                    "W006", f"no .plan files found in `{_one_line(display_path(p))}`: "
+                    "nothing in it is read", None,
+                    ("check the path, or leave it out",), Severity.WARNING))
+        else:
+            found.append((p, True))
+    unique: dict[str, tuple[Path, bool]] = {}
+    for f, explicit in found:  # the first name given is the one shown
+        first, named = unique.get(same_file(f), (f, False))
+        unique[same_file(f)] = (first, named or explicit)
+    if not unique:
+        shown = ", ".join(f"`{_one_line(display_path(Path(p)))}`" for p in paths[:3]) + (
+            f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        raise SpecError(Diagnostic("E006", f"no .plan files found in {shown}", None,
+                                   ("give files or folders that contain *.plan files",)))
+    return list(unique.values()), empty

@@ -1,5 +1,5 @@
-"""`check` and `fmt` diagnostics: paths that hold no spec, one proof per plan, small sizes
-printed once, the names the user gave."""
+"""`check`, `fmt` and `compare` diagnostics: paths that hold no spec, one proof per plan,
+small sizes printed once, the names the user gave."""
 
 from __future__ import annotations
 
@@ -39,6 +39,26 @@ def test_a_folder_without_specs_beside_one_with_is_a_warning(tmp_path: Path) -> 
     assert (code, doc["warnings"], [d["code"] for d in doc["diagnostics"]]) == (0, 1, ["W006"])
     code, out, _ = invoke(["fmt", "--json", "specs", "emptydir"], tmp_path)
     assert (code, [d["code"] for d in json.loads(out)["diagnostics"]]) == (0, ["W006"])
+
+
+def test_compare_says_what_check_says_of_paths_that_hold_no_spec(tmp_path: Path) -> None:
+    """Before: `compare emptydir` was E619 "nothing to compare: no plan found in the named
+    specs" (exit 2), where `check emptydir` says E006; a folder holding none beside one
+    that does was not mentioned."""
+    (tmp_path / "emptydir").mkdir()
+    said = {c: invoke([c, "emptydir"], tmp_path)[::2] for c in ("check", "compare")}
+    assert said["compare"] == said["check"] == (
+        1, "error[E006]: no .plan files found in `emptydir`\n"
+        "  = hint: give files or folders that contain *.plan files\n")
+    code, out, _ = invoke(["compare", "--json", "emptydir"], tmp_path)
+    assert (code, [d["code"] for d in json.loads(out)["diagnostics"]]) == (1, ["E006"])
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "ok.plan").write_text(GOOD)
+    code, out, _ = invoke(["compare", "--json", "--algos", "single", "--jobs", "1", "specs",
+                           "emptydir"], tmp_path)
+    doc = json.loads(out)
+    assert (code, [d["code"] for d in doc["diagnostics"]]) == (0, ["W006"])
+    assert [r["spec"] for r in doc["result"]] == ["specs/ok.plan"]
 
 
 def test_a_symlink_is_named_as_given(tmp_path: Path) -> None:
