@@ -111,10 +111,11 @@ class Builder:
             word = DIM_WORDS[dim]
             shown = rounded_text(value, dim) if dim in ROUNDED_UNITS else format_quantity(
                 value, dim)
+            way = "smaller" if side == "above" else "larger"  # the way back into the range
             raise UsageError(Diagnostic(
                 "E930", f"these options make {where}'s `{key}` {shown}, "
                 f"{side} the valid range of a {word}", None,
-                (f"a {word} is {range_text(dim)}; make the model smaller or larger "
+                (f"a {word} is {range_text(dim)}; make the model {way} "
                  "(--hidden, --seq, --batch, --vocab)",)))
 
     def assumptions(self, batch: int, training: bool, optimizer: str) -> str:

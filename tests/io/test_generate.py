@@ -12,6 +12,7 @@ import planner
 import planner.generate
 from planner.errors import UsageError
 from planner.generate import gnmt, transformer
+from planner.generate.builder import Builder
 from planner.workload import Workload
 
 
@@ -166,6 +167,30 @@ def test_options_making_a_value_outside_the_language_are_e930() -> None:
         transformer.generate(layers=1, hidden=1_000_000_000, heads=1)
     (d,) = err.value.diagnostics
     assert d.code == "E930" and "above the valid range of a time" in d.message
+
+
+def test_a_size_above_the_range_is_hinted_to_make_the_model_smaller() -> None:
+    """Before: "make the model smaller or larger" whichever side the value was on
+    (`generate transformer --batch 999999999999`: a size above the range)."""
+    with pytest.raises(UsageError) as err:
+        transformer.generate(layers=1, hidden=8, heads=1, seq=1024, vocab=4,
+                             batch=999_999_999_999)
+    (d,) = err.value.diagnostics
+    assert d.code == "E930" and "above the valid range of a size" in d.message
+    assert d.hints[0].endswith("make the model smaller (--hidden, --seq, --batch, --vocab)")
+
+
+@pytest.mark.parametrize(("flops", "side", "way"), [(1e19, "above", "smaller"),
+                                                    (0.5, "below", "larger")])
+def test_a_value_outside_the_range_is_hinted_back_the_way_it_left(
+        flops: float, side: str, way: str) -> None:
+    b = Builder("g", "v100", "fp32")
+    b.op("x", flops, 1)
+    with pytest.raises(UsageError) as err:
+        b.check_ranges()
+    (d,) = err.value.diagnostics
+    assert d.code == "E930" and f"{side} the valid range of a work (FLOP)" in d.message
+    assert d.hints[0].endswith(f"make the model {way} (--hidden, --seq, --batch, --vocab)")
 
 
 #: per generator: its `size` options and small values of the others, for the grid below
