@@ -6,7 +6,7 @@ Three formats, told apart by their content:
   E934); a first row whose second field is not a number is a header; blank lines and
   lines starting with `#` are skipped;
 - JSON: an object `{"op name": seconds, ...}`, each time a JSON number (`"0.5"`, a string,
-  is E934 at it: a CSV's times are text, a JSON file's are not);
+  is E934 at it: a CSV's times are text, a JSON file's are not; so is `-1`);
 - a `torch.profiler` Chrome trace (JSON with `traceEvents`, as `prof.export_chrome_trace`
   writes it): the complete events (`"ph": "X"`) named like an op give its time, the median
   of their durations (one per profiled step). Events recorded with
@@ -82,9 +82,14 @@ def _seconds(value: Any) -> float | None:
     return x if math.isfinite(x) and x >= 0 else None
 
 
+def _json_number(value: Any) -> bool:
+    """Whether `value` is a JSON number (not a string, nor `true`)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _json_seconds(value: Any) -> float | None:
     """A JSON file's time: a number (not a string, nor `true`) finite and >= 0, else None."""
-    return _seconds(value) if isinstance(value, int | float) else None
+    return _seconds(value) if _json_number(value) else None
 
 
 def _out_of_range(name: str, seconds: float, at: Span, given: str) -> SpecError | None:
@@ -171,10 +176,12 @@ def _from_json(data: Any, shown: str, text: str) -> dict[str, float]:
             "E935", f"{shown} is neither an object of op times nor a Chrome trace",
             Span.start_of(shown), ('expected {"op": seconds, ...} or {"traceEvents": [...]}',)))
     values = data.values()
-    # no time in it (a credentials file?): quote none of it. Times written as strings are
-    # located only where every value is one (`{"a": "0.5"}`): a secret is rarely all digits
+    # no time in it (a credentials file?): quote none of it. Times written wrong are located
+    # only where every value is a number: a JSON number (`{"a": -1}`, which was E935 "no op
+    # time" beside a file's one bad time located) or a string of one (`{"a": "0.5"}`): a
+    # secret is rarely all digits
     if not any(_json_seconds(v) is not None for v in values) and not all(
-            _seconds(v) is not None for v in values):
+            _seconds(v) is not None or _json_number(v) for v in values):
         raise _not_times(shown)
     out: dict[str, float] = {}
     for name, value in data.items():

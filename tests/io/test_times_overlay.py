@@ -77,6 +77,11 @@ def test_chrome_trace_prefers_annotations_and_takes_the_median(tmp_path: Path) -
     ('{\n  "node3": 1,\n  "node2": "x"\n}', "E934", 3),  # at the op's value, not line 1
     ("name,seconds\n", "E935", None),
     ('{"node2": "x"}', "E935", None),
+    # every value a JSON number: a times file, its bad time located (was E935 "no op time",
+    # where the same value beside a valid one was E934 at it)
+    ('{"node2": -1}', "E934", 1),
+    ('{"node2": -1,\n "node3": -2}', "E934", 1),
+    ('{"node2": -1, "token": "x"}', "E935", None),  # not all numbers: nothing quoted
     ('{"node2": ', "E935", None),
     ("[]", "E935", 1),
     # a time the spec cannot hold: was E223 or E260 at the model file, "correct them there"
