@@ -164,7 +164,8 @@ def _from_interchange(check: JsonChecker, data: dict[str, Any], name: str | None
         time_s = check.number(raw, "time_s", path, near, dim="time")
         flops = check.number(raw, "flops", path, near, dim="work")
         by_kind: dict[str, float] = {}
-        kinds = raw.get("time_by_kind_s") or {}
+        # only null is absent: `[]`, `0` or `""` was read as {} without a word
+        kinds = {} if (given := raw.get("time_by_kind_s")) is None else given
         if not isinstance(kinds, dict):
             check.error(f"{path}.time_by_kind_s", "must be an object {kind: seconds}", near)
             kinds = {}
@@ -202,7 +203,8 @@ def _from_interchange(check: JsonChecker, data: dict[str, Any], name: str | None
         built = _read_cluster(check, cluster)
         if built is not None:
             out.clusters.append(render_cluster(built, exact=True))
-            out.plans.append(_read_plan(check, data.get("plan") or {}, w, built))
+            plan = data.get("plan")
+            out.plans.append(_read_plan(check, {} if plan is None else plan, w, built))
     elif data.get("plan") is not None:
         check.error("plan", "needs a `cluster` to run on", '"plan"')
     check.sink.raise_if_errors()
@@ -406,7 +408,7 @@ def _read_op_devices(check: JsonChecker, raw: dict[str, Any], key: str, ops: set
                      cluster: Cluster) -> list[tuple[list[str], str]]:
     """The plan's `pins` or `placement`, {op: device}, as (ops, device) groups in the order
     of their devices' first ops."""
-    table = raw.get(key) or {}
+    table = {} if (given := raw.get(key)) is None else given
     if not isinstance(table, dict):
         check.error(f"plan.{key}", "must be an object {op: device}", f'"{key}"')
         return []

@@ -340,6 +340,32 @@ def test_values_outside_the_language_are_located_e922(data: dict[str, Any], path
     assert d.span is not None and d.span.file == "bad.json"
 
 
+@pytest.mark.parametrize(("data", "path", "value"), [
+    (_one_op(time_by_kind_s=[]), "ops[0].time_by_kind_s", "[]"),
+    (_one_op(time_by_kind_s=0), "ops[0].time_by_kind_s", "0"),
+    (_one_op(time_by_kind_s=""), "ops[0].time_by_kind_s", '""'),
+    ({**_with_plan(), "plan": []}, "plan", "[]"),
+    (_with_plan(pins=[]), "plan.pins", "[]"),
+    (_with_plan(placement=False), "plan.placement", "false"),
+])
+def test_an_empty_value_of_the_wrong_type_is_e922_at_it(data: dict[str, Any], path: str,
+                                                         value: str) -> None:
+    """`"time_by_kind_s": []` (or `0`, `""`; a plan, its pins or placement `[]`) was read as
+    an empty object without a word: only null is absent."""
+    text = json.dumps(data)
+    with pytest.raises(SpecError) as err:
+        parse_json(text, "bad.json")
+    (d,) = err.value.diagnostics
+    assert d.code == "E922" and d.message.startswith(f"`{path}` must be ")
+    assert d.span is not None and text[d.span.column - 1:].startswith(value)
+
+
+def test_null_is_still_absent() -> None:
+    for data in (_one_op(time_by_kind_s=None), {**_with_plan(), "plan": None},
+                 _with_plan(pins=None, placement=None)):
+        parse_json(json.dumps(data), "ok.json")
+
+
 @pytest.mark.parametrize("literal", ["Infinity", "1e400"])
 def test_an_infinite_number_is_e922_at_the_value(literal: str) -> None:
     """Was `<generated>:8:15: error[E108]`, a place in a file that does not exist."""
