@@ -208,7 +208,7 @@ def read_plan(problem: Problem, source: str | os.PathLike[str] | Mapping[str, An
         from ..spec.load import read_source  # lazy: the parser's imports
 
         shown = os.fspath(source)
-        text = read_source(Path(source), shown)
+        text = read_source(Path(source), shown, kind="plan")
         try:
             data = strict_loads(text)
         except json.JSONDecodeError as err:

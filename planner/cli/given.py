@@ -81,7 +81,7 @@ def parsed_json(path: Path, code: str = "E500", hint: str | None = None
     from ..spec.load import read_source  # lazy: start-up
 
     shown = display_path(path.resolve())
-    text = read_source(path, shown)
+    text = read_source(path, shown, kind="plan")
     try:  # keys given twice, integers too long, nesting too deep: all JSONDecodeError
         return shown, text, strict_loads(text)
     except json.JSONDecodeError as err:

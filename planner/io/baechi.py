@@ -56,7 +56,7 @@ def load_baechi(
     this format) with the file named, never a raw exception.
     """
     shown = str(path)
-    text = read_source(Path(path), shown)
+    text = read_source(Path(path), shown, kind="Baechi graph")
     try:
         data = strict_loads(text)
     except json.JSONDecodeError as err:

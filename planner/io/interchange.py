@@ -108,7 +108,7 @@ def import_json(path: str | os.PathLike[str], name: str | None = None,
                 command: str | None = None) -> Imported:
     """Read an interchange (or dnn-partitioning) JSON file into an `Imported` spec."""
     shown = str(path)
-    text = read_source(Path(path), shown)  # missing, a folder, not UTF-8: E001-E004
+    text = read_source(Path(path), shown, kind="graph JSON")  # E001-E004
     return parse_json(text, shown, name, command)
 
 

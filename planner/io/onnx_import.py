@@ -218,7 +218,7 @@ def load_model(path: str | os.PathLike[str]) -> ModelProto:
 
     shown = str(path)
     where = Span.start_of(shown)
-    data = read_bytes(Path(path), shown)
+    data = read_bytes(Path(path), shown, kind="ONNX")
     try:
         model = onnx.load_model_from_string(data)
     except (DecodeError, ValueError, RuntimeError) as err:

@@ -79,7 +79,8 @@ def import_pipedream(path: str | os.PathLike[str], training: bool = False,
                      command: str | None = None) -> Imported:
     """Import a PipeDream `graph.txt` (see the module docstring)."""
     shown = str(path)
-    text = read_source(Path(path), shown)  # missing, a folder, not UTF-8: E001-E004
+    # missing, a folder, not UTF-8: E001-E004
+    text = read_source(Path(path), shown, kind="PipeDream profile")
     graph_name = name or Path(path).resolve().parent.name or "pipedream"
     return parse_pipedream(text, shown, training, optimizer, graph_name, command)
 

@@ -72,7 +72,7 @@ class Layout:
 
 def read_stages(problem: Problem, path: Path, shown: str) -> Layout:
     """Read the stages file at `path` (shown as `shown`) for `problem`."""
-    return parse_stages(problem, read_source(path, shown), shown)
+    return parse_stages(problem, read_source(path, shown, kind="stages"), shown)
 
 
 def parse_stages(problem: Problem, text: str, shown: str = "<stages>") -> Layout:

@@ -47,7 +47,7 @@ ANNOTATIONS = ("gpu_user_annotation", "user_annotation")
 def read_times(path: str | os.PathLike[str]) -> dict[str, float]:
     """`{op name: seconds}` from a CSV, JSON or Chrome-trace file (see the module doc)."""
     shown = str(path)
-    text = read_source(Path(path), shown)
+    text = read_source(Path(path), shown, kind="times")
     if text.lstrip()[:1] in ("{", "["):
         try:
             data = strict_loads(text)

@@ -79,9 +79,10 @@ class PlanPlaces(NamedTuple):
     notes: tuple[tuple[str, Span], ...] = ()
 
 
-def read_bytes(path: Path, shown: str, at: Span | None = None) -> bytes:
-    """Read any input file, turning every failure into a `SpecError` (E001-E003, and
-    E008 when a symlink leads it out of its root: see `planner.roots`)."""
+def read_bytes(path: Path, shown: str, at: Span | None = None, kind: str = "spec") -> bytes:
+    """Read any input file, a `kind` file (as messages name it: "spec", "plan", "times"),
+    turning every failure into a `SpecError` (E001-E003, and E008 when a symlink leads it
+    out of its root: see `planner.roots`)."""
     where = at or Span.start_of(shown)
     refuse_escape(path)
     cap = limits.active().file_bytes
@@ -98,9 +99,10 @@ def read_bytes(path: Path, shown: str, at: Span | None = None) -> bytes:
     except FileNotFoundError:
         raise SpecError(_missing(path, shown, at)) from None
     except IsADirectoryError:
-        raise SpecError(Diagnostic("E002", f"{shown} is a directory, not a spec file", where,
-                                   ("`planner check` accepts folders; other commands want a file",)
-                                   )) from None
+        raise SpecError(Diagnostic(
+            "E002", f"{shown} is a directory, not {_article(kind)} {kind} file", where,
+            ("`planner check` accepts folders; other commands want a file" if kind == "spec"
+             else f"give the {kind} file itself",))) from None
     except OSError as err:
         raise SpecError(Diagnostic("E003", f"cannot read {shown}: {err.strerror}", where)) from None
     except ValueError:  # a NUL in the path
@@ -132,33 +134,39 @@ def _missing(path: Path, shown: str, at: Span | None) -> Diagnostic:
     return Diagnostic("E001", f"no such file: {shown}", None, (f"check the path{start}",))
 
 
-def read_source(path: Path, shown: str, at: Span | None = None) -> str:
-    """Read a text file (a spec, a placement or plan file, an importer's input) as UTF-8,
-    turning every failure into a `SpecError` (E001-E004).
+def read_source(path: Path, shown: str, at: Span | None = None, kind: str = "spec") -> str:
+    """Read a text file (a spec, a placement or plan file, an importer's input: `kind`, as
+    messages name it) as UTF-8, turning every failure into a `SpecError` (E001-E004).
 
     A leading byte order mark (`BOM`) is dropped, so that JSON and CSV readers never see
     it, except before a spec (`looks_like_spec`): there it is kept for `planner fmt` to
     see, whose canonical layout has none (the parsers, the formatter and `load` drop it)."""
-    data = read_bytes(path, shown, at)
+    data = read_bytes(path, shown, at, kind)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise not_utf8("E004", shown, data, err) from None
+        raise not_utf8("E004", shown, data, err, kind) from None
     if text.startswith(BOM) and not looks_like_spec(text):  # (it skips the mark)
         return text[1:]
     return text
 
 
-def not_utf8(code: str, shown: str, data: bytes, err: UnicodeDecodeError) -> SpecError:
+def not_utf8(code: str, shown: str, data: bytes, err: UnicodeDecodeError,
+             kind: str = "spec") -> SpecError:
     """`code` (E004 for a file, E641 for standard input) at the first byte of `data` that
     is not UTF-8, its column counted in characters as every other diagnostic's (what
-    precedes it decodes): `é\\xff` is at column 2, not 3."""
+    precedes it decodes): `é\\xff` is at column 2, not 3. Its hint names the `kind` of
+    file: a binary file given to `diff` as a plan was told "spec files are UTF-8 text"."""
     head = data[: err.start].decode("utf-8")
     line, col = head.count("\n") + 1, len(head) - (head.rfind("\n") + 1) + 1
     return SpecError(Diagnostic(
         code, f"{shown} is not valid UTF-8 (byte 0x{data[err.start]:02x})",
         Span(shown, line, col, line, col + 1, len(head), len(head) + 1),
-        ("spec files are UTF-8 text",)))
+        (f"{kind} files are UTF-8 text",)))
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
 
 
 class _Frame:
