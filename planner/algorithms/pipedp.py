@@ -318,29 +318,48 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
                if per > 1 else ""))
     left = _unsearched(problem, pipeline, cells)
     among = f" among those searched ({left})" if left else ""
-    capped_at = _stage_cap(problem, pipeline)
-    if capped_at is not None:  # the DP searched no more stages than micro-batches
-        among += (f" in at most {capped_at} stage(s) (`{pipeline.schedule}` runs no more "
-                  "stages than micro-batches)")
+    among += stage_cap_words(problem, pipeline)  # the DP searched no more stages than M
     if best_splits(problem, pipeline, capped=False, cells=cells, every_chain=True):
         one = one_per_device_hint(problem, cells)
-        fewer = _fewer_in_flight(problem, pipeline, cells, bool(one))
-        more = _more_stages(problem, pipeline, cells) if capped_at is not None else None
         return InfeasibleError(Diagnostic(
             "E707", f"no {what} fits the devices' memory{among}", None,
             (*((one,) if one and name_auto else ()),
-             *((f"`microbatches {more}` (or more) allows {more} stages, and a split into "
-                f"{more} stages fits: each holds less",) if more else ()),
-             ("fewer micro-batches in flight hold fewer activations: a split fits with "
-              f"{' or with '.join(fewer)}; or give the devices more `memory`") if fewer
-             else "give the devices more `memory`",
-             RECOMPUTE_HINT)))
+             *in_flight_hints(problem, pipeline, cells, bool(one)), RECOMPUTE_HINT)))
     return InfeasibleError(Diagnostic(
         "E707", f"no {what} honours the devices its units may use, whatever the memory"
         f"{among}: the pins (or op times) put units in an order that no chain of stages, one "
         "device after another, follows", None,
         ("`--algo pipeilp` places each unit on any device it may use; or pin the units of "
          "each stage together, stage after stage",)))
+
+
+def stage_cap_words(problem: Problem, pipeline: Pipeline) -> str:
+    """The cap the micro-batches put on the stages (`_stage_cap`), in words for a message
+    that no split fits (pipedp's E707, hybrid's E712, pipeilp's E708); empty where none."""
+    capped_at = _stage_cap(problem, pipeline)
+    return ("" if capped_at is None else f" in at most {capped_at} stage(s) "
+            f"(`{pipeline.schedule}` runs no more stages than micro-batches)")
+
+
+def in_flight_hints(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS,
+                    one: bool | None = None) -> tuple[str, ...]:
+    """The hints of a message that no split fits the memory (E707; E712 and E708, whose
+    plans include pipedp's split: a split it finds fits theirs), each change checked by
+    the split search within `cells` (a hint is a claim): more micro-batches where they
+    cap the stages and a split of more fits (`_more_stages`), the changes that hold fewer
+    in flight with which one fits (`_fewer_in_flight`; `one`: a split of one stage per
+    device fits, run as the fallback; None: found here), else more memory."""
+    if one is None:
+        one = pipeline.schedule_spec.fallback is not None and bool(
+            one_per_device_hint(problem, cells))
+    capped = _stage_cap(problem, pipeline) is not None
+    more = _more_stages(problem, pipeline, cells) if capped else None
+    fewer = _fewer_in_flight(problem, pipeline, cells, one)
+    return (*((f"`microbatches {more}` (or more) allows {more} stages, and a split into "
+               f"{more} stages fits: each holds less",) if more else ()),
+            ("fewer micro-batches in flight hold fewer activations: a split fits with "
+             f"{' or with '.join(fewer)}; or give the devices more `memory`") if fewer
+            else "give the devices more `memory`")
 
 
 def _fewer_in_flight(problem: Problem, pipeline: Pipeline, cells: float,

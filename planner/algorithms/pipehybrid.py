@@ -114,7 +114,7 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
     pure = pure and _fixed(pipeline) in (None, 1)
     chain = _pure(problem, pipeline, options, split) if pure else None
     if not found and chain is None:
-        raise _no_layout(problem, _fixed(pipeline))
+        raise _no_layout(problem, pipeline)
     chosen, figures = best(problem, pipeline, found) if found else (None, {})
     if chosen is not None and simulated(problem, pipeline):
         chosen = refine(problem, pipeline, chosen, figures, moves)
@@ -128,26 +128,25 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
     return solution(problem, pipeline, chosen, figures)
 
 
-def _no_layout(problem: Problem, fixed: int | None) -> InfeasibleError:
-    """The proofs that no placement fits (what `check` says), else E712: no layout fits;
-    under `data_parallel N` every stage has N replicas, each holding a DDP bucket more."""
-    proofs = diagnose(problem)
-    if proofs:
+def _no_layout(problem: Problem, pipeline: Pipeline) -> InfeasibleError:
+    """The proofs that no placement fits (what `check` says), else E712; under `data_parallel
+    N` each stage has N replicas, each with a DDP bucket more. Without replicas its hints
+    are pipedp's, checked by its split search (pipedp's split is a candidate layout)."""
+    if proofs := diagnose(problem):
         return InfeasibleError(proofs)
-    each = ("replicated or not" if fixed in (None, 1) else
+    alone = (fixed := _fixed(pipeline)) in (None, 1)
+    each = ("replicated or not" if alone else
             f"each on {fixed} replicas, as `data_parallel {fixed}` asks")
-    fewer = ("" if fixed in (None, 1) else
-             f"; `data_parallel {fixed}` replicates every stage {fixed} times, each replica "
-             "holding a DDP bucket of its gradients too: a smaller `data_parallel`, or "
-             "`auto`, may fit")
+    fewer = (pipedp.in_flight_hints(problem, pipeline) if alone else (
+        f"`data_parallel {fixed}` replicates every stage {fixed} times, each replica holding a "
+        "DDP bucket of its gradients too: a smaller `data_parallel`, or `auto`, may fit; or "
+        "give the devices more `memory`",))
     return InfeasibleError(Diagnostic(
         "E712", f"no hybrid layout of plan `{problem.name}` (stages on consecutive devices "
         f"in the cluster's order, {each}) fits the devices' memory and the devices its "
-        "units may use", None,
-        ("fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`) hold fewer "
-         "activations, or give the devices more `memory`; pins that do not follow the "
-         "cluster's device order leave the hybrid DP no layout (`--algo pipedp` tries device "
-         f"chains in any order){fewer}",)))
+        f"units may use{pipedp.stage_cap_words(problem, pipeline)}", None,
+        (*fewer, "pins that do not follow the cluster's device order leave the hybrid DP no "
+         "layout (`--algo pipedp` tries device chains in any order)")))
 
 
 def _pure(problem: Problem, pipeline: Pipeline, options: Options,

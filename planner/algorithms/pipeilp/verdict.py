@@ -12,6 +12,7 @@ from ...model import Problem
 from ...pipeline.units import units
 from ...plan import Plan
 from ...units import format_bytes, format_seconds
+from .. import pipedp
 from ..base import Options, Solution, Status
 from .data import _data, _pipeline
 from .orders import _Orders
@@ -94,13 +95,15 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
             cap = None  # the cap binds no placement
         within = (f" in at most {cap} stages (`{pipe.schedule}` runs no more stages than "
                   "micro-batches)" if cap is not None else "")
-        hint = (f"more `microbatches` than {cap} allow more stages, each holding less"
-                if cap is not None else "fewer micro-batches in flight (`schedule 1f1b`, "
-                "fewer `microbatches`) hold fewer activations")
+        # pipedp's hints, each checked by its split search (a split it finds fits here
+        # too); the cap's own where pipedp's split of more stages fits nowhere
+        hints = pipedp.in_flight_hints(problem, pipe)
+        more = (f"more `microbatches` than {cap} allow more stages, each holding less",)
         return InfeasibleError((*notes, Diagnostic(
             "E708", f"no placement of plan `{problem.name}` fits the devices' memory as a "
             f"pipeline{within}, even recomputing activations on every device", None,
-            (f"{hint}; or give the devices more `memory`",))))
+            (*(more if cap is not None and not hints[0].startswith("`microbatches ")
+               else ()), *hints))))
     if outcome.status == "infeasible":
         # its first search covers every placement, a proof, where the rows relax the rule
         other = ("`schedule gpipe` or `1f1b` let pipeilp prove it where no placement fits; "

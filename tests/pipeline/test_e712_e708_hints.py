@@ -1,0 +1,81 @@
+"""hybrid's E712 and pipeilp's E708 give pipedp's checked hints on the micro-batches in
+flight (`pipedp.in_flight_hints`), as E707 does: a change is suggested only where a split
+fits with it, and under 1f1b the micro-batches' cap on the stages is named."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from pipe_support import chain_text
+
+from planner import loads
+from planner.algorithms import Options
+from planner.algorithms import run as run_algorithm
+from planner.errors import Diagnostic, InfeasibleError
+from planner.model import Problem
+
+FEWER = ("fewer micro-batches in flight hold fewer activations: a split fits with {}; or "
+         "give the devices more `memory`")
+MORE = ("`microbatches 2` (or more) allows 2 stages, and a split into 2 stages fits: each "
+        "holds less")
+CAP = " in at most 1 stage(s) (`1f1b` runs no more stages than micro-batches)"
+
+
+def _plan(memory: str, schedule: str, microbatches: int = 8,
+          outputs_mb: tuple[float, ...] = (4.0,) * 6) -> Problem:
+    return loads(chain_text(6, 3, outputs_mb=list(outputs_mb), memory=memory,
+                            schedule=schedule, microbatches=microbatches)).plan("p")
+
+
+def _error(algorithm: str, problem: Problem, code: str) -> Diagnostic:
+    with pytest.raises(InfeasibleError) as err:
+        run_algorithm(algorithm, problem, Options(time_limit_s=5))
+    d = err.value.diagnostics[-1]
+    assert d.code == code
+    return d
+
+
+def _fits_with(algorithm: str, problem: Problem, change: str) -> None:
+    key, value = change.replace("`", "").split()
+    pipe = dataclasses.replace(problem.pipeline,
+                               **{key: int(value) if value.isdigit() else value})
+    solved = run_algorithm(algorithm, dataclasses.replace(problem, pipeline=pipe),
+                           Options(time_limit_s=5))
+    assert solved.status == "feasible"
+
+
+@pytest.mark.parametrize(("algorithm", "code"), [("hybrid", "E712"), ("pipeilp", "E708")])
+def test_no_fewer_micro_batches_where_none_fit(algorithm: str, code: str) -> None:
+    # 8 MB under 1f1b: no split fits with one micro-batch either, and 1f1b is the plan's
+    # own; before, "fewer micro-batches in flight (`schedule 1f1b`, fewer `microbatches`)"
+    d = _error(algorithm, _plan("8 MB", "1f1b"), code)
+    assert d.hints[0] == "give the devices more `memory`"
+    assert not any("1f1b" in h or "microbatches" in h for h in d.hints)
+
+
+@pytest.mark.parametrize(("memory", "schedule", "fewer"), [
+    ("40 MB", "gpipe", "`schedule 1f1b` or with `microbatches 3`"),
+    ("16 MB", "interleaved; stages_per_device 2", "`microbatches 1`"),
+])
+def test_hybrid_names_the_changes_with_which_a_layout_fits(memory: str, schedule: str,
+                                                           fewer: str) -> None:
+    p = _plan(memory, schedule)
+    assert _error("hybrid", p, "E712").hints[0] == FEWER.format(fewer)
+    for change in fewer.split(" or with "):
+        _fits_with("hybrid", p, change)
+
+
+@pytest.mark.parametrize(("algorithm", "code", "cap"), [
+    ("hybrid", "E712", CAP),
+    ("pipeilp", "E708", CAP.replace("stage(s)", "stages")),
+])
+def test_under_1f1b_one_micro_batch_names_its_cap_and_the_micro_batches_that_fit(
+        algorithm: str, code: str, cap: str) -> None:
+    # one micro-batch under 1f1b: one stage, which 24 MB does not hold; two, with
+    # `microbatches 2`, fit (before, hybrid named no cap and hinted at 1f1b, its own)
+    p = _plan("24 MB", "1f1b", 1, (1, 1, 1, 1, 1, 20))
+    d = _error(algorithm, p, code)
+    assert cap in d.message
+    assert d.hints[0] == MORE
+    _fits_with(algorithm, p, "microbatches 2")
