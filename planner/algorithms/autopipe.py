@@ -219,8 +219,9 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: f
         found = pipeilp.recomputing(problem, err, contiguous.cells_for(options.time_limit_s))
     except InfeasibleError:
         pass
-    else:
-        plans[RECOMPUTING] = (found.info["iteration_s"], found)
+    else:  # no solver ran: auto's own plan, as where the memory shaped pipedp's split
+        plans[RECOMPUTING] = (found.info["iteration_s"], dataclasses.replace(
+            found, plan=found.plan.with_algorithm("auto")))
     if pipeline.data_parallel == "auto" or simulated:  # replicas hold fewer micro-batches
         mixed = _hybrid(problem, options, None, simulated)
         if mixed is not None:

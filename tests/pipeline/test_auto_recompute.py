@@ -75,6 +75,18 @@ def test_auto_plan_file_simulates_as_planned(tmp_path: Path) -> None:
     assert simulated["pipeline"]["iteration_s"] == solved["pipeline"]["iteration_s"]
 
 
+def test_the_plan_file_names_the_algorithm_that_ran(tmp_path: Path) -> None:
+    # auto's recomputing contiguous split runs no ILP: before, `--out` and the compared
+    # row said "pipeilp"; as where the memory shaped pipedp's split, it is auto's plan
+    (tmp_path / "s.plan").write_text(SPEC)
+    code, out, err = invoke(["solve", "s.plan", "--out", "p.json", "--json"], tmp_path)
+    assert code == 0, err
+    assert json.loads((tmp_path / "p.json").read_text())["algorithm"] == "auto"
+    (mine,) = [r for r in json.loads(out)["result"]["pipeline"]["compared"]
+               if r["plan"] == "this plan"]
+    assert mine["algorithm"] == "auto"
+
+
 def test_where_even_recomputing_fails_no_hint_names_the_algorithm_that_ran() -> None:
     """At 8 MB a device, nothing fits even recomputing: `auto` keeps pipedp's E707 (whose
     hint names `pipeilp`), and `pipeilp` proves it (E708) without telling the user to run
