@@ -441,6 +441,14 @@ def _check_runnable(tp: TorchPipeline, where: Span | None) -> None:
             f"micro-batches as stages, and the split has {s} stages for {tp.microbatches} "
             "micro-batch(es)" + each, where,
             (f"set `microbatches {s * r}` (or more) in the plan, or `schedule gpipe`",)))
+    if schedule.virtual_stages and d == 1 < s:  # stage k sends to stage k + 1: to itself
+        more = [k for k in range(2, min(s, len(tp.devices)) + 1) if s % k == 0]
+        raise SpecError(Diagnostic(
+            "E947", f"plan `{tp.plan}`: {tp.schedule_class} would run its {s} stages on one "
+            "rank, and torch sends each stage's activations to the next through the process "
+            "group, which connects no rank to itself", where,
+            (f"`--ranks {more[0]}` loops the stages over {more[0]} ranks" if more else
+             "plan on a cluster of two devices or more",)))
     rounds = max(1, m // d)
     if schedule.virtual_stages and m % rounds:
         raise SpecError(Diagnostic(

@@ -51,7 +51,9 @@ def _refused(problem: Problem, count: int, ranks: int, where: Span | None) -> Sp
     assert problem.pipeline is not None
     schedule = problem.pipeline.schedule_spec
     cls = schedule.torch_class
-    fits_in = [r for r in range(1, count + 1) if not schedule.virtual_stages or count % r == 0]
+    # interleaved stages on one rank would send to that rank (`torch_pipeline._check_runnable`)
+    fits_in = [r for r in range(1, count + 1) if not schedule.virtual_stages
+               or count % r == 0 and (r > 1 or count == 1)]
     why = (f"{cls} runs stage k on rank k mod {ranks}, as many stages on each rank"
            if schedule.virtual_stages else f"{cls} runs one stage per rank")
     return SpecError(Diagnostic(

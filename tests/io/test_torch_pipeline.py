@@ -366,10 +366,17 @@ def test_export_at_other_ranks_merges_or_loops_the_stages_or_says_which_ranks_fi
     tp = pipeline_export(looped, traced, back, devices, ranks=4)
     assert [(s.rank, s.device) for s in tp.stages] == [(k, f"gpu{k}") for k in range(4)]
     assert tp.plan_ranks == 2 and "loop over 4 ranks instead of 2" in tp.regrouped
-    for ranks, hint in ((3, "--ranks 1, 2 or 4"), (8, "--ranks 1, 2 or 4")):
+    for ranks, hint in ((3, "--ranks 2 or 4 runs"), (8, "--ranks 2 or 4 runs")):
         with pytest.raises(SpecError) as err:
             pipeline_export(looped, traced, back, devices, ranks=ranks)
         assert err.value.diagnostics[0].code == "E947" and hint in err.value.diagnostics[0].hints[0]
+    # one rank: the 4 stages would send to their own rank, which gloo refuses ("Pair is not
+    # connected"); before, the script was written and crashed, and E947 suggested --ranks 1
+    with pytest.raises(SpecError) as err:
+        pipeline_export(looped, traced, back, devices, ranks=1)
+    d = err.value.diagnostics[0]
+    assert d.code == "E947" and "would run its 4 stages on one rank" in d.message
+    assert d.hints == ("`--ranks 2` loops the stages over 2 ranks",)
     # the command: --ranks needs --pipeline
     (tmp_path / "plan.json").write_text(json.dumps({"placement": placement}))
     result = CliRunner().invoke(app, ["export", "torch", str(_plan(tmp_path, "mlp", 4, "1f1b")),
