@@ -158,6 +158,8 @@ def report_pipeline(problem: Problem, plan: Plan, report: JsonReport, bounds: Bo
     from ..render.pipeline import pipeline_json, pipeline_report
     from ..report.pipeline import pipeline_view
 
+    if recompute and not memory_note:  # a plan file's (`simulate`): the note `solve` gives
+        memory_note = _recompute_note(problem, plan, recompute, replicas or {})
     view = pipeline_view(problem, plan.placement, plan.algorithm or "given",
                          bounds.makespan_s, recompute, memory_note, replicas or {})
     refused = _refusal(problem, plan.placement, None)
@@ -328,6 +330,21 @@ def _why(info: Mapping[str, Any], status: str) -> tuple[str, ...]:
     the solver's model is not the spec's would look alike."""
     return ("why",) if status == "feasible" and "solver_status" in info \
         and "chosen" not in info else ()
+
+
+def _recompute_note(problem: Problem, plan: Plan, recompute: Sequence[str],
+                    replicas: Mapping[str, Sequence[str]]) -> str:
+    """The note on the devices that recompute, as `solve` prints it, with what each holds
+    as the plan runs."""
+    from ..pipeline.schedule import run_planned  # lazy: start-up
+    from ..pipeline.split import recompute_note
+
+    assert problem.pipeline is not None
+    ran = run_planned(problem, plan.placement, problem.pipeline,
+                      {"recompute": recompute, "replicas": replicas})
+    index = problem.cluster.device_index
+    return recompute_note(problem, plan.placement, [index[n] for n in recompute if n in index],
+                          ran.memory_bytes)
 
 
 def _split_note(info: Mapping[str, Any]) -> str:

@@ -49,6 +49,7 @@ import numpy as np
 from ..cost import INF, costs, stage_memory, tied_duplicate_bytes, transfer_seconds
 from ..facts import facts
 from ..model import Pipeline, Problem
+from ..units import format_bytes, format_seconds
 from . import hybrid
 from .order import deadlocks
 from .units import units
@@ -357,3 +358,24 @@ def period_s(problem: Problem, placement: Sequence[int],
     """T of any placement: the busiest resource of its stages (`split_of`) for one
     micro-batch, tensors relayed stage to stage (module docstring)."""
     return resource_loads(problem, split_of(problem, placement), recompute).period_s
+
+
+def recompute_note(problem: Problem, placement: Sequence[int], recompute: Sequence[int],
+                   held: Sequence[float]) -> str:
+    """The note on the devices in `recompute` (empty where none): each one's forward ops
+    run again per micro-batch, and what it holds (`held`, per device), as `solve`
+    (pipeilp's plans, auto's) and `simulate` print it."""
+    if not recompute:
+        return ""
+    c, u = costs(problem), units(problem)
+    names = [d.name for d in problem.cluster.devices]
+    # per unit, then over the units, the order pipeilp's figures sum in (`pipeilp.data`)
+    extra = [sum(sum(c.compute[i][d] for i in ops if not u.backward[i])
+                 for ops in u.members if placement[ops[0]] == d) for d in recompute]
+    said = ", ".join(f"{names[d]} (+{format_seconds(t)} per micro-batch, holds "
+                     f"{format_bytes(int(held[d]))})"
+                     for d, t in zip(recompute, extra, strict=True))
+    return (f"recomputes activations on {said}: these devices keep, for each micro-batch in "
+            "flight, only the tensors their stages receive, and run their forward ops again "
+            "in each backward pass (their own activations exist for one micro-batch at a "
+            "time)")

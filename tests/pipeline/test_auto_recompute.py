@@ -73,6 +73,10 @@ def test_auto_plan_file_simulates_as_planned(tmp_path: Path) -> None:
     assert code == 0, err
     simulated = json.loads(out)["result"]
     assert simulated["pipeline"]["iteration_s"] == solved["pipeline"]["iteration_s"]
+    # and says what solve says of it (before, simulate left the note out)
+    assert simulated["pipeline"]["notes"] == solved["pipeline"]["notes"]
+    assert solved["pipeline"]["notes"][0].startswith("recomputes activations on fast (+2.000 "
+                                                     "ms per micro-batch, holds 10.49 MiB)")
 
 
 def test_the_plan_file_names_the_algorithm_that_ran(tmp_path: Path) -> None:

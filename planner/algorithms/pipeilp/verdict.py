@@ -9,12 +9,12 @@ from typing import Any
 from ...bounds import OPTIMAL_GAP, relative_gap
 from ...errors import Diagnostic, InfeasibleError, SearchLimitError, SolverError
 from ...model import Problem
+from ...pipeline.split import recompute_note
 from ...pipeline.units import units
 from ...plan import Plan
-from ...units import format_bytes, format_seconds
 from .. import pipedp
 from ..base import Options, Solution, Status
-from .data import _data, _pipeline
+from .data import _pipeline
 from .orders import _Orders
 from .warm import _Warm
 
@@ -66,17 +66,8 @@ def _solution(problem: Problem, best: _Warm, status: Status, bound_s: float,
                 recompute=[names[d] for d in ev.recompute],
                 held_bytes={names[d]: ev.held_bytes[d] for d in ev.ranks})
     if ev.recompute:
-        data = _data(problem)
-        extra = [sum(data.forward[k][d] for k in range(data.n) if best.dev[k] == d)
-                 for d in ev.recompute]
-        said = ", ".join(f"{names[d]} (+{format_seconds(t)} per micro-batch, holds "
-                         f"{format_bytes(int(ev.held_bytes[d]))})"
-                         for d, t in zip(ev.recompute, extra, strict=True))
-        info["memory_note"] = (
-            f"recomputes activations on {said}: these devices keep, for each micro-batch in "
-            "flight, only the tensors their stages receive, and run their forward ops again "
-            "in each backward pass (their own activations exist for one micro-batch at a "
-            "time)")
+        info["memory_note"] = recompute_note(problem, best.placement, ev.recompute,
+                                             ev.held_bytes)
     return Solution(Plan(best.placement, algorithm="pipeilp"), status, MappingProxyType(info))
 
 
