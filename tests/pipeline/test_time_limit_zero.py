@@ -113,9 +113,11 @@ def test_the_help_states_the_rule() -> None:
 def test_pipeilp_without_a_warm_start_at_zero_is_e709_no_proof(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from planner.algorithms.pipeilp import solve as pipeilp_solve
+    from planner.algorithms.pipeilp.warm import WarmSearch
     from planner.errors import SearchLimitError
 
-    monkeypatch.setattr(pipeilp_solve, "_warm_starts", lambda problem, options: (None, []))
+    monkeypatch.setattr(pipeilp_solve, "_warm_starts",
+                        lambda problem, options: (None, WarmSearch(problem, options)))
     with pytest.raises(SearchLimitError) as raised:
         run("pipeilp", PIPE, ZERO)
     (d,) = raised.value.diagnostics

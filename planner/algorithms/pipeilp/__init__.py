@@ -93,7 +93,12 @@ device holds, and `info["memory_note"]` says it in words for the report.
 **Warm starts.** The best, by exact period, of: `pipedp`'s plan; the best **recomputing
 contiguous split** per stage count (`contiguous_splits`: pipedp's chains and cuts, each
 stage's device recomputing exactly when that makes it fit, by a bottleneck DP on the
-period above); and `Options.warm_start` when given. Its placement is the MIP start, its
+period above); and `Options.warm_start` when given. Their DPs' work is sized to
+`--time-limit` as `auto`'s is (`splitdp.cells_for`, `contiguous.cells_for`; at 0 and at
+the default 60 s, all of it), and pipedp's E707, whose hints take more of the DP's runs
+than its search, is drawn only where pipeilp finds nothing (`warm.WarmSearch`); E709 says
+"no contiguous split fits, even recomputing" only where the recomputing DP searched
+every split, else what it searched. Its placement is the MIP start, its
 period the upper bound on T, and it is the plan returned when the solver does no better,
 so that pipeilp never ends without a plan where a recomputing contiguous split fits.
 Without one, where the order matters and the devices differ, the order is taken from a

@@ -46,12 +46,40 @@ def cells_for(time_limit_s: float) -> float:
     return max(splitdp.MIN_CELLS, min(splitdp.MAX_CELLS, CELLS_PER_SECOND * time_limit_s))
 
 
-def _contiguous(problem: Problem, cells: float) -> dict[int, Split]:
+def unsearched(problem: Problem, cells: float = splitdp.MAX_CELLS) -> str:
+    """What the recomputing DP within `cells` left out, in words (empty where it searched
+    every contiguous split): the orders of the devices past `splitdp.MAX_EXAMINED`, device
+    chains (`splitdp.MAX_CHAINS` a stage count at most, fewer as its work allows), unit
+    boundaries thinned from the cuts, and under several stages per device, splits whose
+    stages do not each fit the device's memory over K (its DP's rule there)."""
+    pipe = _pipeline(problem)
+    space = _space(problem, cells)
+    n = units(problem).count
+    m = len(problem.cluster.devices)
+    orders = max((math.perm(m, s // pipe.per_device) for s in space.chains), default=0)
+    left = [*([f"the first {splitdp.MAX_EXAMINED:,} orders of the devices"]
+              if orders > splitdp.MAX_EXAMINED else []),
+            *([f"{space.tried} of {space.total} device chains"]
+              if space.tried < space.total else []),
+            *([f"{len(space.cuts) - 1} of {n} unit boundaries as cuts"]
+              if len(space.cuts) - 1 < n else []),
+            *([f"each stage within its device's memory over {pipe.per_device}"]
+              if pipe.per_device > 1 else [])]
+    return ", ".join(left)
+
+
+def _space(problem: Problem, cells: float) -> splitdp.Space:
+    """The chains and cuts the recomputing DP searches within `cells` (`MAX_DP_CUTS` at most)."""
     pipe = _pipeline(problem)
     space = splitdp.search_space(problem, pipe, cells)
     if len(space.cuts) > MAX_DP_CUTS:
         rows = sum(s * len(c) for s, c in space.chains.items())
         space = splitdp.search_space(problem, pipe, float(rows * MAX_DP_CUTS ** 2))
+    return space
+
+
+def _contiguous(problem: Problem, cells: float) -> dict[int, Split]:
+    space = _space(problem, cells)
     tables = _Tables(problem, space)
     out: dict[int, Split] = {}
     for stages, chains in space.chains.items():

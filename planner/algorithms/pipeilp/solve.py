@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...cost import INF
-from ...errors import Diagnostic, InfeasibleError
+from ...errors import InfeasibleError
 from ...model import Pipeline, Problem
 from ...pipeline.bound import pipeline_bound
 from ...pipeline.schedule import run_planned
@@ -31,6 +31,7 @@ from .model import _emit, _Model
 from .orders import _Orders, _orders, _relabel, _relaxed
 from .verdict import _judge, _none_found, _solution
 from .warm import (
+    WarmSearch,
     _as_warm,
     _placement,
     _Warm,
@@ -67,11 +68,11 @@ def place(problem: Problem, options: Options) -> Solution:
     pipedp.check_units(problem, problem.pipeline or Pipeline())  # E258, E304, E259: the cause
     warm_up(problem, options)
     clock = Clock(options)
-    warm, notes = _warm_starts(problem, options)
+    warm, searched = _warm_starts(problem, options)
     if options.time_limit_s <= 0 and not options.emit:  # no model to build: none is solved
-        return _unsolved(problem, options, warm, notes)
+        return _unsolved(problem, options, warm, searched)
     try:
-        return _solve(problem, options, clock, warm, notes)
+        return _solve(problem, options, clock, warm, searched)
     except KeyboardInterrupt:
         if warm is None:
             raise Interrupted(None) from None
@@ -181,12 +182,12 @@ def _attempt(problem: Problem, orders: _Orders, warm: _Warm | None, options: Opt
 
 
 def _unsolved(problem: Problem, options: Options, warm: _Warm | None,
-              notes: list[Diagnostic]) -> Solution:
+              searched: WarmSearch) -> Solution:
     """Under `--time-limit 0`, as `ilp` and `cpsat`: no solver runs, the warm start is the
     answer (`fallback`); with none, E709 (no proof: a limit above 0 may find one)."""
     if warm is None:
         raise _none_found(problem, backends.Outcome("nosolution", ZERO_LIMIT), False, "",
-                          notes)
+                          searched)
     return _solution(problem, warm, "fallback", pipeline_bound(problem).period_s, {
         "solver": options.solver, "solver_status": "skipped", "warm_start": warm.source,
         "warm_start_period_s": warm.evaluation.period_s, "reason": ZERO_LIMIT})
@@ -230,7 +231,7 @@ def _runs_in(problem: Problem, placement: Sequence[int]) -> str:
 
 
 def _first_order(problem: Problem, options: Options, clock: Clock,
-                 notes: list[Diagnostic]) -> tuple[tuple[int, ...] | None, _Warm | None]:
+                 searched: WarmSearch) -> tuple[tuple[int, ...] | None, _Warm | None]:
     """Without a warm start where the order of the devices matters: solve the relaxation
     (`_relaxed`) first. Infeasible, it proves that nothing fits (E708; not under
     `interleaved`, whose rule takes a device's largest stage, not the sum, nor with tied
@@ -240,7 +241,7 @@ def _first_order(problem: Problem, options: Options, clock: Clock,
     relaxed = _relaxed(problem, data)
     first = _attempt(problem, relaxed, None, options, clock)
     if first.outcome.status == "infeasible":  # a proof where the rows relax `stage_bytes`
-        raise _none_found(problem, first.outcome, relaxed.proves, relaxed.scope, notes)
+        raise _none_found(problem, first.outcome, relaxed.proves, relaxed.scope, searched)
     dev = first.ilp.answer() if first.outcome.loaded else None
     if dev is None:
         return None, None
@@ -250,12 +251,12 @@ def _first_order(problem: Problem, options: Options, clock: Clock,
 # complex: solve's steps in order, each reading the ones before: orders and warm start, the
 # attempt, the better of warm start and answer, fallback on a failed solve, else the judgement
 def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
-           notes: list[Diagnostic]) -> Solution:
+           searched: WarmSearch) -> Solution:
     """Build, seed and solve the model; check its answer exactly; judge (package docstring)."""
     data = _data(problem)
     orders = _orders(problem, data, warm.dev if warm else None)
     if warm is None and not orders.complete:
-        order, warm = _first_order(problem, options, clock, notes)
+        order, warm = _first_order(problem, options, clock, searched)
         if order is not None:
             orders = _orders(problem, data, order)
     if warm is not None and orders.classes:
@@ -278,7 +279,7 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
                               < best.evaluation.period_s * (1 - 1e-12)):
         best = found
     if best is None:
-        raise _none_found(problem, outcome, orders.proves, orders.scope, notes,
+        raise _none_found(problem, outcome, orders.proves, orders.scope, searched,
                           attempt.info.get("note", ""))
     if found is not None and best is warm:
         info["kept"] = f"the {best.source} warm start is as good as the solver's answer"

@@ -16,7 +16,7 @@ from .. import pipedp
 from ..base import Options, Solution, Status
 from .data import _pipeline
 from .orders import _Orders
-from .warm import _Warm
+from .warm import WarmSearch, _Warm
 
 #: relative tolerance when comparing periods computed two ways
 _TOL = 1e-9
@@ -73,11 +73,14 @@ def _solution(problem: Problem, best: _Warm, status: Status, bound_s: float,
 
 
 def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
-                notes: list[Diagnostic], rejected: str = "") -> Exception:
+                searched: WarmSearch, rejected: str = "") -> Exception:
     """No warm start and no answer: a proof (the solver's, for a model that covers every
     placement: E708, exit 3), a search that ended at its limit or covered only some
     placements without one (E709, exit 6), or a failure (E711, exit 4: the solver's own,
-    or an answer that broke a constraint when checked exactly)."""
+    or an answer that broke a constraint when checked exactly). `searched`: what the warm
+    starts searched (pipedp's E707, and the recomputing DP's splits: "no contiguous split
+    fits, even recomputing" only where it searched every one)."""
+    notes = searched.notes()
     said = tuple(d.message for d in notes)
     if outcome.status == "infeasible" and complete:
         pipe = _pipeline(problem)
@@ -102,15 +105,15 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
                  else "")
         return SearchLimitError(Diagnostic(
             "E709", f"pipeilp found no placement of plan `{problem.name}`: none of the "
-            f"placements its model covers ({scope}) fits, and no "
-            "contiguous split fits, even recomputing; this is not a proof that no other "
-            "placement fits", None, (*said, f"{other}give the devices more `memory`")))
+            f"placements its model covers ({scope}) fits, and {searched.contiguous()}; this is "
+            "not a proof that no other placement fits", None,
+            (*said, f"{other}give the devices more `memory`")))
     if rejected or "limit" not in outcome.message:
         return SolverError(Diagnostic(
             "E711", f"pipeilp found no placement of plan `{problem.name}`: "
-            f"{rejected or outcome.message or outcome.status}; and no contiguous split "
-            "fits, even recomputing", None, said))
+            f"{rejected or outcome.message or outcome.status}; and {searched.contiguous()}",
+            None, said))
     return SearchLimitError(Diagnostic(
         "E709", f"pipeilp found no placement of plan `{problem.name}` within its time "
-        f"limit ({outcome.message}), and no contiguous split fits, even recomputing: this "
-        "is not a proof that none exists", None, (*said, "a longer --time-limit may find one")))
+        f"limit ({outcome.message}), and {searched.contiguous()}: this is not a proof that "
+        "none exists", None, (*said, "a longer --time-limit may find one")))

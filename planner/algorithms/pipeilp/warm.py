@@ -9,12 +9,14 @@ from dataclasses import dataclass
 
 from ...errors import Diagnostic, InfeasibleError
 from ...model import Pipeline, Problem
+from ...pipeline import splitdp
 from ...pipeline.schedule import run
 from ...pipeline.split import fits
 from ...pipeline.splitdp import MAX_CELLS
 from ...pipeline.units import units
 from .. import pipedp
 from ..base import Options
+from . import contiguous
 from .check import Evaluation, evaluate
 from .contiguous import contiguous_splits
 
@@ -45,29 +47,78 @@ def _as_warm(problem: Problem, placement: Sequence[int], source: str) -> _Warm |
     return _Warm(dev, tuple(placement), ev, source)
 
 
-def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, list[Diagnostic]]:
-    """The best warm start (package docstring), and pipedp's diagnostics when no
-    contiguous split fits without recomputing."""
+@dataclass(frozen=True, slots=True)
+class WarmSearch:
+    """What the warm starts searched, within the work of the limit (pipedp's DP
+    `splitdp.cells_for`, the recomputing DP `contiguous.cells_for`; a limit of 0 or the
+    default, 60 s: all of it), for the diagnostics where pipeilp finds nothing: pipedp's
+    E707 (its hints take more of the DP's runs than its search, so they are drawn only
+    then, `notes`) and what the recomputing DP left out (`contiguous`)."""
+
+    problem: Problem
+    options: Options
+    #: pipedp's diagnostics where it raised them (`ChainsLeftOut`, check_units' E707)
+    drawn: tuple[Diagnostic, ...] = ()
+    #: pipedp found no split (its E707 is drawn by `notes`)
+    no_split: bool = False
+
+    @property
+    def cells(self) -> float:
+        """pipedp's work."""
+        return splitdp.cells_for(self.options.time_limit_s)
+
+    @property
+    def left_out(self) -> bool:
+        """Whether pipedp searches the chains its work left out, before its E707: with the
+        whole of its work (`pipedp.place`'s), not within a smaller limit's."""
+        return self.cells >= MAX_CELLS
+
+    def notes(self) -> list[Diagnostic]:
+        """pipedp's diagnostics where no contiguous split fits without recomputing, less
+        the hint to recompute (pipeilp does)."""
+        drawn = self.drawn
+        if self.no_split:
+            try:  # its search is derived once: this draws the words alone
+                pipedp.search_within(self.problem, self.options, self.cells, self.left_out)
+            except InfeasibleError as err:
+                drawn = err.diagnostics
+        return [dataclasses.replace(d, hints=tuple(h for h in d.hints
+                                                   if h != pipedp.RECOMPUTE_HINT))
+                for d in drawn]
+
+    def contiguous(self) -> str:
+        """'no contiguous split fits, even recomputing', with what the recomputing DP
+        left out where it did not search every split (`contiguous.unsearched`)."""
+        left = contiguous.unsearched(self.problem,
+                                     contiguous.cells_for(self.options.time_limit_s))
+        return ("no contiguous split fits, even recomputing"
+                + (f", among those its DP searched ({left})" if left else ""))
+
+
+def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, WarmSearch]:
+    """The best warm start (package docstring), its DPs' work sized to the limit, and
+    what they searched (`WarmSearch`)."""
     found: list[_Warm] = []
-    notes: list[Diagnostic] = []
     if options.warm_start is not None:
         given = _as_warm(problem, options.warm_start.placement,
                          options.warm_start.algorithm or "given")
         if given is not None:
             found.append(given)
+    options = dataclasses.replace(options, warm_start=None)
+    searched = WarmSearch(problem, options)
     try:
-        dp = pipedp.place(problem, dataclasses.replace(options, warm_start=None))
+        dp = pipedp.search_if_any(problem, options, searched.cells, searched.left_out)
     except InfeasibleError as err:
         if not any(d.code == "E707" for d in err.diagnostics):
             raise  # a proof that no placement exists at all (planner.facts)
-        notes.extend(dataclasses.replace(d, hints=tuple(
-            h for h in d.hints if h != pipedp.RECOMPUTE_HINT)) for d in err.diagnostics)
+        searched = dataclasses.replace(searched, drawn=err.diagnostics)
     else:
-        mine = _as_warm(problem, dp.plan.placement, "pipedp")
+        mine = None if dp is None else _as_warm(problem, dp.solution.plan.placement, "pipedp")
         if mine is not None:
             found.append(mine)
-    found.extend(_contiguous_warms(problem))
-    return _first_running(problem, found), notes
+        searched = dataclasses.replace(searched, no_split=dp is None)
+    found.extend(_contiguous_warms(problem, contiguous.cells_for(options.time_limit_s)))
+    return _first_running(problem, found), searched
 
 
 def recomputing_split(problem: Problem, cells: float = MAX_CELLS) -> _Warm | None:
