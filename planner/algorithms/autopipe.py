@@ -65,6 +65,7 @@ ONE_PER_DEVICE = "pipedp, one stage per device"
 FALLBACK_SHARE = 0.25
 #: the share of the limit's simulations each of hybrid's cut moves get (`pipehybrid.refine`,
 #: 30,000 copied ops at most: those at 10 s), and its DP's cuts a second (400 at most, at 2 s)
+#: where a cut's work is `HYBRID_REFERENCE_WORK`, fewer where more (`_hybrid_work`)
 HYBRID_SHARE, HYBRID_CUTS = 0.125, 200
 
 
@@ -185,7 +186,7 @@ def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
     layouts (replicated stages under `data_parallel auto`; one device a stage in the
     cluster's order, which under `interleaved` runs as 1F1B), and pipedp's `split` with
     hybrid's cut moves where both are simulated (pipedp's estimate, hybrid's DP cost differ)."""
-    moves, cuts = _hybrid_work(options.time_limit_s)
+    moves, cuts = _hybrid_work(problem, options.time_limit_s)
     try:
         return pipehybrid.place(problem, options, pure=simulated and split is not None,
                                 split=split, moves=moves, cuts=cuts)
@@ -193,11 +194,33 @@ def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
         return None
 
 
-def _hybrid_work(limit: float) -> tuple[float, int]:
+def _hybrid_work(problem: Problem, limit: float) -> tuple[float, int]:
     """The copied ops each of hybrid's cut moves may simulate under `auto`'s limit, and its
-    DP's cuts: `HYBRID_SHARE` and `HYBRID_CUTS` of it, at most (and at 0) `hybrid`'s own."""
-    cuts = min(pipehybrid.MAX_CUTS, int(HYBRID_CUTS * limit)) if limit > 0 else pipehybrid.MAX_CUTS
+    DP's cuts: `HYBRID_SHARE` and `HYBRID_CUTS` of it, fewer where the replica counts the
+    DP tries make a cut's work (`hybrid_work_per_cut`) more than the
+    `HYBRID_REFERENCE_WORK` those cuts were sized on; at most (and at 0) `hybrid`'s own."""
+    cuts = pipehybrid.MAX_CUTS
+    if limit > 0:
+        pipeline = problem.pipeline or Pipeline()
+        scale = min(1.0, HYBRID_REFERENCE_WORK / hybrid_work_per_cut(problem, pipeline))
+        cuts = min(cuts, int(HYBRID_CUTS * limit * scale))
     return min(pipehybrid.REFINE_COPIED_OPS, HYBRID_SHARE * pipedp.simulation_budget(limit)), cuts
+
+
+#: the hybrid DP's work per candidate cut where 8 devices of distinct links take one replica
+#: a stage (8 passes, 36 stage costs: what `HYBRID_CUTS` was sized on); a stage cost of r > 1
+#: replicas counts `REPLICATED_COST` (its all-reduce and DDP bucket: 86 us against 45 on
+#: Inception-v3 on a DGX-1)
+HYBRID_REFERENCE_WORK, REPLICATED_COST = 36.0, 2.0
+
+
+def hybrid_work_per_cut(problem: Problem, pipeline: Pipeline) -> float:
+    """The stage costs the hybrid DP evaluates per candidate cut (`pipehybrid._dp`: per pass,
+    count of devices left and replica count it tries), a replicated one `REPLICATED_COST`."""
+    m = len(problem.cluster.devices)
+    passes = [m] if pipehybrid.one_pass(problem) else range(1, m + 1)
+    return sum(1.0 if r == 1 else REPLICATED_COST for used in passes
+               for p in range(1, used + 1) for r in pipehybrid.replica_counts(p, pipeline))
 
 
 def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: float) -> Solution:

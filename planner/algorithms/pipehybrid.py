@@ -400,7 +400,7 @@ def _derive(problem: Problem, most: int) -> _Tables:
     return _Tables(candidate_cuts(u, most), np.concatenate([[0.0], np.cumsum(grad)]))
 
 
-def _replica_counts(p: int, pipeline: Pipeline) -> list[int]:
+def replica_counts(p: int, pipeline: Pipeline) -> list[int]:
     """The replica counts a stage with p devices left may take."""
     if (r := _fixed(pipeline)) is not None:
         return [r] if r <= p else []
@@ -419,7 +419,7 @@ def _dp(problem: Problem, pipeline: Pipeline, most: int = MAX_CUTS) -> list[Layo
     out: list[Layout] = []
     rings: dict[tuple[int, ...], tuple[float, float]] = {}  # group -> `cost.ring_link`
     starts = [_Start(problem, u, t, int(cuts[a]), cuts[a + 1:], rings) for a in range(k_n)]
-    for used in ([m] if _uniform(problem) else range(1, m + 1)):  # devices [0, used)
+    for used in ([m] if one_pass(problem) else range(1, m + 1)):  # devices [0, used)
         best = np.full((k_n + 1, m + 1), INF)
         best[k_n, 0] = 0.0
         choice = np.zeros((k_n + 1, m + 1, 2), dtype=np.int64)  # (end cut index, replicas)
@@ -427,7 +427,7 @@ def _dp(problem: Problem, pipeline: Pipeline, most: int = MAX_CUTS) -> list[Layo
             start = starts[a]
             for p in range(1, used + 1):
                 first = used - p
-                for r in _replica_counts(p, pipeline):
+                for r in replica_counts(p, pipeline):
                     group = tuple(range(first, first + r))
                     cost = start.cost(problem, c, pipeline, group, first + r < used, p)
                     total = np.maximum(cost, best[a + 1:, p - r])
@@ -435,7 +435,7 @@ def _dp(problem: Problem, pipeline: Pipeline, most: int = MAX_CUTS) -> list[Layo
                     if total[j] < best[a, p]:
                         best[a, p] = total[j]
                         choice[a, p] = (a + 1 + j, r)
-        for p in range(1, m + 1) if _uniform(problem) else (used,):
+        for p in range(1, m + 1) if one_pass(problem) else (used,):
             if best[0, p] < INF:
                 lay = _backtrack(cuts, choice, p, used)
                 if lay not in out:
@@ -489,7 +489,7 @@ def layout_cost(problem: Problem, pipeline: Pipeline, lay: Layout) -> float:
     return worst
 
 
-def _uniform(problem: Problem) -> bool:
+def one_pass(problem: Problem) -> bool:
     """Whether every device is alike, every pair joined alike and every unit may run on
     every device (one DP pass serves)."""
     return derived(problem, "pipehybrid.uniform", lambda: _alike(problem))

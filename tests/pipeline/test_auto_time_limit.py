@@ -12,7 +12,7 @@ import math
 
 from pipe_support import random_spec
 
-from planner.algorithms import Options, pipedp, run
+from planner.algorithms import Options, autopipe, pipedp, run
 from planner.pipeline import splitdp
 
 INTERLEAVED = "interleaved; stages_per_device 2"
@@ -184,6 +184,43 @@ def test_hybrids_dp_cuts_are_sized_to_the_limit(monkeypatch) -> None:
     assert seen == {10.0: {400}, 2.0: {400}, 1.0: {200}, 0.5: {100}, 0.0: {400}}
     p = random_spec(3, 150, 8, training=True, microbatches=8, schedule=INTERLEAVED)
     assert len(pipehybrid._tables(p, 100).cuts) <= 101 < len(pipehybrid._tables(p).cuts)
+    # those figures were sized on one replica a stage (`HYBRID_REFERENCE_WORK`, 36 stage
+    # costs a cut on 8 devices); `data_parallel auto` tries 1 to 8 replicas, 204 a cut
+    # (replicated ones twice), so its cuts are 36/204 of those: the same at 10 s where the
+    # graph has no more than 352 units (every PipeDream profile), 70 at 2 s
+    replicated = _replicated()
+    assert autopipe.hybrid_work_per_cut(replicated, replicated.pipeline) == 204
+    assert {t: autopipe._hybrid_work(replicated, t)[1] for t in (10.0, 2.0, 1.0, 0.5, 0.0)} == {
+        10.0: 352, 2.0: 70, 1.0: 35, 0.5: 17, 0.0: 400}
+
+
+def _replicated():  # eight devices of random speeds, stages replicated as the DP chooses
+    return random_spec(3, 24, 8, training=True, microbatches=8, memories=(4000,),
+                       settings="; data_parallel auto")
+
+
+def test_hybrids_dp_work_counts_the_replica_counts_it_tries(monkeypatch) -> None:
+    """Under `data_parallel auto` the hybrid DP evaluates, per candidate cut, a stage cost
+    per pass, count of devices left and replica count (`autopipe.hybrid_work_per_cut`): its
+    cuts are sized so that this work keeps to the share `HYBRID_CUTS` gives one replica a
+    stage. Before, 200 cuts a second whatever the replica counts: Inception-v3 on a DGX-1,
+    `data_parallel auto`, 1F1B, `--time-limit 2`: the DP took 2.9 s of CPU at 326 cuts
+    (0.53 s under `data_parallel 1`), auto 7.6-7.8 s of CPU on a loaded 2-core machine;
+    now 70 cuts, 4.4-4.7 s (iteration 1.3990 s -> 1.1565 s)."""
+    from planner.algorithms import pipehybrid
+
+    work: list[float] = []
+    cost = pipehybrid._Start.cost
+
+    def spy(self, problem, c, pipeline, group, *rest):  # type: ignore[no-untyped-def]
+        work.append(1.0 if len(group) == 1 else 2.0)  # autopipe.REPLICATED_COST
+        return cost(self, problem, c, pipeline, group, *rest)
+
+    monkeypatch.setattr(pipehybrid._Start, "cost", spy)
+    limit = 0.5
+    run("auto", _replicated(), Options(time_limit_s=limit))
+    share = 200 * limit * 36  # HYBRID_CUTS a second, HYBRID_REFERENCE_WORK a cut: 3,600
+    assert 0 < sum(work) <= share  # before: 24 cuts, 4,896
 
 
 def test_before_e707_the_chains_left_are_searched_not_all_again(monkeypatch) -> None:
