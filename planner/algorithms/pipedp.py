@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..errors import Diagnostic, InfeasibleError
-from ..model import MAX_MICROBATCHES, Pipeline, Problem
+from ..model import Pipeline, Problem
 from ..pipeline import schedule as pipeline_schedule
 from ..pipeline.split import Split, resource_loads, split_of, stage_bytes
 from ..pipeline.splitdp import (
@@ -96,6 +96,7 @@ from ..pipeline.splitdp import (
 from ..pipeline.units import units
 from ..plan import Plan
 from ..units import format_bytes_of, format_seconds
+from . import pipehints
 from .base import Options, Solution
 from .clock import LOAD_HEADROOM
 from .infeasible import diagnose
@@ -341,114 +342,20 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
                if per > 1 else ""))
     left = _unsearched(problem, pipeline, cells)
     among = f" among those searched ({left})" if left else ""
-    among += stage_cap_words(problem, pipeline)  # the DP searched no more stages than M
+    among += pipehints.stage_cap_words(problem, pipeline)  # the DP searched no more stages than M
     if best_splits(problem, pipeline, capped=False, cells=cells, every_chain=True):
         one = one_per_device_hint(problem, cells)
         return InfeasibleError(Diagnostic(
             "E707", f"no {what} fits the devices' memory{among}", None,
             (*((one,) if one and name_auto else ()),
-             *in_flight_hints(problem, pipeline, cells, bool(one)), RECOMPUTE_HINT)))
+             *pipehints.in_flight_hints(problem, pipeline, bool(one), cells),
+             RECOMPUTE_HINT)))
     return InfeasibleError(Diagnostic(
         "E707", f"no {what} honours the devices its units may use, whatever the memory"
         f"{among}: the pins (or op times) put units in an order that no chain of stages, one "
         "device after another, follows", None,
         ("`--algo pipeilp` places each unit on any device it may use; or pin the units of "
          "each stage together, stage after stage",)))
-
-
-def stage_cap_words(problem: Problem, pipeline: Pipeline) -> str:
-    """The cap the micro-batches put on the stages (`_stage_cap`), in words for a message
-    that no split fits (pipedp's E707, hybrid's E712, pipeilp's E708); empty where none."""
-    capped_at = _stage_cap(problem, pipeline)
-    return ("" if capped_at is None else f" in at most {capped_at} stage(s) "
-            f"(`{pipeline.schedule}` runs no more stages than micro-batches)")
-
-
-def in_flight_hints(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS,
-                    one: bool | None = None) -> tuple[str, ...]:
-    """The hints of a message that no split fits the memory (E707; E712 and E708, whose
-    plans include pipedp's split: a split it finds fits theirs), each change checked by
-    the split search within `cells` (a hint is a claim): more micro-batches where they
-    cap the stages and a split of more fits (`_more_stages`), the changes that hold fewer
-    in flight with which one fits (`_fewer_in_flight`; `one`: a split of one stage per
-    device fits, run as the fallback; None: found here), else more memory."""
-    if one is None:
-        one = pipeline.schedule_spec.fallback is not None and bool(
-            one_per_device_hint(problem, cells))
-    capped = _stage_cap(problem, pipeline) is not None
-    more = _more_stages(problem, pipeline, cells) if capped else None
-    fewer = _fewer_in_flight(problem, pipeline, cells, one)
-    return (*((f"`microbatches {more}` (or more) allows {more} stages, and a split into "
-               f"{more} stages fits: each holds less",) if more else ()),
-            ("fewer micro-batches in flight hold fewer activations: a split fits with "
-             f"{' or with '.join(fewer)}; or give the devices more `memory`") if fewer
-            else "give the devices more `memory`")
-
-
-def _fewer_in_flight(problem: Problem, pipeline: Pipeline, cells: float,
-                     one: bool) -> list[str]:
-    """E707's changes that hold fewer micro-batches in flight, each where a split fits with
-    it (a hint is a claim): `schedule 1f1b` under a schedule with a fallback (interleaved)
-    where a split of one stage per device fits as 1F1B (`one`), under one of every
-    micro-batch in flight (GPipe) where the search finds a split under 1F1B, never under
-    1F1B (its own); then the fewer `microbatches` with which one fits
-    (`_fewer_microbatches`)."""
-    spec = pipeline.schedule_spec
-    if spec.fallback is not None:
-        one_f = one
-    else:
-        one_f = spec.all_in_flight and _fits(problem, dataclasses.replace(
-            pipeline, schedule="1f1b"), cells)
-    return [*(["`schedule 1f1b`"] if one_f else []), *_fewer_microbatches(problem, pipeline,
-                                                                        cells)]
-
-
-def _fits(problem: Problem, pipeline: Pipeline, cells: float) -> bool:
-    """Whether the split search (within `cells`, every chain) finds a split that fits."""
-    return bool(best_splits(problem, pipeline, cells=cells, every_chain=True))
-
-
-def _fewer_microbatches(problem: Problem, pipeline: Pipeline, cells: float) -> list[str]:
-    """E707's `microbatches N` below the plan's with which the split search (`_fits`) finds
-    a split that fits, bisected down from the plan's count to one: N holds a split, N + 1
-    none (in-flight counts are not monotone in M under interleaved, whose rounds take 7
-    micro-batches at once on 4 devices, 4 of 8: not always the most). Empty where the
-    search finds none with one micro-batch, which holds the fewest under every schedule
-    (interleaved: K, one a virtual stage; 1F1B: at most M stages, stage k holding
-    min(S - k, M), no fewer than under the plan's M)."""
-    lo, hi = 1, pipeline.microbatches  # a split fits with lo, none with hi
-    if hi < 2 or not _fits(problem, dataclasses.replace(pipeline, microbatches=lo), cells):
-        return []
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        fits = _fits(problem, dataclasses.replace(pipeline, microbatches=mid), cells)
-        lo, hi = (mid, hi) if fits else (lo, mid)
-    return [f"`microbatches {lo}`"]
-
-
-def _stage_cap(problem: Problem, pipeline: Pipeline) -> int | None:
-    """The micro-batches, where they cap the stages below what the devices and units allow
-    (`1f1b`: torch's `Schedule1F1B` runs no more stages than micro-batches); else None."""
-    if not pipeline.schedule_spec.stages_at_most_microbatches:
-        return None
-    n = units(problem).count
-    return pipeline.microbatches if pipeline.microbatches < _uncapped(problem, n) else None
-
-
-def _uncapped(problem: Problem, n: int) -> int:
-    """Stages at most but for the micro-batches' cap: a stage per device, a unit each."""
-    return min(len(problem.cluster.devices), n)
-
-
-def _more_stages(problem: Problem, pipeline: Pipeline, cells: float) -> int | None:
-    """The fewest stages, more than the micro-batches that cap them (`_stage_cap`), of a
-    split that fits with as many micro-batches (1F1B holds S - k of them on stage k of S,
-    however many more there are), within `cells`; None where none fits."""
-    most = min(_uncapped(problem, units(problem).count), MAX_MICROBATCHES)
-    wider = dataclasses.replace(pipeline, microbatches=most)
-    fit = [s for s in best_splits(problem, wider, cells=cells, every_chain=True)
-           if s > pipeline.microbatches]
-    return min(fit, default=None)
 
 
 def _unsearched(problem: Problem, pipeline: Pipeline, cells: float) -> str:
@@ -480,6 +387,14 @@ def one_per_device_hint(problem: Problem, cells: float) -> str:
     fallback = (problem.pipeline or Pipeline()).schedule_spec.fallback
     return (f"a split of one stage per device fits, run as {fallback}: `--algo auto` "
             f"compares it with the other plans (or plan `schedule {fallback}`)")
+
+
+def one_fits(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS) -> bool:
+    """Whether `pipeline`'s schedule has a fallback (interleaved: 1F1B) and a split of one
+    stage per device fits as it (`one_per_device_hint`): `pipehints.in_flight_hints`'s
+    `one`."""
+    return pipeline.schedule_spec.fallback is not None and bool(
+        one_per_device_hint(problem, cells))
 
 
 def simulation_budget(time_limit_s: float) -> float:

@@ -65,7 +65,7 @@ from ..pipeline.splitdp import candidate_cuts, most_stages
 from ..pipeline.units import Units, units
 from ..plan import Plan
 from ..units import format_bytes
-from . import pipedp
+from . import pipedp, pipehints
 from .base import Options, Solution
 from .infeasible import diagnose
 from .pipedp import MAX_SIMULATED_OPS
@@ -137,14 +137,15 @@ def _no_layout(problem: Problem, pipeline: Pipeline) -> InfeasibleError:
     alone = (fixed := _fixed(pipeline)) in (None, 1)
     each = ("replicated or not" if alone else
             f"each on {fixed} replicas, as `data_parallel {fixed}` asks")
-    fewer = (pipedp.in_flight_hints(problem, pipeline) if alone else (
+    fewer = (pipehints.in_flight_hints(problem, pipeline, pipedp.one_fits(problem, pipeline))
+             if alone else (
         f"`data_parallel {fixed}` replicates every stage {fixed} times, each replica holding a "
         "DDP bucket of its gradients too: a smaller `data_parallel`, or `auto`, may fit; or "
         "give the devices more `memory`",))
     return InfeasibleError(Diagnostic(
         "E712", f"no hybrid layout of plan `{problem.name}` (stages on consecutive devices "
         f"in the cluster's order, {each}) fits the devices' memory and the devices its "
-        f"units may use{pipedp.stage_cap_words(problem, pipeline)}", None,
+        f"units may use{pipehints.stage_cap_words(problem, pipeline)}", None,
         (*fewer, "pins that do not follow the cluster's device order leave the hybrid DP no "
          "layout (`--algo pipedp` tries device chains in any order)")))
 

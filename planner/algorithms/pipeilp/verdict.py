@@ -12,7 +12,7 @@ from ...model import Problem
 from ...pipeline.split import recompute_note
 from ...pipeline.units import units
 from ...plan import Plan
-from .. import pipedp
+from .. import pipedp, pipehints
 from ..base import Options, Solution, Status
 from .data import _pipeline
 from .orders import _Orders
@@ -91,7 +91,7 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
                   "micro-batches)" if cap is not None else "")
         # pipedp's hints, each checked by its split search (a split it finds fits here
         # too); the cap's own where pipedp's split of more stages fits nowhere
-        hints = pipedp.in_flight_hints(problem, pipe)
+        hints = pipehints.in_flight_hints(problem, pipe, pipedp.one_fits(problem, pipe))
         more = (f"more `microbatches` than {cap} allow more stages, each holding less",)
         return InfeasibleError((*notes, Diagnostic(
             "E708", f"no placement of plan `{problem.name}` fits the devices' memory as a "

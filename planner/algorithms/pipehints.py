@@ -1,0 +1,109 @@
+"""The hints of a message that no pipeline split fits the memory (pipedp's E707, hybrid's
+E712, pipeilp's E708): each change they suggest (more or fewer `microbatches`, `schedule
+1f1b`) is checked by the split search first, for a hint is a claim. Before, E707 suggested
+fewer micro-batches whatever helped (a 6-unit chain on three 8 MB devices under
+interleaved, where none fits even with one), and E712 and E708 said "(`schedule 1f1b`,
+fewer `microbatches`)" to plans already on 1F1B.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..model import MAX_MICROBATCHES, Pipeline, Problem
+from ..pipeline.splitdp import MAX_CELLS, best_splits
+from ..pipeline.units import units
+
+__all__ = ["in_flight_hints", "stage_cap_words"]
+
+
+def stage_cap_words(problem: Problem, pipeline: Pipeline) -> str:
+    """The cap the micro-batches put on the stages (`_stage_cap`), in words for a message
+    that no split fits (pipedp's E707, hybrid's E712, pipeilp's E708); empty where none."""
+    capped_at = _stage_cap(problem, pipeline)
+    return ("" if capped_at is None else f" in at most {capped_at} stage(s) "
+            f"(`{pipeline.schedule}` runs no more stages than micro-batches)")
+
+
+def in_flight_hints(problem: Problem, pipeline: Pipeline, one: bool,
+                    cells: float = MAX_CELLS) -> tuple[str, ...]:
+    """The hints of a message that no split fits the memory (E707; E712 and E708, whose
+    plans include pipedp's split: a split it finds fits theirs), each change checked by
+    the split search within `cells` (a hint is a claim): more micro-batches where they
+    cap the stages and a split of more fits (`_more_stages`), the changes that hold fewer
+    in flight with which one fits (`_fewer_in_flight`; `one`: a split of one stage per
+    device fits, run as the fallback, `pipedp.one_fits`), else more memory."""
+    capped = _stage_cap(problem, pipeline) is not None
+    more = _more_stages(problem, pipeline, cells) if capped else None
+    fewer = _fewer_in_flight(problem, pipeline, cells, one)
+    return (*((f"`microbatches {more}` (or more) allows {more} stages, and a split into "
+               f"{more} stages fits: each holds less",) if more else ()),
+            ("fewer micro-batches in flight hold fewer activations: a split fits with "
+             f"{' or with '.join(fewer)}; or give the devices more `memory`") if fewer
+            else "give the devices more `memory`")
+
+
+def _fewer_in_flight(problem: Problem, pipeline: Pipeline, cells: float,
+                     one: bool) -> list[str]:
+    """E707's changes that hold fewer micro-batches in flight, each where a split fits with
+    it (a hint is a claim): `schedule 1f1b` under a schedule with a fallback (interleaved)
+    where a split of one stage per device fits as 1F1B (`one`), under one of every
+    micro-batch in flight (GPipe) where the search finds a split under 1F1B, never under
+    1F1B (its own); then the fewer `microbatches` with which one fits
+    (`_fewer_microbatches`)."""
+    spec = pipeline.schedule_spec
+    if spec.fallback is not None:
+        one_f = one
+    else:
+        one_f = spec.all_in_flight and _fits(problem, dataclasses.replace(
+            pipeline, schedule="1f1b"), cells)
+    return [*(["`schedule 1f1b`"] if one_f else []), *_fewer_microbatches(problem, pipeline,
+                                                                        cells)]
+
+
+def _fits(problem: Problem, pipeline: Pipeline, cells: float) -> bool:
+    """Whether the split search (within `cells`, every chain) finds a split that fits."""
+    return bool(best_splits(problem, pipeline, cells=cells, every_chain=True))
+
+
+def _fewer_microbatches(problem: Problem, pipeline: Pipeline, cells: float) -> list[str]:
+    """E707's `microbatches N` below the plan's with which the split search (`_fits`) finds
+    a split that fits, bisected down from the plan's count to one: N holds a split, N + 1
+    none (in-flight counts are not monotone in M under interleaved, whose rounds take 7
+    micro-batches at once on 4 devices, 4 of 8: not always the most). Empty where the
+    search finds none with one micro-batch, which holds the fewest under every schedule
+    (interleaved: K, one a virtual stage; 1F1B: at most M stages, stage k holding
+    min(S - k, M), no fewer than under the plan's M)."""
+    lo, hi = 1, pipeline.microbatches  # a split fits with lo, none with hi
+    if hi < 2 or not _fits(problem, dataclasses.replace(pipeline, microbatches=lo), cells):
+        return []
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        fits = _fits(problem, dataclasses.replace(pipeline, microbatches=mid), cells)
+        lo, hi = (mid, hi) if fits else (lo, mid)
+    return [f"`microbatches {lo}`"]
+
+
+def _stage_cap(problem: Problem, pipeline: Pipeline) -> int | None:
+    """The micro-batches, where they cap the stages below what the devices and units allow
+    (`1f1b`: torch's `Schedule1F1B` runs no more stages than micro-batches); else None."""
+    if not pipeline.schedule_spec.stages_at_most_microbatches:
+        return None
+    n = units(problem).count
+    return pipeline.microbatches if pipeline.microbatches < _uncapped(problem, n) else None
+
+
+def _uncapped(problem: Problem, n: int) -> int:
+    """Stages at most but for the micro-batches' cap: a stage per device, a unit each."""
+    return min(len(problem.cluster.devices), n)
+
+
+def _more_stages(problem: Problem, pipeline: Pipeline, cells: float) -> int | None:
+    """The fewest stages, more than the micro-batches that cap them (`_stage_cap`), of a
+    split that fits with as many micro-batches (1F1B holds S - k of them on stage k of S,
+    however many more there are), within `cells`; None where none fits."""
+    most = min(_uncapped(problem, units(problem).count), MAX_MICROBATCHES)
+    wider = dataclasses.replace(pipeline, microbatches=most)
+    fit = [s for s in best_splits(problem, wider, cells=cells, every_chain=True)
+           if s > pipeline.microbatches]
+    return min(fit, default=None)
