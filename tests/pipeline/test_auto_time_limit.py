@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import math
 
+import pytest
 from pipe_support import random_spec
 
 from planner.algorithms import Options, autopipe, pipedp, run
@@ -57,6 +58,7 @@ def _fixed(full: splitdp.Space, per: int) -> float:
     return total
 
 
+@pytest.mark.slow
 def test_the_info_says_how_many_chains_a_small_limit_tried() -> None:
     p = _problem()
     small = pipedp.search_within(p, Options(time_limit_s=2.0), splitdp.cells_for(2.0))
@@ -90,6 +92,7 @@ def test_the_recomputing_split_derives_each_device_pairs_transfers_once(monkeypa
     assert len(links) == 53 and sorted(pairs) == sorted(links)  # once each
 
 
+@pytest.mark.slow
 def test_the_recomputing_split_is_sized_to_the_limit(monkeypatch) -> None:
     """`auto`'s recomputing contiguous split (its plan where no split fits without
     recomputing) searches the chains and cuts of `contiguous.cells_for` its limit: pipedp's
@@ -120,6 +123,7 @@ def test_the_recomputing_split_is_sized_to_the_limit(monkeypatch) -> None:
     assert spaces[0].tried < spaces[1].tried == 171  # fewer chains at 1 s, all at 10 s
 
 
+@pytest.mark.slow
 def test_hybrids_cut_moves_are_sized_to_the_limit(monkeypatch) -> None:
     """`auto`'s hybrid candidate moves its cuts within a share of the limit's simulations
     (`autopipe.HYBRID_SHARE`), at most the 30,000 copied ops it had whatever the limit: those
@@ -160,6 +164,7 @@ def _capped_searches(monkeypatch) -> collections.Counter[tuple[int, ...]]:  # ty
     return searched
 
 
+@pytest.mark.slow
 def test_hybrids_dp_cuts_are_sized_to_the_limit(monkeypatch) -> None:
     """`auto`'s hybrid candidate's DP cuts at `autopipe.HYBRID_CUTS` unit boundaries a second of
     its limit, at most the `pipehybrid.MAX_CUTS` it had whatever the limit: those at 2 s
@@ -199,6 +204,7 @@ def _replicated():  # eight devices of random speeds, stages replicated as the D
                        settings="; data_parallel auto")
 
 
+@pytest.mark.slow
 def test_hybrids_dp_work_counts_the_replica_counts_it_tries(monkeypatch) -> None:
     """Under `data_parallel auto` the hybrid DP evaluates, per candidate cut, a stage cost
     per pass, count of devices left and replica count (`autopipe.hybrid_work_per_cut`): its
@@ -223,6 +229,7 @@ def test_hybrids_dp_work_counts_the_replica_counts_it_tries(monkeypatch) -> None
     assert 0 < sum(work) <= share  # before: 24 cuts, 4,896
 
 
+@pytest.mark.slow
 def test_before_e707_the_chains_left_are_searched_not_all_again(monkeypatch) -> None:
     """Where the chains a limit's work allowed hold no split that fits, pipedp searches
     every chain before E707 (`auto` then plans the recomputing split): only those it had
@@ -243,6 +250,7 @@ def test_before_e707_the_chains_left_are_searched_not_all_again(monkeypatch) -> 
     assert len(searched) == 171 and set(searched.values()) == {len(splitdp.KINDS)}
 
 
+@pytest.mark.slow
 def test_auto_searches_the_chains_left_out_only_where_no_other_plan_fits(monkeypatch) -> None:
     """Under `auto`, where the chains a limit's work allowed hold no split that fits,
     pipedp's search of the others waits: its other candidates (the recomputing split, one
@@ -300,6 +308,7 @@ def _chains_one_by_one(problem, width: int, wrap: bool) -> list[tuple[int, ...]]
     return [chain for _, _, chain in sorted(seen.values())]
 
 
+@pytest.mark.slow
 def test_the_chains_are_listed_at_once_as_they_were_one_by_one(monkeypatch) -> None:
     """The device chains (`splitdp._ranked_chains`) are listed over every permutation at
     once in numpy, the same chains in the same order as one at a time (0.2 s per kind of
