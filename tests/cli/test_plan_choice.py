@@ -187,9 +187,9 @@ def test_simulate_reads_the_file_that_names_its_plan_once(
         {"plan": "piped", "stages": [{"ops": ["a", "b"], "devices": ["gpu1"]}]}))
     real, reads = load.read_source, []
 
-    def counted(path: Path, shown: str, at: object = None) -> str:
+    def counted(path: Path, shown: str, at: object = None, **kinds: str) -> str:
         reads.append(Path(path).name)
-        return real(path, shown, at)  # type: ignore[arg-type]
+        return real(path, shown, at, **kinds)  # type: ignore[arg-type]
 
     monkeypatch.setattr(load, "read_source", counted)
     for spec, option, file, plan in (("s.plan", "--placement", "serve.json", "serve"),
