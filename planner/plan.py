@@ -240,19 +240,16 @@ def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence
     raw = data.get("replicas") if isinstance(data, Mapping) else None
     if raw is None:
         return {}
-    shape = 'for example "replicas": {"gpu0": ["gpu0", "gpu1"]}'
     sink = DiagnosticSink()
     where = JsonSpans(source, text, at, sink)
-    if not _object(raw, "replicas", "device names to lists of device names", "E514", shape,
-                   sink, where):
+    if not _object(raw, "replicas", "device names to lists of device names", "E514",
+                   _REPLICAS_SHAPE, sink, where):
         sink.raise_if_errors()
     used = set(placement)
     taken: dict[int, str] = {}
     out: dict[int, tuple[int, ...]] = {}
     for rep, rep_name, names in _by_device(problem, raw, "replicas", sink, where):
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            sink.error("E514", f"the replicas of device {quoted(rep_name)} must be a list of "
-                       f"device names, not {_kind(names)}", where("replicas", rep_name), shape)
+        if not _names_listed(rep_name, names, sink, where):
             continue
         group = _group(sink, where, problem, rep_name, names, used, taken)
         if group is not None and len(group) > 1:
@@ -275,14 +272,55 @@ def load_recompute(problem: Problem, data: Mapping[str, Any], source: str = "<pl
         return ()
     sink = DiagnosticSink()
     where = JsonSpans(source, text, at, sink)
-    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
-        sink.error("E515", f"`recompute` must be a list of device names, not {_kind(raw)}",
-                   where("recompute"), 'for example "recompute": ["gpu0", "gpu1"]')
-    else:
+    if _recompute_listed(raw, sink, where):
         check_recompute(problem, raw, sink, lambda k: where("recompute", k), replicas,
                         placement)
     sink.raise_if_errors()
     return tuple(dict.fromkeys(raw))
+
+
+_REPLICAS_SHAPE = 'for example "replicas": {"gpu0": ["gpu0", "gpu1"]}'
+
+
+def _names_listed(rep_name: str, names: Any, sink: DiagnosticSink, where: JsonSpans) -> bool:
+    """Whether one entry of `replicas` is a list of device names; E514 where it is not."""
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        return True
+    sink.error("E514", f"the replicas of device {quoted(rep_name)} must be a list of "
+               f"device names, not {_kind(names)}", where("replicas", rep_name),
+               _REPLICAS_SHAPE)
+    return False
+
+
+def _recompute_listed(raw: Any, sink: DiagnosticSink, where: JsonSpans) -> bool:
+    """Whether `recompute` is a list of device names; E515 where it is not."""
+    if isinstance(raw, list) and all(isinstance(n, str) for n in raw):
+        return True
+    sink.error("E515", f"`recompute` must be a list of device names, not {_kind(raw)}",
+               where("recompute"), 'for example "recompute": ["gpu0", "gpu1"]')
+    return False
+
+
+def check_shapes(data: Mapping[str, Any], source: str, text: str | None,
+                 at: Sequence[str | int] = ()) -> None:
+    """The shapes of a plan file's optional `replicas`, `recompute` and `order`, where no
+    spec checks their names (`planner diff` without --spec): only null or absence is
+    absent; anything else of the wrong type is raised as `load_replicas` (E514),
+    `load_recompute` (E515) and `load_plan` (E508) report it, at the value."""
+    sink = DiagnosticSink()
+    where = JsonSpans(source, text, at, sink)
+    raw = data.get("replicas")
+    if raw is not None and _object(raw, "replicas", "device names to lists of device "
+                                   "names", "E514", _REPLICAS_SHAPE, sink, where):
+        for name, names in raw.items():
+            _names_listed(name, names, sink, where)
+    if data.get("recompute") is not None:
+        _recompute_listed(data["recompute"], sink, where)
+    order = order_of(data)  # a report's is its devices' ops (its own `order` is not one)
+    if order is not None:
+        _object(order, "order", "device names to lists of op names", "E508", _ORDER_SHAPE,
+                sink, where)
+    sink.raise_if_errors()
 
 
 def check_recompute(problem: Problem, names: Sequence[str], sink: DiagnosticSink,
@@ -395,14 +433,17 @@ def order_of(data: Mapping[str, Any]) -> Any:
     return {d["name"]: d.get("ops") for d in devices}
 
 
+_ORDER_SHAPE = 'for example "order": {"gpu0": ["a", "b"]}'
+
+
 def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpans
                 ) -> tuple[tuple[int, ...], ...] | None:
     """`order`: {device: [op, ...]} -> per-device op indices (None when absent or when
     the placement already failed)."""
     if raw is None or sink.has_errors:
         return None
-    if not _object(raw, "order", "device names to lists of op names", "E508",
-                   'for example "order": {"gpu0": ["a", "b"]}', sink, where):
+    if not _object(raw, "order", "device names to lists of op names", "E508", _ORDER_SHAPE,
+                   sink, where):
         return None
     op_index = problem.graph.op_index
     seqs: list[list[int]] = [[] for _ in problem.cluster.devices]

@@ -34,7 +34,7 @@ from ..errors import Diagnostic, JsonSpans, Span, SpecError, UsageError
 from ..pipeline.bound import pipeline_bound
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.verdict import pipeline_breaks
-from ..plan import load_plan, load_recompute, load_replicas, order_of
+from ..plan import check_shapes, load_plan, load_recompute, load_replicas, order_of
 from ..simulate import simulate
 from ..spec.load import load_path
 from .given import made_for, one_plan_of, parsed_json
@@ -138,6 +138,7 @@ def read_side(path: Path) -> Side:
         raise _not_a_plan(shown, f"unknown format {data.get('format')!r}")
     if not isinstance(data.get("placement"), Mapping):
         raise _not_a_plan(shown, "no `placement` object")
+    check_shapes(data, shown, text, at)  # null means absent; a wrong type is no plan's
     side = Side(shown, data, text, at,
                 data.get("plan") if isinstance(data.get("plan"), str) else None,
                 str(data.get("algorithm") or ""))
