@@ -67,14 +67,14 @@ def read_placed(problem: Problem, path: Path, plans: Collection[str] = (),
                           shown), {}, ())
     body, at = in_envelope(data)  # `solve --json`, `simulate --json`: the report
     made_for(problem, body, plans, JsonSpans(shown, text, at))
-    body = _exported(body, JsonSpans(shown, text, at))
+    body = exported(body, JsonSpans(shown, text, at))
     read = load_plan(problem, body, shown, text, at)
     groups = load_replicas(problem, body, read.placement, shown, text, at)
     return read, groups, load_recompute(problem, body, shown, text, at, groups,
                                         read.placement)
 
 
-def _exported(body: Any, where: JsonSpans) -> Any:
+def exported(body: Any, where: JsonSpans) -> Any:
     """An `export torch --pipeline` document as the plan it exports: its `placement` (the
     split as exported, regrouped by `--ranks`, moved to the nearest split torch can cut)
     and `recompute`; E502 for one of replicated stages (a DeviceMesh), whose `placement`
@@ -85,7 +85,7 @@ def _exported(body: Any, where: JsonSpans) -> Any:
         raise SpecError(Diagnostic(
             "E502", "an `export torch --pipeline` document of replicated stages (its `mesh`) "
             "is no plan file: its `placement` holds each stage's first replica alone",
-            where("format"), ("simulate the plan file it was exported from: replicated "
+            where("format"), ("give the plan file it was exported from: replicated "
                               "stages are exported as planned",)))
     return {key: body[key] for key in ("plan", "placement", "recompute") if key in body}
 

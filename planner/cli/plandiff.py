@@ -6,8 +6,9 @@ compared too: a device whose kept ops run in another order is listed (`reordered
 how many of them changed position, though no op moved.
 
 A side is read from a plan file (`solve --out`: a placement and an order, no figures), a
-`solve --json` / `simulate --json` document (figures in its `result`), or a bare
-`{"placement": {op: device}}`. With a spec, sides without figures are simulated (both,
+`solve --json` / `simulate --json` document (figures in its `result`), the JSON of
+`export torch --pipeline` (the split it exports, as `simulate --placement` reads it), or a
+bare `{"placement": {op: device}}`. With a spec, sides without figures are simulated (both,
 so that the two are judged by one model); without one, only the placements are compared.
 
 A pipeline plan (`objective pipeline`) is judged as the pipeline runs it, as `solve` judges
@@ -37,7 +38,7 @@ from ..pipeline.verdict import pipeline_breaks
 from ..plan import check_shapes, load_plan, load_recompute, load_replicas, order_of
 from ..simulate import simulate
 from ..spec.load import load_path
-from .given import made_for, one_plan_of, parsed_json
+from .given import exported, made_for, one_plan_of, parsed_json
 from .runs import problem_of
 
 if TYPE_CHECKING:
@@ -134,6 +135,7 @@ def read_side(path: Path) -> Side:
     at: tuple[str, ...] = ()
     if "format_version" in data:  # a command's envelope: the plan is its result
         data, at = _result_of(data, shown), ("result",)
+    data = exported(data, JsonSpans(shown, text, at))  # `export torch --pipeline`'s: its plan
     if data.get("format", PLAN_FORMAT) != PLAN_FORMAT:
         raise _not_a_plan(shown, f"unknown format {data.get('format')!r}")
     if not isinstance(data.get("placement"), Mapping):

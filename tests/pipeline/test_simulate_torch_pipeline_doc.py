@@ -47,4 +47,4 @@ def test_a_document_of_replicated_stages_is_e502_with_a_way_to_check_it(
     (tmp_path / "f.json").write_text(json.dumps(doc))
     code, _, err = invoke(["simulate", "s.plan", "--placement", "f.json"], tmp_path)
     assert code != 0 and "E502" in err and "replicated stages" in err
-    assert "simulate the plan file it was exported from" in err
+    assert "give the plan file it was exported from" in err
