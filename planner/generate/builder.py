@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..errors import Diagnostic, UsageError
-from ..units import DIM_WORDS, format_quantity, range_text
+from ..units import DIM_WORDS, RANGES, format_bytes_of, format_quantity, range_text
 from ..workload import ROUNDED_UNITS, Workload, WorkOp, out_of_range, rounded_text
 from ..workload.roofline import DTYPE_BYTES, PROFILES, DeviceProfile
 from ..workload.training import BACKWARD_FLOP_FACTOR, OPTIMIZER_STATE, add_backward
@@ -109,8 +109,7 @@ class Builder:
         if found is not None:
             where, key, value, dim, side = found
             word = DIM_WORDS[dim]
-            shown = rounded_text(value, dim) if dim in ROUNDED_UNITS else format_quantity(
-                value, dim)
+            shown = _shown(value, dim, side)
             way = "smaller" if side == "above" else "larger"  # the way back into the range
             raise UsageError(Diagnostic(
                 "E930", f"these options make {where}'s `{key}` {shown}, "
@@ -129,6 +128,14 @@ class Builder:
         else:
             lines.append("Inference (forward pass only).")
         return "\n".join(lines)
+
+
+def _shown(value: float, dim: str, side: str) -> str:
+    """An out-of-range `value` as a person reads it: a size above the range in binary
+    units, with the decimals it takes to read above it (`1024.001 TiB`, not `1024.00`)."""
+    if dim == "size" and side == "above":
+        return format_bytes_of(value, RANGES["size"][1])[0]
+    return rounded_text(value, dim) if dim in ROUNDED_UNITS else format_quantity(value, dim)
 
 
 def check_positive(**values: int) -> None:

@@ -178,6 +178,18 @@ def test_a_size_above_the_range_is_hinted_to_make_the_model_smaller() -> None:
     (d,) = err.value.diagnostics
     assert d.code == "E930" and "above the valid range of a size" in d.message
     assert d.hints[0].endswith("make the model smaller (--hidden, --seq, --batch, --vocab)")
+    # before: "`output` 3999999999996 KiB"
+    assert "`output` 3725.29 TiB, above" in d.message, d.message
+
+
+def test_a_size_just_above_the_range_reads_above_it() -> None:
+    """A size a KiB over 1024 TiB reads above it, not as `1024.00 TiB`."""
+    b = Builder("g", "v100", "fp32")
+    b.op("x", 1, 2**48 + 2**8)  # fp32: 1024 TiB + 1 KiB
+    with pytest.raises(UsageError) as err:
+        b.check_ranges()
+    (d,) = err.value.diagnostics
+    assert "1024.000000001 TiB, above the valid range of a size" in d.message, d.message
 
 
 @pytest.mark.parametrize(("flops", "side", "way"), [(1e19, "above", "smaller"),
