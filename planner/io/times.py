@@ -184,14 +184,16 @@ def _from_json(data: Any, shown: str, text: str) -> dict[str, float]:
             _seconds(v) is not None or _json_number(v) for v in values):
         raise _not_times(shown)
     out: dict[str, float] = {}
+    where = JsonSpans(shown, text)
     for name, value in data.items():
         seconds = _json_seconds(value)
         if seconds is None:
+            at = where(name)
             raise SpecError(Diagnostic(
                 "E934", f"the time of `{name}` is not a number of seconds (finite, >= 0): "
-                f"{json.dumps(value)}", JsonSpans(shown, text)(name),
-                _unquote_hint(value)))
-        wrong = _out_of_range(name, seconds, JsonSpans(shown, text)(name), f"{json.dumps(value)} s")
+                f"{_written(where, at, value)}", at, _unquote_hint(value)))
+        at = where(name)
+        wrong = _out_of_range(name, seconds, at, f"{_written(where, at, value)} s")
         if wrong is not None:
             raise wrong
         out[name] = seconds
@@ -239,11 +241,19 @@ def _trace_dur(value: Any, name: str, at: JsonSpans, i: int) -> float:
     at it (`"dur": "500"` was read as 500 us without a word)."""
     dur = _json_seconds(value)
     if dur is None:
+        span = at(i, "dur")
         raise SpecError(Diagnostic(
             "E934", f"the duration of event `{name}` is not a number of microseconds (finite, "
-            f">= 0): {json.dumps(value)}", at(i, "dur"),
-            _unquote_hint(value)))
+            f">= 0): {_written(at, span, value)}", span, _unquote_hint(value)))
     return dur
+
+
+def _written(where: JsonSpans, at: Span, value: Any, cap: int = 60) -> str:
+    """`value` as the file writes it (`1e400`, which Python reads as inf and `json.dumps`
+    writes `Infinity`), at most `cap` characters; `json.dumps(value)` without its text."""
+    doc = where.locate.doc if where.locate is not None else None
+    shown = doc[at.start:at.end] if doc is not None and at.end > at.start else json.dumps(value)
+    return shown if len(shown) <= cap else shown[:cap - 3] + "..."
 
 
 def _unquote_hint(value: Any) -> tuple[str, ...]:

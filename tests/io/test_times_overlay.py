@@ -203,3 +203,18 @@ def test_a_complete_trace_event_without_duration_is_located(tmp_path: Path) -> N
     assert (d.code, d.message) == ("E934", "complete event `node2` has no `dur`")
     assert d.span == JsonSpans(str(f), f.read_text())(1)
     assert (d.span.line, d.span.column) == (2, 2)
+
+
+@pytest.mark.parametrize(("text", "quoted"), [
+    ('{"node2": 1e400}', ": 1e400"),  # was `Infinity`
+    ('{"node2": -1E400}', ": -1E400"),  # was `-Infinity`
+    ('{"node2": 2.50e7}', ", 2.50e7 s, is above"),  # was `25000000.0 s`
+    ('[{"ph": "X", "name": "node2", "dur": 1e999}]', ": 1e999")])
+def test_a_time_is_quoted_as_the_file_writes_it(tmp_path: Path, text: str,
+                                                quoted: str) -> None:
+    f = tmp_path / "t.json"
+    f.write_text(text)
+    with pytest.raises(SpecError) as err:
+        read_times(f)
+    (d,) = err.value.diagnostics
+    assert d.code == "E934" and quoted in d.message, d.message
