@@ -14,13 +14,18 @@ from ..model import MAX_MICROBATCHES, Pipeline, Problem
 from ..pipeline.splitdp import MAX_CELLS, best_splits
 from ..pipeline.units import units
 
-__all__ = ["in_flight_hints", "stage_cap_words"]
+__all__ = ["cap_words", "in_flight_hints", "stage_cap_words"]
 
 
 def stage_cap_words(problem: Problem, pipeline: Pipeline) -> str:
     """The cap the micro-batches put on the stages (`_stage_cap`), in words for a message
     that no split fits (pipedp's E707, hybrid's E712, pipeilp's E708); empty where none."""
-    capped_at = _stage_cap(problem, pipeline)
+    return cap_words(_stage_cap(problem, pipeline), pipeline)
+
+
+def cap_words(capped_at: int | None, pipeline: Pipeline) -> str:
+    """`stage_cap_words` of a cap counted elsewhere (pipeilp's, whose stages are not one
+    a device); empty for None."""
     return ("" if capped_at is None else f" in at most {capped_at} stage(s) "
             f"(`{pipeline.schedule}` runs no more stages than micro-batches)")
 

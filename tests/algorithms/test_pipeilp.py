@@ -279,7 +279,7 @@ def test_a_proof_under_1f1b_names_its_stage_cap() -> None:
     with pytest.raises(InfeasibleError) as err:
         run("pipeilp", p)
     e708 = err.value.diagnostics[-1]
-    assert e708.code == "E708" and "in at most 2 stages" in e708.message
+    assert e708.code == "E708" and "in at most 2 stage(s) (`1f1b`" in e708.message
     assert e708.hints[0].startswith("more `microbatches` than 2 allow more stages")
 
 

@@ -87,8 +87,7 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
         cap = pipe.microbatches if pipe.schedule_spec.stages_at_most_microbatches else None
         if cap is not None and cap >= units(problem).count:
             cap = None  # the cap binds no placement
-        within = (f" in at most {cap} stages (`{pipe.schedule}` runs no more stages than "
-                  "micro-batches)" if cap is not None else "")
+        within = pipehints.cap_words(cap, pipe)  # E707's and E712's words
         # pipedp's hints, each checked by its split search (a split it finds fits here
         # too); the cap's own where pipedp's split of more stages fits nowhere
         hints = pipehints.in_flight_hints(problem, pipe, pipedp.one_fits(problem, pipe))
