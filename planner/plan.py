@@ -189,11 +189,13 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
     sink = DiagnosticSink()
     where = JsonSpans(source, text, at, sink)
     if not isinstance(data, Mapping) or not isinstance(data.get("placement"), Mapping):
+        wrong = placement_of_wrong_type(data)  # null is absent: no placement
         raise SpecError(
             Diagnostic(
                 "E501",
-                "a placement file must be a JSON object with a `placement` object",
-                where(),
+                "a placement file must be a JSON object with a `placement` object"
+                + (f", not {wrong}" if wrong else ""),
+                where("placement") if wrong else where(),
                 ('for example {"placement": {"conv1": "gpu0"}}',),
             )
         )
@@ -227,6 +229,13 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
     start = _read_start(problem, data.get("start_s"), sink, where)
     sink.raise_if_errors()
     return Plan(tuple(placement), order, start, str(data.get("algorithm", "")))
+
+
+def placement_of_wrong_type(data: Any) -> str | None:
+    """A file's `placement` in words (`a boolean false`) where it is given, not null, and
+    not an object; else None."""
+    raw = data.get("placement") if isinstance(data, Mapping) else None
+    return None if raw is None or isinstance(raw, Mapping) else _kind(raw)
 
 
 def load_replicas(problem: Problem, data: Mapping[str, Any], placement: Sequence[int],

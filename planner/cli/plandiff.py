@@ -35,7 +35,14 @@ from ..errors import Diagnostic, JsonSpans, Span, SpecError, UsageError
 from ..pipeline.bound import pipeline_bound
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.verdict import pipeline_breaks
-from ..plan import check_shapes, load_plan, load_recompute, load_replicas, order_of
+from ..plan import (
+    check_shapes,
+    load_plan,
+    load_recompute,
+    load_replicas,
+    order_of,
+    placement_of_wrong_type,
+)
 from ..simulate import simulate
 from ..spec.load import load_path
 from .given import exported, made_for, one_plan_of, parsed_json
@@ -139,6 +146,12 @@ def read_side(path: Path) -> Side:
     if data.get("format", PLAN_FORMAT) != PLAN_FORMAT:
         raise _not_a_plan(shown, f"unknown format {data.get('format')!r}")
     if not isinstance(data.get("placement"), Mapping):
+        wrong = placement_of_wrong_type(data)
+        if wrong:  # at the value (`"placement": false`), as simulate reports it
+            raise SpecError(Diagnostic(
+                "E642", f"no plan in {shown}: `placement` is {wrong}, not an object of op "
+                "names to device names", JsonSpans(shown, text, at)("placement"),
+                (_PLAN_HINT,)))
         raise _not_a_plan(shown, "no `placement` object")
     check_shapes(data, shown, text, at)  # null means absent; a wrong type is no plan's
     side = Side(shown, data, text, at,

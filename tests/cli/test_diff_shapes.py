@@ -41,3 +41,24 @@ def test_null_is_absent(tmp_path: Path) -> None:
         {**BASE, "replicas": None, "recompute": None, "order": None}))
     rc, out, err = invoke(["diff", "old.json", "new.json"], tmp_path)
     assert rc == 0 and "0 device(s) whose load changed" in out, err
+
+
+SPEC = """
+cluster c { device gpu[0..1] { memory 3 MB } link gpu0 <-> gpu1 { bandwidth 1 GB/s } }
+graph g { op a { time 1 ms  output 1 MB }  op b { time 2 ms  output 1 MB }  a -> b }
+plan p { graph g cluster c  contention none }
+"""
+
+
+@pytest.mark.parametrize("value", [False, 0, [], "a"])
+def test_a_placement_of_the_wrong_type_is_located_at_it(tmp_path: Path, value: Any) -> None:
+    """Before: E642 (diff) and E501 (simulate) at the file's first character."""
+    (tmp_path / "s.plan").write_text(SPEC)
+    (tmp_path / "old.json").write_text(json.dumps(BASE))
+    text = json.dumps({**BASE, "placement": value})
+    (tmp_path / "new.json").write_text(text)
+    col = text.index('"placement": ') + len('"placement": ') + 1
+    for args, code in ((["diff", "old.json", "new.json"], "E642"),
+                       (["simulate", "s.plan", "--placement", "new.json"], "E501")):
+        rc, _, err = invoke(args, tmp_path)
+        assert rc != 0 and f"new.json:1:{col}: error[{code}]" in err, err
