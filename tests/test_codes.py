@@ -68,6 +68,9 @@ SHARED.update({  # one meaning each, raised in two places
              "models (facts.py) and a pipeline's (stagefacts.py)"),
     "E214": ("a plain number written with a unit: a block's attributes (spec/lower/attrs.py) "
              "and a pipeline's counts (spec/lower/plan.py)"),
+    "E502": ("a plan file in a format planner cannot read as a plan: an unknown format or "
+             "version (plan.py), an `export torch --pipeline` document of replicated stages, "
+             "whose `placement` holds one replica of each (cli/given.py)"),
     "E947": ("a pipeline torch's schedules cannot run: the export's checks "
              "(io/torch_pipeline.py) and the regrouping on --ranks (io/torch_ranks.py)"),
     "E605": ("an option the algorithm does not take: `solve`'s flags (cli/applies.py) and "
