@@ -239,7 +239,8 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: f
             **uniform.info, "why": f"pipedp found no split ({err.diagnostics[0].message}); "
                                    "the uniform split fits"})))
     try:
-        found = pipeilp.recomputing(problem, err, contiguous.cells_for(options.time_limit_s))
+        found = pipeilp.recomputing(problem, err, contiguous.cells_for(options.time_limit_s),
+                                    splitdp.cells_for(options.time_limit_s))
     except InfeasibleError:
         pass
     else:  # no solver ran: auto's own plan, as where the memory shaped pipedp's split

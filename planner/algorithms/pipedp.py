@@ -328,7 +328,7 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
     """The proofs that no placement fits (`infeasible.diagnose`: what `check` says), else
     E707, with its cause: the memory caps (a split fits without them), else the devices
     each unit may use (pins, op times), which no chain of stages follows. Its message says
-    "no split ... fits" only where every split was searched (`_unsearched`), and, under
+    "no split ... fits" only where every split was searched (`unsearched`), and, under
     several stages per device, that count; a hint names `auto` (`name_auto`) where a split
     of one stage per device fits under the schedule's fallback (`one_per_device_hint`); of
     the changes that hold fewer micro-batches in flight, only those with which a split
@@ -340,7 +340,7 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
     what = (f"contiguous pipeline split of plan `{problem.name}`"
             + (f" into {per} stages per device, a chain of devices repeated {per} times,"
                if per > 1 else ""))
-    left = _unsearched(problem, pipeline, cells)
+    left = unsearched(problem, pipeline, cells)
     among = f" among those searched ({left})" if left else ""
     among += pipehints.stage_cap_words(problem, pipeline)  # the DP searched no more stages than M
     if best_splits(problem, pipeline, capped=False, cells=cells, every_chain=True):
@@ -358,7 +358,7 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
          "each stage together, stage after stage",)))
 
 
-def _unsearched(problem: Problem, pipeline: Pipeline, cells: float) -> str:
+def unsearched(problem: Problem, pipeline: Pipeline, cells: float) -> str:
     """What the split search before E707 left out, in words (empty where it searched every
     split): device chains past `MAX_CHAINS`, unit boundaries thinned from the cuts, and
     under several stages per device the per-stage DP in place of every split."""

@@ -64,7 +64,8 @@ def place(problem: Problem, options: Options) -> Solution:
         start = _cut_moves(problem, options, pipedp.place_within(problem, options, cells),
                            deadline, cells)
     except InfeasibleError as err:  # no split fits without recomputing: the moves' rule
-        found = pipeilp.recomputing(problem, err, contiguous.cells_for(options.time_limit_s))
+        found = pipeilp.recomputing(problem, err, contiguous.cells_for(options.time_limit_s),
+                                    cells)
         return dataclasses.replace(found, plan=found.plan.with_algorithm("search"), info=(
             MappingProxyType({**found.info, "chosen": "recomputing contiguous split",
                               "search": "skipped: its moves judge memory without "

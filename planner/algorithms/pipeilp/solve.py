@@ -82,20 +82,25 @@ def place(problem: Problem, options: Options) -> Solution:
                                                      "solver answered"}))) from None
 
 
-def recomputing(problem: Problem, err: InfeasibleError, cells: float = MAX_CELLS) -> Solution:
+def recomputing(problem: Problem, err: InfeasibleError, cells: float = MAX_CELLS,
+                searched: float = MAX_CELLS) -> Solution:
     """Where no contiguous split fits without recomputing (`err`, pipedp's E707): the best
     recomputing contiguous split (`warm.recomputing_split`) as a plan, with its period,
     bound, simulated iteration and the devices that recompute. No solver runs: it is what
     `auto` and `search` plan there. `err` is raised again where none fits either, or
     where it is not E707 (a proof that no placement exists at all, `planner.facts`).
-    `cells`: the DP's work (`contiguous.cells_for`)."""
+    `cells`: the DP's work (`contiguous.cells_for`); `searched`: pipedp's, which drew `err`
+    (`splitdp.cells_for`): its claim is "among those searched" where that left splits out."""
     best = recomputing_split(problem, cells) if any(
         d.code == "E707" for d in err.diagnostics) else None
     if best is None:
         raise err
-    what = ("pipedp found no split that fits without recomputing activations" if isinstance(
-        err, pipedp.ChainsLeftOut) else "no contiguous split fits the memory without "
-        "recomputing activations")  # the first searched only the chains its limit allowed
+    if isinstance(err, pipedp.ChainsLeftOut):  # it searched only the chains its limit allowed
+        what = "pipedp found no split that fits without recomputing activations"
+    else:
+        left = pipedp.unsearched(problem, problem.pipeline or Pipeline(), searched)
+        what = ("no contiguous split fits the memory without recomputing activations"
+                + (f" among those searched ({left})" if left else ""))
     return _recomputing_plan(problem, best, f"{what} (pipedp: {err.diagnostics[0].message})")
 
 
