@@ -187,9 +187,12 @@ def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
     cluster's order, which under `interleaved` runs as 1F1B), and pipedp's `split` with
     hybrid's cut moves where both are simulated (pipedp's estimate, hybrid's DP cost differ)."""
     moves, cuts = _hybrid_work(problem, options.time_limit_s)
+    pipeline = problem.pipeline or Pipeline()
+    runs = pipedp.simulations(pipedp.simulation_budget(options.time_limit_s),
+                              pipeline.microbatches * len(problem.graph.ops))
     try:
         return pipehybrid.place(problem, options, pure=simulated and split is not None,
-                                split=split, moves=moves, cuts=cuts)
+                                split=split, moves=moves, cuts=cuts, runs=runs)
     except InfeasibleError:  # no layout fits: the pure pipeline's verdict stands
         return None
 

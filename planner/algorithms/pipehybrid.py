@@ -25,8 +25,9 @@ in flight (`hybrid.in_flight`: under 1F1B `ceil(p / r)` with p the devices from 
 last stage), the largest transient and one DDP bucket.
 
 The DP gives the best layout for each count of devices used; every one is simulated
-(`pipeline.schedule.run` with its replicas), with one stage on all devices (pure data
-parallelism), and the shortest simulated iteration that fits wins; its cuts are then moved
+(`pipeline.schedule.run` with its replicas; under `auto` within its limit's simulations,
+least DP cost first: `best`), with one stage on all devices (pure data parallelism), and
+the shortest simulated iteration that fits wins; its cuts are then moved
 a unit or two either way while the simulated iteration shortens, within a budget of
 simulated ops (`refine`). Past `pipedp.MAX_SIMULATED_OPS` copied
 ops the DP's cost compares them instead. Under `data_parallel auto` or `1`, `pipedp`'s split
@@ -40,7 +41,8 @@ every stage (N identical pipelines), and a pin binds the first replica alone (`_
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -56,18 +58,18 @@ from ..cost import (
     stage_memory,
     transfer_seconds_array,
 )
-from ..errors import Diagnostic, InfeasibleError, SearchLimitError
-from ..model import Cluster, Pipeline, Problem, derived
+from ..errors import Diagnostic, InfeasibleError
+from ..model import Pipeline, Problem, derived
 from ..pipeline import hybrid
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import Split, fits, split_of, stage_bytes
 from ..pipeline.splitdp import candidate_cuts, most_stages
 from ..pipeline.units import Units, units
 from ..plan import Plan
-from ..units import format_bytes
 from . import pipedp, pipehints
 from .base import Options, Solution
 from .infeasible import diagnose
+from .pipeblocks import check_pins
 from .pipedp import MAX_SIMULATED_OPS
 
 #: unit boundaries the DP cuts at (the cheapest to cross in as many windows beyond it)
@@ -101,21 +103,23 @@ class Layout:
 
 def place(problem: Problem, options: Options, *, pure: bool = True,
           split: Sequence[int] | None = None, moves: float = REFINE_COPIED_OPS,
-          cuts: int = MAX_CUTS) -> Solution:
+          cuts: int = MAX_CUTS, runs: int = sys.maxsize) -> Solution:
     """The best hybrid layout (module docstring) as a plan; `info["replicas"]` names each
     replicated stage's group. With `pure` (unless `data_parallel N` asks for replicas),
     `pipedp`'s split (`split`, where `auto` ran pipedp) is a candidate too: one device per
     stage on any chain, which the DP's consecutive blocks may miss; `moves`: `refine`'s;
-    `cuts`: the DP's candidate cuts at most (`auto` sizes them to its limit)."""
+    `cuts`: the DP's candidate cuts at most, `runs` its layouts simulated (`best`; `auto`
+    sizes both to its limit)."""
     pipeline = problem.pipeline or Pipeline()
     if _fixed(pipeline) not in (None, 1):
-        _check_pins(problem, int(pipeline.data_parallel))
+        check_pins(problem, int(pipeline.data_parallel))
     found = candidates(problem, pipeline, cuts)
     pure = pure and _fixed(pipeline) in (None, 1)
     chain = _pure(problem, pipeline, options, split) if pure else None
     if not found and chain is None:
         raise _no_layout(problem, pipeline)
-    chosen, figures = best(problem, pipeline, found) if found else (None, {})
+    chosen, figures = best(problem, pipeline, found, runs) if found else (None, {})
+    left = len(found) - len(figures)  # the DP's layouts `runs` left unsimulated
     if chosen is not None and simulated(problem, pipeline):
         chosen = refine(problem, pipeline, chosen, figures, moves)
     if chain is not None and chain not in figures:  # kept where it runs faster, or alone fits
@@ -125,7 +129,7 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
         if chosen is None or figures[chain] < figures[chosen]:
             chosen = chain
     assert chosen is not None
-    return solution(problem, pipeline, chosen, figures)
+    return solution(problem, pipeline, chosen, figures, left)
 
 
 def _no_layout(problem: Problem, pipeline: Pipeline) -> InfeasibleError:
@@ -192,104 +196,19 @@ def refine(problem: Problem, pipeline: Pipeline, lay: Layout, figures: dict[Layo
     return lay
 
 
-def identical_pipelines(problem: Problem, options: Options,
-                        solve: Callable[[Problem, Options], Solution], name: str) -> Solution:
-    """`data_parallel N` for a solver of one pipeline (`pipeilp`): N identical pipelines,
-    stage k of each on device k of its block of N consecutive devices, so the solver plans
-    one pipeline over the first device of each block (its links, its pins), with its
-    share of the micro-batches, ceil(M / N), in flight, and the least memory of its block
-    (each device of a block holds a replica of its stages) less a DDP bucket of every
-    gradient, at most 25 MiB; each of its stages is then replicated over its block. A
-    stage with fewer gradients holds a smaller bucket, so where nothing fits so, the
-    solver runs again with no bucket (a relaxation): its proof stands, and its plan is
-    kept where it fits as simulated, else E709 (no proof). The all-reduce is not in the
-    solver's model: the plan is judged by the simulator, and at best `feasible`."""
-    pipeline = problem.pipeline or Pipeline()
-    n = int(pipeline.data_parallel)
-    _check_pins(problem, n)
-    reps = list(range(0, len(problem.cluster.devices) - n + 1, n))
-    every_op = range(len(problem.graph.ops))  # a stage's bucket holds its gradients at most
-    bucket = hybrid.bucket_bytes(hybrid.gradient_bytes(problem, every_op), n)
-    try:
-        planned = solve(_one_pipeline(problem, n, reps, bucket), options)
-        relaxed = False
-    except InfeasibleError:
-        if not bucket:
-            raise
-        planned, relaxed = solve(_one_pipeline(problem, n, reps, 0.0), options), True
-    placement = tuple(reps[d] for d in planned.plan.placement)
-    groups = {reps[d]: tuple(range(reps[d], reps[d] + n)) for d in set(planned.plan.placement)}
-    index = problem.cluster.device_index
-    ran = run_pipeline(problem, placement, pipeline,
-                       [index[x] for x in planned.info.get("recompute") or ()], groups)
-    if relaxed and not fits(problem, ran.memory_bytes):
-        raise SearchLimitError(Diagnostic(
-            "E709", f"{name} found no placement of plan `{problem.name}` as {n} identical "
-            f"pipelines: none fits with a DDP bucket of {format_bytes(int(bucket))} on every "
-            "replica, and the one that fits without the bucket does not with its own; this "
-            "is not a proof that none exists", None,
-            ("`--algo hybrid` charges each stage's replicas the bucket they hold",)))
-    info = {**planned.info, "replicas": hybrid.replica_names(problem, groups),
-            "layout": [len(groups[s.device]) for s in ran.stages],
-            "iteration_s": ran.iteration_s,
-            "data_parallel": f"{name} planned one of {n} identical pipelines over the first "
-                             f"device of each block of {n} ({ceil_share(pipeline, n)} "
-                             "micro-batches each); the all-reduce is the simulator's alone"}
-    if "why" in info:  # the solver's verdict is one pipeline's, its figures per own micro-batch
-        info["why"] = (f"for one of the {n} pipelines alone, its period per own micro-batch: "
-                       f"{info['why']}; the all-reduce is outside its model, so the plan is "
-                       "at best `feasible`")
-    status = "feasible" if planned.status in ("feasible", "optimal") else planned.status
-    return Solution(Plan(placement, algorithm=name), status, MappingProxyType(info))
-
-
-def _one_pipeline(problem: Problem, n: int, reps: Sequence[int], bucket: float) -> Problem:
-    """One of the N identical pipelines: the first device of each block, with the least
-    memory of the block less `bucket`, and its share of the micro-batches."""
-    cluster, slot = problem.cluster, {d: k for k, d in enumerate(reps)}
-    sub = Cluster(cluster.name, tuple(
-        dataclasses.replace(cluster.devices[d], memory_bytes=max(
-            0, min(x.memory_bytes for x in cluster.devices[d:d + n]) - int(bucket)))
-        for d in reps),
-        tuple(dataclasses.replace(lk, src=slot[lk.src], dst=slot[lk.dst])
-              for lk in cluster.links if lk.src in slot and lk.dst in slot))
-    pipeline = problem.pipeline or Pipeline()
-    one = dataclasses.replace(pipeline, data_parallel=1, microbatches=ceil_share(pipeline, n))
-    return Problem(problem.name, problem.graph, sub, problem.memory_model, problem.contention,
-                   MappingProxyType({i: slot[d] for i, d in problem.pins.items()}),
-                   pipeline=one)
-
-
-def _check_pins(problem: Problem, n: int) -> None:
-    """E712 where a pin names a device that starts no block of n: under `data_parallel N`
-    a pin names the device of the first of the N pipelines (`_replicas`)."""
-    m = len(problem.cluster.devices)
-    reps = range(0, m - n + 1, n)
-    strays = sorted({d for d in problem.pins.values() if d not in reps})
-    if strays:
-        devs = problem.cluster.devices
-        raise InfeasibleError(Diagnostic(
-            "E712", f"`data_parallel {n}` runs stage k of each pipeline on device k of a "
-            f"block of {n}, and `{devs[strays[0]].name}` is pinned to but starts no block",
-            None, ("pin to the first device of a block of "
-                   f"{n} ({', '.join(devs[d].name for d in reps)}), or remove the pins",)))
-
-
-def ceil_share(pipeline: Pipeline, n: int) -> int:
-    """The micro-batches each of n pipelines takes at most."""
-    return -(-pipeline.microbatches // n)
-
-
 def solution(problem: Problem, pipeline: Pipeline, chosen: Layout,
-             figures: dict[Layout, float]) -> Solution:
-    """`chosen` as a plan with its figures."""
+             figures: dict[Layout, float], left: int = 0) -> Solution:
+    """`chosen` as a plan with its figures (`left`: the DP's layouts `best` did not
+    simulate, its limit's simulations spent)."""
+    some = (f"; {left} more of the DP's, of greater DP cost, not simulated within the "
+            "limit" if left else "")
     info: dict[str, object] = {
         "stages": len(chosen.groups),
         "replicas": hybrid.replica_names(problem, chosen.replicas),
         "layout": [len(g) for g in chosen.groups],
         "iteration_s": figures[chosen],
         "candidates_compared_by": (
-            f"simulation ({len(figures)} layout(s), the chosen one's cuts moved)"
+            f"simulation ({len(figures)} layout(s){some}, the chosen one's cuts moved)"
             if simulated(problem, pipeline) else
             f"estimate ({len(figures)} layout(s)): the DP's cost, its costliest stage's "
             f"way in, busy time, way back and all-reduce (the {pipeline.microbatches} "
@@ -300,15 +219,23 @@ def solution(problem: Problem, pipeline: Pipeline, chosen: Layout,
 
 
 def best(problem: Problem, pipeline: Pipeline, found: Sequence[Layout],
-         ) -> tuple[Layout, dict[Layout, float]]:
+         runs: int = sys.maxsize) -> tuple[Layout, dict[Layout, float]]:
     """The layout of `found` whose simulated iteration is shortest among those that fit
-    (ties: fewer devices, then fewer stages, then the DP's order); each one's iteration."""
-    figures: dict[Layout, float] = {}
-    for lay in found:
-        figures[lay] = iteration(problem, pipeline, lay)
+    (ties: fewer devices, then fewer stages, then the DP's order); each one's iteration.
+    Where `runs` (`auto`'s share of its limit's simulations) is fewer than the layouts,
+    those of least DP cost (`layout_cost`) are simulated first, `runs` of them and more
+    until one fits."""
     order = {lay: k for k, lay in enumerate(found)}
-    chosen = min(found, key=lambda lay: (figures[lay], sum(map(len, lay.groups)),
-                                         len(lay.groups), order[lay]))
+    ranked = list(found)
+    if runs < len(found) and simulated(problem, pipeline):
+        ranked.sort(key=lambda lay: (layout_cost(problem, pipeline, lay), order[lay]))
+    figures: dict[Layout, float] = {}
+    for lay in ranked:
+        if len(figures) >= max(1, runs) and min(figures.values()) < INF:
+            break
+        figures[lay] = iteration(problem, pipeline, lay)
+    chosen = min(figures, key=lambda lay: (figures[lay], sum(map(len, lay.groups)),
+                                           len(lay.groups), order[lay]))
     return chosen, figures
 
 

@@ -1,6 +1,6 @@
 """`pipeilp` under `data_parallel N` plans one of N identical pipelines over the first
 device of each block of N and replicates each stage over its block
-(`pipehybrid.identical_pipelines`). Every device of a block holds a replica, so the
+(`pipeblocks.identical_pipelines`). Every device of a block holds a replica, so the
 block's least memory caps its stages: with the first device's memory alone, a 16 GiB
 device whose replica is a 1 GiB one got the whole model, and the plan overflowed the
 replica (E401, exit 3, where `hybrid` plans one that fits).

@@ -20,7 +20,7 @@ from ...pipeline.schedule import run_planned
 from ...pipeline.split import runs, runs_as, split_of
 from ...pipeline.splitdp import MAX_CELLS
 from ...plan import Plan
-from .. import pipedp, pipehybrid
+from .. import pipeblocks, pipedp
 from ..base import Interrupted, Options, Solution
 from ..exact import backends
 from ..exact.budget import WALL_CAP_EXTRA_S, WALL_CAP_FACTOR
@@ -64,7 +64,7 @@ def place(problem: Problem, options: Options) -> Solution:
         return trivial
     replicated = (problem.pipeline or Pipeline()).data_parallel
     if replicated not in (1, "auto"):  # N identical pipelines: one planned, replicated
-        return pipehybrid.identical_pipelines(problem, options, place, "pipeilp")
+        return pipeblocks.identical_pipelines(problem, options, place, "pipeilp")
     pipedp.check_units(problem, problem.pipeline or Pipeline())  # E258, E304, E259: the cause
     warm_up(problem, options)
     clock = Clock(options)

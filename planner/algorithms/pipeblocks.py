@@ -1,0 +1,107 @@
+"""`data_parallel N` for a solver of one pipeline (`pipeilp`): N identical pipelines
+planned as one over the first device of each block of N, each stage then replicated over
+its block (`identical_pipelines`); split from `pipehybrid`, whose `data_parallel N` reads
+the same blocks (`check_pins`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from types import MappingProxyType
+
+from ..errors import Diagnostic, InfeasibleError, SearchLimitError
+from ..model import Cluster, Pipeline, Problem
+from ..pipeline import hybrid
+from ..pipeline.schedule import run as run_pipeline
+from ..pipeline.split import fits
+from ..plan import Plan
+from ..units import format_bytes
+from .base import Options, Solution
+
+
+def identical_pipelines(problem: Problem, options: Options,
+                        solve: Callable[[Problem, Options], Solution], name: str) -> Solution:
+    """`data_parallel N` for a solver of one pipeline (`pipeilp`): N identical pipelines,
+    stage k of each on device k of its block of N consecutive devices, so the solver plans
+    one pipeline over the first device of each block (its links, its pins), with its
+    share of the micro-batches, ceil(M / N), in flight, and the least memory of its block
+    (each device of a block holds a replica of its stages) less a DDP bucket of every
+    gradient, at most 25 MiB; each of its stages is then replicated over its block. A
+    stage with fewer gradients holds a smaller bucket, so where nothing fits so, the
+    solver runs again with no bucket (a relaxation): its proof stands, and its plan is
+    kept where it fits as simulated, else E709 (no proof). The all-reduce is not in the
+    solver's model: the plan is judged by the simulator, and at best `feasible`."""
+    pipeline = problem.pipeline or Pipeline()
+    n = int(pipeline.data_parallel)
+    check_pins(problem, n)
+    reps = list(range(0, len(problem.cluster.devices) - n + 1, n))
+    every_op = range(len(problem.graph.ops))  # a stage's bucket holds its gradients at most
+    bucket = hybrid.bucket_bytes(hybrid.gradient_bytes(problem, every_op), n)
+    try:
+        planned = solve(_one_pipeline(problem, n, reps, bucket), options)
+        relaxed = False
+    except InfeasibleError:
+        if not bucket:
+            raise
+        planned, relaxed = solve(_one_pipeline(problem, n, reps, 0.0), options), True
+    placement = tuple(reps[d] for d in planned.plan.placement)
+    groups = {reps[d]: tuple(range(reps[d], reps[d] + n)) for d in set(planned.plan.placement)}
+    index = problem.cluster.device_index
+    ran = run_pipeline(problem, placement, pipeline,
+                       [index[x] for x in planned.info.get("recompute") or ()], groups)
+    if relaxed and not fits(problem, ran.memory_bytes):
+        raise SearchLimitError(Diagnostic(
+            "E709", f"{name} found no placement of plan `{problem.name}` as {n} identical "
+            f"pipelines: none fits with a DDP bucket of {format_bytes(int(bucket))} on every "
+            "replica, and the one that fits without the bucket does not with its own; this "
+            "is not a proof that none exists", None,
+            ("`--algo hybrid` charges each stage's replicas the bucket they hold",)))
+    info = {**planned.info, "replicas": hybrid.replica_names(problem, groups),
+            "layout": [len(groups[s.device]) for s in ran.stages],
+            "iteration_s": ran.iteration_s,
+            "data_parallel": f"{name} planned one of {n} identical pipelines over the first "
+                             f"device of each block of {n} ({ceil_share(pipeline, n)} "
+                             "micro-batches each); the all-reduce is the simulator's alone"}
+    if "why" in info:  # the solver's verdict is one pipeline's, its figures per own micro-batch
+        info["why"] = (f"for one of the {n} pipelines alone, its period per own micro-batch: "
+                       f"{info['why']}; the all-reduce is outside its model, so the plan is "
+                       "at best `feasible`")
+    status = "feasible" if planned.status in ("feasible", "optimal") else planned.status
+    return Solution(Plan(placement, algorithm=name), status, MappingProxyType(info))
+
+
+def _one_pipeline(problem: Problem, n: int, reps: Sequence[int], bucket: float) -> Problem:
+    """One of the N identical pipelines: the first device of each block, with the least
+    memory of the block less `bucket`, and its share of the micro-batches."""
+    cluster, slot = problem.cluster, {d: k for k, d in enumerate(reps)}
+    sub = Cluster(cluster.name, tuple(
+        dataclasses.replace(cluster.devices[d], memory_bytes=max(
+            0, min(x.memory_bytes for x in cluster.devices[d:d + n]) - int(bucket)))
+        for d in reps),
+        tuple(dataclasses.replace(lk, src=slot[lk.src], dst=slot[lk.dst])
+              for lk in cluster.links if lk.src in slot and lk.dst in slot))
+    pipeline = problem.pipeline or Pipeline()
+    one = dataclasses.replace(pipeline, data_parallel=1, microbatches=ceil_share(pipeline, n))
+    return Problem(problem.name, problem.graph, sub, problem.memory_model, problem.contention,
+                   MappingProxyType({i: slot[d] for i, d in problem.pins.items()}),
+                   pipeline=one)
+
+
+def check_pins(problem: Problem, n: int) -> None:
+    """E712 where a pin names a device that starts no block of n: under `data_parallel N`
+    a pin names the device of the first of the N pipelines (`pipehybrid._replicas`)."""
+    m = len(problem.cluster.devices)
+    reps = range(0, m - n + 1, n)
+    strays = sorted({d for d in problem.pins.values() if d not in reps})
+    if strays:
+        devs = problem.cluster.devices
+        raise InfeasibleError(Diagnostic(
+            "E712", f"`data_parallel {n}` runs stage k of each pipeline on device k of a "
+            f"block of {n}, and `{devs[strays[0]].name}` is pinned to but starts no block",
+            None, ("pin to the first device of a block of "
+                   f"{n} ({', '.join(devs[d].name for d in reps)}), or remove the pins",)))
+
+
+def ceil_share(pipeline: Pipeline, n: int) -> int:
+    """The micro-batches each of n pipelines takes at most."""
+    return -(-pipeline.microbatches // n)
