@@ -10,6 +10,8 @@ else what it searched."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from test_auto_recompute import SPEC
 
@@ -100,3 +102,49 @@ def test_e709_says_no_contiguous_split_fits_where_every_one_was_searched(
     assert "no contiguous split fits, even recomputing: this is not a proof" in message
     p = planner.loads(SPEC).plan("p")
     assert contiguous.unsearched(p, contiguous.cells_for(limit)) == ""
+
+
+def test_a_build_past_the_limits_grace_returns_the_warm_start_and_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As `ilp`'s: the limit bounds the model's build, past the watchdog's grace (here none:
+    the stub's family ends 0.25 s after a 0.2 s limit), and the warm start is returned as
+    `fallback` with the reason, no solver run. Before, the build ran to its end whatever
+    the limit (ResNet-50 `pinter` at `--time-limit 3`: 0.7-1.8 s of 15,253 rows, begun
+    2.5 s in), and the solver was handed the model with 0.05 s left."""
+    from planner.algorithms.pipeilp import model
+
+    real = model._Model._period
+
+    def slow(self):  # type: ignore[no-untyped-def]
+        real(self)
+        time.sleep(0.25)
+
+    def solver(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("no solver runs past the build's deadline")
+
+    monkeypatch.setattr(model._Model, "_period", slow)
+    monkeypatch.setattr(backends, "overrun_grace_s", lambda limit: 0.0)
+    monkeypatch.setattr(pipeilp_solve, "_run_solver", solver)
+    found = run("pipeilp", planner.loads(SPEC).plan("p"), Options(time_limit_s=0.2))
+    assert found.status == "fallback"
+    assert found.info["solver_status"] == "skipped"
+    assert found.info["warm_start"] == "recomputing contiguous split"
+    assert found.info["reason"].startswith(
+        "no solver time left in --time-limit 0.2 s: the model was still being built (")
+    assert found.info["reason"].endswith(" rows) 0 s after it ran out")
+
+
+def test_handing_the_model_to_highs_past_the_grace_returns_the_warm_start(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Handing the rows to HiGHS (about as long as building them) ends at the build's
+    deadline too, as `ilp`'s does: the stub says the load passed it. Before, no deadline:
+    ResNet-50 `pinter` at `--time-limit 3` spent 1.3 s loading for a solver given 0.05 s."""
+    def late(opt, model, load_by):  # type: ignore[no-untyped-def]
+        raise backends.LoadOverrun(3, 7)
+
+    monkeypatch.setattr(backends, "_load_in_time", late)
+    found = run("pipeilp", planner.loads(SPEC).plan("p"), Options(time_limit_s=1))
+    assert (found.status, found.info["solver_status"]) == ("fallback", "skipped")
+    assert found.info["reason"] == ("no solver time left in --time-limit 1 s: the model was "
+                                    "still being handed to highs (3 of 7 rows) 5.25 s after "
+                                    "it ran out")

@@ -116,6 +116,9 @@ E711 (exit 4).
 depend on the machine's load, and the clock is a safety cap of 3x the limit plus 1 s (as
 CP-SAT's, `exact/budget.py`). Models of more than `BUDGETED_ROWS` rows stop at the limit
 itself, and `info["reason"]` says when the clock ended a search: another run may differ.
+As `ilp`'s, the model's build and handing it to HiGHS end at the limit plus the
+watchdog's grace (`backends.overrun_grace_s`): past it, no solver runs and the warm start
+is the answer (`fallback`, `info["reason"]`: "no solver time left in --time-limit ...").
 
 **Modules.** `data` (the units as dense tables, the in-flight count), `check` (`evaluate`,
 the exact check), `contiguous` (the recomputing contiguous splits), `orders` (the devices'

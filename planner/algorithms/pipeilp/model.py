@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...cost import INF
 from ...model import Problem
 from ...pipeline.units import units
 from ..exact import backends
-from ..exact.ilp_model import chosen_device, model_units
+from ..exact.ilp_model import OutOfTime, chosen_device, model_units
 from ..exact.instance import choice_term
 from ..exact.model_file import write_model
 from .data import _count, _Data, _pipeline
@@ -18,6 +19,8 @@ from .warm import _Warm
 
 #: relative slack on the warm start's period as the upper bound on T (floats)
 _UB_SLACK = 1e-6
+#: the build reads the clock every this many rows (ResNet-50's 15,253 rows: about 1 s)
+CHECK_EVERY = 1024
 #: a term of a linear row: (coefficient, Pyomo variable), or (constant, None)
 Term = tuple[float, Any]
 
@@ -45,6 +48,9 @@ class _Model:
         self.contradiction = False
         self._linear: Any = None
         self._lists: dict[str, Any] = {}
+        self._deadline: float | None = None
+        #: when the model began (`time.perf_counter()`): its build time is measured from it
+        self.t0 = time.perf_counter()
 
     # -- terms and rows ---------------------------------------------------------------------
 
@@ -73,6 +79,13 @@ class _Model:
         hi = None if upper is None else upper - const
         self._lists[family].add((lo, body, hi))
         self.rows += 1
+        if not self.rows % CHECK_EVERY:
+            self._in_time()
+
+    def _in_time(self) -> None:
+        """Raise `OutOfTime` once `time.perf_counter()` has passed the build's deadline."""
+        if self._deadline is not None and time.perf_counter() > self._deadline:
+            raise OutOfTime(self.rows)
 
     # -- building -----------------------------------------------------------------------------
 
@@ -80,8 +93,12 @@ class _Model:
     FAMILIES = ("assign", "nolink", "cross", "recompute", "compute", "transfer", "kept",
                 "transient", "memory", "inuse", "order", "runs", "stages")
 
-    def build(self) -> None:
-        """Declare the variables and every row family (package docstring)."""
+    def build(self, deadline: float | None = None) -> None:
+        """Declare the variables and every row family (package docstring). Raises
+        `OutOfTime` once `time.perf_counter()` passes `deadline`, checked before each
+        family and every `CHECK_EVERY` rows."""
+        self._deadline = deadline
+        self._in_time()
         pyo = backends.import_pyomo()
         # lazy: start-up (Pyomo, loaded by `import_pyomo` just above)
         from pyomo.core.expr.numeric_expr import LinearExpression
@@ -104,13 +121,12 @@ class _Model:
             if len(data.allowed[k]) > 1:
                 self._row("assign", 1.0, [(1.0, self.x[(k, d)]) for d in data.allowed[k]],
                           1.0)
-        self._crossings(pyo)
-        self._recompute(pyo)
-        self._period()
-        self._memory(pyo)
-        self._order(pyo)
-        self._runs()
-        self._stages()
+        families: tuple[Callable[[], None], ...] = (
+            lambda: self._crossings(pyo), lambda: self._recompute(pyo), self._period,
+            lambda: self._memory(pyo), lambda: self._order(pyo), self._runs, self._stages)
+        for family in families:
+            self._in_time()
+            family()
         mdl.obj = pyo.Objective(expr=mdl.T, sense=pyo.minimize)
 
     def _crossing_s(self, x: int, a: int, b: int) -> tuple[float, float]:

@@ -25,6 +25,7 @@ from ..base import Interrupted, Options, Solution
 from ..exact import backends
 from ..exact.budget import WALL_CAP_EXTRA_S, WALL_CAP_FACTOR
 from ..exact.common import Clock, empty_solution
+from ..exact.ilp_model import OutOfTime
 from .check import evaluate
 from .data import _Data, _data
 from .model import _emit, _Model
@@ -52,8 +53,10 @@ NODE_ROWS_PER_S = 3e4
 #: budget would not keep the time limit's promise. Other solvers get no node budget, so
 #: the limit itself is theirs (CBC under `--time-limit 20` ran 81 s with the cap)
 BUDGETED_ROWS = 4000
-#: why no solver ran under `--time-limit 0` (`ilp`'s words)
-ZERO_LIMIT = "no solver time left in --time-limit 0 s: a zero limit runs no solver"
+#: how the reasons no solver ran begin (`ilp`'s words)
+NO_TIME = "no solver time left in --time-limit"
+#: why no solver ran under `--time-limit 0`
+ZERO_LIMIT = f"{NO_TIME} 0 s: a zero limit runs no solver"
 
 
 def place(problem: Problem, options: Options) -> Solution:
@@ -142,36 +145,30 @@ class _Attempt:
 def _attempt(problem: Problem, orders: _Orders, warm: _Warm | None, options: Options,
              clock: Clock) -> _Attempt:
     """Build the model for `orders`, seed it with `warm`, solve it within the budget."""
-    data = _data(problem)
-    upper = warm.evaluation.period_s if warm else None
-    if options.progress:
-        options.progress(0.05, "building the pipeline ILP")
-    t0 = time.perf_counter()
-    ilp = _Model(problem, data, orders, upper, pipeline_bound(problem).period_s,
-                 upper if upper else _horizon(problem, data))
-    ilp.build()
-    if warm is not None:
-        ilp.seed(warm)
-    build_s = time.perf_counter() - t0
+    ilp, late = _built(problem, orders, warm, options, clock)
+    build_s = time.perf_counter() - ilp.t0
     if options.emit:
         _emit(ilp, options.emit)
-    if options.progress:
+    if options.progress and not late:
         options.progress(0.1, f"solving with {options.solver}")
     t1 = time.perf_counter()
-    nodes = node_budget(options.time_limit_s, ilp.rows)
+    nodes = 0 if late else node_budget(options.time_limit_s, ilp.rows)
     # only HiGHS takes the node budget: for any other solver the clock is the limit itself
     budgeted = _takes_nodes(options.solver) and ilp.rows <= BUDGETED_ROWS
     cap_s = options.time_limit_s
     if budgeted:  # the budget ends the search; the clock is a safety cap
         cap_s = WALL_CAP_FACTOR * options.time_limit_s + WALL_CAP_EXTRA_S
-    if ilp.contradiction:
+    if late:  # the warm start answers, as `ilp`'s does
+        outcome = backends.Outcome("nosolution", late)
+    elif ilp.contradiction:
         outcome = backends.Outcome("infeasible", "the model is infeasible as built")
     elif options.time_limit_s <= 0:  # `--emit` built the model; a zero limit solves none
         outcome, nodes = backends.Outcome("nosolution", ZERO_LIMIT), 0
     else:
         wall_s = max(0.05, cap_s - clock.elapsed())
-        outcome = _run_solver(ilp.model, options, wall_s, nodes, warm is not None)
-    ran = outcome.message != ZERO_LIMIT
+        outcome = _run_solver(ilp.model, options, wall_s, nodes, warm is not None,
+                              _deadline(options, clock))
+    ran = not outcome.message.startswith(NO_TIME)
     info: dict[str, Any] = {"solver": options.solver,
                             "solver_status": outcome.status if ran else "skipped",
                             "build_s": build_s, "solve_s": time.perf_counter() - t1,
@@ -184,6 +181,38 @@ def _attempt(problem: Problem, orders: _Orders, warm: _Warm | None, options: Opt
     if options.progress:
         options.progress(1.0, f"{options.solver}: {outcome.status}")
     return _Attempt(ilp, outcome, info)
+
+
+def _built(problem: Problem, orders: _Orders, warm: _Warm | None, options: Options,
+           clock: Clock) -> tuple[_Model, str]:
+    """The model for `orders`, seeded with `warm`, and '' where it was built; else why it
+    was not: as `ilp`'s, the limit bounds the build past the watchdog's grace
+    (`backends.overrun_grace_s`: a build that ends a little late still gets the solver;
+    `--emit` asks for the whole model)."""
+    data = _data(problem)
+    upper = warm.evaluation.period_s if warm else None
+    if options.progress:
+        options.progress(0.05, "building the pipeline ILP")
+    ilp = _Model(problem, data, orders, upper, pipeline_bound(problem).period_s,
+                 upper if upper else _horizon(problem, data))
+    by = _deadline(options, clock)
+    try:
+        ilp.build(None if options.emit or by is None else by[0])
+    except OutOfTime as late:
+        return ilp, (f"{NO_TIME} {options.time_limit_s:g} s: the model was still being "
+                     f"built ({late.rows:,} rows) {by[1] if by else 0:.3g} s after it ran out")
+    if warm is not None:
+        ilp.seed(warm)
+    return ilp, ""
+
+
+def _deadline(options: Options, clock: Clock) -> tuple[float, float] | None:
+    """When the build and handing the model to the solver must end (`time.perf_counter()`)
+    and the grace past the limit it allows (`backends.overrun_grace_s`); None at 0."""
+    if options.time_limit_s <= 0:
+        return None
+    grace = backends.overrun_grace_s(options.time_limit_s)
+    return clock.t0 + options.time_limit_s + grace, grace
 
 
 def _unsolved(problem: Problem, options: Options, warm: _Warm | None,
@@ -322,14 +351,22 @@ def _takes_nodes(name: str) -> bool:
 
 
 def _run_solver(model: Any, options: Options, wall_s: float, nodes: int,
-                warm: bool) -> Any:
-    """Solve with `options.solver`; HiGHS also stops at `nodes` nodes (`node_budget`)."""
+                warm: bool, by: tuple[float, float] | None = None) -> Any:
+    """Solve with `options.solver`; HiGHS also stops at `nodes` nodes (`node_budget`).
+    Handing the rows to an in-process solver (HiGHS: about as long as building them) ends
+    at `by`'s deadline, as the build does (`_deadline`): past it, no solver runs."""
     name = options.solver
-    return backends.solve_pyomo(model, name, time_limit_s=wall_s, gap=options.gap,
-                                threads=backends.threads_for(name), warm_start=warm,
-                                seed=options.seed,
-                                options={"mip_max_nodes": nodes} if _takes_nodes(name)
-                                else None)
+    try:
+        return backends.solve_pyomo(model, name, time_limit_s=wall_s, gap=options.gap,
+                                    threads=backends.threads_for(name), warm_start=warm,
+                                    seed=options.seed,
+                                    options={"mip_max_nodes": nodes} if _takes_nodes(name)
+                                    else None, load_by=by[0] if by else None)
+    except backends.LoadOverrun as late:
+        return backends.Outcome("nosolution", (
+            f"{NO_TIME} {options.time_limit_s:g} s: the model was still being handed to "
+            f"{name} ({late.rows:,} of {late.total:,} rows) {by[1] if by else 0:.3g} s after "
+            "it ran out"))
 
 
 def _horizon(problem: Problem, data: _Data) -> float:
