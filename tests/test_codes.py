@@ -68,6 +68,9 @@ SHARED.update({  # one meaning each, raised in two places
              "models (facts.py) and a pipeline's (stagefacts.py)"),
     "E214": ("a plain number written with a unit: a block's attributes (spec/lower/attrs.py) "
              "and a pipeline's counts (spec/lower/plan.py)"),
+    "E712": ("no layout of N replicated pipelines honours the plan: the hybrid DP's "
+             "(algorithms/pipehybrid.py), and a pin to a device that starts no block of N "
+             "under `data_parallel N` (algorithms/pipeblocks.py, moved out of pipehybrid.py)"),
     "E502": ("a plan file in a format planner cannot read as a plan: an unknown format or "
              "version (plan.py), an `export torch --pipeline` document of replicated stages, "
              "whose `placement` holds one replica of each (cli/given.py)"),
