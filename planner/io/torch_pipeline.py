@@ -86,10 +86,10 @@ from .torch_split_points import (
     why_not_a_split,
 )
 
-#: the plan's `schedule` -> torch's class (`schedules.Schedule.torch_class`)
-SCHEDULE_CLASSES: Mapping[str, str] = {s.name: s.torch_class for s in schedules.TABLE}
 #: the learning rate of the script's optimizer step (its `LR`, `--lr` overrides it; the JSON's)
 SCRIPT_LR = 0.001
+#: the plan's `schedule` -> torch's class (`schedules.Schedule.torch_class`)
+SCHEDULE_CLASSES: Mapping[str, str] = {s.name: s.torch_class for s in schedules.TABLE}
 
 
 @dataclass(frozen=True, slots=True)
