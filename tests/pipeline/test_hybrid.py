@@ -145,6 +145,24 @@ def _layouts(n: int, m: int, mb: int) -> list[pipehybrid.Layout]:
     return out
 
 
+def test_the_dp_counts_the_round_trips_a_stage_ahead_of_replicas_waits_for() -> None:
+    # d0 runs f0..f2 (36 ms a micro-batch, forward and backward), d1 and d2 replicas of
+    # f3, f4 (75 ms). Under 1F1B d0 holds ceil(3 / 1) = 3 of the 4 micro-batches, so the
+    # 4th starts once the 1st came back: two round trips of 36 + 75 ms and the transfers,
+    # 226 ms simulated. The DP said 194 ms (d0's 4 x 36 ms and the way back), and chose
+    # this layout over f0..f3 on d0, d1 and f4 on d2, which simulates at 203 ms; it now
+    # counts the round trips (and the way back, 50 ms, once more: 276 ms).
+    p = _spec([5, 2, 5, 20, 5], [10, 4, 10, 40, 10], [0.5, 5, 5, 0.5, 5], devices=3,
+              microbatches=4)
+    assert p.pipeline is not None
+    ahead = pipehybrid.Layout((0, 3, 5), ((0,), (1, 2)))
+    assert _run(p, ahead).iteration_s == pytest.approx(0.226)
+    assert pipehybrid.layout_cost(p, p.pipeline, ahead) == pytest.approx(0.276)
+    solution = run_algorithm("hybrid", p, Options())
+    assert solution.info["layout"] == [2, 1]
+    assert solution.info["iteration_s"] == pytest.approx(0.203)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_the_dp_is_exact_for_its_cost_per_count_of_devices(seed: int) -> None:
     rng = random.Random(seed)
