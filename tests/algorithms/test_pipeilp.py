@@ -376,7 +376,8 @@ def test_a_solver_without_the_node_budget_gets_the_time_limit_itself(
     from planner.algorithms.pipeilp import solve as pipeilp_solve
     walls: list[float] = []
 
-    def record(model: Any, options: Options, wall_s: float, nodes: int, warm: bool) -> Any:
+    def record(model: Any, options: Options, wall_s: float, nodes: int, warm: bool,
+               *by: Any) -> Any:
         walls.append(wall_s)
         return backends.Outcome("error", f"{solver} failed: stopped by the test")
 

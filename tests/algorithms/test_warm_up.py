@@ -23,11 +23,12 @@ import planner
 from planner import algorithms
 from planner.algorithms import Options, clock, run, search
 from planner.algorithms.exact import backends, common, cpsat, ilp, ilp_model
+from planner.algorithms.pipeilp import model as pipeilp_model
 from planner.algorithms.pipeilp import solve as pipeilp_solve
 
 #: the modules whose clocks the fake one replaces
 CLOCKED = (clock, search, cpsat, common, ilp, ilp_model, backends, pipeilp_solve,
-           algorithms)
+           pipeilp_model, algorithms)
 SLOW_S = 5.0
 
 
