@@ -60,7 +60,7 @@ SHARED.update(dict.fromkeys(
 SHARED.update({  # one meaning each, raised in two places
     "E709": ("pipeilp found no placement and this is no proof: its own verdict "
              "(pipeilp/verdict.py) and its run of N identical pipelines under "
-             "`data_parallel N` (algorithms/pipehybrid.py)"),
+             "`data_parallel N` (algorithms/pipeblocks.py)"),
     "E016": ("the `pipeline_copies` limit, checked where a pipeline's micro-batches are "
              "set: a spec (spec/lower/), a compare point's --microbatches "
              "(compare/settings.py), a Problem built in Python (api/checks.py)"),
