@@ -192,7 +192,7 @@ def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
                               pipeline.microbatches * len(problem.graph.ops))
     try:
         return pipehybrid.place(problem, options, pure=simulated and split is not None,
-                                split=split, moves=moves, cuts=cuts, runs=runs)
+                                split=split, moves=moves, cuts=cuts, runs=runs, explain=False)
     except InfeasibleError:  # no layout fits: the pure pipeline's verdict stands
         return None
 

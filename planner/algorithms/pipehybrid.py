@@ -115,13 +115,14 @@ class Layout:
 
 def place(problem: Problem, options: Options, *, pure: bool = True,
           split: Sequence[int] | None = None, moves: float = REFINE_COPIED_OPS,
-          cuts: int = MAX_CUTS, runs: int = sys.maxsize) -> Solution:
+          cuts: int = MAX_CUTS, runs: int = sys.maxsize, explain: bool = True) -> Solution:
     """The best hybrid layout (module docstring) as a plan; `info["replicas"]` names each
     replicated stage's group. With `pure` (unless `data_parallel N` asks for replicas),
     `pipedp`'s split (`split`, where `auto` ran pipedp) is a candidate too: one device per
     stage on any chain, which the DP's consecutive blocks may miss; `moves`: `refine`'s;
     `cuts`: the DP's candidate cuts at most, `runs` its layouts simulated (`best`; `auto`
-    sizes both to its limit)."""
+    sizes both to its limit); without `explain` (`auto`, which drops the error) E712 is
+    raised without its hints' split searches."""
     pipeline = problem.pipeline or Pipeline()
     if _fixed(pipeline) not in (None, 1):
         check_pins(problem, int(pipeline.data_parallel))
@@ -129,7 +130,7 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
     pure = pure and _fixed(pipeline) in (None, 1)
     chain = _pure(problem, pipeline, options, split) if pure else None
     if not found and chain is None:
-        raise _no_layout(problem, pipeline)
+        raise _no_layout(problem, pipeline, explain)
     chosen, figures = best(problem, pipeline, found, runs) if found else (None, {})
     left = len(found) - len(figures)  # the DP's layouts `runs` left unsimulated
     if chosen is not None and simulated(problem, pipeline):
@@ -144,17 +145,19 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
     return solution(problem, pipeline, chosen, figures, left)
 
 
-def _no_layout(problem: Problem, pipeline: Pipeline) -> InfeasibleError:
+def _no_layout(problem: Problem, pipeline: Pipeline, explain: bool) -> InfeasibleError:
     """The proofs that no placement fits (what `check` says), else E712; under `data_parallel
     N` each stage has N replicas, each with a DDP bucket more. Without replicas its hints
-    are pipedp's, checked by its split search (pipedp's split is a candidate layout)."""
+    are pipedp's, checked by its split search (pipedp's split is a candidate layout); not
+    `explain`ed, only more memory is hinted (those searches took half of a 1 s `auto` run
+    on a random 8-device GPipe spec, for an error auto drops)."""
     if proofs := diagnose(problem):
         return InfeasibleError(proofs)
     alone = (fixed := _fixed(pipeline)) in (None, 1)
     each = ("replicated or not" if alone else
             f"each on {fixed} replicas, as `data_parallel {fixed}` asks")
-    fewer = (pipehints.in_flight_hints(problem, pipeline, pipedp.one_fits(problem, pipeline))
-             if alone else (
+    fewer = ((pipehints.in_flight_hints(problem, pipeline, pipedp.one_fits(problem, pipeline))
+              if explain else ("give the devices more `memory`",)) if alone else (
         f"`data_parallel {fixed}` replicates every stage {fixed} times, each replica holding a "
         "DDP bucket of its gradients too: a smaller `data_parallel`, or `auto`, may fit; or "
         "give the devices more `memory`",))

@@ -1,5 +1,5 @@
 """hybrid's E712 and pipeilp's E708 give pipedp's checked hints on the micro-batches in
-flight (`pipedp.in_flight_hints`), as E707 does: a change is suggested only where a split
+flight (`pipehints.in_flight_hints`), as E707 does: a change is suggested only where a split
 fits with it, and under 1f1b the micro-batches' cap on the stages is named."""
 
 from __future__ import annotations
@@ -79,3 +79,29 @@ def test_under_1f1b_one_micro_batch_names_its_cap_and_the_micro_batches_that_fit
     assert cap in d.message
     assert d.hints[0] == MORE
     _fits_with(algorithm, p, "microbatches 2")
+
+
+def test_auto_builds_no_hints_for_the_hybrid_error_it_drops(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`auto` tries hybrid's layouts and drops its E712 where none fits: the hints' split
+    searches (half of a 1 s run on this spec) are not run for it; `--algo hybrid`, whose
+    E712 is shown, still runs them."""
+    from pipe_support import random_spec
+
+    from planner.algorithms import pipehints
+
+    calls: list[object] = []
+    real = pipehints.in_flight_hints
+
+    def counted(*args: object, **kwargs: object) -> tuple[str, ...]:
+        calls.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipehints, "in_flight_hints", counted)
+    problem = random_spec(3, 24, 8, training=True, microbatches=8, schedule="gpipe",
+                          memories=(300,))
+    solution = run_algorithm("auto", problem, Options(time_limit_s=1))
+    assert solution.info["iteration_s"] > 0 and calls == []
+    with pytest.raises(InfeasibleError) as err:
+        run_algorithm("hybrid", problem, Options())
+    assert err.value.diagnostics[-1].code == "E712" and calls
