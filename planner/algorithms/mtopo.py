@@ -18,7 +18,12 @@ instead, status `fallback`: `listsched.split_pass`); before that error, the walk
 keeping on each device the room of the ops that must go there and of the copies they
 receive (`listsched.room`), then under the tighter budgets of `listsched.budget_ladder`
 (`budget_bytes` is then the one that held), as the other list schedulers retry
-(`listsched.fill_and_order`). The placement is then ordered by dynamic dispatch
+(`listsched.fill_and_order`). Last of all, the walk spills from its first op: each op, in
+topological order, on the first device with room under its real cap, that room held (first
+fit, status `fallback`, `reason` says so; the walk is next fit and never goes back: four
+ops on three GPUs of 141-168 MiB, one pinned to gpu0, whose walk at full memory moved on
+for `o0` (gpu0 held `o1`'s room) and `o2`, left `o3` no device, E704 where `cpsat`, m-SCT
+and the first fit plan them). The placement is then ordered by dynamic dispatch
 (`listsched.schedule_fixed`). The walk is `listsched.topo_fill`: m-ETF, m-SCT, HEFT and
 CPOP fall back to its placement when they dead-end in memory.
 
@@ -30,11 +35,18 @@ from __future__ import annotations
 
 from ..model import Problem
 from .base import Options, Solution, Status
-from .listsched import Instance, fill_and_order, solution, topo_budgets, topo_fill
+from .listsched import Instance, LastPass, fill_and_order, solution, topo_budgets, topo_fill
 
 #: m-TOPO's per-device budget (the walk itself is `listsched.topo_fill`, which the other
 #: memory-aware list schedulers fall back to when they dead-end)
 budgets = topo_budgets
+
+#: m-TOPO's last retry: its walk spilling from the first op (first fit, at full memory)
+FIRST_FIT = LastPass(
+    lambda placer: topo_fill(placer.inst, placer, share=False),
+    "first fit (each op, in topological order, on the first device with room)",
+    "m-TOPO's walk ran out of memory in every pass; this is its spill from the first "
+    "op: each op, in topological order, on the first device with room (first fit)")
 
 
 def place(problem: Problem, options: Options) -> Solution:
@@ -42,7 +54,7 @@ def place(problem: Problem, options: Options) -> Solution:
     inst = Instance.of(problem)
     placement, start, info = fill_and_order(
         inst, "mtopo", lambda placer: topo_fill(placer.inst, placer), contiguous=True,
-        budgets=True)
+        budgets=True, last=FIRST_FIT)
     status: Status = "fallback" if "reason" in info else "feasible"
     budget = info.pop("memory_budget_bytes", tuple(budgets(inst)))  # a retry's, if one
     return solution(inst, placement, start, "mtopo", status, budget_bytes=budget, **info)

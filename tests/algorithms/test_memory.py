@@ -305,12 +305,7 @@ def test_list_schedulers_hold_room_at_full_memory_too(algorithm: str, case: str)
     # mtopo) where cpsat plans. Their own pass at the devices' memory, that room held, runs
     # last now, as mtopo's and the baselines' does
     sizes, edges, caps, pins = _HELD_AT_FULL_MEMORY[case]
-    ops = tuple(Op(f"o{i}", 1e-3, params_bytes=p * MIB, output_bytes=o * MIB,
-                   temp_bytes=t * MIB) for i, (p, o, t) in enumerate(sizes))
-    devs = tuple(Device(f"gpu{d}", c * MIB) for d, c in enumerate(caps))
-    links = tuple(Link(a, b, 1e9) for a in range(len(caps)) for b in range(len(caps)) if a != b)
-    problem = Problem("p", Graph("g", ops, tuple(Edge(s, d, b * MIB) for s, d, b in edges)),
-                      Cluster("c", devs, links), pins=pins)
+    problem = _small_problem(sizes, edges, caps, pins)
     assert (budget_ladder(Instance(problem)) == []) == (case == "no-ladder")
     solution = run(algorithm, problem)  # E704 before
     assert solution.status == "feasible"
@@ -322,6 +317,51 @@ def test_list_schedulers_hold_room_at_full_memory_too(algorithm: str, case: str)
     result = check_plan(problem, solution.plan)
     caps_bytes = [c * MIB for c in caps]
     assert all(p <= c for p, c in zip(result.memory_peak_bytes, caps_bytes, strict=True))
+
+
+def _small_problem(sizes: tuple[tuple[int, int, int], ...],
+                   edges: tuple[tuple[int, int, int], ...], caps: tuple[int, ...],
+                   pins: dict[int, int]) -> Problem:
+    # ops of (params, output, temp) MiB, edges (src, dst, MiB), devices of `caps` MiB
+    ops = tuple(Op(f"o{i}", 1e-3, params_bytes=p * MIB, output_bytes=o * MIB,
+                   temp_bytes=t * MIB) for i, (p, o, t) in enumerate(sizes))
+    devs = tuple(Device(f"gpu{d}", c * MIB) for d, c in enumerate(caps))
+    links = tuple(Link(a, b, 1e9) for a in range(len(caps)) for b in range(len(caps)) if a != b)
+    return Problem("p", Graph("g", ops, tuple(Edge(s, d, b * MIB) for s, d, b in edges)),
+                   Cluster("c", devs, links), pins=pins)
+
+
+#: where m-TOPO's walks dead-end (E704) and a plan exists (cpsat's placement, given), as
+#: `_HELD_AT_FULL_MEMORY`'s; "constant": o0 (43 + 7 MiB) feeds o3 only, so it first
+#: follows o3 (test_infeasible.py's `_constant_case`)
+_FIRST_FIT = {
+    **{case: (*args, placed) for (case, args), placed in zip(
+        sorted(_HELD_AT_FULL_MEMORY.items()), ((1, 0, 0, 2), (0, 0, 1, 0, 0, 0, 0, 1)),
+        strict=True)},
+    "constant": (((43, 7, 0), (27, 24, 0), (1, 17, 0), (14, 25, 0)),
+                 ((0, 3, 4), (1, 2, 18), (1, 3, 12)), (100, 100), {}, (0, 1, 0, 1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FIRST_FIT))
+def test_mtopo_spills_from_its_first_op_where_its_walks_dead_end(case: str) -> None:
+    # m-TOPO's walk is next fit: it never goes back to a device it left. In
+    # "ladder-dead-ends", at full memory with o1's room held on gpu0, o0 moves it on to
+    # gpu1, o2 to gpu2, and o3 then fits nowhere: E704 from every walk (and in the two
+    # other cases) where cpsat and the list schedulers plan. Its last retry, the walk
+    # spilling from its first op (first fit, that room held), plans all three
+    sizes, edges, caps, pins, placed = _FIRST_FIT[case]
+    problem = _small_problem(sizes, edges, caps, pins)
+    solution = run("mtopo", problem)  # E704 before
+    assert solution.status == "fallback"
+    assert solution.info["reason"].startswith(
+        "m-TOPO's walk ran out of memory in every pass; this is its spill from the first op")
+    assert solution.info.get("pins_reserved", False) == bool(pins)
+    assert solution.info.get("sources_follow", True) == (case != "constant")
+    assert solution.info["budget_bytes"] == tuple(c * MIB for c in caps)  # no share
+    assert solution.plan.placement == placed
+    result = check_plan(problem, solution.plan)
+    assert all(p <= c * MIB for p, c in zip(result.memory_peak_bytes, caps, strict=True))
 
 
 def _tight_problem(seed: int) -> Problem:

@@ -48,7 +48,7 @@ Shared rules, documented once:
 from __future__ import annotations
 
 from .etf import etf_schedule
-from .fixed import fill_and_order, schedule_fixed
+from .fixed import LastPass, fill_and_order, schedule_fixed
 from .insertion import insertion_schedule
 from .instance import FOLLOW_SOURCES, Instance, floating_members
 from .placer import Placer, Stuck
@@ -60,9 +60,9 @@ from .solution import retime, solution
 from .topo import topo_budgets, topo_fill
 
 __all__ = [
-    "FOLLOW_SOURCES", "EtfRun", "Instance", "Placer", "Reservation", "Stuck", "budget_ladder",
-    "downward_rank", "etf_schedule", "explain_stuck", "fill_and_order", "floating_members",
-    "insertion_schedule", "liveness_pass", "memory_passes", "priority_positions",
-    "reservation", "retime", "schedule_fixed", "solution", "topo_budgets", "topo_fill",
-    "upward_rank",
+    "FOLLOW_SOURCES", "EtfRun", "Instance", "LastPass", "Placer", "Reservation", "Stuck",
+    "budget_ladder", "downward_rank", "etf_schedule", "explain_stuck", "fill_and_order",
+    "floating_members", "insertion_schedule", "liveness_pass", "memory_passes",
+    "priority_positions", "reservation", "retime", "schedule_fixed", "solution",
+    "topo_budgets", "topo_fill", "upward_rank",
 ]

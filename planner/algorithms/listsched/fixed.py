@@ -6,7 +6,7 @@ and the baselines).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...errors import InfeasibleError
 from .etf import etf_schedule
@@ -17,6 +17,7 @@ from .retry import (
     LIVENESS,
     explain_stuck,
     followers_dropped,
+    held_info,
     held_passes,
     held_words,
     liveness_pass,
@@ -24,7 +25,7 @@ from .retry import (
     split_pass,
 )
 
-__all__ = ["fill_and_order", "schedule_fixed"]
+__all__ = ["LastPass", "fill_and_order", "schedule_fixed"]
 
 
 def schedule_fixed(inst: Instance, placement: Sequence[int]) -> tuple[list[int], list[float]]:
@@ -37,9 +38,19 @@ def schedule_fixed(inst: Instance, placement: Sequence[int]) -> tuple[list[int],
     return etf_schedule(inst, Placer(inst), prank, fixed=placement)
 
 
+class LastPass(NamedTuple):
+    """A rule's own last retry in `fill_and_order` (`mtopo`'s walk spilling from its first
+    op): `fill` places every op (or raises `Stuck`), `words` names it in E704's list of
+    retries, `reason` is the plan's `info["reason"]` where it is the pass that held."""
+
+    fill: Callable[[Placer], None]
+    words: str
+    reason: str
+
+
 def fill_and_order(
     inst: Instance, algorithm: str, fill: Callable[[Placer], None], *,
-    contiguous: bool = False, budgets: bool = False,
+    contiguous: bool = False, budgets: bool = False, last: LastPass | None = None,
 ) -> tuple[list[int], list[float], dict[str, Any]]:
     """Run a placement rule (`fill` places every op through the placer it is given, or
     raises `Stuck`), then order the placement by dynamic dispatch (`schedule_fixed`).
@@ -58,30 +69,35 @@ def fill_and_order(
     forward ops left no room for the gradient their backward op, colocated with one,
     receives). If that dead-ends too, all of it again on
     the instance without the schedulers' own groups (`memory_passes`' step 5: `fill` places
-    through `placer.inst`; `info["sources_follow"]` is then False). Returns (placement,
-    start times, info); raises `explain_stuck`'s error for the first dead end (after
-    step 5, that of its first pass: `memory_passes` says why).
+    through `placer.inst`; `info["sources_follow"]` is then False). Then, very last (so no
+    plan found before it changes), the rule's `last` pass, if any, on the last instance
+    tried, at the devices' memory with that room held (`info["reason"]` is `last.reason`,
+    `info["memory_budget_bytes"]` the devices' memory).
+    Returns (placement, start times, info); raises `explain_stuck`'s error for the first
+    dead end (after step 5, that of its first pass: `memory_passes` says why).
     """
-    try:
-        return _fill_and_order(inst, algorithm, fill, contiguous, budgets)
+    try:  # `last` runs on the instance tried last: this one where step 5 has none
+        return _fill_and_order(inst, algorithm, fill, contiguous, budgets,
+                               last=None if inst.followers else last)
     except InfeasibleError as err:
         plain = followers_dropped(inst, err)
         if plain is None:
             raise
         # its dead end, if any, is explained (`memory_passes` says why)
         placement, start, info = _fill_and_order(plain, algorithm, fill, contiguous, budgets,
-                                                 first=inst)
+                                                 first=inst, last=last)
     return placement, start, {**info, "sources_follow": False}
 
 
 def _fill_and_order(
     inst: Instance, algorithm: str, fill: Callable[[Placer], None], contiguous: bool,
-    budgets: bool, *, first: Instance | None = None,
+    budgets: bool, *, first: Instance | None = None, last: LastPass | None = None,
 ) -> tuple[list[int], list[float], dict[str, Any]]:
     """`fill_and_order` on `inst`, without its retry on another instance (`first`: as that
-    retry, after a dead end on `first`, which its dead end says)."""
-    def attempt(placer: Placer) -> tuple[list[int], list[float]]:
-        fill(placer)
+    retry, after a dead end on `first`, which its dead end says), `last` after the rest."""
+    def attempt(placer: Placer, rule: Callable[[Placer], None] = fill,
+                ) -> tuple[list[int], list[float]]:
+        rule(placer)
         placement = list(placer.device_of)
         return placement, schedule_fixed(placer.inst, placement)[1]
 
@@ -106,9 +122,28 @@ def _fill_and_order(
     planned = held_passes(inst, attempt, budgets=budgets)
     if planned is not None:
         return planned
+    planned = None if last is None else _last_pass(inst, attempt, last)
+    if planned is not None:
+        return planned
     raise explain_stuck(placer, algorithm, stuck, retries=retries_ran(
-        _retries(inst, contiguous, budgets),
+        [*_retries(inst, contiguous, budgets), *([last.words] if last else [])],
         None if first is None else _retries(first, contiguous, budgets)))
+
+
+#: `_fill_and_order`'s pass: a placement rule run through a placer, then ordered
+_Attempt = Callable[[Placer, Callable[[Placer], None]], tuple[list[int], list[float]]]
+
+
+def _last_pass(inst: Instance, attempt: _Attempt, last: LastPass,
+               ) -> tuple[list[int], list[float], dict[str, Any]] | None:
+    """`last` at the devices' memory, the room of the ops that must go to a device held (as
+    in `held_passes`): (placement, start times, info), or None where it dead-ends."""
+    try:
+        placement, start = attempt(Placer(inst, reserve_pins=True), last.fill)
+    except Stuck:
+        return None
+    return placement, start, {**held_info(inst), "reason": last.reason,
+                              "memory_budget_bytes": tuple(inst.caps)}
 
 
 def _retries(inst: Instance, contiguous: bool, budgets: bool) -> list[str]:

@@ -135,6 +135,12 @@ class Instance:
         list scheduler reads it and none changes it, so `auto`'s candidates share one."""
         return derived(problem, "_instance", lambda: cls(problem))
 
+    @property
+    def followers(self) -> bool:
+        """Whether some source follows its consumer here (the schedulers' own groups):
+        `without_followers` is then another instance."""
+        return len(self.groups) != len(self.model_groups)
+
     def without_followers(self) -> Instance | None:
         """This problem's instance without the schedulers' own groups (no source follows
         its consumer), built on first use; None when this instance has none.
@@ -143,7 +149,7 @@ class Instance:
         as one unit, so a source with large params can make that unit fit on no device, or
         leave a device no room for what comes later, where the two apart fit.
         """
-        if len(self.groups) == len(self.model_groups):
+        if not self.followers:
             return None
         if self._plain is None:
             self._plain = Instance(self.problem, follow=False)

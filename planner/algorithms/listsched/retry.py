@@ -36,8 +36,8 @@ from .solution import solution
 from .topo import topo_budgets, topo_fill
 
 __all__ = ["HELD", "LIVENESS", "budget_ladder", "explain_stuck", "followers_dropped",
-           "held_passes", "held_words", "liveness_pass", "memory_passes", "retries_ran",
-           "split_pass"]
+           "held_info", "held_passes", "held_words", "liveness_pass", "memory_passes",
+           "retries_ran", "split_pass"]
 
 
 def budget_ladder(inst: Instance) -> list[list[int]]:
@@ -313,11 +313,19 @@ def held_passes(
             placement, start = attempt(Placer(inst, rung, reserve_pins=True))
         except Stuck:
             continue
-        info: dict[str, Any] = {**({"pins_reserved": True} if pins else {}),
-                                **({"forced_reserved": True} if forced else {})}
+        info = held_info(inst)
         return placement, start, info if rung is None else {
             **info, "memory_budget_bytes": tuple(rung)}
     return None
+
+
+def held_info(inst: Instance) -> dict[str, Any]:
+    """What a pass with the room held (`Placer`'s `reserve_pins`) held it for, as a plan's
+    info: `pins_reserved` where some op is pinned, `forced_reserved` where only one device
+    can hold some op."""
+    pins, forced = _must_go(inst)
+    return {**({"pins_reserved": True} if pins else {}),
+            **({"forced_reserved": True} if forced else {})}
 
 
 def held_words(inst: Instance, *, budgets: bool) -> list[str]:

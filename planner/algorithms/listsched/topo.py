@@ -23,16 +23,20 @@ def topo_budgets(inst: Instance) -> list[int]:
     return [min(cap, share) for cap in inst.caps]
 
 
-def topo_fill(inst: Instance, placer: Placer) -> None:
+def topo_fill(inst: Instance, placer: Placer, *, share: bool = True) -> None:
     """m-TOPO's walk (see `mtopo`): ops in topological order fill device after device up to
     `topo_budgets` (or the placer's budget: a retry's, `fill_and_order`), then spill to the
-    first device with room under its real cap.
+    first device with room under its real cap. Without `share` (`mtopo`'s last retry) the
+    walk spills from its first op: each op, in topological order, goes to the first device
+    with room under its real cap (first fit, where the walk is next fit: it never goes back
+    to a device it left, so a large op that moved it on left the ops after it no way back
+    to the room before it).
 
     Places every op through `placer`; raises `Stuck` for an op that fits nowhere. O(V + E),
     plus O(D) devices tried per op in the spill.
     """
     budget = topo_budgets(inst) if placer.budget is None else placer.budget
-    current = 0
+    current = 0 if share else inst.m  # past the last device: every op spills
     for i in inst.topo:
         allowed = placer.allowed(i)
         forced = len(allowed) == 1 and (inst.pin[i] >= 0 or (
