@@ -242,7 +242,8 @@ E818 3   memory `liveness`: the exact model (static memory) is infeasible and no
 E819 3   memory `liveness`: `auto` or `search` simulated every placement and per-device order
          and none fits; a proof
 E820 2   an unknown solver name (`--solver`, or `solver=` in Python): no profile, no Pyomo solver of
-         that name, no program of that name on PATH (a known solver not installed here falls back)
+         that name, no program of that name on PATH; `asl:NAME` with no program NAME on PATH (a
+         known solver not installed here falls back)
 E901 1   an ONNX file that cannot be read => E001, E003
 E902 1   not a valid ONNX model (nodes in a cycle, nothing computed from an input), or shape
          inference failed

@@ -186,6 +186,12 @@ def test_an_unknown_solver_is_e820_as_on_the_command_line() -> None:
     assert d.code == "E820"
     assert d.message.startswith("option `solver`: `hihgs` is not a solver planner knows")
     assert d.hints[0] == "did you mean `highs`?"
+    with pytest.raises(UsageError) as err:  # before: the fallback, as `--solver` did
+        planner.solve(problem, "ilp", solver="asl:nosuch")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.message) == ("E820", "option `solver`: `asl:nosuch` is not a solver "
+                                   "planner knows (Pyomo runs `asl:NAME` as the program NAME, "
+                                   "and there is no program `nosuch` on PATH)")
 
 
 def test_simulate_given_no_plan_says_what_to_pass() -> None:

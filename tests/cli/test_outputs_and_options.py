@@ -4,6 +4,7 @@ not apply to the chosen algorithm (E605) and unknown solver names (E820)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 import planner.algorithms
 import planner.compare.sweep
+from planner.algorithms.exact import backends, solver_names
 from planner.cli.applies import applicable_to
 
 from .helpers import PLACED, invoke, missing_solver
@@ -312,7 +314,7 @@ def test_an_infeasible_plan_leaves_out_as_it_was_and_the_reports_show_it(
 
 
 @pytest.mark.parametrize(("name", "near"), [("nosuch", None), ("hihgs", "highs"),
-                                            ("cbcc", "cbc")])
+                                            ("cbcc", "cbc"), ("asl:nosuch", None)])
 def test_an_unknown_solver_is_a_usage_error_before_any_work(
         tmp_path: Path, no_work: None, name: str, near: str | None) -> None:
     """Before: a warning, the heuristics' plan as a `fallback` and exit 0, so a misspelt
@@ -339,3 +341,48 @@ def test_a_known_solver_not_installed_still_falls_back(tmp_path: Path) -> None:
     assert code == 0, err
     result = json.loads(out)["result"]
     assert "is not available here" in result["reason"]
+
+
+def test_asl_names_a_program_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pyomo runs `asl:NAME` as the program NAME. Before, `--solver asl:nosuch` warned
+    "falling back to the msct plan: solver `asl:nosuch` is not available here", exit 0."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    code, out, err = invoke(["solve", "s.plan", "--algo", "ilp", "--solver", "asl:nosuch"],
+                            tmp_path)
+    assert code == 2 and out == "", err
+    assert ("(Pyomo runs `asl:NAME` as the program NAME, and there is no program `nosuch` on "
+            "PATH)") in err
+    assert "= hint: install the AMPL solver program `nosuch`, or put its folder on PATH" in err
+    code, _, err = invoke(["solve", "s.plan", "--algo", "ilp", "--solver", "asl:"], tmp_path)
+    assert code == 2 and "`asl:` names no program: give `asl:NAME`" in err
+    program = tmp_path / "bin" / "fake-ampl-solver"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\nexit 1\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{program.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    code, out, err = invoke(["solve", "s.plan", "--algo", "ilp", "--solver",
+                             "asl:fake-ampl-solver", "--time-limit", "0", "--json"], tmp_path)
+    assert code == 0, err  # known (no solver runs at a zero limit)
+    assert json.loads(out)["result"]["solver"] == "asl:fake-ampl-solver"
+
+
+def test_solve_judges_the_solver_name_once(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, `solve --solver NAME` checked the name twice on the way to the ILP, by two
+    rules: E820's (profiles, Pyomo's names, PATH) on the command line, then the back-ends'
+    availability before and again inside the solve. Now one judgement gives the words of
+    both E820 and the fallback."""
+    name = missing_solver()
+    looks: list[str] = []
+    available = backends.available
+    monkeypatch.setattr(backends, "available", lambda n: looks.append(n) or available(n))
+    judged = getattr(solver_names, "_judged", None)  # judged before, by another test?
+    if judged is not None:
+        judged.cache_clear()
+    (tmp_path / "s.plan").write_text(PLACED)
+    code, out, err = invoke(["solve", "s.plan", "--algo", "ilp", "--solver", name, "--json"],
+                            tmp_path)
+    assert code == 0, err
+    assert looks == [name]
+    reason = json.loads(out)["result"]["reason"]
+    assert reason == solver_names.judged(name).unusable and f"`{name}` is not available" in reason

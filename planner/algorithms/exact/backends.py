@@ -309,18 +309,6 @@ def _map_results(results: Any) -> tuple[OutcomeStatus, bool]:
     return "error", False
 
 
-def unusable(name: str) -> str | None:
-    """Why solver `name` cannot solve the ILP here (not a MIP solver, or not installed),
-    else None; `available`'s caveat holds."""
-    if name in profiles() and not profile(name).pyomo:
-        return f"`{name}` is not a MIP solver for the ILP; use --algo {name}"
-    if not available(name):
-        known = ", ".join(n for n in profiles() if n != "cpsat")
-        return (f"solver `{name}` is not available here (known: {known}; "
-                "run solvers/install.sh for cbc and glpk)")
-    return None
-
-
 def solve_pyomo(
     model: Any,
     name: str,
@@ -334,6 +322,8 @@ def solve_pyomo(
     load_by: float | None = None,
 ) -> Outcome:
     """Solve the Pyomo `model` with solver `name`; load the solution when there is one.
+    `name` can solve the ILP here: the ILPs call `solver_names.solve_pyomo`, which asks
+    `solver_names.unusable` first.
 
     `options` are passed to the solver beside its profile's (the pipeline ILP's node budget
     for HiGHS, `mip_max_nodes`), in the solver's own names.
@@ -349,9 +339,6 @@ def solve_pyomo(
     still running `5 s + T / 4` after its limit `T`, it is killed and the outcome is
     `error` (CBC's limit is soft; its incumbent dies with it, the warm start remains).
     """
-    wrong = unusable(name)
-    if wrong is not None:
-        return Outcome("error", wrong)
     prof = profile(name)
     opt, kwargs = _solver(prof, name, time_limit_s=time_limit_s, gap=gap, threads=threads,
                           warm_start=warm_start, seed=seed)

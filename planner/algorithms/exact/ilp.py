@@ -23,7 +23,7 @@ from types import MappingProxyType
 from ...model import Problem
 from .. import portfolio
 from ..base import Interrupted, Options, Solution
-from . import backends
+from . import backends, solver_names
 from .common import Clock, Warm, conclude, empty_solution, lower_bound_s, settled, warm_start
 from .ilp_model import IlpModel, OutOfTime
 from .instance import Instance
@@ -85,7 +85,7 @@ def _without_solver(inst: Instance, warm: Warm, options: Options, lower: float,
     if options.time_limit_s <= 0:
         return _no_time(inst, warm, options, lower, build_s, "a zero limit runs no solver",
                         rows or 0)
-    if backends.unusable(options.solver) is not None:
+    if solver_names.unusable(options.solver) is not None:
         return None
     done = settled(inst, warm, lower, algorithm="ilp", solver=options.solver,
                    build_s=build_s, extra=None if rows is None else {"rows": rows})
@@ -129,7 +129,7 @@ def _solve(inst: Instance, warm: Warm, clock: Clock, options: Options) -> Soluti
         progress(0.1, f"solving with {options.solver}")
     t_solve = time.perf_counter()
     try:  # handing the rows to HiGHS takes about as long as building them: the same deadline
-        outcome = backends.solve_pyomo(
+        outcome = solver_names.solve_pyomo(
             ilp.model, options.solver, time_limit_s=clock.remaining(), gap=options.gap,
             threads=backends.threads_for(options.solver), warm_start=warm.usable,
             seed=options.seed, load_by=deadline)

@@ -1,19 +1,100 @@
-"""Which `--solver` names planner knows, checked before any work.
+"""What planner makes of a `--solver` name: one judgement (`judged`), read by every caller.
 
 A name is known when it has a profile (`solvers/profiles.toml`), is one of Pyomo's
 registered solvers (`SolverFactory`, a `name:subsolver` form by its first part), or is a
-program on PATH (Pyomo runs any other name as an AMPL solver binary). Anything else cannot
-run anywhere: before, `--solver nosuch` warned and fell back to the heuristics' plan with
-exit 0, so a misspelt solver in CI gave another algorithm's plan. A known solver that is
-not installed here still falls back, as documented (`fallback`, the reason on stderr).
+program on PATH (Pyomo runs any other name as an AMPL solver binary). `asl:NAME`, Pyomo's
+AMPL solver library form, runs the program NAME: it is known when NAME is on PATH (before,
+`asl:` passed whatever followed, and `--solver asl:nosuch` fell back with exit 0). Anything
+else cannot run anywhere: before, `--solver nosuch` warned and fell back to the heuristics'
+plan with exit 0, so a misspelt solver in CI gave another algorithm's plan. A known solver
+that is not installed here still falls back, as documented (`fallback`, the reason on
+stderr).
+
+`check_solver` (E820, before any work) and `unusable` (the fallback's reason, in `ilp` and
+`pipeilp`) both read `judged`: before, the command line's check and the back-ends'
+availability were two rules, and `solve --solver NAME` resolved the name in both.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from ...errors import Diagnostic, UsageError, did_you_mean, quoted
 from . import backends
+
+#: Pyomo's AMPL solver library prefix: `asl:NAME` runs the program NAME
+ASL = "asl:"
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """What solver `name` is here: `unknown`, why planner does not know it (E820's words,
+    with its `hints`), "" when it does; `unusable`, why it cannot solve the ILP here (the
+    fallback's reason), "" when it can."""
+
+    name: str
+    unknown: str = ""
+    hints: tuple[str, ...] = ()
+    unusable: str = ""
+
+
+def judged(name: str) -> Judged:
+    """The judgement of solver `name`, made once per name and PATH in a process (Pyomo, too,
+    looks a program up once): `solve --solver NAME` checks the name before any work and the
+    ILP reads the same judgement."""
+    return _judged(name, os.environ.get("PATH", ""))
+
+
+@lru_cache(maxsize=64)
+def _judged(name: str, path: str) -> Judged:  # noqa: ARG001 - `path` keys the cache
+    profiled = list(backends.profiles())
+    if name in profiled:
+        return Judged(name, unusable=_not_here(name))
+    pyomo = _pyomo_names()
+    unknown = _unknown(name, pyomo)
+    if not unknown:
+        return Judged(name, unusable=_not_here(name))
+    program = name.removeprefix(ASL)
+    hints = did_you_mean(name, [*profiled, *pyomo]) if program == name else (
+        (f"install the AMPL solver program {quoted(program)}, or put its folder on PATH",)
+        if program else ())
+    return Judged(name, unknown, (
+        *hints, f"planner's solvers: {', '.join(n for n in profiled if n != 'cpsat')}, or "
+        "any Pyomo solver name; run solvers/install.sh for cbc and glpk"),
+        _missing(name))
+
+
+def _unknown(name: str, pyomo: list[str]) -> str:
+    """Why a name with no profile is no solver planner knows, else ""."""
+    if name.startswith(ASL):
+        program = name.removeprefix(ASL)
+        if not program:
+            return f"`{ASL}` names no program: give `{ASL}NAME`, NAME an AMPL solver on PATH"
+        if shutil.which(program) is not None:
+            return ""
+        return (f"Pyomo runs `{ASL}NAME` as the program NAME, and there is no program "
+                f"{quoted(program)} on PATH")
+    if name.split(":", 1)[0] in pyomo or shutil.which(name) is not None:
+        return ""
+    return "no profile, no Pyomo solver of that name, no such program on PATH"
+
+
+def _not_here(name: str) -> str:
+    """Why known solver `name` cannot solve the ILP here (not a MIP solver, or not
+    installed), else ""; `backends.available`'s caveat holds."""
+    if not backends.profile(name).pyomo:
+        return f"`{name}` is not a MIP solver for the ILP; use --algo {name}"
+    return "" if backends.available(name) else _missing(name)
+
+
+def _missing(name: str) -> str:
+    known = ", ".join(n for n in backends.profiles() if n != "cpsat")
+    return (f"solver `{name}` is not available here (known: {known}; "
+            "run solvers/install.sh for cbc and glpk)")
 
 
 def _pyomo_names() -> list[str]:
@@ -22,16 +103,23 @@ def _pyomo_names() -> list[str]:
 
 
 def check_solver(name: str, option: str = "--solver") -> None:
-    """Raise `UsageError` E820 when solver `name` is not one planner knows (above)."""
-    profiled = list(backends.profiles())
-    if name in profiled:
-        return
-    pyomo = _pyomo_names()
-    if name.split(":", 1)[0] in pyomo or shutil.which(name) is not None:
-        return
-    raise UsageError(Diagnostic(
-        "E820", f"{option}: {quoted(name)} is not a solver planner knows (no profile, no Pyomo "
-        "solver of that name, no such program on PATH)", None,
-        (*did_you_mean(name, [*profiled, *pyomo]),
-         f"planner's solvers: {', '.join(n for n in profiled if n != 'cpsat')}, or any "
-         "Pyomo solver name; run solvers/install.sh for cbc and glpk")))
+    """Raise `UsageError` E820 when solver `name` is not one planner knows (`judged`)."""
+    judgement = judged(name)
+    if judgement.unknown:
+        raise UsageError(Diagnostic(
+            "E820", f"{option}: {quoted(name)} is not a solver planner knows "
+            f"({judgement.unknown})", None, judgement.hints))
+
+
+def unusable(name: str) -> str | None:
+    """Why solver `name` cannot solve the ILP here (not a MIP solver, not installed, or a
+    name planner does not know, reached without `check_solver`), else None (`judged`)."""
+    return judged(name).unusable or None
+
+
+def solve_pyomo(model: Any, name: str, **kwargs: Any) -> backends.Outcome:
+    """`backends.solve_pyomo(model, name, **kwargs)` when solver `name` can solve the ILP
+    here, else the `error` outcome with the reason (`unusable`): no model is handed over."""
+    why = unusable(name)
+    return backends.Outcome("error", why) if why else backends.solve_pyomo(model, name,
+                                                                            **kwargs)

@@ -22,7 +22,7 @@ from ...pipeline.splitdp import MAX_CELLS
 from ...plan import Plan
 from .. import pipeblocks, pipedp
 from ..base import Interrupted, Options, Solution
-from ..exact import backends
+from ..exact import backends, solver_names
 from ..exact.budget import WALL_CAP_EXTRA_S, WALL_CAP_FACTOR
 from ..exact.common import Clock, empty_solution
 from ..exact.ilp_model import OutOfTime
@@ -357,11 +357,11 @@ def _run_solver(model: Any, options: Options, wall_s: float, nodes: int,
     at `by`'s deadline, as the build does (`_deadline`): past it, no solver runs."""
     name = options.solver
     try:
-        return backends.solve_pyomo(model, name, time_limit_s=wall_s, gap=options.gap,
-                                    threads=backends.threads_for(name), warm_start=warm,
-                                    seed=options.seed,
-                                    options={"mip_max_nodes": nodes} if _takes_nodes(name)
-                                    else None, load_by=by[0] if by else None)
+        return solver_names.solve_pyomo(model, name, time_limit_s=wall_s, gap=options.gap,
+                                        threads=backends.threads_for(name), warm_start=warm,
+                                        seed=options.seed,
+                                        options={"mip_max_nodes": nodes} if _takes_nodes(name)
+                                        else None, load_by=by[0] if by else None)
     except backends.LoadOverrun as late:
         return backends.Outcome("nosolution", (
             f"{NO_TIME} {options.time_limit_s:g} s: the model was still being handed to "
