@@ -222,22 +222,19 @@ def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:
                    "forward_compute_time=F, backward_compute_time=B, activation_size=A, "
                    "parameter_size=P`", span)
         return None
-    values: dict[str, str] = {}
-    for item in fields.split(","):
-        key, eq, value = item.partition("=")
-        if eq:
-            values[key.strip()] = value
+    values, spans = _fields(fields, span, len(line) - len(fields) + 1)
     missing = [k for k in _FIELDS if k not in values]
     if missing:
-        sink.error("E911", "node line lacks " + ", ".join(f"`{k}`" for k in missing), span)
+        at = len(line) - len(fields) + 1
+        sink.error("E911", "node line lacks " + ", ".join(f"`{k}`" for k in missing),
+                   Span(span.file, span.line, at, span.line, max(len(line.rstrip()) + 1, at + 1)),
+                   "a node line's fields: forward_compute_time=F, backward_compute_time=B, "
+                   "activation_size=A, parameter_size=P (times in ms, sizes in bytes)")
         return None
     parsed: dict[str, list[float]] = {}
-    spans: dict[str, Span] = {}
     layer = f"node `{head}` ({_short(module)})"
     for key in _FIELDS:
-        col = line.find(f"{key}=") + len(key) + 2
-        spans[key] = Span(span.file, span.line, col, span.line, col + len(values[key]))
-        numbers = _parse_value(sink, key, values[key], span, spans[key], layer)
+        numbers = _parse_value(sink, key, values[key], spans[key], layer)
         if numbers is None:
             return None
         parsed[key] = numbers
@@ -249,20 +246,42 @@ def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:
                  spans["activation_size"])
 
 
+def _fields(fields: str, line: Span, column: int) -> tuple[dict[str, str], dict[str, Span]]:
+    """The `key=value` items of a node line's `fields` (which begin at `column` of `line`):
+    each key's value as written, and the span of that value, its spaces left out (a
+    diagnostic about it points at it; before, a key written `key = value` got a column
+    counted from a search for `key=` that failed)."""
+    values: dict[str, str] = {}
+    spans: dict[str, Span] = {}
+    for item in fields.split(","):
+        key, eq, value = item.partition("=")
+        if eq:
+            start = column + len(key) + 1 + len(value) - len(value.lstrip())
+            values[key.strip()] = value
+            spans[key.strip()] = Span(line.file, line.line, start, line.line,
+                                      start + max(1, len(value.strip())))
+        column += len(item) + 1
+    return values, spans
+
+
 def _short(module: str, most: int = 40) -> str:
     """A layer's module as a message names it: cut after `most` characters."""
     module = module.strip()
     return module if len(module) <= most else module[:most] + "…"
 
 
-def _parse_value(sink: DiagnosticSink, key: str, text: str, line: Span,
-                 at: Span, layer: str) -> list[float] | None:
-    """The numbers of field `key` (`text`, at `at` on node line `line` of `layer`), or None
-    with E911: not a number, a list where one number goes, negative, or out of the
-    language's range; sizes in whole bytes, rounded up (W916 where they were not)."""
+def _parse_value(sink: DiagnosticSink, key: str, text: str, at: Span,
+                 layer: str) -> list[float] | None:
+    """The numbers of field `key` (`text`, its spaces at `at`, on the node line of `layer`),
+    or None with E911 at the value: not a number, a list where one number goes, negative
+    (at the negative number; was: the whole line), or out of the language's range; sizes in
+    whole bytes, rounded up (W916 where they were not)."""
     m = _VALUE.match(text)
     if m is None:
-        sink.error("E911", f"`{key}` is not a number or a `[a; b]` list: `{text.strip()}`", at)
+        sink.error("E911", f"`{key}` is not a number or a `[a; b]` list: `{text.strip()}`", at,
+                   f"`{key}` is in {'ms' if _DIMS[key] == 'time' else 'bytes'}: a number "
+                   "such as `1.5`" + (", or one per output: `[a; b]`"
+                                      if key == "activation_size" else ""))
         return None
     if m.group(2) is not None and key != "activation_size":  # its first was taken
         sink.error("E911", f"`{key}` is a list, and it takes one number: `{text.strip()}`",
@@ -270,7 +289,7 @@ def _parse_value(sink: DiagnosticSink, key: str, text: str, line: Span,
         return None
     numbers = [float(x) for x in (m.group(1) or m.group(2)).split(";")]
     if any(x < 0 for x in numbers):
-        sink.error("E911", f"`{key}` is negative", line)
+        _negative(sink, key, text, at)
         return None
     side = _out_of_range(key, numbers)
     if side is not None:
@@ -288,3 +307,12 @@ def _parse_value(sink: DiagnosticSink, key: str, text: str, line: Span,
                      f"bytes: read as {read if len(wholes) == 1 else f'[{read}]'} B", at,
                      "sizes are whole bytes, rounded up as a spec's `output 1.5 B` is")
     return [float(n) for n, _ in wholes]
+
+
+def _negative(sink: DiagnosticSink, key: str, text: str, at: Span) -> None:
+    """E911 at the first negative number of field `key` (`text`, its spaces at `at`)."""
+    base = at.column - (len(text) - len(text.lstrip()))
+    bad = next(m for m in re.finditer(_NUMBER, text) if float(m.group()) < 0)
+    sink.error("E911", f"`{key}` is negative: `{bad.group()}`",
+               Span(at.file, at.line, base + bad.start(), at.line, base + bad.end()),
+               f"a {DIM_WORDS[_DIMS[key]]} is {range_text(_DIMS[key])}")

@@ -219,6 +219,41 @@ def test_a_list_where_one_number_goes_is_e911_at_it(field: str) -> None:
     assert d.hints == ("only `activation_size` lists values, one per output of the layer",)
 
 
+_OK = "node1 -- Input0() -- forward_compute_time=1.0, backward_compute_time=0.0, " \
+      "activation_size=4.0, parameter_size=0.0\n"
+
+
+@pytest.mark.parametrize(("fields", "marked", "message"), [
+    # negative: was the whole line (2:1 to its end)
+    ("forward_compute_time=-1.000, backward_compute_time=2.000, activation_size=8.0, "
+     "parameter_size=16.000", "-1.000", "`forward_compute_time` is negative: `-1.000`"),
+    ("forward_compute_time=1, backward_compute_time=1, activation_size=[4.0; -2.0], "
+     "parameter_size=0", "-2.0", "`activation_size` is negative: `-2.0`"),
+    ("forward_compute_time=1, backward_compute_time= -3 , activation_size=1, "
+     "parameter_size=0", "-3", "`backward_compute_time` is negative: `-3`"),
+    # `key = value`: was the column of a search for `key=` that failed (`orward_...`)
+    ("forward_compute_time = abc, backward_compute_time=1, activation_size=1, "
+     "parameter_size=0", "abc", "`forward_compute_time` is not a number or a `[a; b]` "
+     "list: `abc`"),
+    ("forward_compute_time=1, backward_compute_time=1, activation_size= x , "
+     "parameter_size=0", "x", "`activation_size` is not a number or a `[a; b]` list: `x`"),
+    # a missing field: was the whole line; now the fields that lack it
+    ("forward_compute_time=1, backward_compute_time=1, activation_size=4.0",
+     "forward_compute_time=1, backward_compute_time=1, activation_size=4.0",
+     "node line lacks `parameter_size`"),
+])
+def test_a_fields_error_marks_the_value_not_the_line(fields: str, marked: str,
+                                                     message: str) -> None:
+    line = f"node3 -- Conv2d(3, 64) -- {fields}"
+    with pytest.raises(SpecError) as err:
+        parse_pipedream(f"{_OK}{line}\n\tnode1 -- node3\n", "g.txt")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.message) == ("E911", message)
+    assert d.span is not None and (d.span.line, d.span.end_line) == (2, 2)
+    assert line[d.span.column - 1:d.span.end_column - 1] == marked
+    assert d.hints  # how to write it
+
+
 def _line(node: str, module: str, activation: str, params: str = "0") -> str:
     return (f"{node} -- {module} -- forward_compute_time=1.0, backward_compute_time=1.0, "
             f"activation_size={activation}, parameter_size={params}\n")
