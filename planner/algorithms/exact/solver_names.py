@@ -43,14 +43,15 @@ class Judged:
 
 
 def judged(name: str) -> Judged:
-    """The judgement of solver `name`, made once per name and PATH in a process (Pyomo, too,
-    looks a program up once): `solve --solver NAME` checks the name before any work and the
-    ILP reads the same judgement."""
+    """The judgement of solver `name`, made once per name and PATH in a process:
+    `solve --solver NAME` checks the name before any work and the ILP reads the same
+    judgement. Pyomo's `Executable` registry, too, keeps what it found until `rehash()`: a
+    solver installed into a folder already on PATH is seen by the next process."""
     return _judged(name, os.environ.get("PATH", ""))
 
 
 @lru_cache(maxsize=64)
-def _judged(name: str, path: str) -> Judged:  # noqa: ARG001 - `path` keys the cache
+def _judged(name: str, path: str) -> Judged:  # `path` keys the cache alone
     profiled = list(backends.profiles())
     if name in profiled:
         return Judged(name, unusable=_not_here(name))
