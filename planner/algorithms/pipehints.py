@@ -9,12 +9,13 @@ fewer `microbatches`)" to plans already on 1F1B.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from ..model import MAX_MICROBATCHES, Pipeline, Problem
 from ..pipeline.splitdp import MAX_CELLS, best_splits
 from ..pipeline.units import units
 
-__all__ = ["cap_words", "in_flight_hints", "stage_cap_words"]
+__all__ = ["cap_words", "in_flight_hints", "largest_fitting", "stage_cap_words"]
 
 
 def stage_cap_words(problem: Problem, pipeline: Pipeline) -> str:
@@ -79,14 +80,22 @@ def _fewer_microbatches(problem: Problem, pipeline: Pipeline, cells: float) -> l
     search finds none with one micro-batch, which holds the fewest under every schedule
     (interleaved: K, one a virtual stage; 1F1B: at most M stages, stage k holding
     min(S - k, M), no fewer than under the plan's M)."""
-    lo, hi = 1, pipeline.microbatches  # a split fits with lo, none with hi
-    if hi < 2 or not _fits(problem, dataclasses.replace(pipeline, microbatches=lo), cells):
-        return []
+    most = largest_fitting(pipeline.microbatches, lambda m: _fits(
+        problem, dataclasses.replace(pipeline, microbatches=m), cells))
+    return [] if most is None else [f"`microbatches {most}`"]
+
+
+def largest_fitting(hi: int, fits: Callable[[int], bool]) -> int | None:
+    """A count below `hi` (which fits not) with which `fits`, bisected down from `hi` to
+    one in log2(hi) checks: k fits, k + 1 not (the largest where `fits` is monotone); None
+    where one does not fit, or `hi` is one (E707's micro-batches, E712's `data_parallel`)."""
+    lo = 1  # fits with lo, not with hi
+    if hi < 2 or not fits(lo):
+        return None
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        fits = _fits(problem, dataclasses.replace(pipeline, microbatches=mid), cells)
-        lo, hi = (mid, hi) if fits else (lo, mid)
-    return [f"`microbatches {lo}`"]
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 def _stage_cap(problem: Problem, pipeline: Pipeline) -> int | None:

@@ -78,7 +78,7 @@ from ..pipeline.split import Split, fits, split_of, stage_bytes
 from ..pipeline.splitdp import candidate_cuts, most_stages
 from ..pipeline.units import Units, units
 from ..plan import Plan
-from . import pipedp, pipehints
+from . import dphints, pipedp, pipehints
 from .base import Options, Solution
 from .infeasible import diagnose
 from .pipeblocks import check_pins
@@ -130,7 +130,7 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
     pure = pure and _fixed(pipeline) in (None, 1)
     chain = _pure(problem, pipeline, options, split) if pure else None
     if not found and chain is None:
-        raise _no_layout(problem, pipeline, explain)
+        raise _no_layout(problem, pipeline, explain, cuts)
     chosen, figures = best(problem, pipeline, found, runs) if found else (None, {})
     left = len(found) - len(figures)  # the DP's layouts `runs` left unsimulated
     if chosen is not None and simulated(problem, pipeline):
@@ -145,28 +145,47 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
     return solution(problem, pipeline, chosen, figures, left)
 
 
-def _no_layout(problem: Problem, pipeline: Pipeline, explain: bool) -> InfeasibleError:
+def _no_layout(problem: Problem, pipeline: Pipeline, explain: bool,
+               cuts: int = MAX_CUTS) -> InfeasibleError:
     """The proofs that no placement fits (what `check` says), else E712; under `data_parallel
-    N` each stage has N replicas, each with a DDP bucket more. Without replicas its hints
-    are pipedp's, checked by its split search (pipedp's split is a candidate layout); not
-    `explain`ed, only more memory is hinted (those searches took half of a 1 s `auto` run
-    on a random 8-device GPipe spec, for an error auto drops)."""
+    N` each stage has N replicas, each with a DDP bucket more. Its hints are checked: without
+    replicas pipedp's, by its split search (pipedp's split is a candidate layout); under
+    `data_parallel N` `dphints`', by the DP with each change (`fitting`). Not `explain`ed,
+    only more memory is hinted (those searches took half of a 1 s `auto` run on a random
+    8-device GPipe spec, for an error auto drops)."""
     if proofs := diagnose(problem):
         return InfeasibleError(proofs)
     alone = (fixed := _fixed(pipeline)) in (None, 1)
     each = ("replicated or not" if alone else
             f"each on {fixed} replicas, as `data_parallel {fixed}` asks")
-    fewer = ((pipehints.in_flight_hints(problem, pipeline, pipedp.one_fits(problem, pipeline))
-              if explain else ("give the devices more `memory`",)) if alone else (
-        f"`data_parallel {fixed}` replicates every stage {fixed} times, each replica holding a "
-        "DDP bucket of its gradients too: a smaller `data_parallel`, or `auto`, may fit; or "
-        "give the devices more `memory`",))
+    fewer = (("give the devices more `memory`",) if not explain else
+             pipehints.in_flight_hints(problem, pipeline, pipedp.one_fits(problem, pipeline))
+             if alone else dphints.data_parallel_hints(
+                 problem, pipeline, lambda p, pipe: fitting(p, pipe, cuts)))
     return InfeasibleError(Diagnostic(
         "E712", f"no hybrid layout of plan `{problem.name}` (stages on consecutive devices "
         f"in the cluster's order, {each}) fits the devices' memory and the devices its "
-        f"units may use{pipehints.stage_cap_words(problem, pipeline)}", None,
+        f"units may use{dphints.stage_cap_words(problem, pipeline)}", None,
         (*fewer, "pins that do not follow the cluster's device order leave the hybrid DP no "
          "layout (`--algo pipedp` tries device chains in any order)")))
+
+
+def fitting(problem: Problem, pipeline: Pipeline, cuts: int = MAX_CUTS
+            ) -> tuple[int, ...] | None:
+    """A change's check for E712's hints (`dphints`): the replicas per stage of the DP's
+    layout of least cost that fits under `pipeline`, None where none does or a pin starts
+    no block (pipedp's split is not searched: its search of every chain cost 1 s of a 10 s
+    E712 on Inception-v3's PipeDream profile under `data_parallel 4`)."""
+    if (n := _fixed(pipeline)) not in (None, 1):
+        try:
+            check_pins(problem, n)
+        except InfeasibleError:
+            return None
+    found = candidates(problem, pipeline, cuts)
+    if not found:
+        return None
+    lay = min(found, key=lambda lay: layout_cost(problem, pipeline, lay))
+    return tuple(map(len, lay.groups))
 
 
 def _pure(problem: Problem, pipeline: Pipeline, options: Options,

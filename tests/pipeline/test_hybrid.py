@@ -259,7 +259,8 @@ def test_e712_under_data_parallel_n_says_that_every_stage_is_replicated() -> Non
     d = caught.value.diagnostics[0]
     assert d.code == "E712" and "replicated or not" not in d.message
     assert "each on 2 replicas, as `data_parallel 2` asks" in d.message
-    assert "a smaller `data_parallel`, or `auto`, may fit" in d.hints[0]
+    # checked (test_e712_data_parallel.py): one pipeline of a device a stage fits
+    assert "`data_parallel 1` fits: a layout of 4 stage(s), one device each" in d.hints[0]
     auto = _spec([5, 5, 5, 5], [10, 10, 10, 10], [2, 2, 2, 2], devices=4, microbatches=4,
                  memory="10 MB", data_parallel="auto")
     assert run_algorithm("hybrid", auto, Options(time_limit_s=5)).info["layout"] == [1] * 4
