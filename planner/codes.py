@@ -159,6 +159,9 @@ E515 1   a plan file `recompute` that is not a list of device names, or that nam
          that runs no stage, or a replica without its stage's device
 E516 1   a placement file made for another plan of the spec (its `plan`), or for another graph
          (no op it places is the plan's)
+E517 1   a `--json` report's `devices` that is not a list of device rows (`name`, `ops`), or
+         that contradicts its `placement` (a device or an op listed twice, an op in another
+         device's row, a device the placement uses and no row names)
 E601 2   an unknown algorithm
 E602 2   no plan of that name, or several plans and no `--plan`
 E603 2   a `solve --time-limit` outside 0 to 1e6 s, or not a finite number

@@ -32,6 +32,7 @@ from .errors import (
 )
 from .files import write_text_atomic
 from .model import Graph, Problem
+from .reportrows import is_report, report_rows
 from .strictjson import finite
 
 if TYPE_CHECKING:  # annotations only
@@ -225,7 +226,8 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         sink.error("E505", f"the placement leaves {len(missing)} op(s) unplaced: {shown}{more}",
                    where("placement"), "place every op of the graph")
-    order = _read_order(problem, order_of(data), sink, where)
+    order = _read_rows(problem, data, sink, where) if is_report(data) else \
+        _read_order(problem, data.get("order"), sink, where)
     start = _read_start(problem, data.get("start_s"), sink, where)
     sink.raise_if_errors()
     return Plan(tuple(placement), order, start, str(data.get("algorithm", "")))
@@ -325,10 +327,11 @@ def check_shapes(data: Mapping[str, Any], source: str, text: str | None,
             _names_listed(name, names, sink, where)
     if data.get("recompute") is not None:
         _recompute_listed(data["recompute"], sink, where)
-    order = order_of(data)  # a report's is its devices' ops (its own `order` is not one)
-    if order is not None:
-        _object(order, "order", "device names to lists of op names", "E508", _ORDER_SHAPE,
-                sink, where)
+    if is_report(data):  # its order is its devices' ops (its own `order` is not one)
+        report_rows(data, sink, where)
+    elif data.get("order") is not None:
+        _object(data["order"], "order", "device names to lists of op names", "E508",
+                _ORDER_SHAPE, sink, where)
     sink.raise_if_errors()
 
 
@@ -431,14 +434,16 @@ def _by_device(problem: Problem, raw: Mapping[str, Any], key: str, sink: Diagnos
 
 
 def order_of(data: Mapping[str, Any]) -> Any:
-    """A plan's `order`; a `--json` report's (no `format`, a `devices` list): each of its
+    """A plan's `order`; a `--json` report's (`reportrows.is_report`): each of its
     `devices` (`{"name", "ops"}`) and the ops it ran, in their order, whatever else its
-    `order` is (an algorithm's field, such as pipeilp's stage order); None when neither."""
-    devices = data.get("devices")
-    if "format" in data or not isinstance(devices, list):
+    `order` is (an algorithm's field, such as pipeilp's stage order); None when neither.
+    As written: `check_shapes` and `load_plan` check it."""
+    if not is_report(data):
         return data.get("order")
-    if not all(isinstance(d, Mapping) and isinstance(d.get("name"), str) for d in devices):
-        return None  # not a report's devices: the simulator chooses, as for a placement
+    devices = data["devices"]
+    if not isinstance(devices, list) or not all(
+            isinstance(d, Mapping) and isinstance(d.get("name"), str) for d in devices):
+        return None
     return {d["name"]: d.get("ops") for d in devices}
 
 
@@ -454,7 +459,6 @@ def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpa
     if not _object(raw, "order", "device names to lists of op names", "E508", _ORDER_SHAPE,
                    sink, where):
         return None
-    op_index = problem.graph.op_index
     seqs: list[list[int]] = [[] for _ in problem.cluster.devices]
     for d, dev_name, names in _by_device(problem, raw, "order", sink, where):
         if not isinstance(names, list):
@@ -467,13 +471,43 @@ def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpa
                            f"{_kind(name)} where an op name is expected",
                            where("order", dev_name, k))
                 continue
-            i = op_index.get(name)
-            if i is None:
-                sink.error("E503", f"unknown op {quoted(name)} in order",
-                           where("order", dev_name, k), *_hints(sink, name, op_index))
-            else:
-                seqs[d].append(i)
+            _append(problem, seqs[d], name, "order", sink, where, ("order", dev_name, k))
     return tuple(map(tuple, seqs))
+
+
+def _read_rows(problem: Problem, data: Mapping[str, Any], sink: DiagnosticSink,
+               where: JsonSpans) -> tuple[tuple[int, ...], ...] | None:
+    """A report's order: its `devices`' ops (`reportrows.report_rows`, which checks them
+    against its placement), on the spec's devices (E504 at a row's `name`); None when
+    the placement already failed, or when no row gives its ops."""
+    rows = None if sink.has_errors else report_rows(data, sink, where)
+    if rows is None:
+        return None
+    if not rows:
+        return None  # no row gives its ops: the simulator orders them
+    dev_index = problem.cluster.device_index
+    seqs: list[list[int]] = [[] for _ in problem.cluster.devices]
+    for k, dev_name, names in rows:
+        d = dev_index.get(dev_name)
+        if d is None:
+            sink.error("E504", f"unknown device {quoted(dev_name)} in devices",
+                       where("devices", k, "name"), *_hints(sink, dev_name, dev_index))
+            continue
+        for j, name in enumerate(names or ()):
+            _append(problem, seqs[d], name, "devices", sink, where, ("devices", k, "ops", j))
+    return tuple(map(tuple, seqs))
+
+
+def _append(problem: Problem, seq: list[int], name: str, key: str, sink: DiagnosticSink,
+            where: JsonSpans, path: tuple[str | int, ...]) -> None:
+    """Op `name` appended to a device's order `seq`; E503 at `path` for an unknown op."""
+    op_index = problem.graph.op_index
+    i = op_index.get(name)
+    if i is None:
+        sink.error("E503", f"unknown op {quoted(name)} in {key}", where(*path),
+                   *_hints(sink, name, op_index))
+    else:
+        seq.append(i)
 
 
 def _read_start(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpans

@@ -101,7 +101,7 @@ HOMES = {
     # a pipeline plan's proofs follow its own memory rule (stagefacts.py, SHARED["E301"])
     "3": ("facts.py", "stagefacts.py"),
     "4": ("cli", "simulate/"),
-    "5": ("plan.py", "cli", "io/stages.py", "api/result.py"),
+    "5": ("plan.py", "reportrows.py", "cli", "io/stages.py", "api/result.py"),
     # `Spec.plan(NAME)` (model.py) is the library's `--plan`: E602 as on the command line;
     # W626 is built where torch's refusal is decided, for `check`, `solve` and `planner.solve`
     "6": ("cli/", "compare/", "algorithms/__init__.py", "files.py", "model.py",
