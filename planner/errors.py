@@ -54,6 +54,23 @@ class Span(NamedTuple):
         return cls(file, 1, 1, 1, 2, 0, 0)
 
     @classmethod
+    def of_path(cls, file: str) -> Span:
+        """The path `file` itself, no place in it (line 0): a folder, or a file that cannot
+        be read, has no line 1. Shown as `file: error[...]`, with null line and column in
+        JSON; `in_text` is false."""
+        return cls(file, 0, 0, 0, 0, 0, 0)
+
+    @property
+    def in_text(self) -> bool:
+        """Whether the span is a place in the file's text (not `of_path`)."""
+        return self.line >= 1
+
+    @property
+    def where(self) -> str:
+        """`file:line:col`, or `file` alone for a path (`of_path`); newlines as they are."""
+        return f"{self.file}:{self.line}:{self.column}" if self.in_text else self.file
+
+    @classmethod
     def at_json_error(cls, file: str, err: json.JSONDecodeError) -> Span:
         """The character of `file` where `json` (or `strictjson`) stopped reading it."""
         return cls(file, err.lineno, err.colno, err.lineno, err.colno + 1, err.pos, err.pos + 1)
@@ -110,18 +127,20 @@ class Diagnostic:
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict (stable keys)."""
         span = self.span
+        at = span if span and span.in_text else None  # a path (`Span.of_path`): no line
         return {
             "code": self.code,
             "severity": self.severity.value,
             "message": self.message,
             "file": span.file if span else None,
-            "line": span.line if span else None,
-            "column": span.column if span else None,
-            "end_line": span.end_line if span else None,
-            "end_column": span.end_column if span else None,
+            "line": at.line if at else None,
+            "column": at.column if at else None,
+            "end_line": at.end_line if at else None,
+            "end_column": at.end_column if at else None,
             "hints": list(self.hints),
             "notes": [
-                {"message": m, "file": s.file, "line": s.line, "column": s.column}
+                {"message": m, "file": s.file, "line": s.line if s.in_text else None,
+                 "column": s.column if s.in_text else None}
                 for m, s in self.notes
             ],
         }
@@ -174,7 +193,7 @@ class PlannerError(Exception):
 def _located_line(d: Diagnostic) -> str:
     """`file:line:col: error[CODE]: message (hint: ...)` on one line (newlines escaped)."""
     s = d.span
-    where = f"{_one_line(s.file)}:{s.line}:{s.column}: " if s else ""
+    where = f"{_one_line(s.where)}: " if s else ""
     hints = "".join(f" (hint: {_one_line(h)})" for h in d.hints)
     return f"{where}{d.severity.value}[{d.code}]: {_one_line(d.message)}{hints}"
 
@@ -479,12 +498,11 @@ def render(diag: Diagnostic, sources: Mapping[str, str] | _Lines | None = None) 
     sources = sources if isinstance(sources, _Lines) else _Lines(sources or {})
     span = diag.span
     head = f"{diag.severity.value}[{diag.code}]: {_one_line(diag.message)}"
-    lines = [f"{_one_line(span.file)}:{span.line}:{span.column}: {head}" if span else head]
+    lines = [f"{_one_line(span.where)}: {head}" if span else head]
     if span is not None:
         lines.extend(_excerpt(span, sources.get(span.file)))
     for message, where in diag.notes:
-        lines.append(f"  = note: {_one_line(message)} at {_one_line(where.file)}:{where.line}:"
-                     f"{where.column}")
+        lines.append(f"  = note: {_one_line(message)} at {_one_line(where.where)}")
         lines.extend(_excerpt(where, sources.get(where.file)))
     lines.extend(f"  = hint: {_one_line(h)}" for h in diag.hints)
     return "\n".join(lines)

@@ -88,8 +88,10 @@ def github_annotation(diag: Diagnostic, subject: str | None = None,
     props: list[tuple[str, str]] = []
     # a text that is no file (`fmt -` without --stdin-filename: `<stdin>`) is named in the
     # message, as SARIF does: `file=<stdin>` was read as a file of the repository
-    where = f"{span.file}:{span.line}:{span.column}: " if span and span.file[:1] == "<" else ""
-    if span is not None and not where:
+    where = f"{span.where}: " if span and span.file[:1] == "<" else ""
+    if span is not None and not where and not span.in_text:  # a path (a folder): no line
+        props.append(("file", _shown_path(span.file, root)))
+    elif span is not None and not where:
         path = _shown_path(span.file, root)
         end_line = max(span.end_line, span.line)
         one_line = end_line == span.line
@@ -102,7 +104,7 @@ def github_annotation(diag: Diagnostic, subject: str | None = None,
     listed = ",".join(f"{k}={_escape_property(v)}" for k, v in props)
     # an annotation has one place: the notes (`first definition`) name theirs in the text,
     # as the text output does, where SARIF has related locations
-    notes = [f"note: {m} at {_shown_path(s.file, root)}:{s.line}:{s.column}"
+    notes = [f"note: {m} at {s._replace(file=_shown_path(s.file, root)).where}"
              for m, s in diag.notes]
     text = "\n".join([where + full_message(diag), *notes])
     return f"::{level} {listed}::{_escape_data(text)}"

@@ -48,6 +48,8 @@ def _physical(span: Span, root: Path) -> dict[str, Any]:
         artifact = {"uri": quote(rel), "uriBaseId": "%SRCROOT%"}
     else:
         artifact = {"uri": Path(span.file).resolve().as_uri()}
+    if not span.in_text:  # a path (a folder): the artifact, no region in it
+        return {"artifactLocation": artifact}
     region: dict[str, int] = {"startLine": max(span.line, 1), "startColumn": max(span.column, 1)}
     if span.end_line >= span.line:
         region["endLine"] = span.end_line
@@ -73,7 +75,7 @@ def sarif_log(diags: Sequence[Diagnostic], exit_code: int, subject: str | None =
         at = locate(d, subject)
         span = _in_file(at)
         if span is None:
-            where = f"{at.file}:{at.line}:{at.column}: " if at is not None else ""
+            where = f"{at.where}: " if at is not None else ""
             notifications.append({"level": _level(d),
                                   "message": {"text": where + full_message(d)},
                                   "descriptor": {"id": d.code}})

@@ -100,7 +100,8 @@ def read_bytes(path: Path, shown: str, at: Span | None = None, kind: str = "spec
         raise SpecError(_missing(path, shown, at)) from None
     except IsADirectoryError:
         raise SpecError(Diagnostic(
-            "E002", f"{shown} is a directory, not {_article(kind)} {kind} file", where,
+            "E002", f"{shown} is a directory, not {_article(kind)} {kind} file",
+            at or Span.of_path(shown),  # a folder has no line 1
             ("`planner check` accepts folders; other commands want a file" if kind == "spec"
              else f"give the {kind} file itself",))) from None
     except OSError as err:
@@ -285,7 +286,7 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
     if Path(path).is_dir():
         shown = display_path(first)
         reader.sink.error("E002", f"{shown} is a directory, not a spec file",
-                          Span.start_of(shown),
+                          Span.of_path(shown),  # a folder has no line 1
                           "`planner check` accepts folders; other commands want a file")
     elif outside_root(first, base):  # a symlink that leads out, or --root elsewhere
         refuse_escape(Path(path))  # worded as for every file read through a link

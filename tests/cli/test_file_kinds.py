@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import PLACED, invoke
+from .helpers import PLACED, invoke, valid_sarif
 
 BINARY = b"\x7fELF\x02\x01\x01\x00\xd0\xff\xfe"
 PLAN = {"format": "planner.plan", "version": 1, "plan": "p", "placement": {"a": "gpu0",
@@ -42,3 +42,36 @@ def test_a_binary_file_is_hinted_as_the_kind_of_file_wanted(tmp_path: Path, args
         code, _, err = invoke(args, tmp_path)
         assert code == 1 and f"error[E002]: bad is a directory, not a {kind} file" in err, err
         assert f"= hint: give the {kind} file itself" in err
+
+
+
+@pytest.mark.parametrize("args", [
+    ["solve", "bad"], ["simulate", "bad"], ["export", "json", "bad"],
+    ["diff", "bad", "p.json"], ["diff", "p.json", "p.json", "--spec", "bad"],
+    ["simulate", "s.plan", "--placement", "bad"], ["import", "json", "bad", "-o", "o.plan"],
+    ["import", "pipedream", "bad", "-o", "o.plan"], ["import", "onnx", "bad", "-o", "o.plan"],
+])
+def test_a_folder_is_located_at_its_path_alone(tmp_path: Path, args: list[str]) -> None:
+    """A folder has no line 1. Before: `bad:1:1: error[E002]`, line 1 and column 1 in JSON,
+    `line=1,col=1` in a GitHub annotation, a region in SARIF."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    (tmp_path / "p.json").write_text(json.dumps(PLAN))
+    (tmp_path / "bad").mkdir()
+    code, _, err = invoke(args, tmp_path)
+    assert code == 1 and err.startswith("bad: error[E002]: bad is a directory"), err
+    if args[0] not in ("solve", "simulate", "diff"):
+        return  # no --json
+    code, out, _ = invoke([*args, "--json"], tmp_path)
+    found = json.loads(out)["diagnostics"]
+    assert code == 1 and [(d["code"], d["file"], d["line"], d["column"], d["end_line"],
+                           d["end_column"]) for d in found] == [
+        ("E002", "bad", None, None, None, None)], found
+    if args[0] == "solve":
+        return  # no --format
+    code, out, _ = invoke([*args, "--format", "github"], tmp_path)
+    assert code == 1 and out.startswith("::error file=bad,title=E002::bad is a directory"), out
+    code, out, _ = invoke([*args, "--format", "sarif"], tmp_path)
+    result = valid_sarif(out)["runs"][0]["results"][0]
+    assert code == 1 and result["locations"][0]["physicalLocation"]["artifactLocation"][
+        "uri"].endswith("bad") and "region" not in result["locations"][0][
+        "physicalLocation"], result
