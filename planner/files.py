@@ -20,6 +20,9 @@ request). A failed write (a full disk, an I/O error) leaves the target as it was
 the temporary file and is reported as E623; so is standard output that cannot take a
 command's output (`unwritable_stdout`).
 
+One exception, `planner fmt`'s (`write_text_keeping_links`): a spec with several hard
+links is rewritten in place, not atomically, so that all its names see the new text.
+
 Depends only on `planner.errors` and `planner.roots`: the exact models (`--emit`), plans,
 rows and reports all write through it.
 """
@@ -121,6 +124,65 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     data = text.encode("utf-8")
     with atomic_file(path) as tmp, open(tmp, "wb") as fh:
         fh.write(data)
+
+
+def write_text_keeping_links(path: str | os.PathLike[str], text: str) -> None:
+    """Rewrite the existing file `path` with `text` (UTF-8), as `write_text_atomic` does, but
+    for a file with several hard links: a rename would give `path` a new file and leave its
+    other names the old text, so it is written in place, through its inode, and is not
+    atomic: a reader may see it half-written. Its previous text is first copied to a backup
+    beside it (synced); a write that fails is undone from that text and is E623 (the file
+    left as it was), or, where the undoing fails too, E623 naming the backup, which is kept.
+    Links, mode and owner stay as they were. `planner fmt` rewrites specs so."""
+    target = resolve_target(path)
+    try:
+        linked = os.stat(target).st_nlink > 1
+    except FileNotFoundError:
+        linked = False
+    if not linked:
+        write_text_atomic(path, text)
+        return
+    backup, old = _backed_up(path, target)
+    try:
+        _write_through(target, text.encode("utf-8"))
+    except OSError as err:
+        try:
+            _write_through(target, old)
+        except OSError:
+            raise OutputError(Diagnostic(
+                "E623", f"cannot write `{path}`: {_why(err)}; it may be incomplete: its "
+                f"previous text is kept in `{backup}`", None,
+                (f"copy it back (cp {shlex.quote(backup)} {shlex.quote(str(path))}), free "
+                 "some space, then run the command again",))) from None
+        os.unlink(backup)
+        raise _failed(path, err) from None
+    os.unlink(backup)
+
+
+def _backed_up(path: str | os.PathLike[str], target: Path) -> tuple[str, bytes]:
+    """A synced copy of `target` beside it (its name) and `target`'s bytes; E623, with
+    nothing left behind, where either cannot be had."""
+    backup = _staged(path, ".bak")[1]
+    try:
+        with open(target, "rb") as fh:
+            old = fh.read()
+        with open(backup, "wb") as fh:
+            fh.write(old)
+        _sync(backup)
+    except OSError as err:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(backup)
+        raise _failed(path, err) from None
+    return backup, old
+
+
+def _write_through(target: Path, data: bytes) -> None:
+    """`data` written over `target`'s own bytes (its inode kept), cut to its length, synced."""
+    with open(target, "r+b") as fh:
+        fh.write(data)
+        fh.truncate()
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def write_texts_atomic(texts: Mapping[Path, str]) -> None:

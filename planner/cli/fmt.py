@@ -5,6 +5,10 @@ Exit codes: 2 or 4 when a file cannot be rewritten (E622, E623: the others still
 else 1 when an input is invalid (it cannot be parsed: the same 1 as every command gives
 invalid input), else 5 when `--check` or `--diff` finds a file to reformat (a CI gate that
 failed on valid input), else 0.
+
+A file is rewritten atomically (a temporary file renamed over it: a symlink is followed and
+kept, the mode kept), but for a file with several hard links, which a rename would split
+from its other names: it is written in place, after a backup (`files.write_text_keeping_links`).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from ..errors import (
     _one_line,
     render_all,
 )
-from ..files import write_text_atomic
+from ..files import write_text_keeping_links
 from ..render.diagnostics import eprint, printable, source_texts
 from ..roots import default_root, display_path, outside_root
 from ..spec.format import format_source
@@ -204,7 +208,8 @@ def _stop(failed: dict[Path | None, PlannerError], *, invalid: bool, gate_failed
 
 
 def _write(changed: list[Formatted]) -> dict[Path | None, PlannerError]:
-    """Rewrite each file of `changed` (atomically); the files that could not be, with
+    """Rewrite each file of `changed` (atomically, but for one with several hard links:
+    `write_text_keeping_links`); the files that could not be, with
     why. One that fails does not stop the others, which are written and said to be: a
     failure half-way used to leave the files before it rewritten unannounced, those after
     it untried."""
@@ -212,7 +217,7 @@ def _write(changed: list[Formatted]) -> dict[Path | None, PlannerError]:
     for x in changed:
         if x.path is not None:
             try:
-                write_text_atomic(x.path, x.new)
+                write_text_keeping_links(x.path, x.new)
             except PlannerError as err:  # E622, E623: the file is left as it was
                 failed[x.path] = err
     return failed

@@ -210,14 +210,14 @@ def test_a_file_that_cannot_be_written_stops_no_other(tmp_path: Path,
     from planner.cli import fmt as fmt_module
     from planner.errors import Diagnostic, OutputError
 
-    real = fmt_module.write_text_atomic
+    real = fmt_module.write_text_keeping_links
 
     def refuse_b(path: Path, text: str) -> None:
         if Path(path).name == "b.plan":
             raise OutputError(Diagnostic("E623", f"cannot write `{path}`: disk full"))
         real(path, text)
 
-    monkeypatch.setattr(fmt_module, "write_text_atomic", refuse_b)
+    monkeypatch.setattr(fmt_module, "write_text_keeping_links", refuse_b)
     for name in ("a.plan", "b.plan", "c.plan"):
         (tmp_path / name).write_text(UGLY)
     code, out, err = invoke(["fmt", "a.plan", "b.plan", "c.plan"], tmp_path)
