@@ -16,11 +16,12 @@
   (`interleaved`) gives each an equal share of its memory where stages are judged one at
   a time (`stage_share`),
 - tied weights (`tie`): each holder keeps a copy in its `params`; holders on one device
-  keep one (`tied_duplicate_bytes`, subtracted by the pipeline's stage memory; the
-  one-pass static memory counts each holder's, an over-count where holders share a
-  device); in training the holders' devices all-reduce the weight's gradient once per
-  iteration (`allreduce_time`, a ring all-reduce over the slowest link among them:
-  `2 (n - 1) / n * bytes / bandwidth + 2 (n - 1) * latency`).
+  keep one (`repeated_tie_bytes`; per device `tied_duplicate_bytes`, subtracted by the
+  pipeline's stage memory and, over the ties of backward ops and of forward ops, by the
+  optimizer state an export reports; the one-pass static memory counts each holder's, an
+  over-count where holders share a device); in training the holders' devices all-reduce
+  the weight's gradient once per iteration (`allreduce_time`, a ring all-reduce over the
+  slowest link among them: `2 (n - 1) / n * bytes / bandwidth + 2 (n - 1) * latency`).
 
 Algorithms and the simulator both call these; `Costs` holds them as dense tables built
 once per problem (`costs(problem)`), `Columns` the graph's sizes and edges as numpy arrays
@@ -38,12 +39,12 @@ and `tests/test_fastsim.py` run over both.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, TypeVar
 
-from .model import Cluster, Device, Graph, Op, Problem, derived
+from .model import Cluster, Device, Graph, Op, Problem, Tie, derived
 
 if TYPE_CHECKING:
     import numpy as np
@@ -236,18 +237,29 @@ def allreduce_seconds(nbytes: float | np.ndarray, n: int, latency: float,
     return steps * latency + steps / n * nbytes * inv_bandwidth
 
 
-def tied_duplicate_bytes(graph: Graph, placement: Sequence[int], n_devices: int) -> list[int]:
+def tied_duplicate_bytes(graph: Graph, placement: Sequence[int], n_devices: int,
+                         among: Container[int] | None = None) -> list[int]:
     """Per device, the bytes its ops' `params` count more than once because several
-    holders of one tie run there (each holds the weight; the device keeps one copy)."""
+    holders of one tie run there (`repeated_tie_bytes`); only over the ties whose holders
+    are all `among` ops where given (a training graph's backward ops, or forward ops)."""
     out = [0] * n_devices
     for tie in graph.ties:
+        if among is not None and not all(i in among for i in tie.ops):
+            continue
         held: dict[int, int] = {}
         for i in tie.ops:
             held[placement[i]] = held.get(placement[i], 0) + 1
         for d, k in held.items():
             if 0 <= d < n_devices:
-                out[d] += (k - 1) * tie.bytes
+                out[d] += repeated_tie_bytes(tie, k)
     return out
+
+
+def repeated_tie_bytes(tie: Tie, holders: int) -> int:
+    """The bytes `holders` holders of `tie` on one device count more than once: each holds
+    the weight in its `params`, the device keeps one copy, so `(holders - 1) * bytes` (0
+    for one holder or none)."""
+    return max(0, holders - 1) * tie.bytes
 
 
 def build_costs(problem: Problem) -> Costs:

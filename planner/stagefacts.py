@@ -23,8 +23,9 @@ largest stage's activations per micro-batch in flight, not their sum).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
-from .cost import held_bytes
+from .cost import held_bytes, repeated_tie_bytes, stage_memory
 from .facts import Proof, facts, unit_name
 from .facts import proofs as one_pass_proofs
 from .model import Problem, derived
@@ -59,9 +60,8 @@ def pipeline_bytes(problem: Problem, ops: Sequence[int]) -> int:
     params, kept, transient = held_bytes(g, ops)
     mine = set(ops)
     for tie in g.ties:
-        held = sum(1 for i in tie.ops if i in mine)
-        params -= max(0, held - 1) * tie.bytes
-    return params + kept + transient
+        params -= repeated_tie_bytes(tie, sum(1 for i in tie.ops if i in mine))
+    return cast(int, stage_memory(params, 1, kept, transient))  # one micro-batch in flight
 
 
 def _pipeline_proofs(problem: Problem) -> tuple[Proof, ...]:

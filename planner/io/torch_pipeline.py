@@ -66,6 +66,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import schedules
+from ..cost import tied_duplicate_bytes
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
 from ..model import Problem
 from ..pipeline.schedule import PipelineRun, run
@@ -287,16 +288,15 @@ def optimizer_state(problem: Problem, placement: Sequence[int],
     less their forward ops' (the gradient's size), a tied weight's copies on one device
     once (as `cost.tied_duplicate_bytes` counts them); none without a backward pass."""
     g = problem.graph
-    forward = set(g.backward_of.values())
-    held = [0] * len(problem.cluster.devices)
+    n = len(problem.cluster.devices)
+    held = [0] * n
     for b, f in g.backward_of.items():
         held[placement[b]] += g.ops[b].params_bytes - g.ops[f].params_bytes
-    for tie in g.ties:  # a tie of backward ops (or of their forward ops) held k times on d
-        sign = 1 if all(i in g.backward_of for i in tie.ops) else -1 if all(
-            i in forward for i in tie.ops) else 0
-        for d in {placement[i] for i in tie.ops}:
-            held[d] -= sign * (sum(placement[i] == d for i in tie.ops) - 1) * tie.bytes
-    return {problem.cluster.devices[d].name: held[d] for d in devices}
+    # a tie of backward ops (gradient and state) and one of their forward ops (the weight,
+    # subtracted above): the copies on one device once
+    twice = tied_duplicate_bytes(g, placement, n, g.backward_of)
+    once = tied_duplicate_bytes(g, placement, n, set(g.backward_of.values()))
+    return {problem.cluster.devices[d].name: held[d] - twice[d] + once[d] for d in devices}
 
 
 def _recompute_checked(problem: Problem, recompute: str | Iterable[str],
