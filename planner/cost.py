@@ -31,9 +31,15 @@ module, so that `planner check` on a small spec never loads it).
 Twin: `planner.algorithms.listsched._engine_kernel` repeats `StaticMemoryTracker.extra` and
 `place` (the ETF engine's memory), and `transfer_seconds`; `planner.fastsim._kernel` and
 the simulator's event loop repeat `transfer_seconds` and `copies` (compiled code calls no
-Python; a call per transfer costs the event loop 3%). The hand-derived battery
-(`tests/algorithms`, with the `list_engine` fixture), `tests/algorithms/test_engine_kernel.py`
-and `tests/test_fastsim.py` run over both.
+Python; a call per transfer costs the event loop 3%); `planner.bounds._kernel` repeats
+`transfer_seconds` over the links the numpy passes give `transfer_seconds_array`. The
+hand-derived battery (`tests/algorithms`, with the `list_engine` fixture),
+`tests/algorithms/test_engine_kernel.py`, `tests/test_fastsim.py` and
+`tests/test_bounds_kernel.py` run over both. The list schedulers' Python engines
+(`listsched.etf`, `insertion`, `floating`, `solution`) and HEFT's upward rank
+(`listsched.ranks`) also write `latency + bytes * inv_bandwidth` inline, in loops over
+every input of every candidate device, some as `end + latency + bytes * inv_bandwidth`
+(a call would round that sum otherwise); the battery holds them to hand-derived figures.
 """
 
 from __future__ import annotations

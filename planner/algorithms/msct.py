@@ -56,7 +56,7 @@ from typing import NamedTuple
 import highspy
 import numpy as np
 
-from ..cost import columns
+from ..cost import columns, transfer_seconds, transfer_seconds_array
 from ..errors import Diagnostic, SolverError
 from ..model import Problem
 from .base import Options, Solution
@@ -174,7 +174,7 @@ def _lp_model(inst: Instance) -> tuple[_Lp, float]:
     g_src, p_src = group_of[src], pin[src]
     local = ((g_src >= 0) & (g_src == group_of[dst])) | ((p_src >= 0) & (p_src == pin[dst]))
     p = np.asarray(inst.mean_compute, dtype=np.float64)
-    c = np.where(local, 0.0, inst.mean_lat + nbytes * inst.mean_inv)
+    c = np.where(local, 0.0, transfer_seconds_array(inst.mean_lat, inst.mean_inv, nbytes))
     positive = np.concatenate([p[p > 0], c[c > 0]])
     scale = float(np.mean(positive)) if positive.size else 1.0
     p, c = p / scale, c / scale
@@ -250,10 +250,10 @@ def favourite_children(inst: Instance, x: np.ndarray, threshold: float) -> list[
     child per op and one favourite parent per op, taken by smaller x, larger mean
     communication time, then edge index."""
     cands = []
-    ml, mi = inst.mean_lat, inst.mean_inv  # `inst.mean_comm`, without a call per edge
+    ml, mi = inst.mean_lat, inst.mean_inv
     for k, (xk, e) in enumerate(zip(x.tolist(), inst.problem.graph.edges, strict=True)):
         if xk < threshold and e.src != e.dst:
-            cands.append((xk, -(ml + e.bytes * mi), k))
+            cands.append((xk, -transfer_seconds(ml, mi, e.bytes), k))
     cands.sort()
     return _take_favourites(inst, [k for _, _, k in cands])
 

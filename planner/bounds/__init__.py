@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from .. import compiled
-from ..cost import INF, columns, costs
+from ..cost import INF, columns, costs, transfer_seconds_array
 from ..facts import facts
 from ..model import Graph, Problem, derived
 from ..signals import shielded
@@ -340,7 +340,7 @@ def _arrival_path(problem: Problem, lv: _Levels) -> float:
         if hi > block_end:  # the next block of edges, from this level on
             block_start, block_end = lo, max(hi, min(lo + 16384, len(order)))
             kb = order[block_start:block_end]
-            block = lat[None] + nbytes[kb, None, None] * inv[None]
+            block = transfer_seconds_array(lat[None], inv[None], nbytes[kb, None, None])
             block[same_unit[block_start:block_end][:, None, None] & off_diag] = np.inf
         t = block[lo - block_start:hi - block_start]
         arrive = (ef[src[lo:hi]][:, :, None] + t).min(axis=1)             # edge x d

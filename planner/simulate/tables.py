@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost import columns, costs
+from ..cost import columns, costs, transfer_seconds
 from ..model import Graph, Problem, derived
 
 __all__ = ["GraphTables", "graph_tables", "upward_rank"]
@@ -37,7 +37,7 @@ def _upward_rank(problem: Problem) -> tuple[float, ...]:
     for i in reversed(t.topo):
         best = 0.0
         for k in succ[i]:
-            v = lat + e_bytes[k] * inv + rank[e_dst[k]]
+            v = transfer_seconds(lat, inv, e_bytes[k]) + rank[e_dst[k]]
             if v > best:  # noqa: PLR1730 (hot loop: a call to max() costs more)
                 best = v
         rank[i] = mean(i) + best

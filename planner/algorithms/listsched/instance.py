@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...cost import INF, costs
+from ...cost import INF, costs, transfer_seconds
 from ...facts import facts
 from ...model import Problem, derived
 
@@ -164,8 +164,9 @@ class Instance:
         return self._engine  # type: ignore[no-any-return]
 
     def mean_comm(self, nbytes: int) -> float:
-        """Mean transfer time of `nbytes` over the cluster's links (`cost.Costs.mean_transfer`)."""
-        return self.mean_lat + nbytes * self.mean_inv
+        """Mean transfer time of `nbytes` over the cluster's links (`cost.Costs.mean_transfer`,
+        linear in bytes: `cost.transfer_seconds` over the mean link)."""
+        return transfer_seconds(self.mean_lat, self.mean_inv, nbytes)
 
     def name(self, i: int) -> str:
         """The name of op `i`."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...cost import transfer_seconds
 from .instance import Instance
 
 __all__ = ["downward_rank", "priority_positions", "upward_rank"]
@@ -47,7 +48,7 @@ def downward_rank(inst: Instance) -> list[float]:
         best = 0.0
         for (p, nbytes), forced_local in zip(inst.pred[j], inst.local[j], strict=True):
             through = rank[p] + mean_compute[p] + (
-                0.0 if forced_local else mean_lat + nbytes * mean_inv)
+                0.0 if forced_local else transfer_seconds(mean_lat, mean_inv, nbytes))
             best = max(best, through)
         rank[j] = best
     return rank
