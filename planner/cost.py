@@ -36,10 +36,11 @@ Python; a call per transfer costs the event loop 3%); `planner.bounds._kernel` r
 hand-derived battery (`tests/algorithms`, with the `list_engine` fixture),
 `tests/algorithms/test_engine_kernel.py`, `tests/test_fastsim.py` and
 `tests/test_bounds_kernel.py` run over both. The list schedulers' Python engines
-(`listsched.etf`, `insertion`, `floating`, `solution`) and HEFT's upward rank
-(`listsched.ranks`) also write `latency + bytes * inv_bandwidth` inline, in loops over
-every input of every candidate device, some as `end + latency + bytes * inv_bandwidth`
-(a call would round that sum otherwise); the battery holds them to hand-derived figures.
+(`listsched.etf`, `insertion`, `floating`, `solution`: inner loops over ops' inputs, the
+first three for every candidate device) and HEFT's upward rank (`listsched.ranks`) also write
+`latency + bytes * inv_bandwidth` inline, `insertion`, `floating` and the rank as
+`t + latency + bytes * inv_bandwidth` (a call would round that sum otherwise); the
+hand-derived battery runs them.
 """
 
 from __future__ import annotations
