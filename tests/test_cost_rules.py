@@ -7,7 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from exact.instances import random_problem
 
+from planner.algorithms.listsched.instance import Instance
+from planner.algorithms.listsched.ranks import downward_rank, upward_rank
 from planner.cost import (
     INF,
     allreduce_seconds,
@@ -104,3 +107,27 @@ def test_allreduce_seconds_over_arrays_and_links() -> None:
     assert allreduce_seconds(1e6, 1, INF, INF) == 0.0  # one device: nothing to reduce
     assert allreduce_seconds(1e6, 2, INF, 1e-10) == INF
     assert math.isinf(allreduce_seconds(1e6, 2, 1e-6, INF))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_ranks_mean_transfer_is_the_rule(seed: int) -> None:
+    """HEFT's and CPOP's ranks (`listsched.ranks`) take an edge's mean transfer as
+    `transfer_seconds` over the mean link (`Instance.mean_comm`), 0 on forced-local edges;
+    the upward rank writes it inline, summed as `own + latency + bytes * inv`: the same
+    rule, to rounding."""
+    inst = Instance(random_problem(seed, 40, 3, colocate=True, pins=3))
+    comm = [[0.0 if local else inst.mean_comm(nbytes)
+             for (_, nbytes), local in zip(inst.pred[i], inst.local[i], strict=True)]
+            for i in range(inst.n)]
+    up, best = [0.0] * inst.n, [0.0] * inst.n
+    for i in reversed(inst.topo):
+        up[i] = inst.mean_compute[i] + best[i]
+        for (p, _), c in zip(inst.pred[i], comm[i], strict=True):
+            best[p] = max(best[p], up[i] + c)
+    assert upward_rank(inst) == pytest.approx(up, rel=1e-12, abs=0.0)
+    down = [0.0] * inst.n
+    for j in inst.topo:
+        down[j] = max((down[p] + inst.mean_compute[p] + c
+                       for (p, _), c in zip(inst.pred[j], comm[j], strict=True)), default=0.0)
+    assert downward_rank(inst) == down
+    assert any(c > 0 for row in comm for c in row)
