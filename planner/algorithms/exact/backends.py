@@ -32,7 +32,7 @@ from types import MappingProxyType, ModuleType
 from typing import Any, Literal, cast
 
 from ...resources import data_text
-from . import children
+from . import children, highs_load
 from .watched import Watched, first_line
 
 log = logging.getLogger("planner")
@@ -401,7 +401,8 @@ def _persistent(opt: Any) -> bool:
 
 def _load_in_time(opt: Any, model: Any, load_by: float) -> None:
     """Hand `model` to the persistent solver `opt` as its `set_instance` would (the same
-    columns, rows and objective in the same order), `LOAD_CHUNK` rows at a time, raising
+    columns, rows and objective in the same order; each chunk in bulk where
+    `highs_load.add_rows` can), `LOAD_CHUNK` rows at a time, raising
     `LoadOverrun` once `time.perf_counter()` passes `load_by`; then tell `opt` that nothing
     changes before its `solve`."""
     pyo = import_pyomo()
@@ -410,17 +411,20 @@ def _load_in_time(opt: Any, model: Any, load_by: float) -> None:
                                                   descend_into=True), None)
     parts = [*model.component_objects(pyo.Constraint, active=True, descend_into=True),
              *model.component_objects(pyo.Objective, active=True, descend_into=True)]
+    idle = [data for part in parts for data in part.values() if not data.active]
     for part in parts:  # so that `set_instance` hands over the parameters alone
         part.deactivate()
     try:
         opt.set_instance(model)
     finally:
         for part in parts:
-            part.activate()
+            part.activate()  # and every row in it: those that were off, off again
+        for data in idle:
+            data.deactivate()
     for at in range(0, len(rows), LOAD_CHUNK):
         if time.perf_counter() > load_by:
             raise LoadOverrun(at, len(rows))
-        opt.add_constraints(rows[at:at + LOAD_CHUNK])
+        highs_load.add_rows(opt, rows[at:at + LOAD_CHUNK])
     if objective is not None:
         opt.set_objective(objective)
     for flag in _NO_UPDATES:
