@@ -5,6 +5,7 @@
     python bench/bench_exact.py --cap 60   # the issue's 60 s per STG instance
     python bench/bench_exact.py --only build,cpsat30,cpsat-large,stg
     python bench/bench_exact.py --only stg --solvers cpsat --record   # README's figure
+    python bench/bench_exact.py --only handover   # handing the models to HiGHS (a minute)
 
 Sections:
 - `build`: Pyomo build time of the ILP for 200 ops × 4 devices (target ≤ 2 s), wall and
@@ -13,6 +14,12 @@ Sections:
   transfers are comparable to compute (target: median ≤ 5 s), 60 s cap.
 - `cpsat-large`: how far CP-SAT gets in 60 s on 100 and 300 ops × 4 devices: the gap, and
   the makespan against its m-SCT warm start.
+- `handover`: handing a built model to HiGHS before it searches (inside `--time-limit`),
+  appsi's row-by-row `add_constraints` against `highs_load`'s bulk hand-over, CPU and
+  wall seconds, and whether HiGHS holds the same model after both: the ILP of 200 ops × 4
+  devices and of specs/resnet.plan, and pipeilp's of PipeDream's ResNet-50 profile on a
+  DGX-1 under 1F1B and interleaved (`$PIPEDREAM_PROFILES`, else
+  ../shared/datasets/pipedream; skipped when absent).
 - `stg`: per back-end, how many Standard Task Graph Set instances (10 graphs of 50 tasks ×
   P ∈ {2, 4}, from ../shared/datasets/stg) reach the published optimum within the cap, and
   how many are proved optimal. Skipped when the dataset is absent.
@@ -25,11 +32,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -41,7 +51,17 @@ from planner.algorithms import Options, run
 from planner.algorithms.exact import backends
 
 STG = ROOT / "../shared/datasets/stg"
-SECTIONS = ("build", "cpsat30", "cpsat-large", "stg")
+#: PipeDream's profiles: `$PIPEDREAM_PROFILES` (as bench_pipedream.py), else ../shared
+PIPEDREAM_RESNET50 = Path(os.environ.get(
+    "PIPEDREAM_PROFILES", ROOT / "../shared/datasets/pipedream")) / \
+    "image_classification/resnet50/graph.txt"
+SECTIONS = ("build", "cpsat30", "cpsat-large", "stg", "handover")
+#: pipeilp's plans of the `handover` section: PipeDream's ResNet-50 on a DGX-1
+PIPE_PLANS = """
+plan p1f1b { graph resnet50  cluster dgx1  objective pipeline  microbatches 8  schedule 1f1b }
+plan pinter { graph resnet50  cluster dgx1  objective pipeline  microbatches 8
+              schedule interleaved  stages_per_device 2 }
+"""
 
 
 def keep(recording: Recording | None, name: str, figure: dict[str, object]) -> None:
@@ -182,6 +202,90 @@ def bench_stg(quick: bool, cap: float, solvers: list[str],
           rows)
 
 
+def _models_of(algo: str, problem: Any) -> list[Any]:
+    """The Pyomo models `algo` hands to its solver on `problem` (the solver not run)."""
+    got: list[Any] = []
+
+    def stub(model: Any, *_: Any, **__: Any) -> backends.Outcome:
+        got.append(model)
+        return backends.Outcome("nosolution", "not solved: the benchmark times the hand-over")
+
+    real = backends.solve_pyomo
+    backends.solve_pyomo = stub
+    try:
+        run(algo, problem, Options(time_limit_s=600.0))
+    finally:
+        backends.solve_pyomo = real
+    return got
+
+
+def _handed(model: Any, bulk: bool) -> tuple[float, float, dict[str, list[float]]]:
+    """Wall and CPU seconds to hand `model` to HiGHS (in bulk, or row by row through
+    appsi's `add_constraints`), and the model HiGHS then holds."""
+    from planner.algorithms.exact import highs_load
+
+    real = highs_load.add_rows
+    if not bulk:
+        highs_load.add_rows = lambda opt, rows: opt.add_constraints(list(rows))
+    opt = backends.import_pyomo().SolverFactory("appsi_highs")
+    t, c = time.perf_counter(), time.process_time()
+    try:
+        backends._load_in_time(opt, model, float("inf"))
+    finally:
+        highs_load.add_rows = real
+    return time.perf_counter() - t, time.process_time() - c, highs_load.held(opt)
+
+
+def _pipedream_problems(quick: bool) -> list[tuple[str, Any]]:
+    """PipeDream's ResNet-50 profile on a DGX-1 under 1F1B (and interleaved), planner's own
+    import; none where the profile is absent."""
+    import tempfile
+
+    import planner
+
+    if not PIPEDREAM_RESNET50.is_file():
+        print(f"\n(handover: {PIPEDREAM_RESNET50.resolve()} not found; pipeilp rows skipped)")
+        return []
+    with tempfile.TemporaryDirectory(prefix="bench-handover-") as tmp:
+        out = Path(tmp) / "resnet50.plan"
+        subprocess.run([sys.executable, "-m", "planner", "import", "pipedream",
+                        str(PIPEDREAM_RESNET50), "--training", "--name", "resnet50",
+                        "--cluster", str(ROOT / "specs/clusters/dgx1.plan"), "-o", str(out)],
+                       check=True, capture_output=True, cwd=ROOT)
+        out.write_text(out.read_text() + PIPE_PLANS)
+        spec = planner.load(out)
+        return [(f"pipeilp resnet50 {p}", spec.plan(p))
+                for p in (("pinter",) if quick else ("p1f1b", "pinter"))]
+
+
+def bench_handover(quick: bool, recording: Recording | None) -> None:
+    """Handing the models to HiGHS: appsi row by row against `highs_load` in bulk."""
+    import planner
+
+    if not backends.available("highs"):
+        print("\n(handover: HiGHS (highspy) is not installed; skipped)")
+        return
+    cases: list[tuple[str, str, Any]] = [
+        ("ilp layered 200x4", "ilp", layered_problem(0, 200, 4)),
+        ("ilp specs/resnet.plan", "ilp", planner.load(ROOT / "specs/resnet.plan").plan(
+            "resnet50_small4"))]
+    cases += [(name, "pipeilp", p) for name, p in _pipedream_problems(quick)]
+    rows: list[list[object]] = []
+    for name, algo, problem in cases:
+        model = _models_of(algo, problem)[-1]
+        old_wall, old_cpu, old = _handed(model, bulk=False)
+        new_wall, new_cpu, new = _handed(model, bulk=True)
+        rows.append([name, len(old["row_lower"]), len(old["col_lower"]), old_wall, old_cpu,
+                     new_wall, new_cpu, old_cpu / max(new_cpu, 1e-9),
+                     "yes" if old == new else "NO"])
+        keep(recording, f"handover_{name.replace(' ', '_')}_cpu_s", value(
+            new_cpu, "s", f"handing {name}'s model to HiGHS in bulk, CPU s (appsi row by row: "
+            f"{old_cpu:.3g} s)", same_model=old == new))
+    table("Handing the model to HiGHS (inside --time-limit): appsi row by row vs in bulk",
+          ["model", "rows", "columns", "appsi wall s", "appsi CPU s", "bulk wall s",
+           "bulk CPU s", "CPU ratio", "same model"], rows)
+
+
 def main() -> None:
     """Parse the flags and run the chosen sections."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -204,6 +308,7 @@ def main() -> None:
         "cpsat30": lambda: bench_cpsat30(args.quick, recording),
         "cpsat-large": lambda: bench_cpsat_large(args.quick),
         "stg": lambda: bench_stg(args.quick, cap, args.solvers.split(","), recording),
+        "handover": lambda: bench_handover(args.quick, recording),
     }
     for name in only:
         if name not in jobs:
