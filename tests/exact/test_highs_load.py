@@ -3,8 +3,8 @@ gives it, column for column and row for row, without appsi's per-row work.
 
 Before, `backends._load_in_time` handed each chunk to appsi's `add_constraints`, which walks
 every row twice and adds its new columns one row at a time: ResNet-50's pipeline ILP
-(15,253 rows, PipeDream's profile under `interleaved`) took 1.4-1.8 s of CPU to hand over,
-0.45 s now, the same model (bench/bench_exact.py --only handover)."""
+(15,253 rows, PipeDream's profile under `interleaved`) took 1.2-1.8 s of CPU to hand over,
+0.45-0.86 s now, the same model (bench/bench_exact.py --only handover)."""
 
 from __future__ import annotations
 
