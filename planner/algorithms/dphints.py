@@ -21,7 +21,7 @@ from ..pipeline.units import units
 from . import pipehints
 from .pipehints import largest_fitting
 
-__all__ = ["Fitting", "data_parallel_hints", "stage_cap_words"]
+__all__ = ["Fitting", "data_parallel_hints", "layout_words", "stage_cap_words"]
 
 #: hybrid's check of a change (`pipehybrid.fitting`): the replicas of each stage of a
 #: layout that fits under the pipeline given (the problem's own under `data_parallel auto`
@@ -72,7 +72,7 @@ def _fewer_pipelines(pipeline: Pipeline, fit: Callable[[Pipeline], tuple[int, ..
     change: int | Literal["auto"] = "auto" if k is None else k
     found = fit(with_n(change)) if k is not None or auto else None
     if found is not None:
-        return True, f"`data_parallel {change}` fits: {_layout(found)}"
+        return True, f"`data_parallel {change}` fits: {layout_words(found)}"
     tried = "`data_parallel 1` or `data_parallel auto`" if auto else "`data_parallel 1`"
     return False, f"hybrid's DP finds no layout that fits with {tried} either"
 
@@ -86,7 +86,7 @@ def _fewer_in_flight(pipeline: Pipeline,
     out = []
     if pipeline.schedule_spec.all_in_flight and (found := fit(dataclasses.replace(
             pipeline, schedule="1f1b"))) is not None:
-        out.append(f"`schedule 1f1b` ({_layout(found)})")
+        out.append(f"`schedule 1f1b` ({layout_words(found)})")
 
     def with_m(m: int) -> Pipeline:
         return dataclasses.replace(pipeline, microbatches=m)
@@ -95,7 +95,7 @@ def _fewer_in_flight(pipeline: Pipeline,
     share = largest_fitting(-(-pipeline.microbatches // n),
                             lambda k: fit(with_m(k * n)) is not None)
     if share is not None and (found := fit(with_m(share * n))) is not None:
-        out.append(f"`microbatches {share * n}` ({_layout(found)})")
+        out.append(f"`microbatches {share * n}` ({layout_words(found)})")
     return out
 
 
@@ -106,7 +106,7 @@ def _tried(pipeline: Pipeline) -> list[str]:
                 pipeline.data_parallel)) else [])]
 
 
-def _layout(replicas: tuple[int, ...]) -> str:
+def layout_words(replicas: tuple[int, ...]) -> str:
     """A layout that fits, in words: its stages and each one's replicas."""
     stages = f"a layout of {len(replicas)} stage(s)"
     if max(replicas) == 1:

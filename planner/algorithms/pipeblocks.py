@@ -1,12 +1,14 @@
 """`data_parallel N` for a solver of one pipeline (`pipeilp`): N identical pipelines
 planned as one over the first device of each block of N, each stage then replicated over
 its block (`identical_pipelines`); split from `pipehybrid`, whose `data_parallel N` reads
-the same blocks (`check_pins`)."""
+the same blocks (`check_pins`). Where nothing fits, the hints are the plan's
+(`blockhints`), each change checked by the solver's own `Checks`."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..errors import Diagnostic, InfeasibleError, SearchLimitError
@@ -14,13 +16,28 @@ from ..model import Cluster, Pipeline, Problem
 from ..pipeline import hybrid
 from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import fits
+from ..pipeline.units import units
 from ..plan import Plan
 from ..units import format_bytes
+from . import blockhints, dphints
 from .base import Options, Solution
 
 
+@dataclass(frozen=True, slots=True)
+class Checks:
+    """A solver's cheap checks of a change, for the hints where nothing fits (the callers'
+    own: `pipehybrid` imports this module)."""
+
+    #: whether one pipeline (the problem of one) fits by a check whose plan the solver
+    #: keeps where it finds no better (pipeilp: its recomputing contiguous split)
+    alone: Callable[[Problem], bool]
+    #: hybrid's DP (`pipehybrid.fitting`): a layout's replicas per stage, or None
+    hybrid: Callable[[Problem, Pipeline], tuple[int, ...] | None]
+
+
 def identical_pipelines(problem: Problem, options: Options,
-                        solve: Callable[[Problem, Options], Solution], name: str) -> Solution:
+                        solve: Callable[[Problem, Options], Solution], name: str,
+                        checks: Checks) -> Solution:
     """`data_parallel N` for a solver of one pipeline (`pipeilp`): N identical pipelines,
     stage k of each on device k of its block of N consecutive devices, so the solver plans
     one pipeline over the first device of each block (its links, its pins), with its
@@ -30,7 +47,8 @@ def identical_pipelines(problem: Problem, options: Options,
     stage with fewer gradients holds a smaller bucket, so where nothing fits so, the
     solver runs again with no bucket (a relaxation): its proof stands, and its plan is
     kept where it fits as simulated, else E709 (no proof). The all-reduce is not in the
-    solver's model: the plan is judged by the simulator, and at best `feasible`."""
+    solver's model: the plan is judged by the simulator, and at best `feasible`. Where
+    nothing fits, the hints are in the user's terms, each change checked (`_hints`)."""
     pipeline = problem.pipeline or Pipeline()
     n = int(pipeline.data_parallel)
     check_pins(problem, n)
@@ -40,10 +58,13 @@ def identical_pipelines(problem: Problem, options: Options,
     try:
         planned = solve(_one_pipeline(problem, n, reps, bucket), options)
         relaxed = False
-    except InfeasibleError:
+    except InfeasibleError as err:
         if not bucket:
-            raise
-        planned, relaxed = solve(_one_pipeline(problem, n, reps, 0.0), options), True
+            raise _in_user_terms(problem, err, checks) from None
+        try:
+            planned, relaxed = solve(_one_pipeline(problem, n, reps, 0.0), options), True
+        except InfeasibleError as again:
+            raise _in_user_terms(problem, again, checks) from None
     placement = tuple(reps[d] for d in planned.plan.placement)
     groups = {reps[d]: tuple(range(reps[d], reps[d] + n)) for d in set(planned.plan.placement)}
     index = problem.cluster.device_index
@@ -55,7 +76,7 @@ def identical_pipelines(problem: Problem, options: Options,
             f"pipelines: none fits with a DDP bucket of {format_bytes(int(bucket))} on every "
             "replica, and the one that fits without the bucket does not with its own; this "
             "is not a proof that none exists", None,
-            ("`--algo hybrid` charges each stage's replicas the bucket they hold",)))
+            (_hybrid_hint(problem, pipeline, checks), *_hints(problem, checks))))
     info = {**planned.info, "replicas": hybrid.replica_names(problem, groups),
             "layout": [len(groups[s.device]) for s in ran.stages],
             "iteration_s": ran.iteration_s,
@@ -68,6 +89,71 @@ def identical_pipelines(problem: Problem, options: Options,
                        "at best `feasible`")
     status = "feasible" if planned.status in ("feasible", "optimal") else planned.status
     return Solution(Plan(placement, algorithm=name), status, MappingProxyType(info))
+
+
+def _in_user_terms(problem: Problem, err: InfeasibleError,
+                   checks: Checks) -> InfeasibleError:
+    """`err`, the solver's proof that one pipeline fits not (without the bucket, so not
+    with it), in the user's terms: E708 says the N pipelines and their share of the
+    micro-batches, and it and the E707 before it (where the memory leaves no split) give
+    `_hints` in place of the one pipeline's (their micro-batches a pipeline's share, their
+    changes checked without the bucket). Other errors (proofs, pins) are the plan's own."""
+    if not any(d.code == "E708" for d in err.diagnostics):
+        return err
+    pipeline = problem.pipeline or Pipeline()
+    n = int(pipeline.data_parallel)
+    hints = _hints(problem, checks)
+    share = ceil_share(pipeline, n)
+    each = f"as {n} identical pipelines ({share} micro-batch{'es' * (share > 1)} each)"
+    return InfeasibleError([
+        dataclasses.replace(d, message=d.message.replace("as a pipeline", each, 1),
+                            hints=hints) if d.code == "E708" else
+        dataclasses.replace(d, hints=hints)
+        if d.code == "E707" and "fits the devices' memory" in d.message else d
+        for d in err.diagnostics])
+
+
+def _hints(problem: Problem, checks: Checks) -> tuple[str, ...]:
+    """`blockhints.identical_hints`: each change checked by `checks.alone` on one of the
+    pipelines under it (of `data_parallel K`: the first device of each block of K, with
+    its bucket, `_one_pipeline`; of `data_parallel 1`, the plan's own problem)."""
+    seen: dict[Pipeline, bool] = {}
+
+    def fits(pipe: Pipeline) -> bool:
+        if pipe not in seen:
+            seen[pipe] = _fits(problem, pipe, checks)
+        return seen[pipe]
+
+    pipeline = problem.pipeline or Pipeline()
+    stages = min(len(problem.cluster.devices) // int(pipeline.data_parallel),
+                 units(problem).count)
+    return blockhints.identical_hints(pipeline, stages, fits)
+
+
+def _fits(problem: Problem, pipe: Pipeline, checks: Checks) -> bool:
+    """Whether `checks.alone` finds the plan under `pipe` fits: its own problem under
+    `data_parallel 1`, else one of its K pipelines with its bucket (`_one_pipeline`); not
+    where a pin starts no block of K (`check_pins`)."""
+    k = int(pipe.data_parallel)
+    changed = dataclasses.replace(problem, pipeline=pipe)
+    if k == 1:
+        return checks.alone(changed)
+    reps = range(0, len(problem.cluster.devices) - k + 1, k)
+    if any(d not in reps for d in problem.pins.values()):
+        return False
+    bucket = hybrid.bucket_bytes(hybrid.gradient_bytes(problem, range(len(problem.graph.ops))), k)
+    return checks.alone(_one_pipeline(changed, k, reps, bucket))
+
+
+def _hybrid_hint(problem: Problem, pipeline: Pipeline, checks: Checks) -> str:
+    """E709's `--algo hybrid`, where its DP finds a layout that fits (it charges each
+    stage's replicas the bucket of their own gradients), with that layout; else that it
+    finds none."""
+    found = checks.hybrid(problem, pipeline)
+    if found is None:
+        return "`--algo hybrid`'s DP finds no layout that fits either"
+    return ("`--algo hybrid` charges each stage's replicas the bucket of their own "
+            f"gradients, and finds one that fits: {dphints.layout_words(found)}")
 
 
 def _one_pipeline(problem: Problem, n: int, reps: Sequence[int], bucket: float) -> Problem:

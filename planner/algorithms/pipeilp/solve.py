@@ -20,12 +20,13 @@ from ...pipeline.schedule import run_planned
 from ...pipeline.split import runs, runs_as, split_of
 from ...pipeline.splitdp import MAX_CELLS
 from ...plan import Plan
-from .. import pipeblocks, pipedp
+from .. import pipeblocks, pipedp, pipehybrid
 from ..base import Interrupted, Options, Solution
 from ..exact import backends, solver_names
 from ..exact.budget import WALL_CAP_EXTRA_S, WALL_CAP_FACTOR
 from ..exact.common import Clock, empty_solution
 from ..exact.ilp_model import OutOfTime
+from . import contiguous
 from .check import evaluate
 from .data import _Data, _data
 from .model import _emit, _Model
@@ -67,7 +68,8 @@ def place(problem: Problem, options: Options) -> Solution:
         return trivial
     replicated = (problem.pipeline or Pipeline()).data_parallel
     if replicated not in (1, "auto"):  # N identical pipelines: one planned, replicated
-        return pipeblocks.identical_pipelines(problem, options, place, "pipeilp")
+        return pipeblocks.identical_pipelines(problem, options, place, "pipeilp",
+                                              _checks(options))
     pipedp.check_units(problem, problem.pipeline or Pipeline())  # E258, E304, E259: the cause
     warm_up(problem, options)
     clock = Clock(options)
@@ -83,6 +85,15 @@ def place(problem: Problem, options: Options) -> Solution:
                                    MappingProxyType({"warm_start": warm.source,
                                                      "reason": "interrupted before the "
                                                      "solver answered"}))) from None
+
+
+def _checks(options: Options) -> pipeblocks.Checks:
+    """The checks of the hints where N identical pipelines fit not (`pipeblocks.Checks`):
+    one pipeline's recomputing contiguous split within the limit's work (a warm start,
+    kept where the solver finds no better), and hybrid's DP."""
+    cells = contiguous.cells_for(options.time_limit_s)
+    return pipeblocks.Checks(lambda one: recomputing_split(one, cells) is not None,
+                             pipehybrid.fitting)
 
 
 def recomputing(problem: Problem, err: InfeasibleError, cells: float = MAX_CELLS,

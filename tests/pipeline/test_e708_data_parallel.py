@@ -1,0 +1,152 @@
+"""pipeilp's E708 (and the E707 before it, and E709) under `data_parallel N` (N > 1)
+speak of the user's plan (`blockhints`, `pipeblocks`): the micro-batch counts they name
+are the whole plan's, each change checked with the DDP bucket every replica holds, and
+`--algo hybrid` is named only where its DP finds a layout. Before, the hints were the one
+pipeline's, checked without the bucket: "a split fits with `microbatches 1`" where the
+plan fits with 4 (and 1F1B), "`microbatches 3` (or more) allows 3 stages" where 6 (3 a
+pipeline) do not fit with the bucket, and `--algo hybrid` where it fits not either."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from cli.helpers import invoke
+from pipe_support import chain_text
+
+import planner
+from planner.algorithms.exact import backends
+from planner.errors import Diagnostic, PlannerError, SearchLimitError
+from planner.model import Problem
+
+pytestmark = pytest.mark.skipif(not backends.available("highs"),
+                                reason="HiGHS (highspy) is not installed")
+
+WHY = ("`data_parallel 2` runs 2 identical pipelines, each on 1/2 of the devices with {} of "
+       "the {} micro-batches, every replica holding a DDP bucket of its gradients too; ")
+
+# three 5 MB layers on six devices, 2 pipelines: a bucket of every gradient, 14.31 MiB
+FORWARD, BACKWARD = ["l0", "l1", "l2"], ["l2.bwd", "l1.bwd", "l0.bwd"]
+LAYERS = "\n".join([
+    "cluster c { device gpu[0..5] { memory MEM MB }",
+    "  link gpu[*] <-> gpu[*] { bandwidth 10 GB/s  latency 10 us } }", "graph g {",
+    *(f"  op {f} {{ params 5 MB  time 2 ms  output 1 MB }}" for f in FORWARD),
+    *(f"  op {b} {{ backward_of {b[:2]}  time 4 ms  output 1 MB }}" for b in BACKWARD),
+    "  " + " -> ".join(FORWARD + BACKWARD), "}",
+    "plan p { graph g; cluster c; objective pipeline; microbatches 4; schedule 1f1b; "
+    "data_parallel 2 }"])
+
+
+def _chain(schedule: str, microbatches: int, devices: int) -> str:
+    """6 units of 4 MB activations on `devices` 16 MB devices, `data_parallel 2`."""
+    text = chain_text(6, devices, outputs_mb=[4.0] * 6, memory="16 MB", schedule=schedule,
+                      microbatches=microbatches)
+    return text.replace(f"schedule {schedule} }}", f"schedule {schedule}; data_parallel 2 }}")
+
+
+def _layers(mb: int) -> Problem:
+    return planner.loads(LAYERS.replace("MEM", str(mb))).plan("p")
+
+
+def _with(problem: Problem, **change: object) -> Problem:
+    return dataclasses.replace(problem, pipeline=dataclasses.replace(problem.pipeline,
+                                                                     **change))
+
+
+def _error(problem: Problem, algo: str = "pipeilp") -> PlannerError:
+    with pytest.raises(PlannerError) as err:
+        planner.solve(problem, algo, **({"time_limit_s": 5} if algo == "pipeilp" else {}))
+    return err.value
+
+
+def _fits(problem: Problem, algo: str = "pipeilp") -> planner.Result:
+    result = planner.solve(problem, algo, **({"time_limit_s": 5} if algo == "pipeilp" else {}))
+    assert result.feasible, result.breaks
+    return result
+
+
+def _e708(problem: Problem) -> list[Diagnostic]:
+    err = _error(problem)
+    assert [d.code for d in err.diagnostics] == ["E707", "E708"] and err.exit_code == 3
+    e707, e708 = err.diagnostics
+    assert e707.hints == e708.hints  # one set of checks, in the user's terms
+    return list(err.diagnostics)
+
+
+def test_the_micro_batches_named_are_the_plans_and_fit(tmp_path: Path) -> None:
+    (tmp_path / "s.plan").write_text(_chain("gpipe", 8, 4), encoding="utf-8")
+    code, _, err = invoke(["solve", "s.plan", "--algo", "pipeilp", "--time-limit", "5"],
+                          tmp_path)
+    assert code == 3 and "error[E707]" in err and "error[E708]" in err
+    assert "`microbatches 1`" not in err  # before: one pipeline's share, unchecked
+    p = planner.loads(_chain("gpipe", 8, 4)).plan("p")
+    e708 = _e708(p)[1]
+    assert "as 2 identical pipelines (4 micro-batches each)" in e708.message
+    assert e708.hints == (WHY.format(4, 8) + "fewer micro-batches in flight hold fewer "
+                          "activations: 2 pipelines fit with `schedule 1f1b` or with "
+                          "`microbatches 4`; or give the devices more `memory`",)
+    _fits(_with(p, schedule="1f1b"))
+    _fits(_with(p, microbatches=4))
+    assert _error(_with(p, microbatches=6)).diagnostics[-1].code == "E708"  # 4 the most
+
+
+def test_more_micro_batches_for_more_stages_a_pipeline() -> None:
+    p = planner.loads(_chain("1f1b", 2, 8)).plan("p")
+    e708 = _e708(p)[1]
+    assert "(1 micro-batch each) in at most 1 stage(s)" in e708.message
+    assert e708.hints == (
+        WHY.format(1, 2) + "`data_parallel 1` fits",
+        "`microbatches 4` (or more) allows 2 stages a pipeline, and 2 pipelines of 2 stages "
+        "fit: each holds less; or give the devices more `memory`")
+    assert len(_fits(_with(p, microbatches=4)).pipeline.stages) == 2  # a pipeline's
+    _fits(_with(p, data_parallel=1))
+
+
+def test_changes_are_checked_with_the_bucket() -> None:
+    # before: "`microbatches 3` (or more) allows 3 stages" (3 a pipeline: 6 in all),
+    # checked without the 14.31 MiB bucket every replica holds
+    p = _layers(12)
+    hints = _e708(p)[1].hints
+    assert hints == (WHY.format(2, 4) + "`data_parallel 1` fits",
+                     "2 pipelines do not fit with `microbatches 2` either; or give the "
+                     "devices more `memory`")
+    for m in (2, 3, 6):  # E708 or E709: no plan
+        _error(_with(p, microbatches=m))
+    _fits(_with(p, data_parallel=1))
+
+
+@pytest.mark.parametrize(("mb", "hybrid"), [
+    (15, "`--algo hybrid` charges each stage's replicas the bucket of their own gradients, "
+         "and finds one that fits: a layout of 3 stage(s), each on 2 replicas"),
+    (13, "`--algo hybrid`'s DP finds no layout that fits either")])
+def test_e709_names_hybrid_where_its_dp_finds_a_layout(mb: int, hybrid: str) -> None:
+    err = _error(_layers(mb))
+    assert isinstance(err, SearchLimitError) and err.exit_code == 6
+    d = err.diagnostics[-1]
+    assert d.code == "E709" and d.hints[0] == hybrid  # before: named whatever it finds
+    assert d.hints[1:] == (WHY.format(2, 4) + "`data_parallel 1` fits",
+                           "2 pipelines do not fit with `microbatches 2` either; or give "
+                           "the devices more `memory`")
+    if mb == 15:
+        replicas = _fits(_layers(mb), "hybrid").replicas
+        assert [len(r) for r in replicas.values()] == [2, 2, 2]
+    else:
+        assert _error(_layers(mb), "hybrid").diagnostics[-1].code == "E712"
+
+
+def test_few_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each change costs one recomputing DP of one pipeline, each once: log2 N + 1 for
+    fewer pipelines, 1 + log2 M for the micro-batches in flight, at most."""
+    from planner.algorithms.pipeilp import solve
+
+    calls: list[tuple[object, ...]] = []
+    real = solve.recomputing_split
+
+    def counted(problem: Problem, *args: float) -> object:
+        calls.append((problem.pipeline, tuple(d.memory_bytes for d in problem.cluster.devices)))
+        return real(problem, *args)
+
+    monkeypatch.setattr(solve, "recomputing_split", counted)
+    _e708(planner.loads(_chain("gpipe", 8, 4)).plan("p"))
+    assert 0 < len(calls) == len(set(calls)) <= 2 + 1 + 3
