@@ -34,15 +34,16 @@ PIPE = (HERE / "exact" / "specs" / "determinism.plan", "forkjoin_pipeline")
 
 INCEPTION = (HERE.parent / "specs" / "inception.plan", "inception_v2_small4")
 
-#: `planner` with the wall-clock safety cap lifted (`clock.cap`, which `search`, `auto` and
-#: `pipesearch` import): the budget alone (moves, CP-SAT's work units) ends the run, as on
-#: any machine not more than twice as busy as an idle one (`clock.LOAD_HEADROOM`). The
-#: clock's cut, and that the text then says so, have tests of their own; here it would
-#: make the outcome depend on the load: at load 4 and more, `search --time-limit 1` was cut
-#: at different moves in the two runs.
+#: `planner` with the wall-clock safety cap lifted (`clock.cap`, which `search`, `auto`,
+#: `autopipe` and `pipesearch` import; `pipesearch` runs `autopipe` first): the budget
+#: alone (moves, CP-SAT's work units) ends the run, as on any machine not more than twice
+#: as busy as an idle one (`clock.LOAD_HEADROOM`). The clock's cut, and that the text then
+#: says so, have tests of their own; here it would make the outcome depend on the load: at
+#: load 4 and more, `search --time-limit 1` was cut at different moves in the two runs.
 NO_CLOCK = ("import sys\n"
-            "from planner.algorithms import auto, pipesearch, search\n"
-            "search.cap = auto.cap = pipesearch.cap = lambda limit_s: float('inf')\n"
+            "from planner.algorithms import auto, autopipe, pipesearch, search\n"
+            "search.cap = auto.cap = autopipe.cap = pipesearch.cap = "
+            "lambda limit_s: float('inf')\n"
             "sys.argv = ['planner', *sys.argv[1:]]\n"
             "from planner.__main__ import run\n"
             "run()\n")

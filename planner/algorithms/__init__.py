@@ -296,11 +296,11 @@ def run(name: str, problem: Problem, options: Options | None = None) -> Solution
 
 
 #: the algorithms that plan `data_parallel N` (replicated stages); the others plan one
-#: device a stage and say so
-REPLICATING = ("auto", "hybrid", "pipeilp")
+#: device a stage and say so (`search` starts from auto's plan: `pipesearch`)
+REPLICATING = ("auto", "hybrid", "pipeilp", "search")
 #: those that choose replicas per stage (`data_parallel auto`): pipeilp plans one pipeline
 #: there (its package docstring)
-CHOOSING_REPLICAS = ("auto", "hybrid")
+CHOOSING_REPLICAS = ("auto", "hybrid", "search")
 
 
 def _unreplicated(solution: Solution, name: str, problem: Problem) -> Solution:

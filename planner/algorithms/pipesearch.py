@@ -1,24 +1,34 @@
-"""`search` under `objective pipeline`: cut moves judged by the simulated iteration, then
-unit moves judged by the period.
+"""`search` under `objective pipeline`: `auto`'s plan, then cut moves judged by the
+simulated iteration and unit moves judged by the period.
 
 `search` (`planner.algorithms.search`) hands a plan with `objective pipeline` here. It
-starts from `pipedp`'s plan, its DP's work sized to the time limit as `auto`'s
-(`splitdp.cells_for`; the recomputing split's, where none fits without recomputing,
-`pipeilp.contiguous.cells_for`), (the best of its candidates per stage count: the least period,
-torchgpipe's compute-balanced kind, PipeDream's kind, ...) and first climbs from the best
-few of those candidates by moving their cuts (`pipecuts`: shift a cut, merge two stages,
-cut the busiest stage in two), each move judged by the simulated iteration, the measure
-users run. Then it tries moving one pipeline unit
+starts from the plan `auto` returns at the same `--time-limit` (`autopipe.place`, the same
+call and work: pipedp's split, its cuts moved, the uniform split, hybrid's layouts, under
+`interleaved` pipedp's split of one stage per device, the recomputing split; auto's E707
+where none fits), so its plan never runs slower, by the simulated iteration, than auto's.
+Where that plan replicates stages (hybrid's layouts) or recomputes activations, search's
+moves do not apply (they move one device's stages, and judge memory without replicas or
+recomputation): auto's plan is search's, and `info["search"]` says so. Else it climbs from
+it by moving its cuts (`pipecuts.refine`: shift a cut, merge two stages, cut the busiest
+stage in two; under `interleaved` shifts only), each move judged by the simulated
+iteration under the schedule the split runs as (`split.runs_as`: one stage per device
+runs as 1F1B), within `CUT_SHARE` of the limit's simulations (`auto`'s own cut moves from
+pipedp's candidates took `autopipe.CUT_SHARE`). Then it tries moving one pipeline unit
 at a time to another device it may use, any unit to any device (a plan need not stay
 contiguous), keeping a move when it lowers the period T (`split.period_s`: the busiest
 resource, a device's compute or a link's transfers, for one micro-batch) and every device
 still holds what the pipeline needs (`split.stage_bytes` over the plan's stages). The units and
 devices are drawn from a generator seeded by `--seed`, for a budget of moves set by
 `--time-limit` and the graph's size alone (`SECONDS_PER_MOVE`, `SECONDS_PER_ELEMENT`,
-half the limit as `clock.LOAD_HEADROOM` says), so the same seed and limit give the same
-plan on any machine; the wall clock stops it at the limit (`clock.cap`), and `reason`
-says so. At the end the simulator is the judge: the plan found is kept only when its
-simulated iteration is shorter than the start's.
+`UNIT_SHARE` of half the limit as `clock.LOAD_HEADROOM` says: auto's work takes the
+rest), so the same seed and limit give the same plan on any machine; the wall clock stops
+it at the limit (`clock.cap`), and `reason` says so. At the end the simulator is the
+judge: the plan found is kept only when it fits as it runs and its simulated iteration is
+shorter than auto's.
+
+`info["chosen"]` names the plan: `auto's <its choice>` (with ", no move improved it" where
+moves ran, ", no move tried" where the limit left none), `search (cut moves)` or `search`
+(the unit moves').
 
 The cut moves find splits the kinds miss: on PipeDream's resnet18 profile at 4 workers,
 PipeDream's own split (its best of 5 tie-breaks) runs 1.73 s, pipedp's best candidate
@@ -34,131 +44,172 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import InfeasibleError
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
 from ..pipeline.schedule import run as run_pipeline
-from ..pipeline.split import fits, period_s, resource_loads, split_of, stage_bytes
+from ..pipeline.split import fits, period_s, resource_loads, runs_as, split_of, stage_bytes
 from ..pipeline.units import units
 from ..plan import Plan
-from . import pipecuts, pipedp, pipeilp
+from . import autopipe, pipecuts, pipedp
 from .base import Interrupted, Options, Solution
 from .clock import CUT, LOAD_HEADROOM, NO_SEARCH, cap
-from .pipeilp import contiguous
 
 #: what one move costs on an idle machine: a fixed part, and per op and edge (it
 #: recomputes the devices' loads)
 SECONDS_PER_MOVE = 1e-4
 SECONDS_PER_ELEMENT = 1.5e-6
 #: the share of the time limit's simulations (`pipedp.simulation_budget`) the cut moves
-#: get (`pipecuts.refine_pipedp`); the unit moves have their own budget
-CUT_SHARE = 1.0
+#: from auto's plan get (auto's own, from pipedp's candidates, took `autopipe.CUT_SHARE`:
+#: together the whole of it, as search's cut moves had before they started from auto's plan)
+CUT_SHARE = 1.0 - autopipe.CUT_SHARE
+#: the share of `move_budget`'s moves (half the limit) the unit moves get: auto's work
+#: (`autopipe.place`) takes the rest
+UNIT_SHARE = 0.5
+#: info keys of auto's plan that describe that plan alone, dropped where search replaces it
+OWN_NOTES = ("memory_note", "stages_note", "why", "layout", "replicas", "recompute",
+             "cut_moves")
 
 
 def place(problem: Problem, options: Options) -> Solution:
-    """Moves from pipedp's plan (module docstring)."""
+    """Moves from auto's plan at the same limit (module docstring)."""
     deadline = cap(options.time_limit_s)
     pipeline = problem.pipeline or Pipeline()
-    cells = splitdp.cells_for(options.time_limit_s)  # pipedp's work, sized as auto's
+    start = autopipe.place(problem, options)  # auto's E707 where it finds no plan
+    theirs = f"auto's {start.info.get('chosen', 'pipedp')}"
+    fixed = _fixed(start.info)
+    if fixed:
+        return _as_search(start, theirs, {"search": f"skipped: {fixed}"})
     try:
-        start = _cut_moves(problem, options, pipedp.place_within(problem, options, cells),
-                           deadline, cells)
-    except InfeasibleError as err:  # no split fits without recomputing: the moves' rule
-        found = pipeilp.recomputing(problem, err, contiguous.cells_for(options.time_limit_s),
-                                    cells)
-        return dataclasses.replace(found, plan=found.plan.with_algorithm("search"), info=(
-            MappingProxyType({**found.info, "chosen": "recomputing contiguous split",
-                              "search": "skipped: its moves judge memory without "
-                                        "recomputing, and no split fits so"})))
-    placement = list(start.plan.placement)
-    budget = move_budget(problem, options.time_limit_s)
-    u = units(problem)
-    rng = random.Random(options.seed)
-    best = _period(problem, placement)
-    moved = tried = 0
-    try:
-        for tried in range(1, budget + 1):  # noqa: B007 (`tried` is reported)
-            if time.monotonic() > deadline:
-                break
-            k = rng.randrange(u.count)
-            choices = [d for d in u.allowed[k] if d != placement[u.members[k][0]]]
-            if not choices:
-                continue
-            target = choices[rng.randrange(len(choices))]
-            before = placement[u.members[k][0]]
-            for i in u.members[k]:
-                placement[i] = target
-            period = _period(problem, placement)
-            if period < best and _fits(problem, placement, pipeline):
-                best, moved = period, moved + 1
-            else:
-                for i in u.members[k]:
-                    placement[i] = before
+        moved, iteration, cut_tried = _cut_moves(problem, options, start, deadline)
+        placement = list(moved.plan.placement)
+        budget = move_budget(problem, options.time_limit_s)
+        kept, tried = _unit_moves(problem, options, placement, budget, deadline)
     except KeyboardInterrupt:
-        raise Interrupted(dataclasses.replace(start, status="interrupted")) from None
-    info = {**start.info, "search": f"{moved} of {tried} moves kept (budget {budget})"}
+        raise Interrupted(dataclasses.replace(
+            _as_search(start, theirs, {}), status="interrupted")) from None
+    notes = {"cut_moves": moved.info["cut_moves"],
+             "search": f"{kept} of {tried} moves kept (budget {budget})"}
     if tried < budget:
-        info["reason"] = (f"{CUT} after {tried} of {budget} moves (a slow or busy machine): "
-                          "this plan may differ from run to run")
-    if moved:
-        ran = run_pipeline(problem, placement, pipeline)
-        theirs = _iteration(problem, start, pipeline)
+        notes["reason"] = (f"{CUT} after {tried} of {budget} moves (a slow or busy machine): "
+                           "this plan may differ from run to run")
+    if kept:
+        ran = run_pipeline(problem, tuple(placement), pipeline)
+        if iteration is None:  # auto's plan, not simulated by the cut moves
+            iteration = run_pipeline(problem, moved.plan.placement, pipeline).iteration_s
         # the moves judged memory in the order the plan runs (`split.runs`: GPipe's where
         # 1F1B would deadlock); the simulator's run has the last word
         if not fits(problem, ran.memory_bytes):
-            info["search"] += ("; the moves' plan does not fit as it runs (under "
-                               f"{ran.schedule}): the cut moves' plan kept")
-        elif ran.iteration_s < theirs:
-            info = _own_notes(info)
-            info.update(period_s=best, iteration_s=ran.iteration_s, chosen="search")
-            return Solution(Plan(tuple(placement), algorithm="search"), "feasible",
-                            MappingProxyType(info))
+            notes["search"] += (f"; the moves' plan does not fit as it runs (under "
+                                f"{ran.schedule}): the plan before them kept")
+        elif ran.iteration_s < iteration:
+            return _replaced(start, tuple(placement), "search", {
+                **notes, "period_s": period_s(problem, placement),
+                "iteration_s": ran.iteration_s})
         else:
-            info["search"] += ("; the simulated iteration was no shorter: the cut moves' "
-                               "plan kept")
-    return Solution(start.plan.with_algorithm("search"), "feasible", MappingProxyType(info))
+            notes["search"] += ("; the simulated iteration was no shorter: the plan before "
+                                "them kept")
+    if moved.plan.placement != start.plan.placement:  # the cut moves' plan
+        return _replaced(start, moved.plan.placement, "search (cut moves)",
+                         {**moved.info, **notes})
+    # a label is a claim: "no move improved it" only where some move was tried
+    return _as_search(start, f"{theirs}, " + (
+        "no move improved it" if tried or cut_tried else "no move tried"), notes)
 
 
-def _cut_moves(problem: Problem, options: Options, start: Solution, deadline: float,
-               cells: float) -> Solution:
-    """pipedp's plan `start` (its DP's work `cells`), or the cut moves' plan where it runs
-    faster, with what the cut moves spent (module docstring)."""
+def _fixed(info: Mapping[str, Any]) -> str:
+    """Why search's moves do not apply to auto's plan of `info`, or ''."""
+    if info.get("replicas"):
+        return ("auto's plan replicates stages, and search's moves move one device's "
+                "stages: auto's plan kept")
+    if info.get("recompute"):
+        return ("its moves judge memory without recomputing, and auto's plan recomputes: "
+                "auto's plan kept")
+    return ""
+
+
+def _cut_moves(problem: Problem, options: Options, start: Solution,
+               deadline: float) -> tuple[Solution, float | None, int]:
+    """`start` (auto's plan), or its cuts moved (`pipecuts.refine` under the schedule its
+    split runs as, `CUT_SHARE` of the limit's simulations) where that runs faster, its
+    `info["cut_moves"]` saying what they did; its simulated iteration where they ran; and
+    the moves they simulated (the start's simulation not counted)."""
     pipeline = problem.pipeline or Pipeline()
-    refined = pipecuts.refine_pipedp(problem, pipeline, cells,
-                                     options.time_limit_s, CUT_SHARE, deadline)
-    if refined is None:
-        return start if options.time_limit_s > 0 else dataclasses.replace(
-            start, info=MappingProxyType({**start.info, "cut_moves": NO_SEARCH}))
-    if refined.iteration_s < _iteration(problem, start, pipeline):
-        start = Solution(Plan(refined.split.placement(problem), algorithm="search"),
-                         "feasible", MappingProxyType({
-                             **_own_notes(start.info),
-                             "period_s": resource_loads(problem, refined.split).period_s,
-                             "iteration_s": refined.iteration_s, "stages": refined.split.stages,
-                             "chosen": "search (cut moves)"}))
-    return dataclasses.replace(start, info=MappingProxyType({
-        **start.info, "cut_moves": f"{refined.simulations} simulation(s)" + (
-            f"; {CUT}: this plan may differ from run to run" if refined.cut else "")}))
+    copies = pipeline.microbatches * len(problem.graph.ops)
+    if options.time_limit_s <= 0 or copies > pipedp.MAX_SIMULATED_OPS:
+        why = NO_SEARCH if options.time_limit_s <= 0 else (
+            "skipped: the graph's copies pass those pipedp simulates")
+        return dataclasses.replace(start, info=MappingProxyType({
+            **start.info, "cut_moves": why})), None, 0
+    split = split_of(problem, start.plan.placement)
+    ran = runs_as(split, pipeline)
+    sims = pipedp.simulations(CUT_SHARE * pipedp.simulation_budget(options.time_limit_s), copies)
+    most = splitdp.most_stages(problem, ran, units(problem).count)
+    refined = pipecuts.refine(problem, ran, [split], max(sims, 1), deadline, most)
+    if refined is None:  # auto's plan does not fit by the pipeline's model: no move to judge
+        return dataclasses.replace(start, info=MappingProxyType({
+            **start.info, "cut_moves": "skipped: auto's plan does not fit the memory as "
+                                       "its split is modelled"})), None, 0
+    note = f"{refined.simulations} simulation(s)" + (
+        f"; {CUT}: this plan may differ from run to run" if refined.cut else "")
+    if refined.split == split:  # no move ran faster: `refined` is auto's split, simulated
+        return dataclasses.replace(start, info=MappingProxyType({
+            **start.info, "cut_moves": note})), refined.iteration_s, refined.simulations - 1
+    found = Solution(Plan(refined.split.placement(problem), algorithm="search"), "feasible",
+                     MappingProxyType({"cut_moves": note, "iteration_s": refined.iteration_s,
+                                       "period_s": resource_loads(problem, refined.split).period_s,
+                                       "stages": refined.split.stages}))
+    return found, refined.iteration_s, refined.simulations - 1
 
 
-def _own_notes(info: Mapping[str, Any]) -> dict[str, Any]:
-    """`info` less pipedp's notes on its own split (`memory_note`, `stages_note`), which
-    would describe a plan search has replaced."""
-    return {k: v for k, v in info.items() if k not in ("memory_note", "stages_note")}
+def _unit_moves(problem: Problem, options: Options, placement: list[int], budget: int,
+                deadline: float) -> tuple[int, int]:
+    """Unit moves on `placement` (in place) that lower the period and fit (module
+    docstring), within `budget` and the wall clock: the moves kept and tried."""
+    pipeline = problem.pipeline or Pipeline()
+    u = units(problem)
+    rng = random.Random(options.seed)
+    best = period_s(problem, placement)
+    moved = tried = 0
+    for tried in range(1, budget + 1):  # noqa: B007 (`tried` is reported)
+        if time.monotonic() > deadline:
+            return moved, tried - 1
+        k = rng.randrange(u.count)
+        choices = [d for d in u.allowed[k] if d != placement[u.members[k][0]]]
+        if not choices:
+            continue
+        target = choices[rng.randrange(len(choices))]
+        before = placement[u.members[k][0]]
+        for i in u.members[k]:
+            placement[i] = target
+        period = period_s(problem, placement)
+        if period < best and _fits(problem, placement, pipeline):
+            best, moved = period, moved + 1
+        else:
+            for i in u.members[k]:
+                placement[i] = before
+    return moved, tried
 
 
-def _iteration(problem: Problem, plan: Solution, pipeline: Pipeline) -> float:
-    return run_pipeline(problem, plan.plan.placement, pipeline).iteration_s
+def _as_search(start: Solution, chosen: str, notes: Mapping[str, Any]) -> Solution:
+    """auto's plan `start` as search's, `chosen` naming it."""
+    return dataclasses.replace(start, plan=start.plan.with_algorithm("search"),
+                               info=MappingProxyType({**start.info, **notes, "chosen": chosen}))
+
+
+def _replaced(start: Solution, placement: tuple[int, ...], chosen: str,
+              notes: Mapping[str, Any]) -> Solution:
+    """The moves' plan `placement`: auto's notes less those on auto's own plan
+    (`OWN_NOTES`, which would describe a plan search has replaced), and the moves'."""
+    info = {k: v for k, v in start.info.items() if k not in OWN_NOTES}
+    info.update(notes, chosen=chosen, start=f"auto's {start.info.get('chosen', 'pipedp')}")
+    return Solution(Plan(placement, algorithm="search"), "feasible", MappingProxyType(info))
 
 
 def move_budget(problem: Problem, time_limit_s: float) -> int:
     """Moves for `time_limit_s`, from the graph's size alone."""
     size = len(problem.graph.ops) + len(problem.graph.edges)
-    return int(LOAD_HEADROOM * time_limit_s / (SECONDS_PER_MOVE + SECONDS_PER_ELEMENT * size))
-
-
-def _period(problem: Problem, placement: list[int]) -> float:
-    return period_s(problem, placement)
+    return int(UNIT_SHARE * LOAD_HEADROOM * time_limit_s
+               / (SECONDS_PER_MOVE + SECONDS_PER_ELEMENT * size))
 
 
 def _fits(problem: Problem, placement: list[int], pipeline: Pipeline) -> bool:

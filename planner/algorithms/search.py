@@ -371,7 +371,7 @@ def warm_up(problem: Problem, options: Options) -> None:
 
 def place(problem: Problem, options: Options) -> Solution:
     """Search from the best constructive plan (module docstring); under `objective
-    pipeline`, from pipedp's split, judged by the period (`pipesearch`)."""
+    pipeline`, from auto's plan, by cut moves and unit moves (`pipesearch`)."""
     if problem.pipeline is not None:
         return pipesearch.place(problem, options)
     warm_up(problem, options)

@@ -385,7 +385,8 @@ def test_a_row_that_plans_no_replicas_says_so_where_the_spec_asks_for_them(
     assert result.exit_code == 0, result.output
     rows = {r["algorithm"]: r for r in json.loads(result.stdout)["result"]}
     assert rows["pipedp"]["reason"] == ("`pipedp` gives each stage one device: "
-                                        "`data_parallel 2` is planned by auto, hybrid, pipeilp")
+                                        "`data_parallel 2` is planned by auto, hybrid, pipeilp, "
+                                        "search")
     assert "gives each stage one device" not in (rows["hybrid"]["reason"] or "")
 
 

@@ -43,11 +43,13 @@ def test_auto_under_a_pipeline_compares_its_splits_and_moves_no_cut() -> None:
     assert "simulation(s)" in run("auto", pipe, Options(time_limit_s=1.0)).info["cut_moves"]
 
 
-def test_search_under_a_pipeline_is_pipedps_split_at_zero() -> None:
+def test_search_under_a_pipeline_is_autos_plan_at_zero() -> None:
+    # search starts from auto's plan at its limit (hybrid's here), pipedp's split before
     solution = run("search", PIPE, ZERO)
     assert solution.info["cut_moves"] == NO_SEARCH
     assert solution.info["search"].startswith("0 of 0 moves kept")
-    assert solution.plan.placement == run("pipedp", PIPE).plan.placement
+    assert solution.plan.placement == run("auto", PIPE, ZERO).plan.placement
+    assert solution.info["chosen"] == "auto's hybrid, no move tried"  # not "improved it"
 
 
 def test_auto_of_one_pass_runs_no_search_and_says_so() -> None:
