@@ -152,8 +152,8 @@ HELP_TIME_LIMIT = (
     f"for {_and([a for a in taking('time_limit_s') if a != DEFAULT_ALGO])}. 0 runs no "
     f"search and no solver: {DEFAULT_ALGO} its heuristics alone (under objective pipeline "
     "pipedp's splits, hybrid and the uniform split, none of its own cut moves), search its "
-    "fewest moves (under objective pipeline auto's plan at 0, unmoved), pipeilp, cpsat and ilp their warm start "
-    "(`fallback`). The other algorithms take no limit.")
+    "fewest moves (under objective pipeline auto's plan at 0, unmoved), pipeilp, cpsat and "
+    "ilp their warm start (`fallback`). The other algorithms take no limit.")
 HELP_GAP = ("Stop exact solvers at this relative gap, in the solver's own measure "
              f"({', '.join(taking('gap'))}). [default: 1e-06]")
 HELP_SOLVER = (f"ILP back-end ({_only(taking('solver'))}): highs, cbc, glpk, or any Pyomo "
