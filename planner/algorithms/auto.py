@@ -168,7 +168,7 @@ def _place(problem: Problem, options: Options, deadline: float) -> Solution:
     cpsat_note: Any = _cpsat_skipped(problem, options)
 
     if best is None and cpsat_note is not None:
-        raise none_found(problem, errors)
+        raise none_found(problem, errors, tuple(ranked.skipped))
 
     search_note, best = _search_phase(problem, options, ranked, candidates, best,
                                       cpsat_follows=cpsat_note is None, deadline=deadline)

@@ -389,7 +389,7 @@ def _enumerated(problem: Problem, seconds: float, ranked: Ranked, deadline: floa
     """No heuristic found a plan: under `memory liveness`, where nothing proves none exists,
     start from `enumeration`'s fastest plan (its budget from `seconds` of the limit); else
     the error of `none_found` (E819, a proof, when the enumeration covered every plan)."""
-    error = none_found(problem, list(ranked.errors))
+    error = none_found(problem, list(ranked.errors), tuple(ranked.skipped))
     if problem.memory_model != "liveness" or diagnose(problem):
         raise error
     found = enumerate_plans(problem, simulation_budget(problem, seconds), deadline)

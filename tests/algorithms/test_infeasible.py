@@ -89,6 +89,24 @@ def test_a_heuristic_that_runs_out_of_room_says_so_honestly() -> None:
     assert hint.endswith("try --algo search or an exact solver (--algo cpsat, or --algo ilp)")
 
 
+@pytest.mark.parametrize(("algorithm", "limit"), [("auto", 0.0), ("search", 1.0)])
+def test_auto_and_search_do_not_advise_themselves(algorithm: str, limit: float) -> None:
+    # every heuristic ran and failed on the bin-packing case above: under static memory
+    # `search` moves only from their plans, so the first heuristic's advice to try
+    # `--algo search` (what auto has just run, or what just failed) is not repeated
+    from planner.algorithms import Options
+
+    problem = _problem([45, 45, 40, 35, 35], [100, 100])
+    with pytest.raises(InfeasibleError) as err:
+        run(algorithm, problem, Options(time_limit_s=limit))
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E704"
+    assert "--algo search" not in diag.hints[-1] and "--algo mtopo" not in diag.hints[-1]
+    assert diag.hints[-1].endswith(
+        "no other heuristic found a plan either, and `search` moves only from theirs; the "
+        "instance may still be feasible: try an exact solver (--algo cpsat, or --algo ilp)")
+
+
 def test_single_names_the_shortfall() -> None:
     problem = _problem([60, 60], [100, 100])
     with pytest.raises(InfeasibleError) as err:
