@@ -333,6 +333,17 @@ TABLE: tuple[Code, ...] = _parse_rows(ROWS)
 CODES: dict[str, Code] = {c.code: c for c in TABLE}
 
 
+#: codes outside layer 3 ("proofs that no plan exists") that prove it too: the exact
+#: model's infeasibility under static memory, and the enumeration of every plan
+PROOFS_ELSEWHERE = frozenset({"E813", "E819"})
+
+
+def proves_none(code: str) -> bool:
+    """Whether a diagnostic of this code proves that no plan exists (not only that one
+    algorithm found none, as a heuristic's E704 or E811 after it)."""
+    return code.startswith("E3") or code in PROOFS_ELSEWHERE
+
+
 def layer(code: str) -> str:
     """The layer a code's number belongs to (KeyError for a number outside every range)."""
     digits = code[1:]

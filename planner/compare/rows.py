@@ -24,7 +24,10 @@ Statuses:
 
 - `optimal`, `feasible`, `fallback` — the algorithm's own status, and the simulator found
   the plan valid: these rows have a makespan and count for `ratio_to_best` and wins.
-- `infeasible` — no plan satisfies the memory caps and pins (`InfeasibleError`).
+- `infeasible` — no plan satisfies the memory caps and pins (`InfeasibleError` with a
+  proof: an E3xx code, E813 or E819).
+- `no_plan` — the algorithm found no plan and nothing proves that none exists
+  (`InfeasibleError` without a proof: a heuristic's E704, E706, E811, ...).
 - `violated` — the algorithm returned a plan the simulator rejects (see `reason`).
 - `invalid` — the point cannot run: the setting does not apply (`--devices` larger than the
   cluster) or the spec or plan is unusable (`SpecError`, `UsageError`).

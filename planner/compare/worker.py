@@ -21,6 +21,7 @@ from .. import algorithms
 from ..algorithms.base import Status
 from ..algorithms.exact.verdict import plan_bound, standing
 from ..bounds import lower_bound, relative_gap
+from ..codes import proves_none
 from ..errors import (
     InfeasibleError,
     PlanChoiceError,
@@ -187,6 +188,15 @@ def _message(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
+def _infeasible_status(err: InfeasibleError) -> str:
+    """`infeasible` where a diagnostic proves that no plan exists (`codes.proves_none`),
+    else `no_plan`: this algorithm found none (a heuristic's out of memory, `single`'s one
+    device too small, an exact solver out of time after them), which another algorithm or
+    more time may still find."""
+    proved = any(proves_none(d.code) for d in err.diagnostics)
+    return "infeasible" if proved else "no_plan"
+
+
 def _finite(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
 
@@ -215,7 +225,7 @@ def run_point(point: Point, keep_plan: bool = False) -> PointResult:
     except (SpecError, UsageError) as err:
         row.update(status="invalid", reason=_message(err))
     except InfeasibleError as err:
-        row.update(status="infeasible", reason=_message(err))
+        row.update(status=_infeasible_status(err), reason=_message(err))
     except SolverError as err:
         row.update(status="solver_error", reason=_message(err))
     except PlannerError as err:

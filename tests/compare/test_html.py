@@ -64,7 +64,7 @@ def test_one_setting_gets_a_bar_chart() -> None:
     assert count(r'data-chart="line"', text) == 0
     assert count(r'data-chart="bar"', text) == 1
     assert count(r'<rect class="pt"', text) == sum(is_ok(r) for r in result.rows) == 2
-    assert "failed: infeasible: no single device holds all 10 ops" in text
+    assert "failed: no_plan: no single device holds all 10 ops" in text
 
 
 SPEC = """

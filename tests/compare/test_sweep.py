@@ -283,3 +283,35 @@ def test_the_lazy_facade_names_each_name_from_its_own_module() -> None:
     assert set(sweep.__all__) <= set(facade.__all__)
     with pytest.raises(AttributeError):
         facade.no_such_name  # noqa: B018
+
+
+_PACKING = """\
+cluster two {
+  device gpu[0..1] { memory 100 MiB  flops 1 TFLOPS }
+  link gpu[*] <-> gpu[*] { bandwidth 1 GB/s }
+}
+graph packing {
+  op a { time 1 ms  params 45 MiB }
+  op b { time 1 ms  params 45 MiB }
+  op c { time 1 ms  params 40 MiB }
+  op d { time 1 ms  params 35 MiB }
+  op e { time 1 ms  params 35 MiB }
+}
+plan p { graph packing  cluster two }
+"""
+
+
+def test_a_heuristic_that_found_no_plan_is_not_labelled_infeasible(tmp_path: Path) -> None:
+    # 200 MiB on two 100 MiB devices, no subset making 100 MiB: nothing fits, but only the
+    # exact model proves it (E813). m-ETF's E704 and `single`'s E706 prove nothing: their
+    # rows said `infeasible` ("no plan fits the memory caps and pins"), as did a heuristic's
+    # at 17% of transformer_big_dgx1's memory, where 18% has plans
+    spec = tmp_path / "packing.plan"
+    spec.write_text(_PACKING)
+    sweep = plan_sweep([spec], "metf,single,cpsat", memories="1%,100%", time_limit_s=5)
+    by = {(r["algorithm"], r["memory"]): r for r in run_sweep(sweep, executor="inline").rows}
+    assert by[("metf", "100%")]["status"] == "no_plan"
+    assert by[("metf", "100%")]["reason"].startswith("`metf` ran out of memory")
+    assert by[("single", "100%")]["status"] == "no_plan"
+    assert by[("cpsat", "100%")]["status"] == "infeasible"  # E813, a proof
+    assert {by[(a, "1%")]["status"] for a in ("metf", "single", "cpsat")} == {"infeasible"}
