@@ -285,20 +285,12 @@ def test_the_lazy_facade_names_each_name_from_its_own_module() -> None:
         facade.no_such_name  # noqa: B018
 
 
-_PACKING = """\
-cluster two {
-  device gpu[0..1] { memory 100 MiB  flops 1 TFLOPS }
-  link gpu[*] <-> gpu[*] { bandwidth 1 GB/s }
-}
-graph packing {
-  op a { time 1 ms  params 45 MiB }
-  op b { time 1 ms  params 45 MiB }
-  op c { time 1 ms  params 40 MiB }
-  op d { time 1 ms  params 35 MiB }
-  op e { time 1 ms  params 35 MiB }
-}
-plan p { graph packing  cluster two }
-"""
+#: 200 MiB of weights, five ops, on two 100 MiB devices
+_PACKING = ("cluster two {\n  device gpu[0..1] { memory 100 MiB  flops 1 TFLOPS }\n"
+            "  link gpu[*] <-> gpu[*] { bandwidth 1 GB/s }\n}\ngraph packing {\n"
+            + "".join(f"  op o{i} {{ time 1 ms  params {mib} MiB }}\n"
+                      for i, mib in enumerate((45, 45, 40, 35, 35)))
+            + "}\nplan p { graph packing  cluster two }\n")
 
 
 def test_a_heuristic_that_found_no_plan_is_not_labelled_infeasible(tmp_path: Path) -> None:
