@@ -23,7 +23,8 @@ from ..simulate import simulate
 from ..stagefacts import proofs
 from ..units import format_bytes, format_bytes_of
 
-__all__ = ["diagnose", "memory_figures", "none_found", "stuck_error", "unit_name"]
+__all__ = ["after_portfolio", "diagnose", "memory_figures", "none_found", "stuck_error",
+           "unit_name"]
 
 
 def memory_figures(problem: Problem) -> tuple[str, ...]:
@@ -139,35 +140,36 @@ def none_found(problem: Problem, errors: Sequence[PlannerError],
                skipped: Sequence[str] = ()) -> InfeasibleError:
     """The error of `auto` and `search` when no heuristic found a plan: the proofs when
     there are any, else the first heuristic's own diagnosis (its advice rewritten by
-    `_after_portfolio`), else E816. `skipped`: the heuristics the time limit skipped."""
+    `after_portfolio`), else E816. `skipped`: the heuristics the time limit skipped."""
     found = diagnose(problem)
     if found:
         return InfeasibleError(found)
     if errors:
-        return InfeasibleError(tuple(_after_portfolio(problem, d, skipped)
+        return InfeasibleError(tuple(after_portfolio(problem, d, skipped)
                                      for d in errors[0].diagnostics))
     return InfeasibleError(Diagnostic(
         "E816", "no algorithm found a plan that the simulator accepts", None,
         ("try --algo cpsat with a longer --time-limit",)))
 
 
-def _after_portfolio(problem: Problem, diag: Diagnostic, skipped: Sequence[str]) -> Diagnostic:
-    """A heuristic's E704 as `auto` or `search` raise it, every heuristic having run
-    (but `skipped`): under `static` memory `search` moves only from their plans, so its
-    advice to try `--algo search`, m-TOPO or `single` (all of them tried) is dropped; what
-    is left is the skipped heuristics and an exact solver. Under `liveness` (where `auto`
-    and `search` go on to the enumeration) and for any other code, `diag` unchanged."""
+def after_portfolio(problem: Problem, diag: Diagnostic, skipped: Sequence[str] = (), *,
+                    advice: str = "") -> Diagnostic:
+    """A heuristic's E704 as `auto`, `search` or an exact solver raise it, every heuristic
+    having run (but `skipped`): under `static` memory `search` moves only from their plans,
+    so its advice to try `--algo search`, m-TOPO or `single` (all of them tried) is
+    dropped; what is left is the skipped heuristics and `advice` (by default an exact
+    solver). Under `liveness` (where `auto` and `search` go on to the enumeration) and for
+    any other code, `diag` unchanged."""
     tail = "the instance may still be feasible: try "
     if diag.code != "E704" or problem.memory_model != "static":
         return diag
+    names = [*(f"--algo {name}" for name in skipped),
+             advice or "an exact solver (--algo cpsat, or --algo ilp)"]
     hints = list(diag.hints)
     for k, hint in enumerate(hints):
         if tail in hint:
-            lead = hint[:hint.index(tail)]
-            names = [*(f"--algo {name}" for name in skipped),
-                     "an exact solver (--algo cpsat, or --algo ilp)"]
-            hints[k] = (f"{lead}no other heuristic found a plan either, and `search` moves "
-                        f"only from theirs; {tail}"
+            hints[k] = (f"{hint[:hint.index(tail)]}no other heuristic found a plan either, "
+                        f"and `search` moves only from theirs; {tail}"
                         + (", ".join(names[:-1]) + " or " if len(names) > 1 else "")
                         + names[-1])
     return dataclasses.replace(diag, hints=tuple(hints))

@@ -107,6 +107,25 @@ def test_auto_and_search_do_not_advise_themselves(algorithm: str, limit: float) 
         "instance may still be feasible: try an exact solver (--algo cpsat, or --algo ilp)")
 
 
+@pytest.mark.parametrize("algorithm", ["cpsat", "ilp"])
+def test_an_exact_solver_left_no_time_does_not_advise_itself(algorithm: str) -> None:
+    # no heuristic plan, no solver time: E704 then E811, neither a proof; the E704 said
+    # "try --algo search or an exact solver (--algo cpsat, or --algo ilp)" and E811's
+    # meaning said "after the heuristics' proof"
+    from planner.algorithms import Options
+    from planner.codes import CODES
+
+    problem = _problem([45, 45, 40, 35, 35], [100, 100])
+    with pytest.raises(InfeasibleError) as err:
+        run(algorithm, problem, Options(time_limit_s=0))
+    assert _codes(err.value) == ["E704", "E811"]
+    e704, e811 = err.value.diagnostics
+    assert e704.hints[-1].endswith("the instance may still be feasible: try a longer "
+                                   "--time-limit")
+    assert e811.hints == ("neither is a proof that no plan exists",)
+    assert "proof" not in CODES["E811"].meaning.split(":")[0]
+
+
 def test_single_names_the_shortfall() -> None:
     problem = _problem([60, 60], [100, 100])
     with pytest.raises(InfeasibleError) as err:

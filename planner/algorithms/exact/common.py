@@ -29,12 +29,13 @@ from types import MappingProxyType
 from typing import Any
 
 from ...bounds import lower_bound
+from ...codes import proves_none
 from ...errors import Diagnostic, InfeasibleError, PlannerError, SolverError
 from ...model import Problem
 from ...plan import Plan
 from ..base import Options, Solution
 from ..enumeration import HINT as ENUMERATION_HINT
-from ..infeasible import diagnose, memory_figures
+from ..infeasible import after_portfolio, diagnose, memory_figures
 from ..portfolio import rank
 from .instance import Instance
 from .verdict import Verdict, judge
@@ -279,8 +280,11 @@ def _fallback(inst: Instance, warm: Warm, info: dict[str, Any], *, algorithm: st
         reason = message or f"{solver} found no solution"  # the back-ends word it
     if warm.plan is None:
         if isinstance(warm.error, InfeasibleError):
-            raise InfeasibleError((*warm.error.diagnostics, Diagnostic(
-                "E811", f"the exact solver found no plan either: {reason}", None)))
+            raise InfeasibleError((*(after_portfolio(
+                problem, d, advice="a longer --time-limit") for d in warm.error.diagnostics),
+                Diagnostic("E811", f"the exact solver found no plan either: {reason}", None,
+                           () if any(proves_none(d.code) for d in warm.error.diagnostics)
+                           else ("neither is a proof that no plan exists",))))
         raise SolverError(Diagnostic("E812", f"no plan: {reason}", None, tuple(
             d.message for d in (warm.error.diagnostics if warm.error else ())) + (
             (warm.note,) if warm.note else ())))
