@@ -13,28 +13,31 @@ hierarchies, whose slowest link paces the ring). Over the units' candidate cuts,
 last stage back: `best[i][p]` is the least cost of units `[i, n)` on the last p of the
 devices used, each stage `[i, j)` on the next r of them costing
 
-    F(i) + ceil(M / r) * max(C(i, j), X(i, j)) + B(j) + A(i, j, r)
+    F(i) + W(i, j, r) + max(B(i), A(i, j, r))
 
-(F: the forward compute of the units before i, one micro-batch's way in; C: the stage's
-compute per micro-batch on its slowest replica; X: its boundaries' transfers; B: the
-backward compute after j, the way back; A: the ring all-reduce of its gradients,
-`cost.allreduce_time`), and a layout costs its costliest stage: each stage's replicas are
-busy `ceil(M / r)` micro-batches after the first reaches them, and the last leaves them
-`B` before the iteration ends. Under 1F1B, where a replica holds fewer micro-batches than
-its share (`in_flight` below), it starts a micro-batch only once the one `in_flight`
-before it came back, and the DP counts the stage no less than
+(F, B: the forward and the backward compute of the units before i, one micro-batch's way
+in and its way back once the stage is done, each unit at its fastest device's pace: their
+layout is not the stage's to know; A: the ring all-reduce of its gradients,
+`cost.allreduce_time`, which runs while the way back does; W: a replica's time from its
+first micro-batch in to its last one out), and a layout costs its costliest stage. A
+replica takes `ceil(M / r)` micro-batches, each `max(C(i, j), X(i, j))` (C: the stage's
+compute per micro-batch on its slowest replica; X: its boundaries' transfers), and in
+training waits for its first backward: D(j) (the transfers to the stage after and back,
+and the compute of the units after j, at their fastest), less the forwards it runs
+meanwhile (its micro-batches in flight but one: `in_flight` below). Under 1F1B, where a
+replica holds fewer micro-batches than its share, it starts a micro-batch only once the
+one `in_flight` before it came back, and W is no less than
 
-    F(i) + ceil(ceil(M / r) / in_flight) * T(i, j) + B(j)
+    ceil(ceil(M / r) / in_flight) * (C(i, j) + D(j))
 
-(T: one micro-batch's round trip from the stage: C, the transfers to the stage after and
-back, and the compute of the units after j, whatever their layout: a term of the stage
-alone, so the DP stays exact for its cost; not under `interleaved`, whose virtual stages
-hold micro-batches otherwise). Without this term a stage of one device ahead of a
-replicated one looked as cheap as its own compute, and the DP chose deep pipelines that
-simulate slower (Inception-v3's PipeDream profile on a DGX-1, 8 micro-batches, 400 cuts:
-0.98 s by the DP, 1.49 s simulated). A stage's replica must hold its params, its
-micro-batches in flight (`hybrid.in_flight`: under 1F1B `ceil(p / r)` with p the devices
-from it to the last stage), the largest transient and one DDP bucket.
+(not under `interleaved`, whose virtual stages hold micro-batches otherwise). Every term
+is the stage's alone, so the DP stays exact for its cost. `schedule.run` is the judge of
+each: without the round trips a stage of one device ahead of a replicated one looked as
+cheap as its own compute, and the DP chose deep pipelines that simulate slower
+(Inception-v3's PipeDream profile on a DGX-1, 8 micro-batches, 400 cuts: 0.98 s by the
+DP, 1.49 s simulated). A stage's replica must hold its params, its micro-batches in
+flight (`hybrid.in_flight`: under 1F1B `ceil(p / r)` with p the devices from it to the
+last stage), the largest transient and one DDP bucket.
 
 The DP gives the best layout for each count of devices used; every one is simulated
 (`pipeline.schedule.run` with its replicas; under `auto` within its limit's simulations,
@@ -245,8 +248,8 @@ def solution(problem: Problem, pipeline: Pipeline, chosen: Layout,
             f"simulation ({len(figures)} layout(s){some}, the chosen one's cuts moved)"
             if simulated(problem, pipeline) else
             f"estimate ({len(figures)} layout(s)): the DP's cost, its costliest stage's "
-            f"way in, busy time, way back and all-reduce (the {pipeline.microbatches} "
-            f"copies of the graph pass {MAX_SIMULATED_OPS:_} ops)"),
+            f"way in, busy time, and way back or all-reduce, the longer (the "
+            f"{pipeline.microbatches} copies of the graph pass {MAX_SIMULATED_OPS:_} ops)"),
     }
     plan = Plan(chosen.split.placement(problem), algorithm="hybrid")
     return Solution(plan, "feasible", MappingProxyType(info))
@@ -482,8 +485,20 @@ def _backtrack(cuts: NDArray[np.int64], choice: NDArray[np.int64], p: int,
     return Layout(tuple(bounds), tuple(groups))
 
 
-#: a stage's (way, resource, round trip) per end (`_Start._figures`)
-_Figures = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
+@dataclass(frozen=True, slots=True)
+class _Figures:
+    """What a stage's cost reads of its units and group, per end (module docstring)."""
+
+    #: F(i), B(i): the forward and the backward compute of the units before the stage
+    ahead: float
+    behind: float
+    #: max(C, X) (C where `contention none`), inf where a replica may not run a unit
+    resource: NDArray[np.float64]
+    #: C and its forward share, on the slowest replica and the first
+    compute: NDArray[np.float64]
+    forward: NDArray[np.float64]
+    #: D: the transfers to the stage after and back, and the compute of the units after j
+    after: NDArray[np.float64]
 
 
 class _Start:
@@ -501,24 +516,27 @@ class _Start:
         self.bucket = np.minimum(self.grads, hybrid.DDP_BUCKET_BYTES)
         self._by_group: dict[tuple[object, ...], _Figures] = {}
 
-    def _time(self, problem: Problem, c: Costs, group: tuple[int, ...], has_next: bool,
-              share: int, flight: int) -> NDArray[np.float64]:
-        """F(i) + ceil(M / r) max(C, X) + B(j), with `share` = ceil(M / r), at least
-        F(i) + ceil(share / flight) T(i, j) + B(j) where a replica holds `flight` < `share`
-        micro-batches (1F1B; module docstring); inf where a replica may not run a unit."""
+    def _of(self, problem: Problem, c: Costs, group: tuple[int, ...], has_next: bool
+            ) -> _Figures:
         key = _group_key(problem, group, has_next, self.i > 0)
         if key not in self._by_group:
             self._by_group[key] = self._figures(problem, c, group, has_next)
-        way, resource, trip = self._by_group[key]
-        if flight >= share:
-            return way + share * resource
-        return way + np.maximum(share * resource, -(-share // flight) * trip)
+        return self._by_group[key]
+
+    def _busy(self, f: _Figures, share: int, flight: int) -> NDArray[np.float64]:
+        """A replica's time from its first micro-batch in to its last one out: `share`
+        = ceil(M / r) times max(C, X), and the wait for its first backward, D less the
+        forwards it runs meanwhile; where it holds `flight` < `share` micro-batches (1F1B),
+        at least ceil(share / flight) round trips C + D (module docstring)."""
+        busy = share * f.resource
+        if self.u.training:
+            busy = busy + np.maximum(0.0, f.after - (min(flight, share) - 1) * f.forward)
+        if flight < share:
+            busy = np.maximum(busy, -(-share // flight) * (f.compute + f.after))
+        return busy
 
     def _figures(self, problem: Problem, c: Costs, group: tuple[int, ...], has_next: bool,
                  ) -> _Figures:
-        """(F(i) + B(j), max(C, X) or inf where a replica may not run a unit, T: one
-        micro-batch's round trip from the stage: C, the transfers to the stage after and
-        back, and the compute of the units after j)."""
         u, i, ends = self.u, self.i, self.ends
         rows = list(group)
         cp = u.compute_prefix[rows]
@@ -529,19 +547,20 @@ class _Start:
             bp = _replicas(problem).banned_prefix[rows[1:]]
             banned = np.maximum(banned, (bp[:, ends] - bp[:, [i]]).max(axis=0))
         fwd = u.forward_prefix[rep]
-        way = float(fwd[i]) + (u.compute_prefix[rep, -1] - fwd[-1]) - (
-            u.compute_prefix[rep, ends] - fwd[ends])
+        # the units before and after the stage at the pace of the fastest device (their
+        # layout is not the stage's to know): no more than they take
+        ahead, behind, after = _fastest(u, i, ends)
         transfers = np.zeros(len(ends))
-        trip = compute + (u.compute_prefix[rep, -1] - u.compute_prefix[rep, ends])
         if i > 0:  # from the stage before (on the device before the group)
             before = group[0] - 1 if group[0] > 0 else group[-1] + 1
             if before < len(problem.cluster.devices):
                 transfers += _cross_many(u, c, np.array([i]), before, group[0])[0]
         if has_next:  # to the stage after (the device after the group)
             out = _cross_many(u, c, ends, group[-1], group[-1] + 1)
-            transfers, trip = transfers + out, trip + out
+            transfers, after = transfers + out, after + out
         resource = compute if problem.contention == "none" else np.maximum(compute, transfers)
-        return way, np.where(banned > 0, INF, resource), trip
+        return _Figures(ahead, behind, np.where(banned > 0, INF, resource), compute,
+                        fwd[ends] - fwd[i], after)
 
     def cost(self, problem: Problem, c: Costs, pipeline: Pipeline, group: tuple[int, ...],
              has_next: bool, p: int) -> NDArray[np.float64]:
@@ -550,16 +569,28 @@ class _Start:
         r = len(group)
         flight = hybrid.in_flight(pipeline, [r, p - r] if p > r else [r], 0, self.u.training)
         share = -(-pipeline.microbatches // r)
-        cost = self._time(problem, c, group, has_next, share, flight if self.u.training
+        f = self._of(problem, c, group, has_next)
+        busy = self._busy(f, share, flight if self.u.training
                           and not pipeline.schedule_spec.virtual_stages else share)
+        ring: NDArray[np.float64] | float = 0.0
         if r > 1:
             if group not in self.rings:
                 self.rings[group] = ring_link(c, group)
-            cost = cost + allreduce_seconds(self.grads, r, *self.rings[group])
+            ring = allreduce_seconds(self.grads, r, *self.rings[group])
+        cost = f.ahead + busy + np.maximum(f.behind, ring)
         need = stage_memory(self.params, flight, self.acts, self.transient) + (
             self.bucket if r > 1 else 0.0)
         cap = min(problem.cluster.devices[d].memory_bytes for d in group)
         return np.where(need > cap, INF, cost)
+
+
+def _fastest(u: Units, i: int, ends: NDArray[np.int64]
+             ) -> tuple[float, float, NDArray[np.float64]]:
+    """F(i), B(i) and, per end j, the compute of the units after j, each on the device
+    that runs them fastest."""
+    cp, fp = u.compute_prefix, u.forward_prefix
+    return (float(fp[:, i].min()), float((cp[:, i] - fp[:, i]).min()),
+            (cp[:, [-1]] - cp[:, ends]).min(axis=0))
 
 
 def _cross_many(u: Units, c: Costs, xs: NDArray[np.int64], a: int, b: int
