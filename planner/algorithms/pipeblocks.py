@@ -175,7 +175,7 @@ def _one_pipeline(problem: Problem, n: int, reps: Sequence[int], bucket: float) 
 
 def check_pins(problem: Problem, n: int) -> None:
     """E712 where a pin names a device that starts no block of n: under `data_parallel N`
-    a pin names the device of the first of the N pipelines (`pipehybrid._replicas`)."""
+    a pin names the device of the first of the N pipelines (`hybridstage.replica_units`)."""
     m = len(problem.cluster.devices)
     reps = range(0, m - n + 1, n)
     strays = sorted({d for d in problem.pins.values() if d not in reps})

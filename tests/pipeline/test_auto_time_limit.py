@@ -13,7 +13,7 @@ import math
 import pytest
 from pipe_support import random_spec
 
-from planner.algorithms import Options, autopipe, pipedp, run
+from planner.algorithms import Options, autopipe, hybridstage, pipedp, run
 from planner.pipeline import splitdp
 
 INTERLEAVED = "interleaved; stages_per_device 2"
@@ -213,16 +213,15 @@ def test_hybrids_dp_work_counts_the_replica_counts_it_tries(monkeypatch) -> None
     `data_parallel auto`, 1F1B, `--time-limit 2`: the DP took 2.9 s of CPU at 326 cuts
     (0.53 s under `data_parallel 1`), auto 7.6-7.8 s of CPU on a loaded 2-core machine;
     now 70 cuts, 4.4-4.7 s (iteration 1.3990 s -> 1.1565 s)."""
-    from planner.algorithms import pipehybrid
 
     work: list[float] = []
-    cost = pipehybrid._Start.cost
+    cost = hybridstage.Start.cost
 
     def spy(self, problem, c, pipeline, group, *rest):  # type: ignore[no-untyped-def]
         work.append(1.0 if len(group) == 1 else 2.0)  # autopipe.REPLICATED_COST
         return cost(self, problem, c, pipeline, group, *rest)
 
-    monkeypatch.setattr(pipehybrid._Start, "cost", spy)
+    monkeypatch.setattr(hybridstage.Start, "cost", spy)
     limit = 0.5
     run("auto", _replicated(), Options(time_limit_s=limit))
     share = 200 * limit * 36  # HYBRID_CUTS a second, HYBRID_REFERENCE_WORK a cut: 3,600

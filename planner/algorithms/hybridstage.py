@@ -1,0 +1,196 @@
+"""`hybrid`'s stage cost: what its DP (`pipehybrid`, whose module docstring gives the
+formula and why) charges a stage of units `[i, j)` on a group of replicas, per end j.
+
+Apart from the DP itself so that each stays under the house's 600 lines: the DP reads
+only `Start.cost`, `replica_units` and `fixed_count` from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..cost import (
+    INF,
+    Costs,
+    allreduce_seconds,
+    costs,
+    ring_link,
+    stage_memory,
+    transfer_seconds_array,
+)
+from ..model import Pipeline, Problem, derived
+from ..pipeline import hybrid
+from ..pipeline.units import Units, units
+
+__all__ = ["Start", "fixed_count", "replica_units"]
+
+
+def replica_units(problem: Problem) -> Units:
+    """The units as a stage's replicas after its first may run them. Under `data_parallel
+    N` a pin names the device of the first of the N pipelines (as `simulate --stages` and
+    pipeilp's identical pipelines read it), so the other replicas are bound by op times
+    alone; else by the pins too (under `auto` a pinned unit is never replicated)."""
+    pipeline = problem.pipeline or Pipeline()
+    if fixed_count(pipeline) in (None, 1) or not problem.pins:
+        return units(problem)
+    free = derived(problem, "pipehybrid.unpinned", lambda: dataclasses.replace(
+        problem, pins=MappingProxyType({})))
+    return units(free)
+
+
+def fixed_count(pipeline: Pipeline) -> int | None:
+    """`data_parallel N`'s N, or None (`auto`: the DP chooses)."""
+    return None if pipeline.data_parallel == "auto" else int(pipeline.data_parallel)
+
+
+
+def _group_key(problem: Problem, group: tuple[int, ...], has_next: bool, has_before: bool
+               ) -> tuple[object, ...]:
+    """What a stage's figures depend on besides its units: its devices' classes (their
+    compute and the units they may run) and the links to the stages beside it."""
+    kinds, link = _classes(problem)
+    m = len(problem.cluster.devices)
+    before = group[0] - 1 if group[0] > 0 else group[-1] + 1
+    return (tuple(kinds[d] for d in group),
+            link[before][group[0]] if has_before and before < m else None,
+            link[group[-1]][group[-1] + 1] if has_next else None)
+
+
+def _classes(problem: Problem) -> tuple[list[int], list[list[int]]]:
+    """Per device its class (alike compute and bans), per pair its link's class."""
+    def derive() -> tuple[list[int], list[list[int]]]:
+        u, c = units(problem), costs(problem)
+        m = len(problem.cluster.devices)
+        seen: dict[tuple[bytes, bytes], int] = {}
+        kinds = [seen.setdefault((u.compute_prefix[d].tobytes(), u.banned_prefix[d].tobytes()),
+                                 len(seen)) for d in range(m)]
+        pairs: dict[tuple[float, ...], int] = {}
+        link = [[pairs.setdefault((c.latency[a][b], c.inv_bandwidth[a][b], c.latency[b][a],
+                                   c.inv_bandwidth[b][a]), len(pairs)) for b in range(m)]
+                for a in range(m)]
+        return kinds, link
+    return derived(problem, "pipehybrid.classes", derive)
+
+
+@dataclass(frozen=True, slots=True)
+class _Figures:
+    """What a stage's cost reads of its units and group, per end (module docstring)."""
+
+    #: F(i), B(i): the forward and the backward compute of the units before the stage
+    ahead: float
+    behind: float
+    #: max(C, X) (C where `contention none`), inf where a replica may not run a unit
+    resource: NDArray[np.float64]
+    #: C and its forward share, on the slowest replica and the first
+    compute: NDArray[np.float64]
+    forward: NDArray[np.float64]
+    #: D: the transfers to the stage after and back, and the compute of the units after j
+    after: NDArray[np.float64]
+
+
+class Start:
+    """The DP's figures of the stages that start at unit `i` and end at each of `ends`
+    (module docstring); what depends on the stage's group is computed per group once."""
+
+    def __init__(self, problem: Problem, u: Units, grad_prefix: NDArray[np.float64], i: int,
+                 ends: NDArray[np.int64], rings: dict[tuple[int, ...], tuple[float, float]],
+                 ) -> None:
+        self.u, self.i, self.ends, self.rings = u, i, ends, rings
+        self.grads = grad_prefix[ends] - grad_prefix[i]
+        self.params = u.params_prefix[ends] - u.params_prefix[i]
+        self.transient = np.maximum.accumulate(u.transient[i:])[ends - i - 1]
+        self.acts = u.kept_prefix[ends] - u.kept_prefix[i] + u.forward_bytes[i]
+        self.bucket = np.minimum(self.grads, hybrid.DDP_BUCKET_BYTES)
+        self._by_group: dict[tuple[object, ...], _Figures] = {}
+
+    def _of(self, problem: Problem, c: Costs, group: tuple[int, ...], has_next: bool
+            ) -> _Figures:
+        key = _group_key(problem, group, has_next, self.i > 0)
+        if key not in self._by_group:
+            self._by_group[key] = self._figures(problem, c, group, has_next)
+        return self._by_group[key]
+
+    def _busy(self, f: _Figures, share: int, flight: int) -> NDArray[np.float64]:
+        """A replica's time from its first micro-batch in to its last one out: `share`
+        = ceil(M / r) times max(C, X), and the wait for its first backward, D less the
+        forwards it runs meanwhile; where it holds `flight` < `share` micro-batches (1F1B),
+        at least ceil(share / flight) round trips C + D (module docstring)."""
+        busy = share * f.resource
+        if self.u.training:
+            busy = busy + np.maximum(0.0, f.after - (min(flight, share) - 1) * f.forward)
+        if flight < share:
+            busy = np.maximum(busy, -(-share // flight) * (f.compute + f.after))
+        return busy
+
+    def _figures(self, problem: Problem, c: Costs, group: tuple[int, ...], has_next: bool,
+                 ) -> _Figures:
+        u, i, ends = self.u, self.i, self.ends
+        rows = list(group)
+        cp = u.compute_prefix[rows]
+        compute = (cp[:, ends] - cp[:, [i]]).max(axis=0)
+        rep = group[0]
+        banned = u.banned_prefix[rep, ends] - u.banned_prefix[rep, i]
+        if len(group) > 1:  # the other replicas, as `replica_units` binds them
+            bp = replica_units(problem).banned_prefix[rows[1:]]
+            banned = np.maximum(banned, (bp[:, ends] - bp[:, [i]]).max(axis=0))
+        fwd = u.forward_prefix[rep]
+        # the units before and after the stage at the pace of the fastest device (their
+        # layout is not the stage's to know): no more than they take
+        ahead, behind, after = _fastest(u, i, ends)
+        transfers = np.zeros(len(ends))
+        if i > 0:  # from the stage before (on the device before the group)
+            before = group[0] - 1 if group[0] > 0 else group[-1] + 1
+            if before < len(problem.cluster.devices):
+                transfers += _cross_many(u, c, np.array([i]), before, group[0])[0]
+        if has_next:  # to the stage after (the device after the group)
+            out = _cross_many(u, c, ends, group[-1], group[-1] + 1)
+            transfers, after = transfers + out, after + out
+        resource = compute if problem.contention == "none" else np.maximum(compute, transfers)
+        return _Figures(ahead, behind, np.where(banned > 0, INF, resource), compute,
+                        fwd[ends] - fwd[i], after)
+
+    def cost(self, problem: Problem, c: Costs, pipeline: Pipeline, group: tuple[int, ...],
+             has_next: bool, p: int) -> NDArray[np.float64]:
+        """Per end: the cost of the stage on `group`, `p` devices from it to the last stage
+        (module docstring); inf where it cannot run or a replica does not fit."""
+        r = len(group)
+        flight = hybrid.in_flight(pipeline, [r, p - r] if p > r else [r], 0, self.u.training)
+        share = -(-pipeline.microbatches // r)
+        f = self._of(problem, c, group, has_next)
+        busy = self._busy(f, share, flight if self.u.training
+                          and not pipeline.schedule_spec.virtual_stages else share)
+        ring: NDArray[np.float64] | float = 0.0
+        if r > 1:
+            if group not in self.rings:
+                self.rings[group] = ring_link(c, group)
+            ring = allreduce_seconds(self.grads, r, *self.rings[group])
+        cost = f.ahead + busy + np.maximum(f.behind, ring)
+        need = stage_memory(self.params, flight, self.acts, self.transient) + (
+            self.bucket if r > 1 else 0.0)
+        cap = min(problem.cluster.devices[d].memory_bytes for d in group)
+        return np.where(need > cap, INF, cost)
+
+
+def _fastest(u: Units, i: int, ends: NDArray[np.int64]
+             ) -> tuple[float, float, NDArray[np.float64]]:
+    """F(i), B(i) and, per end j, the compute of the units after j, each on the device
+    that runs them fastest."""
+    cp, fp = u.compute_prefix, u.forward_prefix
+    return (float(fp[:, i].min()), float((cp[:, i] - fp[:, i]).min()),
+            (cp[:, [-1]] - cp[:, ends]).min(axis=0))
+
+
+def _cross_many(u: Units, c: Costs, xs: NDArray[np.int64], a: int, b: int
+                ) -> NDArray[np.float64]:
+    """Seconds of the transfers across boundaries `xs` between devices a and b, both ways."""
+    if c.latency[a][b] >= INF or c.latency[b][a] >= INF:  # a missing link: none, both ways
+        return np.full(len(xs), INF)
+    return (transfer_seconds_array(c.latency[a][b], c.inv_bandwidth[a][b],
+                                   u.forward_bytes[xs], u.forward_count[xs])
+            + transfer_seconds_array(c.latency[b][a], c.inv_bandwidth[b][a],
+                                     u.backward_bytes[xs], u.backward_count[xs]))
