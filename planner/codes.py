@@ -233,8 +233,8 @@ E712 3   `hybrid`: no layout of stages, replicated or not (each on N replicas un
          N`), fits the devices' memory and honours the devices each unit may use, in the cluster's
          order; `data_parallel N` (pipeilp): a pin to a device that starts no block of N
 E810 3   a placement unit that no device may run => E304
-E811 3   the exact solver found no plan (out of time, or given none) where the heuristics
-         found none: no proof unless one precedes it (E704 is none)
+E811 6   the exact solver found no plan (out of time, or given none) where the heuristics
+         found none: not a proof that none exists (a longer `--time-limit` may find one)
 E812 4   the exact solver failed and no heuristic plan is left
 E813 3   the exact model is infeasible (memory `static`: no plan exists)
 E814 2   a model file format the solver cannot write

@@ -64,7 +64,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..bounds import lower_bound
-from ..errors import InfeasibleError, PlannerError
+from ..errors import InfeasibleError, PlannerError, SearchLimitError
 from ..model import Problem
 from ..plan import Plan
 from ..simulate import simulate
@@ -109,7 +109,7 @@ def place(problem: Problem, options: Options) -> Solution:
     deadline = cap(options.time_limit_s)
     try:
         return _place(problem, options, deadline)
-    except InfeasibleError as error:
+    except (InfeasibleError, SearchLimitError) as error:  # E811: CP-SAT out of time
         if problem.memory_model != "liveness" or diagnose(problem):
             raise
         return _enumerated(problem, options, error, deadline)
@@ -127,8 +127,8 @@ def warm_up(problem: Problem, options: Options) -> None:
         cpsat.warm_up(problem, options)
 
 
-def _enumerated(problem: Problem, options: Options, error: InfeasibleError,
-                deadline: float) -> Solution:
+def _enumerated(problem: Problem, options: Options,
+                error: InfeasibleError | SearchLimitError, deadline: float) -> Solution:
     """Phase 4 (`memory liveness`, no plan found, no proof): the fastest plan of
     `enumeration`, judged as every other plan is; else `error`, with what the enumeration
     covered (E819, a proof, when it covered every plan)."""
@@ -257,7 +257,7 @@ def _cpsat_phase(problem: Problem, options: Options, candidates: dict[str, float
         sol = cpsat.solve(problem, dataclasses.replace(
             options, warm_start=best[2] if best else None, emit=None, time_limit_s=left),
             warn=False, deadline=deadline)
-    except InfeasibleError:
+    except (InfeasibleError, SearchLimitError):  # no proof, or E811: out of time
         if best is None:
             raise
         sol = None

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..cost import costs
-from ..errors import Diagnostic, InfeasibleError
+from ..errors import Diagnostic, InfeasibleError, SearchLimitError
 from ..facts import facts
 from ..model import Problem
 from ..plan import Plan
@@ -222,10 +222,11 @@ def _extend(prefix: list[int], done: list[bool],
             done[i] = False
 
 
-def none_enumerated(problem: Problem, error: InfeasibleError,
-                     found: Found) -> InfeasibleError:
+def none_enumerated(problem: Problem, error: InfeasibleError | SearchLimitError,
+                     found: Found) -> InfeasibleError | SearchLimitError:
     """The error of `auto` and `search` when the enumeration found no plan either: E819 (a
-    proof) when it simulated every plan, else `error` with a hint saying how many it tried."""
+    proof) when it simulated every plan, else `error` (of its class: `auto`'s CP-SAT out
+    of time is E811, exit 6) with a hint saying how many it tried."""
     if found.complete:
         return InfeasibleError(Diagnostic(
             "E819", "no plan fits: every placement and per-device order was tried under "
@@ -237,4 +238,4 @@ def none_enumerated(problem: Problem, error: InfeasibleError,
     hint = (f"an enumeration of {found.simulations} plan(s) (not all of them) found none "
             "either; a longer --time-limit tries more")
     hints = (*(h for h in first.hints if h != HINT), hint)
-    return InfeasibleError((dataclasses.replace(first, hints=hints), *rest))
+    return type(error)((dataclasses.replace(first, hints=hints), *rest))

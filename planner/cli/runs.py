@@ -20,6 +20,7 @@ from ..errors import (
     Diagnostic,
     InfeasibleError,
     PlanChoiceError,
+    SearchLimitError,
     Span,
     UsageError,
     render_all,
@@ -211,7 +212,8 @@ def infeasible_exit(problem: Problem, result: SimResult, report: JsonReport,
 def place(algo: str, problem: Problem, options: Options, report: JsonReport,
           loc: Locations | None = None) -> Solution:
     """Run the algorithm; on Ctrl-C, the `interrupted` solution it holds, or exit 130. The
-    proofs that no plan exists it raises are located in the spec by `loc`."""
+    proofs that no plan exists it raises, and the errors of a plan it found none of, are
+    located in the spec by `loc`."""
     from ..render.terminal import SolveProgress, live_progress  # lazy: start-up
 
     # the limit, shown as `elapsed/limit s`, of an algorithm that takes one (a heuristic runs
@@ -231,7 +233,7 @@ def place(algo: str, problem: Problem, options: Options, report: JsonReport,
             # through the module: a test (or a caller) may replace `run`
             return algorithms.run(algo, problem,
                                   dataclasses.replace(options, progress=progress.update))
-    except InfeasibleError as err:
+    except (InfeasibleError, SearchLimitError) as err:  # E709, E811 at the plan too
         if loc is not None:
             from ..spec.checks import locate_proofs  # lazy: start-up
 

@@ -27,11 +27,13 @@ Statuses:
 - `infeasible` — no plan satisfies the memory caps and pins (`InfeasibleError` with a
   proof: an E3xx code, E813 or E819).
 - `no_plan` — the algorithm found no plan and nothing proves that none exists
-  (`InfeasibleError` without a proof: a heuristic's E704, E706, E811, ...).
+  (`InfeasibleError` without a proof: a heuristic's E704, E706, E818; `SearchLimitError`:
+  E709, E811, a search that ended at its limit).
 - `violated` — the algorithm returned a plan the simulator rejects (see `reason`).
 - `invalid` — the point cannot run: the setting does not apply (`--devices` larger than the
   cluster) or the spec or plan is unusable (`SpecError`, `UsageError`).
-- `solver_error` — an external solver failed and left no plan (`SolverError`).
+- `solver_error` — an external solver failed and left no plan (`SolverError` but
+  `SearchLimitError`).
 - `error` — any other exception (`reason` is `Type: message`): a bug, reported as data.
 - `timeout` — the point ran past its hard limit (twice `time_limit_s` plus 30 s) and its
   worker was stopped.

@@ -111,14 +111,16 @@ def test_auto_and_search_do_not_advise_themselves(algorithm: str, limit: float) 
 def test_an_exact_solver_left_no_time_does_not_advise_itself(algorithm: str) -> None:
     # no heuristic plan, no solver time: E704 then E811, neither a proof; the E704 said
     # "try --algo search or an exact solver (--algo cpsat, or --algo ilp)" and E811's
-    # meaning said "after the heuristics' proof"
+    # meaning said "after the heuristics' proof"; exit 6 (a search's limit), not 3
     from planner.algorithms import Options
     from planner.codes import CODES
+    from planner.errors import SearchLimitError
 
     problem = _problem([45, 45, 40, 35, 35], [100, 100])
-    with pytest.raises(InfeasibleError) as err:
+    with pytest.raises(SearchLimitError) as err:
         run(algorithm, problem, Options(time_limit_s=0))
-    assert _codes(err.value) == ["E704", "E811"]
+    assert [d.code for d in err.value.diagnostics] == ["E704", "E811"]
+    assert err.value.exit_code == CODES["E811"].exit == 6
     e704, e811 = err.value.diagnostics
     assert e704.hints[-1].endswith("the instance may still be feasible: try a longer "
                                    "--time-limit")

@@ -307,3 +307,23 @@ def test_a_heuristic_that_found_no_plan_is_not_labelled_infeasible(tmp_path: Pat
     assert by[("single", "100%")]["status"] == "no_plan"
     assert by[("cpsat", "100%")]["status"] == "infeasible"  # E813, a proof
     assert {by[(a, "1%")]["status"] for a in ("metf", "single", "cpsat")} == {"infeasible"}
+
+
+def test_a_search_that_ended_at_its_limit_is_no_plan_not_a_solver_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pipeilp's E709 and an exact solver's E811 (`SearchLimitError`, exit 6): no plan and
+    # no proof, as a heuristic's E704; E709's row said `solver_error` ("an external solver
+    # failed")
+    from planner import algorithms
+    from planner.errors import Diagnostic, SearchLimitError
+
+    def out_of_time(*_: object, **__: object) -> None:
+        raise SearchLimitError(Diagnostic("E811", "the exact solver found no plan either",
+                                          None))
+
+    monkeypatch.setattr(algorithms, "run", out_of_time)
+    spec = tmp_path / "packing.plan"
+    spec.write_text(_PACKING)
+    (row,) = run_sweep(plan_sweep([spec], "cpsat", time_limit_s=0), executor="inline").rows
+    assert row["status"] == "no_plan"
+    assert "the exact solver found no plan either" in row["reason"]

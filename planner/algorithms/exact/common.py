@@ -30,7 +30,13 @@ from typing import Any
 
 from ...bounds import lower_bound
 from ...codes import proves_none
-from ...errors import Diagnostic, InfeasibleError, PlannerError, SolverError
+from ...errors import (
+    Diagnostic,
+    InfeasibleError,
+    PlannerError,
+    SearchLimitError,
+    SolverError,
+)
 from ...model import Problem
 from ...plan import Plan
 from ..base import Options, Solution
@@ -279,15 +285,7 @@ def _fallback(inst: Instance, warm: Warm, info: dict[str, Any], *, algorithm: st
     else:
         reason = message or f"{solver} found no solution"  # the back-ends word it
     if warm.plan is None:
-        if isinstance(warm.error, InfeasibleError):
-            raise InfeasibleError((*(after_portfolio(
-                problem, d, advice="a longer --time-limit") for d in warm.error.diagnostics),
-                Diagnostic("E811", f"the exact solver found no plan either: {reason}", None,
-                           () if any(proves_none(d.code) for d in warm.error.diagnostics)
-                           else ("neither is a proof that no plan exists",))))
-        raise SolverError(Diagnostic("E812", f"no plan: {reason}", None, tuple(
-            d.message for d in (warm.error.diagnostics if warm.error else ())) + (
-            (warm.note,) if warm.note else ())))
+        raise _no_plan(problem, warm, outcome, reason)
     if warn:
         log.warning("%s: falling back to the %s plan: %s", algorithm, warm.source, reason)
     verdict = judge(problem, warm.plan, solver_bound_s=solver_bound_s, lower_s=lower_s)
@@ -297,6 +295,25 @@ def _fallback(inst: Instance, warm: Warm, info: dict[str, Any], *, algorithm: st
                 if warm.seed_source == warm.source else None,
                 bound_s=verdict.bound_s, gap=verdict.gap)
     return Solution(warm.plan, "fallback", MappingProxyType(info))
+
+
+def _no_plan(problem: Problem, warm: Warm, outcome: str, reason: str) -> PlannerError:
+    """The error where neither the heuristics nor the solver left a plan: the heuristics'
+    proofs when they hold one (exit 3); else, their errors then E811 when the solver ran
+    out of time or found nothing (exit 6, `SearchLimitError`: no proof, a longer limit may
+    find one), or E812 when it failed (exit 4)."""
+    error = warm.error
+    if isinstance(error, InfeasibleError) and any(proves_none(d.code)
+                                                  for d in error.diagnostics):
+        return error
+    if isinstance(error, InfeasibleError) and outcome != "error":
+        return SearchLimitError((*(after_portfolio(
+            problem, d, advice="a longer --time-limit") for d in error.diagnostics),
+            Diagnostic("E811", f"the exact solver found no plan either: {reason}", None,
+                       ("neither is a proof that no plan exists",))))
+    return SolverError(Diagnostic("E812", f"no plan: {reason}", None, tuple(
+        d.message for d in (error.diagnostics if error else ())) + (
+        (warm.note,) if warm.note else ())))
 
 
 def _infeasible(inst: Instance, warm: Warm) -> InfeasibleError:
