@@ -140,12 +140,13 @@ def none_found(problem: Problem, errors: Sequence[PlannerError],
                skipped: Sequence[str] = ()) -> InfeasibleError:
     """The error of `auto` and `search` when no heuristic found a plan: the proofs when
     there are any, else the first heuristic's own diagnosis (its advice rewritten by
-    `after_portfolio`), else E816. `skipped`: the heuristics the time limit skipped."""
+    `after_portfolio`, under `liveness` too), else E816. `skipped`: the heuristics the time
+    limit skipped."""
     found = diagnose(problem)
     if found:
         return InfeasibleError(found)
     if errors:
-        return InfeasibleError(tuple(after_portfolio(problem, d, skipped)
+        return InfeasibleError(tuple(after_portfolio(problem, d, skipped, enumerates=True)
                                      for d in errors[0].diagnostics))
     return InfeasibleError(Diagnostic(
         "E816", "no algorithm found a plan that the simulator accepts", None,
@@ -153,23 +154,27 @@ def none_found(problem: Problem, errors: Sequence[PlannerError],
 
 
 def after_portfolio(problem: Problem, diag: Diagnostic, skipped: Sequence[str] = (), *,
-                    advice: str = "") -> Diagnostic:
+                    advice: str = "", enumerates: bool = False) -> Diagnostic:
     """A heuristic's E704 as `auto`, `search` or an exact solver raise it, every heuristic
-    having run (but `skipped`): under `static` memory `search` moves only from their plans,
-    so its advice to try `--algo search`, m-TOPO or `single` (all of them tried) is
-    dropped; what is left is the skipped heuristics and `advice` (by default an exact
-    solver). Under `liveness` (where `auto` and `search` go on to the enumeration) and for
-    any other code, `diag` unchanged."""
-    tail = "the instance may still be feasible: try "
-    if diag.code != "E704" or problem.memory_model != "static":
+    having run (but `skipped`): its advice to try `--algo search`, m-TOPO or `single` (all
+    of them tried) is dropped. Under `static` memory, where `search` moves only from their
+    plans, what is left is the skipped heuristics and `advice` (by default an exact
+    solver). Under `liveness`, only where the caller `enumerates` next (`auto` and
+    `search`, which then say what the enumeration covered): the skipped heuristics, if
+    any. Any other code, or `liveness` for an exact solver, `diag` unchanged."""
+    tail = "the instance may still be feasible"
+    if diag.code != "E704" or (problem.memory_model != "static" and not enumerates):
         return diag
-    names = [*(f"--algo {name}" for name in skipped),
-             advice or "an exact solver (--algo cpsat, or --algo ilp)"]
+    names = [f"--algo {name}" for name in skipped]
+    if problem.memory_model == "static":
+        names.append(advice or "an exact solver (--algo cpsat, or --algo ilp)")
+    why = ("no other heuristic found a plan either, and `search` moves only from theirs; "
+           if problem.memory_model == "static" else "no other heuristic found a plan either; ")
     hints = list(diag.hints)
     for k, hint in enumerate(hints):
-        if tail in hint:
-            hints[k] = (f"{hint[:hint.index(tail)]}no other heuristic found a plan either, "
-                        f"and `search` moves only from theirs; {tail}"
+        if f"{tail}: try " in hint:
+            hints[k] = (f"{hint[:hint.index(tail)]}{why}{tail}"
+                        + (": try " if names else "")
                         + (", ".join(names[:-1]) + " or " if len(names) > 1 else "")
-                        + names[-1])
+                        + (names[-1] if names else ""))
     return dataclasses.replace(diag, hints=tuple(hints))

@@ -159,16 +159,24 @@ def test_ctrl_c_returns_the_fastest_plan_so_far(monkeypatch: pytest.MonkeyPatch)
     assert simulate(p, solution.plan).feasible
 
 
-def test_auto_never_names_itself_as_what_may_still_find_a_plan(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from planner.algorithms import auto
+@pytest.mark.parametrize(("algorithm", "code"), [("auto", "E818"), ("search", "E704")])
+def test_auto_and_search_never_name_themselves_as_what_may_still_find_a_plan(
+        algorithm: str, code: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # search's E704 (m-SCT's, the enumeration cut short) said "the instance may still be
+    # feasible: try --algo search", what just ran (m-TOPO and single ran too)
+    import importlib
 
-    monkeypatch.setattr(auto, "simulation_budget", lambda _p, _s: 1)  # too few to find one
+    module = importlib.import_module(f"planner.algorithms.{algorithm}")
+    monkeypatch.setattr(module, "simulation_budget", lambda _p, _s: 1)  # too few to find one
     with pytest.raises(InfeasibleError) as caught:
-        run("auto", _tight(SEED), Options(time_limit_s=1.0))
+        run(algorithm, _tight(SEED), Options(time_limit_s=1.0))
     (error,) = caught.value.diagnostics
-    assert error.code == "E818" and not any("--algo auto" in h for h in error.hints), error.hints
+    assert error.code == code and not any(f"--algo {algorithm}" in h for h in error.hints)
     assert "an enumeration of 1 plan(s) (not all of them) found none" in error.hints[-1]
+    if algorithm == "search":
+        assert not any("--algo" in h for h in error.hints), error.hints
+        assert error.hints[-2].endswith("no other heuristic found a plan either; the "
+                                        "instance may still be feasible")
 
 
 def test_search_after_the_enumeration_plans_its_moves_for_the_rest_of_the_limit() -> None:
