@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -49,7 +50,7 @@ from .baselines.uniform import place as run_uniform
 from .clock import CUT, NO_SEARCH, cap
 from .pipeilp import contiguous
 
-__all__ = ["ONE_PER_DEVICE", "RECOMPUTING", "place"]
+__all__ = ["ONE_PER_DEVICE", "RECOMPUTING", "clock_note", "place"]
 
 log = logging.getLogger("planner")
 
@@ -63,6 +64,9 @@ RECOMPUTING = "recomputing contiguous split"
 #: runs as 1F1B), and the share of pipedp's work and simulations it gets
 ONE_PER_DEVICE = "pipedp, one stage per device"
 FALLBACK_SHARE = 0.25
+#: how `info["reason"]` names the climbs the wall clock cut (`clock_note`)
+FROM_CANDIDATES = "pipedp's candidates"
+FROM_ONE_PER_DEVICE = "pipedp's split of one stage per device"
 #: the share of the limit's simulations each of hybrid's cut moves get (`pipehybrid.refine`,
 #: 30,000 copied ops at most: those at 10 s), and its DP's cuts a second (400 at most, at 2 s)
 #: where a cut's work is `HYBRID_REFERENCE_WORK`, fewer where more (`_hybrid_work`)
@@ -97,6 +101,7 @@ def place(problem: Problem, options: Options, left_out: bool = False) -> Solutio
     simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
     refined = pipecuts.refine_pipedp(problem, pipeline, cells, options.time_limit_s,
                                      CUT_SHARE, deadline)
+    cut = [FROM_CANDIDATES] if refined is not None and refined.cut else []
     plans = [("pipedp", best), ("uniform", uniform)]
     if refined is not None:
         plans.append(("pipedp, cuts moved", dataclasses.replace(
@@ -125,9 +130,9 @@ def place(problem: Problem, options: Options, left_out: bool = False) -> Solutio
         best, chosen = _with_hybrid(problem, options, searched, simulated, figures,
                                     (best, chosen))
     best, chosen = _one_per_device(problem, options, simulated, figures, (best, chosen),
-                                   deadline)
+                                   (deadline, cut))
     info = _chosen_info(problem, searched, best, chosen, figures, simulated)
-    return dataclasses.replace(best, info=MappingProxyType(info))
+    return dataclasses.replace(best, info=MappingProxyType(clock_note(info, cut)))
 
 
 def _with_hybrid(problem: Problem, options: Options, searched: pipedp.Searched,
@@ -147,11 +152,12 @@ def _with_hybrid(problem: Problem, options: Options, searched: pipedp.Searched,
 
 def _one_per_device(problem: Problem, options: Options, simulated: bool,
                     figures: dict[str, tuple[float, bool]], kept: tuple[Solution, str],
-                    deadline: float) -> tuple[Solution, str]:
+                    clock: tuple[float, list[str]]) -> tuple[Solution, str]:
     """`kept` (the plan so far, its name) or, where it fits and runs faster by the simulated
     iteration than every other candidate that fits, pipedp's split of one stage per device
-    (`_fallback_split`). `figures` gains its iteration, unless it is `kept`'s plan."""
-    found = _fallback_split(problem, options, deadline) if simulated else None
+    (`_fallback_split`, its wall-clock `deadline` and list of cut climbs: `clock`).
+    `figures` gains its iteration, unless it is `kept`'s plan."""
+    found = _fallback_split(problem, options, *clock) if simulated else None
     if found is None or found[0].plan.placement == kept[0].plan.placement:  # the same plan
         return kept
     other = _fastest_other(figures, ONE_PER_DEVICE)
@@ -161,20 +167,23 @@ def _one_per_device(problem: Problem, options: Options, simulated: bool,
     return kept
 
 
-def _fallback_split(problem: Problem, options: Options, deadline: float,
+def _fallback_split(problem: Problem, options: Options, deadline: float, cut: list[str],
                     ) -> tuple[Solution, float, bool] | None:
     """Under `interleaved`: pipedp's split of one stage per device for the fallback, 1F1B
     (`pipedp.fallback_split`, `FALLBACK_SHARE` of pipedp's work and simulations), or its
     cuts moved under 1F1B (`pipecuts.refine_fallback`) where faster; its simulated
-    iteration under the plan's schedule, and whether it fits; None where there is none."""
+    iteration under the plan's schedule, and whether it fits; None where there is none.
+    `cut` gains `FROM_ONE_PER_DEVICE` where the wall clock cut that climb."""
     pipeline = problem.pipeline or Pipeline()
     found = pipedp.fallback_split(
         problem, FALLBACK_SHARE * splitdp.cells_for(options.time_limit_s),
         FALLBACK_SHARE * pipedp.simulation_budget(options.time_limit_s))
     if found is None:
         return None
-    moved = pipecuts.refine_fallback(problem, found, options.time_limit_s,
-                                     FALLBACK_SHARE * CUT_SHARE, deadline)
+    moved, stopped = pipecuts.refine_fallback(problem, found, options.time_limit_s,
+                                              FALLBACK_SHARE * CUT_SHARE, deadline)
+    if stopped:
+        cut.append(FROM_ONE_PER_DEVICE)
     runs = [(plan, *_iteration(problem, plan.plan.placement, pipeline, True))
             for plan in (found, moved) if plan is not None]  # moved: only if fits, faster
     return min(runs, key=lambda run: (not run[2], run[1]))
@@ -259,7 +268,8 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: f
                     + ("its replicated stages fit" if replicated else
                        "hybrid's split (no stage replicated) fits")
                     + _runs_as(problem, mixed.plan.placement, replicated))})))
-    one = _fallback_split(problem, options, until) if simulated else None
+    cut: list[str] = []
+    one = _fallback_split(problem, options, until, cut) if simulated else None
     if one is not None and one[2]:  # 1F1B holds fewer micro-batches than `interleaved`
         plans[ONE_PER_DEVICE] = (one[1], dataclasses.replace(one[0], info=MappingProxyType({
             **one[0].info, "why": f"pipedp found no split ({err.diagnostics[0].message}); "
@@ -273,10 +283,23 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: f
         raise err
     chosen = min(plans, key=lambda name: plans[name][0])
     best = plans[chosen][1]
-    return dataclasses.replace(best, info=MappingProxyType({
+    return dataclasses.replace(best, info=MappingProxyType(clock_note({
         **best.info, "chosen": chosen, "iteration_s": plans[chosen][0],
         "compared_by": "simulated iteration" if simulated else "estimated iteration",
-        "candidates": {name: plan[0] for name, plan in plans.items()}}))
+        "candidates": {name: plan[0] for name, plan in plans.items()}}, cut)))
+
+
+def clock_note(info: Mapping[str, Any], cut: Sequence[str]) -> dict[str, Any]:
+    """`info`, its `reason` beginning with `CUT` where the wall clock cut the climbs of
+    `cut` (`FROM_CANDIDATES`, `FROM_ONE_PER_DEVICE`): a climb run to its budget might have
+    found a faster candidate, so the plan kept (whichever) may differ from run to run. The
+    text output shows `reason` (a climb's own `cut_moves` note only `--json`)."""
+    if not cut:
+        return dict(info)
+    note = (f"{CUT} in the cut moves from {' and from '.join(cut)} (a slow or busy "
+            "machine): this plan may differ from run to run")
+    reason = info.get("reason")
+    return {**info, "reason": f"{note}; {reason}" if reason else note}
 
 
 def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, chosen: str,

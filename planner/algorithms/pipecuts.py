@@ -157,27 +157,29 @@ def refine_pipedp(problem: Problem, pipeline: Pipeline, cells: float, time_limit
 
 
 def refine_fallback(problem: Problem, found: Solution, time_limit_s: float, share: float,
-                    deadline: float = math.inf) -> Solution | None:
+                    deadline: float = math.inf) -> tuple[Solution | None, bool]:
     """`auto` under `interleaved`: pipedp's split of one stage per device for the schedule's
     fallback (`found`, `pipedp.fallback_split`) with its cuts moved under the fallback, as
     `auto` moves a 1F1B split's (`refine` from it, within `share` of the time limit's
-    simulations); None where no move ran faster, or none ran (as `refine_pipedp`)."""
+    simulations), None where no move ran faster, or none ran (as `refine_pipedp`); and
+    whether the wall clock cut the climb (then a faster split may have been missed, the
+    plan `auto` keeps may differ from run to run, and `auto` says so, also where None)."""
     one = pipedp.fallback_pipeline(problem.pipeline or Pipeline())
     if one is None or time_limit_s <= 0:
-        return None
+        return None, False
     copies = one.microbatches * len(problem.graph.ops)
     if copies > pipedp.MAX_SIMULATED_OPS:
-        return None
+        return None, False
     sims = max(1, pipedp.simulations(share * pipedp.simulation_budget(time_limit_s), copies))
     start = split_of(problem, found.plan.placement)
     most = splitdp.most_stages(problem, one, units(problem).count)
     moved = refine(problem, one, [start], sims, deadline, most)
     if moved is None or moved.split == start:
-        return None
+        return None, moved is not None and moved.cut
     info = {**found.info, "period_s": resource_loads(problem, moved.split).period_s,
             "stages": moved.split.stages,
             "cut_moves": f"{moved.simulations} simulation(s) under {one.schedule}" + (
                 f"; {CUT}: this plan may differ from run to run" if moved.cut else "")}
     return dataclasses.replace(found, plan=Plan(moved.split.placement(problem),
                                                 algorithm="pipedp"),
-                               info=MappingProxyType(info))
+                               info=MappingProxyType(info)), moved.cut

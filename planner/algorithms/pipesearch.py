@@ -92,6 +92,7 @@ def place(problem: Problem, options: Options) -> Solution:
     if tried < budget:
         notes["reason"] = (f"{CUT} after {tried} of {budget} moves (a slow or busy machine): "
                            "this plan may differ from run to run")
+    notes.update(_clock_reason(start.info, moved.info, notes.get("reason")))
     if kept:
         ran = run_pipeline(problem, tuple(placement), pipeline)
         if iteration is None:  # auto's plan, not simulated by the cut moves
@@ -114,6 +115,18 @@ def place(problem: Problem, options: Options) -> Solution:
     # a label is a claim: "no move improved it" only where some move was tried
     return _as_search(start, f"{theirs}, " + (
         "no move improved it" if tried or cut_tried else "no move tried"), notes)
+
+
+def _clock_reason(auto: Mapping[str, Any], moved: Mapping[str, Any],
+                  own: str | None) -> dict[str, str]:
+    """`reason` where the wall clock cut auto's climbs (its `reason` begins with `CUT`:
+    `autopipe.clock_note`) or search's cut moves, with search's own `reason` (its unit
+    moves cut) where it has one: {} where the clock cut nothing, or only the unit moves."""
+    notes = [str(auto["reason"])] if str(auto.get("reason", "")).startswith(CUT) else []
+    if CUT in str(moved.get("cut_moves", "")) and own is None:
+        notes.append(f"{CUT} in search's cut moves (a slow or busy machine): this plan may "
+                     "differ from run to run")
+    return {"reason": "; ".join([*notes, *([own] if own else [])])} if notes else {}
 
 
 def _fixed(info: Mapping[str, Any]) -> str:

@@ -1,0 +1,96 @@
+"""`auto` and `search` under `objective pipeline` say so where the wall clock, not the
+work budget, cut a climb of cut moves: their `reason` (which the text output shows) begins
+"the time limit ran out" and says the plan may differ from run to run. Before, only the
+`cut_moves` note of pipedp's candidates said so (`--json` alone), and it was lost where
+another candidate won (hybrid's, the recomputing split), and the climb from pipedp's split
+of one stage per device (`pipecuts.refine_fallback`) said nothing where it found no faster
+split: PipeDream's alexnet, `p1f1b`, `--time-limit 2` gave "auto → pipedp, cuts moved"
+259.343 ms on an idle machine and "auto → hybrid" 261.169 ms under load, no note either
+time. The clocks here are fake: one already run out when the search starts, one that
+never runs out (the budget alone ends the work), so nothing depends on this machine's load.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+from cli.helpers import invoke
+from pipe_support import chain_text, random_spec
+
+from planner.algorithms import Options, autopipe, pipecuts, pipedp, pipesearch, run
+from planner.algorithms.base import Solution
+from planner.algorithms.clock import CUT
+from planner.model import Problem
+from planner.pipeline import splitdp
+
+INTERLEAVED = "interleaved; stages_per_device 2"
+
+
+def _clock(monkeypatch: pytest.MonkeyPatch, ran_out: bool) -> None:
+    """`auto`'s and `search`'s wall-clock cap: already past (every climb is cut at its
+    first move), or never (the budget ends every climb)."""
+    deadline = (lambda limit: time.monotonic()) if ran_out else (lambda limit: math.inf)
+    monkeypatch.setattr(autopipe, "cap", deadline)
+    monkeypatch.setattr(pipesearch, "cap", deadline)
+
+
+# 1f1b: the chosen plans are pipedp's and the recomputing split (whose info had no note);
+# interleaved: pipedp's split of one stage per device, hybrid's (the fallback's climb cut)
+CASES = [(0, "1f1b"), (1, "1f1b"), (1, INTERLEAVED), (2, INTERLEAVED)]
+
+
+@pytest.mark.parametrize(("seed", "schedule"), CASES)
+@pytest.mark.parametrize("algo", ["auto", "search"])
+def test_a_climb_the_clock_cut_says_so(seed: int, schedule: str, algo: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    p = random_spec(seed, 12, 4, training=True, schedule=schedule)
+    _clock(monkeypatch, ran_out=True)
+    reason = run(algo, p, Options(time_limit_s=0.5)).info.get("reason", "")
+    assert reason.startswith(CUT), reason
+    assert "this plan may differ from run to run" in reason
+
+
+@pytest.mark.parametrize(("seed", "schedule"), CASES)
+@pytest.mark.parametrize("algo", ["auto", "search"])
+def test_a_climb_run_to_its_budget_says_nothing_of_the_clock(
+        seed: int, schedule: str, algo: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = random_spec(seed, 12, 4, training=True, schedule=schedule)
+    _clock(monkeypatch, ran_out=False)
+    info = run(algo, p, Options(time_limit_s=0.5)).info
+    assert CUT not in str(info.get("reason", "")) + str(info.get("cut_moves", ""))
+
+
+def _fallback_start(problem: Problem) -> Solution:
+    """pipedp's split of one stage per device, as `auto` plans it at 0.5 s."""
+    share = autopipe.FALLBACK_SHARE
+    found = pipedp.fallback_split(problem, share * splitdp.cells_for(0.5),
+                                  share * pipedp.simulation_budget(0.5))
+    assert found is not None
+    return found
+
+
+def test_the_fallbacks_climb_reports_a_cut_where_it_found_no_faster_split() -> None:
+    """Before: None either way, the cut not reported."""
+    p = random_spec(1, 12, 4, training=True, schedule=INTERLEAVED)
+    found = _fallback_start(p)
+    cut = pipecuts.refine_fallback(p, found, 0.5, 0.125, deadline=time.monotonic() - 1)
+    assert cut == (None, True)
+    whole = pipecuts.refine_fallback(p, found, 0.5, 0.125)
+    assert whole[1] is False
+
+
+def test_the_text_output_says_the_clock_cut_auto(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = tmp_path / "chain.plan"
+    spec.write_text(chain_text(8, 3, forward_ms=[1, 5, 2, 7, 3, 1, 4, 2],
+                               schedule=INTERLEAVED))
+    _clock(monkeypatch, ran_out=True)
+    code, out, err = invoke(["solve", str(spec), "--plan", "p", "--algo", "auto",
+                             "--time-limit", "1"], tmp_path)
+    assert code == 0, err
+    reason = next(line for line in out.splitlines() if line.startswith("reason"))
+    assert CUT in reason
+    assert "may differ" in out  # the row wraps: the rest of the sentence follows
