@@ -123,6 +123,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     pid = os.fork()
     if pid == 0:  # the fork: run the test, report, and never return into pytest
         os.close(read)
+        _signals_as_in_a_new_process()
         outcome = _outcome(pyfuncitem, kwargs)
         with open(write, "w", encoding="utf-8") as out:  # noqa: PTH123 - a pipe's fd
             out.write(json.dumps(outcome))
@@ -136,6 +137,17 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if kind != "passed":
         pytest.fail(text, pytrace=False)
     return True
+
+
+def _signals_as_in_a_new_process() -> None:
+    """No signal blocked and Ctrl-C's handler Python's or planner's: the fork inherits the
+    worker's signal mask and handlers, which a test run before it in that worker may have
+    left otherwise. A test that signals itself must see what a new process would (a CI
+    rehearsal and a full run: `test_ctrl_c_stops_the_search...[ilp]` ran out its limit,
+    "DID NOT RAISE", with `planner.signals`' own state clean)."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _outcome(item: pytest.Function, kwargs: dict[str, object]) -> dict[str, str]:
