@@ -222,7 +222,10 @@ def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:
                    "forward_compute_time=F, backward_compute_time=B, activation_size=A, "
                    "parameter_size=P`", span)
         return None
-    values, spans = _fields(fields, span, len(line) - len(fields) + 1)
+    read = _fields(sink, fields, span, len(line) - len(fields) + 1)
+    if read is None:
+        return None
+    values, spans = read
     missing = [k for k in _FIELDS if k not in values]
     if missing:
         at = len(line) - len(fields) + 1
@@ -246,22 +249,36 @@ def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:
                  spans["activation_size"])
 
 
-def _fields(fields: str, line: Span, column: int) -> tuple[dict[str, str], dict[str, Span]]:
+def _fields(sink: DiagnosticSink, fields: str, line: Span, column: int
+            ) -> tuple[dict[str, str], dict[str, Span]] | None:
     """The `key=value` items of a node line's `fields` (which begin at `column` of `line`):
     each key's value as written, and the span of that value, its spaces left out (a
     diagnostic about it points at it; before, a key written `key = value` got a column
-    counted from a search for `key=` that failed)."""
+    counted from a search for `key=` that failed). None with E911 at the second where a
+    key is written twice (was: the last kept without a word)."""
     values: dict[str, str] = {}
     spans: dict[str, Span] = {}
+    keys_at: dict[str, Span] = {}
+    ok = True
     for item in fields.split(","):
         key, eq, value = item.partition("=")
         if eq:
-            start = column + len(key) + 1 + len(value) - len(value.lstrip())
-            values[key.strip()] = value
-            spans[key.strip()] = Span(line.file, line.line, start, line.line,
-                                      start + max(1, len(value.strip())))
+            name = key.strip()
+            key_col = column + len(key) - len(key.lstrip())
+            key_at = Span(line.file, line.line, key_col, line.line, key_col + max(1, len(name)))
+            if name in keys_at:
+                sink.error("E911", f"`{name}` is written twice in a node line", key_at,
+                           f"keep one `{name}=`: each field is written once",
+                           notes=(("first written here", keys_at[name]),))
+                ok = False
+            else:
+                start = column + len(key) + 1 + len(value) - len(value.lstrip())
+                values[name] = value
+                spans[name] = Span(line.file, line.line, start, line.line,
+                                   start + max(1, len(value.strip())))
+                keys_at[name] = key_at
         column += len(item) + 1
-    return values, spans
+    return (values, spans) if ok else None
 
 
 def _short(module: str, most: int = 40) -> str:

@@ -309,3 +309,21 @@ def test_getitem_past_a_layers_outputs_is_e917_at_it() -> None:
     single = _line("node1", "hidden", "16") + _line("node2", "__getitem__(3)", "16") + \
         "\tnode1 -- node2\n"
     assert [e.bytes for e in parse_pipedream(single, "g.txt").workload.edges] == [16]
+
+
+def test_a_field_written_twice_is_e911_at_the_second() -> None:
+    """`forward_compute_time=1.0, forward_compute_time=2.0` was read as 2 ms without a
+    word; the second is the error, the first a note."""
+    line = ("node3 -- Conv2d(3, 64) -- forward_compute_time=1.0, forward_compute_time=2.0, "
+            "backward_compute_time=0.0, activation_size=4.0, parameter_size=0.0")
+    with pytest.raises(SpecError) as err:
+        parse_pipedream(f"{_OK}{line}\n\tnode1 -- node3\n", "g.txt")
+    (d,) = err.value.diagnostics  # its edge says nothing more
+    assert (d.code, d.message) == ("E911", "`forward_compute_time` is written twice in a "
+                                           "node line")
+    second = line.rindex("forward_compute_time=") + 1
+    assert d.span is not None and (d.span.line, d.span.column) == (2, second)
+    assert line[d.span.column - 1:d.span.end_column - 1] == "forward_compute_time"
+    assert [(s.line, s.column) for _, s in d.notes] == [(2, line.index("forward_") + 1)]
+    assert d.hints == ("keep one `forward_compute_time=`: each field is written once",)
+
