@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
+from ..errors import Diagnostic, DiagnosticSink, Span, SpecError, did_you_mean
 from ..spec.load import read_source
 from ..units import DIM_WORDS, range_side, range_text, whole_bytes
 from ..workload import Imported, Workload, WorkOp, find_cycle_edge
@@ -43,6 +43,9 @@ _FIELDS = ("forward_compute_time", "backward_compute_time", "activation_size",
            "parameter_size")
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _VALUE = re.compile(rf"\s*(?:({_NUMBER})|\[\s*({_NUMBER}(?:\s*;\s*{_NUMBER})*)\s*\])\s*\Z")
+#: how a node line's fields are written, the hint of an error about them
+_FIELDS_HINT = ("a node line's fields: forward_compute_time=F, backward_compute_time=B, "
+                "activation_size=A, parameter_size=P (times in ms, sizes in bytes)")
 _NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 _GETITEM = re.compile(r"__getitem__\((\d+)\)")
 
@@ -231,8 +234,7 @@ def _parse_node(sink: DiagnosticSink, line: str, span: Span) -> _Node | None:
         at = len(line) - len(fields) + 1
         sink.error("E911", "node line lacks " + ", ".join(f"`{k}`" for k in missing),
                    Span(span.file, span.line, at, span.line, max(len(line.rstrip()) + 1, at + 1)),
-                   "a node line's fields: forward_compute_time=F, backward_compute_time=B, "
-                   "activation_size=A, parameter_size=P (times in ms, sizes in bytes)")
+                   _FIELDS_HINT)
         return None
     parsed: dict[str, list[float]] = {}
     layer = f"node `{head}` ({_short(module)})"
@@ -254,8 +256,11 @@ def _fields(sink: DiagnosticSink, fields: str, line: Span, column: int
     """The `key=value` items of a node line's `fields` (which begin at `column` of `line`):
     each key's value as written, and the span of that value, its spaces left out (a
     diagnostic about it points at it; before, a key written `key = value` got a column
-    counted from a search for `key=` that failed). None with E911 at the second where a
-    key is written twice (was: the last kept without a word)."""
+    counted from a search for `key=` that failed). None with E911 at the key where a key
+    is unknown (was: reported as the field it misspells, missing) or written twice (was:
+    the last kept without a word). PipeDream's own parser (`graph.Node.from_str`) reads the
+    four values by position and ignores their keys, and its profiler writes only these
+    four, in this order: every real profile passes."""
     values: dict[str, str] = {}
     spans: dict[str, Span] = {}
     keys_at: dict[str, Span] = {}
@@ -266,7 +271,11 @@ def _fields(sink: DiagnosticSink, fields: str, line: Span, column: int
             name = key.strip()
             key_col = column + len(key) - len(key.lstrip())
             key_at = Span(line.file, line.line, key_col, line.line, key_col + max(1, len(name)))
-            if name in keys_at:
+            if name not in _DIMS:
+                sink.error("E911", f"unknown key `{_short(name)}` in a node line", key_at,
+                           *_unknown_key_hints(name))
+                ok = False
+            elif name in keys_at:
                 sink.error("E911", f"`{name}` is written twice in a node line", key_at,
                            f"keep one `{name}=`: each field is written once",
                            notes=(("first written here", keys_at[name]),))
@@ -279,6 +288,15 @@ def _fields(sink: DiagnosticSink, fields: str, line: Span, column: int
                 keys_at[name] = key_at
         column += len(item) + 1
     return (values, spans) if ok else None
+
+
+def _unknown_key_hints(key: str) -> tuple[str, ...]:
+    """How to mend unknown key `key`: the field it misspells, if one is close; what a line
+    of PipeDream's partitioned graph is, for its ` -- stage_id=N` (read as a fields part)."""
+    if key == "stage_id":
+        return ("` -- stage_id=N` ends a line of a graph PipeDream's optimizer partitioned "
+                "(`gpus=N.txt`): import the profile (`graph.txt`) it was made from",)
+    return (*did_you_mean(key[:200], _FIELDS), _FIELDS_HINT)
 
 
 def _short(module: str, most: int = 40) -> str:

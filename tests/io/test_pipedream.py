@@ -327,3 +327,30 @@ def test_a_field_written_twice_is_e911_at_the_second() -> None:
     assert [(s.line, s.column) for _, s in d.notes] == [(2, line.index("forward_") + 1)]
     assert d.hints == ("keep one `forward_compute_time=`: each field is written once",)
 
+
+@pytest.mark.parametrize(("fields", "key", "hint"), [
+    # a misspelt key: was "node line lacks `forward_compute_time`", over all the fields
+    ("forward_compute_tme=1.0, backward_compute_time=0.0, activation_size=4.0, "
+     "parameter_size=0.0", "forward_compute_tme", "did you mean `forward_compute_time`?"),
+    (" forward_compute_time=1.0, backward_compute_time=0.0, activation_sizes = 4.0, "
+     "parameter_size=0.0", "activation_sizes", "did you mean `activation_size`?"),
+    # a fifth key: was ignored (PipeDream's own parser fails on it, it reads four by position)
+    ("forward_compute_time=1.0, backward_compute_time=0.0, activation_size=4.0, "
+     "parameter_size=0.0, flops=3", "flops", None),
+    # a line of the optimizer's partitioned graph: was "lacks" all four fields
+    ("forward_compute_time=1.0, backward_compute_time=0.0, activation_size=4.0, "
+     "parameter_size=0.0 -- stage_id=0", "stage_id", "` -- stage_id=N` ends a line"),
+], ids=["misspelt", "misspelt-spaced", "fifth-key", "partitioned-graph"])
+def test_an_unknown_key_is_e911_at_it_with_the_field_it_misspells(
+        fields: str, key: str, hint: str | None) -> None:
+    line = f"node3 -- Conv2d(3, 64) -- {fields}"
+    with pytest.raises(SpecError) as err:
+        parse_pipedream(f"{_OK}{line}\n\tnode1 -- node3\n", "g.txt")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.message) == ("E911", f"unknown key `{key}` in a node line")
+    assert d.span is not None and (d.span.line, d.span.end_line) == (2, 2)
+    assert line[d.span.column - 1:d.span.end_column - 1] == key
+    if hint is None:
+        assert not any("did you mean" in h for h in d.hints)
+    else:
+        assert d.hints[0].startswith(hint)
