@@ -248,6 +248,9 @@ E819 3   memory `liveness`: `auto` or `search` simulated every placement and per
 E820 2   an unknown solver name (`--solver`, or `solver=` in Python): no profile, no Pyomo solver of
          that name, no program of that name on PATH; `asl:NAME` with no program NAME on PATH (a
          known solver not installed here falls back)
+E821 6   memory `liveness`: `auto` or `search` found no plan, and the time limit cut their
+         enumeration of every placement and per-device order: not a proof that none exists (a
+         longer `--time-limit` tries more plans)
 E901 1   an ONNX file that cannot be read => E001, E003
 E902 1   not a valid ONNX model (nodes in a cycle, nothing computed from an input), or shape
          inference failed

@@ -30,8 +30,9 @@ on small graphs.
    them can miss the valid plans (5 of 95 tight seeded instances with a plan,
    `tests/algorithms/test_enumeration.py`, raised E818). Its fastest plan is returned,
    `optimal` when the enumeration covered every plan (its makespan is then a lower bound);
-   having covered every plan and found none, `auto` raises E819, a proof. It runs only
-   where `auto` found no plan, so no plan `auto` returned before changes.
+   having covered every plan and found none, `auto` raises E819, a proof; cut by the time
+   limit first, E821 (exit 6: no proof, a longer limit tries more). It runs only where
+   `auto` found no plan, so no plan `auto` returned before changes.
 
 Nothing here depends on a clock: whether each phase runs and its budget are functions of
 the problem and the options, so `auto` returns the same plan on every run. The budgets
@@ -130,8 +131,8 @@ def warm_up(problem: Problem, options: Options) -> None:
 def _enumerated(problem: Problem, options: Options,
                 error: InfeasibleError | SearchLimitError, deadline: float) -> Solution:
     """Phase 4 (`memory liveness`, no plan found, no proof): the fastest plan of
-    `enumeration`, judged as every other plan is; else `error`, with what the enumeration
-    covered (E819, a proof, when it covered every plan)."""
+    `enumeration`, judged as every other plan is; else E819, a proof, when it covered
+    every plan, or `error` then E821 (exit 6) when the time limit cut it."""
     if options.progress:
         options.progress(0.9, "auto: enumeration")
     found = enumerate_plans(problem, simulation_budget(problem, options.time_limit_s),

@@ -225,8 +225,9 @@ def _extend(prefix: list[int], done: list[bool],
 def none_enumerated(problem: Problem, error: InfeasibleError | SearchLimitError,
                      found: Found) -> InfeasibleError | SearchLimitError:
     """The error of `auto` and `search` when the enumeration found no plan either: E819 (a
-    proof) when it simulated every plan, else `error` (of its class: `auto`'s CP-SAT out
-    of time is E811, exit 6) with a hint saying how many it tried."""
+    proof, exit 3) when it simulated every plan; else `error`'s diagnostics then E821, a
+    `SearchLimitError` (exit 6, as E811 and E709): the time limit, which sets its budget,
+    cut it, and a longer one may find a plan, so nothing is proven."""
     if found.complete:
         return InfeasibleError(Diagnostic(
             "E819", "no plan fits: every placement and per-device order was tried under "
@@ -235,7 +236,13 @@ def none_enumerated(problem: Problem, error: InfeasibleError | SearchLimitError,
                     "within the devices' memory", None,
             (*memory_figures(problem), "add memory or devices, or relax pins and colocation")))
     first, *rest = error.diagnostics
-    hint = (f"an enumeration of {found.simulations} plan(s) (not all of them) found none "
-            "either; a longer --time-limit tries more")
-    hints = (*(h for h in first.hints if h != HINT), hint)
-    return type(error)((dataclasses.replace(first, hints=hints), *rest))
+    stopped = ("the wall clock, at the time limit," if found.cut
+               else "its budget, set by the time limit,")
+    return SearchLimitError((
+        dataclasses.replace(first, hints=tuple(h for h in first.hints if h != HINT)), *rest,
+        Diagnostic("E821", "the enumeration of every placement and per-device order under "
+                           f"`memory liveness` found no plan either: {stopped} stopped it "
+                           f"after {found.simulations} simulated plan(s), not all of them",
+                   None,
+                   ("not a proof that no plan exists: a longer --time-limit tries "
+                    "more plans",))))

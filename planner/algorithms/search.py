@@ -390,7 +390,8 @@ def place(problem: Problem, options: Options) -> Solution:
 def _enumerated(problem: Problem, seconds: float, ranked: Ranked, deadline: float) -> Ranked:
     """No heuristic found a plan: under `memory liveness`, where nothing proves none exists,
     start from `enumeration`'s fastest plan (its budget from `seconds` of the limit); else
-    the error of `none_found` (E819, a proof, when the enumeration covered every plan)."""
+    E819, a proof, when the enumeration covered every plan, or the error of `none_found`
+    (then E821, exit 6, when the time limit cut the enumeration)."""
     error = none_found(problem, list(ranked.errors), tuple(ranked.skipped))
     if problem.memory_model != "liveness" or diagnose(problem):
         raise error

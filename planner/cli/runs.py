@@ -233,7 +233,7 @@ def place(algo: str, problem: Problem, options: Options, report: JsonReport,
             # through the module: a test (or a caller) may replace `run`
             return algorithms.run(algo, problem,
                                   dataclasses.replace(options, progress=progress.update))
-    except (InfeasibleError, SearchLimitError) as err:  # E709, E811 at the plan too
+    except (InfeasibleError, SearchLimitError) as err:  # E709, E811, E821 at the plan too
         if loc is not None:
             from ..spec.checks import locate_proofs  # lazy: start-up
 

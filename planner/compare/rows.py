@@ -28,7 +28,7 @@ Statuses:
   proof: an E3xx code, E813 or E819).
 - `no_plan` — the algorithm found no plan and nothing proves that none exists
   (`InfeasibleError` without a proof: a heuristic's E704, E706, E818; `SearchLimitError`:
-  E709, E811, a search that ended at its limit).
+  E709, E811, E821, a search that ended at its limit).
 - `violated` — the algorithm returned a plan the simulator rejects (see `reason`).
 - `invalid` — the point cannot run: the setting does not apply (`--devices` larger than the
   cluster) or the spec or plan is unusable (`SpecError`, `UsageError`).

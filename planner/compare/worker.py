@@ -227,7 +227,7 @@ def run_point(point: Point, keep_plan: bool = False) -> PointResult:
         row.update(status="invalid", reason=_message(err))
     except InfeasibleError as err:
         row.update(status=_infeasible_status(err), reason=_message(err))
-    except SearchLimitError as err:  # E709, E811: a search's limit, no proof either way
+    except SearchLimitError as err:  # E709, E811, E821: a search's limit, no proof either way
         row.update(status="no_plan", reason=_message(err))
     except SolverError as err:
         row.update(status="solver_error", reason=_message(err))

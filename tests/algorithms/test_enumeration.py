@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import pytest
+from cli.helpers import invoke
 from test_bounds_brute import _best
 
 from planner.algorithms import run
 from planner.algorithms.base import Options
 from planner.algorithms.enumeration import enumerate_plans
-from planner.errors import InfeasibleError
+from planner.codes import CODES, proves_none
+from planner.errors import InfeasibleError, SearchLimitError
 from planner.model import Cluster, Device, Edge, Graph, Link, Op, Problem
 from planner.simulate import simulate
 
@@ -168,15 +171,34 @@ def test_auto_and_search_never_name_themselves_as_what_may_still_find_a_plan(
 
     module = importlib.import_module(f"planner.algorithms.{algorithm}")
     monkeypatch.setattr(module, "simulation_budget", lambda _p, _s: 1)  # too few to find one
-    with pytest.raises(InfeasibleError) as caught:
+    with pytest.raises(SearchLimitError) as caught:
         run(algorithm, _tight(SEED), Options(time_limit_s=1.0))
-    (error,) = caught.value.diagnostics
+    error, cut = caught.value.diagnostics
     assert error.code == code and not any(f"--algo {algorithm}" in h for h in error.hints)
-    assert "an enumeration of 1 plan(s) (not all of them) found none" in error.hints[-1]
+    assert cut.code == "E821" and "after 1 simulated plan(s), not all of them" in cut.message
     if algorithm == "search":
         assert not any("--algo" in h for h in error.hints), error.hints
-        assert error.hints[-2].endswith("no other heuristic found a plan either; the "
+        assert error.hints[-1].endswith("no other heuristic found a plan either; the "
                                         "instance may still be feasible")
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "search"])
+def test_an_enumeration_the_time_limit_cut_exits_6_not_3(
+        algorithm: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: m-SCT's E704 (search) or the exact model's E818 (auto), exit 3, "infeasible",
+    # though seed 74 has a plan that a longer limit finds; now E821 last, exit 6 as E811
+    import importlib
+
+    module = importlib.import_module(f"planner.algorithms.{algorithm}")
+    monkeypatch.setattr(module, "simulation_budget", lambda _p, _s: 1)
+    p = _tight(SEED)
+    assert math.isfinite(_best(p))
+    with pytest.raises(SearchLimitError) as caught:
+        run(algorithm, p, Options(time_limit_s=1.0))
+    assert caught.value.exit_code == CODES["E821"].exit == 6
+    last = caught.value.diagnostics[-1]
+    assert last.code == "E821" and not proves_none(last.code)
+    assert any("a longer --time-limit tries more plans" in h for h in last.hints)
 
 
 def test_search_after_the_enumeration_plans_its_moves_for_the_rest_of_the_limit() -> None:
@@ -203,3 +225,38 @@ def test_a_plan_whose_output_is_freed_once_sent_is_found_not_refused() -> None:
         sol = run(algo, p, Options(time_limit_s=1.0))
         r = simulate(p, sol.plan)
         assert r.feasible and r.memory_peak_bytes[0] == 3 * MIB, algo
+
+
+#: seed 74's graph in the language, beside 10 free ops: 2**15 placements, more than the
+#: enumeration examines at `--time-limit 0`; a plan exists (26.572 ms, found at 3 s)
+_CUT_SPEC = "\n".join([
+    "cluster duo {",
+    "  device d[0..1] { memory 1100 MiB }",
+    "  link d0 -> d1 { bandwidth 10 GB/s  latency 100 us }",
+    "  link d1 -> d0 { bandwidth 1 GB/s  latency 100 us }",
+    "}",
+    "graph tight {",
+    "  op o0 { time 1 ms  output 200 MiB }",
+    "  op o1 { time 0.5 ms  output 100 MiB  temp 200 MiB }",
+    "  op o2 { time 1.5 ms  params 100 MiB  output 200 MiB  temp 200 MiB }",
+    "  op o3 { time 0.5 ms  output 200 MiB  temp 400 MiB }",
+    "  op o4 { time 2 ms  output 400 MiB  temp 400 MiB }",
+    *(f"  op f{i} {{ time 0.1 ms }}" for i in range(10)),
+    "  o0 -> o1 -> o2 -> o3 -> o4",
+    "  o1 -> o4",
+    "}",
+    "plan tight { graph tight  cluster duo  memory liveness  contention none }",
+    ""])
+
+
+def test_solve_says_the_time_limit_cut_the_enumeration_and_exits_6(tmp_path: Path) -> None:
+    # before: E704 alone, exit 3 ("infeasible"), its hint "an enumeration of 200 plan(s)
+    # (not all of them) found none either"
+    spec = tmp_path / "tight.plan"
+    spec.write_text(_CUT_SPEC)
+    code, _, err = invoke(["solve", str(spec), "--algo", "search", "--time-limit", "0"],
+                          tmp_path, guarded=True)
+    assert code == 6, err
+    assert "tight.plan:25:6: error[E704]" in err and "tight.plan:25:6: error[E821]" in err
+    assert "stopped it after 200 simulated plan(s), not all of them" in err
+    assert "a longer --time-limit tries more plans" in err and "Traceback" not in err
