@@ -235,7 +235,8 @@ E712 3   `hybrid`: no layout of stages, replicated or not (each on N replicas un
 E810 3   a placement unit that no device may run => E304
 E811 6   the exact solver found no plan (out of time, or given none) where the heuristics
          found none: not a proof that none exists (a longer `--time-limit` may find one)
-E812 4   the exact solver failed and no heuristic plan is left
+E812 4   the exact solver failed (crashed, or gave an answer that the exact check or the
+         simulator rejects) and no heuristic plan is left
 E813 3   the exact model is infeasible (memory `static`: no plan exists)
 E814 2   a model file format the solver cannot write
 E815 2   the model file cannot be written

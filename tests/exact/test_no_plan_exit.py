@@ -85,3 +85,29 @@ def test_a_proof_stays_a_proof() -> None:
         run("cpsat", problem, Options(time_limit_s=0))
     assert raised.value.exit_code == 3
     assert "E811" not in [d.code for d in raised.value.diagnostics]
+
+
+@pytest.mark.parametrize("algo", ["cpsat", "ilp"])
+@pytest.mark.parametrize("rejected_by", ["simulator", "exact check"])
+def test_an_answer_that_is_rejected_is_a_failure_e812_exit_4_not_out_of_time(
+        algo: str, rejected_by: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: E704 then E811, exit 6, "try a longer --time-limit" beside "CP-SAT proved its
+    # model optimal; the simulator rejected its plan": more time gives the same answer
+    from planner.algorithms.exact import common
+    from planner.algorithms.exact.instance import Instance
+    from planner.algorithms.exact.verdict import Verdict
+
+    if rejected_by == "simulator":
+        monkeypatch.setattr(common, "judge", lambda *_, **__: Verdict(False))
+        said = "the simulator rejected its plan"
+    else:
+        monkeypatch.setattr(Instance, "respects", lambda *_: False)
+        said = "its answer broke a constraint when checked exactly"
+    problem = _bins((110, 90))  # a plan exists (90 + 110 MiB); every heuristic fails
+    with pytest.raises(SolverError) as raised:
+        run(algo, problem, Options(time_limit_s=5.0))
+    assert not isinstance(raised.value, SearchLimitError)
+    (d,) = raised.value.diagnostics
+    assert d.code == "E812" and said in d.message
+    assert raised.value.exit_code == CODES["E812"].exit == 4
+    assert not any("--time-limit" in h for h in d.hints)

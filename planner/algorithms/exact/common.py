@@ -230,8 +230,9 @@ def conclude(
         start, makespan = inst.timing(placement, order)
         plan = make_plan(inst, placement, order, start, algorithm)
     elif placement is not None:
+        # the solver's answer, wrong by its own model: a failure (E812), not a time limit
         message = f"{message}; its answer broke a constraint when checked exactly"
-        outcome = "nosolution"
+        outcome = "error"
 
     if outcome == "infeasible" and not warm.usable and warm.plan is None:
         raise _infeasible(inst, warm)
@@ -249,7 +250,8 @@ def conclude(
                 said = message if message.startswith("CP-SAT") else f"{solver} stopped: {message}"
                 verdict = dataclasses.replace(verdict, why=f"{verdict.why}; {said}")
             return _judged(problem, warm, plan, verdict, claims, info, algorithm, makespan)
-        outcome, message = "nosolution", f"{message}; the simulator rejected its plan"
+        # the model and the judge disagree: more time gives the same plan (E812, exit 4)
+        outcome, message = "error", f"{message}; the simulator rejected its plan"
     return _fallback(inst, warm, info, algorithm=algorithm, solver=solver, outcome=outcome,
                      message=message, solver_bound_s=solver_bound_s, lower_s=lower_s,
                      warn=warn)
@@ -301,7 +303,8 @@ def _no_plan(problem: Problem, warm: Warm, outcome: str, reason: str) -> Planner
     """The error where neither the heuristics nor the solver left a plan: the heuristics'
     proofs when they hold one (exit 3); else, their errors then E811 when the solver ran
     out of time or found nothing (exit 6, `SearchLimitError`: no proof, a longer limit may
-    find one), or E812 when it failed (exit 4)."""
+    find one), or E812 when it failed (exit 4), its answer included when the exact check
+    or the simulator rejected it."""
     error = warm.error
     if isinstance(error, InfeasibleError) and any(proves_none(d.code)
                                                   for d in error.diagnostics):
