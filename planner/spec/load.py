@@ -2,7 +2,9 @@
 
 Imports are relative to the importing file; a file imported twice is read once; an import
 cycle is an error at the `import` that closes it. Unreadable input (missing file, a
-directory, non-UTF-8 bytes) becomes a diagnostic at line 1, column 1 or better.
+directory, too large, non-UTF-8 bytes) becomes a diagnostic at the `import` that names the
+file; else at the path alone (`Span.of_path`: a folder, a file that cannot be read or is too
+large has no line at fault), at no place for a missing file, at the bad byte for UTF-8.
 
 Every file read stays inside a root (`--root`; by default the repository, the nearest
 folder with `.git`, that holds the file given, else that file's folder): an import, or a
@@ -83,7 +85,7 @@ def read_bytes(path: Path, shown: str, at: Span | None = None, kind: str = "spec
     """Read any input file, a `kind` file (as messages name it: "spec", "plan", "times"),
     turning every failure into a `SpecError` (E001-E003, and E008 when a symlink leads it
     out of its root: see `planner.roots`)."""
-    where = at or Span.start_of(shown)
+    where = at or Span.of_path(shown)  # the file as a whole, not its line 1
     refuse_escape(path)
     cap = limits.active().file_bytes
     try:
@@ -100,8 +102,7 @@ def read_bytes(path: Path, shown: str, at: Span | None = None, kind: str = "spec
         raise SpecError(_missing(path, shown, at)) from None
     except IsADirectoryError:
         raise SpecError(Diagnostic(
-            "E002", f"{shown} is a directory, not {_article(kind)} {kind} file",
-            at or Span.of_path(shown),  # a folder has no line 1
+            "E002", f"{shown} is a directory, not {_article(kind)} {kind} file", where,
             ("`planner check` accepts folders; other commands want a file" if kind == "spec"
              else f"give the {kind} file itself",))) from None
     except OSError as err:
@@ -280,7 +281,7 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
         base = Path(root).resolve() if root is not None else default_root(path)
     except (OSError, ValueError):
         raise SpecError(Diagnostic("E003", f"cannot read {str(path)!r}: invalid path",
-                                   Span.start_of(str(path)))) from None
+                                   Span.of_path(str(path)))) from None
     reader = _Reader(base)
     reader.seen.add(first)
     if Path(path).is_dir():

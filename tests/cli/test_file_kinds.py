@@ -5,6 +5,7 @@ text" or "not a spec file"."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,43 @@ def test_a_folder_is_located_at_its_path_alone(tmp_path: Path, args: list[str]) 
     assert code == 1 and result["locations"][0]["physicalLocation"]["artifactLocation"][
         "uri"].endswith("bad") and "region" not in result["locations"][0][
         "physicalLocation"], result
+
+
+@pytest.mark.parametrize("args", [
+    ["solve", "bad"], ["simulate", "s.plan", "--placement", "bad"],
+    ["diff", "p.json", "p.json", "--spec", "bad"],
+])
+@pytest.mark.parametrize(("trouble", "code", "message"), [
+    ("fifo", "E003", "cannot read bad: not a regular file"),
+    ("denied", "E003", "cannot read bad: Permission denied"),
+    ("large", "E007", "bad is larger than the limit of 1,000 bytes"),
+])
+def test_a_file_that_cannot_be_read_is_located_at_its_path_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], trouble: str,
+        code: str, message: str) -> None:
+    """E003 and E007 concern the file as a whole, as E002 a folder. Before: `bad:1:1:`,
+    line 1 and column 1 in JSON (a FIFO, a file not allowed, has no line 1 we read)."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    (tmp_path / "p.json").write_text(json.dumps(PLAN))
+    if trouble == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs here")
+        os.mkfifo(tmp_path / "bad")
+    else:
+        text = PLACED if args[0] != "simulate" else json.dumps(PLAN)
+        (tmp_path / "bad").write_text(text + " " * 1000)
+    if trouble == "denied":  # chmod does not stop root: refuse as the OS would
+        opened = Path.open
+
+        def refuse(self: Path, *a: object, **k: object) -> object:
+            if self.name == "bad":
+                raise PermissionError(13, "Permission denied", str(self))
+            return opened(self, *a, **k)  # type: ignore[call-overload]
+        monkeypatch.setattr(Path, "open", refuse)
+    limit = ["--limit", "file-bytes=1000"] if trouble == "large" else []
+    status, _, err = invoke([*args, *limit], tmp_path)
+    assert status == 1 and err.startswith(f"bad: error[{code}]: {message}"), err
+    status, out, _ = invoke([*args, *limit, "--json"], tmp_path)
+    found = json.loads(out)["diagnostics"]
+    assert status == 1 and [(d["code"], d["file"], d["line"], d["column"]) for d in found] == [
+        (code, "bad", None, None)], found
