@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import Diagnostic, Span, SpecError, UsageError, did_you_mean
-from ..spec.load import refuse_escape
+from ..spec.load import require_file
 from ..units import format_bytes
 from .torch_program import load_program
 
@@ -60,6 +60,13 @@ def require_torch() -> ModuleType:
 
 
 # ---- loading ------------------------------------------------------------------------------
+
+
+#: what TARGET may be, where it is something else
+TARGET_HINT = "TARGET is `package.module:NAME` or `file.py:NAME`"
+#: what to give for a folder (E002)
+FOLDER_HINT = ("give the model's Python file in it, `FOLDER/FILE.py:NAME`; a folder is a "
+               "package, `package.module:NAME`, only with an `__init__.py`")
 
 
 def _split_target(target: str) -> tuple[str, str]:
@@ -98,18 +105,7 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
     if target.endswith(".pt2"):
         return _load_program(target), {}
     try:
-        if where_text.endswith(".py"):
-            if not file.is_file():
-                raise bad(f"no such Python file: {where_text}")
-            refuse_escape(file)  # a planted link must not make planner run code elsewhere
-            name = f"_planner_model_{abs(hash(str(file.resolve())))}"
-            spec = importlib.util.spec_from_file_location(name, file)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module  # dataclasses and pickling look modules up by name
-            spec.loader.exec_module(module)
-        else:
-            module = _import_module(where_text)
+        module = _module_of(where_text, file)
     except SpecError:
         raise
     except SystemExit as err:  # `sys.exit()` in the model's file: not planner's exit
@@ -117,8 +113,8 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
                   "a model file must define the model, not run a program: guard its script "
                   "part with `if __name__ == \"__main__\":`") from None
     except Exception as err:  # noqa: BLE001 - user code may raise anything
-        raise bad(f"cannot import {where_text}: {_explained(err)}",
-                  "TARGET is `package.module:NAME` or `file.py:NAME`", raised=err) from None
+        raise bad(f"cannot import {where_text}: {_explained(err)}", TARGET_HINT,
+                  raised=err) from None
     namespace = vars(module)
     if attr not in namespace:
         raise bad(f"{where_text} defines no `{attr}`",
@@ -136,6 +132,28 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
         raise bad(f"`{attr}` is a {type(found).__name__}, not a torch.nn.Module (or a "
                   "function returning one)")
     return found, namespace
+
+
+def _module_of(where_text: str, file: Path) -> ModuleType:
+    """The module that TARGET's `where_text` names: Python `file` run as a module, or a
+    module imported by name. A path that is no Python file (a name with a slash is a path,
+    never a module's) is E001, E002, E003 or E008 (a planted link must not make planner
+    run code elsewhere), as for any other input file."""
+    if where_text.endswith(".py") or "/" in where_text or os.sep in where_text:
+        require_file(file, where_text, "Python", FOLDER_HINT)
+    if not where_text.endswith(".py"):
+        module: ModuleType = _import_module(where_text)
+        if getattr(module, "__file__", None) is None and file.is_dir():
+            # Python imports a folder without `__init__.py` as an empty namespace package
+            require_file(file, where_text, "Python", FOLDER_HINT)  # E002
+        return module
+    name = f"_planner_model_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    spec.loader.exec_module(module)
+    return module
 
 
 def raised_at(err: BaseException, file: Path, shown: str) -> Span | None:
@@ -180,12 +198,12 @@ def _status(err: SystemExit) -> str:
 
 
 def _load_program(path: str) -> Any:
-    """The `ExportedProgram` saved at `path` (E939 when it cannot be read, or would run
-    code: `planner.io.torch_program`)."""
+    """The `ExportedProgram` saved at `path` (E001-E003 and E008 for a path that is no file
+    to read, E939 when it cannot be read as one, or would run code:
+    `planner.io.torch_program`)."""
     torch = require_torch()
-    if not Path(path).is_file():
-        raise SpecError(Diagnostic("E939", f"no such file: {path}", Span.start_of(path)))
-    refuse_escape(Path(path))
+    require_file(Path(path), path, "saved program",
+                 "give the .pt2 file that torch.export.save wrote")  # E001, E002, E003, E008
     return load_program(path, torch)
 
 

@@ -101,10 +101,7 @@ def read_bytes(path: Path, shown: str, at: Span | None = None, kind: str = "spec
     except FileNotFoundError:
         raise SpecError(_missing(path, shown, at)) from None
     except IsADirectoryError:
-        raise SpecError(Diagnostic(
-            "E002", f"{shown} is a directory, not {_article(kind)} {kind} file", where,
-            ("`planner check` accepts folders; other commands want a file" if kind == "spec"
-             else f"give the {kind} file itself",))) from None
+        raise SpecError(_folder(shown, where, kind)) from None
     except OSError as err:
         raise SpecError(Diagnostic("E003", f"cannot read {shown}: {err.strerror}", where)) from None
     except ValueError:  # a NUL in the path
@@ -124,6 +121,28 @@ def refuse_escape(path: Path) -> None:
             None, ("a file is not read through a symlink that leads out of the repository "
                    "holding the link (its folder when there is none); give the target's own "
                    "path",)))
+
+
+def require_file(path: Path, shown: str, kind: str, hint: str) -> None:
+    """For a `kind` file that something else opens (Python or torch loads a model): E008,
+    E001, E002 (with `hint`, what to give instead of a folder) and E003, as `read_bytes`
+    reports them, at the path alone."""
+    refuse_escape(path)
+    if not path.exists():
+        raise SpecError(_missing(path, shown, None))
+    if path.is_dir():
+        raise SpecError(_folder(shown, Span.of_path(shown), kind, hint))
+    if not path.is_file():
+        raise SpecError(Diagnostic("E003", f"cannot read {shown}: not a regular file",
+                                   Span.of_path(shown)))
+
+
+def _folder(shown: str, where: Span, kind: str, hint: str | None = None) -> Diagnostic:
+    """E002: folder `shown` given where a `kind` file is wanted."""
+    return Diagnostic(
+        "E002", f"{shown} is a directory, not {_article(kind)} {kind} file", where,
+        (hint or ("`planner check` accepts folders; other commands want a file" if kind == "spec"
+                  else f"give the {kind} file itself"),))
 
 
 def _missing(path: Path, shown: str, at: Span | None) -> Diagnostic:

@@ -204,7 +204,7 @@ not_a_model = 3
     ("broken.py:fails", ["--input", "2x4"], "E939", 1),
     ("broken.py:not_a_model", ["--input", "2x4"], "E939", 1),
     ("broken.py:sqare", ["--input", "2x4"], "E939", 1),
-    ("missing.py:square", ["--input", "2x4"], "E939", 1),
+    ("missing.py:square", ["--input", "2x4"], "E001", 1),
     ("no_such_package_here:model", ["--input", "2x4"], "E939", 1),
     ("broken.py:square", ["--input", "2xfour"], "E943", 2),
     ("broken.py:square", ["--input", "2x4:floaty"], "E943", 2),
