@@ -227,7 +227,7 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
         sink.error("E505", f"the placement leaves {len(missing)} op(s) unplaced: {shown}{more}",
                    where("placement"), "place every op of the graph")
     order = _read_rows(problem, data, sink, where) if is_report(data) else \
-        _read_order(problem, data.get("order"), sink, where)
+        _read_order(problem, data.get("order"), placement, sink, where)
     start = _read_start(problem, data.get("start_s"), sink, where)
     sink.raise_if_errors()
     return Plan(tuple(placement), order, start, str(data.get("algorithm", "")))
@@ -450,16 +450,19 @@ def order_of(data: Mapping[str, Any]) -> Any:
 _ORDER_SHAPE = 'for example "order": {"gpu0": ["a", "b"]}'
 
 
-def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpans
-                ) -> tuple[tuple[int, ...], ...] | None:
+def _read_order(problem: Problem, raw: Any, placement: Sequence[int], sink: DiagnosticSink,
+                where: JsonSpans) -> tuple[tuple[int, ...], ...] | None:
     """`order`: {device: [op, ...]} -> per-device op indices (None when absent or when
-    the placement already failed)."""
+    the placement already failed). An op listed under a device other than its
+    `placement`'s, or listed twice, is E508 at the entry (the simulator would drop it and
+    run the op last)."""
     if raw is None or sink.has_errors:
         return None
     if not _object(raw, "order", "device names to lists of op names", "E508", _ORDER_SHAPE,
                    sink, where):
         return None
     seqs: list[list[int]] = [[] for _ in problem.cluster.devices]
+    listed: set[int] = set()
     for d, dev_name, names in _by_device(problem, raw, "order", sink, where):
         if not isinstance(names, list):
             sink.error("E508", f"`order` of device {quoted(dev_name)} must be a list of op "
@@ -471,8 +474,32 @@ def _read_order(problem: Problem, raw: Any, sink: DiagnosticSink, where: JsonSpa
                            f"{_kind(name)} where an op name is expected",
                            where("order", dev_name, k))
                 continue
-            _append(problem, seqs[d], name, "order", sink, where, ("order", dev_name, k))
+            i = problem.graph.op_index.get(name)
+            path = ("order", dev_name, k)
+            if i is None or not _misplaced(problem, i, d, placement, listed, sink, where, path):
+                _append(problem, seqs[d], name, "order", sink, where, path)  # E503: unknown
     return tuple(map(tuple, seqs))
+
+
+def _misplaced(problem: Problem, i: int, d: int, placement: Sequence[int],
+               listed: set[int], sink: DiagnosticSink, where: JsonSpans,
+               path: tuple[str | int, ...]) -> bool:
+    """Whether `order` lists op `i` under device `d` against the file's `placement`, or
+    again (it is in `listed`, which gains it otherwise): E508 at `path`."""
+    name, devs = problem.graph.ops[i].name, problem.cluster.devices
+    if placement[i] != d:
+        sink.error("E508", f"`order` lists op {quoted(name)} under device "
+                   f"{quoted(devs[d].name)}, but `placement` puts it on "
+                   f"{quoted(devs[placement[i]].name)}", where(*path),
+                   f"list it under {quoted(devs[placement[i]].name)}, where it runs, or "
+                   "change its placement")
+        return True
+    if i in listed:
+        sink.error("E508", f"`order` lists op {quoted(name)} twice under device "
+                   f"{quoted(devs[d].name)}", where(*path), "an op runs once: list it once")
+        return True
+    listed.add(i)
+    return False
 
 
 def _read_rows(problem: Problem, data: Mapping[str, Any], sink: DiagnosticSink,

@@ -63,11 +63,15 @@ LOCATED = [
      '    "gpu5": ["b"]\n  }\n}\n', [("E503", '"q"'), ("E504", '["b"]')]),
     ('{\n  "placement": {"a": "gpu0", "b": "gpu1"},\n  "start_s": {\n    "a": 0,\n'
      '    "b": "x"\n  }\n}\n', [("E509", '"x"')]),
+    ('{\n  "placement": {"a": "gpu0", "b": "gpu1"},\n  "order": {\n    "gpu0": ["a", "b"],\n'
+     '    "gpu1": ["a"]\n  }\n}\n', [("E508", '"b"],'), ("E508", '"a"]\n')]),
+    ('{\n  "placement": {"a": "gpu0", "b": "gpu1"},\n  "order": {\n    "gpu0": ["a", "a"],\n'
+     '    "gpu1": ["b"]\n  }\n}\n', [("E508", '"a"],')]),
 ]
 
 
 @pytest.mark.parametrize(("text", "expected"), LOCATED,
-                         ids=["device", "op", "order", "start_s"])
+                         ids=["device", "op", "order", "start_s", "order_device", "order_twice"])
 def test_each_mistake_points_at_its_entry(text: str, expected: list[tuple[str, str]],
                                           tmp_path: Path) -> None:
     (tmp_path / "s.plan").write_text(SPEC)
@@ -81,6 +85,20 @@ def test_each_mistake_points_at_its_entry(text: str, expected: list[tuple[str, s
         at = text.index(marked)
         want.append((code, text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)))
     assert found == want
+
+
+def test_an_order_against_the_placement_is_one_error_not_violations(tmp_path: Path) -> None:
+    """Before: simulated, exit 3, two `order` violations ("lists `b` on `gpu0` but it is
+    placed on `gpu1`", "leaves out `b` (run last)") and no place in the file."""
+    (tmp_path / "s.plan").write_text(SPEC)
+    (tmp_path / "p.json").write_text('{"placement": {"a": "gpu0", "b": "gpu1"},\n'
+                                      ' "order": {"gpu0": ["a", "b"], "gpu1": []}}\n')
+    status, _, err = invoke(["simulate", "s.plan", "--placement", "p.json"], tmp_path)
+    assert status == 1 and err.startswith(
+        "p.json:2:26: error[E508]: `order` lists op `b` under device `gpu0`, but `placement` "
+        "puts it on `gpu1`\n"), err
+    assert "= hint: list it under `gpu1`, where it runs, or change its placement" in err
+    assert "violation" not in err
 
 
 def test_a_valid_order_and_start_are_still_read(tmp_path: Path) -> None:
