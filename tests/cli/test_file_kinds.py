@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import planner
+from planner.errors import Span, SpecError
+
 from .helpers import PLACED, invoke, valid_sarif
 
 BINARY = b"\x7fELF\x02\x01\x01\x00\xd0\xff\xfe"
@@ -116,3 +119,11 @@ def test_a_file_that_cannot_be_read_is_located_at_its_path_alone(
     found = json.loads(out)["diagnostics"]
     assert status == 1 and [(d["code"], d["file"], d["line"], d["column"]) for d in found] == [
         (code, "bad", None, None)], found
+
+
+def test_an_invalid_path_is_located_at_the_path_alone() -> None:
+    """A path with a NUL names no file, so it has no line 1 either (was line 1, column 1)."""
+    with pytest.raises(SpecError) as err:
+        planner.load("a\x00b.plan")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span) == ("E003", Span.of_path("a\x00b.plan")), d
