@@ -16,6 +16,17 @@ on small graphs.
    better: a search
    that has stopped paying does not spend the user's time. On Baechi's GNMT graph, where
    every heuristic is slower than one GPU, this is what finds a faster multi-GPU plan.
+   When a search stops early with moves left (stalled, or every neighbour seen), the
+   next-best feasible plan whose placement no search has started from gets the moves
+   left, with the same stall rule, and so on while moves and plans remain; the fastest
+   result wins, ties to the earlier start. The first search is the one that ran alone
+   before, so later starts can only make the plan faster (CP-SAT's share still follows
+   whether that first search improved the plan). On Inception-v2 at 36% of small4's
+   memory the search from cpop's plan (the best, 121.42 ms) stalls at 121.17 ms after
+   4,379 of 38,752 moves; from m-SCT's (the fourth) the moves left reach 92.68 ms.
+   A budget in moves stays deterministic; but a larger budget can now end worse where the
+   stall rule grows with it (budgets under `STALL_MAX * STALL_DIVISOR` moves): the first
+   search may stall later and leave the next start fewer moves.
 3. When the graph has at most `CPSAT_MAX_OPS` ops, more than one device, and
    `Options.time_limit_s` is at least `CPSAT_MIN_S`, run `cpsat` warm-started from the
    best plan so far with the rest of the time limit (its work budget counts the
@@ -54,7 +65,9 @@ makespan, None when infeasible or skipped; `search` and `cpsat` when they improv
 plan), `objective_s` (the returned plan's simulated makespan), `bound_s` and `gap` and the
 status from `exact.verdict.judge` (the same judgement `cpsat` makes, so both print the
 same status for the same plan), `why`, `search` (moves spent, or why it stopped or was
-skipped) and `cpsat` (its status, or why it was skipped).
+skipped; with later starts, each start's moves and why it stopped, and the start whose
+search won, which the text output shows), `search_starts` (the starts searched, when more
+than one) and `cpsat` (its status, or why it was skipped).
 """
 
 from __future__ import annotations
@@ -171,14 +184,15 @@ def _place(problem: Problem, options: Options, deadline: float) -> Solution:
     if best is None and cpsat_note is not None:
         raise none_found(problem, errors, tuple(ranked.skipped))
 
-    search_note, best = _search_phase(problem, options, ranked, candidates, best,
-                                      cpsat_follows=cpsat_note is None, deadline=deadline)
+    search_note, best, searched, starts = _search_phase(
+        problem, options, ranked, candidates, best, cpsat_follows=cpsat_note is None,
+        deadline=deadline)
 
     claims: dict[str, Any] = {"lower_s": lower_bound(problem).makespan_s,
                               "tolerance": options.gap}
     if cpsat_note is None:
         cpsat_note, best = _cpsat_phase(problem, options, candidates, errors, best, claims,
-                                        deadline)
+                                        deadline, searched=searched)
     assert best is not None
     name, makespan, plan = best
     verdict = judge(problem, plan, **claims)
@@ -188,6 +202,8 @@ def _place(problem: Problem, options: Options, deadline: float) -> Solution:
             "search": search_note, "cpsat": cpsat_note}
     if isinstance(search_note, str) and search_note.startswith(CUT):
         info["reason"] = search_note  # the text output shows it, not only --json
+    elif starts > 1:
+        info["search_starts"] = starts  # the text output shows `search` then
     log.info("auto: %s gives %.6g s", name, makespan)
     if options.progress:
         options.progress(1.0, f"auto: {name}")
@@ -208,8 +224,11 @@ def _cpsat_skipped(problem: Problem, options: Options) -> str | None:
 
 def _search_phase(problem: Problem, options: Options, ranked: Ranked,
                   candidates: dict[str, float | None], best: Best, *,
-                  cpsat_follows: bool, deadline: float) -> tuple[Any, Best]:
-    """Phase 2: the search from the best plan; (its note for `info`, the best plan after it).
+                  cpsat_follows: bool, deadline: float) -> tuple[Any, Best, bool, int]:
+    """Phase 2: the search from the best plan, then from the next distinct ones while a
+    search stalls with moves left (`_later_starts`); (its note for `info`, the best plan
+    after it, whether the first start's search improved on the heuristics: CP-SAT's share
+    depends on that alone, as before later starts were searched; the starts searched).
 
     Adds `candidates["search"]` when the search found a strictly faster plan."""
     m = len(problem.cluster.devices)
@@ -222,27 +241,109 @@ def _search_phase(problem: Problem, options: Options, ranked: Ranked,
         NO_SEARCH if options.time_limit_s <= 0 else (
             f"skipped: the heuristics are expected to take {spent:.1f} s of the "
             f"{options.time_limit_s:g} s limit" if left <= 0 else None))
+    first_improved, starts = False, 0
     if best is not None and search_note is None:
         budget = move_budget(problem, left)
         if options.progress:
             options.progress(0.3, "auto: search")
+        stall = min(STALL_MAX, max(STALL_MIN, budget // STALL_DIVISOR))
+        runs = _search_starts(problem, ranked, options, budget, stall, deadline)
+        winner = runs[0]
+        for run in runs[1:]:  # a later start wins only when strictly faster
+            if run[1].info["objective_s"] < winner[1].info["objective_s"] * (1 - 1e-12):
+                winner = run
+        search_note, starts = _starts_note(runs, winner, stall), len(runs)
+        first = _faster(problem, runs[0][1].plan, best[1])
+        faster = first if winner is runs[0] else _faster(problem, winner[1].plan, best[1])
+        first_improved = first is not None
+        if faster is not None:
+            candidates["search"] = faster
+            best = ("search", faster, winner[1].plan)
+    return search_note, best, first_improved, starts
+
+
+def _faster(problem: Problem, plan: Plan, than_s: float) -> float | None:
+    """`plan`'s simulated makespan when it is feasible and strictly below `than_s`."""
+    sim = simulate(problem, plan)
+    return sim.makespan_s if sim.feasible and sim.makespan_s < than_s * (1 - 1e-12) else None
+
+
+#: (the start's name, its search's solution) per start searched, in the order searched
+Runs = list[tuple[str, Solution]]
+
+
+def _search_starts(problem: Problem, ranked: Ranked, options: Options, budget: int,
+                   stall: int, deadline: float) -> Runs:
+    """`search.improve` from the best plan for `budget` moves; while a search stops early
+    (stalled, or its neighbourhood seen) with moves left, the next start of `_later_starts`
+    gets the moves left, with the same stall rule. The first search is the one `auto` ran
+    alone before: later starts can only add a faster plan. Ctrl-C raises `Interrupted`
+    with the best plan of every start so far."""
+    runs: Runs = []
+    later = _later_starts(ranked)
+    name = ranked.plans[0][0]
+    only = ranked
+    while True:
         try:
-            found = improve(problem, ranked, options, budget, deadline=deadline,
-                            stall=min(STALL_MAX, max(STALL_MIN, budget // STALL_DIVISOR)))
+            found = improve(problem, only, options if not runs else dataclasses.replace(
+                options, progress=None), budget, deadline=deadline, stall=stall)
         except Interrupted as stop:
-            raise Interrupted(stop.solution) from None
-        sim = simulate(problem, found.plan)
-        search_note = found.info.get("reason") or found.info.get("stopped") or (
-            f"{found.info['moves']} moves")
-        if sim.feasible and sim.makespan_s < best[1] * (1 - 1e-12):
-            candidates["search"] = sim.makespan_s
-            best = ("search", sim.makespan_s, found.plan)
-    return search_note, best
+            so_far = [found for _, found in runs]
+            if stop.solution is not None:
+                so_far.append(stop.solution)
+            raise Interrupted(min(so_far, key=lambda sol: sol.info["objective_s"],
+                                  default=None)) from None
+        runs.append((name, found))
+        budget -= found.info["moves"]
+        if budget <= 0 or not later or "reason" in found.info or not found.info["moves"]:
+            return runs  # spent, no start left, cut by the clock, or nothing movable
+        name, makespan, plan = later.pop(0)
+        only = dataclasses.replace(ranked, plans=((name, makespan, plan),))
+        if options.progress:
+            options.progress(0.3, f"auto: search from {name}, {budget} moves left")
+
+
+def _later_starts(ranked: Ranked) -> list[tuple[str, float, Plan]]:
+    """The feasible plans after the best, best first, each with a placement no start
+    before it had (the search moves placements; the first search also descends from
+    `single`'s, so that one is taken)."""
+    seen = {ranked.plans[0][2].placement}
+    seen.update(plan.placement for name, _, plan in ranked.plans if name == "single")
+    starts = []
+    for entry in ranked.plans[1:]:
+        if entry[2].placement not in seen:
+            seen.add(entry[2].placement)
+            starts.append(entry)
+    return starts
+
+
+def _note(found: Solution) -> str:
+    """One search's note: the clock's cut, its stall, or its moves."""
+    return str(found.info.get("reason") or found.info.get("stopped")
+               or f"{found.info['moves']} moves")
+
+
+def _starts_note(runs: Runs, winner: tuple[str, Solution], stall: int) -> str:
+    """`info["search"]`: one start's note as before; with later starts, each start's moves
+    (and why it stopped, where not by the stall rule) and the start whose search won. A
+    cut by the clock leads, so that `reason` shows it."""
+    if len(runs) == 1:
+        return _note(runs[0][1])
+    parts = [f"{name} {found.info['moves']}" + (" moves" if not k else "") + (
+        "" if "stopped" in found.info else " (cut by the clock)" if "reason" in found.info
+        else " (its budget)" if found.info["moves"] >= found.info["budget_moves"]
+        else " (no new placement left)") for k, (name, found) in enumerate(runs)]
+    cut = runs[-1][1].info.get("reason")
+    return (f"{cut} (from {runs[-1][0]}); " if cut else "") + (
+        f"from {len(runs)} starts, each until {stall} moves in a row found no better plan: "
+        f"{', '.join(parts)}; the best from {winner[0]} "
+        f"({winner[1].info['objective_s'] * 1e3:.3f} ms)")
 
 
 def _cpsat_phase(problem: Problem, options: Options, candidates: dict[str, float | None],
                  errors: list[PlannerError], best: Best,
-                 claims: dict[str, Any], deadline: float) -> tuple[Any, Best]:
+                 claims: dict[str, Any], deadline: float, *,
+                 searched: bool) -> tuple[Any, Best]:
     """Phase 3: CP-SAT warm-started from the best plan; (its note for `info`, the best plan
     after it).
 
@@ -253,7 +354,7 @@ def _cpsat_phase(problem: Problem, options: Options, candidates: dict[str, float
     try:
         # its work is sized, as the search's, to half of its share on an idle machine, so
         # that a busy one still finishes it; the wall clock stops it at auto's limit
-        share = 1 - SEARCH_SHARE if "search" in candidates else 1
+        share = 1 - SEARCH_SHARE if searched else 1
         left = LOAD_HEADROOM * share * options.time_limit_s
         sol = cpsat.solve(problem, dataclasses.replace(
             options, warm_start=best[2] if best else None, emit=None, time_limit_s=left),

@@ -268,6 +268,8 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
         **{k: v for k, v in info.items() if _jsonable(v) and k != "gap"},
     }
     rows = {"algorithm": algo + (f" → {info['chosen']}" if info.get("chosen") else ""),
+            # auto's search from several starts: each one's moves and the one that won
+            **fmt_info(info, ("search",) if info.get("search_starts") else ()),
             "status": status,
             "planning time": format_seconds(solution.planning_s),
             **fmt_info(info, _solver_fields(info, solution.status)),

@@ -1,0 +1,98 @@
+"""`auto`'s search phase: a search that stalls with moves left hands them to the next
+distinct heuristic plan; the first start's search is the one `auto` ran alone before."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from algo_support import SPECS, check_plan
+
+import planner
+from planner.algorithms import Options, auto, run
+from planner.algorithms.base import Interrupted, Solution
+from planner.algorithms.portfolio import rank
+from planner.model import Problem
+
+INCEPTION = SPECS.parent.parent.parent / "specs" / "inception.plan"
+
+
+def _tight(share: float) -> Problem:
+    """Inception-v2 on small4 with every device's memory cut to `share` of its cap."""
+    problem = planner.load(INCEPTION).plan("inception_v2_small4")
+    devices = tuple(dataclasses.replace(d, memory_bytes=int(d.memory_bytes * share))
+                    for d in problem.cluster.devices)
+    return dataclasses.replace(
+        problem, cluster=dataclasses.replace(problem.cluster, devices=devices))
+
+
+@pytest.fixture
+def no_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The move budget alone ends the search, however busy the machine (`clock.cap`)."""
+    monkeypatch.setattr(auto, "cap", lambda limit: math.inf)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_clock")
+def test_a_stalled_search_hands_its_moves_to_the_next_start() -> None:
+    # At 36% of small4's memory cpop's plan ranks first (121.42 ms) and its search stalls
+    # at 121.17 ms after 4379 of 38752 moves; from m-SCT's (124.05 ms, fourth) the moves
+    # left reach 92.68 ms
+    problem = _tight(0.36)
+    sol = run("auto", problem, Options(time_limit_s=10))
+    result = check_plan(problem, sol.plan)
+    assert sol.info["chosen"] == "search"
+    assert result.makespan_s < 0.095
+    note = sol.info["search"]
+    assert note.startswith("from 5 starts, each until 2000 moves in a row found no better "
+                           "plan: cpop 4379 moves, metf 6611, heft 7081, msct 7874, mtopo 6387;")
+    assert "the best from msct" in note
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_clock")
+def test_the_first_start_is_kept_when_no_later_start_beats_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # with a 1 s limit cpop's search stalls with 574 moves left, which m-ETF's plan spends
+    # without beating it: auto returns the plan it returned before later starts
+    problem = _tight(0.36)
+    sol = run("auto", problem, Options(time_limit_s=1))
+    assert sol.info["search"] == (
+        "from 2 starts, each until 738 moves in a row found no better plan: cpop 3117 "
+        "moves, metf 574 (its budget); the best from cpop (121.166 ms)")
+    monkeypatch.setattr(auto, "_later_starts", lambda ranked: [])
+    alone = run("auto", problem, Options(time_limit_s=1))
+    assert alone.info["search"] == "no better plan in the last 738 moves"
+    assert sol.plan == alone.plan
+    assert sol.info["objective_s"] == alone.info["objective_s"]
+
+
+def test_later_starts_are_the_distinct_placements_after_the_best() -> None:
+    problem = _tight(0.36)
+    ranked = rank(problem, Options())
+    twin = dataclasses.replace(ranked, plans=(*ranked.plans, ("copy", 1.0, ranked.plans[1][2])))
+    names = [name for name, _, _ in auto._later_starts(twin)]
+    assert names == [name for name, _, _ in ranked.plans[1:]]  # the copy is left out
+    assert ranked.plans[0][0] not in names
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_clock")
+def test_ctrl_c_in_a_later_start_returns_the_best_plan_of_every_start(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = _tight(0.36)
+    searches: list[Solution] = []
+    real = auto.improve
+
+    def second_interrupted(*args: object, **kwargs: object) -> Solution:
+        if searches:  # Ctrl-C before the second start's first move
+            raise Interrupted(None)
+        searches.append(real(*args, **kwargs))  # type: ignore[arg-type]
+        return searches[-1]
+
+    monkeypatch.setattr(auto, "improve", second_interrupted)
+    with pytest.raises(Interrupted) as stop:
+        run("auto", problem, Options(time_limit_s=1))
+    assert stop.value.solution is not None
+    assert stop.value.solution.plan == searches[0].plan
