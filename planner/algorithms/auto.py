@@ -24,9 +24,9 @@ on small graphs.
    whether that first search improved the plan). On Inception-v2 at 36% of small4's
    memory the search from cpop's plan (the best, 121.42 ms) stalls at 121.17 ms after
    4,379 of 38,752 moves; from m-SCT's (the fourth) the moves left reach 92.68 ms.
-   A budget in moves stays deterministic; but a larger budget can now end worse where the
-   stall rule grows with it (budgets under `STALL_MAX * STALL_DIVISOR` moves): the first
-   search may stall later and leave the next start fewer moves.
+   Later starts run only where the stall rule has reached `STALL_MAX` (budgets from
+   `STALL_MAX * STALL_DIVISOR` moves): below, a larger budget lets the first search stall
+   later and could leave the next start fewer moves, so more time could give a worse plan.
 3. When the graph has at most `CPSAT_MAX_OPS` ops, more than one device, and
    `Options.time_limit_s` is at least `CPSAT_MIN_S`, run `cpsat` warm-started from the
    best plan so far with the rest of the time limit (its work budget counts the
@@ -247,7 +247,11 @@ def _search_phase(problem: Problem, options: Options, ranked: Ranked,
         if options.progress:
             options.progress(0.3, "auto: search")
         stall = min(STALL_MAX, max(STALL_MIN, budget // STALL_DIVISOR))
-        runs = _search_starts(problem, ranked, options, budget, stall, deadline)
+        # later starts only where the stall rule no longer grows with the budget: there a
+        # larger budget repeats the first search's moves and leaves the next start more
+        # (more time never gives a worse plan); below, the first search alone, as before
+        runs = _search_starts(problem, ranked, options,
+                              budget, stall, deadline, later=stall >= STALL_MAX)
         winner = runs[0]
         for run in runs[1:]:  # a later start wins only when strictly faster
             if run[1].info["objective_s"] < winner[1].info["objective_s"] * (1 - 1e-12):
@@ -273,14 +277,14 @@ Runs = list[tuple[str, Solution]]
 
 
 def _search_starts(problem: Problem, ranked: Ranked, options: Options, budget: int,
-                   stall: int, deadline: float) -> Runs:
+                   stall: int, deadline: float, *, later: bool) -> Runs:
     """`search.improve` from the best plan for `budget` moves; while a search stops early
     (stalled, or its neighbourhood seen) with moves left, the next start of `_later_starts`
     gets the moves left, with the same stall rule. The first search is the one `auto` ran
     alone before: later starts can only add a faster plan. Ctrl-C raises `Interrupted`
     with the best plan of every start so far."""
     runs: Runs = []
-    later = _later_starts(ranked)
+    starts = _later_starts(ranked) if later else []
     name = ranked.plans[0][0]
     only = ranked
     while True:
@@ -295,9 +299,9 @@ def _search_starts(problem: Problem, ranked: Ranked, options: Options, budget: i
                                   default=None)) from None
         runs.append((name, found))
         budget -= found.info["moves"]
-        if budget <= 0 or not later or "reason" in found.info or not found.info["moves"]:
+        if budget <= 0 or not starts or "reason" in found.info or not found.info["moves"]:
             return runs  # spent, no start left, cut by the clock, or nothing movable
-        name, makespan, plan = later.pop(0)
+        name, makespan, plan = starts.pop(0)
         only = dataclasses.replace(ranked, plans=((name, makespan, plan),))
         if options.progress:
             options.progress(0.3, f"auto: search from {name}, {budget} moves left")

@@ -54,18 +54,33 @@ def test_a_stalled_search_hands_its_moves_to_the_next_start() -> None:
 @pytest.mark.usefixtures("no_clock")
 def test_the_first_start_is_kept_when_no_later_start_beats_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # with a 1 s limit cpop's search stalls with 574 moves left, which m-ETF's plan spends
-    # without beating it: auto returns the plan it returned before later starts
+    # at 2.5 s cpop's search stalls with moves left; a later start from cpop's own plan
+    # repeats its moves and ties it: auto returns the plan it returned before later starts
     problem = _tight(0.36)
-    sol = run("auto", problem, Options(time_limit_s=1))
+    monkeypatch.setattr(auto, "_later_starts", lambda ranked: [("again", *ranked.plans[0][1:])])
+    sol = run("auto", problem, Options(time_limit_s=2.5))
     assert sol.info["search"] == (
-        "from 2 starts, each until 738 moves in a row found no better plan: cpop 3117 "
-        "moves, metf 574 (its budget); the best from cpop (121.166 ms)")
+        "from 2 starts, each until 2000 moves in a row found no better plan: cpop 4379 "
+        "moves, again 4379; the best from cpop (121.166 ms)")
     monkeypatch.setattr(auto, "_later_starts", lambda ranked: [])
-    alone = run("auto", problem, Options(time_limit_s=1))
-    assert alone.info["search"] == "no better plan in the last 738 moves"
+    alone = run("auto", problem, Options(time_limit_s=2.5))
+    assert alone.info["search"] == "no better plan in the last 2000 moves"
     assert sol.plan == alone.plan
     assert sol.info["objective_s"] == alone.info["objective_s"]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_clock")
+def test_no_later_start_while_the_stall_rule_grows_with_the_budget() -> None:
+    # at 2 s the budget (under STALL_MAX * STALL_DIVISOR moves) sets a stall of 1918: a
+    # larger budget would let the first search stall later and leave a next start fewer
+    # moves, so that more time could give a worse plan; the first search runs alone
+    problem = _tight(0.36)
+    sol = run("auto", problem, Options(time_limit_s=2))
+    assert sol.info["search"] == "no better plan in the last 1918 moves"
+    assert "search_starts" not in sol.info
+    longer = run("auto", problem, Options(time_limit_s=2.5))  # later starts, never worse
+    assert longer.info["objective_s"] <= sol.info["objective_s"]
 
 
 def test_later_starts_are_the_distinct_placements_after_the_best() -> None:
@@ -93,6 +108,6 @@ def test_ctrl_c_in_a_later_start_returns_the_best_plan_of_every_start(
 
     monkeypatch.setattr(auto, "improve", second_interrupted)
     with pytest.raises(Interrupted) as stop:
-        run("auto", problem, Options(time_limit_s=1))
+        run("auto", problem, Options(time_limit_s=10))
     assert stop.value.solution is not None
     assert stop.value.solution.plan == searches[0].plan
