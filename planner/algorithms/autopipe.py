@@ -47,10 +47,10 @@ from ..units import format_seconds
 from . import pipecuts, pipedp, pipehybrid, pipeilp
 from .base import Options, Solution
 from .baselines.uniform import place as run_uniform
-from .clock import CUT, NO_SEARCH, cap
+from .clock import CUT, NO_SEARCH, cap, cut_reason
 from .pipeilp import contiguous
 
-__all__ = ["ONE_PER_DEVICE", "RECOMPUTING", "clock_note", "place"]
+__all__ = ["ONE_PER_DEVICE", "RECOMPUTING", "climbs_cut", "clock_note", "place"]
 
 log = logging.getLogger("planner")
 
@@ -73,7 +73,8 @@ FROM_ONE_PER_DEVICE = "pipedp's split of one stage per device"
 HYBRID_SHARE, HYBRID_CUTS = 0.125, 200
 
 
-def place(problem: Problem, options: Options, left_out: bool = False) -> Solution:
+def place(problem: Problem, options: Options, left_out: bool = False,
+          climbs_cut: list[str] | None = None) -> Solution:
     """Under `objective pipeline`: pipedp's split (its work sized to the time limit,
     `splitdp.cells_for`), the uniform split, pipedp's best candidates with their cuts
     moved by the simulated iteration (`pipecuts`, a share of the limit's simulations), or
@@ -81,7 +82,9 @@ def place(problem: Problem, options: Options, left_out: bool = False) -> Solutio
     iteration; where the M copies of the graph pass `pipedp.MAX_SIMULATED_OPS` ops, by
     `pipedp.estimate` (and no cut moves), so that the time limit holds on big graphs too
     (a simulation of 800k ops takes seconds). The chains pipedp's work left out it
-    searches only where no other plan fits (`left_out`), before E707."""
+    searches only where no other plan fits (`left_out`), before E707. `climbs_cut`, where
+    given, gains the climbs the wall clock cut, and `reason` leaves them to the caller
+    (`search`, which says it once with its own cuts); else `reason` says them."""
     pipeline = problem.pipeline
     assert pipeline is not None
     if pipeline.data_parallel not in (1, "auto"):  # N identical pipelines: nothing to compare
@@ -95,7 +98,7 @@ def place(problem: Problem, options: Options, left_out: bool = False) -> Solutio
         # no hint naming auto in its E707: auto compares that split itself (`_no_split`)
         searched = pipedp.search_within(problem, options, cells, left_out, name_auto=False)
     except InfeasibleError as err:
-        return _no_split(problem, options, err, deadline)
+        return _no_split(problem, options, err, (deadline, climbs_cut))
     best = searched.solution
     uniform = run_uniform(problem, options)
     simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
@@ -132,7 +135,7 @@ def place(problem: Problem, options: Options, left_out: bool = False) -> Solutio
     best, chosen = _one_per_device(problem, options, simulated, figures, (best, chosen),
                                    (deadline, cut))
     info = _chosen_info(problem, searched, best, chosen, figures, simulated)
-    return dataclasses.replace(best, info=MappingProxyType(clock_note(info, cut)))
+    return dataclasses.replace(best, info=MappingProxyType(_clock_noted(info, cut, climbs_cut)))
 
 
 def _with_hybrid(problem: Problem, options: Options, searched: pipedp.Searched,
@@ -235,12 +238,15 @@ def hybrid_work_per_cut(problem: Problem, pipeline: Pipeline) -> float:
                for p in range(1, used + 1) for r in pipehybrid.replica_counts(p, pipeline))
 
 
-def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: float) -> Solution:
+def _no_split(problem: Problem, options: Options, err: InfeasibleError,
+              clock: tuple[float, list[str] | None]) -> Solution:
     """Where pipedp finds no split (its E707): the uniform split where it fits and keeps
     the pins (one pipedp's chains can miss: under `interleaved`, stages that repeat no
     chain), or the best contiguous split that fits with its devices recomputing where
     that makes them fit (`pipeilp.recomputing`), or under `data_parallel auto` the hybrid
-    layout, whichever simulates faster; else pipedp's diagnosis stands."""
+    layout, whichever simulates faster; else pipedp's diagnosis stands. `clock`: the wall
+    clock's deadline, and `place`'s `climbs_cut`."""
+    until, climbs_cut = clock
     pipeline = problem.pipeline or Pipeline()
     simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
     plans: dict[str, tuple[float, Solution]] = {}
@@ -278,15 +284,25 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError, until: f
     if not plans and isinstance(err, pipedp.ChainsLeftOut):  # the rest, before E707
         pipedp.search_within(problem, options, splitdp.cells_for(options.time_limit_s),
                              name_auto=False)
-        return place(problem, options, left_out=True)  # its search derived once
+        return place(problem, options, True, climbs_cut)  # its search derived once
     if not plans:
         raise err
     chosen = min(plans, key=lambda name: plans[name][0])
     best = plans[chosen][1]
-    return dataclasses.replace(best, info=MappingProxyType(clock_note({
+    return dataclasses.replace(best, info=MappingProxyType(_clock_noted({
         **best.info, "chosen": chosen, "iteration_s": plans[chosen][0],
         "compared_by": "simulated iteration" if simulated else "estimated iteration",
-        "candidates": {name: plan[0] for name, plan in plans.items()}}, cut)))
+        "candidates": {name: plan[0] for name, plan in plans.items()}}, cut, climbs_cut)))
+
+
+def _clock_noted(info: Mapping[str, Any], cut: Sequence[str],
+                 climbs_cut: list[str] | None) -> Mapping[str, Any]:
+    """`clock_note(info, cut)`, or, where the caller says the cuts itself (`climbs_cut`
+    given), `info` as it is, `climbs_cut` gaining `cut`."""
+    if climbs_cut is None:
+        return clock_note(info, cut)
+    climbs_cut.extend(cut)
+    return info
 
 
 def clock_note(info: Mapping[str, Any], cut: Sequence[str]) -> dict[str, Any]:
@@ -296,10 +312,12 @@ def clock_note(info: Mapping[str, Any], cut: Sequence[str]) -> dict[str, Any]:
     text output shows `reason` (a climb's own `cut_moves` note only `--json`)."""
     if not cut:
         return dict(info)
-    note = (f"{CUT} in the cut moves from {' and from '.join(cut)} (a slow or busy "
-            "machine): this plan may differ from run to run")
-    reason = info.get("reason")
-    return {**info, "reason": f"{note}; {reason}" if reason else note}
+    return {**info, "reason": cut_reason([climbs_cut(cut)], info.get("reason"))}
+
+
+def climbs_cut(cut: Sequence[str]) -> str:
+    """Where the wall clock cut the climbs of `cut`, in the words that follow `CUT`."""
+    return f"in the cut moves from {' and from '.join(cut)}"
 
 
 def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, chosen: str,

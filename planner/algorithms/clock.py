@@ -12,6 +12,7 @@ kernels, OR-Tools, Pyomo: `AlgorithmInfo.warm_up`) runs before it calls `cap`.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 #: the share of the limit a budget is sized to fill on an idle machine: the rest lets a
 #: run twice as slow (two busy processes on 2 cores slow planner by 1.5x) keep both the
@@ -22,6 +23,8 @@ LOAD_HEADROOM = 0.5
 CAP_MIN_S = 0.5
 #: how `info["reason"]` begins when the wall clock cut a search
 CUT = "the time limit ran out"
+#: what `info["reason"]` says after where the wall clock cut (`cut_reason`)
+MAY_DIFFER = "(a slow or busy machine): this plan may differ from run to run"
 #: the note of a search phase `--time-limit 0` leaves out (`auto`'s search and cut moves,
 #: `search`'s cut moves): 0 runs no search, not an unlimited one
 NO_SEARCH = "skipped: --time-limit 0 runs no search"
@@ -31,3 +34,14 @@ def cap(time_limit_s: float) -> float:
     """The wall-clock instant (`time.monotonic`) past which a search that starts now stops
     whatever its budget: the limit, `CAP_MIN_S` at least."""
     return time.monotonic() + max(CAP_MIN_S, time_limit_s)
+
+
+def cut_reason(where: Sequence[str], reason: str | None = None) -> str | None:
+    """`info["reason"]` where the wall clock cut the phases `where` (each in words that
+    follow `CUT`: "after 5 of 10 moves", "in search's cut moves"), said once for them all,
+    then `reason`, what else the plan's reason says; `reason` alone where `where` is empty."""
+    if not where:
+        return reason
+    said = " and ".join(filter(None, (", ".join(where[:-1]), where[-1])))
+    note = f"{CUT} {said} {MAY_DIFFER}"
+    return f"{note}; {reason}" if reason else note

@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -52,7 +52,7 @@ from ..pipeline.units import units
 from ..plan import Plan
 from . import autopipe, pipecuts, pipedp
 from .base import Interrupted, Options, Solution
-from .clock import CUT, LOAD_HEADROOM, NO_SEARCH, cap
+from .clock import CUT, LOAD_HEADROOM, NO_SEARCH, cap, cut_reason
 
 #: what one move costs on an idle machine: a fixed part, and per op and edge (it
 #: recomputes the devices' loads)
@@ -74,11 +74,13 @@ def place(problem: Problem, options: Options) -> Solution:
     """Moves from auto's plan at the same limit (module docstring)."""
     deadline = cap(options.time_limit_s)
     pipeline = problem.pipeline or Pipeline()
-    start = autopipe.place(problem, options)  # auto's E707 where it finds no plan
+    auto_cut: list[str] = []  # the climbs of auto's the clock cut: said once, with search's
+    start = autopipe.place(problem, options, climbs_cut=auto_cut)  # auto's E707 if no plan
     theirs = f"auto's {start.info.get('chosen', 'pipedp')}"
     fixed = _fixed(start.info)
     if fixed:
-        return _as_search(start, theirs, {"search": f"skipped: {fixed}"})
+        return _as_search(start, theirs, {"search": f"skipped: {fixed}",
+                                          **_clock_reason(start.info, auto_cut)})
     try:
         moved, iteration, cut_tried = _cut_moves(problem, options, start, deadline)
         placement = list(moved.plan.placement)
@@ -86,13 +88,14 @@ def place(problem: Problem, options: Options) -> Solution:
         kept, tried = _unit_moves(problem, options, placement, budget, deadline)
     except KeyboardInterrupt:
         raise Interrupted(dataclasses.replace(
-            _as_search(start, theirs, {}), status="interrupted")) from None
+            _as_search(start, theirs, _clock_reason(start.info, auto_cut)),
+            status="interrupted")) from None
     notes = {"cut_moves": moved.info["cut_moves"],
              "search": f"{kept} of {tried} moves kept (budget {budget})"}
-    if tried < budget:
-        notes["reason"] = (f"{CUT} after {tried} of {budget} moves (a slow or busy machine): "
-                           "this plan may differ from run to run")
-    notes.update(_clock_reason(start.info, moved.info, notes.get("reason")))
+    notes.update(_clock_reason(start.info, auto_cut, [
+        *(["in search's cut moves"] if CUT in str(moved.info["cut_moves"]) else []),
+        *([f"in search's unit moves after {tried} of their {budget}"] if tried < budget
+          else [])]))
     if kept:
         ran = run_pipeline(problem, tuple(placement), pipeline)
         if iteration is None:  # auto's plan, not simulated by the cut moves
@@ -117,16 +120,15 @@ def place(problem: Problem, options: Options) -> Solution:
         "no move improved it" if tried or cut_tried else "no move tried"), notes)
 
 
-def _clock_reason(auto: Mapping[str, Any], moved: Mapping[str, Any],
-                  own: str | None) -> dict[str, str]:
-    """`reason` where the wall clock cut auto's climbs (its `reason` begins with `CUT`:
-    `autopipe.clock_note`) or search's cut moves, with search's own `reason` (its unit
-    moves cut) where it has one: {} where the clock cut nothing, or only the unit moves."""
-    notes = [str(auto["reason"])] if str(auto.get("reason", "")).startswith(CUT) else []
-    if CUT in str(moved.get("cut_moves", "")) and own is None:
-        notes.append(f"{CUT} in search's cut moves (a slow or busy machine): this plan may "
-                     "differ from run to run")
-    return {"reason": "; ".join([*notes, *([own] if own else [])])} if notes else {}
+def _clock_reason(auto: Mapping[str, Any], auto_cut: Sequence[str],
+                  own: Sequence[str] = ()) -> dict[str, str]:
+    """`reason` where the wall clock cut auto's climbs (`auto_cut`, which auto's `reason`,
+    in `auto`, left to search) or search's phases (`own`, in the words that follow `CUT`),
+    said once for them all, then the rest of auto's `reason`: {} where the clock cut
+    nothing (auto's `reason`, if any, stands)."""
+    where = [*([autopipe.climbs_cut(auto_cut)] if auto_cut else []), *own]
+    reason = cut_reason(where, auto.get("reason"))
+    return {"reason": reason} if where and reason else {}
 
 
 def _fixed(info: Mapping[str, Any]) -> str:

@@ -83,7 +83,7 @@ from ..model import Problem
 from ..plan import Plan
 from . import pipesearch, portfolio
 from .base import Interrupted, Options, Solution
-from .clock import CUT, LOAD_HEADROOM, cap
+from .clock import LOAD_HEADROOM, cap, cut_reason
 from .enumeration import enumerate_plans, none_enumerated, simulation_budget
 from .exact.verdict import judge
 from .infeasible import diagnose, none_found
@@ -454,8 +454,7 @@ def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int
         "simulations": scorer.used, "moves": scorer.moves, "budget_moves": budget,
     }
     if scorer.capped:
-        info["reason"] = (f"{CUT} after {scorer.moves} of {budget} moves (a slow or busy "
-                          "machine): this plan may differ from run to run")
+        info["reason"] = cut_reason([f"after {scorer.moves} of {budget} moves"])
     if scorer.stalled:
         info["stopped"] = f"no better plan in the last {scorer.stall} moves"
     plan = scorer.best_plan.with_algorithm("search")

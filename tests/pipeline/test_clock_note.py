@@ -94,3 +94,19 @@ def test_the_text_output_says_the_clock_cut_auto(tmp_path: Path,
     reason = next(line for line in out.splitlines() if line.startswith("reason"))
     assert CUT in reason
     assert "may differ" in out  # the row wraps: the rest of the sentence follows
+
+
+@pytest.mark.parametrize(("seed", "schedule"), [(0, "1f1b"), (2, INTERLEAVED)])
+def test_search_says_the_clock_cut_once_for_auto_s_climbs_and_its_own(
+        seed: int, schedule: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, auto's sentence, then search's: "the time limit ran out in the cut moves from
+    pipedp's candidates (a slow or busy machine): this plan may differ from run to run; the
+    time limit ran out after 0 of 637 moves (a slow or busy machine): this plan may differ
+    from run to run" (and search's cut moves, cut too, unsaid)."""
+    p = random_spec(seed, 12, 4, training=True, schedule=schedule)
+    _clock(monkeypatch, ran_out=True)
+    reason = run("search", p, Options(time_limit_s=0.5)).info["reason"]
+    assert reason.count(CUT) == 1, reason
+    assert reason.count("this plan may differ from run to run") == 1, reason
+    assert "in the cut moves from pipedp's" in reason, reason  # auto's climbs
+    assert "in search's cut moves and in search's unit moves after 0 of their" in reason
