@@ -67,7 +67,8 @@ status from `exact.verdict.judge` (the same judgement `cpsat` makes, so both pri
 same status for the same plan), `why`, `search` (moves spent, or why it stopped or was
 skipped; with later starts, each start's moves and why it stopped, and the start whose
 search won, which the text output shows), `search_starts` (the starts searched, when more
-than one) and `cpsat` (its status, or why it was skipped).
+than one), `reason` (where the wall clock cut the search) or `stopped` (where its one start
+stalled: the text output shows both) and `cpsat` (its status, or why it was skipped).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ from .exact import cpsat
 from .exact.verdict import judge
 from .infeasible import diagnose, none_found
 from .portfolio import CANDIDATES, Ranked, estimated_seconds, rank
-from .search import improve, move_budget, search_seconds
+from .search import STALLED, improve, move_budget, search_seconds
 
 __all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "place"]
 
@@ -204,6 +205,8 @@ def _place(problem: Problem, options: Options, deadline: float) -> Solution:
         info["reason"] = search_note  # the text output shows it, not only --json
     elif starts > 1:
         info["search_starts"] = starts  # the text output shows `search` then
+    elif isinstance(search_note, str) and search_note.startswith(STALLED):
+        info["stopped"] = search_note  # and this, as `search`'s own
     log.info("auto: %s gives %.6g s", name, makespan)
     if options.progress:
         options.progress(1.0, f"auto: {name}")

@@ -105,6 +105,8 @@ CYCLE_PER_UNIT = 10
 CYCLE_MOVES = (1000, 20_000)
 #: the fewest moves a search gets, whatever the limit
 MIN_BUDGET = 20
+#: how `info["stopped"]` begins where the search stalled (`improve`'s `stall`)
+STALLED = "no better plan in the last"
 #: annealing stops after this many moves in a row to placements seen before (a small
 #: graph's neighbourhood is soon exhausted)
 MAX_REVISITS = 2000
@@ -456,7 +458,7 @@ def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int
     if scorer.capped:
         info["reason"] = cut_reason([f"after {scorer.moves} of {budget} moves"])
     if scorer.stalled:
-        info["stopped"] = f"no better plan in the last {scorer.stall} moves"
+        info["stopped"] = f"{STALLED} {scorer.stall} moves"
     plan = scorer.best_plan.with_algorithm("search")
     if status == "feasible":  # what `auto` would say of this plan: optimal when at the bound
         verdict = judge(scorer.problem, plan)

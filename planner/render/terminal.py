@@ -193,6 +193,7 @@ INFO_LABELS: Mapping[str, str] = {
     "objective_s": "solver's objective",
     "bound_s": "proven bound",
     "reason": "reason",
+    "stopped": "search stopped",
 }
 
 

@@ -1,7 +1,10 @@
-"""When the wall clock cuts a search, the text output says so (before: only `--json`)."""
+"""When the wall clock cuts a search, or it stalls, the text output says so (before: only
+`--json`)."""
 
 from __future__ import annotations
 
+import json
+import math
 import time
 from pathlib import Path
 
@@ -27,3 +30,25 @@ def test_a_search_the_clock_cut_says_so_in_the_text(algo: str, tmp_path: Path,
     assert "the time limit ran out" in reason
     assert "may differ" in out  # the row wraps: the rest of the sentence follows
 
+
+
+@pytest.mark.parametrize("stall", [5, 10**9])
+def test_a_search_that_stalled_says_so_in_the_text(stall: int, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`auto`'s search stops once `stall` moves in a row found nothing better: the text
+    says so in one line where it would say the clock cut it (before: only `--json`'s
+    `search`); a search that did not stall has no such line."""
+    monkeypatch.setattr(auto, "STALL_MIN", stall)
+    monkeypatch.setattr(auto, "STALL_MAX", stall)
+    monkeypatch.setattr(auto, "cap", lambda limit: math.inf)  # the budget alone ends it
+    spec = ROOT / "tests" / "algorithms" / "specs" / "two_tower.plan"
+    args = ["solve", str(spec), "--algo", "auto", "--time-limit", "0.4"]  # no CP-SAT
+    code, out, err = invoke(args, tmp_path)
+    assert code == 0, err
+    stopped = [line for line in out.splitlines() if line.startswith("search stopped")]
+    if stall > 5:
+        assert not stopped, out
+        return
+    assert len(stopped) == 1 and f"no better plan in the last {stall} moves" in stopped[0], out
+    code, out, err = invoke([*args, "--json"], tmp_path)
+    assert json.loads(out)["result"]["stopped"] == f"no better plan in the last {stall} moves"
