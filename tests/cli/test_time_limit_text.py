@@ -41,6 +41,8 @@ def test_a_search_that_stalled_says_so_in_the_text(stall: int, tmp_path: Path,
     monkeypatch.setattr(auto, "STALL_MIN", stall)
     monkeypatch.setattr(auto, "STALL_MAX", stall)
     monkeypatch.setattr(auto, "cap", lambda limit: math.inf)  # the budget alone ends it
+    # one start: with later ones, the `search` line says how each ended (test_search_starts_text)
+    monkeypatch.setattr(auto, "_later_starts", lambda ranked: [])
     spec = ROOT / "tests" / "algorithms" / "specs" / "two_tower.plan"
     args = ["solve", str(spec), "--algo", "auto", "--time-limit", "0.4"]  # no CP-SAT
     code, out, err = invoke(args, tmp_path)
