@@ -1,12 +1,14 @@
 """`data_parallel N` for a solver of one pipeline (`pipeilp`): N identical pipelines
 planned as one over the first device of each block of N, each stage then replicated over
 its block (`identical_pipelines`); split from `pipehybrid`, whose `data_parallel N` reads
-the same blocks (`check_pins`). Where nothing fits, the hints are the plan's
-(`blockhints`), each change checked by the solver's own `Checks`."""
+the same blocks (`check_pins`). Where nothing fits, the solver's messages speak of the
+plan (`pipehints.PlanTerms`: the N pipelines, and the hints of `blockhints`, each change
+checked by the solver's own `Checks`)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -21,6 +23,7 @@ from ..plan import Plan
 from ..units import format_bytes
 from . import blockhints, dphints
 from .base import Options, Solution
+from .pipehints import PlanTerms
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +39,7 @@ class Checks:
 
 
 def identical_pipelines(problem: Problem, options: Options,
-                        solve: Callable[[Problem, Options], Solution], name: str,
+                        solve: Callable[[Problem, Options, PlanTerms], Solution], name: str,
                         checks: Checks) -> Solution:
     """`data_parallel N` for a solver of one pipeline (`pipeilp`): N identical pipelines,
     stage k of each on device k of its block of N consecutive devices, so the solver plans
@@ -48,23 +51,25 @@ def identical_pipelines(problem: Problem, options: Options,
     solver runs again with no bucket (a relaxation): its proof stands, and its plan is
     kept where it fits as simulated, else E709 (no proof). The all-reduce is not in the
     solver's model: the plan is judged by the simulator, and at best `feasible`. Where
-    nothing fits, the hints are in the user's terms, each change checked (`_hints`)."""
+    nothing fits, the solver speaks in the user's terms (`_terms`)."""
     pipeline = problem.pipeline or Pipeline()
     n = int(pipeline.data_parallel)
     check_pins(problem, n)
     reps = list(range(0, len(problem.cluster.devices) - n + 1, n))
     every_op = range(len(problem.graph.ops))  # a stage's bucket holds its gradients at most
     bucket = hybrid.bucket_bytes(hybrid.gradient_bytes(problem, every_op), n)
+    terms = _terms(problem, checks)
+    # where a relaxation follows, its error is the one shown: this one draws no hints
+    first = dataclasses.replace(terms, hints=lambda: ()) if bucket else terms
+    planned: Solution | None = None
     try:
-        planned = solve(_one_pipeline(problem, n, reps, bucket), options)
-        relaxed = False
-    except InfeasibleError as err:
+        planned = solve(_one_pipeline(problem, n, reps, bucket), options, first)
+    except InfeasibleError:
         if not bucket:
-            raise _in_user_terms(problem, err, checks) from None
-        try:
-            planned, relaxed = solve(_one_pipeline(problem, n, reps, 0.0), options), True
-        except InfeasibleError as again:
-            raise _in_user_terms(problem, again, checks) from None
+            raise
+    relaxed = planned is None
+    if planned is None:
+        planned = solve(_one_pipeline(problem, n, reps, 0.0), options, terms)
     placement = tuple(reps[d] for d in planned.plan.placement)
     groups = {reps[d]: tuple(range(reps[d], reps[d] + n)) for d in set(planned.plan.placement)}
     index = problem.cluster.device_index
@@ -76,7 +81,7 @@ def identical_pipelines(problem: Problem, options: Options,
             f"pipelines: none fits with a DDP bucket of {format_bytes(int(bucket))} on every "
             "replica, and the one that fits without the bucket does not with its own; this "
             "is not a proof that none exists", None,
-            (_hybrid_hint(problem, pipeline, checks), *_hints(problem, checks))))
+            (_hybrid_hint(problem, pipeline, checks), *terms.hints())))
     info = {**planned.info, "replicas": hybrid.replica_names(problem, groups),
             "layout": [len(groups[s.device]) for s in ran.stages],
             "iteration_s": ran.iteration_s,
@@ -91,26 +96,17 @@ def identical_pipelines(problem: Problem, options: Options,
     return Solution(Plan(placement, algorithm=name), status, MappingProxyType(info))
 
 
-def _in_user_terms(problem: Problem, err: InfeasibleError,
-                   checks: Checks) -> InfeasibleError:
-    """`err`, the solver's proof that one pipeline fits not (without the bucket, so not
-    with it), in the user's terms: E708 says the N pipelines and their share of the
-    micro-batches, and it and the E707 before it (where the memory leaves no split) give
-    `_hints` in place of the one pipeline's (their micro-batches a pipeline's share, their
-    changes checked without the bucket). Other errors (proofs, pins) are the plan's own."""
-    if not any(d.code == "E708" for d in err.diagnostics):
-        return err
+def _terms(problem: Problem, checks: Checks) -> PlanTerms:
+    """The solver's words where one of the N pipelines fits not (without the bucket, so not
+    with it): E708 says the N pipelines and their share of the micro-batches, and it and
+    the E707 before it (where the memory leaves no split) give `_hints`, drawn once, in
+    place of the one pipeline's (their micro-batches a pipeline's share, their changes
+    checked without the bucket). Other errors (proofs, pins) are the plan's own."""
     pipeline = problem.pipeline or Pipeline()
     n = int(pipeline.data_parallel)
-    hints = _hints(problem, checks)
     share = ceil_share(pipeline, n)
-    each = f"as {n} identical pipelines ({share} micro-batch{'es' * (share > 1)} each)"
-    return InfeasibleError([
-        dataclasses.replace(d, message=d.message.replace("as a pipeline", each, 1),
-                            hints=hints) if d.code == "E708" else
-        dataclasses.replace(d, hints=hints)
-        if d.code == "E707" and "fits the devices' memory" in d.message else d
-        for d in err.diagnostics])
+    return PlanTerms(f"as {n} identical pipelines ({share} micro-batch{'es' * (share > 1)} "
+                     "each)", functools.cache(lambda: _hints(problem, checks)))
 
 
 def _hints(problem: Problem, checks: Checks) -> tuple[str, ...]:

@@ -74,7 +74,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -155,14 +155,16 @@ class ChainsLeftOut(InfeasibleError):
 
 
 def search_within(problem: Problem, options: Options, cells: float,
-                  left_out: bool = True, *, name_auto: bool = True) -> Searched:
+                  left_out: bool = True, *, name_auto: bool = True,
+                  hints: Callable[[], tuple[str, ...]] | None = None) -> Searched:
     """`place_within`, with what its notes were drawn from. Where the chains the work
     allowed hold no split that fits, the others are searched before E707, unless not
     `left_out` (then `ChainsLeftOut`, after the proofs that no placement fits);
-    `name_auto`: E707 may name `auto` (`one_per_device_hint`)."""
+    `name_auto`: E707 may name `auto` (`one_per_device_hint`); `hints`: where the memory
+    caps leave no split, E707's, drawn in place of its own (`pipehints.PlanTerms`)."""
     found = _searched(problem, options, cells, left_out)
     if found is None:
-        raise _no_split(problem, problem.pipeline or Pipeline(), cells, name_auto)
+        raise _no_split(problem, problem.pipeline or Pipeline(), cells, name_auto, hints)
     return found
 
 
@@ -323,8 +325,8 @@ def _left_out(problem: Problem, space: Space, every: int) -> InfeasibleError:
         ("a larger `--time-limit` searches them", RECOMPUTE_HINT)))
 
 
-def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
-              name_auto: bool) -> InfeasibleError:
+def _no_split(problem: Problem, pipeline: Pipeline, cells: float, name_auto: bool,
+              hints: Callable[[], tuple[str, ...]] | None = None) -> InfeasibleError:
     """The proofs that no placement fits (`infeasible.diagnose`: what `check` says), else
     E707, with its cause: the memory caps (a split fits without them), else the devices
     each unit may use (pins, op times), which no chain of stages follows. Its message says
@@ -332,7 +334,7 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
     several stages per device, that count; a hint names `auto` (`name_auto`) where a split
     of one stage per device fits under the schedule's fallback (`one_per_device_hint`); of
     the changes that hold fewer micro-batches in flight, only those with which a split
-    fits are suggested (`_fewer_in_flight`)."""
+    fits are suggested (`_fewer_in_flight`); `hints`: the caller's, in place of those."""
     proofs = diagnose(problem)
     if proofs:
         return InfeasibleError(proofs)
@@ -344,18 +346,23 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float,
     among = f" among those searched ({left})" if left else ""
     among += pipehints.stage_cap_words(problem, pipeline)  # the DP searched no more stages than M
     if best_splits(problem, pipeline, capped=False, cells=cells, every_chain=True):
-        one = one_per_device_hint(problem, cells)
         return InfeasibleError(Diagnostic(
             "E707", f"no {what} fits the devices' memory{among}", None,
-            (*((one,) if one and name_auto else ()),
-             *pipehints.in_flight_hints(problem, pipeline, bool(one), cells),
-             RECOMPUTE_HINT)))
+            hints() if hints else _memory_hints(problem, pipeline, cells, name_auto)))
     return InfeasibleError(Diagnostic(
         "E707", f"no {what} honours the devices its units may use, whatever the memory"
         f"{among}: the pins (or op times) put units in an order that no chain of stages, one "
         "device after another, follows", None,
         ("`--algo pipeilp` places each unit on any device it may use; or pin the units of "
          "each stage together, stage after stage",)))
+
+
+def _memory_hints(problem: Problem, pipeline: Pipeline, cells: float,
+                  name_auto: bool) -> tuple[str, ...]:
+    """E707's hints where the memory caps leave no split (`_no_split`)."""
+    one = one_per_device_hint(problem, cells)
+    return (*((one,) if one and name_auto else ()),
+            *pipehints.in_flight_hints(problem, pipeline, bool(one), cells), RECOMPUTE_HINT)
 
 
 def unsearched(problem: Problem, pipeline: Pipeline, cells: float) -> str:

@@ -10,12 +10,27 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..model import MAX_MICROBATCHES, Pipeline, Problem
 from ..pipeline.splitdp import MAX_CELLS, best_splits
 from ..pipeline.units import units
 
-__all__ = ["cap_words", "in_flight_hints", "largest_fitting", "stage_cap_words"]
+__all__ = ["PlanTerms", "cap_words", "in_flight_hints", "largest_fitting", "stage_cap_words"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanTerms:
+    """How a message that nothing fits speaks of the user's plan where the problem solved is
+    a part of it (one of N identical pipelines, `pipeblocks`): its caller's words and
+    hints, which the solver's E708 (and the E707 before it) take in place of its own, so
+    that no message is rewritten after and no hint of its own is drawn unseen."""
+
+    #: what was planned, after "fits the devices' memory": e.g. "as 2 identical pipelines
+    #: (4 micro-batches each)" (one pipeline's own: "as a pipeline")
+    planned: str
+    #: the hints, drawn only where a message needs them (each is a search or more)
+    hints: Callable[[], tuple[str, ...]]
 
 
 def stage_cap_words(problem: Problem, pipeline: Pipeline) -> str:

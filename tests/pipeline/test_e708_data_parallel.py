@@ -9,6 +9,7 @@ pipeline) do not fit with the bucket, and `--algo hybrid` where it fits not eith
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,32 @@ def test_few_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(solve, "recomputing_split", counted)
     _e708(planner.loads(_chain("gpipe", 8, 4)).plan("p"))
     assert 0 < len(calls) == len(set(calls)) <= 2 + 1 + 3
+
+
+@pytest.mark.parametrize("text", [_chain("gpipe", 8, 4), LAYERS.replace("MEM", "12")])
+def test_the_one_pipelines_hints_are_not_drawn(monkeypatch: pytest.MonkeyPatch,
+                                               text: str) -> None:
+    """E708 and the E707 before it take their words and hints from `pipeblocks`
+    (`pipehints.PlanTerms`), so pipeilp draws none of one pipeline's (each a split
+    search). Before, it drew them for each attempt (with the bucket and without), and
+    `pipeblocks` threw them away and rewrote the message's "as a pipeline"."""
+    from planner.algorithms import pipedp, pipehints
+
+    drawn: list[str] = []
+    for module, name in ((pipehints, "in_flight_hints"), (pipedp, "one_fits"),
+                         (pipedp, "one_per_device_hint")):
+        monkeypatch.setattr(module, name, _counted(getattr(module, name), name, drawn))
+    p = planner.loads(text).plan("p")
+    _e708(p)  # the plan's words and hints, as the tests above check them
+    assert drawn == []  # before: in_flight_hints, one_fits, one_per_device_hint
+    alone = _with(planner.loads(_chain("gpipe", 8, 4)).plan("p"), data_parallel=1)
+    assert _error(alone).diagnostics[-1].code == "E708"
+    assert "in_flight_hints" in drawn  # one pipeline's own, where it is the plan
+
+
+def _counted(real: Callable[..., object], name: str,
+             drawn: list[str]) -> Callable[..., object]:
+    def counted(*args: object, **kwargs: object) -> object:
+        drawn.append(name)
+        return real(*args, **kwargs)
+    return counted

@@ -26,6 +26,7 @@ from ..exact import backends, solver_names
 from ..exact.budget import WALL_CAP_EXTRA_S, WALL_CAP_FACTOR
 from ..exact.common import Clock, empty_solution
 from ..exact.ilp_model import OutOfTime
+from ..pipehints import PlanTerms
 from . import contiguous
 from .check import evaluate
 from .data import _Data, _data
@@ -63,17 +64,24 @@ ZERO_LIMIT = f"{NO_TIME} 0 s: a zero limit runs no solver"
 def place(problem: Problem, options: Options) -> Solution:
     """The least period over every placement with per-device recomputation (module
     docstring), as a plan; the devices that recompute in `info["recompute"]`."""
+    return _place(problem, options, None)
+
+
+def _place(problem: Problem, options: Options, terms: PlanTerms | None) -> Solution:
+    """`place`, where nothing fits speaking in `terms` (`pipeblocks`' of one of its N
+    identical pipelines), else of one pipeline."""
     trivial = empty_solution(problem, "pipeilp")
     if trivial is not None:
         return trivial
     replicated = (problem.pipeline or Pipeline()).data_parallel
     if replicated not in (1, "auto"):  # N identical pipelines: one planned, replicated
-        return pipeblocks.identical_pipelines(problem, options, place, "pipeilp",
+        return pipeblocks.identical_pipelines(problem, options, _place, "pipeilp",
                                               _checks(options))
     pipedp.check_units(problem, problem.pipeline or Pipeline())  # E258, E304, E259: the cause
     warm_up(problem, options)
     clock = Clock(options)
     warm, searched = _warm_starts(problem, options)
+    searched = dataclasses.replace(searched, terms=terms)  # the words where nothing is found
     if options.time_limit_s <= 0 and not options.emit:  # no model to build: none is solved
         return _unsolved(problem, options, warm, searched)
     try:

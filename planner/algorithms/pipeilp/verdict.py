@@ -14,6 +14,7 @@ from ...pipeline.units import units
 from ...plan import Plan
 from .. import pipedp, pipehints
 from ..base import Options, Solution, Status
+from ..pipehints import PlanTerms
 from .data import _pipeline
 from .orders import _Orders
 from .warm import WarmSearch, _Warm
@@ -79,24 +80,13 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
     placements without one (E709, exit 6), or a failure (E711, exit 4: the solver's own,
     or an answer that broke a constraint when checked exactly). `searched`: what the warm
     starts searched (pipedp's E707, and the recomputing DP's splits: "no contiguous split
-    fits, even recomputing" only where it searched every one)."""
-    notes = searched.notes()
-    said = tuple(d.message for d in notes)
+    fits, even recomputing" only where it searched every one). E708 and the E707 before
+    it speak in `searched.terms` where the caller gives them."""
+    terms = searched.terms
     if outcome.status == "infeasible" and complete:
-        pipe = _pipeline(problem)
-        cap = pipe.microbatches if pipe.schedule_spec.stages_at_most_microbatches else None
-        if cap is not None and cap >= units(problem).count:
-            cap = None  # the cap binds no placement
-        within = pipehints.cap_words(cap, pipe)  # E707's and E712's words
-        # pipedp's hints, each checked by its split search (a split it finds fits here
-        # too); the cap's own where pipedp's split of more stages fits nowhere
-        hints = pipehints.in_flight_hints(problem, pipe, pipedp.one_fits(problem, pipe))
-        more = (f"more `microbatches` than {cap} allow more stages, each holding less",)
-        return InfeasibleError((*notes, Diagnostic(
-            "E708", f"no placement of plan `{problem.name}` fits the devices' memory as a "
-            f"pipeline{within}, even recomputing activations on every device", None,
-            (*(more if cap is not None and not hints[0].startswith("`microbatches ")
-               else ()), *hints))))
+        return InfeasibleError((*searched.notes(terms.hints if terms else None),
+                                _e708(problem, terms)))
+    said = tuple(d.message for d in searched.notes())
     if outcome.status == "infeasible":
         # its first search covers every placement, a proof, where the rows relax the rule
         other = ("`schedule gpipe` or `1f1b` let pipeilp prove it where no placement fits; "
@@ -116,3 +106,25 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
         "E709", f"pipeilp found no placement of plan `{problem.name}` within its time "
         f"limit ({outcome.message}), and {searched.contiguous()}: this is not a proof that "
         "none exists", None, (*said, "a longer --time-limit may find one")))
+
+
+def _e708(problem: Problem, terms: PlanTerms | None) -> Diagnostic:
+    """E708: the solver proved that no placement fits, in the caller's `terms` (what was
+    planned, its hints), else one pipeline's own."""
+    pipe = _pipeline(problem)
+    cap = pipe.microbatches if pipe.schedule_spec.stages_at_most_microbatches else None
+    if cap is not None and cap >= units(problem).count:
+        cap = None  # the cap binds no placement
+    within = pipehints.cap_words(cap, pipe)  # E707's and E712's words
+    message = (f"no placement of plan `{problem.name}` fits the devices' memory "
+               f"{terms.planned if terms else 'as a pipeline'}{within}, even recomputing "
+               "activations on every device")
+    if terms:
+        return Diagnostic("E708", message, None, terms.hints())
+    # pipedp's hints, each checked by its split search (a split it finds fits here too);
+    # the cap's own where pipedp's split of more stages fits nowhere
+    hints = pipehints.in_flight_hints(problem, pipe, pipedp.one_fits(problem, pipe))
+    more = (f"more `microbatches` than {cap} allow more stages, each holding less",)
+    return Diagnostic("E708", message, None, (
+        *(more if cap is not None and not hints[0].startswith("`microbatches ") else ()),
+        *hints))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ...errors import Diagnostic, InfeasibleError
@@ -16,6 +16,7 @@ from ...pipeline.splitdp import MAX_CELLS
 from ...pipeline.units import units
 from .. import pipedp
 from ..base import Options
+from ..pipehints import PlanTerms
 from . import contiguous
 from .check import Evaluation, evaluate
 from .contiguous import contiguous_splits
@@ -53,7 +54,8 @@ class WarmSearch:
     `splitdp.cells_for`, the recomputing DP `contiguous.cells_for`; a limit of 0 or the
     default, 60 s: all of it), for the diagnostics where pipeilp finds nothing: pipedp's
     E707 (its hints take more of the DP's runs than its search, so they are drawn only
-    then, `notes`) and what the recomputing DP left out (`contiguous`)."""
+    then, `notes`) and what the recomputing DP left out (`contiguous`); and the plan's terms
+    for those diagnostics where the problem is a part of the user's plan."""
 
     problem: Problem
     options: Options
@@ -61,6 +63,8 @@ class WarmSearch:
     drawn: tuple[Diagnostic, ...] = ()
     #: pipedp found no split (its E707 is drawn by `notes`)
     no_split: bool = False
+    #: the caller's words and hints for E708 and the E707 before it (None: one pipeline's)
+    terms: PlanTerms | None = None
 
     @property
     def cells(self) -> float:
@@ -73,13 +77,15 @@ class WarmSearch:
         whole of its work (`pipedp.place`'s), not within a smaller limit's."""
         return self.cells >= MAX_CELLS
 
-    def notes(self) -> list[Diagnostic]:
+    def notes(self, hints: Callable[[], tuple[str, ...]] | None = None) -> list[Diagnostic]:
         """pipedp's diagnostics where no contiguous split fits without recomputing, less
-        the hint to recompute (pipeilp does)."""
+        the hint to recompute (pipeilp does); `hints`: its E707's where the memory leaves
+        no split, in place of its own (`pipehints.PlanTerms`)."""
         drawn = self.drawn
         if self.no_split:
             try:  # its search is derived once: this draws the words alone
-                pipedp.search_within(self.problem, self.options, self.cells, self.left_out)
+                pipedp.search_within(self.problem, self.options, self.cells, self.left_out,
+                                     hints=hints)
             except InfeasibleError as err:
                 drawn = err.diagnostics
         return [dataclasses.replace(d, hints=tuple(h for h in d.hints
