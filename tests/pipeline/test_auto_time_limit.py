@@ -124,28 +124,14 @@ def test_the_recomputing_split_is_sized_to_the_limit(monkeypatch) -> None:
 
 
 @pytest.mark.slow
-def test_hybrids_cut_moves_are_sized_to_the_limit(monkeypatch) -> None:
+def test_hybrids_cut_moves_are_sized_to_the_limit(
+        hybrid_sizes: dict[float, tuple[set[int], set[float]]]) -> None:
     """`auto`'s hybrid candidate moves its cuts within a share of the limit's simulations
     (`autopipe.HYBRID_SHARE`), at most the 30,000 copied ops it had whatever the limit: those
     at the default 10 s (and at 0), 6,250 at 2 s, 3,125 at 1 s, `MIN_MOVES` moves at least.
     Before, 30,000 at every limit: 10 simulations of ResNet-50 (353 ops x 8 micro-batches)
     per layout, 0.3 s of `--time-limit 2`'s 1 s of work on an idle machine."""
-    from planner.algorithms import pipehybrid
-
-    budgets: list[float] = []
-    moved = pipehybrid.refine
-
-    def refine(problem, pipeline, lay, figures, *budget):  # type: ignore[no-untyped-def]
-        budgets.append(budget[0] if budget else pipehybrid.REFINE_COPIED_OPS)
-        return moved(problem, pipeline, lay, figures, *budget)
-
-    monkeypatch.setattr(pipehybrid, "refine", refine)
-    p = _problem()
-    seen = {}
-    for limit in (10.0, 2.0, 1.0, 0.0):
-        budgets.clear()
-        run("auto", p, Options(time_limit_s=limit))
-        seen[limit] = set(budgets)
+    seen = {limit: hybrid_sizes[limit][1] for limit in (10.0, 2.0, 1.0, 0.0)}
     assert seen == {10.0: {30_000}, 2.0: {6_250}, 1.0: {3_125}, 0.0: {30_000}}
 
 
@@ -164,8 +150,40 @@ def _capped_searches(monkeypatch) -> collections.Counter[tuple[int, ...]]:  # ty
     return searched
 
 
+@pytest.fixture(scope="module")
+def hybrid_sizes() -> dict[float, tuple[set[int], set[float]]]:
+    """Per limit, what `auto`'s hybrid candidate was given on `_problem()`: its DP's cuts
+    (`pipehybrid.MAX_CUTS` where none), its cut moves' budget of copied ops
+    (`pipehybrid.REFINE_COPIED_OPS` where none). One run per limit serves both tests."""
+    from planner.algorithms import pipehybrid
+
+    cuts: list[int] = []
+    budgets: list[float] = []
+    dp, moved = pipehybrid._dp, pipehybrid.refine
+
+    def spy_dp(problem, pipeline, *most):  # type: ignore[no-untyped-def]
+        cuts.append(most[0] if most else pipehybrid.MAX_CUTS)
+        return dp(problem, pipeline, *most)
+
+    def spy_refine(problem, pipeline, lay, figures, *budget):  # type: ignore[no-untyped-def]
+        budgets.append(budget[0] if budget else pipehybrid.REFINE_COPIED_OPS)
+        return moved(problem, pipeline, lay, figures, *budget)
+
+    seen = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipehybrid, "_dp", spy_dp)
+        patch.setattr(pipehybrid, "refine", spy_refine)
+        for limit in (10.0, 2.0, 1.0, 0.5, 0.0):
+            cuts.clear()
+            budgets.clear()
+            run("auto", _problem(), Options(time_limit_s=limit))
+            seen[limit] = (set(cuts), set(budgets))
+    return seen
+
+
 @pytest.mark.slow
-def test_hybrids_dp_cuts_are_sized_to_the_limit(monkeypatch) -> None:
+def test_hybrids_dp_cuts_are_sized_to_the_limit(
+        hybrid_sizes: dict[float, tuple[set[int], set[float]]]) -> None:
     """`auto`'s hybrid candidate's DP cuts at `autopipe.HYBRID_CUTS` unit boundaries a second of
     its limit, at most the `pipehybrid.MAX_CUTS` it had whatever the limit: those at 2 s
     and up and at 0, 200 at 1 s. Before, 400 at every limit: on Inception-v3 `pinter`
@@ -173,19 +191,7 @@ def test_hybrids_dp_cuts_are_sized_to_the_limit(monkeypatch) -> None:
     same plan."""
     from planner.algorithms import pipehybrid
 
-    cuts: list[int] = []
-    dp = pipehybrid._dp
-
-    def spy(problem, pipeline, *most):  # type: ignore[no-untyped-def]
-        cuts.append(most[0] if most else pipehybrid.MAX_CUTS)
-        return dp(problem, pipeline, *most)
-
-    monkeypatch.setattr(pipehybrid, "_dp", spy)
-    seen = {}
-    for limit in (10.0, 2.0, 1.0, 0.5, 0.0):
-        cuts.clear()
-        run("auto", _problem(), Options(time_limit_s=limit))
-        seen[limit] = set(cuts)
+    seen = {limit: cuts for limit, (cuts, _) in hybrid_sizes.items()}
     assert seen == {10.0: {400}, 2.0: {400}, 1.0: {200}, 0.5: {100}, 0.0: {400}}
     p = random_spec(3, 150, 8, training=True, microbatches=8, schedule=INTERLEAVED)
     assert len(pipehybrid._tables(p, 100).cuts) <= 101 < len(pipehybrid._tables(p).cuts)
