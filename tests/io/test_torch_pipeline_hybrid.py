@@ -14,15 +14,15 @@ E514); a plan without replicas exports as before.
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
 import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from torch_support import load_script
+from torch_support import load_script, planner_ok, run_commands
 from typer.testing import CliRunner
 
 import planner
@@ -305,19 +305,13 @@ def test_1f1b_counts_a_replica_pipelines_micro_batches(tmp_path: Path) -> None:
     assert "microbatches 6" in d.hints[0]
 
 
-# ---- GPT-2, 2 stages x 2 replicas, under gloo ------------------------------------------------
+# ---- 2 stages x 2 replicas under gloo: GPT-2, tied GPT-2, the MLP's inference, interleaved ----
 
 
-def _hybrid_step(root: Path, models: Path, example: str, *import_args: str) -> Any:
+def _hybrid_export(root: Path, models: Path, example: str, *import_args: str) -> Path:
     """GPT-2 (`models`:gpt2) imported with `example`, its 1F1B pipeline of 4 micro-batches
-    planned on 2 devices and exported on 4 with each stage's device replicated (TWO_BY_TWO);
-    the script run by `--spawn --cpu --check --save`. Returns the script (a module) and
-    each rank's result."""
-    def planner_ok(*args: str | Path) -> str:
-        result = CliRunner().invoke(app, [str(a) for a in args])
-        assert result.exit_code == 0, result.output
-        return result.output
-
+    planned on 2 devices and exported on 4 with each stage's device replicated (TWO_BY_TWO):
+    the script."""
     planner_ok("import", "torch", f"{models}:gpt2", "--example", example, *import_args,
                "--training", "--name", "gpt2", "-o", root / "gpt2.plan")
     device = "{ kind gpu  memory 1 GiB  flops 10 TFLOPS }"
@@ -342,22 +336,85 @@ def _hybrid_step(root: Path, models: Path, example: str, *import_args: str) -> A
                root / "step.py")
     doc = json.loads((root / "pipe.json").read_text())
     assert (doc["ranks"], doc["data_parallel"], len(doc["stages"])) == (4, 2, 2)
-    save = root / "save"
-    save.mkdir()
-    result = subprocess.run([sys.executable, str(root / "step.py"), "--spawn", "--cpu",
-                             "--check", "--save", str(save)],
-                            capture_output=True, text=True, timeout=900, check=False,
-                            cwd=root, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    (root / "save").mkdir()
+    return root / "step.py"
+
+
+@dataclass
+class Ran:
+    """One 2 x 2 export, then its script's `--spawn --cpu --check` (`save`: its --save)."""
+
+    root: Path
+    export: Any  # the export command's result, where a test checks it
+    command: subprocess.CompletedProcess[str]
+    save: Path
+
+
+def _infer_export(root: Path) -> Any:
+    """The MLP without its training step, planned as 1 stage per device under GPipe and
+    exported as 2 stages x 2 replicas (infer/step.py)."""
+    result = CliRunner().invoke(app, ["import", "torch", f"{MODELS}:mlp", "--capture", "fx",
+                                      "--input", "8x16", "--name", "mlp", "-o",
+                                      str(root / "mlp.plan")])
+    assert result.exit_code == 0, result.output
+    problem = planner.load(_mlp_spec(root, "microbatches 4  schedule gpipe")).plans["p"]
+    (root / "save").mkdir()
+    return _export(root, "infer", {"placement": _mlp_placement(problem),
+                                   "replicas": TWO_BY_TWO})
+
+
+def _looped_export(root: Path) -> Any:
+    """The MLP's 4 stages looping over 2 pipeline ranks, each replicated (looped/step.py)."""
+    spec = _mlp_spec(root, "microbatches 4  schedule interleaved  stages_per_device 2")
+    problem = planner.load(spec).plans["p"]
+    forward = [o.name for o in problem.graph.ops if not o.name.endswith(".bwd")]
+    # input, 0, 1 | 2, 3 | 4, 5 | 6, 7, 8 on gpu0, gpu1, gpu0, gpu1
+    stage = {op: (k >= 3) + (k >= 5) + (k >= 7) for k, op in enumerate(forward)}
+    device = {op: f"gpu{s % 2}" for op, s in stage.items()}
+    placement = {o.name: device[o.name.removesuffix(".bwd")] for o in problem.graph.ops}
+    (root / "save").mkdir()
+    return _export(root, "looped", {"placement": placement, "replicas": TWO_BY_TWO})
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
+    """Each 2 x 2 case exported, then every script's `--spawn --cpu --check --save` run in
+    one set of 4 processes (torch imported once per process, not once per case and rank)."""
+    exports: dict[str, tuple[Path, Any, Path]] = {}
+    if importlib.util.find_spec("transformers") is not None:
+        root = tmp_path_factory.mktemp("gpt2")
+        exports["gpt2"] = (root, None, _hybrid_export(root, MODELS, "gpt2_tokens()"))
+        root = tmp_path_factory.mktemp("tied")
+        exports["tied"] = (root, None, _hybrid_export(root, HERE / "tied_models.py",
+                                                      "tokens()", "--granularity",
+                                                      "module:2"))
+    root = tmp_path_factory.mktemp("infer")
+    exports["infer"] = (root, _infer_export(root), root / "infer" / "step.py")
+    root = tmp_path_factory.mktemp("looped")
+    exports["looped"] = (root, _looped_export(root), root / "looped" / "step.py")
+    commands = run_commands(tmp_path_factory.mktemp("runs"), {
+        name: (script, ["--spawn", "--cpu", "--check", "--save", str(root / "save")], root)
+        for name, (root, _, script) in exports.items() if script.exists()})
+    return {name: Ran(root, export, commands[name], root / "save")
+            for name, (root, export, script) in exports.items() if name in commands}
+
+
+def _hybrid_step(ran: Ran) -> Any:
+    """The GPT-2 case's run, which must pass `--check`: the script (a module) and each
+    rank's result."""
+    result = ran.command
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
     assert STEPPED in result.stdout  # each replica's DDP-wrapped stage stepped alike
-    return load_script(root / "step.py"), [torch.load(save / f"rank{r}.pt") for r in range(4)]
+    return load_script(ran.root / "step.py"), [torch.load(ran.save / f"rank{r}.pt")
+                                               for r in range(4)]
 
 
 @pytest.mark.slow
-def test_gpt2_as_2_stages_x_2_replicas_under_gloo_equals_one_process(tmp_path: Path) -> None:
+def test_gpt2_as_2_stages_x_2_replicas_under_gloo_equals_one_process(
+        ran: dict[str, Ran]) -> None:
     pytest.importorskip("transformers", reason="transformers is not installed")
-    script, results = _hybrid_step(tmp_path, MODELS, "gpt2_tokens()")
+    script, results = _hybrid_step(ran["gpt2"])
     # here, within 1e-5: ranks 0, 1 hold stage 0's replicas, ranks 2, 3 stage 1's
     expected = script.unpipelined(mode="eval")
     assert [len(r["losses"]) for r in results] == [0, 0, 2, 2]  # 2 micro-batches a replica
@@ -380,13 +437,12 @@ def test_gpt2_as_2_stages_x_2_replicas_under_gloo_equals_one_process(tmp_path: P
 
 @pytest.mark.slow
 def test_tied_gpt2_as_2_stages_x_2_replicas_sums_the_tie_within_each_pipeline(
-        tmp_path: Path) -> None:
+        ran: dict[str, Ran]) -> None:
     """GPT-2 with its head tied to its token embedding (tied_models.py): each replica
     pipeline sums the tied gradient over its own stages (the mesh's "pp" group), after DDP
     averaged each copy over its replicas."""
     pytest.importorskip("transformers", reason="transformers is not installed")
-    script, results = _hybrid_step(tmp_path, HERE / "tied_models.py", "tokens()",
-                                   "--granularity", "module:2")
+    script, results = _hybrid_step(ran["tied"])
     assert [group for group, _, _ in script.TIED] == [["transformer.wte.weight",
                                                        "lm_head.weight"]]
     expected = script.unpipelined(mode="eval")
@@ -397,24 +453,15 @@ def test_tied_gpt2_as_2_stages_x_2_replicas_sums_the_tie_within_each_pipeline(
 
 
 @pytest.mark.slow
-def test_an_inference_pipeline_as_2_x_2_returns_the_batchs_outputs(tmp_path: Path) -> None:
+def test_an_inference_pipeline_as_2_x_2_returns_the_batchs_outputs(
+        ran: dict[str, Ran]) -> None:
     """The MLP without its training step, 2 stages x 2 replicas under gloo: the last
     stage's two replicas each return their half of the batch's outputs, which together
     equal one process's."""
-    result = CliRunner().invoke(app, ["import", "torch", f"{MODELS}:mlp", "--capture", "fx",
-                                      "--input", "8x16", "--name", "mlp", "-o",
-                                      str(tmp_path / "mlp.plan")])
+    infer = ran["infer"]
+    result, run, save = infer.export, infer.command, infer.save
     assert result.exit_code == 0, result.output
-    problem = planner.load(_mlp_spec(tmp_path, "microbatches 4  schedule gpipe")).plans["p"]
-    result = _export(tmp_path, "infer", {"placement": _mlp_placement(problem),
-                                         "replicas": TWO_BY_TWO})
-    assert result.exit_code == 0, result.output
-    script_path = tmp_path / "infer" / "step.py"
-    save = tmp_path / "save"
-    save.mkdir()
-    run = subprocess.run([sys.executable, str(script_path), "--spawn", "--cpu", "--check",
-                          "--save", str(save)], capture_output=True, text=True, timeout=600,
-                         check=False, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    script_path = infer.root / "infer" / "step.py"
     assert run.returncode == 0, run.stdout + run.stderr[-4000:]
     assert "outputs equal the unpipelined model's: True" in run.stdout
     script = load_script(script_path)
@@ -430,26 +477,17 @@ def test_an_inference_pipeline_as_2_x_2_returns_the_batchs_outputs(tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_an_interleaved_plan_as_2_x_2_equals_one_process(tmp_path: Path) -> None:
+def test_an_interleaved_plan_as_2_x_2_equals_one_process(ran: dict[str, Ran]) -> None:
     """4 stages looping over 2 pipeline ranks (ScheduleInterleaved1F1B), each rank's two
     stages in DDP over its replica: 4 processes, loss and gradients as one process's."""
-    spec = _mlp_spec(tmp_path, "microbatches 4  schedule interleaved  stages_per_device 2")
-    problem = planner.load(spec).plans["p"]
-    forward = [o.name for o in problem.graph.ops if not o.name.endswith(".bwd")]
-    # input, 0, 1 | 2, 3 | 4, 5 | 6, 7, 8 on gpu0, gpu1, gpu0, gpu1
-    stage = {op: (k >= 3) + (k >= 5) + (k >= 7) for k, op in enumerate(forward)}
-    device = {op: f"gpu{s % 2}" for op, s in stage.items()}
-    placement = {o.name: device[o.name.removesuffix(".bwd")] for o in problem.graph.ops}
-    result = _export(tmp_path, "looped", {"placement": placement, "replicas": TWO_BY_TWO})
+    looped = ran["looped"]
+    result, run, tmp_path = looped.export, looped.command, looped.root
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "looped.json").read_text())
     assert [(s["rank"], s["replicas"]) for s in doc["stages"]] == [
         (0, ["gpu0", "gpu2"]), (1, ["gpu1", "gpu3"]), (0, ["gpu0", "gpu2"]),
         (1, ["gpu1", "gpu3"])]
     assert doc["schedule_class"] == "ScheduleInterleaved1F1B" and doc["ranks"] == 4
-    run = subprocess.run([sys.executable, str(tmp_path / "looped" / "step.py"), "--spawn",
-                          "--cpu", "--check"], capture_output=True, text=True, timeout=600,
-                         check=False, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert run.returncode == 0, run.stdout + run.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in run.stdout
     assert STEPPED in run.stdout  # the two stages of each rank, in DDP, stepped

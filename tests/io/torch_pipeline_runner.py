@@ -3,27 +3,40 @@ processes (importing torch once per process rather than once per script and rank
 
     python tests/io/torch_pipeline_runner.py JOBS.json
 
-JOBS.json is a list of `{"script": PATH, "ranks": N, "save": DIR, "rendezvous": FILE}`.
-`torch.multiprocessing.spawn` starts as many processes as the largest job has ranks; each
-process runs, job after job, the script's own `run(rank, ranks, "cpu", init_method, save)`
-(gloo on the CPU, a process group per job, rendezvous in a file: no ports), when its rank
-is one of the job's. Each rank's losses and gradients go to DIR/rankN.pt. A job with
-`"count": true` also writes DIR/callsN.json: per stage of the rank, how many times its
-module's forward ran in the step (once per micro-batch, twice where the stage recomputes:
-torch.utils.checkpoint runs it again in the backward pass).
+JOBS.json is a list of jobs, run one after the other on a pool of worker processes (rank k
+of every job on worker k; the pool grows to the most ranks a job takes). Two kinds:
+
+- `{"script": PATH, "ranks": N, "save": DIR, "rendezvous": FILE}`: each rank runs the
+  script's own `run(rank, ranks, "cpu", init_method, save)` (gloo on the CPU, rendezvous in
+  a file: no ports). Each rank's losses and gradients go to DIR/rankN.pt. A job with
+  `"count": true` also writes DIR/callsN.json: per stage of the rank, how many times its
+  module's forward ran in the step (once per micro-batch, twice where the stage recomputes:
+  torch.utils.checkpoint runs it again in the backward pass). A failed rank fails the run.
+- `{"main": PATH, "argv": [...], "cwd": DIR, "out": FILE}`: the script's command,
+  `python PATH ARGV` from DIR (`--spawn ...`), as its own `main(argv)` in this process,
+  whose `torch.multiprocessing.spawn` hands each rank to its worker instead of starting
+  a process. FILE gets `{"returncode", "stdout", "stderr"}`: the command's exit status,
+  its output (the ranks' printed lines where the spawn returns, as a spawn's children
+  print theirs before the parent goes on), its error output.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
+import multiprocessing
+import os
 import sys
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
-import torch.multiprocessing as mp
+import torch.multiprocessing
 
 
 @contextmanager
@@ -53,27 +66,145 @@ def counting(calls: dict[int, int]) -> Iterator[None]:
         Pipe.build_stage = build  # type: ignore[method-assign]
 
 
-def work(rank: int, jobs: list[dict[str, Any]]) -> None:
-    """The jobs of one process."""
-    for k, job in enumerate(jobs):
-        if rank >= job["ranks"]:
-            continue
-        spec = importlib.util.spec_from_file_location(f"_pipeline_step_{k}", job["script"])
-        assert spec is not None and spec.loader is not None
-        script = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(script)
-        calls: dict[int, int] = {}
-        with counting(calls) if job.get("count") else nullcontext():
-            script.run(rank, job["ranks"], "cpu", "file://" + job["rendezvous"], job["save"])
-        if job.get("count"):
-            (Path(job["save"]) / f"calls{rank}.json").write_text(json.dumps(calls))
+def load(path: str, name: str) -> Any:
+    """The script at `path` as a fresh module (its functions, not its main)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run_job(rank: int, job: dict[str, Any], k: int) -> None:
+    script = load(job["script"], f"_pipeline_step_{k}")
+    calls: dict[int, int] = {}
+    with counting(calls) if job.get("count") else nullcontext():
+        script.run(rank, job["ranks"], "cpu", "file://" + job["rendezvous"], job["save"])
+    if job.get("count"):
+        (Path(job["save"]) / f"calls{rank}.json").write_text(json.dumps(calls))
+
+
+def _call(rank: int, path: str, function: str, args: tuple[Any, ...], cwd: str, log: str,
+          k: int) -> None:
+    """`function(rank, *args)` of the script at `path`, as a spawned rank of its main runs
+    it, from `cwd`; what it prints goes to `log`."""
+    os.chdir(cwd)
+    script = load(path, f"_pipeline_main_{k}")
+    with open(log, "w", encoding="utf-8") as out, contextlib.redirect_stdout(out):
+        getattr(script, function)(rank, *args)
+
+
+def worker(rank: int, tasks: Any, done: Any) -> None:
+    """Rank `rank` of every job: tasks until None; each answered (rank, traceback or None)."""
+    while (task := tasks.get()) is not None:
+        try:
+            (_run_job if task[0] == "run" else _call)(rank, *task[1:])
+            done.put((rank, None))
+        except BaseException:  # SystemExit too: a rank's failure, not the worker's end
+            done.put((rank, traceback.format_exc()))
+
+
+class Pool:
+    """Worker processes, started as a job first needs them; worker k runs rank k."""
+
+    def __init__(self) -> None:
+        self.context = multiprocessing.get_context("spawn")
+        self.done = self.context.Queue()
+        self.workers: list[tuple[Any, Any]] = []
+
+    def ranks(self, tasks: list[tuple[Any, ...]]) -> list[str]:
+        """Task k on worker k, all at once; the traceback of the first rank that failed."""
+        while len(self.workers) < len(tasks):
+            queue = self.context.Queue()
+            process = self.context.Process(target=worker, daemon=True,
+                                           args=(len(self.workers), queue, self.done))
+            process.start()
+            self.workers.append((process, queue))
+        for (_, queue), task in zip(self.workers, tasks, strict=False):
+            queue.put(task)
+        left = len(tasks)
+        while left:
+            try:
+                _, error = self.done.get(timeout=5)
+            except Empty:
+                dead = [k for k, (p, _) in enumerate(self.workers) if not p.is_alive()]
+                if dead:
+                    raise RuntimeError(f"worker(s) {dead} died") from None
+                continue
+            left -= 1
+            if error is not None:  # as a spawn, end the other ranks (they may wait on it)
+                self.close(kill=True)
+                return [error]
+        return []
+
+    def close(self, kill: bool = False) -> None:
+        for process, queue in self.workers:
+            if kill:
+                process.kill()
+            else:
+                queue.put(None)
+            process.join()
+        self.workers = []
+        if kill:  # answers of the killed ranks' tasks must not reach the next job
+            self.done = self.context.Queue()
+
+
+def _main_job(pool: Pool, job: dict[str, Any], k: int) -> None:
+    """The script's command `python MAIN ARGV` from CWD, its spawn on the pool."""
+    out, err = io.StringIO(), io.StringIO()
+    logs = Path(job["out"]).with_suffix(".ranks")
+    logs.mkdir(exist_ok=True)
+
+    def spawn(fn: Callable[..., Any], args: tuple[Any, ...] = (), nprocs: int = 1,
+              **_: Any) -> None:
+        paths = [str(logs / f"rank{r}.txt") for r in range(nprocs)]
+        failed = pool.ranks([("call", job["main"], fn.__name__, args, job["cwd"], paths[r], k)
+                             for r in range(nprocs)])
+        for path in paths:
+            if Path(path).exists():  # a rank ended with a failed one may have none
+                print(Path(path).read_text(encoding="utf-8"), end="")
+        if failed:
+            raise RuntimeError("a spawned rank failed:\n" + "\n".join(failed))
+
+    code: int = 0
+    here, argv, spawned = os.getcwd(), sys.argv, torch.multiprocessing.spawn
+    os.chdir(job["cwd"])
+    sys.argv = [job["main"], *job["argv"]]
+    torch.multiprocessing.spawn = spawn  # type: ignore[assignment]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                load(job["main"], f"_pipeline_main_{k}").main(job["argv"])
+            except SystemExit as stop:  # sys.exit(1) of a failed check, argparse's 2
+                if isinstance(stop.code, str):
+                    print(stop.code, file=sys.stderr)
+                code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+            except Exception:
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(here)
+        sys.argv = argv
+        torch.multiprocessing.spawn = spawned
+    Path(job["out"]).write_text(json.dumps({"returncode": code, "stdout": out.getvalue(),
+                                            "stderr": err.getvalue()}))
 
 
 def main(path: str) -> None:
     """Run the jobs listed in the JSON file `path`."""
     with open(path, encoding="utf-8") as f:
         jobs = json.load(f)
-    mp.spawn(work, args=(jobs,), nprocs=max(job["ranks"] for job in jobs))  # type: ignore[no-untyped-call]
+    pool = Pool()
+    try:
+        for k, job in enumerate(jobs):
+            if "main" in job:
+                _main_job(pool, job, k)
+                continue
+            failed = pool.ranks([("run", job, k)] * job["ranks"])
+            if failed:
+                raise SystemExit("\n".join(failed))
+    finally:
+        pool.close()
 
 
 if __name__ == "__main__":

@@ -42,3 +42,28 @@ def run_jobs(root: Path, jobs: list[dict[str, Any]]) -> None:
                             capture_output=True, text=True, timeout=900, check=False,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-4000:]
+
+
+def command_job(root: Path, name: str, script: Path, argv: list[str], cwd: Path
+                ) -> dict[str, Any]:
+    """`torch_pipeline_runner.py`'s job of the command `python SCRIPT ARGV` from CWD (a
+    pipeline script's `--spawn ...`), its result to ROOT/command_NAME.json."""
+    return {"main": str(script), "argv": argv, "cwd": str(cwd),
+            "out": str(root / f"command_{name}.json")}
+
+
+def command_result(job: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """What the command of `job` (`command_job`), once run, returned and printed."""
+    ran = json.loads(Path(job["out"]).read_text())
+    return subprocess.CompletedProcess([job["main"], *job["argv"]], ran["returncode"],
+                                       ran["stdout"], ran["stderr"])
+
+
+def run_commands(root: Path, commands: dict[str, tuple[Path, list[str], Path]]
+                 ) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Each `python SCRIPT ARGV` from CWD (`commands`: a name -> (SCRIPT, ARGV, CWD)) of a
+    pipeline script (`--spawn ...`), one after the other, all ranks in one set of processes
+    (`torch_pipeline_runner.py`'s command jobs): what each command returned and printed."""
+    jobs = {name: command_job(root, name, *command) for name, command in commands.items()}
+    run_jobs(root, list(jobs.values()))
+    return {name: command_result(job) for name, job in jobs.items()}
