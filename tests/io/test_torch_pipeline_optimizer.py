@@ -12,14 +12,13 @@ the step with the unpipelined model's after the same step.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from torch_support import load_script, planner_ok
+from torch_support import load_script, planner_ok, run_commands
 
 from planner.workload.training import OPTIMIZER_STATE, optimizer_of
 
@@ -54,15 +53,28 @@ def _exported(root: Path, *import_args: str) -> Path:
     return root / "step.py"
 
 
-def _checked(script: Path, *args: str) -> tuple[str, list[dict[str, Any]]]:
-    """`script --spawn --cpu --check --save DIR ARGS`, which must pass: its output and each
-    rank's result."""
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
+    """The MLP exported for momentum and for adam; `script --spawn --cpu --check --save DIR
+    ARGS` of each (`--lr 1`; `--optimizer none`), in one set of 2 processes (torch imported
+    once per process, not once per run and rank): per case, the script and the run."""
+    cases = {"momentum": ("--lr", "1"), "none": ("--optimizer", "none")}
+    scripts = {}
+    for name, optimizer in (("momentum", "momentum"), ("none", "adam")):
+        scripts[name] = _exported(tmp_path_factory.mktemp(name), "--training", "--optimizer",
+                                  optimizer)
+        (scripts[name].parent / "save").mkdir()
+    runs = run_commands(tmp_path_factory.mktemp("runs"), {
+        name: (script, ["--spawn", "--cpu", "--check", "--save", str(script.parent / "save"),
+                        *cases[name]], script.parent) for name, script in scripts.items()})
+    return {name: (scripts[name], runs[name]) for name in cases}
+
+
+def _checked(checked: dict[str, tuple[Path, Any]], name: str
+             ) -> tuple[str, list[dict[str, Any]]]:
+    """Case `name`'s run, which must pass: its output and each rank's result."""
+    script, run = checked[name]
     save = script.parent / "save"
-    save.mkdir()
-    run = subprocess.run([sys.executable, str(script), "--spawn", "--cpu", "--check", "--save",
-                          str(save), *args], capture_output=True, text=True, timeout=600,
-                         check=False, cwd=script.parent,
-                         env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert run.returncode == 0, run.stdout + run.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in run.stdout
     return run.stdout, [torch.load(save / f"rank{r}.pt") for r in range(2)]
@@ -117,9 +129,9 @@ def test_the_script_records_the_specs_optimizer(tmp_path: Path, import_args: tup
 
 @pytest.mark.slow
 def test_the_script_steps_the_optimizer_and_check_compares_the_parameters(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script_path = _exported(tmp_path, "--training", "--optimizer", "momentum")
-    out, results = _checked(script_path, "--lr", "1")
+        checked: dict[str, tuple[Path, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    script_path = checked["momentum"][0]
+    out, results = _checked(checked, "momentum")
     assert SAID.format("momentum, lr 1", True) in out
     assert ("the parameters after it equal the unpipelined model's after its own step, within "
             "1e-05") in out
@@ -162,8 +174,7 @@ def test_the_script_steps_the_optimizer_and_check_compares_the_parameters(
 
 
 @pytest.mark.slow
-def test_optimizer_none_takes_no_step(tmp_path: Path) -> None:
-    out, results = _checked(_exported(tmp_path, "--training", "--optimizer", "adam"),
-                            "--optimizer", "none")
+def test_optimizer_none_takes_no_step(checked: dict[str, tuple[Path, Any]]) -> None:
+    out, results = _checked(checked, "none")
     assert "optimizer step" not in out and "stepped" not in out
     assert [(r["step"], r["params"]) for r in results] == [(None, {}), (None, {})]
