@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from torch_support import load_script, planner_ok, run_jobs
@@ -52,22 +54,51 @@ def _exported(root: Path, model: str = "gated",
              "-o", str(root / "pipe.json"), "--code", str(root / "pipe.py")], root / "pipe.py")
 
 
+@dataclass
+class Ran:
+    """A case exported (`args`: the export's, `nearest`: its `--nearest` export's result,
+    where a test checks it) and its script's step run (`save`)."""
+
+    root: Path
+    script: Path
+    save: Path
+    args: list[str] = field(default_factory=list)
+    nearest: Any = None
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ran]:
+    """The gated model's nearest split, the tagger and the twin exported, then their steps
+    run in one set of 2 processes (torch imported once per process, not once per case)."""
+    root = tmp_path_factory.mktemp("gated")
+    args, script = _exported(root)
+    cases = {"gated": Ran(root, script, root / "save", args,
+                          CliRunner().invoke(app, [*args, "--nearest"]))}
+    for name, inputs, head in (("tagger", "2x5:int64", "head"), ("twin", "4x16", "b")):
+        root = tmp_path_factory.mktemp(name)
+        cases[name] = Ran(root, _last_stage_from(root, name, inputs, head), root / "save")
+    for case in cases.values():
+        case.save.mkdir()
+    run_jobs(tmp_path_factory.mktemp("runs"), [
+        {"script": str(c.script), "ranks": 2, "save": str(c.save),
+         "rendezvous": str(c.root / "rendezvous")} for c in cases.values()])
+    return cases
+
+
 @pytest.mark.slow
 def test_a_later_stage_reading_a_model_input_is_E946_and_the_nearest_split_runs(
-        tmp_path: Path) -> None:
-    args, script = _exported(tmp_path)
+        ran: dict[str, Ran]) -> None:
+    gated = ran["gated"]
+    args, script, tmp_path = gated.args, gated.script, gated.root
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1 and "E946" in result.output, result.output
     assert "begins at `b`, at or before `mul`, which reads the model's input `gate`" in \
         " ".join(result.output.split())
-    result = CliRunner().invoke(app, [*args, "--nearest"])
+    result = gated.nearest
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "pipe.json").read_text())
     assert doc["split_spec"] == {"c": "BEGINNING"} and doc["moved"] == ["b", "mul"]
-    save = tmp_path / "save"
-    save.mkdir()
-    run_jobs(tmp_path, [{"script": str(script), "ranks": 2, "save": str(save),
-                         "rendezvous": str(tmp_path / "rendezvous")}])
+    save = gated.save
     results = [torch.load(save / f"rank{r}.pt") for r in range(2)]
     assert load_script(script).same(results, load_script(script).unpipelined())
 
@@ -141,29 +172,25 @@ def _last_stage_from(root: Path, model: str, inputs: str, head: str) -> Path:
     return script
 
 
-def _runs_as_one_process(root: Path, script: Path) -> None:
-    save = root / "save"
-    save.mkdir()
-    run_jobs(root, [{"script": str(script), "ranks": 2, "save": str(save),
-                     "rendezvous": str(root / "rendezvous")}])
-    results = [torch.load(save / f"rank{r}.pt") for r in range(2)]
-    step = load_script(script)
+def _runs_as_one_process(case: Ran) -> None:
+    results = [torch.load(case.save / f"rank{r}.pt") for r in range(2)]
+    step = load_script(case.script)
     assert step.same(results, step.unpipelined())
 
 
 @pytest.mark.slow
-def test_a_stage_boundary_that_is_not_contiguous_runs_under_gloo(tmp_path: Path) -> None:
+def test_a_stage_boundary_that_is_not_contiguous_runs_under_gloo(ran: dict[str, Ran]) -> None:
     """Before: every rank stopped ("input tensor has to be contiguous")."""
-    _runs_as_one_process(tmp_path, _last_stage_from(tmp_path, "tagger", "2x5:int64", "head"))
+    _runs_as_one_process(ran["tagger"])
 
 
 @pytest.mark.slow
 def test_an_output_an_earlier_stage_computes_is_none_in_the_output_rebuilt(
-        tmp_path: Path) -> None:
+        ran: dict[str, Ran]) -> None:
     """torch's last stage returns what it computes only (T5's encoder_last_hidden_state is
     not among them); the loss gets the model's output with None there. Before: the last
     rank stopped rebuilding it ("`leaves` has length 1 but the spec refers to a pytree
     that holds 2 items")."""
-    script = _last_stage_from(tmp_path, "twin", "4x16", "b")
-    assert load_script(script).LOGITS == 0
-    _runs_as_one_process(tmp_path, script)
+    twin = ran["twin"]
+    assert load_script(twin.script).LOGITS == 0
+    _runs_as_one_process(twin)
