@@ -13,16 +13,14 @@ mode, within 1e-5); in train mode it says that dropout makes them differ, and by
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from torch_support import load_script, planner_ok
+from torch_support import load_script, planner_ok, run_commands
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
                             "'planner[torch]')")
@@ -62,10 +60,46 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
                     load_script(root / "step.py"), root)
 
 
-def _spawn(e: Exported, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(e.path), "--spawn", "--cpu", *args],
-                          capture_output=True, text=True, timeout=900, check=False,
-                          cwd=e.root, env={**os.environ, "OMP_NUM_THREADS": "1"})
+def _looped(root: Path, graph: str, target: str, example: str) -> Exported:
+    """The graph `graph` (ROOT/GRAPH.plan) planned as 4 stages looping over 2 ranks
+    (ScheduleInterleaved1F1B), exported with the nearest split (looped_step.py)."""
+    (root / "looped.plan").write_text(
+        f'import "{graph}.plan"\n'
+        "cluster c {\n  device gpu[0..1] { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
+        "  link gpu0 <-> gpu1 { bandwidth 100 GB/s }\n}\n"
+        f"plan p {{ graph {graph}  cluster c  objective pipeline  microbatches 4  "
+        "schedule interleaved  stages_per_device 2 }\n")
+    planner_ok("solve", root / "looped.plan", "--out", root / "looped.json")
+    planner_ok("export", "torch", root / "looped.plan", target, "--example", example,
+               "--placement", root / "looped.json", "--pipeline", "--nearest",
+               "--device-map", "gpu0=cpu,gpu1=cpu", "-o", root / "looped_pipe.json",
+               "--code", root / "looped_step.py")
+    doc = json.loads((root / "looped_pipe.json").read_text())
+    assert doc["schedule_class"] == "ScheduleInterleaved1F1B"
+    assert [s["rank"] for s in doc["stages"]] == [0, 1, 0, 1]
+    return Exported(doc, root / "looped_step.py", load_script(root / "looped_step.py"), root)
+
+
+@pytest.fixture(scope="module")
+def ran(exported: Exported, tmp_path_factory: pytest.TempPathFactory
+        ) -> dict[str, tuple[Exported, subprocess.CompletedProcess[str]]]:
+    """The scripts' `--spawn --cpu` runs, in one set of 2 processes (torch and transformers
+    imported once per process, not once per run and rank): GPT-2's step checked in eval
+    mode (saved) and in train mode, GPT-2 and T5 as 4 stages looping over 2 ranks."""
+    (exported.root / "eval").mkdir()
+    t5 = tmp_path_factory.mktemp("t5")
+    models = HERE / "tied_models.py"
+    planner_ok("import", "torch", f"{models}:t5", "--example", "t5_tokens()", "--training",
+               "--name", "t5", "-o", t5 / "t5.plan")
+    cases = {
+        "eval": (exported, ["--check", "--save", str(exported.root / "eval")]),
+        "train": (exported, ["--check", "--mode", "train"]),
+        "gpt2_looped": (_looped(exported.root, "gpt2", f"{MODELS}:gpt2", EXAMPLE), ["--check"]),
+        "t5_looped": (_looped(t5, "t5", f"{models}:t5", "t5_tokens()"), ["--check"])}
+    runs = run_commands(tmp_path_factory.mktemp("runs"), {
+        name: (e.path, ["--spawn", "--cpu", *args], e.root)
+        for name, (e, args) in cases.items()})
+    return {name: (e, runs[name]) for name, (e, _) in cases.items()}
 
 
 def test_the_script_takes_the_models_keywords_capture_settings_and_output(
@@ -92,10 +126,10 @@ def test_the_script_takes_the_models_keywords_capture_settings_and_output(
 
 
 @pytest.mark.slow
-def test_gpt2_pipelined_under_gloo_equals_one_process(exported: Exported) -> None:
+def test_gpt2_pipelined_under_gloo_equals_one_process(
+        exported: Exported, ran: dict[str, tuple[Exported, Any]]) -> None:
     save = exported.root / "eval"
-    save.mkdir()
-    result = _spawn(exported, "--check", "--save", str(save))
+    result = ran["eval"][1]
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "compared in eval mode (dropout off" in result.stdout
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
@@ -114,7 +148,7 @@ def test_gpt2_pipelined_under_gloo_equals_one_process(exported: Exported) -> Non
         got = grads[0].get(name, grads[1].get(name))
         assert torch.allclose(got, want, rtol=1e-5, atol=1e-5), name
     # in train mode, as built: dropout draws other numbers on each rank; --check says so
-    result = _spawn(exported, "--check", "--mode", "train")
+    result = ran["train"][1]
     assert result.returncode == 1, result.stdout + result.stderr[-4000:]
     out = result.stdout
     assert "compared in train mode" in out and "equal the unpipelined model's: False" in out
@@ -124,26 +158,10 @@ def test_gpt2_pipelined_under_gloo_equals_one_process(exported: Exported) -> Non
     assert "--mode eval" in out
 
 
-def _looped(root: Path, graph: str, target: str, example: str) -> Exported:
-    """The graph `graph` (ROOT/GRAPH.plan) planned as 4 stages looping over 2 ranks
-    (ScheduleInterleaved1F1B), exported with the nearest split; its step run by the
-    script under gloo must equal one process."""
-    (root / "looped.plan").write_text(
-        f'import "{graph}.plan"\n'
-        "cluster c {\n  device gpu[0..1] { kind gpu  memory 1 GiB  flops 10 TFLOPS }\n"
-        "  link gpu0 <-> gpu1 { bandwidth 100 GB/s }\n}\n"
-        f"plan p {{ graph {graph}  cluster c  objective pipeline  microbatches 4  "
-        "schedule interleaved  stages_per_device 2 }\n")
-    planner_ok("solve", root / "looped.plan", "--out", root / "looped.json")
-    planner_ok("export", "torch", root / "looped.plan", target, "--example", example,
-               "--placement", root / "looped.json", "--pipeline", "--nearest",
-               "--device-map", "gpu0=cpu,gpu1=cpu", "-o", root / "looped_pipe.json",
-               "--code", root / "looped_step.py")
-    doc = json.loads((root / "looped_pipe.json").read_text())
-    assert doc["schedule_class"] == "ScheduleInterleaved1F1B"
-    assert [s["rank"] for s in doc["stages"]] == [0, 1, 0, 1]
-    looped = Exported(doc, root / "looped_step.py", load_script(root / "looped_step.py"), root)
-    result = _spawn(looped, "--check")
+def _looped_ran(ran: dict[str, tuple[Exported, Any]], name: str) -> Exported:
+    """The looped case `name`, whose step run by the script under gloo must equal one
+    process."""
+    looped, result = ran[name]
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
     return looped
@@ -151,13 +169,13 @@ def _looped(root: Path, graph: str, target: str, example: str) -> Exported:
 
 @pytest.mark.slow
 def test_gpt2_interleaved_relays_the_mask_its_blocks_share(
-        exported: Exported) -> None:
+        ran: dict[str, tuple[Exported, Any]]) -> None:
     """4 stages looping over 2 ranks (ScheduleInterleaved1F1B), which sends between
     adjacent stages only: the attention mask that the first stage computes and every block
     reads is relayed by the stages between. Before: the step failed, "PipelineScheduleMulti
     only supports adjacent-stage communication, but stage 0 has forward send stages [1, 2,
     3]"; now its loss and gradients equal one process's."""
-    looped = _looped(exported.root, "gpt2", f"{MODELS}:gpt2", EXAMPLE)
+    looped = _looped_ran(ran, "gpt2_looped")
     # in this process: after the relay, every stage takes its tensors from the one before
     script = looped.script
     model, namespace = script.load_model(mode="eval")
@@ -176,13 +194,11 @@ def test_gpt2_interleaved_relays_the_mask_its_blocks_share(
 
 
 @pytest.mark.slow
-def test_t5_interleaved_relays_in_the_order_torch_sends(tmp_path: Path) -> None:
+def test_t5_interleaved_relays_in_the_order_torch_sends(
+        ran: dict[str, tuple[Exported, Any]]) -> None:
     """T5 (tied_models.py: its `shared` embedding tied, the encoder's output read by every
     decoder block) as 4 stages on 2 ranks: the stages between relay several tensors, and
     each stage takes its inputs in the order the stage before returns them, as torch pairs
     sends and receives. Before: gloo's "Received data size doesn't match expected size"
     (1024 vs 64 bytes: a relayed tensor received as another)."""
-    models = HERE / "tied_models.py"
-    planner_ok("import", "torch", f"{models}:t5", "--example", "t5_tokens()", "--training",
-               "--name", "t5", "-o", tmp_path / "t5.plan")
-    _looped(tmp_path, "t5", f"{models}:t5", "t5_tokens()")
+    _looped_ran(ran, "t5_looped")
