@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torch_support import load_script, planner_ok
+from torch_support import command_job, command_result, load_script, planner_ok, run_jobs
 from typer.testing import CliRunner
 
 import planner
@@ -40,7 +40,6 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip insta
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 MODELS = HERE / "torch_pipeline_models.py"
-RUNNER = HERE / "torch_pipeline_runner.py"
 #: per model of torch_pipeline_models.py: the `--input` of one micro-batch
 INPUTS = {"mlp": "8x16", "encoder": "2x6x16", "blocks": "2x6x16"}
 CONFIGS = [*((model, ranks, schedule) for model in ("mlp", "encoder") for ranks in (2, 4)
@@ -118,18 +117,71 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int, s
     return out
 
 
+def _other_ranks(root: Path) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The MLP planned on 4 devices exported for 2 ranks (merged), its interleaved plan on
+    2 devices for 4 ranks (looped): the runner's jobs and the scripts (modules)."""
+    model, namespace = load_target(f"{MODELS}:mlp")
+    traced = trace(model, example_inputs([INPUTS["mlp"]], None, namespace), "fx")
+    jobs, scripts = [], []
+    for k, (settings, devices, ranks) in enumerate((
+            (None, ["gpu0"] * 3 + ["gpu1"] * 2 + ["gpu2"] * 2 + ["gpu3"] * 3, 2),
+            ("objective pipeline  microbatches 4  schedule interleaved  stages_per_device 2",
+             ["gpu0"] * 3 + ["gpu1"] * 2 + ["gpu0"] * 2 + ["gpu1"] * 3, 4))):
+        spec = _plan(root, "mlp", 4, "1f1b", settings)
+        problem = planner.load(spec).plans["p"]
+        plan_file = root / f"plan{k}.json"
+        plan_file.write_text(json.dumps({"placement": _mlp_placement(problem, traced,
+                                                                     devices)}))
+        planner_ok("export", "torch", spec, f"{MODELS}:mlp", "--input", INPUTS["mlp"],
+                   "--placement", plan_file, "--pipeline", "--ranks", str(ranks), "--device-map",
+                   ",".join(f"gpu{d}=cpu" for d in range(4)), "-o", root / f"pipe{k}.json",
+                   "--code", root / f"pipe{k}.py")
+        (root / f"save{k}").mkdir()
+        jobs.append({"script": str(root / f"pipe{k}.py"), "ranks": ranks,
+                     "save": str(root / f"save{k}"), "rendezvous": str(root / f"r{k}")})
+        scripts.append(load_script(root / f"pipe{k}.py"))
+    return jobs, scripts
+
+
+def _keyword_interleaved(root: Path) -> Path:
+    """The MLP given its input as a keyword (`--example "dict(input=...)"`), 4 stages
+    looping over 2 ranks: the export's script."""
+    example = "dict(input=torch.randn(8, 16))"
+    planner_ok("import", "torch", f"{MODELS}:mlp", "--example", example, "--training",
+               "--name", "mlp", "-o", root / "mlp.plan")
+    spec = _plan(root, "mlp", 2, "interleaved")
+    planner_ok("solve", spec, "--out", root / "plan.json")
+    planner_ok("export", "torch", spec, f"{MODELS}:mlp", "--example", example, "--placement",
+               root / "plan.json", "--pipeline", "--device-map", "gpu0=cpu,gpu1=cpu",
+               "-o", root / "pipe.json", "--code", root / "step.py")
+    return root / "step.py"
+
+
+@dataclass
+class Ran:
+    """The steps run: the other-ranks jobs and scripts; the keyword case's folder and its
+    `--spawn --cpu --check`."""
+
+    other_ranks: tuple[list[dict[str, Any]], list[Any]]
+    keywords: Path
+    keywords_run: subprocess.CompletedProcess[str]
+
+
 @pytest.fixture(scope="module")
 def ran(exported: dict[tuple[str, int, str], Exported],
-        tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Every configuration's step, run by its script in one set of 4 processes."""
+        tmp_path_factory: pytest.TempPathFactory) -> Ran:
+    """Every configuration's step, run by its script, the plans exported at other ranks,
+    and the keyword case's command, in one set of 4 processes (torch imported once per
+    process, not once per run and rank)."""
     root = tmp_path_factory.mktemp("rendezvous")
     jobs = [{"script": str(e.script), "ranks": e.ranks, "save": str(e.save),
              "rendezvous": str(root / f"job{k}")} for k, e in enumerate(exported.values())]
-    (root / "jobs.json").write_text(json.dumps(jobs))
-    result = subprocess.run([sys.executable, str(RUNNER), str(root / "jobs.json")],
-                            capture_output=True, text=True, timeout=900, check=False,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert result.returncode == 0, result.stderr[-4000:]
+    other_ranks = _other_ranks(tmp_path_factory.mktemp("other_ranks"))
+    keywords = tmp_path_factory.mktemp("keywords")
+    command = command_job(root, "keywords", _keyword_interleaved(keywords),
+                          ["--spawn", "--cpu", "--check"], keywords)
+    run_jobs(root, [*jobs, *other_ranks[0], command])
+    return Ran(other_ranks, keywords, command_result(command))
 
 
 def _params_of(traced: Traced, ops: set[str]) -> set[str]:
@@ -151,7 +203,7 @@ def _params_of(traced: Traced, ops: set[str]) -> set[str]:
 @pytest.mark.parametrize("config", CONFIGS, ids=[f"{m}-{r}-{s}" for m, r, s in CONFIGS])
 def test_a_pipelined_step_equals_the_unpipelined_model(
         config: tuple[str, int, str], exported: dict[tuple[str, int, str], Exported],
-        ran: None) -> None:
+        ran: Ran) -> None:
     e = exported[config]
     doc = e.doc
     # the split is the plan's, at module boundaries; a stage per process (2 under interleaved)
@@ -406,35 +458,12 @@ def test_recompute_of_one_device_name_is_that_device_not_its_letters(tmp_path: P
 
 
 @pytest.mark.slow
-def test_a_plan_exported_at_other_ranks_runs_as_one_process(tmp_path: Path) -> None:
+def test_a_plan_exported_at_other_ranks_runs_as_one_process(ran: Ran) -> None:
     """The MLP planned on 4 devices, run on 2 ranks (merged) and its interleaved plan on 2
     devices run on 4 ranks (looped): loss and gradients equal the unpipelined model's."""
-    model, namespace = load_target(f"{MODELS}:mlp")
-    traced = trace(model, example_inputs([INPUTS["mlp"]], None, namespace), "fx")
-    jobs, scripts = [], []
-    for k, (settings, devices, ranks) in enumerate((
-            (None, ["gpu0"] * 3 + ["gpu1"] * 2 + ["gpu2"] * 2 + ["gpu3"] * 3, 2),
-            ("objective pipeline  microbatches 4  schedule interleaved  stages_per_device 2",
-             ["gpu0"] * 3 + ["gpu1"] * 2 + ["gpu0"] * 2 + ["gpu1"] * 3, 4))):
-        spec = _plan(tmp_path, "mlp", 4, "1f1b", settings)
-        problem = planner.load(spec).plans["p"]
-        plan_file = tmp_path / f"plan{k}.json"
-        plan_file.write_text(json.dumps({"placement": _mlp_placement(problem, traced,
-                                                                     devices)}))
-        planner_ok("export", "torch", spec, f"{MODELS}:mlp", "--input", INPUTS["mlp"],
-                   "--placement", plan_file, "--pipeline", "--ranks", str(ranks), "--device-map",
-                   ",".join(f"gpu{d}=cpu" for d in range(4)), "-o", tmp_path / f"pipe{k}.json",
-                   "--code", tmp_path / f"pipe{k}.py")
-        (tmp_path / f"save{k}").mkdir()
-        jobs.append({"script": str(tmp_path / f"pipe{k}.py"), "ranks": ranks,
-                     "save": str(tmp_path / f"save{k}"), "rendezvous": str(tmp_path / f"r{k}")})
-        scripts.append(load_script(tmp_path / f"pipe{k}.py"))
-        assert ranks == scripts[-1].RANKS and "not the plan's" in scripts[-1].__doc__
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    result = subprocess.run([sys.executable, str(RUNNER), str(tmp_path / "jobs.json")],
-                            capture_output=True, text=True, timeout=900, check=False,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert result.returncode == 0, result.stderr[-4000:]
+    jobs, scripts = ran.other_ranks
+    for job, script in zip(jobs, scripts, strict=True):
+        assert job["ranks"] == script.RANKS and "not the plan's" in script.__doc__
     for job, script in zip(jobs, scripts, strict=True):
         results = [torch.load(Path(job["save"]) / f"rank{r}.pt") for r in range(job["ranks"])]
         assert all(r["grads"] for r in results)  # every rank holds a stage
@@ -476,26 +505,15 @@ def test_the_readme_pipeline_example_runs(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 @pytest.mark.slow
-def test_interleaved_takes_keyword_inputs_on_the_first_stage_alone(tmp_path: Path) -> None:
+def test_interleaved_takes_keyword_inputs_on_the_first_stage_alone(ran: Ran) -> None:
     """The MLP given its input as a keyword (`--example "dict(input=...)"`), 4 stages
     looping over 2 ranks: torch's interleaved schedule passes the step's keyword inputs to
     every stage of the first rank, and the script gives them to the first stage alone.
     Before: stage 2 failed, `forward() got an unexpected keyword argument 'input'`."""
-    example = "dict(input=torch.randn(8, 16))"
-    planner_ok("import", "torch", f"{MODELS}:mlp", "--example", example, "--training",
-               "--name", "mlp", "-o", tmp_path / "mlp.plan")
-    spec = _plan(tmp_path, "mlp", 2, "interleaved")
-    planner_ok("solve", spec, "--out", tmp_path / "plan.json")
-    planner_ok("export", "torch", spec, f"{MODELS}:mlp", "--example", example, "--placement",
-               tmp_path / "plan.json", "--pipeline", "--device-map", "gpu0=cpu,gpu1=cpu",
-               "-o", tmp_path / "pipe.json", "--code", tmp_path / "step.py")
-    doc = json.loads((tmp_path / "pipe.json").read_text())
+    doc = json.loads((ran.keywords / "pipe.json").read_text())
     assert doc["schedule_class"] == "ScheduleInterleaved1F1B"
     assert [s["rank"] for s in doc["stages"]] == [0, 1, 0, 1]
-    result = subprocess.run([sys.executable, str(tmp_path / "step.py"), "--spawn", "--cpu",
-                             "--check"], capture_output=True, text=True, timeout=600,
-                            check=False, cwd=tmp_path,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    result = ran.keywords_run
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
 
