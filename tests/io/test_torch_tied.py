@@ -102,12 +102,20 @@ plan pipe { graph gpt2  cluster four  objective pipeline  microbatches 8  schedu
 """
 
 
+_IMPORTED: dict[str, str] = {}
+
+
 def _import_gpt2(tmp_path: Path) -> Path:
-    """tied_models.py's GPT-2, imported for training (`--granularity module:2`): gpt2.plan."""
+    """tied_models.py's GPT-2, imported for training (`--granularity module:2`): gpt2.plan
+    (imported once, its text written again for the next test)."""
     _hf()
     spec = tmp_path / "gpt2.plan"
-    planner_ok("import", "torch", f"{MODELS}:gpt2", "--example", "tokens()", "--granularity",
-               "module:2", "--training", "--name", "gpt2", "-o", spec)
+    if "gpt2" not in _IMPORTED:
+        planner_ok("import", "torch", f"{MODELS}:gpt2", "--example", "tokens()",
+                   "--granularity", "module:2", "--training", "--name", "gpt2", "-o", spec)
+        _IMPORTED["gpt2"] = spec.read_text()
+    else:
+        spec.write_text(_IMPORTED["gpt2"])
     return spec
 
 
