@@ -28,6 +28,7 @@ import planner.bounds as bounds
 from planner import algorithms, fastsim, signals
 from planner.algorithms import run
 from planner.algorithms.base import AlgorithmInfo, Interrupted, Solution
+from planner.algorithms.exact.watched import Watched
 from planner.algorithms.listsched import etf
 from planner.model import Problem
 from planner.spec.load import load_path
@@ -229,3 +230,24 @@ def test_a_stop_after_the_json_document_leaves_its_exit_code(
     with signals.deferred(), guarding.guard("solve", True) as report:  # as `main` runs one
         report.result = {}
     # no KeyboardInterrupt when the deferral ended: the document's exit code (0) stands
+
+
+def test_planners_threads_leave_stops_to_the_main_thread() -> None:
+    """The solve thread (and the threads the solver starts from it), the progress ticker and
+    the solver-output reader block SIGINT, SIGTERM and SIGHUP, so that a stop sent to the
+    process reaches the main thread (`signals.stops_to_the_main_thread`); before, they took
+    them as any thread may, and a Ctrl-C to `--algo ilp` was once never raised."""
+    def masks() -> tuple[set[int], set[int]]:
+        inner: list[set[int]] = []
+        child = threading.Thread(target=lambda: inner.append(
+            set(signal.pthread_sigmask(signal.SIG_BLOCK, []))))
+        child.start()
+        child.join()
+        return set(signal.pthread_sigmask(signal.SIG_BLOCK, [])), inner[0]
+
+    run = Watched(masks, "planner-test")
+    assert run.wait(10)
+    own, started = run.value()
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    assert stops <= own and stops <= started
+    assert not stops & set(signal.pthread_sigmask(signal.SIG_BLOCK, []))  # main: untouched

@@ -25,6 +25,7 @@ from rich.text import Text
 
 from ..bounds import Bounds
 from ..model import Problem
+from ..signals import stops_to_the_main_thread
 from ..simulate import SimResult
 from ..units import format_bytes, format_bytes_of, format_percent_of, format_seconds
 from .diagnostics import printable
@@ -313,6 +314,7 @@ def plain_progress_lines(line: Callable[[], str]) -> Iterator[None]:
     stop = threading.Event()
 
     def tick() -> None:
+        stops_to_the_main_thread()
         while not stop.wait(interval):
             try:
                 sys.stderr.write(f"planner: {line()}\n")

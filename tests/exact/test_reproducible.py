@@ -65,7 +65,11 @@ def test_a_hard_limit_marks_exactly_the_searches_it_cut_short() -> None:
 
 
 def _interrupt_after(seconds: float) -> threading.Timer:
-    timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
+    def ctrl_c() -> None:  # as from a terminal: the sending thread does not take it itself
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(seconds, ctrl_c)
     timer.start()
     return timer
 

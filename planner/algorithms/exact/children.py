@@ -36,6 +36,8 @@ import types
 from collections.abc import Iterator
 from typing import IO, Any
 
+from ...signals import stops_to_the_main_thread
+
 #: the environment variable that marks a solver and everything it starts
 TOKEN_VAR = "PLANNER_SOLVER_TOKEN"
 #: how much of a solver's output is kept: its start and its end
@@ -117,6 +119,7 @@ class BoundedOutput:
         self._thread.start()
 
     def _read(self) -> None:
+        stops_to_the_main_thread()
         with contextlib.suppress(OSError, ValueError):  # the pipe closed under it
             while chunk := self._pipe.read1(64 * 1024):  # type: ignore[attr-defined]
                 room = self._head_cap - len(self.head)

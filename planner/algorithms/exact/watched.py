@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar, cast
 
+from ...signals import stops_to_the_main_thread
+
 T = TypeVar("T")
 
 #: how often the waiting main thread wakes to let a signal in
@@ -31,6 +33,7 @@ class Watched(Generic[T]):
         threading.Thread(target=self._run, name=name, daemon=True).start()
 
     def _run(self) -> None:
+        stops_to_the_main_thread()  # and from the solver's own threads, started here
         try:
             self._value = self._call()
         except BaseException as err:  # noqa: BLE001 - handed to the main thread
