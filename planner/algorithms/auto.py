@@ -20,8 +20,10 @@ on small graphs.
    next-best feasible plan whose placement no search has started from gets the moves
    left, with the same stall rule, and so on while moves and plans remain; the fastest
    result wins, ties to the earlier start. The first search is the one that ran alone
-   before, so later starts can only make the plan faster (CP-SAT's share still follows
-   whether that first search improved the plan). On Inception-v2 at 36% of small4's
+   before, so later starts can only make the search phase's plan faster (CP-SAT's share
+   still follows whether that first search improved the plan; on graphs of at most
+   `CPSAT_MAX_OPS` ops CP-SAT then starts from the faster plan, and what it finds from
+   there is not bound to beat what it found from the old one). On Inception-v2 at 36% of small4's
    memory the search from cpop's plan (the best, 121.42 ms) stalls at 121.17 ms after
    4,379 of 38,752 moves; from m-SCT's (the fourth) the moves left reach 92.68 ms.
    Later starts run only where the stall rule has reached `STALL_MAX` (budgets from
