@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
@@ -178,16 +179,16 @@ def scan(text: str) -> Scan:
     return found
 
 
-def _modules() -> dict[str, Scan]:
+@cache
+def modules() -> dict[str, Scan]:
+    """Every planner module's scan, made on first use: at import it cost every xdist
+    worker about 3 s of collection, though one worker runs these tests."""
     return {p.relative_to(PACKAGE).as_posix(): scan(p.read_text(encoding="utf-8"))
             for p in sorted(PACKAGE.rglob("*.py")) if p.name != "codes.py"}
 
 
-MODULES = _modules()
-
-
 def _where(code: str) -> set[str]:
-    return {m for m, s in MODULES.items() if code in s.used}
+    return {m for m, s in modules().items() if code in s.used}
 
 
 def test_the_scanner_finds_codes_and_their_exits_and_skips_docstrings() -> None:
@@ -211,13 +212,13 @@ def test_the_table_is_in_order_without_duplicates() -> None:
 
 
 def test_every_code_in_the_source_is_registered() -> None:
-    unknown = {f"{c} in planner/{m}" for m, s in MODULES.items() for c in s.mentioned
+    unknown = {f"{c} in planner/{m}" for m, s in modules().items() for c in s.mentioned
                if c not in CODES}
     assert not unknown, "add a Code(...) line to planner/codes.py for each"
 
 
 def test_no_code_is_built_at_run_time() -> None:
-    built = [f"planner/{m}:{line}" for m, s in MODULES.items() for line in s.built]
+    built = [f"planner/{m}:{line}" for m, s in modules().items() for line in s.built]
     assert not built, "write codes as literals, so the registry tests can see them"
 
 
@@ -227,7 +228,7 @@ def test_every_registered_code_is_used_and_retired_ones_are_not() -> None:
         if not c.retired:
             assert where, f"{c.code} is raised nowhere: mark it retired or remove it"
             continue
-        tested = {m for m, s in MODULES.items() if c.code in s.compared}
+        tested = {m for m, s in modules().items() if c.code in s.compared}
         assert not where | tested, f"{c.code} is retired (now {c.retired}): {where | tested}"
         for new in re.findall(r"[EW]\d{3}", c.retired):
             assert new in CODES and not CODES[new].retired, f"{c.code} -> {new}"
@@ -243,7 +244,7 @@ def test_a_code_lives_in_one_module_unless_shared_for_one_meaning() -> None:
 def test_codes_come_from_the_modules_of_their_layer() -> None:
     assert set(HOMES) == set(LAYERS)
     strays = {f"{c} ({layer(c)}) in planner/{m}"
-              for m, s in MODULES.items() for c in s.used
+              for m, s in modules().items() for c in s.used
               if c in CODES and not m.startswith(HOMES[_prefix(c)])}
     assert not strays, "pick a code in the module's range, or add the module to HOMES"
 
@@ -254,7 +255,7 @@ def _prefix(code: str) -> str:
 
 def test_exit_statuses_match_the_errors_that_carry_the_codes() -> None:
     wrong = {f"{c} in planner/{m}: raised with exit {sorted(e)}, registered {CODES[c].exit}"
-             for m, s in MODULES.items() for c, e in s.exits.items()
+             for m, s in modules().items() for c, e in s.exits.items()
              if c in CODES and e != {CODES[c].exit}}
     assert not wrong
 
@@ -262,7 +263,7 @@ def test_exit_statuses_match_the_errors_that_carry_the_codes() -> None:
 def test_warnings_and_only_warnings_are_w_codes() -> None:
     for c in TABLE:
         assert (c.code[0] == "W") == (c.exit == 0), c.code
-    given = {c for s in MODULES.values() for c in s.warnings}
+    given = {c for s in modules().values() for c in s.warnings}
     assert given and all(c.startswith("W") for c in given), given
 
 
