@@ -139,8 +139,15 @@ def _module_of(where_text: str, file: Path) -> ModuleType:
     module imported by name. A path that is no Python file (a name with a slash is a path,
     never a module's) is E001, E002, E003 or E008 (a planted link must not make planner
     run code elsewhere), as for any other input file."""
-    if where_text.endswith(".py") or "/" in where_text or os.sep in where_text:
+    a_path = "/" in where_text or os.sep in where_text
+    if where_text.endswith(".py") or a_path:
         require_file(file, where_text, "Python", FOLDER_HINT)
+    if not where_text.endswith(".py") and (a_path or file.is_file()):
+        # before: Python's "No module named '/path/model'", as if a module were meant
+        raise SpecError(Diagnostic(
+            "E939", f"cannot import {where_text}: a model file must be Python source "
+            "ending in `.py` (or a `.pt2` that torch.export saved)", Span.of_path(where_text),
+            (f"rename it to `{file.stem}.py`, or give a module as `package.module:NAME`",)))
     if not where_text.endswith(".py"):
         module: ModuleType = _import_module(where_text)
         if getattr(module, "__file__", None) is None and file.is_dir():

@@ -209,3 +209,18 @@ def test_a_cluster_file_with_a_syntax_error_is_reported_before_the_model_loads(
     code, _, err = invoke(["import", "torch", "model.py:model", "--input", "2x4",
                            "--cluster", "c.plan", "-o", "m.plan"], tmp_path)
     assert code == 2 and "E931" in err and not (tmp_path / "LOADED").exists(), err
+
+
+def test_a_model_file_that_is_not_python_source_is_e939_at_its_path(tmp_path: Path) -> None:
+    """Before: "No module named '/path/model'", as if TARGET named a module."""
+    (tmp_path / "mlp.txt").write_text("import pathlib\npathlib.Path('LOADED').touch()\n")
+    for target in ("mlp.txt", str(tmp_path / "mlp.txt") + ":model"):
+        code, _, err = invoke(["import", "torch", target, "-o", "m.plan"], tmp_path)
+        shown = target.removesuffix(":model")
+        assert code == 1 and err.startswith(f"{shown}: error[E939]: "), err
+        assert "must be Python source ending in `.py`" in err and "No module" not in err, err
+        assert "rename it to `mlp.py`" in err, err
+    assert not (tmp_path / "LOADED").exists()
+    code, _, err = invoke(["import", "torch", "json.decoder:nothing", "-o", "m.plan"],
+                          tmp_path)  # a module by name still imports
+    assert code == 1 and "json.decoder defines no `nothing`" in err, err
