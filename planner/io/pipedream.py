@@ -286,8 +286,21 @@ def _fields(sink: DiagnosticSink, fields: str, line: Span, column: int
                 spans[name] = Span(line.file, line.line, start, line.line,
                                    start + max(1, len(value.strip())))
                 keys_at[name] = key_at
+        elif item.strip():  # was: dropped, then reported as a missing field
+            at_col = column + len(item) - len(item.lstrip())
+            text = item.strip()
+            sink.error("E911", f"a node line's field `{_short(text)}` has no `=`",
+                       Span(line.file, line.line, at_col, line.line, at_col + len(text)),
+                       f"write it `KEY=VALUE`, e.g. `{_field_fix(text)}`", _FIELDS_HINT)
+            ok = False
         column += len(item) + 1
     return (values, spans) if ok else None
+
+
+def _field_fix(text: str) -> str:
+    """`text`, a field written without `=`, as `KEY=VALUE` where it reads `KEY VALUE`."""
+    key, _, value = text.partition(" ")
+    return f"{_short(key)}={_short(value)}" if value.strip() else "forward_compute_time=0.5"
 
 
 def _unknown_key_hints(key: str) -> tuple[str, ...]:

@@ -328,6 +328,22 @@ def test_a_field_written_twice_is_e911_at_the_second() -> None:
     assert d.hints == ("keep one `forward_compute_time=`: each field is written once",)
 
 
+def test_a_field_without_its_equals_sign_is_e911_at_that_field() -> None:
+    """`backward_compute_time 0.5` was dropped, then reported as a field the line lacks,
+    over all the fields."""
+    line = ("node3 -- Conv2d(3, 64) -- forward_compute_time=1.0, backward_compute_time 0.5, "
+            "activation_size=4.0, parameter_size=0.0")
+    with pytest.raises(SpecError) as err:
+        parse_pipedream(f"{_OK}{line}\n\tnode1 -- node3\n", "g.txt")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.message) == ("E911", "a node line's field `backward_compute_time 0.5` "
+                                           "has no `=`")
+    assert d.span is not None and (d.span.line, d.span.column) == (
+        2, line.index("backward") + 1)
+    assert line[d.span.column - 1:d.span.end_column - 1] == "backward_compute_time 0.5"
+    assert d.hints[0] == "write it `KEY=VALUE`, e.g. `backward_compute_time=0.5`"
+
+
 @pytest.mark.parametrize(("fields", "key", "hint"), [
     # a misspelt key: was "node line lacks `forward_compute_time`", over all the fields
     ("forward_compute_tme=1.0, backward_compute_time=0.0, activation_size=4.0, "
