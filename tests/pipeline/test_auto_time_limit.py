@@ -24,6 +24,12 @@ def _problem():  # eight devices of random speeds: every chain is distinct
                        memories=(4000,))
 
 
+def _small():  # `_problem()`'s devices, 6 units: the hybrid's sizes come from the limit and
+    # the devices, not the graph's size (on 24 units the same sizes in 8x the time)
+    return random_spec(3, 6, 8, training=True, microbatches=8, schedule=INTERLEAVED,
+                       memories=(4000,))
+
+
 def test_small_limits_try_fewer_chains_the_default_all() -> None:
     p = _problem()
     assert p.pipeline is not None
@@ -110,9 +116,10 @@ def test_the_recomputing_split_is_sized_to_the_limit(monkeypatch) -> None:
 
     monkeypatch.setattr(contiguous, "_contiguous", spy)
     got = {}
-    for limit in (10.0, 2.0, 1.0, 0.0):
-        p = random_spec(3, 24, 8, training=True, microbatches=8, schedule=INTERLEAVED,
-                        memories=(150,))  # no split fits without recomputing
+    for limit in (10.0, 2.0, 1.0, 0.0):  # the cells come from the limit, not the graph: a
+        # small one shows them (24 units: the same cells in 3x the time)
+        p = random_spec(3, 6, 8, training=True, microbatches=8, schedule=INTERLEAVED,
+                        memories=(60,))  # no split fits without recomputing
         seen.clear()
         run("auto", p, Options(time_limit_s=limit))
         got[limit] = seen[:]
@@ -152,7 +159,7 @@ def _capped_searches(monkeypatch) -> collections.Counter[tuple[int, ...]]:  # ty
 
 @pytest.fixture(scope="module")
 def hybrid_sizes() -> dict[float, tuple[set[int], set[float]]]:
-    """Per limit, what `auto`'s hybrid candidate was given on `_problem()`: its DP's cuts
+    """Per limit, what `auto`'s hybrid candidate was given on `_small()`: its DP's cuts
     (`pipehybrid.MAX_CUTS` where none), its cut moves' budget of copied ops
     (`pipehybrid.REFINE_COPIED_OPS` where none). One run per limit serves both tests."""
     from planner.algorithms import pipehybrid
@@ -176,7 +183,7 @@ def hybrid_sizes() -> dict[float, tuple[set[int], set[float]]]:
         for limit in (10.0, 2.0, 1.0, 0.5, 0.0):
             cuts.clear()
             budgets.clear()
-            run("auto", _problem(), Options(time_limit_s=limit))
+            run("auto", _small(), Options(time_limit_s=limit))
             seen[limit] = (set(cuts), set(budgets))
     return seen
 
