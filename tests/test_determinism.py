@@ -1,7 +1,9 @@
 """Every registered algorithm writes a byte-identical plan file on every run.
 
-Each algorithm runs as a user runs it (`python -m planner solve ... --out`), twice, under
-two different `PYTHONHASHSEED`s, so neither hash order nor timing can leak into a plan.
+Each algorithm runs as a user runs it (`planner solve ... --out`), twice, under two
+different `PYTHONHASHSEED`s, so neither hash order nor timing can leak into a plan: one
+process per hash seed runs every algorithm's command in turn, in the same order in both
+(38 process starts took about as long as the solves themselves).
 `cpsat` and `auto` stop at a work limit (not proved optimal within it on this spec), and
 `search` at a move budget, all from `--time-limit 1`; `ilp`
 runs on `tiny.plan`, where HiGHS ends by itself well before its limit (the README states
@@ -10,6 +12,7 @@ that `ilp` is reproducible only then).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -40,15 +43,37 @@ INCEPTION = (HERE.parent / "specs" / "inception.plan", "inception_v2_small4")
 #: as busy as an idle one (`clock.LOAD_HEADROOM`). The clock's cut, and that the text then
 #: says so, have tests of their own; here it would make the outcome depend on the load: at
 #: load 4 and more, `search --time-limit 1` was cut at different moves in the two runs.
-NO_CLOCK = ("import sys\n"
+#: It runs the `planner` command of each job (name, arguments) of the JSON file argv[1]
+#: in turn, its stdout and stderr in the files NAME.out and NAME.err beside it, and writes
+#: each job's exit status to codes.json there.
+NO_CLOCK = ("import json, os, sys\n"
+            "from pathlib import Path\n"
             "from planner.algorithms import auto, autopipe, pipesearch, search\n"
             "search.cap = auto.cap = autopipe.cap = pipesearch.cap = "
             "lambda limit_s: float('inf')\n"
-            "sys.argv = ['planner', *sys.argv[1:]]\n"
             "from planner.__main__ import run\n"
-            "run()\n")
+            "where = Path(sys.argv[1]).parent\n"
+            "codes = {}\n"
+            "for name, args in json.loads(Path(sys.argv[1]).read_text()):\n"
+            "    sys.argv = ['planner', *args]\n"
+            "    kept = os.dup(1), os.dup(2)\n"
+            "    with open(where / f'{name}.out', 'wb') as out, "
+            "open(where / f'{name}.err', 'wb') as err:\n"
+            "        os.dup2(out.fileno(), 1)\n"
+            "        os.dup2(err.fileno(), 2)\n"
+            "        try:\n"
+            "            run()\n"
+            "            codes[name] = 0\n"
+            "        except SystemExit as stop:\n"
+            "            codes[name] = stop.code or 0\n"
+            "        finally:\n"
+            "            sys.stdout.flush()\n"
+            "            sys.stderr.flush()\n"
+            "            os.dup2(kept[0], 1)\n"
+            "            os.dup2(kept[1], 2)\n"
+            "(where / 'codes.json').write_text(json.dumps(codes))\n")
 
-# two `planner solve` processes per algorithm
+# two `planner solve` runs per algorithm
 pytestmark = pytest.mark.slow
 
 
@@ -68,32 +93,54 @@ def _same_or_cut(first: tuple[bytes, str], second: tuple[bytes, str]) -> None:
     assert first[0] == second[0]
 
 
-def _solve(algo: str, out: Path, hashseed: str, where: tuple[Path, str] | None = None,
-           limit: str = "1") -> tuple[bytes, str]:
+def _args(algo: str, out: Path, where: tuple[Path, str] | None = None,
+          limit: str = "1") -> list[str]:
     spec, plan = where or (TINY if algo == "ilp" else SPEC if get(algo).serves("makespan")
                            else PIPE)
-    env = {**os.environ, "PYTHONHASHSEED": hashseed}
     timed = ["--time-limit", limit] if algo in applicable_to("--time-limit") else []
-    proc = subprocess.run(
-        [sys.executable, "-c", NO_CLOCK, "solve", str(spec), "--plan", plan, "--algo", algo,
-         "--root", str(ROOT), *timed, "--out", str(out), "--json"],
-        env=env, capture_output=True, text=True, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return out.read_bytes(), proc.stdout
+    return ["solve", str(spec), "--plan", plan, "--algo", algo, "--root", str(ROOT), *timed,
+            "--out", str(out), "--json"]
+
+
+#: the jobs: each algorithm on its spec, and the issue's CP-SAT run on Inception-v3
+_JOBS: dict[str, tuple[str, tuple[Path, str] | None, str]] = {
+    **{algo: (algo, None, "1") for algo in names()},
+    "cpsat-inception": ("cpsat", INCEPTION, "3")}
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[bytes, str]]]:
+    """Per job, its plan file and stdout under hash seed 1, then 2 (`NO_CLOCK`)."""
+    jobs = [name for name, (algo, _, _) in _JOBS.items()
+            if algo != "ilp" or backends.available("highs")]
+    found: dict[str, list[tuple[bytes, str]]] = {name: [] for name in jobs}
+    for hashseed in ("1", "2"):
+        where = tmp_path_factory.mktemp(f"hashseed{hashseed}")
+        listed = where / "jobs.json"
+        listed.write_text(json.dumps([(name, _args(_JOBS[name][0], where / f"{name}.json",
+                                                    *_JOBS[name][1:])) for name in jobs]))
+        proc = subprocess.run([sys.executable, "-c", NO_CLOCK, str(listed)],
+                              env={**os.environ, "PYTHONHASHSEED": hashseed},
+                              capture_output=True, text=True, timeout=600, check=False)
+        assert proc.returncode == 0, proc.stderr
+        codes = json.loads((where / "codes.json").read_text())
+        for name in jobs:
+            err = (where / f"{name}.err").read_text(encoding="utf-8", errors="replace")
+            assert codes[name] == 0, (name, err)
+            found[name].append(((where / f"{name}.json").read_bytes(),
+                                (where / f"{name}.out").read_text(encoding="utf-8")))
+    return found
 
 
 @pytest.mark.parametrize("algo", names())
-def test_plan_files_are_byte_identical_across_runs_and_hash_seeds(algo: str,
-                                                                   tmp_path: Path) -> None:
+def test_plan_files_are_byte_identical_across_runs_and_hash_seeds(
+        algo: str, solved: dict[str, list[tuple[bytes, str]]]) -> None:
     if algo == "ilp" and not backends.available("highs"):
         pytest.skip("HiGHS (highspy) is not installed")
-    first = _solve(algo, tmp_path / "a.json", "1")
-    second = _solve(algo, tmp_path / "b.json", "2")
-    _same_or_cut(first, second)
+    _same_or_cut(*solved[algo])
 
 
-def test_the_issues_cpsat_run_on_inception_is_reproducible(tmp_path: Path) -> None:
+def test_the_issues_cpsat_run_on_inception_is_reproducible(
+        solved: dict[str, list[tuple[bytes, str]]]) -> None:
     # issue 10, item 7: two runs of this command wrote plans 772 diff lines apart
-    first = _solve("cpsat", tmp_path / "a.json", "1", INCEPTION, "3")
-    second = _solve("cpsat", tmp_path / "b.json", "2", INCEPTION, "3")
-    _same_or_cut(first, second)
+    _same_or_cut(*solved["cpsat-inception"])
