@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli.helpers import invoke
 from pipe_support import run_doc_commands
 
-from planner import load
-from planner.algorithms import run
-from planner.model import Pipeline
+from planner import algorithms, load
+from planner.algorithms import Options, Solution, run
+from planner.cli.options import AUTO_TIME_LIMIT_S
+from planner.model import Pipeline, Problem
 from planner.report.pipecompare import rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,9 +55,21 @@ def gpt24(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_gpt24_with_room_for_1f1b(gpt24: Path) -> None:
+#: `planner solve`'s limit for auto (10 s): the library's default (60 s) gave the same plans
+#: on gpt24_32 and gpt24_8 after 6x the cut moves (130 simulations, 10.8 s CPU, against 15)
+CLI_LIMIT = Options(time_limit_s=AUTO_TIME_LIMIT_S)
+
+
+@pytest.fixture(scope="module")
+def roomy(gpt24: Path) -> tuple[Problem, Solution]:
+    """gpt24_32 and auto's plan of it at `planner solve`'s limit: the test of the plan and
+    the test of what `solve` prints of it share the one run."""
     problem = load(gpt24).plan("gpt24_32")
-    sol = run("auto", problem)
+    return problem, run("auto", problem, CLI_LIMIT)
+
+
+def test_gpt24_with_room_for_1f1b(roomy: tuple[Problem, Solution]) -> None:
+    problem, sol = roomy
     assert sol.info["chosen"] in ("pipedp", "pipedp, cuts moved")
     compared = {r.label: r for r in rows(problem, sol.plan.placement, "auto")[0]}
     mine = compared["this plan"].run
@@ -69,7 +82,7 @@ def test_gpt24_with_room_for_1f1b(gpt24: Path) -> None:
 
 def test_gpt24_on_8_gib_says_how_memory_shaped_it(gpt24: Path) -> None:
     problem = load(gpt24).plan("gpt24_8")
-    sol = run("auto", problem)
+    sol = run("auto", problem, CLI_LIMIT)
     assert "memory shaped this split" in str(sol.info["memory_note"])
     compared = {r.label: r for r in rows(problem, sol.plan.placement, "auto")[0]}
     assert compared["this plan"].fits and not compared["one device"].fits
@@ -77,12 +90,27 @@ def test_gpt24_on_8_gib_says_how_memory_shaped_it(gpt24: Path) -> None:
     assert sol.info["period_s"] > run("pipedp", roomy).info["period_s"]
 
 
-def test_solve_json_carries_the_pipeline(gpt24: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "planner", "solve", str(gpt24), "--plan", "gpt24_32", "--json",
-         "--root", str(gpt24.parent)], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    pipe = json.loads(proc.stdout)["result"]["pipeline"]
+def test_solve_json_carries_the_pipeline(gpt24: Path, roomy: tuple[Problem, Solution],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # in-process; `solve`'s run of auto on gpt24_32 at its default limit is `roomy`'s (the
+    # same problem and options: the same plan), what it prints of it is this test's
+    problem, solution = roomy
+    ran = algorithms.run
+    shared: list[str] = []
+
+    def run_once(name: str, given: Problem, options: Options | None = None) -> Solution:
+        if (name == "auto" and options is not None and given == problem
+                and dataclasses.replace(options, progress=None) == CLI_LIMIT):
+            shared.append(name)
+            return solution
+        return ran(name, given, options)
+
+    monkeypatch.setattr(algorithms, "run", run_once)
+    monkeypatch.setenv("COLUMNS", "140")
+    code, out, err = invoke(["solve", str(gpt24), "--plan", "gpt24_32", "--json", "--root",
+                             str(gpt24.parent)], gpt24.parent)
+    assert code == 0, err
+    pipe = json.loads(out)["result"]["pipeline"]
     for key in ("iteration_s", "time_per_microbatch_s", "bubble_fraction", "stages",
                 "period_s", "period_bound_s", "compared"):
         assert key in pipe
@@ -94,13 +122,12 @@ def test_solve_json_carries_the_pipeline(gpt24: Path) -> None:
     assert sum(len(s["ops"]) for s in pipe["stages"]) == 681
     assert [c["plan"] for c in pipe["compared"]] == [
         "one device", "uniform split", "makespan plan", "this plan"]
-    text = subprocess.run(
-        [sys.executable, "-m", "planner", "solve", str(gpt24), "--plan", "gpt24_32",
-         "--root", str(gpt24.parent)], capture_output=True, text=True, check=False,
-        env={**os.environ, "COLUMNS": "140"})
-    assert text.returncode == 0, text.stderr
-    assert "compared, under the same pipeline" in text.stdout
-    assert "uniform split" in text.stdout and "period T" in text.stdout
+    code, text, err = invoke(["solve", str(gpt24), "--plan", "gpt24_32", "--root",
+                              str(gpt24.parent)], gpt24.parent)
+    assert code == 0, err
+    assert "compared, under the same pipeline" in text
+    assert "uniform split" in text and "period T" in text
+    assert shared == ["auto", "auto"]  # neither solve ran auto again
 
 
 @pytest.mark.slow
