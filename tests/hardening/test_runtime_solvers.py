@@ -154,7 +154,7 @@ def test_a_hanging_script_solver_is_killed_with_its_children(tmp_path: Path,
     proc, took = _solve_and_reap(tmp_path, _setup(tmp_path, HANG))
     result = json.loads(proc.stdout)["result"]
     assert result["status"] == "fallback" and "killed" in result["reason"]
-    assert took < 60  # the watchdog: 1 s + 1.25 s grace, not the script's 300 s
+    assert took < 60  # the watchdog: 1 s + SHORT_GRACE's 1 s, not the script's 300 s
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
