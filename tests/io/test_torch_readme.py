@@ -1,19 +1,27 @@
 """The examples of docs/pytorch.md, "From PyTorch and back", run as written, and show what they
-print."""
+print.
+
+Each command runs as written, in this process: `planner ...` through the CLI's app, `python
+SCRIPT ARGS` as SCRIPT's `__main__` with those arguments, from a copy of the examples (a
+process per command imported torch, and transformers, again for each: most of their time).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
+import runpy
 import shlex
 import shutil
-import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
 
 pytest.importorskip("torch", reason="PyTorch is not installed (pip install 'planner[torch]')")
 
@@ -29,22 +37,38 @@ def _blocks(kind: str) -> list[str]:
     return re.findall(rf"```{kind}\n(.*?)```", _section(), re.DOTALL)
 
 
-def test_the_readme_example_runs(tmp_path: Path) -> None:
+def _run(line: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+         ) -> str:
+    """What the command `line` prints, run in this process from the current directory; it
+    must succeed."""
+    words = shlex.split(line)
+    if words[0] == "planner":
+        result = CliRunner().invoke(app, words[1:])
+        assert result.exit_code == 0, f"{line}\n{result.output}"
+        return result.stdout
+    assert words[0] == "python", line
+    capsys.readouterr()
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "argv", words[1:])
+        patch.syspath_prepend(str(Path(words[1]).resolve().parent))  # as `python SCRIPT`
+        try:
+            runpy.run_path(words[1], run_name="__main__")
+        except SystemExit as exit_:
+            assert exit_.code in (0, None), f"{line}\n{capsys.readouterr().err}"
+    return capsys.readouterr().out
+
+
+def _examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of docs/examples under `tmp_path`, the commands' working directory."""
     shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
+    monkeypatch.chdir(tmp_path)
+
+
+def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    _examples(tmp_path, monkeypatch)
     (commands,) = _blocks("sh")
-    outputs = []
-    for line in commands.strip().splitlines():
-        words = shlex.split(line)
-        if words[0] == "planner":
-            words = [sys.executable, "-m", "planner", *words[1:]]
-        else:
-            assert words[0] == "python"
-            words[0] = sys.executable
-        result = subprocess.run(words, cwd=tmp_path, capture_output=True, text=True,
-                                timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                                check=False)
-        assert result.returncode == 0, f"{line}\n{result.stderr}"
-        outputs.append(result.stdout)
+    outputs = [_run(line, monkeypatch, capsys) for line in commands.strip().splitlines()]
     assert "outputs equal eager: True" in outputs[-1]
     assert "copies [('3', 'gpu1')]" in outputs[-1] and '# [("3", "gpu1")]' in _section()
     placed = (tmp_path / "placed.py").read_text()
@@ -54,32 +78,18 @@ def test_the_readme_example_runs(tmp_path: Path) -> None:
             assert line in placed.splitlines()
 
 
-#: PyPI's torchvision is built against a CUDA torch and fails to import beside the CPU build
-#: (`tests/io/real_models.py` says why); transformers imports it, so each process of the
-#: example gets the same stand-in, through `sitecustomize`
-STAND_IN = ('import sys, types\nsys.modules.setdefault("torchvision._meta_registrations", '
-            'types.ModuleType("torchvision._meta_registrations"))\n')
-
-
-def test_the_readme_models_example_runs(tmp_path: Path) -> None:
+def test_the_readme_models_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
     for package in ("transformers", "accelerate"):
         if importlib.util.find_spec(package) is None:
             pytest.skip(f"{package} is not installed (CI installs it)")
-    shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(STAND_IN)
+    # PyPI's torchvision is built against a CUDA torch and fails to import beside the CPU
+    # build (`tests/io/real_models.py` says why); transformers imports it: the same stand-in
+    sys.modules.setdefault("torchvision._meta_registrations",
+                           types.ModuleType("torchvision._meta_registrations"))
+    _examples(tmp_path, monkeypatch)
     (commands,) = _blocks("shell")
-    outputs = []
-    for line in commands.strip().splitlines():
-        words = shlex.split(line)
-        words = [sys.executable, "-m", "planner", *words[1:]] if words[0] == "planner" \
-            else [sys.executable, *words[1:]]
-        result = subprocess.run(words, cwd=tmp_path, capture_output=True, text=True,
-                                timeout=300, check=False,
-                                env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{site}"})
-        assert result.returncode == 0, f"{line}\n{result.stderr}"
-        outputs.append(result.stdout)
+    outputs = [_run(line, monkeypatch, capsys) for line in commands.strip().splitlines()]
     solved, ran, theirs = outputs[1], outputs[3], outputs[4]
     assert "dispatch_model equals eager: True; from_pretrained equals eager: True" in ran
     placed = json.loads((tmp_path / "gpt2_placed.json").read_text())
