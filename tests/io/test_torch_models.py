@@ -1,22 +1,23 @@
 """Six models people use, each through every step, on the CPU alone.
 
-torchvision's resnet18, mobilenet_v3_small and vit_b_16 and transformers' GPT-2, BERT and a
-Llama-style model (small configs, random weights: `real_models.py`), each at op
-granularity and at module granularity: `import torch` (torch.export, keyword inputs for
-the language models) -> `check` -> `solve` on two devices whose memory forces a split ->
-`export torch` -> the placed model computes exactly what eager mode does (every device
-mapped to `cpu`) and feeds no op from two devices (devices `cpu` and `meta`, where such an
-op fails). At module granularity the exported `device_map` is complete and correct:
-`accelerate.dispatch_model` with hooks, and for GPT-2 transformers' `from_pretrained(...,
-device_map=...)`, give eager mode's outputs, and accelerate's way of running a map (each
-mapped module's inputs moved to its device, other code where its inputs are) feeds no op
-from two devices. Without torchvision or transformers the models that need them skip;
-CI installs both.
+torchvision's resnet18, mobilenet_v3_small and VisionTransformer (vit_b_16's class) and
+transformers' GPT-2, BERT and a Llama-style model (the ViT and the language models from
+small configs; random weights: `real_models.py`), each at op granularity and at module
+granularity: `import torch` (torch.export, keyword inputs for the language models) ->
+`check` -> `solve` on two devices whose memory forces a split -> `export torch` -> the
+placed model computes exactly what eager mode does (every device mapped to `cpu`) and feeds
+no op from two devices (devices `cpu` and `meta`, where such an op fails). At module
+granularity the exported `device_map` is complete and correct: `accelerate.dispatch_model`
+with hooks, and for GPT-2 transformers' `from_pretrained(..., device_map=...)`, give eager
+mode's outputs, and accelerate's way of running a map (each mapped module's inputs moved to
+its device, other code where its inputs are) feeds no op from two devices. Without
+torchvision or transformers the models that need them skip; CI installs both.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.util
 import json
 import re
@@ -35,14 +36,15 @@ from typer.testing import CliRunner
 import planner
 from planner.cli import app
 from planner.io.torch_export import apply_plan, place_parameters, placement_of
-from planner.io.torch_import import Example, trace
+from planner.io.torch_import import Example, Traced, trace
+from planner.io.torch_units import unique_names, units
 
 MODELS_FILE = Path(__file__).with_name("real_models.py")
 #: the module depth whose calls are the model's repeated blocks, and their class
-DEPTH = {"resnet18": 2, "mobilenet_v3_small": 2, "vit_b_16": 3, "gpt2": 2, "bert": 2,
+DEPTH = {"resnet18": 2, "mobilenet_v3_small": 2, "vit": 3, "gpt2": 2, "bert": 2,
          "llama": 2}
 BLOCK = {"resnet18": "BasicBlock", "mobilenet_v3_small": "InvertedResidual",
-         "vit_b_16": "EncoderBlock", "gpt2": "GPT2Block", "bert": "BertLayer",
+         "vit": "EncoderBlock", "gpt2": "GPT2Block", "bert": "BertLayer",
          "llama": "LlamaDecoderLayer"}
 CPU = {"gpu0": "cpu", "gpu1": "cpu"}
 FAKE = {"gpu0": "cpu", "gpu1": "meta"}
@@ -143,6 +145,15 @@ def _hooks(model: Any, device_map: dict[str, Any]) -> None:
             if isinstance(tensor, torch.nn.Parameter) else tensor.to(device)
 
 
+def _grouped(traced: Traced, granularity: str) -> Traced:
+    """`traced` with its nodes grouped by `granularity`: what `trace(..., granularity)` gives
+    (the capture and its run do not depend on it), without capturing the model again."""
+    found = units(traced.gm, traced.method, granularity)
+    unique_names(found)
+    return dataclasses.replace(traced, units=found, granularity=granularity,
+                               names={n.name: u.name for u in found for n in u.nodes})
+
+
 def _eager(name: str) -> tuple[Any, Any]:
     if name not in _EAGER:
         model = getattr(real_models, name)()
@@ -158,6 +169,7 @@ def test_a_model_people_use_goes_through_every_step(tmp_path: Path, name: str) -
     _needs(name)
     model, expected = _eager(name)
     args, kwargs = real_models.example(name)
+    captured = trace(model, Example(args, kwargs), "auto")
     maps: dict[str, Any] = {}
     for granularity in ("op", f"module:{DEPTH[name]}"):
         work = tmp_path / granularity.replace(":", "_")
@@ -165,7 +177,7 @@ def test_a_model_people_use_goes_through_every_step(tmp_path: Path, name: str) -
         spec = _spec(work, name, granularity)
         text = spec.read_text()
         assert "captured with torch.export" in " ".join(text.replace("#", " ").split())
-        if granularity == "op" and name in (*real_models.TEXT, "vit_b_16"):
+        if granularity == "op" and name in (*real_models.TEXT, "vit"):
             attention = re.findall(r"# call_function aten\.(?:scaled_dot_product_attention|"
                                    r"bmm)\.[^\n]*\n(?:\s*#[^\n]*\n)*\s*op ([^\s{]+) \{([^}]*)",
                                    text)
@@ -185,7 +197,7 @@ def test_a_model_people_use_goes_through_every_step(tmp_path: Path, name: str) -
              "--placement", work / "plan.json", "--device-map", "gpu0=cpu,gpu1=cpu",
              "-o", work / "export.json")
         exported = json.loads((work / "export.json").read_text())
-        traced = trace(model, Example(args, kwargs), "auto", granularity)
+        traced = _grouped(captured, granularity)
         assert set(traced.names.values()) == set(placement)
         placed = apply_plan(traced, placement, CPU)
         given = traced.example  # the example, with `use_cache=False` for the language models
@@ -202,26 +214,24 @@ def test_a_model_people_use_goes_through_every_step(tmp_path: Path, name: str) -
         if granularity != "op":
             assert exported["device_map"] is not None, exported["device_map_note"]
             named = "keyed by name (`class_token`" in exported["device_map_note"]
-            assert named == (name == "vit_b_16")  # a tensor code reads, not a module
-            maps[granularity] = (traced, placement, exported["device_map"])
+            assert named == (name == "vit")  # a tensor code reads, not a module
+            maps[granularity] = (exported["device_map"], fake.device_map)
         elif exported["device_map"] is None:  # the nearest module-level plan is offered
             nearest = exported["nearest_module_plan"]
             assert nearest["makespan_s"] > 0 and "nearest module-level plan" in \
                 exported["device_map_note"]
-    (traced, placement, device_map), = maps.values()
-    _check_device_map(name, model, expected, traced, placement, device_map, tmp_path)
+    (device_map, fake_map), = maps.values()
+    _check_device_map(name, model, expected, device_map, fake_map, tmp_path)
 
 
-def _check_device_map(name: str, model: Any, expected: Any, traced: Any,
-                      placement: dict[str, str], device_map: dict[str, Any],
-                      tmp_path: Path) -> None:
+def _check_device_map(name: str, model: Any, expected: Any, device_map: dict[str, Any],
+                      fake_map: dict[str, Any] | None, tmp_path: Path) -> None:
     from accelerate import dispatch_model
 
     args, kwargs = real_models.example(name)
     dispatched = dispatch_model(copy.deepcopy(model), device_map, force_hooks=True)
     with torch.no_grad():
         assert _same(dispatched(*args, **kwargs), expected)
-    fake_map = apply_plan(traced, placement, FAKE, move=False).device_map
     assert fake_map is not None and {*fake_map.values()} == {"cpu", "meta"}
     hooked = copy.deepcopy(model)
     with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True) as mode:
