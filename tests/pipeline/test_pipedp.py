@@ -286,3 +286,23 @@ def test_a_split_that_breaks_a_pin_neither_fits_nor_wins() -> None:
     chosen = run("auto", p)
     assert chosen.info["chosen"] != "uniform"
     assert chosen.plan.placement[0] == 3 and not simulate(p, chosen.plan).violations
+
+
+@pytest.mark.parametrize(("seed", "schedule"), [(0, "1f1b"), (1, "gpipe")])
+def test_the_dps_blocks_change_no_split(seed: int, schedule: str,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`splitdp.BLOCK_CELLS` sizes the DP's (starts x ends) blocks for speed alone: a block
+    holds whole columns of ends, so blocks of two ends find every split and period that one
+    block of them all does."""
+    from planner.pipeline import splitdp
+
+    p = random_spec(900 + seed, 20, 4, training=True, schedule=schedule,
+                    memories=(100, 400))
+    found = {}
+    for cells in (42, 1 << 30):  # 21 cuts: 2 ends a block, and all in one
+        monkeypatch.setattr(splitdp, "BLOCK_CELLS", cells)
+        candidates = splitdp.split_candidates(p, p.pipeline, None, True, splitdp.MAX_CELLS,
+                                              balanced=True)
+        found[cells] = {s: [(f.period_s, f.split) for f in fs]
+                        for s, fs in candidates.items()}
+    assert found[42] == found[1 << 30] and found[42]
