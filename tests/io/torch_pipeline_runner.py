@@ -2,6 +2,12 @@
 processes (importing torch once per process rather than once per script and rank).
 
     python tests/io/torch_pipeline_runner.py JOBS.json
+    python tests/io/torch_pipeline_runner.py --serve
+
+`--serve` keeps its pool for every JOBS.json path read from its input, one a line, and
+answers each with a line of JSON on its output, `{"error": TEXT or null}`; it ends at the
+end of its input (torch_support.py starts one per test process, so that its files share
+the ranks' processes, torch and transformers imported and torch.export warmed up once).
 
 JOBS.json is a list of jobs, run one after the other on a pool of worker processes (rank k
 of every job on worker k; the pool grows to the most ranks a job takes). Two kinds:
@@ -190,22 +196,50 @@ def _main_job(pool: Pool, job: dict[str, Any], k: int) -> None:
                                             "stderr": err.getvalue()}))
 
 
-def main(path: str) -> None:
-    """Run the jobs listed in the JSON file `path`."""
+def run_file(pool: Pool, path: str) -> None:
+    """Run the jobs listed in the JSON file `path` on `pool`; SystemExit with the failed
+    ranks' tracebacks."""
     with open(path, encoding="utf-8") as f:
         jobs = json.load(f)
+    for k, job in enumerate(jobs):
+        if "main" in job:
+            _main_job(pool, job, k)
+            continue
+        failed = pool.ranks([("run", job, k)] * job["ranks"])
+        if failed:
+            raise SystemExit("\n".join(failed))
+
+
+def main(path: str) -> None:
+    """Run the jobs listed in the JSON file `path`."""
     pool = Pool()
     try:
-        for k, job in enumerate(jobs):
-            if "main" in job:
-                _main_job(pool, job, k)
-                continue
-            failed = pool.ranks([("run", job, k)] * job["ranks"])
-            if failed:
-                raise SystemExit("\n".join(failed))
+        run_file(pool, path)
+    finally:
+        pool.close()
+
+
+def serve() -> None:
+    """Run each JOBS.json named on standard input, answering on standard output; what the
+    jobs and ranks print goes to standard error, not into the answers."""
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # fd 1 of this process and of the workers it starts: standard error
+    pool = Pool()
+    try:
+        for line in sys.stdin:
+            error = None
+            try:
+                run_file(pool, line.strip())
+            except (Exception, SystemExit) as failed:  # answered; the next file runs
+                error = str(failed) if isinstance(failed, SystemExit) else \
+                    traceback.format_exc()
+                pool.close(kill=True)  # a rank may be stuck on one that failed
+            sys.stdout.flush()
+            answers.write(json.dumps({"error": error}) + "\n")
+            answers.flush()
     finally:
         pool.close()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    serve() if sys.argv[1] == "--serve" else main(sys.argv[1])

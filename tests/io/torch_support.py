@@ -3,11 +3,15 @@ generated script loaded as a module, and pipeline scripts' steps run in processe
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib.util
 import json
 import os
+import select
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +37,71 @@ def load_script(path: Path) -> Any:
     return module
 
 
+class _Runner:
+    """`torch_pipeline_runner.py --serve`, started at the first run and kept until this
+    process ends (its input then ends, and so does it): every test file of this process
+    runs its jobs on the same ranks' processes, which import torch (and transformers) and
+    warm torch.export up once, not once per file. What it prints goes to a file."""
+
+    def __init__(self) -> None:
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - open while the runner is
+        runner = Path(__file__).with_name("torch_pipeline_runner.py")
+        self.process = subprocess.Popen(
+            [sys.executable, str(runner), "--serve"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.log, text=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1"})
+        atexit.register(self.close)
+
+    def run(self, path: Path, timeout: float = 900) -> str | None:
+        """The jobs of `path` run: None, or what failed and the runner's last output."""
+        start = self.log.seek(0, os.SEEK_END)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{path}\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        answer = self.process.stdout.readline() if ready else ""
+        if answer:
+            error = json.loads(answer)["error"]
+            if error is None:
+                return None
+        else:  # timed out, or the runner ended: the next run starts another
+            self.process.kill()
+            error = (f"the runner gave no answer in {timeout} s" if not ready else
+                     f"the runner ended (exit status {self.process.wait()})")
+        self.log.seek(start)
+        said = self.log.read().decode(errors="replace")
+        return f"{error}\n{said[-4000:]}"
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+_RUNNER: list[_Runner] = []
+
+
+def close_runner() -> None:
+    """End this process's runner, if it has one, and wait for it."""
+    for runner in _RUNNER:
+        runner.close()
+    _RUNNER.clear()
+
+
 def run_jobs(root: Path, jobs: list[dict[str, Any]]) -> None:
     """The steps of pipeline scripts (`torch_pipeline_runner.py`'s JOBS, written to
-    ROOT/jobs.json) in one set of processes, which must succeed."""
+    ROOT/jobs.json) on this process's runner, which must succeed."""
     (root / "jobs.json").write_text(json.dumps(jobs))
-    runner = Path(__file__).with_name("torch_pipeline_runner.py")
-    result = subprocess.run([sys.executable, str(runner), str(root / "jobs.json")],
-                            capture_output=True, text=True, timeout=900, check=False,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert result.returncode == 0, result.stderr[-4000:]
+    if not _RUNNER or _RUNNER[0].process.poll() is not None:
+        _RUNNER[:] = [_Runner()]
+    failed = _RUNNER[0].run(root / "jobs.json")
+    assert failed is None, failed
 
 
 def command_job(root: Path, name: str, script: Path, argv: list[str], cwd: Path
