@@ -518,12 +518,25 @@ def test_interleaved_takes_keyword_inputs_on_the_first_stage_alone(ran: Ran) -> 
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
 
 
+def _usage_error(script: Path, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The script's `main(argv)`, here, which must stop with exit status 2 (argparse's
+    usage error): what it said on standard error."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stopped:
+        load_script(script).main(argv)
+    said = capsys.readouterr().err
+    assert stopped.value.code == 2, said
+    return said
+
+
 @pytest.mark.slow
-def test_check_under_torchrun_compares_on_rank_0(tmp_path: Path) -> None:
+def test_check_under_torchrun_compares_on_rank_0(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """`--check` under torchrun (a process per rank, none to compare in): every rank's
     result goes to rank 0, which compares. Before: `--check` was ignored there (no
     comparison, exit 0). Without torchrun and without --spawn: a usage error, not a
-    KeyError traceback."""
+    KeyError traceback (the script's `main` here: a process would import torch again)."""
     spec = _plan(tmp_path, "mlp", 2, "gpipe")
     planner_ok("solve", spec, "--out", tmp_path / "plan.json")
     planner_ok("export", "torch", spec, f"{MODELS}:mlp", "--input", INPUTS["mlp"],
@@ -537,20 +550,22 @@ def test_check_under_torchrun_compares_on_rank_0(tmp_path: Path) -> None:
                             check=False, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
-    alone = subprocess.run([sys.executable, str(tmp_path / "step.py"), "--check"],
-                           capture_output=True, text=True, timeout=600, check=False,
-                           cwd=tmp_path, env=env)
-    assert alone.returncode == 2 and "Traceback" not in alone.stderr, alone.stderr
-    assert "no rank to run: start the ranks with `torchrun --nproc-per-node 2" in alone.stderr
+    for name in ("RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    said = _usage_error(tmp_path / "step.py", ["--check"], capsys)
+    assert "no rank to run: start the ranks with `torchrun --nproc-per-node 2" in said, said
 
 
 @pytest.mark.slow
-def test_ranks_planned_on_cpu_and_cuda_are_a_usage_error(tmp_path: Path) -> None:
+def test_ranks_planned_on_cpu_and_cuda_are_a_usage_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """A plan with a stage on the host CPU (`cpu0` -> `cpu`) and one on a GPU (`gpu0` ->
     `cuda:0`): the ranks would pick gloo and nccl, and one process group takes one backend.
     The script says so and how to run it, before any rank starts. Before: each rank chose
     its own backend (here: "Distributed package doesn't have NCCL built in", a traceback;
-    on a GPU machine, ranks that never meet)."""
+    on a GPU machine, ranks that never meet). The script's `main` runs here (a process
+    would import torch again), where starting a rank fails the test."""
     graph = re.search(r"^graph (\S+) \{", _import(tmp_path, "mlp").read_text(), re.M)
     assert graph is not None
     spec = tmp_path / "mix.plan"
@@ -567,9 +582,11 @@ def test_ranks_planned_on_cpu_and_cuda_are_a_usage_error(tmp_path: Path) -> None
                tmp_path / "pipe.json", "--code", tmp_path / "step.py")
     doc = json.loads((tmp_path / "pipe.json").read_text())
     assert {s["torch_device"] for s in doc["stages"]} == {"cpu", "cuda:0"}
-    result = subprocess.run([sys.executable, str(tmp_path / "step.py"), "--spawn"],
-                            capture_output=True, text=True, timeout=600, check=False,
-                            cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-4000:]
-    assert "the ranks are planned on cpu and cuda devices" in result.stderr
-    assert "add --cpu, or export with --device-map" in result.stderr
+
+    def spawn(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a rank started")
+
+    monkeypatch.setattr(torch.multiprocessing, "spawn", spawn)
+    said = _usage_error(tmp_path / "step.py", ["--spawn"], capsys)
+    assert "the ranks are planned on cpu and cuda devices" in said, said
+    assert "add --cpu, or export with --device-map" in said
