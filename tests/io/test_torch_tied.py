@@ -11,14 +11,11 @@ placement (its `shared` key was E949).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from torch_support import planner_ok
+from torch_support import planner_ok, run_commands
 
 from planner.spec.load import load_path
 
@@ -163,9 +160,10 @@ def test_a_pipelined_tied_gpt2_step_equals_one_process(tmp_path: Path) -> None:
         in text
     doc = json.loads((tmp_path / "pipe.json").read_text())
     assert len(doc["stages"]) == 2
-    result = subprocess.run([sys.executable, str(script), "--spawn", "--cpu", "--check"],
-                            capture_output=True, text=True, timeout=900, check=False,
-                            cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    # on this process's shared runner (torch and transformers imported once per process);
+    # test_torch_pipeline.py's README example runs a script's --spawn in fresh processes
+    result = run_commands(tmp_path, {"tied": (script, ["--spawn", "--cpu", "--check"],
+                                              tmp_path)})["tied"]
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
     # the spec's optimizer (`import torch --training`: adam) stepped on each rank, the
