@@ -298,9 +298,10 @@ def _fields(sink: DiagnosticSink, fields: str, line: Span, column: int
 
 
 def _field_fix(text: str) -> str:
-    """`text`, a field written without `=`, as `KEY=VALUE` where it reads `KEY VALUE`."""
-    key, _, value = text.partition(" ")
-    return f"{_short(key)}={_short(value)}" if value.strip() else "forward_compute_time=0.5"
+    """`text`, a field written without `=`, as `KEY=VALUE` where it reads `KEY VALUE` (any
+    white space between), else `KEY=N`."""
+    key, *value = text.split(None, 1)
+    return f"{_short(key)}={_short(value[0]) if value else 'N'}"
 
 
 def _unknown_key_hints(key: str) -> tuple[str, ...]:

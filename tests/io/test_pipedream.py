@@ -342,6 +342,12 @@ def test_a_field_without_its_equals_sign_is_e911_at_that_field() -> None:
         2, line.index("backward") + 1)
     assert line[d.span.column - 1:d.span.end_column - 1] == "backward_compute_time 0.5"
     assert d.hints[0] == "write it `KEY=VALUE`, e.g. `backward_compute_time=0.5`"
+    for written, fix in (("backward_compute_time\t0.5", "backward_compute_time=0.5"),
+                         ("backward_compute_time", "backward_compute_time=N")):
+        with pytest.raises(SpecError) as err:
+            parse_pipedream(f"{_OK}{line.replace('backward_compute_time 0.5', written)}\n"
+                            "\tnode1 -- node3\n", "g.txt")
+        assert err.value.diagnostics[0].hints[0] == f"write it `KEY=VALUE`, e.g. `{fix}`"
 
 
 @pytest.mark.parametrize(("fields", "key", "hint"), [
