@@ -115,6 +115,15 @@ class Traced:
         return {u.name: u for u in self.units}
 
 
+def grouped(gm: Any, method: str, granularity: str) -> tuple[list[Unit], dict[str, str]]:
+    """The ops of captured graph `gm` at `granularity` (`torch_units`), uniquely named, and
+    the op of each fx node in them: `trace`'s grouping, which the capture does not depend on
+    (so one capture serves every granularity)."""
+    found = units(gm, method, granularity)
+    unique_names(found)
+    return found, {n.name: u.name for u in found for n in u.nodes}
+
+
 def trace(model: Any, example: Example | tuple[Any, ...], method: str = "auto",
           granularity: str = "op") -> Traced:
     """Capture `model` (`torch_capture`) and run it once on `example` for every node's
@@ -130,9 +139,7 @@ def trace(model: Any, example: Example | tuple[Any, ...], method: str = "auto",
     start = time.perf_counter()
     captured = capture(model, example, method)
     gm = captured.gm
-    found = units(gm, captured.method, granularity)
-    unique_names(found)
-    names = {n.name: u.name for u in found for n in u.nodes}
+    found, names = grouped(gm, captured.method, granularity)
     traced = Traced(model, gm, captured.inputs, names, found, captured.method, granularity,
                     captured.fallback, captured.example)
     counter = Counter()

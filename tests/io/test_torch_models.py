@@ -36,8 +36,7 @@ from typer.testing import CliRunner
 import planner
 from planner.cli import app
 from planner.io.torch_export import apply_plan, place_parameters, placement_of
-from planner.io.torch_import import Example, Traced, trace
-from planner.io.torch_units import unique_names, units
+from planner.io.torch_import import Example, Traced, grouped, trace
 
 MODELS_FILE = Path(__file__).with_name("real_models.py")
 #: the module depth whose calls are the model's repeated blocks, and their class
@@ -148,10 +147,8 @@ def _hooks(model: Any, device_map: dict[str, Any]) -> None:
 def _grouped(traced: Traced, granularity: str) -> Traced:
     """`traced` with its nodes grouped by `granularity`: what `trace(..., granularity)` gives
     (the capture and its run do not depend on it), without capturing the model again."""
-    found = units(traced.gm, traced.method, granularity)
-    unique_names(found)
-    return dataclasses.replace(traced, units=found, granularity=granularity,
-                               names={n.name: u.name for u in found for n in u.nodes})
+    found, names = grouped(traced.gm, traced.method, granularity)
+    return dataclasses.replace(traced, units=found, granularity=granularity, names=names)
 
 
 def _eager(name: str) -> tuple[Any, Any]:
