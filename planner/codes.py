@@ -147,7 +147,7 @@ E504 1   an unknown device in a placement or stages file (`replicas` included)
 E505 1   a placement or stages file that leaves ops unplaced
 E506 1   the spec's `place`/`pin` statements leave ops unplaced
 E508 1   a placement file `order` that is not lists of op names, or lists an op under a device
-         its `placement` does not put it on (or twice)
+         its `placement` does not put it on (or twice), or leaves out an op placed there
 E509 1   a placement file `start_s` that is not finite seconds per op
 E510 1   a `simulate --stages` file that is not a list of stages (`{"ops": [...], "devices": [...]}`
          each), nor an object whose `stages` or `pipeline.stages` is one

@@ -222,10 +222,8 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
             placement[i] = d
     missing = [problem.graph.ops[i].name for i, d in enumerate(placement) if d == -1]
     if missing and not sink.items:
-        shown = ", ".join(f"`{m}`" for m in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        sink.error("E505", f"the placement leaves {len(missing)} op(s) unplaced: {shown}{more}",
-                   where("placement"), "place every op of the graph")
+        sink.error("E505", f"the placement leaves {len(missing)} op(s) unplaced: "
+                   f"{_some(missing)}", where("placement"), "place every op of the graph")
     order = _read_rows(problem, data, sink, where) if is_report(data) else \
         _read_order(problem, data.get("order"), placement, sink, where)
     start = _read_start(problem, data.get("start_s"), sink, where)
@@ -463,6 +461,7 @@ def _read_order(problem: Problem, raw: Any, placement: Sequence[int], sink: Diag
         return None
     seqs: list[list[int]] = [[] for _ in problem.cluster.devices]
     listed: set[int] = set()
+    named: set[int] = set()  # listed anywhere, on its device or not
     for d, dev_name, names in _by_device(problem, raw, "order", sink, where):
         if not isinstance(names, list):
             sink.error("E508", f"`order` of device {quoted(dev_name)} must be a list of op "
@@ -476,9 +475,36 @@ def _read_order(problem: Problem, raw: Any, placement: Sequence[int], sink: Diag
                 continue
             i = problem.graph.op_index.get(name)
             path = ("order", dev_name, k)
+            if i is not None:
+                named.add(i)
             if i is None or not _misplaced(problem, i, d, placement, listed, sink, where, path):
                 _append(problem, seqs[d], name, "order", sink, where, path)  # E503: unknown
+    if not sink.has_errors:  # else a misspelt device would leave out all its ops
+        _left_out(problem, raw, placement, named, sink, where)
     return tuple(map(tuple, seqs))
+
+
+def _left_out(problem: Problem, raw: Mapping[str, Any], placement: Sequence[int],
+              named: set[int], sink: DiagnosticSink, where: JsonSpans) -> None:
+    """E508 per device with placed ops that `order` (`raw`) does not list (`named`), at its
+    list, else at `order` (was: simulated, each a violation "leaves out `c` (run last)")."""
+    left: dict[int, list[str]] = {}
+    for i, d in enumerate(placement):
+        if i not in named:
+            left.setdefault(d, []).append(problem.graph.ops[i].name)
+    for d, names in sorted(left.items()):
+        dev = problem.cluster.devices[d].name
+        sink.error("E508", f"`order` leaves out {len(names)} op(s) that `placement` puts on "
+                   f"{quoted(dev)}: {_some(names)}",
+                   where("order", dev) if dev in raw else where("order"),
+                   f"list every op placed on {quoted(dev)}, in the order it runs, or leave "
+                   "`order` out: the simulator then orders them")
+
+
+def _some(names: Sequence[str]) -> str:
+    """The first five of `names` (the spec's op names), in backticks, and how many more."""
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return ", ".join(f"`{n}`" for n in names[:5]) + more
 
 
 def _misplaced(problem: Problem, i: int, d: int, placement: Sequence[int],

@@ -67,11 +67,16 @@ LOCATED = [
      '    "gpu1": ["a"]\n  }\n}\n', [("E508", '"b"],'), ("E508", '"a"]\n')]),
     ('{\n  "placement": {"a": "gpu0", "b": "gpu1"},\n  "order": {\n    "gpu0": ["a", "a"],\n'
      '    "gpu1": ["b"]\n  }\n}\n', [("E508", '"a"],')]),
+    ('{\n  "placement": {"a": "gpu0", "b": "gpu1"},\n  "order": {\n    "gpu0": ["a"],\n'
+     '    "gpu1": []\n  }\n}\n', [("E508", '[]')]),
+    ('{\n  "placement": {"a": "gpu0", "b": "gpu1"},\n  "order": {\n    "gpu0": ["a"]\n'
+     '  }\n}\n', [("E508", '{\n    "gpu0"')]),
 ]
 
 
 @pytest.mark.parametrize(("text", "expected"), LOCATED,
-                         ids=["device", "op", "order", "start_s", "order_device", "order_twice"])
+                         ids=["device", "op", "order", "start_s", "order_device", "order_twice",
+                              "order_leaves_out", "order_leaves_out_a_device"])
 def test_each_mistake_points_at_its_entry(text: str, expected: list[tuple[str, str]],
                                           tmp_path: Path) -> None:
     (tmp_path / "s.plan").write_text(SPEC)
@@ -87,17 +92,26 @@ def test_each_mistake_points_at_its_entry(text: str, expected: list[tuple[str, s
     assert found == want
 
 
-def test_an_order_against_the_placement_is_one_error_not_violations(tmp_path: Path) -> None:
-    """Before: simulated, exit 3, two `order` violations ("lists `b` on `gpu0` but it is
-    placed on `gpu1`", "leaves out `b` (run last)") and no place in the file."""
+@pytest.mark.parametrize(("order", "first", "hint"), [
+    # before: two violations, "lists `b` on `gpu0` but it is placed on `gpu1`" and
+    # "leaves out `b` (run last)"
+    ('{"gpu0": ["a", "b"], "gpu1": []}', "p.json:2:26: error[E508]: `order` lists op `b` "
+     "under device `gpu0`, but `placement` puts it on `gpu1`",
+     "list it under `gpu1`, where it runs, or change its placement"),
+    # before: one violation, "the order of `gpu1` leaves out `b` (run last)"
+    ('{"gpu0": ["a"], "gpu1": []}', "p.json:2:35: error[E508]: `order` leaves out 1 op(s) "
+     "that `placement` puts on `gpu1`: `b`", "list every op placed on `gpu1`, in the order "
+     "it runs, or leave `order` out: the simulator then orders them"),
+], ids=["misplaced", "left_out"])
+def test_an_order_against_the_placement_is_one_error_not_violations(
+        order: str, first: str, hint: str, tmp_path: Path) -> None:
+    """Before: simulated, exit 3, `order` violations and no place in the file."""
     (tmp_path / "s.plan").write_text(SPEC)
     (tmp_path / "p.json").write_text('{"placement": {"a": "gpu0", "b": "gpu1"},\n'
-                                      ' "order": {"gpu0": ["a", "b"], "gpu1": []}}\n')
+                                      f' "order": {order}}}\n')
     status, _, err = invoke(["simulate", "s.plan", "--placement", "p.json"], tmp_path)
-    assert status == 1 and err.startswith(
-        "p.json:2:26: error[E508]: `order` lists op `b` under device `gpu0`, but `placement` "
-        "puts it on `gpu1`\n"), err
-    assert "= hint: list it under `gpu1`, where it runs, or change its placement" in err
+    assert status == 1 and err.startswith(first + "\n"), err
+    assert f"= hint: {hint}" in err
     assert "violation" not in err
 
 
