@@ -104,3 +104,21 @@ def test_groups_and_pins_on_a_random_dag(algorithm: str) -> None:
     check_plan(problem, plan)
     for i, d in pins.items():
         assert plan.placement[i] == d
+
+
+@pytest.mark.parametrize("algorithm", ["msct", "metf", "heft", "cpop", "mtopo"])
+def test_a_0_byte_edge_to_an_unlinked_device_is_no_shortcut(algorithm: str) -> None:
+    """`d2` has no link (the API and the language refuse that, E244; a Problem built by
+    hand does not). Before: the engines timed a 0-byte transfer there as NaN (inf * 0),
+    which lost every comparison: `b` on `d2` started at 0, before `a` ended, and the
+    simulator found no link (makespan inf). Now it costs inf, as in `cost.transfer_seconds`
+    and the simulator."""
+    ops = tuple(Op(name, 1e-3) for name in "abcd")
+    edges = (Edge(0, 1, 0), Edge(0, 2, 0), Edge(0, 3, 0))
+    devs = tuple(Device(f"d{k}", MIB) for k in range(3))
+    links = (Link(0, 1, 1e9, 1e-6), Link(1, 0, 1e9, 1e-6))
+    problem = Problem("p", Graph("g", ops, edges), Cluster("c", devs, links))
+    plan = run(algorithm, problem).plan
+    result = check_plan(problem, plan)
+    assert 2 not in plan.placement
+    assert plan.start_s == result.start_s

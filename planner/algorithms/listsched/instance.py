@@ -46,7 +46,11 @@ class Instance:
         self.m = m = len(cluster.devices)
         self.compute: list[list[float]] = [list(row) for row in c.compute]
         self.lat: list[list[float]] = [list(row) for row in c.latency]
-        self.inv: list[list[float]] = [list(row) for row in c.inv_bandwidth]
+        # no link: 0 s/B, so the engines' inline `lat + bytes * inv` is inf for 0 bytes too,
+        # as `cost.transfer_seconds` (inf * 0 was NaN: a consumer started before its input)
+        self.inv: list[list[float]] = [
+            [0.0 if lt >= INF else v for lt, v in zip(lat_row, inv_row, strict=True)]
+            for lat_row, inv_row in zip(c.latency, c.inv_bandwidth, strict=True)]
         # one pass in edge order gives the lists `g.predecessors` / `g.successors` index;
         # reading edges in sequence, not by index, is 2x cheaper at 100k ops (memory order)
         self.pred: list[list[tuple[int, int]]] = [[] for _ in range(n)]
