@@ -48,6 +48,8 @@ _FIELDS_HINT = ("a node line's fields: forward_compute_time=F, backward_compute_
                 "activation_size=A, parameter_size=P (times in ms, sizes in bytes)")
 _NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 _GETITEM = re.compile(r"__getitem__\((\d+)\)")
+#: a key inside a field's value: the field before it lacks its `,`
+_RUN_ON = re.compile(r"([A-Za-z_]\w*)\s*=")
 
 
 #: each field's dimension (times in ms, sizes in bytes)
@@ -286,6 +288,7 @@ def _fields(sink: DiagnosticSink, fields: str, line: Span, column: int
                 spans[name] = Span(line.file, line.line, start, line.line,
                                    start + max(1, len(value.strip())))
                 keys_at[name] = key_at
+            ok = _parted(sink, item, value, line, column) and ok
         elif item.strip():  # was: dropped, then reported as a missing field
             at_col = column + len(item) - len(item.lstrip())
             text = item.strip()
@@ -297,11 +300,26 @@ def _fields(sink: DiagnosticSink, fields: str, line: Span, column: int
     return (values, spans) if ok else None
 
 
+def _parted(sink: DiagnosticSink, item: str, value: str, line: Span, column: int) -> bool:
+    """Whether field `item` (at `column` of `line`; `value`, what follows its `=`) holds no
+    second key; else E911 at that key, which lacks the `,` before it (was: one value,
+    `0.5 backward_compute_time=1.0`, and every later field reported missing)."""
+    m = _RUN_ON.search(value)
+    if m is None:
+        return True
+    at = column + len(item) - len(value) + m.start()
+    key = _short(m.group(1))
+    sink.error("E911", f"no `,` before `{key}`: it reads as part of the field before it",
+               Span(line.file, line.line, at, line.line, at + len(m.group(1))),
+               f"write `, ` before `{key}`", _FIELDS_HINT)
+    return False
+
+
 def _field_fix(text: str) -> str:
-    """`text`, a field written without `=`, as `KEY=VALUE` where it reads `KEY VALUE` (any
-    white space between), else `KEY=N`."""
-    key, *value = text.split(None, 1)
-    return f"{_short(key)}={_short(value[0]) if value else 'N'}"
+    """`text`, a field written without `=`, as `KEY=VALUE` where it reads `KEY VALUE` or
+    `KEY:VALUE` (any white space around), else `KEY=N`."""
+    key, *value = re.split(r"\s*:\s*|\s+", text, maxsplit=1)
+    return f"{_short(key)}={_short(value[0]) if value and value[0] else 'N'}"
 
 
 def _unknown_key_hints(key: str) -> tuple[str, ...]:

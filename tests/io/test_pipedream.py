@@ -223,6 +223,9 @@ _OK = "node1 -- Input0() -- forward_compute_time=1.0, backward_compute_time=0.0,
       "activation_size=4.0, parameter_size=0.0\n"
 
 
+_RUN_ON = "no `,` before `backward_compute_time`: it reads as part of the field before it"
+
+
 @pytest.mark.parametrize(("fields", "marked", "message"), [
     # negative: was the whole line (2:1 to its end)
     ("forward_compute_time=-1.000, backward_compute_time=2.000, activation_size=8.0, "
@@ -241,6 +244,11 @@ _OK = "node1 -- Input0() -- forward_compute_time=1.0, backward_compute_time=0.0,
     ("forward_compute_time=1, backward_compute_time=1, activation_size=4.0",
      "forward_compute_time=1, backward_compute_time=1, activation_size=4.0",
      "node line lacks `parameter_size`"),
+    # no `,` before a field (or `;`): was "lacks" it and the fields after it, over all
+    ("forward_compute_time=1 backward_compute_time=1, activation_size=1, parameter_size=0",
+     "backward_compute_time", _RUN_ON),
+    ("forward_compute_time=1; backward_compute_time=1; activation_size=1; parameter_size=0",
+     "backward_compute_time", _RUN_ON),
 ])
 def test_a_fields_error_marks_the_value_not_the_line(fields: str, marked: str,
                                                      message: str) -> None:
@@ -343,7 +351,10 @@ def test_a_field_without_its_equals_sign_is_e911_at_that_field() -> None:
     assert line[d.span.column - 1:d.span.end_column - 1] == "backward_compute_time 0.5"
     assert d.hints[0] == "write it `KEY=VALUE`, e.g. `backward_compute_time=0.5`"
     for written, fix in (("backward_compute_time\t0.5", "backward_compute_time=0.5"),
-                         ("backward_compute_time", "backward_compute_time=N")):
+                         ("backward_compute_time", "backward_compute_time=N"),
+                         # was `backward_compute_time:0.5=N`
+                         ("backward_compute_time:0.5", "backward_compute_time=0.5"),
+                         ("backward_compute_time : 0.5", "backward_compute_time=0.5")):
         with pytest.raises(SpecError) as err:
             parse_pipedream(f"{_OK}{line.replace('backward_compute_time 0.5', written)}\n"
                             "\tnode1 -- node3\n", "g.txt")
@@ -376,3 +387,4 @@ def test_an_unknown_key_is_e911_at_it_with_the_field_it_misspells(
         assert not any("did you mean" in h for h in d.hints)
     else:
         assert d.hints[0].startswith(hint)
+
