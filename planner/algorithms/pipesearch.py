@@ -91,11 +91,11 @@ def place(problem: Problem, options: Options) -> Solution:
             _as_search(start, theirs, _clock_reason(start.info, auto_cut)),
             status="interrupted")) from None
     notes = {"cut_moves": moved.info["cut_moves"],
-             "search": f"{kept} of {tried} moves kept (budget {budget})"}
+             "search": _unit_note(kept, tried, budget,
+                                  moved.plan.placement != start.plan.placement)}
     notes.update(_clock_reason(start.info, auto_cut, [
         *(["in search's cut moves"] if CUT in str(moved.info["cut_moves"]) else []),
-        *([f"in search's unit moves after {tried} of their {budget}"] if tried < budget
-          else [])]))
+        *([_unit_cut(tried, budget)] if tried < budget else [])]))
     if kept:
         ran = run_pipeline(problem, tuple(placement), pipeline)
         if iteration is None:  # auto's plan, not simulated by the cut moves
@@ -129,6 +129,24 @@ def _clock_reason(auto: Mapping[str, Any], auto_cut: Sequence[str],
     where = [*([autopipe.climbs_cut(auto_cut)] if auto_cut else []), *own]
     reason = cut_reason(where, auto.get("reason"))
     return {"reason": reason} if where and reason else {}
+
+
+def _unit_note(kept: int, tried: int, budget: int, cuts_moved: bool) -> str:
+    """`info["search"]`: the unit moves kept of those tried; where the clock (`tried <
+    budget`: only the clock stops them short) ended them before their first, that and the
+    plan they would have started from, kept (not "0 of 0 moves kept")."""
+    if tried or not budget:
+        return f"{kept} of {tried} moves kept (budget {budget})"
+    start = "the cut moves' plan" if cuts_moved else "auto's plan"
+    return (f"no unit move tried: the time limit ran out before the first of {budget}; "
+            f"the plan they start from, {start}, kept")
+
+
+def _unit_cut(tried: int, budget: int) -> str:
+    """Where the clock cut the unit moves, in the words that follow `CUT`."""
+    if tried:
+        return f"in search's unit moves after {tried} of their {budget}"
+    return f"before the first of search's {budget} unit moves"
 
 
 def _fixed(info: Mapping[str, Any]) -> str:

@@ -109,4 +109,20 @@ def test_search_says_the_clock_cut_once_for_auto_s_climbs_and_its_own(
     assert reason.count(CUT) == 1, reason
     assert reason.count("this plan may differ from run to run") == 1, reason
     assert "in the cut moves from pipedp's" in reason, reason  # auto's climbs
-    assert "in search's cut moves and in search's unit moves after 0 of their" in reason
+    assert "in search's cut moves and before the first of search's" in reason
+
+
+def test_search_the_clock_ended_before_its_first_unit_move_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: "0 of 0 moves kept (budget 1592)" and "... in search's unit moves after 0 of
+    their 1592": none was tried, and the plan they start from is the one kept."""
+    p = random_spec(0, 12, 4, training=True)
+    _clock(monkeypatch, ran_out=True)
+    info = run("search", p, Options(time_limit_s=0.5)).info
+    budget = pipesearch.move_budget(p, 0.5)
+    assert budget > 0
+    assert info["search"] == (f"no unit move tried: the time limit ran out before the first "
+                              f"of {budget}; the plan they start from, auto's plan, kept")
+    assert info["chosen"].endswith(", no move tried")
+    assert f"before the first of search's {budget} unit moves (" in info["reason"]
+    assert "after 0" not in info["reason"]
