@@ -229,7 +229,8 @@ E709 6   `pipeilp`: no placement found within the time limit (or among the place
          covers; under `data_parallel N`, as N identical pipelines) and no contiguous split
          fits, even recomputing: not a proof that none exists
 E710 4   m-SCT's LP relaxation failed
-E711 4   `pipeilp`: the solver failed and no contiguous split fits, even recomputing
+E711 4   `pipeilp`: the solver failed and no contiguous split fits, even recomputing (under
+         `data_parallel N`, as N identical pipelines)
 E712 3   `hybrid`: no layout of stages, replicated or not (each on N replicas under `data_parallel
          N`), fits the devices' memory and honours the devices each unit may use, in the cluster's
          order; `data_parallel N` (pipeilp): a pin to a device that starts no block of N

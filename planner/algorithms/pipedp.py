@@ -156,15 +156,18 @@ class ChainsLeftOut(InfeasibleError):
 
 def search_within(problem: Problem, options: Options, cells: float,
                   left_out: bool = True, *, name_auto: bool = True,
-                  hints: Callable[[], tuple[str, ...]] | None = None) -> Searched:
+                  hints: Callable[[], tuple[str, ...]] | None = None,
+                  planned: str = "") -> Searched:
     """`place_within`, with what its notes were drawn from. Where the chains the work
     allowed hold no split that fits, the others are searched before E707, unless not
     `left_out` (then `ChainsLeftOut`, after the proofs that no placement fits);
     `name_auto`: E707 may name `auto` (`one_per_device_hint`); `hints`: where the memory
-    caps leave no split, E707's, drawn in place of its own (`pipehints.PlanTerms`)."""
+    caps leave no split, E707's, drawn in place of its own, and `planned`, what was
+    planned, said after "fits the devices' memory" (`pipehints.PlanTerms`)."""
     found = _searched(problem, options, cells, left_out)
     if found is None:
-        raise _no_split(problem, problem.pipeline or Pipeline(), cells, name_auto, hints)
+        raise _no_split(problem, problem.pipeline or Pipeline(), cells, name_auto, hints,
+                        planned)
     return found
 
 
@@ -326,7 +329,8 @@ def _left_out(problem: Problem, space: Space, every: int) -> InfeasibleError:
 
 
 def _no_split(problem: Problem, pipeline: Pipeline, cells: float, name_auto: bool,
-              hints: Callable[[], tuple[str, ...]] | None = None) -> InfeasibleError:
+              hints: Callable[[], tuple[str, ...]] | None = None,
+              planned: str = "") -> InfeasibleError:
     """The proofs that no placement fits (`infeasible.diagnose`: what `check` says), else
     E707, with its cause: the memory caps (a split fits without them), else the devices
     each unit may use (pins, op times), which no chain of stages follows. Its message says
@@ -334,7 +338,8 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float, name_auto: boo
     several stages per device, that count; a hint names `auto` (`name_auto`) where a split
     of one stage per device fits under the schedule's fallback (`one_per_device_hint`); of
     the changes that hold fewer micro-batches in flight, only those with which a split
-    fits are suggested (`_fewer_in_flight`); `hints`: the caller's, in place of those."""
+    fits are suggested (`_fewer_in_flight`); `hints`: the caller's, in place of those;
+    `planned`: the caller's plan, where `problem` is one of its N identical pipelines."""
     proofs = diagnose(problem)
     if proofs:
         return InfeasibleError(proofs)
@@ -347,7 +352,8 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float, name_auto: boo
     among += pipehints.stage_cap_words(problem, pipeline)  # the DP searched no more stages than M
     if best_splits(problem, pipeline, capped=False, cells=cells, every_chain=True):
         return InfeasibleError(Diagnostic(
-            "E707", f"no {what} fits the devices' memory{among}", None,
+            "E707", f"no {what} fits the devices' memory{' ' * bool(planned)}{planned}"
+            f"{among}", None,
             hints() if hints else _memory_hints(problem, pipeline, cells, name_auto)))
     return InfeasibleError(Diagnostic(
         "E707", f"no {what} honours the devices its units may use, whatever the memory"

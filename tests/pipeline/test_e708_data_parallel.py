@@ -180,3 +180,40 @@ def _counted(real: Callable[..., object], name: str,
         drawn.append(name)
         return real(*args, **kwargs)
     return counted
+
+
+PLANNED = "as 2 identical pipelines (4 micro-batches each)"
+
+
+def test_e709_speaks_of_the_plans_pipelines() -> None:
+    """Before: "pipeilp found no placement of plan `p` within its time limit ..." and the
+    E707 it quotes "no contiguous pipeline split of plan `p` fits the devices' memory", as
+    if `p` were one pipeline on every device with all 8 micro-batches."""
+    p = planner.loads(_chain("gpipe", 8, 4)).plan("p")
+    with pytest.raises(SearchLimitError) as err:
+        planner.solve(p, "pipeilp", time_limit_s=0)
+    (d,) = err.value.diagnostics
+    assert d.code == "E709"
+    assert d.message.startswith(f"pipeilp found no placement of plan `p` {PLANNED} within")
+    assert d.hints[0] == ("no contiguous pipeline split of plan `p` fits the devices' memory "
+                          f"{PLANNED}")
+    alone = _with(p, data_parallel=1)  # one pipeline's words stay its own
+    with pytest.raises(SearchLimitError) as one:
+        planner.solve(alone, "pipeilp", time_limit_s=0)
+    assert one.value.diagnostics[0].hints[0] == ("no contiguous pipeline split of plan `p` "
+                                                 "fits the devices' memory")
+
+
+def test_e711_speaks_of_the_plans_pipelines(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.algorithms.pipeilp import solve
+
+    monkeypatch.setattr(solve, "_run_solver",
+                        lambda *args, **kwargs: backends.Outcome("error", "it crashed"))
+    with pytest.raises(PlannerError) as err:
+        planner.solve(planner.loads(_chain("gpipe", 8, 4)).plan("p"), "pipeilp",
+                      time_limit_s=5)
+    (d,) = err.value.diagnostics
+    assert d.code == "E711" and err.value.exit_code == 4
+    assert d.message.startswith(f"pipeilp found no placement of plan `p` {PLANNED}: it crashed")
+    assert d.hints == ("no contiguous pipeline split of plan `p` fits the devices' memory "
+                       f"{PLANNED}",)

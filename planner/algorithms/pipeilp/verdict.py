@@ -86,24 +86,27 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
     if outcome.status == "infeasible" and complete:
         return InfeasibleError((*searched.notes(terms.hints if terms else None),
                                 _e708(problem, terms)))
-    said = tuple(d.message for d in searched.notes())
+    # E707's words alone: its hints, each a split search, are not drawn
+    said = tuple(d.message for d in searched.notes(lambda: ()))
+    # under `data_parallel N`, the problem is one of the N pipelines: say the plan's
+    planned = f" {terms.planned}" if terms else ""
     if outcome.status == "infeasible":
         # its first search covers every placement, a proof, where the rows relax the rule
         other = ("`schedule gpipe` or `1f1b` let pipeilp prove it where no placement fits; "
                  if _pipeline(problem).schedule_spec.virtual_stages and not problem.graph.ties
                  else "")
         return SearchLimitError(Diagnostic(
-            "E709", f"pipeilp found no placement of plan `{problem.name}`: none of the "
+            "E709", f"pipeilp found no placement of plan `{problem.name}`{planned}: none of the "
             f"placements its model covers ({scope}) fits, and {searched.contiguous()}; this is "
             "not a proof that no other placement fits", None,
             (*said, f"{other}give the devices more `memory`")))
     if rejected or "limit" not in outcome.message:
         return SolverError(Diagnostic(
-            "E711", f"pipeilp found no placement of plan `{problem.name}`: "
+            "E711", f"pipeilp found no placement of plan `{problem.name}`{planned}: "
             f"{rejected or outcome.message or outcome.status}; and {searched.contiguous()}",
             None, said))
     return SearchLimitError(Diagnostic(
-        "E709", f"pipeilp found no placement of plan `{problem.name}` within its time "
+        "E709", f"pipeilp found no placement of plan `{problem.name}`{planned} within its time "
         f"limit ({outcome.message}), and {searched.contiguous()}: this is not a proof that "
         "none exists", None, (*said, "a longer --time-limit may find one")))
 

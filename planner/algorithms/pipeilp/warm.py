@@ -80,12 +80,14 @@ class WarmSearch:
     def notes(self, hints: Callable[[], tuple[str, ...]] | None = None) -> list[Diagnostic]:
         """pipedp's diagnostics where no contiguous split fits without recomputing, less
         the hint to recompute (pipeilp does); `hints`: its E707's where the memory leaves
-        no split, in place of its own (`pipehints.PlanTerms`)."""
+        no split, in place of its own (`pipehints.PlanTerms`). Its E707 says what was
+        planned in the plan's `terms`, where given (N identical pipelines, not one)."""
         drawn = self.drawn
         if self.no_split:
             try:  # its search is derived once: this draws the words alone
                 pipedp.search_within(self.problem, self.options, self.cells, self.left_out,
-                                     hints=hints)
+                                     hints=hints,
+                                     planned=self.terms.planned if self.terms else "")
             except InfeasibleError as err:
                 drawn = err.diagnostics
         return [dataclasses.replace(d, hints=tuple(h for h in d.hints
