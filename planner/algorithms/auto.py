@@ -328,8 +328,14 @@ def _later_starts(ranked: Ranked) -> list[tuple[str, float, Plan]]:
 
 def _note(found: Solution) -> str:
     """One search's note: the clock's cut, its stall, or its moves."""
-    return str(found.info.get("reason") or found.info.get("stopped")
-               or f"{found.info['moves']} moves")
+    return str(found.info.get("reason") or _stall(found) or f"{found.info['moves']} moves")
+
+
+def _stall(found: Solution) -> str:
+    """The search's `stopped` where it stalled, else '' (`search.REVISITED`, its other
+    early stop, is said as the moves it made)."""
+    stopped = str(found.info.get("stopped", ""))
+    return stopped if stopped.startswith(STALLED) else ""
 
 
 def _starts_note(runs: Runs, winner: tuple[str, Solution], stall: int) -> str:
@@ -339,7 +345,7 @@ def _starts_note(runs: Runs, winner: tuple[str, Solution], stall: int) -> str:
     if len(runs) == 1:
         return _note(runs[0][1])
     parts = [f"{name} {found.info['moves']}" + (" moves" if not k else "") + (
-        "" if "stopped" in found.info else " (cut by the clock)" if "reason" in found.info
+        "" if _stall(found) else " (cut by the clock)" if "reason" in found.info
         else " (its budget)" if found.info["moves"] >= found.info["budget_moves"]
         else " (no new placement left)") for k, (name, found) in enumerate(runs)]
     cut = runs[-1][1].info.get("reason")

@@ -35,6 +35,8 @@ feasible and its makespan is the one users see.
    returns. (One cooling over the whole budget, as before, made each budget a different
    trajectory: on Baechi's fused GNMT 10/30/60/120 s gave 88.71/86.56/88.08/85.93 ms.
    Doubling cycles keep a long cooling, a quarter to a half of any budget, without it.)
+   It stops short of its budget where `MAX_REVISITS` moves in a row found only placements
+   seen before (a small graph's), and `info["stopped"]`, which the text shows, says so.
 
 Scoring (`Scorer`): the start keeps its algorithm's own order; every placement a move makes
 is simulated with the simulator's dynamic dispatch, and a better one is kept with the order
@@ -110,6 +112,8 @@ STALLED = "no better plan in the last"
 #: annealing stops after this many moves in a row to placements seen before (a small
 #: graph's neighbourhood is soon exhausted)
 MAX_REVISITS = 2000
+#: how `info["stopped"]` begins where the annealing stopped so (`MAX_REVISITS`)
+REVISITED = "no new placement left:"
 _SPLIT = re.compile(r"[/.:]")
 
 
@@ -225,6 +229,8 @@ class Scorer:
     stall: int | None = None
     capped: bool = False
     stalled: bool = False
+    #: the annealing stopped after `MAX_REVISITS` moves in a row to placements seen before
+    revisited: bool = False
     #: the move at which the best so far was found
     found_at: int = 0
     #: the move at which annealing began (0: not yet); `stall` counts from there at most
@@ -334,7 +340,10 @@ def _anneal(scorer: Scorer, start: list[int], value: float,
     cycle = anneal_cycle(scorer.problem)
     began = first  # the move at which the current cycle began
     t0 = 0.01 * value if math.isfinite(value) else 0.0
-    while not scorer.exhausted and scorer.revisits < MAX_REVISITS:
+    while not scorer.exhausted:
+        if scorer.revisits >= MAX_REVISITS:
+            scorer.revisited = True
+            break
         if scorer.moves - began >= cycle and scorer.best_plan is not None:
             # the next cycle, twice as long, from the best plan seen
             began, cycle = scorer.moves, 2 * cycle
@@ -459,6 +468,9 @@ def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int
         info["reason"] = cut_reason([f"after {scorer.moves} of {budget} moves"])
     if scorer.stalled:
         info["stopped"] = f"{STALLED} {scorer.stall} moves"
+    elif scorer.revisited:  # the text shows why it stopped short of its budget, as a stall
+        info["stopped"] = (f"{REVISITED} its last {MAX_REVISITS} moves in a row came back to "
+                           "placements seen before")
     plan = scorer.best_plan.with_algorithm("search")
     if status == "feasible":  # what `auto` would say of this plan: optimal when at the bound
         verdict = judge(scorer.problem, plan)

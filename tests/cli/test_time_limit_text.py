@@ -54,3 +54,28 @@ def test_a_search_that_stalled_says_so_in_the_text(stall: int, tmp_path: Path,
     assert len(stopped) == 1 and f"no better plan in the last {stall} moves" in stopped[0], out
     code, out, err = invoke([*args, "--json"], tmp_path)
     assert json.loads(out)["result"]["stopped"] == f"no better plan in the last {stall} moves"
+
+
+@pytest.mark.parametrize("revisits", [50, 10**9])
+def test_a_search_with_no_new_placement_left_says_so_in_the_text(
+        revisits: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The annealing stops after `MAX_REVISITS` moves in a row to placements seen before,
+    short of its budget: the text says so in one line, as a stall (before: nowhere, not in
+    `--json` either); where it does not stop so, no such line."""
+    monkeypatch.setattr(search, "MAX_REVISITS", revisits)
+    monkeypatch.setattr(search, "cap", lambda limit: math.inf)  # the budget alone ends it
+    spec = ROOT / "tests" / "algorithms" / "specs" / "two_tower.plan"
+    args = ["solve", str(spec), "--algo", "search", "--time-limit", "0.2"]
+    code, out, err = invoke(args, tmp_path)
+    assert code == 0, err
+    stopped = [line for line in out.splitlines() if line.startswith("search stopped")]
+    assert not any(line.startswith("reason") for line in out.splitlines()), out
+    if revisits > 50:
+        assert not stopped, out
+        return
+    assert len(stopped) == 1 and search.REVISITED in stopped[0], out
+    code, out, err = invoke([*args, "--json"], tmp_path)
+    result = json.loads(out)["result"]
+    assert result["stopped"] == (f"{search.REVISITED} its last 50 moves in a row came back "
+                                 "to placements seen before")
+    assert result["moves"] < result["budget_moves"]
