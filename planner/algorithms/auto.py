@@ -341,11 +341,12 @@ def _stall(found: Solution) -> str:
 def _starts_note(runs: Runs, winner: tuple[str, Solution], stall: int) -> str:
     """`info["search"]`: one start's note as before; with later starts, each start's moves
     (and why it stopped, where not by the stall rule) and the start whose search won. A
-    cut by the clock leads, so that `reason` shows it."""
+    cut by the clock leads, so that `reason` shows it, and is said there alone."""
     if len(runs) == 1:
         return _note(runs[0][1])
     parts = [f"{name} {found.info['moves']}" + (" moves" if not k else "") + (
-        "" if _stall(found) else " (cut by the clock)" if "reason" in found.info
+        # a clock's cut is said once, in the lead
+        "" if _stall(found) or "reason" in found.info
         else " (its budget)" if found.info["moves"] >= found.info["budget_moves"]
         else " (no new placement left)") for k, (name, found) in enumerate(runs)]
     cut = runs[-1][1].info.get("reason")

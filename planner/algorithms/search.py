@@ -465,7 +465,8 @@ def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int
         "simulations": scorer.used, "moves": scorer.moves, "budget_moves": budget,
     }
     if scorer.capped:
-        info["reason"] = cut_reason([f"after {scorer.moves} of {budget} moves"])
+        info["reason"] = cut_reason([f"after {scorer.moves} of {budget} moves" if scorer.moves
+                                     else f"before the first of its {budget} moves"])
     if scorer.stalled:
         info["stopped"] = f"{STALLED} {scorer.stall} moves"
     elif scorer.revisited:  # the text shows why it stopped short of its budget, as a stall

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import pytest
 from algo_support import SPECS, check_plan
@@ -12,6 +13,7 @@ from algo_support import SPECS, check_plan
 import planner
 from planner.algorithms import Options, auto, run
 from planner.algorithms.base import Interrupted, Solution
+from planner.algorithms.clock import CUT
 from planner.algorithms.portfolio import rank
 from planner.model import Problem
 
@@ -111,3 +113,30 @@ def test_ctrl_c_in_a_later_start_returns_the_best_plan_of_every_start(
         run("auto", problem, Options(time_limit_s=10))
     assert stop.value.solution is not None
     assert stop.value.solution.plan == searches[0].plan
+
+
+#: four ops on two devices: every search's neighbourhood is soon seen
+SMALL = """cluster c { device gpu[0..1] { memory 1 GiB }
+  link gpu0 <-> gpu1 { bandwidth 10 GB/s  latency 10 us } }
+graph g { op a { time 2 ms  output 1 MB }  op b { time 3 ms  output 1 MB }
+  op c { time 1 ms  output 1 MB }  op d { time 2 ms  output 1 MB }
+  a -> b  a -> c  b -> d  c -> d }
+plan p { graph g; cluster c }"""
+
+
+@pytest.mark.usefixtures("no_clock")
+def test_a_later_start_the_clock_cut_is_said_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: "the time limit ran out after 0 of 12835 moves (...) (from roundrobin); from
+    2 starts, ...: msct 2019 moves, roundrobin 0 (cut by the clock); ..." (the cut twice,
+    and "after 0" where no move was made)."""
+    real, calls = auto.improve, []
+
+    def second_cut(*args: Any, **kwargs: Any) -> Solution:
+        calls.append(1)
+        return real(*args, **{**kwargs, "deadline": 0.0 if len(calls) == 2 else math.inf})
+
+    monkeypatch.setattr(auto, "improve", second_cut)
+    note = run("auto", planner.loads(SMALL).plan("p"), Options(time_limit_s=5)).info["reason"]
+    assert note.count(CUT) == 1 and "cut by the clock" not in note, note
+    assert note.startswith(f"{CUT} before the first of its "), note
+    assert ": msct 2019 moves, roundrobin 0; the best from msct" in note, note
