@@ -391,18 +391,22 @@ def place(problem: Problem, options: Options) -> Solution:
     deadline = cap(options.time_limit_s)
     ranked = rank(problem, options, progress_share=0.1)
     seconds = options.time_limit_s
+    cut = False
     if ranked.best is None:  # the enumeration takes half of the limit, the moves the rest
         seconds /= 2
-        ranked = _enumerated(problem, seconds, ranked, deadline)
+        ranked, cut = _enumerated(problem, seconds, ranked, deadline)
     budget = move_budget(problem, search_seconds(problem, ranked, seconds))
-    return improve(problem, ranked, options, budget, deadline=deadline)
+    return improve(problem, ranked, options, budget, deadline=deadline,
+                   cut=("in the enumeration of its start",) if cut else ())
 
 
-def _enumerated(problem: Problem, seconds: float, ranked: Ranked, deadline: float) -> Ranked:
+def _enumerated(problem: Problem, seconds: float, ranked: Ranked,
+                deadline: float) -> tuple[Ranked, bool]:
     """No heuristic found a plan: under `memory liveness`, where nothing proves none exists,
-    start from `enumeration`'s fastest plan (its budget from `seconds` of the limit); else
-    E819, a proof, when the enumeration covered every plan, or the error of `none_found`
-    (then E821, exit 6, when the time limit cut the enumeration)."""
+    start from `enumeration`'s fastest plan (its budget from `seconds` of the limit), and
+    whether the wall clock cut the enumeration; else E819, a proof, when the enumeration
+    covered every plan, or the error of `none_found` (then E821, exit 6, when the time
+    limit cut the enumeration)."""
     error = none_found(problem, list(ranked.errors), tuple(ranked.skipped))
     if problem.memory_model != "liveness" or diagnose(problem):
         raise error
@@ -411,7 +415,7 @@ def _enumerated(problem: Problem, seconds: float, ranked: Ranked, deadline: floa
         raise none_enumerated(problem, error, found)
     return replace(
         ranked, plans=(("enumeration", found.makespan_s, found.plan),),
-        candidates={**ranked.candidates, "enumeration": found.makespan_s})
+        candidates={**ranked.candidates, "enumeration": found.makespan_s}), found.cut
 
 
 def search_seconds(problem: Problem, ranked: Ranked, seconds: float) -> float:
@@ -424,14 +428,16 @@ def search_seconds(problem: Problem, ranked: Ranked, seconds: float) -> float:
 
 
 def improve(problem: Problem, ranked: Ranked, options: Options, budget: int, *,
-            stall: int | None = None, deadline: float | None = None) -> Solution:
+            stall: int | None = None, deadline: float | None = None,
+            cut: Sequence[str] = ()) -> Solution:
     """Search from `ranked`'s best plan for `budget` moves (module docstring).
 
     `stall`: stop annealing once this many moves in a row found nothing better (`auto`: a
     search that has stopped paying should not spend the user's time; the descent, which
     ends by itself, always runs to its end or the budget). `deadline`: the wall-clock cap
-    (`cap`; by default the limit from now). Raises `Interrupted` with the best plan so far
-    on Ctrl-C.
+    (`cap`; by default the limit from now); `cut`: where the clock cut the work before
+    (its start's enumeration), said in `reason` with the moves' own cut. Raises
+    `Interrupted` with the best plan so far on Ctrl-C.
     """
     assert ranked.best is not None
     name, first, start_plan = ranked.best
@@ -454,19 +460,21 @@ def improve(problem: Problem, ranked: Ranked, options: Options, budget: int, *,
                     best_start, best_value = other, other_value
             _anneal(scorer, best_start, best_value, levels, random.Random(options.seed))
     except KeyboardInterrupt:
-        raise Interrupted(_solution(scorer, name, first, "interrupted", budget)) from None
-    return _solution(scorer, name, first, "feasible", budget)
+        raise Interrupted(_solution(scorer, name, first, "interrupted", budget, cut)) from None
+    return _solution(scorer, name, first, "feasible", budget, cut)
 
 
-def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int) -> Solution:
+def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int,
+              cut: Sequence[str] = ()) -> Solution:
     assert scorer.best_plan is not None
     info: dict[str, Any] = {
         "start": start, "start_makespan_s": first, "objective_s": scorer.best,
         "simulations": scorer.used, "moves": scorer.moves, "budget_moves": budget,
     }
-    if scorer.capped:
-        info["reason"] = cut_reason([f"after {scorer.moves} of {budget} moves" if scorer.moves
-                                     else f"before the first of its {budget} moves"])
+    where = [*cut, *([f"after {scorer.moves} of {budget} moves" if scorer.moves
+                      else f"before the first of its {budget} moves"] if scorer.capped else [])]
+    if where:  # said once, for every phase the clock cut
+        info["reason"] = cut_reason(where)
     if scorer.stalled:
         info["stopped"] = f"{STALLED} {scorer.stall} moves"
     elif scorer.revisited:  # the text shows why it stopped short of its budget, as a stall

@@ -263,3 +263,25 @@ def test_solve_says_the_time_limit_cut_the_enumeration_and_exits_6(
     assert "tight.plan:25:6: error[E704]" in err and "tight.plan:25:6: error[E821]" in err
     assert "stopped it after 200 simulated plan(s), not all of them" in err
     assert "a longer --time-limit tries more plans" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("moves_cut", [False, True])
+def test_search_says_the_clock_cut_its_enumeration_start(
+        moves_cut: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: nothing where the clock cut the enumeration alone, and "after N of M moves"
+    where it cut the moves too: the start it searched from, the fastest of fewer plans than
+    its budget, was not said to be cut (and could differ from run to run)."""
+    import dataclasses
+    import time
+
+    def cut(problem: Problem, budget: int, deadline: float = math.inf) -> object:
+        return dataclasses.replace(enumerate_plans(problem, budget), cut=True)
+
+    monkeypatch.setattr(search, "enumerate_plans", cut)
+    monkeypatch.setattr(search, "cap", (lambda limit: time.monotonic()) if moves_cut
+                        else (lambda limit: math.inf))
+    info = run("search", _tight(SEED), Options(time_limit_s=0.5)).info
+    assert info["start"] == "enumeration"
+    assert info["reason"].startswith("the time limit ran out in the enumeration of its start"
+                                     + (" and before the first of its" if moves_cut else " ("))
+    assert info["reason"].count("the time limit ran out") == 1
