@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import traceback
@@ -117,8 +118,11 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
                   raised=err) from None
     namespace = vars(module)
     if attr not in namespace:
+        models = model_names(namespace, torch.nn.Module)
         raise bad(f"{where_text} defines no `{attr}`",
-                  *did_you_mean(attr, [k for k in namespace if not k.startswith("_")]))
+                  *did_you_mean(attr, list(models) or
+                                [k for k in namespace if not k.startswith("_")]),
+                  *_models_hint(models, where_text))
     found = namespace[attr]
     if not isinstance(found, torch.nn.Module) and callable(found):
         attr_ran = attr
@@ -132,6 +136,54 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
         raise bad(f"`{attr}` is a {type(found).__name__}, not a torch.nn.Module (or a "
                   "function returning one)")
     return found, namespace
+
+
+#: the most names `_models_hint` lists
+MODELS_LISTED = 8
+
+
+def model_names(namespace: dict[str, Any], module_type: type) -> dict[str, str]:
+    """The public names of `namespace` (a model file's) that TARGET's NAME may give, each
+    with what it is: an `nn.Module` (`module_type`), or, defined in that file (not
+    imported), an `nn.Module` class or a function callable without arguments (a factory:
+    what it returns is known only once called)."""
+    own = namespace.get("__name__")
+    found: dict[str, str] = {}
+    for name, value in namespace.items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, module_type):
+            found[name] = "an nn.Module"
+        elif getattr(value, "__module__", None) != own or not callable(value):
+            continue
+        elif isinstance(value, type):
+            if issubclass(value, module_type):
+                found[name] = "an nn.Module class"
+        elif _no_arguments(value):
+            found[name] = "a function of no arguments"
+    return found
+
+
+def _no_arguments(function: Any) -> bool:
+    """Whether `function` can be called without arguments (planner calls it so)."""
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               for p in params)
+
+
+def _models_hint(models: dict[str, str], where_text: str) -> tuple[str, ...]:
+    """E939's hint where TARGET's NAME is not defined: what NAME may be, from `models`
+    (`model_names`), or that the file defines none of them."""
+    if not models:
+        return (f"NAME must name an nn.Module of {where_text}, or a function there that "
+                "returns one",)
+    listed = [f"`{name}` ({what})" for name, what in list(models.items())[:MODELS_LISTED]]
+    more = len(models) - len(listed)
+    return (f"it defines {', '.join(listed)}" + (f" and {more} more" if more else "")
+            + f": give one as `{where_text}:NAME`",)
 
 
 def _module_of(where_text: str, file: Path) -> ModuleType:

@@ -224,3 +224,28 @@ def test_a_model_file_that_is_not_python_source_is_e939_at_its_path(tmp_path: Pa
     code, _, err = invoke(["import", "torch", "json.decoder:nothing", "-o", "m.plan"],
                           tmp_path)  # a module by name still imports
     assert code == 1 and "json.decoder defines no `nothing`" in err, err
+
+
+def test_a_name_the_model_file_does_not_define_is_e939_naming_what_it_may_be(
+        tmp_path: Path) -> None:
+    """Before: "net.py defines no `mdl`" at 1:1 and no hint (a did-you-mean among every
+    name, `torch` and `SIZE` too, at best). The file's models, model classes and functions
+    of no arguments are listed; an imported class, or a function that needs arguments, not."""
+    (tmp_path / "net.py").write_text(
+        "import torch\nfrom torch.nn import Linear\n\n"
+        "class Tiny(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
+        "def build(width=4):\n    return Linear(width, 2)\n\n"
+        "def helper(x):\n    return x\n\nnet = Tiny()\nSIZE = 4\n")
+    code, _, err = invoke(["import", "torch", "net.py:mdl", "--input", "4", "-o", "m.plan"],
+                          tmp_path)
+    assert code == 1 and err.startswith("net.py:1:1: error[E939]: net.py defines no `mdl`"), err
+    assert ("hint: it defines `Tiny` (an nn.Module class), `build` (a function of no "
+            "arguments), `net` (an nn.Module): give one as `net.py:NAME`") in err, err
+    code, _, err = invoke(["import", "torch", "net.py:Net", "--input", "4", "-o", "m.plan"],
+                          tmp_path)
+    assert "did you mean `net`?" in err, err  # among those alone
+    (tmp_path / "none.py").write_text("SIZE = 4\n")
+    code, _, err = invoke(["import", "torch", "none.py", "--input", "4", "-o", "m.plan"],
+                          tmp_path)
+    assert code == 1 and ("NAME must name an nn.Module of none.py, or a function there that "
+                          "returns one") in " ".join(err.split()), err
