@@ -7,7 +7,10 @@ call (`x + y`, a view, a mask built in a model's forward()) runs where its input
 are. So a placement is a device map exactly when every tensor that crosses devices enters
 a module call that runs wholly on one device (as do the module's other calls).
 `device_map(...)` gives the map (keyed by the outermost module calls that run on one
-device), or None and the first op that breaks the rule.
+device), or None and the first op that breaks the rule. Its keys are module paths only
+(accelerate's `check_device_map` warns of any other): a tensor read by code outside them
+is keyed by the module holding it (`""`, the model itself, for ViT's `class_token`), which
+`dispatch_model`'s hook of that module places.
 
 For a plan that is no device map, `nearest(...)` builds module-level alternatives: for each
 depth D, every module call at depth at most D (`--granularity module:D`) goes to the
@@ -52,27 +55,95 @@ def device_map(traced: Traced, where: Mapping[str, str], devices: Mapping[str, s
     """The accelerate map of the placement `where` ({fx node: spec device}), or None and
     why (see the module docstring). Its keys are the outermost module calls that run on one
     device (all calls of that module on the same one); code outside them must take its
-    tensors from its own device."""
+    tensors from its own device. Every key is a module path (see `_held`)."""
     inputs = {n.name for u in traced.units if u.is_input for n in u.nodes}
     nodes = [n for n in traced.nodes() if n.name not in inputs]
     chosen, why = _mapped_modules(traced, where, nodes, inputs)
     if chosen is None:
         return None, why
     out: dict[str, int | str] = {m: _value(devices[d]) for m, d in chosen.items()}
-    by_name: list[str] = []
-    for key, dev in owners.items():  # tensors that code (not a mapped module) reads
-        if not any(key == m or key.startswith(f"{m}.") for m in chosen):
-            out[key] = _value(devices[dev])
-            by_name.append(key)
     first = next((where[n.name] for n in nodes), None)
-    if first is not None:
-        _cover_every_tensor(traced, out, _value(devices[first]))
+    model = traced.model if hasattr(traced.model, "named_buffers") else traced.gm
+    return _with_held_tensors(model, out, {k: _value(devices[d]) for k, d in owners.items()},
+                              _value(devices[first]) if first is not None else 0)
+
+
+def _with_held_tensors(model: Any, out: dict[str, int | str], owners: Mapping[str, int | str],
+                       first: int | str) -> tuple[dict[str, int | str] | None, str]:
+    """The map `out` (the mapped modules) with keys for the tensors outside them: a module
+    code calls outside them by its path, a tensor by the module holding it (`_held`), and the
+    modules inside two keys (`_nested`); and its note, or None and why."""
+    modules = dict(model.named_modules())
+    read: dict[str, int | str] = {}  # tensors that code (not a mapped module) reads
+    for key, dev in owners.items():
+        if not _covers(out, key):
+            (out if key in modules else read)[key] = dev
+    held, why = _held(model, out, read, first)
+    if held is None:
+        return None, why
     note = "every tensor that crosses devices enters a module"
-    if by_name:  # keys accelerate's infer_auto_device_map writes too, but hooks no module
-        note += (f"; {len(by_name)} tensor(s) read outside any mapped module are keyed by "
-                 f"name (`{by_name[0]}`{', ...' if len(by_name) > 1 else ''}): "
-                 "accelerate's dispatch_model hooks modules only, so check where it puts them")
+    outer = [h for h in held if h == "" or any(k.startswith(f"{h}.") for k in out)]
+    out.update(held)
+    if outer:
+        out = _nested(model, out)
+    named = [t for t in read if t.rpartition(".")[0] in held]
+    if named:
+        note += _held_note(named, held)
     return out, note
+
+
+def _covers(keys: Mapping[str, object], name: str) -> bool:
+    return any(name == k or name.startswith(f"{k}.") for k in keys)
+
+
+def _held(model: Any, out: Mapping[str, int | str], read: Mapping[str, int | str],
+          first: int | str) -> tuple[dict[str, int | str] | None, str]:
+    """{module path: device} keying the modules that hold a tensor no key covers (`""`: the
+    model itself), or None and why. accelerate's `check_device_map` warns of a key that
+    names no module, and its hooks place a module's own tensors with the module, so such a
+    tensor is keyed by its module, on the device of the code that reads it (else the first
+    node's device); one module's tensors read on two devices can have no key."""
+    held: dict[str, int | str] = {}
+    reader: dict[str, str] = {}
+    for name, _ in (*model.named_parameters(), *model.named_buffers()):
+        if _covers(out, name):
+            continue
+        holder = name.rpartition(".")[0]
+        if name not in read:
+            held.setdefault(holder, first)
+            continue
+        if holder in reader and held[holder] != read[name]:
+            return None, (f"`{reader[holder]}` and `{name}`, tensors of "
+                          f"{f'`{holder}`' if holder else 'the model itself'}, are read on "
+                          "two devices; accelerate puts a module's own tensors on one")
+        reader.setdefault(holder, name)
+        held[holder] = read[name]
+    return held, ""
+
+
+def _nested(model: Any, out: dict[str, int | str]) -> dict[str, int | str]:
+    """`out` in the modules' order, and a key for each module that holds a tensor and lies
+    in two keys: `dispatch_model` hooks it with the outer key's device but the inner key
+    puts its tensors on the inner one (keying it gives it its own hook)."""
+    order = {path: k for k, (path, _) in enumerate(model.named_modules())}
+    for path, module in model.named_modules():
+        if path in out or next(module.parameters(), next(module.buffers(), None)) is None:
+            continue
+        around = [k for k in out if k == "" or path.startswith(f"{k}.")]
+        if len(around) > 1:
+            out[path] = out[max(around, key=len)]
+    return dict(sorted(out.items(), key=lambda kv: order[kv[0]]))
+
+
+def _held_note(named: list[str], held: Mapping[str, int | str]) -> str:
+    """What a user needs to know of the tensors `named` that code outside mapped modules
+    reads, keyed by the modules holding them (`held`)."""
+    note = (f"; {len(named)} tensor(s) read outside any mapped module (`{named[0]}`"
+            f"{', ...' if len(named) > 1 else ''}) are keyed by the module holding them")
+    if "" in held:  # its default is the first GPU of a set, not the map's first
+        note += ("; `\"\"` is the model itself, whose own tensors dispatch_model puts on "
+                 f"its main_device: pass main_device={held['']!r}")
+    return note
 
 
 def _mapped_modules(traced: Traced, where: Mapping[str, str], nodes: list[Any],
@@ -98,18 +169,6 @@ def _mapped_modules(traced: Traced, where: Mapping[str, str], nodes: list[Any],
                               f"device, and takes `{names[a.name]}` from another device; "
                               "accelerate's hooks move only a module's inputs")
     return chosen, ""
-
-
-def _cover_every_tensor(traced: Traced, out: dict[str, int | str], first: int | str) -> None:
-    """accelerate wants every parameter and buffer covered by a key: those no key covers
-    go to the first node's device, under their module's path where no key is inside it."""
-    model = traced.model if hasattr(traced.model, "named_buffers") else traced.gm
-    for name, _ in (*model.named_parameters(), *model.named_buffers()):
-        if any(name == k or name.startswith(f"{k}.") for k in out):
-            continue
-        owner = name.rpartition(".")[0]
-        inside = owner and not any(k.startswith(f"{owner}.") for k in out)
-        out[owner if inside else name] = first
 
 
 @dataclass

@@ -210,8 +210,9 @@ def test_a_model_people_use_goes_through_every_step(tmp_path: Path, name: str) -
         assert len(exported["copies"]) == len(placed.copies) > 0
         if granularity != "op":
             assert exported["device_map"] is not None, exported["device_map_note"]
-            named = "keyed by name (`class_token`" in exported["device_map_note"]
-            assert named == (name == "vit")  # a tensor code reads, not a module
+            held = "outside any mapped module (`class_token`" in exported["device_map_note"]
+            assert held == (name == "vit")  # a tensor code reads, keyed by its module
+            assert ("" in exported["device_map"]) == (name == "vit")  # the model holds it
             maps[granularity] = (exported["device_map"], fake.device_map)
         elif exported["device_map"] is None:  # the nearest module-level plan is offered
             nearest = exported["nearest_module_plan"]
