@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import planner
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
@@ -87,3 +89,12 @@ def test_every_page_of_docs_is_linked_from_the_readme() -> None:
 def test_the_readme_is_a_manual() -> None:
     lines = README.read_text(encoding="utf-8").count("\n")
     assert lines <= README_MAX_LINES, "move reference material to a page of docs/"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "docs" / "examples").glob("*.plan")),
+                         ids=lambda p: p.name)
+def test_every_example_spec_loads_as_shipped(path: Path) -> None:
+    """Before: mlp_pipeline.plan imported mlp_train.plan, which only a command of the docs
+    wrote, so that `planner solve docs/examples/mlp_pipeline.plan` was E001 on a fresh
+    clone."""
+    planner.load(path)
