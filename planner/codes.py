@@ -249,8 +249,9 @@ E818 3   memory `liveness`: the exact model (static memory) is infeasible and no
 E819 3   memory `liveness`: `auto` or `search` simulated every placement and per-device order
          and none fits; a proof
 E820 2   an unknown solver name (`--solver`, or `solver=` in Python): no profile, no Pyomo solver of
-         that name, no program of that name on PATH; `asl:NAME` with no program NAME on PATH (a
-         known solver not installed here falls back)
+         that name, no program of that name on PATH; `asl:NAME` with no program NAME on PATH;
+         a `NAME:SUBSOLVER` other than `asl:` and `gams:` (`highs:foo`) (a known solver not
+         installed here falls back)
 E821 6   memory `liveness`: `auto` or `search` found no plan, and the time limit cut their
          enumeration of every placement and per-device order: not a proof that none exists (a
          longer `--time-limit` tries more plans)

@@ -314,7 +314,8 @@ def test_an_infeasible_plan_leaves_out_as_it_was_and_the_reports_show_it(
 
 
 @pytest.mark.parametrize(("name", "near"), [("nosuch", None), ("hihgs", "highs"),
-                                            ("cbcc", "cbc"), ("asl:nosuch", None)])
+                                            ("cbcc", "cbc"), ("asl:nosuch", None),
+                                            ("highs:foo", None)])
 def test_an_unknown_solver_is_a_usage_error_before_any_work(
         tmp_path: Path, no_work: None, name: str, near: str | None) -> None:
     """Before: a warning, the heuristics' plan as a `fallback` and exit 0, so a misspelt
@@ -364,6 +365,26 @@ def test_asl_names_a_program_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyP
                              "asl:fake-ampl-solver", "--time-limit", "0", "--json"], tmp_path)
     assert code == 0, err  # known (no solver runs at a zero limit)
     assert json.loads(out)["result"]["solver"] == "asl:fake-ampl-solver"
+
+
+def test_name_colon_subsolver_is_known_for_asl_and_gams_alone(tmp_path: Path) -> None:
+    """Pyomo passes `solver=X` to NAME for `NAME:X`. Before, `--solver highs:foo` was known
+    by its first part and ran HiGHS without its profile's options (time limit, gap,
+    threads), or fell back with exit 0. `gams:X` runs GAMS's solver X: known (X is GAMS's
+    to check), falling back where GAMS is not installed."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    code, _, err = invoke(["solve", "s.plan", "--algo", "ilp", "--solver", "highs:foo"],
+                          tmp_path)
+    assert code == 2 and "(Pyomo's `NAME:SUBSOLVER` form is for `asl:` and `gams:` alone; " \
+        "planner gives `highs` its profile's options" in " ".join(err.split()), err
+    assert "= hint: give `highs` alone" in err
+    code, _, err = invoke(["solve", "s.plan", "--algo", "ilp", "--solver", "gams:"], tmp_path)
+    assert code == 2 and "`gams:` names no GAMS solver: give `gams:NAME`" in err
+    if solver_names.unusable("gams:cplex") is not None:  # GAMS is not installed here
+        code, out, err = invoke(["solve", "s.plan", "--algo", "ilp", "--solver", "gams:cplex",
+                                 "--json"], tmp_path)
+        assert code == 0, err
+        assert "is not available here" in json.loads(out)["result"]["reason"]
 
 
 def test_solve_judges_the_solver_name_once(tmp_path: Path,

@@ -1,10 +1,13 @@
 """What planner makes of a `--solver` name: one judgement (`judged`), read by every caller.
 
 A name is known when it has a profile (`solvers/profiles.toml`), is one of Pyomo's
-registered solvers (`SolverFactory`, a `name:subsolver` form by its first part), or is a
-program on PATH (Pyomo runs any other name as an AMPL solver binary). `asl:NAME`, Pyomo's
-AMPL solver library form, runs the program NAME: it is known when NAME is on PATH (before,
-`asl:` passed whatever followed, and `--solver asl:nosuch` fell back with exit 0). Anything
+registered solvers (`SolverFactory`), or is a program on PATH (Pyomo runs any other name as
+an AMPL solver binary). Of Pyomo's `NAME:SUBSOLVER` forms (it passes `solver=SUBSOLVER` to
+NAME) two are known: `asl:NAME`, the AMPL solver library's, runs the program NAME and is
+known when NAME is on PATH (before, `asl:` passed whatever followed, and `--solver
+asl:nosuch` fell back with exit 0); `gams:NAME` runs GAMS's solver NAME, which GAMS alone
+can check. Any other (`highs:foo`) is not: before, it was known by its first part and ran
+without the profile's options (its time limit, gap and threads), or fell back. Anything
 else cannot run anywhere: before, `--solver nosuch` warned and fell back to the heuristics'
 plan with exit 0, so a misspelt solver in CI gave another algorithm's plan. A known solver
 that is not installed here still falls back, as documented (`fallback`, the reason on
@@ -28,6 +31,8 @@ from . import backends
 
 #: Pyomo's AMPL solver library prefix: `asl:NAME` runs the program NAME
 ASL = "asl:"
+#: GAMS's prefix: `gams:NAME` runs GAMS's solver NAME (GAMS checks the name)
+GAMS = "gams:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,14 +64,26 @@ def _judged(name: str, path: str) -> Judged:  # `path` keys the cache alone
     unknown = _unknown(name, pyomo)
     if not unknown:
         return Judged(name, unusable=_not_here(name))
-    program = name.removeprefix(ASL)
-    hints = did_you_mean(name, [*profiled, *pyomo]) if program == name else (
-        (f"install the AMPL solver program {quoted(program)}, or put its folder on PATH",)
-        if program else ())
     return Judged(name, unknown, (
-        *hints, f"planner's solvers: {', '.join(n for n in profiled if n != 'cpsat')}, or "
-        "any Pyomo solver name; run solvers/install.sh for cbc and glpk"),
-        _missing(name))
+        *_hints(name, profiled, pyomo),
+        f"planner's solvers: {', '.join(n for n in profiled if n != 'cpsat')}, or any Pyomo "
+        f"solver name, `{ASL}PROGRAM` or `{GAMS}SOLVER`; run solvers/install.sh for cbc and "
+        "glpk"), _missing(name))
+
+
+def _hints(name: str, profiled: list[str], pyomo: list[str]) -> tuple[str, ...]:
+    """What to give instead of unknown solver `name` (before the list of solvers)."""
+    head, colon, tail = name.partition(":")
+    if not colon:
+        return did_you_mean(name, [*profiled, *pyomo])
+    if f"{head}:" == ASL:
+        return ((f"install the AMPL solver program {quoted(tail)}, or put its folder on PATH",)
+                if tail else ())
+    if f"{head}:" == GAMS:
+        return ()
+    if head in profiled or head in pyomo:
+        return (f"give {quoted(head)} alone",)
+    return did_you_mean(head, [*profiled, *pyomo])
 
 
 def _unknown(name: str, pyomo: list[str]) -> str:
@@ -79,9 +96,19 @@ def _unknown(name: str, pyomo: list[str]) -> str:
             return ""
         return (f"Pyomo runs `{ASL}NAME` as the program NAME, and there is no program "
                 f"{quoted(program)} on PATH")
-    if name.split(":", 1)[0] in pyomo or shutil.which(name) is not None:
+    head, colon, tail = name.partition(":")
+    if not colon:
+        return "" if name in pyomo or shutil.which(name) is not None else (
+            "no profile, no Pyomo solver of that name, no such program on PATH")
+    if f"{head}:" == GAMS and tail:
         return ""
-    return "no profile, no Pyomo solver of that name, no such program on PATH"
+    if f"{head}:" == GAMS:
+        return f"`{GAMS}` names no GAMS solver: give `{GAMS}NAME`"
+    form = f"Pyomo's `NAME:SUBSOLVER` form is for `{ASL}` and `{GAMS}` alone"
+    if head in backends.profiles():
+        return (f"{form}; planner gives {quoted(head)} its profile's options (time limit, gap, "
+                "threads) under that name")
+    return form if head in pyomo else f"no profile and no Pyomo solver {quoted(head)}"
 
 
 def _not_here(name: str) -> str:
