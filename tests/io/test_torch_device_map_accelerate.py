@@ -131,3 +131,29 @@ def test_the_exported_map_computes_what_eager_mode_does(
                                                force_hooks=True)
         assert torch.equal(dispatched(x), expected)
     assert not [w for w in recwarn if "device_map" in str(w.message)]
+
+
+class TwoOwn(torch.nn.Module):
+    """Holds `a` and `b` itself, each read beside a layer of its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Parameter(torch.randn(8))
+        self.b = torch.nn.Parameter(torch.randn(8))
+        self.l0 = torch.nn.Linear(8, 8)
+        self.l1 = torch.nn.Linear(8, 8)
+
+    def forward(self, x: Any) -> Any:
+        return self.l1(self.l0(x) + self.a) + self.b
+
+
+def test_a_modules_own_tensors_read_on_two_devices_have_no_map() -> None:
+    """accelerate puts a module's own tensors on one device (its hook's)."""
+    traced = trace(TwoOwn().eval(), Example((torch.randn(2, 8),)), "fx", "module:1")
+    placement = {op: "gpu1" if op in ("l1", "add_1") else "gpu0"
+                 for op in traced.names.values()}
+    placed = apply_plan(traced, placement, {"gpu0": "cuda:0", "gpu1": "cuda:1"}, move=False)
+    assert placed.device_map is None
+    assert placed.device_map_note == ("`a` and `b`, tensors of the model itself, are read on "
+                                      "two devices; accelerate puts a module's own tensors "
+                                      "on one")
