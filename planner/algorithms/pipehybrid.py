@@ -360,8 +360,7 @@ def _dp(problem: Problem, pipeline: Pipeline, most: int = MAX_CUTS) -> list[Layo
     cuts = t.cuts
     k_n = len(cuts) - 1
     out: list[Layout] = []
-    rings: dict[tuple[int, ...], tuple[float, float]] = {}  # group -> `cost.ring_link`
-    starts = [Start(problem, u, t.grad_prefix, int(cuts[a]), cuts[a + 1:], rings)
+    starts = [Start(problem, u, t.grad_prefix, int(cuts[a]), cuts[a + 1:])
               for a in range(k_n)]
     for used in ([m] if one_pass(problem) else range(1, m + 1)):  # devices [0, used)
         best = np.full((k_n + 1, m + 1), INF)
@@ -392,13 +391,12 @@ def layout_cost(problem: Problem, pipeline: Pipeline, lay: Layout) -> float:
     from the last stage back): what the DP minimises, for the tests' brute force."""
     u, t, c = units(problem), _tables(problem), costs(problem)
     used = sum(map(len, lay.groups))
-    rings: dict[tuple[int, ...], tuple[float, float]] = {}
     worst = 0.0
     for k, group in enumerate(lay.groups):
         i, j = lay.bounds[k], lay.bounds[k + 1]
         p = sum(map(len, lay.groups[k:]))
         first = used - p
-        start = Start(problem, u, t.grad_prefix, i, np.array([j]), rings)
+        start = Start(problem, u, t.grad_prefix, i, np.array([j]))
         cost = start.cost(problem, c, pipeline, tuple(range(first, first + len(group))),
                           k + 1 < len(lay.groups), p)
         worst = max(worst, float(cost[0]))
