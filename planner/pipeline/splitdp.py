@@ -58,6 +58,9 @@ MAX_ENUMERATED = 20_000
 #: 2.3 s of system time in pipedp's 10.5 s on a 24-layer GPT, against 5k and none at this
 #: size (a block holds whole columns of ends, so its size changes no result)
 BLOCK_CELLS = 1 << 16
+#: cells of memory tests kept for a stage count's chains and kinds (`_Masks`), and of loads
+#: kept for a split's even pass (1 and 8 bytes each): GPT-24 on a DGX-1, 2.4 s -> 1.3 s
+KEEP_CELLS = 1 << 21
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,11 +230,12 @@ def _split_candidates(problem: Problem, pipeline: Pipeline, options: Progressing
         best: dict[str, Found] = {}
         exact = _enumerable(space, pipeline, stages, len(chains))
         done += known.get(stages, 0)
+        masks = _Masks()
         for chain in chains[known.get(stages, 0):]:
             done += 1
             for kind in kinds:
                 found = _kind_split(problem, u, space, chain, pipeline, capped, kind,
-                                    exact=exact, even=balanced)
+                                    exact=exact, even=balanced, masks=masks)
                 if found is not None and (kind not in best
                                           or found.period_s < best[kind].period_s):
                     best[kind] = found
@@ -245,13 +249,13 @@ def _split_candidates(problem: Problem, pipeline: Pipeline, options: Progressing
 
 def _kind_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
                 pipeline: Pipeline, capped: bool, kind: str, *, exact: bool,
-                even: bool) -> Found | None:
+                even: bool, masks: _Masks | None = None) -> Found | None:
     """The best split of `chain` of `kind`: enumerated where `exact` (the period's and
     compute's kinds), else by the DP (with its even pass for those two kinds)."""
     if exact and kind in KINDS[:2]:
         return _enumerated(problem, space, chain, pipeline, capped, kind)
     return _best_split(problem, u, space, chain, pipeline, capped, kind,
-                       even=even and kind in KINDS[:2])
+                       even=even and kind in KINDS[:2], masks=masks)
 
 
 def _distinct(found: list[Found]) -> list[Found]:
@@ -436,7 +440,7 @@ def _boundary(problem: Problem, u: Units, a: int, b: int, kind: str) -> NDArray[
 # blocks of (starts x ends), with the memory test per cell
 def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
                 pipeline: Pipeline, capped: bool, kind: str = "period",
-                even: bool = True) -> Found | None:
+                even: bool = True, masks: _Masks | None = None) -> Found | None:
     """The bottleneck DP over `cuts` for one chain (None: nothing fits), then among the
     splits of that period the one whose stage loads have the least sum of squares (the
     most even: non-bottleneck stages balanced, as torchgpipe's partition does, which the
@@ -445,11 +449,14 @@ def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
     time; `even` False: the first pass alone."""
     s, p = len(chain), len(space.cuts)
     stages = _stage_tables(problem, u, space, chain, pipeline, capped, kind)
+    masks = masks if masks is not None else _Masks()
     limit = None
-    for _ in range(2 if even else 1):  # the least period; then the most even loads under it
+    kept: list[NDArray[np.float64]] | None = [] if even and s * p * p <= KEEP_CELLS else None
+    for turn in range(2 if even else 1):  # the least period; then the most even loads under it
         f = np.full(p, INF)
         f[0] = 0.0
         back = np.zeros((s, p), dtype=np.int64)
+        block = 0
         for k, stage in enumerate(stages):
             ends = np.array([p - 1] if k == s - 1 else range(k + 1, p - (s - k) + 1),
                             dtype=np.int64)
@@ -458,8 +465,14 @@ def _best_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
             for lo in range(0, len(ends), step):
                 j = ends[lo:lo + step]
                 i = np.arange(k, int(j[-1]))[:, None]
-                load = stage.load(u, space.cuts, i, j[None, :],
-                                  space.largest[k:int(j[-1]), j] if capped else None)
+                if turn and kept is not None:  # the first pass's, the same floats
+                    load = kept[block]
+                else:
+                    load = stage.load(u, space.cuts, i, j[None, :], masks.too_big(
+                        u, space, stage, (s, k, lo), i, j) if capped else None)
+                    if kept is not None:
+                        kept.append(load)
+                block += 1
                 if limit is None:
                     best = np.maximum(f[i], load)
                 else:
@@ -525,11 +538,11 @@ class _Stage:
     cap: float
 
     def load(self, u: Units, cuts: NDArray[np.int64], i: NDArray[np.int64],
-             j: NDArray[np.int64], largest: NDArray[np.float64] | None) -> NDArray[np.float64]:
+             j: NDArray[np.int64], too_big: NDArray[np.bool_] | None) -> NDArray[np.float64]:
         """Per (start i, end j): the stage's load (its compute or the transfer resource of
         its boundaries, whichever is busier), inf where it may not be (i >= j, a unit its
-        device may not run, more memory than the cap; `largest`: the largest transient of
-        each (i, j), None to leave memory out)."""
+        device may not run, more memory than the cap: `too_big`, None to leave memory
+        out)."""
         compute = self.compute[j] - self.compute[i]
         if self.combine == "sum":
             load = compute + self.left[i] + self.right[j]
@@ -538,14 +551,41 @@ class _Stage:
         else:
             load = np.maximum(compute, np.maximum(self.left[i], self.right[j]))
         bad = (i >= j) | (self.banned[j] - self.banned[i] > 0)
-        if largest is not None:
-            ci, cj = cuts[i], cuts[j]
-            need = stage_memory(u.params_prefix[cj] - u.params_prefix[ci], self.in_flight,
-                                u.kept_prefix[cj] - u.kept_prefix[ci] + u.forward_bytes[ci],
-                                largest)
-            bad |= need > self.cap
+        if too_big is not None:
+            bad |= too_big
         out: NDArray[np.float64] = np.where(bad, INF, load)
         return out
+
+    def too_big(self, u: Units, cuts: NDArray[np.int64], i: NDArray[np.int64],
+                j: NDArray[np.int64], largest: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """Per (start i, end j): whether the stage needs more memory than its cap
+        (`largest`: the largest transient of each (i, j))."""
+        ci, cj = cuts[i], cuts[j]
+        need = stage_memory(u.params_prefix[cj] - u.params_prefix[ci], self.in_flight,
+                            u.kept_prefix[cj] - u.kept_prefix[ci] + u.forward_bytes[ci],
+                            largest)
+        out: NDArray[np.bool_] = np.greater(need, self.cap)
+        return out
+
+
+class _Masks:
+    """`_Stage.too_big` per block (stages, stage, first end), micro-batches in flight and
+    cap, all it reads: kept for a stage count's other chains and kinds (`KEEP_CELLS`)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[object, ...], NDArray[np.bool_]] = {}
+        self._cells = 0
+
+    def too_big(self, u: Units, space: Space, stage: _Stage, block: tuple[int, int, int],
+                i: NDArray[np.int64], j: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """The block's `_Stage.too_big` (i: its starts as a column, j: its ends)."""
+        key = (*block, stage.in_flight, stage.cap)
+        if key not in self._kept:
+            out = stage.too_big(u, space.cuts, i, j[None, :], space.largest[block[1]:j[-1], j])
+            if self._cells + out.size > KEEP_CELLS:
+                return out
+            self._kept[key], self._cells = out, self._cells + out.size
+        return self._kept[key]
 
 
 def _largest_transients(u: Units, cuts: NDArray[np.int64]) -> NDArray[np.float64]:
