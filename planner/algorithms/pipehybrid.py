@@ -354,33 +354,38 @@ def replica_counts(p: int, pipeline: Pipeline) -> list[int]:
 def _dp(problem: Problem, pipeline: Pipeline, most: int = MAX_CUTS) -> list[Layout]:
     """The best layout per count of devices used (module docstring). On identical devices
     joined by identical links a stage's cost does not depend on which devices it takes,
-    so one pass serves every count; otherwise one pass per count. `most`: cuts at most."""
+    so one pass serves every count; otherwise one pass per count. `most`: cuts at most.
+    The passes run side by side, a start at a time: each pass reads only its own table,
+    and a start's costs, asked again by every pass, are kept only while it is the one."""
     u, t, c = units(problem), _tables(problem, most), costs(problem)
     m = len(problem.cluster.devices)
     cuts = t.cuts
     k_n = len(cuts) - 1
-    out: list[Layout] = []
-    starts = [Start(problem, u, t.grad_prefix, int(cuts[a]), cuts[a + 1:])
-              for a in range(k_n)]
-    for used in ([m] if one_pass(problem) else range(1, m + 1)):  # devices [0, used)
-        best = np.full((k_n + 1, m + 1), INF)
-        best[k_n, 0] = 0.0
-        choice = np.zeros((k_n + 1, m + 1, 2), dtype=np.int64)  # (end cut index, replicas)
-        for a in range(k_n - 1, -1, -1):
-            start = starts[a]
+    passes = [m] if one_pass(problem) else list(range(1, m + 1))  # devices [0, used)
+    best = {used: np.full((k_n + 1, m + 1), INF) for used in passes}
+    choice = {used: np.zeros((k_n + 1, m + 1, 2), dtype=np.int64)  # (end cut index, replicas)
+              for used in passes}
+    for used in passes:
+        best[used][k_n, 0] = 0.0
+    for a in range(k_n - 1, -1, -1):
+        start = Start(problem, u, t.grad_prefix, int(cuts[a]), cuts[a + 1:])
+        for used in passes:
+            table = best[used]
             for p in range(1, used + 1):
                 first = used - p
                 for r in replica_counts(p, pipeline):
                     group = tuple(range(first, first + r))
                     cost = start.cost(problem, c, pipeline, group, first + r < used, p)
-                    total = np.maximum(cost, best[a + 1:, p - r])
+                    total = np.maximum(cost, table[a + 1:, p - r])
                     j = int(np.argmin(total))
-                    if total[j] < best[a, p]:
-                        best[a, p] = total[j]
-                        choice[a, p] = (a + 1 + j, r)
+                    if total[j] < table[a, p]:
+                        table[a, p] = total[j]
+                        choice[used][a, p] = (a + 1 + j, r)
+    out: list[Layout] = []
+    for used in passes:
         for p in range(1, m + 1) if one_pass(problem) else (used,):
-            if best[0, p] < INF:
-                lay = _backtrack(cuts, choice, p, used)
+            if best[used][0, p] < INF:
+                lay = _backtrack(cuts, choice[used], p, used)
                 if lay not in out:
                     out.append(lay)
     return out

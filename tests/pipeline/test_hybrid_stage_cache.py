@@ -1,11 +1,15 @@
 """`hybrid`'s stage cost computed once per distinct input (`hybridstage.Start.cost`): the DP
 asks again for groups alike (the same device classes, links beside them, ring link and
 memory), 57% of its asks on GPT-24 over two nodes. Each answer must be the one a fresh
-`Start` gives, to the bit, so that the layouts stay the same.
+`Start` gives, to the bit, so that the layouts stay the same; and the DP keeps a start's
+answers only while it is the one (its passes side by side: 69 MB -> 1 MB on GPT-24).
 """
 
 from __future__ import annotations
 
+import weakref
+
+import pytest
 from pipe_support import chain_text
 
 from planner import loads
@@ -67,3 +71,21 @@ def test_alike_groups_share_one_answer() -> None:
     # a ring across the nodes is not
     assert start.cost(problem, c, problem.pipeline, (1, 2), False, 2) is not pair
     assert not first.flags.writeable  # shared: no caller may change it for the others
+
+
+def test_the_dp_holds_one_start_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = _two_nodes()
+    assert problem.pipeline is not None
+    alive: weakref.WeakSet[Start] = weakref.WeakSet()
+    most = 0
+
+    class Counted(Start):
+        def __init__(self, *args: object) -> None:
+            nonlocal most
+            super().__init__(*args)  # type: ignore[arg-type]
+            alive.add(self)
+            most = max(most, len(alive))
+
+    monkeypatch.setattr(pipehybrid, "Start", Counted)
+    assert pipehybrid.candidates(problem, problem.pipeline)
+    assert 1 <= most <= 2  # the one, and the one before it while the next is built
