@@ -298,11 +298,13 @@ def test_the_dps_blocks_change_no_split(seed: int, schedule: str,
 
     p = random_spec(900 + seed, 20, 4, training=True, schedule=schedule,
                     memories=(100, 400))
+    assert p.pipeline is not None
+    space = splitdp.search_space(p, p.pipeline)
     found = {}
     for cells in (42, 1 << 30):  # 21 cuts: 2 ends a block, and all in one
         monkeypatch.setattr(splitdp, "BLOCK_CELLS", cells)
-        candidates = splitdp.split_candidates(p, p.pipeline, None, True, splitdp.MAX_CELLS,
-                                              balanced=True)
+        # the DP itself: `split_candidates` keeps its first answer per problem
+        candidates = splitdp._split_candidates(p, p.pipeline, None, True, space, True, {})
         found[cells] = {s: [(f.period_s, f.split) for f in fs]
                         for s, fs in candidates.items()}
     assert found[42] == found[1 << 30] and found[42]
