@@ -46,6 +46,20 @@ any_names = st.one_of(bare_names, st.sampled_from(sorted(KEYWORDS)),
                           lambda t: valid_name(t) and skeleton(t) == t))
 
 
+# Strategies are built once, here, rather than inside the draws: a strategy built per
+# draw is validated per draw (a third of the drawing time)
+prefixes = bare_names.filter(lambda n: n not in KEYWORDS)
+exponents = st.sampled_from(["e", "E"])
+exponent_signs = st.sampled_from(["", "+", "-"])
+unit_choices = {dim: st.sampled_from(sorted(units)) for dim, units in UNITS.items()}
+unit_spaces = st.sampled_from([" ", "", "\t", "  "])
+separators = st.sampled_from([" ", "  ", ";", " ; ", "\n", "\n\n", "\t"])
+comment_texts = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=10)
+op_keys = st.lists(st.sampled_from(["params", "output", "temp"]), unique=True)
+memory_models = st.sampled_from(["static", "liveness"])
+contentions = st.sampled_from(["none", "link", "device"])
+
+
 def spell_name(name: str, draw: st.DrawFn) -> str:
     """A name as it may be written: bare where allowed (or quoted anyway), else JSON."""
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name) and draw(st.integers(0, 3)) != 0:
@@ -63,7 +77,7 @@ def numbers(draw: st.DrawFn) -> str:
     if draw(st.booleans()):
         text += "." + str(draw(st.integers(0, 999)))
     if draw(st.integers(0, 4)) == 0:
-        text += draw(st.sampled_from(["e", "E"])) + draw(st.sampled_from(["", "+", "-"])) + str(
+        text += draw(exponents) + draw(exponent_signs) + str(
             draw(st.integers(0, 12)))
     if text.replace("_", "").strip("0.eE+-") == "" or float(text.replace("_", "")) == 0:
         text = "1" + text  # positive, so `flops` and `bandwidth` stay valid
@@ -72,12 +86,12 @@ def numbers(draw: st.DrawFn) -> str:
 
 def quantity(draw: st.DrawFn, dim: str) -> str:
     """A quantity of `dim` inside its valid range (`units.RANGES`)."""
-    unit = draw(st.sampled_from(sorted(UNITS[dim])))
+    unit = draw(unit_choices[dim])
     number = draw(numbers())
     lo, hi = RANGES[dim]
     if not lo <= parse_number(number) * UNITS[dim][unit] <= hi:
         number, unit = EXAMPLES[dim].split()
-    return number + draw(st.sampled_from([" ", "", "\t", "  "])) + unit
+    return number + draw(unit_spaces) + unit
 
 
 @dataclass
@@ -88,12 +102,11 @@ class Layout:
     lines: list[str] = field(default_factory=list)
 
     def sep(self) -> str:
-        return self.draw(st.sampled_from([" ", "  ", ";", " ; ", "\n", "\n\n", "\t"]))
+        return self.draw(separators)
 
     def comment(self) -> str:
         if self.draw(st.integers(0, 5)) == 0:
-            return " " * self.draw(st.integers(1, 6)) + "# " + self.draw(
-                st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=10)) + "\n"
+            return " " * self.draw(st.integers(1, 6)) + "# " + self.draw(comment_texts) + "\n"
         return ""
 
     def block(self, attrs: list[str]) -> str:
@@ -123,7 +136,7 @@ def valid_specs(draw: st.DrawFn) -> Generated:  # noqa: C901 - one spec, drawn i
     lay = Layout(draw)
     out: list[str] = []
     # Cluster: a range of devices, maybe one more; a full mesh of links.
-    prefix = draw(bare_names.filter(lambda n: n not in KEYWORDS))
+    prefix = draw(prefixes)
     n = draw(st.integers(1, 4))
     devices = [f"{prefix}{i}" for i in range(n)]
     extra = draw(st.one_of(st.none(), any_names.filter(lambda x: x not in devices)))
@@ -165,7 +178,7 @@ def valid_specs(draw: st.DrawFn) -> Generated:  # noqa: C901 - one spec, drawn i
     for name in names:
         attrs = ["time " + quantity(draw, "time")] if draw(st.integers(0, 3)) else [
             "flops " + quantity(draw, "work")]
-        keys = draw(st.lists(st.sampled_from(["params", "output", "temp"]), unique=True))
+        keys = draw(op_keys)
         for key in keys:
             attrs.append(f"{key} " + ("2 KiB" if key == "params" and name in tied
                                       else quantity(draw, "size")))
@@ -198,9 +211,9 @@ def valid_specs(draw: st.DrawFn) -> Generated:  # noqa: C901 - one spec, drawn i
     # Plan: settings in any order; pins on ops outside colocation groups.
     pbody = [f"graph {graph}", f"cluster {cluster}"]
     if draw(st.booleans()):
-        pbody.append("memory " + draw(st.sampled_from(["static", "liveness"])))
+        pbody.append("memory " + draw(memory_models))
     if draw(st.booleans()):
-        pbody.append("contention " + draw(st.sampled_from(["none", "link", "device"])))
+        pbody.append("contention " + draw(contentions))
     grouped = set()
     for b in gbody:
         if b.startswith("colocate "):
