@@ -67,11 +67,11 @@ class Recorder:
         self.saved_at = time.monotonic()
 
 
-def _seed_corpus() -> None:
-    CORPUS.mkdir(exist_ok=True)
+def _seed_corpus(corpus: Path) -> None:
+    corpus.mkdir(exist_ok=True)
     for path in seeds():
         data = path.read_bytes()
-        (CORPUS / hashlib.sha1(data).hexdigest()).write_bytes(data)
+        (corpus / hashlib.sha1(data).hexdigest()).write_bytes(data)
 
 
 def main() -> int:
@@ -84,6 +84,10 @@ def main() -> int:
     ap.add_argument("--strict", action="store_true", help="stop at the first finding")
     ap.add_argument("--seeds-only", action="store_true", help="run each seed once and stop")
     ap.add_argument("--fresh", action="store_true", help="start the corpus from the seeds again")
+    # libFuzzer runs every corpus input before it mutates any, inside --minutes: a grown
+    # corpus (745 inputs) took the whole of a short run (CI's test gives its own)
+    ap.add_argument("--corpus", type=Path, default=CORPUS,
+                    help=f"the corpus folder (default {CORPUS.relative_to(HERE.parent)})")
     args = ap.parse_args()
 
     harness = Harness(slack=args.slack, strict=args.strict)
@@ -112,12 +116,12 @@ def main() -> int:
         import planner.spec.load
         import planner.strictjson  # noqa: F401
     harness.templates = True  # the structure-aware half (target.from_template)
-    if args.fresh and CORPUS.exists():
-        shutil.rmtree(CORPUS)
-    _seed_corpus()
+    if args.fresh and args.corpus.exists():
+        shutil.rmtree(args.corpus)
+    _seed_corpus(args.corpus)
     FINDINGS.mkdir(exist_ok=True)
     os.environ.setdefault("PLANNER_FUZZ", "1")
-    engine = [sys.argv[0], str(CORPUS), f"-max_total_time={max(1, int(args.minutes * 60))}",
+    engine = [sys.argv[0], str(args.corpus), f"-max_total_time={max(1, int(args.minutes * 60))}",
               f"-max_len={8192}", "-timeout=120", "-rss_limit_mb=6144", "-print_final_stats=1",
               f"-dict={HERE / 'plan.dict'}",  # the language's keywords, units, operators
               f"-artifact_prefix={FINDINGS}/"]  # crash, timeout and out-of-memory inputs
