@@ -1,5 +1,6 @@
 """Run the step of several scripts `planner export torch --pipeline` wrote, in one set of
-processes (importing torch once per process rather than once per script and rank).
+processes (forked from one that imported torch once, rather than importing it once per
+script and rank).
 
     python tests/io/torch_pipeline_runner.py JOBS.json
     python tests/io/torch_pipeline_runner.py --serve
@@ -33,9 +34,11 @@ import importlib.util
 import io
 import json
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import sys
 import traceback
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -114,7 +117,19 @@ class Pool:
     """Worker processes, started as a job first needs them; worker k runs rank k."""
 
     def __init__(self) -> None:
-        self.context = multiprocessing.get_context("spawn")
+        # forked from a fork server that imported this module (`_preload`) once, not
+        # spawned, each rank importing torch and transformers again; the server runs no
+        # torch code and (OMP_NUM_THREADS=1: torch_support.py) has no other thread to fork
+        self.context = multiprocessing.get_context("forkserver")
+        self.context.set_forkserver_preload([Path(__file__).stem])
+        # by name, from its working folder (`python -c`): Python 3.11 gives the server
+        # neither the main module (its "__main__" preload is lost) nor sys.path
+        here = os.getcwd()
+        os.chdir(Path(__file__).parent)
+        try:
+            multiprocessing.forkserver.ensure_running()
+        finally:
+            os.chdir(here)
         self.done = self.context.Queue()
         self.workers: list[tuple[Any, Any]] = []
 
@@ -241,5 +256,23 @@ def serve() -> None:
         pool.close()
 
 
-if __name__ == "__main__":
+def _preload() -> None:
+    """What the ranks' fork server imports for them: torch's pipelining, and Hugging Face's
+    GPT-2 (most pipeline tests' model) where transformers is installed. Spawned, each of 4
+    ranks imported them itself (about 4 s of CPU time a rank)."""
+    import torch.distributed.pipelining  # noqa: F401
+
+    # as torch_pipeline_models.gpt2 does: transformers imports torchvision, whose PyPI
+    # build fails beside the CPU torch while it registers kernels no model here uses
+    sys.modules.setdefault("torchvision._meta_registrations",
+                           types.ModuleType("torchvision._meta_registrations"))
+    # optional (the GPT-2 tests skip without it); any failure here only costs the ranks
+    # the import, where they need it, and must not end the server
+    with contextlib.suppress(Exception):
+        from transformers import GPT2Config, GPT2LMHeadModel  # noqa: F401
+
+
+if __name__ == Path(__file__).stem:  # imported by the fork server (`Pool`)
+    _preload()
+elif __name__ == "__main__":
     serve() if sys.argv[1] == "--serve" else main(sys.argv[1])
