@@ -58,7 +58,8 @@ def fixed_count(pipeline: Pipeline) -> int | None:
 def _group_key(problem: Problem, group: tuple[int, ...], has_next: bool, has_before: bool
                ) -> tuple[object, ...]:
     """What a stage's figures depend on besides its units: its devices' classes (their
-    compute and the units they may run) and the links to the stages beside it."""
+    compute, its forward share and the units they may run: `_classes`) and the links to
+    the stages beside it."""
     kinds, link = _classes(problem)
     m = len(problem.cluster.devices)
     before = group[0] - 1 if group[0] > 0 else group[-1] + 1
@@ -82,13 +83,16 @@ def _signature(problem: Problem, group: tuple[int, ...], has_next: bool, has_bef
 
 
 def _classes(problem: Problem) -> tuple[list[int], list[list[int]]]:
-    """Per device its class (alike compute and bans), per pair its link's class."""
+    """Per device its class, per pair its link's class. Devices of a class have the same
+    `units` rows that `_figures` reads: compute, its forward share (`_busy`'s wait for the
+    first backward; kinds whose units take alike totals, split otherwise between forward
+    and backward, once shared one's figures) and bans."""
     def derive() -> tuple[list[int], list[list[int]]]:
         u, c = units(problem), costs(problem)
         m = len(problem.cluster.devices)
-        seen: dict[tuple[bytes, bytes], int] = {}
-        kinds = [seen.setdefault((u.compute_prefix[d].tobytes(), u.banned_prefix[d].tobytes()),
-                                 len(seen)) for d in range(m)]
+        seen: dict[tuple[bytes, ...], int] = {}
+        kinds = [seen.setdefault(tuple(t[d].tobytes() for t in (
+            u.compute_prefix, u.forward_prefix, u.banned_prefix)), len(seen)) for d in range(m)]
         pairs: dict[tuple[float, ...], int] = {}
         link = [[pairs.setdefault((c.latency[a][b], c.inv_bandwidth[a][b], c.latency[b][a],
                                    c.inv_bandwidth[b][a]), len(pairs)) for b in range(m)]

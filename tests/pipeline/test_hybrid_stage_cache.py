@@ -45,7 +45,13 @@ def _asks(m: int, pipeline: Pipeline) -> list[tuple[tuple[int, ...], bool, int]]
 
 def test_each_answer_is_a_fresh_starts_to_the_bit() -> None:
     problem = _two_nodes()
-    assert problem.pipeline is not None and not pipehybrid.one_pass(problem)
+    assert not pipehybrid.one_pass(problem)
+    _assert_fresh(problem)
+
+
+def _assert_fresh(problem: Problem) -> None:
+    """Each answer of a start to the DP's asks is a fresh `Start`'s, to the bit."""
+    assert problem.pipeline is not None
     u, c, t = units(problem), costs(problem), pipehybrid._tables(problem)
     asks = _asks(len(problem.cluster.devices), problem.pipeline)
     for a in range(len(t.cuts) - 1):
@@ -89,3 +95,38 @@ def test_the_dp_holds_one_start_at_a_time(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(pipehybrid, "Start", Counted)
     assert pipehybrid.candidates(problem, problem.pipeline)
     assert 1 <= most <= 2  # the one, and the one before it while the next is built
+
+
+def _kinds(kinds: str, forward_ms: list[float], backward_ms: list[float], settings: str
+           ) -> str:
+    """`chain_text`'s training chain on devices of the kinds in `kinds` (a character each):
+    each layer takes its forward and backward times on kind `a` and the other way round on
+    the others, so each unit takes the same time on every device, split otherwise."""
+    text = chain_text(len(forward_ms), len(kinds), forward_ms=forward_ms,
+                      backward_ms=backward_ms, microbatches=2)
+    text = text.replace(f"device d[0..{len(kinds) - 1}] {{ memory 64 GiB }}", "\n".join(
+        f"device d{k} {{ memory 64 GiB; kind {x} }}" for k, x in enumerate(kinds)))
+    others = sorted(set(kinds) - {"a"})
+    for k, (f, b) in enumerate(zip(forward_ms, backward_ms, strict=True)):
+        for op, mine, theirs in ((f"f{k}", f, b), (f"f{k}.bwd", b, f)):
+            text = text.replace(f"op {op} {{ time {mine} ms;", f"op {op} {{ time[a] {mine} ms;"
+                                + "".join(f" time[{x}] {theirs} ms;" for x in others))
+    return text.replace("microbatches 2; schedule 1f1b", settings)
+
+
+def test_devices_alike_in_compute_but_not_its_forward_share_are_not_alike() -> None:
+    """d0 (kind b) and d1, d2 (kind a) take each layer's forward + backward alike, split
+    the other way round. Their class held compute and bans, not the forward share, which
+    a stage's wait for its first backward reads: d1's and d2's stages reused d0's figures
+    (asked first), and the DP's best layout on the three devices cut after f0 (49.22 ms
+    by its own cost, `layout_cost`) where cutting after f1 costs 47.22 ms."""
+    problem = loads(_kinds("baa", [6, 2, 1, 9], [5, 4, 7, 5],
+                           "microbatches 2; schedule gpipe; data_parallel 1")).plan("p")
+    assert problem.pipeline is not None
+    _assert_fresh(problem)
+    (three,) = (lay for lay in pipehybrid._dp(problem, problem.pipeline)
+                if len(lay.groups) == 3)
+    best = pipehybrid.Layout((0, 2, 3, 4), ((0,), (1,), (2,)))
+    assert three == best
+    assert pipehybrid.layout_cost(problem, problem.pipeline, best) == pytest.approx(0.04722)
+
