@@ -86,7 +86,15 @@ def _classes(problem: Problem) -> tuple[list[int], list[list[int]]]:
     """Per device its class, per pair its link's class. Devices of a class have the same
     `units` rows that `_figures` reads: compute, its forward share (`_busy`'s wait for the
     first backward; kinds whose units take alike totals, split otherwise between forward
-    and backward, once shared one's figures) and bans."""
+    and backward, once shared one's figures) and bans.
+
+    The replicas after a stage's first read their bans from `replica_units` instead, which
+    the class need not hold. That differs from `units` only under `data_parallel N` with
+    pins, and only on a pinned unit, which `units` allows on its pin P alone (or nowhere).
+    A stage without one: its replicas' bans are `units`' own, in the class. A stage with
+    one is inf unless its first device is P; P's class is P's alone (no other device is
+    allowed the unit), and a group is N consecutive devices from its first (`_dp`,
+    `layout_cost`): groups alike with P first are one group."""
     def derive() -> tuple[list[int], list[list[int]]]:
         u, c = units(problem), costs(problem)
         m = len(problem.cluster.devices)

@@ -7,14 +7,16 @@ answers only while it is the one (its passes side by side: 69 MB -> 1 MB on GPT-
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
+from types import MappingProxyType
 
 import pytest
 from pipe_support import chain_text
 
 from planner import loads
 from planner.algorithms import pipehybrid
-from planner.algorithms.hybridstage import Start
+from planner.algorithms.hybridstage import Start, _classes, replica_units
 from planner.cost import costs
 from planner.model import Pipeline, Problem
 from planner.pipeline.units import units
@@ -130,3 +132,24 @@ def test_devices_alike_in_compute_but_not_its_forward_share_are_not_alike() -> N
     assert three == best
     assert pipehybrid.layout_cost(problem, problem.pipeline, best) == pytest.approx(0.04722)
 
+
+def test_replicas_bound_otherwise_than_the_first_need_no_class_of_their_own() -> None:
+    """Under `data_parallel 2` a pin binds a stage's first replica alone
+    (`replica_units`), which the device classes do not hold (`hybridstage._classes` says
+    why they need not). Here d1 and d3 are alike under the pins (f0, pinned to d0, is
+    banned on both) and not without them (built in Python: d3's kind cannot run f0); every
+    answer is still a fresh start's."""
+    problem = loads(_kinds("abac", [3, 4, 5], [6, 8, 9],
+                           "microbatches 4; schedule 1f1b; data_parallel 2; "
+                           "pin f0, f0.bwd to d0")).plan("p")
+    ops = list(problem.graph.ops)
+    ops[0] = dataclasses.replace(ops[0], time_by_kind=MappingProxyType(
+        {x: t for x, t in ops[0].time_by_kind.items() if x != "c"}))
+    problem = dataclasses.replace(problem, graph=dataclasses.replace(problem.graph,
+                                                                     ops=tuple(ops)))
+    kinds, _ = _classes(problem)
+    pinned, free = units(problem).banned_prefix, replica_units(problem).banned_prefix
+    assert kinds[1] == kinds[3] and (pinned[1] == pinned[3]).all()
+    assert (free[1] != free[3]).any()
+    _assert_fresh(problem)
+    assert pipehybrid._dp(problem, problem.pipeline)  # layouts with f0 on d0 and d1
