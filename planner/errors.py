@@ -320,6 +320,13 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> tuple[str, ...]:
     return (f"did you mean `{best}`?",) if best is not None else ()
 
 
+def some(names: Sequence[str], limit: int) -> str:
+    """The first `limit` of `names` in backticks, then how many more ("`a`, `b` and 3 more"):
+    the names a message lists without drowning in them."""
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(f"`{n}`" for n in names[:limit]) + more
+
+
 def quoted(value: object) -> str:
     """A value read from a JSON file as a message shows it: short, every control character
     escaped (JSON's own escapes), in backticks; a list or an object by its size only."""

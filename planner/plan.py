@@ -29,6 +29,7 @@ from .errors import (
     did_you_mean,
     json_type,
     quoted,
+    some,
 )
 from .files import write_text_atomic
 from .model import Graph, Problem
@@ -37,6 +38,9 @@ from .strictjson import finite
 
 if TYPE_CHECKING:  # annotations only
     from .errors import Span
+
+#: the most op names a diagnostic lists
+LISTED = 5
 
 FORMAT = "planner.plan"
 VERSION = 1
@@ -157,12 +161,11 @@ def given_placement(problem: Problem, *hints: str) -> tuple[int, ...]:
     given = {**problem.placement, **problem.pins}
     missing = [ops[i].name for i in range(len(ops)) if i not in given]
     if missing:
-        shown = ", ".join(f"`{m}`" for m in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         first = f"add `place {missing[0]} on DEVICE` (or `pin {missing[0]} to DEVICE`)"
         raise SpecError(Diagnostic(
             "E506", f"plan `{problem.name}` places only {len(given)} of {len(ops)} ops; "
-            f"unplaced: {shown}{more}", None, (f"{first} to plan `{problem.name}`", *hints)))
+            f"unplaced: {some(missing, LISTED)}", None,
+            (f"{first} to plan `{problem.name}`", *hints)))
     return tuple(given[i] for i in range(len(ops)))
 
 
@@ -223,7 +226,8 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
     missing = [problem.graph.ops[i].name for i, d in enumerate(placement) if d == -1]
     if missing and not sink.items:
         sink.error("E505", f"the placement leaves {len(missing)} op(s) unplaced: "
-                   f"{_some(missing)}", where("placement"), "place every op of the graph")
+                   f"{some(missing, LISTED)}", where("placement"),
+                   "place every op of the graph")
     order = _read_rows(problem, data, sink, where) if is_report(data) else \
         _read_order(problem, data.get("order"), placement, sink, where)
     start = _read_start(problem, data.get("start_s"), sink, where)
@@ -495,16 +499,10 @@ def _left_out(problem: Problem, raw: Mapping[str, Any], placement: Sequence[int]
     for d, names in sorted(left.items()):
         dev = problem.cluster.devices[d].name
         sink.error("E508", f"`order` leaves out {len(names)} op(s) that `placement` puts on "
-                   f"{quoted(dev)}: {_some(names)}",
+                   f"{quoted(dev)}: {some(names, LISTED)}",
                    where("order", dev) if dev in raw else where("order"),
                    f"list every op placed on {quoted(dev)}, in the order it runs, or leave "
                    "`order` out: the simulator then orders them")
-
-
-def _some(names: Sequence[str]) -> str:
-    """The first five of `names` (the spec's op names), in backticks, and how many more."""
-    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
-    return ", ".join(f"`{n}`" for n in names[:5]) + more
 
 
 def _misplaced(problem: Problem, i: int, d: int, placement: Sequence[int],

@@ -118,7 +118,7 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
                   raised=err) from None
     namespace = vars(module)
     if attr not in namespace:
-        models = model_names(namespace, torch.nn.Module)
+        models = _model_names(namespace, torch.nn.Module)
         raise bad(f"{where_text} defines no `{attr}`",
                   *did_you_mean(attr, list(models) or
                                 [k for k in namespace if not k.startswith("_")]),
@@ -142,7 +142,7 @@ def load_target(target: str) -> tuple[Any, dict[str, Any]]:
 MODELS_LISTED = 8
 
 
-def model_names(namespace: dict[str, Any], module_type: type) -> dict[str, str]:
+def _model_names(namespace: dict[str, Any], module_type: type) -> dict[str, str]:
     """The public names of `namespace` (a model file's) that TARGET's NAME may give, each
     with what it is: an `nn.Module` (`module_type`), or, defined in that file (not
     imported), an `nn.Module` class or a function callable without arguments (a factory:
@@ -176,7 +176,7 @@ def _no_arguments(function: Any) -> bool:
 
 def _models_hint(models: dict[str, str], where_text: str) -> tuple[str, ...]:
     """E939's hint where TARGET's NAME is not defined: what NAME may be, from `models`
-    (`model_names`), or that the file defines none of them."""
+    (`_model_names`), or that the file defines none of them."""
     if not models:
         return (f"NAME must name an nn.Module of {where_text}, or a function there that "
                 "returns one",)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..cost import columns, copies_array, costs, transfer_seconds_array
+from ..errors import some
 from ..model import Problem
 from ..plan import Plan
 from ..units import format_seconds
@@ -79,15 +80,10 @@ def check_colocations(problem: Problem, place: list[int], out: list[Violation]) 
     for group in problem.graph.colocations:
         used = sorted({place[i] for i in group if place[i] >= 0})
         if len(used) > 1:
-            names = _names([ops[i].name for i in group])
+            names = some([ops[i].name for i in group], 4)
             where = ", ".join(f"`{devs[d].name}`" for d in used)
             out.append(Violation("colocation", f"colocated ops {names} are split across "
                                  f"{where}", tuple(group), tuple(used)))
-
-
-def _names(names: Sequence[str], limit: int = 4) -> str:
-    shown = ", ".join(f"`{x}`" for x in names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def normalize_order(problem: Problem, order: Sequence[Sequence[int]], place: list[int],
@@ -174,7 +170,7 @@ def deadlock(problem: Problem, run: Run) -> Violation:
         heads.append(i)
         waits = sorted({edges[k].src for k in pred[i] if not run.done[edges[k].src]})
         parts.append(f"`{ops[i].name}` on `{devs[d].name}` waits for "
-                     + _names([ops[w].name for w in waits], 3))
+                     + some([ops[w].name for w in waits], 3))
     shown = "; ".join(parts[:3]) + (f"; and {len(parts) - 3} more" if len(parts) > 3 else "")
     return Violation("order", f"the order contradicts precedence and deadlocks: {shown}",
                      tuple(heads), tuple(d for d, _ in run.stuck))
