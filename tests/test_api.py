@@ -226,3 +226,18 @@ def test_an_unknown_plan_is_e602_at_the_call_and_still_a_lookup_error() -> None:
         planner.loads("graph g { op a { time 1 ms } }").plan()
     with pytest.raises(LookupError, match="E602"):
         spec.plan(3)  # type: ignore[arg-type]
+
+
+def test_numpy_numbers_are_options_as_python_numbers() -> None:
+    """Before: `seed=numpy.int64(3)` passed the checks and failed in `random.Random`
+    (TypeError: The only supported seed types are: None, int, float, ...)."""
+    import numpy as np
+
+    from planner.algorithms import options_of
+
+    problem = planner.loads(TWO_PLANS).plan("p")
+    for algo, limit in (("random", {}), ("search", {"time_limit_s": np.float32(0.2)})):
+        given = planner.solve(problem, algo, seed=np.int64(3), **limit)
+        assert given.plan == planner.solve(problem, algo, seed=3, **limit).plan
+    checked = options_of("msct", threshold=np.float32(0.25))
+    assert type(checked.threshold) is float and checked.threshold == 0.25

@@ -229,7 +229,17 @@ def options_of(algorithm: str | None = None, /, **given: Any) -> Options:
         from .exact.solver_names import check_solver  # lazy: start-up
 
         check_solver(given["solver"], "option `solver`")
-    return Options(**given)
+    return Options(**{k: _plain(k, v) for k, v in given.items()})
+
+
+def _plain(key: str, value: Any) -> Any:
+    """A checked number as Python's own: `seed=numpy.int64(3)` reached `random.Random`,
+    which takes no numpy integer (a TypeError deep in `random` and `search`)."""
+    if key == "seed":
+        return int(value)
+    if key in ("time_limit_s", "gap", "threshold"):
+        return float(value)
+    return value
 
 
 #: the checks of `options_of`: option -> (what a valid value is, the test)
