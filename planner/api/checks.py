@@ -330,6 +330,13 @@ def _pipeline_settings(problem: Problem, pipe: Pipeline, err: Err) -> None:
         err("E257", "pipeline.stages_per_device", f"`schedule {rules.name}` runs several "
             "stages per device",
             f"give stages_per_device=2 (or more), or schedule `{rules.fallback}`")
+    elif rules is not None and not rules.virtual_stages and pipe.stages_per_device != 1:
+        # a spec's E256; before, the setting was ignored without a word
+        virtual = [s.name for s in schedules.TABLE if s.virtual_stages]
+        err("E256", "pipeline.stages_per_device", "`stages_per_device` is for "
+            + " or ".join(f"`schedule {v}`" for v in virtual) + f", not `{rules.name}`",
+            " or ".join(f"give schedule=\"{v}\"" for v in virtual)
+            + ", or leave stages_per_device at 1")
     mb = pipe.microbatches
     if _whole(mb, PIPELINE_COUNTS["microbatches"]):
         copies = limits.pipeline_copies(mb, len(graph.ops), len(graph.edges))

@@ -130,6 +130,37 @@ def test_the_api_checks_a_pipeline_built_in_python() -> None:
     assert err.value.diagnostics[0].code == "E234"
 
 
+@pytest.mark.parametrize("schedule", ["1f1b", "gpipe"])
+def test_stages_per_device_without_virtual_stages_is_e256_in_python_as_in_a_spec(
+        schedule: str) -> None:
+    """Before: `pipeline(4, schedule="1f1b", stages_per_device=2)` built, and every plan
+    ignored the setting; a spec saying the same is E256."""
+    import dataclasses
+
+    import planner
+
+    with pytest.raises(SpecError) as spec:
+        loads(_plan(f"  objective pipeline\n  schedule {schedule}\n  stages_per_device 2\n"))
+    assert [d.code for d in spec.value.diagnostics] == ["E256"]
+    b = planner.ProblemBuilder("p")
+    b.device("d0", memory="1 GiB")
+    b.op("a", time="1 ms")
+    b.op("a.bwd", time="2 ms", backward_of="a")
+    b.edge("a", "a.bwd")
+    b.pipeline(4, schedule=schedule, stages_per_device=2)
+    with pytest.raises(SpecError) as built:
+        b.build()
+    problem = loads(_plan("  objective pipeline\n")).plan("p")
+    with pytest.raises(SpecError) as model:
+        planner.solve(dataclasses.replace(problem, pipeline=Pipeline(4, schedule, 2)))
+    for err in (built, model):
+        (d,) = err.value.diagnostics
+        assert (d.code, d.message) == ("E256", "`pipeline.stages_per_device`: "
+                                       "`stages_per_device` is for `schedule interleaved`, "
+                                       f"not `{schedule}`")
+        assert d.hints == ('give schedule="interleaved", or leave stages_per_device at 1',)
+
+
 @pytest.mark.parametrize("key", sorted(PIPELINE_COUNTS))
 def test_the_language_and_the_api_share_each_counts_range(key: str) -> None:
     # one table (`PIPELINE_COUNTS`): a value past its end is E257 in a spec and in Python,
