@@ -496,6 +496,21 @@ def test_a_pipelines_mistakes_are_located_at_the_call_that_made_them() -> None:
                           ("E256", _line("bad-pipeline"))]
 
 
+def test_a_pipelines_counts_may_be_numpy_integers() -> None:
+    """Before: `pipeline(numpy.int64(8))` was E257, "`microbatches` must be a whole number
+    from 1 to 1024, not np.int64(8)"; a model's `Pipeline` of one gets a hint."""
+    b = _pair()
+    b.op("a.bwd", time="2 ms", backward_of="a")
+    b.edge("a", "a.bwd")
+    b.pipeline(np.int64(8), data_parallel=np.int64(2), microbatch_size=np.int32(4))
+    built = b.build()
+    assert built.pipeline == Pipeline(8, "1f1b", 1, 2, 4)
+    assert type(built.pipeline.microbatches) is int
+    with pytest.raises(planner.SpecError) as err:
+        planner.solve(dataclasses.replace(built, pipeline=Pipeline(np.int64(8))))
+    assert err.value.diagnostics[0].hints == ("give it as a Python int: int(np.int64(8))",)
+
+
 _FRACTIONS = ("cluster c {{ device gpu0 {{ memory 1 GiB }} }}\ngraph g {{\n"
               "  op a {{ time 1 ms  params {0}  output {0} }}\n  op b {{ time 1 ms }}\n"
               "  a -> b {{ bytes {0} }}\n}}\nplan p {{ graph g  cluster c }}\n")

@@ -222,8 +222,10 @@ class ProblemBuilder:
         `microbatches` copies of the graph under `schedule` (`gpipe`, `1f1b`,
         `interleaved` with `stages_per_device`), `data_parallel` (N, or `"auto"`: hybrid),
         `microbatch_size` samples each (for the throughput)."""
-        self._pipeline = (Pipeline(microbatches, schedule, stages_per_device, data_parallel,
-                                   microbatch_size), call_site())
+        counts = [_int(v) for v in (microbatches, stages_per_device, data_parallel,
+                                    microbatch_size)]
+        self._pipeline = (Pipeline(counts[0], schedule, counts[1], counts[2], counts[3]),
+                          call_site())
 
     def pin(self, ops: Names, device: str) -> None:
         """A hard constraint: `ops` run on `device`, for every algorithm."""
@@ -501,6 +503,13 @@ class ProblemBuilder:
 
 _PATH = re.compile(r"(graph\.ops|graph\.edges|graph\.colocations|graph\.backward_of|"
                    r"cluster\.devices|cluster\.links|pins)\[(\d+)\]")
+
+
+def _int(value: Any) -> Any:
+    """A whole number as Python's int (`numpy.int64(4)` micro-batches were E257, "must be a
+    whole number from 1 to 1024, not np.int64(4)"); anything else as given, for the checks."""
+    whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return int(value) if whole else value
 
 
 def _unique(sink: DiagnosticSink, items: list[tuple[Any, CallSite | None]], what: str,

@@ -11,6 +11,7 @@ builder's call that made it), else every diagnostic points at the user's call in
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import Any
@@ -362,6 +363,7 @@ def _replication(problem: Problem, pipe: Pipeline, err: Err) -> None:
     if n != "auto" and not _whole(n, PIPELINE_COUNTS["data_parallel"]):
         err("E257", "pipeline.data_parallel", "`data_parallel` must be \"auto\" or a whole "
             f"number from 1 to {PIPELINE_COUNTS['data_parallel']}, not {n!r}",
+            *_as_int(n, PIPELINE_COUNTS["data_parallel"]),
             "\"auto\" lets the planner choose each stage's replicas; 2 runs two identical "
             "pipelines")
         return
@@ -389,7 +391,16 @@ def _count(pipe: Pipeline, key: str, err: Err, *hints: str) -> None:
     value, most = getattr(pipe, key), PIPELINE_COUNTS[key]
     if not _whole(value, most):
         err("E257", f"pipeline.{key}", f"`{key}` must be a whole number from 1 to {most}, "
-            f"not {value!r}", *hints)
+            f"not {value!r}", *_as_int(value, most), *hints)
+
+
+def _as_int(value: object, most: int) -> tuple[str, ...]:
+    """The hint for a count in range that is no int (`numpy.int64(4)`: a model's counts
+    are Python ints, which its JSON and its runs take)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, (int, bool)) \
+            and 1 <= int(value) <= most:
+        return (f"give it as a Python int: int({value!r})",)
+    return ()
 
 
 def _plan(problem: Problem, err: Err) -> None:
