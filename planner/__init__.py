@@ -110,7 +110,8 @@ def loads(text: str, file: str = "<string>", base: str | os.PathLike[str] = ".",
 
 def solve(problem: Problem, algorithm: str = "auto", **options: Any) -> Result:
     """Run a placement algorithm (`planner.algorithms.names()`); options as `Options` fields
-    (`time_limit_s`, `seed`, `gap`, `solver`, `progress`, ...).
+    (`time_limit_s`, `seed`, `gap`, `solver`, `progress`, ...), with `planner solve`'s
+    defaults (`time_limit_s`: 10 s for `auto`, 60 s for the others that take one).
 
     Returns a `Result`: the `Solution` (plan, status, info, planning_s) with the placement
     and schedule by name and the simulated makespan. Raises `SpecError` for a problem the

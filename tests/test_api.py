@@ -241,3 +241,19 @@ def test_numpy_numbers_are_options_as_python_numbers() -> None:
         assert given.plan == planner.solve(problem, algo, seed=3, **limit).plan
     checked = options_of("msct", threshold=np.float32(0.25))
     assert type(checked.threshold) is float and checked.threshold == 0.25
+
+
+def test_auto_gets_the_command_lines_default_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`planner.solve(problem)` is `planner solve`: auto at 10 s. Before, 60 s (the
+    `Options` default): on an 80-op graph 43 s and another plan (37.65 ms, not 37.59)."""
+    import planner.algorithms as algorithms
+
+    seen: list[tuple[str, float]] = []
+    real = algorithms.run
+    monkeypatch.setattr(algorithms, "run", lambda name, problem, options: (
+        seen.append((name, options.time_limit_s)), real("single", problem, options))[1])
+    problem = planner.loads(TWO_PLANS).plan("p")
+    planner.solve(problem)
+    planner.solve(problem, "auto", time_limit_s=2)
+    planner.solve(problem, "search")
+    assert seen == [("auto", 10.0), ("auto", 2.0), ("search", 60.0)]

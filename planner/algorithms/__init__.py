@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import Diagnostic, UsageError, did_you_mean
 from ..model import Problem
 from ..plan import Plan
+from .base import AUTO_TIME_LIMIT_S as AUTO_TIME_LIMIT_S
 from .base import MAX_SEED, MAX_TIME_LIMIT_S, TUNABLE, AlgorithmInfo, Interrupted, Options, Solution
 
 __all__ = ["ALGORITHMS", "TUNABLE", "AlgorithmInfo", "Options", "Solution", "check_emit",
@@ -207,7 +208,8 @@ def options_of(algorithm: str | None = None, /, **given: Any) -> Options:
     and `seed=None` made `random` differ from call to call. With `algorithm`, a tunable
     option it does not take is E605, as `solve --solver cbc --algo heft` is (before,
     `planner.solve(problem, "heft", solver="cbc")` ignored it without a word; `seed` is
-    never refused: every run has one)."""
+    never refused: every run has one). `auto` with no `time_limit_s` gets
+    `AUTO_TIME_LIMIT_S`, as `planner solve` gives it."""
     fields = {f.name: f for f in dataclasses.fields(Options)}
     for key in given:
         if key not in fields:
@@ -229,6 +231,8 @@ def options_of(algorithm: str | None = None, /, **given: Any) -> Options:
         from .exact.solver_names import check_solver  # lazy: start-up
 
         check_solver(given["solver"], "option `solver`")
+    if algorithm == "auto":  # `planner solve`'s default; before, 60 s: another plan, later
+        given.setdefault("time_limit_s", AUTO_TIME_LIMIT_S)
     return Options(**{k: _plain(k, v) for k, v in given.items()})
 
 

@@ -16,6 +16,11 @@ from ..units import RANGES
 #: the largest time limit: the largest time a spec may state (about 11.6 days); far larger
 #: ones overflowed the clocks and waits they reach (`1e10`: E999 in `compare`)
 MAX_TIME_LIMIT_S = RANGES["time"][1]
+#: the default time limit of `auto`, `planner solve`'s and `planner.solve`'s default
+#: algorithm: it should answer a first-time user quickly; the other algorithms that take a
+#: limit default to `EXACT_TIME_LIMIT_S` (`Options.time_limit_s`)
+AUTO_TIME_LIMIT_S = 10.0
+EXACT_TIME_LIMIT_S = 60.0
 #: the largest seed: every solver takes the seed as it is (CP-SAT's `random_seed` is a
 #: 32-bit integer, HiGHS's is 0 to 2**31 - 1), so a seed is never folded onto another one
 MAX_SEED = 2**31 - 1
@@ -32,7 +37,7 @@ class Options:
     """Knobs shared by the algorithms; each reads the ones it understands."""
 
     seed: int = 0
-    time_limit_s: float = 60.0
+    time_limit_s: float = EXACT_TIME_LIMIT_S
     #: where exact solvers may stop (relative); `optimal` needs 1e-6 (`bounds.OPTIMAL_GAP`)
     gap: float = 1e-6
     solver: str = "highs"

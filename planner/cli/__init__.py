@@ -47,7 +47,7 @@ from typer.core import TyperGroup
 from .. import algorithms
 
 # the largest `--time-limit` and `--seed` are the library's (`algorithms.options_of`)
-from ..algorithms.base import MAX_SEED, MAX_TIME_LIMIT_S
+from ..algorithms.base import AUTO_TIME_LIMIT_S, EXACT_TIME_LIMIT_S, MAX_SEED, MAX_TIME_LIMIT_S
 from ..codes import CODES, describe, near_code
 from ..errors import (
     Diagnostic,
@@ -80,9 +80,7 @@ from .guard import (
     stdout_failed,
 )
 from .options import (
-    AUTO_TIME_LIMIT_S,
     DEFAULT_ALGO,
-    EXACT_TIME_LIMIT_S,
     HELP_ALGO,
     HELP_EMIT,
     HELP_GAP,

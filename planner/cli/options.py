@@ -23,6 +23,7 @@ import typer
 
 from .. import algorithms, limits
 from ..algorithms import completions, names, taking
+from ..algorithms.base import AUTO_TIME_LIMIT_S, EXACT_TIME_LIMIT_S
 from ..limits import ROOT_ENV
 from ..render.formats import OutputFormat
 
@@ -123,9 +124,6 @@ DiagnosticsJsonOption = Annotated[bool, typer.Option(
 
 #: `solve`'s algorithm when `--algo` is not given
 DEFAULT_ALGO = "auto"
-#: default `--time-limit` of `solve`: `auto` should answer a first-time user quickly
-AUTO_TIME_LIMIT_S = 10.0
-EXACT_TIME_LIMIT_S = 60.0
 
 
 def _and(items: Sequence[str]) -> str:
