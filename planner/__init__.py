@@ -147,7 +147,8 @@ def read_plan(problem: Problem, source: str | os.PathLike[str] | Mapping[str, An
     parsed JSON, for `problem`, as a `Result` whose figures are `simulate --placement`'s
     (a hybrid plan's `replicas` and the devices that `recompute` included), and W626 as
     `simulate` prints it, a `PlannerWarning`. Raises `SpecError` for a file that holds no
-    plan of `problem`."""
+    plan of `problem`, `TypeError` for JSON text (give `json.loads(text)`), a `Result` or a
+    `Plan`."""
     from .api import check_problem  # lazy: start-up
     from .api import read_plan as _read_plan  # lazy: start-up
 

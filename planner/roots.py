@@ -29,10 +29,14 @@ def repository_of(path: str | os.PathLike[str]) -> Path:
     when it is a symlink), else the folder of `path` (`path` itself when it is a folder);
     resolved."""
     p = Path(os.path.abspath(path))
-    start = p if p.is_dir() else p.parent
-    for d in (start, *start.parents):
-        if (d / ".git").exists():
-            return d.resolve()
+    start = p.parent
+    try:
+        start = p if p.is_dir() else p.parent
+        for d in (start, *start.parents):
+            if (d / ".git").exists():
+                return d.resolve()
+    except OSError:  # a name too long to exist: its reader says so (before: E999, OSError)
+        pass
     return start.resolve()
 
 

@@ -257,3 +257,27 @@ def test_auto_gets_the_command_lines_default_time_limit(monkeypatch: pytest.Monk
     planner.solve(problem, "auto", time_limit_s=2)
     planner.solve(problem, "search")
     assert seen == [("auto", 10.0), ("auto", 2.0), ("search", 60.0)]
+
+
+def test_read_plan_given_no_plan_file_says_what_to_give(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: JSON text was taken for a path (OSError: File name too long; a short one E001
+    "no such file: {...}"), a Result or Plan was E501 "a placement file must be a JSON
+    object", and a path too long to exist an OSError."""
+    problem = planner.loads(TWO_PLANS).plan("p")
+    result = planner.solve(problem, "heft")
+    for text in (result.dumps(), '{"placement": {"a": "d0", "b": "d0"}}'):
+        with pytest.raises(TypeError, match=r"^planner\.read_plan: `source` is JSON text, not "
+                           r"a path: give json\.loads\(text\), or the path of its file$"):
+            planner.read_plan(problem, text)
+    with pytest.raises(TypeError, match=r"not a Result: give source\.to_json\(\)$"):
+        planner.read_plan(problem, result)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"not a Plan: give source\.to_json\(problem\)$"):
+        planner.read_plan(problem, result.plan)  # type: ignore[arg-type]
+    monkeypatch.chdir(tmp_path)
+    result.write("{plan}.json")  # a file whose name starts with `{` is still a path
+    assert planner.read_plan(problem, "{plan}.json").plan == result.plan
+    for long in ("x" * 300, "x" * 300 + "/plan.json"):
+        with pytest.raises(planner.SpecError, match=r"error\[E003\]: cannot read .*: File "
+                           "name too long"):
+            planner.read_plan(problem, str(tmp_path / long))

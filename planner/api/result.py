@@ -26,7 +26,7 @@ from ..pipeline.bound import PipelineBound, pipeline_bound
 from ..pipeline.hybrid import replica_groups, replica_names
 from ..pipeline.schedule import PipelineRun, run_planned
 from ..pipeline.verdict import pipeline_breaks
-from ..plan import in_envelope, load_plan, load_recompute, load_replicas
+from ..plan import Plan, in_envelope, load_plan, load_recompute, load_replicas
 from ..simulate import SimResult, simulate
 from ..strictjson import loads as strict_loads
 
@@ -202,6 +202,7 @@ def read_plan(problem: Problem, source: str | os.PathLike[str] | Mapping[str, An
     `problem`, as a `Result`: its replicas and recompute run too, as `simulate
     --placement` runs them. Raises `SpecError` (E500-E515) for a file that holds no plan
     of `problem`."""
+    _check_source(source)
     shown, text = "<plan>", None
     data: Any = source
     if isinstance(source, (str, os.PathLike)):
@@ -222,3 +223,18 @@ def read_plan(problem: Problem, source: str | os.PathLike[str] | Mapping[str, An
                                              plan.placement))}
     return Result.of(problem, Solution(plan, "feasible",
                                        {k: v for k, v in info.items() if v}))
+
+
+def _check_source(source: object) -> None:
+    """`TypeError` for what a user may take for a plan's file and is none: its JSON text
+    (before: an OSError, "File name too long", or E001 "no such file: {...}") and a
+    `Result` or `Plan` (before: E501, "a placement file must be a JSON object")."""
+    if isinstance(source, str) and source.lstrip().startswith("{") \
+            and not os.path.isfile(source):
+        raise TypeError("planner.read_plan: `source` is JSON text, not a path: give "
+                        "json.loads(text), or the path of its file")
+    if isinstance(source, (Solution, Plan)):
+        raise TypeError(f"planner.read_plan: `source` must be a path or a plan's JSON "
+                        f"object, not a {type(source).__name__}: give "
+                        + ("source.to_json()" if isinstance(source, Solution)
+                           else "source.to_json(problem)"))
