@@ -236,7 +236,8 @@ def finalize(rows: Iterable[Row]) -> list[Row]:
 
     The best row of a group is the one with the smallest `score` (simulated makespan, or
     iteration under the pipeline objective) among the rows with a valid plan; other rows
-    get `None`.
+    get `None`, as do those with a positive score where the best is 0 (no finite ratio:
+    `1.0` there read as a tie with the best).
     """
     out = [dict(r) for r in rows]
     best: dict[tuple[Any, ...], float] = {}
@@ -249,7 +250,7 @@ def finalize(rows: Iterable[Row]) -> list[Row]:
         b = best.get(group_key(r))
         v = score(r) if is_ok(r) else None
         r["ratio_to_best"] = (v / b if v is not None and b is not None and b > 0
-                              else (1.0 if v is not None and b == 0 else None))
+                              else (1.0 if v == 0 and b == 0 else None))
     out.sort(key=sort_key)
     return out
 

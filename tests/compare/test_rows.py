@@ -51,6 +51,15 @@ def test_finalize_sorts_and_fills_ratio_to_best_per_group() -> None:
     assert ROWS[0]["ratio_to_best"] is None  # inputs are not changed
 
 
+def test_a_plan_slower_than_a_best_of_zero_has_no_ratio_to_best() -> None:
+    # ops of no time on one device take 0 s; spread over two, the copies between them take
+    # time: that row's ×best was 1.000 (and its HTML row marked best) beside a win of 0
+    rows = finalize([_row("heft", 0.0), _row("roundrobin", 1.05e-3)])
+    assert [(r["algorithm"], r["ratio_to_best"]) for r in rows] == [
+        ("heft", 1.0), ("roundrobin", None)]
+    assert wins(rows)["roundrobin"]["wins"] == 0
+
+
 def test_wins_count_ties_for_each_and_failures_separately() -> None:
     stats = wins(finalize(ROWS))
     assert stats["msct"] == {"wins": 2, "groups": 2, "ok": 2, "failed": 0}
