@@ -25,7 +25,7 @@ from .html import (
     plan_summary,
 )
 from .svg import esc as _e
-from .tables import WINS_BY, WINS_BY_PIPELINE
+from .tables import WINS_BY, WINS_BY_PIPELINE, pipeline_words
 
 if TYPE_CHECKING:
     from ..report.views import CompareReport, CompareRun, SweepAxis, Wins
@@ -134,11 +134,10 @@ def _by_objective(rows: Sequence[CompareRun]) -> list[tuple[str, list[CompareRun
         return [("", list(rows))]
     out = []
     for (objective, microbatches), part in parts.items():
-        piped = next((r for r in part if r.pipeline), None)
+        pipeline = pipeline_words(part)
         label = f"objective {objective}" + (
-            f" · {piped['n_microbatches']} micro-batches, {piped['schedule']}"
-            if piped is not None else (f" · micro-batches {microbatches}"
-                                       if microbatches != "spec" else ""))
+            f" · {pipeline}" if pipeline else (f" · micro-batches {microbatches}"
+                                               if microbatches != "spec" else ""))
         out.append((label, part))
     return out
 

@@ -25,6 +25,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from .. import schedules
+
 if TYPE_CHECKING:
     from ..report.views import CompareReport, CompareRun, Wins
 
@@ -109,10 +111,29 @@ def settings_title(rows: Sequence[CompareRun]) -> str:
     objective = r0.get("objective") or "spec"
     if objective != "spec":
         text += f" · objective {objective}"
-    piped = next((r for r in rows if r.pipeline), None)
-    if piped is not None:
-        text += f" · {piped['n_microbatches']} micro-batches, {piped['schedule']}"
-    return text
+    pipeline = pipeline_words(rows)
+    return text + (f" · {pipeline}" if pipeline else "")
+
+
+def pipeline_words(rows: Sequence[CompareRun]) -> str:
+    """`8 micro-batches, 1f1b` of the rows that ran as a pipeline ("" where none did). Where
+    they ran several schedules (a 1f1b plan whose devices are no chain of stages runs in
+    gpipe's order), each with its algorithms, the later schedule of `schedules.NAMES`
+    first: `8 micro-batches, 1f1b (pipedp, uniform), gpipe (msct, heft)`; before, the
+    first row's schedule stood for all."""
+    piped = [r for r in rows if r.pipeline]
+    if not piped:
+        return ""
+    by_schedule: dict[str, list[str]] = {}
+    for r in piped:
+        algos = by_schedule.setdefault(str(r["schedule"]), [])
+        if r["algorithm"] not in algos:
+            algos.append(str(r["algorithm"]))
+    order = sorted(by_schedule, key=lambda name: (
+        -schedules.NAMES.index(name) if name in schedules.NAMES else 1, name))
+    ran = (order[0] if len(order) == 1 else
+           ", ".join(f"{name} ({', '.join(by_schedule[name])})" for name in order))
+    return f"{piped[0]['n_microbatches']} micro-batches, {ran}"
 
 
 def _ok(r: Mapping[str, Any]) -> bool:

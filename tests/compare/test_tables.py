@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from planner.algorithms import names
 from planner.cli.compare import compare_command
 from planner.compare.rows import empty_row
+from planner.render.compare_html import compare_report_html
 from planner.render.tables import WINS_TITLE, print_tables, short_seconds
 from planner.report.compare import compare_report
 
@@ -129,3 +130,18 @@ def test_a_real_sweep_prints_every_number_of_its_rows_at_80_columns(tmp_path: Pa
         if r["makespan_s"] is not None and r["status"] == "feasible":
             assert _whole(text, short_seconds(r["makespan_s"])), (r, text)
             assert _whole(text, f"{r['ratio_to_bound']:.3f}"), (r, text)
+
+
+def test_a_settings_title_names_each_schedule_its_rows_ran() -> None:
+    """Before: `8 micro-batches, gpipe`, the first row's schedule, where msct and heft ran
+    in gpipe's order (their devices are no chain of stages: 1f1b would deadlock) and
+    pipedp and uniform ran 1f1b; the HTML report's heading said the same."""
+    rows = [_row(algo, "feasible", 1e-3, objective="pipeline", microbatches="spec",
+                 schedule=schedule, n_microbatches=8, iteration_s=9e-3)
+            for algo, schedule in (("msct", "gpipe"), ("heft", "gpipe"), ("pipedp", "1f1b"),
+                                   ("uniform", "1f1b"))]
+    ran = "8 micro-batches, 1f1b (pipedp, uniform), gpipe (msct, heft)"
+    assert f"objective pipeline · {ran}\n" in _render(rows, width=200)
+    assert f"<h3>objective pipeline · {ran}</h3>" in compare_report_html(compare_report(rows))
+    one = [{**r, "schedule": "1f1b"} for r in rows]  # one schedule: named alone, as before
+    assert "objective pipeline · 8 micro-batches, 1f1b\n" in _render(one, width=200)
