@@ -161,13 +161,26 @@ def _context() -> Any:
     return mp.get_context("spawn")
 
 
-def _quiet_stdout() -> None:
+def _set_up_worker() -> None:
     """Set up a worker: its stdout goes to stderr (solver banners must not mix with
-    `--json`), and SIGTERM unwinds the point it runs (its solver's process group and
-    temporary files go with it) before the worker exits (`signals.install_in_worker`)."""
+    `--json`), its log records stay in it (`_quiet_logs`), and SIGTERM unwinds the point
+    it runs (its solver's process group and temporary files go with it) before the worker
+    exits (`signals.install_in_worker`)."""
     install_in_worker()
+    _quiet_logs()
     with contextlib.suppress(OSError):  # no stderr to point at
         os.dup2(2, 1)
+
+
+def _quiet_logs() -> None:
+    """Keep a worker's log records off the shared stderr (unless PLANNER_DEBUG is set):
+    what they say of a point (`cpsat: falling back to the msct plan: ...`) is its row's
+    `reason`, printed under its table. Written by the workers, the lines named no point,
+    came once per point, and cut into the progress bar; Ray's workers print none either
+    (`log_to_driver=False`)."""
+    if not os.environ.get("PLANNER_DEBUG"):
+        # a handler of its own: Python's last-resort one printed the warnings before
+        logging.getLogger("planner").addHandler(logging.NullHandler())
 
 
 #: a sweep where this many points crashed and none finished stops (workers cannot run)
@@ -196,7 +209,7 @@ def _local(points: Sequence[Point], jobs: int, keep_plans: bool, worker: Worker,
     ctx = _context()
     while pending:
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
-                                   initializer=_quiet_stdout)
+                                   initializer=_set_up_worker)
         inflight: dict[Future[PointResult], tuple[Point, bool]] = {}
         # at most `jobs` points are in flight, so each starts when it is submitted
         ends: dict[Future[PointResult], float] = {}

@@ -327,3 +327,33 @@ def test_a_search_that_ended_at_its_limit_is_no_plan_not_a_solver_error(
     (row,) = run_sweep(plan_sweep([spec], "cpsat", time_limit_s=0), executor="inline").rows
     assert row["status"] == "no_plan"
     assert "the exact solver found no plan either" in row["reason"]
+
+
+#: a worker of the local executor's pool (its initializer) that logs what `cpsat` logs
+#: when it falls back, as it would in a sweep
+_WORKER_LOGS = """
+import logging, multiprocessing, sys
+from concurrent.futures import ProcessPoolExecutor
+from planner.compare import executors
+
+def falls_back():
+    logging.getLogger("planner").warning("cpsat: falling back to the msct plan: no time")
+
+if __name__ == "__main__":
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"),
+                             initializer=executors._set_up_worker) as pool:
+        pool.submit(falls_back).result()
+    sys.stderr.write("done\\n")
+"""
+
+
+def test_workers_keep_their_log_lines_off_the_shared_stderr(tmp_path: Path) -> None:
+    # before: each point that fell back printed `cpsat: falling back ...` from its worker,
+    # naming no point and cutting into the progress bar; the reason is the row's
+    script = tmp_path / "sweep.py"
+    script.write_text(_WORKER_LOGS, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PLANNER_DEBUG"}
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "done\n"
