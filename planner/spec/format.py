@@ -36,8 +36,9 @@ same model, and formatting it again changes nothing. The layout rules:
 - Names are printed bare when they match `[A-Za-z_][A-Za-z0-9_.-]*`, else as JSON strings
   (non-ASCII kept as is); quantities as `number unit` with one space and the number's
   original text (`1_000`, `2e-3`); lists with `, `; chains as `a -> b -> c`; ranges as
-  `gpu[0..7]`; imports as `import "path"`. Edges print `->` (the grammar also reads `<->`
-  in a graph, which lowers to the same one-way edge).
+  `gpu[0..7]`; imports as `import "path"`. A chain keeps each arrow as written: the grammar
+  also reads `<->` between ops, which `check` rejects (E233), so `fmt` must not turn it
+  into a valid `->`.
 - Line lengths are measured without trailing comments, and alignment padding may take a
   one-line link past 100 columns (its own width decides whether it stays on one line).
 
@@ -52,6 +53,7 @@ import json
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import pairwise
 from json.encoder import encode_basestring
 
 from . import ast
@@ -335,7 +337,7 @@ class _Printer:
             return end
         hdr_end, attrs = _header_end(item)
         open_, close = self._block(hdr_end, attrs, isinstance(item, ast.DeviceDecl))
-        head = _head(item)
+        head = self._chain(item) if isinstance(item, ast.ChainDecl) else _head(item)
         if open_ < 0:
             self._inner(hdr_end, indent)
             out.append(indent + head)
@@ -354,6 +356,17 @@ class _Printer:
         self._body(attrs, open_ + 1, close, indent + INDENT, (pad, 0))
         out.append(indent + "}")
         return close + 1
+
+    def _chain(self, item: ast.ChainDecl) -> str:
+        """`a -> b -> c`, each arrow as written (a `<->` is E233: printed `->`, it was a
+        mistake `fmt` hid, and a spec `check` refused passed after `fmt`)."""
+        if item.both_ways is None:
+            return _head(item)
+        parts = [_name(item.names[0])]
+        for a, b in pairwise(item.names):
+            both = self.text.startswith("<->", self._next(a.span.end))
+            parts += ["<->" if both else "->", _name(b)]
+        return " ".join(parts)
 
 
 def _header_end(item: Item) -> tuple[int, Sequence[ast.Attr]]:

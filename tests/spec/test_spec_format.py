@@ -10,6 +10,7 @@ import pytest
 
 from planner.errors import SpecError
 from planner.spec.format import format_name, format_source
+from planner.spec.load import load_text
 
 HERE = Path(__file__).resolve().parent
 FORMAT = HERE / "format"
@@ -96,3 +97,16 @@ def test_names_bare_or_json() -> None:
     assert format_name("café") == '"café"'
     assert format_name('tab\there "q"') == '"tab\\there \\"q\\""'
     assert format_name("\ud800") == '"\\ud800"'  # a lone surrogate cannot be written as UTF-8
+
+
+def test_chain_keeps_a_both_ways_arrow_so_check_still_refuses_it() -> None:
+    """`a <-> b` between ops is E233; `fmt` printed every hop `->`, so a spec that `check`
+    refused passed after `fmt`. Each arrow is kept as written, a comment between them
+    moved above."""
+    ops = "".join(f"  op {x} {{ time 1 ms }}\n" for x in "abc")
+    src = f"graph g {{\n{ops}  a -> b <-> # x\n  c\n}}\n"
+    out = fmt(src)
+    assert out.endswith("  # x\n  a -> b <-> c\n}\n")
+    with pytest.raises(SpecError) as info:
+        load_text(out)
+    assert [d.code for d in info.value.diagnostics] == ["E233"]
