@@ -34,7 +34,8 @@ same model, and formatting it again changes nothing. The layout rules:
   printed on one line (`pin a,  # x` newline `b to c`) moves onto its own line before that
   statement. Comment text is kept exactly (trailing whitespace removed).
 - Names are printed bare when they match `[A-Za-z_][A-Za-z0-9_.-]*`, else as JSON strings
-  (non-ASCII kept as is); quantities as `number unit` with one space and the number's
+  (printable non-ASCII kept as is; an invisible, bidi or other non-printable character
+  escaped, `\\u202e`); quantities as `number unit` with one space and the number's
   original text (`1_000`, `2e-3`); lists with `, `; chains as `a -> b -> c`; ranges as
   `gpu[0..7]`; imports as `import "path"`. A chain keeps each arrow as written: the grammar
   also reads `<->` between ops, which `check` rejects (E233), so `fmt` must not turn it
@@ -93,11 +94,12 @@ def format_name(text: str) -> str:
 
 def _json(text: str) -> str:
     out: str = encode_basestring(text)  # json.dumps(text, ensure_ascii=False), faster
-    try:
-        out.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from `\ud800`: keep it escaped
-        out = json.dumps(text)
-    return out
+    if out.isascii():
+        return out
+    # A character a reader cannot see stays escaped as written (`\u202e`, `\u200b`): raw,
+    # a bidi override reorders the line in review (E261 refuses it in a name either way),
+    # and a lone surrogate (`\ud800`) cannot be written as UTF-8.
+    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in out)
 
 
 def _name(n: ast.Name) -> str:

@@ -110,3 +110,12 @@ def test_chain_keeps_a_both_ways_arrow_so_check_still_refuses_it() -> None:
     with pytest.raises(SpecError) as info:
         load_text(out)
     assert [d.code for d in info.value.diagnostics] == ["E233"]
+
+
+def test_invisible_characters_in_names_stay_escaped() -> None:
+    """`fmt` wrote `"a\\u202eb"` with a raw RIGHT-TO-LEFT OVERRIDE, which reorders the
+    line in review (the Trojan Source trick E261 refuses in a name): a character that is
+    not printable stays escaped, a printable one is written as itself."""
+    src = 'import "x\\u200b.plan"\n\ngraph g {\n  op "a\\u202eb\\udb40\\udc41é" {}\n}\n'
+    assert fmt(src) == src
+    assert format_name("\u202e\u00a0日") == '"\\u202e\\u00a0日"'
