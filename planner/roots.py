@@ -40,6 +40,14 @@ def repository_of(path: str | os.PathLike[str]) -> Path:
     return start.resolve()
 
 
+def resolved(path: str | os.PathLike[str]) -> Path:
+    """`path` absolute with its symlinks followed, as `Path.resolve()`, but a symlink loop is
+    left as it is rather than raised (Python 3.11 and 3.12 raise `RuntimeError`, which
+    reached users as an internal error, E999): opening it then fails with ELOOP, which the
+    readers report (E003, "Too many levels of symbolic links")."""
+    return Path(os.path.realpath(path))
+
+
 def default_root(path: str | os.PathLike[str]) -> Path:
     """The folder a spec at `path` and its imports must stay in: `--root` when given, else
     `repository_of(path)`."""

@@ -33,7 +33,7 @@ from ..errors import (
 )
 from ..files import write_text_keeping_links
 from ..render.diagnostics import eprint, printable, source_texts
-from ..roots import default_root, display_path, outside_root
+from ..roots import default_root, display_path, outside_root, resolved
 from ..spec.format import format_source
 from ..spec.lex import line_ends
 from ..spec.load import not_utf8, read_source
@@ -116,7 +116,7 @@ def refuse_outside_root(path: Path) -> None:
     the repository holding it): `fmt` neither reads nor rewrites it, as `check` would not
     read it."""
     root = default_root(path)
-    if outside_root(path.resolve(), root):
+    if outside_root(resolved(path), root):
         shown = display_path(Path(os.path.abspath(path)))
         raise SpecError(Diagnostic(
             "E008", f"{printable(_one_line(shown))} leads outside the root "

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import Diagnostic, Severity, Span
+from ..roots import resolved
 
 
 class OutputFormat(str, enum.Enum):  # noqa: UP042 - a StrEnum would print members as values
@@ -44,7 +45,7 @@ def repo_path(file: str, root: Path) -> str | None:
     if file.startswith("<"):
         return None
     try:
-        return Path(file).resolve().relative_to(root).as_posix()
+        return resolved(file).relative_to(root).as_posix()
     except (ValueError, OSError):
         return None
 

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from ..codes import TABLE, layer
 from ..errors import Diagnostic, Severity, Span
+from ..roots import resolved
 from .formats import full_message, locate, repo_path, repository_root
 
 SARIF_VERSION = "2.1.0"
@@ -47,7 +48,7 @@ def _physical(span: Span, root: Path) -> dict[str, Any]:
     if rel is not None:
         artifact = {"uri": quote(rel), "uriBaseId": "%SRCROOT%"}
     else:
-        artifact = {"uri": Path(span.file).resolve().as_uri()}
+        artifact = {"uri": resolved(span.file).as_uri()}
     if not span.in_text:  # a path (a folder): the artifact, no region in it
         return {"artifactLocation": artifact}
     region: dict[str, int] = {"startLine": max(span.line, 1), "startColumn": max(span.column, 1)}

@@ -15,6 +15,7 @@ pull request cannot make CI read `~/.git-credentials`. Files are read only up to
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from ..errors import (
 )
 from ..files import same_file
 from ..model import Spec
-from ..roots import default_root, display_path, escaped_root, outside_root
+from ..roots import default_root, display_path, escaped_root, outside_root, resolved
 from . import ast
 from .lower import Locations, lower
 from .parse import parse
@@ -103,7 +104,10 @@ def read_bytes(path: Path, shown: str, at: Span | None = None, kind: str = "spec
     except IsADirectoryError:
         raise SpecError(_folder(shown, where, kind)) from None
     except OSError as err:
-        raise SpecError(Diagnostic("E003", f"cannot read {shown}: {err.strerror}", where)) from None
+        loop = ("a symlink on its path leads back to itself; point it at the spec",) \
+            if err.errno == errno.ELOOP else ()
+        raise SpecError(Diagnostic("E003", f"cannot read {shown}: {err.strerror}", where,
+                                   loop)) from None
     except ValueError:  # a NUL in the path
         raise SpecError(Diagnostic("E003", f"cannot read {shown!r}: invalid path", where)) from None
     return data
@@ -274,8 +278,8 @@ class _Reader:
             self.sink.error("E001", "an empty import path", item.path.span, one_file)
             return None
         try:
-            target = (importer.parent / item.path.text).resolve()
-        except (OSError, ValueError):  # a NUL in the path, a symlink loop
+            target = resolved(importer.parent / item.path.text)
+        except (OSError, ValueError):  # a NUL in the path
             self.sink.error("E001", f"invalid import path {item.path.text!r}", item.path.span)
             return None
         if outside_root(target, self.root):
@@ -296,8 +300,8 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
     """Parse `path` and everything it imports, depth first, each file once; every file
     must be inside `root` (default: `default_root(path)`)."""
     try:
-        first = Path(path).resolve()
-        base = Path(root).resolve() if root is not None else default_root(path)
+        first = resolved(path)
+        base = resolved(root) if root is not None else default_root(path)
     except (OSError, ValueError):
         raise SpecError(Diagnostic("E003", f"cannot read {str(path)!r}: invalid path",
                                    Span.of_path(str(path)))) from None

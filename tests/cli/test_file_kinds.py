@@ -127,3 +127,24 @@ def test_an_invalid_path_is_located_at_the_path_alone() -> None:
         planner.load("a\x00b.plan")
     (d,) = err.value.diagnostics
     assert (d.code, d.span) == ("E003", Span.of_path("a\x00b.plan")), d
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "loop.plan"], ["check", "--format", "github", "loop.plan"],
+    ["check", "--format", "sarif", "imports.plan"], ["fmt", "loop.plan"],
+    ["fmt", "--check", "loop.plan", "ok.plan"], ["solve", "loop.plan"],
+])
+def test_a_symlink_loop_is_a_file_that_cannot_be_read(tmp_path: Path, args: list[str]) -> None:
+    """`ln -s loop.plan loop.plan`, named or imported: E003 at the file, or at the import
+    that names it. Before: E999, an internal error (exit 4), as `Path.resolve()` raises
+    RuntimeError on a loop under Python 3.11 and 3.12."""
+    (tmp_path / "loop.plan").symlink_to("loop.plan")
+    (tmp_path / "imports.plan").write_text('import "loop.plan"\n')
+    (tmp_path / "ok.plan").write_text("")
+    code, out, err = invoke(args, tmp_path, guarded=True)
+    assert code == 1, err
+    assert "E999" not in out + err
+    if "sarif" in args:
+        assert valid_sarif(out)["runs"][0]["results"][0]["ruleId"] == "E003"
+    else:
+        assert "E003" in out + err and "cannot read loop.plan" in out + err
