@@ -16,7 +16,9 @@ import enum
 import itertools
 import json
 import os
+import re
 import sys
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
@@ -526,6 +528,30 @@ def _one_line(text: str) -> str:
 _VISIBLE = {i: "\ufffd" for i in (*range(0x20), 0x7F) if i != 0x09}
 
 
+#: characters never written raw to a terminal (`render.diagnostics.printable` escapes them):
+#: C0 and C1 controls but tab and newline, bidi and zero-width formatting, line separators,
+#: lone surrogates, and the other invisible ones W265 warns about (invisible operators, the
+#: tag block U+E0000-U+E007F)
+UNSAFE_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e"
+                          "\u2060-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]")
+
+
+def escape_char(char: str) -> str:
+    """`char` as `\\uXXXX` (`\\UXXXXXXXX` above U+FFFF)."""
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _cells(text: str) -> int:
+    """The terminal columns `text` takes once printed: an unsafe character its escape, a
+    wide (East Asian) one two, a combining mark none (a caret counted in characters stood
+    left of its token after `"层1"` or `"日本"`)."""
+    if text.isascii() and text.isprintable():
+        return len(text)
+    return sum(len(escape_char(c)) if UNSAFE_CHARS.match(c) else 0 if unicodedata.combining(c)
+               else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 def _excerpt(span: Span, all_lines: list[str] | None) -> list[str]:
     if all_lines is None:
         return []
@@ -541,9 +567,11 @@ def _excerpt(span: Span, all_lines: list[str] | None) -> list[str]:
     width = max(1, min(width, len(shown) - col + 1))
     gutter = str(span.line)
     pad = " " * len(gutter)
+    shown = shown.expandtabs(1).translate(_VISIBLE)
+    before, under = _cells(shown[: col - 1]), max(_cells(shown[col - 1 : col - 1 + width]), 1)
     return [
-        f" {gutter} | {shown.expandtabs(1).translate(_VISIBLE)}",
-        f" {pad} | {' ' * (col - 1)}{'^' * width}",
+        f" {gutter} | {shown}",
+        f" {pad} | {' ' * before}{'^' * under}",
     ]
 
 

@@ -8,12 +8,11 @@ line's guard (errors to exit codes, the `--json` envelope) is `planner.cli.guard
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import Diagnostic
+from ..errors import UNSAFE_CHARS, Diagnostic, escape_char
 from ..limits import active
 
 
@@ -93,23 +92,11 @@ def _looks_like_placement(text: str) -> bool:
         head == "[" and '"ops"' in text)
 
 
-#: characters never written raw to a terminal: C0 and C1 controls but tab and newline,
-#: bidi and zero-width formatting, line separators, lone surrogates, and the other
-#: invisible ones W265 warns about (invisible operators, the tag block U+E0000-U+E007F)
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e"
-                     "\u2060-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]")
-
-
-def _escaped(char: str) -> str:
-    code = ord(char)
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-
-
 def printable(text: str) -> str:
-    """`text` with every character of `_UNSAFE` written as `\\uXXXX` (`\\UXXXXXXXX`
+    """`text` with every character of `UNSAFE_CHARS` written as `\\uXXXX` (`\\UXXXXXXXX`
     above U+FFFF): a name from a placement file cannot recolour the terminal, reorder a
     line, fake one or hide text."""
-    return _UNSAFE.sub(lambda m: _escaped(m.group()), text)
+    return UNSAFE_CHARS.sub(lambda m: escape_char(m.group()), text)
 
 
 def eprint(text: str) -> None:

@@ -175,3 +175,14 @@ def test_a_file_named_twice_is_checked_and_formatted_once(tmp_path: Path) -> Non
     code, out, _ = invoke(["fmt", "--check", "--json", "./t.plan", "t.plan"], tmp_path)
     doc = json.loads(out)
     assert code == 5 and [d["code"] for d in doc["diagnostics"]] == ["W640"]
+
+
+def test_a_caret_after_an_escaped_character_stands_under_its_token(tmp_path: Path) -> None:
+    """The terminal shows a raw U+200B as `\\u200b` (six columns): the caret of an error
+    further along the line counts them. Before, it stood five columns left of `2 GiB`
+    (a wide `"层1"`: `broken/wide_name_before_the_caret`)."""
+    (tmp_path / "z.plan").write_text('graph g {\n  op "a\u200bb" { time 2 GiB }\n}\n')
+    code, _, err = invoke(["check", "z.plan"], tmp_path)
+    shown = ' 2 |   op "a\\u200bb" { time 2 GiB }\n'
+    caret = "   | ".ljust(shown.index("2 GiB")) + "^^^^^\n"
+    assert code == 1 and shown + caret in err, err
