@@ -52,7 +52,7 @@ from ..io.torch_pipeline import (
 from ..io.torch_pipeline_script import pipeline_script
 from ..model import Problem
 from ..plan import Plan
-from ..roots import display_path
+from ..roots import display_path, resolved
 from ..spec.load import load_path
 from . import _load
 from .given import plan_named, read_placed
@@ -212,7 +212,7 @@ def _replicas_dropped(problem: Problem, placement: Path) -> None:
         "W950", f"plan `{problem.name}`'s stages are replicated (`replicas` in "
         f"{display_path(placement)}), and without --pipeline the model is placed once: each "
         "stage on its first device, its replicas left out",
-        Span.start_of(display_path(placement.resolve())),
+        Span.start_of(display_path(resolved(placement))),
         ("add --pipeline to export the replicated stages as a 2-D DeviceMesh (pipeline x "
          "data)",), severity=Severity.WARNING)]) + "\n")
 
@@ -225,7 +225,7 @@ def _recompute_dropped(problem: Problem, placement: Path, recompute: Sequence[st
         f"{', '.join(recompute)} (`recompute` in {display_path(placement)}), and without "
         "--pipeline the placed model and its device_map keep every activation: the plan's "
         "memory figures do not hold for them",
-        Span.start_of(display_path(placement.resolve())),
+        Span.start_of(display_path(resolved(placement))),
         ("add --pipeline: its script runs those stages under torch.utils.checkpoint",),
         severity=Severity.WARNING)]) + "\n")
 
@@ -309,7 +309,7 @@ def _export_pipeline(problem: Problem, traced: Traced, chosen: dict[str, str],
     the plan file's, `plan.load_replicas`) on a 2-D mesh (E950 where
     they make none); the stages on the devices in `recompute` under torch.utils.checkpoint;
     W953 where `--device-map` (`given`) leaves devices the ranks run on to the default rule."""
-    where = Span.start_of(display_path(placement.resolve()))
+    where = Span.start_of(display_path(resolved(placement)))
     tp = pipeline_export(problem, traced, chosen, devices, where, ranks, replicas, recompute)
     if not tp.exact and not nearest:
         raise pipeline_error(tp, where)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Diagnostic, JsonSpans, Span, SpecError, UsageError, quoted
 from ..model import Problem
 from ..plan import Plan, given_placement, in_envelope, load_plan, load_recompute, load_replicas
-from ..roots import display_path
+from ..roots import display_path, resolved
 from ..strictjson import loads as strict_loads
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def given_plan(loaded: Loaded, problem: Problem, placement: Path | None, stages:
     from ..io.stages import parse_stages, read_stages  # lazy: start-up
 
     layout = (parse_stages(problem, parsed[1], parsed[0]) if parsed else
-              read_stages(problem, stages, display_path(stages.resolve())))
+              read_stages(problem, stages, display_path(resolved(stages))))
     return layout.plan, layout.replicas, layout.recompute
 
 
@@ -97,7 +97,7 @@ def parsed_json(path: Path, code: str = "E500", hint: str | None = None
     file's)."""
     from ..spec.load import read_source  # lazy: start-up
 
-    shown = display_path(path.resolve())
+    shown = display_path(resolved(path))
     text = read_source(path, shown, kind="plan")
     try:  # keys given twice, integers too long, nesting too deep: all JSONDecodeError
         return shown, text, strict_loads(text)

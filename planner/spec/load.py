@@ -104,7 +104,7 @@ def read_bytes(path: Path, shown: str, at: Span | None = None, kind: str = "spec
     except IsADirectoryError:
         raise SpecError(_folder(shown, where, kind)) from None
     except OSError as err:
-        loop = ("a symlink on its path leads back to itself; point it at the spec",) \
+        loop = (f"a symlink on its path leads back to itself: point it at the {kind} file",) \
             if err.errno == errno.ELOOP else ()
         raise SpecError(Diagnostic("E003", f"cannot read {shown}: {err.strerror}", where,
                                    loop)) from None
@@ -307,7 +307,7 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
                                    Span.of_path(str(path)))) from None
     reader = _Reader(base)
     reader.seen.add(first)
-    if Path(path).is_dir():
+    if os.path.isdir(path):  # Path.is_dir raised on a name too long to exist (E999)
         shown = display_path(first)
         reader.sink.error("E002", f"{shown} is a directory, not a spec file",
                           Span.of_path(shown),  # a folder has no line 1
@@ -373,7 +373,9 @@ def spec_files(paths: Sequence[str | os.PathLike[str]]
     empty: list[Diagnostic] = []
     for given in paths:
         p = Path(given)
-        if p.is_dir():
+        # os.path.isdir, not Path.is_dir: a name too long to exist raised ENAMETOOLONG
+        # (E999); as a file, its reader says it cannot be read (E003)
+        if os.path.isdir(p):
             inside = sorted(x for x in p.rglob("*.plan") if x.is_file())
             found.extend((f, False) for f in inside)
             if not inside:

@@ -148,3 +148,33 @@ def test_a_symlink_loop_is_a_file_that_cannot_be_read(tmp_path: Path, args: list
         assert valid_sarif(out)["runs"][0]["results"][0]["ruleId"] == "E003"
     else:
         assert "E003" in out + err and "cannot read loop.plan" in out + err
+
+
+@pytest.mark.parametrize(("args", "kind"), [
+    (["simulate", "s.plan", "--placement", "loop.json"], "plan"),
+    (["diff", "loop.json", "p.json"], "plan"),
+    (["export", "torch", "s.plan", "--placement", "loop.json", "m.py:model"], "plan"),
+])
+def test_a_plan_file_in_a_symlink_loop_cannot_be_read(tmp_path: Path, args: list[str],
+                                                      kind: str) -> None:
+    """A placement or plan file that is a symlink loop: E003, hinted as the kind of file
+    wanted. Before: E999 (`Path.resolve()` raised RuntimeError in the path shown)."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    (tmp_path / "p.json").write_text(json.dumps(PLAN))
+    (tmp_path / "loop.json").symlink_to("loop.json")
+    code, out, err = invoke(args, tmp_path, guarded=True)
+    assert code == 1, err
+    assert "E999" not in out + err
+    assert "E003" in err and "cannot read loop.json" in err, err
+    assert f"point it at the {kind} file" in err, err
+
+
+@pytest.mark.parametrize("command", ["check", "fmt", "solve"])
+def test_a_spec_name_too_long_to_exist_cannot_be_read(tmp_path: Path, command: str) -> None:
+    """A name longer than the file system allows (ENAMETOOLONG): E003. Before: E999, as
+    `Path.is_dir` raised it where a folder was looked for."""
+    name = "a" * 300 + ".plan"
+    code, out, err = invoke([command, name], tmp_path, guarded=True)
+    assert code == 1, err
+    assert "E999" not in out + err
+    assert "E003" in out + err and "File name too long" in out + err, out + err
