@@ -43,10 +43,15 @@ def short_seconds(x: Any, digits: int = 4) -> str:
     """A duration in `digits` significant digits and the unit that reads short (`4.42 ms`)."""
     if not _num(x):
         return "—"
-    for unit, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(x) >= factor:
-            return f"{x / factor:.{digits}g} {unit}"
-    return f"{x / 1e-9:.{digits}g} ns"
+    units = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+    k = next((k for k, (_, factor) in enumerate(units) if abs(x) >= factor), len(units) - 1)
+    text = f"{x / units[k][1]:.{digits}g}"
+    if k and abs(float(text)) >= 1000:  # rounded up to the next unit: 999.96 us is 1 ms
+        k -= 1
+        text = f"{x / units[k][1]:.{digits}g}"
+    if "e" in text:  # 12345 s, not 1.234e+04 s
+        text = f"{x:.0f}"
+    return f"{text} {units[k][0]}"
 
 
 #: binary units, largest first, for `_memory`

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import typer
 from rich.console import Console
 from typer.testing import CliRunner
@@ -145,3 +146,14 @@ def test_a_settings_title_names_each_schedule_its_rows_ran() -> None:
     assert f"<h3>objective pipeline · {ran}</h3>" in compare_report_html(compare_report(rows))
     one = [{**r, "schedule": "1f1b"} for r in rows]  # one schedule: named alone, as before
     assert "objective pipeline · 8 micro-batches, 1f1b\n" in _render(one, width=200)
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [
+    (999.96e-6, "1 ms"), (0.99996, "1 s"), (9.99996e-7, "1 us"), (12345.0, "12345 s"),
+    (4.42e-3, "4.42 ms"), (0.0012345, "1.234 ms"), (0.0, "0 ns"),
+])
+def test_a_duration_rounded_up_to_the_next_unit_is_shown_in_it(seconds: float,
+                                                               shown: str) -> None:
+    """A duration that rounds to 1000 of its unit is shown in the next (before: `1000 us`
+    for 999.96 µs), and a long one without exponent (before: `1.234e+04 s`)."""
+    assert short_seconds(seconds) == shown
