@@ -305,13 +305,19 @@ class SearchLimitError(SolverError):
 def did_you_mean(name: str, candidates: Iterable[str]) -> tuple[str, ...]:
     """A 'did you mean' hint for an unknown name, or nothing when no candidate is close.
 
-    The closest candidate by difflib's ratio (at least 0.6) wins; ties go to the first in
-    the candidates' order (declaration order), not to the largest string.
+    A candidate that differs in case alone wins (`HEFT` for `heft`: difflib's ratio, case
+    sensitive, found nothing near); else the closest by difflib's ratio (at least 0.6);
+    ties go to the first in the candidates' order (declaration order), not to the largest
+    string.
     """
     best, best_score = None, 0.0
     matcher = difflib.SequenceMatcher()
     matcher.set_seq2(name)
+    folded = name.casefold()
     for cand in candidates:
+        if best_score <= 1.0 and cand.casefold() == folded and cand != name:
+            best, best_score = cand, 2.0  # above any ratio: later candidates cannot win
+            continue
         matcher.set_seq1(cand)
         floor = max(0.6, best_score + 1e-12)  # to win, a candidate must beat the best
         if matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor:

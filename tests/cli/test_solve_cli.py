@@ -132,6 +132,20 @@ def test_unknown_algorithm_is_a_usage_error_with_a_suggestion(tmp_path: Path) ->
     assert "unknown algorithm `msc`" in err and "did you mean `msct`?" in err
 
 
+@pytest.mark.parametrize(("command", "given", "meant"), [
+    (["solve", "s.plan", "--algo"], "HEFT", "heft"),
+    (["compare", "s.plan", "--algos"], "CPOP", "cpop"),
+])
+def test_an_algorithm_in_capitals_is_suggested_in_lower_case(
+        tmp_path: Path, command: list[str], given: str, meant: str) -> None:
+    """`HEFT`, as the paper spells it: difflib's ratio to `heft` is 0 (case counts), so it
+    had no 'did you mean'."""
+    (tmp_path / "s.plan").write_text(SPEC)
+    code, _, err = invoke([*command, given], tmp_path)
+    assert code == 2
+    assert f"did you mean `{meant}`?" in err, err
+
+
 def test_expert_needs_every_op_placed(tmp_path: Path) -> None:
     (tmp_path / "s.plan").write_text(SPEC.replace("plan p { graph g cluster c }",
                                                   "plan p { graph g cluster c place a on gpu0 }"))
