@@ -300,8 +300,11 @@ def _search_starts(problem: Problem, ranked: Ranked, options: Options, budget: i
             so_far = [found for _, found in runs]
             if stop.solution is not None:
                 so_far.append(stop.solution)
-            raise Interrupted(min(so_far, key=lambda sol: sol.info["objective_s"],
-                                  default=None)) from None
+            kept = min(so_far, key=lambda sol: sol.info["objective_s"], default=None)
+            # an earlier start's finished search may hold the best plan: still, the run was
+            # stopped (it was labelled `feasible`, a run that did not end so)
+            raise Interrupted(None if kept is None else dataclasses.replace(
+                kept, status="interrupted")) from None
         runs.append((name, found))
         budget -= found.info["moves"]
         if budget <= 0 or not starts or "reason" in found.info or not found.info["moves"]:

@@ -140,3 +140,26 @@ def test_a_later_start_the_clock_cut_is_said_once(monkeypatch: pytest.MonkeyPatc
     assert note.count(CUT) == 1 and "cut by the clock" not in note, note
     assert note.startswith(f"{CUT} before the first of its "), note
     assert ": msct 2019 moves, roundrobin 0; the best from msct" in note, note
+
+
+@pytest.mark.usefixtures("no_clock")
+def test_a_plan_kept_from_a_finished_start_after_ctrl_c_is_labelled_interrupted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in the second start's search: the first start's plan is kept, and the run it
+    ends is `interrupted`. Before: `feasible`, the finished search's own label (seen on a
+    loaded machine, where tests/exact/test_reproducible.py's Ctrl-C at 2 s landed there)."""
+    searches: list[Solution] = []
+    real = auto.improve
+
+    def second_interrupted(*args: Any, **kwargs: Any) -> Solution:
+        if searches:
+            raise Interrupted(None)
+        searches.append(real(*args, **kwargs))
+        return searches[-1]
+
+    monkeypatch.setattr(auto, "improve", second_interrupted)
+    with pytest.raises(Interrupted) as stop:
+        run("auto", planner.loads(SMALL).plan("p"), Options(time_limit_s=5))
+    kept = stop.value.solution
+    assert kept is not None and kept.plan == searches[0].plan
+    assert kept.status == "interrupted"
