@@ -95,8 +95,8 @@ def place(problem: Problem, options: Options, left_out: bool = False,
     deadline = cap(options.time_limit_s)
     cells = splitdp.cells_for(options.time_limit_s)
     try:
-        # no hint naming auto in its E707: auto compares that split itself (`_no_split`)
-        searched = pipedp.search_within(problem, options, cells, left_out, name_auto=False)
+        # its E707's hints are drawn where auto raises it (`_no_split`), not where it plans
+        searched = pipedp.search_within(problem, options, cells, left_out, hints=_undrawn)
     except InfeasibleError as err:
         return _no_split(problem, options, err, (deadline, climbs_cut))
     best = searched.solution
@@ -282,17 +282,32 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError,
                                   "its split of one stage per device fits"
                                   + _runs_as(problem, one[0].plan.placement)})))
     if not plans and isinstance(err, pipedp.ChainsLeftOut):  # the rest, before E707
-        pipedp.search_within(problem, options, splitdp.cells_for(options.time_limit_s),
-                             name_auto=False)
+        _drawn(problem, options)
         return place(problem, options, True, climbs_cut)  # its search derived once
     if not plans:
-        raise err
+        _drawn(problem, options)
+        raise err  # a proof, drawn as it was
     chosen = min(plans, key=lambda name: plans[name][0])
     best = plans[chosen][1]
     return dataclasses.replace(best, info=MappingProxyType(_clock_noted({
         **best.info, "chosen": chosen, "iteration_s": plans[chosen][0],
         "compared_by": "simulated iteration" if simulated else "estimated iteration",
         "candidates": {name: plan[0] for name, plan in plans.items()}}, cut, climbs_cut)))
+
+
+def _undrawn() -> tuple[str, ...]:
+    """pipedp's E707 without its hints, where `auto` may yet plan (`_drawn` draws them)."""
+    return ()
+
+
+def _drawn(problem: Problem, options: Options) -> None:
+    """Raise pipedp's E707 (every chain searched, its search derived once), its hints
+    drawn: no hint naming auto (auto compares that split itself), each change checked by
+    the recomputing contiguous split too, which auto plans where it fits (`pipehints`)."""
+    cells = contiguous.cells_for(options.time_limit_s)
+    pipedp.search_within(problem, options, splitdp.cells_for(options.time_limit_s),
+                         name_auto=False,
+                         recomputing=lambda one: pipeilp.recomputing_stages(one, cells))
 
 
 def _clock_noted(info: Mapping[str, Any], cut: Sequence[str],

@@ -157,17 +157,19 @@ class ChainsLeftOut(InfeasibleError):
 def search_within(problem: Problem, options: Options, cells: float,
                   left_out: bool = True, *, name_auto: bool = True,
                   hints: Callable[[], tuple[str, ...]] | None = None,
-                  planned: str = "") -> Searched:
+                  planned: str = "",
+                  recomputing: pipehints.Recomputing | None = None) -> Searched:
     """`place_within`, with what its notes were drawn from. Where the chains the work
     allowed hold no split that fits, the others are searched before E707, unless not
     `left_out` (then `ChainsLeftOut`, after the proofs that no placement fits);
     `name_auto`: E707 may name `auto` (`one_per_device_hint`); `hints`: where the memory
     caps leave no split, E707's, drawn in place of its own, and `planned`, what was
-    planned, said after "fits the devices' memory" (`pipehints.PlanTerms`)."""
+    planned, said after "fits the devices' memory" (`pipehints.PlanTerms`);
+    `recomputing`: E707's own hints check each change by it too (the caller recomputes)."""
     found = _searched(problem, options, cells, left_out)
     if found is None:
         raise _no_split(problem, problem.pipeline or Pipeline(), cells, name_auto, hints,
-                        planned)
+                        planned, recomputing)
     return found
 
 
@@ -330,7 +332,8 @@ def _left_out(problem: Problem, space: Space, every: int) -> InfeasibleError:
 
 def _no_split(problem: Problem, pipeline: Pipeline, cells: float, name_auto: bool,
               hints: Callable[[], tuple[str, ...]] | None = None,
-              planned: str = "") -> InfeasibleError:
+              planned: str = "",
+              recomputing: pipehints.Recomputing | None = None) -> InfeasibleError:
     """The proofs that no placement fits (`infeasible.diagnose`: what `check` says), else
     E707, with its cause: the memory caps (a split fits without them), else the devices
     each unit may use (pins, op times), which no chain of stages follows. Its message says
@@ -338,8 +341,9 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float, name_auto: boo
     several stages per device, that count; a hint names `auto` (`name_auto`) where a split
     of one stage per device fits under the schedule's fallback (`one_per_device_hint`); of
     the changes that hold fewer micro-batches in flight, only those with which a split
-    fits are suggested (`_fewer_in_flight`); `hints`: the caller's, in place of those;
-    `planned`: the caller's plan, where `problem` is one of its N identical pipelines."""
+    fits are suggested (`_fewer_in_flight`), or, where given, a `recomputing` split;
+    `hints`: the caller's, in place of those; `planned`: the caller's plan, where
+    `problem` is one of its N identical pipelines."""
     proofs = diagnose(problem)
     if proofs:
         return InfeasibleError(proofs)
@@ -354,7 +358,8 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float, name_auto: boo
         return InfeasibleError(Diagnostic(
             "E707", f"no {what} fits the devices' memory{' ' * bool(planned)}{planned}"
             f"{among}", None,
-            hints() if hints else _memory_hints(problem, pipeline, cells, name_auto)))
+            hints() if hints else _memory_hints(problem, pipeline, cells, name_auto,
+                                                recomputing)))
     return InfeasibleError(Diagnostic(
         "E707", f"no {what} honours the devices its units may use, whatever the memory"
         f"{among}: the pins (or op times) put units in an order that no chain of stages, one "
@@ -363,12 +368,14 @@ def _no_split(problem: Problem, pipeline: Pipeline, cells: float, name_auto: boo
          "each stage together, stage after stage",)))
 
 
-def _memory_hints(problem: Problem, pipeline: Pipeline, cells: float,
-                  name_auto: bool) -> tuple[str, ...]:
-    """E707's hints where the memory caps leave no split (`_no_split`)."""
+def _memory_hints(problem: Problem, pipeline: Pipeline, cells: float, name_auto: bool,
+                  recomputing: pipehints.Recomputing | None = None) -> tuple[str, ...]:
+    """E707's hints where the memory caps leave no split (`_no_split`), each change
+    checked by `recomputing` too where given (`pipehints.in_flight_hints`)."""
     one = one_per_device_hint(problem, cells)
     return (*((one,) if one and name_auto else ()),
-            *pipehints.in_flight_hints(problem, pipeline, bool(one), cells), RECOMPUTE_HINT)
+            *pipehints.in_flight_hints(problem, pipeline, bool(one), cells, recomputing),
+            RECOMPUTE_HINT)
 
 
 def unsearched(problem: Problem, pipeline: Pipeline, cells: float) -> str:

@@ -3,20 +3,30 @@ E712, pipeilp's E708): each change they suggest (more or fewer `microbatches`, `
 1f1b`) is checked by the split search first, for a hint is a claim. Before, E707 suggested
 fewer micro-batches whatever helped (a 6-unit chain on three 8 MB devices under
 interleaved, where none fits even with one), and E712 and E708 said "(`schedule 1f1b`,
-fewer `microbatches`)" to plans already on 1F1B.
+fewer `microbatches`)" to plans already on 1F1B. Where the algorithm recomputes (`auto`'s
+E707, `pipeilp`'s E708), a change is checked by the recomputing contiguous split too
+(`Recomputing`): before, a 2-layer GPT on two 2 MiB GPUs, GPipe, 8 micro-batches, was told
+"a split fits with `microbatches 1`", where both plan with `schedule 1f1b` or
+`microbatches 6`, recomputing.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from ..model import MAX_MICROBATCHES, Pipeline, Problem
 from ..pipeline.splitdp import MAX_CELLS, best_splits
 from ..pipeline.units import units
 
-__all__ = ["PlanTerms", "cap_words", "in_flight_hints", "largest_fitting", "stage_cap_words"]
+__all__ = ["PlanTerms", "Recomputing", "cap_words", "in_flight_hints", "largest_fitting",
+           "stage_cap_words"]
+
+#: the stage counts of a problem's recomputing contiguous splits that fit
+#: (`pipeilp.warm.recomputing_stages`): what `auto` and `pipeilp` plan where no split fits
+#: without recomputing, so their hints check each change by them too
+Recomputing = Callable[[Problem], Collection[int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,16 +57,18 @@ def cap_words(capped_at: int | None, pipeline: Pipeline) -> str:
 
 
 def in_flight_hints(problem: Problem, pipeline: Pipeline, one: bool,
-                    cells: float = MAX_CELLS) -> tuple[str, ...]:
+                    cells: float = MAX_CELLS,
+                    recomputing: Recomputing | None = None) -> tuple[str, ...]:
     """The hints of a message that no split fits the memory (E707; E712 and E708, whose
     plans include pipedp's split: a split it finds fits theirs), each change checked by
-    the split search within `cells` (a hint is a claim): more micro-batches where they
-    cap the stages and a split of more fits (`_more_stages`), the changes that hold fewer
-    in flight with which one fits (`_fewer_in_flight`; `one`: a split of one stage per
-    device fits, run as the fallback, `pipedp.one_fits`), else more memory."""
+    the split search within `cells` (a hint is a claim), and by `recomputing` where the
+    algorithm recomputes: more micro-batches where they cap the stages and a split of
+    more fits (`_more_stages`), the changes that hold fewer in flight with which one fits
+    (`_fewer_in_flight`; `one`: a split of one stage per device fits, run as the
+    fallback, `pipedp.one_fits`), else more memory."""
     capped = _stage_cap(problem, pipeline) is not None
-    more = _more_stages(problem, pipeline, cells) if capped else None
-    fewer = _fewer_in_flight(problem, pipeline, cells, one)
+    more = _more_stages(problem, pipeline, cells, recomputing) if capped else None
+    fewer = _fewer_in_flight(problem, pipeline, cells, one, recomputing)
     return (*((f"`microbatches {more}` (or more) allows {more} stages, and a split into "
                f"{more} stages fits: each holds less",) if more else ()),
             ("fewer micro-batches in flight hold fewer activations: a split fits with "
@@ -64,8 +76,8 @@ def in_flight_hints(problem: Problem, pipeline: Pipeline, one: bool,
             else "give the devices more `memory`")
 
 
-def _fewer_in_flight(problem: Problem, pipeline: Pipeline, cells: float,
-                     one: bool) -> list[str]:
+def _fewer_in_flight(problem: Problem, pipeline: Pipeline, cells: float, one: bool,
+                     recomputing: Recomputing | None) -> list[str]:
     """E707's changes that hold fewer micro-batches in flight, each where a split fits with
     it (a hint is a claim): `schedule 1f1b` under a schedule with a fallback (interleaved)
     where a split of one stage per device fits as 1F1B (`one`), under one of every
@@ -74,20 +86,25 @@ def _fewer_in_flight(problem: Problem, pipeline: Pipeline, cells: float,
     (`_fewer_microbatches`)."""
     spec = pipeline.schedule_spec
     if spec.fallback is not None:
-        one_f = one
+        one_f = one or bool(recomputing and recomputing(dataclasses.replace(
+            problem, pipeline=dataclasses.replace(pipeline, schedule=spec.fallback))))
     else:
         one_f = spec.all_in_flight and _fits(problem, dataclasses.replace(
-            pipeline, schedule="1f1b"), cells)
-    return [*(["`schedule 1f1b`"] if one_f else []), *_fewer_microbatches(problem, pipeline,
-                                                                        cells)]
+            pipeline, schedule="1f1b"), cells, recomputing)
+    return [*(["`schedule 1f1b`"] if one_f else []),
+            *_fewer_microbatches(problem, pipeline, cells, recomputing)]
 
 
-def _fits(problem: Problem, pipeline: Pipeline, cells: float) -> bool:
-    """Whether the split search (within `cells`, every chain) finds a split that fits."""
-    return bool(best_splits(problem, pipeline, cells=cells, every_chain=True))
+def _fits(problem: Problem, pipeline: Pipeline, cells: float,
+          recomputing: Recomputing | None) -> bool:
+    """Whether the split search (within `cells`, every chain) finds a split that fits,
+    else, where given, the recomputing one."""
+    return bool(best_splits(problem, pipeline, cells=cells, every_chain=True)) or bool(
+        recomputing and recomputing(dataclasses.replace(problem, pipeline=pipeline)))
 
 
-def _fewer_microbatches(problem: Problem, pipeline: Pipeline, cells: float) -> list[str]:
+def _fewer_microbatches(problem: Problem, pipeline: Pipeline, cells: float,
+                        recomputing: Recomputing | None) -> list[str]:
     """E707's `microbatches N` below the plan's with which the split search (`_fits`) finds
     a split that fits, bisected down from the plan's count to one: N holds a split, N + 1
     none (in-flight counts are not monotone in M under interleaved, whose rounds take 7
@@ -96,7 +113,7 @@ def _fewer_microbatches(problem: Problem, pipeline: Pipeline, cells: float) -> l
     (interleaved: K, one a virtual stage; 1F1B: at most M stages, stage k holding
     min(S - k, M), no fewer than under the plan's M)."""
     most = largest_fitting(pipeline.microbatches, lambda m: _fits(
-        problem, dataclasses.replace(pipeline, microbatches=m), cells))
+        problem, dataclasses.replace(pipeline, microbatches=m), cells, recomputing))
     return [] if most is None else [f"`microbatches {most}`"]
 
 
@@ -127,12 +144,15 @@ def _uncapped(problem: Problem, n: int) -> int:
     return min(len(problem.cluster.devices), n)
 
 
-def _more_stages(problem: Problem, pipeline: Pipeline, cells: float) -> int | None:
+def _more_stages(problem: Problem, pipeline: Pipeline, cells: float,
+                 recomputing: Recomputing | None) -> int | None:
     """The fewest stages, more than the micro-batches that cap them (`_stage_cap`), of a
     split that fits with as many micro-batches (1F1B holds S - k of them on stage k of S,
-    however many more there are), within `cells`; None where none fits."""
+    however many more there are), within `cells`, or recomputing; None where none fits."""
     most = min(_uncapped(problem, units(problem).count), MAX_MICROBATCHES)
     wider = dataclasses.replace(pipeline, microbatches=most)
-    fit = [s for s in best_splits(problem, wider, cells=cells, every_chain=True)
-           if s > pipeline.microbatches]
+    found = [*best_splits(problem, wider, cells=cells, every_chain=True),
+             *(recomputing(dataclasses.replace(problem, pipeline=wider)) if recomputing
+               else ())]
+    fit = [s for s in found if s > pipeline.microbatches]
     return min(fit, default=None)

@@ -142,7 +142,8 @@ from .solve import (
     recomputing_candidate,
     warm_up,
 )
+from .warm import recomputing_stages
 
 __all__ = ["BUDGETED_ROWS", "MAX_DP_CUTS", "NODE_ROWS_PER_S", "Evaluation", "contiguous_splits",
            "evaluate", "node_budget", "place", "recomputing", "recomputing_candidate",
-           "warm_up"]
+           "recomputing_stages", "warm_up"]

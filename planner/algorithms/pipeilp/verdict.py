@@ -85,7 +85,7 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
     terms = searched.terms
     if outcome.status == "infeasible" and complete:
         return InfeasibleError((*searched.notes(terms.hints if terms else None),
-                                _e708(problem, terms)))
+                                _e708(problem, terms, searched.recomputing)))
     # E707's words alone: its hints, each a split search, are not drawn
     said = tuple(d.message for d in searched.notes(lambda: ()))
     # under `data_parallel N`, the problem is one of the N pipelines: say the plan's
@@ -111,9 +111,11 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
         "none exists", None, (*said, "a longer --time-limit may find one")))
 
 
-def _e708(problem: Problem, terms: PlanTerms | None) -> Diagnostic:
+def _e708(problem: Problem, terms: PlanTerms | None,
+          recomputing: pipehints.Recomputing) -> Diagnostic:
     """E708: the solver proved that no placement fits, in the caller's `terms` (what was
-    planned, its hints), else one pipeline's own."""
+    planned, its hints), else one pipeline's own, each change checked by pipedp's split
+    search or the `recomputing` split (pipeilp plans either)."""
     pipe = _pipeline(problem)
     cap = pipe.microbatches if pipe.schedule_spec.stages_at_most_microbatches else None
     if cap is not None and cap >= units(problem).count:
@@ -124,9 +126,10 @@ def _e708(problem: Problem, terms: PlanTerms | None) -> Diagnostic:
                "activations on every device")
     if terms:
         return Diagnostic("E708", message, None, terms.hints())
-    # pipedp's hints, each checked by its split search (a split it finds fits here too);
-    # the cap's own where pipedp's split of more stages fits nowhere
-    hints = pipehints.in_flight_hints(problem, pipe, pipedp.one_fits(problem, pipe))
+    # pipedp's hints, each checked by its split search or the recomputing split (a split
+    # either finds fits here too); the cap's own where a split of more stages fits nowhere
+    hints = pipehints.in_flight_hints(problem, pipe, pipedp.one_fits(problem, pipe),
+                                      recomputing=recomputing)
     more = (f"more `microbatches` than {cap} allow more stages, each holding less",)
     return Diagnostic("E708", message, None, (
         *(more if cap is not None and not hints[0].startswith("`microbatches ") else ()),

@@ -77,9 +77,16 @@ class WarmSearch:
         whole of its work (`pipedp.place`'s), not within a smaller limit's."""
         return self.cells >= MAX_CELLS
 
+    def recomputing(self, problem: Problem) -> list[int]:
+        """`recomputing_stages` within the work of the limit, as the warm starts: the
+        check of E707's and E708's hints (`pipehints.Recomputing`), for pipeilp plans a
+        recomputing split that fits."""
+        return recomputing_stages(problem, contiguous.cells_for(self.options.time_limit_s))
+
     def notes(self, hints: Callable[[], tuple[str, ...]] | None = None) -> list[Diagnostic]:
         """pipedp's diagnostics where no contiguous split fits without recomputing, less
-        the hint to recompute (pipeilp does); `hints`: its E707's where the memory leaves
+        the hint to recompute (pipeilp does), each of its hints' changes checked by the
+        recomputing split too (`recomputing`); `hints`: its E707's where the memory leaves
         no split, in place of its own (`pipehints.PlanTerms`). Its E707 says what was
         planned in the plan's `terms`, where given (N identical pipelines, not one)."""
         drawn = self.drawn
@@ -87,7 +94,8 @@ class WarmSearch:
             try:  # its search is derived once: this draws the words alone
                 pipedp.search_within(self.problem, self.options, self.cells, self.left_out,
                                      hints=hints,
-                                     planned=self.terms.planned if self.terms else "")
+                                     planned=self.terms.planned if self.terms else "",
+                                     recomputing=self.recomputing)
             except InfeasibleError as err:
                 drawn = err.diagnostics
         return [dataclasses.replace(d, hints=tuple(h for h in d.hints
@@ -135,6 +143,15 @@ def recomputing_split(problem: Problem, cells: float = MAX_CELLS) -> _Warm | Non
     pipeline finishes; None when none does. What `auto` plans where no split fits without
     recomputing."""
     return _first_running(problem, _contiguous_warms(problem, cells))
+
+
+def recomputing_stages(problem: Problem, cells: float = MAX_CELLS) -> list[int]:
+    """The stage counts of the recomputing contiguous splits (`contiguous_splits`, its DP
+    within `cells`) that fit by the shared memory rule: where `auto` and `pipeilp` plan
+    though no split fits without recomputing, so the hints of their messages that nothing
+    fits check each change by it (`pipehints.Recomputing`)."""
+    return [stages for stages, split in contiguous_splits(problem, cells).items()
+            if _as_warm(problem, split.placement(problem), "") is not None]
 
 
 def _contiguous_warms(problem: Problem, cells: float = MAX_CELLS) -> list[_Warm]:
