@@ -20,7 +20,8 @@ and keeps the pins, the best contiguous split that fits with its devices recompu
 (`pipeilp.recomputing`, no solver, its DP's work sized to the limit,
 `pipeilp.contiguous.cells_for`: `info["recompute"]` names the devices that recompute),
 hybrid's layouts, and under `interleaved` pipedp's split of one stage per device (1F1B holds
-fewer micro-batches), and says E707 only where none fits.
+fewer micro-batches), or where none of those fits the best such split with its devices
+recomputing (`pipeilp.recomputing_one_per_device`), and says E707 only where none fits.
 Where the memory caps shaped pipedp's split (its `memory_note`), that recomputing split
 is a candidate too, where it recomputes (`pipeilp.recomputing_candidate`).
 
@@ -244,8 +245,10 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError,
     the pins (one pipedp's chains can miss: under `interleaved`, stages that repeat no
     chain), or the best contiguous split that fits with its devices recomputing where
     that makes them fit (`pipeilp.recomputing`), or under `data_parallel auto` the hybrid
-    layout, whichever simulates faster; else pipedp's diagnosis stands. `clock`: the wall
-    clock's deadline, and `place`'s `climbs_cut`."""
+    layout, whichever simulates faster; under `interleaved`, where none of those fits and
+    no chain holds a split, the recomputing split of one stage per device, run as 1F1B;
+    else pipedp's diagnosis stands. `clock`: the wall clock's deadline, and `place`'s
+    `climbs_cut`."""
     until, climbs_cut = clock
     pipeline = problem.pipeline or Pipeline()
     simulated = pipeline.microbatches * len(problem.graph.ops) <= pipedp.MAX_SIMULATED_OPS
@@ -281,18 +284,61 @@ def _no_split(problem: Problem, options: Options, err: InfeasibleError,
             **one[0].info, "why": f"pipedp found no split ({err.diagnostics[0].message}); "
                                   "its split of one stage per device fits"
                                   + _runs_as(problem, one[0].plan.placement)})))
-    if not plans and isinstance(err, pipedp.ChainsLeftOut):  # the rest, before E707
-        _drawn(problem, options)
-        return place(problem, options, True, climbs_cut)  # its search derived once
     if not plans:
-        _drawn(problem, options)
-        raise err  # a proof, drawn as it was
+        return _none_fits(problem, options, err, simulated, (cut, climbs_cut))
+    return _chosen(plans, simulated, cut, climbs_cut)
+
+
+def _chosen(plans: Mapping[str, tuple[float, Solution]], simulated: bool, cut: Sequence[str],
+            climbs_cut: list[str] | None) -> Solution:
+    """The fastest of `_no_split`'s candidates (name -> (iteration, plan)), its info saying
+    which, how they were compared and what the wall clock cut."""
     chosen = min(plans, key=lambda name: plans[name][0])
     best = plans[chosen][1]
     return dataclasses.replace(best, info=MappingProxyType(_clock_noted({
         **best.info, "chosen": chosen, "iteration_s": plans[chosen][0],
         "compared_by": "simulated iteration" if simulated else "estimated iteration",
         "candidates": {name: plan[0] for name, plan in plans.items()}}, cut, climbs_cut)))
+
+
+def _none_fits(problem: Problem, options: Options, err: InfeasibleError, simulated: bool,
+               cuts: tuple[Sequence[str], list[str] | None]) -> Solution:
+    """Where none of `_no_split`'s candidates fits: where pipedp's limited chains held no
+    split (`ChainsLeftOut`), the others searched (their search derived once) and planned
+    again where one holds a split; then, under `interleaved`, the recomputing split of one
+    stage per device (`_recomputing_one_per_device`); else pipedp's E707, its hints drawn.
+    `cuts`: the climbs the wall clock cut, and `place`'s `climbs_cut`."""
+    cut, climbs_cut = cuts
+    if isinstance(err, pipedp.ChainsLeftOut):  # the rest, before E707
+        try:
+            pipedp.search_within(problem, options, splitdp.cells_for(options.time_limit_s),
+                                 hints=_undrawn)
+        except InfeasibleError as every:  # no chain holds a split
+            err = every
+        else:
+            return place(problem, options, True, climbs_cut)
+    plans = _recomputing_one_per_device(problem, options, err) if simulated else {}
+    if not plans:
+        _drawn(problem, options)
+        raise err  # a proof, drawn as it was
+    return _chosen(plans, simulated, cut, climbs_cut)
+
+
+def _recomputing_one_per_device(problem: Problem, options: Options, err: InfeasibleError
+                                ) -> dict[str, tuple[float, Solution]]:
+    """Under `interleaved`, where no other candidate fits: the recomputing split of one
+    stage per device, run as 1F1B (`pipeilp.recomputing_one_per_device`), as auto's
+    candidate; empty where none fits."""
+    redo = pipeilp.recomputing_one_per_device(
+        problem, f"pipedp found no split ({err.diagnostics[0].message}); its split of one "
+        "stage per device fits recomputing activations", contiguous.cells_for(
+            options.time_limit_s))
+    if redo is None:
+        return {}
+    why = redo.info["why"] + _runs_as(problem, redo.plan.placement)
+    return {RECOMPUTING: (redo.info["iteration_s"], dataclasses.replace(
+        redo, plan=redo.plan.with_algorithm("auto"),
+        info=MappingProxyType({**redo.info, "why": why})))}
 
 
 def _undrawn() -> tuple[str, ...]:

@@ -140,10 +140,11 @@ from .solve import (
     place,
     recomputing,
     recomputing_candidate,
+    recomputing_one_per_device,
     warm_up,
 )
 from .warm import recomputing_stages
 
 __all__ = ["BUDGETED_ROWS", "MAX_DP_CUTS", "NODE_ROWS_PER_S", "Evaluation", "contiguous_splits",
            "evaluate", "node_budget", "place", "recomputing", "recomputing_candidate",
-           "recomputing_stages", "warm_up"]
+           "recomputing_one_per_device", "recomputing_stages", "warm_up"]

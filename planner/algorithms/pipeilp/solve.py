@@ -39,6 +39,7 @@ from .warm import (
     _placement,
     _Warm,
     _warm_starts,
+    recomputing_fallback,
     recomputing_split,
     why_not_run,
 )
@@ -124,6 +125,15 @@ def recomputing(problem: Problem, err: InfeasibleError, cells: float = MAX_CELLS
         what = ("no contiguous split fits the memory without recomputing activations"
                 + (f" among those searched ({left})" if left else ""))
     return _recomputing_plan(problem, best, f"{what} (pipedp: {err.diagnostics[0].message})")
+
+
+def recomputing_one_per_device(problem: Problem, why: str,
+                               cells: float = MAX_CELLS) -> Solution | None:
+    """The recomputing split of one stage per device, run as the schedule's fallback
+    (`warm.recomputing_fallback`), as a plan with `why`; None where none fits. What `auto`
+    plans under `interleaved` where nothing else fits."""
+    best = recomputing_fallback(problem, cells)
+    return None if best is None else _recomputing_plan(problem, best, why)
 
 
 def recomputing_candidate(problem: Problem, cells: float = MAX_CELLS) -> Solution | None:

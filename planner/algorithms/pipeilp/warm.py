@@ -154,6 +154,22 @@ def recomputing_stages(problem: Problem, cells: float = MAX_CELLS) -> list[int]:
             if _as_warm(problem, split.placement(problem), "") is not None]
 
 
+def recomputing_fallback(problem: Problem, cells: float = MAX_CELLS) -> _Warm | None:
+    """Under a schedule with a fallback (`interleaved`: 1F1B), the recomputing contiguous
+    split planned for the fallback (`recomputing_split`: one stage per device), judged as
+    it runs under the plan's own schedule (as the fallback, `split.runs_as`), the devices
+    recomputing where that makes them fit; None where there is no fallback, or it does
+    not fit or run so."""
+    pipeline = problem.pipeline or Pipeline()
+    fallback = pipeline.schedule_spec.fallback
+    if fallback is None:
+        return None
+    found = recomputing_split(dataclasses.replace(
+        problem, pipeline=dataclasses.replace(pipeline, schedule=fallback)), cells)
+    mine = None if found is None else _as_warm(problem, found.placement, found.source)
+    return mine if mine is not None and runs(problem, mine) else None
+
+
 def _contiguous_warms(problem: Problem, cells: float = MAX_CELLS) -> list[_Warm]:
     """The recomputing contiguous splits that fit, as warm starts."""
     found: list[_Warm] = []
