@@ -2,7 +2,7 @@
 fits even recomputing: each change they suggest is checked by the recomputing contiguous
 split too (`pipehints.Recomputing`), for both algorithms plan it. Before, they were
 checked by pipedp's split alone, which never recomputes: this chain was told "a split fits
-with `microbatches 1`", where both plan with `schedule 1f1b` or `microbatches 6`
+with `microbatches 1`", where both plan with `schedule 1f1b` or `microbatches 5`
 (recomputing), and `pipedp`, which does not recompute, still says `microbatches 1`."""
 
 from __future__ import annotations
@@ -10,36 +10,16 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from pipe_support import two_device_text
 
 import planner
 from planner.algorithms.exact import backends
 from planner.errors import InfeasibleError
 
-# two 10 MB devices, GPipe, 8 micro-batches: a stage keeps a 4 MB activation per unit pair
-# and sends 500 KB on, so recomputing holds far less; with every micro-batch in flight no
-# split fits, even recomputing, but one does with 6 (or with 1F1B), and without
-# recomputing only with 1
-SPEC = """\
-cluster c {
-  device d[0..1] { memory 10 MB }
-  link d0 <-> d1 { bandwidth 1 GB/s  latency 10 us }
-}
-graph g {
-  op f0 { time 1 ms  params 1 MB  output 4 MB }
-  op f1 { time 1 ms  params 1 MB  output 500 KB }
-  op f2 { time 1 ms  params 1 MB  output 4 MB }
-  op f3 { time 1 ms  params 1 MB  output 500 KB }
-  op b3 { time 2 ms  output 500 KB  backward_of f3 }
-  op b2 { time 2 ms  output 500 KB  backward_of f2 }
-  op b1 { time 2 ms  output 500 KB  backward_of f1 }
-  op b0 { time 2 ms  output 500 KB  backward_of f0 }
-  f0 -> f1 -> f2 -> f3 -> b3 -> b2 -> b1 -> b0
-  f0 -> b0
-  f1 -> b1
-  f2 -> b2
-}
-plan p { graph g  cluster c  objective pipeline  microbatches 8  schedule gpipe }
-"""
+# two 7 MB devices, GPipe, 8 micro-batches: a stage of two units keeps 4.5 MB a micro-batch
+# and sends 500 KB on, so recomputing holds far less; no split fits even so, but one does
+# with 5 micro-batches (or under 1F1B), and without recomputing only with 1
+SPEC = two_device_text("7 MB", [4, 0.5, 4, 0.5], "microbatches 8; schedule gpipe")
 FEWER = "fewer micro-batches in flight hold fewer activations: a split fits with {}"
 
 
@@ -55,8 +35,8 @@ def test_hints_name_the_changes_with_which_a_recomputing_split_fits(
         planner.solve(problem, algorithm, time_limit_s=2)
     assert [d.code for d in err.value.diagnostics] == codes
     for d in err.value.diagnostics:
-        assert d.hints[0].startswith(FEWER.format("`schedule 1f1b` or with `microbatches 6`"))
-    for change in ({"schedule": "1f1b"}, {"microbatches": 6}):  # each claim holds
+        assert d.hints[0].startswith(FEWER.format("`schedule 1f1b` or with `microbatches 5`"))
+    for change in ({"schedule": "1f1b"}, {"microbatches": 5}):  # each claim holds
         changed = dataclasses.replace(problem, pipeline=dataclasses.replace(
             problem.pipeline, **change))
         result = planner.solve(changed, algorithm, time_limit_s=2)
