@@ -149,9 +149,26 @@ def _folder(shown: str, where: Span, kind: str, hint: str | None = None) -> Diag
                   else f"give the {kind} file itself"),))
 
 
+def _dangling(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is a symlink to nothing (not a loop: that is ELOOP, E003)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return os.path.islink(path)
+    except (OSError, ValueError):
+        return False
+    return False
+
+
 def _missing(path: Path, shown: str, at: Span | None) -> Diagnostic:
     """E001: at the `import` that names the file, else (a file the command line gave) at no
     place in it, since there is none."""
+    if _dangling(path):  # the link is there, what it names is not
+        link, target = (_one_line(x) for x in (
+            display_path(Path(os.path.abspath(path))), os.readlink(path)))
+        return Diagnostic("E001", f"no such file: {link} is a symlink to `{target}`, which "
+                          "does not exist", at,
+                          ("point the link at a file, or remove it",))
     if at is not None:
         return Diagnostic("E001", f"no such file: {shown}", at,
                           ("check the path (imports are relative to the importing file)",))
@@ -319,6 +336,9 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
         reader.sink.error("E008", f"{shown} leads outside the root `{display_path(base)}`",
                           None, "the file, or a symlink's target, is not "
                           "read outside the root; choose another with `--root FOLDER`")
+    elif _dangling(path):  # else read as the link's target, which has no such file
+        shown = display_path(Path(os.path.abspath(path)))
+        raise SpecError(_missing(Path(path), shown, None))
     else:  # named as given: `link.plan`, not the `target.plan` it leads to
         reader.run(first, display_path(Path(os.path.abspath(path))))
     if reader.sink.has_errors:
@@ -376,7 +396,10 @@ def spec_files(paths: Sequence[str | os.PathLike[str]]
         # os.path.isdir, not Path.is_dir: a name too long to exist raised ENAMETOOLONG
         # (E999); as a file, its reader says it cannot be read (E003)
         if os.path.isdir(p):
-            inside = sorted(x for x in p.rglob("*.plan") if x.is_file())
+            # a symlink that leads nowhere (dangling, a loop) is named too, for its reader
+            # to say so (E001, E003): a CI gate over the folder passed it unread
+            inside = sorted(x for x in p.rglob("*.plan") if x.is_file() or (
+                x.is_symlink() and not os.path.isdir(x)))
             found.extend((f, False) for f in inside)
             if not inside:
                 empty.append(Diagnostic(

@@ -178,3 +178,22 @@ def test_a_spec_name_too_long_to_exist_cannot_be_read(tmp_path: Path, command: s
     assert code == 1, err
     assert "E999" not in out + err
     assert "E003" in out + err and "File name too long" in out + err, out + err
+
+
+@pytest.mark.parametrize("args", [["check", "specs"], ["fmt", "--check", "specs"]])
+def test_a_dangling_or_looping_spec_link_in_a_folder_fails_the_gate(
+        tmp_path: Path, args: list[str]) -> None:
+    """A `.plan` symlink in a folder that leads nowhere is read, and said: E001 naming the
+    link and its target, E003 for the loop. Before: `check specs` and `fmt --check specs`
+    skipped both and passed (exit 0), a CI gate passing a spec it never read."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "ok.plan").write_text(PLACED)
+    (specs / "gone.plan").symlink_to("missing.plan")
+    (specs / "loop.plan").symlink_to("loop.plan")
+    code, out, err = invoke(args, tmp_path, guarded=True)
+    assert code == 1, out + err
+    said = out + err
+    assert "E001" in said and "gone.plan is a symlink to `missing.plan`, which does not " \
+        "exist" in said, said
+    assert "E003" in said and "loop.plan" in said, said
