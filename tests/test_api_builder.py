@@ -548,3 +548,17 @@ def test_a_size_below_one_byte_is_e260_as_in_a_spec(key: str, size: object) -> N
     assert (d.code, d.hints) == ("E260", ("a size is 0 or from 1 B to 1024 TiB",))
     assert d.message.startswith(f"`{key}` (") and "below the valid range of a size" in d.message
     assert d.span is not None and d.span.file == __file__
+
+
+def test_a_link_without_a_bandwidth_is_e290_once_at_its_call() -> None:
+    """`link(..., bandwidth=None)`: E290 at the call, once. Before: E241 "the bandwidth of a
+    link must be positive, not 0.0", once per direction (None was read as 0)."""
+    b = planner.ProblemBuilder("p")
+    b.device("gpu0", memory="1 GiB")
+    b.device("gpu1", memory="1 GiB")
+    b.link("gpu0", "gpu1", bandwidth=None)  # type: ignore[arg-type]
+    b.op("a", time="1 ms")
+    with pytest.raises(planner.SpecError) as err:
+        b.build()
+    assert [(d.code, d.message) for d in err.value.diagnostics] == [
+        ("E290", "`bandwidth` expects a bandwidth, not None")]

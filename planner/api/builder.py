@@ -208,6 +208,11 @@ class ProblemBuilder:
         """Links from every device of `src` to every device of `dst` (and back, unless
         `both_ways=False`); a later link overrides an earlier one for the same pair."""
         site = call_site()
+        if bandwidth is None:  # `_q`'s "absent": read as 0, it was E241 "not 0.0", twice
+            self._sink.error("E290", "`bandwidth` expects a bandwidth, not None",
+                             site_span(site), "a number in bytes per second or text such as "
+                             f"\"{EXAMPLES['bandwidth']}\"")
+            return
         bw = self._q(bandwidth, "bandwidth", "bandwidth", site)
         lat = self._q(latency, "time", "latency", site)
         self._links.append((self._names(src, "device", site), self._names(dst, "device", site),
