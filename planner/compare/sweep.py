@@ -49,6 +49,7 @@ from .settings import (
     DEFAULT_MEMORY,
     DEFAULT_MICROBATCHES,
     DEFAULT_OBJECTIVE,
+    DEFAULT_PIPELINE_MICROBATCHES,
     Setting,
     applies_microbatches,
     apply_setting,
@@ -329,8 +330,8 @@ def _plans_of(loaded: Loaded, plan: str | None, shown: str, explicit: bool) -> l
 def _plan_settings(problem: Problem, settings: Sequence[Setting]
                    ) -> tuple[dict[Setting, None], bool]:
     """The settings of one plan, in order, each once: a micro-batch count only where it
-    applies (`applies_microbatches`), else the spec's; and whether any point is under the
-    pipeline objective."""
+    applies (`applies_microbatches`), else the spec's (`spec` left out where the count it
+    means is listed too); and whether any point is under the pipeline objective."""
     chosen: dict[Setting, None] = {}
     pipelined = False
     for s in sorted(settings, key=setting_key):
@@ -342,6 +343,12 @@ def _plan_settings(problem: Problem, settings: Sequence[Setting]
         elif applies_microbatches(problem, s.objective):
             pipelined = True
         chosen[s] = None
+    own = str(problem.pipeline.microbatches if problem.pipeline is not None
+              else DEFAULT_PIPELINE_MICROBATCHES)
+    for s in list(chosen):  # `--microbatches 4,spec` on a plan of 4: one point, not two
+        if (s.microbatches == DEFAULT_MICROBATCHES and applies_microbatches(problem, s.objective)
+                and dataclasses.replace(s, microbatches=own) in chosen):
+            del chosen[s]
     return chosen, pipelined
 
 

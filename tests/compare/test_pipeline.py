@@ -114,6 +114,19 @@ def test_micro_batches_only_split_points_under_the_pipeline_objective() -> None:
         ("tiny_small4", "spec"), ("tiny_pipe", "2"), ("tiny_pipe", "4")]
 
 
+def test_spec_beside_the_count_it_means_is_one_point() -> None:
+    """`--microbatches 4,spec` on a plan of 4 micro-batches: one point, labelled 4. Before:
+    the same run twice, under two identical titles, counted as 2 settings in the wins;
+    a plan of another count keeps both, and `--objective pipeline` on a plan with no
+    pipeline means its default of 8."""
+    both = plan_sweep([TINY], "heft", plan="tiny_pipe", microbatches="4,spec")
+    assert [p.microbatches for p in both.points] == ["4"]
+    other = plan_sweep([TINY], "heft", plan="tiny_pipe", microbatches="2,spec")
+    assert [p.microbatches for p in other.points] == ["spec", "2"]
+    flat = _sweep(algos="heft", objectives="pipeline", microbatches="8,spec")
+    assert [p.microbatches for p in flat.points] == ["8"]
+
+
 def test_micro_batches_without_a_pipeline_are_a_located_usage_error() -> None:
     chain = FIXTURES / "chain.plan"
     with pytest.raises(UsageError) as err:
