@@ -78,11 +78,18 @@ def __dir__() -> list[str]:
 
 def load(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> Spec:
     """Load a spec file (and its imports, which stay inside `root`: by default the
-    repository holding `path`, else its folder). Raises `SpecError` with diagnostics;
-    issues the spec's warnings (those `planner check` prints) as `PlannerWarning`s."""
+    repository holding `path`, else its folder). Raises `SpecError` with diagnostics, and
+    `TypeError` for a path that is no str or os.PathLike; issues the spec's warnings
+    (those `planner check` prints) as `PlannerWarning`s."""
     from .errors import warn_user  # lazy: start-up
     from .spec.load import load_path  # lazy: start-up
 
+    for label, value in (("path", path), ("root", root)):
+        if not isinstance(value, (str, os.PathLike)) and (label == "path" or value is not None):
+            hint = ": for spec text, planner.loads(text)" if isinstance(
+                value, (bytes, bytearray)) else ""
+            raise TypeError(f"planner.load: `{label}` must be a str or os.PathLike, not "
+                            f"{type(value).__name__}{hint}")
     loaded = load_path(path, root)
     warn_user(loaded.warnings)
     return loaded.spec

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,21 @@ def test_infeasible_is_an_exception_with_diagnostics() -> None:
 def test_loads_takes_text_and_says_so(args: tuple[object, ...], message: str) -> None:
     with pytest.raises(TypeError, match=re.escape(message)):
         planner.loads(*args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    # before: pathlib's "expected str, bytes or os.PathLike object, not int"
+    (lambda: planner.load(3), "planner.load: `path` must be a str or os.PathLike, not int"),
+    (lambda: planner.load(b"graph g { }"), "not bytes: for spec text, planner.loads(text)"),
+    (lambda: planner.load("s.plan", root=1), "`root` must be a str or os.PathLike, not int"),
+    # before: planned, as plan `3` of cluster `3_cluster`
+    (lambda: planner.ProblemBuilder(3), "ProblemBuilder: `name` must be a str, not int"),
+    (lambda: planner.ProblemBuilder("p", cluster=2), "`cluster` must be a str, not int"),
+])
+def test_a_path_or_a_name_of_another_type_is_a_type_error_that_names_it(
+        call: Callable[[], object], message: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(message)):
+        call()
 
 
 TIGHT_PIPELINE = """

@@ -81,7 +81,12 @@ class ProblemBuilder:
                  contention: str = "link", graph: str | None = None,
                  cluster: str | None = None) -> None:
         """`name` of the plan; `memory` (`static` | `liveness`) and `contention` (`none` |
-        `link` | `device`) pick the cost model; `graph` and `cluster` name the parts."""
+        `link` | `device`) pick the cost model; `graph` and `cluster` name the parts
+        (`TypeError` for a name that is no str: `ProblemBuilder(3)` planned `3_cluster`)."""
+        for label, value in (("name", name), ("graph", graph), ("cluster", cluster)):
+            if not isinstance(value, str) and (label == "name" or value is not None):
+                raise TypeError(f"ProblemBuilder: `{label}` must be a str, not "
+                                f"{type(value).__name__}")
         self.name = name
         self.memory, self.contention = memory, contention
         self.graph_name, self.cluster_name = graph or name, cluster or f"{name}_cluster"
