@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, TypeVar
 
-from .model import Cluster, Device, Graph, Op, Problem, Tie, derived
+from .model import Cluster, Device, Graph, Op, Problem, Tie, derived, repeated_graph
 
 if TYPE_CHECKING:
     import numpy as np
@@ -302,6 +302,17 @@ def with_costs(problem: Problem, table: Costs) -> Problem:
     `planner.pipeline.schedule`)."""
     derived(problem, "_costs", lambda: table)
     return problem
+
+
+def repeated_problem(problem: Problem, times: int) -> Problem:
+    """`times` copies of `problem`'s graph (`model.repeated_graph`) on its cluster, under
+    its memory model and contention, each copy costed as the graph (its tables repeated,
+    not built again); no pins (a pipeline's micro-batches, `planner.pipeline.schedule`,
+    and the compiled simulator's tables of them, `fastsim.Evaluator.repeated`)."""
+    c = costs(problem)
+    copies = Problem(problem.name, repeated_graph(problem.graph, times), problem.cluster,
+                     problem.memory_model, problem.contention)
+    return with_costs(copies, Costs(c.compute * times, c.latency, c.inv_bandwidth))
 
 
 def _shared_costs(problem: Problem) -> Costs:

@@ -21,6 +21,7 @@ import pytest
 
 import planner
 from planner import algorithms, fastsim
+from planner.cost import repeated_problem
 from planner.errors import InfeasibleError
 from planner.fastsim import Evaluator, FastResult, evaluator, prepare
 from planner.model import (
@@ -66,6 +67,7 @@ def assert_same(fast: FastResult, ref: SimResult, where: str = "") -> None:
                ), where
     assert fast.memory_static_bytes.tolist() == list(ref.memory_static_bytes), where
     assert fast.memory_peak_bytes.tolist() == list(ref.memory_peak_bytes), where
+    assert fast.busy_s == ref.busy_s, where  # both `math.fsum`s of the same times
 
 
 def check(ev: Evaluator, placement: object, order: object = None,
@@ -166,6 +168,43 @@ def test_random_problems_match_simulate(seed: int) -> None:
             check(ev, place, random_order(rng, ref, n), where=where + " order")
             perm = np.array(rng.sample(range(n), n), dtype=np.int64)
             check(ev, place, priority=perm, where=where + " priority")
+
+
+#: the kernel's tables, as `Evaluator` holds them
+TABLES = ("_topo", "_pos", "_compute", "_lat", "_inv", "_pred", "_succ_ptr", "_succ_dst",
+          "_succ_bytes", "_tr_cap", "_mode", "_liveness", "_pins", "_grp_ptr", "_grp_ops",
+          "_params", "_output", "_temp", "_caps")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_repeated_tables_are_those_of_the_copies(seed: int) -> None:
+    """`Evaluator.repeated` tiles one copy's tables: they equal those the evaluator of the
+    copies' problem derives op by op (dispatch's ranks too), and its answers `simulate`'s
+    on the copies under dispatch, a given order and a priority."""
+    rng = random.Random(seed)
+    for case in range(8):
+        p = random_problem(rng)
+        times = rng.randint(1, 4)
+        ev, twin = Evaluator(p).repeated(times), Evaluator(repeated_problem(p, times))
+        assert (ev.n, ev.m, ev.backend) == (twin.n, twin.m, twin.backend)
+        for name in TABLES:
+            assert np.array_equal(getattr(ev, name), getattr(twin, name)), name
+        for mine, theirs in zip(ev._ranked(), twin._ranked(), strict=True):
+            assert np.array_equal(mine, theirs)
+        place = random_placement(rng, ev.n, ev.m)
+        where = f"seed {seed} case {case} x{times} {place}"
+        ref = check(ev, place, where=where)
+        check(ev, place, random_order(rng, ref, ev.n), where=where + " order")
+        perm = np.array(rng.sample(range(ev.n), ev.n), dtype=np.int64)
+        check(ev, place, priority=perm, where=where + " priority")
+
+
+def test_repeated_reference_evaluator_stays_reference() -> None:
+    p = random_problem(random.Random(3))
+    ev = Evaluator(p, backend="reference").repeated(3)
+    assert ev.backend == "reference" and ev.n == 3 * len(p.graph.ops)
+    place = [0] * ev.n
+    assert_same(ev.run(place), simulate(repeated_problem(p, 3), Plan(tuple(place))))
 
 
 def test_random_problems_reach_every_violation_kind() -> None:

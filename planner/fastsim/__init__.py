@@ -23,6 +23,7 @@ it took; `python -m planner.fastsim` fills the cache at build time. Without numb
     ev.makespan(placement, order)               # per-device order, as `Plan.order`
     ev.makespan(placement, priority=ranked)     # each device runs its ops in `ranked`
     ev.run(placement).start_s                   # the full timing (`FastResult`)
+    ev.repeated(8)                              # 8 copies of the problem (micro-batches)
 """
 
 from __future__ import annotations
@@ -32,19 +33,21 @@ import math
 import operator
 import time
 from collections.abc import Sequence
+from copy import copy
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from .. import compiled
-from ..cost import costs
+from ..cost import costs, repeated_problem
 from ..model import Cluster, Device, Edge, Graph, Op, Problem, derived
 from ..plan import Plan
 from ..signals import deferred, shielded
 from ..simulate import KINDS, simulate, upward_rank
 
-__all__ = ["Evaluator", "FastResult", "evaluator", "numba_available", "prepare", "ready"]
+__all__ = ["Evaluator", "FastResult", "evaluator", "loaded", "numba_available", "prepare",
+           "ready"]
 
 Backend = Literal["auto", "numba", "reference"]
 #: violation kinds by bit (`simulate.KINDS` order; `precedence` and `overlap` need a
@@ -110,6 +113,12 @@ def ready() -> bool:
                                     "the fast simulator")
 
 
+def loaded() -> bool:
+    """Whether the kernel is loaded in this process: `ready`, without looking at the cache
+    (nor loading numba, 0.5 s of CPU)."""
+    return _compiled is not None
+
+
 def _tiny_problem() -> Problem:
     g = Graph("warm", (Op("a", time_s=1.0), Op("b", time_s=1.0)), (Edge(0, 1, 1),))
     return Problem("warm", g, Cluster("c", (Device("d", 1 << 30),), ()))
@@ -123,7 +132,8 @@ class FastResult:
     violation leaves it finite); `violations` names the kinds broken, in `simulate.KINDS`
     order. Per-op arrays are indexed by op, per-device ones by device; `placement` has -1
     for an unplaced op. `transfers` rows are (src op, src device, dst device, bytes) with
-    `transfer_times` rows (start, end), in commit order.
+    `transfer_times` rows (start, end), in commit order. `busy_s` per device: the
+    `math.fsum` of the compute times of the ops it started, as `simulate` adds them.
     """
 
     makespan_s: float
@@ -136,6 +146,7 @@ class FastResult:
     transfer_times: np.ndarray
     memory_static_bytes: np.ndarray
     memory_peak_bytes: np.ndarray
+    busy_s: tuple[float, ...]
 
     @property
     def feasible(self) -> bool:
@@ -161,19 +172,14 @@ class Evaluator:
     def __init__(self, problem: Problem, *, backend: Backend = "auto") -> None:
         g = problem.graph
         n, m = len(g.ops), len(problem.cluster.devices)
-        self.problem = problem
+        self._problem: Problem | None = problem
+        self._copies = (problem, 1)  # what `problem` is: `times` copies of one problem
         self.n, self.m = n, m
         total = sum(op.params_bytes + op.output_bytes + op.temp_bytes for op in g.ops)
-        total += sum(e.bytes for e in g.edges)
-        # the kernel sums bytes in int64 and packs (instant, rank) keys into 32 + 32 bits
-        wide = total >= _SAFE_BYTES or n >= 1 << 30
-        #: the kernel was asked for by name: compile it if need be (tests, benchmarks)
-        self._compile = backend == "numba"
-        if backend == "auto":
-            backend = "reference" if wide or not numba_available() else "numba"
-        elif backend == "numba" and wide:
-            raise ValueError("the problem is too large for the compiled kernel's int64 sums")
-        self.backend: Literal["numba", "reference"] = backend
+        self._total_bytes = total + sum(e.bytes for e in g.edges)
+        #: (rank, by rank, sources) for dynamic dispatch, built on first use (`_ranked`)
+        self._ranks: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.backend = self._backend(backend)
         topo = np.array(g.topological_order, dtype=np.int64)
         pos = np.empty(n, np.int64)
         pos[topo] = np.arange(n, dtype=np.int64)
@@ -185,12 +191,7 @@ class Evaluator:
         self._compute = np.array(c.compute, dtype=float).reshape(n, m)
         self._lat = np.array(c.latency, dtype=float).reshape(m, m)
         self._inv = np.array(c.inv_bandwidth, dtype=float).reshape(m, m)
-        # dispatch priority among ops ready at one instant: larger upward rank, then index
-        self._byrank = np.lexsort((np.arange(n), -np.array(upward_rank(problem), dtype=float)))
-        self._rank = np.empty(n, np.int64)
-        self._rank[self._byrank] = np.arange(n, dtype=np.int64)
         self._pred = np.array([len(p) for p in g.predecessors], dtype=np.int64)
-        self._sources = self._byrank[self._pred[self._byrank] == 0]
         self._succ_ptr = np.zeros(n + 1, np.int64)
         self._succ_ptr[1:] = np.cumsum([len(s) for s in succ])
         edge_ids = [k for s in succ for k in s]
@@ -211,6 +212,18 @@ class Evaluator:
         self._temp = np.array([op.temp_bytes for op in g.ops], dtype=np.int64)
         self._caps = np.array([min(d.memory_bytes, (1 << 63) - 1)
                                for d in problem.cluster.devices], dtype=np.int64)
+
+    def _backend(self, asked: Backend) -> Literal["numba", "reference"]:
+        """The backend to use, from the one asked for and the problem's size."""
+        # the kernel sums bytes in int64 and packs (instant, rank) keys into 32 + 32 bits
+        wide = self._total_bytes >= _SAFE_BYTES or self.n >= 1 << 30
+        #: the kernel was asked for by name: compile it if need be (tests, benchmarks)
+        self._compile = asked == "numba"
+        if asked == "numba" and wide:
+            raise ValueError("the problem is too large for the compiled kernel's int64 sums")
+        if asked == "auto":
+            return "reference" if wide or not numba_available() else "numba"
+        return asked
 
     # -- public -----------------------------------------------------------------------
 
@@ -244,13 +257,54 @@ class Evaluator:
             return self._reference(placement, order, priority)
         place = np.where((place >= 0) & (place < self.m), place, -1)
         devs = place[run]
+        seqs = tuple(run[devs == d] for d in range(self.m))
         return FastResult(
             makespan_s=float(ms),
             violations=tuple(k for k in KINDS if bad & _BITS[k]),
-            placement=place,
-            order=tuple(run[devs == d] for d in range(self.m)),
+            placement=place, order=seqs,
             start_s=start, end_s=end, transfers=tr_i, transfer_times=tr_t,
-            memory_static_bytes=static, memory_peak_bytes=peak)
+            memory_static_bytes=static, memory_peak_bytes=peak,
+            busy_s=tuple(math.fsum(self._compute[o, d].tolist()) for d, o in enumerate(seqs)))
+
+    @property
+    def problem(self) -> Problem:
+        """The problem evaluated (`repeated`'s copies are built on first use: only a
+        dispatch's rank and an evaluation handed to `simulate` need them)."""
+        if self._problem is None:
+            self._problem = repeated_problem(*self._copies)
+        return self._problem
+
+    def repeated(self, times: int) -> Evaluator:
+        """The evaluator of `cost.repeated_problem(self.problem, times)`: `times` copies of
+        the graph with no edge between them (a pipeline's micro-batches), with no pins nor
+        colocation. Its tables are this one's tiled with numpy (op i of copy k is op
+        i + k * n, as `model.repeated_graph` numbers them), not derived op by op: the
+        same arrays, in a fraction of the time."""
+        if times < 1:
+            raise ValueError(f"need at least one copy, got {times}")
+        out = copy(self)
+        n, big = self.n, self.n * times
+        out._problem, out._copies, out._ranks = None, (self.problem, times), None
+        out.n, out._total_bytes = big, self._total_bytes * times
+        if self.backend == "numba":  # (else numba is absent, or asked off, or sums wide)
+            out.backend = out._backend("numba" if self._compile else "auto")
+        out._topo = _tiled(self._topo, times, n)
+        out._pos = np.empty(big, np.int64)
+        out._pos[out._topo] = np.arange(big, dtype=np.int64)
+        if out.backend == "reference":
+            return out
+        e = len(self._succ_dst)
+        out._compute = np.tile(self._compute, (times, 1))
+        out._pred = np.tile(self._pred, times)
+        out._succ_ptr = np.append(_tiled(self._succ_ptr[:-1], times, e), e * times)
+        out._succ_dst = _tiled(self._succ_dst, times, n)
+        out._succ_bytes = np.tile(self._succ_bytes, times)
+        out._tr_cap = self._tr_cap * times
+        out._pins = np.full(big, -1, np.int64)
+        out._grp_ptr, out._grp_ops = np.zeros(1, np.int64), _EMPTY
+        out._params, out._output, out._temp = (
+            np.tile(a, times) for a in (self._params, self._output, self._temp))
+        return out
 
     def priority_from(self, keys: Sequence[float] | np.ndarray) -> np.ndarray:
         """Ops by increasing key, ties by topological position (a `priority` argument).
@@ -281,9 +335,11 @@ class Evaluator:
             kind, ord_dev, ord_op = _DISPATCH, _EMPTY, _EMPTY
         if bad and not full:
             return bad, math.inf
+        # a given order never reads the ranks (the reference's `Run` neither computes them)
+        rank, byrank, sources = self._ranked() if kind == _DISPATCH else (_EMPTY,) * 3
         # a stop waits for the call: one during its return was an E999 (`signals`)
         out = shielded(_compiled, place, self.m, self._compute, kind, ord_dev, ord_op, full,
-                       self._liveness, self._rank, self._byrank, self._sources, self._topo,
+                       self._liveness, rank, byrank, sources, self._topo,
                        self._pos, self._pred,
                        self._succ_ptr, self._succ_dst, self._succ_bytes, self._lat, self._inv,
                        self._mode, self._tr_cap, self._pins, self._grp_ptr, self._grp_ops,
@@ -291,6 +347,18 @@ class Evaluator:
         if out[0] & _RETRY:
             raise _Retry
         return (out[0] | bad, *out[1:], place)
+
+    def _ranked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Dynamic dispatch's tables: each op's place in (larger upward rank, then smaller
+        index) order, the ops in that order, and those without inputs in it."""
+        if self._ranks is None:
+            n = self.n
+            upward = np.array(upward_rank(self.problem), dtype=float)
+            byrank = np.lexsort((np.arange(n), -upward))
+            rank = np.empty(n, np.int64)
+            rank[byrank] = np.arange(n, dtype=np.int64)
+            self._ranks = rank, byrank, byrank[self._pred[byrank] == 0]
+        return self._ranks
 
     def _placement(self, placement: Any) -> tuple[np.ndarray, int]:
         """An int64 array of length n and the `unplaced` bit for entries beyond it."""
@@ -333,7 +401,8 @@ class Evaluator:
                                dtype=np.int64).reshape(-1, 4),
             transfer_times=np.array([(x.start_s, x.end_s) for x in tr]).reshape(-1, 2),
             memory_static_bytes=np.array(r.memory_static_bytes, dtype=np.int64),
-            memory_peak_bytes=np.array(r.memory_peak_bytes, dtype=np.int64))
+            memory_peak_bytes=np.array(r.memory_peak_bytes, dtype=np.int64),
+            busy_s=r.busy_s)
 
 
 def _index(raw: object) -> int:
@@ -342,6 +411,11 @@ def _index(raw: object) -> int:
         return operator.index(raw)  # type: ignore[arg-type]
     except TypeError:
         return -1
+
+
+def _tiled(a: np.ndarray, times: int, step: int) -> np.ndarray:
+    """`a` repeated `times` times, copy k's entries raised by k * `step`."""
+    return (a[None, :] + np.arange(times, dtype=np.int64)[:, None] * step).ravel()
 
 
 def _int64s(values: Any) -> np.ndarray | None:
