@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cost import allreduce_time, costs
+from ..fastsim import FastResult
 from ..model import Pipeline, Problem
 from ..simulate import SimResult
 from . import hybrid
@@ -45,7 +46,7 @@ def tied_gradients(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, .
 
 
 def gradient_allreduces(problem: Problem, placement: Sequence[int], split: Split,
-                        pipeline: Pipeline, result: SimResult, iteration: float,
+                        pipeline: Pipeline, result: SimResult | FastResult, iteration: float,
                         groups: Mapping[int, tuple[int, ...]],
                         ) -> tuple[float, float, dict[int, float], tuple[AllReduce, ...]]:
     """(the iteration, the all-reduces' seconds, each replicated group's, each all-reduce)

@@ -61,8 +61,10 @@ from typing import Any
 
 import numpy as np
 
-from ..cost import Costs, costs, with_costs
-from ..model import Cluster, Pipeline, Problem, derived, repeated_graph
+from .. import fastsim
+from ..cost import Costs, costs, repeated_problem, with_costs
+from ..fastsim import FastResult
+from ..model import Cluster, Pipeline, Problem, derived
 from ..plan import Plan
 from ..schedules import Schedule, rounds
 from ..schedules import of as schedule_of
@@ -167,6 +169,13 @@ class PipelineRun:
 
 _NONE: Mapping[int, tuple[int, ...]] = MappingProxyType({})
 _Key = tuple[tuple[int, ...], Pipeline, frozenset[int], tuple[tuple[int, tuple[int, ...]], ...]]
+#: a simulation of the copies, as `run` reads it: makespan, busy, start and end times
+_Timing = SimResult | FastResult
+#: copied ops `simulate` runs in a process before the compiled simulator takes over, where
+#: it is not loaded yet: loading it (numba: 0.5 s of CPU) then pays for itself (at about
+#: 5 us an op saved), and a short command, a small graph's or a few runs, never pays it
+FAST_AFTER_OPS = 100_000
+_reference_ops = 0
 
 
 def run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
@@ -280,13 +289,13 @@ def _first_schedule(split: Split, pipeline: Pipeline, grouped: bool) -> tuple[Sc
 def _executed(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
               schedule: Schedule, recompute: Collection[int],
               groups: Mapping[int, tuple[int, ...]]
-              ) -> tuple[Schedule, Schedule, SimResult, str]:
+              ) -> tuple[Schedule, Schedule, _Timing, str]:
     """The copies simulated under `schedule` or its fallbacks: (the schedule run, the order
     run, its simulation, a note where it deadlocked and fell back)."""
     # the one rule `stage_bytes` counts by: an order that deadlocks is not simulated
     stuck = runs(problem, split, pipeline, groups).schedule != schedule.name
-    result = None if stuck else _simulate(problem, placement, split, pipeline, schedule,
-                                          recompute, groups)
+    result = None if stuck else _timed(problem, placement, split, pipeline, schedule,
+                                       recompute, groups)
     note = ""
     if result is None or (not math.isfinite(result.makespan_s)
                           and schedule.deadlock_fallback is not None):
@@ -294,14 +303,14 @@ def _executed(problem: Problem, placement: Sequence[int], split: Split, pipeline
         note = (f"{_deadlock_cause(split, pipeline, schedule)}, and {schedule.name} would "
                 f"deadlock: run in {fallback.name}'s order")
         schedule = fallback
-        result = _simulate(problem, placement, split, pipeline, schedule, recompute, groups)
+        result = _timed(problem, placement, split, pipeline, schedule, recompute, groups)
     ran = schedule  # the order run (micro-batch first: under the schedule's name)
     if (schedule.all_in_flight and schedule.task_per_stage
             and len(set(split.devices)) < split.stages):
         # a device with several stages: stage by stage, or micro-batch first, whichever
         # the simulator finds shorter (neither wins everywhere; the first can deadlock)
         first = schedule.by_microbatch()
-        other = _simulate(problem, placement, split, pipeline, first, recompute, groups)
+        other = _timed(problem, placement, split, pipeline, first, recompute, groups)
         if not other.makespan_s >= result.makespan_s:
             ran, result = first, other
     return schedule, ran, result, note
@@ -332,10 +341,10 @@ def simulation(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
     groups = {d: g for d, g in replicas.items() if d in split.devices and len(g) > 1}
     schedule, _ = _first_schedule(split, pipeline, bool(groups))
     again = frozenset(recompute)
-    _, _, result, _ = _executed(problem, placement, split, pipeline, schedule, again, groups)
-    expanded, _, relay = _expanded(problem, placement, split, pipeline, schedule, again,
-                                   groups)
-    return Simulation(expanded, result, the_run, len(relay.graph.ops),
+    _, ran, _, _ = _executed(problem, placement, split, pipeline, schedule, again, groups)
+    # the reference's full result (`_executed` may have timed it with the compiled twin)
+    expanded, plan, relay = _expanded(problem, placement, split, pipeline, ran, again, groups)
+    return Simulation(expanded, simulate(expanded, plan), the_run, len(relay.graph.ops),
                       len(problem.graph.ops), relay.stage)
 
 
@@ -355,9 +364,29 @@ def _deadlock_cause(split: Split, pipeline: Pipeline, schedule: Schedule) -> str
 def _simulate(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
               schedule: Schedule, recompute: Collection[int] = (),
               groups: Mapping[int, tuple[int, ...]] = _NONE) -> SimResult:
+    """The reference simulator's run of the copies under `schedule`."""
     expanded, plan, _ = _expanded(problem, placement, split, pipeline, schedule, recompute,
                                   groups)
     return simulate(expanded, plan)
+
+
+def _timed(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
+           schedule: Schedule, recompute: Collection[int] = (),
+           groups: Mapping[int, tuple[int, ...]] = _NONE) -> _Timing:
+    """`_simulate`, through the compiled simulator where its kernel is loaded: the same
+    makespan, busy, start and end times to the bit (tests/pipeline/test_fast_copies.py),
+    its tables tiled from one copy's (`fastsim.Evaluator.repeated`) instead of the copies'
+    graph built and read op by op (6x faster on GPT-24's 5,448 copied ops), once the kernel
+    is loaded or this process has simulated `FAST_AFTER_OPS` copied ops. Where the kernel
+    cannot answer exactly, the evaluator asks `simulate`."""
+    global _reference_ops
+    if not (fastsim.loaded() or _reference_ops >= FAST_AFTER_OPS) or not fastsim.ready():
+        result = _simulate(problem, placement, split, pipeline, schedule, recompute, groups)
+        _reference_ops += len(result.start_s)
+        return result
+    one, plan, _ = _one_copy(problem, placement, split, pipeline, schedule, recompute, groups)
+    copies = fastsim.Evaluator(one).repeated(pipeline.microbatches)
+    return copies.run(plan.placement, plan.order)
 
 
 def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
@@ -365,6 +394,16 @@ def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline
               groups: Mapping[int, tuple[int, ...]]) -> tuple[Problem, Plan, Relayed]:
     """The copies' problem (a copy of the relayed graph per micro-batch), their plan under
     `schedule`, and the relayed graph copied."""
+    one, plan, relay = _one_copy(problem, placement, split, pipeline, schedule, recompute,
+                                 groups)
+    return repeated_problem(one, pipeline.microbatches), plan, relay
+
+
+def _one_copy(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
+              schedule: Schedule, recompute: Collection[int],
+              groups: Mapping[int, tuple[int, ...]]) -> tuple[Problem, Plan, Relayed]:
+    """What `_expanded` copies: one micro-batch's problem (the relayed graph, on devices of
+    unbounded memory), the copies' plan under `schedule`, and the relayed graph."""
     relay = relayed(problem, placement, split)
     mb = pipeline.microbatches
     cluster = problem.cluster
@@ -375,16 +414,14 @@ def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline
     if recompute:  # a unit's first backward op runs the unit's forward ops again first
         compute = _with_recompute(problem, placement, recompute, groups)
     compute = compute + ((0.0,) * len(cluster.devices),) * len(relay.stage)
-    # the copies' costs are the graph's, copy after copy
-    expanded = with_costs(Problem(problem.name, repeated_graph(relay.graph, mb), roomy,
-                                  "static", problem.contention),
-                          Costs(compute * mb, c.latency, c.inv_bandwidth))
+    one = with_costs(Problem(problem.name, relay.graph, roomy, "static", problem.contention),
+                     Costs(compute, c.latency, c.inv_bandwidth))
     order = orders(problem, relay, split, pipeline, schedule, groups)
     # micro-batch m of a replicated stage on its replica m mod r (`hybrid`)
     where = tuple(relay.placement) * mb if not groups else tuple(
         hybrid.group(groups, d)[m % len(hybrid.group(groups, d))]
         for m in range(mb) for d in relay.placement)
-    return expanded, Plan(where, order), relay
+    return one, Plan(where, order), relay
 
 
 def _with_recompute(problem: Problem, placement: Sequence[int], recompute: Collection[int],
@@ -408,7 +445,7 @@ def _with_recompute(problem: Problem, placement: Sequence[int], recompute: Colle
 
 
 def _task_times(problem: Problem, split: Split, schedule: Schedule, mb: int,
-                result: SimResult, groups: Mapping[int, tuple[int, ...]] = _NONE,
+                result: _Timing, groups: Mapping[int, tuple[int, ...]] = _NONE,
                 ) -> tuple[Task, ...]:
     """When each task ran in `result` (the copies' simulation): its first op's start to
     its last op's end, on the replica that ran it; a task with an op that never ran is
