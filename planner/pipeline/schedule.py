@@ -172,8 +172,9 @@ _Key = tuple[tuple[int, ...], Pipeline, frozenset[int], tuple[tuple[int, tuple[i
 #: a simulation of the copies, as `run` reads it: makespan, busy, start and end times
 _Timing = SimResult | FastResult
 #: copied ops `simulate` runs in a process before the compiled simulator takes over, where
-#: it is not loaded yet: loading it (numba: 0.5 s of CPU) then pays for itself (at about
-#: 5 us an op saved), and a short command, a small graph's or a few runs, never pays it
+#: it is not loaded yet (rent or buy): loading it, 0.5 s of CPU (numba), costs what
+#: `simulate` spends on 60,000 copied ops (GPT-24's: 8.4 us an op, 1.2 us compiled), so a
+#: short command (a small graph, a few runs) never pays it and a long one pays it once
 FAST_AFTER_OPS = 100_000
 _reference_ops = 0
 
@@ -376,7 +377,7 @@ def _timed(problem: Problem, placement: Sequence[int], split: Split, pipeline: P
     """`_simulate`, through the compiled simulator where its kernel is loaded: the same
     makespan, busy, start and end times to the bit (tests/pipeline/test_fast_copies.py),
     its tables tiled from one copy's (`fastsim.Evaluator.repeated`) instead of the copies'
-    graph built and read op by op (6x faster on GPT-24's 5,448 copied ops), once the kernel
+    graph built and read op by op (7x less CPU on GPT-24's 5,448 copied ops), once the kernel
     is loaded or this process has simulated `FAST_AFTER_OPS` copied ops. Where the kernel
     cannot answer exactly, the evaluator asks `simulate`."""
     global _reference_ops
