@@ -11,6 +11,7 @@ deadlock fallback): every field of the `PipelineRun` is the same float.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -117,3 +118,24 @@ def test_the_trace_keeps_the_reference_result() -> None:
         assert isinstance(sim.result, SimResult)
         if len(set(placement)) > 1:
             assert sim.result.busy_s == sim.run.busy_s, seed
+
+
+@pytest.mark.skipif(not fastsim.numba_available(), reason="numba is not installed")
+def test_a_process_loads_the_kernel_only_after_enough_copied_ops(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not loaded yet, the kernel waits until `simulate` has run `FAST_AFTER_OPS` copied
+    ops in the process (loading numba costs more than a short command's simulations)."""
+    seed = next(s for s in range(60) if _run(s, monkeypatch, fast=False)[1])
+    monkeypatch.setattr(fastsim, "loaded", lambda: False)
+    monkeypatch.setattr(schedule, "_reference_ops", 0)
+    monkeypatch.setattr(schedule, "FAST_AFTER_OPS", 1)
+    _, kinds = _run(seed, monkeypatch, fast=True)
+    assert kinds[0] is SimResult and set(kinds[1:]) <= {FastResult}
+    assert schedule._reference_ops > 0
+    _, kinds = _run(seed, monkeypatch, fast=True)
+    assert set(kinds) == {FastResult}
+
+
+def test_the_twins_page_gives_the_threshold() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "twins.md").read_text()
+    assert f"simulated {schedule.FAST_AFTER_OPS:,} copied ops" in page
