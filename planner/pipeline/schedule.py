@@ -172,9 +172,10 @@ _Key = tuple[tuple[int, ...], Pipeline, frozenset[int], tuple[tuple[int, tuple[i
 #: a simulation of the copies, as `run` reads it: makespan, busy, start and end times
 _Timing = SimResult | FastResult
 #: copied ops `simulate` runs in a process before the compiled simulator takes over, where
-#: it is not loaded yet (rent or buy): loading it, 0.5 s of CPU (numba), costs what
-#: `simulate` spends on 60,000 copied ops (GPT-24's: 8.4 us an op, 1.2 us compiled), so a
-#: short command (a small graph, a few runs) never pays it and a long one pays it once
+#: it is not loaded yet (rent or buy): loading it, 0.45 s of CPU (numba), costs what the
+#: kernel saves on about 95,000 copied ops (GPT-24's: 5.9 us an op through `simulate`, the
+#: copies' graph built, 1.0 us compiled), so a short command (a small graph, a few runs)
+#: never pays it and a long one pays it once
 FAST_AFTER_OPS = 100_000
 _reference_ops = 0
 
@@ -377,7 +378,7 @@ def _timed(problem: Problem, placement: Sequence[int], split: Split, pipeline: P
     """`_simulate`, through the compiled simulator where its kernel is loaded: the same
     makespan, busy, start and end times to the bit (tests/pipeline/test_fast_copies.py),
     its tables tiled from one copy's (`fastsim.Evaluator.repeated`) instead of the copies'
-    graph built and read op by op (7x less CPU on GPT-24's 5,448 copied ops), once the kernel
+    graph built and read op by op (6x less CPU on GPT-24's 5,448 copied ops), once the kernel
     is loaded or this process has simulated `FAST_AFTER_OPS` copied ops. Where the kernel
     cannot answer exactly, the evaluator asks `simulate`."""
     global _reference_ops
