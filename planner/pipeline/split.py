@@ -283,8 +283,10 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
                 recompute: Collection[int] = (),
                 replicas: Mapping[int, tuple[int, ...]] | None = None) -> list[float]:
     """Per device, the bytes its stages hold at the peak (the module docstring's model). A
-    device in `recompute` keeps only the forward tensors it receives per micro-batch in
-    flight, and one micro-batch's activations (rebuilt for its backward pass). A device
+    device in `recompute` keeps only the forward tensors its stages receive and send per
+    micro-batch in flight (torch's stage holds its inputs and outputs until the
+    micro-batch's backward), and one micro-batch's activations (rebuilt for its backward
+    pass). A device
     in `replicas` runs its stages on its group (`hybrid`): each replica holds them with
     its own micro-batches in flight, plus one DDP bucket. Micro-batches in flight are
     those of the schedule the split runs (`runs`)."""
@@ -306,9 +308,9 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
         received = [float(u.forward_bytes[split.bounds[k]]) for k in stages]
         transient = max(float(u.transient[split.bounds[k]:split.bounds[k + 1]].max(initial=0))
                         for k in stages)
-        if d in recompute:
+        if d in recompute:  # torch's stage keeps what it sent until its backward, too
             transient += sum(kept)
-            kept = [0.0] * len(kept)
+            kept = [float(u.forward_bytes[split.bounds[k + 1]]) for k in stages]
         acts = [a + b for a, b in zip(kept, received, strict=True)]
         if pipeline.schedule_spec.virtual_stages:
             count = in_flight(pipeline, split.stages, stages[0], u.training, rank, len(order))
@@ -376,6 +378,6 @@ def recompute_note(problem: Problem, placement: Sequence[int], recompute: Sequen
                      f"{format_bytes(int(held[d]))})"
                      for d, t in zip(recompute, extra, strict=True))
     return (f"recomputes activations on {said}: these devices keep, for each micro-batch in "
-            "flight, only the tensors their stages receive, and run their forward ops again "
-            "in each backward pass (their own activations exist for one micro-batch at a "
-            "time)")
+            "flight, only the tensors their stages receive and send, and run their forward "
+            "ops again in each backward pass (their own activations exist for one "
+            "micro-batch at a time)")

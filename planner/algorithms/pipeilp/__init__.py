@@ -4,7 +4,8 @@ device's activation recomputation as a decision.
 pipedp (`planner.algorithms.pipedp`) cuts the pipeline units into contiguous stages on a
 chain of devices. Here a device may hold units from anywhere in the pipeline order, and a
 device may **recompute** its activations: it then keeps only the tensors it receives
-(its stages' inputs) for each micro-batch in flight, not its forward outputs, and runs
+and sends (its stages' inputs and outputs, which torch's stage holds until the
+micro-batch's backward) for each micro-batch in flight, not its forward outputs, and runs
 its forward ops once more during backward (activation checkpointing per stage, as
 Megatron's full recomputation and `torch.utils.checkpoint` do). That is what lets a model
 fit that otherwise would not.
@@ -31,7 +32,8 @@ channel (`device`), or nothing (`none`).
 params, its largest transient, and per stage the activations of each micro-batch in
 flight: the stage's forward outputs (kept) and the forward tensors crossing its first
 boundary (received). A device that recomputes holds its kept activations once (rebuilt
-for one backward pass at a time) and only the received ones per micro-batch in flight.
+for one backward pass at a time) and only the received ones and those crossing its
+stages' last boundaries (sent) per micro-batch in flight.
 
 The model (units k with allowed devices A(k); C_kd, F_kd the compute and forward compute
 of unit k on d; P_k, K_k, tau_k its params, kept activations and largest transient;
@@ -49,8 +51,9 @@ quantities in units of 10^i s and 2^j B):
     T ≥ Σ_x Σ_{a≠d} (f_x(a,d) + r_x(a,d)) z_xad
          + Σ_x Σ_{b≠d} (f_x(d,b) + r_x(d,b)) z_xdb    per device d   (`device` transfer)
     h_d ≥ Σ_k K_k x_kd − K̄_d ρ_d                                             (kept)
+    w_xdb ≥ z_xdb + ρ_d − 1            d sends boundary x while recomputing (recompute)
     t_d ≥ tau_k x_kd                                                          (transient)
-    Σ_k (P_k + K_k) x_kd + t_d + c Σ_x R_x Σ_{a≠d} z_xad + (c − 1) h_d
+    Σ_k (P_k + K_k) x_kd + t_d + c Σ_x R_x (Σ_{a≠d} z_xad + Σ_{b≠d} w_xdb) + (c − 1) h_d
         ≤ cap_d + big_dc (1 − used_e)                                         (memory)
     used_e ≥ x_ke                                                             (inuse)
     o_ka ≤ o_(k−1)a + x_ka,   x_kb ≤ o_(k−1)a   for consecutive a, b of an order (order)
@@ -58,7 +61,7 @@ quantities in units of 10^i s and 2^j B):
     Σ_x Σ_{a≠b} z_xab ≤ M − 1              at most M stages (1F1B only)      (stages)
 
 with F̄_d, K̄_d the sums over the units d may hold. The z need not be integer: every
-row holds them from below. ρ, q and h exist only where a count above 1 makes
+row holds them from below (the w too). ρ, q, h and w exist only where a count above 1 makes
 recomputation worth anything (training).
 
 **The in-flight count c.** GPipe holds M micro-batches on every stage, inference one: c

@@ -129,13 +129,14 @@ class _Tables:
             kept = kept_at[j_] - kept_at[i_]
             comp = compute_at[j_] - compute_at[i_]
             redo = comp + forward_at[j_] - forward_at[i_]
-            received = u.forward_bytes[cuts][i_]
+            received, sent = u.forward_bytes[cuts][i_], u.forward_bytes[cuts][j_]
             cap = stage_share(data.caps[d], _pipeline(self.problem).per_device)
-            # recomputing, it keeps its activations once (rebuilt for one backward pass)
+            # recomputing, it keeps its activations once (rebuilt for one backward pass),
+            # and what it receives and sends per micro-batch (`split.stage_bytes`)
             self._loads[d, count] = np.where(
                 stage_memory(params, count, kept + received, self.largest) <= cap, comp,
-                np.where(stage_memory(params, count, received, self.largest + kept) <= cap,
-                         redo, INF))
+                np.where(stage_memory(params, count, received + sent,
+                                      self.largest + kept) <= cap, redo, INF))
         return self._loads[d, count]
 
     def bad(self, d: int) -> NDArray[np.bool_]:

@@ -40,6 +40,8 @@ class _Model:
         self.rho: dict[int, Any] = {}
         self.q: dict[int, Any] = {}
         self.h: dict[int, Any] = {}
+        #: w_xab = z_xab and ρ_a: a recomputing device sends boundary x (held per micro-batch)
+        self.w: dict[tuple[int, int, int], Any] = {}
         self.t: dict[int, Any] = {}
         self.used: dict[int, Any] = {}
         self.o: dict[tuple[int, int, int], Any] = {}
@@ -158,7 +160,9 @@ class _Model:
             self._row("cross", -1.0, [(1.0, zv), self._xt(x - 1, a, -1.0), self._xt(x, b, -1.0)])
 
     def _recompute(self, pyo: Any) -> None:
-        """ρ_d, q_d and h_d on the devices where a count above 1 makes recomputation pay."""
+        """ρ_d, q_d and h_d on the devices where a count above 1 makes recomputation pay,
+        and w_xab ≥ z_xab + ρ_a − 1 on their outgoing crossings (what they send, held per
+        micro-batch in flight when recomputing)."""
         data, tu, mu = self.data, self.time_unit, self.mem_unit
         devices = [d for d in range(data.m) if data.training and any(
             c > 1 for c, _ in self._counts(d)) and any(
@@ -177,6 +181,12 @@ class _Model:
                 self._xt(k, d, -data.forward[k][d] / tu) for k in mine)])
             self._row("kept", 0.0, [(1.0, h), (big_k, rho), *(
                 self._xt(k, d, -data.kept[k] / mu) for k in mine)])
+        sending = [key for key in self.z if key[1] in self.rho and data.fb[key[0]] > 0]
+        mdl.w = pyo.Var(sending, bounds=(0, 1))
+        for key in sending:
+            self.w[key] = mdl.w[key]
+            self._row("recompute", -1.0, [(1.0, self.w[key]), (-1.0, self.z[key]),
+                                          (-1.0, self.rho[key[1]])])
 
     def _period(self) -> None:
         """T ≥ each device's compute, and each transfer resource of the contention model."""
@@ -222,6 +232,12 @@ class _Model:
         return [(self.data.fb[x] / self.mem_unit, zv) for (x, _, b), zv in self.z.items()
                 if b == d and self.data.fb[x] > 0]
 
+    def _sent(self, d: int) -> list[Term]:
+        """R_x w_xdb over the crossings out of d: the bytes its stages send while it
+        recomputes (memory units)."""
+        return [(self.data.fb[x] / self.mem_unit, wv) for (x, a, _), wv in self.w.items()
+                if a == d]
+
     def _memory(self, pyo: Any) -> None:
         """t_d, used_e and each device's memory rows."""
         data, mdl = self.data, self.model
@@ -249,7 +265,7 @@ class _Model:
                 self._row("transient", 0.0, [(1.0, tv),
                                              self._xt(k, d, -data.transient[k] / mu)])
         cap = data.caps[d] / mu
-        received = self._received(d)
+        received = [*self._received(d), *self._sent(d)]
         for c, switch in self._counts(d):
             terms: list[Term] = [(1.0, tv)]
             for k in mine:
@@ -326,6 +342,8 @@ class _Model:
             mine = [k for k in range(data.n) if dev[k] == d]
             self.q[d].set_value(sum(data.forward[k][d] for k in mine) / tu if d in redo else 0)
             self.h[d].set_value(0.0 if d in redo else sum(data.kept[k] for k in mine) / mu)
+        for (x, a, b), var in self.w.items():
+            var.set_value(1 if a in redo and dev[x - 1] == a and dev[x] == b else 0)
         for d, var in self.t.items():
             most = max((data.transient[k] for k in range(data.n) if dev[k] == d), default=0.0)
             var.set_value(max(var.lb or 0.0, most / mu))
@@ -362,7 +380,7 @@ class _Model:
             f"times in units of {self.time_unit:g} s; memory in units of {self.mem_unit:g} B",
             "x(k_d): unit k on device d   T: period   z(x_a_b): boundary x crosses from a to b",
             "rho(d): d recomputes   q(d): its forward compute again   h(d): kept unless "
-            "recomputing   t(d): largest transient",
+            "recomputing   w(x_a_b): z(x_a_b) while a recomputes   t(d): largest transient",
             "used(d): d holds a unit   o(i_k_a): in order i, device a holds a unit <= k",
             "devices: " + ", ".join(f"{d}={dev.name}" for d, dev in enumerate(devs)),
         ]
