@@ -143,8 +143,10 @@ def random_spec(seed: int, units: int, devices: int, *, training: bool,
 
 
 def tight_text(memory: str) -> str:
-    """Four units of 10, 10, 10, 1 MB activations on two devices, 1F1B, 4 micro-batches."""
-    return two_device_text(memory, [10, 10, 10, 1], "microbatches 4; schedule 1f1b")
+    """Four units of 15, 3, 15, 3 MB activations on two devices, 1F1B, 4 micro-batches: at
+    25 MB only [f0 f1 | f2 f3] fits, d0 recomputing (24 MB: 18 MB once, and the 3 MB it
+    sends for each of its 2 micro-batches in flight); at 19 MB nothing does."""
+    return two_device_text(memory, [15, 3, 15, 3], "microbatches 4; schedule 1f1b")
 
 
 def two_device_text(memory: str, outputs_mb: list[int], settings: str) -> str:
