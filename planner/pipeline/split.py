@@ -286,9 +286,9 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
     device in `recompute` keeps only the forward tensors its stages receive and send per
     micro-batch in flight (torch's stage holds its inputs and outputs until the
     micro-batch's backward), and one micro-batch's activations (rebuilt for its backward
-    pass). A device
-    in `replicas` runs its stages on its group (`hybrid`): each replica holds them with
-    its own micro-batches in flight, plus one DDP bucket. Micro-batches in flight are
+    pass): the rule's home, which pipeilp's recomputing DP and its ILP rows restate. A
+    device in `replicas` runs its stages on its group (`hybrid`): each replica holds them
+    with its own micro-batches in flight, plus one DDP bucket. Micro-batches in flight are
     those of the schedule the split runs (`runs`)."""
     pipeline = runs(problem, split, pipeline, replicas)
     u = units(problem)

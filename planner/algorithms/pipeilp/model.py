@@ -234,7 +234,8 @@ class _Model:
 
     def _sent(self, d: int) -> list[Term]:
         """R_x w_xdb over the crossings out of d: the bytes its stages send while it
-        recomputes (memory units)."""
+        recomputes (memory units). The rule, received and sent per micro-batch, is
+        `split.stage_bytes`'s; the recomputing DP (`contiguous`) applies it too."""
         return [(self.data.fb[x] / self.mem_unit, wv) for (x, a, _), wv in self.w.items()
                 if a == d]
 
