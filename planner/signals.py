@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from threading import get_ident
@@ -63,7 +62,7 @@ def _stop(signum: int) -> NoReturn:
 def _handle(signum: int, frame: FrameType | None) -> None:
     global _pending
     if _worker and not _running:
-        _exit_worker(signum)  # an idle worker: nothing of a point's to clean up
+        os._exit(128 + signum)  # an idle worker: nothing to clean up
     if _depth and _pending is None:
         _pending = signum  # raised when the deferred stretch ends
         return
@@ -226,18 +225,6 @@ def install_in_worker() -> None:
         signal.signal(sig, _handle)
 
 
-def _exit_worker(signum: int) -> NoReturn:
-    """End a pool worker now, with multiprocessing's exit finalizers run first, as a normal
-    exit runs them: `os._exit` alone skipped them, so a semaphore made in the worker
-    (importing Pyomo makes one) stayed registered with the resource tracker, which printed
-    "There appear to be 1 leaked semaphore objects" after a stopped `compare`'s E607."""
-    util = sys.modules.get("multiprocessing.util")  # not imported: no finalizer to run
-    if util is not None:
-        with contextlib.suppress(Exception):  # best effort on the way out
-            util._run_finalizers(0)
-    os._exit(128 + signum)
-
-
 def guarded(call: Callable[[*_Ts], _R], *args: *_Ts) -> _R:
     """Run `call(*args)` in a pool worker; exit the process once a signal unwound it."""
     global _running
@@ -245,6 +232,6 @@ def guarded(call: Callable[[*_Ts], _R], *args: *_Ts) -> _R:
     try:
         return call(*args)
     except Terminated as stop:
-        _exit_worker(stop.signum)
+        os._exit(128 + stop.signum)
     finally:
         _running = False

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import multiprocessing.util as mp_util
 import os
 import signal
 import sys
@@ -252,37 +251,3 @@ def test_planners_threads_leave_stops_to_the_main_thread() -> None:
     stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
     assert stops <= own and stops <= started
     assert not stops & set(signal.pthread_sigmask(signal.SIG_BLOCK, []))  # main: untouched
-
-
-class _Held:
-    """An object that multiprocessing finalizes at exit, as it does a semaphore."""
-
-
-def _stopped_worker(tmp_path: Path, running: bool) -> tuple[int, bool]:
-    """Stop a pool worker (a fork here) with SIGTERM, running a point or idle: its exit
-    status, and whether multiprocessing's exit finalizers ran (a semaphore's unregisters it
-    from the resource tracker)."""
-    marker = tmp_path / f"finalized-{running}"
-    pid = os.fork()
-    if pid == 0:
-        try:
-            signals.install_in_worker()
-            held = _Held()
-            mp_util.Finalize(held, marker.touch, exitpriority=0)
-            if running:
-                signals.guarded(signal.raise_signal, signal.SIGTERM)
-            else:
-                signal.raise_signal(signal.SIGTERM)
-        finally:
-            os._exit(99)  # not stopped: never back into the test
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), marker.exists()
-
-
-@pytest.mark.parametrize("running", [True, False], ids=["running", "idle"])
-def test_a_stopped_pool_worker_runs_multiprocessings_exit_finalizers(
-        tmp_path: Path, running: bool) -> None:
-    # before: `os._exit` skipped them, and a compare stopped while a worker had imported
-    # Pyomo (which makes a semaphore) ended with the resource tracker's warning of "1
-    # leaked semaphore objects" after its E607
-    assert _stopped_worker(tmp_path, running) == (128 + signal.SIGTERM, True)
