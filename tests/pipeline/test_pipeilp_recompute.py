@@ -352,7 +352,7 @@ def test_auto_under_data_parallel_auto_replicates_where_no_split_fits() -> None:
     kept the recomputing split (281.1 ms here) without trying the hybrid layouts, whose
     replicas hold fewer micro-batches each: `--algo hybrid` runs 192 ms (AlexNet's
     PipeDream profile, 4 GPUs of 12 GiB, GPipe, 32 micro-batches: 683.2 ms, against
-    1.277 s recomputing)."""
+    1.261 s recomputing; docs/pipelines.md)."""
     p = loads(two_device_text("170 MB", [10, 10, 10, 10], "microbatches 8; schedule gpipe; "
                               "data_parallel auto")).plan("p")
     with pytest.raises(InfeasibleError):
@@ -366,7 +366,7 @@ def test_auto_under_data_parallel_auto_replicates_where_no_split_fits() -> None:
 def test_auto_recomputes_where_the_caps_shaped_pipedps_split_and_that_runs_faster() -> None:
     """Before: `auto` kept pipedp's split, which the memory shaped (300.6 ms here), where
     the recomputing contiguous split runs 280.6 ms (AlexNet's PipeDream profile, 4 GPUs
-    of 13.66 GiB at 1 GB/s, GPipe, 32 micro-batches: 12.935 s, now 2.565 s)."""
+    of 13.66 GiB at 1 GB/s, GPipe, 32 micro-batches: 12.935 s, now 3.233 s; docs/pipelines.md)."""
     p = loads(two_device_text("200 MB", [10, 5, 5, 20], "microbatches 8; schedule gpipe")
               ).plan("p")
     assert p.pipeline is not None
