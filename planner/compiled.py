@@ -183,4 +183,5 @@ def notice(what: str) -> None:
         _noticed = True
         setup_log.info("one-time setup: compiling %s and the other kernels in the "
                        "background (about a minute); until then planner uses its Python "
-                       "engines (the same plans, slower)", what)
+                       "engines (the same results, slower; `auto` and `search` try fewer "
+                       "moves with them, and say so)", what)

@@ -82,6 +82,7 @@ from typing import Any
 
 from ..bounds import lower_bound
 from ..errors import InfeasibleError, PlannerError, SearchLimitError
+from ..fastsim import ready as compiled_ready
 from ..model import Problem
 from ..plan import Plan
 from ..simulate import simulate
@@ -93,7 +94,7 @@ from .exact import cpsat
 from .exact.verdict import judge
 from .infeasible import diagnose, none_found
 from .portfolio import CANDIDATES, Ranked, estimated_seconds, rank
-from .search import STALLED, improve, move_budget, search_seconds
+from .search import PYTHON_BUDGET, STALLED, improve, move_budget, search_seconds
 
 __all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "place"]
 
@@ -187,7 +188,7 @@ def _place(problem: Problem, options: Options, deadline: float) -> Solution:
     if best is None and cpsat_note is not None:
         raise none_found(problem, errors, tuple(ranked.skipped))
 
-    search_note, best, searched, starts = _search_phase(
+    search_note, best, searched, starts, python_budget = _search_phase(
         problem, options, ranked, candidates, best, cpsat_follows=cpsat_note is None,
         deadline=deadline)
 
@@ -209,6 +210,8 @@ def _place(problem: Problem, options: Options, deadline: float) -> Solution:
         info["search_starts"] = starts  # the text output shows `search` then
     elif isinstance(search_note, str) and search_note.startswith(STALLED):
         info["stopped"] = search_note  # and this, as `search`'s own
+    if python_budget:
+        info["simulator"] = PYTHON_BUDGET
     log.info("auto: %s gives %.6g s", name, makespan)
     if options.progress:
         options.progress(1.0, f"auto: {name}")
@@ -229,11 +232,13 @@ def _cpsat_skipped(problem: Problem, options: Options) -> str | None:
 
 def _search_phase(problem: Problem, options: Options, ranked: Ranked,
                   candidates: dict[str, float | None], best: Best, *,
-                  cpsat_follows: bool, deadline: float) -> tuple[Any, Best, bool, int]:
+                  cpsat_follows: bool, deadline: float
+                  ) -> tuple[Any, Best, bool, int, bool]:
     """Phase 2: the search from the best plan, then from the next distinct ones while a
     search stalls with moves left (`_later_starts`); (its note for `info`, the best plan
     after it, whether the first start's search improved on the heuristics: CP-SAT's share
-    depends on that alone, as before later starts were searched; the starts searched).
+    depends on that alone, as before later starts were searched; the starts searched;
+    whether its budget was sized for `planner.simulate`, `search.PYTHON_BUDGET`).
 
     Adds `candidates["search"]` when the search found a strictly faster plan."""
     m = len(problem.cluster.devices)
@@ -246,17 +251,18 @@ def _search_phase(problem: Problem, options: Options, ranked: Ranked,
         NO_SEARCH if options.time_limit_s <= 0 else (
             f"skipped: the heuristics are expected to take {spent:.1f} s of the "
             f"{options.time_limit_s:g} s limit" if left <= 0 else None))
-    first_improved, starts = False, 0
+    first_improved, starts, python_budget = False, 0, False
     if best is not None and search_note is None:
-        budget = move_budget(problem, left)
+        python_budget = not compiled_ready()  # one look, for the budget and the note
+        budget = move_budget(problem, left, compiled=not python_budget)
         if options.progress:
             options.progress(0.3, "auto: search")
         stall = min(STALL_MAX, max(STALL_MIN, budget // STALL_DIVISOR))
         # later starts only where the stall rule no longer grows with the budget: there a
         # larger budget repeats the first search's moves and leaves the next start more
         # (more time never gives a worse plan); below, the first search alone, as before
-        runs = _search_starts(problem, ranked, options,
-                              budget, stall, deadline, later=stall >= STALL_MAX)
+        runs = _search_starts(problem, ranked, options, budget, stall, deadline,
+                              later=stall >= STALL_MAX, python_budget=python_budget)
         winner = runs[0]
         for run in runs[1:]:  # a later start wins only when strictly faster
             if run[1].info["objective_s"] < winner[1].info["objective_s"] * (1 - 1e-12):
@@ -268,7 +274,7 @@ def _search_phase(problem: Problem, options: Options, ranked: Ranked,
         if faster is not None:
             candidates["search"] = faster
             best = ("search", faster, winner[1].plan)
-    return search_note, best, first_improved, starts
+    return search_note, best, first_improved, starts, python_budget
 
 
 def _faster(problem: Problem, plan: Plan, than_s: float) -> float | None:
@@ -282,12 +288,13 @@ Runs = list[tuple[str, Solution]]
 
 
 def _search_starts(problem: Problem, ranked: Ranked, options: Options, budget: int,
-                   stall: int, deadline: float, *, later: bool) -> Runs:
+                   stall: int, deadline: float, *, later: bool,
+                   python_budget: bool = False) -> Runs:
     """`search.improve` from the best plan for `budget` moves; while a search stops early
     (stalled, or its neighbourhood seen) with moves left, the next start of `_later_starts`
     gets the moves left, with the same stall rule. The first search is the one `auto` ran
     alone before: later starts can only add a faster plan. Ctrl-C raises `Interrupted`
-    with the best plan of every start so far."""
+    with the best plan of every start so far; `python_budget` as `improve`'s."""
     runs: Runs = []
     starts = _later_starts(ranked) if later else []
     name = ranked.plans[0][0]
@@ -295,7 +302,8 @@ def _search_starts(problem: Problem, ranked: Ranked, options: Options, budget: i
     while True:
         try:
             found = improve(problem, only, options if not runs else dataclasses.replace(
-                options, progress=None), budget, deadline=deadline, stall=stall)
+                options, progress=None), budget, deadline=deadline, stall=stall,
+                python_budget=python_budget)
         except Interrupted as stop:
             so_far = [found for _, found in runs]
             if stop.solution is not None:

@@ -48,7 +48,9 @@ Simulations go through `planner.fastsim`, whose compiled kernel gives the simula
 results bit for bit 20-50x faster. Until numba's cache holds it (the first run after an
 install, while a background build compiles it: `planner.compiled`), `planner.simulate`
 answers, and the budget is sized for its speed (`PYTHON_SECONDS_PER_MOVE`): the limit is
-kept either way, and so is the rule that a limit and a seed give one plan per simulator.
+kept either way, and so is the rule that a limit and a seed give one plan per simulator;
+a plan searched with `planner.simulate`'s budget says so (`PYTHON_BUDGET`), since a run
+after the build may keep another.
 
 Budget and determinism: the work is counted in moves tried. `--time-limit` is turned into
 a budget of moves from the problem's size and the simulator in use alone (`move_budget`),
@@ -114,6 +116,11 @@ STALLED = "no better plan in the last"
 MAX_REVISITS = 2000
 #: how `info["stopped"]` begins where the annealing stopped so (`MAX_REVISITS`)
 REVISITED = "no new placement left:"
+#: `info["simulator"]` of a search whose budget was sized for `planner.simulate` (the
+#: compiled simulator not yet built): said with the plan, since a later run's differs
+PYTHON_BUDGET = ("planner's Python simulator, while the compiled one is being built (a "
+                 "first run after an install): the search was given fewer moves for it, "
+                 "so a run after the build may keep another plan")
 _SPLIT = re.compile(r"[/.:]")
 
 
@@ -395,9 +402,11 @@ def place(problem: Problem, options: Options) -> Solution:
     if ranked.best is None:  # the enumeration takes half of the limit, the moves the rest
         seconds /= 2
         ranked, cut = _enumerated(problem, seconds, ranked, deadline)
-    budget = move_budget(problem, search_seconds(problem, ranked, seconds))
+    compiled = compiled_ready()
+    budget = move_budget(problem, search_seconds(problem, ranked, seconds), compiled=compiled)
     return improve(problem, ranked, options, budget, deadline=deadline,
-                   cut=("in the enumeration of its start",) if cut else ())
+                   cut=("in the enumeration of its start",) if cut else (),
+                   python_budget=not compiled)
 
 
 def _enumerated(problem: Problem, seconds: float, ranked: Ranked,
@@ -429,14 +438,15 @@ def search_seconds(problem: Problem, ranked: Ranked, seconds: float) -> float:
 
 def improve(problem: Problem, ranked: Ranked, options: Options, budget: int, *,
             stall: int | None = None, deadline: float | None = None,
-            cut: Sequence[str] = ()) -> Solution:
+            cut: Sequence[str] = (), python_budget: bool = False) -> Solution:
     """Search from `ranked`'s best plan for `budget` moves (module docstring).
 
     `stall`: stop annealing once this many moves in a row found nothing better (`auto`: a
     search that has stopped paying should not spend the user's time; the descent, which
     ends by itself, always runs to its end or the budget). `deadline`: the wall-clock cap
     (`cap`; by default the limit from now); `cut`: where the clock cut the work before
-    (its start's enumeration), said in `reason` with the moves' own cut. Raises
+    (its start's enumeration), said in `reason` with the moves' own cut;
+    `python_budget`: `budget` was sized for `planner.simulate` (`PYTHON_BUDGET`). Raises
     `Interrupted` with the best plan so far on Ctrl-C.
     """
     assert ranked.best is not None
@@ -460,12 +470,13 @@ def improve(problem: Problem, ranked: Ranked, options: Options, budget: int, *,
                     best_start, best_value = other, other_value
             _anneal(scorer, best_start, best_value, levels, random.Random(options.seed))
     except KeyboardInterrupt:
-        raise Interrupted(_solution(scorer, name, first, "interrupted", budget, cut)) from None
-    return _solution(scorer, name, first, "feasible", budget, cut)
+        raise Interrupted(_solution(scorer, name, first, "interrupted", budget, cut,
+                                    python_budget)) from None
+    return _solution(scorer, name, first, "feasible", budget, cut, python_budget)
 
 
 def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int,
-              cut: Sequence[str] = ()) -> Solution:
+              cut: Sequence[str] = (), python_budget: bool = False) -> Solution:
     assert scorer.best_plan is not None
     info: dict[str, Any] = {
         "start": start, "start_makespan_s": first, "objective_s": scorer.best,
@@ -475,6 +486,8 @@ def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int
                       else f"before the first of its {budget} moves"] if scorer.capped else [])]
     if where:  # said once, for every phase the clock cut
         info["reason"] = cut_reason(where)
+    if python_budget:
+        info["simulator"] = PYTHON_BUDGET
     if scorer.stalled:
         info["stopped"] = f"{STALLED} {scorer.stall} moves"
     elif scorer.revisited:  # the text shows why it stopped short of its budget, as a stall
