@@ -27,7 +27,7 @@ from ..errors import (
 )
 from ..files import check_outputs
 from ..model import Problem
-from ..plan import Plan
+from ..plan import Plan, layout_json
 from ..render.diagnostics import eprint
 from ..units import format_seconds
 from .guard import (
@@ -252,6 +252,11 @@ def place(algo: str, problem: Problem, options: Options, report: JsonReport,
     raise typer.Exit(EXIT_INTERRUPTED)
 
 
+#: a solution's info that `solve --json` writes its own way: the gap (`emit_result`'s) and
+#: the pipeline's layout (`layout_json`'s)
+_WRITTEN_APART = ("gap", "recompute", "replicas")
+
+
 def report_solution(problem: Problem, algo: str, solution: Solution, report: JsonReport, *,
                      out: Path | None, html: Path | None, trace: Path | None = None) -> None:
     # lazy: start-up
@@ -260,12 +265,16 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
 
     info = dict(solution.info)
     groups = replica_groups(problem, info)
+    recompute = tuple(info.get("recompute") or ())
     status = _pipeline_status(problem, solution)
     extra_json: dict[str, Any] = {
         "algorithm": solution.plan.algorithm or algo,
         "status": status,
         "planning_s": solution.planning_s,
-        **{k: v for k, v in info.items() if _jsonable(v) and k != "gap"},
+        **{k: v for k, v in info.items() if _jsonable(v) and k not in _WRITTEN_APART},
+        # as the plan file and `simulate --json` write them: each only where it holds one
+        # (pipeilp gave `"recompute": []`, hybrid `"replicas": {}`, the others neither)
+        **layout_json(problem, groups, recompute),
     }
     rows = {"algorithm": algo + (f" → {info['chosen']}" if info.get("chosen") else ""),
             # auto's search from several starts: each one's moves and the one that won
@@ -279,7 +288,7 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
     result, bounds, gap = emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, info=info)
     fits, view = report_pipeline(problem, solution.plan, report, bounds,
-                                  _split_note(info), info.get("recompute") or (),
+                                  _split_note(info), recompute,
                                   info.get("replicas"))
     if html is not None:
         from ..render.figures import format_gap  # lazy: start-up
@@ -290,8 +299,7 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
             "lower bound": format_seconds(bounds.makespan_s), "gap": format_gap(gap),
             "planning time": format_seconds(solution.planning_s)}, bound_s=bounds.makespan_s,
             pipeline=view)
-    write_trace_file(trace, problem, result, info.get("recompute") or (),
-                     info.get("replicas"))
+    write_trace_file(trace, problem, result, recompute, info.get("replicas"))
     try:  # an infeasible plan is no plan file: `--out` keeps what it held (the reports show it)
         verdict(problem, result, fits, report, () if out is None else (
             f"--out {out} was left as it was: a plan that breaks the rules is not written as "
@@ -300,7 +308,7 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
         _interrupted_note(solution, (html, trace), report)
         raise
     if out is not None:
-        solution.plan.write(problem, str(out), groups, tuple(info.get("recompute") or ()),
+        solution.plan.write(problem, str(out), groups, recompute,
                             "interrupted" if solution.status == "interrupted" else "")
     _interrupted_note(solution, (out, html, trace), report)
 
