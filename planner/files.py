@@ -42,13 +42,16 @@ from .errors import Diagnostic, OutputError, UsageError
 from .roots import display_path, escaped_root
 
 
-def same_file(path: str | os.PathLike[str]) -> str:
+def same_file(path: str | os.PathLike[str]) -> object:
     """One key for each file however it is named (`t.plan`, `./t.plan`, a folder holding
-    it, a symlink): a file named twice is checked, formatted, compared and reported once."""
+    it, a symlink, a hard link): an existing file's device and inode, else the path with
+    its symlinks resolved. A file named twice is checked, formatted, compared and reported
+    once, and two outputs that reach one file are refused (`check_outputs`)."""
     try:
+        st = os.stat(path)
+    except (OSError, ValueError):  # not there (yet), a symlink loop: its path
         return os.path.realpath(path)
-    except (OSError, RuntimeError):  # a symlink loop: its own name (its read says why)
-        return str(path)
+    return (st.st_dev, st.st_ino)
 
 
 def resolve_target(path: str | os.PathLike[str]) -> Path:
@@ -385,7 +388,7 @@ def check_outputs(paths: Mapping[str, Path | None], inputs: Iterable[Input] = ()
     """
     diags = []
     seen: dict[object, Input] = {}
-    read = {_identity(path): (name, path) for name, path in inputs if path is not None}
+    read = {same_file(path): (name, path) for name, path in inputs if path is not None}
     for option, path in paths.items():
         if path is None:
             continue
@@ -393,7 +396,7 @@ def check_outputs(paths: Mapping[str, Path | None], inputs: Iterable[Input] = ()
         if why is not None:
             diags.append(Diagnostic("E604", f"{option} `{path}`: {why[0]}", None,
                                     (why[1],)))
-        key = _identity(path)
+        key = same_file(path)
         first, first_path = seen.setdefault(key, (option, path))
         if first != option:  # the second write would replace the first, silently
             said = (f"{first} and {option} name the same file `{path}`"
@@ -414,13 +417,3 @@ def _dash(stdout: str | None) -> tuple[str, str]:
     instead = f"; {stdout}" if stdout else ""
     return ("`-` is not standard output here, it would write a file named `-`",
             f"give a file path (`./-` for a file named `-`){instead}")
-
-
-def _identity(path: str | os.PathLike[str]) -> object:
-    """What a path reaches: an existing file's device and inode (a symlink followed, a hard
-    link the same), else the path with its symlinks resolved."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return os.path.realpath(path)
-    return (st.st_dev, st.st_ino)

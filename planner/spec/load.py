@@ -408,7 +408,7 @@ def spec_files(paths: Sequence[str | os.PathLike[str]]
                     ("check the path, or leave it out",), Severity.WARNING))
         else:
             found.append((p, True))
-    unique: dict[str, tuple[Path, bool]] = {}
+    unique: dict[object, tuple[Path, bool]] = {}
     for f, explicit in found:  # the first name given is the one shown
         first, named = unique.get(same_file(f), (f, False))
         unique[same_file(f)] = (first, named or explicit)
