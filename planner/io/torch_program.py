@@ -192,9 +192,8 @@ def _check_archive(path: str) -> None:
     """E939 unless `path` is a zip archive whose symbolic expressions are plain sympy."""
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError) as err:
-        raise _error(path, f"{path} is no torch.export program: not a zip archive "
-                     f"({type(err).__name__})", _RESAVE) from None
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise _not_an_archive(path) from None
     with archive:
         for info in archive.infolist():
             if not info.filename.endswith(".json") or info.file_size > _JSON_LIMIT:
@@ -210,6 +209,28 @@ def _check_archive(path: str) -> None:
                     raise _error(path, f"{path}: the symbolic shape {shown!r} in "
                                  f"{info.filename} is {why}; torch would evaluate it as "
                                  "Python", _NO_CODE)
+
+
+#: how a Git LFS pointer file starts (its specification: the first line names it)
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def _not_an_archive(path: str) -> SpecError:
+    """E939 for a file that is no zip archive, in words (not zipfile's exception's name),
+    saying what it is where that helps: empty, or a Git LFS pointer (a clone without
+    `git lfs pull`), which is text that the diagnostic does not quote (`.pt2`: binary)."""
+    try:
+        with open(path, "rb") as f:
+            head: bytes | None = f.read(len(_LFS_POINTER))
+    except OSError:  # it was readable a moment ago: say only what it is not
+        head = None
+    if head == b"":
+        return _error(path, f"{path} is no torch.export program: the file is empty", _RESAVE)
+    if head == _LFS_POINTER:
+        return _error(path, f"{path} is a Git LFS pointer, not the program it stands for",
+                      "fetch the file itself: `git lfs pull` (with Git LFS installed)")
+    return _error(path, f"{path} is no torch.export program: not a zip archive, as "
+                  "torch.export.save writes", _RESAVE)
 
 
 def _expressions(doc: Any) -> Iterator[str]:

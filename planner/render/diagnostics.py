@@ -24,10 +24,10 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
     it starts as a spec does, or, for a placement file's diagnostic (E5xx, E949 of an
     accelerate device_map given as the placement, `diff`'s E642), as a placement JSON
     object or a stages file. An importer's diagnostic (E9xx, W9xx) shows the file the user
-    asked to import as that format, when it is text (no NUL, UTF-8): a binary file (`.pt2`)
-    is never quoted, nor is a file the ONNX reader reports on (`_of_binary_format`): a
-    protobuf is binary even where its first bytes happen to decode (a small or truncated
-    model). Lone `\r` end lines, as for the parser.
+    asked to import as that format, when it is text (no NUL, UTF-8); a file of a binary
+    format is never quoted (`_of_binary_format`), whatever it holds: a `.pt2`, and a file
+    the ONNX reader reports on (a protobuf is binary even where its first bytes happen to
+    decode: a small or truncated model). Lone `\r` end lines, as for the parser.
     """
     # lazy: start-up (the parser's modules load Lark; `planner --help` needs neither)
     from ..io.device_map import DEVICE_MAP_CODE
@@ -51,19 +51,23 @@ def source_texts(diags: Iterable[Diagnostic]) -> dict[str, str]:
             # show the valid prefix so a non-UTF-8 diagnostic still gets its line
             text = raw.decode("utf-8", errors="replace")
             placement = layer == "5" or d.code in (DEVICE_MAP_CODE, "E642")
-            imported = layer == "9" and not placement and not _of_binary_format(d.code)
+            imported = layer == "9" and not placement and not _of_binary_format(d.code,
+                                                                               span.file)
             if (imported and _is_text(raw)) or looks_like_spec(text) \
                     or (placement and _looks_like_placement(text)):
                 out[span.file] = line_ends(text)
     return out
 
 
-def _of_binary_format(code: str) -> bool:
-    """Whether an importer's `code` is about a file of a binary format (ONNX's protobuf)."""
+def _of_binary_format(code: str, file: str) -> bool:
+    """Whether an importer's `code` is about a file of a binary format: ONNX's protobuf,
+    or a saved torch.export program (`.pt2`, a zip archive, whichever code: E939 is also
+    a Python model file's, which is quoted). A `.pt2` that is text was quoted as if its
+    first line were the fault."""
     # lazy: start-up (an importer's diagnostic comes from its command, which loaded it)
     from ..io.onnx_import import ONNX_FILE_CODES
 
-    return code in ONNX_FILE_CODES
+    return code in ONNX_FILE_CODES or file.endswith(".pt2")
 
 
 #: how much of a file decides whether it is text
