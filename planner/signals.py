@@ -216,13 +216,31 @@ def install() -> None:
 def install_in_worker() -> None:
     """A pool worker's handlers: SIGTERM and SIGHUP unwind a running point (its `finally`
     blocks and solver kills run, after any compiled call returns), then `guarded` exits;
-    an idle worker exits at once. SIGINT is ignored: Ctrl-C reaches the whole process
-    group, and the parent, which holds the results, stops the workers itself."""
+    an idle worker exits at once. Both exits are `os._exit`, which runs no exit step, so
+    the worker's locks are made to need none (`_untracked_locks`). SIGINT is ignored:
+    Ctrl-C reaches the whole process group, and the parent, which holds the results,
+    stops the workers itself."""
     global _worker
     _worker = True
+    _untracked_locks()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for sig in SIGNALS:
         signal.signal(sig, _handle)
+
+
+def _untracked_locks() -> None:
+    """Make `fork` this worker's default start method, whose locks and semaphores are
+    unlinked as they are made: nothing for the resource tracker to clean up. A worker
+    inherits its pool's method (forkserver, spawn), whose locks are named and registered
+    with the tracker until an exit step unregisters them: importing Pyomo (an `ilp`
+    point) makes one, and a `compare` stopped meanwhile ended with the tracker's "There
+    appear to be 1 leaked semaphore objects" after its E607. That exit step run in the
+    signal handler instead could hang on a lock the interrupted code held. Nothing in a
+    worker starts processes through the default context (`portfolio` names its own)."""
+    import multiprocessing  # lazy: loaded in a pool worker already, and only there needed
+
+    if "fork" in multiprocessing.get_all_start_methods():  # elsewhere none has a name
+        multiprocessing.set_start_method("fork", force=True)
 
 
 def guarded(call: Callable[[*_Ts], _R], *args: *_Ts) -> _R:
