@@ -18,6 +18,10 @@
    `deferred` holds stops off the same way around any stretch of code: the CLI's start-up
    and exit, where no handler of a command's would see them (`allowed` lets a command's
    body take them at once again).
+3. Never inside a native callback. Python code that C calls back (llvmlite's object
+   cache, as numba compiles) cannot pass an exception on: ctypes prints it with its
+   traceback and drops it. A stop that arrives there is sent again a moment later
+   (`CALLBACK_MODULES`, `AGAIN_S`), once the callback has returned.
 
 Handlers run in the main thread only, so only the main thread defers; elsewhere these
 are no-ops. This module imports nothing of planner's (the bottom layer).
@@ -66,8 +70,36 @@ def _handle(signum: int, frame: FrameType | None) -> None:
     if _depth and _pending is None:
         _pending = signum  # raised when the deferred stretch ends
         return
+    if _in_callback(frame):
+        _again_soon(signum)
+        return
     _pending = None
     _stop(signum)
+
+
+#: modules whose Python code native code calls back (llvmlite's object cache, as numba
+#: compiles): ctypes prints an exception raised there as "Exception ignored ..." with its
+#: traceback, and drops it, so the stop was lost (a stopped `compare`'s worker ran on
+#: until it was killed, its traceback on the terminal; seen under load in CI)
+CALLBACK_MODULES = ("llvmlite.",)
+#: how soon a stop that arrived in such a callback is asked for again
+AGAIN_S = 0.01
+
+
+def _in_callback(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith(CALLBACK_MODULES):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _again_soon(signum: int) -> None:
+    """Send `signum` to this process again in `AGAIN_S`, from a thread (a handler may not
+    wait): the main thread has left the callback by then, or it comes back here."""
+    timer = threading.Timer(AGAIN_S, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
 
 
 _main = threading.main_thread().ident  # where handlers run (a fork's: the forking thread)

@@ -9,6 +9,7 @@ below the raw call gave SystemError 300 times in 300.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import importlib
 import os
@@ -89,6 +90,36 @@ def test_a_second_signal_during_the_same_call_raises_at_once() -> None:
     with pytest.raises(KeyboardInterrupt):
         signals.shielded(call)
     assert signals.shielded(lambda: 7) == 7
+
+
+#: a callback's Python side in llvmlite, as numba's object cache's is when numba compiles
+_NOTIFY = """
+import signal, time
+def notify(x):
+    signal.raise_signal(signal.SIGTERM)
+    time.sleep(0.05)  # the handler has run by now, inside the callback
+    return x
+"""
+
+
+def test_a_stop_during_a_native_callback_is_raised_after_it_returns(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: the stop was raised inside the callback, where ctypes prints it as
+    "Exception ignored on calling ctypes callback function" with a traceback, and drops
+    it (CI, under load: a stopped `compare`'s worker in llvmlite's
+    `_raw_object_cache_notify` printed that and ran on until it was killed)."""
+    dropped: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", dropped.append)
+    namespace: dict[str, object] = {"__name__": "llvmlite.binding.executionengine"}
+    exec(compile(_NOTIFY, "executionengine.py", "exec"), namespace)
+    kind = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)
+    notify = ctypes.cast(kind(namespace["notify"]), kind)  # called from C, as llvmlite's
+    returned = []
+    with pytest.raises(signals.Terminated):
+        returned.append(notify(3))
+        time.sleep(2)  # the stop comes again once the callback has returned
+    assert returned == [3]
+    assert dropped == []
 
 
 def test_a_stop_raised_inside_compiled_code_is_still_a_keyboard_interrupt() -> None:
