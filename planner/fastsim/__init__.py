@@ -40,7 +40,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import compiled
-from ..cost import costs, repeated_problem
+from ..cost import Columns, columns, costs, repeated_problem
 from ..model import Cluster, Device, Edge, Graph, Op, Problem, derived
 from ..plan import Plan
 from ..signals import deferred, shielded
@@ -159,12 +159,12 @@ class Evaluator:
 
     Placements are sequences of device indices (an `np.int64` array is used without a
     copy); -1, None or an index out of range leave an op unplaced, as in `simulate`.
-    `order` is per device the ops it runs, as `Plan.order` (entries that contradict the
-    placement are dropped, left-out ops run last, as in `simulate`, and make the plan
-    infeasible). `priority`, instead, lists ops from first to last (`priority_from`
-    builds one from keys): each device runs its own ops in that order, so moving an op
-    keeps a valid order. Neither: dynamic dispatch. The evaluator keeps no reference to
-    its arguments, so a search may mutate one placement array in place.
+    `order` is per device the ops it runs, as `Plan.order` or as int64 arrays (entries
+    that contradict the placement are dropped, left-out ops run last, as in `simulate`,
+    and make the plan infeasible). `priority`, instead, lists ops from first to last
+    (`priority_from` builds one from keys): each device runs its own ops in that order,
+    so moving an op keeps a valid order. Neither: dynamic dispatch. The evaluator keeps
+    no reference to its arguments, so a search may mutate one placement array in place.
     """
 
     # complex: the backend choice, then the kernel's arrays (CSR successors, ranks, pins, groups,
@@ -175,8 +175,8 @@ class Evaluator:
         self._problem: Problem | None = problem
         self._copies = (problem, 1)  # what `problem` is: `times` copies of one problem
         self.n, self.m = n, m
-        total = sum(op.params_bytes + op.output_bytes + op.temp_bytes for op in g.ops)
-        self._total_bytes = total + sum(e.bytes for e in g.edges)
+        cols = columns(g)
+        self._total_bytes = _total_bytes(g, cols)
         #: (rank, by rank, sources) for dynamic dispatch, built on first use (`_ranked`)
         self._ranks: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.backend = self._backend(backend)
@@ -187,17 +187,19 @@ class Evaluator:
         if backend == "reference":
             return
         c = costs(problem)
-        succ = g.successors
+        nbytes, self._params, self._output, self._temp = _int64_sizes(g, cols)
         self._compute = np.array(c.compute, dtype=float).reshape(n, m)
         self._lat = np.array(c.latency, dtype=float).reshape(m, m)
         self._inv = np.array(c.inv_bandwidth, dtype=float).reshape(m, m)
-        self._pred = np.array([len(p) for p in g.predecessors], dtype=np.int64)
+        # successors in CSR form: the edges by source, each source's in edge order
+        by_src = np.argsort(cols.src, kind="stable")
+        out_degree = np.bincount(cols.src, minlength=n)
+        self._pred = np.bincount(cols.dst, minlength=n).astype(np.int64)
         self._succ_ptr = np.zeros(n + 1, np.int64)
-        self._succ_ptr[1:] = np.cumsum([len(s) for s in succ])
-        edge_ids = [k for s in succ for k in s]
-        self._succ_dst = np.array([g.edges[k].dst for k in edge_ids], dtype=np.int64)
-        self._succ_bytes = np.array([g.edges[k].bytes for k in edge_ids], dtype=np.int64)
-        self._tr_cap = sum(min(len(s), max(m - 1, 0)) for s in succ)
+        self._succ_ptr[1:] = np.cumsum(out_degree)
+        self._succ_dst = cols.dst[by_src]
+        self._succ_bytes = nbytes[by_src]
+        self._tr_cap = int(np.minimum(out_degree, max(m - 1, 0)).sum())
         self._mode = _CONTENTION[problem.contention]
         self._liveness = problem.memory_model == "liveness"
         self._pins = np.full(n, -1, np.int64)
@@ -207,9 +209,6 @@ class Evaluator:
         self._grp_ptr = np.zeros(len(groups) + 1, np.int64)
         self._grp_ptr[1:] = np.cumsum([len(x) for x in groups])
         self._grp_ops = np.array([i for x in groups for i in x], dtype=np.int64)
-        self._params = np.array([op.params_bytes for op in g.ops], dtype=np.int64)
-        self._output = np.array([op.output_bytes for op in g.ops], dtype=np.int64)
-        self._temp = np.array([op.temp_bytes for op in g.ops], dtype=np.int64)
         self._caps = np.array([min(d.memory_bytes, (1 << 63) - 1)
                                for d in problem.cluster.devices], dtype=np.int64)
 
@@ -228,7 +227,7 @@ class Evaluator:
     # -- public -----------------------------------------------------------------------
 
     def makespan(self, placement: Sequence[int | None] | np.ndarray,
-                 order: Sequence[Sequence[int]] | None = None, *,
+                 order: Sequence[Sequence[int] | np.ndarray] | None = None, *,
                  priority: np.ndarray | None = None) -> float:
         """The simulated makespan in seconds, or `inf` if the plan breaks any rule.
 
@@ -245,7 +244,7 @@ class Evaluator:
         return r.makespan_s if r.feasible else math.inf
 
     def run(self, placement: Sequence[int | None] | np.ndarray,
-            order: Sequence[Sequence[int]] | None = None, *,
+            order: Sequence[Sequence[int] | np.ndarray] | None = None, *,
             priority: np.ndarray | None = None) -> FastResult:
         """The full timing of one evaluation (see `FastResult`)."""
         try:
@@ -418,6 +417,25 @@ def _tiled(a: np.ndarray, times: int, step: int) -> np.ndarray:
     return (a[None, :] + np.arange(times, dtype=np.int64)[:, None] * step).ravel()
 
 
+def _total_bytes(g: Graph, cols: Columns) -> int | float:
+    """Every op's and edge's bytes summed: exactly, from the columns where their sums fit
+    int64, else from the objects (a model built in code, with float or huge sizes)."""
+    if cols.exact:
+        return sum(int(a.sum()) for a in (cols.params, cols.output, cols.temp, cols.nbytes))
+    total = sum(op.params_bytes + op.output_bytes + op.temp_bytes for op in g.ops)
+    return total + sum(e.bytes for e in g.edges)
+
+
+def _int64_sizes(g: Graph, cols: Columns) -> tuple[np.ndarray, ...]:
+    """Edge bytes, then params, output and temp bytes per op, as int64 arrays: the columns
+    where they are whole numbers, else the objects' values converted (floats truncated)."""
+    if cols.integral:
+        return cols.nbytes, cols.params, cols.output, cols.temp
+    return (np.array([e.bytes for e in g.edges], dtype=np.int64),
+            *(np.array([getattr(op, f) for op in g.ops], dtype=np.int64)
+              for f in ("params_bytes", "output_bytes", "temp_bytes")))
+
+
 def _int64s(values: Any) -> np.ndarray | None:
     """Python ints (or anything with `__index__`) as an int64 array; None if any is not.
 
@@ -433,7 +451,7 @@ def _int64s(values: Any) -> np.ndarray | None:
         return None
 
 
-def _order_arrays(order: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+def _order_arrays(order: Sequence[Sequence[int] | np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """A `Plan.order` as flat (device position, op) arrays; -1 for a non-integer op."""
     parts: list[np.ndarray] = []
     for seq in order:
