@@ -368,12 +368,29 @@ def _build_columns(graph: Graph) -> Columns:
         whole = (np.floor(found) == found).all() and float(np.abs(found).max(initial=0)) < 2**53
         return found.astype(np.int64) if whole else found
 
-    sizes = (size(edges, "bytes"), size(ops, "params_bytes"), size(ops, "output_bytes"),
-             size(ops, "temp_bytes"))
+    return column_arrays(index("src"), index("dst"), size(edges, "bytes"),
+                         size(ops, "params_bytes"), size(ops, "output_bytes"),
+                         size(ops, "temp_bytes"))
+
+
+def column_arrays(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, params: np.ndarray,
+                  output: np.ndarray, temp: np.ndarray) -> Columns:
+    """`Columns` of arrays read already (each size int64 where whole, as `columns` reads
+    them): for a graph derived from another's columns (`with_columns`)."""
+    import numpy as np  # noqa: PLC0415
+
+    sizes = (nbytes, params, output, temp)
     integral = all(a.dtype == np.int64 for a in sizes)
     total = sum(float(np.abs(a).sum(dtype=np.float64)) for a in sizes)  # bounds any sum
-    return Columns(index("src"), index("dst"), *sizes, integral=integral,
-                   exact=integral and total < _EXACT_LIMIT)
+    return Columns(src, dst, *sizes, integral=integral, exact=integral and total < _EXACT_LIMIT)
+
+
+def with_columns(graph: Graph, table: Columns) -> Graph:
+    """`graph`, new, with `table` as its `columns` (built with numpy from another graph's,
+    e.g. a pipeline's relayed graph, `planner.pipeline.order.relayed`): not read again
+    from its edge objects."""
+    derived(graph, "_columns", lambda: table)
+    return graph
 
 
 def static_memory(graph: Graph, placement: Sequence[int], n_devices: int) -> list[int]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..cost import allreduce_time, costs
 from ..fastsim import FastResult
-from ..model import Pipeline, Problem
+from ..model import Pipeline, Problem, derived
 from ..simulate import SimResult
 from . import hybrid
 from .split import Split
@@ -36,13 +36,17 @@ class AllReduce:
 
 def tied_gradients(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, ...], int]]:
     """Per tie whose every holder is a forward op with backward ops: (holders, their
-    backward ops, the bytes of the weight's gradient)."""
-    g = problem.graph
-    backward: dict[int, list[int]] = {}
-    for b, f in g.backward_of.items():
-        backward.setdefault(f, []).append(b)
-    return [(t.ops, tuple(b for i in t.ops for b in backward[i]), t.bytes) for t in g.ties
-            if all(i in backward for i in t.ops)]
+    backward ops, the bytes of the weight's gradient); found once per problem."""
+
+    def build() -> tuple[tuple[tuple[int, ...], tuple[int, ...], int], ...]:
+        g = problem.graph
+        backward: dict[int, list[int]] = {}
+        for b, f in g.backward_of.items():
+            backward.setdefault(f, []).append(b)
+        return tuple((t.ops, tuple(b for i in t.ops for b in backward[i]), t.bytes)
+                     for t in g.ties if all(i in backward for i in t.ops))
+
+    return list(derived(problem, "pipeline.tied_gradients", build))
 
 
 def gradient_allreduces(problem: Problem, placement: Sequence[int], split: Split,

@@ -18,6 +18,7 @@ simulator and the memory model.
 from __future__ import annotations
 
 import functools
+import heapq
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -27,10 +28,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..cost import column_arrays, columns, with_columns
 from ..model import Graph, Op, Pipeline, Problem, derived, indexed_graph, new_edges
 from ..schedules import Schedule, rounds
 from . import hybrid
-from .units import units
+from .units import unit_arrays, units
 
 if TYPE_CHECKING:  # split.py imports this module
     from .split import Split
@@ -149,15 +151,13 @@ def _cycle(problem: Problem, split: Split, pipeline: Pipeline, schedule: Schedul
     relay = relayed(problem, split.placement(problem), split)
     g = relay.graph
     w, mb = len(g.ops), pipeline.microbatches
-    src = np.array([e.src for e in g.edges], dtype=np.int64)
-    dst = np.array([e.dst for e in g.edges], dtype=np.int64)
+    src, dst = columns(g).src, columns(g).dst
     shift = np.repeat(np.arange(mb, dtype=np.int64) * w, len(src))
     heads, tails = [np.tile(src, mb) + shift], [np.tile(dst, mb) + shift]
     for seq in orders(problem, relay, split, pipeline, schedule, groups):
         if len(seq) > 1:
-            s = np.asarray(seq, dtype=np.int64)
-            heads.append(s[:-1])
-            tails.append(s[1:])
+            heads.append(seq[:-1])
+            tails.append(seq[1:])
     head, tail = np.concatenate(heads), np.concatenate(tails)
     n = w * mb
     by = np.argsort(head, kind="stable")
@@ -193,31 +193,67 @@ class Relayed:
 def relayed(problem: Problem, placement: Sequence[int], split: Split) -> Relayed:
     """The graph of `Relayed`: a tensor consumed k stages away is sent to the next stage,
     relayed on by each stage in between, and each hop carries the largest bytes its
-    consumers at or beyond that stage need (`units`' boundary model, hop for hop)."""
+    consumers at or beyond that stage need (`units`' boundary model, hop for hop). The
+    edges within a stage are the graph's own, found with numpy over its columns, which the
+    relayed graph gets too (the compiled simulator reads them, not the edge objects)."""
     g = problem.graph
     n = len(g.ops)
+    cols = columns(g)
     of_unit = np.repeat(np.arange(split.stages), np.diff(np.array(split.bounds)))
-    st = [int(of_unit[k]) for k in units(problem).unit_of]
-    kept = [e for e in g.edges if st[e.src] == st[e.dst]]
-    edges = _Edges([e.src for e in kept], [e.dst for e in kept], [e.bytes for e in kept])
+    of_op = of_unit[np.asarray(units(problem).unit_of, dtype=np.int64)]
+    within = of_op[cols.src] == of_op[cols.dst]
+    st = of_op.tolist()
+    hops = _Edges([], [], [])
     stage: list[int] = []
     back: list[bool] = []
     by_src: dict[int, list[tuple[int, int]]] = {}
-    for e in g.edges:
-        if st[e.src] != st[e.dst]:
-            by_src.setdefault(e.src, []).append((e.dst, e.bytes))
+    for k in np.flatnonzero(~within).tolist():
+        e = g.edges[k]
+        by_src.setdefault(e.src, []).append((e.dst, e.bytes))
     for i, out in by_src.items():
         for sign in (1, -1):
             mine = [(j, b) for j, b in out if (st[j] - st[i]) * sign > 0]
-            for t in _relay_hops(st, i, mine, sign, edges, n + len(stage)):
+            for t in _relay_hops(st, i, mine, sign, hops, n + len(stage)):
                 stage.append(t)
                 back.append(i in g.backward_of)
+    kept = np.flatnonzero(within)
+
+    def more(column: np.ndarray, values: Sequence[int]) -> np.ndarray:
+        return np.concatenate([column, np.array(values, dtype=column.dtype)])
+
+    relays = [0] * len(stage)
+    table = column_arrays(more(cols.src[kept], hops.src), more(cols.dst[kept], hops.dst),
+                          more(cols.nbytes[kept], hops.size),
+                          *(more(a, relays) for a in (cols.params, cols.output, cols.temp)))
     ops = g.ops + (Op("relay", time_s=0.0),) * len(stage)
-    graph = indexed_graph(g.name, ops, new_edges(edges.src, edges.dst, edges.size), (), {},
+    graph = indexed_graph(g.name, ops, tuple(map(g.edges.__getitem__, kept.tolist()))
+                          + new_edges(hops.src, hops.dst, hops.size), (), {},
                           # without relays the graph's own order holds (and is known)
-                          topological_order=None if stage else g.topological_order)
+                          topological_order=_least_order(len(ops), table.src, table.dst)
+                          if stage else g.topological_order)
+    with_columns(graph, table)
     return Relayed(graph, tuple(placement) + tuple(split.devices[t] for t in stage),
                     tuple(stage), tuple(back))
+
+
+def _least_order(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[int, ...]:
+    """`Graph.topological_order` of the graph with these edges: the ops in topological
+    order, ties by smallest index (the one such order: whatever order the edges are taken
+    in, each step takes the smallest op whose inputs are done), from the edge arrays."""
+    by_src = np.argsort(src, kind="stable")
+    start = np.searchsorted(src[by_src], np.arange(n + 1)).tolist()
+    after = dst[by_src].tolist()
+    waiting = np.bincount(dst, minlength=n).tolist()
+    heap = [i for i in range(n) if not waiting[i]]
+    out: list[int] = []
+    while heap:
+        i = heapq.heappop(heap)
+        out.append(i)
+        for j in after[start[i]:start[i + 1]]:
+            waiting[j] -= 1
+            if not waiting[j]:
+                heapq.heappush(heap, j)
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,36 +294,36 @@ def _relay_hops(st: Sequence[int], i: int, consumers: Sequence[tuple[int, int]],
 
 
 def task_ops(problem: Problem, split: Split, schedule: Schedule
-              ) -> list[tuple[int, list[tuple[int, list[int], list[int]]]]]:
+             ) -> list[tuple[int, list[tuple[int, np.ndarray, np.ndarray]]]]:
     """Per device in pipeline order: its tasks' (first stage, forward ops, backward ops), one
     per stage under a schedule of a task per stage (`interleaved`, `gpipe`), one for all
     its stages otherwise; ops in topological order (relays aside: `_orders` adds them)."""
-    u = units(problem)
+    flat, start, position, backward = unit_arrays(problem)
     ranked: list[int] = []
     for d in split.devices:
         if d not in ranked:
             ranked.append(d)
-    position = {i: k for k, i in enumerate(problem.graph.topological_order)}
     out = []
     for d in ranked:
         mine = [k for k, dev in enumerate(split.devices) if dev == d]
         groups = [[k] for k in mine] if schedule.task_per_stage else [mine]
         chunks = []
-        for ks in groups:
-            ops = sorted((i for k in ks for unit in u.members[split.bounds[k]:split.bounds[k + 1]]
-                          for i in unit), key=position.__getitem__)
-            chunks.append((ks[0], [i for i in ops if not u.backward[i]],
-                           [i for i in ops if u.backward[i]]))
+        for ks in groups:  # a stage's ops: its units', one run of `flat`
+            ops = np.concatenate([flat[start[split.bounds[k]]:start[split.bounds[k + 1]]]
+                                  for k in ks])
+            ops = ops[np.argsort(position[ops], kind="stable")]
+            back = backward[ops]
+            chunks.append((ks[0], ops[~back], ops[back]))
         out.append((d, chunks))
     return out
 
 
 def orders(problem: Problem, relayed: Relayed, split: Split, pipeline: Pipeline,
-            schedule: Schedule, groups: Mapping[int, tuple[int, ...]] = _NONE,
-            ) -> tuple[tuple[int, ...], ...]:
-    """Per device, its ops of every micro-batch in the schedule's order; a relay ends the
-    forward (or backward) task of its stage, as a stage sends its outputs when it is done.
-    A replica of a replicated stage runs its own micro-batches (`hybrid`)."""
+           schedule: Schedule, groups: Mapping[int, tuple[int, ...]] = _NONE,
+           ) -> tuple[np.ndarray, ...]:
+    """Per device, its ops of every micro-batch in the schedule's order (an int64 array);
+    a relay ends the forward (or backward) task of its stage, as a stage sends its outputs
+    when it is done. A replica of a replicated stage runs its own micro-batches (`hybrid`)."""
     n, mb = len(relayed.graph.ops), pipeline.microbatches
     training = units(problem).training
     devices = task_ops(problem, split, schedule)
@@ -299,9 +335,10 @@ def orders(problem: Problem, relayed: Relayed, split: Split, pipeline: Pipeline,
         key = (d, chunk if per_stage else 0, back and training)
         tails.setdefault(key, []).append(len(problem.graph.ops) + r)
     sizes = [len(hybrid.group(groups, d)) for d, _ in devices]
-    order: list[tuple[int, ...]] = [() for _ in problem.cluster.devices]
+    order = [np.zeros(0, np.int64) for _ in problem.cluster.devices]
     for rank, (d, chunks) in enumerate(devices):
-        ops = [(fwd + tails.get((d, c, False), []), bwd + tails.get((d, c, True), []))
+        ops = [tuple(np.concatenate([own, np.array(tails.get((d, c, back), []), np.int64)])
+                     for back, own in ((False, fwd), (True, bwd)))
                for c, (_, fwd, bwd) in enumerate(chunks)]
         members = hybrid.group(groups, d)
         for j, e in enumerate(members):
@@ -310,8 +347,10 @@ def orders(problem: Problem, relayed: Relayed, split: Split, pipeline: Pipeline,
             # takes its own count under virtual stages, or with all in flight)
             warm = min(schedule.in_flight(mb, sizes, rank, training), len(mine)) - 1
             seq = schedule.order(rank, len(devices), len(chunks), len(mine), training, warm)
-            order[e] = tuple(i + mine[m] * n for forward, c, m in seq
-                             for i in (ops[c][0] if forward else ops[c][1]))
+            # each task's ops, shifted to its micro-batch's copy
+            tasks = [ops[c][0 if forward else 1] + mine[m] * n for forward, c, m in seq]
+            if tasks:
+                order[e] = np.concatenate(tasks)
     return tuple(order)
 
 

@@ -73,7 +73,7 @@ from . import hybrid
 from .allreduce import AllReduce, gradient_allreduces
 from .order import Relayed, orders, relayed, task_ops
 from .split import Split, interleaves, resource_loads, runs, runs_as, split_of, stage_bytes
-from .units import units
+from .units import unit_arrays, units
 
 #: a memory cap no copy of a graph reaches: the copies' memory is not the simulator's to judge
 _UNBOUNDED = 2**62
@@ -235,15 +235,16 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
         iteration, allreduce, by_group, spans = gradient_allreduces(
             problem, placement, split, pipeline, result, iteration, groups)
     loads = resource_loads(problem, split, recompute, as_run=True)
-    u = units(problem)
+    flat, start, _, backward = unit_arrays(problem)
+    compute = _compute_array(problem)
     stages = []
     for k, d in enumerate(split.devices):
-        ops = tuple(i for unit in u.members[split.bounds[k]:split.bounds[k + 1]] for i in unit)
-        rerun = (math.fsum(c.compute[i][d] for i in ops if not u.backward[i])
-                 if d in recompute else 0.0)
+        ops = flat[start[split.bounds[k]]:start[split.bounds[k + 1]]]
+        # fsum is exactly rounded: the same sum in any order
+        rerun = math.fsum(compute[ops[~backward[ops]], d].tolist()) if d in recompute else 0.0
         share = len(hybrid.group(groups, d))
-        stages.append(Stage(d, ops, pipeline.microbatches * (
-            math.fsum(c.compute[i][d] for i in ops) + rerun), loads.stage_s[k] / share,
+        stages.append(Stage(d, tuple(ops.tolist()), pipeline.microbatches * (
+            math.fsum(compute[ops, d].tolist()) + rerun), loads.stage_s[k] / share,
             groups.get(d, ()), by_group.get(d, 0.0)))
     device_s = _replica_loads(problem, stages, loads.device_s, recompute)
     # memory as the schedule run holds it: GPipe's M in flight where it fell back to it on
@@ -254,6 +255,12 @@ def _run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
                        tuple(stage_bytes(problem, split, counted, recompute, groups)),
                        tuple(device_s), note, tasks, allreduce, pipeline.microbatch_size,
                        spans)
+
+
+def _compute_array(problem: Problem) -> np.ndarray:
+    """`costs(problem).compute` as an array (op, device), once per problem."""
+    return derived(problem, "pipeline.compute", lambda: np.array(costs(problem).compute,
+                                                                  dtype=np.float64))
 
 
 def _replica_loads(problem: Problem, stages: Sequence[Stage], device_s: Sequence[float],
@@ -386,9 +393,10 @@ def _timed(problem: Problem, placement: Sequence[int], split: Split, pipeline: P
         result = _simulate(problem, placement, split, pipeline, schedule, recompute, groups)
         _reference_ops += len(result.start_s)
         return result
-    one, plan, _ = _one_copy(problem, placement, split, pipeline, schedule, recompute, groups)
+    one, where, order, _ = _one_copy(problem, placement, split, pipeline, schedule, recompute,
+                                     groups)
     copies = fastsim.Evaluator(one).repeated(pipeline.microbatches)
-    return copies.run(plan.placement, plan.order)
+    return copies.run(where, order)
 
 
 def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
@@ -396,16 +404,19 @@ def _expanded(problem: Problem, placement: Sequence[int], split: Split, pipeline
               groups: Mapping[int, tuple[int, ...]]) -> tuple[Problem, Plan, Relayed]:
     """The copies' problem (a copy of the relayed graph per micro-batch), their plan under
     `schedule`, and the relayed graph copied."""
-    one, plan, relay = _one_copy(problem, placement, split, pipeline, schedule, recompute,
-                                 groups)
+    one, where, order, relay = _one_copy(problem, placement, split, pipeline, schedule,
+                                         recompute, groups)
+    plan = Plan(tuple(where.tolist()), tuple(tuple(o.tolist()) for o in order))
     return repeated_problem(one, pipeline.microbatches), plan, relay
 
 
 def _one_copy(problem: Problem, placement: Sequence[int], split: Split, pipeline: Pipeline,
               schedule: Schedule, recompute: Collection[int],
-              groups: Mapping[int, tuple[int, ...]]) -> tuple[Problem, Plan, Relayed]:
+              groups: Mapping[int, tuple[int, ...]]
+              ) -> tuple[Problem, np.ndarray, tuple[np.ndarray, ...], Relayed]:
     """What `_expanded` copies: one micro-batch's problem (the relayed graph, on devices of
-    unbounded memory), the copies' plan under `schedule`, and the relayed graph."""
+    unbounded memory), the copies' placement and order under `schedule` (int64 arrays, as
+    the compiled simulator reads them), and the relayed graph."""
     relay = relayed(problem, placement, split)
     mb = pipeline.microbatches
     cluster = problem.cluster
@@ -420,10 +431,10 @@ def _one_copy(problem: Problem, placement: Sequence[int], split: Split, pipeline
                      Costs(compute, c.latency, c.inv_bandwidth))
     order = orders(problem, relay, split, pipeline, schedule, groups)
     # micro-batch m of a replicated stage on its replica m mod r (`hybrid`)
-    where = tuple(relay.placement) * mb if not groups else tuple(
-        hybrid.group(groups, d)[m % len(hybrid.group(groups, d))]
-        for m in range(mb) for d in relay.placement)
-    return one, Plan(where, order), relay
+    where = np.tile(np.array(relay.placement, dtype=np.int64), mb) if not groups else np.array(
+        [hybrid.group(groups, d)[m % len(hybrid.group(groups, d))]
+         for m in range(mb) for d in relay.placement], dtype=np.int64)
+    return one, where, order, relay
 
 
 def _with_recompute(problem: Problem, placement: Sequence[int], recompute: Collection[int],
@@ -459,7 +470,7 @@ def _task_times(problem: Problem, split: Split, schedule: Schedule, mb: int,
     for d, chunks in task_ops(problem, split, schedule):
         for stage, fwd, bwd in chunks:
             for forward, ops in ((True, fwd), (False, bwd)):
-                if not ops:
+                if not len(ops):
                     continue
                 first, last = start[:, ops].min(axis=1), end[:, ops].max(axis=1)
                 members = hybrid.group(groups, d)

@@ -74,7 +74,7 @@ class Split:
         u = units(problem)
         device_of_unit = np.repeat(np.array(self.devices, dtype=np.int64),
                                    np.diff(np.array(self.bounds)))
-        return tuple(int(device_of_unit[k]) for k in u.unit_of)
+        return tuple(device_of_unit[np.asarray(u.unit_of, dtype=np.int64)].tolist())
 
 
 def split_of(problem: Problem, placement: Sequence[int]) -> Split:

@@ -77,6 +77,24 @@ def units(problem: Problem) -> Units:
     return derived(problem, "pipeline.units", lambda: _derive(problem))
 
 
+def unit_arrays(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The units' ops one unit after another (a stage's ops are one run of them), where each
+    unit starts among them (and where the last ends), each op's topological position, and
+    whether it is a backward op; as arrays, once per problem."""
+
+    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        u = units(problem)
+        flat = np.array([i for unit in u.members for i in unit], dtype=np.int64)
+        start = np.zeros(u.count + 1, np.int64)
+        start[1:] = np.cumsum([len(unit) for unit in u.members])
+        topo = np.array(problem.graph.topological_order, dtype=np.int64)
+        position = np.empty(len(topo), np.int64)
+        position[topo] = np.arange(len(topo), dtype=np.int64)
+        return flat, start, position, np.array(u.backward, dtype=bool)
+
+    return derived(problem, "pipeline.unit_arrays", build)
+
+
 def _derive(problem: Problem) -> Units:
     g = problem.graph
     f = facts(problem)
