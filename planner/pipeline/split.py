@@ -284,9 +284,10 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
                 replicas: Mapping[int, tuple[int, ...]] | None = None) -> list[float]:
     """Per device, the bytes its stages hold at the peak (the module docstring's model). A
     device in `recompute` keeps only the forward tensors its stages receive and send per
-    micro-batch in flight (torch's stage holds its inputs and outputs until the
-    micro-batch's backward), and one micro-batch's activations (rebuilt for its backward
-    pass): the rule's home, which pipeilp's recomputing DP and its ILP rows restate. A
+    micro-batch in flight, the model's data inputs and outputs among them (torch's stage
+    holds its inputs and outputs until the micro-batch's backward), and one stage's
+    activations for one micro-batch (rebuilt for its backward pass, its data inputs
+    aside): the rule's home, which pipeilp's recomputing DP and its ILP rows restate. A
     device in `replicas` runs its stages on its group (`hybrid`): each replica holds them
     with its own micro-batches in flight, plus one DDP bucket. Micro-batches in flight are
     those of the schedule the split runs (`runs`)."""
@@ -308,9 +309,15 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
         received = [float(u.forward_bytes[split.bounds[k]]) for k in stages]
         transient = max(float(u.transient[split.bounds[k]:split.bounds[k + 1]].max(initial=0))
                         for k in stages)
-        if d in recompute:  # torch's stage keeps what it sent until its backward, too
-            transient += sum(kept)
-            kept = [float(u.forward_bytes[split.bounds[k + 1]]) for k in stages]
+        if d in recompute:
+            # torch's stage keeps each micro-batch's inputs and outputs (`fwd_cache`) until
+            # its backward: what it receives and sends, the model's data inputs and outputs
+            ends = [_span(u.input_prefix, split, k) for k in stages]
+            # a backward rebuilds one stage's activations at a time, its data inputs aside
+            transient += max(a - b for a, b in zip(kept, ends, strict=True))
+            kept = [float(u.forward_bytes[split.bounds[k + 1]]) + e
+                    + _span(u.output_prefix, split, k) for k, e in zip(stages, ends,
+                                                                       strict=True)]
         acts = [a + b for a, b in zip(kept, received, strict=True)]
         if pipeline.schedule_spec.virtual_stages:
             count = in_flight(pipeline, split.stages, stages[0], u.training, rank, len(order))

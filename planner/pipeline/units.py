@@ -18,7 +18,10 @@ The tables are prefix sums over that order, so that a stage `[i, j)` is costed i
 - per unit, the bytes a stage holds for it: params (with the gradients and optimizer
   state the backward ops hold, once), the activations one micro-batch keeps from its
   forward pass to its backward pass (forward outputs), and the transient bytes (backward
-  outputs, temps).
+  outputs, temps); of those kept, the model's data inputs (forward ops a training graph
+  gives no backward op and no forward op feeds: a placeholder) and its outputs (forward
+  ops no forward op reads), which a recomputing stage holds per micro-batch in flight as
+  torch's stage does its inputs and outputs (`split.stage_bytes`).
 """
 
 from __future__ import annotations
@@ -60,6 +63,10 @@ class Units:
     #: [x]: prefix sums over units of params, kept activations, and transient bytes
     params_prefix: NDArray[np.float64]
     kept_prefix: NDArray[np.float64]
+    #: [x]: prefix sums over units of the kept bytes of the model's data inputs and of its
+    #: outputs (module docstring; 0 outside training)
+    input_prefix: NDArray[np.float64]
+    output_prefix: NDArray[np.float64]
     #: per unit: its largest transient (a backward output or a temp)
     transient: NDArray[np.float64]
     #: whether the graph has backward ops (a field: the DP asks per stage and chain)
@@ -138,7 +145,7 @@ def _derive(problem: Problem) -> Units:
     tables = _tables(problem, members, unit_of, backward, allowed)
     names = ("compute_prefix", "forward_prefix", "banned_prefix", "forward_count",
              "forward_bytes", "backward_count", "backward_bytes", "params_prefix",
-             "kept_prefix", "transient")
+             "kept_prefix", "transient", "input_prefix", "output_prefix")
     return Units(tuple(map(tuple, members)), tuple(unit_of), backward, tuple(allowed),
                  training=bool(g.backward_of), **dict(zip(names, tables, strict=True)))
 
@@ -174,7 +181,30 @@ def _tables(problem: Problem, members: list[list[int]], unit_of: list[int],
     forward_prefix = np.concatenate([zero, np.cumsum(forward, axis=1)], axis=1)
     banned_prefix = np.concatenate([zero, np.cumsum(banned, axis=1)], axis=1)
     return (prefix, forward_prefix, banned_prefix, *cut, np.concatenate([[0.0], np.cumsum(params)]),
-            np.concatenate([[0.0], np.cumsum(kept)]), transient)
+            np.concatenate([[0.0], np.cumsum(kept)]), transient,
+            *_ends(g, members, backward))
+
+
+def _ends(g: Graph, members: list[list[int]], backward: tuple[bool, ...],
+          ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Prefix sums over units of the outputs of the model's data inputs and of its
+    outputs (module docstring), both 0 without backward ops."""
+    n = len(members)
+    inputs, outputs = np.zeros(n + 1), np.zeros(n + 1)
+    if not g.backward_of:
+        return inputs, outputs
+    fed = {e.dst for e in g.edges if not backward[e.src]}
+    read = {e.src for e in g.edges if not backward[e.dst]}
+    graded = set(g.backward_of.values())
+    for k, ops in enumerate(members):
+        for i in ops:
+            if backward[i]:
+                continue
+            if i not in graded and i not in fed:
+                inputs[k + 1] += g.ops[i].output_bytes
+            elif i not in read:
+                outputs[k + 1] += g.ops[i].output_bytes
+    return np.cumsum(inputs), np.cumsum(outputs)
 
 
 def _crossings(g: Graph, unit_of: list[int], u: int) -> tuple[NDArray[np.float64], ...]:

@@ -277,11 +277,13 @@ def test_tied_weights_on_one_device_are_no_proof_that_nothing_fits() -> None:
 
 def test_a_proof_under_1f1b_names_its_stage_cap() -> None:
     # two micro-batches: at most two stages; only three-stage placements fit (before: E708
-    # said that no placement fits, and to try fewer micro-batches)
-    # (seed 146 of memories 15, 25, 40 MB before a recomputing stage held what it sends:
-    # its three-stage split no longer fits)
-    p = random_spec(213, 5, 3, training=True, microbatches=2, memories=(20, 30, 50),
-                    settings="; contention none")
+    # said that no placement fits, and to try fewer micro-batches). Six units of 4 MB
+    # params and 1 MB activations on three alike 15 MB devices: two stages need 17 MB at
+    # least, recomputing, three 14 MB. (random_spec's seed 146 of memories 15, 25, 40 MB
+    # before a recomputing stage held what it sends, seed 213 of 20, 30, 50 MB before it
+    # held the model's outputs, its random DAG's unread ops', per micro-batch in flight)
+    p = loads(chain_text(6, 3, microbatches=2, memory="15 MB").replace(
+        "; output 1.0 MB }", "; output 1.0 MB; params 4 MB }")).plan("p")
     assert _least_period(p, stages=2) == math.inf and _least_period(p) < math.inf
     with pytest.raises(InfeasibleError) as err:
         run("pipeilp", p)

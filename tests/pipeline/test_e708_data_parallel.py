@@ -39,10 +39,10 @@ LAYERS = "\n".join([
     "data_parallel 2 }"])
 
 
-def _chain(schedule: str, microbatches: int, devices: int) -> str:
+def _chain(schedule: str, microbatches: int, devices: int, memory: str = "20 MB") -> str:
     """6 units of 4 MB activations on `devices` 20 MB devices, `data_parallel 2` (16 MB
     before a recomputing stage held what it sends: its hints then named fewer changes)."""
-    text = chain_text(6, devices, outputs_mb=[4.0] * 6, memory="20 MB", schedule=schedule,
+    text = chain_text(6, devices, outputs_mb=[4.0] * 6, memory=memory, schedule=schedule,
                       microbatches=microbatches)
     return text.replace(f"schedule {schedule} }}", f"schedule {schedule}; data_parallel 2 }}")
 
@@ -77,12 +77,15 @@ def _e708(problem: Problem) -> list[Diagnostic]:
 
 
 def test_the_micro_batches_named_are_the_plans_and_fit(tmp_path: Path) -> None:
-    (tmp_path / "s.plan").write_text(_chain("gpipe", 8, 4), encoding="utf-8")
+    # 24 MB devices (20 MB before a recomputing stage held the model's 4 MB output per
+    # micro-batch in flight: there 2 pipelines now fit with 2 micro-batches, not 4)
+    text = _chain("gpipe", 8, 4, "24 MB")
+    (tmp_path / "s.plan").write_text(text, encoding="utf-8")
     code, _, err = invoke(["solve", "s.plan", "--algo", "pipeilp", "--time-limit", "5"],
                           tmp_path)
     assert code == 3 and "error[E707]" in err and "error[E708]" in err
     assert "`microbatches 1`" not in err  # before: one pipeline's share, unchecked
-    p = planner.loads(_chain("gpipe", 8, 4)).plan("p")
+    p = planner.loads(text).plan("p")
     e708 = _e708(p)[1]
     assert "as 2 identical pipelines (4 micro-batches each)" in e708.message
     assert e708.hints == (WHY.format(4, 8) + "fewer micro-batches in flight hold fewer "

@@ -15,12 +15,13 @@ from planner.algorithms.exact import backends
 pytestmark = pytest.mark.skipif(not backends.available("highs"),
                                 reason="HiGHS (highspy) is not installed")
 
-# a 25 MB device and a 4 GiB one, links much faster one way than the other; three
+# a 30 MB device and a 4 GiB one, links much faster one way than the other; three
 # layers, two stages a device (the graph has too few units to interleave: W258). (20 MB
-# before a recomputing stage held what it sends: highs's answer then fit as it runs)
+# before a recomputing stage held what it sends, 25 MB before it held the model's output
+# per micro-batch in flight: highs's answer then fit as it runs)
 SPEC = """\
 cluster c {
-  device d0 { memory 25 MB  speed 0.1 }
+  device d0 { memory 30 MB  speed 0.1 }
   device d1 { memory 4 GiB  speed 0.1 }
   link d0 -> d1 { bandwidth 0.01 GB/s }
   link d1 -> d0 { bandwidth 100 GB/s  latency 100 us }

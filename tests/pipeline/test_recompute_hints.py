@@ -2,8 +2,9 @@
 fits even recomputing: each change they suggest is checked by the recomputing contiguous
 split too (`pipehints.Recomputing`), for both algorithms plan it. Before, they were
 checked by pipedp's split alone, which never recomputes: this chain was told "a split fits
-with `microbatches 1`", where both plan with `schedule 1f1b` or `microbatches 5`
-(recomputing), and `pipedp`, which does not recompute, still says `microbatches 1`."""
+with `microbatches 1`", where both plan with `schedule 1f1b` or `microbatches 2`
+(recomputing; 5 before a recomputing stage held the model's output per micro-batch in
+flight), and `pipedp`, which does not recompute, still says `microbatches 1`."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from planner.algorithms.exact import backends
 from planner.errors import InfeasibleError
 
 # two 7 MB devices, GPipe, 8 micro-batches: a stage of two units keeps 4.5 MB a micro-batch
-# and sends 500 KB on, so recomputing holds far less; no split fits even so, but one does
-# with 5 micro-batches (or under 1F1B), and without recomputing only with 1
+# and sends 500 KB on (the last, the model's 500 KB output), so recomputing holds far less;
+# no split fits even so, but one does with 2 micro-batches (or under 1F1B), and without
+# recomputing only with 1
 SPEC = two_device_text("7 MB", [4, 0.5, 4, 0.5], "microbatches 8; schedule gpipe")
 FEWER = "fewer micro-batches in flight hold fewer activations: a split fits with {}"
 
@@ -35,8 +37,8 @@ def test_hints_name_the_changes_with_which_a_recomputing_split_fits(
         planner.solve(problem, algorithm, time_limit_s=2)
     assert [d.code for d in err.value.diagnostics] == codes
     for d in err.value.diagnostics:
-        assert d.hints[0].startswith(FEWER.format("`schedule 1f1b` or with `microbatches 5`"))
-    for change in ({"schedule": "1f1b"}, {"microbatches": 5}):  # each claim holds
+        assert d.hints[0].startswith(FEWER.format("`schedule 1f1b` or with `microbatches 2`"))
+    for change in ({"schedule": "1f1b"}, {"microbatches": 2}):  # each claim holds
         changed = dataclasses.replace(problem, pipeline=dataclasses.replace(
             problem.pipeline, **change))
         result = planner.solve(changed, algorithm, time_limit_s=2)

@@ -8,7 +8,8 @@ The MLP of tests/io/test_torch_pipeline_recompute.py (fixtures/mlp_fx_training.p
 `import torch --capture fx --input 8x16 --training`) on three GPUs of 30 KiB, 1F1B, 4
 micro-batches. Before: `auto` planned [input 0 1 2 | 3 4 | 5 6 7 8] recomputing on gpu0 at
 29.50 KiB (30208 B), "fits", where the exported script's stage 0 keeps 3 micro-batches'
-1 KiB outputs besides: 32.50 KiB (33280 B), over the cap."""
+1 KiB outputs besides: 32.50 KiB (33280 B), over the cap; and 3 micro-batches' 512 B
+inputs, the model's, where it counted one (test_recompute_edges.py): 33.50 KiB (34304 B)."""
 
 from __future__ import annotations
 
@@ -59,9 +60,10 @@ def test_the_recomputing_stage_counts_the_outputs_it_keeps(spec: Path) -> None:
     placement = _placement(problem)
     split = split_of(problem, [index[placement[o.name]] for o in problem.graph.ops])
     assert split.bounds == (0, 4, 6, 10)
-    # params 25600 B, its activations once 3584 B, its largest transient 1024 B, and per
-    # micro-batch in flight (3 on stage 0 of 3) the 1 KiB it sends (before: nothing)
-    assert stage_bytes(problem, split, problem.pipeline, [index["gpu0"]])[0] == 33280
+    # params 25600 B, its activations once 3072 B (3584 B but the model's 512 B input),
+    # its largest transient 1024 B, and per micro-batch in flight (3 on stage 0 of 3) the
+    # 1 KiB it sends (before: nothing) and the input (before: once, among its activations)
+    assert stage_bytes(problem, split, problem.pipeline, [index["gpu0"]])[0] == 34304
 
 
 def test_that_plan_is_no_longer_said_to_fit(spec: Path) -> None:
@@ -72,8 +74,8 @@ def test_that_plan_is_no_longer_said_to_fit(spec: Path) -> None:
     result = CliRunner().invoke(app, ["simulate", str(spec), "--placement", str(plan),
                                       "--root", str(spec.parent)])
     assert result.exit_code == 3, result.output
-    assert "holds 32.50 KiB" in result.stdout  # before: "holds 29.50 KiB", and it fit
-    assert "error[E401]" in result.stderr and "32.50 KiB its stages need" in result.stderr
+    assert "holds 33.50 KiB" in result.stdout  # before: "holds 29.50 KiB", and it fit
+    assert "error[E401]" in result.stderr and "33.50 KiB its stages need" in result.stderr
     # nor planned: no contiguous split fits, even recomputing
     with pytest.raises(InfeasibleError) as err:
         run("auto", problem, Options(time_limit_s=1))

@@ -32,11 +32,13 @@ channel (`device`), or nothing (`none`).
 params, its largest transient, and per stage the activations of each micro-batch in
 flight: the stage's forward outputs (kept) and the forward tensors crossing its first
 boundary (received). A device that recomputes holds its kept activations once (rebuilt
-for one backward pass at a time) and only the received ones and those crossing its
-stages' last boundaries (sent) per micro-batch in flight.
+for one backward pass at a time, its data inputs aside) and only the received ones, those
+crossing its stages' last boundaries (sent), and the model's data inputs and outputs in
+its stages per micro-batch in flight.
 
 The model (units k with allowed devices A(k); C_kd, F_kd the compute and forward compute
-of unit k on d; P_k, K_k, tau_k its params, kept activations and largest transient;
+of unit k on d; P_k, K_k, tau_k its params, kept activations and largest transient, and
+I_k, O_k the kept bytes of its data inputs and of the model's outputs (`units`);
 boundary x's traffic f_x(a, b) (forward tensors sent a -> b) and r_x(a, b) (backward
 tensors, sent b -> a, when a is left of x and b right of it) and received bytes R_x;
 quantities in units of 10^i s and 2^j B):
@@ -50,19 +52,20 @@ quantities in units of 10^i s and 2^j B):
     T ≥ Σ_x f_x(a,b) z_xab + r_x(b,a) z_xba          per link a -> b   (`link` transfer)
     T ≥ Σ_x Σ_{a≠d} (f_x(a,d) + r_x(a,d)) z_xad
          + Σ_x Σ_{b≠d} (f_x(d,b) + r_x(d,b)) z_xdb    per device d   (`device` transfer)
-    h_d ≥ Σ_k K_k x_kd − K̄_d ρ_d                                             (kept)
+    h_d ≥ Σ_k K_k x_kd − K̄_d ρ_d,   h_d ≥ Σ_k I_k x_kd                       (kept)
+    v_d ≥ Σ_k O_k x_kd − Ō_d (1 − ρ_d)      its outputs while recomputing   (recompute)
     w_xdb ≥ z_xdb + ρ_d − 1            d sends boundary x while recomputing (recompute)
     t_d ≥ tau_k x_kd                                                          (transient)
     Σ_k (P_k + K_k) x_kd + t_d + c Σ_x R_x (Σ_{a≠d} z_xad + Σ_{b≠d} w_xdb) + (c − 1) h_d
-        ≤ cap_d + big_dc (1 − used_e)                                         (memory)
+        + c v_d ≤ cap_d + big_dc (1 − used_e)                                 (memory)
     used_e ≥ x_ke                                                             (inuse)
     o_ka ≤ o_(k−1)a + x_ka,   x_kb ≤ o_(k−1)a   for consecutive a, b of an order (order)
     x_0d + Σ_x Σ_{a≠d} z_xad ≤ 1           one stage per device (not interleaved) (runs)
     Σ_x Σ_{a≠b} z_xab ≤ M − 1              at most M stages (1F1B only)      (stages)
 
-with F̄_d, K̄_d the sums over the units d may hold. The z need not be integer: every
+with F̄_d, K̄_d, Ō_d the sums over the units d may hold. The z need not be integer: every
 row holds them from below (the w too). ρ, q, h and w exist only where a count above 1 makes
-recomputation worth anything (training).
+recomputation worth anything (training), v where d may hold an output.
 
 **The in-flight count c.** GPipe holds M micro-batches on every stage, inference one: c
 does not depend on the placement and the memory rows are `stage_bytes` exactly (only
@@ -75,8 +78,9 @@ device a holds an earlier one) and device d of rank r gets one memory row per di
 count over D = r + 1 .. m devices in use, switched on by `used_e` of the device e of rank
 D_min − 1 (the row for D = r + 1 always holds; counts never fall as D grows). Under
 `interleaved` the count is Megatron's, by rank, applied to the sum of a device's stages'
-activations (the rule takes the largest stage's): the rows over-count, so every plan they
-admit fits. So do they with **tied weights**: a copy per holder, where `stage_bytes`
+activations (the rule takes the largest stage's), and a recomputing device rebuilds all
+its stages' at once (the rule: one stage's at a time): the rows over-count, so every plan
+they admit fits. So do they with **tied weights**: a copy per holder, where `stage_bytes`
 keeps one per device. Either way the model covers only some placements (`info["scope"]`):
 its optimum, its bound and its infeasibility hold only among them (`_Orders.proves` is
 false). The order is the index order when all devices are alike, else the warm start's

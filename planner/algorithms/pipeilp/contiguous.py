@@ -130,13 +130,17 @@ class _Tables:
             comp = compute_at[j_] - compute_at[i_]
             redo = comp + forward_at[j_] - forward_at[i_]
             received, sent = u.forward_bytes[cuts][i_], u.forward_bytes[cuts][j_]
+            inputs_at, outputs_at = u.input_prefix[cuts], u.output_prefix[cuts]
+            ends = inputs_at[j_] - inputs_at[i_] + outputs_at[j_] - outputs_at[i_]
+            rebuilt = kept - (inputs_at[j_] - inputs_at[i_])
             cap = stage_share(data.caps[d], _pipeline(self.problem).per_device)
-            # recomputing, it keeps its activations once (rebuilt for one backward pass),
-            # and what it receives and sends per micro-batch (`split.stage_bytes`)
+            # recomputing, it keeps its activations once (rebuilt for one backward pass, its
+            # data inputs aside), and per micro-batch what it receives and sends, the
+            # model's data inputs and outputs among them (`split.stage_bytes`)
             self._loads[d, count] = np.where(
                 stage_memory(params, count, kept + received, self.largest) <= cap, comp,
-                np.where(stage_memory(params, count, received + sent,
-                                      self.largest + kept) <= cap, redo, INF))
+                np.where(stage_memory(params, count, received + sent + ends,
+                                      self.largest + rebuilt) <= cap, redo, INF))
         return self._loads[d, count]
 
     def bad(self, d: int) -> NDArray[np.bool_]:

@@ -25,6 +25,9 @@ class _Data:
     forward: tuple[tuple[float, ...], ...]
     params: tuple[float, ...]
     kept: tuple[float, ...]
+    #: of `kept`: the model's data inputs and its outputs (`units.input_prefix`, ...)
+    inputs: tuple[float, ...]
+    outputs: tuple[float, ...]
     transient: tuple[float, ...]
     #: per boundary: forward (count, bytes) and backward (count, bytes) crossing it
     fc: tuple[float, ...]
@@ -63,6 +66,7 @@ def _derive(problem: Problem) -> _Data:
     c = costs(problem)
     m = len(problem.cluster.devices)
     compute, forward, params, kept, transient = [], [], [], [], []
+    inputs, outputs = np.diff(u.input_prefix), np.diff(u.output_prefix)
     for k, ops in enumerate(u.members):
         allowed = set(u.allowed[k])
         compute.append(tuple(sum(c.compute[i][d] for i in ops) if d in allowed else INF
@@ -77,7 +81,8 @@ def _derive(problem: Problem) -> _Data:
         return tuple(float(v) for v in t)
 
     return _Data(u.count, m, u.allowed, tuple(compute), tuple(forward), tuple(params),
-                 tuple(kept), tuple(transient), floats(u.forward_count),
+                 tuple(kept), floats(inputs), floats(outputs), tuple(transient),
+                 floats(u.forward_count),
                  floats(u.forward_bytes), floats(u.backward_count), floats(u.backward_bytes),
                  tuple(d.memory_bytes for d in problem.cluster.devices), u.training,
                  tuple(tuple(float(v) for v in row) for row in c.latency),

@@ -40,6 +40,8 @@ class _Model:
         self.rho: dict[int, Any] = {}
         self.q: dict[int, Any] = {}
         self.h: dict[int, Any] = {}
+        #: v_d: the model's outputs on d while it recomputes (held per micro-batch)
+        self.v: dict[int, Any] = {}
         #: w_xab = z_xab and ρ_a: a recomputing device sends boundary x (held per micro-batch)
         self.w: dict[tuple[int, int, int], Any] = {}
         self.t: dict[int, Any] = {}
@@ -160,10 +162,11 @@ class _Model:
             self._row("cross", -1.0, [(1.0, zv), self._xt(x - 1, a, -1.0), self._xt(x, b, -1.0)])
 
     def _recompute(self, pyo: Any) -> None:
-        """ρ_d, q_d and h_d on the devices where a count above 1 makes recomputation pay,
-        and w_xab ≥ z_xab + ρ_a − 1 on their outgoing crossings (what they send, held per
-        micro-batch in flight when recomputing)."""
-        data, tu, mu = self.data, self.time_unit, self.mem_unit
+        """ρ_d, q_d, h_d and v_d on the devices where a count above 1 makes recomputation
+        pay, and w_xab ≥ z_xab + ρ_a − 1 on their outgoing crossings (what they send, held
+        per micro-batch in flight when recomputing; v_d the same of the model's outputs,
+        and h_d at least their data inputs, held per micro-batch either way)."""
+        data = self.data
         devices = [d for d in range(data.m) if data.training and any(
             c > 1 for c, _ in self._counts(d)) and any(
             data.kept[k] > 0 for k in range(data.n) if d in data.allowed[k])]
@@ -171,22 +174,40 @@ class _Model:
         mdl.rho = pyo.Var(devices, domain=pyo.Binary)
         mdl.q = pyo.Var(devices, domain=pyo.NonNegativeReals)
         mdl.h = pyo.Var(devices, domain=pyo.NonNegativeReals)
+        ending = [d for d in devices if any(data.outputs[k] > 0 for k in range(data.n)
+                                            if d in data.allowed[k])]
+        mdl.v = pyo.Var(ending, domain=pyo.NonNegativeReals)
         for d in devices:
-            rho, q, h = mdl.rho[d], mdl.q[d], mdl.h[d]
-            self.rho[d], self.q[d], self.h[d] = rho, q, h
-            mine = [k for k in range(data.n) if d in data.allowed[k]]
-            big_f = sum(data.forward[k][d] for k in mine) / tu
-            big_k = sum(data.kept[k] for k in mine) / mu
-            self._row("recompute", -big_f, [(1.0, q), (-big_f, rho), *(
-                self._xt(k, d, -data.forward[k][d] / tu) for k in mine)])
-            self._row("kept", 0.0, [(1.0, h), (big_k, rho), *(
-                self._xt(k, d, -data.kept[k] / mu) for k in mine)])
+            self.rho[d], self.q[d], self.h[d] = mdl.rho[d], mdl.q[d], mdl.h[d]
+            if d in ending:
+                self.v[d] = mdl.v[d]
+            self._device_recompute(d)
         sending = [key for key in self.z if key[1] in self.rho and data.fb[key[0]] > 0]
         mdl.w = pyo.Var(sending, bounds=(0, 1))
         for key in sending:
             self.w[key] = mdl.w[key]
             self._row("recompute", -1.0, [(1.0, self.w[key]), (-1.0, self.z[key]),
                                           (-1.0, self.rho[key[1]])])
+
+    def _device_recompute(self, d: int) -> None:
+        """Device d's rows of `_recompute`: q_d, h_d (its kept activations unless
+        recomputing, its data inputs either way) and v_d (its outputs while recomputing)."""
+        data, tu, mu = self.data, self.time_unit, self.mem_unit
+        rho, h = self.rho[d], self.h[d]
+        mine = [k for k in range(data.n) if d in data.allowed[k]]
+        big_f = sum(data.forward[k][d] for k in mine) / tu
+        big_k = sum(data.kept[k] for k in mine) / mu
+        self._row("recompute", -big_f, [(1.0, self.q[d]), (-big_f, rho), *(
+            self._xt(k, d, -data.forward[k][d] / tu) for k in mine)])
+        self._row("kept", 0.0, [(1.0, h), (big_k, rho), *(
+            self._xt(k, d, -data.kept[k] / mu) for k in mine)])
+        if any(data.inputs[k] > 0 for k in mine):
+            self._row("kept", 0.0, [(1.0, h), *(
+                self._xt(k, d, -data.inputs[k] / mu) for k in mine)])
+        if d in self.v:
+            big_o = sum(data.outputs[k] for k in mine) / mu
+            self._row("recompute", -big_o, [(1.0, self.v[d]), (-big_o, rho), *(
+                self._xt(k, d, -data.outputs[k] / mu) for k in mine)])
 
     def _period(self) -> None:
         """T ≥ each device's compute, and each transfer resource of the contention model."""
@@ -275,10 +296,12 @@ class _Model:
             terms += [(c * coef, zv) for coef, zv in received]
             if d in self.h:
                 terms.append((float(c - 1), self.h[d]))
+            if d in self.v:
+                terms.append((float(c), self.v[d]))
             if switch is None:
                 self._row("memory", None, terms, cap)
                 continue
-            most = (sum(data.params[k] + c * data.kept[k] for k in mine)
+            most = (sum(data.params[k] + c * (data.kept[k] + data.outputs[k]) for k in mine)
                     + max((data.transient[k] for k in mine), default=0.0)) / mu + c * sum(
                         coef for coef, _ in received)
             big = max(0.0, most - cap)
@@ -342,7 +365,11 @@ class _Model:
             var.set_value(1 if d in redo else 0)
             mine = [k for k in range(data.n) if dev[k] == d]
             self.q[d].set_value(sum(data.forward[k][d] for k in mine) / tu if d in redo else 0)
-            self.h[d].set_value(0.0 if d in redo else sum(data.kept[k] for k in mine) / mu)
+            self.h[d].set_value(sum(data.inputs[k] if d in redo else data.kept[k]
+                                    for k in mine) / mu)
+            if d in self.v:
+                self.v[d].set_value(sum(data.outputs[k] for k in mine) / mu if d in redo
+                                    else 0.0)
         for (x, a, b), var in self.w.items():
             var.set_value(1 if a in redo and dev[x - 1] == a and dev[x] == b else 0)
         for d, var in self.t.items():
@@ -381,7 +408,8 @@ class _Model:
             f"times in units of {self.time_unit:g} s; memory in units of {self.mem_unit:g} B",
             "x(k_d): unit k on device d   T: period   z(x_a_b): boundary x crosses from a to b",
             "rho(d): d recomputes   q(d): its forward compute again   h(d): kept unless "
-            "recomputing   w(x_a_b): z(x_a_b) while a recomputes   t(d): largest transient",
+            "recomputing (its data inputs either way)   w(x_a_b): z(x_a_b) while a recomputes"
+            "   v(d): its model outputs while it recomputes   t(d): largest transient",
             "used(d): d holds a unit   o(i_k_a): in order i, device a holds a unit <= k",
             "devices: " + ", ".join(f"{d}={dev.name}" for d, dev in enumerate(devs)),
         ]
