@@ -124,3 +124,20 @@ def test_nor_does_auto_plan_it(tmp_path: Path) -> None:
     solution = run("auto", roomier, Options(time_limit_s=1))
     assert solution.info["recompute"] == ["gpu0", "gpu2"]
     assert dict(solution.info["held_bytes"]) == {"gpu0": 35840, "gpu1": 30208, "gpu2": 27840}
+
+
+def test_simulate_runs_an_interleaved_recomputing_plan_that_fits(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "46 KiB", "microbatches 4  schedule interleaved  stages_per_device 2")
+    problem = load(spec, root=spec.parent).plans["p"]
+    device = {op: ("gpu0", "gpu1")[k % 2] for k, ops in enumerate((
+        ("input_1", "0", "1"), ("2", "3"), ("4", "5"), ("6", "7", "8"))) for op in ops}
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({
+        "format": "planner.plan", "version": 1, "plan": "p", "recompute": ["gpu0", "gpu1"],
+        "placement": {o.name: device[o.name.removesuffix(".bwd")]
+                      for o in problem.graph.ops}}))
+    result = CliRunner().invoke(app, ["simulate", str(spec), "--placement", str(plan),
+                                      "--root", str(tmp_path)], env={"COLUMNS": "300"})
+    # gpu1 holds 45248 B of its 47104 (before: 47296 B, E401 and exit 3)
+    assert result.exit_code == 0, result.output
+    assert "gpu1 (+20 ns per micro-batch, holds 44.19 KiB)" in result.stdout
