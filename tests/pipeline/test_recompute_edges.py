@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from planner import load
 from planner.algorithms import Options, run
@@ -86,20 +86,29 @@ def test_a_recomputing_last_stage_holds_the_output_per_micro_batch(gpipe: Proble
     assert held[1] == 28160
 
 
-def test_simulate_no_longer_says_a_first_stage_over_its_memory_fits(tmp_path: Path) -> None:
-    spec = _spec(tmp_path, "35000 B", "microbatches 4  schedule gpipe")
+def _simulate(tmp_path: Path, memory: str, settings: str, stages: list[tuple[str, ...]],
+              devices: list[str], recompute: list[str]) -> Result:
+    """`simulate` of the MLP on GPUs of `memory` under `settings`, the ops of `stages` (by
+    forward op, each backward op with its) on `devices`, those of `recompute` recomputing."""
+    spec = _spec(tmp_path, memory, settings)
     problem = load(spec, root=spec.parent).plans["p"]
-    device = {op: f"gpu{d}" for d, ops in enumerate((("input_1", "0", "1", "2"), ("3", "4"),
-                                                      ("5", "6", "7", "8"))) for op in ops}
+    device = {op: devices[k] for k, ops in enumerate(stages) for op in ops}
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({
-        "format": "planner.plan", "version": 1, "plan": "p", "recompute": ["gpu0", "gpu2"],
+        "format": "planner.plan", "version": 1, "plan": "p", "recompute": recompute,
         "placement": {o.name: device[o.name.removesuffix(".bwd")]
                       for o in problem.graph.ops}}))
-    result = CliRunner().invoke(app, ["simulate", str(spec), "--placement", str(plan),
-                                      "--root", str(tmp_path)])
+    return CliRunner().invoke(app, ["simulate", str(spec), "--placement", str(plan), "--root",
+                                    str(tmp_path)], env={"COLUMNS": "300"})
+
+
+def test_simulate_no_longer_says_a_first_stage_over_its_memory_fits(tmp_path: Path) -> None:
+    result = _simulate(tmp_path, "35000 B", "microbatches 4  schedule gpipe",
+                       [("input_1", "0", "1", "2"), ("3", "4"), ("5", "6", "7", "8")],
+                       ["gpu0", "gpu1", "gpu2"], ["gpu0", "gpu2"])
     assert result.exit_code == 3, result.output  # before: exit 0, "holds 33.50 KiB", fits
-    assert "holds 35.00 KiB" in result.stdout and "error[E401]" in result.stderr
+    assert "gpu0 (+14 ns per micro-batch, holds 35.00 KiB)" in result.stdout
+    assert "error[E401]" in result.stderr
 
 
 def test_an_interleaved_device_rebuilds_one_stage_at_a_time(tmp_path: Path) -> None:
@@ -127,17 +136,10 @@ def test_nor_does_auto_plan_it(tmp_path: Path) -> None:
 
 
 def test_simulate_runs_an_interleaved_recomputing_plan_that_fits(tmp_path: Path) -> None:
-    spec = _spec(tmp_path, "46 KiB", "microbatches 4  schedule interleaved  stages_per_device 2")
-    problem = load(spec, root=spec.parent).plans["p"]
-    device = {op: ("gpu0", "gpu1")[k % 2] for k, ops in enumerate((
-        ("input_1", "0", "1"), ("2", "3"), ("4", "5"), ("6", "7", "8"))) for op in ops}
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({
-        "format": "planner.plan", "version": 1, "plan": "p", "recompute": ["gpu0", "gpu1"],
-        "placement": {o.name: device[o.name.removesuffix(".bwd")]
-                      for o in problem.graph.ops}}))
-    result = CliRunner().invoke(app, ["simulate", str(spec), "--placement", str(plan),
-                                      "--root", str(tmp_path)], env={"COLUMNS": "300"})
+    result = _simulate(tmp_path, "46 KiB",
+                       "microbatches 4  schedule interleaved  stages_per_device 2",
+                       [("input_1", "0", "1"), ("2", "3"), ("4", "5"), ("6", "7", "8")],
+                       ["gpu0", "gpu1", "gpu0", "gpu1"], ["gpu0", "gpu1"])
     # gpu1 holds 45248 B of its 47104 (before: 47296 B, E401 and exit 3)
     assert result.exit_code == 0, result.output
     assert "gpu1 (+20 ns per micro-batch, holds 44.19 KiB)" in result.stdout
