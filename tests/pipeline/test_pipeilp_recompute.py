@@ -372,9 +372,9 @@ def test_auto_under_data_parallel_auto_replicates_where_no_split_fits() -> None:
 def test_auto_recomputes_where_the_caps_shaped_pipedps_split_and_that_runs_faster() -> None:
     """Before: `auto` kept pipedp's split, which the memory shaped (300.6 ms here), where
     the recomputing contiguous split runs 280.6 ms (AlexNet's PipeDream profile, 4 GPUs
-    of 13.66 GiB at 1 GB/s, GPipe, 32 micro-batches: 12.935 s, now 3.233 s; docs/pipelines.md). (The last
-    unit's 20 MB output on 200 MB devices before a recomputing stage held the model's
-    output per micro-batch in flight: its recomputing d1 then held 225 MB.)"""
+    of 13.66 GiB at 1 GB/s, GPipe, 32 micro-batches: 12.935 s, now 3.233 s; docs/pipelines.md).
+    (The last unit's 20 MB output on 200 MB devices before a recomputing stage held the
+    model's output per micro-batch in flight: its recomputing d1 then held 225 MB.)"""
     p = loads(two_device_text("190 MB", [10, 5, 5, 15], "microbatches 8; schedule gpipe")
               ).plan("p")
     assert p.pipeline is not None
