@@ -406,8 +406,10 @@ def _hybrid_step(ran: Ran) -> Any:
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     assert "loss and gradients equal the unpipelined model's: True" in result.stdout
     assert STEPPED in result.stdout  # each replica's DDP-wrapped stage stepped alike
-    return load_script(ran.root / "step.py"), [torch.load(ran.save / f"rank{r}.pt")
-                                               for r in range(4)]
+    results = [torch.load(ran.save / f"rank{r}.pt") for r in range(4)]
+    # the last stage's replicas kept no micro-batch's output (`return_outputs=False`)
+    assert all(r["output"] is None for r in results)
+    return load_script(ran.root / "step.py"), results
 
 
 @pytest.mark.slow
