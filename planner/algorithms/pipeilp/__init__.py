@@ -88,16 +88,20 @@ false). The order is the index order when all devices are alike, else the warm s
 
 **Status.** The answer is re-checked exactly (`evaluate`: `split.period_s`, `stage_bytes`
 with recomputation only where a device would not fit without it) and the better of it and
-the warm start is returned. `optimal` when the gap to a valid bound is within
-`OPTIMAL_GAP` (1e-6): the solver's bound when its model covers every placement by the
-exact memory rule, else `pipeline.bound.pipeline_bound`; a solver that proved such a
-model optimal within `--gap`, the plan's exact period no more than its objective, proves
-objective / (1 + `--gap`). Otherwise `feasible`, with `info["period_bound_s"]` and
-`info["period_gap"]`; `fallback` (the warm start) when the solver is missing, fails or
-finds nothing. T is the objective here, so the figures are `period_s` / `period_bound_s`
-/ `period_gap`, not the makespan's `bound_s` / `gap`. The plan is a placement;
-`info["recompute"]` names the devices that recompute, `info["held_bytes"]` what each
-device holds, and `info["memory_note"]` says it in words for the report.
+the warm start is returned; under a schedule with a fallback (`interleaved`: 1F1B), the
+contiguous split planned for it (`warm.recomputing_fallback`, as it runs) where it is
+faster still (`info["kept"]`: the model over-counts, and its answer may not fit as it
+runs), without the solver's proof, which covers its own answer. `optimal` when the gap to
+a valid bound is within `OPTIMAL_GAP` (1e-6): the solver's bound when its model covers
+every placement by the exact memory rule, else `pipeline.bound.pipeline_bound`; a solver
+that proved such a model optimal within `--gap`, the plan's exact period no more than its
+objective, proves objective / (1 + `--gap`). Otherwise `feasible`, with
+`info["period_bound_s"]` and `info["period_gap"]`; `fallback` (the warm start) when the
+solver is missing, fails or finds nothing. T is the objective here, so the figures are
+`period_s` / `period_bound_s` / `period_gap`, not the makespan's `bound_s` / `gap`. The
+plan is a placement; `info["recompute"]` names the devices that recompute,
+`info["held_bytes"]` what each device holds, and `info["memory_note"]` says it in words
+for the report.
 
 **Warm starts.** The best, by exact period, of: `pipedp`'s plan; the best **recomputing
 contiguous split** per stage count (`contiguous_splits`: pipedp's chains and cuts, each
