@@ -1,11 +1,13 @@
-"""pipeilp's plan is no slower when the devices have more memory. With d0 at 30 MB,
-HiGHS's answer (d0, d1, d0 in turn) overflows d0 as it runs and is set aside; the plan
-returned was then the pipedp warm start (everything on d0, 0.205 s a micro-batch, 1.64 s
-an iteration), though at 25 MB it returned the 1F1B split d0, d0, d1 (0.155 s, 1.385 s),
-which fits at 30 MB too. The split planned for the schedule's fallback is now a candidate
-beside the warm start and the answer, and the plan says which it kept and why; the
-solver's proof is claimed only for its own answer. HiGHS stops at a node budget fixed by
-the limit and the model's rows, so no figure here depends on the clock."""
+"""pipeilp's plan is no slower when the devices have more memory. With d0 at 30 MB, HiGHS's
+answer (d0, d1, d0 in turn) overflows d0 as it runs and is set aside; the plan returned
+was then the pipedp warm start (everything on d0, 0.205 s a micro-batch, 1.64 s an
+iteration), though at 25 MB it returned the 1F1B split d0, d0, d1 (0.155 s, 1.385 s),
+which fits at 30 MB too. The split planned for the schedule's fallback is now a
+candidate beside the warm start and the answer, and the plan says which it kept and why;
+the solver's proof is claimed only for its own answer. And a model made infeasible by
+the period of the plan it was seeded with no longer says it is infeasible outright.
+HiGHS stops at a node budget fixed by the limit and the model's rows, so no figure here
+depends on the clock."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ import pytest
 from test_pipeilp_runs_as_planned import SPEC
 
 import planner
+from planner.algorithms import Options, run
 from planner.algorithms.exact import backends
+from planner.plan import Plan
 
 pytestmark = pytest.mark.skipif(not backends.available("highs"),
                                 reason="HiGHS (highspy) is not installed")
@@ -48,3 +52,15 @@ def test_a_split_faster_than_the_answer_claims_no_proof() -> None:
     assert result.info["why"] == "no proof of optimality"
     assert "proved_in_order" not in result.info
 
+
+def test_an_infeasible_model_under_the_seeded_period_says_so() -> None:
+    # a warm start outside the model, faster than all it covers, bounds its T: infeasible
+    # then says no placement it covers is as fast, not that none fits (one of 0.16 s does)
+    problem = planner.loads(SPEC.replace("memory 30 MB", "memory 20 MB")).plan("p")
+    given = Plan((0, 0, 0, 0, 1, 1), algorithm="hybrid")
+    solution = run("pipeilp", problem, Options(time_limit_s=5, warm_start=given))
+    assert solution.status == "fallback"
+    # before: "the model (placements ...) is infeasible; the hybrid plan, outside it, is kept"
+    assert solution.info["reason"].endswith(
+        "by first unit) has no placement of period at most 0.155 s, the hybrid plan's; the "
+        "hybrid plan, outside it, is kept")
