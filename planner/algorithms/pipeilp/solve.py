@@ -318,6 +318,7 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
     """Build, seed and solve the model; check its answer exactly; judge (package docstring)."""
     data = _data(problem)
     orders = _orders(problem, data, warm.dev if warm else None)
+    split = _fallback_split(problem, options)  # before the solver: its clock counts the DP
     if warm is None and not orders.complete:
         order, warm = _first_order(problem, options, clock, searched)
         if order is not None:
@@ -342,7 +343,6 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
         best = found
     if found is not None and warm is not None and best is warm:
         info["kept"] = f"the {best.source} warm start is as good as the solver's answer"
-    split = _fallback_split(problem, options)
     if split is not None and _faster(split, best):
         info["kept"] = _kept(split, best, found is not None and best is found)
         best = split
