@@ -283,7 +283,7 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
             "planning time": format_seconds(solution.planning_s),
             **fmt_info(info, _solver_fields(info, solution.status)),
             **({"gap": ""} if "gap" in info or "bound_s" in info else {}),
-            **fmt_info(info, ("reason", "stopped", "simulator", "data_parallel",
+            **fmt_info(info, ("reason", "stopped", "simulator", "kept", "note", "data_parallel",
                               *_why(info, solution.status)))}
     result, bounds, gap = emit_result(problem, solution.plan, report, extra_json=extra_json,
                                        extra_rows=rows, info=info)

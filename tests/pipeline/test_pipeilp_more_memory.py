@@ -11,7 +11,10 @@ depends on the clock."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from cli.helpers import invoke
 from test_pipeilp_runs_as_planned import SPEC
 
 import planner
@@ -64,3 +67,16 @@ def test_an_infeasible_model_under_the_seeded_period_says_so() -> None:
     assert solution.info["reason"].endswith(
         "by first unit) has no placement of period at most 0.155 s, the hybrid plan's; the "
         "hybrid plan, outside it, is kept")
+
+
+def test_solve_prints_which_plan_it_kept(tmp_path: Path) -> None:
+    # the text output said only `why`: why the solver's answer was not the plan was in the
+    # JSON alone (`kept`, and `note` where the answer was set aside)
+    spec = tmp_path / "p.plan"
+    spec.write_text(SPEC)
+    code, out, _ = invoke(["solve", str(spec), "--algo", "pipeilp", "--time-limit", "5"],
+                          tmp_path)
+    assert code == 0
+    said = " ".join(out.split())
+    assert "kept the 1f1b contiguous split runs faster" in said
+    assert "note highs's answer" in said
