@@ -137,6 +137,7 @@ class Start:
         self.params = u.params_prefix[ends] - u.params_prefix[i]
         self.transient = np.maximum.accumulate(u.transient[i:])[ends - i - 1]
         self.acts = u.kept_prefix[ends] - u.kept_prefix[i] + u.forward_bytes[i]
+        self.outputs = u.output_prefix[ends] - u.output_prefix[i]
         self.bucket = np.minimum(self.grads, hybrid.DDP_BUCKET_BYTES)
         self._by_group: dict[tuple[object, ...], _Figures] = {}
         self._costs: dict[tuple[object, ...], NDArray[np.float64]] = {}
@@ -228,11 +229,13 @@ class Start:
             ring = 0.0 if ring_at is None else allreduce_seconds(self.grads, r, *ring_at)
             self._way_back[r, ring_at] = np.maximum(f.behind, ring)
         cost = f.ahead + busy + self._way_back[r, ring_at]
-        if (flight, r > 1, cap) not in self._too_big:
+        returned = 0 if has_next else hybrid.returned_copies(pipeline, r, self.u.training)
+        if (flight, r > 1, returned, cap) not in self._too_big:
             need = stage_memory(self.params, flight, self.acts, self.transient) + (
-                self.bucket if r > 1 else 0.0)
-            self._too_big[flight, r > 1, cap] = np.greater(need, cap)
-        out: NDArray[np.float64] = np.where(self._too_big[flight, r > 1, cap], INF, cost)
+                self.bucket if r > 1 else 0.0) + returned * self.outputs
+            self._too_big[flight, r > 1, returned, cap] = np.greater(need, cap)
+        out: NDArray[np.float64] = np.where(self._too_big[flight, r > 1, returned, cap], INF,
+                                            cost)
         return out
 
 

@@ -79,6 +79,14 @@ def in_flight(pipeline: Pipeline, sizes: Sequence[int], k: int, training: bool) 
     return pipeline.schedule_spec.in_flight(pipeline.microbatches, sizes, k, training)
 
 
+def returned_copies(pipeline: Pipeline, r: int, training: bool) -> int:
+    """Copies of each model output a replica of the last stage (of `r`) holds beyond the
+    one its activations count, inference only: torch's last stage keeps every micro-batch's
+    output (`output_chunks`, cleared at the next step) and `step` returns them merged, so
+    at its end it holds its share ceil(M / r) twice. 0 in training (`return_outputs=False`)."""
+    return 0 if training else 2 * -(-pipeline.microbatches // r) - 1
+
+
 def bucket_bytes(gradient: float, r: int) -> float:
     """The extra bytes a replica of a stage with `gradient` bytes of gradients holds: one
     DDP bucket, none without replicas."""

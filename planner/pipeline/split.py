@@ -290,7 +290,9 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
     aside): the rule's home, which pipeilp's recomputing DP and its ILP rows restate. A
     device in `replicas` runs its stages on its group (`hybrid`): each replica holds them
     with its own micro-batches in flight, plus one DDP bucket. Micro-batches in flight are
-    those of the schedule the split runs (`runs`)."""
+    those of the schedule the split runs (`runs`). In inference the last stage also holds
+    the model's outputs it computes for every micro-batch and merged
+    (`hybrid.returned_copies`)."""
     pipeline = runs(problem, split, pipeline, replicas)
     u = units(problem)
     held = [0.0] * len(problem.cluster.devices)
@@ -319,14 +321,17 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
                     + _span(u.output_prefix, split, k) for k, e in zip(stages, ends,
                                                                        strict=True)]
         acts = [a + b for a, b in zip(kept, received, strict=True)]
+        last = split.stages - 1  # inference: the model's outputs it returns, kept
+        returned = hybrid.returned_copies(pipeline, sizes[last], u.training) * _span(
+            u.output_prefix, split, last) if last in stages else 0.0
         if pipeline.schedule_spec.virtual_stages:
             count = in_flight(pipeline, split.stages, stages[0], u.training, rank, len(order))
-            held[d] = float(stage_memory(params, count, max(acts), transient))
+            held[d] = float(stage_memory(params, count, max(acts), transient)) + returned
         else:  # `hybrid.in_flight`: with one device a stage, GPipe M, 1F1B min(S - k, M);
             # each of its stages with its own micro-batches in flight
             held[d] = float(stage_memory(params, 1, sum(
                 hybrid.in_flight(pipeline, sizes, k, u.training) * a
-                for k, a in zip(stages, acts, strict=True)), transient))
+                for k, a in zip(stages, acts, strict=True)), transient)) + returned
     _replicate(problem, split, held, replicas or {})
     return held
 

@@ -18,13 +18,13 @@ from numpy.typing import NDArray
 
 from ..cost import INF, costs, stage_memory, stage_share, transfer_seconds_array
 from ..model import Pipeline, Problem, derived
+from . import hybrid
 from .split import Split, fits, in_flight, resource_loads, stage_bytes
 from .units import Units, units
 
 
 class Progressing(Protocol):
-    """What the DP reads of an algorithm's options (`algorithms.base.Options`): where to
-    report its progress."""
+    """What the DP reads of an algorithm's options (`algorithms.base.Options`): progress."""
 
     @property
     def progress(self) -> Callable[[float, str], None] | None: ...
@@ -86,8 +86,7 @@ class Space:
 
 def cells_for(time_limit_s: float) -> float:
     """The DP's work for a time limit (`CELLS_PER_SECOND` of it, `MAX_CELLS` at most; a
-    limit of 0: no limit): a function of the limit alone, so the plan is the same on any
-    machine."""
+    limit of 0: no limit): a function of the limit alone, the same plan on any machine."""
     if time_limit_s <= 0:
         return MAX_CELLS
     return max(MIN_CELLS, min(MAX_CELLS, CELLS_PER_SECOND * time_limit_s))
@@ -515,8 +514,8 @@ def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int]
         combine = ("sum" if kind == "latency" else "max_sum" if (
             kind == "period" and problem.contention == "device") else "max")
         out.append(_Stage(u.compute_prefix[d][cuts], u.banned_prefix[d][cuts], left, right,
-                          combine,
-                          in_flight(pipeline, s, k, u.training, ranks[d], len(ranks)),
+                          combine, in_flight(pipeline, s, k, u.training, ranks[d], len(ranks)),
+                          hybrid.returned_copies(pipeline, 1, u.training) * (k == s - 1),
                           stage_share(problem.cluster.devices[d].memory_bytes, per)
                           if capped else INF))
         left = right
@@ -535,6 +534,7 @@ class _Stage:
     #: (compute, or both boundaries on one channel), `sum` of the three
     combine: str
     in_flight: int
+    returned: int  # copies of the model's outputs the last stage keeps (`stage_bytes`)
     cap: float
 
     def load(self, u: Units, cuts: NDArray[np.int64], i: NDArray[np.int64],
@@ -563,14 +563,14 @@ class _Stage:
         ci, cj = cuts[i], cuts[j]
         need = stage_memory(u.params_prefix[cj] - u.params_prefix[ci], self.in_flight,
                             u.kept_prefix[cj] - u.kept_prefix[ci] + u.forward_bytes[ci],
-                            largest)
+                            largest) + self.returned * (u.output_prefix[cj] - u.output_prefix[ci])
         out: NDArray[np.bool_] = np.greater(need, self.cap)
         return out
 
 
 class _Masks:
-    """`_Stage.too_big` per block (stages, stage, first end), micro-batches in flight and
-    cap, all it reads: kept for a stage count's other chains and kinds (`KEEP_CELLS`)."""
+    """`_Stage.too_big` per block (stages, stage, first end) and the stage's counts and cap,
+    all it reads: kept for a stage count's other chains and kinds (`KEEP_CELLS`)."""
 
     def __init__(self) -> None:
         self._kept: dict[tuple[object, ...], NDArray[np.bool_]] = {}
@@ -579,7 +579,7 @@ class _Masks:
     def too_big(self, u: Units, space: Space, stage: _Stage, block: tuple[int, int, int],
                 i: NDArray[np.int64], j: NDArray[np.int64]) -> NDArray[np.bool_]:
         """The block's `_Stage.too_big` (i: its starts as a column, j: its ends)."""
-        key = (*block, stage.in_flight, stage.cap)
+        key = (*block, stage.in_flight, stage.returned, stage.cap)
         if key not in self._kept:
             out = stage.too_big(u, space.cuts, i, j[None, :], space.largest[block[1]:j[-1], j])
             if self._cells + out.size > KEEP_CELLS:

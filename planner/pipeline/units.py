@@ -21,7 +21,8 @@ The tables are prefix sums over that order, so that a stage `[i, j)` is costed i
   outputs, temps); of those kept, the model's data inputs (forward ops a training graph
   gives no backward op and no forward op feeds: a placeholder) and its outputs (forward
   ops no forward op reads), which a recomputing stage holds per micro-batch in flight as
-  torch's stage does its inputs and outputs (`split.stage_bytes`).
+  torch's stage does its inputs and outputs, and an inference stage holds for every
+  micro-batch and once more merged (`split.stage_bytes`).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class Units:
     params_prefix: NDArray[np.float64]
     kept_prefix: NDArray[np.float64]
     #: [x]: prefix sums over units of the kept bytes of the model's data inputs and of its
-    #: outputs (module docstring; 0 outside training)
+    #: outputs (module docstring; the inputs 0 outside training)
     input_prefix: NDArray[np.float64]
     output_prefix: NDArray[np.float64]
     #: per unit: its largest transient (a backward output or a temp)
@@ -187,12 +188,10 @@ def _tables(problem: Problem, members: list[list[int]], unit_of: list[int],
 
 def _ends(g: Graph, members: list[list[int]], backward: tuple[bool, ...],
           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Prefix sums over units of the outputs of the model's data inputs and of its
-    outputs (module docstring), both 0 without backward ops."""
+    """Prefix sums over units of the outputs of the model's data inputs (0 without
+    backward ops) and of its outputs (module docstring)."""
     n = len(members)
     inputs, outputs = np.zeros(n + 1), np.zeros(n + 1)
-    if not g.backward_of:
-        return inputs, outputs
     fed = {e.dst for e in g.edges if not backward[e.src]}
     read = {e.src for e in g.edges if not backward[e.dst]}
     graded = set(g.backward_of.values())
@@ -200,7 +199,7 @@ def _ends(g: Graph, members: list[list[int]], backward: tuple[bool, ...],
         for i in ops:
             if backward[i]:
                 continue
-            if i not in graded and i not in fed:
+            if g.backward_of and i not in graded and i not in fed:
                 inputs[k + 1] += g.ops[i].output_bytes
             elif i not in read:
                 outputs[k + 1] += g.ops[i].output_bytes

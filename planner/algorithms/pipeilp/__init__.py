@@ -34,7 +34,9 @@ flight: the stage's forward outputs (kept) and the forward tensors crossing its 
 boundary (received). A device that recomputes holds its kept activations once (rebuilt
 for one backward pass at a time, its data inputs aside) and only the received ones, those
 crossing its stages' last boundaries (sent), and the model's data inputs and outputs in
-its stages per micro-batch in flight.
+its stages per micro-batch in flight. In inference the device of the last stage also
+holds the model's outputs in it for every micro-batch and merged, e = 2M − 1 copies more
+(0 in training: `hybrid.returned_copies`).
 
 The model (units k with allowed devices A(k); C_kd, F_kd the compute and forward compute
 of unit k on d; P_k, K_k, tau_k its params, kept activations and largest transient, and
@@ -56,8 +58,9 @@ quantities in units of 10^i s and 2^j B):
     v_d ≥ Σ_k O_k x_kd − Ō_d (1 − ρ_d)      its outputs while recomputing   (recompute)
     w_xdb ≥ z_xdb + ρ_d − 1            d sends boundary x while recomputing (recompute)
     t_d ≥ tau_k x_kd                                                          (transient)
+    r_d ≥ Σ_k O_k x_kd − Ō_d (1 − x_(n−1)d)   its outputs if it ends the model  (memory)
     Σ_k (P_k + K_k) x_kd + t_d + c Σ_x R_x (Σ_{a≠d} z_xad + Σ_{b≠d} w_xdb) + (c − 1) h_d
-        + c v_d ≤ cap_d + big_dc (1 − used_e)                                 (memory)
+        + c v_d + e r_d ≤ cap_d + big_dc (1 − used_e)                         (memory)
     used_e ≥ x_ke                                                             (inuse)
     o_ka ≤ o_(k−1)a + x_ka,   x_kb ≤ o_(k−1)a   for consecutive a, b of an order (order)
     x_0d + Σ_x Σ_{a≠d} z_xad ≤ 1           one stage per device (not interleaved) (runs)
@@ -65,7 +68,8 @@ quantities in units of 10^i s and 2^j B):
 
 with F̄_d, K̄_d, Ō_d the sums over the units d may hold. The z need not be integer: every
 row holds them from below (the w too). ρ, q, h and w exist only where a count above 1 makes
-recomputation worth anything (training), v where d may hold an output.
+recomputation worth anything (training), v where d may hold an output, r where it may
+also hold the last unit (inference).
 
 **The in-flight count c.** GPipe holds M micro-batches on every stage, inference one: c
 does not depend on the placement and the memory rows are `stage_bytes` exactly (only

@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 
 from ...cost import INF, stage_memory, stage_share
 from ...model import Problem, derived
-from ...pipeline import splitdp
+from ...pipeline import hybrid, splitdp
 from ...pipeline.split import Split, in_flight
 from ...pipeline.units import units
 from .data import _data, _pipeline
@@ -107,7 +107,7 @@ class _Tables:
         self.i, self.j = np.arange(p)[:, None], np.arange(p)[None, :]
         self._pairs: dict[tuple[int, int], tuple[NDArray[np.float64],
                                                  NDArray[np.float64]]] = {}
-        self._loads: dict[tuple[int, int], NDArray[np.float64]] = {}
+        self._loads: dict[tuple[int, int, bool], NDArray[np.float64]] = {}
         self._bad: dict[int, NDArray[np.bool_]] = {}
 
     def boundary(self, a: int, b: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -116,11 +116,11 @@ class _Tables:
             self._pairs[a, b] = _boundary_s(self.problem, self.cuts, a, b)
         return self._pairs[a, b]
 
-    def load(self, d: int, count: int) -> NDArray[np.float64]:
+    def load(self, d: int, count: int, last: bool) -> NDArray[np.float64]:
         """[i, j]: the compute of a stage of cuts i .. j on device d holding `count`
-        micro-batches, recomputing when only that fits its share of d's memory (INF where
-        neither fits)."""
-        if (d, count) not in self._loads:
+        micro-batches (the `last` stage: the outputs it returns too), recomputing when only
+        that fits its share of d's memory (INF where neither fits)."""
+        if (d, count, last) not in self._loads:
             data, u, cuts = _data(self.problem), units(self.problem), self.cuts
             i_, j_ = self.i, self.j
             params_at, kept_at = u.params_prefix[cuts], u.kept_prefix[cuts]
@@ -133,15 +133,17 @@ class _Tables:
             inputs_at, outputs_at = u.input_prefix[cuts], u.output_prefix[cuts]
             ends = inputs_at[j_] - inputs_at[i_] + outputs_at[j_] - outputs_at[i_]
             rebuilt = kept - (inputs_at[j_] - inputs_at[i_])
-            cap = stage_share(data.caps[d], _pipeline(self.problem).per_device)
+            pipe = _pipeline(self.problem)
+            cap = stage_share(data.caps[d], pipe.per_device) - last * hybrid.returned_copies(
+                pipe, 1, data.training) * (outputs_at[j_] - outputs_at[i_])
             # recomputing, it keeps its activations once (rebuilt for one backward pass, its
             # data inputs aside), and per micro-batch what it receives and sends, the
             # model's data inputs and outputs among them (`split.stage_bytes`)
-            self._loads[d, count] = np.where(
+            self._loads[d, count, last] = np.where(
                 stage_memory(params, count, kept + received, self.largest) <= cap, comp,
                 np.where(stage_memory(params, count, received + sent + ends,
                                       self.largest + rebuilt) <= cap, redo, INF))
-        return self._loads[d, count]
+        return self._loads[d, count, last]
 
     def bad(self, d: int) -> NDArray[np.bool_]:
         """[i, j]: where a stage of cuts i .. j may not run on device d (empty, or a unit
@@ -180,7 +182,8 @@ def _chain_split(problem: Problem, space: splitdp.Space, chain: Sequence[int],
     left = (zero, zero)
     for k, d in enumerate(chain):
         right = tables.boundary(d, chain[k + 1]) if k + 1 < s else (zero, zero)
-        load = tables.load(d, in_flight(pipe, s, k, data.training, ranks[d], len(ranks)))
+        load = tables.load(d, in_flight(pipe, s, k, data.training, ranks[d], len(ranks)),
+                           k == s - 1)
         if problem.contention == "link":
             moves = np.maximum(np.maximum(*left)[i_], np.maximum(*right)[j_])
         elif problem.contention == "device":

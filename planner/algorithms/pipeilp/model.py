@@ -8,6 +8,7 @@ from typing import Any
 
 from ...cost import INF
 from ...model import Problem
+from ...pipeline import hybrid
 from ...pipeline.units import units
 from ..exact import backends
 from ..exact.ilp_model import OutOfTime, chosen_device, model_units
@@ -42,6 +43,9 @@ class _Model:
         self.h: dict[int, Any] = {}
         #: v_d: the model's outputs on d while it recomputes (held per micro-batch)
         self.v: dict[int, Any] = {}
+        #: r_d: the model's outputs on d when it holds the last unit (inference: kept, merged)
+        self.r: dict[int, Any] = {}
+        self.returned = 0  # the copies of them beyond one (`hybrid.returned_copies`)
         #: w_xab = z_xab and ρ_a: a recomputing device sends boundary x (held per micro-batch)
         self.w: dict[tuple[int, int, int], Any] = {}
         self.t: dict[int, Any] = {}
@@ -272,6 +276,17 @@ class _Model:
             for k in range(data.n):
                 if e in data.allowed[k]:
                     self._row("inuse", 0.0, [(1.0, self.used[e]), self._xt(k, e, -1.0)])
+        self.returned = hybrid.returned_copies(_pipeline(self.problem), 1, data.training)
+        last = data.n - 1  # its device holds the last stage (one stage a device, `runs`)
+        ending = [d for d in data.allowed[last] if self.returned and any(
+            data.outputs[k] > 0 for k in range(data.n) if d in data.allowed[k])]
+        mdl.r = pyo.Var(ending, domain=pyo.NonNegativeReals)
+        for d in ending:  # r_d ≥ Σ_k O_k x_kd − Ō_d (1 − x_(n−1)d)
+            self.r[d] = mdl.r[d]
+            mine = [k for k in range(data.n) if d in data.allowed[k]]
+            big_o = sum(data.outputs[k] for k in mine) / self.mem_unit
+            self._row("memory", -big_o, [(1.0, self.r[d]), self._xt(last, d, -big_o), *(
+                self._xt(k, d, -data.outputs[k] / self.mem_unit) for k in mine)])
         for d in range(data.m):
             self._device_memory(d, mdl.t[d])
 
@@ -293,6 +308,8 @@ class _Model:
             for k in mine:
                 keep = data.kept[k] if d in self.h else c * data.kept[k]
                 terms.append(self._xt(k, d, (data.params[k] + keep) / mu))
+            if d in self.r:  # inference: the outputs the last stage keeps (`stage_bytes`)
+                terms.append((float(self.returned), self.r[d]))
             terms += [(c * coef, zv) for coef, zv in received]
             if d in self.h:
                 terms.append((float(c - 1), self.h[d]))
@@ -301,7 +318,8 @@ class _Model:
             if switch is None:
                 self._row("memory", None, terms, cap)
                 continue
-            most = (sum(data.params[k] + c * (data.kept[k] + data.outputs[k]) for k in mine)
+            most = (sum(data.params[k] + c * (data.kept[k] + data.outputs[k])
+                        + self.returned * data.outputs[k] for k in mine)
                     + max((data.transient[k] for k in mine), default=0.0)) / mu + c * sum(
                         coef for coef, _ in received)
             big = max(0.0, most - cap)
@@ -372,6 +390,9 @@ class _Model:
                                     else 0.0)
         for (x, a, b), var in self.w.items():
             var.set_value(1 if a in redo and dev[x - 1] == a and dev[x] == b else 0)
+        for d, var in self.r.items():
+            var.set_value(sum(data.outputs[k] for k in range(data.n) if dev[k] == d) / mu
+                          if dev[-1] == d else 0.0)
         for d, var in self.t.items():
             most = max((data.transient[k] for k in range(data.n) if dev[k] == d), default=0.0)
             var.set_value(max(var.lb or 0.0, most / mu))
