@@ -30,6 +30,7 @@ from pathlib import Path
 
 import planner
 from planner.algorithms import run
+from planner.errors import InfeasibleError
 from planner.io.baechi import load_baechi
 from planner.model import Pipeline, Problem
 from planner.report.pipecompare import rows
@@ -96,11 +97,16 @@ def main() -> None:
                 continue
             problem = dataclasses.replace(given, pipeline=PIPELINE)
             times = []
-            for _ in range(repeat):
-                fresh = dataclasses.replace(problem)  # nothing cached from the last run
-                t0 = time.perf_counter()
-                sol = run("auto", fresh)
-                times.append(time.perf_counter() - t0)
+            try:
+                for _ in range(repeat):
+                    fresh = dataclasses.replace(problem)  # nothing cached from the last run
+                    t0 = time.perf_counter()
+                    sol = run("auto", fresh)
+                    times.append(time.perf_counter() - t0)
+            except InfeasibleError as err:  # a row that says so, not the table's end
+                first = err.diagnostics[0]
+                print(f"| {label} | no plan: {first.code}, {first.message} | | | | | | |")
+                continue
             compared, _ = rows(problem, sol.plan.placement, "auto")
             cells = {r.label: r for r in compared}
 

@@ -105,6 +105,13 @@ from .infeasible import diagnose
 #: recomputes (pipeilp, which starts from pipedp, leaves it out of what it reports)
 RECOMPUTE_HINT = ("`--algo pipeilp` places each unit on any device it may use and recomputes "
                   "activations on the devices where that makes them fit")
+#: its words for inference, where nothing is recomputed (no backward pass to rebuild for)
+PLACES_HINT = "`--algo pipeilp` places each unit on any device it may use"
+
+
+def pipeilp_hint(problem: Problem) -> str:
+    """E707's hint naming pipeilp: `RECOMPUTE_HINT` in training, else `PLACES_HINT`."""
+    return RECOMPUTE_HINT if units(problem).training else PLACES_HINT
 #: copies of the graph's ops (micro-batches x ops) up to which a candidate is simulated
 MAX_SIMULATED_OPS = 200_000
 #: copied ops the simulator runs per second of a time limit on an idle machine (80,000 of a
@@ -327,7 +334,7 @@ def _left_out(problem: Problem, space: Space, every: int) -> InfeasibleError:
         "E707", f"no contiguous pipeline split of plan `{problem.name}` fits on the "
         f"{space.tried} device chain(s) its time limit's work searched; the other "
         f"{every - space.tried} it tries were left out", None,
-        ("a larger `--time-limit` searches them", RECOMPUTE_HINT)))
+        ("a larger `--time-limit` searches them", pipeilp_hint(problem))))
 
 
 def _no_split(problem: Problem, pipeline: Pipeline, cells: float, name_auto: bool,
@@ -375,7 +382,7 @@ def _memory_hints(problem: Problem, pipeline: Pipeline, cells: float, name_auto:
     one = one_per_device_hint(problem, cells)
     return (*((one,) if one and name_auto else ()),
             *pipehints.in_flight_hints(problem, pipeline, bool(one), cells, recomputing),
-            RECOMPUTE_HINT)
+            pipeilp_hint(problem))
 
 
 def unsearched(problem: Problem, pipeline: Pipeline, cells: float) -> str:

@@ -106,14 +106,21 @@ def _fits(problem: Problem, pipeline: Pipeline, cells: float,
 def _fewer_microbatches(problem: Problem, pipeline: Pipeline, cells: float,
                         recomputing: Recomputing | None) -> list[str]:
     """E707's `microbatches N` below the plan's with which the split search (`_fits`) finds
-    a split that fits, bisected down from the plan's count to one: N holds a split, N + 1
-    none (in-flight counts are not monotone in M under interleaved, whose rounds take 7
-    micro-batches at once on 4 devices, 4 of 8: not always the most). Empty where the
-    search finds none with one micro-batch, which holds the fewest under every schedule
-    (interleaved: K, one a virtual stage; 1F1B: at most M stages, stage k holding
-    min(S - k, M), no fewer than under the plan's M)."""
-    most = largest_fitting(pipeline.microbatches, lambda m: _fits(
-        problem, dataclasses.replace(pipeline, microbatches=m), cells, recomputing))
+    a split that fits: M - 1, else bisected down from the plan's count to one: N holds a
+    split, N + 1 none (in-flight counts are not monotone in M under interleaved, whose
+    rounds take 7 micro-batches at once on 4 devices, 4 of 8: not always the most). Empty
+    where the search finds none with M - 1 nor with one micro-batch, which holds the
+    fewest activations under every schedule (interleaved: K, one a virtual stage; 1F1B: at
+    most M stages, stage k holding min(S - k, M), no fewer than under the plan's M)."""
+
+    def fits(m: int) -> bool:
+        return _fits(problem, dataclasses.replace(pipeline, microbatches=m), cells, recomputing)
+
+    # M - 1 first: under 1F1B one micro-batch allows one stage (all params on one device),
+    # so where inference's outputs (2M on the last stage) bind, M - 1 may fit and 1 not
+    below = pipeline.microbatches - 1
+    most = below if below >= 1 and fits(below) else largest_fitting(pipeline.microbatches,
+                                                                     fits)
     return [] if most is None else [f"`microbatches {most}`"]
 
 

@@ -129,3 +129,23 @@ def test_hybrid_counts_a_replica_s_share_of_the_outputs_as_the_rule_does(seed: i
     assert groups
     assert fits(p, stage_bytes(p, split_of(p, s.plan.placement), p.pipeline or Pipeline(),
                                replicas=groups))
+
+
+def test_e707_hints_the_micro_batches_that_fit_and_no_recomputation_for_inference() -> None:
+    """f0 and f1 hold 40 MB of params each: one micro-batch allows one stage under 1F1B,
+    which holds 80 MB; two stages fit with 2 micro-batches (f1's stage: 40 + 1 + 2 x 2 x
+    2 MB), not with 3. Before, the hint bisected from one micro-batch, found none and
+    said only "more memory"; and it offered pipeilp's recomputation, which inference never
+    does."""
+    p = loads("""
+cluster c { device d[0..1] { memory 50 MB }
+  link d[0..1] <-> d[0..1] { bandwidth 10 GB/s latency 10 us } }
+graph g { op f0 { time 4 ms; output 1 MB; params 40 MB }
+          op f1 { time 4 ms; output 2 MB; params 40 MB } f0 -> f1 }
+plan p { graph g; cluster c; objective pipeline; microbatches 3; schedule 1f1b }""").plan("p")
+    with pytest.raises(InfeasibleError) as caught:
+        run("pipedp", p)
+    hints = caught.value.diagnostics[0].hints
+    assert any("a split fits with `microbatches 2`" in h for h in hints), hints
+    assert "`--algo pipeilp` places each unit on any device it may use" in hints
+    assert not [h for h in hints if "recomputes" in h]

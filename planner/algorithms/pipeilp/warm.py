@@ -99,7 +99,7 @@ class WarmSearch:
             except InfeasibleError as err:
                 drawn = err.diagnostics
         return [dataclasses.replace(d, hints=tuple(h for h in d.hints
-                                                   if h != pipedp.RECOMPUTE_HINT))
+                                                   if h != pipedp.pipeilp_hint(self.problem)))
                 for d in drawn]
 
     def contiguous(self) -> str:
