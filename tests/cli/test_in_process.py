@@ -15,8 +15,11 @@ from planner.limits import ROOT_ENV, Limits
 
 from .helpers import PLACED, invoke
 
-CLUSTER = PLACED.splitlines()[1]
-#: 64 micro-batches of PLACED's 2 ops and 1 edge copy 192 of them: over a limit of 100
+#: PLACED on 2 GB devices: an inference pipeline's last stage holds its 8 MB output twice
+#: for every micro-batch (`hybrid.returned_copies`), 1 GB at 64, over PLACED's 64 MB
+SPEC = PLACED.replace("memory 64 MB", "memory 2 GB")
+CLUSTER = SPEC.splitlines()[1]
+#: 64 micro-batches of SPEC's 2 ops and 1 edge copy 192 of them: over a limit of 100
 PIPELINE = ["--objective", "pipeline", "--microbatches", "64"]
 #: the statuses of a row with a valid plan
 VALID = ("optimal", "feasible")
@@ -37,10 +40,10 @@ def _specs(tmp_path: Path) -> tuple[Path, Path, Path]:
     (root / "shared" / "c.plan").write_text(CLUSTER + "\n")
     (root / "a").mkdir()
     inside = root / "a" / "s.plan"
-    inside.write_text('import "../shared/c.plan"\n' + PLACED.replace(CLUSTER, ""))
+    inside.write_text('import "../shared/c.plan"\n' + SPEC.replace(CLUSTER, ""))
     (tmp_path / "other").mkdir()
     outside = tmp_path / "other" / "s.plan"
-    outside.write_text(PLACED)
+    outside.write_text(SPEC)
     return root, inside, outside
 
 
