@@ -94,7 +94,7 @@ from .exact import cpsat
 from .exact.verdict import judge
 from .infeasible import diagnose, none_found
 from .portfolio import CANDIDATES, Ranked, estimated_seconds, rank
-from .search import PYTHON_BUDGET, STALLED, improve, move_budget, search_seconds
+from .search import STALLED, improve, move_budget, python_budget_note, search_seconds
 
 __all__ = ["CANDIDATES", "CPSAT_MAX_OPS", "CPSAT_MIN_S", "place"]
 
@@ -211,7 +211,7 @@ def _place(problem: Problem, options: Options, deadline: float) -> Solution:
     elif isinstance(search_note, str) and search_note.startswith(STALLED):
         info["stopped"] = search_note  # and this, as `search`'s own
     if python_budget:
-        info["simulator"] = PYTHON_BUDGET
+        info["simulator"] = python_budget_note()
     log.info("auto: %s gives %.6g s", name, makespan)
     if options.progress:
         options.progress(1.0, f"auto: {name}")
@@ -238,7 +238,7 @@ def _search_phase(problem: Problem, options: Options, ranked: Ranked,
     search stalls with moves left (`_later_starts`); (its note for `info`, the best plan
     after it, whether the first start's search improved on the heuristics: CP-SAT's share
     depends on that alone, as before later starts were searched; the starts searched;
-    whether its budget was sized for `planner.simulate`, `search.PYTHON_BUDGET`).
+    whether its budget was sized for `planner.simulate`, `search.python_budget_note`).
 
     Adds `candidates["search"]` when the search found a strictly faster plan."""
     m = len(problem.cluster.devices)

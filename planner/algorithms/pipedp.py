@@ -107,11 +107,6 @@ RECOMPUTE_HINT = ("`--algo pipeilp` places each unit on any device it may use an
                   "activations on the devices where that makes them fit")
 #: its words for inference, where nothing is recomputed (no backward pass to rebuild for)
 PLACES_HINT = "`--algo pipeilp` places each unit on any device it may use"
-
-
-def pipeilp_hint(problem: Problem) -> str:
-    """E707's hint naming pipeilp: `RECOMPUTE_HINT` in training, else `PLACES_HINT`."""
-    return RECOMPUTE_HINT if units(problem).training else PLACES_HINT
 #: copies of the graph's ops (micro-batches x ops) up to which a candidate is simulated
 MAX_SIMULATED_OPS = 200_000
 #: copied ops the simulator runs per second of a time limit on an idle machine (80,000 of a
@@ -119,6 +114,11 @@ MAX_SIMULATED_OPS = 200_000
 #: get a quarter (`simulation_budget`): the DP has about a third of the limit, and
 #: `clock.LOAD_HEADROOM` leaves the rest for a busy machine
 SIMULATED_OPS_PER_SECOND = 1e5
+
+
+def pipeilp_hint(problem: Problem) -> str:
+    """E707's hint naming pipeilp: `RECOMPUTE_HINT` in training, else `PLACES_HINT`."""
+    return RECOMPUTE_HINT if units(problem).training else PLACES_HINT
 
 
 def place(problem: Problem, options: Options) -> Solution:

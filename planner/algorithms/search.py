@@ -49,7 +49,7 @@ results bit for bit 20-50x faster. Until numba's cache holds it (the first run a
 install, while a background build compiles it: `planner.compiled`), `planner.simulate`
 answers, and the budget is sized for its speed (`PYTHON_SECONDS_PER_MOVE`): the limit is
 kept either way, and so is the rule that a limit and a seed give one plan per simulator;
-a plan searched with `planner.simulate`'s budget says so (`PYTHON_BUDGET`), since a run
+a plan searched with `planner.simulate`'s budget says so (`python_budget_note`), since a run
 after the build may keep another.
 
 Budget and determinism: the work is counted in moves tried. `--time-limit` is turned into
@@ -81,7 +81,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..facts import facts
-from ..fastsim import Evaluator, evaluator
+from ..fastsim import Evaluator, evaluator, numba_available
 from ..fastsim import ready as compiled_ready
 from ..model import Problem
 from ..plan import Plan
@@ -121,7 +121,16 @@ REVISITED = "no new placement left:"
 PYTHON_BUDGET = ("planner's Python simulator, while the compiled one is being built (a "
                  "first run after an install): the search was given fewer moves for it, "
                  "so a run after the build may keep another plan")
+#: the same where numba does not import here (a broken install): nothing is being built
+NO_NUMBA_BUDGET = ("planner's Python simulator (numba does not import here): the search "
+                   "was given fewer moves for it than the compiled one gets")
 _SPLIT = re.compile(r"[/.:]")
+
+
+def python_budget_note() -> str:
+    """`info["simulator"]` of a search sized for `planner.simulate`: `PYTHON_BUDGET`, or
+    `NO_NUMBA_BUDGET` where no build will ever end it."""
+    return PYTHON_BUDGET if numba_available() else NO_NUMBA_BUDGET
 
 
 def move_budget(problem: Problem, time_limit_s: float, *, compiled: bool | None = None) -> int:
@@ -487,7 +496,7 @@ def _solution(scorer: Scorer, start: str, first: float, status: Any, budget: int
     if where:  # said once, for every phase the clock cut
         info["reason"] = cut_reason(where)
     if python_budget:
-        info["simulator"] = PYTHON_BUDGET
+        info["simulator"] = python_budget_note()
     if scorer.stalled:
         info["stopped"] = f"{STALLED} {scorer.stall} moves"
     elif scorer.revisited:  # the text shows why it stopped short of its budget, as a stall

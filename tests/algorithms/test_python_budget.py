@@ -60,3 +60,15 @@ def test_solve_prints_it_and_its_json_holds_it(compiled: bool) -> None:
     assert code == 0
     info = json.loads(out)["result"]
     assert ("Python simulator" in info.get("simulator", "")) is not compiled
+
+
+def test_without_numba_the_note_says_no_build_is_coming(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a broken install (numba does not import) never builds the kernel: "while the compiled
+    # one is being built" would not be true there
+    monkeypatch.setattr(search_module, "compiled_ready", lambda: False)
+    monkeypatch.setattr(auto_module, "compiled_ready", lambda: False)
+    monkeypatch.setattr(search_module, "numba_available", lambda: False)
+    for algo in ("search", "auto"):
+        sol = run(algo, load_spec(SPEC), Options(time_limit_s=0.5))
+        assert sol.info["simulator"] == search_module.NO_NUMBA_BUDGET
+        assert "being built" not in sol.info["simulator"]
