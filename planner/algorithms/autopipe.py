@@ -41,7 +41,7 @@ from typing import Any
 from ..errors import InfeasibleError
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
-from ..pipeline.schedule import run as run_pipeline
+from ..pipeline.schedule import run_fits
 from ..pipeline.split import fits, off_devices, runs_as, split_of, stage_bytes
 from ..plan import Plan
 from ..units import format_seconds
@@ -468,11 +468,9 @@ def _iteration(problem: Problem, placement: tuple[int, ...], pipeline: Pipeline,
                simulated: bool) -> tuple[float, bool]:
     """The plan's iteration (simulated, or estimated) and whether it fits the memory
     with every op on a device it may use (the uniform split reads no pins)."""
-    split = split_of(problem, placement)
     if simulated:
-        run = run_pipeline(problem, placement, pipeline)
-        held, iteration = list(run.memory_bytes), run.iteration_s
-    else:
-        held = stage_bytes(problem, split, pipeline)
-        iteration = pipedp.estimate(problem, pipeline, split)
+        return run_fits(problem, placement, pipeline)
+    split = split_of(problem, placement)
+    held = stage_bytes(problem, split, pipeline)
+    iteration = pipedp.estimate(problem, pipeline, split)
     return iteration, fits(problem, held) and not off_devices(problem, placement)

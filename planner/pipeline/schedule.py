@@ -72,7 +72,17 @@ from ..simulate import SimResult, simulate
 from . import hybrid
 from .allreduce import AllReduce, gradient_allreduces
 from .order import Relayed, orders, relayed, task_ops
-from .split import Split, interleaves, resource_loads, runs, runs_as, split_of, stage_bytes
+from .split import (
+    Split,
+    fits,
+    interleaves,
+    off_devices,
+    resource_loads,
+    runs,
+    runs_as,
+    split_of,
+    stage_bytes,
+)
 from .units import unit_arrays, units
 
 #: a memory cap no copy of a graph reaches: the copies' memory is not the simulator's to judge
@@ -194,6 +204,16 @@ def run(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
     if key not in done:
         done[key] = _run(problem, key[0], pipeline, key[2], MappingProxyType(dict(groups)))
     return done[key]
+
+
+def run_fits(problem: Problem, placement: Sequence[int], pipeline: Pipeline) -> tuple[float, bool]:
+    """`placement`'s simulated iteration (`run`) and whether it fits the memory as it runs
+    with every op on a device it may use: how `auto` and `pipedp` judge a plan planned for
+    another schedule (interleaved's fallback, 1F1B) or by another rule (the uniform split
+    reads no pins)."""
+    ran = run(problem, placement, pipeline)
+    return ran.iteration_s, fits(problem, ran.memory_bytes) and not off_devices(problem,
+                                                                                placement)
 
 
 def run_planned(problem: Problem, placement: Sequence[int], pipeline: Pipeline,
