@@ -47,8 +47,9 @@ a unit or two either way while the simulated iteration shortens, within a budget
 simulated ops (`refine`). Past `pipedp.MAX_SIMULATED_OPS` copied
 ops the DP's cost compares them instead. Under `data_parallel auto` or `1`, `pipedp`'s split
 (one device per stage, on any chain: the cluster's order may miss it, as where the last
-layer is pinned to the last device) has its cuts moved alike and wins where it runs faster,
-so that `hybrid` is never slower than `pipedp`. `auto` keeps this plan only when it runs
+layer is pinned to the last device; under `interleaved`, its split for 1F1B where it keeps
+that) has its cuts moved alike and wins where it runs faster, so that `hybrid` is never
+slower than `pipedp`. `auto` keeps this plan only when it runs
 faster than its other candidates (`autopipe._hybrid`). `data_parallel N` fixes r = N for
 every stage (N identical pipelines), and a pin binds the first replica alone
 (`hybridstage.replica_units`). The stage cost is `hybridstage.Start`'s.

@@ -180,7 +180,9 @@ def test_random_against_brute_force(seed: int, pipe: Pipeline) -> None:
         if algo == "pipedp":  # exact for T per stage count; the plan: the fastest candidate
             best = min(best_splits(p, pipe).values(), key=lambda f: f.period_s)
             assert best.period_s == pytest.approx(least, rel=1e-9)
-            assert t >= least * (1 - 1e-9)
+            # or, under `interleaved`, its split for 1F1B where that runs faster (`kept`),
+            # outside the chains repeated K times that `least` covers
+            assert t >= least * (1 - 1e-9) or ("kept" in s.info and ran.schedule == "1f1b")
             assert got[algo] <= run_pipeline(p, best.split.placement(p), pipe).iteration_s * (
                 1 + 1e-12)
         if algo == "pipeilp" and pipe.schedule != "interleaved":  # T by its own rule

@@ -266,7 +266,8 @@ def test_hybrid_plans_pipedps_split_where_its_own_layouts_do_not_fit() -> None:
         ran = schedule.run(p, lay.split.placement(p), p.pipeline, (), lay.replicas)
         assert ran.schedule == "1f1b" and fits(p, ran.memory_bytes)
     assert _iteration(p, "hybrid") == pytest.approx(0.12224)
-    assert _iteration(p, "pipedp") == pytest.approx(0.192)
+    # pipedp's interleaved split ran 0.192 s; it now keeps its split for 1F1B, as fast
+    assert _iteration(p, "pipedp") == pytest.approx(0.12224)
 
 
 def test_e712_under_data_parallel_n_says_that_every_stage_is_replicated() -> None:
