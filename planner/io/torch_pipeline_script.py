@@ -37,7 +37,6 @@ import ast
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from .codegen import GeneratedCodeError, docstring_text, fill, literal
 from .torch_capture import with_defaults
 from .torch_import import Traced
 from .torch_load import Example
+from .torch_loss import model_outputs
 from .torch_pipeline import SCHEDULE_CLASSES, SCRIPT_LR, TorchPipeline, mesh_ranks
 
 
@@ -68,7 +68,7 @@ def pipeline_script(tp: TorchPipeline, traced: Traced, target: str,
         note += ("\nStage(s) " + ", ".join(map(str, tp.recompute)) + " recompute their "
                  "activations, as the plan says (RECOMPUTE):\neach runs under "
                  "torch.utils.checkpoint, its forward again in the backward pass.\n")
-    outputs = _outputs(traced)
+    outputs = model_outputs(traced)
     values = {
         "__TARGET__": literal(target),
         "__INPUTS__": literal(list(shapes)),
@@ -148,56 +148,6 @@ def _capture_kwargs(traced: Traced) -> dict[str, Any]:
         return {}
     added = with_defaults(traced.model, Example()).kwargs
     return {k: v for k, v in added.items() if isinstance(v, (bool, int, float, str))}
-
-
-@dataclass(frozen=True, slots=True)
-class _Outputs:
-    """The model's output as the last stage returns it: flat tensors, their shapes, how
-    they make the model's output and which is `logits`."""
-
-    shapes: list[list[int] | None]
-    #: `torch.utils._pytree.treespec_dumps` of the output's structure (None: one tensor, or
-    #: a structure that does not serialise)
-    spec: str | None
-    logits: int | None
-
-
-def _outputs(traced: Traced) -> _Outputs:
-    """The model's outputs for one micro-batch (`_Outputs`): an exported graph returns its
-    flat outputs and keeps their structure in `_out_spec` (a ModelOutput's); an fx graph
-    returns the structure itself."""
-    output = next((n for n in traced.gm.graph.nodes if n.op == "output"), None)
-    if output is None:
-        return _Outputs([], None, None)
-    # lazy: optional (the torch extra), and only for an output: a script of a graph that
-    # has none is written without torch (tests/hardening/test_generated_names.py)
-    from torch.utils import _pytree
-
-    leaves, structure = _pytree.tree_flatten(output.args[0])
-    spec = getattr(traced.gm, "_out_spec", None) if traced.method == "export" else structure
-    if spec is None or spec.num_leaves != len(leaves):
-        spec = structure
-    names = [getattr(leaf, "name", "") for leaf in leaves]
-    shapes = [list(traced.shapes[n]) if n in traced.shapes else None for n in names]
-    try:
-        text = None if spec.is_leaf() else _pytree.treespec_dumps(spec)
-    except Exception:  # noqa: BLE001 - a type that pytree cannot serialise
-        text = None
-    return _Outputs(shapes, text, _logits_index(spec))
-
-
-def _logits_index(spec: Any) -> int | None:
-    """Where `logits` is among the flat outputs of a dict-like output (a ModelOutput)."""
-    if spec.is_leaf() or not issubclass(spec.type, dict) or "logits" not in (spec.context
-                                                                             or ()):
-        return None
-    at = 0
-    children = spec.children() if hasattr(spec, "children") else spec.children_specs
-    for key, child in zip(spec.context, children, strict=True):
-        if key == "logits":
-            return at if child.is_leaf() else None
-        at += child.num_leaves
-    return None
 
 
 #: a region of the template: `#<name>`, a plan without replicas' lines, `#<hybrid>`, a
