@@ -49,7 +49,7 @@ def data_parallel_hints(problem: Problem, pipeline: Pipeline,
     fewer, said_fewer = _fewer_pipelines(pipeline, fit, auto=not flight)
     said = [f"{why}: {said_fewer}"]
     if flight:
-        said.append("fewer micro-batches in flight hold fewer activations: "
+        said.append(f"{pipehints.fewer_words(problem)}: "
                     f"{n} pipelines fit with {' or with '.join(flight)}")
     elif tried := " or ".join(_tried(pipeline)):
         said[0] += (f"; {n} pipelines do not fit with {tried} either" if fewer else

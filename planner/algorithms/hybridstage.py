@@ -137,7 +137,6 @@ class Start:
         self.params = u.params_prefix[ends] - u.params_prefix[i]
         self.transient = np.maximum.accumulate(u.transient[i:])[ends - i - 1]
         self.acts = u.kept_prefix[ends] - u.kept_prefix[i] + u.forward_bytes[i]
-        self.outputs = u.output_prefix[ends] - u.output_prefix[i]
         self.bucket = np.minimum(self.grads, hybrid.DDP_BUCKET_BYTES)
         self._by_group: dict[tuple[object, ...], _Figures] = {}
         self._costs: dict[tuple[object, ...], NDArray[np.float64]] = {}
@@ -229,13 +228,14 @@ class Start:
             ring = 0.0 if ring_at is None else allreduce_seconds(self.grads, r, *ring_at)
             self._way_back[r, ring_at] = np.maximum(f.behind, ring)
         cost = f.ahead + busy + self._way_back[r, ring_at]
-        returned = 0 if has_next else hybrid.returned_copies(pipeline, r, self.u.training)
-        if (flight, r > 1, returned, cap) not in self._too_big:
+        # inference: a replica's share of the micro-batches' inputs and outputs too
+        key = (flight, r > 1, cap) if self.u.training else (flight, r, has_next, cap)
+        if key not in self._too_big:
             need = stage_memory(self.params, flight, self.acts, self.transient) + (
-                self.bucket if r > 1 else 0.0) + returned * self.outputs
-            self._too_big[flight, r > 1, returned, cap] = np.greater(need, cap)
-        out: NDArray[np.float64] = np.where(self._too_big[flight, r > 1, returned, cap], INF,
-                                            cost)
+                self.bucket if r > 1 else 0.0) + hybrid.inference_bytes(
+                self.u, self.i, self.ends, pipeline, r, not has_next)
+            self._too_big[key] = np.greater(need, cap)
+        out: NDArray[np.float64] = np.where(self._too_big[key], INF, cost)
         return out
 
 

@@ -71,9 +71,17 @@ def in_flight_hints(problem: Problem, pipeline: Pipeline, one: bool,
     fewer = _fewer_in_flight(problem, pipeline, cells, one, recomputing)
     return (*((f"`microbatches {more}` (or more) allows {more} stages, and a split into "
                f"{more} stages fits: each holds less",) if more else ()),
-            ("fewer micro-batches in flight hold fewer activations: a split fits with "
+            (f"{fewer_words(problem)}: a split fits with "
              f"{' or with '.join(fewer)}; or give the devices more `memory`") if fewer
             else "give the devices more `memory`")
+
+
+def fewer_words(problem: Problem) -> str:
+    """Why fewer micro-batches fit, in words: training holds the activations of those in
+    flight; inference every micro-batch's stage inputs and outputs (`split.stage_bytes`)."""
+    return ("fewer micro-batches in flight hold fewer activations" if units(problem).training
+            else "fewer micro-batches hold fewer stage inputs and outputs (inference keeps "
+            "every micro-batch's)")
 
 
 def _fewer_in_flight(problem: Problem, pipeline: Pipeline, cells: float, one: bool,

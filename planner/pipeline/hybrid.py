@@ -27,8 +27,9 @@ first. The groups are disjoint.
   and the pipeline never share a link; under `device` contention they would share each
   device's one channel, which this timing leaves out.
 - **Memory.** A replica holds what its stage holds with one device (params, gradients and
-  optimizer state, activations of its micro-batches in flight, the largest transient),
-  plus one DDP bucket (at most the stage's gradients).
+  optimizer state, activations of its micro-batches in flight, the largest transient;
+  in inference, the inputs and outputs of its share of the micro-batches:
+  `inference_bytes`), plus one DDP bucket (at most the stage's gradients).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from numpy.typing import NDArray
 
 from ..cost import allreduce_time, costs
 from ..model import Pipeline, Problem
+from .units import Units
 
 #: DDP's default `bucket_cap_mb` (25 MiB): the gradients all-reduced at once
 DDP_BUCKET_BYTES = 25 * 2**20
@@ -79,12 +81,33 @@ def in_flight(pipeline: Pipeline, sizes: Sequence[int], k: int, training: bool) 
     return pipeline.schedule_spec.in_flight(pipeline.microbatches, sizes, k, training)
 
 
+def cached_copies(pipeline: Pipeline, r: int, training: bool) -> int:
+    """Micro-batches beyond the one in flight whose inputs and outputs a replica of a stage
+    (of `r`) still holds at the step's end, inference only: torch's stage receives each
+    micro-batch into its own buffers and caches its outputs (`fwd_cache`) for a backward
+    pass that inference never runs, freed at the next step: its share ceil(M / r) - 1
+    more. 0 in training (the backward pops them: `in_flight` counts those held)."""
+    return 0 if training else -(-pipeline.microbatches // r) - 1
+
+
 def returned_copies(pipeline: Pipeline, r: int, training: bool) -> int:
-    """Copies of each model output a replica of the last stage (of `r`) holds beyond the
-    one its activations count, inference only: torch's last stage keeps every micro-batch's
-    output (`output_chunks`, cleared at the next step) and `step` returns them merged, so
-    at its end it holds its share ceil(M / r) twice. 0 in training (`return_outputs=False`)."""
-    return 0 if training else 2 * -(-pipeline.microbatches // r) - 1
+    """Copies of each model output a replica of the last stage (of `r`) holds beyond those
+    it caches (`cached_copies`), inference only: `step` returns its share ceil(M / r)
+    merged (`torch.cat` of `output_chunks`, while they are alive). 0 in training
+    (`return_outputs=False`)."""
+    return 0 if training else -(-pipeline.microbatches // r)
+
+
+def inference_bytes(u: Units, i: Any, j: Any, pipeline: Pipeline, r: int, last: bool) -> Any:
+    """The bytes a replica (of `r`) of the stage of units [i, j) holds beyond one
+    micro-batch's activations, inference only (indices or arrays of them; 0 in
+    training): `cached_copies` of what it receives and sends and of the model's outputs
+    it computes, and the `last` stage's outputs merged (`returned_copies`). The rule of
+    `split.stage_bytes`, read by every split solver that judges memory."""
+    cached = cached_copies(pipeline, r, u.training)
+    outputs = u.output_prefix[j] - u.output_prefix[i]
+    return cached * (u.forward_bytes[i] + u.forward_bytes[j] + outputs) + (
+        returned_copies(pipeline, r, u.training) * outputs if last else 0.0)
 
 
 def bucket_bytes(gradient: float, r: int) -> float:

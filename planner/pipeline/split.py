@@ -34,6 +34,10 @@ those of the schedule the split runs (`runs`): under `interleaved`, a split whos
 are replicated or not K per device in a repeating chain runs as 1F1B and holds 1F1B's; a
 split whose order deadlocks under its schedule (its devices not a chain of stages:
 `order.deadlocks`) runs in GPipe's order and holds GPipe's M, as the simulator runs it.
+Inference (no backward pass) has one micro-batch in flight, and a stage holds for each
+other micro-batch what it receives and sends and the model's outputs it computes (torch
+caches them for a backward pass that never runs), the last stage its outputs once more
+merged (`hybrid.inference_bytes`).
 """
 
 from __future__ import annotations
@@ -290,9 +294,10 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
     aside): the rule's home, which pipeilp's recomputing DP and its ILP rows restate. A
     device in `replicas` runs its stages on its group (`hybrid`): each replica holds them
     with its own micro-batches in flight, plus one DDP bucket. Micro-batches in flight are
-    those of the schedule the split runs (`runs`). In inference the last stage also holds
-    the model's outputs it computes for every micro-batch and merged
-    (`hybrid.returned_copies`)."""
+    those of the schedule the split runs (`runs`). In inference a stage also holds what it
+    receives and sends and the model's outputs it computes for every micro-batch, and the
+    last stage those outputs once more merged (`hybrid.inference_bytes`), as torch's does
+    at the step's end."""
     pipeline = runs(problem, split, pipeline, replicas)
     u = units(problem)
     held = [0.0] * len(problem.cluster.devices)
@@ -321,17 +326,20 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
                     + _span(u.output_prefix, split, k) for k, e in zip(stages, ends,
                                                                        strict=True)]
         acts = [a + b for a, b in zip(kept, received, strict=True)]
-        last = split.stages - 1  # inference: the model's outputs it returns, kept
-        returned = hybrid.returned_copies(pipeline, sizes[last], u.training) * _span(
-            u.output_prefix, split, last) if last in stages else 0.0
-        if pipeline.schedule_spec.virtual_stages:
+        # inference: each stage's inputs and outputs of its other micro-batches, and the
+        # last stage's outputs merged
+        beyond = sum(float(hybrid.inference_bytes(
+            u, split.bounds[k], split.bounds[k + 1], pipeline, sizes[k],
+            k == split.stages - 1)) for k in stages)
+        if pipeline.schedule_spec.virtual_stages and u.training:
             count = in_flight(pipeline, split.stages, stages[0], u.training, rank, len(order))
-            held[d] = float(stage_memory(params, count, max(acts), transient)) + returned
+            held[d] = float(stage_memory(params, count, max(acts), transient)) + beyond
         else:  # `hybrid.in_flight`: with one device a stage, GPipe M, 1F1B min(S - k, M);
-            # each of its stages with its own micro-batches in flight
+            # each of its stages with its own micro-batches in flight (inference: one,
+            # every virtual stage's too, beside the others it keeps)
             held[d] = float(stage_memory(params, 1, sum(
                 hybrid.in_flight(pipeline, sizes, k, u.training) * a
-                for k, a in zip(stages, acts, strict=True)), transient)) + returned
+                for k, a in zip(stages, acts, strict=True)), transient)) + beyond
     _replicate(problem, split, held, replicas or {})
     return held
 

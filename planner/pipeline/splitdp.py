@@ -515,7 +515,7 @@ def _stage_tables(problem: Problem, u: Units, space: Space, chain: Sequence[int]
             kind == "period" and problem.contention == "device") else "max")
         out.append(_Stage(u.compute_prefix[d][cuts], u.banned_prefix[d][cuts], left, right,
                           combine, in_flight(pipeline, s, k, u.training, ranks[d], len(ranks)),
-                          hybrid.returned_copies(pipeline, 1, u.training) * (k == s - 1),
+                          (pipeline, 1, k == s - 1),
                           stage_share(problem.cluster.devices[d].memory_bytes, per)
                           if capped else INF))
         left = right
@@ -534,7 +534,7 @@ class _Stage:
     #: (compute, or both boundaries on one channel), `sum` of the three
     combine: str
     in_flight: int
-    returned: int  # copies of the model's outputs the last stage keeps (`stage_bytes`)
+    ends: tuple[Pipeline, int, bool]  # inference: `hybrid.inference_bytes`'s arguments
     cap: float
 
     def load(self, u: Units, cuts: NDArray[np.int64], i: NDArray[np.int64],
@@ -563,7 +563,7 @@ class _Stage:
         ci, cj = cuts[i], cuts[j]
         need = stage_memory(u.params_prefix[cj] - u.params_prefix[ci], self.in_flight,
                             u.kept_prefix[cj] - u.kept_prefix[ci] + u.forward_bytes[ci],
-                            largest) + self.returned * (u.output_prefix[cj] - u.output_prefix[ci])
+                            largest) + hybrid.inference_bytes(u, ci, cj, *self.ends)
         out: NDArray[np.bool_] = np.greater(need, self.cap)
         return out
 
@@ -579,7 +579,7 @@ class _Masks:
     def too_big(self, u: Units, space: Space, stage: _Stage, block: tuple[int, int, int],
                 i: NDArray[np.int64], j: NDArray[np.int64]) -> NDArray[np.bool_]:
         """The block's `_Stage.too_big` (i: its starts as a column, j: its ends)."""
-        key = (*block, stage.in_flight, stage.returned, stage.cap)
+        key = (*block, stage.in_flight, stage.ends[2], stage.cap)
         if key not in self._kept:
             out = stage.too_big(u, space.cuts, i, j[None, :], space.largest[block[1]:j[-1], j])
             if self._cells + out.size > KEEP_CELLS:

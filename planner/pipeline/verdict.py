@@ -22,6 +22,7 @@ from ..simulate import SimResult, Violation
 from ..units import format_bytes, format_bytes_of
 from .schedule import PipelineRun
 from .split import fits, units_split
+from .units import units
 
 __all__ = ["NEVER_ENDS", "memory_words", "pipeline_breaks", "replicated_pins"]
 
@@ -81,8 +82,10 @@ def memory_words(problem: Problem, run: PipelineRun) -> str:
         return (f"device `{devs[d].name}` holds {holds}, less than the params of its stages "
                 f"alone ({params})")
     needs, holds = format_bytes_of(run.memory_bytes[d], cap)
+    rest = ("activations in flight" if units(problem).training else "every micro-batch's "
+            "stage inputs and outputs (inference keeps them), one's activations")
     return (f"device `{devs[d].name}` holds {holds}, less than the {needs} its stages need: "
-            f"params {format_bytes(held[d])}, the rest activations in flight and workspace")
+            f"params {format_bytes(held[d])}, the rest {rest} and workspace")
 
 
 def _params_held(problem: Problem, run: PipelineRun) -> list[float]:

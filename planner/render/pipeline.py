@@ -22,6 +22,7 @@ from ..model import Problem
 from ..pipeline.bound import PipelineBound
 from ..pipeline.schedule import PipelineRun
 from ..pipeline.split import fits
+from ..pipeline.units import units
 from ..pipeline.verdict import memory_words
 from ..report.views import PipelineRow
 from ..units import format_bytes_of, format_seconds
@@ -115,8 +116,10 @@ def pipeline_report(problem: Problem, rows: Sequence[PipelineRow], bound: Pipeli
         if note:
             head.add_row("note", note)
     stages = _stages_table(problem, run)
-    memory = Table(title="pipeline memory (params once, activations per micro-batch in "
-                   "flight)", title_justify="left")
+    memory = Table(title="pipeline memory (params once, " + (
+        "activations per micro-batch in flight)" if units(problem).training else
+        "every micro-batch's stage inputs and outputs, one's activations: inference)"),
+        title_justify="left")
     for col in ("device", "held", "cap"):
         memory.add_column(col, justify="left" if col == "device" else "right")
     for d, dev in enumerate(devs):

@@ -31,9 +31,11 @@ def test_timeout_rows_name_their_point_and_are_kept_on_resume(tmp_path: Path) ->
     first = run_sweep(sweep, executor="local", jobs=2, worker=hang_on_mtopo, resume=log,
                       deadline=_limit)
     got = {(r["algorithm"], r["objective"]): r for r in first.rows}
+    # msct's placement as an inference pipeline of 8 micro-batches does not fit (gpu1: 244
+    # MiB of 128, every micro-batch's stage inputs and outputs), a row kept as any other
     assert {k: r["status"] for k, r in got.items()} == {
         ("msct", "makespan"): "feasible", ("mtopo", "makespan"): "timeout",
-        ("msct", "pipeline"): "feasible", ("mtopo", "pipeline"): "timeout"}
+        ("msct", "pipeline"): "violated", ("mtopo", "pipeline"): "timeout"}
     digest = got["msct", "makespan"]["spec_sha256"]
     for r in (got["mtopo", "makespan"], got["mtopo", "pipeline"]):
         assert (r["spec_sha256"], r["microbatches"], r["planner_version"]) == (
@@ -42,5 +44,5 @@ def test_timeout_rows_name_their_point_and_are_kept_on_resume(tmp_path: Path) ->
                       deadline=_limit)
     assert (again.ran, again.reused, again.stale) == (0, 4, 0)
     assert sorted((r["algorithm"], r["objective"], r["status"]) for r in read_rows(log)) == [
-        ("msct", "makespan", "feasible"), ("msct", "pipeline", "feasible"),
+        ("msct", "makespan", "feasible"), ("msct", "pipeline", "violated"),
         ("mtopo", "makespan", "timeout"), ("mtopo", "pipeline", "timeout")]

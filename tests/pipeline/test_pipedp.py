@@ -148,7 +148,9 @@ def test_auto_keeps_the_split_that_simulates_faster(seed: int, training: bool) -
     from planner.pipeline.schedule import run as run_pipeline
     from planner.pipeline.schedule import run_planned
 
-    p = random_spec(seed, 10, 4, training=training)
+    # inference: more memory, every stage keeps every micro-batch's inputs and outputs
+    p = random_spec(seed, 10, 4, training=training,
+                    memories=(40, 60, 200) if training else (120, 180, 600))
     sol = run("auto", p)
     candidates = dict(sol.info["candidates"])
     for name in ("pipedp", "uniform"):  # each as its own algorithm plans it
@@ -175,16 +177,16 @@ def test_auto_sizes_the_dp_to_its_time_limit() -> None:
     assert cells_for(0.0) == MAX_CELLS  # no limit: all of it
     assert cells_for(10.0) == 10 * CELLS_PER_SECOND < MAX_CELLS
     assert cells_for(1.0) == CELLS_PER_SECOND and cells_for(1e-6) == MIN_CELLS
-    # memories above the default: the last stage keeps the outputs of every micro-batch
-    p = random_spec(2, 40, 4, training=False, memories=(60, 90, 300))
+    # memories above the default: inference keeps every micro-batch's inputs and outputs
+    p = random_spec(2, 40, 4, training=False, memories=(120, 180, 600))
     rows = sum(s * len(c) for s, c in search_space(p, p.pipeline).chains.items())
     tight = MIN_CELLS
     assert DP_PASSES * rows * 41**2 > tight  # so that the cuts are thinned below: the test can fail
     thinned = search_space(p, p.pipeline, tight)
     assert len(thinned.cuts) < units(p).count + 1
     sol = run("auto", p, Options(time_limit_s=tight / CELLS_PER_SECOND))
-    # auto's pipedp candidate is the thinned DP's (here hybrid's layout runs faster still,
-    # and auto keeps it: its info is hybrid's, without pipedp's `candidate_cuts`)
+    # auto's pipedp candidate is the thinned DP's (here auto keeps it: the uniform split
+    # runs faster but does not fit, hybrid's layout is no faster)
     dp = pipedp.place_within(p, Options(time_limit_s=tight / CELLS_PER_SECOND), tight).info
     assert dp["candidate_cuts"] == f"{len(thinned.cuts) - 1} of 40 unit boundaries"
     assert sol.info["candidates"]["pipedp"] == dp["iteration_s"] != pipedp.place(

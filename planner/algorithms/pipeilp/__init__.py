@@ -34,9 +34,10 @@ flight: the stage's forward outputs (kept) and the forward tensors crossing its 
 boundary (received). A device that recomputes holds its kept activations once (rebuilt
 for one backward pass at a time, its data inputs aside) and only the received ones, those
 crossing its stages' last boundaries (sent), and the model's data inputs and outputs in
-its stages per micro-batch in flight. In inference the device of the last stage also
-holds the model's outputs in it for every micro-batch and merged, e = 2M − 1 copies more
-(0 in training: `hybrid.returned_copies`).
+its stages per micro-batch in flight. In inference every device also holds, for the
+other g = M − 1 micro-batches, what its stage receives and sends and the model's outputs
+in it (`hybrid.cached_copies`), and the device of the last stage those outputs merged,
+e = M copies more (both 0 in training: `hybrid.inference_bytes`).
 
 The model (units k with allowed devices A(k); C_kd, F_kd the compute and forward compute
 of unit k on d; P_k, K_k, tau_k its params, kept activations and largest transient, and
@@ -60,7 +61,8 @@ quantities in units of 10^i s and 2^j B):
     t_d ≥ tau_k x_kd                                                          (transient)
     r_d ≥ Σ_k O_k x_kd − Ō_d (1 − x_(n−1)d)   its outputs if it ends the model  (memory)
     Σ_k (P_k + K_k) x_kd + t_d + c Σ_x R_x (Σ_{a≠d} z_xad + Σ_{b≠d} w_xdb) + (c − 1) h_d
-        + c v_d + e r_d ≤ cap_d + big_dc (1 − used_e)                         (memory)
+        + c v_d + e r_d + g (Σ_x R_x (Σ_{a≠d} z_xad + Σ_{b≠d} z_xdb) + Σ_k O_k x_kd)
+        ≤ cap_d + big_dc (1 − used_e)                                         (memory)
     used_e ≥ x_ke                                                             (inuse)
     o_ka ≤ o_(k−1)a + x_ka,   x_kb ≤ o_(k−1)a   for consecutive a, b of an order (order)
     x_0d + Σ_x Σ_{a≠d} z_xad ≤ 1           one stage per device (not interleaved) (runs)

@@ -45,7 +45,9 @@ class _Model:
         self.v: dict[int, Any] = {}
         #: r_d: the model's outputs on d when it holds the last unit (inference: kept, merged)
         self.r: dict[int, Any] = {}
-        self.returned = 0  # the copies of them beyond one (`hybrid.returned_copies`)
+        self.returned = 0  # the copies of them merged (`hybrid.returned_copies`)
+        #: inference: the other micro-batches whose inputs and outputs a device's stages keep
+        self.cached = 0
         #: w_xab = z_xab and ρ_a: a recomputing device sends boundary x (held per micro-batch)
         self.w: dict[tuple[int, int, int], Any] = {}
         self.t: dict[int, Any] = {}
@@ -264,6 +266,19 @@ class _Model:
         return [(self.data.fb[x] / self.mem_unit, wv) for (x, a, _), wv in self.w.items()
                 if a == d]
 
+    def _cached(self, d: int) -> tuple[list[Term], float]:
+        """Inference: the inputs and outputs of the other micro-batches that d's stages keep
+        (`hybrid.inference_bytes`): `cached` times R_x z_xad, R_x z_xdb and O_k x_kd; and
+        the most they sum to (every term's variable at 1)."""
+        if not self.cached:
+            return [], 0.0
+        data, mu = self.data, self.mem_unit
+        terms = [*((self.cached * data.fb[x] / mu, zv) for (x, a, b), zv in self.z.items()
+                   if d in (a, b) and data.fb[x] > 0),
+                 *(self._xt(k, d, self.cached * data.outputs[k] / mu) for k in range(data.n)
+                   if d in data.allowed[k] and data.outputs[k] > 0)]
+        return terms, sum(coef for coef, _ in terms)
+
     def _memory(self, pyo: Any) -> None:
         """t_d, used_e and each device's memory rows."""
         data, mdl = self.data, self.model
@@ -277,6 +292,7 @@ class _Model:
                 if e in data.allowed[k]:
                     self._row("inuse", 0.0, [(1.0, self.used[e]), self._xt(k, e, -1.0)])
         self.returned = hybrid.returned_copies(_pipeline(self.problem), 1, data.training)
+        self.cached = hybrid.cached_copies(_pipeline(self.problem), 1, data.training)
         last = data.n - 1  # its device holds the last stage (one stage a device, `runs`)
         ending = [d for d in data.allowed[last] if self.returned and any(
             data.outputs[k] > 0 for k in range(data.n) if d in data.allowed[k])]
@@ -303,8 +319,9 @@ class _Model:
                                              self._xt(k, d, -data.transient[k] / mu)])
         cap = data.caps[d] / mu
         received = [*self._received(d), *self._sent(d)]
+        cached, cached_most = self._cached(d)
         for c, switch in self._counts(d):
-            terms: list[Term] = [(1.0, tv)]
+            terms: list[Term] = [(1.0, tv), *cached]
             for k in mine:
                 keep = data.kept[k] if d in self.h else c * data.kept[k]
                 terms.append(self._xt(k, d, (data.params[k] + keep) / mu))
@@ -321,7 +338,7 @@ class _Model:
             most = (sum(data.params[k] + c * (data.kept[k] + data.outputs[k])
                         + self.returned * data.outputs[k] for k in mine)
                     + max((data.transient[k] for k in mine), default=0.0)) / mu + c * sum(
-                        coef for coef, _ in received)
+                        coef for coef, _ in received) + cached_most
             big = max(0.0, most - cap)
             if big > 0:
                 self._row("memory", None, [*terms, (big, self.used[switch])], cap + big)
