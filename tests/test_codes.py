@@ -69,6 +69,9 @@ SHARED.update({  # one meaning each, raised in two places
              "models (facts.py) and a pipeline's (stagefacts.py)"),
     "E214": ("a plain number written with a unit: a block's attributes (spec/lower/attrs.py) "
              "and a pipeline's counts (spec/lower/plan.py)"),
+    "E707": ("no pipeline split of the plan: pipedp's search (algorithms/pipedp.py) and "
+             "its check that one can exist whatever the memory (algorithms/pipecheck.py, "
+             "moved out of pipedp.py)"),
     "E712": ("no layout of N replicated pipelines honours the plan: the hybrid DP's "
              "(algorithms/pipehybrid.py), and a pin to a device that starts no block of N "
              "under `data_parallel N` (algorithms/pipeblocks.py, moved out of pipehybrid.py)"),

@@ -49,10 +49,11 @@ time limit alone (`simulation_budget`); where the M copies of the graph would pa
 (M - 1) T plus each stage's load once (`estimate`; `info["candidates_compared_by"]` says
 which). Under a schedule with a fallback (`interleaved`: 1F1B, as every split that is not K
 stages per device in a repeating chain runs), the best split of one stage per device for
-the fallback is kept where it fits and simulates faster as it runs (`info["kept"]`; on a
-graph too small to interleave, W258, the search's best ran 1.64 s, this split 1.385 s;
-`auto` compares it too). When the DP's work, stage rows times
-candidate cuts squared, would pass `MAX_CELLS`, the cuts are thinned to the cheapest
+the fallback is kept where it fits and simulates faster as it runs, or where no split of
+the schedule's fits (`info["kept"]`; on a graph too small to interleave, W258, the
+search's best ran 1.64 s, this split 1.385 s; `auto` compares it too). When the DP's
+work, stage rows times candidate cuts squared, would pass `MAX_CELLS`, the cuts are
+thinned to the cheapest
 boundary to cross within each of as many equal windows of units as fit, and
 `info["candidate_cuts"]` says so: the split is then the best among those cuts (GNMT's
 2,674 units on 4 GPUs: every boundary; a 100,000-op graph on 8 GPUs under `auto`'s
@@ -104,6 +105,7 @@ from . import pipehints
 from .base import Options, Solution
 from .clock import LOAD_HEADROOM
 from .infeasible import diagnose
+from .pipecheck import check_units
 
 #: E707's hint, where the memory caps leave no split, for the algorithm that never
 #: recomputes (pipeilp, which starts from pipedp, leaves it out of what it reports)
@@ -134,8 +136,38 @@ def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     """`place`, with the DP's work (stage rows x candidate cuts squared) within `cells`
     (`auto` sizes it to its time limit: `cells_for`), and the split of one stage per
     device for the schedule's fallback where faster (`_kept_fallback`)."""
-    searched = search_within(problem, options, cells)
+    searched = _searched(problem, options, cells, True)
+    if searched is None:  # E707, unless the split for the fallback fits
+        return _fallback_alone(problem, options, cells)
     return _kept_fallback(problem, searched, cells)
+
+
+def _fallback_alone(problem: Problem, options: Options, cells: float) -> Solution:
+    """Where no split of the schedule's fits: under a schedule with a fallback
+    (`interleaved`: 1F1B), the split of one stage per device planned for the fallback
+    (`fallback_split`, simulated within the limit's budget) where it fits as it runs,
+    `info["kept"]` saying why; else E707 (`_no_split`). On inception_v3's PipeDream profile
+    on a DGX-1, 8 micro-batches, 2 stages per device, E707 named `--algo auto` instead
+    (now 1.504 s an iteration)."""
+    pipeline = problem.pipeline or Pipeline()
+    found = fallback_split(problem, cells, simulation_budget(options.time_limit_s))
+    one = fallback_pipeline(pipeline)
+    simulated = pipeline.microbatches * len(problem.graph.ops) <= MAX_SIMULATED_OPS
+    if found is None or one is None:
+        iteration, fits = math.inf, False
+    elif simulated:
+        iteration, fits = pipeline_schedule.run_fits(problem, found.plan.placement, pipeline)
+    else:  # as `auto` judges big graphs: the estimate, the DP's memory rule (it fit)
+        iteration, fits = estimate(problem, one, split_of(problem, found.plan.placement)), True
+    if found is None or one is None or not fits:  # no hint naming auto: it does no better
+        raise _no_split(problem, pipeline, cells, False)
+    left = unsearched(problem, pipeline, cells)
+    kept = (f"no {pipeline.schedule} split of {pipeline.per_device} stages per device fits"
+            + (f" among those searched ({left})" if left else "")
+            + f"; the best split of one stage per device for {one.schedule} does: "
+            f"{format_seconds(iteration)} an iteration" + ("" if simulated else " (estimated)"))
+    return Solution(found.plan, "feasible", {**found.info, "iteration_s": iteration,
+                                             "kept": kept})
 
 
 def _kept_fallback(problem: Problem, searched: Searched, cells: float) -> Solution:
@@ -323,44 +355,6 @@ def notes_for(problem: Problem, searched: Searched, placement: Sequence[int],
                    estimate(problem, pipeline, split))
     return {"period_s": mine.period_s, "stages": split.stages,
             **_split_notes(problem, pipeline, searched, mine)}
-
-
-def check_units(problem: Problem, pipeline: Pipeline) -> None:
-    """E707 with its cause where no pipeline split can exist whatever the memory: a unit
-    pinned to two devices, a unit no device can run, more stages per device than units
-    under `interleaved` (`check` reports the first and the last in a spec, with codes of
-    its own; a problem built in Python and handed to an algorithm may still have them)."""
-    u = units(problem)
-    devices = problem.cluster.devices
-    ops = problem.graph.ops
-    for members, allowed in zip(u.members, u.allowed, strict=True):
-        if allowed:
-            continue
-        pinned = {i: problem.pins[i] for i in members if i in problem.pins}
-        if len(set(pinned.values())) > 1:
-            raise InfeasibleError(Diagnostic(
-                "E707", f"no pipeline split of plan `{problem.name}` exists: its pins split "
-                "one pipeline unit between devices, "
-                + ", ".join(f"`{ops[i].name}` to `{devices[d].name}`" for i, d in pinned.items())
-                + " (a forward op, its `backward_of` ops and their colocation groups run on "
-                "one stage)", None,
-                ("pin them to one device, or plan `objective makespan` (`planner check` "
-                 "reports it too)",)))
-        raise InfeasibleError(Diagnostic(
-            "E707", f"no pipeline split of plan `{problem.name}` exists: no device runs every "
-            f"op of the pipeline unit of `{ops[members[0]].name}` (its forward and backward "
-            "ops, with their colocation groups)"
-            + (f" on its pin `{devices[next(iter(pinned.values()))].name}`" if pinned else ""),
-            None, ("give its ops a `time` that applies on one device for all of them",)))
-    per = pipeline.per_device
-    if u.count < per:
-        raise InfeasibleError(Diagnostic(
-            "E707", f"no pipeline split of plan `{problem.name}` exists: `stages_per_device "
-            f"{per}` asks each device for more stages than the graph has pipeline units "
-            f"({u.count})", None,
-            (f"set `stages_per_device` to {u.count} or less, or use `schedule 1f1b` "
-             "(`planner check` reports it too)" if u.count else
-             "the graph has no ops (`planner check` reports it too)",)))
 
 
 def _left_out(problem: Problem, space: Space, every: int) -> InfeasibleError:

@@ -21,6 +21,10 @@ AUTO_HINT = ("a split of one stage per device fits, run as 1f1b: `--algo auto` c
              "with the other plans (or plan `schedule 1f1b`)")
 
 
+FEWER = ("fewer micro-batches in flight hold fewer activations: a split fits with {}; or "
+         "give the devices more `memory`")
+
+
 def _plan(memory: str, schedule: str = "interleaved; stages_per_device 2", n: int = 6,
           devices: int = 3) -> Problem:
     return loads(chain_text(n, devices, outputs_mb=[4.0] * n, memory=memory,
@@ -35,16 +39,29 @@ def _e707(algorithm: str, problem: Problem) -> Diagnostic:
     return d
 
 
+def _searched_e707(problem: Problem) -> Diagnostic:
+    with pytest.raises(InfeasibleError) as err:
+        pipedp.search_within(problem, Options(), pipedp.MAX_CELLS)
+    (d,) = err.value.diagnostics
+    assert d.code == "E707"
+    return d
+
+
 def test_interleaved_e707_names_the_split_that_fits_and_auto() -> None:
     # 24 MB a device: no split of 2 stages per device fits, one of one stage per device
     # does (as 1F1B, which auto plans); before, E707 said no split fits at all and
-    # suggested `schedule 1f1b` and pipeilp, never auto
+    # suggested `schedule 1f1b` and pipeilp, never auto (1F1B is still suggested, and so
+    # is one micro-batch, which fits). `--algo pipedp` now returns that split itself
+    # (test_pipedp_fallback); its search's E707, whose words pipeilp draws, names it
     p = _plan("24 MB")
-    d = _e707("pipedp", p)  # search plans it as auto does (test_search_from_auto)
+    d = _searched_e707(p)
     assert d.message == ("no contiguous pipeline split of plan `p` into 2 stages per device, "
                          "a chain of devices repeated 2 times, fits the devices' memory")
     assert d.hints[0] == AUTO_HINT
+    assert d.hints[1] == FEWER.format("`schedule 1f1b` or with `microbatches 1`")
     assert run_algorithm("auto", p, Options(time_limit_s=5)).status == "feasible"
+    kept = run_algorithm("pipedp", p, Options()).info["kept"]
+    assert kept.startswith("no interleaved split of 2 stages per device fits; the best split ")
 
 
 def test_the_auto_hint_only_where_that_split_fits() -> None:
@@ -64,10 +81,6 @@ def test_under_1f1b_e707_suggests_no_1f1b() -> None:
     assert _e707("pipedp", _plan("8 MB", "gpipe")).hints[0] == "give the devices more `memory`"
 
 
-FEWER = ("fewer micro-batches in flight hold fewer activations: a split fits with {}; or "
-         "give the devices more `memory`")
-
-
 @pytest.mark.parametrize("algorithm", ["pipedp", "auto"])
 def test_interleaved_e707_suggests_1f1b_only_where_a_split_of_one_stage_per_device_fits(
         algorithm: str) -> None:
@@ -80,9 +93,7 @@ def test_interleaved_e707_suggests_1f1b_only_where_a_split_of_one_stage_per_devi
     p = _plan("8 MB")
     one = dataclasses.replace(p, pipeline=dataclasses.replace(p.pipeline, microbatches=1))
     assert _e707(algorithm, one).hints[0] == "give the devices more `memory`"
-    # 24 MB: one fits, run as 1F1B: still suggested, and so is one micro-batch, which fits
-    assert _e707("pipedp", _plan("24 MB")).hints[1] == FEWER.format(
-        "`schedule 1f1b` or with `microbatches 1`")
+    # (at 24 MB one fits, run as 1F1B: still suggested, test_interleaved_e707_names_...)
 
 
 @pytest.mark.parametrize(("memory", "schedule", "fewer"), [

@@ -16,6 +16,7 @@ from test_pipeilp_runs_as_planned import SPEC
 
 import planner
 from planner.algorithms import Options, run
+from planner.errors import InfeasibleError
 from planner.pipeline import schedule
 
 pytestmark = pytest.mark.filterwarnings("ignore::planner.errors.PlannerWarning")  # W258
@@ -89,3 +90,27 @@ def test_hybrid_is_no_slower_than_pipedp_under_interleaved() -> None:
         ran = schedule.run_planned(p, solved.plan.placement, p.pipeline, solved.info)
         assert ran.schedule == "1f1b", algo
         assert ran.iteration_s == pytest.approx(0.04085), algo
+
+
+def test_where_no_interleaved_split_fits_the_split_for_the_fallback_is_returned() -> None:
+    # at 10 MB no interleaved split fits; the 1F1B split d0, d1 does, and runs 300 ms.
+    # Before: E707, its hint naming `--algo auto` (which, like pipeilp, returned that split)
+    problem = planner.loads(EVEN.replace("memory 4 GiB", "memory 10 MB")).plan("p")
+    result = planner.solve(problem, "pipedp")
+    assert result.pipeline is not None and result.feasible, result.breaks
+    assert [result.placement_by_name[f"f{i}"] for i in range(4)] == ["d0", "d0", "d1", "d1"]
+    assert result.pipeline.schedule == "1f1b"
+    assert result.info["iteration_s"] == result.pipeline.iteration_s == pytest.approx(0.30004)
+    assert result.info["kept"] == (
+        "no interleaved split of 2 stages per device fits; the best split of one stage per "
+        "device for 1f1b does: 300.040 ms an iteration")
+    assert result.status == "feasible"
+
+
+def test_e707_stands_where_neither_split_fits() -> None:
+    problem = planner.loads(EVEN.replace("memory 4 GiB", "memory 6 MB")).plan("p")
+    with pytest.raises(InfeasibleError) as err:
+        run("pipedp", problem, Options())
+    assert [d.code for d in err.value.diagnostics] == ["E707"]
+    assert not any("--algo auto" in h for h in err.value.diagnostics[0].hints)
+

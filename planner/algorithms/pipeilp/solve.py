@@ -20,7 +20,7 @@ from ...pipeline.schedule import run_planned
 from ...pipeline.split import runs, runs_as, split_of
 from ...pipeline.splitdp import MAX_CELLS
 from ...plan import Plan
-from .. import pipeblocks, pipedp, pipehybrid
+from .. import pipeblocks, pipecheck, pipedp, pipehybrid
 from ..base import Interrupted, Options, Solution
 from ..exact import backends, solver_names
 from ..exact.budget import WALL_CAP_EXTRA_S, WALL_CAP_FACTOR
@@ -78,7 +78,7 @@ def _place(problem: Problem, options: Options, terms: PlanTerms | None) -> Solut
     if replicated not in (1, "auto"):  # N identical pipelines: one planned, replicated
         return pipeblocks.identical_pipelines(problem, options, _place, "pipeilp",
                                               _checks(options))
-    pipedp.check_units(problem, problem.pipeline or Pipeline())  # E258, E304, E259: the cause
+    pipecheck.check_units(problem, problem.pipeline or Pipeline())  # E258, E304, E259: the cause
     warm_up(problem, options)
     clock = Clock(options)
     warm, searched = _warm_starts(problem, options)
