@@ -114,3 +114,17 @@ def test_e707_stands_where_neither_split_fits() -> None:
     assert [d.code for d in err.value.diagnostics] == ["E707"]
     assert not any("--algo auto" in h for h in err.value.diagnostics[0].hints)
 
+
+def test_auto_names_its_candidate_of_the_interleaved_search_as_such() -> None:
+    # its candidate "pipedp" was the interleaved search's split (1.64 s), which is not what
+    # `--algo pipedp` returns (1.385 s, auto's own "pipedp, one stage per device")
+    solved = planner.solve(planner.loads(SPEC).plan("p"), "auto")
+    assert set(solved.info["candidates"]) >= {"pipedp, interleaved", "hybrid"}
+    assert "pipedp" not in solved.info["candidates"]
+    assert solved.info["candidates"]["pipedp, interleaved"] == pytest.approx(1.64)
+    even = planner.solve(planner.loads(EVEN).plan("p"), "auto")
+    assert even.info["chosen"] == "pipedp, interleaved"  # the interleaved split, 270 ms
+    assert even.info["candidates"]["pipedp, interleaved"] == pytest.approx(0.27006)
+    one = planner.loads(EVEN.replace("schedule interleaved", "schedule 1f1b")
+                        .replace("stages_per_device 2", "")).plan("p")
+    assert "pipedp" in planner.solve(one, "auto").info["candidates"]  # its plan, as named
