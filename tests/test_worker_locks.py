@@ -57,4 +57,9 @@ def test_a_worker_stopped_holding_a_lock_leaves_the_tracker_nothing_to_warn_of(
                           cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           check=False)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == "made True, exit [143]\n"  # stopped by SIGTERM mid-point
+    # stopped by SIGTERM mid-point (143), and nothing else on stderr: no tracker warning.
+    # 255 is CPython's stand-in where the exit status was lost, not another exit: the pool's
+    # manager thread joins the dead worker too, and of two threads reading its status from
+    # the forkserver at once one gets EOF (`popen_forkserver.poll`): 2 runs of 40 beside two
+    # CPU hogs, where the manager thread had read 143 first
+    assert proc.stderr in ("made True, exit [143]\n", "made True, exit [255]\n")
