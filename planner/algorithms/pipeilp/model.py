@@ -386,16 +386,31 @@ class _Model:
 
     # -- seeding and reading ----------------------------------------------------------------
 
-    # complex: a loop per variable family of the model (x, z, rho/q/h, t, used, o, T), each
-    # giving its values in the warm start as that family's constraint defines them
     def seed(self, warm: _Warm) -> None:
-        """Give every variable its value in the warm start."""
-        data, tu, mu, dev = self.data, self.time_unit, self.mem_unit, warm.dev
+        """Give every variable its value in the warm start, each family as its constraint
+        defines it: where units run, what recomputes, what memory holds, then T."""
+        self._seed_placement(warm.dev)
+        self._seed_recompute(warm.dev, set(warm.evaluation.recompute))
+        self._seed_memory(warm.dev)
+        T = self.model.T
+        value = max(T.lb, warm.evaluation.period_s / self.time_unit)
+        T.set_value(value if T.ub is None else min(T.ub, value))
+
+    def _seed_placement(self, dev: tuple[int, ...]) -> None:
+        """x, z, used and o: the units' devices, the boundaries crossed, the devices used,
+        and how far along each order a device holds a unit."""
         for (k, d), var in self.x.items():
             var.set_value(1 if dev[k] == d else 0)
         for (x, a, b), var in self.z.items():
             var.set_value(1 if dev[x - 1] == a and dev[x] == b else 0)
-        redo = set(warm.evaluation.recompute)
+        for e, var in self.used.items():
+            var.set_value(1 if e in dev else 0)
+        for (_, k, a), var in self.o.items():
+            var.set_value(1 if a in dev[:k + 1] else 0)
+
+    def _seed_recompute(self, dev: tuple[int, ...], redo: set[int]) -> None:
+        """rho, q, h, v and w: which devices recompute, and what that costs and keeps."""
+        data, tu, mu = self.data, self.time_unit, self.mem_unit
         for d, var in self.rho.items():
             var.set_value(1 if d in redo else 0)
             mine = [k for k in range(data.n) if dev[k] == d]
@@ -407,19 +422,17 @@ class _Model:
                                     else 0.0)
         for (x, a, b), var in self.w.items():
             var.set_value(1 if a in redo and dev[x - 1] == a and dev[x] == b else 0)
+
+    def _seed_memory(self, dev: tuple[int, ...]) -> None:
+        """r and t: the model's outputs the last stage's device keeps, each device's
+        largest transient."""
+        data, mu = self.data, self.mem_unit
         for d, var in self.r.items():
             var.set_value(sum(data.outputs[k] for k in range(data.n) if dev[k] == d) / mu
                           if dev[-1] == d else 0.0)
         for d, var in self.t.items():
             most = max((data.transient[k] for k in range(data.n) if dev[k] == d), default=0.0)
             var.set_value(max(var.lb or 0.0, most / mu))
-        for e, var in self.used.items():
-            var.set_value(1 if e in dev else 0)
-        for (_, k, a), var in self.o.items():
-            var.set_value(1 if a in dev[:k + 1] else 0)
-        T = self.model.T
-        value = max(T.lb, warm.evaluation.period_s / tu)
-        T.set_value(value if T.ub is None else min(T.ub, value))
 
     def answer(self) -> list[int] | None:
         """The unit-level devices of the loaded solution, or None (missing, fractional)."""

@@ -316,17 +316,8 @@ def _first_order(problem: Problem, options: Options, clock: Clock,
 def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
            searched: WarmSearch) -> Solution:
     """Build, seed and solve the model; check its answer exactly; judge (package docstring)."""
-    data = _data(problem)
-    orders = _orders(problem, data, warm.dev if warm else None)
     split = _fallback_split(problem, options)  # before the solver: its clock counts the DP
-    if warm is None and not orders.complete:
-        order, warm = _first_order(problem, options, clock, searched)
-        if order is not None:
-            orders = _orders(problem, data, order)
-    if warm is not None and orders.classes:
-        dev = _relabel(warm.dev, orders.classes)
-        placement = _placement(problem, dev)
-        warm = _Warm(tuple(dev), placement, evaluate(problem, placement), warm.source)
+    orders, warm = _ordered(problem, options, clock, warm, searched)
     admitted = warm if warm is None or not orders.runs or len(
         split_of(problem, warm.placement).devices) == len(warm.evaluation.ranks) else None
     attempt = _attempt(problem, orders, admitted, options, clock)
@@ -351,18 +342,7 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
                           attempt.info.get("note", ""))
     bound = pipeline_bound(problem).period_s
     if outcome.status not in ("optimal", "feasible"):
-        reason = outcome.message or f"{options.solver} found no solution"
-        if outcome.status == "infeasible":
-            # T is at most the seeded plan's period, so infeasible says only that no
-            # placement the model covers is faster (at 20 MB one of 0.16 s fit, not 0.155 s)
-            reason = (f"{options.solver} reported the model infeasible although the "
-                      f"{best.source} plan satisfies it" if admitted is not None
-                      and orders.exact else
-                      f"the model ({orders.scope}) is infeasible; the {best.source} plan, "
-                      "outside it, is kept" if admitted is None else
-                      f"the model ({orders.scope}) has no placement of period at most "
-                      f"{admitted.evaluation.period_s:.4g} s, the {admitted.source} plan's; "
-                      f"the {best.source} plan, outside it, is kept")
+        reason = _why_unsolved(outcome, options, orders, admitted, best)
         log.warning("pipeilp: falling back to the %s plan: %s%s", best.source, reason,
                     _runs_in(problem, best.placement))
         info["reason"] = reason
@@ -374,6 +354,42 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
     status, valid = _judge(best.evaluation.period_s, bound, solver_bound, objective,
                            outcome.status == "optimal", orders, options, info)
     return _solution(problem, best, status, valid, info)
+
+
+def _ordered(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
+             searched: WarmSearch) -> tuple[_Orders, _Warm | None]:
+    """The device orders the model covers and the warm start in their labels: without a
+    warm start and a complete set of orders, the first order found by a search gives both
+    (`_first_order`); a warm start's devices are relabelled to the orders' classes."""
+    data = _data(problem)
+    orders = _orders(problem, data, warm.dev if warm else None)
+    if warm is None and not orders.complete:
+        order, warm = _first_order(problem, options, clock, searched)
+        if order is not None:
+            orders = _orders(problem, data, order)
+    if warm is not None and orders.classes:
+        dev = _relabel(warm.dev, orders.classes)
+        placement = _placement(problem, dev)
+        warm = _Warm(tuple(dev), placement, evaluate(problem, placement), warm.source)
+    return orders, warm
+
+
+def _why_unsolved(outcome: backends.Outcome, options: Options, orders: _Orders,
+                  admitted: _Warm | None, best: _Warm) -> str:
+    """Why the solver's run gave no plan, `best` kept instead (the fallback's reason)."""
+    if outcome.status != "infeasible":
+        return outcome.message or f"{options.solver} found no solution"
+    # T is at most the seeded plan's period, so infeasible says only that no placement
+    # the model covers is faster (at 20 MB one of 0.16 s fit, not 0.155 s)
+    if admitted is None:
+        return (f"the model ({orders.scope}) is infeasible; the {best.source} plan, "
+                "outside it, is kept")
+    if orders.exact:
+        return (f"{options.solver} reported the model infeasible although the "
+                f"{best.source} plan satisfies it")
+    return (f"the model ({orders.scope}) has no placement of period at most "
+            f"{admitted.evaluation.period_s:.4g} s, the {admitted.source} plan's; "
+            f"the {best.source} plan, outside it, is kept")
 
 
 def _faster(candidate: _Warm, than: _Warm | None) -> bool:
