@@ -439,12 +439,20 @@ def unsearched(problem: Problem, pipeline: Pipeline, cells: float) -> str:
 
 def one_per_device_hint(problem: Problem, cells: float) -> str:
     """Under a schedule of several stages per device with a fallback (`interleaved`:
-    1F1B), the hint that a split of one stage per device fits, run as the fallback, and
-    that `--algo auto` compares it (`fallback_split`, within `cells`, none simulated);
-    empty where none fits."""
-    if fallback_split(problem, cells, 0.0) is None:
+    1F1B), the hint that a split of one stage per device fits, run as the fallback
+    (`fallback_split`, within `cells`, none simulated; where simulated, as it runs, as
+    `place` keeps it), and that `--algo auto` compares it, which it does only where
+    simulated; empty where none fits."""
+    found = fallback_split(problem, cells, 0.0)
+    if found is None:
         return ""
-    fallback = (problem.pipeline or Pipeline()).schedule_spec.fallback
+    pipeline = problem.pipeline or Pipeline()
+    fallback = pipeline.schedule_spec.fallback
+    if pipeline.microbatches * len(problem.graph.ops) > MAX_SIMULATED_OPS:
+        return f"a split of one stage per device fits, run as {fallback}: plan `schedule " \
+            f"{fallback}`"
+    if not pipeline_schedule.run_fits(problem, found.plan.placement, pipeline)[1]:
+        return ""  # it overfills a device as it runs: no claim
     return (f"a split of one stage per device fits, run as {fallback}: `--algo auto` "
             f"compares it with the other plans (or plan `schedule {fallback}`)")
 
