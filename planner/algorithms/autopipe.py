@@ -13,7 +13,8 @@ and at 0, than `pipedp` or `hybrid` (below, their work is sized to the limit:
 take no limit). Under
 `interleaved`, where simulated, pipedp's split of one stage per device for the fallback
 1F1B (`pipedp.fallback_split`, `FALLBACK_SHARE` of pipedp's work and simulations; its cuts
-moved under 1F1B, `pipecuts.refine_fallback`) is a candidate, judged as the others; it and
+moved under 1F1B, `pipecuts.refine_fallback`; or, where faster, that split as `--algo
+pipedp` plans it at the default limit: `fallback_work`) is a candidate, judged as the others; it and
 hybrid's may run as 1F1B (`info["why"]`); `info["candidates"]` has their iterations (pipedp's
 search's split there named `INTERLEAVED`: `--algo pipedp` may return the other). Where
 pipedp finds no split (its E707), it keeps the fastest of the uniform split, where that fits
@@ -63,9 +64,17 @@ CUT_SHARE = 0.5
 #: `info["chosen"]` of the recomputing contiguous split under `objective pipeline`
 RECOMPUTING = "recomputing contiguous split"
 #: `info["chosen"]` under `interleaved` of pipedp's split of one stage per device (which
-#: runs as 1F1B), and the share of pipedp's work and simulations it gets
+#: runs as 1F1B), and the share of pipedp's work and simulations it gets, its cut moves
+#: that of theirs
 ONE_PER_DEVICE = "pipedp, one stage per device"
 FALLBACK_SHARE = 0.25
+#: the limit, as a multiple of auto's, whose DP work (`splitdp.cells_for`) that split gets
+#: a second time (`fallback_work`), as a candidate too: at the default limit `MAX_CELLS`,
+#: what `--algo pipedp` plans it with, so that auto is no slower (with a quarter of the
+#: limit's work alone, Inception-v3's PipeDream profile on a DGX-1, interleaved, ran
+#: 1.563 s, pipedp's 1.504 s). A DP of one stage per device costs less a cell than the
+#: interleaved search's: 5.6e8 cells in 2.0 s there, the search's 3e8 in 2.4 s
+FALLBACK_WORK = 2.0
 #: `info["chosen"]` under `interleaved` of pipedp's search's split (`searched_name`)
 INTERLEAVED = "pipedp, interleaved"
 #: how `info["reason"]` names the climbs the wall clock cut (`clock_note`)
@@ -185,23 +194,33 @@ def _one_per_device(problem: Problem, options: Options, simulated: bool,
 def _fallback_split(problem: Problem, options: Options, deadline: float, cut: list[str],
                     ) -> tuple[Solution, float, bool] | None:
     """Under `interleaved`: pipedp's split of one stage per device for the fallback, 1F1B
-    (`pipedp.fallback_split`, `FALLBACK_SHARE` of pipedp's work and simulations), or its
-    cuts moved under 1F1B (`pipecuts.refine_fallback`) where faster; its simulated
+    (`pipedp.fallback_split`, `FALLBACK_SHARE` of pipedp's work and simulations), its cuts
+    moved under 1F1B (`pipecuts.refine_fallback`), or that split as `--algo pipedp` plans
+    it (`fallback_work`), whichever fits and is fastest (ties: the first); its simulated
     iteration under the plan's schedule, and whether it fits; None where there is none.
     `cut` gains `FROM_ONE_PER_DEVICE` where the wall clock cut that climb."""
     pipeline = problem.pipeline or Pipeline()
-    found = pipedp.fallback_split(
-        problem, FALLBACK_SHARE * splitdp.cells_for(options.time_limit_s),
-        FALLBACK_SHARE * pipedp.simulation_budget(options.time_limit_s))
-    if found is None:
-        return None
-    moved, stopped = pipecuts.refine_fallback(problem, found, options.time_limit_s,
-                                              FALLBACK_SHARE * CUT_SHARE, deadline)
-    if stopped:
-        cut.append(FROM_ONE_PER_DEVICE)
+    limit = options.time_limit_s
+    found = pipedp.fallback_split(problem, FALLBACK_SHARE * splitdp.cells_for(limit),
+                                  FALLBACK_SHARE * pipedp.simulation_budget(limit))
+    theirs = pipedp.fallback_split(problem, *fallback_work(limit))
+    moved = None
+    if found is not None:
+        moved, stopped = pipecuts.refine_fallback(problem, found, limit,
+                                                  FALLBACK_SHARE * CUT_SHARE, deadline)
+        if stopped:
+            cut.append(FROM_ONE_PER_DEVICE)
     runs = [(plan, *_iteration(problem, plan.plan.placement, pipeline, True))
-            for plan in (found, moved) if plan is not None]  # moved: only if fits, faster
-    return min(runs, key=lambda run: (not run[2], run[1]))
+            for plan in (found, moved, theirs) if plan is not None]  # moved: if fits, faster
+    return min(runs, key=lambda run: (not run[2], run[1]), default=None)
+
+
+def fallback_work(time_limit_s: float) -> tuple[float, float]:
+    """The DP work (`FALLBACK_WORK`) and simulations (the limit's, as `--algo pipedp` gives
+    them where no interleaved split fits) of pipedp's split of one stage per device as
+    `--algo pipedp` plans it at the default limit (and at 0)."""
+    limit = FALLBACK_WORK * time_limit_s
+    return splitdp.cells_for(limit), pipedp.simulation_budget(time_limit_s)
 
 
 def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
@@ -398,7 +417,11 @@ def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, ch
     where it replaced pipedp's split (`pipedp.notes_for`), and why it won."""
     what = ("simulated iteration" if simulated else
             "estimated iteration, (M - 1) T plus each stage's load once")
-    searched_s = format_seconds(figures[searched_name(problem.pipeline or Pipeline())][0])
+    pipeline = problem.pipeline or Pipeline()
+    searched_s = format_seconds(figures[searched_name(pipeline)][0])
+    # under `interleaved` `--algo pipedp` may return its split for 1F1B: name the search's
+    split = "pipedp's split" if searched_name(pipeline) == "pipedp" else (
+        "pipedp's interleaved split")
     info = {**best.info, "chosen": chosen, "compared_by": what,
             "iteration_s": figures[chosen][0],
             "candidates": {name: f[0] for name, f in figures.items()}}
@@ -408,7 +431,7 @@ def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, ch
                                      figures[chosen][0] if simulated else None))
     if chosen == "uniform":
         info["why"] = (f"the uniform split fits and runs faster by the {what} "
-                       f"({format_seconds(figures['uniform'][0])}, pipedp's split "
+                       f"({format_seconds(figures['uniform'][0])}, {split} "
                        f"{searched_s})")
     if chosen == "hybrid":
         info["why"] = _why_hybrid(problem, best.plan.placement, info, figures, simulated)
@@ -417,8 +440,7 @@ def _chosen_info(problem: Problem, searched: pipedp.Searched, best: Solution, ch
     if chosen == RECOMPUTING:
         info["why"] = (f"recomputing activations on {', '.join(info['recompute'])} runs "
                        f"faster by the {what} ({format_seconds(figures[chosen][0])}) than "
-                       f"pipedp's split, which the memory shaped "
-                       f"({searched_s})")
+                       f"{split}, which the memory shaped ({searched_s})")
     return info
 
 
