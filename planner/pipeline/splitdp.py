@@ -534,7 +534,7 @@ class _Stage:
     #: (compute, or both boundaries on one channel), `sum` of the three
     combine: str
     in_flight: int
-    ends: tuple[Pipeline, int, bool]  # inference: `hybrid.inference_bytes`'s arguments
+    ends: tuple[Pipeline, int, bool]  # `hybrid.inference_bytes`'s arguments (last: inference)
     cap: float
 
     def load(self, u: Units, cuts: NDArray[np.int64], i: NDArray[np.int64],
@@ -579,7 +579,7 @@ class _Masks:
     def too_big(self, u: Units, space: Space, stage: _Stage, block: tuple[int, int, int],
                 i: NDArray[np.int64], j: NDArray[np.int64]) -> NDArray[np.bool_]:
         """The block's `_Stage.too_big` (i: its starts as a column, j: its ends)."""
-        key = (*block, stage.in_flight, stage.ends[2], stage.cap)
+        key = (*block, stage.in_flight, stage.ends[2] and not u.training, stage.cap)
         if key not in self._kept:
             out = stage.too_big(u, space.cuts, i, j[None, :], space.largest[block[1]:j[-1], j])
             if self._cells + out.size > KEEP_CELLS:
