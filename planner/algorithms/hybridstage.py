@@ -228,11 +228,11 @@ class Start:
             ring = 0.0 if ring_at is None else allreduce_seconds(self.grads, r, *ring_at)
             self._way_back[r, ring_at] = np.maximum(f.behind, ring)
         cost = f.ahead + busy + self._way_back[r, ring_at]
-        # inference: a replica's share of the micro-batches' inputs and outputs too
-        key = (flight, r > 1, cap) if self.u.training else (flight, r, has_next, cap)
+        # a replica's share of the receive buffers (inference: of the inputs and outputs)
+        key = (flight, r, cap) if self.u.training else (flight, r, has_next, cap)
         if key not in self._too_big:
             need = stage_memory(self.params, flight, self.acts, self.transient) + (
-                self.bucket if r > 1 else 0.0) + hybrid.inference_bytes(
+                self.bucket if r > 1 else 0.0) + hybrid.step_bytes(
                 self.u, self.i, self.ends, pipeline, r, not has_next)
             self._too_big[key] = np.greater(need, cap)
         out: NDArray[np.float64] = np.where(self._too_big[key], INF, cost)

@@ -28,8 +28,8 @@ first. The groups are disjoint.
   device's one channel, which this timing leaves out.
 - **Memory.** A replica holds what its stage holds with one device (params, gradients and
   optimizer state, activations of its micro-batches in flight, the largest transient;
-  in inference, the inputs and outputs of its share of the micro-batches:
-  `inference_bytes`), plus one DDP bucket (at most the stage's gradients).
+  the receive buffers of its share of the micro-batches, and in inference their inputs and
+  outputs: `step_bytes`), plus one DDP bucket (at most the stage's gradients).
 """
 
 from __future__ import annotations
@@ -98,16 +98,28 @@ def returned_copies(pipeline: Pipeline, r: int, training: bool) -> int:
     return 0 if training else -(-pipeline.microbatches // r)
 
 
-def inference_bytes(u: Units, i: Any, j: Any, pipeline: Pipeline, r: int, last: bool) -> Any:
-    """The bytes a replica (of `r`) of the stage of units [i, j) holds beyond one
-    micro-batch's activations, inference only (indices or arrays of them; 0 in
-    training): `cached_copies` of what it receives and sends and of the model's outputs
-    it computes, and the `last` stage's outputs merged (`returned_copies`). The rule of
-    `split.stage_bytes`, read by every split solver that judges memory."""
-    cached = cached_copies(pipeline, r, u.training)
+def buffer_copies(pipeline: Pipeline, r: int, training: bool) -> int:
+    """Receive buffers a replica of a stage (of `r`) keeps per boundary tensor, training
+    only: at its first step torch's stage makes one buffer per micro-batch of its share
+    ceil(M / r) for its input (`args_recv_info`) and one for the gradient of its output
+    (`grad_recv_info`), kept for the stage's life, beside the inputs of the micro-batches
+    in flight. 0 in inference (`cached_copies` counts its input buffers there)."""
+    return -(-pipeline.microbatches // r) if training else 0
+
+
+def step_bytes(u: Units, i: Any, j: Any, pipeline: Pipeline, r: int, last: bool) -> Any:
+    """The bytes a replica (of `r`) of the stage of units [i, j) holds beyond its
+    micro-batches in flight (indices or arrays of them). Training: `buffer_copies` of its
+    input and of its output's gradient (0 at the model's ends). Inference: `cached_copies`
+    of what it receives and sends and of the model's outputs it computes, and the `last`
+    stage's outputs merged (`returned_copies`). The rule of `split.stage_bytes`, read by
+    every split solver that judges memory."""
+    if u.training:
+        return buffer_copies(pipeline, r, True) * (u.forward_bytes[i] + u.backward_bytes[j])
+    cached = cached_copies(pipeline, r, False)
     outputs = u.output_prefix[j] - u.output_prefix[i]
     return cached * (u.forward_bytes[i] + u.forward_bytes[j] + outputs) + (
-        returned_copies(pipeline, r, u.training) * outputs if last else 0.0)
+        returned_copies(pipeline, r, False) * outputs if last else 0.0)
 
 
 def bucket_bytes(gradient: float, r: int) -> float:

@@ -34,10 +34,12 @@ those of the schedule the split runs (`runs`): under `interleaved`, a split whos
 are replicated or not K per device in a repeating chain runs as 1F1B and holds 1F1B's; a
 split whose order deadlocks under its schedule (its devices not a chain of stages:
 `order.deadlocks`) runs in GPipe's order and holds GPipe's M, as the simulator runs it.
-Inference (no backward pass) has one micro-batch in flight, and a stage holds for each
-other micro-batch what it receives and sends and the model's outputs it computes (torch
-caches them for a backward pass that never runs), the last stage its outputs once more
-merged (`hybrid.inference_bytes`).
+In training a stage also holds, for every micro-batch, a receive buffer for its input
+(every stage but the first) and one for its output's gradient (every stage but the last):
+torch's stage makes them at its first step and keeps them. Inference (no backward pass)
+has one micro-batch in flight, and a stage holds for each other micro-batch what it
+receives and sends and the model's outputs it computes (torch caches them for a backward
+pass that never runs), the last stage its outputs once more merged (`hybrid.step_bytes`).
 """
 
 from __future__ import annotations
@@ -294,10 +296,10 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
     aside): the rule's home, which pipeilp's recomputing DP and its ILP rows restate. A
     device in `replicas` runs its stages on its group (`hybrid`): each replica holds them
     with its own micro-batches in flight, plus one DDP bucket. Micro-batches in flight are
-    those of the schedule the split runs (`runs`). In inference a stage also holds what it
-    receives and sends and the model's outputs it computes for every micro-batch, and the
-    last stage those outputs once more merged (`hybrid.inference_bytes`), as torch's does
-    at the step's end."""
+    those of the schedule the split runs (`runs`). In training a stage also holds a receive
+    buffer per micro-batch for its input and for its output's gradient; in inference what
+    it receives and sends and the model's outputs it computes for every micro-batch, and
+    the last stage those outputs once more merged (`hybrid.step_bytes`), as torch's does."""
     pipeline = runs(problem, split, pipeline, replicas)
     u = units(problem)
     held = [0.0] * len(problem.cluster.devices)
@@ -326,9 +328,9 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
                     + _span(u.output_prefix, split, k) for k, e in zip(stages, ends,
                                                                        strict=True)]
         acts = [a + b for a, b in zip(kept, received, strict=True)]
-        # inference: each stage's inputs and outputs of its other micro-batches, and the
-        # last stage's outputs merged
-        beyond = sum(float(hybrid.inference_bytes(
+        # training: each stage's receive buffers; inference: its inputs and outputs of its
+        # other micro-batches, and the last stage's outputs merged
+        beyond = sum(float(hybrid.step_bytes(
             u, split.bounds[k], split.bounds[k + 1], pipeline, sizes[k],
             k == split.stages - 1)) for k in stages)
         if pipeline.schedule_spec.virtual_stages and u.training:

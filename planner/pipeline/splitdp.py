@@ -534,7 +534,7 @@ class _Stage:
     #: (compute, or both boundaries on one channel), `sum` of the three
     combine: str
     in_flight: int
-    ends: tuple[Pipeline, int, bool]  # `hybrid.inference_bytes`'s arguments (last: inference)
+    ends: tuple[Pipeline, int, bool]  # `hybrid.step_bytes`'s arguments (r is 1 here)
     cap: float
 
     def load(self, u: Units, cuts: NDArray[np.int64], i: NDArray[np.int64],
@@ -563,7 +563,7 @@ class _Stage:
         ci, cj = cuts[i], cuts[j]
         need = stage_memory(u.params_prefix[cj] - u.params_prefix[ci], self.in_flight,
                             u.kept_prefix[cj] - u.kept_prefix[ci] + u.forward_bytes[ci],
-                            largest) + hybrid.inference_bytes(u, ci, cj, *self.ends)
+                            largest) + hybrid.step_bytes(u, ci, cj, *self.ends)
         out: NDArray[np.bool_] = np.greater(need, self.cap)
         return out
 

@@ -23,6 +23,20 @@ def mlp() -> nn.Module:
     return nn.Sequential(*layers, nn.Linear(32, 4))
 
 
+class Twice(nn.Module):
+    """x + x: a layer without parameters (a stage that only receives and sends)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + x
+
+
+def wide() -> nn.Module:
+    """Widen 16 -> 16384, double, narrow back: on 64x16 inputs its two boundaries (4 MiB
+    each) dwarf the rest, so a stage's receive buffers are most of what it holds."""
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 16384), Twice(), nn.Linear(16384, 16))
+
+
 class Stack(nn.Module):
     """An embedding, `count` layers `make(dim)` and a head. The layers are kept under the
     attribute `name`, which fx puts before their ops' names (`blocks.1.ln1`)."""

@@ -18,7 +18,9 @@ of every job on worker k; the pool grows to the most ranks a job takes). Two kin
   a file: no ports). Each rank's losses and gradients go to DIR/rankN.pt. A job with
   `"count": true` also writes DIR/callsN.json: per stage of the rank, how many times its
   module's forward ran in the step (once per micro-batch, twice where the stage recomputes:
-  torch.utils.checkpoint runs it again in the backward pass). A failed rank fails the run.
+  torch.utils.checkpoint runs it again in the backward pass); one with `"memory": true`,
+  DIR/heldN.json: `{"bytes": B}`, the most the rank held in a step (`measuring`). A failed
+  rank fails the run.
 - `{"main": PATH, "argv": [...], "cwd": DIR, "out": FILE}`: the script's command,
   `python PATH ARGV` from DIR (`--spawn ...`), as its own `main(argv)` in this process,
   whose `torch.multiprocessing.spawn` hands each rank to its worker instead of starting
@@ -75,6 +77,39 @@ def counting(calls: dict[int, int]) -> Iterator[None]:
         Pipe.build_stage = build  # type: ignore[method-assign]
 
 
+@contextmanager
+def measuring(held: dict[str, int]) -> Iterator[None]:
+    """The most bytes a rank holds in its schedule's steps, in `held["bytes"]`: its stages'
+    parameters, plus the peak of the storages a step makes (`live_bytes.Live`: received
+    buffers, activations, gradients; the caller's batch where it is cut into views)."""
+    from live_bytes import Live
+    from torch.distributed.pipelining import schedules
+
+    classes = (schedules.PipelineScheduleSingle, schedules.PipelineScheduleMulti)
+    steps = [cls.step for cls in classes]
+
+    def measured(step: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+            stages = getattr(self, "_stages", None) or [self._stage]
+            params = [p for stage in stages for p in stage.submod.parameters()]
+            live = Live(*params)
+            with live:
+                out = step(self, *args, **kwargs)
+            storages = {p.untyped_storage().data_ptr(): p.untyped_storage().nbytes()
+                        for p in params}
+            held["bytes"] = max(held.get("bytes", 0), sum(storages.values()) + live.peak)
+            return out
+        return wrapped
+
+    for cls, step in zip(classes, steps, strict=True):
+        cls.step = measured(step)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for cls, step in zip(classes, steps, strict=True):
+            cls.step = step  # type: ignore[method-assign]
+
+
 def load(path: str, name: str) -> Any:
     """The script at `path` as a fresh module (its functions, not its main)."""
     spec = importlib.util.spec_from_file_location(name, path)
@@ -87,10 +122,14 @@ def load(path: str, name: str) -> Any:
 def _run_job(rank: int, job: dict[str, Any], k: int) -> None:
     script = load(job["script"], f"_pipeline_step_{k}")
     calls: dict[int, int] = {}
-    with counting(calls) if job.get("count") else nullcontext():
+    held: dict[str, int] = {}
+    with counting(calls) if job.get("count") else nullcontext(), \
+            measuring(held) if job.get("memory") else nullcontext():
         script.run(rank, job["ranks"], "cpu", "file://" + job["rendezvous"], job["save"])
     if job.get("count"):
         (Path(job["save"]) / f"calls{rank}.json").write_text(json.dumps(calls))
+    if job.get("memory"):
+        (Path(job["save"]) / f"held{rank}.json").write_text(json.dumps(held))
 
 
 def _call(rank: int, path: str, function: str, args: tuple[Any, ...], cwd: str, log: str,

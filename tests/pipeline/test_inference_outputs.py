@@ -1,5 +1,5 @@
 """An inference pipeline's stages hold every micro-batch's inputs and outputs, and the last
-stage its outputs once more merged (`hybrid.inference_bytes`). torch 2.13's stage receives
+stage its outputs once more merged (`hybrid.step_bytes`). torch 2.13's stage receives
 each micro-batch into its own buffers (`args_recv_info`, made at the first step, kept) and
 caches its outputs and inputs in `fwd_cache`, which only a backward pass pops: without one
 they stay until the next step clears them; the last stage also appends each output to

@@ -37,7 +37,7 @@ crossing its stages' last boundaries (sent), and the model's data inputs and out
 its stages per micro-batch in flight. In inference every device also holds, for the
 other g = M − 1 micro-batches, what its stage receives and sends and the model's outputs
 in it (`hybrid.cached_copies`), and the device of the last stage those outputs merged,
-e = M copies more (both 0 in training: `hybrid.inference_bytes`).
+e = M copies more (both 0 in training: `hybrid.step_bytes`).
 
 The model (units k with allowed devices A(k); C_kd, F_kd the compute and forward compute
 of unit k on d; P_k, K_k, tau_k its params, kept activations and largest transient, and

@@ -119,7 +119,7 @@ class _Tables:
     def load(self, d: int, count: int, last: bool) -> NDArray[np.float64]:
         """[i, j]: the compute of a stage of cuts i .. j on device d holding `count`
         micro-batches (in inference, every micro-batch's inputs and outputs too, the `last`
-        stage's outputs merged: `hybrid.inference_bytes`), recomputing when only
+        stage's outputs merged: `hybrid.step_bytes`), recomputing when only
         that fits its share of d's memory (INF where neither fits)."""
         if (d, count, last) not in self._loads:
             data, u, cuts = _data(self.problem), units(self.problem), self.cuts
@@ -135,7 +135,7 @@ class _Tables:
             ends = inputs_at[j_] - inputs_at[i_] + outputs_at[j_] - outputs_at[i_]
             rebuilt = kept - (inputs_at[j_] - inputs_at[i_])
             pipe = _pipeline(self.problem)
-            cap = stage_share(data.caps[d], pipe.per_device) - hybrid.inference_bytes(
+            cap = stage_share(data.caps[d], pipe.per_device) - hybrid.step_bytes(
                 u, cuts[i_], cuts[j_], pipe, 1, last)
             # recomputing, it keeps its activations once (rebuilt for one backward pass, its
             # data inputs aside), and per micro-batch what it receives and sends, the

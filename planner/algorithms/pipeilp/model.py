@@ -48,6 +48,8 @@ class _Model:
         self.returned = 0  # the copies of them merged (`hybrid.returned_copies`)
         #: inference: the other micro-batches whose inputs and outputs a device's stages keep
         self.cached = 0
+        #: training: the receive buffers per boundary tensor (`hybrid.buffer_copies`)
+        self.buffers = 0
         #: w_xab = z_xab and ρ_a: a recomputing device sends boundary x (held per micro-batch)
         self.w: dict[tuple[int, int, int], Any] = {}
         self.t: dict[int, Any] = {}
@@ -267,12 +269,19 @@ class _Model:
                 if a == d]
 
     def _cached(self, d: int) -> tuple[list[Term], float]:
-        """Inference: the inputs and outputs of the other micro-batches that d's stages keep
-        (`hybrid.inference_bytes`): `cached` times R_x z_xad, R_x z_xdb and O_k x_kd; and
-        the most they sum to (every term's variable at 1)."""
+        """What d's stages hold beyond their micro-batches in flight (`hybrid.step_bytes`),
+        and the most it sums to (every term's variable at 1). Training: `buffers` times
+        R_x z_xad and the gradient's bytes times z_xdb (torch's receive buffers).
+        Inference: the inputs and outputs of the other micro-batches, `cached` times
+        R_x z_xad, R_x z_xdb and O_k x_kd."""
+        data, mu = self.data, self.mem_unit
+        if self.buffers:
+            terms = [(self.buffers * (data.fb[x] if b == d else data.bb[x]) / mu, zv)
+                     for (x, a, b), zv in self.z.items()
+                     if (b == d and data.fb[x] > 0) or (a == d and data.bb[x] > 0)]
+            return terms, sum(coef for coef, _ in terms)
         if not self.cached:
             return [], 0.0
-        data, mu = self.data, self.mem_unit
         terms = [*((self.cached * data.fb[x] / mu, zv) for (x, a, b), zv in self.z.items()
                    if d in (a, b) and data.fb[x] > 0),
                  *(self._xt(k, d, self.cached * data.outputs[k] / mu) for k in range(data.n)
@@ -293,6 +302,7 @@ class _Model:
                     self._row("inuse", 0.0, [(1.0, self.used[e]), self._xt(k, e, -1.0)])
         self.returned = hybrid.returned_copies(_pipeline(self.problem), 1, data.training)
         self.cached = hybrid.cached_copies(_pipeline(self.problem), 1, data.training)
+        self.buffers = hybrid.buffer_copies(_pipeline(self.problem), 1, data.training)
         last = data.n - 1  # its device holds the last stage (one stage a device, `runs`)
         ending = [d for d in data.allowed[last] if self.returned and any(
             data.outputs[k] > 0 for k in range(data.n) if d in data.allowed[k])]
