@@ -26,9 +26,9 @@ FEWER = ("fewer micro-batches in flight hold fewer activations: a split fits wit
 
 
 def _plan(memory: str, schedule: str = "interleaved; stages_per_device 2", n: int = 6,
-          devices: int = 3) -> Problem:
+          devices: int = 3, microbatches: int = 8) -> Problem:
     return loads(chain_text(n, devices, outputs_mb=[4.0] * n, memory=memory,
-                            schedule=schedule)).plan("p")
+                            schedule=schedule, microbatches=microbatches)).plan("p")
 
 
 def _e707(algorithm: str, problem: Problem) -> Diagnostic:
@@ -48,12 +48,16 @@ def _searched_e707(problem: Problem) -> Diagnostic:
 
 
 def test_interleaved_e707_names_the_split_that_fits_and_auto() -> None:
-    # 24 MB a device: no split of 2 stages per device fits, one of one stage per device
-    # does (as 1F1B, which auto plans); before, E707 said no split fits at all and
-    # suggested `schedule 1f1b` and pipeilp, never auto (1F1B is still suggested, and so
-    # is one micro-batch, which fits). `--algo pipedp` now returns that split itself
-    # (test_pipedp_fallback); its search's E707, whose words pipeilp draws, names it
-    p = _plan("24 MB")
+    # 40 MB a device, 4 micro-batches: no split of 2 stages per device fits, one of one
+    # stage per device does (as 1F1B, which auto plans: [f0-f2 | f3-f5], d0 holding 2 in
+    # flight x 12 MB + 4 x 4 MB receive buffers of its output's gradient = 40 MB); before,
+    # E707 said no split fits at all and suggested `schedule 1f1b` and pipeilp, never auto
+    # (1F1B is still suggested, and so is one micro-batch, which fits: M - 1 does not, so
+    # it is bisected down to). `--algo pipedp` now returns that split itself
+    # (test_pipedp_fallback); its search's E707, whose words pipeilp draws, names it.
+    # (24 MB and 8 micro-batches before 2026-12-07's receive buffers, M x (input + output
+    # gradient) a stage: at 8 only the whole model on one device fits as 1F1B)
+    p = _plan("40 MB", microbatches=4)
     d = _searched_e707(p)
     assert d.message == ("no contiguous pipeline split of plan `p` into 2 stages per device, "
                          "a chain of devices repeated 2 times, fits the devices' memory")
@@ -72,8 +76,9 @@ def test_the_auto_hint_only_where_that_split_fits() -> None:
 
 
 def test_under_1f1b_e707_suggests_no_1f1b() -> None:
-    # under 1f1b a stage holds the stages after it (at most M), not M micro-batches: neither
-    # `schedule 1f1b`, its own, nor fewer `microbatches` hold fewer
+    # under 1f1b a stage holds the stages after it (at most M) in flight, not M
+    # micro-batches: `schedule 1f1b` is its own; fewer `microbatches` hold fewer receive
+    # buffers (M x 4 MB a boundary), but at 8 MB no split fits even with one or two
     hints = _e707("pipedp", _plan("8 MB", "1f1b")).hints
     assert hints[0] == "give the devices more `memory`"
     # under gpipe at 8 MB no split fits under 1f1b nor with one micro-batch: before, the
@@ -93,18 +98,27 @@ def test_interleaved_e707_suggests_1f1b_only_where_a_split_of_one_stage_per_devi
     p = _plan("8 MB")
     one = dataclasses.replace(p, pipeline=dataclasses.replace(p.pipeline, microbatches=1))
     assert _e707(algorithm, one).hints[0] == "give the devices more `memory`"
-    # (at 24 MB one fits, run as 1F1B: still suggested, test_interleaved_e707_names_...)
+    # (at 40 MB and 4 micro-batches one fits, run as 1F1B: still suggested,
+    # test_interleaved_e707_names_...)
 
 
-@pytest.mark.parametrize(("memory", "schedule", "fewer"), [
-    ("16 MB", "interleaved; stages_per_device 2", "`microbatches 1`"),
-    ("40 MB", "gpipe", "`schedule 1f1b` or with `microbatches 3`"),
+@pytest.mark.parametrize(("memory", "schedule", "n", "fewer"), [
+    ("40 MB", "interleaved; stages_per_device 2", 12, "`microbatches 1`"),
+    ("56 MB", "gpipe", 6, "`schedule 1f1b` or with `microbatches 3`"),
 ])
 def test_e707_names_the_fewer_micro_batches_with_which_a_split_fits(
-        memory: str, schedule: str, fewer: str) -> None:
+        memory: str, schedule: str, n: int, fewer: str) -> None:
     # each change the hint names is a claim: pipedp plans a split with it (before: "fewer
-    # `microbatches`", whether or not any count helped)
-    p = _plan(memory, schedule)
+    # `microbatches`", whether or not any count helped). Interleaved, 12 units: one
+    # micro-batch fits, d1 holding 2 stages of 2 units, each 2 x 4 MB of its own, 4 MB
+    # received and 1 x (4 + 4) MB receive buffers (its input and output gradient): 40 MB;
+    # no split of one stage per device fits (the whole model on one: 48 MB; of 2 or 3
+    # stages, one of 4 units or more holds 16 MB beside 8 x 4 MB of receive buffers).
+    # GPipe: 3 micro-batches fit [f0-f2 | f3 | f4 f5], 3 x 12 + 3 x 4, 3 x (4 + 4) + 3 x
+    # (4 + 4), 3 x (8 + 4) + 3 x 4 = 48 MB each, 4 do not (64 MB at best); 1F1B fits
+    # [f0-f2 | f3-f5] (d0: 2 in flight x 12 + 8 x 4 = 56 MB). Before 2026-12-07's receive
+    # buffers: 16 MB and 6 units, 40 MB.
+    p = _plan(memory, schedule, n=n)
     assert _e707("pipedp", p).hints[0] == FEWER.format(fewer)
     for change in fewer.replace("`", "").split(" or with "):
         key, value = change.split()
