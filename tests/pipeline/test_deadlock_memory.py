@@ -6,7 +6,9 @@ neighbours, a sandwich) in GPipe's order and its report held GPipe's M micro-bat
 (98 MiB on gpu0 here), while `split.stage_bytes`, which every algorithm decides that a split
 fits by, counted 1F1B's (22 MiB): `pipeilp`'s check called the sandwich a fit of a 40 MiB
 cap, and `search` kept a unit move to it, then found at the end that its plan did not fit
-as it runs."""
+as it runs. Since 2026-12-07 a training stage also holds a receive buffer per micro-batch
+for its input and its output's gradient (c's: 8 x 4 MiB), so 130 and 54 MiB, and the cap is
+64 MiB: the sandwich still fits by 1F1B's count alone, and [a | b c] (gpu1 46 MiB) fits."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ MIB = 2**20
 #: three layers on two devices: `b` is ten times `a` and `c`, so that `a` and `c` on one
 #: device and `b` on the other (a sandwich, not a chain) has the least period
 SANDWICH = """cluster c {
-  device gpu[0..1] { memory 40 MiB }
+  device gpu[0..1] { memory 64 MiB }
   link gpu[*] <-> gpu[*] { bandwidth 100 GB/s  latency 1 us }
 }
 graph g {
@@ -60,8 +62,10 @@ def test_the_memory_counted_is_the_memory_of_the_order_run() -> None:
     assert ran.schedule == "gpipe"
     assert ran.note == ("its devices are not a chain of stages, and 1f1b would deadlock: "
                         "run in gpipe's order")
-    # gpu0: params 2 MiB, a's and c's outputs and b's received by c, 8 micro-batches
-    assert ran.memory_bytes[0] == (2 + 8 * 12) * MIB
+    # gpu0: params 2 MiB, a's and c's outputs and b's received by c, 8 micro-batches, and
+    # c's receive buffers for b's output, 8 x 4 MiB (the gradients a's and c's outputs
+    # receive are 0 bytes: the backward ops declare no output)
+    assert ran.memory_bytes[0] == (2 + 8 * 12 + 8 * 4) * MIB
     assert stage_bytes(p, SPLIT, p.pipeline) == list(ran.memory_bytes)
     assert runs(p, SPLIT, p.pipeline).schedule == "gpipe"
     assert not fits(p, stage_bytes(p, SPLIT, p.pipeline))
