@@ -19,20 +19,25 @@ from planner.pipeline.split import Split, fits, split_of, stage_bytes
 INTERLEAVED = Pipeline(4, "interleaved", 2)
 
 
-def _problem(seed: int, pipe: Pipeline) -> Problem:
-    return dataclasses.replace(random_spec(seed, 6, 3, training=True), pipeline=pipe)
+def _problem(seed: int, pipe: Pipeline,
+             memories: tuple[int, ...] = (40, 60, 200)) -> Problem:
+    return dataclasses.replace(random_spec(seed, 6, 3, training=True, memories=memories),
+                               pipeline=pipe)
 
 
 def test_split_run_as_1f1b_fits_by_the_model() -> None:
-    # seed 900: d1 holds 40 MB; two stages on d0, d1 run as 1F1B, d1 holding its 40 MB (was
-    # judged 102 MB: the interleaved warm-up's micro-batches in flight)
-    p = _problem(900, INTERLEAVED)
+    # seed 900, memories doubled (the same graph): d1 holds 80 MB; two stages on d0, d1 run
+    # as 1F1B, d1 holding 76 MB: 40 MB of its micro-batch in flight and 4 x 9 MB receive
+    # buffers for its input (was judged 102 MB, 138 MB with those buffers: the interleaved
+    # warm-up's micro-batches in flight). Before 2026-12-07's buffers: 40 MB on 40 MB.
+    p = _problem(900, INTERLEAVED, memories=(80, 120, 400))
     split = Split((0, 2, 6), (0, 1))
     ran = run(p, split.placement(p), INTERLEAVED)
     assert ran.schedule == "1f1b"
     assert fits(p, ran.memory_bytes)
     held = stage_bytes(p, split, INTERLEAVED)
     assert held == pytest.approx(list(ran.memory_bytes), rel=1e-12)
+    assert held[1] == pytest.approx((40 + 4 * 9) * 1e6, rel=1e-12)
     assert fits(p, held)
     # auto judges a graph too big to simulate by the model: the same verdict as the run
     assert autopipe._iteration(p, split.placement(p), INTERLEAVED, simulated=False)[1]
