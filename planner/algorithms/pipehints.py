@@ -114,30 +114,45 @@ def _fits(problem: Problem, pipeline: Pipeline, cells: float,
 def _fewer_microbatches(problem: Problem, pipeline: Pipeline, cells: float,
                         recomputing: Recomputing | None) -> list[str]:
     """E707's `microbatches N` below the plan's with which the split search (`_fits`) finds
-    a split that fits: M - 1, else bisected down from the plan's count to one: N holds a
-    split, N + 1 none (in-flight counts are not monotone in M under interleaved, whose
-    rounds take 7 micro-batches at once on 4 devices, 4 of 8: not always the most). Empty
-    where the search finds none with M - 1 nor with one micro-batch, which holds the
-    fewest activations under every schedule (interleaved: K, one a virtual stage; 1F1B: at
-    most M stages, stage k holding min(S - k, M), no fewer than under the plan's M)."""
+    a split that fits: M - 1, else bisected down from the plan's count to the fewest that
+    cap no split's stages (`_fewest_uncapped`): N holds a split, N + 1 none (in-flight
+    counts are not monotone in M under interleaved, whose rounds take 7 micro-batches at
+    once on 4 devices, 4 of 8: not always the most); else each count below those, down to
+    one. Fewer micro-batches hold fewer activations and receive buffers, but under 1F1B no
+    more stages than micro-batches: one micro-batch allows one stage (all params on one
+    device), so where the buffers (training) or the outputs (inference: 2M on the last
+    stage) bind, 2 may fit and 1 not. Empty where the search finds none."""
 
     def fits(m: int) -> bool:
         return _fits(problem, dataclasses.replace(pipeline, microbatches=m), cells, recomputing)
 
-    # M - 1 first: under 1F1B one micro-batch allows one stage (all params on one device),
-    # so where inference's outputs (2M on the last stage) bind, M - 1 may fit and 1 not
     below = pipeline.microbatches - 1
-    most = below if below >= 1 and fits(below) else largest_fitting(pipeline.microbatches,
-                                                                     fits)
+    if below < 1:
+        return []
+    if fits(below):
+        return [f"`microbatches {below}`"]
+    floor = min(_fewest_uncapped(problem, pipeline), below)
+    most = largest_fitting(below, fits, floor) if floor < below else None
+    if most is None:  # below `floor` a count caps the stages: each tried, the most first
+        most = next((m for m in range(floor - 1, 0, -1) if fits(m)), None)
     return [] if most is None else [f"`microbatches {most}`"]
 
 
-def largest_fitting(hi: int, fits: Callable[[int], bool]) -> int | None:
+def _fewest_uncapped(problem: Problem, pipeline: Pipeline) -> int:
+    """The fewest micro-batches that cap no split's stages (1F1B: a stage per device, a unit
+    each; else 1): from there on, more micro-batches hold no less."""
+    if not pipeline.schedule_spec.stages_at_most_microbatches:
+        return 1
+    return _uncapped(problem, units(problem).count)
+
+
+def largest_fitting(hi: int, fits: Callable[[int], bool], lo: int = 1) -> int | None:
     """A count below `hi` (which fits not) with which `fits`, bisected down from `hi` to
-    one in log2(hi) checks: k fits, k + 1 not (the largest where `fits` is monotone); None
-    where one does not fit, or `hi` is one (E707's micro-batches, E712's `data_parallel`)."""
-    lo = 1  # fits with lo, not with hi
-    if hi < 2 or not fits(lo):
+    `lo` in log2(hi - lo) checks: k fits, k + 1 not (the largest where `fits` is
+    monotone); None where `lo` does not fit, or `hi` is no more than `lo` (E707's
+    micro-batches, E712's `data_parallel`)."""
+    # fits with lo, not with hi
+    if hi <= lo or not fits(lo):
         return None
     while hi - lo > 1:
         mid = (lo + hi) // 2

@@ -162,3 +162,22 @@ def test_under_1f1b_e707_names_the_micro_batches_cap_on_stages(algorithm: str) -
     assert d.message.endswith("in at most 1 stage(s) (`1f1b` runs no more stages than "
                               "micro-batches)")
     assert not any("microbatches" in h for h in d.hints)
+
+
+def test_under_1f1b_e707_names_fewer_micro_batches_below_one_stage_per_device() -> None:
+    """1F1B runs no more stages than micro-batches, and a training stage holds a receive
+    buffer per micro-batch (its input, its output's gradient): 44 MB devices fit
+    [f0-f3 | f4-f11] with 2 micro-batches (d0: 2 in flight x 16 MB + 2 x 4 MB buffers = 40
+    MB; d1: 32 + 4 MB received + 2 x 4 MB = 44 MB), not with 1 (one stage: all 48 MB on
+    one device) nor 7 (d0 holds 8k + 28 MB for k units, d1 4(12 - k) + 32). Before, the
+    hint tried 7, then bisected down from 1, which fits not: "give the devices more
+    `memory`" alone."""
+    p = loads(chain_text(12, 3, outputs_mb=[4.0] * 12, memory="44 MB", schedule="1f1b",
+                         microbatches=8)).plan("p")
+    d = _e707("pipedp", p)
+    assert d.hints[0] == FEWER.format("`microbatches 2`")
+    fewer = dataclasses.replace(p, pipeline=dataclasses.replace(p.pipeline, microbatches=2))
+    assert run_algorithm("pipedp", fewer).info["stages"] == 2
+    for m in (1, 7):
+        _e707("pipedp", dataclasses.replace(p, pipeline=dataclasses.replace(
+            p.pipeline, microbatches=m)))
