@@ -12,10 +12,13 @@ imported with `--training`, one stage per GPU, is planned by pipedp, exported wi
 Before, the plan counted the inputs of the micro-batches in flight alone: the middle rank
 held 54,525,952 B at 4 micro-batches (1F1B) and 88,080,384 B at 8, where the plan said
 20,971,520 B at either; the first and last ranks 32,718,848 and 28,364,996 B at 4, planned
-14,823,424 and 10,489,984. Now the middle rank is planned to the byte; every other rank
-within one boundary tensor and one stage's weight gradient (what torch holds besides: a
-micro-batch's weight gradient before it is added to the accumulated one, and at 8
-micro-batches under 1F1B one more 4 MiB tensor on the first rank), GPipe's over, not under.
+14,823,424 and 10,489,984. Now the middle rank is planned to the byte under 1F1B, every
+other rank within one boundary tensor and one stage's weight gradient. What torch holds
+besides (docs/pipelines.md, logged storage by storage): a micro-batch's weight gradient
+until it is added to the accumulated one, and under 1F1B, once M exceeds a stage's
+warm-up of two or more, the output of the warm-up's last fired send (`Schedule1F1B` keeps
+its `send_work` until the cool-down); its in-flight inputs are the buffers themselves,
+which the plan counts twice. On the middle rank these offset.
 """
 
 from __future__ import annotations
