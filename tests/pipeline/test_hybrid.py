@@ -115,7 +115,8 @@ def test_gradients_all_reduce_in_ddp_buckets_as_the_backward_pass_makes_them() -
 
 def test_a_replica_holds_its_micro_batches_in_flight_and_one_bucket() -> None:
     # stages [f0 f1] x 2 replicas, [f2] x 1: under 1F1B the first stage's replicas hold
-    # ceil(3 / 2) = 2 micro-batches each (of 6), the last 1
+    # ceil(3 / 2) = 2 micro-batches each (of 6), the last 1; in training each also keeps a
+    # receive buffer per micro-batch of its share ceil(6 / 2) = 3 (of 6 unreplicated)
     p = _spec([1, 1, 1], [2, 2, 2], [10, 10, 10], devices=3, microbatches=6)
     assert p.pipeline is not None
     split = Split((0, 2, 3), (0, 2))
@@ -123,8 +124,10 @@ def test_a_replica_holds_its_micro_batches_in_flight_and_one_bucket() -> None:
     assert [hybrid.in_flight(p.pipeline, [2, 1], k, True) for k in (0, 1)] == [2, 1]
     held = stage_bytes(p, split, p.pipeline, (), replicas)
     pure = stage_bytes(p, split, p.pipeline)  # stage 0 holds min(2 - 0, 6) = 2 as well
-    assert held[0] == held[1] == pytest.approx(pure[0] + 20e6)  # + a 20 MB bucket
-    assert held[2] == pytest.approx(pure[2])
+    # + a 20 MB bucket, and 3 where the pure stage keeps 6 buffers of its output's 1 MB
+    # gradient (the first stage receives no input)
+    assert held[0] == held[1] == pytest.approx(pure[0] + 20e6 - (6 - 3) * 1e6)
+    assert held[2] == pytest.approx(pure[2])  # 6 x its 1 MB input, as unreplicated
     gpipe = dataclasses.replace(p.pipeline, schedule="gpipe")
     assert hybrid.in_flight(gpipe, [2, 1], 0, True) == 3  # its share of 6
 
@@ -258,13 +261,20 @@ def test_hybrid_plans_pipedps_split_where_its_own_layouts_do_not_fit() -> None:
     ran 261.3 ms); the docs say hybrid is never slower than pipedp. Then hybrid planned
     pipedp's split; its own layouts run as 1F1B (not two stages per device in a chain) and
     were judged by the interleaved warm-up's micro-batches: now by 1F1B's, as they run,
-    and its two stages fit (40 and 30 MB of 60) and run 122.2 ms."""
-    p = loads(two_device_text("60 MB", [10, 10, 10, 10], "microbatches 4; "
+    and its two stages fit (44 and 70 MB of 72; 40 and 30 MB before the receive buffers
+    of 2026-12-07, when the devices had 60 MB) and run 122.2 ms."""
+    p = loads(two_device_text("72 MB", [10, 10, 10, 10], "microbatches 4; "
                               "schedule interleaved; stages_per_device 2")).plan("p")
     assert p.pipeline is not None
+    held = []
     for lay in pipehybrid.candidates(p, p.pipeline):  # each fits as it runs
         ran = schedule.run(p, lay.split.placement(p), p.pipeline, (), lay.replicas)
         assert ran.schedule == "1f1b" and fits(p, ran.memory_bytes)
+        held.append(ran.memory_bytes)
+    # [f0 f1] | [f2 f3]: 2 x 20 MB and 1 x (10 + 20) MB of micro-batches in flight, and a
+    # receive buffer per micro-batch: 4 x f1's 1 MB gradient, 4 x f1's 10 MB output
+    assert [pytest.approx([40e6 + 4 * 1e6, 30e6 + 4 * 10e6])] == [
+        list(m) for m in held if min(m) > 0]
     assert _iteration(p, "hybrid") == pytest.approx(0.12224)
     # pipedp's interleaved split ran 0.192 s; it now keeps its split for 1F1B, as fast
     assert _iteration(p, "pipedp") == pytest.approx(0.12224)
@@ -274,8 +284,11 @@ def test_e712_under_data_parallel_n_says_that_every_stage_is_replicated() -> Non
     """Before: 'no hybrid layout ... (stages on consecutive devices in the cluster's order,
     replicated or not) fits', under `data_parallel 2`, where only layouts of two replicas
     a stage were tried and `data_parallel auto` fits four stages of one device."""
+    # 0.5 MB activations (1 MB before 2026-12-07's receive buffers): a device a stage holds
+    # 4, 5, 4, 3 MB + receive buffers 4 x (input + output gradient) = 2, 4, 4, 2 MB, all
+    # within 10 MB; two stages of two replicas each 10.5 to 11 MB
     p = _spec([5, 5, 5, 5], [10, 10, 10, 10], [2, 2, 2, 2], devices=4, microbatches=4,
-              memory="10 MB", data_parallel="2")
+              memory="10 MB", activation="0.5 MB", data_parallel="2")
     with pytest.raises(InfeasibleError) as caught:
         run_algorithm("hybrid", p, Options(time_limit_s=5))
     d = caught.value.diagnostics[0]
@@ -284,7 +297,7 @@ def test_e712_under_data_parallel_n_says_that_every_stage_is_replicated() -> Non
     # checked (test_e712_data_parallel.py): one pipeline of a device a stage fits
     assert "`data_parallel 1` fits: a layout of 4 stage(s), one device each" in d.hints[0]
     auto = _spec([5, 5, 5, 5], [10, 10, 10, 10], [2, 2, 2, 2], devices=4, microbatches=4,
-                 memory="10 MB", data_parallel="auto")
+                 memory="10 MB", activation="0.5 MB", data_parallel="auto")
     assert run_algorithm("hybrid", auto, Options(time_limit_s=5)).info["layout"] == [1] * 4
 
 
