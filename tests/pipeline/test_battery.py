@@ -72,15 +72,23 @@ HAND = {
     # 1F1B with two micro-batches runs two stages at most: 24 ms on each
     "chain, M = 2": (_text(CHAIN, 4, "100 GB/s", "microbatches 2; schedule 1f1b"), 24 * MS, 2),
     # 1F1B holds min(S - k, M) micro-batches on stage k, each its outputs and what it
-    # receives; f0's output 4 MB, 8 MB each: [f0 | f1 f2 f3] holds 2 x 4 and 3 + 4 MB,
-    # T = 36 ms; [f0 f1 | f2 f3] would hold 2 x 5 MB on the first device. Recomputing,
-    # that device keeps f0 f1's 5 MB once and what it sends (1 MB) per micro-batch in
-    # flight, 7 MB, and runs its forward ops twice: T = 24 + 8 = 32 ms (pipeilp's answer).
-    # (Before a recomputing stage held what it sends, this case was the 1 MB chain at
-    # 4.5 MB, four stages recomputing at 16 ms: a one-layer stage sends all it keeps.)
+    # receives, and (training) a receive buffer per micro-batch for its input and its
+    # output's gradient (1 MB at every boundary). f0 keeps 4 MB and sends 1 MB, on 17 MB
+    # devices: [f0 | f1 f2 f3] holds 2 x 4 + 8 x 1 = 16 and 1 + 3 + 8 x 1 = 12 MB,
+    # T = 36 ms; [f0 f1 | f2 f3] would hold 2 x 5 + 8 x 1 = 18 MB on the first device.
+    # Recomputing, that device keeps f0 f1's 5 MB once and what it sends (1 MB) per
+    # micro-batch in flight, + 8 x 1 = 15 MB, and runs its forward ops twice:
+    # T = 24 + 8 = 32 ms (pipeilp's answer). Three or four stages put 20 MB or more on the
+    # second device (e.g. [f0 | f1 | f2 f3]: 2 x 2 + 8 x (1 + 1)), recomputing or not.
+    # (Before 2026-12-07's receive buffers f0 sent its 4 MB on 8 MB devices: [f0 | ...]
+    # now holds 8 x 4 MB of input buffers on its second stage. Before a recomputing stage
+    # held what it sends, this case was the 1 MB chain at 4.5 MB, four stages recomputing
+    # at 16 ms: a one-layer stage sends all it keeps.)
     "chain, memory": (_text(CHAIN.replace("f0 { time 4 ms; output 1 MB", "f0 { time 4 ms; "
-                                          "output 4 MB"), 4, "100 GB/s",
-                            "microbatches 8; schedule 1f1b", memory="8 MB"), 36 * MS, 2),
+                                          "output 4 MB").replace("f0 -> f1\n",
+                                                                 "f0 -> f1 { bytes 1 MB }\n"),
+                            4, "100 GB/s", "microbatches 8; schedule 1f1b", memory="17 MB"),
+                      36 * MS, 2),
 }
 #: the least period with recomputation, where it is less (pipeilp decides recomputation)
 RECOMPUTED = {"chain, memory": 32 * MS}
