@@ -27,23 +27,27 @@ pytestmark = pytest.mark.skipif(not backends.available("highs"),
 WHY = ("`data_parallel 2` runs 2 identical pipelines, each on 1/2 of the devices with {} of "
        "the {} micro-batches, every replica holding a DDP bucket of its gradients too; ")
 
-# three 5 MB layers on six devices, 2 pipelines: a bucket of every gradient, 14.31 MiB
+# three 5 MB layers on six devices, 2 pipelines: a bucket of every gradient, 14.31 MiB.
+# 0.5 MB activations: at 1 MB (before 2026-12-07) the receive buffers, M x (input + output
+# gradient), put `data_parallel 1`'s middle stage at 5 + 2 x 2 + 1 + 4 x 2 = 18 MB
 FORWARD, BACKWARD = ["l0", "l1", "l2"], ["l2.bwd", "l1.bwd", "l0.bwd"]
 LAYERS = "\n".join([
     "cluster c { device gpu[0..5] { memory MEM MB }",
     "  link gpu[*] <-> gpu[*] { bandwidth 10 GB/s  latency 10 us } }", "graph g {",
-    *(f"  op {f} {{ params 5 MB  time 2 ms  output 1 MB }}" for f in FORWARD),
-    *(f"  op {b} {{ backward_of {b[:2]}  time 4 ms  output 1 MB }}" for b in BACKWARD),
+    *(f"  op {f} {{ params 5 MB  time 2 ms  output 0.5 MB }}" for f in FORWARD),
+    *(f"  op {b} {{ backward_of {b[:2]}  time 4 ms  output 0.5 MB }}" for b in BACKWARD),
     "  " + " -> ".join(FORWARD + BACKWARD), "}",
     "plan p { graph g; cluster c; objective pipeline; microbatches 4; schedule 1f1b; "
     "data_parallel 2 }"])
 
 
-def _chain(schedule: str, microbatches: int, devices: int, memory: str = "20 MB") -> str:
-    """6 units of 4 MB activations on `devices` 20 MB devices, `data_parallel 2` (16 MB
-    before a recomputing stage held what it sends: its hints then named fewer changes)."""
-    text = chain_text(6, devices, outputs_mb=[4.0] * 6, memory=memory, schedule=schedule,
-                      microbatches=microbatches)
+def _chain(schedule: str, microbatches: int, devices: int, memory: str = "20 MB",
+           outputs_mb: tuple[float, ...] = (4.0,) * 6) -> str:
+    """6 units of 4 MB activations (`outputs_mb`) on `devices` 20 MB devices,
+    `data_parallel 2` (16 MB before a recomputing stage held what it sends: its hints then
+    named fewer changes)."""
+    text = chain_text(6, devices, outputs_mb=list(outputs_mb), memory=memory,
+                      schedule=schedule, microbatches=microbatches)
     return text.replace(f"schedule {schedule} }}", f"schedule {schedule}; data_parallel 2 }}")
 
 
@@ -77,9 +81,10 @@ def _e708(problem: Problem) -> list[Diagnostic]:
 
 
 def test_the_micro_batches_named_are_the_plans_and_fit(tmp_path: Path) -> None:
-    # 24 MB devices (20 MB before a recomputing stage held the model's 4 MB output per
-    # micro-batch in flight: there 2 pipelines now fit with 2 micro-batches, not 4)
-    text = _chain("gpipe", 8, 4, "24 MB")
+    # 32 MB devices (24 MB before 2026-12-07's receive buffers, a pipeline's 4 micro-batches
+    # x 4 MB more a stage: there 2 pipelines fit with 2 micro-batches, not 4; 20 MB before a
+    # recomputing stage held the model's 4 MB output per micro-batch in flight)
+    text = _chain("gpipe", 8, 4, "32 MB")
     (tmp_path / "s.plan").write_text(text, encoding="utf-8")
     code, _, err = invoke(["solve", "s.plan", "--algo", "pipeilp", "--time-limit", "5"],
                           tmp_path)
@@ -97,7 +102,11 @@ def test_the_micro_batches_named_are_the_plans_and_fit(tmp_path: Path) -> None:
 
 
 def test_more_micro_batches_for_more_stages_a_pipeline() -> None:
-    p = planner.loads(_chain("1f1b", 2, 8)).plan("p")
+    # f2 sends 1 MB (4 MB before 2026-12-07: a stage's receive buffers, M x (4 + 4) MB,
+    # then left no 2-stage split within 20 MB). One stage holds 4 + 4 + 1 + 3 x 4 = 21 MB;
+    # [f0 f1 f2 | f3 f4 f5] with a pipeline's 2 micro-batches 2 x 9 + 2 x 1 = 20 and
+    # (1 + 12) + 2 x 1 = 15 MB (its receive buffers: 2 x f2's 1 MB output or gradient)
+    p = planner.loads(_chain("1f1b", 2, 8, outputs_mb=(4, 4, 1, 4, 4, 4))).plan("p")
     e708 = _e708(p)[1]
     assert "(1 micro-batch each) in at most 1 stage(s)" in e708.message
     assert e708.hints == (
