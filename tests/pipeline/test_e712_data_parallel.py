@@ -94,8 +94,12 @@ def test_no_fewer_pipelines_where_none_fit_and_the_changes_that_do() -> None:
 def test_names_the_replicas_of_auto_where_it_alone_fits() -> None:
     # big activations up front, big params behind: one pipeline holds the first's 8
     # micro-batches, two hold the last's params twice with a bucket; auto replicates the
-    # first stage alone
-    p = _chain([0, 0, 10, 10], [4, 4, 1, 1], 4, 20, 2, microbatches=8)
+    # first stage alone. Outputs 8, 1, 1, 1 MB on 30 MB devices (4, 4, 1, 1 on 20 MB before
+    # 2026-12-07's receive buffers, which put 8 x (4 + 1) MB more on [f2]): auto's
+    # [f0 f1] x 2 holds 2 x 9 + 4 x 1 = 22 MB a replica, [f2] 10 + 2 x 2 + 8 x (1 + 1) = 30
+    # and [f3] 10 + 2 + 8 x 1 = 20; one pipeline's [f0 f1] 3 x 9 + 8 x 1 = 35 (or [f2 f3]
+    # 20 + 3 + 8 = 31); two pipelines' [f0 f1 f2] 10 + a 10 MB bucket + 2 x 10 + 4 = 44
+    p = _chain([0, 0, 10, 10], [8, 1, 1, 1], 4, 30, 2, microbatches=8)
     d = _e712(p)
     assert d.hints[0] == (WHY.format(n=2) + "`data_parallel auto` fits: a layout of 3 "
                           "stage(s) on 2, 1, 1 replicas; 2 pipelines do not fit with "
