@@ -5,6 +5,7 @@ fits with it, and under 1f1b the micro-batches' cap on the stages is named."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from pipe_support import chain_text
@@ -23,9 +24,12 @@ CAP = " in at most 1 stage(s) (`1f1b` runs no more stages than micro-batches)"
 
 
 def _plan(memory: str, schedule: str, microbatches: int = 8,
-          outputs_mb: tuple[float, ...] = (4.0,) * 6) -> Problem:
-    return loads(chain_text(6, 3, outputs_mb=list(outputs_mb), memory=memory,
-                            schedule=schedule, microbatches=microbatches)).plan("p")
+          outputs_mb: tuple[float, ...] = (4.0,) * 6, params_mb: int = 0) -> Problem:
+    text = chain_text(6, 3, outputs_mb=list(outputs_mb), memory=memory, schedule=schedule,
+                      microbatches=microbatches)
+    if params_mb:  # on each forward op
+        text = re.sub(r"(op f\d+ \{ time [\d.]+ ms;)", rf"\1 params {params_mb} MB;", text)
+    return loads(text).plan("p")
 
 
 def _error(algorithm: str, problem: Problem, code: str) -> Diagnostic:
@@ -54,13 +58,20 @@ def test_no_fewer_micro_batches_where_none_fit(algorithm: str, code: str) -> Non
     assert not any("1f1b" in h or "microbatches" in h for h in d.hints)
 
 
-@pytest.mark.parametrize(("memory", "schedule", "fewer"), [
-    ("40 MB", "gpipe", "`schedule 1f1b` or with `microbatches 3`"),
-    ("16 MB", "interleaved; stages_per_device 2", "`microbatches 1`"),
+@pytest.mark.parametrize(("memory", "schedule", "params_mb", "fewer"), [
+    # GPipe, 3 micro-batches: [f0 f1 f2] holds 3 x 12 + 3 x 4 (its output's gradient
+    # buffers) = 48 MB, [f3] 3 x (4 + 4) + 3 x (4 + 4) = 48, [f4 f5] 3 x 12 + 3 x 4 = 48; 4
+    # hold more (40 MB devices before 2026-12-07's receive buffers)
+    ("48 MB", "gpipe", 0, "`schedule 1f1b` or with `microbatches 3`"),
+    # interleaved, one micro-batch: a stage a unit, the second device's [f1] and [f4]
+    # 2 x (8 + (4 + 4) + (4 + 4)) = 48 MB of 56 (each within 56 / 2); all the params on one
+    # device, 6 x 8 + 24 = 72. (16 MB and no params before 2026-12-07's receive buffers,
+    # which put 8 MB more on such a stage, where one device held the whole model's 24 MB.)
+    ("56 MB", "interleaved; stages_per_device 2", 8, "`microbatches 1`"),
 ])
 def test_hybrid_names_the_changes_with_which_a_layout_fits(memory: str, schedule: str,
-                                                           fewer: str) -> None:
-    p = _plan(memory, schedule)
+                                                           params_mb: int, fewer: str) -> None:
+    p = _plan(memory, schedule, params_mb=params_mb)
     assert _error("hybrid", p, "E712").hints[0] == FEWER.format(fewer)
     for change in fewer.split(" or with "):
         _fits_with("hybrid", p, change)
@@ -98,10 +109,11 @@ def test_auto_builds_no_hints_for_the_hybrid_error_it_drops(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pipehints, "in_flight_hints", counted)
-    # (seed 3 at 300 MB before a recomputing stage held the model's inputs and outputs per
-    # micro-batch in flight; there, now, no plan of auto's fits either)
+    # (350 MB before 2026-12-07's receive buffers, where auto's recomputing split now fits
+    # from 540 MB; seed 3 at 300 MB before a recomputing stage held the model's inputs and
+    # outputs per micro-batch in flight; there, now, no plan of auto's fits either)
     problem = random_spec(10, 24, 8, training=True, microbatches=8, schedule="gpipe",
-                          memories=(350,))
+                          memories=(600,))
     solution = run_algorithm("auto", problem, Options(time_limit_s=1))
     assert solution.info["iteration_s"] > 0 and calls == []
     with pytest.raises(InfeasibleError) as err:
