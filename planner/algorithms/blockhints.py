@@ -36,14 +36,15 @@ def identical_hints(pipeline: Pipeline, stages: int, fits: Fits) -> tuple[str, .
            f"devices with {share} of the {m} micro-batches, every replica holding a DDP "
            "bucket of its gradients too")
     more = _more_stages(pipeline, share, stages, fits)
-    flight = _fewer_in_flight(pipeline, share, fits)
+    flight = _fewer_in_flight(pipeline, share, stages, fits)
     fewer = largest_fitting(n, lambda k: fits(dataclasses.replace(pipeline,
                                                                    data_parallel=k)))
-    said = [f"`microbatches {more * n}` (or more) allows {more} stages a pipeline, and "
+    said = [f"`microbatches {more * n}` allows {more} stages a pipeline, and "
             f"{n} pipelines of {more} stages fit: each holds less"] if more else []
     if flight:
-        said.append("fewer micro-batches in flight hold fewer activations: "
-                    f"{n} pipelines fit with {' or with '.join(flight)}")
+        said.append("fewer micro-batches in flight hold fewer activations, and fewer "
+                    f"micro-batches fewer receive buffers: {n} pipelines fit with "
+                    f"{' or with '.join(flight)}")
     elif (tried := " or ".join(_tried(pipeline, share))) and not more:
         said.append(f"{n} pipelines do not fit with {tried} either")
     if fewer:
@@ -57,29 +58,35 @@ def identical_hints(pipeline: Pipeline, stages: int, fits: Fits) -> tuple[str, .
 def _more_stages(pipeline: Pipeline, share: int, stages: int, fits: Fits) -> int | None:
     """Under a schedule whose micro-batches cap the stages (1F1B), where a pipeline's share
     caps them below `stages`: the fewest stages S with which N pipelines of S micro-batches
-    each fit (1F1B holds S - k on stage k of S however many more there are, so more
-    micro-batches only allow more splits: bisected from the most, `stages`); None where
-    none does."""
+    each fit; None where none does. 1F1B holds S - k in flight on stage k of S however
+    many more there are, but a stage holds a receive buffer per micro-batch: more may not
+    fit where fewer do, so each S is tried, the fewest first."""
     if not pipeline.schedule_spec.stages_at_most_microbatches or share >= stages:
         return None
     n = int(pipeline.data_parallel)
-    # j counts down from the most stages (j = 1: `stages`); `share` stages fit not
-    j = largest_fitting(stages - share + 1, lambda j: fits(dataclasses.replace(
-        pipeline, microbatches=(stages + 1 - j) * n)))
-    return None if j is None else stages + 1 - j
+    return next((s for s in range(share + 1, stages + 1)
+                 if fits(dataclasses.replace(pipeline, microbatches=s * n))), None)
 
 
-def _fewer_in_flight(pipeline: Pipeline, share: int, fits: Fits) -> list[str]:
+def _fewer_in_flight(pipeline: Pipeline, share: int, stages: int, fits: Fits) -> list[str]:
     """`schedule 1f1b` under a schedule of every micro-batch in flight (GPipe), then the
-    most micro-batches below the plan's (a multiple of N, bisected down to N: one a
-    pipeline, as fewer leave a pipeline idle, W257), each where N pipelines fit with it."""
+    most micro-batches below the plan's (a multiple of N: one a pipeline at least, as fewer
+    leave a pipeline idle, W257) with which N pipelines fit: bisected down to the share
+    that caps no pipeline's `stages` (1F1B; else one), then each share below it tried (a
+    share caps a pipeline's stages there, so fewer may not fit where more do)."""
     n = int(pipeline.data_parallel)
     out = []
     if pipeline.schedule_spec.all_in_flight and fits(dataclasses.replace(
             pipeline, schedule="1f1b")):
         out.append("`schedule 1f1b`")
-    most = largest_fitting(share, lambda k: fits(dataclasses.replace(
-        pipeline, microbatches=k * n)))
+
+    def fit(k: int) -> bool:
+        return fits(dataclasses.replace(pipeline, microbatches=k * n))
+
+    floor = min(stages, share) if pipeline.schedule_spec.stages_at_most_microbatches else 1
+    most = largest_fitting(share, fit, floor)
+    if most is None:
+        most = next((k for k in range(min(floor, share) - 1, 0, -1) if fit(k)), None)
     if most is not None:
         out.append(f"`microbatches {most * n}`")
     return out

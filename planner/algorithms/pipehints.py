@@ -69,7 +69,7 @@ def in_flight_hints(problem: Problem, pipeline: Pipeline, one: bool,
     capped = _stage_cap(problem, pipeline) is not None
     more = _more_stages(problem, pipeline, cells, recomputing) if capped else None
     fewer = _fewer_in_flight(problem, pipeline, cells, one, recomputing)
-    return (*((f"`microbatches {more}` (or more) allows {more} stages, and a split into "
+    return (*((f"`microbatches {more}` allows {more} stages, and a split into "
                f"{more} stages fits: each holds less",) if more else ()),
             (f"{fewer_words(problem)}: a split fits with "
              f"{' or with '.join(fewer)}; or give the devices more `memory`") if fewer
@@ -78,8 +78,10 @@ def in_flight_hints(problem: Problem, pipeline: Pipeline, one: bool,
 
 def fewer_words(problem: Problem) -> str:
     """Why fewer micro-batches fit, in words: training holds the activations of those in
-    flight; inference every micro-batch's stage inputs and outputs (`split.stage_bytes`)."""
-    return ("fewer micro-batches in flight hold fewer activations" if units(problem).training
+    flight and a receive buffer per micro-batch; inference every micro-batch's stage inputs
+    and outputs (`split.stage_bytes`)."""
+    return ("fewer micro-batches in flight hold fewer activations, and fewer micro-batches "
+            "fewer receive buffers" if units(problem).training
             else "fewer micro-batches hold fewer stage inputs and outputs (inference keeps "
             "every micro-batch's)")
 
@@ -177,12 +179,18 @@ def _uncapped(problem: Problem, n: int) -> int:
 def _more_stages(problem: Problem, pipeline: Pipeline, cells: float,
                  recomputing: Recomputing | None) -> int | None:
     """The fewest stages, more than the micro-batches that cap them (`_stage_cap`), of a
-    split that fits with as many micro-batches (1F1B holds S - k of them on stage k of S,
-    however many more there are), within `cells`, or recomputing; None where none fits."""
+    split that fits with as many micro-batches, within `cells`, or recomputing; None where
+    none fits. 1F1B holds S - k micro-batches in flight on stage k of S however many more
+    there are, but a stage holds a receive buffer per micro-batch (training) or every
+    micro-batch's inputs and outputs (inference): more micro-batches may not fit where
+    fewer do, so each count is tried, the fewest first."""
     most = min(_uncapped(problem, units(problem).count), MAX_MICROBATCHES)
-    wider = dataclasses.replace(pipeline, microbatches=most)
-    found = [*best_splits(problem, wider, cells=cells, every_chain=True),
-             *(recomputing(dataclasses.replace(problem, pipeline=wider)) if recomputing
-               else ())]
-    fit = [s for s in found if s > pipeline.microbatches]
-    return min(fit, default=None)
+    for m in range(pipeline.microbatches + 1, most + 1):
+        wider = dataclasses.replace(pipeline, microbatches=m)
+        found = [*best_splits(problem, wider, cells=cells, every_chain=True),
+                 *(recomputing(dataclasses.replace(problem, pipeline=wider)) if recomputing
+                   else ())]
+        fit = [s for s in found if s > pipeline.microbatches]
+        if fit:
+            return min(fit)
+    return None

@@ -21,8 +21,8 @@ AUTO_HINT = ("a split of one stage per device fits, run as 1f1b: `--algo auto` c
              "with the other plans (or plan `schedule 1f1b`)")
 
 
-FEWER = ("fewer micro-batches in flight hold fewer activations: a split fits with {}; or "
-         "give the devices more `memory`")
+FEWER = ("fewer micro-batches in flight hold fewer activations, and fewer micro-batches "
+         "fewer receive buffers: a split fits with {}; or give the devices more `memory`")
 
 
 def _plan(memory: str, schedule: str = "interleaved; stages_per_device 2", n: int = 6,
@@ -150,8 +150,8 @@ def test_under_1f1b_e707_names_the_micro_batches_cap_on_stages(algorithm: str) -
     assert d.message == ("no contiguous pipeline split of plan `p` fits the devices' memory "
                          "in at most 1 stage(s) (`1f1b` runs no more stages than "
                          "micro-batches)")
-    assert d.hints[0] == ("`microbatches 2` (or more) allows 2 stages, and a split into 2 "
-                          "stages fits: each holds less")
+    assert d.hints[0] == ("`microbatches 2` allows 2 stages, and a split into 2 stages fits: "
+                          "each holds less")
     two = loads(text.replace("microbatches 1;", "microbatches 2;")).plan("p")
     assert run_algorithm(algorithm, two, Options(time_limit_s=5)).info["stages"] == 2
     # 20 MB: more stages fit no better (3 micro-batches neither); the cap is still said,

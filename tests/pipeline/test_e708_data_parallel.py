@@ -111,7 +111,7 @@ def test_more_micro_batches_for_more_stages_a_pipeline() -> None:
     assert "(1 micro-batch each) in at most 1 stage(s)" in e708.message
     assert e708.hints == (
         WHY.format(1, 2) + "`data_parallel 1` fits",
-        "`microbatches 4` (or more) allows 2 stages a pipeline, and 2 pipelines of 2 stages "
+        "`microbatches 4` allows 2 stages a pipeline, and 2 pipelines of 2 stages "
         "fit: each holds less; or give the devices more `memory`")
     assert len(_fits(_with(p, microbatches=4)).pipeline.stages) == 2  # a pipeline's
     _fits(_with(p, data_parallel=1))
@@ -231,3 +231,22 @@ def test_e711_speaks_of_the_plans_pipelines(monkeypatch: pytest.MonkeyPatch) -> 
     assert d.message.startswith(f"pipeilp found no placement of plan `p` {PLANNED}: it crashed")
     assert d.hints == ("no contiguous pipeline split of plan `p` fits the devices' memory "
                        f"{PLANNED}",)
+
+
+def test_the_micro_batches_named_where_more_do_not_fit_and_fewer_cap_the_stages() -> None:
+    """A training stage holds a receive buffer per micro-batch, and 1F1B no more stages than
+    micro-batches: on 8 devices of 20 MB (f2 sending 2 MB), 2 pipelines fit with 4 or 6
+    micro-batches (2 stages each) but not 8, nor 2 (1 stage). Before, E708 bisected down
+    from 8 to 1, found 2 (one a pipeline) fits not, and said "2 pipelines do not fit with
+    `microbatches 2` either": neither 6 nor 4 named (found by helper tbb)."""
+    def chain(m: int) -> Problem:
+        return planner.loads(_chain("1f1b", m, 8, "20 MB", (4, 4, 2, 4, 4, 4))).plan("p")
+
+    hints = _e708(chain(8))[1].hints
+    assert hints[0].endswith("2 pipelines fit with `microbatches 6`; or give the devices "
+                             "more `memory`")
+    assert len(_fits(chain(6)).pipeline.stages) == 2
+    assert _e708(chain(2))[1].hints[1] == (
+        "`microbatches 4` allows 2 stages a pipeline, and 2 pipelines of 2 stages fit: each "
+        "holds less; or give the devices more `memory`")
+    assert len(_fits(chain(4)).pipeline.stages) == 2

@@ -79,7 +79,8 @@ def test_no_fewer_pipelines_where_none_fit_and_the_changes_that_do() -> None:
     d = _e712(p)
     assert d.hints[0] == WHY.format(n=2) + NONE.format("")  # auto: not checked, not said
     assert d.hints[1] == (
-        "fewer micro-batches in flight hold fewer activations: 2 pipelines fit with "
+        "fewer micro-batches in flight hold fewer activations, and fewer micro-batches "
+        "fewer receive buffers: 2 pipelines fit with "
         "`schedule 1f1b` (a layout of 2 stage(s), each on 2 replicas) or with "
         "`microbatches 4` (a layout of 2 stage(s), each on 2 replicas); or give the "
         "devices more `memory`")

@@ -16,10 +16,9 @@ from planner.algorithms import run as run_algorithm
 from planner.errors import Diagnostic, InfeasibleError
 from planner.model import Problem
 
-FEWER = ("fewer micro-batches in flight hold fewer activations: a split fits with {}; or "
-         "give the devices more `memory`")
-MORE = ("`microbatches 2` (or more) allows 2 stages, and a split into 2 stages fits: each "
-        "holds less")
+FEWER = ("fewer micro-batches in flight hold fewer activations, and fewer micro-batches "
+         "fewer receive buffers: a split fits with {}; or give the devices more `memory`")
+MORE = "`microbatches 2` allows 2 stages, and a split into 2 stages fits: each holds less"
 CAP = " in at most 1 stage(s) (`1f1b` runs no more stages than micro-batches)"
 
 
