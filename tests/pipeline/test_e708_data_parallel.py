@@ -94,8 +94,9 @@ def test_the_micro_batches_named_are_the_plans_and_fit(tmp_path: Path) -> None:
     e708 = _e708(p)[1]
     assert "as 2 identical pipelines (4 micro-batches each)" in e708.message
     assert e708.hints == (WHY.format(4, 8) + "fewer micro-batches in flight hold fewer "
-                          "activations: 2 pipelines fit with `schedule 1f1b` or with "
-                          "`microbatches 4`; or give the devices more `memory`",)
+                          "activations, and fewer micro-batches fewer receive buffers: 2 "
+                          "pipelines fit with `schedule 1f1b` or with `microbatches 4`; or "
+                          "give the devices more `memory`",)
     _fits(_with(p, schedule="1f1b"))
     _fits(_with(p, microbatches=4))
     assert _error(_with(p, microbatches=6)).diagnostics[-1].code == "E708"  # 4 the most

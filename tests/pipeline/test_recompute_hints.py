@@ -29,7 +29,8 @@ from planner.errors import InfeasibleError
 # (2 in flight: 10.5 + 2 x 0.5 + 8 x 1 = 19.5 MB), and without recomputing only with 1
 # (10.5 + 1 = 11.5 MB); the whole model on one device holds 21 MB
 SPEC = two_device_text("20 MB", [10, 0.5, 10, 0.5], "microbatches 8; schedule gpipe")
-FEWER = "fewer micro-batches in flight hold fewer activations: a split fits with {}"
+FEWER = ("fewer micro-batches in flight hold fewer activations, and fewer micro-batches "
+         "fewer receive buffers: a split fits with {}")
 
 
 @pytest.mark.parametrize(("algorithm", "codes"), [
