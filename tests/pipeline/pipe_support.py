@@ -144,8 +144,10 @@ def random_spec(seed: int, units: int, devices: int, *, training: bool,
 
 def tight_text(memory: str) -> str:
     """Four units of 15, 3, 15, 3 MB activations on two devices, 1F1B, 4 micro-batches: at
-    25 MB only [f0 f1 | f2 f3] fits, d0 recomputing (24 MB: 18 MB once, and the 3 MB it
-    sends for each of its 2 micro-batches in flight); at 19 MB nothing does."""
+    34 MB only [f0 f1 | f2 f3] fits, d0 recomputing (28 MB: 18 MB once, the 3 MB it sends
+    for each of its 2 micro-batches in flight, and 4 x 1 MB receive buffers of its output's
+    gradient; d1 18 + 3 MB and 4 x 3 MB buffers of its input, 33 MB); at 19 MB nothing
+    does. (25 MB before 2026-12-07's receive buffers.)"""
     return two_device_text(memory, [15, 3, 15, 3], "microbatches 4; schedule 1f1b")
 
 

@@ -380,7 +380,7 @@ def _why_unsolved(outcome: backends.Outcome, options: Options, orders: _Orders,
     if outcome.status != "infeasible":
         return outcome.message or f"{options.solver} found no solution"
     # T is at most the seeded plan's period, so infeasible says only that no placement
-    # the model covers is faster (at 20 MB one of 0.16 s fit, not 0.155 s)
+    # the model covers is faster (test_pipeilp_more_memory: one of 0.16 s fits, not 0.155 s)
     if admitted is None:
         return (f"the model ({orders.scope}) is infeasible; the {best.source} plan, "
                 "outside it, is kept")
