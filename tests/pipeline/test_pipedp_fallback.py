@@ -93,9 +93,11 @@ def test_hybrid_is_no_slower_than_pipedp_under_interleaved() -> None:
 
 
 def test_where_no_interleaved_split_fits_the_split_for_the_fallback_is_returned() -> None:
-    # at 10 MB no interleaved split fits; the 1F1B split d0, d1 does, and runs 300 ms.
+    # at 12 MB no interleaved split fits (d0, d1, d0, d1 needs 25 MB on d0); the 1F1B split
+    # d0, d1 does (11 MB on d0: 7 MB and 4 x 1 MB receive buffers of its output's gradient;
+    # 10 MB on d1: 6 MB and 4 x 1 MB of its input), and runs 300 ms.
     # Before: E707, its hint naming `--algo auto` (which, like pipeilp, returned that split)
-    problem = planner.loads(EVEN.replace("memory 4 GiB", "memory 10 MB")).plan("p")
+    problem = planner.loads(EVEN.replace("memory 4 GiB", "memory 12 MB")).plan("p")
     result = planner.solve(problem, "pipedp")
     assert result.pipeline is not None and result.feasible, result.breaks
     assert [result.placement_by_name[f"f{i}"] for i in range(4)] == ["d0", "d0", "d1", "d1"]
