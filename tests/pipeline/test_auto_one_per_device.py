@@ -32,8 +32,10 @@ def test_interleaved_auto_keeps_pipedps_one_stage_per_device_split() -> None:
     """Before: auto kept pipedp's interleaved split at 324.82 ms (hybrid's plan, the
     fastest other that fits, the same); pipedp's split of one stage per device for 1F1B
     runs 244.92 ms (GNMT's PipeDream profile on four 2 GiB GPUs at 1 GB/s, 8
-    micro-batches: 370.3 ms, now 363.9 ms)."""
-    p = _plan("48 MB")
+    micro-batches: 370.3 ms, now 363.9 ms). 144 MB (48 MB before the receive buffers): the
+    best interleaved split (4 stages) holds 136 MB, the even 3-stage split for 1F1B 56, 88
+    and 44 MB, the uniform split 168 MB on d0."""
+    p = _plan("144 MB")
     assert p.pipeline is not None
     auto = run_algorithm("auto", p, Options(time_limit_s=5))
     # hybrid's layouts, judged by 1F1B's memory as they run, now find the same split first
@@ -56,11 +58,12 @@ def test_interleaved_auto_keeps_pipedps_one_stage_per_device_split() -> None:
 
 
 def test_interleaved_auto_keeps_it_where_no_interleaved_split_fits() -> None:
-    """Before: with 24 MB per device no interleaved split fits (its warm-up holds more
-    micro-batches than 1F1B's), nor the uniform split, nor one recomputing, and auto said
-    E707 (`no contiguous pipeline split ... fits`); pipedp's split of one stage per device
-    fits as it runs, as 1F1B, in 244.92 ms."""
-    p = _plan("24 MB")
+    """Before: with 24 MB per device (90 MB now, as the receive buffers count: the even
+    3-stage split holds 56, 88 and 44 MB, 24, 24 and 12 without them) no interleaved split
+    fits (its warm-up holds more micro-batches than 1F1B's), nor the uniform split, nor one
+    recomputing, and auto said E707 (`no contiguous pipeline split ... fits`); pipedp's
+    split of one stage per device fits as it runs, as 1F1B, in 244.92 ms."""
+    p = _plan("90 MB")
     assert p.pipeline is not None
     auto = run_algorithm("auto", p, Options(time_limit_s=5))
     assert auto.info["candidates"][ONE_PER_DEVICE] == pytest.approx(0.24492)
@@ -79,7 +82,7 @@ def test_interleaved_auto_keeps_it_where_no_interleaved_split_fits() -> None:
 def test_outside_interleaved_auto_plans_no_second_split() -> None:
     """Under 1F1B pipedp's own split is the one for one stage per device: no candidate of
     that name."""
-    p = loads(chain_text(6, 3, outputs_mb=[4.0] * 6, memory="48 MB")).plan("p")
+    p = loads(chain_text(6, 3, outputs_mb=[4.0] * 6, memory="144 MB")).plan("p")
     auto = run_algorithm("auto", p, Options(time_limit_s=5))
     assert ONE_PER_DEVICE not in auto.info["candidates"]
 
