@@ -52,7 +52,8 @@ def test_the_search_keeps_pipedps_split_where_no_move_helps() -> None:
 
 # Under 1F1B the search's plan gpu1 {l0}, gpu0 {l1, l2}, gpu1 {l3} would deadlock: it runs
 # in GPipe's order, every micro-batch in flight on gpu0 (2 MB of params, 4 x 1.5 MB of
-# activations: 8 MB), over gpu0's 5.5 MB
+# activations, 4 x (0.5 MB + 1 KB) of receive buffers: 10 MB), over gpu0's 8.5 MB (with
+# 1F1B's 2 micro-batches in flight it would hold 7 MB)
 TIED = """
 graph g4 {
   op l0 { time 10 ms  output 0.5 MB  params 10 MB }
@@ -67,7 +68,7 @@ graph g4 {
   tie l0, l3 { bytes 10 MB }
 }
 cluster c2 {
-  device gpu0 { memory 5.5 MB }
+  device gpu0 { memory 8.5 MB }
   device gpu1 { memory 1 GB }
   link gpu0 <-> gpu1 { bandwidth 1 GB/s  latency 1 us }
 }
@@ -77,13 +78,15 @@ plan p { graph g4  cluster c2  objective pipeline  microbatches 4  schedule 1f1b
 
 def test_a_run_that_falls_back_to_gpipe_holds_gpipes_memory() -> None:
     """Before: the run fell back to GPipe's order but counted 1F1B's micro-batches in
-    flight (5.0 MB on gpu0, `fits yes`), and `search` returned the plan."""
+    flight (5.0 MB on gpu0, `fits yes`; with the receive buffers, counted since
+    2026-12-07, it would be 7.0 MB of gpu0's 8.5 MB), and `search` returned the plan."""
     p = loads(TIED).plan("p")
     where = {"l0": 1, "l1": 0, "l2": 0, "l3": 1}
     placement = tuple(where[op.name.replace("b", "l")] for op in p.graph.ops)
     ran = run_pipeline(p, placement, p.pipeline)
     assert ran.schedule == "gpipe" and "deadlock" in ran.note
-    assert ran.memory_bytes[0] == 2e6 + 4 * 1.5e6 + 1e3  # params, M x (kept + received)
+    # params, M x (kept + received), and the receive buffers: M x (input + output gradient)
+    assert ran.memory_bytes[0] == 2e6 + 4 * 1.5e6 + 1e3 + 4 * (0.5e6 + 1e3)
     found = run("search", p, Options(time_limit_s=1.0, seed=1))
     held = run_pipeline(p, found.plan.placement, p.pipeline).memory_bytes
     assert all(h <= d.memory_bytes for h, d in zip(held, p.cluster.devices, strict=True))
@@ -93,7 +96,7 @@ def test_a_plan_of_the_search_drops_pipedps_notes_on_its_own_split() -> None:
     """Before: search's plan came with pipedp's memory note, whose "this split" figures
     (120 ms, 480 ms) were another plan's."""
     p = loads(TIED.replace("output 0.5 MB", "output 1 KB")
-              .replace("memory 5.5 MB", "memory 5 MB")).plan("p")
+              .replace("memory 8.5 MB", "memory 5 MB")).plan("p")
     dp = run("pipedp", p)
     assert "this split" in dp.info["memory_note"]
     found = run("search", p, Options(time_limit_s=1.0, seed=1))
