@@ -2,9 +2,12 @@
 split when that fits and keeps the pins, as it does beside pipedp's plan, instead of E707
 and exit 3. Three layers on two devices under `interleaved` (2 stages a device): pipedp
 searches stages that repeat one chain and none fits; the uniform split, d0, d1, d0, runs
-as 1F1B and fits (its last layer on d0, where it is pinned). d0's 28 MB do not hold all
-three layers, the one split of one stage per device that keeps the pin and does not cross
-the slow link forward (with 30 MB `auto` keeps that split: 18.0 ms, against 516.2 ms)."""
+as 1F1B and fits (its last layer on d0, where it is pinned): 32 MB on d0, 27 MB and its
+receive buffers, one micro-batch's 4 MB gradient of embed's output and 1 MB input of head.
+d0's 32 MB do not hold all three layers (33 MB, mid's params 6 MB: at 3 MB the uniform
+split needed more of d0 than they do), the one split of one stage per device that keeps the
+pin and does not cross the slow link forward (with 33 MB `auto` keeps that split: 18.0 ms,
+against 516.2 ms)."""
 
 from __future__ import annotations
 
@@ -15,14 +18,14 @@ from planner.errors import InfeasibleError
 
 SPEC = """\
 cluster c {
-  device d0 { memory 28 MB }
+  device d0 { memory 32 MB }
   device d1 { memory 30 MB  speed 2 }
   link d0 -> d1 { bandwidth 10 GB/s }
   link d1 -> d0 { bandwidth 0.01 GB/s  latency 100 us }
 }
 graph g {
   op embed     { params 8 MB  time 5 ms  output 4 MB }
-  op mid       { params 3 MB  time 1 ms  output 1 MB }
+  op mid       { params 6 MB  time 1 ms  output 1 MB }
   op head      { params 8 MB  time 2 ms  output 2 MB }
   op head_bwd  { backward_of head   time 2 ms  output 1 MB }
   op mid_bwd   { backward_of mid    time 4 ms  output 4 MB }
