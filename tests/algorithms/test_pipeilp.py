@@ -117,15 +117,19 @@ def test_the_ilp_proves_pipedps_split_optimal_where_the_models_coincide(
 # -- 2: recomputation fits what no contiguous split does ---------------------------------------
 
 
-#: the activations of `_tight`'s four units, MB
-TIGHT_MB = [15, 3, 15, 3]
+#: the activations of `_tight`'s four units, MB (15, 3, 15, 3 before 2026-12-07's receive
+#: buffers: its 4 x 3 MB gradient buffers brought the recomputing d0 to 36 MB, the whole
+#: model's on one device)
+TIGHT_MB = [15, 1, 15, 1]
 
 
 def _tight(memory: str) -> Problem:
-    # kept activations 15, 3, 15, 3 MB; 1F1B holds 2 micro-batches on the first of two
-    # devices: [f0 f1 | f2 f3] needs 36 MB there, 24 MB recomputing (18 MB once, and the
-    # 3 MB it sends per micro-batch: before, 10, 10, 10, 1 MB, whose 20 MB recomputing left
-    # out the 10 MB it sends twice); the others need more
+    # kept activations 15, 1, 15, 1 MB; 1F1B holds 2 micro-batches on the first of two
+    # devices: [f0 f1 | f2 f3] needs 2 x 16 + 4 x 1 MB (receive buffers of its output's
+    # gradient) = 36 MB there, 22 MB recomputing (16 MB once, the 1 MB it sends per
+    # micro-batch in flight, the 4 buffers), d1 16 + 1 MB received + 4 x 1 MB (input
+    # buffers) = 21 MB; the whole model on one device 32 MB, the other splits more (before,
+    # 10, 10, 10, 1 MB, whose 20 MB recomputing left out the 10 MB it sends twice)
     return chain(4, 2, outputs_mb=TIGHT_MB, microbatches=4, memory=memory)
 
 
@@ -145,7 +149,10 @@ def test_recomputation_fits_a_model_no_contiguous_split_fits() -> None:
     assert dev == [0, 0, 1, 1]
     ev = evaluate(p, s.plan.placement)
     assert ev.recompute == (0,) and ev.fits
-    assert ev.held_bytes[0] == 24e6 and ev.held_bytes[1] == 21e6
+    # d0: 16 MB rebuilt once + 2 in flight x 1 MB sent + 4 x 1 MB gradient buffers;
+    # d1: 15 + 1 MB kept + 1 MB received + 4 x 1 MB input buffers
+    assert ev.held_bytes[0] == (16 + 2 * 1 + 4 * 1) * 1e6
+    assert ev.held_bytes[1] == (16 + 1 + 4 * 1) * 1e6
     # the recomputation's forward compute is in the period, and the report says so
     assert s.info["period_s"] == pytest.approx(period(p, s.plan.placement) + 8e-3, rel=1e-9)
     assert "recomputes activations on d0" in s.info["memory_note"]
@@ -165,7 +172,7 @@ def test_solve_reports_a_recomputing_plan_by_the_pipelines_memory(tmp_path: Path
     pipe = result["pipeline"]
     assert result["recompute"] == ["d0"] and pipe["fits"]
     assert pipe["period_s"] == pytest.approx(result["period_s"], rel=1e-9)
-    assert pipe["devices"][0]["memory_bytes"] == 24_000_000
+    assert pipe["devices"][0]["memory_bytes"] == (16 + 2 * 1 + 4 * 1) * 1_000_000  # `_tight`
     assert any("recomputes activations on d0" in n for n in pipe["notes"])
 
 
@@ -278,19 +285,30 @@ def test_tied_weights_on_one_device_are_no_proof_that_nothing_fits() -> None:
 def test_a_proof_under_1f1b_names_its_stage_cap() -> None:
     # two micro-batches: at most two stages; only three-stage placements fit (before: E708
     # said that no placement fits, and to try fewer micro-batches). Six units of 4 MB
-    # params and 1 MB activations on three alike 15 MB devices: two stages need 17 MB at
-    # least, recomputing, three 14 MB. (random_spec's seed 146 of memories 15, 25, 40 MB
-    # before a recomputing stage held what it sends, seed 213 of 20, 30, 50 MB before it
-    # held the model's outputs, its random DAG's unread ops', per micro-batch in flight)
-    p = loads(chain_text(6, 3, microbatches=2, memory="15 MB").replace(
-        "; output 1.0 MB }", "; output 1.0 MB; params 4 MB }")).plan("p")
+    # params and 4, 0.5, 4, 0.5, 4, 0.5 MB activations on three alike 19 MB devices: two
+    # stages need 26.5 MB at least (one holds four units: 16 MB params, 9 MB activations,
+    # 0.5 MB received, 2 x 0.5 MB input buffers), three 16.5 MB ([f0 f1 | f2 f3 | f4 f5],
+    # the middle recomputing: 8 MB params, 2 in flight x (0.5 sent + 0.5 received), 4.5 MB
+    # rebuilt once, 2 x (0.5 + 0.5) MB receive buffers). (Before 2026-12-07's receive
+    # buffers: 1 MB activations each on 15 MB devices, where three stages now need 18 MB;
+    # random_spec's seed 146 of memories 15, 25, 40 MB before a recomputing stage held what
+    # it sends, seed 213 of 20, 30, 50 MB before it held the model's outputs, its random
+    # DAG's unread ops', per micro-batch in flight)
+    text = chain_text(6, 3, microbatches=2, memory="19 MB", outputs_mb=[4, 0.5] * 3)
+    for mb in ("4", "0.5"):
+        text = text.replace(f"; output {mb} MB }}", f"; output {mb} MB; params 4 MB }}")
+    p = loads(text).plan("p")
     assert _least_period(p, stages=2) == math.inf and _least_period(p) < math.inf
     with pytest.raises(InfeasibleError) as err:
         run("pipeilp", p)
     e708 = err.value.diagnostics[-1]
     assert e708.code == "E708" and "in at most 2 stage(s) (`1f1b`" in e708.message
     # with 3 a recomputing split of 3 stages fits (pipeilp plans it): before the hints
-    # counted it, "more `microbatches` than 2 allow more stages"
+    # counted it, "more `microbatches` than 2 allow more stages". Only recomputing: its
+    # first stage holds 8 + 3 x 4.5 + 3 x 0.5 MB = 23 MB without (17.5 MB its middle with)
+    three = loads(text.replace("microbatches 2", "microbatches 3")).plan("p")
+    ev = evaluate(three, _spread(three, (0, 0, 1, 1, 2, 2)))
+    assert ev.fits and ev.recompute == (0, 1) and max(ev.held_bytes) == 17.5e6
     assert e708.hints[0].startswith("`microbatches 3` allows 3 stages")
 
 
