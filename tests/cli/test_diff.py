@@ -327,8 +327,12 @@ def test_a_pipeline_diff_shows_the_iteration_bound(tmp_path: Path) -> None:
 
 def test_a_pipeline_plan_that_no_longer_fits_fails_the_gate(tmp_path: Path) -> None:
     """Before: `feasible yes` and exit 0 for a plan that is E401 as the pipeline runs it
-    (every micro-batch's activations in flight on one 120 MiB device)."""
-    spec = _pipeline_spec(tmp_path, "microbatches 32  schedule gpipe", "120 MiB")
+    (every micro-batch's activations in flight on one device). GPipe, 32 micro-batches:
+    the whole model on gpu0 holds 4 MiB params + 32 x 4 MiB + 1 MiB (a backward's output)
+    = 133 MiB; the split, gpu1 the fuller, 2 + 32 x (2 MiB kept + 1 MiB received) + 1 + 32 x
+    1 MiB (its input's receive buffers) = 131 MiB: devices of 132 MiB (120 MiB before
+    2026-12-07's receive buffers, when the split held 99 MiB)."""
+    spec = _pipeline_spec(tmp_path, "microbatches 32  schedule gpipe", "132 MiB")
     _plan_pp = {"format": "planner.plan", "version": 1, "plan": "pp", "algorithm": "test"}
     for name, far in (("split.json", "gpu1"), ("one.json", "gpu0")):
         placement = {op: ("gpu0" if op[0] in "ab" else far)
@@ -338,6 +342,10 @@ def test_a_pipeline_plan_that_no_longer_fits_fails_the_gate(tmp_path: Path) -> N
                        "--fail-if-slower", "200"], tmp_path)
     assert code == 5, doc
     assert (doc["result"]["old"]["feasible"], doc["result"]["new"]["feasible"]) == (True, False)
+    peaks = [[d["memory_peak_bytes"] for d in doc["result"][k]["devices"]] for k in ("old", "new")]
+    mib = 2**20  # gpu0 of the split: 2 + 32 x 2 + 1 + 32 x 1 MiB (its output's gradient buffers)
+    assert peaks == [[(2 + 32 * 2 + 1 + 32 * 1) * mib, (2 + 32 * (2 + 1) + 1 + 32 * 1) * mib],
+                     [(4 + 32 * 4 + 1) * mib, 0]]
     assert doc["diagnostics"][0]["message"] == ("the new plan violates the spec (the old one "
                                                 "did not)")
 
