@@ -20,6 +20,7 @@ from planner import units
 from planner.algorithms.infeasible import memory_figures, stuck_error
 from planner.cli import app
 from planner.model import Problem
+from planner.pipeline.split import Split, stage_bytes
 from planner.plan import Plan
 from planner.render.terminal import device_table
 from planner.render.timeline import memory_svg
@@ -35,19 +36,22 @@ OVER = CLUSTER + ("graph g {{ op a {{ time 1 ms  output 1 GiB }}\n"
 #: two independent ops that no single 1 GiB device holds together (1 GiB + `extra`)
 APART = CLUSTER + ("graph g {{ op a {{ time 1 ms  output 512 MiB }}\n"
                    "  op b {{ time 1 ms  output {b} }} }}\nplan p {{ graph g  cluster c }}\n")
-#: a two-stage 1F1B pipeline whose activations in flight need 1025 MiB per 1 GiB device
+#: a two-stage 1F1B pipeline of 4 micro-batches that needs 1025 MiB per 1 GiB device: d0
+#: 2 in flight x 512 KiB + 4 receive buffers x 256 MiB (its output's gradient), d1 1022.5 MiB
+#: kept + 512 KiB received + 4 x 512 KiB (its input's buffers). (Before 2026-12-07's receive
+#: buffers: f0 and f1 of 524800 KiB each, 2 x 524800 KiB held on d0 and on d1.)
 PIPE = """cluster c { device d[0..1] { memory 1 GiB }
   link d[0..1] <-> d[0..1] { bandwidth 1000000 GB/s latency 0 s } }
 graph g {
-  op f0 { time 1 ms; output 524800 KiB }
-  op f1 { time 1 ms; output 524800 KiB }
+  op f0 { time 1 ms; output 512 KiB }
+  op f1 { time 1 ms; output 1047040 KiB }
   op f0.bwd { time 1 ms; backward_of f0 }
   op f1.bwd { time 1 ms; backward_of f1 }
   f0 -> f0.bwd
   f1 -> f1.bwd
   colocate f0, f0.bwd
   colocate f1, f1.bwd
-  f1.bwd -> f0.bwd { bytes 524800 KiB }
+  f1.bwd -> f0.bwd { bytes 256 MiB }
   f0 -> f1
 }
 plan p { graph g; cluster c; objective pipeline; microbatches 4; schedule 1f1b
@@ -100,6 +104,9 @@ def test_format_percent_of() -> None:
 def test_pipeline_pages_read_a_held_figure_over_its_cap(tmp_path: Path) -> None:
     spec, html = tmp_path / "pipe.plan", tmp_path / "r.html"
     spec.write_text(PIPE, encoding="utf-8")
+    p = planner.loads(PIPE).plan()
+    assert p.pipeline is not None and stage_bytes(p, Split((0, 1, 2), (0, 1)), p.pipeline) == [
+        2 * 512 * KIB + 4 * 256 * MIB, 1047040 * KIB + 512 * KIB + 4 * 512 * KIB]  # `PIPE`
     res = CliRunner().invoke(app, ["solve", str(spec), "--algo", "expert", "--html",
                                    str(html)], env={"COLUMNS": "200"})
     assert "does not fit as a pipeline" in res.output, res.output
