@@ -118,8 +118,8 @@ def test_a_pipeline_plan_that_does_not_fit_is_infeasible_in_python_too(tmp_path:
     assert (result.status, result.feasible, result.gap) == ("infeasible", False, None)
     # the cause named: params fit (95.37 MiB of 112.53), the activations in flight do not
     assert result.breaks == ("device `gpu1` holds 112.53 MiB, less than the 119.21 MiB its "
-                             "stages need: params 95.37 MiB, the rest activations in flight "
-                             "and workspace",)
+                             "stages need: params 95.37 MiB, the rest activations in flight, "
+                             "receive buffers and workspace",)
     # params alone over the cap: said so, not "activations in flight" (as it was)
     heavy = planner.solve(planner.loads(TIGHT_PIPELINE.replace("params 100 MB", "params 120 MB"))
                           .plan(), "uniform")

@@ -68,8 +68,9 @@ def replicated_pins(problem: Problem, run: PipelineRun) -> list[Violation]:
 
 def memory_words(problem: Problem, run: PipelineRun) -> str:
     """Why `run` does not fit its devices, in words, at the first device it overflows:
-    the params its stages keep there alone, or those with the activations in flight (and
-    the largest transient) that the pipeline's memory model adds."""
+    the params its stages keep there alone, or those with the activations in flight, the
+    receive buffers (training) and the largest transient that the pipeline's memory model
+    adds."""
     devs = problem.cluster.devices
     held = _params_held(problem, run)
     d = next((d for d, (h, dev) in enumerate(zip(run.memory_bytes, devs, strict=True))
@@ -82,8 +83,9 @@ def memory_words(problem: Problem, run: PipelineRun) -> str:
         return (f"device `{devs[d].name}` holds {holds}, less than the params of its stages "
                 f"alone ({params})")
     needs, holds = format_bytes_of(run.memory_bytes[d], cap)
-    rest = ("activations in flight" if units(problem).training else "every micro-batch's "
-            "stage inputs and outputs (inference keeps them), one's activations")
+    rest = ("activations in flight, receive buffers" if units(problem).training else
+            "every micro-batch's stage inputs and outputs (inference keeps them), one's "
+            "activations")
     return (f"device `{devs[d].name}` holds {holds}, less than the {needs} its stages need: "
             f"params {format_bytes(held[d])}, the rest {rest} and workspace")
 

@@ -117,7 +117,8 @@ def pipeline_report(problem: Problem, rows: Sequence[PipelineRow], bound: Pipeli
             head.add_row("note", note)
     stages = _stages_table(problem, run)
     memory = Table(title="pipeline memory (params once, " + (
-        "activations per micro-batch in flight)" if units(problem).training else
+        "activations per micro-batch in flight, a receive buffer per micro-batch)"
+        if units(problem).training else
         "every micro-batch's stage inputs and outputs, one's activations: inference)"),
         title_justify="left")
     for col in ("device", "held", "cap"):

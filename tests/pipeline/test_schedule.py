@@ -10,12 +10,15 @@ input and its output's gradient.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from pipe_support import chain_spec, chain_text
+from typer.testing import CliRunner
 
 from planner import algorithms, loads, schedules
 from planner.algorithms.base import Options
+from planner.cli import app
 from planner.model import Pipeline
 from planner.pipeline.schedule import run
 from planner.pipeline.split import Split, split_of
@@ -231,3 +234,20 @@ def test_a_pin_the_uniform_split_breaks_leaves_its_figures_finite() -> None:
     assert [s.load_s for s in ran.stages] == pytest.approx([8e-3, 8e-3])
     assert ran.period_s == pytest.approx(8e-3)
     assert math.isfinite(ran.iteration_s)
+
+
+def test_the_report_names_the_receive_buffers_of_a_training_stage(tmp_path: Path) -> None:
+    """`simulate` of a 2-stage training pipeline on 10 MB devices: d1 holds 4 MB kept and 4
+    MB received (1 in flight) and 4 x 4 MB buffers of f0's output (24 MB); the words and
+    the memory table name the buffers (before: "the rest activations in flight and
+    workspace", "activations per micro-batch in flight")."""
+    spec = tmp_path / "two.plan"
+    spec.write_text(chain_text(2, 2, outputs_mb=[4.0, 4.0], microbatches=4, memory="10 MB")
+                    .replace("schedule 1f1b }",
+                             "schedule 1f1b; pin f0, f0.bwd to d0; pin f1, f1.bwd to d1 }"),
+                    encoding="utf-8")
+    res = CliRunner().invoke(app, ["simulate", str(spec)], env={"COLUMNS": "400"})
+    out = " ".join(res.output.split())
+    assert "the rest activations in flight, receive buffers and workspace" in out, out
+    assert ("pipeline memory (params once, activations per micro-batch in flight, a receive "
+            "buffer per micro-batch)") in out, out
