@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable
 
 from ..model import Pipeline
-from .pipehints import largest_fitting
+from .pipehints import largest_fitting, most_fitting
 
 __all__ = ["Fits", "identical_hints"]
 
@@ -83,10 +83,8 @@ def _fewer_in_flight(pipeline: Pipeline, share: int, stages: int, fits: Fits) ->
     def fit(k: int) -> bool:
         return fits(dataclasses.replace(pipeline, microbatches=k * n))
 
-    floor = min(stages, share) if pipeline.schedule_spec.stages_at_most_microbatches else 1
-    most = largest_fitting(share, fit, floor)
-    if most is None:
-        most = next((k for k in range(min(floor, share) - 1, 0, -1) if fit(k)), None)
+    capped = pipeline.schedule_spec.stages_at_most_microbatches
+    most = most_fitting(share, fit, stages if capped else 1)
     if most is not None:
         out.append(f"`microbatches {most * n}`")
     return out

@@ -21,7 +21,7 @@ from ..pipeline.splitdp import MAX_CELLS, best_splits
 from ..pipeline.units import units
 
 __all__ = ["PlanTerms", "Recomputing", "cap_words", "in_flight_hints", "largest_fitting",
-           "stage_cap_words"]
+           "most_fitting", "stage_cap_words"]
 
 #: the stage counts of a problem's recomputing contiguous splits that fit
 #: (`pipeilp.warm.recomputing_stages`): what `auto` and `pipeilp` plan where no split fits
@@ -133,10 +133,7 @@ def _fewer_microbatches(problem: Problem, pipeline: Pipeline, cells: float,
         return []
     if fits(below):
         return [f"`microbatches {below}`"]
-    floor = min(_fewest_uncapped(problem, pipeline), below)
-    most = largest_fitting(below, fits, floor) if floor < below else None
-    if most is None:  # below `floor` a count caps the stages: each tried, the most first
-        most = next((m for m in range(floor - 1, 0, -1) if fits(m)), None)
+    most = most_fitting(below, fits, _fewest_uncapped(problem, pipeline))
     return [] if most is None else [f"`microbatches {most}`"]
 
 
@@ -146,6 +143,17 @@ def _fewest_uncapped(problem: Problem, pipeline: Pipeline) -> int:
     if not pipeline.schedule_spec.stages_at_most_microbatches:
         return 1
     return _uncapped(problem, units(problem).count)
+
+
+def most_fitting(hi: int, fits: Callable[[int], bool], floor: int) -> int | None:
+    """The most count below `hi` (which fits not) with which `fits`: bisected down to
+    `floor`, from where `fits` is monotone (`largest_fitting`), else each count below it
+    tried, the most first (one that caps the stages may fit where more do not: E707's and
+    E708's micro-batches under 1F1B); None where none does."""
+    floor = min(floor, hi)
+    most = largest_fitting(hi, fits, floor)
+    return most if most is not None else next(
+        (k for k in range(floor - 1, 0, -1) if fits(k)), None)
 
 
 def largest_fitting(hi: int, fits: Callable[[int], bool], lo: int = 1) -> int | None:

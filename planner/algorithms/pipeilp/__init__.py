@@ -37,13 +37,16 @@ crossing its stages' last boundaries (sent), and the model's data inputs and out
 its stages per micro-batch in flight. In inference every device also holds, for the
 other g = M − 1 micro-batches, what its stage receives and sends and the model's outputs
 in it (`hybrid.cached_copies`), and the device of the last stage those outputs merged,
-e = M copies more (both 0 in training: `hybrid.step_bytes`).
+e = M copies more (both 0 in training). In training every device holds instead, for each
+of the β = M micro-batches, a receive buffer of what its stages receive and of the
+gradient of what they send (`hybrid.buffer_copies`; 0 in inference: `hybrid.step_bytes`).
 
 The model (units k with allowed devices A(k); C_kd, F_kd the compute and forward compute
 of unit k on d; P_k, K_k, tau_k its params, kept activations and largest transient, and
 I_k, O_k the kept bytes of its data inputs and of the model's outputs (`units`);
 boundary x's traffic f_x(a, b) (forward tensors sent a -> b) and r_x(a, b) (backward
-tensors, sent b -> a, when a is left of x and b right of it) and received bytes R_x;
+tensors, sent b -> a, when a is left of x and b right of it), received bytes R_x and
+backward (gradient) bytes G_x;
 quantities in units of 10^i s and 2^j B):
 
     minimise  T
@@ -62,6 +65,7 @@ quantities in units of 10^i s and 2^j B):
     r_d ≥ Σ_k O_k x_kd − Ō_d (1 − x_(n−1)d)   its outputs if it ends the model  (memory)
     Σ_k (P_k + K_k) x_kd + t_d + c Σ_x R_x (Σ_{a≠d} z_xad + Σ_{b≠d} w_xdb) + (c − 1) h_d
         + c v_d + e r_d + g (Σ_x R_x (Σ_{a≠d} z_xad + Σ_{b≠d} z_xdb) + Σ_k O_k x_kd)
+        + β Σ_x (R_x Σ_{a≠d} z_xad + G_x Σ_{b≠d} z_xdb)
         ≤ cap_d + big_dc (1 − used_e)                                         (memory)
     used_e ≥ x_ke                                                             (inuse)
     o_ka ≤ o_(k−1)a + x_ka,   x_kb ≤ o_(k−1)a   for consecutive a, b of an order (order)
