@@ -65,6 +65,15 @@ def test_the_pipeline_defaults_to_one_replica_of_one_sample() -> None:
     assert hash(Pipeline(data_parallel="auto")) != hash(Pipeline(data_parallel=2))
 
 
+def _value(setting: str, code: str, words: str, hint: str,
+           cluster: str = "c") -> tuple[str, str, str, tuple[int, int], str, str]:
+    """A row of `BAD` for `setting` written after `objective pipeline`: its diagnostic
+    points at the value, on the second line, past `  KEY `."""
+    key = setting.split()[0]
+    return ("  objective pipeline\n  " + setting + "\n", cluster, code, (2, len(key) + 4),
+            words, hint)
+
+
 # (settings, cluster, code, (line from the first setting, column), words in the message,
 # words in a hint)
 BAD = [
@@ -72,25 +81,21 @@ BAD = [
      "add `objective pipeline`"),
     ("  microbatch_size 8\n", "c", "E256", (1, 3), "`microbatch_size` is a pipeline setting",
      "add `objective pipeline`"),
-    ("  objective pipeline\n  data_parallel 0\n", "c", "E257", (2, 17),
-     "`data_parallel` must be `auto` or a whole number from 1 to 1024, not `0`",
-     "`data_parallel auto` lets the planner choose each stage's replicas"),
-    ("  objective pipeline\n  data_parallel 2.5\n", "c", "E257", (2, 17), "not `2.5`",
-     "`data_parallel 2` runs two identical pipelines"),
-    ("  objective pipeline\n  data_parallel 5000\n", "c", "E257", (2, 17),
-     f"from 1 to {MAX_DATA_PARALLEL}, not `5000`", "data_parallel auto"),
-    ("  objective pipeline\n  data_parallel atuo\n", "c", "E257", (2, 17), "not `atuo`",
-     "did you mean `auto`?"),
-    ("  objective pipeline\n  data_parallel all\n", "c", "E257", (2, 17), "not `all`",
-     "data_parallel auto"),
-    ("  objective pipeline\n  data_parallel 2 ms\n", "c", "E214", (2, 17),
-     "`data_parallel` expects `auto` or a plain number (no unit)", "`data_parallel 2`"),
-    ("  objective pipeline\n  data_parallel 3\n", "c", "E257", (2, 17),
-     "3 pipelines need at least 3 devices; cluster `c` has 2",
-     "set `data_parallel` from 1 to 2, or `data_parallel auto`"),
-    ("  objective pipeline\n  data_parallel 2\n", "one", "E257", (2, 17),
-     "2 pipelines need at least 2 devices; cluster `one` has 1",
-     "a one-device cluster runs one pipeline: remove `data_parallel`"),
+    _value("data_parallel 0", "E257",
+           "`data_parallel` must be `auto` or a whole number from 1 to 1024, not `0`",
+           "`data_parallel auto` lets the planner choose each stage's replicas"),
+    _value("data_parallel 2.5", "E257", "not `2.5`",
+           "`data_parallel 2` runs two identical pipelines"),
+    _value("data_parallel 5000", "E257", f"from 1 to {MAX_DATA_PARALLEL}, not `5000`",
+           "data_parallel auto"),
+    _value("data_parallel atuo", "E257", "not `atuo`", "did you mean `auto`?"),
+    _value("data_parallel all", "E257", "not `all`", "data_parallel auto"),
+    _value("data_parallel 2 ms", "E214",
+           "`data_parallel` expects `auto` or a plain number (no unit)", "`data_parallel 2`"),
+    _value("data_parallel 3", "E257", "3 pipelines need at least 3 devices; cluster `c` has 2",
+           "set `data_parallel` from 1 to 2, or `data_parallel auto`"),
+    _value("data_parallel 2", "E257", "2 pipelines need at least 2 devices; cluster `one` has 1",
+           "a one-device cluster runs one pipeline: remove `data_parallel`", cluster="one"),
     ("  objective pipeline\n  schedule interleaved\n  stages_per_device 2\n"
      "  data_parallel 2\n", "c", "E256", (4, 17),
      "`data_parallel 2` replicates stages, and replicated stages run under `schedule 1f1b` "
@@ -98,17 +103,15 @@ BAD = [
     ("  objective pipeline\n  schedule interleaved\n  stages_per_device 2\n"
      "  data_parallel auto\n", "c", "E256", (4, 17), "`data_parallel auto` may replicate",
      "or remove `data_parallel`"),
-    ("  objective pipeline\n  microbatch_size 0\n", "c", "E257", (2, 19),
-     "`microbatch_size` must be a whole number from 1 to 1048576, not `0`",
-     "for example `microbatch_size 8`"),
-    ("  objective pipeline\n  microbatch_size 1.5\n", "c", "E257", (2, 19), "not `1.5`",
-     "microbatch_size 8"),
-    ("  objective pipeline\n  microbatch_size 2_000_000\n", "c", "E257", (2, 19),
-     "from 1 to 1048576", "microbatch_size 8"),
-    ("  objective pipeline\n  microbatch_size 8 MB\n", "c", "E214", (2, 19),
-     "`microbatch_size` expects a plain number", "microbatch_size 8"),
-    ("  objective pipeline\n  microbatch_size auto\n", "c", "E214", (2, 19),
-     "`microbatch_size` expects a plain number", "microbatch_size 8"),
+    _value("microbatch_size 0", "E257",
+           "`microbatch_size` must be a whole number from 1 to 1048576, not `0`",
+           "for example `microbatch_size 8`"),
+    _value("microbatch_size 1.5", "E257", "not `1.5`", "microbatch_size 8"),
+    _value("microbatch_size 2_000_000", "E257", "from 1 to 1048576", "microbatch_size 8"),
+    _value("microbatch_size 8 MB", "E214", "`microbatch_size` expects a plain number",
+           "microbatch_size 8"),
+    _value("microbatch_size auto", "E214", "`microbatch_size` expects a plain number",
+           "microbatch_size 8"),
 ]
 
 
