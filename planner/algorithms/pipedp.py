@@ -38,8 +38,9 @@ are at most M stages (torch's `Schedule1F1B` needs as many micro-batches as stag
 Under `interleaved` a device runs K stages that share its compute, links and memory, which
 a stage-by-stage recurrence cannot see: up to `MAX_ENUMERATED` splits per stage count,
 every split of every chain is enumerated and judged by the report's own rules
-(`resource_loads`, `stage_bytes`), so the answer is exact; beyond that the DP (each stage
-within its device's memory over K) is a heuristic, and `info["split_search"]` says which.
+(`resource_loads`, `stage_bytes`), so the answer is exact; beyond that, or past what a
+time limit's work holds (`splitwork.enumerated_stages`), the DP (each stage within its
+device's memory over K) is a heuristic, and `info["split_search"]` says which.
 
 Among stage counts and candidates, the plan whose simulated iteration
 (`pipeline.schedule`) is shortest wins (ties: the smaller period, then fewer stages). The
@@ -297,7 +298,8 @@ def _searched(problem: Problem, options: Options, cells: float,
         info["split_search"] = (
             "exact: every split of every chain enumerated" if interleaved_exact(
                 problem, pipeline, cells, every) else
-            f"heuristic: over {MAX_ENUMERATED} splits per stage count, the per-stage DP (a "
+            f"heuristic: over {MAX_ENUMERATED} splits per stage count or past the time "
+            "limit's work (the fewest stages enumerated first), the per-stage DP (a "
             "device's stages share its compute and memory, which it approximates)")
     n = units(problem).count
     if len(space.cuts) - 1 < n:

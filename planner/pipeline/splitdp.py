@@ -3,6 +3,7 @@ best contiguous splits of the pipeline units over chains of devices, of each kin
 `KINDS`, within the memory caps (`best_splits`, `split_candidates`), and the work it may
 take (`cells_for`). Here, under the pipelines' layer, so that every algorithm that splits a
 pipeline (`pipedp`, list scheduling's memory retry) asks it, not one algorithm another.
+The work's sizes live in `splitwork` (imported here, as its callers name them).
 """
 
 from __future__ import annotations
@@ -20,6 +21,20 @@ from ..cost import INF, costs, stage_memory, stage_share, transfer_seconds_array
 from ..model import Pipeline, Problem, derived
 from . import hybrid
 from .split import Split, fits, in_flight, resource_loads, stage_bytes
+from .splitwork import (
+    CELLS_PER_SECOND,
+    DP_PASSES,
+    FIXED_SHARE,
+    MAX_CELLS,
+    MAX_CHAINS,
+    MAX_ENUMERATED,
+    MIN_CELLS,
+    PASS_CELLS,
+    SPLIT_CELLS,
+    cells_for,
+    chains_within,
+    enumerated_stages,
+)
 from .units import Units, units
 
 
@@ -30,29 +45,17 @@ class Progressing(Protocol):
     def progress(self) -> Callable[[float, str], None] | None: ...
 
 
-#: chains of devices tried per stage count (the best-linked first)
-MAX_CHAINS = 24
+__all__ = ["BLOCK_CELLS", "CELLS_PER_SECOND", "DP_PASSES", "FIXED_SHARE", "KEEP_CELLS", "KINDS",
+           "MAX_CELLS", "MAX_CHAINS", "MAX_ENUMERATED", "MAX_EXAMINED", "MAX_UNITS", "MIN_CELLS",
+           "PASS_CELLS", "SPLIT_CELLS", "Found", "Progressing", "Space", "backtrack",
+           "best_splits", "candidate_cuts", "cells_for", "chains_within", "enumerated_stages",
+           "interleaved_exact", "most_stages", "permutations_first", "search_space",
+           "split_candidates"]
+
 #: device sequences examined per stage count (a cluster of many devices has too many to list)
 MAX_EXAMINED = 200_000
-#: the DP's work: `DP_PASSES` x (stage rows over all chains tried) x (candidate cuts)^2
-#: at most; more and the cuts are thinned (about 5 s on this machine)
-MAX_CELLS = 5.6e8
-#: the work `auto` gives the DP per second of its time limit (`cells_for`: 3e8 at the
-#: default 10 s, about 3.5 s on an idle machine: with the candidates' simulations and the
-#: cut moves, half the limit or so, as `clock.LOAD_HEADROOM` wants; a 10,000-op graph on
-#: 8 GPUs took 10.7 s of CPU at 5.6e8)
-CELLS_PER_SECOND = 3e7
-#: the least work, whatever the limit (a few candidate cuts per stage)
-MIN_CELLS = 2.8e5
 #: the most candidate cuts, whatever the budget
 MAX_UNITS = 20_000
-#: the DP's passes over the cells per chain and stage count (`search_space`): four kinds
-#: of split (`KINDS`), the first two in two passes (least bottleneck, then most even), and
-#: the memory note's least period without the caps
-DP_PASSES = 7
-#: splits enumerated per stage count under `interleaved` (exact there) before the DP
-#: (a heuristic there) takes over
-MAX_ENUMERATED = 20_000
 #: cells of one (starts x ends) block of the DP (numpy arrays of this many float64s, 512 KB):
 #: at 1 << 20 (8 MB) the blocks' temporaries came in fresh pages, 939k page faults and
 #: 2.3 s of system time in pipedp's 10.5 s on a 24-layer GPT, against 5k and none at this
@@ -74,7 +77,8 @@ class Found:
 @dataclass(frozen=True, slots=True)
 class Space:
     """What the DP searches: the device chains per stage count (those tried), how many
-    distinct chains there were and were tried, and the candidate cuts."""
+    distinct chains there were and were tried, the candidate cuts, and the stage counts
+    whose splits are enumerated (`enumerated_stages`)."""
 
     chains: dict[int, list[tuple[int, ...]]]
     tried: int
@@ -82,14 +86,7 @@ class Space:
     cuts: NDArray[np.int64]
     #: [i, j]: the largest transient over candidate segments i .. j - 1 (for memory)
     largest: NDArray[np.float64]
-
-
-def cells_for(time_limit_s: float) -> float:
-    """The DP's work for a time limit (`CELLS_PER_SECOND` of it, `MAX_CELLS` at most; a
-    limit of 0: no limit): a function of the limit alone, the same plan on any machine."""
-    if time_limit_s <= 0:
-        return MAX_CELLS
-    return max(MIN_CELLS, min(MAX_CELLS, CELLS_PER_SECOND * time_limit_s))
+    enumerated: frozenset[int]
 
 
 def search_space(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS,
@@ -115,12 +112,12 @@ def _search_space(problem: Problem, pipeline: Pipeline, cells: float,
     # the cuts as many as the chains' cells allow, then the chains as many as their fixed
     # costs allow over those cuts (the cuts stay: fewer chains never cost more)
     cuts = _cuts_for(problem, {s: c[:MAX_CHAINS] for s, c in listed.items()}, cells)
-    per = MAX_CHAINS if every_chain else chains_within(
-        pipeline, {s: len(c) for s, c in listed.items()}, len(cuts), cells)
-    chains = {s: c[:per] for s, c in listed.items()}
+    within = chains_within(pipeline, {s: len(c) for s, c in listed.items()}, len(cuts), cells)
+    chains = {s: c[:MAX_CHAINS if every_chain else within] for s, c in listed.items()}
     return Space(chains, sum(len(c) for c in chains.values()),
                  sum(len(c) for c in listed.values()), cuts,
-                 _largest_transients(units(problem), cuts))
+                 _largest_transients(units(problem), cuts),
+                 enumerated_stages(pipeline, chains, within, len(cuts), cells))
 
 
 def _cuts_for(problem: Problem, chains: dict[int, list[tuple[int, ...]]],
@@ -129,36 +126,6 @@ def _cuts_for(problem: Problem, chains: dict[int, list[tuple[int, ...]]],
     stage_rows = DP_PASSES * sum(s * len(c) for s, c in chains.items())
     most = max(2, int(math.sqrt(cells / max(stage_rows, 1))))
     return candidate_cuts(units(problem), min(MAX_UNITS, most))
-
-
-# The fixed costs `chains_within` sizes, beside it: at small limits these, not the cells,
-# took the time (`--time-limit 2` on 8 GPUs under `interleaved`: 1.6 s of DP for AlexNet's
-# 23 units). In cells: one pass of the DP per chain whatever its cuts (its tables and
-# numpy set-up: 0.35 ms idle), one enumerated split (the report's rules,
-# `resource_loads` and `stage_bytes`: 45 us); and the share of the work they may take.
-PASS_CELLS = 3e4
-SPLIT_CELLS = 4e3
-FIXED_SHARE = 0.5
-
-
-def chains_within(pipeline: Pipeline, listed: dict[int, int], cuts: int,
-                  cells: float) -> int:
-    """Chains tried per stage count (`MAX_CHAINS` at most, 1 at least): as many as the
-    fixed costs of the DP's passes (`PASS_CELLS` per chain and pass) and of the splits
-    enumerated under `interleaved` (`SPLIT_CELLS` each, two kinds) fit in `FIXED_SHARE`
-    of `cells`, given `listed` chains per stage count and `cuts` candidate cuts: a
-    function of the problem and the work alone, so the plan is the same on any machine."""
-    for per in range(MAX_CHAINS, 1, -1):
-        fixed = 0.0
-        for stages, count in listed.items():
-            tried = min(count, per)
-            fixed += DP_PASSES * PASS_CELLS * tried
-            if tried and pipeline.per_device > 1 and stages > 1:
-                splits = math.comb(max(cuts - 2, 0), stages - 1) * tried
-                fixed += 2 * SPLIT_CELLS * splits if splits <= MAX_ENUMERATED else 0.0
-        if fixed <= FIXED_SHARE * cells:
-            return per
-    return 1
 
 
 def best_splits(problem: Problem, pipeline: Pipeline, options: Progressing | None = None,
@@ -198,11 +165,11 @@ def split_candidates(problem: Problem, pipeline: Pipeline, options: Progressing 
     if key not in cache:
         space = search_space(problem, pipeline, cells, every_chain)
         cache[key] = _split_candidates(problem, pipeline, options, capped, space, balanced,
-                                       _known_empty(pipeline, space, none_fit, capped))
+                                       _known_empty(space, none_fit, capped))
     return cache[key]
 
 
-def _known_empty(pipeline: Pipeline, space: Space, none_fit: Space | None,
+def _known_empty(space: Space, none_fit: Space | None,
                  capped: bool) -> dict[int, int]:
     """Per stage count, how many of `space`'s first chains `none_fit` (a space of the same
     cuts that found no split that fits) showed to hold none: its chains, where the DP
@@ -212,8 +179,8 @@ def _known_empty(pipeline: Pipeline, space: Space, none_fit: Space | None,
     if none_fit is None or not capped or list(none_fit.cuts) != list(space.cuts):
         return {}
     return {s: len(c) for s, c in none_fit.chains.items()
-            if space.chains[s][:len(c)] == c and _enumerable(none_fit, pipeline, s, len(c))
-            == _enumerable(space, pipeline, s, len(space.chains[s]))}
+            if space.chains[s][:len(c)] == c
+            and (s in none_fit.enumerated) == (s in space.enumerated)}
 
 
 def _split_candidates(problem: Problem, pipeline: Pipeline, options: Progressing | None,
@@ -227,7 +194,7 @@ def _split_candidates(problem: Problem, pipeline: Pipeline, options: Progressing
         if stages > len(space.cuts) - 1:
             continue
         best: dict[str, Found] = {}
-        exact = _enumerable(space, pipeline, stages, len(chains))
+        exact = stages in space.enumerated
         done += known.get(stages, 0)
         masks = _Masks()
         for chain in chains[known.get(stages, 0):]:
@@ -269,16 +236,7 @@ def interleaved_exact(problem: Problem, pipeline: Pipeline, cells: float = MAX_C
     cap (a device's memory over K per stage) and per-stage period are a heuristic there: a
     device's K stages share its compute and memory."""
     space = search_space(problem, pipeline, cells, every_chain)
-    return all(_enumerable(space, pipeline, s, len(c)) for s, c in space.chains.items()
-               if s > 1)
-
-
-def _enumerable(space: Space, pipeline: Pipeline, stages: int, chains: int) -> bool:
-    """Whether to enumerate the splits of `stages` stages: under `interleaved` with K > 1,
-    when there are at most `MAX_ENUMERATED` of them over the chains."""
-    if pipeline.per_device == 1 or stages == 1:
-        return False
-    return math.comb(len(space.cuts) - 2, stages - 1) * chains <= MAX_ENUMERATED
+    return all(s in space.enumerated for s in space.chains if s > 1)
 
 
 def _enumerated(problem: Problem, space: Space, chain: Sequence[int], pipeline: Pipeline,

@@ -13,6 +13,7 @@ import math
 import pytest
 from pipe_support import random_spec
 
+from planner import loads
 from planner.algorithms import Options, autopipe, hybridstage, pipedp, run
 from planner.pipeline import splitdp
 
@@ -344,3 +345,91 @@ def test_the_chains_are_listed_at_once_as_they_were_one_by_one(monkeypatch) -> N
                 for wrap in (False, True):
                     assert (splitdp._ranked_chains(p, width, wrap)
                             == _chains_one_by_one(p, width, wrap))
+
+
+def _chain_on_eight(memory_mb: int):  # type: ignore[no-untyped-def]
+    """16 forward ops in a chain on 8 GPUs, `interleaved` with 2 stages per device and 16
+    micro-batches: all 17 boundaries are cuts at any limit, so one chain per stage count
+    enumerates 32,768 splits."""
+    ops = "\n".join(f"  op o{i} {{ time {1 + i % 3} ms  output 4 MB  params 10 MB }}"
+                    for i in range(16))
+    return loads(f"""cluster c {{
+  device gpu[0..7] {{ memory {memory_mb} MB }}
+  link gpu[*] <-> gpu[*] {{ bandwidth 10 GB/s }}
+}}
+graph g {{
+{ops}
+  {" -> ".join(f"o{i}" for i in range(16))}
+}}
+plan p {{ graph g  cluster c  objective pipeline  schedule interleaved  stages_per_device 2
+          microbatches 16 }}
+""").plan("p")
+
+
+def _enumerated_splits(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
+    """The splits the DP enumerates (each judged by `stage_bytes`), counted as they go."""
+    judged = [0]
+    counted = splitdp.stage_bytes
+
+    def stage_bytes(*args, **kwargs):  # type: ignore[no-untyped-def]
+        judged[0] += 1
+        return counted(*args, **kwargs)
+
+    monkeypatch.setattr(splitdp, "stage_bytes", stage_bytes)
+    return judged
+
+
+def test_a_small_limit_enumerates_only_the_splits_its_work_holds(monkeypatch) -> None:
+    """Under `interleaved` the splits of a stage count are enumerated (exact) only as far
+    as the limit's work holds them, the fewest stages first, the rest by the per-stage DP.
+    Before, `chains_within` could only cut the chains to one per stage count, and every
+    stage count of at most `MAX_ENUMERATED` splits was enumerated whatever the limit: this
+    chain planned in 4.2 s at `--time-limit 0.05` (32,768 splits), and its E707 with 40 MB
+    GPUs took 6.9 s; now 0.2 s and 0.3 s, no split enumerated."""
+    judged = _enumerated_splits(monkeypatch)
+    p = _chain_on_eight(400)
+    assert p.pipeline is not None
+    sol = run("auto", p, Options(time_limit_s=0.05))
+    assert judged[0] == 0  # before: 32,768
+    tiny = splitdp.search_space(p, p.pipeline, splitdp.cells_for(0.05))
+    assert tiny.tried == 8 and len(tiny.cuts) == 17  # one chain a count, every boundary
+    assert tiny.enumerated == frozenset()  # the chains' DP passes alone take the share
+    assert sol.info["iteration_s"] == pytest.approx(0.1088)
+    # no limit (0: `MAX_CELLS`): every count enumerated, as before, and said to be exact
+    whole = splitdp.search_space(p, p.pipeline, splitdp.cells_for(0.0))
+    assert whole.enumerated == frozenset(range(2, 17))
+    exact = pipedp.search_within(p, Options(), splitdp.cells_for(0.0)).solution.info
+    assert exact["split_search"] == "exact: every split of every chain enumerated"
+    assert judged[0] == 2 ** 15  # its splits of 2..16 stages, sum of C(15, s - 1)
+    # what `split_search` reads: at 0.05 s the search is no longer said to be exact
+    assert not splitdp.interleaved_exact(p, p.pipeline, splitdp.cells_for(0.05))
+    # and auto's plan here is the one it makes with no limit
+    assert sol.plan.placement == run("auto", p, Options(time_limit_s=0.0)).plan.placement
+
+
+def test_e707_at_a_small_limit_enumerates_no_more(monkeypatch) -> None:
+    """`auto`'s E707 at a small limit: its search of every chain and each hint's check
+    are held to the limit's work too."""
+    from planner.errors import InfeasibleError
+
+    judged = _enumerated_splits(monkeypatch)
+    with pytest.raises(InfeasibleError) as err:
+        run("auto", _chain_on_eight(40), Options(time_limit_s=0.05))
+    assert judged[0] == 0  # before: 114,688 (the search and each hint's)
+    diag = err.value.diagnostics[0]  # the words it had before, with no split enumerated
+    assert diag.code == "E707" and diag.message.endswith(
+        "fits the devices' memory among those searched (the per-stage DP, not every split)")
+    assert diag.hints == ("give the devices more `memory`",
+                          "`--algo pipeilp` places each unit on any device it may use")
+
+
+def test_where_the_chains_fit_every_count_is_enumerated_as_before() -> None:
+    """The default limit's search (`chains_within` fits its chains) enumerates every stage
+    count of at most `MAX_ENUMERATED` splits, as it did before the work held them."""
+    p = _problem()
+    assert p.pipeline is not None
+    for limit in (10.0, 2.0):
+        space = splitdp.search_space(p, p.pipeline, splitdp.cells_for(limit))
+        before = {s for s, c in space.chains.items() if s > 1 and math.comb(
+            len(space.cuts) - 2, s - 1) * len(c) <= splitdp.MAX_ENUMERATED}
+        assert space.enumerated == before and before
