@@ -9,12 +9,23 @@ For each plan of specs/gnmt.plan and each number of hogs: `planner solve --algo 
 --time-limit L --json --out PLAN.json`, its wall seconds (start-up included), `planning_s`,
 the simulated makespan, whether the wall clock cut the run (`reason`), and the first 12 hex
 digits of the plan file's SHA-256: one plan per row group means the plan did not depend on
-the load. `--spec` names another spec, and `--settings` plans each of `--plans` again (its graph and
-cluster) with those settings, in a copy of specs/: auto's pipeline searches at small limits
+the load. `--spec` names another spec, and `--settings` plans each of `--plans` again (its
+graph and cluster) with those settings, in a copy of specs/; `--pipedream` runs each of
+PipeDream's 8 profiles (`../shared/datasets/pipedream`, imported `--training`) on 8 GPUs of
+4 GiB at 10 GB/s, 8 micro-batches, under 1F1B, `interleaved` (2 stages per device) and GPipe:
+auto's pipeline searches at small limits.
 
     python bench/bench_time_limit.py --algo auto --limit 0.05 --spec specs/transformer.plan \
         --plans transformer_big_dgx1 --hogs 0 --repeat 3 --settings \
         "objective pipeline; schedule interleaved; stages_per_device 2; microbatches 16"
+    python bench/bench_time_limit.py --algo auto --limit 0.05 --pipedream
+
+Measured 2026-12-07 (idle, `--pipedream`, `interleaved`): before the DP's enumeration was
+held to the limit's work (`splitwork.enumerated_stages`), GNMT planned in 2.53 s at
+`--time-limit 0.05` and 2.59 s at 1 (`planning_s`); now 0.24 s and 0.70 s; GNMT-large
+1.83 s -> 0.24 s at 0.05; E707 took 2.21-2.77 s of wall for ResNet-18, SqueezeNet and
+VGG-16 at 0.05, now 0.58-0.81 s. Every plan the same, to the file's hash, but GNMT's at
+1 s (96.868 -> 95.610 ms).
 
 Targets (issue 25): wall ≤ L + max(1 s, 10%) for `auto` and `search`; cpsat's
 documented bound is 1.1 × L + 0.5 s plus start-up (`cpsat.OVERSHOOT_FRACTION`,
@@ -37,6 +48,15 @@ from pathlib import Path
 import planner
 
 ROOT = Path(__file__).resolve().parents[1]
+PIPEDREAM = ROOT / ".." / "shared" / "datasets" / "pipedream"
+PIPEDREAM_CLUSTER = """
+cluster c8 {
+  device w[0..7] { memory 4 GiB; speed 1 }
+  link w[0..7] <-> w[0..7] { bandwidth 10 GB/s  latency 5 us }
+}
+"""
+PIPEDREAM_SCHEDULES = {"1f1b": "schedule 1f1b", "gpipe": "schedule gpipe",
+                       "interleaved": "schedule interleaved; stages_per_device 2"}
 HOG = "import time\nend = time.time() + 600\nwhile time.time() < end: pass\n"
 
 
@@ -59,7 +79,7 @@ def one(algo: str, spec: Path, plan: str, limit: float) -> str:
             f"{result.get('makespan_s', float('nan')) * 1e3:.3f} | {cut} | {digest}")
 
 
-def replanned(spec: Path, plans: list[str], settings: str, tmp: Path) -> tuple[Path, list[str]]:
+def replanned(spec: Path, plans: list[str], settings: str, tmp: Path) -> list[tuple[Path, str]]:
     """A copy of specs/ (its imports) where `spec` also has, per plan, `PLAN_set`: its graph
     and cluster under `settings`."""
     copy = tmp / "specs"
@@ -70,7 +90,25 @@ def replanned(spec: Path, plans: list[str], settings: str, tmp: Path) -> tuple[P
              f"{loaded.plan(p).cluster.name}; {settings} }}" for p in plans]
     target.write_text(target.read_text(encoding="utf-8") + "\n" + "\n".join(extra) + "\n",
                       encoding="utf-8")
-    return target, [f"{p}_set" for p in plans]
+    return [(target, f"{p}_set") for p in plans]
+
+
+def pipedream_plans(tmp: Path) -> list[tuple[Path, str]]:
+    """Each PipeDream profile imported `--training` with `PIPEDREAM_CLUSTER` and a plan per
+    schedule of `PIPEDREAM_SCHEDULES` (none where the profiles are absent)."""
+    out = []
+    for graph in sorted(PIPEDREAM.glob("*/*/graph.txt")):
+        spec = tmp / f"{graph.parent.name}.plan"
+        subprocess.run([sys.executable, "-m", "planner", "import", "pipedream", str(graph),
+                        "--training", "--name", graph.parent.name, "-o", str(spec)],
+                       check=True, capture_output=True, cwd=ROOT)
+        plans = [f"plan {graph.parent.name}_{name} {{ graph {graph.parent.name}; cluster c8; "
+                 f"objective pipeline; microbatches 8; {settings} }}"
+                 for name, settings in PIPEDREAM_SCHEDULES.items()]
+        spec.write_text(spec.read_text(encoding="utf-8") + PIPEDREAM_CLUSTER
+                        + "\n".join(plans) + "\n", encoding="utf-8")
+        out += [(spec, f"{graph.parent.name}_{name}") for name in PIPEDREAM_SCHEDULES]
+    return out
 
 
 def main() -> None:
@@ -83,6 +121,8 @@ def main() -> None:
     ap.add_argument("--plans", default="gnmt8_small4,gnmt8_dgx1")
     ap.add_argument("--settings", default="", help="plan each of --plans again with these "
                     "settings (`objective pipeline; microbatches 16`)")
+    ap.add_argument("--pipedream", action="store_true",
+                    help="PipeDream's profiles under three schedules (module docstring)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="one plan, a 3 s limit")
     args = ap.parse_args()
@@ -92,15 +132,20 @@ def main() -> None:
           f"({args.algo}, limit {args.limit:g} s) |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        spec, plans = args.spec, args.plans.split(",")
-        if args.settings:
-            spec, plans = replanned(spec, plans, args.settings, Path(tmp))
-        table(args, spec, plans)
+        if args.pipedream:
+            rows = pipedream_plans(Path(tmp))
+            if not rows:
+                print(f"skipped: no PipeDream profiles under {PIPEDREAM}")
+        elif args.settings:
+            rows = replanned(args.spec, args.plans.split(","), args.settings, Path(tmp))
+        else:
+            rows = [(args.spec, plan) for plan in args.plans.split(",")]
+        table(args, rows)
 
 
-def table(args: argparse.Namespace, spec: Path, plans: list[str]) -> None:
-    """The rows: per plan and number of hogs, `--repeat` solves."""
-    for plan in plans:
+def table(args: argparse.Namespace, rows: list[tuple[Path, str]]) -> None:
+    """Per (spec, plan) and number of hogs, `--repeat` solves."""
+    for spec, plan in rows:
         for hogs in (int(h) for h in args.hogs.split(",")):
             busy = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(hogs)]
             try:
