@@ -49,21 +49,30 @@ SPLIT_CELLS = 4e3
 FIXED_SHARE = 0.5
 
 
+def enumeration_cells(pipeline: Pipeline, stages: int, chains: int, cuts: int) -> float | None:
+    """The fixed cost of enumerating the splits of `stages` stages over `chains` chains and
+    `cuts` candidate cuts (`SPLIT_CELLS` a split, two kinds); None where they are not
+    enumerated: one stage per device (not `interleaved`), one stage, or more than
+    `MAX_ENUMERATED` splits. The one rule `chains_within` and `enumerated_stages` size by."""
+    if pipeline.per_device == 1 or stages == 1:
+        return None
+    splits = math.comb(max(cuts - 2, 0), stages - 1) * chains
+    return 2 * SPLIT_CELLS * splits if splits <= MAX_ENUMERATED else None
+
+
 def chains_within(pipeline: Pipeline, listed: dict[int, int], cuts: int,
                   cells: float) -> int:
     """Chains tried per stage count (`MAX_CHAINS` at most, 1 at least): as many as the
     fixed costs of the DP's passes (`PASS_CELLS` per chain and pass) and of the splits
-    enumerated under `interleaved` (`SPLIT_CELLS` each, two kinds) fit in `FIXED_SHARE`
-    of `cells`, given `listed` chains per stage count and `cuts` candidate cuts: a
-    function of the problem and the work alone, so the plan is the same on any machine."""
+    enumerated under `interleaved` (`enumeration_cells`) fit in `FIXED_SHARE` of `cells`,
+    given `listed` chains per stage count and `cuts` candidate cuts: a function of the
+    problem and the work alone, so the plan is the same on any machine."""
     for per in range(MAX_CHAINS, 1, -1):
         fixed = 0.0
         for stages, count in listed.items():
             tried = min(count, per)
-            fixed += DP_PASSES * PASS_CELLS * tried
-            if tried and pipeline.per_device > 1 and stages > 1:
-                splits = math.comb(max(cuts - 2, 0), stages - 1) * tried
-                fixed += 2 * SPLIT_CELLS * splits if splits <= MAX_ENUMERATED else 0.0
+            fixed += DP_PASSES * PASS_CELLS * tried + (
+                enumeration_cells(pipeline, stages, tried, cuts) or 0.0)
         if fixed <= FIXED_SHARE * cells:
             return per
     return 1
@@ -78,15 +87,12 @@ def enumerated_stages(pipeline: Pipeline, chains: dict[int, list[tuple[int, ...]
     Where `within` chains fit, all, as before; where even one chain does not, no longer
     past the time limit: a 16-op chain on 8 GPUs enumerated 32,768 splits, 4.2 s, at
     `--time-limit 0.05`. Every chain's search (before E707) is held to the same work."""
-    if pipeline.per_device == 1:
-        return frozenset()
     fixed = DP_PASSES * PASS_CELLS * sum(min(len(c), within) for c in chains.values())
     out = set()
     for stages, tried in sorted(chains.items()):
-        splits = math.comb(max(cuts - 2, 0), stages - 1)
-        if stages == 1 or splits * len(tried) > MAX_ENUMERATED:
+        if enumeration_cells(pipeline, stages, len(tried), cuts) is None:
             continue
-        fixed += 2 * SPLIT_CELLS * splits * min(len(tried), within)
+        fixed += enumeration_cells(pipeline, stages, min(len(tried), within), cuts) or 0.0
         if fixed > FIXED_SHARE * cells and cells < MAX_CELLS:
             break
         out.add(stages)
