@@ -20,12 +20,12 @@ auto's pipeline searches at small limits.
         "objective pipeline; schedule interleaved; stages_per_device 2; microbatches 16"
     python bench/bench_time_limit.py --algo auto --limit 0.05 --pipedream
 
-Measured 2026-12-07 (idle, `--pipedream`, `interleaved`): before the DP's enumeration was
-held to the limit's work (`splitwork.enumerated_stages`), GNMT planned in 2.53 s at
-`--time-limit 0.05` and 2.59 s at 1 (`planning_s`); now 0.24 s and 0.70 s; GNMT-large
-1.83 s -> 0.24 s at 0.05; E707 took 2.21-2.77 s of wall for ResNet-18, SqueezeNet and
-VGG-16 at 0.05, now 0.58-0.81 s. Every plan the same, to the file's hash, but GNMT's at
-1 s (96.868 -> 95.610 ms).
+Measured 2026-12-07 (idle, `--pipedream`, `interleaved`, both trees' kernels and bytecode
+compiled; two runs each): before the DP's enumeration was held to the limit's work
+(`splitwork.enumerated_stages`), GNMT planned in 2.49-2.53 s at `--time-limit 0.05` and
+2.59 s at 1 (`planning_s`); now 0.24-0.25 s and 0.70 s; GNMT-large 1.83-2.66 s -> 0.24-0.36
+s at 0.05; E707 took 1.99-2.41 s of wall for ResNet-18, SqueezeNet and VGG-16 at 0.05, now
+0.6-0.8 s. Every plan the same, to the file's hash, but GNMT's at 1 s (96.868 -> 95.610 ms).
 
 Targets (issue 25): wall ≤ L + max(1 s, 10%) for `auto` and `search`; cpsat's
 documented bound is 1.1 × L + 0.5 s plus start-up (`cpsat.OVERSHOOT_FRACTION`,
