@@ -7,7 +7,9 @@ on small graphs.
    is simulated under the problem's own contention and memory model; the best feasible
    makespan wins, ties by registry order. With a time limit above 0, a candidate
    expected to take longer than the limit (`portfolio.estimated_seconds`, from the
-   graph's size) is skipped, its reason in `info["skipped"]`; the fastest always runs.
+   graph's size) is skipped, its reason in `info["skipped"]`; the fastest always runs,
+   and where no candidate run found a plan, the skipped ones run, fastest first, until
+   one does (a plan past the limit, not a false "nothing fits").
 2. With more than one device and a time limit above 0: `search.improve` from that plan
    (name-prefix groups, then units; the simulator is the objective) for a budget of moves
    worth what the heuristics are expected to leave of the time limit (of `SEARCH_SHARE`
@@ -179,7 +181,7 @@ def _enumerated(problem: Problem, options: Options,
 def _place(problem: Problem, options: Options, deadline: float) -> Solution:
     """Phases 1-3 (module docstring)."""
     limit = options.time_limit_s if options.time_limit_s > 0 else None
-    ranked = rank(problem, options, progress_share=0.3, limit_s=limit)
+    ranked = rank(problem, options, progress_share=0.3, limit_s=limit, until_found=True)
     candidates = dict(ranked.candidates)
     errors = list(ranked.errors)
     best = ranked.best
@@ -249,7 +251,7 @@ def _search_phase(problem: Problem, options: Options, ranked: Ranked,
     left = search_seconds(problem, ranked, share * options.time_limit_s)
     search_note: Any = "skipped: one device" if m < 2 else (
         NO_SEARCH if options.time_limit_s <= 0 else (
-            f"skipped: the heuristics are expected to take {spent:.1f} s of the "
+            f"skipped: the heuristics are expected to take {spent:.3g} s of the "
             f"{options.time_limit_s:g} s limit" if left <= 0 else None))
     first_improved, starts, python_budget = False, 0, False
     if best is not None and search_note is None:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import multiprocessing
+from pathlib import Path
 
 import pytest
 from algo_support import load_spec
 
+import planner
 from planner.algorithms import Options, portfolio
+from planner.bounds import lower_bound
+from planner.model import Problem
+from planner.simulate import simulate
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
@@ -60,3 +65,44 @@ def test_auto_leaves_the_search_out_when_the_heuristics_take_the_limit(
         monkeypatch.setitem(portfolio.SECONDS_PER_ELEMENT, name, 0.01)
     sol = run("auto", problem, Options(time_limit_s=25.0))
     assert not sol.info["search"].startswith("skipped")
+
+
+def _resnet() -> Problem:
+    return planner.load(Path(__file__).resolve().parents[2] / "specs" / "resnet.plan").plan()
+
+
+def test_where_the_candidates_run_find_no_plan_the_skipped_run_fastest_first() -> None:
+    """ResNet-50 on four 8 GiB GPUs at a 1 ms limit: `single`, the fastest expected, is
+    the only one under the limit and no GPU holds the graph. Without `until_found` nothing
+    is found; with it the skipped run in order of expected time until one finds a plan,
+    and the rest stay skipped."""
+    problem = _resnet()
+    alone = portfolio.rank(problem, Options(), limit_s=0.001)
+    assert alone.best is None and set(alone.candidates) - set(alone.skipped) == {"single"}
+    ranked = portfolio.rank(problem, Options(), limit_s=0.001, until_found=True)
+    assert ranked.best is not None
+    name, makespan, plan = ranked.best
+    order = sorted(alone.skipped, key=lambda n: portfolio.estimated_seconds(problem, n))
+    ran = order[:order.index(name) + 1]
+    assert all(ranked.candidates[n] is None for n in ran[:-1])  # none before it found one
+    assert set(ranked.skipped) == set(order) - set(ran)
+    assert simulate(problem, plan).makespan_s == makespan
+    assert makespan >= lower_bound(problem).makespan_s
+
+
+def test_auto_at_a_tiny_limit_plans_instead_of_calling_the_problem_infeasible() -> None:
+    """It said E706 (exit 3: "no single device holds all 177 ops") at 1 ms, where 0 s and
+    10 ms give a plan."""
+    from planner.algorithms import run
+
+    problem = _resnet()
+    sol = run("auto", problem, Options(time_limit_s=0.001))
+    assert sol.status != "fallback"
+    result = simulate(problem, sol.plan)
+    assert result.feasible and result.makespan_s >= lower_bound(problem).makespan_s
+    assert sol.info["chosen"] not in sol.info["skipped"]
+    assert sol.info["candidates"]["single"] is None
+    again = run("auto", problem, Options(time_limit_s=0.001))
+    assert again.plan.placement == sol.plan.placement  # by expected time, not the clock
+    assert all(reason.startswith("skipped: expected to take 0.0")
+               for reason in sol.info["skipped"].values())  # not "0 s > the 0.001 s limit"
