@@ -120,6 +120,14 @@ def _parse_counts(text: str | None, option: str, *, default: str, most: int | No
 _DIGITS = ".12g"
 
 
+#: the factors that can keep a value of the language's range in it (`units.RANGES`): a
+#: larger one puts every cap or bandwidth past the range, a smaller one below it; where one
+#: within these still does, `apply_setting` refuses the setting for that spec
+_MEMORY_SHARES = (RANGES["size"][0] / RANGES["size"][1], RANGES["size"][1] / RANGES["size"][0])
+_BANDWIDTH_FACTORS = (RANGES["bandwidth"][0] / RANGES["bandwidth"][1],
+                      RANGES["bandwidth"][1] / RANGES["bandwidth"][0])
+
+
 def _factor_label(value: float) -> str:
     return f"{value:{_DIGITS}}x"
 
@@ -147,8 +155,9 @@ def canonical_bandwidth(part: str, option: str = "--bandwidth") -> str:
     """The canonical label of one bandwidth value; `UsageError` if it is not one."""
     value, unit = _quantity(part, option, "a bandwidth or a factor", "1GB/s,10GB/s or 0.5x,2x")
     if unit.lower() == "x":
-        if not value > 0 or not math.isfinite(value):
-            raise _usage(option, part, "a positive factor", "0.5x,2x")
+        if not _BANDWIDTH_FACTORS[0] <= value <= _BANDWIDTH_FACTORS[1]:
+            raise _usage(option, part, "a factor from 1e-15x to 1e+15x (a link's bandwidth "
+                         "stays from 1 B/s to 1 PB/s)", "0.5x,2x")
         return _factor_label(value)
     if unit not in UNITS["bandwidth"]:
         raise _usage(option, part, "a bandwidth (units: " + ", ".join(UNITS["bandwidth"])
@@ -171,10 +180,13 @@ def canonical_memory(part: str, option: str = "--memory") -> str:
     value, unit = _quantity(part, option, "a share, a factor or a size", "50%,75%,100%")
     if not value > 0 or not math.isfinite(value):
         raise _usage(option, part, "a positive share, factor or size", "50%,75%,100%")
-    if unit == "%":
-        return f"{value:{_DIGITS}}%"
-    if unit.lower() == "x":
-        return f"{value * 100:{_DIGITS}}%"
+    if unit in ("%", "x", "X"):
+        share = value / 100 if unit == "%" else value
+        if not _MEMORY_SHARES[0] <= share <= _MEMORY_SHARES[1]:
+            raise _usage(option, part, "a share from 2^-50 (about 8.9e-14%) to 2^50 "
+                         "(about 1.1e+17%) of each cap (a cap stays from 1 B to 1 PiB)",
+                         "50%,75%,100%")
+        return f"{value:{_DIGITS}}%" if unit == "%" else f"{value * 100:{_DIGITS}}%"
     if unit not in UNITS["size"]:
         raise _usage(option, part, "a share (`50%`), a factor (`0.5x`) or a size (units: "
                      + ", ".join(UNITS["size"]) + ")", "50%,75%,100%")
@@ -307,8 +319,13 @@ def apply_setting(problem: Problem, setting: Setting) -> tuple[Problem, list[str
         warnings += _drop_removed_devices(problem, n, pins, placement)
     if setting.memory != DEFAULT_MEMORY:
         devices = _scaled_memory(devices, setting.memory)
+        _within("--memory", setting.memory, "size",
+                {d.name: float(d.memory_bytes) for d in devices}, cluster.name)
     if setting.bandwidth != DEFAULT_BANDWIDTH:
         links = _scaled_bandwidth(links, setting.bandwidth)
+        _within("--bandwidth", setting.bandwidth, "bandwidth",
+                {f"{devices[lk.src].name} -> {devices[lk.dst].name}": lk.bandwidth_Bps
+                 for lk in links}, cluster.name)
     pipeline = _pipeline(problem, setting)
     if devices is cluster.devices and links is cluster.links:
         if pipeline == problem.pipeline:
@@ -318,6 +335,19 @@ def apply_setting(problem: Problem, setting: Setting) -> tuple[Problem, list[str
     return dataclasses.replace(problem, cluster=new_cluster, pins=MappingProxyType(pins),
                                placement=MappingProxyType(placement),
                                pipeline=pipeline), warnings
+
+
+def _within(option: str, label: str, dim: str, values: dict[str, float],
+            cluster: str) -> None:
+    """`SettingError` where `label` takes a value of `values` (what it set, by name) out of
+    the language's range for `dim`, as a spec's own value out of it is refused."""
+    low, high = RANGES[dim]
+    for name, value in values.items():
+        if not low <= value <= high:
+            raise SettingError(
+                f"{option} {label}: makes `{name}` of cluster `{cluster}` "
+                f"{format_quantity(value, dim) if math.isfinite(value) else 'infinite'}, "
+                f"outside {format_quantity(low, dim)} to {format_quantity(high, dim)}")
 
 
 def _drop_removed_devices(problem: Problem, n: int, pins: dict[int, int],

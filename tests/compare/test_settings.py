@@ -48,8 +48,11 @@ def test_a_memory_size_is_whole_bytes_from_its_digits() -> None:
 
 
 @pytest.mark.parametrize(("parse", "option", "value"), [
-    *((parse_bandwidths, "--bandwidth", v) for v in ("fast", "3 parsecs", "0GB/s", "-2x")),
-    *((parse_memories, "--memory", v) for v in ("0%", "lots", "5 GB/s", "1e30GiB")),
+    *((parse_bandwidths, "--bandwidth", v) for v in ("fast", "3 parsecs", "0GB/s", "-2x",
+                                                      "1e-320x", "1e16x")),
+    # factors that take every cap past 1 PiB or below 1 B (an OverflowError in each row)
+    *((parse_memories, "--memory", v) for v in ("0%", "lots", "5 GB/s", "1e30GiB",
+                                                  "1e308x", "1e30%", "1e-16x")),
     *((parse_devices, "--devices", v) for v in ("zero", "0")),
 ])
 def test_bad_values_name_the_option(parse: Callable[[str], object], option: str,
@@ -103,3 +106,19 @@ def test_devices_keeps_the_first_n_and_drops_pins_to_removed_ones() -> None:
 def test_more_devices_than_the_cluster_has_is_a_setting_error() -> None:
     with pytest.raises(SettingError, match="has only 4 devices"):
         apply_setting(_chain(), Setting(devices="5"))
+
+
+@pytest.mark.parametrize(("setting", "words"), [
+    (Setting(memory="1e+12%"), "--memory 1e+12%: makes `gpu0` of cluster `quad`"),
+    (Setting(memory="1e-10%"), "--memory 1e-10%: makes `gpu0` of cluster `quad` 0 B"),
+    (Setting(bandwidth="1e-14x"), "--bandwidth 1e-14x: makes `gpu0 -> gpu1`"),
+])
+def test_a_factor_that_takes_this_spec_out_of_range_is_a_setting_error(
+        setting: Setting, words: str) -> None:
+    """A factor within the parse-time range can still take one spec's caps past 1 PiB,
+    below 1 B, or a link below 1 B/s: the row says which, as a spec's own value out of
+    range is refused (it was a 610-billion-MiB cap, or a makespan of 1e14 s, or an
+    OverflowError)."""
+    with pytest.raises(SettingError) as err:
+        apply_setting(_chain(), setting)
+    assert str(err.value).startswith(words) and "outside 1 B" in str(err.value)

@@ -357,3 +357,14 @@ def test_workers_keep_their_log_lines_off_the_shared_stderr(tmp_path: Path) -> N
                           text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == "done\n"
+
+
+def test_a_factor_out_of_the_specs_range_is_an_invalid_row_not_an_error() -> None:
+    """`--memory 1e10x` gave `heft — error`, `OverflowError: cannot convert float infinity
+    to integer` where the factor overflowed, and a 610-billion-MiB cap where it did not."""
+    result = run_sweep(plan_sweep([SPECS[1]], "heft", memories="1e10x,100%"),
+                       executor="inline")
+    by = {r["memory"]: r for r in result.rows}
+    assert by["1e+12%"]["status"] == "invalid"
+    assert by["1e+12%"]["reason"].startswith("--memory 1e+12%: makes `gpu0`")
+    assert by["100%"]["status"] == "feasible"
