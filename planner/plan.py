@@ -204,7 +204,8 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
             )
         )
     version = data.get("version", VERSION)
-    if data.get("format", FORMAT) != FORMAT or version != VERSION:
+    # `true` and `1.0` equal 1 in Python, not in JSON (the interchange reader, E923, alike)
+    if data.get("format", FORMAT) != FORMAT or version != VERSION or type(version) is not int:
         sink.error("E502", f"unsupported plan format {quoted(data.get('format'))} version "
                    f"{quoted(version)}", where("format" if "format" in data else "version"),
                    f"this planner reads {FORMAT} version {VERSION}")

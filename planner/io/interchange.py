@@ -151,7 +151,7 @@ def _text(check: JsonChecker, raw: Mapping[str, Any], key: str, path: str, near:
 def _from_interchange(check: JsonChecker, data: dict[str, Any], name: str | None,
                       command: str | None) -> Imported:
     version = data.get("version")
-    if version != VERSION or isinstance(version, bool):  # true == 1 in Python, not in JSON
+    if version != VERSION or type(version) is not int:  # true, 1.0 == 1 in Python, not JSON
         check.sink.error("E923", f"unsupported {FORMAT} version {json.dumps(version)}",
                          check.at("version"), f"this planner reads version {VERSION}")
         check.sink.raise_if_errors()

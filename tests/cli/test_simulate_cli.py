@@ -184,3 +184,19 @@ def test_split_colocation_is_located_by_check_and_hinted_by_simulate(tmp_path: P
     assert code == 3
     assert "colocation: colocated ops `a`, `c` are split across `gpu0`, `gpu1`" in err
     assert "hint: put the ops of each `colocate` on one device" in err
+
+
+def test_a_placement_files_version_is_the_integer_1_not_true_or_1_0(tmp_path: Path) -> None:
+    """`true` and `1.0` equal 1 in Python: the plan reader took them as version 1, where
+    the interchange reader refused `true` (E923)."""
+    (tmp_path / "s.plan").write_text(SPEC)
+    placement = {"a": "gpu0", "b": "gpu0", "c": "gpu1"}
+    for version, code in (("true", 1), ("1.0", 1), ("1", 0)):
+        (tmp_path / "p.json").write_text(
+            f'{{"format": "planner.plan", "version": {version}, '
+            f'"placement": {json.dumps(placement)}}}')
+        got, _, err = invoke(["simulate", "s.plan", "--placement", "p.json"], tmp_path)
+        assert got == code, (version, err)
+        if code:
+            assert f"error[E502]: unsupported plan format `planner.plan` version `{version}`" \
+                in err, err

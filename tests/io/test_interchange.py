@@ -135,6 +135,7 @@ def test_optional_fields_take_documented_defaults() -> None:
     ('{"format": "planner-graph",\n "version": 1,\n "name": "g", "ops": [}', "E920", 3),
     ('{"format": "planner-graph", "version": 7, "name": "g", "ops": []}', "E923", 1),
     ('{"format": "planner-graph", "version": true, "name": "g", "ops": []}', "E923", 1),
+    ('{"format": "planner-graph", "version": 1.0, "name": "g", "ops": []}', "E923", 1),
     ('{"nodes": []}', "E921", 1),
     (('{"format": "planner-graph", "version": 1, "name": "g",\n "ops": [\n'
      '  {"name": "a", "time_s": 1},\n  {"name": "a", "time_s": 1}]}'), "E922", 4),
