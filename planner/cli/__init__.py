@@ -73,6 +73,7 @@ from .guard import (
     JsonReport,
     StdoutError,
     checked_stdout,
+    chosen_format,
     debug_enabled,
     guard,
     interrupted_exit,
@@ -277,8 +278,7 @@ def _formatted(command: str, output: OutputFormat | None,
                as_json: bool) -> Iterator[JsonReport]:
     """`guard` in the format `--format` and `--json` choose; when they contradict, E640,
     raised inside the guard so that the error comes in the format asked for."""
-    with _guard(command, ("json" if as_json else "text") if output is None
-                else output.value) as report:
+    with _guard(command, chosen_format(output and output.value, as_json)) as report:
         if as_json and output not in (None, OutputFormat.JSON):
             raise UsageError(Diagnostic("E640", f"--json and --format {output.value} "
                                         "contradict each other", None, ("give one of them",)))

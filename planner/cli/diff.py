@@ -18,7 +18,7 @@ from ..errors import Diagnostic, Severity, Span, UsageError, render_all
 from ..render.diagnostics import printable
 from ..render.formats import OutputFormat
 from ..units import format_bytes, format_bytes_of, format_seconds
-from .guard import EXIT_GATE, guard
+from .guard import EXIT_GATE, chosen_format, guard
 from .options import LimitOption, RootOption
 from .plandiff import (
     DeviceLoad,
@@ -59,8 +59,7 @@ def diff_command(
     root: RootOption = None,
 ) -> None:
     """Compare two plans: makespan, bound and memory before and after, the ops that moved."""
-    chosen = output.value if output is not None else ("json" if as_json else "text")
-    with guard("diff", chosen) as report:
+    with guard("diff", chosen_format(output and output.value, as_json)) as report:
         if as_json and output not in (None, OutputFormat.JSON):
             raise UsageError(Diagnostic("E640", f"--json and --format {output.value} "
                                         "contradict each other", None, ("give one of them",)))

@@ -65,15 +65,27 @@ FORMAT_OPTIONS = ("--format", "--output-format")
 
 def requested_format(argv: Sequence[str]) -> str:
     """The format asked for on a command line, read before the parser runs (so that a
-    parse error is reported in it); `text` when none or an unknown one."""
-    chosen = "json" if "--json" in argv else "text"
+    parse error is reported in it); `text` when none or an unknown one; `chosen_format`'s
+    rule between `--format` and `--json`."""
+    chosen = None
     for i, arg in enumerate(argv):
         name, eq, value = arg.partition("=")
         if name in FORMAT_OPTIONS:
             value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
             if value in {f.value for f in OutputFormat}:
                 chosen = value
-    return chosen
+    return chosen_format(chosen, "--json" in argv)
+
+
+def chosen_format(output: str | None, as_json: bool) -> str:
+    """The format of a command's `--format` value (None: not given) and `--json`: a machine
+    format either names (`json`, `github`, `sarif`), the `--format` one where both do (the
+    contradiction, E640, comes in it); `text` only where neither does. `--json --format
+    text` is JSON: its contradiction, or `solve`'s unknown `--format`, went to stderr as
+    text and stdout stayed empty, where `--json` promises one document on every outcome."""
+    if output in (None, "text"):
+        return "json" if as_json else "text"
+    return output
 
 
 class JsonReport:

@@ -269,3 +269,22 @@ def test_github_annotations_of_standard_input_name_no_file_unless_given(
     code, out, _ = invoke(["fmt", "--check", "--format", "github", "--stdin-filename",
                            "u.plan", "-"], tmp_path, stdin=UGLY.encode())
     assert out.startswith("::warning file=u.plan,line=1,")
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["check", "--json", "--format", "text", "u.plan"], "E640"),
+    (["check", "--json", "--format=text", "u.plan"], "E640"),
+    (["diff", "--json", "--format", "text", "a.json", "b.json"], "E640"),
+    (["solve", "--json", "--format", "text", "u.plan"], "E606"),  # solve has no --format
+])
+def test_json_wins_over_any_format_so_stdout_is_one_document(tmp_path: Path, args: list[str],
+                                                             code: str) -> None:
+    """`--format text` beside `--json` put the contradiction (or solve's unknown option) on
+    stderr as text, and nothing on stdout. (A machine `--format` beside `--json` answers in
+    its own format: `test_formats_ci.py`.)"""
+    (tmp_path / "u.plan").write_text(UGLY)
+    exit_code, out, err = invoke(args, tmp_path)
+    doc = json.loads(out)  # the whole of stdout: one document
+    assert (exit_code, doc["exit_code"], doc["command"]) == (2, 2, args[0])
+    assert [d["code"] for d in doc["diagnostics"]] == [code]
+    assert code not in err
