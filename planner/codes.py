@@ -171,7 +171,7 @@ E604 2   an output path that cannot be written (no such folder, a folder, not a 
 E605 2   an option that does not apply to the chosen `--algo` (in Python, a `solve` option the
          algorithm does not take)
 E606 2   a command-line parse error (in the `--json` envelope)
-E607 130 interrupted by the user (a warning when the best plan so far was kept)
+E607 130 interrupted by the user (an error whether or not the best plan so far was kept)
 E608 2   a `solve --gap` that is negative or not a finite number
 E609 2   `planner explain`: an unknown code
 E611 2   an invalid `compare` sweep value (`--bandwidth`, `--memory`, ...)
