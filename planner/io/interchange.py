@@ -555,13 +555,19 @@ def export_spec(spec: Spec, plan: str | None = None, graph: str | None = None) -
     if graph is not None:
         if graph not in spec.graphs:
             raise UsageError(Diagnostic("E925", f"no graph named `{graph}`", None,
-                                        ("the spec defines: " + ", ".join(spec.graphs),)))
+                                        (("the spec defines: " + ", ".join(spec.graphs))
+                                         if spec.graphs else "the spec defines no graph",)))
         return export_graph(spec.graphs[graph])
     if len(spec.plans) == 1:
         problem = next(iter(spec.plans.values()))
         return export_graph(problem.graph, problem)
     if len(spec.graphs) == 1 and not spec.plans:
         return export_graph(next(iter(spec.graphs.values())))
+    if not spec.plans and not spec.graphs:  # "several ... one of: none" said it did
+        raise UsageError(Diagnostic(
+            "E925", "the spec defines no plan and no graph: nothing to export", None,
+            ("export a spec with a `graph` (a cluster alone has no ops: a spec that imports "
+             "it and adds a graph and a plan exports both)",)))
     raise UsageError(Diagnostic(
         "E925", "the spec defines several plans or graphs; choose one", None,
         ((f"--plan one of: {', '.join(spec.plans) or 'none'}; --graph one of: "

@@ -217,3 +217,15 @@ def test_a_stages_file_of_invalid_json_gets_its_own_hint(tmp_path: Path, plans: 
     assert diag["code"] == "E500" and diag["message"] == "invalid JSON: Expecting value"
     assert (diag["line"], diag["column"]) == (1, 43)  # at the end, after the comma
     assert diag["hints"] == [f"a stages file is JSON, for example {_STAGES_EXAMPLE}"]
+
+
+def test_export_json_of_a_spec_with_nothing_to_export_says_so(tmp_path: Path) -> None:
+    """A cluster-only spec said "the spec defines several plans or graphs; choose one" with
+    the hint "--plan one of: none; --graph one of: none"."""
+    (tmp_path / "c.plan").write_text("cluster c { device gpu0 { memory 1 GB } }\n")
+    code, out, err = invoke(["export", "json", "c.plan"], tmp_path)
+    assert code == 2 and out == ""
+    assert "error[E925]: the spec defines no plan and no graph: nothing to export" in err
+    assert "several" not in err and "one of: none" not in err
+    code, _, err = invoke(["export", "json", "c.plan", "--graph", "g"], tmp_path)
+    assert code == 2 and "no graph named `g`" in err and "the spec defines no graph" in err
