@@ -268,11 +268,33 @@ def _not_loading(err: SpecError, output: Path, source: str | os.PathLike[str] | 
     lead = (f"the spec made from {given} would break this rule of the .plan language; "
             "correct them there")
     unwritten = str(output)  # places in the spec's text, never written: the input instead
-    return SpecError([replace(
-        d, span=at if d.span is None else d.span if d.span.file != unwritten
-        else plan_origin(text, d.span.line, plans) or at,
-        hints=(lead, *d.hints), notes=tuple(n for n in d.notes if n[1].file != unwritten))
-        for d in diagnostics])
+    moved = []
+    for d in diagnostics:
+        unseen = d.span is not None and d.span.file == unwritten
+        op = (_op_at(text, d.span.line) if unseen and d.span is not None
+              and d.code in _VALUE_CODES else None)
+        moved.append(replace(
+            d, message=d.message if op is None else f"{d.message} (op {op})",
+            span=at if d.span is None else d.span if not unseen
+            else plan_origin(text, d.span.line, plans) or at,
+            hints=(lead, *d.hints), notes=tuple(n for n in d.notes if n[1].file != unwritten)))
+    # without the text's places, a name's every mention (its op, each edge) read the same:
+    # `import onnx` printed one E261 three times
+    return SpecError(list(dict.fromkeys(moved)))
+
+
+#: a quantity's errors (no unit, a name, the wrong unit, above or below its range): their
+#: message names the value, not whose it is
+_VALUE_CODES = frozenset({"E220", "E221", "E222", "E223", "E260"})
+
+
+def _op_at(text: str, line: int) -> str | None:
+    """The op that line `line` (1-based) of the generated spec `text` declares, as written
+    there (`op x { ... }` on one line), else None: what a value's error names, its place
+    in a text the user never sees being dropped."""
+    lines = text.splitlines()
+    words = lines[line - 1].strip() if 1 <= line <= len(lines) else ""
+    return f"`{words[3:].split(' {', 1)[0]}`" if words.startswith("op ") else None
 
 
 def _writer_bug(code: str) -> bool:

@@ -365,3 +365,35 @@ def test_a_training_files_own_plan_takes_the_documented_memory_default(
         assert status == 0, err
         spec = planner.load(out)
         assert (spec.plan("p").memory_model, spec.plan("g_k").memory_model) == expected
+
+
+def _onnx_file(path: Path, names: tuple[str, str], rows: int) -> None:
+    """Two Relus in a chain, named `names`, on an input of [rows, 4] floats."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name=names[0]),
+             helper.make_node("Relu", ["y"], ["z"], name=names[1])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [rows, 4])])
+    path.write_bytes(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+
+
+def test_an_imported_models_errors_are_said_once_and_name_their_op(tmp_path: Path) -> None:
+    """A node name the language refuses was said once per mention in the spec made (its op,
+    each edge: three times), and a value out of range twice alike, for two ops, with no
+    word of which."""
+    _onnx_file(tmp_path / "names.onnx", ("a\u202eb", "c"), 2)
+    code, _, err = _invoke("import", "onnx", str(tmp_path / "names.onnx"),
+                           "-o", str(tmp_path / "n.plan"))
+    assert code == 1 and err.count("error[") == 1
+    assert "error[E261]: name `a\\u202eb.Relu` contains U+202E" in err
+    _onnx_file(tmp_path / "huge.onnx", ("r", "s"), 10**14)  # 1.6 PB per tensor
+    code, _, err = _invoke("import", "onnx", str(tmp_path / "huge.onnx"),
+                           "-o", str(tmp_path / "h.plan"))
+    outputs = [line for line in err.splitlines() if "`output`" in line]
+    assert code == 1 and len(outputs) == len(set(outputs)) == 3
+    assert [line.rsplit(" ", 2)[1:] for line in outputs] == [
+        ["(op", "`x`)"], ["(op", "`r.Relu`)"], ["(op", "`s.Relu`)"]]
+    assert not (tmp_path / "n.plan").exists() and not (tmp_path / "h.plan").exists()
