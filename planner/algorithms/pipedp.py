@@ -29,8 +29,10 @@ the least-period split (T 205.5 ms) simulates 3.47 s, PipeDream's kind (T 278.3 
 3.04 s. Chains: every distinct sequence of devices,
 two devices being alike when they have the same kind, speed, FLOP rate and memory and,
 for the links, when the chain's consecutive links are alike; on clusters with one link
-type that is a sequence of device classes. At most `MAX_CHAINS` per stage count are tried,
-the best-linked first (under `auto`'s smaller limits fewer, as many as their fixed costs fit
+type that is a sequence of device classes. At most `MAX_CHAINS` per stage count are tried:
+those that may respect the pins first, then the least floor of the period (the compute at
+the devices' rates, or the cheapest boundary on the slowest link), then the best-linked
+(under `auto`'s smaller limits fewer, as many as their fixed costs fit
 in its work: `splitdp.chains_within`); `info["chains"]` says how many there were and how
 many were tried, and the split is optimal for the model when all were. Under `1f1b` there
 are at most M stages (torch's `Schedule1F1B` needs as many micro-batches as stages).

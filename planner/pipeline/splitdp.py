@@ -304,7 +304,7 @@ def _classes(problem: Problem) -> list[int]:
 
 
 def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple[int, ...]]:
-    """Distinct device chains for `stages` stages, the best-linked first (module docstring).
+    """Distinct device chains for `stages` stages, in `_ranked_chains`' order.
     Under `interleaved`, a chain of D = stages / K devices is repeated K times. The ranked
     chains of D devices are listed once per problem (`auto` under `interleaved` plans
     pipedp's splits for 1F1B too, whose D-stage chains are the same: 0.1 s on 8 GPUs)."""
@@ -321,9 +321,11 @@ def _chains(problem: Problem, stages: int, pipeline: Pipeline) -> Iterator[tuple
 def _ranked_chains(problem: Problem, width: int, wrap: bool) -> list[tuple[int, ...]]:
     """`_chains` of `width` devices: one per distinct key of device classes and links (with
     the link from the last back to the first, under `wrap`), the first of each in the
-    order of `itertools.permutations` (`MAX_EXAMINED` at most), the least worst link first,
-    then the least total. In numpy, over every chain at once: one at a time, 8 GPUs took
-    0.2 s per width of each kind (interleaved and its 1F1B), with a limit of 1 or 2 s."""
+    order of `itertools.permutations` (`MAX_EXAMINED` at most); those that may respect
+    every unit's allowed devices first (`_may_hold_all`), then the least floor of the
+    period (`_period_floor`), the least worst link, the least total. In numpy, over every
+    chain at once: one at a time, 8 GPUs took 0.2 s per width of each kind (interleaved
+    and its 1F1B), with a limit of 1 or 2 s."""
     m = len(problem.cluster.devices)
     c = costs(problem)
     sig = np.array(_classes(problem), dtype=np.int64)
@@ -343,9 +345,44 @@ def _ranked_chains(problem: Problem, width: int, wrap: bool) -> list[tuple[int, 
     if wrap:
         key = _joined(key, pair[chains[:, -1], chains[:, 0]], len(links))
     _, first = np.unique(key, return_index=True)
+    bound = _period_floor(problem, chains[first], worst[first])
     order = np.lexsort((*(chains[first, t] for t in range(width - 1, -1, -1)),
-                        total[first], worst[first]))
+                        total[first], worst[first], bound,
+                        ~_may_hold_all(problem, chains[first])))
     return [tuple(chain) for chain in chains[first[order]].tolist()]
+
+
+def _period_floor(problem: Problem, chains: NDArray[np.int64], worst: NDArray[np.float64],
+                  ) -> NDArray[np.float64]:
+    """Per chain, a floor of its period: the graph's compute spread over its devices at
+    their rates, or (a chain of two devices or more, where transfers load the resources)
+    the cheapest boundary's transfers over its slowest link, whichever is more; to 12
+    digits, so that sums in another order tie (ranked by links alone, a small limit tried
+    gpu0 alone before gpu2, three times as fast: `bench/bench_chain_order.py`)."""
+    u = units(problem)
+    work = u.compute_prefix[:, -1]  # each device's time for the whole graph (0: cannot)
+    rate = np.divide(1.0, work, out=np.zeros(len(work)), where=work > 0)[chains].sum(axis=1)
+    floor = np.divide(1.0, rate, out=np.full(len(chains), np.inf), where=rate > 0)
+    if chains.shape[1] > 1 and u.count > 1 and problem.contention != "none":
+        crossing = (u.forward_bytes + u.backward_bytes)[1:-1].min()
+        floor = np.maximum(floor, worst * crossing)
+    top = floor[np.isfinite(floor)].max(initial=0.0) or 1.0
+    return np.round(floor / top, 12)
+
+
+def _may_hold_all(problem: Problem, chains: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Per chain (a row of devices), whether a contiguous split over it may respect every
+    unit's allowed devices (pins, devices that can run it): its first device may run the
+    first unit, its last the last, and each unit some device of it (a small limit tried
+    gpu0 and gpu1 alone, not gpu2 that the last layer is pinned to)."""
+    u, m = units(problem), len(problem.cluster.devices)
+    ok = np.ones(len(chains), dtype=bool)
+    for k, devices in ((k, a) for k, a in enumerate(u.allowed) if len(a) < m):
+        may = np.zeros(m, dtype=bool)
+        may[list(devices)] = True
+        ok &= may[chains].any(axis=1) & (k > 0 or may[chains[:, 0]]) & (
+            k < u.count - 1 or may[chains[:, -1]])
+    return ok
 
 
 def _joined(key: NDArray[np.int64], column: NDArray[np.int64], values: int

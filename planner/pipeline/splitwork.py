@@ -10,7 +10,7 @@ import math
 
 from ..model import Pipeline
 
-#: chains of devices tried per stage count (the best-linked first)
+#: chains of devices tried per stage count (`splitdp._ranked_chains`' order)
 MAX_CHAINS = 24
 #: the DP's work: `DP_PASSES` x (stage rows over all chains tried) x (candidate cuts)^2
 #: at most; more and the cuts are thinned (about 5 s on this machine)

@@ -15,7 +15,10 @@ from pipe_support import random_spec
 
 from planner import loads
 from planner.algorithms import Options, autopipe, hybridstage, pipedp, run
+from planner.bounds import lower_bound
 from planner.pipeline import splitdp
+from planner.pipeline.bound import pipeline_bound
+from planner.pipeline.units import units
 
 INTERLEAVED = "interleaved; stages_per_device 2"
 
@@ -96,7 +99,9 @@ def test_the_recomputing_split_derives_each_device_pairs_transfers_once(monkeypa
     links = {(c[k], c[k + 1]) for cs in space.chains.values() for c in cs
              for k in range(len(c) - 1)}
     assert found and space.tried == 171
-    assert len(links) == 53 and sorted(pairs) == sorted(links)  # once each
+    # once each (51 device pairs in the chains tried: 53 before they were ranked by the
+    # floor of their period, `splitdp._period_floor`)
+    assert len(links) == 51 and sorted(pairs) == sorted(links)
 
 
 @pytest.mark.slow
@@ -299,7 +304,9 @@ def test_auto_searches_the_chains_left_out_only_where_no_other_plan_fits(monkeyp
 
 
 def _chains_one_by_one(problem, width: int, wrap: bool) -> list[tuple[int, ...]]:  # type: ignore[no-untyped-def]
-    """`splitdp._ranked_chains` as it was, a permutation at a time (the reference)."""
+    """`splitdp._ranked_chains`, a permutation at a time (the reference): those that may
+    hold every unit's allowed devices first, then the least floor of the period, the least
+    worst link, the least total, the first permutation."""
     import itertools
 
     from planner.cost import costs
@@ -311,7 +318,11 @@ def _chains_one_by_one(problem, width: int, wrap: bool) -> list[tuple[int, ...]]
             for a in range(m)]
     slow = [[max(c.inv_bandwidth[a][b], c.inv_bandwidth[b][a]) for b in range(m)]
             for a in range(m)]
-    seen: dict[tuple[int, ...], tuple[float, float, tuple[int, ...]]] = {}
+    u = units(problem)
+    work = u.compute_prefix[:, -1]
+    crossing = min(u.forward_bytes[x] + u.backward_bytes[x] for x in range(1, u.count)) \
+        if u.count > 1 else 0.0
+    seen: dict[tuple[int, ...], tuple[bool, float, float, float, tuple[int, ...]]] = {}
     for chain in itertools.islice(itertools.permutations(range(m), width),
                                   splitdp.MAX_EXAMINED):
         key, worst, total = [sig[chain[0]]], 0.0, 0.0
@@ -320,8 +331,17 @@ def _chains_one_by_one(problem, width: int, wrap: bool) -> list[tuple[int, ...]]
             worst, total = max(worst, slow[a][b]), total + slow[a][b]
         if wrap:
             key.append(pair[chain[-1]][chain[0]])
-        seen.setdefault(tuple(key), (worst, total, chain))
-    return [chain for _, _, chain in sorted(seen.values())]
+        # every unit's allowed devices reachable: the first's first, the last's last
+        holds = (chain[0] in u.allowed[0] and chain[-1] in u.allowed[-1]
+                 and all(set(chain) & set(a) for a in u.allowed))
+        rate = sum(1 / work[d] if work[d] > 0 else 0.0 for d in chain)
+        floor = 1 / rate if rate > 0 else math.inf  # the compute spread at the rates
+        if width > 1 and u.count > 1 and problem.contention != "none":
+            floor = max(floor, worst * crossing)  # the cheapest boundary on the worst link
+        seen.setdefault(tuple(key), (not holds, floor, worst, total, chain))
+    top = max((f for _, f, *_ in seen.values() if math.isfinite(f)), default=0.0) or 1.0
+    return [chain for *_, chain in sorted((h, round(f / top, 12), w, t, c)
+                                          for h, f, w, t, c in seen.values())]
 
 
 @pytest.mark.slow
@@ -433,3 +453,61 @@ def test_where_the_chains_fit_every_count_is_enumerated_as_before() -> None:
         before = {s for s, c in space.chains.items() if s > 1 and math.comb(
             len(space.cuts) - 2, s - 1) * len(c) <= splitdp.MAX_ENUMERATED}
         assert space.enumerated == before and before
+
+
+PINNED_LAST = """
+graph g {
+  op L0 { time 0.5 ms  output 1 MiB  temp 32 MiB }
+  op L1 { time 1 ms  params 16 MiB  output 8 MiB  temp 32 MiB }
+  op L2 { time 3 ms  params 16 MiB  output 4 MiB  temp 8 MiB }
+  L0 -> L1 -> L2
+  L0 -> L2 { bytes 16 MiB }
+}
+cluster c {
+  device gpu0 { memory 300 MiB  speed 2 }
+  device gpu1 { memory 300 MiB  speed 3 }
+  device gpu2 { memory 150 MiB  speed 2 }
+  link gpu[*] <-> gpu[*] { bandwidth 1 GB/s  latency 10 us }
+  link gpu2 -> gpu0 { bandwidth 0.1 GB/s  latency 1 us }
+}
+plan p { graph g  cluster c  objective pipeline  microbatches 3  schedule gpipe
+         pin L2 to gpu2  contention device }
+"""
+
+FAST_LAST = """
+graph g {
+  op L0 { time 3 ms  params 4 MiB  output 32 MiB }
+  op L1 { time 2 ms  params 64 MiB  output 1 MiB }
+  L0 -> L1
+}
+cluster c {
+  device gpu0 { memory 1000 MiB  speed 0.5 }
+  device gpu1 { memory 4000 MiB  speed 1 }
+  device gpu2 { memory 4000 MiB  speed 3 }
+  link gpu[*] <-> gpu[*] { bandwidth 1 GB/s  latency 1000 us }
+}
+plan p { graph g  cluster c  objective pipeline  microbatches 5  schedule gpipe
+         contention device }
+"""
+
+
+@pytest.mark.parametrize(("text", "device"), [(PINNED_LAST, 2), (FAST_LAST, 2)])
+def test_a_small_limit_tries_the_chains_that_can_win_first(text: str, device: int) -> None:
+    """The chains were ranked by their links alone, so the few a small limit tries per
+    stage count were gpu0 and gpu1 alone: not gpu2, which the last layer is pinned to
+    (auto at `--time-limit 0.1` kept a plan 7.8 times slower than at 0: 52.6 against
+    6.75 ms), nor gpu2 three times as fast as gpu0 (`search` at 0.1: 64.5 against 50 ms).
+    Chains that cannot respect the pins now come last, the others by the floor of their
+    period (the compute at the devices' rates, or the cheapest boundary on the worst
+    link), then by their links as before."""
+    p = loads(text).plan()
+    assert p.pipeline is not None
+    small = splitdp.cells_for(0.1)
+    space = splitdp.search_space(p, p.pipeline, small)
+    assert space.tried < space.total  # the limit leaves chains out
+    assert space.chains[1][0] == (device,)
+    full = pipedp.place_within(p, Options(), splitdp.MAX_CELLS)
+    within = pipedp.place_within(p, Options(), small)
+    assert within.plan.placement == full.plan.placement
+    assert within.info["iteration_s"] == full.info["iteration_s"]
+    assert full.info["iteration_s"] >= pipeline_bound(p, lower_bound(p).makespan_s).iteration_s
