@@ -163,8 +163,14 @@ def _with_hybrid(problem: Problem, options: Options, searched: pipedp.Searched,
                  simulated: bool, figures: dict[str, tuple[float, bool]],
                  kept: tuple[Solution, str]) -> tuple[Solution, str]:
     """`kept` (the plan so far, its name) or hybrid's plan (`_hybrid`), where it fits and
-    runs faster, or `kept` does not fit. `figures` gains its iteration."""
-    mixed = _hybrid(problem, options, searched.solution.plan.placement, simulated)
+    runs faster, or `kept` does not fit. `figures` gains its iteration. Hybrid moves the
+    cuts of the split `--algo pipedp` returns, as `--algo hybrid` does: under
+    `interleaved`, pipedp's split of one stage per device where pipedp keeps it
+    (`pipedp.kept_fallback`); it had the interleaved split, and at `--time-limit 0`, where
+    auto moves no cuts, its plan was slower than `--algo hybrid`'s (84.86 against 83.79
+    ms, `tests/pipeline/test_auto_never_loses.py`)."""
+    split = pipedp.kept_fallback(problem, searched, splitdp.cells_for(options.time_limit_s))
+    mixed = _hybrid(problem, options, split.plan.placement, simulated)
     figures["hybrid"] = (math.inf, False) if mixed is None else (
         mixed.info["iteration_s"], True)
     chosen = kept[1]

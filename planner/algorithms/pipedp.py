@@ -138,11 +138,11 @@ def place(problem: Problem, options: Options) -> Solution:
 def place_within(problem: Problem, options: Options, cells: float) -> Solution:
     """`place`, with the DP's work (stage rows x candidate cuts squared) within `cells`
     (`auto` sizes it to its time limit: `cells_for`), and the split of one stage per
-    device for the schedule's fallback where faster (`_kept_fallback`)."""
+    device for the schedule's fallback where faster (`kept_fallback`)."""
     searched = _searched(problem, options, cells, True)
     if searched is None:  # E707, unless the split for the fallback fits
         return _fallback_alone(problem, options, cells)
-    return _kept_fallback(problem, searched, cells)
+    return kept_fallback(problem, searched, cells)
 
 
 def _fallback_alone(problem: Problem, options: Options, cells: float) -> Solution:
@@ -173,7 +173,7 @@ def _fallback_alone(problem: Problem, options: Options, cells: float) -> Solutio
                                              "kept": kept})
 
 
-def _kept_fallback(problem: Problem, searched: Searched, cells: float) -> Solution:
+def kept_fallback(problem: Problem, searched: Searched, cells: float) -> Solution:
     """`searched`'s plan or, under a schedule with a fallback (`interleaved`: 1F1B), where
     its candidates were simulated, the split of one stage per device planned for the
     fallback (`fallback_split`, its candidates within what they left of the budget), where
