@@ -12,6 +12,10 @@ simulator, M micro-batches, the plan's schedule) with the same lower bound:
   note says why: the proof that no one-pass plan fits, if there is one);
 - `this plan`: the plan being reported.
 
+Under `data_parallel N` only `this plan` has N replicas a stage: the other rows are a
+single pipeline's, as a note says (they fit and ran faster, unmarked, beside a plan that
+kept the N the user asked for).
+
 Each row is a `views.PipelineRow`; it `fits` when every device holds what the split model
 says it needs (`memory_bytes`) and no pipeline unit is split over devices (a one-pass
 heuristic may split one: no pipeline, E401 for `this plan`).
@@ -58,6 +62,10 @@ def rows(problem: Problem, placement: Sequence[int], algorithm: str,
     else:
         notes.append(f"makespan plan: none, the heuristics expected to take at most "
                      f"{HEURISTICS_LIMIT_S:g} s found no plan (the others were left out)")
+    if pipeline.data_parallel not in (1, "auto"):  # the user's N replicas: theirs alone
+        notes.append(f"one device, the uniform split and the makespan plan run one pipeline, "
+                     f"not `data_parallel {pipeline.data_parallel}`'s replicas: what the "
+                     f"plan would run without it")
     out.append(_row(problem, pipeline, "this plan", algorithm, placement, recompute,
                     replicas or {}))
     return out, notes
