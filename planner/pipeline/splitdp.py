@@ -367,7 +367,8 @@ def _period_floor(problem: Problem, chains: NDArray[np.int64], worst: NDArray[np
         crossing = (u.forward_bytes + u.backward_bytes)[1:-1].min()
         floor = np.maximum(floor, worst * crossing)
     top = floor[np.isfinite(floor)].max(initial=0.0) or 1.0
-    return np.round(floor / top, 12)
+    rounded: NDArray[np.float64] = np.round(floor / top, 12)
+    return rounded
 
 
 def _may_hold_all(problem: Problem, chains: NDArray[np.int64]) -> NDArray[np.bool_]:
