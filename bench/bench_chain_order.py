@@ -1,7 +1,7 @@
 """Which device chains the split DP tries first, and what the plans gain by it.
 
     python bench/bench_chain_order.py                 # 6 seeds, pipedp and auto at 0.1, 0.5 s
-    python bench/bench_chain_order.py --seeds 2 --limits 0.1
+    python bench/bench_chain_order.py --quick         # 2 seeds, auto at 0.1 s (a minute)
 
 Under a time limit, `pipedp` (alone, at its default work, and inside `auto`) tries only the
 first chains of devices per stage count (`splitdp.chains_within`, at most `MAX_CHAINS`).
@@ -104,7 +104,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=6)
     parser.add_argument("--limits", default="0.1,0.5", help="auto's --time-limit values")
+    parser.add_argument("--quick", action="store_true", help="2 seeds, --limits 0.1")
     args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.limits = 2, "0.1"
     runs: list[tuple[str, float | None]] = [("pipedp", None)] + [
         ("auto", float(x)) for x in args.limits.split(",")]
     cases = [(f"{'unif' if u else 'rand'}{s}-{d}-{sc[:5]}",

@@ -24,7 +24,7 @@ BENCHES = ["bench_parse.py", "bench_parse_memory.py", "bench_simulate.py", "benc
            "bench_twins.py", "bench_algorithms.py", "bench_baechi.py", "bench_search.py",
            "bench_monotone.py", "bench_time_limit.py", "bench_process.py", "bench_exact.py",
            "bench_pipeline.py", "bench_pipedream.py", "bench_hybrid.py", "bench_torch.py",
-           "saga/compare_saga.py"]
+           "bench_chain_order.py", "saga/compare_saga.py"]
 #: the benchmarks not run here, and why
 LEFT_OUT = {
     "bench_ctrlc.py": "a check, not a figure: it interrupts `planner solve` at given seconds "

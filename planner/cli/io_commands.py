@@ -42,6 +42,7 @@ from ..io.torch_import import import_torch, target_file
 from ..model import CONTENTIONS, MEMORY_MODELS, Spec
 from ..roots import default_root, display_path, outside_root
 from ..spec.load import load_path, load_text
+from ..spec.lower.attrs import QUANTITY_CODES
 from ..spec.names import name_problem
 from ..units import format_bytes, format_bytes_of
 from ..workload import Imported, PlanDef, plan_origin, render_cluster
@@ -272,7 +273,7 @@ def _not_loading(err: SpecError, output: Path, source: str | os.PathLike[str] | 
     for d in diagnostics:
         unseen = d.span is not None and d.span.file == unwritten
         op = (_op_at(text, d.span.line) if unseen and d.span is not None
-              and d.code in _VALUE_CODES else None)
+              and d.code in QUANTITY_CODES else None)
         moved.append(replace(
             d, message=d.message if op is None else f"{d.message} (op {op})",
             span=at if d.span is None else d.span if not unseen
@@ -281,11 +282,6 @@ def _not_loading(err: SpecError, output: Path, source: str | os.PathLike[str] | 
     # without the text's places, a name's every mention (its op, each edge) read the same:
     # `import onnx` printed one E261 three times
     return SpecError(list(dict.fromkeys(moved)))
-
-
-#: a quantity's errors (no unit, a name, the wrong unit, above or below its range): their
-#: message names the value, not whose it is
-_VALUE_CODES = frozenset({"E220", "E221", "E222", "E223", "E260"})
 
 
 def _op_at(text: str, line: int) -> str | None:

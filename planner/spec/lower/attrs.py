@@ -26,6 +26,10 @@ from .. import ast
 #: the most names a hint lists
 LISTED = 8
 
+#: the codes of a quantity's value (no unit, a name, the wrong unit, above or below its
+#: range): their message names the value, not whose it is (an importer adds whose)
+QUANTITY_CODES = frozenset({"E220", "E221", "E222", "E223", "E260"})
+
 
 def hints(sink: DiagnosticSink, name: str, candidates: Iterable[str]) -> tuple[str, ...]:
     """`did_you_mean`, unless the sink is full: past the diagnostics limit every report is
