@@ -105,7 +105,8 @@ runs), without the solver's proof, which covers its own answer. `optimal` when t
 a valid bound is within `OPTIMAL_GAP` (1e-6): the solver's bound when its model covers
 every placement by the exact memory rule, else `pipeline.bound.pipeline_bound`; a solver
 that proved such a model optimal within `--gap`, the plan's exact period no more than its
-objective, proves objective / (1 + `--gap`). Otherwise `feasible`, with
+objective, proves objective x (1 - `--gap`) (the solvers measure their gap against the
+incumbent). Otherwise `feasible`, with
 `info["period_bound_s"]` and `info["period_gap"]`; `fallback` (the warm start) when the
 solver is missing, fails or finds nothing. T is the objective here, so the figures are
 `period_s` / `period_bound_s` / `period_gap`, not the makespan's `bound_s` / `gap`. The

@@ -35,7 +35,7 @@ def _judge(period: float, bound_s: float, solver_bound: float | None,
     if covers and solver_bound is not None:
         valid = max(valid, solver_bound)
     if proved and covers and objective is not None:  # optimum within --gap of it
-        valid = max(valid, objective / (1 + options.gap))
+        valid = max(valid, objective * (1 - options.gap))  # the solvers' gap: (O - B) / O
     gap = relative_gap(period, min(valid, period))
     status: Status = "feasible"
     if gap is not None and gap <= OPTIMAL_GAP:
@@ -43,9 +43,9 @@ def _judge(period: float, bound_s: float, solver_bound: float | None,
             f"{options.solver} proved the model optimal, and the model is the period and "
             "memory reported" if proved and covers else
             "the period meets a valid lower bound (within 1e-6)")
-    elif gap is not None and gap <= options.gap:
-        why = ("the solver stopped within --gap of a valid lower bound; `optimal` is kept "
-               "for a gap of at most 1e-6")
+    elif (proved and covers) or (gap is not None and gap <= options.gap):
+        why = ("the solver stopped within --gap, its own measure: (objective - bound) / "
+               "objective, against the incumbent; `optimal` is kept for a gap of at most 1e-6")
     elif proved and not covers:
         why = f"proved optimal only among {orders.scope}"
     else:
