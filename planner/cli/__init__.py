@@ -147,12 +147,16 @@ class _App(TyperGroup):
         argv = list(sys.argv[1:] if args is None else args)
         begin()  # the caller's limits and root, put back as the command ends
         try:
-            with checked_stdout():
+            with checked_stdout() as out:
                 try:
                     code = self._main(argv, prog_name, complete_var, standalone_mode,
                                       windows_expand_args, **extra)
-                finally:  # what is still buffered meets a full disk or a closed pipe here
+                except (SystemExit, typer.Exit):  # its status, unless stdout's
                     sys.stdout.flush()
+                    out.raise_if_failed()
+                    raise
+                sys.stdout.flush()  # what is still buffered meets a full disk or a closed pipe
+                out.raise_if_failed()
         except StdoutError as err:  # any write to stdout, in any command: the one answer
             code = stdout_failed(err)
         finally:  # `--root` and `--limit` end with the command, a usage error's too: its

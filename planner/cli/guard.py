@@ -179,10 +179,15 @@ class StdoutError(OSError):
 
 class _CheckedStdout:
     """`sys.stdout` while a command runs: the same stream (None when the process started
-    with descriptor 1 closed), whose failed writes and flushes raise `StdoutError`."""
+    with descriptor 1 closed). Its first failed write or flush is kept (`failed`) and what
+    follows is dropped, so that the command goes on to write the files it was asked for
+    (`--out`, `--html`, `--trace`, a sweep's rows): they were lost when the first failed
+    write ended it (`compare ... --out r.csv | head -5`, exit 141, no r.csv). The command's
+    end raises the failure (`raise_if_failed`), which decides its exit status."""
 
     def __init__(self, stream: TextIO | None) -> None:
         self.stream = stream
+        self.failed: StdoutError | None = None
 
     def _open(self) -> TextIO:
         if self.stream is None:
@@ -190,13 +195,21 @@ class _CheckedStdout:
         return self.stream
 
     def write(self, text: str) -> int:
-        """Write `text`; `StdoutError` when stdout cannot take it."""
+        """Write `text`; after a failed write or flush, drop it."""
+        if self.failed is not None:
+            return len(text)
         try:
             return self._open().write(text)
         except UnicodeError:
             raise
         except (OSError, ValueError) as err:  # ValueError: a closed file object
-            raise StdoutError(err) from None
+            self.failed = StdoutError(err)
+            return len(text)
+
+    def raise_if_failed(self) -> None:
+        """`StdoutError` where a write or flush failed."""
+        if self.failed is not None:
+            raise self.failed
 
     def writelines(self, lines: Any) -> None:
         """Write each of `lines`."""
@@ -204,13 +217,13 @@ class _CheckedStdout:
             self.write(line)
 
     def flush(self) -> None:
-        """Flush; `StdoutError` when stdout cannot take what is buffered."""
-        if self.stream is None:
-            return  # nothing was buffered: every write failed
+        """Flush; kept as `failed` when stdout cannot take what is buffered."""
+        if self.stream is None or self.failed is not None:
+            return  # nothing was buffered, or what was is dropped
         try:
             self.stream.flush()
         except (OSError, ValueError) as err:
-            raise StdoutError(err) from None
+            self.failed = StdoutError(err)
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...
         if self.stream is None:
@@ -219,9 +232,9 @@ class _CheckedStdout:
 
 
 @contextlib.contextmanager
-def checked_stdout() -> Iterator[None]:
-    """Run a command with `sys.stdout` raising `StdoutError` on a failed write (restored
-    after). A process started with descriptor 1 closed gets /dev/null there, so that no
+def checked_stdout() -> Iterator[_CheckedStdout]:
+    """Run a command with `sys.stdout` a `_CheckedStdout` (restored after), which it
+    yields. A process started with descriptor 1 closed gets /dev/null there, so that no
     file it opens takes that number (and native code's output along with it)."""
     real = sys.stdout
     if real is None:
@@ -233,9 +246,10 @@ def checked_stdout() -> Iterator[None]:
                 if fd != 1:
                     os.dup2(fd, 1)
                     os.close(fd)
-    sys.stdout = cast(TextIO, _CheckedStdout(real))
+    checked = _CheckedStdout(real)
+    sys.stdout = cast(TextIO, checked)
     try:
-        yield
+        yield checked
     finally:
         sys.stdout = real
 

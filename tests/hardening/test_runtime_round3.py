@@ -153,6 +153,29 @@ def test_a_stdout_whose_reader_is_gone_is_a_quiet_exit_141(spec_dir: Path,
     assert (proc.returncode, proc.stderr) == (141, "")
 
 
+@pytest.mark.parametrize(("args", "files"), [
+    (["solve", "s.plan", "--algo", "heft", "--out", "p.json", "--html", "p.html", "--trace",
+      "t.json"], ("p.json", "p.html", "t.json")),
+    (["compare", "s.plan", "--algos", "heft,msct", "--executor", "inline", "--out", "r.csv",
+      "--html", "r.html"], ("r.csv", "r.html"))], ids=["solve", "compare"])
+def test_a_reader_gone_still_gets_the_files_asked_for(spec_dir: Path, args: list[str],
+                                                      files: tuple[str, ...]) -> None:
+    """`compare ... --out r.csv | head -5` exited 141 with no r.csv and no r.html, the
+    sweep lost; `solve ... --out --html --trace | true` wrote none of the three: the first
+    failed write to stdout ended the command before them."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = _run(args, spec_dir, write)
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr.count("Traceback")) == (141, 0)
+    for name in files:
+        assert (spec_dir / name).stat().st_size > 0, name
+    if "r.csv" in files:
+        assert len((spec_dir / "r.csv").read_text().splitlines()) == 3  # header, 2 rows
+
+
 @pytest.mark.parametrize("args", [["solve", "s.plan", "--algo", "heft", "--json"],
                                   ["explain", "E623"]], ids=["solve --json", "explain"])
 def test_a_closed_stdout_is_e623_exit_4(spec_dir: Path, args: list[str]) -> None:
