@@ -192,22 +192,27 @@ def _runs_table(report: CompareReport) -> str:
                        ("T bound", ""), ("T gap", ""),
                        ("bubble", ""), ("pipe peak / cap", ""), ("mem fits", "")]
     head = "".join(f'<th class="{c}">{_e(n)}</th>' for n, c in cols)
+    # a setting sorts by its axis' order (by value): its label's text sorted `4 Gbps` after
+    # `2 GB/s` (parseFloat), and `6 GiB` before `50%`
+    order = {axis.name: axis.order for axis in report.axes}
     out = []
     for r in report.runs:
         best = ' class="best"' if r.get("ratio_to_best") == 1.0 else ""
         out.append(f"<tr{best}>" + "".join(
             f'<td class="{c}" data-v="{_e(v)}">{_e(text)}</td>'
-            for text, v, c in _run_cells(r, settings=settings, pipeline=pipeline)) + "</tr>")
+            for text, v, c in _run_cells(r, order, settings=settings, pipeline=pipeline))
+            + "</tr>")
     return (f'<table class="sortable runs"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(out)}</tbody></table>')
 
 
 # complex: a cell per column of the runs table, each with its missing-value fallback (an `or`,
 # a conditional); the list follows `_runs_table`'s header column for column
-def _run_cells(r: CompareRun, *, settings: bool, pipeline: bool
-               ) -> list[tuple[Any, Any, str]]:
-    """One run's cells, each (text, sort value, class), in `_runs_table`'s columns; in a
-    table with pipeline columns, its `ratio_to_best` beside the figure it compares."""
+def _run_cells(r: CompareRun, order: Mapping[str, Mapping[str, int]], *, settings: bool,
+               pipeline: bool) -> list[tuple[Any, Any, str]]:
+    """One run's cells, each (text, sort value, class), in `_runs_table`'s columns (a
+    setting's sort value its place in `order`, its axis' order by value); in a table with
+    pipeline columns, its `ratio_to_best` beside the figure it compares."""
     ms = r.get("makespan_s")
     ratio = (_ratio(r.get("ratio_to_best")), r.get("ratio_to_best") or "", "")
     peak, cap = r.get("peak_memory_bytes"), r.get("memory_cap_bytes")
@@ -215,8 +220,9 @@ def _run_cells(r: CompareRun, *, settings: bool, pipeline: bool
            if isinstance(peak, int) and isinstance(cap, int) else "—")
     cells = [
         (r["spec"], r["spec"], "l"), (r["plan"], r["plan"], "l"),
-        (r["bandwidth"], r["bandwidth"], ""), (r["memory"], r["memory"], ""),
-        (r["devices"], r["devices"], ""), (r["algorithm"], r["algorithm"], "l"),
+        *((r[name], order.get(name, {}).get(r[name], r[name]), "")
+          for name in ("bandwidth", "memory", "devices")),
+        (r["algorithm"], r["algorithm"], "l"),
         (_fmt_opt(ms, format_seconds), ms if _ok(r) else "", ""),
         ("—", "", "") if pipeline and r.pipeline else ratio,
         (_ratio(r.get("ratio_to_bound")), r.get("ratio_to_bound") or "", ""),

@@ -102,3 +102,17 @@ def test_plan_report_escapes_names_and_draws_one_plan(tmp_path: Path) -> None:
 
 def test_plan_view_type_is_what_best_plans_returns(clean: SweepResult) -> None:
     assert all(isinstance(v, PlanView) for v in best_plans(clean))
+
+
+def test_the_runs_table_sorts_a_setting_by_value_not_by_its_text() -> None:
+    """The sortable table's comparator reads `data-v` (parseFloat, else text): a setting's
+    label put 4 Gbps (0.5 GB/s) after 2 GB/s and 6 GiB before 50%; its place on the axis
+    (factors, then rates; shares, then sizes) is its sort value now."""
+    result = run_sweep(plan_sweep([SPECS[0]], "msct", bandwidths="2GB/s,4Gbps,0.5x,100Gbps",
+                                  memories="6GiB,50%"), executor="inline")
+    text = compare_report_html(compare_report(result.rows))
+    labels = ("0.5x", "4 Gbps", "2 GB/s", "12.5 GB/s", "50%", "6 GiB")
+    cells = {label: v for v, label in re.findall(r'data-v="([^"]*)">([^<]*)</td>', text)
+             if label in labels}
+    assert cells == {"0.5x": "0", "4 Gbps": "1", "2 GB/s": "2", "12.5 GB/s": "3",
+                     "50%": "0", "6 GiB": "1"}
