@@ -31,26 +31,27 @@ def _judge(period: float, bound_s: float, solver_bound: float | None,
     # the solver's bound and proof hold for every placement only where the model covers
     # every one with the exact memory rule (`_Orders.proves`); else among its scope alone
     covers = orders.proves
+    holds = proved and covers  # the proof, for every placement
     valid = bound_s
     if covers and solver_bound is not None:
         valid = max(valid, solver_bound)
-    if proved and covers and objective is not None:  # optimum within --gap of it
+    if holds and objective is not None:  # optimum within --gap of it
         valid = max(valid, objective * (1 - options.gap))  # the solvers' gap: (O - B) / O
     gap = relative_gap(period, min(valid, period))
     status: Status = "feasible"
     if gap is not None and gap <= OPTIMAL_GAP:
         status, why = "optimal", (
             f"{options.solver} proved the model optimal, and the model is the period and "
-            "memory reported" if proved and covers else
+            "memory reported" if holds else
             "the period meets a valid lower bound (within 1e-6)")
-    elif (proved and covers) or (gap is not None and gap <= options.gap):
+    elif holds or (gap is not None and gap <= options.gap):
         why = ("the solver stopped within --gap, its own measure: (objective - bound) / "
                "objective, against the incumbent; `optimal` is kept for a gap of at most 1e-6")
-    elif proved and not covers:
+    elif proved:  # not `covers`
         why = f"proved optimal only among {orders.scope}"
     else:
         why = "no proof of optimality"
-    info.update(proved=proved and covers, why=why, solver_bound_s=solver_bound)
+    info.update(proved=holds, why=why, solver_bound_s=solver_bound)
     if proved and not covers:
         info["proved_in_order"] = True
     return status, valid
