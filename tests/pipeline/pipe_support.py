@@ -164,3 +164,25 @@ def two_device_text(memory: str, outputs_mb: list[int], settings: str) -> str:
             lines += [f"  f{k - 1} -> f{k}", f"  f{k}.bwd -> f{k - 1}.bwd {{ bytes 1 MB }}"]
     lines += ["}", f"plan p {{ graph g; cluster c; objective pipeline; {settings} }}"]
     return "\n".join(lines)
+
+
+def layers_text(layers: list[tuple[float, int, int]], devices: list[tuple[int, float]], *,
+                link: str, plan: str) -> str:
+    """A training chain `L0 -> L1 -> ...`: per layer (forward ms, params MiB, output MiB),
+    its backward op `Lk.bwd` twice the time and the params, the same output, the backward
+    ops in reverse; devices `gpuK` of (memory MiB, speed), every pair linked by `link`
+    (`bandwidth ... latency ...`); `plan`: the plan's settings after its graph and cluster."""
+    n = len(layers)
+    lines = ["graph g {"]
+    for k, (ms, params, out) in enumerate(layers):
+        lines += [f"  op L{k} {{ time {ms} ms  params {params} MiB  output {out} MiB }}",
+                  f"  op L{k}.bwd {{ time {2 * ms} ms  params {2 * params} MiB  output {out} "
+                  f"MiB  backward_of L{k} }}"]
+    lines += ["  " + " -> ".join(f"L{k}" for k in range(n)),
+              "  " + " -> ".join(f"L{k}.bwd" for k in reversed(range(n))),
+              *(f"  L{k} -> L{k}.bwd" for k in (n - 1, *range(n - 1))), "}", "cluster c {"]
+    lines += [f"  device gpu{d} {{ memory {mem} MiB  speed {speed} }}"
+              for d, (mem, speed) in enumerate(devices)]
+    lines += [f"  link gpu[*] <-> gpu[*] {{ {link} }}", "}",
+              f"plan p {{ graph g  cluster c  {plan} }}"]
+    return "\n".join(lines) + "\n"

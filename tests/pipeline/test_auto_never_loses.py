@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from pipe_support import chain_text, random_spec
+from pipe_support import chain_text, layers_text, random_spec
 
 from planner import loads
 from planner.algorithms import Options
@@ -88,29 +88,10 @@ def test_hybrid_plans_at_most_m_stages_under_1f1b(data_parallel: str) -> None:
         assert refusal(p, solved.plan.placement) is None, algo
 
 
-UNEVEN = """
-graph g {
-  op L0 { time 8 ms  params 4 MiB  output 4 MiB }
-  op L0.bwd { time 16 ms  params 8 MiB  output 4 MiB  backward_of L0 }
-  op L1 { time 5 ms  params 4 MiB  output 4 MiB }
-  op L1.bwd { time 10 ms  params 8 MiB  output 4 MiB  backward_of L1 }
-  op L2 { time 5 ms  params 64 MiB  output 32 MiB }
-  op L2.bwd { time 10 ms  params 128 MiB  output 32 MiB  backward_of L2 }
-  L0 -> L1 -> L2
-  L2.bwd -> L1.bwd -> L0.bwd
-  L0 -> L0.bwd
-  L1 -> L1.bwd
-  L2 -> L2.bwd
-}
-cluster c {
-  device gpu0 { memory 300 MiB  speed 1 }
-  device gpu1 { memory 4000 MiB  speed 0.5 }
-  device gpu2 { memory 300 MiB  speed 1 }
-  link gpu[*] <-> gpu[*] { bandwidth 10 GB/s  latency 10 us }
-}
-plan p { graph g  cluster c  objective pipeline  microbatches 2
-         schedule interleaved  stages_per_device 2 }
-"""
+UNEVEN = layers_text([(8, 4, 4), (5, 4, 4), (5, 64, 32)], [(300, 1), (4000, 0.5), (300, 1)],
+                     link="bandwidth 10 GB/s  latency 10 us",
+                     plan="objective pipeline  microbatches 2  schedule interleaved  "
+                          "stages_per_device 2")
 
 
 @pytest.mark.parametrize("limit", [0.0, 10.0])

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
-from pipe_support import chain_spec, random_spec
+from pipe_support import chain_spec, layers_text, random_spec
 from typer.testing import CliRunner
 
 import planner
@@ -397,41 +397,10 @@ def test_a_plan_that_fits_keeps_its_gap(tmp_path: Path) -> None:
     assert code == 0 and pipe["period_gap"] is not None and pipe["no_plan"] is None
 
 
-DP2 = """graph g {
-  op L0 { time 5 ms params 0 MiB output 1 MiB }
-  op L0.bwd { time 10 ms params 0 MiB output 1 MiB backward_of L0 }
-  op L1 { time 2 ms params 16 MiB output 1 MiB }
-  op L1.bwd { time 4 ms params 32 MiB output 1 MiB backward_of L1 }
-  op L2 { time 3 ms params 0 MiB output 4 MiB }
-  op L2.bwd { time 6 ms params 0 MiB output 4 MiB backward_of L2 }
-  op L3 { time 2 ms params 16 MiB output 4 MiB }
-  op L3.bwd { time 4 ms params 32 MiB output 4 MiB backward_of L3 }
-  op L4 { time 3 ms params 0 MiB output 1 MiB }
-  op L4.bwd { time 6 ms params 0 MiB output 1 MiB backward_of L4 }
-  L0 -> L1 -> L2 -> L3 -> L4
-  L4.bwd -> L3.bwd -> L2.bwd -> L1.bwd -> L0.bwd
-  L4 -> L4.bwd
-  L0 -> L0.bwd
-  L1 -> L1.bwd
-  L2 -> L2.bwd
-  L3 -> L3.bwd
-}
-cluster c {
-  device gpu0 { memory 500 MiB speed 1 }
-  device gpu1 { memory 150 MiB speed 2 }
-  device gpu2 { memory 300 MiB speed 0.5 }
-  device gpu3 { memory 300 MiB speed 1 }
-  link gpu[*] <-> gpu[*] { bandwidth 1 GB/s latency 10 us }
-}
-plan p {
-  graph g
-  cluster c
-  objective pipeline
-  microbatches 3
-  schedule 1f1b
-  data_parallel 2
-}"""
-
+DP2 = layers_text([(5, 0, 1), (2, 16, 1), (3, 0, 4), (2, 16, 4), (3, 0, 1)],
+                  [(500, 1), (150, 2), (300, 0.5), (300, 1)],
+                  link="bandwidth 1 GB/s  latency 10 us",
+                  plan="objective pipeline  microbatches 3  schedule 1f1b  data_parallel 2")
 
 def test_under_data_parallel_n_the_rows_without_replicas_say_so(tmp_path: Path) -> None:
     """Under `data_parallel 2`, the comparison showed one device at 67.5 ms, `fits yes`,
