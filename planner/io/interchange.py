@@ -539,9 +539,8 @@ def export_spec(spec: Spec, plan: str | None = None, graph: str | None = None) -
     """Choose what to export from `spec`: a plan (with its cluster) or a bare graph.
 
     `plan` or `graph` names it; otherwise the spec's only plan, else its only graph.
-    Raises `UsageError` (E925) when the choice is ambiguous, names nothing, or is both a
-    plan and a graph.
-    """
+    `UsageError` (E925) when the choice is ambiguous, names nothing, or is both, or there
+    is nothing to choose."""
     if plan is not None and graph is not None:  # the graph was ignored, even one not there
         raise UsageError(Diagnostic(
             "E925", f"both a plan (`{plan}`) and a graph (`{graph}`) are chosen; choose one",
@@ -554,9 +553,8 @@ def export_spec(spec: Spec, plan: str | None = None, graph: str | None = None) -
         return export_graph(problem.graph, problem)
     if graph is not None:
         if graph not in spec.graphs:
-            raise UsageError(Diagnostic("E925", f"no graph named `{graph}`", None,
-                                        (("the spec defines: " + ", ".join(spec.graphs))
-                                         if spec.graphs else "the spec defines no graph",)))
+            raise UsageError(Diagnostic("E925", f"no graph named `{graph}`", None, (
+                f"the spec defines: {', '.join(spec.graphs) or 'no graph'}",)))
         return export_graph(spec.graphs[graph])
     if len(spec.plans) == 1:
         problem = next(iter(spec.plans.values()))
@@ -564,10 +562,8 @@ def export_spec(spec: Spec, plan: str | None = None, graph: str | None = None) -
     if len(spec.graphs) == 1 and not spec.plans:
         return export_graph(next(iter(spec.graphs.values())))
     if not spec.plans and not spec.graphs:  # "several ... one of: none" said it did
-        raise UsageError(Diagnostic(
-            "E925", "the spec defines no plan and no graph: nothing to export", None,
-            ("export a spec with a `graph` (a cluster alone has no ops: a spec that imports "
-             "it and adds a graph and a plan exports both)",)))
+        raise UsageError(Diagnostic("E925", "the spec defines no plan and no graph: nothing "
+                                    "to export", None, ("export a spec with a `graph`",)))
     raise UsageError(Diagnostic(
         "E925", "the spec defines several plans or graphs; choose one", None,
         ((f"--plan one of: {', '.join(spec.plans) or 'none'}; --graph one of: "

@@ -228,4 +228,4 @@ def test_export_json_of_a_spec_with_nothing_to_export_says_so(tmp_path: Path) ->
     assert "error[E925]: the spec defines no plan and no graph: nothing to export" in err
     assert "several" not in err and "one of: none" not in err
     code, _, err = invoke(["export", "json", "c.plan", "--graph", "g"], tmp_path)
-    assert code == 2 and "no graph named `g`" in err and "the spec defines no graph" in err
+    assert code == 2 and "no graph named `g`" in err and "the spec defines: no graph" in err
