@@ -142,15 +142,10 @@ def test_a_solver_stopped_at_gap_proves_objective_times_1_minus_gap(algo: str) -
 ZERO = """cluster c { device d[0..1] { memory 1 GiB }
             link d0 <-> d1 { bandwidth 2 GB/s  latency 1 ms } }
 graph g {
-  op a { time 1.5 ms  output 1 MB }
-  op b { time 0.5 ms  output 2 MB }
-  op c { time 2 ms    output 1 MB }
-  op z { time 0 ms    output 1 MB }
-  op e { time 4 ms    output 1 MB }
-  op y { time 0 ms    output 2 MB }
-  a -> b -> z -> y
-  b -> e
-  c -> e
+  op a { time 1.5 ms  output 1 MB }  op b { time 0.5 ms  output 2 MB }
+  op c { time 2 ms    output 1 MB }  op z { time 0 ms    output 1 MB }  # z, y: zero-time
+  op e { time 4 ms    output 1 MB }  op y { time 0 ms    output 2 MB }
+  a -> b -> z -> y  b -> e  c -> e
 }
 plan p { graph g  cluster c  contention none }
 """
