@@ -77,6 +77,10 @@ def test_an_expert_plan_over_its_cap_reads_so(tmp_path: Path) -> None:
     line = next(x for x in console.export_text().splitlines() if "violated" in x)
     peak, cap = line.split()[-2].split("/")
     assert float(peak) > float(cap) == 1.0
+    # no makespan, so no ratio to the bound either (before: `×bound 0.018`, a plan that
+    # does not run read as 55 times faster than the bound)
+    assert line.split()[:5] == ["expert", "—", "—", "—", "violated"]
+    assert rows[0]["ratio_to_bound"] < 1  # the CSV keeps the figure, beside its status
     # the reason beside it, and the HTML report's cell: `1.00 GiB` of `1.00 GiB` before
     assert rows[0]["reason"].endswith("needs 1.001 GiB (static) but its memory is 1.000 GiB")
     assert ">1.001 GiB / 1.000 GiB<" in compare_report_html(compare_report(rows))
