@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..algorithms.base import Options, Solution
     from ..bounds import Bounds
     from ..report.views import PipelineView
-    from ..simulate import SimResult
+    from ..simulate import SimResult, Violation
     from ..spec.load import Loaded
     from ..spec.lower import Locations
 
@@ -402,11 +402,12 @@ def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
     not one pass's: the one-pass simulation judges every other rule, and the pipeline's
     run (`view`) the pins its replicated stages break. Exit 3 (E401, with `hints` after
     its own) where it breaks one."""
-    from ..pipeline.verdict import replicated_pins  # lazy: start-up
+    from ..pipeline.verdict import pipeline_violations, replicated_pins  # lazy: start-up
 
     others = [v for v in result.violations if v.kind != "memory"]
     if view is not None:
         others += replicated_pins(problem, view.rows[-1].run)
+        _listed(report, problem, pipeline_violations(problem, result, view.rows[-1].run))
     if others:
         _judged(report, False)
         infeasible_exit(problem, dataclasses.replace(result, violations=tuple(others)),
@@ -423,10 +424,11 @@ def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
         own = ("place each unit on one device, or plan it with a pipeline algorithm "
                "(pipedp, pipeilp, hybrid)",)
     elif not fits:
-        from ..pipeline.verdict import memory_words  # lazy: start-up
+        from ..pipeline.verdict import memory_words, overflowing  # lazy: start-up
 
         why = ("a device holds less than its stages need" if view is None
-               else memory_words(problem, view.rows[-1].run))
+               else memory_words(problem, view.rows[-1].run) + _more_devices(
+                   problem, overflowing(problem, view.rows[-1].run)[1:]))
         head = (f"plan `{problem.name}` does not fit as a pipeline: {why} (the pipeline's "
                 "memory table)")
     elif view is not None and not math.isfinite(view.rows[-1].run.iteration_s):
@@ -445,6 +447,23 @@ def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
     else:
         eprint(render_all([diagnostic]))
     raise typer.Exit(EXIT_INFEASIBLE)
+
+
+def _more_devices(problem: Problem, more: Sequence[int]) -> str:
+    names = ", ".join(f"`{problem.cluster.devices[d].name}`" for d in more)
+    return f" (and {len(more)} more device(s) over: {names})" if more else ""
+
+
+def _listed(report: JsonReport, problem: Problem, violations: Sequence[Violation]) -> None:
+    """`--json`'s `violations` under `objective pipeline`: the rules the plan breaks as the
+    pipeline runs (`pipeline_violations`), as `feasible` says (before: one pass's, memory
+    included: a device over its one-pass memory listed beside a plan that fits, or none
+    beside `feasible: false`); one pass's are `one_pass_violations`."""
+    from ..render.report import violations_json  # lazy: start-up
+
+    if report.enabled and isinstance(report.result, dict):
+        report.result["one_pass_violations"] = report.result.get("violations")
+        report.result["violations"] = violations_json(problem, violations)
 
 
 def _judged(report: JsonReport, runs: bool) -> None:

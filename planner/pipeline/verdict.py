@@ -21,10 +21,11 @@ from ..model import Problem
 from ..simulate import SimResult, Violation
 from ..units import format_bytes, format_bytes_of
 from .schedule import PipelineRun
-from .split import fits, units_split
+from .split import fits, split_words, units_split
 from .units import units
 
-__all__ = ["NEVER_ENDS", "memory_words", "pipeline_breaks", "replicated_pins"]
+__all__ = ["NEVER_ENDS", "memory_words", "overflowing", "pipeline_breaks",
+           "pipeline_violations", "replicated_pins"]
 
 #: why a pipeline whose simulated iteration is not finite does not run, in words
 NEVER_ENDS = ("its simulated iteration never ends (ops that never start: its stages wait on "
@@ -33,16 +34,38 @@ NEVER_ENDS = ("its simulated iteration never ends (ops that never start: its sta
 
 def pipeline_breaks(problem: Problem, result: SimResult, run: PipelineRun) -> list[str]:
     """What keeps the plan of `result` (its one pass) from running as `run`, its pipeline,
-    in words; [] when nothing does."""
-    out = [f"{v.kind}: {v.message}" for v in result.violations if v.kind != "memory"]
-    if units_split(problem, result.placement):
-        out.append("a pipeline unit is split over devices")
+    in words (`pipeline_violations`' messages, their kind before those of a rule the one
+    pass judges too); [] when nothing does."""
+    return [v.message if v.kind in ("memory", "pipeline") else f"{v.kind}: {v.message}"
+            for v in pipeline_violations(problem, result, run)]
+
+
+def pipeline_violations(problem: Problem, result: SimResult, run: PipelineRun
+                        ) -> list[Violation]:
+    """Every rule the plan of `result` breaks as `run`, its pipeline (module docstring):
+    the one pass's but memory; each unit split over devices (`unit`); each device over its
+    memory as the pipeline runs (`memory`, with its stages' ops); an iteration that never
+    ends (`pipeline`); the pins replicated stages break. What `--json` lists as
+    `violations` (before: the one pass's, memory included, beside the pipeline's verdict)."""
+    place = result.placement
+    out = [v for v in result.violations if v.kind != "memory"]
+    out += [Violation("unit", split_words(problem, place, pair), pair,
+                      (place[pair[0]], place[pair[1]]))
+            for pair in units_split(problem, place)]
     if not fits(problem, run.memory_bytes):
-        out.append(memory_words(problem, run))
+        out += [Violation("memory", memory_words(problem, run, d),
+                          tuple(sorted(i for st in run.stages if d in st.devices
+                                       for i in st.ops)), (d,))
+                for d in overflowing(problem, run)]
     if not math.isfinite(run.iteration_s):
-        out.append(f"the pipeline does not run: {NEVER_ENDS}")
-    out += [f"{v.kind}: {v.message}" for v in replicated_pins(problem, run)]
-    return out
+        out.append(Violation("pipeline", f"the pipeline does not run: {NEVER_ENDS}", (), ()))
+    return out + replicated_pins(problem, run)
+
+
+def overflowing(problem: Problem, run: PipelineRun) -> list[int]:
+    """The devices that hold less than `run` needs of them."""
+    return [d for d, (need, dev) in enumerate(zip(run.memory_bytes, problem.cluster.devices,
+                                                  strict=True)) if need > dev.memory_bytes]
 
 
 def replicated_pins(problem: Problem, run: PipelineRun) -> list[Violation]:
@@ -66,15 +89,14 @@ def replicated_pins(problem: Problem, run: PipelineRun) -> list[Violation]:
     return out
 
 
-def memory_words(problem: Problem, run: PipelineRun) -> str:
-    """Why `run` does not fit its devices, in words, at the first device it overflows:
-    the params its stages keep there alone, or those with the activations in flight, the
+def memory_words(problem: Problem, run: PipelineRun, device: int | None = None) -> str:
+    """Why `run` does not fit `device` (default: the first it overflows), in words: the
+    params its stages keep there alone, or those with the activations in flight, the
     receive buffers (training) and the largest transient that the pipeline's memory model
     adds."""
     devs = problem.cluster.devices
     held = _params_held(problem, run)
-    d = next((d for d, (h, dev) in enumerate(zip(run.memory_bytes, devs, strict=True))
-              if h > dev.memory_bytes), None)
+    d = next(iter(overflowing(problem, run)), None) if device is None else device
     if d is None:  # (a caller's guard) no device overflows
         return "every device holds what its stages need"
     cap = devs[d].memory_bytes

@@ -8,15 +8,24 @@ its result down, with the lower bounds (`planner.bounds`) beside it.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from ..bounds import Bounds
 from ..model import Problem
-from ..simulate import SimResult
+from ..simulate import SimResult, Violation
 
 
 def _t(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
+
+
+def violations_json(problem: Problem, violations: Iterable[Violation]) -> list[dict[str, Any]]:
+    """The report's `violations`: each rule broken, with the names of its ops and devices."""
+    ops, devs = problem.graph.ops, problem.cluster.devices
+    return [{"kind": v.kind, "message": v.message, "ops": [ops[i].name for i in v.ops],
+             "devices": [devs[d].name if 0 <= d < len(devs) else None for d in v.devices]}
+            for v in violations]
 
 
 def report_json(problem: Problem, result: SimResult, bounds: Bounds) -> dict[str, Any]:
@@ -44,15 +53,7 @@ def report_json(problem: Problem, result: SimResult, bounds: Bounds) -> dict[str
         "ratio": ratio,
         "feasible": result.feasible,
         "bounds": bounds.to_json(),
-        "violations": [
-            {
-                "kind": v.kind,
-                "message": v.message,
-                "ops": [ops[i].name for i in v.ops],
-                "devices": [dev_name(d) for d in v.devices],
-            }
-            for v in result.violations
-        ],
+        "violations": violations_json(problem, result.violations),
         "placement": {op.name: dev_name(d) for op, d in zip(ops, result.placement, strict=True)},
         "devices": [
             {

@@ -355,6 +355,7 @@ def test_a_page_says_why_its_plan_is_no_pipeline(tmp_path: Path) -> None:
     page = plan_report_html(p, result, pipeline=view)
     assert "· feasible (one pass)</p>" in page
     section = _section(page)
-    assert ('<p class="note">does not run as this pipeline: a pipeline unit is split over '
-            "devices</p>") in section
+    # which unit, where (before: "a pipeline unit is split over devices")
+    assert ('<p class="note">does not run as this pipeline: unit: op `f0.bwd` is on `d1` and '
+            "op `f0` on `d0`, but they are one pipeline unit</p>") in section
     assert "activations in flight need" not in section
