@@ -562,3 +562,27 @@ def test_a_link_without_a_bandwidth_is_e290_once_at_its_call() -> None:
         b.build()
     assert [(d.code, d.message) for d in err.value.diagnostics] == [
         ("E290", "`bandwidth` expects a bandwidth, not None")]
+
+
+@pytest.mark.parametrize(("key", "text"), [("time", "1e-400 ms"), ("output", "1e-400 B"),
+                                           ("latency", "1e-400 s"), ("memory", "1e-400 B")])
+def test_a_quantity_that_a_float_rounds_to_0_is_e260_as_in_a_spec(key: str, text: str) -> None:
+    """Before: `time="1e-400 ms"` and `latency="1e-400 s"` were read as 0 without a word,
+    `output="1e-400 B"` as 1 byte and `memory` as 0 with a W266 warning alone; a spec's
+    `time 1e-400 ms` is E260 (docs/limits.md: such a number "is never read as 0")."""
+    b = planner.ProblemBuilder("p")
+    b.device("gpu0", memory=text if key == "memory" else "1 GiB")
+    b.device("gpu1", memory="1 GiB")
+    b.link("gpu0", "gpu1", bandwidth="1 GB/s", **({"latency": text} if key == "latency" else {}))
+    b.op("a", time=text if key == "time" else "1 ms", **({"output": text} if key == "output"
+                                                         else {}))
+    with pytest.raises(planner.SpecError) as err:
+        b.build()
+    (d,) = err.value.diagnostics
+    assert d.code == "E260" and d.message.startswith(f"`{key}` '{text}' is below the valid "
+                                                     "range")
+    assert "a 64-bit float rounds it to 0" in d.message and d.span is not None
+    zero = planner.ProblemBuilder("z")  # 0 written as 0 stays 0
+    zero.device("gpu0", memory="1 GiB")
+    zero.op("a", time="0.000 ms", output="0e5 B")
+    assert zero.build().graph.ops[0].time_s == 0

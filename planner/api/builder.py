@@ -42,6 +42,7 @@ from ..units import (
     parse_number,
     range_side,
     range_text,
+    underflows,
     whole_bytes,
 )
 from .advice import problem_warnings
@@ -489,6 +490,11 @@ class ProblemBuilder:
         if unit_dim != dim:
             self._sink.error("E222", f"`{key}` expects a {word}, but `{unit}` is a unit of "
                              f"{_WORDS[unit_dim]}", where, f"for example \"{EXAMPLES[dim]}\"")
+            return None
+        if number * factor == 0 and underflows(m.group(1)):  # the language's E260
+            self._sink.error("E260", f"`{key}` {value!r} is below the valid range of a {word} "
+                             "(it is not 0, but a 64-bit float rounds it to 0)", where,
+                             f"a {word} is {range_text(dim)}")
             return None
         return self._sized(number * factor, dim, key, where)
 
