@@ -52,6 +52,10 @@ def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
             sink.error("E241", "`flops` must be positive", attrs.values["flops"].value.span,
                        "for example `flops 15.7 TFLOPS`, or remove it (ops then need `time`)")
             flop_rate = None
+        if flop_rate is None and "flops" in attrs.values:
+            # refused (said): a stand-in rate, so that no op reads as unrunnable for it
+            # (before: an E253 per op with `flops`, "device has no `flops` rate")
+            flop_rate = 1.0
         kind = attrs.name("kind")
         if d.ref.kind == "wild":
             sink.error("E242", "`[*]` selects existing devices; declare a range instead",
