@@ -238,6 +238,26 @@ def test_a_pipeline_of_no_ops_is_e259() -> None:
     assert planner.solve(Problem("p", Graph("g", (), ()), cluster), "heft").makespan_s == 0
 
 
+def test_more_stages_per_device_than_units_is_e259_without_backward_ops() -> None:
+    """Before: the builder checked a pipeline's units only where the graph had backward ops,
+    so 9 stages per device of 4 inference units built, where `planner check` says E259 (and
+    `solve(p, "pipedp")` ended in E707, whose hint says `planner check` reports it)."""
+    b = planner.ProblemBuilder("x")
+    b.device("g0", memory="1 GiB")
+    b.device("g1", memory="1 GiB")
+    b.link("g0", "g1", bandwidth="1 GB/s")
+    for name in "abcd":
+        b.op(name, time="1 ms", output="1 MB")
+    b.chain("a", "b", "c", "d")
+    b.pipeline(4, schedule="interleaved", stages_per_device=9)
+    with pytest.raises(planner.SpecError) as err:
+        b.build()
+    assert [d.code for d in err.value.diagnostics] == ["E259"]
+    assert "more than the graph's 4 pipeline units" in err.value.diagnostics[0].message
+    b.pipeline(4, schedule="interleaved", stages_per_device=4)
+    assert b.build().pipeline is not None
+
+
 def test_solve_checks_a_model_problem_and_points_at_the_call() -> None:
     bad = Problem("p", Graph("g", (Op("a", time_s=-1.0),), ()),
                   Cluster("c", (Device("d0", 100), Device("d1", 100)), ()))

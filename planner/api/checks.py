@@ -351,7 +351,7 @@ def _pipeline_settings(problem: Problem, pipe: Pipeline, err: Err) -> None:
     if not graph.ops:
         err("E259", "graph.ops", "the graph has no ops: a pipeline has no unit to put on "
             "a stage", "add ops, or leave `pipeline` out")
-    if graph.backward_of:
+    else:  # a graph without backward ops too (before: its E259 of interleaved was skipped)
         _pipeline_units(problem, err)
 
 
