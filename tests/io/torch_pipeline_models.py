@@ -195,3 +195,29 @@ class Twin(nn.Module):
 def twin() -> nn.Module:
     torch.manual_seed(0)
     return Twin()
+
+
+class Pair(nn.Module):
+    """Two inputs, a stack of layers and two heads, returning a tuple of both: no `logits`,
+    so no target (the script's loss is the mean square of the outputs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.x, self.y = nn.Linear(16, 32), nn.Linear(8, 32)
+        self.body = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
+        self.one, self.two = nn.Linear(32, 4), nn.Linear(32, 2)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        hidden = self.body(self.x(x) + self.y(y))
+        return self.one(hidden), self.two(hidden)
+
+
+def pair() -> nn.Module:
+    torch.manual_seed(0)
+    return Pair()
+
+
+def pair_loss(output: tuple[torch.Tensor, torch.Tensor], target: object) -> torch.Tensor:
+    """A loss of the two outputs that has no target to take (`--loss`)."""
+    assert target is None, type(target)
+    return output[0].abs().mean() + 2 * output[1].pow(2).mean()
