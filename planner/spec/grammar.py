@@ -34,6 +34,9 @@ _DEFINITION = re.compile(r"\??([A-Za-z_][A-Za-z0-9_]*)(?:\.(-?[0-9]+))?[ \t]*:(.
 _SYMBOL = re.compile(r'"(?:[^"\\]|\\.)*"i?|/(?:[^/\\]|\\.)+/[imslux]*|->|[A-Za-z_][A-Za-z0-9_]*|\S')
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: a keyword terminal: its word, not followed by a name's character (`/plan(?![...])/`),
+#: read as the string it matches (the fast path's lexer reads every word as a name)
+_KEYWORD = re.compile(r"/([A-Za-z_][A-Za-z0-9_]*)\(\?!\[[^\]]*\]\)/")
 
 
 def _unquote(literal: str) -> str:
@@ -158,7 +161,9 @@ def read_grammar(text: str) -> Grammar:
         terminals[name] = body
         if priority is not None:
             priorities[name] = int(priority)
-        if body.startswith("/") and body.endswith("/"):
+        if (word := _KEYWORD.fullmatch(body)) is not None:  # a keyword, as a whole word
+            strings[name] = (word.group(1),)
+        elif body.startswith("/") and body.endswith("/"):
             patterns[name] = body[1:-1]
         elif re.fullmatch(r'"(?:[^"\\]|\\.)*"(?:\s*\|\s*"(?:[^"\\]|\\.)*")*', body):
             strings[name] = tuple(_unquote(s) for s in _STRING.findall(body))
