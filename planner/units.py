@@ -7,6 +7,7 @@ converted to bytes per second (1 Gbps = 125,000,000 B/s).
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Collection
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 from typing import Final
@@ -128,11 +129,15 @@ def range_side(value: float, dim: str, positive: bool = False) -> str | None:
     or `dim` is in `POSITIVE_DIMS`), None where it lies inside. Infinity is above: an
     importer asks before it writes a value that the spec's lowering would refuse."""
     lo, hi = SPEED_RANGE if dim == "speed" else RANGES[dim]
-    if not value <= hi:
+    # a bound met but for the rounding of number x unit (`1e15 ns` is 1000000.0000000001 s)
+    if not value <= hi * _ROUNDING_UP:
         return "above"
     if value == 0 and not (positive or dim in POSITIVE_DIMS):
         return None
-    return "below" if value < lo else None
+    return "below" if value < lo * _ROUNDING_DOWN else None
+
+
+_ROUNDING_UP, _ROUNDING_DOWN = 1 + 4 * sys.float_info.epsilon, 1 - 4 * sys.float_info.epsilon
 
 
 def range_text(dim: str) -> str:

@@ -60,6 +60,20 @@ def test_a_quantity_out_of_its_range_is_a_located_error(text: str, code: str,
     assert [(c, ln) for c, ln, _ in _codes(text)] == [(code, line)]
 
 
+@pytest.mark.parametrize(("bound", "beyond", "code"), [
+    ("time 1000000000000000 ns", "time 1000001000000000 ns", "E223"),
+    ("time 1e15 ns", "time 1.000001e15 ns", "E223"),
+    ("time 1e12 us", "time 1.000001e12 us", "E223"),
+    ("time 0.001 ns", "time 0.000999 ns", "E260"),
+    ("bandwidth 1 GB/s  latency 1e15 ns", "bandwidth 1 GB/s  latency 1.000001e15 ns", "E223")])
+def test_a_bound_written_in_any_unit_is_in_range(bound: str, beyond: str, code: str) -> None:
+    """Before: `time 1e15 ns` (the 1e6 s bound) was E223, "above the valid range", as
+    1e15 x 1e-9 rounds to 1000000.0000000001 s; `1e6 s`, `1e9 ms` and `1e12 us` were not."""
+    spec = _LINK.format if bound.startswith("bandwidth") else _op
+    assert load_text(spec(bound), "n.plan") is not None
+    assert [c for c, _, _ in _codes(spec(beyond))] == [code]  # just beyond it still is not
+
+
 @pytest.mark.parametrize("text", [
     _op("time nan ms  output 1 MB"), _op("time nan ms"), _op("time inf")])
 def test_nan_and_inf_are_said_not_to_be_numbers(text: str) -> None:
