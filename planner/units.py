@@ -129,12 +129,14 @@ def range_side(value: float, dim: str, positive: bool = False) -> str | None:
     or `dim` is in `POSITIVE_DIMS`), None where it lies inside. Infinity is above: an
     importer asks before it writes a value that the spec's lowering would refuse."""
     lo, hi = SPEED_RANGE if dim == "speed" else RANGES[dim]
-    # a bound met but for the rounding of number x unit (`1e15 ns` is 1000000.0000000001 s)
-    if not value <= hi * _ROUNDING_UP:
+    if dim != "size":  # whole bytes, exact: others, a bound met but for the rounding of
+        # number x unit (`1e15 ns` is 1000000.0000000001 s)
+        lo, hi = lo * _ROUNDING_DOWN, hi * _ROUNDING_UP
+    if not value <= hi:
         return "above"
     if value == 0 and not (positive or dim in POSITIVE_DIMS):
         return None
-    return "below" if value < lo * _ROUNDING_DOWN else None
+    return "below" if value < lo else None
 
 
 _ROUNDING_UP, _ROUNDING_DOWN = 1 + 4 * sys.float_info.epsilon, 1 - 4 * sys.float_info.epsilon
