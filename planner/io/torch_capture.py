@@ -60,6 +60,7 @@ def capture(model: Any, example: Example, method: str = "auto") -> Captured:
     torch = require_torch()
     if isinstance(model, torch.export.ExportedProgram):
         return Captured(model.module(), _flat(example), "export", example)
+    _check_inputs(model, example)
     if method == "fx":
         return _fx(model, example)
     try:
@@ -73,6 +74,26 @@ def capture(model: Any, example: Example, method: str = "auto") -> Captured:
             raise export_error from None
         fx.fallback = export_error.diagnostics[0].message
         return fx
+
+
+def _check_inputs(model: Any, example: Example) -> None:
+    """E943 where the example inputs do not bind to `model.forward()`'s parameters (before:
+    a third input fell back from torch.export to torch.fx, which dropped it without a word;
+    one too few was E944 `StopIteration:`); a forward() Python cannot read is left to the
+    capture."""
+    try:
+        signature = inspect.signature(model.forward)
+    except (AttributeError, TypeError, ValueError):
+        return
+    try:
+        signature.bind(*example.args, **example.kwargs)
+    except TypeError as err:
+        given = len(example.args) + len(example.kwargs)
+        raise UsageError(Diagnostic(
+            "E943", f"{given} example input(s) do not match "
+            f"{type(model).__name__}.forward{signature}: {err}", None,
+            ("give one --input per input of forward(), in its order, or --example with its "
+             "arguments",))) from None
 
 
 def with_defaults(model: Any, example: Example) -> Example:

@@ -215,6 +215,10 @@ not_a_model = 3
     ("broken.py:square", ["--input", "2x4:qint8"], "E943", 2),
     ("broken.py:square", ["--input", "2x4", "--measure", "cuda:7"], "E930", 2),
     ("broken.py:square", ["--input", "2x4", "--measure", "nowhere"], "E930", 2),
+    # inputs that forward(input) cannot take (before: a second was dropped by the fallback
+    # to torch.fx without a word, exit 0; none, with --example (), E944 `StopIteration:`)
+    ("broken.py:square", ["--input", "2x4", "--input", "2x4"], "E943", 2),
+    ("broken.py:square", ["--example", "()"], "E943", 2),
 ])
 def test_mistakes_are_diagnostics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str,
                                   inputs: list[str], code: str, exit_code: int) -> None:
