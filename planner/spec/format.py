@@ -345,7 +345,7 @@ class _Printer:
             out.append(indent + head)
             return hdr_end
         self._inner(open_, indent)
-        if self.text.find("\n", open_, close) < 0:  # written on one line
+        if self._one_line_block(open_, close, attrs):
             line = _one_line(indent, head, attrs, align)
             if line is not None:
                 out.append(line)
@@ -358,6 +358,13 @@ class _Printer:
         self._body(attrs, open_ + 1, close, indent + INDENT, (pad, 0))
         out.append(indent + "}")
         return close + 1
+
+    def _one_line_block(self, open_: int, close: int, attrs: Sequence[ast.Attr]) -> bool:
+        """Whether the block from `open_` to `close` prints on its head's line: written on
+        one line, or empty with no comment (`{` and `}` on two lines print `{}`: as a link
+        in a run, padded as the run's others, or a second `fmt` changed it)."""
+        return self.text.find("\n", open_, close) < 0 or (
+            not attrs and not self._has_comment(open_, close))
 
     def _chain(self, item: ast.ChainDecl) -> str:
         """`a -> b -> c`, each arrow as written (a `<->` is E233: printed `->`, it was a
@@ -432,7 +439,7 @@ def _link_runs(p: _Printer, items: Sequence[Item]) -> list[int]:
         open_, close = p._block(hdr_end, attrs, isinstance(item, ast.DeviceDecl))
         inner = ci < len(cstarts) and cstarts[ci] < max(open_, 0)
         one = (isinstance(item, ast.LinkDecl) and open_ >= 0
-               and p.text.find("\n", open_, close) < 0
+               and p._one_line_block(open_, close, attrs)
                and _one_line(INDENT, _head(item), attrs, 0) is not None)
         # a comment inside the head is printed on its own line above the link: that line
         # ends the run before it, and the link may start the next (as the output reads)

@@ -119,3 +119,18 @@ def test_invisible_characters_in_names_stay_escaped() -> None:
     src = 'import "x\\u200b.plan"\n\ngraph g {\n  op "a\\u202eb\\udb40\\udc41é" {}\n}\n'
     assert fmt(src) == src
     assert format_name("\u202e\u00a0日") == '"\\u202e\\u00a0日"'
+
+
+def test_an_empty_link_block_on_two_lines_joins_its_run_at_once() -> None:
+    """Before: `{` and `}` on two lines printed `{}` unpadded beside the next link, and a
+    second `fmt` padded it (`fmt --check` failed on `fmt`'s own output, exit 5)."""
+    text = ("cluster c {\n  device gpu[0..3] { memory 1 GiB }\n  link gpu0 -> gpu1 {\n  }\n"
+            "  link gpu[0..3] <-> gpu[0..3] { bandwidth 5 GB/s }\n}\n")
+    assert fmt(text).splitlines()[2:4] == [
+        "  link gpu0 -> gpu1            {}",
+        "  link gpu[0..3] <-> gpu[0..3] { bandwidth 5 GB/s }"]
+    # a comment inside keeps the block open, and out of the run
+    kept = text.replace("{\n  }", "{\n    # to come\n  }")
+    assert fmt(kept).splitlines()[2:6] == [
+        "  link gpu0 -> gpu1 {", "    # to come", "  }",
+        "  link gpu[0..3] <-> gpu[0..3] { bandwidth 5 GB/s }"]
