@@ -37,6 +37,7 @@ from ..model import Spec
 from ..roots import default_root, display_path, escaped_root, outside_root, resolved
 from . import ast
 from .lower import Locations, lower
+from .names import check_comments
 from .parse import parse
 from .syntax import looks_like_spec
 
@@ -243,10 +244,15 @@ class _Reader:
         shown = shown or display_path(p)
         try:
             text = read_source(p, shown, at).removeprefix(BOM)
-            self.sources[shown] = text
+        except SpecError as err:
+            self.sink.items.extend(err.diagnostics)
+            return None
+        self.sources[shown] = text
+        try:
             return _Frame(p, parse(text, shown))
         except SpecError as err:
             self.sink.items.extend(err.diagnostics)
+            check_comments({shown: text}, self.sink)  # W265 matters most beside an error
             return None
 
     def run(self, first: Path, shown: str = "") -> None:
@@ -358,7 +364,13 @@ def load_text(text: str, file: str = "<string>", base: str | os.PathLike[str] = 
     """Load spec text; its imports are resolved relative to `base` and stay inside `root`
     (default: `default_root` of `base`); a leading byte order mark is dropped."""
     text = text.removeprefix(BOM)
-    module = parse(text, file)
+    try:
+        module = parse(text, file)
+    except SpecError as err:
+        sink = DiagnosticSink()
+        sink.items.extend(err.diagnostics)
+        check_comments({file: text}, sink)  # W265 matters most beside an error
+        raise SpecError(sink.items) from None
     modules: list[ast.Module] = []
     sources = {file: text}
     folder = Path(base)

@@ -39,3 +39,25 @@ def test_plain_comments_names_and_a_bom_stay_quiet(tmp_path: Path) -> None:
                                      encoding="utf-8")
     code, out, err = invoke(["check", "s.plan"], tmp_path)
     assert code == 1 and "E261" in out + err and "W265" not in out + err, out + err
+
+
+def test_a_hidden_character_is_w265_beside_a_syntax_error_too(tmp_path: Path) -> None:
+    """Where the comment may be hiding the mistake, as here, it matters most (before: a file
+    that did not parse said its E101 alone), in a file read and in text given to `loads`,
+    an imported file's too."""
+    import planner
+
+    broken = ("cluster c { device d0 { memory 1 GiB } }\n"
+              "graph g { op a { time 1 ms } # \u202e }\n op b { time 1 ms }\n}\n"
+              "plan p { graph g cluster c pin a to }\n")
+    (tmp_path / "s.plan").write_text(broken, encoding="utf-8")
+    code, out, err = invoke(["check", "s.plan"], tmp_path)
+    assert code == 1 and "s.plan:5:37: error[E101]" in err, err
+    assert "s.plan:2:32: warning[W265]: a comment holds U+202E" in err, err
+    with pytest.raises(planner.SpecError) as info:
+        planner.loads(broken)
+    assert [d.code for d in info.value.diagnostics] == ["E101", "W265"]
+    (tmp_path / "main.plan").write_text('import "s.plan"\n', encoding="utf-8")
+    with pytest.raises(planner.SpecError) as info:
+        planner.load(tmp_path / "main.plan")
+    assert [d.code for d in info.value.diagnostics] == ["E101", "W265"]
