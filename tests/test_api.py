@@ -302,3 +302,23 @@ def test_read_plan_given_no_plan_file_says_what_to_give(tmp_path: Path,
         with pytest.raises(planner.SpecError, match=r"error\[E003\]: cannot read .*: File "
                            "name too long"):
             planner.read_plan(problem, str(tmp_path / long))
+
+
+def test_an_output_path_that_cannot_be_written_is_e604_before_any_work(tmp_path: Path) -> None:
+    """Before: `Result.write` into a folder that does not exist, and `emit=` there (after
+    the solver's work, 0.7 s on resnet), raised OutputError E623 "free some space"; the
+    command line says E604 before any work, as the API's options promise."""
+    problem = planner.loads(TIGHT_PIPELINE.replace(
+        "objective pipeline  microbatches 8  schedule gpipe", "")).plan()
+    result = planner.solve(problem, "heft")
+    missing = tmp_path / "nowhere"
+    with pytest.raises(planner.UsageError, match="E604") as err:
+        result.write(missing / "plan.json")
+    assert "does not exist" in str(err.value) and not missing.exists()
+    calls = []
+    with pytest.raises(planner.UsageError, match="E604"):
+        planner.solve(problem, "cpsat", emit=str(missing / "model.pbtxt"),
+                      progress=lambda *a: calls.append(a))
+    assert calls == []  # refused before the solver started
+    result.write(tmp_path / "plan.json")  # a folder that exists: written
+    assert planner.read_plan(problem, tmp_path / "plan.json").makespan_s == result.makespan_s

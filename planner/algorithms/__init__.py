@@ -19,6 +19,7 @@ import numbers
 import os
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -190,6 +191,11 @@ def check_emit(name: str, path: str | None) -> None:
         return
     ending = os.path.splitext(path)[1].lower()
     if ending in info.emits:
+        from ..files import check_outputs  # lazy: start-up
+
+        # E604, as `--emit` says it: before, `planner.solve(..., emit=...)` in a folder that
+        # does not exist worked, then failed writing it (E623, "free some space")
+        check_outputs({"emit": Path(path)})
         return
     others = [n for n, i in ALGORITHMS.items()  # one that writes it, for the same objectives
               if ending and ending in i.emits and set(i.objectives) & set(info.objectives)]

@@ -20,7 +20,7 @@ from ..algorithms.base import Solution
 from ..algorithms.exact.verdict import plan_bound, standing
 from ..bounds import Bounds, lower_bound, relative_gap
 from ..errors import Diagnostic, Span, SpecError
-from ..files import write_text_atomic
+from ..files import check_outputs, write_text_atomic
 from ..model import Problem
 from ..pipeline.bound import PipelineBound, pipeline_bound
 from ..pipeline.hybrid import replica_groups, replica_names
@@ -192,7 +192,10 @@ class Result(Solution):
                                self.recompute)
 
     def write(self, path: str | os.PathLike[str]) -> None:
-        """Write `dumps()` to `path`, atomically; `read_plan(problem, path)` reads it back."""
+        """Write `dumps()` to `path`, atomically; `read_plan(problem, path)` reads it back.
+        A path that cannot be written is E604 (`UsageError`), as `solve --out`'s is (before:
+        E623, "free some space", for a folder that does not exist)."""
+        check_outputs({"path": Path(path)})
         write_text_atomic(os.fspath(path), self.dumps())
 
 
