@@ -10,6 +10,7 @@ import pytest
 
 import planner
 from planner.errors import InfeasibleError, UsageError
+from planner.plan import Plan
 from planner.simulate import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,6 +79,10 @@ def test_loads_takes_text_and_says_so(args: tuple[object, ...], message: str) ->
         planner.loads(*args)  # type: ignore[arg-type]
 
 
+_SPEC_OF_TWO = ("cluster c { device d0 { memory 1 GB } } graph g { op a { time 1 ms } "
+                "op b { time 1 ms } } plan p { graph g cluster c }")
+
+
 @pytest.mark.parametrize(("call", "message"), [
     # before: pathlib's "expected str, bytes or os.PathLike object, not int"
     (lambda: planner.load(3), "planner.load: `path` must be a str or os.PathLike, not int"),
@@ -86,6 +91,12 @@ def test_loads_takes_text_and_says_so(args: tuple[object, ...], message: str) ->
     # before: planned, as plan `3` of cluster `3_cluster`
     (lambda: planner.ProblemBuilder(3), "ProblemBuilder: `name` must be a str, not int"),
     (lambda: planner.ProblemBuilder("p", cluster=2), "`cluster` must be a str, not int"),
+    # before: AttributeError ('dict' object has no attribute 'is_directed')
+    (lambda: planner.ProblemBuilder.from_networkx({"a": 1}),  # type: ignore[arg-type]
+     "`graph` must be a networkx graph (a DiGraph), not a dict"),
+    # before: AttributeError ('Spec' object has no attribute 'graph')
+    (lambda: simulate(planner.loads(_SPEC_OF_TWO), Plan((0, 0))),  # type: ignore[arg-type]
+     "`problem` must be a planner.Problem, not a Spec: pick one of its plans with .plan(NAME)"),
 ])
 def test_a_path_or_a_name_of_another_type_is_a_type_error_that_names_it(
         call: Callable[[], object], message: str) -> None:

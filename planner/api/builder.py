@@ -157,6 +157,9 @@ class ProblemBuilder:
         bytes summed (each without `bytes`, the producer's `output`); an undirected graph
         is E233. `options` go to `ProblemBuilder(...)`; add devices and links before
         `build()`."""
+        if not callable(getattr(graph, "is_directed", None)):  # before: AttributeError
+            raise TypeError(f"`graph` must be a networkx graph (a DiGraph), not a "
+                            f"{type(graph).__name__}")
         builder = cls(name, **options)
         site = builder._site
         if not graph.is_directed():  # each edge's direction would be networkx's listing order

@@ -91,7 +91,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..cost import INF, costs
-from ..model import Problem
+from ..model import Problem, Spec
 from ..plan import Plan
 from ..units import format_bytes_of
 from .checks import (
@@ -121,6 +121,10 @@ def simulate(problem: Problem, plan: Plan) -> SimResult:
     """Re-execute `plan` on `problem` under its cost model and check every rule; a `plan`
     that is no `Plan` (a `Result`, a placement by names) is a `TypeError` that says what
     to pass (before: AttributeError: ... has no attribute 'placement')."""
+    if not isinstance(problem, Problem):  # before: AttributeError: 'Spec' ... 'graph'
+        how = ": pick one of its plans with .plan(NAME)" if isinstance(problem, Spec) else ""
+        raise TypeError(f"`problem` must be a planner.Problem, not a "
+                        f"{type(problem).__name__}{how}")
     if not isinstance(plan, Plan):
         raise TypeError(f"`plan` must be a planner.plan.Plan, not {_not_a_plan(plan)}")
     enabled = gc.isenabled()
