@@ -236,7 +236,9 @@ class _Reader:
     def __init__(self, root: Path) -> None:
         self.sources: dict[str, str] = {}
         self.modules: list[ast.Module] = []
-        self.seen: set[Path] = set()
+        #: the files read, by `same_file` (a hard link is the file it links: before, read
+        #: twice, each name's definitions E201 "defined twice")
+        self.seen: set[object] = set()
         self.sink = DiagnosticSink()
         self.root = root
 
@@ -258,10 +260,16 @@ class _Reader:
     def run(self, first: Path, shown: str = "") -> None:
         """Read `first` (resolved, inside the root; named `shown`, the name it was given)
         and everything it imports (named by where they resolve)."""
-        depth_limit = limits.active().import_depth
         frame = self._open(first, None, shown)
-        frames = [frame] if frame is not None else []
-        on_stack = {first}
+        if frame is not None:
+            self.follow(frame)
+
+    def follow(self, frame: _Frame) -> None:
+        """Read what `frame`'s module imports, depth first, each file once; its module,
+        and theirs, join `modules` (each after the files it imports)."""
+        depth_limit = limits.active().import_depth
+        frames = [frame]
+        on_stack = {frame.path}
         while frames:
             top = frames[-1]
             item = next(top.imports, None)
@@ -279,7 +287,7 @@ class _Reader:
                 self.sink.error("E005", f"import cycle: {chain}", item.path.span,
                                 "remove one of these imports")
                 continue
-            if target in self.seen:
+            if same_file(target) in self.seen:
                 continue
             if len(frames) >= depth_limit:
                 self.sink.error(
@@ -287,10 +295,10 @@ class _Reader:
                     f"deeper than {depth_limit} files in one chain of imports", item.path.span,
                     limits.raise_hint("import_depth", depth_limit + 1, 2 * depth_limit))
                 continue
-            self.seen.add(target)
-            frame = self._open(target, item.path.span)
-            if frame is not None:
-                frames.append(frame)
+            self.seen.add(same_file(target))
+            opened = self._open(target, item.path.span)
+            if opened is not None:
+                frames.append(opened)
                 on_stack.add(target)
 
     def _target(self, importer: Path, item: ast.ImportDecl) -> Path | None:
@@ -329,7 +337,7 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
         raise SpecError(Diagnostic("E003", f"cannot read {str(path)!r}: invalid path",
                                    Span.of_path(str(path)))) from None
     reader = _Reader(base)
-    reader.seen.add(first)
+    reader.seen.add(same_file(first))
     if os.path.isdir(path):  # Path.is_dir raised on a name too long to exist (E999)
         shown = display_path(first)
         reader.sink.error("E002", f"{shown} is a directory, not a spec file",
@@ -371,19 +379,21 @@ def load_text(text: str, file: str = "<string>", base: str | os.PathLike[str] = 
         sink.items.extend(err.diagnostics)
         check_comments({file: text}, sink)  # W265 matters most beside an error
         raise SpecError(sink.items) from None
-    modules: list[ast.Module] = []
-    sources = {file: text}
     folder = Path(base)
     inside = Path(root).resolve() if root is not None else default_root(folder / "x")
-    for item in module.items:
-        if isinstance(item, ast.ImportDecl):
-            sub, subsrc = load_modules(folder / item.path.text, inside)
-            sources.update(subsrc)
-            for m in sub:
-                if m.file not in {x.file for x in modules}:
-                    modules.append(m)
-    modules.append(module)
-    return _lower(modules, sources)
+    # its imports read as a file's are (before: each import loaded apart, so an E001 had no
+    # place and the hint "from the current folder", a file imported under two names was
+    # E201 "defined twice", and an import cycle back through the files went unseen)
+    reader = _Reader(inside)
+    reader.follow(_Frame(resolved(folder) / _TEXT, module))
+    if reader.sink.has_errors:
+        raise SpecError(reader.sink.items)
+    return _lower(reader.modules, {**reader.sources, file: text})
+
+
+#: the name `load_text`'s text stands at in its `base` folder, for its imports alone (no
+#: file of that name is read: `<` and `>` are never in a file name planner writes)
+_TEXT = "<text>"
 
 
 def _lower(modules: list[ast.Module], sources: dict[str, str]) -> Loaded:
