@@ -52,7 +52,10 @@ def _refused(problem: Problem, count: int, ranks: int, where: Span | None) -> Sp
     schedule = problem.pipeline.schedule_spec
     cls = schedule.torch_class
     # interleaved stages on one rank would send to that rank (`torch_pipeline._check_runnable`)
-    fits_in = [r for r in range(1, count + 1) if not schedule.virtual_stages
+    # and no more ranks than the cluster has devices (`_looped` refuses those: the hint
+    # offered --ranks 4 for 4 interleaved stages on 2 devices, then refused it)
+    most = min(count, len(problem.cluster.devices))
+    fits_in = [r for r in range(1, most + 1) if not schedule.virtual_stages
                or count % r == 0 and (r > 1 or count == 1)]
     why = (f"{cls} runs stage k on rank k mod {ranks}, as many stages on each rank"
            if schedule.virtual_stages else f"{cls} runs one stage per rank")

@@ -433,6 +433,13 @@ def test_export_at_other_ranks_merges_or_loops_the_stages_or_says_which_ranks_fi
         with pytest.raises(SpecError) as err:
             pipeline_export(looped, traced, back, devices, ranks=ranks)
         assert err.value.diagnostics[0].code == "E947" and hint in err.value.diagnostics[0].hints[0]
+    # on a cluster of 2 devices, 4 ranks cannot run: the hint offers 2 alone (before: "2 or
+    # 4", and --ranks 4 was then E947 "its cluster has 2 device(s)")
+    two = planner.load(_plan(tmp_path, "mlp", 2, "x", "objective pipeline  microbatches 4  "
+                             "schedule interleaved  stages_per_device 2")).plans["p"]
+    with pytest.raises(SpecError) as err:
+        pipeline_export(two, traced, back, torch_devices(two.cluster), ranks=3)
+    assert err.value.diagnostics[0].hints[0].startswith("--ranks 2 runs this split")
     # one rank: the 4 stages would send to their own rank, which gloo refuses ("Pair is not
     # connected"); before, the script was written and crashed, and E947 suggested --ranks 1
     with pytest.raises(SpecError) as err:
