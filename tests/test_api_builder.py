@@ -606,3 +606,14 @@ def test_a_quantity_that_a_float_rounds_to_0_is_e260_as_in_a_spec(key: str, text
     zero.device("gpu0", memory="1 GiB")
     zero.op("a", time="0.000 ms", output="0e5 B")
     assert zero.build().graph.ops[0].time_s == 0
+
+
+def test_a_value_just_beyond_its_range_shows_the_digits_that_tell_it_from_the_bound() -> None:
+    """Before: `the time of op a (1e+06 seconds) is above the valid range (at most 1e+06
+    seconds)` for 1000001 s: a claim that read false."""
+    b = planner.ProblemBuilder("x")
+    b.device("g0", memory="1 GiB")
+    b.op("a", time="1.000001e15 ns")
+    with pytest.raises(planner.SpecError) as err:
+        b.build()
+    assert "(1000001 seconds) is above the valid range (at most 1e+06 seconds)" in str(err.value)

@@ -120,12 +120,19 @@ def _quantity(err: Err, path: str, what: str, value: Any, unit: str, *, positive
             "quantities cannot be negative")
     elif (side := range_side(value, dim) if value else None) == "above":
         # the language's ranges: every later stage stays exact and finite
-        err("E223", path, f"{what} ({value:g} {unit}) is above the valid range (at most "
-            f"{hi:g} {unit})".replace(" )", ")"))
+        err("E223", path, f"{what} ({_apart(value, hi)} {unit}) is above the valid range (at "
+            f"most {hi:g} {unit})".replace(" )", ")"))
     elif side == "below":
-        err("E260", path, f"{what} ({value:g} {unit}) is below the valid range (at least "
-            f"{lo:g} {unit})".replace(" )", ")"), "0 is allowed where the quantity may be 0"
-            if not positive else "")
+        err("E260", path, f"{what} ({_apart(value, lo)} {unit}) is below the valid range (at "
+            f"least {lo:g} {unit})".replace(" )", ")"), "0 is allowed where the quantity may "
+            "be 0" if not positive else "")
+
+
+def _apart(value: float, bound: float) -> str:
+    """`value` with the digits that tell it from `bound` (before: 1000001 s read `1e+06`,
+    "above ... at most 1e+06")."""
+    return next((f"{value:.{p}g}" for p in range(6, 17) if f"{value:.{p}g}" != f"{bound:.{p}g}"),
+                repr(value))
 
 
 def _names(problem: Problem, err: Err) -> None:
