@@ -26,7 +26,10 @@ a fake-tensor kernel, an output type export cannot flatten.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,13 +114,16 @@ def with_defaults(model: Any, example: Example) -> Example:
 def _export(model: Any, example: Example) -> Captured:
     torch = require_torch()
     example = with_defaults(model, example)
+    printed = io.StringIO()
     try:
-        # a kernel that rejects the shapes logs a traceback, then raises
-        with kept(Logged()), without_rnn_weights():
+        # a kernel that rejects the shapes logs a traceback, then raises; a failure prints
+        # its partial graph to stderr (twice, before E942 said why): kept, and dropped
+        with kept(Logged()), without_rnn_weights(), contextlib.redirect_stderr(printed):
             program = torch.export.export(model, example.args, kwargs=example.kwargs,
                                           strict=False)
     except Exception as err:  # noqa: BLE001 - export raises many kinds, user code any
         raise capture_error(model, "torch.export", err) from None
+    sys.stderr.write(printed.getvalue())  # a capture's warnings, as they came
     return Captured(program.module(), _flat(example), "export", example)
 
 
