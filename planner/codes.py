@@ -193,7 +193,8 @@ E623 4   writing an output failed (a full disk, an I/O error): the file is left 
 E624 2   `compare --microbatches` with no point under the pipeline objective (add `--objective
          pipeline`)
 E625 2   an `--algo` that does not plan for the plan's objective (`pipedp`, `pipeilp`, `hybrid` and
-         `uniform` plan pipelines; `cpsat` and `ilp` one pass)
+         `uniform` plan pipelines; `cpsat` and `ilp` one pass), or that plans one pipeline where
+         the plan's `data_parallel N` asks for N (`auto`, `hybrid`, `pipeilp`, `search` plan them)
 W625 0   `compare`: points left out because their algorithm does not plan for their objective
 E626 2   Python API: a `solve` option that does not exist, or a value it cannot take (a time limit,
          gap or seed out of range, a value of the wrong type)

@@ -49,7 +49,7 @@ def rows(problem: Problem, placement: Sequence[int], algorithm: str,
     `replicas` run on that device's group), and a note for each row left out."""
     pipeline = problem.pipeline or Pipeline()
     out = [_row(problem, pipeline, "one device", "single", _one_device(problem))]
-    uniform = run_algorithm("uniform", problem).plan.placement
+    uniform = run_algorithm("uniform", problem, one_pipeline=True).plan.placement
     out.append(_row(problem, pipeline, "uniform split", "uniform", uniform))
     flat = dataclasses.replace(problem, pipeline=None)
     ranked = rank(flat, Options(), limit_s=HEURISTICS_LIMIT_S)
@@ -73,7 +73,7 @@ def rows(problem: Problem, placement: Sequence[int], algorithm: str,
 
 def _one_device(problem: Problem) -> Sequence[int]:
     try:
-        return run_algorithm("single", problem).plan.placement
+        return run_algorithm("single", problem, one_pipeline=True).plan.placement
     except InfeasibleError:
         c = costs(problem)
         n, m = len(problem.graph.ops), len(problem.cluster.devices)

@@ -391,16 +391,25 @@ def test_a_replicated_plan_counts_its_replicas_as_devices_used(tmp_path: Path) -
 def test_a_row_that_plans_no_replicas_says_so_where_the_spec_asks_for_them(
         tmp_path: Path) -> None:
     """Before: under `data_parallel 2`, pipedp's row planned a pure pipeline with an empty
-    `reason` (and won `× best` against the replicated plan asked for); `solve` said why."""
+    `reason` (and won `× best` against the replicated plan asked for); then with the note
+    "gives each stage one device", still `feasible` and best. Now `invalid`, as `solve`
+    refuses it (E625): a plan of one pipeline is not the N pipelines asked for. Under
+    `data_parallel auto` (one device a stage is a choice there) it plans, and says so."""
     spec = _replicable(tmp_path, 2, "data_parallel 2")
     result = runner.invoke(app, ["compare", str(spec), "--algos", "pipedp,hybrid", "--jobs",
                                  "1", "--json"])
     assert result.exit_code == 0, result.output
     rows = {r["algorithm"]: r for r in json.loads(result.stdout)["result"]}
-    assert rows["pipedp"]["reason"] == ("`pipedp` gives each stage one device: "
-                                        "`data_parallel 2` is planned by auto, hybrid, pipeilp, "
-                                        "search")
-    assert "gives each stage one device" not in (rows["hybrid"]["reason"] or "")
+    assert (rows["pipedp"]["status"], rows["pipedp"]["ratio_to_best"]) == ("invalid", None)
+    assert rows["pipedp"]["reason"] == ("--algo pipedp plans one pipeline, and plan `p` has "
+                                        "`data_parallel 2`: 2 replicas of every stage")
+    assert rows["hybrid"]["status"] == "feasible" and rows["hybrid"]["ratio_to_best"] == 1.0
+    spec = _replicable(tmp_path, 2, "data_parallel auto")
+    result = runner.invoke(app, ["compare", str(spec), "--algos", "pipedp", "--jobs", "1",
+                                 "--json"])
+    (row,) = json.loads(result.stdout)["result"]
+    assert row["reason"] == ("`pipedp` gives each stage one device: `data_parallel auto` is "
+                             "planned by auto, hybrid, search")
 
 
 def test_micro_batches_under_an_objective_that_overrides_the_plans_pipeline() -> None:

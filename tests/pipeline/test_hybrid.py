@@ -21,7 +21,7 @@ from planner import loads
 from planner.algorithms import Options, pipehybrid
 from planner.algorithms import run as run_algorithm
 from planner.cost import allreduce_time, costs
-from planner.errors import InfeasibleError
+from planner.errors import InfeasibleError, UsageError
 from planner.model import Problem
 from planner.pipeline import hybrid, schedule
 from planner.pipeline.split import Split, fits, stage_bytes
@@ -533,9 +533,13 @@ def test_big_graphs_compare_layouts_by_the_dps_cost_and_say_so(
 def test_an_algorithm_that_plans_no_replicas_says_so_under_data_parallel() -> None:
     p = _spec([5, 6, 7, 8], [10, 12, 14, 16], [1, 1, 1, 1], devices=4, microbatches=8,
               data_parallel="2")
-    solution = run_algorithm("pipedp", p, Options())
-    assert "`pipedp` gives each stage one device" in solution.info["data_parallel"]
-    assert not hybrid.replica_groups(p, solution.info)
+    # under `data_parallel 2`, refused before any work (before: a plan of one pipeline,
+    # `feasible`, with the note "`pipedp` gives each stage one device", faster than any
+    # plan that runs the 2 replicas asked for)
+    with pytest.raises(UsageError) as err:
+        run_algorithm("pipedp", p, Options())
+    assert err.value.diagnostics[0].code == "E625"
+    assert "plans one pipeline" in err.value.diagnostics[0].message
     assert "data_parallel" not in run_algorithm("hybrid", p, Options()).info
     # under `auto`, pipeilp plans one pipeline too, and the notes say who chooses replicas
     # (before: pipeilp said nothing, and pipedp's note named pipeilp among them)
