@@ -22,7 +22,7 @@ from planner.algorithms import Options, pipehybrid
 from planner.algorithms import run as run_algorithm
 from planner.cost import allreduce_time, costs
 from planner.errors import InfeasibleError, UsageError
-from planner.model import Problem
+from planner.model import Problem, Tie
 from planner.pipeline import hybrid, schedule
 from planner.pipeline.split import Split, fits, stage_bytes
 from planner.pipeline.verdict import pipeline_breaks
@@ -605,3 +605,25 @@ def test_the_cut_moves_never_break_a_pin() -> None:
     assert pipehybrid.iteration(p, p.pipeline, left) == math.inf
     figures = {lay: pipehybrid.iteration(p, p.pipeline, lay)}
     assert pipehybrid.refine(p, p.pipeline, lay, figures) == lay
+
+
+def test_a_tied_weight_on_one_replicated_stage_is_all_reduced_once() -> None:
+    """DDP reduces a shared parameter once, and memory counts it once; before, its bucket
+    counted it per holder: `tie f0, f1` on one stage of 4 replicas all-reduced 100 MB, as
+    two weights did (15.12 ms where one weight takes 7.56 ms)."""
+    def all_reduce(params_mb: list[float], tie: bool) -> list[float]:
+        p = _spec([4, 6, 3], [0.1, 12, 6], params_mb, devices=4, microbatches=8,
+                  bandwidth="10 GB/s", data_parallel="4")
+        if tie:
+            index = p.graph.op_index
+            p = dataclasses.replace(p, graph=dataclasses.replace(
+                p.graph, ties=(Tie((index["f0"], index["f1"]), 50_000_000),)))
+        assert p.pipeline is not None
+        solution = run_algorithm("hybrid", p, Options())
+        ran = schedule.run_planned(p, solution.plan.placement, p.pipeline, solution.info)
+        assert [len(s.devices) for s in ran.stages] == [4]  # one stage on all four
+        return [s.allreduce_s for s in ran.stages]
+
+    tied, one_weight = all_reduce([50, 50, 0], True), all_reduce([50, 0, 0], False)
+    assert tied == pytest.approx(one_weight) and tied[0] > 0
+    assert all_reduce([50, 50, 0], False)[0] > 1.9 * tied[0]  # two weights: twice the bytes
