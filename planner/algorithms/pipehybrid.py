@@ -166,8 +166,9 @@ def _no_layout(problem: Problem, pipeline: Pipeline, explain: bool,
         "E712", f"no hybrid layout of plan `{problem.name}` (stages on consecutive devices "
         f"in the cluster's order, {each}) fits the devices' memory and the devices its "
         f"units may use{dphints.stage_cap_words(problem, pipeline)}", None,
-        (*fewer, "pins that do not follow the cluster's device order leave the hybrid DP no "
-         "layout (`--algo pipedp` tries device chains in any order)")))
+        (*fewer, *(("pins that do not follow the cluster's device order leave the hybrid DP "
+                    "no layout (`--algo pipedp` tries device chains in any order)",)
+                   if problem.pins else ()))))  # (before: said of specs without pins too)
 
 
 def fitting(problem: Problem, pipeline: Pipeline, cuts: int = MAX_CUTS

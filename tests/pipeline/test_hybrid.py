@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pipe_support import run_doc_commands, two_device_text
+from pipe_support import run_doc_commands, tight_text, two_device_text
 
 from planner import loads
 from planner.algorithms import Options, pipehybrid
@@ -627,3 +627,20 @@ def test_a_tied_weight_on_one_replicated_stage_is_all_reduced_once() -> None:
     tied, one_weight = all_reduce([50, 50, 0], True), all_reduce([50, 0, 0], False)
     assert tied == pytest.approx(one_weight) and tied[0] > 0
     assert all_reduce([50, 50, 0], False)[0] > 1.9 * tied[0]  # two weights: twice the bytes
+
+
+def test_e712_blames_pins_only_where_the_spec_has_pins() -> None:
+    """Before: every E712 hinted that "pins that do not follow the cluster's device order
+    leave the hybrid DP no layout", on specs without a pin too (here memory: only a
+    recomputing split fits)."""
+    hint = "pins that do not follow the cluster's device order"
+    p = loads(tight_text("34 MB")).plan("p")
+    with pytest.raises(InfeasibleError) as err:
+        run_algorithm("hybrid", p, Options())
+    (d,) = err.value.diagnostics
+    assert d.code == "E712" and not any(hint in h for h in d.hints), d.hints
+    pinned = loads(tight_text("34 MB").replace("schedule 1f1b", "schedule 1f1b; pin f3 to d0")
+                   ).plan("p")
+    with pytest.raises(InfeasibleError) as err:
+        run_algorithm("hybrid", pinned, Options())
+    assert any(hint in h for d in err.value.diagnostics for h in d.hints)
