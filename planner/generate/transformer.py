@@ -114,7 +114,7 @@ def _checked(arch: str, layers: int, hidden: int, heads: int, ffn: int | None, s
     dec_layers = layers if decoder_layers is None else decoder_layers
     t_len = seq if tgt_seq is None else tgt_seq
     check_positive(layers=layers, hidden=hidden, heads=heads, ffn=f, seq=seq, batch=batch,
-                   vocab=vocab, decoder_layers=max(dec_layers, 1), tgt_seq=t_len)
+                   vocab=vocab, decoder_layers=dec_layers, tgt_seq=t_len)
     if hidden % heads:
         raise UsageError(Diagnostic("E930", f"--hidden {hidden} is not a multiple of --heads "
                                     f"{heads}", None, (_heads_hint(hidden, heads),)))

@@ -140,7 +140,12 @@ def test_bad_options_are_usage_errors(call: object) -> None:
 @pytest.mark.parametrize(("make", "flag"), [
     (lambda: transformer.generate(layers=1, ffn=0), "--ffn"),
     (lambda: transformer.generate(arch="encdec", layers=1, tgt_seq=0), "--tgt-seq"),
-    (lambda: gnmt.generate(layers=2, tgt_seq=0), "--tgt-seq")])
+    (lambda: gnmt.generate(layers=2, tgt_seq=0), "--tgt-seq"),
+    # built an encoder whose output fed nothing (0), or, negative, a graph the up-front
+    # size check undercounted: `--layers 36000 --decoder-layers -20000` built 504,008 ops
+    # (4.5 s, 380 MB) before E011, and more ran out of memory with a traceback
+    (lambda: transformer.generate(arch="encdec", layers=1, decoder_layers=0),
+     "--decoder-layers")])
 def test_an_option_of_0_is_e930_not_the_default(make: object, flag: str) -> None:
     """`--ffn 0` built FFN 3072 and `--tgt-seq 0` the source length, silently."""
     with pytest.raises(UsageError) as err:
@@ -256,3 +261,11 @@ def test_a_size_below_1_is_e930_with_a_hint() -> None:
     (d,) = err.value.diagnostics
     assert d.hints == ("give --batch a whole number of 1 or more",)
 
+
+
+def test_a_negative_decoder_layer_count_is_e930_before_any_building() -> None:
+    with pytest.raises(UsageError) as err:
+        transformer.generate(arch="encdec", layers=36000, decoder_layers=-20000, hidden=12,
+                             heads=12, seq=1, batch=1, vocab=1)
+    (d,) = err.value.diagnostics
+    assert d.code == "E930" and d.message == "--decoder-layers must be at least 1, not -20000"
