@@ -214,7 +214,7 @@ def test_a_value_outside_the_range_is_hinted_back_the_way_it_left(
 SIZE_GRIDS = {
     "transformer": ([{"arch": a, "layers": n, "decoder_layers": d}
                      for a, n, d in itertools.product(("gpt", "encdec"), (1, 2, 3),
-                                                      (None, 0, 1, 2))
+                                                      (None, 1, 2))
                      if a == "encdec" or d is None],
                     {"hidden": 4, "heads": 2, "seq": 2, "batch": 1, "vocab": 5}),
     "gnmt": ([{"layers": n, "seq": s, "tgt_seq": t}
