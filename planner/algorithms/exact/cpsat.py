@@ -87,8 +87,12 @@ def solve(problem: Problem, options: Options, *, warn: bool = True,
                    f"model needs about {bud.prep_s:.3g} s more to build" if
                    bud.enough else f"the estimated preparation ({bud.prep_s:.3g} s for a "
                    "model of this size) uses it up")
-            return conclude(inst, warm, outcome="skipped", message=(
-                f"no search time left in --time-limit {bud.limit_s:g} s: {why}"),
+            # a zero limit as `ilp` and `pipeilp` say it (docs/limits.md), not as if a
+            # little more time would have run the search
+            message = ("no solver time left in --time-limit 0 s: a zero limit runs no solver"
+                       if bud.limit_s == 0 else
+                       f"no search time left in --time-limit {bud.limit_s:g} s: {why}")
+            return conclude(inst, warm, outcome="skipped", message=message,
                 placement=None, key=None, solver_bound_s=None, build_s=0.0, solve_s=0.0,
                 extra=extra, **common)
         t_build = time.perf_counter()
