@@ -699,7 +699,8 @@ class _Reader:
                 raise Bail
             if v in statements:
                 items.append(statements[v](self, tok))
-            elif v not in keywords or v in setting_words:  # `setting: _key value`
+            elif (v not in keywords or v in setting_words) and not v[0].isdigit():
+                # `setting: _key value` (a key is a NAME or a keyword, not `1f1b`)
                 items.append(ast.Attr(v, None, self.value(self.take()), self.span(tok)))
             else:
                 raise Bail
@@ -741,7 +742,7 @@ class _Reader:
             k = tok[0]
             if k == TOK_NAME:
                 key = tok[1]
-                if key in keywords:
+                if key in keywords or key[0].isdigit():  # a key is a NAME (not `1f1b`)
                     raise Bail
                 val = nxt()
                 sel = None
