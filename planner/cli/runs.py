@@ -127,7 +127,7 @@ def emit_result(problem: Problem, plan: Plan, report: JsonReport, *,
     if "status" in extra_rows:  # in place: the HTML report reads the rows after this
         extra_rows["status"] = _status_words(problem, extra_rows["status"])
     if report.enabled:
-        obj = report_json(problem, result, bounds)
+        obj = report_json(problem, result, bounds, plan.order)
         obj.update(extra_json)
         obj["gap"] = gap
         report.result = obj

@@ -8,7 +8,7 @@ its result down, with the lower bounds (`planner.bounds`) beside it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..bounds import Bounds
@@ -20,6 +20,18 @@ def _t(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
+def _listed(ran: Sequence[int], planned: Sequence[Sequence[int]] | None, d: int, n: int
+            ) -> Sequence[int]:
+    """Device `d`'s ops for the report: `ran`, or the plan's order where `ran` stops short
+    of it (`report_json`)."""
+    if planned is None or d >= len(planned):
+        return ran
+    order = tuple(planned[d])
+    whole = len(set(order)) == len(order) and all(
+        isinstance(i, int) and 0 <= i < n for i in order)  # as the simulator read it
+    return order if whole and len(order) > len(ran) and order[:len(ran)] == tuple(ran) else ran
+
+
 def violations_json(problem: Problem, violations: Iterable[Violation]) -> list[dict[str, Any]]:
     """The report's `violations`: each rule broken, with the names of its ops and devices."""
     ops, devs = problem.graph.ops, problem.cluster.devices
@@ -28,11 +40,16 @@ def violations_json(problem: Problem, violations: Iterable[Violation]) -> list[d
             for v in violations]
 
 
-def report_json(problem: Problem, result: SimResult, bounds: Bounds) -> dict[str, Any]:
+def report_json(problem: Problem, result: SimResult, bounds: Bounds,
+                planned: Sequence[Sequence[int]] | None = None) -> dict[str, Any]:
     """The `planner simulate --json` object: stable key order, ints for bytes.
 
     Times are seconds as floats; times that never happen (`inf`) are `null`. `ratio` is
-    makespan / lower bound (`null` when either is not a positive finite number).
+    makespan / lower bound (`null` when either is not a positive finite number). A
+    device's `ops` are those it ran, in order; where `planned` (the plan's order) holds
+    more after them (a deadlocked order), the plan's, so that the report reads back as
+    that plan (before: none ran, no device listed an op, and the report read back as an
+    order that left every op out).
     """
     ops = problem.graph.ops
     devs = problem.cluster.devices
@@ -58,7 +75,7 @@ def report_json(problem: Problem, result: SimResult, bounds: Bounds) -> dict[str
         "devices": [
             {
                 "name": dev.name,
-                "ops": [ops[i].name for i in result.order[d]],
+                "ops": [ops[i].name for i in _listed(result.order[d], planned, d, len(ops))],
                 "busy_s": _t(result.busy_s[d]),
                 "memory_static_bytes": int(result.memory_static_bytes[d]),
                 "memory_peak_bytes": int(result.memory_peak_bytes[d]),

@@ -167,6 +167,29 @@ def test_a_json_report_reads_back_as_its_plan(tmp_path: Path) -> None:
                                                         solved["placement"])
 
 
+def test_a_deadlocked_orders_report_reads_back_as_that_order(tmp_path: Path) -> None:
+    """Before: no op ran, so no device listed one, and the report read back as an order
+    that left every op out: makespan 4 ms and three other violations, where the plan's
+    verdict is its deadlock (exit 3, makespan null)."""
+    (tmp_path / "s.plan").write_text(SPEC)
+    (tmp_path / "dl.json").write_text(json.dumps({
+        "placement": {"a": "gpu0", "b": "gpu0", "c": "gpu1"},
+        "order": {"gpu0": ["b", "a"], "gpu1": ["c"]}}))
+    code, out, _ = invoke(["simulate", "s.plan", "--placement", "dl.json", "--json"],
+                          tmp_path)
+    first = json.loads(out)["result"]
+    assert code == 3 and first["makespan_s"] is None
+    assert [(d["name"], d["ops"]) for d in first["devices"]] == [("gpu0", ["b", "a"]),
+                                                                 ("gpu1", ["c"])]
+    (tmp_path / "report.json").write_text(out)
+    code, out, _ = invoke(["simulate", "s.plan", "--placement", "report.json", "--json"],
+                          tmp_path)
+    again = json.loads(out)["result"]
+    assert code == 3 and again["makespan_s"] is None
+    assert again["violations"] == first["violations"]
+    assert "deadlocks" in again["violations"][0]["message"]
+
+
 def test_split_colocation_is_located_by_check_and_hinted_by_simulate(tmp_path: Path) -> None:
     # `place` lines that split a `colocate`: check says where (E252), not "ok"
     spec = SPEC.replace("  a -> c\n", "  a -> c\n  colocate a, c\n")
