@@ -24,6 +24,18 @@ _TRAILING_DIGITS = re.compile(r"[0-9]+\Z")
 
 # complex: validates each device statement: a check and a message per attribute and rule
 # (E240, E241, E242, E246, E205), E247, then the links and the E244 pairs without one
+def _flop_rate(sink: DiagnosticSink, attrs: Attrs) -> float | None:
+    """A device's `flops` rate, None where not given; one refused (said: E241 and the
+    quantity's errors) is a stand-in rate, so that no op reads as unrunnable for it (before:
+    an E253 per op with `flops`, "device has no `flops` rate")."""
+    flop_rate = attrs.quantity("flops")
+    if flop_rate is not None and flop_rate <= 0:
+        sink.error("E241", "`flops` must be positive", attrs.values["flops"].value.span,
+                   "for example `flops 15.7 TFLOPS`, or remove it (ops then need `time`)")
+        flop_rate = None
+    return 1.0 if flop_rate is None and "flops" in attrs.values else flop_rate
+
+
 def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
                   budget: Budget) -> Cluster | None:
     """The cluster of `decl` (None when its devices or links are past the load's
@@ -47,15 +59,7 @@ def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
                        "`speed` divides `time` (default 1): for example `speed 0.5` for a "
                        "device half as fast")
             speed = None
-        flop_rate = attrs.quantity("flops")
-        if flop_rate is not None and flop_rate <= 0:
-            sink.error("E241", "`flops` must be positive", attrs.values["flops"].value.span,
-                       "for example `flops 15.7 TFLOPS`, or remove it (ops then need `time`)")
-            flop_rate = None
-        if flop_rate is None and "flops" in attrs.values:
-            # refused (said): a stand-in rate, so that no op reads as unrunnable for it
-            # (before: an E253 per op with `flops`, "device has no `flops` rate")
-            flop_rate = 1.0
+        flop_rate = _flop_rate(sink, attrs)
         kind = attrs.name("kind")
         if d.ref.kind == "wild":
             sink.error("E242", "`[*]` selects existing devices; declare a range instead",
