@@ -22,8 +22,6 @@ from .resolve import Budget
 _TRAILING_DIGITS = re.compile(r"[0-9]+\Z")
 
 
-# complex: validates each device statement: a check and a message per attribute and rule
-# (E240, E241, E242, E246, E205), E247, then the links and the E244 pairs without one
 def _flop_rate(sink: DiagnosticSink, attrs: Attrs) -> float | None:
     """A device's `flops` rate, None where not given; one refused (said: E241 and the
     quantity's errors) is a stand-in rate, so that no op reads as unrunnable for it (before:
@@ -36,6 +34,8 @@ def _flop_rate(sink: DiagnosticSink, attrs: Attrs) -> float | None:
     return 1.0 if flop_rate is None and "flops" in attrs.values else flop_rate
 
 
+# complex: validates each device statement: a check and a message per attribute and rule
+# (E240, E241, E242, E246, E205), E247, then the links and the E244 pairs without one
 def lower_cluster(sink: DiagnosticSink, decl: ast.ClusterDecl, loc: Locations,
                   budget: Budget) -> Cluster | None:
     """The cluster of `decl` (None when its devices or links are past the load's
