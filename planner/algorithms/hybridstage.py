@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -131,9 +132,13 @@ class Start:
     computed per group once, what depends on one device or link per device or link."""
 
     def __init__(self, problem: Problem, u: Units, grad_prefix: NDArray[np.float64], i: int,
-                 ends: NDArray[np.int64]) -> None:
+                 ends: NDArray[np.int64],
+                 ties: Sequence[tuple[NDArray[np.int64], float]] = ()) -> None:
         self.u, self.i, self.ends = u, i, ends
         self.grads = grad_prefix[ends] - grad_prefix[i]
+        for holders, nbytes in ties:  # a tied weight's gradient reduced once per stage
+            inside = np.searchsorted(holders, ends) - np.searchsorted(holders, i)
+            self.grads = self.grads - np.maximum(inside - 1, 0) * nbytes
         self.params = u.params_prefix[ends] - u.params_prefix[i]
         self.transient = np.maximum.accumulate(u.transient[i:])[ends - i - 1]
         self.acts = u.kept_prefix[ends] - u.kept_prefix[i] + u.forward_bytes[i]

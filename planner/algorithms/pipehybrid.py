@@ -330,6 +330,9 @@ class _Tables:
     cuts: NDArray[np.int64]
     #: [x]: gradient bytes of units [0, x) (forward ops' params with backward ops)
     grad_prefix: NDArray[np.float64]
+    #: per tie of trained ops: its holders' units (sorted) and its bytes, which a stage
+    #: holding k of them reduces once, not k times (`hybrid.gradient_buckets`)
+    ties: tuple[tuple[NDArray[np.int64], float], ...] = ()
 
 
 def _tables(problem: Problem, most: int = MAX_CUTS) -> _Tables:
@@ -342,7 +345,9 @@ def _derive(problem: Problem, most: int) -> _Tables:
     grad = np.zeros(u.count)
     for k, ops in enumerate(u.members):
         grad[k] = sum(g.ops[i].params_bytes for i in ops if i in trained)
-    return _Tables(candidate_cuts(u, most), np.concatenate([[0.0], np.cumsum(grad)]))
+    ties = tuple((np.array(sorted(u.unit_of[i] for i in tie.ops), dtype=np.int64),
+                  float(tie.bytes)) for tie in g.ties if all(i in trained for i in tie.ops))
+    return _Tables(candidate_cuts(u, most), np.concatenate([[0.0], np.cumsum(grad)]), ties)
 
 
 def replica_counts(p: int, pipeline: Pipeline) -> list[int]:
@@ -370,7 +375,7 @@ def _dp(problem: Problem, pipeline: Pipeline, most: int = MAX_CUTS) -> list[Layo
     for used in passes:
         best[used][k_n, 0] = 0.0
     for a in range(k_n - 1, -1, -1):
-        start = Start(problem, u, t.grad_prefix, int(cuts[a]), cuts[a + 1:])
+        start = Start(problem, u, t.grad_prefix, int(cuts[a]), cuts[a + 1:], t.ties)
         for used in passes:
             table = best[used]
             for p in range(1, used + 1):
@@ -403,7 +408,7 @@ def layout_cost(problem: Problem, pipeline: Pipeline, lay: Layout) -> float:
         i, j = lay.bounds[k], lay.bounds[k + 1]
         p = sum(map(len, lay.groups[k:]))
         first = used - p
-        start = Start(problem, u, t.grad_prefix, i, np.array([j]))
+        start = Start(problem, u, t.grad_prefix, i, np.array([j]), t.ties)
         cost = start.cost(problem, c, pipeline, tuple(range(first, first + len(group))),
                           k + 1 < len(lay.groups), p)
         worst = max(worst, float(cost[0]))

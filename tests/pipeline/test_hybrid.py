@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pipe_support import run_doc_commands, tight_text, two_device_text
 
@@ -644,3 +645,23 @@ def test_e712_blames_pins_only_where_the_spec_has_pins() -> None:
     with pytest.raises(InfeasibleError) as err:
         run_algorithm("hybrid", pinned, Options())
     assert any(hint in h for d in err.value.diagnostics for h in d.hints)
+
+
+def test_the_dps_gradient_bytes_count_a_tied_weight_once_per_stage_as_the_run_does() -> None:
+    """The DP's stage figures (`hybridstage.Start.grads`) and the simulated run's buckets
+    (`hybrid.gradient_bytes`) agree on a stage holding both holders of a tie, and on one
+    holding one (before: the DP counted the weight per holder)."""
+    from planner.algorithms.hybridstage import Start
+    from planner.pipeline.units import units
+
+    p = _spec([4, 6, 3], [0.1, 12, 6], [50, 50, 0], devices=4, microbatches=8,
+              data_parallel="4")
+    index = p.graph.op_index
+    p = dataclasses.replace(p, graph=dataclasses.replace(
+        p.graph, ties=(Tie((index["f0"], index["f1"]), 50_000_000),)))
+    u, tables = units(p), pipehybrid._tables(p)
+    for i, end in ((0, 3), (0, 2), (1, 3)):
+        grads = Start(p, u, tables.grad_prefix, i, np.array([end]), tables.ties).grads
+        ops = [o for k in range(i, end) for o in u.members[k]]
+        assert grads[0] == pytest.approx(hybrid.gradient_bytes(p, ops)), (i, end)
+    assert hybrid.gradient_bytes(p, range(len(p.graph.ops))) == pytest.approx(50_000_000)
