@@ -212,6 +212,17 @@ def _article(word: str) -> str:
     return "an" if word[:1].lower() in "aeiou" else "a"
 
 
+def _parsed(text: str, shown: str, sink: DiagnosticSink) -> ast.Module | None:
+    """`text` parsed, or None with its syntax error in `sink`, and W265 for its comments'
+    hidden characters, which matter most beside an error (before: the error alone)."""
+    try:
+        return parse(text, shown)
+    except SpecError as err:
+        sink.items.extend(err.diagnostics)
+        check_comments({shown: text}, sink)
+        return None
+
+
 class _Frame:
     """A file being read: its module and the imports still to follow."""
 
@@ -250,12 +261,8 @@ class _Reader:
             self.sink.items.extend(err.diagnostics)
             return None
         self.sources[shown] = text
-        try:
-            return _Frame(p, parse(text, shown))
-        except SpecError as err:
-            self.sink.items.extend(err.diagnostics)
-            check_comments({shown: text}, self.sink)  # W265 matters most beside an error
-            return None
+        module = _parsed(text, shown, self.sink)
+        return None if module is None else _Frame(p, module)
 
     def run(self, first: Path, shown: str = "") -> None:
         """Read `first` (resolved, inside the root; named `shown`, the name it was given)
@@ -287,7 +294,8 @@ class _Reader:
                 self.sink.error("E005", f"import cycle: {chain}", item.path.span,
                                 "remove one of these imports")
                 continue
-            if same_file(target) in self.seen:
+            identity = same_file(target)
+            if identity in self.seen:
                 continue
             if len(frames) >= depth_limit:
                 self.sink.error(
@@ -295,7 +303,7 @@ class _Reader:
                     f"deeper than {depth_limit} files in one chain of imports", item.path.span,
                     limits.raise_hint("import_depth", depth_limit + 1, 2 * depth_limit))
                 continue
-            self.seen.add(same_file(target))
+            self.seen.add(identity)
             opened = self._open(target, item.path.span)
             if opened is not None:
                 frames.append(opened)
@@ -372,13 +380,10 @@ def load_text(text: str, file: str = "<string>", base: str | os.PathLike[str] = 
     """Load spec text; its imports are resolved relative to `base` and stay inside `root`
     (default: `default_root` of `base`); a leading byte order mark is dropped."""
     text = text.removeprefix(BOM)
-    try:
-        module = parse(text, file)
-    except SpecError as err:
-        sink = DiagnosticSink()
-        sink.items.extend(err.diagnostics)
-        check_comments({file: text}, sink)  # W265 matters most beside an error
-        raise SpecError(sink.items) from None
+    sink = DiagnosticSink()
+    module = _parsed(text, file, sink)
+    if module is None:
+        raise SpecError(sink.items)
     folder = Path(base)
     inside = Path(root).resolve() if root is not None else default_root(folder / "x")
     # its imports read as a file's are (before: each import loaded apart, so an E001 had no
