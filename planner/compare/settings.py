@@ -37,7 +37,7 @@ from typing import Any
 from .. import limits
 from ..errors import Diagnostic, UsageError, did_you_mean
 from ..model import MAX_MICROBATCHES, Device, Link, Pipeline, Problem
-from ..units import RANGES, UNITS, format_quantity, parse_number, whole_bytes
+from ..units import RANGES, UNITS, format_quantity, parse_number, range_side, whole_bytes
 
 DEFAULT_BANDWIDTH = "1x"
 DEFAULT_MEMORY = "100%"
@@ -343,7 +343,9 @@ def _within(option: str, label: str, dim: str, values: dict[str, float],
     the language's range for `dim`, as a spec's own value out of it is refused."""
     low, high = RANGES[dim]
     for name, value in values.items():
-        if not low <= value <= high:
+        # the language's rule (`units.range_side`: 0 outside; a bound met but for rounding
+        # inside), as a spec's own value is judged
+        if range_side(value, dim, positive=True) is not None:
             raise SettingError(
                 f"{option} {label}: makes `{name}` of cluster `{cluster}` "
                 f"{format_quantity(value, dim) if math.isfinite(value) else 'infinite'}, "

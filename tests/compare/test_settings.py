@@ -122,3 +122,17 @@ def test_a_factor_that_takes_this_spec_out_of_range_is_a_setting_error(
     with pytest.raises(SettingError) as err:
         apply_setting(_chain(), setting)
     assert str(err.value).startswith(words) and "outside 1 B" in str(err.value)
+
+
+def test_a_factor_that_meets_a_bound_but_for_rounding_is_in_range_as_in_a_spec() -> None:
+    """`--bandwidth` judges a scaled link by the language's rule (`units.range_side`), which
+    takes a value a rounding above a bound (`bandwidth 1000000.0000000001 GB/s` loads):
+    1000000000000000.1 B/s made by a factor was a setting error, the same value written in a
+    spec is not."""
+    text = ("cluster c { device d[0..1] { memory 1 GiB } link d0 <-> d1 { bandwidth %s } }\n"
+            "graph g { op a { time 1 ms  output 1 MB } op b { time 1 ms } a -> b }\n"
+            "plan p { graph g  cluster c }\n")
+    scaled, _ = apply_setting(planner.loads(text % "7 GB/s").plan(),
+                              Setting(bandwidth="142857.14285714287x"))
+    written = planner.loads(text % "1000000.0000000001 GB/s").plan()
+    assert scaled.cluster.links[0].bandwidth_Bps == written.cluster.links[0].bandwidth_Bps > 1e15
