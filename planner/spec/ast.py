@@ -64,6 +64,24 @@ class DevRef:
     lo: int
     hi: int
     span: Span
+    #: a range's digits per name: a bound written with leading zeros pads every name to
+    #: its length (`gpu[00..15]` is `gpu00` … `gpu15`, as Slurm's node lists read)
+    width: int = 1
+
+    def member(self, i: int) -> str:
+        """The name of a range's device `i`."""
+        return f"{self.name.text}{i:0{self.width}d}"
+
+    def bounds(self, lo: int | None = None, hi: int | None = None) -> str:
+        """`[lo..hi]` as the range writes them (its own bounds by default)."""
+        lo, hi = self.lo if lo is None else lo, self.hi if hi is None else hi
+        return f"[{lo:0{self.width}d}..{hi:0{self.width}d}]"
+
+
+def range_width(lo: str, hi: str) -> int:
+    """The digits per name of `[lo..hi]` (`DevRef.width`): the longest bound written with
+    a leading zero, else 1."""
+    return max((len(b) for b in (lo, hi) if len(b) > 1 and b[0] == "0"), default=1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -474,7 +474,7 @@ class _Reader:
         if not (lo[0] == hi[0] == TOK_NUMBER and lo[1].isdigit() and hi[1].isdigit()):
             raise Bail
         return ast.DevRef("range", prefix, int(lo[1]), int(hi[1]),
-                          self.join(prefix.span, self.span(hi)))
+                          self.join(prefix.span, self.span(hi)), ast.range_width(lo[1], hi[1]))
 
     def devlist(self) -> tuple[ast.DevRef, ...]:
         """`devref ("," devref)*`."""

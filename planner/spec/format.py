@@ -126,7 +126,7 @@ def _attr(a: ast.Attr) -> str:
 
 def _devref(r: ast.DevRef) -> str:
     if r.kind == "range":
-        return f"{_name(r.name)}[{r.lo}..{r.hi}]"
+        return f"{_name(r.name)}{r.bounds()}"
     if r.kind == "wild":
         return f"{_name(r.name)}[*]"
     return _name(r.name)

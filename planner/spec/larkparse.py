@@ -79,7 +79,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def devrange(self, c: list[Any]) -> ast.DevRef:
         n, lo, hi = c
         return ast.DevRef("range", n, int(lo.value), int(hi.value),
-                          self._join(n.span, self._span(hi)))
+                          self._join(n.span, self._span(hi)),
+                          ast.range_width(lo.value, hi.value))
 
     def devwild(self, c: list[Any]) -> ast.DevRef:
         """`gpu[*]`, its span up to the `]` (Lark hands over the name alone)."""

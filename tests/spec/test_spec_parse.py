@@ -88,6 +88,36 @@ def test_a_quoted_name_prefixes_a_range_and_a_wildcard() -> None:
     assert format_source(canonical) == canonical
 
 
+def test_a_bound_written_with_leading_zeros_pads_the_ranges_names() -> None:
+    """`gpu[00..02]` declares `gpu00` … `gpu02`, as a Slurm node list reads (before: `gpu0`
+    … `gpu2`, so `pin a to gpu01` was E207 "did you mean `gpu0`?"); `[0..07]` pads too,
+    and `fmt` writes both bounds at that width. Unpadded ranges are unchanged."""
+    text = ("cluster c { device gpu[00..02] { memory 1 GB }\n"
+            "  device tpu[0..07] { memory 1 GB }  device npu[8..10] { memory 1 GB }\n"
+            "  link gpu[00..02], tpu[00..7], npu[8..10] <-> gpu[*], tpu[0..07], npu[*] {\n"
+            "    bandwidth 1 GB/s } }\n"
+            "graph g { op a { time 1 ms } }\n"
+            "plan p { graph g  cluster c  pin a to gpu01 }\n")
+    _read_alike(text)
+    problem = planner.loads(text).plan()
+    names = [d.name for d in problem.cluster.devices]
+    assert names == ["gpu00", "gpu01", "gpu02", *(f"tpu0{i}" for i in range(8)),
+                     "npu8", "npu9", "npu10"]
+    assert dict(problem.pins) == {0: 1}
+    index = {n: k for k, n in enumerate(names)}
+    assert problem.cluster.link(index["gpu01"], index["tpu07"]) is not None
+    canonical = format_source(text)
+    assert "gpu[00..02]" in canonical and "tpu[00..07]" in canonical
+    assert "npu[8..10]" in canonical and "tpu[00..07], npu[8..10] <-> gpu[*]" in canonical
+    assert format_source(canonical) == canonical
+    with pytest.raises(SpecError, match=r"`tpu\[06..09\]` names devices cluster `c` lacks: "
+                       r"tpu08, tpu09.*has `tpu\[06..07\]` of this range") as caught:
+        planner.loads(text.replace("tpu[0..07], npu[*]", "tpu[06..09], npu[*]"))
+    assert "E207" in str(caught.value)
+    with pytest.raises(SpecError, match=r"`tpu\[0..7\]` names .* lacks: tpu0, .*`tpu00`"):
+        planner.loads(text.replace("tpu[00..7]", "tpu[0..7]"))  # the names are padded
+
+
 @pytest.mark.parametrize("value", ["1f1b", "gpipe", '"interleaved"'])
 def test_fast_path_reads_the_pipeline_settings_like_lark(value: str) -> None:
     # `1f1b`, the one name that starts with a digit, is read by the fast path too: a

@@ -165,9 +165,9 @@ def _resolve_side(sink: DiagnosticSink, refs: Sequence[ast.DevRef], index: dict[
     same reference written again is not expanded again, and one of a range whose
     declaration was refused (`failed`: E242, E245, E246, said there) is not reported."""
     out: dict[int, None] = {}
-    done: set[tuple[str, str, int, int]] = set()
+    done: set[tuple[str, str, int, int, int]] = set()
     for r in refs:
-        key = (r.kind, r.name.text, r.lo, r.hi)
+        key = (r.kind, r.name.text, r.lo, r.hi, r.width)
         if key in done:
             continue
         done.add(key)
@@ -205,16 +205,16 @@ def _expand_decl(sink: DiagnosticSink, ref: ast.DevRef) -> list[str]:
     if ref.kind == "name":
         return [ref.name.text]
     if ref.lo > ref.hi:
-        sink.error("E245", f"empty range `{ref.name.text}[{ref.lo}..{ref.hi}]`", ref.span,
-                   f"write the smaller bound first: `{ref.name.text}[{ref.hi}..{ref.lo}]`")
+        sink.error("E245", f"empty range `{ref.name.text}{ref.bounds()}`", ref.span,
+                   f"write the smaller bound first: `{ref.name.text}{ref.bounds(ref.hi, ref.lo)}`")
         return []
     max_devices = limits.active().devices
     if ref.hi - ref.lo >= max_devices:  # `gpu[0..99999999]` would exhaust memory
-        sink.error("E246", f"range `{ref.name.text}[{ref.lo}..{ref.hi}]` has "
+        sink.error("E246", f"range `{ref.name.text}{ref.bounds()}` has "
                    f"{ref.hi - ref.lo + 1} devices; at most {max_devices} are allowed", ref.span,
                    limits.raise_hint("devices", ref.hi - ref.lo + 1))
         return []
-    return [f"{ref.name.text}{i}" for i in range(ref.lo, ref.hi + 1)]
+    return [ref.member(i) for i in range(ref.lo, ref.hi + 1)]
 
 
 def _resolve_devs(sink: DiagnosticSink, ref: ast.DevRef, index: dict[str, int],
@@ -231,14 +231,14 @@ def _resolve_devs(sink: DiagnosticSink, ref: ast.DevRef, index: dict[str, int],
                    *device_hints(sink, missing[0], index, cname))
         return []
     prefix = ref.name.text
-    held = [i for i in range(ref.lo, ref.hi + 1) if f"{prefix}{i}" in index]
+    held = [i for i in range(ref.lo, ref.hi + 1) if ref.member(i) in index]
     shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4
                                       else "")
-    hint = (f"cluster `{cname}` has `{prefix}[{held[0]}..{held[-1]}]` of this range"
+    hint = (f"cluster `{cname}` has `{prefix}{ref.bounds(held[0], held[-1])}` of this range"
             if held and held == list(range(held[0], held[-1] + 1)) else
             f"cluster `{cname}` has none of them" if not held else
-            "cluster `{}` has {} of them".format(cname, ", ".join(f"{prefix}{i}" for i in held)))
+            "cluster `{}` has {} of them".format(cname, ", ".join(map(ref.member, held))))
     more = device_hints(sink, missing[0], index, cname) if not held else ()
-    sink.error("E207", f"`{prefix}[{ref.lo}..{ref.hi}]` names devices cluster `{cname}` lacks: "
+    sink.error("E207", f"`{prefix}{ref.bounds()}` names devices cluster `{cname}` lacks: "
                f"{shown}", ref.span, hint, *more)
     return [index[name] for name in names if name in index]
