@@ -122,13 +122,16 @@ def _most_replicas(problem: Problem, m: int, replicated: bool = False) -> int:
 
 
 def _work(table: np.ndarray) -> float:
-    """The work bound: related devices at the cluster's pace, else fastest times over m."""
+    """The work bound: related devices at the cluster's pace, else fastest times over m.
+    An op that takes no time somewhere and some elsewhere (`time[gpu] 0 ms`) makes them
+    unrelated (before: left out of the test, it was charged device 0's time, which could
+    be above the optimum)."""
     finite = np.isfinite(table)
     m = table.shape[1]
     if not table.size:
         return 0.0
-    rows = finite.all(axis=1) & (table > 0).all(axis=1)
-    if rows.any() and finite.all():
+    rows = (table > 0).all(axis=1)
+    if rows.any() and finite.all() and (rows | (table == 0).all(axis=1)).all():
         ratio = table[rows] / table[rows][:, :1]  # per op, each device's time / device 0's
         if np.allclose(ratio, ratio[0], rtol=1e-9, atol=0.0):
             pace = 1.0 / ratio[0]  # device 0's time over each device's

@@ -245,3 +245,29 @@ def test_no_valid_plan_beats_the_pipeline_bounds(data_parallel: int | str, sched
             assert bound.period_s <= r.period_s * (1 + 1e-9), (p, bound, r)
             assert bound.iteration_s <= r.iteration_s * (1 + 1e-9), (p, bound, r)
     assert checked >= 20
+
+
+def test_an_op_free_on_one_kind_leaves_the_devices_unrelated() -> None:
+    # x takes 9 ms on the cpu and none on the gpu, y and z 3 ms on either: {x, y} on the
+    # gpu and z on the cpu run at T = 3 ms. The work bound left x out of its test of
+    # related devices, found them related (y and z scale alike) and charged x device 0's
+    # 9 ms: T >= 7.5 ms, an "optimal" pipeilp and "at most 0.0%" above a plan twice the best
+    p = loads("""cluster c {
+  device d0 { kind cpu  memory 1 GiB }
+  device d1 { kind gpu  memory 1 GiB }
+  link d0 <-> d1 { bandwidth 1 GB/s }
+}
+graph g {
+  op x { time 9 ms  time[gpu] 0 ms }
+  op y { time 3 ms }
+  op z { time 3 ms }
+  x -> y -> z
+}
+plan p { graph g  cluster c  objective pipeline  microbatches 4  schedule gpipe }
+""").plan()
+    best = run_pipeline(p, (1, 1, 0), p.pipeline)
+    assert best.period_s == pytest.approx(3 * MS)
+    bound = pipeline_bound(p, lower_bound(p).makespan_s)
+    assert bound.period_s <= best.period_s * (1 + 1e-9)
+    assert bound.iteration_s <= best.iteration_s * (1 + 1e-9)
+    assert bound.period_s == pytest.approx(3 * MS)  # (0 + 3 + 3) / 2, the fastest times
