@@ -385,12 +385,12 @@ def _pipeline_status(problem: Problem, solution: Solution) -> str:
     # lazy: start-up
     from ..pipeline.schedule import run_planned
     from ..pipeline.split import fits, units_split
-    from ..pipeline.verdict import replicated_pins
+    from ..pipeline.verdict import replica_rules
 
     if units_split(problem, solution.plan.placement):
         return "infeasible"
     ran = run_planned(problem, solution.plan.placement, pipeline, solution.info)
-    ok = (fits(problem, ran.memory_bytes) and not replicated_pins(problem, ran)
+    ok = (fits(problem, ran.memory_bytes) and not replica_rules(problem, ran)
           and math.isfinite(ran.iteration_s))
     return solution.status if ok else "infeasible"
 
@@ -402,14 +402,17 @@ def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,
     not one pass's: the one-pass simulation judges every other rule, and the pipeline's
     run (`view`) the pins its replicated stages break. Exit 3 (E401, with `hints` after
     its own) where it breaks one."""
-    from ..pipeline.verdict import pipeline_violations, replicated_pins  # lazy: start-up
+    from ..pipeline.verdict import pipeline_violations, replica_rules  # lazy: start-up
 
     others = [v for v in result.violations if v.kind != "memory"]
     if view is not None:
-        others += replicated_pins(problem, view.rows[-1].run)
+        others += replica_rules(problem, view.rows[-1].run)
         _listed(report, problem, pipeline_violations(problem, result, view.rows[-1].run))
     if others:
         _judged(report, False)
+        if any(v.kind == "replicas" for v in others):
+            hints = ("give each stage its replicas: a plan file's `replicas` (`solve --out` "
+                     "writes them) or `--stages` with each stage's `devices`", *hints)
         infeasible_exit(problem, dataclasses.replace(result, violations=tuple(others)),
                          report, hints)
     from ..pipeline.split import split_words, units_split  # lazy: start-up

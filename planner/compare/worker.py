@@ -36,7 +36,7 @@ from ..pipeline.bound import pipeline_bound
 from ..pipeline.schedule import run_planned
 from ..pipeline.split import fits as pipeline_fits
 from ..pipeline.split import split_words, units_split
-from ..pipeline.verdict import NEVER_ENDS, memory_words, replicated_pins
+from ..pipeline.verdict import NEVER_ENDS, memory_words, replica_rules
 from ..simulate import SimResult, Violation, simulate
 from ..spec.load import load_path
 from ..stagefacts import proven_none
@@ -391,6 +391,6 @@ def _run_pipeline(problem: Problem, pipeline: Pipeline, info: dict[str, Any],
     others += [Violation("colocation", split_words(problem, result.placement, (a, b)),
                          (a, b), (result.placement[a], result.placement[b]))
                for a, b in units_split(problem, result.placement)]
-    others += replicated_pins(problem, run)
+    others += replica_rules(problem, run)
     return ((not others and fits and row["iteration_s"] is not None), others,
             "" if fits else memory_words(problem, run))

@@ -9,7 +9,8 @@ when a device holds less than its stages need as the pipeline runs them (`split.
 wait on each other, which even the fallback schedule cannot order), or when, under
 `data_parallel auto`, a stage holding a pinned op is replicated (`replicated_pins`: the
 pinned op would run on other devices too, which `hybrid` never plans; `data_parallel N`
-replicates every stage, a pin naming the device of the first of the N pipelines).
+replicates every stage, a pin naming the device of the first of the N pipelines), or
+when, under `data_parallel N`, a stage does not run on N devices (`unreplicated`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from .split import fits, split_words, units_split
 from .units import units
 
 __all__ = ["NEVER_ENDS", "memory_words", "overflowing", "pipeline_breaks",
-           "pipeline_violations", "replicated_pins"]
+           "pipeline_violations", "replica_rules", "replicated_pins", "unreplicated"]
 
 #: why a pipeline whose simulated iteration is not finite does not run, in words
 NEVER_ENDS = ("its simulated iteration never ends (ops that never start: its stages wait on "
@@ -45,7 +46,8 @@ def pipeline_violations(problem: Problem, result: SimResult, run: PipelineRun
     """Every rule the plan of `result` breaks as `run`, its pipeline (module docstring):
     the one pass's but memory; each unit split over devices (`unit`); each device over its
     memory as the pipeline runs (`memory`, with its stages' ops); an iteration that never
-    ends (`pipeline`); the pins replicated stages break. What `--json` lists as
+    ends (`pipeline`); the pins replicated stages break, and stages without the N replicas
+    `data_parallel N` fixes (`replica_rules`). What `--json` lists as
     `violations` (before: the one pass's, memory included, beside the pipeline's verdict)."""
     place = result.placement
     out = [v for v in result.violations if v.kind != "memory"]
@@ -59,7 +61,35 @@ def pipeline_violations(problem: Problem, result: SimResult, run: PipelineRun
                 for d in overflowing(problem, run)]
     if not math.isfinite(run.iteration_s):
         out.append(Violation("pipeline", f"the pipeline does not run: {NEVER_ENDS}", (), ()))
-    return out + replicated_pins(problem, run)
+    return out + replica_rules(problem, run)
+
+
+def replica_rules(problem: Problem, run: PipelineRun) -> list[Violation]:
+    """The rules of `data_parallel` the stages of `run` break: `replicated_pins` and
+    `unreplicated`."""
+    return replicated_pins(problem, run) + unreplicated(problem, run)
+
+
+def unreplicated(problem: Problem, run: PipelineRun) -> list[Violation]:
+    """Under `data_parallel N`, each stage that does not run on N devices (a placement
+    without its `replicas`: before, it ran as one pipeline, reported under the setting)."""
+    pipeline = problem.pipeline
+    n = None if pipeline is None else pipeline.data_parallel
+    if not isinstance(n, int) or n < 2:
+        return []
+    ops, devs = problem.graph.ops, problem.cluster.devices
+    out = []
+    for k, stage in enumerate(run.stages):
+        if len(stage.devices) == n:
+            continue
+        names = ", ".join(f"`{ops[i].name}`" for i in stage.ops[:3]) + (
+            f" and {len(stage.ops) - 3} more" if len(stage.ops) > 3 else "")
+        held = ", ".join(f"`{devs[d].name}`" for d in stage.devices)
+        out.append(Violation("replicas", (
+            f"stage {k} ({names}) runs on {len(stage.devices)} device(s) ({held}), and "
+            f"`data_parallel {n}` runs {n} replicas of every stage"), stage.ops,
+            stage.devices))
+    return out
 
 
 def overflowing(problem: Problem, run: PipelineRun) -> list[int]:

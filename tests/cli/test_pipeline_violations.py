@@ -90,3 +90,28 @@ def test_a_split_unit_is_named(tmp_path: Path) -> None:
         ("unit", ["L0", "B0"], ["gpu0", "gpu1"])]
     assert result["violations"][0]["message"] == (
         "op `B0` is on `gpu1` and op `L0` on `gpu0`, but they are one pipeline unit")
+
+
+def test_a_plan_without_the_replicas_data_parallel_fixes_does_not_run(tmp_path: Path) -> None:
+    # `data_parallel 2`, and a placement of one device a stage: it ran as one pipeline and
+    # was reported feasible under the setting (86 ms an iteration), where the setting fixes
+    # two replicas of each stage (these stages with theirs: 48 ms)
+    spec = SPEC.format(cap="1 GB").replace("schedule 1f1b", "schedule 1f1b data_parallel 2")
+    (tmp_path / "p.plan").write_text(spec, encoding="utf-8")
+    halves = [{"ops": ["L0", "L1", "B0", "B1"], "devices": ["gpu0"]},
+              {"ops": ["L2", "L3", "B2", "B3"], "devices": ["gpu2"]}]
+    (tmp_path / "one.json").write_text(json.dumps(halves), encoding="utf-8")
+    code, out, _ = invoke(["simulate", "p.plan", "--stages", "one.json", "--json"], tmp_path)
+    doc = json.loads(out)["result"]
+    assert code == 3 and doc["feasible"] is False
+    assert [(v["kind"], v["devices"]) for v in doc["violations"]] == [
+        ("replicas", ["gpu0"]), ("replicas", ["gpu2"])]
+    assert "`data_parallel 2` runs 2 replicas of every stage" in doc["violations"][0]["message"]
+    _, _, err = invoke(["simulate", "p.plan", "--stages", "one.json"], tmp_path)
+    assert "error[E401]" in err and "`--stages` with each stage's `devices`" in err
+    # the same stages with their replicas run
+    for stage, group in zip(halves, (["gpu0", "gpu1"], ["gpu2", "gpu3"]), strict=True):
+        stage["devices"] = group
+    (tmp_path / "two.json").write_text(json.dumps(halves), encoding="utf-8")
+    code, out, _ = invoke(["simulate", "p.plan", "--stages", "two.json", "--json"], tmp_path)
+    assert code == 0 and json.loads(out)["result"]["violations"] == []
