@@ -361,5 +361,7 @@ def test_a_page_says_why_its_plan_is_no_pipeline(tmp_path: Path) -> None:
     section = _section(page)
     # which unit, where (before: "a pipeline unit is split over devices")
     assert ('<p class="note">does not run as this pipeline: unit: op `f0.bwd` is on `d1` and '
-            "op `f0` on `d0`, but they are one pipeline unit</p>") in section
+            "op `f0` on `d0`, but they are one pipeline unit; ") in section
+    # and a placement without replicas runs no `data_parallel 2`
+    assert "replicas: stage 0 (`f0`, `f0.bwd`, `f1` and 5 more) runs on 1 device(s)" in section
     assert "activations in flight need" not in section
