@@ -40,6 +40,7 @@ LAYERS: dict[str, str] = {
 #: a retired code's meaning ends with ` => ` and the code(s) now reported instead
 ROWS = """\
 E000 1   more diagnostics than the `diagnostics` limit (100) shown
+W000 0   more warnings than the `diagnostics` limit (100) shown, and no error among them
 E001 1   no such file, or an invalid import path
 E002 1   a folder where a file is expected
 E003 1   a file that cannot be read (permissions, not a regular file, bad path)

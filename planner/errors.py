@@ -408,9 +408,19 @@ class DiagnosticSink:
     def _add(self, diag: Diagnostic) -> None:
         if len(self.items) < self.cap:
             self.items.append(diag)
+            return
+        self.dropped += 1
+        if diag.severity is not Severity.ERROR:
+            return
+        # an error is shown before a warning: the load fails on it (before: past 100
+        # warnings it was only counted, and no one asked for the count: `check` said ok)
+        last = next((k for k in range(len(self.items) - 1, -1, -1)
+                     if self.items[k].severity is not Severity.ERROR), None)
+        if last is None:
+            self.dropped_errors += 1
         else:
-            self.dropped += 1
-            self.dropped_errors += diag.severity is Severity.ERROR
+            del self.items[last]
+            self.items.append(diag)
 
     def error(
         self,
@@ -429,21 +439,31 @@ class DiagnosticSink:
 
     @property
     def has_errors(self) -> bool:
-        """Whether any error (not warning) was recorded."""
-        return any(d.severity is Severity.ERROR for d in self.items)
+        """Whether any error (not warning) was recorded, shown or counted."""
+        return self.dropped_errors > 0 or any(d.severity is Severity.ERROR
+                                              for d in self.items)
+
+    def reported(self, ordered: bool = True) -> list[Diagnostic]:
+        """The diagnostics shown (in source order, unless not `ordered`), and an E000 that
+        counts the rest, where the limit left any out."""
+        items = sorted(self.items, key=_order) if ordered else list(self.items)
+        if self.dropped:
+            items.append(_unshown(self.dropped_errors, self.dropped - self.dropped_errors))
+        return items
 
     def raise_if_errors(self, cls: type[PlannerError] = SpecError) -> None:
         """Raise `cls` with every diagnostic so far if any of them is an error."""
         if self.has_errors:
-            items = sorted(self.items, key=_order)
-            if self.dropped:
-                items.append(_unshown(self.dropped_errors, self.dropped - self.dropped_errors))
-            raise cls(items)
+            raise cls(self.reported())
 
 
 def _unshown(errors: int, warnings: int) -> Unshown:
-    return Unshown("E000", f"{errors + warnings} more diagnostic(s) not shown", None,
-                   ("fix the ones above and run again",), errors=errors, warnings=warnings)
+    """E000; W000 where it counts warnings alone (it fails nothing)."""
+    return Unshown("E000" if errors else "W000",
+                   f"{errors + warnings} more diagnostic(s) not shown", None,
+                   ("fix the ones above and run again",),
+                   severity=Severity.ERROR if errors else Severity.WARNING,
+                   errors=errors, warnings=warnings)
 
 
 def merge_capped(groups: Iterable[Sequence[Diagnostic]],
@@ -473,9 +493,21 @@ def merge_capped(groups: Iterable[Sequence[Diagnostic]],
             for d in group:
                 if isinstance(d, Unshown):
                     errors, warnings = errors + d.errors, warnings + d.warnings
-    past_errors, past_warnings = tally(shown[cap:])
+    kept = _errors_first(shown, cap)
+    past_errors, past_warnings = tally(d for k, d in enumerate(shown) if k not in kept)
     errors, warnings = errors + past_errors, warnings + past_warnings
-    return shown[:cap] + ([_unshown(errors, warnings)] if errors + warnings else [])
+    return [d for k, d in enumerate(shown) if k in kept] + (
+        [_unshown(errors, warnings)] if errors + warnings else [])
+
+
+def _errors_first(diags: Sequence[Diagnostic], cap: int) -> set[int]:
+    """The positions of the `cap` diagnostics shown: the errors first, then the warnings
+    (as `DiagnosticSink` keeps them: a file's warnings hid another's error)."""
+    if len(diags) <= cap:
+        return set(range(len(diags)))
+    errors = [k for k, d in enumerate(diags) if d.severity is Severity.ERROR][:cap]
+    others = [k for k, d in enumerate(diags) if d.severity is not Severity.ERROR]
+    return set(errors) | set(others[:cap - len(errors)])
 
 
 def _real_file(file: str, real: dict[str, str]) -> str:

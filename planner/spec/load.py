@@ -364,7 +364,7 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
     else:  # named as given: `link.plan`, not the `target.plan` it leads to
         reader.run(first, display_path(Path(os.path.abspath(path))))
     if reader.sink.has_errors:
-        raise SpecError(reader.sink.items)
+        raise SpecError(reader.sink.reported(ordered=False))
     return reader.modules, reader.sources
 
 
@@ -392,7 +392,7 @@ def load_text(text: str, file: str = "<string>", base: str | os.PathLike[str] = 
     reader = _Reader(inside)
     reader.follow(_Frame(resolved(folder) / _TEXT, module))
     if reader.sink.has_errors:
-        raise SpecError(reader.sink.items)
+        raise SpecError(reader.sink.reported(ordered=False))
     return _lower(reader.modules, {**reader.sources, file: text})
 
 
@@ -404,7 +404,7 @@ _TEXT = "<text>"
 def _lower(modules: list[ast.Module], sources: dict[str, str]) -> Loaded:
     sink = DiagnosticSink()
     spec, loc = lower(modules, sink, sources)
-    return Loaded(spec, loc, sources, [d for d in sink.items])
+    return Loaded(spec, loc, sources, sink.reported(ordered=False))
 
 
 def spec_files(paths: Sequence[str | os.PathLike[str]]

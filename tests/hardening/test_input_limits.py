@@ -148,6 +148,39 @@ def test_the_count_of_errors_is_theirs_not_the_shown_ones(tmp_path: Path) -> Non
     assert doc["result"]["errors"] == 30
 
 
+def _warned(ops: int, last: str = "") -> str:
+    """A spec with one W236 (a colocation group of one op) per op, then `last`."""
+    return (CLUSTER + "graph g {\n" + "".join(f"  op o{i} {{ time 1 ms }}\n  colocate o{i}\n"
+                                         for i in range(ops)) + last + "}\n"
+            "plan p { graph g  cluster c }\n")
+
+
+def test_an_error_past_the_limit_of_warnings_is_shown_and_fails(tmp_path: Path) -> None:
+    # before: 101 warnings, then an unknown op: the error was only counted, and no one
+    # asked for the count: `check` said ok (exit 0), `solve` ran, `planner.load` passed
+    (tmp_path / "s.plan").write_text(_warned(101, "  colocate o0, nosuch\n"))
+    code, _, err = invoke(["check", "s.plan"], tmp_path)
+    assert code == 1 and "error[E203]: unknown op `nosuch`" in err
+    assert "2 more diagnostic(s) not shown" in err  # the warnings it displaced
+    code, _, _ = invoke(["solve", "s.plan"], tmp_path)
+    assert code == 1
+    with pytest.raises(SpecError, match="E203"):
+        load_path(tmp_path / "s.plan")
+    code, out, _ = invoke(["check", "s.plan", "--json"], tmp_path)
+    doc = json.loads(out)
+    assert (doc["errors"], doc["warnings"], doc["exit_code"]) == (1, 101, 1)
+
+
+def test_warnings_past_the_limit_are_counted(tmp_path: Path) -> None:
+    # before: 150 warnings were 100 (`"warnings": 100`), the rest without an E000
+    (tmp_path / "s.plan").write_text(_warned(150))
+    code, out, _ = invoke(["check", "s.plan", "--json"], tmp_path)
+    doc = json.loads(out)
+    assert (code, doc["errors"], doc["warnings"]) == (0, 0, 150)
+    assert doc["diagnostics"][-1]["code"] == "W000"
+    assert doc["diagnostics"][-1]["severity"] == "warning"
+
+
 def test_the_command_line_raises_a_limit_and_rejects_a_bad_one(tmp_path: Path) -> None:
     (tmp_path / "s.plan").write_text(
         CLUSTER + "graph g {\n" + "".join(f"  op o{i} {{ time 1 ms }}\n" for i in range(3))
@@ -292,3 +325,14 @@ def test_plans_and_devices_hints_name_a_limit_that_lets_the_spec_through() -> No
     with limits.using(Limits(devices=10, plans=30)):  # the hinted values let them through
         assert len(load_text(clusters, "l.plan").spec.clusters) == 5
         assert len(load_text(plans, "l.plan").spec.plans) == 30
+
+
+def test_one_files_warnings_do_not_hide_anothers_error(tmp_path: Path) -> None:
+    # `check a.plan b.plan`: 120 warnings in a, an error in b. Before: the 100 shown were
+    # a's warnings, b's error only "error[E000]: 2 more diagnostic(s)" (a's last 20 warnings
+    # not counted at all)
+    (tmp_path / "a.plan").write_text(_warned(120))
+    (tmp_path / "b.plan").write_text(_warned(1, "  colocate o0, nosuch\n"))
+    code, _, err = invoke(["check", "a.plan", "b.plan"], tmp_path)
+    assert code == 1 and "b.plan:8:16: error[E203]: unknown op `nosuch`" in err
+    assert "warning[W000]: 22 more diagnostic(s) not shown" in err
