@@ -203,7 +203,8 @@ def _located_line(d: Diagnostic) -> str:
 class PlannerWarning(UserWarning):
     """A warning of planner's (a W-code of `planner.codes`, as the command line prints it)
     issued by the Python API with `warnings.warn` (`warn_user`), so that the standard
-    filters decide what becomes of it: `-W error::planner.PlannerWarning` raises it.
+    filters decide what becomes of it: `warnings.simplefilter("error", PlannerWarning)`
+    raises it.
     `diagnostic` is the `Diagnostic`; `str()` its one located line, as a `SpecError`'s."""
 
     def __init__(self, diagnostic: Diagnostic) -> None:
