@@ -206,7 +206,10 @@ def parse_lark(text: str, file: str = "<string>") -> ast.Module:
         except UnexpectedInput as err:
             diag = syntax_diagnostic(err, text, file)
             head = HEADER.match(text)
-            if head is None or (diag.span is not None and diag.span.start < head.end()):
+            # the end of the file (E102) comes after a header it holds, though its caret
+            # points at the last token, which may be the header's `{`
+            if head is None or (diag.code != "E102" and diag.span is not None
+                                and diag.span.start < head.end()):
                 diag = not_a_spec(text, file)
             raise SpecError(diag) from None
         except (LarkError, RecursionError) as err:  # pragma: no cover - defensive

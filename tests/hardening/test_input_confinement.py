@@ -103,6 +103,18 @@ def test_syntax_errors_after_the_first_header_still_show_their_line(tmp_path: Pa
     assert json.loads(out)["diagnostics"][0]["line"] == 4
 
 
+@pytest.mark.parametrize("text", ["cluster c {", "graph broken {\n", "plan p {  # todo"])
+def test_a_file_that_ends_after_its_first_header_is_an_unclosed_block(tmp_path: Path,
+                                                                      text: str) -> None:
+    # the end of the file comes after the header; its caret points at the header's `{`,
+    # which read as an error before it: E010 "not a planner spec (its content is not
+    # shown)", above an excerpt of that content
+    (tmp_path / "t.plan").write_text(text)
+    code, _, err = invoke(["check", "t.plan"], tmp_path)
+    assert code == 1 and "error[E102]: unexpected end of file" in err, err
+    assert "E010" not in err and "= hint: missing `}` to close" in err
+
+
 @pytest.mark.parametrize("header", ["graph g # the graph\n{", "graph # the graph\n  g {",
                                     '# a\ngraph "g"  # b\n# c\n{'])
 def test_a_header_with_comments_is_a_spec(tmp_path: Path, header: str) -> None:
