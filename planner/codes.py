@@ -158,7 +158,8 @@ E513 1   a stages file with a stage of no ops or no devices
 E514 1   a plan file `replicas` that is not disjoint groups of devices, each named by its stage's
          device and listing it first
 E515 1   a plan file `recompute` that is not a list of device names, or that names a device
-         that runs no stage, or a replica without its stage's device
+         that runs no stage, or a replica without its stage's device, or any device of an
+         inference graph (no backward ops)
 E516 1   a placement file made for another plan of the spec (its `plan`), or for another graph
          (no op it places is the plan's)
 E517 1   a `--json` report's `devices` that is not a list of device rows (`name`, `ops`), or

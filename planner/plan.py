@@ -343,7 +343,8 @@ def check_recompute(problem: Problem, names: Sequence[str], sink: DiagnosticSink
                     replicas: Mapping[int, tuple[int, ...]] | None = None,
                     placement: Collection[int] | None = None) -> None:
     """Reports to `sink`, at `at(k)` for the k-th name, each name of `recompute` that the
-    pipeline's model would ignore: E504 an unknown device; E515 a device that runs no op
+    pipeline's model would ignore: E504 an unknown device; E515 any device of a graph
+    without backward ops (inference: nothing is recomputed), a device that runs no op
     of `placement` (where given) and holds no replica (no stage of its own to recompute),
     and a later replica of a replicated stage (`replicas`, as `load_replicas` reads them)
     whose stage's device (its group's first) is not named too: a replicated stage
@@ -358,6 +359,11 @@ def check_recompute(problem: Problem, names: Sequence[str], sink: DiagnosticSink
         if d is None:
             sink.error("E504", f"unknown device {quoted(name)} in recompute", at(k),
                        *_hints(sink, name, dev_index))
+        elif not problem.graph.backward_of:  # (before: read, and its figures disagreed)
+            sink.error("E515", f"device {quoted(name)} in recompute, and graph "
+                       f"{quoted(problem.graph.name)} has no backward ops: there is no "
+                       "backward pass to recompute activations for", at(k),
+                       "leave `recompute` out of an inference plan")
         elif d in first and devices[first[d]].name not in named:
             stage = devices[first[d]].name
             sink.error("E515", f"device {quoted(name)} in recompute holds a replica of the "
