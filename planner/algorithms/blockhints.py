@@ -19,8 +19,10 @@ from .pipehints import largest_fitting, most_fitting
 
 __all__ = ["Fits", "identical_hints"]
 
-#: whether N identical pipelines fit under the (user's) pipeline given, bucket counted
-Fits = Callable[[Pipeline], bool]
+#: whether N identical pipelines fit under the (user's) pipeline given, bucket counted:
+#: True, False, or None where the check cannot tell (they fit without the bucket, and the
+#: check charges every replica a bucket of every gradient, more than a stage holds)
+Fits = Callable[[Pipeline], bool | None]
 
 
 def identical_hints(pipeline: Pipeline, stages: int, fits: Fits) -> tuple[str, ...]:
@@ -38,15 +40,15 @@ def identical_hints(pipeline: Pipeline, stages: int, fits: Fits) -> tuple[str, .
     more = _more_stages(pipeline, share, stages, fits)
     flight = _fewer_in_flight(pipeline, share, stages, fits)
     fewer = largest_fitting(n, lambda k: fits(dataclasses.replace(pipeline,
-                                                                   data_parallel=k)))
+                                                                   data_parallel=k)) is True)
     said = [f"`microbatches {more * n}` allows {more} stages a pipeline, and "
             f"{n} pipelines of {more} stages fit: each holds less"] if more else []
     if flight:
         said.append("fewer micro-batches in flight hold fewer activations, and fewer "
                     f"micro-batches fewer receive buffers: {n} pipelines fit with "
                     f"{' or with '.join(flight)}")
-    elif (tried := " or ".join(_tried(pipeline, share))) and not more:
-        said.append(f"{n} pipelines do not fit with {tried} either")
+    elif not more:
+        said += _tried_words(pipeline, share, fits)
     if fewer:
         said.insert(0, f"`data_parallel {fewer}` fits")
     memory = "give the devices more `memory`"
@@ -81,7 +83,7 @@ def _fewer_in_flight(pipeline: Pipeline, share: int, stages: int, fits: Fits) ->
         out.append("`schedule 1f1b`")
 
     def fit(k: int) -> bool:
-        return fits(dataclasses.replace(pipeline, microbatches=k * n))
+        return fits(dataclasses.replace(pipeline, microbatches=k * n)) is True
 
     capped = pipeline.schedule_spec.stages_at_most_microbatches
     most = most_fitting(share, fit, stages if capped else 1)
@@ -90,8 +92,25 @@ def _fewer_in_flight(pipeline: Pipeline, share: int, stages: int, fits: Fits) ->
     return out
 
 
-def _tried(pipeline: Pipeline, share: int) -> list[str]:
-    """The changes of micro-batches in flight `_fewer_in_flight` checked."""
+def _tried(pipeline: Pipeline, share: int) -> list[tuple[str, Pipeline]]:
+    """The changes of micro-batches in flight `_fewer_in_flight` checked, in words."""
     n = int(pipeline.data_parallel)
-    return [*(["`schedule 1f1b`"] if pipeline.schedule_spec.all_in_flight else []),
-            *([f"`microbatches {n}`"] if share > 1 else [])]
+    return [*([("`schedule 1f1b`", dataclasses.replace(pipeline, schedule="1f1b"))]
+              if pipeline.schedule_spec.all_in_flight else []),
+            *([(f"`microbatches {n}`", dataclasses.replace(pipeline, microbatches=n))]
+              if share > 1 else [])]
+
+
+def _tried_words(pipeline: Pipeline, share: int, fits: Fits) -> list[str]:
+    """What `_tried`'s changes gave where none fits for sure: that they do not, and those
+    the check cannot tell of (before: "do not fit either" of changes with which the plan's
+    own solver finds N pipelines that fit, their stages' buckets smaller than its check's)."""
+    n = int(pipeline.data_parallel)
+    tried = _tried(pipeline, share)
+    out = []
+    if no := " or ".join(words for words, pipe in tried if fits(pipe) is False):
+        out.append(f"{n} pipelines do not fit with {no} either")
+    if maybe := " or ".join(words for words, pipe in tried if fits(pipe) is None):
+        out.append(f"{n} pipelines may fit with {maybe}: they do without the DDP buckets, "
+                   "which decide (each stage's replicas hold their own gradients'); try it")
+    return out

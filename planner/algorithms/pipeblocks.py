@@ -113,9 +113,9 @@ def _hints(problem: Problem, checks: Checks) -> tuple[str, ...]:
     """`blockhints.identical_hints`: each change checked by `checks.alone` on one of the
     pipelines under it (of `data_parallel K`: the first device of each block of K, with
     its bucket, `_one_pipeline`; of `data_parallel 1`, the plan's own problem)."""
-    seen: dict[Pipeline, bool] = {}
+    seen: dict[Pipeline, bool | None] = {}
 
-    def fits(pipe: Pipeline) -> bool:
+    def fits(pipe: Pipeline) -> bool | None:
         if pipe not in seen:
             seen[pipe] = _fits(problem, pipe, checks)
         return seen[pipe]
@@ -126,10 +126,11 @@ def _hints(problem: Problem, checks: Checks) -> tuple[str, ...]:
     return blockhints.identical_hints(pipeline, stages, fits)
 
 
-def _fits(problem: Problem, pipe: Pipeline, checks: Checks) -> bool:
+def _fits(problem: Problem, pipe: Pipeline, checks: Checks) -> bool | None:
     """Whether `checks.alone` finds the plan under `pipe` fits: its own problem under
     `data_parallel 1`, else one of its K pipelines with its bucket (`_one_pipeline`); not
-    where a pin starts no block of K (`check_pins`)."""
+    where a pin starts no block of K (`check_pins`). None where it fits without the bucket
+    alone: the bucket of every gradient is more than a stage holds, so it cannot tell."""
     k = int(pipe.data_parallel)
     changed = dataclasses.replace(problem, pipeline=pipe)
     if k == 1:
@@ -138,7 +139,9 @@ def _fits(problem: Problem, pipe: Pipeline, checks: Checks) -> bool:
     if any(d not in reps for d in problem.pins.values()):
         return False
     bucket = hybrid.bucket_bytes(hybrid.gradient_bytes(problem, range(len(problem.graph.ops))), k)
-    return checks.alone(_one_pipeline(changed, k, reps, bucket))
+    if checks.alone(_one_pipeline(changed, k, reps, bucket)):
+        return True
+    return None if bucket and checks.alone(_one_pipeline(changed, k, reps, 0.0)) else False
 
 
 def _hybrid_hint(problem: Problem, pipeline: Pipeline, checks: Checks) -> str:

@@ -251,3 +251,23 @@ def test_the_micro_batches_named_where_more_do_not_fit_and_fewer_cap_the_stages(
         "`microbatches 4` allows 2 stages a pipeline, and 2 pipelines of 2 stages fit: each "
         "holds less; or give the devices more `memory`")
     assert len(_fits(chain(4)).pipeline.stages) == 2
+
+
+def test_a_change_the_bucketed_check_cannot_judge_is_not_said_to_fail() -> None:
+    # four 1000 B layers on four 5000 B devices, GPipe, 8 micro-batches, 2 pipelines: the
+    # check charges every replica a bucket of every gradient (4000 B), where a stage holds
+    # its own (2000 B). Before: "2 pipelines do not fit with `schedule 1f1b` or
+    # `microbatches 2` either", and pipeilp plans both, each fitting
+    layers = "".join(f"op f{k} {{time 1 ms; params 1000 B; output 100 B}}; op b{k} {{time "
+                     f"2 ms; output 10 B; backward_of f{k}}}; " for k in range(4))
+    p = planner.loads(
+        "cluster c { device d[0..3] { memory 5000 B }; link d[*] <-> d[*] { bandwidth 1 GB/s } }\n"
+        f"graph g {{ {layers}f0 -> f1 -> f2 -> f3 -> b3 -> b2 -> b1 -> b0; f0 -> b0; "
+        "f1 -> b1; f2 -> b2 }\n"
+        "plan p { graph g; cluster c; objective pipeline; microbatches 8; schedule gpipe; "
+        "data_parallel 2 }\n").plan("p")
+    hints = _error(p).diagnostics[-1].hints
+    assert not any("do not fit" in h for h in hints), hints
+    assert hints[-1].startswith("2 pipelines may fit with `schedule 1f1b` or `microbatches 2`")
+    _fits(_with(p, schedule="1f1b"))
+    _fits(_with(p, microbatches=2))
