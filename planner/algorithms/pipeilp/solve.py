@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...cost import INF
-from ...errors import InfeasibleError
+from ...errors import InfeasibleError, SearchLimitError
 from ...model import Pipeline, Problem
 from ...pipeline.bound import pipeline_bound
 from ...pipeline.schedule import run_planned
@@ -317,7 +317,16 @@ def _solve(problem: Problem, options: Options, clock: Clock, warm: _Warm | None,
            searched: WarmSearch) -> Solution:
     """Build, seed and solve the model; check its answer exactly; judge (package docstring)."""
     split = _fallback_split(problem, options)  # before the solver: its clock counts the DP
-    orders, warm = _ordered(problem, options, clock, warm, searched)
+    try:
+        orders, warm = _ordered(problem, options, clock, warm, searched)
+    except SearchLimitError:  # the relaxed model (interleaved's) had no placement: no proof
+        if split is None:
+            raise
+        # (before: E709, where pipedp and auto plan this split)
+        return _solution(problem, split, "fallback", pipeline_bound(problem).period_s, {
+            "kept": _kept(split, None, False),
+            "reason": f"no placement its model covers fits; the {split.source}, outside "
+                      "it, is kept"})
     admitted = warm if warm is None or not orders.runs or len(
         split_of(problem, warm.placement).devices) == len(warm.evaluation.ranks) else None
     attempt = _attempt(problem, orders, admitted, options, clock)

@@ -96,10 +96,15 @@ def _none_found(problem: Problem, outcome: Any, complete: bool, scope: str,
         other = ("`schedule gpipe` or `1f1b` let pipeilp prove it where no placement fits; "
                  if _pipeline(problem).schedule_spec.virtual_stages and not problem.graph.ties
                  else "")
+        # the changes with which a split fits, as E707 and E708 draw them (before: E709
+        # said only "give the devices more memory" where pipedp names `microbatches 3`)
+        drawn = tuple(h for d in searched.notes(terms.hints if terms else None)
+                      for h in d.hints)
         return SearchLimitError(Diagnostic(
             "E709", f"pipeilp found no placement of plan `{problem.name}`{planned}: none of the "
             f"placements its model covers ({scope}) fits, and {searched.contiguous()}; this is "
             "not a proof that no other placement fits", None,
+            (*said, *drawn, *([other.removesuffix("; ")] if other else ())) if drawn else
             (*said, f"{other}give the devices more `memory`")))
     if rejected or "limit" not in outcome.message:
         return SolverError(Diagnostic(
