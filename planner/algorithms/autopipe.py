@@ -25,7 +25,9 @@ hybrid's layouts, and under `interleaved` pipedp's split of one stage per device
 fewer micro-batches), or where none of those fits the best such split with its devices
 recomputing (`pipeilp.recomputing_one_per_device`), and says E707 only where none fits.
 Where the memory caps shaped pipedp's split (its `memory_note`), that recomputing split
-is a candidate too, where it recomputes (`pipeilp.recomputing_candidate`).
+is a candidate too, where it recomputes (`pipeilp.recomputing_candidate`). Under
+`data_parallel N` it plans hybrid's N replicas a stage, or where hybrid's DP finds none
+that fits, pipeilp's N identical pipelines recomputing (`_identical`).
 
 Split from `auto` (its makespan phases) as the pipeline candidates grew; `auto.place`
 calls `place` here, so `--algo auto` is one algorithm to users.
@@ -40,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, PlannerError
 from ..model import Pipeline, Problem
 from ..pipeline import splitdp
 from ..pipeline.schedule import run_fits
@@ -101,10 +103,7 @@ def place(problem: Problem, options: Options, left_out: bool = False,
     pipeline = problem.pipeline
     assert pipeline is not None
     if pipeline.data_parallel not in (1, "auto"):  # N identical pipelines: nothing to compare
-        fixed = pipehybrid.place(problem, options)
-        return dataclasses.replace(fixed, info=MappingProxyType({
-            **fixed.info, "chosen": "hybrid", "compared_by": "simulated iteration",
-            "candidates": {"hybrid": fixed.info["iteration_s"]}}))
+        return _identical(problem, options)
     deadline = cap(options.time_limit_s)
     cells = splitdp.cells_for(options.time_limit_s)
     try:
@@ -273,6 +272,29 @@ def hybrid_work_per_cut(problem: Problem, pipeline: Pipeline) -> float:
     passes = [m] if pipehybrid.one_pass(problem) else range(1, m + 1)
     return sum(1.0 if r == 1 else REPLICATED_COST for used in passes
                for p in range(1, used + 1) for r in pipehybrid.replica_counts(p, pipeline))
+
+
+def _identical(problem: Problem, options: Options) -> Solution:
+    """Under `data_parallel N`: hybrid's plan of N replicas a stage; where its DP finds
+    none that fits (it recomputes nothing), pipeilp's N identical pipelines with their
+    devices recomputing, from its warm starts alone (a limit of 0: no solver); else
+    hybrid's E712 (before: E712 where that plan fits)."""
+    try:
+        fixed = pipehybrid.place(problem, options)
+    except InfeasibleError as err:
+        try:
+            fixed = pipeilp.place(problem, dataclasses.replace(options, time_limit_s=0.0))
+        except PlannerError:
+            raise err from None
+        return dataclasses.replace(fixed, status="feasible", info=MappingProxyType({
+            **fixed.info, "chosen": RECOMPUTING, "compared_by": "simulated iteration",
+            "candidates": {RECOMPUTING: fixed.info["iteration_s"]},
+            "reason": f"hybrid's DP finds no layout that fits ({err.diagnostics[-1].code}; it "
+                      "recomputes nothing): pipeilp's identical pipelines, their devices "
+                      "recomputing, from its warm starts (no solver)"}))
+    return dataclasses.replace(fixed, info=MappingProxyType({
+        **fixed.info, "chosen": "hybrid", "compared_by": "simulated iteration",
+        "candidates": {"hybrid": fixed.info["iteration_s"]}}))
 
 
 def _no_split(problem: Problem, options: Options, err: InfeasibleError,

@@ -10,6 +10,7 @@ import math
 import pytest
 from pipe_support import chain_text
 
+import planner
 from planner import loads
 from planner.algorithms import Options
 from planner.algorithms import run as run_algorithm
@@ -158,3 +159,27 @@ def test_few_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pipehybrid, "fitting", counted)
     _e712(_activations("40 MB"))
     assert len(calls) == len(set(calls)) <= 1 + 1 + 1 + 3 + 1
+
+
+@pytest.mark.parametrize("algo", ["auto", "search"])
+def test_auto_recomputes_where_no_replicated_layout_fits_without(algo: str) -> None:
+    # four layers (100 B params, 1000 B activations) on four 8810 B devices, GPipe, 8
+    # micro-batches, 2 pipelines: hybrid's DP recomputes nothing and finds no layout, and
+    # auto and search (which starts from auto's plan) said E712; pipeilp's one stage on d0
+    # and its replica d1, recomputing, holds 8810 B: 400 of params, 4 x 1000 in flight,
+    # 10 + 4000 rebuilt and a 400 B bucket
+    layers = "".join(f"op f{k} {{time 1 ms; params 100 B; output 1000 B}}; op b{k} {{time "
+                     f"2 ms; output 10 B; backward_of f{k}}}; " for k in range(4))
+    p = loads(
+        "cluster c { device d[0..3] { memory 8810 B }; link d[*] <-> d[*] { bandwidth 1 GB/s } }\n"
+        f"graph g {{ {layers}f0 -> f1 -> f2 -> f3 -> b3 -> b2 -> b1 -> b0; f0 -> b0; "
+        "f1 -> b1; f2 -> b2 }\n"
+        "plan p { graph g; cluster c; objective pipeline; microbatches 8; schedule gpipe; "
+        "data_parallel 2 }\n").plan("p")
+    with pytest.raises(InfeasibleError) as err:
+        run_algorithm("hybrid", p, Options())
+    assert err.value.diagnostics[-1].code == "E712"
+    result = planner.solve(p, algo)
+    assert result.feasible and result.status == "feasible", result.breaks
+    assert result.recompute == ("d0",) and dict(result.replicas) == {"d0": ["d0", "d1"]}
+    assert max(result.pipeline.memory_bytes) == 8810
