@@ -130,7 +130,8 @@ W265 0   a comment that holds control, bidi or zero-width characters (they can m
 W266 0   a size that is not a whole number of bytes (`params 1.5 B`): read rounded up, a device's
          `memory` down
 E290 1   Python API: a value that is not a number (wrong type, NaN) where a quantity is expected
-E301 3   a placement unit (op or colocation group) larger than any device it may use
+E301 3   a placement unit (op or colocation group; under `objective pipeline`, a forward op
+         with its backward ops and their groups) larger than any device it may use
 E302 3   the ops pinned to a device need more memory than it holds
 E303 3   the plan's least total memory exceeds all devices together
 E304 3   a placement unit with no device (no op time applies, or pins conflict)

@@ -13,9 +13,10 @@ rejected pipelines that fit (`check` said E306 for a graph whose two backward ou
 
 For a pipeline plan, `proofs` keeps the one-pass proofs that hold under any memory rule
 (E304: a unit no device runs; E305: an edge no link carries) and proves E301 under the
-pipeline's rule: a colocation group (all of it on one stage) needs more than every device
-it may run on holds, counting its params (a tied weight once), its forward outputs and its
-largest transient, each a part of what any stage holding it holds. Pinned sets and the
+pipeline's rule: a pipeline unit (a forward op, its backward ops and their colocation
+groups: all of it on one stage) needs more than every device it may run on holds,
+counting its params (a tied weight once), its forward outputs and its largest transient,
+each a part of what any stage holding it holds. Pinned sets and the
 total are not proved there (several stages on one device under `interleaved` hold the
 largest stage's activations per micro-batch in flight, not their sum).
 """
@@ -31,7 +32,7 @@ from .facts import proofs as one_pass_proofs
 from .model import Problem, derived
 from .units import format_bytes
 
-__all__ = ["pipeline_bytes", "proofs", "proven_none"]
+__all__ = ["pipeline_bytes", "pipeline_units", "proofs", "proven_none"]
 
 
 
@@ -70,26 +71,58 @@ def _pipeline_proofs(problem: Problem) -> tuple[Proof, ...]:
     out = [p for p in one_pass_proofs(problem) if p.code in ("E304", "E305")]
     if out or not problem.cluster.devices:
         return tuple(out)
-    f = facts(problem)
     devs = problem.cluster.devices
-    for u, members in enumerate(f.units):
-        allowed = f.unit_allowed[u]
+    for members, allowed in pipeline_units(problem):
         need = pipeline_bytes(problem, members)
+        if not allowed:
+            continue
         big = max(allowed, key=lambda d: (devs[d].memory_bytes, -d))
         if need <= devs[big].memory_bytes:
             continue
         where = ("the largest device" if len(allowed) == len(devs)
                  else "the largest device it can run on")
+        name = unit_name(problem, members)
+        if len(members) > 1 and any(i in problem.graph.backward_of for i in members):
+            name = name.replace("the colocation group of", "the pipeline unit of")
         out.append(Proof(
-            "E301", f"{unit_name(problem, members)} needs at least {_exact(need)} in a "
+            "E301", f"{name} needs at least {_exact(need)} in a "
             f"pipeline stage but {where}, `{devs[big].name}`, holds "
             f"{_exact(devs[big].memory_bytes)}",
             ("a pipeline stage holds its params once, each forward output until its backward "
              "pass, and its largest transient (a backward output or a temp)",
-             *(("colocated ops are placed as one unit on one device",)
+             *((("a forward op, its backward ops and their colocation groups run on one "
+                 "stage") if "pipeline unit" in name else
+                "colocated ops are placed as one unit on one device",)
                if len(members) > 1 else ()),
-             "shrink the op or add a larger device"), members, big))
+             "shrink the op or add a larger device"), tuple(members), big))
     return tuple(out)
+
+
+def pipeline_units(problem: Problem) -> list[tuple[list[int], list[int]]]:
+    """The pipeline units (a forward op, its backward ops and their colocation groups: one
+    stage holds all of it) with the devices every part may run on (before: the colocation
+    groups alone, so a backward op's output, the largest transient of its forward op's
+    stage, was left out of E301: `check` said ok of a stage that cannot fit)."""
+    f = facts(problem)
+    parent = list(range(len(f.units)))
+
+    def root(u: int) -> int:
+        while parent[u] != u:
+            parent[u] = parent[parent[u]]
+            u = parent[u]
+        return u
+
+    for b, fwd in problem.graph.backward_of.items():
+        parent[root(f.unit_of[b])] = root(f.unit_of[fwd])
+    merged: dict[int, list[int]] = {}
+    for u in range(len(f.units)):
+        merged.setdefault(root(u), []).append(u)
+    out = []
+    for parts in merged.values():
+        allowed = set(f.unit_allowed[parts[0]]).intersection(
+            *(f.unit_allowed[u] for u in parts[1:]))
+        out.append((sorted(i for u in parts for i in f.units[u]), sorted(allowed)))
+    return out
 
 
 def _exact(nbytes: int) -> str:

@@ -378,16 +378,18 @@ def test_a_told_baseline_where_no_plan_fits_claims_no_gap_and_names_the_proof(
     assert code == 3 and "error[E401]" in err  # printed, judged infeasible, as before
     flat = " ".join(out.split())
     assert "above the best period" not in flat
-    assert "no gap: no plan fits (E301: op `a` needs at least" in flat
+    assert ("no gap: no plan fits (E301: the pipeline unit of `a` and `a.bwd` (2 ops) needs "
+            "at least") in flat
     assert "found no plan" not in flat
-    assert "makespan plan: none, no one-pass plan fits (E301: op `a`" in flat
+    assert "makespan plan: none, no one-pass plan fits (E301: op `a`" in flat  # one pass's
     code, out, _ = _solve(tmp_path, text, "--algo", algo, "--json")
     pipe = json.loads(out)["result"]["pipeline"]
-    assert pipe["period_gap"] is None and pipe["no_plan"].startswith("E301: op `a` needs")
+    assert pipe["period_gap"] is None
+    assert pipe["no_plan"].startswith("E301: the pipeline unit of `a`")
     html = tmp_path / "p.html"
     CliRunner().invoke(app, ["solve", str(tmp_path / "s.plan"), "--algo", algo,
                              "--html", str(html)])
-    assert "none: no plan fits (E301: op `a`" in html.read_text(encoding="utf-8")
+    assert "none: no plan fits (E301: the pipeline unit of `a`" in html.read_text(encoding="utf-8")
 
 
 def test_a_plan_that_fits_keeps_its_gap(tmp_path: Path) -> None:

@@ -19,12 +19,11 @@ import planner
 from planner import loads
 from planner.algorithms import ALGORITHMS, run
 from planner.errors import InfeasibleError
-from planner.facts import facts
 from planner.model import Pipeline
 from planner.pipeline.split import Split, stage_bytes
 from planner.pipeline.units import units
 from planner.spec.checks import plan_diagnostics
-from planner.stagefacts import pipeline_bytes
+from planner.stagefacts import pipeline_bytes, pipeline_units
 
 _CLUSTER = """cluster c {
   device gpu[0..1] { memory 16 GiB }
@@ -92,7 +91,8 @@ def test_where_check_proves_e301_solve_refuses_but_for_the_told_baselines(algo: 
     with pytest.raises(InfeasibleError) as info:
         planner.solve(problem, algo)
     assert [d.code for d in info.value.diagnostics] == ["E301"]
-    assert "op `d` needs at least 17.00 GiB" in info.value.diagnostics[0].message
+    assert ("the pipeline unit of `d` and `d.bwd` (2 ops) needs at least 17.00 GiB"
+            in info.value.diagnostics[0].message)
 
 
 def test_the_pipeline_page_says_which_algorithms_print_a_plan_e301_rules_out() -> None:
@@ -122,5 +122,27 @@ def test_a_units_pipeline_bytes_are_held_by_any_stage_holding_it(seed: int) -> N
     recompute = set(rng.sample(range(m), rng.randint(0, m)))
     held = stage_bytes(p, split, p.pipeline or Pipeline(), recompute)
     on = split.placement(p)
-    for members in facts(p).units:  # the units E301 judges: each a colocation group
+    for members, _ in pipeline_units(p):  # the units E301 judges, each on one stage
         assert pipeline_bytes(p, members) <= held[on[members[0]]] + 1e-6
+
+
+@pytest.mark.parametrize(("cap", "proved"), [(1149, True), (1150, False)])
+def test_e301_counts_the_backward_output_of_the_unit(cap: int, proved: bool) -> None:
+    # f (1000 B params, 100 B output) and its backward b (50 B output): a stage holding
+    # them holds 1150 B. E301 judged colocation groups, f alone (1100 B), so `check` said
+    # ok at 1149 B and `solve` E707; a pipeline unit is f with its backward ops
+    problem = loads(f"cluster c {{ device d0 {{ memory {cap} B }} }}\n"
+                    "graph g { op f {time 1 ms; params 1000 B; output 100 B}\n"
+                    "  op b {time 2 ms; output 50 B; backward_of f}  f -> b }\n"
+                    "plan p { graph g; cluster c; objective pipeline; microbatches 2; "
+                    "schedule 1f1b }\n").plan("p")
+    found = [d.code for d in plan_diagnostics([problem])]
+    if proved:
+        assert found == ["E301"]
+        with pytest.raises(InfeasibleError) as info:
+            run("pipedp", problem)
+        assert "the pipeline unit of `f` and `b` (2 ops) needs at least 1.12 KiB (1150 B)" \
+            in info.value.diagnostics[0].message
+    else:
+        assert found == []
+        assert max(planner.solve(problem, "pipedp").pipeline.memory_bytes) == 1150
