@@ -54,11 +54,11 @@ from ..errors import (
     SpecError,
     UsageError,
     _one_line,
-    merge_capped,
     render_all,
     tally,
 )
 from ..files import check_outputs
+from ..merged import merge_capped
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
 from ..roots import display_path
