@@ -298,13 +298,14 @@ def _writer_bug(code: str) -> bool:
     return code.startswith("E1") or "E001" <= code <= "E010"
 
 
-def _check_name(name: str | None) -> None:
-    """E930 for a `--name` that the spec cannot take as a name (empty, a control or bidi
-    character, ...: `names.name_problem`), before the import's work."""
+def _check_name(name: str | None, option: str = "--name") -> None:
+    """E930 for a `--name` (or `--times-kind`) that the spec cannot take as a name (empty,
+    a control or bidi character, ...: `names.name_problem`), before the import's work
+    (before, a kind was written, and the spec made of it refused at the input file)."""
     problem = None if name is None else name_problem(name)
     if problem is not None:
         message, hints = problem
-        raise UsageError(Diagnostic("E930", f"--name: {message}", None, hints))
+        raise UsageError(Diagnostic("E930", f"{option}: {message}", None, hints))
 
 
 def _graph_within_limits(ops: int, edges: int) -> None:
@@ -404,6 +405,7 @@ def _run(make: Callable[[], Imported], output: Path, options: SpecOptions,
             source, *(("--cluster", c) for c in options.cluster or []),
             ("--times", options.times)])
         _check_name(options.name)
+        _check_name(options.times_kind, "--times-kind")
         clusters, imported = _read_clusters(options.cluster)
         # again, now that the cluster files are read: what they import is an input too
         check_outputs({"-o/--output": output}, [("--cluster's import", f) for f in imported])

@@ -133,6 +133,19 @@ def test_a_name_no_spec_may_take_is_e930_before_the_work(tmp_path: Path) -> None
         assert not (tmp_path / "g.plan").exists()
 
 
+def test_a_times_kind_no_spec_may_take_is_e930_before_the_work(tmp_path: Path) -> None:
+    """`--times-kind ""` was E261 at the input file (`graph_v1.json:1:1`, exit 1, "correct
+    them there"), a Cyrillic letter in it E262 the same way: the option's, not the file's."""
+    times = tmp_path / "t.csv"
+    times.write_text("op,time\n", encoding="utf-8")
+    for kind, why in (("", "may not be empty"), ("g\u0440u", "mixes Latin with Cyrillic")):
+        code, _, err = _invoke("import", "json", str(FIXTURES / "graph_v1.json"), "-o",
+                               str(tmp_path / "g.plan"), "--times", str(times),
+                               "--times-kind", kind)
+        assert code == 2 and "error[E930]: --times-kind: " in err and why in err, err
+        assert "graph_v1.json" not in err and not (tmp_path / "g.plan").exists()
+
+
 def _two_ops(**extra: object) -> dict[str, object]:
     """A planner-graph file of two ops with params on two linked devices, and `extra`."""
     graph: dict[str, object] = {
