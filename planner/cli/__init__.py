@@ -113,6 +113,7 @@ from .runs import (
     verdict,
     write_trace_file,
 )
+from .stderr import best_effort_stderr
 
 if TYPE_CHECKING:
     from ..spec.load import Loaded
@@ -557,6 +558,7 @@ def _show_setup_notices() -> None:
 
 def main() -> None:
     """Console entry point."""
+    best_effort_stderr()  # a closed or full stderr loses its lines, not the command
     logging.basicConfig(stream=sys.stderr,
                         level=logging.DEBUG if debug_enabled() else logging.WARNING,
                         format="planner: %(levelname)s: %(message)s")

@@ -113,3 +113,30 @@ def test_closed_stdout_is_a_quiet_exit(tmp_path: Path, args: list[str]) -> None:
         os.close(write)
     assert proc.returncode == 141
     assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("stderr", ["closed", "full"])
+def test_a_closed_or_full_stderr_loses_its_lines_not_the_command(tmp_path: Path,
+                                                                stderr: str) -> None:
+    # before: `2>&-` made `solve` end in an AttributeError (`sys.stderr` is None): exit 1,
+    # and no `--out`; `2>/dev/full` made `check` of a valid spec exit 1
+    if stderr == "full" and not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full")
+    (tmp_path / "s.plan").write_text(PLACED)
+    (tmp_path / "bad.plan").write_text("graph g { op a { tiem 1 ms } }\n")
+
+    def run(*args: str) -> int:
+        sink = open("/dev/full", "w") if stderr == "full" else None  # noqa: SIM115
+        try:
+            return subprocess.run(
+                [sys.executable, "-m", "planner", *args], cwd=tmp_path,
+                stdout=subprocess.DEVNULL, stderr=sink, timeout=120, check=False,
+                preexec_fn=(lambda: os.close(2)) if sink is None else None).returncode
+        finally:
+            if sink is not None:
+                sink.close()
+
+    assert run("solve", "s.plan", "--algo", "heft", "--out", "p.json") == 0
+    assert json.loads((tmp_path / "p.json").read_text())["placement"]
+    assert run("check", "s.plan") == 0
+    assert run("check", "bad.plan") == 1  # the verdict stays the command's
