@@ -45,7 +45,12 @@ def repo_path(file: str, root: Path) -> str | None:
     if file.startswith("<"):
         return None
     try:
-        return resolved(file).relative_to(root).as_posix()
+        real = resolved(file)
+        if os.path.islink(file) and (not real.exists() or not real.is_relative_to(root)):
+            # a dangling link, or one that leads out: the link itself is the repository's
+            # file (before: its target, `nowhere.plan`, or no file at all)
+            real = resolved(os.path.dirname(os.path.abspath(file))) / os.path.basename(file)
+        return real.relative_to(root).as_posix()
     except (ValueError, OSError):
         return None
 

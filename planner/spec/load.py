@@ -116,16 +116,17 @@ def read_bytes(path: Path, shown: str, at: Span | None = None, kind: str = "spec
 
 def refuse_escape(path: Path) -> None:
     """E008, before the file is opened, for a `path` whose symlinks lead out of its root.
-    It names the path as given, not its target; no span: a caret line would be read
-    through the link, from the refused file."""
+    It names the path as given, not its target, at the path alone (`Span.of_path`): a
+    caret line would be read through the link, from the refused file."""
     root = escaped_root(path)
     if root is not None:
         shown = display_path(Path(os.path.abspath(path)))
         raise SpecError(Diagnostic(
             "E008", f"{shown} leads outside the root `{display_path(root)}` through a symlink",
-            None, ("a file is not read through a symlink that leads out of the repository "
-                   "holding the link (its folder when there is none); give the target's own "
-                   "path",)))
+            Span.of_path(shown), (
+                "a file is not read through a symlink that leads out of the repository "
+                "holding the link (its folder when there is none); give the target's own "
+                "path",)))
 
 
 def require_file(path: Path, shown: str, kind: str, hint: str) -> None:
@@ -354,13 +355,14 @@ def load_modules(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
     elif outside_root(first, base):  # a symlink that leads out, or --root elsewhere
         refuse_escape(Path(path))  # worded as for every file read through a link
         shown = display_path(Path(path))
-        # no span: a caret line would be read through the link, from the refused file
+        # the path alone: a caret line would be read through the link, from the refused
+        # file (before: no span, so `check FOLDER --format github` named no file)
         reader.sink.error("E008", f"{shown} leads outside the root `{display_path(base)}`",
-                          None, "the file, or a symlink's target, is not "
+                          Span.of_path(shown), "the file, or a symlink's target, is not "
                           "read outside the root; choose another with `--root FOLDER`")
     elif _dangling(path):  # else read as the link's target, which has no such file
         shown = display_path(Path(os.path.abspath(path)))
-        raise SpecError(_missing(Path(path), shown, None))
+        raise SpecError(_missing(Path(path), shown, Span.of_path(shown)))
     else:  # named as given: `link.plan`, not the `target.plan` it leads to
         reader.run(first, display_path(Path(os.path.abspath(path))))
     if reader.sink.has_errors:

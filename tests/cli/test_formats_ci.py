@@ -44,6 +44,31 @@ def test_github_annotations_of_check(repo: Path, monkeypatch: pytest.MonkeyPatch
     assert "checked 2 file(s)" in err and "error[E207]" not in err
 
 
+def test_a_link_that_cannot_be_read_is_annotated_at_the_link(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+        ) -> None:
+    # a dangling link (E001) and one that leads out of the repository (E008), found in a
+    # folder: before, GitHub's annotations named `specs/nowhere.plan` (the missing target)
+    # and no file at all, SARIF made the second a notification, and `--json` had
+    # `"file": null` for it
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    outside = tmp_path_factory.mktemp("outside") / "o.plan"
+    outside.write_text(GOOD)
+    (repo / "specs" / "dangling.plan").symlink_to("nowhere.plan")
+    (repo / "specs" / "out.plan").symlink_to(outside)
+    code, out, _ = invoke(["check", "--format", "github", "."], repo / "specs")
+    assert code == 1
+    assert [line.split("::")[1] for line in out.splitlines()] == [
+        "error file=specs/dangling.plan,title=E001", "error file=specs/out.plan,title=E008"]
+    code, out, _ = invoke(["check", "--json", "."], repo / "specs")
+    assert [(d["code"], d["file"], d["line"]) for d in json.loads(out)["diagnostics"]] == [
+        ("E001", "dangling.plan", None), ("E008", "out.plan", None)]
+    code, out, _ = invoke(["check", "--format", "sarif", "."], repo / "specs")
+    run = json.loads(out)["runs"][0]
+    assert [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in run["results"]] == ["specs/dangling.plan", "specs/out.plan"]
+
+
 def test_github_escaping_follows_the_toolkit() -> None:
     diag = Diagnostic("E207", "50% bad\r\nline", Span("dir/a,b:c.plan", 2, 5, 2, 9),
                       severity=Severity.WARNING)
