@@ -29,6 +29,7 @@ from ..files import check_outputs
 from ..model import Problem
 from ..plan import Plan, layout_json
 from ..render.diagnostics import eprint
+from ..signals import deferred
 from ..units import format_seconds
 from .guard import (
     EXIT_INFEASIBLE,
@@ -290,16 +291,30 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
     fits, view = report_pipeline(problem, solution.plan, report, bounds,
                                   _split_note(info), recompute,
                                   info.get("replicas"))
-    if html is not None:
-        from ..render.figures import format_gap  # lazy: start-up
-        from ..render.html import write_plan_html  # lazy: start-up
+    # the files are written together or not at all: a stop while they are is held off to
+    # their end (before: a Ctrl-C after `--html` left `--out` and `--trace` as they were)
+    with deferred():
+        if html is not None:
+            from ..render.figures import format_gap  # lazy: start-up
+            from ..render.html import write_plan_html  # lazy: start-up
 
-        write_plan_html(str(html), problem, result, extra={
-            "algorithm": rows["algorithm"], "status": rows["status"],
-            "lower bound": format_seconds(bounds.makespan_s), "gap": format_gap(gap),
-            "planning time": format_seconds(solution.planning_s)}, bound_s=bounds.makespan_s,
-            pipeline=view)
-    write_trace_file(trace, problem, result, recompute, info.get("replicas"))
+            write_plan_html(str(html), problem, result, extra={
+                "algorithm": rows["algorithm"], "status": rows["status"],
+                "lower bound": format_seconds(bounds.makespan_s), "gap": format_gap(gap),
+                "planning time": format_seconds(solution.planning_s)},
+                bound_s=bounds.makespan_s, pipeline=view)
+        write_trace_file(trace, problem, result, recompute, info.get("replicas"))
+        _judge_and_write(problem, solution, result, fits, report, view,
+                         (out, html, trace), groups, recompute)
+
+
+def _judge_and_write(problem: Problem, solution: Solution, result: SimResult, fits: bool,
+                     report: JsonReport, view: PipelineView | None,
+                     files: tuple[Path | None, Path | None, Path | None],
+                     groups: Mapping[int, tuple[int, ...]], recompute: Sequence[str]) -> None:
+    """The verdict (exit 3 where the plan breaks a rule), then `--out` (files: `--out`,
+    `--html`, `--trace`), and E607's note for an interrupted plan."""
+    out, html, trace = files
     try:  # an infeasible plan is no plan file: `--out` keeps what it held (the reports show it)
         verdict(problem, result, fits, report, () if out is None else (
             f"--out {out} was left as it was: a plan that breaks the rules is not written as "

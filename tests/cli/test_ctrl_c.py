@@ -286,3 +286,35 @@ def test_ctrl_c_while_compare_starts_its_forkserver(tmp_path: Path) -> None:
     finally:
         run.kill()
     _stopped_cleanly(run, took, children)
+
+
+#: solve with its HTML report's writer sending the process a SIGINT once the page is written
+STOP_AFTER_HTML = ("import os, signal, sys\n"
+                   "from planner.render import html\n"
+                   "real = html.write_plan_html\n"
+                   "def write(*args, **kwargs):\n"
+                   "    real(*args, **kwargs)\n"
+                   "    os.kill(os.getpid(), signal.SIGINT)\n"
+                   "html.write_plan_html = write\n"
+                   "sys.argv = ['planner', *sys.argv[1:]]\n"
+                   "from planner.__main__ import run\n"
+                   "run()\n")
+
+
+def test_a_stop_while_the_outputs_are_written_leaves_them_together(tmp_path: Path) -> None:
+    # before: a Ctrl-C just after `--html` was written left `--out` and `--trace` as they
+    # were (exit 130): three files from two runs, and the plan, complete, in none of them
+    # but the page
+    outputs = {name: tmp_path / name for name in ("p.json", "p.html", "p.trace")}
+    for path in outputs.values():
+        path.write_text("OLD\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", STOP_AFTER_HTML, "solve", str(ROOT / "specs" / "resnet.plan"),
+         "--algo", "metf", "--out", str(outputs["p.json"]), "--html",
+         str(outputs["p.html"]), "--trace", str(outputs["p.trace"])],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 130, proc.stderr
+    assert "E607" in proc.stderr and "Traceback" not in proc.stderr
+    assert all(path.read_text() != "OLD\n" for path in outputs.values())
+    assert json.loads(outputs["p.json"].read_text())["placement"]
+    assert json.loads(outputs["p.trace"].read_text())
