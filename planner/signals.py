@@ -204,19 +204,23 @@ def allowed() -> Iterator[None]:
 
 @contextlib.contextmanager
 def interrupts_ignored() -> Iterator[None]:
-    """A stretch where SIGINT is ignored, to start processes that must ignore it for life
-    (a process pool's forkserver, and through it the workers): an ignored signal stays
-    ignored across `exec`, and Python keeps it so from its first instruction. Ctrl-C
-    reaches the whole process group; the parent stops such children itself. A Ctrl-C
-    during the stretch (a fork and an exec: milliseconds) is lost."""
+    """A stretch where SIGINT and SIGHUP are ignored, to start processes that must ignore
+    them for life (a process pool's forkserver, and through it the workers and the
+    resource tracker): an ignored signal stays ignored across `exec`, and Python keeps it
+    so from its first instruction. Ctrl-C and a closed terminal's SIGHUP reach the whole
+    process group; the parent stops such children itself (before, SIGHUP killed the
+    tracker, and the workers printed its `KeyError` tracebacks). A stop during the
+    stretch (a fork and an exec: milliseconds) is lost."""
     if not _main_thread():
         yield
         return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ignored = [signal.SIGINT, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in ignored}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def stops_to_the_main_thread() -> None:

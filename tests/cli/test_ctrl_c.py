@@ -274,6 +274,24 @@ def test_ctrl_c_to_compare_ends_it_and_its_workers_at_once(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
+def test_a_closed_terminals_sighup_ends_compare_as_ctrl_c_does(tmp_path: Path) -> None:
+    # SIGHUP reaches the whole process group too: before, it killed multiprocessing's
+    # resource tracker, which warned "process died unexpectedly", and each worker printed
+    # a `KeyError: '/mp-...'` traceback as it unregistered its semaphores
+    run = _compare(tmp_path)
+    try:
+        children = _pool_of_at_least(run, 3, 0.1)
+        assert len(children) >= 3, "compare never started its workers"
+        run.wait_for(lambda line: "compare ·" in line)
+        children |= _pool(run.proc.pid)
+        took = run.stop(signal.SIGHUP, group=True)
+    finally:
+        run.kill()
+    _stopped_cleanly(run, took, children)
+    assert "KeyError" not in run.stderr and "resource_tracker" not in run.stderr, run.stderr
+
+
+@pytest.mark.slow
 def test_ctrl_c_while_compare_starts_its_forkserver(tmp_path: Path) -> None:
     # the forkserver imports the worker's modules (numpy, the algorithms) for a second or
     # so: a Ctrl-C to the group then printed its KeyboardInterrupt traceback
