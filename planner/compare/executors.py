@@ -308,19 +308,25 @@ def _fill(pool: ProcessPoolExecutor, pending: deque[tuple[Point, bool]],
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
-    """Stop a pool now: cancel queued points and end its worker processes."""
+    """Stop a pool now: cancel queued points and end its worker processes. A second stop
+    meanwhile (Ctrl-C pressed twice) waits for the end of the workers, and a third kills
+    them at once (before: the second broke off the clean-up, and compare, its workers
+    left running, could hang at exit joining the pool's thread)."""
     procs = list((getattr(pool, "_processes", None) or {}).values())  # private, best effort
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in procs:
-        with contextlib.suppress(Exception):  # best effort on the way out
-            proc.terminate()
-    for proc in procs:
-        proc.join(timeout=5)
-    for proc in procs:  # a worker stuck past SIGTERM
-        if proc.is_alive():
-            with contextlib.suppress(Exception):
-                proc.kill()
+    with deferred():
+        try:
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                with contextlib.suppress(Exception):  # best effort on the way out
+                    proc.terminate()
+            for proc in procs:
                 proc.join(timeout=5)
+        finally:
+            for proc in procs:  # a worker stuck past SIGTERM, or no time to wait for it
+                with contextlib.suppress(Exception):
+                    if proc.is_alive():
+                        proc.kill()
+                        proc.join(timeout=5)
 
 
 def import_ray() -> ModuleType:
