@@ -177,3 +177,39 @@ def test_the_test_extra_installs_the_plugins_addopts_needs(
     for option in options:
         assert PLUGIN_OPTIONS[option] in _names("test"), option
     assert pytestconfig.pluginmanager.has_plugin("xdist")
+
+
+def _imported_by_planner() -> dict[str, set[str]]:
+    """Top-level module -> the planner files that import it, at any depth (lazy imports
+    too), but not under `if TYPE_CHECKING:` (annotations alone: networkx)."""
+    by_module: dict[str, set[str]] = {}
+    for path in (ROOT / "planner").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                       and "TYPE_CHECKING" in ast.unparse(node.test)
+                       for n in ast.walk(node)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                by_module.setdefault(name.split(".")[0], set()).add(
+                    str(path.relative_to(ROOT)))
+    return by_module
+
+
+def test_every_module_planner_imports_is_declared() -> None:
+    # before: `google.protobuf` (io/onnx_import.py) came only as onnx's dependency
+    imported = {m: files for m, files in _imported_by_planner().items()
+                if m not in sys.stdlib_module_names and m != "planner"}
+    assert "google" in imported  # the rule sees lazy imports
+    declared = {_name(r) for r in PROJECT["dependencies"]}
+    declared |= set().union(*(_names(e) for e in EXTRAS))
+    missing = {m: sorted(files) for m, files in imported.items()
+               if not _distributions(m) & declared}
+    assert not missing, f"imported by planner, declared by no dependency or extra: {missing}"
