@@ -32,7 +32,7 @@ from .facts import proofs as one_pass_proofs
 from .model import Problem, derived
 from .units import format_bytes
 
-__all__ = ["pipeline_bytes", "pipeline_units", "proofs", "proven_none"]
+__all__ = ["pipeline_bytes", "pipeline_units", "proofs", "proven_none", "unit_roots"]
 
 
 
@@ -98,11 +98,10 @@ def _pipeline_proofs(problem: Problem) -> tuple[Proof, ...]:
     return tuple(out)
 
 
-def pipeline_units(problem: Problem) -> list[tuple[list[int], list[int]]]:
-    """The pipeline units (a forward op, its backward ops and their colocation groups: one
-    stage holds all of it) with the devices every part may run on (before: the colocation
-    groups alone, so a backward op's output, the largest transient of its forward op's
-    stage, was left out of E301: `check` said ok of a stage that cannot fit)."""
+def unit_roots(problem: Problem) -> list[int]:
+    """Per unit of `facts` (a colocation group or a lone op): the smallest unit index of
+    its pipeline unit (a forward op, its backward ops and their colocation groups: one
+    stage holds all of it). The one rule `pipeline.units` and E301 group by."""
     f = facts(problem)
     parent = list(range(len(f.units)))
 
@@ -113,10 +112,21 @@ def pipeline_units(problem: Problem) -> list[tuple[list[int], list[int]]]:
         return u
 
     for b, fwd in problem.graph.backward_of.items():
-        parent[root(f.unit_of[b])] = root(f.unit_of[fwd])
+        ra, rb = root(f.unit_of[b]), root(f.unit_of[fwd])
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return [root(u) for u in range(len(f.units))]
+
+
+def pipeline_units(problem: Problem) -> list[tuple[list[int], list[int]]]:
+    """The pipeline units (`unit_roots`) with the devices every part may run on (before:
+    E301 judged the colocation groups alone, so a backward op's output, the largest
+    transient of its forward op's stage, was left out: `check` said ok of a stage that
+    cannot fit)."""
+    f = facts(problem)
     merged: dict[int, list[int]] = {}
-    for u in range(len(f.units)):
-        merged.setdefault(root(u), []).append(u)
+    for u, r in enumerate(unit_roots(problem)):
+        merged.setdefault(r, []).append(u)
     out = []
     for parts in merged.values():
         allowed = set(f.unit_allowed[parts[0]]).intersection(

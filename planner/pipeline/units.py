@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 from ..cost import copies, costs, held_bytes
 from ..facts import facts
 from ..model import Graph, Problem, derived
+from ..stagefacts import unit_roots
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,32 +108,21 @@ def _derive(problem: Problem) -> Units:
     g = problem.graph
     f = facts(problem)
     n = len(g.ops)
-    parent = list(range(len(f.units)))
-
-    def root(u: int) -> int:
-        while parent[u] != u:
-            parent[u] = parent[parent[u]]
-            u = parent[u]
-        return u
-
-    for b, fwd in g.backward_of.items():
-        ra, rb = root(f.unit_of[b]), root(f.unit_of[fwd])
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+    roots = unit_roots(problem)  # per unit of `facts`, its pipeline unit's
     backward = tuple(i in g.backward_of for i in range(n))
     position = [0] * n
     for k, i in enumerate(g.topological_order):
         position[i] = k
     first: dict[int, int] = {}  # merged unit -> first forward position (else first any)
     for i in g.topological_order:
-        r = root(f.unit_of[i])
+        r = roots[f.unit_of[i]]
         key = position[i] if not backward[i] else n + position[i]
         first[r] = min(first.get(r, key), key)
     order = sorted(first, key=first.__getitem__)
     slot = {r: k for k, r in enumerate(order)}
     members: list[list[int]] = [[] for _ in order]
     for i in g.topological_order:
-        members[slot[root(f.unit_of[i])]].append(i)
+        members[slot[roots[f.unit_of[i]]]].append(i)
     unit_of = [0] * n
     for k, ops in enumerate(members):
         for i in ops:
