@@ -349,8 +349,7 @@ def check_recompute(problem: Problem, names: Sequence[str], sink: DiagnosticSink
     and a later replica of a replicated stage (`replicas`, as `load_replicas` reads them)
     whose stage's device (its group's first) is not named too: a replicated stage
     recomputes on all its replicas or on none, as its first device says."""
-    dev_index = problem.cluster.device_index
-    devices = problem.cluster.devices
+    dev_index, devices = problem.cluster.device_index, problem.cluster.devices
     first = {e: group[0] for group in (replicas or {}).values() for e in group[1:]}
     held = set(placement) if placement is not None else None
     named = set(names)
@@ -360,10 +359,10 @@ def check_recompute(problem: Problem, names: Sequence[str], sink: DiagnosticSink
             sink.error("E504", f"unknown device {quoted(name)} in recompute", at(k),
                        *_hints(sink, name, dev_index))
         elif not problem.graph.backward_of:  # (before: read, and its figures disagreed)
-            sink.error("E515", f"device {quoted(name)} in recompute, and graph "
-                       f"{quoted(problem.graph.name)} has no backward ops: there is no "
-                       "backward pass to recompute activations for", at(k),
-                       "leave `recompute` out of an inference plan")
+            graph = quoted(problem.graph.name)
+            sink.error("E515", f"device {quoted(name)} in recompute, and graph {graph} has "
+                       "no backward ops: there is no backward pass to recompute activations "
+                       "for", at(k), "leave `recompute` out of an inference plan")
         elif d in first and devices[first[d]].name not in named:
             stage = devices[first[d]].name
             sink.error("E515", f"device {quoted(name)} in recompute holds a replica of the "
