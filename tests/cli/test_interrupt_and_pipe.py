@@ -140,3 +140,32 @@ def test_a_closed_or_full_stderr_loses_its_lines_not_the_command(tmp_path: Path,
     assert json.loads((tmp_path / "p.json").read_text())["placement"]
     assert run("check", "s.plan") == 0
     assert run("check", "bad.plan") == 1  # the verdict stays the command's
+
+
+def test_an_interrupted_pipeilp_keeps_its_warm_starts_recomputation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # four layers on two 13000 B devices, GPipe, 8 micro-batches: the warm start is the
+    # recomputing contiguous split on d0. Before: a Ctrl-C while the solver ran gave its
+    # placement alone, judged without recomputation over d0's memory (E401, exit 3, no
+    # `--out`) where its plan fits
+    from planner.algorithms.pipeilp import solve as pipeilp_solve
+
+    def stopped(*args: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeilp_solve, "_solve", stopped)
+    layers = "".join(f"op f{k} {{time 1 ms; params 100 B; output 1000 B}}; op b{k} {{time "
+                     f"2 ms; output 10 B; backward_of f{k}}}; " for k in range(4))
+    (tmp_path / "s.plan").write_text(
+        "cluster c { device d[0..1] { memory 13000 B }; link d[*] <-> d[*] { bandwidth 1 GB/s } }\n"
+        f"graph g {{ {layers}f0 -> f1 -> f2 -> f3 -> b3 -> b2 -> b1 -> b0; f0 -> b0; "
+        "f1 -> b1; f2 -> b2 }\n"
+        "plan p { graph g; cluster c; objective pipeline; microbatches 8; schedule gpipe }\n")
+    code, out, _ = invoke(["solve", "s.plan", "--algo", "pipeilp", "--time-limit", "5",
+                           "--out", "p.json", "--json"], tmp_path)
+    doc = json.loads(out)
+    assert code == 130 and doc["exit_code"] == 130
+    assert doc["result"]["status"] == "interrupted" and doc["result"]["feasible"]
+    assert doc["result"]["recompute"] == ["d0"]
+    written = json.loads((tmp_path / "p.json").read_text())
+    assert written["status"] == "interrupted" and written["recompute"] == ["d0"]

@@ -19,7 +19,6 @@ from ...pipeline.bound import pipeline_bound
 from ...pipeline.schedule import run_planned
 from ...pipeline.split import runs, runs_as, split_of
 from ...pipeline.splitdp import MAX_CELLS
-from ...plan import Plan
 from .. import pipeblocks, pipecheck, pipedp, pipehybrid
 from ..base import Interrupted, Options, Solution
 from ..exact import backends, solver_names
@@ -90,10 +89,13 @@ def _place(problem: Problem, options: Options, terms: PlanTerms | None) -> Solut
     except KeyboardInterrupt:
         if warm is None:
             raise Interrupted(None) from None
-        raise Interrupted(Solution(Plan(warm.placement, algorithm="pipeilp"), "interrupted",
-                                   MappingProxyType({"warm_start": warm.source,
-                                                     "reason": "interrupted before the "
-                                                     "solver answered"}))) from None
+        # with its figures and the devices that recompute (before: the placement alone, so
+        # a recomputing warm start was judged over its memory: E401, exit 3, no `--out`)
+        raise Interrupted(_solution(problem, warm, "interrupted",
+                                    pipeline_bound(problem).period_s, {
+                                        "warm_start": warm.source,
+                                        "reason": "interrupted before the solver answered"})
+                          ) from None
 
 
 def _checks(options: Options) -> pipeblocks.Checks:
