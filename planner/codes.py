@@ -154,7 +154,8 @@ E509 1   a placement file `start_s` that is not finite seconds per op
 E510 1   a `simulate --stages` file that is not a list of stages (`{"ops": [...], "devices": [...]}`
          each), nor an object whose `stages` or `pipeline.stages` is one
 E511 1   a stages file that lists an op in two stages (or twice)
-E512 1   a stages file that lists a device in two stages (or twice)
+E512 1   a stages file that lists a device twice in a stage, or a replicated stage's device in
+         another stage
 E513 1   a stages file with a stage of no ops or no devices
 E514 1   a plan file `replicas` that is not disjoint groups of devices, each named by its stage's
          device and listing it first
@@ -166,6 +167,8 @@ E516 1   a placement file made for another plan of the spec (its `plan`), or for
 E517 1   a `--json` report's `devices` that is not a list of device rows (`name`, `ops`), or
          that contradicts its `placement` (a device or an op listed twice, an op in another
          device's row, a device the placement uses and no row names)
+E518 1   a `--json` report given to `--stages` whose stages put an op on another device than
+         its `placement` (its plan splits a pipeline unit: simulate it with `--placement`)
 E601 2   an unknown algorithm
 E602 2   no plan of that name, or several plans and no `--plan`
 E603 2   a `solve --time-limit` outside 0 to 1e6 s, or not a finite number

@@ -11,16 +11,18 @@ devices that recompute their activations come from the object's (or its `result`
 
 - **Devices.** A stage's first device is its representative: every op of the stage is
   placed there. A stage of 2+ devices is replicated over them (`planner.pipeline.hybrid`:
-  micro-batch m on its (m mod r)-th device, the gradients all-reduced among them). A
-  device belongs to one stage, except under `schedule interleaved`, whose devices each run
-  several stages (of one device each): `solve --json` of an interleaved plan reads back.
+  micro-batch m on its (m mod r)-th device, the gradients all-reduced among them; under
+  `interleaved` they run as 1F1B, as a plan file's `replicas` do). A device of a
+  replicated stage belongs to that stage alone; others may run several stages (those of
+  `interleaved`, or of a plan whose devices form no chain: `solve --json` reads back).
 - **Ops.** An op belongs to one stage, and every op to some stage, except that a backward
   op (`backward_of`) not listed goes to its forward op's stage: a layout of forward ops
   is enough.
 
 Diagnostics point into the file (`errors.JsonSpans`): E500 not JSON, E510 not a list of
-stages, E503/E504 an unknown op or device (with a did-you-mean), E511/E512 an op or a
-device in two stages, E513 a stage of no ops or no devices, E505 ops in no stage.
+stages, E503/E504 an unknown op or device (with a did-you-mean), E511/E512 an op in two
+stages, or a replicated stage's device in another, E513 a stage of no ops or no devices,
+E505 ops in no stage, E518 a report's stages that its `placement` contradicts.
 """
 
 from __future__ import annotations
@@ -100,11 +102,15 @@ def parse_stages(problem: Problem, text: str, shown: str = "<stages>") -> Layout
                                    (f"for example {_EXAMPLE}",)))
     for k, stage in enumerate(stages):
         reader.stage(stage, (*at, k))
+    reader.shared_replicas()
     reader.sink.raise_if_errors()
     reader.unlisted(at)
     reader.sink.raise_if_errors()
     body, where = in_envelope(data)
     layout = reader.layout()
+    if isinstance(body, Mapping) and isinstance(body.get("placement"), Mapping):
+        reader.agrees(body["placement"], layout.plan.placement, (*where, "placement"))
+        reader.sink.raise_if_errors()
     again = load_recompute(problem, body, shown, text, where, layout.replicas,
                            layout.plan.placement) \
         if isinstance(body, Mapping) else ()
@@ -139,7 +145,8 @@ class _Reader:
         self.where = JsonSpans(shown, text)  # each report's place in the file
         self.stage_of: dict[int, int] = {}  # op -> stage
         self.op_at: dict[int, Where] = {}
-        self.device_at: dict[int, tuple[int, Where]] = {}  # device -> (stage, place)
+        self.device_at: dict[int, tuple[int, Where]] = {}  # device -> (its first stage, place)
+        self.listed: list[tuple[int, int, Where]] = []  # (device, stage, place), in order
         self.groups: list[tuple[int, ...]] = []
 
     def span(self, at: Where) -> Span:
@@ -163,11 +170,6 @@ class _Reader:
             self._op(name, k, (*at, "ops", j))
         group = [d for j, name in enumerate(devices or ())
                  if (d := self._device(name, k, (*at, "devices", j))) is not None]
-        if len(group) > 1 and self._interleaved:
-            self.sink.error("E512", f"stage {k} lists {len(group)} devices, but under "
-                            "`schedule interleaved` a stage runs on one device",
-                            self.span((*at, "devices")), "replicated stages run under "
-                            "`schedule 1f1b` or `gpipe`; list one device per stage")
         self.groups.append(tuple(group))
 
     def _names(self, stage: Mapping[str, Any], key: str, at: Where) -> list[str] | None:
@@ -210,24 +212,29 @@ class _Reader:
                                 name, self.problem.cluster.device_index,
                                 f"the devices of cluster `{self.problem.cluster.name}`"))
             return None
-        if d in self.device_at and (self.device_at[d][0] == k or not self._interleaved):
-            first, where = self.device_at[d]
-            self.sink.error("E512", f"device {quoted(name)} is listed in stage {first} and "
-                            f"again in stage {k}" if first != k else
-                            f"device {quoted(name)} is listed twice in stage {k}",
-                            self.span(at), "a device runs one stage: a stage's first device "
-                            "holds its ops, the others its replicas",
-                            notes=(("first listed here", self.span(where)),))
+        if d in self.device_at and self.device_at[d][0] == k:
+            self.sink.error("E512", f"device {quoted(name)} is listed twice in stage {k}",
+                            self.span(at), "list each device of a stage once",
+                            notes=(("first listed here", self.span(self.device_at[d][1])),))
             return None
         self.device_at.setdefault(d, (k, at))
+        self.listed.append((d, k, at))
         return d
 
-    @property
-    def _interleaved(self) -> bool:
-        """Whether the plan's schedule runs several stages per device (`interleaved`), so
-        that a device may be listed in several stages (each of one device: no replicas)."""
-        pipeline = self.problem.pipeline
-        return pipeline is not None and pipeline.schedule_spec.virtual_stages
+    def shared_replicas(self) -> None:
+        """E512 for a device of a replicated stage that another stage lists too: a device
+        may run several stages (`interleaved`'s, or a plan whose devices form no chain,
+        as `solve --json` reports them: before, E512 refused planner's own reports), but a
+        replica runs its stage alone."""
+        for d, k, at in self.listed:
+            first, where = self.device_at[d]
+            if first != k and (len(self.groups[first]) > 1 or len(self.groups[k]) > 1):
+                self.sink.error("E512", f"device {quoted(self.problem.cluster.devices[d].name)}"
+                                f" is listed in stage {first} and again in stage {k}, and a "
+                                "replicated stage's devices run it alone", self.span(at),
+                                "a stage's first device holds its ops, the others its "
+                                "replicas: a device of a replicated stage is in no other",
+                                notes=(("first listed here", self.span(where)),))
 
     def _hints(self, name: str, candidates: Mapping[str, int], where: str
                ) -> tuple[str, ...]:
@@ -262,6 +269,23 @@ class _Reader:
                         f"{shown}{more}{theirs}", self.span(at),
                         f"list {quoted(missing[0])} in a stage's `ops` (a backward op not "
                         "listed goes with its forward op)")
+
+    def agrees(self, placed: Mapping[str, Any], placement: tuple[int, ...], at: Where) -> None:
+        """E518 where a report's stages put an op on another device than its `placement`
+        does: its plan splits a pipeline unit (an op away from its unit's stage), which a
+        list of stages cannot say (before: `--stages` ran another plan, feasible, than
+        the report's, E401)."""
+        names = [d.name for d in self.problem.cluster.devices]
+        for i, op in enumerate(self.problem.graph.ops):
+            given = placed.get(op.name)
+            if isinstance(given, str) and given != names[placement[i]]:
+                self.sink.error("E518", f"the stages put op {quoted(op.name)} on "
+                                f"{quoted(names[placement[i]])}, and the report's placement "
+                                f"on {quoted(given)}: its plan splits a pipeline unit, which "
+                                "stages cannot say", self.span((*at, op.name)),
+                                "simulate the report with --placement, which reads its "
+                                "placement as it is")
+                return
 
     def layout(self) -> Layout:
         placement = tuple(self.groups[self.stage_of[i]][0]

@@ -323,7 +323,75 @@ def test_an_interleaved_plan_reads_back_as_it_is(tmp_path: Path) -> None:
     code, out, _ = _invoke(["simulate", "s.plan", "--stages", "two.json", "--json"], tmp_path)
     diags = json.loads(out)["diagnostics"]
     assert code == 1 and [d["code"] for d in diags] == ["E512"]
-    assert "under `schedule interleaved` a stage runs on one device" in diags[0]["message"]
+    assert "a replicated stage's devices run it alone" in diags[0]["message"]
+
+
+def test_a_replicated_stage_under_interleaved_runs_as_a_plan_files_replicas_do(
+        tmp_path: Path) -> None:
+    """Before: E512 "under `schedule interleaved` a stage runs on one device", where a plan
+    file of the same layout (`replicas`) ran as 1F1B, and `simulate --json` of that plan
+    file was refused read back as stages."""
+    (tmp_path / "s.plan").write_text(INTERLEAVED)
+    ops = ["f0", "f1", "f2", "f3", "f0.bwd", "f1.bwd", "f2.bwd", "f3.bwd"]
+    (tmp_path / "plan.json").write_text(json.dumps({
+        "placement": {op: "d0" for op in ops}, "replicas": {"d0": ["d0", "d1"]}}))
+    code, out, _ = _invoke(["simulate", "s.plan", "--placement", "plan.json", "--json"],
+                           tmp_path)
+    assert code == 0, out
+    (tmp_path / "report.json").write_text(out)
+    planned = json.loads(out)["result"]["pipeline"]
+    (tmp_path / "stages.json").write_text(json.dumps(
+        [{"ops": ops[:4], "devices": ["d0", "d1"]}]))
+    for given in ("report.json", "stages.json"):
+        code, out, _ = _invoke(["simulate", "s.plan", "--stages", given, "--json"], tmp_path)
+        assert code == 0, out
+        ran = json.loads(out)["result"]["pipeline"]
+        assert (ran["iteration_s"], ran["schedule_run"]) == (planned["iteration_s"], "1f1b")
+
+
+NOT_A_CHAIN = INTERLEAVED.replace("schedule interleaved\n  stages_per_device 2",
+                                  "schedule gpipe")
+
+
+def test_a_report_whose_devices_run_several_stages_reads_back(tmp_path: Path) -> None:
+    """f0 and f2 on d0, f1 and f3 on d1 under GPipe: a plan whose devices form no chain,
+    which `solve --json` reports as four stages, d0 and d1 in two each. Before: E512 "device
+    `d0` is listed in stage 0 and again in stage 2" of planner's own feasible report."""
+    text = NOT_A_CHAIN + ("plan q { graph g; cluster c; objective pipeline; microbatches 4; "
+                          "schedule gpipe\n  place f0, f0.bwd, f2, f2.bwd on d0\n"
+                          "  place f1, f1.bwd, f3, f3.bwd on d1 }\n")
+    (tmp_path / "s.plan").write_text(text)
+    code, out, _ = _invoke(["solve", "s.plan", "--plan", "q", "--algo", "expert", "--json"],
+                           tmp_path)
+    assert code == 0, out
+    (tmp_path / "report.json").write_text(out)
+    solved = json.loads(out)["result"]["pipeline"]
+    assert len(solved["stages"]) == 4
+    code, out, _ = _invoke(["simulate", "s.plan", "--plan", "q", "--stages", "report.json",
+                            "--json"], tmp_path)
+    assert code == 0, out
+    assert json.loads(out)["result"]["pipeline"]["iteration_s"] == solved["iteration_s"]
+
+
+def test_a_report_whose_plan_splits_a_unit_is_refused_as_stages(tmp_path: Path) -> None:
+    """Its stages put each unit whole on one device, its placement not: before, `--stages`
+    ran the stages' plan (feasible) in place of the report's (E401); now E518 at the op."""
+    text = NOT_A_CHAIN + ("plan q { graph g; cluster c; objective pipeline; microbatches 4; "
+                          "schedule gpipe\n  place f0, f0.bwd, f1.bwd, f2, f2.bwd on d0\n"
+                          "  place f1, f3, f3.bwd on d1 }\n")
+    (tmp_path / "s.plan").write_text(text)
+    code, out, _ = _invoke(["solve", "s.plan", "--plan", "q", "--algo", "expert", "--json"],
+                           tmp_path)
+    assert code == 3
+    (tmp_path / "report.json").write_text(out)
+    code, out, _ = _invoke(["simulate", "s.plan", "--plan", "q", "--stages", "report.json",
+                            "--json"], tmp_path)
+    diags = json.loads(out)["diagnostics"]
+    assert code == 1 and [d["code"] for d in diags] == ["E518"]
+    assert "op `f1.bwd` on `d1`, and the report's placement on `d0`" in diags[0]["message"]
+    code, _, _ = _invoke(["simulate", "s.plan", "--plan", "q", "--placement", "report.json"],
+                         tmp_path)
+    assert code == 3  # as the report said
 
 
 def test_a_pipeline_plan_in_github_format_logs_its_pipeline(tmp_path: Path) -> None:
