@@ -108,6 +108,8 @@ def _judge(d: PlanDiff, gate: float | None, have_spec: bool) -> list[Diagnostic]
         return [Diagnostic("E645", "the new plan violates the spec (the old one did not)",
                            where, why)]
     (label, a, b), pct = d.measure, d.slower_pct
+    if pct is None and d.old.never_ends:  # it did not run: the new plan is no regression
+        return []
     if pct is None or a is None or b is None:
         if gate is None:
             return []
@@ -158,7 +160,8 @@ def _what_changed(d: PlanDiff) -> str:
 def _one_pass(d: PlanDiff, side: Side) -> bool:
     """Whether `side` lacks the iteration a pipeline plan beside it has because it is a
     one-pass plan (a makespan, no pipeline), not because it was not simulated."""
-    return d.measure[0] == "iteration" and side.iteration_s is None and side.has_figures
+    return (d.measure[0] == "iteration" and side.iteration_s is None and side.has_figures
+            and not side.never_ends)
 
 
 def _pct(p: float) -> str:
@@ -189,6 +192,8 @@ def render_text(d: PlanDiff) -> str:
               for r in rows]
     lines += [f"  ({shown(s.file)} is a one-pass plan: no iteration to compare)"
               for s in (d.old, d.new) if _one_pass(d, s)]
+    lines += [f"  ({shown(s.file)}'s pipeline never ends: its stages wait on each other)"
+              for s in (d.old, d.new) if s.never_ends]
     if not (d.old.has_figures and d.new.has_figures):
         lines.append("  (no finite makespan: a plan that does not finish on the spec)"
                      if "simulated" in (d.old.source, d.new.source) else

@@ -87,6 +87,9 @@ class Side:
     devices: dict[str, DeviceLoad] = field(default_factory=dict)
     #: a pipeline plan's iteration (None for one pass's plan, or not known)
     iteration_s: float | None = None
+    #: a pipeline plan whose iteration never ends (its stages wait on each other): no
+    #: iteration, and no one-pass plan either (before: said to be one, and gated E644)
+    never_ends: bool = False
     #: the lower bound on that iteration (`pipeline.bound`; `lower_bound_s` is one pass's)
     iteration_bound_s: float | None = None
     #: a hybrid plan's replicated stages: a stage's device -> its group, itself first
@@ -115,6 +118,7 @@ class Side:
                 "source": self.source, "makespan_s": self.makespan_s,
                 "lower_bound_s": self.lower_bound_s, "feasible": self.feasible,
                 "iteration_s": self.iteration_s, "iteration_bound_s": self.iteration_bound_s,
+                "iteration_never_ends": self.never_ends,
                 "replicas": {k: list(g) for k, g in self.replicas.items()},
                 "recompute": list(self.recompute),
                 "devices": [{"name": n, **d.to_json()} for n, d in self.devices.items()]}
@@ -196,6 +200,7 @@ def _pipeline_figures(side: Side, pipeline: Any) -> None:
     if not isinstance(pipeline, dict):
         return
     side.iteration_s = _number(pipeline.get("iteration_s"))
+    side.never_ends = side.iteration_s is None
     side.iteration_bound_s = _number(pipeline.get("iteration_bound_s"))
     side.feasible = bool(side.feasible) and pipeline.get("fits", True) is not False
     for d in pipeline.get("devices") or []:
@@ -267,6 +272,7 @@ def simulate_side(side: Side, problem: Any, plans: Collection[str] = ()) -> None
         run = run_pipeline(problem, plan.placement, problem.pipeline,
                            [index[n] for n in again], replicas)
         side.iteration_s = _number(run.iteration_s)
+        side.never_ends = side.iteration_s is None
         # as `solve` bounds it: a plan's replicas allow replicated stages
         side.iteration_bound_s = _number(pipeline_bound(
             problem, side.lower_bound_s or 0.0, replicated=bool(replicas)).iteration_s)
@@ -343,7 +349,7 @@ class PlanDiff:
     def measure(self) -> tuple[str, float | None, float | None]:
         """The figure the plans are compared by, old and new: the iteration where both are
         a pipeline's, else the makespan."""
-        if self.old.iteration_s is not None or self.new.iteration_s is not None:
+        if any(s.iteration_s is not None or s.never_ends for s in (self.old, self.new)):
             return "iteration", self.old.iteration_s, self.new.iteration_s
         return "makespan", self.old.makespan_s, self.new.makespan_s
 

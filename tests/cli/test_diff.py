@@ -592,3 +592,31 @@ def test_a_run_that_holds_no_plan_is_not_called_failed(plans: Path) -> None:
         code, _, err = invoke(["diff", name, "new.json"], plans)
         assert code == 1 and f"error[E642]: no plan in {name}: the `{run}` run it records " \
             "holds no plan (a `solve` or `simulate` run's result does)" in err, err
+
+
+#: a training pipeline whose old plan puts `b1` away from `f1` (a unit split: the stages
+#: wait on each other, the iteration never ends) and whose new plan mends it
+NEVER_ENDS = """cluster c { device gpu0 { memory 1 GiB }  device gpu1 { memory 1 GiB }
+  link gpu0 <-> gpu1 { bandwidth 10 GB/s } }
+graph g { op f0 { time 1 ms output 1 MiB }  op f1 { time 1 ms output 1 MiB }
+  op b1 { time 2 ms output 1 MiB backward_of f1 }  op b0 { time 2 ms backward_of f0 }
+  f0 -> f1 -> b1 -> b0 }
+plan p { graph g cluster c objective pipeline microbatches 4 schedule 1f1b }
+"""
+
+
+def test_a_pipeline_that_never_ends_is_no_one_pass_plan(tmp_path: Path) -> None:
+    # before: "(old.json is a one-pass plan: no iteration to compare)", and the gate on a
+    # plan that mends it was E644, exit 2
+    (tmp_path / "s.plan").write_text(NEVER_ENDS)
+    _plan(tmp_path, "old.json", {"f0": "gpu0", "f1": "gpu1", "b1": "gpu0", "b0": "gpu0"})
+    _plan(tmp_path, "new.json", {"f0": "gpu0", "f1": "gpu1", "b1": "gpu1", "b0": "gpu0"})
+    code, out, _ = invoke(["diff", "old.json", "new.json", "--spec", "s.plan"], tmp_path)
+    assert code == 0 and "old.json's pipeline never ends" in out and "one-pass" not in out
+    code, doc = _json(["diff", "old.json", "new.json", "--spec", "s.plan",
+                       "--fail-if-slower", "5"], tmp_path)
+    assert code == 0 and doc["result"]["measure"] == "iteration"
+    assert doc["result"]["old"]["iteration_never_ends"] is True
+    code, doc = _json(["diff", "new.json", "old.json", "--spec", "s.plan",
+                       "--fail-if-slower", "5"], tmp_path)
+    assert code == 5 and [d["code"] for d in doc["diagnostics"]] == ["E645"]
