@@ -59,7 +59,9 @@ give the same plan at any load (two busy processes on this 2-core machine leave 
 to spare); the wall clock is a cap at the limit itself, which a normal run never meets
 (when it does, `info["reason"]` says so and that the plan may differ from run to run).
 
-More time never gives a worse plan: nothing the search does depends on its budget (the
+More time never gives a worse plan (under `objective makespan`: a pipeline's search,
+`pipesearch`, ends its unit moves where the period says and is judged by the iteration):
+nothing the search does depends on its budget (the
 descent ends by itself; the annealing's cycles have a length set by the problem, not by
 the budget; `auto`'s stall rule grows with the budget), so the moves of a longer run
 begin with every move of a shorter one, and the best plan seen can only get better.
