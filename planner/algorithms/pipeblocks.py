@@ -50,7 +50,8 @@ def identical_pipelines(problem: Problem, options: Options,
     stage with fewer gradients holds a smaller bucket, so where nothing fits so, the
     solver runs again with no bucket (a relaxation): its proof stands, and its plan is
     kept where it fits as simulated, else E709 (no proof). The all-reduce is not in the
-    solver's model: the plan is judged by the simulator, and at best `feasible`. Where
+    solver's model: the plan is judged by the simulator, and the solver's proof makes it no
+    better than `feasible` (its period meeting the bound makes it `optimal`). Where
     nothing fits, the solver speaks in the user's terms (`_terms`)."""
     pipeline = problem.pipeline or Pipeline()
     n = int(pipeline.data_parallel)
@@ -90,8 +91,8 @@ def identical_pipelines(problem: Problem, options: Options,
                              "micro-batches each); the all-reduce is the simulator's alone"}
     if "why" in info:  # the solver's verdict is one pipeline's, its figures per own micro-batch
         info["why"] = (f"for one of the {n} pipelines alone, its period per own micro-batch: "
-                       f"{info['why']}; the all-reduce is outside its model, so the plan is "
-                       "at best `feasible`")
+                       f"{info['why']}; the all-reduce is outside its model, so its proof "
+                       "makes no plan `optimal` (its period meeting the bound does)")
     status = "feasible" if planned.status in ("feasible", "optimal") else planned.status
     return Solution(Plan(placement, algorithm=name), status, MappingProxyType(info))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..algorithms.base import Solution
-from ..algorithms.exact.verdict import plan_bound, standing
+from ..algorithms.exact.verdict import pipeline_standing, plan_bound, standing
 from ..bounds import Bounds, lower_bound, relative_gap
 from ..errors import Diagnostic, Span, SpecError
 from ..files import check_outputs, write_text_atomic
@@ -51,7 +51,8 @@ class Result(Solution):
         """`solution` of `problem`, as a `Result`; its `status` as the command line shows
         it (`verdict.standing`: under `objective makespan`, `optimal` when a feasible plan
         meets its bound; `infeasible` when the simulator finds it breaks a rule, under
-        `objective pipeline` as the pipeline runs it: `pipeline.verdict`)."""
+        `objective pipeline` as the pipeline runs it: `pipeline.verdict`, and `optimal`
+        where a plan that runs meets its period's bound: `verdict.pipeline_standing`)."""
         result = cls(problem=problem,
                      **{f.name: getattr(solution, f.name) for f in fields(Solution)})
         status = result.status
@@ -59,6 +60,8 @@ class Result(Solution):
             status = standing(result.status, result.gap)
         if status in ("feasible", "optimal") and not result.feasible:  # `expert` checks none
             status = "infeasible"
+        elif problem.pipeline is not None and result.feasible:
+            status = pipeline_standing(status, result.period_gap)
         if status == result.status:
             return result
         again = dataclasses.replace(result, status=status)

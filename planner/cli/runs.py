@@ -394,20 +394,27 @@ def _pipeline_status(problem: Problem, solution: Solution) -> str:
     the pipeline or splits a pipeline unit over devices (what `pipeline_verdict` then
     reports, E401), which a one-pass scheduler never looked at; the pipeline run is the one
     the report shows (cached)."""
-    pipeline = problem.pipeline
-    if pipeline is None or solution.status not in ("feasible", "optimal"):
-        return solution.status
+    pipeline, status = problem.pipeline, solution.status
+    if pipeline is None or status not in ("feasible", "optimal", "fallback"):
+        return status
     # lazy: start-up
+    from ..algorithms.exact.verdict import pipeline_standing
+    from ..pipeline.bound import pipeline_bound
+    from ..pipeline.hybrid import replica_groups
     from ..pipeline.schedule import run_planned
     from ..pipeline.split import fits, units_split
     from ..pipeline.verdict import replica_rules
 
+    broken = "fallback" if status == "fallback" else "infeasible"  # (E401 says which)
     if units_split(problem, solution.plan.placement):
-        return "infeasible"
+        return broken
     ran = run_planned(problem, solution.plan.placement, pipeline, solution.info)
-    ok = (fits(problem, ran.memory_bytes) and not replica_rules(problem, ran)
-          and math.isfinite(ran.iteration_s))
-    return solution.status if ok else "infeasible"
+    if not (fits(problem, ran.memory_bytes) and not replica_rules(problem, ran)
+            and math.isfinite(ran.iteration_s)):
+        return broken
+    # the bound the report prints beside its period (`report.pipeline.pipeline_view`)
+    bound = pipeline_bound(problem, replicated=bool(replica_groups(problem, solution.info)))
+    return pipeline_standing(status, bound.gap(ran.period_s))
 
 
 def pipeline_verdict(problem: Problem, result: SimResult, fits: bool,

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import algorithms
 from ..algorithms.base import Status
-from ..algorithms.exact.verdict import plan_bound, standing
+from ..algorithms.exact.verdict import pipeline_standing, plan_bound, standing
 from ..bounds import lower_bound, relative_gap
 from ..codes import proves_none
 from ..errors import (
@@ -330,7 +330,7 @@ def _verdict(row: Row, problem: Problem, status: Status, feasible: bool,
         row["gap"] = relative_gap(ms, best)
     if feasible and ms is not None:
         row["status"] = (standing(status, row["gap"]) if problem.pipeline is None
-                         else status)
+                         else pipeline_standing(status, row.get("period_gap")))
     elif problem.pipeline is not None and not violations and ms is not None:
         row["status"] = "violated"
         row["reason"] = _no_pipeline(row, overflow)

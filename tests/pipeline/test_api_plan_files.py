@@ -61,7 +61,7 @@ def test_a_plan_file_written_in_python_is_solve_outs_and_reads_back_the_same(
         back = planner.read_plan(problem, source)
         assert back.pipeline is not None
         assert (back.status, back.feasible, back.replicas, back.recompute) == (
-            "feasible", True, result.replicas, result.recompute)
+            result.status, True, result.replicas, result.recompute)
         assert back.pipeline.iteration_s == result.pipeline.iteration_s
         assert back.pipeline.memory_bytes == result.pipeline.memory_bytes
     shown = CliRunner().invoke(app, ["simulate", str(spec), "--placement", str(mine), "--json"])

@@ -117,6 +117,18 @@ def plan_bound(bound_s: float, info: Mapping[str, Any]) -> float:
     return bound_s
 
 
+def pipeline_standing(status: Status, period_gap: float | None) -> Status:
+    """A pipeline plan's status as shown, whatever algorithm made it, from its period's gap
+    to the pipeline bound (`PipelineBound.gap`): `optimal` for a `feasible` or `fallback`
+    plan that fits and meets it within `OPTIMAL_GAP` (before: pipeilp's alone, where
+    pipedp, hybrid, auto and search said `feasible` of the same plan at the same bound);
+    never a downgrade (pipeilp's `optimal` may rest on its solver's proof)."""
+    if status in ("feasible", "fallback") and period_gap is not None \
+            and period_gap <= OPTIMAL_GAP:
+        return "optimal"
+    return status
+
+
 def standing(status: Status, gap: float | None) -> Status:
     """A plan's status as shown, whatever algorithm made it: `optimal` for a `feasible` or
     `fallback` plan within `OPTIMAL_GAP` of its bound (the fallback's `reason` still says

@@ -13,7 +13,8 @@ fit that otherwise would not.
 **Replicated stages.** Under `data_parallel N` it plans one of N identical pipelines over
 the first device of each block of N, capped by the least memory of its block, whose every
 device holds a replica (`pipeblocks.identical_pipelines`: the replicas' all-reduce is the
-simulator's alone, so the plan is at best `feasible`; where nothing fits, its E708 and
+simulator's alone, so the solver's proof makes the plan no better than `feasible`, its
+period meeting the bound `optimal`; where nothing fits, its E708 and
 the E707 before it speak of the plan, in the words and hints pipeblocks gives it,
 `pipehints.PlanTerms`, each change checked with the bucket, `blockhints`); under
 `data_parallel auto` it plans one pipeline (`hybrid` and `auto` choose replicas).
