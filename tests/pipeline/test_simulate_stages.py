@@ -353,40 +353,40 @@ NOT_A_CHAIN = INTERLEAVED.replace("schedule interleaved\n  stages_per_device 2",
                                   "schedule gpipe")
 
 
+def _report_read_back(tmp_path: Path, on_d0: str, on_d1: str, solved: int
+                      ) -> tuple[dict[str, Any], int, dict[str, Any]]:
+    """Plan `q` of `NOT_A_CHAIN` with these ops placed on d0 and d1, solved (`--json`,
+    exit `solved`), then its report read back as stages: (the report, the exit code and
+    the document of that `simulate --stages --json`)."""
+    (tmp_path / "s.plan").write_text(NOT_A_CHAIN + (
+        "plan q { graph g; cluster c; objective pipeline; microbatches 4; schedule gpipe\n"
+        f"  place {on_d0} on d0\n  place {on_d1} on d1 }}\n"))
+    code, out, _ = _invoke(["solve", "s.plan", "--plan", "q", "--algo", "expert", "--json"],
+                           tmp_path)
+    assert code == solved, out
+    (tmp_path / "report.json").write_text(out)
+    code, again, _ = _invoke(["simulate", "s.plan", "--plan", "q", "--stages", "report.json",
+                              "--json"], tmp_path)
+    return json.loads(out)["result"], code, json.loads(again)
+
+
 def test_a_report_whose_devices_run_several_stages_reads_back(tmp_path: Path) -> None:
     """f0 and f2 on d0, f1 and f3 on d1 under GPipe: a plan whose devices form no chain,
     which `solve --json` reports as four stages, d0 and d1 in two each. Before: E512 "device
     `d0` is listed in stage 0 and again in stage 2" of planner's own feasible report."""
-    text = NOT_A_CHAIN + ("plan q { graph g; cluster c; objective pipeline; microbatches 4; "
-                          "schedule gpipe\n  place f0, f0.bwd, f2, f2.bwd on d0\n"
-                          "  place f1, f1.bwd, f3, f3.bwd on d1 }\n")
-    (tmp_path / "s.plan").write_text(text)
-    code, out, _ = _invoke(["solve", "s.plan", "--plan", "q", "--algo", "expert", "--json"],
-                           tmp_path)
-    assert code == 0, out
-    (tmp_path / "report.json").write_text(out)
-    solved = json.loads(out)["result"]["pipeline"]
-    assert len(solved["stages"]) == 4
-    code, out, _ = _invoke(["simulate", "s.plan", "--plan", "q", "--stages", "report.json",
-                            "--json"], tmp_path)
-    assert code == 0, out
-    assert json.loads(out)["result"]["pipeline"]["iteration_s"] == solved["iteration_s"]
+    report, code, doc = _report_read_back(tmp_path, "f0, f0.bwd, f2, f2.bwd",
+                                          "f1, f1.bwd, f3, f3.bwd", 0)
+    assert len(report["pipeline"]["stages"]) == 4
+    assert code == 0, doc
+    assert doc["result"]["pipeline"]["iteration_s"] == report["pipeline"]["iteration_s"]
 
 
 def test_a_report_whose_plan_splits_a_unit_is_refused_as_stages(tmp_path: Path) -> None:
     """Its stages put each unit whole on one device, its placement not: before, `--stages`
     ran the stages' plan (feasible) in place of the report's (E401); now E518 at the op."""
-    text = NOT_A_CHAIN + ("plan q { graph g; cluster c; objective pipeline; microbatches 4; "
-                          "schedule gpipe\n  place f0, f0.bwd, f1.bwd, f2, f2.bwd on d0\n"
-                          "  place f1, f3, f3.bwd on d1 }\n")
-    (tmp_path / "s.plan").write_text(text)
-    code, out, _ = _invoke(["solve", "s.plan", "--plan", "q", "--algo", "expert", "--json"],
-                           tmp_path)
-    assert code == 3
-    (tmp_path / "report.json").write_text(out)
-    code, out, _ = _invoke(["simulate", "s.plan", "--plan", "q", "--stages", "report.json",
-                            "--json"], tmp_path)
-    diags = json.loads(out)["diagnostics"]
+    _, code, doc = _report_read_back(tmp_path, "f0, f0.bwd, f1.bwd, f2, f2.bwd",
+                                     "f1, f3, f3.bwd", 3)
+    diags = doc["diagnostics"]
     assert code == 1 and [d["code"] for d in diags] == ["E518"]
     assert "op `f1.bwd` on `d1`, and the report's placement on `d0`" in diags[0]["message"]
     code, _, _ = _invoke(["simulate", "s.plan", "--plan", "q", "--placement", "report.json"],
