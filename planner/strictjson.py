@@ -77,7 +77,7 @@ def loads(text: str) -> Any:
     """
     doc = text.removeprefix(_BOM)
     try:
-        return _UNIQUE.decode(doc)
+        data = _UNIQUE.decode(doc)
     except json.JSONDecodeError:
         raise
     except _Duplicate:
@@ -86,6 +86,19 @@ def loads(text: str) -> Any:
         raise json.JSONDecodeError("nested too deeply", doc, 0) from None
     except ValueError:  # an integer too long to convert (the only other ValueError)
         raise _too_long(doc) from None
+    if "\\u" in doc and (half := _LONE_SURROGATE.search(doc)) is not None:
+        raise json.JSONDecodeError(
+            f"a lone surrogate `{half.group(1)}` in a string (half of a character: no text "
+            "holds it)", doc, half.start(1))
+    return data
+
+
+#: a `\uD800`-`\uDFFF` escape that is not half of a pair (a high one followed by a low
+#: one), its backslash not itself escaped: `json.loads` reads it into a str that no
+#: output can encode (a report under `--json` ended in a UnicodeEncodeError traceback)
+_LONE_SURROGATE = re.compile(
+    r"(?<!\\)(?:\\\\)*(\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})")
 
 
 def _duplicate(doc: str) -> json.JSONDecodeError:

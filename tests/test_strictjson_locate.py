@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner import strictjson
 from planner.io.json_checks import path_steps
 from planner.strictjson import Locator
 
@@ -81,3 +83,20 @@ def test_the_paths_messages_show_read_back_as_steps() -> None:
                                                             "memory_bytes"]
     assert path_steps("ops") == ["ops"] and path_steps("") == []
     assert path_steps(".maxFPGAs") == ["maxFPGAs"]
+
+
+@pytest.mark.parametrize(("text", "at"), [
+    ('{"a": "\\ud800"}', 7), ('{"a": "\\udc00"}', 7), ('{"\\ud800x": 1}', 2),
+    ('{"a": "\\\\\\ud800"}', 9)])
+def test_a_lone_surrogate_is_a_located_error(text: str, at: int) -> None:
+    # half of a character: `json.loads` read it into a str no output can encode, and
+    # `simulate --placement F --json` of a placement naming one ended in a
+    # UnicodeEncodeError traceback (exit 1, empty stdout)
+    with pytest.raises(json.JSONDecodeError, match="a lone surrogate") as err:
+        strictjson.loads(text)
+    assert err.value.pos == at
+
+
+@pytest.mark.parametrize("text", ['{"a": "\\ud83d\\ude00"}', '{"a": "\\\\ud800"}'])
+def test_a_pair_or_an_escaped_backslash_is_no_lone_surrogate(text: str) -> None:
+    assert strictjson.loads(text) == json.loads(text)
