@@ -211,7 +211,8 @@ E640 2   options that contradict each other (`--json` with another `--format`, t
 W640 0   a spec not in the canonical layout (`fmt --check` and `fmt --diff` read every file, then
          exit 5)
 E641 1   `fmt -`: standard input that is not valid UTF-8
-E642 1   `diff`: a file that holds no plan (invalid JSON, another format, a failed run)
+E642 1   `diff`: a file that holds no plan (invalid JSON, another format, a failed run), or a
+         report's figure that is no number >= 0 or null
 E643 2   `diff --fail-if-slower`: not a percentage of 0 or more
 E644 2   `diff --fail-if-slower` without both makespans, or iterations (plan files need `--spec`;
          a one-pass plan has no iteration)

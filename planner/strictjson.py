@@ -44,6 +44,9 @@ _BLANK = re.compile(r"[ \t\n\r]*")
 #: (JSON's grammar, as `json.scanner` reads it: an integer part, a fraction, an exponent)
 _TOKEN = re.compile(r'["{}\[\]]|(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?')
 _PLAIN = json.JSONDecoder()
+#: what may hold a number beyond a double's range (1.8e308), or one not 0 that reads as 0: a
+#: run of 100 digits or an exponent of 3 digits; below both, a number is within 1e±198
+_FAR = re.compile(r"[0-9]{100}|[eE][-+]?[0-9]{3}")
 
 
 class _Duplicate(Exception):
@@ -57,7 +60,20 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+def _int_or_infinity(digits: str) -> int | float:
+    """An integer as `json` reads it, or an infinity beyond a double's range, as `json`
+    reads `1e400`: every reader then refuses it as it refuses that (before, an OverflowError
+    where one converted it)."""
+    value = int(digits)
+    try:
+        float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+    return value
+
+
 _UNIQUE = json.JSONDecoder(object_pairs_hook=_unique)
+_WIDE = json.JSONDecoder(object_pairs_hook=_unique, parse_int=_int_or_infinity)
 
 
 def loads(text: str) -> Any:
@@ -70,7 +86,11 @@ def loads(text: str) -> Any:
       given by mistake may hold secrets);
     - an integer longer than Python converts (`sys.get_int_max_str_digits()`, 4,300
       digits; `json.loads` raises a bare ValueError) is "number too long";
-    - nesting deeper than the parser's recursion (a RecursionError) is "nested too deeply".
+    - nesting deeper than the parser's recursion (a RecursionError) is "nested too deeply";
+    - an integer beyond a double's range (310 digits) reads as an infinity, as `1e400` does
+      (each reader refuses both as a number that is not finite);
+    - a number that is not 0 yet reads as 0 (`1e-400`) is "number too small" (RFC 8259 lets
+      a reader limit numbers' range; read as 0, a reader could not tell it from `0`).
 
     A leading byte order mark is skipped; lines and columns are those of the text after
     it. Valid input costs one pass of the C parser and a `dict` per object.
@@ -90,7 +110,26 @@ def loads(text: str) -> Any:
         raise json.JSONDecodeError(
             f"a lone surrogate `{half.group(1)}` in a string (half of a character: no text "
             "holds it)", doc, half.start(1))
+    if _FAR.search(doc) is not None:  # a number beyond a double, perhaps (rare: a 2nd pass)
+        if (small := _too_small(doc)) is not None:
+            raise small
+        data = _WIDE.decode(doc)
     return data
+
+
+def _too_small(doc: str) -> json.JSONDecodeError | None:
+    """The first number of `doc` (valid JSON) that is not 0 and reads as 0."""
+    pos = 0
+    while (m := _TOKEN.search(doc, pos)) is not None:
+        pos = m.end()
+        if m.group() == '"':
+            pos = _PLAIN.raw_decode(doc, m.start())[1]
+        elif (m.group(1) is not None and float(m.group()) == 0
+              and (m.group(1) + (m.group(2) or "")).strip("-0.")):
+            number = m.group() if len(m.group()) <= 30 else f"{m.group()[:29]}…"
+            return json.JSONDecodeError(f"number too small: `{number}` is not 0 yet reads "
+                                        "as 0 (a double holds down to 5e-324)", doc, m.start())
+    return None
 
 
 #: a `\uD800`-`\uDFFF` escape that is not half of a pair (a high one followed by a low

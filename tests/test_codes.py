@@ -59,6 +59,8 @@ SHARED.update(dict.fromkeys(
     "the same warning about a spec (spec/lower/) and about a Problem built in Python "
     "(api/advice.py, api/builder.py), which `warnings.warn` issues"))
 SHARED.update({  # one meaning each, raised in two places
+    "E642": ("`diff` cannot read a side as a plan: a file that holds none (cli/plandiff.py) "
+             "and a report whose figures are none (cli/difffigures.py, kept apart for size)"),
     "E709": ("pipeilp found no placement and this is no proof: its own verdict "
              "(pipeilp/verdict.py) and its run of N identical pipelines under "
              "`data_parallel N` (algorithms/pipeblocks.py)"),

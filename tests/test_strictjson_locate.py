@@ -100,3 +100,27 @@ def test_a_lone_surrogate_is_a_located_error(text: str, at: int) -> None:
 @pytest.mark.parametrize("text", ['{"a": "\\ud83d\\ude00"}', '{"a": "\\\\ud800"}'])
 def test_a_pair_or_an_escaped_backslash_is_no_lone_surrogate(text: str) -> None:
     assert strictjson.loads(text) == json.loads(text)
+
+
+@pytest.mark.parametrize(("text", "read"), [
+    ("[" + "9" * 400 + "]", [float("inf")]),
+    ('{"a": -' + "1" * 310 + "}", {"a": float("-inf")}),
+    ("[1e400, " + "2" * 308 + "]", [float("inf"), int("2" * 308)]),  # 2.2e307 fits a double
+    ('["' + "9" * 400 + '", 0e-999, -0.0, 1e-320]', ["9" * 400, 0.0, -0.0, 1e-320])])
+def test_an_integer_beyond_a_double_reads_as_an_infinity_as_1e400_does(text: str,
+                                                                        read: Any) -> None:
+    """Before: an int of 310 digits, which every reader's `float()` or `math.isfinite`
+    refused with an OverflowError (E999 in `diff`, `import json`, ...)."""
+    assert strictjson.loads(text) == read
+
+
+@pytest.mark.parametrize(("text", "column"), [
+    ('{"time_s": 1e-400}', 12), ("[0.5,\n 0." + "0" * 400 + "1]", 2),
+    ('["1e-400", -2.5E-999]', 12)])
+def test_a_number_not_0_that_reads_as_0_is_a_located_error(text: str, column: int) -> None:
+    """Before: read as 0 (a time of `1e-400` s, a size, a bandwidth: a reader could not
+    tell it from 0), where 1e-320 reads as itself."""
+    with pytest.raises(json.JSONDecodeError) as err:
+        strictjson.loads(text)
+    assert err.value.msg.startswith("number too small: `")
+    assert err.value.colno == column and err.value.lineno == text[:err.value.pos].count("\n") + 1

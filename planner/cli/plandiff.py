@@ -45,6 +45,7 @@ from ..plan import (
 )
 from ..simulate import simulate
 from ..spec.load import load_path
+from .difffigures import check_figures
 from .given import exported, made_for, one_plan_of, parsed_json
 from .runs import problem_of
 
@@ -158,6 +159,7 @@ def read_side(path: Path) -> Side:
                 (_PLAN_HINT,)))
         raise _not_a_plan(shown, "no `placement` object")
     check_shapes(data, shown, text, at)  # null means absent; a wrong type is no plan's
+    check_figures(data, shown, text, at)  # a report's, compared as written
     side = Side(shown, data, text, at,
                 data.get("plan") if isinstance(data.get("plan"), str) else None,
                 str(data.get("algorithm") or ""))

@@ -329,7 +329,11 @@ def _from_text(name: str, text: str) -> Any:
 
 
 def _number(name: str, kind: type, number: float) -> Any:
-    """`number` as column `name`'s type `kind` (`float` or `int`)."""
+    """`number` as column `name`'s type `kind` (`float` or `int`); compare writes no
+    infinity (null is "no finite value"), so one read (`1e400`, an integer of 310 digits)
+    is refused."""
+    if math.isinf(number):
+        raise BadCell(name, "a number too large for a 64-bit float")
     if kind is float:
         return number
     if not (math.isfinite(number) and number == int(number)):

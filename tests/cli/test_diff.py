@@ -620,3 +620,40 @@ def test_a_pipeline_that_never_ends_is_no_one_pass_plan(tmp_path: Path) -> None:
     code, doc = _json(["diff", "new.json", "old.json", "--spec", "s.plan",
                        "--fail-if-slower", "5"], tmp_path)
     assert code == 5 and [d["code"] for d in doc["diagnostics"]] == ["E645"]
+
+
+@pytest.mark.parametrize(("edit", "shown", "why"), [
+    (lambda r: r.update(makespan_s=True), "`makespan_s` is a boolean `true`", "a number"),
+    (lambda r: r.update(makespan_s=-1), "`makespan_s` is a number `-1`", "a number"),
+    (lambda r: r.update(feasible="no"), "`feasible` is a string `no`", "true, false"),
+    (lambda r: r["devices"][1].update(busy_s="1"), "`devices[1].busy_s` is a string",
+     "a number"),
+    (lambda r: r["pipeline"].update(fits=0), "`pipeline.fits` is a number `0`", "true"),
+    (lambda r: r["pipeline"].update(devices=5), "`pipeline.devices` is a number `5`",
+     "a list of device rows"),
+    (lambda r: r["pipeline"]["devices"][0].update(name=["gpu0"]),
+     "`pipeline.devices[0].name` is a list", "a device name"),
+    (lambda r: r["pipeline"].update(iteration_s=10**400),
+     "`pipeline.iteration_s` is a number beyond a double's range", "a number")])
+def test_a_reports_figures_are_checked_before_they_are_compared(
+        tmp_path: Path, edit: Any, shown: str, why: str) -> None:
+    """Before: `true` was compared as 1 s, -1 as a time, `"no"` as feasible, and
+    `pipeline.devices: 5`, a list as a device's name and an integer of 400 digits ended in
+    E999 (a TypeError, an OverflowError). Now E642 at the value, whatever the other side."""
+    spec = _pipeline_spec(tmp_path)
+    code, out, err = invoke(["solve", str(spec), "--plan", "pp", "--json"], tmp_path)
+    assert code == 0, err
+    (tmp_path / "ok.json").write_text(out)
+    doc = json.loads(out)
+    edit(doc["result"])
+    text = json.dumps(doc, indent=1)
+    (tmp_path / "edited.json").write_text(text)
+    for args in (["edited.json", "ok.json"], ["ok.json", "edited.json", "--spec", str(spec)]):
+        code, res = _json(["diff", *args], tmp_path)
+        (d,) = res["diagnostics"]
+        assert (code, d["code"]) == (1, "E642"), res
+        assert shown in d["message"] and f"not {why}" in d["message"]
+        assert d["file"] == "edited.json"
+        line = text.splitlines()[d["line"] - 1]
+        value = line[d["column"] - 1:]
+        assert value.startswith(("true", "-1", '"no"', '"1"', "0", "5", "[", "1" + "0" * 9))
