@@ -48,13 +48,18 @@ def test_options_are_passed_through_and_bad_names_are_usage_errors() -> None:
     ("time_limit_s", float("nan")), ("time_limit_s", float("inf")), ("time_limit_s", "5"),
     ("time_limit_s", -1), ("gap", float("nan")), ("gap", -1), ("seed", "x"), ("seed", None),
     ("seed", -1), ("seed", 2**31), ("seed", True), ("progress", 5), ("solver", 3),
+    # were OverflowError in the checks
+    pytest.param("gap", 10**400, id="gap-400-digits"),
+    pytest.param("threshold", -(10**400), id="threshold-400-digits"),
 ])
 def test_option_values_are_checked_before_any_work(option: str, value: object) -> None:
     problem = planner.load(ROOT / "specs" / "resnet.plan").plan()
     with pytest.raises(UsageError) as err:
-        planner.solve(problem, "cpsat" if option == "gap" else "random", **{option: value})
+        planner.solve(problem, {"gap": "cpsat", "threshold": "auto"}.get(option, "random"),
+                      **{option: value})
     (d,) = err.value.diagnostics
-    assert d.code == "E626" and d.message.startswith(f"option `{option}`: {value!r} is not ")
+    shown = repr(value) if len(repr(value)) < 30 else f"{repr(value)[:18]}...{repr(value)[-19:]}"
+    assert d.code == "E626" and d.message.startswith(f"option `{option}`: {shown} is not ")
 
 
 def test_infeasible_is_an_exception_with_diagnostics() -> None:

@@ -367,6 +367,7 @@ def test_no_memory_a_kind_of_no_name_and_a_time_by_kind_of_no_mapping_are_diagno
 @pytest.mark.parametrize(("change", "code"), [
     ({"bandwidth": 1e-300}, "E260"),  # a transfer of 1 MB took `inf` s: "optimal", gap 0
     ({"time": 1e308}, "E223"),  # OverflowError in fsum
+    ({"time": 10**400}, "E223"),  # OverflowError in float()
     ({"speed": 1e-300}, "E260"),
 ])
 def test_the_languages_ranges_hold_in_python(change: dict[str, float], code: str) -> None:

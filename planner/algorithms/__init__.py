@@ -17,6 +17,7 @@ import dataclasses
 import math
 import numbers
 import os
+import reprlib
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -242,7 +243,7 @@ def options_of(algorithm: str | None = None, /, **given: Any) -> Options:
     for key, value in given.items():
         why = _option_problem(key, value)
         if why:
-            raise _bad_option(f"option `{key}`: {value!r} is not {why}")
+            raise _bad_option(f"option `{key}`: {reprlib.repr(value)} is not {why}")
     info = None if algorithm is None else get(algorithm)
     ignored = [k for k in given if info is not None and k in TUNABLE and k != "seed"
                and not info.takes(k)]
@@ -277,7 +278,7 @@ _OPTION_RULES: dict[str, tuple[str, Any]] = {
     "time_limit_s": (f"a number of seconds from 0 to {MAX_TIME_LIMIT_S:g}",
                      lambda v: _real(v) and 0 <= v <= MAX_TIME_LIMIT_S),
     "gap": ("a relative gap (a finite number, 0 or more)",
-            lambda v: _real(v) and math.isfinite(v) and v >= 0),
+            lambda v: _real(v) and _finite(v) and v >= 0),
     "threshold": ("a number from 0 to 1", lambda v: _real(v) and 0 <= v <= 1),
     "solver": ("a solver's name (text)", lambda v: isinstance(v, str) and v != ""),
     "emit": ("a path of a .lp or .mps file, or None", lambda v: v is None or isinstance(
@@ -295,6 +296,14 @@ def _option_problem(key: str, value: Any) -> str:
 
 def _real(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _finite(v: Any) -> bool:
+    """`math.isfinite`, False for an int beyond a double (there an OverflowError)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 def _whole(v: Any) -> bool:

@@ -18,6 +18,7 @@ import json
 import math
 import numbers
 import re
+import reprlib
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -468,7 +469,14 @@ class ProblemBuilder:
             return None
         where, word = site_span(site), _WORDS[dim]
         if isinstance(value, numbers.Real) and not isinstance(value, bool):  # numpy's too
-            return self._sized(float(value), dim, key, where)  # the model's checks: the rest
+            try:
+                number = float(value)
+            except OverflowError:  # an int beyond a double (before: a bare OverflowError)
+                self._sink.error("E223", f"`{key}` {reprlib.repr(value)} is "
+                                 f"{'above' if value > 0 else 'below'} the valid range of a "
+                                 f"{word}", where, f"a {word} is {range_text(dim)}")
+                return None
+            return self._sized(number, dim, key, where)  # the model's checks: the rest
 
         if not isinstance(value, str):
             self._sink.error("E290", f"`{key}` expects a {word}, not {value!r}", where,
