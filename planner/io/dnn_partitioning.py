@@ -18,9 +18,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from .. import limits
 from ..errors import Span
-from ..model import Cluster, Device, Link
-from ..workload import Imported, PlanDef, Workload, WorkOp, render_cluster
+from ..workload import Imported, PlanDef, Workload, WorkOp, block, quantity_text, quote
 from .json_checks import JsonChecker
 
 __all__ = ["from_dnn_partitioning"]
@@ -37,15 +37,14 @@ def from_dnn_partitioning(check: JsonChecker, data: dict[str, Any], name: str,
     n_cpu = check.number(data, "maxCPUs", "", '"maxCPUs"', integer=True) or 0
     cap = check.number(data, "maxSizePerFPGA", "", '"maxSizePerFPGA"', required=True,
                        integer=True) or 0
+    most = limits.active().devices  # before the devices and their n x n links are made
+    if n_acc + n_cpu > most:  # (maxFPGAs 1025 ran for minutes; 10**6 took gigabytes)
+        check.error("maxFPGAs", f"and `maxCPUs` ask for {n_acc + n_cpu:_} devices, more "
+                    f"than {most} in one load", None, limits.raise_hint("devices", n_acc + n_cpu))
     check.sink.raise_if_errors()
-    devices = ([Device(f"fpga{i}", cap, "fpga") for i in range(n_acc)]
-               + [Device(f"cpu{i}", 1024 * GIB, "cpu") for i in range(n_cpu)])
-    n = len(devices)
-    links = tuple(Link(a, b, 2 * GIB) for a in range(n) for b in range(n) if a != b)
-    cluster = Cluster(f"{name}_cluster", tuple(devices), links)
     out = Imported(w, "")  # measured latencies: 4 significant digits, not float noise
-    out.clusters.append(render_cluster(cluster))
-    plan = PlanDef(name, name, cluster.name, origin=functools.partial(_origin, check))
+    out.clusters.append(_cluster_lines(f"{name}_cluster", n_acc, cap, n_cpu))
+    plan = PlanDef(name, name, f"{name}_cluster", origin=functools.partial(_origin, check))
     plan.renames["cluster"] = ("name the graph otherwise with --name NAME: its cluster is "
                                "NAME_cluster")
     out.plans.append(plan)
@@ -59,6 +58,32 @@ def from_dnn_partitioning(check: JsonChecker, data: dict[str, Any], name: str,
         "2 GiB/s as the dataset's edge costs assume."),
     ])
     return out
+
+
+def _cluster_lines(name: str, n_acc: int, cap: int, n_cpu: int) -> list[str]:
+    """The cluster block: each kind's devices as one range, every pair of devices linked
+    at 2 GiB/s by a link statement per pair of ranges (before: a line per device and per
+    pair, 31 MB for 1,024 devices, which took minutes to write and read back)."""
+    kinds = [(ref, kind, memory) for ref, kind, memory, n in (
+        (_range("fpga", n_acc), "fpga", quantity_text(cap, "size"), n_acc),
+        (_range("cpu", n_cpu), "cpu", "1 TiB", n_cpu)) if n]
+    lines = [f"cluster {quote(name)} {{"]
+    lines += [line for ref, kind, memory in kinds
+              for line in block(f"device {ref}", [("kind", kind), ("memory", memory)])]
+    rate = [("bandwidth", quantity_text(2 * GIB, "bandwidth"))]
+    sizes = {_range("fpga", n_acc): n_acc, _range("cpu", n_cpu): n_cpu}
+    links = [f"link {a} <-> {b}" for i, (a, _, _) in enumerate(kinds)
+             for b, _, _ in kinds[i:] if a != b or sizes[a] > 1]
+    if links:
+        lines.append("")
+    width = max((len(head) for head in links), default=0)
+    lines += [line for head in links for line in block(head.ljust(width), rate)]
+    return [*lines, "}"]
+
+
+def _range(prefix: str, n: int) -> str:
+    """Devices `prefix`0 .. `prefix`n-1, as the language writes them."""
+    return f"{prefix}0" if n == 1 else f"{prefix}[0..{n - 1}]"
 
 
 def _origin(check: JsonChecker, word: str) -> Span | None:
@@ -79,6 +104,9 @@ def _dnn_nodes(check: JsonChecker, data: dict[str, Any], w: Workload) -> dict[An
         if not isinstance(node, dict) or "id" not in node:
             check.error(path, "must be an object with an `id`", None)
             continue
+        if not _key(node["id"]):  # a list or an object as an id: a TypeError (E999)
+            check.error(f"{path}.id", "must be a number or a string", None)
+            continue
         op_name = str(node.get("name") or f"n{node['id']}")
         if node["id"] in by_id:
             check.error(path, f"repeats node id {json.dumps(node['id'])}", None)
@@ -96,7 +124,9 @@ def _dnn_nodes(check: JsonChecker, data: dict[str, Any], w: Workload) -> dict[An
         op = w.add(WorkOp(op_name, (fpga or 0.0) * 1e-3, None, params_bytes=size,
                           time_by_kind={} if cpu is None else {"cpu": cpu * 1e-3}))
         by_id[node["id"]] = op
-        if node.get("colorClass") is not None:
+        if node.get("colorClass") is not None and not _key(node["colorClass"]):
+            check.error(f"{path}.colorClass", "must be a number or a string", None)
+        elif node.get("colorClass") is not None:
             groups.setdefault(node["colorClass"], []).append(op_name)
     w.colocations = [m for m in groups.values() if len(m) > 1]
     return by_id
@@ -112,7 +142,8 @@ def _dnn_edges(check: JsonChecker, data: dict[str, Any], w: Workload,
         if not isinstance(e, dict):
             check.error(path, "must be an object", None)
             continue
-        src, dst = by_id.get(e.get("sourceId")), by_id.get(e.get("destId"))
+        ends = (e.get("sourceId"), e.get("destId"))
+        src, dst = (by_id.get(end) if _key(end) else None for end in ends)
         if src is None or dst is None or src is dst:
             check.error(path, "must join two different known node ids", None)
             continue
@@ -122,3 +153,9 @@ def _dnn_edges(check: JsonChecker, data: dict[str, Any], w: Workload,
         src.output_bytes = max(src.output_bytes, size)
     for (a, b), size in pairs.items():
         w.connect(a, b, size)
+
+
+def _key(value: Any) -> bool:
+    """Whether `value` can be a node id or a colour class: a number or a string (not a
+    boolean, which equals 0 or 1)."""
+    return isinstance(value, (int, float, str)) and not isinstance(value, bool)

@@ -468,3 +468,58 @@ def test_a_dnn_partitioning_name_given_twice_is_located_at_the_second(
     (d,) = err.value.diagnostics
     assert d.code == "E922" and d.message == f'`nodes[1]` is named "{name}", as nodes[0] is'
     assert d.span is not None and text[d.span.column - 1:].startswith(f'"{name}", "fpga')
+
+
+def _dnn(**change: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "maxFPGAs": 2, "maxCPUs": 1, "maxSizePerFPGA": 10**9,
+        "nodes": [{"id": 1, "name": "a", "fpgaLatency": 1.0, "cpuLatency": 2.0},
+                  {"id": 2, "name": "b", "fpgaLatency": 1.0}],
+        "edges": [{"sourceId": 1, "destId": 2, "size": 100}]}
+    data.update(change)
+    return data
+
+
+@pytest.mark.parametrize(("where", "value", "message"), [
+    (("nodes", 0, "id"), [1], "`nodes[0].id` must be a number or a string"),
+    (("nodes", 0, "colorClass"), {"c": 1}, "`nodes[0].colorClass` must be a number or a string"),
+    (("edges", 0, "sourceId"), [1], "`edges[0]` must join two different known node ids")])
+def test_a_dnn_partitioning_id_that_is_no_number_nor_string_is_located(
+        where: tuple[str, int, str], value: Any, message: str) -> None:
+    """Before: E999, a TypeError (a list or an object as a dict key)."""
+    data = _dnn()
+    data[where[0]][where[1]][where[2]] = value
+    text = json.dumps(data, indent=1)
+    with pytest.raises(SpecError) as err:
+        parse_json(text, "dp.json")
+    d = err.value.diagnostics[0]  # (a node refused: its edges' ends are unknown, reported too)
+    assert (d.code, d.message) == ("E922", message)
+    assert d.span is not None and d.span.file == "dp.json"
+
+
+def test_a_dnn_partitioning_cluster_over_the_device_limit_is_refused_before_it_is_made(
+        ) -> None:
+    """Before: `maxFPGAs` 1025 made 1,026 devices and their 1,051,650 links, then wrote them a
+    line each: minutes, and gigabytes for 10**6, before E246 on loading the spec made. Now
+    E922 at `maxFPGAs`, before anything is made."""
+    text = json.dumps(_dnn(maxFPGAs=10**6), indent=1)
+    with pytest.raises(SpecError) as err:
+        parse_json(text, "dp.json")
+    (d,) = err.value.diagnostics
+    assert d.code == "E922" and "1_000_001 devices, more than 1024" in d.message
+    assert d.hints == ("raise the limit with `--limit devices=1000001`",)
+    assert d.span is not None and text.splitlines()[d.span.line - 1].strip().startswith(
+        '"maxFPGAs"')
+
+
+def test_a_dnn_partitioning_cluster_is_written_as_ranges_linking_every_pair() -> None:
+    """Before: a line per device and per pair of devices (31 MB of spec for 1,024)."""
+    spec_text = parse_json(json.dumps(_dnn(maxFPGAs=300, maxCPUs=2)), "dp.json").to_spec()
+    cluster = spec_text[spec_text.index("cluster dp_cluster"):].split("\n}\n")[0]
+    assert len(cluster.splitlines()) == 7, cluster  # its `}` aside
+    (problem,) = planner.loads(spec_text, "dp.plan").plans.values()
+    devices = problem.cluster.devices
+    assert [d.name for d in devices] == [f"fpga{i}" for i in range(300)] + ["cpu0", "cpu1"]
+    pairs = {(lk.src, lk.dst) for lk in problem.cluster.links}
+    assert pairs == {(a, b) for a in range(302) for b in range(302) if a != b}
+    assert {lk.bandwidth_Bps for lk in problem.cluster.links} == {2 * 2**30}
