@@ -41,7 +41,7 @@ from ..workload.training import add_backward
 
 _FIELDS = ("forward_compute_time", "backward_compute_time", "activation_size",
            "parameter_size")
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMBER = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"  # not `\d`: any script's digits
 _VALUE = re.compile(rf"\s*(?:({_NUMBER})|\[\s*({_NUMBER}(?:\s*;\s*{_NUMBER})*)\s*\])\s*\Z")
 #: how a node line's fields are written, the hint of an error about them
 _FIELDS_HINT = ("a node line's fields: forward_compute_time=F, backward_compute_time=B, "
@@ -354,7 +354,7 @@ def _parse_value(sink: DiagnosticSink, key: str, text: str, at: Span,
         sink.error("E911", f"`{key}` is a list, and it takes one number: `{text.strip()}`",
                    at, "only `activation_size` lists values, one per output of the layer")
         return None
-    numbers = [float(x) for x in (m.group(1) or m.group(2)).split(";")]
+    numbers = [float(x) or 0.0 for x in (m.group(1) or m.group(2)).split(";")]  # -0.0: 0
     if any(x < 0 for x in numbers):
         _negative(sink, key, text, at)
         return None

@@ -30,6 +30,7 @@ import io
 import json
 import math
 import os
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -72,14 +73,20 @@ def _bad(shown: str, line: int, message: str, *hints: str) -> SpecError:
     return SpecError(Diagnostic("E934", message, Span(shown, line, 1, line, 2), hints))
 
 
+#: a CSV cell's number as a file writes one: ASCII digits, a point, an exponent (Python's
+#: `float` reads `1_000`, Arabic-Indic digits, `infinity` and `nan` too)
+_DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
 def _seconds(value: Any) -> float | None:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (isinstance(value, str)
+                                   and not _DECIMAL.fullmatch(value.strip(" \t"))):
         return None
     try:
         x = float(value)
     except (TypeError, ValueError):
         return None
-    return x if math.isfinite(x) and x >= 0 else None
+    return (x or 0.0) if math.isfinite(x) and x >= 0 else None  # -0.0 is 0
 
 
 def _json_number(value: Any) -> bool:
@@ -108,11 +115,9 @@ def _out_of_range(name: str, seconds: float, at: Span, given: str) -> SpecError 
 
 
 def _numeric(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    """Whether a cell is meant as a number: a header's (`seconds`, `time_s`) holds no digit;
+    `1_000` or `١٢` is a number written wrong, not a header to skip."""
+    return any(c.isdigit() for c in text)
 
 
 def _from_csv(text: str, shown: str) -> dict[str, float]:

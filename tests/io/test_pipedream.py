@@ -388,3 +388,22 @@ def test_an_unknown_key_is_e911_at_it_with_the_field_it_misspells(
     else:
         assert d.hints[0].startswith(hint)
 
+
+
+LINE = ("node1 -- A -- forward_compute_time={}, backward_compute_time=1, activation_size=1, "
+        "parameter_size=0\n")
+
+
+@pytest.mark.parametrize("written", ["١٢", "１"])
+def test_a_profile_number_is_written_in_ascii_digits(written: str) -> None:
+    """Before: `forward_compute_time=١٢` was read as 12 ms (`\\d` matches any script's
+    digits), where `1_000` was E911."""
+    assert first_report(lambda: parse_pipedream(LINE.format(written), "p.txt")) == (
+        "E911", "p.txt", 1)
+
+
+def test_a_negative_zero_is_zero() -> None:
+    """Before: E932, "the generated spec does not load" (it held `time -0 ns`)."""
+    spec = parse_pipedream(LINE.format("-0.0"), "p.txt").to_spec()
+    (graph,) = planner.loads(spec, "p.plan").graphs.values()
+    assert graph.ops[graph.op_index["node1"]].time_s == 0.0

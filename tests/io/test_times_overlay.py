@@ -218,3 +218,25 @@ def test_a_time_is_quoted_as_the_file_writes_it(tmp_path: Path, text: str,
         read_times(f)
     (d,) = err.value.diagnostics
     assert d.code == "E934" and quoted in d.message, d.message
+
+
+@pytest.mark.parametrize("written", ["1_000", "١٢", "１"])
+def test_a_csv_time_is_written_in_ascii_digits(tmp_path: Path, written: str) -> None:
+    """Python's `float` reads `1_000` as 1000 and Arabic-Indic or full-width digits as
+    theirs: before, `a,1_000` set a's time to 1000 s and `a,١٢` to 12 s without a word."""
+    f = tmp_path / "t.csv"
+    f.write_text(f"node3,1\nnode2,{written}\n")
+    with pytest.raises(SpecError) as err:
+        read_times(f)
+    (d,) = err.value.diagnostics
+    assert (d.code, d.message) == ("E934", f"`{written}` is not a number of seconds "
+                                           "(finite, >= 0)")
+    assert d.span is not None and d.span.line == 2
+
+
+def test_a_negative_zero_time_is_zero(tmp_path: Path) -> None:
+    f = tmp_path / "t.csv"
+    f.write_text("node3,-0.0\nnode2,-0e5\n")
+    times = read_times(f)
+    assert times == {"node3": 0.0, "node2": 0.0}
+    assert all(str(t) == "0.0" for t in times.values())  # not -0.0, written `time -0 ms`
