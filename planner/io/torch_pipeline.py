@@ -70,7 +70,7 @@ from ..cost import tied_duplicate_bytes
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
 from ..model import Problem
 from ..pipeline.schedule import PipelineRun, run
-from ..pipeline.split import Split, fits, split_of
+from ..pipeline.split import Split, fits, runs_as, split_of
 from ..pipeline.units import units
 from ..plan import check_recompute
 from ..units import format_seconds
@@ -130,6 +130,8 @@ class TorchPipeline:
     """A pipeline plan as `torch.distributed.pipelining` runs it (module docstring)."""
 
     plan: str
+    #: the schedule the exported split runs as: the plan's, or its fallback (`interleaved`
+    #: whose stages are not K per device in a repeating chain: `1f1b`, `split.runs_as`)
     schedule: str
     microbatches: int
     training: bool
@@ -257,12 +259,18 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
         stage_of, stage_devices, regrouped = at_ranks(problem, nodes, stage_of, stage_devices,
                                                        ranks, where)
     exported = _placement_of(problem, nodes, stage_of, stage_devices)
+    # one stage per rank under `interleaved` runs as 1F1B, as the simulator and the memory
+    # model run it (`split.runs_as`); before, ScheduleInterleaved1F1B, with more micro-batches
+    # in flight than the plan counted. Several per rank stay the plan's (checked below).
+    ranked = [stage_devices[k] for k in set(stage_of)]
+    ran = pipe if len(set(ranked)) < len(ranked) else runs_as(split_of(problem, exported),
+                                                              pipe, bool(groups))
     redo, recomputing = _recomputing(stage_of, stage_devices,
                                      [split.devices[s] for s in planned_stage], again)
     result = TorchPipeline(
-        problem.name, pipe.schedule, pipe.microbatches, units(problem).training,
+        problem.name, ran.schedule, pipe.microbatches, units(problem).training,
         _stages(nodes, stage_of, sorted(set(stage_of)), [cluster[d] for d in stage_devices],
-                devices, pipe.schedule_spec), dict(devices),
+                devices, ran.schedule_spec), dict(devices),
         {o.name: cluster[d] for o, d in zip(g.ops, exported, strict=True)},
         _cost(problem, exported, groups, redo) if reason or regrouped else plan_cost,
         not reason,

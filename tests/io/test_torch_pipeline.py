@@ -455,6 +455,27 @@ def test_export_at_other_ranks_merges_or_loops_the_stages_or_says_which_ranks_fi
     assert result.exit_code == 2 and "E640" in result.output and "--pipeline" in result.output
 
 
+def test_an_interleaved_plan_of_one_stage_per_device_exports_torchs_1f1b(
+        tmp_path: Path) -> None:
+    """Such a split runs as 1F1B (`split.runs_as`): the simulator's iteration and the
+    memory the plan counts are 1F1B's. Before, it was exported as
+    ScheduleInterleaved1F1B, whose order kept 3 micro-batches in flight on rank 0 where
+    1F1B's keeps 2: more memory than the plan's."""
+    model, namespace = load_target(f"{MODELS}:mlp")
+    traced = trace(model, example_inputs([INPUTS["mlp"]], None, namespace), "fx")
+    problem = planner.load(_plan(tmp_path, "mlp", 2, "x", "objective pipeline  microbatches "
+                                 "4  schedule interleaved  stages_per_device 2")).plans["p"]
+    two = _mlp_placement(problem, traced, ["gpu0"] * 5 + ["gpu1"] * 5)
+    tp = pipeline_export(problem, traced, two, torch_devices(problem.cluster))
+    assert (tp.schedule, tp.schedule_class) == ("1f1b", "Schedule1F1B")
+    assert [s.rank for s in tp.stages] == [0, 1] and tp.plan_cost.schedule == "1f1b"
+    # K stages per device in a repeating chain still run interleaved
+    four = _mlp_placement(problem, traced, ["gpu0"] * 3 + ["gpu1"] * 2 + ["gpu0"] * 2
+                          + ["gpu1"] * 3)
+    tp = pipeline_export(problem, traced, four, torch_devices(problem.cluster))
+    assert (tp.schedule, tp.schedule_class) == ("interleaved", "ScheduleInterleaved1F1B")
+
+
 def test_recompute_of_one_device_name_is_that_device_not_its_letters(tmp_path: Path) -> None:
     """`recompute="gpu1"` is one device, as `["gpu1"]`; before, its letters were four
     unknown devices (E504 `g`, `p`, `u`, `1`). What holds no names is a TypeError naming
