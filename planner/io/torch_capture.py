@@ -29,7 +29,10 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import itertools
+import keyword
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +67,7 @@ def capture(model: Any, example: Example, method: str = "auto") -> Captured:
     if isinstance(model, torch.export.ExportedProgram):
         return Captured(model.module(), _flat(example), "export", example)
     _check_inputs(model, example)
+    _check_names(model)
     if method == "fx":
         return _fx(model, example)
     try:
@@ -97,6 +101,31 @@ def _check_inputs(model: Any, example: Example) -> None:
             f"{type(model).__name__}.forward{signature}: {err}", None,
             ("give one --input per input of forward(), in its order, or --example with its "
              "arguments",))) from None
+
+
+def keyword_named(module: Any, words: Collection[str] = keyword.kwlist) -> str | None:
+    """The first dotted name of `module`'s submodules, parameters and buffers that has one
+    of `words` for a part (Python's keywords: `class`, `None`), or None: the code torch
+    generates for a captured graph names it `self.class`, a SyntaxError."""
+    names = itertools.chain(*(getattr(module, kind, lambda: ())() for kind in (
+        "named_modules", "named_parameters", "named_buffers")))
+    for name, _ in names:
+        if any(part in words for part in name.split(".")):
+            return str(name)
+    return None
+
+
+def _check_names(model: Any) -> None:
+    """E942 for a model with a part named by a Python keyword (`keyword_named`): before,
+    torch.export's module() raised a SyntaxError (E999), and torch.fx an E942 whose hint
+    pointed to torch.export."""
+    named = keyword_named(model)
+    if named is not None:
+        raise SpecError(Diagnostic(
+            "E942", f"{type(model).__name__} cannot be captured: `{named}` has a Python "
+            "keyword for a name, which the code torch generates for its graph cannot write "
+            f"(`self.{named}`)", None,
+            ("rename it (`add_module` with a name that is no keyword, such as `class_`)",)))
 
 
 def with_defaults(model: Any, example: Example) -> Example:

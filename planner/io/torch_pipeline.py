@@ -75,6 +75,7 @@ from ..pipeline.units import units
 from ..plan import check_recompute
 from ..units import format_seconds
 from ..workload.training import optimizer_of
+from .torch_capture import keyword_named
 from .torch_export import check_placement, forward_placement
 from .torch_import import Traced
 from .torch_ranks import at_ranks
@@ -221,6 +222,7 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
     those diagnostics (the placement file). A `recompute` that holds no names is a
     `TypeError`.
     """
+    _check_names(traced, where)
     pipe = problem.pipeline
     if pipe is None:
         raise SpecError(Diagnostic(
@@ -287,6 +289,19 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
                                                 where))
     _check_runnable(result, where)
     return result
+
+
+def _check_names(traced: Traced, where: Span | None) -> None:
+    """E947 for a model with a part named `self`: torch.distributed.pipelining's stage code
+    binds the stage's module to `self` and the part's output to its name, then calls
+    `self.torch.tanh(...)` (the helper's: AttributeError in stage 0, after export said
+    nothing)."""
+    named = keyword_named(traced.model, ("self",))
+    if named is not None and named.split(".")[0] == "self":  # (`a.self` is node `a_self`)
+        raise SpecError(Diagnostic(
+            "E947", f"the model's `{named}` takes the name `self`, which the stage code "
+            "torch's pipelining generates gives its module: the stage would not run", where,
+            ("rename it (`add_module` with another name), then import and plan again",)))
 
 
 def optimizer_state(problem: Problem, placement: Sequence[int],
