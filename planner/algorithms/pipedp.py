@@ -286,6 +286,8 @@ def _searched(problem: Problem, options: Options, cells: float,
         return None
     budget = simulation_budget(options.time_limit_s)
     chosen, runs = _simulated_best(problem, pipeline, per_stages, budget)
+    if chosen is None:
+        return None
     info: dict[str, object] = {
         "period_s": chosen.period_s,
         "stages": chosen.split.stages,
@@ -330,6 +332,8 @@ def fallback_split(problem: Problem, cells: float, budget: float) -> Solution | 
     if not per_stages:
         return None
     chosen, runs = _simulated_best(problem, one, per_stages, budget)
+    if chosen is None:
+        return None
     info = {"period_s": chosen.period_s, "stages": chosen.split.stages,
             "candidates_compared_by": f"simulation under {one.schedule} ({len(runs)} "
                                       "candidate(s))" if chosen in runs
@@ -494,11 +498,15 @@ def estimate(problem: Problem, pipeline: Pipeline, split: Split) -> float:
 
 
 def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, list[Found]],
-                    budget: float = math.inf) -> tuple[Found, dict[Found, float]]:
+                    budget: float = math.inf) -> tuple[Found | None, dict[Found, float]]:
     """The candidate whose plan's simulated iteration is shortest (ties: the smaller
     period, then fewer stages, then the least-period kind). Candidates are simulated best
     estimate first while their copies (M x ops each, at most `MAX_SIMULATED_OPS`) fit in
-    `budget`; when none is, the best estimate wins."""
+    `budget`; when none is, the best estimate wins. A candidate whose iteration never ends
+    (a unit spanning others, such as a residual stream colocated, makes stages wait on
+    each other) is none: the best estimate of those not simulated wins where every one
+    simulated never ends, and None where every candidate was simulated and none ends
+    (before, such a plan was returned: ViT's, E401 or "never ends", exit 3)."""
     ranked = [(f, s, k) for s, found in sorted(per_stages.items())
               for k, f in enumerate(found)]
     guess = {f: estimate(problem, pipeline, f.split) for f, _, _ in ranked}
@@ -509,9 +517,12 @@ def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, 
         for f, _, _ in ranked[:simulations(budget, copies)]:
             placement = f.split.placement(problem)
             runs[f] = pipeline_schedule.run(problem, placement, pipeline).iteration_s
-    if not runs:
-        return ranked[0][0], runs
-    chosen = min((c for c in ranked if c[0] in runs),
+    ending = [c for c in ranked if math.isfinite(runs.get(c[0], 0.0))]
+    if not ending:
+        return None, runs
+    if not any(c[0] in runs for c in ending):
+        return ending[0][0], runs
+    chosen = min((c for c in ending if c[0] in runs),
                  key=lambda c: (runs[c[0]], c[0].period_s, c[1], c[2]))[0]
     return chosen, runs
 

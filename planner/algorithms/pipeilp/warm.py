@@ -134,8 +134,8 @@ def _warm_starts(problem: Problem, options: Options) -> tuple[_Warm | None, Warm
         if mine is not None:
             found.append(mine)
         searched = dataclasses.replace(searched, no_split=dp is None)
-    found.extend(_contiguous_warms(problem, contiguous.cells_for(options.time_limit_s)))
-    return _first_running(problem, found), searched
+    cells = contiguous.cells_for(options.time_limit_s)
+    return _running(problem, [*found, *_contiguous_warms(problem, cells)], cells), searched
 
 
 def _pipedp_source(problem: Problem) -> str:
@@ -154,7 +154,32 @@ def recomputing_split(problem: Problem, cells: float = MAX_CELLS) -> _Warm | Non
     that makes it fit (`contiguous_splits`, its DP within `cells`), that fits and whose
     pipeline finishes; None when none does. What `auto` plans where no split fits without
     recomputing."""
-    return _first_running(problem, _contiguous_warms(problem, cells))
+    return _running(problem, _contiguous_warms(problem, cells), cells)
+
+
+def _running(problem: Problem, found: list[_Warm], cells: float) -> _Warm | None:
+    """`_first_running` of `found`; where none runs, of the recomputing DP's splits under
+    the counts of the schedule's order where it deadlocks (`_deadlock_counts`)."""
+    best = _first_running(problem, found)
+    wider = _deadlock_counts(problem)
+    if best is not None or wider is None:
+        return best
+    return _first_running(problem, _contiguous_warms(problem, cells, wider))
+
+
+def _deadlock_counts(problem: Problem) -> Problem | None:
+    """`problem` under its schedule's order where that deadlocks (`deadlock_fallback`:
+    GPipe's, every micro-batch in flight), for a second DP: the recomputing DP counts the
+    schedule's micro-batches in flight, but a split whose devices are no chain of stages (a
+    unit spanning others: a residual stream colocated) runs in GPipe's order and holds its
+    M (`split.runs`). Under 1F1B, ViT on 4 devices of 2200 KiB had no recomputing split
+    that fit as it runs, where GPipe's counts found one (197.2 us an iteration, as `auto`
+    plans under `gpipe`). None where the schedule has no such order."""
+    pipeline = problem.pipeline or Pipeline()
+    wider = pipeline.schedule_spec.deadlock_fallback
+    if wider is None:
+        return None
+    return dataclasses.replace(problem, pipeline=dataclasses.replace(pipeline, schedule=wider))
 
 
 def recomputing_stages(problem: Problem, cells: float = MAX_CELLS) -> list[int]:
@@ -182,10 +207,16 @@ def recomputing_fallback(problem: Problem, cells: float = MAX_CELLS) -> _Warm | 
     return mine if mine is not None and runs(problem, mine) else None
 
 
-def _contiguous_warms(problem: Problem, cells: float = MAX_CELLS) -> list[_Warm]:
-    """The recomputing contiguous splits that fit, as warm starts."""
+def _contiguous_warms(problem: Problem, cells: float = MAX_CELLS,
+                      counted: Problem | None = None) -> list[_Warm]:
+    """The recomputing contiguous splits that fit, as warm starts; `counted`: the problem
+    whose micro-batches in flight the DP counts (`_deadlock_counts`), `problem`'s own if
+    None, each split judged as it runs under `problem`'s schedule."""
     found: list[_Warm] = []
-    for split in contiguous_splits(problem, cells).values():
+    most = splitdp.most_stages(problem, problem.pipeline or Pipeline(), units(problem).count)
+    for stages, split in contiguous_splits(counted or problem, cells).items():
+        if stages > most:  # `counted`'s order takes more stages than the schedule does
+            continue
         split_warm = _as_warm(problem, split.placement(problem), "contiguous split")
         if split_warm is not None:
             found.append(dataclasses.replace(split_warm, source="recomputing contiguous split")
