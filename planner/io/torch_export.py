@@ -127,6 +127,17 @@ def check_placement(traced: Traced, placement: Mapping[str, str]) -> None:
     ops = list(traced.names.values())
     missing = [o for o in ops if o not in placement]
     unknown = [o for o in placement if o not in set(ops)]
+    apart = [o for o in unknown if o.endswith(BWD_SUFFIX)
+             and placement.get(o.removesuffix(BWD_SUFFIX)) not in (None, placement[o])]
+    if apart:  # before: "places an op the model lacks", did you mean its forward op?
+        forward = apart[0].removesuffix(BWD_SUFFIX)
+        raise SpecError(Diagnostic(
+            "E945", f"the plan places backward op `{apart[0]}` on `{placement[apart[0]]}` and "
+            f"its forward op `{forward}` on `{placement[forward]}`"
+            + (f" ({len(apart) - 1} more such op(s))" if len(apart) > 1 else "")
+            + ": autograd runs a backward op where its forward op ran", None,
+            ("place each backward op with its forward op, as the spec colocates them (`planner "
+             "simulate` reports the split colocation)",)))
     if missing or unknown:
         parts = []
         if unknown:

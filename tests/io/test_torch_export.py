@@ -29,7 +29,9 @@ import planner
 from planner.errors import SpecError
 from planner.io.torch_export import (
     apply_plan,
+    check_placement,
     copies_of,
+    forward_placement,
     parse_device_map,
     place_parameters,
     placement_of,
@@ -203,6 +205,20 @@ def test_plans_that_do_not_fit_the_model_are_diagnostics() -> None:
     with pytest.raises(SpecError) as err:
         apply_plan(case.traced, split, CPU)
     assert err.value.diagnostics[0].code == "E945"
+
+
+def test_a_backward_op_placed_away_from_its_forward_op_is_said_so() -> None:
+    """Before: "places 1 op(s) the model lacks (`embed.bwd`...)", did you mean `embed`?"""
+    case = _CASES.get("lstm") or Case("lstm")
+    plan = {**case.plan, "embed.bwd": "cpu1" if case.plan["embed"] == "cpu0" else "cpu0"}
+    with pytest.raises(SpecError) as err:
+        check_placement(case.traced, forward_placement(case.traced, plan))
+    (d,) = err.value.diagnostics
+    assert d.code == "E945" and d.message == (
+        f"the plan places backward op `embed.bwd` on `{plan['embed.bwd']}` and its forward op "
+        f"`embed` on `{plan['embed']}`: autograd runs a backward op where its forward op ran")
+    with_it = {**case.plan, "embed.bwd": case.plan["embed"]}  # with it: no diagnostic
+    check_placement(case.traced, forward_placement(case.traced, with_it))
 
 
 def test_export_torch_command_writes_copies_and_code(tmp_path: Path) -> None:
