@@ -437,8 +437,10 @@ def _plan(problem: Problem, err: Err) -> None:
         bad = [dev for dev in devs if compute_time(op, dev) == math.inf]
         if bad and (op.flops is not None or op.time_by_kind):
             dev = bad[0]
-            if op.flops is not None:
-                why = f"has only FLOP and device `{dev.name}` has no FLOP rate"
+            if op.flops is not None:  # (`only` where it has no per-kind time either)
+                why = (f"has only FLOP and device `{dev.name}` has no FLOP rate"
+                       if not op.time_by_kind else f"has FLOP and no time for device "
+                       f"`{dev.name}` (kind {dev.kind!r}), which has no FLOP rate")
             else:
                 why = f"has no time for device `{dev.name}` (kind {dev.kind!r})"
             err("E253", f"graph.ops[{i}]", f"op `{op.name}` cannot run: it {why}",

@@ -163,9 +163,14 @@ def _check_runnable(sink: DiagnosticSink, pname: str, graph: Graph, cluster: Clu
     for i, d in unrunnable[key]:
         op, dev = graph.ops[i], cluster.devices[d]
         kind = f"kind `{dev.kind}`" if dev.kind else "no kind"
-        if op.flops is not None:
+        if op.flops is not None and not op.time_by_kind:
             why = f"has only `flops` and device `{dev.name}` has no `flops` rate"
             hint = f"give it `time`, or give device `{dev.name}` a `flops` rate"
+        elif op.flops is not None:  # (was "only `flops`" beside its `time[cpu]`)
+            why = (f"has `flops` and no time for device `{dev.name}` ({kind}), which has no "
+                   "`flops` rate")
+            hint = (f"give it `time`{f' or `time[{dev.kind}]`' if dev.kind else ''}, or give "
+                    f"device `{dev.name}` a `flops` rate")
         else:
             why = f"has no `time` for device `{dev.name}` ({kind})"
             hint = (f"give it `time[{dev.kind}]`, `time` or `flops`" if dev.kind
