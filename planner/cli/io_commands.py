@@ -87,7 +87,7 @@ GranularityOption = Annotated[str, typer.Option(
     "module:DEPTH with the model's children at depth 1), so that cuts fall on modules.")]
 Times = Annotated[Path | None, typer.Option(
     "--times", help="Measured op times to lay over the estimates: CSV `name,seconds`, JSON "
-    "{name: seconds}, or a torch.profiler Chrome trace.", dir_okay=False)]
+    "{name: seconds}, or a torch.profiler Chrome trace.")]  # a folder: E002, as --cluster
 TimesKind = Annotated[str | None, typer.Option(
     "--times-kind", help="Write --times as `time[KIND]` (for devices of that kind) instead "
     "of `time`.")]
@@ -409,15 +409,18 @@ def _run(make: Callable[[], Imported], output: Path, options: SpecOptions,
         clusters, imported = _read_clusters(options.cluster)
         # again, now that the cluster files are read: what they import is an input too
         check_outputs({"-o/--output": output}, [("--cluster's import", f) for f in imported])
+        # before the work: a --times file that is none (a folder, a bad row) was said after
+        # the model's capture
+        times = None if options.times is None else read_times(options.times)
         result = make()
-        if options.times is not None:
-            _overlay(result, options.times, options.times_kind)
+        if options.times is not None and times is not None:
+            _overlay(result, options.times, times, options.times_kind)
         _finish(result, output, clusters, options.memory, options.contention, source[1])
 
 
-def _overlay(result: Imported, times: Path, kind: str | None) -> None:
-    """Lay the measured times of `times` over `result` and say so in its header."""
-    hit, warnings = overlay_times(result.workload, read_times(times), str(times), kind)
+def _overlay(result: Imported, times: Path, read: dict[str, float], kind: str | None) -> None:
+    """Lay the measured times `read` from `times` over `result`; say so in its header."""
+    hit, warnings = overlay_times(result.workload, read, str(times), kind)
     result.warnings.extend(warnings)
     where = "time" if kind is None else f"time[{kind}]"
     result.header += (f"\n{where} of {hit} of {len(result.workload.ops)} ops measured, "

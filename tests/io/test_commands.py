@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
 import planner
+from planner.cli import io_commands
 from planner.cli.export_commands import export_app
 from planner.cli.io_commands import generate_app, import_app
 from planner.io.onnx_import import zoo_path
@@ -144,6 +146,26 @@ def test_a_times_kind_no_spec_may_take_is_e930_before_the_work(tmp_path: Path) -
                                "--times-kind", kind)
         assert code == 2 and "error[E930]: --times-kind: " in err and why in err, err
         assert "graph_v1.json" not in err and not (tmp_path / "g.plan").exists()
+
+
+def test_a_times_file_that_is_a_folder_is_e002_before_the_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: click's "Invalid value for '--times': File ... is a directory", exit 2, no
+    code (`--cluster FOLDER` is E002); and a bad --times file was read after the import's
+    work (a model's capture)."""
+    made: list[str] = []
+    real = io_commands.import_json
+
+    def spy(*args: object, **kwargs: object) -> object:
+        made.append("import")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(io_commands, "import_json", spy)
+    code, _, err = _invoke("import", "json", str(FIXTURES / "graph_v1.json"), "-o",
+                           str(tmp_path / "g.plan"), "--times", str(tmp_path))
+    assert code == 1 and f"{tmp_path}: error[E002]: {tmp_path} is a directory, not a times " \
+        "file" in err, err
+    assert made == [] and not (tmp_path / "g.plan").exists()
 
 
 def _two_ops(**extra: object) -> dict[str, object]:
