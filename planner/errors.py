@@ -112,6 +112,18 @@ class JsonSpans:
         end_line, end_col = line_column(doc, end)
         return Span(self.file, line, col, end_line, end_col, start, end)
 
+    def key(self, *path: str | int) -> Span:
+        """The key of the member at `path` (an unknown name is the key's mistake, not its
+        value's), else its value (`__call__`)."""
+        if self.locate is None or (self.sink is not None and self.sink.full):
+            return Span.start_of(self.file)
+        found = self.locate.key((*self.at, *path))
+        if found is None:
+            return self(*path)
+        doc = self.locate.doc
+        (line, col), (end_line, end_col) = (line_column(doc, k) for k in found)
+        return Span(self.file, line, col, end_line, end_col, *found)
+
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:

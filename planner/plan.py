@@ -203,11 +203,11 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
                 ('for example {"placement": {"conv1": "gpu0"}}',),
             )
         )
-    version = data.get("version", VERSION)
+    version, fmt = data.get("version", VERSION), data.get("format", FORMAT)
     # `true` and `1.0` equal 1 in Python, not in JSON (the interchange reader, E923, alike)
-    if data.get("format", FORMAT) != FORMAT or version != VERSION or type(version) is not int:
+    if fmt != FORMAT or version != VERSION or type(version) is not int:  # at what is wrong
         sink.error("E502", f"unsupported plan format {quoted(data.get('format'))} version "
-                   f"{quoted(version)}", where("format" if "format" in data else "version"),
+                   f"{quoted(version)}", where("format" if fmt != FORMAT else "version"),
                    f"this planner reads {FORMAT} version {VERSION}")
     op_index = problem.graph.op_index
     dev_index = problem.cluster.device_index
@@ -217,7 +217,7 @@ def load_plan(problem: Problem, data: Mapping[str, Any], source: str = "<plan>",
         d = dev_index.get(dev_name) if isinstance(dev_name, str) else None
         if i is None:
             sink.error("E503", f"unknown op {quoted(op_name)} in placement",
-                       where("placement", op_name), *_hints(sink, op_name, op_index))
+                       where.key("placement", op_name), *_hints(sink, op_name, op_index))
         elif d is None:
             sink.error("E504", f"op {quoted(op_name)} is placed on unknown device "
                        f"{quoted(dev_name)}", where("placement", op_name),

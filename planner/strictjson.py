@@ -234,6 +234,21 @@ class Locator:
             return pos, pos + 1
 
 
+    def key(self, path: Sequence[str | int]) -> tuple[int, int] | None:
+        """Where the key of the member at `path` (its last step, a key of the object at
+        the rest) is: its quotes included; None where the object has no such key."""
+        start, _ = self(path[:-1])
+        if not self.doc.startswith("{", start):
+            return None
+        pos = _skip(self.doc, start + 1)
+        while self.doc.startswith('"', pos):
+            key, end = _PLAIN.raw_decode(self.doc, pos)
+            if key == path[-1]:
+                return pos, end
+            pos = _next(self.doc, _skip(self.doc, _skip(self.doc, end) + 1))
+        return None
+
+
 def _members(doc: str, pos: int) -> dict[str | int, int]:
     """The offsets of the members of the object (by key) or list (by index) at `pos`."""
     found: dict[str | int, int] = {}

@@ -58,7 +58,7 @@ LOCATED = [
     ('{\n  "placement": {\n    "a": "gpu0",\n    "b": "gpu7"\n  }\n}\n',
      [("E504", '"gpu7"')]),
     ('{\n  "placement": {\n    "zz": "gpu0",\n    "a": "gpu0",\n    "b": "gpu1"\n  }\n}\n',
-     [("E503", '"gpu0",\n    "a"')]),
+     [("E503", '"zz"')]),  # the unknown name: its key (was its value, `"gpu0"`)
     ('{\n  "placement": {"a": "gpu0", "b": "gpu1"},\n  "order": {\n    "gpu0": ["a", "q"],\n'
      '    "gpu5": ["b"]\n  }\n}\n', [("E503", '"q"'), ("E504", '["b"]')]),
     ('{\n  "placement": {"a": "gpu0", "b": "gpu1"},\n  "start_s": {\n    "a": 0,\n'
@@ -71,12 +71,15 @@ LOCATED = [
      '    "gpu1": []\n  }\n}\n', [("E508", '[]')]),
     ('{\n  "placement": {"a": "gpu0", "b": "gpu1"},\n  "order": {\n    "gpu0": ["a"]\n'
      '  }\n}\n', [("E508", '{\n    "gpu0"')]),
+    # the version that is wrong, not the format that is right (was at `"planner.plan"`)
+    ('{\n  "format": "planner.plan",\n  "version": 2,\n  "placement": {"a": "gpu0", '
+     '"b": "gpu1"}\n}\n', [("E502", '2,')]),
 ]
 
 
 @pytest.mark.parametrize(("text", "expected"), LOCATED,
                          ids=["device", "op", "order", "start_s", "order_device", "order_twice",
-                              "order_leaves_out", "order_leaves_out_a_device"])
+                              "order_leaves_out", "order_leaves_out_a_device", "version"])
 def test_each_mistake_points_at_its_entry(text: str, expected: list[tuple[str, str]],
                                           tmp_path: Path) -> None:
     (tmp_path / "s.plan").write_text(SPEC)

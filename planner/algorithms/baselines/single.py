@@ -6,8 +6,8 @@ their pins. The first device whose placement fits every device's memory wins (st
 accounting, an upper bound of the liveness peak; under `memory liveness` a placement it
 rejects is simulated in dynamic dispatch's order, then depth first (`depth_first`), and
 kept when its liveness peaks fit); the order is dynamic dispatch
-(`listsched.schedule_fixed`), or depth first where only that fits. If none fits, `InfeasibleError` names the shortfall (under
-`liveness`, of the simulated peaks).
+(`listsched.schedule_fixed`), or depth first where only that fits. If none fits,
+`InfeasibleError` names the shortfall (under `liveness`, of the simulated peaks).
 
 Time: O(D·(V + E)) to try the devices, plus O((V + E)·log V) for the ordering.
 """
