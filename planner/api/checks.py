@@ -24,7 +24,9 @@ from ..model import (
     MEMORY_MODELS,
     PIPELINE_COUNTS,
     SCHEDULES,
+    Device,
     Graph,
+    Op,
     Pipeline,
     Problem,
     Spec,
@@ -436,15 +438,20 @@ def _plan(problem: Problem, err: Err) -> None:
             continue
         bad = [dev for dev in devs if compute_time(op, dev) == math.inf]
         if bad and (op.flops is not None or op.time_by_kind):
-            dev = bad[0]
-            if op.flops is not None:  # (`only` where it has no per-kind time either)
-                why = (f"has only FLOP and device `{dev.name}` has no FLOP rate"
-                       if not op.time_by_kind else f"has FLOP and no time for device "
-                       f"`{dev.name}` (kind {dev.kind!r}), which has no FLOP rate")
-            else:
-                why = f"has no time for device `{dev.name}` (kind {dev.kind!r})"
-            err("E253", f"graph.ops[{i}]", f"op `{op.name}` cannot run: it {why}",
+            err("E253", f"graph.ops[{i}]", f"op `{op.name}` cannot run: it "
+                f"{_why_not(op, bad[0])}",
                 "give it a `time`, or the device a `flops` rate")
+
+
+def _why_not(op: Op, dev: Device) -> str:
+    """Why `op` cannot run on `dev` (E253): FLOP and no rate (`only` where it has no
+    per-kind time either), or no time for the device's kind."""
+    if op.flops is None:
+        return f"has no time for device `{dev.name}` (kind {dev.kind!r})"
+    if not op.time_by_kind:
+        return f"has only FLOP and device `{dev.name}` has no FLOP rate"
+    return (f"has FLOP and no time for device `{dev.name}` (kind {dev.kind!r}), which has no "
+            "FLOP rate")
 
 
 def _pipeline_units(problem: Problem, err: Err) -> None:

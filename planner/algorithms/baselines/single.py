@@ -44,6 +44,24 @@ def depth_first(inst: Instance) -> list[int]:
     return order
 
 
+def _by_liveness(problem: Problem, inst: Instance, placement: list[int], d: int
+                 ) -> tuple[Solution | None, list[int]]:
+    """`placement` (every free op on device `d`) in dynamic dispatch's order, then depth
+    first, simulated under `liveness`: the first that fits, else None and the lesser
+    peaks (what the plan's model needs)."""
+    _, start = schedule_fixed(inst, placement)
+    peaks: list[int] = []
+    for order in (start, retime(inst, placement, depth_first(inst))):
+        found = solution(inst, placement, order, "single",
+                         device=problem.cluster.devices[d].name)
+        run = simulate(problem, found.plan)
+        if run.feasible:
+            return found, list(run.memory_peak_bytes)
+        if not peaks or max(run.memory_peak_bytes) < max(peaks):
+            peaks = list(run.memory_peak_bytes)
+    return None, peaks
+
+
 def place(problem: Problem, options: Options) -> Solution:
     """Place every unpinned op on the fastest device that holds them all."""
     inst = Instance.of(problem)
@@ -61,17 +79,9 @@ def place(problem: Problem, options: Options) -> Solution:
             return solution(inst, placement, start, "single",
                             device=problem.cluster.devices[d].name)
         if problem.memory_model == "liveness":  # static is only an upper bound: simulate
-            _, start = schedule_fixed(inst, placement)
-            peaks: list[int] | None = None
-            for order in (start, retime(inst, placement, depth_first(inst))):
-                found = solution(inst, placement, order, "single",
-                                 device=problem.cluster.devices[d].name)
-                run = simulate(problem, found.plan)
-                if run.feasible:
-                    return found
-                if peaks is None or max(run.memory_peak_bytes) < max(peaks):
-                    peaks = list(run.memory_peak_bytes)  # the plan's model's: its peaks
-            used = peaks or used
+            found, used = _by_liveness(problem, inst, placement, d)
+            if found is not None:
+                return found
         tried.append((d, used))
     proofs = diagnose(problem)
     if proofs:
