@@ -71,3 +71,20 @@ def test_resnet50_on_small4_gets_the_bound_of_its_glued_chain() -> None:
     # and no plan beats it: the best heuristic plan is above
     plan = run("metf", problem, Options()).plan
     assert simulate(problem, plan).makespan_s >= b.makespan_s
+
+
+@pytest.mark.parametrize("devices", [63, 64, 300])
+def test_a_transfer_pins_force_counts_on_clusters_of_64_devices_and_more(devices: int) -> None:
+    """The constrained path's forced transfers kept each op's allowed devices as an int64
+    bit mask: from 64 devices every solve, simulate and compare row ended in E999
+    (OverflowError) (helper). a on gpu0 and b on the last GPU: 1 + 1 (1 MB at 1 GB/s) + 1 ms."""
+    last = devices - 1
+    text = (f"cluster c {{ device gpu[0..{last}] {{ memory 1 GiB }}\n"
+            f"  link gpu[*] <-> gpu[*] {{ bandwidth 1 GB/s }} }}\n"
+            "graph g { op a { time 1 ms  output 1 MB }  op b { time 1 ms }  a -> b }\n"
+            f"plan p {{ graph g  cluster c  contention none  pin a to gpu0  pin b to gpu{last} }}")
+    problem = planner.loads(text).plan()
+    bounds = lower_bound(problem)
+    assert bounds.constrained_path_s == pytest.approx(3 * MS)
+    solution = run("heft", problem, Options())
+    assert simulate(problem, solution.plan).makespan_s == pytest.approx(bounds.makespan_s)

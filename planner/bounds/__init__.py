@@ -391,7 +391,10 @@ def _forced_transfers(problem: Problem, allowed: list[tuple[int, ...]], src: np.
     for a in allowed:
         if a not in bits:
             bits[a] = sum(1 << d for d in a)
-    mask = np.array([bits[a] for a in allowed], dtype=np.int64)
+    # Python ints (an object array: numpy's `&` calls theirs), 64 devices and more too (an
+    # int64 mask was an OverflowError, E999, on every solve of a 64-device cluster)
+    mask = np.array([bits[a] for a in allowed], dtype=np.int64 if len(
+        problem.cluster.devices) < 63 else object)
     ms, md = mask[src], mask[dst]
     for e in np.nonzero((ms != 0) & (md != 0) & ((ms & md) == 0))[0].tolist():
         i, j = int(src[e]), int(dst[e])
