@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ["bench_parse.py", "bench_parse_memory.py", "bench_simulate.py", "bench_fastsim.py",
-           "bench_twins.py", "bench_algorithms.py", "bench_baechi.py", "bench_search.py",
+BENCHES = ["bench_parse.py", "bench_parse_memory.py", "bench_check.py", "bench_simulate.py",
+           "bench_fastsim.py", "bench_twins.py", "bench_algorithms.py", "bench_baechi.py",
+           "bench_search.py",
            "bench_monotone.py", "bench_time_limit.py", "bench_process.py", "bench_exact.py",
            "bench_pipeline.py", "bench_pipedream.py", "bench_hybrid.py", "bench_torch.py",
            "bench_chain_order.py", "saga/compare_saga.py"]
