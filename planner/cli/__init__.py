@@ -432,6 +432,8 @@ def simulate(
         from ..simulate.results import given_plan_hints  # lazy: start-up
 
         verdict(problem, result, fits, report, given_plan_hints(result.violations), view=view)
+        if view is not None and view.stopped:  # its comparison rows cut short: exit 130
+            raise KeyboardInterrupt
 
 
 @app.command()

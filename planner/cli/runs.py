@@ -306,6 +306,8 @@ def report_solution(problem: Problem, algo: str, solution: Solution, report: Jso
         write_trace_file(trace, problem, result, recompute, info.get("replicas"))
         _judge_and_write(problem, solution, result, fits, report, view,
                          (out, html, trace), groups, recompute)
+    if view is not None and view.stopped:  # a stop while comparing: the plan is written
+        raise KeyboardInterrupt
 
 
 def _judge_and_write(problem: Problem, solution: Solution, result: SimResult, fits: bool,

@@ -26,11 +26,12 @@ def pipeline_view(problem: Problem, placement: Sequence[int], algorithm: str,
     index = problem.cluster.device_index
     again = [index[name] for name in recompute if name in index]
     groups = replica_groups(problem, {"replicas": replicas or {}})
-    compared, left_out = rows(problem, placement, algorithm, again, groups)
+    compared, left_out, stopped = rows(problem, placement, algorithm, again, groups)
     notes = tuple(n for n in (memory_note, *left_out) if n)
     # replicas given to a plan of one pipeline: its bound allows them
     return PipelineView(tuple(compared), pipeline_bound(problem, one_pass_bound_s,
-                                                        replicated=bool(groups)), notes)
+                                                        replicated=bool(groups)), notes,
+                        stopped)
 
 
 def pipeline_simulation(problem: Problem, placement: Sequence[int],

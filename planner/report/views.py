@@ -40,6 +40,8 @@ class PipelineView:
     rows: tuple[PipelineRow, ...]
     bound: PipelineBound
     notes: tuple[str, ...] = ()
+    #: a stop (Ctrl-C) cut the comparison rows short: `solve` writes the plan, exits 130
+    stopped: bool = False
 
 
 # -- the tables and the page of `planner compare` (`compare`) -----------------------------

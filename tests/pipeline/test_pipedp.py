@@ -296,7 +296,7 @@ def test_a_split_that_breaks_a_pin_neither_fits_nor_wins() -> None:
     p = _pinned_on_twins("pin u0 to d3")
     uniform = run("uniform", p).plan.placement
     assert uniform[0] == 0
-    compared, _ = rows(p, uniform, "uniform", (), {})
+    compared, _, _ = rows(p, uniform, "uniform", (), {})
     assert [r.fits for r in compared if r.label.startswith("uniform")] == [False]
     chosen = run("auto", p)
     assert chosen.info["chosen"] != "uniform"
