@@ -407,7 +407,10 @@ def place(problem: Problem, options: Options) -> Solution:
         return pipesearch.place(problem, options)
     warm_up(problem, options)
     deadline = cap(options.time_limit_s)
-    ranked = rank(problem, options, progress_share=0.1)
+    # the heuristics expected within the limit, as `auto` runs them (before, every one:
+    # 44 s of a 106,000-op graph's planning at `--time-limit 5`)
+    ranked = rank(problem, options, progress_share=0.1,
+                  limit_s=options.time_limit_s or None, until_found=True)
     seconds = options.time_limit_s
     cut = False
     if ranked.best is None:  # the enumeration takes half of the limit, the moves the rest
@@ -415,9 +418,13 @@ def place(problem: Problem, options: Options) -> Solution:
         ranked, cut = _enumerated(problem, seconds, ranked, deadline)
     compiled = compiled_ready()
     budget = move_budget(problem, search_seconds(problem, ranked, seconds), compiled=compiled)
-    return improve(problem, ranked, options, budget, deadline=deadline,
-                   cut=("in the enumeration of its start",) if cut else (),
-                   python_budget=not compiled)
+    found = improve(problem, ranked, options, budget, deadline=deadline,
+                    cut=("in the enumeration of its start",) if cut else (),
+                    python_budget=not compiled)
+    if not ranked.skipped:
+        return found
+    return replace(found, info=MappingProxyType({
+        **found.info, "skipped": dict(ranked.skipped)}))  # as auto's `skipped` says them
 
 
 def _enumerated(problem: Problem, seconds: float, ranked: Ranked,

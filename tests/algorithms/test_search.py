@@ -247,3 +247,16 @@ def test_auto_says_when_the_clock_cut_its_search(monkeypatch: pytest.MonkeyPatch
     sol = run("auto", problem, Options(time_limit_s=5))
     assert sol.info["reason"].startswith(CUT)
     assert sol.info["search"] == sol.info["reason"]
+
+
+def test_search_starts_from_the_heuristics_its_limit_holds_as_auto_does() -> None:
+    """Before, `search` ran every heuristic whatever its limit (44 s of a 106,000-op GNMT's
+    planning at `--time-limit 5`); now those expected to take longer are skipped, as in
+    `auto`, the fastest always run, and `info["skipped"]` says which."""
+    problem = planner.load(Path(__file__).resolve().parents[2] / "specs" / "resnet.plan").plan()
+    tight = run("search", problem, Options(time_limit_s=0.0005))
+    skipped = tight.info["skipped"]
+    assert {"msct", "metf", "heft", "cpop"} <= set(skipped)
+    assert all(why.startswith("skipped: expected to take ") for why in skipped.values())
+    assert tight.info["start"] not in skipped and not simulate(problem, tight.plan).violations
+    assert "skipped" not in run("search", problem, Options(time_limit_s=5)).info

@@ -62,7 +62,8 @@ def test_ilp_whose_limit_runs_out_while_building_skips_the_solver(
     # handed them to HiGHS for 250 s more: 367 s in all. The build now stops at the limit
     # plus the watchdog's grace (5 s + limit / 4; none here, so a small model runs past it).
     problem = random_problem(3, 10, 3)
-    _, best_s, best = rank(problem, Options()).best
+    # the heuristics its limit holds (the fastest), as its warm start runs them
+    _, best_s, best = rank(problem, Options(), limit_s=1e-6, until_found=True).best
     solved: list[object] = []
     monkeypatch.setattr(backends, "solve_pyomo", lambda *a, **k: solved.append(a))
     monkeypatch.setattr(backends, "WATCHDOG_GRACE_S", 0.0)
@@ -88,7 +89,7 @@ def test_ilp_whose_limit_runs_out_while_handing_the_model_to_highs_skips_the_sol
     from planner.algorithms.exact import ilp
 
     problem = random_problem(3, 10, 3)
-    _, best_s, best = rank(problem, Options()).best
+    _, best_s, best = rank(problem, Options(), limit_s=1e-6, until_found=True).best
     build = ilp.IlpModel.build
     monkeypatch.setattr(ilp.IlpModel, "build", lambda self, deadline=None: build(self, None))
     monkeypatch.setattr(backends, "WATCHDOG_GRACE_S", 0.0)

@@ -77,7 +77,8 @@ def warm_start(inst: Instance, options: Options) -> Warm:
     """The warm start of `options`, else the best heuristic plan (module docstring)."""
     if options.warm_start is not None:
         return _prepare(inst, options.warm_start, options.warm_start.algorithm or "given")
-    ranked = rank(inst.problem, dataclasses.replace(options, warm_start=None, progress=None))
+    ranked = rank(inst.problem, dataclasses.replace(options, warm_start=None, progress=None),
+                  limit_s=options.time_limit_s or None, until_found=True)  # as auto's
     error = ranked.errors[0] if ranked.errors else None
     if ranked.best is None:
         return Warm(None, "heuristics", error=error, note="no heuristic found a plan")
