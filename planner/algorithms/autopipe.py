@@ -49,7 +49,7 @@ from ..pipeline.schedule import run_fits
 from ..pipeline.split import fits, off_devices, runs_as, split_of, stage_bytes
 from ..plan import Plan
 from ..units import format_seconds
-from . import pipecuts, pipedp, pipehybrid, pipeilp
+from . import clock, pipecuts, pipedp, pipehybrid, pipeilp
 from .base import Options, Solution
 from .baselines.uniform import place as run_uniform
 from .clock import CUT, NO_SEARCH, cap, cut_reason
@@ -59,7 +59,7 @@ __all__ = ["ONE_PER_DEVICE", "RECOMPUTING", "climbs_cut", "clock_note", "place"]
 
 log = logging.getLogger("planner")
 
-#: the share of the time limit's simulations (`pipedp.simulation_budget`) that the cut
+#: the share of the time limit's simulations (`clock.simulation_budget`) that the cut
 #: moves get under `objective pipeline` (pipedp's candidates take another)
 CUT_SHARE = 0.5
 
@@ -207,7 +207,7 @@ def _fallback_split(problem: Problem, options: Options, deadline: float, cut: li
     pipeline = problem.pipeline or Pipeline()
     limit = options.time_limit_s
     found = pipedp.fallback_split(problem, FALLBACK_SHARE * splitdp.cells_for(limit),
-                                  FALLBACK_SHARE * pipedp.simulation_budget(limit))
+                                  FALLBACK_SHARE * clock.simulation_budget(limit))
     theirs = pipedp.fallback_split(problem, *fallback_work(limit))
     moved = None
     if found is not None:
@@ -225,7 +225,7 @@ def fallback_work(time_limit_s: float) -> tuple[float, float]:
     them where no interleaved split fits) of pipedp's split of one stage per device as
     `--algo pipedp` plans it at the default limit (and at 0)."""
     limit = FALLBACK_WORK * time_limit_s
-    return splitdp.cells_for(limit), pipedp.simulation_budget(time_limit_s)
+    return splitdp.cells_for(limit), clock.simulation_budget(time_limit_s)
 
 
 def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
@@ -236,7 +236,7 @@ def _hybrid(problem: Problem, options: Options, split: tuple[int, ...] | None,
     hybrid's cut moves where both are simulated (pipedp's estimate, hybrid's DP cost differ)."""
     moves, cuts = _hybrid_work(problem, options.time_limit_s)
     pipeline = problem.pipeline or Pipeline()
-    runs = pipedp.simulations(pipedp.simulation_budget(options.time_limit_s),
+    runs = clock.simulations(clock.simulation_budget(options.time_limit_s),
                               pipeline.microbatches * len(problem.graph.ops))
     try:
         return pipehybrid.place(problem, options, pure=simulated and split is not None,
@@ -255,7 +255,7 @@ def _hybrid_work(problem: Problem, limit: float) -> tuple[float, int]:
         pipeline = problem.pipeline or Pipeline()
         scale = min(1.0, HYBRID_REFERENCE_WORK / hybrid_work_per_cut(problem, pipeline))
         cuts = min(cuts, int(HYBRID_CUTS * limit * scale))
-    return min(pipehybrid.REFINE_COPIED_OPS, HYBRID_SHARE * pipedp.simulation_budget(limit)), cuts
+    return min(pipehybrid.REFINE_COPIED_OPS, HYBRID_SHARE * clock.simulation_budget(limit)), cuts
 
 
 #: the hybrid DP's work per candidate cut where 8 devices of distinct links take one replica

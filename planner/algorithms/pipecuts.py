@@ -12,7 +12,7 @@ fits the pipeline's memory, `split.stage_bytes`) is taken, until no move helps o
 budget of simulations ends.
 
 The budget is a number of simulations set by the time limit and the graph's size alone
-(`pipedp.simulation_budget`), so the same limit gives the same plan on any machine; the
+(`clock.simulation_budget`), so the same limit gives the same plan on any machine; the
 wall clock stops it at the limit, and the result says so. A limit of 0 runs no cut moves
 (`--time-limit 0` runs no search: the moves once ran unbudgeted there, until the wall
 clock's `clock.CAP_MIN_S` cut them, so the plan changed from run to run). Splits run as the plan's
@@ -40,7 +40,7 @@ from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import Split, fits, resource_loads, split_of, stage_bytes
 from ..pipeline.units import units
 from ..plan import Plan
-from . import pipedp
+from . import clock, pipedp
 from .base import Solution
 from .clock import CUT
 
@@ -136,14 +136,14 @@ def refine_pipedp(problem: Problem, pipeline: Pipeline, cells: float, time_limit
                   share: float, deadline: float = math.inf, keep: int = 3) -> Refined | None:
     """`refine` from the `keep` best of pipedp's candidates (`splitdp.split_candidates` with
     `cells`, cached) by their simulated iteration, within `share` of the time limit's
-    simulation budget (`pipedp.simulation_budget`; the candidates are simulated best
+    simulation budget (`clock.simulation_budget`; the candidates are simulated best
     estimate first, as pipedp does, and count in it); None where the graph's copies pass
     `pipedp.MAX_SIMULATED_OPS` (pipedp compared by the estimate), under a limit of 0 (no
     search: module docstring) or where nothing fits."""
     copies = pipeline.microbatches * len(problem.graph.ops)
     if copies > pipedp.MAX_SIMULATED_OPS or time_limit_s <= 0:
         return None
-    sims = max(1, pipedp.simulations(share * pipedp.simulation_budget(time_limit_s), copies))
+    sims = max(1, clock.simulations(share * clock.simulation_budget(time_limit_s), copies))
     found = sorted((f for fs in splitdp.split_candidates(problem, pipeline, cells=cells).values()
                     for f in fs),
                    key=lambda f: (pipedp.estimate(problem, pipeline, f.split), f.period_s,
@@ -170,7 +170,7 @@ def refine_fallback(problem: Problem, found: Solution, time_limit_s: float, shar
     copies = one.microbatches * len(problem.graph.ops)
     if copies > pipedp.MAX_SIMULATED_OPS:
         return None, False
-    sims = max(1, pipedp.simulations(share * pipedp.simulation_budget(time_limit_s), copies))
+    sims = max(1, clock.simulations(share * clock.simulation_budget(time_limit_s), copies))
     start = split_of(problem, found.plan.placement)
     most = splitdp.most_stages(problem, one, units(problem).count)
     moved = refine(problem, one, [start], sims, deadline, most)

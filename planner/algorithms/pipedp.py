@@ -81,7 +81,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -106,7 +105,7 @@ from ..plan import Plan
 from ..units import format_bytes_of, format_seconds
 from . import pipehints
 from .base import Options, Solution
-from .clock import LOAD_HEADROOM
+from .clock import simulation_budget, simulations
 from .infeasible import diagnose
 from .pipecheck import check_units
 
@@ -118,11 +117,6 @@ RECOMPUTE_HINT = ("`--algo pipeilp` places each unit on any device it may use an
 PLACES_HINT = "`--algo pipeilp` places each unit on any device it may use"
 #: copies of the graph's ops (micro-batches x ops) up to which a candidate is simulated
 MAX_SIMULATED_OPS = 200_000
-#: copied ops the simulator runs per second of a time limit on an idle machine (80,000 of a
-#: 10,000-op graph, relays included, in about 0.8 s), of which the candidates' simulations
-#: get a quarter (`simulation_budget`): the DP has about a third of the limit, and
-#: `clock.LOAD_HEADROOM` leaves the rest for a busy machine
-SIMULATED_OPS_PER_SECOND = 1e5
 
 
 def pipeilp_hint(problem: Problem) -> str:
@@ -473,23 +467,6 @@ def one_fits(problem: Problem, pipeline: Pipeline, cells: float = MAX_CELLS) -> 
         one_per_device_hint(problem, cells))
 
 
-def simulation_budget(time_limit_s: float) -> float:
-    """Copied ops (micro-batches x ops) the candidates' simulations may run within a time
-    limit (a quarter of it at `SIMULATED_OPS_PER_SECOND`; a limit of 0: no limit): a
-    function of the limit alone, so the plan is the same on any machine."""
-    if time_limit_s <= 0:
-        return math.inf
-    return LOAD_HEADROOM * 0.5 * time_limit_s * SIMULATED_OPS_PER_SECOND
-
-
-def simulations(budget: float, copies: int) -> int:
-    """How many simulations of `copies` copied ops fit in `budget` (`simulation_budget`);
-    without a limit, as many as asked."""
-    if not math.isfinite(budget):
-        return sys.maxsize
-    return max(0, int(budget // max(copies, 1)))
-
-
 def estimate(problem: Problem, pipeline: Pipeline, split: Split) -> float:
     """The iteration without simulating: M - 1 periods of the busiest resource, plus each
     stage's load once (the fill and drain pass every stage)."""
@@ -502,11 +479,8 @@ def _simulated_best(problem: Problem, pipeline: Pipeline, per_stages: dict[int, 
     """The candidate whose plan's simulated iteration is shortest (ties: the smaller
     period, then fewer stages, then the least-period kind). Candidates are simulated best
     estimate first while their copies (M x ops each, at most `MAX_SIMULATED_OPS`) fit in
-    `budget`; when none is, the best estimate wins. A candidate whose iteration never ends
-    (a unit spanning others, such as a residual stream colocated, makes stages wait on
-    each other) is none: the best estimate of those not simulated wins where every one
-    simulated never ends, and None where every candidate was simulated and none ends
-    (before, such a plan was returned: ViT's, E401 or "never ends", exit 3)."""
+    `budget`; when none is, the best estimate wins. One that never ends (stages waiting on
+    each other) is none; None where every one was simulated and none ends (was returned)."""
     ranked = [(f, s, k) for s, found in sorted(per_stages.items())
               for k, f in enumerate(found)]
     guess = {f: estimate(problem, pipeline, f.split) for f, _, _ in ranked}

@@ -89,7 +89,7 @@ MAX_CUTS = 400
 #: replica counts tried for a stage: all up to this, then powers of two
 MAX_EVERY_REPLICA = 16
 #: the cut moves of the chosen layout simulate at most this many copied ops (about 0.3 s
-#: at `pipedp.SIMULATED_OPS_PER_SECOND`), and at least `MIN_MOVES` moves
+#: at `clock.SIMULATED_OPS_PER_SECOND`), and at least `MIN_MOVES` moves
 REFINE_COPIED_OPS = 30_000
 MIN_MOVES = 4
 

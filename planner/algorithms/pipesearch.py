@@ -50,7 +50,7 @@ from ..pipeline.schedule import run as run_pipeline
 from ..pipeline.split import fits, period_s, resource_loads, runs_as, split_of, stage_bytes
 from ..pipeline.units import units
 from ..plan import Plan
-from . import autopipe, pipecuts, pipedp
+from . import autopipe, clock, pipecuts, pipedp
 from .base import Interrupted, Options, Solution
 from .clock import CUT, LOAD_HEADROOM, NO_SEARCH, cap, cut_reason
 
@@ -58,7 +58,7 @@ from .clock import CUT, LOAD_HEADROOM, NO_SEARCH, cap, cut_reason
 #: recomputes the devices' loads)
 SECONDS_PER_MOVE = 1e-4
 SECONDS_PER_ELEMENT = 1.5e-6
-#: the share of the time limit's simulations (`pipedp.simulation_budget`) the cut moves
+#: the share of the time limit's simulations (`clock.simulation_budget`) the cut moves
 #: from auto's plan get (auto's own, from pipedp's candidates, took `autopipe.CUT_SHARE`:
 #: together the whole of it, as search's cut moves had before they started from auto's plan)
 CUT_SHARE = 1.0 - autopipe.CUT_SHARE
@@ -175,7 +175,7 @@ def _cut_moves(problem: Problem, options: Options, start: Solution,
             **start.info, "cut_moves": why})), None, 0
     split = split_of(problem, start.plan.placement)
     ran = runs_as(split, pipeline)
-    sims = pipedp.simulations(CUT_SHARE * pipedp.simulation_budget(options.time_limit_s), copies)
+    sims = clock.simulations(CUT_SHARE * clock.simulation_budget(options.time_limit_s), copies)
     most = splitdp.most_stages(problem, ran, units(problem).count)
     refined = pipecuts.refine(problem, ran, [split], max(sims, 1), deadline, most)
     if refined is None:  # auto's plan does not fit by the pipeline's model: no move to judge

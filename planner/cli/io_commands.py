@@ -62,8 +62,8 @@ ZOO_PREFIX = "zoo:"
 
 # ---- shared options ---------------------------------------------------------------------
 
-# no `dir_okay=False`: click's refusal of a folder has no code or hint; `check_outputs`
-# says E604 for it as for every output
+# no `dir_okay=False` (click's refusal of a folder has no code or hint): `check_outputs`
+# says E604 of an output, the readers E002 of an input (`--times`, `--cluster`)
 Output = Annotated[Path, typer.Option("-o", "--output", help="The .plan file to write.")]
 Clusters = Annotated[list[Path] | None, typer.Option(
     "--cluster", help="A cluster file to import; adds a plan per cluster in it (repeatable).")]
@@ -87,7 +87,7 @@ GranularityOption = Annotated[str, typer.Option(
     "module:DEPTH with the model's children at depth 1), so that cuts fall on modules.")]
 Times = Annotated[Path | None, typer.Option(
     "--times", help="Measured op times to lay over the estimates: CSV `name,seconds`, JSON "
-    "{name: seconds}, or a torch.profiler Chrome trace.")]  # a folder: E002, as --cluster
+    "{name: seconds}, or a torch.profiler Chrome trace.")]
 TimesKind = Annotated[str | None, typer.Option(
     "--times-kind", help="Write --times as `time[KIND]` (for devices of that kind) instead "
     "of `time`.")]
@@ -409,11 +409,9 @@ def _run(make: Callable[[], Imported], output: Path, options: SpecOptions,
         clusters, imported = _read_clusters(options.cluster)
         # again, now that the cluster files are read: what they import is an input too
         check_outputs({"-o/--output": output}, [("--cluster's import", f) for f in imported])
-        # before the work: a --times file that is none (a folder, a bad row) was said after
-        # the model's capture
         times = None if options.times is None else read_times(options.times)
         result = make()
-        if options.times is not None and times is not None:
+        if options.times is not None and times is not None:  # read before the work
             _overlay(result, options.times, times, options.times_kind)
         _finish(result, output, clusters, options.memory, options.contention, source[1])
 

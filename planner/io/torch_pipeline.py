@@ -68,7 +68,7 @@ from typing import Any
 from .. import schedules
 from ..cost import tied_duplicate_bytes
 from ..errors import Diagnostic, DiagnosticSink, Span, SpecError
-from ..model import Problem
+from ..model import Pipeline, Problem
 from ..pipeline.schedule import PipelineRun, run
 from ..pipeline.split import Split, fits, runs_as, split_of
 from ..pipeline.units import units
@@ -78,6 +78,7 @@ from ..workload.training import optimizer_of
 from .torch_capture import keyword_named
 from .torch_export import check_placement, forward_placement
 from .torch_import import Traced
+from .torch_mesh import mesh
 from .torch_ranks import at_ranks
 from .torch_split_points import (
     ForwardOp,
@@ -261,12 +262,7 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
         stage_of, stage_devices, regrouped = at_ranks(problem, nodes, stage_of, stage_devices,
                                                        ranks, where)
     exported = _placement_of(problem, nodes, stage_of, stage_devices)
-    # one stage per rank under `interleaved` runs as 1F1B, as the simulator and the memory
-    # model run it (`split.runs_as`); before, ScheduleInterleaved1F1B, with more micro-batches
-    # in flight than the plan counted. Several per rank stay the plan's (checked below).
-    ranked = [stage_devices[k] for k in set(stage_of)]
-    ran = pipe if len(set(ranked)) < len(ranked) else runs_as(split_of(problem, exported),
-                                                              pipe, bool(groups))
+    ran = _run_as(problem, pipe, (stage_of, stage_devices), exported, bool(groups))
     redo, recomputing = _recomputing(stage_of, stage_devices,
                                      [split.devices[s] for s in planned_stage], again)
     result = TorchPipeline(
@@ -285,7 +281,7 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
                                for b, f in g.backward_of.items()),
         optimizer_state=optimizer_state(problem, exported, sorted(set(stage_devices))))
     if groups:
-        result = replace(result, replicas=_mesh(problem, result, split.devices, groups, ranks,
+        result = replace(result, replicas=mesh(problem, result, split.devices, groups, ranks,
                                                 where))
     _check_runnable(result, where)
     return result
@@ -302,6 +298,20 @@ def _check_names(traced: Traced, where: Span | None) -> None:
             "E947", f"the model's `{named}` takes the name `self`, which the stage code "
             "torch's pipelining generates gives its module: the stage would not run", where,
             ("rename it (`add_module` with another name), then import and plan again",)))
+
+
+def _run_as(problem: Problem, pipe: Pipeline,
+            stages: tuple[Sequence[int], Sequence[int]], exported: Sequence[int],
+            replicated: bool) -> Pipeline:
+    """The pipeline the exported split (`stages`: each node's stage, each stage's device)
+    runs as: one stage per
+    rank under `interleaved` runs as 1F1B, as the simulator and the memory model run it
+    (`split.runs_as`; before, ScheduleInterleaved1F1B, with more micro-batches in flight
+    than the plan counted); several per rank stay the plan's (`_check_runnable`)."""
+    devices = [stages[1][k] for k in set(stages[0])]
+    if len(set(devices)) < len(devices):
+        return pipe
+    return runs_as(split_of(problem, exported), pipe, replicated)
 
 
 def optimizer_state(problem: Problem, placement: Sequence[int],
@@ -367,61 +377,6 @@ def _recomputing(stage_of: Sequence[int], devices: Sequence[int], planned: Seque
     again = set(recompute)
     redo = sorted({devices[s] for s, d in zip(stage_of, planned, strict=True) if d in again})
     return redo, tuple(k for k, s in enumerate(sorted(set(stage_of))) if devices[s] in redo)
-
-
-def _mesh(problem: Problem, tp: TorchPipeline, planned: Sequence[int],
-          groups: Mapping[int, tuple[int, ...]], ranks: int | None,
-          where: Span | None) -> tuple[tuple[str, ...], ...]:
-    """Per pipeline rank of `tp`, its device's group of replicas (names, its own device
-    first; `groups` holds those of 2+ devices): the rows of a 2-D DeviceMesh (pipeline x
-    data), which needs every stage replicated equally. E950 for groups of devices that run
-    no stage, a device both a replica and a stage's, `--ranks`, stages replicated unequally
-    and micro-batches that do not split evenly over the replicas."""
-    cluster = problem.cluster.devices
-    index = problem.cluster.device_index
-    name = f"plan `{tp.plan}`"
-    stray = [cluster[d].name for d in groups if d not in planned]
-    if stray:
-        raise _e950(where, f"{name} gives replicas to `{stray[0]}`, which runs none of its "
-                    "stages", "key `replicas` by the device of each replicated stage")
-    if ranks is not None:
-        raise _e950(where, f"--ranks {ranks} regroups the stages of a pipeline, and {name} "
-                    "replicates its stages", "export it without --ranks: it runs on a rank per "
-                    "replica")
-    chain = [next(s.device for s in tp.stages if s.rank == r) for r in range(tp.pipeline_ranks)]
-    rows = tuple(tuple(cluster[e].name for e in groups.get(index[d], (index[d],)))
-                 for d in chain)
-    _check_rows(tp, rows, where)
-    return rows
-
-
-def _check_rows(tp: TorchPipeline, rows: Sequence[tuple[str, ...]], where: Span | None) -> None:
-    """E950 unless `rows` (per pipeline rank, its group of devices) make a 2-D mesh: no
-    device in two rows, every row as long, the micro-batches a multiple of that length."""
-    name = f"plan `{tp.plan}`"
-    doubled = next((n for n in (n for row in rows for n in row)
-                    if sum(n in row for row in rows) > 1), None)
-    if doubled is not None:
-        raise _e950(where, f"{name} puts `{doubled}` in the replicas of a stage and runs "
-                    "another stage on it", "give each device one stage or one replica")
-    sizes = [len(row) for row in rows]
-    if len(set(sizes)) > 1:
-        shown = ", ".join(
-            f"stage {', '.join(str(t.index) for t in tp.stages if t.rank == r)} ({row[0]}) "
-            f"on {len(row)} device{'s' if len(row) > 1 else ''}" for r, row in enumerate(rows))
-        raise _e950(where, f"{name} replicates its stages unequally ({shown}); the script "
-                    "runs a 2-D DeviceMesh (pipeline x data), every stage on as many replicas",
-                    "plan with `data_parallel N` (every stage replicated N times) to export "
-                    "it to torch")
-    if tp.microbatches % sizes[0]:
-        raise _e950(where, f"{name}'s {tp.microbatches} micro-batch(es) do not split evenly "
-                    f"over its {sizes[0]} replicas of each stage (each replica pipeline runs "
-                    "its share of them)", f"set `microbatches` to a multiple of {sizes[0]}")
-
-
-def _e950(where: Span | None, message: str, hint: str) -> SpecError:
-    """E950: replicas that make no 2-D mesh."""
-    return SpecError(Diagnostic("E950", message, where, (hint,)))
 
 
 def _check_devices(problem: Problem, split: Split, where: Span | None) -> None:

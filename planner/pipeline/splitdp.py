@@ -35,6 +35,7 @@ from .splitwork import (
     cells_for,
     chains_within,
     enumerated_stages,
+    permutations_first,
 )
 from .units import Units, units
 
@@ -221,25 +222,18 @@ def _kind_split(problem: Problem, u: Units, space: Space, chain: Sequence[int],
     compute's kinds), else by the DP (with its even pass for those two kinds)."""
     if exact and kind in KINDS[:2]:
         return _enumerated(problem, space, chain, pipeline, capped, kind)
-    even = even and kind in KINDS[:2]
-    found = _best_split(problem, u, space, chain, pipeline, capped, kind, even=even,
-                        masks=masks)
-    if found is None or not capped or runs(problem, found.split, pipeline) == pipeline \
-            or fits(problem, stage_bytes(problem, found.split, pipeline)):
-        return found  # (run as the DP counted it: it fits, by the DP's own rule)
-    # The DP counts the schedule's micro-batches in flight, but a split whose devices are
-    # no chain of stages (a unit spanning others: a residual stream colocated) runs in
-    # GPipe's order and holds its M (`split.runs`): ViT's best 1F1B split on 4 devices
-    # of 2200 KiB needed 2.49 MiB, and pipedp returned it, infeasible, where a split that
-    # fits exists. The DP again with that order's counts: its splits fit either way.
+    # The DP counts the schedule's micro-batches in flight; a split whose devices are no
+    # chain (a unit spanning others: a residual stream) runs in GPipe's order, holding M
+    # (`split.runs`; pipedp returned such a ViT split, E401): the DP again with its counts
     wider = pipeline.schedule_spec.deadlock_fallback
-    if wider is None:
-        return None
-    found = _best_split(problem, u, space, chain, dataclasses.replace(pipeline, schedule=wider),
-                        capped, kind, even=even, masks=masks)
-    if found is None or not fits(problem, stage_bytes(problem, found.split, pipeline)):
-        return None
-    return found
+    for counted in (pipeline, *([dataclasses.replace(pipeline, schedule=wider)] if wider
+                                and capped else [])):
+        found = _best_split(problem, u, space, chain, counted, capped, kind,
+                            even=even and kind in KINDS[:2], masks=masks)
+        if found is None or not capped or runs(problem, found.split, pipeline) == counted \
+                or fits(problem, stage_bytes(problem, found.split, pipeline)):
+            return found
+    return None
 
 
 def _distinct(found: list[Found]) -> list[Found]:
@@ -412,21 +406,6 @@ def _joined(key: NDArray[np.int64], column: NDArray[np.int64], values: int
         key = np.unique(key, return_inverse=True)[1].reshape(-1)
     out: NDArray[np.int64] = key * values + column
     return out
-
-
-def permutations_first(m: int, width: int, most: int) -> NDArray[np.int64]:
-    """The first `most` of `itertools.permutations(range(m), width)`, in its (lexicographic)
-    order, as rows: built a position at a time, keeping at each only the prefixes whose
-    completions reach into the first `most`."""
-    rows = np.zeros((1, 0), dtype=np.int64)
-    for k in range(width):
-        completions = math.perm(m - k - 1, width - k - 1)  # of each prefix of k + 1 devices
-        used = np.zeros((len(rows), m), dtype=bool)
-        used[np.arange(len(rows))[:, None], rows] = True
-        at, device = np.nonzero(~used)  # row by row, each row's free devices ascending
-        keep = min(len(at), -(-most // completions))
-        rows = np.concatenate([rows[at[:keep]], device[:keep, None]], axis=1)
-    return rows[:most]
 
 
 def _boundary(problem: Problem, u: Units, a: int, b: int, kind: str) -> NDArray[np.float64]:

@@ -1,12 +1,16 @@
 """The split DP's work (`splitdp`), a function of the time limit alone, so that a plan is
 the same on any machine: the cells a limit buys (`cells_for`), the device chains tried per
 stage count (`chains_within`), and the stage counts whose splits are enumerated under
-`interleaved` (`enumerated_stages`), each sized by what its fixed costs take of the cells.
+`interleaved` (`enumerated_stages`), each sized by what its fixed costs take of the cells;
+and the first device orders of a stage count, as many as examined (`permutations_first`).
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
+from numpy.typing import NDArray
 
 from ..model import Pipeline
 
@@ -97,3 +101,18 @@ def enumerated_stages(pipeline: Pipeline, chains: dict[int, list[tuple[int, ...]
             break
         out.add(stages)
     return frozenset(out)
+
+
+def permutations_first(m: int, width: int, most: int) -> NDArray[np.int64]:
+    """The first `most` of `itertools.permutations(range(m), width)`, in its (lexicographic)
+    order, as rows: built a position at a time, keeping at each only the prefixes whose
+    completions reach into the first `most`."""
+    rows = np.zeros((1, 0), dtype=np.int64)
+    for k in range(width):
+        completions = math.perm(m - k - 1, width - k - 1)  # of each prefix of k + 1 devices
+        used = np.zeros((len(rows), m), dtype=bool)
+        used[np.arange(len(rows))[:, None], rows] = True
+        at, device = np.nonzero(~used)  # row by row, each row's free devices ascending
+        keep = min(len(at), -(-most // completions))
+        rows = np.concatenate([rows[at[:keep]], device[:keep, None]], axis=1)
+    return rows[:most]
