@@ -21,7 +21,7 @@ TORCH_MODULES = {"planner.io.torch_import", "planner.io.torch_export",
                  "planner.io.torch_units", "planner.io.torch_values",
                  "planner.io.torch_pipeline_script", "planner.io.torch_ranks",
                  "planner.io.torch_split_points", "planner.io.torch_measure",
-                 "planner.io.torch_logs", "planner.io.torch_loss"}
+                 "planner.io.torch_logs", "planner.io.torch_loss", "planner.io.torch_mesh"}
 
 CHECK = """
 import importlib, pkgutil, sys
