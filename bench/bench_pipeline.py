@@ -107,7 +107,7 @@ def main() -> None:
                 first = err.diagnostics[0]
                 print(f"| {label} | no plan: {first.code}, {first.message} | | | | | | |")
                 continue
-            compared, _ = rows(problem, sol.plan.placement, "auto")
+            compared, _, _ = rows(problem, sol.plan.placement, "auto")
             cells = {r.label: r for r in compared}
 
             def cell(name: str, cells: dict = cells) -> str:  # type: ignore[type-arg]
