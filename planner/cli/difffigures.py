@@ -3,10 +3,9 @@
 `diff` compares two reports' own figures (with `--spec` too, where both sides have them):
 the times and sizes each run measured and whether its plan fits. planner writes each
 figure as a number >= 0 or null (no finite value), and each verdict as true, false or
-null; anything else (`"makespan_s":
-true`, `-1`, `"feasible": "no"`, `1e400`) is a report edited by hand or another program's,
-and was compared as if measured (`true` as 1 s, `"no"` as feasible). Now it is E642 at the
-value, as a report that holds no plan is.
+null; anything else (`"makespan_s": true`, `-1`, `"feasible": "no"`, `1e400`) is a report
+edited by hand or another program's, and was compared as if measured (`true` as 1 s, `"no"`
+as feasible). Now it is E642 at the value, as a report that holds no plan is.
 """
 
 from __future__ import annotations

@@ -103,14 +103,17 @@ def _check_inputs(model: Any, example: Example) -> None:
              "arguments",))) from None
 
 
-def keyword_named(module: Any, words: Collection[str] = keyword.kwlist) -> str | None:
+def keyword_named(module: Any, words: Collection[str] = keyword.kwlist,
+                  first: bool = False) -> str | None:
     """The first dotted name of `module`'s submodules, parameters and buffers that has one
-    of `words` for a part (Python's keywords: `class`, `None`), or None: the code torch
-    generates for a captured graph names it `self.class`, a SyntaxError."""
+    of `words` for a part (its first part alone with `first`; Python's keywords: `class`,
+    `None`), or None: the code torch generates for a captured graph names it
+    `self.class`, a SyntaxError."""
     names = itertools.chain(*(getattr(module, kind, lambda: ())() for kind in (
         "named_modules", "named_parameters", "named_buffers")))
     for name, _ in names:
-        if any(part in words for part in name.split(".")):
+        parts = name.split(".")
+        if any(part in words for part in (parts[:1] if first else parts)):
             return str(name)
     return None
 

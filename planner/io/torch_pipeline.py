@@ -292,8 +292,8 @@ def _check_names(traced: Traced, where: Span | None) -> None:
     binds the stage's module to `self` and the part's output to its name, then calls
     `self.torch.tanh(...)` (the helper's: AttributeError in stage 0, after export said
     nothing)."""
-    named = keyword_named(traced.model, ("self",))
-    if named is not None and named.split(".")[0] == "self":  # (`a.self` is node `a_self`)
+    named = keyword_named(traced.model, ("self",), first=True)  # (`a.self`: node `a_self`)
+    if named is not None:
         raise SpecError(Diagnostic(
             "E947", f"the model's `{named}` takes the name `self`, which the stage code "
             "torch's pipelining generates gives its module: the stage would not run", where,
@@ -304,10 +304,9 @@ def _run_as(problem: Problem, pipe: Pipeline,
             stages: tuple[Sequence[int], Sequence[int]], exported: Sequence[int],
             replicated: bool) -> Pipeline:
     """The pipeline the exported split (`stages`: each node's stage, each stage's device)
-    runs as: one stage per
-    rank under `interleaved` runs as 1F1B, as the simulator and the memory model run it
-    (`split.runs_as`; before, ScheduleInterleaved1F1B, with more micro-batches in flight
-    than the plan counted); several per rank stay the plan's (`_check_runnable`)."""
+    runs as: one stage per rank under `interleaved` runs as 1F1B, as the simulator and the
+    memory model run it (`split.runs_as`; before, ScheduleInterleaved1F1B, with more
+    micro-batches in flight than the plan counted); several per rank stay the plan's."""
     devices = [stages[1][k] for k in set(stages[0])]
     if len(set(devices)) < len(devices):
         return pipe

@@ -101,3 +101,19 @@ def test_a_module_named_self_cannot_be_exported_as_a_pipeline(folder: Path) -> N
     # `torch` and `with space` are names the stage code writes otherwise: exported
     code, out = _pipeline_export(folder, "fine")
     assert code == 0 and (folder / "fine.json").exists(), out
+
+
+def test_a_top_level_self_is_found_behind_a_nested_one() -> None:
+    """Only a top-level `self` clashes (a nested `a.self` is fx's node `a_self`); the search
+    for it used to stop at the first `self` anywhere, so `a.self` before `self` hid it."""
+    import torch
+
+    from planner.io.torch_capture import keyword_named
+
+    model = torch.nn.Module()
+    model.add_module("a", torch.nn.Module())
+    model.a.add_module("self", torch.nn.Linear(2, 2))
+    assert keyword_named(model, ("self",), first=True) is None
+    model.add_module("self", torch.nn.Linear(2, 2))
+    assert keyword_named(model, ("self",), first=True) == "self"
+    assert keyword_named(model, ("self",)) == "a.self"
