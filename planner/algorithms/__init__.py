@@ -29,6 +29,7 @@ from ..model import Problem
 from ..plan import Plan
 from .base import AUTO_TIME_LIMIT_S as AUTO_TIME_LIMIT_S
 from .base import MAX_SEED, MAX_TIME_LIMIT_S, TUNABLE, AlgorithmInfo, Interrupted, Options, Solution
+from .lpsize import lp_seconds_at_most
 
 __all__ = ["ALGORITHMS", "TUNABLE", "AlgorithmInfo", "Options", "Solution", "check_emit",
            "check_objective", "compare_defaults", "completions", "constructive", "display_name",
@@ -58,6 +59,7 @@ ALGORITHMS: Mapping[str, AlgorithmInfo] = _table(
     AlgorithmInfo("msct", _A + "msct", "memory-constrained Small Communication Time: LP "
                   "favourite children + m-ETF", display="m-SCT", options=("threshold",),
                   constructive=True, seconds_per_element=1.6e-5, compare_default=True,
+                  superlinear_seconds=lp_seconds_at_most,
                   citation="Hanen & Munier, Discrete Appl. Math. 2001; " + _BAECHI),
     AlgorithmInfo("metf", _A + "metf", "memory-constrained Earliest Task First (Baechi's "
                   "m-ETF)", display="m-ETF", constructive=True, seconds_per_element=1.6e-5,

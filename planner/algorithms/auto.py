@@ -5,9 +5,11 @@ on small graphs.
    `mtopo`, `heft`, `cpop`, `single` and `roundrobin`, in registry order), skipping any
    that raises `InfeasibleError`, plus `Options.warm_start` when one is given; each plan
    is simulated under the problem's own contention and memory model; the best feasible
-   makespan wins, ties by registry order. With a time limit above 0, a candidate
-   expected to take longer than the limit (`portfolio.estimated_seconds`, from the
-   graph's size) is skipped, its reason in `info["skipped"]`; the fastest always runs,
+   makespan wins, ties by registry order. With a time limit above 0, the candidates run
+   are those whose expected times (`portfolio.estimated_seconds`, from the graph's size,
+   m-SCT's LP at its worst) fit in the limit together, the fastest first
+   (`portfolio.within`); the others are skipped, each reason in `info["skipped"]`; the
+   fastest always runs,
    and where no candidate run found a plan, the skipped ones run, fastest first, until
    one does (a plan past the limit, not a false "nothing fits").
 2. With more than one device and a time limit above 0: `search.improve` from that plan

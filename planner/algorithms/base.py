@@ -125,6 +125,9 @@ class AlgorithmInfo:
     #: `portfolio.estimated_seconds`: seconds per op and edge it takes, run and simulated
     #: (None: the portfolio's default)
     seconds_per_element: float | None = None
+    #: `portfolio.estimated_seconds`: the seconds its superlinear part may take on top, at
+    #: most, from the problem alone (m-SCT: its LP, `lpsize.lp_seconds_at_most`)
+    superlinear_seconds: Callable[[Problem], float] | None = None
     #: in `compare`'s default `--algos`
     compare_default: bool = False
     citation: str = ""

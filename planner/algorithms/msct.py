@@ -41,7 +41,8 @@ the LP runs on graphs of at most `LP_MAX_EDGES` edges and may take `LP_ITERATION
 simplex iterations per row (deterministic limits); past them the favourites come from the
 critical-path rule (`critical_children`:
 each op's child on its longest path, O(E log E)), and `info["favourites_by"]` says so.
-Then O((V·D + E·D) log V + V·D²) for the list scheduling, per pass.
+Then O((V·D + E·D) log V + V·D²) for the list scheduling, per pass. `auto` expects the LP to
+take its worst case (`lpsize.lp_seconds_at_most`) when it decides what runs in its limit.
 """
 
 from __future__ import annotations
@@ -68,14 +69,9 @@ from .listsched import (
     solution,
     upward_rank,
 )
+from .lpsize import LP_ITERATIONS_PER_ROW, LP_MAX_EDGES
 
 _BANNER_SHOWN = False
-#: simplex iterations the LP may take per row before the favourites come from the
-#: critical-path rule instead (deterministic, unlike a time limit)
-LP_ITERATIONS_PER_ROW = 0.75
-#: graphs with more edges skip the LP for the critical-path rule (its time grows as about
-#: n^2 even within the iteration limit: 58 s on a random 30,000-op DAG)
-LP_MAX_EDGES = 20_000
 
 
 def _new_highs() -> highspy.Highs:

@@ -17,7 +17,7 @@ import importlib
 import logging
 import multiprocessing
 import os
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -60,7 +60,7 @@ class Ranked:
     plans: tuple[tuple[str, float, Plan], ...]
     candidates: dict[str, float | None]
     errors: tuple[PlannerError, ...] = field(default=())
-    #: name -> why it did not run (expected to take longer than the limit)
+    #: name -> why it did not run (its expected time did not fit in the limit: `within`)
     skipped: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -80,9 +80,33 @@ def warm_up() -> None:
 
 def estimated_seconds(problem: Problem, name: str) -> float:
     """What candidate `name` is expected to take here, running and simulated, from the
-    problem's size alone (`SECONDS_PER_ELEMENT`), so that skipping it is deterministic."""
+    problem alone (`SECONDS_PER_ELEMENT` per op and edge, plus its registry entry's
+    `superlinear_seconds`: m-SCT's LP at its worst), so that skipping it is deterministic."""
     size = len(problem.graph.ops) + len(problem.graph.edges)
-    return SECONDS_PER_ELEMENT.get(name, DEFAULT_SECONDS_PER_ELEMENT) * size
+    info = ALGORITHMS.get(name)
+    extra = info.superlinear_seconds if info is not None else None
+    return (SECONDS_PER_ELEMENT.get(name, DEFAULT_SECONDS_PER_ELEMENT) * size
+            + (extra(problem) if extra is not None else 0.0))
+
+
+def within(problem: Problem, names: Sequence[str], limit_s: float) -> dict[str, str]:
+    """The candidates of `names` left out under `limit_s`, each with why: the others run,
+    the expected fastest first while their expected seconds together stay within the limit
+    (ties by the order of `names`); the fastest always runs."""
+    expected = {name: estimated_seconds(problem, name) for name in names}
+    order = sorted(range(len(names)), key=lambda k: (expected[names[k]], k))
+    total, left_out = 0.0, {}
+    for k in order:
+        name, est = names[k], expected[names[k]]
+        if k == order[0] or total + est <= limit_s:
+            total += est
+        elif est > limit_s:
+            left_out[name] = f"skipped: expected to take {est:.3g} s > the {limit_s:g} s limit"
+        else:
+            left_out[name] = (f"skipped: expected to take {est:.3g} s, more than the "
+                              f"{limit_s - total:.3g} s the {limit_s:g} s limit leaves after "
+                              f"the faster ones")
+    return left_out
 
 
 def rank(problem: Problem, options: Options, *, progress_share: float = 1.0,
@@ -90,8 +114,9 @@ def rank(problem: Problem, options: Options, *, progress_share: float = 1.0,
     """Run and simulate every candidate (see the module docstring).
 
     `progress_share`: the fraction of `Options.progress` these runs account for.
-    `limit_s`: candidates expected to take longer (`estimated_seconds`) are skipped, their
-    reason in `Ranked.skipped`; the fastest one always runs. `until_found`: where none of
+    `limit_s`: the candidates run are those whose expected seconds (`estimated_seconds`)
+    fit in it together, the fastest first (`within`); the others are skipped, their reason
+    in `Ranked.skipped`; the fastest one always runs. `until_found`: where none of
     those run finds a plan, the skipped ones run too, fastest expected first, until one
     does: a limit is a target, and "no plan" is a claim about the problem (`auto` at
     `--time-limit 0.001` said E706, exit 3, of ResNet-50 when `single`, the fastest,
@@ -101,15 +126,8 @@ def rank(problem: Problem, options: Options, *, progress_share: float = 1.0,
     tried: list[tuple[str, Plan | None]] = []
     if options.warm_start is not None:
         tried.append(("warm_start", options.warm_start))
-    skipped: dict[str, str] = {}
-    names = list(CANDIDATES)
-    fastest = min(names, key=lambda n: estimated_seconds(problem, n))
-    for name in names:
-        est = estimated_seconds(problem, name)
-        if limit_s is not None and est > limit_s and name != fastest:
-            skipped[name] = f"skipped: expected to take {est:.3g} s > the {limit_s:g} s limit"
-        else:
-            tried.append((name, None))
+    skipped = {} if limit_s is None else within(problem, CANDIDATES, limit_s)
+    tried.extend((name, None) for name in CANDIDATES if name not in skipped)
     candidates: dict[str, float | None] = {}
     errors: list[PlannerError] = []
     found: list[tuple[float, int, str, Plan]] = []

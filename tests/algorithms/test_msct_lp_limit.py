@@ -88,3 +88,55 @@ print(sol.info["favourites_by"], simulate(problem, sol.plan).feasible)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-2:] == ["lp", "True"]
 
+
+
+@pytest.mark.parametrize("fixture", ["forkjoin", "sct", "coloc", "topcuoglu", "two_tower"])
+def test_the_lp_size_auto_expects_is_the_lp_m_sct_solves(fixture: str) -> None:
+    from planner.algorithms import lpsize
+
+    problem = load_spec(fixture)
+    lp, _ = msct._lp_model(Instance.of(problem))
+    assert lpsize.lp_rows(problem) == lp.num_row
+    worst = lpsize.LP_ITERATIONS_PER_ROW * lp.num_row ** 2 * lpsize.LP_SECONDS_PER_ROW_ITERATION
+    assert lpsize.lp_seconds_at_most(problem) == pytest.approx(worst)
+
+
+def test_no_lp_is_expected_where_m_sct_solves_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from planner.algorithms import lpsize
+
+    problem = load_spec("forkjoin")
+    one = dataclasses.replace(problem, cluster=dataclasses.replace(
+        problem.cluster, devices=problem.cluster.devices[:1], links=()))
+    assert lpsize.lp_seconds_at_most(one) == 0.0
+    monkeypatch.setattr(lpsize, "LP_MAX_EDGES", len(problem.graph.edges) - 1)
+    assert lpsize.lp_seconds_at_most(problem) == 0.0
+
+
+def test_auto_expects_m_sct_to_take_its_lp_at_its_worst() -> None:
+    """A random 10,000-op DAG whose edges span up to 64 ops (bench_parse's): m-SCT's LP
+    runs to its iteration limit, about 6 s on this machine, where the size alone said 0.5 s;
+    `auto --time-limit 1` then planned for 7.8 s and `--time-limit 10` for 13.9 s."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    try:
+        from bench_parse import generate
+    finally:
+        sys.path.pop(0)
+    from planner.algorithms import portfolio
+    from planner.algorithms.lpsize import lp_seconds_at_most
+
+    problem = planner.loads(generate(10_000)).plan()
+    lp = lp_seconds_at_most(problem)
+    assert lp > 4.0
+    size = len(problem.graph.ops) + len(problem.graph.edges)
+    assert portfolio.estimated_seconds(problem, "msct") == pytest.approx(
+        portfolio.SECONDS_PER_ELEMENT["msct"] * size + lp)
+    skipped = portfolio.within(problem, portfolio.CANDIDATES, 1.0)
+    assert "msct" in skipped
+    kept = [n for n in portfolio.CANDIDATES if n not in skipped]
+    assert sum(portfolio.estimated_seconds(problem, n) for n in kept) <= 1.0
+    assert "msct" in portfolio.within(problem, portfolio.CANDIDATES, 10.0)

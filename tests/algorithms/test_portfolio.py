@@ -49,15 +49,23 @@ def test_auto_leaves_the_search_out_when_the_heuristics_take_the_limit(
     problem = load_spec("forkjoin")
     for name in portfolio.CANDIDATES:
         monkeypatch.setitem(portfolio.SECONDS_PER_ELEMENT, name, 0.1)  # 4.2 s each
-    # 5 s: every candidate fits alone, but the seven take 29.4 s: no time left to search
-    sol = run("auto", problem, Options(time_limit_s=5.0))
+    # m-SCT's LP at its worst comes on top of its 4.2 s: metf is the first of the fastest
+    assert 0 < portfolio.estimated_seconds(problem, "msct") - 4.2 < 0.01
+    # 30 s: the seven fit, 29.4 s together: no time left to search
+    sol = run("auto", problem, Options(time_limit_s=30.0))
     assert sol.info["skipped"] == {}
     assert sol.info["search"] == ("skipped: the heuristics are expected to take 29.4 s of "
-                                  "the 5 s limit")
-    # 4 s: each overruns; the fastest (ties: the first, msct) runs all the same
+                                  "the 30 s limit")
+    # 5 s: each fits alone, not two together: the fastest runs, the others are skipped
+    sol = run("auto", problem, Options(time_limit_s=5.0))
+    assert set(sol.info["skipped"]) == set(portfolio.CANDIDATES) - {"metf"}
+    assert sol.info["skipped"]["heft"] == ("skipped: expected to take 4.2 s, more than the "
+                                           "0.8 s the 5 s limit leaves after the faster ones")
+    # 4 s: each overruns; the fastest runs all the same
     sol = run("auto", problem, Options(time_limit_s=4.0))
-    assert set(sol.info["skipped"]) == set(portfolio.CANDIDATES) - {"msct"}
-    assert sol.info["chosen"] == "msct"
+    assert set(sol.info["skipped"]) == set(portfolio.CANDIDATES) - {"metf"}
+    assert sol.info["skipped"]["heft"] == "skipped: expected to take 4.2 s > the 4 s limit"
+    assert [n for n in portfolio.CANDIDATES if sol.info["candidates"][n] is not None] == ["metf"]
     # candidates ten times faster (2.94 s for the seven) and 25 s: the search's share (0.3,
     # CP-SAT follows) is 7.5 s, of which the heuristics' time counts twice (the budgets
     # fill half the limit, `search.LOAD_HEADROOM`): 1.62 s are left, and the search runs

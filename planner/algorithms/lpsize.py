@@ -1,0 +1,59 @@
+"""How large m-SCT's favourite-child LP may be, and how long it may take: its limits, and
+the worst-case time `auto`'s portfolio expects of it before it runs.
+
+Pure Python over the graph's edges (no numpy, no HiGHS), so that the algorithm registry
+can name `lp_seconds_at_most` without importing either.
+
+HiGHS's dual simplex on these LPs takes at most `LP_ITERATIONS_PER_ROW` iterations per row
+(m-SCT's deterministic work limit), and an iteration's cost grows with the rows: measured
+on this project's 2-core machine, idle, 25-45 us per iteration on layered DAGs of
+2,500-10,000 ops (which converge in under 0.6 iterations per row), 90-230 us on random DAGs
+whose edges span up to 64 ops (which never converge within the limit, and so pay all of
+it: 5.7 s at 10,000 ops and 20,000 edges). `lp_seconds_at_most` charges the worst of these,
+`LP_SECONDS_PER_ROW_ITERATION` per row and iteration: a bound for an estimate that decides
+what runs inside `--time-limit`, not a mean (a layered LP of that size takes about a sixth).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..model import Problem
+
+#: simplex iterations the LP may take per row before the favourites come from the
+#: critical-path rule instead (deterministic, unlike a time limit)
+LP_ITERATIONS_PER_ROW = 0.75
+#: graphs with more edges skip the LP for the critical-path rule (its time grows as about
+#: n^2 even within the iteration limit: 58 s on a random 30,000-op DAG)
+LP_MAX_EDGES = 20_000
+#: seconds a simplex iteration takes per row of the LP, at most (module docstring)
+LP_SECONDS_PER_ROW_ITERATION = 7e-9
+
+
+def lp_runs(problem: Problem) -> bool:
+    """Whether m-SCT solves its LP here: more than one device, and edges, at most
+    `LP_MAX_EDGES` of them."""
+    edges = len(problem.graph.edges)
+    return len(problem.cluster.devices) > 1 and 0 < edges <= LP_MAX_EDGES
+
+
+def lp_rows(problem: Problem) -> int:
+    """The LP's rows (`msct._lp_model`): one per edge, per op of two or more successors,
+    per op of two or more predecessors, and per sink."""
+    n = len(problem.graph.ops)
+    outdeg, indeg = [0] * n, [0] * n
+    for edge in problem.graph.edges:
+        outdeg[edge.src] += 1
+        indeg[edge.dst] += 1
+    return (len(problem.graph.edges) + sum(d >= 2 for d in outdeg)
+            + sum(d >= 2 for d in indeg) + sum(d == 0 for d in outdeg))
+
+
+def lp_seconds_at_most(problem: Problem) -> float:
+    """The most m-SCT's LP is expected to take here on an idle machine: its iteration limit
+    at the worst cost per iteration measured (module docstring); 0 where it does not run."""
+    if not lp_runs(problem):
+        return 0.0
+    rows = lp_rows(problem)
+    return LP_ITERATIONS_PER_ROW * rows * LP_SECONDS_PER_ROW_ITERATION * rows
