@@ -31,7 +31,13 @@ from rich.progress import (
 from ..algorithms import completions, names, taking
 from ..compare import sweep
 from ..compare.rows import Row, columns, file_format, to_json_row, write_rows
-from ..compare.sweep import DEFAULT_ALGORITHMS, SweepResult, best_plans, plan_sweep
+from ..compare.sweep import (
+    DEFAULT_ALGORITHMS,
+    SweepResult,
+    best_plans,
+    held_settings,
+    plan_sweep,
+)
 from ..errors import PlannerWarning, render_all
 from ..files import check_outputs
 from ..render.compare_html import write_compare_html
@@ -152,7 +158,8 @@ def _compare(report: JsonReport, specs: list[Path] | None, algos: str, *, plan: 
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
     # one report for the tables and the HTML (its best plans only drawn there)
-    summary = compare_report(result.rows, best_plans(result) if html is not None else ())
+    summary = (compare_report(result.rows, best_plans(result), held_settings(result))
+               if html is not None else compare_report(result.rows))
     if report.enabled:
         fields = columns(result.rows)
         report.result = [to_json_row(r, fields) for r in result.rows]

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         Sweep,
         SweepResult,
         best_plans,
+        held_settings,
         plan_sweep,
         run_sweep,
     )
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_ALGORITHMS", "EXECUTORS", "FIELD_NAMES", "OK_STATUSES", "TIMING_FIELDS",
     "PlanView", "Point", "PointResult", "Row", "Setting", "Sweep", "SweepResult",
-    "best_plans", "default_jobs", "finalize", "plan_sweep", "read_rows", "run_sweep", "wins",
-    "write_rows",
+    "best_plans", "default_jobs", "finalize", "held_settings", "plan_sweep", "read_rows",
+    "run_sweep", "wins", "write_rows",
 ]
 
 

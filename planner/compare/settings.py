@@ -28,6 +28,7 @@ row of a resume file:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -287,6 +288,38 @@ def setting_key(s: Setting) -> tuple[Any, ...]:
     """Sort key of a setting: bandwidth, then memory, devices, objective, micro-batches."""
     return (bandwidth_key(s.bandwidth), memory_key(s.memory), devices_key(s.devices),
             objective_key(s.objective), microbatches_key(s.microbatches))
+
+
+#: each swept axis's default label (`Setting`)
+AXIS_DEFAULTS = {"bandwidth": DEFAULT_BANDWIDTH, "memory": DEFAULT_MEMORY,
+                 "devices": DEFAULT_DEVICES}
+
+
+def leeway(problem: Problem, axis: str, label: str) -> tuple[float, tuple[int, float]]:
+    """How little label `label` of `axis` (`bandwidth`, `memory`, `devices`) constrains
+    `problem`: the bandwidth of all its links, the memory of all its devices or the devices
+    it keeps, then the label's sort key. Labels of one kind order by their sort keys alone;
+    this also orders a share beside a size (`75%` of 8 GiB devices leaves more than `4
+    GiB`) and a factor beside a rate."""
+    if axis == "devices":
+        kept = len(problem.cluster.devices) if label == DEFAULT_DEVICES else int(label)
+        return float(kept), devices_key(label)
+    if axis == "memory":
+        devices = _scaled_memory(problem.cluster.devices, label)
+        return float(sum(d.memory_bytes for d in devices)), memory_key(label)
+    links = _scaled_bandwidth(problem.cluster.links, label)
+    return float(sum(lk.bandwidth_Bps for lk in links)), bandwidth_key(label)
+
+
+def held_labels(problem: Problem, labels: dict[str, set[str]]) -> dict[str, str]:
+    """Per axis of `labels` (its labels swept): the one a chart of another axis holds it
+    at, the default when swept, else the least constrained (`leeway`)."""
+    held: dict[str, str] = {}
+    for axis, swept in labels.items():
+        if swept:
+            held[axis] = AXIS_DEFAULTS[axis] if AXIS_DEFAULTS[axis] in swept else max(
+                swept, key=functools.partial(leeway, problem, axis))
+    return held
 
 
 def _base(label: str, dim: str) -> float:

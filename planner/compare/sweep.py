@@ -44,6 +44,7 @@ from .rows import (
     write_rows,
 )
 from .settings import (
+    AXIS_DEFAULTS,
     DEFAULT_BANDWIDTH,
     DEFAULT_DEVICES,
     DEFAULT_MEMORY,
@@ -54,6 +55,8 @@ from .settings import (
     applies_microbatches,
     apply_setting,
     grid,
+    held_labels,
+    leeway,
     parse_bandwidths,
     parse_devices,
     parse_memories,
@@ -454,15 +457,53 @@ def _check_run_options(executor: str, jobs: int | None) -> None:
         import_ray()  # a UsageError with an install hint, before touching any file
 
 
-def _preferred_setting(settings: Sequence[Setting]) -> list[Setting]:
+def _preferred_setting(settings: Sequence[Setting], base: Problem | None) -> list[Setting]:
     """Settings from most to least preferred for showing "the" plan of a spec: the spec as
-    written if swept, else the least constrained (most devices, memory, bandwidth), the
-    spec's own objective and micro-batches first."""
+    written if swept, else the least constrained (most bandwidth, memory, devices, as they
+    leave `base`: `leeway`; by their labels where the spec did not load), the spec's own
+    objective and micro-batches first."""
     default = Setting(DEFAULT_BANDWIDTH, DEFAULT_MEMORY, DEFAULT_DEVICES)
+
+    def room(s: Setting) -> tuple[Any, ...]:
+        if base is None:
+            return setting_key(s)[:3]
+        return (leeway(base, "bandwidth", s.bandwidth), leeway(base, "memory", s.memory),
+                leeway(base, "devices", s.devices))
+
     rest = sorted((s for s in settings if s != default), key=lambda s: (
-        s.objective == DEFAULT_OBJECTIVE, s.microbatches == DEFAULT_MICROBATCHES,
-        setting_key(s)[:3]), reverse=True)
+        s.objective == DEFAULT_OBJECTIVE, s.microbatches == DEFAULT_MICROBATCHES, room(s)),
+        reverse=True)
     return ([default] if default in settings else []) + rest
+
+
+def _base_problem(path: str, plan_name: str, digest: str | None) -> Problem | None:
+    """Plan `plan_name` of the spec at `path` as written (None where it no longer loads)."""
+    try:
+        return load_spec(path, digest)[0].plan(plan_name)
+    except (PlannerError, LookupError, ValueError, OSError):
+        return None
+
+
+def held_settings(result: SweepResult) -> dict[tuple[str, str], dict[str, str]]:
+    """Per (spec, plan): the label of each swept axis that the charts of the other axes
+    hold it at (`held_labels`: the spec's own when swept, else the least constrained as it
+    leaves the spec's cluster); none for a spec that no longer loads."""
+    paths = {p.spec: p.path for p in result.sweep.points}
+    held: dict[tuple[str, str], dict[str, str]] = {}
+    for (spec, plan_name), rows in _by_plan(result).items():
+        base = _base_problem(paths.get(spec, spec), plan_name, rows[0].get("spec_sha256"))
+        if base is not None:
+            held[(spec, plan_name)] = held_labels(base, {
+                axis: {str(r[axis]) for r in rows} for axis in AXIS_DEFAULTS})
+    return held
+
+
+def _by_plan(result: SweepResult) -> dict[tuple[str, str], list[Row]]:
+    """The rows of each (spec, plan), in sorted order."""
+    by_plan: dict[tuple[str, str], list[Row]] = {}
+    for r in result.rows:
+        by_plan.setdefault((r["spec"], r["plan"]), []).append(r)
+    return dict(sorted(by_plan.items()))
 
 
 def best_plans(result: SweepResult) -> list[PlanView]:
@@ -471,15 +512,13 @@ def best_plans(result: SweepResult) -> list[PlanView]:
     The plan comes from `result.plans` when the run kept it; otherwise (rows read from a
     resume file) the algorithm is run again here, which is deterministic.
     """
-    by_plan: dict[tuple[str, str], list[Row]] = {}
-    for r in result.rows:
-        by_plan.setdefault((r["spec"], r["plan"]), []).append(r)
     paths = {p.spec: p.path for p in result.sweep.points}
     views: list[PlanView] = []
-    for (spec, plan_name), rows in sorted(by_plan.items()):
+    for (spec, plan_name), rows in _by_plan(result).items():
         settings = list(dict.fromkeys(row_setting(r) for r in rows))
         chosen: Row | None = None
-        for s in _preferred_setting(settings):
+        base = _base_problem(paths.get(spec, spec), plan_name, rows[0].get("spec_sha256"))
+        for s in _preferred_setting(settings, base):
             ok = [r for r in rows if row_setting(r) == s and is_ok(r)]
             if ok:
                 chosen = min(ok, key=lambda r: score(r) or 0.0)  # rows are in algo order
@@ -496,9 +535,9 @@ def best_plans(result: SweepResult) -> list[PlanView]:
             if res.placement is None or res.order is None:
                 continue
             kept = (res.placement, res.order)
-        try:
-            base = load_spec(point.path, point.spec_sha256)[0].plan(plan_name)
-            problem, _ = apply_setting(base, point.setting)
+        try:  # the spec the chosen run read (loaded once: `load_spec` keeps it)
+            problem, _ = apply_setting(
+                load_spec(point.path, point.spec_sha256)[0].plan(plan_name), point.setting)
         except (PlannerError, LookupError, ValueError):
             continue
         sim = simulate(problem, Plan(kept[0], kept[1], None, chosen["algorithm"]))

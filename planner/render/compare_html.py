@@ -53,12 +53,14 @@ _AXIS_TITLES = {"bandwidth": "link bandwidth", "memory": "memory cap (per device
 
 
 def _sweep_charts(rows: Sequence[CompareRun], algos: Sequence[str],
-                  axes: Sequence[SweepAxis]) -> str:
-    """A line chart per swept setting (the others held at their default, else their last
-    value); bars per algorithm when nothing was swept."""
+                  axes: Sequence[SweepAxis], held: Mapping[str, str]) -> str:
+    """A line chart per swept setting (the others at `held`, the spec's own value when
+    swept, else the least constrained one; where `held` lacks one, its default, else its
+    last value); bars per algorithm when nothing was swept."""
     values = {a.name: sorted({str(r[a.name]) for r in rows}, key=a.order.__getitem__)
               for a in axes}
-    fixed = {a.name: (a.default if a.default in values[a.name] else values[a.name][-1])
+    fixed = {a.name: (held[a.name] if held.get(a.name) in values[a.name] else
+                      a.default if a.default in values[a.name] else values[a.name][-1])
              for a in axes}
     colors = {a: algo_color(k) for k, a in enumerate(algos)}
     figures = [_line_figure(rows, algos, colors, a.name, _AXIS_TITLES[a.name],
@@ -150,6 +152,12 @@ def _bound_at(rows: Sequence[CompareRun]) -> float | None:
              for b in (r.get("iteration_bound_s" if r.pipeline else "lower_bound_s"),)
              if isinstance(b, (int, float)) and math.isfinite(b) and b > 0]
     return max(found) if found else None
+
+
+def _one_pass_bound(row: CompareRun) -> float | None:
+    """One pass's lower bound of `row` (a pipeline's row too), None if it has none."""
+    b = row.get("lower_bound_s")
+    return float(b) if isinstance(b, (int, float)) and math.isfinite(b) and b > 0 else None
 
 
 def _series_legend(algos: Sequence[str], colors: Mapping[str, str], *, bound: bool,
@@ -288,7 +296,8 @@ def compare_report_html(report: CompareReport, *, title: str = "planner compare"
         for label, part in _by_objective(members):
             if label:
                 body.append(f"<h3>{_e(label)}</h3>")
-            body.append(_sweep_charts(part, algos, report.axes))
+            body.append(_sweep_charts(part, algos, report.axes,
+                                      report.held.get((spec, plan), {})))
         view = view_of.get((spec, plan))
         if view is not None:
             r = view.run
@@ -297,7 +306,8 @@ def compare_report_html(report: CompareReport, *, title: str = "planner compare"
                         f'{_e(r["algorithm"])}</h3>')
             body.append(_sweep_best_note(members, r))
             body.append(plan_summary(view.problem, view.result))
-            body.append(plan_section(view.problem, view.result, _bound_at([r])))
+            # the Gantt is one pass's, a pipeline's too: its mark is one pass's bound
+            body.append(plan_section(view.problem, view.result, _one_pass_bound(r)))
     body.append(f"<details><summary>All runs ({len(rows)})</summary>{_runs_table(report)}"
                 "</details>")
     return page_html(title, "\n".join(body))

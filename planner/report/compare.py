@@ -43,10 +43,12 @@ _AXES: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
 )
 
 
-def compare_report(rows: Sequence[Mapping[str, Any]], views: Sequence[PlanView] = ()
+def compare_report(rows: Sequence[Mapping[str, Any]], views: Sequence[PlanView] = (),
+                   held: Mapping[tuple[str, str], Mapping[str, str]] | None = None
                    ) -> CompareReport:
-    """The report of finalized result rows (`planner.compare.rows.finalize`) and of the
-    best plans to draw (`views`: `planner.compare.best_plans`)."""
+    """The report of finalized result rows (`planner.compare.rows.finalize`), of the
+    best plans to draw (`views`: `planner.compare.best_plans`) and of the settings their
+    charts hold (`held`: `planner.compare.held_settings`)."""
     runs = tuple(_run(r) for r in rows)
     groups: dict[tuple[Any, ...], list[CompareRun]] = {}
     for run in runs:
@@ -60,7 +62,8 @@ def compare_report(rows: Sequence[Mapping[str, Any]], views: Sequence[PlanView] 
         runs, tuple(tuple(g) for g in groups.values()), _wins(rows), tuple(algorithms),
         tuple(SweepAxis(name, default, _order({str(r[name]) for r in rows}, key))
               for name, default, key in _AXES),
-        SETTING_DEFAULTS.keys() <= applies, set(PIPELINE_FIELDS) <= applies, best)
+        SETTING_DEFAULTS.keys() <= applies, set(PIPELINE_FIELDS) <= applies, best,
+        dict(held or {}))
 
 
 def _run(row: Mapping[str, Any]) -> CompareRun:

@@ -7,7 +7,7 @@ that `planner.render` can import it and nothing above the data it formats.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Problem
@@ -118,3 +118,7 @@ class CompareReport:
     setting_columns: bool
     pipeline_columns: bool
     best: tuple[BestPlan, ...] = ()
+    #: per (spec, plan): the label of each swept axis that the charts of the other axes hold
+    #: it at (`planner.compare.held_settings`); the default, else the last in the axis's
+    #: order, for a (spec, plan) not listed
+    held: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)

@@ -116,3 +116,21 @@ def test_the_runs_table_sorts_a_setting_by_value_not_by_its_text() -> None:
              if label in labels}
     assert cells == {"0.5x": "0", "4 Gbps": "1", "2 GB/s": "2", "12.5 GB/s": "3",
                      "50%": "0", "6 GiB": "1"}
+
+
+def test_a_sweep_of_shares_and_sizes_holds_the_least_constrained_as_the_cluster_has_it() -> None:
+    """75% of quad's 128 MiB GPUs is 96 MiB, more than 64 MiB; 10x its links is 50-200 GB/s,
+    more than 1 GB/s. The page held the charts and drew the best plan at 64 MiB and 1 GB/s
+    (an absolute value sorts after every share and factor), where compare.md says "the
+    least constrained one swept"."""
+    from planner.compare import held_settings
+
+    result = run_sweep(plan_sweep([SPECS[0]], "msct,heft", bandwidths="10x,1GB/s",
+                                  memories="75%,64MiB"), executor="inline", keep_plans=True)
+    assert list(held_settings(result).values()) == [
+        {"bandwidth": "10x", "memory": "75%", "devices": "all"}]
+    text = compare_report_html(compare_report(result.rows, best_plans(result),
+                                              held_settings(result)))
+    assert "at memory 75%, devices all" in text and "at bandwidth 10x, devices all" in text
+    assert "Best plan at bandwidth 10x, memory 75%, devices all" in text
+    assert "at memory 64 MiB" not in text and "Best plan at bandwidth 1 GB/s" not in text

@@ -440,3 +440,25 @@ def test_a_row_where_no_plan_fits_has_no_period_gap(tmp_path: Path) -> None:
     (row,) = json.loads(result.stdout)["result"]
     assert row["status"] == "violated" and row["period_bound_s"] == pytest.approx(0.008)
     assert row["period_gap"] is None
+
+
+def test_the_best_plans_gantt_marks_one_passs_bound_not_the_iterations() -> None:
+    """The Gantt under "Best plan" draws one pass of a pipeline plan; its bound mark was
+    the iteration's bound, drawn past the end of the pass it bounds (the plan seemed to beat
+    its own lower bound; `solve --html` marks one pass's)."""
+    import re
+
+    from planner.compare import best_plans
+    from planner.render.compare_html import compare_report_html
+    from planner.units import format_seconds
+
+    result = run_sweep(_sweep(objectives="pipeline", microbatches="8", algos="pipedp"),
+                       executor="inline", keep_plans=True)
+    report = compare_report(result.rows, best_plans(result))
+    (view,) = report.best
+    row = view.run
+    assert row.pipeline and row["iteration_bound_s"] > row["makespan_s"]  # told apart
+    marks = re.findall(r'class="lb-mark"[^>]*data-tip="lower bound ([^"]*)"',
+                       compare_report_html(report))
+    assert marks == [format_seconds(row["lower_bound_s"])]
+    assert row["lower_bound_s"] <= view.result.makespan_s
