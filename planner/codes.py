@@ -67,6 +67,8 @@ E105 1   a `-` or `+` where none may be (quantities cannot be negative)
 E106 1   an unexpected character
 E107 1   an unmatched `}`
 E108 1   `nan` or `inf` where a number is expected
+E109 1   `fmt`: a `;` the canonical layout cannot drop (the statements it separates read otherwise
+         without it; they are not valid as written)
 E201 1   a graph, cluster or plan defined twice
 E202 1   an op defined twice in a graph
 E203 1   an unknown op
@@ -81,7 +83,7 @@ E212 1   an attribute given twice
 E213 1   a number where a name is expected
 E214 1   a unit where a plain number is expected
 E220 1   a quantity without its unit
-E221 1   a name where a quantity is expected
+E221 1   a name where a quantity or a plain number is expected (`inf` and `nan` included)
 E222 1   a quantity in the wrong unit (a time for a size, ...)
 E223 1   a quantity above its valid range
 E230 1   an edge from an op to itself

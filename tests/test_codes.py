@@ -102,7 +102,8 @@ HOMES = {
     # pipeline's copies wherever micro-batches are set (SHARED["E016"])
     "0": ("spec/load.py", "errors.py", "cli", "spec/lower/", "spec/syntax.py", "api/checks.py",
           "compare/settings.py"),
-    "1": ("spec/syntax.py", "spec/larkparse.py", "spec/fastparse.py", "api/"),
+    "1": ("spec/syntax.py", "spec/larkparse.py", "spec/fastparse.py", "spec/fmtcheck.py",
+          "api/"),
     "2": ("spec/lower/", "spec/names.py", "api/", "model.py"),
     # a pipeline plan's proofs follow its own memory rule (stagefacts.py, SHARED["E301"])
     "3": ("facts.py", "stagefacts.py"),

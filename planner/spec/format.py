@@ -11,7 +11,8 @@ same model, and formatting it again changes nothing. The layout rules:
   right after `{` or before `}`. The file ends with exactly one newline; an empty file
   (or one with only whitespace and `;`) formats to the empty string.
 - The bodies of `cluster`, `graph` and `plan` are always printed one statement per line
-  (`{}` when empty). `;` separators are dropped.
+  (`{}` when empty). `;` separators are dropped (E109 where that would change how the
+  statements read: `fmtcheck`).
 - An attribute block (`op`, `device`, `link`, edge) written on one line stays on one line,
   with two spaces between attributes (`{ kind cpu  memory 256 GiB  speed 0.05 }`), unless
   the line would exceed 100 columns; then it is printed in the multi-line form. A block
@@ -58,6 +59,8 @@ from itertools import pairwise
 from json.encoder import encode_basestring
 
 from . import ast
+from .fmtcheck import check_same_reading
+from .grammar import grammar
 from .lex import line_ends
 from .parse import parse, paused_gc
 
@@ -78,12 +81,15 @@ Item = (ast.TopLevel | ast.DeviceDecl | ast.LinkDecl | ast.OpDecl | ast.ChainDec
 def format_source(text: str, file: str = "<string>") -> str:
     """Return `text` (a `.plan` file's contents) in the canonical layout.
 
-    Raises `SpecError` (from the parser) when `text` is not syntactically valid.
+    Raises `SpecError` (from the parser) when `text` is not syntactically valid, and E109
+    when it holds a `;` the layout cannot drop (`fmtcheck`).
     """
     text = line_ends(text)  # a lone \r ends a line here too (same offsets)
     module = parse(text, file)
     with paused_gc():  # only strings are made; see `paused_gc`
-        return _Printer(text, module).module(module)
+        out = _Printer(text, module).module(module)
+    check_same_reading(text, file, module, out)  # E109: a `;` the layout cannot drop
+    return out
 
 
 @lru_cache(maxsize=1 << 14)  # a generated graph names each op in several edges
@@ -409,11 +415,27 @@ def _head(item: Item) -> str:
 
 
 def _one_line(indent: str, head: str, attrs: Sequence[ast.Attr], align: int) -> str | None:
-    """`head { a  b }` on one line, or None when it would be wider than `MAX_WIDTH`."""
+    """`head { a  b }` on one line, or None when it would be wider than `MAX_WIDTH` or read
+    otherwise (`_reads_as_unit`)."""
     block = "{ " + "  ".join(map(_attr, attrs)) + " }" if attrs else "{}"
-    if len(indent) + len(head) + 1 + len(block) > MAX_WIDTH:
+    if len(indent) + len(head) + 1 + len(block) > MAX_WIDTH or any(
+            _reads_as_unit(a, b) for a, b in pairwise(attrs)):
         return None
     return f"{indent}{head.ljust(align - 1)} {block}"
+
+
+def _reads_as_unit(a: ast.Attr, b: ast.Attr) -> bool:
+    """Whether `b`'s key would read as the unit of `a`'s plain number on one line (`speed
+    2  s 1` is `speed` 2 s, then `1`): an unknown key, written `speed 2; s 1` (before,
+    `fmt` printed that and its output no longer parsed); on lines of their own, no unit
+    follows a number across the line's end."""
+    return a.value.kind == "number" and _quantity().match(
+        f"{a.value.number}  {_attr(b)}") is not None
+
+
+@lru_cache(maxsize=1)
+def _quantity() -> re.Pattern[str]:
+    return re.compile(grammar().patterns["QUANTITY"])
 
 
 def _link_runs(p: _Printer, items: Sequence[Item]) -> list[int]:

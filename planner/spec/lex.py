@@ -141,7 +141,10 @@ def line_ends(text: str) -> str:
     (a comment ends there too), and offsets stay those of the file. A byte order mark
     (U+FEFF) that starts the text is dropped, for both parsers, the formatter (whose
     output has none) and the diagnostics' excerpts: offsets and columns are then those
-    of the text after it, as an editor shows them."""
+    of the text after it, as an editor shows them. Every mark that starts the text is
+    dropped, not one: each layer that reads the text drops them (`load`, then the
+    parser), and a file that starts with two (two tools each added one) had one dropped
+    by the formatter and the second by its parser, whose offsets were then one off (E999)."""
     if text[:1] == "\ufeff":
-        text = text[1:]
+        text = text.lstrip("\ufeff")
     return _LONE_CR.sub("\n", text) if "\r" in text else text

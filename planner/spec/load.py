@@ -190,8 +190,8 @@ def read_source(path: Path, shown: str, at: Span | None = None, kind: str = "spe
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise not_utf8("E004", shown, data, err, kind) from None
-    if text.startswith(BOM) and not looks_like_spec(text):  # (it skips the mark)
-        return text[1:]
+    if text.startswith(BOM) and not looks_like_spec(text):  # (it skips the marks)
+        return text.lstrip(BOM)
     return text
 
 
@@ -257,7 +257,7 @@ class _Reader:
     def _open(self, p: Path, at: Span | None, shown: str = "") -> _Frame | None:
         shown = shown or display_path(p)
         try:
-            text = read_source(p, shown, at).removeprefix(BOM)
+            text = read_source(p, shown, at).lstrip(BOM)
         except SpecError as err:
             self.sink.items.extend(err.diagnostics)
             return None
@@ -381,7 +381,7 @@ def load_text(text: str, file: str = "<string>", base: str | os.PathLike[str] = 
               root: str | os.PathLike[str] | None = None) -> Loaded:
     """Load spec text; its imports are resolved relative to `base` and stay inside `root`
     (default: `default_root` of `base`); a leading byte order mark is dropped."""
-    text = text.removeprefix(BOM)
+    text = text.lstrip(BOM)
     sink = DiagnosticSink()
     module = _parsed(text, file, sink)
     if module is None:

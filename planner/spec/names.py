@@ -82,6 +82,14 @@ _HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u180e\u200b-\u2
                      "\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]")
 #: a line end, as the parser counts them (`\r\n`, a lone `\r`, `\n`)
 _LINE_BREAK = re.compile("\r\n|\r|\n")
+#: on one line: a quoted name (to its closing quote, else the line's end) or a `#`
+_QUOTED_OR_HASH = re.compile(r'"(?:[^"\\\r\n]|\\.)*"?|#')
+
+
+def _in_comment(head: str) -> bool:
+    """Whether a line that starts with `head` is in a comment after it: a `#` outside
+    quoted names (`op "a#b"` starts none)."""
+    return any(m.group() == "#" for m in _QUOTED_OR_HASH.finditer(head))
 
 
 def check_comments(sources: Mapping[str, str], sink: DiagnosticSink) -> None:
@@ -98,7 +106,7 @@ def check_comments(sources: Mapping[str, str], sink: DiagnosticSink) -> None:
             while next_break is not None and next_break.end() <= at:
                 line_no, start = line_no + 1, next_break.end()
                 next_break = next(breaks, None)
-            if warned == line_no or "#" not in text[start:at]:
+            if warned == line_no or not _in_comment(text[start:at]):
                 continue
             warned = line_no
             column = at - start + 1
@@ -227,6 +235,8 @@ def _names(module: ast.Module) -> Iterator[ast.Name]:
                     yield from g.names
                 else:
                     yield from g.ops
+                    if isinstance(g, ast.TieDecl):  # its `weight`, a name as any other
+                        yield from _attr_names(g.attrs)
         else:
             for p in item.items:
                 if isinstance(p, ast.PinDecl):

@@ -301,6 +301,8 @@ def _unclosed_before_brace(text: str, pos: int) -> list[str]:
 
 
 _NON_FINITE = re.compile(r"(?i)(?<![\w.\-])(nan|inf|infinity)(?![\w.\-])")
+#: `nan` or `inf` then a unit's first part, right before a rate's `/` (`nan GB/s`)
+_NON_FINITE_RATE = re.compile(r"(?i)(?<![\w.\-])(?:nan|inf|infinity)[ \t]+[A-Za-z]+\Z")
 
 
 def _non_finite_before(text: str, file: str, pos: int) -> Diagnostic | None:
@@ -436,6 +438,8 @@ def _unexpected_char(
         spaced = _spaced_rate(text, file, pos)
         if spaced is not None:
             return spaced
+        if _NON_FINITE_RATE.search(text, max(0, pos - 80), pos):  # `nan GB/s`: E108, as
+            return _non_finite_before(text, file, pos)  # `nan GB` is (was E106 at the `/`)
     span = Span(file, line, col, line, col + 1, pos, pos + 1)
     if ch == '"':
         return _bad_string(text, file, line, col, pos)

@@ -61,3 +61,16 @@ def test_a_hidden_character_is_w265_beside_a_syntax_error_too(tmp_path: Path) ->
     with pytest.raises(planner.SpecError) as info:
         planner.load(tmp_path / "main.plan")
     assert [d.code for d in info.value.diagnostics] == ["E101", "W265"]
+
+
+def test_a_hash_in_a_quoted_name_starts_no_comment(tmp_path: Path) -> None:
+    """A form feed (whitespace) after `op "a#b"` was W265, "a comment holds U+000C", on a
+    line with no comment (helper); after a real `#` it still is."""
+    (tmp_path / "s.plan").write_text('graph g {\n  op "a#b" {\x0c time 1 ms }\n}\n',
+                                     encoding="utf-8")
+    code, out, err = invoke(["check", "s.plan"], tmp_path)
+    assert code == 0 and "W265" not in out + err, out + err
+    (tmp_path / "s.plan").write_text('graph g {\n  op "a#b" { time 1 ms }  # \x0c\n}\n',
+                                     encoding="utf-8")
+    code, out, err = invoke(["check", "s.plan"], tmp_path)
+    assert code == 0 and "s.plan:2:29: warning[W265]" in err, err

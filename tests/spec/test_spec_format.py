@@ -134,3 +134,36 @@ def test_an_empty_link_block_on_two_lines_joins_its_run_at_once() -> None:
     assert fmt(kept).splitlines()[2:6] == [
         "  link gpu0 -> gpu1 {", "    # to come", "  }",
         "  link gpu[0..3] <-> gpu[0..3] { bandwidth 5 GB/s }"]
+
+
+@pytest.mark.parametrize("marks", [1, 2, 3])
+def test_every_leading_byte_order_mark_is_dropped_once_for_all(marks: int) -> None:
+    """Two marks (two tools each added one) were E999: the formatter dropped one and its
+    parser the second, so the formatter's offsets were one off (helper)."""
+    text = "\ufeff" * marks + "graph g { op a { time 1 ms } }\n"
+    assert format_source(text) == "graph g {\n  op a { time 1 ms }\n}\n"
+    assert [op.name for op in load_text(text).spec.graphs["g"].ops] == ["a"]
+
+
+def test_a_key_that_would_read_as_the_unit_before_it_keeps_its_own_line() -> None:
+    """`speed 2; s 1` was printed `speed 2  s 1`, which reads `speed` 2 s, then `1`: the
+    output no longer parsed (an unknown key; `check` says E210 of it) (helper)."""
+    out = format_source("cluster c {\n  device d { memory 1 GiB; speed 2; s 1 }\n}\n")
+    assert out == ("cluster c {\n  device d {\n    memory 1 GiB\n    speed  2\n    s      1\n"
+                   "  }\n}\n")
+    assert format_source(out) == out
+    kept = "cluster c {\n  device d { memory 1 GiB  speed 2  flops 1 TFLOPS }\n}\n"
+    assert format_source(kept) == kept  # a key that is no unit stays on the line
+
+
+def test_a_semicolon_the_layout_cannot_drop_is_e109_at_it() -> None:
+    """In a plan, `x pin; to d7` reads as two settings; on lines of their own, `to` starts
+    no statement: `fmt` printed that, exit 0, and its output did not parse (helper)."""
+    text = ("cluster c { device d7 { memory 1 GiB } }\ngraph g { op a { time 1 ms } }\n"
+            "plan p {\n  graph g\n  cluster c\n  x pin ; to d7\n}\n")
+    with pytest.raises(SpecError) as info:
+        format_source(text, "s.plan")
+    (diag,) = info.value.diagnostics
+    assert diag.code == "E109" and (diag.span.line, diag.span.column) == (6, 9)
+    assert text[diag.span.start] == ";"
+    assert format_source(text.replace("x pin ; to d7", "pin a to d7")).count(";") == 0

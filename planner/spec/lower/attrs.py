@@ -123,8 +123,7 @@ class Attrs:
         if attr is None:
             return None
         if attr.value.kind != "number":
-            self.sink.error("E214", f"`{key}` expects a plain number (no unit)", attr.value.span,
-                            f"for example `{key} 0.5`")
+            not_a_plain_number(self.sink, attr, f"for example `{key} 0.5`")
             return None
         value = _finite(self.sink, attr, parse_number(attr.value.number))
         if value is None or value <= 0:
@@ -206,6 +205,20 @@ def _range_hint(key: str, dim: str | None) -> str:
     if dim is None:
         return f"`{key}` is {range_text('speed')}"
     return f"a {_dim_word(dim)} is {range_text(dim)}"
+
+
+def not_a_plain_number(sink: DiagnosticSink, attr: ast.Attr, example: str) -> None:
+    """The error of `attr`, whose value is not the plain number its key takes: E214 for a
+    quantity (a unit too many), E221 for a name (`inf`, `nan`: not a number; before, both
+    were E214 "expects a plain number (no unit)" of a value with no unit)."""
+    v = attr.value
+    if v.kind == "quantity":
+        sink.error("E214", f"`{attr.key}` expects a plain number (no unit)", v.span, example)
+    elif v.name is not None and v.name.text.lower() in NON_FINITE:
+        sink.error("E221", f"`{attr.key}` expects a plain number: `{v.name.text}` is not a "
+                   "number", v.span, f"it takes finite numbers, {example}")
+    else:
+        sink.error("E221", f"`{attr.key}` expects a plain number, not a name", v.span, example)
 
 
 def value_text(v: ast.Value, most: int = 0) -> str:

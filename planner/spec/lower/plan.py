@@ -30,7 +30,7 @@ from ...units import (
 )
 from .. import ast
 from ..ast import PLAN_SETTINGS
-from .attrs import LISTED, Attrs, device_hints, value_text
+from .attrs import LISTED, Attrs, device_hints, not_a_plain_number, value_text
 from .locations import Locations
 from .resolve import GlobTable, resolve_ops
 
@@ -486,8 +486,7 @@ def _count(sink: DiagnosticSink, settings: Attrs, key: str) -> int | None:
     if attr is None:
         return None
     if attr.value.kind != "number":
-        sink.error("E214", f"`{key}` expects a plain number (no unit)", attr.value.span,
-                   f"for example `{key} 8`")
+        not_a_plain_number(sink, attr, f"for example `{key} 8`")
         return None
     value = parse_number(attr.value.number)
     if not (math.isfinite(value) and value == int(value) and 1 <= value <= most):
