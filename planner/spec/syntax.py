@@ -438,8 +438,10 @@ def _unexpected_char(
         spaced = _spaced_rate(text, file, pos)
         if spaced is not None:
             return spaced
-        if _NON_FINITE_RATE.search(text, max(0, pos - 80), pos):  # `nan GB/s`: E108, as
-            return _non_finite_before(text, file, pos)  # `nan GB` is (was E106 at the `/`)
+        not_number = _non_finite_before(text, file, pos) if _NON_FINITE_RATE.search(
+            text, max(0, pos - 80), pos) else None
+        if not_number is not None:  # `nan GB/s`: E108, as `nan GB` is (was E106 at `/`)
+            return not_number
     span = Span(file, line, col, line, col + 1, pos, pos + 1)
     if ch == '"':
         return _bad_string(text, file, line, col, pos)
