@@ -33,13 +33,15 @@ this trace does not draw.
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import Any, TextIO
 
-from ..files import write_text_atomic
+from ..files import atomic_file
 from ..model import Problem
 from ..pipeline.allreduce import AllReduce
 from ..pipeline.schedule import Simulation
@@ -55,6 +57,10 @@ LINKS_PID = 2
 TASKS_PID = 3
 ALLREDUCE_PID = 4
 
+#: one trace event, JSON-ready
+Event = dict[str, Any]
+#: one end of a flow: the pid, tid and (ts, dur) of the slice it sits in
+FlowEnd = tuple[int, int, tuple[float, float]]
 #: op -> (slice name, category, args beyond the op's bytes)
 Label = Callable[[int], tuple[str, str, dict[str, Any]]]
 
@@ -108,17 +114,19 @@ def _tracks(items: Sequence[tuple[Any, float, float]]
 
 def trace_document(problem: Problem, result: SimResult) -> dict[str, Any]:
     """The trace as a JSON-ready dict (`traceEvents`, `displayTimeUnit`, `otherData`)."""
+    other, events = _trace(problem, result)
+    return {"traceEvents": list(events), "displayTimeUnit": "ns", "otherData": other}
+
+
+def _trace(problem: Problem, result: SimResult) -> tuple[dict[str, Any], Iterator[Event]]:
+    """`trace_document`'s `otherData`, and its events as they are made."""
     ops = problem.graph.ops
-    events, ran, traced = _schedule_events(
+    other = {**_head(problem, result.makespan_s,
+                     [f"{v.kind}: {v.message}" for v in result.violations]),
+             "ops": len(ops), "ops_traced": _count_ran(result),
+             "transfers": len(result.transfers), "transfers_traced": len(result.sent())}
+    return other, _schedule_events(
         problem, result, lambda i: (ops[i].name, op_type(ops[i].name, ops[i].type), {}))
-    return {
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "otherData": {**_head(problem, result.makespan_s,
-                            [f"{v.kind}: {v.message}" for v in result.violations]),
-                      "ops": len(ops), "ops_traced": ran,
-                      "transfers": len(result.transfers), "transfers_traced": traced},
-    }
 
 
 def _head(problem: Problem, makespan_s: float, breaks: Sequence[str]) -> dict[str, Any]:
@@ -128,66 +136,72 @@ def _head(problem: Problem, makespan_s: float, breaks: Sequence[str]) -> dict[st
             "feasible": not breaks, "violations": list(breaks)}
 
 
-def _schedule_events(problem: Problem, result: SimResult, label: Label
-                     ) -> tuple[list[dict[str, Any]], int, int]:
-    """The devices' and the links' events (metadata, slices, flows), the ops traced and the
-    transfers traced."""
+def _count_ran(result: SimResult) -> int:
+    """The ops that ran (`SimResult.ran`), which the devices' tracks draw."""
+    return sum(1 for _ in result.ran())
+
+
+def _schedule_events(problem: Problem, result: SimResult, label: Label) -> Iterator[Event]:
+    """The devices' and the links' events (metadata, slices, flows), one at a time: a
+    pipeline's trace at the `pipeline_copies` limit held every event as a dict before the
+    first was written (5.6 GB, where the run without `--trace` takes 2.1 GB)."""
     ops, devs, edges = problem.graph.ops, problem.cluster.devices, problem.graph.edges
-    events: list[dict[str, Any]] = [
-        _meta(DEVICES_PID, None, "process_name", {"name": f"devices · plan {problem.name}"}),
-        _meta(DEVICES_PID, None, "process_sort_index", {"sort_index": 0}),
-        _meta(LINKS_PID, None, "process_name",
-              {"name": f"links · contention {problem.contention}"}),
-        _meta(LINKS_PID, None, "process_sort_index", {"sort_index": 1}),
-    ]
+    yield _meta(DEVICES_PID, None, "process_name", {"name": f"devices · plan {problem.name}"})
+    yield _meta(DEVICES_PID, None, "process_sort_index", {"sort_index": 0})
+    yield _meta(LINKS_PID, None, "process_name",
+                {"name": f"links · contention {problem.contention}"})
+    yield _meta(LINKS_PID, None, "process_sort_index", {"sort_index": 1})
     for d, dev in enumerate(devs):
-        events.append(_meta(DEVICES_PID, d + 1, "thread_name", {"name": dev.name}))
-        events.append(_meta(DEVICES_PID, d + 1, "thread_sort_index", {"sort_index": d}))
+        yield _meta(DEVICES_PID, d + 1, "thread_name", {"name": dev.name})
+        yield _meta(DEVICES_PID, d + 1, "thread_sort_index", {"sort_index": d})
     done = result.sent()
     pairs, track_of = _tracks([((t.src_device, t.dst_device), t.start_s, t.end_s)
                                for t in done])
     for j, ((src, dst), lane) in enumerate(pairs):
         name = f"{devs[src].name} → {devs[dst].name}" + (f" #{lane + 1}" if lane else "")
-        events.append(_meta(LINKS_PID, j + 1, "thread_name", {"name": name}))
-        events.append(_meta(LINKS_PID, j + 1, "thread_sort_index", {"sort_index": j}))
+        yield _meta(LINKS_PID, j + 1, "thread_name", {"name": name})
+        yield _meta(LINKS_PID, j + 1, "thread_sort_index", {"sort_index": j})
 
-    slices: dict[int, tuple[float, float]] = {}  # op -> (ts, dur) of its slice
-    ran = 0
     for d, i, s, e in result.ran():
         op = ops[i]
         ts, dur = _span(s, e)
-        slices[i] = (ts, dur)
-        ran += 1
         name, cat, more = label(i)
-        events.append({"ph": "X", "pid": DEVICES_PID, "tid": d + 1, "ts": ts, "dur": dur,
-                       "name": name, "cat": cat,
-                       "args": {"op": op.name, **more, "device": devs[d].name,
-                                "output_bytes": op.output_bytes,
-                                "params_bytes": op.params_bytes,
-                                "temp_bytes": op.temp_bytes}})
-    flows: list[dict[str, Any]] = []
-    succ = problem.graph.successors
+        yield {"ph": "X", "pid": DEVICES_PID, "tid": d + 1, "ts": ts, "dur": dur,
+               "name": name, "cat": cat,
+               "args": {"op": op.name, **more, "device": devs[d].name,
+                        "output_bytes": op.output_bytes, "params_bytes": op.params_bytes,
+                        "temp_bytes": op.temp_bytes}}
     for tr, track in zip(done, track_of, strict=True):
         ts, dur = _span(tr.start_s, tr.end_s)
-        tid = track + 1
         producer, _, more = label(tr.src_op)
-        events.append({"ph": "X", "pid": LINKS_PID, "tid": tid, "ts": ts, "dur": dur,
-                       "name": f"{producer} → {devs[tr.dst_device].name}", "cat": "transfer",
-                       "args": {"op": ops[tr.src_op].name, **more,
-                                "from": devs[tr.src_device].name,
-                                "to": devs[tr.dst_device].name, "bytes": tr.bytes}})
-        consumers = sorted({edges[k].dst for k in succ[tr.src_op]
-                            if result.placement[edges[k].dst] == tr.dst_device
-                            and edges[k].dst in slices})
-        ends = [(DEVICES_PID, tr.src_device + 1, tr.src_op, "s"),
-                (LINKS_PID, tid, -1, "f")]
-        if tr.src_op in slices:
-            _flow(flows, ends, slices, (ts, dur))
-        for c in consumers:
-            _flow(flows, [(LINKS_PID, tid, -1, "s"), (DEVICES_PID, tr.dst_device + 1, c, "f")],
-                  slices, (ts, dur))
-    events.extend(flows)
-    return events, ran, len(done)
+        yield {"ph": "X", "pid": LINKS_PID, "tid": track + 1, "ts": ts, "dur": dur,
+               "name": f"{producer} → {devs[tr.dst_device].name}", "cat": "transfer",
+               "args": {"op": ops[tr.src_op].name, **more,
+                        "from": devs[tr.src_device].name,
+                        "to": devs[tr.dst_device].name, "bytes": tr.bytes}}
+    # the flows after every slice, as before: each end inside a slice the trace drew
+    start, end, succ = result.start_s, result.end_s, problem.graph.successors
+
+    def slice_of(i: int) -> tuple[float, float] | None:
+        return _span(start[i], end[i]) if math.isfinite(start[i]) and math.isfinite(end[i]) \
+            else None
+
+    fid = 0
+    for tr, track in zip(done, track_of, strict=True):
+        transfer, tid = _span(tr.start_s, tr.end_s), track + 1
+        ends: list[tuple[FlowEnd, FlowEnd]] = []
+        made = slice_of(tr.src_op)
+        if made is not None:
+            ends.append(((DEVICES_PID, tr.src_device + 1, made), (LINKS_PID, tid, transfer)))
+        for c in sorted({edges[k].dst for k in succ[tr.src_op]
+                         if result.placement[edges[k].dst] == tr.dst_device}):
+            consumer = slice_of(c)
+            if consumer is not None:
+                ends.append(((LINKS_PID, tid, transfer),
+                             (DEVICES_PID, tr.dst_device + 1, consumer)))
+        for pair in ends:
+            fid += 1
+            yield from _flow(fid, pair)
 
 
 def pipeline_trace_document(problem: Problem, sim: Simulation, breaks: Sequence[str],
@@ -197,7 +211,14 @@ def pipeline_trace_document(problem: Problem, sim: Simulation, breaks: Sequence[
     running as that pipeline (`pipeline.verdict.pipeline_breaks`; the copies' own
     simulation has memory unbounded, so it cannot say), `makespan_s` the plan's one-pass
     makespan (the figure `solve` prints as the makespan)."""
-    ops, devs, run = problem.graph.ops, problem.cluster.devices, sim.run
+    other, events = _pipeline_trace(problem, sim, breaks, makespan_s)
+    return {"traceEvents": list(events), "displayTimeUnit": "ns", "otherData": other}
+
+
+def _pipeline_trace(problem: Problem, sim: Simulation, breaks: Sequence[str],
+                    makespan_s: float) -> tuple[dict[str, Any], Iterator[Event]]:
+    """`pipeline_trace_document`'s `otherData`, and its events as they are made."""
+    ops, run = problem.graph.ops, sim.run
 
     def label(i: int) -> tuple[str, str, dict[str, Any]]:
         m, k = divmod(i, sim.width)
@@ -207,15 +228,30 @@ def pipeline_trace_document(problem: Problem, sim: Simulation, breaks: Sequence[
                                                                "stage": stage}
         return f"{ops[k].name} · mb{m}", op_type(ops[k].name, ops[k].type), {"microbatch": m}
 
-    events, ran, traced = _schedule_events(sim.problem, sim.result, label)
-    events += [
-        _meta(TASKS_PID, None, "process_name",
-              {"name": f"pipeline · {run.schedule}, {run.microbatches} micro-batches"}),
-        _meta(TASKS_PID, None, "process_sort_index", {"sort_index": 2}),
-    ]
+    # the plan's own model (the copies are simulated with memory unbounded, `static`); not
+    # the copies' makespan, a third figure (their last op, before the all-reduces)
+    other = {**_head(problem, makespan_s, breaks), "schedule": run.schedule,
+             "microbatches": run.microbatches,
+             "iteration_us": _us(run.iteration_s) if math.isfinite(run.iteration_s) else None,
+             "ops": len(ops) * run.microbatches,
+             "relays": (sim.width - sim.n_ops) * run.microbatches,
+             "ops_traced": _count_ran(sim.result), "transfers": len(sim.result.transfers),
+             "transfers_traced": len(sim.result.sent()), "tasks": len(run.tasks),
+             "allreduces": len(run.allreduces)}
+    return other, itertools.chain(_schedule_events(sim.problem, sim.result, label),
+                                  _task_events(problem, sim),
+                                  _allreduce_events(problem, run.allreduces))
+
+
+def _task_events(problem: Problem, sim: Simulation) -> Iterator[Event]:
+    """Process 3: a track per device, a slice per task."""
+    devs, run = problem.cluster.devices, sim.run
+    yield _meta(TASKS_PID, None, "process_name",
+                {"name": f"pipeline · {run.schedule}, {run.microbatches} micro-batches"})
+    yield _meta(TASKS_PID, None, "process_sort_index", {"sort_index": 2})
     for d in sorted({t.device for t in run.tasks}):
-        events.append(_meta(TASKS_PID, d + 1, "thread_name", {"name": devs[d].name}))
-        events.append(_meta(TASKS_PID, d + 1, "thread_sort_index", {"sort_index": d}))
+        yield _meta(TASKS_PID, d + 1, "thread_name", {"name": devs[d].name})
+        yield _meta(TASKS_PID, d + 1, "thread_sort_index", {"sort_index": d})
     stages_on = Counter(s.device for s in run.stages)
     per_stage = schedule_of(run.schedule).task_per_stage
     for t in run.tasks:
@@ -223,45 +259,24 @@ def pipeline_trace_document(problem: Problem, sim: Simulation, breaks: Sequence[
         staged = per_stage and stages_on[run.stages[t.stage].device] > 1
         ts, dur = _span(t.start_s, t.end_s)
         way = "forward" if t.forward else "backward"
-        events.append({"ph": "X", "pid": TASKS_PID, "tid": t.device + 1, "ts": ts, "dur": dur,
-                       "name": f"{way} mb{t.microbatch}" + (f" · stage {t.stage}"
-                                                             if staged else ""),
-                       "cat": way, "args": {"microbatch": t.microbatch, "stage": t.stage,
-                                            "device": devs[t.device].name}})
-    events += _allreduce_events(problem, run.allreduces)
-    # the plan's own model (the copies are simulated with memory unbounded, `static`); not
-    # the copies' makespan, a third figure (their last op, before the all-reduces)
-    other = _head(problem, makespan_s, breaks)
-    return {
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "otherData": {**other, "schedule": run.schedule, "microbatches": run.microbatches,
-                      "iteration_us": _us(run.iteration_s)
-                      if math.isfinite(run.iteration_s) else None,
-                      "ops": len(ops) * run.microbatches,
-                      "relays": (sim.width - sim.n_ops) * run.microbatches,
-                      "ops_traced": ran, "transfers": len(sim.result.transfers),
-                      "transfers_traced": traced, "tasks": len(run.tasks),
-                      "allreduces": len(run.allreduces)},
-    }
+        yield {"ph": "X", "pid": TASKS_PID, "tid": t.device + 1, "ts": ts, "dur": dur,
+               "name": f"{way} mb{t.microbatch}" + (f" · stage {t.stage}" if staged else ""),
+               "cat": way, "args": {"microbatch": t.microbatch, "stage": t.stage,
+                                    "device": devs[t.device].name}}
 
 
-def _flow(flows: list[dict[str, Any]], ends: list[tuple[int, int, int, str]],
-          slices: dict[int, tuple[float, float]], transfer: tuple[float, float]) -> None:
-    """One flow (an `s` and its `f`, the same id) between two slices; `op -1` is the
-    transfer's own slice. Each end sits inside its slice, bound to it (`bp: e`)."""
-    fid = len(flows) // 2 + 1
-    for pid, tid, op, ph in ends:
-        ts, dur = slices[op] if op >= 0 else transfer
-        ev: dict[str, Any] = {"ph": ph, "pid": pid, "tid": tid, "ts": _mid(ts, dur),
-                              "id": fid, "name": "tensor", "cat": "flow"}
+def _flow(fid: int, ends: tuple[FlowEnd, FlowEnd]) -> Iterator[Event]:
+    """One flow (an `s` and its `f`, id `fid`) between two slices, each end (pid, tid, the
+    slice's (ts, dur)) inside its slice, bound to it (`bp: e`)."""
+    for (pid, tid, (ts, dur)), ph in zip(ends, ("s", "f"), strict=True):
+        ev: Event = {"ph": ph, "pid": pid, "tid": tid, "ts": _mid(ts, dur), "id": fid,
+                     "name": "tensor", "cat": "flow"}
         if ph == "f":
             ev["bp"] = "e"
-        flows.append(ev)
+        yield ev
 
 
-def _allreduce_events(problem: Problem, allreduces: Sequence[AllReduce]
-                      ) -> list[dict[str, Any]]:
+def _allreduce_events(problem: Problem, allreduces: Sequence[AllReduce]) -> list[Event]:
     """Process 4: a track per ring of devices (and lane), a slice per all-reduce."""
     if not allreduces:
         return []
@@ -282,33 +297,49 @@ def _allreduce_events(problem: Problem, allreduces: Sequence[AllReduce]
     return events
 
 
-def _as_text(doc: dict[str, Any]) -> str:
-    """One event per line, keys in a fixed order (diffable)."""
-    lines = [json.dumps(ev, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-             for ev in doc["traceEvents"]]
-    other = json.dumps(doc["otherData"], ensure_ascii=False, allow_nan=False,
-                       separators=(",", ":"))
-    return ('{"displayTimeUnit":"ns","otherData":' + other + ',\n"traceEvents":[\n'
-            + ",\n".join(lines) + "\n]}\n")
+def _write(out: TextIO, other: dict[str, Any], events: Iterable[Event]) -> None:
+    """The trace as text to `out`, one event per line as it is made, keys in a fixed order
+    (diffable)."""
+    out.write('{"displayTimeUnit":"ns","otherData":'
+              + json.dumps(other, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+              + ',\n"traceEvents":[\n')
+    sep = ""
+    for ev in events:
+        out.write(sep + json.dumps(ev, ensure_ascii=False, allow_nan=False,
+                                   separators=(",", ":")))
+        sep = ",\n"
+    out.write("\n]}\n")
+
+
+def _text(trace: tuple[dict[str, Any], Iterator[Event]]) -> str:
+    out = io.StringIO()
+    _write(out, *trace)
+    return out.getvalue()
+
+
+def _write_atomic(path: str, trace: tuple[dict[str, Any], Iterator[Event]]) -> None:
+    """Write `trace` to `path` atomically, event by event (`atomic_file`)."""
+    with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
+        _write(fh, *trace)
 
 
 def trace_json(problem: Problem, result: SimResult) -> str:
     """The trace as text: one event per line, keys in a fixed order (diffable)."""
-    return _as_text(trace_document(problem, result))
+    return _text(_trace(problem, result))
 
 
 def pipeline_trace_json(problem: Problem, sim: Simulation, breaks: Sequence[str],
                         makespan_s: float) -> str:
     """A pipeline plan's trace as text, as `trace_json`."""
-    return _as_text(pipeline_trace_document(problem, sim, breaks, makespan_s))
+    return _text(_pipeline_trace(problem, sim, breaks, makespan_s))
 
 
 def write_trace(path: str, problem: Problem, result: SimResult) -> None:
-    """Write `trace_json` atomically."""
-    write_text_atomic(path, trace_json(problem, result))
+    """Write `trace_json` atomically, event by event."""
+    _write_atomic(path, _trace(problem, result))
 
 
 def write_pipeline_trace(path: str, problem: Problem, sim: Simulation,
                          breaks: Sequence[str], makespan_s: float) -> None:
-    """Write `pipeline_trace_json` atomically."""
-    write_text_atomic(path, pipeline_trace_json(problem, sim, breaks, makespan_s))
+    """Write `pipeline_trace_json` atomically, event by event."""
+    _write_atomic(path, _pipeline_trace(problem, sim, breaks, makespan_s))
