@@ -355,6 +355,17 @@ class Pipeline:
         """Stages a device runs: `stages_per_device` under virtual stages, else one."""
         return self.schedule_spec.per_device(self.stages_per_device)
 
+    @property
+    def stage_cap(self) -> int | None:
+        """The most stages a pipeline may have where the schedule's micro-batches cap them
+        (`1f1b`: torch's `Schedule1F1B` needs as many micro-batches as stages), else None:
+        the micro-batches each pipeline runs as exported, M // N of `data_parallel N`'s
+        (at least 1), all M of one pipeline's or under `data_parallel auto`."""
+        if not self.schedule_spec.stages_at_most_microbatches:
+            return None
+        pipelines = self.data_parallel if isinstance(self.data_parallel, int) else 1
+        return max(1, self.microbatches // pipelines)
+
 
 @dataclass(frozen=True)
 class Problem:

@@ -46,16 +46,19 @@ def data_parallel_hints(problem: Problem, pipeline: Pipeline,
     why = (f"`data_parallel {n}` runs {n} identical pipelines, each on 1/{n} of the "
            "devices, every replica holding a DDP bucket of its gradients too")
     flight = _fewer_in_flight(pipeline, fit)
-    fewer, said_fewer = _fewer_pipelines(pipeline, fit, auto=not flight)
+    more = _more_microbatches(pipeline, fit)
+    fewer, said_fewer = _fewer_pipelines(pipeline, fit, auto=not flight and not more)
     said = [f"{why}: {said_fewer}"]
+    if more:
+        said.append(more)
     if flight:
         said.append(f"{pipehints.fewer_words(problem)}: "
                     f"{n} pipelines fit with {' or with '.join(flight)}")
     elif tried := " or ".join(_tried(pipeline)):
         said[0] += (f"; {n} pipelines do not fit with {tried} either" if fewer else
                     f", nor {n} pipelines with {tried}")
-    more = "; or give" if fewer or flight else "; give"
-    return (*said[:-1], f"{said[-1]}{more} the devices more `memory`")
+    give = "; or give" if fewer or flight or more else "; give"
+    return (*said[:-1], f"{said[-1]}{give} the devices more `memory`")
 
 
 def _fewer_pipelines(pipeline: Pipeline, fit: Callable[[Pipeline], tuple[int, ...] | None],
@@ -99,6 +102,31 @@ def _fewer_in_flight(pipeline: Pipeline,
     return out
 
 
+def _more_microbatches(pipeline: Pipeline,
+                       fit: Callable[[Pipeline], tuple[int, ...] | None]) -> str | None:
+    """Under a schedule whose micro-batches cap a pipeline's stages (`1f1b`: M // N each),
+    the fewest more (a multiple of N, `_MORE_TRIED` shares at most) with which N pipelines
+    fit in more stages than the cap, in words with that layout; None where none does or
+    nothing caps (before the cap was a pipeline's, hybrid planned N pipelines of M stages,
+    which the export refused)."""
+    cap = pipeline.stage_cap
+    if cap is None:
+        return None
+    n = int(pipeline.data_parallel)
+    for share in range(cap + 1, cap + 1 + _MORE_TRIED):
+        found = fit(dataclasses.replace(pipeline, microbatches=share * n))
+        if found is not None and len(found) > cap:
+            return (f"under `{pipeline.schedule}` a pipeline runs no more stages than its "
+                    f"{cap} micro-batch(es) (M // N): {n} pipelines fit with "
+                    f"`microbatches {share * n}` ({layout_words(found)})")
+    return None
+
+
+#: the shares of micro-batches above a pipeline's own `_more_microbatches` tries: a stage
+#: more a try, each one DP
+_MORE_TRIED = 4
+
+
 def _tried(pipeline: Pipeline) -> list[str]:
     """The changes of micro-batches in flight `_fewer_in_flight` checked."""
     return [*(["`schedule 1f1b`"] if pipeline.schedule_spec.all_in_flight else []),
@@ -124,6 +152,5 @@ def stage_cap_words(problem: Problem, pipeline: Pipeline) -> str:
         return pipehints.stage_cap_words(problem, pipeline)
     n = int(pipeline.data_parallel)
     most = min(len(problem.cluster.devices) // n, units(problem).count)
-    capped = (pipeline.schedule_spec.stages_at_most_microbatches
-              and pipeline.microbatches < most)
-    return pipehints.cap_words(pipeline.microbatches if capped else None, pipeline)
+    cap = pipeline.stage_cap  # each pipeline's micro-batches, M // N
+    return pipehints.cap_words(cap if cap is not None and cap < most else None, pipeline)

@@ -34,14 +34,17 @@ def refusal(problem: Problem, placement: Sequence[int]) -> tuple[str, str] | Non
     split = split_of(problem, placement)
     m, s = pipeline.microbatches, split.stages
     names = [problem.cluster.devices[d].name for d in split.devices]
-    if schedule.stages_at_most_microbatches:
-        if m >= s or len(set(names)) < s:  # several stages on a device: one pass's plan
+    cap = pipeline.stage_cap
+    if cap is not None:
+        if cap >= s or len(set(names)) < s:  # several stages on a device: one pass's plan
             return None
-        return (f"plan `{problem.name}` runs {s} stages with {m} micro-batch(es): torch's "
-                f"{schedule.torch_class} (what `export torch --pipeline` writes) needs at "
-                "least as many micro-batches as stages, and refuses it (planner simulates it "
-                "as Megatron does, with fewer forward passes in flight)",
-                f"set `microbatches {s}` (or more), or `schedule gpipe`")
+        n = m // cap if cap < m else 1  # `data_parallel N`'s pipelines, each with `cap`
+        each = f" (each of its {n} pipelines runs {cap})" if n > 1 else ""
+        return (f"plan `{problem.name}` runs {s} stages with {m} micro-batch(es){each}: "
+                f"torch's {schedule.torch_class} (what `export torch --pipeline` writes) "
+                "needs at least as many micro-batches as stages, and refuses it (planner "
+                "simulates it as Megatron does, with fewer forward passes in flight)",
+                f"set `microbatches {s * n}` (or more), or `schedule gpipe`")
     chain = list(dict.fromkeys(names))
     if not (len(names) % len(chain) == 0
             and all(names[k] == chain[k % len(chain)] for k in range(len(names)))):

@@ -276,14 +276,15 @@ def _enumerated(problem: Problem, space: Space, chain: Sequence[int], pipeline: 
 
 def most_stages(problem: Problem, pipeline: Pipeline, n: int) -> int:
     """Stages at most: a stage per device (K per device under `interleaved`), a unit each,
-    and under `1f1b` no more than the micro-batches (torch's `Schedule1F1B` needs as many
-    micro-batches as stages)."""
+    and under `1f1b` no more than the micro-batches of a pipeline (torch's `Schedule1F1B`
+    needs as many micro-batches as stages; each of `data_parallel N`'s pipelines runs M // N,
+    as the export gives them: before, hybrid planned N pipelines of M stages, which the
+    export refused, E947)."""
     devices = len(problem.cluster.devices)
     per = pipeline.per_device
     most = min(devices * per, n)
-    if pipeline.schedule_spec.stages_at_most_microbatches:
-        most = min(most, pipeline.microbatches)
-    return most
+    cap = pipeline.stage_cap
+    return most if cap is None else min(most, cap)
 
 
 def candidate_cuts(u: Units, most: int) -> NDArray[np.int64]:

@@ -121,9 +121,11 @@ def test_names_what_was_tried_where_nothing_fits() -> None:
 @pytest.mark.parametrize(("units", "devices", "memory_mb", "n", "fewer", "layout"), [
     (6, 4, 30, 2, "`data_parallel 1` fits: a layout of 4 stage(s), one device each; 2 "
      "pipelines do not fit with `microbatches 2` either", [1, 1, 1, 1]),
-    # bisected: 2 pipelines fit, 3 not; 4 micro-batches are one a pipeline already
-    (8, 8, 44, 4, "`data_parallel 2` fits: a layout of 4 stage(s), each on 2 replicas",
-     [2, 2, 2, 2]),
+    # 4 micro-batches, one a pipeline of 4 and two of 2: each a stage or two under 1F1B;
+    # before, "`data_parallel 2` fits: a layout of 4 stage(s), each on 2 replicas", whose
+    # pipelines of 2 micro-batches torch's `Schedule1F1B` refuses
+    (8, 8, 44, 4, "`data_parallel 1` fits: a layout of 4 stage(s), one device each",
+     [1, 1, 1, 1]),
 ])
 def test_names_the_fewer_pipelines_that_fit(units: int, devices: int, memory_mb: int, n: int,
                                            fewer: str, layout: list[int]) -> None:
@@ -137,10 +139,12 @@ def test_names_the_fewer_pipelines_that_fit(units: int, devices: int, memory_mb:
 
 
 def test_the_micro_batches_cap_stages_per_block() -> None:
-    # 4 pipelines on 8 devices run 2 stages at most: 4 micro-batches cap none (before,
-    # "in at most 4 stage(s) (`1f1b` runs no more stages than micro-batches)")
-    assert "in at most" not in _e712(_params(8, 8, 30, 4)).message
-    two = _e712(_with(_params(8, 8, 20, 2), microbatches=2)).message
+    # 4 pipelines on 8 devices run one of the 4 micro-batches each: 1 stage under 1F1B
+    # (first "in at most 4 stage(s)", then no cap: torch's `Schedule1F1B` refuses 2)
+    one = _e712(_params(8, 8, 30, 4)).message
+    assert "in at most 1 stage(s) (`1f1b` runs no more stages than micro-batches)" in one
+    assert "in at most" not in _e712(_with(_params(8, 8, 30, 4), microbatches=8)).message
+    two = _e712(_with(_params(8, 8, 20, 2), microbatches=4)).message
     assert "in at most 2 stage(s) (`1f1b` runs no more stages than micro-batches)" in two
 
 

@@ -110,8 +110,8 @@ BAD = [
     _value("microbatch_size 2_000_000", "E257", "from 1 to 1048576", "microbatch_size 8"),
     _value("microbatch_size 8 MB", "E214", "`microbatch_size` expects a plain number",
            "microbatch_size 8"),
-    _value("microbatch_size auto", "E214", "`microbatch_size` expects a plain number",
-           "microbatch_size 8"),
+    _value("microbatch_size auto", "E221", "`microbatch_size` expects a plain number, not a "
+           "name", "microbatch_size 8"),
 ]
 
 

@@ -381,11 +381,11 @@ class _Model:
             self._row("runs", None, into[d], 1.0)
 
     def _stage_cap(self) -> int:
-        """Stages at most: under `1f1b`, the micro-batches (torch's `Schedule1F1B` needs
-        as many as stages; pipedp's cap too); else one per unit."""
-        pipe = _pipeline(self.problem)
-        return (min(pipe.microbatches, self.data.n)
-                if pipe.schedule_spec.stages_at_most_microbatches else self.data.n)
+        """Stages at most: under `1f1b`, a pipeline's micro-batches (`Pipeline.stage_cap`:
+        torch's `Schedule1F1B` needs as many as stages; pipedp's cap too); else one per
+        unit."""
+        cap = _pipeline(self.problem).stage_cap
+        return self.data.n if cap is None else min(cap, self.data.n)
 
     def _stages(self) -> None:
         """Σ_x Σ_ab z_xab ≤ cap − 1: the stage boundaries within the schedule's cap."""

@@ -123,7 +123,7 @@ def _e708(problem: Problem, terms: PlanTerms | None,
     planned, its hints), else one pipeline's own, each change checked by pipedp's split
     search or the `recomputing` split (pipeilp plans either)."""
     pipe = _pipeline(problem)
-    cap = pipe.microbatches if pipe.schedule_spec.stages_at_most_microbatches else None
+    cap = pipe.stage_cap
     if cap is not None and cap >= units(problem).count:
         cap = None  # the cap binds no placement
     within = pipehints.cap_words(cap, pipe)  # E707's and E712's words
