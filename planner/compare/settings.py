@@ -360,6 +360,11 @@ def apply_setting(problem: Problem, setting: Setting) -> tuple[Problem, list[str
                 {f"{devices[lk.src].name} -> {devices[lk.dst].name}": lk.bandwidth_Bps
                  for lk in links}, cluster.name)
     pipeline = _pipeline(problem, setting)
+    pipelines = pipeline.data_parallel if pipeline is not None else 1
+    if pipelines != "auto" and pipelines > len(devices):  # E257 of a spec, as `check` says
+        raise SettingError(f"--devices {setting.devices}: plan `{problem.name}`'s "
+                           f"`data_parallel {pipelines}` runs {pipelines} pipelines, which "
+                           f"need at least {pipelines} devices (E257)")
     if devices is cluster.devices and links is cluster.links:
         if pipeline == problem.pipeline:
             return problem, warnings

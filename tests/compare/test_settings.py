@@ -108,6 +108,26 @@ def test_more_devices_than_the_cluster_has_is_a_setting_error() -> None:
         apply_setting(_chain(), Setting(devices="5"))
 
 
+def test_fewer_devices_than_the_plans_pipelines_is_e257_not_a_memory_failure() -> None:
+    """`--devices 2` of a `data_parallel 4` plan: the row said "no hybrid layout ... fits
+    the devices' memory" (helper), where `check` says E257 of such a spec."""
+    import dataclasses
+
+    from planner.model import Pipeline
+
+    chain = _chain()
+    four = dataclasses.replace(chain, pipeline=Pipeline(microbatches=4, data_parallel=4))
+    for devices in ("2", "3"):
+        with pytest.raises(SettingError) as err:
+            apply_setting(four, Setting(devices=devices))
+        assert str(err.value) == (f"--devices {devices}: plan `chain_on_quad`'s "
+                                  "`data_parallel 4` runs 4 pipelines, which need at least "
+                                  "4 devices (E257)")
+    assert len(apply_setting(four, Setting(devices="4"))[0].cluster.devices) == 4
+    auto = dataclasses.replace(four, pipeline=Pipeline(microbatches=4, data_parallel="auto"))
+    assert len(apply_setting(auto, Setting(devices="2"))[0].cluster.devices) == 2
+
+
 @pytest.mark.parametrize(("setting", "words"), [
     (Setting(memory="1e+12%"), "--memory 1e+12%: makes `gpu0` of cluster `quad`"),
     (Setting(memory="1e-10%"), "--memory 1e-10%: makes `gpu0` of cluster `quad` 0 B"),
