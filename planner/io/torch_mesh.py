@@ -13,14 +13,26 @@ if TYPE_CHECKING:
     from .torch_pipeline import TorchPipeline
 
 
+def refuse_ranks(plan: str, ranks: int | None, groups: Mapping[int, tuple[int, ...]],
+                 where: Span | None) -> None:
+    """E950 for `--ranks` of a plan whose stages are replicated (`groups`), before the
+    ranks are looked at: E947 said "--ranks 1 or 2 runs this split" of a 2 x 2 mesh, and
+    `--ranks 2` was then E950 "export it without --ranks" (helper)."""
+    if ranks is not None and groups:
+        raise _e950(where, f"--ranks {ranks} regroups the stages of a pipeline, and plan "
+                    f"`{plan}` replicates its stages", "export it without --ranks: it runs on "
+                    "a rank per replica of each stage")
+
+
 def mesh(problem: Problem, tp: TorchPipeline, planned: Sequence[int],
-          groups: Mapping[int, tuple[int, ...]], ranks: int | None,
-          where: Span | None) -> tuple[tuple[str, ...], ...]:
+         groups: Mapping[int, tuple[int, ...]], where: Span | None
+         ) -> tuple[tuple[str, ...], ...]:
     """Per pipeline rank of `tp`, its device's group of replicas (names, its own device
     first; `groups` holds those of 2+ devices): the rows of a 2-D DeviceMesh (pipeline x
     data), which needs every stage replicated equally. E950 for groups of devices that run
-    no stage, a device both a replica and a stage's, `--ranks`, stages replicated unequally
-    and micro-batches that do not split evenly over the replicas."""
+    no stage, a device both a replica and a stage's, stages replicated unequally and
+    micro-batches that do not split evenly over the replicas (and `--ranks`:
+    `refuse_ranks`)."""
     cluster = problem.cluster.devices
     index = problem.cluster.device_index
     name = f"plan `{tp.plan}`"
@@ -28,10 +40,6 @@ def mesh(problem: Problem, tp: TorchPipeline, planned: Sequence[int],
     if stray:
         raise _e950(where, f"{name} gives replicas to `{stray[0]}`, which runs none of its "
                     "stages", "key `replicas` by the device of each replicated stage")
-    if ranks is not None:
-        raise _e950(where, f"--ranks {ranks} regroups the stages of a pipeline, and {name} "
-                    "replicates its stages", "export it without --ranks: it runs on a rank per "
-                    "replica")
     chain = [next(s.device for s in tp.stages if s.rank == r) for r in range(tp.pipeline_ranks)]
     rows = tuple(tuple(cluster[e].name for e in groups.get(index[d], (index[d],)))
                  for d in chain)

@@ -78,7 +78,7 @@ from ..workload.training import optimizer_of
 from .torch_capture import keyword_named
 from .torch_export import check_placement, forward_placement
 from .torch_import import Traced
-from .torch_mesh import mesh
+from .torch_mesh import mesh, refuse_ranks
 from .torch_ranks import at_ranks
 from .torch_split_points import (
     ForwardOp,
@@ -259,6 +259,7 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
     planned_stage = stage_of  # each node's stage before --ranks regroups them
     stage_devices, regrouped = list(split.devices), ""
     if ranks is not None:
+        refuse_ranks(problem.name, ranks, groups, where)
         stage_of, stage_devices, regrouped = at_ranks(problem, nodes, stage_of, stage_devices,
                                                        ranks, where)
     exported = _placement_of(problem, nodes, stage_of, stage_devices)
@@ -281,8 +282,7 @@ def pipeline_export(problem: Problem, traced: Traced, placement: Mapping[str, st
                                for b, f in g.backward_of.items()),
         optimizer_state=optimizer_state(problem, exported, sorted(set(stage_devices))))
     if groups:
-        result = replace(result, replicas=mesh(problem, result, split.devices, groups, ranks,
-                                                where))
+        result = replace(result, replicas=mesh(problem, result, split.devices, groups, where))
     _check_runnable(result, where)
     return result
 

@@ -156,11 +156,14 @@ def test_without_replicas_the_export_is_the_one_pipeline_script(tmp_path: Path) 
     (TWO_BY_TWO, "microbatches 3  schedule gpipe", (), "E950",
      "3 micro-batch(es) do not split evenly over its 2 replicas", None),
     (TWO_BY_TWO, None, ("--ranks", "2"), "E950", "--ranks 2 regroups the stages", None),
+    # before: E947 "--ranks 1 or 2 runs this split", then E950 of --ranks 2 (helper)
+    (TWO_BY_TWO, None, ("--ranks", "4"), "E950", "--ranks 4 regroups the stages", None),
     ({"gpu0": ["gpu0", "gpu9"]}, None, (), "E504", "unknown device `gpu9` in replicas",
      '"gpu9"'),
     ({"gpu0": ["gpu0", "gpu1"]}, None, (), "E514", "holds ops of its own", '"gpu1"'),
     ({"gpu0": "gpu2"}, None, (), "E514", "must be a list of device names", '"gpu2"'),
-], ids=["unequal", "microbatches", "ranks", "unknown", "replica-runs-a-stage", "malformed"])
+], ids=["unequal", "microbatches", "ranks", "ranks-of-the-mesh", "unknown",
+        "replica-runs-a-stage", "malformed"])
 def test_replicas_no_2d_mesh_runs_are_E950_at_the_placement_file(
         tmp_path: Path, replicas: Any, settings: str | None, extra: tuple[str, ...],
         code: str, said: str, at: str | None) -> None:
