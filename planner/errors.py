@@ -73,8 +73,10 @@ class Span(NamedTuple):
 
     @classmethod
     def at_json_error(cls, file: str, err: json.JSONDecodeError) -> Span:
-        """The character of `file` where `json` (or `strictjson`) stopped reading it."""
-        return cls(file, err.lineno, err.colno, err.lineno, err.colno + 1, err.pos, err.pos + 1)
+        """The character of `file` where `json` (or `strictjson`) stopped reading it (its
+        line as `line_column` counts them: `json`'s own counts `\n` alone)."""
+        line, col = line_column(err.doc, err.pos)
+        return cls(file, line, col, line, col + 1, err.pos, err.pos + 1)
 
 
 _JSON = json.JSONDecoder()

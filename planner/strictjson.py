@@ -154,9 +154,7 @@ def _duplicate(doc: str) -> json.JSONDecodeError:
             if seen is None or not doc.startswith(":", colon):
                 continue  # a value, not a key
             if key in seen:  # where, not what: the values may be a secret's
-                first = seen[key]
-                line = doc.count("\n", 0, first) + 1
-                column = first - (doc.rfind("\n", 0, first) + 1) + 1
+                line, column = line_column(doc, seen[key])
                 return json.JSONDecodeError(
                     f"key {_short(key)} is given twice in one object: first at line {line}, "
                     f"column {column}", doc, m.start())
@@ -275,6 +273,12 @@ def _next(doc: str, pos: int) -> int:
 
 
 def line_column(text: str, pos: int) -> tuple[int, int]:
-    """The 1-based line and column of offset `pos` of `text` (after a byte order mark)."""
+    """The 1-based line and column of offset `pos` of `text` (after a byte order mark),
+    where `\r\n`, a lone `\r` and `\n` each end a line, as the excerpts' lines are split
+    (`spec.lex.line_ends`; before, a file of lone `\r` put everything on line 1)."""
     doc = text.removeprefix(_BOM)
-    return doc.count("\n", 0, pos) + 1, pos - (doc.rfind("\n", 0, pos) + 1) + 1
+    # at the `\n` of a `\r\n`, the line its `\r` ends: as though at the `\r`
+    end = pos - 1 if pos > 0 and doc.startswith("\r\n", pos - 1) else pos
+    breaks = doc.count("\n", 0, end) + doc.count("\r", 0, end) - doc.count("\r\n", 0, end)
+    start = max(doc.rfind("\n", 0, end), doc.rfind("\r", 0, end)) + 1
+    return breaks + 1, pos - start + 1

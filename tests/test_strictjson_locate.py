@@ -124,3 +124,21 @@ def test_a_number_not_0_that_reads_as_0_is_a_located_error(text: str, column: in
         strictjson.loads(text)
     assert err.value.msg.startswith("number too small: `")
     assert err.value.colno == column and err.value.lineno == text[:err.value.pos].count("\n") + 1
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
+def test_lines_end_at_a_lone_cr_as_the_excerpts_split_them(end: str) -> None:
+    """A JSON file of lone `\\r` line ends (old Mac editors) put every place on line 1,
+    while its excerpt showed line 1 under it (helper)."""
+    doc = end.join(['{', '  "a": 1,', '  "b": tru', '}'])
+    at = doc.index("tru")
+    assert strictjson.line_column(doc, at) == (3, 8)
+    with pytest.raises(json.JSONDecodeError) as err:
+        strictjson.loads(doc)
+    from planner.errors import Span
+
+    span = Span.at_json_error("f.json", err.value)
+    assert (span.line, span.column) == (3, 8)
+    key = end.join(['{', '  "a": 1,', '  "a": 2', '}'])
+    with pytest.raises(json.JSONDecodeError, match="first at line 2, column 3"):
+        strictjson.loads(key)
