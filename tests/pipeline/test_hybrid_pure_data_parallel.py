@@ -13,28 +13,22 @@ import planner
 from planner.pipeline.bound import pipeline_bound
 from planner.simulate import simulate
 
-SPEC = """
-graph g {
-  op f0 { time 2 ms  params 1 MB  output 1 MB }
-  op f1 { time 0.2 ms  params 0 MB  output 1 MB }
-  op f2 { time 0.5 ms  params 80 MB  output 1 MB }
-  op b2 { time 4 ms  output 0.1 MB  backward_of f2 }
-  op b1 { time 4 ms  output 20 MB  backward_of f1 }
-  op b0 { time 4 ms  output 20 MB  backward_of f0 }
-  f0 -> f1 -> f2 -> b2 -> b1 -> b0
-  f0 -> b0
-  f1 -> b1
-}
-cluster c {
-  device gpu0 { memory 700 MB  speed 2 }
-  device gpu1 { memory 700 MB  speed 1 }
-  device gpu2 { memory 700 MB  speed 2 }
-  device gpu3 { memory 700 MB  speed 0.5 }
-  link gpu[*] <-> gpu[*] { bandwidth 100 GB/s  latency 0 us }
-}
-plan p { graph g  cluster c  objective pipeline  microbatches 4  schedule gpipe
-         data_parallel auto }
-"""
+#: (forward ms, params MB) of three layers; each backward takes 4 ms
+LAYERS = ((2, 1), (0.2, 0), (0.5, 80))
+#: the four GPUs' speeds
+SPEEDS = (2, 1, 2, 0.5)
+SPEC = "\n".join([
+    "graph g {",
+    *(f"  op f{k} {{ time {ms} ms  params {mb} MB  output 1 MB }}"
+      for k, (ms, mb) in enumerate(LAYERS)),
+    "  op b2 { time 4 ms  output 0.1 MB  backward_of f2 }",
+    *(f"  op b{k} {{ time 4 ms  output 20 MB  backward_of f{k} }}" for k in (1, 0)),
+    "  f0 -> f1 -> f2 -> b2 -> b1 -> b0", "  f0 -> b0", "  f1 -> b1", "}",
+    "cluster c {",
+    *(f"  device gpu{k} {{ memory 700 MB  speed {s} }}" for k, s in enumerate(SPEEDS)),
+    "  link gpu[*] <-> gpu[*] { bandwidth 100 GB/s  latency 0 us }", "}",
+    "plan p { graph g  cluster c  objective pipeline  microbatches 4  schedule gpipe",
+    "         data_parallel auto }"])
 
 
 @pytest.mark.parametrize("algorithm", ["hybrid", "auto"])

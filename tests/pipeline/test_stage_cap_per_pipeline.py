@@ -22,17 +22,13 @@ cluster four {
   link gpu[*] <-> gpu[*] { bandwidth 25 GB/s  latency 2 us }
 }
 graph chain {
-  op l0 { flops 40 GFLOP  params 1 GiB  output 1 MiB }
-  op l1 { flops 40 GFLOP  params 1 GiB  output 1 MiB }
-  op l2 { flops 40 GFLOP  params 1 GiB  output 1 MiB }
-  op l3 { flops 40 GFLOP  params 1 GiB  output 1 MiB }
-  op l4 { flops 40 GFLOP  params 1 GiB  output 1 MiB }
-  op l5 { flops 40 GFLOP  params 1 GiB  output 1 MiB }
+LAYERS
   l0 -> l1 -> l2 -> l3 -> l4 -> l5
 }
 plan p { graph chain  cluster four  objective pipeline  microbatches M  schedule 1f1b
          data_parallel 2 }
-"""
+""".replace("LAYERS", "\n".join(f"  op l{k} {{ flops 40 GFLOP  params 1 GiB  output 1 MiB }}"
+                                 for k in range(6)))
 
 
 def _problem(microbatches: int) -> planner.Problem:
