@@ -361,10 +361,10 @@ def apply_setting(problem: Problem, setting: Setting) -> tuple[Problem, list[str
                  for lk in links}, cluster.name)
     pipeline = _pipeline(problem, setting)
     pipelines = pipeline.data_parallel if pipeline is not None else 1
-    if pipelines != "auto" and pipelines > len(devices):  # E257 of a spec, as `check` says
+    if pipelines != "auto" and pipelines > len(devices):  # what `check` says of such a spec
         raise SettingError(f"--devices {setting.devices}: plan `{problem.name}`'s "
                            f"`data_parallel {pipelines}` runs {pipelines} pipelines, which "
-                           f"need at least {pipelines} devices (E257)")
+                           f"need at least {pipelines} devices")
     if devices is cluster.devices and links is cluster.links:
         if pipeline == problem.pipeline:
             return problem, warnings
