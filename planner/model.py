@@ -366,6 +366,18 @@ class Pipeline:
         pipelines = self.data_parallel if isinstance(self.data_parallel, int) else 1
         return max(1, self.microbatches // pipelines)
 
+    @property
+    def one_stage_cap(self) -> int | None:
+        """`stage_cap` of a split of one stage per device, which a schedule of virtual
+        stages runs under its fallback (`interleaved`: 1F1B, torch's `Schedule1F1B`, M //
+        N; `hybrid`'s layouts and `pipeilp`'s placements are such splits); else `stage_cap`.
+        """
+        fallback = self.schedule_spec.fallback
+        if not self.schedule_spec.virtual_stages or fallback is None:
+            return self.stage_cap
+        return Pipeline(self.microbatches, fallback, 1, self.data_parallel,
+                        self.microbatch_size).stage_cap
+
 
 @dataclass(frozen=True)
 class Problem:

@@ -302,6 +302,8 @@ def candidates(problem: Problem, pipeline: Pipeline, cuts: int = MAX_CUTS) -> li
     out: list[Layout] = []
     m, n = len(problem.cluster.devices), units(problem).count
     most = most_stages(problem, pipeline, n)
+    cap = pipeline.one_stage_cap  # a layout is a stage per group: under `interleaved`, 1F1B
+    most = most if cap is None else min(most, cap)
     for lay in _dp(problem, pipeline, cuts):
         if lay not in out and len(lay.groups) <= most and _fits(problem, pipeline, lay):
             out.append(lay)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from ..errors import Diagnostic, Severity, Span
 from ..model import Problem
 from ..schedules import rounds
-from .split import split_of
+from .split import runs_as, split_of
 
 
 def refusal(problem: Problem, placement: Sequence[int]) -> tuple[str, str] | None:
@@ -28,13 +28,24 @@ def refusal(problem: Problem, placement: Sequence[int]) -> tuple[str, str] | Non
     pipeline = problem.pipeline
     if pipeline is None or not problem.graph.ops:
         return None
-    schedule = pipeline.schedule_spec
-    if not schedule.torch_limited:
+    if not pipeline.schedule_spec.torch_limited:
         return None
     split = split_of(problem, placement)
+    # as it runs, and is exported: `interleaved` stages that do not loop over the devices
+    # (one stage per device) run as 1F1B, torch's `Schedule1F1B`, with its stage cap
+    # (before, such a split was judged by the interleaved rounds: W626 of a plan the export
+    # took, none of one with more stages than micro-batches, which it refused)
+    ran = runs_as(split, pipeline)
+    schedule = ran.schedule_spec
     m, s = pipeline.microbatches, split.stages
     names = [problem.cluster.devices[d].name for d in split.devices]
-    cap = pipeline.stage_cap
+    cap = ran.stage_cap
+    if pipeline.schedule_spec.virtual_stages and not schedule.virtual_stages \
+            and len(set(names)) < s:  # interleaved stages that do not loop: torch cannot
+        return (f"plan `{problem.name}`'s stages are on " + " -> ".join(names) + ": torch's "
+                f"{pipeline.schedule_spec.torch_class} runs stage k on rank k mod D, and "
+                "these do not loop over one chain of devices", "solve the plan with `--algo "
+                "pipedp`: under `schedule interleaved` its stages loop over one chain")
     if cap is not None:
         if cap >= s or len(set(names)) < s:  # several stages on a device: one pass's plan
             return None
@@ -45,10 +56,9 @@ def refusal(problem: Problem, placement: Sequence[int]) -> tuple[str, str] | Non
                 "needs at least as many micro-batches as stages, and refuses it (planner "
                 "simulates it as Megatron does, with fewer forward passes in flight)",
                 f"set `microbatches {s * n}` (or more), or `schedule gpipe`")
+    if not schedule.virtual_stages:
+        return None
     chain = list(dict.fromkeys(names))
-    if not (len(names) % len(chain) == 0
-            and all(names[k] == chain[k % len(chain)] for k in range(len(names)))):
-        return None  # not interleaved at all: the run's note says it ran as 1f1b
     r = rounds(len(chain), m)
     if m % r == 0:
         return None

@@ -384,7 +384,7 @@ class _Model:
         """Stages at most: under `1f1b`, a pipeline's micro-batches (`Pipeline.stage_cap`:
         torch's `Schedule1F1B` needs as many as stages; pipedp's cap too); else one per
         unit."""
-        cap = _pipeline(self.problem).stage_cap
+        cap = _pipeline(self.problem).one_stage_cap  # `interleaved`: one stage a device
         return self.data.n if cap is None else min(cap, self.data.n)
 
     def _stages(self) -> None:
