@@ -127,7 +127,9 @@ def test_more_stages_per_device_than_units_is_located_at_the_setting() -> None:
     d = _error(_spec("", settings="schedule interleaved; stages_per_device 3"))
     assert d.code == "E259" and "more stages than graph `g` has pipeline units (2)" in d.message
     assert d.span is not None and d.span.line == 15
-    assert d.hints == ("set `stages_per_device 2`",)
+    # not "set `stages_per_device 2`": 2 on each of two devices need 4 units (W258 said so)
+    assert d.hints == ("2 unit(s) cannot interleave (2 stages on each of two devices need 4): "
+                       "use `schedule 1f1b`",)
     p = loads(_spec("", settings="schedule interleaved; stages_per_device 2")).plan("p")
     assert p.pipeline is not None
     three = dataclasses.replace(p, pipeline=dataclasses.replace(p.pipeline,

@@ -54,3 +54,27 @@ def test_hybrids_layouts_keep_a_stage_per_micro_batch_under_interleaved() -> Non
     assert layouts and max(len(lay.groups) for lay in layouts) == 2
     result = planner.solve(problem, "hybrid")
     assert refusal(problem, result.plan.placement) is None
+
+
+def test_e259_hints_only_values_that_interleave() -> None:
+    """3 units at `stages_per_device 4`: E259 hinted "from 2 to 3", and each was W258,
+    "cannot interleave" (4 and 6 stages, 3 units); 9 units: 2 to 4."""
+    import warnings
+
+    import pytest
+
+    for units, hint in ((3, "3 unit(s) cannot interleave (2 stages on each of two devices "
+                             "need 4): use `schedule 1f1b`"),
+                        (9, "set `stages_per_device` from 2 to 4")):
+        text = chain_text(units, 2, microbatches=4, schedule="interleaved").replace(
+            "schedule interleaved", "schedule interleaved; stages_per_device 12")
+        with pytest.raises(planner.SpecError) as err:
+            planner.loads(text)
+        (d,) = [d for d in err.value.diagnostics if d.code == "E259"]
+        assert d.hints == (hint,)
+        if units == 9:
+            fine = text.replace("stages_per_device 12", "stages_per_device 4")
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                planner.loads(fine)
+            assert not [w for w in seen if "W258" in str(w.message)]

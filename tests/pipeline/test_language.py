@@ -56,7 +56,8 @@ def test_interleaved_lowers_with_a_unit_per_stage() -> None:
     ("  objective pipeline\n  schedule interleaved\n", "E257", (2, 3), "stages_per_device 2"),
     ("  objective pipeline\n  stages_per_device 2\n", "E256", (2, 3), "schedule interleaved"),
     ("  objective pipeline\n  schedule interleaved\n  stages_per_device 2\n", "E259", (3, 3),
-     "the graph is one unit, one stage: use `schedule 1f1b`"),
+     "1 unit(s) cannot interleave (2 stages on each of two devices need 4): use "
+     "`schedule 1f1b`"),
 ])
 def test_bad_settings_are_located(settings: str, code: str, where: tuple[int, int] | None,
                                   words: str) -> None:

@@ -354,10 +354,20 @@ def _pipeline_rules(sink: DiagnosticSink, graph: Graph, cluster: Cluster, pipeli
                        f"device for more stages than graph `{graph.name}` has pipeline units "
                        f"({count}): a stage holds one unit at least",
                        attr.span if attr is not None else loc.plans.get(pname),
-                       f"set `stages_per_device` from 2 to {count}" if count > 2 else
-                       "set `stages_per_device 2`" if count == 2 else
-                       "the graph is one unit, one stage: use "
-                       f"`schedule {pipeline.schedule_spec.fallback}`")
+                       _fewer_stages_hint(count, pipeline))
+
+
+def _fewer_stages_hint(count: int, pipeline: Pipeline) -> str:
+    """E259's hint: the `stages_per_device` values that interleave `count` units (K on each
+    of two devices at least: 2K stages; before, values up to `count` that W258 then said
+    cannot interleave), else the schedule's fallback."""
+    most = count // 2
+    if most > 2:
+        return f"set `stages_per_device` from 2 to {most}"
+    if most == 2:
+        return "set `stages_per_device 2`"
+    return (f"{count} unit(s) cannot interleave (2 stages on each of two devices need 4): "
+            f"use `schedule {pipeline.schedule_spec.fallback}`")
 
 
 #: the pipeline settings, which need `objective pipeline`
