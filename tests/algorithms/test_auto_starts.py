@@ -29,12 +29,6 @@ def _tight(share: float) -> Problem:
         problem, cluster=dataclasses.replace(problem.cluster, devices=devices))
 
 
-@pytest.fixture
-def no_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The move budget alone ends the search, however busy the machine (`clock.cap`)."""
-    monkeypatch.setattr(auto, "cap", lambda limit: math.inf)
-
-
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_clock")
 def test_a_stalled_search_hands_its_moves_to_the_next_start() -> None:

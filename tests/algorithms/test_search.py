@@ -92,6 +92,7 @@ def test_search_is_deterministic_for_a_seed_and_limit() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("no_clock")
 def test_search_improves_where_the_heuristics_leave_room() -> None:
     # Inception-v2 on four GPUs: m-ETF's plan simulates at 90.0 ms; moving name-prefix
     # groups finds a faster one (88.3 ms) within the moves of a 2 s budget
@@ -104,6 +105,7 @@ def test_search_improves_where_the_heuristics_leave_room() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("no_clock")
 def test_auto_leaves_the_heuristics_memory_trap_by_moving_windows() -> None:
     # At 40% of small4's memory every heuristic fills gpu0 until n15.Conv fits there, whose
     # 294 MiB output then crosses to gpu1 (25.7 ms at 12 GB/s); moving single ops, the only
@@ -143,6 +145,7 @@ def test_ctrl_c_returns_the_best_plan_so_far(monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("no_clock")
 def test_search_beats_one_gpu_on_baechis_gnmt(gnmt_path: Path) -> None:
     # every constructive plan is slower than one GPU (116.8 ms) under Baechi's cost model;
     # moving name-prefix groups finds a two-GPU plan below 100 ms within 5,000 moves

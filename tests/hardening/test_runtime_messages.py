@@ -56,7 +56,9 @@ def test_cpsat_time_limit_bounds_the_whole_run(monkeypatch: pytest.MonkeyPatch) 
     sol = run("cpsat", problem, Options(time_limit_s=limit))
     took = time.perf_counter() - t0
     bound = limit * (1 + cpsat.OVERSHOOT_FRACTION) + cpsat.OVERSHOOT_S
-    assert took < bound + 2.0, (took, dict(sol.info))  # 2 s of slack for a loaded machine
+    # 3 s of slack for the heuristics and the model build on a loaded machine (the whole
+    # run took 2.2 s idle and 3.8 s beside eight CPU hogs, of a 4.7 s bound with 2 s)
+    assert took < bound + 3.0, (took, dict(sol.info))
     assert "safety cap" in sol.info["reason"]  # marked: another run may differ
     assert sol.status in ("feasible", "optimal", "fallback")
 
