@@ -97,7 +97,9 @@ def test_the_lp_size_auto_expects_is_the_lp_m_sct_solves(fixture: str) -> None:
     problem = load_spec(fixture)
     lp, _ = msct._lp_model(Instance.of(problem))
     assert lpsize.lp_rows(problem) == lp.num_row
-    worst = lpsize.LP_ITERATIONS_PER_ROW * lp.num_row ** 2 * lpsize.LP_SECONDS_PER_ROW_ITERATION
+    per_iteration = (lpsize.LP_SECONDS_PER_ITERATION
+                     + lpsize.LP_SECONDS_PER_ROW_ITERATION * lp.num_row)
+    worst = lpsize.LP_ITERATIONS_PER_ROW * lp.num_row * per_iteration
     assert lpsize.lp_seconds_at_most(problem) == pytest.approx(worst)
 
 

@@ -36,5 +36,5 @@ def test_the_search_line_names_each_start_and_the_winner(
     text = " ".join(line.split(maxsplit=1)[-1] if k == 0 else line.strip()
                     for k, line in enumerate(lines[at + 1:at + 4]))
     assert "from 3 starts" in text
-    assert "cpop 4379 moves, metf 6611, heft 4497 (its budget)" in text
+    assert "cpop 4379 moves, metf 6611, heft 4389 (its budget)" in text
     assert "the best from heft (113.644 ms)" in text
