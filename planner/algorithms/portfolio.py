@@ -90,9 +90,10 @@ def estimated_seconds(problem: Problem, name: str) -> float:
 
 
 def within(problem: Problem, names: Sequence[str], limit_s: float) -> dict[str, str]:
-    """The candidates of `names` left out under `limit_s`, each with why: the others run,
-    the expected fastest first while their expected seconds together stay within the limit
-    (ties by the order of `names`); the fastest always runs."""
+    """The candidates of `names` left out under `limit_s`, each with why, in the order of
+    `names`: the others run, the expected fastest first while their expected seconds
+    together stay within the limit (ties by the order of `names`); the fastest always
+    runs."""
     expected = {name: estimated_seconds(problem, name) for name in names}
     order = sorted(range(len(names)), key=lambda k: (expected[names[k]], k))
     total, left_out = 0.0, {}
@@ -106,7 +107,7 @@ def within(problem: Problem, names: Sequence[str], limit_s: float) -> dict[str, 
             left_out[name] = (f"skipped: expected to take {est:.3g} s, more than the "
                               f"{limit_s - total:.3g} s the {limit_s:g} s limit leaves after "
                               f"the faster ones")
-    return left_out
+    return {name: left_out[name] for name in names if name in left_out}
 
 
 def rank(problem: Problem, options: Options, *, progress_share: float = 1.0,
