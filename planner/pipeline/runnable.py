@@ -49,7 +49,7 @@ def refusal(problem: Problem, placement: Sequence[int]) -> tuple[str, str] | Non
     if cap is not None:
         if cap >= s or len(set(names)) < s:  # several stages on a device: one pass's plan
             return None
-        n = m // cap if cap < m else 1  # `data_parallel N`'s pipelines, each with `cap`
+        n = ran.data_parallel if isinstance(ran.data_parallel, int) else 1  # N pipelines
         each = f" (each of its {n} pipelines runs {cap})" if n > 1 else ""
         return (f"plan `{problem.name}` runs {s} stages with {m} micro-batch(es){each}: "
                 f"torch's {schedule.torch_class} (what `export torch --pipeline` writes) "
