@@ -14,7 +14,7 @@ import functools
 import heapq
 import itertools
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar
@@ -375,8 +375,7 @@ class Pipeline:
         fallback = self.schedule_spec.fallback
         if not self.schedule_spec.virtual_stages or fallback is None:
             return self.stage_cap
-        return Pipeline(self.microbatches, fallback, 1, self.data_parallel,
-                        self.microbatch_size).stage_cap
+        return replace(self, schedule=fallback, stages_per_device=1).stage_cap
 
 
 @dataclass(frozen=True)

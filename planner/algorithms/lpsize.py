@@ -44,15 +44,12 @@ def lp_runs(problem: Problem) -> bool:
 
 
 def lp_rows(problem: Problem) -> int:
-    """The LP's rows (`msct._lp_model`): one per edge, per op of two or more successors,
-    per op of two or more predecessors, and per sink."""
-    n = len(problem.graph.ops)
-    outdeg, indeg = [0] * n, [0] * n
-    for edge in problem.graph.edges:
-        outdeg[edge.src] += 1
-        indeg[edge.dst] += 1
-    return (len(problem.graph.edges) + sum(d >= 2 for d in outdeg)
-            + sum(d >= 2 for d in indeg) + sum(d == 0 for d in outdeg))
+    """The LP's rows (`msct._lp_model`): one per edge, per op of two or more edges out,
+    per op of two or more edges in, and per sink (from the graph's cached edge lists: the
+    portfolio asks several times)."""
+    g = problem.graph
+    return (len(g.edges) + sum(len(out) >= 2 for out in g.successors)
+            + sum(len(into) >= 2 for into in g.predecessors) + sum(not out for out in g.successors))
 
 
 def lp_seconds_at_most(problem: Problem) -> float:

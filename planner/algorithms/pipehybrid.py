@@ -308,8 +308,11 @@ def candidates(problem: Problem, pipeline: Pipeline, cuts: int = MAX_CUTS) -> li
         if lay not in out and len(lay.groups) <= most and _fits(problem, pipeline, lay):
             out.append(lay)
     r = fixed_count(pipeline)
-    width = min(m, pipeline.microbatches) if r is None else r
-    for p in (range(2, width + 1) if r is None else (width,) if width <= m else ()):
+    # `data_parallel N`: its N replicas alone, where the cluster has them; else 2 to w
+    # devices, or the one where w is 1 (as before every p was tried)
+    w = min(m, pipeline.microbatches)
+    widths = range(min(2, w), w + 1) if r is None else [r] if r <= m else []
+    for p in widths:
         every = Layout((0, n), (tuple(range(p)),))
         if every not in out and _fits(problem, pipeline, every):
             out.append(every)

@@ -66,12 +66,12 @@ def _shape(node: Any) -> Any:
 def _semicolon(text: str, within: Span | None) -> int:
     """The offset of the first `;` outside names and comments, in `within` when given and
     it holds one, else in the whole text."""
-    for lo, hi in ((within.start, within.end),) if within is not None else ():
-        for m in _QUOTED_COMMENT_OR_SEMICOLON.finditer(text, lo, hi):
-            if m.group() == ";":
-                return m.start()
-    return next((m.start() for m in _QUOTED_COMMENT_OR_SEMICOLON.finditer(text)
-                 if m.group() == ";"), 0)
+    def first(lo: int, hi: int) -> int | None:
+        return next((m.start() for m in _QUOTED_COMMENT_OR_SEMICOLON.finditer(text, lo, hi)
+                     if m.group() == ";"), None)
+
+    found = first(within.start, within.end) if within is not None else None
+    return found if found is not None else first(0, len(text)) or 0
 
 
 def _span_at(text: str, file: str, offset: int) -> Span:
