@@ -68,6 +68,10 @@ class Schedule:
     #: what runs when the devices are not a chain of stages and this order would deadlock,
     #: else None (an order that cannot wait on a later backward)
     deadlock_fallback: str | None = None
+    #: torch's class waits on every send it fires only when the step ends (its runtime's
+    #: `send_ops`), so in training a stage holds each micro-batch's output and its input's
+    #: gradient from that micro-batch's backward task to the step's end
+    keeps_sends: bool = False
 
     @property
     def torch_limited(self) -> bool:
@@ -171,7 +175,7 @@ TABLE: tuple[Schedule, ...] = (
     Schedule("1f1b", "Schedule1F1B", stages_at_most_microbatches=True,
              deadlock_fallback="gpipe"),
     Schedule("interleaved", "ScheduleInterleaved1F1B", virtual_stages=True,
-             task_per_stage=True, fallback="1f1b", deadlock_fallback="gpipe"),
+             task_per_stage=True, fallback="1f1b", deadlock_fallback="gpipe", keeps_sends=True),
 )
 #: the schedules' names, in `TABLE`'s order
 NAMES: tuple[str, ...] = tuple(s.name for s in TABLE)

@@ -42,7 +42,9 @@ a stage-by-stage recurrence cannot see: up to `MAX_ENUMERATED` splits per stage 
 every split of every chain is enumerated and judged by the report's own rules
 (`resource_loads`, `stage_bytes`), so the answer is exact; beyond that, or past what a
 time limit's work holds (`splitwork.enumerated_stages`), the DP (each stage within its
-device's memory over K) is a heuristic, and `info["split_search"]` says which.
+device's memory over K, with all M of its sends, which torch keeps to the step's end:
+`hybrid.kept_sends`, a bound, so that its split fits) is a heuristic, and
+`info["split_search"]` says which.
 
 Among stage counts and candidates, the plan whose simulated iteration
 (`pipeline.schedule`) is shortest wins (ties: the smaller period, then fewer stages). The

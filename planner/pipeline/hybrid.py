@@ -122,6 +122,16 @@ def step_bytes(u: Units, i: Any, j: Any, pipeline: Pipeline, r: int, last: bool)
         returned_copies(pipeline, r, False) * outputs if last else 0.0)
 
 
+def kept_sends(u: Units, i: Any, j: Any, pipeline: Pipeline) -> Any:
+    """The most a stage of units [i, j) holds of its sends, training under a schedule that
+    keeps them to the step's end (`Schedule.keeps_sends`: interleaved): every micro-batch's
+    output and its input's gradient (0 at the model's ends); else 0. The bound the DPs judge
+    a stage by alone; `split.stage_bytes` walks the device's order for when they are held."""
+    if not (u.training and pipeline.schedule_spec.keeps_sends):
+        return 0.0
+    return pipeline.microbatches * (u.forward_bytes[j] + u.backward_bytes[i])
+
+
 def bucket_bytes(gradient: float, r: int) -> float:
     """The extra bytes a replica of a stage with `gradient` bytes of gradients holds: one
     DDP bucket, none without replicas."""

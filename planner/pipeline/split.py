@@ -36,29 +36,35 @@ split whose order deadlocks under its schedule (its devices not a chain of stage
 `order.deadlocks`) runs in GPipe's order and holds GPipe's M, as the simulator runs it.
 In training a stage also holds, for every micro-batch, a receive buffer for its input
 (every stage but the first) and one for its output's gradient (every stage but the last):
-torch's stage makes them at its first step and keeps them. Inference (no backward pass)
-has one micro-batch in flight, and a stage holds for each other micro-batch what it
-receives and sends and the model's outputs it computes (torch caches them for a backward
-pass that never runs), the last stage its outputs once more merged (`hybrid.step_bytes`).
+torch's stage makes them at its first step and keeps them; under `interleaved` (a schedule
+that `keeps_sends`) also what it sent, each micro-batch's output and input gradient from
+its backward task to the step's end, the device's peak found by walking its order.
+Inference (no backward pass) has one micro-batch in flight, and a stage holds for each
+other micro-batch what it receives and sends and the model's outputs it computes (torch
+caches them for a backward pass that never runs), the last stage its outputs once more
+merged (`hybrid.step_bytes`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..cost import INF, costs, stage_memory, tied_duplicate_bytes, transfer_seconds
 from ..facts import facts
 from ..model import Pipeline, Problem
+from ..schedules import Schedule
 from ..units import format_bytes, format_seconds
 from . import hybrid
 from .order import deadlocks
-from .units import units
+from .units import Units, units
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,28 +320,17 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
     for rank, d in enumerate(order):
         stages = by_device[d]
         params = sum(_span(u.params_prefix, split, k) for k in stages) - twice[d]
-        kept = [_span(u.kept_prefix, split, k) for k in stages]
-        received = [float(u.forward_bytes[split.bounds[k]]) for k in stages]
-        transient = max(float(u.transient[split.bounds[k]:split.bounds[k + 1]].max(initial=0))
-                        for k in stages)
-        if d in recompute:
-            # torch's stage keeps each micro-batch's inputs and outputs (`fwd_cache`) until
-            # its backward: what it receives and sends, the model's data inputs and outputs
-            ends = [_span(u.input_prefix, split, k) for k in stages]
-            # a backward rebuilds one stage's activations at a time, its data inputs aside
-            transient += max(a - b for a, b in zip(kept, ends, strict=True))
-            kept = [float(u.forward_bytes[split.bounds[k + 1]]) + e
-                    + _span(u.output_prefix, split, k) for k, e in zip(stages, ends,
-                                                                       strict=True)]
-        acts = [a + b for a, b in zip(kept, received, strict=True)]
+        acts, transient = _activations(u, split, stages, d in recompute)
         # training: each stage's receive buffers; inference: its inputs and outputs of its
         # other micro-batches, and the last stage's outputs merged
         beyond = sum(float(hybrid.step_bytes(
             u, split.bounds[k], split.bounds[k + 1], pipeline, sizes[k],
             k == split.stages - 1)) for k in stages)
         if pipeline.schedule_spec.virtual_stages and u.training:
-            count = in_flight(pipeline, split.stages, stages[0], u.training, rank, len(order))
-            held[d] = float(stage_memory(params, count, max(acts), transient)) + beyond
+            sent = [0.0 if not pipeline.schedule_spec.keeps_sends else
+                    _sent(u, split, k, d) for k in stages]
+            held[d] = float(stage_memory(params, 1, _in_flight_peak(
+                pipeline, rank, len(order), max(acts), sent), transient)) + beyond
         else:  # `hybrid.in_flight`: with one device a stage, GPipe M, 1F1B min(S - k, M);
             # each of its stages with its own micro-batches in flight (inference: one,
             # every virtual stage's too, beside the others it keeps)
@@ -344,6 +339,64 @@ def stage_bytes(problem: Problem, split: Split, pipeline: Pipeline,
                 for k, a in zip(stages, acts, strict=True)), transient)) + beyond
     _replicate(problem, split, held, replicas or {})
     return held
+
+
+def _activations(u: Units, split: Split, stages: Sequence[int], recomputes: bool
+                 ) -> tuple[list[float], float]:
+    """Per stage of a device (`stages`), the activations one micro-batch in flight holds (its
+    forward outputs kept and what it receives), and the device's largest transient. A
+    device that `recomputes` keeps per micro-batch only what torch's stage caches until the
+    backward (`fwd_cache`): what it receives and sends, the model's data inputs and
+    outputs; its backward rebuilds one stage's activations at a time, its data inputs
+    aside (a transient)."""
+    kept = [_span(u.kept_prefix, split, k) for k in stages]
+    received = [float(u.forward_bytes[split.bounds[k]]) for k in stages]
+    transient = max(float(u.transient[split.bounds[k]:split.bounds[k + 1]].max(initial=0))
+                    for k in stages)
+    if recomputes:
+        ends = [_span(u.input_prefix, split, k) for k in stages]
+        transient += max(a - b for a, b in zip(kept, ends, strict=True))
+        kept = [float(u.forward_bytes[split.bounds[k + 1]]) + e
+                + _span(u.output_prefix, split, k) for k, e in zip(stages, ends, strict=True)]
+    return [a + b for a, b in zip(kept, received, strict=True)], transient
+
+
+def _sent(u: Units, split: Split, k: int, d: int) -> float:
+    """What stage k (on device d) sends another device per micro-batch: its output forward,
+    its input's gradient back (`hybrid.kept_sends`' terms)."""
+    devices = split.devices
+    ahead = k + 1 < split.stages and devices[k + 1] != d
+    behind = k > 0 and devices[k - 1] != d
+    return (float(u.forward_bytes[split.bounds[k + 1]]) if ahead else 0.0) + (
+        float(u.backward_bytes[split.bounds[k]]) if behind else 0.0)
+
+
+def _in_flight_peak(pipeline: Pipeline, rank: int, devices: int, acts: float,
+                    sent: Sequence[float]) -> float:
+    """The most the device of `rank` holds at once of its micro-batches, walking its order
+    (its stages' `sent` per micro-batch): `acts` for each forward task whose backward task
+    has not run (Megatron's warm-up count plus one at most), and what each backward task's
+    stage sent, kept to the step's end where the schedule keeps its sends (all zero
+    otherwise). Before 2026-12-07 the sends were not counted: `act` (2 MiB boundaries) on
+    two ranks, two stages each, was planned at 81.06 MiB on rank 0 at 8 micro-batches and
+    129.06 MiB at 16, where torch held 105.09 and 201.12 MiB."""
+    in_flight, finished = _walk(pipeline.schedule_spec, rank, devices, len(sent),
+                                pipeline.microbatches)
+    return float(np.max(in_flight * acts + finished @ np.asarray(sent, dtype=np.float64)))
+
+
+@functools.lru_cache(maxsize=256)
+def _walk(schedule: Schedule, rank: int, devices: int, chunks: int, microbatches: int
+          ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """After each task of the device's order (training): the micro-batches in flight, and
+    per stage of the device the backward tasks run so far."""
+    tasks = schedule.order(rank, devices, chunks, microbatches, True)
+    step = np.array([1.0 if forward else -1.0 for forward, _, _ in tasks])
+    done = np.zeros((len(tasks), chunks))
+    for t, (forward, c, _) in enumerate(tasks):
+        if not forward:
+            done[t, c] = 1.0
+    return np.cumsum(step), np.cumsum(done, axis=0)
 
 
 def _replicate(problem: Problem, split: Split, held: list[float],

@@ -557,7 +557,8 @@ class _Stage:
         ci, cj = cuts[i], cuts[j]
         need = stage_memory(u.params_prefix[cj] - u.params_prefix[ci], self.in_flight,
                             u.kept_prefix[cj] - u.kept_prefix[ci] + u.forward_bytes[ci],
-                            largest) + hybrid.step_bytes(u, ci, cj, *self.ends)
+                            largest) + hybrid.step_bytes(u, ci, cj, *self.ends) \
+            + hybrid.kept_sends(u, ci, cj, self.ends[0])
         out: NDArray[np.bool_] = np.greater(need, self.cap)
         return out
 

@@ -37,6 +37,15 @@ def wide() -> nn.Module:
     return nn.Sequential(nn.Linear(16, 16384), Twice(), nn.Linear(16384, 16))
 
 
+def long() -> nn.Module:
+    """Widen 16 -> 8192, seven parameter-free layers, narrow back: nine modules whose
+    boundaries (2 MiB each on 64x16 inputs) dwarf their weights, for four stages on two
+    ranks (`interleaved`)."""
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 8192), nn.GELU(), Twice(), nn.Tanh(), Twice(),
+                         nn.GELU(), Twice(), nn.Tanh(), nn.Linear(8192, 16))
+
+
 class Stack(nn.Module):
     """An embedding, `count` layers `make(dim)` and a head. The layers are kept under the
     attribute `name`, which fx puts before their ops' names (`blocks.1.ln1`)."""

@@ -127,11 +127,13 @@ def test_an_interleaved_device_rebuilds_one_stage_at_a_time(tmp_path: Path) -> N
     # gpu0, rank 0 of 2: 5 micro-batches in flight of its larger stage's 1 KiB received and
     # 1 KiB sent; params 25600 B; transient 1024 B plus one stage's activations rebuilt
     # (2048 B each, stage 0's input aside), where it counted both stages' 2560 + 2048 B;
-    # and 4 receive buffers of stage 0's 1 KiB output gradient and stage 2's 1 KiB input
-    # and 1 KiB output gradient
-    assert held[0] == (25600 + 1024 + 2048 + 5 * 2048
-                       + 4 * (0 + 1024 + 1024 + 1024)) == 51200  # before: 41472 + 12288
-    assert held[0] < stage_bytes(p, LOOPED, p.pipeline)[0] == 41984 + 4 * 3072 == 54272
+    # 4 receive buffers of stage 0's 1 KiB output gradient and stage 2's 1 KiB input and
+    # 1 KiB output gradient; and what its backward tasks before its last forward task sent
+    # (torch keeps every send to the step's end): stage 2's output and input gradient
+    # twice, stage 0's output once
+    assert held[0] == (25600 + 1024 + 2048 + 5 * 2048 + 4 * (0 + 1024 + 1024 + 1024)
+                       + 2 * 2048 + 1024) == 56320  # before: 41472 + 12288, then 51200
+    assert held[0] < stage_bytes(p, LOOPED, p.pipeline)[0] == 41984 + 4 * 3072 + 5120
 
 
 def test_nor_does_auto_plan_it(tmp_path: Path) -> None:
@@ -152,12 +154,15 @@ def test_nor_does_auto_plan_it(tmp_path: Path) -> None:
 
 
 def test_simulate_runs_an_interleaved_recomputing_plan_that_fits(tmp_path: Path) -> None:
-    result = _simulate(tmp_path, "58 KiB",
+    result = _simulate(tmp_path, "64 KiB",
                        "microbatches 4  schedule interleaved  stages_per_device 2",
                        [("input_1", "0", "1"), ("2", "3"), ("4", "5"), ("6", "7", "8")],
                        ["gpu0", "gpu1", "gpu0", "gpu1"], ["gpu0", "gpu1"])
     # gpu1 holds 45248 B + 4 receive buffers of stage 1's input and output gradient and
-    # stage 3's input (1 KiB each) = 57536 B of its 59392 (counting both stages' activations
-    # rebuilt at once: 2048 B more, 59584 B, E401 and exit 3)
+    # stage 3's input (1 KiB each) + what its backward tasks before its last forward task
+    # sent (7 KiB: stage 1's output and input gradient and stage 3's input gradient, 1 KiB
+    # each, kept to the step's end) = 64704 B of its 65536 (counting both stages'
+    # activations rebuilt at once: 2048 B more, 66752 B, E401 and exit 3); before the
+    # sends counted, 57536 B
     assert result.exit_code == 0, result.output
-    assert "gpu1 (+20 ns per micro-batch, holds 56.19 KiB)" in result.stdout
+    assert "gpu1 (+20 ns per micro-batch, holds 63.19 KiB)" in result.stdout

@@ -136,7 +136,8 @@ class _Tables:
             rebuilt = kept - (inputs_at[j_] - inputs_at[i_])
             pipe = _pipeline(self.problem)
             cap = stage_share(data.caps[d], pipe.per_device) - hybrid.step_bytes(
-                u, cuts[i_], cuts[j_], pipe, 1, last)
+                u, cuts[i_], cuts[j_], pipe, 1, last) - hybrid.kept_sends(
+                u, cuts[i_], cuts[j_], pipe)
             # recomputing, it keeps its activations once (rebuilt for one backward pass, its
             # data inputs aside), and per micro-batch what it receives and sends, the
             # model's data inputs and outputs among them (`split.stage_bytes`)
