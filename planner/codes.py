@@ -174,8 +174,9 @@ E518 1   a `--json` report given to `--stages` whose stages put an op on another
 E601 2   an unknown algorithm
 E602 2   no plan of that name, or several plans and no `--plan`
 E603 2   a `solve --time-limit` outside 0 to 1e6 s, or not a finite number
-E604 2   an output path that cannot be written (no such folder, a folder, not a regular file,
-         a file you may not write), or `-`, which would be a file named `-`
+E604 2   an output path that cannot be written (no such folder, a folder, a path ending in
+         `/`, not a regular file, a file you may not write), or `-`, which would be a file
+         named `-`
 E605 2   an option that does not apply to the chosen `--algo` (in Python, a `solve` option the
          algorithm does not take)
 E606 2   a command-line parse error (in the `--json` envelope)

@@ -371,11 +371,39 @@ def _problem(path: Path) -> tuple[str, str] | None:
 #: an output path that means standard output to many tools, and a file named `-` here
 STDOUT = "-"
 
+
+class FolderPath(type(Path())):  # type: ignore[misc]  # PosixPath or WindowsPath
+    """A path given with a trailing separator (`out/`), which names a folder: pathlib drops
+    the separator, and the write made a file of that name (`solve --out plans/` wrote a
+    file `plans`). `check_outputs` refuses it as an output (E604); the CLI's output
+    options read their values with `output_path`."""
+
+
+def output_path(value: str) -> Path:
+    """An output option's value as a path that remembers a trailing separator
+    (`FolderPath`)."""
+    return FolderPath(value) if value.endswith(("/", os.sep)) else Path(value)
+
+
+def _names_folder(path: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """Why an output given with a trailing separator cannot be written, with a hint; None
+    for any other."""
+    shown = os.fspath(path)
+    if isinstance(path, FolderPath):
+        shown += "/"
+    elif not shown.endswith(("/", os.sep)):
+        return None
+    if Path(shown).is_dir():
+        return None  # `_problem`'s "it is a folder"
+    return ("it ends in `/`, so it names a folder, not a file",
+            "give a file name, e.g. `" + str(Path(shown) / "out") + "`")
+
 #: an input: the option or argument that names it, and its path (None: not given)
 Input = tuple[str, str | os.PathLike[str] | None]
 
 
-def check_outputs(paths: Mapping[str, Path | None], inputs: Iterable[Input] = (),
+def check_outputs(paths: Mapping[str, str | os.PathLike[str] | None],
+                  inputs: Iterable[Input] = (),
                   stdout: str | None = None) -> None:
     """Raise `UsageError` naming every option whose output path cannot be written (E604:
     `-` included, which would be a file named `-`), and E640 for two options that reach
@@ -392,9 +420,11 @@ def check_outputs(paths: Mapping[str, Path | None], inputs: Iterable[Input] = ()
     for option, path in paths.items():
         if path is None:
             continue
-        why = _dash(stdout) if str(path) == STDOUT else _problem(Path(path))
+        why = _dash(stdout) if str(path) == STDOUT else (
+            _names_folder(path) or _problem(Path(path)))
         if why is not None:
-            diags.append(Diagnostic("E604", f"{option} `{path}`: {why[0]}", None,
+            given = os.fspath(path) + ("/" if isinstance(path, FolderPath) else "")
+            diags.append(Diagnostic("E604", f"{option} `{given}`: {why[0]}", None,
                                     (why[1],)))
         key = same_file(path)
         first, first_path = seen.setdefault(key, (option, path))

@@ -340,3 +340,7 @@ def test_an_output_path_that_cannot_be_written_is_e604_before_any_work(tmp_path:
     assert calls == []  # refused before the solver started
     result.write(tmp_path / "plan.json")  # a folder that exists: written
     assert planner.read_plan(problem, tmp_path / "plan.json").makespan_s == result.makespan_s
+    # a path ending in `/` names a folder: before, a file `plans` was written
+    with pytest.raises(planner.UsageError, match="it ends in `/`, so it names a folder"):
+        result.write(f"{tmp_path}/plans/")
+    assert not (tmp_path / "plans").exists()

@@ -20,7 +20,6 @@ import os
 import reprlib
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -216,7 +215,7 @@ def check_emit(name: str, path: str | None) -> None:
 
         # E604, as `--emit` says it: before, `planner.solve(..., emit=...)` in a folder that
         # does not exist worked, then failed writing it (E623, "free some space")
-        check_outputs({"emit": Path(path)})
+        check_outputs({"emit": path})
         return
     others = [n for n, i in ALGORITHMS.items()  # one that writes it, for the same objectives
               if ending and ending in i.emits and set(i.objectives) & set(info.objectives)]

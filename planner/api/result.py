@@ -198,7 +198,7 @@ class Result(Solution):
         """Write `dumps()` to `path`, atomically; `read_plan(problem, path)` reads it back.
         A path that cannot be written is E604 (`UsageError`), as `solve --out`'s is (before:
         E623, "free some space", for a folder that does not exist)."""
-        check_outputs({"path": Path(path)})
+        check_outputs({"path": path})
         write_text_atomic(os.fspath(path), self.dumps())
 
 

@@ -57,7 +57,7 @@ from ..errors import (
     render_all,
     tally,
 )
-from ..files import check_outputs
+from ..files import check_outputs, output_path
 from ..merged import merge_capped
 from ..render.diagnostics import eprint, source_texts
 from ..render.formats import OutputFormat
@@ -443,17 +443,19 @@ def solve(
     algo: Annotated[str, typer.Option(
         "--algo", help=HELP_ALGO, autocompletion=complete_algo)] = DEFAULT_ALGO,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Write the plan JSON here (atomically).")] = None,
+        "--out", parser=output_path, help="Write the plan JSON here (atomically).")] = None,
     as_json: JsonOption = False,
     time_limit: Annotated[float | None, typer.Option(
         "--time-limit", help=HELP_TIME_LIMIT, show_default=False)] = None,
     gap: Annotated[float | None, typer.Option("--gap", help=HELP_GAP, show_default=False)] = None,
     solver: Annotated[str | None, typer.Option(
         "--solver", help=HELP_SOLVER, show_default=False)] = None,
-    emit: Annotated[Path | None, typer.Option("--emit", help=HELP_EMIT)] = None,
+    emit: Annotated[Path | None, typer.Option("--emit", parser=output_path,
+                                              help=HELP_EMIT)] = None,
     seed: Annotated[int, typer.Option("--seed", help=HELP_SEED, min=0, max=MAX_SEED)] = 0,
     html: Annotated[Path | None, typer.Option(
-        "--html", help="Write a self-contained HTML report (Gantt, memory).")] = None,
+        "--html", parser=output_path,
+        help="Write a self-contained HTML report (Gantt, memory).")] = None,
     trace: TraceOption = None,
     limit: LimitOption = None,
     root: RootOption = None,

@@ -39,7 +39,7 @@ from ..compare.sweep import (
     plan_sweep,
 )
 from ..errors import PlannerWarning, render_all
-from ..files import check_outputs
+from ..files import check_outputs, output_path
 from ..render.compare_html import write_compare_html
 from ..render.diagnostics import eprint, source_texts
 from ..render.tables import print_tables
@@ -96,14 +96,17 @@ def compare_command(
         "--executor", help="local (a process pool) or ray (RAY_ADDRESS, else a local Ray "
         "instance; needs `pip install 'planner[ray]'`).")] = "local",
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Write every row here: .csv, .json (an array) or .jsonl.")] = None,
+        "--out", parser=output_path,
+        help="Write every row here: .csv, .json (an array) or .jsonl.")] = None,
     html: Annotated[Path | None, typer.Option(
-        "--html", help="Write a self-contained HTML report (charts, Gantt, memory).")] = None,
+        "--html", parser=output_path,
+        help="Write a self-contained HTML report (charts, Gantt, memory).")] = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print one JSON document on stdout: the rows (an array) as its "
         "result (no tables).")] = False,
     resume: Annotated[Path | None, typer.Option(
-        "--resume", help="Append rows to this .csv or .jsonl file as they finish; points "
+        "--resume", parser=output_path,
+        help="Append rows to this .csv or .jsonl file as they finish; points "
         "already in it, computed from the spec's current content, are not run again.")
     ] = None,
     limit: LimitOption = None,

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import Diagnostic, Severity, Span, SpecError, UsageError, render_all
-from ..files import check_outputs, write_text_atomic, write_texts_atomic
+from ..files import check_outputs, output_path, write_text_atomic, write_texts_atomic
 from ..io.codegen import compiled
 from ..io.interchange import dumps, export_spec
 from ..io.torch_device_map import Alternative
@@ -72,7 +72,7 @@ export_app = typer.Typer(help="Write a spec in another format.", no_args_is_help
 def export_json_command(
     spec: Annotated[Path, typer.Argument(help="The .plan spec to export.")],
     output: Annotated[Path | None, typer.Option(
-        "-o", "--output", help="Write here instead of stdout.")] = None,
+        "-o", "--output", parser=output_path, help="Write here instead of stdout.")] = None,
     plan: Annotated[str | None, typer.Option(
         "--plan", help="Export this plan (its graph, cluster and settings).")] = None,
     graph: Annotated[str | None, typer.Option(
@@ -116,9 +116,11 @@ def export_torch_command(
         "--device-map", help="SPEC_DEVICE=TORCH_DEVICE,... (default: by kind, gpu3 -> "
         "cuda:3, cpu0 -> cpu).")] = None,
     output: Annotated[Path | None, typer.Option(
-        "-o", "--output", help="Write the JSON here instead of stdout.")] = None,
+        "-o", "--output", parser=output_path,
+        help="Write the JSON here instead of stdout.")] = None,
     code: Annotated[Path | None, typer.Option(
-        "--code", help="Also write the placed model's forward() source here (with "
+        "--code", parser=output_path,
+        help="Also write the placed model's forward() source here (with "
         "--pipeline: a script that runs one pipelined step).")] = None,
     pipeline: Annotated[bool, typer.Option(
         "--pipeline", help="Write what torch.distributed.pipelining reads: the split_spec, "

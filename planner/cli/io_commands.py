@@ -32,7 +32,7 @@ import typer
 
 from .. import limits
 from ..errors import Diagnostic, Span, SpecError, UsageError, render_all
-from ..files import Input, check_outputs, write_text_atomic
+from ..files import Input, check_outputs, output_path, write_text_atomic
 from ..generate import gnmt, transformer
 from ..io.interchange import import_json
 from ..io.onnx_import import import_onnx, zoo_path
@@ -64,7 +64,8 @@ ZOO_PREFIX = "zoo:"
 
 # no `dir_okay=False` (click's refusal of a folder has no code or hint): `check_outputs`
 # says E604 of an output, the readers E002 of an input (`--times`, `--cluster`)
-Output = Annotated[Path, typer.Option("-o", "--output", help="The .plan file to write.")]
+Output = Annotated[Path, typer.Option("-o", "--output", parser=output_path,
+                                      help="The .plan file to write.")]
 Clusters = Annotated[list[Path] | None, typer.Option(
     "--cluster", help="A cluster file to import; adds a plan per cluster in it (repeatable).")]
 Name = Annotated[str | None, typer.Option(

@@ -24,6 +24,7 @@ import typer
 from .. import algorithms, limits
 from ..algorithms import completions, names, taking
 from ..algorithms.base import AUTO_TIME_LIMIT_S, EXACT_TIME_LIMIT_S
+from ..files import output_path
 from ..limits import ROOT_ENV
 from ..render.formats import OutputFormat
 
@@ -109,7 +110,8 @@ SimulatePlanOption = Annotated[str | None, typer.Option(
     "--plan", help="Plan name (needed when the spec has several, unless the --placement "
     "or --stages file names one).")]
 TraceOption = Annotated[Path | None, typer.Option(
-    "--trace", help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
+    "--trace", parser=output_path,
+    help="Write the schedule as a Chrome/Perfetto trace (JSON; open in "
     "ui.perfetto.dev).")]
 FormatOption = Annotated[OutputFormat | None, typer.Option(
     "--format", "--output-format", case_sensitive=False, show_default=False,

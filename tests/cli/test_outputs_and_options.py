@@ -196,6 +196,41 @@ def test_two_outputs_through_a_symlink_are_e640(tmp_path: Path, no_work: None) -
     assert (tmp_path / "a.json").read_text() == "old\n"
 
 
+@pytest.mark.parametrize("args", [
+    ["solve", "s.plan", "--algo", "heft", "--out", "plans/"],
+    ["solve", "s.plan", "--algo", "heft", "--html", "plans/"],
+    ["solve", "s.plan", "--algo", "heft", "--trace", "plans/"],
+    ["solve", "s.plan", "--algo", "ilp", "--emit", "plans/"],
+    ["simulate", "s.plan", "--trace", "plans/"],
+    ["compare", "s.plan", "--algos", "heft", "--out", "plans/"],
+    ["compare", "s.plan", "--algos", "heft", "--html", "plans/"],
+    ["compare", "s.plan", "--algos", "heft", "--resume", "plans/"],
+    ["export", "json", "s.plan", "-o", "plans/"],
+    ["generate", "gnmt", "--layers", "1", "--seq", "2", "-o", "plans/"],
+    ["import", "json", "s.plan", "-o", "plans/"],
+])
+def test_an_output_ending_in_a_slash_names_a_folder_and_is_e604(
+        tmp_path: Path, no_work: None, args: list[str]) -> None:
+    """Before: the option parser dropped the `/` and the command wrote a file named
+    `plans` (exit 0), where the user named a folder."""
+    (tmp_path / "s.plan").write_text(PLACED)
+    code, out, err = invoke(args, tmp_path)
+    assert (code, out) == (2, ""), err
+    option = args[-2] if args[-2] != "-o" else "-o/--output"
+    assert (f"error[E604]: {option} `plans/`: it ends in `/`, so it names a folder, not a "
+            "file") in err, err
+    assert "= hint: give a file name, e.g. `plans/out`" in err
+    assert not (tmp_path / "plans").exists()
+
+
+def test_an_existing_folder_named_with_a_slash_is_a_folder(
+        tmp_path: Path, no_work: None) -> None:
+    (tmp_path / "s.plan").write_text(PLACED)
+    (tmp_path / "plans").mkdir()
+    code, _, err = invoke(["solve", "s.plan", "--algo", "heft", "--out", "plans/"], tmp_path)
+    assert code == 2 and "error[E604]: --out `plans/`: it is a folder" in err, err
+
+
 @pytest.mark.parametrize(("args", "named", "instead"), [
     (["solve", "s.plan", "--algo", "heft", "--trace", "-"], "--trace", "--json prints"),
     (["simulate", "s.plan", "--trace", "-"], "--trace", "--json prints"),
