@@ -62,11 +62,18 @@ def _group_key(problem: Problem, group: tuple[int, ...], has_next: bool, has_bef
     compute, its forward share and the units they may run: `_classes`) and the links to
     the stages beside it."""
     kinds, link = _classes(problem)
-    m = len(problem.cluster.devices)
-    before = group[0] - 1 if group[0] > 0 else group[-1] + 1
+    before, after = _beside(problem, group)
     return (tuple(kinds[d] for d in group),
-            link[before][group[0]] if has_before and before < m else None,
-            link[group[-1]][group[-1] + 1] if has_next else None)
+            link[before][group[0]] if has_before else None,
+            link[group[-1]][after] if has_next else None)
+
+
+def _beside(problem: Problem, group: tuple[int, ...]) -> tuple[int, int]:
+    """The devices of the stages before and after a stage on `group`: the devices before
+    its first and after its last, in the cluster's order or a rotation of it
+    (`pipehybrid.device_orders`), so modulo the device count."""
+    m = len(problem.cluster.devices)
+    return (group[0] - 1) % m, (group[-1] + 1) % m
 
 
 def _signature(problem: Problem, group: tuple[int, ...], has_next: bool, has_before: bool
@@ -94,7 +101,8 @@ def _classes(problem: Problem) -> tuple[list[int], list[list[int]]]:
     pins, and only on a pinned unit, which `units` allows on its pin P alone (or nowhere).
     A stage without one: its replicas' bans are `units`' own, in the class. A stage with
     one is inf unless its first device is P; P's class is P's alone (no other device is
-    allowed the unit), and a group is N consecutive devices from its first (`_dp`,
+    allowed the unit), and a group is N consecutive devices from its first, modulo the device
+    count (`_dp`, `device_orders`,
     `layout_cost`): groups alike with P first are one group."""
     def derive() -> tuple[list[int], list[list[int]]]:
         u, c = units(problem), costs(problem)
@@ -188,12 +196,11 @@ class Start:
         # layout is not the stage's to know): no more than they take
         ahead, behind, after = self._fastest
         transfers = np.zeros(len(ends))
+        before, beyond = _beside(problem, group)
         if i > 0:  # from the stage before (on the device before the group)
-            before = group[0] - 1 if group[0] > 0 else group[-1] + 1
-            if before < len(problem.cluster.devices):
-                transfers += _crossing(problem, c, before, group[0])[i]
+            transfers += _crossing(problem, c, before, group[0])[i]
         if has_next:  # to the stage after (the device after the group)
-            out = _crossing(problem, c, group[-1], group[-1] + 1)[ends]
+            out = _crossing(problem, c, group[-1], beyond)[ends]
             transfers, after = transfers + out, after + out
         resource = compute if problem.contention == "none" else np.maximum(compute, transfers)
         return _Figures(ahead, behind, np.where(banned > 0, INF, resource), compute,

@@ -6,6 +6,9 @@ micro-batch on each replica, and its gradients are all-reduced among the group o
 iteration. The devices are taken in the cluster's order (so a node's devices, declared
 together, form groups inside the node, and the slow links between nodes carry the
 pipeline's activations, not the all-reduces); the stages take consecutive blocks of them.
+Where units are pinned, the DP also runs on that order rotated to start at each pinned
+device and just after its block (`device_orders`), so that a pinned stage may come first
+or last.
 
 **The DP** (PipeDream's, over units and devices used, with a replication choice per stage;
 extended to heterogeneous groups, whose slowest replica paces the stage, and to node
@@ -92,6 +95,9 @@ MAX_EVERY_REPLICA = 16
 #: at `clock.SIMULATED_OPS_PER_SECOND`), and at least `MIN_MOVES` moves
 REFINE_COPIED_OPS = 30_000
 MIN_MOVES = 4
+#: the device orders the DP is run in where there are pins: the cluster's, then rotated to
+#: start at each pinned device (the earliest first), at most this many in all
+MAX_ORDERS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,15 +132,12 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
     pipeline = problem.pipeline or Pipeline()
     if fixed_count(pipeline) not in (None, 1):
         check_pins(problem, int(pipeline.data_parallel))
-    found = candidates(problem, pipeline, cuts)
+    per_order = candidates_by_order(problem, pipeline, cuts)
     pure = pure and fixed_count(pipeline) in (None, 1)
     chain = _pure(problem, pipeline, options, split) if pure else None
-    if not found and chain is None:
+    if not any(per_order) and chain is None:
         raise _no_layout(problem, pipeline, explain, cuts)
-    chosen, figures = best(problem, pipeline, found, runs) if found else (None, {})
-    left = len(found) - len(figures)  # the DP's layouts `runs` left unsimulated
-    if chosen is not None and simulated(problem, pipeline):
-        chosen = refine(problem, pipeline, chosen, figures, moves)
+    chosen, figures, left = _chosen(problem, pipeline, per_order, runs, moves)
     if chain is not None and chain not in figures:  # kept where it runs faster, or alone fits
         figures[chain] = iteration(problem, pipeline, chain)
         if simulated(problem, pipeline):
@@ -143,6 +146,29 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
             chosen = chain
     assert chosen is not None
     return solution(problem, pipeline, chosen, figures, left)
+
+
+def _chosen(problem: Problem, pipeline: Pipeline, per_order: list[list[Layout]], runs: int,
+            moves: float) -> tuple[Layout | None, dict[Layout, float], int]:
+    """Per device order, its best layout (`best`, `runs` simulations) with its cuts moved
+    (`refine`), and the fastest of those (the earlier order on ties); every layout's
+    iteration; the DP's layouts `runs` left unsimulated. Each order's own: the fastest
+    layout before its cuts move need not be the fastest after (a pinned layer's order
+    found one stage at 96 ms, where the cluster's best, 118.1 ms, moved to 84.4 ms)."""
+    chosen: Layout | None = None
+    figures: dict[Layout, float] = {}
+    left = 0
+    for found in per_order:
+        if not found:
+            continue
+        lay, seen = best(problem, pipeline, found, runs)
+        left += len(found) - len(seen)
+        figures.update(seen)
+        if simulated(problem, pipeline):
+            lay = refine(problem, pipeline, lay, figures, moves)
+        if chosen is None or figures[lay] < figures[chosen]:
+            chosen = lay
+    return chosen, figures, left
 
 
 def _no_layout(problem: Problem, pipeline: Pipeline, explain: bool,
@@ -166,8 +192,9 @@ def _no_layout(problem: Problem, pipeline: Pipeline, explain: bool,
         "E712", f"no hybrid layout of plan `{problem.name}` (stages on consecutive devices "
         f"in the cluster's order, {each}) fits the devices' memory and the devices its "
         f"units may use{dphints.stage_cap_words(problem, pipeline)}", None,
-        (*fewer, *(("pins that do not follow the cluster's device order leave the hybrid DP "
-                    "no layout (`--algo pipedp` tries device chains in any order)",)
+        (*fewer, *(("pins that follow neither the cluster's device order nor its rotations "
+                    "from a pinned device leave the hybrid DP no layout (`--algo pipedp` "
+                    "tries device chains in any order)",)
                    if problem.pins else ()))))  # (before: said of specs without pins too)
 
 
@@ -299,24 +326,49 @@ def candidates(problem: Problem, pipeline: Pipeline, cuts: int = MAX_CUTS) -> li
     every device: the DP charges a group's slowest replica ceil(M / r) micro-batches, where
     the run deals them round robin, so on mixed devices it missed the whole model on the
     3 fastest of 4 GPUs (14.7 ms; the plan took 22.6 ms) (helper)."""
-    out: list[Layout] = []
+    return [lay for found in candidates_by_order(problem, pipeline, cuts) for lay in found]
+
+
+def candidates_by_order(problem: Problem, pipeline: Pipeline, cuts: int = MAX_CUTS
+                        ) -> list[list[Layout]]:
+    """`candidates`, per device order (`device_orders`), each layout in the first order
+    that finds it."""
+    out: list[list[Layout]] = []
+    seen: set[Layout] = set()
     m, n = len(problem.cluster.devices), units(problem).count
     most = most_stages(problem, pipeline, n)
     cap = pipeline.one_stage_cap  # a layout is a stage per group: under `interleaved`, 1F1B
     most = most if cap is None else min(most, cap)
-    for lay in _dp(problem, pipeline, cuts):
-        if lay not in out and len(lay.groups) <= most and _fits(problem, pipeline, lay):
-            out.append(lay)
     r = fixed_count(pipeline)
     # `data_parallel N`: its N replicas alone, where the cluster has them; else 2 to w
     # devices, or the one where w is 1 (as before every p was tried)
     w = min(m, pipeline.microbatches)
     widths = range(min(2, w), w + 1) if r is None else [r] if r <= m else []
-    for p in widths:
-        every = Layout((0, n), (tuple(range(p)),))
-        if every not in out and _fits(problem, pipeline, every):
-            out.append(every)
+    for order in device_orders(problem, pipeline):
+        found = [lay for lay in _dp(problem, pipeline, cuts, order) if len(lay.groups) <= most]
+        found += [Layout((0, n), (order[:p],)) for p in widths]
+        out.append([])
+        for lay in found:
+            if lay not in seen and _fits(problem, pipeline, lay):
+                seen.add(lay)
+                out[-1].append(lay)
     return out
+
+
+def device_orders(problem: Problem, pipeline: Pipeline) -> list[tuple[int, ...]]:
+    """The device orders whose consecutive blocks the stages take: the cluster's, and where
+    units are pinned, that order rotated to start at each pinned device and just after its
+    block (of N under `data_parallel N`, else the device alone), so that the pinned
+    stage may come first or last (`MAX_ORDERS` in all, the earliest pinned devices first).
+    Before, only the cluster's: under `data_parallel 2` with the first layer pinned to gpu2
+    of four, the model's input placeholder took gpu0 and gpu1 as a stage of its own,
+    301.9 us, where gpu2 and gpu3, then gpu0 and gpu1, run 254.5 us (helper)."""
+    m = len(problem.cluster.devices)
+    block = fixed_count(pipeline) or 1
+    starts = dict.fromkeys(s for d in sorted(set(problem.pins.values()))
+                           for s in (d, (d + block) % m) if s)
+    return [tuple(range(m))] + [tuple((d + k) % m for k in range(m))
+                                for d in list(starts)[:MAX_ORDERS - 1]]
 
 
 def _fits(problem: Problem, pipeline: Pipeline, lay: Layout) -> bool:
@@ -368,14 +420,17 @@ def replica_counts(p: int, pipeline: Pipeline) -> list[int]:
     return [k for k in range(1, top + 1) if k <= MAX_EVERY_REPLICA or not k & (k - 1)]
 
 
-def _dp(problem: Problem, pipeline: Pipeline, most: int = MAX_CUTS) -> list[Layout]:
-    """The best layout per count of devices used (module docstring). On identical devices
+def _dp(problem: Problem, pipeline: Pipeline, most: int = MAX_CUTS,
+        order: Sequence[int] | None = None) -> list[Layout]:
+    """The best layout per count of devices used, the devices taken in `order` (the
+    cluster's where None; module docstring). On identical devices
     joined by identical links a stage's cost does not depend on which devices it takes,
     so one pass serves every count; otherwise one pass per count. `most`: cuts at most.
     The passes run side by side, a start at a time: each pass reads only its own table,
     and a start's costs, asked again by every pass, are kept only while it is the one."""
     u, t, c = units(problem), _tables(problem, most), costs(problem)
     m = len(problem.cluster.devices)
+    seq = tuple(range(m)) if order is None else tuple(order)
     cuts = t.cuts
     k_n = len(cuts) - 1
     passes = [m] if one_pass(problem) else list(range(1, m + 1))  # devices [0, used)
@@ -391,7 +446,7 @@ def _dp(problem: Problem, pipeline: Pipeline, most: int = MAX_CUTS) -> list[Layo
             for p in range(1, used + 1):
                 first = used - p
                 for r in replica_counts(p, pipeline):
-                    group = tuple(range(first, first + r))
+                    group = seq[first:first + r]
                     cost = start.cost(problem, c, pipeline, group, first + r < used, p)
                     total = np.maximum(cost, table[a + 1:, p - r])
                     j = int(np.argmin(total))
@@ -402,25 +457,22 @@ def _dp(problem: Problem, pipeline: Pipeline, most: int = MAX_CUTS) -> list[Layo
     for used in passes:
         for p in range(1, m + 1) if one_pass(problem) else (used,):
             if best[used][0, p] < INF:
-                lay = _backtrack(cuts, choice[used], p, used)
+                lay = _backtrack(cuts, choice[used], p, used, seq)
                 if lay not in out:
                     out.append(lay)
     return out
 
 
 def layout_cost(problem: Problem, pipeline: Pipeline, lay: Layout) -> float:
-    """The DP's cost of `lay` (module docstring; its devices taken as the DP takes them,
-    from the last stage back): what the DP minimises, for the tests' brute force."""
+    """The DP's cost of `lay` (module docstring), on its own groups: what the DP
+    minimises, for the tests' brute force."""
     u, t, c = units(problem), _tables(problem), costs(problem)
-    used = sum(map(len, lay.groups))
     worst = 0.0
     for k, group in enumerate(lay.groups):
         i, j = lay.bounds[k], lay.bounds[k + 1]
         p = sum(map(len, lay.groups[k:]))
-        first = used - p
         start = Start(problem, u, t.grad_prefix, i, np.array([j]), t.ties)
-        cost = start.cost(problem, c, pipeline, tuple(range(first, first + len(group))),
-                          k + 1 < len(lay.groups), p)
+        cost = start.cost(problem, c, pipeline, group, k + 1 < len(lay.groups), p)
         worst = max(worst, float(cost[0]))
     return worst
 
@@ -442,15 +494,15 @@ def _alike(problem: Problem) -> bool:
 
 
 def _backtrack(cuts: NDArray[np.int64], choice: NDArray[np.int64], p: int,
-               used: int) -> Layout:
-    """The layout of `p` devices the DP chose, its devices renumbered from 0 (the pass
-    took the last p of `used`)."""
+               used: int, order: Sequence[int]) -> Layout:
+    """The layout of `p` devices the DP chose, on the first p of `order` (the pass took
+    the last p of `used`: alike where p < used, one pass serving every count)."""
     bounds, groups = [0], []
     a, left = 0, p
     while left > 0:
         b, r = (int(x) for x in choice[a, left])
         first = used - left
-        groups.append(tuple(d - (used - p) for d in range(first, first + r)))
+        groups.append(tuple(order[d - (used - p)] for d in range(first, first + r)))
         bounds.append(int(cuts[b]))
         a, left = b, left - r
     return Layout(tuple(bounds), tuple(groups))

@@ -635,7 +635,7 @@ def test_e712_blames_pins_only_where_the_spec_has_pins() -> None:
     """Before: every E712 hinted that "pins that do not follow the cluster's device order
     leave the hybrid DP no layout", on specs without a pin too (here memory: only a
     recomputing split fits)."""
-    hint = "pins that do not follow the cluster's device order"
+    hint = "pins that follow neither the cluster's device order nor its rotations"
     p = loads(tight_text("34 MB")).plan("p")
     with pytest.raises(InfeasibleError) as err:
         run_algorithm("hybrid", p, Options())
