@@ -521,6 +521,9 @@ def _runs_as(problem: Problem, placement: tuple[int, ...], replicated: bool = Fa
     ran = runs_as(split_of(problem, placement), pipeline, replicated)
     if ran is pipeline:
         return ""
+    if ran.schedule == pipeline.schedule:  # another count a device (`runs_as`)
+        return (f"; it runs {ran.stages_per_device} stages per device, not "
+                f"{pipeline.stages_per_device}")
     return f"; it runs as {ran.schedule}: its stages are " + (
         "replicated" if replicated else
         f"not {pipeline.per_device} per device in a repeating chain")

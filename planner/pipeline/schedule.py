@@ -310,6 +310,9 @@ def _first_schedule(split: Split, pipeline: Pipeline, grouped: bool) -> tuple[Sc
     if ran is pipeline:
         return schedule, ""
     fallback = ran.schedule_spec
+    if fallback is schedule:  # another count a device (`runs_as`)
+        return schedule, (f"its stages are {ran.stages_per_device} per device in a repeating "
+                          f"chain, not {pipeline.stages_per_device}: run so")
     return fallback, (f"its stages are replicated: run as {fallback.name}" if grouped else
                       f"its stages are not {pipeline.stages_per_device} per device in a "
                       f"repeating chain: run as {fallback.name}")

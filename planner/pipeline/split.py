@@ -31,9 +31,10 @@ flight on stage k of S, with M micro-batches: GPipe M; 1F1B min(S - k, M); inter
 (stage k of device d, D devices), Megatron's warm-up count plus one, min((D - d - 1) * 2 +
 (K - 1) * D + 1, M * K), the activations of the device's largest stage each. Counts are
 those of the schedule the split runs (`runs`): under `interleaved`, a split whose stages
-are replicated or not K per device in a repeating chain runs as 1F1B and holds 1F1B's; a
-split whose order deadlocks under its schedule (its devices not a chain of stages:
-`order.deadlocks`) runs in GPipe's order and holds GPipe's M, as the simulator runs it.
+are replicated or not K (or K' >= 2, run with K') per device in a repeating chain runs
+as 1F1B and holds 1F1B's; a split whose order deadlocks under its schedule (its devices
+not a chain of stages: `order.deadlocks`) runs in GPipe's order and holds GPipe's M, as
+the simulator runs it.
 In training a stage also holds, for every micro-batch, a receive buffer for its input
 (every stage but the first) and one for its output's gradient (every stage but the last):
 torch's stage makes them at its first step and keeps them; under `interleaved` (a schedule
@@ -265,14 +266,20 @@ def interleaves(split: Split, per_device: int) -> bool:
 
 
 def runs_as(split: Split, pipeline: Pipeline, replicated: bool = False) -> Pipeline:
-    """`pipeline` as `split` runs it: under its schedule's fallback (interleaved -> 1F1B)
-    where the stages are `replicated` or not `stages_per_device` per device in a repeating
-    chain, else as it is (the one rule of the simulator, `schedule.run`, and the memory
-    model, `stage_bytes`)."""
+    """`pipeline` as `split` runs it: as it is where the stages are `stages_per_device`
+    per device in a repeating chain; with K' stages per device where they are K' >= 2 in
+    such a chain; else (`replicated`, one per device, no repeating chain) under its
+    schedule's fallback (interleaved -> 1F1B). The one rule of the simulator
+    (`schedule.run`) and the memory model (`stage_bytes`)."""
     fallback = pipeline.schedule_spec.fallback
     if fallback is None or not (replicated or not interleaves(split,
                                                               pipeline.stages_per_device)):
         return pipeline
+    per = split.stages // max(1, len(set(split.devices)))
+    if not replicated and per > 1 and interleaves(split, per):
+        # another count a device in a repeating chain: torch's class runs a rank's stages,
+        # however many (`export torch --ranks` loops a plan's stages over fewer ranks)
+        return dataclasses.replace(pipeline, stages_per_device=per)
     return dataclasses.replace(pipeline, schedule=fallback)
 
 

@@ -398,6 +398,25 @@ def _mlp_placement(problem: planner.Problem, traced: Traced,
     return placement
 
 
+def test_stages_looped_over_fewer_ranks_are_costed_as_the_interleaved_run_torch_gets(
+        tmp_path: Path) -> None:
+    """8 stages planned 2 per device on 4 GPUs, looped over 2 ranks: the script runs 4 a
+    rank under ScheduleInterleaved1F1B, and the cost printed is that run's (`runs_as`).
+    Before, the plan's 2 per device: not a repeating chain of 2, so 1F1B, which deadlocks,
+    so GPipe's order, and GPipe's memory."""
+    model, namespace = load_target(f"{MODELS}:mlp")
+    traced = trace(model, example_inputs([INPUTS["mlp"]], None, namespace), "fx")
+    looped = planner.load(_plan(tmp_path, "mlp", 4, "x", "objective pipeline  microbatches "
+                                "4  schedule interleaved  stages_per_device 2")).plans["p"]
+    eight = ["gpu0", "gpu0", "gpu1", "gpu2", "gpu3", "gpu0", "gpu1", "gpu2", "gpu3", "gpu3"]
+    placement = _mlp_placement(looped, traced, eight)
+    tp = pipeline_export(looped, traced, placement, torch_devices(looped.cluster), ranks=2)
+    assert (tp.ranks, len(tp.stages), tp.schedule) == (2, 8, "interleaved")
+    assert tp.cost.schedule == "interleaved"  # before: gpipe
+    assert tp.cost.note == "its stages are 4 per device in a repeating chain, not 2: run so"
+    assert tp.plan_cost.schedule == "interleaved" and tp.plan_cost.note == ""
+
+
 def test_export_at_other_ranks_merges_or_loops_the_stages_or_says_which_ranks_fit(
         tmp_path: Path) -> None:
     model, namespace = load_target(f"{MODELS}:mlp")

@@ -63,3 +63,22 @@ def test_the_dps_split_fits_as_stage_bytes_judges_it(memory: str) -> None:
     assert found.info["split_search"].startswith("heuristic")
     assert p.pipeline is not None
     assert fits(p, stage_bytes(p, split_of(p, found.plan.placement), p.pipeline))
+
+
+def test_a_repeating_chain_of_another_count_runs_interleaved_at_that_count() -> None:
+    """torch's ScheduleInterleaved1F1B runs a rank's stages however many: a split of 4 per
+    device in a repeating chain (`export torch --ranks` loops a plan's stages so) runs
+    interleaved with 4, not as the fallback (before: 1F1B, whose order deadlocks here, so
+    GPipe's). One stage per device still runs as 1F1B, a chain that does not repeat too,
+    and replicated stages."""
+    from planner.pipeline.split import runs_as
+
+    p = _chain("1 TB")
+    assert p.pipeline is not None
+    four = runs_as(Split(tuple(range(0, 17, 2)), (0, 1) * 4), p.pipeline)
+    assert (four.schedule, four.stages_per_device) == ("interleaved", 4)
+    assert runs_as(Split(tuple(range(0, 17, 2)), (0, 1, 2, 3) * 2), p.pipeline) is p.pipeline
+    for split, replicated in ((Split((0, 4, 8, 12, 16), (0, 1, 2, 3)), False),
+                              (Split((0, 4, 8, 12, 16), (0, 1, 1, 0)), False),
+                              (Split(tuple(range(0, 17, 2)), (0, 1) * 4), True)):
+        assert runs_as(split, p.pipeline, replicated).schedule == "1f1b", split
