@@ -42,7 +42,10 @@ DP, 1.49 s simulated). A stage's replica must hold its params, its micro-batches
 flight (`hybrid.in_flight`: under 1F1B `ceil(p / r)` with p the devices from it to the
 last stage), the largest transient and one DDP bucket.
 
-The DP gives the best layout for each count of devices used; every one is simulated
+The DP gives the best layout for each count of devices used (and, on alike devices under
+`data_parallel auto`, for each even replica count: `even_replicas`; each order and count a
+group of candidates of its own, `candidate_groups`, the fastest group's best kept);
+every one is simulated
 (`pipeline.schedule.run` with its replicas; under `auto` within its limit's simulations,
 least DP cost first: `best`), with one stage on all devices (pure data parallelism), and
 the shortest simulated iteration that fits wins; its cuts are then moved
@@ -60,6 +63,7 @@ every stage (N identical pipelines), and a pin binds the first replica alone
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -132,12 +136,12 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
     pipeline = problem.pipeline or Pipeline()
     if fixed_count(pipeline) not in (None, 1):
         check_pins(problem, int(pipeline.data_parallel))
-    per_order = candidates_by_order(problem, pipeline, cuts)
+    groups = candidate_groups(problem, pipeline, cuts)
     pure = pure and fixed_count(pipeline) in (None, 1)
     chain = _pure(problem, pipeline, options, split) if pure else None
-    if not any(per_order) and chain is None:
+    if not any(groups) and chain is None:
         raise _no_layout(problem, pipeline, explain, cuts)
-    chosen, figures, left = _chosen(problem, pipeline, per_order, runs, moves)
+    chosen, figures, left = _chosen(problem, pipeline, groups, runs, moves)
     if chain is not None and chain not in figures:  # kept where it runs faster, or alone fits
         figures[chain] = iteration(problem, pipeline, chain)
         if simulated(problem, pipeline):
@@ -148,20 +152,25 @@ def place(problem: Problem, options: Options, *, pure: bool = True,
     return solution(problem, pipeline, chosen, figures, left)
 
 
-def _chosen(problem: Problem, pipeline: Pipeline, per_order: list[list[Layout]], runs: int,
+def _chosen(problem: Problem, pipeline: Pipeline, groups: list[list[Layout]], runs: int,
             moves: float) -> tuple[Layout | None, dict[Layout, float], int]:
-    """Per device order, its best layout (`best`, `runs` simulations) with its cuts moved
-    (`refine`), and the fastest of those (the earlier order on ties); every layout's
-    iteration; the DP's layouts `runs` left unsimulated. Each order's own: the fastest
-    layout before its cuts move need not be the fastest after (a pinned layer's order
-    found one stage at 96 ms, where the cluster's best, 118.1 ms, moved to 84.4 ms)."""
+    """Per group of candidates (`candidate_groups`: per device order, the DP's layouts,
+    then those of even replicas), its best layout (`best`) with its cuts moved (`refine`),
+    and the fastest of those (the earlier group on ties); every layout's iteration; the
+    DP's layouts left unsimulated. Each group's own: the fastest layout before its cuts
+    move need not be the fastest after (a pinned layer's order found one stage at 96 ms,
+    where the cluster's best, 118.1 ms, moved to 84.4 ms). The first group takes `runs`
+    simulations (`auto`'s share of its limit's), the others what it leaves, none once a
+    plan is chosen and they are spent."""
     chosen: Layout | None = None
     figures: dict[Layout, float] = {}
     left = 0
-    for found in per_order:
-        if not found:
+    for k, found in enumerate(groups):
+        share = runs if k == 0 or runs == sys.maxsize else runs - len(figures)
+        if not found or (chosen is not None and share <= 0):
+            left += len(found)
             continue
-        lay, seen = best(problem, pipeline, found, runs)
+        lay, seen = best(problem, pipeline, found, share)
         left += len(found) - len(seen)
         figures.update(seen)
         if simulated(problem, pipeline):
@@ -326,13 +335,14 @@ def candidates(problem: Problem, pipeline: Pipeline, cuts: int = MAX_CUTS) -> li
     every device: the DP charges a group's slowest replica ceil(M / r) micro-batches, where
     the run deals them round robin, so on mixed devices it missed the whole model on the
     3 fastest of 4 GPUs (14.7 ms; the plan took 22.6 ms) (helper)."""
-    return [lay for found in candidates_by_order(problem, pipeline, cuts) for lay in found]
+    return [lay for found in candidate_groups(problem, pipeline, cuts) for lay in found]
 
 
-def candidates_by_order(problem: Problem, pipeline: Pipeline, cuts: int = MAX_CUTS
+def candidate_groups(problem: Problem, pipeline: Pipeline, cuts: int = MAX_CUTS
                         ) -> list[list[Layout]]:
-    """`candidates`, per device order (`device_orders`), each layout in the first order
-    that finds it."""
+    """`candidates` in groups: per device order (`device_orders`), the DP's layouts and
+    pure data parallelism, then the DP's of each count of even replicas (`even_replicas`);
+    each layout in the first group that finds it."""
     out: list[list[Layout]] = []
     seen: set[Layout] = set()
     m, n = len(problem.cluster.devices), units(problem).count
@@ -345,14 +355,30 @@ def candidates_by_order(problem: Problem, pipeline: Pipeline, cuts: int = MAX_CU
     w = min(m, pipeline.microbatches)
     widths = range(min(2, w), w + 1) if r is None else [r] if r <= m else []
     for order in device_orders(problem, pipeline):
-        found = [lay for lay in _dp(problem, pipeline, cuts, order) if len(lay.groups) <= most]
-        found += [Layout((0, n), (order[:p],)) for p in widths]
-        out.append([])
-        for lay in found:
-            if lay not in seen and _fits(problem, pipeline, lay):
-                seen.add(lay)
-                out[-1].append(lay)
+        groups = [[*_dp(problem, pipeline, cuts, order),
+                   *(Layout((0, n), (order[:p],)) for p in widths)]]
+        groups += [_dp(problem, dataclasses.replace(pipeline, data_parallel=k), cuts,
+                       order) for k in even_replicas(problem, pipeline)]
+        for found in groups:
+            out.append([])
+            for lay in found:
+                if len(lay.groups) <= most and lay not in seen and _fits(problem, pipeline,
+                                                                         lay):
+                    seen.add(lay)
+                    out[-1].append(lay)
     return out
+
+
+def even_replicas(problem: Problem, pipeline: Pipeline) -> list[int]:
+    """Under `data_parallel auto` on alike devices (one DP pass), the replica counts r > 1
+    that divide the devices and the micro-batches' count at most, whose layouts of r
+    replicas a stage the DP also finds (as `data_parallel r` would): its best layout per
+    device count is the least DP cost's, which need not simulate fastest. Before, on 4
+    GPUs, one stage of 4 replicas (48 ms), where 2 stages of 2 run 42 ms (helper)."""
+    m = len(problem.cluster.devices)
+    if fixed_count(pipeline) is not None or not one_pass(problem):
+        return []
+    return [k for k in range(2, min(m, pipeline.microbatches) + 1) if m % k == 0]
 
 
 def device_orders(problem: Problem, pipeline: Pipeline) -> list[tuple[int, ...]]:
