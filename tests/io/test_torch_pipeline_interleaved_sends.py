@@ -21,12 +21,11 @@ into (as under 1F1B: docs/pipelines.md), so it says more than torch holds by at 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from torch_support import planner_ok, run_jobs
+from torch_support import gpu_spec, planner_ok, run_jobs
 
 pytest.importorskip("torch", reason="PyTorch is not installed (pip install 'planner[torch]')")
 pytestmark = pytest.mark.slow
@@ -46,18 +45,10 @@ TWICE = 5 * 2 * MIB
 
 
 def _spec(root: Path, microbatches: int) -> Path:
-    graph = re.search(r"^graph (\S+) \{", (root / "long.plan").read_text(), re.M)
-    assert graph is not None
     pins = "  ".join(f"pin {', '.join(ops)} to gpu{k % 2}" for k, ops in enumerate(STAGES))
-    spec = root / f"p{microbatches}.plan"
-    spec.write_text(
-        'import "long.plan"\ncluster c {\n'
-        "  device gpu[0..1] { kind gpu  memory 4 GiB  flops 10 TFLOPS }\n"
-        "  link gpu[0..1] <-> gpu[0..1] { bandwidth 1 TB/s }\n}\n"
-        f"plan p {{ graph {graph.group(1)}  cluster c  objective pipeline\n"
-        f"  microbatches {microbatches}  schedule interleaved  stages_per_device 2\n"
-        f"  {pins} }}\n")
-    return spec
+    return gpu_spec(root, "long.plan", f"p{microbatches}", 2, "4 GiB",
+                    f"microbatches {microbatches}  schedule interleaved  stages_per_device 2"
+                    f"  {pins}")
 
 
 @pytest.fixture(scope="module")

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from torch_support import load_script, planner_ok, run_jobs
+from torch_support import gpu_spec, load_script, planner_ok, run_jobs
 from typer.testing import CliRunner
 
 import planner
@@ -69,16 +68,7 @@ def _export(root: Path, spec: Path, name: str, *extra: str) -> str:
 def _spec(root: Path, name: str, count: int, memory: str, settings: str) -> Path:
     """ROOT/NAME.plan: the MLP (ROOT/mlp.plan) on `count` GPUs of `memory` on fast links,
     plan `p` a pipeline with `settings`."""
-    graph = re.search(r"^graph (\S+) \{", (root / "mlp.plan").read_text(), re.M)
-    assert graph is not None
-    spec = root / f"{name}.plan"
-    last = count - 1
-    spec.write_text(
-        f'import "mlp.plan"\ncluster c {{\n'
-        f"  device gpu[0..{last}] {{ kind gpu  memory {memory}  flops 10 TFLOPS }}\n"
-        f"  link gpu[0..{last}] <-> gpu[0..{last}] {{ bandwidth 1 TB/s }}\n}}\n"
-        f"plan p {{ graph {graph.group(1)}  cluster c  objective pipeline  {settings} }}\n")
-    return spec
+    return gpu_spec(root, "mlp.plan", name, count, memory, settings)
 
 
 @pytest.fixture(scope="module")

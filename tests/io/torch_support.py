@@ -8,6 +8,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -25,6 +26,22 @@ def planner_ok(*args: str | Path) -> str:
     result = CliRunner().invoke(app, [str(a) for a in args])
     assert result.exit_code == 0, result.output
     return result.output
+
+
+def gpu_spec(root: Path, imported: str, name: str, count: int, memory: str,
+             settings: str) -> Path:
+    """ROOT/NAME.plan: the graph of ROOT/IMPORTED (an imported model's plan file) on
+    `count` GPUs of `memory` on fast links, plan `p` a pipeline with `settings`."""
+    graph = re.search(r"^graph (\S+) \{", (root / imported).read_text(), re.M)
+    assert graph is not None
+    spec = root / f"{name}.plan"
+    last = count - 1
+    spec.write_text(
+        f'import "{imported}"\ncluster c {{\n'
+        f"  device gpu[0..{last}] {{ kind gpu  memory {memory}  flops 10 TFLOPS }}\n"
+        f"  link gpu[0..{last}] <-> gpu[0..{last}] {{ bandwidth 1 TB/s }}\n}}\n"
+        f"plan p {{ graph {graph.group(1)}  cluster c  objective pipeline  {settings} }}\n")
+    return spec
 
 
 def load_script(path: Path) -> Any:
