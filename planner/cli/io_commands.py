@@ -62,8 +62,7 @@ ZOO_PREFIX = "zoo:"
 
 # ---- shared options ---------------------------------------------------------------------
 
-# no `dir_okay=False` (click's refusal of a folder has no code or hint): `check_outputs`
-# says E604 of an output, the readers E002 of an input (`--times`, `--cluster`)
+# no click `dir_okay` (no code, no hint): `check_outputs` says E604, the readers E002
 Output = Annotated[Path, typer.Option("-o", "--output", parser=output_path,
                                       help="The .plan file to write.")]
 Clusters = Annotated[list[Path] | None, typer.Option(
