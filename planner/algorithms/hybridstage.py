@@ -101,9 +101,9 @@ def _classes(problem: Problem) -> tuple[list[int], list[list[int]]]:
     pins, and only on a pinned unit, which `units` allows on its pin P alone (or nowhere).
     A stage without one: its replicas' bans are `units`' own, in the class. A stage with
     one is inf unless its first device is P; P's class is P's alone (no other device is
-    allowed the unit), and a group is N consecutive devices from its first, modulo the device
-    count (`_dp`, `device_orders`,
-    `layout_cost`): groups alike with P first are one group."""
+    allowed the unit), and a group is N consecutive devices from its first, modulo the
+    device count (`_dp`, `device_orders`, `layout_cost`): groups alike with P first are one
+    group."""
     def derive() -> tuple[list[int], list[list[int]]]:
         u, c = units(problem), costs(problem)
         m = len(problem.cluster.devices)

@@ -100,7 +100,8 @@ MAX_EVERY_REPLICA = 16
 REFINE_COPIED_OPS = 30_000
 MIN_MOVES = 4
 #: the device orders the DP is run in where there are pins: the cluster's, then rotated to
-#: start at each pinned device (the earliest first), at most this many in all
+#: start at each pinned device and just after its block (`device_orders`), at most this
+#: many in all
 MAX_ORDERS = 4
 
 
