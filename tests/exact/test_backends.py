@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from planner.algorithms import Options, run
-from planner.algorithms.exact import backends
+from planner.algorithms.exact import backends, quiet
 
 from .instances import random_problem
 
@@ -62,7 +62,7 @@ def test_a_missing_binary_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_quiet_stdout_keeps_c_level_output_off_stdout(
         capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.DEBUG, logger="planner.solver"), backends.quiet_stdout():
+    with caplog.at_level(logging.DEBUG, logger="planner.solver"), quiet.quiet_stdout():
         os.write(1, b"native banner\n")
         print("python banner")
     assert capfd.readouterr().out == ""

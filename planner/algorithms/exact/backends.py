@@ -21,7 +21,6 @@ import logging
 import math
 import os
 import shutil
-import sys
 import tempfile
 import time
 import tomllib
@@ -33,6 +32,7 @@ from typing import Any, Literal, cast
 
 from ...resources import data_text
 from . import children, highs_load
+from .quiet import quiet_stdout
 from .watched import Watched, first_line
 
 log = logging.getLogger("planner")
@@ -195,64 +195,6 @@ class _Forward(logging.Handler):
         """Forward `record`."""
         if solver_log.isEnabledFor(logging.DEBUG):
             solver_log.debug("pyomo: %s", record.getMessage())
-
-
-@contextlib.contextmanager
-def quiet_stdout() -> Iterator[None]:
-    """Capture everything written to stdout (Python and C level); replay it at DEBUG.
-
-    The CLI prints JSON on stdout, so a solver banner there would corrupt it.
-    """
-    with contextlib.suppress(AttributeError, OSError, ValueError):
-        sys.stdout.flush()
-    fd = 1  # what native code writes to, whatever object sys.stdout is now
-    try:
-        os.fstat(fd)
-    except OSError:
-        fd = -1
-    with tempfile.TemporaryFile(mode="w+b") as sink:
-        saved = -1
-        if fd >= 0:
-            saved = os.dup(fd)
-            os.dup2(sink.fileno(), fd)
-        old_stdout = sys.stdout
-        buffer = _TextSink()
-        sys.stdout = buffer
-        try:
-            yield
-        finally:
-            sys.stdout = old_stdout
-            if saved >= 0:
-                os.dup2(saved, fd)
-                os.close(saved)
-            sink.seek(0)
-            text = sink.read().decode("utf-8", "replace") + buffer.getvalue()
-            if text.strip() and solver_log.isEnabledFor(logging.DEBUG):
-                for line in text.splitlines():
-                    solver_log.debug("%s", line)
-
-
-class _TextSink:
-    """A write-only text stream that keeps what it is given."""
-
-    def __init__(self) -> None:
-        self._parts: list[str] = []
-
-    def write(self, s: str) -> int:
-        """Keep `s`."""
-        self._parts.append(s)
-        return len(s)
-
-    def flush(self) -> None:
-        """Nothing to flush."""
-
-    def isatty(self) -> bool:
-        """Never a terminal."""
-        return False
-
-    def getvalue(self) -> str:
-        """Everything written so far."""
-        return "".join(self._parts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,7 @@ from .budget import BATCH_SIZE, Budget
 from .common import Warm
 from .families import Delay, Families, copy_bytes, families, held_temp
 from .instance import Instance, choice_term
+from .quiet import quiet_stdout
 from .watched import Watched, first_line
 
 #: the largest makespan in ticks we let the model reach (CP-SAT is int64; leave headroom)
@@ -426,7 +427,7 @@ class CpsatModel:
         if progress is not None:
             callback = _Progress(progress, self.tick, bud.limit_s)
         interrupted = False
-        with backends.quiet_stdout():
+        with quiet_stdout():
             run = Watched(lambda: solver.Solve(self.model, callback), "planner-cpsat")
             try:
                 run.wait()
